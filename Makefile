@@ -1,0 +1,41 @@
+# One entry for set-up, the demo, lint, types, tests and benchmarks — the same here and in CI.
+VENV   ?= .venv
+PYTHON ?= python3
+BIN     = $(VENV)/bin
+STAMP   = $(VENV)/.installed-stamp
+
+.PHONY: demo check lint typecheck test bench catalog-check clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev,plot]'
+	touch $(STAMP)
+
+## demo: set everything up, then the main job on built-in defaults (evolution table + plot)
+demo: $(STAMP)
+	mkdir -p out
+	$(BIN)/gpuarch evolution --plot out/evolution.png
+
+## check: the whole test suite: lint, type check, tests
+check: lint typecheck test
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests benchmarks
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+## catalog-check: every consistency check of the catalog, one line each
+catalog-check: $(STAMP)
+	$(BIN)/python -m gpuarch.catalog.check -v
+
+## bench: speed figures (not part of the tests)
+bench: $(STAMP)
+	$(BIN)/python benchmarks/bench_cold_start.py
+
+clean:
+	rm -rf $(VENV) out .pytest_cache .mypy_cache .ruff_cache

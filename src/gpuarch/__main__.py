@@ -1,0 +1,5 @@
+"""``python -m gpuarch`` runs the command line."""
+
+from gpuarch.cli.main import main
+
+raise SystemExit(main())

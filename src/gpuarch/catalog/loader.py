@@ -1,0 +1,325 @@
+"""Load the catalog's TOML data files into one validated, typed :class:`Catalog`."""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from gpuarch.catalog.lookup import PRODUCT_NOISE, Resolver
+from gpuarch.catalog.model import (
+    Architecture,
+    Chip,
+    Feature,
+    NvlinkGeneration,
+    PcieGeneration,
+    Product,
+    Source,
+    System,
+)
+from gpuarch.catalog.peaks import PeakKey
+from gpuarch.catalog.records import build_record, data_keys
+from gpuarch.errors import CatalogError, did_you_mean
+
+__all__ = ["DATA_DIR", "Catalog", "load_catalog"]
+
+DATA_DIR = Path(__file__).with_name("data")
+SHARED_FILES = ("features.toml", "interconnects.toml", "systems.toml")
+_ARCH_TABLES = {"source", "architecture", "chip", "product"}
+_SHARED_TABLES = {
+    "features.toml": {"source", "feature"},
+    "interconnects.toml": {"source", "nvlink", "pcie"},
+    "systems.toml": {"source", "system"},
+}
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """Every architecture, chip, product, feature, interconnect and system, cross-checked."""
+
+    architectures: tuple[Architecture, ...]
+    chips: Mapping[str, Chip]
+    products: tuple[Product, ...]
+    features: Mapping[str, Feature]
+    sources: Mapping[str, Source]
+    nvlink: tuple[NvlinkGeneration, ...]
+    pcie: tuple[PcieGeneration, ...]
+    systems: tuple[System, ...]
+    _product_names: Resolver[Product]
+    _arch_names: Resolver[Architecture]
+    _system_names: Resolver[System]
+
+    def product(self, name: str) -> Product:
+        """The product ``name`` means (key, name or alias; case and separators ignored)."""
+        return self._product_names.resolve(name)
+
+    def architecture(self, name: str) -> Architecture:
+        """The architecture ``name`` means (``"hopper"``, ``"Ada Lovelace"``, ``"sm90"``)."""
+        return self._arch_names.resolve(name)
+
+    def system(self, name: str) -> System:
+        """The reference system ``name`` means."""
+        return self._system_names.resolve(name)
+
+    def architecture_of(self, product: Product) -> Architecture:
+        return next(a for a in self.architectures if a.key == product.architecture)
+
+    def chip_of(self, product: Product) -> Chip:
+        return self.chips[product.chip]
+
+    def products_of(self, arch: Architecture) -> tuple[Product, ...]:
+        return tuple(p for p in self.products if p.architecture == arch.key)
+
+    def introduced_in(self, feature_key: str) -> Architecture | None:
+        """The architecture whose first product launched earliest among those listing the
+        feature (Hopper, not Ada, for FP8: H100 was announced half a year before Ada)."""
+        having = [a for a in self.architectures if feature_key in a.features]
+        return min(having, key=self._debut, default=None)
+
+    def _debut(self, arch: Architecture) -> tuple[str, int]:
+        dates = [p.launch_date for p in self.products if p.architecture == arch.key]
+        return (min(dates) if dates else str(arch.year), arch.order)
+
+    def nvlink_generation(self, generation: int) -> NvlinkGeneration | None:
+        return next((n for n in self.nvlink if n.generation == generation), None)
+
+    def pcie_generation(self, generation: int) -> PcieGeneration | None:
+        return next((p for p in self.pcie if p.generation == generation), None)
+
+
+def _dense_from_sparse(product: Product, chip: Chip) -> Mapping[PeakKey, float]:
+    """Dense peaks published only "with sparsity": half the sparse figure.
+
+    2:4 structured sparsity doubles Tensor Core math on chips that support it (the consistency
+    checks confirm sparse = 2 x dense wherever both are published). Nothing is derived where
+    the chip lacks sparsity or the product documents a ``sparse.<key>`` exception.
+    """
+    if not chip.sparsity_2to4:
+        return MappingProxyType({})
+    return MappingProxyType({
+        key: value / 2 for key, value in product.sparse_flops.items()
+        if key not in product.dense_flops
+        and f"sparse.{key.value}" not in product.peak_exceptions
+    })
+
+
+@cache
+def load_catalog(data_dir: Path | None = None) -> Catalog:
+    """Read, validate and cross-check every data file in ``data_dir`` (default: built-in)."""
+    return _Builder(data_dir or DATA_DIR).build()
+
+
+class _Builder:
+    def __init__(self, data_dir: Path) -> None:
+        self.dir = data_dir
+        self.sources: dict[str, Source] = {}
+        self.archs: list[Architecture] = []
+        self.chips: dict[str, Chip] = {}
+        self.products: list[Product] = []
+        self.features: dict[str, Feature] = {}
+        self.nvlink: list[NvlinkGeneration] = []
+        self.pcie: list[PcieGeneration] = []
+        self.systems: list[System] = []
+        # (file, where, source id) for every citation, checked once all sources are known.
+        self.citations: list[tuple[str, str, str]] = []
+
+    def build(self) -> Catalog:
+        if not self.dir.is_dir():
+            raise CatalogError(str(self.dir), "-", "catalog data folder not found")
+        for path in sorted(self.dir.glob("*.toml")):
+            raw = self._read(path)
+            if path.name in SHARED_FILES:
+                self._shared(path.name, raw)
+            else:
+                self._architecture_file(path, raw)
+        self._cross_check()
+        self.archs.sort(key=lambda a: a.order)
+        order = {a.key: a.order for a in self.archs}
+        self.products.sort(key=lambda p: (order[p.architecture], p.launch_date, p.key))
+        return Catalog(
+            architectures=tuple(self.archs),
+            chips=dict(self.chips),
+            products=tuple(self.products),
+            features=dict(self.features),
+            sources=dict(self.sources),
+            nvlink=tuple(sorted(self.nvlink, key=lambda n: n.generation)),
+            pcie=tuple(sorted(self.pcie, key=lambda p: p.generation)),
+            systems=tuple(self.systems),
+            _product_names=self._resolver("GPU", self.products, PRODUCT_NOISE),
+            _arch_names=self._arch_resolver(),
+            _system_names=self._resolver("system", self.systems),
+        )
+
+    # -- reading ---------------------------------------------------------------------------
+
+    @staticmethod
+    def _read(path: Path) -> dict[str, Any]:
+        try:
+            with path.open("rb") as fh:
+                return tomllib.load(fh)
+        except tomllib.TOMLDecodeError as exc:
+            raise CatalogError(path.name, "-", f"not valid TOML: {exc}") from None
+
+    @staticmethod
+    def _tables(file: str, raw: Mapping[str, Any], allowed: set[str]) -> None:
+        for key in raw:
+            if key not in allowed:
+                hint = did_you_mean(key, allowed)
+                extra = f"; did you mean {hint[0]!r}?" if hint else ""
+                raise CatalogError(file, key, f"unknown top-level table {key!r}{extra}")
+
+    @staticmethod
+    def _array(file: str, raw: Mapping[str, Any], name: str) -> list[Any]:
+        value = raw.get(name, [])
+        if not isinstance(value, list):
+            raise CatalogError(file, name, f"expected an array of tables [[{name}]]")
+        return value
+
+    def _sources(self, file: str, raw: Mapping[str, Any]) -> None:
+        for i, table in enumerate(self._array(file, raw, "source")):
+            src = build_record(Source, table, file, f"source[{i}]")
+            if src.id in self.sources:
+                first = self.sources[src.id].file
+                raise CatalogError(file, f"source[{i}].id", f"{src.id!r} is already defined "
+                                   f"in {first}")
+            self.sources[src.id] = Source(**{**src.__dict__, "file": file})
+
+    def _architecture_file(self, path: Path, raw: Mapping[str, Any]) -> None:
+        file = path.name
+        self._tables(file, raw, _ARCH_TABLES)
+        self._sources(file, raw)
+        if "architecture" not in raw:
+            raise CatalogError(file, "architecture", "missing the [architecture] table")
+        arch = build_record(Architecture, raw["architecture"], file, "architecture")
+        if arch.key != path.stem:
+            raise CatalogError(file, "architecture.key",
+                               f"{arch.key!r} must equal the file name {path.stem!r}")
+        arch = Architecture(**{**arch.__dict__, "file": file})
+        self.archs.append(arch)
+        self._cite(file, "architecture", arch.source, arch.field_sources, Architecture)
+        local_chips: set[str] = set()
+        for i, table in enumerate(self._array(file, raw, "chip")):
+            where = f"chip[{i}]"
+            chip = build_record(Chip, table, file, where)
+            if chip.key in self.chips:
+                raise CatalogError(file, f"{where}.key", f"chip {chip.key!r} is defined twice")
+            self.chips[chip.key] = Chip(**{**chip.__dict__, "architecture": arch.key})
+            local_chips.add(chip.key)
+            self._cite(file, where, chip.source, chip.field_sources, Chip)
+        for i, table in enumerate(self._array(file, raw, "product")):
+            where = f"product[{i}]"
+            prod = build_record(Product, table, file, where)
+            if prod.chip not in local_chips:
+                hint = did_you_mean(prod.chip, local_chips)
+                extra = f"; did you mean {hint[0]!r}?" if hint else ""
+                raise CatalogError(file, f"{where}.chip",
+                                   f"chip {prod.chip!r} is not defined in this file{extra}")
+            self._check_exceptions(file, where, prod)
+            halved = _dense_from_sparse(prod, self.chips[prod.chip])
+            self.products.append(Product(**{**prod.__dict__, "architecture": arch.key,
+                                            "dense_from_sparse": halved}))
+            self._cite(file, where, prod.source, prod.field_sources, Product)
+
+    def _shared(self, file: str, raw: Mapping[str, Any]) -> None:
+        self._tables(file, raw, _SHARED_TABLES[file])
+        self._sources(file, raw)
+        for i, table in enumerate(self._array(file, raw, "feature")):
+            feat = build_record(Feature, table, file, f"feature[{i}]")
+            if feat.key in self.features:
+                raise CatalogError(file, f"feature[{i}].key", f"{feat.key!r} defined twice")
+            self.features[feat.key] = feat
+            self._cite(file, f"feature[{i}]", feat.source, {}, Feature)
+        for i, table in enumerate(self._array(file, raw, "nvlink")):
+            nvl = build_record(NvlinkGeneration, table, file, f"nvlink[{i}]")
+            self.nvlink.append(nvl)
+            self._cite(file, f"nvlink[{i}]", nvl.source, nvl.field_sources, NvlinkGeneration)
+        for i, table in enumerate(self._array(file, raw, "pcie")):
+            pcie = build_record(PcieGeneration, table, file, f"pcie[{i}]")
+            self.pcie.append(pcie)
+            self._cite(file, f"pcie[{i}]", pcie.source, pcie.field_sources, PcieGeneration)
+        for i, table in enumerate(self._array(file, raw, "system")):
+            system = build_record(System, table, file, f"system[{i}]")
+            self.systems.append(system)
+            self._cite(file, f"system[{i}]", system.source, system.field_sources, System)
+
+    # -- checks ----------------------------------------------------------------------------
+
+    def _cite(self, file: str, where: str, source: str, field_sources: Mapping[str, str],
+              cls: type) -> None:
+        self.citations.append((file, f"{where}.source", source))
+        keys = data_keys(cls)
+        for field_key, source_id in field_sources.items():
+            head = field_key.split(".", 1)[0]
+            if head not in keys:
+                hint = did_you_mean(head, keys)
+                extra = f"; did you mean {hint[0]!r}?" if hint else ""
+                raise CatalogError(file, f"{where}.field_sources",
+                                   f"{field_key!r} is not a key of this record{extra}")
+            self.citations.append((file, f"{where}.field_sources.{field_key}", source_id))
+
+    @staticmethod
+    def _check_exceptions(file: str, where: str, prod: Product) -> None:
+        known = {k.value for k in prod.dense_flops}
+        known |= {f"sparse.{k.value}" for k in prod.sparse_flops}
+        for key, reason in prod.peak_exceptions.items():
+            if key not in known:
+                raise CatalogError(file, f"{where}.peak_exceptions.{key}",
+                                   "names a peak that dense_tflops (or, as sparse.<key>, "
+                                   "sparse_tflops) does not publish")
+            if len(reason.split()) < 4:
+                raise CatalogError(file, f"{where}.peak_exceptions.{key}",
+                                   f"needs a reason in words, got {reason!r}")
+        for peak in prod.sparse_flops:
+            if not peak.is_tensor:
+                raise CatalogError(file, f"{where}.sparse_tflops.{peak.value}",
+                                   "2:4 sparsity applies to Tensor Core peaks only")
+
+    def _cross_check(self) -> None:
+        for file, where, source_id in self.citations:
+            if source_id not in self.sources:
+                hint = did_you_mean(source_id, self.sources)
+                extra = f"; did you mean {hint[0]!r}?" if hint else ""
+                raise CatalogError(file, where, f"unknown source id {source_id!r}{extra}")
+        for arch in self.archs:
+            for key in arch.features:
+                if self.features and key not in self.features:
+                    hint = did_you_mean(key, self.features)
+                    extra = f"; did you mean {hint[0]!r}?" if hint else ""
+                    raise CatalogError(arch.file, f"architecture.features.{key}",
+                                       f"unknown feature {key!r}{extra}")
+        keys = [p.key for p in self.products]
+        dupes = sorted({k for k in keys if keys.count(k) > 1})
+        if dupes:
+            raise CatalogError("products", "key", f"defined more than once: {dupes}")
+        product_keys = set(keys)
+        for i, system in enumerate(self.systems):
+            if system.gpu not in product_keys:
+                hint = did_you_mean(system.gpu, product_keys)
+                extra = f"; did you mean {hint[0]!r}?" if hint else ""
+                raise CatalogError("systems.toml", f"system[{i}].gpu",
+                                   f"unknown product {system.gpu!r}{extra}")
+        arch_keys = {a.key for a in self.archs}
+        for i, nvl in enumerate(self.nvlink):
+            if arch_keys and nvl.architecture not in arch_keys:
+                raise CatalogError("interconnects.toml", f"nvlink[{i}].architecture",
+                                   f"unknown architecture {nvl.architecture!r}")
+
+    # -- name resolution -------------------------------------------------------------------
+
+    def _resolver(self, kind: str, items: Iterable[Product | System],
+                  noise: frozenset[str] = frozenset({"nvidia"})) -> Resolver[Any]:
+        resolver: Resolver[Any] = Resolver(kind, noise)
+        for item in items:
+            resolver.add(item.name, item, [item.key, *item.aliases])
+        return resolver
+
+    def _arch_resolver(self) -> Resolver[Architecture]:
+        resolver: Resolver[Architecture] = Resolver("architecture")
+        for arch in self.archs:
+            ccs = [f"sm{cc.replace('.', '')}" for cc in arch.compute_capabilities]
+            resolver.add(arch.name, arch, [arch.key, *ccs])
+        return resolver

@@ -1,0 +1,1 @@
+"""The ``gpuarch`` command line: parses flags into typed options, calls the library, renders."""

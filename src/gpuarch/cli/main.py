@@ -1,0 +1,44 @@
+"""Entry point of the ``gpuarch`` command (console script and ``python -m gpuarch``)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from gpuarch import __version__
+from gpuarch.cli import catalog_cmds
+from gpuarch.errors import GpuarchError
+
+__all__ = ["build_parser", "main"]
+
+USAGE_ERROR = 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full argument parser."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--json", action="store_true",
+                        help="print one JSON document on stdout instead of text")
+    parser = argparse.ArgumentParser(
+        prog="gpuarch",
+        description="NVIDIA GPU architectures from G80 to Blackwell: a sourced catalog, "
+                    "compared and plotted.",
+    )
+    parser.add_argument("--version", action="version", version=f"gpuarch {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    catalog_cmds.add_commands(sub, common)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line; returns the exit status (2 for usage errors)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        status: int = args.handler(args)
+    except GpuarchError as exc:
+        print(f"gpuarch: error: {exc}", file=sys.stderr)
+        return USAGE_ERROR
+    except BrokenPipeError:
+        return 0
+    return status

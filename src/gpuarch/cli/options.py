@@ -1,0 +1,45 @@
+"""Turning flag strings into enums, once, at the edge (with "did you mean")."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from enum import Enum
+from typing import TypeVar
+
+from gpuarch.errors import did_you_mean
+
+__all__ = ["enum_list", "enum_value"]
+
+E = TypeVar("E", bound=Enum)
+
+
+def _key(member: Enum) -> str:
+    return str(getattr(member, "key", member.value))
+
+
+def enum_value(cls: type[E], flag: str) -> Callable[[str], E]:
+    """An argparse ``type=`` that parses one member of ``cls`` by its key."""
+    members = {_key(m): m for m in cls}
+
+    def parse(text: str) -> E:
+        if text in members:
+            return members[text]
+        hint = did_you_mean(text, members)
+        extra = f"; did you mean {hint[0]!r}?" if hint else ""
+        raise argparse.ArgumentTypeError(
+            f"{flag}: unknown value {text!r}{extra} (choose from {', '.join(members)})")
+
+    parse.__name__ = flag
+    return parse
+
+
+def enum_list(cls: type[E], flag: str) -> Callable[[str], list[E]]:
+    """An argparse ``type=`` for a comma-separated list of members of ``cls``."""
+    one = enum_value(cls, flag)
+
+    def parse(text: str) -> list[E]:
+        return [one(part.strip()) for part in text.split(",") if part.strip()]
+
+    parse.__name__ = flag
+    return parse

@@ -1,0 +1,70 @@
+"""Errors that name the field and the bad value.
+
+Every error a user can cause derives from :class:`GpuarchError`; the CLI turns them into a
+one-line message and exit status 2, with no traceback.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+__all__ = [
+    "AmbiguousNameError",
+    "CatalogError",
+    "GpuarchError",
+    "UnknownNameError",
+    "did_you_mean",
+]
+
+
+class GpuarchError(ValueError):
+    """Base class of errors caused by input (data files, names, flags)."""
+
+
+class CatalogError(GpuarchError):
+    """A catalog data file breaks the schema; the message names file, table and key."""
+
+    def __init__(self, file: str, where: str, message: str) -> None:
+        self.file = file
+        self.where = where
+        super().__init__(f"{file}: {where}: {message}")
+
+
+class UnknownNameError(GpuarchError):
+    """A name that resolves to nothing; carries close matches."""
+
+    def __init__(self, kind: str, name: str, suggestions: list[str]) -> None:
+        self.kind = kind
+        self.name = name
+        self.suggestions = suggestions
+        hint = f"; did you mean {_quote_list(suggestions)}?" if suggestions else ""
+        super().__init__(f"unknown {kind} {name!r}{hint}")
+
+
+class AmbiguousNameError(GpuarchError):
+    """A name that matches several entries; carries the candidates."""
+
+    def __init__(self, kind: str, name: str, candidates: list[str]) -> None:
+        self.kind = kind
+        self.name = name
+        self.candidates = candidates
+        super().__init__(
+            f"{kind} name {name!r} is ambiguous; it matches {_quote_list(candidates)}"
+        )
+
+
+def did_you_mean(word: str, choices: Iterable[str], n: int = 3) -> list[str]:
+    """Close matches of ``word`` among ``choices`` (case-insensitive), best first."""
+    by_lower: dict[str, str] = {}
+    for choice in choices:
+        by_lower.setdefault(choice.lower(), choice)
+    close = difflib.get_close_matches(word.lower(), list(by_lower), n=n, cutoff=0.6)
+    return [by_lower[c] for c in close]
+
+
+def _quote_list(items: list[str]) -> str:
+    quoted = [repr(i) for i in items]
+    if len(quoted) <= 1:
+        return "".join(quoted)
+    return ", ".join(quoted[:-1]) + " or " + quoted[-1]

@@ -1,0 +1,156 @@
+"""The built-in catalog: coverage, sources, consistency with the silicon, published goldens."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpuarch.catalog import (
+    PeakKey,
+    Status,
+    Tier,
+    check_product,
+    load_catalog,
+)
+from gpuarch.catalog.lookup import PRODUCT_NOISE, compact
+from gpuarch.errors import AmbiguousNameError, UnknownNameError
+
+CATALOG = load_catalog()
+
+# The products issue #2 names; each must resolve to exactly one product.
+REQUIRED = [
+    "8800 GTX", "C1060", "C2050", "M2090", "K20X", "K40", "K80", "M40", "P100 SXM2",
+    "P100 PCIe", "P4", "P40", "V100 SXM2", "V100 PCIe", "T4", "RTX 2080 Ti",
+    "A100 SXM4 40GB", "A100 SXM4 80GB", "A100 PCIe 40GB", "A100 PCIe 80GB", "A30", "A10",
+    "A40", "RTX 3090", "RTX A6000", "Jetson AGX Orin", "RTX 4090", "L4", "L40", "L40S",
+    "RTX 6000 Ada", "H100 SXM", "H100 PCIe", "H100 NVL", "H200 SXM", "H200 NVL", "GH200",
+    "B200", "GB200", "B300", "RTX 5090", "RTX PRO 6000",
+]
+
+GENERATIONS = ["tesla", "fermi", "kepler", "maxwell", "pascal", "volta", "turing", "ampere",
+               "ada", "hopper", "blackwell"]
+
+
+def test_coverage() -> None:
+    """At least 45 products over all 11 generations and all four tiers."""
+    assert len(CATALOG.products) >= 45
+    keys = [a.key for a in CATALOG.architectures]
+    assert keys[: len(GENERATIONS)] == GENERATIONS
+    assert {p.tier for p in CATALOG.products} == set(Tier)
+    for arch in CATALOG.architectures:
+        assert CATALOG.products_of(arch), f"{arch.name} has no product"
+
+
+@pytest.mark.parametrize("name", REQUIRED)
+def test_required_products_resolve(name: str) -> None:
+    """Every product the issue names is in the catalog under a name people type."""
+    try:
+        product = CATALOG.product(name)
+    except AmbiguousNameError as exc:  # a family name: all candidates must share the family
+        assert all(compact(name, PRODUCT_NOISE) in compact(c, PRODUCT_NOISE)
+                   for c in exc.candidates)
+        return
+    assert product.key
+
+
+@pytest.mark.parametrize("product", CATALOG.products, ids=lambda p: p.key)
+def test_product_is_consistent_with_its_silicon(product) -> None:  # type: ignore[no-untyped-def]
+    """SMs x per-SM rate x clock gives each published peak within 2% (or a documented
+    exception); bus x data rate gives the bandwidth; sparse = 2 x dense."""
+    bad = [f for f in check_product(CATALOG, product) if f.status is Status.MISMATCH]
+    assert not bad, "\n".join(f"{f.check}: {f.detail}" for f in bad)
+
+
+@pytest.mark.parametrize("product", CATALOG.products, ids=lambda p: p.key)
+def test_product_values_are_sane(product) -> None:  # type: ignore[no-untyped-def]
+    """Present counts and clocks are positive; sparse peaks exceed dense ones."""
+    assert product.sms is None or product.sms > 0
+    assert product.boost_clock_hz is None or product.boost_clock_hz > 0
+    assert product.memory_bytes > 0 and product.memory_bandwidth_bytes_s > 0
+    assert product.tdp_w is None or product.tdp_w > 0
+    if product.base_clock_hz and product.boost_clock_hz:
+        assert product.base_clock_hz <= product.boost_clock_hz
+    for key, sparse in product.sparse_flops.items():
+        assert key.is_tensor
+        dense = product.dense_flops.get(key)
+        assert dense is None or sparse > dense
+
+
+def test_every_cited_source_is_defined_and_used_once() -> None:
+    """Every product, chip and architecture names a defined document with a URL."""
+    for p in CATALOG.products:
+        assert p.source in CATALOG.sources
+        assert all(s in CATALOG.sources for s in p.field_sources.values())
+    for chip in CATALOG.chips.values():
+        assert chip.source in CATALOG.sources
+    for src in CATALOG.sources.values():
+        assert src.url.startswith("https://") or src.url.startswith("http://"), src.id
+
+
+def test_every_alias_resolves_to_its_own_product() -> None:
+    """Aliases, keys and names are unique: each resolves to exactly the product that has it."""
+    for p in CATALOG.products:
+        for name in (p.key, p.name, *p.aliases):
+            assert CATALOG.product(name) is p, name
+            assert CATALOG.product(name.upper()) is p
+            assert CATALOG.product(name.replace(" ", "-")) is p
+
+
+def test_every_feature_is_explained() -> None:
+    """Each feature an architecture lists has a registry entry with an explanation."""
+    for arch in CATALOG.architectures:
+        for key in arch.features:
+            assert key in CATALOG.features
+            assert len(CATALOG.features[key].explanation.split()) >= 15
+
+
+def test_systems_reference_products() -> None:
+    """Reference systems exist for NVSwitch, NVL72, hybrid cube mesh and PCIe."""
+    fabrics = {s.intra_node_fabric for s in CATALOG.systems}
+    assert {"nvswitch", "pcie"} <= fabrics
+    for s in CATALOG.systems:
+        CATALOG.product(s.gpu)
+        assert s.gpus_per_node > 0 and s.intra_node_bandwidth_bytes_s > 0
+
+
+# Golden values: dense peaks as printed in NVIDIA's datasheets / whitepapers.
+GOLDEN = [
+    # NVIDIA A100 datasheet (2021): FP16 Tensor 312 TFLOPS dense, 624 sparse; 2,039 GB/s (80GB SXM)
+    ("a100-sxm4-80gb", PeakKey.TENSOR_FP16, 312e12),
+    ("a100-sxm4-80gb", PeakKey.FP64, 9.7e12),
+    # NVIDIA V100 datasheet: SXM2 Tensor 125 TFLOPS, FP32 15.7 TFLOPS
+    ("v100-sxm2-32gb", PeakKey.TENSOR_FP16, 125e12),
+    ("v100-sxm2-32gb", PeakKey.FP32, 15.7e12),
+    # H100 whitepaper / datasheet: SXM5 dense FP16/BF16 Tensor 989.4 TFLOPS, FP8 1,978.9
+    ("h100-sxm5-80gb", PeakKey.TENSOR_BF16, 989.4e12),
+    ("h100-sxm5-80gb", PeakKey.TENSOR_FP8, 1978.9e12),
+]
+
+
+@pytest.mark.parametrize(("key", "peak", "value"), GOLDEN)
+def test_golden_peaks(key: str, peak: PeakKey, value: float) -> None:
+    """Published dense peaks, to the digit the datasheet prints."""
+    assert CATALOG.product(key).dense_flops[peak] == pytest.approx(value, rel=1e-3)
+
+
+def test_golden_bandwidth_and_memory() -> None:
+    """A100 80GB SXM: 2,039 GB/s and 80 GiB; H100 SXM5: 3.35 TB/s (datasheets)."""
+    a100 = CATALOG.product("a100-sxm4-80gb")
+    assert a100.memory_bandwidth_bytes_s == pytest.approx(2039e9, rel=1e-3)
+    assert a100.memory_bytes == 80 * 2**30
+    h100 = CATALOG.product("h100-sxm5-80gb")
+    assert h100.memory_bandwidth_bytes_s == pytest.approx(3.35e12, rel=1e-2)
+
+
+def test_family_names_pick_the_flagship_and_typos_get_suggestions() -> None:
+    """'h100' is the SXM part; a typo gets 'did you mean'."""
+    assert CATALOG.product("h100").key == "h100-sxm5-80gb"
+    assert CATALOG.product("NVIDIA H100-SXM5-80GB").key == "h100-sxm5-80gb"
+    with pytest.raises(UnknownNameError, match="did you mean"):
+        CATALOG.product("h1000")
+
+
+def test_ambiguous_name_lists_candidates() -> None:
+    """A name that fits several products lists them rather than guessing."""
+    with pytest.raises(AmbiguousNameError) as info:
+        CATALOG.product("h200 141gb")
+    assert len(info.value.candidates) >= 2

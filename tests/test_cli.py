@@ -1,0 +1,152 @@
+"""The command line, run in-process through main() and once as a real subprocess."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gpuarch.catalog import load_catalog
+from gpuarch.cli.main import main
+
+CATALOG = load_catalog()
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    try:
+        status = main(list(argv))
+    except SystemExit as exc:  # argparse usage errors
+        status = int(exc.code or 0)
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_show_json_has_sourced_fields(capsys: pytest.CaptureFixture[str]) -> None:
+    """show --json carries the product in data-file units, its features and its sources."""
+    status, out, _ = run(capsys, "show", "h100", "--json")
+    assert status == 0
+    doc = json.loads(out)
+    product = doc["product"]
+    assert product["key"] == "h100-sxm5-80gb"
+    assert product["memory_gib"] == 80
+    assert product["dense_tflops"]["tensor_bf16"] == pytest.approx(989.4, rel=1e-3)
+    assert doc["architecture"]["name"] == "Hopper"
+    ids = {s["id"] for s in doc["sources"]}
+    assert product["source"] in ids
+    features = {f["key"]: f for f in doc["features"]}
+    assert features["tensor_cores"]["introduced_in"] == "Volta"
+    assert features["fp8_transformer_engine"]["explanation"]
+    assert doc["derived"]["ridge_point_flop_per_byte"]["tensor_bf16"] > 200
+
+
+def test_show_text_explains_features(capsys: pytest.CaptureFixture[str]) -> None:
+    """The text view names the architecture, peaks and sources."""
+    status, out, _ = run(capsys, "show", "A100 SXM4 80GB")
+    assert status == 0
+    assert "Ampere" in out and "Sources:" in out and "TF32" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["show", "h1000"], "did you mean"),
+        (["show", "h200 141gb"], "is ambiguous"),
+        (["compare", "h100", "nonsense-gpu-9"], "unknown GPU 'nonsense-gpu-9'"),
+        (["list", "--arch", "hoper"], "did you mean 'Hopper'"),
+        (["list", "--feature", "tf3"], "did you mean 'tf32'"),
+        (["list", "--tier", "datacentre"], "did you mean 'datacenter'"),
+        (["list", "--sort", "speed"], "--sort: unknown value 'speed'"),
+        (["evolution", "--metric", "bandwith"], "did you mean 'bandwidth'"),
+    ],
+)
+def test_usage_errors_exit_2_without_traceback(
+    capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    """Bad names and flags: exit status 2, a one-line reason, no traceback."""
+    status, out, err = run(capsys, *argv)
+    assert status == 2
+    assert message in err
+    assert "Traceback" not in err and out == ""
+
+
+def test_list_filters_and_sorts(capsys: pytest.CaptureFixture[str]) -> None:
+    """--arch/--tier/--feature filter; --sort bandwidth puts the widest memory first."""
+    status, out, _ = run(capsys, "list", "--tier", "datacenter", "--feature", "mig",
+                         "--sort", "bandwidth", "--json")
+    assert status == 0
+    products = json.loads(out)["products"]
+    assert products and all(p["tier"] == "datacenter" for p in products)
+    archs = {p["architecture"] for p in products}
+    assert "ampere" in archs and "volta" not in archs
+    bws = [p["memory_bandwidth_gb_s"] for p in products]
+    assert bws == sorted(bws, reverse=True)
+    status, out, _ = run(capsys, "list", "--arch", "pascal,volta")
+    assert status == 0 and "P100" in out and "A100" not in out
+
+
+def test_compare_ratios(capsys: pytest.CaptureFixture[str]) -> None:
+    """Ratios are to the first GPU: H100 SXM / A100 SXM4 80GB FP16 Tensor = 989.4 / 312."""
+    status, out, _ = run(capsys, "compare", "a100-sxm4-80gb", "h100", "--json")
+    assert status == 0
+    doc = json.loads(out)
+    row = next(r for r in doc["rows"] if r["label"] == "FP16 Tensor dense")
+    assert row["ratios"][0] == 1
+    assert row["ratios"][1] == pytest.approx(989.4 / 312, rel=1e-3)
+    status, out, _ = run(capsys, "compare", "v100", "a100", "h100")
+    assert status == 0 and "H100 SXM5 80GB / " in out
+
+
+def test_features_matrix(capsys: pytest.CaptureFixture[str]) -> None:
+    """Every feature appears with the architecture that introduced it."""
+    status, out, _ = run(capsys, "features", "--json")
+    assert status == 0
+    doc = json.loads(out)
+    by_key = {f["key"]: f for f in doc["features"]}
+    assert by_key["tf32"]["introduced_in"] == "Ampere"
+    assert by_key["cuda"]["introduced_in"] == "Tesla"
+    assert "Hopper" in by_key["tma"]["architectures"]
+    status, out, _ = run(capsys, "features")
+    assert status == 0 and "Tensor Cores" in out
+
+
+def test_evolution_table_and_plots(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """One flagship per generation in order; PNG and SVG plots are written."""
+    status, out, _ = run(capsys, "evolution", "--json")
+    assert status == 0
+    rows = json.loads(out)["rows"]
+    assert [r["architecture"] for r in rows][:2] == ["Tesla", "Fermi"]
+    assert len(rows) >= 11
+    years = [r["year"] for r in rows]
+    assert years == sorted(years)  # architecture years, in generation order
+    for suffix in (".png", ".svg"):
+        target = tmp_path / f"evo{suffix}"
+        status, out, _ = run(capsys, "evolution", "--metric", "fp16,bandwidth", "--plot",
+                             str(target))
+        assert status == 0 and target.stat().st_size > 1000
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".gpuarch-")]
+
+
+def test_bad_plot_path_writes_nothing(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """A bad --plot is a usage error and leaves no file behind."""
+    status, _, err = run(capsys, "evolution", "--plot", str(tmp_path / "x.jpg"))
+    assert status == 2 and "--plot" in err
+    status, _, err = run(capsys, "evolution", "--plot", str(tmp_path / "no" / "x.png"))
+    assert status == 2 and "does not exist" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_python_m_and_light_imports() -> None:
+    """python -m gpuarch works, and show --json imports neither matplotlib nor numpy."""
+    code = ("import sys; from gpuarch.cli.main import main; main(['show','h100','--json']); "
+            "sys.stderr.write(','.join(m for m in ('matplotlib','numpy','torch') "
+            "if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    assert json.loads(done.stdout)["product"]["key"] == "h100-sxm5-80gb"
+    assert done.stderr == ""
+    done = subprocess.run([sys.executable, "-m", "gpuarch", "show", "nope-x"],
+                          capture_output=True, text=True)
+    assert done.returncode == 2 and "unknown GPU" in done.stderr
