@@ -154,3 +154,29 @@ def test_ambiguous_name_lists_candidates() -> None:
     with pytest.raises(AmbiguousNameError) as info:
         CATALOG.product("h200 141gb")
     assert len(info.value.candidates) >= 2
+
+
+def test_features_that_vary_within_an_architecture_follow_the_product() -> None:
+    """MIG and FP64 Tensor are GA100-only; RTX 3090 (GA102) still has Tensor Cores."""
+    a100, rtx3090 = CATALOG.product("a100"), CATALOG.product("rtx 3090")
+    assert CATALOG.has_feature(a100, "mig") and not CATALOG.has_feature(rtx3090, "mig")
+    assert CATALOG.has_feature(a100, "fp64_tensor")
+    assert not CATALOG.has_feature(rtx3090, "fp64_tensor")
+    assert CATALOG.has_feature(rtx3090, "tensor_cores")
+    assert not CATALOG.has_feature(CATALOG.product("v100"), "tf32")  # not a Volta feature
+
+
+def test_dense_from_sparse_is_half_and_respects_exceptions() -> None:
+    """H200's Tensor peaks are published only with sparsity: dense is half. Blackwell
+    Ultra's FP4 sparse figure is not 2x dense, so no dense FP4 is taken from it."""
+    h200 = CATALOG.product("h200")
+    assert PeakKey.TENSOR_BF16 not in h200.dense_flops
+    assert h200.dense_origin(PeakKey.TENSOR_BF16) == "half of sparse"
+    assert h200.peak(PeakKey.TENSOR_BF16) == h200.sparse_flops[PeakKey.TENSOR_BF16] / 2
+    b300 = CATALOG.product("b300")
+    assert PeakKey.TENSOR_FP4 in b300.sparse_flops
+    assert b300.peak(PeakKey.TENSOR_FP4) is None
+    # published dense figures are never replaced
+    h100 = CATALOG.product("h100")
+    assert h100.dense_origin(PeakKey.TENSOR_BF16) == "published"
+    assert not h100.dense_from_sparse

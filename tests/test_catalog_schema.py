@@ -104,3 +104,31 @@ def test_unknown_top_level_table(mini_catalog: MiniCatalog) -> None:
     """Misspelt top-level tables are caught."""
     with pytest.raises(CatalogError, match=r"unknown top-level table 'products'; did you mean"):
         _load(mini_catalog(extra='\n[[products]]\nkey = "x"\n'))
+
+
+def test_derived_keys_are_rejected_in_data(mini_catalog: MiniCatalog) -> None:
+    """dense_tflops_from_sparse is computed by the loader; a data file may not set it."""
+    folder = mini_catalog(extra="\n[product.dense_tflops_from_sparse]\nfp32 = 1.0\n")
+    with pytest.raises(CatalogError, match="unknown key 'dense_tflops_from_sparse'"):
+        _load(folder)
+
+
+def test_bad_evidence_rule_is_rejected(mini_catalog: MiniCatalog) -> None:
+    """A product_evidence rule that names no product key is an error naming the feature."""
+    folder = mini_catalog()
+    text = (folder / "features.toml").read_text()
+    (folder / "features.toml").write_text(text + 'product_evidence = ["field:migs"]\n')
+    with pytest.raises(CatalogError, match=r"feature\[0\].product_evidence: 'migs' is not"):
+        _load(folder)
+
+
+def test_dense_is_derived_from_sparse_only_on_sparse_chips(mini_catalog: MiniCatalog) -> None:
+    """A sparse-only Tensor peak gives a dense one at half, flagged as such."""
+    folder = mini_catalog({"[product.sparse_tflops]\ntensor_fp16 = 409.6":
+                           "[product.sparse_tflops]\ntensor_fp16 = 409.6\ntensor_int8 = 800"})
+    p = _load(folder).product("mini")
+    assert p.peak(PeakKey.TENSOR_INT8) == pytest.approx(400e12)
+    assert p.dense_origin(PeakKey.TENSOR_INT8) == "half of sparse"
+    folder = mini_catalog({"sparsity_2to4 = true": "sparsity_2to4 = false",
+                           "[product.sparse_tflops]\ntensor_fp16 = 409.6": ""})
+    assert _load(folder).product("mini").dense_from_sparse == {}

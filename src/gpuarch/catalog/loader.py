@@ -10,6 +10,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from gpuarch.catalog.evidence import Rule, parse_rule
 from gpuarch.catalog.lookup import PRODUCT_NOISE, Resolver
 from gpuarch.catalog.model import (
     Architecture,
@@ -52,6 +53,7 @@ class Catalog:
     _product_names: Resolver[Product]
     _arch_names: Resolver[Architecture]
     _system_names: Resolver[System]
+    _evidence: Mapping[str, tuple[Rule, ...]]
 
     def product(self, name: str) -> Product:
         """The product ``name`` means (key, name or alias; case and separators ignored)."""
@@ -73,6 +75,15 @@ class Catalog:
 
     def products_of(self, arch: Architecture) -> tuple[Product, ...]:
         return tuple(p for p in self.products if p.architecture == arch.key)
+
+    def has_feature(self, product: Product, feature_key: str) -> bool:
+        """True if the product's architecture lists the feature and, where the feature
+        varies within an architecture, the product's published figures show it."""
+        if feature_key not in self.architecture_of(product).features:
+            return False
+        rules = self._evidence.get(feature_key, ())
+        chip = self.chips[product.chip]
+        return not rules or any(rule(product, chip) for rule in rules)
 
     def introduced_in(self, feature_key: str) -> Architecture | None:
         """The architecture whose first product launched earliest among those listing the
@@ -152,6 +163,7 @@ class _Builder:
             _product_names=self._resolver("GPU", self.products, PRODUCT_NOISE),
             _arch_names=self._arch_resolver(),
             _system_names=self._resolver("system", self.systems),
+            _evidence=self._evidence_rules(),
         )
 
     # -- reading ---------------------------------------------------------------------------
@@ -307,6 +319,19 @@ class _Builder:
             if arch_keys and nvl.architecture not in arch_keys:
                 raise CatalogError("interconnects.toml", f"nvlink[{i}].architecture",
                                    f"unknown architecture {nvl.architecture!r}")
+
+    def _evidence_rules(self) -> dict[str, tuple[Rule, ...]]:
+        rules: dict[str, tuple[Rule, ...]] = {}
+        for i, feat in enumerate(self.features.values()):
+            parsed = []
+            for text in feat.product_evidence:
+                try:
+                    parsed.append(parse_rule(text))
+                except ValueError as exc:
+                    raise CatalogError("features.toml", f"feature[{i}].product_evidence",
+                                       str(exc)) from None
+            rules[feat.key] = tuple(parsed)
+        return rules
 
     # -- name resolution -------------------------------------------------------------------
 

@@ -96,6 +96,8 @@ class Source:
     year: int = spec("year", "int")
     url: str = spec("url", "str")
     version: str | None = spec("version", "str", default=None)
+    note: str | None = spec("note", "str", default=None,
+                            doc="caveats, e.g. that the address is an index page")
     file: str = ""  # data file that defines it (filled by the loader)
 
 
@@ -259,6 +261,9 @@ class Feature:
     name: str = spec("name", "str")
     explanation: str = spec("explanation", "str")
     source: str = spec("source", "str")
+    product_evidence: tuple[str, ...] = spec(
+        "product_evidence", "str_list", default=(),
+        doc="rules naming the published figure that shows a product has the feature")
 
 
 @dataclass(frozen=True, kw_only=True)

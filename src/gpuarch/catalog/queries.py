@@ -67,19 +67,18 @@ def select_products(
     features: Iterable[str] = (),
     sort: SortKey = SortKey.YEAR,
 ) -> list[Product]:
-    """Products filtered by architecture, tier and architecture feature, then sorted.
+    """Products filtered by architecture, tier and feature (``Catalog.has_feature``), sorted.
 
     Numeric sorts put the largest first; ``year`` and ``name`` sort ascending.
     """
     arch_keys = {a.key for a in architectures}
     tier_set = set(tiers)
     wanted = set(features)
-    archs = {a.key: a for a in catalog.architectures}
     out = [
         p for p in catalog.products
         if (not arch_keys or p.architecture in arch_keys)
         and (not tier_set or p.tier in tier_set)
-        and wanted <= set(archs[p.architecture].features)
+        and all(catalog.has_feature(p, f) for f in wanted)
     ]
     descending = sort not in (SortKey.YEAR, SortKey.NAME)
     return sorted(out, key=_SORT[sort], reverse=descending)

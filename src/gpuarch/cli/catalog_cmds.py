@@ -119,7 +119,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p.add_argument("--tier", action="append", type=tier_list, metavar="TIER",
                    help="datacenter, workstation, consumer, embedded (repeat or comma-separate)")
     p.add_argument("--feature", action="append", metavar="KEY",
-                   help="only architectures with this feature, e.g. tf32, mig, dpx")
+                   help="only GPUs with this feature, e.g. tf32, mig, fp8_transformer_engine "
+                   "(repeat or comma-separate)")
     p.add_argument("--sort", type=enum_value(SortKey, "--sort"), default=SortKey.YEAR,
                    help="year (default), name, fp32, fp16, fp8, bandwidth, memory, tdp")
     p.set_defaults(handler=cmd_list)

@@ -102,7 +102,11 @@ def render_description(d: ProductDescription) -> str:
         lines += ["", "Notes:"]
         lines += textwrap.wrap(p.notes, 92, initial_indent="  ", subsequent_indent="  ")
     lines += ["", "Sources:"]
-    lines += [f"  [{s.id}] {s.title} ({s.publisher}, {s.year}) {s.url}" for s in d.sources]
+    for s in d.sources:
+        lines.append(f"  [{s.id}] {s.title} ({s.publisher}, {s.year}) {s.url}")
+        if s.note:
+            lines += textwrap.wrap(f"note: {s.note}", 90, initial_indent="      ",
+                                   subsequent_indent="      ")
     return "\n".join(lines)
 
 
