@@ -150,3 +150,28 @@ def test_python_m_and_light_imports() -> None:
     done = subprocess.run([sys.executable, "-m", "gpuarch", "show", "nope-x"],
                           capture_output=True, text=True)
     assert done.returncode == 2 and "unknown GPU" in done.stderr
+
+
+def test_show_architecture(capsys: pytest.CaptureFixture[str]) -> None:
+    """An architecture name shows the generation: its chips, products and new features."""
+    status, out, _ = run(capsys, "show", "hopper", "--json")
+    assert status == 0
+    doc = json.loads(out)
+    assert doc["architecture"]["key"] == "hopper"
+    assert [c["key"] for c in doc["chips"]] == ["GH100"]
+    assert "H100 SXM5 80GB" in doc["products"]
+    status, out, _ = run(capsys, "show", "sm80")
+    assert status == 0 and out.startswith("Ampere") and "GA100" in out
+
+
+def test_systems(capsys: pytest.CaptureFixture[str]) -> None:
+    """Reference systems list their GPU, fabric and per-GPU network in data-file units."""
+    status, out, _ = run(capsys, "systems", "--json")
+    assert status == 0
+    systems = {s["key"]: s for s in json.loads(out)["systems"]}
+    assert systems["dgx-h100"]["gpu"] == "h100-sxm5-80gb"
+    assert systems["dgx-h100"]["network_bandwidth_per_gpu_gbit_s"] == 400
+    status, out, _ = run(capsys, "systems", "dgx a100")
+    assert status == 0 and "A100" in out
+    status, _, err = run(capsys, "systems", "dgx h1000")
+    assert status == 2 and "unknown system" in err

@@ -140,8 +140,7 @@ def evolution(
         for m in wanted:
             now, before = values[m], (previous or {}).get(m)
             ratios[m] = now / before if now and before else None
-        debut = min(p.launch_date for p in products)
-        rows.append(EvolutionRow(arch.name, arch.year, debut, best.name, best.key,
+        rows.append(EvolutionRow(arch.name, arch.year, catalog.debut(arch), best.name, best.key,
                                  best.launch_date,
                                  best.tier, MappingProxyType(values),
                                  MappingProxyType(ratios)))

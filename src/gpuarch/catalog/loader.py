@@ -63,6 +63,10 @@ class Catalog:
         """The architecture ``name`` means (``"hopper"``, ``"Ada Lovelace"``, ``"sm90"``)."""
         return self._arch_names.resolve(name)
 
+    def architecture_named(self, name: str) -> Architecture | None:
+        """The architecture whose name, key or ``smNN`` is exactly ``name``; else ``None``."""
+        return self._arch_names.exact(name)
+
     def system(self, name: str) -> System:
         """The reference system ``name`` means."""
         return self._system_names.resolve(name)
@@ -89,11 +93,12 @@ class Catalog:
         """The architecture whose first product launched earliest among those listing the
         feature (Hopper, not Ada, for FP8: H100 was announced half a year before Ada)."""
         having = [a for a in self.architectures if feature_key in a.features]
-        return min(having, key=self._debut, default=None)
+        return min(having, key=lambda a: (self.debut(a), a.order), default=None)
 
-    def _debut(self, arch: Architecture) -> tuple[str, int]:
+    def debut(self, arch: Architecture) -> str:
+        """Launch date of the architecture's first product (its year if it has none)."""
         dates = [p.launch_date for p in self.products if p.architecture == arch.key]
-        return (min(dates) if dates else str(arch.year), arch.order)
+        return min(dates) if dates else str(arch.year)
 
     def nvlink_generation(self, generation: int) -> NvlinkGeneration | None:
         return next((n for n in self.nvlink if n.generation == generation), None)

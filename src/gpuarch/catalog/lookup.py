@@ -77,6 +77,11 @@ class Resolver(Generic[T]):
         self._entries.append(entry)
         self._names.extend(names)
 
+    def exact(self, name: str) -> T | None:
+        """The item registered under exactly ``name`` (case and separators ignored), if any."""
+        entry = self._exact.get(compact(name, self.noise))
+        return entry.item if entry is not None else None
+
     def resolve(self, name: str) -> T:
         """The one item ``name`` means; raises if none or several."""
         query = compact(name, self.noise)

@@ -16,6 +16,7 @@ from gpuarch.catalog.peaks import PeakKey
 from gpuarch.units import Unit, from_si
 
 __all__ = [
+    "ArchitectureDescription",
     "Comparison",
     "ComparisonRow",
     "FeatureMatrix",
@@ -24,6 +25,7 @@ __all__ = [
     "SortKey",
     "compare",
     "describe",
+    "describe_architecture",
     "feature_matrix",
     "select_products",
 ]
@@ -108,12 +110,12 @@ class ProductDescription:
     sources: tuple[Source, ...]
 
 
-def describe(catalog: Catalog, product: Product) -> ProductDescription:
-    """A product with its chip, its architecture's features explained, and its sources."""
-    arch = catalog.architecture_of(product)
-    chip = catalog.chip_of(product)
+def _feature_notes(catalog: Catalog, arch: Architecture,
+                   product: Product | None = None) -> tuple[FeatureNote, ...]:
     notes = []
     for key, note in arch.features.items():
+        if product is not None and not catalog.has_feature(product, key):
+            continue
         feat = catalog.features.get(key)
         first = catalog.introduced_in(key)
         notes.append(FeatureNote(
@@ -124,11 +126,40 @@ def describe(catalog: Catalog, product: Product) -> ProductDescription:
             introduced_in=first.name if first else arch.name,
             source=feat.source if feat else arch.source,
         ))
-    cited = [product.source, *product.field_sources.values(), chip.source,
-             *chip.field_sources.values(), arch.source, *arch.field_sources.values()]
-    sources = tuple(catalog.sources[s] for s in dict.fromkeys(cited))
-    return ProductDescription(product, arch, chip, derive(catalog, product), tuple(notes),
-                              sources)
+    return tuple(notes)
+
+
+def _cited(catalog: Catalog, *records: Product | Chip | Architecture) -> tuple[Source, ...]:
+    ids = [s for r in records for s in (r.source, *r.field_sources.values())]
+    return tuple(catalog.sources[s] for s in dict.fromkeys(ids))
+
+
+def describe(catalog: Catalog, product: Product) -> ProductDescription:
+    """A product with its chip, the features it has explained, and its sources."""
+    arch = catalog.architecture_of(product)
+    chip = catalog.chip_of(product)
+    return ProductDescription(product, arch, chip, derive(catalog, product),
+                              _feature_notes(catalog, arch, product),
+                              _cited(catalog, product, chip, arch))
+
+
+@dataclass(frozen=True)
+class ArchitectureDescription:
+    """Everything ``gpuarch show ARCHITECTURE`` says: summary, dies, products, features."""
+
+    architecture: Architecture
+    chips: tuple[Chip, ...]
+    products: tuple[str, ...]
+    features: tuple[FeatureNote, ...]
+    sources: tuple[Source, ...]
+
+
+def describe_architecture(catalog: Catalog, arch: Architecture) -> ArchitectureDescription:
+    """An architecture with its chips, its products and its features explained."""
+    chips = tuple(c for c in catalog.chips.values() if c.architecture == arch.key)
+    return ArchitectureDescription(
+        arch, chips, tuple(p.name for p in catalog.products_of(arch)),
+        _feature_notes(catalog, arch), _cited(catalog, arch, *chips))
 
 
 @dataclass(frozen=True)
@@ -221,15 +252,15 @@ class FeatureMatrix:
 
 def feature_matrix(catalog: Catalog) -> FeatureMatrix:
     """Feature x architecture, features in the order they first appeared."""
-    order: list[str] = list(catalog.features)
-    for arch in catalog.architectures:
-        order += [k for k in arch.features if k not in order]
-    order.sort(key=lambda k: (catalog._debut(a) if (a := catalog.introduced_in(k))
-                              else ("9999", 99),
-                              list(catalog.features).index(k) if k in catalog.features else 0))
-    cells = tuple(
-        tuple(a.features.get(k) for a in catalog.architectures) for k in order
-    )
-    names = tuple(catalog.features[k].name if k in catalog.features else k for k in order)
+    registry = list(catalog.features)
+
+    def first_seen(key: str) -> tuple[str, int, int]:
+        arch = catalog.introduced_in(key)
+        debut = catalog.debut(arch) if arch else "9999"
+        return (debut, arch.order if arch else 99, registry.index(key))
+
+    order = sorted(registry, key=first_seen)
+    cells = tuple(tuple(a.features.get(k) for a in catalog.architectures) for k in order)
+    names = tuple(catalog.features[k].name for k in order)
     return FeatureMatrix(tuple(a.name for a in catalog.architectures), tuple(order), names,
                          cells)

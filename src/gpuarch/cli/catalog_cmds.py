@@ -8,15 +8,24 @@ from pathlib import Path
 from gpuarch.catalog.evolution import DEFAULT_METRICS, Metric, evolution
 from gpuarch.catalog.loader import load_catalog
 from gpuarch.catalog.model import Tier
-from gpuarch.catalog.queries import SortKey, compare, describe, feature_matrix, select_products
+from gpuarch.catalog.queries import (
+    SortKey,
+    compare,
+    describe,
+    describe_architecture,
+    feature_matrix,
+    select_products,
+)
 from gpuarch.cli.options import enum_list, enum_value
 from gpuarch.errors import UnknownNameError, did_you_mean
 from gpuarch.report.catalog_text import (
+    render_architecture,
     render_comparison,
     render_description,
     render_evolution,
     render_feature_matrix,
     render_product_list,
+    render_systems,
 )
 from gpuarch.report.serialize import to_json
 
@@ -46,6 +55,10 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def cmd_show(args: argparse.Namespace) -> int:
     catalog = load_catalog()
+    arch = catalog.architecture_named(args.name)
+    if arch is not None:  # "gpuarch show hopper" describes the architecture
+        arch_view = describe_architecture(catalog, arch)
+        return _out(args, arch_view, render_architecture(arch_view))
     description = describe(catalog, catalog.product(args.name))
     return _out(args, description, render_description(description))
 
@@ -54,6 +67,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
     catalog = load_catalog()
     result = compare(catalog, [catalog.product(n) for n in args.names])
     return _out(args, result, render_comparison(result))
+
+
+def cmd_systems(args: argparse.Namespace) -> int:
+    catalog = load_catalog()
+    systems = [catalog.system(args.name)] if args.name else list(catalog.systems)
+    return _out(args, {"systems": systems}, render_systems(catalog, systems))
 
 
 def cmd_features(args: argparse.Namespace) -> int:
@@ -126,14 +145,20 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p.set_defaults(handler=cmd_list)
 
     p = sub.add_parser("show", parents=[common],
-                       help="one GPU, its architecture's features explained, and sources")
-    p.add_argument("name", help='a GPU name or alias, e.g. "h100", "A100 PCIe 40GB"')
+                       help="one GPU (or architecture): peaks, features explained, sources")
+    p.add_argument("name", help='a GPU name or alias ("h100", "A100 PCIe 40GB") or an '
+                   'architecture ("hopper", "sm90")')
     p.set_defaults(handler=cmd_show)
 
     p = sub.add_parser("compare", parents=[common],
                        help="GPUs side by side, with ratios to the first")
     p.add_argument("names", nargs="+", metavar="NAME")
     p.set_defaults(handler=cmd_compare)
+
+    p = sub.add_parser("systems", parents=[common],
+                       help="reference systems: GPUs per node, fabric, network")
+    p.add_argument("name", nargs="?", help='one system, e.g. "dgx h100", "gb200 nvl72"')
+    p.set_defaults(handler=cmd_systems)
 
     p = sub.add_parser("features", parents=[common], help="feature x architecture matrix")
     p.set_defaults(handler=cmd_features)

@@ -8,18 +8,26 @@ from collections.abc import Sequence
 from gpuarch.catalog.derived import best_dense_peak
 from gpuarch.catalog.evolution import EvolutionRow, Metric
 from gpuarch.catalog.loader import Catalog
-from gpuarch.catalog.model import Product
+from gpuarch.catalog.model import Product, Source, System
 from gpuarch.catalog.peaks import PeakKey
-from gpuarch.catalog.queries import Comparison, FeatureMatrix, ProductDescription
+from gpuarch.catalog.queries import (
+    ArchitectureDescription,
+    Comparison,
+    FeatureMatrix,
+    FeatureNote,
+    ProductDescription,
+)
 from gpuarch.report.text import fmt, table
 from gpuarch.units import Unit, from_si
 
 __all__ = [
+    "render_architecture",
     "render_comparison",
     "render_description",
     "render_evolution",
     "render_feature_matrix",
     "render_product_list",
+    "render_systems",
 ]
 
 
@@ -83,10 +91,20 @@ def render_description(d: ProductDescription) -> str:
             lines.append("  * NVIDIA publishes this peak only with 2:4 sparsity; dense is half.")
     lines += ["", f"Architecture: {arch.name} ({arch.year})"]
     lines += textwrap.wrap(arch.summary, 92, initial_indent="  ", subsequent_indent="  ")
-    new = [f for f in d.features if f.introduced_in == arch.name]
-    older = [f for f in d.features if f.introduced_in != arch.name]
+    lines += _feature_lines(arch.name, d.features)
+    if p.notes:
+        lines += ["", "Notes:"]
+        lines += textwrap.wrap(p.notes, 92, initial_indent="  ", subsequent_indent="  ")
+    lines += _source_lines(d.sources)
+    return "\n".join(lines)
+
+
+def _feature_lines(arch_name: str, features: Sequence[FeatureNote]) -> list[str]:
+    new = [f for f in features if f.introduced_in == arch_name]
+    older = [f for f in features if f.introduced_in != arch_name]
+    lines: list[str] = []
     if new:
-        lines += ["", f"New in {arch.name}:"]
+        lines += ["", f"New in {arch_name}:"]
         for f in new:
             lines.append(f"  - {f.name}" + (f": {f.note}" if f.note else ""))
             lines += textwrap.wrap(f.explanation, 90, initial_indent="      ",
@@ -98,16 +116,60 @@ def render_description(d: ProductDescription) -> str:
                                    + (f": {f.note}" if f.note else ""), 92,
                                    initial_indent="  ", subsequent_indent="      ")
         lines.append("  (gpuarch features --json explains every feature)")
-    if p.notes:
-        lines += ["", "Notes:"]
-        lines += textwrap.wrap(p.notes, 92, initial_indent="  ", subsequent_indent="  ")
-    lines += ["", "Sources:"]
-    for s in d.sources:
+    return lines
+
+
+def _source_lines(sources: Sequence[Source]) -> list[str]:
+    lines = ["", "Sources:"]
+    for s in sources:
         lines.append(f"  [{s.id}] {s.title} ({s.publisher}, {s.year}) {s.url}")
         if s.note:
             lines += textwrap.wrap(f"note: {s.note}", 90, initial_indent="      ",
                                    subsequent_indent="      ")
+    return lines
+
+
+def render_architecture(d: ArchitectureDescription) -> str:
+    a = d.architecture
+    lines = [f"{a.name}  (generation {a.order}, {a.year}, compute capability "
+             f"{', '.join(a.compute_capabilities)})"]
+    lines += textwrap.wrap(a.summary, 92, initial_indent="  ", subsequent_indent="  ")
+    rows = []
+    for c in d.chips:
+        sm = c.sm
+        rows.append([c.key, c.compute_capability, c.process,
+                     fmt(c.transistors_billion), fmt(float(c.full_sms) if c.full_sms else None),
+                     fmt(float(sm.fp32_lanes) if sm.fp32_lanes else None),
+                     fmt(float(sm.fp64_lanes) if sm.fp64_lanes is not None else None),
+                     f"{sm.tensor_cores} (gen {sm.tensor_core_generation})"
+                     if sm.tensor_cores else "-",
+                     fmt(float(sm.warp_schedulers) if sm.warp_schedulers else None),
+                     "yes" if c.sparsity_2to4 else "no"])
+    if rows:
+        lines += ["", textwrap.indent(table(
+            ["Chip", "CC", "Process", "Transistors (bn)", "SMs (full)", "FP32/SM", "FP64/SM",
+             "Tensor Cores/SM", "Schedulers/SM", "2:4 sparse"], rows,
+            right=[False, False, False, True, True, True, True, False, True, False]), "  ")]
+    lines += ["", "Products: " + ", ".join(d.products)]
+    lines += _feature_lines(a.name, d.features)
+    lines += _source_lines(d.sources)
     return "\n".join(lines)
+
+
+def render_systems(catalog: Catalog, systems: Sequence[System]) -> str:
+    rows = []
+    for s in systems:
+        rows.append([
+            s.name, catalog.product(s.gpu).name, str(s.gpus_per_node), s.intra_node_fabric,
+            fmt(from_si(s.intra_node_bandwidth_bytes_s, Unit.GB_S)),
+            fmt(float(s.nvlink_domain_gpus) if s.nvlink_domain_gpus else None),
+            s.network or "-",
+            fmt(None if s.network_bandwidth_per_gpu_bytes_s is None
+                else from_si(s.network_bandwidth_per_gpu_bytes_s, Unit.GBIT_S)),
+        ])
+    return table(["System", "GPU", "GPUs/node", "Fabric", "GPU link GB/s (bidir.)",
+                  "NVLink domain", "Network", "Gbit/s per GPU"], rows,
+                 right=[False, False, True, False, True, True, False, True])
 
 
 def render_comparison(c: Comparison) -> str:

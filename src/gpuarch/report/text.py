@@ -18,7 +18,7 @@ def fmt(value: float | str | None, ratio: bool = False) -> str:
     a = abs(value)
     if a == 0:
         return "0"
-    if a >= 1000:
+    if a >= 1000 or (float(value).is_integer() and a >= 1):
         return f"{value:,.0f}"
     if a >= 100:
         return f"{value:.0f}"
