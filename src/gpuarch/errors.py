@@ -15,6 +15,7 @@ __all__ = [
     "GpuarchError",
     "UnknownNameError",
     "did_you_mean",
+    "suggestion",
 ]
 
 
@@ -61,6 +62,12 @@ def did_you_mean(word: str, choices: Iterable[str], n: int = 3) -> list[str]:
         by_lower.setdefault(choice.lower(), choice)
     close = difflib.get_close_matches(word.lower(), list(by_lower), n=n, cutoff=0.6)
     return [by_lower[c] for c in close]
+
+
+def suggestion(word: str, choices: Iterable[str]) -> str:
+    """``"; did you mean 'x'?"`` for the closest of ``choices``, or ``""`` if none is close."""
+    close = did_you_mean(word, choices, n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 def _quote_list(items: list[str]) -> str:

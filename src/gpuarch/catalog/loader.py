@@ -24,7 +24,7 @@ from gpuarch.catalog.model import (
 )
 from gpuarch.catalog.peaks import PeakKey
 from gpuarch.catalog.records import build_record, data_keys
-from gpuarch.errors import CatalogError, did_you_mean
+from gpuarch.errors import CatalogError, suggestion
 
 __all__ = ["DATA_DIR", "Catalog", "load_catalog"]
 
@@ -185,8 +185,7 @@ class _Builder:
     def _tables(file: str, raw: Mapping[str, Any], allowed: set[str]) -> None:
         for key in raw:
             if key not in allowed:
-                hint = did_you_mean(key, allowed)
-                extra = f"; did you mean {hint[0]!r}?" if hint else ""
+                extra = suggestion(key, allowed)
                 raise CatalogError(file, key, f"unknown top-level table {key!r}{extra}")
 
     @staticmethod
@@ -231,8 +230,7 @@ class _Builder:
             where = f"product[{i}]"
             prod = build_record(Product, table, file, where)
             if prod.chip not in local_chips:
-                hint = did_you_mean(prod.chip, local_chips)
-                extra = f"; did you mean {hint[0]!r}?" if hint else ""
+                extra = suggestion(prod.chip, local_chips)
                 raise CatalogError(file, f"{where}.chip",
                                    f"chip {prod.chip!r} is not defined in this file{extra}")
             self._check_exceptions(file, where, prod)
@@ -272,8 +270,7 @@ class _Builder:
         for field_key, source_id in field_sources.items():
             head = field_key.split(".", 1)[0]
             if head not in keys:
-                hint = did_you_mean(head, keys)
-                extra = f"; did you mean {hint[0]!r}?" if hint else ""
+                extra = suggestion(head, keys)
                 raise CatalogError(file, f"{where}.field_sources",
                                    f"{field_key!r} is not a key of this record{extra}")
             self.citations.append((file, f"{where}.field_sources.{field_key}", source_id))
@@ -298,14 +295,12 @@ class _Builder:
     def _cross_check(self) -> None:
         for file, where, source_id in self.citations:
             if source_id not in self.sources:
-                hint = did_you_mean(source_id, self.sources)
-                extra = f"; did you mean {hint[0]!r}?" if hint else ""
+                extra = suggestion(source_id, self.sources)
                 raise CatalogError(file, where, f"unknown source id {source_id!r}{extra}")
         for arch in self.archs:
             for key in arch.features:
                 if self.features and key not in self.features:
-                    hint = did_you_mean(key, self.features)
-                    extra = f"; did you mean {hint[0]!r}?" if hint else ""
+                    extra = suggestion(key, self.features)
                     raise CatalogError(arch.file, f"architecture.features.{key}",
                                        f"unknown feature {key!r}{extra}")
         keys = [p.key for p in self.products]
@@ -315,8 +310,7 @@ class _Builder:
         product_keys = set(keys)
         for i, system in enumerate(self.systems):
             if system.gpu not in product_keys:
-                hint = did_you_mean(system.gpu, product_keys)
-                extra = f"; did you mean {hint[0]!r}?" if hint else ""
+                extra = suggestion(system.gpu, product_keys)
                 raise CatalogError("systems.toml", f"system[{i}].gpu",
                                    f"unknown product {system.gpu!r}{extra}")
         arch_keys = {a.key for a in self.archs}

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 from gpuarch.catalog.model import FABRICS, MEMORY_TYPES, SMResources, SourceKind, Tier
 from gpuarch.catalog.peaks import PeakKey
-from gpuarch.errors import CatalogError, did_you_mean
+from gpuarch.errors import CatalogError, suggestion
 from gpuarch.units import Unit, to_si
 
 __all__ = ["build_record", "data_keys"]
@@ -42,8 +42,7 @@ def build_record(cls: type[T], raw: Mapping[str, Any], file: str, where: str) ->
     specs = data_keys(cls)
     for key in raw:
         if key not in specs:
-            hint = did_you_mean(key, specs)
-            extra = f"; did you mean {hint[0]!r}?" if hint else ""
+            extra = suggestion(key, specs)
             raise CatalogError(file, where, f"unknown key {key!r}{extra}")
     values: dict[str, Any] = {}
     for key, f in specs.items():
@@ -91,8 +90,7 @@ def _convert(value: Any, f: Field[Any], file: str, where: str) -> Any:
         peaks: dict[PeakKey, float] = {}
         for k, v in value.items():
             if k not in _PEAK_KEYS:
-                hint = did_you_mean(k, _PEAK_KEYS)
-                extra = f"; did you mean {hint[0]!r}?" if hint else ""
+                extra = suggestion(k, _PEAK_KEYS)
                 raise CatalogError(file, where, f"unknown peak key {k!r}{extra}")
             number = _number(v, file, f"{where}.{k}")
             _expect(number > 0, v, "a positive number", file, f"{where}.{k}")
@@ -120,8 +118,7 @@ def _expect(ok: bool, value: Any, what: str, file: str, where: str) -> None:
 
 def _closed(value: str, allowed: frozenset[str], file: str, where: str) -> None:
     if value not in allowed:
-        hint = did_you_mean(value, allowed)
-        extra = f"; did you mean {hint[0]!r}?" if hint else ""
+        extra = suggestion(value, allowed)
         raise CatalogError(
             file, where, f"{value!r} is not one of {', '.join(sorted(allowed))}{extra}"
         )

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from enum import Enum
 from typing import TypeVar
 
-from gpuarch.errors import did_you_mean
+from gpuarch.errors import suggestion
 
 __all__ = ["enum_list", "enum_value"]
 
@@ -25,8 +25,7 @@ def enum_value(cls: type[E], flag: str) -> Callable[[str], E]:
     def parse(text: str) -> E:
         if text in members:
             return members[text]
-        hint = did_you_mean(text, members)
-        extra = f"; did you mean {hint[0]!r}?" if hint else ""
+        extra = suggestion(text, members)
         raise argparse.ArgumentTypeError(
             f"{flag}: unknown value {text!r}{extra} (choose from {', '.join(members)})")
 
