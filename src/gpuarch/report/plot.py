@@ -16,10 +16,12 @@ PLOT_SUFFIXES = (".png", ".svg")
 
 
 def plot_evolution(rows: Sequence[EvolutionRow], metrics: Sequence[Metric], path: Path) -> None:
-    """Growth of each metric relative to the first generation (log scale), and the ridge point.
+    """Growth of each metric since the first generation (log scale), and the ridge point.
 
-    Lines that climb apart show the gap between compute and memory bandwidth; steps show the
-    jumps at Volta, Ampere, Hopper and Blackwell. The file is written whole or not at all.
+    Each metric is drawn as a step line of the best value reached so far (the frontier), with
+    each generation's flagship as a marker: lines that climb apart show the gap between
+    compute and memory bandwidth, steps show the jumps at Volta, Ampere, Hopper and
+    Blackwell. The file is written whole or not at all.
     """
     if path.suffix.lower() not in PLOT_SUFFIXES:
         raise GpuarchError(f"--plot: {str(path)!r} must end in .png or .svg")
@@ -44,13 +46,20 @@ def plot_evolution(rows: Sequence[EvolutionRow], metrics: Sequence[Metric], path
         if len(known) < 2:
             continue
         base = known[0][1]
-        ax_growth.plot([x for x, _ in known], [y / base for _, y in known], marker="o",
-                       label=f"{metric.label} (x first)")
+        frontier, best = [], 0.0
+        for _, y in known:
+            best = max(best, y)
+            frontier.append(best / base)
+        line = ax_growth.step([x for x, _ in known], frontier, where="post",
+                              label=f"{metric.label} (x first)")
+        ax_growth.plot([x for x, _ in known], [y / base for _, y in known], linestyle="none",
+                       marker="o", fillstyle="none", color=line[0].get_color())
     ax_growth.set_yscale("log")
     ax_growth.set_ylabel("growth since the first generation shown (x)")
     ax_growth.grid(True, which="both", alpha=0.3)
     ax_growth.legend(loc="upper left", fontsize=8)
-    ax_growth.set_title("NVIDIA flagship GPU of each generation: growth since the first one")
+    ax_growth.set_title("NVIDIA GPUs by generation: best so far (line), each generation's "
+                        "flagship (circles)", fontsize=10)
 
     ridge = [(x, r.values.get(Metric.RIDGE), r.architecture) for x, r in zip(xs, rows,
                                                                              strict=True)]
