@@ -1,0 +1,116 @@
+"""Read a local Hugging Face ``config.json`` (offline) into a :class:`TransformerShape`.
+
+Supported families (by ``model_type``): llama, mistral, mixtral, qwen2, gemma,
+deepseek_v3 / deepseek_v2, gpt2, nemotron. Unknown families are refused with the type named,
+rather than guessed.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from gpuarch.errors import GpuarchError
+from gpuarch.workloads.shape import (
+    FfnKind,
+    MlaShape,
+    NormKind,
+    Position,
+    TransformerShape,
+)
+
+__all__ = ["SUPPORTED_MODEL_TYPES", "shape_from_hf_config"]
+
+_LLAMA_LIKE = {"llama", "mistral", "mixtral", "qwen2", "gemma", "deepseek_v2",
+               "deepseek_v3"}
+SUPPORTED_MODEL_TYPES = frozenset(_LLAMA_LIKE | {"gpt2", "nemotron"})
+
+
+def _get(cfg: dict[str, Any], path: Path, *keys: str, default: Any = ...) -> Any:
+    for key in keys:
+        if key in cfg and cfg[key] is not None:
+            return cfg[key]
+    if default is ...:
+        raise GpuarchError(f"missing {' / '.join(keys)}")
+    return default
+
+
+def shape_from_hf_config(path: Path, name: str | None = None) -> TransformerShape:
+    """Parse ``path`` (a config.json); raises :class:`GpuarchError` naming the file."""
+    try:
+        cfg = json.loads(path.read_text())
+    except OSError as exc:
+        raise GpuarchError(f"{path}: cannot read ({exc.strerror})") from None
+    except json.JSONDecodeError as exc:
+        raise GpuarchError(f"{path}: not valid JSON ({exc.msg}, line {exc.lineno})") from None
+    if not isinstance(cfg, dict):
+        raise GpuarchError(f"{path}: expected a JSON object")
+    model_type = cfg.get("model_type")
+    if model_type not in SUPPORTED_MODEL_TYPES:
+        raise GpuarchError(
+            f"{path}: model_type {model_type!r} is not supported; supported: "
+            f"{', '.join(sorted(SUPPORTED_MODEL_TYPES))} (or give the shape with flags)")
+    label = name or str(cfg.get("_name_or_path") or path.parent.name or model_type)
+    try:
+        if model_type == "gpt2":
+            return _gpt2(cfg, path, label)
+        return _llama_like(cfg, path, label, model_type)
+    except GpuarchError as exc:
+        raise GpuarchError(f"{path}: {exc}") from None
+
+
+def _gpt2(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
+    hidden = _get(cfg, path, "n_embd", "hidden_size")
+    return TransformerShape(
+        name=label,
+        layers=_get(cfg, path, "n_layer", "num_hidden_layers"),
+        hidden=hidden,
+        heads=_get(cfg, path, "n_head", "num_attention_heads"),
+        vocab=_get(cfg, path, "vocab_size"),
+        ffn_hidden=_get(cfg, path, "n_inner", default=None) or 4 * hidden,
+        ffn_kind=FfnKind.GELU,
+        norm=NormKind.LAYERNORM,
+        position=Position.LEARNED,
+        max_positions=_get(cfg, path, "n_positions", "max_position_embeddings"),
+        bias=True,
+        tied_embeddings=bool(_get(cfg, path, "tie_word_embeddings", default=True)),
+    )
+
+
+def _llama_like(cfg: dict[str, Any], path: Path, label: str, model_type: str
+                ) -> TransformerShape:
+    heads = _get(cfg, path, "num_attention_heads")
+    experts = _get(cfg, path, "num_local_experts", "n_routed_experts", "num_experts",
+                   default=0)
+    mla = None
+    if model_type.startswith("deepseek") and cfg.get("kv_lora_rank"):
+        mla = MlaShape(
+            q_lora_rank=_get(cfg, path, "q_lora_rank", default=0) or 0,
+            kv_lora_rank=_get(cfg, path, "kv_lora_rank"),
+            qk_nope_head_dim=_get(cfg, path, "qk_nope_head_dim"),
+            qk_rope_head_dim=_get(cfg, path, "qk_rope_head_dim"),
+            v_head_dim=_get(cfg, path, "v_head_dim"),
+        )
+    ffn_kind = FfnKind.RELU2 if model_type == "nemotron" else FfnKind.SWIGLU
+    norm = NormKind.LAYERNORM if model_type == "nemotron" else NormKind.RMSNORM
+    return TransformerShape(
+        name=label,
+        layers=_get(cfg, path, "num_hidden_layers"),
+        hidden=_get(cfg, path, "hidden_size"),
+        heads=heads,
+        kv_heads=_get(cfg, path, "num_key_value_heads", default=heads),
+        head_dim=_get(cfg, path, "head_dim", default=0) or 0,
+        ffn_hidden=_get(cfg, path, "intermediate_size"),
+        ffn_kind=ffn_kind,
+        norm=norm,
+        vocab=_get(cfg, path, "vocab_size"),
+        qkv_bias=model_type.startswith("qwen2") or bool(cfg.get("attention_bias")),
+        tied_embeddings=bool(_get(cfg, path, "tie_word_embeddings", default=False)),
+        experts=experts,
+        experts_per_token=_get(cfg, path, "num_experts_per_tok", default=0) if experts else 0,
+        shared_experts=_get(cfg, path, "n_shared_experts", default=0) or 0,
+        moe_ffn_hidden=_get(cfg, path, "moe_intermediate_size", default=0) or 0,
+        dense_layers=_get(cfg, path, "first_k_dense_replace", default=0) if experts else 0,
+        mla=mla,
+    )

@@ -1,0 +1,83 @@
+"""Exact parameter counts of a transformer shape, by component."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpuarch.workloads.shape import FfnKind, Position, TransformerShape
+
+__all__ = ["ParamCount", "count_params"]
+
+
+@dataclass(frozen=True)
+class ParamCount:
+    """Parameters by component; ``active`` counts what one token passes through (MoE)."""
+
+    embedding: int  # token (and learned position) embeddings
+    lm_head: int  # output projection (0 when tied to the embedding)
+    attention: int  # all layers
+    mlp_dense: int  # all dense MLP blocks
+    mlp_experts: int  # all routed experts, all layers
+    mlp_shared: int  # shared experts, all layers
+    router: int
+    norms: int
+
+    @property
+    def total(self) -> int:
+        return (self.embedding + self.lm_head + self.attention + self.mlp_dense
+                + self.mlp_experts + self.mlp_shared + self.router + self.norms)
+
+    def active(self, shape: TransformerShape) -> int:
+        """Parameters used per token: routed experts counted experts_per_token of experts."""
+        if not shape.is_moe:
+            return self.total
+        routed = self.mlp_experts * shape.experts_per_token // shape.experts
+        return self.total - self.mlp_experts + routed
+
+
+def attention_params(s: TransformerShape) -> int:
+    """One layer's attention projections (and their biases)."""
+    h, d, heads, kv = s.hidden, s.d_head, s.heads, s.n_kv_heads
+    if s.mla is not None:
+        m = s.mla
+        qk = m.qk_nope_head_dim + m.qk_rope_head_dim
+        q = (h * m.q_lora_rank + m.q_lora_rank + m.q_lora_rank * heads * qk
+             if m.q_lora_rank else h * heads * qk)
+        kv_part = (h * (m.kv_lora_rank + m.qk_rope_head_dim) + m.kv_lora_rank
+                   + m.kv_lora_rank * heads * (m.qk_nope_head_dim + m.v_head_dim))
+        return q + kv_part + heads * m.v_head_dim * h
+    weights = h * heads * d + 2 * h * kv * d + heads * d * h
+    biases = 0
+    if s.bias:
+        biases = heads * d + 2 * kv * d + h
+    elif s.qkv_bias:
+        biases = heads * d + 2 * kv * d
+    return weights + biases
+
+
+def mlp_params(s: TransformerShape, width: int) -> int:
+    """One MLP (dense block or one expert) of inner width ``width``."""
+    weights = s.ffn_kind.matrices * s.hidden * width
+    biases = 0
+    if s.bias:
+        biases = (2 if s.ffn_kind is FfnKind.SWIGLU else 1) * width + s.hidden
+    return weights + biases
+
+
+def count_params(s: TransformerShape) -> ParamCount:
+    """Exact parameter count (e.g. Llama-2-7B: 6,738,415,616)."""
+    h = s.hidden
+    embedding = s.vocab * h + (s.max_positions * h if s.position is Position.LEARNED else 0)
+    lm_head = 0 if s.tied_embeddings else s.vocab * h
+    dense_layers = s.layers - s.moe_layers
+    norm = s.norm.params_per_width * h
+    return ParamCount(
+        embedding=embedding,
+        lm_head=lm_head,
+        attention=s.layers * attention_params(s),
+        mlp_dense=dense_layers * mlp_params(s, s.d_ffn),
+        mlp_experts=s.moe_layers * s.experts * mlp_params(s, s.d_expert),
+        mlp_shared=s.moe_layers * s.shared_experts * mlp_params(s, s.d_expert),
+        router=s.moe_layers * h * s.experts,
+        norms=s.layers * 2 * norm + norm,
+    )

@@ -1,0 +1,107 @@
+"""Model presets (``data/models.toml``): public model shapes with their sources."""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from enum import Enum
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from gpuarch.catalog.lookup import Resolver
+from gpuarch.errors import GpuarchError, suggestion
+from gpuarch.workloads.shape import FfnKind, MlaShape, NormKind, Position, TransformerShape
+
+__all__ = ["MODELS_FILE", "Preset", "load_presets", "preset", "shape_from_mapping"]
+
+MODELS_FILE = Path(__file__).with_name("data") / "models.toml"
+
+_ENUMS: dict[str, type[Enum]] = {"ffn_kind": FfnKind, "norm": NormKind, "position": Position}
+_SHAPE_KEYS = {f.name for f in fields(TransformerShape)} - {"name", "mla"}
+_MLA_KEYS = {f.name for f in fields(MlaShape)}
+_META_KEYS = {"name", "aliases", "params", "params_billions", "source", "mla"}
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A named public model: its shape, its published size and the source of both."""
+
+    shape: TransformerShape
+    aliases: tuple[str, ...]
+    source_title: str
+    source_url: str
+    params: int | None  # exact published total, where one is published
+    params_billions: float | None  # rounded published total otherwise
+
+
+def shape_from_mapping(raw: Mapping[str, Any], where: str) -> TransformerShape:
+    """Build a shape from plain keys (TOML, JSON, flags); errors name ``where`` and the key."""
+    kwargs: dict[str, Any] = {}
+    for key, value in raw.items():
+        if key in _META_KEYS - {"name", "mla"}:
+            continue
+        if key == "mla":
+            unknown = set(value) - _MLA_KEYS
+            if unknown:
+                bad = sorted(unknown)[0]
+                raise GpuarchError(f"{where}.mla: unknown key {bad!r}"
+                                   f"{suggestion(bad, _MLA_KEYS)}")
+            kwargs["mla"] = MlaShape(**value)
+        elif key == "name":
+            kwargs["name"] = value
+        elif key in _ENUMS:
+            members = {m.value: m for m in _ENUMS[key]}
+            if value not in members:
+                raise GpuarchError(f"{where}.{key}: unknown value {value!r}"
+                                   f"{suggestion(str(value), members)}")
+            kwargs[key] = members[value]
+        elif key in _SHAPE_KEYS:
+            kwargs[key] = value
+        else:
+            raise GpuarchError(f"{where}: unknown key {key!r}"
+                               f"{suggestion(key, _SHAPE_KEYS | _META_KEYS)}")
+    try:
+        return TransformerShape(**kwargs)
+    except TypeError as exc:  # a required field is missing
+        raise GpuarchError(f"{where}: {exc}") from None
+    except GpuarchError as exc:
+        raise GpuarchError(f"{where}: {exc}") from None
+
+
+@dataclass(frozen=True)
+class _Presets:
+    by_name: Mapping[str, Preset]
+    names: Resolver[Preset]
+
+
+@cache
+def load_presets(path: Path = MODELS_FILE) -> _Presets:
+    """Read and validate the presets file once."""
+    with path.open("rb") as fh:
+        raw = tomllib.load(fh)
+    sources = {s["id"]: s for s in raw.get("source", [])}
+    out: dict[str, Preset] = {}
+    resolver: Resolver[Preset] = Resolver("model")
+    for i, entry in enumerate(raw.get("model", [])):
+        where = f"{path.name}: model[{i}]"
+        source = sources.get(entry.get("source", ""))
+        if source is None:
+            raise GpuarchError(f"{where}.source: unknown source {entry.get('source')!r}")
+        item = Preset(
+            shape=shape_from_mapping(entry, where),
+            aliases=tuple(entry.get("aliases", ())),
+            source_title=source["title"],
+            source_url=source["url"],
+            params=entry.get("params"),
+            params_billions=entry.get("params_billions"),
+        )
+        out[item.shape.name] = item
+        resolver.add(item.shape.name, item, item.aliases)
+    return _Presets(out, resolver)
+
+
+def preset(name: str) -> Preset:
+    """The preset ``name`` means (case and separators ignored; "did you mean" otherwise)."""
+    return load_presets().names.resolve(name)

@@ -1,0 +1,139 @@
+"""The shape of a decoder-only transformer: dense, GQA/MQA, SwiGLU or GELU, MoE, MLA.
+
+A shape holds only what determines parameter and FLOP counts. Validation names the field
+and the bad value.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+from gpuarch.errors import GpuarchError
+
+__all__ = ["FfnKind", "MlaShape", "NormKind", "Position", "TransformerShape"]
+
+
+class FfnKind(Enum):
+    """The MLP block of a layer."""
+
+    GELU = "gelu"  # two matrices: h -> ffn -> h (GPT, Megatron GPT)
+    SWIGLU = "swiglu"  # three matrices: gate and up h -> ffn, down ffn -> h (Llama, Mistral)
+    RELU2 = "relu2"  # squared ReLU, two matrices (Nemotron-4)
+
+    @property
+    def matrices(self) -> int:
+        return 3 if self is FfnKind.SWIGLU else 2
+
+
+class NormKind(Enum):
+    """Normalisation layers: LayerNorm has a weight and a bias, RMSNorm a weight only."""
+
+    LAYERNORM = "layernorm"
+    RMSNORM = "rmsnorm"
+
+    @property
+    def params_per_width(self) -> int:
+        return 2 if self is NormKind.LAYERNORM else 1
+
+
+class Position(Enum):
+    """Position encoding: rotary (no parameters) or a learned table."""
+
+    ROPE = "rope"
+    LEARNED = "learned"
+
+
+@dataclass(frozen=True, kw_only=True)
+class MlaShape:
+    """Multi-head latent attention (DeepSeek-V2/V3): low-rank queries and a compressed KV."""
+
+    q_lora_rank: int
+    kv_lora_rank: int
+    qk_nope_head_dim: int
+    qk_rope_head_dim: int
+    v_head_dim: int
+
+
+def _positive(name: str, value: int, minimum: int = 1) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        raise GpuarchError(f"{name}: expected an integer >= {minimum}, got {value!r}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class TransformerShape:
+    """A decoder-only transformer. Defaults describe a Llama-style dense model."""
+
+    name: str
+    layers: int
+    hidden: int
+    heads: int
+    vocab: int
+    kv_heads: int = 0  # 0 = same as heads (multi-head attention)
+    head_dim: int = 0  # 0 = hidden // heads
+    ffn_hidden: int = 0  # 0 = 4 * hidden
+    ffn_kind: FfnKind = FfnKind.SWIGLU
+    norm: NormKind = NormKind.RMSNORM
+    position: Position = Position.ROPE
+    max_positions: int = 0  # rows of a learned position table
+    bias: bool = False  # linear layers carry biases (GPT-2/3, Megatron GPT)
+    qkv_bias: bool = False  # only the QKV projection has biases (Qwen2)
+    tied_embeddings: bool = False
+    experts: int = 0  # 0 = dense
+    experts_per_token: int = 0
+    shared_experts: int = 0
+    moe_ffn_hidden: int = 0  # 0 = ffn_hidden
+    dense_layers: int = 0  # leading layers that stay dense in an MoE model
+    mla: MlaShape | None = field(default=None)
+
+    def __post_init__(self) -> None:
+        for name in ("layers", "hidden", "heads", "vocab"):
+            _positive(name, getattr(self, name))
+        for name in ("kv_heads", "head_dim", "ffn_hidden", "max_positions", "experts",
+                     "experts_per_token", "shared_experts", "moe_ffn_hidden", "dense_layers"):
+            _positive(name, getattr(self, name), minimum=0)
+        if self.head_dim == 0 and self.hidden % self.heads:
+            raise GpuarchError(
+                f"heads: {self.heads} does not divide hidden {self.hidden}; give head_dim")
+        if self.kv_heads and self.heads % self.kv_heads:
+            raise GpuarchError(
+                f"kv_heads: {self.kv_heads} must divide heads {self.heads}")
+        if self.kv_heads > self.heads:
+            raise GpuarchError(f"kv_heads: {self.kv_heads} exceeds heads {self.heads}")
+        if self.experts:
+            if not 1 <= self.experts_per_token <= self.experts:
+                raise GpuarchError(f"experts_per_token: expected 1..{self.experts} "
+                                   f"(experts), got {self.experts_per_token}")
+            if self.dense_layers >= self.layers:
+                raise GpuarchError(f"dense_layers: {self.dense_layers} must be below layers "
+                                   f"{self.layers}")
+        elif self.experts_per_token or self.shared_experts:
+            raise GpuarchError("experts_per_token / shared_experts need experts > 0")
+        if self.position is Position.LEARNED and self.max_positions == 0:
+            raise GpuarchError("max_positions: a learned position table needs its length")
+
+    # -- resolved dimensions ---------------------------------------------------------------
+
+    @property
+    def n_kv_heads(self) -> int:
+        return self.kv_heads or self.heads
+
+    @property
+    def d_head(self) -> int:
+        return self.head_dim or self.hidden // self.heads
+
+    @property
+    def d_ffn(self) -> int:
+        return self.ffn_hidden or 4 * self.hidden
+
+    @property
+    def d_expert(self) -> int:
+        return self.moe_ffn_hidden or self.d_ffn
+
+    @property
+    def is_moe(self) -> bool:
+        return self.experts > 0
+
+    @property
+    def moe_layers(self) -> int:
+        return self.layers - self.dense_layers if self.is_moe else 0

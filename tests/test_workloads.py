@@ -1,0 +1,153 @@
+"""Workloads: exact parameter counts against published totals, FLOPs, presets, HF import."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gpuarch.errors import GpuarchError, UnknownNameError
+from gpuarch.workloads import (
+    FfnKind,
+    TransformerShape,
+    count_params,
+    forward_flops_per_token,
+    load_presets,
+    preset,
+    training_flops_per_token,
+)
+from gpuarch.workloads.hf import shape_from_hf_config
+
+PRESETS = load_presets().by_name
+
+
+@pytest.mark.parametrize("name", [n for n, p in PRESETS.items() if p.params is not None])
+def test_exact_parameter_counts(name: str) -> None:
+    """Counts match the published checkpoint totals to the last digit (e.g. Llama-2-7B =
+    6,738,415,616, Llama-3.1-405B = 405,853,388,800, Mixtral-8x7B = 46,702,792,704; the
+    sources are in workloads/data/models.toml)."""
+    p = PRESETS[name]
+    assert count_params(p.shape).total == p.params
+
+
+@pytest.mark.parametrize("name", [n for n, p in PRESETS.items() if p.params_billions])
+def test_rounded_parameter_counts(name: str) -> None:
+    """Where only a rounded total is published (GPT-3 175B, Nemotron-4 340B, DeepSeek-V3
+    671B), the count is within 0.5%."""
+    p = PRESETS[name]
+    assert p.params_billions is not None
+    assert count_params(p.shape).total / 1e9 == pytest.approx(p.params_billions, rel=5e-3)
+
+
+def test_moe_active_parameters() -> None:
+    """Mixtral-8x7B activates about 12.9B of 46.7B; DeepSeek-V3 about 37B of 671B."""
+    mixtral = preset("mixtral-8x7b").shape
+    assert count_params(mixtral).active(mixtral) == pytest.approx(12.88e9, rel=1e-3)
+    ds = preset("deepseek-v3").shape
+    assert count_params(ds).active(ds) / 1e9 == pytest.approx(37, rel=0.03)
+
+
+def test_flops_match_the_megatron_formula() -> None:
+    """For a GPT shape (GELU, 4h MLP, no GQA) forward FLOPs per token equal Megatron-LM's
+    24 l h^2 + 4 l s h + 2 h V (Narayanan et al. 2021, eq. 3 divided by 3 B s), up to biases."""
+    s = TransformerShape(name="gpt", layers=96, hidden=12288, heads=96, vocab=51200,
+                         ffn_kind=FfnKind.GELU)
+    seq = 2048
+    h, layers, v = s.hidden, s.layers, s.vocab
+    expected = 24 * layers * h**2 + 4 * layers * seq * h + 2 * h * v
+    assert forward_flops_per_token(s, seq).total == pytest.approx(expected, rel=1e-9)
+    assert training_flops_per_token(s, seq) == pytest.approx(3 * expected, rel=1e-9)
+
+
+def test_causal_halves_attention_core_only() -> None:
+    """causal=True halves QK^T and AV and nothing else."""
+    s = preset("llama-3.1-8b").shape
+    full, causal = forward_flops_per_token(s, 8192), forward_flops_per_token(s, 8192,
+                                                                             causal=True)
+    assert causal.attention_core == full.attention_core / 2
+    assert causal.mlp == full.mlp and causal.lm_head == full.lm_head
+
+
+@given(layers=st.integers(1, 8), heads=st.sampled_from([4, 8, 16]),
+       kv=st.sampled_from([1, 2, 4]), width=st.integers(1, 64))
+def test_gqa_never_adds_parameters(layers: int, heads: int, kv: int, width: int) -> None:
+    """Fewer KV heads never means more parameters or more FLOPs."""
+    hidden = heads * width
+    mha = TransformerShape(name="a", layers=layers, hidden=hidden, heads=heads, vocab=1000)
+    gqa = TransformerShape(name="b", layers=layers, hidden=hidden, heads=heads, kv_heads=kv,
+                           vocab=1000)
+    assert count_params(gqa).total <= count_params(mha).total
+    assert forward_flops_per_token(gqa, 128).total <= forward_flops_per_token(mha, 128).total
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"heads": 0}, "heads: expected an integer >= 1, got 0"),
+        ({"kv_heads": 3}, "kv_heads: 3 must divide heads 32"),
+        ({"heads": 30}, "heads: 30 does not divide hidden 4096"),
+        ({"experts": 8, "experts_per_token": 9}, "experts_per_token: expected 1..8"),
+        ({"experts_per_token": 2}, "need experts > 0"),
+    ],
+)
+def test_bad_shapes_name_the_field(kwargs: dict[str, int], message: str) -> None:
+    """Invalid shapes raise errors that name the field and value."""
+    base = {"name": "x", "layers": 2, "hidden": 4096, "heads": 32, "vocab": 1000}
+    with pytest.raises(GpuarchError, match=message):
+        TransformerShape(**{**base, **kwargs})  # type: ignore[arg-type]
+
+
+def test_preset_lookup() -> None:
+    """Presets resolve by name or alias; unknown names get suggestions."""
+    assert preset("Llama-3-70B").shape.name == "llama-3.1-70b"
+    with pytest.raises(UnknownNameError, match="did you mean 'llama-2-7b'"):
+        preset("llama-2-7")
+
+
+def _write(tmp_path: Path, cfg: dict[str, object]) -> Path:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    return path
+
+
+def test_hf_llama_config_matches_preset(tmp_path: Path) -> None:
+    """A Llama-2-7B config.json gives the same 6,738,415,616 parameters as the preset."""
+    cfg = {"model_type": "llama", "hidden_size": 4096, "intermediate_size": 11008,
+           "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 32,
+           "vocab_size": 32000, "tie_word_embeddings": False, "hidden_act": "silu"}
+    shape = shape_from_hf_config(_write(tmp_path, cfg))
+    assert count_params(shape).total == 6_738_415_616
+
+
+def test_hf_mixtral_and_deepseek(tmp_path: Path) -> None:
+    """MoE and MLA fields are read (Mixtral 46.7B; DeepSeek-V3 671B)."""
+    mixtral = {"model_type": "mixtral", "hidden_size": 4096, "intermediate_size": 14336,
+               "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 8,
+               "vocab_size": 32000, "num_local_experts": 8, "num_experts_per_tok": 2}
+    assert count_params(shape_from_hf_config(_write(tmp_path, mixtral))).total \
+        == 46_702_792_704
+    ds = {"model_type": "deepseek_v3", "hidden_size": 7168, "intermediate_size": 18432,
+          "moe_intermediate_size": 2048, "num_attention_heads": 128, "num_hidden_layers": 61,
+          "num_key_value_heads": 128, "vocab_size": 129280, "n_routed_experts": 256,
+          "n_shared_experts": 1, "num_experts_per_tok": 8, "first_k_dense_replace": 3,
+          "q_lora_rank": 1536, "kv_lora_rank": 512, "qk_nope_head_dim": 128,
+          "qk_rope_head_dim": 64, "v_head_dim": 128}
+    shape = shape_from_hf_config(_write(tmp_path, ds))
+    assert count_params(shape).total == count_params(preset("deepseek-v3").shape).total
+
+
+def test_hf_errors_name_the_file(tmp_path: Path) -> None:
+    """Unsupported types, missing keys and bad JSON are errors naming the file."""
+    with pytest.raises(GpuarchError, match="model_type 'bert' is not supported"):
+        shape_from_hf_config(_write(tmp_path, {"model_type": "bert"}))
+    with pytest.raises(GpuarchError, match=r"config.json: missing num_attention_heads"):
+        shape_from_hf_config(_write(tmp_path, {"model_type": "llama", "hidden_size": 8}))
+    bad = tmp_path / "bad.json"
+    bad.write_text("{")
+    with pytest.raises(GpuarchError, match="not valid JSON"):
+        shape_from_hf_config(bad)
+    with pytest.raises(GpuarchError, match="cannot read"):
+        shape_from_hf_config(tmp_path / "missing.json")
