@@ -21,7 +21,7 @@ demo: $(STAMP)
 check: lint typecheck test
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks scripts
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

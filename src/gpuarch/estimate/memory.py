@@ -1,0 +1,59 @@
+"""Memory per GPU for training: weights, gradients, optimizer states, activations, other.
+
+Activation sizes follow Korthikanti et al. 2022, "Reducing Activation Recomputation in Large
+Transformer Models" (section 4), generalised from their GPT block to GQA and SwiGLU, with
+fused (FlashAttention-style) attention so no score matrix is stored, and no dropout masks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from gpuarch.workloads.shape import FfnKind, TransformerShape
+
+__all__ = ["BYTES_PER_PARAM", "Recompute", "activation_bytes_per_layer"]
+
+
+class Recompute(Enum):
+    """Activation recomputation policy."""
+
+    NONE = "none"  # store every activation the backward pass needs
+    SELECTIVE = "selective"  # recompute the attention core (Korthikanti et al. 2022)
+    FULL = "full"  # store only each layer's input; recompute the layer in backward
+
+
+@dataclass(frozen=True)
+class BytesPerParam:
+    """Mixed-precision Adam: what each parameter costs in bytes, before any sharding."""
+
+    weights: float = 2.0  # 16-bit compute copy
+    gradients: float = 4.0  # FP32 main gradients (Megatron accumulates and reduces in FP32)
+    optimizer: float = 12.0  # FP32 master weights + Adam first and second moments
+
+
+BYTES_PER_PARAM = BytesPerParam()
+
+
+def activation_bytes_per_layer(s: TransformerShape, micro_batch: int, seq: int, tp: int,
+                               sequence_parallel: bool, recompute: Recompute,
+                               element: int = 2) -> float:
+    """Bytes of activations one layer keeps for the backward pass, per GPU.
+
+    ``seq`` is the sequence length this GPU holds (after context parallelism).
+    """
+    sbh = float(seq * micro_batch * s.hidden) * element
+    if recompute is Recompute.FULL:
+        return sbh / (tp if sequence_parallel else 1)
+    tokens = float(seq * micro_batch) * element
+    q = tokens * s.heads * s.d_head
+    kv = 2 * tokens * s.n_kv_heads * s.d_head
+    attn_out = tokens * s.heads * s.d_head  # input of the output projection (= saved O)
+    # norm inputs and norm outputs of both blocks: replicated unless sequence parallel
+    replicated = 4 * sbh
+    width = s.d_expert * (s.experts_per_token + s.shared_experts) if s.is_moe else s.d_ffn
+    mlp_inner = tokens * width * (3 if s.ffn_kind is FfnKind.SWIGLU else 2)
+    # With fused attention nothing quadratic in seq is stored, so NONE and SELECTIVE keep
+    # the same tensors; SELECTIVE only costs time (the attention core runs again).
+    sharded = q + kv + attn_out + mlp_inner
+    return replicated / (tp if sequence_parallel else 1) + sharded / tp

@@ -1,0 +1,531 @@
+"""One training step of a transformer on a GPU cluster: time, memory, MFU, cost, energy.
+
+Model (Model x Strategy x System, composed by pure functions):
+
+1. ``TrainingConfig`` (the strategy) is validated: DP = GPUs / (TP x PP x CP), every
+   dimension must divide what it splits.
+2. One micro-batch on one pipeline stage is a list of operators (``perf.roofline``) and
+   collectives (``perf.collectives``): per layer the QKV, attention, projection and MLP GEMMs,
+   fused attention, norms and activations, tensor-parallel all-reduces (or all-gather +
+   reduce-scatter with sequence parallelism), context-parallel KV exchange and MoE all-to-all;
+   backward costs twice the forward GEMMs and 2.5x the forward attention; recomputation adds
+   forward work. The last stage also runs the LM head.
+3. The step is m micro-batches through the slowest stage plus the 1F1B bubble
+   ((PP-1)/VPP stage times), the exposed part of the data-parallel gradient traffic (stage-
+   correct for ZeRO 0-3), and the optimizer step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from gpuarch.catalog.loader import Catalog
+from gpuarch.catalog.model import Product, System, spec
+from gpuarch.errors import GpuarchError
+from gpuarch.estimate.memory import BYTES_PER_PARAM, Recompute, activation_bytes_per_layer
+from gpuarch.perf.collectives import Collective, Group, Link, collective_time, link_for
+from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
+from gpuarch.perf.precision import Precision
+from gpuarch.perf.roofline import Attention, Device, Elementwise, Gemm, Op, op_cost
+from gpuarch.units import Unit
+from gpuarch.workloads.flops import forward_flops_per_token
+from gpuarch.workloads.params import count_params
+from gpuarch.workloads.shape import FfnKind, TransformerShape
+
+__all__ = [
+    "FRAMEWORK_RESERVE_BYTES",
+    "TrainingConfig",
+    "TrainingEstimate",
+    "estimate_training",
+]
+
+FRAMEWORK_RESERVE_BYTES = 3 * 2**30
+"""CUDA context, NCCL buffers, allocator fragmentation and workspaces: an assumed 3 GiB."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrainingConfig:
+    """How the job runs: parallelism, batch, precision, recomputation."""
+
+    gpus: int
+    seq_len: int
+    global_batch: int  # sequences per step
+    micro_batch: int = 1
+    tp: int = 1
+    pp: int = 1
+    cp: int = 1
+    ep: int = 1
+    vpp: int = 1
+    sequence_parallel: bool = False
+    zero: int = 1
+    recompute: Recompute = Recompute.NONE
+    precision: Precision = Precision.BF16
+    gpus_per_node: int = 8
+
+    @property
+    def dp(self) -> int:
+        return self.gpus // (self.tp * self.pp * self.cp)
+
+    @property
+    def micro_batches(self) -> int:
+        """Micro-batches per pipeline per step (gradient accumulation steps)."""
+        return self.global_batch // (self.dp * self.micro_batch)
+
+    def validate(self, shape: TransformerShape) -> None:
+        """Raise an error naming the flag when the combination does not divide."""
+        for name in ("gpus", "seq_len", "global_batch", "micro_batch", "tp", "pp", "cp", "ep",
+                     "vpp", "gpus_per_node"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise GpuarchError(f"--{name.replace('_', '-')}: expected an integer >= 1, "
+                                   f"got {value!r}")
+        if self.zero not in (0, 1, 2, 3):
+            raise GpuarchError(f"--zero: expected 0, 1, 2 or 3, got {self.zero!r}")
+        model_parallel = self.tp * self.pp * self.cp
+        if self.gpus % model_parallel:
+            raise GpuarchError(
+                f"--gpus: {self.gpus} is not divisible by TP x PP x CP = {self.tp} x {self.pp}"
+                f" x {self.cp} = {model_parallel}")
+        if self.global_batch % (self.dp * self.micro_batch):
+            raise GpuarchError(
+                f"--global-batch: {self.global_batch} is not divisible by DP x micro-batch = "
+                f"{self.dp} x {self.micro_batch}")
+        if shape.layers < self.pp * self.vpp:
+            raise GpuarchError(f"--pp/--vpp: {shape.layers} layers cannot fill "
+                               f"PP x VPP = {self.pp * self.vpp} stages")
+        if self.vpp > 1 and self.pp == 1:
+            raise GpuarchError("--vpp: interleaved stages need --pp > 1")
+        if shape.heads % self.tp:
+            raise GpuarchError(f"--tp: {self.tp} does not divide the {shape.heads} heads")
+        if self.seq_len % self.cp:
+            raise GpuarchError(f"--cp: {self.cp} does not divide --seq-len {self.seq_len}")
+        if self.sequence_parallel and self.tp == 1:
+            raise GpuarchError("--sequence-parallel needs --tp > 1")
+        if self.ep > 1:
+            if not shape.is_moe:
+                raise GpuarchError("--ep: expert parallelism needs a mixture-of-experts model")
+            if shape.experts % self.ep:
+                raise GpuarchError(f"--ep: {self.ep} does not divide the {shape.experts} "
+                                   "experts")
+            if (self.dp * self.cp) % self.ep:
+                raise GpuarchError(f"--ep: {self.ep} must divide DP x CP = "
+                                   f"{self.dp * self.cp}")
+
+
+@dataclass(frozen=True)
+class MemoryPerGpu:
+    """Bytes per GPU on the most loaded pipeline stage (JSON in GiB)."""
+
+    weights: float = spec("weights", "float", Unit.GIB)
+    gradients: float = spec("gradients", "float", Unit.GIB)
+    optimizer: float = spec("optimizer", "float", Unit.GIB)
+    activations: float = spec("activations", "float", Unit.GIB)
+    other: float = spec("other", "float", Unit.GIB)
+
+    @property
+    def total(self) -> float:
+        return self.weights + self.gradients + self.optimizer + self.activations + self.other
+
+
+@dataclass(frozen=True)
+class TimeBreakdown:
+    """Where a step's seconds go."""
+
+    compute: float = spec("compute", "float")
+    exposed_communication: float = spec("exposed_communication", "float")
+    pipeline_bubble: float = spec("pipeline_bubble", "float")
+    other: float = spec("other", "float")
+
+
+@dataclass(frozen=True)
+class TrainingEstimate:
+    """The result of one training-step estimate (SI inside; JSON keys carry units)."""
+
+    model: str
+    gpu: str
+    system: str | None
+    parallelism: dict[str, Any]
+    step_time_s: float
+    tokens_per_s: float
+    tokens_per_s_per_gpu: float
+    model_flops_per_token: float
+    model_tflops_per_gpu: float
+    mfu: float
+    hfu: float
+    memory: MemoryPerGpu
+    gpu_memory_bytes: float
+    fits_in_memory: bool
+    time_breakdown: TimeBreakdown
+    bottleneck: str
+    bottleneck_reason: str
+    matmul_peak_flops: float
+    assumptions: dict[str, Any]
+    total: dict[str, float | None] | None = field(default=None)
+
+    def as_json(self) -> dict[str, Any]:
+        """The documented JSON keys (issue #3), units in the names."""
+        mem = {k: v / 2**30 for k, v in (("weights", self.memory.weights),
+                                          ("gradients", self.memory.gradients),
+                                          ("optimizer", self.memory.optimizer),
+                                          ("activations", self.memory.activations),
+                                          ("other", self.memory.other))}
+        mem["total"] = self.memory.total / 2**30
+        out: dict[str, Any] = {
+            "model": self.model,
+            "gpu": self.gpu,
+            "system": self.system,
+            "step_time_s": self.step_time_s,
+            "tokens_per_s": self.tokens_per_s,
+            "tokens_per_s_per_gpu": self.tokens_per_s_per_gpu,
+            "model_flops_per_token": self.model_flops_per_token,
+            "model_tflops_per_gpu": self.model_tflops_per_gpu,
+            "mfu": self.mfu,
+            "hfu": self.hfu,
+            "memory_per_gpu_gib": mem,
+            "gpu_memory_gib": self.gpu_memory_bytes / 2**30,
+            "fits_in_memory": self.fits_in_memory,
+            "time_breakdown_s": {
+                "compute": self.time_breakdown.compute,
+                "exposed_communication": self.time_breakdown.exposed_communication,
+                "pipeline_bubble": self.time_breakdown.pipeline_bubble,
+                "other": self.time_breakdown.other,
+            },
+            "bottleneck": self.bottleneck,
+            "bottleneck_reason": self.bottleneck_reason,
+            "parallelism": self.parallelism,
+            "assumptions": self.assumptions,
+        }
+        if self.total is not None:
+            out["total"] = self.total
+        return out
+
+
+@dataclass(frozen=True)
+class _Pass:
+    """Seconds of one micro-batch on one stage, split by kind."""
+
+    compute: float = 0.0
+    comm: float = 0.0
+
+    def __add__(self, other: _Pass) -> _Pass:
+        return _Pass(self.compute + other.compute, self.comm + other.comm)
+
+    def scale(self, k: float) -> _Pass:
+        return _Pass(self.compute * k, self.comm * k)
+
+
+def _group(size: int, inner: int, cfg: TrainingConfig, intra: Link, inter: Link | None
+           ) -> Group:
+    """A communicator of ``size`` ranks whose neighbours are ``inner`` ranks apart."""
+    per_node = max(1, min(size, cfg.gpus_per_node // inner)) if inner < cfg.gpus_per_node \
+        else 1
+    return Group(size, per_node, intra, inter)
+
+
+def _layer_ops(s: TransformerShape, cfg: TrainingConfig) -> tuple[list[Op], float]:
+    """Forward operators of one layer on one GPU, and the tokens each GPU holds."""
+    t = cfg.tp
+    seq = cfg.seq_len // cfg.cp
+    tokens = cfg.micro_batch * seq
+    d = s.d_head
+    heads = s.heads // t
+    kv = max(1, s.n_kv_heads // t)
+    ops: list[Op] = [
+        Gemm(tokens, (heads + 2 * kv) * d, s.hidden, name="qkv"),
+        Attention(cfg.micro_batch, seq, cfg.seq_len, heads, kv, d, causal=True),
+        Gemm(tokens, s.hidden, heads * d, name="attn_out"),
+    ]
+    norm_tokens = tokens // t if cfg.sequence_parallel else tokens
+    element = cfg.precision.activation_bytes
+    if s.is_moe:
+        routed = tokens * s.experts_per_token
+        width = s.d_expert
+        local_experts = max(1, s.experts // cfg.ep)
+        per_expert = max(1, routed * cfg.ep // s.experts)
+        up = 2 * width if s.ffn_kind is FfnKind.SWIGLU else width
+        ops += [
+            Gemm(tokens, s.experts, s.hidden, name="router"),
+            Gemm(per_expert, up // t, s.hidden, batch=local_experts, name="expert_up"),
+            Gemm(per_expert, s.hidden, width // t, batch=local_experts, name="expert_down"),
+        ]
+        if s.shared_experts:
+            shared = width * s.shared_experts
+            ops += [Gemm(tokens, (2 * shared if s.ffn_kind is FfnKind.SWIGLU else shared) // t,
+                         s.hidden, name="shared_up"),
+                    Gemm(tokens, s.hidden, shared // t, name="shared_down")]
+        # token permutation to and from expert order (gather and scatter, read and write)
+        ops.append(Elementwise(4.0 * routed * s.hidden * cfg.precision.activation_bytes,
+                               name="moe_permute"))
+        inner = routed * width // t
+    else:
+        f = s.d_ffn
+        up = 2 * f if s.ffn_kind is FfnKind.SWIGLU else f
+        ops += [Gemm(tokens, up // t, s.hidden, name="mlp_up"),
+                Gemm(tokens, s.hidden, f // t, name="mlp_down")]
+        inner = tokens * f // t
+    # two norms and two residual adds (read 2, write 1), and the activation function
+    hidden_bytes = float(norm_tokens * s.hidden * element)
+    ops += [Elementwise(2 * 2 * hidden_bytes, name="norms"),
+            Elementwise(2 * 3 * hidden_bytes, name="residuals"),
+            Elementwise(3.0 * inner * element, name="activation")]
+    if cfg.precision is Precision.FP8:
+        # each GEMM operand is cast to FP8 (read 16-bit, write 8-bit) before the GEMM
+        cast = sum(3.0 * (op.m * op.k + op.k * op.n) * op.batch for op in ops
+                   if isinstance(op, Gemm))
+        ops.append(Elementwise(cast, name="fp8_cast"))
+    return ops, float(tokens)
+
+
+def _layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device, eff: Efficiency,
+                tp_group: Group, cp_group: Group, ep_group: Group
+                ) -> tuple[_Pass, _Pass, _Pass, float]:
+    """Forward, backward and recompute time of one layer for one micro-batch, and the
+    forward FLOPs it executes (hardware FLOPs, before recomputation)."""
+    ops, tokens = _layer_ops(s, cfg)
+    element = cfg.precision.activation_bytes
+    fwd = bwd = 0.0
+    attn_fwd = 0.0
+    flops = 0.0
+    for op in ops:
+        c = op_cost(op, device, eff)
+        fwd += c.time_s
+        flops += c.flops
+        if isinstance(op, Attention):
+            attn_fwd = c.time_s
+            back = Attention(op.batch, op.seq_q, op.seq_kv, op.heads, op.kv_heads,
+                             op.head_dim, op.causal, backward=True)
+            bwd += op_cost(back, device, eff).time_s
+        elif isinstance(op, Gemm):
+            bwd += 2 * c.time_s  # data gradient and weight gradient
+        else:
+            bwd += 2 * c.time_s
+    comm = 0.0
+    activation = tokens * s.hidden * element
+    if cfg.tp > 1:
+        # two all-reduces per layer (attention, MLP); with sequence parallelism an
+        # all-gather plus a reduce-scatter each, which move the same bytes
+        comm += 2 * collective_time(Collective.ALL_REDUCE, activation, tp_group, eff)
+    if cfg.cp > 1:
+        kv_bytes = 2 * cfg.micro_batch * cfg.seq_len * max(1, s.n_kv_heads // cfg.tp) \
+            * s.d_head * element
+        comm += collective_time(Collective.ALL_GATHER, kv_bytes, cp_group, eff)
+    if s.is_moe and cfg.ep > 1:
+        dispatched = tokens * s.experts_per_token * s.hidden * element / cfg.tp
+        comm += 2 * collective_time(Collective.ALL_TO_ALL, dispatched, ep_group, eff)
+    exposed = comm * eff.tp_comm_exposed
+    forward = _Pass(fwd + eff.layer_overhead_s, exposed)
+    backward = _Pass(bwd + eff.layer_overhead_s, exposed)
+    if cfg.recompute is Recompute.FULL:
+        recompute = forward
+    elif cfg.recompute is Recompute.SELECTIVE:
+        recompute = _Pass(attn_fwd, 0.0)
+    else:
+        recompute = _Pass()
+    return forward, backward, recompute, flops
+
+
+def estimate_training(
+    catalog: Catalog,
+    shape: TransformerShape,
+    product: Product,
+    cfg: TrainingConfig,
+    *,
+    system: System | None = None,
+    efficiency: Efficiency = DEFAULT_EFFICIENCY,
+    tokens: float | None = None,
+    price_per_gpu_hour: float | None = None,
+) -> TrainingEstimate:
+    """Estimate one training step of ``shape`` on ``cfg.gpus`` x ``product``."""
+    cfg.validate(shape)
+    eff = efficiency
+    device = Device.of(product, cfg.precision,
+                       catalog.chip_of(product).sm.tensor_core_generation)
+    pcie = catalog.pcie_generation(product.pcie_generation or 0)
+    intra, inter = link_for(product, system, pcie.x16_bandwidth_bytes_s if pcie else None)
+    if cfg.gpus > cfg.gpus_per_node and inter is None:
+        raise GpuarchError(
+            f"--gpus: {cfg.gpus} GPUs span several nodes of {cfg.gpus_per_node}; give "
+            "--system with an inter-node network (see 'gpuarch systems')")
+    tp_group = _group(cfg.tp, 1, cfg, intra, inter)
+    cp_group = _group(cfg.cp, cfg.tp, cfg, intra, inter)
+    dp_group = _group(cfg.dp * cfg.cp, cfg.tp, cfg, intra, inter)
+    ep_group = _group(cfg.ep, cfg.tp * cfg.cp, cfg, intra, inter)
+    pp_group = _group(2, cfg.tp * cfg.cp * cfg.dp, cfg, intra, inter)
+
+    fwd, bwd, rec, layer_flops = _layer_time(shape, cfg, device, eff, tp_group, cp_group,
+                                             ep_group)
+    # the slowest stage: layers that do not divide evenly go to some stages one more each
+    layers_per_stage = -(-shape.layers // (cfg.pp * cfg.vpp)) * cfg.vpp
+    per_layer = fwd + bwd + rec
+    stage = per_layer.scale(layers_per_stage)
+
+    # LM head and loss on the last stage (vocabulary split over TP)
+    tokens_mb = cfg.micro_batch * cfg.seq_len // cfg.cp
+    head = op_cost(Gemm(tokens_mb, shape.vocab // cfg.tp, shape.hidden, name="lm_head"),
+                   device, eff)
+    loss = op_cost(Elementwise(3.0 * tokens_mb * shape.vocab / cfg.tp * 4, name="loss"),
+                   device, eff)
+    stage = stage + _Pass(3 * head.time_s + 2 * loss.time_s, 0.0)
+    if cfg.pp > 1:
+        act = float(tokens_mb * shape.hidden * cfg.precision.activation_bytes)
+        if cfg.sequence_parallel:
+            act /= cfg.tp
+        p2p = (2 * collective_time(Collective.P2P, act, pp_group, eff) * cfg.vpp
+               * eff.pp_comm_exposed)
+        stage = stage + _Pass(0.0, p2p)
+
+    m = cfg.micro_batches
+    stage_time = stage.compute + stage.comm
+    compute_time = m * stage.compute
+    pipeline_comm = m * stage.comm
+    bubble = (cfg.pp - 1) / cfg.vpp * stage_time
+
+    # parameters held per GPU (the last stage also holds the LM head)
+    pc = count_params(shape)
+    body = pc.total - pc.embedding - pc.lm_head
+    expert_params = pc.mlp_experts
+    dense_body = body - expert_params
+    per_stage = (dense_body / cfg.tp + expert_params / (cfg.tp * cfg.ep)) / cfg.pp
+    head_params = (pc.lm_head or pc.embedding) / cfg.tp
+    local_params = per_stage + (head_params if cfg.pp > 1 else (pc.embedding + pc.lm_head)
+                                / cfg.tp)
+
+    # data-parallel gradient traffic, stage-correct for ZeRO
+    shard = cfg.dp * cfg.cp
+    grad_bytes = local_params * BYTES_PER_PARAM.gradients
+    weight_bytes = local_params * BYTES_PER_PARAM.weights
+    if cfg.zero == 0:
+        dp_comm = collective_time(Collective.ALL_REDUCE, grad_bytes, dp_group, eff)
+    elif cfg.zero in (1, 2):
+        dp_comm = (collective_time(Collective.REDUCE_SCATTER, grad_bytes, dp_group, eff)
+                   + collective_time(Collective.ALL_GATHER, weight_bytes, dp_group, eff))
+    else:  # ZeRO-3: parameters gathered for forward and backward of every micro-batch
+        dp_comm = (m * 2 * collective_time(Collective.ALL_GATHER, weight_bytes, dp_group, eff)
+                   + m * collective_time(Collective.REDUCE_SCATTER, grad_bytes, dp_group,
+                                         eff))
+    dp_exposed = dp_comm * eff.dp_comm_exposed
+
+    opt_params = local_params / (shard if cfg.zero >= 1 else 1)
+    optimizer = op_cost(Elementwise(opt_params * 30.0, name="adam"), device, eff).time_s
+
+    step = compute_time + pipeline_comm + bubble + dp_exposed + optimizer
+    breakdown = TimeBreakdown(
+        compute=compute_time,
+        exposed_communication=pipeline_comm + dp_exposed,
+        pipeline_bubble=bubble,
+        other=optimizer,
+    )
+
+    # throughput and utilisation
+    tokens_per_step = cfg.global_batch * cfg.seq_len
+    tokens_per_s = tokens_per_step / step
+    fwd_flops = forward_flops_per_token(shape, cfg.seq_len).total
+    model_flops = 3.0 * fwd_flops
+    hw_factor = {Recompute.NONE: 3.0, Recompute.SELECTIVE: 3.0, Recompute.FULL: 4.0}
+    hw_flops = hw_factor[cfg.recompute] * fwd_flops
+    if cfg.recompute is Recompute.SELECTIVE:
+        hw_flops += forward_flops_per_token(shape, cfg.seq_len).attention_core
+    peak = device.matmul.flops
+    per_gpu_flops = model_flops * tokens_per_s / cfg.gpus
+    mfu = per_gpu_flops / peak
+    hfu = hw_flops * tokens_per_s / cfg.gpus / peak
+
+    # memory on the most loaded stage
+    zero = cfg.zero
+    weights = local_params * BYTES_PER_PARAM.weights / (shard if zero >= 3 else 1)
+    grads = local_params * BYTES_PER_PARAM.gradients / (shard if zero >= 2 else 1)
+    optim = local_params * BYTES_PER_PARAM.optimizer / (shard if zero >= 1 else 1)
+    per_layer_act = activation_bytes_per_layer(
+        shape, cfg.micro_batch, cfg.seq_len // cfg.cp, cfg.tp, cfg.sequence_parallel,
+        cfg.recompute, cfg.precision.activation_bytes)
+    in_flight = min(cfg.pp, m)
+    interleave = 1 + (cfg.pp - 1) / (cfg.pp * cfg.vpp) if cfg.vpp > 1 else 1.0
+    activations = per_layer_act * layers_per_stage * in_flight * interleave
+    logits = tokens_mb * shape.vocab / cfg.tp * 4.0  # FP32 logits for the loss
+    other = FRAMEWORK_RESERVE_BYTES + logits
+    memory = MemoryPerGpu(weights, grads, optim, activations, other)
+    fits = memory.total <= product.memory_bytes
+
+    bottleneck, reason = _bottleneck(breakdown, step, cfg, mfu)
+    assumptions: dict[str, Any] = {
+        "matmul_peak_tflops": peak / 1e12,
+        "matmul_peak_source": f"{device.matmul.key.value} ({device.matmul.origin}, catalog)",
+        "precision_fallback": device.matmul.fallback_reason,
+        "efficiency": eff.as_dict(),
+        "efficiency_origin": "assumed defaults fitted to published measurements"
+        if eff is DEFAULT_EFFICIENCY else "calibrated or overridden",
+        "flops_convention": "Megatron/PaLM: 2 FLOP per MAC, full (non-causal) attention",
+        "bytes_per_param": {"weights": BYTES_PER_PARAM.weights,
+                            "gradients": BYTES_PER_PARAM.gradients,
+                            "optimizer": BYTES_PER_PARAM.optimizer},
+        "framework_reserve_gib": FRAMEWORK_RESERVE_BYTES / 2**30,
+        "attention": "fused (FlashAttention-style), causal",
+        "intra_node_link": intra.fabric.value,
+        "layer_forward_flops_per_gpu": layer_flops,
+    }
+    total = None
+    if tokens is not None:
+        seconds = tokens / tokens_per_s
+        gpu_hours = seconds / 3600 * cfg.gpus
+        power = (product.tdp_w or 0.0) * min(1.0, 0.5 + 0.5 * hfu / 0.6)
+        total = {
+            "tokens": tokens,
+            "time_s": seconds,
+            "time_days": seconds / 86400,
+            "gpu_hours": gpu_hours,
+            "energy_kwh": power * cfg.gpus * seconds / 3.6e6 if product.tdp_w else None,
+            "cost_usd": gpu_hours * price_per_gpu_hour if price_per_gpu_hour else None,
+        }
+        assumptions["power_model"] = ("board power x (0.5 + 0.5 x min(1, HFU / 0.6)); "
+                                      "an assumed utilisation-to-power mapping")
+    return TrainingEstimate(
+        model=shape.name,
+        gpu=product.name,
+        system=system.name if system else None,
+        parallelism=MappingProxyType({
+            "gpus": cfg.gpus, "tp": cfg.tp, "pp": cfg.pp, "cp": cfg.cp, "dp": cfg.dp,
+            "ep": cfg.ep, "vpp": cfg.vpp, "sequence_parallel": cfg.sequence_parallel,
+            "zero": cfg.zero, "micro_batch": cfg.micro_batch,
+            "global_batch": cfg.global_batch, "micro_batches": m,
+            "recompute": cfg.recompute.value, "precision": cfg.precision.value,
+            "gpus_per_node": cfg.gpus_per_node}),  # type: ignore[arg-type]
+        step_time_s=step,
+        tokens_per_s=tokens_per_s,
+        tokens_per_s_per_gpu=tokens_per_s / cfg.gpus,
+        model_flops_per_token=model_flops,
+        model_tflops_per_gpu=per_gpu_flops / 1e12,
+        mfu=mfu,
+        hfu=hfu,
+        memory=memory,
+        gpu_memory_bytes=product.memory_bytes,
+        fits_in_memory=fits,
+        time_breakdown=breakdown,
+        bottleneck=bottleneck,
+        bottleneck_reason=reason,
+        matmul_peak_flops=peak,
+        assumptions=assumptions,
+        total=total,
+    )
+
+
+def _bottleneck(b: TimeBreakdown, step: float, cfg: TrainingConfig, mfu: float
+                ) -> tuple[str, str]:
+    parts = {"compute": b.compute, "communication": b.exposed_communication,
+             "pipeline_bubble": b.pipeline_bubble, "optimizer": b.other}
+    name = max(parts, key=lambda k: parts[k])
+    share = parts[name] / step
+    if name == "compute":
+        reason = (f"{share:.0%} of the step is GEMM/attention/elementwise work at {mfu:.0%} "
+                  "MFU; faster or more GPUs, or lower precision, shorten it")
+    elif name == "communication":
+        reason = (f"{share:.0%} of the step waits on exposed communication (TP x{cfg.tp}, "
+                  f"CP x{cfg.cp}, DP x{cfg.dp}); keep TP inside an NVLink domain or overlap")
+    elif name == "pipeline_bubble":
+        reason = (f"{share:.0%} of the step is pipeline bubble ((PP-1)/VPP = "
+                  f"{(cfg.pp - 1) / cfg.vpp:.1f} stage times over {cfg.micro_batches} "
+                  "micro-batches); more micro-batches or interleaving shrink it")
+    else:
+        reason = f"{share:.0%} of the step is the optimizer update"
+    return name, reason

@@ -1,0 +1,123 @@
+"""Achievable fractions of datasheet peaks: few, named, documented, overridable.
+
+Peaks live in the catalog; these fractions say how much of a peak real kernels reach. The
+defaults marked "fitted" were fitted with ``scripts/fit_training_efficiency.py`` to half of
+the published training measurements in ``validation/data/training.toml`` (the other half held
+out; docs/performance-model.md gives the errors on both). A calibration file measured by the
+probe replaces them. Every estimate lists the values it used.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+from gpuarch.errors import GpuarchError, suggestion
+
+__all__ = ["DEFAULT_EFFICIENCY", "Efficiency"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Efficiency:
+    """Efficiency parameters of the performance model (dimensionless unless named)."""
+
+    gemm: float = 0.75
+    """Fraction of the dense peak that large, well-shaped GEMMs sustain on CUDA cores (and
+    on Tensor Core generations without an entry in ``gemm_by_generation``). Assumed."""
+
+    gemm_by_generation: tuple[float, ...] = (0.85, 0.70, 0.76, 0.76, 0.63)
+    """The same per Tensor Core generation (1 = Volta ... 5 = Blackwell). Later generations
+    reach a smaller fraction of a much larger peak: clocks fall under sustained Tensor load
+    at the board power limit, and operand delivery limits the largest tiles. Fitted."""
+
+    gemm_fp8: float = 1.0
+    """Multiplier on the GEMM efficiency for FP8 GEMMs, which reach a smaller fraction of
+    their doubled peak (scaling, narrower accumulation tiles). Fitted."""
+
+    gemm_half_dim: float = 200.0
+    """The smallest GEMM dimension at which efficiency has fallen to half of ``gemm``:
+    factor d / (d + gemm_half_dim) per dimension. Models thin GEMMs (small micro-batch x
+    sequence, narrow tensor-parallel shards). Assumed."""
+
+    gemm_tile: int = 128
+    """Output tile edge used for wave quantisation (a partial last wave of tiles over the
+    SMs is paid in full). Typical cuBLAS/CUTLASS tile on Ampere and Hopper."""
+
+    attention: float = 0.28
+    """Fraction of the Tensor Core peak FlashAttention-style fused attention reaches in the
+    forward pass (FlashAttention-2 reports 50-73% on A100). Assumed, fitted."""
+
+    attention_backward_flops_factor: float = 2.5
+    """Backward attention FLOPs over forward: five matrix multiplies against two, since the
+    fused kernel recomputes QK^T (Dao 2023, FlashAttention-2, section 3.2)."""
+
+    memory: float = 0.80
+    """Fraction of DRAM bandwidth that memory-bound kernels (norms, activations, optimizer
+    step) sustain. Assumed."""
+
+    nvlink_bus: float = 0.80
+    """NCCL bus bandwidth over NVLink/NVSwitch as a fraction of the per-direction link rate.
+    Assumed (nccl-tests busbw on 8-GPU NVSwitch systems is typically 75-85%)."""
+
+    pcie_bus: float = 0.75
+    """The same over PCIe. Assumed."""
+
+    network_bus: float = 0.85
+    """The same over InfiniBand/RoCE between nodes, per GPU NIC. Assumed."""
+
+    collective_latency_s: float = 10e-6
+    """Latency per ring step of a collective (NCCL launch and synchronisation). Assumed."""
+
+    tp_comm_exposed: float = 0.17
+    """Fraction of tensor-parallel communication not hidden behind compute (1 = Megatron
+    without TP/communication overlap). Assumed."""
+
+    pp_comm_exposed: float = 0.0
+    """Fraction of pipeline point-to-point transfers not hidden behind compute (they are
+    issued asynchronously between micro-batches). Assumed, fitted."""
+
+    dp_comm_exposed: float = 0.6
+    """Fraction of data-parallel gradient communication not hidden behind the backward pass
+    (bucketed overlap leaves the last buckets exposed). Assumed, fitted."""
+
+    kernel_overhead_s: float = 4e-6
+    """Fixed time per kernel launched (launch, framework dispatch, tail effects), charged
+    per operator per micro-batch and pass. Assumed, fitted."""
+
+    layer_overhead_s: float = 250e-6
+    """Fixed time per transformer layer per pass for the many small kernels a framework
+    runs besides the modelled ones (rotary embeddings, casts, reshapes, bias and dropout,
+    bookkeeping). Assumed, fitted."""
+
+    def with_overrides(self, values: dict[str, Any]) -> Efficiency:
+        """A copy with some parameters replaced; unknown names are an error naming them."""
+        names = {f.name for f in fields(self)}
+        for key, value in values.items():
+            if key not in names:
+                raise GpuarchError(f"efficiency: unknown parameter {key!r}"
+                                   f"{suggestion(key, names)}")
+            items = value if isinstance(value, (list, tuple)) else [value]
+            for item in items:
+                if not isinstance(item, (int, float)) or isinstance(item, bool) or item < 0:
+                    raise GpuarchError(f"efficiency.{key}: expected numbers >= 0, "
+                                       f"got {value!r}")
+            if isinstance(value, list):
+                values = {**values, key: tuple(value)}
+        return replace(self, **values)
+
+    def gemm_for(self, tensor_core_generation: int | None) -> float:
+        """GEMM efficiency for a chip's Tensor Core generation (``gemm`` without one)."""
+        g = tensor_core_generation
+        if g and 1 <= g <= len(self.gemm_by_generation):
+            return self.gemm_by_generation[g - 1]
+        return self.gemm
+
+    def as_dict(self) -> dict[str, float | list[float]]:
+        out: dict[str, float | list[float]] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            out[f.name] = list(value) if isinstance(value, tuple) else float(value)
+        return out
+
+
+DEFAULT_EFFICIENCY = Efficiency()

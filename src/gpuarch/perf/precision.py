@@ -1,0 +1,68 @@
+"""Training/inference number formats and the catalog peak each one runs at on a GPU."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from gpuarch.catalog.model import Product
+from gpuarch.catalog.peaks import PeakKey
+
+__all__ = ["MatmulPeak", "Precision", "matmul_peak"]
+
+
+class Precision(Enum):
+    """The format matrix multiplies run in (activations and weights in memory follow it,
+    except TF32, which keeps FP32 storage)."""
+
+    FP32 = "fp32"
+    TF32 = "tf32"
+    FP16 = "fp16"
+    BF16 = "bf16"
+    FP8 = "fp8"
+
+    @property
+    def bytes(self) -> int:
+        """Bytes per element of activations and (compute-copy) weights."""
+        return {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1}[self.value]
+
+    @property
+    def activation_bytes(self) -> int:
+        """Bytes per stored activation element: FP8 training keeps activations in 16 bits."""
+        return 2 if self is Precision.FP8 else self.bytes
+
+
+# Preferred peaks, best first: the first one the product publishes is used.
+_CHAIN: dict[Precision, tuple[PeakKey, ...]] = {
+    Precision.FP32: (PeakKey.FP32,),
+    Precision.TF32: (PeakKey.TENSOR_TF32, PeakKey.FP32),
+    Precision.FP16: (PeakKey.TENSOR_FP16, PeakKey.FP16, PeakKey.FP32),
+    Precision.BF16: (PeakKey.TENSOR_BF16, PeakKey.BF16, PeakKey.FP32),
+    Precision.FP8: (PeakKey.TENSOR_FP8, PeakKey.TENSOR_BF16, PeakKey.TENSOR_FP16),
+}
+
+
+@dataclass(frozen=True)
+class MatmulPeak:
+    """The peak a precision's matrix multiplies get on a product, and why."""
+
+    flops: float  # FLOP/s, dense
+    key: PeakKey
+    origin: str  # "published" or "half of sparse" (see Product.dense_origin)
+    fallback_reason: str | None  # set when the precision's own peak is not available
+
+
+def matmul_peak(product: Product, precision: Precision) -> MatmulPeak | None:
+    """The dense peak ``precision`` matrix multiplies run at on ``product``; ``None`` if the
+    catalog publishes none of the candidates."""
+    chain = _CHAIN[precision]
+    for i, key in enumerate(chain):
+        value = product.peak(key)
+        if value is None:
+            continue
+        reason = None
+        if i > 0:
+            reason = (f"{product.name} publishes no {chain[0].label} peak; "
+                      f"{precision.value} matrix math is taken at its {key.label} rate")
+        return MatmulPeak(value, key, product.dense_origin(key) or "published", reason)
+    return None

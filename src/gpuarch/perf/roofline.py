@@ -1,0 +1,171 @@
+"""Per-operator roofline: time = max(FLOPs / achievable compute, bytes / achievable bandwidth).
+
+Operators are GEMMs (with size-dependent efficiency: wave quantisation and thin-dimension
+penalty), fused attention (FlashAttention-style: no score matrix in memory) and memory-bound
+elementwise work. Costs are for one GPU.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from enum import Enum
+
+from gpuarch.catalog.model import Product
+from gpuarch.catalog.peaks import PeakKey
+from gpuarch.errors import GpuarchError
+from gpuarch.perf.efficiency import Efficiency
+from gpuarch.perf.precision import MatmulPeak, Precision, matmul_peak
+
+__all__ = ["Attention", "Bound", "Device", "Elementwise", "Gemm", "Op", "OpCost", "op_cost"]
+
+
+class Bound(Enum):
+    """What limits an operator."""
+
+    COMPUTE = "compute"
+    MEMORY = "memory"
+
+
+@dataclass(frozen=True)
+class Gemm:
+    """C[m, n] = A[m, k] @ B[k, n], ``batch`` times."""
+
+    m: int
+    n: int
+    k: int
+    batch: int = 1
+    name: str = "gemm"
+
+    @property
+    def flops(self) -> float:
+        return 2.0 * self.m * self.n * self.k * self.batch
+
+    def bytes(self, element: int) -> float:
+        return float(element * self.batch * (self.m * self.k + self.k * self.n
+                                             + self.m * self.n))
+
+
+@dataclass(frozen=True)
+class Attention:
+    """Fused attention core (QK^T, softmax, AV) for ``batch`` sequences."""
+
+    batch: int
+    seq_q: int
+    seq_kv: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    causal: bool = True
+    backward: bool = False
+    name: str = "attention"
+
+    @property
+    def forward_flops(self) -> float:
+        full = 4.0 * self.batch * self.heads * self.seq_q * self.seq_kv * self.head_dim
+        return full / 2 if self.causal else full
+
+    def bytes(self, element: int) -> float:
+        q_and_o = 2 * self.batch * self.seq_q * self.heads * self.head_dim
+        kv = 2 * self.batch * self.seq_kv * self.kv_heads * self.head_dim
+        traffic = q_and_o + kv
+        return float(element * (2 * traffic if self.backward else traffic))
+
+
+@dataclass(frozen=True)
+class Elementwise:
+    """Memory-bound work: ``bytes`` moved, ``flops`` done (norms, activations, optimizer)."""
+
+    bytes_moved: float
+    flops: float = 0.0
+    name: str = "elementwise"
+
+
+Op = Gemm | Attention | Elementwise
+
+
+@dataclass(frozen=True)
+class Device:
+    """One GPU as the roofline sees it: compute peak for the chosen precision, bandwidth."""
+
+    product: Product
+    precision: Precision
+    matmul: MatmulPeak
+    vector_flops: float  # FP32 (or best CUDA-core) peak, for elementwise work
+    bandwidth: float  # bytes/s, datasheet
+    attention_flops: float  # fused attention runs in 16 bits even in FP8 training
+    tensor_core_generation: int | None
+
+    @classmethod
+    def of(cls, product: Product, precision: Precision,
+           tensor_core_generation: int | None = None) -> Device:
+        peak = matmul_peak(product, precision)
+        if peak is None:
+            raise GpuarchError(
+                f"--precision: {product.name} publishes no peak usable for "
+                f"{precision.value} matrix math")
+        vector = product.peak(PeakKey.FP32) or product.peak(PeakKey.FP16) or peak.flops
+        attention = peak.flops
+        if precision is Precision.FP8:
+            sixteen = matmul_peak(product, Precision.BF16)
+            attention = sixteen.flops if sixteen else peak.flops
+        return cls(product, precision, peak, vector, product.memory_bandwidth_bytes_s,
+                   attention, tensor_core_generation)
+
+
+@dataclass(frozen=True)
+class OpCost:
+    """Cost of one operator on one GPU."""
+
+    name: str
+    flops: float
+    bytes: float
+    time_s: float
+    bound: Bound
+    efficiency: float  # achieved FLOP/s over the matmul peak (compute-bound ops)
+
+    @property
+    def achieved_flops(self) -> float:
+        return self.flops / self.time_s if self.time_s > 0 else 0.0
+
+
+def _gemm_efficiency(op: Gemm, device: Device, eff: Efficiency) -> float:
+    base = eff.gemm_for(device.tensor_core_generation)
+    if device.precision is Precision.FP8 and device.matmul.key is PeakKey.TENSOR_FP8:
+        base *= eff.gemm_fp8
+    thin = 1.0
+    for d in (op.m, op.n, op.k):
+        thin *= d / (d + eff.gemm_half_dim) * (1 + eff.gemm_half_dim / 4096)
+    thin = min(thin, 1.0)
+    sms = device.product.sms
+    waves = 1.0
+    if sms:
+        tiles = math.ceil(op.m / eff.gemm_tile) * math.ceil(op.n / eff.gemm_tile) * op.batch
+        waves = tiles / (math.ceil(tiles / sms) * sms)
+    return base * thin * waves
+
+
+def op_cost(op: Op, device: Device, eff: Efficiency) -> OpCost:
+    """Roofline time of ``op`` on ``device``, plus the fixed per-kernel overhead."""
+    bw = device.bandwidth * eff.memory
+    element = device.precision.activation_bytes
+    if isinstance(op, Elementwise):
+        t_mem = op.bytes_moved / bw
+        t_cmp = op.flops / device.vector_flops if op.flops else 0.0
+        t = max(t_mem, t_cmp) + eff.kernel_overhead_s
+        return OpCost(op.name, op.flops, op.bytes_moved, t,
+                      Bound.MEMORY if t_mem >= t_cmp else Bound.COMPUTE, 0.0)
+    if isinstance(op, Gemm):
+        flops, moved = op.flops, op.bytes(device.precision.bytes)
+        e = _gemm_efficiency(op, device, eff)
+    peak = device.matmul.flops
+    if isinstance(op, Attention):
+        factor = eff.attention_backward_flops_factor if op.backward else 1.0
+        flops, moved = op.forward_flops * factor, op.bytes(element)
+        e = eff.attention
+        peak = device.attention_flops
+    t_cmp = flops / (peak * e) if e > 0 else math.inf
+    t_mem = moved / bw
+    t = max(t_cmp, t_mem) + eff.kernel_overhead_s
+    bound = Bound.COMPUTE if t_cmp >= t_mem else Bound.MEMORY
+    return OpCost(op.name, flops, moved, t, bound, flops / t / peak)

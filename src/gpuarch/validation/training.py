@@ -1,0 +1,224 @@
+"""Predicted vs published training throughput.
+
+Each published point (``data/training.toml``) is turned into a throughput in tokens per
+second per GPU, whatever the source printed: tokens/s directly, a step time, or TFLOP/s,
+MFU or HFU converted back with the FLOP convention the source states (Megatron's HFU formula
+counts the recompute pass; MFU counts model FLOPs only). The model's prediction for the same
+model, GPU and layout is compared with it.
+"""
+
+from __future__ import annotations
+
+import statistics
+import tomllib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from gpuarch.catalog.loader import Catalog
+from gpuarch.catalog.model import Product, System
+from gpuarch.errors import GpuarchError
+from gpuarch.estimate.memory import Recompute
+from gpuarch.estimate.training import TrainingConfig, estimate_training
+from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
+from gpuarch.perf.precision import Precision
+from gpuarch.workloads.flops import forward_flops_per_token
+from gpuarch.workloads.presets import preset, shape_from_mapping
+from gpuarch.workloads.shape import TransformerShape
+
+__all__ = [
+    "TRAINING_FILE",
+    "TrainingComparison",
+    "TrainingPoint",
+    "ValidationSummary",
+    "default_system",
+    "load_training_points",
+    "validate_training",
+]
+
+TRAINING_FILE = Path(__file__).with_name("data") / "training.toml"
+
+_SHAPE_KEYS = ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "ffn_kind", "vocab",
+               "experts", "experts_per_token")
+
+
+@dataclass(frozen=True)
+class TrainingPoint:
+    """One published measurement with the layout it was measured at."""
+
+    id: str
+    source: str
+    source_title: str
+    source_url: str
+    where: str
+    raw: Mapping[str, Any]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.raw.get(key, default)
+
+
+@cache
+def load_training_points(path: Path = TRAINING_FILE) -> tuple[TrainingPoint, ...]:
+    """The published points, with their sources resolved."""
+    with path.open("rb") as fh:
+        raw = tomllib.load(fh)
+    sources = {s["id"]: s for s in raw.get("source", [])}
+    points = []
+    for entry in raw.get("point", []):
+        src = sources.get(entry.get("source"))
+        if src is None:
+            raise GpuarchError(f"{path.name}: point {entry.get('id')!r}: unknown source "
+                               f"{entry.get('source')!r}")
+        points.append(TrainingPoint(entry["id"], src["id"], src["title"], src["url"],
+                                    entry.get("where", ""), entry))
+    return tuple(points)
+
+
+def default_system(catalog: Catalog, product: Product) -> System | None:
+    """The reference system built from this product, else from the same chip."""
+    same = [s for s in catalog.systems if s.gpu == product.key]
+    if same:
+        return same[0]
+    for s in catalog.systems:
+        if catalog.product(s.gpu).chip == product.chip:
+            return s
+    return None
+
+
+def point_shape(point: TrainingPoint) -> TransformerShape:
+    """The model a point trained: its explicit shape if given, else its preset."""
+    given = {k: point.get(k) for k in _SHAPE_KEYS if point.get(k) is not None}
+    if {"layers", "hidden", "heads", "vocab"} <= set(given):
+        if given.get("ffn_kind") == "gelu" and "ffn_hidden" not in given:
+            given["ffn_hidden"] = 4 * given["hidden"]
+        return shape_from_mapping({"name": point.get("preset") or point.id, **given},
+                                  f"point {point.id}")
+    if point.get("preset"):
+        return preset(point.get("preset")).shape
+    raise GpuarchError(f"point {point.id}: neither a complete shape nor a preset")
+
+
+def point_config(point: TrainingPoint, system: System | None) -> TrainingConfig:
+    """The layout a point ran at."""
+    gpus = int(point.get("gpus"))
+    return TrainingConfig(
+        gpus=gpus,
+        seq_len=int(point.get("seq_len")),
+        global_batch=int(point.get("global_batch") or 0),
+        micro_batch=int(point.get("micro_batch") or 1),
+        tp=int(point.get("tp") or 1),
+        pp=int(point.get("pp") or 1),
+        cp=int(point.get("cp") or 1),
+        ep=int(point.get("ep") or 1),
+        vpp=int(point.get("vpp") or 1),
+        sequence_parallel=bool(point.get("sequence_parallel", False)),
+        zero=int(point.get("zero", 1)),
+        recompute=Recompute(point.get("recompute", "none")),
+        precision=Precision(point.get("precision", "bf16")),
+        gpus_per_node=system.gpus_per_node if system else 8,
+    )
+
+
+def published_tokens_per_s_per_gpu(point: TrainingPoint, shape: TransformerShape,
+                                   peak: float) -> tuple[float, str]:
+    """The point's throughput in tokens/s per GPU, and which printed figure it came from."""
+    gpus = point.get("gpus")
+    seq = point.get("seq_len")
+    if point.get("tokens_per_s_per_gpu"):
+        return float(point.get("tokens_per_s_per_gpu")), "tokens/s per GPU"
+    if point.get("tokens_per_s"):
+        return float(point.get("tokens_per_s")) / gpus, "tokens/s"
+    if point.get("step_time_s") and point.get("global_batch"):
+        tokens = point.get("global_batch") * seq
+        return tokens / point.get("step_time_s") / gpus, "step time"
+    fwd = forward_flops_per_token(shape, seq)
+    model = 3.0 * fwd.total
+    recompute = point.get("recompute", "none")
+    megatron_hfu = (4.0 if recompute == "full" else 3.0) * (fwd.total - fwd.lm_head) \
+        + 3.0 * fwd.lm_head
+    if point.get("tflops_per_gpu"):
+        per_token = megatron_hfu if point.get("tflops_convention") == "megatron-hfu" else model
+        return point.get("tflops_per_gpu") * 1e12 / per_token, \
+            f"TFLOP/s per GPU ({point.get('tflops_convention') or 'unspecified'})"
+    if point.get("mfu"):
+        return point.get("mfu") * peak / model, "MFU"
+    if point.get("hfu"):
+        return point.get("hfu") * peak / megatron_hfu, "HFU"
+    raise GpuarchError(f"point {point.id}: no throughput figure")
+
+
+@dataclass(frozen=True)
+class TrainingComparison:
+    """One point: published vs predicted tokens/s per GPU."""
+
+    id: str
+    source: str
+    where: str
+    model: str
+    gpu: str
+    gpus: int
+    layout: str
+    precision: str
+    published_from: str
+    published: float
+    predicted: float
+
+    @property
+    def error(self) -> float:
+        """Signed relative error of the prediction."""
+        return self.predicted / self.published - 1.0
+
+
+@dataclass(frozen=True)
+class ValidationSummary:
+    """All comparisons, the skipped points with reasons, and error statistics."""
+
+    rows: tuple[TrainingComparison, ...]
+    skipped: tuple[tuple[str, str], ...]
+
+    @property
+    def mean_abs_error(self) -> float:
+        return statistics.fmean(abs(r.error) for r in self.rows) if self.rows else 0.0
+
+    @property
+    def max_abs_error(self) -> float:
+        return max((abs(r.error) for r in self.rows), default=0.0)
+
+    def by(self, attr: str) -> dict[str, float]:
+        """Mean absolute error grouped by an attribute (``gpu``, ``source``)."""
+        groups: dict[str, list[float]] = {}
+        for r in self.rows:
+            groups.setdefault(str(getattr(r, attr)), []).append(abs(r.error))
+        return {k: statistics.fmean(v) for k, v in groups.items()}
+
+
+def compare_point(catalog: Catalog, point: TrainingPoint, efficiency: Efficiency
+                  ) -> TrainingComparison:
+    """Predict one point (raises GpuarchError when it cannot be modelled)."""
+    product = catalog.product(point.get("gpu"))
+    system = default_system(catalog, product)
+    shape = point_shape(point)
+    cfg = point_config(point, system)
+    est = estimate_training(catalog, shape, product, cfg, system=system,
+                            efficiency=efficiency)
+    published, origin = published_tokens_per_s_per_gpu(point, shape, est.matmul_peak_flops)
+    layout = f"TP{cfg.tp} PP{cfg.pp} CP{cfg.cp} DP{cfg.dp}" + (
+        f" EP{cfg.ep}" if cfg.ep > 1 else "") + (f" VPP{cfg.vpp}" if cfg.vpp > 1 else "")
+    return TrainingComparison(point.id, point.source, point.where, shape.name, product.key,
+                              cfg.gpus, layout, cfg.precision.value, origin, published,
+                              est.tokens_per_s_per_gpu)
+
+
+def validate_training(catalog: Catalog, efficiency: Efficiency = DEFAULT_EFFICIENCY,
+                      points: Iterable[TrainingPoint] | None = None) -> ValidationSummary:
+    """Compare every point that can be modelled; the rest are listed with the reason."""
+    rows: list[TrainingComparison] = []
+    skipped: list[tuple[str, str]] = []
+    for point in points if points is not None else load_training_points():
+        try:
+            rows.append(compare_point(catalog, point, efficiency))
+        except GpuarchError as exc:
+            skipped.append((point.id, str(exc)))
+    return ValidationSummary(tuple(rows), tuple(skipped))
