@@ -36,6 +36,7 @@ catalog-check: $(STAMP)
 ## bench: speed figures (not part of the tests)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_cold_start.py
+	$(BIN)/python benchmarks/bench_estimate.py
 
 clean:
 	rm -rf $(VENV) out .pytest_cache .mypy_cache .ruff_cache

@@ -20,7 +20,7 @@ from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.validation.training import load_training_points, validate_training
 
 SCALARS = ["gemm_fp8", "attention", "layer_overhead_s", "dp_comm_exposed", "tp_comm_exposed",
-           "pp_comm_exposed", "gemm_half_dim"]
+           "pp_comm_exposed", "gemm_half_dim", "memory", "kernel_overhead_s"]
 GENERATIONS = [1, 3, 4, 5]  # Tensor Core generations with points (V100, A100, H100, B200)
 
 
@@ -51,7 +51,7 @@ def main() -> None:
                     else:
                         value = getattr(eff, name) * factor
                         if name in ("gemm_fp8", "attention", "dp_comm_exposed",
-                                    "tp_comm_exposed", "pp_comm_exposed"):
+                                    "tp_comm_exposed", "pp_comm_exposed", "memory"):
                             value = min(1.0, value)
                         trial = eff.with_overrides({name: value})
                     trial_loss = loss(trial, fit, catalog)

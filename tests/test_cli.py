@@ -175,3 +175,80 @@ def test_systems(capsys: pytest.CaptureFixture[str]) -> None:
     assert status == 0 and "A100" in out
     status, _, err = run(capsys, "systems", "dgx h1000")
     assert status == 2 and "unknown system" in err
+
+
+def test_estimate_train_json(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """estimate train prints the documented keys; a config.json works like a preset."""
+    argv = ["estimate", "train", "--model", "llama-3.1-70b", "--gpu", "h100", "--gpus", "64",
+            "--tp", "4", "--pp", "4", "--seq-len", "4096", "--global-batch", "128",
+            "--recompute", "full", "--tokens", "1e12", "--price-per-gpu-hour", "2",
+            "--json"]
+    status, out, _ = run(capsys, *argv)
+    assert status == 0
+    doc = json.loads(out)
+    assert doc["parallelism"]["dp"] == 4 and 0 < doc["mfu"] < 1
+    assert doc["total"]["cost_usd"] > 0
+    cfg = tmp_path / "config.json"
+    cfg.write_text(json.dumps({
+        "model_type": "llama", "hidden_size": 8192, "intermediate_size": 28672,
+        "num_attention_heads": 64, "num_hidden_layers": 80, "num_key_value_heads": 8,
+        "vocab_size": 128256}))
+    argv[3] = str(cfg)
+    status, out, _ = run(capsys, *argv)
+    assert status == 0
+    assert json.loads(out)["step_time_s"] == pytest.approx(doc["step_time_s"], rel=1e-6)
+    status, out, _ = run(capsys, *argv[:-1], "--layers", "40")
+    assert status == 0 and "on 64 x H100 SXM5 80GB" in out
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--gpus", "12", "--tp", "8"], "--gpus: 12 is not divisible by TP x PP x CP"),
+        (["--model", "llama-9"], "unknown model 'llama-9'"),
+        (["--precision", "fp7"], "--precision: unknown value 'fp7'"),
+        (["--recompute", "some"], "--recompute: unknown value 'some'"),
+        (["--heads", "7"], "heads: 7 does not divide hidden"),
+    ],
+)
+def test_estimate_train_errors(capsys: pytest.CaptureFixture[str], extra: list[str],
+                               message: str) -> None:
+    """Bad flags: exit 2, the flag and value named, no traceback."""
+    base = {"--model": "llama-3.1-8b", "--gpu": "h100", "--gpus": "8", "--seq-len": "2048",
+            "--global-batch": "64"}
+    for flag, value in zip(extra[::2], extra[1::2], strict=True):
+        base[flag] = value
+    argv = ["estimate", "train", *[x for kv in base.items() for x in kv]]
+    status, out, err = run(capsys, *argv)
+    assert status == 2 and message in err and "Traceback" not in err and out == ""
+
+
+def test_roofline(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """Ops are placed on the roofline: a big GEMM is compute-bound, a GEMV memory-bound."""
+    target = tmp_path / "roof.svg"
+    status, out, _ = run(capsys, "roofline", "--gpu", "a100", "--op", "gemm:8192,8192,8192",
+                         "--op", "gemm:1,8192,8192", "--op", "attention:1,4096,32,128",
+                         "--plot", str(target), "--json")
+    assert status == 0 and target.stat().st_size > 1000
+    doc = json.loads(out)
+    assert doc["ridge_point_flop_per_byte"] == pytest.approx(312e12 / 2039e9, rel=1e-3)
+    bounds = [op["bound"] for op in doc["ops"]]
+    assert bounds[:2] == ["compute", "memory"]
+    for op in doc["ops"]:
+        assert set(op) >= {"flops", "bytes", "time_s", "achieved_tflops", "bound",
+                           "efficiency"}
+    status, _, err = run(capsys, "roofline", "--gpu", "a100", "--op", "gemm:1,2")
+    assert status == 2 and "expected gemm:M,N,K" in err
+
+
+def test_validate_training(capsys: pytest.CaptureFixture[str]) -> None:
+    """validate training prints predicted vs published, per-point error and the mean."""
+    status, out, _ = run(capsys, "validate", "training", "--json")
+    assert status == 0
+    doc = json.loads(out)
+    assert len(doc["points"]) >= 50
+    first = doc["points"][0]
+    assert first["predicted"] / first["published"] - 1 == pytest.approx(first["error"],
+                                                                        rel=1e-4)
+    status, out, _ = run(capsys, "validate", "training")
+    assert status == 0 and "mean absolute error" in out

@@ -71,6 +71,14 @@ class Catalog:
         """The reference system ``name`` means."""
         return self._system_names.resolve(name)
 
+    def system_for(self, product: Product) -> System | None:
+        """The reference system built from this product, else from the same chip."""
+        same = [s for s in self.systems if s.gpu == product.key]
+        if same:
+            return same[0]
+        chips = {s.key: self.product(s.gpu).chip for s in self.systems}
+        return next((s for s in self.systems if chips[s.key] == product.chip), None)
+
     def architecture_of(self, product: Product) -> Architecture:
         return next(a for a in self.architectures if a.key == product.architecture)
 

@@ -9,7 +9,7 @@ from typing import TypeVar
 
 from gpuarch.errors import suggestion
 
-__all__ = ["enum_list", "enum_value"]
+__all__ = ["enum_list", "enum_value", "lazy_enum_value"]
 
 E = TypeVar("E", bound=Enum)
 
@@ -39,6 +39,22 @@ def enum_list(cls: type[E], flag: str) -> Callable[[str], list[E]]:
 
     def parse(text: str) -> list[E]:
         return [one(part.strip()) for part in text.split(",") if part.strip()]
+
+    parse.__name__ = flag
+    return parse
+
+
+def lazy_enum_value(path: str, flag: str) -> Callable[[str], Enum]:
+    """Like :func:`enum_value` for ``"package.module:EnumName"``, imported only when the flag
+    is given (keeps start-up of unrelated commands fast)."""
+
+    def parse(text: str) -> Enum:
+        import importlib
+
+        module, _, name = path.partition(":")
+        cls: type[Enum] = getattr(importlib.import_module(module), name)
+        member: Enum = enum_value(cls, flag)(text)
+        return member
 
     parse.__name__ = flag
     return parse

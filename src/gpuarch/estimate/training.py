@@ -60,6 +60,7 @@ class TrainingConfig:
     vpp: int = 1
     sequence_parallel: bool = False
     zero: int = 1
+    tp_comm_overlap: bool = False  # Megatron --tp-comm-overlap (userbuffers)
     recompute: Recompute = Recompute.NONE
     precision: Precision = Precision.BF16
     gpus_per_node: int = 8
@@ -301,20 +302,23 @@ def _layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device, eff: E
             bwd += 2 * c.time_s  # data gradient and weight gradient
         else:
             bwd += 2 * c.time_s
-    comm = 0.0
+    exposed = 0.0
     activation = tokens * s.hidden * element
     if cfg.tp > 1:
         # two all-reduces per layer (attention, MLP); with sequence parallelism an
         # all-gather plus a reduce-scatter each, which move the same bytes
-        comm += 2 * collective_time(Collective.ALL_REDUCE, activation, tp_group, eff)
+        tp_share = eff.tp_comm_exposed if cfg.tp_comm_overlap else 1.0
+        exposed += tp_share * 2 * collective_time(Collective.ALL_REDUCE, activation,
+                                                  tp_group, eff)
     if cfg.cp > 1:
         kv_bytes = 2 * cfg.micro_batch * cfg.seq_len * max(1, s.n_kv_heads // cfg.tp) \
             * s.d_head * element
-        comm += collective_time(Collective.ALL_GATHER, kv_bytes, cp_group, eff)
+        exposed += eff.cp_comm_exposed * collective_time(Collective.ALL_GATHER, kv_bytes,
+                                                         cp_group, eff)
     if s.is_moe and cfg.ep > 1:
         dispatched = tokens * s.experts_per_token * s.hidden * element / cfg.tp
-        comm += 2 * collective_time(Collective.ALL_TO_ALL, dispatched, ep_group, eff)
-    exposed = comm * eff.tp_comm_exposed
+        exposed += eff.ep_comm_exposed * 2 * collective_time(Collective.ALL_TO_ALL,
+                                                             dispatched, ep_group, eff)
     forward = _Pass(fwd + eff.layer_overhead_s, exposed)
     backward = _Pass(bwd + eff.layer_overhead_s, exposed)
     if cfg.recompute is Recompute.FULL:
@@ -487,7 +491,8 @@ def estimate_training(
         parallelism=MappingProxyType({
             "gpus": cfg.gpus, "tp": cfg.tp, "pp": cfg.pp, "cp": cfg.cp, "dp": cfg.dp,
             "ep": cfg.ep, "vpp": cfg.vpp, "sequence_parallel": cfg.sequence_parallel,
-            "zero": cfg.zero, "micro_batch": cfg.micro_batch,
+            "zero": cfg.zero, "tp_comm_overlap": cfg.tp_comm_overlap,
+            "micro_batch": cfg.micro_batch,
             "global_batch": cfg.global_batch, "micro_batches": m,
             "recompute": cfg.recompute.value, "precision": cfg.precision.value,
             "gpus_per_node": cfg.gpus_per_node}),  # type: ignore[arg-type]

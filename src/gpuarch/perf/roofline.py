@@ -134,9 +134,9 @@ def _gemm_efficiency(op: Gemm, device: Device, eff: Efficiency) -> float:
     if device.precision is Precision.FP8 and device.matmul.key is PeakKey.TENSOR_FP8:
         base *= eff.gemm_fp8
     thin = 1.0
-    for d in (op.m, op.n, op.k):
-        thin *= d / (d + eff.gemm_half_dim) * (1 + eff.gemm_half_dim / 4096)
-    thin = min(thin, 1.0)
+    for d in (op.m, op.n):
+        thin *= d / (math.ceil(d / eff.gemm_min_tile) * eff.gemm_min_tile)
+    thin *= min(1.0, op.k / (op.k + eff.gemm_half_dim) * (1 + eff.gemm_half_dim / 4096))
     sms = device.product.sms
     waves = 1.0
     if sms:

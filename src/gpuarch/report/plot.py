@@ -6,23 +6,18 @@ import os
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from gpuarch.catalog.evolution import EvolutionRow, Metric
 from gpuarch.errors import GpuarchError
 
-__all__ = ["PLOT_SUFFIXES", "plot_evolution"]
+__all__ = ["PLOT_SUFFIXES", "plot_evolution", "plot_roofline"]
 
 PLOT_SUFFIXES = (".png", ".svg")
 
 
-def plot_evolution(rows: Sequence[EvolutionRow], metrics: Sequence[Metric], path: Path) -> None:
-    """Growth of each metric since the first generation (log scale), and the ridge point.
-
-    Each metric is drawn as a step line of the best value reached so far (the frontier), with
-    each generation's flagship as a marker: lines that climb apart show the gap between
-    compute and memory bandwidth, steps show the jumps at Volta, Ampere, Hopper and
-    Blackwell. The file is written whole or not at all.
-    """
+def _pyplot(path: Path) -> Any:
+    """matplotlib.pyplot, after checking the target path (errors name --plot)."""
     if path.suffix.lower() not in PLOT_SUFFIXES:
         raise GpuarchError(f"--plot: {str(path)!r} must end in .png or .svg")
     if not path.resolve().parent.is_dir():
@@ -35,6 +30,33 @@ def plot_evolution(rows: Sequence[EvolutionRow], metrics: Sequence[Metric], path
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    return plt
+
+
+def _save(fig: Any, plt: Any, path: Path) -> None:
+    """Write the figure whole or not at all."""
+    path = path.resolve()
+    fd, tmp = tempfile.mkstemp(prefix=".gpuarch-", suffix=path.suffix, dir=path.parent)
+    os.close(fd)
+    try:
+        fig.savefig(tmp, dpi=120)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    finally:
+        plt.close(fig)
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def plot_evolution(rows: Sequence[EvolutionRow], metrics: Sequence[Metric], path: Path) -> None:
+    """Growth of each metric since the first generation (log scale), and the ridge point.
+
+    Each metric is drawn as a step line of the best value reached so far (the frontier), with
+    each generation's flagship as a marker: lines that climb apart show the gap between
+    compute and memory bandwidth, steps show the jumps at Volta, Ampere, Hopper and
+    Blackwell. The file is written whole or not at all.
+    """
+    plt = _pyplot(path)
     rows = sorted(rows, key=lambda r: r.debut)
     xs = [_fractional_year(r.debut) for r in rows]
     fig, (ax_growth, ax_ridge) = plt.subplots(
@@ -77,18 +99,32 @@ def plot_evolution(rows: Sequence[EvolutionRow], metrics: Sequence[Metric], path
     for x in xs:
         ax_growth.axvline(x, color="grey", alpha=0.15)
     fig.tight_layout()
+    _save(fig, plt, path)
 
-    path = path.resolve()
-    fd, tmp = tempfile.mkstemp(prefix=".gpuarch-", suffix=path.suffix, dir=path.parent)
-    os.close(fd)
-    try:
-        fig.savefig(tmp, dpi=120)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    finally:
-        plt.close(fig)
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+
+def plot_roofline(result: dict[str, Any], path: Path) -> None:
+    """The roofline (bandwidth slope, compute ceiling) with each operator placed on it."""
+    plt = _pyplot(path)
+    peak = result["peak_tflops"]
+    bw_tb = result["memory_bandwidth_gb_s"] / 1000
+    ridge = result["ridge_point_flop_per_byte"]
+    fig, ax = plt.subplots(figsize=(8, 5.5))
+    xs = [0.1, ridge, max(ridge * 100, 1e4)]
+    ax.plot(xs, [min(peak, x * bw_tb) for x in xs], color="black",
+            label=f"roofline: {peak:,.0f} TFLOPS, {bw_tb * 1000:,.0f} GB/s")
+    for op in result["ops"]:
+        if op["arithmetic_intensity"]:
+            ax.plot(op["arithmetic_intensity"], op["achieved_tflops"], marker="o",
+                    linestyle="none", label=f"{op['op']} ({op['bound']}-bound)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity (FLOP per byte of DRAM traffic)")
+    ax.set_ylabel("TFLOP/s")
+    ax.set_title(f"{result['gpu']}, {result['precision']}", fontsize=10)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    _save(fig, plt, path)
 
 
 def _fractional_year(date: str) -> float:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuarch.catalog.loader import Catalog
-from gpuarch.catalog.model import Product, System
+from gpuarch.catalog.model import System
 from gpuarch.errors import GpuarchError
 from gpuarch.estimate.memory import Recompute
 from gpuarch.estimate.training import TrainingConfig, estimate_training
@@ -33,7 +33,6 @@ __all__ = [
     "TrainingComparison",
     "TrainingPoint",
     "ValidationSummary",
-    "default_system",
     "load_training_points",
     "validate_training",
 ]
@@ -76,17 +75,6 @@ def load_training_points(path: Path = TRAINING_FILE) -> tuple[TrainingPoint, ...
     return tuple(points)
 
 
-def default_system(catalog: Catalog, product: Product) -> System | None:
-    """The reference system built from this product, else from the same chip."""
-    same = [s for s in catalog.systems if s.gpu == product.key]
-    if same:
-        return same[0]
-    for s in catalog.systems:
-        if catalog.product(s.gpu).chip == product.chip:
-            return s
-    return None
-
-
 def point_shape(point: TrainingPoint) -> TransformerShape:
     """The model a point trained: its explicit shape if given, else its preset."""
     given = {k: point.get(k) for k in _SHAPE_KEYS if point.get(k) is not None}
@@ -100,8 +88,14 @@ def point_shape(point: TrainingPoint) -> TransformerShape:
     raise GpuarchError(f"point {point.id}: neither a complete shape nor a preset")
 
 
+# Frameworks whose published performance recipes turn on tensor-parallel communication
+# overlap (userbuffers); the 2019-2022 Megatron-LM papers predate it.
+_TP_OVERLAP_FRAMEWORKS = ("nemo", "megatron bridge", "megatron-core")
+
+
 def point_config(point: TrainingPoint, system: System | None) -> TrainingConfig:
     """The layout a point ran at."""
+    framework = str(point.get("framework", "")).lower()
     gpus = int(point.get("gpus"))
     return TrainingConfig(
         gpus=gpus,
@@ -115,6 +109,8 @@ def point_config(point: TrainingPoint, system: System | None) -> TrainingConfig:
         vpp=int(point.get("vpp") or 1),
         sequence_parallel=bool(point.get("sequence_parallel", False)),
         zero=int(point.get("zero", 1)),
+        tp_comm_overlap=bool(point.get("tp_comm_overlap",
+                                       any(f in framework for f in _TP_OVERLAP_FRAMEWORKS))),
         recompute=Recompute(point.get("recompute", "none")),
         precision=Precision(point.get("precision", "bf16")),
         gpus_per_node=system.gpus_per_node if system else 8,
@@ -198,7 +194,7 @@ def compare_point(catalog: Catalog, point: TrainingPoint, efficiency: Efficiency
                   ) -> TrainingComparison:
     """Predict one point (raises GpuarchError when it cannot be modelled)."""
     product = catalog.product(point.get("gpu"))
-    system = default_system(catalog, product)
+    system = catalog.system_for(product)
     shape = point_shape(point)
     cfg = point_config(point, system)
     est = estimate_training(catalog, shape, product, cfg, system=system,

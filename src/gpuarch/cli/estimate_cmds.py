@@ -1,0 +1,213 @@
+"""Model commands: estimate train, roofline, validate training.
+
+Only the enums the parser needs are imported at start-up; the models load inside the
+handlers, so catalog commands such as ``gpuarch show`` start as fast as before.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gpuarch.catalog.loader import load_catalog
+from gpuarch.cli.options import lazy_enum_value
+from gpuarch.errors import GpuarchError
+from gpuarch.report.serialize import to_json
+
+if TYPE_CHECKING:
+    from gpuarch.perf.roofline import Op
+    from gpuarch.workloads.shape import TransformerShape
+
+__all__ = ["add_commands"]
+
+_OVERRIDES = ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "experts",
+              "experts_per_token")
+
+
+def resolve_model(args: argparse.Namespace) -> TransformerShape:
+    """--model NAME|config.json, then the shape flags on top."""
+    from gpuarch.workloads.hf import shape_from_hf_config
+    from gpuarch.workloads.presets import preset
+
+    name: str = args.model
+    if name.endswith(".json") or Path(name).is_file():
+        shape = shape_from_hf_config(Path(name))
+    else:
+        shape = preset(name).shape
+    changes: dict[str, Any] = {k: getattr(args, k) for k in _OVERRIDES
+                               if getattr(args, k) is not None}
+    if args.ffn_kind is not None:
+        changes["ffn_kind"] = args.ffn_kind
+    if changes:
+        try:
+            shape = dataclasses.replace(shape, **changes)
+        except GpuarchError as exc:
+            raise GpuarchError(f"--{str(exc).replace('_', '-')}") from None
+    return shape
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from gpuarch.estimate.memory import Recompute
+    from gpuarch.estimate.training import TrainingConfig, estimate_training
+    from gpuarch.perf.precision import Precision
+    from gpuarch.report.estimate_text import render_training
+
+    catalog = load_catalog()
+    shape = resolve_model(args)
+    system = catalog.system(args.system) if args.system else None
+    product = catalog.product(args.gpu) if args.gpu else (
+        catalog.product(system.gpu) if system else None)
+    if product is None:
+        raise GpuarchError("--gpu: give a GPU (or --system)")
+    gpus_per_node = args.gpus_per_node or (system.gpus_per_node if system else 8)
+    cfg = TrainingConfig(
+        gpus=args.gpus, seq_len=args.seq_len, global_batch=args.global_batch,
+        micro_batch=args.micro_batch, tp=args.tp, pp=args.pp, cp=args.cp, ep=args.ep,
+        vpp=args.vpp, sequence_parallel=args.sequence_parallel, zero=args.zero,
+        tp_comm_overlap=args.tp_comm_overlap, recompute=args.recompute or Recompute.NONE,
+        precision=args.precision or Precision.BF16, gpus_per_node=gpus_per_node)
+    if system is None and args.gpus > gpus_per_node:
+        system = catalog.system_for(product)
+    est = estimate_training(catalog, shape, product, cfg, system=system,
+                            tokens=args.tokens, price_per_gpu_hour=args.price_per_gpu_hour)
+    print(to_json(est.as_json()) if args.json else render_training(est))
+    return 0
+
+
+def parse_op(text: str) -> Op:
+    """``gemm:M,N,K``, ``attention:B,S,H,D`` or ``elementwise:BYTES``."""
+    from gpuarch.perf.roofline import Attention, Elementwise, Gemm
+
+    kind, _, rest = text.partition(":")
+    try:
+        numbers = [int(float(x)) for x in rest.split(",") if x.strip()]
+    except ValueError:
+        raise GpuarchError(f"--op: {text!r}: expected numbers after ':'") from None
+    if kind == "gemm" and len(numbers) == 3:
+        m, n, k = numbers
+        return Gemm(m, n, k, name=text)
+    if kind == "attention" and len(numbers) == 4:
+        b, s, h, d = numbers
+        return Attention(b, s, s, h, h, d, causal=True, name=text)
+    if kind == "elementwise" and len(numbers) == 1:
+        return Elementwise(float(numbers[0]), name=text)
+    raise GpuarchError(f"--op: {text!r}: expected gemm:M,N,K, attention:B,S,H,D or "
+                       "elementwise:BYTES")
+
+
+def cmd_roofline(args: argparse.Namespace) -> int:
+    from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY
+    from gpuarch.perf.precision import Precision
+    from gpuarch.perf.roofline import Device, op_cost
+    from gpuarch.report.estimate_text import render_roofline
+
+    catalog = load_catalog()
+    product = catalog.product(args.gpu)
+    precision = args.precision or Precision.BF16
+    device = Device.of(product, precision,
+                       catalog.chip_of(product).sm.tensor_core_generation)
+    ops = [parse_op(o) for o in args.op or []]
+    costs = [op_cost(op, device, DEFAULT_EFFICIENCY) for op in ops]
+    result = {
+        "gpu": product.name,
+        "precision": precision.value,
+        "peak_tflops": device.matmul.flops / 1e12,
+        "peak_source": f"{device.matmul.key.value} ({device.matmul.origin})",
+        "precision_fallback": device.matmul.fallback_reason,
+        "memory_bandwidth_gb_s": device.bandwidth / 1e9,
+        "ridge_point_flop_per_byte": device.matmul.flops / device.bandwidth,
+        "ops": [{"op": c.name, "flops": c.flops, "bytes": c.bytes, "time_s": c.time_s,
+                 "achieved_tflops": c.achieved_flops / 1e12, "bound": c.bound.value,
+                 "efficiency": c.efficiency,
+                 "arithmetic_intensity": c.flops / c.bytes if c.bytes else None}
+                for c in costs],
+        "plot": str(args.plot) if args.plot else None,
+    }
+    if args.plot is not None:
+        from gpuarch.report.plot import plot_roofline
+
+        plot_roofline(result, args.plot)
+    print(to_json(result) if args.json else render_roofline(result))
+    return 0
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from gpuarch.report.estimate_text import render_validation
+    from gpuarch.validation.training import validate_training
+
+    summary = validate_training(load_catalog())
+    if args.json:
+        doc = {
+            "points": [{**dataclasses.asdict(r), "error": r.error} for r in summary.rows],
+            "skipped": [{"id": i, "reason": why} for i, why in summary.skipped],
+            "mean_abs_error": summary.mean_abs_error,
+            "max_abs_error": summary.max_abs_error,
+            "mean_abs_error_by_gpu": summary.by("gpu"),
+            "mean_abs_error_by_source": summary.by("source"),
+        }
+        print(to_json(doc))
+    else:
+        print(render_validation(summary))
+    return 0
+
+
+def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
+                 common: argparse.ArgumentParser) -> None:
+    """Register estimate, roofline and validate."""
+    est = sub.add_parser("estimate", help="estimate a training step (or, later, inference)")
+    est_sub = est.add_subparsers(dest="what", metavar="WHAT", required=True)
+    p = est_sub.add_parser("train", parents=[common],
+                           help="one training step: time, memory, MFU, bottleneck")
+    p.add_argument("--model", required=True,
+                   help="a preset (llama-3.1-70b, gpt3-175b, mixtral-8x7b, ...) or a local "
+                   "Hugging Face config.json")
+    for name in _OVERRIDES:
+        p.add_argument(f"--{name.replace('_', '-')}", type=int, dest=name,
+                       help="override the model's " + name.replace("_", " "))
+    p.add_argument("--ffn-kind", type=lazy_enum_value("gpuarch.workloads.shape:FfnKind",
+                                                      "--ffn-kind"),
+                   help="gelu, swiglu or relu2")
+    p.add_argument("--seq-len", type=int, required=True)
+    p.add_argument("--global-batch", type=int, required=True, help="sequences per step")
+    p.add_argument("--micro-batch", type=int, default=1)
+    p.add_argument("--gpu", help="GPU name (default: the system's GPU)")
+    p.add_argument("--gpus", type=int, required=True)
+    p.add_argument("--gpus-per-node", type=int, help="default: the system's, else 8")
+    p.add_argument("--system", help="reference system (see 'gpuarch systems')")
+    p.add_argument("--tp", type=int, default=1)
+    p.add_argument("--pp", type=int, default=1)
+    p.add_argument("--cp", type=int, default=1)
+    p.add_argument("--ep", type=int, default=1)
+    p.add_argument("--vpp", type=int, default=1, help="interleaved virtual stages per GPU")
+    p.add_argument("--sequence-parallel", action="store_true")
+    p.add_argument("--tp-comm-overlap", action="store_true",
+                   help="overlap tensor-parallel communication with GEMMs")
+    p.add_argument("--zero", type=int, default=1, help="ZeRO / distributed-optimizer stage")
+    p.add_argument("--recompute", type=lazy_enum_value("gpuarch.estimate.memory:Recompute",
+                                                       "--recompute"),
+                   help="none (default), selective or full")
+    p.add_argument("--precision", type=lazy_enum_value("gpuarch.perf.precision:Precision",
+                                                       "--precision"),
+                   help="fp32, tf32, fp16, bf16 (default) or fp8")
+    p.add_argument("--tokens", type=float, help="total training tokens (adds time, cost)")
+    p.add_argument("--price-per-gpu-hour", type=float, help="USD per GPU-hour")
+    p.set_defaults(handler=cmd_train)
+
+    p = sub.add_parser("roofline", parents=[common],
+                       help="a GPU's roofline with operators placed on it")
+    p.add_argument("--gpu", required=True)
+    p.add_argument("--precision", type=lazy_enum_value("gpuarch.perf.precision:Precision",
+                                                       "--precision"),
+                   help="bf16 (default), fp16, fp8, tf32 or fp32")
+    p.add_argument("--op", action="append", metavar="SPEC",
+                   help="gemm:M,N,K | attention:B,S,H,D | elementwise:BYTES (repeat)")
+    p.add_argument("--plot", type=Path, metavar="FILE", help="write a .png or .svg plot")
+    p.set_defaults(handler=cmd_roofline)
+
+    val = sub.add_parser("validate", help="predicted vs published measurements")
+    val_sub = val.add_subparsers(dest="what", metavar="WHAT", required=True)
+    p = val_sub.add_parser("training", parents=[common],
+                           help="training throughput against published results")
+    p.set_defaults(handler=cmd_validate)

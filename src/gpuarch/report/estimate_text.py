@@ -1,0 +1,98 @@
+"""Terminal renderings of model results: training estimates, rooflines, validation."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpuarch.estimate.training import TrainingEstimate
+from gpuarch.report.text import fmt, table
+from gpuarch.validation.training import ValidationSummary
+
+__all__ = ["render_roofline", "render_training", "render_validation"]
+
+
+def _pct(x: float) -> str:
+    return f"{x:.1%}"
+
+
+def render_training(e: TrainingEstimate) -> str:
+    p = e.parallelism
+    layout = (f"TP{p['tp']} PP{p['pp']} CP{p['cp']} DP{p['dp']}"
+              + (f" EP{p['ep']}" if p["ep"] > 1 else "")
+              + (f" VPP{p['vpp']}" if p["vpp"] > 1 else "")
+              + (" +SP" if p["sequence_parallel"] else "")
+              + f", ZeRO-{p['zero']}, recompute {p['recompute']}, {p['precision']}")
+    b = e.time_breakdown
+    lines = [
+        f"{e.model} on {p['gpus']} x {e.gpu}" + (f" ({e.system})" if e.system else ""),
+        f"  layout        {layout}",
+        f"  batch         {p['global_batch']} sequences = {p['micro_batches']} micro-batches "
+        f"of {p['micro_batch']} per pipeline",
+        "",
+        f"  step time     {fmt(e.step_time_s)} s",
+        f"    compute             {fmt(b.compute)} s",
+        f"    exposed comm.       {fmt(b.exposed_communication)} s",
+        f"    pipeline bubble     {fmt(b.pipeline_bubble)} s",
+        f"    optimizer/other     {fmt(b.other)} s",
+        f"  throughput    {fmt(e.tokens_per_s)} tokens/s, {fmt(e.tokens_per_s_per_gpu)} per GPU",
+        f"  utilisation   MFU {_pct(e.mfu)}, HFU {_pct(e.hfu)} of "
+        f"{fmt(e.matmul_peak_flops / 1e12)} TFLOPS ({fmt(e.model_tflops_per_gpu)} model "
+        "TFLOP/s per GPU)",
+        "",
+        f"  memory/GPU    {fmt(e.memory.total / 2**30)} GiB of "
+        f"{fmt(e.gpu_memory_bytes / 2**30)} GiB: "
+        + ("fits" if e.fits_in_memory else "DOES NOT FIT"),
+        f"    weights {fmt(e.memory.weights / 2**30)}, gradients "
+        f"{fmt(e.memory.gradients / 2**30)}, optimizer {fmt(e.memory.optimizer / 2**30)}, "
+        f"activations {fmt(e.memory.activations / 2**30)}, other "
+        f"{fmt(e.memory.other / 2**30)} GiB",
+        "",
+        f"  bottleneck    {e.bottleneck}: {e.bottleneck_reason}",
+    ]
+    if e.assumptions.get("precision_fallback"):
+        lines.append(f"  note          {e.assumptions['precision_fallback']}")
+    if e.total:
+        t = e.total
+        lines += ["", f"  {fmt(t['tokens'])} tokens: {fmt(t['time_days'])} days, "
+                      f"{fmt(t['gpu_hours'])} GPU-hours"
+                  + (f", ${fmt(t['cost_usd'])}" if t.get("cost_usd") else "")
+                  + (f", {fmt(t['energy_kwh'])} kWh" if t.get("energy_kwh") else "")]
+    lines += ["", "  Peaks from the catalog; efficiencies are the model's fitted defaults "
+              "(--json lists them)."]
+    return "\n".join(lines)
+
+
+def render_roofline(r: dict[str, Any]) -> str:
+    lines = [f"{r['gpu']}, {r['precision']}: peak {fmt(r['peak_tflops'])} TFLOPS "
+             f"({r['peak_source']}), {fmt(r['memory_bandwidth_gb_s'])} GB/s, ridge point "
+             f"{fmt(r['ridge_point_flop_per_byte'])} FLOP/byte"]
+    if r.get("precision_fallback"):
+        lines.append(f"note: {r['precision_fallback']}")
+    if r["ops"]:
+        rows = [[o["op"], fmt(o["flops"] / 1e9), fmt(o["bytes"] / 1e6),
+                 fmt(o["arithmetic_intensity"]), fmt(o["time_s"] * 1e6),
+                 fmt(o["achieved_tflops"]), o["bound"], _pct(o["efficiency"])]
+                for o in r["ops"]]
+        lines += ["", table(["Op", "GFLOP", "MB", "FLOP/B", "Time us", "TFLOPS", "Bound",
+                             "of peak"], rows,
+                            right=[False, True, True, True, True, True, False, True])]
+    if r.get("plot"):
+        lines.append(f"\nPlot written to {r['plot']}")
+    return "\n".join(lines)
+
+
+def render_validation(s: ValidationSummary) -> str:
+    rows = [[r.id, r.gpu, str(r.gpus), r.layout, r.precision, fmt(r.published),
+             fmt(r.predicted), f"{r.error:+.1%}", r.published_from] for r in s.rows]
+    lines = [table(["Point", "GPU", "GPUs", "Layout", "Prec.", "Published tok/s/GPU",
+                    "Predicted", "Error", "Published as"], rows,
+                   right=[False, False, True, False, False, True, True, True, False]),
+             "",
+             f"{len(s.rows)} points: mean absolute error {_pct(s.mean_abs_error)}, "
+             f"max {_pct(s.max_abs_error)}",
+             "by GPU:    " + ", ".join(f"{k} {_pct(v)}" for k, v in s.by("gpu").items()),
+             "by source: " + ", ".join(f"{k} {_pct(v)}" for k, v in s.by("source").items())]
+    if s.skipped:
+        lines += ["", f"{len(s.skipped)} points not modelled:"]
+        lines += [f"  {i}: {why}" for i, why in s.skipped]
+    return "\n".join(lines)

@@ -1,0 +1,184 @@
+"""The training model: invariants (property tests), errors, and validation against
+published measurements."""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpuarch.catalog import load_catalog
+from gpuarch.errors import GpuarchError
+from gpuarch.estimate import Recompute, TrainingConfig, estimate_training
+from gpuarch.perf import Precision
+from gpuarch.validation import load_training_points, validate_training
+from gpuarch.workloads import preset
+
+CATALOG = load_catalog()
+H100 = CATALOG.product("h100")
+DGX_H100 = CATALOG.system("dgx h100")
+LLAMA_8B = preset("llama-3.1-8b").shape
+LLAMA_70B = preset("llama-3.1-70b").shape
+
+
+def _est(shape=LLAMA_70B, **kw):  # type: ignore[no-untyped-def]
+    base = {"gpus": 64, "seq_len": 4096, "global_batch": 256, "tp": 4, "pp": 2}
+    return estimate_training(CATALOG, shape, H100, TrainingConfig(**{**base, **kw}),
+                             system=DGX_H100)
+
+
+layouts = st.fixed_dictionaries({
+    "tp": st.sampled_from([1, 2, 4, 8]),
+    "pp": st.sampled_from([1, 2, 4]),
+    "micro_batch": st.sampled_from([1, 2]),
+    "sequence_parallel": st.booleans(),
+    "precision": st.sampled_from([Precision.BF16, Precision.FP8, Precision.FP16]),
+    "zero": st.sampled_from([0, 1, 2, 3]),
+})
+
+
+def _valid(kw: dict) -> dict:  # type: ignore[type-arg]
+    if kw["tp"] == 1:
+        kw = {**kw, "sequence_parallel": False}
+    return kw
+
+
+@settings(max_examples=40, deadline=None)
+@given(layouts)
+def test_mfu_never_exceeds_one(kw: dict) -> None:  # type: ignore[type-arg]
+    """Utilisation is a fraction of the peak, whatever the layout."""
+    e = _est(**_valid(kw))
+    assert 0 < e.mfu <= e.hfu <= 1
+    assert e.step_time_s > 0 and e.memory.total > 0
+
+
+@settings(max_examples=30, deadline=None)
+@given(layouts)
+def test_more_recompute_saves_memory_and_costs_time(kw: dict) -> None:  # type: ignore[type-arg]
+    """none -> selective -> full never raises activation memory and never shortens a step."""
+    kw = _valid(kw)
+    runs = [_est(**kw, recompute=r) for r in (Recompute.NONE, Recompute.SELECTIVE,
+                                              Recompute.FULL)]
+    for a, b in itertools.pairwise(runs):
+        assert b.memory.activations <= a.memory.activations
+        assert b.step_time_s >= a.step_time_s
+
+
+@settings(max_examples=30, deadline=None)
+@given(layouts)
+def test_higher_zero_never_raises_memory(kw: dict) -> None:  # type: ignore[type-arg]
+    """ZeRO 0 -> 3 only ever shards more."""
+    kw = _valid({k: v for k, v in kw.items() if k != "zero"})
+    totals = [_est(**kw, zero=z).memory.total for z in range(4)]
+    assert totals == sorted(totals, reverse=True)
+
+
+@pytest.mark.parametrize(
+    ("kw", "message"),
+    [
+        ({"gpus": 60}, r"--gpus: 60 is not divisible by TP x PP x CP = 4 x 2 x 1 = 8"),
+        ({"global_batch": 100}, r"--global-batch: 100 is not divisible by DP x micro-batch"),
+        ({"tp": 3, "gpus": 48}, r"--tp: 3 does not divide the 64 heads"),
+        ({"pp": 128, "tp": 1, "gpus": 128}, r"--pp/--vpp: 80 layers cannot fill"),
+        ({"cp": 3, "gpus": 24}, r"--cp: 3 does not divide --seq-len 4096"),
+        ({"ep": 2}, r"--ep: expert parallelism needs a mixture-of-experts model"),
+        ({"vpp": 2, "pp": 1}, r"--vpp: interleaved stages need --pp > 1"),
+        ({"zero": 4}, r"--zero: expected 0, 1, 2 or 3"),
+        ({"tp": 1, "sequence_parallel": True}, r"--sequence-parallel needs --tp > 1"),
+    ],
+)
+def test_invalid_layouts_fail_clearly(kw: dict, message: str) -> None:  # type: ignore[type-arg]
+    """Combinations that do not divide are errors naming the flag, not guesses."""
+    with pytest.raises(GpuarchError, match=message):
+        _est(**kw)
+
+
+def test_multi_node_needs_a_network() -> None:
+    """Without a system the job cannot span nodes."""
+    cfg = TrainingConfig(gpus=16, seq_len=2048, global_batch=16, tp=8)
+    with pytest.raises(GpuarchError, match="give --system"):
+        estimate_training(CATALOG, LLAMA_8B, H100, cfg)
+
+
+def test_fp8_falls_back_with_a_reason_on_a100() -> None:
+    """A100 has no FP8 Tensor Cores: FP8 runs at the 16-bit rate and the result says so."""
+    cfg = TrainingConfig(gpus=8, seq_len=2048, global_batch=64, precision=Precision.FP8)
+    e = estimate_training(CATALOG, LLAMA_8B, CATALOG.product("a100"), cfg)
+    assert "publishes no FP8 Tensor peak" in e.assumptions["precision_fallback"]
+    assert e.matmul_peak_flops == pytest.approx(312e12)
+
+
+def test_fp8_is_faster_than_bf16_on_h100() -> None:
+    """Same job, FP8 vs BF16 on H100: shorter step."""
+    assert _est(precision=Precision.FP8).step_time_s < _est().step_time_s
+
+
+def test_result_keys_are_the_documented_ones() -> None:
+    """The JSON other tools script against (issue #3)."""
+    doc = _est(recompute=Recompute.SELECTIVE).as_json()
+    for key in ("step_time_s", "tokens_per_s", "tokens_per_s_per_gpu", "model_flops_per_token",
+                "model_tflops_per_gpu", "mfu", "hfu", "memory_per_gpu_gib", "fits_in_memory",
+                "time_breakdown_s", "bottleneck", "parallelism", "assumptions"):
+        assert key in doc
+    assert set(doc["memory_per_gpu_gib"]) == {"weights", "gradients", "optimizer",
+                                               "activations", "other", "total"}
+    assert set(doc["time_breakdown_s"]) == {"compute", "exposed_communication",
+                                            "pipeline_bubble", "other"}
+    parts = doc["time_breakdown_s"]
+    assert sum(parts.values()) == pytest.approx(doc["step_time_s"])
+
+
+def test_model_flops_per_token_matches_workloads() -> None:
+    """The estimate's model FLOPs per token are 3 x forward from workloads (no recompute)."""
+    from gpuarch.workloads import training_flops_per_token
+
+    e = _est(shape=LLAMA_8B, tp=1, pp=1)
+    assert e.model_flops_per_token == pytest.approx(training_flops_per_token(LLAMA_8B, 4096))
+
+
+def test_tokens_cost_and_energy() -> None:
+    """--tokens gives total time, GPU-hours and cost consistent with throughput."""
+    e = estimate_training(CATALOG, LLAMA_8B, H100,
+                          TrainingConfig(gpus=8, seq_len=4096, global_batch=64),
+                          tokens=1e12, price_per_gpu_hour=2.0)
+    assert e.total is not None
+    assert e.total["time_s"] == pytest.approx(1e12 / e.tokens_per_s)
+    assert e.total["gpu_hours"] == pytest.approx(e.total["time_s"] / 3600 * 8)
+    assert e.total["cost_usd"] == pytest.approx(e.total["gpu_hours"] * 2.0)
+    assert e.total["energy_kwh"] > 0
+
+
+def test_validation_data_is_cited() -> None:
+    """Every published point names its source document and where in it."""
+    points = load_training_points()
+    assert len(points) >= 20
+    assert len({p.get("gpu") for p in points}) >= 2
+    for p in points:
+        assert p.source_url.startswith("https://") and p.where
+
+
+def test_validation_error_does_not_regress() -> None:
+    """Predicted vs published throughput (gpuarch validate training). These bounds pin the
+    current fit so a change that worsens it fails; the goal (issue #3) is 8% mean and no
+    point beyond 20%, which the model does not reach yet (see docs/performance-model.md)."""
+    summary = validate_training(CATALOG)
+    assert len(summary.rows) >= 50
+    assert summary.mean_abs_error <= 0.13
+    assert summary.by("gpu")["a100-sxm4-80gb"] <= 0.08
+    within_20 = sum(abs(r.error) <= 0.20 for r in summary.rows) / len(summary.rows)
+    assert within_20 >= 0.8
+
+
+def test_efficiency_overrides_are_checked() -> None:
+    """Unknown efficiency names get 'did you mean'; values must be numbers."""
+    from gpuarch.perf import DEFAULT_EFFICIENCY
+
+    with pytest.raises(GpuarchError, match="did you mean 'attention'"):
+        DEFAULT_EFFICIENCY.with_overrides({"atention": 0.5})
+    with pytest.raises(GpuarchError, match="expected numbers >= 0"):
+        DEFAULT_EFFICIENCY.with_overrides({"gemm": "fast"})
+    changed = DEFAULT_EFFICIENCY.with_overrides({"gemm_by_generation": [0.5] * 5})
+    assert dataclasses.asdict(changed)["gemm_by_generation"] == (0.5,) * 5
