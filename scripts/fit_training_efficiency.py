@@ -63,7 +63,8 @@ def main() -> None:
     for label, subset in (("fit", fit), ("held out", held), ("all", points)):
         s = validate_training(catalog, eff, subset)
         print(f"{label:9} points={len(s.rows):3}  mean |error| = {s.mean_abs_error:6.1%}  "
-              f"max = {s.max_abs_error:6.1%}")
+              f"median = {s.median_abs_error:6.1%}  max = {s.max_abs_error:6.1%}  "
+              f"within 20%: {s.share_within:6.1%}")
     print("fitted parameters:")
     for key, value in eff.as_dict().items():
         print(f"  {key} = {value}")

@@ -143,6 +143,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
             "points": [{**dataclasses.asdict(r), "error": r.error} for r in summary.rows],
             "skipped": [{"id": i, "reason": why} for i, why in summary.skipped],
             "mean_abs_error": summary.mean_abs_error,
+            "median_abs_error": summary.median_abs_error,
+            "share_within_20_percent": summary.share_within,
             "max_abs_error": summary.max_abs_error,
             "mean_abs_error_by_gpu": summary.by("gpu"),
             "mean_abs_error_by_source": summary.by("source"),

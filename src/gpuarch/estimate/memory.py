@@ -37,10 +37,12 @@ BYTES_PER_PARAM = BytesPerParam()
 
 def activation_bytes_per_layer(s: TransformerShape, micro_batch: int, seq: int, tp: int,
                                sequence_parallel: bool, recompute: Recompute,
-                               element: int = 2) -> float:
+                               element: int = 2, *, fused_attention: bool = True) -> float:
     """Bytes of activations one layer keeps for the backward pass, per GPU.
 
-    ``seq`` is the sequence length this GPU holds (after context parallelism).
+    ``seq`` is the sequence length this GPU holds (after context parallelism). Unfused
+    attention without selective recomputation also keeps the softmax output, the dropout
+    mask and the dropout output: 5 a s^2 b bytes (Korthikanti et al. 2022, eq. 1).
     """
     sbh = float(seq * micro_batch * s.hidden) * element
     if recompute is Recompute.FULL:
@@ -56,4 +58,6 @@ def activation_bytes_per_layer(s: TransformerShape, micro_batch: int, seq: int, 
     # With fused attention nothing quadratic in seq is stored, so NONE and SELECTIVE keep
     # the same tensors; SELECTIVE only costs time (the attention core runs again).
     sharded = q + kv + attn_out + mlp_inner
+    if not fused_attention and recompute is Recompute.NONE:
+        sharded += 5.0 * s.heads * seq * seq * micro_batch
     return replicated / (tp if sequence_parallel else 1) + sharded / tp

@@ -41,6 +41,11 @@ __all__ = [
     "estimate_training",
 ]
 
+UNFUSED_SOFTMAX_BYTES = 9.0
+"""DRAM bytes per attention-score element for unfused softmax and dropout: read and write
+the scores (2 + 2, 16-bit), write the dropout mask (1), read and write the dropped-out
+probabilities (2 + 2); Korthikanti et al. 2022, section 4.1, list the same tensors."""
+
 FRAMEWORK_RESERVE_BYTES = 3 * 2**30
 """CUDA context, NCCL buffers, allocator fragmentation and workspaces: an assumed 3 GiB."""
 
@@ -61,6 +66,7 @@ class TrainingConfig:
     sequence_parallel: bool = False
     zero: int = 1
     tp_comm_overlap: bool = False  # Megatron --tp-comm-overlap (userbuffers)
+    fused_attention: bool = True  # FlashAttention-style; False = scores materialised
     recompute: Recompute = Recompute.NONE
     precision: Precision = Precision.BF16
     gpus_per_node: int = 8
@@ -233,11 +239,17 @@ def _layer_ops(s: TransformerShape, cfg: TrainingConfig) -> tuple[list[Op], floa
     d = s.d_head
     heads = s.heads // t
     kv = max(1, s.n_kv_heads // t)
-    ops: list[Op] = [
-        Gemm(tokens, (heads + 2 * kv) * d, s.hidden, name="qkv"),
-        Attention(cfg.micro_batch, seq, cfg.seq_len, heads, kv, d, causal=True),
-        Gemm(tokens, s.hidden, heads * d, name="attn_out"),
-    ]
+    ops: list[Op] = [Gemm(tokens, (heads + 2 * kv) * d, s.hidden, name="qkv")]
+    if cfg.fused_attention:
+        ops.append(Attention(cfg.micro_batch, seq, cfg.seq_len, heads, kv, d, causal=True))
+    else:
+        # unfused attention (Megatron-LM before FlashAttention): the full score matrix is
+        # computed (masked, not skipped), softmaxed and dropped out in memory
+        scores = float(cfg.micro_batch * heads * seq * cfg.seq_len)
+        ops += [Gemm(seq, cfg.seq_len, d, batch=cfg.micro_batch * heads, name="scores"),
+                Elementwise(UNFUSED_SOFTMAX_BYTES * scores, name="softmax"),
+                Gemm(seq, d, cfg.seq_len, batch=cfg.micro_batch * heads, name="context")]
+    ops.append(Gemm(tokens, s.hidden, heads * d, name="attn_out"))
     norm_tokens = tokens // t if cfg.sequence_parallel else tokens
     element = cfg.precision.activation_bytes
     if s.is_moe:
@@ -294,14 +306,18 @@ def _layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device, eff: E
         fwd += c.time_s
         flops += c.flops
         if isinstance(op, Attention):
-            attn_fwd = c.time_s
+            attn_fwd += c.time_s
             back = Attention(op.batch, op.seq_q, op.seq_kv, op.heads, op.kv_heads,
                              op.head_dim, op.causal, backward=True)
             bwd += op_cost(back, device, eff).time_s
         elif isinstance(op, Gemm):
             bwd += 2 * c.time_s  # data gradient and weight gradient
+            if op.name in ("scores", "context"):
+                attn_fwd += c.time_s
         else:
             bwd += 2 * c.time_s
+            if op.name == "softmax":
+                attn_fwd += c.time_s
     exposed = 0.0
     activation = tokens * s.hidden * element
     if cfg.tp > 1:
@@ -443,7 +459,7 @@ def estimate_training(
     optim = local_params * BYTES_PER_PARAM.optimizer / (shard if zero >= 1 else 1)
     per_layer_act = activation_bytes_per_layer(
         shape, cfg.micro_batch, cfg.seq_len // cfg.cp, cfg.tp, cfg.sequence_parallel,
-        cfg.recompute, cfg.precision.activation_bytes)
+        cfg.recompute, cfg.precision.activation_bytes, fused_attention=cfg.fused_attention)
     in_flight = min(cfg.pp, m)
     interleave = 1 + (cfg.pp - 1) / (cfg.pp * cfg.vpp) if cfg.vpp > 1 else 1.0
     activations = per_layer_act * layers_per_stage * in_flight * interleave
@@ -465,7 +481,8 @@ def estimate_training(
                             "gradients": BYTES_PER_PARAM.gradients,
                             "optimizer": BYTES_PER_PARAM.optimizer},
         "framework_reserve_gib": FRAMEWORK_RESERVE_BYTES / 2**30,
-        "attention": "fused (FlashAttention-style), causal",
+        "attention": "fused (FlashAttention-style), causal" if cfg.fused_attention else
+        "unfused: full score matrix in memory (softmax and dropout as memory-bound work)",
         "intra_node_link": intra.fabric.value,
         "layer_forward_flops_per_gpu": layer_flops,
     }
@@ -492,6 +509,7 @@ def estimate_training(
             "gpus": cfg.gpus, "tp": cfg.tp, "pp": cfg.pp, "cp": cfg.cp, "dp": cfg.dp,
             "ep": cfg.ep, "vpp": cfg.vpp, "sequence_parallel": cfg.sequence_parallel,
             "zero": cfg.zero, "tp_comm_overlap": cfg.tp_comm_overlap,
+            "fused_attention": cfg.fused_attention,
             "micro_batch": cfg.micro_batch,
             "global_batch": cfg.global_batch, "micro_batches": m,
             "recompute": cfg.recompute.value, "precision": cfg.precision.value,

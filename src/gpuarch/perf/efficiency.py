@@ -25,16 +25,16 @@ class Efficiency:
     """Fraction of the dense peak that large, well-shaped GEMMs sustain on CUDA cores (and
     on Tensor Core generations without an entry in ``gemm_by_generation``). Assumed."""
 
-    gemm_by_generation: tuple[float, ...] = (0.85, 0.70, 0.795, 0.76, 0.63)
+    gemm_by_generation: tuple[float, ...] = (0.76, 0.70, 0.80, 0.77, 0.675)
     """The same per Tensor Core generation (1 = Volta ... 5 = Blackwell). Later generations
     reach a smaller fraction of a much larger peak: clocks fall under sustained Tensor load
     at the board power limit, and operand delivery limits the largest tiles. Fitted."""
 
-    gemm_fp8: float = 0.94
+    gemm_fp8: float = 0.85
     """Multiplier on the GEMM efficiency for FP8 GEMMs, which reach a smaller fraction of
     their doubled peak (scaling, narrower accumulation tiles). Fitted."""
 
-    gemm_half_dim: float = 1000.0
+    gemm_half_dim: float = 13.5
     """The reduction length K at which efficiency has fallen to half: factor
     K / (K + gemm_half_dim) (short K leaves the Tensor Core pipeline poorly filled: narrow
     tensor-parallel shards). Fitted."""
@@ -47,7 +47,7 @@ class Efficiency:
     """Output tile edge used for wave quantisation (a partial last wave of tiles over the
     SMs is paid in full). Typical cuBLAS/CUTLASS tile on Ampere and Hopper."""
 
-    attention: float = 0.30
+    attention: float = 0.28
     """Fraction of the Tensor Core peak FlashAttention-style fused attention reaches in the
     forward pass (FlashAttention-2 reports 50-73% on A100). Assumed, fitted."""
 
@@ -89,7 +89,7 @@ class Efficiency:
     """Fraction of pipeline point-to-point transfers not hidden behind compute (they are
     issued asynchronously between micro-batches). Assumed, fitted."""
 
-    dp_comm_exposed: float = 0.61
+    dp_comm_exposed: float = 0.65
     """Fraction of data-parallel gradient communication not hidden behind the backward pass
     (bucketed overlap leaves the last buckets exposed). Assumed, fitted."""
 
@@ -98,10 +98,11 @@ class Efficiency:
     training fit drives it to zero, the per-layer overhead below absorbing it; kept as a
     parameter for calibration and for inference, where launches dominate decode."""
 
-    layer_overhead_s: float = 230e-6
+    layer_overhead_s: float = 0.0
     """Fixed time per transformer layer per pass for the many small kernels a framework
     runs besides the modelled ones (rotary embeddings, casts, reshapes, bias and dropout,
-    bookkeeping). Assumed, fitted."""
+    bookkeeping). The training fit drives it to zero once unfused attention is modelled;
+    kept for calibration. Fitted."""
 
     def with_overrides(self, values: dict[str, Any]) -> Efficiency:
         """A copy with some parameters replaced; unknown names are an error naming them."""

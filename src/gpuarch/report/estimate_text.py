@@ -89,7 +89,8 @@ def render_validation(s: ValidationSummary) -> str:
                    right=[False, False, True, False, False, True, True, True, False]),
              "",
              f"{len(s.rows)} points: mean absolute error {_pct(s.mean_abs_error)}, "
-             f"max {_pct(s.max_abs_error)}",
+             f"median {_pct(s.median_abs_error)}, max {_pct(s.max_abs_error)}; "
+             f"{_pct(s.share_within)} of points within 20%",
              "by GPU:    " + ", ".join(f"{k} {_pct(v)}" for k, v in s.by("gpu").items()),
              "by source: " + ", ".join(f"{k} {_pct(v)}" for k, v in s.by("source").items())]
     if s.skipped:

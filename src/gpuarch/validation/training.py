@@ -91,6 +91,8 @@ def point_shape(point: TrainingPoint) -> TransformerShape:
 # Frameworks whose published performance recipes turn on tensor-parallel communication
 # overlap (userbuffers); the 2019-2022 Megatron-LM papers predate it.
 _TP_OVERLAP_FRAMEWORKS = ("nemo", "megatron bridge", "megatron-core")
+# Papers whose Megatron-LM predates FlashAttention (2022): attention ran unfused.
+_UNFUSED_ATTENTION_SOURCES = ("megatron-2019", "megatron-sc21", "korthikanti-2022")
 
 
 def point_config(point: TrainingPoint, system: System | None) -> TrainingConfig:
@@ -111,6 +113,7 @@ def point_config(point: TrainingPoint, system: System | None) -> TrainingConfig:
         zero=int(point.get("zero", 1)),
         tp_comm_overlap=bool(point.get("tp_comm_overlap",
                                        any(f in framework for f in _TP_OVERLAP_FRAMEWORKS))),
+        fused_attention=point.source not in _UNFUSED_ATTENTION_SOURCES,
         recompute=Recompute(point.get("recompute", "none")),
         precision=Precision(point.get("precision", "bf16")),
         gpus_per_node=system.gpus_per_node if system else 8,
@@ -177,6 +180,16 @@ class ValidationSummary:
     @property
     def mean_abs_error(self) -> float:
         return statistics.fmean(abs(r.error) for r in self.rows) if self.rows else 0.0
+
+    @property
+    def median_abs_error(self) -> float:
+        return statistics.median(abs(r.error) for r in self.rows) if self.rows else 0.0
+
+    @property
+    def share_within(self) -> float:
+        """Fraction of points predicted within 20%."""
+        return (sum(abs(r.error) <= 0.20 for r in self.rows) / len(self.rows)
+                if self.rows else 0.0)
 
     @property
     def max_abs_error(self) -> float:
