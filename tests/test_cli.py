@@ -252,3 +252,25 @@ def test_validate_training(capsys: pytest.CaptureFixture[str]) -> None:
                                                                         rel=1e-4)
     status, out, _ = run(capsys, "validate", "training")
     assert status == 0 and "mean absolute error" in out
+
+
+def test_estimate_infer(capsys: pytest.CaptureFixture[str]) -> None:
+    """estimate infer: documented keys, --batch max, FP8 defaults to W8A8."""
+    status, out, _ = run(capsys, "estimate", "infer", "--model", "llama-3.1-70b", "--gpu",
+                         "h100", "--tp", "4", "--input-len", "2048", "--output-len", "256",
+                         "--batch", "max", "--weight-precision", "fp8", "--kv-precision",
+                         "fp8", "--json")
+    assert status == 0
+    doc = json.loads(out)
+    assert doc["batch"] == doc["max_batch"] > 1 and doc["fits_in_memory"]
+    assert doc["assumptions"]["formats"] == {"weights": "fp8", "activations": "fp8",
+                                             "kv_cache": "fp8"}
+    assert doc["ttft_s"] > 0 and doc["tpot_s"] > 0
+    status, out, _ = run(capsys, "estimate", "infer", "--model", "llama-3.1-8b", "--gpu",
+                         "l4", "--input-len", "512", "--output-len", "128", "--batch", "4",
+                         "--weight-precision", "int4")
+    assert status == 0 and "weights dequantized" in out and "TPOT" in out
+    status, _, err = run(capsys, "estimate", "infer", "--model", "llama-3.1-8b", "--gpu",
+                         "h100", "--input-len", "512", "--output-len", "128", "--batch",
+                         "lots")
+    assert status == 2 and "--batch: expected a number or 'max'" in err

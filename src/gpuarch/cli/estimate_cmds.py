@@ -76,6 +76,63 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
+def _batch(text: str) -> int | None:
+    if text == "max":
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--batch: expected a number or 'max', got "
+                                         f"{text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"--batch: expected >= 1, got {value}")
+    return value
+
+
+def cmd_infer(args: argparse.Namespace) -> int:
+    from gpuarch.estimate.inference import Batching, InferenceConfig, estimate_inference
+    from gpuarch.perf.quant import QuantFormat, QuantScheme
+    from gpuarch.report.estimate_text import render_inference
+
+    catalog = load_catalog()
+    shape = resolve_model(args)
+    system = catalog.system(args.system) if args.system else None
+    product = catalog.product(args.gpu) if args.gpu else (
+        catalog.product(system.gpu) if system else None)
+    if product is None:
+        raise GpuarchError("--gpu: give a GPU (or --system)")
+    weights = args.weight_precision or QuantFormat.BF16
+    if args.activation_precision is not None:
+        activations = args.activation_precision
+    elif weights in (QuantFormat.FP8, QuantFormat.FP4):
+        activations = weights
+    else:
+        activations = QuantFormat.FP16 if weights is QuantFormat.FP16 else QuantFormat.BF16
+    kv = args.kv_precision or (QuantFormat.FP16 if activations is QuantFormat.FP16
+                               else QuantFormat.BF16)
+    cfg = InferenceConfig(
+        input_len=args.input_len, output_len=args.output_len, batch=args.batch,
+        gpus=args.gpus or args.tp * args.pp, tp=args.tp, pp=args.pp, ep=args.ep,
+        quant=QuantScheme(weights, activations, kv),
+        batching=args.batching or Batching.STATIC, chunk=args.chunk,
+        gpus_per_node=args.gpus_per_node or (system.gpus_per_node if system else 8))
+    est = estimate_inference(catalog, shape, product, cfg, system=system)
+    print(to_json(est.as_json()) if args.json else render_inference(est))
+    return 0
+
+
+def _model_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", required=True,
+                   help="a preset (llama-3.1-70b, gpt3-175b, mixtral-8x7b, ...) or a local "
+                   "Hugging Face config.json")
+    for name in _OVERRIDES:
+        p.add_argument(f"--{name.replace('_', '-')}", type=int, dest=name,
+                       help="override the model's " + name.replace("_", " "))
+    p.add_argument("--ffn-kind", type=lazy_enum_value("gpuarch.workloads.shape:FfnKind",
+                                                      "--ffn-kind"),
+                   help="gelu, swiglu or relu2")
+
+
 def parse_op(text: str) -> Op:
     """``gemm:M,N,K``, ``attention:B,S,H,D`` or ``elementwise:BYTES``."""
     from gpuarch.perf.roofline import Attention, Elementwise, Gemm
@@ -162,15 +219,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     est_sub = est.add_subparsers(dest="what", metavar="WHAT", required=True)
     p = est_sub.add_parser("train", parents=[common],
                            help="one training step: time, memory, MFU, bottleneck")
-    p.add_argument("--model", required=True,
-                   help="a preset (llama-3.1-70b, gpt3-175b, mixtral-8x7b, ...) or a local "
-                   "Hugging Face config.json")
-    for name in _OVERRIDES:
-        p.add_argument(f"--{name.replace('_', '-')}", type=int, dest=name,
-                       help="override the model's " + name.replace("_", " "))
-    p.add_argument("--ffn-kind", type=lazy_enum_value("gpuarch.workloads.shape:FfnKind",
-                                                      "--ffn-kind"),
-                   help="gelu, swiglu or relu2")
+    _model_flags(p)
     p.add_argument("--seq-len", type=int, required=True)
     p.add_argument("--global-batch", type=int, required=True, help="sequences per step")
     p.add_argument("--micro-batch", type=int, default=1)
@@ -196,6 +245,37 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p.add_argument("--tokens", type=float, help="total training tokens (adds time, cost)")
     p.add_argument("--price-per-gpu-hour", type=float, help="USD per GPU-hour")
     p.set_defaults(handler=cmd_train)
+
+    p = est_sub.add_parser("infer", parents=[common],
+                           help="LLM serving: TTFT, TPOT, throughput, memory, bottleneck")
+    _model_flags(p)
+    p.add_argument("--gpu", help="GPU name (default: the system's GPU)")
+    p.add_argument("--gpus", type=int, help="GPUs in all; replicas = GPUs / (TP x PP) "
+                   "(default: TP x PP)")
+    p.add_argument("--gpus-per-node", type=int, help="default: the system's, else 8")
+    p.add_argument("--system", help="reference system (see 'gpuarch systems')")
+    p.add_argument("--tp", type=int, default=1)
+    p.add_argument("--pp", type=int, default=1)
+    p.add_argument("--ep", type=int, default=1)
+    p.add_argument("--input-len", type=int, required=True, help="prompt tokens")
+    p.add_argument("--output-len", type=int, required=True, help="generated tokens")
+    p.add_argument("--batch", type=_batch, required=True,
+                   help="sequences decoded together, or 'max' for the largest that fits")
+    fmt = "gpuarch.perf.quant:QuantFormat"
+    p.add_argument("--weight-precision", type=lazy_enum_value(fmt, "--weight-precision"),
+                   help="bf16 (default), fp16, fp8, int8, int4 or fp4")
+    p.add_argument("--activation-precision",
+                   type=lazy_enum_value(fmt, "--activation-precision"),
+                   help="default: the weights' format for fp8/fp4 (W8A8, W4A4), 16-bit for "
+                   "int8/int4 (weight-only); int8 gives W8A8")
+    p.add_argument("--kv-precision", type=lazy_enum_value(fmt, "--kv-precision"),
+                   help="KV cache: bf16 (default), fp16, fp8, int8")
+    p.add_argument("--batching", type=lazy_enum_value(
+        "gpuarch.estimate.inference:Batching", "--batching"),
+        help="static (default) or continuous (in-flight, steady state)")
+    p.add_argument("--chunk", type=int, default=0,
+                   help="chunked prefill: tokens per chunk (default: whole prompt)")
+    p.set_defaults(handler=cmd_infer)
 
     p = sub.add_parser("roofline", parents=[common],
                        help="a GPU's roofline with operators placed on it")

@@ -17,6 +17,7 @@ Model (Model x Strategy x System, composed by pure functions):
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -241,7 +242,9 @@ def _layer_ops(s: TransformerShape, cfg: TrainingConfig) -> tuple[list[Op], floa
     kv = max(1, s.n_kv_heads // t)
     ops: list[Op] = [Gemm(tokens, (heads + 2 * kv) * d, s.hidden, name="qkv")]
     if cfg.fused_attention:
-        ops.append(Attention(cfg.micro_batch, seq, cfg.seq_len, heads, kv, d, causal=True))
+        # with context parallelism each GPU does 1/CP of the (load-balanced) causal work
+        ops.append(Attention(cfg.micro_batch, cfg.seq_len, cfg.seq_len, heads, kv, d,
+                             causal=True, share=1 / cfg.cp))
     else:
         # unfused attention (Megatron-LM before FlashAttention): the full score matrix is
         # computed (masked, not skipped), softmaxed and dropped out in memory
@@ -307,8 +310,7 @@ def _layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device, eff: E
         flops += c.flops
         if isinstance(op, Attention):
             attn_fwd += c.time_s
-            back = Attention(op.batch, op.seq_q, op.seq_kv, op.heads, op.kv_heads,
-                             op.head_dim, op.causal, backward=True)
+            back = dataclasses.replace(op, backward=True)
             bwd += op_cost(back, device, eff).time_s
         elif isinstance(op, Gemm):
             bwd += 2 * c.time_s  # data gradient and weight gradient

@@ -39,9 +39,10 @@ class Efficiency:
     K / (K + gemm_half_dim) (short K leaves the Tensor Core pipeline poorly filled: narrow
     tensor-parallel shards). Fitted."""
 
-    gemm_min_tile: int = 64
-    """Smallest output tile edge: M and N are padded up to a multiple of it, so a GEMM with
-    M = 16 rows (decode) does a 64-row tile's work. Typical smallest cuBLAS/CUTLASS tile."""
+    gemm_min_tile: int = 16
+    """Smallest output tile edge: M and N are padded up to a multiple of it, so a decode
+    GEMM with M = 1 row does a 16-row tile's work (the m16 shape of the mma instruction that
+    small-batch kernels use)."""
 
     gemm_tile: int = 128
     """Output tile edge used for wave quantisation (a partial last wave of tiles over the
@@ -103,6 +104,19 @@ class Efficiency:
     runs besides the modelled ones (rotary embeddings, casts, reshapes, bias and dropout,
     bookkeeping). The training fit drives it to zero once unfused attention is modelled;
     kept for calibration. Fitted."""
+
+    decode_step_overhead_s: float = 1.0e-3
+    """Fixed time per decode step (scheduler, sampling, launch of the step's graph), for
+    the whole model. Assumed, fitted against inference measurements where available."""
+
+    prefill_overhead_s: float = 2.0e-3
+    """Fixed time per prefill batch (tokenisation and scheduling outside the GPU kernels
+    are not included). Assumed."""
+
+    dequant_overhead: float = 0.25
+    """Extra compute time, as a fraction of the GEMM's, for dequantizing weights inside
+    weight-only quantized GEMMs (AWQ/GPTQ/Marlin-style kernels) when they are
+    compute-bound. Assumed."""
 
     def with_overrides(self, values: dict[str, Any]) -> Efficiency:
         """A copy with some parameters replaced; unknown names are an error naming them."""

@@ -36,14 +36,16 @@ class Gemm:
     k: int
     batch: int = 1
     name: str = "gemm"
+    weight_element: float | None = None  # bytes per element of B, if not the activations'
 
     @property
     def flops(self) -> float:
         return 2.0 * self.m * self.n * self.k * self.batch
 
-    def bytes(self, element: int) -> float:
-        return float(element * self.batch * (self.m * self.k + self.k * self.n
-                                             + self.m * self.n))
+    def bytes(self, element: float) -> float:
+        weight = self.weight_element if self.weight_element is not None else element
+        return float(self.batch * (element * (self.m * self.k + self.m * self.n)
+                                   + weight * self.k * self.n))
 
 
 @dataclass(frozen=True)
@@ -59,17 +61,25 @@ class Attention:
     causal: bool = True
     backward: bool = False
     name: str = "attention"
+    kv_element: float | None = None  # bytes per KV-cache element, if not the activations'
+    share: float = 1.0  # fraction of the work on this GPU (context parallelism splits it)
 
     @property
     def forward_flops(self) -> float:
+        """QK^T and AV. Causal: the queries are the last ``seq_q`` of ``seq_kv`` positions,
+        each attending to the positions before it (half the square when they coincide)."""
         full = 4.0 * self.batch * self.heads * self.seq_q * self.seq_kv * self.head_dim
-        return full / 2 if self.causal else full
+        if self.causal:
+            full *= (self.seq_kv - self.seq_q / 2) / self.seq_kv
+        return full * self.share
 
-    def bytes(self, element: int) -> float:
-        q_and_o = 2 * self.batch * self.seq_q * self.heads * self.head_dim
-        kv = 2 * self.batch * self.seq_kv * self.kv_heads * self.head_dim
+    def bytes(self, element: float) -> float:
+        q_and_o = element * 2 * self.batch * self.seq_q * self.heads * self.head_dim \
+            * self.share
+        kv_el = self.kv_element if self.kv_element is not None else element
+        kv = kv_el * 2 * self.batch * self.seq_kv * self.kv_heads * self.head_dim
         traffic = q_and_o + kv
-        return float(element * (2 * traffic if self.backward else traffic))
+        return float(2 * traffic if self.backward else traffic)
 
 
 @dataclass(frozen=True)

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpuarch.estimate.inference import InferenceEstimate
 from gpuarch.estimate.training import TrainingEstimate
 from gpuarch.report.text import fmt, table
 from gpuarch.validation.training import ValidationSummary
 
-__all__ = ["render_roofline", "render_training", "render_validation"]
+__all__ = ["render_inference", "render_roofline", "render_training", "render_validation"]
 
 
 def _pct(x: float) -> str:
@@ -59,6 +60,40 @@ def render_training(e: TrainingEstimate) -> str:
                   + (f", {fmt(t['energy_kwh'])} kWh" if t.get("energy_kwh") else "")]
     lines += ["", "  Peaks from the catalog; efficiencies are the model's fitted defaults "
               "(--json lists them)."]
+    return "\n".join(lines)
+
+
+def render_inference(e: InferenceEstimate) -> str:
+    a = e.assumptions
+    f = a["formats"]
+    mem = e.memory
+    lines = [
+        f"{e.model} on {e.gpus} x {e.gpu}: batch {e.batch} ({a['batching']} batching), "
+        f"{a['replicas']} replica(s)",
+        f"  formats       weights {f['weights']}, activations {f['activations']}, KV cache "
+        f"{f['kv_cache']}; GEMMs at {fmt(a['gemm_peak_tflops'])} TFLOPS "
+        f"({a['gemm_peak_source']})" + (", weights dequantized" if a["weights_dequantized"]
+                                       else ""),
+        "",
+        f"  TTFT          {fmt(e.ttft_s * 1e3)} ms   (prefill: {e.bottleneck['prefill']}-bound)",
+        f"  TPOT          {fmt(e.tpot_s * 1e3)} ms   (decode: {e.bottleneck['decode']}-bound)",
+        f"  request       {fmt(e.request_latency_s)} s",
+        f"  throughput    {fmt(e.output_tokens_per_s)} output tokens/s, "
+        f"{fmt(e.output_tokens_per_s / e.gpus)} per GPU",
+        "",
+        f"  memory/GPU    {fmt(sum(mem.values()) / 2**30)} GiB of "
+        f"{fmt(e.gpu_memory_bytes / 2**30)} GiB: "
+        + ("fits" if e.fits_in_memory else "DOES NOT FIT")
+        + f"; largest batch that fits: {e.max_batch}",
+        f"    weights {fmt(mem['weights'] / 2**30)}, KV cache {fmt(mem['kv_cache'] / 2**30)} "
+        f"({fmt(a['kv_bytes_per_token_per_gpu'] / 1024)} KiB per token), activations "
+        f"{fmt(mem['activations'] / 2**30)}, reserve {fmt(mem['other'] / 2**30)} GiB",
+        "",
+        f"  prefill       {e.bottleneck_reason['prefill']}",
+        f"  decode        {e.bottleneck_reason['decode']}",
+    ]
+    if a.get("precision_fallback"):
+        lines.append(f"  note          {a['precision_fallback']}")
     return "\n".join(lines)
 
 

@@ -1,0 +1,458 @@
+"""An LLM serving request: time to first token, time per output token, throughput, memory.
+
+Model:
+
+- **Prefill** runs the prompt's tokens through every layer (GEMMs with M = tokens, causal
+  fused attention), in chunks of ``chunk`` tokens when chunked prefill is on, each chunk
+  attending to the prompt before it; compute-bound for all but short prompts.
+- **Decode** runs one token per sequence per step: each GPU reads its shard of the weights
+  once per step (for MoE only the experts the batch's tokens touch) and the KV cache of
+  every sequence at the current context length, once, plus two tensor-parallel all-reduces
+  per layer, which are latency-bound at small batch, and a fixed per-step overhead. The
+  context grows from the prompt to prompt + output; the KV term is linear in it, so the step
+  at the mean context gives the mean step time exactly.
+- **Static batch**: TTFT = prefill of the whole batch; request latency = TTFT + (O - 1)
+  decode steps. **Continuous batching** (steady state): every O decode steps, ``batch`` new
+  prompts are prefilled between them, so decode steps are stretched by the prefill work.
+- **Memory**: weights at their format (sharded by TP x PP, experts by EP), KV cache at its
+  format for prompt + output tokens, peak prefill activations and logits, and a reserve.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from gpuarch.catalog.loader import Catalog
+from gpuarch.catalog.model import Product, System
+from gpuarch.errors import GpuarchError
+from gpuarch.perf.collectives import Collective, Group, collective_time, link_for
+from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
+from gpuarch.perf.precision import Precision
+from gpuarch.perf.quant import QuantScheme, gemm_peak
+from gpuarch.perf.roofline import Attention, Device, Elementwise, Gemm, Op, op_cost
+from gpuarch.workloads.params import count_params
+from gpuarch.workloads.shape import FfnKind, TransformerShape
+
+__all__ = [
+    "RESERVE_FRACTION",
+    "Batching",
+    "InferenceConfig",
+    "InferenceEstimate",
+    "estimate_inference",
+    "kv_bytes_per_token",
+]
+
+RESERVE_FRACTION = 0.10
+"""Share of GPU memory kept back for the CUDA context, CUDA graphs, workspaces and
+fragmentation: vLLM's default gpu_memory_utilization of 0.9 leaves the same 10%."""
+
+MAX_PREFILL_TOKENS = 8192
+"""Most prompt tokens one prefill pass processes (TensorRT-LLM's default max_num_tokens;
+vLLM's max_num_batched_tokens is of the same order). A larger batch of prompts is
+prefilled in several passes; this bounds prefill activation memory."""
+
+MAX_BATCH_SEARCH = 4096
+"""Upper end of the search for the largest batch that fits (``--batch max``)."""
+
+
+class Batching(Enum):
+    """How requests are batched."""
+
+    STATIC = "static"  # one batch, prefilled together, decoded to the end
+    CONTINUOUS = "continuous"  # in-flight batching, steady state
+
+
+@dataclass(frozen=True, kw_only=True)
+class InferenceConfig:
+    """How the model is served."""
+
+    input_len: int
+    output_len: int
+    batch: int | None = None  # None = the largest batch that fits
+    gpus: int = 1
+    tp: int = 1
+    pp: int = 1
+    ep: int = 1
+    quant: QuantScheme = field(default_factory=QuantScheme)
+    batching: Batching = Batching.STATIC
+    chunk: int = 0  # prefill chunk in tokens; 0 = whole prompt at once
+    gpus_per_node: int = 8
+
+    @property
+    def replicas(self) -> int:
+        """Data-parallel copies of the model."""
+        return self.gpus // (self.tp * self.pp)
+
+    def validate(self, shape: TransformerShape) -> None:
+        for name in ("input_len", "output_len", "gpus", "tp", "pp", "ep", "gpus_per_node"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise GpuarchError(f"--{name.replace('_', '-')}: expected an integer >= 1, "
+                                   f"got {value!r}")
+        if self.batch is not None and (not isinstance(self.batch, int) or self.batch < 1):
+            raise GpuarchError(f"--batch: expected an integer >= 1 or 'max', got "
+                               f"{self.batch!r}")
+        if self.chunk < 0:
+            raise GpuarchError(f"--chunk: expected tokens >= 0, got {self.chunk}")
+        if self.gpus % (self.tp * self.pp):
+            raise GpuarchError(f"--gpus: {self.gpus} is not divisible by TP x PP = "
+                               f"{self.tp} x {self.pp}")
+        if shape.heads % self.tp:
+            raise GpuarchError(f"--tp: {self.tp} does not divide the {shape.heads} heads")
+        if shape.layers < self.pp:
+            raise GpuarchError(f"--pp: {self.pp} exceeds the {shape.layers} layers")
+        if self.ep > 1:
+            if not shape.is_moe:
+                raise GpuarchError("--ep: expert parallelism needs a mixture-of-experts model")
+            if shape.experts % self.ep:
+                raise GpuarchError(f"--ep: {self.ep} does not divide the {shape.experts} "
+                                   "experts")
+            if self.ep > self.tp * self.replicas:
+                raise GpuarchError(f"--ep: {self.ep} exceeds the {self.tp * self.replicas} "
+                                   "GPUs that can hold experts (TP x replicas)")
+        self.quant.validate()
+
+
+def kv_bytes_per_token(shape: TransformerShape, element: float, tp: int = 1) -> float:
+    """KV-cache bytes one token adds per GPU, all layers: 2 (K and V) x KV heads (not fewer
+    than one per GPU when TP exceeds them) x head dim x layers x element; MLA stores its
+    compressed latent and the rotary key instead."""
+    if shape.mla is not None:
+        per_layer = shape.mla.kv_lora_rank + shape.mla.qk_rope_head_dim
+        return float(per_layer * shape.layers * element)
+    kv_heads = max(1, shape.n_kv_heads // tp) if tp <= shape.n_kv_heads else 1
+    return float(2 * kv_heads * shape.d_head * shape.layers * element)
+
+
+@dataclass(frozen=True)
+class InferenceEstimate:
+    """The result of one inference estimate (SI inside; ``as_json`` uses the issue's keys)."""
+
+    model: str
+    gpu: str
+    batch: int
+    max_batch: int
+    ttft_s: float
+    tpot_s: float
+    request_latency_s: float
+    output_tokens_per_s: float
+    gpus: int
+    memory: dict[str, float]  # bytes per GPU
+    gpu_memory_bytes: float
+    fits_in_memory: bool
+    bottleneck: dict[str, str]  # phase -> limiter
+    bottleneck_reason: dict[str, str]
+    prefill_breakdown_s: dict[str, float]
+    decode_step_breakdown_s: dict[str, float]
+    assumptions: dict[str, Any]
+
+    def as_json(self) -> dict[str, Any]:
+        mem = {k: v / 2**30 for k, v in self.memory.items()}
+        mem["total"] = sum(self.memory.values()) / 2**30
+        return {
+            "model": self.model,
+            "gpu": self.gpu,
+            "ttft_s": self.ttft_s,
+            "tpot_s": self.tpot_s,
+            "request_latency_s": self.request_latency_s,
+            "batch": self.batch,
+            "output_tokens_per_s": self.output_tokens_per_s,
+            "output_tokens_per_s_per_gpu": self.output_tokens_per_s / self.gpus,
+            "memory_per_gpu_gib": mem,
+            "gpu_memory_gib": self.gpu_memory_bytes / 2**30,
+            "fits_in_memory": self.fits_in_memory,
+            "max_batch": self.max_batch,
+            "bottleneck": self.bottleneck,
+            "bottleneck_reason": self.bottleneck_reason,
+            "prefill_breakdown_s": self.prefill_breakdown_s,
+            "decode_step_breakdown_s": self.decode_step_breakdown_s,
+            "assumptions": self.assumptions,
+        }
+
+
+@dataclass(frozen=True)
+class _Phase:
+    """Seconds of one phase on the critical path, by kind."""
+
+    compute: float = 0.0  # compute-bound operators
+    memory: float = 0.0  # memory-bound operators
+    communication: float = 0.0
+    overhead: float = 0.0
+
+    @property
+    def total(self) -> float:
+        return self.compute + self.memory + self.communication + self.overhead
+
+    def __add__(self, o: _Phase) -> _Phase:
+        return _Phase(self.compute + o.compute, self.memory + o.memory,
+                      self.communication + o.communication, self.overhead + o.overhead)
+
+    def scale(self, k: float) -> _Phase:
+        return _Phase(self.compute * k, self.memory * k, self.communication * k,
+                      self.overhead * k)
+
+    def as_dict(self) -> dict[str, float]:
+        return {"compute": self.compute, "memory": self.memory,
+                "communication": self.communication, "overhead": self.overhead}
+
+    def limiter(self) -> str:
+        parts = self.as_dict()
+        return max(parts, key=lambda k: parts[k])
+
+
+class _Runner:
+    """Costs the layers of one model on one GPU for one scheme."""
+
+    def __init__(self, catalog: Catalog, shape: TransformerShape, product: Product,
+                 cfg: InferenceConfig, system: System | None, eff: Efficiency) -> None:
+        self.s, self.cfg, self.eff = shape, cfg, eff
+        peak = gemm_peak(product, cfg.quant)
+        self.peak = peak
+        act = Precision.FP16 if cfg.quant.activations.value == "fp16" else Precision.BF16
+        generation = catalog.chip_of(product).sm.tensor_core_generation
+        base = Device.of(product, act, generation)
+        self.device = Device(product, act, peak.peak, base.vector_flops, base.bandwidth,
+                             base.attention_flops, generation)
+        self.act_bytes = 2.0 if cfg.quant.activations.is_16bit else cfg.quant.activations.bytes
+        pcie = catalog.pcie_generation(product.pcie_generation or 0)
+        intra, inter = link_for(product, system, pcie.x16_bandwidth_bytes_s if pcie else None)
+        per_node = min(cfg.tp, cfg.gpus_per_node)
+        self.tp_group = Group(cfg.tp, per_node, intra, inter)
+        self.ep_group = Group(cfg.ep, min(cfg.ep, cfg.gpus_per_node), intra, inter)
+        self.pp_group = Group(2, 1 if cfg.tp >= cfg.gpus_per_node else 2, intra, inter)
+
+    def _gemm(self, m: int, n: int, k: int, name: str, batch: int = 1) -> Gemm:
+        return Gemm(m, n, k, batch=batch, name=name,
+                    weight_element=self.cfg.quant.weights.bytes)
+
+    def layer(self, tokens: int, seqs: int, q_len: int, ctx: int, experts_touched: float
+              ) -> _Phase:
+        """One layer on one GPU: ``tokens`` = seqs x q_len new tokens attending to ``ctx``
+        positions each."""
+        s, cfg, t = self.s, self.cfg, self.cfg.tp
+        heads = s.heads // t
+        kv = max(1, s.n_kv_heads // t)
+        d = s.d_head
+        ops: list[Op] = [
+            self._gemm(tokens, (heads + 2 * kv) * d, s.hidden, "qkv"),
+            Attention(seqs, q_len, ctx, heads, kv, d, causal=True,
+                      kv_element=cfg.quant.kv_cache.bytes),
+            self._gemm(tokens, s.hidden, heads * d, "attn_out"),
+        ]
+        up_factor = 2 if s.ffn_kind is FfnKind.SWIGLU else 1
+        if s.is_moe:
+            local = max(1.0, experts_touched / cfg.ep)
+            routed = tokens * s.experts_per_token
+            per_expert = max(1, math.ceil(routed / max(experts_touched, 1.0)))
+            width = s.d_expert
+            ops += [Gemm(tokens, s.experts, s.hidden, name="router"),
+                    self._gemm(per_expert, up_factor * width // t, s.hidden, "expert_up",
+                               batch=math.ceil(local)),
+                    self._gemm(per_expert, s.hidden, width // t, "expert_down",
+                               batch=math.ceil(local))]
+            if s.shared_experts:
+                shared = width * s.shared_experts
+                ops += [self._gemm(tokens, up_factor * shared // t, s.hidden, "shared_up"),
+                        self._gemm(tokens, s.hidden, shared // t, "shared_down")]
+            inner = routed * width // t
+        else:
+            f = s.d_ffn
+            ops += [self._gemm(tokens, up_factor * f // t, s.hidden, "mlp_up"),
+                    self._gemm(tokens, s.hidden, f // t, "mlp_down")]
+            inner = tokens * f // t
+        hidden_bytes = tokens * s.hidden * 2.0
+        ops += [Elementwise(4 * hidden_bytes + 6 * hidden_bytes, name="norms_residuals"),
+                Elementwise(3.0 * inner * 2.0, name="activation")]
+        phase = _Phase()
+        for op in ops:
+            c = op_cost(op, self.device, self.eff)
+            time = c.time_s
+            if isinstance(op, Gemm) and self.peak.dequantize and c.bound.value == "compute":
+                time *= 1 + self.eff.dequant_overhead
+            if c.bound.value == "compute":
+                phase = phase + _Phase(compute=time)
+            else:
+                phase = phase + _Phase(memory=time)
+        comm = 0.0
+        if t > 1:
+            comm += 2 * collective_time(Collective.ALL_REDUCE, hidden_bytes, self.tp_group,
+                                        self.eff)
+        if s.is_moe and cfg.ep > 1:
+            moved = tokens * s.experts_per_token * s.hidden * self.act_bytes / t
+            comm += 2 * collective_time(Collective.ALL_TO_ALL, moved, self.ep_group, self.eff)
+        return phase + _Phase(communication=comm) + _Phase(overhead=self.eff.layer_overhead_s)
+
+    def head(self, tokens: int) -> _Phase:
+        c = op_cost(self._gemm(tokens, self.s.vocab // self.cfg.tp, self.s.hidden, "lm_head"),
+                    self.device, self.eff)
+        return _Phase(compute=c.time_s) if c.bound.value == "compute" else _Phase(
+            memory=c.time_s)
+
+    def experts_touched(self, tokens: int) -> float:
+        """Expected distinct experts a layer's tokens are routed to (uniform routing)."""
+        s = self.s
+        if not s.is_moe:
+            return 0.0
+        untouched = (1 - s.experts_per_token / s.experts) ** tokens
+        return s.experts * (1 - untouched)
+
+    def forward(self, seqs: int, q_len: int, ctx: int) -> _Phase:
+        """The whole model for ``seqs`` sequences of ``q_len`` new tokens at context ``ctx``:
+        the pipeline stages run one after the other for one batch."""
+        tokens = seqs * q_len
+        layer = self.layer(tokens, seqs, q_len, ctx, self.experts_touched(tokens))
+        body = layer.scale(math.ceil(self.s.layers / self.cfg.pp) * self.cfg.pp)
+        total = body + self.head(seqs)
+        if self.cfg.pp > 1:
+            act = tokens * self.s.hidden * self.act_bytes
+            total = total + _Phase(communication=(self.cfg.pp - 1) * collective_time(
+                Collective.P2P, act, self.pp_group, self.eff))
+        return total
+
+    def prefill(self, seqs: int) -> _Phase:
+        """Prefill ``seqs`` prompts, chunked if configured, at most MAX_PREFILL_TOKENS per
+        pass (whole prompts are grouped into passes)."""
+        length = self.cfg.input_len
+        chunk = self.cfg.chunk if 0 < self.cfg.chunk < length else length
+        chunk = min(chunk, MAX_PREFILL_TOKENS)
+        group = max(1, MAX_PREFILL_TOKENS // chunk)  # prompts per pass
+        phase = _Phase(overhead=self.eff.prefill_overhead_s)
+        done = 0
+        while done < seqs:
+            n = min(group, seqs - done)
+            start = 0
+            while start < length:
+                size = min(chunk, length - start)
+                phase = phase + self.forward(n, size, start + size)
+                start += size
+            done += n
+        return phase
+
+    def decode_step(self, seqs: int, ctx: float) -> _Phase:
+        return self.forward(seqs, 1, max(1, round(ctx))) + _Phase(
+            overhead=self.eff.decode_step_overhead_s)
+
+
+def _memory(shape: TransformerShape, cfg: InferenceConfig, batch: int,
+            product: Product) -> dict[str, float]:
+    pc = count_params(shape)
+    w = cfg.quant.weights.bytes
+    experts = pc.mlp_experts
+    dense = pc.total - experts
+    shard = cfg.tp * cfg.pp
+    weights = dense * w / shard + experts * w / (shard * cfg.ep) if shape.is_moe else \
+        pc.total * w / shard
+    per_token = kv_bytes_per_token(shape, cfg.quant.kv_cache.bytes, cfg.tp) / cfg.pp
+    kv = batch * (cfg.input_len + cfg.output_len) * per_token
+    chunk = cfg.chunk if 0 < cfg.chunk < cfg.input_len else cfg.input_len
+    tokens = min(batch * chunk if cfg.batching is Batching.STATIC else chunk,
+                 max(MAX_PREFILL_TOKENS, min(chunk, MAX_PREFILL_TOKENS)))
+    width = shape.d_expert * shape.experts_per_token if shape.is_moe else shape.d_ffn
+    activations = tokens * (4 * shape.hidden + 3 * width / cfg.tp) * 2.0
+    logits = batch * shape.vocab / cfg.tp * 4.0
+    return {"weights": weights, "kv_cache": kv, "activations": activations + logits,
+            "other": RESERVE_FRACTION * product.memory_bytes}
+
+
+def _max_batch(shape: TransformerShape, cfg: InferenceConfig, product: Product) -> int:
+    def fits(b: int) -> bool:
+        return sum(_memory(shape, cfg, b, product).values()) <= product.memory_bytes
+
+    if not fits(1):
+        return 0
+    lo, hi = 1, MAX_BATCH_SEARCH
+    if fits(hi):
+        return hi
+    while lo + 1 < hi:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+    return lo
+
+
+_REASONS = {
+    "compute": "Tensor Core math dominates (large GEMMs); a faster or lower-precision "
+               "Tensor Core rate shortens it",
+    "memory": "reading weights and KV cache from DRAM dominates; quantizing weights/KV, more "
+              "batch per weight read, or more bandwidth shortens it",
+    "communication": "tensor-parallel all-reduces (latency-bound at small batch) dominate; "
+                     "fewer GPUs per replica or NVLink shortens it",
+    "overhead": "fixed per-step framework and launch time dominates; larger batches amortise "
+                "it",
+}
+
+
+def estimate_inference(
+    catalog: Catalog,
+    shape: TransformerShape,
+    product: Product,
+    cfg: InferenceConfig,
+    *,
+    system: System | None = None,
+    efficiency: Efficiency = DEFAULT_EFFICIENCY,
+) -> InferenceEstimate:
+    """Estimate serving ``shape`` on ``cfg.gpus`` x ``product``."""
+    cfg.validate(shape)
+    if cfg.tp * cfg.pp > cfg.gpus_per_node and system is None:
+        raise GpuarchError(f"--tp/--pp: a replica of {cfg.tp * cfg.pp} GPUs spans nodes; "
+                           "give --system with an inter-node network")
+    runner = _Runner(catalog, shape, product, cfg, system, efficiency)
+    max_batch = _max_batch(shape, cfg, product)
+    batch = cfg.batch if cfg.batch is not None else max(1, max_batch)
+    memory = _memory(shape, cfg, batch, product)
+    fits = sum(memory.values()) <= product.memory_bytes and max_batch >= 1
+
+    mean_ctx = cfg.input_len + (cfg.output_len + 1) / 2
+    step = runner.decode_step(batch, mean_ctx)
+    if cfg.batching is Batching.STATIC:
+        prefill = runner.prefill(batch)
+        ttft = prefill.total + runner.decode_step(batch, cfg.input_len + 1).total
+        tpot = step.total
+        latency = ttft + (cfg.output_len - 1) * tpot
+        per_replica = batch * cfg.output_len / latency
+    else:
+        one_prefill = runner.prefill(1)
+        # every output_len steps, `batch` prompts are prefilled between decode steps
+        cycle = cfg.output_len * step.total + batch * one_prefill.total
+        tpot = cycle / cfg.output_len
+        ttft = one_prefill.total + step.total
+        latency = ttft + (cfg.output_len - 1) * tpot
+        per_replica = batch * cfg.output_len / cycle
+        prefill = one_prefill
+    throughput = per_replica * cfg.replicas
+
+    phases = {"prefill": prefill, "decode": step}
+    bottleneck = {k: v.limiter() for k, v in phases.items()}
+    reasons = {k: f"{v.as_dict()[bottleneck[k]] / v.total:.0%} of the {k} time: "
+                  f"{_REASONS[bottleneck[k]]}" for k, v in phases.items()}
+    assumptions: dict[str, Any] = {
+        "gemm_peak_tflops": runner.peak.peak.flops / 1e12,
+        "gemm_peak_source": f"{runner.peak.peak.key.value} ({runner.peak.peak.origin}, "
+                            "catalog)",
+        "weights_dequantized": runner.peak.dequantize,
+        "precision_fallback": runner.peak.peak.fallback_reason,
+        "formats": {"weights": cfg.quant.weights.value,
+                    "activations": cfg.quant.activations.value,
+                    "kv_cache": cfg.quant.kv_cache.value},
+        "bytes_per_element": {"weights": cfg.quant.weights.bytes,
+                              "kv_cache": cfg.quant.kv_cache.bytes},
+        "kv_bytes_per_token_per_gpu": kv_bytes_per_token(shape, cfg.quant.kv_cache.bytes,
+                                                         cfg.tp) / cfg.pp,
+        "batching": cfg.batching.value,
+        "prefill_chunk_tokens": cfg.chunk,
+        "replicas": cfg.replicas,
+        "reserve_fraction": RESERVE_FRACTION,
+        "max_prefill_tokens_per_pass": MAX_PREFILL_TOKENS,
+        "efficiency": efficiency.as_dict(),
+        "mean_decode_context": mean_ctx,
+    }
+    return InferenceEstimate(
+        model=shape.name, gpu=product.name, batch=batch, max_batch=max_batch,
+        ttft_s=ttft, tpot_s=tpot, request_latency_s=latency,
+        output_tokens_per_s=throughput, gpus=cfg.gpus, memory=memory,
+        gpu_memory_bytes=product.memory_bytes, fits_in_memory=fits,
+        bottleneck=bottleneck, bottleneck_reason=reasons,
+        prefill_breakdown_s=prefill.as_dict(), decode_step_breakdown_s=step.as_dict(),
+        assumptions=assumptions)

@@ -1,0 +1,127 @@
+"""Inference number formats for weights, activations and the KV cache, and the Tensor Core
+peak a combination runs at on a GPU (with the reason when it falls back)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from gpuarch.catalog.model import Product
+from gpuarch.catalog.peaks import PeakKey
+from gpuarch.errors import GpuarchError
+from gpuarch.perf.precision import MatmulPeak
+
+__all__ = ["QuantFormat", "QuantScheme", "gemm_peak"]
+
+
+class QuantFormat(Enum):
+    """A storage/compute format. ``bytes`` includes block-scale overhead where the format
+    carries one: INT4 weight-only with a 16-bit scale and zero point per group of 128
+    (AWQ/GPTQ style); NVFP4 with an 8-bit scale per block of 16 (plus a negligible
+    per-tensor scale)."""
+
+    FP16 = "fp16"
+    BF16 = "bf16"
+    FP8 = "fp8"
+    INT8 = "int8"
+    INT4 = "int4"
+    FP4 = "fp4"
+
+    @property
+    def bytes(self) -> float:
+        return {"fp16": 2.0, "bf16": 2.0, "fp8": 1.0, "int8": 1.0,
+                "int4": (4 + 32 / 128) / 8, "fp4": (4 + 8 / 16) / 8}[self.value]
+
+    @property
+    def bits(self) -> int:
+        return {"fp16": 16, "bf16": 16, "fp8": 8, "int8": 8, "int4": 4, "fp4": 4}[self.value]
+
+    @property
+    def is_16bit(self) -> bool:
+        return self.bits == 16
+
+
+_NATIVE: dict[QuantFormat, PeakKey] = {
+    QuantFormat.FP16: PeakKey.TENSOR_FP16,
+    QuantFormat.BF16: PeakKey.TENSOR_BF16,
+    QuantFormat.FP8: PeakKey.TENSOR_FP8,
+    QuantFormat.INT8: PeakKey.TENSOR_INT8,
+    QuantFormat.FP4: PeakKey.TENSOR_FP4,
+}
+
+
+@dataclass(frozen=True)
+class QuantScheme:
+    """Weights, activations (the GEMM's other operand) and KV cache formats."""
+
+    weights: QuantFormat = QuantFormat.BF16
+    activations: QuantFormat = QuantFormat.BF16
+    kv_cache: QuantFormat = QuantFormat.BF16
+
+    def validate(self) -> None:
+        if self.activations.bits < self.weights.bits:
+            raise GpuarchError(
+                f"--activation-precision: {self.activations.value} is narrower than "
+                f"--weight-precision {self.weights.value}; weight-only or matching "
+                "weight/activation formats are supported")
+        if not self.activations.is_16bit and self.activations is not self.weights:
+            raise GpuarchError(
+                f"--activation-precision {self.activations.value} needs --weight-precision "
+                f"{self.activations.value} (W{self.activations.bits}A"
+                f"{self.activations.bits}), or 16-bit activations for weight-only")
+        if self.activations is QuantFormat.INT4:
+            raise GpuarchError("--activation-precision: int4 activations are not supported; "
+                               "use int4 weight-only with 16-bit activations")
+
+    @property
+    def weight_only(self) -> bool:
+        """Quantized weights, 16-bit activations: weights are dequantized in the GEMM."""
+        return self.activations.is_16bit and not self.weights.is_16bit
+
+
+@dataclass(frozen=True)
+class GemmPeak:
+    """The peak a scheme's GEMMs run at, whether weights are dequantized first, and why."""
+
+    peak: MatmulPeak
+    dequantize: bool
+
+
+def _sixteen(product: Product, fmt: QuantFormat) -> MatmulPeak | None:
+    for key in ((PeakKey.TENSOR_BF16, PeakKey.TENSOR_FP16) if fmt is QuantFormat.BF16
+                else (PeakKey.TENSOR_FP16, PeakKey.TENSOR_BF16)):
+        value = product.peak(key)
+        if value is not None:
+            return MatmulPeak(value, key, product.dense_origin(key) or "published", None)
+    for key in (PeakKey.FP16, PeakKey.FP32):
+        value = product.peak(key)
+        if value is not None:
+            return MatmulPeak(value, key, "published",
+                              f"{product.name} has no 16-bit Tensor Core peak; "
+                              f"GEMMs run at its {key.label} rate")
+    return None
+
+
+def gemm_peak(product: Product, scheme: QuantScheme) -> GemmPeak:
+    """Peak for the scheme's GEMMs on ``product``: native where the Tensor Cores run the
+    format, else the 16-bit rate with weights dequantized and the reason stated."""
+    scheme.validate()
+    compute_fmt = scheme.activations
+    base_fmt = compute_fmt if compute_fmt.is_16bit else QuantFormat.BF16
+    sixteen = _sixteen(product, base_fmt)
+    if sixteen is None:
+        raise GpuarchError(f"{product.name}: no usable matrix peak in the catalog")
+    if scheme.weight_only:
+        return GemmPeak(sixteen, dequantize=True)
+    if compute_fmt.is_16bit:
+        return GemmPeak(sixteen, dequantize=False)
+    key = _NATIVE.get(compute_fmt)
+    value = product.peak(key) if key else None
+    if key is not None and value is not None:
+        return GemmPeak(MatmulPeak(value, key, product.dense_origin(key) or "published",
+                                   None), dequantize=False)
+    reason = (f"{product.name} publishes no {compute_fmt.value.upper()} Tensor Core peak; "
+              f"{compute_fmt.value} weights are dequantized and GEMMs run at the "
+              f"{sixteen.key.label} rate")
+    return GemmPeak(MatmulPeak(sixteen.flops, sixteen.key, sixteen.origin, reason),
+                    dequantize=True)

@@ -1,0 +1,165 @@
+"""The inference model: hand-computed KV-cache sizes, memory accounting, invariants."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpuarch.catalog import load_catalog
+from gpuarch.errors import GpuarchError
+from gpuarch.estimate.inference import (
+    RESERVE_FRACTION,
+    Batching,
+    InferenceConfig,
+    _memory,
+    estimate_inference,
+    kv_bytes_per_token,
+)
+from gpuarch.perf.quant import QuantFormat, QuantScheme
+from gpuarch.workloads import count_params, preset
+
+CATALOG = load_catalog()
+H100 = CATALOG.product("h100")
+A100 = CATALOG.product("a100")
+LLAMA_8B = preset("llama-3.1-8b").shape
+LLAMA2_70B = preset("llama-2-70b").shape
+
+BF16 = QuantScheme()
+FP8 = QuantScheme(QuantFormat.FP8, QuantFormat.FP8, QuantFormat.FP8)
+
+
+@pytest.mark.parametrize(
+    ("model", "tp", "element", "expected"),
+    [
+        # 2 (K, V) x 8 KV heads x 128 head dim x 32 layers x 2 bytes = 131,072 bytes
+        ("llama-3.1-8b", 1, 2.0, 2 * 8 * 128 * 32 * 2),
+        # Llama-2-7B has no GQA: 2 x 32 x 128 x 32 x 2 = 524,288 bytes
+        ("llama-2-7b", 1, 2.0, 2 * 32 * 128 * 32 * 2),
+        # Llama-2-70B: 2 x 8 x 128 x 80 x 2 = 327,680 bytes; FP8 halves it
+        ("llama-2-70b", 1, 2.0, 327_680),
+        ("llama-2-70b", 1, 1.0, 163_840),
+        # TP8 leaves one KV head per GPU: 2 x 1 x 128 x 80 x 2 = 40,960 bytes
+        ("llama-2-70b", 8, 2.0, 40_960),
+        # more TP ranks than KV heads replicate them: still one head per GPU
+        ("mistral-7b", 16, 2.0, 2 * 1 * 128 * 32 * 2),
+        # DeepSeek-V3 MLA caches the 512-dim latent plus the 64-dim rotary key: (512 + 64)
+        # x 61 layers x 2 bytes = 70,272 bytes
+        ("deepseek-v3", 1, 2.0, (512 + 64) * 61 * 2),
+    ],
+)
+def test_kv_bytes_per_token(model: str, tp: int, element: float, expected: int) -> None:
+    """KV-cache bytes per token, computed by hand for GQA, MHA and MLA models."""
+    assert kv_bytes_per_token(preset(model).shape, element, tp) == expected
+
+
+def test_memory_accounting_by_hand() -> None:
+    """Llama-2-70B, TP4, FP8 weights and KV, batch 16 x (2048 + 512) tokens."""
+    cfg = InferenceConfig(input_len=2048, output_len=512, batch=16, gpus=4, tp=4, quant=FP8)
+    mem = _memory(LLAMA2_70B, cfg, 16, H100)
+    assert mem["weights"] == pytest.approx(count_params(LLAMA2_70B).total * 1.0 / 4)
+    assert mem["kv_cache"] == pytest.approx(16 * 2560 * (2 * 2 * 128 * 80 * 1.0))
+    assert mem["other"] == pytest.approx(RESERVE_FRACTION * 80 * 2**30)
+
+
+def _est(shape=LLAMA_8B, product=H100, **kw):  # type: ignore[no-untyped-def]
+    base = {"input_len": 1024, "output_len": 256, "batch": 8}
+    return estimate_inference(CATALOG, shape, product, InferenceConfig(**{**base, **kw}))
+
+
+def test_max_batch_is_the_largest_that_fits() -> None:
+    """--batch max picks the largest batch whose memory fits; one more does not."""
+    e = _est(batch=None)
+    assert e.batch == e.max_batch > 1 and e.fits_in_memory
+    over = _est(batch=e.max_batch + 1)
+    assert not over.fits_in_memory
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(1, 128), st.sampled_from([BF16, FP8]))
+def test_bigger_batches_trade_latency_for_throughput(batch: int, quant: QuantScheme) -> None:
+    """Doubling the batch never lowers throughput nor shortens the time per token."""
+    a, b = _est(batch=batch, quant=quant), _est(batch=2 * batch, quant=quant)
+    assert b.output_tokens_per_s >= a.output_tokens_per_s
+    assert b.tpot_s >= a.tpot_s and b.ttft_s >= a.ttft_s
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.sampled_from([128, 512, 2048, 8192]))
+def test_longer_prompts_take_longer(length: int) -> None:
+    """TTFT and per-token time grow with the prompt (more prefill, more KV to read)."""
+    a, b = _est(input_len=length), _est(input_len=2 * length)
+    assert b.ttft_s > a.ttft_s and b.tpot_s >= a.tpot_s
+
+
+def test_decode_at_batch_one_is_memory_bound_and_quantization_helps() -> None:
+    """Batch 1 decode reads all weights per token: FP8 and INT4 weights cut TPOT."""
+    bf16 = _est(batch=1)
+    fp8 = _est(batch=1, quant=FP8)
+    int4 = _est(batch=1, quant=QuantScheme(QuantFormat.INT4, QuantFormat.BF16,
+                                           QuantFormat.BF16))
+    assert bf16.bottleneck["decode"] == "memory"
+    assert int4.tpot_s < fp8.tpot_s < bf16.tpot_s
+    assert bf16.bottleneck["prefill"] == "compute"
+
+
+def test_fp8_falls_back_on_a100_with_a_reason() -> None:
+    """A100 has no FP8 Tensor Cores: FP8 weights are dequantized, the reason is stated."""
+    e = _est(product=A100, quant=FP8)
+    assert e.assumptions["weights_dequantized"]
+    assert "publishes no FP8 Tensor Core peak" in e.assumptions["precision_fallback"]
+
+
+def test_fp4_runs_natively_on_blackwell_only() -> None:
+    """NVFP4 uses B200's FP4 Tensor Cores; on H100 it is weight-only dequantized."""
+    fp4 = QuantScheme(QuantFormat.FP4, QuantFormat.FP4, QuantFormat.FP8)
+    b200 = _est(product=CATALOG.product("b200"), quant=fp4)
+    assert b200.assumptions["gemm_peak_source"].startswith("tensor_fp4")
+    assert _est(quant=fp4).assumptions["weights_dequantized"]
+
+
+def test_continuous_batching_stretches_decode_with_prefills() -> None:
+    """In steady-state continuous batching, the batch's prefills slow every decode step."""
+    static = _est(batch=32)
+    continuous = _est(batch=32, batching=Batching.CONTINUOUS)
+    assert continuous.tpot_s > static.tpot_s
+    assert continuous.ttft_s < static.ttft_s
+
+
+def test_moe_decode_reads_only_touched_experts() -> None:
+    """Mixtral at batch 1 reads 2 of 8 experts per layer, so it decodes faster than a
+    dense model of its total size would."""
+    mixtral = preset("mixtral-8x7b").shape
+    e = _est(shape=mixtral, batch=1, gpus=2, tp=2)
+    dense_time = count_params(mixtral).total * 2 / 2 / H100.memory_bandwidth_bytes_s
+    assert e.tpot_s < dense_time
+
+
+@pytest.mark.parametrize(
+    ("kw", "message"),
+    [
+        ({"gpus": 6, "tp": 4}, r"--gpus: 6 is not divisible by TP x PP = 4 x 1"),
+        ({"tp": 3, "gpus": 3}, r"--tp: 3 does not divide the 32 heads"),
+        ({"ep": 2, "gpus": 2}, r"--ep: expert parallelism needs a mixture-of-experts model"),
+        ({"quant": QuantScheme(QuantFormat.BF16, QuantFormat.FP8)},
+         r"--activation-precision: fp8 is narrower than --weight-precision bf16"),
+        ({"quant": QuantScheme(QuantFormat.INT4, QuantFormat.FP8)},
+         r"--activation-precision fp8 needs --weight-precision fp8"),
+        ({"batch": 0}, r"--batch: expected an integer >= 1 or 'max'"),
+    ],
+)
+def test_invalid_configs(kw: dict, message: str) -> None:  # type: ignore[type-arg]
+    """Invalid combinations fail with the flag named."""
+    with pytest.raises(GpuarchError, match=message):
+        _est(**kw)
+
+
+def test_result_keys() -> None:
+    """The JSON keys other tools script against (issue #4)."""
+    doc = _est().as_json()
+    for key in ("ttft_s", "tpot_s", "request_latency_s", "batch", "output_tokens_per_s",
+                "output_tokens_per_s_per_gpu", "memory_per_gpu_gib", "fits_in_memory",
+                "max_batch", "bottleneck", "assumptions"):
+        assert key in doc
+    assert set(doc["memory_per_gpu_gib"]) == {"weights", "kv_cache", "activations", "other",
+                                               "total"}
