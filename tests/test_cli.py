@@ -274,3 +274,12 @@ def test_estimate_infer(capsys: pytest.CaptureFixture[str]) -> None:
                          "h100", "--input-len", "512", "--output-len", "128", "--batch",
                          "lots")
     assert status == 2 and "--batch: expected a number or 'max'" in err
+
+
+def test_validate_inference(capsys: pytest.CaptureFixture[str]) -> None:
+    """validate inference prints every published figure against its prediction."""
+    status, out, _ = run(capsys, "validate", "inference", "--json")
+    assert status == 0
+    doc = json.loads(out)
+    assert len(doc["figures"]) >= 80
+    assert {f["metric"] for f in doc["figures"]} >= {"ttft_s", "tpot_s"}

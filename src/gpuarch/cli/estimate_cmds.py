@@ -212,6 +212,28 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_validate_inference(args: argparse.Namespace) -> int:
+    from gpuarch.report.estimate_text import render_inference_validation
+    from gpuarch.validation.inference import validate_inference
+
+    summary = validate_inference(load_catalog())
+    if args.json:
+        doc = {
+            "figures": [{**dataclasses.asdict(r), "error": r.error} for r in summary.rows],
+            "skipped": [{"id": i, "reason": why} for i, why in summary.skipped],
+            "mean_abs_error": summary.mean_abs_error,
+            "median_abs_error": summary.median_abs_error,
+            "max_abs_error": summary.max_abs_error,
+            "share_within_35_percent": summary.share_within,
+            "mean_abs_error_by_metric": summary.by("metric"),
+            "mean_abs_error_by_gpu": summary.by("gpu"),
+        }
+        print(to_json(doc))
+    else:
+        print(render_inference_validation(summary))
+    return 0
+
+
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                  common: argparse.ArgumentParser) -> None:
     """Register estimate, roofline and validate."""
@@ -293,3 +315,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p = val_sub.add_parser("training", parents=[common],
                            help="training throughput against published results")
     p.set_defaults(handler=cmd_validate)
+    p = val_sub.add_parser("inference", parents=[common],
+                           help="inference TTFT, TPOT and throughput against published "
+                           "results")
+    p.set_defaults(handler=cmd_validate_inference)

@@ -401,14 +401,19 @@ def estimate_inference(
     runner = _Runner(catalog, shape, product, cfg, system, efficiency)
     max_batch = _max_batch(shape, cfg, product)
     batch = cfg.batch if cfg.batch is not None else max(1, max_batch)
+    requested = batch
+    if cfg.batching is Batching.CONTINUOUS and max_batch >= 1:
+        batch = min(batch, max_batch)  # a serving engine admits only what fits
     memory = _memory(shape, cfg, batch, product)
     fits = sum(memory.values()) <= product.memory_bytes and max_batch >= 1
 
     mean_ctx = cfg.input_len + (cfg.output_len + 1) / 2
     step = runner.decode_step(batch, mean_ctx)
+    queue = 0.0
     if cfg.batching is Batching.STATIC:
+        # the prefill pass produces the first token
         prefill = runner.prefill(batch)
-        ttft = prefill.total + runner.decode_step(batch, cfg.input_len + 1).total
+        ttft = prefill.total
         tpot = step.total
         latency = ttft + (cfg.output_len - 1) * tpot
         per_replica = batch * cfg.output_len / latency
@@ -417,10 +422,16 @@ def estimate_inference(
         # every output_len steps, `batch` prompts are prefilled between decode steps
         cycle = cfg.output_len * step.total + batch * one_prefill.total
         tpot = cycle / cfg.output_len
-        ttft = one_prefill.total + step.total
+        ttft = one_prefill.total
         latency = ttft + (cfg.output_len - 1) * tpot
         per_replica = batch * cfg.output_len / cycle
         prefill = one_prefill
+        if requested > batch:
+            # more requests in flight than fit: the rest wait for a slot (Little's law:
+            # `batch` slots each free up once per request latency)
+            queue = (requested - batch) * latency / batch
+            ttft += queue
+            latency += queue
     throughput = per_replica * cfg.replicas
 
     phases = {"prefill": prefill, "decode": step}
@@ -447,6 +458,8 @@ def estimate_inference(
         "max_prefill_tokens_per_pass": MAX_PREFILL_TOKENS,
         "efficiency": efficiency.as_dict(),
         "mean_decode_context": mean_ctx,
+        "requests_in_flight": requested,
+        "queueing_s": queue,
     }
     return InferenceEstimate(
         model=shape.name, gpu=product.name, batch=batch, max_batch=max_batch,

@@ -58,7 +58,15 @@ class Efficiency:
 
     memory: float = 0.80
     """Fraction of DRAM bandwidth that memory-bound kernels (norms, activations, optimizer
-    step) sustain. Assumed."""
+    step, weight streaming in decode) sustain. Assumed."""
+
+    kv_read: float = 0.80
+    """Fraction of DRAM bandwidth that decode attention sustains reading the KV cache
+    (paged, many short rows). Fitted on inference measurements."""
+
+    moe_gemm: float = 0.2
+    """Multiplier on GEMM efficiency for the grouped expert GEMMs of mixture-of-experts
+    layers (many small GEMMs, routing imbalance). Fitted on inference measurements."""
 
     nvlink_bus: float = 0.80
     """NCCL bus bandwidth over NVLink/NVSwitch as a fraction of the per-direction link rate.
@@ -105,18 +113,19 @@ class Efficiency:
     bookkeeping). The training fit drives it to zero once unfused attention is modelled;
     kept for calibration. Fitted."""
 
-    decode_step_overhead_s: float = 1.0e-3
+    decode_step_overhead_s: float = 1.7e-3
     """Fixed time per decode step (scheduler, sampling, launch of the step's graph), for
-    the whole model. Assumed, fitted against inference measurements where available."""
+    the whole model. Fitted on inference measurements."""
 
-    prefill_overhead_s: float = 2.0e-3
-    """Fixed time per prefill batch (tokenisation and scheduling outside the GPU kernels
-    are not included). Assumed."""
+    prefill_overhead_s: float = 5.4e-3
+    """Fixed time per prefill (scheduling and launch; tokenisation outside the engine is
+    not included). Fitted on inference measurements."""
 
     dequant_overhead: float = 0.25
     """Extra compute time, as a fraction of the GEMM's, for dequantizing weights inside
     weight-only quantized GEMMs (AWQ/GPTQ/Marlin-style kernels) when they are
-    compute-bound. Assumed."""
+    compute-bound. Assumed: the published points (INT4 at batch 1, memory-bound) do not
+    constrain it."""
 
     def with_overrides(self, values: dict[str, Any]) -> Efficiency:
         """A copy with some parameters replaced; unknown names are an error naming them."""

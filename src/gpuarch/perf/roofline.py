@@ -141,6 +141,8 @@ class OpCost:
 
 def _gemm_efficiency(op: Gemm, device: Device, eff: Efficiency) -> float:
     base = eff.gemm_for(device.tensor_core_generation)
+    if op.name.startswith("expert_"):
+        base *= eff.moe_gemm
     if device.precision is Precision.FP8 and device.matmul.key is PeakKey.TENSOR_FP8:
         base *= eff.gemm_fp8
     thin = 1.0
@@ -174,6 +176,8 @@ def op_cost(op: Op, device: Device, eff: Efficiency) -> OpCost:
         flops, moved = op.forward_flops * factor, op.bytes(element)
         e = eff.attention
         peak = device.attention_flops
+        if op.seq_q == 1:  # decode: one query row per sequence streams the KV cache
+            bw = device.bandwidth * eff.kv_read
     t_cmp = flops / (peak * e) if e > 0 else math.inf
     t_mem = moved / bw
     t = max(t_cmp, t_mem) + eff.kernel_overhead_s

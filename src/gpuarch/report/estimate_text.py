@@ -7,9 +7,16 @@ from typing import Any
 from gpuarch.estimate.inference import InferenceEstimate
 from gpuarch.estimate.training import TrainingEstimate
 from gpuarch.report.text import fmt, table
+from gpuarch.validation.inference import InferenceSummary
 from gpuarch.validation.training import ValidationSummary
 
-__all__ = ["render_inference", "render_roofline", "render_training", "render_validation"]
+__all__ = [
+    "render_inference",
+    "render_inference_validation",
+    "render_roofline",
+    "render_training",
+    "render_validation",
+]
 
 
 def _pct(x: float) -> str:
@@ -128,6 +135,24 @@ def render_validation(s: ValidationSummary) -> str:
              f"{_pct(s.share_within)} of points within 20%",
              "by GPU:    " + ", ".join(f"{k} {_pct(v)}" for k, v in s.by("gpu").items()),
              "by source: " + ", ".join(f"{k} {_pct(v)}" for k, v in s.by("source").items())]
+    if s.skipped:
+        lines += ["", f"{len(s.skipped)} points not modelled:"]
+        lines += [f"  {i}: {why}" for i, why in s.skipped]
+    return "\n".join(lines)
+
+
+def render_inference_validation(s: InferenceSummary) -> str:
+    rows = [[r.id, r.gpu, str(r.gpus), r.formats, r.lengths, r.batching, r.metric,
+             fmt(r.published), fmt(r.predicted), f"{r.error:+.1%}"] for r in s.rows]
+    lines = [table(["Point", "GPU", "GPUs", "Formats", "In/out", "Batching", "Figure",
+                    "Published", "Predicted", "Error"], rows,
+                   right=[False, False, True, False, False, False, False, True, True, True]),
+             "",
+             f"{len(s.rows)} published figures: mean absolute error {_pct(s.mean_abs_error)}, "
+             f"median {_pct(s.median_abs_error)}, max {_pct(s.max_abs_error)}; "
+             f"{_pct(s.share_within)} within 35%",
+             "by figure: " + ", ".join(f"{k} {_pct(v)}" for k, v in s.by("metric").items()),
+             "by GPU:    " + ", ".join(f"{k} {_pct(v)}" for k, v in s.by("gpu").items())]
     if s.skipped:
         lines += ["", f"{len(s.skipped)} points not modelled:"]
         lines += [f"  {i}: {why}" for i, why in s.skipped]

@@ -1,0 +1,178 @@
+"""Predicted vs published LLM inference results.
+
+Each published point (``data/inference.toml``) gives one or more of: output tokens/s (all
+GPUs or per GPU), time to first token, time per output token. Every figure it gives is
+compared with the model's prediction for the same model, GPU, parallelism, formats, lengths
+and batching: static batches as static, serving benchmarks at their concurrency as
+continuous batching, max-throughput runs as continuous batching at the largest batch that
+fits.
+"""
+
+from __future__ import annotations
+
+import statistics
+import tomllib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from gpuarch.catalog.loader import Catalog
+from gpuarch.errors import GpuarchError
+from gpuarch.estimate.inference import Batching, InferenceConfig, estimate_inference
+from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
+from gpuarch.perf.quant import QuantFormat, QuantScheme
+from gpuarch.validation.training import TrainingPoint, point_shape
+
+__all__ = [
+    "INFERENCE_FILE",
+    "InferenceComparison",
+    "InferenceSummary",
+    "load_inference_points",
+    "validate_inference",
+]
+
+INFERENCE_FILE = Path(__file__).with_name("data") / "inference.toml"
+
+# metric key in the data file -> (label, attribute of the estimate's JSON)
+_METRICS = {
+    "output_tokens_per_s": "output_tokens_per_s",
+    "output_tokens_per_s_per_gpu": "output_tokens_per_s_per_gpu",
+    "ttft_s": "ttft_s",
+    "tpot_s": "tpot_s",
+    "request_latency_s": "request_latency_s",
+}
+
+
+@cache
+def load_inference_points(path: Path = INFERENCE_FILE) -> tuple[TrainingPoint, ...]:
+    """The published inference points with their sources (same record type as training)."""
+    with path.open("rb") as fh:
+        raw = tomllib.load(fh)
+    sources = {s["id"]: s for s in raw.get("source", [])}
+    points = []
+    for entry in raw.get("point", []):
+        src = sources.get(entry.get("source"))
+        if src is None:
+            raise GpuarchError(f"{path.name}: point {entry.get('id')!r}: unknown source")
+        points.append(TrainingPoint(entry["id"], src["id"], src["title"], src["url"],
+                                    entry.get("where", ""), entry))
+    return tuple(points)
+
+
+@dataclass(frozen=True)
+class InferenceComparison:
+    """One published figure of one point against the prediction."""
+
+    id: str
+    source: str
+    model: str
+    gpu: str
+    gpus: int
+    formats: str
+    lengths: str
+    batching: str
+    metric: str
+    published: float
+    predicted: float
+
+    @property
+    def error(self) -> float:
+        return self.predicted / self.published - 1.0
+
+
+@dataclass(frozen=True)
+class InferenceSummary:
+    """All comparisons and the points that could not be modelled."""
+
+    rows: tuple[InferenceComparison, ...]
+    skipped: tuple[tuple[str, str], ...]
+
+    @property
+    def mean_abs_error(self) -> float:
+        return statistics.fmean(abs(r.error) for r in self.rows) if self.rows else 0.0
+
+    @property
+    def median_abs_error(self) -> float:
+        return statistics.median(abs(r.error) for r in self.rows) if self.rows else 0.0
+
+    @property
+    def max_abs_error(self) -> float:
+        return max((abs(r.error) for r in self.rows), default=0.0)
+
+    @property
+    def share_within(self) -> float:
+        """Fraction of comparisons within 35% (the issue's bound)."""
+        return (sum(abs(r.error) <= 0.35 for r in self.rows) / len(self.rows)
+                if self.rows else 0.0)
+
+    def by(self, attr: str) -> dict[str, float]:
+        groups: dict[str, list[float]] = {}
+        for r in self.rows:
+            groups.setdefault(str(getattr(r, attr)), []).append(abs(r.error))
+        return {k: statistics.fmean(v) for k, v in groups.items()}
+
+
+def _fmt(value: Any, default: QuantFormat) -> QuantFormat:
+    return QuantFormat(value) if value else default
+
+
+def point_config(point: TrainingPoint, gpus_per_node: int) -> InferenceConfig:
+    """The serving setup a point ran."""
+    weights = _fmt(point.get("weight_precision"), QuantFormat.FP16)
+    activations = _fmt(point.get("activation_precision"), weights)
+    if activations.bits > weights.bits and not activations.is_16bit:
+        activations = QuantFormat.FP16
+    kv_default = QuantFormat.FP8 if activations is QuantFormat.FP8 else QuantFormat.FP16
+    kv = _fmt(point.get("kv_precision"), kv_default)
+    mode = point.get("mode", "static-batch")
+    if mode == "static-batch":
+        batching, batch = Batching.STATIC, point.get("batch")
+    elif mode == "serving":
+        batching, batch = Batching.CONTINUOUS, point.get("concurrency") or point.get("batch")
+    else:
+        batching, batch = Batching.CONTINUOUS, None
+    return InferenceConfig(
+        input_len=int(point.get("input_len")), output_len=int(point.get("output_len")),
+        batch=int(batch) if batch else None, gpus=int(point.get("gpus")),
+        tp=int(point.get("tp") or 1), pp=int(point.get("pp") or 1),
+        ep=int(point.get("ep") or 1), quant=QuantScheme(weights, activations, kv),
+        batching=batching, gpus_per_node=gpus_per_node)
+
+
+def compare_point(catalog: Catalog, point: TrainingPoint, efficiency: Efficiency
+                  ) -> list[InferenceComparison]:
+    product = catalog.product(point.get("gpu"))
+    system = catalog.system_for(product)
+    shape = point_shape(point)
+    cfg = point_config(point, system.gpus_per_node if system else 8)
+    est = estimate_inference(catalog, shape, product, cfg, system=system,
+                             efficiency=efficiency)
+    doc = est.as_json()
+    q = cfg.quant
+    rows = []
+    for key, attr in _METRICS.items():
+        published = point.get(key)
+        if published:
+            rows.append(InferenceComparison(
+                point.id, point.source, shape.name, product.key, cfg.gpus,
+                f"W{q.weights.value}/A{q.activations.value}/KV{q.kv_cache.value}",
+                f"{cfg.input_len}/{cfg.output_len}",
+                f"{cfg.batching.value} {est.batch}", key, float(published), float(doc[attr])))
+    if not rows:
+        raise GpuarchError(f"point {point.id}: no published figure to compare")
+    return rows
+
+
+def validate_inference(catalog: Catalog, efficiency: Efficiency = DEFAULT_EFFICIENCY,
+                       points: Iterable[TrainingPoint] | None = None) -> InferenceSummary:
+    """Compare every figure of every point that can be modelled."""
+    rows: list[InferenceComparison] = []
+    skipped: list[tuple[str, str]] = []
+    for point in points if points is not None else load_inference_points():
+        try:
+            rows.extend(compare_point(catalog, point, efficiency))
+        except GpuarchError as exc:
+            skipped.append((point.id, str(exc)))
+    return InferenceSummary(tuple(rows), tuple(skipped))
