@@ -50,7 +50,7 @@ class FormatSpec:
     @property
     def emax(self) -> int:
         """Exponent of the largest binade holding finite values."""
-        top = 2**self.exponent_bits - 1
+        top = (1 << self.exponent_bits) - 1
         reserved = self.overflow is Overflow.IEEE  # all-ones exponent is inf/NaN
         return top - self.bias - (1 if reserved else 0)
 
