@@ -37,6 +37,7 @@ catalog-check: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_cold_start.py
 	$(BIN)/python benchmarks/bench_estimate.py
+	$(BIN)/python benchmarks/bench_numerics.py
 
 clean:
 	rm -rf $(VENV) out .pytest_cache .mypy_cache .ruff_cache

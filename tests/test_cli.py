@@ -283,3 +283,46 @@ def test_validate_inference(capsys: pytest.CaptureFixture[str]) -> None:
     doc = json.loads(out)
     assert len(doc["figures"]) >= 80
     assert {f["metric"] for f in doc["figures"]} >= {"ttft_s", "tpot_s"}
+
+
+def test_numerics_commands(capsys: pytest.CaptureFixture[str]) -> None:
+    """formats / matmul / recipe-sim / sparsity: JSON, deterministic for a seed."""
+    status, out, _ = run(capsys, "numerics", "formats", "--json")
+    assert status == 0
+    formats = {f["format"]: f for f in json.loads(out)["formats"]}
+    assert formats["fp8_e4m3"]["max"] == 448
+    assert "Hopper" in formats["fp8_e4m3"]["tensor_core_architectures"]
+    assert "Ampere" not in formats["fp8_e4m3"]["tensor_core_architectures"]
+    argv = ["numerics", "matmul", "--m", "64", "--n", "64", "--k", "128", "--format",
+            "fp8_e5m2", "--seed", "3", "--gpu", "h100", "--json"]
+    first = run(capsys, *argv)[1]
+    assert first == run(capsys, *argv)[1]
+    doc = json.loads(first)
+    assert doc["results"][0]["recipe"] == "current"
+    assert doc["predicted_speedup_over_bf16"] == pytest.approx(2.0, rel=1e-3)
+    status, out, _ = run(capsys, "numerics", "recipe-sim", "--steps", "8", "--size", "256",
+                         "--growth", "1.5", "--history", "4", "--json")
+    assert status == 0 and json.loads(out)["delayed_overflow_total"] > 0
+    status, out, _ = run(capsys, "numerics", "sparsity", "--m", "32", "--n", "32", "--k",
+                         "64", "--gpu", "a100", "--json")
+    doc = json.loads(out)
+    assert doc["mask_valid"] and doc["predicted_speedup_upper_bound"] == 2
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["numerics", "matmul", "--format", "fp7"], "--format: unknown value 'fp7'"),
+        (["numerics", "matmul", "--format", "int8", "--recipe", "mx"],
+         "--format int8 needs --recipe"),
+        (["numerics", "matmul", "--format", "fp8_e4m3", "--recipe", "nvfp4"],
+         "--recipe nvfp4 needs --format fp4_e2m1"),
+        (["numerics", "matmul", "--k", "100", "--recipe", "mx"], "multiple of the block"),
+        (["numerics", "recipe-sim", "--format", "bf16"], "not a scaled narrow float"),
+    ],
+)
+def test_numerics_errors(capsys: pytest.CaptureFixture[str], argv: list[str],
+                         message: str) -> None:
+    """Bad numerics flags exit 2 and name the flag."""
+    status, out, err = run(capsys, *argv)
+    assert status == 2 and message in err and out == ""

@@ -25,8 +25,8 @@ class Overflow(Enum):
 
     IEEE = "ieee"  # overflow -> +-inf; inf and NaN kept (FP32, FP16, BF16, TF32, E5M2)
     NAN = "nan"  # no infinity: overflow and inf -> NaN (E4M3FN, E8M0)
-    SATURATE = "saturate"  # no inf, no NaN: overflow and inf -> +-max; NaN -> -0 (FP6, FP4),
-    # as ml_dtypes converts them
+    SATURATE = "saturate"  # no inf, no NaN: overflow and inf -> +-max; NaN -> zero of the
+    # opposite sign (FP6, FP4), as ml_dtypes converts them
 
 
 @dataclass(frozen=True)
@@ -110,10 +110,11 @@ def _cast_float(x: F64, f: FormatSpec) -> F64:
     if not f.has_zero:
         q = np.where((a < f.smallest_normal) & ~over, f.smallest_normal, q)
     out = np.where(neg, -q, q)
-    if not f.signed:
-        out = np.where(neg & (a != 0) | (neg & (a == 0)), np.nan, out)
+    if not f.signed:  # E8M0: no sign and no zero; negatives and zeros are NaN
+        out = np.where(neg | (a == 0), np.nan, out)
     if f.overflow is Overflow.SATURATE:
-        out = np.where(nan, -0.0, out)
+        # no NaN encoding: ml_dtypes turns a NaN into a zero of the opposite sign
+        out = np.where(nan, np.where(neg, 0.0, -0.0), out)
     else:
         out = np.where(nan, np.nan, out)
     return np.asarray(out, dtype=np.float64)
