@@ -13,7 +13,6 @@ from gpuarch.errors import GpuarchError
 from gpuarch.numerics import (
     AmaxAlgo,
     Distribution,
-    NumberFormat as F,
     Pattern,
     Recipe,
     emulate_matmul,
@@ -23,6 +22,9 @@ from gpuarch.numerics import (
     prune_2to4,
     quantize,
     simulate_scaling,
+)
+from gpuarch.numerics import (
+    NumberFormat as F,
 )
 
 
