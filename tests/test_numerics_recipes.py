@@ -84,11 +84,14 @@ def test_current_scaling_never_overflows(fmt: F, level: float, seed: int) -> Non
 
 @settings(max_examples=20, deadline=None)
 @given(st.sampled_from([(F.FP8_E4M3, Recipe.CURRENT), (F.FP8_E5M2, Recipe.CURRENT),
-                        (F.FP8_E4M3, Recipe.MX), (F.FP4_E2M1, Recipe.NVFP4),
+                        (F.FP8_E4M3, Recipe.MX), (F.FP4_E2M1, Recipe.MX),
                         (F.INT8, Recipe.INT_CHANNEL), (F.BF16, Recipe.NONE)]),
        st.integers(0, 5))
 def test_quantize_dequantize_is_idempotent(case: tuple[F, Recipe], seed: int) -> None:
-    """Quantizing an already quantized tensor changes nothing."""
+    """Quantizing an already quantized tensor changes nothing. (NVFP4 is left out on
+    purpose: its per-tensor scale follows the tensor's amax, which quantization moves, and
+    the E4M3 block scales are re-rounded under the new one, so a second pass can shift
+    values; that is the recipe, not an error.)"""
     fmt, recipe = case
     x = np.random.default_rng(seed).standard_normal((2, 64))
     once = quantize(x, fmt, recipe).values

@@ -81,9 +81,17 @@ class FormatSpec:
         """Distance from 1 to the next larger value."""
         return 2.0 ** -self.mantissa_bits
 
-    def cast(self, x: NDArray[np.floating] | float) -> F64:
-        """Round ``x`` to this format (nearest, ties to even) and return it as float64."""
-        return _cast_float(np.asarray(x, dtype=np.float64), self)
+    def cast(self, x: NDArray[np.floating] | float, *, saturate: bool = False) -> F64:
+        """Round ``x`` to this format (nearest, ties to even) and return it as float64.
+
+        ``saturate=True`` clamps finite values beyond the range to +-max first (the
+        saturating conversion of the OCP FP8 spec, and what torch's float8 casts do);
+        otherwise the format's own overflow rule applies (ml_dtypes' behaviour).
+        """
+        arr = np.asarray(x, dtype=np.float64)
+        if saturate:
+            arr = np.where(np.isfinite(arr), np.clip(arr, -self.max, self.max), arr)
+        return _cast_float(arr, self)
 
 
 def _cast_float(x: F64, f: FormatSpec) -> F64:
@@ -160,15 +168,16 @@ class NumberFormat(Enum):
             return float(2 ** (self.bits - 1) - 1)
         return self.spec.max
 
-    def cast(self, x: NDArray[np.floating] | float) -> F64:
-        """Round-to-nearest-even cast with this format's overflow rule, as float64.
+    def cast(self, x: NDArray[np.floating] | float, *, saturate: bool = False) -> F64:
+        """Round-to-nearest-even cast with this format's overflow rule (or clamped to the
+        range with ``saturate``), as float64.
 
         Integer formats round half to even and clip to the symmetric range [-max, max].
         """
         if self.is_integer:
             arr = np.asarray(x, dtype=np.float64)
             return np.clip(np.rint(arr), -self.max, self.max)
-        return self.spec.cast(x)
+        return self.spec.cast(x, saturate=saturate)
 
 
 Fmt = NumberFormat

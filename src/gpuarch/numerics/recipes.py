@@ -89,7 +89,7 @@ def _counts(x: F64, scaled: F64, y: F64, fmt: NumberFormat) -> tuple[int, int]:
 
 def _scaled_cast(x: F64, scale: F64, fmt: NumberFormat, saturate: bool) -> Quantized:
     scaled = x * scale
-    q = fmt.cast(np.clip(scaled, -fmt.max, fmt.max)) if saturate else fmt.cast(scaled)
+    q = fmt.cast(scaled, saturate=saturate)
     y = q / scale
     over, under = _counts(x, scaled, y, fmt)
     return Quantized(y, over, under)
