@@ -153,3 +153,13 @@ def test_predicted_speedups_from_the_catalog() -> None:
     assert value is None and "do not run fp8_e4m3" in why
     value, _ = predicted_speedup(cat.product("a100"), F.FP16, sparse=True)
     assert value == pytest.approx(2.0)
+
+
+def test_hybrid_backward_gemm() -> None:
+    """Hybrid FP8: E5M2 gradients x E4M3 weights sits between all-E4M3 and all-E5M2."""
+    a, b = make_operands(64, 64, 256, Distribution.NORMAL, seed=2)
+    e4 = emulate_matmul(a, b, F.FP8_E4M3, Recipe.CURRENT).error.relative_error
+    e5 = emulate_matmul(a, b, F.FP8_E5M2, Recipe.CURRENT).error.relative_error
+    hybrid = emulate_matmul(a, b, F.FP8_E5M2, Recipe.CURRENT,
+                            b_format=F.FP8_E4M3).error.relative_error
+    assert e4 < hybrid < e5

@@ -67,10 +67,13 @@ def cmd_matmul(args: argparse.Namespace) -> int:
     a, b = make_operands(args.m, args.n, args.k, args.distribution or Distribution.NORMAL,
                          args.seed)
     rows = []
-    cases = [(fmt, recipe), (NumberFormat.BF16, Recipe.NONE), (NumberFormat.FP32, Recipe.NONE)]
-    for f, r in dict.fromkeys(cases):
-        e = emulate_matmul(a, b, f, r, margin=args.margin).error
-        rows.append({"format": f.value, "recipe": r.value,
+    b_fmt = args.b_format
+    cases = [(fmt, recipe, b_fmt), (NumberFormat.BF16, Recipe.NONE, None),
+             (NumberFormat.FP32, Recipe.NONE, None)]
+    for f, r, bf in dict.fromkeys(cases):
+        e = emulate_matmul(a, b, f, r, margin=args.margin, b_format=bf).error
+        label = f.value if bf is None or bf is f else f"{f.value} x {bf.value}"
+        rows.append({"format": label, "recipe": r.value,
                      "relative_error": _num(e.relative_error), "sqnr_db": _num(e.sqnr_db),
                      "max_abs_error": _num(e.max_abs_error), "overflow": e.overflow,
                      "underflow": e.underflow})
@@ -196,6 +199,10 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     shape_flags(p)
     p.add_argument("--format", type=fmt, help="fp8_e4m3 (default), fp8_e5m2, fp6_e2m3, "
                    "fp6_e3m2, fp4_e2m1, int8, int4, bf16, fp16, tf32, fp32")
+    p.add_argument("--b-format", type=lazy_enum_value(f"{_MOD}.formats:NumberFormat",
+                                                      "--b-format"),
+                   help="a different format for B, e.g. --format fp8_e5m2 --b-format "
+                   "fp8_e4m3 for the hybrid recipe's backward GEMM (gradients x weights)")
     p.add_argument("--recipe", type=lazy_enum_value(f"{_MOD}.recipes:Recipe", "--recipe"),
                    help="none, current, mx, nvfp4, int_tensor, int_channel, int_group "
                    "(default: suits the format)")

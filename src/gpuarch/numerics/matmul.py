@@ -84,20 +84,25 @@ class MatmulResult:
     format: NumberFormat
     recipe: Recipe
     error: ErrorStats
+    b_format: NumberFormat | None = None
 
 
-def emulate_matmul(a: F64, b: F64, fmt: NumberFormat, recipe: Recipe, *, margin: int = 0
-                   ) -> MatmulResult:
-    """C = dequant(Q(A)) @ dequant(Q(B)) in FP32, blocks along K for both operands."""
+def emulate_matmul(a: F64, b: F64, fmt: NumberFormat, recipe: Recipe, *, margin: int = 0,
+                   b_format: NumberFormat | None = None) -> MatmulResult:
+    """C = dequant(Q(A)) @ dequant(Q(B)) in FP32, blocks along K for both operands.
+
+    ``b_format`` gives B its own format: the Transformer Engine's "hybrid" FP8 recipe runs
+    the backward data-gradient GEMM as gradients in E5M2 (A) times weights in E4M3 (B).
+    """
     if a.shape[1] != b.shape[0]:
         raise GpuarchError(f"--k: A is {a.shape} and B is {b.shape}")
     qa = quantize(a, fmt, recipe, margin=margin)
-    qb = quantize(b.T, fmt, recipe, margin=margin)  # B's reduction axis last
+    qb = quantize(b.T, b_format or fmt, recipe, margin=margin)  # B's reduction axis last
     c = np.matmul(qa.values.astype(np.float32), qb.values.T.astype(np.float32))
     reference = np.matmul(a, b)
     stats = compare(c.astype(np.float64), reference, qa.overflow + qb.overflow,
                     qa.underflow + qb.underflow)
-    return MatmulResult(a.shape[0], b.shape[1], a.shape[1], fmt, recipe, stats)
+    return MatmulResult(a.shape[0], b.shape[1], a.shape[1], fmt, recipe, stats, b_format)
 
 
 _DENSE_KEY = {
