@@ -22,9 +22,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from gpuarch.numerics import Distribution, NumberFormat, Recipe, make_operands  # noqa: E402
-from gpuarch.numerics.matmul import compare, emulate_matmul  # noqa: E402
-from gpuarch.numerics.recipes import scale_from_amax  # noqa: E402
+from gpuarch.numerics import Distribution, NumberFormat, Recipe, make_operands
+from gpuarch.numerics.matmul import compare, emulate_matmul
+from gpuarch.numerics.recipes import scale_from_amax
 
 
 def run(sizes: list[int]) -> dict[str, object]:
