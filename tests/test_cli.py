@@ -326,3 +326,35 @@ def test_numerics_errors(capsys: pytest.CaptureFixture[str], argv: list[str],
     """Bad numerics flags exit 2 and name the flag."""
     status, out, err = run(capsys, *argv)
     assert status == 2 and message in err and out == ""
+
+
+def test_probe_and_doctor_on_the_demo_machine(capsys: pytest.CaptureFixture[str],
+                                              tmp_path: Path) -> None:
+    """probe --fake demo: two H100s on NVLink; doctor reports findings; --save needs --bench."""
+    status, out, _ = run(capsys, "probe", "--fake", "demo", "--json")
+    assert status == 0
+    report = json.loads(out)["report"]
+    assert [g["product_key"] for g in report["gpus"]] == ["h100-sxm5-80gb"] * 2
+    assert report["topology"][0]["nvlinks"] == 4
+    status, out, _ = run(capsys, "doctor", "--fake", "demo", "--json")
+    assert status == 0
+    rules = {f["rule"] for f in json.loads(out)["findings"]}
+    assert "amp-advice" in rules
+    status, _, err = run(capsys, "probe", "--save", str(tmp_path / "c.json"))
+    assert status == 2 and "add --bench" in err
+    status, _, err = run(capsys, "probe", "--fake", str(tmp_path / "missing.json"))
+    assert status == 2 and "--fake: cannot read" in err
+
+
+def test_probe_bench_saves_a_calibration_file(capsys: pytest.CaptureFixture[str],
+                                              tmp_path: Path) -> None:
+    """probe --bench --quick --save writes a calibration file that loads back."""
+    pytest.importorskip("torch")
+    from gpuarch.probe.calibration import load_calibration
+
+    target = tmp_path / "cal.json"
+    status, out, _ = run(capsys, "probe", "--bench", "--quick", "--save", str(target),
+                         "--json")
+    assert status == 0 and json.loads(out)["saved"] == str(target)
+    cal = load_calibration(target)
+    assert cal.gemm and cal.bandwidth

@@ -9,7 +9,9 @@ import pytest
 
 import gpuarch
 
-MODULES = ["gpuarch", "gpuarch.catalog", "gpuarch.report", "gpuarch.units", "gpuarch.errors"]
+MODULES = ["gpuarch", "gpuarch.catalog", "gpuarch.report", "gpuarch.units", "gpuarch.errors",
+           "gpuarch.workloads", "gpuarch.perf", "gpuarch.estimate", "gpuarch.validation",
+           "gpuarch.numerics", "gpuarch.probe"]
 
 
 @pytest.mark.parametrize("name", MODULES)

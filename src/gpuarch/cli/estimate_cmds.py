@@ -48,6 +48,25 @@ def resolve_model(args: argparse.Namespace) -> TransformerShape:
     return shape
 
 
+def _calibrated(args: argparse.Namespace, catalog: Any, product: Any, system: Any
+                ) -> tuple[Any, dict[str, str] | None]:
+    """Efficiencies from --calibration FILE (and which parameters it measured)."""
+    from gpuarch.perf.collectives import link_for
+    from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY
+
+    if not getattr(args, "calibration", None):
+        return DEFAULT_EFFICIENCY, None
+    from gpuarch.probe.calibration import apply_calibration, load_calibration
+
+    cal = load_calibration(args.calibration)
+    pcie = catalog.pcie_generation(product.pcie_generation or 0)
+    intra, _ = link_for(product, system, pcie.x16_bandwidth_bytes_s if pcie else None)
+    eff, notes = apply_calibration(cal, DEFAULT_EFFICIENCY, catalog, product,
+                                   intra.bandwidth, intra.fabric.value)
+    notes["file"] = f"{cal.path} ({cal.device_name}, {cal.created})"
+    return eff, notes
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     from gpuarch.estimate.memory import Recompute
     from gpuarch.estimate.training import TrainingConfig, estimate_training
@@ -70,8 +89,10 @@ def cmd_train(args: argparse.Namespace) -> int:
         precision=args.precision or Precision.BF16, gpus_per_node=gpus_per_node)
     if system is None and args.gpus > gpus_per_node:
         system = catalog.system_for(product)
+    eff, measured = _calibrated(args, catalog, product, system)
     est = estimate_training(catalog, shape, product, cfg, system=system,
-                            tokens=args.tokens, price_per_gpu_hour=args.price_per_gpu_hour)
+                            tokens=args.tokens, price_per_gpu_hour=args.price_per_gpu_hour,
+                            efficiency=eff, measured=measured)
     print(to_json(est.as_json()) if args.json else render_training(est))
     return 0
 
@@ -116,7 +137,9 @@ def cmd_infer(args: argparse.Namespace) -> int:
         quant=QuantScheme(weights, activations, kv),
         batching=args.batching or Batching.STATIC, chunk=args.chunk,
         gpus_per_node=args.gpus_per_node or (system.gpus_per_node if system else 8))
-    est = estimate_inference(catalog, shape, product, cfg, system=system)
+    eff, measured = _calibrated(args, catalog, product, system)
+    est = estimate_inference(catalog, shape, product, cfg, system=system, efficiency=eff,
+                             measured=measured)
     print(to_json(est.as_json()) if args.json else render_inference(est))
     return 0
 
@@ -266,6 +289,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                    help="fp32, tf32, fp16, bf16 (default) or fp8")
     p.add_argument("--tokens", type=float, help="total training tokens (adds time, cost)")
     p.add_argument("--price-per-gpu-hour", type=float, help="USD per GPU-hour")
+    p.add_argument("--calibration", type=Path, metavar="FILE",
+                   help="measured efficiencies from 'gpuarch probe --bench --save FILE'")
     p.set_defaults(handler=cmd_train)
 
     p = est_sub.add_parser("infer", parents=[common],
@@ -297,6 +322,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
         help="static (default) or continuous (in-flight, steady state)")
     p.add_argument("--chunk", type=int, default=0,
                    help="chunked prefill: tokens per chunk (default: whole prompt)")
+    p.add_argument("--calibration", type=Path, metavar="FILE",
+                   help="measured efficiencies from 'gpuarch probe --bench --save FILE'")
     p.set_defaults(handler=cmd_infer)
 
     p = sub.add_parser("roofline", parents=[common],

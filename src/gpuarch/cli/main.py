@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from gpuarch import __version__
-from gpuarch.cli import catalog_cmds, estimate_cmds, numerics_cmds
+from gpuarch.cli import catalog_cmds, estimate_cmds, numerics_cmds, probe_cmds
 from gpuarch.errors import GpuarchError
 
 __all__ = ["build_parser", "main"]
@@ -29,6 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     catalog_cmds.add_commands(sub, common)
     estimate_cmds.add_commands(sub, common)
     numerics_cmds.add_commands(sub, common)
+    probe_cmds.add_commands(sub, common)
     return parser
 
 

@@ -392,6 +392,7 @@ def estimate_inference(
     *,
     system: System | None = None,
     efficiency: Efficiency = DEFAULT_EFFICIENCY,
+    measured: dict[str, str] | None = None,
 ) -> InferenceEstimate:
     """Estimate serving ``shape`` on ``cfg.gpus`` x ``product``."""
     cfg.validate(shape)
@@ -457,6 +458,9 @@ def estimate_inference(
         "reserve_fraction": RESERVE_FRACTION,
         "max_prefill_tokens_per_pass": MAX_PREFILL_TOKENS,
         "efficiency": efficiency.as_dict(),
+        "efficiency_origin": "assumed defaults fitted to published measurements"
+        if efficiency is DEFAULT_EFFICIENCY else "calibrated or overridden",
+        "measured_parameters": measured or {},
         "mean_decode_context": mean_ctx,
         "requests_in_flight": requested,
         "queueing_s": queue,

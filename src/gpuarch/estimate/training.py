@@ -358,6 +358,7 @@ def estimate_training(
     efficiency: Efficiency = DEFAULT_EFFICIENCY,
     tokens: float | None = None,
     price_per_gpu_hour: float | None = None,
+    measured: dict[str, str] | None = None,
 ) -> TrainingEstimate:
     """Estimate one training step of ``shape`` on ``cfg.gpus`` x ``product``."""
     cfg.validate(shape)
@@ -478,6 +479,7 @@ def estimate_training(
         "efficiency": eff.as_dict(),
         "efficiency_origin": "assumed defaults fitted to published measurements"
         if eff is DEFAULT_EFFICIENCY else "calibrated or overridden",
+        "measured_parameters": measured or {},
         "flops_convention": "Megatron/PaLM: 2 FLOP per MAC, full (non-causal) attention",
         "bytes_per_param": {"weights": BYTES_PER_PARAM.weights,
                             "gradients": BYTES_PER_PARAM.gradients,

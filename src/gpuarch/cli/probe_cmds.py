@@ -1,0 +1,169 @@
+"""probe and doctor: read the machine, benchmark it, check its settings."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from gpuarch.catalog.loader import load_catalog
+from gpuarch.errors import GpuarchError
+from gpuarch.report.serialize import to_json, to_jsonable
+
+__all__ = ["add_commands"]
+
+DEMO_MACHINE = Path(__file__).resolve().parents[1] / "probe" / "data" / "dgx-h100.json"
+
+
+def _report(args: argparse.Namespace) -> Any:
+    from gpuarch.probe.fake_nvml import FakeNvml
+    from gpuarch.probe.run import run_probe
+
+    nv = None
+    if args.fake is not None:
+        path = DEMO_MACHINE if str(args.fake) == "demo" else args.fake
+        try:
+            nv = FakeNvml.from_file(path)
+        except (OSError, json.JSONDecodeError) as exc:
+            raise GpuarchError(f"--fake: cannot read {path} ({exc})") from None
+    return run_probe(load_catalog(), nv)
+
+
+def _bench_rows(report: Any, bench: Any) -> list[dict[str, Any]]:
+    """Each measurement beside the catalog's peak for the first GPU (or none on CPU)."""
+    from gpuarch.catalog.peaks import PeakKey
+
+    catalog = load_catalog()
+    product = None
+    if report.gpus and report.gpus[0].product_key and bench.device == "cuda":
+        product = catalog.product(report.gpus[0].product_key)
+    keys = {"fp32": PeakKey.FP32, "tf32": PeakKey.TENSOR_TF32, "fp16": PeakKey.TENSOR_FP16,
+            "bf16": PeakKey.TENSOR_BF16, "fp8": PeakKey.TENSOR_FP8,
+            "int8": PeakKey.TENSOR_INT8}
+    rows = []
+    for g in bench.gemm:
+        peak = product.peak(keys[g.precision]) if product and g.precision in keys else None
+        rows.append({"what": f"GEMM {g.precision}", "size": f"{g.m}x{g.n}x{g.k}",
+                     "measured": g.flops_per_s / 1e12, "unit": "TFLOP/s",
+                     "catalog_peak": peak / 1e12 if peak else None,
+                     "fraction": g.flops_per_s / peak if peak else None})
+    for b in bench.bandwidth:
+        peak = product.memory_bandwidth_bytes_s if product and b.kind == "device_copy" \
+            else None
+        rows.append({"what": b.kind.replace("_", " "), "size": f"{b.bytes / 2**20:.3g} MiB",
+                     "measured": b.bytes_per_s / 1e9, "unit": "GB/s",
+                     "catalog_peak": peak / 1e9 if peak else None,
+                     "fraction": b.bytes_per_s / peak if peak else None})
+    for c in bench.collectives:
+        rows.append({"what": f"{c.op} x{c.ranks} (bus)", "size": f"{c.bytes / 2**20:.3g} MiB",
+                     "measured": c.busbw / 1e9, "unit": "GB/s", "catalog_peak": None,
+                     "fraction": None})
+    return rows
+
+
+def cmd_probe(args: argparse.Namespace) -> int:
+    from gpuarch.report.probe_text import render_bench, render_probe
+
+    if args.save is not None and not args.bench:
+        raise GpuarchError("--save writes measurements: add --bench")
+    report = _report(args)
+    doc: dict[str, Any] = {"report": to_jsonable(report)}
+    text = render_probe(report)
+    if args.bench:
+        from gpuarch.probe.bench import run_benchmarks, terminal_progress
+
+        if report.torch is None:
+            raise GpuarchError("--bench needs torch: pip install 'gpuarch[probe]' "
+                               "(torch==2.13.0)")
+        rank = _init_distributed()
+        bench = run_benchmarks(quick=args.quick, progress=None if args.json or rank
+                               else terminal_progress())
+        _finish_distributed()
+        if rank:  # under torchrun only rank 0 reports
+            return 0
+        rows = _bench_rows(report, bench)
+        doc["benchmarks"] = {"device": bench.device, "rows": rows,
+                             "skipped": [list(s) for s in bench.skipped]}
+        text += render_bench(rows, bench.skipped)
+        if args.save is not None:
+            from gpuarch.probe.calibration import calibration_document
+
+            _write_whole(args.save, json.dumps(calibration_document(report, bench), indent=2))
+            text += f"\n\nCalibration written to {args.save}"
+            doc["saved"] = str(args.save)
+    print(to_json(doc) if args.json else text)
+    return 0
+
+
+def _init_distributed() -> int:
+    """Under torchrun (WORLD_SIZE set), join the process group: NCCL on GPUs, else gloo.
+    Returns this process's rank (0 when not distributed)."""
+    if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
+        return 0
+    import torch
+    import torch.distributed as dist
+
+    if not dist.is_initialized():
+        cuda = torch.cuda.is_available()
+        if cuda:
+            torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
+        dist.init_process_group("nccl" if cuda else "gloo")
+    return int(dist.get_rank())
+
+
+def _finish_distributed() -> None:
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        import torch.distributed as dist
+
+        if dist.is_initialized():
+            dist.destroy_process_group()
+
+
+def _write_whole(path: Path, text: str) -> None:
+    """Write a file completely or not at all."""
+    target = path.resolve()
+    if not target.parent.is_dir():
+        raise GpuarchError(f"--save: folder {str(path.parent)!r} does not exist")
+    fd, tmp = tempfile.mkstemp(prefix=".gpuarch-", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, target)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from gpuarch.probe.doctor import diagnose
+    from gpuarch.report.probe_text import render_doctor
+
+    report = _report(args)
+    findings = diagnose(report, load_catalog())
+    if args.json:
+        print(to_json({"findings": findings}))
+    else:
+        print(render_doctor(findings))
+    return 0
+
+
+def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
+                 common: argparse.ArgumentParser) -> None:
+    fake_help = ("read a machine description (JSON, see gpuarch/probe/fake_nvml.py) instead of "
+                 "NVML; 'demo' is a built-in 2 x H100 example")
+    p = sub.add_parser("probe", parents=[common],
+                       help="what GPUs this machine has, their state and topology")
+    p.add_argument("--bench", action="store_true",
+                   help="run microbenchmarks (torch): GEMMs, memory, collectives")
+    p.add_argument("--quick", action="store_true", help="small benchmark sizes")
+    p.add_argument("--save", type=Path, metavar="FILE", help="write a calibration file")
+    p.add_argument("--fake", type=Path, metavar="FILE", help=fake_help)
+    p.set_defaults(handler=cmd_probe)
+    p = sub.add_parser("doctor", parents=[common],
+                       help="check settings: torch build, TF32/AMP, PCIe, power, NCCL")
+    p.add_argument("--fake", type=Path, metavar="FILE", help=fake_help)
+    p.set_defaults(handler=cmd_doctor)

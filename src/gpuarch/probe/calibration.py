@@ -1,0 +1,154 @@
+"""Calibration files: what the probe measured, in a versioned JSON schema that the
+training and inference models read with ``--calibration FILE``.
+
+Schema (version 1)::
+
+    {"schema": "gpuarch-calibration", "version": 1, "created": "2026-11-29T18:00:00Z",
+     "device": {"name": "NVIDIA H100 80GB HBM3", "product": "h100-sxm5-80gb",
+                "driver": "550.54.15", "gpus": 8, "torch": "2.13.0"},
+     "gemm": [{"precision": "bf16", "m": 8192, "n": 8192, "k": 8192, "tflops": 790.0}],
+     "bandwidth": [{"kind": "device_copy", "gb_s": 4300.0}],
+     "collectives": [{"op": "all_reduce", "bytes": 67108864, "ranks": 8, "busbw_gb_s": 360.0}]}
+
+Applying a calibration replaces the model's assumed efficiencies with measured ones: the
+best measured BF16 (else FP16) GEMM rate over the catalog's peak becomes the GEMM efficiency
+of that GPU's Tensor Core generation, FP8 over its peak the FP8 multiplier, the device-copy
+bandwidth over the datasheet the memory efficiency, and the largest all-reduce bus bandwidth
+over the link's per-direction rate the NVLink (or PCIe) bus efficiency. The estimate lists
+which parameters came from measurement.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gpuarch.catalog.loader import Catalog
+from gpuarch.catalog.model import Product
+from gpuarch.catalog.peaks import PeakKey
+from gpuarch.errors import GpuarchError
+from gpuarch.perf.efficiency import Efficiency
+
+__all__ = ["SCHEMA", "VERSION", "Calibration", "apply_calibration", "calibration_document",
+           "load_calibration"]
+
+SCHEMA = "gpuarch-calibration"
+VERSION = 1
+
+_PEAKS = {"bf16": PeakKey.TENSOR_BF16, "fp16": PeakKey.TENSOR_FP16, "fp8": PeakKey.TENSOR_FP8,
+          "tf32": PeakKey.TENSOR_TF32, "fp32": PeakKey.FP32, "int8": PeakKey.TENSOR_INT8}
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """A validated calibration file."""
+
+    path: str
+    created: str
+    device_name: str
+    product: str | None
+    gemm: tuple[dict[str, Any], ...]
+    bandwidth: tuple[dict[str, Any], ...]
+    collectives: tuple[dict[str, Any], ...]
+
+
+def calibration_document(report: Any, bench: Any) -> dict[str, Any]:
+    """A calibration document from a probe report and its benchmark results."""
+    gpu = report.gpus[0] if report.gpus else None
+    return {
+        "schema": SCHEMA,
+        "version": VERSION,
+        "created": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "device": {"name": gpu.name if gpu else bench.device,
+                   "product": gpu.product_key if gpu else None,
+                   "driver": report.driver_version, "gpus": len(report.gpus),
+                   "torch": report.torch.version if report.torch else None},
+        "gemm": [{"precision": g.precision, "m": g.m, "n": g.n, "k": g.k,
+                  "tflops": g.flops_per_s / 1e12} for g in bench.gemm],
+        "bandwidth": [{"kind": b.kind, "gb_s": b.bytes_per_s / 1e9} for b in bench.bandwidth],
+        "collectives": [{"op": c.op, "bytes": c.bytes, "ranks": c.ranks,
+                         "busbw_gb_s": c.busbw / 1e9} for c in bench.collectives],
+    }
+
+
+def _need(doc: dict[str, Any], key: str, kind: type, path: Path) -> Any:
+    if key not in doc:
+        raise GpuarchError(f"{path}: missing key {key!r}")
+    if not isinstance(doc[key], kind):
+        raise GpuarchError(f"{path}: {key!r} must be a {kind.__name__}, got {doc[key]!r}")
+    return doc[key]
+
+
+def load_calibration(path: Path) -> Calibration:
+    """Read and validate a calibration file (errors name the file and the key)."""
+    try:
+        doc = json.loads(path.read_text())
+    except OSError as exc:
+        raise GpuarchError(f"--calibration: cannot read {path} ({exc.strerror})") from None
+    except json.JSONDecodeError as exc:
+        raise GpuarchError(f"--calibration: {path} is not JSON ({exc.msg})") from None
+    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+        raise GpuarchError(f"--calibration: {path} is not a gpuarch calibration file "
+                           f"(schema {SCHEMA!r})")
+    if doc.get("version") != VERSION:
+        raise GpuarchError(f"--calibration: {path}: version {doc.get('version')!r} is not "
+                           f"supported (expected {VERSION})")
+    device = _need(doc, "device", dict, path)
+    for section, keys in (("gemm", ("precision", "tflops")), ("bandwidth", ("kind", "gb_s")),
+                          ("collectives", ("op", "busbw_gb_s"))):
+        for i, row in enumerate(_need(doc, section, list, path)):
+            for key in keys:
+                if not isinstance(row, dict) or key not in row:
+                    raise GpuarchError(f"{path}: {section}[{i}] lacks {key!r}")
+    return Calibration(str(path), str(doc.get("created", "")), str(device.get("name", "")),
+                       device.get("product"), tuple(doc["gemm"]), tuple(doc["bandwidth"]),
+                       tuple(doc["collectives"]))
+
+
+def apply_calibration(cal: Calibration, eff: Efficiency, catalog: Catalog, product: Product,
+                      link_bytes_s: float | None = None, link_fabric: str = "nvlink"
+                      ) -> tuple[Efficiency, dict[str, str]]:
+    """Efficiencies with the measured ones substituted, and what each was derived from.
+
+    Refuses a calibration measured on another product: the fractions only carry over to the
+    GPU they were measured on.
+    """
+    if cal.product and cal.product != product.key:
+        raise GpuarchError(f"--calibration: {cal.path} was measured on {cal.product}, not "
+                           f"{product.key}")
+    changes: dict[str, Any] = {}
+    notes: dict[str, str] = {}
+
+    def best(precision: str) -> float | None:
+        rates = [float(g["tflops"]) * 1e12 for g in cal.gemm if g["precision"] == precision]
+        return max(rates) if rates else None
+
+    generation = catalog.chip_of(product).sm.tensor_core_generation
+    sixteen = next(((p, r) for p in ("bf16", "fp16") if (r := best(p))), None)
+    if sixteen and generation:
+        precision, rate = sixteen
+        peak = product.peak(_PEAKS[precision])
+        if peak:
+            gens = list(eff.gemm_by_generation)
+            gens[generation - 1] = min(1.0, rate / peak)
+            changes["gemm_by_generation"] = gens
+            notes["gemm_by_generation"] = (f"measured {precision} GEMM {rate / 1e12:.0f} "
+                                           f"TFLOP/s of {peak / 1e12:.0f} peak")
+            fp8, fp8_peak = best("fp8"), product.peak(PeakKey.TENSOR_FP8)
+            if fp8 and fp8_peak:
+                changes["gemm_fp8"] = min(1.5, (fp8 / fp8_peak) / (rate / peak))
+                notes["gemm_fp8"] = f"measured FP8 GEMM {fp8 / 1e12:.0f} TFLOP/s"
+    copies = [float(b["gb_s"]) * 1e9 for b in cal.bandwidth if b["kind"] == "device_copy"]
+    if copies:
+        changes["memory"] = min(1.0, max(copies) / product.memory_bandwidth_bytes_s)
+        notes["memory"] = f"measured device copy {max(copies) / 1e9:.0f} GB/s"
+    reduces = [float(c["busbw_gb_s"]) * 1e9 for c in cal.collectives
+               if c["op"] == "all_reduce"]
+    if reduces and link_bytes_s:
+        key = "pcie_bus" if link_fabric == "pcie" else "nvlink_bus"
+        changes[key] = min(1.0, max(reduces) / link_bytes_s)
+        notes[key] = f"measured all-reduce bus bandwidth {max(reduces) / 1e9:.0f} GB/s"
+    return eff.with_overrides(changes), notes

@@ -1,0 +1,153 @@
+"""The probe on a fake NVML: inventory, catalog matching, topology, missing readings,
+calibration files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpuarch.catalog import load_catalog
+from gpuarch.errors import GpuarchError
+from gpuarch.perf import DEFAULT_EFFICIENCY
+from gpuarch.probe.calibration import apply_calibration, load_calibration
+from gpuarch.probe.fake_nvml import FakeNvml
+from gpuarch.probe.readings import LinkKind
+from gpuarch.probe.run import run_probe
+
+CATALOG = load_catalog()
+DEMO = Path(__file__).resolve().parents[1] / "src/gpuarch/probe/data/dgx-h100.json"
+GIB = 2**30
+
+
+def gpu(name: str, cc: tuple[int, int], gib: float, power_w: float, **extra: Any
+        ) -> dict[str, Any]:
+    return {"name": name, "cc": list(cc), "memory_total": gib * GIB,
+            "power_default_mw": power_w * 1000, "power_limit_mw": power_w * 1000,
+            "power_range_mw": [100000, power_w * 1000], **extra}
+
+
+@pytest.mark.parametrize(
+    ("name", "cc", "gib", "power", "expected"),
+    [
+        # names as nvidia-smi prints them, with the memory NVML reports
+        ("NVIDIA H100 80GB HBM3", (9, 0), 79.6, 700, "h100-sxm5-80gb"),
+        ("NVIDIA H100 PCIe", (9, 0), 79.6, 350, "h100-pcie-80gb"),
+        ("NVIDIA H200", (9, 0), 140.4, 700, "h200-sxm-141gb"),
+        ("NVIDIA A100-SXM4-80GB", (8, 0), 80.0, 400, "a100-sxm4-80gb"),
+        ("NVIDIA A100-SXM4-40GB", (8, 0), 40.0, 400, "a100-sxm4-40gb"),
+        ("NVIDIA A100 80GB PCIe", (8, 0), 80.0, 300, "a100-pcie-80gb"),
+        ("Tesla V100-SXM2-32GB", (7, 0), 32.0, 300, "v100-sxm2-32gb"),
+        ("Tesla T4", (7, 5), 15.0, 70, "tesla-t4"),
+        ("NVIDIA GeForce RTX 4090", (8, 9), 24.0, 450, "rtx-4090"),
+        ("NVIDIA L40S", (8, 9), 44.5, 350, "l40s"),
+        ("NVIDIA B200", (10, 0), 179.0, 1000, "b200"),
+    ],
+)
+def test_nvml_names_match_catalog_products(name: str, cc: tuple[int, int], gib: float,
+                                           power: float, expected: str) -> None:
+    """Each GPU is matched by name, compute capability, memory and power limit."""
+    report = run_probe(CATALOG, FakeNvml({"gpus": [gpu(name, cc, gib, power)]}))
+    assert report.gpus[0].product_key == expected, report.gpus[0].match_note
+
+
+def test_unknown_gpu_is_reported_not_guessed() -> None:
+    """A GPU the catalog lacks is left unmatched, with the reason."""
+    report = run_probe(CATALOG, FakeNvml({"gpus": [gpu("NVIDIA Mystery 9000", (13, 0), 12,
+                                                       100)]}))
+    assert report.gpus[0].product_key is None
+    assert "no catalog product matches" in (report.gpus[0].match_note or "")
+
+
+def test_demo_machine_inventory_and_nvlink_topology() -> None:
+    """The built-in demo: two H100 SXM5 joined by four NVLinks, full Gen5 x16, idle."""
+    report = run_probe(CATALOG, FakeNvml.from_file(DEMO))
+    assert report.driver_version == "550.54.15" and report.cuda_driver_version == "12.4"
+    g = report.gpus[0]
+    assert g.compute_capability == "9.0" and g.power_limit_w == 700
+    assert g.pcie is not None and (g.pcie.generation, g.pcie.width) == (5, 16)
+    assert g.throttle_reasons == ("gpu_idle",)
+    assert g.pci_device_id == 8960
+    (link,) = report.topology
+    assert link.kind is LinkKind.NVLINK and link.nvlinks == 4 and link.label == "NV4"
+
+
+@pytest.mark.parametrize(("level", "label"), [(10, "PIX"), (20, "PXB"), (30, "PHB"),
+                                              (40, "NODE"), (50, "SYS")])
+def test_pcie_paths(level: int, label: str) -> None:
+    """Without NVLink the PCIe common ancestor gives nvidia-smi topo -m's labels."""
+    machine = {"gpus": [gpu("NVIDIA L40S", (8, 9), 44.5, 350, bus_id=f"0000:{i}1:00.0")
+                        for i in range(2)], "common_ancestor": {"0-1": level}}
+    (link,) = run_probe(CATALOG, FakeNvml(machine)).topology
+    assert link.label == label
+
+
+def test_missing_readings_are_listed_not_raised() -> None:
+    """A GPU that supports almost nothing still yields a reading and a list of gaps."""
+    report = run_probe(CATALOG, FakeNvml({"gpus": [{"name": "NVIDIA A10"}]}))
+    g = report.gpus[0]
+    assert g.memory_total_bytes is None and g.ecc_enabled is None and g.mig is None
+    gaps = {u.what for u in report.unavailable}
+    assert {"GPU 0 memory", "GPU 0 ECC mode", "driver version"} <= gaps
+
+
+def test_no_driver() -> None:
+    """No driver: no GPUs, and the reason."""
+    report = run_probe(CATALOG, FakeNvml({"no_driver": True}))
+    assert report.gpus == () and report.unavailable[-1].what == "NVML"
+    assert "Driver Not Loaded" in report.unavailable[-1].reason
+
+
+def _calibration(tmp_path: Path, **over: Any) -> Path:
+    doc = {"schema": "gpuarch-calibration", "version": 1, "created": "2026-11-29T00:00:00Z",
+           "device": {"name": "NVIDIA H100 80GB HBM3", "product": "h100-sxm5-80gb"},
+           "gemm": [{"precision": "bf16", "m": 8192, "n": 8192, "k": 8192, "tflops": 700.0},
+                    {"precision": "fp8", "m": 8192, "n": 8192, "k": 8192, "tflops": 1200.0}],
+           "bandwidth": [{"kind": "device_copy", "gb_s": 3000.0}],
+           "collectives": [{"op": "all_reduce", "bytes": 2**26, "ranks": 8,
+                            "busbw_gb_s": 360.0}]}
+    doc.update(over)
+    path = tmp_path / "cal.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_calibration_replaces_efficiencies(tmp_path: Path) -> None:
+    """Measured GEMM, copy and all-reduce rates become the model's efficiencies."""
+    cal = load_calibration(_calibration(tmp_path))
+    h100 = CATALOG.product("h100")
+    eff, notes = apply_calibration(cal, DEFAULT_EFFICIENCY, CATALOG, h100, 450e9, "nvlink")
+    assert eff.gemm_by_generation[3] == pytest.approx(700 / 989.4, rel=1e-3)
+    assert eff.gemm_fp8 == pytest.approx((1200 / 1978.9) / (700 / 989.4), rel=1e-3)
+    assert eff.memory == pytest.approx(3000 / 3352, rel=1e-3)
+    assert eff.nvlink_bus == pytest.approx(360 / 450)
+    assert set(notes) == {"gemm_by_generation", "gemm_fp8", "memory", "nvlink_bus"}
+
+
+def test_calibration_errors_name_the_problem(tmp_path: Path) -> None:
+    """Wrong schema, version, missing keys or another GPU's file are refused clearly."""
+    with pytest.raises(GpuarchError, match="not a gpuarch calibration file"):
+        load_calibration(_calibration(tmp_path, schema="other"))
+    with pytest.raises(GpuarchError, match="version 2 is not supported"):
+        load_calibration(_calibration(tmp_path, version=2))
+    with pytest.raises(GpuarchError, match=r"gemm\[0\] lacks 'tflops'"):
+        load_calibration(_calibration(tmp_path, gemm=[{"precision": "bf16"}]))
+    cal = load_calibration(_calibration(tmp_path))
+    with pytest.raises(GpuarchError, match="was measured on h100-sxm5-80gb, not"):
+        apply_calibration(cal, DEFAULT_EFFICIENCY, CATALOG, CATALOG.product("a100"))
+
+
+def test_calibrated_estimate_says_what_was_measured(tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """estimate train --calibration lists the measured parameters in its assumptions."""
+    from gpuarch.cli.main import main
+
+    status = main(["estimate", "train", "--model", "llama-3.1-8b", "--gpu", "h100", "--gpus",
+                   "8", "--seq-len", "4096", "--global-batch", "64", "--calibration",
+                   str(_calibration(tmp_path)), "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert status == 0
+    assert doc["assumptions"]["efficiency_origin"] == "calibrated or overridden"
+    assert "gemm_by_generation" in doc["assumptions"]["measured_parameters"]
