@@ -151,3 +151,29 @@ def test_calibrated_estimate_says_what_was_measured(tmp_path: Path,
     assert status == 0
     assert doc["assumptions"]["efficiency_origin"] == "calibrated or overridden"
     assert "gemm_by_generation" in doc["assumptions"]["measured_parameters"]
+
+
+def test_calibration_fits_the_gemm_size_curve(tmp_path: Path) -> None:
+    """Several measured GEMM sizes fit the size curve as well as the top efficiency."""
+    rows = [{"precision": "bf16", "m": s, "n": s, "k": s, "tflops": t}
+            for s, t in ((1024, 300.0), (4096, 650.0), (8192, 720.0))]
+    cal = load_calibration(_calibration(tmp_path, gemm=rows))
+    eff, notes = apply_calibration(cal, DEFAULT_EFFICIENCY, CATALOG, CATALOG.product("h100"))
+    assert "gemm_half_dim" in notes and eff.gemm_half_dim > 0
+    assert 0.5 < eff.gemm_by_generation[3] <= 1.0
+
+
+def test_matching_prefers_the_pci_device_id() -> None:
+    """A product listing a PCI device id is matched by it, whatever the name says."""
+    listed = [p for p in CATALOG.products if len(p.pci_device_ids) == 1]
+    if not listed:
+        pytest.skip("no product in the catalog lists a PCI device id yet")
+    p = listed[0]
+    chip = CATALOG.chip_of(p)
+    machine = {"gpus": [gpu("Some Renamed Board", tuple(int(x) for x in
+                                                    chip.compute_capability.split(".")),
+                            p.memory_bytes / GIB, p.tdp_w or 300,
+                            device_id=int(p.pci_device_ids[0], 16))]}
+    report = run_probe(CATALOG, FakeNvml(machine))
+    assert report.gpus[0].product_key == p.key
+    assert "PCI device id" in (report.gpus[0].match_note or "")

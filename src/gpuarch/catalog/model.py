@@ -178,6 +178,9 @@ class Product:
         "c2c_bandwidth_gb_s", "float", Unit.GB_S, default=None
     )
     notes: str | None = spec("notes", "str", default=None)
+    pci_device_ids: tuple[str, ...] = spec(
+        "pci_device_ids", "str_list", default=(),
+        doc="PCI device ids as 4 hex digits (\"2330\"), how NVML identifies the board")
     dense_flops: Mapping[PeakKey, float] = spec(
         "dense_tflops", "peaks", Unit.TFLOPS, default={}
     )

@@ -45,7 +45,11 @@ def _bench_rows(report: Any, bench: Any) -> list[dict[str, Any]]:
             "int8": PeakKey.TENSOR_INT8}
     rows = []
     for g in bench.gemm:
-        peak = product.peak(keys[g.precision]) if product and g.precision in keys else None
+        if g.precision == "fp16_sparse":
+            peak = product.peak(PeakKey.TENSOR_FP16, sparse=True) if product else None
+        else:
+            peak = product.peak(keys[g.precision]) if product and g.precision in keys \
+                else None
         rows.append({"what": f"GEMM {g.precision}", "size": f"{g.m}x{g.n}x{g.k}",
                      "measured": g.flops_per_s / 1e12, "unit": "TFLOP/s",
                      "catalog_peak": peak / 1e12 if peak else None,

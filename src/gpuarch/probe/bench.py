@@ -40,7 +40,10 @@ __all__ = [
     "time_fn",
 ]
 
-GEMM_PRECISIONS: tuple[str, ...] = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8")
+GEMM_PRECISIONS: tuple[str, ...] = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8",
+                                     "fp16_sparse")
+"""``fp16_sparse``: A pruned to 2:4 and stored semi-structured (torch.sparse), times dense B;
+its FLOPs are counted as the dense equivalent 2mnk, as NVIDIA quotes sparse peaks."""
 BANDWIDTH_KINDS: tuple[str, ...] = (
     "device_copy",
     "host_to_device",
@@ -229,6 +232,10 @@ def _gemm_operands(torch: Any, precision: str, a: Any, b: Any, cache: dict[str, 
             torch.randint(-64, 64, a.shape, dtype=torch.int8, device=a.device),
             torch.randint(-64, 64, b.shape, dtype=torch.int8, device=a.device),
         )
+    elif precision == "fp16_sparse":
+        keep = torch.tensor([1, 1, 0, 0], dtype=torch.float16, device=a.device)
+        pruned = a.to(torch.float16) * keep.repeat(a.shape[1] // 4)
+        ops = (torch.sparse.to_sparse_semi_structured(pruned), b.to(torch.float16))
     else:
         raise ValueError(f"unknown precision {precision!r}; expected one of {GEMM_PRECISIONS}")
     cache[precision] = ops
@@ -307,6 +314,11 @@ def bench_gemm(
             dead[p] = "TF32 is a CUDA tensor-core mode; not applicable on " + device
         elif p == "int8" and not cuda:
             dead[p] = "torch._int_mm is benchmarked on CUDA only; device is " + device
+        elif p == "fp16_sparse":
+            if not cuda:
+                dead[p] = "2:4 sparse GEMMs need a CUDA GPU with sparse Tensor Cores"
+            elif torch.cuda.get_device_capability(torch.device(device)) < (8, 0):
+                dead[p] = "2:4 sparse Tensor Cores need compute capability 8.0 or newer"
         elif p == "fp8":
             why = _fp8_unavailable(torch, device)
             if why is not None:

@@ -108,6 +108,33 @@ def load_calibration(path: Path) -> Calibration:
                        tuple(doc["collectives"]))
 
 
+def _fit_curve(rows: list[dict[str, Any]], product: Product, generation: int,
+               eff: Efficiency) -> tuple[float, float]:
+    """Base efficiency and the K at which it halves, fitted (least squares in log) to the
+    measured rates at several GEMM sizes, through the roofline's own size model."""
+    import math
+
+    from gpuarch.perf.precision import Precision
+    from gpuarch.perf.roofline import Device, Gemm, op_cost
+
+    device = Device.of(product, Precision.BF16, generation)
+    best: tuple[float, float, float] | None = None
+    for half in (0.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0, 2048.0, 4096.0):
+        trial = eff.with_overrides({"gemm_half_dim": half, "kernel_overhead_s": 0.0,
+                                    "gemm_by_generation": [1.0] * len(eff.gemm_by_generation)})
+        logs = []
+        for row in rows:
+            op = Gemm(int(row["m"]), int(row["n"]), int(row["k"]))
+            modelled = op.flops / op_cost(op, device, trial).time_s
+            logs.append(math.log(float(row["tflops"]) * 1e12 / modelled))
+        mean = sum(logs) / len(logs)
+        spread = sum((x - mean) ** 2 for x in logs)
+        if best is None or spread < best[0]:
+            best = (spread, math.exp(mean), half)
+    assert best is not None  # the loop runs at least once
+    return best[1], best[2]
+
+
 def apply_calibration(cal: Calibration, eff: Efficiency, catalog: Catalog, product: Product,
                       link_bytes_s: float | None = None, link_fabric: str = "nvlink"
                       ) -> tuple[Efficiency, dict[str, str]]:
@@ -137,6 +164,13 @@ def apply_calibration(cal: Calibration, eff: Efficiency, catalog: Catalog, produ
             changes["gemm_by_generation"] = gens
             notes["gemm_by_generation"] = (f"measured {precision} GEMM {rate / 1e12:.0f} "
                                            f"TFLOP/s of {peak / 1e12:.0f} peak")
+            sizes = [g for g in cal.gemm if g["precision"] == precision and "k" in g]
+            if len({g["k"] for g in sizes}) >= 2:
+                base, half = _fit_curve(sizes, product, generation, eff)
+                gens[generation - 1] = min(1.0, base)
+                changes["gemm_half_dim"] = half
+                notes["gemm_half_dim"] = (f"size curve fitted to {len(sizes)} measured "
+                                          f"{precision} GEMM sizes")
             fp8, fp8_peak = best("fp8"), product.peak(PeakKey.TENSOR_FP8)
             if fp8 and fp8_peak:
                 changes["gemm_fp8"] = min(1.5, (fp8 / fp8_peak) / (rate / peak))

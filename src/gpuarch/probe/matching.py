@@ -1,7 +1,8 @@
 """Matching a GPU that NVML names ("NVIDIA H100 80GB HBM3") to its catalog product.
 
 NVML names are not catalog names, and one name can cover several products (H100 SXM5 and
-H100 PCIe both have 80 GB). The match uses, in order: the name through the catalog's
+H100 PCIe both have 80 GB). The match uses, in order: the PCI device id, where the catalog
+lists it for exactly one product; the name through the catalog's
 aliases; if that is ambiguous or unknown, the products of the same family (the first token
 with a digit, "h100") filtered by compute capability and memory size (within 10%), and
 finally the board power limit closest to the product's TDP. The note says how it matched.
@@ -36,6 +37,11 @@ def _fits(catalog: Catalog, p: Product, gpu: GpuReading) -> bool:
 
 def match_product(catalog: Catalog, gpu: GpuReading) -> tuple[Product | None, str]:
     """The catalog product for ``gpu`` and a note on how it was chosen."""
+    if gpu.pci_device_id is not None:
+        dev = f"{gpu.pci_device_id:04x}"
+        by_id = [p for p in catalog.products if dev in p.pci_device_ids]
+        if len(by_id) == 1:
+            return by_id[0], f"PCI device id {dev}"
     try:
         product = catalog.product(gpu.name)
         if _fits(catalog, product, gpu):
