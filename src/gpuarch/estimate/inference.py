@@ -13,7 +13,9 @@ Model:
   at the mean context gives the mean step time exactly.
 - **Static batch**: TTFT = prefill of the whole batch; request latency = TTFT + (O - 1)
   decode steps. **Continuous batching** (steady state): every O decode steps, ``batch`` new
-  prompts are prefilled between them, so decode steps are stretched by the prefill work.
+  prompts are prefilled between them (batched into passes), so decode steps are stretched by
+  the prefill work; a new prompt's TTFT is its pass plus the M/D/1 wait for the prefill
+  server at that load, plus half a decode step.
 - **Memory**: weights at their format (sharded by TP x PP, experts by EP), KV cache at its
   format for prompt + output tokens, peak prefill activations and logits, and a reserve.
 """
@@ -419,14 +421,22 @@ def estimate_inference(
         latency = ttft + (cfg.output_len - 1) * tpot
         per_replica = batch * cfg.output_len / latency
     else:
-        one_prefill = runner.prefill(1)
-        # every output_len steps, `batch` prompts are prefilled between decode steps
-        cycle = cfg.output_len * step.total + batch * one_prefill.total
+        # every output_len steps, `batch` new prompts are prefilled between decode steps, in
+        # passes of up to MAX_PREFILL_TOKENS tokens (engines batch waiting prompts together)
+        all_prefills = runner.prefill(batch)
+        cycle = cfg.output_len * step.total + all_prefills.total
         tpot = cycle / cfg.output_len
-        ttft = one_prefill.total
-        latency = ttft + (cfg.output_len - 1) * tpot
         per_replica = batch * cfg.output_len / cycle
-        prefill = one_prefill
+        # a new prompt is prefilled in a pass with the others that arrived with it, after
+        # waiting for the pass in progress: M/D/1 waiting time at the prefill load rho
+        prompts_per_pass = max(1, MAX_PREFILL_TOKENS // max(1, cfg.input_len))
+        prefill = runner.prefill(min(batch, prompts_per_pass))
+        service = prefill.total
+        rho = min(0.95, all_prefills.total / cycle)
+        wait = rho / (2 * (1 - rho)) * service + step.total / 2
+        ttft = service + wait
+        latency = ttft + (cfg.output_len - 1) * tpot
+        queue = 0.0
         if requested > batch:
             # more requests in flight than fit: the rest wait for a slot (Little's law:
             # `batch` slots each free up once per request latency)

@@ -60,7 +60,7 @@ class Efficiency:
     """Fraction of DRAM bandwidth that memory-bound kernels (norms, activations, optimizer
     step, weight streaming in decode) sustain. Assumed."""
 
-    kv_read: float = 0.80
+    kv_read: float = 0.74
     """Fraction of DRAM bandwidth that decode attention sustains reading the KV cache
     (paged, many short rows). Fitted on inference measurements."""
 
@@ -113,7 +113,7 @@ class Efficiency:
     bookkeeping). The training fit drives it to zero once unfused attention is modelled;
     kept for calibration. Fitted."""
 
-    decode_step_overhead_s: float = 1.7e-3
+    decode_step_overhead_s: float = 1.55e-3
     """Fixed time per decode step (scheduler, sampling, launch of the step's graph), for
     the whole model. Fitted on inference measurements."""
 
