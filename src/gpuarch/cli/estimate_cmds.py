@@ -219,17 +219,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     summary = validate_training(load_catalog())
     if args.json:
-        doc = {
-            "points": [{**dataclasses.asdict(r), "error": r.error} for r in summary.rows],
-            "skipped": [{"id": i, "reason": why} for i, why in summary.skipped],
-            "mean_abs_error": summary.mean_abs_error,
-            "median_abs_error": summary.median_abs_error,
-            "share_within_20_percent": summary.share_within,
-            "max_abs_error": summary.max_abs_error,
-            "mean_abs_error_by_gpu": summary.by("gpu"),
-            "mean_abs_error_by_source": summary.by("source"),
-        }
-        print(to_json(doc))
+        print(to_json(summary.as_json("points", ("gpu", "source"))))
     else:
         print(render_validation(summary))
     return 0
@@ -241,17 +231,7 @@ def cmd_validate_inference(args: argparse.Namespace) -> int:
 
     summary = validate_inference(load_catalog())
     if args.json:
-        doc = {
-            "figures": [{**dataclasses.asdict(r), "error": r.error} for r in summary.rows],
-            "skipped": [{"id": i, "reason": why} for i, why in summary.skipped],
-            "mean_abs_error": summary.mean_abs_error,
-            "median_abs_error": summary.median_abs_error,
-            "max_abs_error": summary.max_abs_error,
-            "share_within_35_percent": summary.share_within,
-            "mean_abs_error_by_metric": summary.by("metric"),
-            "mean_abs_error_by_gpu": summary.by("gpu"),
-        }
-        print(to_json(doc))
+        print(to_json(summary.as_json("figures", ("metric", "gpu"))))
     else:
         print(render_inference_validation(summary))
     return 0

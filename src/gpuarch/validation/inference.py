@@ -10,7 +10,6 @@ fits.
 
 from __future__ import annotations
 
-import statistics
 import tomllib
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from gpuarch.errors import GpuarchError
 from gpuarch.estimate.inference import Batching, InferenceConfig, estimate_inference
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.perf.quant import QuantFormat, QuantScheme
+from gpuarch.validation.stats import ErrorSummary
 from gpuarch.validation.training import TrainingPoint, point_shape
 
 __all__ = [
@@ -82,36 +82,8 @@ class InferenceComparison:
         return self.predicted / self.published - 1.0
 
 
-@dataclass(frozen=True)
-class InferenceSummary:
-    """All comparisons and the points that could not be modelled."""
-
-    rows: tuple[InferenceComparison, ...]
-    skipped: tuple[tuple[str, str], ...]
-
-    @property
-    def mean_abs_error(self) -> float:
-        return statistics.fmean(abs(r.error) for r in self.rows) if self.rows else 0.0
-
-    @property
-    def median_abs_error(self) -> float:
-        return statistics.median(abs(r.error) for r in self.rows) if self.rows else 0.0
-
-    @property
-    def max_abs_error(self) -> float:
-        return max((abs(r.error) for r in self.rows), default=0.0)
-
-    @property
-    def share_within(self) -> float:
-        """Fraction of comparisons within 35% (the issue's bound)."""
-        return (sum(abs(r.error) <= 0.35 for r in self.rows) / len(self.rows)
-                if self.rows else 0.0)
-
-    def by(self, attr: str) -> dict[str, float]:
-        groups: dict[str, list[float]] = {}
-        for r in self.rows:
-            groups.setdefault(str(getattr(r, attr)), []).append(abs(r.error))
-        return {k: statistics.fmean(v) for k, v in groups.items()}
+InferenceSummary = ErrorSummary
+"""Inference comparisons: the issue's per-figure bound is 35%."""
 
 
 def _fmt(value: Any, default: QuantFormat) -> QuantFormat:
@@ -175,4 +147,4 @@ def validate_inference(catalog: Catalog, efficiency: Efficiency = DEFAULT_EFFICI
             rows.extend(compare_point(catalog, point, efficiency))
         except GpuarchError as exc:
             skipped.append((point.id, str(exc)))
-    return InferenceSummary(tuple(rows), tuple(skipped))
+    return ErrorSummary(tuple(rows), tuple(skipped), bound=0.35)

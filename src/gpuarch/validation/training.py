@@ -9,7 +9,6 @@ model, GPU and layout is compared with it.
 
 from __future__ import annotations
 
-import statistics
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from gpuarch.estimate.memory import Recompute
 from gpuarch.estimate.training import TrainingConfig, estimate_training
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.perf.precision import Precision
+from gpuarch.validation.stats import ErrorSummary
 from gpuarch.workloads.flops import forward_flops_per_token
 from gpuarch.workloads.presets import preset, shape_from_mapping
 from gpuarch.workloads.shape import TransformerShape
@@ -170,37 +170,8 @@ class TrainingComparison:
         return self.predicted / self.published - 1.0
 
 
-@dataclass(frozen=True)
-class ValidationSummary:
-    """All comparisons, the skipped points with reasons, and error statistics."""
-
-    rows: tuple[TrainingComparison, ...]
-    skipped: tuple[tuple[str, str], ...]
-
-    @property
-    def mean_abs_error(self) -> float:
-        return statistics.fmean(abs(r.error) for r in self.rows) if self.rows else 0.0
-
-    @property
-    def median_abs_error(self) -> float:
-        return statistics.median(abs(r.error) for r in self.rows) if self.rows else 0.0
-
-    @property
-    def share_within(self) -> float:
-        """Fraction of points predicted within 20%."""
-        return (sum(abs(r.error) <= 0.20 for r in self.rows) / len(self.rows)
-                if self.rows else 0.0)
-
-    @property
-    def max_abs_error(self) -> float:
-        return max((abs(r.error) for r in self.rows), default=0.0)
-
-    def by(self, attr: str) -> dict[str, float]:
-        """Mean absolute error grouped by an attribute (``gpu``, ``source``)."""
-        groups: dict[str, list[float]] = {}
-        for r in self.rows:
-            groups.setdefault(str(getattr(r, attr)), []).append(abs(r.error))
-        return {k: statistics.fmean(v) for k, v in groups.items()}
+ValidationSummary = ErrorSummary
+"""Training comparisons: the issue's per-point bound is 20%."""
 
 
 def compare_point(catalog: Catalog, point: TrainingPoint, efficiency: Efficiency
@@ -230,4 +201,4 @@ def validate_training(catalog: Catalog, efficiency: Efficiency = DEFAULT_EFFICIE
             rows.append(compare_point(catalog, point, efficiency))
         except GpuarchError as exc:
             skipped.append((point.id, str(exc)))
-    return ValidationSummary(tuple(rows), tuple(skipped))
+    return ErrorSummary(tuple(rows), tuple(skipped), bound=0.20)

@@ -1,0 +1,66 @@
+"""Error statistics shared by the training and inference validations."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, Protocol
+
+__all__ = ["ErrorSummary", "HasError"]
+
+
+class HasError(Protocol):
+    """A comparison row: anything with a signed relative ``error``."""
+
+    @property
+    def error(self) -> float: ...
+
+
+@dataclass(frozen=True)
+class ErrorSummary:
+    """Comparisons, the points that could not be modelled, and statistics over them.
+
+    ``bound`` is the issue's per-point limit (20% for training, 35% for inference).
+    """
+
+    rows: Sequence[Any]
+    skipped: tuple[tuple[str, str], ...]
+    bound: float
+
+    @property
+    def mean_abs_error(self) -> float:
+        return statistics.fmean(abs(r.error) for r in self.rows) if self.rows else 0.0
+
+    @property
+    def median_abs_error(self) -> float:
+        return statistics.median(abs(r.error) for r in self.rows) if self.rows else 0.0
+
+    @property
+    def max_abs_error(self) -> float:
+        return max((abs(r.error) for r in self.rows), default=0.0)
+
+    @property
+    def share_within(self) -> float:
+        """Fraction of rows within ``bound``."""
+        return (sum(abs(r.error) <= self.bound for r in self.rows) / len(self.rows)
+                if self.rows else 0.0)
+
+    def by(self, attr: str) -> dict[str, float]:
+        """Mean absolute error grouped by a row attribute (``gpu``, ``source``...)."""
+        groups: dict[str, list[float]] = {}
+        for r in self.rows:
+            groups.setdefault(str(getattr(r, attr)), []).append(abs(r.error))
+        return {k: statistics.fmean(v) for k, v in groups.items()}
+
+    def as_json(self, rows_key: str, groups: Sequence[str]) -> dict[str, Any]:
+        """The document ``gpuarch validate ... --json`` prints."""
+        return {
+            rows_key: [{**asdict(r), "error": r.error} for r in self.rows],
+            "skipped": [{"id": i, "reason": why} for i, why in self.skipped],
+            "mean_abs_error": self.mean_abs_error,
+            "median_abs_error": self.median_abs_error,
+            "max_abs_error": self.max_abs_error,
+            f"share_within_{round(self.bound * 100)}_percent": self.share_within,
+            **{f"mean_abs_error_by_{g}": self.by(g) for g in groups},
+        }
