@@ -69,7 +69,7 @@ def test_demo_machine_inventory_and_nvlink_topology() -> None:
     assert g.compute_capability == "9.0" and g.power_limit_w == 700
     assert g.pcie is not None and (g.pcie.generation, g.pcie.width) == (5, 16)
     assert g.throttle_reasons == ("gpu_idle",)
-    assert g.pci_device_id == 8960
+    assert g.pci_device_id == 0x2330
     (link,) = report.topology
     assert link.kind is LinkKind.NVLINK and link.nvlinks == 4 and link.label == "NV4"
 
@@ -173,7 +173,8 @@ def test_matching_prefers_the_pci_device_id() -> None:
     machine = {"gpus": [gpu("Some Renamed Board", tuple(int(x) for x in
                                                     chip.compute_capability.split(".")),
                             p.memory_bytes / GIB, p.tdp_w or 300,
-                            device_id=int(p.pci_device_ids[0], 16))]}
+                            device_id=int(p.pci_device_ids[0], 16),
+                            bus_id="00000000:01:00.0")]}
     report = run_probe(CATALOG, FakeNvml(machine))
     assert report.gpus[0].product_key == p.key
     assert "PCI device id" in (report.gpus[0].match_note or "")
