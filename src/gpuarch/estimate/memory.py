@@ -44,10 +44,10 @@ def activation_bytes_per_layer(s: TransformerShape, micro_batch: int, seq: int, 
     attention without selective recomputation also keeps the softmax output, the dropout
     mask and the dropout output: 5 a s^2 b bytes (Korthikanti et al. 2022, eq. 1).
     """
-    sbh = float(seq * micro_batch * s.hidden) * element
+    sbh = 1.0 * seq * micro_batch * s.hidden * element
     if recompute is Recompute.FULL:
         return sbh / (tp if sequence_parallel else 1)
-    tokens = float(seq * micro_batch) * element
+    tokens = 1.0 * seq * micro_batch * element
     q = tokens * s.heads * s.d_head
     kv = 2 * tokens * s.n_kv_heads * s.d_head
     attn_out = tokens * s.heads * s.d_head  # input of the output projection (= saved O)

@@ -22,14 +22,16 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+import numpy as np
+
 from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import Product, System, spec
 from gpuarch.errors import GpuarchError
 from gpuarch.estimate.memory import BYTES_PER_PARAM, Recompute, activation_bytes_per_layer
-from gpuarch.perf.collectives import Collective, Group, Link, collective_time, link_for
+from gpuarch.perf.collectives import Collective, Group, Link, Num, collective_time, link_for
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.perf.precision import Precision
-from gpuarch.perf.roofline import Attention, Device, Elementwise, Gemm, Op, op_cost
+from gpuarch.perf.roofline import Attention, Device, Elementwise, Gemm, Op, op_time
 from gpuarch.units import Unit
 from gpuarch.workloads.flops import forward_flops_per_token
 from gpuarch.workloads.params import count_params
@@ -38,8 +40,10 @@ from gpuarch.workloads.shape import FfnKind, TransformerShape
 __all__ = [
     "FRAMEWORK_RESERVE_BYTES",
     "TrainingConfig",
+    "TrainingCore",
     "TrainingEstimate",
     "estimate_training",
+    "evaluate_training",
 ]
 
 UNFUSED_SOFTMAX_BYTES = 9.0
@@ -214,21 +218,21 @@ class TrainingEstimate:
 class _Pass:
     """Seconds of one micro-batch on one stage, split by kind."""
 
-    compute: float = 0.0
-    comm: float = 0.0
+    compute: Num = 0.0
+    comm: Num = 0.0
 
     def __add__(self, other: _Pass) -> _Pass:
         return _Pass(self.compute + other.compute, self.comm + other.comm)
 
-    def scale(self, k: float) -> _Pass:
+    def scale(self, k: Num) -> _Pass:
         return _Pass(self.compute * k, self.comm * k)
 
 
-def _group(size: int, inner: int, cfg: TrainingConfig, intra: Link, inter: Link | None
+def _group(size: Num, inner: Num, cfg: TrainingConfig, intra: Link, inter: Link | None
            ) -> Group:
     """A communicator of ``size`` ranks whose neighbours are ``inner`` ranks apart."""
-    per_node = max(1, min(size, cfg.gpus_per_node // inner)) if inner < cfg.gpus_per_node \
-        else 1
+    per_node = np.where(inner < cfg.gpus_per_node,
+                        np.maximum(1, np.minimum(size, cfg.gpus_per_node // inner)), 1)
     return Group(size, per_node, intra, inter)
 
 
@@ -239,7 +243,7 @@ def _layer_ops(s: TransformerShape, cfg: TrainingConfig) -> tuple[list[Op], floa
     tokens = cfg.micro_batch * seq
     d = s.d_head
     heads = s.heads // t
-    kv = max(1, s.n_kv_heads // t)
+    kv = np.maximum(1, s.n_kv_heads // t)
     ops: list[Op] = [Gemm(tokens, (heads + 2 * kv) * d, s.hidden, name="qkv")]
     if cfg.fused_attention:
         # with context parallelism each GPU does 1/CP of the (load-balanced) causal work
@@ -248,7 +252,7 @@ def _layer_ops(s: TransformerShape, cfg: TrainingConfig) -> tuple[list[Op], floa
     else:
         # unfused attention (Megatron-LM before FlashAttention): the full score matrix is
         # computed (masked, not skipped), softmaxed and dropped out in memory
-        scores = float(cfg.micro_batch * heads * seq * cfg.seq_len)
+        scores = 1.0 * cfg.micro_batch * heads * seq * cfg.seq_len
         ops += [Gemm(seq, cfg.seq_len, d, batch=cfg.micro_batch * heads, name="scores"),
                 Elementwise(UNFUSED_SOFTMAX_BYTES * scores, name="softmax"),
                 Gemm(seq, d, cfg.seq_len, batch=cfg.micro_batch * heads, name="context")]
@@ -258,8 +262,8 @@ def _layer_ops(s: TransformerShape, cfg: TrainingConfig) -> tuple[list[Op], floa
     if s.is_moe:
         routed = tokens * s.experts_per_token
         width = s.d_expert
-        local_experts = max(1, s.experts // cfg.ep)
-        per_expert = max(1, routed * cfg.ep // s.experts)
+        local_experts = np.maximum(1, s.experts // cfg.ep)
+        per_expert = np.maximum(1, routed * cfg.ep // s.experts)
         up = 2 * width if s.ffn_kind is FfnKind.SWIGLU else width
         ops += [
             Gemm(tokens, s.experts, s.hidden, name="router"),
@@ -282,7 +286,7 @@ def _layer_ops(s: TransformerShape, cfg: TrainingConfig) -> tuple[list[Op], floa
                 Gemm(tokens, s.hidden, f // t, name="mlp_down")]
         inner = tokens * f // t
     # two norms and two residual adds (read 2, write 1), and the activation function
-    hidden_bytes = float(norm_tokens * s.hidden * element)
+    hidden_bytes = 1.0 * norm_tokens * s.hidden * element
     ops += [Elementwise(2 * 2 * hidden_bytes, name="norms"),
             Elementwise(2 * 3 * hidden_bytes, name="residuals"),
             Elementwise(3.0 * inner * element, name="activation")]
@@ -291,52 +295,49 @@ def _layer_ops(s: TransformerShape, cfg: TrainingConfig) -> tuple[list[Op], floa
         cast = sum(3.0 * (op.m * op.k + op.k * op.n) * op.batch for op in ops
                    if isinstance(op, Gemm))
         ops.append(Elementwise(cast, name="fp8_cast"))
-    return ops, float(tokens)
+    return ops, 1.0 * tokens
 
 
 def _layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device, eff: Efficiency,
                 tp_group: Group, cp_group: Group, ep_group: Group
-                ) -> tuple[_Pass, _Pass, _Pass, float]:
+                ) -> tuple[_Pass, _Pass, _Pass, Num]:
     """Forward, backward and recompute time of one layer for one micro-batch, and the
     forward FLOPs it executes (hardware FLOPs, before recomputation)."""
     ops, tokens = _layer_ops(s, cfg)
     element = cfg.precision.activation_bytes
-    fwd = bwd = 0.0
-    attn_fwd = 0.0
-    flops = 0.0
+    fwd: Num = 0.0
+    bwd: Num = 0.0
+    attn_fwd: Num = 0.0
+    flops: Num = 0.0
     for op in ops:
-        c = op_cost(op, device, eff)
-        fwd += c.time_s
-        flops += c.flops
+        t, _, _, op_flops, _ = op_time(op, device, eff)
+        fwd = fwd + t
+        flops = flops + op_flops
         if isinstance(op, Attention):
-            attn_fwd += c.time_s
+            attn_fwd = attn_fwd + t
             back = dataclasses.replace(op, backward=True)
-            bwd += op_cost(back, device, eff).time_s
+            bwd = bwd + op_time(back, device, eff)[0]
         elif isinstance(op, Gemm):
-            bwd += 2 * c.time_s  # data gradient and weight gradient
+            bwd = bwd + 2 * t  # data gradient and weight gradient
             if op.name in ("scores", "context"):
-                attn_fwd += c.time_s
+                attn_fwd = attn_fwd + t
         else:
-            bwd += 2 * c.time_s
+            bwd = bwd + 2 * t
             if op.name == "softmax":
-                attn_fwd += c.time_s
-    exposed = 0.0
+                attn_fwd = attn_fwd + t
     activation = tokens * s.hidden * element
-    if cfg.tp > 1:
-        # two all-reduces per layer (attention, MLP); with sequence parallelism an
-        # all-gather plus a reduce-scatter each, which move the same bytes
-        tp_share = eff.tp_comm_exposed if cfg.tp_comm_overlap else 1.0
-        exposed += tp_share * 2 * collective_time(Collective.ALL_REDUCE, activation,
-                                                  tp_group, eff)
-    if cfg.cp > 1:
-        kv_bytes = 2 * cfg.micro_batch * cfg.seq_len * max(1, s.n_kv_heads // cfg.tp) \
-            * s.d_head * element
-        exposed += eff.cp_comm_exposed * collective_time(Collective.ALL_GATHER, kv_bytes,
-                                                         cp_group, eff)
-    if s.is_moe and cfg.ep > 1:
+    # two all-reduces per layer (attention, MLP); with sequence parallelism an all-gather
+    # plus a reduce-scatter each, which move the same bytes (nothing when TP = 1)
+    tp_share = eff.tp_comm_exposed if cfg.tp_comm_overlap else 1.0
+    exposed = tp_share * 2 * collective_time(Collective.ALL_REDUCE, activation, tp_group, eff)
+    kv_bytes = 2 * cfg.micro_batch * cfg.seq_len * np.maximum(1, s.n_kv_heads // cfg.tp) \
+        * s.d_head * element
+    exposed = exposed + eff.cp_comm_exposed * collective_time(
+        Collective.ALL_GATHER, kv_bytes, cp_group, eff)
+    if s.is_moe:
         dispatched = tokens * s.experts_per_token * s.hidden * element / cfg.tp
-        exposed += eff.ep_comm_exposed * 2 * collective_time(Collective.ALL_TO_ALL,
-                                                             dispatched, ep_group, eff)
+        exposed = exposed + eff.ep_comm_exposed * 2 * collective_time(
+            Collective.ALL_TO_ALL, dispatched, ep_group, eff)
     forward = _Pass(fwd + eff.layer_overhead_s, exposed)
     backward = _Pass(bwd + eff.layer_overhead_s, exposed)
     if cfg.recompute is Recompute.FULL:
@@ -346,6 +347,150 @@ def _layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device, eff: E
     else:
         recompute = _Pass()
     return forward, backward, recompute, flops
+
+
+@dataclass(frozen=True)
+class TrainingCore:
+    """The model's numbers for one configuration, or for arrays of them (the advisor):
+    every field is a float or an array of the configurations' values."""
+
+    step: Num
+    compute: Num
+    exposed_communication: Num
+    pipeline_bubble: Num
+    optimizer: Num
+    tokens_per_s: Num
+    model_flops_per_token: float
+    per_gpu_flops: Num
+    mfu: Num
+    hfu: Num
+    weights: Num
+    gradients: Num
+    optimizer_states: Num
+    activations: Num
+    other: Num
+    micro_batches: Num
+    layer_flops: Num
+    peak: float
+
+    @property
+    def memory_total(self) -> Num:
+        return (self.weights + self.gradients + self.optimizer_states + self.activations
+                + self.other)
+
+
+def evaluate_training(shape: TransformerShape, product: Product, device: Device,
+                      intra: Link, inter: Link | None, cfg: TrainingConfig,
+                      eff: Efficiency) -> TrainingCore:
+    """The step model. ``cfg``'s parallelism, batch and micro-batch fields may be NumPy
+    arrays (one configuration per element); precision, recomputation, ZeRO stage, sequence
+    parallelism and the overlap switches are scalars. No validation here: the caller
+    (``estimate_training``, or the advisor with its masks) has done it."""
+    tp_group = _group(cfg.tp, 1, cfg, intra, inter)
+    cp_group = _group(cfg.cp, cfg.tp, cfg, intra, inter)
+    dp_group = _group(cfg.dp * cfg.cp, cfg.tp, cfg, intra, inter)
+    ep_group = _group(cfg.ep, cfg.tp * cfg.cp, cfg, intra, inter)
+    # neighbouring pipeline stages (no communicator at all without pipelining)
+    pp_group = _group(np.where(cfg.pp > 1, 2, 1), cfg.tp * cfg.cp * cfg.dp, cfg, intra,
+                      inter)
+
+    fwd, bwd, rec, layer_flops = _layer_time(shape, cfg, device, eff, tp_group, cp_group,
+                                             ep_group)
+    # the slowest stage: layers that do not divide evenly go to some stages one more each
+    layers_per_stage = -(-shape.layers // (cfg.pp * cfg.vpp)) * cfg.vpp
+    per_layer = fwd + bwd + rec
+    stage = per_layer.scale(layers_per_stage)
+
+    # LM head and loss on the last stage (vocabulary split over TP)
+    tokens_mb = cfg.micro_batch * cfg.seq_len // cfg.cp
+    head = op_time(Gemm(tokens_mb, shape.vocab // cfg.tp, shape.hidden, name="lm_head"),
+                   device, eff)[0]
+    loss = op_time(Elementwise(3.0 * tokens_mb * shape.vocab / cfg.tp * 4, name="loss"),
+                   device, eff)[0]
+    stage = stage + _Pass(3 * head + 2 * loss, 0.0)
+    act = 1.0 * tokens_mb * shape.hidden * cfg.precision.activation_bytes
+    if cfg.sequence_parallel:
+        act = act / cfg.tp
+    p2p = (2 * collective_time(Collective.P2P, act, pp_group, eff) * cfg.vpp
+           * eff.pp_comm_exposed)
+    stage = stage + _Pass(0.0, np.where(cfg.pp > 1, p2p, 0.0))
+
+    m = cfg.micro_batches
+    stage_time = stage.compute + stage.comm
+    compute_time = m * stage.compute
+    pipeline_comm = m * stage.comm
+    bubble = (cfg.pp - 1) / cfg.vpp * stage_time
+
+    # parameters held per GPU (the last stage also holds the LM head)
+    pc = count_params(shape)
+    body = pc.total - pc.embedding - pc.lm_head
+    expert_params = pc.mlp_experts
+    dense_body = body - expert_params
+    per_stage = (dense_body / cfg.tp + expert_params / (cfg.tp * cfg.ep)) / cfg.pp
+    head_params = (pc.lm_head or pc.embedding) / cfg.tp
+    local_params = per_stage + np.where(cfg.pp > 1, head_params,
+                                        (pc.embedding + pc.lm_head) / cfg.tp)
+
+    # data-parallel gradient traffic, stage-correct for ZeRO
+    shard = cfg.dp * cfg.cp
+    grad_bytes = local_params * BYTES_PER_PARAM.gradients
+    weight_bytes = local_params * BYTES_PER_PARAM.weights
+    if cfg.zero == 0:
+        dp_comm = collective_time(Collective.ALL_REDUCE, grad_bytes, dp_group, eff)
+    elif cfg.zero in (1, 2):
+        dp_comm = (collective_time(Collective.REDUCE_SCATTER, grad_bytes, dp_group, eff)
+                   + collective_time(Collective.ALL_GATHER, weight_bytes, dp_group, eff))
+    else:  # ZeRO-3: parameters gathered for forward and backward of every micro-batch
+        dp_comm = (m * 2 * collective_time(Collective.ALL_GATHER, weight_bytes, dp_group, eff)
+                   + m * collective_time(Collective.REDUCE_SCATTER, grad_bytes, dp_group,
+                                         eff))
+    dp_exposed = dp_comm * eff.dp_comm_exposed
+
+    opt_params = local_params / (shard if cfg.zero >= 1 else 1)
+    optimizer = op_time(Elementwise(opt_params * 30.0, name="adam"), device, eff)[0]
+
+    step = compute_time + pipeline_comm + bubble + dp_exposed + optimizer
+
+    # throughput and utilisation
+    tokens_per_s = cfg.global_batch * cfg.seq_len / step
+    fwd_flops = forward_flops_per_token(shape, cfg.seq_len)
+    model_flops = 3.0 * fwd_flops.total
+    hw_factor = {Recompute.NONE: 3.0, Recompute.SELECTIVE: 3.0, Recompute.FULL: 4.0}
+    hw_flops = hw_factor[cfg.recompute] * fwd_flops.total
+    if cfg.recompute is Recompute.SELECTIVE:
+        hw_flops += fwd_flops.attention_core
+    peak = device.matmul.flops
+    per_gpu_flops = model_flops * tokens_per_s / cfg.gpus
+
+    # memory on the most loaded stage
+    zero = cfg.zero
+    per_layer_act = activation_bytes_per_layer(
+        shape, cfg.micro_batch, cfg.seq_len // cfg.cp, cfg.tp, cfg.sequence_parallel,
+        cfg.recompute, cfg.precision.activation_bytes, fused_attention=cfg.fused_attention)
+    in_flight = np.minimum(cfg.pp, m)
+    interleave = np.where(cfg.vpp > 1, 1 + (cfg.pp - 1) / (cfg.pp * cfg.vpp), 1.0)
+    logits = tokens_mb * shape.vocab / cfg.tp * 4.0  # FP32 logits for the loss
+    return TrainingCore(
+        step=step,
+        compute=compute_time,
+        exposed_communication=pipeline_comm + dp_exposed,
+        pipeline_bubble=bubble,
+        optimizer=optimizer,
+        tokens_per_s=tokens_per_s,
+        model_flops_per_token=model_flops,
+        per_gpu_flops=per_gpu_flops,
+        mfu=per_gpu_flops / peak,
+        hfu=hw_flops * tokens_per_s / cfg.gpus / peak,
+        weights=local_params * BYTES_PER_PARAM.weights / (shard if zero >= 3 else 1),
+        gradients=local_params * BYTES_PER_PARAM.gradients / (shard if zero >= 2 else 1),
+        optimizer_states=local_params * BYTES_PER_PARAM.optimizer / (shard if zero >= 1
+                                                                      else 1),
+        activations=per_layer_act * layers_per_stage * in_flight * interleave,
+        other=FRAMEWORK_RESERVE_BYTES + logits,
+        micro_batches=m,
+        layer_flops=layer_flops,
+        peak=peak,
+    )
 
 
 def estimate_training(
@@ -371,104 +516,24 @@ def estimate_training(
         raise GpuarchError(
             f"--gpus: {cfg.gpus} GPUs span several nodes of {cfg.gpus_per_node}; give "
             "--system with an inter-node network (see 'gpuarch systems')")
-    tp_group = _group(cfg.tp, 1, cfg, intra, inter)
-    cp_group = _group(cfg.cp, cfg.tp, cfg, intra, inter)
-    dp_group = _group(cfg.dp * cfg.cp, cfg.tp, cfg, intra, inter)
-    ep_group = _group(cfg.ep, cfg.tp * cfg.cp, cfg, intra, inter)
-    pp_group = _group(2, cfg.tp * cfg.cp * cfg.dp, cfg, intra, inter)
-
-    fwd, bwd, rec, layer_flops = _layer_time(shape, cfg, device, eff, tp_group, cp_group,
-                                             ep_group)
-    # the slowest stage: layers that do not divide evenly go to some stages one more each
-    layers_per_stage = -(-shape.layers // (cfg.pp * cfg.vpp)) * cfg.vpp
-    per_layer = fwd + bwd + rec
-    stage = per_layer.scale(layers_per_stage)
-
-    # LM head and loss on the last stage (vocabulary split over TP)
-    tokens_mb = cfg.micro_batch * cfg.seq_len // cfg.cp
-    head = op_cost(Gemm(tokens_mb, shape.vocab // cfg.tp, shape.hidden, name="lm_head"),
-                   device, eff)
-    loss = op_cost(Elementwise(3.0 * tokens_mb * shape.vocab / cfg.tp * 4, name="loss"),
-                   device, eff)
-    stage = stage + _Pass(3 * head.time_s + 2 * loss.time_s, 0.0)
-    if cfg.pp > 1:
-        act = float(tokens_mb * shape.hidden * cfg.precision.activation_bytes)
-        if cfg.sequence_parallel:
-            act /= cfg.tp
-        p2p = (2 * collective_time(Collective.P2P, act, pp_group, eff) * cfg.vpp
-               * eff.pp_comm_exposed)
-        stage = stage + _Pass(0.0, p2p)
-
-    m = cfg.micro_batches
-    stage_time = stage.compute + stage.comm
-    compute_time = m * stage.compute
-    pipeline_comm = m * stage.comm
-    bubble = (cfg.pp - 1) / cfg.vpp * stage_time
-
-    # parameters held per GPU (the last stage also holds the LM head)
-    pc = count_params(shape)
-    body = pc.total - pc.embedding - pc.lm_head
-    expert_params = pc.mlp_experts
-    dense_body = body - expert_params
-    per_stage = (dense_body / cfg.tp + expert_params / (cfg.tp * cfg.ep)) / cfg.pp
-    head_params = (pc.lm_head or pc.embedding) / cfg.tp
-    local_params = per_stage + (head_params if cfg.pp > 1 else (pc.embedding + pc.lm_head)
-                                / cfg.tp)
-
-    # data-parallel gradient traffic, stage-correct for ZeRO
-    shard = cfg.dp * cfg.cp
-    grad_bytes = local_params * BYTES_PER_PARAM.gradients
-    weight_bytes = local_params * BYTES_PER_PARAM.weights
-    if cfg.zero == 0:
-        dp_comm = collective_time(Collective.ALL_REDUCE, grad_bytes, dp_group, eff)
-    elif cfg.zero in (1, 2):
-        dp_comm = (collective_time(Collective.REDUCE_SCATTER, grad_bytes, dp_group, eff)
-                   + collective_time(Collective.ALL_GATHER, weight_bytes, dp_group, eff))
-    else:  # ZeRO-3: parameters gathered for forward and backward of every micro-batch
-        dp_comm = (m * 2 * collective_time(Collective.ALL_GATHER, weight_bytes, dp_group, eff)
-                   + m * collective_time(Collective.REDUCE_SCATTER, grad_bytes, dp_group,
-                                         eff))
-    dp_exposed = dp_comm * eff.dp_comm_exposed
-
-    opt_params = local_params / (shard if cfg.zero >= 1 else 1)
-    optimizer = op_cost(Elementwise(opt_params * 30.0, name="adam"), device, eff).time_s
-
-    step = compute_time + pipeline_comm + bubble + dp_exposed + optimizer
+    core = evaluate_training(shape, product, device, intra, inter, cfg, eff)
+    step = float(core.step)
     breakdown = TimeBreakdown(
-        compute=compute_time,
-        exposed_communication=pipeline_comm + dp_exposed,
-        pipeline_bubble=bubble,
-        other=optimizer,
+        compute=float(core.compute),
+        exposed_communication=float(core.exposed_communication),
+        pipeline_bubble=float(core.pipeline_bubble),
+        other=float(core.optimizer),
     )
-
-    # throughput and utilisation
-    tokens_per_step = cfg.global_batch * cfg.seq_len
-    tokens_per_s = tokens_per_step / step
-    fwd_flops = forward_flops_per_token(shape, cfg.seq_len).total
-    model_flops = 3.0 * fwd_flops
-    hw_factor = {Recompute.NONE: 3.0, Recompute.SELECTIVE: 3.0, Recompute.FULL: 4.0}
-    hw_flops = hw_factor[cfg.recompute] * fwd_flops
-    if cfg.recompute is Recompute.SELECTIVE:
-        hw_flops += forward_flops_per_token(shape, cfg.seq_len).attention_core
-    peak = device.matmul.flops
-    per_gpu_flops = model_flops * tokens_per_s / cfg.gpus
-    mfu = per_gpu_flops / peak
-    hfu = hw_flops * tokens_per_s / cfg.gpus / peak
-
-    # memory on the most loaded stage
-    zero = cfg.zero
-    weights = local_params * BYTES_PER_PARAM.weights / (shard if zero >= 3 else 1)
-    grads = local_params * BYTES_PER_PARAM.gradients / (shard if zero >= 2 else 1)
-    optim = local_params * BYTES_PER_PARAM.optimizer / (shard if zero >= 1 else 1)
-    per_layer_act = activation_bytes_per_layer(
-        shape, cfg.micro_batch, cfg.seq_len // cfg.cp, cfg.tp, cfg.sequence_parallel,
-        cfg.recompute, cfg.precision.activation_bytes, fused_attention=cfg.fused_attention)
-    in_flight = min(cfg.pp, m)
-    interleave = 1 + (cfg.pp - 1) / (cfg.pp * cfg.vpp) if cfg.vpp > 1 else 1.0
-    activations = per_layer_act * layers_per_stage * in_flight * interleave
-    logits = tokens_mb * shape.vocab / cfg.tp * 4.0  # FP32 logits for the loss
-    other = FRAMEWORK_RESERVE_BYTES + logits
-    memory = MemoryPerGpu(weights, grads, optim, activations, other)
+    tokens_per_s = float(core.tokens_per_s)
+    model_flops = core.model_flops_per_token
+    per_gpu_flops = float(core.per_gpu_flops)
+    mfu, hfu = float(core.mfu), float(core.hfu)
+    peak = core.peak
+    m = int(core.micro_batches)
+    layer_flops = float(core.layer_flops)
+    memory = MemoryPerGpu(float(core.weights), float(core.gradients),
+                          float(core.optimizer_states), float(core.activations),
+                          float(core.other))
     fits = memory.total <= product.memory_bytes
 
     bottleneck, reason = _bottleneck(breakdown, step, cfg, mfu)

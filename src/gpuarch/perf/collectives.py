@@ -9,15 +9,22 @@ scatter and all-gather (n-1)/n, all-to-all (n-1)/n. Each ring step adds a latenc
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from enum import Enum
+from typing import Any
+
+import numpy as np
 
 from gpuarch.catalog.model import Product, System
 from gpuarch.errors import GpuarchError
 from gpuarch.perf.efficiency import Efficiency
 
-__all__ = ["Collective", "Fabric", "Group", "Link", "collective_time", "link_for"]
+__all__ = ["Collective", "Fabric", "Group", "Link", "Num", "collective_time", "link_for",
+           "scalar"]
+
+Num = Any
+"""A float, or a NumPy array of floats: the formulas here serve one estimate and, over
+arrays, the advisor's whole search space."""
 
 
 class Collective(Enum):
@@ -29,25 +36,28 @@ class Collective(Enum):
     ALL_TO_ALL = "all_to_all"
     P2P = "p2p"
 
-    def traffic_factor(self, n: int) -> float:
-        """Bytes through each rank's link per byte of buffer, for ``n`` ranks."""
-        if n <= 1:
-            return 0.0
+    def traffic_factor(self, n: Num) -> Num:
+        """Bytes through each rank's link per byte of buffer, for ``n`` ranks (an int or an
+        array of them)."""
+        n = np.asarray(n, dtype=np.float64)
         if self is Collective.ALL_REDUCE:
-            return 2.0 * (n - 1) / n
-        if self is Collective.P2P:
-            return 1.0
-        return (n - 1) / n
+            f = 2.0 * (n - 1) / n
+        elif self is Collective.P2P:
+            f = np.ones_like(n)
+        else:
+            f = (n - 1) / n
+        return np.where(n <= 1, 0.0, f)
 
-    def steps(self, n: int) -> int:
+    def steps(self, n: Num) -> Num:
         """Latency-bound steps of a ring implementation."""
-        if n <= 1:
-            return 0
+        n = np.asarray(n, dtype=np.float64)
         if self is Collective.ALL_REDUCE:
-            return 2 * (n - 1)
-        if self is Collective.P2P:
-            return 1
-        return n - 1
+            s = 2 * (n - 1)
+        elif self is Collective.P2P:
+            s = np.ones_like(n)
+        else:
+            s = n - 1
+        return np.where(n <= 1, 0.0, s)
 
 
 class Fabric(Enum):
@@ -75,14 +85,14 @@ class Link:
 class Group:
     """A communicator: ``size`` ranks, ``per_node`` of them in each node."""
 
-    size: int
-    per_node: int
+    size: Num  # an int, or an array of them (the advisor evaluates many at once)
+    per_node: Num
     intra: Link
     inter: Link | None
 
     @property
-    def nodes(self) -> int:
-        return math.ceil(self.size / self.per_node)
+    def nodes(self) -> Num:
+        return np.ceil(np.asarray(self.size) / self.per_node)
 
 
 def link_for(product: Product, system: System | None, pcie_x16_bytes_s: float | None
@@ -103,39 +113,48 @@ def link_for(product: Product, system: System | None, pcie_x16_bytes_s: float | 
                        "give --system")
 
 
-def collective_time(kind: Collective, size_bytes: float, group: Group, eff: Efficiency
-                    ) -> float:
+def scalar(x: Num) -> Num:
+    """A 0-d result back as a float (arrays pass through)."""
+    arr = np.asarray(x)
+    return float(arr) if arr.ndim == 0 else arr
+
+
+def collective_time(kind: Collective, size_bytes: Num, group: Group, eff: Efficiency
+                    ) -> Num:
     """Seconds for one collective of a ``size_bytes`` buffer over ``group``.
 
     A group inside one node uses the intra-node link. A group spanning nodes runs
     hierarchically: reduce-scatter inside the node, the collective across nodes on
     1/per_node of the buffer (each GPU with its own NIC), all-gather inside the node.
+    Sizes and group sizes may be arrays (one formula for the estimate and the advisor).
     """
-    n = group.size
-    if n <= 1 or size_bytes <= 0:
-        return 0.0
+    n = np.asarray(group.size, dtype=np.float64)
+    size = np.asarray(size_bytes, dtype=np.float64)
     lat = eff.collective_latency_s
     intra_bw = group.intra.effective(eff)
-    if group.nodes == 1:
-        return (kind.traffic_factor(n) * size_bytes / intra_bw + kind.steps(n) * lat)
-    if group.inter is None:
-        raise GpuarchError("the job spans several nodes but the system has no inter-node "
-                           "network in the catalog; give --system with a network")
-    inter_bw = group.inter.effective(eff)
-    g, nodes = group.per_node, group.nodes
-    if kind is Collective.P2P:
-        return size_bytes / inter_bw + lat
-    if kind is Collective.ALL_TO_ALL:
-        # the share of the buffer for ranks in other nodes crosses the network
-        remote = (n - g) / n
-        return (remote * size_bytes / inter_bw + (g - 1) / n * size_bytes / intra_bw
-                + (n - 1) * lat)
-    inner = 0.0
-    if g > 1:
-        inner_kind = (Collective.REDUCE_SCATTER if kind is not Collective.ALL_GATHER
-                      else Collective.ALL_GATHER)
-        inner = inner_kind.traffic_factor(g) * size_bytes / intra_bw + inner_kind.steps(g) * lat
-        if kind is Collective.ALL_REDUCE:
-            inner *= 2  # reduce-scatter before, all-gather after
-    outer = kind.traffic_factor(nodes) * (size_bytes / g) / inter_bw + kind.steps(nodes) * lat
-    return inner + outer
+    nodes = np.asarray(group.nodes, dtype=np.float64)
+    result = kind.traffic_factor(n) * size / intra_bw + kind.steps(n) * lat
+    spans = (nodes > 1) & (n > 1)
+    if np.any(spans):
+        if group.inter is None:
+            raise GpuarchError("the job spans several nodes but the system has no "
+                               "inter-node network in the catalog; give --system with a "
+                               "network")
+        inter_bw = group.inter.effective(eff)
+        g = np.asarray(group.per_node, dtype=np.float64)
+        if kind is Collective.P2P:
+            cross = size / inter_bw + lat + 0 * n
+        elif kind is Collective.ALL_TO_ALL:
+            # the share of the buffer for ranks in other nodes crosses the network
+            cross = ((n - g) / n * size / inter_bw + (g - 1) / n * size / intra_bw
+                     + (n - 1) * lat)
+        else:
+            inner_kind = (Collective.REDUCE_SCATTER if kind is not Collective.ALL_GATHER
+                          else Collective.ALL_GATHER)
+            inner = inner_kind.traffic_factor(g) * size / intra_bw + inner_kind.steps(g) * lat
+            if kind is Collective.ALL_REDUCE:
+                inner = inner * 2  # reduce-scatter before, all-gather after
+            cross = inner + kind.traffic_factor(nodes) * (size / g) / inter_bw \
+                + kind.steps(nodes) * lat
+        result = np.where(spans, cross, result)
+    return scalar(np.where((n <= 1) | (size <= 0), 0.0, result))

@@ -7,9 +7,11 @@ elementwise work. Costs are for one GPU.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from enum import Enum
+from typing import Any
+
+import numpy as np
 
 from gpuarch.catalog.model import Product
 from gpuarch.catalog.peaks import PeakKey
@@ -17,7 +19,10 @@ from gpuarch.errors import GpuarchError
 from gpuarch.perf.efficiency import Efficiency
 from gpuarch.perf.precision import MatmulPeak, Precision, matmul_peak
 
-__all__ = ["Attention", "Bound", "Device", "Elementwise", "Gemm", "Op", "OpCost", "op_cost"]
+__all__ = ["Attention", "Bound", "Device", "Elementwise", "Gemm", "Op", "OpCost", "op_cost",
+           "op_time"]
+
+Num = Any  # a float, or a NumPy array of floats
 
 
 class Bound(Enum):
@@ -31,18 +36,18 @@ class Bound(Enum):
 class Gemm:
     """C[m, n] = A[m, k] @ B[k, n], ``batch`` times."""
 
-    m: int
-    n: int
-    k: int
-    batch: int = 1
+    m: Num  # ints, or arrays of them (one GEMM per configuration the advisor evaluates)
+    n: Num
+    k: Num
+    batch: Num = 1
     name: str = "gemm"
     weight_element: float | None = None  # bytes per element of B, if not the activations'
 
     @property
-    def flops(self) -> float:
+    def flops(self) -> Num:
         return 2.0 * self.m * self.n * self.k * self.batch
 
-    def bytes(self, element: float) -> float:
+    def bytes(self, element: float) -> Num:
         weight = self.weight_element if self.weight_element is not None else element
         return float(self.batch * (element * (self.m * self.k + self.m * self.n)
                                    + weight * self.k * self.n))
@@ -52,20 +57,20 @@ class Gemm:
 class Attention:
     """Fused attention core (QK^T, softmax, AV) for ``batch`` sequences."""
 
-    batch: int
-    seq_q: int
-    seq_kv: int
-    heads: int
-    kv_heads: int
-    head_dim: int
+    batch: Num
+    seq_q: Num
+    seq_kv: Num
+    heads: Num
+    kv_heads: Num
+    head_dim: Num
     causal: bool = True
     backward: bool = False
     name: str = "attention"
     kv_element: float | None = None  # bytes per KV-cache element, if not the activations'
-    share: float = 1.0  # fraction of the work on this GPU (context parallelism splits it)
+    share: Num = 1.0  # fraction of the work on this GPU (context parallelism splits it)
 
     @property
-    def forward_flops(self) -> float:
+    def forward_flops(self) -> Num:
         """QK^T and AV. Causal: the queries are the last ``seq_q`` of ``seq_kv`` positions,
         each attending to the positions before it (half the square when they coincide)."""
         full = 4.0 * self.batch * self.heads * self.seq_q * self.seq_kv * self.head_dim
@@ -86,8 +91,8 @@ class Attention:
 class Elementwise:
     """Memory-bound work: ``bytes`` moved, ``flops`` done (norms, activations, optimizer)."""
 
-    bytes_moved: float
-    flops: float = 0.0
+    bytes_moved: Num
+    flops: Num = 0.0
     name: str = "elementwise"
 
 
@@ -139,47 +144,58 @@ class OpCost:
         return self.flops / self.time_s if self.time_s > 0 else 0.0
 
 
-def _gemm_efficiency(op: Gemm, device: Device, eff: Efficiency) -> float:
+def _gemm_efficiency(op: Gemm, device: Device, eff: Efficiency) -> Num:
     base = eff.gemm_for(device.tensor_core_generation)
     if op.name.startswith("expert_"):
         base *= eff.moe_gemm
     if device.precision is Precision.FP8 and device.matmul.key is PeakKey.TENSOR_FP8:
         base *= eff.gemm_fp8
-    thin = 1.0
+    thin: Num = 1.0
     for d in (op.m, op.n):
-        thin *= d / (math.ceil(d / eff.gemm_min_tile) * eff.gemm_min_tile)
-    thin *= min(1.0, op.k / (op.k + eff.gemm_half_dim) * (1 + eff.gemm_half_dim / 4096))
+        thin = thin * d / (np.ceil(d / eff.gemm_min_tile) * eff.gemm_min_tile)
+    thin = thin * np.minimum(1.0, op.k / (op.k + eff.gemm_half_dim)
+                             * (1 + eff.gemm_half_dim / 4096))
     sms = device.product.sms
-    waves = 1.0
+    waves: Num = 1.0
     if sms:
-        tiles = math.ceil(op.m / eff.gemm_tile) * math.ceil(op.n / eff.gemm_tile) * op.batch
-        waves = tiles / (math.ceil(tiles / sms) * sms)
+        tiles = np.ceil(op.m / eff.gemm_tile) * np.ceil(op.n / eff.gemm_tile) * op.batch
+        waves = tiles / (np.ceil(tiles / sms) * sms)
     return base * thin * waves
 
 
-def op_cost(op: Op, device: Device, eff: Efficiency) -> OpCost:
-    """Roofline time of ``op`` on ``device``, plus the fixed per-kernel overhead."""
+def op_time(op: Op, device: Device, eff: Efficiency) -> tuple[Num, Num, Num, Num, Num]:
+    """(time, compute time, memory time, FLOPs, bytes) of ``op``; dimensions may be arrays,
+    so one formula serves a single estimate and the advisor's whole search space."""
     bw = device.bandwidth * eff.memory
     element = device.precision.activation_bytes
     if isinstance(op, Elementwise):
         t_mem = op.bytes_moved / bw
-        t_cmp = op.flops / device.vector_flops if op.flops else 0.0
-        t = max(t_mem, t_cmp) + eff.kernel_overhead_s
-        return OpCost(op.name, op.flops, op.bytes_moved, t,
-                      Bound.MEMORY if t_mem >= t_cmp else Bound.COMPUTE, 0.0)
+        t_cmp = op.flops / device.vector_flops
+        return (np.maximum(t_mem, t_cmp) + eff.kernel_overhead_s, t_cmp, t_mem, op.flops,
+                op.bytes_moved)
+    peak = device.matmul.flops
     if isinstance(op, Gemm):
         flops, moved = op.flops, op.bytes(device.precision.bytes)
         e = _gemm_efficiency(op, device, eff)
-    peak = device.matmul.flops
-    if isinstance(op, Attention):
+    else:
         factor = eff.attention_backward_flops_factor if op.backward else 1.0
         flops, moved = op.forward_flops * factor, op.bytes(element)
         e = eff.attention
         peak = device.attention_flops
-        if op.seq_q == 1:  # decode: one query row per sequence streams the KV cache
+        if np.all(np.asarray(op.seq_q) == 1):  # decode: one query row streams the KV cache
             bw = device.bandwidth * eff.kv_read
-    t_cmp = flops / (peak * e) if e > 0 else math.inf
+    t_cmp = flops / (peak * e)
     t_mem = moved / bw
-    t = max(t_cmp, t_mem) + eff.kernel_overhead_s
+    return np.maximum(t_cmp, t_mem) + eff.kernel_overhead_s, t_cmp, t_mem, flops, moved
+
+
+def op_cost(op: Op, device: Device, eff: Efficiency) -> OpCost:
+    """Roofline time of ``op`` on ``device`` (scalar dimensions), plus the fixed per-kernel
+    overhead, with what bounds it."""
+    t, t_cmp, t_mem, flops, moved = (float(x) for x in op_time(op, device, eff))
+    if isinstance(op, Elementwise):
+        return OpCost(op.name, flops, moved, t,
+                      Bound.MEMORY if t_mem >= t_cmp else Bound.COMPUTE, 0.0)
+    peak = device.attention_flops if isinstance(op, Attention) else device.matmul.flops
     bound = Bound.COMPUTE if t_cmp >= t_mem else Bound.MEMORY
     return OpCost(op.name, flops, moved, t, bound, flops / t / peak)
