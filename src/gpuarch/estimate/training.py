@@ -27,6 +27,7 @@ import numpy as np
 from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import Product, System, spec
 from gpuarch.errors import GpuarchError
+from gpuarch.estimate.energy import NODE_OVERHEAD, PUE, energy_kwh
 from gpuarch.estimate.memory import BYTES_PER_PARAM, Recompute, activation_bytes_per_layer
 from gpuarch.perf.collectives import Collective, Group, Link, Num, collective_time, link_for
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
@@ -559,17 +560,20 @@ def estimate_training(
     if tokens is not None:
         seconds = tokens / tokens_per_s
         gpu_hours = seconds / 3600 * cfg.gpus
-        power = (product.tdp_w or 0.0) * min(1.0, 0.5 + 0.5 * hfu / 0.6)
+        energy = (float(energy_kwh(product.tdp_w, hfu, cfg.gpus, seconds))
+                  if product.tdp_w else None)
         total = {
             "tokens": tokens,
             "time_s": seconds,
             "time_days": seconds / 86400,
             "gpu_hours": gpu_hours,
-            "energy_kwh": power * cfg.gpus * seconds / 3.6e6 if product.tdp_w else None,
+            "energy_kwh": energy,
             "cost_usd": gpu_hours * price_per_gpu_hour if price_per_gpu_hour else None,
         }
-        assumptions["power_model"] = ("board power x (0.5 + 0.5 x min(1, HFU / 0.6)); "
-                                      "an assumed utilisation-to-power mapping")
+        assumptions["power_model"] = (
+            "board power x min(1, 0.5 + 0.5 x HFU / 0.6) per GPU, plus "
+            f"{NODE_OVERHEAD:.0%} for the rest of the node, times a PUE of {PUE} "
+            "(assumptions, gpuarch.estimate.energy)")
     return TrainingEstimate(
         model=shape.name,
         gpu=product.name,

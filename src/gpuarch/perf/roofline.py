@@ -49,7 +49,7 @@ class Gemm:
 
     def bytes(self, element: float) -> Num:
         weight = self.weight_element if self.weight_element is not None else element
-        return float(self.batch * (element * (self.m * self.k + self.m * self.n)
+        return 1.0 * (self.batch * (element * (self.m * self.k + self.m * self.n)
                                    + weight * self.k * self.n))
 
 
@@ -78,13 +78,13 @@ class Attention:
             full *= (self.seq_kv - self.seq_q / 2) / self.seq_kv
         return full * self.share
 
-    def bytes(self, element: float) -> float:
+    def bytes(self, element: float) -> Num:
         q_and_o = element * 2 * self.batch * self.seq_q * self.heads * self.head_dim \
             * self.share
         kv_el = self.kv_element if self.kv_element is not None else element
         kv = kv_el * 2 * self.batch * self.seq_kv * self.kv_heads * self.head_dim
         traffic = q_and_o + kv
-        return float(2 * traffic if self.backward else traffic)
+        return 2 * traffic if self.backward else traffic
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,40 @@
+"""Power and energy: one model for the estimate and the advisor.
+
+A GPU draws its board power scaled by how busy its Tensor Cores are: half the board power at
+idle-ish load rising linearly to the full board power at 60% hardware FLOP utilisation and
+above (an assumption: measured large-training H100 nodes run near their power limit at
+40-50% MFU). The node around the GPUs (CPUs, memory, NICs, fans, switches) adds a share of
+the GPU power, and the data centre's PUE multiplies the total.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = ["NODE_OVERHEAD", "PUE", "energy_kwh", "gpu_power_w"]
+
+NODE_OVERHEAD = 0.35
+"""Non-GPU node power as a fraction of GPU power (assumed; a DGX H100's 10.2 kW maximum
+against 8 x 700 W of GPUs is a ratio of 0.8 at full load, of which part is headroom)."""
+
+PUE = 1.25
+"""Power usage effectiveness of the data centre (assumed; large AI data centres report
+1.1 to 1.4)."""
+
+Num = Any
+
+
+def gpu_power_w(tdp_w: float, hfu: Num) -> Num:
+    """Average power of one GPU at hardware FLOP utilisation ``hfu``."""
+    return tdp_w * np.minimum(1.0, 0.5 + 0.5 * np.asarray(hfu) / 0.6)
+
+
+def energy_kwh(tdp_w: float, hfu: Num, gpus: Num, seconds: Num, *,
+               facility: bool = True) -> Num:
+    """Energy of a job: GPUs, plus node overhead and PUE when ``facility``."""
+    power = gpu_power_w(tdp_w, hfu) * gpus
+    if facility:
+        power = power * (1 + NODE_OVERHEAD) * PUE
+    return power * seconds / 3.6e6
