@@ -1,0 +1,62 @@
+"""Advisor speed: configurations evaluated per second by the array form of the training
+model (issue #7 goal: at least 1,000,000 per second on this 2-core machine), and a whole
+default search.
+
+    python benchmarks/bench_advisor.py [--n 1000000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any
+
+import numpy as np
+
+from gpuarch.advise import TrainingSearch, advise_training, load_prices
+from gpuarch.catalog import load_catalog
+from gpuarch.estimate import Recompute, TrainingConfig
+from gpuarch.estimate.training import evaluate_training
+from gpuarch.perf import DEFAULT_EFFICIENCY, Device, Precision, link_for
+from gpuarch.workloads import preset
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--n", type=int, default=1_000_000)
+    args = parser.parse_args()
+    catalog = load_catalog()
+    shape = preset("llama-2-70b").shape
+    product = catalog.product("h100")
+    system = catalog.system("dgx h100")
+    device = Device.of(product, Precision.BF16, 4)
+    intra, inter = link_for(product, system, None)
+    rng = np.random.default_rng(0)
+    n = args.n
+    tp = rng.choice([1, 2, 4, 8], n)
+    pp = rng.choice([1, 2, 4, 8], n)
+    dp = 64 // (tp * pp)
+    dp = np.maximum(dp, 1)
+    fields: dict[str, Any] = {
+        "gpus": tp * pp * dp, "seq_len": 4096, "global_batch": dp * 32,
+        "micro_batch": rng.choice([1, 2, 4], n), "tp": tp, "pp": pp, "cp": np.ones(n, int),
+        "ep": np.ones(n, int), "vpp": np.ones(n, int), "sequence_parallel": False, "zero": 1,
+        "recompute": Recompute.SELECTIVE, "precision": Precision.BF16, "gpus_per_node": 8}
+    cfg = TrainingConfig(**fields)
+    evaluate_training(shape, product, device, intra, inter, cfg, DEFAULT_EFFICIENCY)
+    start = time.perf_counter()
+    evaluate_training(shape, product, device, intra, inter, cfg, DEFAULT_EFFICIENCY)
+    per_s = n / (time.perf_counter() - start)
+    print(f"array model: {per_s:,.0f} configurations/s ({n:,} Llama-2-70B layouts on 64 x "
+          f"H100 in one array; goal 1,000,000/s: {'met' if per_s >= 1e6 else 'NOT met'})")
+    start = time.perf_counter()
+    adv = advise_training(catalog, preset("llama-3.1-8b").shape,
+                          TrainingSearch(tokens=1e12, max_gpus=1024), load_prices())
+    elapsed = time.perf_counter() - start
+    print(f"default search (llama-3.1-8b, 1T tokens, every datacenter GPU up to 1,024): "
+          f"{adv.evaluated:,} configurations in {elapsed:.1f} s "
+          f"({adv.evaluated / elapsed:,.0f}/s including set-up and explanations)")
+
+
+if __name__ == "__main__":
+    main()

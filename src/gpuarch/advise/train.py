@@ -1,0 +1,335 @@
+"""Training advice: search GPU type x count x parallelism x precision, rank by time, cost
+and energy, keep the Pareto front, explain the choice.
+
+The search evaluates ``estimate.training.evaluate_training`` -- the estimate's own step
+model -- over NumPy arrays: for each GPU and each combination of the categorical choices
+(precision, recomputation, ZeRO stage, sequence parallelism), all integer layouts (GPUs,
+TP, PP, CP, EP, virtual stages, micro-batch) are one array, filtered by the same divisibility
+rules ``TrainingConfig.validate`` applies, in chunks so memory stays bounded.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+import numpy as np
+
+from gpuarch.advise.prices import PriceBook
+from gpuarch.catalog.loader import Catalog
+from gpuarch.catalog.model import Product, System, Tier
+from gpuarch.catalog.peaks import PeakKey
+from gpuarch.errors import GpuarchError
+from gpuarch.estimate.energy import NODE_OVERHEAD, PUE, energy_kwh
+from gpuarch.estimate.memory import Recompute
+from gpuarch.estimate.training import TrainingConfig, estimate_training, evaluate_training
+from gpuarch.perf.collectives import link_for
+from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
+from gpuarch.perf.precision import Precision, matmul_peak
+from gpuarch.perf.roofline import Device
+from gpuarch.workloads.shape import TransformerShape
+
+__all__ = ["Objective", "TrainingAdvice", "TrainingOption", "TrainingSearch", "advise_training"]
+
+CHUNK = 200_000
+"""Configurations evaluated per array (bounds memory however large the space)."""
+
+
+class Objective(Enum):
+    """What to minimise."""
+
+    TIME = "time"
+    COST = "cost"
+    ENERGY = "energy"
+
+
+@dataclass(frozen=True)
+class TrainingSearch:
+    """The space and the constraints of a search."""
+
+    tokens: float
+    seq_len: int = 4096
+    global_batch_tokens: float = 4 * 2**20  # ~4M tokens per step
+    max_gpus: int = 1024
+    gpus: tuple[str, ...] = ()  # product keys; empty = every datacenter GPU with a system
+    tiers: tuple[Tier, ...] = (Tier.DATACENTER,)
+    budget_usd: float | None = None
+    deadline_days: float | None = None
+    max_power_kw: float | None = None
+    objective: Objective = Objective.TIME
+    precisions: tuple[Precision, ...] = (Precision.BF16, Precision.FP8)
+    top: int = 10
+
+
+@dataclass(frozen=True)
+class TrainingOption:
+    """One configuration that satisfies the constraints."""
+
+    gpu: str
+    gpu_name: str
+    system: str | None
+    gpus: int
+    tp: int
+    pp: int
+    cp: int
+    ep: int
+    vpp: int
+    micro_batch: int
+    global_batch: int
+    zero: int
+    recompute: str
+    sequence_parallel: bool
+    precision: str
+    step_time_s: float
+    tokens_per_s: float
+    mfu: float
+    memory_per_gpu_gib: float
+    time_days: float
+    cost_usd: float | None
+    energy_mwh: float | None
+    power_kw: float | None
+    price_usd_per_gpu_hour: float | None
+    pareto: bool = False
+    bottleneck: str | None = None
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class TrainingAdvice:
+    """The ranked options, the Pareto front, what was searched and what was assumed."""
+
+    model: str
+    tokens: float
+    objective: str
+    top: tuple[TrainingOption, ...]
+    pareto: tuple[TrainingOption, ...]
+    evaluated: int
+    feasible: int
+    skipped: tuple[tuple[str, str], ...]
+    assumptions: dict[str, Any] = field(default_factory=dict)
+
+
+def _pow2(limit: int) -> list[int]:
+    return [2**i for i in range(0, 32) if 2**i <= limit]
+
+
+def _layouts(shape: TransformerShape, search: TrainingSearch, gpn: int, multi_node: bool
+             ) -> dict[str, np.ndarray]:
+    """All integer layouts for one GPU type, as parallel arrays, already valid."""
+    counts = [g for g in _pow2(search.max_gpus) if multi_node or g <= gpn]
+    tps = [t for t in _pow2(gpn) if shape.heads % t == 0]
+    pps = [p for p in _pow2(64) if p <= shape.layers]
+    cps = [c for c in (1, 2, 4, 8) if search.seq_len % c == 0 and
+           (c == 1 or search.seq_len >= 16384)]
+    eps = [e for e in _pow2(64) if (not shape.is_moe and e == 1) or
+           (shape.is_moe and shape.experts % e == 0)]
+    vpps = [1, 2, 4]
+    mbs = [1, 2, 4]
+    grid = np.array(list(itertools.product(counts, tps, pps, cps, eps, vpps, mbs)),
+                    dtype=np.int64)
+    gpus, tp, pp, cp, ep, vpp, mb = grid.T
+    mp = tp * pp * cp
+    gb = max(1, round(search.global_batch_tokens / search.seq_len))
+    dp = gpus // mp
+    ok = (gpus % mp == 0) & (dp >= 1)
+    ok &= gb % np.maximum(dp * mb, 1) == 0
+    ok &= shape.layers >= pp * vpp
+    ok &= (vpp == 1) | (pp > 1)
+    ok &= ((dp * cp) % ep == 0)
+    return {"gpus": gpus[ok], "tp": tp[ok], "pp": pp[ok], "cp": cp[ok], "ep": ep[ok],
+            "vpp": vpp[ok], "mb": mb[ok], "gb": np.full(int(ok.sum()), gb)}
+
+
+def _candidates(catalog: Catalog, search: TrainingSearch) -> list[tuple[Product, System | None]]:
+    if search.gpus:
+        products = [catalog.product(g) for g in search.gpus]
+    else:
+        products = [p for p in catalog.products if p.tier in search.tiers]
+    out = []
+    for p in products:
+        if p.peak(PeakKey.TENSOR_BF16) or p.peak(PeakKey.TENSOR_FP16):
+            out.append((p, catalog.system_for(p)))
+    return out
+
+
+def advise_training(
+    catalog: Catalog,
+    shape: TransformerShape,
+    search: TrainingSearch,
+    prices: PriceBook,
+    *,
+    efficiency: Efficiency = DEFAULT_EFFICIENCY,
+    progress: Callable[[int, int, str], None] | None = None,
+) -> TrainingAdvice:
+    """Search, filter, rank and explain."""
+    rows: list[dict[str, np.ndarray]] = []
+    evaluated = 0
+    skipped: list[tuple[str, str]] = []
+    candidates = _candidates(catalog, search)
+    if not candidates:
+        raise GpuarchError("--gpu: no GPU to search (check the names or --tier)")
+    combos = list(itertools.product(search.precisions, list(Recompute), (0, 1, 2, 3),
+                                    (False, True)))
+    total = len(candidates) * len(combos)
+    done = 0
+    for product, system in candidates:
+        price = prices.price(product.key)
+        if price is None and search.objective is Objective.COST:
+            skipped.append((product.key, "no price in the price book (give --price)"))
+            done += len(combos)
+            continue
+        gpn = system.gpus_per_node if system else 8
+        pcie = catalog.pcie_generation(product.pcie_generation or 0)
+        intra, inter = link_for(product, system, pcie.x16_bandwidth_bytes_s if pcie else None)
+        layouts = _layouts(shape, search, gpn, multi_node=inter is not None)
+        gen = catalog.chip_of(product).sm.tensor_core_generation
+        for precision, recompute, zero, sp in combos:
+            done += 1
+            if progress:
+                progress(done, total, product.name)
+            peak = matmul_peak(product, precision)
+            if peak is None or peak.fallback_reason is not None:
+                continue  # FP8 only where the Tensor Cores run it
+            device = Device.of(product, precision, gen)
+            lay = layouts
+            if sp:
+                keep = lay["tp"] > 1
+                lay = {k: v[keep] for k, v in lay.items()}
+            n = len(lay["gpus"])
+            for start in range(0, n, CHUNK):
+                part = {k: v[start:start + CHUNK] for k, v in lay.items()}
+                # integer fields as arrays: one configuration per element (the masks in
+                # _layouts stand for TrainingConfig.validate)
+                fields: dict[str, Any] = {
+                    "gpus": part["gpus"], "seq_len": search.seq_len,
+                    "global_batch": part["gb"], "micro_batch": part["mb"], "tp": part["tp"],
+                    "pp": part["pp"], "cp": part["cp"], "ep": part["ep"], "vpp": part["vpp"],
+                    "sequence_parallel": sp, "zero": zero, "recompute": recompute,
+                    "precision": precision, "gpus_per_node": gpn}
+                cfg = TrainingConfig(**fields)
+                core = evaluate_training(shape, product, device, intra, inter, cfg,
+                                         efficiency)
+                evaluated += len(part["gpus"])
+                fits = core.memory_total <= product.memory_bytes
+                seconds = search.tokens / core.tokens_per_s
+                gpu_hours = seconds / 3600 * part["gpus"]
+                cost = gpu_hours * price if price is not None else np.full_like(seconds,
+                                                                                np.nan)
+                energy = (energy_kwh(product.tdp_w, core.hfu, part["gpus"], seconds)
+                          if product.tdp_w else np.full_like(seconds, np.nan))
+                power_kw = (part["gpus"] * product.tdp_w * (1 + NODE_OVERHEAD) * PUE / 1000
+                            if product.tdp_w else np.full_like(seconds, np.nan))
+                ok = fits
+                if search.deadline_days is not None:
+                    ok &= seconds <= search.deadline_days * 86400
+                if search.budget_usd is not None:
+                    ok &= np.nan_to_num(cost, nan=np.inf) <= search.budget_usd
+                if search.max_power_kw is not None:
+                    ok &= np.nan_to_num(power_kw, nan=np.inf) <= search.max_power_kw
+                if not ok.any():
+                    continue
+                idx = np.nonzero(ok)[0]
+                rows.append({
+                    "key": np.array([product.key] * len(idx), dtype=object),
+                    "gpus": part["gpus"][idx], "tp": part["tp"][idx], "pp": part["pp"][idx],
+                    "cp": part["cp"][idx], "ep": part["ep"][idx], "vpp": part["vpp"][idx],
+                    "mb": part["mb"][idx], "gb": part["gb"][idx],
+                    "zero": np.full(len(idx), zero),
+                    "recompute": np.array([recompute.value] * len(idx), dtype=object),
+                    "sp": np.full(len(idx), sp),
+                    "precision": np.array([precision.value] * len(idx), dtype=object),
+                    "step": np.asarray(core.step)[idx],
+                    "tps": np.asarray(core.tokens_per_s)[idx],
+                    "mfu": np.asarray(core.mfu)[idx],
+                    "mem": np.asarray(core.memory_total)[idx],
+                    "time": np.asarray(seconds)[idx],
+                    "cost": np.asarray(cost)[idx],
+                    "energy": np.asarray(energy)[idx],
+                    "power": np.asarray(power_kw)[idx],
+                    "price": np.full(len(idx), np.nan if price is None else price),
+                })
+    if not rows:
+        return TrainingAdvice(shape.name, search.tokens, search.objective.value, (), (),
+                              evaluated, 0, tuple(skipped), _assumptions(prices))
+    table = {k: np.concatenate([r[k] for r in rows]) for k in rows[0]}
+    feasible = len(table["time"])
+    metric = {"time": table["time"], "cost": table["cost"], "energy": table["energy"]}
+    order = np.argsort(np.nan_to_num(metric[search.objective.value], nan=np.inf),
+                       kind="stable")
+    front = _pareto(np.stack([table["time"], np.nan_to_num(table["cost"], nan=np.inf),
+                              np.nan_to_num(table["energy"], nan=np.inf)], axis=1))
+    top = [_option(catalog, table, int(i), int(i) in front) for i in order[: search.top]]
+    pareto_opts = [_option(catalog, table, int(i), True)
+                   for i in sorted(front, key=lambda i: table["time"][i])]
+    top = [_explain(catalog, shape, search, o, top[0], efficiency) for o in top]
+    return TrainingAdvice(shape.name, search.tokens, search.objective.value, tuple(top),
+                          tuple(pareto_opts), evaluated, feasible, tuple(skipped),
+                          _assumptions(prices))
+
+
+def _assumptions(prices: PriceBook) -> dict[str, Any]:
+    return {"prices": prices.describe(), "node_overhead": NODE_OVERHEAD, "pue": PUE,
+            "energy": "GPU board power at the modelled utilisation, plus node overhead, "
+                      "times PUE (gpuarch.estimate.energy)",
+            "model": "estimate.training.evaluate_training over arrays of configurations"}
+
+
+def _pareto(points: np.ndarray) -> set[int]:
+    """Indices not dominated in every column (smaller is better)."""
+    order = np.lexsort(points.T[::-1])
+    front: list[int] = []
+    best: list[np.ndarray] = []
+    for i in order:
+        p = points[i]
+        if any(np.all(b <= p) and np.any(b < p) for b in best):
+            continue
+        best = [b for b in best if not (np.all(p <= b) and np.any(p < b))]
+        front = [f for f in front if not (np.all(p <= points[f]) and np.any(p < points[f]))]
+        best.append(p)
+        front.append(int(i))
+    return set(front)
+
+
+def _num(x: Any) -> float | None:
+    v = float(x)
+    return None if np.isnan(v) else v
+
+
+def _option(catalog: Catalog, t: dict[str, np.ndarray], i: int, pareto: bool
+            ) -> TrainingOption:
+    product = catalog.product(str(t["key"][i]))
+    system = catalog.system_for(product)
+    energy = _num(t["energy"][i])
+    return TrainingOption(
+        gpu=product.key, gpu_name=product.name, system=system.name if system else None,
+        gpus=int(t["gpus"][i]), tp=int(t["tp"][i]), pp=int(t["pp"][i]), cp=int(t["cp"][i]),
+        ep=int(t["ep"][i]), vpp=int(t["vpp"][i]), micro_batch=int(t["mb"][i]),
+        global_batch=int(t["gb"][i]), zero=int(t["zero"][i]),
+        recompute=str(t["recompute"][i]), sequence_parallel=bool(t["sp"][i]),
+        precision=str(t["precision"][i]), step_time_s=float(t["step"][i]),
+        tokens_per_s=float(t["tps"][i]), mfu=float(t["mfu"][i]),
+        memory_per_gpu_gib=float(t["mem"][i]) / 2**30, time_days=float(t["time"][i]) / 86400,
+        cost_usd=_num(t["cost"][i]), energy_mwh=None if energy is None else energy / 1000,
+        power_kw=_num(t["power"][i]), price_usd_per_gpu_hour=_num(t["price"][i]),
+        pareto=pareto)
+
+
+def _explain(catalog: Catalog, shape: TransformerShape, search: TrainingSearch,
+             o: TrainingOption, best: TrainingOption, eff: Efficiency) -> TrainingOption:
+    """The scalar estimate's bottleneck and reason for an option (the same formulas)."""
+    product = catalog.product(o.gpu)
+    system = catalog.system_for(product)
+    cfg = TrainingConfig(gpus=o.gpus, seq_len=search.seq_len, global_batch=o.global_batch,
+                         micro_batch=o.micro_batch, tp=o.tp, pp=o.pp, cp=o.cp, ep=o.ep,
+                         vpp=o.vpp, sequence_parallel=o.sequence_parallel, zero=o.zero,
+                         recompute=Recompute(o.recompute), precision=Precision(o.precision),
+                         gpus_per_node=system.gpus_per_node if system else 8)
+    est = estimate_training(catalog, shape, product, cfg, system=system, efficiency=eff)
+    reason = est.bottleneck_reason
+    if o is not best and o.gpu != best.gpu:
+        reason += f"; {best.gpu_name} (#1) is {o.time_days / best.time_days:.2f}x faster"
+    return TrainingOption(**{**o.__dict__, "bottleneck": est.bottleneck, "reason": reason})
+

@@ -1,0 +1,109 @@
+"""The advisor: its array model agrees with the scalar estimate, constraints hold, the
+Pareto front is non-dominated."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpuarch.advise import Objective, TrainingSearch, advise_training, load_prices
+from gpuarch.catalog import load_catalog
+from gpuarch.errors import GpuarchError
+from gpuarch.estimate import Recompute, TrainingConfig, estimate_training
+from gpuarch.estimate.training import evaluate_training
+from gpuarch.perf import DEFAULT_EFFICIENCY, Device, Precision, link_for
+from gpuarch.workloads import preset
+
+CATALOG = load_catalog()
+
+
+@settings(max_examples=60, deadline=None)
+@given(model=st.sampled_from(["llama-3.1-8b", "llama-3.1-70b", "mixtral-8x7b"]),
+       gpu=st.sampled_from(["h100", "a100", "b200", "l40s"]),
+       tp=st.sampled_from([1, 2, 4, 8]), pp=st.sampled_from([1, 2, 4]),
+       cp=st.sampled_from([1, 2]), dp=st.sampled_from([1, 2, 4, 8]),
+       ep=st.sampled_from([1, 2]), vpp=st.sampled_from([1, 2]), mb=st.sampled_from([1, 2]),
+       sp=st.booleans(), zero=st.sampled_from([0, 1, 2, 3]),
+       recompute=st.sampled_from(list(Recompute)),
+       precision=st.sampled_from([Precision.BF16, Precision.FP8]))
+def test_array_model_agrees_with_the_scalar_estimate(**kw: Any) -> None:
+    """Any valid configuration: the array path gives the estimate's numbers to 1e-9."""
+    shape = preset(kw["model"]).shape
+    product = CATALOG.product(kw["gpu"])
+    system = CATALOG.system_for(product)
+    gpn = system.gpus_per_node if system else 8
+    cfg = TrainingConfig(
+        gpus=kw["tp"] * kw["pp"] * kw["cp"] * kw["dp"], seq_len=4096,
+        global_batch=kw["dp"] * kw["mb"] * 4, micro_batch=kw["mb"], tp=kw["tp"], pp=kw["pp"],
+        cp=kw["cp"], ep=kw["ep"] if shape.is_moe else 1,
+        vpp=kw["vpp"] if kw["pp"] > 1 else 1, sequence_parallel=kw["sp"] and kw["tp"] > 1,
+        zero=kw["zero"], recompute=kw["recompute"], precision=kw["precision"],
+        gpus_per_node=gpn)
+    try:
+        est = estimate_training(CATALOG, shape, product, cfg, system=system)
+    except GpuarchError:
+        return  # invalid combination: the advisor's masks drop it too
+    device = Device.of(product, cfg.precision, CATALOG.chip_of(product).sm.tensor_core_generation)
+    pcie = CATALOG.pcie_generation(product.pcie_generation or 0)
+    intra, inter = link_for(product, system, pcie.x16_bandwidth_bytes_s if pcie else None)
+    arrays: dict[str, Any] = dict(cfg.__dict__)
+    for name in ("gpus", "global_batch", "micro_batch", "tp", "pp", "cp", "ep", "vpp"):
+        arrays[name] = np.array([getattr(cfg, name), 1, getattr(cfg, name)])
+    arrays["gpus"][1] = 1
+    arrays["global_batch"][1] = cfg.micro_batch
+    core = evaluate_training(shape, product, device, intra, inter, TrainingConfig(**arrays),
+                             DEFAULT_EFFICIENCY)
+    assert core.step[0] == pytest.approx(est.step_time_s, rel=1e-9)
+    assert core.memory_total[0] == pytest.approx(est.memory.total, rel=1e-9)
+    assert core.mfu[0] == pytest.approx(est.mfu, rel=1e-9)
+
+
+def _prices(tmp_path: Path) -> Path:
+    path = tmp_path / "prices.toml"
+    path.write_text('[[price]]\ngpu = "h100-sxm5-80gb"\nusd_per_gpu_hour = 3.0\n'
+                    '[[price]]\ngpu = "a100-sxm4-80gb"\nusd_per_gpu_hour = 1.5\n')
+    return path
+
+
+def test_search_respects_constraints_and_ranks(tmp_path: Path) -> None:
+    """Deadline, budget and GPU cap hold for every option; the top is sorted by cost; every
+    Pareto option is not dominated."""
+    search = TrainingSearch(tokens=2e11, max_gpus=64, gpus=("h100", "a100"),
+                            deadline_days=30, budget_usd=400_000, objective=Objective.COST)
+    adv = advise_training(CATALOG, preset("llama-3.1-8b").shape, search,
+                          load_prices(_prices(tmp_path)))
+    assert adv.top and adv.feasible <= adv.evaluated
+    for o in adv.top:
+        assert o.time_days <= 30 and o.cost_usd is not None and o.cost_usd <= 400_000
+        assert o.gpus <= 64 and o.memory_per_gpu_gib * 2**30 <= \
+            CATALOG.product(o.gpu).memory_bytes
+        assert o.bottleneck and o.reason
+    costs = [o.cost_usd for o in adv.top]
+    assert costs == sorted(costs)
+    front = adv.pareto
+    for a in front:
+        for b in front:
+            assert not (b.time_days < a.time_days and (b.cost_usd or 0) < (a.cost_usd or 0)
+                        and (b.energy_mwh or 0) < (a.energy_mwh or 0))
+
+
+def test_fp8_only_where_supported(tmp_path: Path) -> None:
+    """A100 options never use FP8 (no FP8 Tensor Cores); H100 ones may."""
+    adv = advise_training(CATALOG, preset("llama-3.1-8b").shape,
+                          TrainingSearch(tokens=1e11, max_gpus=16, gpus=("a100",), top=50),
+                          load_prices(_prices(tmp_path)))
+    assert adv.top and all(o.precision != "fp8" for o in adv.top)
+
+
+def test_impossible_constraints_give_no_option(tmp_path: Path) -> None:
+    """A budget nothing meets yields an empty answer, not an error."""
+    adv = advise_training(CATALOG, preset("llama-3.1-70b").shape,
+                          TrainingSearch(tokens=1e13, max_gpus=64, gpus=("h100",),
+                                         budget_usd=10.0, objective=Objective.COST),
+                          load_prices(_prices(tmp_path)))
+    assert adv.top == () and adv.feasible == 0
