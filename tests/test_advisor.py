@@ -107,3 +107,77 @@ def test_impossible_constraints_give_no_option(tmp_path: Path) -> None:
                                          budget_usd=10.0, objective=Objective.COST),
                           load_prices(_prices(tmp_path)))
     assert adv.top == () and adv.feasible == 0
+
+
+# --- serving advice -----------------------------------------------------------------------
+
+def test_inference_options_are_the_estimates_own_numbers(tmp_path: Path) -> None:
+    """Every listed deployment meets the SLAs and GPU cap; its latencies are exactly what
+    ``estimate_inference`` gives for that configuration (one source of truth); the fleet
+    delivers the offered load; the front is non-dominated."""
+    from gpuarch.advise.infer import _SCHEMES, InferenceSearch, advise_inference
+    from gpuarch.estimate.inference import Batching, InferenceConfig, estimate_inference
+
+    shape = preset("llama-3.1-8b").shape
+    search = InferenceSearch(input_len=1024, output_len=128, rate=4.0, ttft_ms=1500,
+                             tpot_ms=40, max_gpus=16, gpus=("h100", "a100"), top=20)
+    adv = advise_inference(CATALOG, shape, search, load_prices(_prices(tmp_path)))
+    assert adv.top and adv.pareto
+    schemes = dict(_SCHEMES)
+    for o in adv.top:
+        assert o.ttft_ms <= 1500 and o.tpot_ms <= 40 and o.gpus <= 16
+        assert o.output_tokens_per_s == pytest.approx(4.0 * 128)
+        product = CATALOG.product(o.gpu)
+        system = CATALOG.system_for(product)
+        est = estimate_inference(CATALOG, shape, product, InferenceConfig(
+            input_len=1024, output_len=128, batch=o.batch, gpus=o.tp * o.pp, tp=o.tp,
+            pp=o.pp, quant=schemes[o.scheme], batching=Batching.CONTINUOUS,
+            gpus_per_node=system.gpus_per_node if system else 8), system=system)
+        assert o.ttft_ms == pytest.approx(est.ttft_s * 1e3, rel=1e-12)
+        assert o.tpot_ms == pytest.approx(est.tpot_s * 1e3, rel=1e-12)
+        assert o.replicas * est.output_tokens_per_s >= 4.0 * 128 * (1 - 1e-9)
+        if o.gpu == "a100-sxm4-80gb":
+            assert o.weights not in ("fp8", "fp4")  # no FP8/FP4 Tensor Cores on Ampere
+        assert o.reason
+    costs = [o.usd_per_million_tokens for o in adv.top]
+    assert costs == sorted(costs)
+    for a in adv.pareto:
+        for b in adv.pareto:
+            assert not (b.request_latency_s < a.request_latency_s
+                        and (b.usd_per_million_tokens or 0) < (a.usd_per_million_tokens or 0)
+                        and (b.kwh_per_million_tokens or 0) < (a.kwh_per_million_tokens or 0))
+
+
+def test_inference_search_errors_and_empty_answers(tmp_path: Path) -> None:
+    """Bad numbers name the flag; an SLA nothing meets yields no option, not an error."""
+    from gpuarch.advise.infer import InferenceSearch, advise_inference
+
+    prices = load_prices(_prices(tmp_path))
+    shape = preset("llama-3.1-70b").shape
+    with pytest.raises(GpuarchError, match="--tpot-ms: expected > 0, got -1"):
+        advise_inference(CATALOG, shape, InferenceSearch(512, 64, tpot_ms=-1), prices)
+    adv = advise_inference(CATALOG, shape, InferenceSearch(512, 64, tpot_ms=0.01,
+                                                           gpus=("h100",)), prices)
+    assert adv.top == () and adv.feasible == 0
+
+
+def test_price_book_overrides_and_user_file(tmp_path: Path) -> None:
+    """Override beats the user file, which adds to the built-in list; the built-in list
+    parses and every price names a catalog GPU and a source."""
+    from gpuarch.advise.prices import PRICES_FILE
+
+    book = load_prices(overrides={"h100-sxm5-80gb": 1.0}, extra=_prices(tmp_path))
+    assert book.price("h100-sxm5-80gb") == 1.0
+    assert book.describe()["h100-sxm5-80gb"]["from"] == "override"
+    import tomllib
+
+    raw = tomllib.loads(PRICES_FILE.read_text())
+    sources = {s["id"] for s in raw["source"]}
+    assert raw["price"]
+    for row in raw["price"]:
+        CATALOG.product(row["gpu"])  # raises on an unknown GPU
+        assert row["source"] in sources and row["usd_per_gpu_hour"] > 0
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[[price]]\ngpu = 'h100'\n")
+    with pytest.raises(GpuarchError, match="lacks 'usd_per_gpu_hour'"):
+        load_prices(extra=bad)

@@ -358,3 +358,52 @@ def test_probe_bench_saves_a_calibration_file(capsys: pytest.CaptureFixture[str]
     assert status == 0 and json.loads(out)["saved"] == str(target)
     cal = load_calibration(target)
     assert cal.gemm and cal.bandwidth
+
+
+def test_advise_train_cli(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """JSON has the ranked options and the front; the plot is written; piped output has no
+    progress bar; the reasons name the hardware."""
+    plot = tmp_path / "front.png"
+    status, out, err = run(capsys, "advise", "train", "--model", "llama-3.1-8b", "--tokens",
+                           "100B", "--max-gpus", "64", "--gpu", "h100,a100",
+                           "--deadline-days", "60", "--objective", "cost", "--json",
+                           "--plot", str(plot), "--price", "h100=2.0")
+    assert status == 0, err
+    doc = json.loads(out)
+    assert doc["top"] and doc["pareto"] and doc["objective"] == "cost"
+    assert all(o["time_days"] <= 60 and o["gpus"] <= 64 for o in doc["top"])
+    assert doc["assumptions"]["prices"]["h100-sxm5-80gb"]["from"] == "override"
+    assert "dense" in doc["top"][0]["reason"] and plot.stat().st_size > 0
+    assert "[#" not in err
+    status, out, err = run(capsys, "advise", "train", "--model", "llama-3.1-8b", "--tokens",
+                           "1e11", "--max-gpus", "16", "--gpu", "hopper")
+    assert status == 0 and "Pareto front" in out and "why:" in out
+
+
+def test_advise_infer_cli(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = run(capsys, "advise", "infer", "--model", "llama-3.1-8b",
+                           "--input-len", "2048", "--output-len", "256", "--concurrency", "64",
+                           "--tpot-ms", "60", "--gpu", "h100,h200,l40s")
+    assert status == 0, err
+    assert "ranked by cost per million output tokens" in out and "bandwidth-bound" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["train", "--tokens", "lots"], "--tokens: expected a positive number"),
+        (["train", "--tokens", "1T", "--gpu", "h10"], "--gpu: unknown"),
+        (["train", "--tokens", "1T", "--tier", "cloud"], "--tier: unknown tier 'cloud'"),
+        (["train", "--tokens", "1T", "--price", "h100"], "--price: expected GPU=USD"),
+        (["train", "--tokens", "1T", "--precision", "fp7"], "--precision: unknown precision"),
+        (["train", "--tokens", "1T", "--objective", "speed"], "--objective: unknown value"),
+        (["infer", "--input-len", "8", "--output-len", "8", "--rate", "1",
+          "--concurrency", "2"], "not allowed with argument"),
+        (["infer", "--input-len", "0", "--output-len", "8"], "--input-len: expected >= 1"),
+    ],
+)
+def test_advise_errors(capsys: pytest.CaptureFixture[str], argv: list[str],
+                       message: str) -> None:
+    """Bad flags: exit 2, the flag and value named, no traceback, nothing on stdout."""
+    status, out, err = run(capsys, "advise", argv[0], "--model", "llama-3.1-8b", *argv[1:])
+    assert status == 2 and message in err and "Traceback" not in err and out == ""

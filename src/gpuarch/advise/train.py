@@ -110,6 +110,7 @@ class TrainingAdvice:
     feasible: int
     skipped: tuple[tuple[str, str], ...]
     assumptions: dict[str, Any] = field(default_factory=dict)
+    per_gpu: tuple[TrainingOption, ...] = ()  # the best option on each GPU, best first
 
 
 def _pow2(limit: int) -> list[int]:
@@ -256,18 +257,28 @@ def advise_training(
                               evaluated, 0, tuple(skipped), _assumptions(prices))
     table = {k: np.concatenate([r[k] for r in rows]) for k in rows[0]}
     feasible = len(table["time"])
+    table = _distinct(table)
     metric = {"time": table["time"], "cost": table["cost"], "energy": table["energy"]}
-    order = np.argsort(np.nan_to_num(metric[search.objective.value], nan=np.inf),
-                       kind="stable")
+    score = np.nan_to_num(metric[search.objective.value], nan=np.inf)
+    order = np.lexsort((table["time"], score))  # ties go to the faster plan
     front = _pareto(np.stack([table["time"], np.nan_to_num(table["cost"], nan=np.inf),
                               np.nan_to_num(table["energy"], nan=np.inf)], axis=1))
     top = [_option(catalog, table, int(i), int(i) in front) for i in order[: search.top]]
     pareto_opts = [_option(catalog, table, int(i), True)
                    for i in sorted(front, key=lambda i: table["time"][i])]
-    top = [_explain(catalog, shape, search, o, top[0], efficiency) for o in top]
+    # the best option on each other GPU, for the comparison in the reasons
+    rivals: dict[str, TrainingOption] = {}
+    for i in order:
+        key = str(table["key"][i])
+        if key not in rivals:
+            rivals[key] = _option(catalog, table, int(i), int(i) in front)
+    first = top[0]
+    top = [_explain(catalog, shape, search, o, first, rivals, efficiency) for o in top]
+    per_gpu = [_explain(catalog, shape, search, o, first, rivals, efficiency)
+               for o in rivals.values()]
     return TrainingAdvice(shape.name, search.tokens, search.objective.value, tuple(top),
                           tuple(pareto_opts), evaluated, feasible, tuple(skipped),
-                          _assumptions(prices))
+                          _assumptions(prices), tuple(per_gpu))
 
 
 def _assumptions(prices: PriceBook) -> dict[str, Any]:
@@ -275,6 +286,20 @@ def _assumptions(prices: PriceBook) -> dict[str, Any]:
             "energy": "GPU board power at the modelled utilisation, plus node overhead, "
                       "times PUE (gpuarch.estimate.energy)",
             "model": "estimate.training.evaluate_training over arrays of configurations"}
+
+
+def _distinct(t: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """One row per distinct (GPU, time, cost, energy): variants that change nothing the
+    objectives see (ZeRO 1 vs 2 often) collapse to the one needing the least memory."""
+    rounded = [np.round(np.nan_to_num(t[k], nan=-1.0), 9 - int(np.log10(max(
+        1e-300, float(np.nanmax(np.abs(t[k]))) if np.isfinite(t[k]).any() else 1.0))))
+        for k in ("time", "cost", "energy")]
+    keys = np.array([f"{a}|{b!r}|{c!r}|{d!r}" for a, b, c, d in zip(t["key"], *rounded,
+                                                                    strict=True)])
+    order = np.lexsort((t["mem"], keys))
+    _, first = np.unique(keys[order], return_index=True)
+    keep = np.sort(order[first])
+    return {k: v[keep] for k, v in t.items()}
 
 
 def _pareto(points: np.ndarray) -> set[int]:
@@ -317,9 +342,25 @@ def _option(catalog: Catalog, t: dict[str, np.ndarray], i: int, pareto: bool
         pareto=pareto)
 
 
+def _hardware(catalog: Catalog, o: TrainingOption) -> str:
+    """The resources that matter for a training option, from the catalog."""
+    product = catalog.product(o.gpu)
+    peak = matmul_peak(product, Precision(o.precision))
+    parts = [f"{peak.flops / 1e12:,.0f} dense {o.precision.upper()} TFLOPS" if peak else "",
+             f"{(product.memory_bandwidth_bytes_s or 0) / 1e12:.2f} TB/s",
+             f"{product.memory_bytes / 2**30:.0f} GiB"]
+    system = catalog.system_for(product)
+    if system is not None:
+        parts.append(f"{system.intra_node_bandwidth_bytes_s / 1e9:,.0f} GB/s "
+                     f"{system.intra_node_fabric} in {system.gpus_per_node}-GPU nodes")
+    return ", ".join(p for p in parts if p)
+
+
 def _explain(catalog: Catalog, shape: TransformerShape, search: TrainingSearch,
-             o: TrainingOption, best: TrainingOption, eff: Efficiency) -> TrainingOption:
-    """The scalar estimate's bottleneck and reason for an option (the same formulas)."""
+             o: TrainingOption, best: TrainingOption, rivals: dict[str, TrainingOption],
+             eff: Efficiency) -> TrainingOption:
+    """The scalar estimate's bottleneck and reason for an option (the same formulas), and
+    how its GPU compares with the best option on another GPU, in the catalog's terms."""
     product = catalog.product(o.gpu)
     system = catalog.system_for(product)
     cfg = TrainingConfig(gpus=o.gpus, seq_len=search.seq_len, global_batch=o.global_batch,
@@ -329,7 +370,20 @@ def _explain(catalog: Catalog, shape: TransformerShape, search: TrainingSearch,
                          gpus_per_node=system.gpus_per_node if system else 8)
     est = estimate_training(catalog, shape, product, cfg, system=system, efficiency=eff)
     reason = est.bottleneck_reason
-    if o is not best and o.gpu != best.gpu:
-        reason += f"; {best.gpu_name} (#1) is {o.time_days / best.time_days:.2f}x faster"
+    is_best = o == best
+    if is_best or o.gpu != best.gpu:
+        reason += f"; {o.gpu_name}: {_hardware(catalog, o)}"
+    metric = search.objective.value
+    mine = {"time": o.time_days, "cost": o.cost_usd, "energy": o.energy_mwh}[metric]
+    others = [r for k, r in rivals.items() if k != o.gpu]
+    if is_best and others and mine:
+        rival = others[0]
+        theirs = {"time": rival.time_days, "cost": rival.cost_usd,
+                  "energy": rival.energy_mwh}[metric]
+        if theirs:
+            reason += (f"; the best {rival.gpu_name} plan ({rival.gpus} GPUs, "
+                       f"{_hardware(catalog, rival)}) needs {theirs / mine:.2f}x the {metric}")
+    elif o.gpu != best.gpu and best.time_days:
+        reason += f"; {o.time_days / best.time_days:.2f}x the time of #1"
     return TrainingOption(**{**o.__dict__, "bottleneck": est.bottleneck, "reason": reason})
 

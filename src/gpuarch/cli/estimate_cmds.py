@@ -144,7 +144,7 @@ def cmd_infer(args: argparse.Namespace) -> int:
     return 0
 
 
-def _model_flags(p: argparse.ArgumentParser) -> None:
+def model_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", required=True,
                    help="a preset (llama-3.1-70b, gpt3-175b, mixtral-8x7b, ...) or a local "
                    "Hugging Face config.json")
@@ -244,7 +244,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     est_sub = est.add_subparsers(dest="what", metavar="WHAT", required=True)
     p = est_sub.add_parser("train", parents=[common],
                            help="one training step: time, memory, MFU, bottleneck")
-    _model_flags(p)
+    model_flags(p)
     p.add_argument("--seq-len", type=int, required=True)
     p.add_argument("--global-batch", type=int, required=True, help="sequences per step")
     p.add_argument("--micro-batch", type=int, default=1)
@@ -275,7 +275,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
 
     p = est_sub.add_parser("infer", parents=[common],
                            help="LLM serving: TTFT, TPOT, throughput, memory, bottleneck")
-    _model_flags(p)
+    model_flags(p)
     p.add_argument("--gpu", help="GPU name (default: the system's GPU)")
     p.add_argument("--gpus", type=int, help="GPUs in all; replicas = GPUs / (TP x PP) "
                    "(default: TP x PP)")

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from gpuarch import __version__
-from gpuarch.cli import catalog_cmds, estimate_cmds, numerics_cmds, probe_cmds
+from gpuarch.cli import advise_cmds, catalog_cmds, estimate_cmds, numerics_cmds, probe_cmds
 from gpuarch.errors import GpuarchError
 
 __all__ = ["build_parser", "main"]
@@ -30,6 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     estimate_cmds.add_commands(sub, common)
     numerics_cmds.add_commands(sub, common)
     probe_cmds.add_commands(sub, common)
+    advise_cmds.add_commands(sub, common)
     return parser
 
 

@@ -322,15 +322,17 @@ class _Runner:
         chunk = min(chunk, MAX_PREFILL_TOKENS)
         group = max(1, MAX_PREFILL_TOKENS // chunk)  # prompts per pass
         phase = _Phase(overhead=self.eff.prefill_overhead_s)
-        done = 0
-        while done < seqs:
-            n = min(group, seqs - done)
+        full, rest = divmod(seqs, group)  # passes of whole groups are identical
+        for n, times in ((group, full), (rest, 1)):
+            if n == 0 or times == 0:
+                continue
+            one = _Phase()
             start = 0
             while start < length:
                 size = min(chunk, length - start)
-                phase = phase + self.forward(n, size, start + size)
+                one = one + self.forward(n, size, start + size)
                 start += size
-            done += n
+            phase = phase + one.scale(times)
         return phase
 
     def decode_step(self, seqs: int, ctx: float) -> _Phase:

@@ -11,7 +11,7 @@ from typing import Any
 from gpuarch.catalog.evolution import EvolutionRow, Metric
 from gpuarch.errors import GpuarchError
 
-__all__ = ["PLOT_SUFFIXES", "plot_evolution", "plot_roofline"]
+__all__ = ["PLOT_SUFFIXES", "plot_evolution", "plot_pareto", "plot_roofline"]
 
 PLOT_SUFFIXES = (".png", ".svg")
 
@@ -121,6 +121,42 @@ def plot_roofline(result: dict[str, Any], path: Path) -> None:
     ax.set_xlabel("arithmetic intensity (FLOP per byte of DRAM traffic)")
     ax.set_ylabel("TFLOP/s")
     ax.set_title(f"{result['gpu']}, {result['precision']}", fontsize=10)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    _save(fig, plt, path)
+
+
+def plot_pareto(advice: Any, path: Path) -> None:
+    """The advisor's Pareto front: time against cost, energy as colour, GPU as marker."""
+    plt = _pyplot(path)
+    training = hasattr(advice, "tokens")
+    rows = [o for o in advice.pareto if (o.cost_usd if training else o.usd_per_million_tokens)
+            is not None]
+    if not rows:
+        raise GpuarchError("--plot: no option with a price to plot (give --price)")
+    xs = [o.time_days if training else o.request_latency_s for o in rows]
+    ys = [o.cost_usd if training else o.usd_per_million_tokens for o in rows]
+    cs = [(o.energy_mwh if training else o.kwh_per_million_tokens) or 0.0 for o in rows]
+    markers = "osD^v<>phX*"
+    gpus = sorted({o.gpu_name for o in rows})
+    fig, ax = plt.subplots(figsize=(8, 5.5))
+    lo, hi = min(cs), max(cs)
+    for n, name in enumerate(gpus):
+        idx = [i for i, o in enumerate(rows) if o.gpu_name == name]
+        art = ax.scatter([xs[i] for i in idx], [ys[i] for i in idx], c=[cs[i] for i in idx],
+                         vmin=lo, vmax=hi if hi > lo else lo + 1, cmap="viridis",
+                         marker=markers[n % len(markers)], label=name, edgecolors="black",
+                         linewidths=0.4)
+    fig.colorbar(art, ax=ax, label="energy (MWh)" if training else "energy (kWh per 1M "
+                 "output tokens)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("training time (days)" if training else "request latency (s)")
+    ax.set_ylabel("cost (USD)" if training else "USD per 1M output tokens")
+    what = (f"training {advice.model}, {advice.tokens:.3g} tokens" if training else
+            f"serving {advice.model}, {advice.input_len} in / {advice.output_len} out")
+    ax.set_title(f"Pareto front: {what}", fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()

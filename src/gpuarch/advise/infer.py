@@ -1,0 +1,338 @@
+"""Serving advice: search GPU type x tensor/pipeline parallelism x weight and KV precision x
+batch for a request mix, size the fleet for a rate or a concurrency, filter by latency SLAs,
+GPU count, hourly budget and power, rank by latency, cost or energy per million output
+tokens, keep the Pareto front and explain the choice.
+
+Each candidate is one call of ``estimate.inference.estimate_inference`` (the estimate's own
+formulas, one source of truth). Unlike the training search this loop is scalar: a few
+thousand candidates take seconds, not the millions the training space needs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from gpuarch.advise.prices import PriceBook
+from gpuarch.advise.train import Objective, _pareto
+from gpuarch.catalog.loader import Catalog
+from gpuarch.catalog.model import Product, System, Tier
+from gpuarch.catalog.peaks import PeakKey
+from gpuarch.errors import GpuarchError
+from gpuarch.estimate.energy import NODE_OVERHEAD, PUE, energy_kwh
+from gpuarch.estimate.inference import Batching, InferenceConfig, estimate_inference
+from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
+from gpuarch.perf.quant import QuantFormat, QuantScheme, gemm_peak
+from gpuarch.workloads.params import count_params
+from gpuarch.workloads.shape import TransformerShape
+
+__all__ = ["InferenceAdvice", "InferenceOption", "InferenceSearch", "advise_inference"]
+
+_SCHEMES: tuple[tuple[str, QuantScheme], ...] = (
+    ("bf16", QuantScheme(QuantFormat.BF16, QuantFormat.BF16, QuantFormat.BF16)),
+    ("fp8", QuantScheme(QuantFormat.FP8, QuantFormat.FP8, QuantFormat.FP8)),
+    ("fp8-w/bf16-kv", QuantScheme(QuantFormat.FP8, QuantFormat.FP8, QuantFormat.BF16)),
+    ("int8-w", QuantScheme(QuantFormat.INT8, QuantFormat.BF16, QuantFormat.BF16)),
+    ("int4-w", QuantScheme(QuantFormat.INT4, QuantFormat.BF16, QuantFormat.BF16)),
+    ("fp4", QuantScheme(QuantFormat.FP4, QuantFormat.FP4, QuantFormat.FP8)),
+)
+"""Weight/activation/KV formats searched; FP8 and FP4 only where the Tensor Cores run them
+natively (a dequantizing fallback is never worth recommending)."""
+
+
+@dataclass(frozen=True)
+class InferenceSearch:
+    """The request mix, the load, the SLAs and the constraints."""
+
+    input_len: int
+    output_len: int
+    rate: float | None = None  # requests per second to sustain
+    concurrency: int | None = None  # requests in flight to hold
+    ttft_ms: float | None = None
+    tpot_ms: float | None = None
+    min_throughput: float | None = None  # output tokens/s over the whole deployment
+    max_gpus: int = 64
+    gpus: tuple[str, ...] = ()
+    tiers: tuple[Tier, ...] = (Tier.DATACENTER,)
+    budget_usd_per_hour: float | None = None
+    max_power_kw: float | None = None
+    objective: Objective = Objective.COST
+    top: int = 10
+
+    def validate(self) -> None:
+        """Usage errors name the flag."""
+        for name in ("input_len", "output_len", "max_gpus", "top"):
+            if getattr(self, name) < 1:
+                raise GpuarchError(f"--{name.replace('_', '-')}: expected >= 1, got "
+                                   f"{getattr(self, name)}")
+        if self.rate is not None and self.concurrency is not None:
+            raise GpuarchError("--rate and --concurrency: give one, not both")
+        for name in ("rate", "concurrency", "ttft_ms", "tpot_ms", "min_throughput",
+                     "budget_usd_per_hour", "max_power_kw"):
+            value = getattr(self, name)
+            if value is not None and value <= 0:
+                raise GpuarchError(f"--{name.replace('_', '-')}: expected > 0, got {value}")
+
+
+@dataclass(frozen=True)
+class InferenceOption:
+    """One deployment that meets the SLAs: replicas of a TP x PP group at one batch."""
+
+    gpu: str
+    gpu_name: str
+    gpus: int
+    replicas: int
+    tp: int
+    pp: int
+    batch: int
+    scheme: str
+    weights: str
+    kv_cache: str
+    ttft_ms: float
+    tpot_ms: float
+    request_latency_s: float
+    output_tokens_per_s: float  # the whole deployment
+    memory_per_gpu_gib: float
+    usd_per_hour: float | None
+    usd_per_million_tokens: float | None
+    kwh_per_million_tokens: float | None
+    power_kw: float | None
+    price_usd_per_gpu_hour: float | None
+    bottleneck: dict[str, str] = field(default_factory=dict)
+    pareto: bool = False
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class InferenceAdvice:
+    """The ranked deployments, the Pareto front and what was assumed."""
+
+    model: str
+    input_len: int
+    output_len: int
+    objective: str
+    top: tuple[InferenceOption, ...]
+    pareto: tuple[InferenceOption, ...]
+    evaluated: int
+    feasible: int
+    skipped: tuple[tuple[str, str], ...]
+    assumptions: dict[str, Any] = field(default_factory=dict)
+
+
+def _candidates(catalog: Catalog, search: InferenceSearch
+                ) -> list[tuple[Product, System | None]]:
+    if search.gpus:
+        products = [catalog.product(g) for g in search.gpus]
+    else:
+        products = [p for p in catalog.products if p.tier in search.tiers]
+    return [(p, catalog.system_for(p)) for p in products
+            if p.memory_bytes and (p.peak(PeakKey.TENSOR_BF16) or p.peak(PeakKey.TENSOR_FP16))]
+
+
+def _native(product: Product, scheme: QuantScheme) -> bool:
+    if scheme.weight_only or scheme.activations.is_16bit:
+        return True
+    try:
+        return gemm_peak(product, scheme).peak.fallback_reason is None
+    except GpuarchError:
+        return False
+
+
+def _batches(limit: int, concurrency: int | None) -> list[int]:
+    out = [b for b in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512) if b <= limit]
+    if limit not in out:
+        out.append(limit)
+    if concurrency is not None and concurrency <= limit and concurrency not in out:
+        out.append(concurrency)
+    return sorted(out)
+
+
+def _replicas(search: InferenceSearch, batch: int, per_replica_tps: float) -> int:
+    if search.rate is not None:
+        return max(1, math.ceil(search.rate * search.output_len / per_replica_tps - 1e-9))
+    if search.concurrency is not None:
+        return max(1, math.ceil(search.concurrency / batch))
+    return 1
+
+
+def advise_inference(
+    catalog: Catalog,
+    shape: TransformerShape,
+    search: InferenceSearch,
+    prices: PriceBook,
+    *,
+    efficiency: Efficiency = DEFAULT_EFFICIENCY,
+    progress: Callable[[int, int, str], None] | None = None,
+) -> InferenceAdvice:
+    """Search, filter, rank and explain."""
+    search.validate()
+    candidates = _candidates(catalog, search)
+    if not candidates:
+        raise GpuarchError("--gpu: no GPU to search (check the names or --tier)")
+    rows: list[InferenceOption] = []
+    skipped: list[tuple[str, str]] = []
+    evaluated = 0
+    active = count_params(shape).active(shape)
+    for n, (product, system) in enumerate(candidates, 1):
+        if progress:
+            progress(n, len(candidates), product.name)
+        price = prices.price(product.key)
+        if price is None and search.objective is Objective.COST:
+            skipped.append((product.key, "no price in the price book (give --price)"))
+            continue
+        gpn = system.gpus_per_node if system else 8
+        widest = min(8, gpn)
+        # pipeline stages only after tensor parallelism fills the node (common practice)
+        groups = [(tp, pp) for tp in (1, 2, 4, 8) for pp in (1, 2, 4)
+                  if tp <= gpn and tp * pp <= search.max_gpus
+                  and shape.heads % tp == 0 and shape.layers % pp == 0
+                  and (pp == 1 or (tp == widest and system is not None))]
+        peak_scheme: dict[str, float] = {}
+        for label, scheme in _SCHEMES:
+            if not _native(product, scheme):
+                continue
+            for tp, pp in groups:
+                base = InferenceConfig(
+                    input_len=search.input_len, output_len=search.output_len, batch=None,
+                    gpus=tp * pp, tp=tp, pp=pp, quant=scheme, batching=Batching.CONTINUOUS,
+                    gpus_per_node=gpn)
+                try:
+                    biggest = estimate_inference(catalog, shape, product, base, system=system,
+                                                 efficiency=efficiency)
+                except GpuarchError:
+                    continue  # does not fit at batch 1, or an invalid split
+                evaluated += 1
+                if not biggest.fits_in_memory or biggest.max_batch < 1:
+                    continue
+                for batch in _batches(biggest.max_batch, search.concurrency):
+                    est = biggest if batch == biggest.batch else estimate_inference(
+                        catalog, shape, product, replace(base, batch=batch), system=system,
+                        efficiency=efficiency)
+                    evaluated += batch != biggest.batch
+                    if label not in peak_scheme:
+                        peak_scheme[label] = gemm_peak(product, scheme).peak.flops
+                    option = _option(product, search, tp, pp, batch, label, scheme, est,
+                                     price, 2 * active / peak_scheme[label])
+                    if option is not None:
+                        rows.append(option)
+    assumptions = {"prices": prices.describe(), "node_overhead": NODE_OVERHEAD, "pue": PUE,
+                   "batching": "continuous (in-flight), steady state",
+                   "fleet": ("replicas = ceil(rate x output tokens / replica throughput)"
+                             if search.rate else "replicas = ceil(concurrency / batch)"
+                             if search.concurrency else "one replica"),
+                   "model": "estimate.inference.estimate_inference per candidate"}
+    if not rows:
+        return InferenceAdvice(shape.name, search.input_len, search.output_len,
+                               search.objective.value, (), (), evaluated, 0, tuple(skipped),
+                               assumptions)
+    feasible = len(rows)
+    if search.rate is not None or search.concurrency is not None:
+        rows = _smallest_batches(rows)
+    metric = {"time": [r.request_latency_s for r in rows],
+              "cost": [_inf(r.usd_per_million_tokens) for r in rows],
+              "energy": [_inf(r.kwh_per_million_tokens) for r in rows]}
+    # ties (same GPUs for the same load cost the same) go to the lower latency
+    order = np.lexsort((np.array(metric["time"]), np.array(metric[search.objective.value])))
+    front = _pareto(np.array([metric["time"], metric["cost"], metric["energy"]]).T)
+    rows = [replace(r, pareto=i in front) for i, r in enumerate(rows)]
+    top = [rows[int(i)] for i in order[: search.top]]
+    top = [replace(o, reason=_reason(catalog, o, top[0])) for o in top]
+    pareto = sorted((rows[i] for i in front), key=lambda r: r.request_latency_s)
+    return InferenceAdvice(shape.name, search.input_len, search.output_len,
+                           search.objective.value, tuple(top), tuple(pareto), evaluated,
+                           feasible, tuple(skipped), assumptions)
+
+
+def _smallest_batches(rows: list[InferenceOption]) -> list[InferenceOption]:
+    """Under a given load a larger batch setting that needs no fewer GPUs only adds
+    latency: keep, per GPU, split, formats and fleet size, the smallest batch."""
+    keep: dict[tuple[Any, ...], int] = {}
+    for i, r in enumerate(rows):
+        key = (r.gpu, r.tp, r.pp, r.scheme, r.replicas)
+        if key not in keep or r.batch < rows[keep[key]].batch:
+            keep[key] = i
+    return [rows[i] for i in sorted(keep.values())]
+
+
+def _inf(x: float | None) -> float:
+    return math.inf if x is None else x
+
+
+def _option(product: Product, search: InferenceSearch, tp: int, pp: int, batch: int,
+            label: str, scheme: QuantScheme, est: Any, price: float | None,
+            seconds_per_token_at_peak: float) -> InferenceOption | None:
+    """The deployment for one estimate, or None when it misses a constraint."""
+    if not est.fits_in_memory or est.output_tokens_per_s <= 0:
+        return None
+    replicas = _replicas(search, batch, est.output_tokens_per_s)
+    gpus = replicas * tp * pp
+    # tokens the deployment delivers: the offered load when a rate is given (the replicas
+    # have capacity to spare), Little's law for a concurrency, else one saturated replica
+    tps = replicas * est.output_tokens_per_s
+    if search.rate is not None:
+        tps = min(tps, search.rate * search.output_len)
+    elif search.concurrency is not None:
+        tps = min(tps, search.concurrency * search.output_len / est.request_latency_s)
+    if gpus > search.max_gpus:
+        return None
+    if search.ttft_ms is not None and est.ttft_s * 1e3 > search.ttft_ms:
+        return None
+    if search.tpot_ms is not None and est.tpot_s * 1e3 > search.tpot_ms:
+        return None
+    if search.min_throughput is not None and tps < search.min_throughput:
+        return None
+    per_hour = gpus * price if price is not None else None
+    if search.budget_usd_per_hour is not None and (per_hour is None
+                                                   or per_hour > search.budget_usd_per_hour):
+        return None
+    power = (gpus * product.tdp_w * (1 + NODE_OVERHEAD) * PUE / 1000
+             if product.tdp_w else None)
+    if search.max_power_kw is not None and (power is None or power > search.max_power_kw):
+        return None
+    seconds_per_million = 1e6 / tps
+    kwh = None
+    if product.tdp_w:
+        # utilisation: the 2 x active-parameter FLOPs of every prompt and output token the
+        # deployment processes, against the GPUs' peak for the scheme
+        tokens_per_s = tps * (search.input_len + search.output_len) / search.output_len
+        hfu = min(1.0, tokens_per_s * seconds_per_token_at_peak / gpus)
+        kwh = float(energy_kwh(product.tdp_w, hfu, gpus, seconds_per_million))
+    return InferenceOption(
+        gpu=product.key, gpu_name=product.name, gpus=gpus, replicas=replicas, tp=tp, pp=pp,
+        batch=batch, scheme=label, weights=scheme.weights.value,
+        kv_cache=scheme.kv_cache.value, ttft_ms=est.ttft_s * 1e3, tpot_ms=est.tpot_s * 1e3,
+        request_latency_s=est.request_latency_s, output_tokens_per_s=tps,
+        memory_per_gpu_gib=sum(est.memory.values()) / 2**30, usd_per_hour=per_hour,
+        usd_per_million_tokens=(per_hour * seconds_per_million / 3600
+                                if per_hour is not None else None),
+        kwh_per_million_tokens=kwh, power_kw=power, price_usd_per_gpu_hour=price,
+        bottleneck=dict(est.bottleneck))
+
+
+def _reason(catalog: Catalog, o: InferenceOption, best: InferenceOption) -> str:
+    """One line grounded in the hardware: what limits decode, and how the GPU compares on
+    that resource with the best option's GPU."""
+    product = catalog.product(o.gpu)
+    limit = o.bottleneck.get("decode", "memory")
+    if limit == "memory":
+        bw = (product.memory_bandwidth_bytes_s or 0) / 1e12
+        text = (f"decode is bandwidth-bound: {o.weights} weights and a {o.kv_cache} KV cache "
+                f"streamed at {bw:.2f} TB/s, batch {o.batch} per read")
+        other = catalog.product(best.gpu)
+        if other.key != product.key and other.memory_bandwidth_bytes_s:
+            text += (f" (#1 {other.name}: {other.memory_bandwidth_bytes_s / 1e12:.2f} TB/s, "
+                     f"{best.weights} weights)")
+        return text
+    if limit == "compute":
+        return (f"decode is compute-bound at batch {o.batch}: {o.scheme} Tensor Core rate "
+                f"of {product.name} sets the pace")
+    if limit == "overhead":
+        return (f"decode is step-overhead-bound at batch {o.batch}: the fixed cost of each "
+                f"decode step (kernel launches, scheduling) outweighs {product.name}'s math "
+                f"and memory time; lowest latency, most GPUs per token")
+    return (f"decode is communication-bound at TP{o.tp} x PP{o.pp}: the per-layer "
+            f"all-reduces over the GPU links outweigh the math")

@@ -1,0 +1,223 @@
+"""``gpuarch advise train`` and ``gpuarch advise infer``: what to run a workload on."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+from gpuarch.catalog.loader import load_catalog
+from gpuarch.cli.estimate_cmds import model_flags, resolve_model
+from gpuarch.cli.options import lazy_enum_value
+from gpuarch.errors import GpuarchError
+from gpuarch.report.serialize import to_json
+
+__all__ = ["add_commands", "parse_quantity"]
+
+_SUFFIX = {"": 1.0, "k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
+
+
+def parse_quantity(flag: str) -> Any:
+    """A positive number with an optional K/M/B/T suffix (``1T``, ``300B``, ``2e12``)."""
+
+    def parse(text: str) -> float:
+        match = re.fullmatch(r"\s*([0-9.eE+-]+)\s*([kKmMbBgGtT]?)\s*", text)
+        try:
+            value = float(match.group(1)) * _SUFFIX[match.group(2).lower()] if match else None
+        except ValueError:
+            value = None
+        if value is None or not value > 0:
+            raise argparse.ArgumentTypeError(
+                f"{flag}: expected a positive number such as 1e12 or 1T, got {text!r}")
+        return value
+
+    return parse
+
+
+def _price(text: str) -> tuple[str, float]:
+    gpu, sep, usd = text.partition("=")
+    try:
+        value = float(usd)
+    except ValueError:
+        value = -1.0
+    if not sep or not gpu.strip() or value <= 0:
+        raise argparse.ArgumentTypeError(
+            f"--price: expected GPU=USD_PER_GPU_HOUR such as h100=2.5, got {text!r}")
+    return gpu.strip(), value
+
+
+def _split(values: list[str] | None) -> list[str]:
+    return [v.strip() for item in values or [] for v in item.split(",") if v.strip()]
+
+
+def _gpu_filter(catalog: Any, args: argparse.Namespace) -> tuple[tuple[str, ...], tuple[Any, ...]]:
+    """--gpu names or architectures, --tier segments -> (product keys, tiers)."""
+    from gpuarch.catalog.model import Tier
+
+    tiers: list[Tier] = []
+    for name in _split(args.tier) or ["datacenter"]:
+        try:
+            tiers.append(Tier(name.lower()))
+        except ValueError:
+            choices = ", ".join(t.value for t in Tier)
+            raise GpuarchError(f"--tier: unknown tier {name!r} (choose from {choices})"
+                               ) from None
+    keys: list[str] = []
+    for name in _split(args.gpu):
+        arch = catalog.architecture_named(name)
+        if arch is not None:
+            found = [p.key for p in catalog.products_of(arch) if p.tier in tiers]
+            if not found:
+                raise GpuarchError(f"--gpu: architecture {arch.name} has no "
+                                   f"{'/'.join(t.value for t in tiers)} GPU (add --tier)")
+            keys += found
+            continue
+        try:
+            keys.append(catalog.product(name).key)
+        except GpuarchError as exc:
+            raise GpuarchError(f"--gpu: {exc}") from None
+    return tuple(dict.fromkeys(keys)), tuple(tiers)
+
+
+def _prices(catalog: Any, args: argparse.Namespace) -> Any:
+    from gpuarch.advise.prices import load_prices
+
+    overrides: dict[str, float] = {}
+    for gpu, usd in args.price or []:
+        try:
+            overrides[catalog.product(gpu).key] = usd
+        except GpuarchError as exc:
+            raise GpuarchError(f"--price: {exc}") from None
+    return load_prices(overrides=overrides, extra=args.prices)
+
+
+def _progress(args: argparse.Namespace) -> Any:
+    if args.json:
+        return None
+    from gpuarch.probe.bench import terminal_progress
+
+    return terminal_progress()
+
+
+def cmd_advise_train(args: argparse.Namespace) -> int:
+    from gpuarch.advise.train import Objective, TrainingSearch, advise_training
+    from gpuarch.perf.precision import Precision
+    from gpuarch.report.advise_text import render_training_advice
+
+    catalog = load_catalog()
+    shape = resolve_model(args)
+    keys, tiers = _gpu_filter(catalog, args)
+    precisions = []
+    for name in _split(args.precision) or ["bf16", "fp8"]:
+        try:
+            precisions.append(Precision(name.lower()))
+        except ValueError:
+            raise GpuarchError(f"--precision: unknown precision {name!r} (choose from "
+                               f"{', '.join(p.value for p in Precision)})") from None
+    for flag in ("max_gpus", "seq_len", "top"):
+        if getattr(args, flag) < 1:
+            raise GpuarchError(f"--{flag.replace('_', '-')}: expected >= 1, got "
+                               f"{getattr(args, flag)}")
+    search = TrainingSearch(
+        tokens=args.tokens, seq_len=args.seq_len, global_batch_tokens=args.global_batch_tokens,
+        max_gpus=args.max_gpus, gpus=keys, tiers=tiers, budget_usd=args.budget_usd,
+        deadline_days=args.deadline_days, max_power_kw=args.max_power_kw,
+        objective=args.objective or Objective.TIME, precisions=tuple(precisions), top=args.top)
+    prices = _prices(catalog, args)
+    start = time.perf_counter()
+    advice = advise_training(catalog, shape, search, prices, progress=_progress(args))
+    elapsed = time.perf_counter() - start
+    if args.plot:
+        from gpuarch.report.plot import plot_pareto
+
+        plot_pareto(advice, args.plot)
+    print(to_json(advice) if args.json else render_training_advice(advice, elapsed))
+    return 0
+
+
+def cmd_advise_infer(args: argparse.Namespace) -> int:
+    from gpuarch.advise.infer import InferenceSearch, advise_inference
+    from gpuarch.advise.train import Objective
+    from gpuarch.report.advise_text import render_inference_advice
+
+    catalog = load_catalog()
+    shape = resolve_model(args)
+    keys, tiers = _gpu_filter(catalog, args)
+    search = InferenceSearch(
+        input_len=args.input_len, output_len=args.output_len, rate=args.rate,
+        concurrency=args.concurrency, ttft_ms=args.ttft_ms, tpot_ms=args.tpot_ms,
+        min_throughput=args.min_throughput, max_gpus=args.max_gpus, gpus=keys, tiers=tiers,
+        budget_usd_per_hour=args.budget_usd_per_hour, max_power_kw=args.max_power_kw,
+        objective=args.objective or Objective.COST, top=args.top)
+    prices = _prices(catalog, args)
+    start = time.perf_counter()
+    advice = advise_inference(catalog, shape, search, prices, progress=_progress(args))
+    elapsed = time.perf_counter() - start
+    if args.plot:
+        from gpuarch.report.plot import plot_pareto
+
+        plot_pareto(advice, args.plot)
+    print(to_json(advice) if args.json else render_inference_advice(advice, elapsed))
+    return 0
+
+
+def _common_flags(p: argparse.ArgumentParser, objective_help: str) -> None:
+    model_flags(p)
+    p.add_argument("--gpu", action="append", metavar="NAMES",
+                   help="GPUs or architectures to search, comma-separated (h100,b200 or "
+                   "hopper); default: every GPU of --tier")
+    p.add_argument("--tier", action="append", metavar="TIERS",
+                   help="datacenter (default), workstation, consumer, comma-separated")
+    p.add_argument("--max-power-kw", type=float, help="facility power cap (GPUs, node "
+                   "overhead and PUE)")
+    p.add_argument("--objective", type=lazy_enum_value("gpuarch.advise.train:Objective",
+                                                       "--objective"), help=objective_help)
+    p.add_argument("--price", type=_price, action="append", metavar="GPU=USD",
+                   help="USD per GPU-hour for a GPU, over the built-in price list (repeat)")
+    p.add_argument("--prices", type=Path, metavar="FILE",
+                   help="a price file in the built-in list's format, added to it")
+    p.add_argument("--top", type=int, default=10, help="options to list (default 10)")
+    p.add_argument("--plot", type=Path, metavar="FILE",
+                   help="draw the Pareto front (time vs cost, energy as colour) to .png/.svg")
+
+
+def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
+                 common: argparse.ArgumentParser) -> None:
+    """Register advise train / advise infer."""
+    adv = sub.add_parser("advise", help="what to buy or rent, and how to configure it")
+    adv_sub = adv.add_subparsers(dest="what", metavar="WHAT", required=True)
+
+    p = adv_sub.add_parser("train", parents=[common],
+                           help="GPU, count, parallelism and precision for a training run")
+    _common_flags(p, "time (default), cost or energy")
+    p.add_argument("--tokens", type=parse_quantity("--tokens"), required=True,
+                   help="training tokens (1T, 300B, 2e12)")
+    p.add_argument("--seq-len", type=int, default=4096, help="default 4096")
+    p.add_argument("--global-batch-tokens", type=parse_quantity("--global-batch-tokens"),
+                   default=4 * 2**20, help="tokens per optimizer step (default 4M)")
+    p.add_argument("--max-gpus", type=int, default=1024, help="default 1024")
+    p.add_argument("--precision", action="append", metavar="LIST",
+                   help="precisions to consider (default bf16,fp8; FP8 only where the "
+                   "Tensor Cores run it)")
+    p.add_argument("--budget-usd", type=float, help="total cost cap")
+    p.add_argument("--deadline-days", type=float, help="wall-clock cap")
+    p.set_defaults(handler=cmd_advise_train)
+
+    p = adv_sub.add_parser("infer", parents=[common],
+                           help="GPU, parallelism, weight/KV precision and batch for serving")
+    _common_flags(p, "cost per million output tokens (default), time (request latency) "
+                  "or energy per million output tokens")
+    p.add_argument("--input-len", type=int, required=True, help="prompt tokens")
+    p.add_argument("--output-len", type=int, required=True, help="generated tokens")
+    load = p.add_mutually_exclusive_group()
+    load.add_argument("--rate", type=float, help="requests per second to sustain")
+    load.add_argument("--concurrency", type=int, help="requests in flight to hold")
+    p.add_argument("--ttft-ms", type=float, help="time-to-first-token cap")
+    p.add_argument("--tpot-ms", type=float, help="time-per-output-token cap")
+    p.add_argument("--min-throughput", type=float,
+                   help="output tokens/s over the whole deployment")
+    p.add_argument("--max-gpus", type=int, default=64, help="default 64")
+    p.add_argument("--budget-usd-per-hour", type=float, help="hourly cost cap")
+    p.set_defaults(handler=cmd_advise_infer)
