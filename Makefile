@@ -12,10 +12,12 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev,plot]'
 	touch $(STAMP)
 
-## demo: set everything up, then the main job on built-in defaults (evolution table + plot)
+## demo: set everything up, then the main job on built-in defaults: what to train and serve a
+## ~8B model on (1T tokens; 2k in / 256 out), with reasons and Pareto plots in out/
 demo: $(STAMP)
 	mkdir -p out
-	$(BIN)/gpuarch evolution --plot out/evolution.png
+	$(BIN)/gpuarch advise train --plot out/advise-train.png
+	$(BIN)/gpuarch advise infer --plot out/advise-infer.png
 
 ## check: the whole test suite: lint, type check, tests
 check: lint typecheck test
@@ -38,6 +40,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_cold_start.py
 	$(BIN)/python benchmarks/bench_estimate.py
 	$(BIN)/python benchmarks/bench_numerics.py
+	$(BIN)/python benchmarks/bench_advisor.py
 
 clean:
 	rm -rf $(VENV) out .pytest_cache .mypy_cache .ruff_cache

@@ -121,6 +121,7 @@ class InferenceAdvice:
     feasible: int
     skipped: tuple[tuple[str, str], ...]
     assumptions: dict[str, Any] = field(default_factory=dict)
+    per_gpu: tuple[InferenceOption, ...] = ()  # the best deployment on each GPU, best first
 
 
 def _candidates(catalog: Catalog, search: InferenceSearch
@@ -240,11 +241,18 @@ def advise_inference(
     front = _pareto(np.array([metric["time"], metric["cost"], metric["energy"]]).T)
     rows = [replace(r, pareto=i in front) for i, r in enumerate(rows)]
     top = [rows[int(i)] for i in order[: search.top]]
-    top = [replace(o, reason=_reason(catalog, o, top[0])) for o in top]
+    rivals: dict[str, InferenceOption] = {}
+    for i in order:
+        rivals.setdefault(rows[int(i)].gpu, rows[int(i)])
+    first = top[0]
+    top = [replace(o, reason=_reason(catalog, o, first, rivals, search.objective))
+           for o in top]
+    per_gpu = tuple(replace(o, reason=_reason(catalog, o, first, rivals, search.objective))
+                    for o in rivals.values())
     pareto = sorted((rows[i] for i in front), key=lambda r: r.request_latency_s)
     return InferenceAdvice(shape.name, search.input_len, search.output_len,
                            search.objective.value, tuple(top), tuple(pareto), evaluated,
-                           feasible, tuple(skipped), assumptions)
+                           feasible, tuple(skipped), assumptions, per_gpu)
 
 
 def _smallest_batches(rows: list[InferenceOption]) -> list[InferenceOption]:
@@ -313,26 +321,45 @@ def _option(product: Product, search: InferenceSearch, tp: int, pp: int, batch: 
         bottleneck=dict(est.bottleneck))
 
 
-def _reason(catalog: Catalog, o: InferenceOption, best: InferenceOption) -> str:
-    """One line grounded in the hardware: what limits decode, and how the GPU compares on
-    that resource with the best option's GPU."""
+def _metric(o: InferenceOption, objective: Objective) -> float | None:
+    return {"time": o.request_latency_s, "cost": o.usd_per_million_tokens,
+            "energy": o.kwh_per_million_tokens}[objective.value]
+
+
+def _reason(catalog: Catalog, o: InferenceOption, best: InferenceOption,
+            rivals: dict[str, InferenceOption], objective: Objective) -> str:
+    """One line grounded in the hardware: what limits decode, the resource that sets it on
+    this GPU, and for the best option how the best deployment on another GPU compares."""
     product = catalog.product(o.gpu)
     limit = o.bottleneck.get("decode", "memory")
+    bw = (product.memory_bandwidth_bytes_s or 0) / 1e12
     if limit == "memory":
-        bw = (product.memory_bandwidth_bytes_s or 0) / 1e12
         text = (f"decode is bandwidth-bound: {o.weights} weights and a {o.kv_cache} KV cache "
                 f"streamed at {bw:.2f} TB/s, batch {o.batch} per read")
-        other = catalog.product(best.gpu)
-        if other.key != product.key and other.memory_bandwidth_bytes_s:
-            text += (f" (#1 {other.name}: {other.memory_bandwidth_bytes_s / 1e12:.2f} TB/s, "
-                     f"{best.weights} weights)")
-        return text
-    if limit == "compute":
-        return (f"decode is compute-bound at batch {o.batch}: {o.scheme} Tensor Core rate "
+    elif limit == "compute":
+        text = (f"decode is compute-bound at batch {o.batch}: the {o.scheme} Tensor Core rate "
                 f"of {product.name} sets the pace")
-    if limit == "overhead":
-        return (f"decode is step-overhead-bound at batch {o.batch}: the fixed cost of each "
-                f"decode step (kernel launches, scheduling) outweighs {product.name}'s math "
-                f"and memory time; lowest latency, most GPUs per token")
-    return (f"decode is communication-bound at TP{o.tp} x PP{o.pp}: the per-layer "
-            f"all-reduces over the GPU links outweigh the math")
+    elif limit == "overhead":
+        text = (f"decode is step-overhead-bound at batch {o.batch}: the fixed cost of each "
+                f"decode step (kernel launches, scheduling) outweighs the math and memory "
+                f"time; lowest latency, most GPUs per token")
+    else:
+        text = (f"decode is communication-bound at TP{o.tp} x PP{o.pp}: the per-layer "
+                f"all-reduces over the GPU links outweigh the math")
+    if o == best:
+        others = [r for k, r in rivals.items() if k != o.gpu]
+        mine, theirs = _metric(o, objective), _metric(others[0], objective) if others else None
+        if others and mine and theirs:
+            rival = others[0]
+            rp = catalog.product(rival.gpu)
+            what = {"time": "latency", "cost": "cost per token",
+                    "energy": "energy per token"}[objective.value]
+            text += (f"; the best {rp.name} deployment ({rival.gpus} GPUs, "
+                     f"W{rival.weights}/KV {rival.kv_cache}, "
+                     f"{(rp.memory_bandwidth_bytes_s or 0) / 1e12:.2f} TB/s vs {bw:.2f}) has "
+                     f"{theirs / mine:.2f}x the {what}")
+    elif o.gpu != best.gpu:
+        bp = catalog.product(best.gpu)
+        text += (f"; #1's {bp.name} streams at "
+                 f"{(bp.memory_bandwidth_bytes_s or 0) / 1e12:.2f} TB/s")
+    return text

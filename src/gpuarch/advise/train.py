@@ -184,7 +184,13 @@ def advise_training(
             continue
         gpn = system.gpus_per_node if system else 8
         pcie = catalog.pcie_generation(product.pcie_generation or 0)
-        intra, inter = link_for(product, system, pcie.x16_bandwidth_bytes_s if pcie else None)
+        try:
+            intra, inter = link_for(product, system,
+                                    pcie.x16_bandwidth_bytes_s if pcie else None)
+        except GpuarchError:
+            skipped.append((product.key, "no GPU-to-GPU bandwidth in the catalog"))
+            done += len(combos)
+            continue
         layouts = _layouts(shape, search, gpn, multi_node=inter is not None)
         gen = catalog.chip_of(product).sm.tensor_core_generation
         for precision, recompute, zero, sp in combos:

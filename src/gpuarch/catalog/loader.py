@@ -72,12 +72,16 @@ class Catalog:
         return self._system_names.resolve(name)
 
     def system_for(self, product: Product) -> System | None:
-        """The reference system built from this product, else from the same chip."""
+        """The reference system built from this product, else from the same chip in the
+        same form factor (a PCIe H100 does not inherit a DGX H100's NVSwitch)."""
         same = [s for s in self.systems if s.gpu == product.key]
         if same:
             return same[0]
-        chips = {s.key: self.product(s.gpu).chip for s in self.systems}
-        return next((s for s in self.systems if chips[s.key] == product.chip), None)
+        for s in self.systems:
+            other = self.product(s.gpu)
+            if other.chip == product.chip and other.form_factor == product.form_factor:
+                return s
+        return None
 
     def architecture_of(self, product: Product) -> Architecture:
         return next(a for a in self.architectures if a.key == product.architecture)

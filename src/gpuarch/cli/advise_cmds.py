@@ -163,8 +163,13 @@ def cmd_advise_infer(args: argparse.Namespace) -> int:
     return 0
 
 
+DEFAULT_MODEL = "llama-3.1-8b"
+"""The built-in workload: pretraining a ~8B model on 1T tokens, serving it at 2k in / 256
+out."""
+
+
 def _common_flags(p: argparse.ArgumentParser, objective_help: str) -> None:
-    model_flags(p)
+    model_flags(p, DEFAULT_MODEL)
     p.add_argument("--gpu", action="append", metavar="NAMES",
                    help="GPUs or architectures to search, comma-separated (h100,b200 or "
                    "hopper); default: every GPU of --tier")
@@ -192,8 +197,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p = adv_sub.add_parser("train", parents=[common],
                            help="GPU, count, parallelism and precision for a training run")
     _common_flags(p, "time (default), cost or energy")
-    p.add_argument("--tokens", type=parse_quantity("--tokens"), required=True,
-                   help="training tokens (1T, 300B, 2e12)")
+    p.add_argument("--tokens", type=parse_quantity("--tokens"), default=1e12,
+                   help="training tokens (1T, 300B, 2e12; default 1T)")
     p.add_argument("--seq-len", type=int, default=4096, help="default 4096")
     p.add_argument("--global-batch-tokens", type=parse_quantity("--global-batch-tokens"),
                    default=4 * 2**20, help="tokens per optimizer step (default 4M)")
@@ -209,8 +214,9 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                            help="GPU, parallelism, weight/KV precision and batch for serving")
     _common_flags(p, "cost per million output tokens (default), time (request latency) "
                   "or energy per million output tokens")
-    p.add_argument("--input-len", type=int, required=True, help="prompt tokens")
-    p.add_argument("--output-len", type=int, required=True, help="generated tokens")
+    p.add_argument("--input-len", type=int, default=2048, help="prompt tokens (default 2048)")
+    p.add_argument("--output-len", type=int, default=256,
+                   help="generated tokens (default 256)")
     load = p.add_mutually_exclusive_group()
     load.add_argument("--rate", type=float, help="requests per second to sustain")
     load.add_argument("--concurrency", type=int, help="requests in flight to hold")

@@ -144,10 +144,11 @@ def cmd_infer(args: argparse.Namespace) -> int:
     return 0
 
 
-def model_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", required=True,
+def model_flags(p: argparse.ArgumentParser, default: str | None = None) -> None:
+    """--model and the shape overrides (required unless ``default``)."""
+    p.add_argument("--model", required=default is None, default=default,
                    help="a preset (llama-3.1-70b, gpt3-175b, mixtral-8x7b, ...) or a local "
-                   "Hugging Face config.json")
+                   "Hugging Face config.json" + (f" (default {default})" if default else ""))
     for name in _OVERRIDES:
         p.add_argument(f"--{name.replace('_', '-')}", type=int, dest=name,
                        help="override the model's " + name.replace("_", " "))

@@ -45,7 +45,11 @@ _TRAIN_RIGHT = [True, False, True, False, True, True, False, False, False, True,
 def _footer(advice: Any, elapsed: float) -> list[str]:
     lines = []
     if advice.skipped:
-        lines.append("not searched: " + "; ".join(f"{k} ({why})" for k, why in advice.skipped))
+        reasons: dict[str, list[str]] = {}
+        for key, why in advice.skipped:
+            reasons.setdefault(why, []).append(key)
+        for why, keys in reasons.items():
+            lines.append(f"not searched, {why}: {', '.join(keys)}")
     prices = advice.assumptions.get("prices", {})
     used = sorted({o.gpu for o in (*advice.top, *advice.pareto)})
     for key in used:
@@ -122,6 +126,10 @@ def render_inference_advice(advice: Any, elapsed: float = 0.0) -> str:
     out.append("why:")
     for i, o in enumerate(advice.top, 1):
         out.append(f"  {i}. {o.reason}")
+    if len(advice.per_gpu) > 1:
+        out.append("")
+        out.append(f"best deployment on each GPU, by {label}:")
+        out.append(table(_INF_HEAD, [_inf_row("", o) for o in advice.per_gpu], _INF_RIGHT))
     out.append("")
     out.append(f"Pareto front over latency, cost and energy ({len(advice.pareto)} options, "
                "lowest latency first):")
