@@ -181,3 +181,18 @@ def test_price_book_overrides_and_user_file(tmp_path: Path) -> None:
     bad.write_text("[[price]]\ngpu = 'h100'\n")
     with pytest.raises(GpuarchError, match="lacks 'usd_per_gpu_hour'"):
         load_prices(extra=bad)
+
+
+def test_chunked_evaluation_gives_the_same_answer(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Memory is bounded by evaluating in chunks; the chunk size must not change the answer."""
+    import gpuarch.advise.train as train_mod
+
+    search = TrainingSearch(tokens=1e11, max_gpus=32, gpus=("h100",), top=5)
+    prices = load_prices(_prices(tmp_path))
+    whole = advise_training(CATALOG, preset("llama-3.1-8b").shape, search, prices)
+    monkeypatch.setattr(train_mod, "CHUNK", 97)
+    pieces = advise_training(CATALOG, preset("llama-3.1-8b").shape, search, prices)
+    assert whole.evaluated == pieces.evaluated and whole.feasible == pieces.feasible
+    assert [o.time_days for o in whole.top] == [o.time_days for o in pieces.top]
+    assert len(whole.pareto) == len(pieces.pareto)
