@@ -196,3 +196,50 @@ def test_chunked_evaluation_gives_the_same_answer(tmp_path: Path,
     assert whole.evaluated == pieces.evaluated and whole.feasible == pieces.feasible
     assert [o.time_days for o in whole.top] == [o.time_days for o in pieces.top]
     assert len(whole.pareto) == len(pieces.pareto)
+
+
+@settings(max_examples=40, deadline=None)
+@given(model=st.sampled_from(["llama-3.1-8b", "llama-3.1-70b", "mixtral-8x7b"]),
+       gpu=st.sampled_from(["h100", "a100", "b200", "l40s"]),
+       tp=st.sampled_from([1, 2, 4, 8]), pp=st.sampled_from([1, 2]),
+       input_len=st.sampled_from([128, 2048, 9000]), output_len=st.sampled_from([1, 64, 512]),
+       scheme=st.sampled_from(["bf16", "fp8", "int4-w", "fp4"]),
+       batching=st.sampled_from(["static", "continuous"]),
+       chunk=st.sampled_from([0, 512]),
+       batches=st.lists(st.integers(1, 3000), min_size=1, max_size=6))
+def test_inference_array_path_agrees_with_the_scalar_estimate(**kw: Any) -> None:
+    """Any batch sizes: ``evaluate_inference`` over an array gives, element by element, the
+    numbers ``estimate_inference`` gives for each batch alone, to 1e-9."""
+    from gpuarch.advise.infer import _SCHEMES
+    from gpuarch.estimate.inference import (
+        Batching,
+        InferenceConfig,
+        estimate_inference,
+        evaluate_inference,
+    )
+
+    shape = preset(kw["model"]).shape
+    product = CATALOG.product(kw["gpu"])
+    system = CATALOG.system_for(product)
+    cfg = InferenceConfig(input_len=kw["input_len"], output_len=kw["output_len"],
+                          gpus=kw["tp"] * kw["pp"], tp=kw["tp"], pp=kw["pp"],
+                          quant=dict(_SCHEMES)[kw["scheme"]],
+                          batching=Batching(kw["batching"]), chunk=kw["chunk"],
+                          gpus_per_node=system.gpus_per_node if system else 8)
+    try:
+        core = evaluate_inference(CATALOG, shape, product, cfg, np.array(kw["batches"]),
+                                  system=system)
+    except GpuarchError:
+        return  # an invalid split: the scalar path rejects it the same way
+    limiters = core.decode_limiter()
+    for i, b in enumerate(kw["batches"]):
+        est = estimate_inference(CATALOG, shape, product,
+                                 InferenceConfig(**{**cfg.__dict__, "batch": b}), system=system)
+        assert float(core.ttft[i]) == pytest.approx(est.ttft_s, rel=1e-9)
+        assert float(core.tpot[i]) == pytest.approx(est.tpot_s, rel=1e-9)
+        assert float(core.latency[i]) == pytest.approx(est.request_latency_s, rel=1e-9)
+        assert float(core.per_replica[i]) * cfg.replicas == pytest.approx(
+            est.output_tokens_per_s, rel=1e-9)
+        assert float(core.memory_total[i]) == pytest.approx(sum(est.memory.values()),
+                                                            rel=1e-9)
+        assert limiters[i] == est.bottleneck["decode"]

@@ -3,9 +3,9 @@ batch for a request mix, size the fleet for a rate or a concurrency, filter by l
 GPU count, hourly budget and power, rank by latency, cost or energy per million output
 tokens, keep the Pareto front and explain the choice.
 
-Each candidate is one call of ``estimate.inference.estimate_inference`` (the estimate's own
-formulas, one source of truth). Unlike the training search this loop is scalar: a few
-thousand candidates take seconds, not the millions the training space needs.
+For each GPU, weight/KV format and TP x PP split, the whole batch axis is one call of
+``estimate.inference.evaluate_inference``: the estimate's own formulas over a NumPy array of
+batch sizes (a property test checks it against ``estimate_inference`` one batch at a time).
 """
 
 from __future__ import annotations
@@ -24,7 +24,12 @@ from gpuarch.catalog.model import Product, System, Tier
 from gpuarch.catalog.peaks import PeakKey
 from gpuarch.errors import GpuarchError
 from gpuarch.estimate.energy import NODE_OVERHEAD, PUE, energy_kwh
-from gpuarch.estimate.inference import Batching, InferenceConfig, estimate_inference
+from gpuarch.estimate.inference import (
+    Batching,
+    InferenceConfig,
+    evaluate_inference,
+    max_batch_that_fits,
+)
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.perf.quant import QuantFormat, QuantScheme, gemm_peak
 from gpuarch.workloads.params import count_params
@@ -124,6 +129,19 @@ class InferenceAdvice:
     per_gpu: tuple[InferenceOption, ...] = ()  # the best deployment on each GPU, best first
 
 
+@dataclass(frozen=True)
+class _Point:
+    """One batch size's numbers from the estimate's array evaluation."""
+
+    fits: bool
+    ttft_s: float
+    tpot_s: float
+    latency_s: float
+    tokens_per_s: float  # one replica
+    memory_bytes: float
+    decode_limiter: str
+
+
 def _candidates(catalog: Catalog, search: InferenceSearch
                 ) -> list[tuple[Product, System | None]]:
     if search.gpus:
@@ -197,27 +215,37 @@ def advise_inference(
             if not _native(product, scheme):
                 continue
             for tp, pp in groups:
-                base = InferenceConfig(
+                cfg = InferenceConfig(
                     input_len=search.input_len, output_len=search.output_len, batch=None,
                     gpus=tp * pp, tp=tp, pp=pp, quant=scheme, batching=Batching.CONTINUOUS,
                     gpus_per_node=gpn)
                 try:
-                    biggest = estimate_inference(catalog, shape, product, base, system=system,
-                                                 efficiency=efficiency)
+                    cfg.validate(shape)
                 except GpuarchError:
-                    continue  # does not fit at batch 1, or an invalid split
-                evaluated += 1
-                if not biggest.fits_in_memory or biggest.max_batch < 1:
-                    continue
-                for batch in _batches(biggest.max_batch, search.concurrency):
-                    est = biggest if batch == biggest.batch else estimate_inference(
-                        catalog, shape, product, replace(base, batch=batch), system=system,
-                        efficiency=efficiency)
-                    evaluated += batch != biggest.batch
-                    if label not in peak_scheme:
-                        peak_scheme[label] = gemm_peak(product, scheme).peak.flops
-                    option = _option(product, search, tp, pp, batch, label, scheme, est,
-                                     price, 2 * active / peak_scheme[label])
+                    continue  # an invalid split for this model
+                limit = max_batch_that_fits(shape, cfg, product)
+                if limit < 1:
+                    continue  # the weights alone do not fit
+                batches = np.array(_batches(limit, search.concurrency))
+                try:
+                    core = evaluate_inference(catalog, shape, product, cfg, batches,
+                                              system=system, efficiency=efficiency)
+                except GpuarchError:
+                    continue  # e.g. no GPU-to-GPU bandwidth in the catalog for this GPU
+                evaluated += len(batches)
+                if label not in peak_scheme:
+                    peak_scheme[label] = gemm_peak(product, scheme).peak.flops
+                limiters = core.decode_limiter()
+                for i, batch in enumerate(batches):
+                    point = _Point(
+                        fits=bool(core.memory_total[i] <= product.memory_bytes),
+                        ttft_s=float(core.ttft[i]), tpot_s=float(core.tpot[i]),
+                        latency_s=float(core.latency[i]),
+                        tokens_per_s=float(core.per_replica[i]),
+                        memory_bytes=float(core.memory_total[i]),
+                        decode_limiter=str(limiters[i]))
+                    option = _option(product, search, tp, pp, int(batch), label, scheme,
+                                     point, price, 2 * active / peak_scheme[label])
                     if option is not None:
                         rows.append(option)
     assumptions = {"prices": prices.describe(), "node_overhead": NODE_OVERHEAD, "pue": PUE,
@@ -225,7 +253,8 @@ def advise_inference(
                    "fleet": ("replicas = ceil(rate x output tokens / replica throughput)"
                              if search.rate else "replicas = ceil(concurrency / batch)"
                              if search.concurrency else "one replica"),
-                   "model": "estimate.inference.estimate_inference per candidate"}
+                   "model": "estimate.inference.evaluate_inference over arrays of batch "
+                            "sizes"}
     if not rows:
         return InferenceAdvice(shape.name, search.input_len, search.output_len,
                                search.objective.value, (), (), evaluated, 0, tuple(skipped),
@@ -271,20 +300,20 @@ def _inf(x: float | None) -> float:
 
 
 def _option(product: Product, search: InferenceSearch, tp: int, pp: int, batch: int,
-            label: str, scheme: QuantScheme, est: Any, price: float | None,
+            label: str, scheme: QuantScheme, est: _Point, price: float | None,
             seconds_per_token_at_peak: float) -> InferenceOption | None:
     """The deployment for one estimate, or None when it misses a constraint."""
-    if not est.fits_in_memory or est.output_tokens_per_s <= 0:
+    if not est.fits or est.tokens_per_s <= 0:
         return None
-    replicas = _replicas(search, batch, est.output_tokens_per_s)
+    replicas = _replicas(search, batch, est.tokens_per_s)
     gpus = replicas * tp * pp
     # tokens the deployment delivers: the offered load when a rate is given (the replicas
     # have capacity to spare), Little's law for a concurrency, else one saturated replica
-    tps = replicas * est.output_tokens_per_s
+    tps = replicas * est.tokens_per_s
     if search.rate is not None:
         tps = min(tps, search.rate * search.output_len)
     elif search.concurrency is not None:
-        tps = min(tps, search.concurrency * search.output_len / est.request_latency_s)
+        tps = min(tps, search.concurrency * search.output_len / est.latency_s)
     if gpus > search.max_gpus:
         return None
     if search.ttft_ms is not None and est.ttft_s * 1e3 > search.ttft_ms:
@@ -313,12 +342,12 @@ def _option(product: Product, search: InferenceSearch, tp: int, pp: int, batch: 
         gpu=product.key, gpu_name=product.name, gpus=gpus, replicas=replicas, tp=tp, pp=pp,
         batch=batch, scheme=label, weights=scheme.weights.value,
         kv_cache=scheme.kv_cache.value, ttft_ms=est.ttft_s * 1e3, tpot_ms=est.tpot_s * 1e3,
-        request_latency_s=est.request_latency_s, output_tokens_per_s=tps,
-        memory_per_gpu_gib=sum(est.memory.values()) / 2**30, usd_per_hour=per_hour,
+        request_latency_s=est.latency_s, output_tokens_per_s=tps,
+        memory_per_gpu_gib=est.memory_bytes / 2**30, usd_per_hour=per_hour,
         usd_per_million_tokens=(per_hour * seconds_per_million / 3600
                                 if per_hour is not None else None),
         kwh_per_million_tokens=kwh, power_kw=power, price_usd_per_gpu_hour=price,
-        bottleneck=dict(est.bottleneck))
+        bottleneck={"decode": est.decode_limiter})
 
 
 def _metric(o: InferenceOption, objective: Objective) -> float | None:

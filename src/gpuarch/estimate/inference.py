@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+import numpy as np
+
 from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import Product, System
 from gpuarch.errors import GpuarchError
@@ -34,7 +36,7 @@ from gpuarch.perf.collectives import Collective, Group, collective_time, link_fo
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.perf.precision import Precision
 from gpuarch.perf.quant import QuantScheme, gemm_peak
-from gpuarch.perf.roofline import Attention, Device, Elementwise, Gemm, Op, op_cost
+from gpuarch.perf.roofline import Attention, Device, Elementwise, Gemm, Op, op_time
 from gpuarch.workloads.params import count_params
 from gpuarch.workloads.shape import FfnKind, TransformerShape
 
@@ -42,9 +44,12 @@ __all__ = [
     "RESERVE_FRACTION",
     "Batching",
     "InferenceConfig",
+    "InferenceCore",
     "InferenceEstimate",
     "estimate_inference",
+    "evaluate_inference",
     "kv_bytes_per_token",
+    "max_batch_that_fits",
 ]
 
 RESERVE_FRACTION = 0.10
@@ -58,6 +63,9 @@ prefilled in several passes; this bounds prefill activation memory."""
 
 MAX_BATCH_SEARCH = 4096
 """Upper end of the search for the largest batch that fits (``--batch max``)."""
+
+Num = Any
+"""A float, or a NumPy array of them: the same formulas cost one batch or many."""
 
 
 class Batching(Enum):
@@ -179,30 +187,46 @@ class InferenceEstimate:
 class _Phase:
     """Seconds of one phase on the critical path, by kind."""
 
-    compute: float = 0.0  # compute-bound operators
-    memory: float = 0.0  # memory-bound operators
-    communication: float = 0.0
-    overhead: float = 0.0
+    compute: Num = 0.0  # compute-bound operators
+    memory: Num = 0.0  # memory-bound operators
+    communication: Num = 0.0
+    overhead: Num = 0.0
 
     @property
-    def total(self) -> float:
+    def total(self) -> Num:
         return self.compute + self.memory + self.communication + self.overhead
 
     def __add__(self, o: _Phase) -> _Phase:
         return _Phase(self.compute + o.compute, self.memory + o.memory,
                       self.communication + o.communication, self.overhead + o.overhead)
 
-    def scale(self, k: float) -> _Phase:
+    def scale(self, k: Num) -> _Phase:
         return _Phase(self.compute * k, self.memory * k, self.communication * k,
                       self.overhead * k)
 
-    def as_dict(self) -> dict[str, float]:
+    def as_dict(self) -> dict[str, Num]:
         return {"compute": self.compute, "memory": self.memory,
                 "communication": self.communication, "overhead": self.overhead}
 
     def limiter(self) -> str:
         parts = self.as_dict()
         return max(parts, key=lambda k: parts[k])
+
+    def limiters(self) -> np.ndarray:
+        """The limiter of each element when the phase holds arrays (first largest wins,
+        as ``limiter`` does)."""
+        names = list(self.as_dict())
+        stack = np.stack(np.broadcast_arrays(*[np.asarray(v, dtype=np.float64)
+                                               for v in self.as_dict().values()]))
+        picked: np.ndarray = np.array(names, dtype=object)[np.argmax(stack, axis=0)]
+        return picked
+
+
+def _split(op: Op, device: Device, eff: Efficiency) -> tuple[Num, Num]:
+    """(time, whether compute-bound) of one operator; the bound rule of ``op_cost``."""
+    t, t_cmp, t_mem, _, _ = op_time(op, device, eff)
+    compute = t_mem < t_cmp if isinstance(op, Elementwise) else t_cmp >= t_mem
+    return t, compute
 
 
 class _Runner:
@@ -226,11 +250,11 @@ class _Runner:
         self.ep_group = Group(cfg.ep, min(cfg.ep, cfg.gpus_per_node), intra, inter)
         self.pp_group = Group(2, 1 if cfg.tp >= cfg.gpus_per_node else 2, intra, inter)
 
-    def _gemm(self, m: int, n: int, k: int, name: str, batch: int = 1) -> Gemm:
+    def _gemm(self, m: Num, n: int, k: int, name: str, batch: Num = 1) -> Gemm:
         return Gemm(m, n, k, batch=batch, name=name,
                     weight_element=self.cfg.quant.weights.bytes)
 
-    def layer(self, tokens: int, seqs: int, q_len: int, ctx: int, experts_touched: float
+    def layer(self, tokens: Num, seqs: Num, q_len: int, ctx: Num, experts_touched: Num
               ) -> _Phase:
         """One layer on one GPU: ``tokens`` = seqs x q_len new tokens attending to ``ctx``
         positions each."""
@@ -246,15 +270,15 @@ class _Runner:
         ]
         up_factor = 2 if s.ffn_kind is FfnKind.SWIGLU else 1
         if s.is_moe:
-            local = max(1.0, experts_touched / cfg.ep)
+            local = np.maximum(1.0, experts_touched / cfg.ep)
             routed = tokens * s.experts_per_token
-            per_expert = max(1, math.ceil(routed / max(experts_touched, 1.0)))
+            per_expert = np.maximum(1, np.ceil(routed / np.maximum(experts_touched, 1.0)))
             width = s.d_expert
             ops += [Gemm(tokens, s.experts, s.hidden, name="router"),
                     self._gemm(per_expert, up_factor * width // t, s.hidden, "expert_up",
-                               batch=math.ceil(local)),
+                               batch=np.ceil(local)),
                     self._gemm(per_expert, s.hidden, width // t, "expert_down",
-                               batch=math.ceil(local))]
+                               batch=np.ceil(local))]
             if s.shared_experts:
                 shared = width * s.shared_experts
                 ops += [self._gemm(tokens, up_factor * shared // t, s.hidden, "shared_up"),
@@ -270,14 +294,11 @@ class _Runner:
                 Elementwise(3.0 * inner * 2.0, name="activation")]
         phase = _Phase()
         for op in ops:
-            c = op_cost(op, self.device, self.eff)
-            time = c.time_s
-            if isinstance(op, Gemm) and self.peak.dequantize and c.bound.value == "compute":
-                time *= 1 + self.eff.dequant_overhead
-            if c.bound.value == "compute":
-                phase = phase + _Phase(compute=time)
-            else:
-                phase = phase + _Phase(memory=time)
+            time, compute = _split(op, self.device, self.eff)
+            if isinstance(op, Gemm) and self.peak.dequantize:
+                time = np.where(compute, time * (1 + self.eff.dequant_overhead), time)
+            phase = phase + _Phase(compute=np.where(compute, time, 0.0),
+                                   memory=np.where(compute, 0.0, time))
         comm = 0.0
         if t > 1:
             comm += 2 * collective_time(Collective.ALL_REDUCE, hidden_bytes, self.tp_group,
@@ -287,13 +308,12 @@ class _Runner:
             comm += 2 * collective_time(Collective.ALL_TO_ALL, moved, self.ep_group, self.eff)
         return phase + _Phase(communication=comm) + _Phase(overhead=self.eff.layer_overhead_s)
 
-    def head(self, tokens: int) -> _Phase:
-        c = op_cost(self._gemm(tokens, self.s.vocab // self.cfg.tp, self.s.hidden, "lm_head"),
-                    self.device, self.eff)
-        return _Phase(compute=c.time_s) if c.bound.value == "compute" else _Phase(
-            memory=c.time_s)
+    def head(self, tokens: Num) -> _Phase:
+        time, compute = _split(self._gemm(tokens, self.s.vocab // self.cfg.tp, self.s.hidden,
+                                          "lm_head"), self.device, self.eff)
+        return _Phase(compute=np.where(compute, time, 0.0), memory=np.where(compute, 0.0, time))
 
-    def experts_touched(self, tokens: int) -> float:
+    def experts_touched(self, tokens: Num) -> Num:
         """Expected distinct experts a layer's tokens are routed to (uniform routing)."""
         s = self.s
         if not s.is_moe:
@@ -301,7 +321,7 @@ class _Runner:
         untouched = (1 - s.experts_per_token / s.experts) ** tokens
         return s.experts * (1 - untouched)
 
-    def forward(self, seqs: int, q_len: int, ctx: int) -> _Phase:
+    def forward(self, seqs: Num, q_len: int, ctx: Num) -> _Phase:
         """The whole model for ``seqs`` sequences of ``q_len`` new tokens at context ``ctx``:
         the pipeline stages run one after the other for one batch."""
         tokens = seqs * q_len
@@ -314,7 +334,7 @@ class _Runner:
                 Collective.P2P, act, self.pp_group, self.eff))
         return total
 
-    def prefill(self, seqs: int) -> _Phase:
+    def prefill(self, seqs: Num) -> _Phase:
         """Prefill ``seqs`` prompts, chunked if configured, at most MAX_PREFILL_TOKENS per
         pass (whole prompts are grouped into passes)."""
         length = self.cfg.input_len
@@ -322,9 +342,9 @@ class _Runner:
         chunk = min(chunk, MAX_PREFILL_TOKENS)
         group = max(1, MAX_PREFILL_TOKENS // chunk)  # prompts per pass
         phase = _Phase(overhead=self.eff.prefill_overhead_s)
-        full, rest = divmod(seqs, group)  # passes of whole groups are identical
-        for n, times in ((group, full), (rest, 1)):
-            if n == 0 or times == 0:
+        full, rest = np.divmod(seqs, group)  # passes of whole groups are identical
+        for n, times in ((group, full), (np.maximum(rest, 1), np.where(rest > 0, 1, 0))):
+            if not np.any(times):
                 continue
             one = _Phase()
             start = 0
@@ -335,13 +355,13 @@ class _Runner:
             phase = phase + one.scale(times)
         return phase
 
-    def decode_step(self, seqs: int, ctx: float) -> _Phase:
+    def decode_step(self, seqs: Num, ctx: float) -> _Phase:
         return self.forward(seqs, 1, max(1, round(ctx))) + _Phase(
             overhead=self.eff.decode_step_overhead_s)
 
 
-def _memory(shape: TransformerShape, cfg: InferenceConfig, batch: int,
-            product: Product) -> dict[str, float]:
+def _memory(shape: TransformerShape, cfg: InferenceConfig, batch: Num,
+            product: Product) -> dict[str, Num]:
     pc = count_params(shape)
     w = cfg.quant.weights.bytes
     experts = pc.mlp_experts
@@ -352,13 +372,19 @@ def _memory(shape: TransformerShape, cfg: InferenceConfig, batch: int,
     per_token = kv_bytes_per_token(shape, cfg.quant.kv_cache.bytes, cfg.tp) / cfg.pp
     kv = batch * (cfg.input_len + cfg.output_len) * per_token
     chunk = cfg.chunk if 0 < cfg.chunk < cfg.input_len else cfg.input_len
-    tokens = min(batch * chunk if cfg.batching is Batching.STATIC else chunk,
-                 max(MAX_PREFILL_TOKENS, min(chunk, MAX_PREFILL_TOKENS)))
+    tokens = np.minimum(batch * chunk if cfg.batching is Batching.STATIC else chunk,
+                        max(MAX_PREFILL_TOKENS, min(chunk, MAX_PREFILL_TOKENS)))
     width = shape.d_expert * shape.experts_per_token if shape.is_moe else shape.d_ffn
     activations = tokens * (4 * shape.hidden + 3 * width / cfg.tp) * 2.0
     logits = batch * shape.vocab / cfg.tp * 4.0
     return {"weights": weights, "kv_cache": kv, "activations": activations + logits,
             "other": RESERVE_FRACTION * product.memory_bytes}
+
+
+def max_batch_that_fits(shape: TransformerShape, cfg: InferenceConfig, product: Product
+                        ) -> int:
+    """The largest batch whose weights, KV cache, activations and reserve fit (0: none)."""
+    return _max_batch(shape, cfg, product)
 
 
 def _max_batch(shape: TransformerShape, cfg: InferenceConfig, product: Product) -> int:
@@ -374,6 +400,81 @@ def _max_batch(shape: TransformerShape, cfg: InferenceConfig, product: Product) 
         mid = (lo + hi) // 2
         lo, hi = (mid, hi) if fits(mid) else (lo, mid)
     return lo
+
+
+@dataclass(frozen=True)
+class InferenceCore:
+    """The estimate's numbers for one batch or an array of batches (same formulas)."""
+
+    batch: Num  # sequences decoded together (requested, capped at what fits when continuous)
+    ttft: Num
+    tpot: Num
+    latency: Num
+    per_replica: Num  # output tokens/s of one replica
+    queue: Num
+    prefill: _Phase
+    step: _Phase
+    memory_total: Num
+    max_batch: int
+
+    def decode_limiter(self) -> Num:
+        """What bounds decode: one name, or an array of names."""
+        return self.step.limiters() if np.ndim(self.step.total) else self.step.limiter()
+
+
+def _evaluate(runner: _Runner, cfg: InferenceConfig, product: Product, max_batch: int,
+              requested: Num) -> InferenceCore:
+    batch = requested
+    if cfg.batching is Batching.CONTINUOUS and max_batch >= 1:
+        batch = np.minimum(batch, max_batch)  # a serving engine admits only what fits
+    mean_ctx = cfg.input_len + (cfg.output_len + 1) / 2
+    step = runner.decode_step(batch, mean_ctx)
+    queue: Num = 0.0
+    if cfg.batching is Batching.STATIC:
+        # the prefill pass produces the first token
+        prefill = runner.prefill(batch)
+        ttft = prefill.total
+        tpot = step.total
+        latency = ttft + (cfg.output_len - 1) * tpot
+        per_replica = batch * cfg.output_len / latency
+    else:
+        # every output_len steps, `batch` new prompts are prefilled between decode steps, in
+        # passes of up to MAX_PREFILL_TOKENS tokens (engines batch waiting prompts together)
+        all_prefills = runner.prefill(batch)
+        cycle = cfg.output_len * step.total + all_prefills.total
+        tpot = cycle / cfg.output_len
+        per_replica = batch * cfg.output_len / cycle
+        # a new prompt is prefilled in a pass with the others that arrived with it, after
+        # waiting for the pass in progress: M/D/1 waiting time at the prefill load rho
+        prompts_per_pass = max(1, MAX_PREFILL_TOKENS // max(1, cfg.input_len))
+        prefill = runner.prefill(np.minimum(batch, prompts_per_pass))
+        service = prefill.total
+        rho = np.minimum(0.95, all_prefills.total / cycle)
+        wait = rho / (2 * (1 - rho)) * service + step.total / 2
+        ttft = service + wait
+        latency = ttft + (cfg.output_len - 1) * tpot
+        # more requests in flight than fit wait for a slot (Little's law: `batch` slots
+        # each free up once per request latency)
+        queue = np.where(requested > batch, (requested - batch) * latency / batch, 0.0)
+        ttft = ttft + queue
+        latency = latency + queue
+    memory_total = sum(_memory(runner.s, cfg, batch, product).values())
+    return InferenceCore(batch, ttft, tpot, latency, per_replica, queue, prefill, step,
+                         memory_total, max_batch)
+
+
+def evaluate_inference(catalog: Catalog, shape: TransformerShape, product: Product,
+                       cfg: InferenceConfig, batches: Num, *, system: System | None = None,
+                       efficiency: Efficiency = DEFAULT_EFFICIENCY) -> InferenceCore:
+    """``estimate_inference``'s numbers for an array of batch sizes at once (``cfg.batch``
+    is ignored); the advisor's search evaluates a whole batch axis per call."""
+    cfg.validate(shape)
+    if cfg.tp * cfg.pp > cfg.gpus_per_node and system is None:
+        raise GpuarchError(f"--tp/--pp: a replica of {cfg.tp * cfg.pp} GPUs spans nodes; "
+                           "give --system with an inter-node network")
+    runner = _Runner(catalog, shape, product, cfg, system, efficiency)
+    return _evaluate(runner, cfg, product, _max_batch(shape, cfg, product),
+                     np.asarray(batches))
 
 
 _REASONS = {
@@ -405,51 +506,21 @@ def estimate_inference(
                            "give --system with an inter-node network")
     runner = _Runner(catalog, shape, product, cfg, system, efficiency)
     max_batch = _max_batch(shape, cfg, product)
-    batch = cfg.batch if cfg.batch is not None else max(1, max_batch)
-    requested = batch
-    if cfg.batching is Batching.CONTINUOUS and max_batch >= 1:
-        batch = min(batch, max_batch)  # a serving engine admits only what fits
-    memory = _memory(shape, cfg, batch, product)
+    requested = cfg.batch if cfg.batch is not None else max(1, max_batch)
+    core = _evaluate(runner, cfg, product, max_batch, requested)
+    batch = int(core.batch)
+    memory = {k: float(v) for k, v in _memory(shape, cfg, batch, product).items()}
     fits = sum(memory.values()) <= product.memory_bytes and max_batch >= 1
-
+    ttft, tpot, latency = float(core.ttft), float(core.tpot), float(core.latency)
+    per_replica, queue = float(core.per_replica), float(core.queue)
+    prefill, step = core.prefill, core.step
     mean_ctx = cfg.input_len + (cfg.output_len + 1) / 2
-    step = runner.decode_step(batch, mean_ctx)
-    queue = 0.0
-    if cfg.batching is Batching.STATIC:
-        # the prefill pass produces the first token
-        prefill = runner.prefill(batch)
-        ttft = prefill.total
-        tpot = step.total
-        latency = ttft + (cfg.output_len - 1) * tpot
-        per_replica = batch * cfg.output_len / latency
-    else:
-        # every output_len steps, `batch` new prompts are prefilled between decode steps, in
-        # passes of up to MAX_PREFILL_TOKENS tokens (engines batch waiting prompts together)
-        all_prefills = runner.prefill(batch)
-        cycle = cfg.output_len * step.total + all_prefills.total
-        tpot = cycle / cfg.output_len
-        per_replica = batch * cfg.output_len / cycle
-        # a new prompt is prefilled in a pass with the others that arrived with it, after
-        # waiting for the pass in progress: M/D/1 waiting time at the prefill load rho
-        prompts_per_pass = max(1, MAX_PREFILL_TOKENS // max(1, cfg.input_len))
-        prefill = runner.prefill(min(batch, prompts_per_pass))
-        service = prefill.total
-        rho = min(0.95, all_prefills.total / cycle)
-        wait = rho / (2 * (1 - rho)) * service + step.total / 2
-        ttft = service + wait
-        latency = ttft + (cfg.output_len - 1) * tpot
-        queue = 0.0
-        if requested > batch:
-            # more requests in flight than fit: the rest wait for a slot (Little's law:
-            # `batch` slots each free up once per request latency)
-            queue = (requested - batch) * latency / batch
-            ttft += queue
-            latency += queue
+
     throughput = per_replica * cfg.replicas
 
     phases = {"prefill": prefill, "decode": step}
     bottleneck = {k: v.limiter() for k, v in phases.items()}
-    reasons = {k: f"{v.as_dict()[bottleneck[k]] / v.total:.0%} of the {k} time: "
+    reasons = {k: f"{float(v.as_dict()[bottleneck[k]] / v.total):.0%} of the {k} time: "
                   f"{_REASONS[bottleneck[k]]}" for k, v in phases.items()}
     assumptions: dict[str, Any] = {
         "gemm_peak_tflops": runner.peak.peak.flops / 1e12,
@@ -483,5 +554,6 @@ def estimate_inference(
         output_tokens_per_s=throughput, gpus=cfg.gpus, memory=memory,
         gpu_memory_bytes=product.memory_bytes, fits_in_memory=fits,
         bottleneck=bottleneck, bottleneck_reason=reasons,
-        prefill_breakdown_s=prefill.as_dict(), decode_step_breakdown_s=step.as_dict(),
+        prefill_breakdown_s={k: float(v) for k, v in prefill.as_dict().items()},
+        decode_step_breakdown_s={k: float(v) for k, v in step.as_dict().items()},
         assumptions=assumptions)
