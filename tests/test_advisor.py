@@ -243,3 +243,47 @@ def test_inference_array_path_agrees_with_the_scalar_estimate(**kw: Any) -> None
         assert float(core.memory_total[i]) == pytest.approx(sum(est.memory.values()),
                                                             rel=1e-9)
         assert limiters[i] == est.bottleneck["decode"]
+
+
+@settings(max_examples=80, deadline=None)
+@given(rows=st.lists(st.tuples(*[st.sampled_from([0.0, 1.0, 2.0, 3.5, np.inf])] * 3),
+                     min_size=1, max_size=700))
+def test_pareto_mask_matches_the_definition(rows: list[tuple[float, float, float]]) -> None:
+    """The blocked front equals the brute-force one: kept iff no row is <= everywhere and <
+    somewhere (ties and infinities included; sizes span several blocks)."""
+    from gpuarch.advise.train import pareto_mask
+
+    points = np.array(rows)
+    le = (points[None, :, :] <= points[:, None, :]).all(axis=2)
+    lt = (points[None, :, :] < points[:, None, :]).any(axis=2)
+    expected = ~(le & lt).any(axis=1)
+    assert np.array_equal(pareto_mask(points, block=64), expected)
+
+
+def test_pareto_mask_pre_pass_on_large_inputs() -> None:
+    """Above the pre-pass threshold the answer is still the brute-force front."""
+    from gpuarch.advise.train import pareto_mask
+
+    rng = np.random.default_rng(3)
+    points = np.round(rng.lognormal(size=(3000, 3)), 1)
+    points[::7, 1] = np.inf
+    expected = np.zeros(len(points), dtype=bool)
+    for i, p in enumerate(points):
+        expected[i] = not ((points <= p).all(axis=1) & (points < p).any(axis=1)).any()
+    assert np.array_equal(pareto_mask(points, block=64), expected)
+
+
+def test_assumed_network_lets_single_node_systems_scale_out(tmp_path: Path) -> None:
+    """HGX H200 has no network in the catalog: one node only, said so; with an assumed
+    network the fastest plan spans nodes and the assumption is recorded."""
+    prices = load_prices(_prices(tmp_path))
+    shape = preset("llama-3.1-8b").shape
+    alone = advise_training(CATALOG, shape, TrainingSearch(tokens=1e11, max_gpus=64,
+                                                           gpus=("h200",)), prices)
+    assert max(o.gpus for o in alone.top) <= 8
+    assert alone.assumptions["network"]["one_node_only"] == ["h200-sxm-141gb"]
+    wide = advise_training(CATALOG, shape, TrainingSearch(tokens=1e11, max_gpus=64,
+                                                          gpus=("h200",),
+                                                          assumed_network_gbit_s=400), prices)
+    assert wide.top[0].gpus == 64 and "400 Gb/s network" in (wide.top[0].reason or "")
+    assert wide.assumptions["network"]["assumed_for"] == ["h200-sxm-141gb"]

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from gpuarch.advise.prices import PriceBook
-from gpuarch.advise.train import Objective, _pareto
+from gpuarch.advise.train import Objective, pareto_mask
 from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import Product, System, Tier
 from gpuarch.catalog.peaks import PeakKey
@@ -267,7 +267,8 @@ def advise_inference(
               "energy": [_inf(r.kwh_per_million_tokens) for r in rows]}
     # ties (same GPUs for the same load cost the same) go to the lower latency
     order = np.lexsort((np.array(metric["time"]), np.array(metric[search.objective.value])))
-    front = _pareto(np.array([metric["time"], metric["cost"], metric["energy"]]).T)
+    front = set(np.nonzero(pareto_mask(np.array(
+        [metric["time"], metric["cost"], metric["energy"]]).T))[0].tolist())
     rows = [replace(r, pareto=i in front) for i, r in enumerate(rows)]
     top = [rows[int(i)] for i in order[: search.top]]
     rivals: dict[str, InferenceOption] = {}

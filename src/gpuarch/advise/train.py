@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any
 
@@ -32,7 +32,8 @@ from gpuarch.perf.precision import Precision, matmul_peak
 from gpuarch.perf.roofline import Device
 from gpuarch.workloads.shape import TransformerShape
 
-__all__ = ["Objective", "TrainingAdvice", "TrainingOption", "TrainingSearch", "advise_training"]
+__all__ = ["Objective", "TrainingAdvice", "TrainingOption", "TrainingSearch", "advise_training",
+           "pareto_mask"]
 
 CHUNK = 200_000
 """Configurations evaluated per array (bounds memory however large the space)."""
@@ -62,6 +63,7 @@ class TrainingSearch:
     objective: Objective = Objective.TIME
     precisions: tuple[Precision, ...] = (Precision.BF16, Precision.FP8)
     top: int = 10
+    assumed_network_gbit_s: float | None = None  # per GPU, where the catalog gives none
 
 
 @dataclass(frozen=True)
@@ -82,6 +84,7 @@ class TrainingOption:
     zero: int
     recompute: str
     sequence_parallel: bool
+    tp_comm_overlap: bool
     precision: str
     step_time_s: float
     tokens_per_s: float
@@ -120,7 +123,10 @@ def _pow2(limit: int) -> list[int]:
 def _layouts(shape: TransformerShape, search: TrainingSearch, gpn: int, multi_node: bool
              ) -> dict[str, np.ndarray]:
     """All integer layouts for one GPU type, as parallel arrays, already valid."""
-    counts = [g for g in _pow2(search.max_gpus) if multi_node or g <= gpn]
+    # powers of two, and whole nodes (3 nodes of 8 is a common allocation too)
+    counts = sorted({g for g in _pow2(search.max_gpus) + list(range(gpn, search.max_gpus + 1,
+                                                                      gpn))
+                     if multi_node or g <= gpn})
     tps = [t for t in _pow2(gpn) if shape.heads % t == 0]
     pps = [p for p in _pow2(64) if p <= shape.layers]
     cps = [c for c in (1, 2, 4, 8) if search.seq_len % c == 0 and
@@ -128,20 +134,24 @@ def _layouts(shape: TransformerShape, search: TrainingSearch, gpn: int, multi_no
     eps = [e for e in _pow2(64) if (not shape.is_moe and e == 1) or
            (shape.is_moe and shape.experts % e == 0)]
     vpps = [1, 2, 4]
-    mbs = [1, 2, 4]
+    mbs = [1, 2, 4, 8]
     grid = np.array(list(itertools.product(counts, tps, pps, cps, eps, vpps, mbs)),
                     dtype=np.int64)
     gpus, tp, pp, cp, ep, vpp, mb = grid.T
     mp = tp * pp * cp
-    gb = max(1, round(search.global_batch_tokens / search.seq_len))
+    target = max(1, round(search.global_batch_tokens / search.seq_len))
     dp = gpus // mp
     ok = (gpus % mp == 0) & (dp >= 1)
-    ok &= gb % np.maximum(dp * mb, 1) == 0
+    # the global batch: the multiple of DP x micro-batch nearest the target, kept within
+    # -20% / +25% of it (a batch far from the target changes the training recipe)
+    unit = np.maximum(dp * mb, 1)
+    gb = np.maximum(unit, np.round(target / unit).astype(np.int64) * unit)
+    ok &= (gb >= 0.8 * target) & (gb <= 1.25 * target)
     ok &= shape.layers >= pp * vpp
     ok &= (vpp == 1) | (pp > 1)
     ok &= ((dp * cp) % ep == 0)
     return {"gpus": gpus[ok], "tp": tp[ok], "pp": pp[ok], "cp": cp[ok], "ep": ep[ok],
-            "vpp": vpp[ok], "mb": mb[ok], "gb": np.full(int(ok.sum()), gb)}
+            "vpp": vpp[ok], "mb": mb[ok], "gb": gb[ok]}
 
 
 def _candidates(catalog: Catalog, search: TrainingSearch) -> list[tuple[Product, System | None]]:
@@ -168,12 +178,16 @@ def advise_training(
     """Search, filter, rank and explain."""
     rows: list[dict[str, np.ndarray]] = []
     evaluated = 0
+    feasible = 0
+    assumed_network: list[str] = []
+    single_node: list[str] = []
+    systems: dict[str, System | None] = {}  # the system each GPU was searched in
     skipped: list[tuple[str, str]] = []
     candidates = _candidates(catalog, search)
     if not candidates:
         raise GpuarchError("--gpu: no GPU to search (check the names or --tier)")
     combos = list(itertools.product(search.precisions, list(Recompute), (0, 1, 2, 3),
-                                    (False, True)))
+                                    (False, True), (False, True)))
     total = len(candidates) * len(combos)
     done = 0
     for product, system in candidates:
@@ -191,9 +205,18 @@ def advise_training(
             skipped.append((product.key, "no GPU-to-GPU bandwidth in the catalog"))
             done += len(combos)
             continue
+        if inter is None and system is not None and search.assumed_network_gbit_s:
+            gbit = search.assumed_network_gbit_s
+            system = replace(system, network=f"assumed: {gbit:g} Gb/s per GPU (--network)",
+                             network_bandwidth_per_gpu_bytes_s=gbit * 1e9 / 8)
+            intra, inter = link_for(product, system, None)
+            assumed_network.append(product.key)
+        elif inter is None:
+            single_node.append(product.key)
+        systems[product.key] = system
         layouts = _layouts(shape, search, gpn, multi_node=inter is not None)
         gen = catalog.chip_of(product).sm.tensor_core_generation
-        for precision, recompute, zero, sp in combos:
+        for precision, recompute, zero, sp, overlap in combos:
             done += 1
             if progress:
                 progress(done, total, product.name)
@@ -202,7 +225,7 @@ def advise_training(
                 continue  # FP8 only where the Tensor Cores run it
             device = Device.of(product, precision, gen)
             lay = layouts
-            if sp:
+            if sp or overlap:  # both act on tensor-parallel communication only
                 keep = lay["tp"] > 1
                 lay = {k: v[keep] for k, v in lay.items()}
             n = len(lay["gpus"])
@@ -214,7 +237,8 @@ def advise_training(
                     "gpus": part["gpus"], "seq_len": search.seq_len,
                     "global_batch": part["gb"], "micro_batch": part["mb"], "tp": part["tp"],
                     "pp": part["pp"], "cp": part["cp"], "ep": part["ep"], "vpp": part["vpp"],
-                    "sequence_parallel": sp, "zero": zero, "recompute": recompute,
+                    "sequence_parallel": sp, "tp_comm_overlap": overlap, "zero": zero,
+                    "recompute": recompute,
                     "precision": precision, "gpus_per_node": gpn}
                 cfg = TrainingConfig(**fields)
                 core = evaluate_training(shape, product, device, intra, inter, cfg,
@@ -238,7 +262,8 @@ def advise_training(
                     ok &= np.nan_to_num(power_kw, nan=np.inf) <= search.max_power_kw
                 if not ok.any():
                     continue
-                idx = np.nonzero(ok)[0]
+                feasible += int(ok.sum())
+                idx = _shortlist(np.nonzero(ok)[0], seconds, cost, energy, search)
                 rows.append({
                     "key": np.array([product.key] * len(idx), dtype=object),
                     "gpus": part["gpus"][idx], "tp": part["tp"][idx], "pp": part["pp"][idx],
@@ -246,7 +271,7 @@ def advise_training(
                     "mb": part["mb"][idx], "gb": part["gb"][idx],
                     "zero": np.full(len(idx), zero),
                     "recompute": np.array([recompute.value] * len(idx), dtype=object),
-                    "sp": np.full(len(idx), sp),
+                    "sp": np.full(len(idx), sp), "overlap": np.full(len(idx), overlap),
                     "precision": np.array([precision.value] * len(idx), dtype=object),
                     "step": np.asarray(core.step)[idx],
                     "tps": np.asarray(core.tokens_per_s)[idx],
@@ -260,38 +285,128 @@ def advise_training(
                 })
     if not rows:
         return TrainingAdvice(shape.name, search.tokens, search.objective.value, (), (),
-                              evaluated, 0, tuple(skipped), _assumptions(prices))
+                              evaluated, 0, tuple(skipped),
+                              _assumptions(prices, search, assumed_network, single_node))
     table = {k: np.concatenate([r[k] for r in rows]) for k in rows[0]}
-    feasible = len(table["time"])
     table = _distinct(table)
     metric = {"time": table["time"], "cost": table["cost"], "energy": table["energy"]}
     score = np.nan_to_num(metric[search.objective.value], nan=np.inf)
     order = np.lexsort((table["time"], score))  # ties go to the faster plan
-    front = _pareto(np.stack([table["time"], np.nan_to_num(table["cost"], nan=np.inf),
-                              np.nan_to_num(table["energy"], nan=np.inf)], axis=1))
-    top = [_option(catalog, table, int(i), int(i) in front) for i in order[: search.top]]
-    pareto_opts = [_option(catalog, table, int(i), True)
+    front = set(np.nonzero(pareto_mask(np.stack(
+        [table["time"], np.nan_to_num(table["cost"], nan=np.inf),
+         np.nan_to_num(table["energy"], nan=np.inf)], axis=1)))[0].tolist())
+    top = [_option(catalog, table, int(i), int(i) in front, systems) for i in order[: search.top]]
+    pareto_opts = [_option(catalog, table, int(i), True, systems)
                    for i in sorted(front, key=lambda i: table["time"][i])]
     # the best option on each other GPU, for the comparison in the reasons
     rivals: dict[str, TrainingOption] = {}
     for i in order:
         key = str(table["key"][i])
         if key not in rivals:
-            rivals[key] = _option(catalog, table, int(i), int(i) in front)
+            rivals[key] = _option(catalog, table, int(i), int(i) in front, systems)
     first = top[0]
-    top = [_explain(catalog, shape, search, o, first, rivals, efficiency) for o in top]
-    per_gpu = [_explain(catalog, shape, search, o, first, rivals, efficiency)
+    top = [_explain(catalog, shape, search, o, first, rivals, efficiency, systems) for o in top]
+    per_gpu = [_explain(catalog, shape, search, o, first, rivals, efficiency, systems)
                for o in rivals.values()]
     return TrainingAdvice(shape.name, search.tokens, search.objective.value, tuple(top),
                           tuple(pareto_opts), evaluated, feasible, tuple(skipped),
-                          _assumptions(prices), tuple(per_gpu))
+                          _assumptions(prices, search, assumed_network, single_node),
+                          tuple(per_gpu))
 
 
-def _assumptions(prices: PriceBook) -> dict[str, Any]:
-    return {"prices": prices.describe(), "node_overhead": NODE_OVERHEAD, "pue": PUE,
+def _assumptions(prices: PriceBook, search: TrainingSearch, assumed: list[str],
+                 single: list[str]) -> dict[str, Any]:
+    network: dict[str, Any] = {}
+    if assumed:
+        network["assumed_gbit_s_per_gpu"] = search.assumed_network_gbit_s
+        network["assumed_for"] = assumed
+    if single:
+        network["one_node_only"] = single
+    return {"network": network, "prices": prices.describe(), "node_overhead": NODE_OVERHEAD,
+            "pue": PUE,
             "energy": "GPU board power at the modelled utilisation, plus node overhead, "
                       "times PUE (gpuarch.estimate.energy)",
             "model": "estimate.training.evaluate_training over arrays of configurations"}
+
+
+def _shortlist(idx: np.ndarray, seconds: np.ndarray, cost: np.ndarray, energy: np.ndarray,
+               search: TrainingSearch) -> np.ndarray:
+    """Of the feasible rows ``idx`` of one chunk, those that can still make the answer: the
+    best few by the objective and the chunk's Pareto front (the front of the union of the
+    chunks' fronts is the whole front). Keeps the kept table small however large the space."""
+    points = np.stack([seconds[idx], np.nan_to_num(cost[idx], nan=np.inf),
+                       np.nan_to_num(energy[idx], nan=np.inf)], axis=1)
+    column = {"time": 0, "cost": 1, "energy": 2}[search.objective.value]
+    k = min(len(idx), 4 * search.top + 8)  # spare rows for ties the final pass collapses
+    best = np.argpartition(points[:, column], k - 1)[:k] if k < len(idx) else np.arange(k)
+    return idx[np.union1d(best, np.nonzero(pareto_mask(points))[0])]
+
+
+def pareto_mask(points: np.ndarray, block: int = 256) -> np.ndarray:
+    """Rows of ``points`` (n x m, smaller is better) that no other row dominates.
+
+    Rows are visited in lexicographic order, so a row's dominators come before it; each
+    block is checked against the front so far, then against itself, with array operations.
+    """
+    n = len(points)
+    if n > 4 * block:
+        # cheap pre-pass: drop the rows some anchor dominates (the anchors are the
+        # two-objective fronts of the first column with each other, exact and O(n log n)),
+        # then run the full check on the survivors only
+        anchors = _anchor_rows(points)
+        if len(anchors) > 32:
+            anchors = anchors[np.linspace(0, len(anchors) - 1, 32).round().astype(int)]
+        cols = points.T
+        dominated = np.zeros(n, dtype=bool)
+        for a in anchors:
+            le = np.ones(n, dtype=bool)
+            lt = np.zeros(n, dtype=bool)
+            for c, value in enumerate(a):
+                le &= value <= cols[c]
+                lt |= value < cols[c]
+            dominated |= le & lt
+        survivors = np.nonzero(~dominated)[0]
+        mask = np.zeros(n, dtype=bool)
+        mask[survivors[_pareto_blocked(points[survivors], block)]] = True
+        return mask
+    return _pareto_blocked(points, block)
+
+
+def _anchor_rows(points: np.ndarray) -> np.ndarray:
+    """Rows on the front of column 0 against each other column (running minimum)."""
+    rows = []
+    for c in range(1, points.shape[1]):
+        order = np.lexsort((points[:, c], points[:, 0]))
+        col = points[order, c]
+        best_before = np.concatenate([[np.inf], np.minimum.accumulate(col)[:-1]])
+        rows.append(points[order[col < best_before]])
+    return np.unique(np.concatenate(rows), axis=0)
+
+
+def _pareto_blocked(points: np.ndarray, block: int) -> np.ndarray:
+    n = len(points)
+    order = np.lexsort(points.T[::-1])
+    ranked = points[order]
+    keep = np.zeros(n, dtype=bool)
+    front = np.empty((0, points.shape[1]))
+    for start in range(0, n, block):
+        blk = ranked[start:start + block]
+        dominated = np.zeros(len(blk), dtype=bool)
+        if len(front):
+            le = (front[None, :, :] <= blk[:, None, :]).all(axis=2)
+            lt = (front[None, :, :] < blk[:, None, :]).any(axis=2)
+            dominated = np.any(le & lt, axis=1)
+        rest = np.nonzero(~dominated)[0]
+        if len(rest) > 1:
+            sub = blk[rest]
+            le = (sub[None, :, :] <= sub[:, None, :]).all(axis=2)
+            lt = (sub[None, :, :] < sub[:, None, :]).any(axis=2)
+            dominated[rest] = np.any(le & lt, axis=1)
+        keep[start:start + len(blk)] = ~dominated
+        front = np.vstack([front, blk[~dominated]])
+    mask = np.zeros(n, dtype=bool)
+    mask[order[keep]] = True
+    return mask
 
 
 def _distinct(t: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -308,31 +423,15 @@ def _distinct(t: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     return {k: v[keep] for k, v in t.items()}
 
 
-def _pareto(points: np.ndarray) -> set[int]:
-    """Indices not dominated in every column (smaller is better)."""
-    order = np.lexsort(points.T[::-1])
-    front: list[int] = []
-    best: list[np.ndarray] = []
-    for i in order:
-        p = points[i]
-        if any(np.all(b <= p) and np.any(b < p) for b in best):
-            continue
-        best = [b for b in best if not (np.all(p <= b) and np.any(p < b))]
-        front = [f for f in front if not (np.all(p <= points[f]) and np.any(p < points[f]))]
-        best.append(p)
-        front.append(int(i))
-    return set(front)
-
-
 def _num(x: Any) -> float | None:
     v = float(x)
     return None if np.isnan(v) else v
 
 
-def _option(catalog: Catalog, t: dict[str, np.ndarray], i: int, pareto: bool
-            ) -> TrainingOption:
+def _option(catalog: Catalog, t: dict[str, np.ndarray], i: int, pareto: bool,
+            systems: dict[str, System | None]) -> TrainingOption:
     product = catalog.product(str(t["key"][i]))
-    system = catalog.system_for(product)
+    system = systems.get(product.key)
     energy = _num(t["energy"][i])
     return TrainingOption(
         gpu=product.key, gpu_name=product.name, system=system.name if system else None,
@@ -340,6 +439,7 @@ def _option(catalog: Catalog, t: dict[str, np.ndarray], i: int, pareto: bool
         ep=int(t["ep"][i]), vpp=int(t["vpp"][i]), micro_batch=int(t["mb"][i]),
         global_batch=int(t["gb"][i]), zero=int(t["zero"][i]),
         recompute=str(t["recompute"][i]), sequence_parallel=bool(t["sp"][i]),
+        tp_comm_overlap=bool(t["overlap"][i]),
         precision=str(t["precision"][i]), step_time_s=float(t["step"][i]),
         tokens_per_s=float(t["tps"][i]), mfu=float(t["mfu"][i]),
         memory_per_gpu_gib=float(t["mem"][i]) / 2**30, time_days=float(t["time"][i]) / 86400,
@@ -348,37 +448,40 @@ def _option(catalog: Catalog, t: dict[str, np.ndarray], i: int, pareto: bool
         pareto=pareto)
 
 
-def _hardware(catalog: Catalog, o: TrainingOption) -> str:
+def _hardware(catalog: Catalog, o: TrainingOption, system: System | None) -> str:
     """The resources that matter for a training option, from the catalog."""
     product = catalog.product(o.gpu)
     peak = matmul_peak(product, Precision(o.precision))
     parts = [f"{peak.flops / 1e12:,.0f} dense {o.precision.upper()} TFLOPS" if peak else "",
              f"{(product.memory_bandwidth_bytes_s or 0) / 1e12:.2f} TB/s",
              f"{product.memory_bytes / 2**30:.0f} GiB"]
-    system = catalog.system_for(product)
     if system is not None:
         parts.append(f"{system.intra_node_bandwidth_bytes_s / 1e9:,.0f} GB/s "
                      f"{system.intra_node_fabric} in {system.gpus_per_node}-GPU nodes")
+        if o.gpus > system.gpus_per_node and system.network_bandwidth_per_gpu_bytes_s:
+            parts.append(f"{system.network_bandwidth_per_gpu_bytes_s * 8 / 1e9:,.0f} Gb/s "
+                         "network per GPU")
     return ", ".join(p for p in parts if p)
 
 
 def _explain(catalog: Catalog, shape: TransformerShape, search: TrainingSearch,
              o: TrainingOption, best: TrainingOption, rivals: dict[str, TrainingOption],
-             eff: Efficiency) -> TrainingOption:
+             eff: Efficiency, systems: dict[str, System | None]) -> TrainingOption:
     """The scalar estimate's bottleneck and reason for an option (the same formulas), and
     how its GPU compares with the best option on another GPU, in the catalog's terms."""
     product = catalog.product(o.gpu)
-    system = catalog.system_for(product)
+    system = systems.get(o.gpu)
     cfg = TrainingConfig(gpus=o.gpus, seq_len=search.seq_len, global_batch=o.global_batch,
                          micro_batch=o.micro_batch, tp=o.tp, pp=o.pp, cp=o.cp, ep=o.ep,
-                         vpp=o.vpp, sequence_parallel=o.sequence_parallel, zero=o.zero,
+                         vpp=o.vpp, sequence_parallel=o.sequence_parallel,
+                         tp_comm_overlap=o.tp_comm_overlap, zero=o.zero,
                          recompute=Recompute(o.recompute), precision=Precision(o.precision),
                          gpus_per_node=system.gpus_per_node if system else 8)
     est = estimate_training(catalog, shape, product, cfg, system=system, efficiency=eff)
     reason = est.bottleneck_reason
     is_best = o == best
     if is_best or o.gpu != best.gpu:
-        reason += f"; {o.gpu_name}: {_hardware(catalog, o)}"
+        reason += f"; {o.gpu_name}: {_hardware(catalog, o, system)}"
     metric = search.objective.value
     mine = {"time": o.time_days, "cost": o.cost_usd, "energy": o.energy_mwh}[metric]
     others = [r for k, r in rivals.items() if k != o.gpu]
@@ -387,8 +490,9 @@ def _explain(catalog: Catalog, shape: TransformerShape, search: TrainingSearch,
         theirs = {"time": rival.time_days, "cost": rival.cost_usd,
                   "energy": rival.energy_mwh}[metric]
         if theirs:
-            reason += (f"; the best {rival.gpu_name} plan ({rival.gpus} GPUs, "
-                       f"{_hardware(catalog, rival)}) needs {theirs / mine:.2f}x the {metric}")
+            hardware = _hardware(catalog, rival, systems.get(rival.gpu))
+            reason += (f"; the best {rival.gpu_name} plan ({rival.gpus} GPUs, {hardware}) "
+                       f"needs {theirs / mine:.2f}x the {metric}")
     elif o.gpu != best.gpu and best.time_days:
         reason += f"; {o.time_days / best.time_days:.2f}x the time of #1"
     return TrainingOption(**{**o.__dict__, "bottleneck": est.bottleneck, "reason": reason})

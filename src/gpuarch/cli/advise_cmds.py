@@ -124,7 +124,10 @@ def cmd_advise_train(args: argparse.Namespace) -> int:
         tokens=args.tokens, seq_len=args.seq_len, global_batch_tokens=args.global_batch_tokens,
         max_gpus=args.max_gpus, gpus=keys, tiers=tiers, budget_usd=args.budget_usd,
         deadline_days=args.deadline_days, max_power_kw=args.max_power_kw,
-        objective=args.objective or Objective.TIME, precisions=tuple(precisions), top=args.top)
+        objective=args.objective or Objective.TIME, precisions=tuple(precisions), top=args.top,
+        assumed_network_gbit_s=args.network)
+    if args.network is not None and args.network <= 0:
+        raise GpuarchError(f"--network: expected > 0 Gb/s, got {args.network:g}")
     prices = _prices(catalog, args)
     start = time.perf_counter()
     advice = advise_training(catalog, shape, search, prices, progress=_progress(args))
@@ -206,6 +209,10 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p.add_argument("--precision", action="append", metavar="LIST",
                    help="precisions to consider (default bf16,fp8; FP8 only where the "
                    "Tensor Cores run it)")
+    p.add_argument("--network", type=float, metavar="GBIT_S", dest="network",
+                   help="assume this scale-out network per GPU (e.g. 400 for NDR InfiniBand) "
+                   "for systems the catalog gives none (HGX H200, GB200 NVL72, PCIe servers); "
+                   "without it they are searched within one node")
     p.add_argument("--budget-usd", type=float, help="total cost cap")
     p.add_argument("--deadline-days", type=float, help="wall-clock cap")
     p.set_defaults(handler=cmd_advise_train)

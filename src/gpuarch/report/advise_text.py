@@ -31,12 +31,14 @@ def _layout(o: Any) -> str:
 
 def _train_row(i: str, o: Any) -> list[str]:
     return [i, o.gpu_name, str(o.gpus), _layout(o), str(o.micro_batch), str(o.zero),
-            o.recompute, "y" if o.sequence_parallel else "n", o.precision,
+            o.recompute, ("SP" if o.sequence_parallel else "")
+            + ("+ov" if o.tp_comm_overlap else "") or "-", o.precision,
             fmt(o.time_days), _usd(o.cost_usd), fmt(o.energy_mwh), f"{o.mfu * 100:.0f}%",
             fmt(o.memory_per_gpu_gib), "*" if o.pareto else ""]
 
 
-_TRAIN_HEAD = ["#", "GPU", "GPUs", "layout", "mb", "ZeRO", "recompute", "SP", "prec", "days",
+_TRAIN_HEAD = ["#", "GPU", "GPUs", "layout", "mb", "ZeRO", "recompute", "TP comm", "prec",
+               "days",
                "cost", "MWh", "MFU", "GiB/GPU", "P"]
 _TRAIN_RIGHT = [True, False, True, False, True, True, False, False, False, True, True, True,
                 True, True, False]
@@ -56,6 +58,13 @@ def _footer(advice: Any, elapsed: float) -> list[str]:
         if key in prices:
             p = prices[key]
             lines.append(f"price {key}: {_usd(p['usd_per_gpu_hour'])}/GPU-hour, {p['from']}")
+    network = advice.assumptions.get("network", {})
+    if network.get("assumed_for"):
+        lines.append(f"network assumed at {network['assumed_gbit_s_per_gpu']:g} Gb/s per GPU "
+                     f"for: {', '.join(network['assumed_for'])}")
+    if network.get("one_node_only"):
+        lines.append("one node only (the catalog gives no scale-out network; --network "
+                     f"assumes one): {', '.join(network['one_node_only'])}")
     lines.append(f"energy: GPU board power at the modelled utilisation, + "
                  f"{advice.assumptions['node_overhead']:.0%} node overhead, x PUE "
                  f"{advice.assumptions['pue']}")
