@@ -287,3 +287,21 @@ def test_assumed_network_lets_single_node_systems_scale_out(tmp_path: Path) -> N
                                                           assumed_network_gbit_s=400), prices)
     assert wide.top[0].gpus == 64 and "400 Gb/s network" in (wide.top[0].reason or "")
     assert wide.assumptions["network"]["assumed_for"] == ["h200-sxm-141gb"]
+
+
+def test_progress_reaches_the_total(tmp_path: Path) -> None:
+    """The progress callback counts up to its total, so a terminal bar ends full."""
+    from gpuarch.advise.infer import InferenceSearch, advise_inference
+
+    calls: list[tuple[int, int]] = []
+    prices = load_prices(_prices(tmp_path))
+    shape = preset("llama-3.1-8b").shape
+    advise_training(CATALOG, shape, TrainingSearch(tokens=1e11, max_gpus=8,
+                                                   gpus=("h100", "a100")), prices,
+                    progress=lambda d, t, _: calls.append((d, t)))
+    assert calls and calls[-1][0] == calls[-1][1]
+    assert [d for d, _ in calls] == sorted(d for d, _ in calls)
+    calls.clear()
+    advise_inference(CATALOG, shape, InferenceSearch(512, 64, gpus=("h100", "l4")), prices,
+                     progress=lambda d, t, _: calls.append((d, t)))
+    assert calls and calls[-1][0] == calls[-1][1] == 2

@@ -195,6 +195,8 @@ def advise_training(
         if price is None and search.objective is Objective.COST:
             skipped.append((product.key, "no price in the price book (give --price)"))
             done += len(combos)
+            if progress:
+                progress(done, total, product.name)
             continue
         gpn = system.gpus_per_node if system else 8
         pcie = catalog.pcie_generation(product.pcie_generation or 0)
@@ -204,6 +206,8 @@ def advise_training(
         except GpuarchError:
             skipped.append((product.key, "no GPU-to-GPU bandwidth in the catalog"))
             done += len(combos)
+            if progress:
+                progress(done, total, product.name)
             continue
         if inter is None and system is not None and search.assumed_network_gbit_s:
             gbit = search.assumed_network_gbit_s
