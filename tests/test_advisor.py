@@ -86,6 +86,7 @@ def test_search_respects_constraints_and_ranks(tmp_path: Path) -> None:
     costs = [o.cost_usd for o in adv.top]
     assert costs == sorted(costs)
     front = adv.pareto
+    assert all(o.bottleneck and o.reason for o in front)
     for a in front:
         for b in front:
             assert not (b.time_days < a.time_days and (b.cost_usd or 0) < (a.cost_usd or 0)
@@ -139,6 +140,7 @@ def test_inference_options_are_the_estimates_own_numbers(tmp_path: Path) -> None
         if o.gpu == "a100-sxm4-80gb":
             assert o.weights not in ("fp8", "fp4")  # no FP8/FP4 Tensor Cores on Ampere
         assert o.reason
+    assert all(o.reason and o.bottleneck for o in adv.pareto)
     costs = [o.usd_per_million_tokens for o in adv.top]
     assert costs == sorted(costs)
     for a in adv.pareto:

@@ -279,7 +279,8 @@ def advise_inference(
            for o in top]
     per_gpu = tuple(replace(o, reason=_reason(catalog, o, first, rivals, search.objective))
                     for o in rivals.values())
-    pareto = sorted((rows[i] for i in front), key=lambda r: r.request_latency_s)
+    pareto = [replace(o, reason=_reason(catalog, o, first, rivals, search.objective))
+              for o in sorted((rows[i] for i in front), key=lambda r: r.request_latency_s)]
     return InferenceAdvice(shape.name, search.input_len, search.output_len,
                            search.objective.value, tuple(top), tuple(pareto), evaluated,
                            feasible, tuple(skipped), assumptions, per_gpu)

@@ -312,6 +312,8 @@ def advise_training(
     top = [_explain(catalog, shape, search, o, first, rivals, efficiency, systems) for o in top]
     per_gpu = [_explain(catalog, shape, search, o, first, rivals, efficiency, systems)
                for o in rivals.values()]
+    pareto_opts = [_explain(catalog, shape, search, o, first, rivals, efficiency, systems)
+                   for o in pareto_opts]
     return TrainingAdvice(shape.name, search.tokens, search.objective.value, tuple(top),
                           tuple(pareto_opts), evaluated, feasible, tuple(skipped),
                           _assumptions(prices, search, assumed_network, single_node),

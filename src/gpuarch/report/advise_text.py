@@ -34,14 +34,13 @@ def _train_row(i: str, o: Any) -> list[str]:
             o.recompute, ("SP" if o.sequence_parallel else "")
             + ("+ov" if o.tp_comm_overlap else "") or "-", o.precision,
             fmt(o.time_days), _usd(o.cost_usd), fmt(o.energy_mwh), f"{o.mfu * 100:.0f}%",
-            fmt(o.memory_per_gpu_gib), "*" if o.pareto else ""]
+            fmt(o.memory_per_gpu_gib), o.bottleneck or "-", "*" if o.pareto else ""]
 
 
 _TRAIN_HEAD = ["#", "GPU", "GPUs", "layout", "mb", "ZeRO", "recompute", "TP comm", "prec",
-               "days",
-               "cost", "MWh", "MFU", "GiB/GPU", "P"]
+               "days", "cost", "MWh", "MFU", "GiB/GPU", "bound", "P"]
 _TRAIN_RIGHT = [True, False, True, False, True, True, False, False, False, True, True, True,
-                True, True, False]
+                True, True, False, False]
 
 
 def _footer(advice: Any, elapsed: float) -> list[str]:
@@ -106,16 +105,17 @@ def render_training_advice(advice: Any, elapsed: float = 0.0) -> str:
 
 
 _INF_HEAD = ["#", "GPU", "GPUs", "replicas", "TP", "PP", "batch", "formats", "TTFT ms",
-             "TPOT ms", "out tok/s", "$/hour", "$/1M tok", "kWh/1M", "P"]
+             "TPOT ms", "out tok/s", "$/hour", "$/1M tok", "kWh/1M", "decode", "P"]
 _INF_RIGHT = [True, False, True, True, True, True, True, False, True, True, True, True, True,
-              True, False]
+              True, False, False]
 
 
 def _inf_row(i: str, o: Any) -> list[str]:
     return [i, o.gpu_name, str(o.gpus), str(o.replicas), str(o.tp), str(o.pp), str(o.batch),
             f"W{o.weights}/KV {o.kv_cache}", fmt(o.ttft_ms), fmt(o.tpot_ms),
             fmt(o.output_tokens_per_s), _usd(o.usd_per_hour), _usd(o.usd_per_million_tokens),
-            fmt(o.kwh_per_million_tokens), "*" if o.pareto else ""]
+            fmt(o.kwh_per_million_tokens), o.bottleneck.get("decode", "-"),
+            "*" if o.pareto else ""]
 
 
 def render_inference_advice(advice: Any, elapsed: float = 0.0) -> str:
