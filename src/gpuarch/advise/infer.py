@@ -209,7 +209,8 @@ def advise_inference(
         groups = [(tp, pp) for tp in (1, 2, 4, 8) for pp in (1, 2, 4)
                   if tp <= gpn and tp * pp <= search.max_gpus
                   and shape.heads % tp == 0 and shape.layers % pp == 0
-                  and (pp == 1 or (tp == widest and system is not None))]
+                  and (pp == 1 or (tp == widest and system is not None
+                                   and system.network_bandwidth_per_gpu_bytes_s))]
         peak_scheme: dict[str, float] = {}
         for label, scheme in _SCHEMES:
             if not _native(product, scheme):
@@ -230,8 +231,11 @@ def advise_inference(
                 try:
                     core = evaluate_inference(catalog, shape, product, cfg, batches,
                                               system=system, efficiency=efficiency)
-                except GpuarchError:
-                    continue  # e.g. no GPU-to-GPU bandwidth in the catalog for this GPU
+                except GpuarchError as exc:  # e.g. no GPU-to-GPU bandwidth in the catalog
+                    why = f"not evaluated ({exc})"
+                    if (product.key, why) not in skipped:
+                        skipped.append((product.key, why))
+                    continue
                 evaluated += len(batches)
                 if label not in peak_scheme:
                     peak_scheme[label] = gemm_peak(product, scheme).peak.flops
