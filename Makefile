@@ -13,11 +13,13 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 ## demo: set everything up, then the main job on built-in defaults: what to train and serve a
-## ~8B model on (1T tokens; 2k in / 256 out), with reasons and Pareto plots in out/
+## ~8B model on (1T tokens; 2k in / 256 out), with reasons, Pareto plots and an HTML report
+## in out/
 demo: $(STAMP)
 	mkdir -p out
 	$(BIN)/gpuarch advise train --plot out/advise-train.png
 	$(BIN)/gpuarch advise infer --plot out/advise-infer.png
+	$(BIN)/gpuarch report --out out/report.html
 
 ## check: the whole test suite: lint, type check, tests
 check: lint typecheck test

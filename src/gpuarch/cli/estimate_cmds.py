@@ -181,7 +181,7 @@ def parse_op(text: str) -> Op:
 def cmd_roofline(args: argparse.Namespace) -> int:
     from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY
     from gpuarch.perf.precision import Precision
-    from gpuarch.perf.roofline import Device, op_cost
+    from gpuarch.perf.roofline import Device, roofline_summary
     from gpuarch.report.estimate_text import render_roofline
 
     catalog = load_catalog()
@@ -190,20 +190,9 @@ def cmd_roofline(args: argparse.Namespace) -> int:
     device = Device.of(product, precision,
                        catalog.chip_of(product).sm.tensor_core_generation)
     ops = [parse_op(o) for o in args.op or []]
-    costs = [op_cost(op, device, DEFAULT_EFFICIENCY) for op in ops]
+    result = roofline_summary(device, ops, DEFAULT_EFFICIENCY)
     result = {
-        "gpu": product.name,
-        "precision": precision.value,
-        "peak_tflops": device.matmul.flops / 1e12,
-        "peak_source": f"{device.matmul.key.value} ({device.matmul.origin})",
-        "precision_fallback": device.matmul.fallback_reason,
-        "memory_bandwidth_gb_s": device.bandwidth / 1e9,
-        "ridge_point_flop_per_byte": device.matmul.flops / device.bandwidth,
-        "ops": [{"op": c.name, "flops": c.flops, "bytes": c.bytes, "time_s": c.time_s,
-                 "achieved_tflops": c.achieved_flops / 1e12, "bound": c.bound.value,
-                 "efficiency": c.efficiency,
-                 "arithmetic_intensity": c.flops / c.bytes if c.bytes else None}
-                for c in costs],
+        **result,
         "plot": str(args.plot) if args.plot else None,
     }
     if args.plot is not None:

@@ -6,7 +6,14 @@ import argparse
 import sys
 
 from gpuarch import __version__
-from gpuarch.cli import advise_cmds, catalog_cmds, estimate_cmds, numerics_cmds, probe_cmds
+from gpuarch.cli import (
+    advise_cmds,
+    catalog_cmds,
+    estimate_cmds,
+    numerics_cmds,
+    probe_cmds,
+    report_cmds,
+)
 from gpuarch.errors import GpuarchError
 
 __all__ = ["build_parser", "main"]
@@ -31,6 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     numerics_cmds.add_commands(sub, common)
     probe_cmds.add_commands(sub, common)
     advise_cmds.add_commands(sub, common)
+    report_cmds.add_commands(sub, common)
     return parser
 
 

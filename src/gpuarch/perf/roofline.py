@@ -20,7 +20,7 @@ from gpuarch.perf.efficiency import Efficiency
 from gpuarch.perf.precision import MatmulPeak, Precision, matmul_peak
 
 __all__ = ["Attention", "Bound", "Device", "Elementwise", "Gemm", "Op", "OpCost", "op_cost",
-           "op_time"]
+           "op_time", "roofline_summary", "transformer_ops"]
 
 Num = Any  # a float, or a NumPy array of floats
 
@@ -199,3 +199,44 @@ def op_cost(op: Op, device: Device, eff: Efficiency) -> OpCost:
     peak = device.attention_flops if isinstance(op, Attention) else device.matmul.flops
     bound = Bound.COMPUTE if t_cmp >= t_mem else Bound.MEMORY
     return OpCost(op.name, flops, moved, t, bound, flops / t / peak)
+
+
+def roofline_summary(device: Device, ops: list[Op], eff: Efficiency) -> dict[str, Any]:
+    """A GPU's roofline (peak, bandwidth, ridge point) with each operator's cost placed on
+    it: what ``gpuarch roofline`` prints and the report draws."""
+    costs = [op_cost(op, device, eff) for op in ops]
+    return {
+        "gpu": device.product.name,
+        "precision": device.precision.value,
+        "peak_tflops": device.matmul.flops / 1e12,
+        "peak_source": f"{device.matmul.key.value} ({device.matmul.origin})",
+        "precision_fallback": device.matmul.fallback_reason,
+        "memory_bandwidth_gb_s": device.bandwidth / 1e9,
+        "ridge_point_flop_per_byte": device.matmul.flops / device.bandwidth,
+        "ops": [{"op": c.name, "flops": c.flops, "bytes": c.bytes, "time_s": c.time_s,
+                 "achieved_tflops": c.achieved_flops / 1e12, "bound": c.bound.value,
+                 "efficiency": c.efficiency,
+                 "arithmetic_intensity": c.flops / c.bytes if c.bytes else None}
+                for c in costs],
+    }
+
+
+def transformer_ops(hidden: int, heads: int, kv_heads: int, ffn: int, gated: bool,
+                    seq_len: int, train_tokens: int, decode_batch: int, context: int
+                    ) -> list[Op]:
+    """One layer's main operators twice over: a training/prefill pass of ``train_tokens``
+    tokens (large GEMMs, compute-bound) and a decode step of ``decode_batch`` tokens at
+    ``context`` positions (thin GEMMs and a KV-cache read, memory-bound)."""
+    d = hidden // heads
+    qkv = (heads + 2 * kv_heads) * d
+    up = (2 if gated else 1) * ffn
+    ops: list[Op] = []
+    for label, m, seqs, q_len, ctx in (("train", train_tokens, train_tokens // seq_len,
+                                        seq_len, seq_len),
+                                       ("decode", decode_batch, decode_batch, 1, context)):
+        ops += [Gemm(m, qkv, hidden, name=f"{label} qkv"),
+                Attention(seqs, q_len, ctx, heads, kv_heads, d, causal=True,
+                          name=f"{label} attention"),
+                Gemm(m, up, hidden, name=f"{label} mlp up"),
+                Gemm(m, hidden, ffn, name=f"{label} mlp down")]
+    return ops

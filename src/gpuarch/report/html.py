@@ -1,0 +1,223 @@
+"""One self-contained HTML report: styles inline, charts as inline SVG, no scripts, nothing
+fetched. It renders typed results (evolution rows, the feature matrix, advice, a roofline
+summary) and computes nothing itself."""
+
+from __future__ import annotations
+
+import html
+import os
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gpuarch.catalog.evolution import EvolutionRow, Metric
+from gpuarch.catalog.queries import FeatureMatrix
+from gpuarch.errors import GpuarchError
+from gpuarch.report.text import fmt
+from gpuarch.units import from_si
+
+__all__ = ["ReportInputs", "check_report_path", "render_report", "write_report"]
+
+_STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 1100px;
+       color: #1d1d1f; line-height: 1.45; padding: 0 1rem; }
+h1 { font-size: 1.6rem; } h2 { margin-top: 2.2rem; border-bottom: 1px solid #ddd; }
+table { border-collapse: collapse; font-size: 0.85rem; margin: 0.8rem 0; }
+th, td { border: 1px solid #ddd; padding: 0.25rem 0.5rem; text-align: right; }
+th { background: #f4f4f6; } td.l, th.l { text-align: left; }
+td.yes { background: #d9f2dc; text-align: center; } td.no { color: #bbb; text-align: center; }
+.note { color: #555; font-size: 0.85rem; } figure { margin: 1rem 0; }
+figure svg { max-width: 100%; height: auto; }
+"""
+
+
+@dataclass(frozen=True)
+class ReportInputs:
+    """Everything the report shows, computed by the library beforehand."""
+
+    title: str
+    generated: str  # date, and the gpuarch version
+    evolution_rows: Sequence[EvolutionRow]
+    evolution_metrics: Sequence[Metric]
+    features: FeatureMatrix
+    training: Any  # advise.TrainingAdvice
+    serving: Any  # advise.infer.InferenceAdvice
+    roofline: dict[str, Any]  # perf.roofline.roofline_summary of the training pick
+
+
+def _svg(draw: Callable[[Path], None]) -> str:
+    """A chart drawn by one of report.plot's functions, as inline SVG markup."""
+    with tempfile.TemporaryDirectory(prefix="gpuarch-report-") as tmp:
+        path = Path(tmp) / "chart.svg"
+        draw(path)
+        text = path.read_text(encoding="utf-8")
+    start = text.find("<svg")
+    if start < 0:
+        raise GpuarchError("report: a chart did not render as SVG")
+    return f"<figure>{text[start:]}</figure>"
+
+
+def _e(value: object) -> str:
+    return html.escape(str(value))
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[object]], left: int = 1) -> str:
+    head = "".join(f'<th class="l">{_e(h)}</th>' if i < left else f"<th>{_e(h)}</th>"
+                   for i, h in enumerate(headers))
+    body = "".join("<tr>" + "".join(
+        f'<td class="l">{_e(c)}</td>' if i < left else f"<td>{_e(c)}</td>"
+        for i, c in enumerate(row)) + "</tr>" for row in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _usd(x: float | None) -> str:
+    return "-" if x is None else f"${x:,.0f}" if x >= 100 else f"${x:,.2f}"
+
+
+def _evolution(inputs: ReportInputs) -> str:
+    from gpuarch.report.plot import plot_evolution
+
+    def cell(r: EvolutionRow, m: Metric) -> str:
+        value = r.values.get(m)
+        return fmt(None if value is None else from_si(value, m.unit))
+
+    rows = [[r.architecture, r.flagship, r.flagship_launch,
+             *(cell(r, m) for m in inputs.evolution_metrics)]
+            for r in inputs.evolution_rows]
+    headers = ["Architecture", "Flagship", "Launch",
+               *(f"{m.label} ({m.unit.label})" if m.unit.label else m.label
+                 for m in inputs.evolution_metrics)]
+    return ("<h2>How the architectures grew</h2>"
+            + _svg(lambda p: plot_evolution(inputs.evolution_rows, inputs.evolution_metrics, p))
+            + _table(headers, rows, left=3))
+
+
+def _features(m: FeatureMatrix) -> str:
+    head = "".join(f"<th>{_e(a)}</th>" for a in m.architectures)
+    body = "".join(
+        f'<tr><td class="l">{_e(name)}</td>' + "".join(
+            f'<td class="yes" title="{_e(cell)}">&#10003;</td>' if cell is not None
+            else '<td class="no">&middot;</td>' for cell in cells) + "</tr>"
+        for name, cells in zip(m.feature_names, m.cells, strict=True))
+    return ('<h2>Which architecture brought what</h2><table><thead><tr><th class="l">Feature'
+            f"</th>{head}</tr></thead><tbody>{body}</tbody></table>"
+            '<p class="note">Hover a tick for what the feature changed on that architecture.'
+            "</p>")
+
+
+def _training(advice: Any) -> str:
+    from gpuarch.report.plot import plot_pareto
+
+    out = [f"<h2>Training {_e(advice.model)} on {advice.tokens:.3g} tokens</h2>"]
+    if not advice.top:
+        return out[0] + "<p>No configuration met the constraints.</p>"
+    best = advice.top[0]
+    out.append(f"<p><b>Pick:</b> {best.gpus} x {_e(best.gpu_name)}, TP{best.tp} PP{best.pp}"
+               f" CP{best.cp} EP{best.ep}, {_e(best.precision)}: {best.time_days:.3g} days, "
+               f"{_usd(best.cost_usd)}, {fmt(best.energy_mwh)} MWh. "
+               f"<i>{_e(best.bottleneck)}-bound:</i> {_e(best.reason)}</p>")
+    rows = [[o.gpu_name, o.gpus, f"TP{o.tp} PP{o.pp} CP{o.cp} EP{o.ep}", o.micro_batch,
+             o.zero, o.recompute, o.precision, fmt(o.time_days), _usd(o.cost_usd),
+             fmt(o.energy_mwh), f"{o.mfu:.0%}", fmt(o.memory_per_gpu_gib), o.bottleneck]
+            for o in advice.per_gpu]
+    out.append("<h3>Best plan on each GPU</h3>" + _table(
+        ["GPU", "GPUs", "layout", "micro-batch", "ZeRO", "recompute", "precision", "days",
+         "cost", "MWh", "MFU", "GiB/GPU", "bound"], rows))
+    if any(o.cost_usd is not None for o in advice.pareto):
+        out.append("<h3>Time, cost and energy: the Pareto front</h3>"
+                   + _svg(lambda p: plot_pareto(advice, p)))
+    return "".join(out)
+
+
+def _serving(advice: Any) -> str:
+    from gpuarch.report.plot import plot_pareto
+
+    out = [f"<h2>Serving {_e(advice.model)} at {advice.input_len} in / {advice.output_len} "
+           "out tokens</h2>"]
+    if not advice.top:
+        return out[0] + "<p>No deployment met the constraints.</p>"
+    best = advice.top[0]
+    replicas = f"{best.replicas} replica{'s' if best.replicas > 1 else ''}"
+    out.append(f"<p><b>Pick:</b> {best.gpus} x {_e(best.gpu_name)} ({replicas} "
+               f"of TP{best.tp} PP{best.pp}), W{_e(best.weights)} / KV "
+               f"{_e(best.kv_cache)}, batch {best.batch}: TTFT {best.ttft_ms:.3g} ms, TPOT "
+               f"{best.tpot_ms:.3g} ms, {_usd(best.usd_per_million_tokens)} per million "
+               f"output tokens. {_e(best.reason)}</p>")
+    rows = [[o.gpu_name, o.gpus, f"TP{o.tp} PP{o.pp}", o.batch,
+             f"W{o.weights}/KV {o.kv_cache}", fmt(o.ttft_ms), fmt(o.tpot_ms),
+             fmt(o.output_tokens_per_s), _usd(o.usd_per_hour), _usd(o.usd_per_million_tokens),
+             fmt(o.kwh_per_million_tokens), o.bottleneck.get("decode", "-")]
+            for o in advice.per_gpu]
+    out.append("<h3>Best deployment on each GPU</h3>" + _table(
+        ["GPU", "GPUs", "split", "batch", "formats", "TTFT ms", "TPOT ms", "out tok/s",
+         "$/hour", "$/1M tok", "kWh/1M", "decode"], rows))
+    if any(o.usd_per_million_tokens is not None for o in advice.pareto):
+        out.append("<h3>Latency, cost and energy: the Pareto front</h3>"
+                   + _svg(lambda p: plot_pareto(advice, p)))
+    return "".join(out)
+
+
+def _roofline(result: dict[str, Any]) -> str:
+    from gpuarch.report.plot import plot_roofline
+
+    rows = [[o["op"], fmt(o["arithmetic_intensity"]), fmt(o["achieved_tflops"]), o["bound"]]
+            for o in result["ops"]]
+    return (f"<h2>Where the work sits on {_e(result['gpu'])}'s roofline</h2>"
+            f"<p>{result['peak_tflops']:,.0f} TFLOPS {_e(result['precision'])} against "
+            f"{result['memory_bandwidth_gb_s']:,.0f} GB/s: ridge point "
+            f"{result['ridge_point_flop_per_byte']:.0f} FLOP/byte. Training and prefill "
+            "GEMMs sit right of it (compute-bound); decode sits left (memory-bound).</p>"
+            + _svg(lambda p: plot_roofline(result, p))
+            + _table(["operator", "FLOP/byte", "TFLOP/s", "bound"], rows))
+
+
+def render_report(inputs: ReportInputs) -> str:
+    """The whole page."""
+    assumptions = inputs.training.assumptions
+    prices = "; ".join(f"{k}: {_usd(v['usd_per_gpu_hour'])}/GPU-hour ({v['from']})"
+                       for k, v in sorted(assumptions.get("prices", {}).items()))
+    parts = [
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">",
+        f"<title>{_e(inputs.title)}</title><style>{_STYLE}</style></head><body>",
+        f"<h1>{_e(inputs.title)}</h1><p class=\"note\">{_e(inputs.generated)}. Every "
+        "hardware number comes from the gpuarch catalog, which cites its source; estimates "
+        "come from gpuarch's validated models (see its README for their measured error).</p>",
+        _training(inputs.training),
+        _serving(inputs.serving),
+        _roofline(inputs.roofline),
+        _evolution(inputs),
+        _features(inputs.features),
+        "<h2>Assumptions</h2>",
+        f"<p class=\"note\">Energy: GPU board power at the modelled utilisation, plus "
+        f"{assumptions.get('node_overhead', 0):.0%} node overhead, times PUE "
+        f"{assumptions.get('pue', '')}. Prices: {_e(prices)}.</p>",
+        "</body></html>",
+    ]
+    return "\n".join(parts)
+
+
+def check_report_path(path: Path) -> Path:
+    """The folder the page goes to, or a usage error naming --out (checked before any work)."""
+    if path.suffix.lower() not in (".html", ".htm"):
+        raise GpuarchError(f"--out: {str(path)!r} must end in .html")
+    folder = path.resolve().parent
+    if not folder.is_dir():
+        raise GpuarchError(f"--out: folder {str(path.parent)!r} does not exist")
+    return folder
+
+
+def write_report(inputs: ReportInputs, path: Path) -> None:
+    """Write the page whole or not at all."""
+    folder = check_report_path(path)
+    page = render_report(inputs)
+    fd, tmp = tempfile.mkstemp(prefix=".gpuarch-", suffix=".html", dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(page)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)

@@ -1,0 +1,64 @@
+"""The HTML report: self-contained, well-formed, shows each section, written whole or not."""
+
+from __future__ import annotations
+
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from gpuarch.cli.main import main
+
+
+class _Collect(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[str] = []
+        self.external: list[str] = []
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append(tag)
+        for name, value in attrs:
+            if name in ("src", "href") and value and not value.startswith("#"):
+                self.external.append(f"{tag} {name}={value}")
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> str:
+    out = tmp_path_factory.mktemp("report") / "r.html"
+    status = main(["report", "--out", str(out), "--model", "llama-3.1-8b", "--tokens", "100B",
+                   "--max-gpus", "64"])
+    assert status == 0
+    return out.read_text(encoding="utf-8")
+
+
+def test_report_is_self_contained_and_has_every_section(report: str) -> None:
+    """No scripts and nothing fetched: every src/href is a fragment; four inline charts
+    (training front, serving front, roofline, evolution); the tables name GPUs and the
+    architectures of the feature matrix."""
+    page = _Collect()
+    page.feed(report)
+    assert page.external == [] and "script" not in page.tags
+    assert page.tags.count("svg") == 4 and "table" in page.tags
+    text = " ".join(page.text)
+    for heading in ("Training llama-3.1-8b", "Serving llama-3.1-8b", "roofline",
+                    "How the architectures grew", "Which architecture brought what",
+                    "Best plan on each GPU", "Best deployment on each GPU", "Assumptions"):
+        assert heading in text, heading
+    assert "Hopper" in text and "Tensor Cores" in text and "bandwidth-bound" in text
+
+
+def test_report_bad_path_writes_nothing(tmp_path: Path,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """A wrong suffix or a missing folder: exit 2, the flag named, no file."""
+    for target, message in ((tmp_path / "r.pdf", "must end in .html"),
+                            (tmp_path / "nope" / "r.html", "does not exist")):
+        status = main(["report", "--out", str(target), "--max-gpus", "8"])
+        err = capsys.readouterr().err
+        assert status == 2 and "--out" in err and message in err
+        assert not target.exists()
+    assert list(tmp_path.iterdir()) == []
