@@ -13,6 +13,7 @@ from gpuarch.cli import (
     numerics_cmds,
     probe_cmds,
     report_cmds,
+    web_cmds,
 )
 from gpuarch.errors import GpuarchError
 
@@ -39,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     probe_cmds.add_commands(sub, common)
     advise_cmds.add_commands(sub, common)
     report_cmds.add_commands(sub, common)
+    web_cmds.add_commands(sub, common)
     return parser
 
 

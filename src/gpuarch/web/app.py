@@ -1,0 +1,288 @@
+"""``gpuarch serve``: a local Flask app whose JSON API is the command line.
+
+Every endpoint turns its parameters into the matching ``gpuarch`` command (``/api/estimate/
+train?model=llama-3.1-8b&gpus=8`` is ``gpuarch estimate train --model=llama-3.1-8b --gpus=8
+--json``) and runs it in-process, so names, keys, defaults and error messages are the CLI's.
+A usage error is a 400 naming the field; parameters that would touch the file system
+(``out``, ``plot``, ``prices``, a ``model`` path ...) are refused; request and search sizes are
+capped. Pages are forms over the same endpoints, rendered on the server (no scripts).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import html
+import io
+import json
+import re
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from flask import Flask, Response, request
+
+from gpuarch.cli.main import main as cli_main
+
+__all__ = ["API_COMMANDS", "MAX_REQUEST_BYTES", "create_app", "run_command"]
+
+MAX_REQUEST_BYTES = 16 * 1024
+"""Largest request body or query string accepted."""
+
+API_COMMANDS: dict[str, list[str]] = {
+    "gpus": ["list"],
+    "compare": ["compare"],
+    "systems": ["systems"],
+    "features": ["features"],
+    "evolution": ["evolution"],
+    "roofline": ["roofline"],
+    "estimate/train": ["estimate", "train"],
+    "estimate/infer": ["estimate", "infer"],
+    "advise/train": ["advise", "train"],
+    "advise/infer": ["advise", "infer"],
+}
+"""API path -> the gpuarch command it runs."""
+
+_POSITIONAL = {"compare": "gpus", "systems": "name"}  # parameter given as positional args
+_FORBIDDEN = {"out", "plot", "prices", "calibration", "save", "fake", "json", "help",
+              "version"}
+_LIMITS = {"max_gpus": 1024, "top": 100, "gpus": 100_000}
+_LOCK = threading.Lock()  # the CLI writes to sys.stdout: one command at a time
+
+
+class ApiError(Exception):
+    """A 4xx answer: the status and a message naming the field."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def _argv(command: list[str], params: Mapping[str, Any], positional: str | None) -> list[str]:
+    argv = list(command)
+    tail: list[str] = []
+    for key, value in params.items():
+        if not re.fullmatch(r"[a-z][a-z0-9_]{0,40}", key):
+            raise ApiError(400, f"{key[:40]!r}: not a parameter name")
+        if key in _FORBIDDEN:
+            raise ApiError(400, f"{key}: not available over the web")
+        values = value if isinstance(value, list) else [value]
+        for v in values:
+            if isinstance(v, dict | list):
+                raise ApiError(400, f"{key}: expected a string, number or boolean")
+            if key == "model" and isinstance(v, str) and (v.endswith(".json") or "/" in v
+                                                          or "\\" in v):
+                raise ApiError(400, "model: only built-in presets over the web "
+                                    "(no config files)")
+            if key in _LIMITS and isinstance(v, int | float | str):
+                try:
+                    number = float(v)
+                except ValueError:
+                    number = 0.0
+                if number > _LIMITS[key]:
+                    raise ApiError(400, f"{key}: at most {_LIMITS[key]} over the web, got {v}")
+        if key == positional:
+            tail += [part.strip() for v in values if v not in (None, "")
+                     for part in str(v).split(",") if part.strip()]
+            continue
+        flag = "--" + key.replace("_", "-")
+        for v in values:
+            if v is True or v in ("true", "on"):
+                argv.append(flag)
+            elif v is False or v is None or v in ("", "false", "off"):
+                continue
+            else:
+                argv.append(f"{flag}={v}")
+    argv.append("--json")
+    if tail:
+        argv += ["--", *tail]
+    return argv
+
+
+def run_command(command: list[str], params: Mapping[str, Any], positional: str | None = None
+                ) -> Any:
+    """Run one gpuarch command in-process; its JSON, or an ApiError with its message."""
+    argv = _argv(command, params, positional)
+    out, err = io.StringIO(), io.StringIO()
+    with _LOCK, contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            status = cli_main(argv)
+        except SystemExit as exc:  # argparse usage errors
+            status = int(exc.code or 0) if isinstance(exc.code, int) else 2
+    if status != 0:
+        message = err.getvalue().strip().splitlines()
+        text = message[-1] if message else "bad request"
+        text = re.sub(r"^(gpuarch( [a-z]+)*: error: )", "", text)
+        raise ApiError(400, text)
+    try:
+        return json.loads(out.getvalue())
+    except json.JSONDecodeError:
+        raise ApiError(400, "the command printed no JSON") from None
+
+
+def _params() -> dict[str, Any]:
+    if len(request.query_string) > MAX_REQUEST_BYTES:
+        raise ApiError(414, "query string too long")
+    params: dict[str, Any] = {}
+    for key in request.args:
+        values = request.args.getlist(key)
+        params[key] = values if len(values) > 1 else values[0]
+    if request.method == "POST" and request.content_length:
+        body = request.get_json(silent=True)
+        if not isinstance(body, dict):
+            raise ApiError(400, "body: expected a JSON object")
+        params.update(body)
+    return params
+
+
+def _json(data: Any, status: int = 200) -> Response:
+    return Response(json.dumps(data, allow_nan=False), status=status,
+                    mimetype="application/json")
+
+
+_PAGE = """<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{title} - gpuarch
+</title><style>body{{font-family:system-ui,sans-serif;margin:1.5rem auto;max-width:1100px;
+padding:0 1rem}} pre{{background:#f6f6f8;padding:.8rem;overflow:auto;font-size:.8rem}}
+label{{display:inline-block;margin:.2rem .8rem .2rem 0}} input{{width:9rem}}
+nav a{{margin-right:1rem}} .err{{color:#a00}}</style></head><body><nav><a href="/">gpuarch</a>
+<a href="/gpus">GPUs</a><a href="/compare">compare</a><a href="/evolution">evolution</a>
+<a href="/estimate/train">train</a><a href="/estimate/infer">infer</a>
+<a href="/advise/train">advise train</a><a href="/advise/infer">advise infer</a></nav>
+<h1>{title}</h1>{body}</body></html>"""
+
+_FORMS: dict[str, tuple[str, list[tuple[str, str]]]] = {
+    "estimate/train": ("Training step estimate", [
+        ("model", "llama-3.1-8b"), ("gpu", "h100"), ("gpus", "8"), ("tp", "1"), ("pp", "1"),
+        ("seq_len", "4096"), ("global_batch", "64"), ("micro_batch", "1"),
+        ("precision", "bf16")]),
+    "estimate/infer": ("Serving estimate", [
+        ("model", "llama-3.1-8b"), ("gpu", "h100"), ("tp", "1"), ("input_len", "2048"),
+        ("output_len", "256"), ("batch", "32"), ("weight_precision", "bf16")]),
+    "advise/train": ("Training advice", [
+        ("model", "llama-3.1-8b"), ("tokens", "1T"), ("gpu", "h100,h200,b200"),
+        ("max_gpus", "256"), ("objective", "time"), ("deadline_days", "")]),
+    "advise/infer": ("Serving advice", [
+        ("model", "llama-3.1-8b"), ("input_len", "2048"), ("output_len", "256"),
+        ("rate", "10"), ("tpot_ms", "50"), ("gpu", "")]),
+    "gpus": ("GPUs", [("arch", ""), ("tier", ""), ("sort", "year")]),
+    "compare": ("Compare GPUs", [("gpus", "a100 h100 b200")]),
+    "evolution": ("Architecture evolution", [("tier", "")]),
+}
+
+
+def _form(path: str, fields: list[tuple[str, str]], values: Mapping[str, str]) -> str:
+    inputs = "".join(
+        f'<label>{html.escape(k)} <input name="{html.escape(k)}" '
+        f'value="{html.escape(values.get(k, default))}"></label>' for k, default in fields)
+    return f'<form method="get" action="/{path}">{inputs}<button>run</button></form>'
+
+
+def _compare_chart(data: Mapping[str, Any]) -> str:
+    """Bars of each GPU's numeric rows, relative to the first GPU (inline SVG)."""
+    rows = [r for r in data.get("rows", []) if r.get("ratios") and r["unit"]][:8]
+    names = data.get("products", [])
+    if not rows or not names:
+        return ""
+    width, bar, gap = 900, 14, 8
+    height = len(rows) * (len(names) * bar + gap) + 40
+    top = max(max((x or 0) for x in r["ratios"]) for r in rows) or 1.0
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+             'role="img" aria-label="comparison chart">']
+    y = 10
+    colours = ["#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2"]
+    for r in rows:
+        parts.append(f'<text x="0" y="{y + 11}" font-size="11">'
+                     f'{html.escape(r["label"][:34])}</text>')
+        for i, ratio in enumerate(r["ratios"]):
+            if ratio is None:
+                parts.append(f'<text x="245" y="{y + 10}" font-size="10">'
+                             f'{html.escape(names[i][:24])}: not published</text>')
+                y += bar
+                continue
+            length = 520 * ratio / top
+            parts.append(f'<rect x="240" y="{y}" width="{length:.1f}" height="{bar - 2}" '
+                         f'fill="{colours[i % len(colours)]}"></rect>'
+                         f'<text x="{245 + length:.1f}" y="{y + 10}" font-size="10">'
+                         f'{html.escape(names[i][:24])} {ratio:.2f}x</text>')
+            y += bar
+        y += gap
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def create_app() -> Flask:
+    """The app; ``gpuarch serve`` runs it on 127.0.0.1."""
+    app = Flask("gpuarch")
+    app.config["MAX_CONTENT_LENGTH"] = MAX_REQUEST_BYTES
+
+    @app.errorhandler(ApiError)
+    def api_error(exc: ApiError) -> Response:
+        if request.path.startswith("/api/"):
+            return _json({"error": exc.message}, exc.status)
+        body = f'<p class="err">{html.escape(exc.message)}</p>'
+        return Response(_PAGE.format(title="error", body=body), status=exc.status,
+                        mimetype="text/html")
+
+    @app.errorhandler(404)
+    def not_found(_: Exception) -> Response:
+        if request.path.startswith("/api/"):
+            return _json({"error": f"no endpoint {request.path}; see /api"}, 404)
+        return Response(_PAGE.format(title="not found", body="<p>No such page.</p>"),
+                        status=404, mimetype="text/html")
+
+    @app.errorhandler(413)
+    def too_large(_: Exception) -> Response:
+        return _json({"error": f"request larger than {MAX_REQUEST_BYTES} bytes"}, 413)
+
+    @app.errorhandler(405)
+    def bad_method(_: Exception) -> Response:
+        return _json({"error": f"{request.method} is not allowed here"}, 405)
+
+    @app.get("/favicon.ico")
+    def favicon() -> Response:
+        return Response(status=204)
+
+    @app.get("/api")
+    def api_index() -> Response:
+        return _json({"endpoints": {f"/api/{k}": "gpuarch " + " ".join(v)
+                                    for k, v in API_COMMANDS.items()}
+                      | {"/api/gpus/<name>": "gpuarch show <name>"}})
+
+    @app.route("/api/gpus/<name>", methods=["GET"])
+    def api_show(name: str) -> Response:
+        return _json(run_command(["show"], {"name": name}, positional="name"))
+
+    def api_endpoint(path: str) -> Response:
+        return _json(run_command(API_COMMANDS[path], _params(), _POSITIONAL.get(path)))
+
+    for path in API_COMMANDS:
+        app.add_url_rule(f"/api/{path}", f"api_{path}", lambda path=path: api_endpoint(path),
+                         methods=["GET", "POST"])
+
+    @app.get("/")
+    def index() -> Response:
+        links = "".join(f'<li><a href="/{p}">{html.escape(t)}</a></li>'
+                        for p, (t, _) in _FORMS.items())
+        body = (f"<p>NVIDIA GPUs from G80 to Blackwell, sourced; estimates and advice.</p>"
+                f"<ul>{links}</ul><p>JSON API: <a href=\"/api\">/api</a></p>")
+        return Response(_PAGE.format(title="gpuarch", body=body), mimetype="text/html")
+
+    def page(path: str) -> Response:
+        title, fields = _FORMS[path]
+        params = {k: v for k, v in request.args.items() if v != ""}
+        body = _form(path, fields, request.args)
+        if params or path in ("gpus", "evolution"):  # these answer without input too
+            if path == "compare":
+                names = str(params.get("gpus", "")).split()
+                data = run_command(["compare"], {"gpus": names}, positional="gpus")
+                body += _compare_chart(data)
+            else:
+                data = run_command(API_COMMANDS[path], params, _POSITIONAL.get(path))
+            body += f'<pre id="result">{html.escape(json.dumps(data, indent=2))}</pre>'
+        return Response(_PAGE.format(title=html.escape(title), body=body),
+                        mimetype="text/html")
+
+    for path in _FORMS:
+        app.add_url_rule(f"/{path}", f"page_{path}", lambda path=path: page(path),
+                         methods=["GET"])
+    return app

@@ -1,0 +1,118 @@
+"""The web app through Flask's test client: every API endpoint, the pages, the refusals,
+and a fuzz of the inputs that must never produce a server error."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+flask = pytest.importorskip("flask")
+
+from gpuarch.web.app import MAX_REQUEST_BYTES, create_app  # noqa: E402
+
+APP = create_app()
+
+
+@pytest.fixture()
+def client() -> Any:
+    return APP.test_client()
+
+
+@pytest.mark.parametrize(("url", "key"), [
+    ("/api", "endpoints"),
+    ("/api/gpus?arch=hopper&sort=bandwidth", "products"),
+    ("/api/gpus/h100", "product"),
+    ("/api/compare?gpus=a100,h100", "rows"),
+    ("/api/systems", "systems"),
+    ("/api/features", "features"),
+    ("/api/evolution?metric=fp16,bandwidth", "rows"),
+    ("/api/roofline?gpu=h100&op=gemm:4096,4096,4096", "ops"),
+    ("/api/estimate/train?model=llama-3.1-8b&gpu=h100&gpus=8&seq_len=4096&global_batch=64",
+     "step_time_s"),
+    ("/api/estimate/infer?model=llama-3.1-8b&gpu=h100&input_len=512&output_len=64&batch=8",
+     "ttft_s"),
+    ("/api/advise/train?gpu=h100&max_gpus=16&tokens=1e10", "top"),
+    ("/api/advise/infer?gpu=h100,l40s&rate=2&tpot_ms=60", "pareto"),
+])
+def test_every_endpoint_answers_with_the_cli_json(client: Any, url: str, key: str) -> None:
+    response = client.get(url)
+    assert response.status_code == 200, response.data
+    assert key in response.get_json()
+
+
+def test_api_matches_the_command_line(client: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    """Same keys and values as ``gpuarch ... --json`` (the API runs the CLI)."""
+    import json
+
+    from gpuarch.cli.main import main
+
+    main(["estimate", "infer", "--model", "llama-3.1-8b", "--gpu", "h100", "--input-len",
+          "512", "--output-len", "64", "--batch", "8", "--json"])
+    cli = json.loads(capsys.readouterr().out)
+    api = client.post("/api/estimate/infer", json={
+        "model": "llama-3.1-8b", "gpu": "h100", "input_len": 512, "output_len": 64,
+        "batch": 8}).get_json()
+    assert api == cli
+
+
+@pytest.mark.parametrize(("url", "status", "message"), [
+    ("/api/estimate/train?model=llama-3.1-8b&gpu=h10&gpus=8&seq_len=4096&global_batch=64",
+     400, "did you mean 'h100'"),
+    ("/api/estimate/train?plot=/tmp/x.png", 400, "plot: not available over the web"),
+    ("/api/estimate/train?model=/etc/passwd", 400, "model: only built-in presets"),
+    ("/api/advise/train?max_gpus=5000", 400, "max_gpus: at most 1024"),
+    ("/api/gpus?BAD=1", 400, "not a parameter name"),
+    ("/api/gpus?sort=speed", 400, "--sort"),
+    ("/api/nope", 404, "no endpoint"),
+])
+def test_bad_requests_name_the_field(client: Any, url: str, status: int, message: str) -> None:
+    response = client.get(url)
+    assert response.status_code == status and message in response.get_json()["error"]
+
+
+def test_request_size_limits(client: Any) -> None:
+    big = client.post("/api/gpus", data="x" * (MAX_REQUEST_BYTES + 1),
+                      content_type="application/json")
+    assert big.status_code == 413
+    long_query = client.get("/api/gpus?arch=" + "a" * (MAX_REQUEST_BYTES + 1))
+    assert long_query.status_code == 414
+    not_object = client.post("/api/gpus", data="[1]", content_type="application/json")
+    assert not_object.status_code == 400
+
+
+def test_pages_render_forms_results_and_the_comparison_chart(client: Any) -> None:
+    assert b"<form" in client.get("/estimate/train").data
+    page = client.get("/estimate/train?model=llama-3.1-8b&gpu=h100&gpus=8&seq_len=4096"
+                      "&global_batch=64").data
+    assert b'id="result"' in page and b"step_time_s" in page
+    chart = client.get("/compare?gpus=a100+h100+b200").data
+    assert b"<svg" in chart and b"<rect" in chart and b"H100 SXM5 80GB" in chart
+    error = client.get("/compare?gpus=a100+h1000")
+    assert error.status_code == 400 and b"did you mean" in error.data
+    assert client.get("/").status_code == 200 and client.get("/gpus").status_code == 200
+
+
+_FAST = ["gpus", "compare", "systems", "features", "evolution", "roofline", "estimate/train",
+         "estimate/infer"]
+_KEYS = ["model", "gpu", "gpus", "tp", "pp", "cp", "ep", "seq_len", "global_batch", "batch",
+         "input_len", "output_len", "precision", "arch", "tier", "sort", "op", "metric",
+         "weight_precision", "kv_precision", "zero", "recompute", "name", "x-y", "plot", ""]
+_VALUES = st.one_of(st.integers(-5, 10**7), st.floats(allow_nan=True), st.booleans(),
+                    st.text(max_size=30), st.sampled_from(["h100", "llama-3.1-8b", "bf16",
+                                                            "max", "gemm:1,2,3", "fp8"]))
+
+
+@settings(max_examples=120, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(endpoint=st.sampled_from(_FAST),
+       params=st.dictionaries(st.sampled_from(_KEYS), _VALUES, max_size=6))
+def test_fuzzed_inputs_never_cause_a_server_error(client: Any, endpoint: str,
+                                                  params: dict[str, Any]) -> None:
+    """Whatever arrives, the answer is 2xx or a 4xx with an error message, never a 5xx."""
+    response = client.post(f"/api/{endpoint}", json=params)
+    assert response.status_code < 500, (endpoint, params, response.data[:300])
+    if response.status_code >= 400:
+        assert response.get_json()["error"]
