@@ -87,12 +87,16 @@ def test_pages_render_forms_results_and_the_comparison_chart(client: Any) -> Non
     assert b"<form" in client.get("/estimate/train").data
     page = client.get("/estimate/train?model=llama-3.1-8b&gpu=h100&gpus=8&seq_len=4096"
                       "&global_batch=64").data
-    assert b'id="result"' in page and b"step_time_s" in page
+    assert b'id="result"' in page and b"step time" in page and b"MFU" in page
     chart = client.get("/compare?gpus=a100+h100+b200").data
     assert b"<svg" in chart and b"<rect" in chart and b"H100 SXM5 80GB" in chart
     error = client.get("/compare?gpus=a100+h1000")
     assert error.status_code == 400 and b"did you mean" in error.data
     assert client.get("/").status_code == 200 and client.get("/gpus").status_code == 200
+    one = client.get("/gpu?name=h100").data
+    assert b"H100 SXM5 80GB" in one and b"[hopper-whitepaper]" in one
+    evolution = client.get("/evolution").data
+    assert b"<svg" in evolution and b"Hopper" in evolution
 
 
 _FAST = ["gpus", "compare", "systems", "features", "evolution", "roofline", "estimate/train",

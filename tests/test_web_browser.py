@@ -58,8 +58,8 @@ def _page(browser: Any) -> tuple[Any, list[str]]:
 
 def test_pages_load_without_console_errors(browser: Any, base_url: str) -> None:
     page, errors = _page(browser)
-    for path in ("/", "/gpus", "/evolution", "/compare", "/estimate/train", "/estimate/infer",
-                 "/advise/train", "/advise/infer", "/api"):
+    for path in ("/", "/gpus", "/gpu?name=b200", "/evolution", "/compare", "/estimate/train",
+                 "/estimate/infer", "/advise/train", "/advise/infer", "/api"):
         response = page.goto(base_url + path)
         assert response is not None and response.status == 200, path
     assert errors == []
@@ -73,7 +73,7 @@ def test_form_submission_shows_results(browser: Any, base_url: str) -> None:
     page.click("button")
     page.wait_for_selector("#result")
     text = page.inner_text("#result")
-    assert "H200 SXM 141GB" in text and "tpot_s" in text
+    assert "H200 SXM 141GB" in text and "TPOT" in text and "batch 16" in text
     assert errors == []
 
 

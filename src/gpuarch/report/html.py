@@ -18,7 +18,7 @@ from gpuarch.errors import GpuarchError
 from gpuarch.report.text import fmt
 from gpuarch.units import from_si
 
-__all__ = ["ReportInputs", "check_report_path", "render_report", "write_report"]
+__all__ = ["ReportInputs", "check_report_path", "inline_svg", "render_report", "write_report"]
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 1100px;
@@ -47,7 +47,7 @@ class ReportInputs:
     roofline: dict[str, Any]  # perf.roofline.roofline_summary of the training pick
 
 
-def _svg(draw: Callable[[Path], None]) -> str:
+def inline_svg(draw: Callable[[Path], None]) -> str:
     """A chart drawn by one of report.plot's functions, as inline SVG markup."""
     with tempfile.TemporaryDirectory(prefix="gpuarch-report-") as tmp:
         path = Path(tmp) / "chart.svg"
@@ -90,7 +90,8 @@ def _evolution(inputs: ReportInputs) -> str:
                *(f"{m.label} ({m.unit.label})" if m.unit.label else m.label
                  for m in inputs.evolution_metrics)]
     return ("<h2>How the architectures grew</h2>"
-            + _svg(lambda p: plot_evolution(inputs.evolution_rows, inputs.evolution_metrics, p))
+            + inline_svg(lambda p: plot_evolution(inputs.evolution_rows,
+                                                  inputs.evolution_metrics, p))
             + _table(headers, rows, left=3))
 
 
@@ -127,7 +128,7 @@ def _training(advice: Any) -> str:
          "cost", "MWh", "MFU", "GiB/GPU", "bound"], rows))
     if any(o.cost_usd is not None for o in advice.pareto):
         out.append("<h3>Time, cost and energy: the Pareto front</h3>"
-                   + _svg(lambda p: plot_pareto(advice, p)))
+                   + inline_svg(lambda p: plot_pareto(advice, p)))
     return "".join(out)
 
 
@@ -155,7 +156,7 @@ def _serving(advice: Any) -> str:
          "$/hour", "$/1M tok", "kWh/1M", "decode"], rows))
     if any(o.usd_per_million_tokens is not None for o in advice.pareto):
         out.append("<h3>Latency, cost and energy: the Pareto front</h3>"
-                   + _svg(lambda p: plot_pareto(advice, p)))
+                   + inline_svg(lambda p: plot_pareto(advice, p)))
     return "".join(out)
 
 
@@ -169,7 +170,7 @@ def _roofline(result: dict[str, Any]) -> str:
             f"{result['memory_bandwidth_gb_s']:,.0f} GB/s: ridge point "
             f"{result['ridge_point_flop_per_byte']:.0f} FLOP/byte. Training and prefill "
             "GEMMs sit right of it (compute-bound); decode sits left (memory-bound).</p>"
-            + _svg(lambda p: plot_roofline(result, p))
+            + inline_svg(lambda p: plot_roofline(result, p))
             + _table(["operator", "FLOP/byte", "TFLOP/s", "bound"], rows))
 
 

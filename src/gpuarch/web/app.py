@@ -18,6 +18,7 @@ import re
 import threading
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import quote
 
 from flask import Flask, Response, request
 
@@ -42,7 +43,8 @@ API_COMMANDS: dict[str, list[str]] = {
 }
 """API path -> the gpuarch command it runs."""
 
-_POSITIONAL = {"compare": "gpus", "systems": "name"}  # parameter given as positional args
+_POSITIONAL = {"compare": "gpus", "systems": "name", "gpu": "name"}  # positional args
+_PAGE_COMMANDS = {**API_COMMANDS, "gpu": ["show"]}
 _FORBIDDEN = {"out", "plot", "prices", "calibration", "save", "fake", "json", "help",
               "version"}
 _LIMITS = {"max_gpus": 1024, "top": 100, "gpus": 100_000}
@@ -58,7 +60,8 @@ class ApiError(Exception):
         self.message = message
 
 
-def _argv(command: list[str], params: Mapping[str, Any], positional: str | None) -> list[str]:
+def _argv(command: list[str], params: Mapping[str, Any], positional: str | None,
+          as_json: bool = True) -> list[str]:
     argv = list(command)
     tail: list[str] = []
     for key, value in params.items():
@@ -93,16 +96,18 @@ def _argv(command: list[str], params: Mapping[str, Any], positional: str | None)
                 continue
             else:
                 argv.append(f"{flag}={v}")
-    argv.append("--json")
+    if as_json:
+        argv.append("--json")
     if tail:
         argv += ["--", *tail]
     return argv
 
 
-def run_command(command: list[str], params: Mapping[str, Any], positional: str | None = None
-                ) -> Any:
-    """Run one gpuarch command in-process; its JSON, or an ApiError with its message."""
-    argv = _argv(command, params, positional)
+def run_command(command: list[str], params: Mapping[str, Any], positional: str | None = None,
+                as_json: bool = True) -> Any:
+    """Run one gpuarch command in-process; its JSON (or its text when not ``as_json``), or
+    an ApiError with its message."""
+    argv = _argv(command, params, positional, as_json)
     out, err = io.StringIO(), io.StringIO()
     with _LOCK, contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
@@ -114,6 +119,8 @@ def run_command(command: list[str], params: Mapping[str, Any], positional: str |
         text = message[-1] if message else "bad request"
         text = re.sub(r"^(gpuarch( [a-z]+)*: error: )", "", text)
         raise ApiError(400, text)
+    if not as_json:
+        return out.getvalue()
     try:
         return json.loads(out.getvalue())
     except json.JSONDecodeError:
@@ -145,7 +152,8 @@ _PAGE = """<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{ti
 padding:0 1rem}} pre{{background:#f6f6f8;padding:.8rem;overflow:auto;font-size:.8rem}}
 label{{display:inline-block;margin:.2rem .8rem .2rem 0}} input{{width:9rem}}
 nav a{{margin-right:1rem}} .err{{color:#a00}}</style></head><body><nav><a href="/">gpuarch</a>
-<a href="/gpus">GPUs</a><a href="/compare">compare</a><a href="/evolution">evolution</a>
+<a href="/gpus">GPUs</a><a href="/gpu">one GPU</a><a href="/compare">compare</a>
+<a href="/evolution">evolution</a>
 <a href="/estimate/train">train</a><a href="/estimate/infer">infer</a>
 <a href="/advise/train">advise train</a><a href="/advise/infer">advise infer</a></nav>
 <h1>{title}</h1>{body}</body></html>"""
@@ -165,6 +173,7 @@ _FORMS: dict[str, tuple[str, list[tuple[str, str]]]] = {
         ("model", "llama-3.1-8b"), ("input_len", "2048"), ("output_len", "256"),
         ("rate", "10"), ("tpot_ms", "50"), ("gpu", "")]),
     "gpus": ("GPUs", [("arch", ""), ("tier", ""), ("sort", "year")]),
+    "gpu": ("One GPU: peaks, features explained, sources", [("name", "h100")]),
     "compare": ("Compare GPUs", [("gpus", "a100 h100 b200")]),
     "evolution": ("Architecture evolution", [("tier", "")]),
 }
@@ -208,6 +217,35 @@ def _compare_chart(data: Mapping[str, Any]) -> str:
         y += gap
     parts.append("</svg>")
     return "".join(parts)
+
+
+def _query(params: Mapping[str, Any]) -> str:
+    from urllib.parse import urlencode
+
+    return urlencode([(k, x) for k, v in params.items()
+                      for x in (v if isinstance(v, list) else [v])])
+
+
+def _evolution_chart(params: Mapping[str, Any]) -> str:
+    """The evolution plot as inline SVG (needs matplotlib; without it, none)."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return '<p class="err">Install matplotlib for the chart.</p>'
+    from gpuarch.catalog.evolution import DEFAULT_METRICS, evolution
+    from gpuarch.catalog.loader import load_catalog
+    from gpuarch.catalog.model import Tier
+    from gpuarch.report.html import inline_svg
+    from gpuarch.report.plot import plot_evolution
+
+    tiers = None
+    if params.get("tier"):
+        try:
+            tiers = [Tier(t.strip()) for t in str(params["tier"]).split(",") if t.strip()]
+        except ValueError:
+            return ""  # the command below reports the bad tier
+    rows = evolution(load_catalog(), DEFAULT_METRICS, tiers)
+    return inline_svg(lambda p: plot_evolution(rows, DEFAULT_METRICS, p))
 
 
 def create_app() -> Flask:
@@ -269,16 +307,21 @@ def create_app() -> Flask:
 
     def page(path: str) -> Response:
         title, fields = _FORMS[path]
-        params = {k: v for k, v in request.args.items() if v != ""}
+        params: dict[str, Any] = {k: v for k, v in request.args.items() if v != ""}
         body = _form(path, fields, request.args)
         if params or path in ("gpus", "evolution"):  # these answer without input too
+            positional = _POSITIONAL.get(path)
             if path == "compare":
-                names = str(params.get("gpus", "")).split()
-                data = run_command(["compare"], {"gpus": names}, positional="gpus")
-                body += _compare_chart(data)
-            else:
-                data = run_command(API_COMMANDS[path], params, _POSITIONAL.get(path))
-            body += f'<pre id="result">{html.escape(json.dumps(data, indent=2))}</pre>'
+                params = {"gpus": str(params.get("gpus", "")).replace(",", " ").split()}
+                body += _compare_chart(run_command(["compare"], params, positional))
+            if path == "evolution":
+                body += _evolution_chart(params)
+            text = run_command(_PAGE_COMMANDS[path], params, positional, as_json=False)
+            body += f'<pre id="result">{html.escape(text)}</pre>'
+            api = (f"/api/gpus/{quote(str(params.get('name', '')))}" if path == "gpu"
+                   else f"/api/{path}?{_query(params)}")
+            body += f'<p>The same as JSON: <a href="{html.escape(api)}">{html.escape(api)}</a></p>'
+
         return Response(_PAGE.format(title=html.escape(title), body=body),
                         mimetype="text/html")
 
