@@ -188,7 +188,12 @@ def _form(path: str, fields: list[tuple[str, str]], values: Mapping[str, str]) -
 
 def _compare_chart(data: Mapping[str, Any]) -> str:
     """Bars of each GPU's numeric rows, relative to the first GPU (inline SVG)."""
-    rows = [r for r in data.get("rows", []) if r.get("ratios") and r["unit"]][:8]
+    rows = [r for r in data.get("rows", [])
+            if r.get("ratios") and r["unit"] and any(x is not None for x in r["ratios"][1:])]
+    # Tensor Core peaks and memory first: what most comparisons are about
+    rows.sort(key=lambda r: (0 if "Tensor" in r["label"] else
+                             1 if "Memory" in r["label"] else 2))
+    rows = rows[:8]
     names = data.get("products", [])
     if not rows or not names:
         return ""
