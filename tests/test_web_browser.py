@@ -87,3 +87,19 @@ def test_comparison_renders_its_chart(browser: Any, base_url: str) -> None:
     box = page.locator("svg").bounding_box()
     assert box is not None and box["width"] > 100 and box["height"] > 100
     assert errors == []
+
+
+def test_report_opens_from_disk(browser: Any, tmp_path: Any) -> None:
+    """The HTML report, opened as a file: no console errors, its four charts drawn."""
+    from gpuarch.cli.main import main
+
+    out = tmp_path / "report.html"
+    assert main(["report", "--out", str(out), "--max-gpus", "16", "--tokens", "1e10"]) == 0
+    page, errors = _page(browser)
+    page.goto(out.resolve().as_uri())
+    assert page.locator("svg").count() == 4
+    assert page.locator("h2").count() >= 5
+    for i in range(4):
+        box = page.locator("svg").nth(i).bounding_box()
+        assert box is not None and box["width"] > 200
+    assert errors == []
