@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import re
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -101,6 +102,25 @@ def _progress(args: argparse.Namespace) -> Any:
     return terminal_progress()
 
 
+def _answer(args: argparse.Namespace, search: Callable[[], Any],
+            render: Callable[[Any, float], str]) -> int:
+    """Run a search (after checking --plot, so a bad path fails at once), draw the front if
+    asked, print text or JSON."""
+    if args.plot:
+        from gpuarch.report.plot import check_plot_path
+
+        check_plot_path(args.plot)
+    start = time.perf_counter()
+    advice = search()
+    elapsed = time.perf_counter() - start
+    if args.plot:
+        from gpuarch.report.plot import plot_pareto
+
+        plot_pareto(advice, args.plot)
+    print(to_json(advice) if args.json else render(advice, elapsed))
+    return 0
+
+
 def cmd_advise_train(args: argparse.Namespace) -> int:
     from gpuarch.advise.train import Objective, TrainingSearch, advise_training
     from gpuarch.perf.precision import Precision
@@ -128,16 +148,10 @@ def cmd_advise_train(args: argparse.Namespace) -> int:
         assumed_network_gbit_s=args.network)
     if args.network is not None and args.network <= 0:
         raise GpuarchError(f"--network: expected > 0 Gb/s, got {args.network:g}")
-    prices = _prices(catalog, args)
-    start = time.perf_counter()
-    advice = advise_training(catalog, shape, search, prices, progress=_progress(args))
-    elapsed = time.perf_counter() - start
-    if args.plot:
-        from gpuarch.report.plot import plot_pareto
-
-        plot_pareto(advice, args.plot)
-    print(to_json(advice) if args.json else render_training_advice(advice, elapsed))
-    return 0
+    return _answer(args, lambda: advise_training(catalog, shape, search,
+                                                 _prices(catalog, args),
+                                                 progress=_progress(args)),
+                   render_training_advice)
 
 
 def cmd_advise_infer(args: argparse.Namespace) -> int:
@@ -154,16 +168,10 @@ def cmd_advise_infer(args: argparse.Namespace) -> int:
         min_throughput=args.min_throughput, max_gpus=args.max_gpus, gpus=keys, tiers=tiers,
         budget_usd_per_hour=args.budget_usd_per_hour, max_power_kw=args.max_power_kw,
         objective=args.objective or Objective.COST, top=args.top)
-    prices = _prices(catalog, args)
-    start = time.perf_counter()
-    advice = advise_inference(catalog, shape, search, prices, progress=_progress(args))
-    elapsed = time.perf_counter() - start
-    if args.plot:
-        from gpuarch.report.plot import plot_pareto
-
-        plot_pareto(advice, args.plot)
-    print(to_json(advice) if args.json else render_inference_advice(advice, elapsed))
-    return 0
+    return _answer(args, lambda: advise_inference(catalog, shape, search,
+                                                  _prices(catalog, args),
+                                                  progress=_progress(args)),
+                   render_inference_advice)
 
 
 DEFAULT_MODEL = "llama-3.1-8b"

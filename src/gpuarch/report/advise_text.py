@@ -3,6 +3,7 @@ and what was assumed (prices with their sources, node overhead, PUE)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from gpuarch.report.text import fmt, table
@@ -72,36 +73,37 @@ def _footer(advice: Any, elapsed: float) -> list[str]:
     return lines
 
 
-def render_training_advice(advice: Any, elapsed: float = 0.0) -> str:
-    """Top options by the objective, each with its reason; then the Pareto front."""
-    out = [f"Training {advice.model} on {advice.tokens:.3g} tokens, ranked by "
-           f"{advice.objective}"]
+def _render(advice: Any, elapsed: float, *, heading: str, empty: str, head: list[str],
+            right: list[bool], row: Callable[[str, Any], list[str]],
+            why: Callable[[Any], str], per_gpu: str, front: str,
+            extra: Sequence[str] = ()) -> str:
+    """The layout both answers share: ranked table, reasons, best per GPU, the front."""
+    out = [heading]
     if not advice.top:
-        out.append("No configuration meets the constraints: relax --budget-usd, "
-                   "--deadline-days, --max-power-kw or --max-gpus, or widen --gpu.")
-        out += _footer(advice, elapsed)
-        return "\n".join(out)
-    out.append(table(_TRAIN_HEAD, [_train_row(str(i), o) for i, o in enumerate(advice.top, 1)],
-                     _TRAIN_RIGHT))
-    out.append("")
-    out.append("why:")
-    for i, o in enumerate(advice.top, 1):
-        out.append(f"  {i}. {o.bottleneck}-bound: {o.reason}")
+        return "\n".join([*out, empty, *_footer(advice, elapsed)])
+    out += [table(head, [row(str(i), o) for i, o in enumerate(advice.top, 1)], right), "",
+            "why:", *(f"  {i}. {why(o)}" for i, o in enumerate(advice.top, 1))]
     if len(advice.per_gpu) > 1:
-        out.append("")
-        out.append(f"best plan on each GPU, by {advice.objective}:")
-        out.append(table(_TRAIN_HEAD, [_train_row("", o) for o in advice.per_gpu],
-                         _TRAIN_RIGHT))
-    out.append("")
-    out.append(f"Pareto front over time, cost and energy ({len(advice.pareto)} options, "
-               "fastest first; P marks members above):")
-    out.append(table(_TRAIN_HEAD, [_train_row("", o) for o in advice.pareto[:15]],
-                     _TRAIN_RIGHT))
+        out += ["", per_gpu, table(head, [row("", o) for o in advice.per_gpu], right)]
+    out += ["", f"{front} ({len(advice.pareto)} options):",
+            table(head, [row("", o) for o in advice.pareto[:15]], right)]
     if len(advice.pareto) > 15:
         out.append(f"  ... {len(advice.pareto) - 15} more (--json lists all)")
-    out.append("")
-    out += _footer(advice, elapsed)
-    return "\n".join(out)
+    return "\n".join([*out, "", *extra, *_footer(advice, elapsed)])
+
+
+def render_training_advice(advice: Any, elapsed: float = 0.0) -> str:
+    """Top options by the objective, each with its reason; then the Pareto front."""
+    return _render(
+        advice, elapsed,
+        heading=f"Training {advice.model} on {advice.tokens:.3g} tokens, ranked by "
+                f"{advice.objective}",
+        empty="No configuration meets the constraints: relax --budget-usd, --deadline-days, "
+              "--max-power-kw or --max-gpus, or widen --gpu.",
+        head=_TRAIN_HEAD, right=_TRAIN_RIGHT, row=_train_row,
+        why=lambda o: f"{o.bottleneck}-bound: {o.reason}",
+        per_gpu=f"best plan on each GPU, by {advice.objective}:",
+        front="Pareto front over time, cost and energy, fastest first; P marks members above")
 
 
 _INF_HEAD = ["#", "GPU", "GPUs", "replicas", "TP", "PP", "batch", "formats", "TTFT ms",
@@ -122,31 +124,14 @@ def render_inference_advice(advice: Any, elapsed: float = 0.0) -> str:
     """Top deployments by the objective with reasons; then the Pareto front."""
     label = {"cost": "cost per million output tokens", "time": "request latency",
              "energy": "energy per million output tokens"}[advice.objective]
-    out = [f"Serving {advice.model} at {advice.input_len} input / {advice.output_len} output "
-           f"tokens, ranked by {label}"]
-    if not advice.top:
-        out.append("No deployment meets the constraints: relax --ttft-ms, --tpot-ms, "
-                   "--min-throughput, --budget-usd-per-hour, --max-power-kw or --max-gpus.")
-        out += _footer(advice, elapsed)
-        return "\n".join(out)
-    out.append(table(_INF_HEAD, [_inf_row(str(i), o) for i, o in enumerate(advice.top, 1)],
-                     _INF_RIGHT))
-    out.append("")
-    out.append("why:")
-    for i, o in enumerate(advice.top, 1):
-        out.append(f"  {i}. {o.reason}")
-    if len(advice.per_gpu) > 1:
-        out.append("")
-        out.append(f"best deployment on each GPU, by {label}:")
-        out.append(table(_INF_HEAD, [_inf_row("", o) for o in advice.per_gpu], _INF_RIGHT))
-    out.append("")
-    out.append(f"Pareto front over latency, cost and energy ({len(advice.pareto)} options, "
-               "lowest latency first):")
-    out.append(table(_INF_HEAD, [_inf_row("", o) for o in advice.pareto[:15]], _INF_RIGHT))
-    if len(advice.pareto) > 15:
-        out.append(f"  ... {len(advice.pareto) - 15} more (--json lists all)")
-    out.append("")
-    out.append(f"fleet: {advice.assumptions['fleet']}; batching: "
-               f"{advice.assumptions['batching']}")
-    out += _footer(advice, elapsed)
-    return "\n".join(out)
+    return _render(
+        advice, elapsed,
+        heading=f"Serving {advice.model} at {advice.input_len} input / {advice.output_len} "
+                f"output tokens, ranked by {label}",
+        empty="No deployment meets the constraints: relax --ttft-ms, --tpot-ms, "
+              "--min-throughput, --budget-usd-per-hour, --max-power-kw or --max-gpus.",
+        head=_INF_HEAD, right=_INF_RIGHT, row=_inf_row, why=lambda o: str(o.reason),
+        per_gpu=f"best deployment on each GPU, by {label}:",
+        front="Pareto front over latency, cost and energy, lowest latency first",
+        extra=[f"fleet: {advice.assumptions['fleet']}; batching: "
+               f"{advice.assumptions['batching']}"])

@@ -11,17 +11,24 @@ from typing import Any
 from gpuarch.catalog.evolution import EvolutionRow, Metric
 from gpuarch.errors import GpuarchError
 
-__all__ = ["PLOT_SUFFIXES", "plot_evolution", "plot_pareto", "plot_roofline"]
+__all__ = ["PLOT_SUFFIXES", "check_plot_path", "plot_evolution", "plot_pareto",
+           "plot_roofline"]
 
 PLOT_SUFFIXES = (".png", ".svg")
 
 
-def _pyplot(path: Path) -> Any:
-    """matplotlib.pyplot, after checking the target path (errors name --plot)."""
+def check_plot_path(path: Path) -> None:
+    """A usage error naming --plot for a path a plot cannot be written to (checked before
+    any long work)."""
     if path.suffix.lower() not in PLOT_SUFFIXES:
         raise GpuarchError(f"--plot: {str(path)!r} must end in .png or .svg")
     if not path.resolve().parent.is_dir():
         raise GpuarchError(f"--plot: folder {str(path.parent)!r} does not exist")
+
+
+def _pyplot(path: Path) -> Any:
+    """matplotlib.pyplot, after checking the target path (errors name --plot)."""
+    check_plot_path(path)
     try:
         import matplotlib
     except ImportError:
