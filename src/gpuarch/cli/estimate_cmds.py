@@ -230,7 +230,7 @@ def cmd_validate_inference(args: argparse.Namespace) -> int:
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                  common: argparse.ArgumentParser) -> None:
     """Register estimate, roofline and validate."""
-    est = sub.add_parser("estimate", help="estimate a training step (or, later, inference)")
+    est = sub.add_parser("estimate", help="estimate a training step or an LLM serving request")
     est_sub = est.add_subparsers(dest="what", metavar="WHAT", required=True)
     p = est_sub.add_parser("train", parents=[common],
                            help="one training step: time, memory, MFU, bottleneck")

@@ -30,7 +30,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="gpuarch",
         description="NVIDIA GPU architectures from G80 to Blackwell: a sourced catalog, "
-                    "compared and plotted.",
+                    "training and serving estimates validated against published "
+                    "measurements, a numerics lab, a probe, and advice on what to run where.",
     )
     parser.add_argument("--version", action="version", version=f"gpuarch {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
