@@ -29,6 +29,8 @@ class Unit(Enum):
     GB_S_PER_TFLOPS = ("GB/s per TFLOPS", 1e9 / 1e12)
     TB_S = ("TB/s", 1e12)
     WATT = ("W", 1.0)
+    KW = ("kW", 1e3)
+    DAY = ("days", 86400.0)
     USD = ("USD", 1.0)
 
     @property

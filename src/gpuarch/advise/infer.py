@@ -17,13 +17,13 @@ from typing import Any
 
 import numpy as np
 
+from gpuarch.advise.candidates import candidate_gpus
 from gpuarch.advise.prices import PriceBook
 from gpuarch.advise.train import Objective, pareto_mask
 from gpuarch.catalog.loader import Catalog
-from gpuarch.catalog.model import Product, System, Tier
-from gpuarch.catalog.peaks import PeakKey
+from gpuarch.catalog.model import Product, Tier
 from gpuarch.errors import GpuarchError
-from gpuarch.estimate.energy import NODE_OVERHEAD, PUE, energy_kwh
+from gpuarch.estimate.energy import NODE_OVERHEAD, PUE, energy_kwh, facility_power_w
 from gpuarch.estimate.inference import (
     Batching,
     InferenceConfig,
@@ -32,6 +32,7 @@ from gpuarch.estimate.inference import (
 )
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.perf.quant import QuantFormat, QuantScheme, gemm_peak
+from gpuarch.units import Unit, from_si
 from gpuarch.workloads.params import count_params
 from gpuarch.workloads.shape import TransformerShape
 
@@ -142,16 +143,6 @@ class _Point:
     decode_limiter: str
 
 
-def _candidates(catalog: Catalog, search: InferenceSearch
-                ) -> list[tuple[Product, System | None]]:
-    if search.gpus:
-        products = [catalog.product(g) for g in search.gpus]
-    else:
-        products = [p for p in catalog.products if p.tier in search.tiers]
-    return [(p, catalog.system_for(p)) for p in products
-            if p.memory_bytes and (p.peak(PeakKey.TENSOR_BF16) or p.peak(PeakKey.TENSOR_FP16))]
-
-
 def _native(product: Product, scheme: QuantScheme) -> bool:
     if scheme.weight_only or scheme.activations.is_16bit:
         return True
@@ -189,7 +180,7 @@ def advise_inference(
 ) -> InferenceAdvice:
     """Search, filter, rank and explain."""
     search.validate()
-    candidates = _candidates(catalog, search)
+    candidates = candidate_gpus(catalog, search.gpus, search.tiers)
     if not candidates:
         raise GpuarchError("--gpu: no GPU to search (check the names or --tier)")
     rows: list[InferenceOption] = []
@@ -332,7 +323,7 @@ def _option(product: Product, search: InferenceSearch, tp: int, pp: int, batch: 
     if search.budget_usd_per_hour is not None and (per_hour is None
                                                    or per_hour > search.budget_usd_per_hour):
         return None
-    power = (gpus * product.tdp_w * (1 + NODE_OVERHEAD) * PUE / 1000
+    power = (from_si(facility_power_w(product.tdp_w, gpus), Unit.KW)
              if product.tdp_w else None)
     if search.max_power_kw is not None and (power is None or power > search.max_power_kw):
         return None
@@ -349,11 +340,15 @@ def _option(product: Product, search: InferenceSearch, tp: int, pp: int, batch: 
         batch=batch, scheme=label, weights=scheme.weights.value,
         kv_cache=scheme.kv_cache.value, ttft_ms=est.ttft_s * 1e3, tpot_ms=est.tpot_s * 1e3,
         request_latency_s=est.latency_s, output_tokens_per_s=tps,
-        memory_per_gpu_gib=est.memory_bytes / 2**30, usd_per_hour=per_hour,
+        memory_per_gpu_gib=from_si(est.memory_bytes, Unit.GIB), usd_per_hour=per_hour,
         usd_per_million_tokens=(per_hour * seconds_per_million / 3600
                                 if per_hour is not None else None),
         kwh_per_million_tokens=kwh, power_kw=power, price_usd_per_gpu_hour=price,
         bottleneck={"decode": est.decode_limiter})
+
+
+def _tb_s(product: Product) -> float:
+    return from_si(product.memory_bandwidth_bytes_s or 0, Unit.TB_S)
 
 
 def _metric(o: InferenceOption, objective: Objective) -> float | None:
@@ -367,7 +362,7 @@ def _reason(catalog: Catalog, o: InferenceOption, best: InferenceOption,
     this GPU, and for the best option how the best deployment on another GPU compares."""
     product = catalog.product(o.gpu)
     limit = o.bottleneck.get("decode", "memory")
-    bw = (product.memory_bandwidth_bytes_s or 0) / 1e12
+    bw = _tb_s(product)
     if limit == "memory":
         text = (f"decode is bandwidth-bound: {o.weights} weights and a {o.kv_cache} KV cache "
                 f"streamed at {bw:.2f} TB/s, batch {o.batch} per read")
@@ -391,10 +386,10 @@ def _reason(catalog: Catalog, o: InferenceOption, best: InferenceOption,
                     "energy": "energy per token"}[objective.value]
             text += (f"; the best {rp.name} deployment ({rival.gpus} GPUs, "
                      f"W{rival.weights}/KV {rival.kv_cache}, "
-                     f"{(rp.memory_bandwidth_bytes_s or 0) / 1e12:.2f} TB/s vs {bw:.2f}) has "
+                     f"{_tb_s(rp):.2f} TB/s vs {bw:.2f}) has "
                      f"{theirs / mine:.2f}x the {what}")
     elif o.gpu != best.gpu:
         bp = catalog.product(best.gpu)
         text += (f"; #1's {bp.name} streams at "
-                 f"{(bp.memory_bandwidth_bytes_s or 0) / 1e12:.2f} TB/s")
+                 f"{_tb_s(bp):.2f} TB/s")
     return text

@@ -18,18 +18,19 @@ from typing import Any
 
 import numpy as np
 
+from gpuarch.advise.candidates import candidate_gpus
 from gpuarch.advise.prices import PriceBook
 from gpuarch.catalog.loader import Catalog
-from gpuarch.catalog.model import Product, System, Tier
-from gpuarch.catalog.peaks import PeakKey
+from gpuarch.catalog.model import System, Tier
 from gpuarch.errors import GpuarchError
-from gpuarch.estimate.energy import NODE_OVERHEAD, PUE, energy_kwh
+from gpuarch.estimate.energy import NODE_OVERHEAD, PUE, energy_kwh, facility_power_w
 from gpuarch.estimate.memory import Recompute
 from gpuarch.estimate.training import TrainingConfig, estimate_training, evaluate_training
 from gpuarch.perf.collectives import link_for
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.perf.precision import Precision, matmul_peak
 from gpuarch.perf.roofline import Device
+from gpuarch.units import Unit, from_si, to_si
 from gpuarch.workloads.shape import TransformerShape
 
 __all__ = ["Objective", "TrainingAdvice", "TrainingOption", "TrainingSearch", "advise_training",
@@ -154,18 +155,6 @@ def _layouts(shape: TransformerShape, search: TrainingSearch, gpn: int, multi_no
             "vpp": vpp[ok], "mb": mb[ok], "gb": gb[ok]}
 
 
-def _candidates(catalog: Catalog, search: TrainingSearch) -> list[tuple[Product, System | None]]:
-    if search.gpus:
-        products = [catalog.product(g) for g in search.gpus]
-    else:
-        products = [p for p in catalog.products if p.tier in search.tiers]
-    out = []
-    for p in products:
-        if p.peak(PeakKey.TENSOR_BF16) or p.peak(PeakKey.TENSOR_FP16):
-            out.append((p, catalog.system_for(p)))
-    return out
-
-
 def advise_training(
     catalog: Catalog,
     shape: TransformerShape,
@@ -183,7 +172,7 @@ def advise_training(
     single_node: list[str] = []
     systems: dict[str, System | None] = {}  # the system each GPU was searched in
     skipped: list[tuple[str, str]] = []
-    candidates = _candidates(catalog, search)
+    candidates = candidate_gpus(catalog, search.gpus, search.tiers)
     if not candidates:
         raise GpuarchError("--gpu: no GPU to search (check the names or --tier)")
     combos = list(itertools.product(search.precisions, list(Recompute), (0, 1, 2, 3),
@@ -212,7 +201,7 @@ def advise_training(
         if inter is None and system is not None and search.assumed_network_gbit_s:
             gbit = search.assumed_network_gbit_s
             system = replace(system, network=f"assumed: {gbit:g} Gb/s per GPU (--network)",
-                             network_bandwidth_per_gpu_bytes_s=gbit * 1e9 / 8)
+                             network_bandwidth_per_gpu_bytes_s=to_si(gbit, Unit.GBIT_S))
             intra, inter = link_for(product, system, None)
             assumed_network.append(product.key)
         elif inter is None:
@@ -255,15 +244,16 @@ def advise_training(
                                                                                 np.nan)
                 energy = (energy_kwh(product.tdp_w, core.hfu, part["gpus"], seconds)
                           if product.tdp_w else np.full_like(seconds, np.nan))
-                power_kw = (part["gpus"] * product.tdp_w * (1 + NODE_OVERHEAD) * PUE / 1000
-                            if product.tdp_w else np.full_like(seconds, np.nan))
+                power_w = (facility_power_w(product.tdp_w, part["gpus"])
+                           if product.tdp_w else np.full_like(seconds, np.nan))
                 ok = fits
                 if search.deadline_days is not None:
                     ok &= seconds <= search.deadline_days * 86400
                 if search.budget_usd is not None:
                     ok &= np.nan_to_num(cost, nan=np.inf) <= search.budget_usd
                 if search.max_power_kw is not None:
-                    ok &= np.nan_to_num(power_kw, nan=np.inf) <= search.max_power_kw
+                    ok &= (np.nan_to_num(power_w, nan=np.inf)
+                           <= to_si(search.max_power_kw, Unit.KW))
                 if not ok.any():
                     continue
                 feasible += int(ok.sum())
@@ -284,7 +274,7 @@ def advise_training(
                     "time": np.asarray(seconds)[idx],
                     "cost": np.asarray(cost)[idx],
                     "energy": np.asarray(energy)[idx],
-                    "power": np.asarray(power_kw)[idx],
+                    "power": np.asarray(power_w)[idx],
                     "price": np.full(len(idx), np.nan if price is None else price),
                 })
     if not rows:
@@ -434,6 +424,11 @@ def _num(x: Any) -> float | None:
     return None if np.isnan(v) else v
 
 
+def _kw(watts: Any) -> float | None:
+    v = _num(watts)
+    return None if v is None else from_si(v, Unit.KW)
+
+
 def _option(catalog: Catalog, t: dict[str, np.ndarray], i: int, pareto: bool,
             systems: dict[str, System | None]) -> TrainingOption:
     product = catalog.product(str(t["key"][i]))
@@ -448,9 +443,10 @@ def _option(catalog: Catalog, t: dict[str, np.ndarray], i: int, pareto: bool,
         tp_comm_overlap=bool(t["overlap"][i]),
         precision=str(t["precision"][i]), step_time_s=float(t["step"][i]),
         tokens_per_s=float(t["tps"][i]), mfu=float(t["mfu"][i]),
-        memory_per_gpu_gib=float(t["mem"][i]) / 2**30, time_days=float(t["time"][i]) / 86400,
+        memory_per_gpu_gib=from_si(t["mem"][i], Unit.GIB),
+        time_days=from_si(t["time"][i], Unit.DAY),
         cost_usd=_num(t["cost"][i]), energy_mwh=None if energy is None else energy / 1000,
-        power_kw=_num(t["power"][i]), price_usd_per_gpu_hour=_num(t["price"][i]),
+        power_kw=_kw(t["power"][i]), price_usd_per_gpu_hour=_num(t["price"][i]),
         pareto=pareto)
 
 
@@ -458,15 +454,16 @@ def _hardware(catalog: Catalog, o: TrainingOption, system: System | None) -> str
     """The resources that matter for a training option, from the catalog."""
     product = catalog.product(o.gpu)
     peak = matmul_peak(product, Precision(o.precision))
-    parts = [f"{peak.flops / 1e12:,.0f} dense {o.precision.upper()} TFLOPS" if peak else "",
-             f"{(product.memory_bandwidth_bytes_s or 0) / 1e12:.2f} TB/s",
-             f"{product.memory_bytes / 2**30:.0f} GiB"]
+    parts = [f"{from_si(peak.flops, Unit.TFLOPS):,.0f} dense {o.precision.upper()} TFLOPS"
+             if peak else "",
+             f"{from_si(product.memory_bandwidth_bytes_s or 0, Unit.TB_S):.2f} TB/s",
+             f"{from_si(product.memory_bytes, Unit.GIB):.0f} GiB"]
     if system is not None:
-        parts.append(f"{system.intra_node_bandwidth_bytes_s / 1e9:,.0f} GB/s "
+        parts.append(f"{from_si(system.intra_node_bandwidth_bytes_s, Unit.GB_S):,.0f} GB/s "
                      f"{system.intra_node_fabric} in {system.gpus_per_node}-GPU nodes")
         if o.gpus > system.gpus_per_node and system.network_bandwidth_per_gpu_bytes_s:
-            parts.append(f"{system.network_bandwidth_per_gpu_bytes_s * 8 / 1e9:,.0f} Gb/s "
-                         "network per GPU")
+            network = from_si(system.network_bandwidth_per_gpu_bytes_s, Unit.GBIT_S)
+            parts.append(f"{network:,.0f} Gb/s network per GPU")
     return ", ".join(p for p in parts if p)
 
 

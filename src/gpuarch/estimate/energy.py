@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["NODE_OVERHEAD", "PUE", "energy_kwh", "gpu_power_w"]
+__all__ = ["NODE_OVERHEAD", "PUE", "energy_kwh", "facility_power_w", "gpu_power_w"]
 
 NODE_OVERHEAD = 0.35
 """Non-GPU node power as a fraction of GPU power (assumed; a DGX H100's 10.2 kW maximum
@@ -29,6 +29,12 @@ Num = Any
 def gpu_power_w(tdp_w: float, hfu: Num) -> Num:
     """Average power of one GPU at hardware FLOP utilisation ``hfu``."""
     return tdp_w * np.minimum(1.0, 0.5 + 0.5 * np.asarray(hfu) / 0.6)
+
+
+def facility_power_w(tdp_w: float, gpus: Num) -> Num:
+    """Most a job can draw from the facility: every GPU at its board power, plus the node
+    overhead, times PUE (what a power cap is checked against)."""
+    return gpus * tdp_w * (1 + NODE_OVERHEAD) * PUE
 
 
 def energy_kwh(tdp_w: float, hfu: Num, gpus: Num, seconds: Num, *,

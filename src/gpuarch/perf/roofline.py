@@ -18,6 +18,7 @@ from gpuarch.catalog.peaks import PeakKey
 from gpuarch.errors import GpuarchError
 from gpuarch.perf.efficiency import Efficiency
 from gpuarch.perf.precision import MatmulPeak, Precision, matmul_peak
+from gpuarch.units import Unit, from_si
 
 __all__ = ["Attention", "Bound", "Device", "Elementwise", "Gemm", "Op", "OpCost", "op_cost",
            "op_time", "roofline_summary", "transformer_ops"]
@@ -208,13 +209,14 @@ def roofline_summary(device: Device, ops: list[Op], eff: Efficiency) -> dict[str
     return {
         "gpu": device.product.name,
         "precision": device.precision.value,
-        "peak_tflops": device.matmul.flops / 1e12,
+        "peak_tflops": from_si(device.matmul.flops, Unit.TFLOPS),
         "peak_source": f"{device.matmul.key.value} ({device.matmul.origin})",
         "precision_fallback": device.matmul.fallback_reason,
-        "memory_bandwidth_gb_s": device.bandwidth / 1e9,
+        "memory_bandwidth_gb_s": from_si(device.bandwidth, Unit.GB_S),
         "ridge_point_flop_per_byte": device.matmul.flops / device.bandwidth,
         "ops": [{"op": c.name, "flops": c.flops, "bytes": c.bytes, "time_s": c.time_s,
-                 "achieved_tflops": c.achieved_flops / 1e12, "bound": c.bound.value,
+                 "achieved_tflops": from_si(c.achieved_flops, Unit.TFLOPS),
+                 "bound": c.bound.value,
                  "efficiency": c.efficiency,
                  "arithmetic_intensity": c.flops / c.bytes if c.bytes else None}
                 for c in costs],
