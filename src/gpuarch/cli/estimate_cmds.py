@@ -67,6 +67,16 @@ def _calibrated(args: argparse.Namespace, catalog: Any, product: Any, system: An
     return eff, notes
 
 
+def _gpu_and_system(args: argparse.Namespace, catalog: Any) -> tuple[Any, Any]:
+    """--gpu and --system: the GPU (default: the system's) and the system, if given."""
+    system = catalog.system(args.system) if args.system else None
+    product = catalog.product(args.gpu) if args.gpu else (
+        catalog.product(system.gpu) if system else None)
+    if product is None:
+        raise GpuarchError("--gpu: give a GPU (or --system)")
+    return product, system
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     from gpuarch.estimate.memory import Recompute
     from gpuarch.estimate.training import TrainingConfig, estimate_training
@@ -75,11 +85,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
     catalog = load_catalog()
     shape = resolve_model(args)
-    system = catalog.system(args.system) if args.system else None
-    product = catalog.product(args.gpu) if args.gpu else (
-        catalog.product(system.gpu) if system else None)
-    if product is None:
-        raise GpuarchError("--gpu: give a GPU (or --system)")
+    product, system = _gpu_and_system(args, catalog)
     gpus_per_node = args.gpus_per_node or (system.gpus_per_node if system else 8)
     cfg = TrainingConfig(
         gpus=args.gpus, seq_len=args.seq_len, global_batch=args.global_batch,
@@ -117,11 +123,7 @@ def cmd_infer(args: argparse.Namespace) -> int:
 
     catalog = load_catalog()
     shape = resolve_model(args)
-    system = catalog.system(args.system) if args.system else None
-    product = catalog.product(args.gpu) if args.gpu else (
-        catalog.product(system.gpu) if system else None)
-    if product is None:
-        raise GpuarchError("--gpu: give a GPU (or --system)")
+    product, system = _gpu_and_system(args, catalog)
     weights = args.weight_precision or QuantFormat.BF16
     if args.activation_precision is not None:
         activations = args.activation_precision

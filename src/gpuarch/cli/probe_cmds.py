@@ -5,12 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from gpuarch.catalog.loader import load_catalog
 from gpuarch.errors import GpuarchError
+from gpuarch.files import write_whole_text
 from gpuarch.report.serialize import to_json, to_jsonable
 
 __all__ = ["add_commands"]
@@ -131,15 +131,7 @@ def _write_whole(path: Path, text: str) -> None:
     target = path.resolve()
     if not target.parent.is_dir():
         raise GpuarchError(f"--save: folder {str(path.parent)!r} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=".gpuarch-", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, target)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    write_whole_text(target, text)
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:

@@ -5,7 +5,6 @@ summary) and computes nothing itself."""
 from __future__ import annotations
 
 import html
-import os
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -15,6 +14,7 @@ from typing import Any
 from gpuarch.catalog.evolution import EvolutionRow, Metric
 from gpuarch.catalog.queries import FeatureMatrix
 from gpuarch.errors import GpuarchError
+from gpuarch.files import write_whole_text
 from gpuarch.report.text import fmt
 from gpuarch.units import from_si
 
@@ -211,14 +211,5 @@ def check_report_path(path: Path) -> Path:
 
 def write_report(inputs: ReportInputs, path: Path) -> None:
     """Write the page whole or not at all."""
-    folder = check_report_path(path)
-    page = render_report(inputs)
-    fd, tmp = tempfile.mkstemp(prefix=".gpuarch-", suffix=".html", dir=folder)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(page)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    check_report_path(path)
+    write_whole_text(path, render_report(inputs))

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from gpuarch.catalog.evolution import EvolutionRow, Metric
 from gpuarch.errors import GpuarchError
+from gpuarch.files import write_whole
 
 __all__ = ["PLOT_SUFFIXES", "check_plot_path", "plot_evolution", "plot_pareto",
            "plot_roofline"]
@@ -42,17 +41,10 @@ def _pyplot(path: Path) -> Any:
 
 def _save(fig: Any, plt: Any, path: Path) -> None:
     """Write the figure whole or not at all."""
-    path = path.resolve()
-    fd, tmp = tempfile.mkstemp(prefix=".gpuarch-", suffix=path.suffix, dir=path.parent)
-    os.close(fd)
     try:
-        fig.savefig(tmp, dpi=120)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
+        write_whole(path, lambda tmp: fig.savefig(tmp, dpi=120))
     finally:
         plt.close(fig)
-        if os.path.exists(tmp):
-            os.unlink(tmp)
 
 
 def plot_evolution(rows: Sequence[EvolutionRow], metrics: Sequence[Metric], path: Path) -> None:
