@@ -12,21 +12,27 @@ the one to quote.
 from __future__ import annotations
 
 import argparse
-import math
-import statistics
 
+from _fit import Move, coordinate_fit, scale
 from gpuarch.catalog import load_catalog
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.validation.training import load_training_points, validate_training
 
 SCALARS = ["gemm_fp8", "attention", "layer_overhead_s", "dp_comm_exposed", "tp_comm_exposed",
            "pp_comm_exposed", "gemm_half_dim", "memory", "kernel_overhead_s"]
+FRACTIONS = {"gemm_fp8", "attention", "dp_comm_exposed", "tp_comm_exposed", "pp_comm_exposed",
+             "memory"}
 GENERATIONS = [1, 3, 4, 5]  # Tensor Core generations with points (V100, A100, H100, B200)
 
 
-def loss(eff: Efficiency, points: list, catalog) -> float:  # type: ignore[no-untyped-def]
-    summary = validate_training(catalog, eff, points)
-    return statistics.fmean(abs(math.log(r.predicted / r.published)) for r in summary.rows)
+def generation(g: int) -> Move:
+    """Scale the GEMM efficiency of Tensor Core generation ``g`` (capped at 0.85)."""
+    def move(eff: Efficiency, factor: float) -> Efficiency:
+        gens = list(eff.gemm_by_generation)
+        gens[g - 1] = min(0.85, gens[g - 1] * factor)
+        return eff.with_overrides({"gemm_by_generation": gens})
+
+    return move
 
 
 def main() -> None:
@@ -34,37 +40,11 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=6)
     args = parser.parse_args()
     catalog = load_catalog()
-    points = sorted(load_training_points(), key=lambda p: p.id)
-    fit, held = points[0::2], points[1::2]
-    eff = DEFAULT_EFFICIENCY
-    best = loss(eff, fit, catalog)
-    step = 0.25
-    for _ in range(args.rounds):
-        for name in [*SCALARS, *(f"gen{g}" for g in GENERATIONS)]:
-            for factor in (1 + step, 1 / (1 + step)):
-                while True:
-                    if name.startswith("gen"):
-                        g = int(name[3:])
-                        gens = list(eff.gemm_by_generation)
-                        gens[g - 1] = min(0.85, gens[g - 1] * factor)
-                        trial = eff.with_overrides({"gemm_by_generation": gens})
-                    else:
-                        value = getattr(eff, name) * factor
-                        if name in ("gemm_fp8", "attention", "dp_comm_exposed",
-                                    "tp_comm_exposed", "pp_comm_exposed", "memory"):
-                            value = min(1.0, value)
-                        trial = eff.with_overrides({name: value})
-                    trial_loss = loss(trial, fit, catalog)
-                    if trial_loss < best - 1e-6:
-                        eff, best = trial, trial_loss
-                    else:
-                        break
-        step /= 2
-    for label, subset in (("fit", fit), ("held out", held), ("all", points)):
-        s = validate_training(catalog, eff, subset)
-        print(f"{label:9} points={len(s.rows):3}  mean |error| = {s.mean_abs_error:6.1%}  "
-              f"median = {s.median_abs_error:6.1%}  max = {s.max_abs_error:6.1%}  "
-              f"within 20%: {s.share_within:6.1%}")
+    moves = [*(scale(n, 1.0 if n in FRACTIONS else None) for n in SCALARS),
+             *(generation(g) for g in GENERATIONS)]
+    eff = coordinate_fit(DEFAULT_EFFICIENCY, load_training_points(),
+                         lambda e, pts: validate_training(catalog, e, pts), moves,
+                         args.rounds, "within 20%")
     print("fitted parameters:")
     for key, value in eff.as_dict().items():
         print(f"  {key} = {value}")

@@ -22,7 +22,7 @@ from gpuarch.errors import GpuarchError
 from gpuarch.estimate.inference import Batching, InferenceConfig, estimate_inference
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.perf.quant import QuantFormat, QuantScheme
-from gpuarch.validation.stats import ErrorSummary
+from gpuarch.validation.stats import ErrorSummary, summarize
 from gpuarch.validation.training import TrainingPoint, point_shape
 
 __all__ = [
@@ -140,11 +140,5 @@ def compare_point(catalog: Catalog, point: TrainingPoint, efficiency: Efficiency
 def validate_inference(catalog: Catalog, efficiency: Efficiency = DEFAULT_EFFICIENCY,
                        points: Iterable[TrainingPoint] | None = None) -> InferenceSummary:
     """Compare every figure of every point that can be modelled."""
-    rows: list[InferenceComparison] = []
-    skipped: list[tuple[str, str]] = []
-    for point in points if points is not None else load_inference_points():
-        try:
-            rows.extend(compare_point(catalog, point, efficiency))
-        except GpuarchError as exc:
-            skipped.append((point.id, str(exc)))
-    return ErrorSummary(tuple(rows), tuple(skipped), bound=0.35)
+    return summarize(points if points is not None else load_inference_points(),
+                     lambda p: compare_point(catalog, p, efficiency), bound=0.35)

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
-__all__ = ["ErrorSummary", "HasError"]
+__all__ = ["ErrorSummary", "HasError", "summarize"]
 
 
 class HasError(Protocol):
@@ -64,3 +64,19 @@ class ErrorSummary:
             f"share_within_{round(self.bound * 100)}_percent": self.share_within,
             **{f"mean_abs_error_by_{g}": self.by(g) for g in groups},
         }
+
+
+def summarize(points: Iterable[Any], compare: Callable[[Any], Iterable[HasError]],
+              bound: float) -> ErrorSummary:
+    """Compare every point that can be modelled; the rest are listed with the reason (the
+    message of the GpuarchError ``compare`` raised)."""
+    from gpuarch.errors import GpuarchError
+
+    rows: list[HasError] = []
+    skipped: list[tuple[str, str]] = []
+    for point in points:
+        try:
+            rows.extend(compare(point))
+        except GpuarchError as exc:
+            skipped.append((point.id, str(exc)))
+    return ErrorSummary(tuple(rows), tuple(skipped), bound=bound)

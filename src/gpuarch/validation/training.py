@@ -23,7 +23,7 @@ from gpuarch.estimate.memory import Recompute
 from gpuarch.estimate.training import TrainingConfig, estimate_training
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.perf.precision import Precision
-from gpuarch.validation.stats import ErrorSummary
+from gpuarch.validation.stats import ErrorSummary, summarize
 from gpuarch.workloads.flops import forward_flops_per_token
 from gpuarch.workloads.presets import preset, shape_from_mapping
 from gpuarch.workloads.shape import TransformerShape
@@ -194,11 +194,5 @@ def compare_point(catalog: Catalog, point: TrainingPoint, efficiency: Efficiency
 def validate_training(catalog: Catalog, efficiency: Efficiency = DEFAULT_EFFICIENCY,
                       points: Iterable[TrainingPoint] | None = None) -> ValidationSummary:
     """Compare every point that can be modelled; the rest are listed with the reason."""
-    rows: list[TrainingComparison] = []
-    skipped: list[tuple[str, str]] = []
-    for point in points if points is not None else load_training_points():
-        try:
-            rows.append(compare_point(catalog, point, efficiency))
-        except GpuarchError as exc:
-            skipped.append((point.id, str(exc)))
-    return ErrorSummary(tuple(rows), tuple(skipped), bound=0.20)
+    return summarize(points if points is not None else load_training_points(),
+                     lambda p: [compare_point(catalog, p, efficiency)], bound=0.20)
