@@ -46,10 +46,16 @@ def coordinate_fit(eff: Efficiency, points: Sequence[Any], validate: Validate,
     return eff
 
 
+SEED = 1e-4
+"""Where a parameter at zero starts when a move raises it (scaling alone cannot leave zero;
+the parameters that can be zero are times in seconds or fractions, for which 1e-4 is small)."""
+
+
 def scale(name: str, cap: float | None = None) -> Move:
     """Scale one scalar parameter, optionally capped (fractions stay at most 1)."""
     def move(eff: Efficiency, factor: float) -> Efficiency:
-        value = getattr(eff, name) * factor
+        current = getattr(eff, name)
+        value = current * factor if current or factor < 1 else SEED
         return eff.with_overrides({name: min(cap, value) if cap is not None else value})
 
     return move

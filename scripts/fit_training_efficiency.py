@@ -19,9 +19,10 @@ from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.validation.training import load_training_points, validate_training
 
 SCALARS = ["gemm_fp8", "attention", "layer_overhead_s", "dp_comm_exposed", "tp_comm_exposed",
-           "pp_comm_exposed", "gemm_half_dim", "memory", "kernel_overhead_s"]
+           "pp_comm_exposed", "gemm_half_dim", "memory", "kernel_overhead_s",
+           "moe_grouped_gemm", "moe_layer_overhead_s"]
 FRACTIONS = {"gemm_fp8", "attention", "dp_comm_exposed", "tp_comm_exposed", "pp_comm_exposed",
-             "memory"}
+             "memory", "moe_grouped_gemm"}
 GENERATIONS = [1, 3, 4, 5]  # Tensor Core generations with points (V100, A100, H100, B200)
 
 
@@ -38,10 +39,18 @@ def generation(g: int) -> Move:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=6)
+    parser.add_argument("--only", default="", metavar="NAME,...",
+                        help="fit only these parameters, the others stay at their defaults "
+                             "(e.g. the MoE terms after adding MoE points)")
     args = parser.parse_args()
     catalog = load_catalog()
-    moves = [*(scale(n, 1.0 if n in FRACTIONS else None) for n in SCALARS),
-             *(generation(g) for g in GENERATIONS)]
+    only = [n for n in args.only.split(",") if n]
+    unknown = sorted(set(only) - set(SCALARS))
+    if unknown:
+        parser.error(f"--only: unknown parameter(s) {', '.join(unknown)}; "
+                     f"choose from {', '.join(SCALARS)}")
+    moves = [*(scale(n, 1.0 if n in FRACTIONS else None) for n in only or SCALARS),
+             *(generation(g) for g in ([] if only else GENERATIONS))]
     eff = coordinate_fit(DEFAULT_EFFICIENCY, load_training_points(),
                          lambda e, pts: validate_training(catalog, e, pts), moves,
                          args.rounds, "within 20%")

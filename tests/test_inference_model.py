@@ -199,3 +199,20 @@ def test_queueing_when_concurrency_exceeds_what_fits() -> None:
     assert over.batch == fits.max_batch
     assert over.assumptions["queueing_s"] > 0
     assert over.ttft_s > fits.ttft_s + over.assumptions["queueing_s"] * 0.99
+
+
+def test_mla_decode_streams_the_latent_cache() -> None:
+    """Decoding DeepSeek-V3 (weights absorbed) reads the 576-wide latent per cached token
+    and layer, not per-head keys and values: each extra position of context costs its
+    cached bytes over the KV-read bandwidth, on every layer."""
+    from gpuarch.estimate.inference import _Runner
+    from gpuarch.perf import DEFAULT_EFFICIENCY
+
+    shape = preset("deepseek-v3").shape
+    h200 = CATALOG.product("h200")
+    cfg = InferenceConfig(input_len=1024, output_len=1, gpus=8, tp=8, ep=8)
+    runner = _Runner(CATALOG, shape, h200, cfg, CATALOG.system("hgx h200"), DEFAULT_EFFICIENCY)
+    short, long = (runner.layer(1.0, 1.0, 1, ctx, 8.0).memory for ctx in (16_384, 32_768))
+    latent_bytes = (512 + 64) * 2.0  # BF16 cache, one layer
+    per_position = latent_bytes / (h200.memory_bandwidth_bytes_s * DEFAULT_EFFICIENCY.kv_read)
+    assert float(long - short) == pytest.approx(16_384 * per_position, rel=1e-6)

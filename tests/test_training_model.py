@@ -166,10 +166,10 @@ def test_validation_error_does_not_regress() -> None:
     point beyond 20%, which the model does not reach yet (see docs/performance-model.md)."""
     summary = validate_training(CATALOG)
     assert len(summary.rows) >= 50
-    assert summary.mean_abs_error <= 0.13
+    assert summary.mean_abs_error <= 0.095
     assert summary.by("gpu")["a100-sxm4-80gb"] <= 0.07
     within_20 = sum(abs(r.error) <= 0.20 for r in summary.rows) / len(summary.rows)
-    assert within_20 >= 0.75
+    assert within_20 >= 0.85
 
 
 def test_efficiency_overrides_are_checked() -> None:
@@ -182,3 +182,82 @@ def test_efficiency_overrides_are_checked() -> None:
         DEFAULT_EFFICIENCY.with_overrides({"gemm": "fast"})
     changed = DEFAULT_EFFICIENCY.with_overrides({"gemm_by_generation": [0.5] * 5})
     assert dataclasses.asdict(changed)["gemm_by_generation"] == (0.5,) * 5
+
+
+@pytest.mark.parametrize("name", ["llama-3.1-8b", "llama-2-70b", "qwen3-30b-a3b",
+                                  "deepseek-v3"])
+def test_attention_projections_hold_the_attention_weights(name: str) -> None:
+    """The attention GEMMs the models cost per token multiply exactly the attention block's
+    weight matrices (MLA's two low-rank norms are its only other parameters)."""
+    from gpuarch.workloads.flops import attention_projections
+    from gpuarch.workloads.params import attention_params
+
+    shape = preset(name).shape
+    norms = shape.mla.q_lora_rank + shape.mla.kv_lora_rank if shape.mla else 0
+    weights = sum(n * k for _, n, k in attention_projections(shape))
+    assert weights == attention_params(shape) - norms
+
+
+@pytest.mark.parametrize("name", ["llama-3.1-8b", "qwen3-30b-a3b", "qwen3-235b-a22b",
+                                  "deepseek-v3"])
+def test_layer_flops_add_up_to_the_model_forward(name: str) -> None:
+    """The operators costed per layer (dense and MoE layers weighted by count, MLA with its
+    own projections and head dims) execute exactly the forward FLOPs the workloads count for
+    the layers (causal attention, no LM head), on one GPU, with balanced expert routing."""
+    from gpuarch.workloads import forward_flops_per_token
+
+    shape = preset(name).shape
+    seq = 4096
+    e = estimate_training(CATALOG, shape, CATALOG.product("b200"),
+                          TrainingConfig(gpus=1, seq_len=seq, global_batch=1,
+                                         precision=Precision.BF16, zero=0),
+                          efficiency=_no_overheads())
+    forward = forward_flops_per_token(shape, seq, causal=True)
+    # the workloads count 2 FLOPs for every attention parameter, MLA's two norm vectors too
+    norms = shape.mla.q_lora_rank + shape.mla.kv_lora_rank if shape.mla else 0
+    expected = (forward.total - forward.lm_head - 2 * norms * shape.layers) * seq
+    costed = e.assumptions["layer_forward_flops_per_gpu"] * shape.layers
+    assert costed == pytest.approx(expected, rel=1e-9)
+
+
+def _no_overheads():  # type: ignore[no-untyped-def]
+    from gpuarch.perf import DEFAULT_EFFICIENCY
+
+    return DEFAULT_EFFICIENCY.with_overrides({"moe_layer_overhead_s": 0.0})
+
+
+def test_moe_layer_overhead_is_charged_per_expert_layer_and_pass() -> None:
+    """The dispatcher's fixed host time: forward and backward of every expert layer of every
+    micro-batch on the slowest stage, nothing for dense layers or dense models."""
+    from gpuarch.perf import DEFAULT_EFFICIENCY
+
+    qwen = preset("qwen3-30b-a3b").shape
+    deepseek = preset("deepseek-v3").shape
+    b200, dgx = CATALOG.product("b200"), CATALOG.system("dgx b200")
+    extra = 1e-3
+    for shape, cfg in (
+        (qwen, TrainingConfig(gpus=8, seq_len=4096, global_batch=64, ep=8)),
+        (deepseek, TrainingConfig(gpus=256, seq_len=4096, global_batch=256, pp=16, ep=8)),
+        (LLAMA_8B, TrainingConfig(gpus=8, seq_len=4096, global_batch=64)),
+    ):
+        base = DEFAULT_EFFICIENCY.with_overrides({"moe_layer_overhead_s": 0.0})
+        more = DEFAULT_EFFICIENCY.with_overrides({"moe_layer_overhead_s": extra})
+        a = estimate_training(CATALOG, shape, b200, cfg, system=dgx, efficiency=base)
+        b = estimate_training(CATALOG, shape, b200, cfg, system=dgx, efficiency=more)
+        layers_per_stage = -(-shape.layers // cfg.pp)
+        moe_share = shape.moe_layers / shape.layers
+        micro = cfg.global_batch // (cfg.dp * cfg.micro_batch)
+        stages = micro + cfg.pp - 1  # micro-batches plus the 1F1B bubble
+        expected = 2 * extra * moe_share * layers_per_stage * stages
+        assert b.step_time_s - a.step_time_s == pytest.approx(expected, rel=1e-6)
+
+
+def test_moe_validation_points() -> None:
+    """The MoE points of the Megatron Bridge 25.11 table (Qwen3-30B-A3B, Qwen3-235B-A22B,
+    DeepSeek-V3 on Blackwell) are predicted within 25%; the H100 Qwen3-30B-A3B row is a
+    known miss (over-predicted; see docs/performance-model.md) and is not pinned."""
+    summary = validate_training(CATALOG)
+    moe = {r.id: r.error for r in summary.rows
+           if any(k in r.id for k in ("qwen3", "deepseek")) and "h100" not in r.id}
+    assert len(moe) == 4
+    assert all(abs(err) <= 0.25 for err in moe.values()), moe

@@ -37,6 +37,7 @@ from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.perf.precision import Precision
 from gpuarch.perf.quant import QuantScheme, gemm_peak
 from gpuarch.perf.roofline import Attention, Device, Elementwise, Gemm, Op, op_time
+from gpuarch.workloads.flops import attention_core_dims, attention_projections
 from gpuarch.workloads.params import count_params
 from gpuarch.workloads.shape import FfnKind, TransformerShape
 
@@ -254,22 +255,34 @@ class _Runner:
         return Gemm(m, n, k, batch=batch, name=name,
                     weight_element=self.cfg.quant.weights.bytes)
 
-    def layer(self, tokens: Num, seqs: Num, q_len: int, ctx: Num, experts_touched: Num
-              ) -> _Phase:
+    def layer(self, tokens: Num, seqs: Num, q_len: int, ctx: Num, experts_touched: Num,
+              moe: bool | None = None) -> _Phase:
         """One layer on one GPU: ``tokens`` = seqs x q_len new tokens attending to ``ctx``
-        positions each."""
+        positions each; an expert layer if ``moe`` (default: if the model has experts)."""
+        if moe is None:
+            moe = self.s.is_moe
         s, cfg, t = self.s, self.cfg, self.cfg.tp
         heads = s.heads // t
-        kv = max(1, s.n_kv_heads // t)
-        d = s.d_head
-        ops: list[Op] = [
-            self._gemm(tokens, (heads + 2 * kv) * d, s.hidden, "qkv"),
-            Attention(seqs, q_len, ctx, heads, kv, d, causal=True,
-                      kv_element=cfg.quant.kv_cache.bytes),
-            self._gemm(tokens, s.hidden, heads * d, "attn_out"),
-        ]
+        kv_element = cfg.quant.kv_cache.bytes
+        if s.mla is not None and q_len == 1:
+            # decode with the up-projections absorbed: one shared latent "head" of
+            # kv_lora + rope width is both key and value (values use the kv_lora part)
+            m = s.mla
+            width = m.kv_lora_rank + m.qk_rope_head_dim
+            d = (width + m.kv_lora_rank) // 2
+            kv = 1
+            kv_element = kv_element * width / (2 * d)
+        else:
+            core_kv, d = attention_core_dims(s)
+            kv = max(1, core_kv // t)
+        projections = attention_projections(s, t)
+        ops: list[Op] = [self._gemm(tokens, n, k, name) for name, n, k in projections[:-1]]
+        ops.append(Attention(seqs, q_len, ctx, heads, kv, d, causal=True,
+                             kv_element=kv_element))
+        name, n, k = projections[-1]
+        ops.append(self._gemm(tokens, n, k, name))
         up_factor = 2 if s.ffn_kind is FfnKind.SWIGLU else 1
-        if s.is_moe:
+        if moe:
             local = np.maximum(1.0, experts_touched / cfg.ep)
             routed = tokens * s.experts_per_token
             per_expert = np.maximum(1, np.ceil(routed / np.maximum(experts_touched, 1.0)))
@@ -303,7 +316,7 @@ class _Runner:
         if t > 1:
             comm += 2 * collective_time(Collective.ALL_REDUCE, hidden_bytes, self.tp_group,
                                         self.eff)
-        if s.is_moe and cfg.ep > 1:
+        if moe and cfg.ep > 1:
             moved = tokens * s.experts_per_token * s.hidden * self.act_bytes / t
             comm += 2 * collective_time(Collective.ALL_TO_ALL, moved, self.ep_group, self.eff)
         return phase + _Phase(communication=comm) + _Phase(overhead=self.eff.layer_overhead_s)
@@ -326,7 +339,11 @@ class _Runner:
         the pipeline stages run one after the other for one batch."""
         tokens = seqs * q_len
         layer = self.layer(tokens, seqs, q_len, ctx, self.experts_touched(tokens))
-        body = layer.scale(math.ceil(self.s.layers / self.cfg.pp) * self.cfg.pp)
+        layers = math.ceil(self.s.layers / self.cfg.pp) * self.cfg.pp
+        dense = self.s.dense_layers if self.s.is_moe else 0
+        body = layer.scale(layers - dense)
+        if dense:
+            body = body + self.layer(tokens, seqs, q_len, ctx, 0.0, moe=False).scale(dense)
         total = body + self.head(seqs)
         if self.cfg.pp > 1:
             act = tokens * self.s.hidden * self.act_bytes

@@ -34,7 +34,11 @@ from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.perf.precision import Precision
 from gpuarch.perf.roofline import Attention, Device, Elementwise, Gemm, Op, op_time
 from gpuarch.units import Unit
-from gpuarch.workloads.flops import forward_flops_per_token
+from gpuarch.workloads.flops import (
+    attention_core_dims,
+    attention_projections,
+    forward_flops_per_token,
+)
 from gpuarch.workloads.params import count_params
 from gpuarch.workloads.shape import FfnKind, TransformerShape
 
@@ -237,15 +241,18 @@ def _group(size: Num, inner: Num, cfg: TrainingConfig, intra: Link, inter: Link 
     return Group(size, per_node, intra, inter)
 
 
-def _layer_ops(s: TransformerShape, cfg: TrainingConfig) -> tuple[list[Op], float]:
-    """Forward operators of one layer on one GPU, and the tokens each GPU holds."""
+def _layer_ops(s: TransformerShape, cfg: TrainingConfig, moe: bool
+               ) -> tuple[list[Op], float]:
+    """Forward operators of one layer (an expert layer if ``moe``, else a dense one) on one
+    GPU, and the tokens each GPU holds."""
     t = cfg.tp
     seq = cfg.seq_len // cfg.cp
     tokens = cfg.micro_batch * seq
-    d = s.d_head
+    core_kv, d = attention_core_dims(s)
     heads = s.heads // t
-    kv = np.maximum(1, s.n_kv_heads // t)
-    ops: list[Op] = [Gemm(tokens, (heads + 2 * kv) * d, s.hidden, name="qkv")]
+    kv = np.maximum(1, core_kv // t)
+    projections = attention_projections(s, t)
+    ops: list[Op] = [Gemm(tokens, n, k, name=name) for name, n, k in projections[:-1]]
     if cfg.fused_attention:
         # with context parallelism each GPU does 1/CP of the (load-balanced) causal work
         ops.append(Attention(cfg.micro_batch, cfg.seq_len, cfg.seq_len, heads, kv, d,
@@ -257,10 +264,11 @@ def _layer_ops(s: TransformerShape, cfg: TrainingConfig) -> tuple[list[Op], floa
         ops += [Gemm(seq, cfg.seq_len, d, batch=cfg.micro_batch * heads, name="scores"),
                 Elementwise(UNFUSED_SOFTMAX_BYTES * scores, name="softmax"),
                 Gemm(seq, d, cfg.seq_len, batch=cfg.micro_batch * heads, name="context")]
-    ops.append(Gemm(tokens, s.hidden, heads * d, name="attn_out"))
+    name, n, k = projections[-1]
+    ops.append(Gemm(tokens, n, k, name=name))
     norm_tokens = tokens // t if cfg.sequence_parallel else tokens
     element = cfg.precision.activation_bytes
-    if s.is_moe:
+    if moe:
         routed = tokens * s.experts_per_token
         width = s.d_expert
         local_experts = np.maximum(1, s.experts // cfg.ep)
@@ -268,8 +276,10 @@ def _layer_ops(s: TransformerShape, cfg: TrainingConfig) -> tuple[list[Op], floa
         up = 2 * width if s.ffn_kind is FfnKind.SWIGLU else width
         ops += [
             Gemm(tokens, s.experts, s.hidden, name="router"),
-            Gemm(per_expert, up // t, s.hidden, batch=local_experts, name="expert_up"),
-            Gemm(per_expert, s.hidden, width // t, batch=local_experts, name="expert_down"),
+            Gemm(per_expert, up // t, s.hidden, batch=local_experts,
+                 name="grouped_expert_up"),
+            Gemm(per_expert, s.hidden, width // t, batch=local_experts,
+                 name="grouped_expert_down"),
         ]
         if s.shared_experts:
             shared = width * s.shared_experts
@@ -302,9 +312,22 @@ def _layer_ops(s: TransformerShape, cfg: TrainingConfig) -> tuple[list[Op], floa
 def _layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device, eff: Efficiency,
                 tp_group: Group, cp_group: Group, ep_group: Group
                 ) -> tuple[_Pass, _Pass, _Pass, Num]:
-    """Forward, backward and recompute time of one layer for one micro-batch, and the
-    forward FLOPs it executes (hardware FLOPs, before recomputation)."""
-    ops, tokens = _layer_ops(s, cfg)
+    """Forward, backward and recompute time of an average layer for one micro-batch, and the
+    forward FLOPs it executes (hardware FLOPs, before recomputation): an MoE model's leading
+    dense layers are weighted by their share of the layers."""
+    moe = _one_layer_time(s, cfg, device, eff, tp_group, cp_group, ep_group, s.is_moe)
+    if not s.is_moe or not s.dense_layers:
+        return moe
+    dense = _one_layer_time(s, cfg, device, eff, tp_group, cp_group, ep_group, False)
+    w = s.dense_layers / s.layers
+    return (moe[0].scale(1 - w) + dense[0].scale(w), moe[1].scale(1 - w) + dense[1].scale(w),
+            moe[2].scale(1 - w) + dense[2].scale(w), moe[3] * (1 - w) + dense[3] * w)
+
+
+def _one_layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device,
+                    eff: Efficiency, tp_group: Group, cp_group: Group, ep_group: Group,
+                    moe: bool) -> tuple[_Pass, _Pass, _Pass, Num]:
+    ops, tokens = _layer_ops(s, cfg, moe)
     element = cfg.precision.activation_bytes
     fwd: Num = 0.0
     bwd: Num = 0.0
@@ -331,16 +354,18 @@ def _layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device, eff: E
     # plus a reduce-scatter each, which move the same bytes (nothing when TP = 1)
     tp_share = eff.tp_comm_exposed if cfg.tp_comm_overlap else 1.0
     exposed = tp_share * 2 * collective_time(Collective.ALL_REDUCE, activation, tp_group, eff)
-    kv_bytes = 2 * cfg.micro_batch * cfg.seq_len * np.maximum(1, s.n_kv_heads // cfg.tp) \
-        * s.d_head * element
+    core_kv, core_dim = attention_core_dims(s)
+    kv_bytes = 2 * cfg.micro_batch * cfg.seq_len * np.maximum(1, core_kv // cfg.tp) \
+        * core_dim * element
     exposed = exposed + eff.cp_comm_exposed * collective_time(
         Collective.ALL_GATHER, kv_bytes, cp_group, eff)
-    if s.is_moe:
+    if moe:
         dispatched = tokens * s.experts_per_token * s.hidden * element / cfg.tp
         exposed = exposed + eff.ep_comm_exposed * 2 * collective_time(
             Collective.ALL_TO_ALL, dispatched, ep_group, eff)
-    forward = _Pass(fwd + eff.layer_overhead_s, exposed)
-    backward = _Pass(bwd + eff.layer_overhead_s, exposed)
+    fixed = eff.layer_overhead_s + (eff.moe_layer_overhead_s if moe else 0.0)
+    forward = _Pass(fwd + fixed, exposed)
+    backward = _Pass(bwd + fixed, exposed)
     if cfg.recompute is Recompute.FULL:
         recompute = forward
     elif cfg.recompute is Recompute.SELECTIVE:

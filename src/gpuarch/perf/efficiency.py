@@ -65,8 +65,14 @@ class Efficiency:
     (paged, many short rows). Fitted on inference measurements."""
 
     moe_gemm: float = 0.2
-    """Multiplier on GEMM efficiency for the grouped expert GEMMs of mixture-of-experts
-    layers (many small GEMMs, routing imbalance). Fitted on inference measurements."""
+    """Multiplier on GEMM efficiency for the expert GEMMs of mixture-of-experts layers in
+    serving engines (fused MoE kernels over many small, unevenly routed groups). Fitted on
+    inference measurements."""
+
+    moe_grouped_gemm: float = 0.6
+    """The same for training's grouped expert GEMMs (Megatron-Core/Transformer Engine grouped
+    GEMM over evenly balanced tokens, thousands per expert). Fitted on training
+    measurements."""
 
     nvlink_bus: float = 0.80
     """NCCL bus bandwidth over NVLink/NVSwitch as a fraction of the per-direction link rate.
@@ -112,6 +118,14 @@ class Efficiency:
     runs besides the modelled ones (rotary embeddings, casts, reshapes, bias and dropout,
     bookkeeping). The training fit drives it to zero once unfused attention is modelled;
     kept for calibration. Fitted."""
+
+    moe_layer_overhead_s: float = 2.0e-3
+    """Fixed time per expert layer per training pass (forward, backward) for the host side of
+    a dropless token dispatcher: the router's per-expert token counts are copied to the CPU
+    before the all-to-all and the grouped GEMM can be sized, so the GPU waits while the host
+    launches the layer's many small kernels (permutation, top-k, casts, splits). Charged in
+    training only; serving engines capture these in CUDA graphs or fused MoE kernels (their
+    fixed costs are the decode and prefill overheads). Fitted."""
 
     decode_step_overhead_s: float = 1.55e-3
     """Fixed time per decode step (scheduler, sampling, launch of the step's graph), for

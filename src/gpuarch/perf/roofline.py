@@ -149,6 +149,8 @@ def _gemm_efficiency(op: Gemm, device: Device, eff: Efficiency) -> Num:
     base = eff.gemm_for(device.tensor_core_generation)
     if op.name.startswith("expert_"):
         base *= eff.moe_gemm
+    elif op.name.startswith("grouped_expert_"):
+        base *= eff.moe_grouped_gemm
     if device.precision is Precision.FP8 and device.matmul.key is PeakKey.TENSOR_FP8:
         base *= eff.gemm_fp8
     thin: Num = 1.0

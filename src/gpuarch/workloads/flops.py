@@ -11,11 +11,13 @@ Training is forward + backward = 3 x forward; recomputation adds forward work on
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from gpuarch.workloads.params import attention_params, count_params, mlp_params
 from gpuarch.workloads.shape import TransformerShape
 
-__all__ = ["ForwardFlops", "forward_flops_per_token", "training_flops_per_token"]
+__all__ = ["ForwardFlops", "attention_core_dims", "attention_projections",
+           "forward_flops_per_token", "training_flops_per_token"]
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,39 @@ def _core_dims(s: TransformerShape) -> tuple[int, int]:
     if s.mla is not None:
         return (s.mla.qk_nope_head_dim + s.mla.qk_rope_head_dim, s.mla.v_head_dim)
     return (s.d_head, s.d_head)
+
+
+def attention_core_dims(s: TransformerShape) -> tuple[int, int]:
+    """(KV heads, head dim) the attention core runs with, for a roofline: multi-head latent
+    attention decompresses its latent to full heads in training and prefill, and its query/key
+    (192) and value (128) widths are averaged (the FLOPs are 2 x seq x heads x (qk + v))."""
+    if s.mla is not None:
+        qk, v = _core_dims(s)
+        return s.heads, (qk + v) // 2
+    return s.n_kv_heads, s.d_head
+
+
+def attention_projections(s: TransformerShape, tp: Any = 1) -> list[tuple[str, Any, Any]]:
+    """The attention block's weight GEMMs per token as (name, N, K) on one of ``tp`` tensor-
+    parallel GPUs (heads split; at least one KV head each); ``tp`` may be a NumPy array
+    (the advisor's layouts), and then so are the widths. MLA: the low-rank down-projections
+    of queries and keys/values are replicated, their up-projections split by heads."""
+    heads = s.heads // tp
+    if s.mla is not None:
+        m = s.mla
+        qk = m.qk_nope_head_dim + m.qk_rope_head_dim
+        out: list[tuple[str, int, int]] = []
+        if m.q_lora_rank:
+            out += [("q_down", m.q_lora_rank, s.hidden), ("q_up", heads * qk, m.q_lora_rank)]
+        else:
+            out.append(("q", heads * qk, s.hidden))
+        return [*out, ("kv_down", m.kv_lora_rank + m.qk_rope_head_dim, s.hidden),
+                ("kv_up", heads * (m.qk_nope_head_dim + m.v_head_dim), m.kv_lora_rank),
+                ("attn_out", s.hidden, heads * m.v_head_dim)]
+    kv = s.n_kv_heads // tp
+    kv = kv + (kv < 1)  # at least one head; written so NumPy arrays of TP work too
+    return [("qkv", (heads + 2 * kv) * s.d_head, s.hidden),
+            ("attn_out", s.hidden, heads * s.d_head)]
 
 
 def forward_flops_per_token(s: TransformerShape, seq_len: int, *, causal: bool = False
