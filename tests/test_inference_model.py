@@ -216,3 +216,19 @@ def test_mla_decode_streams_the_latent_cache() -> None:
     latent_bytes = (512 + 64) * 2.0  # BF16 cache, one layer
     per_position = latent_bytes / (h200.memory_bandwidth_bytes_s * DEFAULT_EFFICIENCY.kv_read)
     assert float(long - short) == pytest.approx(16_384 * per_position, rel=1e-6)
+
+
+def test_sliding_window_layers_cap_the_kv_cache() -> None:
+    """GPT-OSS keeps 128 positions in its 18 windowed layers and every position in the other
+    18: at 8,192 tokens a sequence holds (18 x 8,192 + 18 x 128) positions' keys and values,
+    2 x 8 heads x 64 dims x 2 bytes each; below the window all 36 layers hold everything."""
+    from gpuarch.estimate.inference import kv_bytes_per_sequence
+
+    shape = preset("gpt-oss-120b").shape
+    per_layer_position = 2 * 8 * 64 * 2
+    assert kv_bytes_per_sequence(shape, 2.0, 8192) == (18 * 8192 + 18 * 128) \
+        * per_layer_position
+    assert kv_bytes_per_sequence(shape, 2.0, 100) == 36 * 100 * per_layer_position
+    # a dense-attention model: every layer, every position
+    assert kv_bytes_per_sequence(LLAMA_8B, 2.0, 1000) == 1000 * kv_bytes_per_token(LLAMA_8B,
+                                                                                   2.0)

@@ -199,11 +199,12 @@ def test_attention_projections_hold_the_attention_weights(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", ["llama-3.1-8b", "qwen3-30b-a3b", "qwen3-235b-a22b",
-                                  "deepseek-v3"])
+                                  "deepseek-v3", "gpt-oss-120b", "mistral-7b"])
 def test_layer_flops_add_up_to_the_model_forward(name: str) -> None:
-    """The operators costed per layer (dense and MoE layers weighted by count, MLA with its
-    own projections and head dims) execute exactly the forward FLOPs the workloads count for
-    the layers (causal attention, no LM head), on one GPU, with balanced expert routing."""
+    """The operators costed per layer (dense and MoE layers, sliding-window and full
+    attention, weighted by count; MLA with its own projections and head dims) execute
+    exactly the forward FLOPs the workloads count for the layers (causal attention, no LM
+    head), on one GPU, with balanced expert routing."""
     from gpuarch.workloads import forward_flops_per_token
 
     shape = preset(name).shape
@@ -212,10 +213,19 @@ def test_layer_flops_add_up_to_the_model_forward(name: str) -> None:
                           TrainingConfig(gpus=1, seq_len=seq, global_batch=1,
                                          precision=Precision.BF16, zero=0),
                           efficiency=_no_overheads())
+    from gpuarch.workloads.flops import attention_projections
+    from gpuarch.workloads.params import attention_params, mlp_params
+
     forward = forward_flops_per_token(shape, seq, causal=True)
-    # the workloads count 2 FLOPs for every attention parameter, MLA's two norm vectors too
-    norms = shape.mla.q_lora_rank + shape.mla.kv_lora_rank if shape.mla else 0
-    expected = (forward.total - forward.lm_head - 2 * norms * shape.layers) * seq
+    # the workloads count 2 FLOPs for every parameter a token uses, vectors too (biases,
+    # MLA's two norms), which the costed operators leave out as negligible
+    attn_vectors = attention_params(shape) - sum(n * k for _, n, k in
+                                                 attention_projections(shape))
+    width = shape.d_expert if shape.is_moe else shape.d_ffn
+    mlp_bias = mlp_params(shape, width) - shape.ffn_kind.matrices * shape.hidden * width
+    used = shape.experts_per_token + shape.shared_experts if shape.is_moe else 1
+    vectors = (attn_vectors + mlp_bias * used) * shape.layers
+    expected = (forward.total - forward.lm_head - 2 * vectors) * seq
     costed = e.assumptions["layer_forward_flops_per_gpu"] * shape.layers
     assert costed == pytest.approx(expected, rel=1e-9)
 

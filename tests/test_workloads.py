@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -137,6 +138,52 @@ def test_hf_mixtral_and_deepseek(tmp_path: Path) -> None:
           "qk_rope_head_dim": 64, "v_head_dim": 128}
     shape = shape_from_hf_config(_write(tmp_path, ds))
     assert count_params(shape).total == count_params(preset("deepseek-v3").shape).total
+
+
+def test_hf_gpt_oss_and_qwen3_moe(tmp_path: Path) -> None:
+    """GPT-OSS's biases and alternating 128-token windows (from layer_types) and Qwen3 MoE's
+    experts are read; the shapes match the presets (116.8B and 30.5B parameters)."""
+    gpt_oss = {"model_type": "gpt_oss", "hidden_size": 2880, "intermediate_size": 2880,
+               "num_attention_heads": 64, "num_key_value_heads": 8, "head_dim": 64,
+               "num_hidden_layers": 36, "vocab_size": 201088, "num_local_experts": 128,
+               "num_experts_per_tok": 4, "attention_bias": True, "sliding_window": 128,
+               "layer_types": ["sliding_attention", "full_attention"] * 18,
+               "tie_word_embeddings": False}
+    shape = shape_from_hf_config(_write(tmp_path, gpt_oss))
+    assert (shape.sliding_window, shape.windowed_layers) == (128, 18)
+    assert count_params(shape).total == count_params(preset("gpt-oss-120b").shape).total
+    qwen = {"model_type": "qwen3_moe", "hidden_size": 2048, "intermediate_size": 6144,
+            "moe_intermediate_size": 768, "num_attention_heads": 32, "num_key_value_heads": 4,
+            "head_dim": 128, "num_hidden_layers": 48, "vocab_size": 151936,
+            "num_experts": 128, "num_experts_per_tok": 8, "sliding_window": None,
+            "use_sliding_window": False, "tie_word_embeddings": False}
+    shape = shape_from_hf_config(_write(tmp_path, qwen))
+    assert shape.windowed_layers == 0
+    assert count_params(shape).total == count_params(preset("qwen3-30b-a3b").shape).total
+    # a window without layer_types covers every layer; use_sliding_window false disables it
+    mistral = {"model_type": "mistral", "hidden_size": 4096, "intermediate_size": 14336,
+               "num_attention_heads": 32, "num_key_value_heads": 8, "num_hidden_layers": 32,
+               "vocab_size": 32000, "sliding_window": 4096}
+    assert shape_from_hf_config(_write(tmp_path, mistral)).windowed_layers == 32
+    off = {**mistral, "use_sliding_window": False}
+    assert shape_from_hf_config(_write(tmp_path, off)).windowed_layers == 0
+    with pytest.raises(GpuarchError, match="sliding_window: expected a positive integer"):
+        shape_from_hf_config(_write(tmp_path, {**mistral, "sliding_window": "wide"}))
+
+
+@pytest.mark.parametrize(("seq", "window"), [(64, 16), (16, 64), (100, 7), (33, 33)])
+def test_windowed_attention_flops_match_a_brute_force_count(seq: int, window: int) -> None:
+    """Causal sliding-window attention: query i sees min(i + 1, window) positions. The
+    workloads' count (a continuous approximation) agrees with the discrete sum to within
+    half a position per query, and counted in full every query sees min(seq, window)."""
+    base = TransformerShape(name="w", layers=2, hidden=64, heads=4, vocab=100)
+    windowed = dataclasses.replace(base, sliding_window=window, sliding_layers=1)
+    per_key = 2.0 * base.heads * 2 * base.d_head  # QK^T and AV for one query-key pair
+    exact_keys = sum(min(i + 1, window) for i in range(seq)) / seq
+    for causal, keys in ((True, exact_keys), (False, min(seq, window))):
+        full = forward_flops_per_token(base, seq, causal=causal).attention_core
+        mixed = forward_flops_per_token(windowed, seq, causal=causal).attention_core
+        assert mixed - full / 2 == pytest.approx(keys * per_key, abs=0.5 * per_key)
 
 
 def test_hf_errors_name_the_file(tmp_path: Path) -> None:

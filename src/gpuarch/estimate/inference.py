@@ -49,6 +49,7 @@ __all__ = [
     "InferenceEstimate",
     "estimate_inference",
     "evaluate_inference",
+    "kv_bytes_per_sequence",
     "kv_bytes_per_token",
     "max_batch_that_fits",
 ]
@@ -136,6 +137,17 @@ def kv_bytes_per_token(shape: TransformerShape, element: float, tp: int = 1) -> 
         return float(per_layer * shape.layers * element)
     kv_heads = max(1, shape.n_kv_heads // tp) if tp <= shape.n_kv_heads else 1
     return float(2 * kv_heads * shape.d_head * shape.layers * element)
+
+
+def kv_bytes_per_sequence(shape: TransformerShape, element: float, tokens: int,
+                          tp: int = 1) -> float:
+    """KV-cache bytes of one sequence of ``tokens`` per GPU: sliding-window layers keep only
+    the last ``sliding_window`` positions (a ring buffer), the others every position."""
+    per_token = kv_bytes_per_token(shape, element, tp)
+    if not shape.windowed_layers:
+        return tokens * per_token
+    share = shape.windowed_layers / shape.layers
+    return per_token * ((1 - share) * tokens + share * min(tokens, shape.sliding_window))
 
 
 @dataclass(frozen=True)
@@ -256,9 +268,10 @@ class _Runner:
                     weight_element=self.cfg.quant.weights.bytes)
 
     def layer(self, tokens: Num, seqs: Num, q_len: int, ctx: Num, experts_touched: Num,
-              moe: bool | None = None) -> _Phase:
+              moe: bool | None = None, window: int = 0) -> _Phase:
         """One layer on one GPU: ``tokens`` = seqs x q_len new tokens attending to ``ctx``
-        positions each; an expert layer if ``moe`` (default: if the model has experts)."""
+        positions each (at most ``window`` of them if given); an expert layer if ``moe``
+        (default: if the model has experts)."""
         if moe is None:
             moe = self.s.is_moe
         s, cfg, t = self.s, self.cfg, self.cfg.tp
@@ -278,7 +291,7 @@ class _Runner:
         projections = attention_projections(s, t)
         ops: list[Op] = [self._gemm(tokens, n, k, name) for name, n, k in projections[:-1]]
         ops.append(Attention(seqs, q_len, ctx, heads, kv, d, causal=True,
-                             kv_element=kv_element))
+                             kv_element=kv_element, window=window))
         name, n, k = projections[-1]
         ops.append(self._gemm(tokens, n, k, name))
         up_factor = 2 if s.ffn_kind is FfnKind.SWIGLU else 1
@@ -338,12 +351,20 @@ class _Runner:
         """The whole model for ``seqs`` sequences of ``q_len`` new tokens at context ``ctx``:
         the pipeline stages run one after the other for one batch."""
         tokens = seqs * q_len
-        layer = self.layer(tokens, seqs, q_len, ctx, self.experts_touched(tokens))
-        layers = math.ceil(self.s.layers / self.cfg.pp) * self.cfg.pp
-        dense = self.s.dense_layers if self.s.is_moe else 0
-        body = layer.scale(layers - dense)
-        if dense:
-            body = body + self.layer(tokens, seqs, q_len, ctx, 0.0, moe=False).scale(dense)
+        s = self.s
+        touched = self.experts_touched(tokens)
+        layers = math.ceil(s.layers / self.cfg.pp) * self.cfg.pp
+        # layer counts by kind: expert or dense (the leading dense layers of an MoE model),
+        # full or sliding-window attention (windowed layers spread evenly over both)
+        moe_share = s.moe_layers / s.layers
+        window_share = s.windowed_layers / s.layers
+        body = _Phase()
+        for moe, w_moe in ((True, moe_share), (False, 1 - moe_share)):
+            for window, w_window in ((s.sliding_window, window_share), (0, 1 - window_share)):
+                if w_moe * w_window > 0:
+                    body = body + self.layer(tokens, seqs, q_len, ctx, touched if moe else 0.0,
+                                             moe=moe, window=window).scale(
+                        layers * w_moe * w_window)
         total = body + self.head(seqs)
         if self.cfg.pp > 1:
             act = tokens * self.s.hidden * self.act_bytes
@@ -386,8 +407,8 @@ def _memory(shape: TransformerShape, cfg: InferenceConfig, batch: Num,
     shard = cfg.tp * cfg.pp
     weights = dense * w / shard + experts * w / (shard * cfg.ep) if shape.is_moe else \
         pc.total * w / shard
-    per_token = kv_bytes_per_token(shape, cfg.quant.kv_cache.bytes, cfg.tp) / cfg.pp
-    kv = batch * (cfg.input_len + cfg.output_len) * per_token
+    kv = batch * kv_bytes_per_sequence(shape, cfg.quant.kv_cache.bytes,
+                                       cfg.input_len + cfg.output_len, cfg.tp) / cfg.pp
     chunk = cfg.chunk if 0 < cfg.chunk < cfg.input_len else cfg.input_len
     tokens = np.minimum(batch * chunk if cfg.batching is Batching.STATIC else chunk,
                         max(MAX_PREFILL_TOKENS, min(chunk, MAX_PREFILL_TOKENS)))

@@ -241,10 +241,10 @@ def _group(size: Num, inner: Num, cfg: TrainingConfig, intra: Link, inter: Link 
     return Group(size, per_node, intra, inter)
 
 
-def _layer_ops(s: TransformerShape, cfg: TrainingConfig, moe: bool
+def _layer_ops(s: TransformerShape, cfg: TrainingConfig, moe: bool, window: int = 0
                ) -> tuple[list[Op], float]:
-    """Forward operators of one layer (an expert layer if ``moe``, else a dense one) on one
-    GPU, and the tokens each GPU holds."""
+    """Forward operators of one layer (an expert layer if ``moe``, else a dense one; with
+    sliding-window attention if ``window``) on one GPU, and the tokens each GPU holds."""
     t = cfg.tp
     seq = cfg.seq_len // cfg.cp
     tokens = cfg.micro_batch * seq
@@ -256,7 +256,7 @@ def _layer_ops(s: TransformerShape, cfg: TrainingConfig, moe: bool
     if cfg.fused_attention:
         # with context parallelism each GPU does 1/CP of the (load-balanced) causal work
         ops.append(Attention(cfg.micro_batch, cfg.seq_len, cfg.seq_len, heads, kv, d,
-                             causal=True, share=1 / cfg.cp))
+                             causal=True, share=1 / cfg.cp, window=window))
     else:
         # unfused attention (Megatron-LM before FlashAttention): the full score matrix is
         # computed (masked, not skipped), softmaxed and dropped out in memory
@@ -314,20 +314,29 @@ def _layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device, eff: E
                 ) -> tuple[_Pass, _Pass, _Pass, Num]:
     """Forward, backward and recompute time of an average layer for one micro-batch, and the
     forward FLOPs it executes (hardware FLOPs, before recomputation): an MoE model's leading
-    dense layers are weighted by their share of the layers."""
-    moe = _one_layer_time(s, cfg, device, eff, tp_group, cp_group, ep_group, s.is_moe)
-    if not s.is_moe or not s.dense_layers:
-        return moe
-    dense = _one_layer_time(s, cfg, device, eff, tp_group, cp_group, ep_group, False)
-    w = s.dense_layers / s.layers
-    return (moe[0].scale(1 - w) + dense[0].scale(w), moe[1].scale(1 - w) + dense[1].scale(w),
-            moe[2].scale(1 - w) + dense[2].scale(w), moe[3] * (1 - w) + dense[3] * w)
+    dense layers and a model's sliding-window layers are weighted by their share of the
+    layers (windowed layers taken as spread evenly over dense and expert layers)."""
+    kinds = []
+    moe_share = s.moe_layers / s.layers
+    window_share = s.windowed_layers / s.layers
+    for moe, w_moe in ((True, moe_share), (False, 1 - moe_share)):
+        for window, w_window in ((s.sliding_window, window_share), (0, 1 - window_share)):
+            if w_moe * w_window > 0:
+                kinds.append((w_moe * w_window, _one_layer_time(
+                    s, cfg, device, eff, tp_group, cp_group, ep_group, moe, window)))
+    if len(kinds) == 1:
+        return kinds[0][1]
+    fwd, bwd, rec, flops = _Pass(), _Pass(), _Pass(), 0.0
+    for w, (f, b, r, fl) in kinds:
+        fwd, bwd, rec, flops = fwd + f.scale(w), bwd + b.scale(w), rec + r.scale(w), \
+            flops + fl * w
+    return fwd, bwd, rec, flops
 
 
 def _one_layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device,
                     eff: Efficiency, tp_group: Group, cp_group: Group, ep_group: Group,
-                    moe: bool) -> tuple[_Pass, _Pass, _Pass, Num]:
-    ops, tokens = _layer_ops(s, cfg, moe)
+                    moe: bool, window: int = 0) -> tuple[_Pass, _Pass, _Pass, Num]:
+    ops, tokens = _layer_ops(s, cfg, moe, window)
     element = cfg.precision.activation_bytes
     fwd: Num = 0.0
     bwd: Num = 0.0
@@ -373,6 +382,21 @@ def _one_layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device,
     else:
         recompute = _Pass()
     return forward, backward, recompute, flops
+
+
+def _dp_traffic(params: Num, group: Group, cfg: TrainingConfig, m: Num, eff: Efficiency
+                ) -> Num:
+    """Seconds of data-parallel traffic per step for ``params`` replicated over ``group``."""
+    grad_bytes = params * BYTES_PER_PARAM.gradients
+    weight_bytes = params * BYTES_PER_PARAM.weights
+    if cfg.zero == 0:
+        return collective_time(Collective.ALL_REDUCE, grad_bytes, group, eff)
+    if cfg.zero in (1, 2):
+        return (collective_time(Collective.REDUCE_SCATTER, grad_bytes, group, eff)
+                + collective_time(Collective.ALL_GATHER, weight_bytes, group, eff))
+    # ZeRO-3: parameters gathered for forward and backward of every micro-batch
+    return (m * 2 * collective_time(Collective.ALL_GATHER, weight_bytes, group, eff)
+            + m * collective_time(Collective.REDUCE_SCATTER, grad_bytes, group, eff))
 
 
 @dataclass(frozen=True)
@@ -447,32 +471,36 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     pipeline_comm = m * stage.comm
     bubble = (cfg.pp - 1) / cfg.vpp * stage_time
 
-    # parameters held per GPU (the last stage also holds the LM head)
+    # parameters held per GPU (the last stage also holds the LM head); expert weights are
+    # split over EP and replicated only across the expert-data-parallel group
     pc = count_params(shape)
     body = pc.total - pc.embedding - pc.lm_head
     expert_params = pc.mlp_experts
     dense_body = body - expert_params
-    per_stage = (dense_body / cfg.tp + expert_params / (cfg.tp * cfg.ep)) / cfg.pp
     head_params = (pc.lm_head or pc.embedding) / cfg.tp
-    local_params = per_stage + np.where(cfg.pp > 1, head_params,
-                                        (pc.embedding + pc.lm_head) / cfg.tp)
+    dense_local = dense_body / (cfg.tp * cfg.pp) + np.where(
+        cfg.pp > 1, head_params, (pc.embedding + pc.lm_head) / cfg.tp)
+    expert_local = expert_params / (cfg.tp * cfg.ep * cfg.pp)
+    local_params = dense_local + expert_local
 
-    # data-parallel gradient traffic, stage-correct for ZeRO
+    # data-parallel gradient traffic, stage-correct for ZeRO: dense weights over DP x CP,
+    # expert weights over the expert-data-parallel group (DP x CP / EP ranks, spaced EP
+    # apart, so across nodes once EP fills a node)
     shard = cfg.dp * cfg.cp
-    grad_bytes = local_params * BYTES_PER_PARAM.gradients
-    weight_bytes = local_params * BYTES_PER_PARAM.weights
-    if cfg.zero == 0:
-        dp_comm = collective_time(Collective.ALL_REDUCE, grad_bytes, dp_group, eff)
-    elif cfg.zero in (1, 2):
-        dp_comm = (collective_time(Collective.REDUCE_SCATTER, grad_bytes, dp_group, eff)
-                   + collective_time(Collective.ALL_GATHER, weight_bytes, dp_group, eff))
-    else:  # ZeRO-3: parameters gathered for forward and backward of every micro-batch
-        dp_comm = (m * 2 * collective_time(Collective.ALL_GATHER, weight_bytes, dp_group, eff)
-                   + m * collective_time(Collective.REDUCE_SCATTER, grad_bytes, dp_group,
-                                         eff))
+    expert_shard = shard // cfg.ep
+    dp_comm = _dp_traffic(dense_local, dp_group, cfg, m, eff)
+    if shape.is_moe:
+        edp_group = _group(expert_shard, cfg.tp * cfg.cp * cfg.ep, cfg, intra, inter)
+        dp_comm = dp_comm + _dp_traffic(expert_local, edp_group, cfg, m, eff)
     dp_exposed = dp_comm * eff.dp_comm_exposed
 
-    opt_params = local_params / (shard if cfg.zero >= 1 else 1)
+    def sharded(stage: int) -> Num:
+        """Parameters per GPU for a state ZeRO shards from ``stage`` on."""
+        if cfg.zero < stage:
+            return local_params
+        return dense_local / shard + expert_local / expert_shard
+
+    opt_params = sharded(1)
     optimizer = op_time(Elementwise(opt_params * 30.0, name="adam"), device, eff)[0]
 
     step = compute_time + pipeline_comm + bubble + dp_exposed + optimizer
@@ -489,7 +517,6 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     per_gpu_flops = model_flops * tokens_per_s / cfg.gpus
 
     # memory on the most loaded stage
-    zero = cfg.zero
     per_layer_act = activation_bytes_per_layer(
         shape, cfg.micro_batch, cfg.seq_len // cfg.cp, cfg.tp, cfg.sequence_parallel,
         cfg.recompute, cfg.precision.activation_bytes, fused_attention=cfg.fused_attention)
@@ -507,10 +534,9 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
         per_gpu_flops=per_gpu_flops,
         mfu=per_gpu_flops / peak,
         hfu=hw_flops * tokens_per_s / cfg.gpus / peak,
-        weights=local_params * BYTES_PER_PARAM.weights / (shard if zero >= 3 else 1),
-        gradients=local_params * BYTES_PER_PARAM.gradients / (shard if zero >= 2 else 1),
-        optimizer_states=local_params * BYTES_PER_PARAM.optimizer / (shard if zero >= 1
-                                                                      else 1),
+        weights=sharded(3) * BYTES_PER_PARAM.weights,
+        gradients=sharded(2) * BYTES_PER_PARAM.gradients,
+        optimizer_states=sharded(1) * BYTES_PER_PARAM.optimizer,
         activations=per_layer_act * layers_per_stage * in_flight * interleave,
         other=FRAMEWORK_RESERVE_BYTES + logits,
         micro_batches=m,

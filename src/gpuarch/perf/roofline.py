@@ -69,23 +69,43 @@ class Attention:
     name: str = "attention"
     kv_element: float | None = None  # bytes per KV-cache element, if not the activations'
     share: Num = 1.0  # fraction of the work on this GPU (context parallelism splits it)
+    window: Num = 0  # sliding window: each query sees at most this many positions; 0 = all
 
     @property
     def forward_flops(self) -> Num:
         """QK^T and AV. Causal: the queries are the last ``seq_q`` of ``seq_kv`` positions,
-        each attending to the positions before it (half the square when they coincide)."""
-        full = 4.0 * self.batch * self.heads * self.seq_q * self.seq_kv * self.head_dim
-        if self.causal:
-            full *= (self.seq_kv - self.seq_q / 2) / self.seq_kv
-        return full * self.share
+        each attending to the positions before it (half the square when they coincide), or
+        to at most ``window`` of them."""
+        keys = mean_keys(self.seq_q, self.seq_kv, self.window) if self.causal \
+            else self.seq_kv
+        return 4.0 * self.batch * self.heads * self.seq_q * keys * self.head_dim * self.share
 
     def bytes(self, element: float) -> Num:
         q_and_o = element * 2 * self.batch * self.seq_q * self.heads * self.head_dim \
             * self.share
         kv_el = self.kv_element if self.kv_element is not None else element
-        kv = kv_el * 2 * self.batch * self.seq_kv * self.kv_heads * self.head_dim
+        held = np.where(np.asarray(self.window) > 0, np.minimum(self.seq_kv, self.window),
+                        self.seq_kv)
+        kv = kv_el * 2 * self.batch * held * self.kv_heads * self.head_dim
         traffic = q_and_o + kv
         return 2 * traffic if self.backward else traffic
+
+
+def mean_keys(seq_q: Num, seq_kv: Num, window: Num = 0) -> Num:
+    """Mean positions a causal query attends to, for the last ``seq_q`` of ``seq_kv``
+    positions (continuous approximation): the query at position p sees min(p, window) keys,
+    so the mean is (F(seq_kv) - F(seq_kv - seq_q)) / seq_q with F the integral of
+    min(x, window); without a window that is seq_kv - seq_q / 2."""
+    w = np.asarray(window, dtype=float)
+    start = np.asarray(seq_kv, dtype=float) - seq_q
+
+    def integral(p: Num) -> Num:
+        capped = np.where(w > 0, np.minimum(p, np.where(w > 0, w, 1.0)), p)
+        return np.where((w > 0) & (p > capped), capped**2 / 2 + (p - capped) * capped,
+                        p**2 / 2)
+
+    keys = (integral(np.asarray(seq_kv, dtype=float)) - integral(start)) / seq_q
+    return float(keys) if np.ndim(keys) == 0 else keys
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,9 @@
 Matrix multiplies cost 2 FLOP per multiply-accumulate. The attention core (QK^T and AV)
 costs 4 x seq x heads x head_dim per layer per token when counted in full, as Megatron-LM
 (Narayanan et al. 2021, eq. 3) and PaLM (Chowdhery et al. 2022, appendix B) count it;
-``causal=True`` halves it, as FlashAttention's causal kernels actually compute.
+``causal=True`` halves it, as FlashAttention's causal kernels actually compute. Sliding-window
+layers (Mistral 7B v0.1, GPT-OSS) see at most the window: min(seq, window) positions per
+query counted in full, the causal mean otherwise.
 Training is forward + backward = 3 x forward; recomputation adds forward work on top
 (hardware FLOPs, HFU), never model FLOPs (MFU).
 """
@@ -75,14 +77,27 @@ def attention_projections(s: TransformerShape, tp: Any = 1) -> list[tuple[str, A
             ("attn_out", s.hidden, heads * s.d_head)]
 
 
+def _window_keys(seq_len: int, window: int, causal: bool) -> float:
+    """Mean positions a query of a sliding-window layer sees: the whole window (capped by
+    the sequence) when counted in full; with causal masking the early queries see fewer,
+    w - w^2 / (2 seq) on average once the sequence exceeds the window (seq / 2 before)."""
+    if not causal:
+        return float(min(seq_len, window))
+    if seq_len <= window:
+        return seq_len / 2
+    return window - window * window / (2 * seq_len)
+
+
 def forward_flops_per_token(s: TransformerShape, seq_len: int, *, causal: bool = False
                             ) -> ForwardFlops:
     """Forward FLOPs per token for sequences of ``seq_len`` tokens."""
     pc = count_params(s)
     qk_dim, v_dim = _core_dims(s)
-    core = 2.0 * seq_len * s.heads * (qk_dim + v_dim) * s.layers
-    if causal:
-        core /= 2
+    windowed = s.windowed_layers
+    full_keys = seq_len / 2 if causal else seq_len
+    window_keys = _window_keys(seq_len, s.sliding_window, causal) if windowed else 0.0
+    core = 2.0 * s.heads * (qk_dim + v_dim) * (
+        (s.layers - windowed) * full_keys + windowed * window_keys)
     per_token_mlp = (s.layers - s.moe_layers) * mlp_params(s, s.d_ffn) + s.moe_layers * (
         s.experts_per_token + s.shared_experts) * mlp_params(s, s.d_expert)
     return ForwardFlops(

@@ -1,8 +1,10 @@
 """Read a local Hugging Face ``config.json`` (offline) into a :class:`TransformerShape`.
 
-Supported families (by ``model_type``): llama, mistral, mixtral, qwen2, gemma,
-deepseek_v3 / deepseek_v2, gpt2, nemotron. Unknown families are refused with the type named,
-rather than guessed.
+Supported families (by ``model_type``): llama, mistral, mixtral, qwen2, qwen3, qwen3_moe,
+gemma, deepseek_v3 / deepseek_v2, gpt_oss, gpt2, nemotron. Unknown families are refused with
+the type named, rather than guessed. Sliding-window attention is read from ``layer_types``
+(layers marked ``sliding_attention``) where the config lists them, else from
+``sliding_window`` for every layer unless ``use_sliding_window`` is false.
 """
 
 from __future__ import annotations
@@ -22,8 +24,8 @@ from gpuarch.workloads.shape import (
 
 __all__ = ["SUPPORTED_MODEL_TYPES", "shape_from_hf_config"]
 
-_LLAMA_LIKE = {"llama", "mistral", "mixtral", "qwen2", "gemma", "deepseek_v2",
-               "deepseek_v3"}
+_LLAMA_LIKE = {"llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe", "gemma",
+               "deepseek_v2", "deepseek_v3", "gpt_oss"}
 SUPPORTED_MODEL_TYPES = frozenset(_LLAMA_LIKE | {"gpt2", "nemotron"})
 
 
@@ -92,11 +94,13 @@ def _llama_like(cfg: dict[str, Any], path: Path, label: str, model_type: str
             qk_rope_head_dim=_get(cfg, path, "qk_rope_head_dim"),
             v_head_dim=_get(cfg, path, "v_head_dim"),
         )
+    layers = _get(cfg, path, "num_hidden_layers")
+    window, windowed = _sliding_window(cfg, path, layers)
     ffn_kind = FfnKind.RELU2 if model_type == "nemotron" else FfnKind.SWIGLU
     norm = NormKind.LAYERNORM if model_type == "nemotron" else NormKind.RMSNORM
     return TransformerShape(
         name=label,
-        layers=_get(cfg, path, "num_hidden_layers"),
+        layers=layers,
         hidden=_get(cfg, path, "hidden_size"),
         heads=heads,
         kv_heads=_get(cfg, path, "num_key_value_heads", default=heads),
@@ -105,12 +109,30 @@ def _llama_like(cfg: dict[str, Any], path: Path, label: str, model_type: str
         ffn_kind=ffn_kind,
         norm=norm,
         vocab=_get(cfg, path, "vocab_size"),
-        qkv_bias=model_type.startswith("qwen2") or bool(cfg.get("attention_bias")),
+        bias=model_type == "gpt_oss",  # attention and expert projections carry biases
+        qkv_bias=model_type != "gpt_oss" and (model_type.startswith("qwen2")
+                                               or bool(cfg.get("attention_bias"))),
         tied_embeddings=bool(_get(cfg, path, "tie_word_embeddings", default=False)),
         experts=experts,
         experts_per_token=_get(cfg, path, "num_experts_per_tok", default=0) if experts else 0,
         shared_experts=_get(cfg, path, "n_shared_experts", default=0) or 0,
         moe_ffn_hidden=_get(cfg, path, "moe_intermediate_size", default=0) or 0,
         dense_layers=_get(cfg, path, "first_k_dense_replace", default=0) if experts else 0,
+        sliding_window=window,
+        sliding_layers=windowed if windowed != layers else 0,
         mla=mla,
     )
+
+
+def _sliding_window(cfg: dict[str, Any], path: Path, layers: int) -> tuple[int, int]:
+    """(window, how many layers use it); (0, 0) without one."""
+    window = cfg.get("sliding_window")
+    if not window or cfg.get("use_sliding_window") is False:
+        return 0, 0
+    if not isinstance(window, int) or window < 1:
+        raise GpuarchError(f"sliding_window: expected a positive integer, got {window!r}")
+    kinds = cfg.get("layer_types")
+    if isinstance(kinds, list):
+        windowed = sum(1 for kind in kinds if kind == "sliding_attention")
+        return (window, windowed) if windowed else (0, 0)
+    return window, layers

@@ -84,14 +84,22 @@ class TransformerShape:
     shared_experts: int = 0
     moe_ffn_hidden: int = 0  # 0 = ffn_hidden
     dense_layers: int = 0  # leading layers that stay dense in an MoE model
+    sliding_window: int = 0  # tokens a query sees in sliding-window layers; 0 = none
+    sliding_layers: int = 0  # how many layers use the window; 0 with a window = all
     mla: MlaShape | None = field(default=None)
 
     def __post_init__(self) -> None:
         for name in ("layers", "hidden", "heads", "vocab"):
             _positive(name, getattr(self, name))
         for name in ("kv_heads", "head_dim", "ffn_hidden", "max_positions", "experts",
-                     "experts_per_token", "shared_experts", "moe_ffn_hidden", "dense_layers"):
+                     "experts_per_token", "shared_experts", "moe_ffn_hidden", "dense_layers",
+                     "sliding_window", "sliding_layers"):
             _positive(name, getattr(self, name), minimum=0)
+        if self.sliding_layers and not self.sliding_window:
+            raise GpuarchError("sliding_layers: needs sliding_window > 0")
+        if self.sliding_layers > self.layers:
+            raise GpuarchError(f"sliding_layers: {self.sliding_layers} exceeds layers "
+                               f"{self.layers}")
         if self.head_dim == 0 and self.hidden % self.heads:
             raise GpuarchError(
                 f"heads: {self.heads} does not divide hidden {self.hidden}; give head_dim")
@@ -137,3 +145,10 @@ class TransformerShape:
     @property
     def moe_layers(self) -> int:
         return self.layers - self.dense_layers if self.is_moe else 0
+
+    @property
+    def windowed_layers(self) -> int:
+        """Layers whose attention is limited to the last ``sliding_window`` positions."""
+        if not self.sliding_window:
+            return 0
+        return self.sliding_layers or self.layers
