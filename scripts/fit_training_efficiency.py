@@ -6,16 +6,23 @@ named parameters minimises the mean absolute log error on the fit half; the scri
 the fitted values and the error on both halves (and on all points) so the held-out error is
 the one to quote.
 
-    python scripts/fit_training_efficiency.py [--rounds 6]
+    python scripts/fit_training_efficiency.py [--rounds 6] [--only NAME,...]
+    python scripts/fit_training_efficiency.py --grid moe
+
+The MoE terms (moe_grouped_gemm, moe_layer_overhead_s) were fitted with the grid in MOE_GRID
+(``--grid moe``), the other parameters by the coordinate search.
 """
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
+from typing import Any
 
-from _fit import Move, coordinate_fit, scale
+from _fit import Move, coordinate_fit, grid_fit, scale
 from gpuarch.catalog import load_catalog
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
+from gpuarch.validation.stats import ErrorSummary
 from gpuarch.validation.training import load_training_points, validate_training
 
 SCALARS = ["gemm_fp8", "attention", "layer_overhead_s", "dp_comm_exposed", "tp_comm_exposed",
@@ -23,6 +30,8 @@ SCALARS = ["gemm_fp8", "attention", "layer_overhead_s", "dp_comm_exposed", "tp_c
            "moe_grouped_gemm", "moe_layer_overhead_s"]
 FRACTIONS = {"gemm_fp8", "attention", "dp_comm_exposed", "tp_comm_exposed", "pp_comm_exposed",
              "memory", "moe_grouped_gemm"}
+MOE_GRID = ("moe_grouped_gemm=0.2,0.3,0.4,0.5,0.6,0.7,0.85,1.0;"
+            "moe_layer_overhead_s=0,0.0005,0.001,0.0015,0.002,0.0025,0.003,0.0035,0.004")
 GENERATIONS = [1, 3, 4, 5]  # Tensor Core generations with points (V100, A100, H100, B200)
 
 
@@ -42,8 +51,33 @@ def main() -> None:
     parser.add_argument("--only", default="", metavar="NAME,...",
                         help="fit only these parameters, the others stay at their defaults "
                              "(e.g. the MoE terms after adding MoE points)")
+    parser.add_argument("--grid", default="", metavar="NAME=V,V;NAME=V,V",
+                        help="instead of the coordinate search, try every combination of "
+                             "these values on the fit half (the others stay at their "
+                             "defaults); 'moe' means " + MOE_GRID)
     args = parser.parse_args()
     catalog = load_catalog()
+
+    def validate(e: Efficiency, pts: Sequence[Any]) -> ErrorSummary:
+        return validate_training(catalog, e, pts)
+
+    if args.grid:
+        if args.grid == "moe":
+            args.grid = MOE_GRID
+        try:
+            grid = {name: [float(v) for v in values.split(",")] for name, values in
+                    (item.split("=", 1) for item in args.grid.split(";") if item)}
+        except ValueError:
+            parser.error(f"--grid: expected NAME=V,V;NAME=V,V, got {args.grid!r}")
+        unknown = sorted(set(grid) - set(SCALARS))
+        if unknown:
+            parser.error(f"--grid: unknown parameter(s) {', '.join(unknown)}; "
+                         f"choose from {', '.join(SCALARS)}")
+        eff = grid_fit(DEFAULT_EFFICIENCY, load_training_points(), validate, grid,
+                       "within 20%")
+        for name in grid:
+            print(f"  {name} = {getattr(eff, name)}")
+        return
     only = [n for n in args.only.split(",") if n]
     unknown = sorted(set(only) - set(SCALARS))
     if unknown:
@@ -51,8 +85,7 @@ def main() -> None:
                      f"choose from {', '.join(SCALARS)}")
     moves = [*(scale(n, 1.0 if n in FRACTIONS else None) for n in only or SCALARS),
              *(generation(g) for g in ([] if only else GENERATIONS))]
-    eff = coordinate_fit(DEFAULT_EFFICIENCY, load_training_points(),
-                         lambda e, pts: validate_training(catalog, e, pts), moves,
+    eff = coordinate_fit(DEFAULT_EFFICIENCY, load_training_points(), validate, moves,
                          args.rounds, "within 20%")
     print("fitted parameters:")
     for key, value in eff.as_dict().items():

@@ -271,3 +271,18 @@ def test_moe_validation_points() -> None:
            if any(k in r.id for k in ("qwen3", "deepseek")) and "h100" not in r.id}
     assert len(moe) == 4
     assert all(abs(err) <= 0.25 for err in moe.values()), moe
+
+
+def test_fp16_training_reduces_half_the_gradient_bytes() -> None:
+    """FP16 keeps and reduces FP16 gradients (Megatron-LM's default), BF16 FP32 ones: with
+    everything else equal, FP16's gradient memory is half BF16's, and FP32 training holds
+    4-byte weights with no separate master copy."""
+    fp16 = _est(shape=LLAMA_8B, tp=1, pp=1, zero=0, precision=Precision.FP16)
+    bf16 = _est(shape=LLAMA_8B, tp=1, pp=1, zero=0, precision=Precision.BF16)
+    fp32 = _est(shape=LLAMA_8B, tp=1, pp=1, zero=0, precision=Precision.FP32)
+    assert fp16.memory.gradients == pytest.approx(bf16.memory.gradients / 2)
+    assert fp16.memory.weights == pytest.approx(bf16.memory.weights)
+    assert fp32.memory.weights == pytest.approx(2 * bf16.memory.weights)
+    assert fp32.memory.optimizer == pytest.approx(bf16.memory.optimizer * 8 / 12)
+    assert fp16.assumptions["bytes_per_param"] == {"weights": 2.0, "gradients": 2.0,
+                                                   "optimizer": 12.0}

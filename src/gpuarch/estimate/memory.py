@@ -10,9 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+from gpuarch.perf.precision import Precision
 from gpuarch.workloads.shape import FfnKind, TransformerShape
 
-__all__ = ["BYTES_PER_PARAM", "Recompute", "activation_bytes_per_layer"]
+__all__ = ["BYTES_PER_PARAM", "BytesPerParam", "Recompute", "activation_bytes_per_layer",
+           "bytes_per_param"]
 
 
 class Recompute(Enum):
@@ -33,6 +35,19 @@ class BytesPerParam:
 
 
 BYTES_PER_PARAM = BytesPerParam()
+
+
+def bytes_per_param(precision: Precision) -> BytesPerParam:
+    """What each parameter costs when training at ``precision``. BF16 and FP8 keep FP32 main
+    gradients (Megatron-LM forces FP32 gradient accumulation and reduction with BF16); FP16
+    reduces FP16 gradients (Megatron-LM's default without
+    --accumulate-allreduce-grads-in-fp32; loss scaling keeps them in range); FP32 and TF32
+    train FP32 weights with no separate master copy (4 + 4 + 8 bytes)."""
+    if precision is Precision.FP16:
+        return BytesPerParam(gradients=2.0)
+    if precision in (Precision.FP32, Precision.TF32):
+        return BytesPerParam(weights=4.0, gradients=4.0, optimizer=8.0)
+    return BYTES_PER_PARAM
 
 
 def activation_bytes_per_layer(s: TransformerShape, micro_batch: int, seq: int, tp: int,

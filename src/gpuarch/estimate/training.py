@@ -28,7 +28,7 @@ from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import Product, System, spec
 from gpuarch.errors import GpuarchError
 from gpuarch.estimate.energy import NODE_OVERHEAD, PUE, energy_kwh
-from gpuarch.estimate.memory import BYTES_PER_PARAM, Recompute, activation_bytes_per_layer
+from gpuarch.estimate.memory import Recompute, activation_bytes_per_layer, bytes_per_param
 from gpuarch.perf.collectives import Collective, Group, Link, Num, collective_time, link_for
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.perf.precision import Precision
@@ -387,8 +387,9 @@ def _one_layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device,
 def _dp_traffic(params: Num, group: Group, cfg: TrainingConfig, m: Num, eff: Efficiency
                 ) -> Num:
     """Seconds of data-parallel traffic per step for ``params`` replicated over ``group``."""
-    grad_bytes = params * BYTES_PER_PARAM.gradients
-    weight_bytes = params * BYTES_PER_PARAM.weights
+    per_param = bytes_per_param(cfg.precision)
+    grad_bytes = params * per_param.gradients
+    weight_bytes = params * per_param.weights
     if cfg.zero == 0:
         return collective_time(Collective.ALL_REDUCE, grad_bytes, group, eff)
     if cfg.zero in (1, 2):
@@ -494,6 +495,8 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
         dp_comm = dp_comm + _dp_traffic(expert_local, edp_group, cfg, m, eff)
     dp_exposed = dp_comm * eff.dp_comm_exposed
 
+    per_param = bytes_per_param(cfg.precision)
+
     def sharded(stage: int) -> Num:
         """Parameters per GPU for a state ZeRO shards from ``stage`` on."""
         if cfg.zero < stage:
@@ -534,9 +537,9 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
         per_gpu_flops=per_gpu_flops,
         mfu=per_gpu_flops / peak,
         hfu=hw_flops * tokens_per_s / cfg.gpus / peak,
-        weights=sharded(3) * BYTES_PER_PARAM.weights,
-        gradients=sharded(2) * BYTES_PER_PARAM.gradients,
-        optimizer_states=sharded(1) * BYTES_PER_PARAM.optimizer,
+        weights=sharded(3) * per_param.weights,
+        gradients=sharded(2) * per_param.gradients,
+        optimizer_states=sharded(1) * per_param.optimizer,
         activations=per_layer_act * layers_per_stage * in_flight * interleave,
         other=FRAMEWORK_RESERVE_BYTES + logits,
         micro_batches=m,
@@ -589,6 +592,7 @@ def estimate_training(
     fits = memory.total <= product.memory_bytes
 
     bottleneck, reason = _bottleneck(breakdown, step, cfg, mfu)
+    per_param = bytes_per_param(cfg.precision)
     assumptions: dict[str, Any] = {
         "matmul_peak_tflops": peak / 1e12,
         "matmul_peak_source": f"{device.matmul.key.value} ({device.matmul.origin}, catalog)",
@@ -598,9 +602,9 @@ def estimate_training(
         if eff is DEFAULT_EFFICIENCY else "calibrated or overridden",
         "measured_parameters": measured or {},
         "flops_convention": "Megatron/PaLM: 2 FLOP per MAC, full (non-causal) attention",
-        "bytes_per_param": {"weights": BYTES_PER_PARAM.weights,
-                            "gradients": BYTES_PER_PARAM.gradients,
-                            "optimizer": BYTES_PER_PARAM.optimizer},
+        "bytes_per_param": {"weights": per_param.weights,
+                            "gradients": per_param.gradients,
+                            "optimizer": per_param.optimizer},
         "framework_reserve_gib": FRAMEWORK_RESERVE_BYTES / 2**30,
         "attention": "fused (FlashAttention-style), causal" if cfg.fused_attention else
         "unfused: full score matrix in memory (softmax and dropout as memory-bound work)",

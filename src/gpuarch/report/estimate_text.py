@@ -124,8 +124,9 @@ def render_roofline(r: dict[str, Any]) -> str:
 
 
 def render_validation(s: ValidationSummary) -> str:
-    rows = [[r.id, r.gpu, str(r.gpus), r.layout, r.precision, fmt(r.published),
-             fmt(r.predicted), f"{r.error:+.1%}", r.published_from] for r in s.rows]
+    rows = [[r.id + (" *" if r.out_of_sample else ""), r.gpu, str(r.gpus), r.layout,
+             r.precision, fmt(r.published), fmt(r.predicted), f"{r.error:+.1%}",
+             r.published_from] for r in s.rows]
     lines = [table(["Point", "GPU", "GPUs", "Layout", "Prec.", "Published tok/s/GPU",
                     "Predicted", "Error", "Published as"], rows,
                    right=[False, False, True, False, False, True, True, True, False]),
@@ -135,6 +136,9 @@ def render_validation(s: ValidationSummary) -> str:
              f"{_pct(s.share_within)} of points within 20%",
              "by GPU:    " + ", ".join(f"{k} {_pct(v)}" for k, v in s.by("gpu").items()),
              "by source: " + ", ".join(f"{k} {_pct(v)}" for k, v in s.by("source").items())]
+    if any(r.out_of_sample for r in s.rows):
+        lines.append("* out of sample: added after the parameters it tests were fitted "
+                     "(scripts/fit_training_efficiency.py leaves it out)")
     if s.skipped:
         lines += ["", f"{len(s.skipped)} points not modelled:"]
         lines += [f"  {i}: {why}" for i, why in s.skipped]

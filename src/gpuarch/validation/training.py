@@ -163,6 +163,7 @@ class TrainingComparison:
     published_from: str
     published: float
     predicted: float
+    out_of_sample: bool = False  # added after the parameters it tests were fitted
 
     @property
     def error(self) -> float:
@@ -188,7 +189,8 @@ def compare_point(catalog: Catalog, point: TrainingPoint, efficiency: Efficiency
         f" EP{cfg.ep}" if cfg.ep > 1 else "") + (f" VPP{cfg.vpp}" if cfg.vpp > 1 else "")
     return TrainingComparison(point.id, point.source, point.where, shape.name, product.key,
                               cfg.gpus, layout, cfg.precision.value, origin, published,
-                              est.tokens_per_s_per_gpu)
+                              est.tokens_per_s_per_gpu,
+                              bool(point.get("out_of_sample", False)))
 
 
 def validate_training(catalog: Catalog, efficiency: Efficiency = DEFAULT_EFFICIENCY,
