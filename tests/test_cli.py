@@ -209,6 +209,9 @@ def test_estimate_train_json(capsys: pytest.CaptureFixture[str], tmp_path: Path)
         (["--precision", "fp7"], "--precision: unknown value 'fp7'"),
         (["--recompute", "some"], "--recompute: unknown value 'some'"),
         (["--heads", "7"], "heads: 7 does not divide hidden"),
+        (["--sliding-layers", "3"], "--sliding-layers: needs sliding-window > 0"),
+        (["--sliding-window", "512", "--sliding-layers", "99"],
+         "--sliding-layers: 99 exceeds layers 32"),
     ],
 )
 def test_estimate_train_errors(capsys: pytest.CaptureFixture[str], extra: list[str],
@@ -221,6 +224,31 @@ def test_estimate_train_errors(capsys: pytest.CaptureFixture[str], extra: list[s
     argv = ["estimate", "train", *[x for kv in base.items() for x in kv]]
     status, out, err = run(capsys, *argv)
     assert status == 2 and message in err and "Traceback" not in err and out == ""
+
+
+def test_shape_overrides_reach_the_model(capsys: pytest.CaptureFixture[str]) -> None:
+    """--sliding-window shortens long-context prefill (fewer keys per query); --head-dim and
+    --moe-ffn-hidden change the model's size and so the step."""
+    def run_json(*extra: str) -> dict:  # type: ignore[type-arg]
+        status, out, err = run(capsys, "estimate", "infer", "--model", "llama-3.1-8b",
+                               "--gpu", "h100", "--input-len", "16384", "--output-len", "16",
+                               "--batch", "1", "--json", *extra)
+        assert status == 0, err
+        return json.loads(out)  # type: ignore[no-any-return]
+
+    full, windowed = run_json(), run_json("--sliding-window", "1024")
+    assert windowed["ttft_s"] < 0.8 * full["ttft_s"]
+    assert windowed["memory_per_gpu_gib"]["kv_cache"] < full["memory_per_gpu_gib"]["kv_cache"]
+    status, out, _ = run(capsys, "estimate", "train", "--model", "qwen3-30b-a3b", "--gpu",
+                         "b200", "--gpus", "8", "--ep", "8", "--seq-len", "4096",
+                         "--global-batch", "64", "--json")
+    base = json.loads(out)
+    status, out, _ = run(capsys, "estimate", "train", "--model", "qwen3-30b-a3b", "--gpu",
+                         "b200", "--gpus", "8", "--ep", "8", "--seq-len", "4096",
+                         "--global-batch", "64", "--moe-ffn-hidden", "1536", "--json")
+    wider = json.loads(out)
+    assert status == 0 and wider["step_time_s"] > base["step_time_s"]
+    assert wider["model_flops_per_token"] > base["model_flops_per_token"]
 
 
 def test_roofline(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -22,8 +22,9 @@ if TYPE_CHECKING:
 
 __all__ = ["add_commands"]
 
-_OVERRIDES = ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "vocab", "experts",
-              "experts_per_token")
+_OVERRIDES = ("layers", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden", "vocab",
+              "experts", "experts_per_token", "shared_experts", "moe_ffn_hidden",
+              "dense_layers", "sliding_window", "sliding_layers")
 
 
 def resolve_model(args: argparse.Namespace) -> TransformerShape:
