@@ -165,11 +165,13 @@ def test_validation_error_does_not_regress() -> None:
     current fit so a change that worsens it fails; the goal (issue #3) is 8% mean and no
     point beyond 20%, which the model does not reach yet (see docs/performance-model.md)."""
     summary = validate_training(CATALOG)
-    assert len(summary.rows) >= 50
-    assert summary.mean_abs_error <= 0.095
+    assert len(summary.rows) >= 60
+    assert summary.mean_abs_error <= 0.11
+    in_sample = [abs(r.error) for r in summary.rows if not r.out_of_sample]
+    assert sum(in_sample) / len(in_sample) <= 0.095
     assert summary.by("gpu")["a100-sxm4-80gb"] <= 0.07
     within_20 = sum(abs(r.error) <= 0.20 for r in summary.rows) / len(summary.rows)
-    assert within_20 >= 0.85
+    assert within_20 >= 0.80
 
 
 def test_efficiency_overrides_are_checked() -> None:
@@ -263,12 +265,14 @@ def test_moe_layer_overhead_is_charged_per_expert_layer_and_pass() -> None:
 
 
 def test_moe_validation_points() -> None:
-    """The MoE points of the Megatron Bridge 25.11 table (Qwen3-30B-A3B, Qwen3-235B-A22B,
-    DeepSeek-V3 on Blackwell) are predicted within 25%; the H100 Qwen3-30B-A3B row is a
-    known miss (over-predicted; see docs/performance-model.md) and is not pinned."""
+    """The in-sample MoE points of the Megatron Bridge 25.11 table (Qwen3-30B-A3B,
+    Qwen3-235B-A22B, DeepSeek-V3 on Blackwell) are predicted within 25%; the H100
+    Qwen3-30B-A3B row is a known miss (over-predicted; see docs/performance-model.md) and
+    the out-of-sample rows are reported, not pinned."""
     summary = validate_training(CATALOG)
     moe = {r.id: r.error for r in summary.rows
-           if any(k in r.id for k in ("qwen3", "deepseek")) and "h100" not in r.id}
+           if any(k in r.id for k in ("qwen3", "deepseek")) and "h100" not in r.id
+           and not r.out_of_sample}
     assert len(moe) == 4
     assert all(abs(err) <= 0.25 for err in moe.values()), moe
 
