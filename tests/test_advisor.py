@@ -276,19 +276,24 @@ def test_pareto_mask_pre_pass_on_large_inputs() -> None:
 
 
 def test_assumed_network_lets_single_node_systems_scale_out(tmp_path: Path) -> None:
-    """HGX H200 has no network in the catalog: one node only, said so; with an assumed
-    network the fastest plan spans nodes and the assumption is recorded."""
+    """The 8x L40S server has no network in the catalog: one node only, said so; with an
+    assumed network the fastest plan spans nodes and the assumption is recorded. DGX H200
+    has a catalogued network, so H200 scales out without one."""
     prices = load_prices(_prices(tmp_path))
     shape = preset("llama-3.1-8b").shape
     alone = advise_training(CATALOG, shape, TrainingSearch(tokens=1e11, max_gpus=64,
-                                                           gpus=("h200",)), prices)
+                                                           gpus=("l40s",)), prices)
     assert max(o.gpus for o in alone.top) <= 8
-    assert alone.assumptions["network"]["one_node_only"] == ["h200-sxm-141gb"]
+    assert alone.assumptions["network"]["one_node_only"] == ["l40s"]
     wide = advise_training(CATALOG, shape, TrainingSearch(tokens=1e11, max_gpus=64,
-                                                          gpus=("h200",),
+                                                          gpus=("l40s",),
                                                           assumed_network_gbit_s=400), prices)
     assert wide.top[0].gpus == 64 and "400 Gb/s network" in (wide.top[0].reason or "")
-    assert wide.assumptions["network"]["assumed_for"] == ["h200-sxm-141gb"]
+    assert wide.assumptions["network"]["assumed_for"] == ["l40s"]
+    h200 = advise_training(CATALOG, shape, TrainingSearch(tokens=1e11, max_gpus=64,
+                                                          gpus=("h200",)), prices)
+    assert h200.top[0].gpus == 64
+    assert "h200-sxm-141gb" not in h200.assumptions["network"].get("one_node_only", [])
 
 
 def test_progress_reaches_the_total(tmp_path: Path) -> None:

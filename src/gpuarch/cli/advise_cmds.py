@@ -219,7 +219,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                    "Tensor Cores run it)")
     p.add_argument("--network", type=float, metavar="GBIT_S", dest="network",
                    help="assume this scale-out network per GPU (e.g. 400 for NDR InfiniBand) "
-                   "for systems the catalog gives none (HGX H200, PCIe servers); "
+                   "for systems the catalog gives none (PCIe servers); "
                    "without it they are searched within one node")
     p.add_argument("--budget-usd", type=float, help="total cost cap")
     p.add_argument("--deadline-days", type=float, help="wall-clock cap")
