@@ -225,12 +225,18 @@ class _Pass:
 
     compute: Num = 0.0
     comm: Num = 0.0
+    overhead: Num = 0.0  # fixed host time (launches, the MoE dispatcher's synchronisation)
 
     def __add__(self, other: _Pass) -> _Pass:
-        return _Pass(self.compute + other.compute, self.comm + other.comm)
+        return _Pass(self.compute + other.compute, self.comm + other.comm,
+                     self.overhead + other.overhead)
 
     def scale(self, k: Num) -> _Pass:
-        return _Pass(self.compute * k, self.comm * k)
+        return _Pass(self.compute * k, self.comm * k, self.overhead * k)
+
+    @property
+    def total(self) -> Num:
+        return self.compute + self.comm + self.overhead
 
 
 def _group(size: Num, inner: Num, cfg: TrainingConfig, intra: Link, inter: Link | None
@@ -373,8 +379,8 @@ def _one_layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device,
         exposed = exposed + eff.ep_comm_exposed * 2 * collective_time(
             Collective.ALL_TO_ALL, dispatched, ep_group, eff)
     fixed = eff.layer_overhead_s + (eff.moe_layer_overhead_s if moe else 0.0)
-    forward = _Pass(fwd + fixed, exposed)
-    backward = _Pass(bwd + fixed, exposed)
+    forward = _Pass(fwd, exposed, fixed)
+    backward = _Pass(bwd, exposed, fixed)
     if cfg.recompute is Recompute.FULL:
         recompute = forward
     elif cfg.recompute is Recompute.SELECTIVE:
@@ -410,6 +416,7 @@ class TrainingCore:
     exposed_communication: Num
     pipeline_bubble: Num
     optimizer: Num
+    host_overhead: Num
     tokens_per_s: Num
     model_flops_per_token: float
     per_gpu_flops: Num
@@ -467,9 +474,10 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     stage = stage + _Pass(0.0, np.where(cfg.pp > 1, p2p, 0.0))
 
     m = cfg.micro_batches
-    stage_time = stage.compute + stage.comm
+    stage_time = stage.total
     compute_time = m * stage.compute
     pipeline_comm = m * stage.comm
+    host_time = m * stage.overhead
     bubble = (cfg.pp - 1) / cfg.vpp * stage_time
 
     # parameters held per GPU (the last stage also holds the LM head); expert weights are
@@ -506,7 +514,7 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     opt_params = sharded(1)
     optimizer = op_time(Elementwise(opt_params * 30.0, name="adam"), device, eff)[0]
 
-    step = compute_time + pipeline_comm + bubble + dp_exposed + optimizer
+    step = compute_time + pipeline_comm + host_time + bubble + dp_exposed + optimizer
 
     # throughput and utilisation
     tokens_per_s = cfg.global_batch * cfg.seq_len / step
@@ -532,6 +540,7 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
         exposed_communication=pipeline_comm + dp_exposed,
         pipeline_bubble=bubble,
         optimizer=optimizer,
+        host_overhead=host_time,
         tokens_per_s=tokens_per_s,
         model_flops_per_token=model_flops,
         per_gpu_flops=per_gpu_flops,
@@ -577,7 +586,7 @@ def estimate_training(
         compute=float(core.compute),
         exposed_communication=float(core.exposed_communication),
         pipeline_bubble=float(core.pipeline_bubble),
-        other=float(core.optimizer),
+        other=float(core.optimizer + core.host_overhead),
     )
     tokens_per_s = float(core.tokens_per_s)
     model_flops = core.model_flops_per_token
@@ -591,7 +600,7 @@ def estimate_training(
                           float(core.other))
     fits = memory.total <= product.memory_bytes
 
-    bottleneck, reason = _bottleneck(breakdown, step, cfg, mfu)
+    bottleneck, reason = _bottleneck(breakdown, float(core.host_overhead), step, cfg, mfu)
     per_param = bytes_per_param(cfg.precision)
     assumptions: dict[str, Any] = {
         "matmul_peak_tflops": peak / 1e12,
@@ -602,6 +611,8 @@ def estimate_training(
         if eff is DEFAULT_EFFICIENCY else "calibrated or overridden",
         "measured_parameters": measured or {},
         "flops_convention": "Megatron/PaLM: 2 FLOP per MAC, full (non-causal) attention",
+        "other_breakdown_s": {"optimizer": float(core.optimizer),
+                              "host_overhead": float(core.host_overhead)},
         "bytes_per_param": {"weights": per_param.weights,
                             "gradients": per_param.gradients,
                             "optimizer": per_param.optimizer},
@@ -661,10 +672,11 @@ def estimate_training(
     )
 
 
-def _bottleneck(b: TimeBreakdown, step: float, cfg: TrainingConfig, mfu: float
-                ) -> tuple[str, str]:
+def _bottleneck(b: TimeBreakdown, host: float, step: float, cfg: TrainingConfig,
+                mfu: float) -> tuple[str, str]:
     parts = {"compute": b.compute, "communication": b.exposed_communication,
-             "pipeline_bubble": b.pipeline_bubble, "optimizer": b.other}
+             "pipeline_bubble": b.pipeline_bubble, "host_overhead": host,
+             "optimizer": b.other - host}
     name = max(parts, key=lambda k: parts[k])
     share = parts[name] / step
     if name == "compute":
@@ -677,6 +689,10 @@ def _bottleneck(b: TimeBreakdown, step: float, cfg: TrainingConfig, mfu: float
         reason = (f"{share:.0%} of the step is pipeline bubble ((PP-1)/VPP = "
                   f"{(cfg.pp - 1) / cfg.vpp:.1f} stage times over {cfg.micro_batches} "
                   "micro-batches); more micro-batches or interleaving shrink it")
+    elif name == "host_overhead":
+        reason = (f"{share:.0%} of the step is fixed host time per layer (the MoE dispatcher "
+                  "syncs token counts to the CPU, then launches small kernels one by one); "
+                  "larger micro-batches amortise it, CUDA-graphed routing removes most of it")
     else:
         reason = f"{share:.0%} of the step is the optimizer update"
     return name, reason

@@ -41,7 +41,8 @@ def render_training(e: TrainingEstimate) -> str:
         f"    compute             {fmt(b.compute)} s",
         f"    exposed comm.       {fmt(b.exposed_communication)} s",
         f"    pipeline bubble     {fmt(b.pipeline_bubble)} s",
-        f"    optimizer/other     {fmt(b.other)} s",
+        f"    other               {fmt(b.other)} s"
+        + _other_detail(e.assumptions.get("other_breakdown_s", {})),
         f"  throughput    {fmt(e.tokens_per_s)} tokens/s, {fmt(e.tokens_per_s_per_gpu)} per GPU",
         f"  utilisation   MFU {_pct(e.mfu)}, HFU {_pct(e.hfu)} of "
         f"{fmt(e.matmul_peak_flops / 1e12)} TFLOPS ({fmt(e.model_tflops_per_gpu)} model "
@@ -161,3 +162,11 @@ def render_inference_validation(s: InferenceSummary) -> str:
         lines += ["", f"{len(s.skipped)} points not modelled:"]
         lines += [f"  {i}: {why}" for i, why in s.skipped]
     return "\n".join(lines)
+
+
+def _other_detail(parts: dict[str, float]) -> str:
+    """What the 'other' seconds are, when a fixed host time is part of them."""
+    if not parts.get("host_overhead"):
+        return "   (optimizer step)"
+    return (f"   (optimizer {fmt(parts['optimizer'])} s, per-layer host time "
+            f"{fmt(parts['host_overhead'])} s)")
