@@ -290,3 +290,21 @@ def test_fp16_training_reduces_half_the_gradient_bytes() -> None:
     assert fp32.memory.optimizer == pytest.approx(bf16.memory.optimizer * 8 / 12)
     assert fp16.assumptions["bytes_per_param"] == {"weights": 2.0, "gradients": 2.0,
                                                    "optimizer": 12.0}
+
+
+def test_host_time_is_reported_apart_from_compute() -> None:
+    """The MoE dispatcher's fixed host time is part of 'other' (with the optimizer step),
+    not of compute, and is named as the bottleneck when it dominates (small micro-batches
+    of a small-expert model)."""
+    qwen = preset("qwen3-30b-a3b").shape
+    e = estimate_training(CATALOG, qwen, CATALOG.product("b200"),
+                          TrainingConfig(gpus=8, seq_len=4096, global_batch=512, ep=8,
+                                         precision=Precision.FP8),
+                          system=CATALOG.system("dgx b200"))
+    parts = e.assumptions["other_breakdown_s"]
+    assert e.time_breakdown.other == pytest.approx(parts["optimizer"] + parts["host_overhead"])
+    layers, micro = qwen.layers, 512 // 8
+    assert parts["host_overhead"] == pytest.approx(2 * 2.0e-3 * layers * micro)
+    assert e.bottleneck == "host_overhead" and "CUDA-graphed" in e.bottleneck_reason
+    dense = _est(shape=LLAMA_8B, tp=1, pp=1)
+    assert dense.assumptions["other_breakdown_s"]["host_overhead"] == 0
