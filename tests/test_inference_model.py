@@ -232,3 +232,20 @@ def test_sliding_window_layers_cap_the_kv_cache() -> None:
     # a dense-attention model: every layer, every position
     assert kv_bytes_per_sequence(LLAMA_8B, 2.0, 1000) == 1000 * kv_bytes_per_token(LLAMA_8B,
                                                                                    2.0)
+
+
+def test_expert_weights_split_over_the_wider_of_tp_and_ep() -> None:
+    """Experts are divided over max(TP, EP) GPUs: EP inside a TP group does not split them
+    twice, and an EP group spanning data-parallel replicas (TP 1, EP 8) holds 1/8 of the
+    experts per GPU with the attention weights whole."""
+    mixtral = preset("mixtral-8x7b").shape
+    pc = count_params(mixtral)
+    experts, dense = pc.mlp_experts, pc.total - pc.mlp_experts
+
+    def weights(**kw: int) -> float:
+        cfg = InferenceConfig(input_len=128, output_len=128, **kw)
+        return float(_memory(mixtral, cfg, 1, H100)["weights"])
+
+    assert weights(gpus=8, tp=8) == pytest.approx(weights(gpus=8, tp=8, ep=8))
+    assert weights(gpus=8, tp=8, ep=2) == pytest.approx((dense + experts) * 2 / 8)
+    assert weights(gpus=8, tp=1, ep=8) == pytest.approx(dense * 2 + experts * 2 / 8)

@@ -296,20 +296,27 @@ class _Runner:
         ops.append(self._gemm(tokens, n, k, name))
         up_factor = 2 if s.ffn_kind is FfnKind.SWIGLU else 1
         if moe:
-            local = np.maximum(1.0, experts_touched / cfg.ep)
-            routed = tokens * s.experts_per_token
-            per_expert = np.maximum(1, np.ceil(routed / np.maximum(experts_touched, 1.0)))
+            # experts are split over max(TP, EP) GPUs: EP divides the experts, what is left
+            # of TP divides each expert's width; an EP group wider than TP spans replicas
+            # (data-parallel attention), whose tokens all reach its experts
+            moe_tp = max(1, t // cfg.ep)
+            gathered = max(1.0, cfg.ep / t)
+            touched = experts_touched if gathered == 1.0 else \
+                self.experts_touched(tokens * gathered)
+            local = np.maximum(1.0, touched / cfg.ep)
+            routed = tokens * gathered * s.experts_per_token
+            per_expert = np.maximum(1, np.ceil(routed / np.maximum(touched, 1.0)))
             width = s.d_expert
             ops += [Gemm(tokens, s.experts, s.hidden, name="router"),
-                    self._gemm(per_expert, up_factor * width // t, s.hidden, "expert_up",
+                    self._gemm(per_expert, up_factor * width // moe_tp, s.hidden, "expert_up",
                                batch=np.ceil(local)),
-                    self._gemm(per_expert, s.hidden, width // t, "expert_down",
+                    self._gemm(per_expert, s.hidden, width // moe_tp, "expert_down",
                                batch=np.ceil(local))]
             if s.shared_experts:
                 shared = width * s.shared_experts
                 ops += [self._gemm(tokens, up_factor * shared // t, s.hidden, "shared_up"),
                         self._gemm(tokens, s.hidden, shared // t, "shared_down")]
-            inner = routed * width // t
+            inner = routed * width // moe_tp
         else:
             f = s.d_ffn
             ops += [self._gemm(tokens, up_factor * f // t, s.hidden, "mlp_up"),
@@ -405,8 +412,9 @@ def _memory(shape: TransformerShape, cfg: InferenceConfig, batch: Num,
     experts = pc.mlp_experts
     dense = pc.total - experts
     shard = cfg.tp * cfg.pp
-    weights = dense * w / shard + experts * w / (shard * cfg.ep) if shape.is_moe else \
-        pc.total * w / shard
+    # expert weights over max(TP, EP) GPUs per stage (see _Runner.layer)
+    weights = dense * w / shard + experts * w / (cfg.pp * max(cfg.tp, cfg.ep)) \
+        if shape.is_moe else pc.total * w / shard
     kv = batch * kv_bytes_per_sequence(shape, cfg.quant.kv_cache.bytes,
                                        cfg.input_len + cfg.output_len, cfg.tp) / cfg.pp
     chunk = cfg.chunk if 0 < cfg.chunk < cfg.input_len else cfg.input_len
