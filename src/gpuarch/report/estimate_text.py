@@ -147,8 +147,9 @@ def render_validation(s: ValidationSummary) -> str:
 
 
 def render_inference_validation(s: InferenceSummary) -> str:
-    rows = [[r.id, r.gpu, str(r.gpus), r.formats, r.lengths, r.batching, r.metric,
-             fmt(r.published), fmt(r.predicted), f"{r.error:+.1%}"] for r in s.rows]
+    rows = [[r.id + (" *" if r.out_of_sample else ""), r.gpu, str(r.gpus), r.formats,
+             r.lengths, r.batching, r.metric, fmt(r.published), fmt(r.predicted),
+             f"{r.error:+.1%}"] for r in s.rows]
     lines = [table(["Point", "GPU", "GPUs", "Formats", "In/out", "Batching", "Figure",
                     "Published", "Predicted", "Error"], rows,
                    right=[False, False, True, False, False, False, False, True, True, True]),
@@ -158,6 +159,9 @@ def render_inference_validation(s: InferenceSummary) -> str:
              f"{_pct(s.share_within)} within 35%",
              "by figure: " + ", ".join(f"{k} {_pct(v)}" for k, v in s.by("metric").items()),
              "by GPU:    " + ", ".join(f"{k} {_pct(v)}" for k, v in s.by("gpu").items())]
+    if any(r.out_of_sample for r in s.rows):
+        lines.append("* out of sample: added after the parameters it tests were fitted "
+                     "(scripts/fit_inference_efficiency.py leaves it out)")
     if s.skipped:
         lines += ["", f"{len(s.skipped)} points not modelled:"]
         lines += [f"  {i}: {why}" for i, why in s.skipped]

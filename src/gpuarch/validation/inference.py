@@ -76,6 +76,7 @@ class InferenceComparison:
     metric: str
     published: float
     predicted: float
+    out_of_sample: bool = False  # added after the parameters it tests were fitted
 
     @property
     def error(self) -> float:
@@ -131,7 +132,8 @@ def compare_point(catalog: Catalog, point: TrainingPoint, efficiency: Efficiency
                 point.id, point.source, shape.name, product.key, cfg.gpus,
                 f"W{q.weights.value}/A{q.activations.value}/KV{q.kv_cache.value}",
                 f"{cfg.input_len}/{cfg.output_len}",
-                f"{cfg.batching.value} {est.batch}", key, float(published), float(doc[attr])))
+                f"{cfg.batching.value} {est.batch}", key, float(published), float(doc[attr]),
+                bool(point.get("out_of_sample", False))))
     if not rows:
         raise GpuarchError(f"point {point.id}: no published figure to compare")
     return rows
