@@ -362,16 +362,11 @@ class _Runner:
         touched = self.experts_touched(tokens)
         layers = math.ceil(s.layers / self.cfg.pp) * self.cfg.pp
         # layer counts by kind: expert or dense (the leading dense layers of an MoE model),
-        # full or sliding-window attention (windowed layers spread evenly over both)
-        moe_share = s.moe_layers / s.layers
-        window_share = s.windowed_layers / s.layers
+        # full or sliding-window attention
         body = _Phase()
-        for moe, w_moe in ((True, moe_share), (False, 1 - moe_share)):
-            for window, w_window in ((s.sliding_window, window_share), (0, 1 - window_share)):
-                if w_moe * w_window > 0:
-                    body = body + self.layer(tokens, seqs, q_len, ctx, touched if moe else 0.0,
-                                             moe=moe, window=window).scale(
-                        layers * w_moe * w_window)
+        for moe, window, share in s.layer_kinds():
+            body = body + self.layer(tokens, seqs, q_len, ctx, touched if moe else 0.0,
+                                     moe=moe, window=window).scale(layers * share)
         total = body + self.head(seqs)
         if self.cfg.pp > 1:
             act = tokens * self.s.hidden * self.act_bytes

@@ -322,14 +322,9 @@ def _layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device, eff: E
     forward FLOPs it executes (hardware FLOPs, before recomputation): an MoE model's leading
     dense layers and a model's sliding-window layers are weighted by their share of the
     layers (windowed layers taken as spread evenly over dense and expert layers)."""
-    kinds = []
-    moe_share = s.moe_layers / s.layers
-    window_share = s.windowed_layers / s.layers
-    for moe, w_moe in ((True, moe_share), (False, 1 - moe_share)):
-        for window, w_window in ((s.sliding_window, window_share), (0, 1 - window_share)):
-            if w_moe * w_window > 0:
-                kinds.append((w_moe * w_window, _one_layer_time(
-                    s, cfg, device, eff, tp_group, cp_group, ep_group, moe, window)))
+    kinds = [(share, _one_layer_time(s, cfg, device, eff, tp_group, cp_group, ep_group,
+                                     moe, window))
+             for moe, window, share in s.layer_kinds()]
     if len(kinds) == 1:
         return kinds[0][1]
     fwd, bwd, rec, flops = _Pass(), _Pass(), _Pass(), 0.0

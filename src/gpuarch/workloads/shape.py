@@ -152,3 +152,17 @@ class TransformerShape:
         if not self.sliding_window:
             return 0
         return self.sliding_layers or self.layers
+
+    def layer_kinds(self) -> list[tuple[bool, int, float]]:
+        """(expert layer?, attention window or 0, share of the layers) for each kind of
+        layer the model has; windowed layers are taken as spread evenly over dense and
+        expert layers. The shares add up to 1."""
+        moe_share = self.moe_layers / self.layers
+        window_share = self.windowed_layers / self.layers
+        kinds = []
+        for moe, w_moe in ((True, moe_share), (False, 1 - moe_share)):
+            for window, w_window in ((self.sliding_window, window_share),
+                                     (0, 1 - window_share)):
+                if w_moe * w_window > 0:
+                    kinds.append((moe, window, w_moe * w_window))
+        return kinds
