@@ -198,3 +198,19 @@ def test_hf_errors_name_the_file(tmp_path: Path) -> None:
         shape_from_hf_config(bad)
     with pytest.raises(GpuarchError, match="cannot read"):
         shape_from_hf_config(tmp_path / "missing.json")
+
+
+@given(seq=st.integers(1, 20_000), window=st.integers(1, 20_000),
+       share=st.integers(0, 4), experts=st.sampled_from([0, 8]))
+def test_a_window_never_adds_attention_work(seq: int, window: int, share: int,
+                                           experts: int) -> None:
+    """Limiting some layers to a window never raises the attention FLOPs (causal or counted
+    in full), and the layer kinds' shares add up to one."""
+    base = TransformerShape(name="w", layers=4, hidden=64, heads=4, vocab=100,
+                            experts=experts, experts_per_token=2 if experts else 0,
+                            dense_layers=1 if experts else 0)
+    windowed = dataclasses.replace(base, sliding_window=window, sliding_layers=share)
+    for causal in (True, False):
+        assert forward_flops_per_token(windowed, seq, causal=causal).attention_core <= \
+            forward_flops_per_token(base, seq, causal=causal).attention_core * (1 + 1e-12)
+    assert sum(w for _, _, w in windowed.layer_kinds()) == pytest.approx(1.0)
