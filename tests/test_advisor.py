@@ -150,6 +150,38 @@ def test_inference_options_are_the_estimates_own_numbers(tmp_path: Path) -> None
                         and (b.kwh_per_million_tokens or 0) < (a.kwh_per_million_tokens or 0))
 
 
+def test_moe_serving_searches_expert_parallel_units(tmp_path: Path) -> None:
+    """For an MoE model the serving search also tries units of EP GPUs with data-parallel
+    attention; such an option's numbers are the estimate's for TP 1 x EP (its throughput is
+    the unit's EP replicas together) and the fleet holds the concurrency in units of
+    EP x batch sequences. Dense models get no EP units."""
+    from gpuarch.advise.infer import _SCHEMES, InferenceSearch, advise_inference
+    from gpuarch.estimate.inference import Batching, InferenceConfig, estimate_inference
+
+    shape = preset("mixtral-8x7b").shape
+    search = InferenceSearch(input_len=1024, output_len=256, concurrency=600, max_gpus=32,
+                             gpus=("h100",), top=50)
+    adv = advise_inference(CATALOG, shape, search, load_prices(_prices(tmp_path)))
+    ep_options = [o for o in adv.top if o.ep > 1]
+    assert ep_options, [(o.tp, o.ep) for o in adv.top]
+    h100 = CATALOG.product("h100")
+    system = CATALOG.system_for(h100)
+    for o in ep_options:
+        assert o.tp == 1 and o.pp == 1 and o.gpus == o.replicas * o.ep
+        assert o.replicas == -(-600 // (o.batch * o.ep))
+        est = estimate_inference(CATALOG, shape, h100, InferenceConfig(
+            input_len=1024, output_len=256, batch=o.batch, gpus=o.ep, tp=1, ep=o.ep,
+            quant=dict(_SCHEMES)[o.scheme], batching=Batching.CONTINUOUS,
+            gpus_per_node=system.gpus_per_node), system=system)
+        assert o.tpot_ms == pytest.approx(est.tpot_s * 1e3, rel=1e-12)
+        assert o.memory_per_gpu_gib == pytest.approx(sum(est.memory.values()) / 2**30,
+                                                     rel=1e-9)
+    dense = advise_inference(CATALOG, preset("llama-3.1-8b").shape,
+                             InferenceSearch(1024, 256, gpus=("h100",), top=50),
+                             load_prices(_prices(tmp_path)))
+    assert all(o.ep == 1 for o in dense.top)
+
+
 def test_inference_search_errors_and_empty_answers(tmp_path: Path) -> None:
     """Bad numbers name the flag; an SLA nothing meets yields no option, not an error."""
     from gpuarch.advise.infer import InferenceSearch, advise_inference

@@ -86,7 +86,9 @@ class InferenceSearch:
 
 @dataclass(frozen=True)
 class InferenceOption:
-    """One deployment that meets the SLAs: replicas of a TP x PP group at one batch."""
+    """One deployment that meets the SLAs: replicas of a serving unit at one batch. A unit
+    is a TP x PP group, or for an MoE model EP GPUs with data-parallel attention (TP 1),
+    each GPU serving ``batch`` sequences of its own against experts split EP ways."""
 
     gpu: str
     gpu_name: str
@@ -111,6 +113,7 @@ class InferenceOption:
     bottleneck: dict[str, str] = field(default_factory=dict)
     pareto: bool = False
     reason: str | None = None
+    ep: int = 1  # expert-parallel GPUs of a unit (attention data-parallel when > TP)
 
 
 @dataclass(frozen=True)
@@ -138,7 +141,7 @@ class _Point:
     ttft_s: float
     tpot_s: float
     latency_s: float
-    tokens_per_s: float  # one replica
+    tokens_per_s: float  # one serving unit
     memory_bytes: float
     decode_limiter: str
 
@@ -161,11 +164,13 @@ def _batches(limit: int, concurrency: int | None) -> list[int]:
     return sorted(out)
 
 
-def _replicas(search: InferenceSearch, batch: int, per_replica_tps: float) -> int:
+def _replicas(search: InferenceSearch, sequences: int, per_replica_tps: float) -> int:
+    """Serving units needed: for the rate, or to hold the concurrency (``sequences`` in
+    flight per unit), else one."""
     if search.rate is not None:
         return max(1, math.ceil(search.rate * search.output_len / per_replica_tps - 1e-9))
     if search.concurrency is not None:
-        return max(1, math.ceil(search.concurrency / batch))
+        return max(1, math.ceil(search.concurrency / sequences))
     return 1
 
 
@@ -197,20 +202,25 @@ def advise_inference(
         gpn = system.gpus_per_node if system else 8
         widest = min(8, gpn)
         # pipeline stages only after tensor parallelism fills the node (common practice)
-        groups = [(tp, pp) for tp in (1, 2, 4, 8) for pp in (1, 2, 4)
+        groups = [(tp, pp, 1) for tp in (1, 2, 4, 8) for pp in (1, 2, 4)
                   if tp <= gpn and tp * pp <= search.max_gpus
                   and shape.heads % tp == 0 and shape.layers % pp == 0
                   and (pp == 1 or (tp == widest and system is not None
                                    and system.network_bandwidth_per_gpu_bytes_s))]
+        # MoE: expert parallelism with data-parallel attention inside one node
+        groups += [(1, 1, ep) for ep in (2, 4, 8)
+                   if shape.is_moe and ep <= gpn and ep <= search.max_gpus
+                   and shape.experts % ep == 0]
         peak_scheme: dict[str, float] = {}
         for label, scheme in _SCHEMES:
             if not _native(product, scheme):
                 continue
-            for tp, pp in groups:
+            for tp, pp, ep in groups:
+                unit = max(tp * pp, ep)  # GPUs of one serving unit
                 cfg = InferenceConfig(
                     input_len=search.input_len, output_len=search.output_len, batch=None,
-                    gpus=tp * pp, tp=tp, pp=pp, quant=scheme, batching=Batching.CONTINUOUS,
-                    gpus_per_node=gpn)
+                    gpus=unit, tp=tp, pp=pp, ep=ep, quant=scheme,
+                    batching=Batching.CONTINUOUS, gpus_per_node=gpn)
                 try:
                     cfg.validate(shape)
                 except GpuarchError:
@@ -231,16 +241,17 @@ def advise_inference(
                 if label not in peak_scheme:
                     peak_scheme[label] = gemm_peak(product, scheme).peak.flops
                 limiters = core.decode_limiter()
+                width = cfg.replicas  # attention replicas in the unit (1 unless EP > TP)
                 for i, batch in enumerate(batches):
                     point = _Point(
                         fits=bool(core.memory_total[i] <= product.memory_bytes),
                         ttft_s=float(core.ttft[i]), tpot_s=float(core.tpot[i]),
                         latency_s=float(core.latency[i]),
-                        tokens_per_s=float(core.per_replica[i]),
+                        tokens_per_s=float(core.per_replica[i]) * width,
                         memory_bytes=float(core.memory_total[i]),
                         decode_limiter=str(limiters[i]))
-                    option = _option(product, search, tp, pp, int(batch), label, scheme,
-                                     point, price, 2 * active / peak_scheme[label])
+                    option = _option(product, search, (tp, pp, ep), int(batch), label,
+                                     scheme, point, price, 2 * active / peak_scheme[label])
                     if option is not None:
                         rows.append(option)
     assumptions = {"prices": prices.describe(), "node_overhead": NODE_OVERHEAD, "pue": PUE,
@@ -286,7 +297,7 @@ def _smallest_batches(rows: list[InferenceOption]) -> list[InferenceOption]:
     latency: keep, per GPU, split, formats and fleet size, the smallest batch."""
     keep: dict[tuple[Any, ...], int] = {}
     for i, r in enumerate(rows):
-        key = (r.gpu, r.tp, r.pp, r.scheme, r.replicas)
+        key = (r.gpu, r.tp, r.pp, r.ep, r.scheme, r.replicas)
         if key not in keep or r.batch < rows[keep[key]].batch:
             keep[key] = i
     return [rows[i] for i in sorted(keep.values())]
@@ -296,14 +307,17 @@ def _inf(x: float | None) -> float:
     return math.inf if x is None else x
 
 
-def _option(product: Product, search: InferenceSearch, tp: int, pp: int, batch: int,
-            label: str, scheme: QuantScheme, est: _Point, price: float | None,
+def _option(product: Product, search: InferenceSearch, split: tuple[int, int, int],
+            batch: int, label: str, scheme: QuantScheme, est: _Point, price: float | None,
             seconds_per_token_at_peak: float) -> InferenceOption | None:
-    """The deployment for one estimate, or None when it misses a constraint."""
+    """The deployment for one estimate (``split`` = TP, PP, EP of a unit), or None when it
+    misses a constraint."""
     if not est.fits or est.tokens_per_s <= 0:
         return None
-    replicas = _replicas(search, batch, est.tokens_per_s)
-    gpus = replicas * tp * pp
+    tp, pp, ep = split
+    unit = max(tp * pp, ep)
+    replicas = _replicas(search, batch * unit // (tp * pp), est.tokens_per_s)
+    gpus = replicas * unit
     # tokens the deployment delivers: the offered load when a rate is given (the replicas
     # have capacity to spare), Little's law for a concurrency, else one saturated replica
     tps = replicas * est.tokens_per_s
@@ -337,7 +351,7 @@ def _option(product: Product, search: InferenceSearch, tp: int, pp: int, batch: 
         kwh = float(energy_kwh(product.tdp_w, hfu, gpus, seconds_per_million))
     return InferenceOption(
         gpu=product.key, gpu_name=product.name, gpus=gpus, replicas=replicas, tp=tp, pp=pp,
-        batch=batch, scheme=label, weights=scheme.weights.value,
+        ep=ep, batch=batch, scheme=label, weights=scheme.weights.value,
         kv_cache=scheme.kv_cache.value, ttft_ms=est.ttft_s * 1e3, tpot_ms=est.tpot_s * 1e3,
         request_latency_s=est.latency_s, output_tokens_per_s=tps,
         memory_per_gpu_gib=from_si(est.memory_bytes, Unit.GIB), usd_per_hour=per_hour,
@@ -374,8 +388,9 @@ def _reason(catalog: Catalog, o: InferenceOption, best: InferenceOption,
                 f"decode step (kernel launches, scheduling) outweighs the math and memory "
                 f"time; lowest latency, most GPUs per token")
     else:
-        text = (f"decode is communication-bound at TP{o.tp} x PP{o.pp}: the per-layer "
-                f"all-reduces over the GPU links outweigh the math")
+        text = (f"decode is communication-bound at TP{o.tp} x PP{o.pp}"
+                + (f" x EP{o.ep}" if o.ep > 1 else "")
+                + ": the per-layer collectives over the GPU links outweigh the math")
     if o == best:
         others = [r for k, r in rivals.items() if k != o.gpu]
         mine, theirs = _metric(o, objective), _metric(others[0], objective) if others else None

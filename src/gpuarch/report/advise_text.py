@@ -106,14 +106,15 @@ def render_training_advice(advice: Any, elapsed: float = 0.0) -> str:
         front="Pareto front over time, cost and energy, fastest first; P marks members above")
 
 
-_INF_HEAD = ["#", "GPU", "GPUs", "replicas", "TP", "PP", "batch", "formats", "TTFT ms",
+_INF_HEAD = ["#", "GPU", "GPUs", "replicas", "TP", "PP", "EP", "batch", "formats", "TTFT ms",
              "TPOT ms", "out tok/s", "$/hour", "$/1M tok", "kWh/1M", "decode", "P"]
-_INF_RIGHT = [True, False, True, True, True, True, True, False, True, True, True, True, True,
-              True, False, False]
+_INF_RIGHT = [True, False, True, True, True, True, True, True, False, True, True, True, True,
+              True, True, False, False]
 
 
 def _inf_row(i: str, o: Any) -> list[str]:
-    return [i, o.gpu_name, str(o.gpus), str(o.replicas), str(o.tp), str(o.pp), str(o.batch),
+    return [i, o.gpu_name, str(o.gpus), str(o.replicas), str(o.tp), str(o.pp), str(o.ep),
+            str(o.batch),
             f"W{o.weights}/KV {o.kv_cache}", fmt(o.ttft_ms), fmt(o.tpot_ms),
             fmt(o.output_tokens_per_s), _usd(o.usd_per_hour), _usd(o.usd_per_million_tokens),
             fmt(o.kwh_per_million_tokens), o.bottleneck.get("decode", "-"),

@@ -142,11 +142,11 @@ def _serving(advice: Any) -> str:
     best = advice.top[0]
     replicas = f"{best.replicas} replica{'s' if best.replicas > 1 else ''}"
     out.append(f"<p><b>Pick:</b> {best.gpus} x {_e(best.gpu_name)} ({replicas} "
-               f"of TP{best.tp} PP{best.pp}), W{_e(best.weights)} / KV "
+               f"of TP{best.tp} PP{best.pp}{_ep(best)}), W{_e(best.weights)} / KV "
                f"{_e(best.kv_cache)}, batch {best.batch}: TTFT {best.ttft_ms:.3g} ms, TPOT "
                f"{best.tpot_ms:.3g} ms, {_usd(best.usd_per_million_tokens)} per million "
                f"output tokens. {_e(best.reason)}</p>")
-    rows = [[o.gpu_name, o.gpus, f"TP{o.tp} PP{o.pp}", o.batch,
+    rows = [[o.gpu_name, o.gpus, f"TP{o.tp} PP{o.pp}{_ep(o)}", o.batch,
              f"W{o.weights}/KV {o.kv_cache}", fmt(o.ttft_ms), fmt(o.tpot_ms),
              fmt(o.output_tokens_per_s), _usd(o.usd_per_hour), _usd(o.usd_per_million_tokens),
              fmt(o.kwh_per_million_tokens), o.bottleneck.get("decode", "-")]
@@ -213,3 +213,8 @@ def write_report(inputs: ReportInputs, path: Path) -> None:
     """Write the page whole or not at all."""
     check_report_path(path)
     write_whole_text(path, render_report(inputs))
+
+
+def _ep(o: Any) -> str:
+    """' EP<n>' for a serving unit with expert parallelism, else nothing."""
+    return f" EP{o.ep}" if getattr(o, "ep", 1) > 1 else ""
