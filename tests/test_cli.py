@@ -226,6 +226,24 @@ def test_estimate_train_errors(capsys: pytest.CaptureFixture[str], extra: list[s
     assert status == 2 and message in err and "Traceback" not in err and out == ""
 
 
+def test_fsdp_prefetch_needs_zero_3_and_hides_gathers(capsys: pytest.CaptureFixture[str]
+                                                      ) -> None:
+    """--fsdp-prefetch is a ZeRO-3 option (else exit 2 naming it); on one NVSwitch node the
+    per-layer gathers of Llama-3-8B hide behind compute, so the step is shorter."""
+    base = ["estimate", "train", "--model", "llama-3-8b", "--gpu", "h100", "--gpus", "8",
+            "--seq-len", "8192", "--global-batch", "128", "--precision", "fp8", "--json"]
+    status, out, err = run(capsys, *base, "--fsdp-prefetch")
+    assert status == 2 and "--fsdp-prefetch: needs --zero 3, got --zero 1" in err
+    assert out == "" and "Traceback" not in err
+    status, out, _ = run(capsys, *base, "--zero", "3")
+    plain = json.loads(out)
+    status, out, _ = run(capsys, *base, "--zero", "3", "--fsdp-prefetch")
+    prefetched = json.loads(out)
+    assert status == 0 and prefetched["parallelism"]["fsdp_prefetch"] is True
+    assert prefetched["step_time_s"] < plain["step_time_s"]
+    assert prefetched["memory_per_gpu_gib"] == plain["memory_per_gpu_gib"]
+
+
 def test_shape_overrides_reach_the_model(capsys: pytest.CaptureFixture[str]) -> None:
     """--sliding-window shortens long-context prefill (fewer keys per query); --head-dim and
     --moe-ffn-hidden change the model's size and so the step."""

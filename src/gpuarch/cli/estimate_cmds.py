@@ -92,7 +92,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         gpus=args.gpus, seq_len=args.seq_len, global_batch=args.global_batch,
         micro_batch=args.micro_batch, tp=args.tp, pp=args.pp, cp=args.cp, ep=args.ep,
         vpp=args.vpp, sequence_parallel=args.sequence_parallel, zero=args.zero,
-        tp_comm_overlap=args.tp_comm_overlap, recompute=args.recompute or Recompute.NONE,
+        tp_comm_overlap=args.tp_comm_overlap, fsdp_prefetch=args.fsdp_prefetch,
+        recompute=args.recompute or Recompute.NONE,
         precision=args.precision or Precision.BF16, gpus_per_node=gpus_per_node)
     if system is None and args.gpus > gpus_per_node:
         system = catalog.system_for(product)
@@ -254,6 +255,10 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p.add_argument("--tp-comm-overlap", action="store_true",
                    help="overlap tensor-parallel communication with GEMMs")
     p.add_argument("--zero", type=int, default=1, help="ZeRO / distributed-optimizer stage")
+    p.add_argument("--fsdp-prefetch", action="store_true",
+                   help="with --zero 3: parameters gathered a layer ahead and overlapped with "
+                        "compute (Megatron-FSDP); without it a fixed share of the ZeRO-3 "
+                        "traffic is exposed")
     p.add_argument("--recompute", type=lazy_enum_value("gpuarch.estimate.memory:Recompute",
                                                        "--recompute"),
                    help="none (default), selective or full")

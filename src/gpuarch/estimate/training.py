@@ -76,6 +76,9 @@ class TrainingConfig:
     sequence_parallel: bool = False
     zero: int = 1
     tp_comm_overlap: bool = False  # Megatron --tp-comm-overlap (userbuffers)
+    # ZeRO-3 gathers prefetched a layer ahead (Megatron-FSDP): the per-micro-batch traffic
+    # hides behind that micro-batch's compute; off = the exposed fraction of all of it
+    fsdp_prefetch: bool = False
     fused_attention: bool = True  # FlashAttention-style; False = scores materialised
     recompute: Recompute = Recompute.NONE
     precision: Precision = Precision.BF16
@@ -100,6 +103,8 @@ class TrainingConfig:
                                    f"got {value!r}")
         if self.zero not in (0, 1, 2, 3):
             raise GpuarchError(f"--zero: expected 0, 1, 2 or 3, got {self.zero!r}")
+        if self.fsdp_prefetch and self.zero != 3:
+            raise GpuarchError(f"--fsdp-prefetch: needs --zero 3, got --zero {self.zero}")
         model_parallel = self.tp * self.pp * self.cp
         if self.gpus % model_parallel:
             raise GpuarchError(
@@ -496,7 +501,14 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     if shape.is_moe:
         edp_group = _group(expert_shard, cfg.tp * cfg.cp * cfg.ep, cfg, intra, inter)
         dp_comm = dp_comm + _dp_traffic(expert_local, edp_group, cfg, m, eff)
-    dp_exposed = dp_comm * eff.dp_comm_exposed
+    if cfg.zero == 3 and cfg.fsdp_prefetch:
+        # what one micro-batch's compute cannot cover, plus the first layer's gather and
+        # the last layer's reduction, which nothing precedes or follows
+        per_mb = dp_comm / m
+        dp_exposed = m * (np.maximum(0.0, per_mb - stage.compute)
+                          + eff.dp_comm_exposed * per_mb / layers_per_stage)
+    else:
+        dp_exposed = dp_comm * eff.dp_comm_exposed
 
     per_param = bytes_per_param(cfg.precision)
 
@@ -643,6 +655,7 @@ def estimate_training(
             "gpus": cfg.gpus, "tp": cfg.tp, "pp": cfg.pp, "cp": cfg.cp, "dp": cfg.dp,
             "ep": cfg.ep, "vpp": cfg.vpp, "sequence_parallel": cfg.sequence_parallel,
             "zero": cfg.zero, "tp_comm_overlap": cfg.tp_comm_overlap,
+            "fsdp_prefetch": cfg.fsdp_prefetch,
             "fused_attention": cfg.fused_attention,
             "micro_batch": cfg.micro_batch,
             "global_batch": cfg.global_batch, "micro_batches": m,
