@@ -77,7 +77,7 @@ def render_inference(e: InferenceEstimate) -> str:
     mem = e.memory
     lines = [
         f"{e.model} on {e.gpus} x {e.gpu}: batch {e.batch} ({a['batching']} batching), "
-        f"{a['replicas']} replica(s)",
+        f"{a['replicas']} replica(s)" + _expert_split(a.get("parallelism", {})),
         f"  formats       weights {f['weights']}, activations {f['activations']}, KV cache "
         f"{f['kv_cache']}; GEMMs at {fmt(a['gemm_peak_tflops'])} TFLOPS "
         f"({a['gemm_peak_source']})" + (", weights dequantized" if a["weights_dequantized"]
@@ -174,3 +174,13 @@ def _other_detail(parts: dict[str, float]) -> str:
         return "   (optimizer step)"
     return (f"   (optimizer {fmt(parts['optimizer'])} s, per-layer host time "
             f"{fmt(parts['host_overhead'])} s)")
+
+
+def _expert_split(par: dict[str, Any]) -> str:
+    """How an MoE model's experts are laid out, when expert parallelism is on."""
+    if par.get("ep", 1) <= 1:
+        return ""
+    if par.get("attention_data_parallel"):
+        return (f" with data-parallel attention; experts split over EP{par['ep']} "
+                "(each replica's tokens reach every GPU's experts)")
+    return f"; experts split over {par['expert_split_gpus']} GPUs (EP{par['ep']} within TP)"
