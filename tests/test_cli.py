@@ -298,6 +298,8 @@ def test_validate_training(capsys: pytest.CaptureFixture[str]) -> None:
                                                                         rel=1e-4)
     status, out, _ = run(capsys, "validate", "training")
     assert status == 0 and "mean absolute error" in out
+    later = [p for p in doc["points"] if p["out_of_sample"]]
+    assert later and f"{len(later)} points out of sample" in out
 
 
 def test_estimate_infer(capsys: pytest.CaptureFixture[str]) -> None:

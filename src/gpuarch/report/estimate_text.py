@@ -138,6 +138,7 @@ def render_validation(s: ValidationSummary) -> str:
              "by GPU:    " + ", ".join(f"{k} {_pct(v)}" for k, v in s.by("gpu").items()),
              "by source: " + ", ".join(f"{k} {_pct(v)}" for k, v in s.by("source").items())]
     if any(r.out_of_sample for r in s.rows):
+        lines.append(_sample_split(s.rows, "points"))
         lines.append("* out of sample: added after the parameters it tests were fitted "
                      "(scripts/fit_training_efficiency.py leaves it out)")
     if s.skipped:
@@ -160,6 +161,7 @@ def render_inference_validation(s: InferenceSummary) -> str:
              "by figure: " + ", ".join(f"{k} {_pct(v)}" for k, v in s.by("metric").items()),
              "by GPU:    " + ", ".join(f"{k} {_pct(v)}" for k, v in s.by("gpu").items())]
     if any(r.out_of_sample for r in s.rows):
+        lines.append(_sample_split(s.rows, "figures"))
         lines.append("* out of sample: added after the parameters it tests were fitted "
                      "(scripts/fit_inference_efficiency.py leaves it out)")
     if s.skipped:
@@ -184,3 +186,13 @@ def _expert_split(par: dict[str, Any]) -> str:
         return (f" with data-parallel attention; experts split over EP{par['ep']} "
                 "(each replica's tokens reach every GPU's experts)")
     return f"; experts split over {par['expert_split_gpus']} GPUs (EP{par['ep']} within TP)"
+
+
+def _sample_split(rows: Any, noun: str) -> str:
+    """Mean absolute error of the in-sample and the out-of-sample rows, apart."""
+    parts = []
+    for label, flag in (("in sample", False), ("out of sample", True)):
+        errors = [abs(r.error) for r in rows if r.out_of_sample is flag]
+        if errors:
+            parts.append(f"{len(errors)} {noun} {label} {_pct(sum(errors) / len(errors))}")
+    return "mean absolute error: " + ", ".join(parts)
