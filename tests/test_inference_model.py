@@ -146,6 +146,7 @@ def test_moe_decode_reads_only_touched_experts() -> None:
         ({"quant": QuantScheme(QuantFormat.INT4, QuantFormat.FP8)},
          r"--activation-precision fp8 needs --weight-precision fp8"),
         ({"batch": 0}, r"--batch: expected an integer >= 1 or 'max'"),
+        ({"max_num_tokens": 0}, r"--max-num-tokens: expected an integer >= 1, got 0"),
     ],
 )
 def test_invalid_configs(kw: dict, message: str) -> None:  # type: ignore[type-arg]
@@ -253,3 +254,17 @@ def test_expert_weights_split_over_the_wider_of_tp_and_ep() -> None:
     assert weights(gpus=8, tp=8) == pytest.approx(weights(gpus=8, tp=8, ep=8))
     assert weights(gpus=8, tp=8, ep=2) == pytest.approx((dense + experts) * 2 / 8)
     assert weights(gpus=8, tp=1, ep=8) == pytest.approx(dense * 2 + experts * 2 / 8)
+
+
+def test_a_smaller_prefill_budget_takes_more_passes() -> None:
+    """--max-num-tokens bounds the prompt tokens per prefill pass: with 64 prompts of 1,024
+    tokens, a 2,048-token budget needs 32 passes instead of 8, each reading the weights, so
+    the continuous-batching throughput falls; a static batch's prefill activations shrink."""
+    wide = _est(batch=64, input_len=1024, output_len=128, batching=Batching.CONTINUOUS)
+    narrow = _est(batch=64, input_len=1024, output_len=128, batching=Batching.CONTINUOUS,
+                  max_num_tokens=2048)
+    assert narrow.output_tokens_per_s < wide.output_tokens_per_s
+    assert narrow.assumptions["max_prefill_tokens_per_pass"] == 2048
+    static_wide = _est(batch=64, input_len=1024, output_len=128)
+    static_narrow = _est(batch=64, input_len=1024, output_len=128, max_num_tokens=2048)
+    assert static_narrow.memory["activations"] < static_wide.memory["activations"]

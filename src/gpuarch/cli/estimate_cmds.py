@@ -140,6 +140,7 @@ def cmd_infer(args: argparse.Namespace) -> int:
         gpus=args.gpus or args.tp * args.pp, tp=args.tp, pp=args.pp, ep=args.ep,
         quant=QuantScheme(weights, activations, kv),
         batching=args.batching or Batching.STATIC, chunk=args.chunk,
+        max_num_tokens=args.max_num_tokens,
         gpus_per_node=args.gpus_per_node or (system.gpus_per_node if system else 8))
     eff, measured = _calibrated(args, catalog, product, system)
     est = estimate_inference(catalog, shape, product, cfg, system=system, efficiency=eff,
@@ -300,6 +301,9 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
         help="static (default) or continuous (in-flight, steady state)")
     p.add_argument("--chunk", type=int, default=0,
                    help="chunked prefill: tokens per chunk (default: whole prompt)")
+    p.add_argument("--max-num-tokens", type=int, default=8192,
+                   help="prompt tokens per prefill pass (TensorRT-LLM max_num_tokens, vLLM "
+                        "max_num_batched_tokens; default 8192)")
     p.add_argument("--calibration", type=Path, metavar="FILE",
                    help="measured efficiencies from 'gpuarch probe --bench --save FILE'")
     p.set_defaults(handler=cmd_infer)

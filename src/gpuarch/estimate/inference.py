@@ -59,9 +59,10 @@ RESERVE_FRACTION = 0.10
 fragmentation: vLLM's default gpu_memory_utilization of 0.9 leaves the same 10%."""
 
 MAX_PREFILL_TOKENS = 8192
-"""Most prompt tokens one prefill pass processes (TensorRT-LLM's default max_num_tokens;
-vLLM's max_num_batched_tokens is of the same order). A larger batch of prompts is
-prefilled in several passes; this bounds prefill activation memory."""
+"""Default for the most prompt tokens one prefill pass processes (TensorRT-LLM's default
+max_num_tokens; vLLM's max_num_batched_tokens is of the same order); ``--max-num-tokens``
+sets it. A larger batch of prompts is prefilled in several passes; this bounds prefill
+activation memory."""
 
 MAX_BATCH_SEARCH = 4096
 """Upper end of the search for the largest batch that fits (``--batch max``)."""
@@ -92,6 +93,7 @@ class InferenceConfig:
     batching: Batching = Batching.STATIC
     chunk: int = 0  # prefill chunk in tokens; 0 = whole prompt at once
     gpus_per_node: int = 8
+    max_num_tokens: int = MAX_PREFILL_TOKENS  # prompt tokens per prefill pass
 
     @property
     def replicas(self) -> int:
@@ -99,7 +101,8 @@ class InferenceConfig:
         return self.gpus // (self.tp * self.pp)
 
     def validate(self, shape: TransformerShape) -> None:
-        for name in ("input_len", "output_len", "gpus", "tp", "pp", "ep", "gpus_per_node"):
+        for name in ("input_len", "output_len", "gpus", "tp", "pp", "ep", "gpus_per_node",
+                     "max_num_tokens"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise GpuarchError(f"--{name.replace('_', '-')}: expected an integer >= 1, "
@@ -375,12 +378,13 @@ class _Runner:
         return total
 
     def prefill(self, seqs: Num) -> _Phase:
-        """Prefill ``seqs`` prompts, chunked if configured, at most MAX_PREFILL_TOKENS per
+        """Prefill ``seqs`` prompts, chunked if configured, at most ``max_num_tokens`` per
         pass (whole prompts are grouped into passes)."""
         length = self.cfg.input_len
+        budget = self.cfg.max_num_tokens
         chunk = self.cfg.chunk if 0 < self.cfg.chunk < length else length
-        chunk = min(chunk, MAX_PREFILL_TOKENS)
-        group = max(1, MAX_PREFILL_TOKENS // chunk)  # prompts per pass
+        chunk = min(chunk, budget)
+        group = max(1, budget // chunk)  # prompts per pass
         phase = _Phase(overhead=self.eff.prefill_overhead_s)
         full, rest = np.divmod(seqs, group)  # passes of whole groups are identical
         for n, times in ((group, full), (np.maximum(rest, 1), np.where(rest > 0, 1, 0))):
@@ -413,8 +417,10 @@ def _memory(shape: TransformerShape, cfg: InferenceConfig, batch: Num,
     kv = batch * kv_bytes_per_sequence(shape, cfg.quant.kv_cache.bytes,
                                        cfg.input_len + cfg.output_len, cfg.tp) / cfg.pp
     chunk = cfg.chunk if 0 < cfg.chunk < cfg.input_len else cfg.input_len
+    # static: the batch's prompts (or chunks) in passes of up to max_num_tokens; continuous:
+    # one prompt (or chunk) at a time is what the model holds prefill activations for
     tokens = np.minimum(batch * chunk if cfg.batching is Batching.STATIC else chunk,
-                        max(MAX_PREFILL_TOKENS, min(chunk, MAX_PREFILL_TOKENS)))
+                        cfg.max_num_tokens)
     width = shape.d_expert * shape.experts_per_token if shape.is_moe else shape.d_ffn
     activations = tokens * (4 * shape.hidden + 3 * width / cfg.tp) * 2.0
     logits = batch * shape.vocab / cfg.tp * 4.0
@@ -480,14 +486,14 @@ def _evaluate(runner: _Runner, cfg: InferenceConfig, product: Product, max_batch
         per_replica = batch * cfg.output_len / latency
     else:
         # every output_len steps, `batch` new prompts are prefilled between decode steps, in
-        # passes of up to MAX_PREFILL_TOKENS tokens (engines batch waiting prompts together)
+        # passes of up to max_num_tokens tokens (engines batch waiting prompts together)
         all_prefills = runner.prefill(batch)
         cycle = cfg.output_len * step.total + all_prefills.total
         tpot = cycle / cfg.output_len
         per_replica = batch * cfg.output_len / cycle
         # a new prompt is prefilled in a pass with the others that arrived with it, after
         # waiting for the pass in progress: M/D/1 waiting time at the prefill load rho
-        prompts_per_pass = max(1, MAX_PREFILL_TOKENS // max(1, cfg.input_len))
+        prompts_per_pass = max(1, cfg.max_num_tokens // max(1, cfg.input_len))
         prefill = runner.prefill(np.minimum(batch, prompts_per_pass))
         service = prefill.total
         rho = np.minimum(0.95, all_prefills.total / cycle)
@@ -583,7 +589,7 @@ def estimate_inference(
                         "expert_split_gpus": max(cfg.tp, cfg.ep) if shape.is_moe else 1,
                         "attention_data_parallel": shape.is_moe and cfg.ep > cfg.tp},
         "reserve_fraction": RESERVE_FRACTION,
-        "max_prefill_tokens_per_pass": MAX_PREFILL_TOKENS,
+        "max_prefill_tokens_per_pass": cfg.max_num_tokens,
         "efficiency": efficiency.as_dict(),
         "efficiency_origin": "assumed defaults fitted to published measurements"
         if efficiency is DEFAULT_EFFICIENCY else "calibrated or overridden",
