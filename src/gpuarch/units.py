@@ -30,6 +30,9 @@ class Unit(Enum):
     TB_S = ("TB/s", 1e12)
     WATT = ("W", 1.0)
     KW = ("kW", 1e3)
+    MS = ("ms", 1e-3)
+    US = ("us", 1e-6)
+    MB = ("MB", 1e6)  # decimal megabytes
     DAY = ("days", 86400.0)
     USD = ("USD", 1.0)
 

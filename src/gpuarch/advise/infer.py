@@ -327,9 +327,9 @@ def _option(product: Product, search: InferenceSearch, split: tuple[int, int, in
         tps = min(tps, search.concurrency * search.output_len / est.latency_s)
     if gpus > search.max_gpus:
         return None
-    if search.ttft_ms is not None and est.ttft_s * 1e3 > search.ttft_ms:
+    if search.ttft_ms is not None and from_si(est.ttft_s, Unit.MS) > search.ttft_ms:
         return None
-    if search.tpot_ms is not None and est.tpot_s * 1e3 > search.tpot_ms:
+    if search.tpot_ms is not None and from_si(est.tpot_s, Unit.MS) > search.tpot_ms:
         return None
     if search.min_throughput is not None and tps < search.min_throughput:
         return None
@@ -352,7 +352,8 @@ def _option(product: Product, search: InferenceSearch, split: tuple[int, int, in
     return InferenceOption(
         gpu=product.key, gpu_name=product.name, gpus=gpus, replicas=replicas, tp=tp, pp=pp,
         ep=ep, batch=batch, scheme=label, weights=scheme.weights.value,
-        kv_cache=scheme.kv_cache.value, ttft_ms=est.ttft_s * 1e3, tpot_ms=est.tpot_s * 1e3,
+        kv_cache=scheme.kv_cache.value, ttft_ms=from_si(est.ttft_s, Unit.MS),
+        tpot_ms=from_si(est.tpot_s, Unit.MS),
         request_latency_s=est.latency_s, output_tokens_per_s=tps,
         memory_per_gpu_gib=from_si(est.memory_bytes, Unit.GIB), usd_per_hour=per_hour,
         usd_per_million_tokens=(per_hour * seconds_per_million / 3600

@@ -12,6 +12,7 @@ from gpuarch.catalog.loader import load_catalog
 from gpuarch.errors import GpuarchError
 from gpuarch.files import write_whole_text
 from gpuarch.report.serialize import to_json, to_jsonable
+from gpuarch.units import Unit, from_si
 
 __all__ = ["add_commands"]
 
@@ -51,19 +52,19 @@ def _bench_rows(report: Any, bench: Any) -> list[dict[str, Any]]:
             peak = product.peak(keys[g.precision]) if product and g.precision in keys \
                 else None
         rows.append({"what": f"GEMM {g.precision}", "size": f"{g.m}x{g.n}x{g.k}",
-                     "measured": g.flops_per_s / 1e12, "unit": "TFLOP/s",
-                     "catalog_peak": peak / 1e12 if peak else None,
+                     "measured": from_si(g.flops_per_s, Unit.TFLOPS), "unit": "TFLOP/s",
+                     "catalog_peak": from_si(peak, Unit.TFLOPS) if peak else None,
                      "fraction": g.flops_per_s / peak if peak else None})
     for b in bench.bandwidth:
         peak = product.memory_bandwidth_bytes_s if product and b.kind == "device_copy" \
             else None
         rows.append({"what": b.kind.replace("_", " "), "size": f"{b.bytes / 2**20:.3g} MiB",
-                     "measured": b.bytes_per_s / 1e9, "unit": "GB/s",
-                     "catalog_peak": peak / 1e9 if peak else None,
+                     "measured": from_si(b.bytes_per_s, Unit.GB_S), "unit": "GB/s",
+                     "catalog_peak": from_si(peak, Unit.GB_S) if peak else None,
                      "fraction": b.bytes_per_s / peak if peak else None})
     for c in bench.collectives:
         rows.append({"what": f"{c.op} x{c.ranks} (bus)", "size": f"{c.bytes / 2**20:.3g} MiB",
-                     "measured": c.busbw / 1e9, "unit": "GB/s", "catalog_peak": None,
+                     "measured": from_si(c.busbw, Unit.GB_S), "unit": "GB/s", "catalog_peak": None,
                      "fraction": None})
     return rows
 

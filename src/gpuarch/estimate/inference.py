@@ -37,6 +37,7 @@ from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.perf.precision import Precision
 from gpuarch.perf.quant import QuantScheme, gemm_peak
 from gpuarch.perf.roofline import Attention, Device, Elementwise, Gemm, Op, op_time
+from gpuarch.units import Unit, from_si
 from gpuarch.workloads.flops import attention_core_dims, attention_projections
 from gpuarch.workloads.params import count_params
 from gpuarch.workloads.shape import FfnKind, TransformerShape
@@ -176,8 +177,8 @@ class InferenceEstimate:
     assumptions: dict[str, Any]
 
     def as_json(self) -> dict[str, Any]:
-        mem = {k: v / 2**30 for k, v in self.memory.items()}
-        mem["total"] = sum(self.memory.values()) / 2**30
+        mem = {k: from_si(v, Unit.GIB) for k, v in self.memory.items()}
+        mem["total"] = from_si(sum(self.memory.values()), Unit.GIB)
         return {
             "model": self.model,
             "gpu": self.gpu,
@@ -188,7 +189,7 @@ class InferenceEstimate:
             "output_tokens_per_s": self.output_tokens_per_s,
             "output_tokens_per_s_per_gpu": self.output_tokens_per_s / self.gpus,
             "memory_per_gpu_gib": mem,
-            "gpu_memory_gib": self.gpu_memory_bytes / 2**30,
+            "gpu_memory_gib": from_si(self.gpu_memory_bytes, Unit.GIB),
             "fits_in_memory": self.fits_in_memory,
             "max_batch": self.max_batch,
             "bottleneck": self.bottleneck,
@@ -570,7 +571,7 @@ def estimate_inference(
     reasons = {k: f"{float(v.as_dict()[bottleneck[k]] / v.total):.0%} of the {k} time: "
                   f"{_REASONS[bottleneck[k]]}" for k, v in phases.items()}
     assumptions: dict[str, Any] = {
-        "gemm_peak_tflops": runner.peak.peak.flops / 1e12,
+        "gemm_peak_tflops": from_si(runner.peak.peak.flops, Unit.TFLOPS),
         "gemm_peak_source": f"{runner.peak.peak.key.value} ({runner.peak.peak.origin}, "
                             "catalog)",
         "weights_dequantized": runner.peak.dequantize,

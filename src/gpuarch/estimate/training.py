@@ -33,7 +33,7 @@ from gpuarch.perf.collectives import Collective, Group, Link, Num, collective_ti
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.perf.precision import Precision
 from gpuarch.perf.roofline import Attention, Device, Elementwise, Gemm, Op, op_time
-from gpuarch.units import Unit
+from gpuarch.units import Unit, from_si, to_si
 from gpuarch.workloads.flops import (
     attention_core_dims,
     attention_projections,
@@ -56,7 +56,7 @@ UNFUSED_SOFTMAX_BYTES = 9.0
 the scores (2 + 2, 16-bit), write the dropout mask (1), read and write the dropped-out
 probabilities (2 + 2); Korthikanti et al. 2022, section 4.1, list the same tensors."""
 
-FRAMEWORK_RESERVE_BYTES = 3 * 2**30
+FRAMEWORK_RESERVE_BYTES = to_si(3, Unit.GIB)
 """CUDA context, NCCL buffers, allocator fragmentation and workspaces: an assumed 3 GiB."""
 
 
@@ -188,12 +188,12 @@ class TrainingEstimate:
 
     def as_json(self) -> dict[str, Any]:
         """The documented JSON keys (issue #3), units in the names."""
-        mem = {k: v / 2**30 for k, v in (("weights", self.memory.weights),
+        mem = {k: from_si(v, Unit.GIB) for k, v in (("weights", self.memory.weights),
                                           ("gradients", self.memory.gradients),
                                           ("optimizer", self.memory.optimizer),
                                           ("activations", self.memory.activations),
                                           ("other", self.memory.other))}
-        mem["total"] = self.memory.total / 2**30
+        mem["total"] = from_si(self.memory.total, Unit.GIB)
         out: dict[str, Any] = {
             "model": self.model,
             "gpu": self.gpu,
@@ -206,7 +206,7 @@ class TrainingEstimate:
             "mfu": self.mfu,
             "hfu": self.hfu,
             "memory_per_gpu_gib": mem,
-            "gpu_memory_gib": self.gpu_memory_bytes / 2**30,
+            "gpu_memory_gib": from_si(self.gpu_memory_bytes, Unit.GIB),
             "fits_in_memory": self.fits_in_memory,
             "time_breakdown_s": {
                 "compute": self.time_breakdown.compute,
@@ -610,7 +610,7 @@ def estimate_training(
     bottleneck, reason = _bottleneck(breakdown, float(core.host_overhead), step, cfg, mfu)
     per_param = bytes_per_param(cfg.precision)
     assumptions: dict[str, Any] = {
-        "matmul_peak_tflops": peak / 1e12,
+        "matmul_peak_tflops": from_si(peak, Unit.TFLOPS),
         "matmul_peak_source": f"{device.matmul.key.value} ({device.matmul.origin}, catalog)",
         "precision_fallback": device.matmul.fallback_reason,
         "efficiency": eff.as_dict(),
@@ -623,7 +623,7 @@ def estimate_training(
         "bytes_per_param": {"weights": per_param.weights,
                             "gradients": per_param.gradients,
                             "optimizer": per_param.optimizer},
-        "framework_reserve_gib": FRAMEWORK_RESERVE_BYTES / 2**30,
+        "framework_reserve_gib": from_si(FRAMEWORK_RESERVE_BYTES, Unit.GIB),
         "attention": "fused (FlashAttention-style), causal" if cfg.fused_attention else
         "unfused: full score matrix in memory (softmax and dropout as memory-bound work)",
         "intra_node_link": intra.fabric.value,
@@ -665,7 +665,7 @@ def estimate_training(
         tokens_per_s=tokens_per_s,
         tokens_per_s_per_gpu=tokens_per_s / cfg.gpus,
         model_flops_per_token=model_flops,
-        model_tflops_per_gpu=per_gpu_flops / 1e12,
+        model_tflops_per_gpu=from_si(per_gpu_flops, Unit.TFLOPS),
         mfu=mfu,
         hfu=hfu,
         memory=memory,

@@ -31,6 +31,7 @@ from gpuarch.catalog.model import Product
 from gpuarch.catalog.peaks import PeakKey
 from gpuarch.errors import GpuarchError
 from gpuarch.perf.efficiency import Efficiency
+from gpuarch.units import Unit, from_si, to_si
 
 __all__ = ["SCHEMA", "VERSION", "Calibration", "apply_calibration", "calibration_document",
            "load_calibration"]
@@ -67,10 +68,11 @@ def calibration_document(report: Any, bench: Any) -> dict[str, Any]:
                    "driver": report.driver_version, "gpus": len(report.gpus),
                    "torch": report.torch.version if report.torch else None},
         "gemm": [{"precision": g.precision, "m": g.m, "n": g.n, "k": g.k,
-                  "tflops": g.flops_per_s / 1e12} for g in bench.gemm],
-        "bandwidth": [{"kind": b.kind, "gb_s": b.bytes_per_s / 1e9} for b in bench.bandwidth],
+                  "tflops": from_si(g.flops_per_s, Unit.TFLOPS)} for g in bench.gemm],
+        "bandwidth": [{"kind": b.kind, "gb_s": from_si(b.bytes_per_s, Unit.GB_S)}
+                      for b in bench.bandwidth],
         "collectives": [{"op": c.op, "bytes": c.bytes, "ranks": c.ranks,
-                         "busbw_gb_s": c.busbw / 1e9} for c in bench.collectives],
+                         "busbw_gb_s": from_si(c.busbw, Unit.GB_S)} for c in bench.collectives],
     }
 
 
@@ -126,7 +128,7 @@ def _fit_curve(rows: list[dict[str, Any]], product: Product, generation: int,
         for row in rows:
             op = Gemm(int(row["m"]), int(row["n"]), int(row["k"]))
             modelled = op.flops / op_cost(op, device, trial).time_s
-            logs.append(math.log(float(row["tflops"]) * 1e12 / modelled))
+            logs.append(math.log(to_si(row["tflops"], Unit.TFLOPS) / modelled))
         mean = sum(logs) / len(logs)
         spread = sum((x - mean) ** 2 for x in logs)
         if best is None or spread < best[0]:
@@ -150,7 +152,7 @@ def apply_calibration(cal: Calibration, eff: Efficiency, catalog: Catalog, produ
     notes: dict[str, str] = {}
 
     def best(precision: str) -> float | None:
-        rates = [float(g["tflops"]) * 1e12 for g in cal.gemm if g["precision"] == precision]
+        rates = [to_si(g["tflops"], Unit.TFLOPS) for g in cal.gemm if g["precision"] == precision]
         return max(rates) if rates else None
 
     generation = catalog.chip_of(product).sm.tensor_core_generation
@@ -162,8 +164,9 @@ def apply_calibration(cal: Calibration, eff: Efficiency, catalog: Catalog, produ
             gens = list(eff.gemm_by_generation)
             gens[generation - 1] = min(1.0, rate / peak)
             changes["gemm_by_generation"] = gens
-            notes["gemm_by_generation"] = (f"measured {precision} GEMM {rate / 1e12:.0f} "
-                                           f"TFLOP/s of {peak / 1e12:.0f} peak")
+            notes["gemm_by_generation"] = (
+                f"measured {precision} GEMM {from_si(rate, Unit.TFLOPS):.0f} "
+                f"TFLOP/s of {from_si(peak, Unit.TFLOPS):.0f} peak")
             sizes = [g for g in cal.gemm if g["precision"] == precision and "k" in g]
             if len({g["k"] for g in sizes}) >= 2:
                 base, half = _fit_curve(sizes, product, generation, eff)
@@ -174,15 +177,16 @@ def apply_calibration(cal: Calibration, eff: Efficiency, catalog: Catalog, produ
             fp8, fp8_peak = best("fp8"), product.peak(PeakKey.TENSOR_FP8)
             if fp8 and fp8_peak:
                 changes["gemm_fp8"] = min(1.5, (fp8 / fp8_peak) / (rate / peak))
-                notes["gemm_fp8"] = f"measured FP8 GEMM {fp8 / 1e12:.0f} TFLOP/s"
-    copies = [float(b["gb_s"]) * 1e9 for b in cal.bandwidth if b["kind"] == "device_copy"]
+                notes["gemm_fp8"] = f"measured FP8 GEMM {from_si(fp8, Unit.TFLOPS):.0f} TFLOP/s"
+    copies = [to_si(b["gb_s"], Unit.GB_S) for b in cal.bandwidth if b["kind"] == "device_copy"]
     if copies:
         changes["memory"] = min(1.0, max(copies) / product.memory_bandwidth_bytes_s)
-        notes["memory"] = f"measured device copy {max(copies) / 1e9:.0f} GB/s"
-    reduces = [float(c["busbw_gb_s"]) * 1e9 for c in cal.collectives
+        notes["memory"] = f"measured device copy {from_si(max(copies), Unit.GB_S):.0f} GB/s"
+    reduces = [to_si(c["busbw_gb_s"], Unit.GB_S) for c in cal.collectives
                if c["op"] == "all_reduce"]
     if reduces and link_bytes_s:
         key = "pcie_bus" if link_fabric == "pcie" else "nvlink_bus"
         changes[key] = min(1.0, max(reduces) / link_bytes_s)
-        notes[key] = f"measured all-reduce bus bandwidth {max(reduces) / 1e9:.0f} GB/s"
+        notes[key] = ("measured all-reduce bus bandwidth "
+                      f"{from_si(max(reduces), Unit.GB_S):.0f} GB/s")
     return eff.with_overrides(changes), notes

@@ -17,6 +17,7 @@ from gpuarch.catalog.lookup import PRODUCT_NOISE, tokens
 from gpuarch.catalog.model import Product
 from gpuarch.errors import AmbiguousNameError, UnknownNameError
 from gpuarch.probe.readings import GpuReading
+from gpuarch.units import Unit, from_si
 
 __all__ = ["match_product"]
 
@@ -72,4 +73,4 @@ def match_product(catalog: Catalog, gpu: GpuReading) -> tuple[Product | None, st
 
 
 def _gib(x: float | None) -> str:
-    return "?" if x is None else f"{x / 2**30:.1f}"
+    return "?" if x is None else f"{from_si(x, Unit.GIB):.1f}"

@@ -7,6 +7,7 @@ from typing import Any
 from gpuarch.estimate.inference import InferenceEstimate
 from gpuarch.estimate.training import TrainingEstimate
 from gpuarch.report.text import fmt, table
+from gpuarch.units import Unit, from_si
 from gpuarch.validation.inference import InferenceSummary
 from gpuarch.validation.training import ValidationSummary
 
@@ -45,16 +46,15 @@ def render_training(e: TrainingEstimate) -> str:
         + _other_detail(e.assumptions.get("other_breakdown_s", {})),
         f"  throughput    {fmt(e.tokens_per_s)} tokens/s, {fmt(e.tokens_per_s_per_gpu)} per GPU",
         f"  utilisation   MFU {_pct(e.mfu)}, HFU {_pct(e.hfu)} of "
-        f"{fmt(e.matmul_peak_flops / 1e12)} TFLOPS ({fmt(e.model_tflops_per_gpu)} model "
-        "TFLOP/s per GPU)",
+        f"{fmt(from_si(e.matmul_peak_flops, Unit.TFLOPS))} TFLOPS "
+        f"({fmt(e.model_tflops_per_gpu)} model TFLOP/s per GPU)",
         "",
-        f"  memory/GPU    {fmt(e.memory.total / 2**30)} GiB of "
-        f"{fmt(e.gpu_memory_bytes / 2**30)} GiB: "
+        f"  memory/GPU    {fmt(from_si(e.memory.total, Unit.GIB))} GiB of "
+        f"{fmt(from_si(e.gpu_memory_bytes, Unit.GIB))} GiB: "
         + ("fits" if e.fits_in_memory else "DOES NOT FIT"),
-        f"    weights {fmt(e.memory.weights / 2**30)}, gradients "
-        f"{fmt(e.memory.gradients / 2**30)}, optimizer {fmt(e.memory.optimizer / 2**30)}, "
-        f"activations {fmt(e.memory.activations / 2**30)}, other "
-        f"{fmt(e.memory.other / 2**30)} GiB",
+        f"    weights {_gib(e.memory.weights)}, gradients {_gib(e.memory.gradients)}, "
+        f"optimizer {_gib(e.memory.optimizer)}, activations {_gib(e.memory.activations)}, "
+        f"other {_gib(e.memory.other)} GiB",
         "",
         f"  bottleneck    {e.bottleneck}: {e.bottleneck_reason}",
     ]
@@ -83,19 +83,21 @@ def render_inference(e: InferenceEstimate) -> str:
         f"({a['gemm_peak_source']})" + (", weights dequantized" if a["weights_dequantized"]
                                        else ""),
         "",
-        f"  TTFT          {fmt(e.ttft_s * 1e3)} ms   (prefill: {e.bottleneck['prefill']}-bound)",
-        f"  TPOT          {fmt(e.tpot_s * 1e3)} ms   (decode: {e.bottleneck['decode']}-bound)",
+        f"  TTFT          {fmt(from_si(e.ttft_s, Unit.MS))} ms   "
+        f"(prefill: {e.bottleneck['prefill']}-bound)",
+        f"  TPOT          {fmt(from_si(e.tpot_s, Unit.MS))} ms   "
+        f"(decode: {e.bottleneck['decode']}-bound)",
         f"  request       {fmt(e.request_latency_s)} s",
         f"  throughput    {fmt(e.output_tokens_per_s)} output tokens/s, "
         f"{fmt(e.output_tokens_per_s / e.gpus)} per GPU",
         "",
-        f"  memory/GPU    {fmt(sum(mem.values()) / 2**30)} GiB of "
-        f"{fmt(e.gpu_memory_bytes / 2**30)} GiB: "
+        f"  memory/GPU    {_gib(sum(mem.values()))} GiB of "
+        f"{fmt(from_si(e.gpu_memory_bytes, Unit.GIB))} GiB: "
         + ("fits" if e.fits_in_memory else "DOES NOT FIT")
         + f"; largest batch that fits: {e.max_batch}",
-        f"    weights {fmt(mem['weights'] / 2**30)}, KV cache {fmt(mem['kv_cache'] / 2**30)} "
-        f"({fmt(a['kv_bytes_per_token_per_gpu'] / 1024)} KiB per token), activations "
-        f"{fmt(mem['activations'] / 2**30)}, reserve {fmt(mem['other'] / 2**30)} GiB",
+        f"    weights {_gib(mem['weights'])}, KV cache {_gib(mem['kv_cache'])} "
+        f"({fmt(from_si(a['kv_bytes_per_token_per_gpu'], Unit.KIB))} KiB per token), "
+        f"activations {_gib(mem['activations'])}, reserve {_gib(mem['other'])} GiB",
         "",
         f"  prefill       {e.bottleneck_reason['prefill']}",
         f"  decode        {e.bottleneck_reason['decode']}",
@@ -112,8 +114,9 @@ def render_roofline(r: dict[str, Any]) -> str:
     if r.get("precision_fallback"):
         lines.append(f"note: {r['precision_fallback']}")
     if r["ops"]:
-        rows = [[o["op"], fmt(o["flops"] / 1e9), fmt(o["bytes"] / 1e6),
-                 fmt(o["arithmetic_intensity"]), fmt(o["time_s"] * 1e6),
+        rows = [[o["op"], fmt(from_si(o["flops"], Unit.GFLOPS)),
+                 fmt(from_si(o["bytes"], Unit.MB)), fmt(o["arithmetic_intensity"]),
+                 fmt(from_si(o["time_s"], Unit.US)),
                  fmt(o["achieved_tflops"]), o["bound"], _pct(o["efficiency"])]
                 for o in r["ops"]]
         lines += ["", table(["Op", "GFLOP", "MB", "FLOP/B", "Time us", "TFLOPS", "Bound",
@@ -196,3 +199,8 @@ def _sample_split(rows: Any, noun: str) -> str:
         if errors:
             parts.append(f"{len(errors)} {noun} {label} {_pct(sum(errors) / len(errors))}")
     return "mean absolute error: " + ", ".join(parts)
+
+
+def _gib(num_bytes: float) -> str:
+    """Bytes shown in GiB."""
+    return fmt(from_si(num_bytes, Unit.GIB))

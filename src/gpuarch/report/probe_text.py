@@ -7,6 +7,7 @@ from typing import Any
 
 from gpuarch.probe.readings import ProbeReport
 from gpuarch.report.text import fmt, table
+from gpuarch.units import Unit, from_si
 
 __all__ = ["render_bench", "render_doctor", "render_probe"]
 
@@ -18,7 +19,7 @@ def _yn(x: bool | None) -> str:
 def render_probe(r: ProbeReport) -> str:
     h = r.host
     lines = [f"Host: {h.cpu or 'unknown CPU'}, {h.cores or '?'} cores, "
-             f"{fmt((h.memory_bytes or 0) / 2**30)} GiB, {h.os}, Python {h.python}"]
+             f"{fmt(from_si(h.memory_bytes or 0, Unit.GIB))} GiB, {h.os}, Python {h.python}"]
     if r.torch:
         t = r.torch
         lines.append(f"torch {t.version} ({'CUDA ' + t.cuda_build if t.cuda_build else 'CPU build'}"
@@ -33,7 +34,7 @@ def render_probe(r: ProbeReport) -> str:
                     f"x{pcie.max_width})" if pcie and pcie.generation else "-")
             rows.append([str(g.index), g.name, g.product_key or "?",
                          g.compute_capability or "-",
-                         fmt((g.memory_total_bytes or 0) / 2**30),
+                         fmt(from_si(g.memory_total_bytes or 0, Unit.GIB)),
                          f"{fmt((g.sm_clock_hz or 0) / 1e6)}/{fmt((g.sm_clock_max_hz or 0) / 1e6)}",
                          f"{fmt(g.power_limit_w)}/{fmt(g.power_default_limit_w)}",
                          fmt(g.temperature_c), _yn(g.ecc_enabled),

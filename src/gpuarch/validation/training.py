@@ -23,6 +23,7 @@ from gpuarch.estimate.memory import Recompute
 from gpuarch.estimate.training import TrainingConfig, estimate_training
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.perf.precision import Precision
+from gpuarch.units import Unit, to_si
 from gpuarch.validation.stats import ErrorSummary, summarize
 from gpuarch.workloads.flops import forward_flops_per_token
 from gpuarch.workloads.presets import preset, shape_from_mapping
@@ -140,7 +141,7 @@ def published_tokens_per_s_per_gpu(point: TrainingPoint, shape: TransformerShape
         + 3.0 * fwd.lm_head
     if point.get("tflops_per_gpu"):
         per_token = megatron_hfu if point.get("tflops_convention") == "megatron-hfu" else model
-        return point.get("tflops_per_gpu") * 1e12 / per_token, \
+        return to_si(point.get("tflops_per_gpu"), Unit.TFLOPS) / per_token, \
             f"TFLOP/s per GPU ({point.get('tflops_convention') or 'unspecified'})"
     if point.get("mfu"):
         return point.get("mfu") * peak / model, "MFU"
