@@ -607,7 +607,8 @@ def estimate_training(
                           float(core.other))
     fits = memory.total <= product.memory_bytes
 
-    bottleneck, reason = _bottleneck(breakdown, float(core.host_overhead), step, cfg, mfu)
+    bottleneck, reason = _bottleneck(breakdown, float(core.optimizer),
+                                     float(core.host_overhead), step, cfg, mfu)
     per_param = bytes_per_param(cfg.precision)
     assumptions: dict[str, Any] = {
         "matmul_peak_tflops": from_si(peak, Unit.TFLOPS),
@@ -680,11 +681,11 @@ def estimate_training(
     )
 
 
-def _bottleneck(b: TimeBreakdown, host: float, step: float, cfg: TrainingConfig,
-                mfu: float) -> tuple[str, str]:
+def _bottleneck(b: TimeBreakdown, optimizer: float, host: float, step: float,
+                cfg: TrainingConfig, mfu: float) -> tuple[str, str]:
     parts = {"compute": b.compute, "communication": b.exposed_communication,
              "pipeline_bubble": b.pipeline_bubble, "host_overhead": host,
-             "optimizer": b.other - host}
+             "optimizer": optimizer}
     name = max(parts, key=lambda k: parts[k])
     share = parts[name] / step
     if name == "compute":

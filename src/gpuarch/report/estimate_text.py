@@ -140,14 +140,7 @@ def render_validation(s: ValidationSummary) -> str:
              f"{_pct(s.share_within)} of points within 20%",
              "by GPU:    " + ", ".join(f"{k} {_pct(v)}" for k, v in s.by("gpu").items()),
              "by source: " + ", ".join(f"{k} {_pct(v)}" for k, v in s.by("source").items())]
-    if any(r.out_of_sample for r in s.rows):
-        lines.append(_sample_split(s.rows, "points"))
-        lines.append("* out of sample: added after the parameters it tests were fitted "
-                     "(scripts/fit_training_efficiency.py leaves it out)")
-    if s.skipped:
-        lines += ["", f"{len(s.skipped)} points not modelled:"]
-        lines += [f"  {i}: {why}" for i, why in s.skipped]
-    return "\n".join(lines)
+    return "\n".join(lines + _validation_footer(s, "points", "training"))
 
 
 def render_inference_validation(s: InferenceSummary) -> str:
@@ -163,14 +156,7 @@ def render_inference_validation(s: InferenceSummary) -> str:
              f"{_pct(s.share_within)} within 35%",
              "by figure: " + ", ".join(f"{k} {_pct(v)}" for k, v in s.by("metric").items()),
              "by GPU:    " + ", ".join(f"{k} {_pct(v)}" for k, v in s.by("gpu").items())]
-    if any(r.out_of_sample for r in s.rows):
-        lines.append(_sample_split(s.rows, "figures"))
-        lines.append("* out of sample: added after the parameters it tests were fitted "
-                     "(scripts/fit_inference_efficiency.py leaves it out)")
-    if s.skipped:
-        lines += ["", f"{len(s.skipped)} points not modelled:"]
-        lines += [f"  {i}: {why}" for i, why in s.skipped]
-    return "\n".join(lines)
+    return "\n".join(lines + _validation_footer(s, "figures", "inference"))
 
 
 def _other_detail(parts: dict[str, float]) -> str:
@@ -189,6 +175,20 @@ def _expert_split(par: dict[str, Any]) -> str:
         return (f" with data-parallel attention; experts split over EP{par['ep']} "
                 "(each replica's tokens reach every GPU's experts)")
     return f"; experts split over {par['expert_split_gpus']} GPUs (EP{par['ep']} within TP)"
+
+
+def _validation_footer(s: Any, noun: str, fit: str) -> list[str]:
+    """The lines under a validation table: the in-sample and out-of-sample errors apart
+    (when some rows are out of sample) and the points that could not be modelled."""
+    lines = []
+    if any(r.out_of_sample for r in s.rows):
+        lines += [_sample_split(s.rows, noun),
+                  "* out of sample: added after the parameters it tests were fitted "
+                  f"(scripts/fit_{fit}_efficiency.py leaves it out)"]
+    if s.skipped:
+        lines += ["", f"{len(s.skipped)} points not modelled:"]
+        lines += [f"  {i}: {why}" for i, why in s.skipped]
+    return lines
 
 
 def _sample_split(rows: Any, noun: str) -> str:
