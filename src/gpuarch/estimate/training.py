@@ -29,7 +29,15 @@ from gpuarch.catalog.model import Product, System, spec
 from gpuarch.errors import GpuarchError
 from gpuarch.estimate.energy import NODE_OVERHEAD, PUE, energy_kwh
 from gpuarch.estimate.memory import Recompute, activation_bytes_per_layer, bytes_per_param
-from gpuarch.perf.collectives import Collective, Group, Link, Num, collective_time, link_for
+from gpuarch.perf.collectives import (
+    Collective,
+    Group,
+    Link,
+    Num,
+    collective_time,
+    link_for,
+    nccl_protocols,
+)
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.perf.precision import Precision
 from gpuarch.perf.roofline import Attention, Device, Elementwise, Gemm, Op, op_time
@@ -244,6 +252,12 @@ class _Pass:
         return self.compute + self.comm + self.overhead
 
 
+
+def _nccl(kind: Collective, size_bytes: Num, group: Group, eff: Efficiency) -> Num:
+    """A training collective's time: NCCL's latency model (base, per-hop latency by fabric,
+    fastest protocol), which training frameworks run their collectives on."""
+    return collective_time(kind, size_bytes, group, eff, nccl_protocols())
+
 def _group(size: Num, inner: Num, cfg: TrainingConfig, intra: Link, inter: Link | None
            ) -> Group:
     """A communicator of ``size`` ranks whose neighbours are ``inner`` ranks apart."""
@@ -368,15 +382,15 @@ def _one_layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device,
     # two all-reduces per layer (attention, MLP); with sequence parallelism an all-gather
     # plus a reduce-scatter each, which move the same bytes (nothing when TP = 1)
     tp_share = eff.tp_comm_exposed if cfg.tp_comm_overlap else 1.0
-    exposed = tp_share * 2 * collective_time(Collective.ALL_REDUCE, activation, tp_group, eff)
+    exposed = tp_share * 2 * _nccl(Collective.ALL_REDUCE, activation, tp_group, eff)
     core_kv, core_dim = attention_core_dims(s)
     kv_bytes = 2 * cfg.micro_batch * cfg.seq_len * np.maximum(1, core_kv // cfg.tp) \
         * core_dim * element
-    exposed = exposed + eff.cp_comm_exposed * collective_time(
+    exposed = exposed + eff.cp_comm_exposed * _nccl(
         Collective.ALL_GATHER, kv_bytes, cp_group, eff)
     if moe:
         dispatched = tokens * s.experts_per_token * s.hidden * element / cfg.tp
-        exposed = exposed + eff.ep_comm_exposed * 2 * collective_time(
+        exposed = exposed + eff.ep_comm_exposed * 2 * _nccl(
             Collective.ALL_TO_ALL, dispatched, ep_group, eff)
     fixed = eff.layer_overhead_s + (eff.moe_layer_overhead_s if moe else 0.0)
     forward = _Pass(fwd, exposed, fixed)
@@ -397,13 +411,13 @@ def _dp_traffic(params: Num, group: Group, cfg: TrainingConfig, m: Num, eff: Eff
     grad_bytes = params * per_param.gradients
     weight_bytes = params * per_param.weights
     if cfg.zero == 0:
-        return collective_time(Collective.ALL_REDUCE, grad_bytes, group, eff)
+        return _nccl(Collective.ALL_REDUCE, grad_bytes, group, eff)
     if cfg.zero in (1, 2):
-        return (collective_time(Collective.REDUCE_SCATTER, grad_bytes, group, eff)
-                + collective_time(Collective.ALL_GATHER, weight_bytes, group, eff))
+        return (_nccl(Collective.REDUCE_SCATTER, grad_bytes, group, eff)
+                + _nccl(Collective.ALL_GATHER, weight_bytes, group, eff))
     # ZeRO-3: parameters gathered for forward and backward of every micro-batch
-    return (m * 2 * collective_time(Collective.ALL_GATHER, weight_bytes, group, eff)
-            + m * collective_time(Collective.REDUCE_SCATTER, grad_bytes, group, eff))
+    return (m * 2 * _nccl(Collective.ALL_GATHER, weight_bytes, group, eff)
+            + m * _nccl(Collective.REDUCE_SCATTER, grad_bytes, group, eff))
 
 
 @dataclass(frozen=True)
@@ -469,7 +483,7 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     act = 1.0 * tokens_mb * shape.hidden * cfg.precision.activation_bytes
     if cfg.sequence_parallel:
         act = act / cfg.tp
-    p2p = (2 * collective_time(Collective.P2P, act, pp_group, eff) * cfg.vpp
+    p2p = (2 * _nccl(Collective.P2P, act, pp_group, eff) * cfg.vpp
            * eff.pp_comm_exposed)
     stage = stage + _Pass(0.0, np.where(cfg.pp > 1, p2p, 0.0))
 

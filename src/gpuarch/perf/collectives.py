@@ -4,13 +4,22 @@ all-to-all and point-to-point, inside a node (NVLink/NVSwitch or PCIe) and acros
 
 Bandwidth-term conventions follow NCCL's bus-bandwidth model (nccl-tests PERFORMANCE.md):
 an n-rank ring all-reduce moves 2(n-1)/n of the buffer through each rank's link, reduce-
-scatter and all-gather (n-1)/n, all-to-all (n-1)/n. Each ring step adds a latency term.
+scatter and all-gather (n-1)/n, all-to-all (n-1)/n. Each ring step adds a latency term:
+either one fitted per-step latency (``Efficiency.collective_latency_s``, what serving
+engines' all-reduces are fitted with) or NCCL's own model (``NCCL_PROTOCOLS``, from
+``data/nccl.toml``): a base latency per collective, a per-hop latency by fabric, and the
+fastest of its LL, LL128 and Simple protocols, which trade bandwidth for latency.
 """
 
 from __future__ import annotations
 
+import math
+import tomllib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
+from functools import cache
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -19,8 +28,8 @@ from gpuarch.catalog.model import Product, System
 from gpuarch.errors import GpuarchError
 from gpuarch.perf.efficiency import Efficiency
 
-__all__ = ["Collective", "Fabric", "Group", "Link", "Num", "collective_time", "link_for",
-           "scalar"]
+__all__ = ["Collective", "Fabric", "Group", "Link", "Num", "Protocol", "collective_time",
+           "link_for", "nccl_protocols", "scalar"]
 
 Num = Any
 """A float, or a NumPy array of floats: the formulas here serve one estimate and, over
@@ -39,25 +48,45 @@ class Collective(Enum):
     def traffic_factor(self, n: Num) -> Num:
         """Bytes through each rank's link per byte of buffer, for ``n`` ranks (an int or an
         array of them)."""
-        n = np.asarray(n, dtype=np.float64)
+        n = _float(n)
         if self is Collective.ALL_REDUCE:
             f = 2.0 * (n - 1) / n
         elif self is Collective.P2P:
-            f = np.ones_like(n)
+            f = 1.0 + 0.0 * n
         else:
             f = (n - 1) / n
-        return np.where(n <= 1, 0.0, f)
+        return _where(n <= 1, 0.0, f)
 
     def steps(self, n: Num) -> Num:
         """Latency-bound steps of a ring implementation."""
-        n = np.asarray(n, dtype=np.float64)
+        n = _float(n)
         if self is Collective.ALL_REDUCE:
             s = 2 * (n - 1)
         elif self is Collective.P2P:
-            s = np.ones_like(n)
+            s = 1.0 + 0.0 * n
         else:
             s = n - 1
-        return np.where(n <= 1, 0.0, s)
+        return _where(n <= 1, 0.0, s)
+
+
+def _float(x: Num) -> Num:
+    """``x`` as a float, or as a float array if it is an array (scalars stay Python floats:
+    one estimate should not pay NumPy's per-call overhead)."""
+    return np.asarray(x, dtype=np.float64) if isinstance(x, np.ndarray) else float(x)
+
+
+def _minimum(a: Num, b: Num) -> Num:
+    """``np.minimum`` that keeps scalars scalar."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return np.minimum(a, b)
+    return min(a, b)
+
+
+def _where(cond: Num, a: Num, b: Num) -> Num:
+    """``np.where`` that keeps scalars scalar."""
+    if isinstance(cond, np.ndarray):
+        return np.where(cond, a, b)
+    return a if cond else b
 
 
 class Fabric(Enum):
@@ -92,7 +121,10 @@ class Group:
 
     @property
     def nodes(self) -> Num:
-        return np.ceil(np.asarray(self.size) / self.per_node)
+        size = _float(self.size)
+        if isinstance(size, np.ndarray) or isinstance(self.per_node, np.ndarray):
+            return np.ceil(size / self.per_node)
+        return float(math.ceil(size / self.per_node))
 
 
 def link_for(product: Product, system: System | None, pcie_x16_bytes_s: float | None
@@ -113,27 +145,78 @@ def link_for(product: Product, system: System | None, pcie_x16_bytes_s: float | 
                        "give --system")
 
 
+@dataclass(frozen=True)
+class Protocol:
+    """One NCCL protocol's latency and bandwidth terms (seconds; bandwidth as a factor)."""
+
+    name: str
+    base_latency_s: float
+    bandwidth_factor: float
+    hop_latency_s: dict[Fabric, float]
+
+
+NCCL_FILE = Path(__file__).with_name("data") / "nccl.toml"
+
+
+@cache
+def nccl_protocols(path: Path = NCCL_FILE) -> tuple[Protocol, ...]:
+    """NCCL's ring protocols with their latencies (``data/nccl.toml``, which cites them)."""
+    with path.open("rb") as fh:
+        raw = tomllib.load(fh)
+    return tuple(
+        Protocol(p["name"], p["base_latency_us"] * 1e-6, p["bandwidth_factor"],
+                 {Fabric(k): v * 1e-6 for k, v in p["hop_latency_us"].items()})
+        for p in raw["protocol"])
+
+
 def scalar(x: Num) -> Num:
     """A 0-d result back as a float (arrays pass through)."""
     arr = np.asarray(x)
     return float(arr) if arr.ndim == 0 else arr
 
 
-def collective_time(kind: Collective, size_bytes: Num, group: Group, eff: Efficiency
-                    ) -> Num:
+def collective_time(kind: Collective, size_bytes: Num, group: Group, eff: Efficiency,
+                    protocols: Sequence[Protocol] | None = None) -> Num:
     """Seconds for one collective of a ``size_bytes`` buffer over ``group``.
 
     A group inside one node uses the intra-node link. A group spanning nodes runs
     hierarchically: reduce-scatter inside the node, the collective across nodes on
     1/per_node of the buffer (each GPU with its own NIC), all-gather inside the node.
     Sizes and group sizes may be arrays (one formula for the estimate and the advisor).
+
+    Latency: with ``protocols`` (NCCL's, see ``nccl_protocols``) each protocol is costed
+    with its base latency, per-hop latency by fabric and bandwidth share, and the fastest
+    wins, as NCCL's tuner picks; without, every step costs ``eff.collective_latency_s``.
     """
-    n = np.asarray(group.size, dtype=np.float64)
-    size = np.asarray(size_bytes, dtype=np.float64)
-    lat = eff.collective_latency_s
+    n = _float(group.size)
+    size = _float(size_bytes)
+    transfer, intra_steps, net_steps = _terms(kind, size, group, eff)
+    if protocols is None:
+        t = transfer + (intra_steps + net_steps) * eff.collective_latency_s
+    else:
+        intra = group.intra.fabric
+        t = None
+        for p in protocols:
+            tp = (p.base_latency_s + intra_steps * p.hop_latency_s[intra]
+                  + net_steps * p.hop_latency_s[Fabric.NETWORK]
+                  + transfer / p.bandwidth_factor)
+            t = tp if t is None else _minimum(t, tp)
+    if isinstance(n, np.ndarray) or isinstance(size, np.ndarray):
+        return scalar(np.where((n <= 1) | (size <= 0), 0.0, t))
+    return 0.0 if n <= 1 or size <= 0 else float(t)
+
+
+def _terms(kind: Collective, size_bytes: Num, group: Group, eff: Efficiency
+           ) -> tuple[Num, Num, Num]:
+    """(seconds of transfer at the full bus bandwidth, ring steps inside a node, ring steps
+    that cross the network) of one collective."""
+    n = _float(group.size)
+    size = _float(size_bytes)
     intra_bw = group.intra.effective(eff)
-    nodes = np.asarray(group.nodes, dtype=np.float64)
-    result = kind.traffic_factor(n) * size / intra_bw + kind.steps(n) * lat
+    nodes = _float(group.nodes)
+    transfer = kind.traffic_factor(n) * size / intra_bw
+    intra_steps = kind.steps(n)
+    net_steps = 0.0 * intra_steps
     spans = (nodes > 1) & (n > 1)
     if np.any(spans):
         if group.inter is None:
@@ -141,20 +224,22 @@ def collective_time(kind: Collective, size_bytes: Num, group: Group, eff: Effici
                                "inter-node network in the catalog; give --system with a "
                                "network")
         inter_bw = group.inter.effective(eff)
-        g = np.asarray(group.per_node, dtype=np.float64)
+        g = _float(group.per_node)
         if kind is Collective.P2P:
-            cross = size / inter_bw + lat + 0 * n
+            x_transfer, x_intra, x_net = size / inter_bw + 0 * n, 0 * n, 1 + 0 * n
         elif kind is Collective.ALL_TO_ALL:
             # the share of the buffer for ranks in other nodes crosses the network
-            cross = ((n - g) / n * size / inter_bw + (g - 1) / n * size / intra_bw
-                     + (n - 1) * lat)
+            x_transfer = (n - g) / n * size / inter_bw + (g - 1) / n * size / intra_bw
+            x_intra, x_net = g - 1 + 0 * n, n - g
         else:
             inner_kind = (Collective.REDUCE_SCATTER if kind is not Collective.ALL_GATHER
                           else Collective.ALL_GATHER)
-            inner = inner_kind.traffic_factor(g) * size / intra_bw + inner_kind.steps(g) * lat
-            if kind is Collective.ALL_REDUCE:
-                inner = inner * 2  # reduce-scatter before, all-gather after
-            cross = inner + kind.traffic_factor(nodes) * (size / g) / inter_bw \
-                + kind.steps(nodes) * lat
-        result = np.where(spans, cross, result)
-    return scalar(np.where((n <= 1) | (size <= 0), 0.0, result))
+            phases = 2 if kind is Collective.ALL_REDUCE else 1  # RS before, AG after
+            x_transfer = (phases * inner_kind.traffic_factor(g) * size / intra_bw
+                          + kind.traffic_factor(nodes) * (size / g) / inter_bw)
+            x_intra = phases * inner_kind.steps(g) + 0 * n
+            x_net = kind.steps(nodes)
+        transfer = _where(spans, x_transfer, transfer)
+        intra_steps = _where(spans, x_intra, intra_steps)
+        net_steps = _where(spans, x_net, net_steps)
+    return transfer, intra_steps, net_steps

@@ -85,7 +85,10 @@ class Efficiency:
     """The same over InfiniBand/RoCE between nodes, per GPU NIC. Assumed."""
 
     collective_latency_s: float = 10e-6
-    """Latency per ring step of a collective (NCCL launch and synchronisation). Assumed."""
+    """Latency per ring step of a serving engine's collectives (tensor-parallel all-reduce
+    in decode and prefill, expert all-to-all, pipeline sends). Assumed, and confirmed by the
+    inference fit (which, freed, settles at 8 us). Training collectives use NCCL's own
+    latency model instead (perf/data/nccl.toml), whose per-step latencies are smaller."""
 
     tp_comm_exposed: float = 0.0
     """Fraction of tensor-parallel communication not hidden behind compute when TP

@@ -1,0 +1,93 @@
+"""Collective times: NCCL's protocol latency model (training) against hand-computed values
+from the constants it cites, and invariants over buffer sizes and group shapes."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpuarch.perf.collectives import (
+    Collective,
+    Fabric,
+    Group,
+    Link,
+    collective_time,
+    nccl_protocols,
+)
+from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY as EFF
+
+NVLINK = Link(Fabric.NVLINK, 450e9)  # H100 SXM: 900 GB/s total, 450 per direction
+NET = Link(Fabric.NETWORK, 50e9)  # 400 Gb/s per GPU
+NODE8 = Group(8, 8, NVLINK, NET)
+US = 1e-6
+
+
+def test_protocol_table_is_nccls_ring_rows() -> None:
+    """NCCL src/graph/tuning.cc, ring rows of baseLat and hwLat (us); LL moves half the
+    bandwidth, LL128 0.92 of it."""
+    by_name = {p.name: p for p in nccl_protocols()}
+    assert set(by_name) == {"LL", "LL128", "Simple"}
+    assert by_name["LL"].base_latency_s == pytest.approx(6.6 * US)
+    assert by_name["Simple"].hop_latency_s[Fabric.NETWORK] == pytest.approx(14.0 * US)
+    assert by_name["LL128"].hop_latency_s[Fabric.NVLINK] == pytest.approx(1.9 * US)
+    assert by_name["LL"].bandwidth_factor == 0.5
+
+
+def test_tiny_all_reduce_in_a_node_is_ll_latency() -> None:
+    """8 ranks, 1 KiB: LL wins; 6.6 us base + 14 steps x 0.6 us, plus 2 x 7/8 KiB at half
+    of 0.8 x 450 GB/s."""
+    size = 1024.0
+    expected = 6.6 * US + 14 * 0.6 * US + 2 * 7 / 8 * size / (0.5 * 0.8 * 450e9)
+    got = collective_time(Collective.ALL_REDUCE, size, NODE8, EFF, nccl_protocols())
+    assert got == pytest.approx(expected, rel=1e-9)
+
+
+def test_large_all_reduce_in_a_node_is_simple_bandwidth() -> None:
+    """1 GiB: Simple wins; 8.4 us + 14 x 3.4 us + the ring's bytes at the full bus rate."""
+    size = 2.0**30
+    expected = 8.4 * US + 14 * 3.4 * US + 2 * 7 / 8 * size / (0.8 * 450e9)
+    got = collective_time(Collective.ALL_REDUCE, size, NODE8, EFF, nccl_protocols())
+    assert got == pytest.approx(expected, rel=1e-9)
+
+
+def test_steps_across_nodes_pay_the_network_hop() -> None:
+    """A 16-rank all-reduce over two nodes of 8, tiny buffer (LL): intra-node reduce-scatter
+    and all-gather (7 steps each at 0.6 us), 2 network steps at 2.7 us, one 6.6 us base."""
+    group = Group(16, 8, NVLINK, NET)
+    size = 64.0
+    intra = 2 * (7 / 8 * size / (0.5 * 0.8 * 450e9) + 7 * 0.6 * US)
+    cross = 2 * (1 / 2) * (size / 8) / (0.5 * 0.85 * 50e9) + 2 * 2.7 * US
+    got = collective_time(Collective.ALL_REDUCE, size, group, EFF, nccl_protocols())
+    assert got == pytest.approx(6.6 * US + intra + cross, rel=1e-9)
+
+
+def test_without_protocols_every_step_costs_the_fitted_latency() -> None:
+    size = 1024.0
+    got = collective_time(Collective.ALL_REDUCE, size, NODE8, EFF)
+    expected = 14 * EFF.collective_latency_s + 2 * 7 / 8 * size / (0.8 * 450e9)
+    assert got == pytest.approx(expected, rel=1e-9)
+
+
+kinds = st.sampled_from([Collective.ALL_REDUCE, Collective.REDUCE_SCATTER,
+                         Collective.ALL_GATHER, Collective.ALL_TO_ALL, Collective.P2P])
+
+
+@settings(max_examples=60, deadline=None)
+@given(kind=kinds, size=st.floats(1.0, 2.0**32), ranks=st.sampled_from([2, 4, 8, 16, 64]),
+       factor=st.floats(1.0, 100.0))
+def test_nccl_time_is_the_fastest_protocol_and_grows_with_size(
+        kind: Collective, size: float, ranks: int, factor: float) -> None:
+    group = Group(ranks, 8, NVLINK, NET)
+    protocols = nccl_protocols()
+    best = collective_time(kind, size, group, EFF, protocols)
+    each = [collective_time(kind, size, group, EFF, [p]) for p in protocols]
+    assert best == pytest.approx(min(each), rel=1e-12)
+    assert collective_time(kind, size * factor, group, EFF, protocols) >= best
+    assert best > 0
+
+
+def test_one_rank_or_empty_buffer_costs_nothing() -> None:
+    alone = Group(1, 8, NVLINK, NET)
+    assert collective_time(Collective.ALL_REDUCE, 1e6, alone, EFF, nccl_protocols()) == 0.0
+    assert collective_time(Collective.ALL_REDUCE, 0.0, NODE8, EFF, nccl_protocols()) == 0.0
