@@ -1,7 +1,12 @@
-"""The fitting both fit_*_efficiency scripts share: an even/odd split of the points by id
-(points marked out_of_sample stay out of both halves), a coordinate search over named moves
-or a grid over a few parameters minimising the mean absolute log error on the fit half, and
-the error on every group, so the held-out and out-of-sample errors are the ones to quote."""
+"""The fitting both fit_*_efficiency scripts share: two-fold cross-validation over an
+even/odd split of the points by id (points marked out_of_sample stay out of both folds), a
+coordinate search over named moves or a grid over a few parameters minimising the mean
+absolute log error, and the error on every group.
+
+The parameters shipped are fitted on both folds together. The error to quote for points the
+parameters were not fitted on is the cross-validated one: each fold predicted by the
+parameters fitted on the other fold alone (every search starts from the same defaults), and
+the out-of-sample points, which no fit sees."""
 
 from __future__ import annotations
 
@@ -23,48 +28,60 @@ def log_loss(summary: ErrorSummary) -> float:
 
 
 def split(points: Sequence[Any]) -> tuple[list[Any], list[Any], list[Any]]:
-    """(fit half, held-out half, out of sample): points marked ``out_of_sample`` in the data
-    (added after the parameters they test were fitted) are in neither half; the rest, sorted
-    by id, alternate."""
+    """(fold A, fold B, out of sample): points marked ``out_of_sample`` in the data (added
+    after the parameters they test were fitted) are in neither fold; the rest, sorted by id,
+    alternate."""
     ordered = sorted(points, key=lambda p: p.id)
     later = [p for p in ordered if p.get("out_of_sample", False)]
     rest = [p for p in ordered if not p.get("out_of_sample", False)]
     return rest[0::2], rest[1::2], later
 
 
-def report(eff: Efficiency, points: Sequence[Any], validate: Validate, bound_label: str
-           ) -> None:
-    """The error on the fit half, the held-out half, the out-of-sample points and all."""
-    fit, held, later = split(points)
-    for label, subset in (("fit", fit), ("held out", held), ("out of sample", later),
-                          ("all", list(points))):
-        if not subset:
-            continue
-        s = validate(eff, subset)
-        print(f"{label:13} n={len(s.rows):3}  mean |error| = {s.mean_abs_error:6.1%}  "
-              f"median = {s.median_abs_error:6.1%}  max = {s.max_abs_error:6.1%}  "
-              f"{bound_label}: {s.share_within:6.1%}")
+def _line(label: str, s: ErrorSummary, bound_label: str) -> None:
+    print(f"{label:15} n={len(s.rows):3}  mean |error| = {s.mean_abs_error:6.1%}  "
+          f"median = {s.median_abs_error:6.1%}  max = {s.max_abs_error:6.1%}  "
+          f"{bound_label}: {s.share_within:6.1%}")
+
+
+Fitter = Callable[[Efficiency, Sequence[Any]], Efficiency]
+
+
+def cross_validate(fitter: Fitter, eff: Efficiency, points: Sequence[Any],
+                   validate: Validate, bound_label: str) -> Efficiency:
+    """Fit each fold alone and both together (each search from ``eff``); print the error of
+    the joint fit on the points it was fitted on, the cross-validated error (each fold
+    predicted by the other fold's fit), the out-of-sample error and the error on all points;
+    return the joint fit."""
+    fold_a, fold_b, later = split(points)
+    fit_a, fit_b = fitter(eff, fold_a), fitter(eff, fold_b)
+    joint = fitter(eff, fold_a + fold_b)
+    crossed = validate(fit_b, fold_a).rows + validate(fit_a, fold_b).rows
+    bound = validate(joint, fold_a + fold_b).bound
+    _line("fitted (both)", validate(joint, fold_a + fold_b), bound_label)
+    _line("cross-validated", ErrorSummary(tuple(crossed), (), bound), bound_label)
+    if later:
+        _line("out of sample", validate(joint, later), bound_label)
+    _line("all", validate(joint, list(points)), bound_label)
+    return joint
 
 
 def grid_fit(eff: Efficiency, points: Sequence[Any], validate: Validate,
-             grid: dict[str, list[float]], bound_label: str) -> Efficiency:
-    """Try every combination of the listed values on the fit half and keep the best (for a
-    few correlated parameters, where a coordinate search stops in a local minimum)."""
-    fit = split(points)[0]
-    best, best_loss = eff, log_loss(validate(eff, fit))
+             grid: dict[str, list[float]]) -> Efficiency:
+    """Try every combination of the listed values on ``points`` and keep the best (for a few
+    correlated parameters, where a coordinate search stops in a local minimum)."""
+    best, best_loss = eff, log_loss(validate(eff, points))
     for values in itertools.product(*grid.values()):
         trial = eff.with_overrides(dict(zip(grid, values, strict=True)))
-        trial_loss = log_loss(validate(trial, fit))
+        trial_loss = log_loss(validate(trial, points))
         if trial_loss < best_loss - 1e-9:
             best, best_loss = trial, trial_loss
-    report(best, points, validate, bound_label)
     return best
 
 
 def coordinate_fit(eff: Efficiency, points: Sequence[Any], validate: Validate,
-                   moves: Sequence[Move], rounds: int, bound_label: str) -> Efficiency:
-    """Fit on the even half, print the error on the fit half, the held-out half and all."""
-    fit = split(points)[0]
+                   moves: Sequence[Move], rounds: int) -> Efficiency:
+    """A coordinate search over ``moves`` minimising the log loss on ``points``."""
+    fit = list(points)
     best = log_loss(validate(eff, fit))
     step = 0.25
     for _ in range(rounds):
@@ -78,7 +95,6 @@ def coordinate_fit(eff: Efficiency, points: Sequence[Any], validate: Validate,
                     else:
                         break
         step /= 2
-    report(eff, points, validate, bound_label)
     return eff
 
 

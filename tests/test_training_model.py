@@ -14,6 +14,7 @@ from gpuarch.catalog import load_catalog
 from gpuarch.errors import GpuarchError
 from gpuarch.estimate import Recompute, TrainingConfig, estimate_training
 from gpuarch.perf import Precision
+from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY
 from gpuarch.validation import load_training_points, validate_training
 from gpuarch.workloads import preset
 
@@ -305,7 +306,8 @@ def test_host_time_is_reported_apart_from_compute() -> None:
     parts = e.assumptions["other_breakdown_s"]
     assert e.time_breakdown.other == pytest.approx(parts["optimizer"] + parts["host_overhead"])
     layers, micro = qwen.layers, 512 // 8
-    assert parts["host_overhead"] == pytest.approx(2 * 2.0e-3 * layers * micro)
+    overhead = DEFAULT_EFFICIENCY.moe_layer_overhead_s
+    assert parts["host_overhead"] == pytest.approx(2 * overhead * layers * micro)
     assert e.bottleneck == "host_overhead" and "CUDA-graphed" in e.bottleneck_reason
     dense = _est(shape=LLAMA_8B, tp=1, pp=1)
     assert dense.assumptions["other_breakdown_s"]["host_overhead"] == 0

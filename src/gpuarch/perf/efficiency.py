@@ -1,10 +1,11 @@
 """Achievable fractions of datasheet peaks: few, named, documented, overridable.
 
 Peaks live in the catalog; these fractions say how much of a peak real kernels reach. The
-defaults marked "fitted" were fitted with ``scripts/fit_training_efficiency.py`` to half of
-the published training measurements in ``validation/data/training.toml`` (the other half held
-out; docs/performance-model.md gives the errors on both). A calibration file measured by the
-probe replaces them. Every estimate lists the values it used.
+defaults marked "fitted" were fitted with ``scripts/fit_training_efficiency.py`` to the
+published training measurements in ``validation/data/training.toml`` (and the serving ones
+with ``scripts/fit_inference_efficiency.py``); docs/performance-model.md gives their error
+on the points they were fitted on and the two-fold cross-validated error. A calibration file
+measured by the probe replaces them. Every estimate lists the values it used.
 """
 
 from __future__ import annotations
@@ -25,16 +26,16 @@ class Efficiency:
     """Fraction of the dense peak that large, well-shaped GEMMs sustain on CUDA cores (and
     on Tensor Core generations without an entry in ``gemm_by_generation``). Assumed."""
 
-    gemm_by_generation: tuple[float, ...] = (0.76, 0.70, 0.80, 0.77, 0.675)
+    gemm_by_generation: tuple[float, ...] = (0.83, 0.70, 0.80, 0.76, 0.72)
     """The same per Tensor Core generation (1 = Volta ... 5 = Blackwell). Later generations
     reach a smaller fraction of a much larger peak: clocks fall under sustained Tensor load
     at the board power limit, and operand delivery limits the largest tiles. Fitted."""
 
-    gemm_fp8: float = 0.85
+    gemm_fp8: float = 0.88
     """Multiplier on the GEMM efficiency for FP8 GEMMs, which reach a smaller fraction of
     their doubled peak (scaling, narrower accumulation tiles). Fitted."""
 
-    gemm_half_dim: float = 13.5
+    gemm_half_dim: float = 210.0
     """The reduction length K at which efficiency has fallen to half: factor
     K / (K + gemm_half_dim) (short K leaves the Tensor Core pipeline poorly filled: narrow
     tensor-parallel shards). Fitted."""
@@ -48,7 +49,7 @@ class Efficiency:
     """Output tile edge used for wave quantisation (a partial last wave of tiles over the
     SMs is paid in full). Typical cuBLAS/CUTLASS tile on Ampere and Hopper."""
 
-    attention: float = 0.28
+    attention: float = 0.25
     """Fraction of the Tensor Core peak FlashAttention-style fused attention reaches in the
     forward pass (FlashAttention-2 reports 50-73% on A100). Assumed, fitted."""
 
@@ -64,12 +65,12 @@ class Efficiency:
     """Fraction of DRAM bandwidth that decode attention sustains reading the KV cache
     (paged, many short rows). Fitted on inference measurements."""
 
-    moe_gemm: float = 0.2
+    moe_gemm: float = 0.21
     """Multiplier on GEMM efficiency for the expert GEMMs of mixture-of-experts layers in
     serving engines (fused MoE kernels over many small, unevenly routed groups). Fitted on
     inference measurements."""
 
-    moe_grouped_gemm: float = 0.6
+    moe_grouped_gemm: float = 0.7
     """The same for training's grouped expert GEMMs (Megatron-Core/Transformer Engine grouped
     GEMM over evenly balanced tokens, thousands per expert). Fitted on training
     measurements."""
@@ -107,7 +108,7 @@ class Efficiency:
     """Fraction of pipeline point-to-point transfers not hidden behind compute (they are
     issued asynchronously between micro-batches). Assumed, fitted."""
 
-    dp_comm_exposed: float = 0.65
+    dp_comm_exposed: float = 0.64
     """Fraction of data-parallel gradient communication not hidden behind the backward pass
     (bucketed overlap leaves the last buckets exposed). Assumed, fitted."""
 
@@ -122,7 +123,7 @@ class Efficiency:
     bookkeeping). The training fit drives it to zero once unfused attention is modelled;
     kept for calibration. Fitted."""
 
-    moe_layer_overhead_s: float = 2.0e-3
+    moe_layer_overhead_s: float = 3.0e-3
     """Fixed time per expert layer per training pass (forward, backward) for the host side of
     a dropless token dispatcher: the router's per-expert token counts are copied to the CPU
     before the all-to-all and the grouped GEMM can be sized, so the GPU waits while the host
@@ -130,11 +131,11 @@ class Efficiency:
     training only; serving engines capture these in CUDA graphs or fused MoE kernels (their
     fixed costs are the decode and prefill overheads). Fitted."""
 
-    decode_step_overhead_s: float = 1.55e-3
+    decode_step_overhead_s: float = 1.57e-3
     """Fixed time per decode step (scheduler, sampling, launch of the step's graph), for
     the whole model. Fitted on inference measurements."""
 
-    prefill_overhead_s: float = 5.4e-3
+    prefill_overhead_s: float = 2.8e-3
     """Fixed time per prefill (scheduling and launch; tokenisation outside the engine is
     not included). Fitted on inference measurements."""
 

@@ -1,0 +1,86 @@
+"""The fitting scripts' cross-validation (scripts/_fit.py): the shipped parameters come from
+both folds, and each fold's cross-validated error from a fit to the other fold alone."""
+
+from __future__ import annotations
+
+import importlib.util
+import statistics
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
+from gpuarch.validation.stats import ErrorSummary
+
+SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
+
+
+def _fit_module() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("_fit", SCRIPTS / "_fit.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("_fit", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+@dataclass(frozen=True)
+class Point:
+    id: str
+    value: float
+    later: bool = False
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.later if key == "out_of_sample" else default
+
+
+@dataclass(frozen=True)
+class Row:
+    id: str
+    predicted: float
+    published: float
+
+    @property
+    def error(self) -> float:
+        return self.predicted / self.published - 1
+
+
+def validate(eff: Efficiency, points: Sequence[Point]) -> ErrorSummary:
+    """A toy model: every point is predicted as the 'memory' parameter."""
+    return ErrorSummary(tuple(Row(p.id, eff.memory, p.value) for p in points), (), 0.2)
+
+
+def fitter(eff: Efficiency, points: Sequence[Point]) -> Efficiency:
+    """The toy fit: the mean of the points it sees."""
+    return eff.with_overrides({"memory": statistics.fmean(p.value for p in points)})
+
+
+POINTS = [Point("a", 1.0), Point("b", 2.0), Point("c", 3.0), Point("d", 6.0),
+          Point("z", 10.0, later=True)]
+
+
+def test_folds_alternate_by_id_and_keep_later_points_out() -> None:
+    fold_a, fold_b, later = _fit_module().split(list(reversed(POINTS)))
+    assert [p.id for p in fold_a] == ["a", "c"]
+    assert [p.id for p in fold_b] == ["b", "d"]
+    assert [p.id for p in later] == ["z"]
+
+
+def test_cross_validation_predicts_each_fold_with_the_other_folds_fit(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    joint = _fit_module().cross_validate(fitter, DEFAULT_EFFICIENCY, POINTS, validate, "w")
+    assert joint.memory == pytest.approx(3.0)  # mean of a-d, not of one fold, not of z
+    out = capsys.readouterr().out.splitlines()
+    # fold A (1, 3) predicted by fold B's fit (4); fold B (2, 6) by fold A's fit (2)
+    crossed = statistics.fmean([abs(4 / 1 - 1), abs(4 / 3 - 1), abs(2 / 2 - 1),
+                                abs(2 / 6 - 1)])
+    fitted = statistics.fmean(abs(3 / v - 1) for v in (1, 2, 3, 6))
+    line = {row.split("n=")[0].strip(): row for row in out}
+    assert f"{crossed:6.1%}" in line["cross-validated"]
+    assert f"{fitted:6.1%}" in line["fitted (both)"]
+    assert f"{abs(3 / 10 - 1):6.1%}" in line["out of sample"]
