@@ -268,3 +268,18 @@ def test_a_smaller_prefill_budget_takes_more_passes() -> None:
     static_wide = _est(batch=64, input_len=1024, output_len=128)
     static_narrow = _est(batch=64, input_len=1024, output_len=128, max_num_tokens=2048)
     assert static_narrow.memory["activations"] < static_wide.memory["activations"]
+
+
+def test_one_gpu_needs_no_interconnect_in_the_catalog() -> None:
+    """The RTX 4090's catalog entry has no NVLink or sourced PCIe rate: serving on one of
+    them communicates nothing and must work; splitting a model over two must say what is
+    missing."""
+    rtx = CATALOG.product("rtx-4090")
+    assert not rtx.nvlink_bandwidth_bytes_s and not rtx.pcie_generation
+    one = estimate_inference(CATALOG, preset("llama-2-7b").shape, rtx,
+                             InferenceConfig(input_len=1, output_len=64, batch=1))
+    assert one.tpot_s > 0
+    with pytest.raises(GpuarchError, match="no NVLink or PCIe bandwidth"):
+        estimate_inference(CATALOG, preset("llama-2-7b").shape, rtx,
+                           InferenceConfig(input_len=1, output_len=64, batch=1, gpus=2,
+                                           tp=2))

@@ -311,3 +311,13 @@ def test_host_time_is_reported_apart_from_compute() -> None:
     assert e.bottleneck == "host_overhead" and "CUDA-graphed" in e.bottleneck_reason
     dense = _est(shape=LLAMA_8B, tp=1, pp=1)
     assert dense.assumptions["other_breakdown_s"]["host_overhead"] == 0
+
+
+def test_one_gpu_trains_without_interconnect_in_the_catalog() -> None:
+    rtx = CATALOG.product("rtx-4090")
+    e = estimate_training(CATALOG, preset("llama-3.2-1b").shape, rtx,
+                          TrainingConfig(gpus=1, seq_len=2048, global_batch=8))
+    assert e.time_breakdown.exposed_communication == 0 and e.step_time_s > 0
+    with pytest.raises(GpuarchError, match="no NVLink or PCIe bandwidth"):
+        estimate_training(CATALOG, preset("llama-3.2-1b").shape, rtx,
+                          TrainingConfig(gpus=2, seq_len=2048, global_batch=8))

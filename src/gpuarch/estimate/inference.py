@@ -261,7 +261,8 @@ class _Runner:
                              base.attention_flops, generation)
         self.act_bytes = 2.0 if cfg.quant.activations.is_16bit else cfg.quant.activations.bytes
         pcie = catalog.pcie_generation(product.pcie_generation or 0)
-        intra, inter = link_for(product, system, pcie.x16_bandwidth_bytes_s if pcie else None)
+        intra, inter = link_for(product, system, pcie.x16_bandwidth_bytes_s if pcie else None,
+                                required=cfg.tp * cfg.pp * cfg.ep > 1)
         per_node = min(cfg.tp, cfg.gpus_per_node)
         self.tp_group = Group(cfg.tp, per_node, intra, inter)
         self.ep_group = Group(cfg.ep, min(cfg.ep, cfg.gpus_per_node), intra, inter)

@@ -596,7 +596,8 @@ def estimate_training(
     device = Device.of(product, cfg.precision,
                        catalog.chip_of(product).sm.tensor_core_generation)
     pcie = catalog.pcie_generation(product.pcie_generation or 0)
-    intra, inter = link_for(product, system, pcie.x16_bandwidth_bytes_s if pcie else None)
+    intra, inter = link_for(product, system, pcie.x16_bandwidth_bytes_s if pcie else None,
+                            required=cfg.gpus > 1)
     if cfg.gpus > cfg.gpus_per_node and inter is None:
         raise GpuarchError(
             f"--gpus: {cfg.gpus} GPUs span several nodes of {cfg.gpus_per_node}; give "

@@ -127,10 +127,12 @@ class Group:
         return float(math.ceil(size / self.per_node))
 
 
-def link_for(product: Product, system: System | None, pcie_x16_bytes_s: float | None
-             ) -> tuple[Link, Link | None]:
+def link_for(product: Product, system: System | None, pcie_x16_bytes_s: float | None,
+             required: bool = True) -> tuple[Link, Link | None]:
     """Intra-node and inter-node links for a GPU, from the system if given, else from the
-    product (NVLink if it has it, else PCIe)."""
+    product (NVLink if it has it, else PCIe). When the catalog has neither and the job
+    communicates nothing (``required`` false: one GPU per model replica), an unlimited link
+    stands in, which no collective uses."""
     if system is not None:
         fabric = Fabric.PCIE if system.intra_node_fabric == "pcie" else Fabric.NVLINK
         intra = Link(fabric, system.intra_node_bandwidth_bytes_s / 2)
@@ -141,6 +143,8 @@ def link_for(product: Product, system: System | None, pcie_x16_bytes_s: float | 
         return Link(Fabric.NVLINK, product.nvlink_bandwidth_bytes_s / 2), None
     if pcie_x16_bytes_s:
         return Link(Fabric.PCIE, pcie_x16_bytes_s), None
+    if not required:
+        return Link(Fabric.PCIE, math.inf), None
     raise GpuarchError(f"{product.name}: no NVLink or PCIe bandwidth in the catalog; "
                        "give --system")
 
