@@ -3,6 +3,8 @@ from the constants it cites, and invariants over buffer sizes and group shapes."
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -91,3 +93,25 @@ def test_one_rank_or_empty_buffer_costs_nothing() -> None:
     alone = Group(1, 8, NVLINK, NET)
     assert collective_time(Collective.ALL_REDUCE, 1e6, alone, EFF, nccl_protocols()) == 0.0
     assert collective_time(Collective.ALL_REDUCE, 0.0, NODE8, EFF, nccl_protocols()) == 0.0
+
+
+def test_all_reduce_across_many_nodes_takes_the_tree() -> None:
+    """512 ranks in 64 nodes of 8, 64 bytes: NCCL's tree with LL, 6.8 us + 2 x (7 chain hops
+    x 0.6 us + floor(log2 64) = 6 network hops x 5.0 us), far below the ring's 2 x 63
+    network steps; the bytes at the tree's LL share (1/3.8) of the bus."""
+    group = Group(512, 8, NVLINK, NET)
+    size = 64.0
+    transfer = 2 * 7 / 8 * size / (0.8 * 450e9) + 2 * 63 / 64 * (size / 8) / (0.85 * 50e9)
+    expected = 6.8 * US + 2 * (7 * 0.6 * US + 6 * 5.0 * US) + transfer / 0.263
+    got = collective_time(Collective.ALL_REDUCE, size, group, EFF, nccl_protocols())
+    assert got == pytest.approx(expected, rel=1e-9)
+    ring_only = [dataclasses.replace(p, tree_base_latency_s=None) for p in nccl_protocols()]
+    assert collective_time(Collective.ALL_REDUCE, size, group, EFF, ring_only) > 4 * got
+
+
+def test_tree_applies_to_all_reduce_only() -> None:
+    group = Group(512, 8, NVLINK, NET)
+    ring_only = [dataclasses.replace(p, tree_base_latency_s=None) for p in nccl_protocols()]
+    for kind in (Collective.ALL_GATHER, Collective.REDUCE_SCATTER, Collective.ALL_TO_ALL):
+        assert collective_time(kind, 64.0, group, EFF, nccl_protocols()) == \
+            collective_time(kind, 64.0, group, EFF, ring_only)

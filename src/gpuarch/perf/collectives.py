@@ -157,6 +157,9 @@ class Protocol:
     base_latency_s: float
     bandwidth_factor: float
     hop_latency_s: dict[Fabric, float]
+    tree_base_latency_s: float | None = None  # all-reduce as a double binary tree
+    tree_bandwidth_factor: float = 1.0
+    tree_hop_latency_s: dict[Fabric, float] | None = None
 
 
 NCCL_FILE = Path(__file__).with_name("data") / "nccl.toml"
@@ -167,9 +170,15 @@ def nccl_protocols(path: Path = NCCL_FILE) -> tuple[Protocol, ...]:
     """NCCL's ring protocols with their latencies (``data/nccl.toml``, which cites them)."""
     with path.open("rb") as fh:
         raw = tomllib.load(fh)
+    def hops(table: dict[str, float]) -> dict[Fabric, float]:
+        return {Fabric(k): v * 1e-6 for k, v in table.items()}
+
     return tuple(
         Protocol(p["name"], p["base_latency_us"] * 1e-6, p["bandwidth_factor"],
-                 {Fabric(k): v * 1e-6 for k, v in p["hop_latency_us"].items()})
+                 hops(p["hop_latency_us"]),
+                 p["tree_base_latency_us"] * 1e-6 if "tree_base_latency_us" in p else None,
+                 p.get("tree_bandwidth_factor", 1.0),
+                 hops(p["tree_hop_latency_us"]) if "tree_hop_latency_us" in p else None)
         for p in raw["protocol"])
 
 
@@ -189,8 +198,9 @@ def collective_time(kind: Collective, size_bytes: Num, group: Group, eff: Effici
     Sizes and group sizes may be arrays (one formula for the estimate and the advisor).
 
     Latency: with ``protocols`` (NCCL's, see ``nccl_protocols``) each protocol is costed
-    with its base latency, per-hop latency by fabric and bandwidth share, and the fastest
-    wins, as NCCL's tuner picks; without, every step costs ``eff.collective_latency_s``.
+    with its base latency, per-hop latency by fabric and bandwidth share, an all-reduce also
+    as a double binary tree (latency in log2 of the nodes), and the fastest wins, as NCCL's
+    tuner picks; without, every step costs ``eff.collective_latency_s``.
     """
     n = _float(group.size)
     size = _float(size_bytes)
@@ -205,9 +215,27 @@ def collective_time(kind: Collective, size_bytes: Num, group: Group, eff: Effici
                   + net_steps * p.hop_latency_s[Fabric.NETWORK]
                   + transfer / p.bandwidth_factor)
             t = tp if t is None else _minimum(t, tp)
+            if kind is Collective.ALL_REDUCE and p.tree_base_latency_s is not None \
+                    and p.tree_hop_latency_s is not None:
+                t = _minimum(t, _tree_all_reduce(p, transfer, group, n))
     if isinstance(n, np.ndarray) or isinstance(size, np.ndarray):
         return scalar(np.where((n <= 1) | (size <= 0), 0.0, t))
     return 0.0 if n <= 1 or size <= 0 else float(t)
+
+
+def _tree_all_reduce(p: Protocol, transfer: Num, group: Group, n: Num) -> Num:
+    """NCCL's double binary tree all-reduce under protocol ``p``: a chain through each
+    node's ranks, a tree across nodes; the bytes of the hierarchical ring at the tree's
+    bandwidth share."""
+    assert p.tree_base_latency_s is not None and p.tree_hop_latency_s is not None
+    nodes = _float(group.nodes)
+    per_node = _minimum(n, _float(group.per_node))
+    depth: Num = (np.floor(np.log2(np.maximum(nodes, 1.0))) if isinstance(nodes, np.ndarray)
+                  else float(math.floor(math.log2(max(nodes, 1.0)))))
+    hops = p.tree_hop_latency_s
+    latency = p.tree_base_latency_s + 2 * ((per_node - 1) * hops[group.intra.fabric]
+                                           + depth * hops[Fabric.NETWORK])
+    return latency + transfer / p.tree_bandwidth_factor
 
 
 def _terms(kind: Collective, size_bytes: Num, group: Group, eff: Efficiency
