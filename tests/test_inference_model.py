@@ -283,3 +283,37 @@ def test_one_gpu_needs_no_interconnect_in_the_catalog() -> None:
         estimate_inference(CATALOG, preset("llama-2-7b").shape, rtx,
                            InferenceConfig(input_len=1, output_len=64, batch=1, gpus=2,
                                            tp=2))
+
+
+def test_longest_context_is_the_edge_of_what_fits() -> None:
+    """At the reported context the memory fits; one prompt token more does not."""
+    from dataclasses import replace
+
+    from gpuarch.estimate.inference import _memory, max_context_that_fits
+
+    cfg = InferenceConfig(input_len=2048, output_len=512, batch=8, gpus=2, tp=2)
+    e = estimate_inference(CATALOG, preset("llama-3.1-70b").shape, H100, cfg)
+    assert e.max_context == max_context_that_fits(preset("llama-3.1-70b").shape, cfg, H100, 8)
+    assert e.as_json()["max_context"] == e.max_context
+    prompt = e.max_context - 512
+
+    def used(p: int) -> float:
+        return sum(_memory(preset("llama-3.1-70b").shape, replace(cfg, input_len=p), 8,
+                           H100).values())
+
+    assert used(prompt) <= H100.memory_bytes < used(prompt + 1)
+    # by hand: what is left after weights, activations and reserve holds 8 sequences of
+    # 160 KiB per token (80 layers x 8 KV heads x 128 x 2 x 2 bytes / TP 2)
+    kv = 8 * e.max_context * 163_840
+    free = H100.memory_bytes - (used(prompt) - kv)
+    assert 0 <= free / (8 * 163_840) - e.max_context < 1
+
+
+def test_sliding_window_everywhere_sets_no_context_limit() -> None:
+    e = estimate_inference(CATALOG, preset("mistral-7b").shape, H100,
+                           InferenceConfig(input_len=2048, output_len=512, batch=8))
+    assert e.max_context is None
+    # 4,096 sequences of 4,097 tokens at 128 KiB each are 2 TiB: no context fits
+    huge = estimate_inference(CATALOG, LLAMA_8B, H100,
+                              InferenceConfig(input_len=1, output_len=4096, batch=4096))
+    assert huge.max_context == 0 and not huge.fits_in_memory

@@ -23,7 +23,7 @@ Model:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any
 
@@ -53,6 +53,7 @@ __all__ = [
     "kv_bytes_per_sequence",
     "kv_bytes_per_token",
     "max_batch_that_fits",
+    "max_context_that_fits",
 ]
 
 RESERVE_FRACTION = 0.10
@@ -162,6 +163,7 @@ class InferenceEstimate:
     gpu: str
     batch: int
     max_batch: int
+    max_context: int | None  # longest prompt + output per sequence that fits at ``batch``
     ttft_s: float
     tpot_s: float
     request_latency_s: float
@@ -192,6 +194,7 @@ class InferenceEstimate:
             "gpu_memory_gib": from_si(self.gpu_memory_bytes, Unit.GIB),
             "fits_in_memory": self.fits_in_memory,
             "max_batch": self.max_batch,
+            "max_context": self.max_context,
             "bottleneck": self.bottleneck,
             "bottleneck_reason": self.bottleneck_reason,
             "prefill_breakdown_s": self.prefill_breakdown_s,
@@ -436,6 +439,32 @@ def max_batch_that_fits(shape: TransformerShape, cfg: InferenceConfig, product: 
     return _max_batch(shape, cfg, product)
 
 
+MAX_CONTEXT_SEARCH = 2**24
+"""Upper end of the search for the longest context that fits (16.8 M tokens); a model whose
+every layer attends to a sliding window can hold any context, reported as no limit."""
+
+
+def max_context_that_fits(shape: TransformerShape, cfg: InferenceConfig, product: Product,
+                          batch: int) -> int | None:
+    """The longest context (prompt plus output tokens per sequence, the output length as
+    configured) whose KV cache for ``batch`` sequences fits with the weights, activations and
+    reserve; 0 if not even a one-token prompt fits, None if memory sets no limit (every
+    layer attends to a sliding window)."""
+    def fits(prompt: int) -> bool:
+        trial = replace(cfg, input_len=prompt)
+        return sum(_memory(shape, trial, batch, product).values()) <= product.memory_bytes
+
+    if not fits(1):
+        return 0
+    if fits(MAX_CONTEXT_SEARCH):
+        return None
+    lo, hi = 1, MAX_CONTEXT_SEARCH
+    while lo + 1 < hi:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+    return lo + cfg.output_len
+
+
 def _max_batch(shape: TransformerShape, cfg: InferenceConfig, product: Product) -> int:
     def fits(b: int) -> bool:
         return sum(_memory(shape, cfg, b, product).values()) <= product.memory_bytes
@@ -602,6 +631,7 @@ def estimate_inference(
     }
     return InferenceEstimate(
         model=shape.name, gpu=product.name, batch=batch, max_batch=max_batch,
+        max_context=max_context_that_fits(shape, cfg, product, max(1, batch)),
         ttft_s=ttft, tpot_s=tpot, request_latency_s=latency,
         output_tokens_per_s=throughput, gpus=cfg.gpus, memory=memory,
         gpu_memory_bytes=product.memory_bytes, fits_in_memory=fits,

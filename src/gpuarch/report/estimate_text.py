@@ -94,7 +94,9 @@ def render_inference(e: InferenceEstimate) -> str:
         f"  memory/GPU    {_gib(sum(mem.values()))} GiB of "
         f"{fmt(from_si(e.gpu_memory_bytes, Unit.GIB))} GiB: "
         + ("fits" if e.fits_in_memory else "DOES NOT FIT")
-        + f"; largest batch that fits: {e.max_batch}",
+        + f"; largest batch that fits: {e.max_batch}; longest context at batch {e.batch}: "
+        + ("no limit (sliding-window KV cache)" if e.max_context is None
+           else f"{e.max_context:,} tokens"),
         f"    weights {_gib(mem['weights'])}, KV cache {_gib(mem['kv_cache'])} "
         f"({fmt(from_si(a['kv_bytes_per_token_per_gpu'], Unit.KIB))} KiB per token), "
         f"activations {_gib(mem['activations'])}, reserve {_gib(mem['other'])} GiB",
