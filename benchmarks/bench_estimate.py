@@ -1,41 +1,62 @@
-"""In-process speed of one training-step estimate (goal, issue #3: under 1 ms).
+"""In-process speed of one training-step estimate and one serving estimate (goals, issues #3
+and #4: each under 1 ms).
 
-    python benchmarks/bench_estimate.py [--runs 2000]
+    python benchmarks/bench_estimate.py [--runs 1000]
 """
 
 from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Callable
 
 from gpuarch.catalog import load_catalog
 from gpuarch.estimate import Recompute, TrainingConfig, estimate_training
+from gpuarch.estimate.inference import Batching, InferenceConfig, estimate_inference
+from gpuarch.perf.quant import QuantFormat, QuantScheme
 from gpuarch.workloads import preset
 
 GOAL_S = 1e-3
 
 
+def _time(run: Callable[[], object], runs: int) -> float:
+    run()
+    start = time.perf_counter()
+    for _ in range(runs):
+        run()
+    return (time.perf_counter() - start) / runs
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--runs", type=int, default=2000)
+    parser.add_argument("--runs", type=int, default=1000)
     args = parser.parse_args()
     catalog = load_catalog()
-    cases = {
-        "llama-3.1-70b, 64 x H100, TP4 PP4 SP": (
-            preset("llama-3.1-70b").shape, catalog.product("h100"), catalog.system("dgx h100"),
+    h100, dgx = catalog.product("h100"), catalog.system("dgx h100")
+    fp8 = QuantScheme(QuantFormat.FP8, QuantFormat.FP8, QuantFormat.FP8)
+    cases: dict[str, Callable[[], object]] = {
+        "train llama-3.1-70b, 64 x H100, TP4 PP4 SP": lambda: estimate_training(
+            catalog, preset("llama-3.1-70b").shape, h100,
             TrainingConfig(gpus=64, seq_len=8192, global_batch=128, tp=4, pp=4,
-                           sequence_parallel=True, recompute=Recompute.SELECTIVE)),
-        "mixtral-8x7b, 64 x H100, TP2 PP2 EP8": (
-            preset("mixtral-8x7b").shape, catalog.product("h100"), catalog.system("dgx h100"),
-            TrainingConfig(gpus=64, seq_len=4096, global_batch=256, tp=2, pp=2, ep=8)),
+                           sequence_parallel=True, recompute=Recompute.SELECTIVE),
+            system=dgx),
+        "train mixtral-8x7b, 64 x H100, TP2 PP2 EP8": lambda: estimate_training(
+            catalog, preset("mixtral-8x7b").shape, h100,
+            TrainingConfig(gpus=64, seq_len=4096, global_batch=256, tp=2, pp=2, ep=8),
+            system=dgx),
+        "serve llama-3.1-70b FP8, 2 x H100 TP2, cont.": lambda: estimate_inference(
+            catalog, preset("llama-3.1-70b").shape, h100,
+            InferenceConfig(input_len=2048, output_len=512, batch=64, gpus=2, tp=2,
+                            quant=fp8, batching=Batching.CONTINUOUS), system=dgx),
+        "serve mixtral-8x7b, 8 x H100 TP2 EP4, static": lambda: estimate_inference(
+            catalog, preset("mixtral-8x7b").shape, h100,
+            InferenceConfig(input_len=1024, output_len=256, batch=128, gpus=8, tp=2, ep=2),
+            system=dgx),
     }
-    for label, (shape, gpu, system, cfg) in cases.items():
-        estimate_training(catalog, shape, gpu, cfg, system=system)
-        start = time.perf_counter()
-        for _ in range(args.runs):
-            estimate_training(catalog, shape, gpu, cfg, system=system)
-        per = (time.perf_counter() - start) / args.runs
-        print(f"{label:42} {per * 1e6:8.1f} us per estimate  ({per / GOAL_S:.2f} of the 1 ms goal)")
+    for label, run in cases.items():
+        per = _time(run, args.runs)
+        print(f"{label:46} {per * 1e6:8.1f} us per estimate  "
+              f"({per / GOAL_S:.2f} of the 1 ms goal)")
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ Model:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
@@ -409,19 +409,25 @@ class _Runner:
             overhead=self.eff.decode_step_overhead_s)
 
 
-def _memory(shape: TransformerShape, cfg: InferenceConfig, batch: Num,
-            product: Product) -> dict[str, Num]:
+def _weight_bytes(shape: TransformerShape, cfg: InferenceConfig) -> float:
+    """Weight bytes per GPU: dense weights over TP x PP, expert weights over max(TP, EP) GPUs
+    per stage (see _Runner.layer)."""
     pc = count_params(shape)
     w = cfg.quant.weights.bytes
-    experts = pc.mlp_experts
-    dense = pc.total - experts
     shard = cfg.tp * cfg.pp
-    # expert weights over max(TP, EP) GPUs per stage (see _Runner.layer)
-    weights = dense * w / shard + experts * w / (cfg.pp * max(cfg.tp, cfg.ep)) \
-        if shape.is_moe else pc.total * w / shard
+    if not shape.is_moe:
+        return pc.total * w / shard
+    experts = pc.mlp_experts
+    return (pc.total - experts) * w / shard + experts * w / (cfg.pp * max(cfg.tp, cfg.ep))
+
+
+def _kv_and_activation_bytes(shape: TransformerShape, cfg: InferenceConfig, batch: Num,
+                             prompt: int) -> tuple[Num, Num]:
+    """(KV cache, activations and logits) bytes per GPU for ``batch`` sequences of
+    ``prompt`` + output tokens."""
     kv = batch * kv_bytes_per_sequence(shape, cfg.quant.kv_cache.bytes,
-                                       cfg.input_len + cfg.output_len, cfg.tp) / cfg.pp
-    chunk = cfg.chunk if 0 < cfg.chunk < cfg.input_len else cfg.input_len
+                                       prompt + cfg.output_len, cfg.tp) / cfg.pp
+    chunk = cfg.chunk if 0 < cfg.chunk < prompt else prompt
     # static: the batch's prompts (or chunks) in passes of up to max_num_tokens; continuous:
     # one prompt (or chunk) at a time is what the model holds prefill activations for
     tokens = np.minimum(batch * chunk if cfg.batching is Batching.STATIC else chunk,
@@ -429,7 +435,14 @@ def _memory(shape: TransformerShape, cfg: InferenceConfig, batch: Num,
     width = shape.d_expert * shape.experts_per_token if shape.is_moe else shape.d_ffn
     activations = tokens * (4 * shape.hidden + 3 * width / cfg.tp) * 2.0
     logits = batch * shape.vocab / cfg.tp * 4.0
-    return {"weights": weights, "kv_cache": kv, "activations": activations + logits,
+    return kv, activations + logits
+
+
+def _memory(shape: TransformerShape, cfg: InferenceConfig, batch: Num,
+            product: Product) -> dict[str, Num]:
+    """Bytes per GPU by part for ``batch`` sequences of the configured lengths."""
+    kv, activations = _kv_and_activation_bytes(shape, cfg, batch, cfg.input_len)
+    return {"weights": _weight_bytes(shape, cfg), "kv_cache": kv, "activations": activations,
             "other": RESERVE_FRACTION * product.memory_bytes}
 
 
@@ -450,9 +463,11 @@ def max_context_that_fits(shape: TransformerShape, cfg: InferenceConfig, product
     configured) whose KV cache for ``batch`` sequences fits with the weights, activations and
     reserve; 0 if not even a one-token prompt fits, None if memory sets no limit (every
     layer attends to a sliding window)."""
+    room = product.memory_bytes * (1 - RESERVE_FRACTION) - _weight_bytes(shape, cfg)
+
     def fits(prompt: int) -> bool:
-        trial = replace(cfg, input_len=prompt)
-        return sum(_memory(shape, trial, batch, product).values()) <= product.memory_bytes
+        kv, activations = _kv_and_activation_bytes(shape, cfg, batch, prompt)
+        return bool(kv + activations <= room)
 
     if not fits(1):
         return 0
@@ -466,8 +481,11 @@ def max_context_that_fits(shape: TransformerShape, cfg: InferenceConfig, product
 
 
 def _max_batch(shape: TransformerShape, cfg: InferenceConfig, product: Product) -> int:
+    room = product.memory_bytes * (1 - RESERVE_FRACTION) - _weight_bytes(shape, cfg)
+
     def fits(b: int) -> bool:
-        return sum(_memory(shape, cfg, b, product).values()) <= product.memory_bytes
+        kv, activations = _kv_and_activation_bytes(shape, cfg, b, cfg.input_len)
+        return bool(kv + activations <= room)
 
     if not fits(1):
         return 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 
 from gpuarch.workloads.shape import FfnKind, Position, TransformerShape
 
@@ -64,8 +65,10 @@ def mlp_params(s: TransformerShape, width: int) -> int:
     return weights + biases
 
 
+@cache
 def count_params(s: TransformerShape) -> ParamCount:
-    """Exact parameter count (e.g. Llama-2-7B: 6,738,415,616)."""
+    """Exact parameter count (e.g. Llama-2-7B: 6,738,415,616); cached per shape (shapes are
+    frozen, and the serving memory searches ask for the same one many times)."""
     h = s.hidden
     embedding = s.vocab * h + (s.max_positions * h if s.position is Position.LEARNED else 0)
     lm_head = 0 if s.tied_embeddings else s.vocab * h
