@@ -28,7 +28,7 @@ CATALOG = load_catalog()
        tp=st.sampled_from([1, 2, 4, 8]), pp=st.sampled_from([1, 2, 4]),
        cp=st.sampled_from([1, 2]), dp=st.sampled_from([1, 2, 4, 8]),
        ep=st.sampled_from([1, 2]), vpp=st.sampled_from([1, 2]), mb=st.sampled_from([1, 2]),
-       sp=st.booleans(), zero=st.sampled_from([0, 1, 2, 3]),
+       sp=st.booleans(), zero=st.sampled_from([0, 1, 2, 3]), prefetch=st.booleans(),
        recompute=st.sampled_from(list(Recompute)),
        precision=st.sampled_from([Precision.BF16, Precision.FP8]))
 def test_array_model_agrees_with_the_scalar_estimate(**kw: Any) -> None:
@@ -42,8 +42,8 @@ def test_array_model_agrees_with_the_scalar_estimate(**kw: Any) -> None:
         global_batch=kw["dp"] * kw["mb"] * 4, micro_batch=kw["mb"], tp=kw["tp"], pp=kw["pp"],
         cp=kw["cp"], ep=kw["ep"] if shape.is_moe else 1,
         vpp=kw["vpp"] if kw["pp"] > 1 else 1, sequence_parallel=kw["sp"] and kw["tp"] > 1,
-        zero=kw["zero"], recompute=kw["recompute"], precision=kw["precision"],
-        gpus_per_node=gpn)
+        zero=kw["zero"], fsdp_prefetch=kw["prefetch"] and kw["zero"] == 3,
+        recompute=kw["recompute"], precision=kw["precision"], gpus_per_node=gpn)
     try:
         est = estimate_training(CATALOG, shape, product, cfg, system=system)
     except GpuarchError:
@@ -344,3 +344,26 @@ def test_progress_reaches_the_total(tmp_path: Path) -> None:
     advise_inference(CATALOG, shape, InferenceSearch(512, 64, gpus=("h100", "l4")), prices,
                      progress=lambda d, t, _: calls.append((d, t)))
     assert calls and calls[-1][0] == calls[-1][1] == 2
+
+
+def test_zero3_with_prefetch_is_searched_and_costed_as_the_estimate(tmp_path: Path) -> None:
+    """The search has ZeRO-3 with layer-ahead prefetch as its own stage; such options are
+    ZeRO-3 and carry the scalar estimate's step time (same flags)."""
+    search = TrainingSearch(tokens=1e11, max_gpus=64, gpus=("h100",), top=200)
+    adv = advise_training(CATALOG, preset("llama-3.1-8b").shape, search,
+                          load_prices(_prices(tmp_path)))
+    options = [o for o in (*adv.top, *adv.pareto) if o.fsdp_prefetch]
+    assert options
+    product, system = CATALOG.product("h100"), CATALOG.system_for(CATALOG.product("h100"))
+    for o in options[:5]:
+        assert o.zero == 3
+        cfg = TrainingConfig(gpus=o.gpus, seq_len=search.seq_len, global_batch=o.global_batch,
+                             micro_batch=o.micro_batch, tp=o.tp, pp=o.pp, cp=o.cp, ep=o.ep,
+                             vpp=o.vpp, sequence_parallel=o.sequence_parallel,
+                             tp_comm_overlap=o.tp_comm_overlap, zero=3, fsdp_prefetch=True,
+                             recompute=Recompute(o.recompute),
+                             precision=Precision(o.precision),
+                             gpus_per_node=system.gpus_per_node if system else 8)
+        est = estimate_training(CATALOG, preset("llama-3.1-8b").shape, product, cfg,
+                                system=system)
+        assert o.step_time_s == pytest.approx(est.step_time_s, rel=1e-9)

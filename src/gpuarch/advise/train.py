@@ -99,6 +99,7 @@ class TrainingOption:
     pareto: bool = False
     bottleneck: str | None = None
     reason: str | None = None
+    fsdp_prefetch: bool = False  # ZeRO-3 gathers prefetched a layer ahead (Megatron-FSDP)
 
 
 @dataclass(frozen=True)
@@ -175,8 +176,11 @@ def advise_training(
     candidates = candidate_gpus(catalog, search.gpus, search.tiers)
     if not candidates:
         raise GpuarchError("--gpu: no GPU to search (check the names or --tier)")
-    combos = list(itertools.product(search.precisions, list(Recompute), (0, 1, 2, 3),
-                                    (False, True), (False, True)))
+    # ZeRO stages, and ZeRO-3 with its parameter gathers prefetched a layer ahead
+    stages = ((0, False), (1, False), (2, False), (3, False), (3, True))
+    combos = [(precision, recompute, zero, prefetch, sp, overlap)
+              for precision, recompute, (zero, prefetch), sp, overlap in itertools.product(
+                  search.precisions, list(Recompute), stages, (False, True), (False, True))]
     total = len(candidates) * len(combos)
     done = 0
     for product, system in candidates:
@@ -209,7 +213,7 @@ def advise_training(
         systems[product.key] = system
         layouts = _layouts(shape, search, gpn, multi_node=inter is not None)
         gen = catalog.chip_of(product).sm.tensor_core_generation
-        for precision, recompute, zero, sp, overlap in combos:
+        for precision, recompute, zero, prefetch, sp, overlap in combos:
             done += 1
             if progress:
                 progress(done, total, product.name)
@@ -231,7 +235,7 @@ def advise_training(
                     "global_batch": part["gb"], "micro_batch": part["mb"], "tp": part["tp"],
                     "pp": part["pp"], "cp": part["cp"], "ep": part["ep"], "vpp": part["vpp"],
                     "sequence_parallel": sp, "tp_comm_overlap": overlap, "zero": zero,
-                    "recompute": recompute,
+                    "fsdp_prefetch": prefetch, "recompute": recompute,
                     "precision": precision, "gpus_per_node": gpn}
                 cfg = TrainingConfig(**fields)
                 core = evaluate_training(shape, product, device, intra, inter, cfg,
@@ -264,6 +268,7 @@ def advise_training(
                     "cp": part["cp"][idx], "ep": part["ep"][idx], "vpp": part["vpp"][idx],
                     "mb": part["mb"][idx], "gb": part["gb"][idx],
                     "zero": np.full(len(idx), zero),
+                    "prefetch": np.full(len(idx), prefetch),
                     "recompute": np.array([recompute.value] * len(idx), dtype=object),
                     "sp": np.full(len(idx), sp), "overlap": np.full(len(idx), overlap),
                     "precision": np.array([precision.value] * len(idx), dtype=object),
@@ -440,7 +445,7 @@ def _option(catalog: Catalog, t: dict[str, np.ndarray], i: int, pareto: bool,
         ep=int(t["ep"][i]), vpp=int(t["vpp"][i]), micro_batch=int(t["mb"][i]),
         global_batch=int(t["gb"][i]), zero=int(t["zero"][i]),
         recompute=str(t["recompute"][i]), sequence_parallel=bool(t["sp"][i]),
-        tp_comm_overlap=bool(t["overlap"][i]),
+        tp_comm_overlap=bool(t["overlap"][i]), fsdp_prefetch=bool(t["prefetch"][i]),
         precision=str(t["precision"][i]), step_time_s=float(t["step"][i]),
         tokens_per_s=float(t["tps"][i]), mfu=float(t["mfu"][i]),
         memory_per_gpu_gib=from_si(t["mem"][i], Unit.GIB),
@@ -478,6 +483,7 @@ def _explain(catalog: Catalog, shape: TransformerShape, search: TrainingSearch,
                          micro_batch=o.micro_batch, tp=o.tp, pp=o.pp, cp=o.cp, ep=o.ep,
                          vpp=o.vpp, sequence_parallel=o.sequence_parallel,
                          tp_comm_overlap=o.tp_comm_overlap, zero=o.zero,
+                         fsdp_prefetch=o.fsdp_prefetch,
                          recompute=Recompute(o.recompute), precision=Precision(o.precision),
                          gpus_per_node=system.gpus_per_node if system else 8)
     est = estimate_training(catalog, shape, product, cfg, system=system, efficiency=eff)

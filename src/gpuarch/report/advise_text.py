@@ -31,7 +31,8 @@ def _layout(o: Any) -> str:
 
 
 def _train_row(i: str, o: Any) -> list[str]:
-    return [i, o.gpu_name, str(o.gpus), _layout(o), str(o.micro_batch), str(o.zero),
+    return [i, o.gpu_name, str(o.gpus), _layout(o), str(o.micro_batch),
+            f"{o.zero}+pf" if o.fsdp_prefetch else str(o.zero),
             o.recompute, ("SP" if o.sequence_parallel else "")
             + ("+ov" if o.tp_comm_overlap else "") or "-", o.precision,
             fmt(o.time_days), _usd(o.cost_usd), fmt(o.energy_mwh), f"{o.mfu * 100:.0f}%",
@@ -103,7 +104,10 @@ def render_training_advice(advice: Any, elapsed: float = 0.0) -> str:
         head=_TRAIN_HEAD, right=_TRAIN_RIGHT, row=_train_row,
         why=lambda o: f"{o.bottleneck}-bound: {o.reason}",
         per_gpu=f"best plan on each GPU, by {advice.objective}:",
-        front="Pareto front over time, cost and energy, fastest first; P marks members above")
+        front="Pareto front over time, cost and energy, fastest first; P marks members above",
+        extra=["key: ZeRO 3+pf = ZeRO-3 with each layer's parameters gathered a layer ahead "
+               "(Megatron-FSDP); TP comm SP = sequence parallelism, +ov = TP communication "
+               "overlapped with GEMMs"])
 
 
 _INF_HEAD = ["#", "GPU", "GPUs", "replicas", "TP", "PP", "EP", "batch", "formats", "TTFT ms",
