@@ -166,13 +166,13 @@ def test_validation_error_does_not_regress() -> None:
     current fit so a change that worsens it fails; the goal (issue #3) is 8% mean and no
     point beyond 20%, which the model does not reach yet (see docs/performance-model.md)."""
     summary = validate_training(CATALOG)
-    assert len(summary.rows) >= 60
-    assert summary.mean_abs_error <= 0.11
+    assert len(summary.rows) >= 100
+    assert summary.mean_abs_error <= 0.125
     in_sample = [abs(r.error) for r in summary.rows if not r.out_of_sample]
     assert sum(in_sample) / len(in_sample) <= 0.09
     assert summary.by("gpu")["a100-sxm4-80gb"] <= 0.07
     within_20 = sum(abs(r.error) <= 0.20 for r in summary.rows) / len(summary.rows)
-    assert within_20 >= 0.80
+    assert within_20 >= 0.78
 
 
 def test_efficiency_overrides_are_checked() -> None:
@@ -266,17 +266,46 @@ def test_moe_layer_overhead_is_charged_per_expert_layer_and_pass() -> None:
 
 
 def test_moe_validation_points() -> None:
-    """The in-sample MoE points of the Megatron Bridge 25.11 table (Qwen3-30B-A3B,
-    Qwen3-235B-A22B, DeepSeek-V3 on Blackwell) are predicted within 30% (the B200
-    Qwen3-30B-A3B row at micro-batch 1 is the farthest, about +28%); the H100
-    Qwen3-30B-A3B row is a known miss (over-predicted; see docs/performance-model.md) and
-    the out-of-sample rows are reported, not pinned."""
+    """The in-sample MoE points of the Megatron Bridge 25.09 and 25.11 tables (Qwen3-30B-A3B,
+    Qwen3-235B-A22B, DeepSeek-V3 on Blackwell, token-drop and dropless) are predicted within
+    30% (the 25.09 B200 Qwen3-30B-A3B token-drop row at micro-batch 1 is the farthest, about
+    +28%); the H100 rows are known misses (see docs/performance-model.md) and the
+    out-of-sample rows are reported, not pinned."""
     summary = validate_training(CATALOG)
     moe = {r.id: r.error for r in summary.rows
            if any(k in r.id for k in ("qwen3", "deepseek")) and "h100" not in r.id
            and not r.out_of_sample}
-    assert len(moe) == 4
+    assert len(moe) == 9
     assert all(abs(err) <= 0.30 for err in moe.values()), moe
+
+
+def test_token_drop_and_grace_host_shorten_the_dispatcher_wait() -> None:
+    """A dropless dispatcher waits on its host per expert layer and pass: longer over PCIe
+    than over NVLink-C2C to a Grace CPU, not at all with token-drop routing; dense models
+    never."""
+    from gpuarch.estimate.training import dispatcher_host_time
+    from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY as eff
+
+    qwen = preset("qwen3-30b-a3b").shape
+    base = {"gpus": 8, "seq_len": 4096, "global_batch": 512, "ep": 8,
+            "precision": Precision.FP8}
+    dropless = TrainingConfig(**base)
+    dropping = TrainingConfig(**base, moe_token_drop=True)
+    b200, gb200 = CATALOG.product("b200"), CATALOG.product("gb200")
+    assert dispatcher_host_time(b200, dropless, eff) == eff.moe_layer_overhead_s
+    assert dispatcher_host_time(gb200, dropless, eff) == eff.moe_layer_overhead_c2c_s
+    assert eff.moe_layer_overhead_c2c_s < eff.moe_layer_overhead_s
+    assert dispatcher_host_time(b200, dropping, eff) == 0.0
+    system = CATALOG.system("dgx b200")
+    slow = estimate_training(CATALOG, qwen, b200, dropless, system=system)
+    fast = estimate_training(CATALOG, qwen, b200, dropping, system=system)
+    parts = slow.assumptions["other_breakdown_s"]
+    assert fast.assumptions["other_breakdown_s"]["host_overhead"] == 0
+    assert slow.step_time_s - fast.step_time_s == pytest.approx(parts["host_overhead"],
+                                                                rel=1e-9)
+    assert slow.parallelism["moe_token_drop"] is False
+    dense = _est(shape=LLAMA_8B, tp=1, pp=1, moe_token_drop=True)
+    assert dense.step_time_s == _est(shape=LLAMA_8B, tp=1, pp=1).step_time_s
 
 
 def test_fp16_training_reduces_half_the_gradient_bytes() -> None:

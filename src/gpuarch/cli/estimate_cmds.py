@@ -93,6 +93,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         micro_batch=args.micro_batch, tp=args.tp, pp=args.pp, cp=args.cp, ep=args.ep,
         vpp=args.vpp, sequence_parallel=args.sequence_parallel, zero=args.zero,
         tp_comm_overlap=args.tp_comm_overlap, fsdp_prefetch=args.fsdp_prefetch,
+        moe_token_drop=args.moe_token_drop,
         recompute=args.recompute or Recompute.NONE,
         precision=args.precision or Precision.BF16, gpus_per_node=gpus_per_node)
     if system is None and args.gpus > gpus_per_node:
@@ -260,6 +261,9 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                    help="with --zero 3: parameters gathered a layer ahead and overlapped with "
                         "compute (Megatron-FSDP); without it a fixed share of the ZeRO-3 "
                         "traffic is exposed")
+    p.add_argument("--moe-token-drop", action="store_true",
+                   help="MoE routing with a capacity bound (overflow tokens dropped): no "
+                        "per-layer host wait of the dropless dispatcher")
     p.add_argument("--recompute", type=lazy_enum_value("gpuarch.estimate.memory:Recompute",
                                                        "--recompute"),
                    help="none (default), selective or full")

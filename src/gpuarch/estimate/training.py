@@ -87,6 +87,9 @@ class TrainingConfig:
     # ZeRO-3 gathers prefetched a layer ahead (Megatron-FSDP): the per-micro-batch traffic
     # hides behind that micro-batch's compute; off = the exposed fraction of all of it
     fsdp_prefetch: bool = False
+    # MoE routing with a capacity bound (tokens over it dropped): buffer sizes are known
+    # ahead, so the dropless dispatcher's per-layer wait for the host is not paid
+    moe_token_drop: bool = False
     fused_attention: bool = True  # FlashAttention-style; False = scores materialised
     recompute: Recompute = Recompute.NONE
     precision: Precision = Precision.BF16
@@ -353,6 +356,18 @@ def _layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device, eff: E
     return fwd, bwd, rec, flops
 
 
+def dispatcher_host_time(product: Product, cfg: TrainingConfig, eff: Efficiency) -> float:
+    """Fixed time per expert layer per pass that a dropless MoE dispatcher waits on its host:
+    the per-expert token counts go to the CPU before buffers can be sized. Over NVLink-C2C
+    to a Grace CPU (a product with a C2C link) it is ``moe_layer_overhead_c2c_s``, over PCIe
+    ``moe_layer_overhead_s``; token-drop routing (``moe_token_drop``) needs no wait."""
+    if cfg.moe_token_drop:
+        return 0.0
+    if product.c2c_bandwidth_bytes_s:
+        return eff.moe_layer_overhead_c2c_s
+    return eff.moe_layer_overhead_s
+
+
 def _one_layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device,
                     eff: Efficiency, tp_group: Group, cp_group: Group, ep_group: Group,
                     moe: bool, window: int = 0) -> tuple[_Pass, _Pass, _Pass, Num]:
@@ -392,7 +407,8 @@ def _one_layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device,
         dispatched = tokens * s.experts_per_token * s.hidden * element / cfg.tp
         exposed = exposed + eff.ep_comm_exposed * 2 * _nccl(
             Collective.ALL_TO_ALL, dispatched, ep_group, eff)
-    fixed = eff.layer_overhead_s + (eff.moe_layer_overhead_s if moe else 0.0)
+    fixed = eff.layer_overhead_s + (dispatcher_host_time(device.product, cfg, eff)
+                                    if moe else 0.0)
     forward = _Pass(fwd, exposed, fixed)
     backward = _Pass(bwd, exposed, fixed)
     if cfg.recompute is Recompute.FULL:
@@ -672,6 +688,7 @@ def estimate_training(
             "ep": cfg.ep, "vpp": cfg.vpp, "sequence_parallel": cfg.sequence_parallel,
             "zero": cfg.zero, "tp_comm_overlap": cfg.tp_comm_overlap,
             "fsdp_prefetch": cfg.fsdp_prefetch,
+            "moe_token_drop": cfg.moe_token_drop,
             "fused_attention": cfg.fused_attention,
             "micro_batch": cfg.micro_batch,
             "global_batch": cfg.global_batch, "micro_batches": m,

@@ -70,7 +70,7 @@ class Efficiency:
     serving engines (fused MoE kernels over many small, unevenly routed groups). Fitted on
     inference measurements."""
 
-    moe_grouped_gemm: float = 0.7
+    moe_grouped_gemm: float = 0.35
     """The same for training's grouped expert GEMMs (Megatron-Core/Transformer Engine grouped
     GEMM over evenly balanced tokens, thousands per expert). Fitted on training
     measurements."""
@@ -123,13 +123,20 @@ class Efficiency:
     bookkeeping). The training fit drives it to zero once unfused attention is modelled;
     kept for calibration. Fitted."""
 
-    moe_layer_overhead_s: float = 3.0e-3
+    moe_layer_overhead_s: float = 2.5e-3
     """Fixed time per expert layer per training pass (forward, backward) for the host side of
-    a dropless token dispatcher: the router's per-expert token counts are copied to the CPU
-    before the all-to-all and the grouped GEMM can be sized, so the GPU waits while the host
-    launches the layer's many small kernels (permutation, top-k, casts, splits). Charged in
-    training only; serving engines capture these in CUDA graphs or fused MoE kernels (their
-    fixed costs are the decode and prefill overheads). Fitted."""
+    a dropless token dispatcher, host attached over PCIe: the router's per-expert token
+    counts are copied to the CPU before the all-to-all and the grouped GEMM can be sized, so
+    the GPU waits while the host launches the layer's many small kernels (permutation,
+    top-k, casts, splits). Not charged for token-drop routing (``moe_token_drop``). Charged
+    in training only; serving engines capture these in CUDA graphs or fused MoE kernels
+    (their fixed costs are the decode and prefill overheads). Fitted."""
+
+    moe_layer_overhead_c2c_s: float = 0.5e-3
+    """The same host wait where the GPU reaches its CPU over NVLink-C2C (Grace: GB200,
+    GB300, GH200) rather than PCIe. Megatron Bridge's 25.09 and 25.11 tables run the same
+    Qwen3-30B-A3B layouts token-drop and dropless: on 8 GB200 dropless is as fast (23,766 vs
+    22,775 tokens/s per GPU), on 8 B200 half as fast (9,299 vs 18,066). Fitted."""
 
     decode_step_overhead_s: float = 1.57e-3
     """Fixed time per decode step (scheduler, sampling, launch of the step's graph), for

@@ -115,6 +115,7 @@ def point_config(point: TrainingPoint, system: System | None) -> TrainingConfig:
         tp_comm_overlap=bool(point.get("tp_comm_overlap",
                                        any(f in framework for f in _TP_OVERLAP_FRAMEWORKS))),
         fsdp_prefetch=bool(point.get("fsdp_prefetch", False)),
+        moe_token_drop=bool(point.get("moe_token_drop", False)),
         fused_attention=point.source not in _UNFUSED_ATTENTION_SOURCES,
         recompute=Recompute(point.get("recompute", "none")),
         precision=Precision(point.get("precision", "bf16")),
