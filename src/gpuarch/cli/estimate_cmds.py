@@ -91,6 +91,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     cfg = TrainingConfig(
         gpus=args.gpus, seq_len=args.seq_len, global_batch=args.global_batch,
         micro_batch=args.micro_batch, tp=args.tp, pp=args.pp, cp=args.cp, ep=args.ep,
+        etp=args.etp,
         vpp=args.vpp, sequence_parallel=args.sequence_parallel, zero=args.zero,
         tp_comm_overlap=args.tp_comm_overlap, fsdp_prefetch=args.fsdp_prefetch,
         moe_token_drop=args.moe_token_drop,
@@ -252,6 +253,10 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p.add_argument("--pp", type=int, default=1)
     p.add_argument("--cp", type=int, default=1)
     p.add_argument("--ep", type=int, default=1)
+    p.add_argument("--etp", type=int, default=0,
+                   help="expert tensor parallelism: GPUs each expert's width is split over "
+                        "(default: --tp; 1 lays the expert group over the TP ranks too, as "
+                        "Megatron's --expert-tensor-parallel-size 1)")
     p.add_argument("--vpp", type=int, default=1, help="interleaved virtual stages per GPU")
     p.add_argument("--sequence-parallel", action="store_true")
     p.add_argument("--tp-comm-overlap", action="store_true",

@@ -80,6 +80,10 @@ class TrainingConfig:
     pp: int = 1
     cp: int = 1
     ep: int = 1
+    # expert tensor parallelism (Megatron --expert-tensor-parallel-size): GPUs each expert's
+    # width is split over; 0 = TP (Megatron's default). With fewer than TP, the expert group
+    # (EP x ETP) is laid over the tensor-parallel ranks too.
+    etp: int = 0
     vpp: int = 1
     sequence_parallel: bool = False
     zero: int = 1
@@ -98,6 +102,11 @@ class TrainingConfig:
     @property
     def dp(self) -> int:
         return self.gpus // (self.tp * self.pp * self.cp)
+
+    @property
+    def expert_tp(self) -> Any:
+        """GPUs each expert's width is split over (``etp``, or TP by default)."""
+        return self.etp or self.tp
 
     @property
     def micro_batches(self) -> int:
@@ -136,15 +145,23 @@ class TrainingConfig:
             raise GpuarchError(f"--cp: {self.cp} does not divide --seq-len {self.seq_len}")
         if self.sequence_parallel and self.tp == 1:
             raise GpuarchError("--sequence-parallel needs --tp > 1")
+        if not isinstance(self.etp, int) or self.etp < 0 or (self.etp and self.tp % self.etp):
+            raise GpuarchError(f"--etp: expected a divisor of --tp {self.tp} (or 0 for TP), "
+                               f"got {self.etp!r}")
         if self.ep > 1:
             if not shape.is_moe:
                 raise GpuarchError("--ep: expert parallelism needs a mixture-of-experts model")
             if shape.experts % self.ep:
                 raise GpuarchError(f"--ep: {self.ep} does not divide the {shape.experts} "
                                    "experts")
-            if (self.dp * self.cp) % self.ep:
+            if (self.tp * self.dp * self.cp) % (self.ep * self.expert_tp):
+                if self.etp:
+                    raise GpuarchError(
+                        f"--ep: EP x ETP = {self.ep * self.expert_tp} must divide TP x DP x "
+                        f"CP = {self.tp * self.dp * self.cp}")
                 raise GpuarchError(f"--ep: {self.ep} must divide DP x CP = "
-                                   f"{self.dp * self.cp}")
+                                   f"{self.dp * self.cp} (or give --etp 1 to lay experts "
+                                   "over the tensor-parallel ranks too)")
 
 
 @dataclass(frozen=True)
@@ -297,16 +314,19 @@ def _layer_ops(s: TransformerShape, cfg: TrainingConfig, moe: bool, window: int 
     norm_tokens = tokens // t if cfg.sequence_parallel else tokens
     element = cfg.precision.activation_bytes
     if moe:
-        routed = tokens * s.experts_per_token
+        # an expert's width is split over ETP GPUs, which share the tokens of ETP of the TP
+        # group's sequence-parallel shards (all of them when ETP = TP)
+        e = cfg.expert_tp
+        routed = tokens * e // t * s.experts_per_token
         width = s.d_expert
         local_experts = np.maximum(1, s.experts // cfg.ep)
         per_expert = np.maximum(1, routed * cfg.ep // s.experts)
         up = 2 * width if s.ffn_kind is FfnKind.SWIGLU else width
         ops += [
             Gemm(tokens, s.experts, s.hidden, name="router"),
-            Gemm(per_expert, up // t, s.hidden, batch=local_experts,
+            Gemm(per_expert, up // e, s.hidden, batch=local_experts,
                  name="grouped_expert_up"),
-            Gemm(per_expert, s.hidden, width // t, batch=local_experts,
+            Gemm(per_expert, s.hidden, width // e, batch=local_experts,
                  name="grouped_expert_down"),
         ]
         if s.shared_experts:
@@ -317,7 +337,7 @@ def _layer_ops(s: TransformerShape, cfg: TrainingConfig, moe: bool, window: int 
         # token permutation to and from expert order (gather and scatter, read and write)
         ops.append(Elementwise(4.0 * routed * s.hidden * cfg.precision.activation_bytes,
                                name="moe_permute"))
-        inner = routed * width // t
+        inner = routed * width // e
     else:
         f = s.d_ffn
         up = 2 * f if s.ffn_kind is FfnKind.SWIGLU else f
@@ -477,7 +497,10 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     tp_group = _group(cfg.tp, 1, cfg, intra, inter)
     cp_group = _group(cfg.cp, cfg.tp, cfg, intra, inter)
     dp_group = _group(cfg.dp * cfg.cp, cfg.tp, cfg, intra, inter)
-    ep_group = _group(cfg.ep, cfg.tp * cfg.cp, cfg, intra, inter)
+    # expert-parallel ranks are ETP apart in Megatron's expert grid (TP x CP apart when ETP
+    # is TP's default, as before CP folded into it)
+    ep_stride = cfg.tp * cfg.cp if not cfg.etp else cfg.etp
+    ep_group = _group(cfg.ep, ep_stride, cfg, intra, inter)
     # neighbouring pipeline stages (no communicator at all without pipelining)
     pp_group = _group(np.where(cfg.pp > 1, 2, 1), cfg.tp * cfg.cp * cfg.dp, cfg, intra,
                       inter)
@@ -519,17 +542,17 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     head_params = (pc.lm_head or pc.embedding) / cfg.tp
     dense_local = dense_body / (cfg.tp * cfg.pp) + np.where(
         cfg.pp > 1, head_params, (pc.embedding + pc.lm_head) / cfg.tp)
-    expert_local = expert_params / (cfg.tp * cfg.ep * cfg.pp)
+    expert_local = expert_params / (cfg.expert_tp * cfg.ep * cfg.pp)
     local_params = dense_local + expert_local
 
     # data-parallel gradient traffic, stage-correct for ZeRO: dense weights over DP x CP,
     # expert weights over the expert-data-parallel group (DP x CP / EP ranks, spaced EP
     # apart, so across nodes once EP fills a node)
     shard = cfg.dp * cfg.cp
-    expert_shard = shard // cfg.ep
+    expert_shard = cfg.tp * shard // (cfg.expert_tp * cfg.ep)
     dp_comm = _dp_traffic(dense_local, dp_group, cfg, m, eff)
     if shape.is_moe:
-        edp_group = _group(expert_shard, cfg.tp * cfg.cp * cfg.ep, cfg, intra, inter)
+        edp_group = _group(expert_shard, ep_stride * cfg.ep, cfg, intra, inter)
         dp_comm = dp_comm + _dp_traffic(expert_local, edp_group, cfg, m, eff)
     if cfg.zero == 3 and cfg.fsdp_prefetch:
         # what one micro-batch's compute cannot cover, plus the first layer's gather and
@@ -685,7 +708,8 @@ def estimate_training(
         system=system.name if system else None,
         parallelism=MappingProxyType({
             "gpus": cfg.gpus, "tp": cfg.tp, "pp": cfg.pp, "cp": cfg.cp, "dp": cfg.dp,
-            "ep": cfg.ep, "vpp": cfg.vpp, "sequence_parallel": cfg.sequence_parallel,
+            "ep": cfg.ep, "etp": int(cfg.expert_tp) if shape.is_moe else None,
+            "vpp": cfg.vpp, "sequence_parallel": cfg.sequence_parallel,
             "zero": cfg.zero, "tp_comm_overlap": cfg.tp_comm_overlap,
             "fsdp_prefetch": cfg.fsdp_prefetch,
             "moe_token_drop": cfg.moe_token_drop,

@@ -109,6 +109,7 @@ def point_config(point: TrainingPoint, system: System | None) -> TrainingConfig:
         pp=int(point.get("pp") or 1),
         cp=int(point.get("cp") or 1),
         ep=int(point.get("ep") or 1),
+        etp=int(point.get("etp") or 0),
         vpp=int(point.get("vpp") or 1),
         sequence_parallel=bool(point.get("sequence_parallel", False)),
         zero=int(point.get("zero", 1)),
