@@ -324,6 +324,10 @@ class _Runner:
                 shared = width * s.shared_experts
                 ops += [self._gemm(tokens, up_factor * shared // t, s.hidden, "shared_up"),
                         self._gemm(tokens, s.hidden, shared // t, "shared_down")]
+            # token permutation into expert order and back (read and write each routed copy
+            # of the hidden state, as training's moe_permute)
+            ops.append(Elementwise(4.0 * routed * s.hidden * self.act_bytes,
+                                   name="moe_permute"))
             inner = routed * width // moe_tp
         else:
             f = s.d_ffn

@@ -61,14 +61,15 @@ class Efficiency:
     """Fraction of DRAM bandwidth that memory-bound kernels (norms, activations, optimizer
     step, weight streaming in decode) sustain. Assumed."""
 
-    kv_read: float = 0.74
+    kv_read: float = 0.69
     """Fraction of DRAM bandwidth that decode attention sustains reading the KV cache
     (paged, many short rows). Fitted on inference measurements."""
 
-    moe_gemm: float = 0.21
+    moe_gemm: float = 0.72
     """Multiplier on GEMM efficiency for the expert GEMMs of mixture-of-experts layers in
-    serving engines (fused MoE kernels over many small, unevenly routed groups). Fitted on
-    inference measurements."""
+    serving engines (fused MoE kernels over unevenly routed groups). Fitted on the serving
+    measurements, whose MoE rows in the fit are Mixtral's (8 large experts, top-2);
+    fine-grained MoE (128-256 experts, top-8) runs slower than this predicts."""
 
     moe_grouped_gemm: float = 0.35
     """The same for training's grouped expert GEMMs (Megatron-Core/Transformer Engine grouped
@@ -138,7 +139,7 @@ class Efficiency:
     Qwen3-30B-A3B layouts token-drop and dropless: on 8 GB200 dropless is as fast (23,766 vs
     22,775 tokens/s per GPU), on 8 B200 half as fast (9,299 vs 18,066). Fitted."""
 
-    decode_step_overhead_s: float = 1.57e-3
+    decode_step_overhead_s: float = 1.48e-3
     """Fixed time per decode step (scheduler, sampling, launch of the step's graph), for
     the whole model. Fitted on inference measurements."""
 
