@@ -319,3 +319,32 @@ def test_sliding_window_everywhere_sets_no_context_limit() -> None:
     huge = estimate_inference(CATALOG, LLAMA_8B, H100,
                               InferenceConfig(input_len=1, output_len=4096, batch=4096))
     assert huge.max_context == 0 and not huge.fits_in_memory
+
+
+def test_kv_cache_fraction_follows_tensorrt_llm_policy() -> None:
+    """--kv-cache-fraction f: the KV cache may use f of what weights and activations leave
+    (TensorRT-LLM's kv_cache_free_gpu_mem_fraction); the rest is the reserve. The largest
+    batch is the edge of that; 0 keeps the 10%-of-memory reserve."""
+    from dataclasses import replace
+
+    from gpuarch.estimate.inference import _memory
+
+    shape = preset("llama-3.1-70b").shape
+    base = InferenceConfig(input_len=1000, output_len=1000, batch=None, quant=FP8,
+                           batching=Batching.CONTINUOUS)
+    cfg = replace(base, kv_cache_fraction=0.9)
+    e = estimate_inference(CATALOG, shape, H100, cfg)
+    plain = estimate_inference(CATALOG, shape, H100, base)
+    assert e.max_batch > plain.max_batch  # 10% of what is left is less than 10% of 80 GB
+
+    def parts(batch: int) -> dict[str, float]:
+        return {k: float(v) for k, v in _memory(shape, cfg, batch, H100).items()}
+
+    edge, over = parts(e.max_batch), parts(e.max_batch + 1)
+    left = H100.memory_bytes - edge["weights"] - edge["activations"]
+    assert edge["other"] == pytest.approx(0.1 * left)
+    assert edge["kv_cache"] <= 0.9 * left
+    assert over["kv_cache"] > 0.9 * (H100.memory_bytes - over["weights"] - over["activations"])
+    assert e.fits_in_memory and e.assumptions["kv_cache_fraction"] == 0.9
+    with pytest.raises(GpuarchError, match="--kv-cache-fraction"):
+        estimate_inference(CATALOG, shape, H100, replace(base, kv_cache_fraction=1.5))

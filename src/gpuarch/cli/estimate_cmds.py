@@ -142,7 +142,7 @@ def cmd_infer(args: argparse.Namespace) -> int:
         gpus=args.gpus or args.tp * args.pp, tp=args.tp, pp=args.pp, ep=args.ep,
         quant=QuantScheme(weights, activations, kv),
         batching=args.batching or Batching.STATIC, chunk=args.chunk,
-        max_num_tokens=args.max_num_tokens,
+        max_num_tokens=args.max_num_tokens, kv_cache_fraction=args.kv_cache_fraction,
         gpus_per_node=args.gpus_per_node or (system.gpus_per_node if system else 8))
     eff, measured = _calibrated(args, catalog, product, system)
     est = estimate_inference(catalog, shape, product, cfg, system=system, efficiency=eff,
@@ -310,6 +310,10 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
         help="static (default) or continuous (in-flight, steady state)")
     p.add_argument("--chunk", type=int, default=0,
                    help="chunked prefill: tokens per chunk (default: whole prompt)")
+    p.add_argument("--kv-cache-fraction", type=float, default=0.0, metavar="F",
+                   help="KV cache gets the fraction F of the memory left after weights and "
+                        "activations (TensorRT-LLM's kv_cache_free_gpu_mem_fraction); "
+                        "default: all but a reserve of 10%% of GPU memory (vLLM's 0.9)")
     p.add_argument("--max-num-tokens", type=int, default=8192,
                    help="prompt tokens per prefill pass (TensorRT-LLM max_num_tokens, vLLM "
                         "max_num_batched_tokens; default 8192)")

@@ -23,6 +23,7 @@ Model:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -96,6 +97,10 @@ class InferenceConfig:
     chunk: int = 0  # prefill chunk in tokens; 0 = whole prompt at once
     gpus_per_node: int = 8
     max_num_tokens: int = MAX_PREFILL_TOKENS  # prompt tokens per prefill pass
+    # KV-cache memory policy: 0 = everything but a reserve of RESERVE_FRACTION of the GPU's
+    # memory (vLLM's gpu_memory_utilization 0.9); f in (0, 1] = the fraction f of the memory
+    # left after weights and activations (TensorRT-LLM's kv_cache_free_gpu_mem_fraction)
+    kv_cache_fraction: float = 0.0
 
     @property
     def replicas(self) -> int:
@@ -119,6 +124,10 @@ class InferenceConfig:
                                f"{self.tp} x {self.pp}")
         if shape.heads % self.tp:
             raise GpuarchError(f"--tp: {self.tp} does not divide the {shape.heads} heads")
+        if not isinstance(self.kv_cache_fraction, (int, float)) or isinstance(
+                self.kv_cache_fraction, bool) or not 0 <= self.kv_cache_fraction <= 1:
+            raise GpuarchError("--kv-cache-fraction: expected a fraction in (0, 1], got "
+                               f"{self.kv_cache_fraction!r}")
         if shape.layers < self.pp:
             raise GpuarchError(f"--pp: {self.pp} exceeds the {shape.layers} layers")
         if self.ep > 1:
@@ -446,8 +455,30 @@ def _memory(shape: TransformerShape, cfg: InferenceConfig, batch: Num,
             product: Product) -> dict[str, Num]:
     """Bytes per GPU by part for ``batch`` sequences of the configured lengths."""
     kv, activations = _kv_and_activation_bytes(shape, cfg, batch, cfg.input_len)
-    return {"weights": _weight_bytes(shape, cfg), "kv_cache": kv, "activations": activations,
-            "other": RESERVE_FRACTION * product.memory_bytes}
+    weights = _weight_bytes(shape, cfg)
+    if cfg.kv_cache_fraction:
+        reserve = (1 - cfg.kv_cache_fraction) * np.maximum(
+            0.0, product.memory_bytes - weights - activations)
+    else:
+        reserve = RESERVE_FRACTION * product.memory_bytes
+    return {"weights": weights, "kv_cache": kv, "activations": activations,
+            "other": reserve}
+
+
+def _fits(shape: TransformerShape, cfg: InferenceConfig, product: Product
+          ) -> Callable[[Num, int], bool]:
+    """A test whether ``batch`` sequences with prompts of ``prompt`` tokens fit, under the
+    configuration's KV-cache memory policy (the weights computed once)."""
+    weights = _weight_bytes(shape, cfg)
+    memory = product.memory_bytes
+
+    def fits(batch: Num, prompt: int) -> bool:
+        kv, activations = _kv_and_activation_bytes(shape, cfg, batch, prompt)
+        if cfg.kv_cache_fraction:
+            return bool(kv <= cfg.kv_cache_fraction * (memory - weights - activations))
+        return bool(kv + activations <= memory * (1 - RESERVE_FRACTION) - weights)
+
+    return fits
 
 
 def max_batch_that_fits(shape: TransformerShape, cfg: InferenceConfig, product: Product
@@ -467,11 +498,10 @@ def max_context_that_fits(shape: TransformerShape, cfg: InferenceConfig, product
     configured) whose KV cache for ``batch`` sequences fits with the weights, activations and
     reserve; 0 if not even a one-token prompt fits, None if memory sets no limit (every
     layer attends to a sliding window)."""
-    room = product.memory_bytes * (1 - RESERVE_FRACTION) - _weight_bytes(shape, cfg)
+    fits_at = _fits(shape, cfg, product)
 
     def fits(prompt: int) -> bool:
-        kv, activations = _kv_and_activation_bytes(shape, cfg, batch, prompt)
-        return bool(kv + activations <= room)
+        return fits_at(batch, prompt)
 
     if not fits(1):
         return 0
@@ -485,11 +515,10 @@ def max_context_that_fits(shape: TransformerShape, cfg: InferenceConfig, product
 
 
 def _max_batch(shape: TransformerShape, cfg: InferenceConfig, product: Product) -> int:
-    room = product.memory_bytes * (1 - RESERVE_FRACTION) - _weight_bytes(shape, cfg)
+    fits_at = _fits(shape, cfg, product)
 
     def fits(b: int) -> bool:
-        kv, activations = _kv_and_activation_bytes(shape, cfg, b, cfg.input_len)
-        return bool(kv + activations <= room)
+        return fits_at(b, cfg.input_len)
 
     if not fits(1):
         return 0
@@ -641,7 +670,8 @@ def estimate_inference(
         "parallelism": {"tp": cfg.tp, "pp": cfg.pp, "ep": cfg.ep,
                         "expert_split_gpus": max(cfg.tp, cfg.ep) if shape.is_moe else 1,
                         "attention_data_parallel": shape.is_moe and cfg.ep > cfg.tp},
-        "reserve_fraction": RESERVE_FRACTION,
+        "reserve_fraction": RESERVE_FRACTION if not cfg.kv_cache_fraction else None,
+        "kv_cache_fraction": cfg.kv_cache_fraction or None,
         "max_prefill_tokens_per_pass": cfg.max_num_tokens,
         "efficiency": efficiency.as_dict(),
         "efficiency_origin": "assumed defaults fitted to published measurements"
