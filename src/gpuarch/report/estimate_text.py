@@ -28,6 +28,8 @@ def render_training(e: TrainingEstimate) -> str:
     p = e.parallelism
     layout = (f"TP{p['tp']} PP{p['pp']} CP{p['cp']} DP{p['dp']}"
               + (f" EP{p['ep']}" if p["ep"] > 1 else "")
+              + (f" ETP{p['etp']}" if p.get("etp") and p["etp"] != p["tp"] else "")
+              + (" token-drop" if p.get("moe_token_drop") else "")
               + (f" VPP{p['vpp']}" if p["vpp"] > 1 else "")
               + (" +SP" if p["sequence_parallel"] else "")
               + f", ZeRO-{p['zero']}, recompute {p['recompute']}, {p['precision']}")
