@@ -757,7 +757,8 @@ def _bottleneck(b: TimeBreakdown, optimizer: float, host: float, step: float,
     elif name == "host_overhead":
         reason = (f"{share:.0%} of the step is fixed host time per layer (the MoE dispatcher "
                   "syncs token counts to the CPU, then launches small kernels one by one); "
-                  "larger micro-batches amortise it, CUDA-graphed routing removes most of it")
+                  "larger micro-batches amortise it; token-drop routing (--moe-token-drop) "
+                  "skips the sync, and a Grace host over NVLink-C2C waits far less")
     else:
         reason = f"{share:.0%} of the step is the optimizer update"
     return name, reason
