@@ -63,6 +63,21 @@ def test_flops_match_the_megatron_formula() -> None:
     assert training_flops_per_token(s, seq) == pytest.approx(3 * expected, rel=1e-9)
 
 
+@pytest.mark.parametrize(("name", "tflops", "tokens"), [
+    # NeMo 24.07 performance table, Nemotron-8B and Nemotron-22B rows on 64 H100: model
+    # TFLOP/s per GPU and tokens/s per GPU at sequence length 4,096
+    ("nemotron-8b", 653, 12701),
+    ("nemotron-22b", 554, 4256),
+])
+def test_nemotron_recipes_match_nemo_published_flops_per_token(name: str, tflops: int,
+                                                              tokens: int) -> None:
+    """The launcher shapes with a 256k vocabulary give the model FLOPs per token NeMo's own
+    figures imply (the TFLOP/s are rounded to 1 in ~600)."""
+    shape = preset(name).shape
+    assert training_flops_per_token(shape, 4096) == pytest.approx(tflops * 1e12 / tokens,
+                                                                 rel=2e-3)
+
+
 def test_causal_halves_attention_core_only() -> None:
     """causal=True halves QK^T and AV and nothing else."""
     s = preset("llama-3.1-8b").shape
