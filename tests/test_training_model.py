@@ -380,3 +380,24 @@ def test_expert_tensor_parallelism() -> None:
         est(etp=3)
     with pytest.raises(GpuarchError, match="EP x ETP = 32 must divide"):
         est(etp=1, ep=32, gpus=16)
+
+
+def test_pipeline_edge_layers() -> None:
+    """--pp-edge-layers counts the embedding and the loss as a layer each: 126 layers fill
+    PP 16 x VP 8 = 128 chunks only with it; where the chunks divide either way the middle
+    stages are unchanged and the last stage sheds a layer, so the step is never longer."""
+    llama = preset("llama-3.1-405b").shape
+    base = {"gpus": 256, "seq_len": 8192, "global_batch": 1536, "tp": 4, "pp": 16,
+            "precision": Precision.FP8}
+    gb200 = CATALOG.product("gb200")
+
+    def est(**kw):  # type: ignore[no-untyped-def]
+        return estimate_training(CATALOG, llama, gb200, TrainingConfig(**{**base, **kw}),
+                                 system=CATALOG.system("gb200 nvl72"))
+
+    with pytest.raises(GpuarchError, match="--pp-edge-layers"):
+        est(vpp=8)
+    edged = est(vpp=8, pp_edge_layers=True)
+    assert edged.parallelism["pp_edge_layers"] is True
+    for vpp in (1, 4):
+        assert est(vpp=vpp, pp_edge_layers=True).step_time_s <= est(vpp=vpp).step_time_s

@@ -94,7 +94,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         etp=args.etp,
         vpp=args.vpp, sequence_parallel=args.sequence_parallel, zero=args.zero,
         tp_comm_overlap=args.tp_comm_overlap, fsdp_prefetch=args.fsdp_prefetch,
-        moe_token_drop=args.moe_token_drop,
+        moe_token_drop=args.moe_token_drop, pp_edge_layers=args.pp_edge_layers,
         recompute=args.recompute or Recompute.NONE,
         precision=args.precision or Precision.BF16, gpus_per_node=gpus_per_node)
     if system is None and args.gpus > gpus_per_node:
@@ -266,6 +266,10 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                    help="with --zero 3: parameters gathered a layer ahead and overlapped with "
                         "compute (Megatron-FSDP); without it a fixed share of the ZeRO-3 "
                         "traffic is exposed")
+    p.add_argument("--pp-edge-layers", action="store_true",
+                   help="the first and last pipeline stages hold one layer fewer, counting the "
+                        "embedding and the loss as a layer each (Megatron's account_for_"
+                        "embedding/loss_in_pipeline_split)")
     p.add_argument("--moe-token-drop", action="store_true",
                    help="MoE routing with a capacity bound (overflow tokens dropped): no "
                         "per-layer host wait of the dropless dispatcher")

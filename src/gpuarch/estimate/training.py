@@ -94,6 +94,10 @@ class TrainingConfig:
     # MoE routing with a capacity bound (tokens over it dropped): buffer sizes are known
     # ahead, so the dropless dispatcher's per-layer wait for the host is not paid
     moe_token_drop: bool = False
+    # the embedding and the loss count as a layer each in the pipeline split: the first and
+    # last stages hold one transformer layer fewer (Megatron's account_for_embedding_ and
+    # account_for_loss_in_pipeline_split)
+    pp_edge_layers: bool = False
     fused_attention: bool = True  # FlashAttention-style; False = scores materialised
     recompute: Recompute = Recompute.NONE
     precision: Precision = Precision.BF16
@@ -134,9 +138,13 @@ class TrainingConfig:
             raise GpuarchError(
                 f"--global-batch: {self.global_batch} is not divisible by DP x micro-batch = "
                 f"{self.dp} x {self.micro_batch}")
-        if shape.layers < self.pp * self.vpp:
+        slots = shape.layers + (2 if self.pp_edge_layers and self.pp > 1 else 0)
+        if slots < self.pp * self.vpp:
             raise GpuarchError(f"--pp/--vpp: {shape.layers} layers cannot fill "
-                               f"PP x VPP = {self.pp * self.vpp} stages")
+                               f"PP x VPP = {self.pp * self.vpp} stages"
+                               + ("" if self.pp_edge_layers else
+                                  " (--pp-edge-layers counts the embedding and the loss as "
+                                  "a layer each)"))
         if self.vpp > 1 and self.pp == 1:
             raise GpuarchError("--vpp: interleaved stages need --pp > 1")
         if shape.heads % self.tp:
@@ -507,8 +515,11 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
 
     fwd, bwd, rec, layer_flops = _layer_time(shape, cfg, device, eff, tp_group, cp_group,
                                              ep_group)
-    # the slowest stage: layers that do not divide evenly go to some stages one more each
-    layers_per_stage = -(-shape.layers // (cfg.pp * cfg.vpp)) * cfg.vpp
+    # the slowest stage: layers that do not divide evenly go to some stages one more each;
+    # with edge layers the embedding and the loss take a layer's slot on the first and last
+    # stage (those hold one layer fewer)
+    edge = 2 if cfg.pp_edge_layers else 0
+    layers_per_stage = -(-(shape.layers + edge) // (cfg.pp * cfg.vpp)) * cfg.vpp
     per_layer = fwd + bwd + rec
     stage = per_layer.scale(layers_per_stage)
 
@@ -518,7 +529,19 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
                    device, eff)[0]
     loss = op_time(Elementwise(3.0 * tokens_mb * shape.vocab / cfg.tp * 4, name="loss"),
                    device, eff)[0]
-    stage = stage + _Pass(3 * head + 2 * loss, 0.0)
+    last = per_layer.scale(layers_per_stage - (1 if edge else 0)) + _Pass(3 * head + 2 * loss,
+                                                                          0.0)
+    if edge:
+        # the last stage runs one layer fewer plus the head; the middle stages all layers
+        slower = np.asarray((last.compute + last.comm + last.overhead)
+                            >= (stage.compute + stage.comm + stage.overhead))
+        stage = _Pass(np.where(slower, last.compute, stage.compute),
+                      np.where(slower, last.comm, stage.comm),
+                      np.where(slower, last.overhead, stage.overhead))
+        stage = _Pass(*(float(x) if np.ndim(x) == 0 else x
+                        for x in (stage.compute, stage.comm, stage.overhead)))
+    else:
+        stage = last
     act = 1.0 * tokens_mb * shape.hidden * cfg.precision.activation_bytes
     if cfg.sequence_parallel:
         act = act / cfg.tp
@@ -713,6 +736,7 @@ def estimate_training(
             "zero": cfg.zero, "tp_comm_overlap": cfg.tp_comm_overlap,
             "fsdp_prefetch": cfg.fsdp_prefetch,
             "moe_token_drop": cfg.moe_token_drop,
+            "pp_edge_layers": cfg.pp_edge_layers,
             "fused_attention": cfg.fused_attention,
             "micro_batch": cfg.micro_batch,
             "global_batch": cfg.global_batch, "micro_batches": m,
