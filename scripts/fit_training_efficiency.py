@@ -26,11 +26,11 @@ from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.validation.stats import ErrorSummary
 from gpuarch.validation.training import load_training_points, validate_training
 
-SCALARS = ["gemm_fp8", "attention", "layer_overhead_s", "dp_comm_exposed", "tp_comm_exposed",
-           "pp_comm_exposed", "gemm_half_dim", "memory", "kernel_overhead_s",
+SCALARS = ["gemm_fp8", "gemm_fp4", "attention", "layer_overhead_s", "dp_comm_exposed",
+           "tp_comm_exposed", "pp_comm_exposed", "gemm_half_dim", "memory", "kernel_overhead_s",
            "moe_grouped_gemm", "moe_layer_overhead_s", "moe_layer_overhead_c2c_s"]
-FRACTIONS = {"gemm_fp8", "attention", "dp_comm_exposed", "tp_comm_exposed", "pp_comm_exposed",
-             "memory", "moe_grouped_gemm"}
+FRACTIONS = {"gemm_fp8", "gemm_fp4", "attention", "dp_comm_exposed", "tp_comm_exposed",
+             "pp_comm_exposed", "memory", "moe_grouped_gemm"}
 MOE_GRID = ("moe_grouped_gemm=0.3,0.4,0.5,0.6,0.7,0.85,1.0;"
             "moe_layer_overhead_s=0,0.001,0.002,0.003,0.004,0.005,0.006;"
             "moe_layer_overhead_c2c_s=0,0.0005,0.001,0.002,0.003")

@@ -401,3 +401,25 @@ def test_pipeline_edge_layers() -> None:
     assert edged.parallelism["pp_edge_layers"] is True
     for vpp in (1, 4):
         assert est(vpp=vpp, pp_edge_layers=True).step_time_s <= est(vpp=vpp).step_time_s
+
+
+def test_nvfp4_training() -> None:
+    """NVFP4 GEMMs run at the dense FP4 peak where the catalog has one (GB200: 10 PFLOPS),
+    at FP8's with a stated reason where not (H100); operands cost 0.5 byte plus a scale per
+    16; stored activations and the optimizer state stay as in FP8 training."""
+    from gpuarch.estimate.memory import bytes_per_param
+
+    assert Precision.NVFP4.bytes == pytest.approx(0.5625)
+    assert Precision.NVFP4.activation_bytes == 2
+    assert bytes_per_param(Precision.NVFP4) == bytes_per_param(Precision.FP8)
+    gb200 = CATALOG.product("gb200")
+    cfg = TrainingConfig(gpus=8, seq_len=4096, global_batch=64, precision=Precision.NVFP4)
+    fp4 = estimate_training(CATALOG, LLAMA_8B, gb200, cfg, system=CATALOG.system("gb200 nvl72"))
+    assert fp4.assumptions["matmul_peak_tflops"] == pytest.approx(10_000)
+    assert fp4.assumptions["precision_fallback"] is None
+    fp8 = estimate_training(CATALOG, LLAMA_8B, gb200,
+                            dataclasses.replace(cfg, precision=Precision.FP8),
+                            system=CATALOG.system("gb200 nvl72"))
+    assert fp4.step_time_s < fp8.step_time_s
+    h100 = estimate_training(CATALOG, LLAMA_8B, H100, cfg, system=DGX_H100)
+    assert "publishes no FP4" in h100.assumptions["precision_fallback"]

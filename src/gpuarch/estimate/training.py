@@ -357,11 +357,11 @@ def _layer_ops(s: TransformerShape, cfg: TrainingConfig, moe: bool, window: int 
     ops += [Elementwise(2 * 2 * hidden_bytes, name="norms"),
             Elementwise(2 * 3 * hidden_bytes, name="residuals"),
             Elementwise(3.0 * inner * element, name="activation")]
-    if cfg.precision is Precision.FP8:
-        # each GEMM operand is cast to FP8 (read 16-bit, write 8-bit) before the GEMM
-        cast = sum(3.0 * (op.m * op.k + op.k * op.n) * op.batch for op in ops
-                   if isinstance(op, Gemm))
-        ops.append(Elementwise(cast, name="fp8_cast"))
+    if cfg.precision.low_precision:
+        # each GEMM operand is cast (read 16-bit, write the narrow format) before the GEMM
+        cast = sum((2.0 + cfg.precision.bytes) * (op.m * op.k + op.k * op.n) * op.batch
+                   for op in ops if isinstance(op, Gemm))
+        ops.append(Elementwise(cast, name=f"{cfg.precision.value}_cast"))
     return ops, 1.0 * tokens
 
 

@@ -35,6 +35,12 @@ class Efficiency:
     """Multiplier on the GEMM efficiency for FP8 GEMMs, which reach a smaller fraction of
     their doubled peak (scaling, narrower accumulation tiles). Fitted."""
 
+    gemm_fp4: float = 0.7
+    """Multiplier on the GEMM efficiency for NVFP4 training GEMMs against the dense FP4 peak
+    (block scaling, the recipe's Hadamard transforms and the GEMMs it keeps in 16 bits).
+    Fitted on the two GB200 NVFP4 rows of Megatron Bridge's 26.02 table (the GB300 row is
+    out of sample)."""
+
     gemm_half_dim: float = 210.0
     """The reduction length K at which efficiency has fallen to half: factor
     K / (K + gemm_half_dim) (short K leaves the Tensor Core pipeline poorly filled: narrow

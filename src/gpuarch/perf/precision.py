@@ -20,16 +20,25 @@ class Precision(Enum):
     FP16 = "fp16"
     BF16 = "bf16"
     FP8 = "fp8"
+    NVFP4 = "nvfp4"  # 4-bit E2M1 with an FP8 scale per 16 elements (Blackwell)
 
     @property
-    def bytes(self) -> int:
-        """Bytes per element of activations and (compute-copy) weights."""
-        return {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1}[self.value]
+    def bytes(self) -> float:
+        """Bytes per element of GEMM operands (activations and compute-copy weights); NVFP4
+        counts its per-16-element scale."""
+        return {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1,
+                "nvfp4": 0.5 + 1 / 16}[self.value]
+
+    @property
+    def low_precision(self) -> bool:
+        """An 8-bit-or-narrower format whose GEMM operands are cast from 16-bit values."""
+        return self in (Precision.FP8, Precision.NVFP4)
 
     @property
     def activation_bytes(self) -> int:
-        """Bytes per stored activation element: FP8 training keeps activations in 16 bits."""
-        return 2 if self is Precision.FP8 else self.bytes
+        """Bytes per stored activation element: FP8 and NVFP4 training keep activations in
+        16 bits."""
+        return 2 if self.low_precision else int(self.bytes)
 
 
 # Preferred peaks, best first: the first one the product publishes is used.
@@ -39,6 +48,7 @@ _CHAIN: dict[Precision, tuple[PeakKey, ...]] = {
     Precision.FP16: (PeakKey.TENSOR_FP16, PeakKey.FP16, PeakKey.FP32),
     Precision.BF16: (PeakKey.TENSOR_BF16, PeakKey.BF16, PeakKey.FP32),
     Precision.FP8: (PeakKey.TENSOR_FP8, PeakKey.TENSOR_BF16, PeakKey.TENSOR_FP16),
+    Precision.NVFP4: (PeakKey.TENSOR_FP4, PeakKey.TENSOR_FP8, PeakKey.TENSOR_BF16),
 }
 
 

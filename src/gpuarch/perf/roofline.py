@@ -142,7 +142,7 @@ class Device:
                 f"{precision.value} matrix math")
         vector = product.peak(PeakKey.FP32) or product.peak(PeakKey.FP16) or peak.flops
         attention = peak.flops
-        if precision is Precision.FP8:
+        if precision.low_precision:
             sixteen = matmul_peak(product, Precision.BF16)
             attention = sixteen.flops if sixteen else peak.flops
         return cls(product, precision, peak, vector, product.memory_bandwidth_bytes_s,
@@ -171,8 +171,10 @@ def _gemm_efficiency(op: Gemm, device: Device, eff: Efficiency) -> Num:
         base *= eff.moe_gemm
     elif op.name.startswith("grouped_expert_"):
         base *= eff.moe_grouped_gemm
-    if device.precision is Precision.FP8 and device.matmul.key is PeakKey.TENSOR_FP8:
-        base *= eff.gemm_fp8
+    if device.precision.low_precision and device.matmul.key is PeakKey.TENSOR_FP8:
+        base *= eff.gemm_fp8  # FP8, or NVFP4 on a GPU without FP4 Tensor Cores
+    elif device.precision is Precision.NVFP4 and device.matmul.key is PeakKey.TENSOR_FP4:
+        base *= eff.gemm_fp4
     thin: Num = 1.0
     for d in (op.m, op.n):
         thin = thin * d / (np.ceil(d / eff.gemm_min_tile) * eff.gemm_min_tile)
