@@ -22,8 +22,8 @@ from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.validation.inference import load_inference_points, validate_inference
 from gpuarch.validation.stats import ErrorSummary
 
-PARAMS = ["decode_step_overhead_s", "prefill_overhead_s", "kv_read", "moe_gemm"]
-FRACTIONS = {"kv_read", "moe_gemm"}
+PARAMS = ["decode_step_overhead_s", "prefill_overhead_s", "kv_read", "moe_gemm", "pcie_bus"]
+FRACTIONS = {"kv_read", "moe_gemm", "pcie_bus"}
 
 
 def main() -> None:

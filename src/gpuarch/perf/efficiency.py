@@ -67,7 +67,7 @@ class Efficiency:
     """Fraction of DRAM bandwidth that memory-bound kernels (norms, activations, optimizer
     step, weight streaming in decode) sustain. Assumed."""
 
-    kv_read: float = 0.69
+    kv_read: float = 0.70
     """Fraction of DRAM bandwidth that decode attention sustains reading the KV cache
     (paged, many short rows). Fitted on inference measurements."""
 
@@ -86,8 +86,9 @@ class Efficiency:
     """NCCL bus bandwidth over NVLink/NVSwitch as a fraction of the per-direction link rate.
     Assumed (nccl-tests busbw on 8-GPU NVSwitch systems is typically 75-85%)."""
 
-    pcie_bus: float = 0.75
-    """The same over PCIe. Assumed."""
+    pcie_bus: float = 0.53
+    """The same over PCIe (GPUs without NVLink, e.g. L40S servers, whose all-reduces cross
+    PCIe switches or the host). Fitted on the serving measurements of L40S at TP 2-8."""
 
     network_bus: float = 0.85
     """The same over InfiniBand/RoCE between nodes, per GPU NIC. Assumed."""
@@ -145,7 +146,7 @@ class Efficiency:
     Qwen3-30B-A3B layouts token-drop and dropless: on 8 GB200 dropless is as fast (23,766 vs
     22,775 tokens/s per GPU), on 8 B200 half as fast (9,299 vs 18,066). Fitted."""
 
-    decode_step_overhead_s: float = 1.48e-3
+    decode_step_overhead_s: float = 1.46e-3
     """Fixed time per decode step (scheduler, sampling, launch of the step's graph), for
     the whole model. Fitted on inference measurements."""
 
