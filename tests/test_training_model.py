@@ -423,3 +423,9 @@ def test_nvfp4_training() -> None:
     assert fp4.step_time_s < fp8.step_time_s
     h100 = estimate_training(CATALOG, LLAMA_8B, H100, cfg, system=DGX_H100)
     assert "publishes no FP4" in h100.assumptions["precision_fallback"]
+
+
+def test_pipeline_edge_layers_do_nothing_without_a_pipeline() -> None:
+    one_stage = _est(shape=LLAMA_8B, tp=1, pp=1)
+    assert _est(shape=LLAMA_8B, tp=1, pp=1, pp_edge_layers=True).step_time_s == \
+        one_stage.step_time_s

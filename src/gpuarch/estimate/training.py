@@ -37,6 +37,7 @@ from gpuarch.perf.collectives import (
     collective_time,
     link_for,
     nccl_protocols,
+    scalar,
 )
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.perf.precision import Precision
@@ -518,7 +519,7 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     # the slowest stage: layers that do not divide evenly go to some stages one more each;
     # with edge layers the embedding and the loss take a layer's slot on the first and last
     # stage (those hold one layer fewer)
-    edge = 2 if cfg.pp_edge_layers else 0
+    edge = np.where(cfg.pp > 1, 2, 0) if cfg.pp_edge_layers else 0  # one pipeline stage: none
     layers_per_stage = -(-(shape.layers + edge) // (cfg.pp * cfg.vpp)) * cfg.vpp
     per_layer = fwd + bwd + rec
     stage = per_layer.scale(layers_per_stage)
@@ -529,17 +530,13 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
                    device, eff)[0]
     loss = op_time(Elementwise(3.0 * tokens_mb * shape.vocab / cfg.tp * 4, name="loss"),
                    device, eff)[0]
-    last = per_layer.scale(layers_per_stage - (1 if edge else 0)) + _Pass(3 * head + 2 * loss,
-                                                                          0.0)
-    if edge:
+    last = per_layer.scale(layers_per_stage - edge // 2) + _Pass(3 * head + 2 * loss, 0.0)
+    if cfg.pp_edge_layers:
         # the last stage runs one layer fewer plus the head; the middle stages all layers
-        slower = np.asarray((last.compute + last.comm + last.overhead)
-                            >= (stage.compute + stage.comm + stage.overhead))
-        stage = _Pass(np.where(slower, last.compute, stage.compute),
-                      np.where(slower, last.comm, stage.comm),
-                      np.where(slower, last.overhead, stage.overhead))
-        stage = _Pass(*(float(x) if np.ndim(x) == 0 else x
-                        for x in (stage.compute, stage.comm, stage.overhead)))
+        slower = last.total >= stage.total
+        stage = _Pass(*(scalar(np.where(slower, a, b)) for a, b in
+                        ((last.compute, stage.compute), (last.comm, stage.comm),
+                         (last.overhead, stage.overhead))))
     else:
         stage = last
     act = 1.0 * tokens_mb * shape.hidden * cfg.precision.activation_bytes
