@@ -115,3 +115,21 @@ def test_tree_applies_to_all_reduce_only() -> None:
     for kind in (Collective.ALL_GATHER, Collective.REDUCE_SCATTER, Collective.ALL_TO_ALL):
         assert collective_time(kind, 64.0, group, EFF, nccl_protocols()) == \
             collective_time(kind, 64.0, group, EFF, ring_only)
+
+
+@settings(max_examples=40, deadline=None)
+@given(kind=kinds, sizes=st.lists(st.floats(0.0, 2.0**32), min_size=3, max_size=3),
+       ranks=st.lists(st.sampled_from([1, 2, 8, 16, 64, 512]), min_size=3, max_size=3),
+       nccl=st.booleans())
+def test_arrays_give_the_scalar_answers(kind: Collective, sizes: list[float],
+                                        ranks: list[int], nccl: bool) -> None:
+    """The advisor evaluates many configurations as NumPy arrays; scalars take a faster
+    path. Both must agree element by element."""
+    import numpy as np
+
+    protocols = nccl_protocols() if nccl else None
+    together = collective_time(kind, np.array(sizes), Group(np.array(ranks), 8, NVLINK, NET),
+                               EFF, protocols)
+    for i, (size, n) in enumerate(zip(sizes, ranks, strict=True)):
+        alone = collective_time(kind, size, Group(n, 8, NVLINK, NET), EFF, protocols)
+        assert float(together[i]) == pytest.approx(alone, rel=1e-12, abs=1e-18)
