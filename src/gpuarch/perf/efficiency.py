@@ -32,14 +32,15 @@ class Efficiency:
     at the board power limit, and operand delivery limits the largest tiles. Fitted."""
 
     gemm_fp8: float = 0.88
-    """Multiplier on the GEMM efficiency for FP8 GEMMs, which reach a smaller fraction of
-    their doubled peak (scaling, narrower accumulation tiles). Fitted."""
+    """Multiplier on the GEMM efficiency for GEMMs run at the FP8 Tensor Core peak, in
+    training and in serving, which reach a smaller fraction of their doubled peak (scaling,
+    narrower accumulation tiles). Fitted on training measurements."""
 
     gemm_fp4: float = 0.7
-    """Multiplier on the GEMM efficiency for NVFP4 training GEMMs against the dense FP4 peak
-    (block scaling, the recipe's Hadamard transforms and the GEMMs it keeps in 16 bits).
-    Fitted on the two GB200 NVFP4 rows of Megatron Bridge's 26.02 table (the GB300 row is
-    out of sample)."""
+    """Multiplier on the GEMM efficiency for GEMMs run at the dense FP4 Tensor Core peak
+    (NVFP4 training and serving: block scaling; in training also the recipe's Hadamard
+    transforms and the GEMMs it keeps in 16 bits). Fitted on the two GB200 NVFP4 rows of
+    Megatron Bridge's 26.02 table (the GB300 row is out of sample)."""
 
     gemm_half_dim: float = 210.0
     """The reduction length K at which efficiency has fallen to half: factor
@@ -67,7 +68,7 @@ class Efficiency:
     """Fraction of DRAM bandwidth that memory-bound kernels (norms, activations, optimizer
     step, weight streaming in decode) sustain. Assumed."""
 
-    kv_read: float = 0.70
+    kv_read: float = 0.79
     """Fraction of DRAM bandwidth that decode attention sustains reading the KV cache
     (paged, many short rows). Fitted on inference measurements."""
 
@@ -146,11 +147,11 @@ class Efficiency:
     Qwen3-30B-A3B layouts token-drop and dropless: on 8 GB200 dropless is as fast (23,766 vs
     22,775 tokens/s per GPU), on 8 B200 half as fast (9,299 vs 18,066). Fitted."""
 
-    decode_step_overhead_s: float = 1.46e-3
+    decode_step_overhead_s: float = 1.58e-3
     """Fixed time per decode step (scheduler, sampling, launch of the step's graph), for
     the whole model. Fitted on inference measurements."""
 
-    prefill_overhead_s: float = 2.8e-3
+    prefill_overhead_s: float = 2.6e-3
     """Fixed time per prefill (scheduling and launch; tokenisation outside the engine is
     not included). Fitted on inference measurements."""
 

@@ -171,9 +171,9 @@ def _gemm_efficiency(op: Gemm, device: Device, eff: Efficiency) -> Num:
         base *= eff.moe_gemm
     elif op.name.startswith("grouped_expert_"):
         base *= eff.moe_grouped_gemm
-    if device.precision.low_precision and device.matmul.key is PeakKey.TENSOR_FP8:
+    if device.matmul.key is PeakKey.TENSOR_FP8:
         base *= eff.gemm_fp8  # FP8, or NVFP4 on a GPU without FP4 Tensor Cores
-    elif device.precision is Precision.NVFP4 and device.matmul.key is PeakKey.TENSOR_FP4:
+    elif device.matmul.key is PeakKey.TENSOR_FP4:
         base *= eff.gemm_fp4
     thin: Num = 1.0
     for d in (op.m, op.n):
