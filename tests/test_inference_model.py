@@ -186,17 +186,23 @@ def test_inference_validation_does_not_regress() -> None:
     from gpuarch.validation.inference import validate_inference
 
     s = validate_inference(CATALOG)
-    assert len(s.rows) >= 180
-    assert s.mean_abs_error <= 0.13  # 12.3% over 185 figures
-    assert s.median_abs_error <= 0.09
+    assert len(s.rows) >= 270
+    assert s.mean_abs_error <= 0.22  # 21.0% over 271 figures
+    assert s.median_abs_error <= 0.12
     assert s.by("metric")["tpot_s"] <= 0.07
-    assert s.share_within >= 0.93
+    assert s.share_within >= 0.82
     in_sample = [abs(r.error) for r in s.rows if not r.out_of_sample]
     assert len(in_sample) == 171 and sum(in_sample) / len(in_sample) <= 0.12
     v017 = [abs(r.error) for r in s.rows if r.source == "trtllm-perf-overview-v0.17"]
     assert len(v017) == 76 and sum(v017) / len(v017) <= 0.08  # 6.7%
-    moe_later = [abs(r.error) for r in s.rows if r.out_of_sample and "qwen3" in r.id]
+    moe_later = [abs(r.error) for r in s.rows if r.out_of_sample and "qwen3" in r.id
+                 and r.source == "trtllm-perf-overview-v1.0"]
     assert len(moe_later) >= 10 and sum(moe_later) / len(moe_later) <= 0.28  # 27.0%
+    # the later perf overview, all out of sample: DeepSeek-R1, GPT-OSS, Llama 3.3, Qwen3
+    later = [abs(r.error) for r in s.rows if r.source == "trtllm-perf-overview-03e27c7"]
+    assert len(later) == 86 and all(r.out_of_sample for r in s.rows
+                                     if r.source == "trtllm-perf-overview-03e27c7")
+    assert sum(later) / len(later) <= 0.40  # 39.7%
 
 
 def test_queueing_when_concurrency_exceeds_what_fits() -> None:
