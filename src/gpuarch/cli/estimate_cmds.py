@@ -306,7 +306,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p.add_argument("--activation-precision",
                    type=lazy_enum_value(fmt, "--activation-precision"),
                    help="default: the weights' format for fp8/fp4 (W8A8, W4A4), 16-bit for "
-                   "int8/int4 (weight-only); int8 gives W8A8")
+                   "int8/int4 (weight-only); int8 gives W8A8; fp8 with int4 or fp4 weights "
+                   "gives W4A8")
     p.add_argument("--kv-precision", type=lazy_enum_value(fmt, "--kv-precision"),
                    help="KV cache: bf16 (default), fp16, fp8, int8")
     p.add_argument("--batching", type=lazy_enum_value(

@@ -64,14 +64,23 @@ class QuantScheme:
                 f"--activation-precision: {self.activations.value} is narrower than "
                 f"--weight-precision {self.weights.value}; weight-only or matching "
                 "weight/activation formats are supported")
-        if not self.activations.is_16bit and self.activations is not self.weights:
+        if not self.activations.is_16bit and self.activations is not self.weights \
+                and not self.w4a8:
             raise GpuarchError(
                 f"--activation-precision {self.activations.value} needs --weight-precision "
                 f"{self.activations.value} (W{self.activations.bits}A"
-                f"{self.activations.bits}), or 16-bit activations for weight-only")
+                f"{self.activations.bits}), int4 or fp4 weights with fp8 activations (W4A8), "
+                "or 16-bit activations for weight-only")
         if self.activations is QuantFormat.INT4:
             raise GpuarchError("--activation-precision: int4 activations are not supported; "
                                "use int4 weight-only with 16-bit activations")
+
+    @property
+    def w4a8(self) -> bool:
+        """4-bit weights (INT4 with group scales, or FP4) with FP8 activations: GEMMs at the
+        FP8 rate, weights streamed at 4 bits (TensorRT-LLM's W4A8 AWQ on Hopper and Ada,
+        and its W4A8 MXFP4 x MXFP8 MoE on Blackwell)."""
+        return self.activations is QuantFormat.FP8 and self.weights.bits == 4
 
     @property
     def weight_only(self) -> bool:
@@ -118,8 +127,13 @@ def gemm_peak(product: Product, scheme: QuantScheme) -> GemmPeak:
     key = _NATIVE.get(compute_fmt)
     value = product.peak(key) if key else None
     if key is not None and value is not None:
+        # W4A8: FP4 weights meet FP8 activations natively where the Tensor Cores take FP4
+        # operands (Blackwell's mixed-input MMA, at the FP8 rate); INT4 weights, or FP4 on
+        # an older GPU, are converted to FP8 inside the GEMM
+        mixed = scheme.w4a8 and not (scheme.weights is QuantFormat.FP4
+                                     and product.peak(PeakKey.TENSOR_FP4) is not None)
         return GemmPeak(MatmulPeak(value, key, product.dense_origin(key) or "published",
-                                   None), dequantize=False)
+                                   None), dequantize=mixed)
     reason = (f"{product.name} publishes no {compute_fmt.value.upper()} Tensor Core peak; "
               f"{compute_fmt.value} weights are dequantized and GEMMs run at the "
               f"{sixteen.key.label} rate")

@@ -95,7 +95,8 @@ def point_config(point: TrainingPoint, gpus_per_node: int) -> InferenceConfig:
     """The serving setup a point ran."""
     weights = _fmt(point.get("weight_precision"), QuantFormat.FP16)
     activations = _fmt(point.get("activation_precision"), weights)
-    if activations.bits > weights.bits and not activations.is_16bit:
+    if activations.bits > weights.bits and not activations.is_16bit \
+            and not QuantScheme(weights, activations).w4a8:
         activations = QuantFormat.FP16
     kv_default = QuantFormat.FP8 if activations is QuantFormat.FP8 else QuantFormat.FP16
     kv = _fmt(point.get("kv_precision"), kv_default)
