@@ -183,14 +183,15 @@ def _expert_split(par: dict[str, Any]) -> str:
 
 def _validation_footer(s: Any, noun: str, fit: str) -> list[str]:
     """The lines under a validation table: the in-sample and out-of-sample errors apart
-    (when some rows are out of sample) and the points that could not be modelled."""
+    (when some rows are out of sample) and the points not compared, with the reason (not
+    modelled, or the source's own figures disagree)."""
     lines = []
     if any(r.out_of_sample for r in s.rows):
         lines += [_sample_split(s.rows, noun),
                   "* out of sample: added after the parameters it tests were fitted "
                   f"(scripts/fit_{fit}_efficiency.py leaves it out)"]
     if s.skipped:
-        lines += ["", f"{len(s.skipped)} points not modelled:"]
+        lines += ["", f"{len(s.skipped)} points not compared:"]
         lines += [f"  {i}: {why}" for i, why in s.skipped]
     return lines
 

@@ -182,7 +182,10 @@ ValidationSummary = ErrorSummary
 
 def compare_point(catalog: Catalog, point: TrainingPoint, efficiency: Efficiency
                   ) -> TrainingComparison:
-    """Predict one point (raises GpuarchError when it cannot be modelled)."""
+    """Predict one point (raises GpuarchError when it cannot be modelled, or when the data
+    file marks it ``excluded`` with the reason: its source's own figures disagree)."""
+    if point.get("excluded"):
+        raise GpuarchError(f"excluded: {point.get('excluded')}")
     product = catalog.product(point.get("gpu"))
     system = catalog.system_for(product)
     shape = point_shape(point)
