@@ -182,6 +182,24 @@ def test_moe_serving_searches_expert_parallel_units(tmp_path: Path) -> None:
     assert all(o.ep == 1 for o in dense.top)
 
 
+def test_serving_formats_are_searched_where_native_and_labelled(tmp_path: Path) -> None:
+    """W4A8 (INT4 weights, FP8 activations and KV) is searched where FP8 is native and says
+    so in its label; weight-only INT4 keeps 16-bit activations; nothing 8-bit or 4-bit
+    that needs FP8 or FP4 Tensor Cores is offered on A100."""
+    from gpuarch.advise.infer import InferenceSearch, advise_inference
+
+    shape = preset("llama-3.1-8b").shape
+    prices = load_prices(_prices(tmp_path))
+    labels = {o.scheme: o.formats for o in advise_inference(
+        CATALOG, shape, InferenceSearch(1024, 256, gpus=("h100",), top=500), prices).top}
+    assert labels["w4a8"] == "Wint4 Afp8/KV fp8"
+    assert labels["int4-w"] == "Wint4/KV bf16"
+    assert labels["fp8"] == "Wfp8/KV fp8"
+    a100 = {o.scheme for o in advise_inference(
+        CATALOG, shape, InferenceSearch(1024, 256, gpus=("a100",), top=500), prices).top}
+    assert "int4-w" in a100 and not a100 & {"w4a8", "fp8", "fp4"}
+
+
 def test_inference_search_errors_and_empty_answers(tmp_path: Path) -> None:
     """Bad numbers name the flag; an SLA nothing meets yields no option, not an error."""
     from gpuarch.advise.infer import InferenceSearch, advise_inference
@@ -237,7 +255,7 @@ def test_chunked_evaluation_gives_the_same_answer(tmp_path: Path,
        gpu=st.sampled_from(["h100", "a100", "b200", "l40s"]),
        tp=st.sampled_from([1, 2, 4, 8]), pp=st.sampled_from([1, 2]),
        input_len=st.sampled_from([128, 2048, 9000]), output_len=st.sampled_from([1, 64, 512]),
-       scheme=st.sampled_from(["bf16", "fp8", "int4-w", "fp4"]),
+       scheme=st.sampled_from(["bf16", "fp8", "int4-w", "w4a8", "fp4"]),
        batching=st.sampled_from(["static", "continuous"]),
        chunk=st.sampled_from([0, 512]),
        batches=st.lists(st.integers(1, 3000), min_size=1, max_size=6))

@@ -44,10 +44,12 @@ _SCHEMES: tuple[tuple[str, QuantScheme], ...] = (
     ("fp8-w/bf16-kv", QuantScheme(QuantFormat.FP8, QuantFormat.FP8, QuantFormat.BF16)),
     ("int8-w", QuantScheme(QuantFormat.INT8, QuantFormat.BF16, QuantFormat.BF16)),
     ("int4-w", QuantScheme(QuantFormat.INT4, QuantFormat.BF16, QuantFormat.BF16)),
+    ("w4a8", QuantScheme(QuantFormat.INT4, QuantFormat.FP8, QuantFormat.FP8)),
     ("fp4", QuantScheme(QuantFormat.FP4, QuantFormat.FP4, QuantFormat.FP8)),
 )
 """Weight/activation/KV formats searched; FP8 and FP4 only where the Tensor Cores run them
-natively (a dequantizing fallback is never worth recommending)."""
+natively (a dequantizing fallback is never worth recommending); W4A8 (INT4 weights with
+group scales, FP8 activations and KV cache, AWQ-style) where FP8 is native."""
 
 
 @dataclass(frozen=True)
@@ -114,6 +116,15 @@ class InferenceOption:
     pareto: bool = False
     reason: str | None = None
     ep: int = 1  # expert-parallel GPUs of a unit (attention data-parallel when > TP)
+    activations: str = "bf16"
+
+    @property
+    def formats(self) -> str:
+        """Weights (with the activations when they are neither 16-bit nor the weights' own
+        format, as in W4A8) and KV cache: 'Wfp8/KV fp8', 'Wint4 Afp8/KV fp8'."""
+        acts = "" if self.activations in ("bf16", "fp16", self.weights) \
+            else f" A{self.activations}"
+        return f"W{self.weights}{acts}/KV {self.kv_cache}"
 
 
 @dataclass(frozen=True)
@@ -352,7 +363,8 @@ def _option(product: Product, search: InferenceSearch, split: tuple[int, int, in
     return InferenceOption(
         gpu=product.key, gpu_name=product.name, gpus=gpus, replicas=replicas, tp=tp, pp=pp,
         ep=ep, batch=batch, scheme=label, weights=scheme.weights.value,
-        kv_cache=scheme.kv_cache.value, ttft_ms=from_si(est.ttft_s, Unit.MS),
+        activations=scheme.activations.value, kv_cache=scheme.kv_cache.value,
+        ttft_ms=from_si(est.ttft_s, Unit.MS),
         tpot_ms=from_si(est.tpot_s, Unit.MS),
         request_latency_s=est.latency_s, output_tokens_per_s=tps,
         memory_per_gpu_gib=from_si(est.memory_bytes, Unit.GIB), usd_per_hour=per_hour,
@@ -401,7 +413,7 @@ def _reason(catalog: Catalog, o: InferenceOption, best: InferenceOption,
             what = {"time": "latency", "cost": "cost per token",
                     "energy": "energy per token"}[objective.value]
             text += (f"; the best {rp.name} deployment ({rival.gpus} GPUs, "
-                     f"W{rival.weights}/KV {rival.kv_cache}, "
+                     f"{rival.formats}, "
                      f"{_tb_s(rp):.2f} TB/s vs {bw:.2f}) has "
                      f"{theirs / mine:.2f}x the {what}")
     elif o.gpu != best.gpu:

@@ -119,7 +119,7 @@ _INF_RIGHT = [True, False, True, True, True, True, True, True, False, True, True
 def _inf_row(i: str, o: Any) -> list[str]:
     return [i, o.gpu_name, str(o.gpus), str(o.replicas), str(o.tp), str(o.pp), str(o.ep),
             str(o.batch),
-            f"W{o.weights}/KV {o.kv_cache}", fmt(o.ttft_ms), fmt(o.tpot_ms),
+            o.formats, fmt(o.ttft_ms), fmt(o.tpot_ms),
             fmt(o.output_tokens_per_s), _usd(o.usd_per_hour), _usd(o.usd_per_million_tokens),
             fmt(o.kwh_per_million_tokens), o.bottleneck.get("decode", "-"),
             "*" if o.pareto else ""]

@@ -143,12 +143,12 @@ def _serving(advice: Any) -> str:
     best = advice.top[0]
     replicas = f"{best.replicas} replica{'s' if best.replicas > 1 else ''}"
     out.append(f"<p><b>Pick:</b> {best.gpus} x {_e(best.gpu_name)} ({replicas} "
-               f"of TP{best.tp} PP{best.pp}{_ep(best)}), W{_e(best.weights)} / KV "
-               f"{_e(best.kv_cache)}, batch {best.batch}: TTFT {best.ttft_ms:.3g} ms, TPOT "
+               f"of TP{best.tp} PP{best.pp}{_ep(best)}), {_e(best.formats)}, "
+               f"batch {best.batch}: TTFT {best.ttft_ms:.3g} ms, TPOT "
                f"{best.tpot_ms:.3g} ms, {_usd(best.usd_per_million_tokens)} per million "
                f"output tokens. {_e(best.reason)}</p>")
     rows = [[o.gpu_name, o.gpus, f"TP{o.tp} PP{o.pp}{_ep(o)}", o.batch,
-             f"W{o.weights}/KV {o.kv_cache}", fmt(o.ttft_ms), fmt(o.tpot_ms),
+             o.formats, fmt(o.ttft_ms), fmt(o.tpot_ms),
              fmt(o.output_tokens_per_s), _usd(o.usd_per_hour), _usd(o.usd_per_million_tokens),
              fmt(o.kwh_per_million_tokens), o.bottleneck.get("decode", "-")]
             for o in advice.per_gpu]
