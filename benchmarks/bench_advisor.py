@@ -1,6 +1,6 @@
 """Advisor speed: configurations evaluated per second by the array form of the training
-model (issue #7 goal: at least 1,000,000 per second on this 2-core machine), and a whole
-default search.
+model (issue #7 goal: at least 1,000,000 per second on this 2-core machine), and whole
+default searches (training and serving).
 
     python benchmarks/bench_advisor.py [--n 1000000]
 """
@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from gpuarch.advise import TrainingSearch, advise_training, load_prices
+from gpuarch.advise.infer import InferenceSearch, advise_inference
 from gpuarch.catalog import load_catalog
 from gpuarch.estimate import Recompute, TrainingConfig
 from gpuarch.estimate.training import evaluate_training
@@ -72,6 +73,12 @@ def main() -> None:
     print(f"default search (llama-3.1-8b, 1T tokens, every datacenter GPU up to 1,024): "
           f"{adv.evaluated:,} configurations in {elapsed:.1f} s "
           f"({adv.evaluated / elapsed:,.0f}/s including set-up and explanations)")
+    start = time.perf_counter()
+    served = advise_inference(catalog, preset("llama-3.1-8b").shape,
+                              InferenceSearch(input_len=2048, output_len=256), load_prices())
+    elapsed = time.perf_counter() - start
+    print(f"default serving search (llama-3.1-8b, 2048 in / 256 out, one saturated replica, "
+          f"every datacenter GPU): {served.evaluated:,} configurations in {elapsed:.2f} s")
 
 
 if __name__ == "__main__":
