@@ -128,15 +128,19 @@ def cmd_infer(args: argparse.Namespace) -> int:
     catalog = load_catalog()
     shape = resolve_model(args)
     product, system = _gpu_and_system(args, catalog)
-    weights = args.weight_precision or QuantFormat.BF16
-    if args.activation_precision is not None:
-        activations = args.activation_precision
-    elif weights in (QuantFormat.FP8, QuantFormat.FP4):
-        activations = weights
+    checkpoint = _checkpoint_formats(args)
+    if checkpoint is not None:
+        weights = QuantFormat(checkpoint.weights)
+        default_activations = QuantFormat(checkpoint.activations)
+        default_kv = QuantFormat(checkpoint.kv_cache) if checkpoint.kv_cache else None
     else:
-        activations = QuantFormat.FP16 if weights is QuantFormat.FP16 else QuantFormat.BF16
-    kv = args.kv_precision or (QuantFormat.FP16 if activations is QuantFormat.FP16
-                               else QuantFormat.BF16)
+        weights = args.weight_precision or QuantFormat.BF16
+        default_activations = weights if weights in (QuantFormat.FP8, QuantFormat.FP4) \
+            else QuantFormat.FP16 if weights is QuantFormat.FP16 else QuantFormat.BF16
+        default_kv = None
+    activations = args.activation_precision or default_activations
+    kv = args.kv_precision or default_kv or (
+        QuantFormat.FP16 if activations is QuantFormat.FP16 else QuantFormat.BF16)
     cfg = InferenceConfig(
         input_len=args.input_len, output_len=args.output_len, batch=args.batch,
         gpus=args.gpus or args.tp * args.pp, tp=args.tp, pp=args.pp, ep=args.ep,
@@ -146,9 +150,22 @@ def cmd_infer(args: argparse.Namespace) -> int:
         gpus_per_node=args.gpus_per_node or (system.gpus_per_node if system else 8))
     eff, measured = _calibrated(args, catalog, product, system)
     est = estimate_inference(catalog, shape, product, cfg, system=system, efficiency=eff,
-                             measured=measured)
+                             measured=measured,
+                             formats_origin=checkpoint.origin if checkpoint else None)
     print(to_json(est.as_json()) if args.json else render_inference(est))
     return 0
+
+
+def _checkpoint_formats(args: argparse.Namespace) -> Any:
+    """The formats a config.json's checkpoint declares, unless --weight-precision is given
+    (then the flags alone decide)."""
+    from gpuarch.workloads.hf_quant import checkpoint_formats
+
+    name: str = args.model
+    if args.weight_precision is not None or not (name.endswith(".json")
+                                                 or Path(name).is_file()):
+        return None
+    return checkpoint_formats(Path(name))
 
 
 def model_flags(p: argparse.ArgumentParser, default: str | None = None) -> None:
@@ -302,7 +319,9 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                    help="sequences decoded together, or 'max' for the largest that fits")
     fmt = "gpuarch.perf.quant:QuantFormat"
     p.add_argument("--weight-precision", type=lazy_enum_value(fmt, "--weight-precision"),
-                   help="bf16 (default), fp16, fp8, int8, int4 or fp4")
+                   help="bf16, fp16, fp8, int8, int4 or fp4; default: what a config.json's "
+                   "checkpoint declares (quantization_config, or ModelOpt's "
+                   "hf_quant_config.json beside it), else bf16")
     p.add_argument("--activation-precision",
                    type=lazy_enum_value(fmt, "--activation-precision"),
                    help="default: the weights' format for fp8/fp4 (W8A8, W4A4), 16-bit for "

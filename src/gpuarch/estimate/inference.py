@@ -627,8 +627,10 @@ def estimate_inference(
     system: System | None = None,
     efficiency: Efficiency = DEFAULT_EFFICIENCY,
     measured: dict[str, str] | None = None,
+    formats_origin: str | None = None,
 ) -> InferenceEstimate:
-    """Estimate serving ``shape`` on ``cfg.gpus`` x ``product``."""
+    """Estimate serving ``shape`` on ``cfg.gpus`` x ``product`` (``formats_origin``: where
+    the formats came from when not from the caller, e.g. the checkpoint's config.json)."""
     cfg.validate(shape)
     if cfg.tp * cfg.pp > cfg.gpus_per_node and system is None:
         raise GpuarchError(f"--tp/--pp: a replica of {cfg.tp * cfg.pp} GPUs spans nodes; "
@@ -660,6 +662,7 @@ def estimate_inference(
         "formats": {"weights": cfg.quant.weights.value,
                     "activations": cfg.quant.activations.value,
                     "kv_cache": cfg.quant.kv_cache.value},
+        "formats_origin": formats_origin,
         "bytes_per_element": {"weights": cfg.quant.weights.bytes,
                               "kv_cache": cfg.quant.kv_cache.bytes},
         "kv_bytes_per_token_per_gpu": kv_bytes_per_token(shape, cfg.quant.kv_cache.bytes,

@@ -84,6 +84,10 @@ def render_inference(e: InferenceEstimate) -> str:
         f"{f['kv_cache']}; GEMMs at {fmt(a['gemm_peak_tflops'])} TFLOPS "
         f"({a['gemm_peak_source']})" + (", weights dequantized" if a["weights_dequantized"]
                                        else ""),
+    ]
+    if a.get("formats_origin"):
+        lines.append(f"                from {a['formats_origin']}")
+    lines += [
         "",
         f"  TTFT          {fmt(from_si(e.ttft_s, Unit.MS))} ms   "
         f"(prefill: {e.bottleneck['prefill']}-bound)",

@@ -1,0 +1,140 @@
+"""Checkpoint formats read from a Hugging Face config.json (and ModelOpt's
+hf_quant_config.json), as the public checkpoints declare them, and their use by
+``estimate infer --model config.json``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpuarch.cli.main import main
+from gpuarch.errors import GpuarchError
+from gpuarch.workloads.hf_quant import checkpoint_formats
+
+LLAMA_8B = {"model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336,
+            "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 8,
+            "vocab_size": 128256, "tie_word_embeddings": False, "hidden_act": "silu"}
+
+
+def _config(tmp_path: Path, quant: dict[str, Any] | None, **extra: Any) -> Path:
+    cfg: dict[str, Any] = {**LLAMA_8B, **extra}
+    if quant is not None:
+        cfg["quantization_config"] = quant
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    return path
+
+
+def _ct_group(weights: tuple[int, str], acts: tuple[int, str] | None) -> dict[str, Any]:
+    group: dict[str, Any] = {"targets": ["Linear"],
+                             "weights": {"num_bits": weights[0], "type": weights[1]}}
+    group["input_activations"] = ({"num_bits": acts[0], "type": acts[1]} if acts else None)
+    return group
+
+
+@pytest.mark.parametrize(
+    ("quant", "expected"),
+    [
+        # DeepSeek-V3's config.json: block-scaled FP8 weights and dynamic FP8 activations
+        ({"quant_method": "fp8", "activation_scheme": "dynamic", "fmt": "e4m3",
+          "weight_block_size": [128, 128]}, ("fp8", "fp8", None)),
+        # GPT-OSS's config.json: MXFP4 experts, weight-only unless told otherwise
+        ({"quant_method": "mxfp4", "modules_to_not_convert": ["lm_head"]},
+         ("fp4", "bf16", None)),
+        ({"quant_method": "awq", "bits": 4, "group_size": 128, "version": "gemm"},
+         ("int4", "bf16", None)),
+        ({"quant_method": "gptq", "bits": 8, "group_size": 128}, ("int8", "bf16", None)),
+        ({"quant_method": "modelopt", "quant_algo": "NVFP4", "kv_cache_quant_algo": "FP8"},
+         ("fp4", "fp4", "fp8")),
+        ({"quant_method": "compressed-tensors",
+          "config_groups": {"group_0": _ct_group((8, "float"), (8, "float"))},
+          "kv_cache_scheme": {"num_bits": 8, "type": "float"}}, ("fp8", "fp8", "fp8")),
+        ({"quant_method": "compressed-tensors",
+          "config_groups": {"group_0": _ct_group((4, "int"), None)}}, ("int4", "bf16", None)),
+    ],
+)
+def test_declared_formats_are_read(tmp_path: Path, quant: dict[str, Any],
+                                   expected: tuple[str, str, str | None]) -> None:
+    got = checkpoint_formats(_config(tmp_path, quant))
+    assert got is not None
+    assert (got.weights, got.activations, got.kv_cache) == expected
+    assert got.origin.startswith("config.json quantization_config")
+
+
+def test_modelopt_hf_quant_config_beside_the_config(tmp_path: Path) -> None:
+    """ModelOpt checkpoints that keep config.json 16-bit declare their formats in
+    hf_quant_config.json; none at all means a 16-bit checkpoint."""
+    path = _config(tmp_path, None)
+    assert checkpoint_formats(path) is None
+    (tmp_path / "hf_quant_config.json").write_text(json.dumps(
+        {"producer": {"name": "modelopt"},
+         "quantization": {"quant_algo": "FP8", "kv_cache_quant_algo": "FP8"}}))
+    got = checkpoint_formats(path)
+    assert got is not None and (got.weights, got.activations, got.kv_cache) == \
+        ("fp8", "fp8", "fp8")
+    assert got.origin.startswith("hf_quant_config.json quantization")
+
+
+@pytest.mark.parametrize(
+    ("quant", "message"),
+    [
+        ({"quant_method": "bitsandbytes", "load_in_4bit": True},
+         r"quant_method 'bitsandbytes' is not one gpuarch reads"),
+        ({"quant_method": "awq", "bits": 3}, r"awq with bits 3; gpuarch reads 4 or 8"),
+        ({"quant_method": "modelopt", "quant_algo": "MIXED_PRECISION"},
+         r"quant_algo 'MIXED_PRECISION' is not one gpuarch reads"),
+        ({"quant_method": "compressed-tensors",
+          "config_groups": {"a": _ct_group((8, "float"), None),
+                            "b": _ct_group((4, "int"), None)}},
+         r"groups of different formats"),
+        ({"quant_method": "compressed-tensors",
+          "config_groups": {"a": _ct_group((2, "int"), None)}},
+         r"num_bits 2 and type 'int' is not a format gpuarch reads"),
+    ],
+)
+def test_unreadable_declarations_are_refused_by_name(tmp_path: Path, quant: dict[str, Any],
+                                                     message: str) -> None:
+    with pytest.raises(GpuarchError, match=message):
+        checkpoint_formats(_config(tmp_path, quant))
+
+
+def _infer(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    try:
+        status = main(["estimate", "infer", "--gpu", "h100", "--input-len", "1024",
+                       "--output-len", "128", "--batch", "8", *argv])
+    except SystemExit as exc:
+        status = int(exc.code or 0)
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_estimate_infer_takes_the_checkpoints_formats(tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]
+                                                      ) -> None:
+    """An FP8 checkpoint's config.json is estimated at FP8 (half the 16-bit weight memory)
+    and says where the formats came from; --weight-precision overrides the checkpoint, and
+    --kv-precision changes only the KV cache."""
+    fp8 = _config(tmp_path, {"quant_method": "fp8", "weight_block_size": [128, 128]})
+    status, out, _ = _infer(capsys, "--model", str(fp8), "--json")
+    assert status == 0
+    doc = json.loads(out)
+    assert doc["assumptions"]["formats"] == {"weights": "fp8", "activations": "fp8",
+                                             "kv_cache": "bf16"}
+    assert "quant_method fp8" in doc["assumptions"]["formats_origin"]
+    status, out16, _ = _infer(capsys, "--model", str(fp8), "--weight-precision", "bf16",
+                              "--json")
+    doc16 = json.loads(out16)
+    assert doc16["assumptions"]["formats_origin"] is None
+    assert doc["memory_per_gpu_gib"]["weights"] == pytest.approx(
+        doc16["memory_per_gpu_gib"]["weights"] / 2, rel=1e-4)  # JSON rounds GiB
+    status, out, _ = _infer(capsys, "--model", str(fp8), "--kv-precision", "fp8")
+    assert status == 0 and "KV cache fp8" in out
+    assert "from config.json quantization_config: quant_method fp8" in out
+    bad = _config(tmp_path, {"quant_method": "bitsandbytes"})
+    status, out, err = _infer(capsys, "--model", str(bad))
+    assert status == 2 and out == ""
+    assert "quant_method 'bitsandbytes' is not one gpuarch reads" in err
+    assert "Traceback" not in err
