@@ -209,33 +209,44 @@ def collective_time(kind: Collective, size_bytes: Num, group: Group, eff: Effici
         t = transfer + (intra_steps + net_steps) * eff.collective_latency_s
     else:
         intra = group.intra.fabric
+        # arrays: skip the network term where no group spans nodes (most of a search)
+        crosses = not isinstance(net_steps, np.ndarray) or bool(np.any(net_steps))
+        tree = _tree_shape(group, n) if kind is Collective.ALL_REDUCE else None
         t = None
         for p in protocols:
-            tp = (p.base_latency_s + intra_steps * p.hop_latency_s[intra]
-                  + net_steps * p.hop_latency_s[Fabric.NETWORK]
-                  + transfer / p.bandwidth_factor)
+            tp = p.base_latency_s + intra_steps * p.hop_latency_s[intra] \
+                + transfer * (1.0 / p.bandwidth_factor)
+            if crosses:
+                tp = tp + net_steps * p.hop_latency_s[Fabric.NETWORK]
             t = tp if t is None else _minimum(t, tp)
-            if kind is Collective.ALL_REDUCE and p.tree_base_latency_s is not None \
+            if tree is not None and p.tree_base_latency_s is not None \
                     and p.tree_hop_latency_s is not None:
-                t = _minimum(t, _tree_all_reduce(p, transfer, group, n))
+                t = _minimum(t, _tree_all_reduce(p, transfer, group, tree))
     if isinstance(n, np.ndarray) or isinstance(size, np.ndarray):
         return scalar(np.where((n <= 1) | (size <= 0), 0.0, t))
     return 0.0 if n <= 1 or size <= 0 else float(t)
 
 
-def _tree_all_reduce(p: Protocol, transfer: Num, group: Group, n: Num) -> Num:
-    """NCCL's double binary tree all-reduce under protocol ``p``: a chain through each
-    node's ranks, a tree across nodes; the bytes of the hierarchical ring at the tree's
-    bandwidth share."""
-    assert p.tree_base_latency_s is not None and p.tree_hop_latency_s is not None
+def _tree_shape(group: Group, n: Num) -> tuple[Num, Num]:
+    """(chain hops inside a node, tree depth across nodes) of NCCL's double binary tree
+    over ``group``: the same for every protocol, so computed once."""
     nodes = _float(group.nodes)
     per_node = _minimum(n, _float(group.per_node))
     depth: Num = (np.floor(np.log2(np.maximum(nodes, 1.0))) if isinstance(nodes, np.ndarray)
                   else float(math.floor(math.log2(max(nodes, 1.0)))))
+    return per_node - 1, depth
+
+
+def _tree_all_reduce(p: Protocol, transfer: Num, group: Group, tree: tuple[Num, Num]) -> Num:
+    """NCCL's double binary tree all-reduce under protocol ``p``: a chain through each
+    node's ranks, a tree across nodes (``tree`` from ``_tree_shape``); the bytes of the
+    hierarchical ring at the tree's bandwidth share."""
+    assert p.tree_base_latency_s is not None and p.tree_hop_latency_s is not None
+    chain, depth = tree
     hops = p.tree_hop_latency_s
-    latency = p.tree_base_latency_s + 2 * ((per_node - 1) * hops[group.intra.fabric]
+    latency = p.tree_base_latency_s + 2 * (chain * hops[group.intra.fabric]
                                            + depth * hops[Fabric.NETWORK])
-    return latency + transfer / p.tree_bandwidth_factor
+    return latency + transfer * (1.0 / p.tree_bandwidth_factor)
 
 
 def _terms(kind: Collective, size_bytes: Num, group: Group, eff: Efficiency
