@@ -248,6 +248,26 @@ def test_queueing_when_concurrency_exceeds_what_fits() -> None:
     assert over.ttft_s > fits.ttft_s + over.assumptions["queueing_s"] * 0.99
 
 
+def test_engine_batch_cap() -> None:
+    """--max-batch-size caps the sequences decoded together: --batch max takes the smaller of
+    the cap and what fits, requests beyond the cap queue (Little's law), memory's largest
+    batch is still reported, and a static batch above the cap is refused."""
+    fits = _est(batch=None, batching=Batching.CONTINUOUS)
+    cap = fits.max_batch // 4
+    capped = _est(batch=None, batching=Batching.CONTINUOUS, max_batch_size=cap)
+    assert capped.batch == cap and capped.max_batch == fits.max_batch
+    assert capped.assumptions["max_batch_size"] == cap
+    assert capped.output_tokens_per_s < fits.output_tokens_per_s
+    loaded = _est(batch=fits.max_batch, batching=Batching.CONTINUOUS, max_batch_size=cap)
+    assert loaded.batch == cap and loaded.assumptions["queueing_s"] > 0
+    roomy = _est(batch=None, batching=Batching.CONTINUOUS, max_batch_size=fits.max_batch * 2)
+    assert roomy.batch == fits.batch
+    with pytest.raises(GpuarchError, match=r"--batch: 64 exceeds --max-batch-size 32"):
+        _est(batch=64, max_batch_size=32)
+    with pytest.raises(GpuarchError, match=r"--max-batch-size: expected an integer >= 1"):
+        _est(batch=8, max_batch_size=-1)
+
+
 def test_mla_decode_streams_the_latent_cache() -> None:
     """Decoding DeepSeek-V3 (weights absorbed) reads the 576-wide latent per cached token
     and layer, not per-head keys and values: each extra position of context costs its

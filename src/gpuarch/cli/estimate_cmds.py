@@ -147,6 +147,7 @@ def cmd_infer(args: argparse.Namespace) -> int:
         quant=QuantScheme(weights, activations, kv),
         batching=args.batching or Batching.STATIC, chunk=args.chunk,
         max_num_tokens=args.max_num_tokens, kv_cache_fraction=args.kv_cache_fraction,
+        max_batch_size=args.max_batch_size,
         gpus_per_node=args.gpus_per_node or (system.gpus_per_node if system else 8))
     eff, measured = _calibrated(args, catalog, product, system)
     est = estimate_inference(catalog, shape, product, cfg, system=system, efficiency=eff,
@@ -338,6 +339,10 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                    help="KV cache gets the fraction F of the memory left after weights and "
                         "activations (TensorRT-LLM's kv_cache_free_gpu_mem_fraction); "
                         "default: all but a reserve of 10%% of GPU memory (vLLM's 0.9)")
+    p.add_argument("--max-batch-size", type=int, default=0, metavar="N",
+                   help="the engine's cap on sequences decoded together (vLLM "
+                        "max_num_seqs, TensorRT-LLM max_batch_size); requests beyond it "
+                        "queue; default: memory alone limits the batch")
     p.add_argument("--max-num-tokens", type=int, default=8192,
                    help="prompt tokens per prefill pass (TensorRT-LLM max_num_tokens, vLLM "
                         "max_num_batched_tokens; default 8192)")

@@ -101,6 +101,9 @@ class InferenceConfig:
     # memory (vLLM's gpu_memory_utilization 0.9); f in (0, 1] = the fraction f of the memory
     # left after weights and activations (TensorRT-LLM's kv_cache_free_gpu_mem_fraction)
     kv_cache_fraction: float = 0.0
+    # the engine's cap on sequences decoded together (vLLM max_num_seqs, TensorRT-LLM
+    # max_batch_size); 0 = only memory limits the batch
+    max_batch_size: int = 0
 
     @property
     def replicas(self) -> int:
@@ -128,6 +131,14 @@ class InferenceConfig:
                 self.kv_cache_fraction, bool) or not 0 <= self.kv_cache_fraction <= 1:
             raise GpuarchError("--kv-cache-fraction: expected a fraction in (0, 1], got "
                                f"{self.kv_cache_fraction!r}")
+        if not isinstance(self.max_batch_size, int) or isinstance(self.max_batch_size, bool) \
+                or self.max_batch_size < 0:
+            raise GpuarchError("--max-batch-size: expected an integer >= 1, got "
+                               f"{self.max_batch_size!r}")
+        if (self.max_batch_size and self.batching is Batching.STATIC and self.batch is not None
+                and self.batch > self.max_batch_size):
+            raise GpuarchError(f"--batch: {self.batch} exceeds --max-batch-size "
+                               f"{self.max_batch_size} (a static batch runs all at once)")
         if shape.layers < self.pp:
             raise GpuarchError(f"--pp: {self.pp} exceeds the {shape.layers} layers")
         if self.ep > 1:
@@ -556,6 +567,8 @@ def _evaluate(runner: _Runner, cfg: InferenceConfig, product: Product, max_batch
     batch = requested
     if cfg.batching is Batching.CONTINUOUS and max_batch >= 1:
         batch = np.minimum(batch, max_batch)  # a serving engine admits only what fits
+    if cfg.batching is Batching.CONTINUOUS and cfg.max_batch_size:
+        batch = np.minimum(batch, cfg.max_batch_size)  # and no more than its cap
     mean_ctx = cfg.input_len + (cfg.output_len + 1) / 2
     step = runner.decode_step(batch, mean_ctx)
     queue: Num = 0.0
@@ -638,6 +651,8 @@ def estimate_inference(
     runner = _Runner(catalog, shape, product, cfg, system, efficiency)
     max_batch = _max_batch(shape, cfg, product)
     requested = cfg.batch if cfg.batch is not None else max(1, max_batch)
+    if cfg.batch is None and cfg.max_batch_size:
+        requested = min(requested, cfg.max_batch_size)
     core = _evaluate(runner, cfg, product, max_batch, requested)
     batch = int(core.batch)
     memory = {k: float(v) for k, v in _memory(shape, cfg, batch, product).items()}
@@ -676,6 +691,7 @@ def estimate_inference(
         "reserve_fraction": RESERVE_FRACTION if not cfg.kv_cache_fraction else None,
         "kv_cache_fraction": cfg.kv_cache_fraction or None,
         "max_prefill_tokens_per_pass": cfg.max_num_tokens,
+        "max_batch_size": cfg.max_batch_size or None,
         "efficiency": efficiency.as_dict(),
         "efficiency_origin": "assumed defaults fitted to published measurements"
         if efficiency is DEFAULT_EFFICIENCY else "calibrated or overridden",

@@ -78,7 +78,8 @@ def render_inference(e: InferenceEstimate) -> str:
     f = a["formats"]
     mem = e.memory
     lines = [
-        f"{e.model} on {e.gpus} x {e.gpu}: batch {e.batch} ({a['batching']} batching), "
+        f"{e.model} on {e.gpus} x {e.gpu}: batch {e.batch} ({a['batching']} batching"
+        + (", the engine's cap" if a.get("max_batch_size") == e.batch else "") + "), "
         f"{a['replicas']} replica(s)" + _expert_split(a.get("parallelism", {})),
         f"  formats       weights {f['weights']}, activations {f['activations']}, KV cache "
         f"{f['kv_cache']}; GEMMs at {fmt(a['gemm_peak_tflops'])} TFLOPS "
