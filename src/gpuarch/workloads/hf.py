@@ -22,7 +22,7 @@ from gpuarch.workloads.shape import (
     TransformerShape,
 )
 
-__all__ = ["SUPPORTED_MODEL_TYPES", "shape_from_hf_config"]
+__all__ = ["SUPPORTED_MODEL_TYPES", "read_json_object", "shape_from_hf_config"]
 
 _LLAMA_LIKE = {"llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe", "gemma",
                "deepseek_v2", "deepseek_v3", "gpt_oss"}
@@ -38,8 +38,9 @@ def _get(cfg: dict[str, Any], path: Path, *keys: str, default: Any = ...) -> Any
     return default
 
 
-def shape_from_hf_config(path: Path, name: str | None = None) -> TransformerShape:
-    """Parse ``path`` (a config.json); raises :class:`GpuarchError` naming the file."""
+def read_json_object(path: Path) -> dict[str, Any]:
+    """A JSON file holding one object (config.json and the files beside it); raises
+    :class:`GpuarchError` naming the file when it cannot be read or is not one."""
     try:
         cfg = json.loads(path.read_text())
     except OSError as exc:
@@ -48,6 +49,12 @@ def shape_from_hf_config(path: Path, name: str | None = None) -> TransformerShap
         raise GpuarchError(f"{path}: not valid JSON ({exc.msg}, line {exc.lineno})") from None
     if not isinstance(cfg, dict):
         raise GpuarchError(f"{path}: expected a JSON object")
+    return cfg
+
+
+def shape_from_hf_config(path: Path, name: str | None = None) -> TransformerShape:
+    """Parse ``path`` (a config.json); raises :class:`GpuarchError` naming the file."""
+    cfg = read_json_object(path)
     model_type = cfg.get("model_type")
     if model_type not in SUPPORTED_MODEL_TYPES:
         raise GpuarchError(

@@ -15,12 +15,12 @@ Formats are returned as the names ``estimate infer`` takes (``fp8``, ``fp4``, ``
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from gpuarch.errors import GpuarchError
+from gpuarch.workloads.hf import read_json_object
 
 __all__ = ["CheckpointFormats", "checkpoint_formats"]
 
@@ -48,18 +48,6 @@ _MODELOPT_ALGOS: dict[str, tuple[str, str]] = {
     "INT8_WEIGHT_ONLY": ("int8", "bf16"),
     "W8A8_SQ_PER_CHANNEL": ("int8", "int8"),
 }
-
-
-def _read(path: Path) -> dict[str, Any]:
-    try:
-        raw = json.loads(path.read_text())
-    except OSError as exc:
-        raise GpuarchError(f"{path}: cannot read ({exc.strerror})") from None
-    except json.JSONDecodeError as exc:
-        raise GpuarchError(f"{path}: not valid JSON ({exc.msg}, line {exc.lineno})") from None
-    if not isinstance(raw, dict):
-        raise GpuarchError(f"{path}: expected a JSON object")
-    return raw
 
 
 def _modelopt(q: dict[str, Any], where: str) -> CheckpointFormats:
@@ -117,13 +105,13 @@ def checkpoint_formats(config_path: Path) -> CheckpointFormats | None:
     """The formats the checkpoint of ``config_path`` declares, or None when it declares none
     (a 16-bit checkpoint). Raises :class:`GpuarchError` for a declared method it cannot read,
     naming the file and the method."""
-    cfg = _read(config_path)
+    cfg = read_json_object(config_path)
     q = cfg.get("quantization_config")
     where = f"{config_path.name} quantization_config"
     if q is None:
         beside = config_path.with_name("hf_quant_config.json")
         if beside.is_file():
-            modelopt = _read(beside).get("quantization")
+            modelopt = read_json_object(beside).get("quantization")
             if isinstance(modelopt, dict):
                 return _modelopt(modelopt, f"{beside.name} quantization")
         return None
