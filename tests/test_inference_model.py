@@ -220,11 +220,11 @@ def test_inference_validation_does_not_regress() -> None:
     from gpuarch.validation.inference import validate_inference
 
     s = validate_inference(CATALOG)
-    assert len(s.rows) >= 270
-    assert s.mean_abs_error <= 0.205  # 19.7% over 271 figures
+    assert len(s.rows) >= 290
+    assert s.mean_abs_error <= 0.225  # 21.8% over 291 figures
     assert s.median_abs_error <= 0.12
     assert s.by("metric")["tpot_s"] <= 0.07
-    assert s.share_within >= 0.82
+    assert s.share_within >= 0.80
     in_sample = [abs(r.error) for r in s.rows if not r.out_of_sample]
     assert len(in_sample) == 171 and sum(in_sample) / len(in_sample) <= 0.12
     v017 = [abs(r.error) for r in s.rows if r.source == "trtllm-perf-overview-v0.17"]
@@ -233,10 +233,14 @@ def test_inference_validation_does_not_regress() -> None:
                  and r.source == "trtllm-perf-overview-v1.0"]
     assert len(moe_later) >= 10 and sum(moe_later) / len(moe_later) <= 0.28  # 27.0%
     # the later perf overview, all out of sample: DeepSeek-R1, GPT-OSS, Llama 3.3, Qwen3
-    later = [abs(r.error) for r in s.rows if r.source == "trtllm-perf-overview-03e27c7"]
+    # and (with its preset, added later) Llama 4 Maverick
+    later = [abs(r.error) for r in s.rows if r.source == "trtllm-perf-overview-03e27c7"
+             and "maverick" not in r.id]
     assert len(later) == 86 and all(r.out_of_sample for r in s.rows
                                      if r.source == "trtllm-perf-overview-03e27c7")
     assert sum(later) / len(later) <= 0.36  # 35.5%
+    maverick = [abs(r.error) for r in s.rows if "maverick" in r.id]
+    assert len(maverick) == 20 and sum(maverick) / len(maverick) <= 0.51  # 50.5%
 
 
 def test_queueing_when_concurrency_exceeds_what_fits() -> None:

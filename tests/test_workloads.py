@@ -49,6 +49,10 @@ def test_moe_active_parameters() -> None:
     assert count_params(mixtral).active(mixtral) == pytest.approx(12.88e9, rel=1e-3)
     ds = preset("deepseek-v3").shape
     assert count_params(ds).active(ds) / 1e9 == pytest.approx(37, rel=0.03)
+    # Llama 4 Maverick: "17B active, 400B total" (model card); experts on every other layer
+    maverick = preset("llama-4-maverick").shape
+    assert count_params(maverick).active(maverick) / 1e9 == pytest.approx(17, rel=0.03)
+    assert maverick.moe_layers == 24
 
 
 def test_flops_match_the_megatron_formula() -> None:
