@@ -205,6 +205,38 @@ def test_windowed_attention_flops_match_a_brute_force_count(seq: int, window: in
         assert mixed - full / 2 == pytest.approx(keys * per_key, abs=0.5 * per_key)
 
 
+LLAMA4_TEXT = {"attention_chunk_size": 8192, "head_dim": 128, "hidden_size": 5120,
+               "intermediate_size": 8192, "intermediate_size_mlp": 16384,
+               "num_attention_heads": 40, "num_hidden_layers": 48, "num_key_value_heads": 8,
+               "num_experts_per_tok": 1, "vocab_size": 202048, "tie_word_embeddings": False,
+               "model_type": "llama4_text"}
+
+
+def test_hf_llama4_configs(tmp_path: Path) -> None:
+    """Llama 4 configs (text_config of a llama4 config.json, as published): Maverick's
+    (128 experts on every other layer) gives the preset's shape, 400.7B parameters; Scout's
+    (16 experts on every layer) 17.2B active of 107.8B (its model card's 109B total counts
+    the vision encoder, which is not a text layer). RoPE layers attend in 8,192-token
+    chunks: 36 of 48 (every fourth layer has no RoPE and attends to everything)."""
+    maverick_cfg = {"model_type": "llama4", "text_config": {
+        **LLAMA4_TEXT, "num_local_experts": 128, "interleave_moe_layer_step": 2}}
+    maverick = shape_from_hf_config(_write(tmp_path, maverick_cfg))
+    expected = preset("llama-4-maverick").shape
+    assert count_params(maverick).total == count_params(expected).total == 400_711_848_960
+    assert (maverick.moe_layers, maverick.windowed_layers, maverick.sliding_window) == \
+        (expected.moe_layers, expected.windowed_layers, expected.sliding_window) == \
+        (24, 36, 8192)
+    scout = shape_from_hf_config(_write(tmp_path, {
+        **LLAMA4_TEXT, "num_local_experts": 16, "interleave_moe_layer_step": 1}))
+    assert scout.moe_layers == 48 and scout.dense_layers == 0
+    assert count_params(scout).active(scout) / 1e9 == pytest.approx(17, rel=0.03)
+    assert count_params(scout).total / 1e9 == pytest.approx(107.77, rel=1e-3)
+    listed = shape_from_hf_config(_write(tmp_path, {
+        **LLAMA4_TEXT, "num_local_experts": 16, "moe_layers": [1, 3],
+        "no_rope_layers": [1, 0] * 24}))
+    assert listed.moe_layers == 2 and listed.windowed_layers == 24
+
+
 def test_hf_errors_name_the_file(tmp_path: Path) -> None:
     """Unsupported types, missing keys and bad JSON are errors naming the file."""
     with pytest.raises(GpuarchError, match="model_type 'bert' is not supported"):

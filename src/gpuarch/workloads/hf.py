@@ -1,9 +1,9 @@
 """Read a local Hugging Face ``config.json`` (offline) into a :class:`TransformerShape`.
 
-Supported families (by ``model_type``): llama, mistral, mixtral, qwen2, qwen3, qwen3_moe,
-gemma, deepseek_v3 / deepseek_v2, gpt_oss, gpt2, nemotron. Unknown families are refused with
-the type named, rather than guessed. Sliding-window attention is read from ``layer_types``
-(layers marked ``sliding_attention``) where the config lists them, else from
+Supported families (by ``model_type``): llama, llama4 / llama4_text, mistral, mixtral, qwen2,
+qwen3, qwen3_moe, gemma, deepseek_v3 / deepseek_v2, gpt_oss, gpt2, nemotron. Unknown families
+are refused with the type named, rather than guessed. Sliding-window attention is read from
+``layer_types`` (layers marked ``sliding_attention``) where the config lists them, else from
 ``sliding_window`` for every layer unless ``use_sliding_window`` is false.
 """
 
@@ -26,7 +26,8 @@ __all__ = ["SUPPORTED_MODEL_TYPES", "read_json_object", "shape_from_hf_config"]
 
 _LLAMA_LIKE = {"llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe", "gemma",
                "deepseek_v2", "deepseek_v3", "gpt_oss"}
-SUPPORTED_MODEL_TYPES = frozenset(_LLAMA_LIKE | {"gpt2", "nemotron"})
+_LLAMA4 = {"llama4", "llama4_text"}
+SUPPORTED_MODEL_TYPES = frozenset(_LLAMA_LIKE | _LLAMA4 | {"gpt2", "nemotron"})
 
 
 def _get(cfg: dict[str, Any], path: Path, *keys: str, default: Any = ...) -> Any:
@@ -64,6 +65,9 @@ def shape_from_hf_config(path: Path, name: str | None = None) -> TransformerShap
     try:
         if model_type == "gpt2":
             return _gpt2(cfg, path, label)
+        if model_type in _LLAMA4:
+            return _llama4(cfg.get("text_config", cfg) if model_type == "llama4" else cfg,
+                           path, label)
         return _llama_like(cfg, path, label, model_type)
     except GpuarchError as exc:
         raise GpuarchError(f"{path}: {exc}") from None
@@ -128,6 +132,57 @@ def _llama_like(cfg: dict[str, Any], path: Path, label: str, model_type: str
         sliding_window=window,
         sliding_layers=windowed if windowed != layers else 0,
         mla=mla,
+    )
+
+
+def _llama4(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
+    """Llama 4 (the text model of a ``llama4`` config, or a ``llama4_text`` one): experts on
+    every ``interleave_moe_layer_step``-th layer (top-k of ``num_local_experts`` plus one
+    shared expert of ``intermediate_size``), dense layers of ``intermediate_size_mlp``;
+    layers with RoPE attend within ``attention_chunk_size``-token chunks, entered as a
+    sliding window of the chunk (the same KV cache at most; up to twice the chunked
+    attention work at long prompts). Layers are counted by kind, not placed."""
+    if not isinstance(cfg, dict):
+        raise GpuarchError("text_config: expected an object")
+    layers = _get(cfg, path, "num_hidden_layers")
+    heads = _get(cfg, path, "num_attention_heads")
+    experts = _get(cfg, path, "num_local_experts", default=0) or 0
+    step = _get(cfg, path, "interleave_moe_layer_step", default=1) or 0
+    moe_layers = cfg.get("moe_layers")
+    if isinstance(moe_layers, list):
+        expert_layers = len(moe_layers)
+    else:
+        expert_layers = layers // step if step else 0
+    if not experts or not expert_layers:
+        experts, expert_layers = 0, 0
+    chunk = _get(cfg, path, "attention_chunk_size", default=0) or 0
+    rope = cfg.get("no_rope_layers")
+    if isinstance(rope, list) and rope:
+        chunked = sum(1 for flag in rope if flag)
+    else:
+        interval = _get(cfg, path, "no_rope_layer_interval", default=4) or 0
+        chunked = layers - layers // interval if interval else layers
+    if not isinstance(chunk, int) or chunk < 0:
+        raise GpuarchError(f"attention_chunk_size: expected a positive integer, got {chunk!r}")
+    width = _get(cfg, path, "intermediate_size")
+    return TransformerShape(
+        name=label,
+        layers=layers,
+        hidden=_get(cfg, path, "hidden_size"),
+        heads=heads,
+        kv_heads=_get(cfg, path, "num_key_value_heads", default=heads),
+        head_dim=_get(cfg, path, "head_dim", default=0) or 0,
+        ffn_hidden=_get(cfg, path, "intermediate_size_mlp", default=width),
+        vocab=_get(cfg, path, "vocab_size"),
+        qkv_bias=bool(cfg.get("attention_bias")),
+        tied_embeddings=bool(_get(cfg, path, "tie_word_embeddings", default=False)),
+        experts=experts,
+        experts_per_token=_get(cfg, path, "num_experts_per_tok", default=1) if experts else 0,
+        shared_experts=1 if experts else 0,
+        moe_ffn_hidden=width if experts else 0,
+        dense_layers=layers - expert_layers if experts else 0,
+        sliding_window=chunk if chunked else 0,
+        sliding_layers=chunked if chunk and chunked != layers else 0,
     )
 
 
