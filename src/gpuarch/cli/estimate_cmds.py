@@ -246,7 +246,7 @@ def cmd_validate_inference(args: argparse.Namespace) -> int:
 
     summary = validate_inference(load_catalog())
     if args.json:
-        print(to_json(summary.as_json("figures", ("metric", "gpu"))))
+        print(to_json(summary.as_json("figures", ("metric", "gpu", "source", "model"))))
     else:
         print(render_inference_validation(summary))
     return 0

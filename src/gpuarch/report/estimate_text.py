@@ -164,7 +164,9 @@ def render_inference_validation(s: InferenceSummary) -> str:
              f"median {_pct(s.median_abs_error)}, max {_pct(s.max_abs_error)}; "
              f"{_pct(s.share_within)} within 35%",
              "by figure: " + ", ".join(f"{k} {_pct(v)}" for k, v in s.by("metric").items()),
-             "by GPU:    " + ", ".join(f"{k} {_pct(v)}" for k, v in s.by("gpu").items())]
+             "by GPU:    " + ", ".join(f"{k} {_pct(v)}" for k, v in s.by("gpu").items()),
+             "by source: " + ", ".join(f"{k} {_pct(v)}" for k, v in s.by("source").items()),
+             "by model:  " + ", ".join(f"{k} {_pct(v)}" for k, v in s.by("model").items())]
     return "\n".join(lines + _validation_footer(s, "figures", "inference"))
 
 
