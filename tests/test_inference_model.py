@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -270,6 +271,57 @@ def test_engine_batch_cap() -> None:
         _est(batch=64, max_batch_size=32)
     with pytest.raises(GpuarchError, match=r"--max-batch-size: expected an integer >= 1"):
         _est(batch=8, max_batch_size=-1)
+
+
+def test_speculative_decoding() -> None:
+    """Speculative decoding: a step verifies k + 1 tokens per sequence after k one-layer
+    draft passes, and emits the acceptance length A on average, so TPOT = step / A; more
+    accepted tokens never slow it, drafts that are never accepted (A = 1) do, and the draft
+    adds one average layer of weights."""
+    base = _est(batch=1, output_len=256)
+    tpots = [_est(batch=1, output_len=256, speculative_tokens=3, acceptance_length=a).tpot_s
+             for a in (1.0, 2.0, 3.0, 4.0)]
+    assert tpots == sorted(tpots, reverse=True)
+    assert tpots[0] > base.tpot_s > tpots[-1]
+    full = _est(batch=1, output_len=256, speculative_tokens=3, acceptance_length=4.0)
+    step = sum(full.decode_step_breakdown_s.values())
+    assert full.tpot_s == pytest.approx(step / 4.0, rel=1e-12)
+    assert full.assumptions["speculative"]["draft_tokens"] == 3
+    pc = count_params(LLAMA_8B)
+    layer = (pc.total - pc.embedding - pc.lm_head) * 2.0 / LLAMA_8B.layers
+    assert full.memory["weights"] - base.memory["weights"] == pytest.approx(layer, rel=1e-9)
+    continuous = _est(batch=64, batching=Batching.CONTINUOUS, speculative_tokens=2,
+                      acceptance_length=2.5)
+    plain = _est(batch=64, batching=Batching.CONTINUOUS)
+    assert continuous.output_tokens_per_s > plain.output_tokens_per_s
+
+
+@pytest.mark.parametrize(
+    ("kw", "message"),
+    [({"speculative_tokens": 2, "acceptance_length": 3.5},
+      r"--acceptance-length: expected the mean tokens per step, between 1 and 3"),
+     ({"speculative_tokens": 2}, r"--acceptance-length: expected the mean tokens per step"),
+     ({"acceptance_length": 2.0}, r"--acceptance-length: needs --speculative-tokens"),
+     ({"speculative_tokens": -1}, r"--speculative-tokens: expected an integer >= 0")],
+)
+def test_speculative_decoding_errors(kw: dict, message: str) -> None:  # type: ignore[type-arg]
+    with pytest.raises(GpuarchError, match=message):
+        _est(**kw)
+
+
+def test_speculative_array_path_matches_the_estimate() -> None:
+    """The advisor's array form gives the scalar estimate's numbers with speculation too."""
+    from gpuarch.estimate.inference import evaluate_inference
+
+    cfg = InferenceConfig(input_len=1024, output_len=256, batching=Batching.CONTINUOUS,
+                          speculative_tokens=3, acceptance_length=2.2)
+    batches = [1, 7, 64]
+    core = evaluate_inference(CATALOG, LLAMA_8B, H100, cfg, np.array(batches))
+    for i, b in enumerate(batches):
+        est = estimate_inference(CATALOG, LLAMA_8B, H100,
+                                 InferenceConfig(**{**cfg.__dict__, "batch": b}))
+        assert float(core.tpot[i]) == pytest.approx(est.tpot_s, rel=1e-9)
+        assert float(core.ttft[i]) == pytest.approx(est.ttft_s, rel=1e-9)
 
 
 def test_mla_decode_streams_the_latent_cache() -> None:

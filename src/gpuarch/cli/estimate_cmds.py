@@ -147,7 +147,8 @@ def cmd_infer(args: argparse.Namespace) -> int:
         quant=QuantScheme(weights, activations, kv),
         batching=args.batching or Batching.STATIC, chunk=args.chunk,
         max_num_tokens=args.max_num_tokens, kv_cache_fraction=args.kv_cache_fraction,
-        max_batch_size=args.max_batch_size,
+        max_batch_size=args.max_batch_size, speculative_tokens=args.speculative_tokens,
+        acceptance_length=args.acceptance_length,
         gpus_per_node=args.gpus_per_node or (system.gpus_per_node if system else 8))
     eff, measured = _calibrated(args, catalog, product, system)
     est = estimate_inference(catalog, shape, product, cfg, system=system, efficiency=eff,
@@ -343,6 +344,12 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                    help="the engine's cap on sequences decoded together (vLLM "
                         "max_num_seqs, TensorRT-LLM max_batch_size); requests beyond it "
                         "queue; default: memory alone limits the batch")
+    p.add_argument("--speculative-tokens", type=int, default=0, metavar="K",
+                   help="speculative decoding: draft tokens per step (MTP modules, an EAGLE "
+                        "head; each costs one target-shaped layer and the LM head)")
+    p.add_argument("--acceptance-length", type=float, default=0.0, metavar="A",
+                   help="with --speculative-tokens: mean tokens each sequence emits per "
+                        "target step (1 to K + 1; measure it on your data)")
     p.add_argument("--max-num-tokens", type=int, default=8192,
                    help="prompt tokens per prefill pass (TensorRT-LLM max_num_tokens, vLLM "
                         "max_num_batched_tokens; default 8192)")

@@ -104,6 +104,11 @@ class InferenceConfig:
     # the engine's cap on sequences decoded together (vLLM max_num_seqs, TensorRT-LLM
     # max_batch_size); 0 = only memory limits the batch
     max_batch_size: int = 0
+    # speculative decoding: draft tokens proposed per step (MTP modules, an EAGLE head), and
+    # the mean tokens each sequence emits per target step (accepted drafts + the target's
+    # own token, between 1 and speculative_tokens + 1; measured on the workload's data)
+    speculative_tokens: int = 0
+    acceptance_length: float = 0.0
 
     @property
     def replicas(self) -> int:
@@ -139,6 +144,20 @@ class InferenceConfig:
                 and self.batch > self.max_batch_size):
             raise GpuarchError(f"--batch: {self.batch} exceeds --max-batch-size "
                                f"{self.max_batch_size} (a static batch runs all at once)")
+        if not isinstance(self.speculative_tokens, int) or isinstance(
+                self.speculative_tokens, bool) or self.speculative_tokens < 0:
+            raise GpuarchError("--speculative-tokens: expected an integer >= 0, got "
+                               f"{self.speculative_tokens!r}")
+        if self.speculative_tokens:
+            top = self.speculative_tokens + 1
+            if not isinstance(self.acceptance_length, (int, float)) or isinstance(
+                    self.acceptance_length, bool) or not 1 <= self.acceptance_length <= top:
+                raise GpuarchError(
+                    f"--acceptance-length: expected the mean tokens per step, between 1 and "
+                    f"{top} for {self.speculative_tokens} draft tokens, got "
+                    f"{self.acceptance_length!r}")
+        elif self.acceptance_length:
+            raise GpuarchError("--acceptance-length: needs --speculative-tokens")
         if shape.layers < self.pp:
             raise GpuarchError(f"--pp: {self.pp} exceeds the {shape.layers} layers")
         if self.ep > 1:
@@ -429,20 +448,44 @@ class _Runner:
         return phase
 
     def decode_step(self, seqs: Num, ctx: float) -> _Phase:
-        return self.forward(seqs, 1, max(1, round(ctx))) + _Phase(
+        """One target step: one new token per sequence, or with speculative decoding the k
+        drafted tokens and the target's own verified together (k + 1 queries at the end of
+        the context), after k draft passes of one target-shaped layer and the LM head each
+        (an MTP module or an EAGLE head)."""
+        k = self.cfg.speculative_tokens
+        position = max(1, round(ctx))
+        step = self.forward(seqs, k + 1, position + k) + _Phase(
             overhead=self.eff.decode_step_overhead_s)
+        if k:
+            s = self.s
+            touched = self.experts_touched(seqs) if s.is_moe else 0.0
+            draft = self.layer(seqs, seqs, 1, position, touched, moe=s.is_moe) \
+                + self.head(seqs)
+            step = step + draft.scale(k)
+        return step
+
+    @property
+    def tokens_per_step(self) -> float:
+        """Tokens each sequence emits per target step."""
+        return self.cfg.acceptance_length if self.cfg.speculative_tokens else 1.0
 
 
 def _weight_bytes(shape: TransformerShape, cfg: InferenceConfig) -> float:
     """Weight bytes per GPU: dense weights over TP x PP, expert weights over max(TP, EP) GPUs
-    per stage (see _Runner.layer)."""
+    per stage (see _Runner.layer); with speculative decoding also the draft, one average
+    layer on the last stage."""
     pc = count_params(shape)
     w = cfg.quant.weights.bytes
     shard = cfg.tp * cfg.pp
     if not shape.is_moe:
-        return pc.total * w / shard
-    experts = pc.mlp_experts
-    return (pc.total - experts) * w / shard + experts * w / (cfg.pp * max(cfg.tp, cfg.ep))
+        model = pc.total * w / shard
+    else:
+        experts = pc.mlp_experts
+        model = (pc.total - experts) * w / shard + experts * w / (cfg.pp * max(cfg.tp, cfg.ep))
+    if not cfg.speculative_tokens:
+        return model
+    embeddings = (pc.embedding + pc.lm_head) * w / cfg.tp
+    return model + (model * cfg.pp - embeddings) / shape.layers
 
 
 def _kv_and_activation_bytes(shape: TransformerShape, cfg: InferenceConfig, batch: Num,
@@ -572,18 +615,19 @@ def _evaluate(runner: _Runner, cfg: InferenceConfig, product: Product, max_batch
     mean_ctx = cfg.input_len + (cfg.output_len + 1) / 2
     step = runner.decode_step(batch, mean_ctx)
     queue: Num = 0.0
+    per_step = runner.tokens_per_step
     if cfg.batching is Batching.STATIC:
         # the prefill pass produces the first token
         prefill = runner.prefill(batch)
         ttft = prefill.total
-        tpot = step.total
+        tpot = step.total / per_step
         latency = ttft + (cfg.output_len - 1) * tpot
         per_replica = batch * cfg.output_len / latency
     else:
-        # every output_len steps, `batch` new prompts are prefilled between decode steps, in
-        # passes of up to max_num_tokens tokens (engines batch waiting prompts together)
+        # every output_len / per_step steps, `batch` new prompts are prefilled between decode
+        # steps, in passes of up to max_num_tokens tokens (engines batch waiting prompts)
         all_prefills = runner.prefill(batch)
-        cycle = cfg.output_len * step.total + all_prefills.total
+        cycle = cfg.output_len / per_step * step.total + all_prefills.total
         tpot = cycle / cfg.output_len
         per_replica = batch * cfg.output_len / cycle
         # a new prompt is prefilled in a pass with the others that arrived with it, after
@@ -692,6 +736,10 @@ def estimate_inference(
         "kv_cache_fraction": cfg.kv_cache_fraction or None,
         "max_prefill_tokens_per_pass": cfg.max_num_tokens,
         "max_batch_size": cfg.max_batch_size or None,
+        "speculative": {"draft_tokens": cfg.speculative_tokens,
+                        "acceptance_length": cfg.acceptance_length,
+                        "draft": "one target-shaped layer and the LM head per draft token"}
+        if cfg.speculative_tokens else None,
         "efficiency": efficiency.as_dict(),
         "efficiency_origin": "assumed defaults fitted to published measurements"
         if efficiency is DEFAULT_EFFICIENCY else "calibrated or overridden",

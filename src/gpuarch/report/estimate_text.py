@@ -88,6 +88,11 @@ def render_inference(e: InferenceEstimate) -> str:
     ]
     if a.get("formats_origin"):
         lines.append(f"                from {a['formats_origin']}")
+    if a.get("speculative"):
+        sp = a["speculative"]
+        lines.append(f"  speculative   {sp['draft_tokens']} draft tokens per step, "
+                     f"{fmt(sp['acceptance_length'])} tokens per sequence per step "
+                     f"({sp['draft']})")
     lines += [
         "",
         f"  TTFT          {fmt(from_si(e.ttft_s, Unit.MS))} ms   "
