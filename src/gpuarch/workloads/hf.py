@@ -110,20 +110,13 @@ def _llama_like(cfg: dict[str, Any], path: Path, label: str, model_type: str
     ffn_kind = FfnKind.RELU2 if model_type == "nemotron" else FfnKind.SWIGLU
     norm = NormKind.LAYERNORM if model_type == "nemotron" else NormKind.RMSNORM
     return TransformerShape(
-        name=label,
-        layers=layers,
-        hidden=_get(cfg, path, "hidden_size"),
-        heads=heads,
-        kv_heads=_get(cfg, path, "num_key_value_heads", default=heads),
-        head_dim=_get(cfg, path, "head_dim", default=0) or 0,
+        **_decoder_fields(cfg, path, label, layers, heads),
         ffn_hidden=_get(cfg, path, "intermediate_size"),
         ffn_kind=ffn_kind,
         norm=norm,
-        vocab=_get(cfg, path, "vocab_size"),
         bias=model_type == "gpt_oss",  # attention and expert projections carry biases
         qkv_bias=model_type != "gpt_oss" and (model_type.startswith("qwen2")
                                                or bool(cfg.get("attention_bias"))),
-        tied_embeddings=bool(_get(cfg, path, "tie_word_embeddings", default=False)),
         experts=experts,
         experts_per_token=_get(cfg, path, "num_experts_per_tok", default=0) if experts else 0,
         shared_experts=_get(cfg, path, "n_shared_experts", default=0) or 0,
@@ -133,6 +126,17 @@ def _llama_like(cfg: dict[str, Any], path: Path, label: str, model_type: str
         sliding_layers=windowed if windowed != layers else 0,
         mla=mla,
     )
+
+
+def _decoder_fields(cfg: dict[str, Any], path: Path, label: str, layers: int, heads: int
+                    ) -> dict[str, Any]:
+    """The fields every decoder family's config.json names the same way."""
+    return {"name": label, "layers": layers, "hidden": _get(cfg, path, "hidden_size"),
+            "heads": heads,
+            "kv_heads": _get(cfg, path, "num_key_value_heads", default=heads),
+            "head_dim": _get(cfg, path, "head_dim", default=0) or 0,
+            "vocab": _get(cfg, path, "vocab_size"),
+            "tied_embeddings": bool(_get(cfg, path, "tie_word_embeddings", default=False))}
 
 
 def _llama4(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
@@ -166,16 +170,9 @@ def _llama4(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
         raise GpuarchError(f"attention_chunk_size: expected a positive integer, got {chunk!r}")
     width = _get(cfg, path, "intermediate_size")
     return TransformerShape(
-        name=label,
-        layers=layers,
-        hidden=_get(cfg, path, "hidden_size"),
-        heads=heads,
-        kv_heads=_get(cfg, path, "num_key_value_heads", default=heads),
-        head_dim=_get(cfg, path, "head_dim", default=0) or 0,
+        **_decoder_fields(cfg, path, label, layers, heads),
         ffn_hidden=_get(cfg, path, "intermediate_size_mlp", default=width),
-        vocab=_get(cfg, path, "vocab_size"),
         qkv_bias=bool(cfg.get("attention_bias")),
-        tied_embeddings=bool(_get(cfg, path, "tie_word_embeddings", default=False)),
         experts=experts,
         experts_per_token=_get(cfg, path, "num_experts_per_tok", default=1) if experts else 0,
         shared_experts=1 if experts else 0,
