@@ -20,16 +20,14 @@ DEMO_MACHINE = Path(__file__).resolve().parents[1] / "probe" / "data" / "dgx-h10
 
 
 def _report(args: argparse.Namespace) -> Any:
+    from gpuarch.jsonfile import read_json
     from gpuarch.probe.fake_nvml import FakeNvml
     from gpuarch.probe.run import run_probe
 
     nv = None
     if args.fake is not None:
         path = DEMO_MACHINE if str(args.fake) == "demo" else args.fake
-        try:
-            nv = FakeNvml.from_file(path)
-        except (OSError, json.JSONDecodeError) as exc:
-            raise GpuarchError(f"--fake: cannot read {path} ({exc})") from None
+        nv = FakeNvml(read_json(path, "--fake"))
     return run_probe(load_catalog(), nv)
 
 

@@ -21,7 +21,6 @@ which parameters came from measurement.
 from __future__ import annotations
 
 import datetime as _dt
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,6 +29,7 @@ from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import Product
 from gpuarch.catalog.peaks import PeakKey
 from gpuarch.errors import GpuarchError
+from gpuarch.jsonfile import read_json
 from gpuarch.perf.efficiency import Efficiency
 from gpuarch.units import Unit, from_si, to_si
 
@@ -86,12 +86,7 @@ def _need(doc: dict[str, Any], key: str, kind: type, path: Path) -> Any:
 
 def load_calibration(path: Path) -> Calibration:
     """Read and validate a calibration file (errors name the file and the key)."""
-    try:
-        doc = json.loads(path.read_text())
-    except OSError as exc:
-        raise GpuarchError(f"--calibration: cannot read {path} ({exc.strerror})") from None
-    except json.JSONDecodeError as exc:
-        raise GpuarchError(f"--calibration: {path} is not JSON ({exc.msg})") from None
+    doc = read_json(path, "--calibration")
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
         raise GpuarchError(f"--calibration: {path} is not a gpuarch calibration file "
                            f"(schema {SCHEMA!r})")

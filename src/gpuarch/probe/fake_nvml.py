@@ -22,10 +22,11 @@ makes nvmlInit fail.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
+
+from gpuarch.jsonfile import read_json
 
 __all__ = ["FakeNvml", "NVMLError"]
 
@@ -49,7 +50,7 @@ class FakeNvml:
 
     @classmethod
     def from_file(cls, path: Path) -> FakeNvml:
-        return cls(json.loads(path.read_text()))
+        return cls(read_json(path))
 
     def _get(self, h: int, key: str) -> Any:
         gpu = self.gpus[h]

@@ -9,11 +9,11 @@ are refused with the type named, rather than guessed. Sliding-window attention i
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from gpuarch.errors import GpuarchError
+from gpuarch.jsonfile import read_json
 from gpuarch.workloads.shape import (
     FfnKind,
     MlaShape,
@@ -42,12 +42,7 @@ def _get(cfg: dict[str, Any], path: Path, *keys: str, default: Any = ...) -> Any
 def read_json_object(path: Path) -> dict[str, Any]:
     """A JSON file holding one object (config.json and the files beside it); raises
     :class:`GpuarchError` naming the file when it cannot be read or is not one."""
-    try:
-        cfg = json.loads(path.read_text())
-    except OSError as exc:
-        raise GpuarchError(f"{path}: cannot read ({exc.strerror})") from None
-    except json.JSONDecodeError as exc:
-        raise GpuarchError(f"{path}: not valid JSON ({exc.msg}, line {exc.lineno})") from None
+    cfg = read_json(path)
     if not isinstance(cfg, dict):
         raise GpuarchError(f"{path}: expected a JSON object")
     return cfg
