@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -20,6 +21,13 @@ from gpuarch.estimate import Recompute, TrainingConfig
 from gpuarch.estimate.training import evaluate_training
 from gpuarch.perf import DEFAULT_EFFICIENCY, Device, Precision, link_for
 from gpuarch.workloads import preset
+
+
+def _timed(search: Callable[[], Any]) -> tuple[Any, float]:
+    """One search's answer and its wall time in seconds."""
+    start = time.perf_counter()
+    answer = search()
+    return answer, time.perf_counter() - start
 
 
 def main() -> None:
@@ -50,33 +58,28 @@ def main() -> None:
     per_s = n / (time.perf_counter() - start)
     print(f"array model: {per_s:,.0f} configurations/s ({n:,} Llama-2-70B layouts on 64 x "
           f"H100 in one array; goal 1,000,000/s: {'met' if per_s >= 1e6 else 'NOT met'})")
-    start = time.perf_counter()
-    adv = advise_training(catalog, shape, TrainingSearch(tokens=2e12, max_gpus=64,
-                                                         gpus=("h100",)), load_prices())
-    elapsed = time.perf_counter() - start
+    adv, elapsed = _timed(lambda: advise_training(
+        catalog, shape, TrainingSearch(tokens=2e12, max_gpus=64, gpus=("h100",)),
+        load_prices()))
     print(f"Llama-2-70B on up to 64 x H100, every layout/ZeRO/recompute/micro-batch/SP/"
           f"precision variant: {adv.evaluated:,} configurations in {elapsed:.1f} s "
           f"(Calculon's own space for this case: 8.78 million; goal: under 10 s)")
-    start = time.perf_counter()
-    adv = advise_training(catalog, shape, TrainingSearch(tokens=2e12, max_gpus=1024,
-                                                         assumed_network_gbit_s=400),
-                          load_prices())
-    elapsed = time.perf_counter() - start
+    adv, elapsed = _timed(lambda: advise_training(
+        catalog, shape, TrainingSearch(tokens=2e12, max_gpus=1024, assumed_network_gbit_s=400),
+        load_prices()))
     print(f"Llama-2-70B on every datacenter GPU up to 1,024 (400 Gb/s network assumed "
           f"where none is catalogued): {adv.evaluated:,} configurations in {elapsed:.1f} s, "
           f"against Calculon's 8.78 million for its own case (goal: under 10 s: "
           f"{'met' if elapsed < 10 else 'NOT met'})")
-    start = time.perf_counter()
-    adv = advise_training(catalog, preset("llama-3.1-8b").shape,
-                          TrainingSearch(tokens=1e12, max_gpus=1024), load_prices())
-    elapsed = time.perf_counter() - start
+    adv, elapsed = _timed(lambda: advise_training(
+        catalog, preset("llama-3.1-8b").shape, TrainingSearch(tokens=1e12, max_gpus=1024),
+        load_prices()))
     print(f"default search (llama-3.1-8b, 1T tokens, every datacenter GPU up to 1,024): "
           f"{adv.evaluated:,} configurations in {elapsed:.1f} s "
           f"({adv.evaluated / elapsed:,.0f}/s including set-up and explanations)")
-    start = time.perf_counter()
-    served = advise_inference(catalog, preset("llama-3.1-8b").shape,
-                              InferenceSearch(input_len=2048, output_len=256), load_prices())
-    elapsed = time.perf_counter() - start
+    served, elapsed = _timed(lambda: advise_inference(
+        catalog, preset("llama-3.1-8b").shape, InferenceSearch(input_len=2048, output_len=256),
+        load_prices()))
     print(f"default serving search (llama-3.1-8b, 2048 in / 256 out, one saturated replica, "
           f"every datacenter GPU): {served.evaluated:,} configurations in {elapsed:.2f} s")
 
