@@ -294,6 +294,14 @@ def test_token_drop_and_grace_host_shorten_the_dispatcher_wait() -> None:
     b200, gb200 = CATALOG.product("b200"), CATALOG.product("gb200")
     assert dispatcher_host_time(b200, dropless, eff) == eff.moe_layer_overhead_s
     assert dispatcher_host_time(gb200, dropless, eff) == eff.moe_layer_overhead_c2c_s
+    # every Grace superchip, whether or not its C2C link rate is in the catalog (GB300's
+    # is not), and no x86-hosted board
+    for key in ("gb300", "gh200-144gb"):
+        assert dispatcher_host_time(CATALOG.product(key), dropless, eff) == \
+            eff.moe_layer_overhead_c2c_s, key
+    assert CATALOG.product("gb300").c2c_bandwidth_bytes_s is None
+    for key in ("b300", "h100-sxm5-80gb", "h200-nvl"):
+        assert not CATALOG.product(key).grace_host, key
     assert eff.moe_layer_overhead_c2c_s < eff.moe_layer_overhead_s
     assert dispatcher_host_time(b200, dropping, eff) == 0.0
     system = CATALOG.system("dgx b200")

@@ -201,6 +201,12 @@ class Product:
         """Launch year."""
         return int(self.launch_date[:4])
 
+    @property
+    def grace_host(self) -> bool:
+        """Whether the GPU reaches its CPU over NVLink-C2C rather than PCIe: a Grace
+        superchip (GH200, GB200, GB300), known by its form factor or a C2C link rate."""
+        return self.form_factor == "Superchip" or self.c2c_bandwidth_bytes_s is not None
+
     def peak(self, key: PeakKey, *, sparse: bool = False) -> float | None:
         """Peak in FLOP/s (or OP/s) for ``key``; ``None`` if unpublished.
 

@@ -388,11 +388,12 @@ def _layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device, eff: E
 def dispatcher_host_time(product: Product, cfg: TrainingConfig, eff: Efficiency) -> float:
     """Fixed time per expert layer per pass that a dropless MoE dispatcher waits on its host:
     the per-expert token counts go to the CPU before buffers can be sized. Over NVLink-C2C
-    to a Grace CPU (a product with a C2C link) it is ``moe_layer_overhead_c2c_s``, over PCIe
-    ``moe_layer_overhead_s``; token-drop routing (``moe_token_drop``) needs no wait."""
+    to a Grace CPU (a superchip, ``Product.grace_host``) it is ``moe_layer_overhead_c2c_s``,
+    over PCIe ``moe_layer_overhead_s``; token-drop routing (``moe_token_drop``) needs no
+    wait."""
     if cfg.moe_token_drop:
         return 0.0
-    if product.c2c_bandwidth_bytes_s:
+    if product.grace_host:
         return eff.moe_layer_overhead_c2c_s
     return eff.moe_layer_overhead_s
 
