@@ -212,6 +212,8 @@ def test_estimate_train_json(capsys: pytest.CaptureFixture[str], tmp_path: Path)
         (["--sliding-layers", "3"], "--sliding-layers: needs sliding-window > 0"),
         (["--sliding-window", "512", "--sliding-layers", "99"],
          "--sliding-layers: 99 exceeds layers 32"),
+        (["--ep-dispatcher", "nccl"], "--ep-dispatcher: expected one of alltoall, deepep, "
+                                      "got 'nccl'"),
     ],
 )
 def test_estimate_train_errors(capsys: pytest.CaptureFixture[str], extra: list[str],

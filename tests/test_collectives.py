@@ -16,6 +16,7 @@ from gpuarch.perf.collectives import (
     Link,
     collective_time,
     nccl_protocols,
+    remote_nodes_per_token,
 )
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY as EFF
 
@@ -133,3 +134,46 @@ def test_arrays_give_the_scalar_answers(kind: Collective, sizes: list[float],
     for i, (size, n) in enumerate(zip(sizes, ranks, strict=True)):
         alone = collective_time(kind, size, Group(n, 8, NVLINK, NET), EFF, protocols)
         assert float(together[i]) == pytest.approx(alone, rel=1e-12, abs=1e-18)
+
+
+def test_remote_nodes_per_token_by_hand() -> None:
+    """Eight copies over four nodes: 3 x (1 - (3/4)^8) other nodes; one copy: the plain
+    remote share (N - 1) / N; a single node: none."""
+    assert remote_nodes_per_token(8, 4) == pytest.approx(3 * (1 - 0.75**8))
+    assert remote_nodes_per_token(1, 4) == pytest.approx(3 / 4)
+    assert remote_nodes_per_token(8, 1) == 0.0
+
+
+def test_node_deduplicated_dispatch_by_hand() -> None:
+    """EP 32 over four nodes of 8, top-8 (Qwen3-235B-A22B on DGX H100), 64 MiB dispatched
+    per GPU: the network carries the buffer's share for distinct other nodes,
+    3 x (1 - 0.75^8) / 8, in 3 network steps, and every copy not for this GPU crosses NVLink
+    once, 31/32 of the buffer; a plain all-to-all sends 24/32 over the network in 24 steps
+    and 7/32 over NVLink. Each is the fastest of NCCL's protocols."""
+    group = Group(32, 8, NVLINK, NET)
+    size = 64.0 * 2**20
+    net_bw, nvl_bw = 0.85 * 50e9, 0.8 * 450e9
+
+    def fastest(transfer: float, net_steps: int) -> float:
+        return min(p.base_latency_s + 7 * p.hop_latency_s[Fabric.NVLINK]
+                   + net_steps * p.hop_latency_s[Fabric.NETWORK]
+                   + transfer / p.bandwidth_factor for p in nccl_protocols())
+
+    deduped = fastest(3 * (1 - 0.75**8) / 8 * size / net_bw + 31 / 32 * size / nvl_bw, 3)
+    plain = fastest(24 / 32 * size / net_bw + 7 / 32 * size / nvl_bw, 24)
+    got = collective_time(Collective.ALL_TO_ALL, size, group, EFF, nccl_protocols(), 8)
+    assert got == pytest.approx(deduped, rel=1e-9)
+    assert collective_time(Collective.ALL_TO_ALL, size, group, EFF, nccl_protocols()) == \
+        pytest.approx(plain, rel=1e-9)
+    assert got < 0.6 * plain
+
+
+@given(copies=st.integers(1, 16), nodes=st.integers(1, 64))
+def test_deduplication_never_adds_network_bytes(copies: int, nodes: int) -> None:
+    """Once per distinct other node is never more than once per copy sent off-node:
+    (N - 1)(1 - (1 - 1/N)^k) <= k (N - 1) / N, equal for a single copy."""
+    deduped = remote_nodes_per_token(copies, nodes)
+    plain = copies * (nodes - 1) / nodes
+    assert deduped <= plain + 1e-12
+    if copies == 1:
+        assert deduped == pytest.approx(plain)

@@ -437,3 +437,52 @@ def test_pipeline_edge_layers_do_nothing_without_a_pipeline() -> None:
     one_stage = _est(shape=LLAMA_8B, tp=1, pp=1)
     assert _est(shape=LLAMA_8B, tp=1, pp=1, pp_edge_layers=True).step_time_s == \
         one_stage.step_time_s
+
+
+@given(ep=st.sampled_from([8, 16, 32, 64]), micro_batch=st.sampled_from([1, 2, 4]),
+       gpus_per_node=st.sampled_from([4, 8]))
+@settings(max_examples=25, deadline=None)
+def test_expert_comm_overlap_and_node_dedup_never_lengthen_the_step(
+        ep: int, micro_batch: int, gpus_per_node: int) -> None:
+    """Overlapping the expert all-to-alls with another micro-batch's compute only hides
+    communication: the step never gets longer, compute is untouched, and the exposed
+    communication never goes below what TP/PP/DP leave. Deduplicating by node changes
+    nothing where the expert group sits in one node."""
+    qwen = preset("qwen3-235b-a22b").shape
+    h100, system = CATALOG.product("h100"), CATALOG.system("dgx h100")
+    base = {"gpus": 512, "seq_len": 4096, "global_batch": 512, "micro_batch": micro_batch,
+            "tp": 1, "pp": 8, "ep": ep, "precision": Precision.FP8,
+            "gpus_per_node": gpus_per_node}
+
+    def est(**kw):  # type: ignore[no-untyped-def]
+        return estimate_training(CATALOG, qwen, h100, TrainingConfig(**{**base, **kw}),
+                                 system=system)
+
+    plain, hidden = est(), est(ep_comm_overlap=True)
+    assert hidden.step_time_s <= plain.step_time_s * (1 + 1e-12)
+    assert hidden.time_breakdown.compute == pytest.approx(plain.time_breakdown.compute)
+    assert hidden.time_breakdown.exposed_communication >= 0.0
+    assert hidden.parallelism["ep_comm_overlap"] is True
+    dedup = est(ep_dispatcher="deepep")
+    assert dedup.parallelism["ep_dispatcher"] == "deepep"
+    if ep <= gpus_per_node:
+        assert dedup.step_time_s == pytest.approx(plain.step_time_s)
+
+
+def test_node_dedup_shortens_a_cross_node_expert_group() -> None:
+    """EP 32 over four DGX H100 nodes at top-8: DeepEP-style dispatch sends each token once
+    per other node, so the exposed all-to-all shrinks; a bad dispatcher name is an error
+    naming the flag with a suggestion."""
+    qwen = preset("qwen3-235b-a22b").shape
+    h100, system = CATALOG.product("h100"), CATALOG.system("dgx h100")
+    base = {"gpus": 256, "seq_len": 4096, "global_batch": 2048, "tp": 2, "pp": 8, "vpp": 4,
+            "ep": 32, "etp": 1, "precision": Precision.FP8}
+    plain = estimate_training(CATALOG, qwen, h100, TrainingConfig(**base), system=system)
+    dedup = estimate_training(CATALOG, qwen, h100,
+                              TrainingConfig(**base, ep_dispatcher="deepep"), system=system)
+    assert dedup.time_breakdown.exposed_communication < \
+        0.7 * plain.time_breakdown.exposed_communication
+    with pytest.raises(GpuarchError, match=r"--ep-dispatcher: .* got 'deep'; did you mean "
+                                           r"'deepep'"):
+        estimate_training(CATALOG, qwen, h100, TrainingConfig(**base, ep_dispatcher="deep"),
+                          system=system)

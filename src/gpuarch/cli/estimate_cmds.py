@@ -95,6 +95,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         vpp=args.vpp, sequence_parallel=args.sequence_parallel, zero=args.zero,
         tp_comm_overlap=args.tp_comm_overlap, fsdp_prefetch=args.fsdp_prefetch,
         moe_token_drop=args.moe_token_drop, pp_edge_layers=args.pp_edge_layers,
+        ep_dispatcher=args.ep_dispatcher, ep_comm_overlap=args.ep_comm_overlap,
         recompute=args.recompute or Recompute.NONE,
         precision=args.precision or Precision.BF16, gpus_per_node=gpus_per_node)
     if system is None and args.gpus > gpus_per_node:
@@ -292,6 +293,14 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p.add_argument("--moe-token-drop", action="store_true",
                    help="MoE routing with a capacity bound (overflow tokens dropped): no "
                         "per-layer host wait of the dropless dispatcher")
+    p.add_argument("--ep-dispatcher", default="alltoall", metavar="alltoall|deepep",
+                   help="MoE token dispatcher: alltoall (default: every routed copy of a "
+                        "token sent on its own) or deepep (DeepEP/HybridEP: a token crosses "
+                        "the network once per destination node, then fans out over NVLink)")
+    p.add_argument("--ep-comm-overlap", action="store_true",
+                   help="overlap the expert all-to-alls with another micro-batch's compute "
+                        "(Megatron --overlap-moe-expert-parallel-comm); only what exceeds "
+                        "that compute is exposed")
     p.add_argument("--recompute", type=lazy_enum_value("gpuarch.estimate.memory:Recompute",
                                                        "--recompute"),
                    help="none (default), selective or full")

@@ -26,7 +26,7 @@ import numpy as np
 
 from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import Product, System, spec
-from gpuarch.errors import GpuarchError
+from gpuarch.errors import GpuarchError, suggestion
 from gpuarch.estimate.energy import NODE_OVERHEAD, PUE, energy_kwh
 from gpuarch.estimate.memory import Recompute, activation_bytes_per_layer, bytes_per_param
 from gpuarch.perf.collectives import (
@@ -52,6 +52,7 @@ from gpuarch.workloads.params import count_params
 from gpuarch.workloads.shape import FfnKind, TransformerShape
 
 __all__ = [
+    "EP_DISPATCHERS",
     "FRAMEWORK_RESERVE_BYTES",
     "TrainingConfig",
     "TrainingCore",
@@ -64,6 +65,9 @@ UNFUSED_SOFTMAX_BYTES = 9.0
 """DRAM bytes per attention-score element for unfused softmax and dropout: read and write
 the scores (2 + 2, 16-bit), write the dropout mask (1), read and write the dropped-out
 probabilities (2 + 2); Korthikanti et al. 2022, section 4.1, list the same tensors."""
+
+EP_DISPATCHERS = ("alltoall", "deepep")
+"""MoE token dispatchers: every routed copy sent on its own, or deduplicated by node."""
 
 FRAMEWORK_RESERVE_BYTES = to_si(3, Unit.GIB)
 """CUDA context, NCCL buffers, allocator fragmentation and workspaces: an assumed 3 GiB."""
@@ -95,6 +99,13 @@ class TrainingConfig:
     # MoE routing with a capacity bound (tokens over it dropped): buffer sizes are known
     # ahead, so the dropless dispatcher's per-layer wait for the host is not paid
     moe_token_drop: bool = False
+    # MoE token dispatcher: "alltoall" sends every routed copy of a token on its own
+    # (Megatron's alltoall dispatcher); "deepep" deduplicates by node, a token crossing the
+    # network once per destination node (the flex dispatcher with DeepEP or HybridEP)
+    ep_dispatcher: str = "alltoall"
+    # the expert all-to-alls overlap another micro-batch's compute (Megatron
+    # --overlap-moe-expert-parallel-comm, Megatron Bridge's moe_a2a_overlap)
+    ep_comm_overlap: bool = False
     # the embedding and the loss count as a layer each in the pipeline split: the first and
     # last stages hold one transformer layer fewer (Megatron's account_for_embedding_ and
     # account_for_loss_in_pipeline_split)
@@ -128,6 +139,10 @@ class TrainingConfig:
                                    f"got {value!r}")
         if self.zero not in (0, 1, 2, 3):
             raise GpuarchError(f"--zero: expected 0, 1, 2 or 3, got {self.zero!r}")
+        if self.ep_dispatcher not in EP_DISPATCHERS:
+            raise GpuarchError(f"--ep-dispatcher: expected one of {', '.join(EP_DISPATCHERS)}"
+                               f", got {self.ep_dispatcher!r}"
+                               f"{suggestion(str(self.ep_dispatcher), EP_DISPATCHERS)}")
         if self.fsdp_prefetch and self.zero != 3:
             raise GpuarchError(f"--fsdp-prefetch: needs --zero 3, got --zero {self.zero}")
         model_parallel = self.tp * self.pp * self.cp
@@ -282,10 +297,11 @@ class _Pass:
 
 
 
-def _nccl(kind: Collective, size_bytes: Num, group: Group, eff: Efficiency) -> Num:
+def _nccl(kind: Collective, size_bytes: Num, group: Group, eff: Efficiency,
+          dedupe_copies: Num = 0) -> Num:
     """A training collective's time: NCCL's latency model (base, per-hop latency by fabric,
     fastest protocol), which training frameworks run their collectives on."""
-    return collective_time(kind, size_bytes, group, eff, nccl_protocols())
+    return collective_time(kind, size_bytes, group, eff, nccl_protocols(), dedupe_copies)
 
 def _group(size: Num, inner: Num, cfg: TrainingConfig, intra: Link, inter: Link | None
            ) -> Group:
@@ -433,14 +449,21 @@ def _one_layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device,
         * core_dim * element
     exposed = exposed + eff.cp_comm_exposed * _nccl(
         Collective.ALL_GATHER, kv_bytes, cp_group, eff)
+    exposed_fwd = exposed_bwd = exposed
     if moe:
         dispatched = tokens * s.experts_per_token * s.hidden * element / cfg.tp
-        exposed = exposed + eff.ep_comm_exposed * 2 * _nccl(
-            Collective.ALL_TO_ALL, dispatched, ep_group, eff)
+        copies = s.experts_per_token if cfg.ep_dispatcher == "deepep" else 0
+        a2a = eff.ep_comm_exposed * 2 * _nccl(Collective.ALL_TO_ALL, dispatched, ep_group,
+                                              eff, copies)  # dispatch and combine
+        if cfg.ep_comm_overlap:
+            # one micro-batch's forward runs beside another's backward, each pair's
+            # all-to-alls hidden behind the pair's compute; only the excess is exposed
+            a2a = np.maximum(0.0, a2a - (fwd + bwd) / 2)
+        exposed_fwd, exposed_bwd = exposed + a2a, exposed + a2a
     fixed = eff.layer_overhead_s + (dispatcher_host_time(device.product, cfg, eff)
                                     if moe else 0.0)
-    forward = _Pass(fwd, exposed, fixed)
-    backward = _Pass(bwd, exposed, fixed)
+    forward = _Pass(fwd, exposed_fwd, fixed)
+    backward = _Pass(bwd, exposed_bwd, fixed)
     if cfg.recompute is Recompute.FULL:
         recompute = forward
     elif cfg.recompute is Recompute.SELECTIVE:
@@ -734,6 +757,8 @@ def estimate_training(
             "zero": cfg.zero, "tp_comm_overlap": cfg.tp_comm_overlap,
             "fsdp_prefetch": cfg.fsdp_prefetch,
             "moe_token_drop": cfg.moe_token_drop,
+            "ep_dispatcher": cfg.ep_dispatcher if shape.is_moe else None,
+            "ep_comm_overlap": cfg.ep_comm_overlap,
             "pp_edge_layers": cfg.pp_edge_layers,
             "fused_attention": cfg.fused_attention,
             "micro_batch": cfg.micro_batch,

@@ -29,7 +29,7 @@ from gpuarch.errors import GpuarchError
 from gpuarch.perf.efficiency import Efficiency
 
 __all__ = ["Collective", "Fabric", "Group", "Link", "Num", "Protocol", "collective_time",
-           "link_for", "nccl_protocols", "scalar"]
+           "link_for", "nccl_protocols", "remote_nodes_per_token", "scalar"]
 
 Num = Any
 """A float, or a NumPy array of floats: the formulas here serve one estimate and, over
@@ -188,8 +188,18 @@ def scalar(x: Num) -> Num:
     return float(arr) if arr.ndim == 0 else arr
 
 
+def remote_nodes_per_token(copies: Num, nodes: Num) -> Num:
+    """Expected number of other nodes a token's ``copies`` routed copies land on, when each
+    copy goes to an expert chosen uniformly over ``nodes`` equal nodes (independent picks):
+    (nodes - 1) x (1 - (1 - 1/nodes)^copies). A node-deduplicating dispatcher sends the
+    token over the network once per such node instead of once per copy."""
+    n = np.maximum(_float(nodes), 1.0)
+    return scalar((n - 1) * (1 - (1 - 1 / n) ** _float(copies)))
+
+
 def collective_time(kind: Collective, size_bytes: Num, group: Group, eff: Efficiency,
-                    protocols: Sequence[Protocol] | None = None) -> Num:
+                    protocols: Sequence[Protocol] | None = None,
+                    dedupe_copies: Num = 0) -> Num:
     """Seconds for one collective of a ``size_bytes`` buffer over ``group``.
 
     A group inside one node uses the intra-node link. A group spanning nodes runs
@@ -201,10 +211,16 @@ def collective_time(kind: Collective, size_bytes: Num, group: Group, eff: Effici
     with its base latency, per-hop latency by fabric and bandwidth share, an all-reduce also
     as a double binary tree (latency in log2 of the nodes), and the fastest wins, as NCCL's
     tuner picks; without, every step costs ``eff.collective_latency_s``.
+
+    ``dedupe_copies`` (an all-to-all whose buffer holds that many routed copies of each
+    token, e.g. an MoE dispatch at top-k): the dispatcher deduplicates by node, as DeepEP
+    and HybridEP do, so a token crosses the network once per other node its copies go to
+    (``remote_nodes_per_token``) and is forwarded to its experts there over the intra-node
+    link; 0 = a plain all-to-all, every copy sent on its own.
     """
     n = _float(group.size)
     size = _float(size_bytes)
-    transfer, intra_steps, net_steps = _terms(kind, size, group, eff)
+    transfer, intra_steps, net_steps = _terms(kind, size, group, eff, dedupe_copies)
     if protocols is None:
         t = transfer + (intra_steps + net_steps) * eff.collective_latency_s
     else:
@@ -249,8 +265,8 @@ def _tree_all_reduce(p: Protocol, transfer: Num, group: Group, tree: tuple[Num, 
     return latency + transfer * (1.0 / p.tree_bandwidth_factor)
 
 
-def _terms(kind: Collective, size_bytes: Num, group: Group, eff: Efficiency
-           ) -> tuple[Num, Num, Num]:
+def _terms(kind: Collective, size_bytes: Num, group: Group, eff: Efficiency,
+           dedupe_copies: Num = 0) -> tuple[Num, Num, Num]:
     """(seconds of transfer at the full bus bandwidth, ring steps inside a node, ring steps
     that cross the network) of one collective."""
     n = _float(group.size)
@@ -270,6 +286,14 @@ def _terms(kind: Collective, size_bytes: Num, group: Group, eff: Efficiency
         g = _float(group.per_node)
         if kind is Collective.P2P:
             x_transfer, x_intra, x_net = size / inter_bw + 0 * n, 0 * n, 1 + 0 * n
+        elif kind is Collective.ALL_TO_ALL and np.any(_float(dedupe_copies) > 0):
+            # node-deduplicated dispatch: each token crosses the network once per other node
+            # its copies go to, then every copy not for this GPU moves once over the
+            # intra-node link (sent to a local peer, or forwarded on the receiving node)
+            k = np.maximum(_float(dedupe_copies), 1.0)
+            x_transfer = (remote_nodes_per_token(k, nodes) / k * size / inter_bw
+                          + (n - 1) / n * size / intra_bw)
+            x_intra, x_net = g - 1 + 0 * n, nodes - 1
         elif kind is Collective.ALL_TO_ALL:
             # the share of the buffer for ranks in other nodes crosses the network
             x_transfer = (n - g) / n * size / inter_bw + (g - 1) / n * size / intra_bw

@@ -117,6 +117,8 @@ def point_config(point: TrainingPoint, system: System | None) -> TrainingConfig:
                                        any(f in framework for f in _TP_OVERLAP_FRAMEWORKS))),
         fsdp_prefetch=bool(point.get("fsdp_prefetch", False)),
         moe_token_drop=bool(point.get("moe_token_drop", False)),
+        ep_dispatcher=str(point.get("ep_dispatcher", "alltoall")),
+        ep_comm_overlap=bool(point.get("ep_comm_overlap", False)),
         pp_edge_layers=bool(point.get("pp_edge_layers", False)),
         fused_attention=point.source not in _UNFUSED_ATTENTION_SOURCES,
         recompute=Recompute(point.get("recompute", "none")),
