@@ -325,6 +325,11 @@ def test_estimate_infer(capsys: pytest.CaptureFixture[str]) -> None:
                          "h100", "--input-len", "512", "--output-len", "128", "--batch",
                          "lots")
     assert status == 2 and "--batch: expected a number or 'max'" in err
+    status, out, err = run(capsys, "estimate", "infer", "--model", "llama-3.1-8b", "--gpu",
+                           "h100", "--input-len", "512", "--output-len", "128", "--batch",
+                           "8", "--executor", "c++")
+    assert status == 2 and out == "" and "Traceback" not in err
+    assert "--executor: expected one of python, cpp, got 'c++'" in err
 
 
 def test_validate_inference(capsys: pytest.CaptureFixture[str]) -> None:

@@ -17,6 +17,7 @@ from gpuarch.estimate.inference import (
     estimate_inference,
     kv_bytes_per_token,
 )
+from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY
 from gpuarch.perf.quant import QuantFormat, QuantScheme
 from gpuarch.workloads import count_params, preset
 
@@ -329,7 +330,6 @@ def test_mla_decode_streams_the_latent_cache() -> None:
     and layer, not per-head keys and values: each extra position of context costs its
     cached bytes over the KV-read bandwidth, on every layer."""
     from gpuarch.estimate.inference import _Runner
-    from gpuarch.perf import DEFAULT_EFFICIENCY
 
     shape = preset("deepseek-v3").shape
     h200 = CATALOG.product("h200")
@@ -464,3 +464,43 @@ def test_kv_cache_fraction_follows_tensorrt_llm_policy() -> None:
     assert e.fits_in_memory and e.assumptions["kv_cache_fraction"] == 0.9
     with pytest.raises(GpuarchError, match="--kv-cache-fraction"):
         estimate_inference(CATALOG, shape, H100, replace(base, kv_cache_fraction=1.5))
+
+
+def test_python_executor_is_host_bound_at_large_batch() -> None:
+    """A Python executor spends 29.4 us of host time per request in flight per step
+    (TensorRT-LLM PR #10273: 45.11 ms per iteration at 1,536 requests per rank), hidden
+    behind the GPU's step until it is longer: at batch 1 nothing changes, at a batch of
+    thousands of Llama-3.1-8B FP8 sequences on an H100 the step is the host's time, which
+    names the bottleneck; a C++ executor has none."""
+    host = 29.4e-6
+    assert DEFAULT_EFFICIENCY.host_time_per_sequence_s == pytest.approx(45.11e-3 / 1536,
+                                                                       rel=2e-3)
+    one_py, one_cpp = _est(batch=1, quant=FP8), _est(batch=1, quant=FP8, executor="cpp")
+    assert one_py.tpot_s == one_cpp.tpot_s
+    big = {"batch": 3000, "quant": FP8, "input_len": 128, "output_len": 128,
+           "batching": Batching.CONTINUOUS}
+    py, cpp = _est(**big), _est(**big, executor="cpp")
+    assert py.batch == cpp.batch == 3000
+    step_py = sum(py.decode_step_breakdown_s.values())
+    step_cpp = sum(cpp.decode_step_breakdown_s.values())
+    assert step_cpp < host * 3000
+    assert step_py == pytest.approx(host * 3000, rel=1e-9)
+    assert py.decode_step_breakdown_s["host"] > 0 == cpp.decode_step_breakdown_s["host"]
+    assert py.bottleneck["decode"] == "host" and "host work" in py.bottleneck_reason["decode"]
+    assert py.assumptions["executor"] == "python"
+    with pytest.raises(GpuarchError, match=r"--executor: expected one of python, cpp, got "
+                                           r"'pyton'; did you mean 'python'"):
+        _est(executor="pyton")
+
+
+@given(batch=st.integers(1, 4096))
+@settings(max_examples=30, deadline=None)
+def test_python_executor_never_beats_cpp(batch: int) -> None:
+    """The host's time only ever lengthens a step: per-token time is never shorter with a
+    Python executor, and equal whenever the GPU's step is the longer."""
+    kw = {"batch": batch, "quant": FP8, "input_len": 256, "output_len": 256,
+          "batching": Batching.CONTINUOUS}
+    py, cpp = _est(**kw), _est(**kw, executor="cpp")
+    assert py.tpot_s >= cpp.tpot_s * (1 - 1e-12)
+    if py.decode_step_breakdown_s["host"] == 0:
+        assert py.tpot_s == pytest.approx(cpp.tpot_s)

@@ -49,7 +49,10 @@ def test_report_is_self_contained_and_has_every_section(report: str) -> None:
                     "How the architectures grew", "Which architecture brought what",
                     "Best plan on each GPU", "Best deployment on each GPU", "Assumptions"):
         assert heading in text, heading
-    assert "Hopper" in text and "Tensor Cores" in text and "bandwidth-bound" in text
+    # the serving reasons name what bounds decode on the hardware (the default ~8B search's
+    # best deployments run large batches, where the executor's host time sets the step)
+    assert "Hopper" in text and "Tensor Cores" in text
+    assert "bandwidth-bound" in text or "host-bound" in text
 
 
 def test_report_bad_path_writes_nothing(tmp_path: Path,

@@ -149,7 +149,7 @@ def cmd_infer(args: argparse.Namespace) -> int:
         batching=args.batching or Batching.STATIC, chunk=args.chunk,
         max_num_tokens=args.max_num_tokens, kv_cache_fraction=args.kv_cache_fraction,
         max_batch_size=args.max_batch_size, speculative_tokens=args.speculative_tokens,
-        acceptance_length=args.acceptance_length,
+        acceptance_length=args.acceptance_length, executor=args.executor,
         gpus_per_node=args.gpus_per_node or (system.gpus_per_node if system else 8))
     eff, measured = _calibrated(args, catalog, product, system)
     est = estimate_inference(catalog, shape, product, cfg, system=system, efficiency=eff,
@@ -353,6 +353,12 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                    help="the engine's cap on sequences decoded together (vLLM "
                         "max_num_seqs, TensorRT-LLM max_batch_size); requests beyond it "
                         "queue; default: memory alone limits the batch")
+    p.add_argument("--executor", default="python", metavar="python|cpp",
+                   help="the engine's executor loop: python (default: TensorRT-LLM's "
+                        "PyTorch backend and engines like it spend host time per request "
+                        "each step, hidden behind the GPU's step until it is longer) or cpp "
+                        "(a C++ executor, e.g. TensorRT-LLM's TensorRT engines: none "
+                        "modelled)")
     p.add_argument("--speculative-tokens", type=int, default=0, metavar="K",
                    help="speculative decoding: draft tokens per step (MTP modules, an EAGLE "
                         "head; each costs one target-shaped layer and the LM head)")

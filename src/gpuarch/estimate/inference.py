@@ -8,7 +8,10 @@ Model:
 - **Decode** runs one token per sequence per step: each GPU reads its shard of the weights
   once per step (for MoE only the experts the batch's tokens touch) and the KV cache of
   every sequence at the current context length, once, plus two tensor-parallel all-reduces
-  per layer, which are latency-bound at small batch, and a fixed per-step overhead. The
+  per layer, which are latency-bound at small batch, and a fixed per-step overhead. A
+  Python executor loop (``executor="python"``, the default: TensorRT-LLM's PyTorch backend
+  and engines like it) also spends host time per request in flight each step, hidden behind
+  the GPU's step by its overlap scheduler until it is the longer of the two. The
   context grows from the prompt to prompt + output; the KV term is linear in it, so the step
   at the mean context gives the mean step time exactly.
 - **Static batch**: TTFT = prefill of the whole batch; request latency = TTFT + (O - 1)
@@ -32,7 +35,7 @@ import numpy as np
 
 from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import Product, System
-from gpuarch.errors import GpuarchError
+from gpuarch.errors import GpuarchError, suggestion
 from gpuarch.perf.collectives import Collective, Group, collective_time, link_for
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.perf.precision import Precision
@@ -44,6 +47,7 @@ from gpuarch.workloads.params import count_params
 from gpuarch.workloads.shape import FfnKind, TransformerShape
 
 __all__ = [
+    "EXECUTORS",
     "RESERVE_FRACTION",
     "Batching",
     "InferenceConfig",
@@ -66,6 +70,11 @@ MAX_PREFILL_TOKENS = 8192
 max_num_tokens; vLLM's max_num_batched_tokens is of the same order); ``--max-num-tokens``
 sets it. A larger batch of prompts is prefilled in several passes; this bounds prefill
 activation memory."""
+
+EXECUTORS = ("python", "cpp")
+"""Serving executors: a Python loop with per-request host time each step (TensorRT-LLM's
+PyTorch backend, vLLM, SGLang), or a C++ executor whose host time is not modelled
+(TensorRT-LLM's TensorRT engines of the 0.x releases, LMDeploy's TurboMind)."""
 
 MAX_BATCH_SEARCH = 4096
 """Upper end of the search for the largest batch that fits (``--batch max``)."""
@@ -109,6 +118,9 @@ class InferenceConfig:
     # own token, between 1 and speculative_tokens + 1; measured on the workload's data)
     speculative_tokens: int = 0
     acceptance_length: float = 0.0
+    # the engine's executor loop: "python" (per-request host time each step, overlapped with
+    # the GPU) or "cpp" (none modelled); see EXECUTORS
+    executor: str = "python"
 
     @property
     def replicas(self) -> int:
@@ -127,6 +139,9 @@ class InferenceConfig:
                                f"{self.batch!r}")
         if self.chunk < 0:
             raise GpuarchError(f"--chunk: expected tokens >= 0, got {self.chunk}")
+        if self.executor not in EXECUTORS:
+            raise GpuarchError(f"--executor: expected one of {', '.join(EXECUTORS)}, got "
+                               f"{self.executor!r}{suggestion(str(self.executor), EXECUTORS)}")
         if self.gpus % (self.tp * self.pp):
             raise GpuarchError(f"--gpus: {self.gpus} is not divisible by TP x PP = "
                                f"{self.tp} x {self.pp}")
@@ -250,35 +265,43 @@ class _Phase:
     memory: Num = 0.0  # memory-bound operators
     communication: Num = 0.0
     overhead: Num = 0.0
+    host: Num = 0.0  # the executor's host time beyond the GPU's step (it waits on the host)
 
     @property
     def total(self) -> Num:
-        return self.compute + self.memory + self.communication + self.overhead
+        return self.compute + self.memory + self.communication + self.overhead + self.host
 
     def __add__(self, o: _Phase) -> _Phase:
         return _Phase(self.compute + o.compute, self.memory + o.memory,
-                      self.communication + o.communication, self.overhead + o.overhead)
+                      self.communication + o.communication, self.overhead + o.overhead,
+                      self.host + o.host)
 
     def scale(self, k: Num) -> _Phase:
         return _Phase(self.compute * k, self.memory * k, self.communication * k,
-                      self.overhead * k)
+                      self.overhead * k, self.host * k)
 
     def as_dict(self) -> dict[str, Num]:
         return {"compute": self.compute, "memory": self.memory,
-                "communication": self.communication, "overhead": self.overhead}
+                "communication": self.communication, "overhead": self.overhead,
+                "host": self.host}
 
     def limiter(self) -> str:
+        """The largest part; "host" whenever the step waits on the executor's host work
+        (its host time is only the excess over the GPU's, but it sets the step)."""
+        if float(np.max(self.host)) > 0.0:
+            return "host"
         parts = self.as_dict()
         return max(parts, key=lambda k: parts[k])
 
     def limiters(self) -> np.ndarray:
         """The limiter of each element when the phase holds arrays (first largest wins,
-        as ``limiter`` does)."""
+        as ``limiter`` does; "host" where the step waits on the host)."""
         names = list(self.as_dict())
         stack = np.stack(np.broadcast_arrays(*[np.asarray(v, dtype=np.float64)
                                                for v in self.as_dict().values()]))
         picked: np.ndarray = np.array(names, dtype=object)[np.argmax(stack, axis=0)]
-        return picked
+        host = np.broadcast_to(np.asarray(self.host, dtype=np.float64), picked.shape)
+        return np.where(host > 0.0, "host", picked).astype(object)
 
 
 def _split(op: Op, device: Device, eff: Efficiency) -> tuple[Num, Num]:
@@ -462,6 +485,11 @@ class _Runner:
             draft = self.layer(seqs, seqs, 1, position, touched, moe=s.is_moe) \
                 + self.head(seqs)
             step = step + draft.scale(k)
+        if self.cfg.executor == "python":
+            # the executor's host work for every request in flight overlaps the GPU's step
+            # (overlap scheduler); the step lasts as long as the longer of the two
+            host = self.eff.host_time_per_sequence_s * seqs
+            step = step + _Phase(host=np.maximum(0.0, host - step.total))
         return step
 
     @property
@@ -672,6 +700,9 @@ _REASONS = {
                      "fewer GPUs per replica or NVLink shortens it",
     "overhead": "fixed per-step framework and launch time dominates; larger batches amortise "
                 "it",
+    "host": "the executor's host work per request in flight (scheduling, sampling, "
+            "bookkeeping in a Python loop) sets the pace; fewer requests per replica, more "
+            "replicas or a C++ executor shorten it",
 }
 
 
@@ -710,8 +741,15 @@ def estimate_inference(
 
     phases = {"prefill": prefill, "decode": step}
     bottleneck = {k: v.limiter() for k, v in phases.items()}
-    reasons = {k: f"{float(v.as_dict()[bottleneck[k]] / v.total):.0%} of the {k} time: "
-                  f"{_REASONS[bottleneck[k]]}" for k, v in phases.items()}
+    def share(v: _Phase, part: str) -> str:
+        if part == "host":  # the host's time is the whole step; the GPU's part is hidden
+            gpu = float(v.total - v.host)
+            return f"the host's {float(v.total) * 1e3:.3g} ms per step outlast the " \
+                   f"GPU's {gpu * 1e3:.3g} ms"
+        return f"{float(v.as_dict()[part] / v.total):.0%} of the {{k}} time"
+
+    reasons = {k: share(v, bottleneck[k]).replace("{k}", k) + f": {_REASONS[bottleneck[k]]}"
+               for k, v in phases.items()}
     assumptions: dict[str, Any] = {
         "gemm_peak_tflops": from_si(runner.peak.peak.flops, Unit.TFLOPS),
         "gemm_peak_source": f"{runner.peak.peak.key.value} ({runner.peak.peak.origin}, "
@@ -736,6 +774,7 @@ def estimate_inference(
         "kv_cache_fraction": cfg.kv_cache_fraction or None,
         "max_prefill_tokens_per_pass": cfg.max_num_tokens,
         "max_batch_size": cfg.max_batch_size or None,
+        "executor": cfg.executor,
         "speculative": {"draft_tokens": cfg.speculative_tokens,
                         "acceptance_length": cfg.acceptance_length,
                         "draft": "one target-shaped layer and the LM head per draft token"}

@@ -114,7 +114,8 @@ def point_config(point: TrainingPoint, gpus_per_node: int) -> InferenceConfig:
         ep=int(point.get("ep") or 1), quant=QuantScheme(weights, activations, kv),
         batching=batching, gpus_per_node=gpus_per_node,
         max_num_tokens=int(point.get("max_num_tokens") or 8192),
-        kv_cache_fraction=float(point.get("kv_cache_fraction") or 0.0))
+        kv_cache_fraction=float(point.get("kv_cache_fraction") or 0.0),
+        executor=str(point.get("executor", "python")))
 
 
 def compare_point(catalog: Catalog, point: TrainingPoint, efficiency: Efficiency
