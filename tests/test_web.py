@@ -104,6 +104,7 @@ _FAST = ["gpus", "compare", "systems", "features", "evolution", "roofline", "est
 _KEYS = ["model", "gpu", "gpus", "tp", "pp", "cp", "ep", "seq_len", "global_batch", "batch",
          "input_len", "output_len", "precision", "arch", "tier", "sort", "op", "metric",
          "weight_precision", "kv_precision", "activation_precision", "max_batch_size",
+         "executor",
          "batching", "zero", "recompute", "name", "x-y", "plot", ""]
 _VALUES = st.one_of(st.integers(-5, 10**7), st.floats(allow_nan=True), st.booleans(),
                     st.text(max_size=30), st.sampled_from(["h100", "llama-3.1-8b", "bf16",
