@@ -486,3 +486,21 @@ def test_node_dedup_shortens_a_cross_node_expert_group() -> None:
                                            r"'deepep'"):
         estimate_training(CATALOG, qwen, h100, TrainingConfig(**base, ep_dispatcher="deep"),
                           system=system)
+
+
+def test_expert_comm_bottleneck_names_the_remedies() -> None:
+    """When exposed communication of a cross-node expert group bounds the step, the reason
+    names EP and the two switches that shrink it; with both on, neither is suggested."""
+    qwen = preset("qwen3-235b-a22b").shape
+    h100, system = CATALOG.product("h100"), CATALOG.system("dgx h100")
+    base = {"gpus": 256, "seq_len": 4096, "global_batch": 2048, "tp": 2, "pp": 8, "vpp": 4,
+            "ep": 32, "etp": 1, "precision": Precision.FP8, "moe_token_drop": True}
+    est = estimate_training(CATALOG, qwen, h100, TrainingConfig(**base), system=system)
+    assert est.bottleneck == "communication"
+    assert "EP x32" in est.bottleneck_reason
+    assert "--ep-comm-overlap" in est.bottleneck_reason
+    assert "--ep-dispatcher deepep" in est.bottleneck_reason
+    both = estimate_training(CATALOG, qwen, h100,
+                             TrainingConfig(**base, ep_comm_overlap=True,
+                                            ep_dispatcher="deepep"), system=system)
+    assert "--ep-" not in both.bottleneck_reason

@@ -796,7 +796,15 @@ def _bottleneck(b: TimeBreakdown, optimizer: float, host: float, step: float,
                   "MFU; faster or more GPUs, or lower precision, shorten it")
     elif name == "communication":
         reason = (f"{share:.0%} of the step waits on exposed communication (TP x{cfg.tp}, "
-                  f"CP x{cfg.cp}, DP x{cfg.dp}); keep TP inside an NVLink domain or overlap")
+                  f"CP x{cfg.cp}, DP x{cfg.dp}"
+                  + (f", EP x{cfg.ep}" if cfg.ep > 1 else "")
+                  + "); keep TP inside an NVLink domain or overlap")
+        if cfg.ep > 1 and not cfg.ep_comm_overlap:
+            reason += ("; the expert all-to-alls can overlap another micro-batch's compute "
+                       "(--ep-comm-overlap)")
+        if cfg.ep > 1 and cfg.ep_dispatcher != "deepep" and cfg.ep > cfg.gpus_per_node:
+            reason += ", and a node-deduplicating dispatcher sends each token across the " \
+                      "network once per node (--ep-dispatcher deepep)"
     elif name == "pipeline_bubble":
         reason = (f"{share:.0%} of the step is pipeline bubble ((PP-1)/VPP = "
                   f"{(cfg.pp - 1) / cfg.vpp:.1f} stage times over {cfg.micro_batches} "
