@@ -159,6 +159,27 @@ def test_hf_mixtral_and_deepseek(tmp_path: Path) -> None:
     assert count_params(shape).total == count_params(preset("deepseek-v3").shape).total
 
 
+def test_kimi_k2_is_deepseek_v3_shaped(tmp_path: Path) -> None:
+    """Kimi K2: DeepSeek-V3's architecture with 384 experts, 64 heads, one leading dense
+    layer and a 163,840-token vocabulary; the model card's "1 trillion total parameters, 32
+    billion activated" (rounded) against the exact count (1,026.4B, 32.9B), and its
+    config.json (model_type kimi_k2) reads into the preset's shape, MLA included."""
+    k2 = preset("kimi-k2").shape
+    counts = count_params(k2)
+    assert counts.total == 1_026_408_209_408
+    assert counts.total / 1e12 == pytest.approx(1.0, rel=0.03)
+    assert counts.active(k2) / 1e9 == pytest.approx(32, rel=0.03)
+    cfg = {"model_type": "kimi_k2", "architectures": ["DeepseekV3ForCausalLM"],
+           "hidden_size": 7168, "intermediate_size": 18432, "moe_intermediate_size": 2048,
+           "num_attention_heads": 64, "num_hidden_layers": 61, "num_key_value_heads": 64,
+           "vocab_size": 163840, "n_routed_experts": 384, "n_shared_experts": 1,
+           "num_experts_per_tok": 8, "first_k_dense_replace": 1, "q_lora_rank": 1536,
+           "kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
+           "v_head_dim": 128, "tie_word_embeddings": False}
+    shape = shape_from_hf_config(_write(tmp_path, cfg))
+    assert shape.mla == k2.mla and count_params(shape).total == counts.total
+
+
 def test_hf_gpt_oss_and_qwen3_moe(tmp_path: Path) -> None:
     """GPT-OSS's biases and alternating 128-token windows (from layer_types) and Qwen3 MoE's
     experts are read; the shapes match the presets (116.8B and 30.5B parameters)."""

@@ -1,10 +1,11 @@
 """Read a local Hugging Face ``config.json`` (offline) into a :class:`TransformerShape`.
 
 Supported families (by ``model_type``): llama, llama4 / llama4_text, mistral, mixtral, qwen2,
-qwen3, qwen3_moe, gemma, deepseek_v3 / deepseek_v2, gpt_oss, gpt2, nemotron. Unknown families
-are refused with the type named, rather than guessed. Sliding-window attention is read from
-``layer_types`` (layers marked ``sliding_attention``) where the config lists them, else from
-``sliding_window`` for every layer unless ``use_sliding_window`` is false.
+qwen3, qwen3_moe, gemma, deepseek_v3 / deepseek_v2, kimi_k2, gpt_oss, gpt2, nemotron.
+Unknown families are refused with the type named, rather than guessed. Sliding-window
+attention is read from ``layer_types`` (layers marked ``sliding_attention``) where the config
+lists them, else from ``sliding_window`` for every layer unless ``use_sliding_window`` is
+false.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from gpuarch.workloads.shape import (
 __all__ = ["SUPPORTED_MODEL_TYPES", "read_json_object", "shape_from_hf_config"]
 
 _LLAMA_LIKE = {"llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe", "gemma",
-               "deepseek_v2", "deepseek_v3", "gpt_oss"}
+               "deepseek_v2", "deepseek_v3", "kimi_k2", "gpt_oss"}
+_MLA = {"deepseek_v2", "deepseek_v3", "kimi_k2"}  # multi-head latent attention families
 _LLAMA4 = {"llama4", "llama4_text"}
 SUPPORTED_MODEL_TYPES = frozenset(_LLAMA_LIKE | _LLAMA4 | {"gpt2", "nemotron"})
 
@@ -92,7 +94,7 @@ def _llama_like(cfg: dict[str, Any], path: Path, label: str, model_type: str
     experts = _get(cfg, path, "num_local_experts", "n_routed_experts", "num_experts",
                    default=0)
     mla = None
-    if model_type.startswith("deepseek") and cfg.get("kv_lora_rank"):
+    if model_type in _MLA and cfg.get("kv_lora_rank"):
         mla = MlaShape(
             q_lora_rank=_get(cfg, path, "q_lora_rank", default=0) or 0,
             kv_lora_rank=_get(cfg, path, "kv_lora_rank"),
