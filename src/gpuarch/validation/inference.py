@@ -115,6 +115,7 @@ def point_config(point: TrainingPoint, gpus_per_node: int) -> InferenceConfig:
         batching=batching, gpus_per_node=gpus_per_node,
         max_num_tokens=int(point.get("max_num_tokens") or 8192),
         kv_cache_fraction=float(point.get("kv_cache_fraction") or 0.0),
+        max_batch_size=int(point.get("max_batch_size") or 0),
         executor=str(point.get("executor", "python")))
 
 
