@@ -385,3 +385,30 @@ def test_zero3_with_prefetch_is_searched_and_costed_as_the_estimate(tmp_path: Pa
         est = estimate_training(CATALOG, preset("llama-3.1-8b").shape, product, cfg,
                                 system=system)
         assert o.step_time_s == pytest.approx(est.step_time_s, rel=1e-9)
+
+
+def test_inference_search_executor() -> None:
+    """The executor reaches the search: a C++ executor never leaves decode waiting on the
+    host and never yields less throughput at the same deployment; a bad name is an error
+    naming the flag."""
+    from gpuarch.advise.infer import InferenceSearch, advise_inference
+
+    prices = load_prices()  # the built-in book prices B200
+    shape = preset("llama-3.1-8b").shape
+
+    def search(executor: str):  # type: ignore[no-untyped-def]
+        return advise_inference(CATALOG, shape, InferenceSearch(
+            2048, 256, gpus=("b200",), top=500, executor=executor), prices)
+
+    py, cpp = search("python"), search("cpp")
+    assert py.assumptions["executor"] == "python" and cpp.assumptions["executor"] == "cpp"
+    assert {o.bottleneck.get("decode") for o in cpp.top}.isdisjoint({"host"})
+    assert "host" in {o.bottleneck.get("decode") for o in py.top}
+    by_key = {(o.gpus, o.tp, o.pp, o.batch, o.scheme): o for o in cpp.top}
+    shared = [(o, by_key[k]) for o in py.top
+              if (k := (o.gpus, o.tp, o.pp, o.batch, o.scheme)) in by_key]
+    assert shared
+    assert all(c.output_tokens_per_s >= p.output_tokens_per_s * (1 - 1e-9) for p, c in shared)
+    with pytest.raises(GpuarchError, match=r"--executor: expected one of python, cpp, got "
+                                           r"'c\+\+'"):
+        advise_inference(CATALOG, shape, InferenceSearch(2048, 256, executor="c++"), prices)

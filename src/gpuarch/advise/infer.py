@@ -22,9 +22,10 @@ from gpuarch.advise.prices import PriceBook
 from gpuarch.advise.train import Objective, pareto_mask
 from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import Product, Tier
-from gpuarch.errors import GpuarchError
+from gpuarch.errors import GpuarchError, suggestion
 from gpuarch.estimate.energy import NODE_OVERHEAD, PUE, energy_kwh, facility_power_w
 from gpuarch.estimate.inference import (
+    EXECUTORS,
     Batching,
     InferenceConfig,
     evaluate_inference,
@@ -70,9 +71,13 @@ class InferenceSearch:
     max_power_kw: float | None = None
     objective: Objective = Objective.COST
     top: int = 10
+    executor: str = "python"  # the engine's executor loop (InferenceConfig.executor)
 
     def validate(self) -> None:
         """Usage errors name the flag."""
+        if self.executor not in EXECUTORS:
+            raise GpuarchError(f"--executor: expected one of {', '.join(EXECUTORS)}, got "
+                               f"{self.executor!r}{suggestion(str(self.executor), EXECUTORS)}")
         for name in ("input_len", "output_len", "max_gpus", "top"):
             if getattr(self, name) < 1:
                 raise GpuarchError(f"--{name.replace('_', '-')}: expected >= 1, got "
@@ -231,7 +236,8 @@ def advise_inference(
                 cfg = InferenceConfig(
                     input_len=search.input_len, output_len=search.output_len, batch=None,
                     gpus=unit, tp=tp, pp=pp, ep=ep, quant=scheme,
-                    batching=Batching.CONTINUOUS, gpus_per_node=gpn)
+                    batching=Batching.CONTINUOUS, gpus_per_node=gpn,
+                    executor=search.executor)
                 try:
                     cfg.validate(shape)
                 except GpuarchError:
@@ -267,6 +273,7 @@ def advise_inference(
                         rows.append(option)
     assumptions = {"prices": prices.describe(), "node_overhead": NODE_OVERHEAD, "pue": PUE,
                    "batching": "continuous (in-flight), steady state",
+                   "executor": search.executor,
                    "fleet": ("replicas = ceil(rate x output tokens / replica throughput)"
                              if search.rate else "replicas = ceil(concurrency / batch)"
                              if search.concurrency else "one replica"),

@@ -167,7 +167,7 @@ def cmd_advise_infer(args: argparse.Namespace) -> int:
         concurrency=args.concurrency, ttft_ms=args.ttft_ms, tpot_ms=args.tpot_ms,
         min_throughput=args.min_throughput, max_gpus=args.max_gpus, gpus=keys, tiers=tiers,
         budget_usd_per_hour=args.budget_usd_per_hour, max_power_kw=args.max_power_kw,
-        objective=args.objective or Objective.COST, top=args.top)
+        objective=args.objective or Objective.COST, top=args.top, executor=args.executor)
     return _answer(args, lambda: advise_inference(catalog, shape, search,
                                                   _prices(catalog, args),
                                                   progress=_progress(args)),
@@ -239,6 +239,9 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p.add_argument("--tpot-ms", type=float, help="time-per-output-token cap")
     p.add_argument("--min-throughput", type=float,
                    help="output tokens/s over the whole deployment")
+    p.add_argument("--executor", default="python", metavar="python|cpp",
+                   help="the engine's executor loop, as in estimate infer: python (default; "
+                        "per-request host time each step) or cpp")
     p.add_argument("--max-gpus", type=int, default=64, help="default 64")
     p.add_argument("--budget-usd-per-hour", type=float, help="hourly cost cap")
     p.set_defaults(handler=cmd_advise_infer)
