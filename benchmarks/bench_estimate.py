@@ -14,6 +14,7 @@ from gpuarch.catalog import load_catalog
 from gpuarch.estimate import Recompute, TrainingConfig, estimate_training
 from gpuarch.estimate.inference import Batching, InferenceConfig, estimate_inference
 from gpuarch.perf.quant import QuantFormat, QuantScheme
+from gpuarch.units import Unit, from_si
 from gpuarch.workloads import preset
 
 GOAL_S = 1e-3
@@ -55,7 +56,7 @@ def main() -> None:
     }
     for label, run in cases.items():
         per = _time(run, args.runs)
-        print(f"{label:46} {per * 1e6:8.1f} us per estimate  "
+        print(f"{label:46} {from_si(per, Unit.US):8.1f} us per estimate  "
               f"({per / GOAL_S:.2f} of the 1 ms goal)")
 
 

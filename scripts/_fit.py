@@ -37,17 +37,17 @@ def split(points: Sequence[Any]) -> tuple[list[Any], list[Any], list[Any]]:
     return rest[0::2], rest[1::2], later
 
 
-def _line(label: str, s: ErrorSummary, bound_label: str) -> None:
+def _line(label: str, s: ErrorSummary) -> None:
     print(f"{label:15} n={len(s.rows):3}  mean |error| = {s.mean_abs_error:6.1%}  "
           f"median = {s.median_abs_error:6.1%}  max = {s.max_abs_error:6.1%}  "
-          f"{bound_label}: {s.share_within:6.1%}")
+          f"within {s.bound:.0%}: {s.share_within:6.1%}")
 
 
 Fitter = Callable[[Efficiency, Sequence[Any]], Efficiency]
 
 
 def cross_validate(fitter: Fitter, eff: Efficiency, points: Sequence[Any],
-                   validate: Validate, bound_label: str) -> Efficiency:
+                   validate: Validate) -> Efficiency:
     """Fit each fold alone and both together (each search from ``eff``); print the error of
     the joint fit on the points it was fitted on, the cross-validated error (each fold
     predicted by the other fold's fit), the out-of-sample error and the error on all points;
@@ -56,12 +56,12 @@ def cross_validate(fitter: Fitter, eff: Efficiency, points: Sequence[Any],
     fit_a, fit_b = fitter(eff, fold_a), fitter(eff, fold_b)
     joint = fitter(eff, fold_a + fold_b)
     crossed = validate(fit_b, fold_a).rows + validate(fit_a, fold_b).rows
-    bound = validate(joint, fold_a + fold_b).bound
-    _line("fitted (both)", validate(joint, fold_a + fold_b), bound_label)
-    _line("cross-validated", ErrorSummary(tuple(crossed), (), bound), bound_label)
+    fitted = validate(joint, fold_a + fold_b)
+    _line("fitted (both)", fitted)
+    _line("cross-validated", ErrorSummary(tuple(crossed), (), fitted.bound))
     if later:
-        _line("out of sample", validate(joint, later), bound_label)
-    _line("all", validate(joint, list(points)), bound_label)
+        _line("out of sample", validate(joint, later))
+    _line("all", validate(joint, list(points)))
     return joint
 
 

@@ -36,7 +36,7 @@ def main() -> None:
 
     moves = [scale(n, 1.0 if n in FRACTIONS else None) for n in PARAMS]
     eff = cross_validate(lambda e, pts: coordinate_fit(e, pts, validate, moves, args.rounds),
-                         DEFAULT_EFFICIENCY, load_inference_points(), validate, "within 35%")
+                         DEFAULT_EFFICIENCY, load_inference_points(), validate)
     print("fitted parameters:")
     for key in PARAMS:
         print(f"  {key} = {getattr(eff, key)}")

@@ -17,7 +17,7 @@ with the grid in MOE_GRID (``--grid moe``), the other parameters by the coordina
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from _fit import Move, coordinate_fit, cross_validate, grid_fit, scale
@@ -47,6 +47,14 @@ def generation(g: int) -> Move:
     return move
 
 
+def _check_names(parser: argparse.ArgumentParser, flag: str, names: Iterable[str]) -> None:
+    """A usage error naming the flag for parameter names the fit does not know."""
+    unknown = sorted(set(names) - set(SCALARS))
+    if unknown:
+        parser.error(f"{flag}: unknown parameter(s) {', '.join(unknown)}; "
+                     f"choose from {', '.join(SCALARS)}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=6)
@@ -71,26 +79,19 @@ def main() -> None:
                     (item.split("=", 1) for item in args.grid.split(";") if item)}
         except ValueError:
             parser.error(f"--grid: expected NAME=V,V;NAME=V,V, got {args.grid!r}")
-        unknown = sorted(set(grid) - set(SCALARS))
-        if unknown:
-            parser.error(f"--grid: unknown parameter(s) {', '.join(unknown)}; "
-                         f"choose from {', '.join(SCALARS)}")
+        _check_names(parser, "--grid", grid)
         eff = cross_validate(lambda e, pts: grid_fit(e, pts, validate, grid),
-                             DEFAULT_EFFICIENCY, load_training_points(), validate,
-                             "within 20%")
+                             DEFAULT_EFFICIENCY, load_training_points(), validate)
         for name in grid:
             print(f"  {name} = {getattr(eff, name)}")
         return
     only = [n for n in args.only.split(",") if n]
-    unknown = sorted(set(only) - set(SCALARS))
-    if unknown:
-        parser.error(f"--only: unknown parameter(s) {', '.join(unknown)}; "
-                     f"choose from {', '.join(SCALARS)}")
+    _check_names(parser, "--only", only)
     moves = [*(scale(n, 1.0 if n in FRACTIONS else None) for n in only or SCALARS),
              *(generation(g) for g in ([] if only else GENERATIONS))]
     eff = cross_validate(
         lambda e, pts: coordinate_fit(e, pts, validate, moves, args.rounds),
-        DEFAULT_EFFICIENCY, load_training_points(), validate, "within 20%")
+        DEFAULT_EFFICIENCY, load_training_points(), validate)
     print("fitted parameters:")
     for key, value in eff.as_dict().items():
         print(f"  {key} = {value}")

@@ -73,7 +73,7 @@ def test_folds_alternate_by_id_and_keep_later_points_out() -> None:
 
 def test_cross_validation_predicts_each_fold_with_the_other_folds_fit(
         capsys: pytest.CaptureFixture[str]) -> None:
-    joint = _fit_module().cross_validate(fitter, DEFAULT_EFFICIENCY, POINTS, validate, "w")
+    joint = _fit_module().cross_validate(fitter, DEFAULT_EFFICIENCY, POINTS, validate)
     assert joint.memory == pytest.approx(3.0)  # mean of a-d, not of one fold, not of z
     out = capsys.readouterr().out.splitlines()
     # fold A (1, 3) predicted by fold B's fit (4); fold B (2, 6) by fold A's fit (2)

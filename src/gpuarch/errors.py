@@ -14,6 +14,7 @@ __all__ = [
     "CatalogError",
     "GpuarchError",
     "UnknownNameError",
+    "check_choice",
     "did_you_mean",
     "suggestion",
 ]
@@ -68,6 +69,15 @@ def suggestion(word: str, choices: Iterable[str]) -> str:
     """``"; did you mean 'x'?"`` for the closest of ``choices``, or ``""`` if none is close."""
     close = did_you_mean(word, choices, n=1)
     return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def check_choice(flag: str, value: object, choices: Iterable[str]) -> None:
+    """Raise ``--flag: expected one of a, b, got 'x'; did you mean 'y'?`` unless ``value`` is
+    one of ``choices``."""
+    options = tuple(choices)
+    if value not in options:
+        raise GpuarchError(f"{flag}: expected one of {', '.join(options)}, got {value!r}"
+                           f"{suggestion(str(value), options)}")
 
 
 def _quote_list(items: list[str]) -> str:

@@ -22,7 +22,7 @@ from gpuarch.advise.prices import PriceBook
 from gpuarch.advise.train import Objective, pareto_mask
 from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import Product, Tier
-from gpuarch.errors import GpuarchError, suggestion
+from gpuarch.errors import GpuarchError, check_choice
 from gpuarch.estimate.energy import NODE_OVERHEAD, PUE, energy_kwh, facility_power_w
 from gpuarch.estimate.inference import (
     EXECUTORS,
@@ -75,9 +75,8 @@ class InferenceSearch:
 
     def validate(self) -> None:
         """Usage errors name the flag."""
-        if self.executor not in EXECUTORS:
-            raise GpuarchError(f"--executor: expected one of {', '.join(EXECUTORS)}, got "
-                               f"{self.executor!r}{suggestion(str(self.executor), EXECUTORS)}")
+        # checked here: the search skips configurations whose own validation fails
+        check_choice("--executor", self.executor, EXECUTORS)
         for name in ("input_len", "output_len", "max_gpus", "top"):
             if getattr(self, name) < 1:
                 raise GpuarchError(f"--{name.replace('_', '-')}: expected >= 1, got "

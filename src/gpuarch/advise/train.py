@@ -101,6 +101,11 @@ class TrainingOption:
     reason: str | None = None
     fsdp_prefetch: bool = False  # ZeRO-3 gathers prefetched a layer ahead (Megatron-FSDP)
 
+    @property
+    def zero_label(self) -> str:
+        """The ZeRO stage, '3+pf' when ZeRO-3 prefetches each layer's parameters."""
+        return f"{self.zero}+pf" if self.fsdp_prefetch else str(self.zero)
+
 
 @dataclass(frozen=True)
 class TrainingAdvice:

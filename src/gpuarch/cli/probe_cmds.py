@@ -56,12 +56,14 @@ def _bench_rows(report: Any, bench: Any) -> list[dict[str, Any]]:
     for b in bench.bandwidth:
         peak = product.memory_bandwidth_bytes_s if product and b.kind == "device_copy" \
             else None
-        rows.append({"what": b.kind.replace("_", " "), "size": f"{b.bytes / 2**20:.3g} MiB",
+        rows.append({"what": b.kind.replace("_", " "),
+                     "size": f"{from_si(b.bytes, Unit.MIB):.3g} MiB",
                      "measured": from_si(b.bytes_per_s, Unit.GB_S), "unit": "GB/s",
                      "catalog_peak": from_si(peak, Unit.GB_S) if peak else None,
                      "fraction": b.bytes_per_s / peak if peak else None})
     for c in bench.collectives:
-        rows.append({"what": f"{c.op} x{c.ranks} (bus)", "size": f"{c.bytes / 2**20:.3g} MiB",
+        rows.append({"what": f"{c.op} x{c.ranks} (bus)",
+                     "size": f"{from_si(c.bytes, Unit.MIB):.3g} MiB",
                      "measured": from_si(c.busbw, Unit.GB_S), "unit": "GB/s", "catalog_peak": None,
                      "fraction": None})
     return rows

@@ -35,12 +35,20 @@ import numpy as np
 
 from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import Product, System
-from gpuarch.errors import GpuarchError, suggestion
+from gpuarch.errors import GpuarchError, check_choice
 from gpuarch.perf.collectives import Collective, Group, collective_time, link_for
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.perf.precision import Precision
 from gpuarch.perf.quant import QuantScheme, gemm_peak
-from gpuarch.perf.roofline import Attention, Device, Elementwise, Gemm, Op, op_time
+from gpuarch.perf.roofline import (
+    Attention,
+    Device,
+    Elementwise,
+    Gemm,
+    Op,
+    moe_permute,
+    op_time,
+)
 from gpuarch.units import Unit, from_si
 from gpuarch.workloads.flops import attention_core_dims, attention_projections
 from gpuarch.workloads.params import count_params
@@ -139,9 +147,7 @@ class InferenceConfig:
                                f"{self.batch!r}")
         if self.chunk < 0:
             raise GpuarchError(f"--chunk: expected tokens >= 0, got {self.chunk}")
-        if self.executor not in EXECUTORS:
-            raise GpuarchError(f"--executor: expected one of {', '.join(EXECUTORS)}, got "
-                               f"{self.executor!r}{suggestion(str(self.executor), EXECUTORS)}")
+        check_choice("--executor", self.executor, EXECUTORS)
         if self.gpus % (self.tp * self.pp):
             raise GpuarchError(f"--gpus: {self.gpus} is not divisible by TP x PP = "
                                f"{self.tp} x {self.pp}")
@@ -192,7 +198,7 @@ def kv_bytes_per_token(shape: TransformerShape, element: float, tp: int = 1) -> 
     than one per GPU when TP exceeds them) x head dim x layers x element; MLA stores its
     compressed latent and the rotary key instead."""
     if shape.mla is not None:
-        per_layer = shape.mla.kv_lora_rank + shape.mla.qk_rope_head_dim
+        per_layer = shape.mla.latent_width
         return float(per_layer * shape.layers * element)
     kv_heads = max(1, shape.n_kv_heads // tp) if tp <= shape.n_kv_heads else 1
     return float(2 * kv_heads * shape.d_head * shape.layers * element)
@@ -351,7 +357,7 @@ class _Runner:
             # decode with the up-projections absorbed: one shared latent "head" of
             # kv_lora + rope width is both key and value (values use the kv_lora part)
             m = s.mla
-            width = m.kv_lora_rank + m.qk_rope_head_dim
+            width = m.latent_width
             d = (width + m.kv_lora_rank) // 2
             kv = 1
             kv_element = kv_element * width / (2 * d)
@@ -386,10 +392,7 @@ class _Runner:
                 shared = width * s.shared_experts
                 ops += [self._gemm(tokens, up_factor * shared // t, s.hidden, "shared_up"),
                         self._gemm(tokens, s.hidden, shared // t, "shared_down")]
-            # token permutation into expert order and back (read and write each routed copy
-            # of the hidden state, as training's moe_permute)
-            ops.append(Elementwise(4.0 * routed * s.hidden * self.act_bytes,
-                                   name="moe_permute"))
+            ops.append(moe_permute(routed, s.hidden, self.act_bytes))
             inner = routed * width // moe_tp
         else:
             f = s.d_ffn
@@ -741,15 +744,14 @@ def estimate_inference(
 
     phases = {"prefill": prefill, "decode": step}
     bottleneck = {k: v.limiter() for k, v in phases.items()}
-    def share(v: _Phase, part: str) -> str:
+    def share(phase: str, v: _Phase) -> str:
+        part = bottleneck[phase]
         if part == "host":  # the host's time is the whole step; the GPU's part is hidden
-            gpu = float(v.total - v.host)
-            return f"the host's {float(v.total) * 1e3:.3g} ms per step outlast the " \
-                   f"GPU's {gpu * 1e3:.3g} ms"
-        return f"{float(v.as_dict()[part] / v.total):.0%} of the {{k}} time"
+            host_ms, gpu_ms = (from_si(float(x), Unit.MS) for x in (v.total, v.total - v.host))
+            return f"the host's {host_ms:.3g} ms per step outlast the GPU's {gpu_ms:.3g} ms"
+        return f"{float(v.as_dict()[part] / v.total):.0%} of the {phase} time"
 
-    reasons = {k: share(v, bottleneck[k]).replace("{k}", k) + f": {_REASONS[bottleneck[k]]}"
-               for k, v in phases.items()}
+    reasons = {k: f"{share(k, v)}: {_REASONS[bottleneck[k]]}" for k, v in phases.items()}
     assumptions: dict[str, Any] = {
         "gemm_peak_tflops": from_si(runner.peak.peak.flops, Unit.TFLOPS),
         "gemm_peak_source": f"{runner.peak.peak.key.value} ({runner.peak.peak.origin}, "

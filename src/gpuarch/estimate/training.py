@@ -26,7 +26,7 @@ import numpy as np
 
 from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import Product, System, spec
-from gpuarch.errors import GpuarchError, suggestion
+from gpuarch.errors import GpuarchError, check_choice
 from gpuarch.estimate.energy import NODE_OVERHEAD, PUE, energy_kwh
 from gpuarch.estimate.memory import Recompute, activation_bytes_per_layer, bytes_per_param
 from gpuarch.perf.collectives import (
@@ -41,7 +41,15 @@ from gpuarch.perf.collectives import (
 )
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.perf.precision import Precision
-from gpuarch.perf.roofline import Attention, Device, Elementwise, Gemm, Op, op_time
+from gpuarch.perf.roofline import (
+    Attention,
+    Device,
+    Elementwise,
+    Gemm,
+    Op,
+    moe_permute,
+    op_time,
+)
 from gpuarch.units import Unit, from_si, to_si
 from gpuarch.workloads.flops import (
     attention_core_dims,
@@ -120,6 +128,12 @@ class TrainingConfig:
         return self.gpus // (self.tp * self.pp * self.cp)
 
     @property
+    def edge_layers(self) -> Any:
+        """Layer slots the embedding and the loss take in the pipeline split: two with
+        ``pp_edge_layers`` and more than one stage, else none."""
+        return np.where(self.pp > 1, 2, 0) if self.pp_edge_layers else 0
+
+    @property
     def expert_tp(self) -> Any:
         """GPUs each expert's width is split over (``etp``, or TP by default)."""
         return self.etp or self.tp
@@ -139,10 +153,7 @@ class TrainingConfig:
                                    f"got {value!r}")
         if self.zero not in (0, 1, 2, 3):
             raise GpuarchError(f"--zero: expected 0, 1, 2 or 3, got {self.zero!r}")
-        if self.ep_dispatcher not in EP_DISPATCHERS:
-            raise GpuarchError(f"--ep-dispatcher: expected one of {', '.join(EP_DISPATCHERS)}"
-                               f", got {self.ep_dispatcher!r}"
-                               f"{suggestion(str(self.ep_dispatcher), EP_DISPATCHERS)}")
+        check_choice("--ep-dispatcher", self.ep_dispatcher, EP_DISPATCHERS)
         if self.fsdp_prefetch and self.zero != 3:
             raise GpuarchError(f"--fsdp-prefetch: needs --zero 3, got --zero {self.zero}")
         model_parallel = self.tp * self.pp * self.cp
@@ -154,7 +165,7 @@ class TrainingConfig:
             raise GpuarchError(
                 f"--global-batch: {self.global_batch} is not divisible by DP x micro-batch = "
                 f"{self.dp} x {self.micro_batch}")
-        slots = shape.layers + (2 if self.pp_edge_layers and self.pp > 1 else 0)
+        slots = shape.layers + self.edge_layers
         if slots < self.pp * self.vpp:
             raise GpuarchError(f"--pp/--vpp: {shape.layers} layers cannot fill "
                                f"PP x VPP = {self.pp * self.vpp} stages"
@@ -359,9 +370,7 @@ def _layer_ops(s: TransformerShape, cfg: TrainingConfig, moe: bool, window: int 
             ops += [Gemm(tokens, (2 * shared if s.ffn_kind is FfnKind.SWIGLU else shared) // t,
                          s.hidden, name="shared_up"),
                     Gemm(tokens, s.hidden, shared // t, name="shared_down")]
-        # token permutation to and from expert order (gather and scatter, read and write)
-        ops.append(Elementwise(4.0 * routed * s.hidden * cfg.precision.activation_bytes,
-                               name="moe_permute"))
+        ops.append(moe_permute(routed, s.hidden, cfg.precision.activation_bytes))
         inner = routed * width // e
     else:
         f = s.d_ffn
@@ -543,7 +552,7 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     # the slowest stage: layers that do not divide evenly go to some stages one more each;
     # with edge layers the embedding and the loss take a layer's slot on the first and last
     # stage (those hold one layer fewer)
-    edge = np.where(cfg.pp > 1, 2, 0) if cfg.pp_edge_layers else 0  # one pipeline stage: none
+    edge = cfg.edge_layers
     layers_per_stage = -(-(shape.layers + edge) // (cfg.pp * cfg.vpp)) * cfg.vpp
     per_layer = fwd + bwd + rec
     stage = per_layer.scale(layers_per_stage)

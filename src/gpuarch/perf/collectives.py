@@ -27,6 +27,7 @@ import numpy as np
 from gpuarch.catalog.model import Product, System
 from gpuarch.errors import GpuarchError
 from gpuarch.perf.efficiency import Efficiency
+from gpuarch.units import Unit, to_si
 
 __all__ = ["Collective", "Fabric", "Group", "Link", "Num", "Protocol", "collective_time",
            "link_for", "nccl_protocols", "remote_nodes_per_token", "scalar"]
@@ -171,12 +172,13 @@ def nccl_protocols(path: Path = NCCL_FILE) -> tuple[Protocol, ...]:
     with path.open("rb") as fh:
         raw = tomllib.load(fh)
     def hops(table: dict[str, float]) -> dict[Fabric, float]:
-        return {Fabric(k): v * 1e-6 for k, v in table.items()}
+        return {Fabric(k): to_si(v, Unit.US) for k, v in table.items()}
 
     return tuple(
-        Protocol(p["name"], p["base_latency_us"] * 1e-6, p["bandwidth_factor"],
+        Protocol(p["name"], to_si(p["base_latency_us"], Unit.US), p["bandwidth_factor"],
                  hops(p["hop_latency_us"]),
-                 p["tree_base_latency_us"] * 1e-6 if "tree_base_latency_us" in p else None,
+                 to_si(p["tree_base_latency_us"], Unit.US) if "tree_base_latency_us" in p
+                 else None,
                  p.get("tree_bandwidth_factor", 1.0),
                  hops(p["tree_hop_latency_us"]) if "tree_hop_latency_us" in p else None)
         for p in raw["protocol"])

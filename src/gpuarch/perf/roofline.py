@@ -20,8 +20,8 @@ from gpuarch.perf.efficiency import Efficiency
 from gpuarch.perf.precision import MatmulPeak, Precision, matmul_peak
 from gpuarch.units import Unit, from_si
 
-__all__ = ["Attention", "Bound", "Device", "Elementwise", "Gemm", "Op", "OpCost", "op_cost",
-           "op_time", "roofline_summary", "transformer_ops"]
+__all__ = ["Attention", "Bound", "Device", "Elementwise", "Gemm", "Op", "OpCost", "moe_permute",
+           "op_cost", "op_time", "roofline_summary", "transformer_ops"]
 
 Num = Any  # a float, or a NumPy array of floats
 
@@ -100,7 +100,7 @@ def mean_keys(seq_q: Num, seq_kv: Num, window: Num = 0) -> Num:
     start = np.asarray(seq_kv, dtype=float) - seq_q
 
     def integral(p: Num) -> Num:
-        capped = np.where(w > 0, np.minimum(p, np.where(w > 0, w, 1.0)), p)
+        capped = np.where(w > 0, np.minimum(p, w), p)
         return np.where((w > 0) & (p > capped), capped**2 / 2 + (p - capped) * capped,
                         p**2 / 2)
 
@@ -118,6 +118,12 @@ class Elementwise:
 
 
 Op = Gemm | Attention | Elementwise
+
+
+def moe_permute(routed: Num, hidden: Num, element: float) -> Elementwise:
+    """Token permutation into expert order and back: each routed copy of a token's hidden
+    state is read and written on the way in and on the way out (training and serving)."""
+    return Elementwise(4.0 * routed * hidden * element, name="moe_permute")
 
 
 @dataclass(frozen=True)

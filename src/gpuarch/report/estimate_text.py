@@ -53,8 +53,7 @@ def render_training(e: TrainingEstimate) -> str:
         f"{fmt(from_si(e.matmul_peak_flops, Unit.TFLOPS))} TFLOPS "
         f"({fmt(e.model_tflops_per_gpu)} model TFLOP/s per GPU)",
         "",
-        f"  memory/GPU    {fmt(from_si(e.memory.total, Unit.GIB))} GiB of "
-        f"{fmt(from_si(e.gpu_memory_bytes, Unit.GIB))} GiB: "
+        f"  memory/GPU    {_gib(e.memory.total)} GiB of {_gib(e.gpu_memory_bytes)} GiB: "
         + ("fits" if e.fits_in_memory else "DOES NOT FIT"),
         f"    weights {_gib(e.memory.weights)}, gradients {_gib(e.memory.gradients)}, "
         f"optimizer {_gib(e.memory.optimizer)}, activations {_gib(e.memory.activations)}, "
@@ -105,8 +104,7 @@ def render_inference(e: InferenceEstimate) -> str:
         f"  throughput    {fmt(e.output_tokens_per_s)} output tokens/s, "
         f"{fmt(e.output_tokens_per_s / e.gpus)} per GPU",
         "",
-        f"  memory/GPU    {_gib(sum(mem.values()))} GiB of "
-        f"{fmt(from_si(e.gpu_memory_bytes, Unit.GIB))} GiB: "
+        f"  memory/GPU    {_gib(sum(mem.values()))} GiB of {_gib(e.gpu_memory_bytes)} GiB: "
         + ("fits" if e.fits_in_memory else "DOES NOT FIT")
         + f"; largest batch that fits: {e.max_batch}; longest context at batch {e.batch}: "
         + ("no limit (sliding-window KV cache)" if e.max_context is None

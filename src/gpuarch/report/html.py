@@ -120,7 +120,7 @@ def _training(advice: Any) -> str:
                f"{_usd(best.cost_usd)}, {fmt(best.energy_mwh)} MWh. "
                f"<i>{_e(best.bottleneck)}-bound:</i> {_e(best.reason)}</p>")
     rows = [[o.gpu_name, o.gpus, f"TP{o.tp} PP{o.pp} CP{o.cp} EP{o.ep}", o.micro_batch,
-             f"{o.zero}+pf" if o.fsdp_prefetch else o.zero, o.recompute, o.precision,
+             o.zero_label, o.recompute, o.precision,
              fmt(o.time_days), _usd(o.cost_usd),
              fmt(o.energy_mwh), f"{o.mfu:.0%}", fmt(o.memory_per_gpu_gib), o.bottleneck]
             for o in advice.per_gpu]

@@ -35,7 +35,8 @@ def render_probe(r: ProbeReport) -> str:
             rows.append([str(g.index), g.name, g.product_key or "?",
                          g.compute_capability or "-",
                          fmt(from_si(g.memory_total_bytes or 0, Unit.GIB)),
-                         f"{fmt((g.sm_clock_hz or 0) / 1e6)}/{fmt((g.sm_clock_max_hz or 0) / 1e6)}",
+                         f"{fmt(from_si(g.sm_clock_hz or 0, Unit.MHZ))}/"
+                         f"{fmt(from_si(g.sm_clock_max_hz or 0, Unit.MHZ))}",
                          f"{fmt(g.power_limit_w)}/{fmt(g.power_default_limit_w)}",
                          fmt(g.temperature_c), _yn(g.ecc_enabled),
                          "-" if g.mig is None else (f"on ({g.mig.instances})" if g.mig.enabled

@@ -19,7 +19,13 @@ from typing import Any
 
 from gpuarch.catalog.loader import Catalog
 from gpuarch.errors import GpuarchError
-from gpuarch.estimate.inference import Batching, InferenceConfig, estimate_inference
+from gpuarch.estimate.inference import (
+    EXECUTORS,
+    MAX_PREFILL_TOKENS,
+    Batching,
+    InferenceConfig,
+    estimate_inference,
+)
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.perf.quant import QuantFormat, QuantScheme
 from gpuarch.validation.stats import ErrorSummary, summarize
@@ -113,10 +119,10 @@ def point_config(point: TrainingPoint, gpus_per_node: int) -> InferenceConfig:
         tp=int(point.get("tp") or 1), pp=int(point.get("pp") or 1),
         ep=int(point.get("ep") or 1), quant=QuantScheme(weights, activations, kv),
         batching=batching, gpus_per_node=gpus_per_node,
-        max_num_tokens=int(point.get("max_num_tokens") or 8192),
+        max_num_tokens=int(point.get("max_num_tokens") or MAX_PREFILL_TOKENS),
         kv_cache_fraction=float(point.get("kv_cache_fraction") or 0.0),
         max_batch_size=int(point.get("max_batch_size") or 0),
-        executor=str(point.get("executor", "python")))
+        executor=str(point.get("executor", EXECUTORS[0])))
 
 
 def compare_point(catalog: Catalog, point: TrainingPoint, efficiency: Efficiency

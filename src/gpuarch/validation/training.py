@@ -20,7 +20,7 @@ from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import System
 from gpuarch.errors import GpuarchError
 from gpuarch.estimate.memory import Recompute
-from gpuarch.estimate.training import TrainingConfig, estimate_training
+from gpuarch.estimate.training import EP_DISPATCHERS, TrainingConfig, estimate_training
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.perf.precision import Precision
 from gpuarch.units import Unit, to_si
@@ -117,7 +117,7 @@ def point_config(point: TrainingPoint, system: System | None) -> TrainingConfig:
                                        any(f in framework for f in _TP_OVERLAP_FRAMEWORKS))),
         fsdp_prefetch=bool(point.get("fsdp_prefetch", False)),
         moe_token_drop=bool(point.get("moe_token_drop", False)),
-        ep_dispatcher=str(point.get("ep_dispatcher", "alltoall")),
+        ep_dispatcher=str(point.get("ep_dispatcher", EP_DISPATCHERS[0])),
         ep_comm_overlap=bool(point.get("ep_comm_overlap", False)),
         pp_edge_layers=bool(point.get("pp_edge_layers", False)),
         fused_attention=point.source not in _UNFUSED_ATTENTION_SOURCES,

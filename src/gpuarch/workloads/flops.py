@@ -68,7 +68,7 @@ def attention_projections(s: TransformerShape, tp: Any = 1) -> list[tuple[str, A
             out += [("q_down", m.q_lora_rank, s.hidden), ("q_up", heads * qk, m.q_lora_rank)]
         else:
             out.append(("q", heads * qk, s.hidden))
-        return [*out, ("kv_down", m.kv_lora_rank + m.qk_rope_head_dim, s.hidden),
+        return [*out, ("kv_down", m.latent_width, s.hidden),
                 ("kv_up", heads * (m.qk_nope_head_dim + m.v_head_dim), m.kv_lora_rank),
                 ("attn_out", s.hidden, heads * m.v_head_dim)]
     kv = s.n_kv_heads // tp

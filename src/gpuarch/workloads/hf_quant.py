@@ -63,6 +63,12 @@ def _modelopt(q: dict[str, Any], where: str) -> CheckpointFormats:
     return CheckpointFormats(weights, activations, kv, origin)
 
 
+# compressed-tensors (num_bits, type) -> format name
+_COMPRESSED_FORMATS: dict[tuple[Any, Any], str] = {
+    (8, "float"): "fp8", (8, "int"): "int8", (4, "float"): "fp4", (4, "int"): "int4",
+    (16, "float"): "bf16"}
+
+
 def _scheme_format(scheme: Any, what: str, where: str) -> str | None:
     """A compressed-tensors weights / input_activations entry as a format name."""
     if not scheme:
@@ -70,13 +76,10 @@ def _scheme_format(scheme: Any, what: str, where: str) -> str | None:
     if not isinstance(scheme, dict):
         raise GpuarchError(f"{where}: {what} is not an object")
     bits, kind = scheme.get("num_bits"), scheme.get("type")
-    names: dict[tuple[Any, Any], str] = {(8, "float"): "fp8", (8, "int"): "int8",
-                                         (4, "float"): "fp4", (4, "int"): "int4",
-                                         (16, "float"): "bf16"}
-    if (bits, kind) not in names:
+    if (bits, kind) not in _COMPRESSED_FORMATS:
         raise GpuarchError(f"{where}: {what} with num_bits {bits!r} and type {kind!r} is not "
                            "a format gpuarch reads; give --weight-precision")
-    return names[(bits, kind)]
+    return _COMPRESSED_FORMATS[(bits, kind)]
 
 
 def _compressed_tensors(q: dict[str, Any], where: str) -> CheckpointFormats:

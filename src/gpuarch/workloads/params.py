@@ -44,7 +44,7 @@ def attention_params(s: TransformerShape) -> int:
         qk = m.qk_nope_head_dim + m.qk_rope_head_dim
         q = (h * m.q_lora_rank + m.q_lora_rank + m.q_lora_rank * heads * qk
              if m.q_lora_rank else h * heads * qk)
-        kv_part = (h * (m.kv_lora_rank + m.qk_rope_head_dim) + m.kv_lora_rank
+        kv_part = (h * m.latent_width + m.kv_lora_rank
                    + m.kv_lora_rank * heads * (m.qk_nope_head_dim + m.v_head_dim))
         return q + kv_part + heads * m.v_head_dim * h
     weights = h * heads * d + 2 * h * kv * d + heads * d * h

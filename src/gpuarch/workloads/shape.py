@@ -54,6 +54,11 @@ class MlaShape:
     qk_rope_head_dim: int
     v_head_dim: int
 
+    @property
+    def latent_width(self) -> int:
+        """Width cached per token and layer: the compressed KV plus the shared rotary key."""
+        return self.kv_lora_rank + self.qk_rope_head_dim
+
 
 def _positive(name: str, value: int, minimum: int = 1) -> None:
     if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
