@@ -12,7 +12,7 @@ from typing import Any
 
 from gpuarch.errors import GpuarchError
 
-__all__ = ["read_json"]
+__all__ = ["read_json", "read_json_object"]
 
 
 def read_json(path: Path, flag: str | None = None) -> Any:
@@ -29,3 +29,12 @@ def read_json(path: Path, flag: str | None = None) -> Any:
                            f"{exc.lineno})" if flag
                            else f"{path}: not valid JSON ({exc.msg}, line {exc.lineno})"
                            ) from None
+
+
+def read_json_object(path: Path) -> dict[str, Any]:
+    """A JSON file holding one object (config.json and the files beside it); raises
+    :class:`GpuarchError` naming the file when it cannot be read or is not one."""
+    doc = read_json(path)
+    if not isinstance(doc, dict):
+        raise GpuarchError(f"{path}: expected a JSON object")
+    return doc

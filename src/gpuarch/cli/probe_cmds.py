@@ -20,14 +20,13 @@ DEMO_MACHINE = Path(__file__).resolve().parents[1] / "probe" / "data" / "dgx-h10
 
 
 def _report(args: argparse.Namespace) -> Any:
-    from gpuarch.jsonfile import read_json
     from gpuarch.probe.fake_nvml import FakeNvml
     from gpuarch.probe.run import run_probe
 
     nv = None
     if args.fake is not None:
         path = DEMO_MACHINE if str(args.fake) == "demo" else args.fake
-        nv = FakeNvml(read_json(path, "--fake"))
+        nv = FakeNvml.from_file(path, "--fake")
     return run_probe(load_catalog(), nv)
 
 

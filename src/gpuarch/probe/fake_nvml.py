@@ -49,8 +49,9 @@ class FakeNvml:
         self.gpus: list[dict[str, Any]] = list(machine.get("gpus", []))
 
     @classmethod
-    def from_file(cls, path: Path) -> FakeNvml:
-        return cls(read_json(path))
+    def from_file(cls, path: Path, flag: str | None = None) -> FakeNvml:
+        """A recorded machine from a JSON file (errors name ``flag`` when one gave it)."""
+        return cls(read_json(path, flag))
 
     def _get(self, h: int, key: str) -> Any:
         gpu = self.gpus[h]

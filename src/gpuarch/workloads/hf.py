@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuarch.errors import GpuarchError
-from gpuarch.jsonfile import read_json
+from gpuarch.jsonfile import read_json_object
 from gpuarch.workloads.shape import (
     FfnKind,
     MlaShape,
@@ -39,15 +39,6 @@ def _get(cfg: dict[str, Any], path: Path, *keys: str, default: Any = ...) -> Any
     if default is ...:
         raise GpuarchError(f"missing {' / '.join(keys)}")
     return default
-
-
-def read_json_object(path: Path) -> dict[str, Any]:
-    """A JSON file holding one object (config.json and the files beside it); raises
-    :class:`GpuarchError` naming the file when it cannot be read or is not one."""
-    cfg = read_json(path)
-    if not isinstance(cfg, dict):
-        raise GpuarchError(f"{path}: expected a JSON object")
-    return cfg
 
 
 def shape_from_hf_config(path: Path, name: str | None = None) -> TransformerShape:

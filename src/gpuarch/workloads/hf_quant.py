@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuarch.errors import GpuarchError
-from gpuarch.workloads.hf import read_json_object
+from gpuarch.jsonfile import read_json_object
 
 __all__ = ["CheckpointFormats", "checkpoint_formats"]
 
