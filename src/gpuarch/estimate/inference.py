@@ -577,6 +577,20 @@ MAX_CONTEXT_SEARCH = 2**24
 every layer attends to a sliding window can hold any context, reported as no limit."""
 
 
+def _largest(fits: Callable[[int], bool], hi: int) -> int | None:
+    """The largest n in [1, hi) for which ``fits(n)`` holds (``fits`` monotone): 0 if not
+    even 1 fits, None if ``hi`` itself fits (the search sets no limit)."""
+    if not fits(1):
+        return 0
+    if fits(hi):
+        return None
+    lo = 1
+    while lo + 1 < hi:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+    return lo
+
+
 def max_context_that_fits(shape: TransformerShape, cfg: InferenceConfig, product: Product,
                           batch: int) -> int | None:
     """The longest context (prompt plus output tokens per sequence, the output length as
@@ -584,36 +598,14 @@ def max_context_that_fits(shape: TransformerShape, cfg: InferenceConfig, product
     reserve; 0 if not even a one-token prompt fits, None if memory sets no limit (every
     layer attends to a sliding window)."""
     fits_at = _fits(shape, cfg, product)
-
-    def fits(prompt: int) -> bool:
-        return fits_at(batch, prompt)
-
-    if not fits(1):
-        return 0
-    if fits(MAX_CONTEXT_SEARCH):
-        return None
-    lo, hi = 1, MAX_CONTEXT_SEARCH
-    while lo + 1 < hi:
-        mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
-    return lo + cfg.output_len
+    prompt = _largest(lambda p: fits_at(batch, p), MAX_CONTEXT_SEARCH)
+    return prompt + cfg.output_len if prompt else prompt
 
 
 def _max_batch(shape: TransformerShape, cfg: InferenceConfig, product: Product) -> int:
     fits_at = _fits(shape, cfg, product)
-
-    def fits(b: int) -> bool:
-        return fits_at(b, cfg.input_len)
-
-    if not fits(1):
-        return 0
-    lo, hi = 1, MAX_BATCH_SEARCH
-    if fits(hi):
-        return hi
-    while lo + 1 < hi:
-        mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
-    return lo
+    batch = _largest(lambda b: fits_at(b, cfg.input_len), MAX_BATCH_SEARCH)
+    return MAX_BATCH_SEARCH if batch is None else batch
 
 
 @dataclass(frozen=True)
