@@ -246,6 +246,27 @@ def test_fsdp_prefetch_needs_zero_3_and_hides_gathers(capsys: pytest.CaptureFixt
     assert prefetched["memory_per_gpu_gib"] == plain["memory_per_gpu_gib"]
 
 
+def test_node_size_defaults_to_the_gpus_reference_system(capsys: pytest.CaptureFixture[str]
+                                                         ) -> None:
+    """Without --system a GB200 job takes its NVL72 rack as the NVLink domain (72 GPUs), as
+    --system gb200-nvl72 would, not an 8-GPU node whose EP all-to-alls cross InfiniBand;
+    --gpus-per-node still overrides it, and an H100 keeps its DGX's 8."""
+    base = ["estimate", "train", "--model", "qwen3-30b-a3b", "--gpus", "64", "--ep", "64",
+            "--seq-len", "4096", "--global-batch", "256", "--json"]
+    docs = {}
+    for name, extra in (("gpu", ["--gpu", "gb200"]), ("system", ["--system", "gb200-nvl72"]),
+                        ("eight", ["--gpu", "gb200", "--gpus-per-node", "8"]),
+                        ("h100", ["--gpu", "h100"])):
+        status, out, _ = run(capsys, *base, *extra)
+        assert status == 0
+        docs[name] = json.loads(out)
+    assert docs["gpu"]["parallelism"]["gpus_per_node"] == 72
+    assert docs["gpu"]["step_time_s"] == docs["system"]["step_time_s"]
+    assert docs["eight"]["parallelism"]["gpus_per_node"] == 8
+    assert docs["eight"]["step_time_s"] > docs["gpu"]["step_time_s"]
+    assert docs["h100"]["parallelism"]["gpus_per_node"] == 8
+
+
 def test_shape_overrides_reach_the_model(capsys: pytest.CaptureFixture[str]) -> None:
     """--sliding-window shortens long-context prefill (fewer keys per query); --head-dim and
     --moe-ffn-hidden change the model's size and so the step."""

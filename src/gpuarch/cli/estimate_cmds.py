@@ -78,6 +78,15 @@ def _gpu_and_system(args: argparse.Namespace, catalog: Any) -> tuple[Any, Any]:
     return product, system
 
 
+def _gpus_per_node(args: argparse.Namespace, catalog: Any, product: Any, system: Any) -> int:
+    """--gpus-per-node, else the given system's, else the GPU's reference system's (a GB200
+    is 72 to an NVLink domain, not 8), else 8."""
+    if args.gpus_per_node:
+        return int(args.gpus_per_node)
+    reference = system or catalog.system_for(product)
+    return reference.gpus_per_node if reference else 8
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     from gpuarch.estimate.memory import Recompute
     from gpuarch.estimate.training import TrainingConfig, estimate_training
@@ -87,7 +96,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     catalog = load_catalog()
     shape = resolve_model(args)
     product, system = _gpu_and_system(args, catalog)
-    gpus_per_node = args.gpus_per_node or (system.gpus_per_node if system else 8)
+    gpus_per_node = _gpus_per_node(args, catalog, product, system)
     cfg = TrainingConfig(
         gpus=args.gpus, seq_len=args.seq_len, global_batch=args.global_batch,
         micro_batch=args.micro_batch, tp=args.tp, pp=args.pp, cp=args.cp, ep=args.ep,
@@ -150,7 +159,7 @@ def cmd_infer(args: argparse.Namespace) -> int:
         max_num_tokens=args.max_num_tokens, kv_cache_fraction=args.kv_cache_fraction,
         max_batch_size=args.max_batch_size, speculative_tokens=args.speculative_tokens,
         acceptance_length=args.acceptance_length, executor=args.executor,
-        gpus_per_node=args.gpus_per_node or (system.gpus_per_node if system else 8))
+        gpus_per_node=_gpus_per_node(args, catalog, product, system))
     eff, measured = _calibrated(args, catalog, product, system)
     est = estimate_inference(catalog, shape, product, cfg, system=system, efficiency=eff,
                              measured=measured,
@@ -267,7 +276,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p.add_argument("--micro-batch", type=int, default=1)
     p.add_argument("--gpu", help="GPU name (default: the system's GPU)")
     p.add_argument("--gpus", type=int, required=True)
-    p.add_argument("--gpus-per-node", type=int, help="default: the system's, else 8")
+    p.add_argument("--gpus-per-node", type=int,
+                   help="default: the system's, else the GPU's reference system's, else 8")
     p.add_argument("--system", help="reference system (see 'gpuarch systems')")
     p.add_argument("--tp", type=int, default=1)
     p.add_argument("--pp", type=int, default=1)
@@ -319,7 +329,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p.add_argument("--gpu", help="GPU name (default: the system's GPU)")
     p.add_argument("--gpus", type=int, help="GPUs in all; replicas = GPUs / (TP x PP) "
                    "(default: TP x PP)")
-    p.add_argument("--gpus-per-node", type=int, help="default: the system's, else 8")
+    p.add_argument("--gpus-per-node", type=int,
+                   help="default: the system's, else the GPU's reference system's, else 8")
     p.add_argument("--system", help="reference system (see 'gpuarch systems')")
     p.add_argument("--tp", type=int, default=1)
     p.add_argument("--pp", type=int, default=1)
