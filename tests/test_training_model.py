@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from gpuarch.catalog import load_catalog
 from gpuarch.errors import GpuarchError
 from gpuarch.estimate import Recompute, TrainingConfig, estimate_training
+from gpuarch.estimate.training import COMMUNICATION_PARTS, COMPUTE_PARTS
 from gpuarch.perf import Precision
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY
 from gpuarch.validation import load_training_points, validate_training
@@ -504,3 +505,52 @@ def test_expert_comm_bottleneck_names_the_remedies() -> None:
                              TrainingConfig(**base, ep_comm_overlap=True,
                                             ep_dispatcher="deepep"), system=system)
     assert "--ep-" not in both.bottleneck_reason
+
+
+@settings(max_examples=40, deadline=None)
+@given(kw=layouts, recompute=st.sampled_from(list(Recompute)), moe=st.booleans(),
+       edge=st.booleans(), overlap=st.booleans(), vpp=st.sampled_from([1, 2]))
+def test_compute_and_communication_parts_add_up(kw: dict, recompute: Recompute,  # type: ignore[type-arg]
+                                                moe: bool, edge: bool, overlap: bool,
+                                                vpp: int) -> None:
+    """compute_breakdown_s and communication_breakdown_s split the step's compute and
+    exposed communication without remainder, whatever the layout, recomputation, pipeline
+    edge layers or expert overlap; each part is non-negative, attention and the dense GEMMs
+    are never zero, and only an MoE model has expert GEMMs or expert traffic."""
+    kw = _valid(kw)
+    extra = {"ep": 8, "etp": 1, "ep_comm_overlap": overlap} if moe else {}
+    shape = preset("mixtral-8x7b").shape if moe else LLAMA_70B
+    if vpp > 1 and kw["pp"] == 1:
+        vpp = 1
+    doc = _est(shape, **kw, **extra, recompute=recompute, pp_edge_layers=edge,
+               vpp=vpp).as_json()
+    compute, comm = doc["compute_breakdown_s"], doc["communication_breakdown_s"]
+    assert set(compute) == set(COMPUTE_PARTS) and set(comm) == set(COMMUNICATION_PARTS)
+    times = doc["time_breakdown_s"]
+    assert sum(compute.values()) == pytest.approx(times["compute"], rel=1e-9)
+    assert sum(comm.values()) == pytest.approx(times["exposed_communication"], rel=1e-9,
+                                               abs=1e-12)
+    assert min(compute.values()) >= 0 and min(comm.values()) >= 0
+    assert compute["attention"] > 0 and compute["dense_gemms"] > 0
+    assert (compute["expert_gemms"] > 0) is moe
+    assert moe or comm["expert_parallel"] == 0
+    if moe and not overlap:
+        assert comm["expert_parallel"] > 0
+    assert (compute["recompute"] > 0) is (recompute is not Recompute.NONE)
+    assert (comm["tensor_parallel"] > 0) is (kw["tp"] > 1)
+    assert kw["pp"] > 1 or comm["pipeline_p2p"] == 0
+
+
+def test_compute_parts_follow_the_work() -> None:
+    """Full recomputation repeats the whole forward (a third of forward + backward, the
+    backward costing 2x the forward GEMMs), selective recomputation only attention's; the
+    LM head's share grows with the vocabulary."""
+    full = _est(recompute=Recompute.FULL).time_breakdown.compute_parts
+    sel = _est(recompute=Recompute.SELECTIVE).time_breakdown.compute_parts
+    body = sum(v for k, v in full.items() if k not in ("recompute", "lm_head_and_loss"))
+    assert 0.25 < full["recompute"] / body < 0.4
+    assert sel["recompute"] < full["recompute"]
+    assert sel["recompute"] == pytest.approx(sel["attention"] / 3.5, rel=0.05)
+    wide = dataclasses.replace(LLAMA_70B, vocab=4 * LLAMA_70B.vocab)
+    assert _est(wide).time_breakdown.compute_parts["lm_head_and_loss"] > \
+        2 * _est().time_breakdown.compute_parts["lm_head_and_loss"]

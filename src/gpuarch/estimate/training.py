@@ -60,6 +60,8 @@ from gpuarch.workloads.params import count_params
 from gpuarch.workloads.shape import FfnKind, TransformerShape
 
 __all__ = [
+    "COMMUNICATION_PARTS",
+    "COMPUTE_PARTS",
     "EP_DISPATCHERS",
     "FRAMEWORK_RESERVE_BYTES",
     "TrainingConfig",
@@ -68,6 +70,20 @@ __all__ = [
     "estimate_training",
     "evaluate_training",
 ]
+
+COMPUTE_PARTS = ("dense_gemms", "expert_gemms", "attention", "memory_bound", "recompute",
+                 "lm_head_and_loss")
+"""How ``compute_breakdown_s`` splits the step's compute seconds: the dense GEMMs (QKV,
+projection, MLP, shared experts), the routed experts' grouped GEMMs and router, attention
+(fused, or the unfused score GEMMs and softmax), memory-bound work (norms, residual adds,
+activation, precision casts, MoE permutation), the forward work recomputation repeats, and
+the LM head with the loss on the last stage. Forward plus backward for each."""
+
+COMMUNICATION_PARTS = ("tensor_parallel", "context_parallel", "expert_parallel",
+                       "pipeline_p2p", "data_parallel")
+"""How ``communication_breakdown_s`` splits the step's exposed communication seconds."""
+
+_ATTENTION_OPS = ("scores", "context", "softmax")  # unfused attention's operators
 
 UNFUSED_SOFTMAX_BYTES = 9.0
 """DRAM bytes per attention-score element for unfused softmax and dropout: read and write
@@ -222,6 +238,8 @@ class TimeBreakdown:
     exposed_communication: float = spec("exposed_communication", "float")
     pipeline_bubble: float = spec("pipeline_bubble", "float")
     other: float = spec("other", "float")
+    compute_parts: dict[str, float] = field(default_factory=dict)  # COMPUTE_PARTS
+    communication_parts: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -277,6 +295,8 @@ class TrainingEstimate:
                 "pipeline_bubble": self.time_breakdown.pipeline_bubble,
                 "other": self.time_breakdown.other,
             },
+            "compute_breakdown_s": dict(self.time_breakdown.compute_parts),
+            "communication_breakdown_s": dict(self.time_breakdown.communication_parts),
             "bottleneck": self.bottleneck,
             "bottleneck_reason": self.bottleneck_reason,
             "parallelism": self.parallelism,
@@ -392,15 +412,22 @@ def _layer_ops(s: TransformerShape, cfg: TrainingConfig, moe: bool, window: int 
 
 
 def _layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device, eff: Efficiency,
-                tp_group: Group, cp_group: Group, ep_group: Group
-                ) -> tuple[_Pass, _Pass, _Pass, Num]:
+                tp_group: Group, cp_group: Group, ep_group: Group,
+                parts: dict[str, Num] | None = None) -> tuple[_Pass, _Pass, _Pass, Num]:
     """Forward, backward and recompute time of an average layer for one micro-batch, and the
     forward FLOPs it executes (hardware FLOPs, before recomputation): an MoE model's leading
     dense layers and a model's sliding-window layers are weighted by their share of the
-    layers (windowed layers taken as spread evenly over dense and expert layers)."""
-    kinds = [(share, _one_layer_time(s, cfg, device, eff, tp_group, cp_group, ep_group,
-                                     moe, window))
-             for moe, window, share in s.layer_kinds()]
+    layers (windowed layers taken as spread evenly over dense and expert layers). With
+    ``parts``, the average layer's compute and exposed communication seconds are added
+    there by kind (``COMPUTE_PARTS`` and ``COMMUNICATION_PARTS``)."""
+    kinds = []
+    for moe, window, share in s.layer_kinds():
+        own: dict[str, Num] | None = None if parts is None else {}
+        kinds.append((share, _one_layer_time(s, cfg, device, eff, tp_group, cp_group,
+                                             ep_group, moe, window, own)))
+        if parts is not None and own is not None:
+            for key, value in own.items():
+                parts[key] = parts.get(key, 0.0) + share * value
     if len(kinds) == 1:
         return kinds[0][1]
     fwd, bwd, rec, flops = _Pass(), _Pass(), _Pass(), 0.0
@@ -423,9 +450,20 @@ def dispatcher_host_time(product: Product, cfg: TrainingConfig, eff: Efficiency)
     return eff.moe_layer_overhead_s
 
 
+def _op_part(op: Op) -> str:
+    """Which of ``COMPUTE_PARTS`` an operator's seconds count towards."""
+    if isinstance(op, Attention) or op.name in _ATTENTION_OPS:
+        return "attention"
+    if isinstance(op, Gemm):
+        return "expert_gemms" if op.name.startswith("grouped_expert_") \
+            or op.name == "router" else "dense_gemms"
+    return "memory_bound"
+
+
 def _one_layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device,
                     eff: Efficiency, tp_group: Group, cp_group: Group, ep_group: Group,
-                    moe: bool, window: int = 0) -> tuple[_Pass, _Pass, _Pass, Num]:
+                    moe: bool, window: int = 0, parts: dict[str, Num] | None = None
+                    ) -> tuple[_Pass, _Pass, _Pass, Num]:
     ops, tokens = _layer_ops(s, cfg, moe, window)
     element = cfg.precision.activation_bytes
     fwd: Num = 0.0
@@ -438,27 +476,27 @@ def _one_layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device,
         flops = flops + op_flops
         if isinstance(op, Attention):
             attn_fwd = attn_fwd + t
-            back = dataclasses.replace(op, backward=True)
-            bwd = bwd + op_time(back, device, eff)[0]
-        elif isinstance(op, Gemm):
-            bwd = bwd + 2 * t  # data gradient and weight gradient
-            if op.name in ("scores", "context"):
-                attn_fwd = attn_fwd + t
+            back = op_time(dataclasses.replace(op, backward=True), device, eff)[0]
         else:
-            bwd = bwd + 2 * t
-            if op.name == "softmax":
+            back = 2 * t  # a GEMM's data and weight gradients; an elementwise op's backward
+            if op.name in _ATTENTION_OPS:
                 attn_fwd = attn_fwd + t
+        bwd = bwd + back
+        if parts is not None:
+            key = _op_part(op)
+            parts[key] = parts.get(key, 0.0) + t + back
     activation = tokens * s.hidden * element
     # two all-reduces per layer (attention, MLP); with sequence parallelism an all-gather
     # plus a reduce-scatter each, which move the same bytes (nothing when TP = 1)
     tp_share = eff.tp_comm_exposed if cfg.tp_comm_overlap else 1.0
-    exposed = tp_share * 2 * _nccl(Collective.ALL_REDUCE, activation, tp_group, eff)
+    tp_ar = 2 * _nccl(Collective.ALL_REDUCE, activation, tp_group, eff)
     core_kv, core_dim = attention_core_dims(s)
     kv_bytes = 2 * cfg.micro_batch * cfg.seq_len * np.maximum(1, core_kv // cfg.tp) \
         * core_dim * element
-    exposed = exposed + eff.cp_comm_exposed * _nccl(
-        Collective.ALL_GATHER, kv_bytes, cp_group, eff)
+    cp_ag = eff.cp_comm_exposed * _nccl(Collective.ALL_GATHER, kv_bytes, cp_group, eff)
+    exposed = tp_share * tp_ar + cp_ag
     exposed_fwd = exposed_bwd = exposed
+    a2a: Num = 0.0
     if moe:
         dispatched = tokens * s.experts_per_token * s.hidden * element / cfg.tp
         copies = s.experts_per_token if cfg.ep_dispatcher == "deepep" else 0
@@ -479,6 +517,13 @@ def _one_layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device,
         recompute = _Pass(attn_fwd, 0.0)
     else:
         recompute = _Pass()
+    if parts is not None:
+        # the forward's communication runs again when the whole layer is recomputed
+        passes = 3 if cfg.recompute is Recompute.FULL else 2
+        parts["recompute"] = recompute.compute
+        parts["tensor_parallel"] = passes * tp_share * tp_ar
+        parts["context_parallel"] = passes * cp_ag
+        parts["expert_parallel"] = passes * a2a if moe else 0.0
     return forward, backward, recompute, flops
 
 
@@ -522,6 +567,11 @@ class TrainingCore:
     micro_batches: Num
     layer_flops: Num
     peak: float
+    stage_layers: Num = 0.0  # layers on the slowest stage
+    stage_head: Num = 0.0  # 1 if the slowest stage runs the LM head and loss, else 0
+    head_time: Num = 0.0  # its LM head and loss per micro-batch, forward and backward
+    p2p_exposed: Num = 0.0  # pipeline sends per micro-batch
+    dp_exposed: Num = 0.0  # exposed data-parallel traffic per step
 
     @property
     def memory_total(self) -> Num:
@@ -531,11 +581,12 @@ class TrainingCore:
 
 def evaluate_training(shape: TransformerShape, product: Product, device: Device,
                       intra: Link, inter: Link | None, cfg: TrainingConfig,
-                      eff: Efficiency) -> TrainingCore:
+                      eff: Efficiency, parts: dict[str, Num] | None = None) -> TrainingCore:
     """The step model. ``cfg``'s parallelism, batch and micro-batch fields may be NumPy
     arrays (one configuration per element); precision, recomputation, ZeRO stage, sequence
     parallelism and the overlap switches are scalars. No validation here: the caller
-    (``estimate_training``, or the advisor with its masks) has done it."""
+    (``estimate_training``, or the advisor with its masks) has done it. With ``parts``, the
+    average layer's seconds by kind are left there (``_layer_time``)."""
     tp_group = _group(cfg.tp, 1, cfg, intra, inter)
     cp_group = _group(cfg.cp, cfg.tp, cfg, intra, inter)
     dp_group = _group(cfg.dp * cfg.cp, cfg.tp, cfg, intra, inter)
@@ -548,7 +599,7 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
                       inter)
 
     fwd, bwd, rec, layer_flops = _layer_time(shape, cfg, device, eff, tp_group, cp_group,
-                                             ep_group)
+                                             ep_group, parts)
     # the slowest stage: layers that do not divide evenly go to some stages one more each;
     # with edge layers the embedding and the loss take a layer's slot on the first and last
     # stage (those hold one layer fewer)
@@ -563,21 +614,26 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
                    device, eff)[0]
     loss = op_time(Elementwise(3.0 * tokens_mb * shape.vocab / cfg.tp * 4, name="loss"),
                    device, eff)[0]
-    last = per_layer.scale(layers_per_stage - edge // 2) + _Pass(3 * head + 2 * loss, 0.0)
+    last_layers = layers_per_stage - edge // 2
+    last = per_layer.scale(last_layers) + _Pass(3 * head + 2 * loss, 0.0)
     if cfg.pp_edge_layers:
         # the last stage runs one layer fewer plus the head; the middle stages all layers
         slower = last.total >= stage.total
         stage = _Pass(*(scalar(np.where(slower, a, b)) for a, b in
                         ((last.compute, stage.compute), (last.comm, stage.comm),
                          (last.overhead, stage.overhead))))
+        stage_layers: Num = scalar(np.where(slower, last_layers, layers_per_stage))
+        stage_head: Num = scalar(np.where(slower, 1.0, 0.0))
     else:
         stage = last
+        stage_layers, stage_head = last_layers, 1.0
     act = 1.0 * tokens_mb * shape.hidden * cfg.precision.activation_bytes
     if cfg.sequence_parallel:
         act = act / cfg.tp
     p2p = (2 * _nccl(Collective.P2P, act, pp_group, eff) * cfg.vpp
            * eff.pp_comm_exposed)
-    stage = stage + _Pass(0.0, np.where(cfg.pp > 1, p2p, 0.0))
+    p2p = np.where(cfg.pp > 1, p2p, 0.0)
+    stage = stage + _Pass(0.0, p2p)
 
     m = cfg.micro_batches
     stage_time = stage.total
@@ -667,6 +723,11 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
         micro_batches=m,
         layer_flops=layer_flops,
         peak=peak,
+        stage_layers=stage_layers,
+        stage_head=stage_head,
+        head_time=3 * head + 2 * loss,
+        p2p_exposed=p2p,
+        dp_exposed=dp_exposed,
     )
 
 
@@ -694,13 +755,23 @@ def estimate_training(
         raise GpuarchError(
             f"--gpus: {cfg.gpus} GPUs span several nodes of {cfg.gpus_per_node}; give "
             "--system with an inter-node network (see 'gpuarch systems')")
-    core = evaluate_training(shape, product, device, intra, inter, cfg, eff)
+    layer_parts: dict[str, Num] = {}
+    core = evaluate_training(shape, product, device, intra, inter, cfg, eff, layer_parts)
     step = float(core.step)
+    per_step = float(core.micro_batches * core.stage_layers)
+    compute_parts = {k: per_step * float(layer_parts.get(k, 0.0)) for k in COMPUTE_PARTS}
+    compute_parts["lm_head_and_loss"] = float(core.micro_batches * core.stage_head
+                                              * core.head_time)
+    comm_parts = {k: per_step * float(layer_parts.get(k, 0.0)) for k in COMMUNICATION_PARTS}
+    comm_parts["pipeline_p2p"] = float(core.micro_batches * core.p2p_exposed)
+    comm_parts["data_parallel"] = float(core.dp_exposed)
     breakdown = TimeBreakdown(
         compute=float(core.compute),
         exposed_communication=float(core.exposed_communication),
         pipeline_bubble=float(core.pipeline_bubble),
         other=float(core.optimizer + core.host_overhead),
+        compute_parts=compute_parts,
+        communication_parts=comm_parts,
     )
     tokens_per_s = float(core.tokens_per_s)
     model_flops = core.model_flops_per_token

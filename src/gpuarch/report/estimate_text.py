@@ -43,8 +43,9 @@ def render_training(e: TrainingEstimate) -> str:
         f"of {p['micro_batch']} per pipeline",
         "",
         f"  step time     {fmt(e.step_time_s)} s",
-        f"    compute             {fmt(b.compute)} s",
-        f"    exposed comm.       {fmt(b.exposed_communication)} s",
+        f"    compute             {fmt(b.compute)} s" + _parts(b.compute_parts, b.compute),
+        f"    exposed comm.       {fmt(b.exposed_communication)} s"
+        + _parts(b.communication_parts, b.exposed_communication),
         f"    pipeline bubble     {fmt(b.pipeline_bubble)} s",
         f"    other               {fmt(b.other)} s"
         + _other_detail(e.assumptions.get("other_breakdown_s", {})),
@@ -173,6 +174,23 @@ def render_inference_validation(s: InferenceSummary) -> str:
              "by source: " + ", ".join(f"{k} {_pct(v)}" for k, v in s.by("source").items()),
              "by model:  " + ", ".join(f"{k} {_pct(v)}" for k, v in s.by("model").items())]
     return "\n".join(lines + _validation_footer(s, "figures", "inference"))
+
+
+_PART_LABELS = {"dense_gemms": "dense GEMMs", "expert_gemms": "expert GEMMs",
+                "attention": "attention", "memory_bound": "memory-bound",
+                "recompute": "recompute", "lm_head_and_loss": "LM head + loss",
+                "tensor_parallel": "TP", "context_parallel": "CP", "expert_parallel": "EP",
+                "pipeline_p2p": "PP sends", "data_parallel": "DP"}
+
+
+def _parts(parts: dict[str, float], total: float) -> str:
+    """A time's parts, largest first, as shares of it (those under 0.5% left out)."""
+    shown = sorted(((v, k) for k, v in parts.items() if total and v >= 0.005 * total),
+                   reverse=True)
+    if not shown:
+        return ""
+    return "   (" + ", ".join(f"{_PART_LABELS.get(k, k)} {v / total:.0%}"
+                              for v, k in shown) + ")"
 
 
 def _other_detail(parts: dict[str, float]) -> str:
