@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from gpuarch.catalog import load_catalog
 from gpuarch.errors import GpuarchError
 from gpuarch.estimate.inference import (
+    OP_PARTS,
     RESERVE_FRACTION,
     Batching,
     InferenceConfig,
@@ -504,3 +505,46 @@ def test_python_executor_never_beats_cpp(batch: int) -> None:
     assert py.tpot_s >= cpp.tpot_s * (1 - 1e-12)
     if py.decode_step_breakdown_s["host"] == 0:
         assert py.tpot_s == pytest.approx(cpp.tpot_s)
+
+
+@settings(max_examples=40, deadline=None)
+@given(model=st.sampled_from(["llama-3.1-8b", "mixtral-8x7b", "gpt-oss-20b", "deepseek-v3"]),
+       tp=st.sampled_from([1, 2, 4]), pp=st.sampled_from([1, 2]),
+       batch=st.integers(1, 512), continuous=st.booleans(),
+       executor=st.sampled_from(["python", "cpp"]), draft=st.sampled_from([0, 2]),
+       chunk=st.sampled_from([0, 512]))
+def test_phase_parts_add_up(model: str, tp: int, pp: int, batch: int, continuous: bool,
+                            executor: str, draft: int, chunk: int) -> None:
+    """prefill_parts_s and decode_step_parts_s split one prefill pass and one decode step by
+    kind without remainder, whatever the model, parallelism, batching, executor,
+    speculation or chunking; each part is non-negative and only the kinds a setup has are
+    non-zero."""
+    shape = preset(model).shape
+    ep = 8 if shape.is_moe and shape.experts % 8 == 0 else 1
+    e = estimate_inference(CATALOG, shape, CATALOG.product("h200"), InferenceConfig(
+        input_len=1024, output_len=256, batch=batch, gpus=max(tp, ep) * pp, tp=tp, pp=pp,
+        ep=ep, quant=FP8, executor=executor, chunk=chunk,
+        speculative_tokens=draft, acceptance_length=1.5 if draft else 0.0,
+        batching=Batching.CONTINUOUS if continuous else Batching.STATIC))
+    doc = e.as_json()
+    for parts, phase in (("prefill_parts_s", "prefill_breakdown_s"),
+                         ("decode_step_parts_s", "decode_step_breakdown_s")):
+        assert set(doc[parts]) == set(OP_PARTS)
+        assert min(doc[parts].values()) >= 0
+        assert sum(doc[parts].values()) == pytest.approx(sum(doc[phase].values()), rel=1e-9)
+        assert doc[parts]["dense_gemms"] > 0 and doc[parts]["attention"] > 0
+        assert (doc[parts]["expert_gemms"] > 0) is shape.is_moe
+        assert (doc[parts]["tensor_parallel"] > 0) is (tp > 1)
+        assert (doc[parts]["pipeline_p2p"] > 0) is (pp > 1)
+        assert (doc[parts]["expert_parallel"] > 0) is (ep > 1)
+    assert doc["decode_step_parts_s"]["host"] == doc["decode_step_breakdown_s"]["host"]
+
+
+def test_decode_parts_follow_the_context() -> None:
+    """Attention (the KV-cache reads) takes a growing share of a decode step as the context
+    grows; the dense GEMMs (the weight reads) a shrinking one."""
+    short = _est(input_len=512, batch=64).decode_step_parts_s
+    long = _est(input_len=16384, batch=64).decode_step_parts_s
+    assert long["attention"] > 4 * short["attention"]
+    assert long["dense_gemms"] == pytest.approx(short["dense_gemms"], rel=1e-6)
+    assert long["attention"] / sum(long.values()) > short["attention"] / sum(short.values())

@@ -56,6 +56,7 @@ from gpuarch.workloads.shape import FfnKind, TransformerShape
 
 __all__ = [
     "EXECUTORS",
+    "OP_PARTS",
     "RESERVE_FRACTION",
     "Batching",
     "InferenceConfig",
@@ -237,6 +238,8 @@ class InferenceEstimate:
     prefill_breakdown_s: dict[str, float]
     decode_step_breakdown_s: dict[str, float]
     assumptions: dict[str, Any]
+    prefill_parts_s: dict[str, float] = field(default_factory=dict)  # OP_PARTS
+    decode_step_parts_s: dict[str, float] = field(default_factory=dict)
 
     def as_json(self) -> dict[str, Any]:
         mem = {k: from_si(v, Unit.GIB) for k, v in self.memory.items()}
@@ -259,6 +262,8 @@ class InferenceEstimate:
             "bottleneck_reason": self.bottleneck_reason,
             "prefill_breakdown_s": self.prefill_breakdown_s,
             "decode_step_breakdown_s": self.decode_step_breakdown_s,
+            "prefill_parts_s": self.prefill_parts_s,
+            "decode_step_parts_s": self.decode_step_parts_s,
             "assumptions": self.assumptions,
         }
 
@@ -310,6 +315,26 @@ class _Phase:
         return np.where(host > 0.0, "host", picked).astype(object)
 
 
+OP_PARTS = ("dense_gemms", "expert_gemms", "attention", "memory_bound", "lm_head",
+            "tensor_parallel", "expert_parallel", "pipeline_p2p", "overhead", "host")
+"""How ``prefill_parts_s`` and ``decode_step_parts_s`` split a phase's seconds: the dense
+GEMMs (in decode mostly their weight reads), the experts' GEMMs with the router, attention
+(in decode mostly its KV-cache reads), memory-bound elementwise work (norms, residuals,
+activation, MoE permutation), the LM head, the tensor-parallel all-reduces, the expert
+all-to-alls, the pipeline sends, fixed per-layer/per-step/per-pass overheads, and the
+executor's host time beyond the GPU's step."""
+
+
+def _op_part(op: Op) -> str:
+    """Which of ``OP_PARTS`` an operator's seconds count towards."""
+    if isinstance(op, Attention):
+        return "attention"
+    if isinstance(op, Gemm):
+        return "expert_gemms" if op.name.startswith("expert_") or op.name == "router" \
+            else "dense_gemms"
+    return "memory_bound"
+
+
 def _split(op: Op, device: Device, eff: Efficiency) -> tuple[Num, Num]:
     """(time, whether compute-bound) of one operator; the bound rule of ``op_cost``."""
     t, t_cmp, t_mem, _, _ = op_time(op, device, eff)
@@ -338,6 +363,25 @@ class _Runner:
         self.tp_group = Group(cfg.tp, per_node, intra, inter)
         self.ep_group = Group(cfg.ep, min(cfg.ep, cfg.gpus_per_node), intra, inter)
         self.pp_group = Group(2, 1 if cfg.tp >= cfg.gpus_per_node else 2, intra, inter)
+        # when a dict, the seconds each call adds are also summed there by kind
+        # (``OP_PARTS``), times the multiplicity ``_weight`` of the call in progress
+        self.parts: dict[str, float] | None = None
+        self._weight = 1.0
+
+    def _add(self, key: str, seconds: Num) -> None:
+        if self.parts is not None:
+            self.parts[key] = self.parts.get(key, 0.0) + self._weight * float(seconds)
+
+    def _scaled(self, k: Num, phase: Callable[[], _Phase]) -> _Phase:
+        """``phase()`` times ``k``, with its parts counted ``k`` times."""
+        if self.parts is None:
+            return phase().scale(k)
+        outer = self._weight
+        self._weight = outer * float(k)
+        try:
+            return phase().scale(k)
+        finally:
+            self._weight = outer
 
     def _gemm(self, m: Num, n: int, k: int, name: str, batch: Num = 1) -> Gemm:
         return Gemm(m, n, k, batch=batch, name=name,
@@ -409,18 +453,26 @@ class _Runner:
                 time = np.where(compute, time * (1 + self.eff.dequant_overhead), time)
             phase = phase + _Phase(compute=np.where(compute, time, 0.0),
                                    memory=np.where(compute, 0.0, time))
-        comm = 0.0
+            self._add(_op_part(op), time)
+        tp_comm: Num = 0.0
+        ep_comm: Num = 0.0
         if t > 1:
-            comm += 2 * collective_time(Collective.ALL_REDUCE, hidden_bytes, self.tp_group,
-                                        self.eff)
+            tp_comm = 2 * collective_time(Collective.ALL_REDUCE, hidden_bytes, self.tp_group,
+                                          self.eff)
         if moe and cfg.ep > 1:
             moved = tokens * s.experts_per_token * s.hidden * self.act_bytes / t
-            comm += 2 * collective_time(Collective.ALL_TO_ALL, moved, self.ep_group, self.eff)
-        return phase + _Phase(communication=comm) + _Phase(overhead=self.eff.layer_overhead_s)
+            ep_comm = 2 * collective_time(Collective.ALL_TO_ALL, moved, self.ep_group,
+                                          self.eff)
+        self._add("tensor_parallel", tp_comm)
+        self._add("expert_parallel", ep_comm)
+        self._add("overhead", self.eff.layer_overhead_s)
+        return phase + _Phase(communication=tp_comm + ep_comm) \
+            + _Phase(overhead=self.eff.layer_overhead_s)
 
     def head(self, tokens: Num) -> _Phase:
         time, compute = _split(self._gemm(tokens, self.s.vocab // self.cfg.tp, self.s.hidden,
                                           "lm_head"), self.device, self.eff)
+        self._add("lm_head", time)
         return _Phase(compute=np.where(compute, time, 0.0), memory=np.where(compute, 0.0, time))
 
     def experts_touched(self, tokens: Num) -> Num:
@@ -442,13 +494,18 @@ class _Runner:
         # full or sliding-window attention
         body = _Phase()
         for moe, window, share in s.layer_kinds():
-            body = body + self.layer(tokens, seqs, q_len, ctx, touched if moe else 0.0,
-                                     moe=moe, window=window).scale(layers * share)
+            def one(moe: bool = moe, window: int = window) -> _Phase:
+                return self.layer(tokens, seqs, q_len, ctx, touched if moe else 0.0,
+                                  moe=moe, window=window)
+
+            body = body + self._scaled(layers * share, one)
         total = body + self.head(seqs)
         if self.cfg.pp > 1:
             act = tokens * self.s.hidden * self.act_bytes
-            total = total + _Phase(communication=(self.cfg.pp - 1) * collective_time(
-                Collective.P2P, act, self.pp_group, self.eff))
+            p2p = (self.cfg.pp - 1) * collective_time(Collective.P2P, act, self.pp_group,
+                                                      self.eff)
+            self._add("pipeline_p2p", p2p)
+            total = total + _Phase(communication=p2p)
         return total
 
     def prefill(self, seqs: Num) -> _Phase:
@@ -460,17 +517,22 @@ class _Runner:
         chunk = min(chunk, budget)
         group = max(1, budget // chunk)  # prompts per pass
         phase = _Phase(overhead=self.eff.prefill_overhead_s)
+        self._add("overhead", self.eff.prefill_overhead_s)
         full, rest = np.divmod(seqs, group)  # passes of whole groups are identical
         for n, times in ((group, full), (np.maximum(rest, 1), np.where(rest > 0, 1, 0))):
             if not np.any(times):
                 continue
-            one = _Phase()
-            start = 0
-            while start < length:
-                size = min(chunk, length - start)
-                one = one + self.forward(n, size, start + size)
-                start += size
-            phase = phase + one.scale(times)
+
+            def one(n: Num = n) -> _Phase:
+                total = _Phase()
+                start = 0
+                while start < length:
+                    size = min(chunk, length - start)
+                    total = total + self.forward(n, size, start + size)
+                    start += size
+                return total
+
+            phase = phase + self._scaled(times, one)
         return phase
 
     def decode_step(self, seqs: Num, ctx: float) -> _Phase:
@@ -482,17 +544,18 @@ class _Runner:
         position = max(1, round(ctx))
         step = self.forward(seqs, k + 1, position + k) + _Phase(
             overhead=self.eff.decode_step_overhead_s)
+        self._add("overhead", self.eff.decode_step_overhead_s)
         if k:
             s = self.s
             touched = self.experts_touched(seqs) if s.is_moe else 0.0
-            draft = self.layer(seqs, seqs, 1, position, touched, moe=s.is_moe) \
-                + self.head(seqs)
-            step = step + draft.scale(k)
+            step = step + self._scaled(k, lambda: self.layer(seqs, seqs, 1, position, touched,
+                                                             moe=s.is_moe) + self.head(seqs))
         if self.cfg.executor == "python":
             # the executor's host work for every request in flight overlaps the GPU's step
             # (overlap scheduler); the step lasts as long as the longer of the two
-            host = self.eff.host_time_per_sequence_s * seqs
-            step = step + _Phase(host=np.maximum(0.0, host - step.total))
+            host = np.maximum(0.0, self.eff.host_time_per_sequence_s * seqs - step.total)
+            self._add("host", host)
+            step = step + _Phase(host=host)
         return step
 
     @property
@@ -629,18 +692,27 @@ class InferenceCore:
 
 
 def _evaluate(runner: _Runner, cfg: InferenceConfig, product: Product, max_batch: int,
-              requested: Num) -> InferenceCore:
+              requested: Num, parts: dict[str, dict[str, float]] | None = None
+              ) -> InferenceCore:
+    """The model for ``requested`` sequences (a number or an array of them); with ``parts``
+    (scalars only), the decode step's and the first-token prefill's seconds by kind are
+    left under "decode" and "prefill"."""
     batch = requested
     if cfg.batching is Batching.CONTINUOUS and max_batch >= 1:
         batch = np.minimum(batch, max_batch)  # a serving engine admits only what fits
     if cfg.batching is Batching.CONTINUOUS and cfg.max_batch_size:
         batch = np.minimum(batch, cfg.max_batch_size)  # and no more than its cap
     mean_ctx = cfg.input_len + (cfg.output_len + 1) / 2
+    runner.parts = {} if parts is not None else None
     step = runner.decode_step(batch, mean_ctx)
+    if parts is not None and runner.parts is not None:
+        parts["decode"] = runner.parts
+    runner.parts = None
     queue: Num = 0.0
     per_step = runner.tokens_per_step
     if cfg.batching is Batching.STATIC:
         # the prefill pass produces the first token
+        runner.parts = {} if parts is not None else None
         prefill = runner.prefill(batch)
         ttft = prefill.total
         tpot = step.total / per_step
@@ -656,6 +728,7 @@ def _evaluate(runner: _Runner, cfg: InferenceConfig, product: Product, max_batch
         # a new prompt is prefilled in a pass with the others that arrived with it, after
         # waiting for the pass in progress: M/D/1 waiting time at the prefill load rho
         prompts_per_pass = max(1, cfg.max_num_tokens // max(1, cfg.input_len))
+        runner.parts = {} if parts is not None else None
         prefill = runner.prefill(np.minimum(batch, prompts_per_pass))
         service = prefill.total
         rho = np.minimum(0.95, all_prefills.total / cycle)
@@ -667,6 +740,9 @@ def _evaluate(runner: _Runner, cfg: InferenceConfig, product: Product, max_batch
         queue = np.where(requested > batch, (requested - batch) * latency / batch, 0.0)
         ttft = ttft + queue
         latency = latency + queue
+    if parts is not None and runner.parts is not None:
+        parts["prefill"] = runner.parts
+    runner.parts = None
     memory_total = sum(_memory(runner.s, cfg, batch, product).values())
     return InferenceCore(batch, ttft, tpot, latency, per_replica, queue, prefill, step,
                          memory_total, max_batch)
@@ -723,7 +799,8 @@ def estimate_inference(
     requested = cfg.batch if cfg.batch is not None else max(1, max_batch)
     if cfg.batch is None and cfg.max_batch_size:
         requested = min(requested, cfg.max_batch_size)
-    core = _evaluate(runner, cfg, product, max_batch, requested)
+    phase_parts: dict[str, dict[str, float]] = {}
+    core = _evaluate(runner, cfg, product, max_batch, requested, phase_parts)
     batch = int(core.batch)
     memory = {k: float(v) for k, v in _memory(shape, cfg, batch, product).items()}
     fits = sum(memory.values()) <= product.memory_bytes and max_batch >= 1
@@ -790,4 +867,6 @@ def estimate_inference(
         bottleneck=bottleneck, bottleneck_reason=reasons,
         prefill_breakdown_s={k: float(v) for k, v in prefill.as_dict().items()},
         decode_step_breakdown_s={k: float(v) for k, v in step.as_dict().items()},
+        prefill_parts_s={k: phase_parts["prefill"].get(k, 0.0) for k in OP_PARTS},
+        decode_step_parts_s={k: phase_parts["decode"].get(k, 0.0) for k in OP_PARTS},
         assumptions=assumptions)

@@ -115,7 +115,11 @@ def render_inference(e: InferenceEstimate) -> str:
         f"activations {_gib(mem['activations'])}, reserve {_gib(mem['other'])} GiB",
         "",
         f"  prefill       {e.bottleneck_reason['prefill']}",
+        "                one pass: "
+        + _shares(e.prefill_parts_s, sum(e.prefill_parts_s.values())),
         f"  decode        {e.bottleneck_reason['decode']}",
+        "                one step: "
+        + _shares(e.decode_step_parts_s, sum(e.decode_step_parts_s.values())),
     ]
     if a.get("precision_fallback"):
         lines.append(f"  note          {a['precision_fallback']}")
@@ -180,17 +184,21 @@ _PART_LABELS = {"dense_gemms": "dense GEMMs", "expert_gemms": "expert GEMMs",
                 "attention": "attention", "memory_bound": "memory-bound",
                 "recompute": "recompute", "lm_head_and_loss": "LM head + loss",
                 "tensor_parallel": "TP", "context_parallel": "CP", "expert_parallel": "EP",
-                "pipeline_p2p": "PP sends", "data_parallel": "DP"}
+                "pipeline_p2p": "PP sends", "data_parallel": "DP", "lm_head": "LM head",
+                "overhead": "fixed overhead", "host": "host wait"}
 
 
-def _parts(parts: dict[str, float], total: float) -> str:
+def _shares(parts: dict[str, float], total: float) -> str:
     """A time's parts, largest first, as shares of it (those under 0.5% left out)."""
     shown = sorted(((v, k) for k, v in parts.items() if total and v >= 0.005 * total),
                    reverse=True)
-    if not shown:
-        return ""
-    return "   (" + ", ".join(f"{_PART_LABELS.get(k, k)} {v / total:.0%}"
-                              for v, k in shown) + ")"
+    return ", ".join(f"{_PART_LABELS.get(k, k)} {v / total:.0%}" for v, k in shown)
+
+
+def _parts(parts: dict[str, float], total: float) -> str:
+    """``_shares`` in parentheses after a figure, or nothing."""
+    shown = _shares(parts, total)
+    return f"   ({shown})" if shown else ""
 
 
 def _other_detail(parts: dict[str, float]) -> str:
