@@ -224,26 +224,28 @@ def test_inference_validation_does_not_regress() -> None:
 
     s = validate_inference(CATALOG)
     assert len(s.rows) >= 290
-    assert s.mean_abs_error <= 0.225  # 21.8% over 291 figures
+    assert s.mean_abs_error <= 0.20  # 19.5% over 291 figures
     assert s.median_abs_error <= 0.12
     assert s.by("metric")["tpot_s"] <= 0.07
-    assert s.share_within >= 0.80
+    assert s.share_within >= 0.83  # 84.2%
     in_sample = [abs(r.error) for r in s.rows if not r.out_of_sample]
     assert len(in_sample) == 171 and sum(in_sample) / len(in_sample) <= 0.12
     v017 = [abs(r.error) for r in s.rows if r.source == "trtllm-perf-overview-v0.17"]
     assert len(v017) == 76 and sum(v017) / len(v017) <= 0.08  # 6.7%
     moe_later = [abs(r.error) for r in s.rows if r.out_of_sample and "qwen3" in r.id
                  and r.source == "trtllm-perf-overview-v1.0"]
-    assert len(moe_later) >= 10 and sum(moe_later) / len(moe_later) <= 0.28  # 27.0%
+    # 32.0% since the Qwen3-30B-A3B NVFP4 rows run with the 8-bit KV cache the published
+    # figures imply (27.0% with 16 bits): now too fast, like the other MoE rows at 1000/1000
+    assert len(moe_later) >= 10 and sum(moe_later) / len(moe_later) <= 0.33
     # the later perf overview, all out of sample: DeepSeek-R1, GPT-OSS, Llama 3.3, Qwen3
     # and (with its preset, added later) Llama 4 Maverick
     later = [abs(r.error) for r in s.rows if r.source == "trtllm-perf-overview-03e27c7"
              and "maverick" not in r.id]
     assert len(later) == 86 and all(r.out_of_sample for r in s.rows
                                      if r.source == "trtllm-perf-overview-03e27c7")
-    assert sum(later) / len(later) <= 0.36  # 35.5%
+    assert sum(later) / len(later) <= 0.29  # 28.3%
     maverick = [abs(r.error) for r in s.rows if "maverick" in r.id]
-    assert len(maverick) == 20 and sum(maverick) / len(maverick) <= 0.51  # 50.5%
+    assert len(maverick) == 20 and sum(maverick) / len(maverick) <= 0.45  # 44.1%
 
 
 def test_queueing_when_concurrency_exceeds_what_fits() -> None:

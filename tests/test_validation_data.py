@@ -1,13 +1,18 @@
 """The published validation rows agree with themselves: a row that prints both tokens/s and
 TFLOP/s per GPU implies a FLOP count per token, which must match the other rows of the same
 source, model and sequence length (same model, same count), unless the data file excludes
-the row and says why."""
+the row and says why. Where a serving row's recorded setup is inferred from its figures
+(the KV-cache format of NVIDIA's NVFP4 checkpoints), the inference is recomputed here."""
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 from collections import defaultdict
 
+from gpuarch.catalog import load_catalog
+from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
+from gpuarch.validation.inference import compare_point, load_inference_points
 from gpuarch.validation.training import TrainingPoint, load_training_points
 
 TOLERANCE = 0.15
@@ -52,3 +57,38 @@ def test_an_excluded_row_names_both_figures() -> None:
         reason = p.get("excluded")
         assert f"{p.get('tokens_per_s_per_gpu'):,}" in reason
         assert f"{p.get('tflops_per_gpu')} TFLOP/s" in reason
+
+
+def _ideal_engine() -> Efficiency:
+    """An engine no real one beats: every byte at the datasheet bandwidth, every GEMM at the
+    peak without size penalties, no fixed, host or collective latency."""
+    d = DEFAULT_EFFICIENCY
+    return dataclasses.replace(
+        d, gemm=1.0, gemm_by_generation=tuple(1.0 for _ in d.gemm_by_generation),
+        gemm_fp8=1.0, gemm_fp4=1.0, gemm_half_dim=0.0, attention=1.0, memory=1.0,
+        kv_read=1.0, moe_gemm=1.0, layer_overhead_s=0.0, decode_step_overhead_s=0.0,
+        host_time_per_sequence_s=0.0, prefill_overhead_s=0.0, dequant_overhead=0.0,
+        collective_latency_s=0.0)
+
+
+def test_nvfp4_checkpoints_with_an_8_bit_kv_cache_could_not_be_16_bit() -> None:
+    """The NVFP4 serving rows recorded with an 8-bit KV cache say the published figures rule
+    out a 16-bit one: for each such checkpoint, at least one of its rows beats what an ideal
+    engine could deliver with 16-bit keys and values and all memory beside the weights and
+    activations given to the cache, while the same ideal engine with the 8-bit cache clears
+    every row of the checkpoint."""
+    catalog = load_catalog()
+    ideal = _ideal_engine()
+    beaten: dict[str, int] = defaultdict(int)
+    rows = [p for p in load_inference_points() if p.get("weight_precision") == "fp4"
+            and p.get("kv_precision") == "fp8" and "8-bit" in str(p.get("notes"))]
+    assert len(rows) >= 30
+    for p in rows:
+        roomy = {**p.raw, "kv_cache_fraction": 1.0}
+        (bound16,) = compare_point(catalog, dataclasses.replace(
+            p, raw={**roomy, "kv_precision": "fp16"}), ideal)
+        (bound8,) = compare_point(catalog, dataclasses.replace(p, raw=roomy), ideal)
+        assert bound8.predicted > bound8.published, p.id
+        if bound16.predicted < bound16.published:
+            beaten[str(p.get("preset"))] += 1
+    assert set(beaten) == {"llama-3.3-70b", "qwen3-30b-a3b", "llama-4-maverick"}
