@@ -351,6 +351,12 @@ def test_estimate_infer(capsys: pytest.CaptureFixture[str]) -> None:
                            "8", "--executor", "c++")
     assert status == 2 and out == "" and "Traceback" not in err
     assert "--executor: expected one of python, cpp, got 'c++'" in err
+    status, out, err = run(capsys, "estimate", "infer", "--model", "gpt-oss-20b", "--gpu",
+                           "h200", "--input-len", "512", "--output-len", "128", "--batch",
+                           "8", "--window-kv-cache", "fulll")
+    assert status == 2 and out == "" and "Traceback" not in err
+    assert "--window-kv-cache: expected one of ring, full, got 'fulll'" in err
+    assert "did you mean 'full'" in err
 
 
 def test_validate_inference(capsys: pytest.CaptureFixture[str]) -> None:

@@ -224,10 +224,10 @@ def test_inference_validation_does_not_regress() -> None:
 
     s = validate_inference(CATALOG)
     assert len(s.rows) >= 290
-    assert s.mean_abs_error <= 0.20  # 19.5% over 291 figures
+    assert s.mean_abs_error <= 0.175  # 17.1% over 291 figures
     assert s.median_abs_error <= 0.12
     assert s.by("metric")["tpot_s"] <= 0.07
-    assert s.share_within >= 0.83  # 84.2%
+    assert s.share_within >= 0.87  # 88.3%
     in_sample = [abs(r.error) for r in s.rows if not r.out_of_sample]
     assert len(in_sample) == 171 and sum(in_sample) / len(in_sample) <= 0.12
     v017 = [abs(r.error) for r in s.rows if r.source == "trtllm-perf-overview-v0.17"]
@@ -243,9 +243,9 @@ def test_inference_validation_does_not_regress() -> None:
              and "maverick" not in r.id]
     assert len(later) == 86 and all(r.out_of_sample for r in s.rows
                                      if r.source == "trtllm-perf-overview-03e27c7")
-    assert sum(later) / len(later) <= 0.29  # 28.3%
+    assert sum(later) / len(later) <= 0.22  # 21.7%
     maverick = [abs(r.error) for r in s.rows if "maverick" in r.id]
-    assert len(maverick) == 20 and sum(maverick) / len(maverick) <= 0.45  # 44.1%
+    assert len(maverick) == 20 and sum(maverick) / len(maverick) <= 0.38  # 37.4%
 
 
 def test_queueing_when_concurrency_exceeds_what_fits() -> None:
@@ -428,6 +428,40 @@ def test_longest_context_is_the_edge_of_what_fits() -> None:
     kv = 8 * e.max_context * 163_840
     free = H100.memory_bytes - (used(prompt) - kv)
     assert 0 <= free / (8 * 163_840) - e.max_context < 1
+
+
+def test_full_window_kv_cache_keeps_every_position() -> None:
+    """--window-kv-cache full (TensorRT-LLM's default allocation) keeps every position in
+    the windowed layers too: GPT-OSS's 8,192-token sequence holds 36 x 8,192 positions, the
+    largest batch shrinks and the throughput falls, while a model without windows and the
+    attention each windowed layer reads are unchanged; a bad value is a usage error naming
+    the flag."""
+    from gpuarch.estimate.inference import kv_bytes_per_sequence
+
+    shape = preset("gpt-oss-120b").shape
+    assert kv_bytes_per_sequence(shape, 2.0, 8192, 1, "full") == 36 * 8192 * 2 * 8 * 64 * 2
+    assert kv_bytes_per_sequence(LLAMA_8B, 2.0, 1000, 1, "full") == \
+        kv_bytes_per_sequence(LLAMA_8B, 2.0, 1000)
+    h200 = CATALOG.product("h200")
+    shape = preset("gpt-oss-20b").shape  # 16-bit weights fit one H200
+    base = {"input_len": 1024, "output_len": 8192, "batching": Batching.CONTINUOUS}
+    ring = estimate_inference(CATALOG, shape, h200, InferenceConfig(**base))
+    full = estimate_inference(CATALOG, shape, h200, InferenceConfig(**base,
+                                                                    window_kv_cache="full"))
+    assert full.max_batch < ring.max_batch and full.output_tokens_per_s < ring.output_tokens_per_s
+    assert full.assumptions["window_kv_cache"] == "full"
+    same = {"batch": 64, **base}
+    a = estimate_inference(CATALOG, shape, h200, InferenceConfig(**same))
+    b = estimate_inference(CATALOG, shape, h200, InferenceConfig(**same,
+                                                                 window_kv_cache="full"))
+    assert a.decode_step_parts_s == b.decode_step_parts_s
+    dense = [estimate_inference(CATALOG, LLAMA_8B, H100, InferenceConfig(
+        input_len=1024, output_len=256, window_kv_cache=w)) for w in ("ring", "full")]
+    assert dense[0].max_batch == dense[1].max_batch
+    assert dense[0].assumptions["window_kv_cache"] is None
+    with pytest.raises(GpuarchError, match="--window-kv-cache: expected one of ring, full"):
+        estimate_inference(CATALOG, shape, h200, InferenceConfig(**base,
+                                                                 window_kv_cache="cyclic"))
 
 
 def test_sliding_window_everywhere_sets_no_context_limit() -> None:

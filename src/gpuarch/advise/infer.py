@@ -26,6 +26,7 @@ from gpuarch.errors import GpuarchError, check_choice
 from gpuarch.estimate.energy import NODE_OVERHEAD, PUE, energy_kwh, facility_power_w
 from gpuarch.estimate.inference import (
     EXECUTORS,
+    WINDOW_KV_CACHES,
     Batching,
     InferenceConfig,
     evaluate_inference,
@@ -72,11 +73,13 @@ class InferenceSearch:
     objective: Objective = Objective.COST
     top: int = 10
     executor: str = "python"  # the engine's executor loop (InferenceConfig.executor)
+    window_kv_cache: str = "ring"  # sliding-window layers' KV (InferenceConfig.window_kv_cache)
 
     def validate(self) -> None:
         """Usage errors name the flag."""
         # checked here: the search skips configurations whose own validation fails
         check_choice("--executor", self.executor, EXECUTORS)
+        check_choice("--window-kv-cache", self.window_kv_cache, WINDOW_KV_CACHES)
         for name in ("input_len", "output_len", "max_gpus", "top"):
             if getattr(self, name) < 1:
                 raise GpuarchError(f"--{name.replace('_', '-')}: expected >= 1, got "
@@ -236,7 +239,7 @@ def advise_inference(
                     input_len=search.input_len, output_len=search.output_len, batch=None,
                     gpus=unit, tp=tp, pp=pp, ep=ep, quant=scheme,
                     batching=Batching.CONTINUOUS, gpus_per_node=gpn,
-                    executor=search.executor)
+                    executor=search.executor, window_kv_cache=search.window_kv_cache)
                 try:
                     cfg.validate(shape)
                 except GpuarchError:
@@ -273,6 +276,7 @@ def advise_inference(
     assumptions = {"prices": prices.describe(), "node_overhead": NODE_OVERHEAD, "pue": PUE,
                    "batching": "continuous (in-flight), steady state",
                    "executor": search.executor,
+                   "window_kv_cache": search.window_kv_cache,
                    "fleet": ("replicas = ceil(rate x output tokens / replica throughput)"
                              if search.rate else "replicas = ceil(concurrency / batch)"
                              if search.concurrency else "one replica"),

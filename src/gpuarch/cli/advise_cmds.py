@@ -167,7 +167,8 @@ def cmd_advise_infer(args: argparse.Namespace) -> int:
         concurrency=args.concurrency, ttft_ms=args.ttft_ms, tpot_ms=args.tpot_ms,
         min_throughput=args.min_throughput, max_gpus=args.max_gpus, gpus=keys, tiers=tiers,
         budget_usd_per_hour=args.budget_usd_per_hour, max_power_kw=args.max_power_kw,
-        objective=args.objective or Objective.COST, top=args.top, executor=args.executor)
+        objective=args.objective or Objective.COST, top=args.top, executor=args.executor,
+        window_kv_cache=args.window_kv_cache)
     return _answer(args, lambda: advise_inference(catalog, shape, search,
                                                   _prices(catalog, args),
                                                   progress=_progress(args)),
@@ -242,6 +243,10 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p.add_argument("--executor", default="python", metavar="python|cpp",
                    help="the engine's executor loop, as in estimate infer: python (default; "
                         "per-request host time each step) or cpp")
+    p.add_argument("--window-kv-cache", default="ring", metavar="ring|full",
+                   help="a sliding-window layer's KV cache, as in estimate infer: ring "
+                        "(default; its window only) or full (every position, "
+                        "TensorRT-LLM's default)")
     p.add_argument("--max-gpus", type=int, default=64, help="default 64")
     p.add_argument("--budget-usd-per-hour", type=float, help="hourly cost cap")
     p.set_defaults(handler=cmd_advise_infer)

@@ -159,6 +159,7 @@ def cmd_infer(args: argparse.Namespace) -> int:
         max_num_tokens=args.max_num_tokens, kv_cache_fraction=args.kv_cache_fraction,
         max_batch_size=args.max_batch_size, speculative_tokens=args.speculative_tokens,
         acceptance_length=args.acceptance_length, executor=args.executor,
+        window_kv_cache=args.window_kv_cache,
         gpus_per_node=_gpus_per_node(args, catalog, product, system))
     eff, measured = _calibrated(args, catalog, product, system)
     est = estimate_inference(catalog, shape, product, cfg, system=system, efficiency=eff,
@@ -370,6 +371,11 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                         "each step, hidden behind the GPU's step until it is longer) or cpp "
                         "(a C++ executor, e.g. TensorRT-LLM's TensorRT engines: none "
                         "modelled)")
+    p.add_argument("--window-kv-cache", default="ring", metavar="ring|full",
+                   help="a sliding-window layer's KV cache: ring (default: its window only, "
+                        "as vLLM and SGLang keep it) or full (every position, as "
+                        "TensorRT-LLM allocates unless KvCacheConfig.max_attention_window "
+                        "lists the windows)")
     p.add_argument("--speculative-tokens", type=int, default=0, metavar="K",
                    help="speculative decoding: draft tokens per step (MTP modules, an EAGLE "
                         "head; each costs one target-shaped layer and the LM head)")

@@ -58,6 +58,7 @@ __all__ = [
     "EXECUTORS",
     "OP_PARTS",
     "RESERVE_FRACTION",
+    "WINDOW_KV_CACHES",
     "Batching",
     "InferenceConfig",
     "InferenceCore",
@@ -79,6 +80,14 @@ MAX_PREFILL_TOKENS = 8192
 max_num_tokens; vLLM's max_num_batched_tokens is of the same order); ``--max-num-tokens``
 sets it. A larger batch of prompts is prefilled in several passes; this bounds prefill
 activation memory."""
+
+WINDOW_KV_CACHES = ("ring", "full")
+"""How an engine keeps a sliding-window layer's KV cache: "ring", only the last window of
+positions (vLLM's and SGLang's hybrid KV-cache managers, TensorRT-LLM when
+KvCacheConfig.max_attention_window lists the windows), or "full", every position, as
+TensorRT-LLM allocates by default (its long-sequence guide: the cyclic cache keeps N tokens
+with N from max_attention_window, and the allocation follows the largest window). Either way
+a windowed layer's attention reads only its window."""
 
 EXECUTORS = ("python", "cpp")
 """Serving executors: a Python loop with per-request host time each step (TensorRT-LLM's
@@ -130,6 +139,9 @@ class InferenceConfig:
     # the engine's executor loop: "python" (per-request host time each step, overlapped with
     # the GPU) or "cpp" (none modelled); see EXECUTORS
     executor: str = "python"
+    # a sliding-window layer's KV cache: its window only ("ring") or every position ("full");
+    # see WINDOW_KV_CACHES
+    window_kv_cache: str = "ring"
 
     @property
     def replicas(self) -> int:
@@ -149,6 +161,7 @@ class InferenceConfig:
         if self.chunk < 0:
             raise GpuarchError(f"--chunk: expected tokens >= 0, got {self.chunk}")
         check_choice("--executor", self.executor, EXECUTORS)
+        check_choice("--window-kv-cache", self.window_kv_cache, WINDOW_KV_CACHES)
         if self.gpus % (self.tp * self.pp):
             raise GpuarchError(f"--gpus: {self.gpus} is not divisible by TP x PP = "
                                f"{self.tp} x {self.pp}")
@@ -206,11 +219,12 @@ def kv_bytes_per_token(shape: TransformerShape, element: float, tp: int = 1) -> 
 
 
 def kv_bytes_per_sequence(shape: TransformerShape, element: float, tokens: int,
-                          tp: int = 1) -> float:
+                          tp: int = 1, window_kv_cache: str = "ring") -> float:
     """KV-cache bytes of one sequence of ``tokens`` per GPU: sliding-window layers keep only
-    the last ``sliding_window`` positions (a ring buffer), the others every position."""
+    the last ``sliding_window`` positions (a ring buffer), the others every position; with
+    ``window_kv_cache`` "full" every layer keeps every position."""
     per_token = kv_bytes_per_token(shape, element, tp)
-    if not shape.windowed_layers:
+    if not shape.windowed_layers or window_kv_cache == "full":
         return tokens * per_token
     share = shape.windowed_layers / shape.layers
     return per_token * ((1 - share) * tokens + share * min(tokens, shape.sliding_window))
@@ -587,7 +601,8 @@ def _kv_and_activation_bytes(shape: TransformerShape, cfg: InferenceConfig, batc
     """(KV cache, activations and logits) bytes per GPU for ``batch`` sequences of
     ``prompt`` + output tokens."""
     kv = batch * kv_bytes_per_sequence(shape, cfg.quant.kv_cache.bytes,
-                                       prompt + cfg.output_len, cfg.tp) / cfg.pp
+                                       prompt + cfg.output_len, cfg.tp,
+                                       cfg.window_kv_cache) / cfg.pp
     chunk = cfg.chunk if 0 < cfg.chunk < prompt else prompt
     # static: the batch's prompts (or chunks) in passes of up to max_num_tokens; continuous:
     # one prompt (or chunk) at a time is what the model holds prefill activations for
@@ -846,6 +861,7 @@ def estimate_inference(
         "max_prefill_tokens_per_pass": cfg.max_num_tokens,
         "max_batch_size": cfg.max_batch_size or None,
         "executor": cfg.executor,
+        "window_kv_cache": cfg.window_kv_cache if shape.windowed_layers else None,
         "speculative": {"draft_tokens": cfg.speculative_tokens,
                         "acceptance_length": cfg.acceptance_length,
                         "draft": "one target-shaped layer and the LM head per draft token"}

@@ -22,6 +22,7 @@ from gpuarch.errors import GpuarchError
 from gpuarch.estimate.inference import (
     EXECUTORS,
     MAX_PREFILL_TOKENS,
+    WINDOW_KV_CACHES,
     Batching,
     InferenceConfig,
     estimate_inference,
@@ -122,7 +123,8 @@ def point_config(point: TrainingPoint, gpus_per_node: int) -> InferenceConfig:
         max_num_tokens=int(point.get("max_num_tokens") or MAX_PREFILL_TOKENS),
         kv_cache_fraction=float(point.get("kv_cache_fraction") or 0.0),
         max_batch_size=int(point.get("max_batch_size") or 0),
-        executor=str(point.get("executor", EXECUTORS[0])))
+        executor=str(point.get("executor", EXECUTORS[0])),
+        window_kv_cache=str(point.get("window_kv_cache", WINDOW_KV_CACHES[0])))
 
 
 def compare_point(catalog: Catalog, point: TrainingPoint, efficiency: Efficiency
