@@ -224,19 +224,19 @@ def test_inference_validation_does_not_regress() -> None:
 
     s = validate_inference(CATALOG)
     assert len(s.rows) >= 290
-    assert s.mean_abs_error <= 0.175  # 17.1% over 291 figures
+    assert s.mean_abs_error <= 0.17  # 16.7% over 291 figures
     assert s.median_abs_error <= 0.12
     assert s.by("metric")["tpot_s"] <= 0.07
-    assert s.share_within >= 0.87  # 88.3%
+    assert s.share_within >= 0.88  # 89.3%
     in_sample = [abs(r.error) for r in s.rows if not r.out_of_sample]
     assert len(in_sample) == 171 and sum(in_sample) / len(in_sample) <= 0.12
     v017 = [abs(r.error) for r in s.rows if r.source == "trtllm-perf-overview-v0.17"]
     assert len(v017) == 76 and sum(v017) / len(v017) <= 0.08  # 6.7%
     moe_later = [abs(r.error) for r in s.rows if r.out_of_sample and "qwen3" in r.id
                  and r.source == "trtllm-perf-overview-v1.0"]
-    # 32.0% since the Qwen3-30B-A3B NVFP4 rows run with the 8-bit KV cache the published
-    # figures imply (27.0% with 16 bits): now too fast, like the other MoE rows at 1000/1000
-    assert len(moe_later) >= 10 and sum(moe_later) / len(moe_later) <= 0.33
+    # 28.3% since the Qwen3-30B-A3B NVFP4 rows run with the 8-bit KV cache the published
+    # figures imply (27.0% with 16 bits, 32.0% before the all-gather dispatch)
+    assert len(moe_later) >= 10 and sum(moe_later) / len(moe_later) <= 0.29
     # the later perf overview, all out of sample: DeepSeek-R1, GPT-OSS, Llama 3.3, Qwen3
     # and (with its preset, added later) Llama 4 Maverick
     later = [abs(r.error) for r in s.rows if r.source == "trtllm-perf-overview-03e27c7"
@@ -245,7 +245,7 @@ def test_inference_validation_does_not_regress() -> None:
                                      if r.source == "trtllm-perf-overview-03e27c7")
     assert sum(later) / len(later) <= 0.22  # 21.7%
     maverick = [abs(r.error) for r in s.rows if "maverick" in r.id]
-    assert len(maverick) == 20 and sum(maverick) / len(maverick) <= 0.38  # 37.4%
+    assert len(maverick) == 20 and sum(maverick) / len(maverick) <= 0.35  # 34.7%
 
 
 def test_queueing_when_concurrency_exceeds_what_fits() -> None:
@@ -584,3 +584,28 @@ def test_decode_parts_follow_the_context() -> None:
     assert long["attention"] > 4 * short["attention"]
     assert long["dense_gemms"] == pytest.approx(short["dense_gemms"], rel=1e-6)
     assert long["attention"] / sum(long.values()) > short["attention"] / sum(short.values())
+
+
+def test_allgather_dispatch_moves_every_token_to_every_gpu() -> None:
+    """--moe-comm allgather (TensorRT-LLM with attention DP and no multi-node NVLink): each
+    GPU gathers all ranks' tokens and reduce-scatters 16-bit outputs, so a top-1 model
+    (Llama 4 Maverick, EP 8) moves about 8 / 1 times the all-to-all's bytes (and twice that
+    on the way back) and its prefill's expert traffic grows accordingly, while a top-8 model
+    at EP 4 moves less; without data-parallel attention (EP within TP) the setting changes
+    nothing. A bad value names the flag."""
+    h200 = CATALOG.product("h200")
+    fp8 = FP8
+
+    def step(model: str, ep: int, comm: str, tp: int = 1) -> float:
+        e = estimate_inference(CATALOG, preset(model).shape, h200, InferenceConfig(
+            input_len=1024, output_len=1024, batch=512, gpus=max(tp, ep), tp=tp, ep=ep,
+            quant=fp8, moe_comm=comm))
+        return e.prefill_parts_s["expert_parallel"]  # 8,192 tokens a pass: bandwidth-bound
+
+    assert step("llama-4-maverick", 8, "allgather") > 4 * step("llama-4-maverick", 8,
+                                                                 "alltoall")
+    assert step("qwen3-235b-a22b", 4, "allgather") < step("qwen3-235b-a22b", 4, "alltoall")
+    assert step("qwen3-235b-a22b", 4, "allgather", tp=4) == \
+        step("qwen3-235b-a22b", 4, "alltoall", tp=4)
+    with pytest.raises(GpuarchError, match="--moe-comm: expected one of alltoall, allgather"):
+        step("qwen3-235b-a22b", 4, "broadcast")

@@ -26,6 +26,7 @@ from gpuarch.errors import GpuarchError, check_choice
 from gpuarch.estimate.energy import NODE_OVERHEAD, PUE, energy_kwh, facility_power_w
 from gpuarch.estimate.inference import (
     EXECUTORS,
+    MOE_COMMS,
     WINDOW_KV_CACHES,
     Batching,
     InferenceConfig,
@@ -74,12 +75,14 @@ class InferenceSearch:
     top: int = 10
     executor: str = "python"  # the engine's executor loop (InferenceConfig.executor)
     window_kv_cache: str = "ring"  # sliding-window layers' KV (InferenceConfig.window_kv_cache)
+    moe_comm: str = "alltoall"  # expert dispatch with attention DP (InferenceConfig.moe_comm)
 
     def validate(self) -> None:
         """Usage errors name the flag."""
         # checked here: the search skips configurations whose own validation fails
         check_choice("--executor", self.executor, EXECUTORS)
         check_choice("--window-kv-cache", self.window_kv_cache, WINDOW_KV_CACHES)
+        check_choice("--moe-comm", self.moe_comm, MOE_COMMS)
         for name in ("input_len", "output_len", "max_gpus", "top"):
             if getattr(self, name) < 1:
                 raise GpuarchError(f"--{name.replace('_', '-')}: expected >= 1, got "
@@ -239,7 +242,8 @@ def advise_inference(
                     input_len=search.input_len, output_len=search.output_len, batch=None,
                     gpus=unit, tp=tp, pp=pp, ep=ep, quant=scheme,
                     batching=Batching.CONTINUOUS, gpus_per_node=gpn,
-                    executor=search.executor, window_kv_cache=search.window_kv_cache)
+                    executor=search.executor, window_kv_cache=search.window_kv_cache,
+                    moe_comm=search.moe_comm)
                 try:
                     cfg.validate(shape)
                 except GpuarchError:
@@ -277,6 +281,7 @@ def advise_inference(
                    "batching": "continuous (in-flight), steady state",
                    "executor": search.executor,
                    "window_kv_cache": search.window_kv_cache,
+                   "moe_comm": search.moe_comm,
                    "fleet": ("replicas = ceil(rate x output tokens / replica throughput)"
                              if search.rate else "replicas = ceil(concurrency / batch)"
                              if search.concurrency else "one replica"),

@@ -168,7 +168,7 @@ def cmd_advise_infer(args: argparse.Namespace) -> int:
         min_throughput=args.min_throughput, max_gpus=args.max_gpus, gpus=keys, tiers=tiers,
         budget_usd_per_hour=args.budget_usd_per_hour, max_power_kw=args.max_power_kw,
         objective=args.objective or Objective.COST, top=args.top, executor=args.executor,
-        window_kv_cache=args.window_kv_cache)
+        window_kv_cache=args.window_kv_cache, moe_comm=args.moe_comm)
     return _answer(args, lambda: advise_inference(catalog, shape, search,
                                                   _prices(catalog, args),
                                                   progress=_progress(args)),
@@ -247,6 +247,10 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                    help="a sliding-window layer's KV cache, as in estimate infer: ring "
                         "(default; its window only) or full (every position, "
                         "TensorRT-LLM's default)")
+    p.add_argument("--moe-comm", default="alltoall", metavar="alltoall|allgather",
+                   help="expert dispatch with data-parallel attention, as in estimate "
+                        "infer: alltoall (default) or allgather (TensorRT-LLM without "
+                        "multi-node NVLink)")
     p.add_argument("--max-gpus", type=int, default=64, help="default 64")
     p.add_argument("--budget-usd-per-hour", type=float, help="hourly cost cap")
     p.set_defaults(handler=cmd_advise_infer)

@@ -159,7 +159,7 @@ def cmd_infer(args: argparse.Namespace) -> int:
         max_num_tokens=args.max_num_tokens, kv_cache_fraction=args.kv_cache_fraction,
         max_batch_size=args.max_batch_size, speculative_tokens=args.speculative_tokens,
         acceptance_length=args.acceptance_length, executor=args.executor,
-        window_kv_cache=args.window_kv_cache,
+        window_kv_cache=args.window_kv_cache, moe_comm=args.moe_comm,
         gpus_per_node=_gpus_per_node(args, catalog, product, system))
     eff, measured = _calibrated(args, catalog, product, system)
     est = estimate_inference(catalog, shape, product, cfg, system=system, efficiency=eff,
@@ -376,6 +376,12 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                         "as vLLM and SGLang keep it) or full (every position, as "
                         "TensorRT-LLM allocates unless KvCacheConfig.max_attention_window "
                         "lists the windows)")
+    p.add_argument("--moe-comm", default="alltoall", metavar="alltoall|allgather",
+                   help="expert dispatch when EP exceeds TP (data-parallel attention): "
+                        "alltoall (default: each token to its top-k experts' GPUs and back, "
+                        "as DeepEP or TensorRT-LLM on GB200 NVL72) or allgather (every GPU "
+                        "gathers all ranks' tokens, outputs reduce-scattered: TensorRT-LLM "
+                        "without multi-node NVLink)")
     p.add_argument("--speculative-tokens", type=int, default=0, metavar="K",
                    help="speculative decoding: draft tokens per step (MTP modules, an EAGLE "
                         "head; each costs one target-shaped layer and the LM head)")

@@ -56,6 +56,7 @@ from gpuarch.workloads.shape import FfnKind, TransformerShape
 
 __all__ = [
     "EXECUTORS",
+    "MOE_COMMS",
     "OP_PARTS",
     "RESERVE_FRACTION",
     "WINDOW_KV_CACHES",
@@ -88,6 +89,14 @@ KvCacheConfig.max_attention_window lists the windows), or "full", every position
 TensorRT-LLM allocates by default (its long-sequence guide: the cyclic cache keeps N tokens
 with N from max_attention_window, and the allocation follows the largest window). Either way
 a windowed layer's attention reads only its window."""
+
+MOE_COMMS = ("alltoall", "allgather")
+"""How an expert-parallel group with data-parallel attention moves tokens to the experts:
+"alltoall", each token's hidden state to the GPUs of its top-k experts and back (DeepEP,
+TensorRT-LLM over multi-node NVLink on GB200 NVL72), or "allgather", every GPU gathers every
+rank's tokens, runs its experts on the ones routed to them, and the partial outputs are
+reduce-scattered back (TensorRT-LLM's CUTLASS and TRT-LLM-Gen MoE with attention DP where
+there is no multi-node NVLink: H100, H200, B200)."""
 
 EXECUTORS = ("python", "cpp")
 """Serving executors: a Python loop with per-request host time each step (TensorRT-LLM's
@@ -142,6 +151,8 @@ class InferenceConfig:
     # a sliding-window layer's KV cache: its window only ("ring") or every position ("full");
     # see WINDOW_KV_CACHES
     window_kv_cache: str = "ring"
+    # expert dispatch with data-parallel attention: see MOE_COMMS
+    moe_comm: str = "alltoall"
 
     @property
     def replicas(self) -> int:
@@ -162,6 +173,7 @@ class InferenceConfig:
             raise GpuarchError(f"--chunk: expected tokens >= 0, got {self.chunk}")
         check_choice("--executor", self.executor, EXECUTORS)
         check_choice("--window-kv-cache", self.window_kv_cache, WINDOW_KV_CACHES)
+        check_choice("--moe-comm", self.moe_comm, MOE_COMMS)
         if self.gpus % (self.tp * self.pp):
             raise GpuarchError(f"--gpus: {self.gpus} is not divisible by TP x PP = "
                                f"{self.tp} x {self.pp}")
@@ -473,7 +485,15 @@ class _Runner:
         if t > 1:
             tp_comm = 2 * collective_time(Collective.ALL_REDUCE, hidden_bytes, self.tp_group,
                                           self.eff)
-        if moe and cfg.ep > 1:
+        if moe and cfg.ep > 1 and cfg.moe_comm == "allgather" and cfg.ep > t:
+            # every GPU of the group gathers all its ranks' tokens (quantized as the GEMMs
+            # take them), and the 16-bit partial outputs are reduce-scattered back
+            every = tokens * gathered * s.hidden
+            ep_comm = collective_time(Collective.ALL_GATHER, every * self.act_bytes,
+                                      self.ep_group, self.eff) \
+                + collective_time(Collective.REDUCE_SCATTER, every * 2.0, self.ep_group,
+                                  self.eff)
+        elif moe and cfg.ep > 1:
             moved = tokens * s.experts_per_token * s.hidden * self.act_bytes / t
             ep_comm = 2 * collective_time(Collective.ALL_TO_ALL, moved, self.ep_group,
                                           self.eff)
@@ -862,6 +882,7 @@ def estimate_inference(
         "max_batch_size": cfg.max_batch_size or None,
         "executor": cfg.executor,
         "window_kv_cache": cfg.window_kv_cache if shape.windowed_layers else None,
+        "moe_comm": cfg.moe_comm if shape.is_moe and cfg.ep > cfg.tp else None,
         "speculative": {"draft_tokens": cfg.speculative_tokens,
                         "acceptance_length": cfg.acceptance_length,
                         "draft": "one target-shaped layer and the LM head per draft token"}

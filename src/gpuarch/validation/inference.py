@@ -22,6 +22,7 @@ from gpuarch.errors import GpuarchError
 from gpuarch.estimate.inference import (
     EXECUTORS,
     MAX_PREFILL_TOKENS,
+    MOE_COMMS,
     WINDOW_KV_CACHES,
     Batching,
     InferenceConfig,
@@ -124,7 +125,8 @@ def point_config(point: TrainingPoint, gpus_per_node: int) -> InferenceConfig:
         kv_cache_fraction=float(point.get("kv_cache_fraction") or 0.0),
         max_batch_size=int(point.get("max_batch_size") or 0),
         executor=str(point.get("executor", EXECUTORS[0])),
-        window_kv_cache=str(point.get("window_kv_cache", WINDOW_KV_CACHES[0])))
+        window_kv_cache=str(point.get("window_kv_cache", WINDOW_KV_CACHES[0])),
+        moe_comm=str(point.get("moe_comm", MOE_COMMS[0])))
 
 
 def compare_point(catalog: Catalog, point: TrainingPoint, efficiency: Efficiency
