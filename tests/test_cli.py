@@ -357,6 +357,11 @@ def test_estimate_infer(capsys: pytest.CaptureFixture[str]) -> None:
     assert status == 2 and out == "" and "Traceback" not in err
     assert "--window-kv-cache: expected one of ring, full, got 'fulll'" in err
     assert "did you mean 'full'" in err
+    status, out, err = run(capsys, "estimate", "infer", "--model", "qwen3-30b-a3b", "--gpu",
+                           "h200", "--gpus", "4", "--ep", "4", "--input-len", "512",
+                           "--output-len", "128", "--batch", "8", "--moe-comm", "all2all")
+    assert status == 2 and out == "" and "Traceback" not in err
+    assert "--moe-comm: expected one of alltoall, allgather, got 'all2all'" in err
 
 
 def test_validate_inference(capsys: pytest.CaptureFixture[str]) -> None:
