@@ -160,6 +160,7 @@ def cmd_infer(args: argparse.Namespace) -> int:
         max_batch_size=args.max_batch_size, speculative_tokens=args.speculative_tokens,
         acceptance_length=args.acceptance_length, executor=args.executor,
         window_kv_cache=args.window_kv_cache, moe_comm=args.moe_comm,
+        num_requests=args.num_requests,
         gpus_per_node=_gpus_per_node(args, catalog, product, system))
     eff, measured = _calibrated(args, catalog, product, system)
     est = estimate_inference(catalog, shape, product, cfg, system=system, efficiency=eff,
@@ -382,6 +383,10 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                         "as DeepEP or TensorRT-LLM on GB200 NVL72) or allgather (every GPU "
                         "gathers all ranks' tokens, outputs reduce-scattered: TensorRT-LLM "
                         "without multi-node NVLink)")
+    p.add_argument("--num-requests", type=int, default=0, metavar="N",
+                   help="an offline benchmark of N fixed-length requests (trtllm-bench "
+                        "throughput) instead of the steady state: the last wave runs "
+                        "part-full; needs --batching continuous")
     p.add_argument("--speculative-tokens", type=int, default=0, metavar="K",
                    help="speculative decoding: draft tokens per step (MTP modules, an EAGLE "
                         "head; each costs one target-shaped layer and the LM head)")

@@ -153,6 +153,10 @@ class InferenceConfig:
     window_kv_cache: str = "ring"
     # expert dispatch with data-parallel attention: see MOE_COMMS
     moe_comm: str = "alltoall"
+    # an offline benchmark of this many fixed-length requests (trtllm-bench throughput,
+    # vLLM's benchmark_throughput) instead of the steady state: the last wave of requests
+    # runs part-full; 0 = steady state (continuous batching only)
+    num_requests: int = 0
 
     @property
     def replicas(self) -> int:
@@ -174,6 +178,13 @@ class InferenceConfig:
         check_choice("--executor", self.executor, EXECUTORS)
         check_choice("--window-kv-cache", self.window_kv_cache, WINDOW_KV_CACHES)
         check_choice("--moe-comm", self.moe_comm, MOE_COMMS)
+        if not isinstance(self.num_requests, int) or isinstance(self.num_requests, bool) \
+                or self.num_requests < 0:
+            raise GpuarchError("--num-requests: expected an integer >= 1, got "
+                               f"{self.num_requests!r}")
+        if self.num_requests and self.batching is not Batching.CONTINUOUS:
+            raise GpuarchError("--num-requests: an offline run of N requests needs "
+                               "--batching continuous")
         if self.gpus % (self.tp * self.pp):
             raise GpuarchError(f"--gpus: {self.gpus} is not divisible by TP x PP = "
                                f"{self.tp} x {self.pp}")
@@ -737,6 +748,9 @@ def _evaluate(runner: _Runner, cfg: InferenceConfig, product: Product, max_batch
         batch = np.minimum(batch, max_batch)  # a serving engine admits only what fits
     if cfg.batching is Batching.CONTINUOUS and cfg.max_batch_size:
         batch = np.minimum(batch, cfg.max_batch_size)  # and no more than its cap
+    if cfg.batching is Batching.CONTINUOUS and cfg.num_requests:
+        # an offline run of num_requests: a replica never holds more than its share
+        batch = np.minimum(batch, math.ceil(cfg.num_requests / cfg.replicas))
     mean_ctx = cfg.input_len + (cfg.output_len + 1) / 2
     runner.parts = {} if parts is not None else None
     step = runner.decode_step(batch, mean_ctx)
@@ -760,6 +774,8 @@ def _evaluate(runner: _Runner, cfg: InferenceConfig, product: Product, max_batch
         cycle = cfg.output_len / per_step * step.total + all_prefills.total
         tpot = cycle / cfg.output_len
         per_replica = batch * cfg.output_len / cycle
+        if cfg.num_requests:
+            per_replica = _offline_rate(runner, cfg, batch, cycle, mean_ctx, per_step)
         # a new prompt is prefilled in a pass with the others that arrived with it, after
         # waiting for the pass in progress: M/D/1 waiting time at the prefill load rho
         prompts_per_pass = max(1, cfg.max_num_tokens // max(1, cfg.input_len))
@@ -781,6 +797,22 @@ def _evaluate(runner: _Runner, cfg: InferenceConfig, product: Product, max_batch
     memory_total = sum(_memory(runner.s, cfg, batch, product).values())
     return InferenceCore(batch, ttft, tpot, latency, per_replica, queue, prefill, step,
                          memory_total, max_batch)
+
+
+def _offline_rate(runner: _Runner, cfg: InferenceConfig, batch: Num, cycle: Num,
+                  mean_ctx: float, per_step: float) -> Num:
+    """Output tokens/s of one replica over an offline run of ``cfg.num_requests`` (shared
+    evenly by the replicas): fixed-length requests move through ``batch`` slots in waves,
+    each lasting a steady-state cycle, and the last wave runs only the remainder, at the
+    shorter cycle of its smaller batch; the run ends with the last request."""
+    share = cfg.num_requests / cfg.replicas
+    full = np.floor(share / batch)
+    rest = np.ceil(share - full * batch)
+    tail = np.maximum(rest, 1)
+    tail_cycle = cfg.output_len / per_step * runner.decode_step(tail, mean_ctx).total \
+        + runner.prefill(tail).total
+    total = full * cycle + np.where(rest > 0, tail_cycle, 0.0)
+    return share * cfg.output_len / total
 
 
 def evaluate_inference(catalog: Catalog, shape: TransformerShape, product: Product,
@@ -883,6 +915,7 @@ def estimate_inference(
         "executor": cfg.executor,
         "window_kv_cache": cfg.window_kv_cache if shape.windowed_layers else None,
         "moe_comm": cfg.moe_comm if shape.is_moe and cfg.ep > cfg.tp else None,
+        "num_requests": cfg.num_requests or None,
         "speculative": {"draft_tokens": cfg.speculative_tokens,
                         "acceptance_length": cfg.acceptance_length,
                         "draft": "one target-shaped layer and the LM head per draft token"}

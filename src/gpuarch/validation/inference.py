@@ -126,7 +126,8 @@ def point_config(point: TrainingPoint, gpus_per_node: int) -> InferenceConfig:
         max_batch_size=int(point.get("max_batch_size") or 0),
         executor=str(point.get("executor", EXECUTORS[0])),
         window_kv_cache=str(point.get("window_kv_cache", WINDOW_KV_CACHES[0])),
-        moe_comm=str(point.get("moe_comm", MOE_COMMS[0])))
+        moe_comm=str(point.get("moe_comm", MOE_COMMS[0])),
+        num_requests=int(point.get("num_requests") or 0))
 
 
 def compare_point(catalog: Catalog, point: TrainingPoint, efficiency: Efficiency
