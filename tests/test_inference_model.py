@@ -225,20 +225,19 @@ def test_inference_validation_does_not_regress() -> None:
     from gpuarch.validation.inference import validate_inference
 
     s = validate_inference(CATALOG)
-    assert len(s.rows) >= 290
-    assert s.mean_abs_error <= 0.155  # 15.3% over 291 figures
+    assert len(s.rows) >= 425
+    assert s.mean_abs_error <= 0.165  # 16.3% over 425 figures
     assert s.median_abs_error <= 0.12
     assert s.by("metric")["tpot_s"] <= 0.07
-    assert s.share_within >= 0.90  # 91.1%
+    assert s.share_within >= 0.90  # 90.6%
     in_sample = [abs(r.error) for r in s.rows if not r.out_of_sample]
     assert len(in_sample) == 171 and sum(in_sample) / len(in_sample) <= 0.115  # 11.1%
     v017 = [abs(r.error) for r in s.rows if r.source == "trtllm-perf-overview-v0.17"]
     assert len(v017) == 76 and sum(v017) / len(v017) <= 0.075  # 7.1%
-    moe_later = [abs(r.error) for r in s.rows if r.out_of_sample and "qwen3" in r.id
-                 and r.source == "trtllm-perf-overview-v1.0"]
-    # 25.2% (27.0% with the Qwen3-30B-A3B NVFP4 rows' KV cache at 16 bits, 32.0% with 8
-    # bits before the all-gather dispatch and the finite request count)
-    assert len(moe_later) >= 10 and sum(moe_later) / len(moe_later) <= 0.26
+    v10 = [abs(r.error) for r in s.rows if r.source == "trtllm-perf-overview-v1.0"]
+    # every cell of v1.0's table with a preset: 30 entered first, 134 with the rest of the
+    # table after every parameter was fitted (18.3% on those alone)
+    assert len(v10) == 164 and sum(v10) / len(v10) <= 0.19  # 18.6%
     # the later perf overview, all out of sample: DeepSeek-R1, GPT-OSS, Llama 3.3, Qwen3
     # and (with its preset, added later) Llama 4 Maverick
     later = [abs(r.error) for r in s.rows if r.source == "trtllm-perf-overview-03e27c7"
@@ -247,7 +246,7 @@ def test_inference_validation_does_not_regress() -> None:
                                      if r.source == "trtllm-perf-overview-03e27c7")
     assert sum(later) / len(later) <= 0.205  # 20.0%
     maverick = [abs(r.error) for r in s.rows if "maverick" in r.id]
-    assert len(maverick) == 20 and sum(maverick) / len(maverick) <= 0.25  # 24.6%
+    assert len(maverick) == 31 and sum(maverick) / len(maverick) <= 0.25  # 24.9%
 
 
 def test_queueing_when_concurrency_exceeds_what_fits() -> None:
