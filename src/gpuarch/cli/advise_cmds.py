@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuarch.catalog.loader import load_catalog
-from gpuarch.cli.estimate_cmds import model_flags, resolve_model
+from gpuarch.cli.estimate_cmds import engine_flags, model_flags, resolve_model
 from gpuarch.cli.options import lazy_enum_value
 from gpuarch.errors import GpuarchError
 from gpuarch.report.serialize import to_json
@@ -240,17 +240,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p.add_argument("--tpot-ms", type=float, help="time-per-output-token cap")
     p.add_argument("--min-throughput", type=float,
                    help="output tokens/s over the whole deployment")
-    p.add_argument("--executor", default="python", metavar="python|cpp",
-                   help="the engine's executor loop, as in estimate infer: python (default; "
-                        "per-request host time each step) or cpp")
-    p.add_argument("--window-kv-cache", default="ring", metavar="ring|full",
-                   help="a sliding-window layer's KV cache, as in estimate infer: ring "
-                        "(default; its window only) or full (every position, "
-                        "TensorRT-LLM's default)")
-    p.add_argument("--moe-comm", default="alltoall", metavar="alltoall|allgather",
-                   help="expert dispatch with data-parallel attention, as in estimate "
-                        "infer: alltoall (default) or allgather (TensorRT-LLM without "
-                        "multi-node NVLink)")
+    engine_flags(p)
     p.add_argument("--max-gpus", type=int, default=64, help="default 64")
     p.add_argument("--budget-usd-per-hour", type=float, help="hourly cost cap")
     p.set_defaults(handler=cmd_advise_infer)

@@ -117,6 +117,27 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
+def engine_flags(p: argparse.ArgumentParser) -> None:
+    """The serving engine's properties, shared by estimate infer and advise infer."""
+    p.add_argument("--executor", default="python", metavar="python|cpp",
+                   help="the engine's executor loop: python (default: TensorRT-LLM's "
+                        "PyTorch backend and engines like it spend host time per request "
+                        "each step, hidden behind the GPU's step until it is longer) or cpp "
+                        "(a C++ executor, e.g. TensorRT-LLM's TensorRT engines: none "
+                        "modelled)")
+    p.add_argument("--window-kv-cache", default="ring", metavar="ring|full",
+                   help="a sliding-window layer's KV cache: ring (default: its window only, "
+                        "as vLLM and SGLang keep it) or full (every position, as "
+                        "TensorRT-LLM allocates unless KvCacheConfig.max_attention_window "
+                        "lists the windows)")
+    p.add_argument("--moe-comm", default="alltoall", metavar="alltoall|allgather",
+                   help="expert dispatch when EP exceeds TP (data-parallel attention): "
+                        "alltoall (default: each token to its top-k experts' GPUs and back, "
+                        "as DeepEP or TensorRT-LLM on GB200 NVL72) or allgather (every GPU "
+                        "gathers all ranks' tokens, outputs reduce-scattered: TensorRT-LLM "
+                        "without multi-node NVLink)")
+
+
 def _batch(text: str) -> int | None:
     if text == "max":
         return None
@@ -366,23 +387,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                    help="the engine's cap on sequences decoded together (vLLM "
                         "max_num_seqs, TensorRT-LLM max_batch_size); requests beyond it "
                         "queue; default: memory alone limits the batch")
-    p.add_argument("--executor", default="python", metavar="python|cpp",
-                   help="the engine's executor loop: python (default: TensorRT-LLM's "
-                        "PyTorch backend and engines like it spend host time per request "
-                        "each step, hidden behind the GPU's step until it is longer) or cpp "
-                        "(a C++ executor, e.g. TensorRT-LLM's TensorRT engines: none "
-                        "modelled)")
-    p.add_argument("--window-kv-cache", default="ring", metavar="ring|full",
-                   help="a sliding-window layer's KV cache: ring (default: its window only, "
-                        "as vLLM and SGLang keep it) or full (every position, as "
-                        "TensorRT-LLM allocates unless KvCacheConfig.max_attention_window "
-                        "lists the windows)")
-    p.add_argument("--moe-comm", default="alltoall", metavar="alltoall|allgather",
-                   help="expert dispatch when EP exceeds TP (data-parallel attention): "
-                        "alltoall (default: each token to its top-k experts' GPUs and back, "
-                        "as DeepEP or TensorRT-LLM on GB200 NVL72) or allgather (every GPU "
-                        "gathers all ranks' tokens, outputs reduce-scattered: TensorRT-LLM "
-                        "without multi-node NVLink)")
+    engine_flags(p)
     p.add_argument("--num-requests", type=int, default=0, metavar="N",
                    help="an offline benchmark of N fixed-length requests (trtllm-bench "
                         "throughput) instead of the steady state: the last wave runs "
