@@ -412,3 +412,26 @@ def test_inference_search_executor() -> None:
     with pytest.raises(GpuarchError, match=r"--executor: expected one of python, cpp, got "
                                            r"'c\+\+'"):
         advise_inference(CATALOG, shape, InferenceSearch(2048, 256, executor="c++"), prices)
+
+
+def test_inference_search_engine_properties() -> None:
+    """--window-kv-cache full (every position of GPT-OSS's windowed layers kept) leaves no
+    option a larger batch than the ring buffer's best; both properties are echoed in the
+    assumptions, and a bad value of either is an error naming its flag."""
+    from gpuarch.advise.infer import InferenceSearch, advise_inference
+
+    prices = load_prices()
+    shape = preset("gpt-oss-20b").shape
+
+    def search(**kw):  # type: ignore[no-untyped-def]
+        return advise_inference(CATALOG, shape, InferenceSearch(
+            1024, 8192, gpus=("h200",), max_gpus=1, top=500, **kw), prices)
+
+    ring, full = search(), search(window_kv_cache="full", moe_comm="allgather")
+    assert full.assumptions["window_kv_cache"] == "full"
+    assert full.assumptions["moe_comm"] == "allgather"
+    assert max(o.batch for o in full.top) < max(o.batch for o in ring.top)
+    for flag, bad in (("window_kv_cache", "cyclic"), ("moe_comm", "all2all")):
+        name = "--" + flag.replace("_", "-")
+        with pytest.raises(GpuarchError, match=name):
+            search(**{flag: bad})
