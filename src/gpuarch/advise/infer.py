@@ -76,6 +76,7 @@ class InferenceSearch:
     executor: str = "python"  # the engine's executor loop (InferenceConfig.executor)
     window_kv_cache: str = "ring"  # sliding-window layers' KV (InferenceConfig.window_kv_cache)
     moe_comm: str = "alltoall"  # expert dispatch with attention DP (InferenceConfig.moe_comm)
+    fp8_context_attention: bool = False  # InferenceConfig.fp8_context_attention
 
     def validate(self) -> None:
         """Usage errors name the flag."""
@@ -243,7 +244,8 @@ def advise_inference(
                     gpus=unit, tp=tp, pp=pp, ep=ep, quant=scheme,
                     batching=Batching.CONTINUOUS, gpus_per_node=gpn,
                     executor=search.executor, window_kv_cache=search.window_kv_cache,
-                    moe_comm=search.moe_comm)
+                    moe_comm=search.moe_comm,
+                    fp8_context_attention=search.fp8_context_attention)
                 try:
                     cfg.validate(shape)
                 except GpuarchError:

@@ -168,7 +168,8 @@ def cmd_advise_infer(args: argparse.Namespace) -> int:
         min_throughput=args.min_throughput, max_gpus=args.max_gpus, gpus=keys, tiers=tiers,
         budget_usd_per_hour=args.budget_usd_per_hour, max_power_kw=args.max_power_kw,
         objective=args.objective or Objective.COST, top=args.top, executor=args.executor,
-        window_kv_cache=args.window_kv_cache, moe_comm=args.moe_comm)
+        window_kv_cache=args.window_kv_cache, moe_comm=args.moe_comm,
+        fp8_context_attention=args.fp8_context_attention)
     return _answer(args, lambda: advise_inference(catalog, shape, search,
                                                   _prices(catalog, args),
                                                   progress=_progress(args)),

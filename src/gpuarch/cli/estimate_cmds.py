@@ -136,6 +136,10 @@ def engine_flags(p: argparse.ArgumentParser) -> None:
                         "as DeepEP or TensorRT-LLM on GB200 NVL72) or allgather (every GPU "
                         "gathers all ranks' tokens, outputs reduce-scattered: TensorRT-LLM "
                         "without multi-node NVLink)")
+    p.add_argument("--fp8-context-attention", action="store_true",
+                   help="prefill attention at the FP8 Tensor Core rate (TensorRT-LLM's FP8 "
+                        "context FMHA, on when an FP8 or NVFP4 checkpoint's attention output "
+                        "is quantized and the KV cache is FP8); default: the 16-bit rate")
 
 
 def _batch(text: str) -> int | None:
@@ -181,7 +185,7 @@ def cmd_infer(args: argparse.Namespace) -> int:
         max_batch_size=args.max_batch_size, speculative_tokens=args.speculative_tokens,
         acceptance_length=args.acceptance_length, executor=args.executor,
         window_kv_cache=args.window_kv_cache, moe_comm=args.moe_comm,
-        num_requests=args.num_requests,
+        num_requests=args.num_requests, fp8_context_attention=args.fp8_context_attention,
         gpus_per_node=_gpus_per_node(args, catalog, product, system))
     eff, measured = _calibrated(args, catalog, product, system)
     est = estimate_inference(catalog, shape, product, cfg, system=system, efficiency=eff,

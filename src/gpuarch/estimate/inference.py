@@ -25,6 +25,7 @@ Model:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -38,7 +39,7 @@ from gpuarch.catalog.model import Product, System
 from gpuarch.errors import GpuarchError, check_choice
 from gpuarch.perf.collectives import Collective, Group, collective_time, link_for
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
-from gpuarch.perf.precision import Precision
+from gpuarch.perf.precision import Precision, matmul_peak
 from gpuarch.perf.quant import QuantScheme, gemm_peak
 from gpuarch.perf.roofline import (
     Attention,
@@ -153,6 +154,11 @@ class InferenceConfig:
     window_kv_cache: str = "ring"
     # expert dispatch with data-parallel attention: see MOE_COMMS
     moe_comm: str = "alltoall"
+    # prefill attention at the FP8 Tensor Core rate where the activations are FP8 or FP4 and
+    # the KV cache FP8: TensorRT-LLM's PyTorch backend runs FP8 context FMHA when the
+    # attention output is quantized (FP8 or NVFP4 checkpoints) and the KV cache is FP8; the
+    # default keeps prefill attention at the 16-bit rate
+    fp8_context_attention: bool = False
     # an offline benchmark of this many fixed-length requests (trtllm-bench throughput,
     # vLLM's benchmark_throughput) instead of the steady state: the last wave of requests
     # runs part-full; 0 = steady state (continuous batching only)
@@ -392,6 +398,17 @@ class _Runner:
         base = Device.of(product, act, generation)
         self.device = Device(product, act, peak.peak, base.vector_flops, base.bandwidth,
                              base.attention_flops, generation)
+        # prefill attention at the FP8 rate (FP8 context FMHA) where the engine runs it: with
+        # quantized activations (the attention output feeds an FP8 or FP4 GEMM) and an FP8
+        # KV cache
+        self.context_device = self.device
+        if cfg.fp8_context_attention and cfg.quant.kv_cache.value == "fp8" \
+                and cfg.quant.activations.value in ("fp8", "fp4"):
+            fp8 = matmul_peak(product, Precision.FP8)
+            if fp8 is None or fp8.fallback_reason:
+                raise GpuarchError(f"--fp8-context-attention: {product.name} has no FP8 "
+                                   "Tensor Cores (Ada, Hopper or newer)")
+            self.context_device = dataclasses.replace(self.device, attention_flops=fp8.flops)
         self.act_bytes = 2.0 if cfg.quant.activations.is_16bit else cfg.quant.activations.bytes
         pcie = catalog.pcie_generation(product.pcie_generation or 0)
         intra, inter = link_for(product, system, pcie.x16_bandwidth_bytes_s if pcie else None,
@@ -485,7 +502,9 @@ class _Runner:
                 Elementwise(3.0 * inner * 2.0, name="activation")]
         phase = _Phase()
         for op in ops:
-            time, compute = _split(op, self.device, self.eff)
+            device = self.context_device if isinstance(op, Attention) and q_len > 1 \
+                else self.device
+            time, compute = _split(op, device, self.eff)
             if isinstance(op, Gemm) and self.peak.dequantize:
                 time = np.where(compute, time * (1 + self.eff.dequant_overhead), time)
             phase = phase + _Phase(compute=np.where(compute, time, 0.0),
@@ -916,6 +935,8 @@ def estimate_inference(
         "window_kv_cache": cfg.window_kv_cache if shape.windowed_layers else None,
         "moe_comm": cfg.moe_comm if shape.is_moe and cfg.ep > cfg.tp else None,
         "num_requests": cfg.num_requests or None,
+        "context_attention": "fp8" if runner.context_device is not runner.device
+        else "16-bit",
         "speculative": {"draft_tokens": cfg.speculative_tokens,
                         "acceptance_length": cfg.acceptance_length,
                         "draft": "one target-shaped layer and the LM head per draft token"}

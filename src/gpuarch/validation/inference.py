@@ -127,7 +127,8 @@ def point_config(point: TrainingPoint, gpus_per_node: int) -> InferenceConfig:
         executor=str(point.get("executor", EXECUTORS[0])),
         window_kv_cache=str(point.get("window_kv_cache", WINDOW_KV_CACHES[0])),
         moe_comm=str(point.get("moe_comm", MOE_COMMS[0])),
-        num_requests=int(point.get("num_requests") or 0))
+        num_requests=int(point.get("num_requests") or 0),
+        fp8_context_attention=bool(point.get("fp8_context_attention", False)))
 
 
 def compare_point(catalog: Catalog, point: TrainingPoint, efficiency: Efficiency
