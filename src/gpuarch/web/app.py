@@ -168,7 +168,7 @@ _FORMS: dict[str, tuple[str, list[tuple[str, str]]]] = {
         ("output_len", "256"), ("batch", "32"), ("batching", "static"),
         ("weight_precision", "bf16"), ("activation_precision", ""), ("kv_precision", ""),
         ("max_batch_size", ""), ("executor", "python"), ("window_kv_cache", "ring"),
-        ("moe_comm", "alltoall"), ("num_requests", "")]),
+        ("moe_comm", "alltoall"), ("num_requests", ""), ("fp8_context_attention", "")]),
     "advise/train": ("Training advice", [
         ("model", "llama-3.1-8b"), ("tokens", "1T"), ("gpu", "h100,h200,b200"),
         ("max_gpus", "256"), ("objective", "time"), ("deadline_days", "")]),
