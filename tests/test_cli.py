@@ -364,6 +364,19 @@ def test_estimate_infer(capsys: pytest.CaptureFixture[str]) -> None:
     assert "--moe-comm: expected one of alltoall, allgather, got 'all2all'" in err
 
 
+@pytest.mark.parametrize(("flag", "value"), [("--num-requests", "0"), ("--max-batch-size", "0"),
+                                             ("--num-requests", "many")])
+def test_infer_counts_refuse_an_explicit_zero(capsys: pytest.CaptureFixture[str], flag: str,
+                                              value: str) -> None:
+    """0 is these flags' unset default (no offline run, no cap); given explicitly it would
+    be silently ignored, so it is a usage error naming the flag."""
+    status, out, err = run(capsys, "estimate", "infer", "--model", "llama-3.1-8b", "--gpu",
+                           "h100", "--input-len", "512", "--output-len", "128", "--batch",
+                           "8", "--batching", "continuous", flag, value)
+    assert status == 2 and out == "" and "Traceback" not in err
+    assert f"{flag}: expected an integer >= 1, got" in err
+
+
 def test_validate_inference(capsys: pytest.CaptureFixture[str]) -> None:
     """validate inference prints every published figure against its prediction."""
     status, out, _ = run(capsys, "validate", "inference", "--json")

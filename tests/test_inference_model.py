@@ -305,7 +305,7 @@ def test_speculative_decoding() -> None:
     ("kw", "message"),
     [({"speculative_tokens": 2, "acceptance_length": 3.5},
       r"--acceptance-length: expected the mean tokens per step, between 1 and 3"),
-     ({"speculative_tokens": 2}, r"--acceptance-length: expected the mean tokens per step"),
+     ({"speculative_tokens": 2}, r"--acceptance-length: needed with --speculative-tokens 2"),
      ({"acceptance_length": 2.0}, r"--acceptance-length: needs --speculative-tokens"),
      ({"speculative_tokens": -1}, r"--speculative-tokens: expected an integer >= 0")],
 )

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpuarch.catalog.loader import load_catalog
-from gpuarch.cli.options import lazy_enum_value
+from gpuarch.cli.options import at_least_one, lazy_enum_value
 from gpuarch.errors import GpuarchError
 from gpuarch.report.serialize import to_json
 
@@ -387,12 +387,14 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                    help="KV cache gets the fraction F of the memory left after weights and "
                         "activations (TensorRT-LLM's kv_cache_free_gpu_mem_fraction); "
                         "default: all but a reserve of 10%% of GPU memory (vLLM's 0.9)")
-    p.add_argument("--max-batch-size", type=int, default=0, metavar="N",
+    p.add_argument("--max-batch-size", type=at_least_one("--max-batch-size"), default=0,
+                   metavar="N",
                    help="the engine's cap on sequences decoded together (vLLM "
                         "max_num_seqs, TensorRT-LLM max_batch_size); requests beyond it "
                         "queue; default: memory alone limits the batch")
     engine_flags(p)
-    p.add_argument("--num-requests", type=int, default=0, metavar="N",
+    p.add_argument("--num-requests", type=at_least_one("--num-requests"), default=0,
+                   metavar="N",
                    help="an offline benchmark of N fixed-length requests (trtllm-bench "
                         "throughput) instead of the steady state: the last wave runs "
                         "part-full; needs --batching continuous")

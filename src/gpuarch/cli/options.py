@@ -9,7 +9,7 @@ from typing import TypeVar
 
 from gpuarch.errors import suggestion
 
-__all__ = ["enum_list", "enum_value", "lazy_enum_value"]
+__all__ = ["at_least_one", "enum_list", "enum_value", "lazy_enum_value"]
 
 E = TypeVar("E", bound=Enum)
 
@@ -55,6 +55,24 @@ def lazy_enum_value(path: str, flag: str) -> Callable[[str], Enum]:
         cls: type[Enum] = getattr(importlib.import_module(module), name)
         member: Enum = enum_value(cls, flag)(text)
         return member
+
+    parse.__name__ = flag
+    return parse
+
+
+def at_least_one(flag: str) -> Callable[[str], int]:
+    """An argparse ``type=`` for a count that must be given as >= 1 when the flag is used (its
+    unset default, 0, means "none" to the library, so an explicit 0 is refused, not ignored)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{flag}: expected an integer >= 1, got {text!r}") from None
+        if value < 1:
+            raise argparse.ArgumentTypeError(f"{flag}: expected an integer >= 1, got {value}")
+        return value
 
     parse.__name__ = flag
     return parse

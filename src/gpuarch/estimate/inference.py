@@ -214,6 +214,11 @@ class InferenceConfig:
                                f"{self.speculative_tokens!r}")
         if self.speculative_tokens:
             top = self.speculative_tokens + 1
+            if not self.acceptance_length:
+                raise GpuarchError(
+                    f"--acceptance-length: needed with --speculative-tokens "
+                    f"{self.speculative_tokens}: the mean tokens each sequence emits per "
+                    f"step, between 1 and {top} (measure it on your data)")
             if not isinstance(self.acceptance_length, (int, float)) or isinstance(
                     self.acceptance_length, bool) or not 1 <= self.acceptance_length <= top:
                 raise GpuarchError(
