@@ -495,8 +495,12 @@ class _Runner:
                 shared = width * s.shared_experts
                 ops += [self._gemm(tokens, up_factor * shared // t, s.hidden, "shared_up"),
                         self._gemm(tokens, s.hidden, shared // t, "shared_down")]
-            ops.append(moe_permute(routed, s.hidden, self.act_bytes))
-            inner = routed * width // moe_tp
+            # a GPU permutes, activates and un-permutes only the copies routed to its own
+            # experts, 1/EP of the group's (TensorRT-LLM's expandInputRowsKernel stops at
+            # the local experts' last row); they go in quantized as the GEMMs take them and
+            # come out of the down projection in 16 bits
+            ops.append(moe_permute(routed / cfg.ep, s.hidden, self.act_bytes, 2.0))
+            inner = routed / cfg.ep * width // moe_tp
         else:
             f = s.d_ffn
             ops += [self._gemm(tokens, up_factor * f // t, s.hidden, "mlp_up"),
@@ -860,6 +864,12 @@ _REASONS = {
               "batch per weight read, or more bandwidth shortens it",
     "communication": "tensor-parallel all-reduces (latency-bound at small batch) dominate; "
                      "fewer GPUs per replica or NVLink shortens it",
+    "communication:expert_parallel": "the expert-parallel token exchange (all-to-all, or "
+                                     "all-gather and reduce-scatter) dominates; a smaller EP "
+                                     "group, an all-to-all dispatch or a faster fabric "
+                                     "shortens it",
+    "communication:pipeline_p2p": "pipeline sends between stages dominate; fewer stages or "
+                                  "a faster link shortens it",
     "overhead": "fixed per-step framework and launch time dominates; larger batches amortise "
                 "it",
     "host": "the executor's host work per request in flight (scheduling, sampling, "
@@ -911,7 +921,16 @@ def estimate_inference(
             return f"the host's {host_ms:.3g} ms per step outlast the GPU's {gpu_ms:.3g} ms"
         return f"{float(v.as_dict()[part] / v.total):.0%} of the {phase} time"
 
-    reasons = {k: f"{share(k, v)}: {_REASONS[bottleneck[k]]}" for k, v in phases.items()}
+    def why(phase: str) -> str:
+        part = bottleneck[phase]
+        if part == "communication":  # name the exchange that takes most of it
+            parts = phase_parts[phase]
+            kind = max(("tensor_parallel", "expert_parallel", "pipeline_p2p"),
+                       key=lambda k: parts.get(k, 0.0))
+            return _REASONS.get(f"communication:{kind}", _REASONS[part])
+        return _REASONS[part]
+
+    reasons = {k: f"{share(k, v)}: {why(k)}" for k, v in phases.items()}
     assumptions: dict[str, Any] = {
         "gemm_peak_tflops": from_si(runner.peak.peak.flops, Unit.TFLOPS),
         "gemm_peak_source": f"{runner.peak.peak.key.value} ({runner.peak.peak.origin}, "

@@ -120,10 +120,14 @@ class Elementwise:
 Op = Gemm | Attention | Elementwise
 
 
-def moe_permute(routed: Num, hidden: Num, element: float) -> Elementwise:
-    """Token permutation into expert order and back: each routed copy of a token's hidden
-    state is read and written on the way in and on the way out (training and serving)."""
-    return Elementwise(4.0 * routed * hidden * element, name="moe_permute")
+def moe_permute(routed: Num, hidden: Num, element: float,
+                out_element: float | None = None) -> Elementwise:
+    """Token permutation into expert order and back for the ``routed`` copies a GPU's experts
+    take: each copy of a token's hidden state is read and written on the way in (``element``
+    bytes each, as the expert GEMMs take it) and on the way out (``out_element`` bytes, the
+    expert output's format; default the same)."""
+    out = element if out_element is None else out_element
+    return Elementwise(2.0 * routed * hidden * (element + out), name="moe_permute")
 
 
 @dataclass(frozen=True)
