@@ -392,6 +392,35 @@ def test_validate_inference(capsys: pytest.CaptureFixture[str]) -> None:
     status, out, _ = run(capsys, "validate", "inference")
     assert status == 0 and "by model:  " in out and "by source: " in out
 
+    # --match keeps the figures whose id, source, model or GPU contain every text, and the
+    # statistics are over those; --worst keeps the largest errors of them
+    status, out, _ = run(capsys, "validate", "inference", "--json", "--match", "MAVERICK",
+                         "--match", "h200")
+    picked = json.loads(out)["figures"]
+    expected = [f for f in doc["figures"] if f["model"] == "llama-4-maverick"
+                and f["gpu"].startswith("h200")]
+    assert status == 0 and [f["id"] for f in picked] == [f["id"] for f in expected]
+    assert json.loads(out)["mean_abs_error"] == pytest.approx(
+        sum(abs(f["error"]) for f in expected) / len(expected), rel=1e-5)
+    status, out, _ = run(capsys, "validate", "inference", "--json", "--worst", "5")
+    worst = json.loads(out)["figures"]
+    top = sorted((abs(f["error"]) for f in doc["figures"]), reverse=True)[:5]
+    assert [abs(f["error"]) for f in worst] == pytest.approx(top, rel=1e-5)
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["inference", "--match", "qwen4"], "--match: no compared point has 'qwen4' in its id, "
+     "source, model or GPU; did you mean 'qwen3'?"),
+    (["training", "--match", "h100", "--match", "b300"],
+     "--match: no compared point matches all of 'h100', 'b300'"),
+    (["training", "--worst", "0"], "--worst: expected an integer >= 1, got 0"),
+])
+def test_validate_selection_errors(capsys: pytest.CaptureFixture[str], argv: list[str],
+                                   message: str) -> None:
+    """A selection that leaves nothing, or a bad count, is a usage error naming the flag."""
+    status, out, err = run(capsys, "validate", *argv)
+    assert status == 2 and out == "" and message in err and "Traceback" not in err
+
 
 def test_numerics_commands(capsys: pytest.CaptureFixture[str]) -> None:
     """formats / matmul / recipe-sim / sparsity: JSON, deterministic for a seed."""

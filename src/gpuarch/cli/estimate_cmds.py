@@ -270,7 +270,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from gpuarch.report.estimate_text import render_validation
     from gpuarch.validation.training import validate_training
 
-    summary = validate_training(load_catalog())
+    summary = validate_training(load_catalog()).select(args.match, args.worst)
     if args.json:
         print(to_json(summary.as_json("points", ("gpu", "source"))))
     else:
@@ -282,12 +282,21 @@ def cmd_validate_inference(args: argparse.Namespace) -> int:
     from gpuarch.report.estimate_text import render_inference_validation
     from gpuarch.validation.inference import validate_inference
 
-    summary = validate_inference(load_catalog())
+    summary = validate_inference(load_catalog()).select(args.match, args.worst)
     if args.json:
         print(to_json(summary.as_json("figures", ("metric", "gpu", "source", "model"))))
     else:
         print(render_inference_validation(summary))
     return 0
+
+
+def _selection_flags(p: argparse.ArgumentParser) -> None:
+    """validate's --match and --worst: which compared points to show and summarise."""
+    p.add_argument("--match", action="append", default=[], metavar="TEXT",
+                   help="only points whose id, source, model or GPU contains TEXT (case "
+                        "ignored; repeat to require several); the statistics are over them")
+    p.add_argument("--worst", type=at_least_one("--worst"), metavar="N",
+                   help="only the N points with the largest absolute error")
 
 
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
@@ -427,7 +436,9 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p = val_sub.add_parser("training", parents=[common],
                            help="training throughput against published results")
     p.set_defaults(handler=cmd_validate)
+    _selection_flags(p)
     p = val_sub.add_parser("inference", parents=[common],
                            help="inference TTFT, TPOT and throughput against published "
                            "results")
     p.set_defaults(handler=cmd_validate_inference)
+    _selection_flags(p)

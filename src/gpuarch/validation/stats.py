@@ -53,6 +53,36 @@ class ErrorSummary:
             groups.setdefault(str(getattr(r, attr)), []).append(abs(r.error))
         return {k: statistics.fmean(v) for k, v in groups.items()}
 
+    def select(self, match: Sequence[str] = (), worst: int | None = None) -> ErrorSummary:
+        """The rows whose id, source, model or GPU contain every text of ``match`` (case
+        ignored), then the ``worst`` of them by absolute error (largest first); the skipped
+        points whose id contains every text. Raises GpuarchError (naming ``--match``) when
+        nothing is left, with the closest model, GPU or source as a suggestion."""
+        from gpuarch.errors import GpuarchError, suggestion
+
+        texts = [t.lower() for t in match]
+
+        def fields(r: Any) -> str:
+            return " ".join(str(getattr(r, a, "")) for a in ("id", "source", "model", "gpu"))
+
+        rows = [r for r in self.rows if all(t in fields(r).lower() for t in texts)]
+        if not rows:
+            names = sorted({part for r in self.rows for a in ("source", "model", "gpu")
+                            for name in [str(getattr(r, a, ""))]
+                            for part in (name, *name.split("-"))})
+            alone = [t for t in match
+                     if not any(t.lower() in fields(r).lower() for r in self.rows)]
+            if alone:
+                raise GpuarchError(f"--match: no compared point has {alone[0]!r} in its "
+                                   f"id, source, model or GPU{suggestion(alone[0], names)}")
+            raise GpuarchError(f"--match: no compared point matches all of "
+                               f"{', '.join(repr(t) for t in match)}")
+        if worst is not None:
+            rows = sorted(rows, key=lambda r: abs(r.error), reverse=True)[:worst]
+        skipped = tuple((i, why) for i, why in self.skipped
+                        if all(t in i.lower() for t in texts))
+        return ErrorSummary(tuple(rows), skipped, self.bound)
+
     def as_json(self, rows_key: str, groups: Sequence[str]) -> dict[str, Any]:
         """The document ``gpuarch validate ... --json`` prints."""
         return {
