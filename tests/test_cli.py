@@ -408,6 +408,26 @@ def test_validate_inference(capsys: pytest.CaptureFixture[str]) -> None:
     assert [abs(f["error"]) for f in worst] == pytest.approx(top, rel=1e-5)
 
 
+def test_validate_explain(capsys: pytest.CaptureFixture[str]) -> None:
+    """--explain adds each prediction's breakdown: in --json as each row's 'explain' (the
+    estimate's own parts, which add up to its step), in text as a line per point; without
+    it the JSON rows carry no breakdown."""
+    status, out, _ = run(capsys, "validate", "training", "--json", "--explain", "--match",
+                         "mbridge2511-gb200-deepseek-v3-fp8mx")
+    (row,) = json.loads(out)["points"]
+    x = row["explain"]
+    assert status == 0 and sum(x["time_breakdown_s"].values()) == pytest.approx(
+        x["step_time_s"], rel=1e-4)
+    assert sum(x["compute_breakdown_s"].values()) == pytest.approx(
+        x["time_breakdown_s"]["compute"], rel=1e-4)
+    status, out, _ = run(capsys, "validate", "training", "--json", "--worst", "1")
+    assert "explain" not in json.loads(out)["points"][0]
+    status, out, _ = run(capsys, "validate", "inference", "--explain", "--match",
+                         "trtllm-r1-b200-fp4-kvfp8")
+    assert status == 0 and "where each prediction's time goes" in out
+    assert "trtllm-r1-b200-fp4-kvfp8-1k-2k: batch " in out and "decode (" in out
+
+
 @pytest.mark.parametrize(("argv", "message"), [
     (["inference", "--match", "qwen4"], "--match: no compared point has 'qwen4' in its id, "
      "source, model or GPU; did you mean 'qwen3'?"),

@@ -272,9 +272,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     summary = validate_training(load_catalog()).select(args.match, args.worst)
     if args.json:
-        print(to_json(summary.as_json("points", ("gpu", "source"))))
+        print(to_json(summary.as_json("points", ("gpu", "source"), args.explain)))
     else:
-        print(render_validation(summary))
+        print(render_validation(summary, args.explain))
     return 0
 
 
@@ -284,9 +284,10 @@ def cmd_validate_inference(args: argparse.Namespace) -> int:
 
     summary = validate_inference(load_catalog()).select(args.match, args.worst)
     if args.json:
-        print(to_json(summary.as_json("figures", ("metric", "gpu", "source", "model"))))
+        print(to_json(summary.as_json("figures", ("metric", "gpu", "source", "model"),
+                                      args.explain)))
     else:
-        print(render_inference_validation(summary))
+        print(render_inference_validation(summary, args.explain))
     return 0
 
 
@@ -297,6 +298,9 @@ def _selection_flags(p: argparse.ArgumentParser) -> None:
                         "ignored; repeat to require several); the statistics are over them")
     p.add_argument("--worst", type=at_least_one("--worst"), metavar="N",
                    help="only the N points with the largest absolute error")
+    p.add_argument("--explain", action="store_true",
+                   help="where each prediction's time goes (the estimate's breakdown), "
+                        "under the table or as each row's 'explain' in --json")
 
 
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],

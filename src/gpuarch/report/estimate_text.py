@@ -146,7 +146,7 @@ def render_roofline(r: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def render_validation(s: ValidationSummary) -> str:
+def render_validation(s: ValidationSummary, explain: bool = False) -> str:
     rows = [[r.id + (" *" if r.out_of_sample else ""), r.gpu, str(r.gpus), r.layout,
              r.precision, fmt(r.published), fmt(r.predicted), f"{r.error:+.1%}",
              r.published_from] for r in s.rows]
@@ -159,10 +159,13 @@ def render_validation(s: ValidationSummary) -> str:
              f"{_pct(s.share_within)} of points within 20%",
              "by GPU:    " + ", ".join(f"{k} {_pct(v)}" for k, v in s.by("gpu").items()),
              "by source: " + ", ".join(f"{k} {_pct(v)}" for k, v in s.by("source").items())]
+    if explain:
+        lines += ["", "where each predicted step goes:"]
+        lines += [f"  {r.id}: {_train_explained(r.explain)}" for r in s.rows]
     return "\n".join(lines + _validation_footer(s, "points", "training"))
 
 
-def render_inference_validation(s: InferenceSummary) -> str:
+def render_inference_validation(s: InferenceSummary, explain: bool = False) -> str:
     rows = [[r.id + (" *" if r.out_of_sample else ""), r.gpu, str(r.gpus), r.formats,
              r.lengths, r.batching, r.metric, fmt(r.published), fmt(r.predicted),
              f"{r.error:+.1%}"] for r in s.rows]
@@ -177,7 +180,34 @@ def render_inference_validation(s: InferenceSummary) -> str:
              "by GPU:    " + ", ".join(f"{k} {_pct(v)}" for k, v in s.by("gpu").items()),
              "by source: " + ", ".join(f"{k} {_pct(v)}" for k, v in s.by("source").items()),
              "by model:  " + ", ".join(f"{k} {_pct(v)}" for k, v in s.by("model").items())]
+    if explain:
+        lines += ["", "where each prediction's time goes (one prefill pass; one decode step):"]
+        seen: set[str] = set()
+        for r in s.rows:  # a point's figures share one estimate
+            if r.id not in seen:
+                seen.add(r.id)
+                lines.append(f"  {r.id}: {_infer_explained(r.explain)}")
     return "\n".join(lines + _validation_footer(s, "figures", "inference"))
+
+
+def _train_explained(x: dict[str, Any]) -> str:
+    """One line: a training step's time by kind, compute and communication by part."""
+    step = x["step_time_s"]
+    t = x["time_breakdown_s"]
+    head = ", ".join(f"{k.replace('_', ' ')} {v / step:.0%}" for k, v in t.items()
+                     if v >= 0.005 * step)
+    inner = [p for p in (_shares(x["compute_breakdown_s"], step),
+                         _shares(x["communication_breakdown_s"], step)) if p]
+    return f"step {fmt(step)} s: {head}" + (f"; of the step: {'; '.join(inner)}"
+                                             if inner else "")
+
+
+def _infer_explained(x: dict[str, Any]) -> str:
+    """One line: batch, bottlenecks and the parts of a prefill pass and a decode step."""
+    pre, dec = x["prefill_parts_s"], x["decode_step_parts_s"]
+    b = x["bottleneck"]
+    return (f"batch {x['batch']}; prefill ({b['prefill']}) {_shares(pre, sum(pre.values()))}; "
+            f"decode ({b['decode']}) {_shares(dec, sum(dec.values()))}")
 
 
 _PART_LABELS = {"dense_gemms": "dense GEMMs", "expert_gemms": "expert GEMMs",

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import tomllib
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -85,6 +85,8 @@ class InferenceComparison:
     published: float
     predicted: float
     out_of_sample: bool = False  # added after the parameters it tests were fitted
+    # the estimate's phases and where their time goes (``validate --explain``)
+    explain: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def error(self) -> float:
@@ -140,6 +142,8 @@ def compare_point(catalog: Catalog, point: TrainingPoint, efficiency: Efficiency
     est = estimate_inference(catalog, shape, product, cfg, system=system,
                              efficiency=efficiency)
     doc = est.as_json()
+    explain = {k: doc[k] for k in ("batch", "ttft_s", "tpot_s", "prefill_parts_s",
+                                   "decode_step_parts_s", "bottleneck")}
     q = cfg.quant
     rows = []
     for key, attr in _METRICS.items():
@@ -150,7 +154,7 @@ def compare_point(catalog: Catalog, point: TrainingPoint, efficiency: Efficiency
                 f"W{q.weights.value}/A{q.activations.value}/KV{q.kv_cache.value}",
                 f"{cfg.input_len}/{cfg.output_len}",
                 f"{cfg.batching.value} {est.batch}", key, float(published), float(doc[attr]),
-                bool(point.get("out_of_sample", False))))
+                bool(point.get("out_of_sample", False)), explain))
     if not rows:
         raise GpuarchError(f"point {point.id}: no published figure to compare")
     return rows

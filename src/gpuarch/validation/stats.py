@@ -83,10 +83,18 @@ class ErrorSummary:
                         if all(t in i.lower() for t in texts))
         return ErrorSummary(tuple(rows), skipped, self.bound)
 
-    def as_json(self, rows_key: str, groups: Sequence[str]) -> dict[str, Any]:
-        """The document ``gpuarch validate ... --json`` prints."""
+    def as_json(self, rows_key: str, groups: Sequence[str],
+                explain: bool = False) -> dict[str, Any]:
+        """The document ``gpuarch validate ... --json`` prints (each row's ``explain``, the
+        prediction's breakdown, only if asked)."""
+        def row(r: Any) -> dict[str, Any]:
+            d = {**asdict(r), "error": r.error}
+            if not explain:
+                d.pop("explain", None)
+            return d
+
         return {
-            rows_key: [{**asdict(r), "error": r.error} for r in self.rows],
+            rows_key: [row(r) for r in self.rows],
             "skipped": [{"id": i, "reason": why} for i, why in self.skipped],
             "mean_abs_error": self.mean_abs_error,
             "median_abs_error": self.median_abs_error,

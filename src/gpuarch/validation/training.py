@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import tomllib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -171,6 +171,8 @@ class TrainingComparison:
     published: float
     predicted: float
     out_of_sample: bool = False  # added after the parameters it tests were fitted
+    # the prediction's step time and where it goes (``validate --explain``)
+    explain: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def error(self) -> float:
@@ -197,10 +199,13 @@ def compare_point(catalog: Catalog, point: TrainingPoint, efficiency: Efficiency
     published, origin = published_tokens_per_s_per_gpu(point, shape, est.matmul_peak_flops)
     layout = f"TP{cfg.tp} PP{cfg.pp} CP{cfg.cp} DP{cfg.dp}" + (
         f" EP{cfg.ep}" if cfg.ep > 1 else "") + (f" VPP{cfg.vpp}" if cfg.vpp > 1 else "")
+    doc = est.as_json()
+    explain = {k: doc[k] for k in ("step_time_s", "time_breakdown_s", "compute_breakdown_s",
+                                   "communication_breakdown_s", "bottleneck")}
     return TrainingComparison(point.id, point.source, point.where, shape.name, product.key,
                               cfg.gpus, layout, cfg.precision.value, origin, published,
                               est.tokens_per_s_per_gpu,
-                              bool(point.get("out_of_sample", False)))
+                              bool(point.get("out_of_sample", False)), explain)
 
 
 def validate_training(catalog: Catalog, efficiency: Efficiency = DEFAULT_EFFICIENCY,
