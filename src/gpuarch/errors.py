@@ -15,6 +15,7 @@ __all__ = [
     "GpuarchError",
     "UnknownNameError",
     "check_choice",
+    "check_count",
     "did_you_mean",
     "suggestion",
 ]
@@ -78,6 +79,15 @@ def check_choice(flag: str, value: object, choices: Iterable[str]) -> None:
     if value not in options:
         raise GpuarchError(f"{flag}: expected one of {', '.join(options)}, got {value!r}"
                            f"{suggestion(str(value), options)}")
+
+
+def check_count(flag: str, value: object, *, zero_unset: bool = False) -> None:
+    """Raise ``--flag: expected an integer >= N, got x`` unless ``value`` is a non-negative
+    int (bools refused). With ``zero_unset`` 0 stands for "not given", so the message asks
+    for >= 1 (what a user may give); otherwise 0 is a count like any other."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise GpuarchError(f"{flag}: expected an integer >= {1 if zero_unset else 0}, "
+                           f"got {value!r}")
 
 
 def _quote_list(items: list[str]) -> str:

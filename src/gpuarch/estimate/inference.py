@@ -36,7 +36,7 @@ import numpy as np
 
 from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import Product, System
-from gpuarch.errors import GpuarchError, check_choice
+from gpuarch.errors import GpuarchError, check_choice, check_count
 from gpuarch.perf.collectives import Collective, Group, collective_time, link_for
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.perf.precision import Precision, matmul_peak
@@ -48,6 +48,7 @@ from gpuarch.perf.roofline import (
     Gemm,
     Op,
     moe_permute,
+    op_kind,
     op_time,
 )
 from gpuarch.units import Unit, from_si
@@ -184,10 +185,7 @@ class InferenceConfig:
         check_choice("--executor", self.executor, EXECUTORS)
         check_choice("--window-kv-cache", self.window_kv_cache, WINDOW_KV_CACHES)
         check_choice("--moe-comm", self.moe_comm, MOE_COMMS)
-        if not isinstance(self.num_requests, int) or isinstance(self.num_requests, bool) \
-                or self.num_requests < 0:
-            raise GpuarchError("--num-requests: expected an integer >= 1, got "
-                               f"{self.num_requests!r}")
+        check_count("--num-requests", self.num_requests, zero_unset=True)
         if self.num_requests and self.batching is not Batching.CONTINUOUS:
             raise GpuarchError("--num-requests: an offline run of N requests needs "
                                "--batching continuous")
@@ -200,18 +198,12 @@ class InferenceConfig:
                 self.kv_cache_fraction, bool) or not 0 <= self.kv_cache_fraction <= 1:
             raise GpuarchError("--kv-cache-fraction: expected a fraction in (0, 1], got "
                                f"{self.kv_cache_fraction!r}")
-        if not isinstance(self.max_batch_size, int) or isinstance(self.max_batch_size, bool) \
-                or self.max_batch_size < 0:
-            raise GpuarchError("--max-batch-size: expected an integer >= 1, got "
-                               f"{self.max_batch_size!r}")
+        check_count("--max-batch-size", self.max_batch_size, zero_unset=True)
         if (self.max_batch_size and self.batching is Batching.STATIC and self.batch is not None
                 and self.batch > self.max_batch_size):
             raise GpuarchError(f"--batch: {self.batch} exceeds --max-batch-size "
                                f"{self.max_batch_size} (a static batch runs all at once)")
-        if not isinstance(self.speculative_tokens, int) or isinstance(
-                self.speculative_tokens, bool) or self.speculative_tokens < 0:
-            raise GpuarchError("--speculative-tokens: expected an integer >= 0, got "
-                               f"{self.speculative_tokens!r}")
+        check_count("--speculative-tokens", self.speculative_tokens)
         if self.speculative_tokens:
             top = self.speculative_tokens + 1
             if not self.acceptance_length:
@@ -373,16 +365,6 @@ all-to-alls, the pipeline sends, fixed per-layer/per-step/per-pass overheads, an
 executor's host time beyond the GPU's step."""
 
 
-def _op_part(op: Op) -> str:
-    """Which of ``OP_PARTS`` an operator's seconds count towards."""
-    if isinstance(op, Attention):
-        return "attention"
-    if isinstance(op, Gemm):
-        return "expert_gemms" if op.name.startswith("expert_") or op.name == "router" \
-            else "dense_gemms"
-    return "memory_bound"
-
-
 def _split(op: Op, device: Device, eff: Efficiency) -> tuple[Num, Num]:
     """(time, whether compute-bound) of one operator; the bound rule of ``op_cost``."""
     t, t_cmp, t_mem, _, _ = op_time(op, device, eff)
@@ -518,7 +500,7 @@ class _Runner:
                 time = np.where(compute, time * (1 + self.eff.dequant_overhead), time)
             phase = phase + _Phase(compute=np.where(compute, time, 0.0),
                                    memory=np.where(compute, 0.0, time))
-            self._add(_op_part(op), time)
+            self._add(op_kind(op), time)
         tp_comm: Num = 0.0
         ep_comm: Num = 0.0
         if t > 1:

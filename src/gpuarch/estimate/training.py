@@ -42,12 +42,14 @@ from gpuarch.perf.collectives import (
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.perf.precision import Precision
 from gpuarch.perf.roofline import (
+    ATTENTION_OPS,
     Attention,
     Device,
     Elementwise,
     Gemm,
     Op,
     moe_permute,
+    op_kind,
     op_time,
 )
 from gpuarch.units import Unit, from_si, to_si
@@ -82,8 +84,6 @@ the LM head with the loss on the last stage. Forward plus backward for each."""
 COMMUNICATION_PARTS = ("tensor_parallel", "context_parallel", "expert_parallel",
                        "pipeline_p2p", "data_parallel")
 """How ``communication_breakdown_s`` splits the step's exposed communication seconds."""
-
-_ATTENTION_OPS = ("scores", "context", "softmax")  # unfused attention's operators
 
 UNFUSED_SOFTMAX_BYTES = 9.0
 """DRAM bytes per attention-score element for unfused softmax and dropout: read and write
@@ -450,16 +450,6 @@ def dispatcher_host_time(product: Product, cfg: TrainingConfig, eff: Efficiency)
     return eff.moe_layer_overhead_s
 
 
-def _op_part(op: Op) -> str:
-    """Which of ``COMPUTE_PARTS`` an operator's seconds count towards."""
-    if isinstance(op, Attention) or op.name in _ATTENTION_OPS:
-        return "attention"
-    if isinstance(op, Gemm):
-        return "expert_gemms" if op.name.startswith("grouped_expert_") \
-            or op.name == "router" else "dense_gemms"
-    return "memory_bound"
-
-
 def _one_layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device,
                     eff: Efficiency, tp_group: Group, cp_group: Group, ep_group: Group,
                     moe: bool, window: int = 0, parts: dict[str, Num] | None = None
@@ -479,11 +469,11 @@ def _one_layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device,
             back = op_time(dataclasses.replace(op, backward=True), device, eff)[0]
         else:
             back = 2 * t  # a GEMM's data and weight gradients; an elementwise op's backward
-            if op.name in _ATTENTION_OPS:
+            if op.name in ATTENTION_OPS:
                 attn_fwd = attn_fwd + t
         bwd = bwd + back
         if parts is not None:
-            key = _op_part(op)
+            key = op_kind(op)
             parts[key] = parts.get(key, 0.0) + t + back
     activation = tokens * s.hidden * element
     # two all-reduces per layer (attention, MLP); with sequence parallelism an all-gather

@@ -20,8 +20,9 @@ from gpuarch.perf.efficiency import Efficiency
 from gpuarch.perf.precision import MatmulPeak, Precision, matmul_peak
 from gpuarch.units import Unit, from_si
 
-__all__ = ["Attention", "Bound", "Device", "Elementwise", "Gemm", "Op", "OpCost", "moe_permute",
-           "op_cost", "op_time", "roofline_summary", "transformer_ops"]
+__all__ = ["ATTENTION_OPS", "Attention", "Bound", "Device", "Elementwise", "Gemm", "Op", "OpCost",
+           "moe_permute", "op_cost", "op_kind", "op_time", "roofline_summary",
+           "transformer_ops"]
 
 Num = Any  # a float, or a NumPy array of floats
 
@@ -118,6 +119,23 @@ class Elementwise:
 
 
 Op = Gemm | Attention | Elementwise
+
+
+ATTENTION_OPS = ("scores", "context", "softmax")
+"""Names of unfused attention's operators (score GEMM, softmax, context GEMM)."""
+
+
+def op_kind(op: Op) -> str:
+    """Which part of a layer's time an operator counts towards, as the training and serving
+    breakdowns split it: "attention" (fused, or unfused attention's operators),
+    "expert_gemms" (routed experts' GEMMs, whatever their prefix, and the router),
+    "dense_gemms" (every other GEMM) or "memory_bound"."""
+    if isinstance(op, Attention) or op.name in ATTENTION_OPS:
+        return "attention"
+    if isinstance(op, Gemm):
+        expert = op.name == "router" or op.name.startswith(("expert_", "grouped_expert_"))
+        return "expert_gemms" if expert else "dense_gemms"
+    return "memory_bound"
 
 
 def moe_permute(routed: Num, hidden: Num, element: float,
