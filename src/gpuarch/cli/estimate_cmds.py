@@ -113,8 +113,23 @@ def cmd_train(args: argparse.Namespace) -> int:
     est = estimate_training(catalog, shape, product, cfg, system=system,
                             tokens=args.tokens, price_per_gpu_hour=args.price_per_gpu_hour,
                             efficiency=eff, measured=measured)
-    print(to_json(est.as_json()) if args.json else render_training(est))
+    band = _band("training", shape, product, measured)
+    if args.json:
+        doc = est.as_json()
+        doc["validation"] = band.as_json(est.tokens_per_s_per_gpu, "tokens_per_s_per_gpu") \
+            if band else None
+        print(to_json(doc))
+    else:
+        print(render_training(est, band))
     return 0
+
+
+def _band(task: str, shape: TransformerShape, product: Any, measured: Any) -> Any:
+    """The estimate's error band; none when --calibration replaced the fitted efficiencies
+    the bands were measured with."""
+    from gpuarch.validation.bands import band_for
+
+    return None if measured else band_for(task, shape, product)
 
 
 def engine_flags(p: argparse.ArgumentParser) -> None:
@@ -191,7 +206,14 @@ def cmd_infer(args: argparse.Namespace) -> int:
     est = estimate_inference(catalog, shape, product, cfg, system=system, efficiency=eff,
                              measured=measured,
                              formats_origin=checkpoint.origin if checkpoint else None)
-    print(to_json(est.as_json()) if args.json else render_inference(est))
+    band = _band("serving", shape, product, measured)
+    if args.json:
+        doc = est.as_json()
+        doc["validation"] = band.as_json(est.output_tokens_per_s, "output_tokens_per_s") \
+            if band else None
+        print(to_json(doc))
+    else:
+        print(render_inference(est, band))
     return 0
 
 

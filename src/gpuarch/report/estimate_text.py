@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpuarch.estimate.inference import InferenceEstimate
 from gpuarch.estimate.training import TrainingEstimate
@@ -10,6 +10,9 @@ from gpuarch.report.text import fmt, table
 from gpuarch.units import Unit, from_si
 from gpuarch.validation.inference import InferenceSummary
 from gpuarch.validation.training import ValidationSummary
+
+if TYPE_CHECKING:
+    from gpuarch.validation.bands import Band
 
 __all__ = [
     "render_inference",
@@ -24,7 +27,12 @@ def _pct(x: float) -> str:
     return f"{x:.1%}"
 
 
-def render_training(e: TrainingEstimate) -> str:
+def _band_line(band: Band | None, predicted: float, unit: str) -> list[str]:
+    return [f"  error band    {band.describe(predicted, unit)}"] if band else []
+
+
+def render_training(e: TrainingEstimate, band: Band | None = None) -> str:
+    """The estimate in text; with ``band``, the range its error band gives."""
     p = e.parallelism
     layout = (f"TP{p['tp']} PP{p['pp']} CP{p['cp']} DP{p['dp']}"
               + (f" EP{p['ep']}" if p["ep"] > 1 else "")
@@ -50,6 +58,7 @@ def render_training(e: TrainingEstimate) -> str:
         f"    other               {fmt(b.other)} s"
         + _other_detail(e.assumptions.get("other_breakdown_s", {})),
         f"  throughput    {fmt(e.tokens_per_s)} tokens/s, {fmt(e.tokens_per_s_per_gpu)} per GPU",
+        *_band_line(band, e.tokens_per_s_per_gpu, "tokens/s per GPU"),
         f"  utilisation   MFU {_pct(e.mfu)}, HFU {_pct(e.hfu)} of "
         f"{fmt(from_si(e.matmul_peak_flops, Unit.TFLOPS))} TFLOPS "
         f"({fmt(e.model_tflops_per_gpu)} model TFLOP/s per GPU)",
@@ -75,7 +84,8 @@ def render_training(e: TrainingEstimate) -> str:
     return "\n".join(lines)
 
 
-def render_inference(e: InferenceEstimate) -> str:
+def render_inference(e: InferenceEstimate, band: Band | None = None) -> str:
+    """The estimate in text; with ``band``, the range its error band gives."""
     a = e.assumptions
     f = a["formats"]
     mem = e.memory
@@ -104,6 +114,7 @@ def render_inference(e: InferenceEstimate) -> str:
         f"  request       {fmt(e.request_latency_s)} s",
         f"  throughput    {fmt(e.output_tokens_per_s)} output tokens/s, "
         f"{fmt(e.output_tokens_per_s / e.gpus)} per GPU",
+        *_band_line(band, e.output_tokens_per_s, "output tokens/s"),
         "",
         f"  memory/GPU    {_gib(sum(mem.values()))} GiB of {_gib(e.gpu_memory_bytes)} GiB: "
         + ("fits" if e.fits_in_memory else "DOES NOT FIT")

@@ -1,0 +1,220 @@
+"""How far the model's throughput predictions have landed from published measurements, by
+kind of workload: the error band an estimate carries.
+
+Every throughput figure of the validation data (training tokens/s per GPU; serving output
+tokens/s, in all or per GPU) falls in a *regime*: the task (training or serving), the kind
+of model (dense; coarse MoE, at most ``FINE_GRAINED_EXPERTS`` routed experts, like
+Mixtral; fine-grained MoE, more, like DeepSeek-V3, Qwen3 MoE or GPT-OSS) and the GPU's
+architecture. The signed errors of a regime (predicted / published - 1) give its median
+(the model's bias there) and its 10th-90th percentile range; an estimate in that regime
+can then say which published figures would have been consistent with it. A regime with
+fewer than ``MIN_FIGURES`` figures falls back to the task and model kind, then to the task.
+
+The bands live in ``data/error_bands.json``, written by ``scripts/error_bands.py`` from the
+model as it stands; a test recomputes them, so a change to the model or the data that moves
+them fails until the file is regenerated.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gpuarch.catalog.loader import Catalog
+from gpuarch.catalog.model import Product
+from gpuarch.errors import GpuarchError
+from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
+from gpuarch.workloads.shape import TransformerShape
+
+__all__ = [
+    "BANDS_FILE",
+    "FINE_GRAINED_EXPERTS",
+    "MIN_FIGURES",
+    "TASKS",
+    "Band",
+    "band_for",
+    "compute_bands",
+    "load_bands",
+    "model_kind",
+    "regime_keys",
+    "write_bands",
+]
+
+BANDS_FILE = Path(__file__).with_name("data") / "error_bands.json"
+
+TASKS = ("training", "serving")
+
+FINE_GRAINED_EXPERTS = 16
+"""A mixture of experts with more routed experts than this is fine-grained (DeepSeek-V3
+256, Qwen3 MoE 128, GPT-OSS 32-128, Llama 4 Maverick 128); at most this many is coarse
+(Mixtral 8). The serving model's expert-GEMM efficiency was fitted on coarse MoE only."""
+
+MIN_FIGURES = 10
+"""Fewest figures a regime needs for its own band; with fewer, the broader one is used."""
+
+PERCENTILES = (10.0, 50.0, 90.0)
+
+CLEAR_BIAS = 0.05
+"""A median error this large or larger is called a bias (optimistic or pessimistic)."""
+
+_KIND_LABELS = {"dense": "dense", "coarse-moe": "coarse MoE",
+                "fine-moe": "fine-grained MoE"}
+# serving figures that are throughputs (time figures err the other way and are left out)
+_THROUGHPUT_METRICS = ("output_tokens_per_s", "output_tokens_per_s_per_gpu")
+
+
+def model_kind(shape: TransformerShape) -> str:
+    """"dense", "coarse-moe" or "fine-moe" (more than ``FINE_GRAINED_EXPERTS`` experts)."""
+    if not shape.is_moe:
+        return "dense"
+    return "fine-moe" if shape.experts > FINE_GRAINED_EXPERTS else "coarse-moe"
+
+
+def regime_keys(task: str, shape: TransformerShape, architecture: str) -> tuple[str, ...]:
+    """The regime of a workload, narrowest first: task/kind/architecture, task/kind, task."""
+    if task not in TASKS:
+        raise GpuarchError(f"task: expected one of {', '.join(TASKS)}, got {task!r}")
+    kind = model_kind(shape)
+    return f"{task}/{kind}/{architecture}", f"{task}/{kind}", task
+
+
+@dataclass(frozen=True)
+class Band:
+    """The model's signed throughput errors (predicted / published - 1) in one regime."""
+
+    key: str
+    figures: int
+    out_of_sample: int
+    median_error: float
+    p10_error: float
+    p90_error: float
+
+    @property
+    def label(self) -> str:
+        """The regime in words, e.g. "fine-grained MoE serving on Hopper"."""
+        parts = self.key.split("/")
+        task = parts[0]
+        if len(parts) == 1:
+            return f"all {task}"
+        text = f"{_KIND_LABELS.get(parts[1], parts[1])} {task}"
+        return f"{text} on {parts[2].capitalize()}" if len(parts) > 2 else text
+
+    def likely_range(self, predicted: float) -> tuple[float, float]:
+        """The published values this prediction would have matched to within the regime's
+        10th-90th percentile error: predicted / (1 + p90) to predicted / (1 + p10)."""
+        return predicted / (1.0 + self.p90_error), predicted / (1.0 + self.p10_error)
+
+    def as_json(self, predicted: float | None = None, metric: str | None = None
+                ) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "regime": self.key, "label": self.label, "figures": self.figures,
+            "out_of_sample": self.out_of_sample, "median_error": self.median_error,
+            "p10_error": self.p10_error, "p90_error": self.p90_error}
+        if predicted is not None:
+            low, high = self.likely_range(predicted)
+            out["metric"] = metric
+            out["likely_range"] = [low, high]
+        return out
+
+    def describe(self, predicted: float, unit: str) -> str:
+        """What the text output prints: the range, and the errors it comes from."""
+        low, high = self.likely_range(predicted)
+        side = ("no clear bias" if abs(self.median_error) < CLEAR_BIAS
+                else "optimistic" if self.median_error > 0 else "pessimistic")
+        return (f"{_num(low)}-{_num(high)} {unit}, by the model's error on "
+                f"{self.figures} published figures of {self.label} (10th-90th "
+                f"percentile {self.p10_error:+.0%} to {self.p90_error:+.0%}, median "
+                f"{self.median_error:+.0%}: {side})")
+
+
+def _num(x: float) -> str:
+    return f"{x:,.0f}" if x >= 100 else f"{x:,.3g}"
+
+
+def _bands_from(samples: Mapping[str, Sequence[tuple[float, bool]]]) -> dict[str, Band]:
+    out = {}
+    for key, rows in sorted(samples.items()):
+        errors = np.array([e for e, _ in rows], dtype=float)
+        p10, p50, p90 = (round(float(v), 4) for v in np.percentile(errors, PERCENTILES))
+        out[key] = Band(key, len(rows), sum(1 for _, oos in rows if oos), p50, p10, p90)
+    return out
+
+
+def _samples(rows: Iterable[tuple[str, TransformerShape, str, float, bool]]
+             ) -> dict[str, list[tuple[float, bool]]]:
+    samples: dict[str, list[tuple[float, bool]]] = {}
+    for task, shape, architecture, error, oos in rows:
+        for key in regime_keys(task, shape, architecture):
+            samples.setdefault(key, []).append((error, oos))
+    return samples
+
+
+def compute_bands(catalog: Catalog, efficiency: Efficiency = DEFAULT_EFFICIENCY
+                  ) -> dict[str, Band]:
+    """Every regime's band from the validation data and the model as it stands (about five
+    seconds: the whole training and serving validation)."""
+    from gpuarch.validation.inference import load_inference_points, validate_inference
+    from gpuarch.validation.training import (
+        load_training_points,
+        point_shape,
+        validate_training,
+    )
+
+    rows: list[tuple[str, TransformerShape, str, float, bool]] = []
+    for task, points, summary, metrics in (
+            ("training", load_training_points(), validate_training(catalog, efficiency),
+             None),
+            ("serving", load_inference_points(), validate_inference(catalog, efficiency),
+             _THROUGHPUT_METRICS)):
+        by_id = {p.id: p for p in points}
+        for r in summary.rows:
+            if metrics is not None and r.metric not in metrics:
+                continue
+            architecture = catalog.product(r.gpu).architecture
+            rows.append((task, point_shape(by_id[r.id]), architecture, float(r.error),
+                         bool(r.out_of_sample)))
+    return _bands_from(_samples(rows))
+
+
+def write_bands(bands: Mapping[str, Band], path: Path = BANDS_FILE) -> None:
+    """Write the bands as the data file (whole file at once)."""
+    doc = {
+        "about": "Signed throughput errors of the model (predicted / published - 1) over "
+                 "the validation data, by regime (task/model kind/architecture); written "
+                 "by scripts/error_bands.py, checked by tests/test_error_bands.py.",
+        "percentiles": list(PERCENTILES),
+        "bands": {k: {"figures": b.figures, "out_of_sample": b.out_of_sample,
+                      "median_error": b.median_error, "p10_error": b.p10_error,
+                      "p90_error": b.p90_error} for k, b in sorted(bands.items())},
+    }
+    text = json.dumps(doc, indent=1) + "\n"
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+
+
+@cache
+def load_bands(path: Path = BANDS_FILE) -> dict[str, Band]:
+    """The bands of the data file."""
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    return {k: Band(k, int(v["figures"]), int(v["out_of_sample"]), float(v["median_error"]),
+                    float(v["p10_error"]), float(v["p90_error"]))
+            for k, v in doc["bands"].items()}
+
+
+def band_for(task: str, shape: TransformerShape, product: Product,
+             bands: Mapping[str, Band] | None = None) -> Band | None:
+    """The narrowest regime of the workload with at least ``MIN_FIGURES`` figures (None if
+    not even the task has that many)."""
+    table = load_bands() if bands is None else bands
+    for key in regime_keys(task, shape, product.architecture):
+        band = table.get(key)
+        if band is not None and band.figures >= MIN_FIGURES:
+            return band
+    return None

@@ -1,0 +1,192 @@
+"""Error bands: the shipped file matches the model, regimes fall back when thin, and an
+estimate's band turns into a range of published values around it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gpuarch.catalog import load_catalog
+from gpuarch.cli.main import main
+from gpuarch.errors import GpuarchError
+from gpuarch.validation.bands import (
+    MIN_FIGURES,
+    Band,
+    band_for,
+    compute_bands,
+    load_bands,
+    model_kind,
+    regime_keys,
+    write_bands,
+)
+from gpuarch.workloads.presets import preset
+
+CATALOG = load_catalog()
+
+
+def test_shipped_bands_match_the_model() -> None:
+    """data/error_bands.json is what the validation gives today: a change to the model or
+    to the data that moves a band fails here until scripts/error_bands.py is rerun."""
+    fresh = compute_bands(CATALOG)
+    shipped = load_bands()
+    assert set(fresh) == set(shipped)
+    for key, band in fresh.items():
+        assert shipped[key] == band, key
+
+
+def test_bands_count_every_throughput_figure() -> None:
+    """The task bands hold every training point and every serving throughput figure, and
+    each regime's figures add up to its broader regime's."""
+    bands = load_bands()
+    assert bands["training"].figures >= 100
+    assert bands["serving"].figures >= 300
+    for task in ("training", "serving"):
+        kinds = [b for k, b in bands.items() if k.count("/") == 1 and k.startswith(task)]
+        assert sum(b.figures for b in kinds) == bands[task].figures
+        for kind in kinds:
+            archs = [b for k, b in bands.items() if k.startswith(kind.key + "/")]
+            assert sum(b.figures for b in archs) == kind.figures
+    for band in bands.values():
+        assert band.p10_error <= band.median_error <= band.p90_error
+        assert 0 <= band.out_of_sample <= band.figures
+
+
+def test_model_kinds() -> None:
+    assert model_kind(preset("llama-3.1-8b").shape) == "dense"
+    assert model_kind(preset("mixtral-8x7b").shape) == "coarse-moe"
+    assert model_kind(preset("deepseek-v3").shape) == "fine-moe"
+    assert regime_keys("serving", preset("mixtral-8x7b").shape, "hopper") == (
+        "serving/coarse-moe/hopper", "serving/coarse-moe", "serving")
+    with pytest.raises(GpuarchError, match="task: expected one of training, serving"):
+        regime_keys("inference", preset("llama-3.1-8b").shape, "hopper")
+
+
+def test_a_thin_regime_falls_back_to_the_broader_one() -> None:
+    """A regime with fewer than MIN_FIGURES figures gives way to task/kind, then task."""
+    shape = preset("llama-3.1-8b").shape
+    h100 = CATALOG.product("h100")
+    bands = {
+        "training/dense/hopper": Band("training/dense/hopper", MIN_FIGURES - 1, 0,
+                                      0.0, -0.1, 0.1),
+        "training/dense": Band("training/dense", MIN_FIGURES, 0, 0.02, -0.1, 0.2),
+        "training": Band("training", 50, 0, 0.0, -0.2, 0.2),
+    }
+    assert band_for("training", shape, h100, bands).key == "training/dense"
+    del bands["training/dense"]
+    assert band_for("training", shape, h100, bands).key == "training"
+    assert band_for("training", shape, h100, {}) is None
+    # the shipped file: Volta dense training has too few points of its own
+    v100 = CATALOG.product("v100-sxm2-32gb")
+    assert load_bands()["training/dense/volta"].figures < MIN_FIGURES
+    assert band_for("training", shape, v100).key == "training/dense"
+    assert band_for("serving", preset("deepseek-v3").shape, h100).key == \
+        "serving/fine-moe/hopper"
+
+
+@given(st.floats(1.0, 1e7), st.floats(-0.5, 0.0), st.floats(0.0, 2.0))
+def test_likely_range_brackets_the_prediction_corrected_by_its_median(
+        predicted: float, low: float, high: float) -> None:
+    """The range runs from predicted / (1 + p90) to predicted / (1 + p10), and the value
+    the median error implies lies inside it."""
+    median = (low + high) / 2
+    band = Band("serving", 20, 0, median, low, high)
+    lo, hi = band.likely_range(predicted)
+    assert lo == pytest.approx(predicted / (1 + high))
+    assert hi == pytest.approx(predicted / (1 + low))
+    assert lo <= predicted / (1 + median) * (1 + 1e-12)
+    assert predicted / (1 + median) <= hi * (1 + 1e-12)
+
+
+def test_write_and_load_round_trip(tmp_path: Path) -> None:
+    bands = {"serving": Band("serving", 12, 3, 0.031, -0.149, 0.447)}
+    path = tmp_path / "bands.json"
+    write_bands(bands, path)
+    assert load_bands(path) == bands
+    assert not list(tmp_path.glob("*.tmp"))
+    assert json.loads(path.read_text())["percentiles"] == [10.0, 50.0, 90.0]
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
+    status = main(list(argv))
+    out, _ = capsys.readouterr()
+    return status, out
+
+
+def test_estimates_carry_their_band(capsys: pytest.CaptureFixture[str]) -> None:
+    """estimate infer/train print the band's range and put it in the JSON; the range
+    brackets what the median error implies for the prediction."""
+    status, out = _run(capsys, "estimate", "infer", "--model", "qwen3-30b-a3b", "--gpu",
+                       "h100", "--input-len", "1000", "--output-len", "1000", "--batch",
+                       "max", "--json")
+    assert status == 0
+    doc = json.loads(out)
+    v = doc["validation"]
+    assert v["regime"] == "serving/fine-moe/hopper"
+    assert v["metric"] == "output_tokens_per_s"
+    implied = doc["output_tokens_per_s"] / (1 + v["median_error"])
+    assert v["likely_range"][0] <= implied <= v["likely_range"][1]
+    status, out = _run(capsys, "estimate", "train", "--model", "llama-3.1-8b", "--gpu",
+                       "h100", "--gpus", "8", "--seq-len", "4096", "--global-batch", "64",
+                       "--micro-batch", "1", "--tp", "1", "--pp", "1")
+    assert status == 0
+    assert "error band" in out and "published figures of dense training on Hopper" in out
+
+
+def test_a_calibrated_estimate_has_no_band(capsys: pytest.CaptureFixture[str],
+                                           tmp_path: Path) -> None:
+    """The bands measure the fitted efficiencies; --calibration replaces them."""
+    cal = {"schema": "gpuarch-calibration", "version": 1, "created": "2026-11-29T00:00:00Z",
+           "device": {"name": "NVIDIA H100 80GB HBM3", "product": "h100-sxm5-80gb"},
+           "gemm": [{"precision": "bf16", "m": 8192, "n": 8192, "k": 8192,
+                     "tflops": 700.0}],
+           "bandwidth": [{"kind": "device_copy", "gb_s": 3000.0}], "collectives": []}
+    path = tmp_path / "cal.json"
+    path.write_text(json.dumps(cal))
+    status, out = _run(capsys, "estimate", "train", "--model", "llama-3.1-8b", "--gpu",
+                       "h100", "--gpus", "8", "--seq-len", "4096", "--global-batch", "64",
+                       "--micro-batch", "1", "--tp", "1", "--pp", "1", "--calibration",
+                       str(path), "--json")
+    assert status == 0
+    assert json.loads(out)["validation"] is None
+
+
+_KINDS = {"dense": "dense", "coarse MoE": "coarse-moe", "fine-grained MoE": "fine-moe"}
+
+
+def _pct(text: str) -> float:
+    return float(text.strip().rstrip("%")) / 100
+
+
+def test_documented_bands_are_the_shipped_ones() -> None:
+    """The tables in docs/performance-model.md and the README quote the data file."""
+    root = Path(__file__).resolve().parents[1]
+    bands = load_bands()
+    seen = 0
+    doc = (root / "docs" / "performance-model.md").read_text(encoding="utf-8")
+    for line in doc.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 6 and cells[0].startswith(("training, ", "serving, ")):
+            task, kind, arch = (c.strip() for c in cells[0].split(","))
+            band = bands[f"{task}/{_KINDS[kind]}/{arch.lower()}"]
+            assert (int(cells[1]), int(cells[2])) == (band.figures, band.out_of_sample), line
+            got = tuple(_pct(c) for c in cells[3:])
+            assert got == pytest.approx((band.p10_error, band.median_error,
+                                         band.p90_error), abs=6e-4), line
+            seen += 1
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    for line in readme.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 5 and cells[0].endswith(("Hopper", "Blackwell", "Ampere", "Ada")) \
+                and (" training, " in cells[0] or " serving, " in cells[0]):
+            what, arch = (c.strip() for c in cells[0].split(","))
+            kind, task = what.rsplit(" ", 1)
+            band = bands[f"{task}/{_KINDS[kind]}/{arch.lower()}"]
+            assert int(cells[1]) == band.figures, line
+            assert tuple(_pct(c) for c in cells[2:]) == pytest.approx(
+                (band.p10_error, band.median_error, band.p90_error), abs=6e-4), line
+            seen += 1
+    assert seen >= 15
