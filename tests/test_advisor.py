@@ -435,3 +435,29 @@ def test_inference_search_engine_properties() -> None:
         name = "--" + flag.replace("_", "-")
         with pytest.raises(GpuarchError, match=name):
             search(**{flag: bad})
+
+
+def test_advice_carries_each_architectures_error_band(tmp_path: Path) -> None:
+    """Comparing GPUs of two generations, the advice lists each one's error band (the
+    model leans differently on each) and the text prints them."""
+    from gpuarch.advise.infer import InferenceSearch, advise_inference
+    from gpuarch.report.advise_text import render_inference_advice, render_training_advice
+    from gpuarch.validation.bands import band_for
+
+    prices = load_prices(_prices(tmp_path))
+    shape = preset("qwen3-30b-a3b").shape
+    adv = advise_inference(CATALOG, shape, InferenceSearch(1024, 256, gpus=("h100", "a100")),
+                           prices)
+    bands = adv.assumptions["error_bands"]
+    assert set(bands) == {"hopper", "ampere"}
+    assert bands["hopper"] == band_for("serving", shape, CATALOG.product("h100")).as_json()
+    # no fine-grained MoE serving figure on Ampere: the band of all GPUs stands in
+    assert bands["ampere"]["regime"] == "serving/fine-moe"
+    text = render_inference_advice(adv)
+    assert "error band, Hopper: the model's error on" in text
+    assert (f"error band, Ampere: the model's error on {bands['ampere']['figures']} "
+            "published figures of fine-grained MoE serving was") in text
+    train = advise_training(CATALOG, preset("llama-3.1-8b").shape,
+                            TrainingSearch(tokens=1e11, max_gpus=8, gpus=("a100",)), prices)
+    assert set(train.assumptions["error_bands"]) == {"ampere"}
+    assert "dense training on Ampere" in render_training_advice(train)

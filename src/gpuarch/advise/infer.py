@@ -36,6 +36,7 @@ from gpuarch.estimate.inference import (
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.perf.quant import QuantFormat, QuantScheme, gemm_peak
 from gpuarch.units import Unit, from_si
+from gpuarch.validation.bands import bands_by_architecture
 from gpuarch.workloads.params import count_params
 from gpuarch.workloads.shape import TransformerShape
 
@@ -313,6 +314,9 @@ def advise_inference(
            for o in top]
     per_gpu = tuple(replace(o, reason=_reason(catalog, o, first, rivals, search.objective))
                     for o in rivals.values())
+    assumptions["error_bands"] = {
+        arch: band.as_json() for arch, band in bands_by_architecture(
+            "serving", shape, (catalog.product(g) for g in rivals)).items()}
     pareto = [replace(o, reason=_reason(catalog, o, first, rivals, search.objective))
               for o in sorted((rows[i] for i in front), key=lambda r: r.request_latency_s)]
     return InferenceAdvice(shape.name, search.input_len, search.output_len,

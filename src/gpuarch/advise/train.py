@@ -31,6 +31,7 @@ from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.perf.precision import Precision, matmul_peak
 from gpuarch.perf.roofline import Device
 from gpuarch.units import Unit, from_si, to_si
+from gpuarch.validation.bands import bands_by_architecture
 from gpuarch.workloads.shape import TransformerShape
 
 __all__ = ["Objective", "TrainingAdvice", "TrainingOption", "TrainingSearch", "advise_training",
@@ -314,10 +315,13 @@ def advise_training(
                for o in rivals.values()]
     pareto_opts = [_explain(catalog, shape, search, o, first, rivals, efficiency, systems)
                    for o in pareto_opts]
+    assumptions = _assumptions(prices, search, assumed_network, single_node)
+    assumptions["error_bands"] = {
+        arch: band.as_json() for arch, band in bands_by_architecture(
+            "training", shape, (catalog.product(g) for g in rivals)).items()}
     return TrainingAdvice(shape.name, search.tokens, search.objective.value, tuple(top),
                           tuple(pareto_opts), evaluated, feasible, tuple(skipped),
-                          _assumptions(prices, search, assumed_network, single_node),
-                          tuple(per_gpu))
+                          assumptions, tuple(per_gpu))
 
 
 def _assumptions(prices: PriceBook, search: TrainingSearch, assumed: list[str],

@@ -39,6 +39,7 @@ __all__ = [
     "TASKS",
     "Band",
     "band_for",
+    "bands_by_architecture",
     "compute_bands",
     "load_bands",
     "model_kind",
@@ -105,6 +106,14 @@ class Band:
         text = f"{_KIND_LABELS.get(parts[1], parts[1])} {task}"
         return f"{text} on {parts[2].capitalize()}" if len(parts) > 2 else text
 
+    @property
+    def bias(self) -> str:
+        """"optimistic" (the model above the published figures at the median),
+        "pessimistic", or "no clear bias" (median within ``CLEAR_BIAS``)."""
+        if abs(self.median_error) < CLEAR_BIAS:
+            return "no clear bias"
+        return "optimistic" if self.median_error > 0 else "pessimistic"
+
     def likely_range(self, predicted: float) -> tuple[float, float]:
         """The published values this prediction would have matched to within the regime's
         10th-90th percentile error: predicted / (1 + p90) to predicted / (1 + p10)."""
@@ -115,7 +124,7 @@ class Band:
         out: dict[str, Any] = {
             "regime": self.key, "label": self.label, "figures": self.figures,
             "out_of_sample": self.out_of_sample, "median_error": self.median_error,
-            "p10_error": self.p10_error, "p90_error": self.p90_error}
+            "p10_error": self.p10_error, "p90_error": self.p90_error, "bias": self.bias}
         if predicted is not None:
             low, high = self.likely_range(predicted)
             out["metric"] = metric
@@ -125,12 +134,10 @@ class Band:
     def describe(self, predicted: float, unit: str) -> str:
         """What the text output prints: the range, and the errors it comes from."""
         low, high = self.likely_range(predicted)
-        side = ("no clear bias" if abs(self.median_error) < CLEAR_BIAS
-                else "optimistic" if self.median_error > 0 else "pessimistic")
         return (f"{_num(low)}-{_num(high)} {unit}, by the model's error on "
                 f"{self.figures} published figures of {self.label} (10th-90th "
                 f"percentile {self.p10_error:+.0%} to {self.p90_error:+.0%}, median "
-                f"{self.median_error:+.0%}: {side})")
+                f"{self.median_error:+.0%}: {self.bias})")
 
 
 def _num(x: float) -> str:
@@ -218,3 +225,16 @@ def band_for(task: str, shape: TransformerShape, product: Product,
         if band is not None and band.figures >= MIN_FIGURES:
             return band
     return None
+
+
+def bands_by_architecture(task: str, shape: TransformerShape, products: Iterable[Product],
+                          bands: Mapping[str, Band] | None = None) -> dict[str, Band]:
+    """The band of each architecture among ``products`` (those with one), keyed by the
+    architecture: what an advisor comparing GPUs of several generations should show."""
+    out: dict[str, Band] = {}
+    for product in products:
+        if product.architecture not in out:
+            band = band_for(task, shape, product, bands)
+            if band is not None:
+                out[product.architecture] = band
+    return out
