@@ -17,9 +17,9 @@ import sys
 from gpuarch.catalog import load_catalog
 from gpuarch.validation.bands import (
     BANDS_FILE,
-    MIN_FIGURES,
     compute_bands,
     load_bands,
+    render_bands,
     write_bands,
 )
 
@@ -30,11 +30,7 @@ def main() -> int:
                         help="compare with the file instead of writing it")
     args = parser.parse_args()
     bands = compute_bands(load_catalog())
-    print(f"{'regime':34} {'figures':>7} {'oos':>5} {'p10':>7} {'median':>7} {'p90':>7}")
-    for key, b in bands.items():
-        mark = "" if b.figures >= MIN_FIGURES else "  (too few: the broader band is used)"
-        print(f"{key:34} {b.figures:7d} {b.out_of_sample:5d} {b.p10_error:+7.1%} "
-              f"{b.median_error:+7.1%} {b.p90_error:+7.1%}{mark}")
+    print(render_bands(bands))
     if args.check:
         stale = load_bands(BANDS_FILE) != bands
         print(f"{BANDS_FILE}: {'stale' if stale else 'up to date'}")

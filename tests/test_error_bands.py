@@ -190,3 +190,14 @@ def test_documented_bands_are_the_shipped_ones() -> None:
                 (band.p10_error, band.median_error, band.p90_error), abs=6e-4), line
             seen += 1
     assert seen >= 15
+
+
+def test_validate_bands_command(capsys: pytest.CaptureFixture[str]) -> None:
+    """validate bands prints the shipped table (or a fresh one with --recompute)."""
+    status, out = _run(capsys, "validate", "bands")
+    assert status == 0
+    assert "serving/fine-moe/hopper" in out and "(too few: the broader band is used)" in out
+    status, out = _run(capsys, "validate", "bands", "--recompute", "--json")
+    assert status == 0
+    doc = json.loads(out)
+    assert doc["training/dense/hopper"] == load_bands()["training/dense/hopper"].as_json()

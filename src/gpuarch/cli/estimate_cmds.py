@@ -313,6 +313,17 @@ def cmd_validate_inference(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_validate_bands(args: argparse.Namespace) -> int:
+    from gpuarch.validation.bands import compute_bands, load_bands, render_bands
+
+    bands = compute_bands(load_catalog()) if args.recompute else load_bands()
+    if args.json:
+        print(to_json({k: b.as_json() for k, b in bands.items()}))
+    else:
+        print(render_bands(bands))
+    return 0
+
+
 def _selection_flags(p: argparse.ArgumentParser) -> None:
     """validate's --match and --worst: which compared points to show and summarise."""
     p.add_argument("--match", action="append", default=[], metavar="TEXT",
@@ -468,3 +479,9 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                            "results")
     p.set_defaults(handler=cmd_validate_inference)
     _selection_flags(p)
+    p = val_sub.add_parser("bands", parents=[common],
+                           help="the model's error bands by regime (task, model kind, "
+                           "architecture): what estimates report under 'error band'")
+    p.add_argument("--recompute", action="store_true",
+                   help="run both validations now instead of reading the shipped table")
+    p.set_defaults(handler=cmd_validate_bands)

@@ -44,6 +44,7 @@ __all__ = [
     "load_bands",
     "model_kind",
     "regime_keys",
+    "render_bands",
     "write_bands",
 ]
 
@@ -238,3 +239,19 @@ def bands_by_architecture(task: str, shape: TransformerShape, products: Iterable
             if band is not None:
                 out[product.architecture] = band
     return out
+
+
+def render_bands(bands: Mapping[str, Band]) -> str:
+    """The bands as a table, broad regimes first within each task; the thin ones marked."""
+    head = f"{'regime':34} {'figures':>7} {'oos':>5} {'p10':>7} {'median':>7} {'p90':>7}"
+    lines = [head]
+    for key in sorted(bands, key=lambda k: (k.split("/")[0], k)):
+        b = bands[key]
+        mark = "" if b.figures >= MIN_FIGURES else "  (too few: the broader band is used)"
+        lines.append(f"{key:34} {b.figures:7d} {b.out_of_sample:5d} {b.p10_error:+7.1%} "
+                     f"{b.median_error:+7.1%} {b.p90_error:+7.1%}{mark}")
+    lines += ["", "signed error = predicted / published - 1 on throughput (training tokens/s "
+              "per GPU, serving output tokens/s); oos = figures added after the fit; an "
+              "estimate uses the narrowest regime with at least "
+              f"{MIN_FIGURES} figures"]
+    return "\n".join(lines)
