@@ -193,11 +193,11 @@ def test_documented_bands_are_the_shipped_ones() -> None:
 
 
 def test_validate_bands_command(capsys: pytest.CaptureFixture[str]) -> None:
-    """validate bands prints the shipped table (or a fresh one with --recompute)."""
+    """validate bands prints the shipped table (or a fresh one with --fresh)."""
     status, out = _run(capsys, "validate", "bands")
     assert status == 0
     assert "serving/fine-moe/hopper" in out and "(too few: the broader band is used)" in out
-    status, out = _run(capsys, "validate", "bands", "--recompute", "--json")
+    status, out = _run(capsys, "validate", "bands", "--fresh", "--json")
     assert status == 0
     doc = json.loads(out)
     assert doc["training/dense/hopper"] == load_bands()["training/dense/hopper"].as_json()

@@ -36,6 +36,7 @@ def client() -> Any:
      "ttft_s"),
     ("/api/advise/train?gpu=h100&max_gpus=16&tokens=1e10", "top"),
     ("/api/advise/infer?gpu=h100,l40s&rate=2&tpot_ms=60", "pareto"),
+    ("/api/validate/bands", "serving/fine-moe/hopper"),
 ])
 def test_every_endpoint_answers_with_the_cli_json(client: Any, url: str, key: str) -> None:
     response = client.get(url)
@@ -67,6 +68,7 @@ def test_api_matches_the_command_line(client: Any, capsys: pytest.CaptureFixture
     ("/api/gpus?BAD=1", 400, "not a parameter name"),
     ("/api/gpus?sort=speed", 400, "--sort"),
     ("/api/nope", 404, "no endpoint"),
+    ("/api/validate/bands?fresh=1", 400, "fresh: not available over the web"),
 ])
 def test_bad_requests_name_the_field(client: Any, url: str, status: int, message: str) -> None:
     response = client.get(url)
@@ -97,6 +99,8 @@ def test_pages_render_forms_results_and_the_comparison_chart(client: Any) -> Non
     assert b"H100 SXM5 80GB" in one and b"[hopper-whitepaper]" in one
     evolution = client.get("/evolution").data
     assert b"<svg" in evolution and b"Hopper" in evolution
+    bands = client.get("/validate/bands").data
+    assert b"serving/fine-moe/hopper" in bands and b"median" in bands
 
 
 _FAST = ["gpus", "compare", "systems", "features", "evolution", "roofline", "estimate/train",

@@ -59,7 +59,8 @@ def _page(browser: Any) -> tuple[Any, list[str]]:
 def test_pages_load_without_console_errors(browser: Any, base_url: str) -> None:
     page, errors = _page(browser)
     for path in ("/", "/gpus", "/gpu?name=b200", "/evolution", "/compare", "/estimate/train",
-                 "/estimate/infer", "/advise/train", "/advise/infer", "/api"):
+                 "/estimate/infer", "/advise/train", "/advise/infer", "/validate/bands",
+                 "/api"):
         response = page.goto(base_url + path)
         assert response is not None and response.status == 200, path
     assert errors == []

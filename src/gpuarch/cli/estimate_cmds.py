@@ -316,7 +316,7 @@ def cmd_validate_inference(args: argparse.Namespace) -> int:
 def cmd_validate_bands(args: argparse.Namespace) -> int:
     from gpuarch.validation.bands import compute_bands, load_bands, render_bands
 
-    bands = compute_bands(load_catalog()) if args.recompute else load_bands()
+    bands = compute_bands(load_catalog()) if args.fresh else load_bands()
     if args.json:
         print(to_json({k: b.as_json() for k, b in bands.items()}))
     else:
@@ -482,6 +482,6 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p = val_sub.add_parser("bands", parents=[common],
                            help="the model's error bands by regime (task, model kind, "
                            "architecture): what estimates report under 'error band'")
-    p.add_argument("--recompute", action="store_true",
+    p.add_argument("--fresh", action="store_true",
                    help="run both validations now instead of reading the shipped table")
     p.set_defaults(handler=cmd_validate_bands)

@@ -40,13 +40,14 @@ API_COMMANDS: dict[str, list[str]] = {
     "estimate/infer": ["estimate", "infer"],
     "advise/train": ["advise", "train"],
     "advise/infer": ["advise", "infer"],
+    "validate/bands": ["validate", "bands"],
 }
 """API path -> the gpuarch command it runs."""
 
 _POSITIONAL = {"compare": "gpus", "systems": "name", "gpu": "name"}  # positional args
 _PAGE_COMMANDS = {**API_COMMANDS, "gpu": ["show"]}
 _FORBIDDEN = {"out", "plot", "prices", "calibration", "save", "fake", "json", "help",
-              "version"}
+              "version", "fresh"}
 _LIMITS = {"max_gpus": 1024, "top": 100, "gpus": 100_000}
 _LOCK = threading.Lock()  # the CLI writes to sys.stdout: one command at a time
 
@@ -155,7 +156,8 @@ nav a{{margin-right:1rem}} .err{{color:#a00}}</style></head><body><nav><a href="
 <a href="/gpus">GPUs</a><a href="/gpu">one GPU</a><a href="/compare">compare</a>
 <a href="/evolution">evolution</a>
 <a href="/estimate/train">train</a><a href="/estimate/infer">infer</a>
-<a href="/advise/train">advise train</a><a href="/advise/infer">advise infer</a></nav>
+<a href="/advise/train">advise train</a><a href="/advise/infer">advise infer</a>
+<a href="/validate/bands">error bands</a></nav>
 <h1>{title}</h1>{body}</body></html>"""
 
 _FORMS: dict[str, tuple[str, list[tuple[str, str]]]] = {
@@ -179,6 +181,7 @@ _FORMS: dict[str, tuple[str, list[tuple[str, str]]]] = {
     "gpu": ("One GPU: peaks, features explained, sources", [("name", "h100")]),
     "compare": ("Compare GPUs", [("gpus", "a100 h100 b200")]),
     "evolution": ("Architecture evolution", [("tier", "")]),
+    "validate/bands": ("Error bands: how far the model has been from published figures", []),
 }
 
 
@@ -317,7 +320,7 @@ def create_app() -> Flask:
         title, fields = _FORMS[path]
         params: dict[str, Any] = {k: v for k, v in request.args.items() if v != ""}
         body = _form(path, fields, request.args)
-        if params or path in ("gpus", "evolution"):  # these answer without input too
+        if params or path in ("gpus", "evolution", "validate/bands"):  # no input needed
             positional = _POSITIONAL.get(path)
             if path == "compare":
                 params = {"gpus": str(params.get("gpus", "")).replace(",", " ").split()}
