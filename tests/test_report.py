@@ -53,6 +53,10 @@ def test_report_is_self_contained_and_has_every_section(report: str) -> None:
     # best deployments run large batches, where the executor's host time sets the step)
     assert "Hopper" in text and "Tensor Cores" in text
     assert "bandwidth-bound" in text or "host-bound" in text
+    # each answer's error bands, for the architectures it compared
+    assert "Error bands (gpuarch validate bands)" in text
+    assert "training, Hopper: the model's error on" in text
+    assert "published figures of dense serving on Blackwell" in text
 
 
 def test_report_bad_path_writes_nothing(tmp_path: Path,

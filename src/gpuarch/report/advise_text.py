@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from gpuarch.report.text import fmt, table
+from gpuarch.validation.bands import band_sentence
 
 __all__ = ["render_inference_advice", "render_training_advice"]
 
@@ -67,10 +68,7 @@ def _footer(advice: Any, elapsed: float) -> list[str]:
         lines.append("one node only (the catalog gives no scale-out network; --network "
                      f"assumes one): {', '.join(network['one_node_only'])}")
     for arch, band in advice.assumptions.get("error_bands", {}).items():
-        lines.append(f"error band, {arch.capitalize()}: the model's error on "
-                     f"{band['figures']} published figures of {band['label']} was "
-                     f"{band['p10_error']:+.0%} to {band['p90_error']:+.0%} (10th-90th "
-                     f"percentile), median {band['median_error']:+.0%}: {band['bias']}")
+        lines.append(f"error band, {band_sentence(arch, band)}")
     lines.append(f"energy: GPU board power at the modelled utilisation, + "
                  f"{advice.assumptions['node_overhead']:.0%} node overhead, x PUE "
                  f"{advice.assumptions['pue']}")

@@ -17,6 +17,7 @@ from gpuarch.errors import GpuarchError
 from gpuarch.files import write_whole_text
 from gpuarch.report.text import fmt
 from gpuarch.units import from_si
+from gpuarch.validation.bands import band_sentence
 
 __all__ = ["ReportInputs", "check_report_path", "inline_svg", "render_report", "write_report"]
 
@@ -175,6 +176,19 @@ def _roofline(result: dict[str, Any]) -> str:
             + _table(["operator", "FLOP/byte", "TFLOP/s", "bound"], rows))
 
 
+def _bands(inputs: ReportInputs) -> str:
+    """Each answer's error bands: how far the model has been from published figures of the
+    same kind on each architecture compared."""
+    items = [f"<li>{_e(task)}, {_e(band_sentence(arch, band))}</li>"
+             for task, advice in (("training", inputs.training), ("serving", inputs.serving))
+             for arch, band in advice.assumptions.get("error_bands", {}).items()]
+    if not items:
+        return ""
+    return ("<p class=\"note\">Error bands (gpuarch validate bands): the figures above are "
+            "the model's own, unadjusted; on published measurements of the same kind its "
+            "error was:</p><ul class=\"note\">" + "".join(items) + "</ul>")
+
+
 def render_report(inputs: ReportInputs) -> str:
     """The whole page."""
     assumptions = inputs.training.assumptions
@@ -185,13 +199,14 @@ def render_report(inputs: ReportInputs) -> str:
         f"<title>{_e(inputs.title)}</title><style>{_STYLE}</style></head><body>",
         f"<h1>{_e(inputs.title)}</h1><p class=\"note\">{_e(inputs.generated)}. Every "
         "hardware number comes from the gpuarch catalog, which cites its source; estimates "
-        "come from gpuarch's validated models (see its README for their measured error).</p>",
+        "come from gpuarch's validated models (their error bands are under Assumptions).</p>",
         _training(inputs.training),
         _serving(inputs.serving),
         _roofline(inputs.roofline),
         _evolution(inputs),
         _features(inputs.features),
         "<h2>Assumptions</h2>",
+        _bands(inputs),
         f"<p class=\"note\">Energy: GPU board power at the modelled utilisation, plus "
         f"{assumptions.get('node_overhead', 0):.0%} node overhead, times PUE "
         f"{assumptions.get('pue', '')}. Prices: {_e(prices)}.</p>",

@@ -39,6 +39,7 @@ __all__ = [
     "TASKS",
     "Band",
     "band_for",
+    "band_sentence",
     "bands_by_architecture",
     "compute_bands",
     "load_bands",
@@ -255,3 +256,11 @@ def render_bands(bands: Mapping[str, Band]) -> str:
               "estimate uses the narrowest regime with at least "
               f"{MIN_FIGURES} figures"]
     return "\n".join(lines)
+
+
+def band_sentence(architecture: str, band: Mapping[str, Any]) -> str:
+    """One architecture's band (``Band.as_json``) in words, as advice answers print it."""
+    return (f"{architecture.capitalize()}: the model's error on {band['figures']} published "
+            f"figures of {band['label']} was {band['p10_error']:+.0%} to "
+            f"{band['p90_error']:+.0%} (10th-90th percentile), median "
+            f"{band['median_error']:+.0%}: {band['bias']}")
