@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -113,23 +114,25 @@ def cmd_train(args: argparse.Namespace) -> int:
     est = estimate_training(catalog, shape, product, cfg, system=system,
                             tokens=args.tokens, price_per_gpu_hour=args.price_per_gpu_hour,
                             efficiency=eff, measured=measured)
-    band = _band("training", shape, product, measured)
-    if args.json:
-        doc = est.as_json()
-        doc["validation"] = band.as_json(est.tokens_per_s_per_gpu, "tokens_per_s_per_gpu") \
-            if band else None
-        print(to_json(doc))
-    else:
-        print(render_training(est, band))
-    return 0
+    return _print_estimate(args, est, "training", shape, product, measured,
+                           "tokens_per_s_per_gpu", render_training)
 
 
-def _band(task: str, shape: TransformerShape, product: Any, measured: Any) -> Any:
-    """The estimate's error band; none when --calibration replaced the fitted efficiencies
-    the bands were measured with."""
+def _print_estimate(args: argparse.Namespace, est: Any, task: str, shape: TransformerShape,
+                    product: Any, measured: Any, metric: str,
+                    render: Callable[[Any, Any], str]) -> int:
+    """Print an estimate (text or --json) with its error band under 'validation': none when
+    --calibration replaced the fitted efficiencies the bands were measured with."""
     from gpuarch.validation.bands import band_for
 
-    return None if measured else band_for(task, shape, product)
+    band = None if measured else band_for(task, shape, product)
+    if args.json:
+        doc = est.as_json()
+        doc["validation"] = band.as_json(getattr(est, metric), metric) if band else None
+        print(to_json(doc))
+    else:
+        print(render(est, band))
+    return 0
 
 
 def engine_flags(p: argparse.ArgumentParser) -> None:
@@ -206,15 +209,8 @@ def cmd_infer(args: argparse.Namespace) -> int:
     est = estimate_inference(catalog, shape, product, cfg, system=system, efficiency=eff,
                              measured=measured,
                              formats_origin=checkpoint.origin if checkpoint else None)
-    band = _band("serving", shape, product, measured)
-    if args.json:
-        doc = est.as_json()
-        doc["validation"] = band.as_json(est.output_tokens_per_s, "output_tokens_per_s") \
-            if band else None
-        print(to_json(doc))
-    else:
-        print(render_inference(est, band))
-    return 0
+    return _print_estimate(args, est, "serving", shape, product, measured,
+                           "output_tokens_per_s", render_inference)
 
 
 def _checkpoint_formats(args: argparse.Namespace) -> Any:
