@@ -167,13 +167,15 @@ def test_validation_error_does_not_regress() -> None:
     current fit so a change that worsens it fails; the goal (issue #3) is 8% mean and no
     point beyond 20%, which the model does not reach yet (see docs/performance-model.md)."""
     summary = validate_training(CATALOG)
-    assert len(summary.rows) >= 118
-    assert summary.mean_abs_error <= 0.115  # 11.3% over 118 points
+    assert len(summary.rows) >= 120
+    assert summary.mean_abs_error <= 0.105  # 10.2% over 120 points
     in_sample = [abs(r.error) for r in summary.rows if not r.out_of_sample]
-    assert sum(in_sample) / len(in_sample) <= 0.09
+    assert sum(in_sample) / len(in_sample) <= 0.08  # 7.7% over 79
+    out = [abs(r.error) for r in summary.rows if r.out_of_sample]
+    assert sum(out) / len(out) <= 0.16  # 15.2% over 41
     assert summary.by("gpu")["a100-sxm4-80gb"] <= 0.07
     within_20 = sum(abs(r.error) <= 0.20 for r in summary.rows) / len(summary.rows)
-    assert within_20 >= 0.77  # 78.0%
+    assert within_20 >= 0.83  # 84.2%
 
 
 def test_efficiency_overrides_are_checked() -> None:
@@ -241,8 +243,10 @@ def _no_overheads():  # type: ignore[no-untyped-def]
 
 
 def test_moe_layer_overhead_is_charged_per_expert_layer_and_pass() -> None:
-    """The dispatcher's fixed host time: forward and backward of every expert layer of every
-    micro-batch on the slowest stage, nothing for dense layers or dense models."""
+    """The dispatcher's fixed host time: the forward of every expert layer of every
+    micro-batch on the slowest stage (the backward reuses the split sizes the forward copied
+    to the host: Megatron-Core's dispatcher syncs before the forward all-to-all only), again
+    for a recomputed forward, nothing for dense layers or dense models."""
     from gpuarch.perf import DEFAULT_EFFICIENCY
 
     qwen = preset("qwen3-30b-a3b").shape
@@ -262,22 +266,30 @@ def test_moe_layer_overhead_is_charged_per_expert_layer_and_pass() -> None:
         moe_share = shape.moe_layers / shape.layers
         micro = cfg.global_batch // (cfg.dp * cfg.micro_batch)
         stages = micro + cfg.pp - 1  # micro-batches plus the 1F1B bubble
-        expected = 2 * extra * moe_share * layers_per_stage * stages
+        expected = extra * moe_share * layers_per_stage * stages
         assert b.step_time_s - a.step_time_s == pytest.approx(expected, rel=1e-6)
+    # full recomputation runs each forward, and so its wait, twice
+    full = TrainingConfig(gpus=8, seq_len=4096, global_batch=64, ep=8,
+                          recompute=Recompute.FULL)
+    a = estimate_training(CATALOG, qwen, b200, full, system=dgx, efficiency=base)
+    b = estimate_training(CATALOG, qwen, b200, full, system=dgx, efficiency=more)
+    assert b.step_time_s - a.step_time_s == pytest.approx(2 * extra * qwen.layers * 8,
+                                                          rel=1e-6)
 
 
 def test_moe_validation_points() -> None:
     """The in-sample MoE points of the Megatron Bridge 25.09 and 25.11 tables (Qwen3-30B-A3B,
     Qwen3-235B-A22B, DeepSeek-V3 on Blackwell, token-drop and dropless) are predicted within
-    30% (the 25.09 B200 Qwen3-30B-A3B token-drop row at micro-batch 1 is the farthest, about
-    +28%); the H100 rows are known misses (see docs/performance-model.md) and the
+    35% (the 25.09 B200 Qwen3-30B-A3B token-drop row at micro-batch 1 is the farthest, about
+    +33% since the dispatcher wait moved to the forward pass and the MoE terms were refitted;
+    +28% before); the H100 rows are known misses (see docs/performance-model.md) and the
     out-of-sample rows are reported, not pinned."""
     summary = validate_training(CATALOG)
     moe = {r.id: r.error for r in summary.rows
            if any(k in r.id for k in ("qwen3", "deepseek")) and "h100" not in r.id
            and not r.out_of_sample}
     assert len(moe) == 10
-    assert all(abs(err) <= 0.30 for err in moe.values()), moe
+    assert all(abs(err) <= 0.35 for err in moe.values()), moe
 
 
 def test_token_drop_and_grace_host_shorten_the_dispatcher_wait() -> None:
@@ -345,7 +357,7 @@ def test_host_time_is_reported_apart_from_compute() -> None:
     assert e.time_breakdown.other == pytest.approx(parts["optimizer"] + parts["host_overhead"])
     layers, micro = qwen.layers, 512 // 8
     overhead = DEFAULT_EFFICIENCY.moe_layer_overhead_s
-    assert parts["host_overhead"] == pytest.approx(2 * overhead * layers * micro)
+    assert parts["host_overhead"] == pytest.approx(overhead * layers * micro)
     assert e.bottleneck == "host_overhead" and "--moe-token-drop" in e.bottleneck_reason
     dense = _est(shape=LLAMA_8B, tp=1, pp=1)
     assert dense.assumptions["other_breakdown_s"]["host_overhead"] == 0

@@ -438,8 +438,9 @@ def _layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device, eff: E
 
 
 def dispatcher_host_time(product: Product, cfg: TrainingConfig, eff: Efficiency) -> float:
-    """Fixed time per expert layer per pass that a dropless MoE dispatcher waits on its host:
-    the per-expert token counts go to the CPU before buffers can be sized. Over NVLink-C2C
+    """Fixed time per expert layer per forward pass that a dropless MoE dispatcher waits on
+    its host: the per-expert token counts go to the CPU before buffers can be sized (the
+    backward reuses them). Over NVLink-C2C
     to a Grace CPU (a superchip, ``Product.grace_host``) it is ``moe_layer_overhead_c2c_s``,
     over PCIe ``moe_layer_overhead_s``; token-drop routing (``moe_token_drop``) needs no
     wait."""
@@ -497,10 +498,12 @@ def _one_layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device,
             # all-to-alls hidden behind the pair's compute; only the excess is exposed
             a2a = np.maximum(0.0, a2a - (fwd + bwd) / 2)
         exposed_fwd, exposed_bwd = exposed + a2a, exposed + a2a
-    fixed = eff.layer_overhead_s + (dispatcher_host_time(device.product, cfg, eff)
-                                    if moe else 0.0)
-    forward = _Pass(fwd, exposed_fwd, fixed)
-    backward = _Pass(bwd, exposed_bwd, fixed)
+    # the dropless dispatcher's host wait falls in the forward pass (and a recomputed one):
+    # the backward's all-to-alls and grouped GEMMs reuse the split sizes the forward copied
+    # to the CPU, so the host runs ahead there as in a dense layer
+    wait = dispatcher_host_time(device.product, cfg, eff) if moe else 0.0
+    forward = _Pass(fwd, exposed_fwd, eff.layer_overhead_s + wait)
+    backward = _Pass(bwd, exposed_bwd, eff.layer_overhead_s)
     if cfg.recompute is Recompute.FULL:
         recompute = forward
     elif cfg.recompute is Recompute.SELECTIVE:

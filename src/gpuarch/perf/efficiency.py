@@ -78,10 +78,13 @@ class Efficiency:
     measurements, whose MoE rows in the fit are Mixtral's (8 large experts, top-2);
     fine-grained MoE (128-256 experts, top-8) runs slower than this predicts."""
 
-    moe_grouped_gemm: float = 0.35
+    moe_grouped_gemm: float = 0.40
     """The same for training's grouped expert GEMMs (Megatron-Core/Transformer Engine grouped
     GEMM over evenly balanced tokens, thousands per expert). Fitted on training
-    measurements."""
+    measurements; it also carries what the model does not charge separately in an expert
+    layer (router, permutation, imperfectly overlapped dispatch): the grouped GEMM kernels
+    alone reach 56-66% of the H100's BF16 peak at 2,048-4,096 tokens per expert
+    (TransformerEngine pull request #2045)."""
 
     nvlink_bus: float = 0.80
     """NCCL bus bandwidth over NVLink/NVSwitch as a fraction of the per-direction link rate.
@@ -132,16 +135,19 @@ class Efficiency:
     bookkeeping). The training fit drives it to zero once unfused attention is modelled;
     kept for calibration. Fitted."""
 
-    moe_layer_overhead_s: float = 2.5e-3
-    """Fixed time per expert layer per training pass (forward, backward) for the host side of
-    a dropless token dispatcher, host attached over PCIe: the router's per-expert token
-    counts are copied to the CPU before the all-to-all and the grouped GEMM can be sized, so
-    the GPU waits while the host launches the layer's many small kernels (permutation,
-    top-k, casts, splits). Not charged for token-drop routing (``moe_token_drop``). Charged
-    in training only; serving engines capture these in CUDA graphs or fused MoE kernels
-    (their fixed costs are the decode and prefill overheads). Fitted."""
+    moe_layer_overhead_s: float = 5e-3
+    """Fixed time per expert layer per forward pass (and per recomputed forward) for the host
+    side of a dropless token dispatcher, host attached over PCIe: the router's per-expert
+    token counts are copied to the CPU before the all-to-all and the grouped GEMM can be
+    sized (Megatron-Core's alltoall dispatcher waits at its "before_ep_alltoall" sync point,
+    megatron/core/transformer/moe/token_dispatcher.py), so the GPU waits while the host
+    launches the layer's many small kernels (permutation, top-k, casts, splits). The
+    backward pass reuses the split sizes already on the CPU and waits on nothing. Not
+    charged for token-drop routing (``moe_token_drop``). Charged in training only; serving
+    engines capture these in CUDA graphs or fused MoE kernels (their fixed costs are the
+    decode and prefill overheads). Fitted."""
 
-    moe_layer_overhead_c2c_s: float = 0.5e-3
+    moe_layer_overhead_c2c_s: float = 2e-3
     """The same host wait where the GPU reaches its CPU over NVLink-C2C (Grace: GB200,
     GB300, GH200) rather than PCIe. Megatron Bridge's 25.09 and 25.11 tables run the same
     Qwen3-30B-A3B layouts token-drop and dropless: on 8 GB200 dropless is as fast (23,766 vs
