@@ -201,3 +201,9 @@ def test_validate_bands_command(capsys: pytest.CaptureFixture[str]) -> None:
     assert status == 0
     doc = json.loads(out)
     assert doc["training/dense/hopper"] == load_bands()["training/dense/hopper"].as_json()
+
+
+def test_a_median_that_rounds_to_zero_has_no_sign() -> None:
+    band = Band("serving/dense", 200, 100, -0.002, -0.16, 0.22)
+    text = band.describe(1000.0, "output tokens/s")
+    assert "median 0%: no clear bias" in text and "-16% to +22%" in text

@@ -138,8 +138,14 @@ class Band:
         low, high = self.likely_range(predicted)
         return (f"{_num(low)}-{_num(high)} {unit}, by the model's error on "
                 f"{self.figures} published figures of {self.label} (10th-90th "
-                f"percentile {self.p10_error:+.0%} to {self.p90_error:+.0%}, median "
-                f"{self.median_error:+.0%}: {self.bias})")
+                f"percentile {_pct(self.p10_error)} to {_pct(self.p90_error)}, median "
+                f"{_pct(self.median_error)}: {self.bias})")
+
+
+def _pct(x: float) -> str:
+    """A signed whole percentage; no sign on a value that rounds to zero ("0%", not "-0%")."""
+    text = f"{x:+.0%}"
+    return "0%" if text in ("+0%", "-0%") else text
 
 
 def _num(x: float) -> str:
@@ -261,6 +267,6 @@ def render_bands(bands: Mapping[str, Band]) -> str:
 def band_sentence(architecture: str, band: Mapping[str, Any]) -> str:
     """One architecture's band (``Band.as_json``) in words, as advice answers print it."""
     return (f"{architecture.capitalize()}: the model's error on {band['figures']} published "
-            f"figures of {band['label']} was {band['p10_error']:+.0%} to "
-            f"{band['p90_error']:+.0%} (10th-90th percentile), median "
-            f"{band['median_error']:+.0%}: {band['bias']}")
+            f"figures of {band['label']} was {_pct(band['p10_error'])} to "
+            f"{_pct(band['p90_error'])} (10th-90th percentile), median "
+            f"{_pct(band['median_error'])}: {band['bias']}")
