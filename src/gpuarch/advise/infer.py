@@ -314,9 +314,8 @@ def advise_inference(
            for o in top]
     per_gpu = tuple(replace(o, reason=_reason(catalog, o, first, rivals, search.objective))
                     for o in rivals.values())
-    assumptions["error_bands"] = {
-        arch: band.as_json() for arch, band in bands_by_architecture(
-            "serving", shape, (catalog.product(g) for g in rivals)).items()}
+    assumptions["error_bands"] = bands_by_architecture(
+        "serving", shape, (catalog.product(g) for g in rivals))
     pareto = [replace(o, reason=_reason(catalog, o, first, rivals, search.objective))
               for o in sorted((rows[i] for i in front), key=lambda r: r.request_latency_s)]
     return InferenceAdvice(shape.name, search.input_len, search.output_len,

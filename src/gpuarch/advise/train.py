@@ -316,9 +316,8 @@ def advise_training(
     pareto_opts = [_explain(catalog, shape, search, o, first, rivals, efficiency, systems)
                    for o in pareto_opts]
     assumptions = _assumptions(prices, search, assumed_network, single_node)
-    assumptions["error_bands"] = {
-        arch: band.as_json() for arch, band in bands_by_architecture(
-            "training", shape, (catalog.product(g) for g in rivals)).items()}
+    assumptions["error_bands"] = bands_by_architecture(
+        "training", shape, (catalog.product(g) for g in rivals))
     return TrainingAdvice(shape.name, search.tokens, search.objective.value, tuple(top),
                           tuple(pareto_opts), evaluated, feasible, tuple(skipped),
                           assumptions, tuple(per_gpu))
