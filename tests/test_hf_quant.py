@@ -12,6 +12,8 @@ import pytest
 
 from gpuarch.cli.main import main
 from gpuarch.errors import GpuarchError
+from gpuarch.workloads import count_params
+from gpuarch.workloads.hf import shape_from_hf_config
 from gpuarch.workloads.hf_quant import checkpoint_formats
 
 LLAMA_8B = {"model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336,
@@ -41,9 +43,10 @@ def _ct_group(weights: tuple[int, str], acts: tuple[int, str] | None) -> dict[st
         # DeepSeek-V3's config.json: block-scaled FP8 weights and dynamic FP8 activations
         ({"quant_method": "fp8", "activation_scheme": "dynamic", "fmt": "e4m3",
           "weight_block_size": [128, 128]}, ("fp8", "fp8", None)),
-        # GPT-OSS's config.json: MXFP4 experts, weight-only unless told otherwise
+        # GPT-OSS's config.json: MXFP4 covers the routed experts only (checked below);
+        # the rest of the model stays 16-bit
         ({"quant_method": "mxfp4", "modules_to_not_convert": ["lm_head"]},
-         ("fp4", "bf16", None)),
+         ("bf16", "bf16", None)),
         ({"quant_method": "awq", "bits": 4, "group_size": 128, "version": "gemm"},
          ("int4", "bf16", None)),
         ({"quant_method": "gptq", "bits": 8, "group_size": 128}, ("int8", "bf16", None)),
@@ -138,3 +141,49 @@ def test_estimate_infer_takes_the_checkpoints_formats(tmp_path: Path,
     assert status == 2 and out == ""
     assert "quant_method 'bitsandbytes' is not one gpuarch reads" in err
     assert "Traceback" not in err
+
+
+GPT_OSS_SMALL = {"model_type": "gpt_oss", "hidden_size": 2880, "intermediate_size": 2880,
+                 "num_attention_heads": 64, "num_key_value_heads": 8, "head_dim": 64,
+                 "num_hidden_layers": 4, "num_local_experts": 32, "num_experts_per_tok": 4,
+                 "vocab_size": 201088, "tie_word_embeddings": False}
+MXFP4 = {"quant_method": "mxfp4",
+         "modules_to_not_convert": ["model.layers.*.self_attn", "model.layers.*.mlp.router",
+                                    "model.embed_tokens", "lm_head"]}
+
+
+def test_mxfp4_quantizes_the_experts_alone(tmp_path: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """GPT-OSS's MXFP4 checkpoint keeps attention, router, embeddings and LM head in 16 bits:
+    the estimate streams the experts at 4.25 bits a weight and everything else at 16, and
+    says so; the expert flags override the checkpoint's expert format; a dense model that
+    declares MXFP4 has no experts to keep apart, so all its weights are 4-bit."""
+    got = checkpoint_formats(_config(tmp_path, MXFP4))
+    assert got is not None and got.expert_weights == "fp4"
+    path = tmp_path / "gpt-oss" / "config.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps({**GPT_OSS_SMALL, "quantization_config": MXFP4}))
+    status, out, _ = _infer(capsys, "--model", str(path), "--json")
+    assert status == 0
+    doc = json.loads(out)
+    a = doc["assumptions"]
+    assert a["formats"]["weights"] == "bf16"
+    assert a["expert_formats"]["weights"] == "fp4"
+    assert a["expert_formats"]["activations"] == "bf16"
+    assert a["expert_formats"]["weights_dequantized"] is True
+    status, out16, _ = _infer(capsys, "--model", str(path), "--expert-weight-precision",
+                              "bf16", "--json")
+    doc16 = json.loads(out16)
+    assert doc16["assumptions"]["expert_formats"] is None
+    saved = doc16["memory_per_gpu_gib"]["weights"] - doc["memory_per_gpu_gib"]["weights"]
+    experts = count_params(shape_from_hf_config(path)).mlp_experts
+    # 16 bits minus the 4-bit float format's 4.5 (an 8-bit scale per 16 weights, as
+    # NVFP4; MXFP4's scale per 32 would make it 4.25)
+    assert saved * 2**30 == pytest.approx(experts * (2.0 - 4.5 / 8), rel=1e-3)
+    status, out, _ = _infer(capsys, "--model", str(path), "--expert-activation-precision",
+                            "fp8", "--gpu", "b200")
+    assert status == 0 and "experts       weights fp4, activations fp8" in out
+    dense = _config(tmp_path, MXFP4)
+    status, out, _ = _infer(capsys, "--model", str(dense), "--json")
+    assert status == 0
+    assert json.loads(out)["assumptions"]["formats"]["weights"] == "fp4"

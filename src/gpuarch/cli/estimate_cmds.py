@@ -182,10 +182,15 @@ def cmd_infer(args: argparse.Namespace) -> int:
     shape = resolve_model(args)
     product, system = _gpu_and_system(args, catalog)
     checkpoint = _checkpoint_formats(args)
+    expert_weights = args.expert_weight_precision
     if checkpoint is not None:
         weights = QuantFormat(checkpoint.weights)
         default_activations = QuantFormat(checkpoint.activations)
         default_kv = QuantFormat(checkpoint.kv_cache) if checkpoint.kv_cache else None
+        if checkpoint.expert_weights and not shape.is_moe:
+            weights = QuantFormat(checkpoint.expert_weights)  # no experts: all of it
+        elif checkpoint.expert_weights and expert_weights is None:
+            expert_weights = QuantFormat(checkpoint.expert_weights)
     else:
         weights = args.weight_precision or QuantFormat.BF16
         default_activations = weights if weights in (QuantFormat.FP8, QuantFormat.FP4) \
@@ -197,7 +202,8 @@ def cmd_infer(args: argparse.Namespace) -> int:
     cfg = InferenceConfig(
         input_len=args.input_len, output_len=args.output_len, batch=args.batch,
         gpus=args.gpus or args.tp * args.pp, tp=args.tp, pp=args.pp, ep=args.ep,
-        quant=QuantScheme(weights, activations, kv),
+        quant=QuantScheme(weights, activations, kv), expert_weights=expert_weights,
+        expert_activations=args.expert_activation_precision,
         batching=args.batching or Batching.STATIC, chunk=args.chunk,
         max_num_tokens=args.max_num_tokens, kv_cache_fraction=args.kv_cache_fraction,
         max_batch_size=args.max_batch_size, speculative_tokens=args.speculative_tokens,
@@ -420,6 +426,15 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                    "gives W4A8")
     p.add_argument("--kv-precision", type=lazy_enum_value(fmt, "--kv-precision"),
                    help="KV cache: bf16 (default), fp16, fp8, int8")
+    p.add_argument("--expert-weight-precision",
+                   type=lazy_enum_value(fmt, "--expert-weight-precision"),
+                   help="MoE: the routed experts' weights where they differ from the rest "
+                   "(default: the checkpoint's, e.g. GPT-OSS's MXFP4 experts, else "
+                   "--weight-precision)")
+    p.add_argument("--expert-activation-precision",
+                   type=lazy_enum_value(fmt, "--expert-activation-precision"),
+                   help="MoE: the activations the experts' GEMMs take (default: as "
+                   "--activation-precision defaults, from the expert weights)")
     p.add_argument("--batching", type=lazy_enum_value(
         "gpuarch.estimate.inference:Batching", "--batching"),
         help="static (default) or continuous (in-flight, steady state)")

@@ -40,7 +40,7 @@ from gpuarch.errors import GpuarchError, check_choice, check_count
 from gpuarch.perf.collectives import Collective, Group, collective_time, link_for
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.perf.precision import Precision, matmul_peak
-from gpuarch.perf.quant import QuantScheme, gemm_peak
+from gpuarch.perf.quant import GemmPeak, QuantFormat, QuantScheme, gemm_peak
 from gpuarch.perf.roofline import (
     Attention,
     Device,
@@ -131,6 +131,12 @@ class InferenceConfig:
     pp: int = 1
     ep: int = 1
     quant: QuantScheme = field(default_factory=QuantScheme)
+    # the routed experts' weight and activation formats where a checkpoint or engine keeps
+    # them apart from the rest of the model (GPT-OSS: MXFP4 experts beside 16-bit attention;
+    # an engine that quantizes everything but the experts); None = the model's (see
+    # ``expert_quant``)
+    expert_weights: QuantFormat | None = None
+    expert_activations: QuantFormat | None = None
     batching: Batching = Batching.STATIC
     chunk: int = 0  # prefill chunk in tokens; 0 = whole prompt at once
     gpus_per_node: int = 8
@@ -169,6 +175,27 @@ class InferenceConfig:
     def replicas(self) -> int:
         """Data-parallel copies of the model."""
         return self.gpus // (self.tp * self.pp)
+
+    @property
+    def expert_quant(self) -> QuantScheme:
+        """The formats the routed experts' GEMMs run in: ``expert_weights`` and
+        ``expert_activations`` where given, else the model's. Expert weights given alone take
+        their activations as the flags do: 16-bit weights run 16-bit; quantized weights keep
+        the model's activations where those are 16-bit (weight-only) or at least as wide as
+        the weights (W8A8, W4A8, W4A4), else match the weights."""
+        weights = self.expert_weights or self.quant.weights
+        activations = self.expert_activations
+        if activations is None:
+            model = self.quant.activations
+            if self.expert_weights is None:
+                activations = model
+            elif weights.is_16bit:
+                activations = weights
+            elif model.is_16bit or model.bits >= weights.bits:
+                activations = model
+            else:
+                activations = weights
+        return QuantScheme(weights, activations, self.quant.kv_cache)
 
     def validate(self, shape: TransformerShape) -> None:
         for name in ("input_len", "output_len", "gpus", "tp", "pp", "ep", "gpus_per_node",
@@ -231,6 +258,12 @@ class InferenceConfig:
                 raise GpuarchError(f"--ep: {self.ep} exceeds the {self.tp * self.replicas} "
                                    "GPUs that can hold experts (TP x replicas)")
         self.quant.validate()
+        if self.expert_weights is not None or self.expert_activations is not None:
+            if not shape.is_moe:
+                flag = "--expert-weight-precision" if self.expert_weights is not None \
+                    else "--expert-activation-precision"
+                raise GpuarchError(f"{flag}: {shape.name} has no routed experts")
+            self.expert_quant.validate("expert-")
 
 
 def kv_bytes_per_token(shape: TransformerShape, element: float, tp: int = 1) -> float:
@@ -372,19 +405,39 @@ def _split(op: Op, device: Device, eff: Efficiency) -> tuple[Num, Num]:
     return t, compute
 
 
+EXPERT_GEMM_PREFIX = "expert_"
+"""Names of the routed experts' GEMMs (``expert_up``, ``expert_down``): they run in the
+configuration's expert formats (``InferenceConfig.expert_quant``)."""
+
+
+def _gemm_device(product: Product, quant: QuantScheme, generation: int | None
+                 ) -> tuple[GemmPeak, Device]:
+    """The peak a scheme's GEMMs run at and the device that costs them (16-bit attention,
+    the GPU's bandwidth and vector rate)."""
+    peak = gemm_peak(product, quant)
+    act = Precision.FP16 if quant.activations is QuantFormat.FP16 else Precision.BF16
+    base = Device.of(product, act, generation)
+    return peak, Device(product, act, peak.peak, base.vector_flops, base.bandwidth,
+                        base.attention_flops, generation)
+
+
+def _activation_bytes(quant: QuantScheme) -> float:
+    """Bytes of one activation element as a scheme's GEMMs take it in."""
+    return 2.0 if quant.activations.is_16bit else quant.activations.bytes
+
+
 class _Runner:
     """Costs the layers of one model on one GPU for one scheme."""
 
     def __init__(self, catalog: Catalog, shape: TransformerShape, product: Product,
                  cfg: InferenceConfig, system: System | None, eff: Efficiency) -> None:
         self.s, self.cfg, self.eff = shape, cfg, eff
-        peak = gemm_peak(product, cfg.quant)
-        self.peak = peak
-        act = Precision.FP16 if cfg.quant.activations.value == "fp16" else Precision.BF16
         generation = catalog.chip_of(product).sm.tensor_core_generation
-        base = Device.of(product, act, generation)
-        self.device = Device(product, act, peak.peak, base.vector_flops, base.bandwidth,
-                             base.attention_flops, generation)
+        self.peak, self.device = _gemm_device(product, cfg.quant, generation)
+        # the routed experts' GEMMs, in their own formats where they differ
+        self.expert_peak, self.expert_device = (self.peak, self.device) \
+            if cfg.expert_quant == cfg.quant else \
+            _gemm_device(product, cfg.expert_quant, generation)
         # prefill attention at the FP8 rate (FP8 context FMHA) where the engine runs it: with
         # quantized activations (the attention output feeds an FP8 or FP4 GEMM) and an FP8
         # KV cache
@@ -396,7 +449,8 @@ class _Runner:
                 raise GpuarchError(f"--fp8-context-attention: {product.name} has no FP8 "
                                    "Tensor Cores (Ada, Hopper or newer)")
             self.context_device = dataclasses.replace(self.device, attention_flops=fp8.flops)
-        self.act_bytes = 2.0 if cfg.quant.activations.is_16bit else cfg.quant.activations.bytes
+        self.act_bytes = _activation_bytes(cfg.quant)
+        self.expert_act_bytes = _activation_bytes(cfg.expert_quant)
         pcie = catalog.pcie_generation(product.pcie_generation or 0)
         intra, inter = link_for(product, system, pcie.x16_bandwidth_bytes_s if pcie else None,
                                 required=cfg.tp * cfg.pp * cfg.ep > 1)
@@ -425,8 +479,9 @@ class _Runner:
             self._weight = outer
 
     def _gemm(self, m: Num, n: int, k: int, name: str, batch: Num = 1) -> Gemm:
-        return Gemm(m, n, k, batch=batch, name=name,
-                    weight_element=self.cfg.quant.weights.bytes)
+        quant = self.cfg.expert_quant if name.startswith(EXPERT_GEMM_PREFIX) \
+            else self.cfg.quant
+        return Gemm(m, n, k, batch=batch, name=name, weight_element=quant.weights.bytes)
 
     def layer(self, tokens: Num, seqs: Num, q_len: int, ctx: Num, experts_touched: Num,
               moe: bool | None = None, window: int = 0) -> _Phase:
@@ -481,7 +536,7 @@ class _Runner:
             # experts, 1/EP of the group's (TensorRT-LLM's expandInputRowsKernel stops at
             # the local experts' last row); they go in quantized as the GEMMs take them and
             # come out of the down projection in 16 bits
-            ops.append(moe_permute(routed / cfg.ep, s.hidden, self.act_bytes, 2.0))
+            ops.append(moe_permute(routed / cfg.ep, s.hidden, self.expert_act_bytes, 2.0))
             inner = routed / cfg.ep * width // moe_tp
         else:
             f = s.d_ffn
@@ -493,10 +548,11 @@ class _Runner:
                 Elementwise(3.0 * inner * 2.0, name="activation")]
         phase = _Phase()
         for op in ops:
-            device = self.context_device if isinstance(op, Attention) and q_len > 1 \
-                else self.device
+            expert = isinstance(op, Gemm) and op.name.startswith(EXPERT_GEMM_PREFIX)
+            device = self.expert_device if expert else self.context_device \
+                if isinstance(op, Attention) and q_len > 1 else self.device
             time, compute = _split(op, device, self.eff)
-            if isinstance(op, Gemm) and self.peak.dequantize:
+            if isinstance(op, Gemm) and (self.expert_peak if expert else self.peak).dequantize:
                 time = np.where(compute, time * (1 + self.eff.dequant_overhead), time)
             phase = phase + _Phase(compute=np.where(compute, time, 0.0),
                                    memory=np.where(compute, 0.0, time))
@@ -510,12 +566,12 @@ class _Runner:
             # every GPU of the group gathers all its ranks' tokens (quantized as the GEMMs
             # take them), and the 16-bit partial outputs are reduce-scattered back
             every = tokens * gathered * s.hidden
-            ep_comm = collective_time(Collective.ALL_GATHER, every * self.act_bytes,
+            ep_comm = collective_time(Collective.ALL_GATHER, every * self.expert_act_bytes,
                                       self.ep_group, self.eff) \
                 + collective_time(Collective.REDUCE_SCATTER, every * 2.0, self.ep_group,
                                   self.eff)
         elif moe and cfg.ep > 1:
-            moved = tokens * s.experts_per_token * s.hidden * self.act_bytes / t
+            moved = tokens * s.experts_per_token * s.hidden * self.expert_act_bytes / t
             ep_comm = 2 * collective_time(Collective.ALL_TO_ALL, moved, self.ep_group,
                                           self.eff)
         self._add("tensor_parallel", tp_comm)
@@ -630,7 +686,8 @@ def _weight_bytes(shape: TransformerShape, cfg: InferenceConfig) -> float:
         model = pc.total * w / shard
     else:
         experts = pc.mlp_experts
-        model = (pc.total - experts) * w / shard + experts * w / (cfg.pp * max(cfg.tp, cfg.ep))
+        model = (pc.total - experts) * w / shard \
+            + experts * cfg.expert_quant.weights.bytes / (cfg.pp * max(cfg.tp, cfg.ep))
     if not cfg.speculative_tokens:
         return model
     embeddings = (pc.embedding + pc.lm_head) * w / cfg.tp
@@ -922,6 +979,14 @@ def estimate_inference(
         "formats": {"weights": cfg.quant.weights.value,
                     "activations": cfg.quant.activations.value,
                     "kv_cache": cfg.quant.kv_cache.value},
+        "expert_formats": {
+            "weights": cfg.expert_quant.weights.value,
+            "activations": cfg.expert_quant.activations.value,
+            "bytes_per_weight": cfg.expert_quant.weights.bytes,
+            "gemm_peak_tflops": from_si(runner.expert_peak.peak.flops, Unit.TFLOPS),
+            "weights_dequantized": runner.expert_peak.dequantize,
+            "precision_fallback": runner.expert_peak.peak.fallback_reason}
+        if shape.is_moe and cfg.expert_quant != cfg.quant else None,
         "formats_origin": formats_origin,
         "bytes_per_element": {"weights": cfg.quant.weights.bytes,
                               "kv_cache": cfg.quant.kv_cache.bytes},

@@ -11,7 +11,7 @@ from gpuarch.catalog.peaks import PeakKey
 from gpuarch.errors import GpuarchError
 from gpuarch.perf.precision import MatmulPeak
 
-__all__ = ["QuantFormat", "QuantScheme", "gemm_peak"]
+__all__ = ["GemmPeak", "QuantFormat", "QuantScheme", "gemm_peak"]
 
 
 class QuantFormat(Enum):
@@ -58,21 +58,23 @@ class QuantScheme:
     activations: QuantFormat = QuantFormat.BF16
     kv_cache: QuantFormat = QuantFormat.BF16
 
-    def validate(self) -> None:
+    def validate(self, flag_prefix: str = "") -> None:
+        """Refuse combinations no engine runs; the messages name the flags, with
+        ``flag_prefix`` (e.g. "expert-") inserted after their dashes."""
+        w, a = f"--{flag_prefix}weight-precision", f"--{flag_prefix}activation-precision"
         if self.activations.bits < self.weights.bits:
             raise GpuarchError(
-                f"--activation-precision: {self.activations.value} is narrower than "
-                f"--weight-precision {self.weights.value}; weight-only or matching "
-                "weight/activation formats are supported")
+                f"{a}: {self.activations.value} is narrower than {w} {self.weights.value}; "
+                "weight-only or matching weight/activation formats are supported")
         if not self.activations.is_16bit and self.activations is not self.weights \
                 and not self.w4a8:
             raise GpuarchError(
-                f"--activation-precision {self.activations.value} needs --weight-precision "
+                f"{a} {self.activations.value} needs {w} "
                 f"{self.activations.value} (W{self.activations.bits}A"
                 f"{self.activations.bits}), int4 or fp4 weights with fp8 activations (W4A8), "
                 "or 16-bit activations for weight-only")
         if self.activations is QuantFormat.INT4:
-            raise GpuarchError("--activation-precision: int4 activations are not supported; "
+            raise GpuarchError(f"{a}: int4 activations are not supported; "
                                "use int4 weight-only with 16-bit activations")
 
     @property

@@ -98,6 +98,13 @@ def render_inference(e: InferenceEstimate, band: Band | None = None) -> str:
         f"({a['gemm_peak_source']})" + (", weights dequantized" if a["weights_dequantized"]
                                        else ""),
     ]
+    if a.get("expert_formats"):
+        x = a["expert_formats"]
+        lines.append(f"  experts       weights {x['weights']}, activations {x['activations']}; "
+                     f"GEMMs at {fmt(x['gemm_peak_tflops'])} TFLOPS"
+                     + (", weights dequantized" if x["weights_dequantized"] else ""))
+        if x.get("precision_fallback"):
+            lines.append(f"  note          {x['precision_fallback']}")
     if a.get("formats_origin"):
         lines.append(f"                from {a['formats_origin']}")
     if a.get("speculative"):

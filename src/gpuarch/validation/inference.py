@@ -97,7 +97,7 @@ InferenceSummary = ErrorSummary
 """Inference comparisons: the issue's per-figure bound is 35%."""
 
 
-def _fmt(value: Any, default: QuantFormat) -> QuantFormat:
+def _fmt(value: Any, default: Any) -> Any:
     return QuantFormat(value) if value else default
 
 
@@ -122,6 +122,8 @@ def point_config(point: TrainingPoint, gpus_per_node: int) -> InferenceConfig:
         batch=int(batch) if batch else None, gpus=int(point.get("gpus")),
         tp=int(point.get("tp") or 1), pp=int(point.get("pp") or 1),
         ep=int(point.get("ep") or 1), quant=QuantScheme(weights, activations, kv),
+        expert_weights=_fmt(point.get("expert_weight_precision"), None),
+        expert_activations=_fmt(point.get("expert_activation_precision"), None),
         batching=batching, gpus_per_node=gpus_per_node,
         max_num_tokens=int(point.get("max_num_tokens") or MAX_PREFILL_TOKENS),
         kv_cache_fraction=float(point.get("kv_cache_fraction") or 0.0),

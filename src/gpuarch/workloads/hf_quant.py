@@ -2,8 +2,10 @@
 (``quantization_config``) or, for NVIDIA ModelOpt checkpoints, the ``hf_quant_config.json``
 beside it: what ``estimate infer --model config.json`` uses unless format flags are given.
 
-Read: ``fp8`` (e.g. DeepSeek-V3's block-scaled FP8: W8A8), ``mxfp4`` (GPT-OSS's experts:
-4-bit weights, 16-bit activations unless told otherwise), ``awq`` and ``gptq`` (INT4 or INT8
+Read: ``fp8`` (e.g. DeepSeek-V3's block-scaled FP8: W8A8), ``mxfp4`` (GPT-OSS: the routed
+experts' weights in 4 bits, 16-bit activations unless told otherwise; attention, router,
+embeddings and LM head stay 16-bit, as Transformers' MXFP4 quantizer replaces only the
+experts), ``awq`` and ``gptq`` (INT4 or INT8
 weight-only), ``modelopt`` (its ``quant_algo`` FP8, NVFP4, W4A16_AWQ / INT4_AWQ, W4A8_AWQ,
 W8A16 / INT8 weight-only, and ``kv_cache_quant_algo`` FP8) and ``compressed-tensors``
 (weights and input activations by bits and type, ``kv_cache_scheme``). Any other declared
@@ -34,6 +36,7 @@ class CheckpointFormats:
     activations: str
     kv_cache: str | None
     origin: str
+    expert_weights: str | None = None  # the routed experts', where they differ
 
 
 _MODELOPT_ALGOS: dict[str, tuple[str, str]] = {
@@ -126,10 +129,11 @@ def checkpoint_formats(config_path: Path) -> CheckpointFormats | None:
         return CheckpointFormats("fp8", "fp8", None, f"{where}: quant_method fp8"
                                  + (f", weight blocks {block}" if block else ""))
     if method == "mxfp4":
-        return CheckpointFormats("fp4", "bf16", None,
-                                 f"{where}: quant_method mxfp4 (4-bit weights; add "
-                                 "--activation-precision fp8 for W4A8, as TensorRT-LLM runs "
-                                 "it on Blackwell)")
+        return CheckpointFormats("bf16", "bf16", None,
+                                 f"{where}: quant_method mxfp4 (the experts' weights in 4 "
+                                 "bits, the rest 16-bit; add --expert-activation-precision "
+                                 "fp8 for W4A8 experts, as TensorRT-LLM runs them on "
+                                 "Blackwell)", expert_weights="fp4")
     if method in ("awq", "gptq"):
         bits = q.get("bits", q.get("w_bit"))
         if bits not in (4, 8):
