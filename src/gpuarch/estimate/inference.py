@@ -451,6 +451,8 @@ class _Runner:
             self.context_device = dataclasses.replace(self.device, attention_flops=fp8.flops)
         self.act_bytes = _activation_bytes(cfg.quant)
         self.expert_act_bytes = _activation_bytes(cfg.expert_quant)
+        self.weight_bytes = cfg.quant.weights.bytes
+        self.expert_weight_bytes = cfg.expert_quant.weights.bytes
         pcie = catalog.pcie_generation(product.pcie_generation or 0)
         intra, inter = link_for(product, system, pcie.x16_bandwidth_bytes_s if pcie else None,
                                 required=cfg.tp * cfg.pp * cfg.ep > 1)
@@ -479,9 +481,9 @@ class _Runner:
             self._weight = outer
 
     def _gemm(self, m: Num, n: int, k: int, name: str, batch: Num = 1) -> Gemm:
-        quant = self.cfg.expert_quant if name.startswith(EXPERT_GEMM_PREFIX) \
-            else self.cfg.quant
-        return Gemm(m, n, k, batch=batch, name=name, weight_element=quant.weights.bytes)
+        element = self.expert_weight_bytes if name.startswith(EXPERT_GEMM_PREFIX) \
+            else self.weight_bytes
+        return Gemm(m, n, k, batch=batch, name=name, weight_element=element)
 
     def layer(self, tokens: Num, seqs: Num, q_len: int, ctx: Num, experts_touched: Num,
               moe: bool | None = None, window: int = 0) -> _Phase:
