@@ -159,7 +159,7 @@ def test_mxfp4_quantizes_the_experts_alone(tmp_path: Path,
     says so; the expert flags override the checkpoint's expert format; a dense model that
     declares MXFP4 has no experts to keep apart, so all its weights are 4-bit."""
     got = checkpoint_formats(_config(tmp_path, MXFP4))
-    assert got is not None and got.expert_weights == "fp4"
+    assert got is not None and got.expert_weights == "mxfp4"
     path = tmp_path / "gpt-oss" / "config.json"
     path.parent.mkdir()
     path.write_text(json.dumps({**GPT_OSS_SMALL, "quantization_config": MXFP4}))
@@ -168,7 +168,7 @@ def test_mxfp4_quantizes_the_experts_alone(tmp_path: Path,
     doc = json.loads(out)
     a = doc["assumptions"]
     assert a["formats"]["weights"] == "bf16"
-    assert a["expert_formats"]["weights"] == "fp4"
+    assert a["expert_formats"]["weights"] == "mxfp4"
     assert a["expert_formats"]["activations"] == "bf16"
     assert a["expert_formats"]["weights_dequantized"] is True
     status, out16, _ = _infer(capsys, "--model", str(path), "--expert-weight-precision",
@@ -177,13 +177,12 @@ def test_mxfp4_quantizes_the_experts_alone(tmp_path: Path,
     assert doc16["assumptions"]["expert_formats"] is None
     saved = doc16["memory_per_gpu_gib"]["weights"] - doc["memory_per_gpu_gib"]["weights"]
     experts = count_params(shape_from_hf_config(path)).mlp_experts
-    # 16 bits minus the 4-bit float format's 4.5 (an 8-bit scale per 16 weights, as
-    # NVFP4; MXFP4's scale per 32 would make it 4.25)
-    assert saved * 2**30 == pytest.approx(experts * (2.0 - 4.5 / 8), rel=1e-3)
+    # 16 bits minus MXFP4's 4.25 (4 bits and an 8-bit scale per 32 weights)
+    assert saved * 2**30 == pytest.approx(experts * (2.0 - 4.25 / 8), rel=1e-3)
     status, out, _ = _infer(capsys, "--model", str(path), "--expert-activation-precision",
                             "fp8", "--gpu", "b200")
-    assert status == 0 and "experts       weights fp4, activations fp8" in out
+    assert status == 0 and "experts       weights mxfp4, activations fp8" in out
     dense = _config(tmp_path, MXFP4)
     status, out, _ = _infer(capsys, "--model", str(dense), "--json")
     assert status == 0
-    assert json.loads(out)["assumptions"]["formats"]["weights"] == "fp4"
+    assert json.loads(out)["assumptions"]["formats"]["weights"] == "mxfp4"

@@ -193,7 +193,7 @@ def cmd_infer(args: argparse.Namespace) -> int:
             expert_weights = QuantFormat(checkpoint.expert_weights)
     else:
         weights = args.weight_precision or QuantFormat.BF16
-        default_activations = weights if weights in (QuantFormat.FP8, QuantFormat.FP4) \
+        default_activations = weights if weights is QuantFormat.FP8 or weights.is_float4 \
             else QuantFormat.FP16 if weights is QuantFormat.FP16 else QuantFormat.BF16
         default_kv = None
     activations = args.activation_precision or default_activations
@@ -416,8 +416,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                    help="sequences decoded together, or 'max' for the largest that fits")
     fmt = "gpuarch.perf.quant:QuantFormat"
     p.add_argument("--weight-precision", type=lazy_enum_value(fmt, "--weight-precision"),
-                   help="bf16, fp16, fp8, int8, int4 or fp4; default: what a config.json's "
-                   "checkpoint declares (quantization_config, or ModelOpt's "
+                   help="bf16, fp16, fp8, int8, int4, fp4 (NVFP4) or mxfp4; default: what "
+                   "a config.json's checkpoint declares (quantization_config, or ModelOpt's "
                    "hf_quant_config.json beside it), else bf16")
     p.add_argument("--activation-precision",
                    type=lazy_enum_value(fmt, "--activation-precision"),

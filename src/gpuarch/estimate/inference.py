@@ -443,7 +443,7 @@ class _Runner:
         # KV cache
         self.context_device = self.device
         if cfg.fp8_context_attention and cfg.quant.kv_cache.value == "fp8" \
-                and cfg.quant.activations.value in ("fp8", "fp4"):
+                and cfg.quant.activations.value in ("fp8", "fp4", "mxfp4"):
             fp8 = matmul_peak(product, Precision.FP8)
             if fp8 is None or fp8.fallback_reason:
                 raise GpuarchError(f"--fp8-context-attention: {product.name} has no FP8 "

@@ -17,8 +17,10 @@ __all__ = ["GemmPeak", "QuantFormat", "QuantScheme", "gemm_peak"]
 class QuantFormat(Enum):
     """A storage/compute format. ``bytes`` includes block-scale overhead where the format
     carries one: INT4 weight-only with a 16-bit scale and zero point per group of 128
-    (AWQ/GPTQ style); NVFP4 with an 8-bit scale per block of 16 (plus a negligible
-    per-tensor scale)."""
+    (AWQ/GPTQ style); NVFP4 (``fp4``) with an 8-bit scale per block of 16 (plus a negligible
+    per-tensor scale); MXFP4 (OCP microscaling, GPT-OSS's experts) with an 8-bit power-of-two
+    scale per block of 32. Both 4-bit float formats run at the FP4 Tensor Core rate where
+    there is one (Blackwell's block-scaled MMA takes either)."""
 
     FP16 = "fp16"
     BF16 = "bf16"
@@ -26,15 +28,23 @@ class QuantFormat(Enum):
     INT8 = "int8"
     INT4 = "int4"
     FP4 = "fp4"
+    MXFP4 = "mxfp4"
 
     @property
     def bytes(self) -> float:
         return {"fp16": 2.0, "bf16": 2.0, "fp8": 1.0, "int8": 1.0,
-                "int4": (4 + 32 / 128) / 8, "fp4": (4 + 8 / 16) / 8}[self.value]
+                "int4": (4 + 32 / 128) / 8, "fp4": (4 + 8 / 16) / 8,
+                "mxfp4": (4 + 8 / 32) / 8}[self.value]
 
     @property
     def bits(self) -> int:
-        return {"fp16": 16, "bf16": 16, "fp8": 8, "int8": 8, "int4": 4, "fp4": 4}[self.value]
+        return {"fp16": 16, "bf16": 16, "fp8": 8, "int8": 8, "int4": 4, "fp4": 4,
+                "mxfp4": 4}[self.value]
+
+    @property
+    def is_float4(self) -> bool:
+        """A 4-bit float format with block scales (NVFP4 or MXFP4)."""
+        return self in (QuantFormat.FP4, QuantFormat.MXFP4)
 
     @property
     def is_16bit(self) -> bool:
@@ -47,6 +57,7 @@ _NATIVE: dict[QuantFormat, PeakKey] = {
     QuantFormat.FP8: PeakKey.TENSOR_FP8,
     QuantFormat.INT8: PeakKey.TENSOR_INT8,
     QuantFormat.FP4: PeakKey.TENSOR_FP4,
+    QuantFormat.MXFP4: PeakKey.TENSOR_FP4,
 }
 
 
@@ -132,7 +143,7 @@ def gemm_peak(product: Product, scheme: QuantScheme) -> GemmPeak:
         # W4A8: FP4 weights meet FP8 activations natively where the Tensor Cores take FP4
         # operands (Blackwell's mixed-input MMA, at the FP8 rate); INT4 weights, or FP4 on
         # an older GPU, are converted to FP8 inside the GEMM
-        mixed = scheme.w4a8 and not (scheme.weights is QuantFormat.FP4
+        mixed = scheme.w4a8 and not (scheme.weights.is_float4
                                      and product.peak(PeakKey.TENSOR_FP4) is not None)
         return GemmPeak(MatmulPeak(value, key, product.dense_origin(key) or "published",
                                    None), dequantize=mixed)

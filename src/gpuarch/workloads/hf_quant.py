@@ -11,8 +11,9 @@ W8A16 / INT8 weight-only, and ``kv_cache_quant_algo`` FP8) and ``compressed-tens
 (weights and input activations by bits and type, ``kv_cache_scheme``). Any other declared
 method is refused with its name, rather than read as 16-bit.
 
-Formats are returned as the names ``estimate infer`` takes (``fp8``, ``fp4``, ``int8``,
-``int4``, ``bf16``), so this module needs nothing from the performance model.
+Formats are returned as the names ``estimate infer`` takes (``fp8``, ``fp4`` for NVFP4,
+``mxfp4``, ``int8``, ``int4``, ``bf16``), so this module needs nothing from the performance
+model.
 """
 
 from __future__ import annotations
@@ -133,7 +134,7 @@ def checkpoint_formats(config_path: Path) -> CheckpointFormats | None:
                                  f"{where}: quant_method mxfp4 (the experts' weights in 4 "
                                  "bits, the rest 16-bit; add --expert-activation-precision "
                                  "fp8 for W4A8 experts, as TensorRT-LLM runs them on "
-                                 "Blackwell)", expert_weights="fp4")
+                                 "Blackwell)", expert_weights="mxfp4")
     if method in ("awq", "gptq"):
         bits = q.get("bits", q.get("w_bit"))
         if bits not in (4, 8):
