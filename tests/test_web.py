@@ -34,6 +34,8 @@ def client() -> Any:
      "step_time_s"),
     ("/api/estimate/infer?model=llama-3.1-8b&gpu=h100&input_len=512&output_len=64&batch=8",
      "ttft_s"),
+    ("/api/estimate/infer?model=gpt-oss-120b&gpu=h100&input_len=512&output_len=64&batch=8"
+     "&weight_precision=bf16&expert_weight_precision=mxfp4", "ttft_s"),
     ("/api/advise/train?gpu=h100&max_gpus=16&tokens=1e10", "top"),
     ("/api/advise/infer?gpu=h100,l40s&rate=2&tpot_ms=60", "pareto"),
     ("/api/validate/bands", "serving/fine-moe/hopper"),
@@ -69,6 +71,9 @@ def test_api_matches_the_command_line(client: Any, capsys: pytest.CaptureFixture
     ("/api/gpus?sort=speed", 400, "--sort"),
     ("/api/nope", 404, "no endpoint"),
     ("/api/validate/bands?fresh=1", 400, "fresh: not available over the web"),
+    ("/api/estimate/infer?model=llama-3.1-8b&gpu=h100&input_len=512&output_len=64&batch=8"
+     "&expert_weight_precision=fp8", 400, "--expert-weight-precision: llama-3.1-8b has no "
+     "routed experts"),
 ])
 def test_bad_requests_name_the_field(client: Any, url: str, status: int, message: str) -> None:
     response = client.get(url)
