@@ -106,6 +106,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         tp_comm_overlap=args.tp_comm_overlap, fsdp_prefetch=args.fsdp_prefetch,
         moe_token_drop=args.moe_token_drop, pp_edge_layers=args.pp_edge_layers,
         ep_dispatcher=args.ep_dispatcher, ep_comm_overlap=args.ep_comm_overlap,
+        attention_kernel=args.attention_kernel,
         recompute=args.recompute or Recompute.NONE,
         precision=args.precision or Precision.BF16, gpus_per_node=gpus_per_node)
     if system is None and args.gpus > gpus_per_node:
@@ -386,6 +387,11 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                    help="overlap the expert all-to-alls with another micro-batch's compute "
                         "(Megatron --overlap-moe-expert-parallel-comm); only what exceeds "
                         "that compute is exposed")
+    p.add_argument("--attention-kernel", default="native", metavar="native|ampere",
+                   help="fused attention kernel: native (default: the GPU's own, e.g. "
+                        "FlashAttention-3 or cuDNN on Hopper) or ampere (FlashAttention-2 or "
+                        "2023's Triton flash attention, written for Ampere: on Hopper and "
+                        "datacenter Blackwell it keeps 0.47 of the native speed)")
     p.add_argument("--recompute", type=lazy_enum_value("gpuarch.estimate.memory:Recompute",
                                                        "--recompute"),
                    help="none (default), selective or full")

@@ -97,6 +97,27 @@ FRAMEWORK_RESERVE_BYTES = to_si(3, Unit.GIB)
 """CUDA context, NCCL buffers, allocator fragmentation and workspaces: an assumed 3 GiB."""
 
 
+ATTENTION_KERNELS = ("native", "ampere")
+"""Fused attention kernels: the GPU generation's own, or one written for Ampere's
+synchronous Tensor Core instructions (FlashAttention-2, 2023's Triton flash attention)."""
+
+ASYNC_MMA_MAJORS = (9, 10)
+"""Compute capability majors whose Tensor Cores are driven by asynchronous warpgroup
+instructions (wgmma on Hopper, sm_90; tcgen05 on datacenter Blackwell, sm_100 and sm_103),
+where an Ampere-style attention kernel is slower than the native one; Ada (8.9) and
+GeForce/RTX Blackwell (12.x) keep Ampere's synchronous instructions."""
+
+
+def attention_efficiency(eff: Efficiency, cfg: TrainingConfig, compute_capability: str
+                         ) -> Efficiency:
+    """``eff`` with the attention efficiency the configured kernel reaches on a GPU of this
+    compute capability."""
+    major = int(compute_capability.split(".")[0]) if compute_capability else 0
+    if cfg.attention_kernel == "ampere" and major in ASYNC_MMA_MAJORS:
+        return dataclasses.replace(eff, attention=eff.attention * eff.attention_ampere_kernel)
+    return eff
+
+
 @dataclass(frozen=True, kw_only=True)
 class TrainingConfig:
     """How the job runs: parallelism, batch, precision, recomputation."""
@@ -135,6 +156,11 @@ class TrainingConfig:
     # account_for_loss_in_pipeline_split)
     pp_edge_layers: bool = False
     fused_attention: bool = True  # FlashAttention-style; False = scores materialised
+    # the fused attention kernel: "native" (the GPU generation's own: FlashAttention-2 on
+    # Ampere and Ada, FlashAttention-3 or cuDNN on Hopper and datacenter Blackwell) or
+    # "ampere" (written for Ampere: on Hopper and datacenter Blackwell it keeps
+    # Efficiency.attention_ampere_kernel of the native speed); see ATTENTION_KERNELS
+    attention_kernel: str = "native"
     recompute: Recompute = Recompute.NONE
     precision: Precision = Precision.BF16
     gpus_per_node: int = 8
@@ -170,6 +196,7 @@ class TrainingConfig:
         if self.zero not in (0, 1, 2, 3):
             raise GpuarchError(f"--zero: expected 0, 1, 2 or 3, got {self.zero!r}")
         check_choice("--ep-dispatcher", self.ep_dispatcher, EP_DISPATCHERS)
+        check_choice("--attention-kernel", self.attention_kernel, ATTENTION_KERNELS)
         if self.fsdp_prefetch and self.zero != 3:
             raise GpuarchError(f"--fsdp-prefetch: needs --zero 3, got --zero {self.zero}")
         model_parallel = self.tp * self.pp * self.cp
@@ -749,7 +776,8 @@ def estimate_training(
             f"--gpus: {cfg.gpus} GPUs span several nodes of {cfg.gpus_per_node}; give "
             "--system with an inter-node network (see 'gpuarch systems')")
     layer_parts: dict[str, Num] = {}
-    core = evaluate_training(shape, product, device, intra, inter, cfg, eff, layer_parts)
+    run_eff = attention_efficiency(eff, cfg, catalog.chip_of(product).compute_capability)
+    core = evaluate_training(shape, product, device, intra, inter, cfg, run_eff, layer_parts)
     step = float(core.step)
     per_step = float(core.micro_batches * core.stage_layers)
     compute_parts = {k: per_step * float(layer_parts.get(k, 0.0)) for k in COMPUTE_PARTS}
@@ -798,6 +826,8 @@ def estimate_training(
         "framework_reserve_gib": from_si(FRAMEWORK_RESERVE_BYTES, Unit.GIB),
         "attention": "fused (FlashAttention-style), causal" if cfg.fused_attention else
         "unfused: full score matrix in memory (softmax and dropout as memory-bound work)",
+        "attention_kernel": cfg.attention_kernel,
+        "attention_efficiency": run_eff.attention,
         "intra_node_link": intra.fabric.value,
         "layer_forward_flops_per_gpu": layer_flops,
     }

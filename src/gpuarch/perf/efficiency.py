@@ -57,8 +57,19 @@ class Efficiency:
     SMs is paid in full). Typical cuBLAS/CUTLASS tile on Ampere and Hopper."""
 
     attention: float = 0.25
-    """Fraction of the Tensor Core peak FlashAttention-style fused attention reaches in the
-    forward pass (FlashAttention-2 reports 50-73% on A100). Assumed, fitted."""
+    """Fraction of the Tensor Core peak the GPU generation's own FlashAttention-style fused
+    attention reaches in the forward pass (FlashAttention-2 reports 50-73% on A100). Fitted.
+    (Refitted alone after the 2023 H100 rows were given their Ampere-style kernel,
+    ``--only attention``, it moves to 0.267 at the same fitted error, 6.8%, and costs the
+    serving figures 0.1 point; it stays.)"""
+
+    attention_ampere_kernel: float = 0.35 / 0.75
+    """The fraction of the native fused attention's speed that a kernel written for Ampere's
+    synchronous Tensor Core instructions keeps where the Tensor Cores are driven
+    asynchronously (wgmma on Hopper, tcgen05 on datacenter Blackwell): FlashAttention-2 and
+    2023's Triton flash attention run there without them. FlashAttention-2 reaches 35% of
+    H100's peak, FlashAttention-3 up to 75% (Shah et al. 2024, FlashAttention-3, abstract):
+    0.35 / 0.75. Applied with ``attention_kernel = "ampere"``. Not fitted."""
 
     attention_backward_flops_factor: float = 2.5
     """Backward attention FLOPs over forward: five matrix multiplies against two, since the

@@ -121,6 +121,7 @@ def point_config(point: TrainingPoint, system: System | None) -> TrainingConfig:
         ep_comm_overlap=bool(point.get("ep_comm_overlap", False)),
         pp_edge_layers=bool(point.get("pp_edge_layers", False)),
         fused_attention=point.source not in _UNFUSED_ATTENTION_SOURCES,
+        attention_kernel=str(point.get("attention_kernel", "native")),
         recompute=Recompute(point.get("recompute", "none")),
         precision=Precision(point.get("precision", "bf16")),
         gpus_per_node=system.gpus_per_node if system else 8,
