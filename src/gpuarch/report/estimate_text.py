@@ -42,7 +42,9 @@ def render_training(e: TrainingEstimate, band: Band | None = None) -> str:
               + (" EP-overlap" if p.get("ep_comm_overlap") and p["ep"] > 1 else "")
               + (f" VPP{p['vpp']}" if p["vpp"] > 1 else "")
               + (" +SP" if p["sequence_parallel"] else "")
-              + f", ZeRO-{p['zero']}, recompute {p['recompute']}, {p['precision']}")
+              + f", ZeRO-{p['zero']}, recompute {p['recompute']}, {p['precision']}"
+              + (", Ampere-style attention kernel"
+                 if e.assumptions.get("attention_kernel") == "ampere" else ""))
     b = e.time_breakdown
     lines = [
         f"{e.model} on {p['gpus']} x {e.gpu}" + (f" ({e.system})" if e.system else ""),
