@@ -421,26 +421,22 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p.add_argument("--batch", type=_batch, required=True,
                    help="sequences decoded together, or 'max' for the largest that fits")
     fmt = "gpuarch.perf.quant:QuantFormat"
-    p.add_argument("--weight-precision", type=lazy_enum_value(fmt, "--weight-precision"),
-                   help="bf16, fp16, fp8, int8, int4, fp4 (NVFP4) or mxfp4; default: what "
-                   "a config.json's checkpoint declares (quantization_config, or ModelOpt's "
-                   "hf_quant_config.json beside it), else bf16")
-    p.add_argument("--activation-precision",
-                   type=lazy_enum_value(fmt, "--activation-precision"),
-                   help="default: the weights' format for fp8/fp4 (W8A8, W4A4), 16-bit for "
-                   "int8/int4 (weight-only); int8 gives W8A8; fp8 with int4 or fp4 weights "
-                   "gives W4A8")
-    p.add_argument("--kv-precision", type=lazy_enum_value(fmt, "--kv-precision"),
-                   help="KV cache: bf16 (default), fp16, fp8, int8")
-    p.add_argument("--expert-weight-precision",
-                   type=lazy_enum_value(fmt, "--expert-weight-precision"),
-                   help="MoE: the routed experts' weights where they differ from the rest "
-                   "(default: the checkpoint's, e.g. GPT-OSS's MXFP4 experts, else "
-                   "--weight-precision)")
-    p.add_argument("--expert-activation-precision",
-                   type=lazy_enum_value(fmt, "--expert-activation-precision"),
-                   help="MoE: the activations the experts' GEMMs take (default: as "
-                   "--activation-precision defaults, from the expert weights)")
+    for flag, text in (
+            ("--weight-precision",
+             "bf16, fp16, fp8, int8, int4, fp4 (NVFP4) or mxfp4; default: what a "
+             "config.json's checkpoint declares (quantization_config, or ModelOpt's "
+             "hf_quant_config.json beside it), else bf16"),
+            ("--activation-precision",
+             "default: the weights' format for fp8/fp4 (W8A8, W4A4), 16-bit for int8/int4 "
+             "(weight-only); int8 gives W8A8; fp8 with int4 or fp4 weights gives W4A8"),
+            ("--kv-precision", "KV cache: bf16 (default), fp16, fp8, int8"),
+            ("--expert-weight-precision",
+             "MoE: the routed experts' weights where they differ from the rest (default: "
+             "the checkpoint's, e.g. GPT-OSS's MXFP4 experts, else --weight-precision)"),
+            ("--expert-activation-precision",
+             "MoE: the activations the experts' GEMMs take (default: as "
+             "--activation-precision defaults, from the expert weights)")):
+        p.add_argument(flag, type=lazy_enum_value(fmt, flag), help=text)
     p.add_argument("--batching", type=lazy_enum_value(
         "gpuarch.estimate.inference:Batching", "--batching"),
         help="static (default) or continuous (in-flight, steady state)")
