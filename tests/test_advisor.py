@@ -200,6 +200,51 @@ def test_serving_formats_are_searched_where_native_and_labelled(tmp_path: Path) 
     assert "int4-w" in a100 and not a100 & {"w4a8", "fp8", "fp4"}
 
 
+def test_a_checkpoints_own_formats_are_searched_too(tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]
+                                                    ) -> None:
+    """Given a config.json that declares its formats, the advisor also serves the checkpoint
+    as shipped (GPT-OSS: MXFP4 experts beside 16-bit attention), labelled 'checkpoint', with
+    the estimate's own numbers for those formats; a preset adds no such scheme."""
+    import json
+
+    from gpuarch.advise.infer import InferenceSearch, advise_inference
+    from gpuarch.cli.main import main
+    from gpuarch.estimate.inference import Batching, InferenceConfig, estimate_inference
+    from gpuarch.perf.quant import QuantFormat, QuantScheme
+    from gpuarch.workloads.hf import shape_from_hf_config
+
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({
+        "model_type": "gpt_oss", "hidden_size": 2880, "intermediate_size": 2880,
+        "num_attention_heads": 64, "num_key_value_heads": 8, "head_dim": 64,
+        "num_hidden_layers": 4, "num_local_experts": 32, "num_experts_per_tok": 4,
+        "vocab_size": 201088, "tie_word_embeddings": False,
+        "quantization_config": {"quant_method": "mxfp4"}}))
+    prices = _prices(tmp_path)
+    status = main(["advise", "infer", "--model", str(config), "--gpu", "h100", "--top", "500",
+                   "--prices", str(prices), "--json"])
+    assert status == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert "quant_method mxfp4" in doc["assumptions"]["checkpoint_formats"]
+    shipped = [o for o in doc["top"] if o["scheme"] == "checkpoint"]
+    assert shipped and all(o["expert_weights"] == "mxfp4" and o["weights"] == "bf16"
+                           for o in shipped)
+    o = shipped[0]
+    cfg = InferenceConfig(input_len=2048, output_len=256, batch=o["batch"], gpus=o["tp"],
+                          tp=o["tp"], quant=QuantScheme(QuantFormat.BF16, QuantFormat.BF16,
+                                                        QuantFormat.BF16),
+                          expert_weights=QuantFormat.MXFP4, batching=Batching.CONTINUOUS)
+    est = estimate_inference(CATALOG, shape_from_hf_config(config), CATALOG.product("h100"),
+                             cfg)
+    assert o["tpot_ms"] == pytest.approx(est.tpot_s * 1e3, rel=1e-6)
+    preset_schemes = {x.scheme for x in advise_inference(
+        CATALOG, preset("qwen3-30b-a3b").shape, InferenceSearch(1024, 256, gpus=("h100",),
+                                                                top=500),
+        load_prices(prices)).top}
+    assert "checkpoint" not in preset_schemes
+
+
 def test_inference_search_errors_and_empty_answers(tmp_path: Path) -> None:
     """Bad numbers name the flag; an SLA nothing meets yields no option, not an error."""
     from gpuarch.advise.infer import InferenceSearch, advise_inference

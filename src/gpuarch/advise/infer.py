@@ -55,6 +55,11 @@ _SCHEMES: tuple[tuple[str, QuantScheme], ...] = (
 natively (a dequantizing fallback is never worth recommending); W4A8 (INT4 weights with
 group scales, FP8 activations and KV cache, AWQ-style) where FP8 is native."""
 
+CHECKPOINT_SCHEME = "checkpoint"
+"""The label of the formats a ``config.json``'s checkpoint declares (``InferenceSearch.
+checkpoint_quant``), searched besides the others on every GPU: the checkpoint as shipped,
+dequantized where the GPU lacks its format."""
+
 
 @dataclass(frozen=True)
 class InferenceSearch:
@@ -78,6 +83,11 @@ class InferenceSearch:
     window_kv_cache: str = "ring"  # sliding-window layers' KV (InferenceConfig.window_kv_cache)
     moe_comm: str = "alltoall"  # expert dispatch with attention DP (InferenceConfig.moe_comm)
     fp8_context_attention: bool = False  # InferenceConfig.fp8_context_attention
+    # the formats the model's checkpoint declares (a config.json's quantization_config),
+    # searched as one more scheme, with its routed experts' weights where they differ
+    checkpoint_quant: QuantScheme | None = None
+    checkpoint_expert_weights: QuantFormat | None = None
+    checkpoint_origin: str | None = None  # where they were read
 
     def validate(self) -> None:
         """Usage errors name the flag."""
@@ -91,6 +101,8 @@ class InferenceSearch:
                                    f"{getattr(self, name)}")
         if self.rate is not None and self.concurrency is not None:
             raise GpuarchError("--rate and --concurrency: give one, not both")
+        if self.checkpoint_quant is not None:
+            self.checkpoint_quant.validate()
         for name in ("rate", "concurrency", "ttft_ms", "tpot_ms", "min_throughput",
                      "budget_usd_per_hour", "max_power_kw"):
             value = getattr(self, name)
@@ -129,14 +141,17 @@ class InferenceOption:
     reason: str | None = None
     ep: int = 1  # expert-parallel GPUs of a unit (attention data-parallel when > TP)
     activations: str = "bf16"
+    expert_weights: str | None = None  # the routed experts', where they differ
 
     @property
     def formats(self) -> str:
         """Weights (with the activations when they are neither 16-bit nor the weights' own
-        format, as in W4A8) and KV cache: 'Wfp8/KV fp8', 'Wint4 Afp8/KV fp8'."""
+        format, as in W4A8), the routed experts' weights where they differ, and KV cache:
+        'Wfp8/KV fp8', 'Wint4 Afp8/KV fp8', 'Wbf16 experts Wmxfp4/KV bf16'."""
         acts = "" if self.activations in ("bf16", "fp16", self.weights) \
             else f" A{self.activations}"
-        return f"W{self.weights}{acts}/KV {self.kv_cache}"
+        experts = f" experts W{self.expert_weights}" if self.expert_weights else ""
+        return f"W{self.weights}{acts}{experts}/KV {self.kv_cache}"
 
 
 @dataclass(frozen=True)
@@ -215,6 +230,8 @@ def advise_inference(
     skipped: list[tuple[str, str]] = []
     evaluated = 0
     active = count_params(shape).active(shape)
+    schemes = _SCHEMES + (((CHECKPOINT_SCHEME, search.checkpoint_quant),)
+                          if search.checkpoint_quant is not None else ())
     for n, (product, system) in enumerate(candidates, 1):
         if progress:
             progress(n, len(candidates), product.name)
@@ -235,14 +252,16 @@ def advise_inference(
                    if shape.is_moe and ep <= gpn and ep <= search.max_gpus
                    and shape.experts % ep == 0]
         peak_scheme: dict[str, float] = {}
-        for label, scheme in _SCHEMES:
-            if not _native(product, scheme):
+        for label, scheme in schemes:
+            if label != CHECKPOINT_SCHEME and not _native(product, scheme):
                 continue
+            experts = search.checkpoint_expert_weights \
+                if label == CHECKPOINT_SCHEME and shape.is_moe else None
             for tp, pp, ep in groups:
                 unit = max(tp * pp, ep)  # GPUs of one serving unit
                 cfg = InferenceConfig(
                     input_len=search.input_len, output_len=search.output_len, batch=None,
-                    gpus=unit, tp=tp, pp=pp, ep=ep, quant=scheme,
+                    gpus=unit, tp=tp, pp=pp, ep=ep, quant=scheme, expert_weights=experts,
                     batching=Batching.CONTINUOUS, gpus_per_node=gpn,
                     executor=search.executor, window_kv_cache=search.window_kv_cache,
                     moe_comm=search.moe_comm,
@@ -277,7 +296,8 @@ def advise_inference(
                         memory_bytes=float(core.memory_total[i]),
                         decode_limiter=str(limiters[i]))
                     option = _option(product, search, (tp, pp, ep), int(batch), label,
-                                     scheme, point, price, 2 * active / peak_scheme[label])
+                                     scheme, point, price, 2 * active / peak_scheme[label],
+                                     experts)
                     if option is not None:
                         rows.append(option)
     assumptions = {"prices": prices.describe(), "node_overhead": NODE_OVERHEAD, "pue": PUE,
@@ -289,7 +309,8 @@ def advise_inference(
                              if search.rate else "replicas = ceil(concurrency / batch)"
                              if search.concurrency else "one replica"),
                    "model": "estimate.inference.evaluate_inference over arrays of batch "
-                            "sizes"}
+                            "sizes",
+                   "checkpoint_formats": search.checkpoint_origin}
     if not rows:
         return InferenceAdvice(shape.name, search.input_len, search.output_len,
                                search.objective.value, (), (), evaluated, 0, tuple(skipped),
@@ -340,7 +361,8 @@ def _inf(x: float | None) -> float:
 
 def _option(product: Product, search: InferenceSearch, split: tuple[int, int, int],
             batch: int, label: str, scheme: QuantScheme, est: _Point, price: float | None,
-            seconds_per_token_at_peak: float) -> InferenceOption | None:
+            seconds_per_token_at_peak: float, expert_weights: QuantFormat | None = None
+            ) -> InferenceOption | None:
     """The deployment for one estimate (``split`` = TP, PP, EP of a unit), or None when it
     misses a constraint."""
     if not est.fits or est.tokens_per_s <= 0:
@@ -384,6 +406,7 @@ def _option(product: Product, search: InferenceSearch, split: tuple[int, int, in
         gpu=product.key, gpu_name=product.name, gpus=gpus, replicas=replicas, tp=tp, pp=pp,
         ep=ep, batch=batch, scheme=label, weights=scheme.weights.value,
         activations=scheme.activations.value, kv_cache=scheme.kv_cache.value,
+        expert_weights=expert_weights.value if expert_weights else None,
         ttft_ms=from_si(est.ttft_s, Unit.MS),
         tpot_ms=from_si(est.tpot_s, Unit.MS),
         request_latency_s=est.latency_s, output_tokens_per_s=tps,

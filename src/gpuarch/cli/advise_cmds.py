@@ -162,6 +162,7 @@ def cmd_advise_infer(args: argparse.Namespace) -> int:
     catalog = load_catalog()
     shape = resolve_model(args)
     keys, tiers = _gpu_filter(catalog, args)
+    checkpoint = _checkpoint(args.model, shape.is_moe)
     search = InferenceSearch(
         input_len=args.input_len, output_len=args.output_len, rate=args.rate,
         concurrency=args.concurrency, ttft_ms=args.ttft_ms, tpot_ms=args.tpot_ms,
@@ -169,11 +170,33 @@ def cmd_advise_infer(args: argparse.Namespace) -> int:
         budget_usd_per_hour=args.budget_usd_per_hour, max_power_kw=args.max_power_kw,
         objective=args.objective or Objective.COST, top=args.top, executor=args.executor,
         window_kv_cache=args.window_kv_cache, moe_comm=args.moe_comm,
-        fp8_context_attention=args.fp8_context_attention)
+        fp8_context_attention=args.fp8_context_attention, **checkpoint)
     return _answer(args, lambda: advise_inference(catalog, shape, search,
                                                   _prices(catalog, args),
                                                   progress=_progress(args)),
                    render_inference_advice)
+
+
+def _checkpoint(model: str, moe: bool) -> dict[str, Any]:
+    """The search fields for the formats a config.json's checkpoint declares (none for a
+    preset or a 16-bit checkpoint): the advisor searches the checkpoint as shipped too. A
+    model without routed experts takes a declared expert format (MXFP4) for all of it."""
+    from gpuarch.perf.quant import QuantFormat, QuantScheme
+    from gpuarch.workloads.hf_quant import checkpoint_formats
+
+    if not (model.endswith(".json") or Path(model).is_file()):
+        return {}
+    declared = checkpoint_formats(Path(model))
+    if declared is None:
+        return {}
+    activations = QuantFormat(declared.activations)
+    kv = QuantFormat(declared.kv_cache) if declared.kv_cache else \
+        QuantFormat.FP16 if activations is QuantFormat.FP16 else QuantFormat.BF16
+    experts = QuantFormat(declared.expert_weights) if declared.expert_weights else None
+    weights = QuantFormat(declared.weights) if moe or experts is None else experts
+    return {"checkpoint_quant": QuantScheme(weights, activations, kv),
+            "checkpoint_expert_weights": experts if moe else None,
+            "checkpoint_origin": declared.origin}
 
 
 DEFAULT_MODEL = "llama-3.1-8b"
