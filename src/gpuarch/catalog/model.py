@@ -8,6 +8,7 @@ by the loader (links between records).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
@@ -28,6 +29,7 @@ __all__ = [
     "SourceKind",
     "System",
     "Tier",
+    "parse_compute_capability",
 ]
 
 
@@ -116,6 +118,12 @@ class SMResources:
     l1_shared_bytes: float | None = spec("l1_shared_kib", "float", Unit.KIB, default=None)
     max_shared_bytes: float | None = spec("max_shared_kib", "float", Unit.KIB, default=None)
     max_threads: int | None = spec("max_threads", "int", default=None)
+
+
+def parse_compute_capability(text: str) -> tuple[int, int] | None:
+    """``"9.0"`` -> ``(9, 0)``: a compute capability as (major, minor), None if malformed."""
+    match = re.fullmatch(r"\s*(\d+)\.(\d+)\s*", text)
+    return (int(match.group(1)), int(match.group(2))) if match else None
 
 
 @dataclass(frozen=True, kw_only=True)

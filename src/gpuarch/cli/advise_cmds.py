@@ -10,7 +10,13 @@ from pathlib import Path
 from typing import Any
 
 from gpuarch.catalog.loader import load_catalog
-from gpuarch.cli.estimate_cmds import engine_flags, model_flags, resolve_model
+from gpuarch.cli.estimate_cmds import (
+    declared_formats,
+    engine_flags,
+    model_flags,
+    resolve_model,
+    sixteen_bit_kv,
+)
 from gpuarch.cli.options import lazy_enum_value
 from gpuarch.errors import GpuarchError
 from gpuarch.report.serialize import to_json
@@ -179,9 +185,8 @@ def cmd_advise_infer(args: argparse.Namespace) -> int:
 
 def _checkpoint(model: str, moe: bool) -> dict[str, Any]:
     """The search fields for the formats a config.json's checkpoint declares (none for a
-    preset or a 16-bit checkpoint): the advisor searches the checkpoint as shipped too. A
-    model without routed experts takes a declared expert format (MXFP4) for all of it."""
-    from gpuarch.perf.quant import QuantFormat, QuantScheme
+    preset or a 16-bit checkpoint): the advisor searches the checkpoint as shipped too."""
+    from gpuarch.perf.quant import QuantScheme
     from gpuarch.workloads.hf_quant import checkpoint_formats
 
     if not (model.endswith(".json") or Path(model).is_file()):
@@ -189,13 +194,10 @@ def _checkpoint(model: str, moe: bool) -> dict[str, Any]:
     declared = checkpoint_formats(Path(model))
     if declared is None:
         return {}
-    activations = QuantFormat(declared.activations)
-    kv = QuantFormat(declared.kv_cache) if declared.kv_cache else \
-        QuantFormat.FP16 if activations is QuantFormat.FP16 else QuantFormat.BF16
-    experts = QuantFormat(declared.expert_weights) if declared.expert_weights else None
-    weights = QuantFormat(declared.weights) if moe or experts is None else experts
-    return {"checkpoint_quant": QuantScheme(weights, activations, kv),
-            "checkpoint_expert_weights": experts if moe else None,
+    weights, activations, kv, experts = declared_formats(declared, moe)
+    return {"checkpoint_quant": QuantScheme(weights, activations,
+                                            kv or sixteen_bit_kv(activations)),
+            "checkpoint_expert_weights": experts,
             "checkpoint_origin": declared.origin}
 
 

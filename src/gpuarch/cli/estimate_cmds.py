@@ -185,21 +185,16 @@ def cmd_infer(args: argparse.Namespace) -> int:
     checkpoint = _checkpoint_formats(args)
     expert_weights = args.expert_weight_precision
     if checkpoint is not None:
-        weights = QuantFormat(checkpoint.weights)
-        default_activations = QuantFormat(checkpoint.activations)
-        default_kv = QuantFormat(checkpoint.kv_cache) if checkpoint.kv_cache else None
-        if checkpoint.expert_weights and not shape.is_moe:
-            weights = QuantFormat(checkpoint.expert_weights)  # no experts: all of it
-        elif checkpoint.expert_weights and expert_weights is None:
-            expert_weights = QuantFormat(checkpoint.expert_weights)
+        weights, default_activations, default_kv, declared_experts = \
+            declared_formats(checkpoint, shape.is_moe)
+        expert_weights = expert_weights or declared_experts
     else:
         weights = args.weight_precision or QuantFormat.BF16
         default_activations = weights if weights is QuantFormat.FP8 or weights.is_float4 \
             else QuantFormat.FP16 if weights is QuantFormat.FP16 else QuantFormat.BF16
         default_kv = None
     activations = args.activation_precision or default_activations
-    kv = args.kv_precision or default_kv or (
-        QuantFormat.FP16 if activations is QuantFormat.FP16 else QuantFormat.BF16)
+    kv = args.kv_precision or default_kv or sixteen_bit_kv(activations)
     cfg = InferenceConfig(
         input_len=args.input_len, output_len=args.output_len, batch=args.batch,
         gpus=args.gpus or args.tp * args.pp, tp=args.tp, pp=args.pp, ep=args.ep,
@@ -218,6 +213,25 @@ def cmd_infer(args: argparse.Namespace) -> int:
                              formats_origin=checkpoint.origin if checkpoint else None)
     return _print_estimate(args, est, "serving", shape, product, measured,
                            "output_tokens_per_s", render_inference)
+
+
+def declared_formats(declared: Any, moe: bool) -> tuple[Any, Any, Any, Any]:
+    """A checkpoint's declared formats (``hf_quant.CheckpointFormats``) as QuantFormats:
+    (weights, activations, KV cache or None, the routed experts' weights or None). A model
+    without routed experts takes a declared expert format (MXFP4) for all of it."""
+    from gpuarch.perf.quant import QuantFormat
+
+    experts = QuantFormat(declared.expert_weights) if declared.expert_weights else None
+    weights = QuantFormat(declared.weights) if moe or experts is None else experts
+    kv = QuantFormat(declared.kv_cache) if declared.kv_cache else None
+    return weights, QuantFormat(declared.activations), kv, experts if moe else None
+
+
+def sixteen_bit_kv(activations: Any) -> Any:
+    """The KV-cache format when none is given: FP16 beside FP16 activations, else BF16."""
+    from gpuarch.perf.quant import QuantFormat
+
+    return QuantFormat.FP16 if activations is QuantFormat.FP16 else QuantFormat.BF16
 
 
 def _checkpoint_formats(args: argparse.Namespace) -> Any:

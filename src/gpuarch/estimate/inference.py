@@ -442,8 +442,9 @@ class _Runner:
         # quantized activations (the attention output feeds an FP8 or FP4 GEMM) and an FP8
         # KV cache
         self.context_device = self.device
-        if cfg.fp8_context_attention and cfg.quant.kv_cache.value == "fp8" \
-                and cfg.quant.activations.value in ("fp8", "fp4", "mxfp4"):
+        acts = cfg.quant.activations
+        if cfg.fp8_context_attention and cfg.quant.kv_cache is QuantFormat.FP8 \
+                and (acts is QuantFormat.FP8 or acts.is_float4):
             fp8 = matmul_peak(product, Precision.FP8)
             if fp8 is None or fp8.fallback_reason:
                 raise GpuarchError(f"--fp8-context-attention: {product.name} has no FP8 "

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from gpuarch.catalog.loader import Catalog
-from gpuarch.catalog.model import Product, System, spec
+from gpuarch.catalog.model import Product, System, parse_compute_capability, spec
 from gpuarch.errors import GpuarchError, check_choice
 from gpuarch.estimate.energy import NODE_OVERHEAD, PUE, energy_kwh
 from gpuarch.estimate.memory import Recompute, activation_bytes_per_layer, bytes_per_param
@@ -112,8 +112,8 @@ def attention_efficiency(eff: Efficiency, cfg: TrainingConfig, compute_capabilit
                          ) -> Efficiency:
     """``eff`` with the attention efficiency the configured kernel reaches on a GPU of this
     compute capability."""
-    major = int(compute_capability.split(".")[0]) if compute_capability else 0
-    if cfg.attention_kernel == "ampere" and major in ASYNC_MMA_MAJORS:
+    capability = parse_compute_capability(compute_capability or "")
+    if cfg.attention_kernel == "ampere" and capability and capability[0] in ASYNC_MMA_MAJORS:
         return dataclasses.replace(eff, attention=eff.attention * eff.attention_ampere_kernel)
     return eff
 

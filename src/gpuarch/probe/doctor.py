@@ -40,7 +40,13 @@ from dataclasses import dataclass
 from enum import Enum
 
 from gpuarch.catalog.loader import Catalog
-from gpuarch.catalog.model import Architecture, Chip, Product, Tier
+from gpuarch.catalog.model import (
+    Architecture,
+    Chip,
+    Product,
+    Tier,
+    parse_compute_capability,
+)
 from gpuarch.errors import GpuarchError
 from gpuarch.probe.readings import GpuReading, LinkKind, ProbeReport
 
@@ -161,11 +167,6 @@ def _looks_idle(gpu: GpuReading) -> bool | None:
 _ARCH_ENTRY = re.compile(r"^(sm|compute)_(\d+)([a-z]?)$")
 
 
-def _parse_capability(text: str) -> tuple[int, int] | None:
-    match = re.fullmatch(r"\s*(\d+)\.(\d+)\s*", text)
-    return (int(match.group(1)), int(match.group(2))) if match else None
-
-
 def _parse_arch_entry(entry: str) -> tuple[str, int, int, str] | None:
     """``"sm_90a"`` -> ``("sm", 9, 0, "a")``; the last digit is the minor version."""
     match = _ARCH_ENTRY.match(entry.strip().lower())
@@ -203,7 +204,7 @@ def _torch_arch_missing(report: ProbeReport, catalog: Catalog) -> list[DoctorFin
                if (parsed := _parse_arch_entry(raw)) is not None]
     out: list[DoctorFinding] = []
     for gpu in report.gpus:
-        cc = _parse_capability(gpu.compute_capability) if gpu.compute_capability else None
+        cc = parse_compute_capability(gpu.compute_capability) if gpu.compute_capability else None
         if cc is None:
             continue
         sm = f"sm_{cc[0]}{cc[1]}"
