@@ -205,7 +205,8 @@ def test_a_checkpoints_own_formats_are_searched_too(tmp_path: Path,
                                                     ) -> None:
     """Given a config.json that declares its formats, the advisor also serves the checkpoint
     as shipped (GPT-OSS: MXFP4 experts beside 16-bit attention), labelled 'checkpoint', with
-    the estimate's own numbers for those formats; a preset adds no such scheme."""
+    the estimate's own numbers for those formats; so does a preset published quantized
+    (gpt-oss-20b), and a 16-bit preset adds no such scheme."""
     import json
 
     from gpuarch.advise.infer import InferenceSearch, advise_inference
@@ -243,6 +244,14 @@ def test_a_checkpoints_own_formats_are_searched_too(tmp_path: Path,
                                                                 top=500),
         load_prices(prices)).top}
     assert "checkpoint" not in preset_schemes
+    status = main(["advise", "infer", "--model", "gpt-oss-20b", "--gpu", "h100", "--top",
+                   "500", "--prices", str(prices), "--json"])
+    assert status == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["assumptions"]["checkpoint_formats"].startswith(
+        "preset gpt-oss-20b's published checkpoint")
+    assert any(o["scheme"] == "checkpoint" and o["expert_weights"] == "mxfp4"
+               for o in doc["top"])
 
 
 def test_inference_search_errors_and_empty_answers(tmp_path: Path) -> None:

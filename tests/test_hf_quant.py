@@ -186,3 +186,44 @@ def test_mxfp4_quantizes_the_experts_alone(tmp_path: Path,
     status, out, _ = _infer(capsys, "--model", str(dense), "--json")
     assert status == 0
     assert json.loads(out)["assumptions"]["formats"]["weights"] == "mxfp4"
+
+
+def test_presets_published_quantized_default_to_their_checkpoint(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A preset whose published checkpoint is quantized is estimated as published unless
+    the flags say otherwise: GPT-OSS-120B's MXFP4 experts (the gpt-oss model card: the
+    120b model runs on a single 80 GB GPU) fit one H100, in BF16 they do not; DeepSeek-V3's
+    config.json declares FP8 with 128 x 128 weight blocks; a 16-bit preset stays BF16."""
+    status, out, _ = _infer(capsys, "--model", "gpt-oss-120b", "--json")
+    assert status == 0
+    doc = json.loads(out)
+    a = doc["assumptions"]
+    assert a["formats"]["weights"] == "bf16" and a["expert_formats"]["weights"] == "mxfp4"
+    assert a["formats_origin"].startswith("preset gpt-oss-120b's published checkpoint")
+    assert doc["fits_in_memory"] is True
+    status, out, _ = _infer(capsys, "--model", "gpt-oss-120b", "--weight-precision", "bf16",
+                            "--json")
+    doc16 = json.loads(out)
+    assert doc16["assumptions"]["expert_formats"] is None
+    assert doc16["assumptions"]["formats_origin"] is None
+    assert doc16["fits_in_memory"] is False
+    status, out, _ = _infer(capsys, "--model", "deepseek-v3", "--gpu", "h200", "--tp", "8")
+    assert status == 0
+    assert "weights fp8, activations fp8, KV cache bf16" in out
+    assert "quant_method fp8, weight blocks [128, 128]" in out
+    status, out, _ = _infer(capsys, "--model", "llama-3.1-8b", "--json")
+    a = json.loads(out)["assumptions"]
+    assert a["formats"]["weights"] == "bf16" and a["formats_origin"] is None
+
+
+def test_a_presets_unreadable_quantization_is_refused_by_name(tmp_path: Path) -> None:
+    from gpuarch.workloads.presets import load_presets
+
+    models = tmp_path / "models.toml"
+    models.write_text('[[source]]\nid = "s"\ntitle = "t"\nurl = "u"\n\n[[model]]\n'
+                      'name = "tiny"\nlayers = 2\nhidden = 64\nheads = 4\nvocab = 100\n'
+                      'ffn_hidden = 128\nsource = "s"\n\n[model.quantization_config]\n'
+                      'quant_method = "bitsandbytes"\n')
+    with pytest.raises(GpuarchError, match=r"preset tiny's published checkpoint .*"
+                                           r"quant_method 'bitsandbytes' is not one"):
+        load_presets(models)

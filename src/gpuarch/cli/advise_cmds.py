@@ -13,6 +13,7 @@ from gpuarch.catalog.loader import load_catalog
 from gpuarch.cli.estimate_cmds import (
     declared_formats,
     engine_flags,
+    model_checkpoint,
     model_flags,
     resolve_model,
     sixteen_bit_kv,
@@ -184,14 +185,12 @@ def cmd_advise_infer(args: argparse.Namespace) -> int:
 
 
 def _checkpoint(model: str, moe: bool) -> dict[str, Any]:
-    """The search fields for the formats a config.json's checkpoint declares (none for a
-    preset or a 16-bit checkpoint): the advisor searches the checkpoint as shipped too."""
+    """The search fields for the formats the model's checkpoint is stored in (a config.json's
+    declaration, a preset's published checkpoint; none for a 16-bit one): the advisor
+    searches the checkpoint as shipped too."""
     from gpuarch.perf.quant import QuantScheme
-    from gpuarch.workloads.hf_quant import checkpoint_formats
 
-    if not (model.endswith(".json") or Path(model).is_file()):
-        return {}
-    declared = checkpoint_formats(Path(model))
+    declared = model_checkpoint(model)
     if declared is None:
         return {}
     weights, activations, kv, experts = declared_formats(declared, moe)

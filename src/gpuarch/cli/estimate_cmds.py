@@ -235,15 +235,21 @@ def sixteen_bit_kv(activations: Any) -> Any:
 
 
 def _checkpoint_formats(args: argparse.Namespace) -> Any:
-    """The formats a config.json's checkpoint declares, unless --weight-precision is given
+    """The formats the model's checkpoint is stored in, unless --weight-precision is given
     (then the flags alone decide)."""
-    from gpuarch.workloads.hf_quant import checkpoint_formats
+    return None if args.weight_precision is not None else model_checkpoint(args.model)
 
-    name: str = args.model
-    if args.weight_precision is not None or not (name.endswith(".json")
-                                                 or Path(name).is_file()):
-        return None
-    return checkpoint_formats(Path(name))
+
+def model_checkpoint(name: str) -> Any:
+    """What --model's checkpoint declares (``hf_quant.CheckpointFormats``): a config.json's
+    quantization_config (or ModelOpt's hf_quant_config.json beside it), a preset's published
+    checkpoint's; None for a 16-bit checkpoint."""
+    from gpuarch.workloads.hf_quant import checkpoint_formats
+    from gpuarch.workloads.presets import preset
+
+    if name.endswith(".json") or Path(name).is_file():
+        return checkpoint_formats(Path(name))
+    return preset(name).checkpoint
 
 
 def model_flags(p: argparse.ArgumentParser, default: str | None = None) -> None:
@@ -437,9 +443,10 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     fmt = "gpuarch.perf.quant:QuantFormat"
     for flag, text in (
             ("--weight-precision",
-             "bf16, fp16, fp8, int8, int4, fp4 (NVFP4) or mxfp4; default: what a "
-             "config.json's checkpoint declares (quantization_config, or ModelOpt's "
-             "hf_quant_config.json beside it), else bf16"),
+             "bf16, fp16, fp8, int8, int4, fp4 (NVFP4) or mxfp4; default: what the "
+             "checkpoint is stored in: a config.json's quantization_config (or ModelOpt's "
+             "hf_quant_config.json beside it), a preset's published checkpoint "
+             "(deepseek-v3 and kimi-k2 FP8, gpt-oss MXFP4 experts), else bf16"),
             ("--activation-precision",
              "default: the weights' format for fp8/fp4 (W8A8, W4A4), 16-bit for int8/int4 "
              "(weight-only); int8 gives W8A8; fp8 with int4 or fp4 weights gives W4A8"),

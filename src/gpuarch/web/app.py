@@ -168,7 +168,7 @@ _FORMS: dict[str, tuple[str, list[tuple[str, str]]]] = {
     "estimate/infer": ("Serving estimate", [
         ("model", "llama-3.1-8b"), ("gpu", "h100"), ("tp", "1"), ("input_len", "2048"),
         ("output_len", "256"), ("batch", "32"), ("batching", "static"),
-        ("weight_precision", "bf16"), ("activation_precision", ""), ("kv_precision", ""),
+        ("weight_precision", ""), ("activation_precision", ""), ("kv_precision", ""),
         ("expert_weight_precision", ""), ("expert_activation_precision", ""),
         ("max_batch_size", ""), ("executor", "python"), ("window_kv_cache", "ring"),
         ("moe_comm", "alltoall"), ("num_requests", ""), ("fp8_context_attention", "")]),

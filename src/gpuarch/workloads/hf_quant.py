@@ -1,6 +1,7 @@
 """The storage formats a Hugging Face checkpoint declares, read from its ``config.json``
 (``quantization_config``) or, for NVIDIA ModelOpt checkpoints, the ``hf_quant_config.json``
-beside it: what ``estimate infer --model config.json`` uses unless format flags are given.
+beside it, or recorded for a preset's published checkpoint in ``models.toml`` (the same
+``quantization_config`` object): what ``estimate infer`` uses unless format flags are given.
 
 Read: ``fp8`` (e.g. DeepSeek-V3's block-scaled FP8: W8A8), ``mxfp4`` (GPT-OSS: the routed
 experts' weights in 4 bits, 16-bit activations unless told otherwise; attention, router,
@@ -18,6 +19,7 @@ model.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,7 +27,7 @@ from typing import Any
 from gpuarch.errors import GpuarchError
 from gpuarch.jsonfile import read_json_object
 
-__all__ = ["CheckpointFormats", "checkpoint_formats"]
+__all__ = ["CheckpointFormats", "checkpoint_formats", "declared_quantization"]
 
 
 @dataclass(frozen=True)
@@ -114,7 +116,6 @@ def checkpoint_formats(config_path: Path) -> CheckpointFormats | None:
     naming the file and the method."""
     cfg = read_json_object(config_path)
     q = cfg.get("quantization_config")
-    where = f"{config_path.name} quantization_config"
     if q is None:
         beside = config_path.with_name("hf_quant_config.json")
         if beside.is_file():
@@ -122,8 +123,16 @@ def checkpoint_formats(config_path: Path) -> CheckpointFormats | None:
             if isinstance(modelopt, dict):
                 return _modelopt(modelopt, f"{beside.name} quantization")
         return None
-    if not isinstance(q, dict):
+    return declared_quantization(q, f"{config_path.name} quantization_config")
+
+
+def declared_quantization(q: Any, where: str) -> CheckpointFormats:
+    """The formats one ``quantization_config`` object declares (as a ``config.json`` holds
+    it, or a preset records its published checkpoint's); errors name ``where`` and the
+    method."""
+    if not isinstance(q, Mapping):
         raise GpuarchError(f"{where}: expected an object")
+    q = dict(q)
     method = str(q.get("quant_method") or "")
     if method == "fp8":
         block = q.get("weight_block_size")

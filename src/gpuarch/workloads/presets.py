@@ -12,6 +12,7 @@ from typing import Any
 
 from gpuarch.catalog.lookup import Resolver
 from gpuarch.errors import GpuarchError, suggestion
+from gpuarch.workloads.hf_quant import CheckpointFormats, declared_quantization
 from gpuarch.workloads.shape import FfnKind, MlaShape, NormKind, Position, TransformerShape
 
 __all__ = ["MODELS_FILE", "Preset", "load_presets", "preset", "shape_from_mapping"]
@@ -21,7 +22,8 @@ MODELS_FILE = Path(__file__).with_name("data") / "models.toml"
 _ENUMS: dict[str, type[Enum]] = {"ffn_kind": FfnKind, "norm": NormKind, "position": Position}
 _SHAPE_KEYS = {f.name for f in fields(TransformerShape)} - {"name", "mla"}
 _MLA_KEYS = {f.name for f in fields(MlaShape)}
-_META_KEYS = {"name", "aliases", "params", "params_billions", "source", "mla"}
+_META_KEYS = {"name", "aliases", "params", "params_billions", "source", "mla",
+              "quantization_config"}
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,9 @@ class Preset:
     source_url: str
     params: int | None  # exact published total, where one is published
     params_billions: float | None  # rounded published total otherwise
+    # the formats the published checkpoint is stored in, where it is not 16-bit (its
+    # config.json's quantization_config, as recorded in models.toml)
+    checkpoint: CheckpointFormats | None = None
 
 
 def shape_from_mapping(raw: Mapping[str, Any], where: str) -> TransformerShape:
@@ -96,10 +101,20 @@ def load_presets(path: Path = MODELS_FILE) -> _Presets:
             source_url=source["url"],
             params=entry.get("params"),
             params_billions=entry.get("params_billions"),
+            checkpoint=_checkpoint(entry),
         )
         out[item.shape.name] = item
         resolver.add(item.shape.name, item, item.aliases)
     return _Presets(out, resolver)
+
+
+def _checkpoint(entry: Mapping[str, Any]) -> CheckpointFormats | None:
+    """A preset's published checkpoint formats, from its ``quantization_config`` table."""
+    q = entry.get("quantization_config")
+    if q is None:
+        return None
+    return declared_quantization(q, f"preset {entry['name']}'s published checkpoint "
+                                    "(its config.json quantization_config)")
 
 
 def preset(name: str) -> Preset:
