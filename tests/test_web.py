@@ -27,6 +27,8 @@ def client() -> Any:
     ("/api/gpus/h100", "product"),
     ("/api/compare?gpus=a100,h100", "rows"),
     ("/api/systems", "systems"),
+    ("/api/models", "models"),
+    ("/api/models?name=gpt-oss-120b", "models"),
     ("/api/features", "features"),
     ("/api/evolution?metric=fp16,bandwidth", "rows"),
     ("/api/roofline?gpu=h100&op=gemm:4096,4096,4096", "ops"),

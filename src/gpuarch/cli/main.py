@@ -10,6 +10,7 @@ from gpuarch.cli import (
     advise_cmds,
     catalog_cmds,
     estimate_cmds,
+    models_cmds,
     numerics_cmds,
     probe_cmds,
     report_cmds,
@@ -37,6 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     catalog_cmds.add_commands(sub, common)
     estimate_cmds.add_commands(sub, common)
+    models_cmds.add_commands(sub, common)
     numerics_cmds.add_commands(sub, common)
     probe_cmds.add_commands(sub, common)
     advise_cmds.add_commands(sub, common)

@@ -33,6 +33,7 @@ API_COMMANDS: dict[str, list[str]] = {
     "gpus": ["list"],
     "compare": ["compare"],
     "systems": ["systems"],
+    "models": ["models"],
     "features": ["features"],
     "evolution": ["evolution"],
     "roofline": ["roofline"],
@@ -44,7 +45,8 @@ API_COMMANDS: dict[str, list[str]] = {
 }
 """API path -> the gpuarch command it runs."""
 
-_POSITIONAL = {"compare": "gpus", "systems": "name", "gpu": "name"}  # positional args
+# the commands' positional arguments
+_POSITIONAL = {"compare": "gpus", "systems": "name", "gpu": "name", "models": "name"}
 _PAGE_COMMANDS = {**API_COMMANDS, "gpu": ["show"]}
 _FORBIDDEN = {"out", "plot", "prices", "calibration", "save", "fake", "json", "help",
               "version", "fresh"}
@@ -154,7 +156,7 @@ padding:0 1rem}} pre{{background:#f6f6f8;padding:.8rem;overflow:auto;font-size:.
 label{{display:inline-block;margin:.2rem .8rem .2rem 0}} input{{width:9rem}}
 nav a{{margin-right:1rem}} .err{{color:#a00}}</style></head><body><nav><a href="/">gpuarch</a>
 <a href="/gpus">GPUs</a><a href="/gpu">one GPU</a><a href="/compare">compare</a>
-<a href="/evolution">evolution</a>
+<a href="/evolution">evolution</a><a href="/models">models</a>
 <a href="/estimate/train">train</a><a href="/estimate/infer">infer</a>
 <a href="/advise/train">advise train</a><a href="/advise/infer">advise infer</a>
 <a href="/validate/bands">error bands</a></nav>
@@ -182,6 +184,8 @@ _FORMS: dict[str, tuple[str, list[tuple[str, str]]]] = {
     "gpu": ("One GPU: peaks, features explained, sources", [("name", "h100")]),
     "compare": ("Compare GPUs", [("gpus", "a100 h100 b200")]),
     "evolution": ("Architecture evolution", [("tier", "")]),
+    "models": ("Model presets: shapes, parameters, checkpoint formats, sources",
+               [("name", "")]),
     "validate/bands": ("Error bands: how far the model has been from published figures", []),
 }
 

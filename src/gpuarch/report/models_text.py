@@ -1,0 +1,80 @@
+"""Plain text for ``gpuarch models``: the model presets, one line each or one in full."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from gpuarch.report.text import fmt, table
+from gpuarch.workloads.hf_quant import CheckpointFormats
+from gpuarch.workloads.params import count_params
+from gpuarch.workloads.presets import Preset
+from gpuarch.workloads.shape import TransformerShape
+
+__all__ = ["checkpoint_label", "render_preset", "render_presets"]
+
+
+def checkpoint_label(c: CheckpointFormats | None) -> str:
+    """The published checkpoint's formats in a few characters (``bf16`` when 16-bit)."""
+    if c is None:
+        return "bf16"
+    if c.expert_weights:
+        return f"W{c.weights} experts W{c.expert_weights}"
+    return f"W{c.weights} A{c.activations}"
+
+
+def _experts(s: TransformerShape) -> str:
+    if not s.is_moe:
+        return "-"
+    shared = f" +{s.shared_experts} shared" if s.shared_experts else ""
+    return f"{s.experts} (top {s.experts_per_token}){shared}"
+
+
+def _heads(s: TransformerShape) -> str:
+    return f"{s.heads}/latent" if s.mla is not None else f"{s.heads}/{s.n_kv_heads}"
+
+
+def render_presets(presets: Sequence[Preset]) -> str:
+    rows = []
+    for p in presets:
+        s = p.shape
+        counted = count_params(s)
+        rows.append([s.name, fmt(counted.total / 1e9), fmt(counted.active(s) / 1e9),
+                     str(s.layers), str(s.hidden), _heads(s),
+                     _experts(s), checkpoint_label(p.checkpoint)])
+    return (table(["Model", "Params (B)", "Active (B)", "Layers", "Hidden", "Heads (q/kv)",
+                   "Experts", "Checkpoint"], rows,
+                  right=[False, True, True, True, True, True, False, False])
+            + "\n\nParameters are counted from the shape ('gpuarch models NAME' shows the "
+              "published total and the source).")
+
+
+def render_preset(p: Preset) -> str:
+    s = p.shape
+    counted = count_params(s)
+    published = (f"{p.params:,}" if p.params is not None else
+                 f"{p.params_billions:g} billion" if p.params_billions is not None
+                 else "not published")
+    lines = [f"{s.name}" + (f" (also: {', '.join(p.aliases)})" if p.aliases else ""),
+             f"  parameters    {counted.total:,} counted, {counted.active(s):,} active per "
+             f"token; published: {published}",
+             f"  shape         {s.layers} layers, hidden {s.hidden}, {s.heads} heads"
+             + ("" if s.mla is not None else f" ({s.n_kv_heads} KV) of {s.d_head}")
+             + f", FFN {s.d_ffn} "
+             f"{s.ffn_kind.value}, vocabulary {s.vocab:,}"]
+    if s.is_moe:
+        lines.append(f"  experts       {_experts(s)}, {s.d_expert} "
+                     f"wide" + (f"; the first {s.dense_layers} layers dense"
+                                if s.dense_layers else ""))
+    if s.mla is not None:
+        m = s.mla
+        lines.append(f"  attention     multi-head latent: KV rank {m.kv_lora_rank}, query rank "
+                     f"{m.q_lora_rank}, heads of {m.qk_nope_head_dim}+{m.qk_rope_head_dim} "
+                     f"(query, key) and {m.v_head_dim} (value)")
+    if s.sliding_window:
+        lines.append(f"  window        {s.windowed_layers} layers attend to "
+                     f"{s.sliding_window} tokens")
+    lines.append(f"  checkpoint    {checkpoint_label(p.checkpoint)}"
+                 + (f"\n                read from {p.checkpoint.origin}" if p.checkpoint
+                    else " (16-bit: no quantization_config)"))
+    lines.append(f"  source        {p.source_title}\n                {p.source_url}")
+    return "\n".join(lines)

@@ -1,0 +1,70 @@
+"""``gpuarch models``: every preset listed with counted parameters and its published
+checkpoint's formats; one preset in full; JSON that matches the library."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from gpuarch.cli.main import main
+from gpuarch.workloads.params import count_params
+from gpuarch.workloads.presets import load_presets, preset
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    status = main(["models", *argv])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_every_preset_is_listed_with_its_counts(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = _run(capsys)
+    assert status == 0
+    names = [line.split()[0] for line in out.splitlines()[2:] if line.strip()
+             and not line.startswith("Parameters")]
+    assert names == list(load_presets().by_name)
+    row = next(line.split() for line in out.splitlines() if line.startswith("mixtral-8x7b "))
+    counted = count_params(preset("mixtral-8x7b").shape)
+    # Mixtral-8x7B: 46.7B total, 12.9B active (Mistral AI's announcement)
+    assert row[1:3] == ["46.7", "12.9"]
+    assert counted.active(preset("mixtral-8x7b").shape) / 1e9 == pytest.approx(12.9, abs=0.05)
+    gpt_oss = next(line for line in out.splitlines() if line.startswith("gpt-oss-120b "))
+    assert gpt_oss.endswith("Wbf16 experts Wmxfp4")
+    assert next(line for line in out.splitlines()
+                if line.startswith("deepseek-v3 ")).endswith("Wfp8 Afp8")
+
+
+def test_one_preset_in_full(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = _run(capsys, "llama-2-7b")
+    # the exact count of the Llama-2-7B safetensors index, counted and published
+    assert status == 0 and "6,738,415,616 counted" in out
+    assert "published: 6,738,415,616" in out
+    assert "https://huggingface.co/meta-llama/Llama-2-7b-hf" in out
+    status, out, _ = _run(capsys, "DeepSeek V3")
+    assert status == 0 and "multi-head latent: KV rank 512" in out
+    assert "quant_method fp8, weight blocks [128, 128]" in out
+
+
+def test_json_matches_the_library(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = _run(capsys, "--json")
+    assert status == 0
+    models = {m["name"]: m for m in json.loads(out)["models"]}
+    assert set(models) == set(load_presets().by_name)
+    for name, m in models.items():
+        p = preset(name)
+        counted = count_params(p.shape)
+        assert m["params_counted"]["total"] == counted.total
+        assert m["params_counted"]["by_component"]["mlp_experts"] == counted.mlp_experts
+        assert m["shape"]["layers"] == p.shape.layers
+        assert (m["checkpoint"] is None) == (p.checkpoint is None)
+    assert models["gpt-oss-20b"]["checkpoint"]["expert_weights"] == "mxfp4"
+    assert models["kimi-k2"]["checkpoint"]["weights"] == "fp8"
+    assert models["llama-3.1-70b"]["checkpoint"] is None
+
+
+def test_an_unknown_model_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = _run(capsys, "lama-3.1-8b")
+    assert status == 2 and out == ""
+    assert "unknown model 'lama-3.1-8b'" in err and "did you mean" in err
+    assert "Traceback" not in err
