@@ -161,6 +161,10 @@ def engine_flags(p: argparse.ArgumentParser) -> None:
                         "is quantized and the KV cache is FP8); default: the 16-bit rate")
 
 
+NO_BATCH = 0
+"""--batch's value when it is not given (``max`` parses to None)."""
+
+
 def _batch(text: str) -> int | None:
     if text == "max":
         return None
@@ -195,12 +199,14 @@ def cmd_infer(args: argparse.Namespace) -> int:
         default_kv = None
     activations = args.activation_precision or default_activations
     kv = args.kv_precision or default_kv or sixteen_bit_kv(activations)
+    _check_load_flags(args)
     cfg = InferenceConfig(
         input_len=args.input_len, output_len=args.output_len, batch=args.batch,
         gpus=args.gpus or args.tp * args.pp, tp=args.tp, pp=args.pp, ep=args.ep,
         quant=QuantScheme(weights, activations, kv), expert_weights=expert_weights,
         expert_activations=args.expert_activation_precision,
-        batching=args.batching or Batching.STATIC, chunk=args.chunk,
+        batching=args.batching or (Batching.CONTINUOUS if args.rate is not None
+                                   else Batching.STATIC), chunk=args.chunk,
         max_num_tokens=args.max_num_tokens, kv_cache_fraction=args.kv_cache_fraction,
         max_batch_size=args.max_batch_size, speculative_tokens=args.speculative_tokens,
         acceptance_length=args.acceptance_length, executor=args.executor,
@@ -208,11 +214,38 @@ def cmd_infer(args: argparse.Namespace) -> int:
         num_requests=args.num_requests, fp8_context_attention=args.fp8_context_attention,
         gpus_per_node=_gpus_per_node(args, catalog, product, system))
     eff, measured = _calibrated(args, catalog, product, system)
+    load = None
+    if args.rate is not None:
+        from gpuarch.estimate.load import batch_for_rate
+
+        load = batch_for_rate(catalog, shape, product, cfg, args.rate, system=system,
+                              efficiency=eff)
+        cfg = dataclasses.replace(cfg, batch=load.batch)
     est = estimate_inference(catalog, shape, product, cfg, system=system, efficiency=eff,
                              measured=measured,
                              formats_origin=checkpoint.origin if checkpoint else None)
+    if load is not None:
+        est.assumptions["load"] = load.as_json()
     return _print_estimate(args, est, "serving", shape, product, measured,
                            "output_tokens_per_s", render_inference)
+
+
+def _check_load_flags(args: argparse.Namespace) -> None:
+    """--batch or --rate, one of them; --rate means a steady stream: continuous batching."""
+    from gpuarch.estimate.inference import Batching
+
+    if (args.batch == NO_BATCH) == (args.rate is None):
+        raise GpuarchError("--batch or --rate: give one of them (sequences decoded "
+                           "together, or requests per second arriving)")
+    if args.rate is None:
+        return
+    args.batch = None  # batch_for_rate decides it
+    if args.batching is Batching.STATIC:
+        raise GpuarchError("--rate: a stream of requests is served with --batching "
+                           "continuous (the default with --rate), not static")
+    if args.num_requests:
+        raise GpuarchError("--rate and --num-requests: give one (a steady stream, or an "
+                           "offline run of N requests)")
 
 
 def declared_formats(declared: Any, moe: bool) -> tuple[Any, Any, Any, Any]:
@@ -438,8 +471,13 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p.add_argument("--ep", type=int, default=1)
     p.add_argument("--input-len", type=int, required=True, help="prompt tokens")
     p.add_argument("--output-len", type=int, required=True, help="generated tokens")
-    p.add_argument("--batch", type=_batch, required=True,
-                   help="sequences decoded together, or 'max' for the largest that fits")
+    p.add_argument("--batch", type=_batch, default=NO_BATCH,
+                   help="sequences decoded together, or 'max' for the largest that fits "
+                        "(this or --rate)")
+    p.add_argument("--rate", type=float, metavar="R",
+                   help="requests per second arriving at the whole deployment (this or "
+                        "--batch): continuous batching at the batch that load settles at, "
+                        "by Little's law; refused beyond what the replicas can carry")
     fmt = "gpuarch.perf.quant:QuantFormat"
     for flag, text in (
             ("--weight-precision",

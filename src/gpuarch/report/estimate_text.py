@@ -114,6 +114,12 @@ def render_inference(e: InferenceEstimate, band: Band | None = None) -> str:
         lines.append(f"  speculative   {sp['draft_tokens']} draft tokens per step, "
                      f"{fmt(sp['acceptance_length'])} tokens per sequence per step "
                      f"({sp['draft']})")
+    if a.get("load"):
+        ld = a["load"]
+        lines.append(f"  load          {fmt(ld['rate_per_s'])} requests/s: "
+                     f"{fmt(ld['in_flight_per_replica'])} in flight per replica (Little's "
+                     f"law), {ld['utilization']:.0%} of the {fmt(ld['capacity_per_s'])} "
+                     "requests/s the replicas carry at most")
     lines += [
         "",
         f"  TTFT          {fmt(from_si(e.ttft_s, Unit.MS))} ms   "
