@@ -564,3 +564,22 @@ def test_advise_errors(capsys: pytest.CaptureFixture[str], argv: list[str],
     """Bad flags: exit 2, the flag and value named, no traceback, nothing on stdout."""
     status, out, err = run(capsys, "advise", argv[0], "--model", "llama-3.1-8b", *argv[1:])
     assert status == 2 and message in err and "Traceback" not in err and out == ""
+
+
+def test_cached_prefix_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    """--cached-prefix reaches the estimate and the advisor, and a prefix as long as the
+    prompt is a usage error naming the flag."""
+    base = ["--model", "llama-3.1-8b", "--gpu", "h100", "--input-len", "2048",
+            "--output-len", "256"]
+    status, out, _ = run(capsys, "estimate", "infer", *base, "--batch", "8",
+                         "--cached-prefix", "1500", "--json")
+    assert status == 0 and json.loads(out)["assumptions"]["cached_prefix"] == 1500
+    status, out, _ = run(capsys, "estimate", "infer", *base, "--batch", "8",
+                         "--cached-prefix", "1500")
+    assert "prefix cache  1,500 of the prompt's tokens cached" in out
+    status, out, _ = run(capsys, "advise", "infer", *base, "--cached-prefix", "1500",
+                         "--top", "3", "--json")
+    assert status == 0 and json.loads(out)["assumptions"]["cached_prefix"] == 1500
+    for command in (["estimate", "infer", *base, "--batch", "8"], ["advise", "infer", *base]):
+        status, out, err = run(capsys, *command, "--cached-prefix", "2048")
+        assert status == 2 and out == "" and "--cached-prefix: expected tokens" in err

@@ -772,3 +772,43 @@ def test_fp8_context_attention_speeds_long_prefill_only_where_it_applies() -> No
     assert est(sixteen_kv, True).assumptions["context_attention"] == "16-bit"
     with pytest.raises(GpuarchError, match=r"--fp8-context-attention: .* no FP8 Tensor Cores"):
         est(FP8, True, A100)
+
+
+def test_a_cached_prefix_is_neither_prefilled_nor_stored_per_sequence() -> None:
+    """Prefix caching: the cached tokens' prefill is skipped (attention still sees them)
+    and their KV cache is held once per replica. Hand count for Llama-3.1-8B in BF16:
+    32 layers x 2 (K, V) x 8 KV heads x 128 x 2 bytes = 131,072 bytes a token; 10 sequences
+    of 2,048 + 256 tokens sharing a 1,024-token prefix hold 10 x 2,304 - 9 x 1,024 = 13,824
+    tokens' worth."""
+    cfg = InferenceConfig(input_len=2048, output_len=256, batch=10, cached_prefix=1024)
+    assert _memory(LLAMA_8B, cfg, 10, H100)["kv_cache"] == 13_824 * 131_072
+    one = dataclasses.replace(cfg, batch=1)
+    ttft = {c: estimate_inference(CATALOG, LLAMA_8B, H100,
+                                  dataclasses.replace(one, cached_prefix=c)).ttft_s
+            for c in (0, 512, 1024, 2047)}
+    assert ttft[0] > ttft[512] > ttft[1024] > ttft[2047]
+    # 1,024 new tokens attending to 2,048 positions cost more than a 1,024-token prompt
+    short = estimate_inference(CATALOG, LLAMA_8B, H100,
+                               dataclasses.replace(one, input_len=1024, cached_prefix=0))
+    assert ttft[1024] > short.ttft_s
+    bigger = [estimate_inference(CATALOG, LLAMA_8B, H100, dataclasses.replace(
+        cfg, batch=None, cached_prefix=c)).max_batch for c in (0, 1024, 2000)]
+    assert bigger == sorted(bigger) and bigger[0] < bigger[-1]
+    for bad in (2048, -1):
+        with pytest.raises(GpuarchError, match="--cached-prefix: expected tokens from 0"):
+            estimate_inference(CATALOG, LLAMA_8B, H100,
+                               dataclasses.replace(cfg, cached_prefix=bad))
+
+
+def test_a_cached_prefix_is_not_shared_by_sliding_window_layers() -> None:
+    """A ring-buffer window layer moves past the prefix, so only the full-attention layers
+    share it; with every position kept (window_kv_cache 'full') all layers do."""
+    gpt_oss = preset("gpt-oss-20b").shape
+    per_token = kv_bytes_per_token(gpt_oss, 2.0)
+    cfg = InferenceConfig(input_len=4096, output_len=256, batch=4)
+    for policy, sharing in (("ring", 1 - gpt_oss.windowed_layers / gpt_oss.layers),
+                            ("full", 1.0)):
+        base = dataclasses.replace(cfg, window_kv_cache=policy)
+        saved = _memory(gpt_oss, base, 4, H100)["kv_cache"] - _memory(
+            gpt_oss, dataclasses.replace(base, cached_prefix=1000), 4, H100)["kv_cache"]
+        assert saved == pytest.approx(3 * 1000 * sharing * per_token)

@@ -83,6 +83,7 @@ class InferenceSearch:
     window_kv_cache: str = "ring"  # sliding-window layers' KV (InferenceConfig.window_kv_cache)
     moe_comm: str = "alltoall"  # expert dispatch with attention DP (InferenceConfig.moe_comm)
     fp8_context_attention: bool = False  # InferenceConfig.fp8_context_attention
+    cached_prefix: int = 0  # InferenceConfig.cached_prefix
     # the formats the model's checkpoint declares (a config.json's quantization_config),
     # searched as one more scheme, with its routed experts' weights where they differ
     checkpoint_quant: QuantScheme | None = None
@@ -101,6 +102,9 @@ class InferenceSearch:
                                    f"{getattr(self, name)}")
         if self.rate is not None and self.concurrency is not None:
             raise GpuarchError("--rate and --concurrency: give one, not both")
+        if not 0 <= self.cached_prefix < self.input_len:
+            raise GpuarchError(f"--cached-prefix: expected tokens from 0 to --input-len - 1 "
+                               f"({self.input_len - 1}), got {self.cached_prefix}")
         if self.checkpoint_quant is not None:
             self.checkpoint_quant.validate()
         for name in ("rate", "concurrency", "ttft_ms", "tpot_ms", "min_throughput",
@@ -265,7 +269,8 @@ def advise_inference(
                     batching=Batching.CONTINUOUS, gpus_per_node=gpn,
                     executor=search.executor, window_kv_cache=search.window_kv_cache,
                     moe_comm=search.moe_comm,
-                    fp8_context_attention=search.fp8_context_attention)
+                    fp8_context_attention=search.fp8_context_attention,
+                    cached_prefix=search.cached_prefix)
                 try:
                     cfg.validate(shape)
                 except GpuarchError:
@@ -310,7 +315,8 @@ def advise_inference(
                              if search.concurrency else "one replica"),
                    "model": "estimate.inference.evaluate_inference over arrays of batch "
                             "sizes",
-                   "checkpoint_formats": search.checkpoint_origin}
+                   "checkpoint_formats": search.checkpoint_origin,
+                   "cached_prefix": search.cached_prefix or None}
     if not rows:
         return InferenceAdvice(shape.name, search.input_len, search.output_len,
                                search.objective.value, (), (), evaluated, 0, tuple(skipped),

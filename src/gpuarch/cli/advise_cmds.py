@@ -177,7 +177,8 @@ def cmd_advise_infer(args: argparse.Namespace) -> int:
         budget_usd_per_hour=args.budget_usd_per_hour, max_power_kw=args.max_power_kw,
         objective=args.objective or Objective.COST, top=args.top, executor=args.executor,
         window_kv_cache=args.window_kv_cache, moe_comm=args.moe_comm,
-        fp8_context_attention=args.fp8_context_attention, **checkpoint)
+        fp8_context_attention=args.fp8_context_attention,
+        cached_prefix=args.cached_prefix, **checkpoint)
     return _answer(args, lambda: advise_inference(catalog, shape, search,
                                                   _prices(catalog, args),
                                                   progress=_progress(args)),

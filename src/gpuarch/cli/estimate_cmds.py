@@ -155,6 +155,10 @@ def engine_flags(p: argparse.ArgumentParser) -> None:
                         "as DeepEP or TensorRT-LLM on GB200 NVL72) or allgather (every GPU "
                         "gathers all ranks' tokens, outputs reduce-scattered: TensorRT-LLM "
                         "without multi-node NVLink)")
+    p.add_argument("--cached-prefix", type=int, default=0, metavar="N",
+                   help="prompt tokens every request shares with one already in the KV "
+                        "cache (a system prompt under prefix caching): not prefilled, their "
+                        "KV cache held once per replica (default 0)")
     p.add_argument("--fp8-context-attention", action="store_true",
                    help="prefill attention at the FP8 Tensor Core rate (TensorRT-LLM's FP8 "
                         "context FMHA, on when an FP8 or NVFP4 checkpoint's attention output "
@@ -212,6 +216,7 @@ def cmd_infer(args: argparse.Namespace) -> int:
         acceptance_length=args.acceptance_length, executor=args.executor,
         window_kv_cache=args.window_kv_cache, moe_comm=args.moe_comm,
         num_requests=args.num_requests, fp8_context_attention=args.fp8_context_attention,
+        cached_prefix=args.cached_prefix,
         gpus_per_node=_gpus_per_node(args, catalog, product, system))
     eff, measured = _calibrated(args, catalog, product, system)
     load = None

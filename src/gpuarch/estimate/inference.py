@@ -170,6 +170,16 @@ class InferenceConfig:
     # vLLM's benchmark_throughput) instead of the steady state: the last wave of requests
     # runs part-full; 0 = steady state (continuous batching only)
     num_requests: int = 0
+    # prompt tokens every request shares with one already in the KV cache (a system prompt
+    # or few-shot examples under prefix caching: vLLM's automatic prefix caching, SGLang's
+    # radix cache, TensorRT-LLM's KV-cache reuse): their prefill is skipped, and their KV
+    # cache is held once per replica in the layers that keep every position
+    cached_prefix: int = 0
+
+    @property
+    def new_prompt_tokens(self) -> int:
+        """Prompt tokens each request prefills (the rest were cached)."""
+        return self.input_len - self.cached_prefix
 
     @property
     def replicas(self) -> int:
@@ -209,6 +219,11 @@ class InferenceConfig:
                                f"{self.batch!r}")
         if self.chunk < 0:
             raise GpuarchError(f"--chunk: expected tokens >= 0, got {self.chunk}")
+        if not isinstance(self.cached_prefix, int) or isinstance(self.cached_prefix, bool) \
+                or not 0 <= self.cached_prefix < self.input_len:
+            raise GpuarchError(f"--cached-prefix: expected tokens from 0 to --input-len - 1 "
+                               f"({self.input_len - 1}: the last prompt token is always "
+                               f"computed), got {self.cached_prefix!r}")
         check_choice("--executor", self.executor, EXECUTORS)
         check_choice("--window-kv-cache", self.window_kv_cache, WINDOW_KV_CACHES)
         check_choice("--moe-comm", self.moe_comm, MOE_COMMS)
@@ -626,8 +641,10 @@ class _Runner:
         """Prefill ``seqs`` prompts, chunked if configured, at most ``max_num_tokens`` per
         pass (whole prompts are grouped into passes)."""
         length = self.cfg.input_len
+        cached = self.cfg.cached_prefix  # in the KV cache already: attended to, not computed
         budget = self.cfg.max_num_tokens
-        chunk = self.cfg.chunk if 0 < self.cfg.chunk < length else length
+        new = length - cached
+        chunk = self.cfg.chunk if 0 < self.cfg.chunk < new else new
         chunk = min(chunk, budget)
         group = max(1, budget // chunk)  # prompts per pass
         phase = _Phase(overhead=self.eff.prefill_overhead_s)
@@ -639,7 +656,7 @@ class _Runner:
 
             def one(n: Num = n) -> _Phase:
                 total = _Phase()
-                start = 0
+                start = cached
                 while start < length:
                     size = min(chunk, length - start)
                     total = total + self.forward(n, size, start + size)
@@ -704,7 +721,16 @@ def _kv_and_activation_bytes(shape: TransformerShape, cfg: InferenceConfig, batc
     kv = batch * kv_bytes_per_sequence(shape, cfg.quant.kv_cache.bytes,
                                        prompt + cfg.output_len, cfg.tp,
                                        cfg.window_kv_cache) / cfg.pp
-    chunk = cfg.chunk if 0 < cfg.chunk < prompt else prompt
+    if cfg.cached_prefix:
+        # the shared prefix's blocks are held once, not once per sequence, in the layers that
+        # keep every position (a sliding-window layer's ring moves past the prefix)
+        windowed = 0.0 if cfg.window_kv_cache == "full" \
+            else shape.windowed_layers / shape.layers
+        shared = min(cfg.cached_prefix, prompt) * (1 - windowed) * kv_bytes_per_token(
+            shape, cfg.quant.kv_cache.bytes, cfg.tp) / cfg.pp
+        kv = kv - np.maximum(batch - 1, 0) * shared
+    new = max(1, prompt - cfg.cached_prefix)
+    chunk = cfg.chunk if 0 < cfg.chunk < new else new
     # static: the batch's prompts (or chunks) in passes of up to max_num_tokens; continuous:
     # one prompt (or chunk) at a time is what the model holds prefill activations for
     tokens = np.minimum(batch * chunk if cfg.batching is Batching.STATIC else chunk,
@@ -848,7 +874,7 @@ def _evaluate(runner: _Runner, cfg: InferenceConfig, product: Product, max_batch
             per_replica = _offline_rate(runner, cfg, batch, cycle, mean_ctx, per_step)
         # a new prompt is prefilled in a pass with the others that arrived with it, after
         # waiting for the pass in progress: M/D/1 waiting time at the prefill load rho
-        prompts_per_pass = max(1, cfg.max_num_tokens // max(1, cfg.input_len))
+        prompts_per_pass = max(1, cfg.max_num_tokens // cfg.new_prompt_tokens)
         runner.parts = {} if parts is not None else None
         prefill = runner.prefill(np.minimum(batch, prompts_per_pass))
         service = prefill.total
@@ -1009,6 +1035,7 @@ def estimate_inference(
         "window_kv_cache": cfg.window_kv_cache if shape.windowed_layers else None,
         "moe_comm": cfg.moe_comm if shape.is_moe and cfg.ep > cfg.tp else None,
         "num_requests": cfg.num_requests or None,
+        "cached_prefix": cfg.cached_prefix or None,
         "context_attention": "fp8" if runner.context_device is not runner.device
         else "16-bit",
         "speculative": {"draft_tokens": cfg.speculative_tokens,

@@ -134,8 +134,10 @@ def render_inference_advice(advice: Any, elapsed: float = 0.0) -> str:
              "energy": "energy per million output tokens"}[advice.objective]
     return _render(
         advice, elapsed,
-        heading=f"Serving {advice.model} at {advice.input_len} input / {advice.output_len} "
-                f"output tokens, ranked by {label}",
+        heading=f"Serving {advice.model} at {advice.input_len} input"
+                + (f" ({advice.assumptions['cached_prefix']:,} of them a cached prefix)"
+                   if advice.assumptions.get("cached_prefix") else "")
+                + f" / {advice.output_len} output tokens, ranked by {label}",
         empty="No deployment meets the constraints: relax --ttft-ms, --tpot-ms, "
               "--min-throughput, --budget-usd-per-hour, --max-power-kw or --max-gpus.",
         head=_INF_HEAD, right=_INF_RIGHT, row=_inf_row, why=lambda o: str(o.reason),

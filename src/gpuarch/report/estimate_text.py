@@ -114,6 +114,10 @@ def render_inference(e: InferenceEstimate, band: Band | None = None) -> str:
         lines.append(f"  speculative   {sp['draft_tokens']} draft tokens per step, "
                      f"{fmt(sp['acceptance_length'])} tokens per sequence per step "
                      f"({sp['draft']})")
+    if a.get("cached_prefix"):
+        lines.append(f"  prefix cache  {a['cached_prefix']:,} of the prompt's tokens cached "
+                     "(shared by every request): not prefilled, and their KV cache held once "
+                     "per replica")
     if a.get("load"):
         ld = a["load"]
         lines.append(f"  load          {fmt(ld['rate_per_s'])} requests/s: "
