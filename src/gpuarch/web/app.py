@@ -173,7 +173,8 @@ _FORMS: dict[str, tuple[str, list[tuple[str, str]]]] = {
         ("weight_precision", ""), ("activation_precision", ""), ("kv_precision", ""),
         ("expert_weight_precision", ""), ("expert_activation_precision", ""),
         ("max_batch_size", ""), ("executor", "python"), ("window_kv_cache", "ring"),
-        ("moe_comm", "alltoall"), ("num_requests", ""), ("fp8_context_attention", "")]),
+        ("moe_comm", "alltoall"), ("num_requests", ""), ("cached_prefix", ""),
+        ("fp8_context_attention", "")]),
     "advise/train": ("Training advice", [
         ("model", "llama-3.1-8b"), ("tokens", "1T"), ("gpu", "h100,h200,b200"),
         ("max_gpus", "256"), ("objective", "time"), ("deadline_days", "")]),
