@@ -12,11 +12,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpuarch.catalog.loader import load_catalog
-from gpuarch.cli.main import main
 from gpuarch.errors import GpuarchError
 from gpuarch.estimate.inference import Batching, InferenceConfig, estimate_inference
 from gpuarch.estimate.load import batch_for_rate
 from gpuarch.workloads.presets import preset
+from tests.test_cli import run
 
 CATALOG = load_catalog()
 SHAPE = preset("llama-3.1-8b").shape
@@ -68,13 +68,8 @@ def test_replicas_share_the_rate_and_overload_is_refused() -> None:
 
 
 def _infer(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    try:
-        status = main(["estimate", "infer", "--model", "llama-3.1-8b", "--gpu", "h100",
-                       "--input-len", "2048", "--output-len", "256", *argv])
-    except SystemExit as exc:
-        status = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return status, out, err
+    return run(capsys, "estimate", "infer", "--model", "llama-3.1-8b", "--gpu", "h100",
+               "--input-len", "2048", "--output-len", "256", *argv)
 
 
 def test_cli_rate(capsys: pytest.CaptureFixture[str]) -> None:
