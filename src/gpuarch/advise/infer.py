@@ -30,6 +30,7 @@ from gpuarch.estimate.inference import (
     WINDOW_KV_CACHES,
     Batching,
     InferenceConfig,
+    check_cached_prefix,
     evaluate_inference,
     max_batch_that_fits,
 )
@@ -102,9 +103,7 @@ class InferenceSearch:
                                    f"{getattr(self, name)}")
         if self.rate is not None and self.concurrency is not None:
             raise GpuarchError("--rate and --concurrency: give one, not both")
-        if not 0 <= self.cached_prefix < self.input_len:
-            raise GpuarchError(f"--cached-prefix: expected tokens from 0 to --input-len - 1 "
-                               f"({self.input_len - 1}), got {self.cached_prefix}")
+        check_cached_prefix(self.cached_prefix, self.input_len)
         if self.checkpoint_quant is not None:
             self.checkpoint_quant.validate()
         for name in ("rate", "concurrency", "ttft_ms", "tpot_ms", "min_throughput",

@@ -205,7 +205,8 @@ def cmd_infer(args: argparse.Namespace) -> int:
     kv = args.kv_precision or default_kv or sixteen_bit_kv(activations)
     _check_load_flags(args)
     cfg = InferenceConfig(
-        input_len=args.input_len, output_len=args.output_len, batch=args.batch,
+        input_len=args.input_len, output_len=args.output_len,
+        batch=None if args.rate is not None else args.batch,  # --rate: batch_for_rate's
         gpus=args.gpus or args.tp * args.pp, tp=args.tp, pp=args.pp, ep=args.ep,
         quant=QuantScheme(weights, activations, kv), expert_weights=expert_weights,
         expert_activations=args.expert_activation_precision,
@@ -244,7 +245,6 @@ def _check_load_flags(args: argparse.Namespace) -> None:
                            "together, or requests per second arriving)")
     if args.rate is None:
         return
-    args.batch = None  # batch_for_rate decides it
     if args.batching is Batching.STATIC:
         raise GpuarchError("--rate: a stream of requests is served with --batching "
                            "continuous (the default with --rate), not static")

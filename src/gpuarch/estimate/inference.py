@@ -66,6 +66,7 @@ __all__ = [
     "InferenceConfig",
     "InferenceCore",
     "InferenceEstimate",
+    "check_cached_prefix",
     "estimate_inference",
     "evaluate_inference",
     "kv_bytes_per_sequence",
@@ -219,11 +220,7 @@ class InferenceConfig:
                                f"{self.batch!r}")
         if self.chunk < 0:
             raise GpuarchError(f"--chunk: expected tokens >= 0, got {self.chunk}")
-        if not isinstance(self.cached_prefix, int) or isinstance(self.cached_prefix, bool) \
-                or not 0 <= self.cached_prefix < self.input_len:
-            raise GpuarchError(f"--cached-prefix: expected tokens from 0 to --input-len - 1 "
-                               f"({self.input_len - 1}: the last prompt token is always "
-                               f"computed), got {self.cached_prefix!r}")
+        check_cached_prefix(self.cached_prefix, self.input_len)
         check_choice("--executor", self.executor, EXECUTORS)
         check_choice("--window-kv-cache", self.window_kv_cache, WINDOW_KV_CACHES)
         check_choice("--moe-comm", self.moe_comm, MOE_COMMS)
@@ -279,6 +276,15 @@ class InferenceConfig:
                     else "--expert-activation-precision"
                 raise GpuarchError(f"{flag}: {shape.name} has no routed experts")
             self.expert_quant.validate("expert-")
+
+
+def check_cached_prefix(cached: Any, input_len: int) -> None:
+    """A cached prefix is shorter than the prompt: engines always compute its last token."""
+    if not isinstance(cached, int) or isinstance(cached, bool) \
+            or not 0 <= cached < input_len:
+        raise GpuarchError(f"--cached-prefix: expected tokens from 0 to --input-len - 1 "
+                           f"({input_len - 1}: the last prompt token is always computed), "
+                           f"got {cached!r}")
 
 
 def kv_bytes_per_token(shape: TransformerShape, element: float, tp: int = 1) -> float:
