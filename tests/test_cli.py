@@ -583,3 +583,27 @@ def test_cached_prefix_flag(capsys: pytest.CaptureFixture[str]) -> None:
     for command in (["estimate", "infer", *base, "--batch", "8"], ["advise", "infer", *base]):
         status, out, err = run(capsys, *command, "--cached-prefix", "2048")
         assert status == 2 and out == "" and "--cached-prefix: expected tokens" in err
+
+
+@pytest.mark.parametrize(("argv", "flag"), [
+    (["estimate", "train", "--model", "llama-3.1-8b", "--gpu", "h100", "--gpus", "8",
+      "--seq-len", "2048", "--global-batch", "64", "--tokens", "nan"], "--tokens"),
+    (["estimate", "train", "--model", "llama-3.1-8b", "--gpu", "h100", "--gpus", "8",
+      "--seq-len", "2048", "--global-batch", "64", "--price-per-gpu-hour", "inf"],
+     "--price-per-gpu-hour"),
+    (["estimate", "infer", "--model", "llama-3.1-8b", "--gpu", "h100", "--input-len", "512",
+      "--output-len", "64", "--rate", "nan"], "--rate"),
+    (["advise", "infer", "--gpu", "h100", "--rate", "inf"], "--rate"),
+    (["advise", "infer", "--gpu", "h100", "--tpot-ms", "-5"], "--tpot-ms"),
+    (["advise", "infer", "--gpu", "h100", "--price", "h100=nan"], "--price"),
+    (["advise", "train", "--gpu", "h100", "--tokens", "1e999"], "--tokens"),
+    (["advise", "train", "--gpu", "h100", "--network", "nan"], "--network"),
+    (["advise", "train", "--gpu", "h100", "--deadline-days", "0"], "--deadline-days"),
+])
+def test_non_finite_and_non_positive_quantities_are_refused(
+        capsys: pytest.CaptureFixture[str], argv: list[str], flag: str) -> None:
+    """A rate, price, cap or token count must be a finite number > 0: nan, inf, zero and
+    negatives are usage errors naming the flag (nan once printed 'nan days', and made the
+    serving advisor crash)."""
+    status, out, err = run(capsys, *argv)
+    assert status == 2 and out == "" and f"{flag}:" in err and "Traceback" not in err

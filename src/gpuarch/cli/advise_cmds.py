@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import re
 import time
 from collections.abc import Callable
@@ -18,7 +19,7 @@ from gpuarch.cli.estimate_cmds import (
     resolve_model,
     sixteen_bit_kv,
 )
-from gpuarch.cli.options import lazy_enum_value
+from gpuarch.cli.options import lazy_enum_value, positive_number
 from gpuarch.errors import GpuarchError
 from gpuarch.report.serialize import to_json
 
@@ -36,7 +37,7 @@ def parse_quantity(flag: str) -> Any:
             value = float(match.group(1)) * _SUFFIX[match.group(2).lower()] if match else None
         except ValueError:
             value = None
-        if value is None or not value > 0:
+        if value is None or not (value > 0 and math.isfinite(value)):
             raise argparse.ArgumentTypeError(
                 f"{flag}: expected a positive number such as 1e12 or 1T, got {text!r}")
         return value
@@ -50,7 +51,7 @@ def _price(text: str) -> tuple[str, float]:
         value = float(usd)
     except ValueError:
         value = -1.0
-    if not sep or not gpu.strip() or value <= 0:
+    if not sep or not gpu.strip() or not (value > 0 and math.isfinite(value)):
         raise argparse.ArgumentTypeError(
             f"--price: expected GPU=USD_PER_GPU_HOUR such as h100=2.5, got {text!r}")
     return gpu.strip(), value
@@ -153,8 +154,6 @@ def cmd_advise_train(args: argparse.Namespace) -> int:
         deadline_days=args.deadline_days, max_power_kw=args.max_power_kw,
         objective=args.objective or Objective.TIME, precisions=tuple(precisions), top=args.top,
         assumed_network_gbit_s=args.network)
-    if args.network is not None and args.network <= 0:
-        raise GpuarchError(f"--network: expected > 0 Gb/s, got {args.network:g}")
     return _answer(args, lambda: advise_training(catalog, shape, search,
                                                  _prices(catalog, args),
                                                  progress=_progress(args)),
@@ -213,7 +212,8 @@ def _common_flags(p: argparse.ArgumentParser, objective_help: str) -> None:
                    "hopper); default: every GPU of --tier")
     p.add_argument("--tier", action="append", metavar="TIERS",
                    help="datacenter (default), workstation, consumer, comma-separated")
-    p.add_argument("--max-power-kw", type=float, help="facility power cap (GPUs, node "
+    p.add_argument("--max-power-kw", type=positive_number("--max-power-kw"),
+                   help="facility power cap (GPUs, node "
                    "overhead and PUE)")
     p.add_argument("--objective", type=lazy_enum_value("gpuarch.advise.train:Objective",
                                                        "--objective"), help=objective_help)
@@ -244,12 +244,13 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p.add_argument("--precision", action="append", metavar="LIST",
                    help="precisions to consider (default bf16,fp8; FP8 only where the "
                    "Tensor Cores run it)")
-    p.add_argument("--network", type=float, metavar="GBIT_S", dest="network",
+    p.add_argument("--network", type=positive_number("--network"), metavar="GBIT_S", dest="network",
                    help="assume this scale-out network per GPU (e.g. 400 for NDR InfiniBand) "
                    "for systems the catalog gives none (PCIe servers); "
                    "without it they are searched within one node")
-    p.add_argument("--budget-usd", type=float, help="total cost cap")
-    p.add_argument("--deadline-days", type=float, help="wall-clock cap")
+    p.add_argument("--budget-usd", type=positive_number("--budget-usd"), help="total cost cap")
+    p.add_argument("--deadline-days", type=positive_number("--deadline-days"),
+                   help="wall-clock cap")
     p.set_defaults(handler=cmd_advise_train)
 
     p = adv_sub.add_parser("infer", parents=[common],
@@ -260,13 +261,15 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p.add_argument("--output-len", type=int, default=256,
                    help="generated tokens (default 256)")
     load = p.add_mutually_exclusive_group()
-    load.add_argument("--rate", type=float, help="requests per second to sustain")
+    load.add_argument("--rate", type=positive_number("--rate"),
+                      help="requests per second to sustain")
     load.add_argument("--concurrency", type=int, help="requests in flight to hold")
-    p.add_argument("--ttft-ms", type=float, help="time-to-first-token cap")
-    p.add_argument("--tpot-ms", type=float, help="time-per-output-token cap")
-    p.add_argument("--min-throughput", type=float,
+    p.add_argument("--ttft-ms", type=positive_number("--ttft-ms"), help="time-to-first-token cap")
+    p.add_argument("--tpot-ms", type=positive_number("--tpot-ms"), help="time-per-output-token cap")
+    p.add_argument("--min-throughput", type=positive_number("--min-throughput"),
                    help="output tokens/s over the whole deployment")
     engine_flags(p)
     p.add_argument("--max-gpus", type=int, default=64, help="default 64")
-    p.add_argument("--budget-usd-per-hour", type=float, help="hourly cost cap")
+    p.add_argument("--budget-usd-per-hour", type=positive_number("--budget-usd-per-hour"),
+                   help="hourly cost cap")
     p.set_defaults(handler=cmd_advise_infer)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpuarch.catalog.loader import load_catalog
-from gpuarch.cli.options import at_least_one, lazy_enum_value
+from gpuarch.cli.options import at_least_one, lazy_enum_value, positive_number
 from gpuarch.errors import GpuarchError
 from gpuarch.report.serialize import to_json
 
@@ -456,8 +456,10 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p.add_argument("--precision", type=lazy_enum_value("gpuarch.perf.precision:Precision",
                                                        "--precision"),
                    help="fp32, tf32, fp16, bf16 (default) or fp8")
-    p.add_argument("--tokens", type=float, help="total training tokens (adds time, cost)")
-    p.add_argument("--price-per-gpu-hour", type=float, help="USD per GPU-hour")
+    p.add_argument("--tokens", type=positive_number("--tokens"),
+                   help="total training tokens (adds time, cost)")
+    p.add_argument("--price-per-gpu-hour", type=positive_number("--price-per-gpu-hour"),
+                   help="USD per GPU-hour")
     p.add_argument("--calibration", type=Path, metavar="FILE",
                    help="measured efficiencies from 'gpuarch probe --bench --save FILE'")
     p.set_defaults(handler=cmd_train)
@@ -479,7 +481,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p.add_argument("--batch", type=_batch, default=NO_BATCH,
                    help="sequences decoded together, or 'max' for the largest that fits "
                         "(this or --rate)")
-    p.add_argument("--rate", type=float, metavar="R",
+    p.add_argument("--rate", type=positive_number("--rate"), metavar="R",
                    help="requests per second arriving at the whole deployment (this or "
                         "--batch): continuous batching at the batch that load settles at, "
                         "by Little's law; refused beyond what the replicas can carry")

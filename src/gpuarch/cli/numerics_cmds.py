@@ -7,7 +7,7 @@ import math
 from typing import Any
 
 from gpuarch.catalog.loader import load_catalog
-from gpuarch.cli.options import lazy_enum_value
+from gpuarch.cli.options import lazy_enum_value, positive_number
 from gpuarch.errors import GpuarchError
 from gpuarch.report.serialize import to_json
 
@@ -221,7 +221,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p.add_argument("--pattern", type=lazy_enum_value(f"{_MOD}.simulate:Pattern",
                                                      "--pattern"),
                    help="drift (default), spike or decay")
-    p.add_argument("--growth", type=float, default=1.15, help="per-step factor (drift/decay)")
+    p.add_argument("--growth", type=positive_number("--growth"), default=1.15,
+                   help="per-step factor (drift/decay)")
     p.add_argument("--period", type=int, default=20, help="steps between spikes")
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(handler=cmd_recipe_sim)

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Callable
 from enum import Enum
 from typing import TypeVar
 
 from gpuarch.errors import suggestion
 
-__all__ = ["at_least_one", "enum_list", "enum_value", "lazy_enum_value"]
+__all__ = ["at_least_one", "enum_list", "enum_value", "lazy_enum_value", "positive_number"]
 
 E = TypeVar("E", bound=Enum)
 
@@ -72,6 +73,25 @@ def at_least_one(flag: str) -> Callable[[str], int]:
                 f"{flag}: expected an integer >= 1, got {text!r}") from None
         if value < 1:
             raise argparse.ArgumentTypeError(f"{flag}: expected an integer >= 1, got {value}")
+        return value
+
+    parse.__name__ = flag
+    return parse
+
+
+def positive_number(flag: str) -> Callable[[str], float]:
+    """An argparse ``type=`` for a quantity that must be a finite number > 0 (a rate, a
+    price, a cap): ``nan``, ``inf``, zero and negatives are refused by name."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{flag}: expected a number > 0, got {text!r}") from None
+        if not (math.isfinite(value) and value > 0):
+            raise argparse.ArgumentTypeError(f"{flag}: expected a finite number > 0, got "
+                                             f"{text!r}")
         return value
 
     parse.__name__ = flag

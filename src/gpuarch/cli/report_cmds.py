@@ -9,6 +9,7 @@ from pathlib import Path
 from gpuarch.catalog.loader import load_catalog
 from gpuarch.cli.advise_cmds import DEFAULT_MODEL, parse_quantity
 from gpuarch.cli.estimate_cmds import model_flags, resolve_model
+from gpuarch.cli.options import positive_number
 
 __all__ = ["add_commands"]
 
@@ -67,7 +68,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p.add_argument("--tokens", type=parse_quantity("--tokens"), default=1e12,
                    help="training tokens (default 1T)")
     p.add_argument("--max-gpus", type=int, default=1024, help="default 1024")
-    p.add_argument("--network", type=float, metavar="GBIT_S",
+    p.add_argument("--network", type=positive_number("--network"), metavar="GBIT_S",
                    help="assumed scale-out network where the catalog gives none")
     p.add_argument("--input-len", type=int, default=2048, help="prompt tokens (default 2048)")
     p.add_argument("--output-len", type=int, default=256,
