@@ -308,6 +308,10 @@ def test_roofline(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
                            "efficiency"}
     status, _, err = run(capsys, "roofline", "--gpu", "a100", "--op", "gemm:1,2")
     assert status == 2 and "expected gemm:M,N,K" in err
+    for op, message in (("gemm:inf,4,4", "expected finite numbers"),
+                        ("gemm:-4,4,4", "sizes must be at least 1")):
+        status, _, err = run(capsys, "roofline", "--gpu", "a100", "--op", op)
+        assert status == 2 and message in err and "Traceback" not in err
 
 
 def test_validate_training(capsys: pytest.CaptureFixture[str]) -> None:

@@ -310,8 +310,10 @@ def parse_op(text: str) -> Op:
     kind, _, rest = text.partition(":")
     try:
         numbers = [int(float(x)) for x in rest.split(",") if x.strip()]
-    except ValueError:
-        raise GpuarchError(f"--op: {text!r}: expected numbers after ':'") from None
+    except (ValueError, OverflowError):
+        raise GpuarchError(f"--op: {text!r}: expected finite numbers after ':'") from None
+    if any(x < 1 for x in numbers):
+        raise GpuarchError(f"--op: {text!r}: sizes must be at least 1")
     if kind == "gemm" and len(numbers) == 3:
         m, n, k = numbers
         return Gemm(m, n, k, name=text)
