@@ -611,3 +611,19 @@ def test_non_finite_and_non_positive_quantities_are_refused(
     serving advisor crash)."""
     status, out, err = run(capsys, *argv)
     assert status == 2 and out == "" and f"{flag}:" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["numerics", "recipe-sim", "--size", "-1"], "--size: expected an integer >= 1"),
+    (["numerics", "recipe-sim", "--history", "0"], "--history: expected an integer >= 1"),
+    (["numerics", "sparsity", "--seed", "-1"], "--seed: expected an integer >= 0"),
+    (["numerics", "matmul", "--m", "200000", "--n", "200000", "--k", "8"],
+     "--m x --n: 200000 x 200000 elements is more than"),
+    (["numerics", "recipe-sim", "--size", "100000000000"], "--size: 100,000,000,000 elements"),
+])
+def test_numerics_sizes_are_checked(capsys: pytest.CaptureFixture[str], argv: list[str],
+                                    message: str) -> None:
+    """Negative sizes and seeds once crashed inside NumPy, and sizes past the machine's
+    memory ran out of it; both are usage errors naming the flag."""
+    status, out, err = run(capsys, *argv)
+    assert status == 2 and out == "" and message in err and "Traceback" not in err

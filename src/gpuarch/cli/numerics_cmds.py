@@ -7,7 +7,7 @@ import math
 from typing import Any
 
 from gpuarch.catalog.loader import load_catalog
-from gpuarch.cli.options import lazy_enum_value, positive_number
+from gpuarch.cli.options import at_least_one, lazy_enum_value, non_negative, positive_number
 from gpuarch.errors import GpuarchError
 from gpuarch.report.serialize import to_json
 
@@ -186,12 +186,12 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p.set_defaults(handler=cmd_formats)
 
     def shape_flags(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--m", type=int, default=512)
-        p.add_argument("--n", type=int, default=512)
-        p.add_argument("--k", type=int, default=512)
+        p.add_argument("--m", type=at_least_one("--m"), default=512)
+        p.add_argument("--n", type=at_least_one("--n"), default=512)
+        p.add_argument("--k", type=at_least_one("--k"), default=512)
         p.add_argument("--distribution", type=dist, help="normal (default), lognormal, "
                        "outliers")
-        p.add_argument("--seed", type=int, default=0)
+        p.add_argument("--seed", type=non_negative("--seed"), default=0)
         p.add_argument("--gpu", help="predict the speed-up on this GPU from its peaks")
 
     p = num_sub.add_parser("matmul", parents=[common],
@@ -212,9 +212,10 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p = num_sub.add_parser("recipe-sim", parents=[common],
                            help="delayed vs current scaling over training steps")
     p.add_argument("--format", type=fmt, help="fp8_e4m3 (default), fp8_e5m2, ...")
-    p.add_argument("--steps", type=int, default=50)
-    p.add_argument("--size", type=int, default=4096)
-    p.add_argument("--history", type=int, default=16, help="amax history length")
+    p.add_argument("--steps", type=at_least_one("--steps"), default=50)
+    p.add_argument("--size", type=at_least_one("--size"), default=4096)
+    p.add_argument("--history", type=at_least_one("--history"), default=16,
+                   help="amax history length")
     p.add_argument("--algo", type=lazy_enum_value(f"{_MOD}.simulate:AmaxAlgo", "--algo"),
                    help="max (default) or most_recent")
     p.add_argument("--margin", type=int, default=0)
@@ -223,8 +224,9 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                    help="drift (default), spike or decay")
     p.add_argument("--growth", type=positive_number("--growth"), default=1.15,
                    help="per-step factor (drift/decay)")
-    p.add_argument("--period", type=int, default=20, help="steps between spikes")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--period", type=at_least_one("--period"), default=20,
+                   help="steps between spikes")
+    p.add_argument("--seed", type=non_negative("--seed"), default=0)
     p.set_defaults(handler=cmd_recipe_sim)
 
     p = num_sub.add_parser("sparsity", parents=[common],

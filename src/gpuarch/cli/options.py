@@ -10,7 +10,8 @@ from typing import TypeVar
 
 from gpuarch.errors import suggestion
 
-__all__ = ["at_least_one", "enum_list", "enum_value", "lazy_enum_value", "positive_number"]
+__all__ = ["at_least_one", "enum_list", "enum_value", "lazy_enum_value", "non_negative",
+           "positive_number"]
 
 E = TypeVar("E", bound=Enum)
 
@@ -92,6 +93,23 @@ def positive_number(flag: str) -> Callable[[str], float]:
         if not (math.isfinite(value) and value > 0):
             raise argparse.ArgumentTypeError(f"{flag}: expected a finite number > 0, got "
                                              f"{text!r}")
+        return value
+
+    parse.__name__ = flag
+    return parse
+
+
+def non_negative(flag: str) -> Callable[[str], int]:
+    """An argparse ``type=`` for an integer >= 0 (a random seed)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{flag}: expected an integer >= 0, got {text!r}") from None
+        if value < 0:
+            raise argparse.ArgumentTypeError(f"{flag}: expected an integer >= 0, got {value}")
         return value
 
     parse.__name__ = flag

@@ -31,9 +31,18 @@ class Distribution(Enum):
     OUTLIERS = "outliers"  # N(0, 1) with 0.1% of entries x 100 (activation outliers)
 
 
+MAX_ELEMENTS = 2**26
+"""Largest operand or result emulated (64 Mi elements, 512 MiB as FP64): larger sizes are
+refused rather than left to exhaust the machine's memory."""
+
+
 def make_operands(m: int, n: int, k: int, distribution: Distribution, seed: int
                   ) -> tuple[F64, F64]:
     """A (m x k) and B (k x n), deterministic for a seed."""
+    for name, rows, cols in (("--m x --k", m, k), ("--k x --n", k, n), ("--m x --n", m, n)):
+        if rows * cols > MAX_ELEMENTS:
+            raise GpuarchError(f"{name}: {rows} x {cols} elements is more than the "
+                               f"{MAX_ELEMENTS:,} the lab emulates (512 MiB in FP64)")
     rng = np.random.default_rng(seed)
 
     def draw(shape: tuple[int, int]) -> F64:

@@ -15,8 +15,9 @@ from enum import Enum
 
 import numpy as np
 
+from gpuarch.errors import GpuarchError
 from gpuarch.numerics.formats import NumberFormat
-from gpuarch.numerics.matmul import compare
+from gpuarch.numerics.matmul import MAX_ELEMENTS, compare
 from gpuarch.numerics.recipes import Recipe, quantize, scale_from_amax
 
 __all__ = ["AmaxAlgo", "Pattern", "SimStep", "simulate_scaling"]
@@ -56,6 +57,9 @@ def simulate_scaling(fmt: NumberFormat, *, steps: int = 50, size: int = 4096,
                      pattern: Pattern = Pattern.DRIFT, growth: float = 1.15, period: int = 20,
                      seed: int = 0) -> list[SimStep]:
     """Run both recipes over ``steps`` steps of a synthetic tensor; deterministic per seed."""
+    if size > MAX_ELEMENTS:
+        raise GpuarchError(f"--size: {size:,} elements is more than the {MAX_ELEMENTS:,} the "
+                           "lab emulates (512 MiB in FP64)")
     rng = np.random.default_rng(seed)
     past: list[float] = []
     out: list[SimStep] = []
