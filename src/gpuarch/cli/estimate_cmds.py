@@ -220,6 +220,8 @@ def cmd_infer(args: argparse.Namespace) -> int:
         cached_prefix=args.cached_prefix,
         gpus_per_node=_gpus_per_node(args, catalog, product, system))
     eff, measured = _calibrated(args, catalog, product, system)
+    if args.prefill_gpus is not None:
+        return _disaggregated(args, catalog, shape, product, system, cfg, eff)
     load = None
     if args.rate is not None:
         from gpuarch.estimate.load import batch_for_rate
@@ -236,10 +238,39 @@ def cmd_infer(args: argparse.Namespace) -> int:
                            "output_tokens_per_s", render_inference)
 
 
+def _disaggregated(args: argparse.Namespace, catalog: Any, shape: TransformerShape,
+                   product: Any, system: Any, cfg: Any, eff: Any) -> int:
+    """estimate infer with --prefill-gpus: prefill and decode on separate pools."""
+    from gpuarch.estimate.disagg import PrefillPool, estimate_disaggregated
+    from gpuarch.estimate.inference import Batching
+    from gpuarch.report.estimate_text import render_disaggregated
+
+    if args.num_requests:
+        raise GpuarchError("--prefill-gpus and --num-requests: the disaggregated estimate "
+                           "is a steady state")
+    if args.batching is Batching.STATIC:
+        raise GpuarchError("--prefill-gpus: decode workers batch continuously (requests "
+                           "arrive from the prefill pool); drop --batching static")
+    pool = PrefillPool(gpus=args.prefill_gpus, tp=args.prefill_tp or args.tp,
+                       ep=args.prefill_ep or 1)
+    est = estimate_disaggregated(catalog, shape, product, cfg, pool, rate=args.rate,
+                                 system=system, efficiency=eff)
+    if args.json:
+        doc = est.as_json()
+        doc["validation"] = None  # no published disaggregated figures to band it with
+        print(to_json(doc))
+    else:
+        print(render_disaggregated(est))
+    return 0
+
+
 def _check_load_flags(args: argparse.Namespace) -> None:
     """--batch or --rate, one of them; --rate means a steady stream: continuous batching."""
     from gpuarch.estimate.inference import Batching
 
+    if args.prefill_gpus is None and (args.prefill_tp or args.prefill_ep):
+        raise GpuarchError("--prefill-tp/--prefill-ep: they shape the prefill pool of "
+                           "--prefill-gpus, which is not given")
     if (args.batch == NO_BATCH) == (args.rate is None):
         raise GpuarchError("--batch or --rate: give one of them (sequences decoded "
                            "together, or requests per second arriving)")
@@ -483,6 +514,13 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p.add_argument("--batch", type=_batch, default=NO_BATCH,
                    help="sequences decoded together, or 'max' for the largest that fits "
                         "(this or --rate)")
+    p.add_argument("--prefill-gpus", type=at_least_one("--prefill-gpus"), metavar="N",
+                   help="disaggregated serving: N more GPUs that only prefill, their KV "
+                        "caches sent to the --gpus that only decode (unvalidated)")
+    p.add_argument("--prefill-tp", type=at_least_one("--prefill-tp"), metavar="T",
+                   help="tensor parallelism of a prefill replica (default: --tp)")
+    p.add_argument("--prefill-ep", type=at_least_one("--prefill-ep"), metavar="E",
+                   help="expert parallelism of a prefill replica (MoE; default 1)")
     p.add_argument("--rate", type=positive_number("--rate"), metavar="R",
                    help="requests per second arriving at the whole deployment (this or "
                         "--batch): continuous batching at the batch that load settles at, "

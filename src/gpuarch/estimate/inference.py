@@ -73,6 +73,7 @@ __all__ = [
     "kv_bytes_per_token",
     "max_batch_that_fits",
     "max_context_that_fits",
+    "memory_per_gpu",
 ]
 
 RESERVE_FRACTION = 0.10
@@ -759,6 +760,13 @@ def _memory(shape: TransformerShape, cfg: InferenceConfig, batch: Num,
         reserve = RESERVE_FRACTION * product.memory_bytes
     return {"weights": weights, "kv_cache": kv, "activations": activations,
             "other": reserve}
+
+
+def memory_per_gpu(shape: TransformerShape, cfg: InferenceConfig, batch: int,
+                   product: Product) -> dict[str, float]:
+    """Bytes per GPU by part (weights, kv_cache, activations, other) for ``batch``
+    sequences of the configured lengths."""
+    return {k: float(v) for k, v in _memory(shape, cfg, batch, product).items()}
 
 
 def _fits(shape: TransformerShape, cfg: InferenceConfig, product: Product

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from gpuarch.estimate.disagg import DisaggEstimate
 from gpuarch.estimate.inference import InferenceEstimate
 from gpuarch.estimate.training import TrainingEstimate
 from gpuarch.report.text import fmt, table
@@ -84,6 +85,44 @@ def render_training(e: TrainingEstimate, band: Band | None = None) -> str:
     lines += ["", "  Peaks from the catalog; efficiencies are the model's fitted defaults "
               "(--json lists them)."]
     return "\n".join(lines)
+
+
+def render_disaggregated(e: DisaggEstimate) -> str:
+    """A disaggregated deployment in text: both pools, the KV hand-off, the steady state."""
+    a = e.assumptions
+    pre, dec, f = a["prefill"], a["decode"], a["formats"]
+    load = "at the rate given" if a["rate_given"] else "flat out"
+    return "\n".join([
+        f"{e.model} on {e.gpus} x {e.gpu}, disaggregated: {e.prefill_gpus} prefill GPUs "
+        f"({pre['replicas']} replica(s) of TP{pre['tp']}"
+        + (f" EP{pre['ep']}" if pre["ep"] > 1 else "") + f"), {e.decode_gpus} decode GPUs "
+        f"({dec['replicas']} replica(s) of TP{dec['tp']}"
+        + (f" PP{dec['pp']}" if dec["pp"] > 1 else "")
+        + (f" EP{dec['ep']}" if dec["ep"] > 1 else "") + ")",
+        f"  formats       weights {f['weights']}, activations {f['activations']}, KV cache "
+        f"{f['kv_cache']}",
+        "",
+        f"  load          {fmt(e.requests_per_s)} requests/s {load}: prefill pool "
+        f"{e.prefill_utilization:.0%} busy (carries {fmt(e.prefill_capacity_per_s)} at most), "
+        f"decode pool carries {fmt(e.decode_capacity_per_s)} at batch {e.max_batch}; the "
+        f"{e.bottleneck} pool is the limit",
+        f"  TTFT          {fmt(from_si(e.ttft_s, Unit.MS))} ms   (a pass of "
+        f"{pre['prompts_per_pass']} prompt(s) {fmt(from_si(pre['pass_s'], Unit.MS))} ms, "
+        f"waiting {fmt(from_si(pre['wait_s'], Unit.MS))} ms, KV hand-off "
+        f"{fmt(from_si(e.kv_transfer_s, Unit.MS))} ms over {e.kv_link})",
+        f"  TPOT          {fmt(from_si(e.tpot_s, Unit.MS))} ms   (decode batch {e.batch} per "
+        "replica, no prefill between steps)",
+        f"  request       {fmt(e.request_latency_s)} s",
+        f"  throughput    {fmt(e.output_tokens_per_s)} output tokens/s, "
+        f"{fmt(e.output_tokens_per_s / e.gpus)} per GPU (all {e.gpus})",
+        "",
+        f"  memory/GPU    decode {_gib(sum(e.memory.values()))} GiB of "
+        f"{_gib(e.gpu_memory_bytes)} GiB (KV cache {_gib(e.memory['kv_cache'])}; largest "
+        f"batch that fits: {e.max_batch}), prefill {_gib(sum(e.prefill_memory.values()))} GiB",
+        "",
+        "  Not validated: the published measurements gpuarch checks against are aggregated "
+        "serving, so no error band.",
+    ])
 
 
 def render_inference(e: InferenceEstimate, band: Band | None = None) -> str:

@@ -1,0 +1,264 @@
+"""Disaggregated serving: prompts prefilled on one pool of GPUs, tokens decoded on another.
+
+Engines that split the two phases (NVIDIA Dynamo, SGLang's and vLLM's prefill-decode
+disaggregation, TensorRT-LLM's disaggregated serving) run each prompt's prefill on a prefill
+worker, send its KV cache to a decode worker, and decode there without prefills breaking
+into the decode steps. The model here reuses the aggregated estimate's own operators
+(``evaluate_inference``) for each pool:
+
+- a prefill replica runs passes of up to ``max_num_tokens`` prompt tokens; the pass that
+  keeps up with the load is the smallest whose prompts per second carry it, and a request
+  waits for the pass in progress as an M/D/1 queue at that load (as the aggregated model's
+  prefill waits); the first token comes out of the prefill;
+- the KV cache of the prompt then goes from each prefill GPU's shard to the decode pool, one
+  point-to-point transfer over NVLink when both pools are in one node or NVLink domain,
+  else over the network (it adds to the time to first token, not to the throughput: the
+  transfer overlaps other requests' work);
+- a decode replica holds ``batch`` sequences and emits the remaining output tokens at the
+  decode step of that batch alone, with no prefill between steps.
+
+The deployment serves the smaller of the two pools' request rates; ``rate`` (requests per
+second) sets the load instead, refused beyond either pool's capacity. Not validated: the
+published tables in ``validation/`` measure aggregated serving.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from gpuarch.catalog.loader import Catalog
+from gpuarch.catalog.model import Product, System
+from gpuarch.errors import GpuarchError
+from gpuarch.estimate.inference import (
+    RESERVE_FRACTION,
+    Batching,
+    InferenceConfig,
+    evaluate_inference,
+    kv_bytes_per_sequence,
+    max_batch_that_fits,
+    memory_per_gpu,
+)
+from gpuarch.perf.collectives import Collective, Group, collective_time, link_for
+from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
+from gpuarch.units import Unit, from_si
+from gpuarch.workloads.shape import TransformerShape
+
+__all__ = ["DisaggEstimate", "PrefillPool", "estimate_disaggregated"]
+
+MAX_PREFILL_LOAD = 0.95
+"""Highest prefill-pool utilisation the M/D/1 wait is taken at when the deployment runs
+flat out (the aggregated model caps its prefill load the same way)."""
+
+
+@dataclass(frozen=True)
+class PrefillPool:
+    """The prefill workers: ``gpus`` in all, each replica ``tp`` x ``ep`` of them."""
+
+    gpus: int
+    tp: int = 1
+    ep: int = 1
+
+    @property
+    def replica_gpus(self) -> int:
+        return max(self.tp, self.ep)
+
+    def validate(self) -> None:
+        for name in ("gpus", "tp", "ep"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise GpuarchError(f"--prefill-{name}: expected an integer >= 1, got "
+                                   f"{value!r}")
+        if self.gpus % self.replica_gpus:
+            raise GpuarchError(f"--prefill-gpus: {self.gpus} is not a multiple of a prefill "
+                               f"replica's {self.replica_gpus} GPUs")
+
+
+@dataclass(frozen=True)
+class DisaggEstimate:
+    """A disaggregated deployment at its steady state (SI inside; ``as_json`` for output)."""
+
+    model: str
+    gpu: str
+    prefill_gpus: int
+    decode_gpus: int
+    batch: int  # sequences each decode replica holds
+    max_batch: int  # the most that fit a decode replica
+    ttft_s: float
+    tpot_s: float
+    request_latency_s: float
+    requests_per_s: float
+    output_tokens_per_s: float
+    prefill_capacity_per_s: float  # requests/s the prefill pool carries at most
+    decode_capacity_per_s: float  # requests/s the decode pool carries at ``max_batch``
+    prefill_utilization: float
+    bottleneck: str  # "prefill" or "decode"
+    kv_transfer_s: float
+    kv_transfer_bytes_per_gpu: float
+    kv_link: str
+    memory: dict[str, float]  # bytes per decode GPU
+    prefill_memory: dict[str, float]  # bytes per prefill GPU
+    gpu_memory_bytes: float
+    assumptions: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def gpus(self) -> int:
+        return self.prefill_gpus + self.decode_gpus
+
+    def as_json(self) -> dict[str, Any]:
+        def gib(parts: dict[str, float]) -> dict[str, float]:
+            out = {k: from_si(v, Unit.GIB) for k, v in parts.items()}
+            out["total"] = from_si(sum(parts.values()), Unit.GIB)
+            return out
+
+        return {
+            "model": self.model, "gpu": self.gpu, "ttft_s": self.ttft_s,
+            "tpot_s": self.tpot_s, "request_latency_s": self.request_latency_s,
+            "batch": self.batch, "max_batch": self.max_batch,
+            "output_tokens_per_s": self.output_tokens_per_s,
+            "output_tokens_per_s_per_gpu": self.output_tokens_per_s / self.gpus,
+            "memory_per_gpu_gib": gib(self.memory),
+            "gpu_memory_gib": from_si(self.gpu_memory_bytes, Unit.GIB),
+            "fits_in_memory": self.max_batch >= 1,
+            "bottleneck": {"deployment": self.bottleneck},
+            "disaggregated": {
+                "prefill_gpus": self.prefill_gpus, "decode_gpus": self.decode_gpus,
+                "requests_per_s": self.requests_per_s,
+                "prefill_capacity_per_s": self.prefill_capacity_per_s,
+                "decode_capacity_per_s": self.decode_capacity_per_s,
+                "prefill_utilization": self.prefill_utilization,
+                "kv_transfer_s": self.kv_transfer_s,
+                "kv_transfer_bytes_per_gpu": self.kv_transfer_bytes_per_gpu,
+                "kv_link": self.kv_link,
+                "prefill_memory_per_gpu_gib": gib(self.prefill_memory)},
+            "assumptions": self.assumptions,
+        }
+
+
+def _kv_transfer(catalog: Catalog, shape: TransformerShape, product: Product,
+                 cfg: InferenceConfig, pool: PrefillPool, system: System | None,
+                 eff: Efficiency) -> tuple[float, float, str]:
+    """(seconds, bytes each prefill GPU sends, link) to move one prompt's KV cache."""
+    sent = kv_bytes_per_sequence(shape, cfg.quant.kv_cache.bytes, cfg.input_len, pool.tp,
+                                 cfg.window_kv_cache)
+    total = pool.gpus + cfg.gpus
+    domain = system.nvlink_domain_gpus if system is not None else None
+    together = total <= cfg.gpus_per_node or bool(domain and total <= domain)
+    pcie = catalog.pcie_generation(product.pcie_generation or 0)
+    intra, inter = link_for(product, system, pcie.x16_bandwidth_bytes_s if pcie else None)
+    if not together and inter is None:
+        raise GpuarchError(f"--prefill-gpus: {pool.gpus} prefill and {cfg.gpus} decode GPUs "
+                           f"do not fit one {cfg.gpus_per_node}-GPU node, so the KV cache "
+                           "crosses the network; give --system with one")
+    group = Group(2, 2 if together else 1, intra, inter)
+    link = (intra if together else inter or intra).fabric.value
+    return float(collective_time(Collective.P2P, sent, group, eff)), sent, link
+
+
+def estimate_disaggregated(catalog: Catalog, shape: TransformerShape, product: Product,
+                           cfg: InferenceConfig, pool: PrefillPool, *,
+                           rate: float | None = None, system: System | None = None,
+                           efficiency: Efficiency = DEFAULT_EFFICIENCY) -> DisaggEstimate:
+    """Serve with ``pool`` prefilling and ``cfg``'s GPUs (TP, PP, EP, formats) decoding:
+    at ``cfg.batch`` sequences per decode replica (None: the most that fit), or at ``rate``
+    requests per second. Errors name the flag when a pool cannot hold the model or cannot
+    carry the rate."""
+    pool.validate()
+    if cfg.output_len < 2:
+        raise GpuarchError("--output-len: disaggregated serving decodes from the second "
+                           "token on; give at least 2")
+    decode = replace(cfg, batching=Batching.CONTINUOUS, num_requests=0)
+    decode.validate(shape)
+    prefill = replace(decode, gpus=pool.gpus, tp=pool.tp, pp=1, ep=pool.ep, batch=None,
+                      max_batch_size=0, speculative_tokens=0, acceptance_length=0.0)
+    try:
+        prefill.validate(shape)
+    except GpuarchError as exc:
+        raise GpuarchError(f"prefill pool: {exc}") from None
+
+    # prefill: passes of 1 .. per_pass prompts; a pass of k prompts serves k requests
+    per_pass = max(1, cfg.max_num_tokens // cfg.new_prompt_tokens)
+    held = max_batch_that_fits(shape, prefill, product)
+    if held < 1:
+        raise GpuarchError(f"--prefill-gpus: {shape.name} does not fit a prefill replica of "
+                           f"{pool.replica_gpus} x {product.name}")
+    sizes = np.arange(1, min(per_pass, held) + 1)
+    pass_s = np.asarray(evaluate_inference(catalog, shape, product, prefill, sizes,
+                                           system=system, efficiency=efficiency
+                                           ).prefill.total, dtype=float)
+    prefill_rate = prefill.replicas * sizes / pass_s  # requests/s at each pass size
+    prefill_capacity = float(prefill_rate.max())
+
+    # decode: every batch that fits; each sequence emits output_len - 1 tokens there
+    limit = max_batch_that_fits(shape, decode, product)
+    if decode.max_batch_size:
+        limit = min(limit, decode.max_batch_size)
+    if limit < 1:
+        raise GpuarchError(f"--gpus/--tp: {shape.name} does not fit a decode replica of "
+                           f"{decode.tp * decode.pp} x {product.name}")
+    batches = np.arange(1, limit + 1)
+    core = evaluate_inference(catalog, shape, product, decode, batches, system=system,
+                              efficiency=efficiency)
+    per_step = decode.acceptance_length if decode.speculative_tokens else 1.0
+    tpot = np.asarray(core.step.total, dtype=float) / per_step
+    decode_rate = decode.replicas * batches / ((cfg.output_len - 1) * tpot)
+    decode_capacity = float(decode_rate[-1 if cfg.batch is None else
+                                        min(cfg.batch, limit) - 1])
+
+    if rate is None:
+        load = min(prefill_capacity, decode_capacity)
+        bottleneck = "prefill" if prefill_capacity < decode_capacity else "decode"
+        utilization_cap = MAX_PREFILL_LOAD
+    else:
+        if not (rate > 0 and math.isfinite(rate)):
+            raise GpuarchError(f"--rate: expected a positive number of requests per "
+                               f"second, got {rate}")
+        for pool_name, capacity, flag in (("prefill", prefill_capacity, "--prefill-gpus"),
+                                          ("decode", decode_capacity, "--gpus")):
+            if rate > capacity:
+                raise GpuarchError(f"--rate: {rate:g} requests/s is more than the {pool_name} "
+                                   f"pool carries ({capacity:.3g} requests/s); more "
+                                   f"{flag} would carry it")
+        load = rate
+        bottleneck = "prefill" if prefill_capacity < decode_capacity else "decode"
+        utilization_cap = 1.0
+    # the decode batch the load settles at, and the pass size that keeps up with it
+    b = int(np.nonzero(decode_rate >= load * (1 - 1e-12))[0][0])
+    if cfg.batch is not None and rate is None:
+        b = min(cfg.batch, limit) - 1
+    k = int(np.nonzero(prefill_rate >= load * (1 - 1e-12))[0][0])
+    rho = min(utilization_cap, load / float(prefill_rate[k]))
+    service = float(pass_s[k])
+    wait = rho / (2 * (1 - rho)) * service if rho < 1 else math.inf
+    transfer, sent, link = _kv_transfer(catalog, shape, product, decode, pool, system,
+                                        efficiency)
+    ttft = service + wait + transfer
+    step = float(tpot[b])
+    memory = memory_per_gpu(shape, decode, b + 1, product)
+    prefill_memory = memory_per_gpu(shape, prefill, int(sizes[k]), product)
+    return DisaggEstimate(
+        model=shape.name, gpu=product.name, prefill_gpus=pool.gpus, decode_gpus=cfg.gpus,
+        batch=b + 1, max_batch=limit, ttft_s=ttft, tpot_s=step,
+        request_latency_s=ttft + (cfg.output_len - 1) * step, requests_per_s=load,
+        output_tokens_per_s=load * cfg.output_len,
+        prefill_capacity_per_s=prefill_capacity, decode_capacity_per_s=decode_capacity,
+        prefill_utilization=load / prefill_capacity, bottleneck=bottleneck,
+        kv_transfer_s=transfer, kv_transfer_bytes_per_gpu=sent, kv_link=link,
+        memory=memory, prefill_memory=prefill_memory, gpu_memory_bytes=product.memory_bytes,
+        assumptions={
+            "formats": {"weights": cfg.quant.weights.value,
+                        "activations": cfg.quant.activations.value,
+                        "kv_cache": cfg.quant.kv_cache.value},
+            "prefill": {"gpus": pool.gpus, "tp": pool.tp, "ep": pool.ep,
+                        "replicas": prefill.replicas, "prompts_per_pass": int(sizes[k]),
+                        "pass_s": service, "wait_s": wait},
+            "decode": {"gpus": cfg.gpus, "tp": cfg.tp, "pp": cfg.pp, "ep": cfg.ep,
+                       "replicas": decode.replicas},
+            "rate_given": rate is not None,
+            "reserve_fraction": RESERVE_FRACTION if not cfg.kv_cache_fraction else None,
+            "model": "estimate.disagg: the aggregated model's operators per pool; "
+                     "unvalidated (no published disaggregated measurements in the data)",
+        })

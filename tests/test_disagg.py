@@ -1,0 +1,97 @@
+"""Disaggregated serving (``estimate infer --prefill-gpus``): the pools' capacities, the
+decode steps without prefills, the KV hand-off, and the errors."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+
+from gpuarch.catalog.loader import load_catalog
+from gpuarch.errors import GpuarchError
+from gpuarch.estimate.disagg import DisaggEstimate, PrefillPool, estimate_disaggregated
+from gpuarch.estimate.inference import Batching, InferenceConfig, estimate_inference
+from gpuarch.perf.quant import QuantFormat, QuantScheme
+from gpuarch.workloads.presets import preset
+from tests.test_cli import run
+
+CATALOG = load_catalog()
+H100 = CATALOG.product("h100")
+DGX = CATALOG.system("dgx h100")
+SHAPE = preset("llama-3.1-70b").shape
+FP8 = QuantScheme(QuantFormat.FP8, QuantFormat.FP8, QuantFormat.FP8)
+DECODE = InferenceConfig(input_len=2048, output_len=256, gpus=4, tp=4, quant=FP8)
+
+
+def _disagg(prefill_gpus: int = 4, cfg: InferenceConfig = DECODE,
+            rate: float | None = None) -> DisaggEstimate:
+    return estimate_disaggregated(CATALOG, SHAPE, H100, cfg,
+                                  PrefillPool(gpus=prefill_gpus, tp=2), system=DGX, rate=rate)
+
+
+def test_flat_out_the_smaller_pool_sets_the_rate() -> None:
+    rates = []
+    for gpus in (2, 4, 8, 16):
+        e = _disagg(gpus)
+        assert e.requests_per_s == pytest.approx(min(e.prefill_capacity_per_s,
+                                                     e.decode_capacity_per_s))
+        assert e.output_tokens_per_s == pytest.approx(e.requests_per_s * 256)
+        assert e.bottleneck == ("prefill" if e.prefill_capacity_per_s
+                                < e.decode_capacity_per_s else "decode")
+        rates.append(e.output_tokens_per_s)
+    assert rates == sorted(rates)  # more prefill GPUs never serve less
+    assert _disagg(2).bottleneck == "prefill"
+
+
+def test_decode_runs_without_prefills_between_its_steps() -> None:
+    """At the same decode batch, a token takes no longer than in the aggregated engine,
+    whose steps share the GPUs with the prompts' prefills."""
+    e = _disagg(4, rate=3.0)
+    agg = estimate_inference(CATALOG, SHAPE, H100, replace(
+        DECODE, batch=e.batch, batching=Batching.CONTINUOUS), system=DGX)
+    assert e.tpot_s < agg.tpot_s
+    heavier = _disagg(4, rate=12.0)
+    assert heavier.batch > e.batch and heavier.tpot_s >= e.tpot_s
+    assert heavier.ttft_s > e.ttft_s  # the prefill pool is busier
+
+
+def test_the_kv_hand_off() -> None:
+    """Llama-3.1-70B's FP8 KV cache: 80 layers x 2 x 8 KV heads x 128 x 1 byte = 163,840
+    bytes a token; a TP2 prefill GPU holds half of a 2,048-token prompt's: 167,772,160
+    bytes, over NVLink inside one DGX node, over the network once the pools span two."""
+    near = _disagg(4, rate=3.0)
+    assert near.kv_transfer_bytes_per_gpu == 2048 * 163_840 / 2
+    assert near.kv_link == "nvlink"
+    far = _disagg(8, rate=3.0)
+    assert far.kv_link == "network" and far.kv_transfer_s > near.kv_transfer_s
+
+
+def test_errors_name_the_flag() -> None:
+    with pytest.raises(GpuarchError, match=r"--rate: .* more than the prefill pool"):
+        _disagg(2, rate=100.0)
+    with pytest.raises(GpuarchError, match=r"--output-len: .* at least 2"):
+        _disagg(4, cfg=replace(DECODE, output_len=1))
+    with pytest.raises(GpuarchError, match="--prefill-gpus: 3 is not a multiple"):
+        _disagg(3)
+    with pytest.raises(GpuarchError, match="give --system"):
+        estimate_disaggregated(CATALOG, SHAPE, H100, DECODE, PrefillPool(gpus=8, tp=2))
+
+
+def test_cli(capsys: pytest.CaptureFixture[str]) -> None:
+    base = ["estimate", "infer", "--model", "llama-3.1-70b", "--gpu", "h100", "--system",
+            "dgx h100", "--tp", "4", "--gpus", "4", "--weight-precision", "fp8",
+            "--input-len", "2048", "--output-len", "256"]
+    status, out, _ = run(capsys, *base, "--prefill-gpus", "4", "--prefill-tp", "2",
+                         "--rate", "3", "--json")
+    assert status == 0
+    doc = json.loads(out)
+    assert doc["validation"] is None and doc["disaggregated"]["prefill_gpus"] == 4
+    assert doc["output_tokens_per_s"] == pytest.approx(3 * 256)
+    status, out, _ = run(capsys, *base, "--prefill-gpus", "4", "--batch", "max")
+    assert status == 0 and "disaggregated: 4 prefill GPUs" in out and "Not validated" in out
+    status, out, err = run(capsys, *base, "--prefill-tp", "2", "--batch", "8")
+    assert status == 2 and "--prefill-tp/--prefill-ep" in err
+    status, out, err = run(capsys, *base, "--prefill-gpus", "4", "--batch", "8",
+                           "--batching", "continuous", "--num-requests", "100")
+    assert status == 2 and "--prefill-gpus and --num-requests" in err
