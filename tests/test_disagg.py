@@ -74,6 +74,9 @@ def test_errors_name_the_flag() -> None:
         _disagg(4, cfg=replace(DECODE, output_len=1))
     with pytest.raises(GpuarchError, match="--prefill-gpus: 3 is not a multiple"):
         _disagg(3)
+    with pytest.raises(GpuarchError, match="--prefill-tp: 3 does not divide"):
+        estimate_disaggregated(CATALOG, SHAPE, H100, DECODE, PrefillPool(gpus=3, tp=3),
+                               system=DGX)
     with pytest.raises(GpuarchError, match="give --system"):
         estimate_disaggregated(CATALOG, SHAPE, H100, DECODE, PrefillPool(gpus=8, tp=2))
 

@@ -25,6 +25,7 @@ published tables in ``validation/`` measure aggregated serving.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -176,8 +177,8 @@ def estimate_disaggregated(catalog: Catalog, shape: TransformerShape, product: P
                       max_batch_size=0, speculative_tokens=0, acceptance_length=0.0)
     try:
         prefill.validate(shape)
-    except GpuarchError as exc:
-        raise GpuarchError(f"prefill pool: {exc}") from None
+    except GpuarchError as exc:  # name the prefill pool's own flags
+        raise GpuarchError(re.sub(r"^--(tp|ep|gpus)\b", r"--prefill-\1", str(exc))) from None
 
     # prefill: passes of 1 .. per_pass prompts; a pass of k prompts serves k requests
     per_pass = max(1, cfg.max_num_tokens // cfg.new_prompt_tokens)
