@@ -40,6 +40,8 @@ def client() -> Any:
      "&weight_precision=bf16&expert_weight_precision=mxfp4", "ttft_s"),
     ("/api/estimate/infer?model=llama-3.1-8b&gpu=h100&input_len=512&output_len=64&rate=4",
      "ttft_s"),
+    ("/api/estimate/infer?model=llama-3.1-8b&gpu=h100&input_len=512&output_len=64&batch=max"
+     "&prefill_gpus=2", "disaggregated"),
     ("/api/advise/train?gpu=h100&max_gpus=16&tokens=1e10", "top"),
     ("/api/advise/infer?gpu=h100,l40s&rate=2&tpot_ms=60", "pareto"),
     ("/api/validate/bands", "serving/fine-moe/hopper"),

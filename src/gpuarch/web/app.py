@@ -174,6 +174,7 @@ _FORMS: dict[str, tuple[str, list[tuple[str, str]]]] = {
         ("expert_weight_precision", ""), ("expert_activation_precision", ""),
         ("max_batch_size", ""), ("executor", "python"), ("window_kv_cache", "ring"),
         ("moe_comm", "alltoall"), ("num_requests", ""), ("cached_prefix", ""),
+        ("prefill_gpus", ""), ("prefill_tp", ""),
         ("fp8_context_attention", "")]),
     "advise/train": ("Training advice", [
         ("model", "llama-3.1-8b"), ("tokens", "1T"), ("gpu", "h100,h200,b200"),
