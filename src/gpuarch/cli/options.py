@@ -62,55 +62,44 @@ def lazy_enum_value(path: str, flag: str) -> Callable[[str], Enum]:
     return parse
 
 
-def at_least_one(flag: str) -> Callable[[str], int]:
-    """An argparse ``type=`` for a count that must be given as >= 1 when the flag is used (its
-    unset default, 0, means "none" to the library, so an explicit 0 is refused, not ignored)."""
+N = TypeVar("N", int, float)
 
-    def parse(text: str) -> int:
+
+def _checked(flag: str, convert: Callable[[str], N], ok: Callable[[N], bool],
+             expected: str) -> Callable[[str], N]:
+    """An argparse ``type=`` converting with ``convert`` and refusing what ``ok`` rejects,
+    errors naming ``flag`` and what it expects (values shown as converted)."""
+
+    def parse(text: str) -> N:
         try:
-            value = int(text)
+            value = convert(text)
         except ValueError:
             raise argparse.ArgumentTypeError(
-                f"{flag}: expected an integer >= 1, got {text!r}") from None
-        if value < 1:
-            raise argparse.ArgumentTypeError(f"{flag}: expected an integer >= 1, got {value}")
+                f"{flag}: expected {expected}, got {text!r}") from None
+        if not ok(value):
+            raise argparse.ArgumentTypeError(f"{flag}: expected {expected}, got {value}")
         return value
 
     parse.__name__ = flag
     return parse
+
+
+def _integer_from(flag: str, low: int) -> Callable[[str], int]:
+    return _checked(flag, int, lambda v: v >= low, f"an integer >= {low}")
+
+
+def at_least_one(flag: str) -> Callable[[str], int]:
+    """An argparse ``type=`` for a count that must be given as >= 1 when the flag is used (its
+    unset default, 0, means "none" to the library, so an explicit 0 is refused, not ignored)."""
+    return _integer_from(flag, 1)
+
+
+def non_negative(flag: str) -> Callable[[str], int]:
+    """An argparse ``type=`` for an integer >= 0 (a random seed)."""
+    return _integer_from(flag, 0)
 
 
 def positive_number(flag: str) -> Callable[[str], float]:
     """An argparse ``type=`` for a quantity that must be a finite number > 0 (a rate, a
     price, a cap): ``nan``, ``inf``, zero and negatives are refused by name."""
-
-    def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"{flag}: expected a number > 0, got {text!r}") from None
-        if not (math.isfinite(value) and value > 0):
-            raise argparse.ArgumentTypeError(f"{flag}: expected a finite number > 0, got "
-                                             f"{text!r}")
-        return value
-
-    parse.__name__ = flag
-    return parse
-
-
-def non_negative(flag: str) -> Callable[[str], int]:
-    """An argparse ``type=`` for an integer >= 0 (a random seed)."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"{flag}: expected an integer >= 0, got {text!r}") from None
-        if value < 0:
-            raise argparse.ArgumentTypeError(f"{flag}: expected an integer >= 0, got {value}")
-        return value
-
-    parse.__name__ = flag
-    return parse
+    return _checked(flag, float, lambda v: math.isfinite(v) and v > 0, "a finite number > 0")
