@@ -35,6 +35,7 @@ from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import Product, System
 from gpuarch.errors import GpuarchError
 from gpuarch.estimate.inference import (
+    MAX_PREFILL_LOAD,
     RESERVE_FRACTION,
     Batching,
     InferenceConfig,
@@ -49,11 +50,6 @@ from gpuarch.units import Unit, from_si
 from gpuarch.workloads.shape import TransformerShape
 
 __all__ = ["DisaggEstimate", "PrefillPool", "estimate_disaggregated"]
-
-MAX_PREFILL_LOAD = 0.95
-"""Highest prefill-pool utilisation the M/D/1 wait is taken at when the deployment runs
-flat out (the aggregated model caps its prefill load the same way)."""
-
 
 @dataclass(frozen=True)
 class PrefillPool:

@@ -58,6 +58,7 @@ from gpuarch.workloads.shape import FfnKind, TransformerShape
 
 __all__ = [
     "EXECUTORS",
+    "MAX_PREFILL_LOAD",
     "MOE_COMMS",
     "OP_PARTS",
     "RESERVE_FRACTION",
@@ -79,6 +80,10 @@ __all__ = [
 RESERVE_FRACTION = 0.10
 """Share of GPU memory kept back for the CUDA context, CUDA graphs, workspaces and
 fragmentation: vLLM's default gpu_memory_utilization of 0.9 leaves the same 10%."""
+
+MAX_PREFILL_LOAD = 0.95
+"""Highest load the M/D/1 wait for a prefill pass is taken at: an engine run flat out keeps
+its prefill busy nearly all the time, and the wait grows without bound at full load."""
 
 MAX_PREFILL_TOKENS = 8192
 """Default for the most prompt tokens one prefill pass processes (TensorRT-LLM's default
@@ -892,7 +897,7 @@ def _evaluate(runner: _Runner, cfg: InferenceConfig, product: Product, max_batch
         runner.parts = {} if parts is not None else None
         prefill = runner.prefill(np.minimum(batch, prompts_per_pass))
         service = prefill.total
-        rho = np.minimum(0.95, all_prefills.total / cycle)
+        rho = np.minimum(MAX_PREFILL_LOAD, all_prefills.total / cycle)
         wait = rho / (2 * (1 - rho)) * service + step.total / 2
         ttft = service + wait
         latency = ttft + (cfg.output_len - 1) * tpot
