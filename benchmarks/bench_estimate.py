@@ -13,6 +13,7 @@ from dataclasses import replace
 
 from gpuarch.catalog import load_catalog
 from gpuarch.estimate import Recompute, TrainingConfig, estimate_training
+from gpuarch.estimate.disagg import PrefillPool, estimate_disaggregated
 from gpuarch.estimate.inference import Batching, InferenceConfig, estimate_inference
 from gpuarch.estimate.load import batch_for_rate
 from gpuarch.perf.quant import QuantFormat, QuantScheme
@@ -73,6 +74,16 @@ def main() -> None:
     per = _time(at_rate, max(1, args.runs // 20))
     print(f"{'serve llama-3.1-70b FP8 at 2 requests/s':46} {from_si(per, Unit.MS):8.2f} ms "
           "per estimate (a search over every batch that fits)")
+    pool = PrefillPool(gpus=4, tp=2)
+    decode = replace(cfg, gpus=4, tp=4)
+
+    def disaggregated() -> object:
+        return estimate_disaggregated(catalog, shape, h100, decode, pool, rate=2.0,
+                                      system=dgx)
+
+    per = _time(disaggregated, max(1, args.runs // 20))
+    print(f"{'disaggregated, 4 prefill + 4 decode H100, 2 req/s':46} "
+          f"{from_si(per, Unit.MS):8.2f} ms per estimate (both pools' batch axes)")
 
 
 if __name__ == "__main__":
