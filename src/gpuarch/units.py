@@ -25,6 +25,7 @@ class Unit(Enum):
     KIB = ("KiB", 1024.0)
     TFLOPS = ("TFLOPS", 1e12)  # also TOPS for integer peaks
     GFLOPS = ("GFLOPS", 1e9)
+    BILLION = ("billion", 1e9)  # counts: parameters
     GIB_PER_TFLOPS = ("GiB per TFLOPS", 2**30 / 1e12)
     GB_S_PER_TFLOPS = ("GB/s per TFLOPS", 1e9 / 1e12)
     TB_S = ("TB/s", 1e12)

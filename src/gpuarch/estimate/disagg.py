@@ -205,9 +205,9 @@ def estimate_disaggregated(catalog: Catalog, shape: TransformerShape, product: P
     decode_capacity = float(decode_rate[-1 if cfg.batch is None else
                                         min(cfg.batch, limit) - 1])
 
+    bottleneck = "prefill" if prefill_capacity < decode_capacity else "decode"
     if rate is None:
         load = min(prefill_capacity, decode_capacity)
-        bottleneck = "prefill" if prefill_capacity < decode_capacity else "decode"
         utilization_cap = MAX_PREFILL_LOAD
     else:
         if not (rate > 0 and math.isfinite(rate)):
@@ -220,7 +220,6 @@ def estimate_disaggregated(catalog: Catalog, shape: TransformerShape, product: P
                                    f"pool carries ({capacity:.3g} requests/s); more "
                                    f"{flag} would carry it")
         load = rate
-        bottleneck = "prefill" if prefill_capacity < decode_capacity else "decode"
         utilization_cap = 1.0
     # the decode batch the load settles at, and the pass size that keeps up with it
     b = int(np.nonzero(decode_rate >= load * (1 - 1e-12))[0][0])

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gpuarch.report.text import fmt, table
+from gpuarch.units import Unit, from_si
 from gpuarch.workloads.hf_quant import CheckpointFormats
 from gpuarch.workloads.params import count_params
 from gpuarch.workloads.presets import Preset
@@ -38,7 +39,8 @@ def render_presets(presets: Sequence[Preset]) -> str:
     for p in presets:
         s = p.shape
         counted = count_params(s)
-        rows.append([s.name, fmt(counted.total / 1e9), fmt(counted.active(s) / 1e9),
+        rows.append([s.name, fmt(from_si(counted.total, Unit.BILLION)),
+                     fmt(from_si(counted.active(s), Unit.BILLION)),
                      str(s.layers), str(s.hidden), _heads(s),
                      _experts(s), checkpoint_label(p.checkpoint)])
     return (table(["Model", "Params (B)", "Active (B)", "Layers", "Hidden", "Heads (q/kv)",
