@@ -82,6 +82,17 @@ def main() -> None:
         load_prices()))
     print(f"default serving search (llama-3.1-8b, 2048 in / 256 out, one saturated replica, "
           f"every datacenter GPU): {served.evaluated:,} configurations in {elapsed:.2f} s")
+    times = []
+    for disaggregated in (False, True):
+        search = InferenceSearch(input_len=4096, output_len=512, rate=20.0, ttft_ms=1000,
+                                 tpot_ms=50, disaggregated=disaggregated)
+        served, elapsed = _timed(lambda s=search: advise_inference(  # type: ignore[misc]
+            catalog, preset("llama-3.1-70b").shape, s, load_prices()))
+        times.append(elapsed)
+        print(f"serving search, llama-3.1-70b at 20 requests/s, 4096 in / 512 out, every "
+              f"datacenter GPU{', with disaggregated deployments' if disaggregated else ''}: "
+              f"{served.evaluated:,} configurations in {elapsed:.2f} s")
+    print(f"disaggregated search over aggregated alone: {times[1] / times[0]:.2f}x the time")
 
 
 if __name__ == "__main__":

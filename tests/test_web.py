@@ -44,6 +44,7 @@ def client() -> Any:
      "&prefill_gpus=2", "disaggregated"),
     ("/api/advise/train?gpu=h100&max_gpus=16&tokens=1e10", "top"),
     ("/api/advise/infer?gpu=h100,l40s&rate=2&tpot_ms=60", "pareto"),
+    ("/api/advise/infer?gpu=h100&rate=2&max_gpus=8&disaggregated=true", "pareto"),
     ("/api/validate/bands", "serving/fine-moe/hopper"),
 ])
 def test_every_endpoint_answers_with_the_cli_json(client: Any, url: str, key: str) -> None:

@@ -18,11 +18,13 @@ from typing import Any
 import numpy as np
 
 from gpuarch.advise.candidates import candidate_gpus
+from gpuarch.advise.prefill_pools import PrefillCurve, prefill_curves, size_prefill
 from gpuarch.advise.prices import PriceBook
 from gpuarch.advise.train import Objective, pareto_mask
 from gpuarch.catalog.loader import Catalog
-from gpuarch.catalog.model import Product, Tier
+from gpuarch.catalog.model import Product, System, Tier
 from gpuarch.errors import GpuarchError, check_choice
+from gpuarch.estimate.disagg import PrefillPool, kv_transfer
 from gpuarch.estimate.energy import NODE_OVERHEAD, PUE, energy_kwh, facility_power_w
 from gpuarch.estimate.inference import (
     EXECUTORS,
@@ -41,7 +43,9 @@ from gpuarch.validation.bands import bands_by_architecture
 from gpuarch.workloads.params import count_params
 from gpuarch.workloads.shape import TransformerShape
 
-__all__ = ["InferenceAdvice", "InferenceOption", "InferenceSearch", "advise_inference"]
+__all__ = [
+    "InferenceAdvice", "InferenceOption", "InferenceSearch", "PrefillPlan", "advise_inference",
+]
 
 _SCHEMES: tuple[tuple[str, QuantScheme], ...] = (
     ("bf16", QuantScheme(QuantFormat.BF16, QuantFormat.BF16, QuantFormat.BF16)),
@@ -85,6 +89,8 @@ class InferenceSearch:
     moe_comm: str = "alltoall"  # expert dispatch with attention DP (InferenceConfig.moe_comm)
     fp8_context_attention: bool = False  # InferenceConfig.fp8_context_attention
     cached_prefix: int = 0  # InferenceConfig.cached_prefix
+    # also search disaggregated deployments: a prefill pool beside each decode pool
+    disaggregated: bool = False
     # the formats the model's checkpoint declares (a config.json's quantization_config),
     # searched as one more scheme, with its routed experts' weights where they differ
     checkpoint_quant: QuantScheme | None = None
@@ -111,6 +117,27 @@ class InferenceSearch:
             value = getattr(self, name)
             if value is not None and value <= 0:
                 raise GpuarchError(f"--{name.replace('_', '-')}: expected > 0, got {value}")
+
+
+@dataclass(frozen=True)
+class PrefillPlan:
+    """The prefill pool of a disaggregated deployment (``estimate.disagg``): ``replicas``
+    of TP x EP GPUs prefill every prompt and hand its KV cache to the decode pool."""
+
+    gpus: int
+    replicas: int
+    tp: int
+    ep: int
+    busy: float  # utilization of a prefill replica at the deployment's load
+    prompts_per_pass: int
+    kv_transfer_ms: float
+    kv_link: str
+
+    @property
+    def label(self) -> str:
+        """'2x TP4', '1x EP8'."""
+        split = f"EP{self.ep}" if self.ep > 1 else f"TP{self.tp}"
+        return f"{self.replicas}x {split}"
 
 
 @dataclass(frozen=True)
@@ -145,6 +172,10 @@ class InferenceOption:
     ep: int = 1  # expert-parallel GPUs of a unit (attention data-parallel when > TP)
     activations: str = "bf16"
     expert_weights: str | None = None  # the routed experts', where they differ
+    # disaggregated: the prefill pool (the other fields describe the decode pool, except
+    # ``gpus``, ``usd_per_hour`` and ``power_kw``, which count both); None: aggregated
+    prefill: PrefillPlan | None = None
+    mode: str = "aggregated"  # or "disaggregated"
 
     @property
     def formats(self) -> str:
@@ -185,6 +216,19 @@ class _Point:
     tokens_per_s: float  # one serving unit
     memory_bytes: float
     decode_limiter: str
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    """The GPU and formats being searched, and what every option on them shares."""
+
+    product: Product
+    system: System | None
+    price: float | None
+    label: str
+    scheme: QuantScheme
+    expert_weights: QuantFormat | None
+    seconds_per_token_at_peak: float  # 2 x active parameters over the scheme's peak
 
 
 def _native(product: Product, scheme: QuantScheme) -> bool:
@@ -255,6 +299,10 @@ def advise_inference(
                    if shape.is_moe and ep <= gpn and ep <= search.max_gpus
                    and shape.experts % ep == 0]
         peak_scheme: dict[str, float] = {}
+        # disaggregated: the prefill pools (per format) and KV hand-offs met so far
+        curves: dict[str, list[PrefillCurve]] = {}
+        transfers: dict[str, dict[tuple[int, int, int], tuple[float, str] | None]] = {}
+        prefill_splits = [(tp, ep) for tp, pp, ep in groups if pp == 1]
         for label, scheme in schemes:
             if label != CHECKPOINT_SCHEME and not _native(product, scheme):
                 continue
@@ -289,8 +337,14 @@ def advise_inference(
                 evaluated += len(batches)
                 if label not in peak_scheme:
                     peak_scheme[label] = gemm_peak(product, scheme).peak.flops
+                where = _Candidate(product, system, price, label, scheme, experts,
+                                   2 * active / peak_scheme[label])
                 limiters = core.decode_limiter()
                 width = cfg.replicas  # attention replicas in the unit (1 unless EP > TP)
+                if search.disaggregated and label not in curves:
+                    curves[label] = prefill_curves(catalog, shape, product, cfg,
+                                                   prefill_splits, system, efficiency)
+                    transfers[label] = {}
                 for i, batch in enumerate(batches):
                     point = _Point(
                         fits=bool(core.memory_total[i] <= product.memory_bytes),
@@ -299,11 +353,19 @@ def advise_inference(
                         tokens_per_s=float(core.per_replica[i]) * width,
                         memory_bytes=float(core.memory_total[i]),
                         decode_limiter=str(limiters[i]))
-                    option = _option(product, search, (tp, pp, ep), int(batch), label,
-                                     scheme, point, price, 2 * active / peak_scheme[label],
-                                     experts)
+                    option = _option(where, search, (tp, pp, ep), int(batch), point)
                     if option is not None:
                         rows.append(option)
+                    if search.disaggregated and point.fits and search.output_len > 1:
+                        decode = _DecodeUnit((tp, pp, ep), int(batch), width,
+                                             float(core.step.total[i]), point)
+                        for curve in curves[label]:
+                            option = _disaggregated(catalog, shape, where, search, cfg,
+                                                    decode, curve, transfers[label],
+                                                    efficiency)
+                            evaluated += 1
+                            if option is not None:
+                                rows.append(option)
     assumptions = {"prices": prices.describe(), "node_overhead": NODE_OVERHEAD, "pue": PUE,
                    "batching": "continuous (in-flight), steady state",
                    "executor": search.executor,
@@ -315,6 +377,11 @@ def advise_inference(
                    "model": "estimate.inference.evaluate_inference over arrays of batch "
                             "sizes",
                    "checkpoint_formats": search.checkpoint_origin,
+                   "disaggregated": (
+                       "also searched: a prefill pool of the same GPU and formats (TP or EP "
+                       "replicas) beside each decode pool, sized for the load within the "
+                       "TTFT cap; estimate.disagg's model, unvalidated"
+                       if search.disaggregated else None),
                    "cached_prefix": search.cached_prefix or None}
     if not rows:
         return InferenceAdvice(shape.name, search.input_len, search.output_len,
@@ -354,7 +421,8 @@ def _smallest_batches(rows: list[InferenceOption]) -> list[InferenceOption]:
     latency: keep, per GPU, split, formats and fleet size, the smallest batch."""
     keep: dict[tuple[Any, ...], int] = {}
     for i, r in enumerate(rows):
-        key = (r.gpu, r.tp, r.pp, r.ep, r.scheme, r.replicas)
+        pool = (r.prefill.replicas, r.prefill.tp, r.prefill.ep) if r.prefill else None
+        key = (r.gpu, r.tp, r.pp, r.ep, r.scheme, r.replicas, pool)
         if key not in keep or r.batch < rows[keep[key]].batch:
             keep[key] = i
     return [rows[i] for i in sorted(keep.values())]
@@ -364,18 +432,15 @@ def _inf(x: float | None) -> float:
     return math.inf if x is None else x
 
 
-def _option(product: Product, search: InferenceSearch, split: tuple[int, int, int],
-            batch: int, label: str, scheme: QuantScheme, est: _Point, price: float | None,
-            seconds_per_token_at_peak: float, expert_weights: QuantFormat | None = None
-            ) -> InferenceOption | None:
-    """The deployment for one estimate (``split`` = TP, PP, EP of a unit), or None when it
-    misses a constraint."""
+def _option(where: _Candidate, search: InferenceSearch, split: tuple[int, int, int],
+            batch: int, est: _Point) -> InferenceOption | None:
+    """The aggregated deployment for one estimate (``split`` = TP, PP, EP of a unit), or
+    None when it misses a constraint."""
     if not est.fits or est.tokens_per_s <= 0:
         return None
     tp, pp, ep = split
     unit = max(tp * pp, ep)
     replicas = _replicas(search, batch * unit // (tp * pp), est.tokens_per_s)
-    gpus = replicas * unit
     # tokens the deployment delivers: the offered load when a rate is given (the replicas
     # have capacity to spare), Little's law for a concurrency, else one saturated replica
     tps = replicas * est.tokens_per_s
@@ -383,6 +448,91 @@ def _option(product: Product, search: InferenceSearch, split: tuple[int, int, in
         tps = min(tps, search.rate * search.output_len)
     elif search.concurrency is not None:
         tps = min(tps, search.concurrency * search.output_len / est.latency_s)
+    return _deployment(where, search, split, batch, est, replicas * unit, replicas, tps)
+
+
+@dataclass(frozen=True)
+class _DecodeUnit:
+    """A decode pool's unit at one batch: its split, sequences per attention replica, the
+    attention replicas in it, and its decode step alone (no prefills between steps)."""
+
+    split: tuple[int, int, int]
+    batch: int
+    width: int
+    step_s: float
+    point: _Point  # the aggregated estimate at this batch (memory, decode limiter)
+
+    @property
+    def gpus(self) -> int:
+        tp, pp, ep = self.split
+        return max(tp * pp, ep)
+
+
+def _disaggregated(catalog: Catalog, shape: TransformerShape, where: _Candidate,
+                   search: InferenceSearch, cfg: InferenceConfig, decode: _DecodeUnit,
+                   curve: PrefillCurve,
+                   transfers: dict[tuple[int, int, int], tuple[float, str] | None],
+                   efficiency: Efficiency) -> InferenceOption | None:
+    """The disaggregated deployment of ``decode`` units fed by replicas of ``curve``: as
+    many decode units as the load needs (one, flat out, without a load), and the fewest
+    prefill replicas that carry its prompts within the TTFT cap (``size_prefill``); None
+    when none do or a constraint fails. The numbers are ``estimate_disaggregated``'s for
+    the same pools and load."""
+    out = search.output_len
+    per_unit = decode.width * decode.batch / ((out - 1) * decode.step_s)  # requests/s
+    if search.rate is not None:
+        units = max(1, math.ceil(search.rate / per_unit - 1e-9))
+        load = search.rate
+    elif search.concurrency is not None:
+        units = max(1, math.ceil(search.concurrency / (decode.width * decode.batch)))
+        # the prompts' rate if the first token came at once: an upper bound on the load,
+        # so the prefill pool is sized (and its TTFT taken) on the safe side
+        load = min(units * per_unit, search.concurrency / ((out - 1) * decode.step_s))
+    else:
+        units, load = 1, per_unit
+    decode_gpus = units * decode.gpus
+    room = (search.max_gpus - decode_gpus) // curve.unit
+    if room < 1:
+        return None
+
+    def transfer(replicas: int) -> tuple[float, str] | None:
+        key = (replicas * curve.unit, curve.tp, decode_gpus)
+        if key not in transfers:
+            try:
+                seconds, _, link = kv_transfer(
+                    catalog, shape, where.product, replace(cfg, gpus=decode_gpus),
+                    PrefillPool(replicas * curve.unit, curve.tp, curve.ep), where.system,
+                    efficiency)
+                transfers[key] = (seconds, link)
+            except GpuarchError:
+                transfers[key] = None  # across nodes without a network
+        return transfers[key]
+
+    cap = search.ttft_ms / 1e3 if search.ttft_ms is not None else None
+    sized = size_prefill(curve, load, max_replicas=room, ttft_cap_s=cap, transfer=transfer)
+    if sized is None:
+        return None
+    latency = sized.ttft_s + (out - 1) * decode.step_s
+    if search.concurrency is not None:
+        load = min(load, search.concurrency / latency)  # Little's law
+    est = replace(decode.point, ttft_s=sized.ttft_s, tpot_s=decode.step_s, latency_s=latency,
+                  memory_bytes=max(decode.point.memory_bytes, sized.memory_bytes))
+    plan = PrefillPlan(gpus=sized.replicas * curve.unit, replicas=sized.replicas,
+                       tp=curve.tp, ep=curve.ep, busy=sized.busy,
+                       prompts_per_pass=sized.prompts_per_pass,
+                       kv_transfer_ms=from_si(sized.kv_transfer_s, Unit.MS),
+                       kv_link=sized.kv_link)
+    return _deployment(where, search, decode.split, decode.batch, est,
+                       decode_gpus + plan.gpus, units, load * out, plan)
+
+
+def _deployment(where: _Candidate, search: InferenceSearch, split: tuple[int, int, int],
+                batch: int, est: _Point, gpus: int, replicas: int, tps: float,
+                prefill: PrefillPlan | None = None) -> InferenceOption | None:
+    """The option for ``gpus`` in all delivering ``tps`` output tokens/s with ``est``'s
+    latencies, or None when it misses a constraint."""
+    product, price = where.product, where.price
+    tp, pp, ep = split
     if gpus > search.max_gpus:
         return None
     if search.ttft_ms is not None and from_si(est.ttft_s, Unit.MS) > search.ttft_ms:
@@ -405,13 +555,14 @@ def _option(product: Product, search: InferenceSearch, split: tuple[int, int, in
         # utilisation: the 2 x active-parameter FLOPs of every prompt and output token the
         # deployment processes, against the GPUs' peak for the scheme
         tokens_per_s = tps * (search.input_len + search.output_len) / search.output_len
-        hfu = min(1.0, tokens_per_s * seconds_per_token_at_peak / gpus)
+        hfu = min(1.0, tokens_per_s * where.seconds_per_token_at_peak / gpus)
         kwh = float(energy_kwh(product.tdp_w, hfu, gpus, seconds_per_million))
+    scheme = where.scheme
     return InferenceOption(
         gpu=product.key, gpu_name=product.name, gpus=gpus, replicas=replicas, tp=tp, pp=pp,
-        ep=ep, batch=batch, scheme=label, weights=scheme.weights.value,
+        ep=ep, batch=batch, scheme=where.label, weights=scheme.weights.value,
         activations=scheme.activations.value, kv_cache=scheme.kv_cache.value,
-        expert_weights=expert_weights.value if expert_weights else None,
+        expert_weights=where.expert_weights.value if where.expert_weights else None,
         ttft_ms=from_si(est.ttft_s, Unit.MS),
         tpot_ms=from_si(est.tpot_s, Unit.MS),
         request_latency_s=est.latency_s, output_tokens_per_s=tps,
@@ -419,7 +570,8 @@ def _option(product: Product, search: InferenceSearch, split: tuple[int, int, in
         usd_per_million_tokens=(per_hour * seconds_per_million / 3600
                                 if per_hour is not None else None),
         kwh_per_million_tokens=kwh, power_kw=power, price_usd_per_gpu_hour=price,
-        bottleneck={"decode": est.decode_limiter})
+        bottleneck={"decode": est.decode_limiter}, prefill=prefill,
+        mode="aggregated" if prefill is None else "disaggregated")
 
 
 def _tb_s(product: Product) -> float:
@@ -438,6 +590,13 @@ def _reason(catalog: Catalog, o: InferenceOption, best: InferenceOption,
     product = catalog.product(o.gpu)
     limit = o.bottleneck.get("decode", "memory")
     bw = _tb_s(product)
+    pool = ""
+    if o.prefill is not None:
+        p = o.prefill
+        pool = (f"disaggregated: {p.gpus} prefill GPUs ({p.label}) {p.busy:.0%} busy, "
+                f"{p.prompts_per_pass} prompt{'s' if p.prompts_per_pass > 1 else ''} a "
+                f"pass, KV cache handed over "
+                f"{p.kv_link} in {p.kv_transfer_ms:.2g} ms; ")
     if limit == "memory":
         text = (f"decode is bandwidth-bound: {o.weights} weights and a {o.kv_cache} KV cache "
                 f"streamed at {bw:.2f} TB/s, batch {o.batch} per read")
@@ -456,6 +615,7 @@ def _reason(catalog: Catalog, o: InferenceOption, best: InferenceOption,
         text = (f"decode is communication-bound at TP{o.tp} x PP{o.pp}"
                 + (f" x EP{o.ep}" if o.ep > 1 else "")
                 + ": the per-layer collectives over the GPU links outweigh the math")
+    text = pool + text
     if o == best:
         others = [r for k, r in rivals.items() if k != o.gpu]
         mine, theirs = _metric(o, objective), _metric(others[0], objective) if others else None

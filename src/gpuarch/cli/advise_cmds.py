@@ -177,7 +177,7 @@ def cmd_advise_infer(args: argparse.Namespace) -> int:
         objective=args.objective or Objective.COST, top=args.top, executor=args.executor,
         window_kv_cache=args.window_kv_cache, moe_comm=args.moe_comm,
         fp8_context_attention=args.fp8_context_attention,
-        cached_prefix=args.cached_prefix, **checkpoint)
+        cached_prefix=args.cached_prefix, disaggregated=args.disaggregated, **checkpoint)
     return _answer(args, lambda: advise_inference(catalog, shape, search,
                                                   _prices(catalog, args),
                                                   progress=_progress(args)),
@@ -272,4 +272,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p.add_argument("--max-gpus", type=int, default=64, help="default 64")
     p.add_argument("--budget-usd-per-hour", type=positive_number("--budget-usd-per-hour"),
                    help="hourly cost cap")
+    p.add_argument("--disaggregated", action="store_true",
+                   help="also search disaggregated deployments: a prefill pool beside each "
+                   "decode pool (same GPU and formats), sized for the load and --ttft-ms "
+                   "(unvalidated model)")
     p.set_defaults(handler=cmd_advise_infer)

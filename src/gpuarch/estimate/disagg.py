@@ -6,10 +6,11 @@ worker, send its KV cache to a decode worker, and decode there without prefills 
 into the decode steps. The model here reuses the aggregated estimate's own operators
 (``evaluate_inference``) for each pool:
 
-- a prefill replica runs passes of up to ``max_num_tokens`` prompt tokens; the pass that
-  keeps up with the load is the smallest whose prompts per second carry it, and a request
-  waits for the pass in progress as an M/D/1 queue at that load (as the aggregated model's
-  prefill waits); the first token comes out of the prefill;
+- a prefill replica runs passes of up to ``max_num_tokens`` prompt tokens; of the pass
+  sizes whose prompts per second carry the load, the one with the shortest time to the
+  first token (the pass itself plus an M/D/1 wait for the pass in progress at that load, as
+  the aggregated model's prefill waits) is taken: an engine batches more prompts a pass as
+  the load rises (``best_pass``); the first token comes out of the prefill;
 - the KV cache of the prompt then goes from each prefill GPU's shard to the decode pool, one
   point-to-point transfer over NVLink when both pools are in one node or NVLink domain,
   else over the network (it adds to the time to first token, not to the throughput: the
@@ -49,7 +50,30 @@ from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.units import Unit, from_si
 from gpuarch.workloads.shape import TransformerShape
 
-__all__ = ["DisaggEstimate", "PrefillPool", "estimate_disaggregated"]
+__all__ = [
+    "DisaggEstimate", "PrefillPool", "best_pass", "estimate_disaggregated", "kv_transfer",
+]
+
+
+def best_pass(load: float, sizes: np.ndarray, pass_s: np.ndarray,
+              busy_cap: float = 1.0) -> tuple[int, float, float] | None:
+    """(index into ``sizes``, utilization, wait in seconds) of the prefill pass size that
+    gives the shortest time to the first token at ``load`` prompts per second on one
+    replica, where a pass of ``sizes[i]`` prompts takes ``pass_s[i]``: among the sizes that
+    carry the load, the pass plus an M/D/1 wait for the one in progress at utilization
+    ``load / rate`` (at most ``busy_cap``). None when no pass size carries the load."""
+    rates = sizes / pass_s
+    carries = rates >= load * (1 - 1e-12)
+    if not carries.any():
+        return None
+    rho = np.minimum(busy_cap, load / rates)
+    with np.errstate(divide="ignore"):
+        wait = np.where(rho < 1, rho / (2 * (1 - rho)) * pass_s, np.inf)
+    i = int(np.argmin(np.where(carries, pass_s + wait, np.inf)))
+    if not carries[i]:  # every carrying size is fully busy: the largest of them
+        i = int(np.nonzero(carries)[0][-1])
+    return i, float(rho[i]), float(wait[i])
+
 
 @dataclass(frozen=True)
 class PrefillPool:
@@ -135,7 +159,7 @@ class DisaggEstimate:
         }
 
 
-def _kv_transfer(catalog: Catalog, shape: TransformerShape, product: Product,
+def kv_transfer(catalog: Catalog, shape: TransformerShape, product: Product,
                  cfg: InferenceConfig, pool: PrefillPool, system: System | None,
                  eff: Efficiency) -> tuple[float, float, str]:
     """(seconds, bytes each prefill GPU sends, link) to move one prompt's KV cache."""
@@ -225,11 +249,11 @@ def estimate_disaggregated(catalog: Catalog, shape: TransformerShape, product: P
     b = int(np.nonzero(decode_rate >= load * (1 - 1e-12))[0][0])
     if cfg.batch is not None and rate is None:
         b = min(cfg.batch, limit) - 1
-    k = int(np.nonzero(prefill_rate >= load * (1 - 1e-12))[0][0])
-    rho = min(utilization_cap, load / float(prefill_rate[k]))
+    chosen = best_pass(load / prefill.replicas, sizes, pass_s, utilization_cap)
+    assert chosen is not None  # load <= prefill_capacity
+    k, rho, wait = chosen
     service = float(pass_s[k])
-    wait = rho / (2 * (1 - rho)) * service if rho < 1 else math.inf
-    transfer, sent, link = _kv_transfer(catalog, shape, product, decode, pool, system,
+    transfer, sent, link = kv_transfer(catalog, shape, product, decode, pool, system,
                                         efficiency)
     ttft = service + wait + transfer
     step = float(tpot[b])
@@ -250,7 +274,7 @@ def estimate_disaggregated(catalog: Catalog, shape: TransformerShape, product: P
                         "kv_cache": cfg.quant.kv_cache.value},
             "prefill": {"gpus": pool.gpus, "tp": pool.tp, "ep": pool.ep,
                         "replicas": prefill.replicas, "prompts_per_pass": int(sizes[k]),
-                        "pass_s": service, "wait_s": wait},
+                        "pass_s": service, "busy": rho, "wait_s": wait},
             "decode": {"gpus": cfg.gpus, "tp": cfg.tp, "pp": cfg.pp, "ep": cfg.ep,
                        "replicas": decode.replicas},
             "rate_given": rate is not None,

@@ -128,10 +128,26 @@ def _inf_row(i: str, o: Any) -> list[str]:
             "*" if o.pareto else ""]
 
 
+def _disagg_row(i: str, o: Any) -> list[str]:
+    """An inference row with the prefill pool after the replicas (decode TP/PP/EP/batch)."""
+    row = _inf_row(i, o)
+    return [*row[:4], o.prefill.label if o.prefill else "-", *row[4:]]
+
+
 def render_inference_advice(advice: Any, elapsed: float = 0.0) -> str:
     """Top deployments by the objective with reasons; then the Pareto front."""
     label = {"cost": "cost per million output tokens", "time": "request latency",
              "energy": "energy per million output tokens"}[advice.objective]
+    head, right, row = _INF_HEAD, _INF_RIGHT, _inf_row
+    extra = [f"fleet: {advice.assumptions['fleet']}; batching: "
+             f"{advice.assumptions['batching']}"]
+    if advice.assumptions.get("disaggregated"):
+        head = [*head[:4], "prefill", *head[4:]]
+        right = [*right[:4], False, *right[4:]]
+        row = _disagg_row
+        extra.append("prefill: a disaggregated deployment's prefill pool (replicas x split); "
+                     "replicas, TP, PP, EP and batch are then the decode pool's, GPUs count "
+                     "both; '-' = aggregated. " + advice.assumptions["disaggregated"])
     return _render(
         advice, elapsed,
         heading=f"Serving {advice.model} at {advice.input_len} input"
@@ -140,8 +156,7 @@ def render_inference_advice(advice: Any, elapsed: float = 0.0) -> str:
                 + f" / {advice.output_len} output tokens, ranked by {label}",
         empty="No deployment meets the constraints: relax --ttft-ms, --tpot-ms, "
               "--min-throughput, --budget-usd-per-hour, --max-power-kw or --max-gpus.",
-        head=_INF_HEAD, right=_INF_RIGHT, row=_inf_row, why=lambda o: str(o.reason),
+        head=head, right=right, row=row, why=lambda o: str(o.reason),
         per_gpu=f"best deployment on each GPU, by {label}:",
         front="Pareto front over latency, cost and energy, lowest latency first",
-        extra=[f"fleet: {advice.assumptions['fleet']}; batching: "
-               f"{advice.assumptions['batching']}"])
+        extra=extra)

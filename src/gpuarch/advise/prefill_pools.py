@@ -1,0 +1,124 @@
+"""The prefill pools a disaggregated deployment can pair with a decode pool, and how many
+prefill replicas carry a load within a time-to-first-token cap.
+
+A pool's replica is ``tp`` x ``ep`` GPUs of the decode pool's GPU type and formats (the
+pools of one deployment run the same checkpoint). Its curve is the time of a prefill pass
+of 1, 2, ... prompts, up to what ``max_num_tokens`` and memory allow, from the estimate's
+own operators (``evaluate_inference``), as ``estimate.disagg`` computes it for one
+deployment; the sizing takes the same pass size and M/D/1 wait (``best_pass``) and the same
+KV-cache hand-off (``kv_transfer``), so an option the advisor lists is the estimate's.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from gpuarch.catalog.loader import Catalog
+from gpuarch.catalog.model import Product, System
+from gpuarch.errors import GpuarchError
+from gpuarch.estimate.disagg import best_pass
+from gpuarch.estimate.inference import (
+    MAX_PREFILL_LOAD,
+    InferenceConfig,
+    evaluate_inference,
+    max_batch_that_fits,
+)
+from gpuarch.perf.efficiency import Efficiency
+from gpuarch.workloads.shape import TransformerShape
+
+__all__ = ["PrefillCurve", "PrefillSizing", "prefill_curves", "size_prefill"]
+
+
+@dataclass(frozen=True)
+class PrefillCurve:
+    """One prefill replica's passes: ``pass_s[i]`` seconds for ``sizes[i]`` prompts."""
+
+    tp: int
+    ep: int
+    sizes: np.ndarray
+    pass_s: np.ndarray
+    memory_bytes: np.ndarray  # per GPU, at each pass size
+
+    @property
+    def unit(self) -> int:
+        """GPUs of one replica."""
+        return max(self.tp, self.ep)
+
+    @property
+    def capacity(self) -> float:
+        """Prompts per second one replica prefills at most."""
+        return float((self.sizes / self.pass_s).max())
+
+
+@dataclass(frozen=True)
+class PrefillSizing:
+    """The prefill replicas for a load, and the first token's time through them."""
+
+    replicas: int
+    ttft_s: float  # the pass, the wait for the one in progress, the KV hand-off
+    busy: float  # utilization of a replica
+    prompts_per_pass: int
+    kv_transfer_s: float
+    kv_link: str
+    memory_bytes: float  # per GPU
+
+
+def prefill_curves(catalog: Catalog, shape: TransformerShape, product: Product,
+                   decode: InferenceConfig, splits: list[tuple[int, int]],
+                   system: System | None, efficiency: Efficiency) -> list[PrefillCurve]:
+    """A curve for each (TP, EP) split in ``splits`` that is valid for the model and holds
+    its weights, in ``decode``'s formats and engine settings."""
+    per_pass = max(1, decode.max_num_tokens // decode.new_prompt_tokens)
+    out = []
+    for tp, ep in splits:
+        cfg = replace(decode, gpus=max(tp, ep), tp=tp, pp=1, ep=ep, batch=None,
+                      max_batch_size=0, num_requests=0, speculative_tokens=0,
+                      acceptance_length=0.0)
+        try:
+            cfg.validate(shape)
+        except GpuarchError:
+            continue
+        held = max_batch_that_fits(shape, cfg, product)
+        if held < 1:
+            continue
+        sizes = np.arange(1, min(per_pass, held) + 1)
+        try:
+            core = evaluate_inference(catalog, shape, product, cfg, sizes, system=system,
+                                      efficiency=efficiency)
+        except GpuarchError:
+            continue
+        out.append(PrefillCurve(tp, ep, sizes, np.asarray(core.prefill.total, dtype=float),
+                                np.broadcast_to(np.asarray(core.memory_total, dtype=float),
+                                                sizes.shape)))
+    return out
+
+
+def size_prefill(curve: PrefillCurve, load: float, *, max_replicas: int,
+                 ttft_cap_s: float | None,
+                 transfer: Callable[[int], tuple[float, str] | None]) -> PrefillSizing | None:
+    """The fewest replicas of ``curve`` that carry ``load`` prompts per second at most 95%
+    busy (``MAX_PREFILL_LOAD``, as the aggregated prefill) and bring the first token within
+    ``ttft_cap_s``; ``transfer(replicas)`` gives the KV hand-off's seconds and link for that
+    pool size (None: the pools cannot reach each other). None when no count up to
+    ``max_replicas`` does."""
+    if load <= 0:
+        return None
+    first = max(1, math.ceil(load / (MAX_PREFILL_LOAD * curve.capacity) - 1e-12))
+    if ttft_cap_s is not None and float(curve.pass_s[0]) > ttft_cap_s:
+        return None  # not even one prompt alone on an idle replica is fast enough
+    for replicas in range(first, max_replicas + 1):
+        chosen = best_pass(load / replicas, curve.sizes, curve.pass_s)
+        moved = transfer(replicas)
+        if chosen is None or moved is None:
+            continue
+        i, busy, wait = chosen
+        seconds, link = moved
+        ttft = float(curve.pass_s[i]) + wait + seconds
+        if ttft_cap_s is None or ttft <= ttft_cap_s:
+            return PrefillSizing(replicas, ttft, busy, int(curve.sizes[i]), seconds, link,
+                                 float(curve.memory_bytes[i]))
+    return None
