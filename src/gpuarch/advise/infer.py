@@ -18,7 +18,12 @@ from typing import Any
 import numpy as np
 
 from gpuarch.advise.candidates import candidate_gpus
-from gpuarch.advise.prefill_pools import PrefillCurve, prefill_curves, size_prefill
+from gpuarch.advise.prefill_pools import (
+    PrefillCurve,
+    PrefillSizing,
+    prefill_curves,
+    size_prefill,
+)
 from gpuarch.advise.prices import PriceBook
 from gpuarch.advise.train import Objective, pareto_mask
 from gpuarch.catalog.loader import Catalog
@@ -299,9 +304,8 @@ def advise_inference(
                    if shape.is_moe and ep <= gpn and ep <= search.max_gpus
                    and shape.experts % ep == 0]
         peak_scheme: dict[str, float] = {}
-        # disaggregated: the prefill pools (per format) and KV hand-offs met so far
-        curves: dict[str, list[PrefillCurve]] = {}
-        transfers: dict[str, dict[tuple[int, int, int], tuple[float, str] | None]] = {}
+        # disaggregated: the prefill pools per format, with the hand-offs and sizings met
+        pools: dict[str, _Pools] = {}
         prefill_splits = [(tp, ep) for tp, pp, ep in groups if pp == 1]
         for label, scheme in schemes:
             if label != CHECKPOINT_SCHEME and not _native(product, scheme):
@@ -341,10 +345,9 @@ def advise_inference(
                                    2 * active / peak_scheme[label])
                 limiters = core.decode_limiter()
                 width = cfg.replicas  # attention replicas in the unit (1 unless EP > TP)
-                if search.disaggregated and label not in curves:
-                    curves[label] = prefill_curves(catalog, shape, product, cfg,
-                                                   prefill_splits, system, efficiency)
-                    transfers[label] = {}
+                if search.disaggregated and label not in pools:
+                    pools[label] = _Pools(prefill_curves(catalog, shape, product, cfg,
+                                                         prefill_splits, system, efficiency))
                 for i, batch in enumerate(batches):
                     point = _Point(
                         fits=bool(core.memory_total[i] <= product.memory_bytes),
@@ -359,9 +362,9 @@ def advise_inference(
                     if search.disaggregated and point.fits and search.output_len > 1:
                         decode = _DecodeUnit((tp, pp, ep), int(batch), width,
                                              float(core.step.total[i]), point)
-                        for curve in curves[label]:
+                        for n_curve in range(len(pools[label].curves)):
                             option = _disaggregated(catalog, shape, where, search, cfg,
-                                                    decode, curve, transfers[label],
+                                                    decode, pools[label], n_curve,
                                                     efficiency)
                             evaluated += 1
                             if option is not None:
@@ -451,6 +454,18 @@ def _option(where: _Candidate, search: InferenceSearch, split: tuple[int, int, i
     return _deployment(where, search, split, batch, est, replicas * unit, replicas, tps)
 
 
+@dataclass
+class _Pools:
+    """The prefill pools of one GPU and format, and the KV hand-offs (by prefill GPUs, TP
+    and decode GPUs) and sizings (by pool, load, GPUs left, decode GPUs) worked out so far."""
+
+    curves: list[PrefillCurve]
+    transfers: dict[tuple[int, int, int], tuple[float, str] | None] = field(
+        default_factory=dict)
+    sizings: dict[tuple[int, float, int, int], PrefillSizing | None] = field(
+        default_factory=dict)
+
+
 @dataclass(frozen=True)
 class _DecodeUnit:
     """A decode pool's unit at one batch: its split, sequences per attention replica, the
@@ -470,14 +485,15 @@ class _DecodeUnit:
 
 def _disaggregated(catalog: Catalog, shape: TransformerShape, where: _Candidate,
                    search: InferenceSearch, cfg: InferenceConfig, decode: _DecodeUnit,
-                   curve: PrefillCurve,
-                   transfers: dict[tuple[int, int, int], tuple[float, str] | None],
+                   pools: _Pools, n_curve: int,
                    efficiency: Efficiency) -> InferenceOption | None:
-    """The disaggregated deployment of ``decode`` units fed by replicas of ``curve``: as
+    """The disaggregated deployment of ``decode`` units fed by replicas of the prefill pool
+    ``pools.curves[n_curve]``: as
     many decode units as the load needs (one, flat out, without a load), and the fewest
     prefill replicas that carry its prompts within the TTFT cap (``size_prefill``); None
     when none do or a constraint fails. The numbers are ``estimate_disaggregated``'s for
     the same pools and load."""
+    curve = pools.curves[n_curve]
     out = search.output_len
     per_unit = decode.width * decode.batch / ((out - 1) * decode.step_s)  # requests/s
     if search.rate is not None:
@@ -497,6 +513,7 @@ def _disaggregated(catalog: Catalog, shape: TransformerShape, where: _Candidate,
 
     def transfer(replicas: int) -> tuple[float, str] | None:
         key = (replicas * curve.unit, curve.tp, decode_gpus)
+        transfers = pools.transfers
         if key not in transfers:
             try:
                 seconds, _, link = kv_transfer(
@@ -509,7 +526,11 @@ def _disaggregated(catalog: Catalog, shape: TransformerShape, where: _Candidate,
         return transfers[key]
 
     cap = search.ttft_ms / 1e3 if search.ttft_ms is not None else None
-    sized = size_prefill(curve, load, max_replicas=room, ttft_cap_s=cap, transfer=transfer)
+    key = (n_curve, load, room, decode_gpus)  # under a rate, the same for every batch
+    if key not in pools.sizings:
+        pools.sizings[key] = size_prefill(curve, load, max_replicas=room, ttft_cap_s=cap,
+                                          transfer=transfer)
+    sized = pools.sizings[key]
     if sized is None:
         return None
     latency = sized.ttft_s + (out - 1) * decode.step_s

@@ -39,9 +39,9 @@ class PrefillCurve:
 
     tp: int
     ep: int
-    sizes: np.ndarray
-    pass_s: np.ndarray
-    memory_bytes: np.ndarray  # per GPU, at each pass size
+    sizes: tuple[int, ...]
+    pass_s: tuple[float, ...]
+    memory_bytes: tuple[float, ...]  # per GPU, at each pass size
 
     @property
     def unit(self) -> int:
@@ -51,7 +51,7 @@ class PrefillCurve:
     @property
     def capacity(self) -> float:
         """Prompts per second one replica prefills at most."""
-        return float((self.sizes / self.pass_s).max())
+        return max(k / t for k, t in zip(self.sizes, self.pass_s, strict=True))
 
 
 @dataclass(frozen=True)
@@ -91,9 +91,11 @@ def prefill_curves(catalog: Catalog, shape: TransformerShape, product: Product,
                                       efficiency=efficiency)
         except GpuarchError:
             continue
-        out.append(PrefillCurve(tp, ep, sizes, np.asarray(core.prefill.total, dtype=float),
-                                np.broadcast_to(np.asarray(core.memory_total, dtype=float),
-                                                sizes.shape)))
+        seconds = np.broadcast_to(np.asarray(core.prefill.total, dtype=float), sizes.shape)
+        memory = np.broadcast_to(np.asarray(core.memory_total, dtype=float), sizes.shape)
+        out.append(PrefillCurve(tp, ep, tuple(int(k) for k in sizes),
+                                tuple(float(t) for t in seconds),
+                                tuple(float(m) for m in memory)))
     return out
 
 
@@ -108,7 +110,7 @@ def size_prefill(curve: PrefillCurve, load: float, *, max_replicas: int,
     if load <= 0:
         return None
     first = max(1, math.ceil(load / (MAX_PREFILL_LOAD * curve.capacity) - 1e-12))
-    if ttft_cap_s is not None and float(curve.pass_s[0]) > ttft_cap_s:
+    if ttft_cap_s is not None and curve.pass_s[0] > ttft_cap_s:
         return None  # not even one prompt alone on an idle replica is fast enough
     for replicas in range(first, max_replicas + 1):
         chosen = best_pass(load / replicas, curve.sizes, curve.pass_s)
@@ -117,8 +119,8 @@ def size_prefill(curve: PrefillCurve, load: float, *, max_replicas: int,
             continue
         i, busy, wait = chosen
         seconds, link = moved
-        ttft = float(curve.pass_s[i]) + wait + seconds
+        ttft = curve.pass_s[i] + wait + seconds
         if ttft_cap_s is None or ttft <= ttft_cap_s:
-            return PrefillSizing(replicas, ttft, busy, int(curve.sizes[i]), seconds, link,
-                                 float(curve.memory_bytes[i]))
+            return PrefillSizing(replicas, ttft, busy, curve.sizes[i], seconds, link,
+                                 curve.memory_bytes[i])
     return None

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -55,24 +56,26 @@ __all__ = [
 ]
 
 
-def best_pass(load: float, sizes: np.ndarray, pass_s: np.ndarray,
+def best_pass(load: float, sizes: Sequence[float], pass_s: Sequence[float],
               busy_cap: float = 1.0) -> tuple[int, float, float] | None:
     """(index into ``sizes``, utilization, wait in seconds) of the prefill pass size that
     gives the shortest time to the first token at ``load`` prompts per second on one
     replica, where a pass of ``sizes[i]`` prompts takes ``pass_s[i]``: among the sizes that
     carry the load, the pass plus an M/D/1 wait for the one in progress at utilization
-    ``load / rate`` (at most ``busy_cap``). None when no pass size carries the load."""
-    rates = sizes / pass_s
-    carries = rates >= load * (1 - 1e-12)
-    if not carries.any():
-        return None
-    rho = np.minimum(busy_cap, load / rates)
-    with np.errstate(divide="ignore"):
-        wait = np.where(rho < 1, rho / (2 * (1 - rho)) * pass_s, np.inf)
-    i = int(np.argmin(np.where(carries, pass_s + wait, np.inf)))
-    if not carries[i]:  # every carrying size is fully busy: the largest of them
-        i = int(np.nonzero(carries)[0][-1])
-    return i, float(rho[i]), float(wait[i])
+    ``load / rate`` (at most ``busy_cap``). None when no pass size carries the load. (Plain
+    Python: the advisor calls it for every pool it sizes, on a handful of sizes.)"""
+    best: tuple[int, float, float] | None = None
+    best_time = math.inf
+    for i, (size, seconds) in enumerate(zip(sizes, pass_s, strict=True)):
+        rate = float(size) / float(seconds)
+        if rate < load * (1 - 1e-12):
+            continue
+        rho = min(busy_cap, load / rate)
+        wait = rho / (2 * (1 - rho)) * float(seconds) if rho < 1 else math.inf
+        # ties (every carrying size fully busy) go to the largest
+        if best is None or seconds + wait < best_time or math.isinf(best_time):
+            best, best_time = (i, rho, wait), float(seconds) + wait
+    return best
 
 
 @dataclass(frozen=True)
@@ -249,7 +252,8 @@ def estimate_disaggregated(catalog: Catalog, shape: TransformerShape, product: P
     b = int(np.nonzero(decode_rate >= load * (1 - 1e-12))[0][0])
     if cfg.batch is not None and rate is None:
         b = min(cfg.batch, limit) - 1
-    chosen = best_pass(load / prefill.replicas, sizes, pass_s, utilization_cap)
+    chosen = best_pass(load / prefill.replicas, sizes.tolist(), pass_s.tolist(),
+                       utilization_cap)
     assert chosen is not None  # load <= prefill_capacity
     k, rho, wait = chosen
     service = float(pass_s[k])
