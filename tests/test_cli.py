@@ -201,6 +201,20 @@ def test_estimate_train_json(capsys: pytest.CaptureFixture[str], tmp_path: Path)
     assert status == 0 and "on 64 x H100 SXM5 80GB" in out
 
 
+def test_estimate_train_tokens_take_suffixes_and_errors_name_the_flag_once(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """--tokens 2T is 2e12 tokens, as in advise train; a bad value is refused naming the
+    flag once ("argument --tokens: expected ...", not "--tokens: --tokens: ...")."""
+    argv = ["estimate", "train", "--model", "llama-3.1-8b", "--gpu", "h100", "--gpus", "8",
+            "--seq-len", "4096", "--global-batch", "64", "--json"]
+    docs = [json.loads(run(capsys, *argv, "--tokens", t)[1]) for t in ("2T", "2e12")]
+    assert docs[0]["total"] == docs[1]["total"] and docs[0]["total"]["tokens"] == 2e12
+    for bad in ("nan", "-1T", "lots"):
+        status, out, err = run(capsys, *argv, f"--tokens={bad}")
+        assert status == 2 and out == "" and "argument --tokens: expected" in err
+        assert err.splitlines()[-1].count("--tokens") == 1  # the usage lists it too
+
+
 @pytest.mark.parametrize(
     ("extra", "message"),
     [

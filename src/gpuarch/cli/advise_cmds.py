@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -19,30 +18,12 @@ from gpuarch.cli.estimate_cmds import (
     resolve_model,
     sixteen_bit_kv,
 )
-from gpuarch.cli.options import lazy_enum_value, positive_number
+from gpuarch.cli.options import lazy_enum_value, parse_quantity, positive_number
 from gpuarch.errors import GpuarchError
 from gpuarch.report.serialize import to_json
 
-__all__ = ["add_commands", "parse_quantity"]
+__all__ = ["add_commands"]
 
-_SUFFIX = {"": 1.0, "k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
-
-
-def parse_quantity(flag: str) -> Any:
-    """A positive number with an optional K/M/B/T suffix (``1T``, ``300B``, ``2e12``)."""
-
-    def parse(text: str) -> float:
-        match = re.fullmatch(r"\s*([0-9.eE+-]+)\s*([kKmMbBgGtT]?)\s*", text)
-        try:
-            value = float(match.group(1)) * _SUFFIX[match.group(2).lower()] if match else None
-        except ValueError:
-            value = None
-        if value is None or not (value > 0 and math.isfinite(value)):
-            raise argparse.ArgumentTypeError(
-                f"{flag}: expected a positive number such as 1e12 or 1T, got {text!r}")
-        return value
-
-    return parse
 
 
 def _price(text: str) -> tuple[str, float]:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpuarch.catalog.loader import load_catalog
-from gpuarch.cli.options import at_least_one, lazy_enum_value, positive_number
+from gpuarch.cli.options import at_least_one, lazy_enum_value, parse_quantity, positive_number
 from gpuarch.errors import GpuarchError
 from gpuarch.report.serialize import to_json
 
@@ -489,8 +489,9 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p.add_argument("--precision", type=lazy_enum_value("gpuarch.perf.precision:Precision",
                                                        "--precision"),
                    help="fp32, tf32, fp16, bf16 (default) or fp8")
-    p.add_argument("--tokens", type=positive_number("--tokens"),
-                   help="total training tokens (adds time, cost)")
+    p.add_argument("--tokens", type=parse_quantity("--tokens"),
+                   help="total training tokens, e.g. 2T, 300B or 2e12 (adds time, cost, "
+                   "energy)")
     p.add_argument("--price-per-gpu-hour", type=positive_number("--price-per-gpu-hour"),
                    help="USD per GPU-hour")
     p.add_argument("--calibration", type=Path, metavar="FILE",

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
+from typing import NoReturn, cast
 
 from gpuarch import __version__
 from gpuarch.cli import (
@@ -23,19 +25,29 @@ __all__ = ["build_parser", "main"]
 USAGE_ERROR = 2
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with one change: our value parsers name their flag themselves, so
+    "argument --rate: --rate: expected ..." is said once (subcommands inherit it)."""
+
+    def error(self, message: str) -> NoReturn:
+        super().error(re.sub(r"^argument (\S+): \1: ", r"argument \1: ", message))
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The full argument parser."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--json", action="store_true",
                         help="print one JSON document on stdout instead of text")
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="gpuarch",
         description="NVIDIA GPU architectures from G80 to Blackwell: a sourced catalog, "
                     "training and serving estimates validated against published "
                     "measurements, a numerics lab, a probe, and advice on what to run where.",
     )
     parser.add_argument("--version", action="version", version=f"gpuarch {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    # the subcommands' parsers are _Parser too (argparse makes them of the parent's class)
+    sub = cast("argparse._SubParsersAction[argparse.ArgumentParser]",
+               parser.add_subparsers(dest="command", metavar="COMMAND", required=True))
     catalog_cmds.add_commands(sub, common)
     estimate_cmds.add_commands(sub, common)
     models_cmds.add_commands(sub, common)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 from collections.abc import Callable
 from enum import Enum
 from typing import TypeVar
@@ -103,3 +104,23 @@ def positive_number(flag: str) -> Callable[[str], float]:
     """An argparse ``type=`` for a quantity that must be a finite number > 0 (a rate, a
     price, a cap): ``nan``, ``inf``, zero and negatives are refused by name."""
     return _checked(flag, float, lambda v: math.isfinite(v) and v > 0, "a finite number > 0")
+
+
+_SUFFIX = {"": 1.0, "k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
+
+
+def parse_quantity(flag: str) -> Callable[[str], float]:
+    """A positive number with an optional K/M/B/T suffix (``1T``, ``300B``, ``2e12``)."""
+
+    def parse(text: str) -> float:
+        match = re.fullmatch(r"\s*([0-9.eE+-]+)\s*([kKmMbBgGtT]?)\s*", text)
+        try:
+            value = float(match.group(1)) * _SUFFIX[match.group(2).lower()] if match else None
+        except ValueError:
+            value = None
+        if value is None or not (value > 0 and math.isfinite(value)):
+            raise argparse.ArgumentTypeError(
+                f"{flag}: expected a positive number such as 1e12 or 1T, got {text!r}")
+        return value
+
+    return parse

@@ -7,9 +7,9 @@ import datetime
 from pathlib import Path
 
 from gpuarch.catalog.loader import load_catalog
-from gpuarch.cli.advise_cmds import DEFAULT_MODEL, parse_quantity
+from gpuarch.cli.advise_cmds import DEFAULT_MODEL
 from gpuarch.cli.estimate_cmds import model_flags, resolve_model
-from gpuarch.cli.options import positive_number
+from gpuarch.cli.options import parse_quantity, positive_number
 
 __all__ = ["add_commands"]
 
