@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -812,3 +813,74 @@ def test_a_cached_prefix_is_not_shared_by_sliding_window_layers() -> None:
         saved = _memory(gpt_oss, base, 4, H100)["kv_cache"] - _memory(
             gpt_oss, dataclasses.replace(base, cached_prefix=1000), 4, H100)["kv_cache"]
         assert saved == pytest.approx(3 * 1000 * sharing * per_token)
+
+
+def _bisect(fits: Callable[[int], bool], hi: int) -> int | None:
+    """Plain bisection: the reference for ``_largest``."""
+    if not fits(1):
+        return 0
+    if fits(hi):
+        return None
+    lo = 1
+    while lo + 1 < hi:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+    return lo
+
+
+@settings(max_examples=300, deadline=None)
+@given(hi=st.integers(2, 2**24),
+       pieces=st.lists(st.tuples(st.integers(1, 2**24), st.floats(0.0, 1e9)), max_size=4),
+       start=st.floats(-1e9, 1e12), slope=st.floats(0.0, 1e9), step=st.floats(0.0, 1e12))
+def test_the_memory_search_finds_what_bisection_finds(
+        hi: int, pieces: list[tuple[int, float]], start: float, slope: float,
+        step: float) -> None:
+    """``_largest`` (false position with halving) returns plain bisection's answer for any
+    non-increasing margin: straight, with kinks (windows, caps), with a step, or flat."""
+    from gpuarch.estimate.inference import _largest
+
+    def margin(n: int) -> float:
+        m = start - slope * n - (step if n > hi // 3 else 0.0)
+        for at, extra in pieces:
+            m -= extra * max(0, n - at)
+        return m
+
+    assert _largest(margin, hi) == _bisect(lambda n: margin(n) >= 0, hi)
+
+
+@settings(max_examples=80, deadline=None)
+@given(model=st.sampled_from(["llama-3.1-8b", "llama-3.1-70b", "mixtral-8x7b",
+                              "gpt-oss-20b", "deepseek-v3"]),
+       gpu=st.sampled_from(["h100", "a100", "b200", "l40s"]), tp=st.sampled_from([1, 2, 8]),
+       input_len=st.integers(1, 40_000), output_len=st.integers(1, 8_000),
+       kv=st.sampled_from([QuantFormat.BF16, QuantFormat.FP8]),
+       fraction=st.sampled_from([0.0, 0.5, 0.9]), chunk=st.sampled_from([0, 512]),
+       prefix=st.integers(0, 30_000), static=st.booleans(),
+       window=st.sampled_from(["ring", "full"]))
+def test_max_batch_and_context_are_bisections_answers(
+        model: str, gpu: str, tp: int, input_len: int, output_len: int, kv: QuantFormat,
+        fraction: float, chunk: int, prefix: int, static: bool, window: str) -> None:
+    """On real configurations the largest batch and context are what bisection over the
+    'fits' test finds (the search was changed for speed, not for its answers)."""
+    from gpuarch.estimate.inference import (
+        MAX_BATCH_SEARCH,
+        MAX_CONTEXT_SEARCH,
+        _margin,
+        max_batch_that_fits,
+        max_context_that_fits,
+    )
+
+    cfg = InferenceConfig(
+        input_len=input_len, output_len=output_len, gpus=tp, tp=tp,
+        quant=QuantScheme(QuantFormat.BF16, QuantFormat.BF16, kv), kv_cache_fraction=fraction,
+        chunk=chunk, cached_prefix=min(prefix, input_len - 1), window_kv_cache=window,
+        batching=Batching.STATIC if static else Batching.CONTINUOUS)
+    shape, product = preset(model).shape, CATALOG.product(gpu)
+    margin = _margin(shape, cfg, product)
+    batch = _bisect(lambda b: margin(b, input_len) >= 0, MAX_BATCH_SEARCH)
+    assert max_batch_that_fits(shape, cfg, product) == (
+        MAX_BATCH_SEARCH if batch is None else batch)
+    for b in (1, 7, 300):
+        prompt = _bisect(lambda p, b=b: margin(b, p) >= 0, MAX_CONTEXT_SEARCH)
+        assert max_context_that_fits(shape, cfg, product, b) == (
+            prompt + output_len if prompt else prompt)

@@ -774,20 +774,23 @@ def memory_per_gpu(shape: TransformerShape, cfg: InferenceConfig, batch: int,
     return {k: float(v) for k, v in _memory(shape, cfg, batch, product).items()}
 
 
-def _fits(shape: TransformerShape, cfg: InferenceConfig, product: Product
-          ) -> Callable[[Num, int], bool]:
-    """A test whether ``batch`` sequences with prompts of ``prompt`` tokens fit, under the
-    configuration's KV-cache memory policy (the weights computed once)."""
+def _margin(shape: TransformerShape, cfg: InferenceConfig, product: Product
+          ) -> Callable[[int, int], float]:
+    """The memory margin of ``batch`` sequences with prompts of ``prompt`` tokens under the
+    configuration's KV-cache memory policy, in bytes (the weights computed once): they fit
+    when it is >= 0 (``a <= b`` exactly when ``b - a >= 0`` for finite floats). Falls as
+    either grows, linearly but for the steps of windows, chunks and caps, which is what
+    ``_largest`` searches by."""
     weights = _weight_bytes(shape, cfg)
     memory = product.memory_bytes
 
-    def fits(batch: Num, prompt: int) -> bool:
+    def margin(batch: int, prompt: int) -> float:
         kv, activations = _kv_and_activation_bytes(shape, cfg, batch, prompt)
         if cfg.kv_cache_fraction:
-            return bool(kv <= cfg.kv_cache_fraction * (memory - weights - activations))
-        return bool(kv + activations <= memory * (1 - RESERVE_FRACTION) - weights)
+            return float(cfg.kv_cache_fraction * (memory - weights - activations) - kv)
+        return float(memory * (1 - RESERVE_FRACTION) - weights - (kv + activations))
 
-    return fits
+    return margin
 
 
 def max_batch_that_fits(shape: TransformerShape, cfg: InferenceConfig, product: Product
@@ -801,17 +804,35 @@ MAX_CONTEXT_SEARCH = 2**24
 every layer attends to a sliding window can hold any context, reported as no limit."""
 
 
-def _largest(fits: Callable[[int], bool], hi: int) -> int | None:
-    """The largest n in [1, hi) for which ``fits(n)`` holds (``fits`` monotone): 0 if not
-    even 1 fits, None if ``hi`` itself fits (the search sets no limit)."""
-    if not fits(1):
+def _largest(margin: Callable[[int], float], hi: int) -> int | None:
+    """The largest n in [1, hi) with ``margin(n) >= 0`` (``margin`` falling as n grows): 0
+    if not even 1 has, None if ``hi`` itself has (the search sets no limit). Found by false
+    position on the margins (a straight margin is hit in one guess, then confirmed), with a
+    halving step whenever a guess leaves more than half the bracket, so it never takes more
+    than about twice the steps of plain bisection (a property test compares the two)."""
+    m_lo = margin(1)
+    if m_lo < 0:
         return 0
-    if fits(hi):
+    m_hi = margin(hi)
+    if m_hi >= 0:
         return None
     lo = 1
     while lo + 1 < hi:
-        mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+        width = hi - lo
+        guess = lo + int(m_lo / (m_lo - m_hi) * width)
+        guess = min(max(guess, lo + 1), hi - 1)
+        m = margin(guess)
+        if m >= 0:
+            lo, m_lo = guess, m
+        else:
+            hi, m_hi = guess, m
+        if hi - lo > width // 2 and lo + 1 < hi:  # a poor guess: halve instead
+            mid = (lo + hi) // 2
+            m = margin(mid)
+            if m >= 0:
+                lo, m_lo = mid, m
+            else:
+                hi, m_hi = mid, m
     return lo
 
 
@@ -821,14 +842,14 @@ def max_context_that_fits(shape: TransformerShape, cfg: InferenceConfig, product
     configured) whose KV cache for ``batch`` sequences fits with the weights, activations and
     reserve; 0 if not even a one-token prompt fits, None if memory sets no limit (every
     layer attends to a sliding window)."""
-    fits_at = _fits(shape, cfg, product)
-    prompt = _largest(lambda p: fits_at(batch, p), MAX_CONTEXT_SEARCH)
+    margin = _margin(shape, cfg, product)
+    prompt = _largest(lambda p: margin(batch, p), MAX_CONTEXT_SEARCH)
     return prompt + cfg.output_len if prompt else prompt
 
 
 def _max_batch(shape: TransformerShape, cfg: InferenceConfig, product: Product) -> int:
-    fits_at = _fits(shape, cfg, product)
-    batch = _largest(lambda b: fits_at(b, cfg.input_len), MAX_BATCH_SEARCH)
+    margin = _margin(shape, cfg, product)
+    batch = _largest(lambda b: margin(b, cfg.input_len), MAX_BATCH_SEARCH)
     return MAX_BATCH_SEARCH if batch is None else batch
 
 
