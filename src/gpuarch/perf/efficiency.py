@@ -172,9 +172,13 @@ class Efficiency:
     """Host time per request in flight per decode iteration of a Python executor loop
     (TensorRT-LLM's PyTorch backend: scheduling, sampler post-processing and request
     bookkeeping), which an overlap scheduler hides behind the GPU's step until it outlasts
-    it. Measured: 45.11 ms of host time per iteration at 1,536 requests per rank
-    (GPT-OSS-120B on GB200, attention data parallel 2, ISL = OSL = 1,000; TensorRT-LLM pull
-    request #10273, C++ scheduler), 45.11 / 1,536 = 29.4 us. Not fitted."""
+    it. From TensorRT-LLM pull request #10273: 45.11 ms of ``host_step_time`` per iteration
+    at 1,536 requests per rank (GPT-OSS-120B on GB200, attention data parallel 2, ISL = OSL
+    = 1,000, C++ scheduler), 45.11 / 1,536 = 29.4 us. That figure is the host's wall time
+    from one loop iteration to the next (``profile_step`` in
+    tensorrt_llm/_torch/pyexecutor/py_executor.py), waits on the GPU included, and this
+    model puts the same run's GPU time at about 42 ms a token: an upper bound on the host's
+    own cost per request, not a measurement of it. Not fitted (docs/performance-model.md)."""
 
     prefill_overhead_s: float = 2.6e-3
     """Fixed time per prefill (scheduling and launch; tokenisation outside the engine is
