@@ -312,6 +312,7 @@ def test_chunked_evaluation_gives_the_same_answer(tmp_path: Path,
        scheme=st.sampled_from(["bf16", "fp8", "int4-w", "w4a8", "fp4"]),
        batching=st.sampled_from(["static", "continuous"]),
        chunk=st.sampled_from([0, 512]),
+       graphs=st.sampled_from([(), (1, 8, 64, 384, 1024), (16, 32, 96)]),
        batches=st.lists(st.integers(1, 3000), min_size=1, max_size=6))
 def test_inference_array_path_agrees_with_the_scalar_estimate(**kw: Any) -> None:
     """Any batch sizes: ``evaluate_inference`` over an array gives, element by element, the
@@ -331,6 +332,7 @@ def test_inference_array_path_agrees_with_the_scalar_estimate(**kw: Any) -> None
                           gpus=kw["tp"] * kw["pp"], tp=kw["tp"], pp=kw["pp"],
                           quant=dict(_SCHEMES)[kw["scheme"]],
                           batching=Batching(kw["batching"]), chunk=kw["chunk"],
+                          cuda_graph_batch_sizes=kw["graphs"],
                           gpus_per_node=system.gpus_per_node if system else 8)
     try:
         core = evaluate_inference(CATALOG, shape, product, cfg, np.array(kw["batches"]),

@@ -18,6 +18,7 @@ from gpuarch.estimate.inference import (
     RESERVE_FRACTION,
     Batching,
     InferenceConfig,
+    InferenceEstimate,
     _memory,
     estimate_inference,
     kv_bytes_per_token,
@@ -244,27 +245,27 @@ def test_inference_validation_does_not_regress() -> None:
 
     s = validate_inference(CATALOG)
     assert len(s.rows) >= 425
-    assert s.mean_abs_error <= 0.18  # 17.8% over 425 figures
+    assert s.mean_abs_error <= 0.172  # 17.1% over 425 figures
     assert s.median_abs_error <= 0.12
     assert s.by("metric")["tpot_s"] <= 0.07
-    assert s.share_within >= 0.855  # 85.9%
+    assert s.share_within >= 0.87  # 87.5%
     in_sample = [abs(r.error) for r in s.rows if not r.out_of_sample]
-    assert len(in_sample) == 171 and sum(in_sample) / len(in_sample) <= 0.105  # 10.0%
+    assert len(in_sample) == 171 and sum(in_sample) / len(in_sample) <= 0.105  # 10.1%
     v017 = [abs(r.error) for r in s.rows if r.source == "trtllm-perf-overview-v0.17"]
     assert len(v017) == 76 and sum(v017) / len(v017) <= 0.07  # 6.6%
     v10 = [abs(r.error) for r in s.rows if r.source == "trtllm-perf-overview-v1.0"]
     # every cell of v1.0's table with a preset: 30 entered first, 134 with the rest of the
     # table after every parameter was fitted (22.4% on those alone)
-    assert len(v10) == 164 and sum(v10) / len(v10) <= 0.235  # 23.3%
+    assert len(v10) == 164 and sum(v10) / len(v10) <= 0.225  # 22.1%
     # the later perf overview, all out of sample: DeepSeek-R1, GPT-OSS, Llama 3.3, Qwen3
     # and (with its preset, added later) Llama 4 Maverick
     later = [abs(r.error) for r in s.rows if r.source == "trtllm-perf-overview-03e27c7"
              and "maverick" not in r.id]
     assert len(later) == 86 and all(r.out_of_sample for r in s.rows
                                      if r.source == "trtllm-perf-overview-03e27c7")
-    assert sum(later) / len(later) <= 0.215  # 21.0%
+    assert sum(later) / len(later) <= 0.2  # 19.5%
     maverick = [abs(r.error) for r in s.rows if "maverick" in r.id]
-    assert len(maverick) == 31 and sum(maverick) / len(maverick) <= 0.265  # 26.1%
+    assert len(maverick) == 31 and sum(maverick) / len(maverick) <= 0.235  # 23.1%
 
 
 def test_queueing_when_concurrency_exceeds_what_fits() -> None:
@@ -884,3 +885,65 @@ def test_max_batch_and_context_are_bisections_answers(
         prompt = _bisect(lambda p, b=b: margin(b, p) >= 0, MAX_CONTEXT_SEARCH)
         assert max_context_that_fits(shape, cfg, product, b) == (
             prompt + output_len if prompt else prompt)
+
+
+def test_padded_cuda_graphs_run_a_decode_step_at_the_next_captured_size() -> None:
+    """TensorRT-LLM's trtllm-bench options in the perf overviews capture CUDA graphs at
+    1, 2, 4, ..., 384, 512, 1024, ..., 8192 sequences with padding on: 1,584 sequences run as
+    2,048 (their GEMM and expert rows), 300 as 384, 512 as 512; with graphs up to 256 only,
+    300 run eagerly as 300. A compute-bound
+    step costs the padded rows' GEMMs; attention (real sequences only) and the KV cache do
+    not change, nor does a step at a captured size."""
+    sizes = (1, 2, 4, 8, 16, 32, 64, 128, 256, 384, 512, 1024, 2048, 4096, 8192)
+    shape = preset("qwen3-30b-a3b").shape
+    fp4 = QuantScheme(QuantFormat.FP4, QuantFormat.FP4, QuantFormat.FP8)
+    b200 = CATALOG.product("b200")
+
+    def step(batch: int, padded: bool, captured: tuple[int, ...] = sizes) -> InferenceEstimate:
+        cfg = InferenceConfig(input_len=1000, output_len=1000, batch=batch, quant=fp4,
+                              batching=Batching.CONTINUOUS, executor="cpp",
+                              cuda_graph_batch_sizes=captured if padded else ())
+        return estimate_inference(CATALOG, shape, b200, cfg)
+
+    plain, padded = step(1584, False), step(1584, True)
+    assert padded.assumptions["cuda_graph_padding"] == {"batch_sizes": list(sizes),
+                                                        "decode_rows": 2048}
+    assert plain.assumptions["cuda_graph_padding"] is None
+    assert padded.tpot_s > plain.tpot_s
+    assert padded.prefill_parts_s == plain.prefill_parts_s
+    assert padded.memory == plain.memory
+    # 300 sequences run as 384: the GEMM rows are the plain engine's at 384 sequences, the
+    # attention the 300 real sequences'
+    small, at_384, unpadded = step(300, True), step(384, False), step(300, False)
+    for part in ("dense_gemms", "expert_gemms", "lm_head"):
+        assert small.decode_step_parts_s[part] == pytest.approx(
+            at_384.decode_step_parts_s[part], rel=1e-12)
+    assert small.decode_step_parts_s["attention"] == unpadded.decode_step_parts_s["attention"]
+    assert step(512, True).tpot_s == step(512, False).tpot_s
+    # more sequences than the largest captured size: an eager step, unpadded
+    assert step(300, True, captured=sizes[:9]).tpot_s == unpadded.tpot_s
+
+
+def test_a_sources_engine_settings_reach_its_points(capsys: pytest.CaptureFixture[str]) -> None:
+    """The perf overviews' benchmark options (padded CUDA graphs at the listed sizes) are set
+    once on the source and reach every point of it, not the other sources'; the command
+    line takes the same list and refuses a bad one naming the flag."""
+    import json
+
+    from gpuarch.cli.main import main
+    from gpuarch.validation.inference import load_inference_points, point_config
+
+    sizes = (1, 2, 4, 8, 16, 32, 64, 128, 256, 384, 512, 1024, 2048, 4096, 8192)
+    for p in load_inference_points():
+        padded = p.source in ("trtllm-perf-overview-v1.0", "trtllm-perf-overview-03e27c7")
+        assert point_config(p, 8).cuda_graph_batch_sizes == (sizes if padded else ())
+    argv = ["estimate", "infer", "--model", "llama-3.1-8b", "--gpu", "h100", "--input-len",
+            "512", "--output-len", "64", "--batch", "300", "--batching", "continuous"]
+    assert main([*argv, "--cuda-graph-batch-sizes", "512,128,256,128", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["assumptions"]["cuda_graph_padding"] == {"batch_sizes": [128, 256, 512],
+                                                        "decode_rows": 512}
+    with pytest.raises(SystemExit) as exc:
+        main([*argv, "--cuda-graph-batch-sizes", "1,0"])
+    assert exc.value.code == 2
+    assert "argument --cuda-graph-batch-sizes: expected" in capsys.readouterr().err

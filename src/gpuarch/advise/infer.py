@@ -96,6 +96,7 @@ class InferenceSearch:
     cached_prefix: int = 0  # InferenceConfig.cached_prefix
     # also search disaggregated deployments: a prefill pool beside each decode pool
     disaggregated: bool = False
+    cuda_graph_batch_sizes: tuple[int, ...] = ()  # InferenceConfig.cuda_graph_batch_sizes
     # the formats the model's checkpoint declares (a config.json's quantization_config),
     # searched as one more scheme, with its routed experts' weights where they differ
     checkpoint_quant: QuantScheme | None = None
@@ -108,6 +109,9 @@ class InferenceSearch:
         check_choice("--executor", self.executor, EXECUTORS)
         check_choice("--window-kv-cache", self.window_kv_cache, WINDOW_KV_CACHES)
         check_choice("--moe-comm", self.moe_comm, MOE_COMMS)
+        if any(not isinstance(b, int) or b < 1 for b in self.cuda_graph_batch_sizes):
+            raise GpuarchError(f"--cuda-graph-batch-sizes: expected batch sizes >= 1, got "
+                               f"{self.cuda_graph_batch_sizes}")
         for name in ("input_len", "output_len", "max_gpus", "top"):
             if getattr(self, name) < 1:
                 raise GpuarchError(f"--{name.replace('_', '-')}: expected >= 1, got "
@@ -321,7 +325,8 @@ def advise_inference(
                     executor=search.executor, window_kv_cache=search.window_kv_cache,
                     moe_comm=search.moe_comm,
                     fp8_context_attention=search.fp8_context_attention,
-                    cached_prefix=search.cached_prefix)
+                    cached_prefix=search.cached_prefix,
+                    cuda_graph_batch_sizes=search.cuda_graph_batch_sizes)
                 try:
                     cfg.validate(shape)
                 except GpuarchError:

@@ -158,7 +158,8 @@ def cmd_advise_infer(args: argparse.Namespace) -> int:
         objective=args.objective or Objective.COST, top=args.top, executor=args.executor,
         window_kv_cache=args.window_kv_cache, moe_comm=args.moe_comm,
         fp8_context_attention=args.fp8_context_attention,
-        cached_prefix=args.cached_prefix, disaggregated=args.disaggregated, **checkpoint)
+        cached_prefix=args.cached_prefix, disaggregated=args.disaggregated,
+        cuda_graph_batch_sizes=args.cuda_graph_batch_sizes, **checkpoint)
     return _answer(args, lambda: advise_inference(catalog, shape, search,
                                                   _prices(catalog, args),
                                                   progress=_progress(args)),

@@ -13,7 +13,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpuarch.catalog.loader import load_catalog
-from gpuarch.cli.options import at_least_one, lazy_enum_value, parse_quantity, positive_number
+from gpuarch.cli.options import (
+    at_least_one,
+    lazy_enum_value,
+    parse_quantity,
+    positive_number,
+    size_list,
+)
 from gpuarch.errors import GpuarchError
 from gpuarch.report.serialize import to_json
 
@@ -163,6 +169,12 @@ def engine_flags(p: argparse.ArgumentParser) -> None:
                    help="prefill attention at the FP8 Tensor Core rate (TensorRT-LLM's FP8 "
                         "context FMHA, on when an FP8 or NVFP4 checkpoint's attention output "
                         "is quantized and the KV cache is FP8); default: the 16-bit rate")
+    p.add_argument("--cuda-graph-batch-sizes", type=size_list("--cuda-graph-batch-sizes"),
+                   default=(), metavar="LIST",
+                   help="batch sizes the engine captures CUDA graphs at with padding on "
+                        "(TensorRT-LLM's cuda_graph_config batch_sizes + enable_padding, e.g. "
+                        "1,2,4,8,16,32,64,128,256,384,512,1024,2048,4096,8192): a decode step "
+                        "runs the GEMMs and experts for the next size up; default: no padding")
 
 
 NO_BATCH = 0
@@ -217,7 +229,7 @@ def cmd_infer(args: argparse.Namespace) -> int:
         acceptance_length=args.acceptance_length, executor=args.executor,
         window_kv_cache=args.window_kv_cache, moe_comm=args.moe_comm,
         num_requests=args.num_requests, fp8_context_attention=args.fp8_context_attention,
-        cached_prefix=args.cached_prefix,
+        cached_prefix=args.cached_prefix, cuda_graph_batch_sizes=args.cuda_graph_batch_sizes,
         gpus_per_node=_gpus_per_node(args, catalog, product, system))
     eff, measured = _calibrated(args, catalog, product, system)
     if args.prefill_gpus is not None:

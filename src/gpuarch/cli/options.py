@@ -124,3 +124,22 @@ def parse_quantity(flag: str) -> Callable[[str], float]:
         return value
 
     return parse
+
+
+def size_list(flag: str) -> Callable[[str], tuple[int, ...]]:
+    """An argparse ``type=`` for comma-separated sizes >= 1 (``1,2,4,8,16``), sorted, each
+    once."""
+
+    def parse(text: str) -> tuple[int, ...]:
+        try:
+            sizes = [int(part) for part in text.split(",") if part.strip()]
+        except ValueError:
+            sizes = []
+        if not sizes or min(sizes) < 1:
+            raise argparse.ArgumentTypeError(
+                f"{flag}: expected comma-separated integers >= 1 such as 1,2,4,8, got "
+                f"{text!r}")
+        return tuple(sorted(set(sizes)))
+
+    parse.__name__ = flag
+    return parse

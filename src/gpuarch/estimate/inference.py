@@ -182,6 +182,12 @@ class InferenceConfig:
     # radix cache, TensorRT-LLM's KV-cache reuse): their prefill is skipped, and their KV
     # cache is held once per replica in the layers that keep every position
     cached_prefix: int = 0
+    # the batch sizes the engine captures CUDA graphs at with padding on (TensorRT-LLM's
+    # cuda_graph_config batch_sizes with enable_padding): a decode step of b sequences is
+    # replayed as the smallest captured size >= b, dummy requests filling the rest, whose
+    # GEMM, expert and LM-head rows are computed like real ones; beyond the largest size the
+    # step runs eagerly at b; () = no padding
+    cuda_graph_batch_sizes: tuple[int, ...] = ()
 
     @property
     def new_prompt_tokens(self) -> int:
@@ -248,6 +254,10 @@ class InferenceConfig:
                 and self.batch > self.max_batch_size):
             raise GpuarchError(f"--batch: {self.batch} exceeds --max-batch-size "
                                f"{self.max_batch_size} (a static batch runs all at once)")
+        for size in self.cuda_graph_batch_sizes:
+            if not isinstance(size, int) or isinstance(size, bool) or size < 1:
+                raise GpuarchError(f"--cuda-graph-batch-sizes: expected batch sizes >= 1, "
+                                   f"got {size!r}")
         check_count("--speculative-tokens", self.speculative_tokens)
         if self.speculative_tokens:
             top = self.speculative_tokens + 1
@@ -624,10 +634,14 @@ class _Runner:
         untouched = (1 - s.experts_per_token / s.experts) ** tokens
         return s.experts * (1 - untouched)
 
-    def forward(self, seqs: Num, q_len: int, ctx: Num) -> _Phase:
+    def forward(self, seqs: Num, q_len: int, ctx: Num, rows: Num | None = None) -> _Phase:
         """The whole model for ``seqs`` sequences of ``q_len`` new tokens at context ``ctx``:
-        the pipeline stages run one after the other for one batch."""
-        tokens = seqs * q_len
+        the pipeline stages run one after the other for one batch. ``rows``: the sequences
+        the GEMMs, experts and LM head run for when a padded CUDA graph adds dummy ones
+        (their attention, over a token or two, is left out)."""
+        if rows is None:
+            rows = seqs
+        tokens = rows * q_len
         s = self.s
         touched = self.experts_touched(tokens)
         layers = math.ceil(s.layers / self.cfg.pp) * self.cfg.pp
@@ -640,7 +654,7 @@ class _Runner:
                                   moe=moe, window=window)
 
             body = body + self._scaled(layers * share, one)
-        total = body + self.head(seqs)
+        total = body + self.head(rows)
         if self.cfg.pp > 1:
             act = tokens * self.s.hidden * self.act_bytes
             p2p = (self.cfg.pp - 1) * collective_time(Collective.P2P, act, self.pp_group,
@@ -685,7 +699,7 @@ class _Runner:
         (an MTP module or an EAGLE head)."""
         k = self.cfg.speculative_tokens
         position = max(1, round(ctx))
-        step = self.forward(seqs, k + 1, position + k) + _Phase(
+        step = self.forward(seqs, k + 1, position + k, self.graph_rows(seqs)) + _Phase(
             overhead=self.eff.decode_step_overhead_s)
         self._add("overhead", self.eff.decode_step_overhead_s)
         if k:
@@ -700,6 +714,16 @@ class _Runner:
             self._add("host", host)
             step = step + _Phase(host=host)
         return step
+
+    def graph_rows(self, seqs: Num) -> Num:
+        """The sequences a decode step of ``seqs`` runs for: the smallest captured CUDA-graph
+        batch size that holds them when the engine pads (``cuda_graph_batch_sizes``), else
+        ``seqs`` (none given, or more than the largest: an eager step)."""
+        if not self.cfg.cuda_graph_batch_sizes:
+            return seqs
+        sizes = np.sort(np.asarray(self.cfg.cuda_graph_batch_sizes, dtype=float))
+        at = np.searchsorted(sizes, seqs, side="left")
+        return np.where(at < sizes.size, sizes[np.minimum(at, sizes.size - 1)], seqs)
 
     @property
     def tokens_per_step(self) -> float:
@@ -1072,6 +1096,10 @@ def estimate_inference(
         "max_prefill_tokens_per_pass": cfg.max_num_tokens,
         "max_batch_size": cfg.max_batch_size or None,
         "executor": cfg.executor,
+        "cuda_graph_padding": {
+            "batch_sizes": sorted(cfg.cuda_graph_batch_sizes),
+            "decode_rows": int(runner.graph_rows(int(core.batch)))}
+        if cfg.cuda_graph_batch_sizes else None,
         "window_kv_cache": cfg.window_kv_cache if shape.windowed_layers else None,
         "moe_comm": cfg.moe_comm if shape.is_moe and cfg.ep > cfg.tp else None,
         "num_requests": cfg.num_requests or None,

@@ -64,6 +64,9 @@ def load_inference_points(path: Path = INFERENCE_FILE) -> tuple[TrainingPoint, .
         src = sources.get(entry.get("source"))
         if src is None:
             raise GpuarchError(f"{path.name}: point {entry.get('id')!r}: unknown source")
+        # engine settings a source's runs share (its benchmark options), unless a point
+        # says otherwise
+        entry = {**src.get("engine", {}), **entry}
         points.append(TrainingPoint(entry["id"], src["id"], src["title"], src["url"],
                                     entry.get("where", ""), entry))
     return tuple(points)
@@ -132,7 +135,8 @@ def point_config(point: TrainingPoint, gpus_per_node: int) -> InferenceConfig:
         window_kv_cache=str(point.get("window_kv_cache", WINDOW_KV_CACHES[0])),
         moe_comm=str(point.get("moe_comm", MOE_COMMS[0])),
         num_requests=int(point.get("num_requests") or 0),
-        fp8_context_attention=bool(point.get("fp8_context_attention", False)))
+        fp8_context_attention=bool(point.get("fp8_context_attention", False)),
+        cuda_graph_batch_sizes=tuple(int(b) for b in point.get("cuda_graph_batch_sizes", ())))
 
 
 def compare_point(catalog: Catalog, point: TrainingPoint, efficiency: Efficiency
