@@ -175,7 +175,7 @@ _FORMS: dict[str, tuple[str, list[tuple[str, str]]]] = {
         ("max_batch_size", ""), ("executor", "python"), ("window_kv_cache", "ring"),
         ("moe_comm", "alltoall"), ("num_requests", ""), ("cached_prefix", ""),
         ("prefill_gpus", ""), ("prefill_tp", ""),
-        ("fp8_context_attention", "")]),
+        ("fp8_context_attention", ""), ("cuda_graph_batch_sizes", "")]),
     "advise/train": ("Training advice", [
         ("model", "llama-3.1-8b"), ("tokens", "1T"), ("gpu", "h100,h200,b200"),
         ("max_gpus", "256"), ("objective", "time"), ("deadline_days", "")]),
