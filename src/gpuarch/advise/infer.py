@@ -43,7 +43,7 @@ from gpuarch.estimate.inference import (
 )
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.perf.quant import QuantFormat, QuantScheme, gemm_peak
-from gpuarch.units import Unit, from_si
+from gpuarch.units import Unit, from_si, to_si
 from gpuarch.validation.bands import bands_by_architecture
 from gpuarch.workloads.params import count_params
 from gpuarch.workloads.shape import TransformerShape
@@ -493,11 +493,10 @@ def _disaggregated(catalog: Catalog, shape: TransformerShape, where: _Candidate,
                    pools: _Pools, n_curve: int,
                    efficiency: Efficiency) -> InferenceOption | None:
     """The disaggregated deployment of ``decode`` units fed by replicas of the prefill pool
-    ``pools.curves[n_curve]``: as
-    many decode units as the load needs (one, flat out, without a load), and the fewest
-    prefill replicas that carry its prompts within the TTFT cap (``size_prefill``); None
-    when none do or a constraint fails. The numbers are ``estimate_disaggregated``'s for
-    the same pools and load."""
+    ``pools.curves[n_curve]``: as many decode units as the load needs (one, flat out,
+    without a load), and the fewest prefill replicas that carry its prompts within the TTFT
+    cap (``size_prefill``); None when none do or a constraint fails. The numbers are
+    ``estimate_disaggregated``'s for the same pools and load."""
     curve = pools.curves[n_curve]
     out = search.output_len
     per_unit = decode.width * decode.batch / ((out - 1) * decode.step_s)  # requests/s
@@ -530,7 +529,7 @@ def _disaggregated(catalog: Catalog, shape: TransformerShape, where: _Candidate,
                 transfers[key] = None  # across nodes without a network
         return transfers[key]
 
-    cap = search.ttft_ms / 1e3 if search.ttft_ms is not None else None
+    cap = to_si(search.ttft_ms, Unit.MS) if search.ttft_ms is not None else None
     key = (n_curve, load, room, decode_gpus)  # under a rate, the same for every batch
     if key not in pools.sizings:
         pools.sizings[key] = size_prefill(curve, load, max_replicas=room, ttft_cap_s=cap,
