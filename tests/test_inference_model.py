@@ -943,6 +943,8 @@ def test_a_sources_engine_settings_reach_its_points(capsys: pytest.CaptureFixtur
     doc = json.loads(capsys.readouterr().out)
     assert doc["assumptions"]["cuda_graph_padding"] == {"batch_sizes": [128, 256, 512],
                                                         "decode_rows": 512}
+    assert main([*argv, "--cuda-graph-batch-sizes", "128,256,512"]) == 0
+    assert "a padded CUDA graph of 512 sequences" in capsys.readouterr().out
     with pytest.raises(SystemExit) as exc:
         main([*argv, "--cuda-graph-batch-sizes", "1,0"])
     assert exc.value.code == 2

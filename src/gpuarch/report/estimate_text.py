@@ -168,7 +168,10 @@ def render_inference(e: InferenceEstimate, band: Band | None = None) -> str:
         f"  TTFT          {fmt(from_si(e.ttft_s, Unit.MS))} ms   "
         f"(prefill: {e.bottleneck['prefill']}-bound)",
         f"  TPOT          {fmt(from_si(e.tpot_s, Unit.MS))} ms   "
-        f"(decode: {e.bottleneck['decode']}-bound)",
+        f"(decode: {e.bottleneck['decode']}-bound"
+        + (f"; a padded CUDA graph of {a['cuda_graph_padding']['decode_rows']} sequences"
+           if a.get("cuda_graph_padding")
+           and a["cuda_graph_padding"]["decode_rows"] != e.batch else "") + ")",
         f"  request       {fmt(e.request_latency_s)} s",
         f"  throughput    {fmt(e.output_tokens_per_s)} output tokens/s, "
         f"{fmt(e.output_tokens_per_s / e.gpus)} per GPU",
