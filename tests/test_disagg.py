@@ -98,3 +98,52 @@ def test_cli(capsys: pytest.CaptureFixture[str]) -> None:
     status, out, err = run(capsys, *base, "--prefill-gpus", "4", "--batch", "8",
                            "--batching", "continuous", "--num-requests", "100")
     assert status == 2 and "--prefill-gpus and --num-requests" in err
+
+
+def test_prefill_on_another_gpu_type() -> None:
+    """Prefill on H100, decode on H200: the prefill pool's capacity is the all-H100
+    deployment's, the decode pool's the all-H200 one's, and the KV cache crosses the
+    network at the slower system's rate (DGX H100 and DGX H200 both have 400 Gb/s per GPU:
+    the same time as an all-H100 hand-off across nodes). A GPU without a network in its
+    reference system is refused, naming the flag."""
+    h200 = CATALOG.product("h200")
+    dgx200 = CATALOG.system_for(h200)
+    mixed = estimate_disaggregated(
+        CATALOG, SHAPE, h200, DECODE, PrefillPool(gpus=4, tp=2, product=H100, system=DGX),
+        system=dgx200, rate=3.0)
+    all_h100 = estimate_disaggregated(CATALOG, SHAPE, H100, DECODE,
+                                      PrefillPool(gpus=4, tp=2), system=DGX, rate=3.0)
+    all_h200 = estimate_disaggregated(CATALOG, SHAPE, h200, DECODE,
+                                      PrefillPool(gpus=4, tp=2), system=dgx200, rate=3.0)
+    assert mixed.prefill_capacity_per_s == pytest.approx(all_h100.prefill_capacity_per_s)
+    assert mixed.decode_capacity_per_s == pytest.approx(all_h200.decode_capacity_per_s)
+    assert mixed.tpot_s == pytest.approx(all_h200.tpot_s)
+    assert mixed.prefill_memory == all_h100.prefill_memory
+    assert mixed.assumptions["prefill"]["gpu"] == H100.name and mixed.gpu == h200.name
+    across = _disagg(8, rate=3.0)  # all H100, the pools on two nodes
+    assert mixed.kv_link == across.kv_link == "network"
+    assert mixed.kv_transfer_s == pytest.approx(across.kv_transfer_s)
+    l40s = CATALOG.product("l40s")
+    with pytest.raises(GpuarchError, match=r"--prefill-gpu: .* no scale-out network"):
+        estimate_disaggregated(CATALOG, SHAPE, h200, DECODE,
+                               PrefillPool(gpus=8, tp=4, product=l40s,
+                                           system=CATALOG.system_for(l40s)),
+                               system=dgx200, rate=0.5)
+
+
+def test_cli_prefill_gpu(capsys: pytest.CaptureFixture[str]) -> None:
+    base = ["estimate", "infer", "--model", "llama-3.1-70b", "--gpu", "h200", "--tp", "4",
+            "--gpus", "4", "--weight-precision", "fp8", "--input-len", "2048",
+            "--output-len", "256", "--rate", "3"]
+    status, out, _ = run(capsys, *base, "--prefill-gpus", "4", "--prefill-tp", "2",
+                         "--prefill-gpu", "h100")
+    assert status == 0
+    assert "4 x H100 SXM5 80GB (prefill) + 4 x H200 SXM 141GB (decode)" in out
+    assert "over network" in out
+    status, out, _ = run(capsys, *base, "--prefill-gpus", "4", "--prefill-gpu", "h100",
+                         "--json")
+    assert json.loads(out)["disaggregated"]["prefill_gpu"] == "H100 SXM5 80GB"
+    status, _, err = run(capsys, *base, "--prefill-gpus", "4", "--prefill-gpu", "h10")
+    assert status == 2 and "--prefill-gpu: unknown GPU 'h10'; did you mean 'h100'" in err
+    status, _, err = run(capsys, *base, "--prefill-gpu", "h100")
+    assert status == 2 and "--prefill-tp/--prefill-ep/--prefill-gpu" in err

@@ -263,8 +263,18 @@ def _disaggregated(args: argparse.Namespace, catalog: Any, shape: TransformerSha
     if args.batching is Batching.STATIC:
         raise GpuarchError("--prefill-gpus: decode workers batch continuously (requests "
                            "arrive from the prefill pool); drop --batching static")
+    prefill_product = prefill_system = None
+    if args.prefill_gpu:
+        try:
+            prefill_product = catalog.product(args.prefill_gpu)
+        except GpuarchError as exc:
+            raise GpuarchError(f"--prefill-gpu: {exc}") from None
+        prefill_system = catalog.system_for(prefill_product)
+        if prefill_product.key != product.key and system is None:
+            system = catalog.system_for(product)  # the decode end's network
     pool = PrefillPool(gpus=args.prefill_gpus, tp=args.prefill_tp or args.tp,
-                       ep=args.prefill_ep or 1)
+                       ep=args.prefill_ep or 1, product=prefill_product,
+                       system=prefill_system)
     est = estimate_disaggregated(catalog, shape, product, cfg, pool, rate=args.rate,
                                  system=system, efficiency=eff)
     if args.json:
@@ -280,9 +290,9 @@ def _check_load_flags(args: argparse.Namespace) -> None:
     """--batch or --rate, one of them; --rate means a steady stream: continuous batching."""
     from gpuarch.estimate.inference import Batching
 
-    if args.prefill_gpus is None and (args.prefill_tp or args.prefill_ep):
-        raise GpuarchError("--prefill-tp/--prefill-ep: they shape the prefill pool of "
-                           "--prefill-gpus, which is not given")
+    if args.prefill_gpus is None and (args.prefill_tp or args.prefill_ep or args.prefill_gpu):
+        raise GpuarchError("--prefill-tp/--prefill-ep/--prefill-gpu: they shape the prefill "
+                           "pool of --prefill-gpus, which is not given")
     if (args.batch == NO_BATCH) == (args.rate is None):
         raise GpuarchError("--batch or --rate: give one of them (sequences decoded "
                            "together, or requests per second arriving)")
@@ -534,6 +544,10 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                    help="tensor parallelism of a prefill replica (default: --tp)")
     p.add_argument("--prefill-ep", type=at_least_one("--prefill-ep"), metavar="E",
                    help="expert parallelism of a prefill replica (MoE; default 1)")
+    p.add_argument("--prefill-gpu", metavar="NAME",
+                   help="the prefill pool's GPU where it differs from --gpu (e.g. prefill "
+                        "on H100, decode on H200): the KV cache then crosses the network "
+                        "between the two GPUs' reference systems")
     p.add_argument("--rate", type=positive_number("--rate"), metavar="R",
                    help="requests per second arriving at the whole deployment (this or "
                         "--batch): continuous batching at the batch that load settles at, "

@@ -80,11 +80,15 @@ def best_pass(load: float, sizes: Sequence[float], pass_s: Sequence[float],
 
 @dataclass(frozen=True)
 class PrefillPool:
-    """The prefill workers: ``gpus`` in all, each replica ``tp`` x ``ep`` of them."""
+    """The prefill workers: ``gpus`` in all, each replica ``tp`` x ``ep`` of them, on
+    ``product`` in ``system`` where they differ from the decode pool's GPU (prefill on one
+    GPU type, decode on another: the KV cache then crosses the network)."""
 
     gpus: int
     tp: int = 1
     ep: int = 1
+    product: Product | None = None
+    system: System | None = None
 
     @property
     def replica_gpus(self) -> int:
@@ -106,7 +110,7 @@ class DisaggEstimate:
     """A disaggregated deployment at its steady state (SI inside; ``as_json`` for output)."""
 
     model: str
-    gpu: str
+    gpu: str  # the decode pool's
     prefill_gpus: int
     decode_gpus: int
     batch: int  # sequences each decode replica holds
@@ -127,6 +131,7 @@ class DisaggEstimate:
     prefill_memory: dict[str, float]  # bytes per prefill GPU
     gpu_memory_bytes: float
     assumptions: dict[str, Any] = field(default_factory=dict)
+    prefill_gpu: str = ""  # the prefill pool's, where another type ("": the same)
 
     @property
     def gpus(self) -> int:
@@ -150,6 +155,7 @@ class DisaggEstimate:
             "bottleneck": {"deployment": self.bottleneck},
             "disaggregated": {
                 "prefill_gpus": self.prefill_gpus, "decode_gpus": self.decode_gpus,
+                "prefill_gpu": self.prefill_gpu or self.gpu,
                 "requests_per_s": self.requests_per_s,
                 "prefill_capacity_per_s": self.prefill_capacity_per_s,
                 "decode_capacity_per_s": self.decode_capacity_per_s,
@@ -168,6 +174,20 @@ def kv_transfer(catalog: Catalog, shape: TransformerShape, product: Product,
     """(seconds, bytes each prefill GPU sends, link) to move one prompt's KV cache."""
     sent = kv_bytes_per_sequence(shape, cfg.quant.kv_cache.bytes, cfg.input_len, pool.tp,
                                  cfg.window_kv_cache)
+    if pool.product is not None and pool.product.key != product.key:
+        # two GPU types sit in two systems: the network, at the slower end's rate
+        ends = [(pool.product, pool.system), (product, system)]
+        networks = [link_for(p, s, None, required=False)[1] for p, s in ends]
+        for (p, s), network in zip(ends, networks, strict=True):
+            if network is None:
+                raise GpuarchError(
+                    f"--prefill-gpu: prefill on {pool.product.name} and decode on "
+                    f"{product.name} hand the KV cache over the network, and the catalog "
+                    f"gives {s.name if s else p.name} no scale-out network")
+        slower = min((n for n in networks if n is not None), key=lambda n: n.bandwidth)
+        group = Group(2, 1, slower, slower)
+        return float(collective_time(Collective.P2P, sent, group, eff)), sent, \
+            slower.fabric.value
     total = pool.gpus + cfg.gpus
     domain = system.nvlink_domain_gpus if system is not None else None
     together = total <= cfg.gpus_per_node or bool(domain and total <= domain)
@@ -196,8 +216,12 @@ def estimate_disaggregated(catalog: Catalog, shape: TransformerShape, product: P
                            "token on; give at least 2")
     decode = replace(cfg, batching=Batching.CONTINUOUS, num_requests=0)
     decode.validate(shape)
+    prefill_product = pool.product or product
+    prefill_system = pool.system if pool.product is not None else system
     prefill = replace(decode, gpus=pool.gpus, tp=pool.tp, pp=1, ep=pool.ep, batch=None,
-                      max_batch_size=0, speculative_tokens=0, acceptance_length=0.0)
+                      max_batch_size=0, speculative_tokens=0, acceptance_length=0.0,
+                      gpus_per_node=prefill_system.gpus_per_node if prefill_system
+                      else decode.gpus_per_node)
     try:
         prefill.validate(shape)
     except GpuarchError as exc:  # name the prefill pool's own flags
@@ -205,13 +229,13 @@ def estimate_disaggregated(catalog: Catalog, shape: TransformerShape, product: P
 
     # prefill: passes of 1 .. per_pass prompts; a pass of k prompts serves k requests
     per_pass = max(1, cfg.max_num_tokens // cfg.new_prompt_tokens)
-    held = max_batch_that_fits(shape, prefill, product)
+    held = max_batch_that_fits(shape, prefill, prefill_product)
     if held < 1:
         raise GpuarchError(f"--prefill-gpus: {shape.name} does not fit a prefill replica of "
-                           f"{pool.replica_gpus} x {product.name}")
+                           f"{pool.replica_gpus} x {prefill_product.name}")
     sizes = np.arange(1, min(per_pass, held) + 1)
-    pass_s = np.asarray(evaluate_inference(catalog, shape, product, prefill, sizes,
-                                           system=system, efficiency=efficiency
+    pass_s = np.asarray(evaluate_inference(catalog, shape, prefill_product, prefill, sizes,
+                                           system=prefill_system, efficiency=efficiency
                                            ).prefill.total, dtype=float)
     prefill_rate = prefill.replicas * sizes / pass_s  # requests/s at each pass size
     prefill_capacity = float(prefill_rate.max())
@@ -262,7 +286,7 @@ def estimate_disaggregated(catalog: Catalog, shape: TransformerShape, product: P
     ttft = service + wait + transfer
     step = float(tpot[b])
     memory = memory_per_gpu(shape, decode, b + 1, product)
-    prefill_memory = memory_per_gpu(shape, prefill, int(sizes[k]), product)
+    prefill_memory = memory_per_gpu(shape, prefill, int(sizes[k]), prefill_product)
     return DisaggEstimate(
         model=shape.name, gpu=product.name, prefill_gpus=pool.gpus, decode_gpus=cfg.gpus,
         batch=b + 1, max_batch=limit, ttft_s=ttft, tpot_s=step,
@@ -272,16 +296,19 @@ def estimate_disaggregated(catalog: Catalog, shape: TransformerShape, product: P
         prefill_utilization=load / prefill_capacity, bottleneck=bottleneck,
         kv_transfer_s=transfer, kv_transfer_bytes_per_gpu=sent, kv_link=link,
         memory=memory, prefill_memory=prefill_memory, gpu_memory_bytes=product.memory_bytes,
+        prefill_gpu=prefill_product.name if prefill_product.key != product.key else "",
         assumptions={
             "formats": {"weights": cfg.quant.weights.value,
                         "activations": cfg.quant.activations.value,
                         "kv_cache": cfg.quant.kv_cache.value},
-            "prefill": {"gpus": pool.gpus, "tp": pool.tp, "ep": pool.ep,
+            "prefill": {"gpu": prefill_product.name, "gpus": pool.gpus, "tp": pool.tp,
+                        "ep": pool.ep,
                         "replicas": prefill.replicas, "prompts_per_pass": int(sizes[k]),
                         "pass_s": service, "busy": rho, "wait_s": wait},
             "decode": {"gpus": cfg.gpus, "tp": cfg.tp, "pp": cfg.pp, "ep": cfg.ep,
                        "replicas": decode.replicas},
             "rate_given": rate is not None,
+            "prefill_gpu_memory_bytes": prefill_product.memory_bytes,
             "reserve_fraction": RESERVE_FRACTION if not cfg.kv_cache_fraction else None,
             "model": "estimate.disagg: the aggregated model's operators per pool; "
                      "unvalidated (no published disaggregated measurements in the data)",

@@ -92,8 +92,10 @@ def render_disaggregated(e: DisaggEstimate) -> str:
     a = e.assumptions
     pre, dec, f = a["prefill"], a["decode"], a["formats"]
     load = "at the rate given" if a["rate_given"] else "flat out"
+    where = (f"{e.gpus} x {e.gpu}" if pre["gpu"] == e.gpu else
+             f"{e.prefill_gpus} x {pre['gpu']} (prefill) + {e.decode_gpus} x {e.gpu} (decode)")
     return "\n".join([
-        f"{e.model} on {e.gpus} x {e.gpu}, disaggregated: {e.prefill_gpus} prefill GPUs "
+        f"{e.model} on {where}, disaggregated: {e.prefill_gpus} prefill GPUs "
         f"({pre['replicas']} replica(s) of TP{pre['tp']}"
         + (f" EP{pre['ep']}" if pre["ep"] > 1 else "") + f"), {e.decode_gpus} decode GPUs "
         f"({dec['replicas']} replica(s) of TP{dec['tp']}"
@@ -118,7 +120,8 @@ def render_disaggregated(e: DisaggEstimate) -> str:
         "",
         f"  memory/GPU    decode {_gib(sum(e.memory.values()))} GiB of "
         f"{_gib(e.gpu_memory_bytes)} GiB (KV cache {_gib(e.memory['kv_cache'])}; largest "
-        f"batch that fits: {e.max_batch}), prefill {_gib(sum(e.prefill_memory.values()))} GiB",
+        f"batch that fits: {e.max_batch}), prefill {_gib(sum(e.prefill_memory.values()))} GiB"
+        + (f" of {_gib(a['prefill_gpu_memory_bytes'])} GiB" if pre["gpu"] != e.gpu else ""),
         "",
         "  Not validated: the published measurements gpuarch checks against are aggregated "
         "serving, so no error band.",
