@@ -14,6 +14,7 @@ from gpuarch.advise import load_prices
 from gpuarch.advise.infer import _SCHEMES, InferenceSearch, advise_inference
 from gpuarch.advise.prefill_pools import prefill_curves, size_prefill
 from gpuarch.catalog import load_catalog
+from gpuarch.errors import GpuarchError
 from gpuarch.estimate.disagg import PrefillPool, best_pass, estimate_disaggregated
 from gpuarch.estimate.inference import MAX_PREFILL_LOAD, Batching, InferenceConfig
 from gpuarch.perf import DEFAULT_EFFICIENCY
@@ -150,3 +151,47 @@ def test_cli_lists_the_prefill_pool(capsys: pytest.CaptureFixture[str]) -> None:
     assert all(set(p) >= {"gpus", "replicas", "tp", "ep", "busy", "kv_link"} for p in pools)
     status, out, _ = run(capsys, "advise", "infer", "--gpu", "h100", "--json")
     assert all(o["prefill"] is None for o in json.loads(out)["top"])
+    status, out, _ = run(capsys, "advise", "infer", "--gpu", "h200", "--rate", "10",
+                         "--max-gpus", "16", "--disaggregated", "--prefill-gpu", "h100",
+                         "--json")
+    pools = [o["prefill"] for o in json.loads(out)["top"] if o["prefill"]]
+    assert status == 0 and pools and all(p["gpu"] == "h100-sxm5-80gb" for p in pools)
+    status, out, err = run(capsys, "advise", "infer", "--prefill-gpu", "h100")
+    assert status == 2 and "add --disaggregated" in err and out == ""
+
+
+def test_prefill_pools_on_another_gpu_type() -> None:
+    """``--prefill-gpu h100`` with B200 decode: each listed option's TTFT and hand-off are
+    ``estimate_disaggregated``'s with the prefill pool on H100 (over the network), its
+    hourly price is each pool's GPUs at their own price, and no format the H100 lacks
+    natively (NVFP4) is prefilled there."""
+    from gpuarch.advise.infer import _SCHEMES as schemes
+
+    b200 = CATALOG.product("b200")
+    prices = load_prices()
+    search = _search(gpus=("b200",), prefill_gpus=("h100-sxm5-80gb",), rate=10.0,
+                     ttft_ms=2000.0, max_gpus=16)
+    adv = advise_inference(CATALOG, SHAPE, search, prices)
+    seen = [o for o in (*adv.top, *adv.pareto) if o.prefill is not None]
+    assert seen and all(o.prefill.gpu == "h100-sxm5-80gb" for o in seen)
+    assert all(o.scheme != "fp4" for o in seen)
+    for o in seen:
+        p = o.prefill
+        cfg = InferenceConfig(input_len=2048, output_len=256, batch=None,
+                              gpus=o.replicas * max(o.tp * o.pp, o.ep), tp=o.tp, pp=o.pp,
+                              ep=o.ep, quant=dict(schemes)[o.scheme],
+                              batching=Batching.CONTINUOUS,
+                              gpus_per_node=CATALOG.system_for(b200).gpus_per_node)
+        est = estimate_disaggregated(
+            CATALOG, SHAPE, b200, cfg,
+            PrefillPool(p.gpus, p.tp, p.ep, product=H100, system=DGX), rate=10.0,
+            system=CATALOG.system_for(b200))
+        assert o.ttft_ms == pytest.approx(est.ttft_s * 1e3, rel=1e-9)
+        assert p.kv_link == est.kv_link == "network"
+        decode_gpus = o.gpus - p.gpus
+        assert o.usd_per_hour == pytest.approx(
+            decode_gpus * prices.price("b200") + p.gpus * prices.price("h100-sxm5-80gb"))
+        assert o.reason and "H100 SXM5 80GB prefill GPUs" in o.reason
+    with pytest.raises(GpuarchError, match=r"--prefill-gpu: .* add --disaggregated"):
+        advise_inference(CATALOG, SHAPE, _search(disaggregated=False,
+                                                 prefill_gpus=("h100-sxm5-80gb",)), prices)

@@ -96,6 +96,8 @@ class InferenceSearch:
     cached_prefix: int = 0  # InferenceConfig.cached_prefix
     # also search disaggregated deployments: a prefill pool beside each decode pool
     disaggregated: bool = False
+    # with disaggregated: the prefill pools' GPUs (catalog keys; default: the decode GPU's)
+    prefill_gpus: tuple[str, ...] = ()
     cuda_graph_batch_sizes: tuple[int, ...] = ()  # InferenceConfig.cuda_graph_batch_sizes
     # the formats the model's checkpoint declares (a config.json's quantization_config),
     # searched as one more scheme, with its routed experts' weights where they differ
@@ -109,6 +111,9 @@ class InferenceSearch:
         check_choice("--executor", self.executor, EXECUTORS)
         check_choice("--window-kv-cache", self.window_kv_cache, WINDOW_KV_CACHES)
         check_choice("--moe-comm", self.moe_comm, MOE_COMMS)
+        if self.prefill_gpus and not self.disaggregated:
+            raise GpuarchError("--prefill-gpu: it sets the prefill pools of disaggregated "
+                               "deployments; add --disaggregated")
         if any(not isinstance(b, int) or b < 1 for b in self.cuda_graph_batch_sizes):
             raise GpuarchError(f"--cuda-graph-batch-sizes: expected batch sizes >= 1, got "
                                f"{self.cuda_graph_batch_sizes}")
@@ -141,12 +146,15 @@ class PrefillPlan:
     prompts_per_pass: int
     kv_transfer_ms: float
     kv_link: str
+    gpu: str = ""  # the prefill GPU's key where it differs from the decode GPU's
+    gpu_name: str = ""
+    usd_per_gpu_hour: float | None = None  # where it differs
 
     @property
     def label(self) -> str:
-        """'2x TP4', '1x EP8'."""
+        """'2x TP4', '1x EP8', '2x TP4 h100-sxm5-80gb' on another GPU type."""
         split = f"EP{self.ep}" if self.ep > 1 else f"TP{self.tp}"
-        return f"{self.replicas}x {split}"
+        return f"{self.replicas}x {split}" + (f" {self.gpu}" if self.gpu else "")
 
 
 @dataclass(frozen=True)
@@ -288,6 +296,9 @@ def advise_inference(
     active = count_params(shape).active(shape)
     schemes = _SCHEMES + (((CHECKPOINT_SCHEME, search.checkpoint_quant),)
                           if search.checkpoint_quant is not None else ())
+    # disaggregated on other GPU types: the prefill GPUs (none: each decode GPU's own)
+    prefill_candidates = candidate_gpus(catalog, search.prefill_gpus, search.tiers) \
+        if search.prefill_gpus else []
     for n, (product, system) in enumerate(candidates, 1):
         if progress:
             progress(n, len(candidates), product.name)
@@ -308,9 +319,9 @@ def advise_inference(
                    if shape.is_moe and ep <= gpn and ep <= search.max_gpus
                    and shape.experts % ep == 0]
         peak_scheme: dict[str, float] = {}
-        # disaggregated: the prefill pools per format, with the hand-offs and sizings met
-        pools: dict[str, _Pools] = {}
-        prefill_splits = [(tp, ep) for tp, pp, ep in groups if pp == 1]
+        # disaggregated: the prefill pools per format and prefill GPU, with the hand-offs
+        # and sizings met
+        pools: dict[tuple[str, str], _Pools] = {}
         for label, scheme in schemes:
             if label != CHECKPOINT_SCHEME and not _native(product, scheme):
                 continue
@@ -350,9 +361,14 @@ def advise_inference(
                                    2 * active / peak_scheme[label])
                 limiters = core.decode_limiter()
                 width = cfg.replicas  # attention replicas in the unit (1 unless EP > TP)
-                if search.disaggregated and label not in pools:
-                    pools[label] = _Pools(prefill_curves(catalog, shape, product, cfg,
-                                                         prefill_splits, system, efficiency))
+                if search.disaggregated:
+                    for prefill_product, prefill_system in prefill_candidates or [
+                            (product, system)]:
+                        key = (label, prefill_product.key)
+                        if key not in pools:
+                            pools[key] = _prefill_pools(
+                                catalog, shape, search, cfg, where, prefill_product,
+                                prefill_system, prices, efficiency)
                 for i, batch in enumerate(batches):
                     point = _Point(
                         fits=bool(core.memory_total[i] <= product.memory_bytes),
@@ -367,13 +383,14 @@ def advise_inference(
                     if search.disaggregated and point.fits and search.output_len > 1:
                         decode = _DecodeUnit((tp, pp, ep), int(batch), width,
                                              float(core.step.total[i]), point)
-                        for n_curve in range(len(pools[label].curves)):
-                            option = _disaggregated(catalog, shape, where, search, cfg,
-                                                    decode, pools[label], n_curve,
-                                                    efficiency)
-                            evaluated += 1
-                            if option is not None:
-                                rows.append(option)
+                        for key in [k for k in pools if k[0] == label]:
+                            for n_curve in range(len(pools[key].curves)):
+                                option = _disaggregated(catalog, shape, where, search, cfg,
+                                                        decode, pools[key], n_curve,
+                                                        efficiency)
+                                evaluated += 1
+                                if option is not None:
+                                    rows.append(option)
     assumptions = {"prices": prices.describe(), "node_overhead": NODE_OVERHEAD, "pue": PUE,
                    "batching": "continuous (in-flight), steady state",
                    "executor": search.executor,
@@ -464,11 +481,40 @@ class _Pools:
     """The prefill pools of one GPU and format, and the KV hand-offs (by prefill GPUs, TP
     and decode GPUs) and sizings (by pool, load, GPUs left, decode GPUs) worked out so far."""
 
+    where: _Candidate  # the prefill GPU, its price and formats
     curves: list[PrefillCurve]
     transfers: dict[tuple[int, int, int], tuple[float, str] | None] = field(
         default_factory=dict)
     sizings: dict[tuple[int, float, int, int], PrefillSizing | None] = field(
         default_factory=dict)
+
+
+def _prefill_pools(catalog: Catalog, shape: TransformerShape, search: InferenceSearch,
+                   cfg: InferenceConfig, where: _Candidate, product: Product,
+                   system: System | None, prices: PriceBook,
+                   efficiency: Efficiency) -> _Pools:
+    """The prefill pools on ``product`` for decode pools searched at ``where`` (its formats):
+    TP 1-8 within ``product``'s node, and EP 2-8 for an MoE model. None (no curves) where the
+    GPU lacks the formats natively or, ranking by cost, has no price."""
+    if product.key == where.product.key:
+        pool_where = where
+    else:
+        price = prices.price(product.key)
+        if (where.label != CHECKPOINT_SCHEME and not _native(product, where.scheme)) or (
+                price is None and search.objective is Objective.COST):
+            return _Pools(where, [])
+        active = count_params(shape).active(shape)
+        pool_where = replace(where, product=product, system=system, price=price,
+                             seconds_per_token_at_peak=2 * active / gemm_peak(
+                                 product, where.scheme).peak.flops)
+    gpn = system.gpus_per_node if system else 8
+    splits = [(tp, 1) for tp in (1, 2, 4, 8)
+              if tp <= gpn and tp <= search.max_gpus and shape.heads % tp == 0]
+    splits += [(1, ep) for ep in (2, 4, 8) if shape.is_moe and ep <= gpn
+               and ep <= search.max_gpus and shape.experts % ep == 0]
+    curves = prefill_curves(catalog, shape, product, replace(cfg, gpus_per_node=gpn), splits,
+                            system, efficiency)
+    return _Pools(pool_where, curves)
 
 
 @dataclass(frozen=True)
@@ -498,6 +544,7 @@ def _disaggregated(catalog: Catalog, shape: TransformerShape, where: _Candidate,
     cap (``size_prefill``); None when none do or a constraint fails. The numbers are
     ``estimate_disaggregated``'s for the same pools and load."""
     curve = pools.curves[n_curve]
+    other = pools.where.product.key != where.product.key  # prefill on another GPU type
     out = search.output_len
     per_unit = decode.width * decode.batch / ((out - 1) * decode.step_s)  # requests/s
     if search.rate is not None:
@@ -522,8 +569,10 @@ def _disaggregated(catalog: Catalog, shape: TransformerShape, where: _Candidate,
             try:
                 seconds, _, link = kv_transfer(
                     catalog, shape, where.product, replace(cfg, gpus=decode_gpus),
-                    PrefillPool(replicas * curve.unit, curve.tp, curve.ep), where.system,
-                    efficiency)
+                    PrefillPool(replicas * curve.unit, curve.tp, curve.ep,
+                                product=pools.where.product if other else None,
+                                system=pools.where.system if other else None),
+                    where.system, efficiency)
                 transfers[key] = (seconds, link)
             except GpuarchError:
                 transfers[key] = None  # across nodes without a network
@@ -546,17 +595,23 @@ def _disaggregated(catalog: Catalog, shape: TransformerShape, where: _Candidate,
                        tp=curve.tp, ep=curve.ep, busy=sized.busy,
                        prompts_per_pass=sized.prompts_per_pass,
                        kv_transfer_ms=from_si(sized.kv_transfer_s, Unit.MS),
-                       kv_link=sized.kv_link)
+                       kv_link=sized.kv_link,
+                       gpu=pools.where.product.key if other else "",
+                       gpu_name=pools.where.product.name if other else "",
+                       usd_per_gpu_hour=pools.where.price if other else None)
     return _deployment(where, search, decode.split, decode.batch, est,
-                       decode_gpus + plan.gpus, units, load * out, plan)
+                       decode_gpus + plan.gpus, units, load * out, plan, pools.where)
 
 
 def _deployment(where: _Candidate, search: InferenceSearch, split: tuple[int, int, int],
                 batch: int, est: _Point, gpus: int, replicas: int, tps: float,
-                prefill: PrefillPlan | None = None) -> InferenceOption | None:
+                prefill: PrefillPlan | None = None,
+                prefill_where: _Candidate | None = None) -> InferenceOption | None:
     """The option for ``gpus`` in all delivering ``tps`` output tokens/s with ``est``'s
-    latencies, or None when it misses a constraint."""
-    product, price = where.product, where.price
+    latencies, or None when it misses a constraint. A disaggregated deployment's two pools
+    (``prefill`` on ``prefill_where``'s GPU) are priced and powered each on its own GPU;
+    each pool's utilisation counts the tokens it processes (prompts, outputs)."""
+    product = where.product
     tp, pp, ep = split
     if gpus > search.max_gpus:
         return None
@@ -566,22 +621,35 @@ def _deployment(where: _Candidate, search: InferenceSearch, split: tuple[int, in
         return None
     if search.min_throughput is not None and tps < search.min_throughput:
         return None
-    per_hour = gpus * price if price is not None else None
+    # (GPU, price, GPUs, tokens/s processed, seconds per token at the scheme's peak) a pool
+    prompts_per_s = tps * search.input_len / search.output_len
+    pools = [(product, where.price, gpus, tps + prompts_per_s,
+              where.seconds_per_token_at_peak)]
+    if prefill is not None and prefill_where is not None:
+        pools = [(product, where.price, gpus - prefill.gpus, tps,
+                  where.seconds_per_token_at_peak),
+                 (prefill_where.product, prefill_where.price, prefill.gpus, prompts_per_s,
+                  prefill_where.seconds_per_token_at_peak)]
+    prices = [price for _, price, _, _, _ in pools]
+    per_hour = None if None in prices else sum(
+        n * float(price) for _, price, n, _, _ in pools if price is not None)
     if search.budget_usd_per_hour is not None and (per_hour is None
                                                    or per_hour > search.budget_usd_per_hour):
         return None
-    power = (from_si(facility_power_w(product.tdp_w, gpus), Unit.KW)
-             if product.tdp_w else None)
+    known = all(p.tdp_w for p, _, _, _, _ in pools)
+    power = from_si(sum(facility_power_w(p.tdp_w, n) for p, _, n, _, _ in pools if p.tdp_w),
+                    Unit.KW) if known else None
     if search.max_power_kw is not None and (power is None or power > search.max_power_kw):
         return None
     seconds_per_million = 1e6 / tps
     kwh = None
-    if product.tdp_w:
-        # utilisation: the 2 x active-parameter FLOPs of every prompt and output token the
-        # deployment processes, against the GPUs' peak for the scheme
-        tokens_per_s = tps * (search.input_len + search.output_len) / search.output_len
-        hfu = min(1.0, tokens_per_s * where.seconds_per_token_at_peak / gpus)
-        kwh = float(energy_kwh(product.tdp_w, hfu, gpus, seconds_per_million))
+    if known:
+        # utilisation: the 2 x active-parameter FLOPs of the tokens a pool processes, against
+        # its GPUs' peak for the scheme
+        kwh = sum(float(energy_kwh(p.tdp_w, min(1.0, tokens * spt / n), n,
+                                   seconds_per_million))
+                  for p, _, n, tokens, spt in pools if p.tdp_w)
+    price = where.price
     scheme = where.scheme
     return InferenceOption(
         gpu=product.key, gpu_name=product.name, gpus=gpus, replicas=replicas, tp=tp, pp=pp,
@@ -618,7 +686,8 @@ def _reason(catalog: Catalog, o: InferenceOption, best: InferenceOption,
     pool = ""
     if o.prefill is not None:
         p = o.prefill
-        pool = (f"disaggregated: {p.gpus} prefill GPUs ({p.label}) {p.busy:.0%} busy, "
+        pool = (f"disaggregated: {p.gpus} {p.gpu_name + ' ' if p.gpu_name else ''}prefill "
+                f"GPUs ({p.label}) {p.busy:.0%} busy, "
                 f"{p.prompts_per_pass} prompt{'s' if p.prompts_per_pass > 1 else ''} a "
                 f"pass, KV cache handed over "
                 f"{p.kv_link} in {p.kv_transfer_ms:.2g} ms; ")

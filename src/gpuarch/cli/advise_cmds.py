@@ -54,21 +54,28 @@ def _gpu_filter(catalog: Any, args: argparse.Namespace) -> tuple[tuple[str, ...]
             choices = ", ".join(t.value for t in Tier)
             raise GpuarchError(f"--tier: unknown tier {name!r} (choose from {choices})"
                                ) from None
+    return _gpu_keys(catalog, "--gpu", args.gpu, tiers), tuple(tiers)
+
+
+def _gpu_keys(catalog: Any, flag: str, values: list[str] | None,
+              tiers: list[Any]) -> tuple[str, ...]:
+    """GPU names or architectures (comma-separated, repeatable) -> product keys, each once;
+    errors name ``flag``."""
     keys: list[str] = []
-    for name in _split(args.gpu):
+    for name in _split(values):
         arch = catalog.architecture_named(name)
         if arch is not None:
             found = [p.key for p in catalog.products_of(arch) if p.tier in tiers]
             if not found:
-                raise GpuarchError(f"--gpu: architecture {arch.name} has no "
+                raise GpuarchError(f"{flag}: architecture {arch.name} has no "
                                    f"{'/'.join(t.value for t in tiers)} GPU (add --tier)")
             keys += found
             continue
         try:
             keys.append(catalog.product(name).key)
         except GpuarchError as exc:
-            raise GpuarchError(f"--gpu: {exc}") from None
-    return tuple(dict.fromkeys(keys)), tuple(tiers)
+            raise GpuarchError(f"{flag}: {exc}") from None
+    return tuple(dict.fromkeys(keys))
 
 
 def _prices(catalog: Any, args: argparse.Namespace) -> Any:
@@ -149,6 +156,7 @@ def cmd_advise_infer(args: argparse.Namespace) -> int:
     catalog = load_catalog()
     shape = resolve_model(args)
     keys, tiers = _gpu_filter(catalog, args)
+    prefill_keys = _gpu_keys(catalog, "--prefill-gpu", args.prefill_gpu, list(tiers))
     checkpoint = _checkpoint(args.model, shape.is_moe)
     search = InferenceSearch(
         input_len=args.input_len, output_len=args.output_len, rate=args.rate,
@@ -159,6 +167,7 @@ def cmd_advise_infer(args: argparse.Namespace) -> int:
         window_kv_cache=args.window_kv_cache, moe_comm=args.moe_comm,
         fp8_context_attention=args.fp8_context_attention,
         cached_prefix=args.cached_prefix, disaggregated=args.disaggregated,
+        prefill_gpus=prefill_keys,
         cuda_graph_batch_sizes=args.cuda_graph_batch_sizes, **checkpoint)
     return _answer(args, lambda: advise_inference(catalog, shape, search,
                                                   _prices(catalog, args),
@@ -258,4 +267,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                    help="also search disaggregated deployments: a prefill pool beside each "
                    "decode pool (same GPU and formats), sized for the load and --ttft-ms "
                    "(unvalidated model)")
+    p.add_argument("--prefill-gpu", action="append", metavar="NAMES",
+                   help="with --disaggregated: GPUs or architectures for the prefill pools, "
+                   "comma-separated (e.g. h100 to prefill on H100 whatever decodes); "
+                   "default: each decode GPU's own type")
     p.set_defaults(handler=cmd_advise_infer)
