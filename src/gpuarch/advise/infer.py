@@ -403,9 +403,12 @@ def advise_inference(
                             "sizes",
                    "checkpoint_formats": search.checkpoint_origin,
                    "disaggregated": (
-                       "also searched: a prefill pool of the same GPU and formats (TP or EP "
-                       "replicas) beside each decode pool, sized for the load within the "
-                       "TTFT cap; estimate.disagg's model, unvalidated"
+                       "also searched: a prefill pool in the same formats (TP or EP "
+                       "replicas, on "
+                       + (", ".join(search.prefill_gpus) if search.prefill_gpus
+                          else "the decode GPU's type")
+                       + ") beside each decode pool, sized for the load within the TTFT "
+                       "cap; estimate.disagg's model, unvalidated"
                        if search.disaggregated else None),
                    "cached_prefix": search.cached_prefix or None}
     if not rows:
