@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -949,3 +950,16 @@ def test_a_sources_engine_settings_reach_its_points(capsys: pytest.CaptureFixtur
         main([*argv, "--cuda-graph-batch-sizes", "1,0"])
     assert exc.value.code == 2
     assert "argument --cuda-graph-batch-sizes: expected" in capsys.readouterr().err
+
+
+def test_a_sources_engine_table_takes_only_point_settings(tmp_path: Path) -> None:
+    """A misspelt setting in a source's engine table is an error naming it, not a silent
+    no-op."""
+    from gpuarch.validation.inference import load_inference_points
+
+    path = tmp_path / "points.toml"
+    path.write_text('[[source]]\nid = "s"\ntitle = "t"\nurl = "https://x"\n'
+                    'engine = { cuda_graph_batch_size = [1, 2] }\n')
+    with pytest.raises(GpuarchError, match="engine: unknown setting "
+                                           "'cuda_graph_batch_size'; did you mean"):
+        load_inference_points(path)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuarch.catalog.loader import Catalog
-from gpuarch.errors import GpuarchError
+from gpuarch.errors import GpuarchError, suggestion
 from gpuarch.estimate.inference import (
     EXECUTORS,
     MAX_PREFILL_TOKENS,
@@ -53,12 +53,23 @@ _METRICS = {
 }
 
 
+ENGINE_KEYS = ("cuda_graph_batch_sizes", "executor", "window_kv_cache", "moe_comm",
+               "kv_cache_fraction", "max_batch_size", "max_num_tokens",
+               "fp8_context_attention", "num_requests")
+"""Point settings a source may set once for all its points (``engine`` on the source)."""
+
+
 @cache
 def load_inference_points(path: Path = INFERENCE_FILE) -> tuple[TrainingPoint, ...]:
     """The published inference points with their sources (same record type as training)."""
     with path.open("rb") as fh:
         raw = tomllib.load(fh)
     sources = {s["id"]: s for s in raw.get("source", [])}
+    for src in sources.values():
+        for key in src.get("engine", {}):
+            if key not in ENGINE_KEYS:
+                raise GpuarchError(f"{path.name}: source {src['id']!r}: engine: unknown "
+                                   f"setting {key!r}{suggestion(key, ENGINE_KEYS)}")
     points = []
     for entry in raw.get("point", []):
         src = sources.get(entry.get("source"))
