@@ -590,3 +590,22 @@ def test_compute_parts_follow_the_work() -> None:
     wide = dataclasses.replace(LLAMA_70B, vocab=4 * LLAMA_70B.vocab)
     assert _est(wide).time_breakdown.compute_parts["lm_head_and_loss"] > \
         2 * _est().time_breakdown.compute_parts["lm_head_and_loss"]
+
+
+def test_a_run_states_its_expected_interruptions() -> None:
+    """The rate is the Llama 3 report's (419 unexpected interruptions in 54 days on 16,384
+    H100s, section 3.3.4): a job of that size and length expects exactly 419; a training
+    estimate with tokens states the count for its own GPUs and days, and says the time
+    leaves the restarts out."""
+    from gpuarch.estimate.reliability import INTERRUPTIONS_PER_GPU_DAY, expected_interruptions
+
+    assert expected_interruptions(16_384, 54) == pytest.approx(419)
+    assert pytest.approx(4.736e-4, rel=1e-3) == INTERRUPTIONS_PER_GPU_DAY
+    shape = preset("llama-3.1-8b").shape
+    est = estimate_training(CATALOG, shape, CATALOG.product("h100"),
+                            TrainingConfig(gpus=64, seq_len=4096, global_batch=256),
+                            system=CATALOG.system("dgx h100"), tokens=1e12)
+    assert est.total is not None
+    assert est.total["expected_interruptions"] == pytest.approx(
+        INTERRUPTIONS_PER_GPU_DAY * 64 * est.total["time_days"])
+    assert "restarts" in est.assumptions["interruptions"]

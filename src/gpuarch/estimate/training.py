@@ -29,6 +29,11 @@ from gpuarch.catalog.model import Product, System, parse_compute_capability, spe
 from gpuarch.errors import GpuarchError, check_choice
 from gpuarch.estimate.energy import NODE_OVERHEAD, PUE, energy_kwh
 from gpuarch.estimate.memory import Recompute, activation_bytes_per_layer, bytes_per_param
+from gpuarch.estimate.reliability import (
+    INTERRUPTIONS_PER_GPU_DAY,
+    RATE_SOURCE,
+    expected_interruptions,
+)
 from gpuarch.perf.collectives import (
     Collective,
     Group,
@@ -844,7 +849,11 @@ def estimate_training(
             "gpu_hours": gpu_hours,
             "energy_kwh": energy,
             "cost_usd": gpu_hours * price_per_gpu_hour if price_per_gpu_hour else None,
+            "expected_interruptions": expected_interruptions(cfg.gpus, seconds / 86400),
         }
+        assumptions["interruptions"] = (
+            f"at the rate of {RATE_SOURCE}, {INTERRUPTIONS_PER_GPU_DAY:.2e} per GPU-day; "
+            "the time does not include restarts (gpuarch.estimate.reliability)")
         assumptions["power_model"] = (
             "board power x min(1, 0.5 + 0.5 x HFU / 0.6) per GPU, plus "
             f"{NODE_OVERHEAD:.0%} for the rest of the node, times a PUE of {PUE} "

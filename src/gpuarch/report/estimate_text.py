@@ -81,7 +81,10 @@ def render_training(e: TrainingEstimate, band: Band | None = None) -> str:
         lines += ["", f"  {fmt(t['tokens'])} tokens: {fmt(t['time_days'])} days, "
                       f"{fmt(t['gpu_hours'])} GPU-hours"
                   + (f", ${fmt(t['cost_usd'])}" if t.get("cost_usd") else "")
-                  + (f", {fmt(t['energy_kwh'])} kWh" if t.get("energy_kwh") else "")]
+                  + (f", {fmt(t['energy_kwh'])} kWh" if t.get("energy_kwh") else ""),
+                  f"                about {fmt(t['expected_interruptions'])} unexpected "
+                  "interruptions at the Llama 3 run's failure rate (restarts not in the "
+                  "time)"]
     lines += ["", "  Peaks from the catalog; efficiencies are the model's fitted defaults "
               "(--json lists them)."]
     return "\n".join(lines)
