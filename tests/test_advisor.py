@@ -93,6 +93,20 @@ def test_search_respects_constraints_and_ranks(tmp_path: Path) -> None:
                         and (b.energy_mwh or 0) < (a.energy_mwh or 0))
 
 
+def test_training_options_state_their_expected_interruptions(tmp_path: Path) -> None:
+    """Each training option carries the unexpected interruptions its GPUs and days would see
+    at the Llama 3 pre-training rate (estimate.reliability), as estimate train states."""
+    from gpuarch.estimate.reliability import INTERRUPTIONS_PER_GPU_DAY
+
+    adv = advise_training(CATALOG, preset("llama-3.1-8b").shape,
+                          TrainingSearch(tokens=1e11, max_gpus=64, gpus=("h100",)),
+                          load_prices(_prices(tmp_path)))
+    assert adv.top
+    for o in adv.top:
+        assert o.expected_interruptions == pytest.approx(
+            INTERRUPTIONS_PER_GPU_DAY * o.gpus * o.time_days)
+
+
 def test_fp8_only_where_supported(tmp_path: Path) -> None:
     """A100 options never use FP8 (no FP8 Tensor Cores); H100 ones may."""
     adv = advise_training(CATALOG, preset("llama-3.1-8b").shape,

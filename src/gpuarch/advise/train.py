@@ -25,6 +25,7 @@ from gpuarch.catalog.model import System, Tier
 from gpuarch.errors import GpuarchError
 from gpuarch.estimate.energy import NODE_OVERHEAD, PUE, energy_kwh, facility_power_w
 from gpuarch.estimate.memory import Recompute
+from gpuarch.estimate.reliability import expected_interruptions
 from gpuarch.estimate.training import TrainingConfig, estimate_training, evaluate_training
 from gpuarch.perf.collectives import link_for
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
@@ -100,6 +101,8 @@ class TrainingOption:
     pareto: bool = False
     bottleneck: str | None = None
     reason: str | None = None
+    # unexpected interruptions at the Llama 3 pre-training rate (estimate.reliability)
+    expected_interruptions: float = 0.0
     fsdp_prefetch: bool = False  # ZeRO-3 gathers prefetched a layer ahead (Megatron-FSDP)
 
     @property
@@ -460,7 +463,8 @@ def _option(catalog: Catalog, t: dict[str, np.ndarray], i: int, pareto: bool,
         time_days=from_si(t["time"][i], Unit.DAY),
         cost_usd=_num(t["cost"][i]), energy_mwh=None if energy is None else energy / 1000,
         power_kw=_kw(t["power"][i]), price_usd_per_gpu_hour=_num(t["price"][i]),
-        pareto=pareto)
+        pareto=pareto, expected_interruptions=expected_interruptions(
+            int(t["gpus"][i]), from_si(t["time"][i], Unit.DAY)))
 
 
 def _hardware(catalog: Catalog, o: TrainingOption, system: System | None) -> str:
