@@ -18,19 +18,22 @@ from typing import Any
 import numpy as np
 
 from gpuarch.advise.candidates import candidate_gpus
-from gpuarch.advise.prefill_pools import (
-    PrefillCurve,
-    PrefillSizing,
-    prefill_curves,
-    size_prefill,
-)
+from gpuarch.advise.disagg_options import DecodeUnit, PoolSet, disaggregated_option, prefill_pools
 from gpuarch.advise.prices import PriceBook
+from gpuarch.advise.serving_options import (
+    CHECKPOINT_SCHEME,
+    Candidate,
+    InferenceOption,
+    Point,
+    PrefillPlan,
+    deployment,
+    native,
+)
 from gpuarch.advise.train import Objective, pareto_mask
 from gpuarch.catalog.loader import Catalog
-from gpuarch.catalog.model import Product, System, Tier
+from gpuarch.catalog.model import Product, Tier
 from gpuarch.errors import GpuarchError, check_choice
-from gpuarch.estimate.disagg import PrefillPool, kv_transfer
-from gpuarch.estimate.energy import NODE_OVERHEAD, PUE, energy_kwh, facility_power_w
+from gpuarch.estimate.energy import NODE_OVERHEAD, PUE
 from gpuarch.estimate.inference import (
     EXECUTORS,
     MOE_COMMS,
@@ -43,7 +46,7 @@ from gpuarch.estimate.inference import (
 )
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.perf.quant import QuantFormat, QuantScheme, gemm_peak
-from gpuarch.units import Unit, from_si, to_si
+from gpuarch.units import Unit, from_si
 from gpuarch.validation.bands import bands_by_architecture
 from gpuarch.workloads.params import count_params
 from gpuarch.workloads.shape import TransformerShape
@@ -64,12 +67,6 @@ _SCHEMES: tuple[tuple[str, QuantScheme], ...] = (
 """Weight/activation/KV formats searched; FP8 and FP4 only where the Tensor Cores run them
 natively (a dequantizing fallback is never worth recommending); W4A8 (INT4 weights with
 group scales, FP8 activations and KV cache, AWQ-style) where FP8 is native."""
-
-CHECKPOINT_SCHEME = "checkpoint"
-"""The label of the formats a ``config.json``'s checkpoint declares (``InferenceSearch.
-checkpoint_quant``), searched besides the others on every GPU: the checkpoint as shipped,
-dequantized where the GPU lacks its format."""
-
 
 @dataclass(frozen=True)
 class InferenceSearch:
@@ -134,78 +131,6 @@ class InferenceSearch:
 
 
 @dataclass(frozen=True)
-class PrefillPlan:
-    """The prefill pool of a disaggregated deployment (``estimate.disagg``): ``replicas``
-    of TP x EP GPUs prefill every prompt and hand its KV cache to the decode pool."""
-
-    gpus: int
-    replicas: int
-    tp: int
-    ep: int
-    busy: float  # utilization of a prefill replica at the deployment's load
-    prompts_per_pass: int
-    kv_transfer_ms: float
-    kv_link: str
-    gpu: str = ""  # the prefill GPU's key where it differs from the decode GPU's
-    gpu_name: str = ""
-    usd_per_gpu_hour: float | None = None  # where it differs
-
-    @property
-    def label(self) -> str:
-        """'2x TP4', '1x EP8', '2x TP4 h100-sxm5-80gb' on another GPU type."""
-        split = f"EP{self.ep}" if self.ep > 1 else f"TP{self.tp}"
-        return f"{self.replicas}x {split}" + (f" {self.gpu}" if self.gpu else "")
-
-
-@dataclass(frozen=True)
-class InferenceOption:
-    """One deployment that meets the SLAs: replicas of a serving unit at one batch. A unit
-    is a TP x PP group, or for an MoE model EP GPUs with data-parallel attention (TP 1),
-    each GPU serving ``batch`` sequences of its own against experts split EP ways."""
-
-    gpu: str
-    gpu_name: str
-    gpus: int
-    replicas: int
-    tp: int
-    pp: int
-    batch: int
-    scheme: str
-    weights: str
-    kv_cache: str
-    ttft_ms: float
-    tpot_ms: float
-    request_latency_s: float
-    output_tokens_per_s: float  # the whole deployment
-    memory_per_gpu_gib: float
-    usd_per_hour: float | None
-    usd_per_million_tokens: float | None
-    kwh_per_million_tokens: float | None
-    power_kw: float | None
-    price_usd_per_gpu_hour: float | None
-    bottleneck: dict[str, str] = field(default_factory=dict)
-    pareto: bool = False
-    reason: str | None = None
-    ep: int = 1  # expert-parallel GPUs of a unit (attention data-parallel when > TP)
-    activations: str = "bf16"
-    expert_weights: str | None = None  # the routed experts', where they differ
-    # disaggregated: the prefill pool (the other fields describe the decode pool, except
-    # ``gpus``, ``usd_per_hour`` and ``power_kw``, which count both); None: aggregated
-    prefill: PrefillPlan | None = None
-    mode: str = "aggregated"  # or "disaggregated"
-
-    @property
-    def formats(self) -> str:
-        """Weights (with the activations when they are neither 16-bit nor the weights' own
-        format, as in W4A8), the routed experts' weights where they differ, and KV cache:
-        'Wfp8/KV fp8', 'Wint4 Afp8/KV fp8', 'Wbf16 experts Wmxfp4/KV bf16'."""
-        acts = "" if self.activations in ("bf16", "fp16", self.weights) \
-            else f" A{self.activations}"
-        experts = f" experts W{self.expert_weights}" if self.expert_weights else ""
-        return f"W{self.weights}{acts}{experts}/KV {self.kv_cache}"
-
-
-@dataclass(frozen=True)
 class InferenceAdvice:
     """The ranked deployments, the Pareto front and what was assumed."""
 
@@ -220,41 +145,6 @@ class InferenceAdvice:
     skipped: tuple[tuple[str, str], ...]
     assumptions: dict[str, Any] = field(default_factory=dict)
     per_gpu: tuple[InferenceOption, ...] = ()  # the best deployment on each GPU, best first
-
-
-@dataclass(frozen=True)
-class _Point:
-    """One batch size's numbers from the estimate's array evaluation."""
-
-    fits: bool
-    ttft_s: float
-    tpot_s: float
-    latency_s: float
-    tokens_per_s: float  # one serving unit
-    memory_bytes: float
-    decode_limiter: str
-
-
-@dataclass(frozen=True)
-class _Candidate:
-    """The GPU and formats being searched, and what every option on them shares."""
-
-    product: Product
-    system: System | None
-    price: float | None
-    label: str
-    scheme: QuantScheme
-    expert_weights: QuantFormat | None
-    seconds_per_token_at_peak: float  # 2 x active parameters over the scheme's peak
-
-
-def _native(product: Product, scheme: QuantScheme) -> bool:
-    if scheme.weight_only or scheme.activations.is_16bit:
-        return True
-    try:
-        return gemm_peak(product, scheme).peak.fallback_reason is None
-    except GpuarchError:
-        return False
 
 
 def _batches(limit: int, concurrency: int | None) -> list[int]:
@@ -321,9 +211,9 @@ def advise_inference(
         peak_scheme: dict[str, float] = {}
         # disaggregated: the prefill pools per format and prefill GPU, with the hand-offs
         # and sizings met
-        pools: dict[tuple[str, str], _Pools] = {}
+        pools: dict[tuple[str, str], PoolSet] = {}
         for label, scheme in schemes:
-            if label != CHECKPOINT_SCHEME and not _native(product, scheme):
+            if label != CHECKPOINT_SCHEME and not native(product, scheme):
                 continue
             experts = search.checkpoint_expert_weights \
                 if label == CHECKPOINT_SCHEME and shape.is_moe else None
@@ -357,7 +247,7 @@ def advise_inference(
                 evaluated += len(batches)
                 if label not in peak_scheme:
                     peak_scheme[label] = gemm_peak(product, scheme).peak.flops
-                where = _Candidate(product, system, price, label, scheme, experts,
+                where = Candidate(product, system, price, label, scheme, experts,
                                    2 * active / peak_scheme[label])
                 limiters = core.decode_limiter()
                 width = cfg.replicas  # attention replicas in the unit (1 unless EP > TP)
@@ -366,11 +256,11 @@ def advise_inference(
                             (product, system)]:
                         key = (label, prefill_product.key)
                         if key not in pools:
-                            pools[key] = _prefill_pools(
+                            pools[key] = prefill_pools(
                                 catalog, shape, search, cfg, where, prefill_product,
                                 prefill_system, prices, efficiency)
                 for i, batch in enumerate(batches):
-                    point = _Point(
+                    point = Point(
                         fits=bool(core.memory_total[i] <= product.memory_bytes),
                         ttft_s=float(core.ttft[i]), tpot_s=float(core.tpot[i]),
                         latency_s=float(core.latency[i]),
@@ -381,11 +271,11 @@ def advise_inference(
                     if option is not None:
                         rows.append(option)
                     if search.disaggregated and point.fits and search.output_len > 1:
-                        decode = _DecodeUnit((tp, pp, ep), int(batch), width,
+                        decode = DecodeUnit((tp, pp, ep), int(batch), width,
                                              float(core.step.total[i]), point)
                         for key in [k for k in pools if k[0] == label]:
                             for n_curve in range(len(pools[key].curves)):
-                                option = _disaggregated(catalog, shape, where, search, cfg,
+                                option = disaggregated_option(catalog, shape, where, search, cfg,
                                                         decode, pools[key], n_curve,
                                                         efficiency)
                                 evaluated += 1
@@ -460,8 +350,8 @@ def _inf(x: float | None) -> float:
     return math.inf if x is None else x
 
 
-def _option(where: _Candidate, search: InferenceSearch, split: tuple[int, int, int],
-            batch: int, est: _Point) -> InferenceOption | None:
+def _option(where: Candidate, search: InferenceSearch, split: tuple[int, int, int],
+            batch: int, est: Point) -> InferenceOption | None:
     """The aggregated deployment for one estimate (``split`` = TP, PP, EP of a unit), or
     None when it misses a constraint."""
     if not est.fits or est.tokens_per_s <= 0:
@@ -476,198 +366,7 @@ def _option(where: _Candidate, search: InferenceSearch, split: tuple[int, int, i
         tps = min(tps, search.rate * search.output_len)
     elif search.concurrency is not None:
         tps = min(tps, search.concurrency * search.output_len / est.latency_s)
-    return _deployment(where, search, split, batch, est, replicas * unit, replicas, tps)
-
-
-@dataclass
-class _Pools:
-    """The prefill pools of one GPU and format, and the KV hand-offs (by prefill GPUs, TP
-    and decode GPUs) and sizings (by pool, load, GPUs left, decode GPUs) worked out so far."""
-
-    where: _Candidate  # the prefill GPU, its price and formats
-    curves: list[PrefillCurve]
-    transfers: dict[tuple[int, int, int], tuple[float, str] | None] = field(
-        default_factory=dict)
-    sizings: dict[tuple[int, float, int, int], PrefillSizing | None] = field(
-        default_factory=dict)
-
-
-def _prefill_pools(catalog: Catalog, shape: TransformerShape, search: InferenceSearch,
-                   cfg: InferenceConfig, where: _Candidate, product: Product,
-                   system: System | None, prices: PriceBook,
-                   efficiency: Efficiency) -> _Pools:
-    """The prefill pools on ``product`` for decode pools searched at ``where`` (its formats):
-    TP 1-8 within ``product``'s node, and EP 2-8 for an MoE model. None (no curves) where the
-    GPU lacks the formats natively or, ranking by cost, has no price."""
-    if product.key == where.product.key:
-        pool_where = where
-    else:
-        price = prices.price(product.key)
-        if (where.label != CHECKPOINT_SCHEME and not _native(product, where.scheme)) or (
-                price is None and search.objective is Objective.COST):
-            return _Pools(where, [])
-        active = count_params(shape).active(shape)
-        pool_where = replace(where, product=product, system=system, price=price,
-                             seconds_per_token_at_peak=2 * active / gemm_peak(
-                                 product, where.scheme).peak.flops)
-    gpn = system.gpus_per_node if system else 8
-    splits = [(tp, 1) for tp in (1, 2, 4, 8)
-              if tp <= gpn and tp <= search.max_gpus and shape.heads % tp == 0]
-    splits += [(1, ep) for ep in (2, 4, 8) if shape.is_moe and ep <= gpn
-               and ep <= search.max_gpus and shape.experts % ep == 0]
-    curves = prefill_curves(catalog, shape, product, replace(cfg, gpus_per_node=gpn), splits,
-                            system, efficiency)
-    return _Pools(pool_where, curves)
-
-
-@dataclass(frozen=True)
-class _DecodeUnit:
-    """A decode pool's unit at one batch: its split, sequences per attention replica, the
-    attention replicas in it, and its decode step alone (no prefills between steps)."""
-
-    split: tuple[int, int, int]
-    batch: int
-    width: int
-    step_s: float
-    point: _Point  # the aggregated estimate at this batch (memory, decode limiter)
-
-    @property
-    def gpus(self) -> int:
-        tp, pp, ep = self.split
-        return max(tp * pp, ep)
-
-
-def _disaggregated(catalog: Catalog, shape: TransformerShape, where: _Candidate,
-                   search: InferenceSearch, cfg: InferenceConfig, decode: _DecodeUnit,
-                   pools: _Pools, n_curve: int,
-                   efficiency: Efficiency) -> InferenceOption | None:
-    """The disaggregated deployment of ``decode`` units fed by replicas of the prefill pool
-    ``pools.curves[n_curve]``: as many decode units as the load needs (one, flat out,
-    without a load), and the fewest prefill replicas that carry its prompts within the TTFT
-    cap (``size_prefill``); None when none do or a constraint fails. The numbers are
-    ``estimate_disaggregated``'s for the same pools and load."""
-    curve = pools.curves[n_curve]
-    other = pools.where.product.key != where.product.key  # prefill on another GPU type
-    out = search.output_len
-    per_unit = decode.width * decode.batch / ((out - 1) * decode.step_s)  # requests/s
-    if search.rate is not None:
-        units = max(1, math.ceil(search.rate / per_unit - 1e-9))
-        load = search.rate
-    elif search.concurrency is not None:
-        units = max(1, math.ceil(search.concurrency / (decode.width * decode.batch)))
-        # the prompts' rate if the first token came at once: an upper bound on the load,
-        # so the prefill pool is sized (and its TTFT taken) on the safe side
-        load = min(units * per_unit, search.concurrency / ((out - 1) * decode.step_s))
-    else:
-        units, load = 1, per_unit
-    decode_gpus = units * decode.gpus
-    room = (search.max_gpus - decode_gpus) // curve.unit
-    if room < 1:
-        return None
-
-    def transfer(replicas: int) -> tuple[float, str] | None:
-        key = (replicas * curve.unit, curve.tp, decode_gpus)
-        transfers = pools.transfers
-        if key not in transfers:
-            try:
-                seconds, _, link = kv_transfer(
-                    catalog, shape, where.product, replace(cfg, gpus=decode_gpus),
-                    PrefillPool(replicas * curve.unit, curve.tp, curve.ep,
-                                product=pools.where.product if other else None,
-                                system=pools.where.system if other else None),
-                    where.system, efficiency)
-                transfers[key] = (seconds, link)
-            except GpuarchError:
-                transfers[key] = None  # across nodes without a network
-        return transfers[key]
-
-    cap = to_si(search.ttft_ms, Unit.MS) if search.ttft_ms is not None else None
-    key = (n_curve, load, room, decode_gpus)  # under a rate, the same for every batch
-    if key not in pools.sizings:
-        pools.sizings[key] = size_prefill(curve, load, max_replicas=room, ttft_cap_s=cap,
-                                          transfer=transfer)
-    sized = pools.sizings[key]
-    if sized is None:
-        return None
-    latency = sized.ttft_s + (out - 1) * decode.step_s
-    if search.concurrency is not None:
-        load = min(load, search.concurrency / latency)  # Little's law
-    est = replace(decode.point, ttft_s=sized.ttft_s, tpot_s=decode.step_s, latency_s=latency,
-                  memory_bytes=max(decode.point.memory_bytes, sized.memory_bytes))
-    plan = PrefillPlan(gpus=sized.replicas * curve.unit, replicas=sized.replicas,
-                       tp=curve.tp, ep=curve.ep, busy=sized.busy,
-                       prompts_per_pass=sized.prompts_per_pass,
-                       kv_transfer_ms=from_si(sized.kv_transfer_s, Unit.MS),
-                       kv_link=sized.kv_link,
-                       gpu=pools.where.product.key if other else "",
-                       gpu_name=pools.where.product.name if other else "",
-                       usd_per_gpu_hour=pools.where.price if other else None)
-    return _deployment(where, search, decode.split, decode.batch, est,
-                       decode_gpus + plan.gpus, units, load * out, plan, pools.where)
-
-
-def _deployment(where: _Candidate, search: InferenceSearch, split: tuple[int, int, int],
-                batch: int, est: _Point, gpus: int, replicas: int, tps: float,
-                prefill: PrefillPlan | None = None,
-                prefill_where: _Candidate | None = None) -> InferenceOption | None:
-    """The option for ``gpus`` in all delivering ``tps`` output tokens/s with ``est``'s
-    latencies, or None when it misses a constraint. A disaggregated deployment's two pools
-    (``prefill`` on ``prefill_where``'s GPU) are priced and powered each on its own GPU;
-    each pool's utilisation counts the tokens it processes (prompts, outputs)."""
-    product = where.product
-    tp, pp, ep = split
-    if gpus > search.max_gpus:
-        return None
-    if search.ttft_ms is not None and from_si(est.ttft_s, Unit.MS) > search.ttft_ms:
-        return None
-    if search.tpot_ms is not None and from_si(est.tpot_s, Unit.MS) > search.tpot_ms:
-        return None
-    if search.min_throughput is not None and tps < search.min_throughput:
-        return None
-    # (GPU, price, GPUs, tokens/s processed, seconds per token at the scheme's peak) a pool
-    prompts_per_s = tps * search.input_len / search.output_len
-    pools = [(product, where.price, gpus, tps + prompts_per_s,
-              where.seconds_per_token_at_peak)]
-    if prefill is not None and prefill_where is not None:
-        pools = [(product, where.price, gpus - prefill.gpus, tps,
-                  where.seconds_per_token_at_peak),
-                 (prefill_where.product, prefill_where.price, prefill.gpus, prompts_per_s,
-                  prefill_where.seconds_per_token_at_peak)]
-    prices = [price for _, price, _, _, _ in pools]
-    per_hour = None if None in prices else sum(
-        n * float(price) for _, price, n, _, _ in pools if price is not None)
-    if search.budget_usd_per_hour is not None and (per_hour is None
-                                                   or per_hour > search.budget_usd_per_hour):
-        return None
-    known = all(p.tdp_w for p, _, _, _, _ in pools)
-    power = from_si(sum(facility_power_w(p.tdp_w, n) for p, _, n, _, _ in pools if p.tdp_w),
-                    Unit.KW) if known else None
-    if search.max_power_kw is not None and (power is None or power > search.max_power_kw):
-        return None
-    seconds_per_million = 1e6 / tps
-    kwh = None
-    if known:
-        # utilisation: the 2 x active-parameter FLOPs of the tokens a pool processes, against
-        # its GPUs' peak for the scheme
-        kwh = sum(float(energy_kwh(p.tdp_w, min(1.0, tokens * spt / n), n,
-                                   seconds_per_million))
-                  for p, _, n, tokens, spt in pools if p.tdp_w)
-    price = where.price
-    scheme = where.scheme
-    return InferenceOption(
-        gpu=product.key, gpu_name=product.name, gpus=gpus, replicas=replicas, tp=tp, pp=pp,
-        ep=ep, batch=batch, scheme=where.label, weights=scheme.weights.value,
-        activations=scheme.activations.value, kv_cache=scheme.kv_cache.value,
-        expert_weights=where.expert_weights.value if where.expert_weights else None,
-        ttft_ms=from_si(est.ttft_s, Unit.MS),
-        tpot_ms=from_si(est.tpot_s, Unit.MS),
-        request_latency_s=est.latency_s, output_tokens_per_s=tps,
-        memory_per_gpu_gib=from_si(est.memory_bytes, Unit.GIB), usd_per_hour=per_hour,
-        usd_per_million_tokens=(per_hour * seconds_per_million / 3600
-                                if per_hour is not None else None),
-        kwh_per_million_tokens=kwh, power_kw=power, price_usd_per_gpu_hour=price,
-        bottleneck={"decode": est.decode_limiter}, prefill=prefill,
-        mode="aggregated" if prefill is None else "disaggregated")
+    return deployment(where, search, split, batch, est, replicas * unit, replicas, tps)
 
 
 def _tb_s(product: Product) -> float:
