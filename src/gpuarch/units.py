@@ -34,6 +34,7 @@ class Unit(Enum):
     MS = ("ms", 1e-3)
     US = ("us", 1e-6)
     MB = ("MB", 1e6)  # decimal megabytes
+    HOUR = ("h", 3600.0)
     DAY = ("days", 86400.0)
     USD = ("USD", 1.0)
 

@@ -84,7 +84,12 @@ class InferenceOption:
     # disaggregated: the prefill pool (the other fields describe the decode pool, except
     # ``gpus``, ``usd_per_hour`` and ``power_kw``, which count both); None: aggregated
     prefill: PrefillPlan | None = None
-    mode: str = "aggregated"  # or "disaggregated"
+    # "aggregated" or "disaggregated": follows ``prefill`` (a field so that JSON carries it)
+    mode: str = field(init=False, default="aggregated")
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "mode",
+                           "aggregated" if self.prefill is None else "disaggregated")
 
     @property
     def formats(self) -> str:
@@ -189,8 +194,7 @@ def deployment(where: Candidate, search: InferenceSearch, split: tuple[int, int,
         tpot_ms=from_si(est.tpot_s, Unit.MS),
         request_latency_s=est.latency_s, output_tokens_per_s=tps,
         memory_per_gpu_gib=from_si(est.memory_bytes, Unit.GIB), usd_per_hour=per_hour,
-        usd_per_million_tokens=(per_hour * seconds_per_million / 3600
+        usd_per_million_tokens=(per_hour * from_si(seconds_per_million, Unit.HOUR)
                                 if per_hour is not None else None),
         kwh_per_million_tokens=kwh, power_kw=power, price_usd_per_gpu_hour=price,
-        bottleneck={"decode": est.decode_limiter}, prefill=prefill,
-        mode="aggregated" if prefill is None else "disaggregated")
+        bottleneck={"decode": est.decode_limiter}, prefill=prefill)

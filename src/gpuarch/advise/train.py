@@ -252,7 +252,7 @@ def advise_training(
                 evaluated += len(part["gpus"])
                 fits = core.memory_total <= product.memory_bytes
                 seconds = search.tokens / core.tokens_per_s
-                gpu_hours = seconds / 3600 * part["gpus"]
+                gpu_hours = seconds / Unit.HOUR.factor * part["gpus"]  # arrays
                 cost = gpu_hours * price if price is not None else np.full_like(seconds,
                                                                                 np.nan)
                 energy = (energy_kwh(product.tdp_w, core.hfu, part["gpus"], seconds)
@@ -261,7 +261,7 @@ def advise_training(
                            if product.tdp_w else np.full_like(seconds, np.nan))
                 ok = fits
                 if search.deadline_days is not None:
-                    ok &= seconds <= search.deadline_days * 86400
+                    ok &= seconds <= to_si(search.deadline_days, Unit.DAY)
                 if search.budget_usd is not None:
                     ok &= np.nan_to_num(cost, nan=np.inf) <= search.budget_usd
                 if search.max_power_kw is not None:

@@ -839,17 +839,18 @@ def estimate_training(
     total = None
     if tokens is not None:
         seconds = tokens / tokens_per_s
-        gpu_hours = seconds / 3600 * cfg.gpus
+        gpu_hours = from_si(seconds, Unit.HOUR) * cfg.gpus
+        days = from_si(seconds, Unit.DAY)
         energy = (float(energy_kwh(product.tdp_w, hfu, cfg.gpus, seconds))
                   if product.tdp_w else None)
         total = {
             "tokens": tokens,
             "time_s": seconds,
-            "time_days": seconds / 86400,
+            "time_days": days,
             "gpu_hours": gpu_hours,
             "energy_kwh": energy,
             "cost_usd": gpu_hours * price_per_gpu_hour if price_per_gpu_hour else None,
-            "expected_interruptions": expected_interruptions(cfg.gpus, seconds / 86400),
+            "expected_interruptions": expected_interruptions(cfg.gpus, days),
         }
         assumptions["interruptions"] = (
             f"at the rate of {RATE_SOURCE}, {INTERRUPTIONS_PER_GPU_DAY:.2e} per GPU-day; "
