@@ -165,17 +165,19 @@ def test_validation_data_is_cited() -> None:
 def test_validation_error_does_not_regress() -> None:
     """Predicted vs published throughput (gpuarch validate training). These bounds pin the
     current fit so a change that worsens it fails; the goal (issue #3) is 8% mean and no
-    point beyond 20%, which the model does not reach yet (see docs/performance-model.md)."""
+    point beyond 20%, which the model does not reach yet (see docs/performance-model.md).
+    (Recording each run's published memory settings, sequence parallelism and the rest,
+    moved them from 9.6% / 6.8% / 15.2% / 87.5% with the parameters as fitted before.)"""
     summary = validate_training(CATALOG)
     assert len(summary.rows) >= 120
-    assert summary.mean_abs_error <= 0.097  # 9.6% over 120 points
+    assert summary.mean_abs_error <= 0.111  # 11.0% over 120 points
     in_sample = [abs(r.error) for r in summary.rows if not r.out_of_sample]
-    assert sum(in_sample) / len(in_sample) <= 0.07  # 6.8% over 79
+    assert sum(in_sample) / len(in_sample) <= 0.076  # 7.5% over 79
     out = [abs(r.error) for r in summary.rows if r.out_of_sample]
-    assert sum(out) / len(out) <= 0.16  # 15.2% over 41
+    assert sum(out) / len(out) <= 0.179  # 17.8% over 41
     assert summary.by("gpu")["a100-sxm4-80gb"] <= 0.07
     within_20 = sum(abs(r.error) <= 0.20 for r in summary.rows) / len(summary.rows)
-    assert within_20 >= 0.87  # 87.5%
+    assert within_20 >= 0.85  # 85.8%
 
 
 @pytest.mark.parametrize(("gpu", "applies"), [

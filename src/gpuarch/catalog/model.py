@@ -185,6 +185,9 @@ class Product:
     c2c_bandwidth_bytes_s: float | None = spec(
         "c2c_bandwidth_gb_s", "float", Unit.GB_S, default=None
     )
+    gpus_per_cpu: int | None = spec(
+        "gpus_per_cpu", "int", default=None,
+        doc="Superchips: GPUs that share one CPU and its NVLink-C2C link (GH200 1, GB200 2)")
     notes: str | None = spec("notes", "str", default=None)
     pci_device_ids: tuple[str, ...] = spec(
         "pci_device_ids", "str_list", default=(),

@@ -114,7 +114,9 @@ def cmd_train(args: argparse.Namespace) -> int:
         ep_dispatcher=args.ep_dispatcher, ep_comm_overlap=args.ep_comm_overlap,
         attention_kernel=args.attention_kernel,
         recompute=args.recompute or Recompute.NONE,
-        precision=args.precision or Precision.BF16, gpus_per_node=gpus_per_node)
+        precision=args.precision or Precision.BF16, gpus_per_node=gpus_per_node,
+        offload_layers=args.offload_layers, fp8_params=args.fp8_params,
+        bf16_grads=args.bf16_grads, bf16_optimizer=args.bf16_optimizer)
     if system is None and args.gpus > gpus_per_node:
         system = catalog.system_for(product)
     eff, measured = _calibrated(args, catalog, product, system)
@@ -511,6 +513,19 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p.add_argument("--precision", type=lazy_enum_value("gpuarch.perf.precision:Precision",
                                                        "--precision"),
                    help="fp32, tf32, fp16, bf16 (default) or fp8")
+    p.add_argument("--offload-layers", type=int, default=0, metavar="N",
+                   help="activation offloading: the saved activations of N layers go to CPU "
+                        "memory and come back for the backward pass (Megatron-Core's "
+                        "cpu_offloading_num_layers; needs --pp 1 and no --recompute)")
+    p.add_argument("--fp8-params", action="store_true",
+                   help="with --precision fp8: keep the weights' compute copy in FP8, 1 byte "
+                        "(Megatron's fp8_param_gather)")
+    p.add_argument("--bf16-grads", action="store_true",
+                   help="accumulate and reduce gradients in BF16, 2 bytes instead of FP32 "
+                        "main gradients (Megatron's grad_reduce_in_fp32 off)")
+    p.add_argument("--bf16-optimizer", action="store_true",
+                   help="no FP32 master weights: BF16 weights, gradients and Adam moments, "
+                        "8 bytes per parameter (PyTorch FSDP2 on a model held in BF16)")
     p.add_argument("--tokens", type=parse_quantity("--tokens"),
                    help="total training tokens, e.g. 2T, 300B or 2e12 (adds time, cost, "
                    "energy)")

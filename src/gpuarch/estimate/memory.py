@@ -37,27 +37,52 @@ class BytesPerParam:
 BYTES_PER_PARAM = BytesPerParam()
 
 
-def bytes_per_param(precision: Precision) -> BytesPerParam:
+def bytes_per_param(precision: Precision, *, fp8_params: bool = False,
+                    bf16_grads: bool = False, bf16_optimizer: bool = False) -> BytesPerParam:
     """What each parameter costs when training at ``precision``. BF16 and FP8 keep FP32 main
     gradients (Megatron-LM forces FP32 gradient accumulation and reduction with BF16); FP16
     reduces FP16 gradients (Megatron-LM's default without
     --accumulate-allreduce-grads-in-fp32; loss scaling keeps them in range); FP32 and TF32
-    train FP32 weights with no separate master copy (4 + 4 + 8 bytes)."""
+    train FP32 weights with no separate master copy (4 + 4 + 8 bytes).
+
+    ``fp8_params``: the compute copy of the weights is kept in FP8, 1 byte (Megatron's
+    fp8_param_gather; the optimizer keeps its FP32 master copy). ``bf16_grads``: gradients
+    are accumulated and reduced in BF16, 2 bytes (Megatron's grad_reduce_in_fp32 off).
+    ``bf16_optimizer``: no FP32 master copy; BF16 weights, gradients and Adam moments (2 + 2
+    + 4 bytes: PyTorch FSDP2 with a model held in BF16 and a plain Adam).
+    """
     if precision is Precision.FP16:
-        return BytesPerParam(gradients=2.0)
-    if precision in (Precision.FP32, Precision.TF32):
+        base = BytesPerParam(gradients=2.0)
+    elif precision in (Precision.FP32, Precision.TF32):
         return BytesPerParam(weights=4.0, gradients=4.0, optimizer=8.0)
-    return BYTES_PER_PARAM
+    else:
+        base = BYTES_PER_PARAM
+    if bf16_optimizer:
+        base = BytesPerParam(weights=2.0, gradients=2.0, optimizer=4.0)
+    elif bf16_grads:
+        base = BytesPerParam(weights=base.weights, gradients=2.0, optimizer=base.optimizer)
+    if fp8_params:
+        base = BytesPerParam(weights=1.0, gradients=base.gradients, optimizer=base.optimizer)
+    return base
 
 
 def activation_bytes_per_layer(s: TransformerShape, micro_batch: int, seq: int, tp: int,
                                sequence_parallel: bool, recompute: Recompute,
-                               element: int = 2, *, fused_attention: bool = True) -> float:
+                               element: int = 2, *, fused_attention: bool = True,
+                               quantized_inputs: bool = False) -> float:
     """Bytes of activations one layer keeps for the backward pass, per GPU.
 
     ``seq`` is the sequence length this GPU holds (after context parallelism). Unfused
     attention without selective recomputation also keeps the softmax output, the dropout
     mask and the dropout output: 5 a s^2 b bytes (Korthikanti et al. 2022, eq. 1).
+
+    ``quantized_inputs`` (FP8 and NVFP4 training): the inputs that the GEMMs keep only for
+    their weight gradients are saved as the 8-bit copies the GEMMs ran on, as Transformer
+    Engine's linear layers do (transformer_engine/pytorch/module/linear.py and
+    layernorm_linear.py keep the quantized input, column-wise data only): the two norm
+    outputs and the down projection's input take 1 byte, and the attention output is kept
+    twice, in 16 bits by the attention kernel and in 8 bits as the output projection's
+    input. Without it every saved tensor takes ``element`` bytes.
     """
     sbh = 1.0 * seq * micro_batch * s.hidden * element
     if recompute is Recompute.FULL:
@@ -66,13 +91,21 @@ def activation_bytes_per_layer(s: TransformerShape, micro_batch: int, seq: int, 
     q = tokens * s.heads * s.d_head
     kv = 2 * tokens * s.n_kv_heads * s.d_head
     attn_out = tokens * s.heads * s.d_head  # input of the output projection (= saved O)
-    # norm inputs and norm outputs of both blocks: replicated unless sequence parallel
-    replicated = 4 * sbh
+    # the bytes of a GEMM input kept for the weight gradient, per element
+    kept = 1.0 / element if quantized_inputs else 1.0
+    # norm inputs (16-bit) and outputs (the QKV and up projections' inputs) of both blocks:
+    # replicated unless sequence parallel
+    replicated = 2 * sbh + 2 * sbh * kept
     width = s.d_expert * (s.experts_per_token + s.shared_experts) if s.is_moe else s.d_ffn
-    mlp_inner = tokens * width * (3 if s.ffn_kind is FfnKind.SWIGLU else 2)
+    # the up projection's output (kept for the activation's backward) and the activation's
+    # output (the down projection's input)
+    up = 2 if s.ffn_kind is FfnKind.SWIGLU else 1
+    mlp_inner = tokens * width * (up + kept)
     # With fused attention nothing quadratic in seq is stored, so NONE and SELECTIVE keep
     # the same tensors; SELECTIVE only costs time (the attention core runs again).
     sharded = q + kv + attn_out + mlp_inner
+    if quantized_inputs:
+        sharded += attn_out * kept
     if not fused_attention and recompute is Recompute.NONE:
         sharded += 5.0 * s.heads * seq * seq * micro_batch
     return replicated / (tp if sequence_parallel else 1) + sharded / tp

@@ -28,7 +28,12 @@ from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import Product, System, parse_compute_capability, spec
 from gpuarch.errors import GpuarchError, check_choice
 from gpuarch.estimate.energy import NODE_OVERHEAD, PUE, energy_kwh
-from gpuarch.estimate.memory import Recompute, activation_bytes_per_layer, bytes_per_param
+from gpuarch.estimate.memory import (
+    BytesPerParam,
+    Recompute,
+    activation_bytes_per_layer,
+    bytes_per_param,
+)
 from gpuarch.estimate.reliability import (
     INTERRUPTIONS_PER_GPU_DAY,
     RATE_SOURCE,
@@ -87,7 +92,7 @@ activation, precision casts, MoE permutation), the forward work recomputation re
 the LM head with the loss on the last stage. Forward plus backward for each."""
 
 COMMUNICATION_PARTS = ("tensor_parallel", "context_parallel", "expert_parallel",
-                       "pipeline_p2p", "data_parallel")
+                       "pipeline_p2p", "data_parallel", "activation_offload")
 """How ``communication_breakdown_s`` splits the step's exposed communication seconds."""
 
 UNFUSED_SOFTMAX_BYTES = 9.0
@@ -169,10 +174,27 @@ class TrainingConfig:
     recompute: Recompute = Recompute.NONE
     precision: Precision = Precision.BF16
     gpus_per_node: int = 8
+    # what the framework keeps per parameter (``bytes_per_param``): FP8 weights (Megatron
+    # fp8_param_gather), BF16 gradients (grad_reduce_in_fp32 off), or BF16 weights,
+    # gradients and Adam moments with no FP32 master copy (PyTorch FSDP2 on a BF16 model)
+    fp8_params: bool = False
+    bf16_grads: bool = False
+    bf16_optimizer: bool = False
+    # activation offloading: the saved activations of this many layers go to CPU memory
+    # after their forward pass and come back for the backward (Megatron-Core's
+    # cpu_offloading_num_layers, activations only)
+    offload_layers: int = 0
 
     @property
     def dp(self) -> int:
         return self.gpus // (self.tp * self.pp * self.cp)
+
+    @property
+    def param_bytes(self) -> BytesPerParam:
+        """Bytes each parameter costs for weights, gradients and optimizer states."""
+        return bytes_per_param(self.precision, fp8_params=self.fp8_params,
+                               bf16_grads=self.bf16_grads,
+                               bf16_optimizer=self.bf16_optimizer)
 
     @property
     def edge_layers(self) -> Any:
@@ -228,6 +250,28 @@ class TrainingConfig:
             raise GpuarchError(f"--cp: {self.cp} does not divide --seq-len {self.seq_len}")
         if self.sequence_parallel and self.tp == 1:
             raise GpuarchError("--sequence-parallel needs --tp > 1")
+        if self.fp8_params and self.precision is not Precision.FP8:
+            raise GpuarchError(f"--fp8-params: needs --precision fp8, got --precision "
+                               f"{self.precision.value}")
+        if (self.bf16_grads or self.bf16_optimizer) and self.precision in (
+                Precision.FP32, Precision.TF32):
+            flag = "--bf16-optimizer" if self.bf16_optimizer else "--bf16-grads"
+            raise GpuarchError(f"{flag}: needs a 16-bit or lower --precision, got "
+                               f"{self.precision.value}")
+        if not isinstance(self.offload_layers, int) or self.offload_layers < 0:
+            raise GpuarchError(f"--offload-layers: expected an integer >= 0, got "
+                               f"{self.offload_layers!r}")
+        if self.offload_layers:
+            # Megatron-Core's own conditions for activation offloading
+            if self.offload_layers >= shape.layers:
+                raise GpuarchError(f"--offload-layers: {self.offload_layers} must be fewer "
+                                   f"than the model's {shape.layers} layers")
+            if self.pp > 1:
+                raise GpuarchError(f"--offload-layers: activation offloading needs --pp 1, "
+                                   f"got --pp {self.pp}")
+            if self.recompute is not Recompute.NONE:
+                raise GpuarchError("--offload-layers: activation offloading cannot be "
+                                   f"combined with --recompute {self.recompute.value}")
         if not isinstance(self.etp, int) or self.etp < 0 or (self.etp and self.tp % self.etp):
             raise GpuarchError(f"--etp: expected a divisor of --tp {self.tp} (or 0 for TP), "
                                f"got {self.etp!r}")
@@ -555,7 +599,7 @@ def _one_layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device,
 def _dp_traffic(params: Num, group: Group, cfg: TrainingConfig, m: Num, eff: Efficiency
                 ) -> Num:
     """Seconds of data-parallel traffic per step for ``params`` replicated over ``group``."""
-    per_param = bytes_per_param(cfg.precision)
+    per_param = cfg.param_bytes
     grad_bytes = params * per_param.gradients
     weight_bytes = params * per_param.weights
     if cfg.zero == 0:
@@ -597,6 +641,7 @@ class TrainingCore:
     head_time: Num = 0.0  # its LM head and loss per micro-batch, forward and backward
     p2p_exposed: Num = 0.0  # pipeline sends per micro-batch
     dp_exposed: Num = 0.0  # exposed data-parallel traffic per step
+    offload_exposed: Num = 0.0  # activation offloading not hidden, per micro-batch
 
     @property
     def memory_total(self) -> Num:
@@ -606,12 +651,15 @@ class TrainingCore:
 
 def evaluate_training(shape: TransformerShape, product: Product, device: Device,
                       intra: Link, inter: Link | None, cfg: TrainingConfig,
-                      eff: Efficiency, parts: dict[str, Num] | None = None) -> TrainingCore:
+                      eff: Efficiency, parts: dict[str, Num] | None = None,
+                      host_link_bytes_s: float | None = None) -> TrainingCore:
     """The step model. ``cfg``'s parallelism, batch and micro-batch fields may be NumPy
     arrays (one configuration per element); precision, recomputation, ZeRO stage, sequence
     parallelism and the overlap switches are scalars. No validation here: the caller
     (``estimate_training``, or the advisor with its masks) has done it. With ``parts``, the
-    average layer's seconds by kind are left there (``_layer_time``)."""
+    average layer's seconds by kind are left there (``_layer_time``).
+    ``host_link_bytes_s``: the GPU's own share of its link to the CPU, one direction, for
+    activation offloading (None: the transfers are taken as hidden)."""
     tp_group = _group(cfg.tp, 1, cfg, intra, inter)
     cp_group = _group(cfg.cp, cfg.tp, cfg, intra, inter)
     dp_group = _group(cfg.dp * cfg.cp, cfg.tp, cfg, intra, inter)
@@ -660,6 +708,22 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     p2p = np.where(cfg.pp > 1, p2p, 0.0)
     stage = stage + _Pass(0.0, p2p)
 
+    # memory on the most loaded stage
+    per_layer_act = activation_bytes_per_layer(
+        shape, cfg.micro_batch, cfg.seq_len // cfg.cp, cfg.tp, cfg.sequence_parallel,
+        cfg.recompute, cfg.precision.activation_bytes, fused_attention=cfg.fused_attention,
+        quantized_inputs=cfg.precision.low_precision)
+    # offloaded layers (PP = 1) leave one layer's activations in flight on the GPU; each
+    # goes out during its forward pass and comes back during its backward, behind the
+    # layers computed meanwhile: only a transfer longer than a layer's pass is exposed
+    offloaded = max(0, cfg.offload_layers - 1) if cfg.offload_layers else 0
+    offload: Num = 0.0
+    if cfg.offload_layers and host_link_bytes_s:
+        transfer = per_layer_act / host_link_bytes_s
+        offload = cfg.offload_layers * (np.maximum(0.0, transfer - fwd.compute)
+                                        + np.maximum(0.0, transfer - bwd.compute))
+        stage = stage + _Pass(0.0, offload)
+
     m = cfg.micro_batches
     stage_time = stage.total
     compute_time = m * stage.compute
@@ -697,7 +761,7 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     else:
         dp_exposed = dp_comm * eff.dp_comm_exposed
 
-    per_param = bytes_per_param(cfg.precision)
+    per_param = cfg.param_bytes
 
     def sharded(stage: int) -> Num:
         """Parameters per GPU for a state ZeRO shards from ``stage`` on."""
@@ -721,10 +785,6 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     peak = device.matmul.flops
     per_gpu_flops = model_flops * tokens_per_s / cfg.gpus
 
-    # memory on the most loaded stage
-    per_layer_act = activation_bytes_per_layer(
-        shape, cfg.micro_batch, cfg.seq_len // cfg.cp, cfg.tp, cfg.sequence_parallel,
-        cfg.recompute, cfg.precision.activation_bytes, fused_attention=cfg.fused_attention)
     in_flight = np.minimum(cfg.pp, m)
     interleave = np.where(cfg.vpp > 1, 1 + (cfg.pp - 1) / (cfg.pp * cfg.vpp), 1.0)
     logits = tokens_mb * shape.vocab / cfg.tp * 4.0  # FP32 logits for the loss
@@ -743,7 +803,7 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
         weights=sharded(3) * per_param.weights,
         gradients=sharded(2) * per_param.gradients,
         optimizer_states=sharded(1) * per_param.optimizer,
-        activations=per_layer_act * layers_per_stage * in_flight * interleave,
+        activations=per_layer_act * (layers_per_stage - offloaded) * in_flight * interleave,
         other=FRAMEWORK_RESERVE_BYTES + logits,
         micro_batches=m,
         layer_flops=layer_flops,
@@ -753,7 +813,19 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
         head_time=3 * head + 2 * loss,
         p2p_exposed=p2p,
         dp_exposed=dp_exposed,
+        offload_exposed=offload,
     )
+
+
+def host_link_bytes_s(product: Product, pcie_x16_bytes_s: float | None) -> float | None:
+    """One GPU's share of its link to the CPU, one direction: half the NVLink-C2C figure
+    (published as both directions together) over the GPUs sharing the CPU on a superchip;
+    else the board's PCIe x16 rate. None where a superchip's C2C rate is not catalogued."""
+    if product.c2c_bandwidth_bytes_s:
+        return product.c2c_bandwidth_bytes_s / 2 / (product.gpus_per_cpu or 1)
+    if product.grace_host:
+        return None
+    return pcie_x16_bytes_s
 
 
 def estimate_training(
@@ -782,7 +854,9 @@ def estimate_training(
             "--system with an inter-node network (see 'gpuarch systems')")
     layer_parts: dict[str, Num] = {}
     run_eff = attention_efficiency(eff, cfg, catalog.chip_of(product).compute_capability)
-    core = evaluate_training(shape, product, device, intra, inter, cfg, run_eff, layer_parts)
+    host_link = host_link_bytes_s(product, pcie.x16_bandwidth_bytes_s if pcie else None)
+    core = evaluate_training(shape, product, device, intra, inter, cfg, run_eff, layer_parts,
+                             host_link_bytes_s=host_link)
     step = float(core.step)
     per_step = float(core.micro_batches * core.stage_layers)
     compute_parts = {k: per_step * float(layer_parts.get(k, 0.0)) for k in COMPUTE_PARTS}
@@ -791,6 +865,7 @@ def estimate_training(
     comm_parts = {k: per_step * float(layer_parts.get(k, 0.0)) for k in COMMUNICATION_PARTS}
     comm_parts["pipeline_p2p"] = float(core.micro_batches * core.p2p_exposed)
     comm_parts["data_parallel"] = float(core.dp_exposed)
+    comm_parts["activation_offload"] = float(core.micro_batches * core.offload_exposed)
     breakdown = TimeBreakdown(
         compute=float(core.compute),
         exposed_communication=float(core.exposed_communication),
@@ -813,7 +888,7 @@ def estimate_training(
 
     bottleneck, reason = _bottleneck(breakdown, float(core.optimizer),
                                      float(core.host_overhead), step, cfg, mfu)
-    per_param = bytes_per_param(cfg.precision)
+    per_param = cfg.param_bytes
     assumptions: dict[str, Any] = {
         "matmul_peak_tflops": from_si(peak, Unit.TFLOPS),
         "matmul_peak_source": f"{device.matmul.key.value} ({device.matmul.origin}, catalog)",
@@ -836,6 +911,14 @@ def estimate_training(
         "intra_node_link": intra.fabric.value,
         "layer_forward_flops_per_gpu": layer_flops,
     }
+    if cfg.offload_layers:
+        assumptions["activation_offload"] = (
+            f"{cfg.offload_layers} layers' activations to CPU memory and back at "
+            f"{from_si(host_link, Unit.GB_S):.0f} GB/s per direction (this GPU's share of "
+            "its link to the CPU), exposed where a transfer outlasts a layer's pass"
+            if host_link else
+            f"{cfg.offload_layers} layers' activations to CPU memory and back; the link's "
+            "rate is not catalogued for this GPU, so the transfers are taken as hidden")
     total = None
     if tokens is not None:
         seconds = tokens / tokens_per_s
@@ -877,6 +960,8 @@ def estimate_training(
             "micro_batch": cfg.micro_batch,
             "global_batch": cfg.global_batch, "micro_batches": m,
             "recompute": cfg.recompute.value, "precision": cfg.precision.value,
+            "offload_layers": cfg.offload_layers, "fp8_params": cfg.fp8_params,
+            "bf16_grads": cfg.bf16_grads, "bf16_optimizer": cfg.bf16_optimizer,
             "gpus_per_node": cfg.gpus_per_node}),  # type: ignore[arg-type]
         step_time_s=step,
         tokens_per_s=tokens_per_s,

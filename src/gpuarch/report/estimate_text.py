@@ -43,7 +43,13 @@ def render_training(e: TrainingEstimate, band: Band | None = None) -> str:
               + (" EP-overlap" if p.get("ep_comm_overlap") and p["ep"] > 1 else "")
               + (f" VPP{p['vpp']}" if p["vpp"] > 1 else "")
               + (" +SP" if p["sequence_parallel"] else "")
-              + f", ZeRO-{p['zero']}, recompute {p['recompute']}, {p['precision']}"
+              + f", ZeRO-{p['zero']}, recompute {p['recompute']}"
+              + (f", {p['offload_layers']} layers' activations offloaded"
+                 if p.get("offload_layers") else "")
+              + f", {p['precision']}"
+              + (" (FP8 weights)" if p.get("fp8_params") else "")
+              + (", BF16 weights, gradients and Adam states" if p.get("bf16_optimizer") else
+                 ", BF16 gradients" if p.get("bf16_grads") else "")
               + (", Ampere-style attention kernel"
                  if e.assumptions.get("attention_kernel") == "ampere" else ""))
     b = e.time_breakdown
@@ -236,7 +242,13 @@ def render_validation(s: ValidationSummary, explain: bool = False) -> str:
              f"median {_pct(s.median_abs_error)}, max {_pct(s.max_abs_error)}; "
              f"{_pct(s.share_within)} of points within 20%",
              "by GPU:    " + ", ".join(f"{k} {_pct(v)}" for k, v in s.by("gpu").items()),
-             "by source: " + ", ".join(f"{k} {_pct(v)}" for k, v in s.by("source").items())]
+             "by source: " + ", ".join(f"{k} {_pct(v)}" for k, v in s.by("source").items()),
+             f"memory:    {sum(r.fits for r in s.rows)} of {len(s.rows)} published runs fit "
+             "the model's memory per GPU"
+             + ("; not:" if not all(r.fits for r in s.rows) else "")]
+    lines += [f"  {r.id}: {fmt(r.memory_gib)} of {fmt(r.gpu_memory_gib)} GiB"
+              + (f" ({r.memory_exception})" if r.memory_exception else "")
+              for r in s.rows if not r.fits]
     if explain:
         lines += ["", "where each predicted step goes:"]
         lines += [f"  {r.id}: {_train_explained(r.explain)}" for r in s.rows]
@@ -293,6 +305,7 @@ _PART_LABELS = {"dense_gemms": "dense GEMMs", "expert_gemms": "expert GEMMs",
                 "recompute": "recompute", "lm_head_and_loss": "LM head + loss",
                 "tensor_parallel": "TP", "context_parallel": "CP", "expert_parallel": "EP",
                 "pipeline_p2p": "PP sends", "data_parallel": "DP", "lm_head": "LM head",
+                "activation_offload": "activation offload",
                 "overhead": "fixed overhead", "host": "host wait"}
 
 

@@ -125,6 +125,10 @@ def point_config(point: TrainingPoint, system: System | None) -> TrainingConfig:
         recompute=Recompute(point.get("recompute", "none")),
         precision=Precision(point.get("precision", "bf16")),
         gpus_per_node=system.gpus_per_node if system else 8,
+        offload_layers=int(point.get("offload_layers", 0)),
+        fp8_params=bool(point.get("fp8_params", False)),
+        bf16_grads=bool(point.get("bf16_grads", False)),
+        bf16_optimizer=bool(point.get("bf16_optimizer", False)),
     )
 
 
@@ -174,6 +178,16 @@ class TrainingComparison:
     out_of_sample: bool = False  # added after the parameters it tests were fitted
     # the prediction's step time and where it goes (``validate --explain``)
     explain: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    # the model's memory per GPU for the run, the GPU's memory, and, where the model says a
+    # run that ran does not fit, the data file's account of why (``memory_exception``)
+    memory_gib: float = 0.0
+    gpu_memory_gib: float = 0.0
+    memory_exception: str = ""
+
+    @property
+    def fits(self) -> bool:
+        """Whether the model finds the published run fits in the GPU's memory."""
+        return self.memory_gib <= self.gpu_memory_gib
 
     @property
     def error(self) -> float:
@@ -206,7 +220,10 @@ def compare_point(catalog: Catalog, point: TrainingPoint, efficiency: Efficiency
     return TrainingComparison(point.id, point.source, point.where, shape.name, product.key,
                               cfg.gpus, layout, cfg.precision.value, origin, published,
                               est.tokens_per_s_per_gpu,
-                              bool(point.get("out_of_sample", False)), explain)
+                              bool(point.get("out_of_sample", False)), explain,
+                              memory_gib=doc["memory_per_gpu_gib"]["total"],
+                              gpu_memory_gib=doc["gpu_memory_gib"],
+                              memory_exception=str(point.get("memory_exception", "")))
 
 
 def validate_training(catalog: Catalog, efficiency: Efficiency = DEFAULT_EFFICIENCY,
