@@ -269,6 +269,18 @@ def test_inference_validation_does_not_regress() -> None:
     assert len(maverick) == 31 and sum(maverick) / len(maverick) <= 0.235  # 23.1%
 
 
+def test_every_published_serving_run_fits_or_says_why() -> None:
+    """Each published run ran, so the model must find its batch fits in the GPU's memory, or
+    the data file must say why not; an account the model no longer needs fails as stale."""
+    from gpuarch.validation.inference import validate_inference
+
+    runs = {r.id: r.memory for r in validate_inference(CATALOG).rows}
+    assert len(runs) >= 395
+    assert not [i for i, m in runs.items() if not m.fits and not m.exception]
+    assert not [i for i, m in runs.items() if m.fits and m.exception]
+    assert sum(not m.fits for m in runs.values()) <= 2
+
+
 def test_queueing_when_concurrency_exceeds_what_fits() -> None:
     """Serving more concurrent requests than fit adds queueing to TTFT (Little's law)."""
     fits = _est(batch=None, batching=Batching.CONTINUOUS)

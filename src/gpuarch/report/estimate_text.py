@@ -243,12 +243,7 @@ def render_validation(s: ValidationSummary, explain: bool = False) -> str:
              f"{_pct(s.share_within)} of points within 20%",
              "by GPU:    " + ", ".join(f"{k} {_pct(v)}" for k, v in s.by("gpu").items()),
              "by source: " + ", ".join(f"{k} {_pct(v)}" for k, v in s.by("source").items()),
-             f"memory:    {sum(r.fits for r in s.rows)} of {len(s.rows)} published runs fit "
-             "the model's memory per GPU"
-             + ("; not:" if not all(r.fits for r in s.rows) else "")]
-    lines += [f"  {r.id}: {fmt(r.memory_gib)} of {fmt(r.gpu_memory_gib)} GiB"
-              + (f" ({r.memory_exception})" if r.memory_exception else "")
-              for r in s.rows if not r.fits]
+             *_memory_lines(s.rows)]
     if explain:
         lines += ["", "where each predicted step goes:"]
         lines += [f"  {r.id}: {_train_explained(r.explain)}" for r in s.rows]
@@ -269,7 +264,8 @@ def render_inference_validation(s: InferenceSummary, explain: bool = False) -> s
              "by figure: " + ", ".join(f"{k} {_pct(v)}" for k, v in s.by("metric").items()),
              "by GPU:    " + ", ".join(f"{k} {_pct(v)}" for k, v in s.by("gpu").items()),
              "by source: " + ", ".join(f"{k} {_pct(v)}" for k, v in s.by("source").items()),
-             "by model:  " + ", ".join(f"{k} {_pct(v)}" for k, v in s.by("model").items())]
+             "by model:  " + ", ".join(f"{k} {_pct(v)}" for k, v in s.by("model").items()),
+             *_memory_lines(s.rows)]
     if explain:
         lines += ["", "where each prediction's time goes (one prefill pass; one decode step):"]
         seen: set[str] = set()
@@ -278,6 +274,18 @@ def render_inference_validation(s: InferenceSummary, explain: bool = False) -> s
                 seen.add(r.id)
                 lines.append(f"  {r.id}: {_infer_explained(r.explain)}")
     return "\n".join(lines + _validation_footer(s, "figures", "inference"))
+
+
+def _memory_lines(rows: Any) -> list[str]:
+    """How many published runs fit the model's memory per GPU (they all ran), and those
+    that do not, with the data file's reason where it gives one."""
+    runs = {r.id: r.memory for r in rows}  # a serving run's figures share one estimate
+    lines = [f"memory:    {sum(m.fits for m in runs.values())} of {len(runs)} published runs "
+             "fit the model's memory per GPU" + ("" if all(m.fits for m in runs.values())
+                                                  else "; not:")]
+    return lines + [f"  {i}: {fmt(m.gib)} of {fmt(m.gpu_gib)} GiB"
+                    + (f" ({m.exception})" if m.exception else "")
+                    for i, m in runs.items() if not m.fits]
 
 
 def _train_explained(x: dict[str, Any]) -> str:

@@ -30,8 +30,8 @@ from gpuarch.estimate.inference import (
 )
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.perf.quant import QuantFormat, QuantScheme
-from gpuarch.validation.stats import ErrorSummary, summarize
-from gpuarch.validation.training import TrainingPoint, point_shape
+from gpuarch.validation.stats import ErrorSummary, MemoryFit, summarize
+from gpuarch.validation.training import TrainingPoint, memory_fit, point_shape
 
 __all__ = [
     "INFERENCE_FILE",
@@ -101,6 +101,7 @@ class InferenceComparison:
     out_of_sample: bool = False  # added after the parameters it tests were fitted
     # the estimate's phases and where their time goes (``validate --explain``)
     explain: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    memory: MemoryFit = field(default_factory=MemoryFit)
 
     @property
     def error(self) -> float:
@@ -171,7 +172,7 @@ def compare_point(catalog: Catalog, point: TrainingPoint, efficiency: Efficiency
                 f"W{q.weights.value}/A{q.activations.value}/KV{q.kv_cache.value}",
                 f"{cfg.input_len}/{cfg.output_len}",
                 f"{cfg.batching.value} {est.batch}", key, float(published), float(doc[attr]),
-                bool(point.get("out_of_sample", False)), explain))
+                bool(point.get("out_of_sample", False)), explain, memory_fit(point, doc)))
     if not rows:
         raise GpuarchError(f"point {point.id}: no published figure to compare")
     return rows

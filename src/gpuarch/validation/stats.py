@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
-__all__ = ["ErrorSummary", "HasError", "summarize"]
+__all__ = ["ErrorSummary", "HasError", "MemoryFit", "summarize"]
 
 
 class HasError(Protocol):
@@ -15,6 +15,20 @@ class HasError(Protocol):
 
     @property
     def error(self) -> float: ...
+
+
+@dataclass(frozen=True)
+class MemoryFit:
+    """A published run's memory per GPU as the model sees it. The run ran, so it should fit;
+    where the model says it does not, the data file's ``memory_exception`` says why."""
+
+    gib: float = 0.0
+    gpu_gib: float = 0.0
+    exception: str = ""
+
+    @property
+    def fits(self) -> bool:
+        return self.gib <= self.gpu_gib
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from gpuarch.estimate.training import EP_DISPATCHERS, TrainingConfig, estimate_t
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.perf.precision import Precision
 from gpuarch.units import Unit, to_si
-from gpuarch.validation.stats import ErrorSummary, summarize
+from gpuarch.validation.stats import ErrorSummary, MemoryFit, summarize
 from gpuarch.workloads.flops import forward_flops_per_token
 from gpuarch.workloads.presets import preset, shape_from_mapping
 from gpuarch.workloads.shape import TransformerShape
@@ -178,16 +178,7 @@ class TrainingComparison:
     out_of_sample: bool = False  # added after the parameters it tests were fitted
     # the prediction's step time and where it goes (``validate --explain``)
     explain: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
-    # the model's memory per GPU for the run, the GPU's memory, and, where the model says a
-    # run that ran does not fit, the data file's account of why (``memory_exception``)
-    memory_gib: float = 0.0
-    gpu_memory_gib: float = 0.0
-    memory_exception: str = ""
-
-    @property
-    def fits(self) -> bool:
-        """Whether the model finds the published run fits in the GPU's memory."""
-        return self.memory_gib <= self.gpu_memory_gib
+    memory: MemoryFit = field(default_factory=MemoryFit)
 
     @property
     def error(self) -> float:
@@ -197,6 +188,13 @@ class TrainingComparison:
 
 ValidationSummary = ErrorSummary
 """Training comparisons: the issue's per-point bound is 20%."""
+
+
+def memory_fit(point: TrainingPoint, doc: Mapping[str, Any]) -> MemoryFit:
+    """An estimate's memory per GPU (its JSON) against the GPU's, with the point's account
+    of why a run that ran does not fit, if it has one."""
+    return MemoryFit(doc["memory_per_gpu_gib"]["total"], doc["gpu_memory_gib"],
+                     str(point.get("memory_exception", "")))
 
 
 def compare_point(catalog: Catalog, point: TrainingPoint, efficiency: Efficiency
@@ -221,9 +219,7 @@ def compare_point(catalog: Catalog, point: TrainingPoint, efficiency: Efficiency
                               cfg.gpus, layout, cfg.precision.value, origin, published,
                               est.tokens_per_s_per_gpu,
                               bool(point.get("out_of_sample", False)), explain,
-                              memory_gib=doc["memory_per_gpu_gib"]["total"],
-                              gpu_memory_gib=doc["gpu_memory_gib"],
-                              memory_exception=str(point.get("memory_exception", "")))
+                              memory_fit(point, doc))
 
 
 def validate_training(catalog: Catalog, efficiency: Efficiency = DEFAULT_EFFICIENCY,
