@@ -451,7 +451,8 @@ def test_zero3_with_prefetch_is_searched_and_costed_as_the_estimate(tmp_path: Pa
                              tp_comm_overlap=o.tp_comm_overlap, zero=3, fsdp_prefetch=True,
                              recompute=Recompute(o.recompute),
                              precision=Precision(o.precision),
-                             gpus_per_node=system.gpus_per_node if system else 8)
+                             gpus_per_node=system.gpus_per_node if system else 8,
+                             fp8_params=o.precision == "fp8")
         est = estimate_training(CATALOG, preset("llama-3.1-8b").shape, product, cfg,
                                 system=system)
         assert o.step_time_s == pytest.approx(est.step_time_s, rel=1e-9)

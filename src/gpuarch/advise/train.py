@@ -245,7 +245,8 @@ def advise_training(
                     "pp": part["pp"], "cp": part["cp"], "ep": part["ep"], "vpp": part["vpp"],
                     "sequence_parallel": sp, "tp_comm_overlap": overlap, "zero": zero,
                     "fsdp_prefetch": prefetch, "recompute": recompute,
-                    "precision": precision, "gpus_per_node": gpn}
+                    "precision": precision, "gpus_per_node": gpn,
+                    "fp8_params": precision is Precision.FP8}
                 cfg = TrainingConfig(**fields)
                 core = evaluate_training(shape, product, device, intra, inter, cfg,
                                          efficiency)
@@ -497,7 +498,8 @@ def _explain(catalog: Catalog, shape: TransformerShape, search: TrainingSearch,
                          tp_comm_overlap=o.tp_comm_overlap, zero=o.zero,
                          fsdp_prefetch=o.fsdp_prefetch,
                          recompute=Recompute(o.recompute), precision=Precision(o.precision),
-                         gpus_per_node=system.gpus_per_node if system else 8)
+                         gpus_per_node=system.gpus_per_node if system else 8,
+                         fp8_params=o.precision == Precision.FP8.value)
     est = estimate_training(catalog, shape, product, cfg, system=system, efficiency=eff)
     reason = est.bottleneck_reason
     is_best = o == best
