@@ -75,7 +75,7 @@ def test_memory_settings_shrink_the_parts_they_name() -> None:
 
 def test_offloaded_layers_leave_one_in_flight() -> None:
     """40 of 80 layers offloaded leave 41 layers' activations on the GPU (the 40 kept and
-    one offloaded layer in transit): the recipe's layout fits in GB200's 186 GB."""
+    one offloaded layer in transit): the recipe's layout fits in GB200's catalogued 186 GiB."""
     base = _est()
     half = _est(dataclasses.replace(FSDP_70B, offload_layers=40))
     assert half.memory.activations == pytest.approx(base.memory.activations * 41 / 80)

@@ -127,6 +127,12 @@ class TrainingAdvice:
     per_gpu: tuple[TrainingOption, ...] = ()  # the best option on each GPU, best first
 
 
+def keeps_fp8_weights(precision: Precision) -> bool:
+    """Whether an option keeps its weights in FP8: FP8 options do, as Megatron Bridge's FP8
+    recipes set fp8_param_gather."""
+    return precision is Precision.FP8
+
+
 def _pow2(limit: int) -> list[int]:
     return [2**i for i in range(0, 32) if 2**i <= limit]
 
@@ -246,7 +252,7 @@ def advise_training(
                     "sequence_parallel": sp, "tp_comm_overlap": overlap, "zero": zero,
                     "fsdp_prefetch": prefetch, "recompute": recompute,
                     "precision": precision, "gpus_per_node": gpn,
-                    "fp8_params": precision is Precision.FP8}
+                    "fp8_params": keeps_fp8_weights(precision)}
                 cfg = TrainingConfig(**fields)
                 core = evaluate_training(shape, product, device, intra, inter, cfg,
                                          efficiency)
@@ -499,7 +505,7 @@ def _explain(catalog: Catalog, shape: TransformerShape, search: TrainingSearch,
                          fsdp_prefetch=o.fsdp_prefetch,
                          recompute=Recompute(o.recompute), precision=Precision(o.precision),
                          gpus_per_node=system.gpus_per_node if system else 8,
-                         fp8_params=o.precision == Precision.FP8.value)
+                         fp8_params=keeps_fp8_weights(Precision(o.precision)))
     est = estimate_training(catalog, shape, product, cfg, system=system, efficiency=eff)
     reason = est.bottleneck_reason
     is_best = o == best

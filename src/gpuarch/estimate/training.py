@@ -716,7 +716,7 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     # offloaded layers (PP = 1) leave one layer's activations in flight on the GPU; each
     # goes out during its forward pass and comes back during its backward, behind the
     # layers computed meanwhile: only a transfer longer than a layer's pass is exposed
-    offloaded = max(0, cfg.offload_layers - 1) if cfg.offload_layers else 0
+    offloaded = max(0, cfg.offload_layers - 1)
     offload: Num = 0.0
     if cfg.offload_layers and host_link_bytes_s:
         transfer = per_layer_act / host_link_bytes_s

@@ -24,11 +24,8 @@ class MemoryFit:
 
     gib: float = 0.0
     gpu_gib: float = 0.0
+    fits: bool = True  # the estimate's own verdict (in bytes, not the rounded GiB above)
     exception: str = ""
-
-    @property
-    def fits(self) -> bool:
-        return self.gib <= self.gpu_gib
 
 
 @dataclass(frozen=True)

@@ -194,7 +194,7 @@ def memory_fit(point: TrainingPoint, doc: Mapping[str, Any]) -> MemoryFit:
     """An estimate's memory per GPU (its JSON) against the GPU's, with the point's account
     of why a run that ran does not fit, if it has one."""
     return MemoryFit(doc["memory_per_gpu_gib"]["total"], doc["gpu_memory_gib"],
-                     str(point.get("memory_exception", "")))
+                     bool(doc["fits_in_memory"]), str(point.get("memory_exception", "")))
 
 
 def compare_point(catalog: Catalog, point: TrainingPoint, efficiency: Efficiency
