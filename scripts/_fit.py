@@ -79,17 +79,19 @@ def grid_fit(eff: Efficiency, points: Sequence[Any], validate: Validate,
 
 
 def coordinate_fit(eff: Efficiency, points: Sequence[Any], validate: Validate,
-                   moves: Sequence[Move], rounds: int) -> Efficiency:
-    """A coordinate search over ``moves`` minimising the log loss on ``points``."""
+                   moves: Sequence[Move], rounds: int,
+                   loss: Callable[[ErrorSummary], float] = log_loss) -> Efficiency:
+    """A coordinate search over ``moves`` minimising ``loss`` (the mean absolute log error
+    unless given) on ``points``."""
     fit = list(points)
-    best = log_loss(validate(eff, fit))
+    best = loss(validate(eff, fit))
     step = 0.25
     for _ in range(rounds):
         for move in moves:
             for factor in (1 + step, 1 / (1 + step)):
                 while True:
                     trial = move(eff, factor)
-                    trial_loss = log_loss(validate(trial, fit))
+                    trial_loss = loss(validate(trial, fit))
                     if trial_loss < best - 1e-6:
                         eff, best = trial, trial_loss
                     else:

@@ -252,7 +252,7 @@ def test_a_checkpoints_own_formats_are_searched_too(tmp_path: Path,
                           expert_weights=QuantFormat.MXFP4, batching=Batching.CONTINUOUS)
     est = estimate_inference(CATALOG, shape_from_hf_config(config), CATALOG.product("h100"),
                              cfg)
-    assert o["tpot_ms"] == pytest.approx(est.tpot_s * 1e3, rel=1e-6)
+    assert o["tpot_ms"] == pytest.approx(est.tpot_s * 1e3, abs=5e-4)  # JSON keeps 3 decimals
     preset_schemes = {x.scheme for x in advise_inference(
         CATALOG, preset("qwen3-30b-a3b").shape, InferenceSearch(1024, 256, gpus=("h100",),
                                                                 top=500),

@@ -167,17 +167,19 @@ def test_validation_error_does_not_regress() -> None:
     current fit so a change that worsens it fails; the goal (issue #3) is 8% mean and no
     point beyond 20%, which the model does not reach yet (see docs/performance-model.md).
     (Recording each run's published memory settings, sequence parallelism and the rest,
-    moved them from 9.6% / 6.8% / 15.2% / 87.5% with the parameters as fitted before.)"""
+    moved them from 9.6% / 6.8% / 15.2% / 87.5% with the parameters as fitted before; the
+    shared GEMM and attention efficiencies, refitted on both validations' fitted points
+    together, then took them from 11.0% / 7.5% / 17.8% / 85.8%.)"""
     summary = validate_training(CATALOG)
     assert len(summary.rows) >= 120
-    assert summary.mean_abs_error <= 0.111  # 11.0% over 120 points
+    assert summary.mean_abs_error <= 0.103  # 10.2% over 120 points
     in_sample = [abs(r.error) for r in summary.rows if not r.out_of_sample]
-    assert sum(in_sample) / len(in_sample) <= 0.076  # 7.5% over 79
+    assert sum(in_sample) / len(in_sample) <= 0.06  # 5.9% over 79
     out = [abs(r.error) for r in summary.rows if r.out_of_sample]
-    assert sum(out) / len(out) <= 0.179  # 17.8% over 41
+    assert sum(out) / len(out) <= 0.185  # 18.4% over 41
     assert summary.by("gpu")["a100-sxm4-80gb"] <= 0.07
     within_20 = sum(abs(r.error) <= 0.20 for r in summary.rows) / len(summary.rows)
-    assert within_20 >= 0.85  # 85.8%
+    assert within_20 >= 0.85  # 85.0%
 
 
 @pytest.mark.parametrize(("gpu", "applies"), [

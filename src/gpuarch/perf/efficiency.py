@@ -26,21 +26,25 @@ class Efficiency:
     """Fraction of the dense peak that large, well-shaped GEMMs sustain on CUDA cores (and
     on Tensor Core generations without an entry in ``gemm_by_generation``). Assumed."""
 
-    gemm_by_generation: tuple[float, ...] = (0.83, 0.70, 0.80, 0.76, 0.72)
+    gemm_by_generation: tuple[float, ...] = (0.83, 0.70, 0.80, 0.737, 0.602)
     """The same per Tensor Core generation (1 = Volta ... 5 = Blackwell). Later generations
     reach a smaller fraction of a much larger peak: clocks fall under sustained Tensor load
-    at the board power limit, and operand delivery limits the largest tiles. Fitted."""
+    at the board power limit, and operand delivery limits the largest tiles. Fitted: Volta and
+Ampere on the training points, Hopper and Blackwell jointly on the training and serving
+points (scripts/fit_shared_efficiency.py)."""
 
-    gemm_fp8: float = 0.88
+    gemm_fp8: float = 0.853
     """Multiplier on the GEMM efficiency for GEMMs run at the FP8 Tensor Core peak, in
     training and in serving, which reach a smaller fraction of their doubled peak (scaling,
-    narrower accumulation tiles). Fitted on training measurements."""
+    narrower accumulation tiles). Fitted jointly on the training and serving measurements
+    (scripts/fit_shared_efficiency.py; the two folds agree, 0.853 each)."""
 
-    gemm_fp4: float = 0.7
+    gemm_fp4: float = 0.712
     """Multiplier on the GEMM efficiency for GEMMs run at the dense FP4 Tensor Core peak
     (NVFP4 training and serving: block scaling; in training also the recipe's Hadamard
-    transforms and the GEMMs it keeps in 16 bits). Fitted on the two GB200 NVFP4 rows of
-    Megatron Bridge's 26.02 table (the GB300 row is out of sample)."""
+    transforms and the GEMMs it keeps in 16 bits). Fitted jointly on the training and
+    serving measurements: the two GB200 NVFP4 rows of Megatron Bridge's 26.02 table (the
+    GB300 row is out of sample) and the serving NVFP4 figures in sample."""
 
     gemm_half_dim: float = 210.0
     """The reduction length K at which efficiency has fallen to half: factor
@@ -56,12 +60,11 @@ class Efficiency:
     """Output tile edge used for wave quantisation (a partial last wave of tiles over the
     SMs is paid in full). Typical cuBLAS/CUTLASS tile on Ampere and Hopper."""
 
-    attention: float = 0.25
+    attention: float = 0.319
     """Fraction of the Tensor Core peak the GPU generation's own FlashAttention-style fused
-    attention reaches in the forward pass (FlashAttention-2 reports 50-73% on A100). Fitted.
-    (Refitted alone after the 2023 H100 rows were given their Ampere-style kernel,
-    ``--only attention``, it moves to 0.267 at the same fitted error, 6.8%, and costs the
-    serving figures 0.1 point; it stays.)"""
+    attention reaches in the forward pass (FlashAttention-2 reports 50-73% on A100). Fitted
+    jointly on the training and serving measurements (scripts/fit_shared_efficiency.py; 0.25
+    when fitted on training alone)."""
 
     attention_ampere_kernel: float = 0.35 / 0.75
     """The fraction of the native fused attention's speed that a kernel written for Ampere's
