@@ -84,3 +84,35 @@ def test_cross_validation_predicts_each_fold_with_the_other_folds_fit(
     assert f"{crossed:6.1%}" in line["cross-validated"]
     assert f"{fitted:6.1%}" in line["fitted (both)"]
     assert f"{abs(3 / 10 - 1):6.1%}" in line["out of sample"]
+
+
+def test_coordinate_fit_minimises_the_loss_it_is_given() -> None:
+    """With a custom loss the search follows it, not the default log error."""
+    fit = _fit_module()
+    pts = [Point("a", 2.0)]
+    # the default loss wants memory = 2; this loss wants the prediction at 4 instead
+    away = fit.coordinate_fit(DEFAULT_EFFICIENCY, pts, validate, [fit.scale("memory")], 8,
+                              loss=lambda s: abs(s.rows[0].predicted - 4.0))
+    assert away.memory == pytest.approx(4.0, rel=0.05)
+    plain = fit.coordinate_fit(DEFAULT_EFFICIENCY, pts, validate, [fit.scale("memory")], 8)
+    assert plain.memory == pytest.approx(2.0, rel=0.05)
+
+
+def test_the_joint_fit_weighs_both_validations_equally() -> None:
+    """scripts/fit_shared_efficiency.py: each set's mean log error counts half, whatever its
+    size, and an empty set counts zero."""
+    import math
+    sys.path.insert(0, str(SCRIPTS))
+    try:
+        spec = importlib.util.spec_from_file_location("fit_shared_efficiency",
+                                                      SCRIPTS / "fit_shared_efficiency.py")
+        assert spec and spec.loader
+        shared = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(shared)
+    finally:
+        sys.path.remove(str(SCRIPTS))
+    one = ErrorSummary((Row("t", 2.0, 1.0),), (), 0.2)  # log 2
+    many = ErrorSummary(tuple(Row(f"s{i}", 1.0, 1.0) for i in range(9)), (), 0.35)  # 0
+    assert shared.joint_loss((one, many)) == pytest.approx(math.log(2) / 2)
+    assert shared.joint_loss((one, ErrorSummary((), (), 0.35))) == pytest.approx(
+        math.log(2) / 2)
