@@ -147,9 +147,9 @@ def test_remote_nodes_per_token_by_hand() -> None:
 def test_node_deduplicated_dispatch_by_hand() -> None:
     """EP 32 over four nodes of 8, top-8 (Qwen3-235B-A22B on DGX H100), 64 MiB dispatched
     per GPU: the network carries the buffer's share for distinct other nodes,
-    3 x (1 - 0.75^8) / 8, in 3 network steps, and every copy not for this GPU crosses NVLink
-    once, 31/32 of the buffer; a plain all-to-all sends 24/32 over the network in 24 steps
-    and 7/32 over NVLink. Each is the fastest of NCCL's protocols."""
+    3 x (1 - 0.75^8) / 8, in 3 network steps, and NVLink once per other GPU the token's
+    copies go to, 31 x (1 - (31/32)^8) / 8 of it; a plain all-to-all sends 24/32 over the
+    network in 24 steps and 7/32 over NVLink. Each is the fastest of NCCL's protocols."""
     group = Group(32, 8, NVLINK, NET)
     size = 64.0 * 2**20
     net_bw, nvl_bw = 0.85 * 50e9, 0.8 * 450e9
@@ -159,13 +159,65 @@ def test_node_deduplicated_dispatch_by_hand() -> None:
                    + net_steps * p.hop_latency_s[Fabric.NETWORK]
                    + transfer / p.bandwidth_factor for p in nccl_protocols())
 
-    deduped = fastest(3 * (1 - 0.75**8) / 8 * size / net_bw + 31 / 32 * size / nvl_bw, 3)
+    deduped = fastest(3 * (1 - 0.75**8) / 8 * size / net_bw
+                      + 31 * (1 - (31 / 32)**8) / 8 * size / nvl_bw, 3)
     plain = fastest(24 / 32 * size / net_bw + 7 / 32 * size / nvl_bw, 24)
     got = collective_time(Collective.ALL_TO_ALL, size, group, EFF, nccl_protocols(), 8)
     assert got == pytest.approx(deduped, rel=1e-9)
     assert collective_time(Collective.ALL_TO_ALL, size, group, EFF, nccl_protocols()) == \
         pytest.approx(plain, rel=1e-9)
     assert got < 0.6 * plain
+
+
+def test_rank_deduplicated_dispatch_inside_a_node_by_hand() -> None:
+    """EP 8 in one DGX H100 at top-8: DeepEP and HybridEP send a token once per other GPU
+    its copies go to, 7 x (1 - (7/8)^8) of the 8 copies, where a plain all-to-all sends
+    the 7/8 of them for other GPUs, all over NVLink in 7 steps."""
+    size = 64.0 * 2**20
+    nvl_bw = 0.8 * 450e9
+
+    def fastest(transfer: float) -> float:
+        return min(p.base_latency_s + 7 * p.hop_latency_s[Fabric.NVLINK]
+                   + transfer / p.bandwidth_factor for p in nccl_protocols())
+
+    got = collective_time(Collective.ALL_TO_ALL, size, NODE8, EFF, nccl_protocols(), 8)
+    assert got == pytest.approx(fastest(7 * (1 - (7 / 8)**8) / 8 * size / nvl_bw), rel=1e-9)
+    plain = collective_time(Collective.ALL_TO_ALL, size, NODE8, EFF, nccl_protocols())
+    assert plain == pytest.approx(fastest(7 / 8 * size / nvl_bw), rel=1e-9)
+
+
+# Table 7 of NVIDIA's "Scalable Training of Mixture-of-Experts Models with Megatron Core"
+# (arXiv:2603.07685, section 4.2.2): one dispatch's latency in us, hidden 7168, sequence 4096,
+# 256 experts (DeepSeek-V3, top-8, BF16), EP 8 to 64, HybridEP and NCCL all-to-all.
+TABLE7_DISPATCH_US = {
+    ("gb200", "hybridep"): (391, 578, 612, 675), ("gb200", "alltoall"): (735, 743, 769, 930),
+    ("h100", "hybridep"): (661, 1485, 3064, 4626), ("h100", "alltoall"): (1265, 5774, 8059,
+                                                                          9164)}
+
+
+@pytest.mark.parametrize(("gpu", "dispatcher", "bound"), [
+    ("gb200", "alltoall", 0.2), ("h100", "alltoall", 0.2), ("gb200", "hybridep", 0.2)])
+def test_dispatch_times_against_nvidias_measurements(gpu: str, dispatcher: str,
+                                                     bound: float) -> None:
+    """The model's MoE dispatch against Table 7 (above), within ``bound`` at every EP size:
+    NCCL's all-to-all on GB200 NVL72 and across DGX H100 nodes, and HybridEP inside an
+    NVL72 rack. (HybridEP across H100 nodes ran 35-40% faster than the model says: it moved
+    more than the 50 GB/s NIC per GPU can carry under uniform routing, so the benchmark's
+    routing or payload must differ; docs/performance-model.md.)"""
+    from gpuarch.catalog import load_catalog
+
+    catalog = load_catalog()
+    system = catalog.system("gb200 nvl72" if gpu == "gb200" else "dgx h100")
+    net = Link(Fabric.NETWORK, system.network_bandwidth_per_gpu_bytes_s)
+    nvl = Link(Fabric.NVLINK, system.intra_node_bandwidth_bytes_s / 2)
+    size = 4096 * 8 * 7168 * 2.0
+    copies = 8 if dispatcher == "hybridep" else 0
+    for ep, published in zip((8, 16, 32, 64), TABLE7_DISPATCH_US[(gpu, dispatcher)],
+                             strict=True):
+        group = Group(ep, min(ep, system.gpus_per_node), nvl, net)
+        got = collective_time(Collective.ALL_TO_ALL, size, group, EFF, nccl_protocols(),
+                              copies)
+        assert abs(got / (published * US) - 1) <= bound, (ep, got / US, published)
 
 
 @given(copies=st.integers(1, 16), nodes=st.integers(1, 64))

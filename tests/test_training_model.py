@@ -169,17 +169,18 @@ def test_validation_error_does_not_regress() -> None:
     (Recording each run's published memory settings, sequence parallelism and the rest,
     moved them from 9.6% / 6.8% / 15.2% / 87.5% with the parameters as fitted before; the
     shared GEMM and attention efficiencies, refitted on both validations' fitted points
-    together, then took them from 11.0% / 7.5% / 17.8% / 85.8%.)"""
+    together, then took them from 11.0% / 7.5% / 17.8% / 85.8% to 10.2% / 5.9% / 18.4% /
+    85.0%; six MoE runs of NVIDIA's Megatron Core MoE report were then added out of sample.)"""
     summary = validate_training(CATALOG)
-    assert len(summary.rows) >= 120
-    assert summary.mean_abs_error <= 0.103  # 10.2% over 120 points
+    assert len(summary.rows) >= 126
+    assert summary.mean_abs_error <= 0.102  # 10.1% over 126 points
     in_sample = [abs(r.error) for r in summary.rows if not r.out_of_sample]
     assert sum(in_sample) / len(in_sample) <= 0.06  # 5.9% over 79
     out = [abs(r.error) for r in summary.rows if r.out_of_sample]
-    assert sum(out) / len(out) <= 0.185  # 18.4% over 41
+    assert sum(out) / len(out) <= 0.172  # 17.1% over 47
     assert summary.by("gpu")["a100-sxm4-80gb"] <= 0.07
     within_20 = sum(abs(r.error) <= 0.20 for r in summary.rows) / len(summary.rows)
-    assert within_20 >= 0.85  # 85.0%
+    assert within_20 >= 0.85  # 85.7%
 
 
 @pytest.mark.parametrize(("gpu", "applies"), [
@@ -357,6 +358,32 @@ def test_token_drop_and_grace_host_shorten_the_dispatcher_wait() -> None:
     assert dense.step_time_s == _est(shape=LLAMA_8B, tp=1, pp=1).step_time_s
 
 
+def test_partial_cuda_graphs_gain_what_nvidia_measured() -> None:
+    """Partial CUDA graphs (attention, MoE router and preprocessing) take the dropless
+    dispatcher's host wait away. NVIDIA measured them to give "10% end-to-end speedup" on
+    DeepSeek-V3 GB200 training (Scalable Training of MoE Models with Megatron Core,
+    arXiv:2603.07685, section 4.3.6); on that paper's GB200 layout (Table 20: TP 1, PP 4,
+    VPP 4, EP 64, MBS 1, GBS 8192, MXFP8, HybridEP) the model gains 10% +- 3%, a check on
+    the fitted C2C host wait, which was fitted on other runs. Dense models gain nothing."""
+    from gpuarch.estimate.training import dispatcher_host_time
+    from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY as eff
+
+    dsv3 = preset("deepseek-v3").shape
+    gb200, system = CATALOG.product("gb200"), CATALOG.system("gb200 nvl72")
+    base = {"gpus": 256, "seq_len": 4096, "global_batch": 8192, "pp": 4, "vpp": 4,
+            "ep": 64, "precision": Precision.FP8, "ep_dispatcher": "deepep",
+            "gpus_per_node": 72}
+    graphs = TrainingConfig(**base, cuda_graphs=True)
+    assert dispatcher_host_time(gb200, graphs, eff) == 0.0
+    plain = estimate_training(CATALOG, dsv3, gb200, TrainingConfig(**base), system=system)
+    fast = estimate_training(CATALOG, dsv3, gb200, graphs, system=system)
+    assert fast.parallelism["cuda_graphs"] is True
+    assert plain.step_time_s / fast.step_time_s == pytest.approx(1.10, abs=0.03)
+    assert fast.time_breakdown.compute == pytest.approx(plain.time_breakdown.compute)
+    dense = _est(shape=LLAMA_8B, tp=1, pp=1, cuda_graphs=True)
+    assert dense.step_time_s == _est(shape=LLAMA_8B, tp=1, pp=1).step_time_s
+
+
 def test_fp16_training_reduces_half_the_gradient_bytes() -> None:
     """FP16 keeps and reduces FP16 gradients (Megatron-LM's default), BF16 FP32 ones: with
     everything else equal, FP16's gradient memory is half BF16's, and FP32 training holds
@@ -487,8 +514,8 @@ def test_expert_comm_overlap_and_node_dedup_never_lengthen_the_step(
         ep: int, micro_batch: int, gpus_per_node: int) -> None:
     """Overlapping the expert all-to-alls with another micro-batch's compute only hides
     communication: the step never gets longer, compute is untouched, and the exposed
-    communication never goes below what TP/PP/DP leave. Deduplicating by node changes
-    nothing where the expert group sits in one node."""
+    communication never goes below what TP/PP/DP leave. Deduplicating (DeepEP, HybridEP)
+    never lengthens it either, and leaves the compute as it was."""
     qwen = preset("qwen3-235b-a22b").shape
     h100, system = CATALOG.product("h100"), CATALOG.system("dgx h100")
     base = {"gpus": 512, "seq_len": 4096, "global_batch": 512, "micro_batch": micro_batch,
@@ -506,8 +533,8 @@ def test_expert_comm_overlap_and_node_dedup_never_lengthen_the_step(
     assert hidden.parallelism["ep_comm_overlap"] is True
     dedup = est(ep_dispatcher="deepep")
     assert dedup.parallelism["ep_dispatcher"] == "deepep"
-    if ep <= gpus_per_node:
-        assert dedup.step_time_s == pytest.approx(plain.step_time_s)
+    assert dedup.step_time_s <= plain.step_time_s * (1 + 1e-12)
+    assert dedup.time_breakdown.compute == pytest.approx(plain.time_breakdown.compute)
 
 
 def test_node_dedup_shortens_a_cross_node_expert_group() -> None:

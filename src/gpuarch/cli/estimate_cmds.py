@@ -110,7 +110,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         etp=args.etp,
         vpp=args.vpp, sequence_parallel=args.sequence_parallel, zero=args.zero,
         tp_comm_overlap=args.tp_comm_overlap, fsdp_prefetch=args.fsdp_prefetch,
-        moe_token_drop=args.moe_token_drop, pp_edge_layers=args.pp_edge_layers,
+        moe_token_drop=args.moe_token_drop, cuda_graphs=args.cuda_graphs,
+        pp_edge_layers=args.pp_edge_layers,
         ep_dispatcher=args.ep_dispatcher, ep_comm_overlap=args.ep_comm_overlap,
         attention_kernel=args.attention_kernel,
         recompute=args.recompute or Recompute.NONE,
@@ -493,6 +494,10 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                         "embedding/loss_in_pipeline_split)")
     p.add_argument("--moe-token-drop", action="store_true",
                    help="MoE routing with a capacity bound (overflow tokens dropped): no "
+                        "per-layer host wait of the dropless dispatcher")
+    p.add_argument("--cuda-graphs", action="store_true",
+                   help="partial CUDA graphs over attention and the MoE router and "
+                        "preprocessing (Megatron cuda_graph_impl transformer_engine): no "
                         "per-layer host wait of the dropless dispatcher")
     p.add_argument("--ep-dispatcher", default="alltoall", metavar="alltoall|deepep",
                    help="MoE token dispatcher: alltoall (default: every routed copy of a "

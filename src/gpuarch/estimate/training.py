@@ -154,6 +154,10 @@ class TrainingConfig:
     # MoE routing with a capacity bound (tokens over it dropped): buffer sizes are known
     # ahead, so the dropless dispatcher's per-layer wait for the host is not paid
     moe_token_drop: bool = False
+    # partial CUDA graphs (Megatron's cuda_graph_impl "transformer_engine" over the scopes
+    # attn, moe_router and moe_preprocess): the host no longer launches the kernels before a
+    # dropless dispatcher's sync one by one, so the forward does not wait on it
+    cuda_graphs: bool = False
     # MoE token dispatcher: "alltoall" sends every routed copy of a token on its own
     # (Megatron's alltoall dispatcher); "deepep" deduplicates by node, a token crossing the
     # network once per destination node (the flex dispatcher with DeepEP or HybridEP)
@@ -519,8 +523,11 @@ def dispatcher_host_time(product: Product, cfg: TrainingConfig, eff: Efficiency)
     backward reuses them). Over NVLink-C2C
     to a Grace CPU (a superchip, ``Product.grace_host``) it is ``moe_layer_overhead_c2c_s``,
     over PCIe ``moe_layer_overhead_s``; token-drop routing (``moe_token_drop``) needs no
-    wait."""
-    if cfg.moe_token_drop:
+    wait, and with partial CUDA graphs (``cuda_graphs``) the attention, router and
+    preprocessing kernels before the sync replay from one graph launch instead of many
+    (docs/performance-model.md: the 10% that NVIDIA measured them to gain on DeepSeek-V3
+    on GB200 is what this wait costs there)."""
+    if cfg.moe_token_drop or cfg.cuda_graphs:
         return 0.0
     if product.grace_host:
         return eff.moe_layer_overhead_c2c_s
@@ -953,6 +960,7 @@ def estimate_training(
             "zero": cfg.zero, "tp_comm_overlap": cfg.tp_comm_overlap,
             "fsdp_prefetch": cfg.fsdp_prefetch,
             "moe_token_drop": cfg.moe_token_drop,
+            "cuda_graphs": cfg.cuda_graphs,
             "ep_dispatcher": cfg.ep_dispatcher if shape.is_moe else None,
             "ep_comm_overlap": cfg.ep_comm_overlap,
             "pp_edge_layers": cfg.pp_edge_layers,
@@ -1011,7 +1019,8 @@ def _bottleneck(b: TimeBreakdown, optimizer: float, host: float, step: float,
         reason = (f"{share:.0%} of the step is fixed host time per layer (the MoE dispatcher "
                   "syncs token counts to the CPU, then launches small kernels one by one); "
                   "larger micro-batches amortise it; token-drop routing (--moe-token-drop) "
-                  "skips the sync, and a Grace host over NVLink-C2C waits far less")
+                  "skips the sync, partial CUDA graphs (--cuda-graphs) the launches before "
+                  "it, and a Grace host over NVLink-C2C waits far less")
     else:
         reason = f"{share:.0%} of the step is the optimizer update"
     return name, reason

@@ -215,10 +215,11 @@ def collective_time(kind: Collective, size_bytes: Num, group: Group, eff: Effici
     tuner picks; without, every step costs ``eff.collective_latency_s``.
 
     ``dedupe_copies`` (an all-to-all whose buffer holds that many routed copies of each
-    token, e.g. an MoE dispatch at top-k): the dispatcher deduplicates by node, as DeepEP
-    and HybridEP do, so a token crosses the network once per other node its copies go to
-    (``remote_nodes_per_token``) and is forwarded to its experts there over the intra-node
-    link; 0 = a plain all-to-all, every copy sent on its own.
+    token, e.g. an MoE dispatch at top-k): the dispatcher deduplicates, as DeepEP and
+    HybridEP do: a token crosses the network once per other node its copies go to and the
+    intra-node link once per other GPU (``remote_nodes_per_token``, over nodes and over
+    ranks), the receiving GPU expanding it to its own experts; 0 = a plain all-to-all, every
+    copy sent on its own.
     """
     n = _float(group.size)
     size = _float(size_bytes)
@@ -276,6 +277,12 @@ def _terms(kind: Collective, size_bytes: Num, group: Group, eff: Efficiency,
     intra_bw = group.intra.effective(eff)
     nodes = _float(group.nodes)
     transfer = kind.traffic_factor(n) * size / intra_bw
+    deduped = kind is Collective.ALL_TO_ALL and np.any(_float(dedupe_copies) > 0)
+    if deduped:
+        # each token once per other GPU its copies go to, not once per copy
+        k = np.maximum(_float(dedupe_copies), 1.0)
+        per_rank = remote_nodes_per_token(k, n) / k * size / intra_bw
+        transfer = _where(_float(dedupe_copies) > 0, per_rank, transfer)
     intra_steps = kind.steps(n)
     net_steps = 0.0 * intra_steps
     spans = (nodes > 1) & (n > 1)
@@ -288,13 +295,12 @@ def _terms(kind: Collective, size_bytes: Num, group: Group, eff: Efficiency,
         g = _float(group.per_node)
         if kind is Collective.P2P:
             x_transfer, x_intra, x_net = size / inter_bw + 0 * n, 0 * n, 1 + 0 * n
-        elif kind is Collective.ALL_TO_ALL and np.any(_float(dedupe_copies) > 0):
-            # node-deduplicated dispatch: each token crosses the network once per other node
-            # its copies go to, then every copy not for this GPU moves once over the
-            # intra-node link (sent to a local peer, or forwarded on the receiving node)
-            k = np.maximum(_float(dedupe_copies), 1.0)
+        elif deduped:
+            # each token crosses the network once per other node its copies go to, then the
+            # intra-node link once per other GPU (sent to a local peer, or forwarded on the
+            # receiving node)
             x_transfer = (remote_nodes_per_token(k, nodes) / k * size / inter_bw
-                          + (n - 1) / n * size / intra_bw)
+                          + per_rank)
             x_intra, x_net = g - 1 + 0 * n, nodes - 1
         elif kind is Collective.ALL_TO_ALL:
             # the share of the buffer for ranks in other nodes crosses the network

@@ -39,6 +39,7 @@ def render_training(e: TrainingEstimate, band: Band | None = None) -> str:
               + (f" EP{p['ep']}" if p["ep"] > 1 else "")
               + (f" ETP{p['etp']}" if p.get("etp") and p["etp"] != p["tp"] else "")
               + (" token-drop" if p.get("moe_token_drop") else "")
+              + (" CUDA-graphs" if p.get("cuda_graphs") else "")
               + (" DeepEP" if p.get("ep_dispatcher") == "deepep" and p["ep"] > 1 else "")
               + (" EP-overlap" if p.get("ep_comm_overlap") and p["ep"] > 1 else "")
               + (f" VPP{p['vpp']}" if p["vpp"] > 1 else "")

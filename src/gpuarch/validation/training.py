@@ -117,6 +117,7 @@ def point_config(point: TrainingPoint, system: System | None) -> TrainingConfig:
                                        any(f in framework for f in _TP_OVERLAP_FRAMEWORKS))),
         fsdp_prefetch=bool(point.get("fsdp_prefetch", False)),
         moe_token_drop=bool(point.get("moe_token_drop", False)),
+        cuda_graphs=bool(point.get("cuda_graphs", False)),
         ep_dispatcher=str(point.get("ep_dispatcher", EP_DISPATCHERS[0])),
         ep_comm_overlap=bool(point.get("ep_comm_overlap", False)),
         pp_edge_layers=bool(point.get("pp_edge_layers", False)),
