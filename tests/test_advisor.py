@@ -30,7 +30,8 @@ CATALOG = load_catalog()
        ep=st.sampled_from([1, 2]), vpp=st.sampled_from([1, 2]), mb=st.sampled_from([1, 2]),
        sp=st.booleans(), zero=st.sampled_from([0, 1, 2, 3]), prefetch=st.booleans(),
        recompute=st.sampled_from(list(Recompute)),
-       precision=st.sampled_from([Precision.BF16, Precision.FP8]))
+       precision=st.sampled_from([Precision.BF16, Precision.FP8]),
+       dispatcher=st.sampled_from(["alltoall", "deepep"]), graphs=st.booleans())
 def test_array_model_agrees_with_the_scalar_estimate(**kw: Any) -> None:
     """Any valid configuration: the array path gives the estimate's numbers to 1e-9."""
     shape = preset(kw["model"]).shape
@@ -43,7 +44,8 @@ def test_array_model_agrees_with_the_scalar_estimate(**kw: Any) -> None:
         cp=kw["cp"], ep=kw["ep"] if shape.is_moe else 1,
         vpp=kw["vpp"] if kw["pp"] > 1 else 1, sequence_parallel=kw["sp"] and kw["tp"] > 1,
         zero=kw["zero"], fsdp_prefetch=kw["prefetch"] and kw["zero"] == 3,
-        recompute=kw["recompute"], precision=kw["precision"], gpus_per_node=gpn)
+        recompute=kw["recompute"], precision=kw["precision"], gpus_per_node=gpn,
+        ep_dispatcher=kw["dispatcher"], cuda_graphs=kw["graphs"])
     try:
         est = estimate_training(CATALOG, shape, product, cfg, system=system)
     except GpuarchError:

@@ -41,6 +41,12 @@ __all__ = ["Objective", "TrainingAdvice", "TrainingOption", "TrainingSearch", "a
 CHUNK = 200_000
 """Configurations evaluated per array (bounds memory however large the space)."""
 
+MOE_DISPATCHER = "deepep"
+"""The expert dispatcher every option assumes: one that sends a token once per destination
+node and GPU (DeepEP, HybridEP; Megatron's flex dispatcher), which the current Megatron
+Bridge MoE recipes use and which never moves more than the plain all-to-all. (It changes
+nothing for dense models.)"""
+
 
 class Objective(Enum):
     """What to minimise."""
@@ -252,7 +258,8 @@ def advise_training(
                     "sequence_parallel": sp, "tp_comm_overlap": overlap, "zero": zero,
                     "fsdp_prefetch": prefetch, "recompute": recompute,
                     "precision": precision, "gpus_per_node": gpn,
-                    "fp8_params": keeps_fp8_weights(precision)}
+                    "fp8_params": keeps_fp8_weights(precision),
+                    "ep_dispatcher": MOE_DISPATCHER}
                 cfg = TrainingConfig(**fields)
                 core = evaluate_training(shape, product, device, intra, inter, cfg,
                                          efficiency)
@@ -505,7 +512,8 @@ def _explain(catalog: Catalog, shape: TransformerShape, search: TrainingSearch,
                          fsdp_prefetch=o.fsdp_prefetch,
                          recompute=Recompute(o.recompute), precision=Precision(o.precision),
                          gpus_per_node=system.gpus_per_node if system else 8,
-                         fp8_params=keeps_fp8_weights(Precision(o.precision)))
+                         fp8_params=keeps_fp8_weights(Precision(o.precision)),
+                         ep_dispatcher=MOE_DISPATCHER)
     est = estimate_training(catalog, shape, product, cfg, system=system, efficiency=eff)
     reason = est.bottleneck_reason
     is_best = o == best
