@@ -502,7 +502,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p.add_argument("--ep-dispatcher", default="alltoall", metavar="alltoall|deepep",
                    help="MoE token dispatcher: alltoall (default: every routed copy of a "
                         "token sent on its own) or deepep (DeepEP/HybridEP: a token crosses "
-                        "the network once per destination node, then fans out over NVLink)")
+                        "the network once per destination node and NVLink once per "
+                        "destination GPU)")
     p.add_argument("--ep-comm-overlap", action="store_true",
                    help="overlap the expert all-to-alls with another micro-batch's compute "
                         "(Megatron --overlap-moe-expert-parallel-comm); only what exceeds "

@@ -159,8 +159,9 @@ class TrainingConfig:
     # dropless dispatcher's sync one by one, so the forward does not wait on it
     cuda_graphs: bool = False
     # MoE token dispatcher: "alltoall" sends every routed copy of a token on its own
-    # (Megatron's alltoall dispatcher); "deepep" deduplicates by node, a token crossing the
-    # network once per destination node (the flex dispatcher with DeepEP or HybridEP)
+    # (Megatron's alltoall dispatcher); "deepep" deduplicates, a token crossing the network
+    # once per destination node and NVLink once per destination GPU (the flex dispatcher
+    # with DeepEP or HybridEP)
     ep_dispatcher: str = "alltoall"
     # the expert all-to-alls overlap another micro-batch's compute (Megatron
     # --overlap-moe-expert-parallel-comm, Megatron Bridge's moe_a2a_overlap)

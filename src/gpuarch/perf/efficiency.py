@@ -29,9 +29,9 @@ class Efficiency:
     gemm_by_generation: tuple[float, ...] = (0.83, 0.70, 0.80, 0.737, 0.602)
     """The same per Tensor Core generation (1 = Volta ... 5 = Blackwell). Later generations
     reach a smaller fraction of a much larger peak: clocks fall under sustained Tensor load
-    at the board power limit, and operand delivery limits the largest tiles. Fitted: Volta and
-Ampere on the training points, Hopper and Blackwell jointly on the training and serving
-points (scripts/fit_shared_efficiency.py)."""
+    at the board power limit, and operand delivery limits the largest tiles. Fitted: Volta
+    and Ampere on the training points, Hopper and Blackwell jointly on the training and
+    serving points (scripts/fit_shared_efficiency.py)."""
 
     gemm_fp8: float = 0.853
     """Multiplier on the GEMM efficiency for GEMMs run at the FP8 Tensor Core peak, in
