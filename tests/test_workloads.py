@@ -157,6 +157,26 @@ def test_hf_mixtral_and_deepseek(tmp_path: Path) -> None:
           "qk_rope_head_dim": 64, "v_head_dim": 128}
     shape = shape_from_hf_config(_write(tmp_path, ds))
     assert count_params(shape).total == count_params(preset("deepseek-v3").shape).total
+    assert (shape.expert_groups, shape.groups_per_token) == (0, 0)  # none given
+    grouped = shape_from_hf_config(_write(tmp_path, {**ds, "n_group": 8, "topk_group": 4}))
+    ds3 = preset("deepseek-v3").shape
+    assert (grouped.expert_groups, grouped.groups_per_token) == (8, 4) \
+        == (ds3.expert_groups, ds3.groups_per_token)
+    # Kimi K2's n_group 1 / topk_group 1 is plain top-k routing
+    plain = shape_from_hf_config(_write(tmp_path, {**ds, "n_group": 1, "topk_group": 1}))
+    assert plain.expert_groups == 0
+
+
+@pytest.mark.parametrize(("groups", "per_token", "match"), [
+    (7, 2, "expert_groups: 7 must divide experts 256"),
+    (8, 9, r"groups_per_token: expected 1\.\.8 \(expert_groups\), got 9"),
+    (8, 0, r"groups_per_token: expected 1\.\.8"),
+    (0, 4, r"groups_per_token: expected 1\.\.0")])
+def test_routing_groups_are_checked(groups: int, per_token: int, match: str) -> None:
+    """Group-limited routing needs groups that divide the experts and 1..groups per token."""
+    with pytest.raises(GpuarchError, match=match):
+        dataclasses.replace(preset("deepseek-v3").shape, expert_groups=groups,
+                            groups_per_token=per_token)
 
 
 def test_kimi_k2_is_deepseek_v3_shaped(tmp_path: Path) -> None:

@@ -410,10 +410,11 @@ class _Pass:
 
 
 def _nccl(kind: Collective, size_bytes: Num, group: Group, eff: Efficiency,
-          dedupe_copies: Num = 0) -> Num:
+          dedupe_copies: Num = 0, routing_groups: tuple[int, int] = (0, 0)) -> Num:
     """A training collective's time: NCCL's latency model (base, per-hop latency by fabric,
     fastest protocol), which training frameworks run their collectives on."""
-    return collective_time(kind, size_bytes, group, eff, nccl_protocols(), dedupe_copies)
+    return collective_time(kind, size_bytes, group, eff, nccl_protocols(), dedupe_copies,
+                           routing_groups)
 
 def _group(size: Num, inner: Num, cfg: TrainingConfig, intra: Link, inter: Link | None
            ) -> Group:
@@ -576,7 +577,9 @@ def _one_layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device,
         dispatched = tokens * s.experts_per_token * s.hidden * element / cfg.tp
         copies = s.experts_per_token if cfg.ep_dispatcher == "deepep" else 0
         a2a = eff.ep_comm_exposed * 2 * _nccl(Collective.ALL_TO_ALL, dispatched, ep_group,
-                                              eff, copies)  # dispatch and combine
+                                              eff, copies, (s.expert_groups,
+                                                            s.groups_per_token))
+        # (dispatch and combine)
         if cfg.ep_comm_overlap:
             # one micro-batch's forward runs beside another's backward, each pair's
             # all-to-alls hidden behind the pair's compute; only the excess is exposed

@@ -190,18 +190,39 @@ def scalar(x: Num) -> Num:
     return float(arr) if arr.ndim == 0 else arr
 
 
-def remote_nodes_per_token(copies: Num, nodes: Num) -> Num:
+def remote_nodes_per_token(copies: Num, nodes: Num, groups: int = 0,
+                           groups_per_token: int = 0) -> Num:
     """Expected number of other nodes a token's ``copies`` routed copies land on, when each
     copy goes to an expert chosen uniformly over ``nodes`` equal nodes (independent picks):
     (nodes - 1) x (1 - (1 - 1/nodes)^copies). A node-deduplicating dispatcher sends the
-    token over the network once per such node instead of once per copy."""
+    token over the network once per such node instead of once per copy.
+
+    With group-limited routing (the experts in ``groups`` equal groups, a token's copies
+    from at most ``groups_per_token`` of them, as DeepSeek-V3 routes) and whole groups on
+    each node, the chosen groups span R = N (1 - C(G - G/N, T) / C(G, T)) of the N nodes and
+    the copies land uniformly over those: R (1 - (1 - 1/R)^copies) nodes, of which
+    (N - 1)/N are other nodes. Where the groups do not divide over the nodes the uniform
+    count stands."""
     n = np.maximum(_float(nodes), 1.0)
-    return scalar((n - 1) * (1 - (1 - 1 / n) ** _float(copies)))
+    k = _float(copies)
+    uniform = (n - 1) * (1 - (1 - 1 / n) ** k)
+    if not groups or not 0 < groups_per_token < groups:
+        return scalar(uniform)
+    per_node = groups / n
+    # C(G - G/N, T) / C(G, T): none of the token's T groups on a given node
+    missed: Num = 1.0
+    for i in range(groups_per_token):
+        missed = missed * np.maximum(groups - per_node - i, 0.0) / (groups - i)
+    reach = np.maximum(n * (1 - missed), 1.0)
+    limited = reach * (1 - (1 - 1 / reach) ** k) * (n - 1) / n
+    whole = (n <= groups) & (np.mod(groups, n) == 0)
+    return scalar(np.where(whole, np.minimum(limited, uniform), uniform))
 
 
 def collective_time(kind: Collective, size_bytes: Num, group: Group, eff: Efficiency,
                     protocols: Sequence[Protocol] | None = None,
-                    dedupe_copies: Num = 0) -> Num:
+                    dedupe_copies: Num = 0, routing_groups: tuple[int, int] = (0, 0)
+                    ) -> Num:
     """Seconds for one collective of a ``size_bytes`` buffer over ``group``.
 
     A group inside one node uses the intra-node link. A group spanning nodes runs
@@ -219,11 +240,13 @@ def collective_time(kind: Collective, size_bytes: Num, group: Group, eff: Effici
     HybridEP do: a token crosses the network once per other node its copies go to and the
     intra-node link once per other GPU (``remote_nodes_per_token``, over nodes and over
     ranks), the receiving GPU expanding it to its own experts; 0 = a plain all-to-all, every
-    copy sent on its own.
+    copy sent on its own. ``routing_groups`` (groups, groups per token) limits the nodes a
+    token's copies reach under group-limited routing (``remote_nodes_per_token``).
     """
     n = _float(group.size)
     size = _float(size_bytes)
-    transfer, intra_steps, net_steps = _terms(kind, size, group, eff, dedupe_copies)
+    transfer, intra_steps, net_steps = _terms(kind, size, group, eff, dedupe_copies,
+                                              routing_groups)
     if protocols is None:
         t = transfer + (intra_steps + net_steps) * eff.collective_latency_s
     else:
@@ -269,7 +292,8 @@ def _tree_all_reduce(p: Protocol, transfer: Num, group: Group, tree: tuple[Num, 
 
 
 def _terms(kind: Collective, size_bytes: Num, group: Group, eff: Efficiency,
-           dedupe_copies: Num = 0) -> tuple[Num, Num, Num]:
+           dedupe_copies: Num = 0, routing_groups: tuple[int, int] = (0, 0)
+           ) -> tuple[Num, Num, Num]:
     """(seconds of transfer at the full bus bandwidth, ring steps inside a node, ring steps
     that cross the network) of one collective."""
     n = _float(group.size)
@@ -296,11 +320,12 @@ def _terms(kind: Collective, size_bytes: Num, group: Group, eff: Efficiency,
         if kind is Collective.P2P:
             x_transfer, x_intra, x_net = size / inter_bw + 0 * n, 0 * n, 1 + 0 * n
         elif deduped:
-            # each token crosses the network once per other node its copies go to, then the
+            # each token crosses the network once per other node its copies go to, and the
             # intra-node link once per other GPU (sent to a local peer, or forwarded on the
-            # receiving node)
-            x_transfer = (remote_nodes_per_token(k, nodes) / k * size / inter_bw
-                          + per_rank)
+            # receiving node); the dispatcher pipelines the two in chunks, network sends and
+            # NVLink forwarding at once, so the slower sets the time
+            x_transfer = np.maximum(remote_nodes_per_token(k, nodes, *routing_groups) / k
+                                    * size / inter_bw, per_rank)
             x_intra, x_net = g - 1 + 0 * n, nodes - 1
         elif kind is Collective.ALL_TO_ALL:
             # the share of the buffer for ranks in other nodes crosses the network

@@ -95,6 +95,7 @@ def _llama_like(cfg: dict[str, Any], path: Path, label: str, model_type: str
         )
     layers = _get(cfg, path, "num_hidden_layers")
     window, windowed = _sliding_window(cfg, path, layers)
+    groups, groups_per_token = _routing_groups(cfg, path, experts)
     ffn_kind = FfnKind.RELU2 if model_type == "nemotron" else FfnKind.SWIGLU
     norm = NormKind.LAYERNORM if model_type == "nemotron" else NormKind.RMSNORM
     return TransformerShape(
@@ -108,12 +109,24 @@ def _llama_like(cfg: dict[str, Any], path: Path, label: str, model_type: str
         experts=experts,
         experts_per_token=_get(cfg, path, "num_experts_per_tok", default=0) if experts else 0,
         shared_experts=_get(cfg, path, "n_shared_experts", default=0) or 0,
+        expert_groups=groups, groups_per_token=groups_per_token,
         moe_ffn_hidden=_get(cfg, path, "moe_intermediate_size", default=0) or 0,
         dense_layers=_get(cfg, path, "first_k_dense_replace", default=0) if experts else 0,
         sliding_window=window,
         sliding_layers=windowed if windowed != layers else 0,
         mla=mla,
     )
+
+
+def _routing_groups(cfg: dict[str, Any], path: Path, experts: int) -> tuple[int, int]:
+    """DeepSeek-V3-style group-limited routing (``n_group``, ``topk_group``) as (groups,
+    groups per token), when it limits anything: one group, or every group allowed, is plain
+    top-k routing, (0, 0)."""
+    groups = _get(cfg, path, "n_group", default=0) or 0
+    per_token = _get(cfg, path, "topk_group", default=0) or 0
+    if not experts or groups <= 1 or not 0 < per_token < groups:
+        return 0, 0
+    return groups, per_token
 
 
 def _decoder_fields(cfg: dict[str, Any], path: Path, label: str, layers: int, heads: int

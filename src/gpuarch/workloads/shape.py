@@ -87,6 +87,10 @@ class TransformerShape:
     experts: int = 0  # 0 = dense
     experts_per_token: int = 0
     shared_experts: int = 0
+    # group-limited routing (DeepSeek-V3's n_group / topk_group): the experts form this many
+    # equal groups and a token's experts come from at most groups_per_token of them; 0 = none
+    expert_groups: int = 0
+    groups_per_token: int = 0
     moe_ffn_hidden: int = 0  # 0 = ffn_hidden
     dense_layers: int = 0  # leading layers that stay dense in an MoE model
     sliding_window: int = 0  # tokens a query sees in sliding-window layers; 0 = none
@@ -98,7 +102,7 @@ class TransformerShape:
             _positive(name, getattr(self, name))
         for name in ("kv_heads", "head_dim", "ffn_hidden", "max_positions", "experts",
                      "experts_per_token", "shared_experts", "moe_ffn_hidden", "dense_layers",
-                     "sliding_window", "sliding_layers"):
+                     "sliding_window", "sliding_layers", "expert_groups", "groups_per_token"):
             _positive(name, getattr(self, name), minimum=0)
         if self.sliding_layers and not self.sliding_window:
             raise GpuarchError("sliding_layers: needs sliding_window > 0")
@@ -117,11 +121,19 @@ class TransformerShape:
             if not 1 <= self.experts_per_token <= self.experts:
                 raise GpuarchError(f"experts_per_token: expected 1..{self.experts} "
                                    f"(experts), got {self.experts_per_token}")
+            if self.expert_groups and self.experts % self.expert_groups:
+                raise GpuarchError(f"expert_groups: {self.expert_groups} must divide experts "
+                                   f"{self.experts}")
+            if bool(self.expert_groups) != bool(self.groups_per_token) or \
+                    self.groups_per_token > self.expert_groups:
+                raise GpuarchError(f"groups_per_token: expected 1..{self.expert_groups} "
+                                   f"(expert_groups), got {self.groups_per_token}")
             if self.dense_layers >= self.layers:
                 raise GpuarchError(f"dense_layers: {self.dense_layers} must be below layers "
                                    f"{self.layers}")
-        elif self.experts_per_token or self.shared_experts:
-            raise GpuarchError("experts_per_token / shared_experts need experts > 0")
+        elif self.experts_per_token or self.shared_experts or self.expert_groups:
+            raise GpuarchError("experts_per_token / shared_experts / expert_groups need "
+                               "experts > 0")
         if self.position is Position.LEARNED and self.max_positions == 0:
             raise GpuarchError("max_positions: a learned position table needs its length")
 
