@@ -44,6 +44,7 @@ def test_one_preset_in_full(capsys: pytest.CaptureFixture[str]) -> None:
     status, out, _ = _run(capsys, "DeepSeek V3")
     assert status == 0 and "multi-head latent: KV rank 512" in out
     assert "quant_method fp8, weight blocks [128, 128]" in out
+    assert "256 (top 8 from 4 of 8 groups) +1 shared" in out
 
 
 def test_json_matches_the_library(capsys: pytest.CaptureFixture[str]) -> None:

@@ -27,7 +27,9 @@ def _experts(s: TransformerShape) -> str:
     if not s.is_moe:
         return "-"
     shared = f" +{s.shared_experts} shared" if s.shared_experts else ""
-    return f"{s.experts} (top {s.experts_per_token}){shared}"
+    groups = (f" from {s.groups_per_token} of {s.expert_groups} groups"
+              if s.expert_groups else "")
+    return f"{s.experts} (top {s.experts_per_token}{groups}){shared}"
 
 
 def _heads(s: TransformerShape) -> str:
