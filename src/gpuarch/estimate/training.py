@@ -576,10 +576,10 @@ def _one_layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device,
     if moe:
         dispatched = tokens * s.experts_per_token * s.hidden * element / cfg.tp
         copies = s.experts_per_token if cfg.ep_dispatcher == "deepep" else 0
+        groups = (s.expert_groups, s.groups_per_token)
+        # dispatch and combine
         a2a = eff.ep_comm_exposed * 2 * _nccl(Collective.ALL_TO_ALL, dispatched, ep_group,
-                                              eff, copies, (s.expert_groups,
-                                                            s.groups_per_token))
-        # (dispatch and combine)
+                                              eff, copies, groups)
         if cfg.ep_comm_overlap:
             # one micro-batch's forward runs beside another's backward, each pair's
             # all-to-alls hidden behind the pair's compute; only the excess is exposed
