@@ -37,8 +37,9 @@ def split(points: Sequence[Any]) -> tuple[list[Any], list[Any], list[Any]]:
     return rest[0::2], rest[1::2], later
 
 
-def _line(label: str, s: ErrorSummary) -> None:
-    print(f"{label:15} n={len(s.rows):3}  mean |error| = {s.mean_abs_error:6.1%}  "
+def summary_line(label: str, s: ErrorSummary, indent: str = "") -> None:
+    """Print one group's error statistics on a line."""
+    print(f"{indent}{label:15} n={len(s.rows):3}  mean |error| = {s.mean_abs_error:6.1%}  "
           f"median = {s.median_abs_error:6.1%}  max = {s.max_abs_error:6.1%}  "
           f"within {s.bound:.0%}: {s.share_within:6.1%}")
 
@@ -57,11 +58,11 @@ def cross_validate(fitter: Fitter, eff: Efficiency, points: Sequence[Any],
     joint = fitter(eff, fold_a + fold_b)
     crossed = validate(fit_b, fold_a).rows + validate(fit_a, fold_b).rows
     fitted = validate(joint, fold_a + fold_b)
-    _line("fitted (both)", fitted)
-    _line("cross-validated", ErrorSummary(tuple(crossed), (), fitted.bound))
+    summary_line("fitted (both)", fitted)
+    summary_line("cross-validated", ErrorSummary(tuple(crossed), (), fitted.bound))
     if later:
-        _line("out of sample", validate(joint, later))
-    _line("all", validate(joint, list(points)))
+        summary_line("out of sample", validate(joint, later))
+    summary_line("all", validate(joint, list(points)))
     return joint
 
 

@@ -24,7 +24,7 @@ import statistics
 from collections.abc import Sequence
 from typing import Any
 
-from _fit import coordinate_fit, log_loss, scale, split
+from _fit import coordinate_fit, log_loss, scale, split, summary_line
 from fit_training_efficiency import generation
 from gpuarch.catalog import load_catalog
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
@@ -59,9 +59,7 @@ def joint_loss(summaries: tuple[ErrorSummary, ErrorSummary]) -> float:
 
 
 def _line(label: str, s: ErrorSummary) -> None:
-    print(f"  {label:15} n={len(s.rows):3}  mean |error| = {s.mean_abs_error:6.1%}  "
-          f"median = {s.median_abs_error:6.1%}  max = {s.max_abs_error:6.1%}  "
-          f"within {s.bound:.0%}: {s.share_within:6.1%}")
+    summary_line(label, s, indent="  ")
 
 
 def main() -> None:
