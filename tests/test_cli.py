@@ -135,7 +135,27 @@ def test_bad_plot_path_writes_nothing(capsys: pytest.CaptureFixture[str], tmp_pa
     assert status == 2 and "--plot" in err
     status, _, err = run(capsys, "evolution", "--plot", str(tmp_path / "no" / "x.png"))
     assert status == 2 and "does not exist" in err
-    assert list(tmp_path.iterdir()) == []
+    (tmp_path / "d.svg").mkdir()
+    status, _, err = run(capsys, "evolution", "--plot", str(tmp_path / "d.svg"))
+    assert status == 2 and "is a folder" in err
+    assert [p.name for p in tmp_path.iterdir()] == ["d.svg"]
+
+
+def test_refused_write_is_an_error_not_a_traceback(capsys: pytest.CaptureFixture[str],
+                                                   tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A folder that passes the early checks but refuses the file (a read-only mount, a
+    full disk, /proc) ends in an error naming the path, and nothing is left behind."""
+    import os
+
+    def refuse(src: str, dst: str) -> None:
+        raise OSError(30, "Read-only file system")
+
+    monkeypatch.setattr(os, "replace", refuse)
+    target = tmp_path / "evo.svg"
+    status, _, err = run(capsys, "evolution", "--plot", str(target))
+    assert status == 2 and "cannot write" in err and "Read-only file system" in err
+    assert "Traceback" not in err and list(tmp_path.iterdir()) == []
 
 
 def test_python_m_and_light_imports() -> None:

@@ -62,7 +62,7 @@ def test_report_is_self_contained_and_has_every_section(report: str) -> None:
 def test_report_bad_path_writes_nothing(tmp_path: Path,
                                         capsys: pytest.CaptureFixture[str]) -> None:
     """A wrong suffix or a missing folder: exit 2, the flag named, no file."""
-    for target, message in ((tmp_path / "r.pdf", "must end in .html"),
+    for target, message in ((tmp_path / "r.pdf", "must end in .html or .htm"),
                             (tmp_path / "nope" / "r.html", "does not exist")):
         status = main(["report", "--out", str(target), "--max-gpus", "8"])
         err = capsys.readouterr().err

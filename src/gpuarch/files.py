@@ -9,18 +9,45 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["write_whole", "write_whole_text"]
+from gpuarch.errors import GpuarchError
+
+__all__ = ["check_output_path", "write_whole", "write_whole_text"]
+
+
+def check_output_path(path: Path, flag: str, suffixes: tuple[str, ...] = ()) -> Path:
+    """The folder ``path`` will be written into, or a usage error naming ``flag``: a suffix
+    not in ``suffixes`` (when given), a folder that does not exist or cannot be written, or
+    a path that is a folder. Checked before any long work, so nothing runs in vain."""
+    if suffixes and path.suffix.lower() not in suffixes:
+        raise GpuarchError(f"{flag}: {str(path)!r} must end in {' or '.join(suffixes)}")
+    target = path.resolve()
+    folder = target.parent
+    if not folder.is_dir():
+        raise GpuarchError(f"{flag}: folder {str(path.parent)!r} does not exist")
+    if target.is_dir():
+        raise GpuarchError(f"{flag}: {str(path)!r} is a folder, not a file")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise GpuarchError(f"{flag}: folder {str(path.parent)!r} cannot be written")
+    return folder
 
 
 def write_whole(path: Path, write: Callable[[str], Any]) -> None:
-    """Call ``write(temporary_path)``, then move the result to ``path`` (mode 0644)."""
+    """Call ``write(temporary_path)``, then move the result to ``path`` (mode 0644). A
+    file system refusal (permissions, a full disk) is an error naming the path, with
+    nothing left behind."""
     target = path.resolve()
-    fd, tmp = tempfile.mkstemp(prefix=".gpuarch-", suffix=target.suffix, dir=target.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".gpuarch-", suffix=target.suffix,
+                                   dir=target.parent)
+    except OSError as exc:
+        raise GpuarchError(f"cannot write {str(path)!r}: {exc.strerror}") from None
     os.close(fd)
     try:
         write(tmp)
         os.chmod(tmp, 0o644)
         os.replace(tmp, target)
+    except OSError as exc:
+        raise GpuarchError(f"cannot write {str(path)!r}: {exc.strerror}") from None
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)

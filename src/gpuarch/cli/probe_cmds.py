@@ -10,7 +10,7 @@ from typing import Any
 
 from gpuarch.catalog.loader import load_catalog
 from gpuarch.errors import GpuarchError
-from gpuarch.files import write_whole_text
+from gpuarch.files import check_output_path, write_whole_text
 from gpuarch.report.serialize import to_json, to_jsonable
 from gpuarch.units import Unit, from_si
 
@@ -128,10 +128,8 @@ def _finish_distributed() -> None:
 
 def _write_whole(path: Path, text: str) -> None:
     """Write a file completely or not at all."""
-    target = path.resolve()
-    if not target.parent.is_dir():
-        raise GpuarchError(f"--save: folder {str(path.parent)!r} does not exist")
-    write_whole_text(target, text)
+    check_output_path(path, "--save")
+    write_whole_text(path.resolve(), text)
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:

@@ -14,7 +14,7 @@ from typing import Any
 from gpuarch.catalog.evolution import EvolutionRow, Metric
 from gpuarch.catalog.queries import FeatureMatrix
 from gpuarch.errors import GpuarchError
-from gpuarch.files import write_whole_text
+from gpuarch.files import check_output_path, write_whole_text
 from gpuarch.report.text import fmt
 from gpuarch.units import from_si
 from gpuarch.validation.bands import band_sentence
@@ -217,12 +217,7 @@ def render_report(inputs: ReportInputs) -> str:
 
 def check_report_path(path: Path) -> Path:
     """The folder the page goes to, or a usage error naming --out (checked before any work)."""
-    if path.suffix.lower() not in (".html", ".htm"):
-        raise GpuarchError(f"--out: {str(path)!r} must end in .html")
-    folder = path.resolve().parent
-    if not folder.is_dir():
-        raise GpuarchError(f"--out: folder {str(path.parent)!r} does not exist")
-    return folder
+    return check_output_path(path, "--out", (".html", ".htm"))
 
 
 def write_report(inputs: ReportInputs, path: Path) -> None:

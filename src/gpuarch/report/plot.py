@@ -8,7 +8,7 @@ from typing import Any
 
 from gpuarch.catalog.evolution import EvolutionRow, Metric
 from gpuarch.errors import GpuarchError
-from gpuarch.files import write_whole
+from gpuarch.files import check_output_path, write_whole
 
 __all__ = ["PLOT_SUFFIXES", "check_plot_path", "plot_evolution", "plot_pareto",
            "plot_roofline"]
@@ -19,10 +19,7 @@ PLOT_SUFFIXES = (".png", ".svg")
 def check_plot_path(path: Path) -> None:
     """A usage error naming --plot for a path a plot cannot be written to (checked before
     any long work)."""
-    if path.suffix.lower() not in PLOT_SUFFIXES:
-        raise GpuarchError(f"--plot: {str(path)!r} must end in .png or .svg")
-    if not path.resolve().parent.is_dir():
-        raise GpuarchError(f"--plot: folder {str(path.parent)!r} does not exist")
+    check_output_path(path, "--plot", PLOT_SUFFIXES)
 
 
 def _pyplot(path: Path) -> Any:
