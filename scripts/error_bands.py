@@ -2,10 +2,11 @@
 
 Runs the whole training and serving validation with the shipped parameters, groups the
 signed throughput errors by regime (task / model kind / GPU architecture, then broader) and
-writes each regime's figure count, median and 10th-90th percentile error. Run it after any
+writes each regime's figure count, median and 10th-90th percentile error, then rewrites the
+rows of the band tables that docs/performance-model.md and README.md quote. Run it after any
 change to the model or the validation data; tests/test_error_bands.py fails until then.
 
-    python scripts/error_bands.py          # write the file and print the table
+    python scripts/error_bands.py          # write the file and the tables, print the table
     python scripts/error_bands.py --check  # print only; exit 1 if the file is stale
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from gpuarch.catalog import load_catalog
 from gpuarch.validation.bands import (
@@ -22,6 +24,39 @@ from gpuarch.validation.bands import (
     render_bands,
     write_bands,
 )
+
+ROOT = Path(__file__).resolve().parents[1]
+KINDS = {"dense": "dense", "coarse MoE": "coarse-moe", "fine-grained MoE": "fine-moe"}
+
+
+def _pct(x: float) -> str:
+    return f"{x * 100:+.1f}%"
+
+
+def sync_tables(path: Path, bands: dict) -> int:
+    """Rewrite the band rows of a Markdown file (docs: '| training, dense, Hopper | figures |
+    out of sample | p10 | median | p90 |'; README: '| dense training, Hopper | figures | p10 |
+    median | p90 |') from ``bands``; returns how many rows changed."""
+    lines, changed = [], 0
+    for line in path.read_text(encoding="utf-8").splitlines(keepends=True):
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        label, new = cells[0], None
+        if len(cells) == 6 and label.startswith(("training, ", "serving, ")):
+            task, kind, arch = (c.strip() for c in label.split(","))
+            b = bands[f"{task}/{KINDS[kind]}/{arch.lower()}"]
+            new = f"| {label} | {b.figures} | {b.out_of_sample} | "
+        elif len(cells) == 5 and (" training, " in label or " serving, " in label):
+            what, arch = (c.strip() for c in label.split(","))
+            kind, task = what.rsplit(" ", 1)
+            b = bands[f"{task}/{KINDS[kind]}/{arch.lower()}"]
+            new = f"| {label} | {b.figures} | "
+        if new is not None:
+            new += f"{_pct(b.p10_error)} | {_pct(b.median_error)} | {_pct(b.p90_error)} |\n"
+            changed += new.strip() != line.strip()
+            line = new
+        lines.append(line)
+    path.write_text("".join(lines), encoding="utf-8")
+    return changed
 
 
 def main() -> int:
@@ -37,6 +72,8 @@ def main() -> int:
         return 1 if stale else 0
     write_bands(bands)
     print(f"wrote {BANDS_FILE}")
+    for doc in (ROOT / "docs" / "performance-model.md", ROOT / "README.md"):
+        print(f"{doc.relative_to(ROOT)}: {sync_tables(doc, bands)} band rows updated")
     return 0
 
 

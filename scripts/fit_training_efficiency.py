@@ -10,7 +10,8 @@ unseen points) and the out-of-sample error.
     python scripts/fit_training_efficiency.py [--rounds 6] [--only NAME,...]
     python scripts/fit_training_efficiency.py --grid moe
 
-The MoE terms (moe_grouped_gemm, moe_layer_overhead_s, moe_layer_overhead_c2c_s) were fitted
+The MoE terms (moe_grouped_gemm, moe_layer_overhead_s, moe_layer_overhead_c2c_s,
+moe_expert_launch_s) were fitted
 with the grid in MOE_GRID (``--grid moe``), the other parameters by the coordinate search.
 """
 
@@ -28,12 +29,14 @@ from gpuarch.validation.training import load_training_points, validate_training
 
 SCALARS = ["gemm_fp8", "gemm_fp4", "attention", "layer_overhead_s", "dp_comm_exposed",
            "tp_comm_exposed", "pp_comm_exposed", "gemm_half_dim", "memory", "kernel_overhead_s",
-           "moe_grouped_gemm", "moe_layer_overhead_s", "moe_layer_overhead_c2c_s"]
+           "moe_grouped_gemm", "moe_layer_overhead_s", "moe_layer_overhead_c2c_s",
+           "moe_expert_launch_s"]
 FRACTIONS = {"gemm_fp8", "gemm_fp4", "attention", "dp_comm_exposed", "tp_comm_exposed",
              "pp_comm_exposed", "memory", "moe_grouped_gemm"}
 MOE_GRID = ("moe_grouped_gemm=0.3,0.4,0.5,0.6,0.7,0.85,1.0;"
             "moe_layer_overhead_s=0,0.001,0.002,0.003,0.004,0.005,0.006;"
-            "moe_layer_overhead_c2c_s=0,0.0005,0.001,0.002,0.003")
+            "moe_layer_overhead_c2c_s=0,0.0005,0.001,0.002,0.003;"
+            "moe_expert_launch_s=0,5e-6,1e-5,1.5e-5,2e-5,3e-5")
 GENERATIONS = [1, 3, 4, 5]  # Tensor Core generations with points (V100, A100, H100, B200)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -170,17 +171,19 @@ def test_validation_error_does_not_regress() -> None:
     moved them from 9.6% / 6.8% / 15.2% / 87.5% with the parameters as fitted before; the
     shared GEMM and attention efficiencies, refitted on both validations' fitted points
     together, then took them from 11.0% / 7.5% / 17.8% / 85.8% to 10.2% / 5.9% / 18.4% /
-    85.0%; six MoE runs of NVIDIA's Megatron Core MoE report were then added out of sample.)"""
+    85.0%; six MoE runs of NVIDIA's Megatron Core MoE report were then added out of sample;
+    the experts' launch floor took 9.9% / 5.9% / 16.5% / 85.7% to 9.4% / 5.5% / 15.9% /
+    87.3%.)"""
     summary = validate_training(CATALOG)
     assert len(summary.rows) >= 126
-    assert summary.mean_abs_error <= 0.1  # 9.9% over 126 points
+    assert summary.mean_abs_error <= 0.095  # 9.4% over 126 points
     in_sample = [abs(r.error) for r in summary.rows if not r.out_of_sample]
-    assert sum(in_sample) / len(in_sample) <= 0.06  # 5.9% over 79
+    assert sum(in_sample) / len(in_sample) <= 0.056  # 5.5% over 79
     out = [abs(r.error) for r in summary.rows if r.out_of_sample]
-    assert sum(out) / len(out) <= 0.166  # 16.5% over 47
+    assert sum(out) / len(out) <= 0.16  # 15.9% over 47
     assert summary.by("gpu")["a100-sxm4-80gb"] <= 0.07
     within_20 = sum(abs(r.error) <= 0.20 for r in summary.rows) / len(summary.rows)
-    assert within_20 >= 0.85  # 85.7%
+    assert within_20 >= 0.87  # 87.3%
 
 
 @pytest.mark.parametrize(("gpu", "applies"), [
@@ -349,10 +352,13 @@ def test_token_drop_and_grace_host_shorten_the_dispatcher_wait() -> None:
     system = CATALOG.system("dgx b200")
     slow = estimate_training(CATALOG, qwen, b200, dropless, system=system)
     fast = estimate_training(CATALOG, qwen, b200, dropping, system=system)
-    parts = slow.assumptions["other_breakdown_s"]
-    assert fast.assumptions["other_breakdown_s"]["host_overhead"] == 0
-    assert slow.step_time_s - fast.step_time_s == pytest.approx(parts["host_overhead"],
-                                                                rel=1e-9)
+    host = slow.assumptions["other_breakdown_s"]["host_overhead"]
+    launches = fast.assumptions["other_breakdown_s"]["host_overhead"]
+    assert 0 < launches < host  # token-drop keeps only the experts' launch floor
+    assert slow.step_time_s - fast.step_time_s == pytest.approx(host - launches, rel=1e-9)
+    without = eff.with_overrides({"moe_expert_launch_s": 0.0})
+    assert estimate_training(CATALOG, qwen, b200, dropping, system=system, efficiency=without
+                             ).assumptions["other_breakdown_s"]["host_overhead"] == 0
     assert slow.parallelism["moe_token_drop"] is False
     dense = _est(shape=LLAMA_8B, tp=1, pp=1, moe_token_drop=True)
     assert dense.step_time_s == _est(shape=LLAMA_8B, tp=1, pp=1).step_time_s
@@ -412,10 +418,49 @@ def test_host_time_is_reported_apart_from_compute() -> None:
     assert e.time_breakdown.other == pytest.approx(parts["optimizer"] + parts["host_overhead"])
     layers, micro = qwen.layers, 512 // 8
     overhead = DEFAULT_EFFICIENCY.moe_layer_overhead_s
-    assert parts["host_overhead"] == pytest.approx(overhead * layers * micro)
+    # the dispatcher's wait per layer and micro-batch, and (16 small experts per GPU at one
+    # sequence per micro-batch) the host's per-expert launches on top
+    assert parts["host_overhead"] > overhead * layers * micro
+    without = DEFAULT_EFFICIENCY.with_overrides({"moe_expert_launch_s": 0.0})
+    e0 = estimate_training(CATALOG, qwen, CATALOG.product("b200"),
+                           TrainingConfig(gpus=8, seq_len=4096, global_batch=512, ep=8,
+                                          precision=Precision.FP8),
+                           system=CATALOG.system("dgx b200"), efficiency=without)
+    assert e0.assumptions["other_breakdown_s"]["host_overhead"] == pytest.approx(
+        overhead * layers * micro)
     assert e.bottleneck == "host_overhead" and "--moe-token-drop" in e.bottleneck_reason
     dense = _est(shape=LLAMA_8B, tp=1, pp=1)
     assert dense.assumptions["other_breakdown_s"]["host_overhead"] == 0
+
+
+def test_many_small_experts_wait_on_their_launches() -> None:
+    """Each local expert's GEMMs (and, in FP8, its quantizations) are launched one by one
+    from the host, so the expert section takes at least those launches: a GPU holding many
+    small experts at small micro-batches runs at the host's pace (NVIDIA's Megatron Core
+    MoE report, arXiv:2603.07685, 4.3.1); a few large experts, or enough tokens per expert,
+    hide the launches behind the GEMMs."""
+    from gpuarch.estimate.training import EXPERT_LAUNCHES_PER_EXPERT, expert_host_floor
+
+    eff = DEFAULT_EFFICIENCY
+    assert EXPERT_LAUNCHES_PER_EXPERT == {"forward": (2, 2), "backward": (4, 2)}
+    assert expert_host_floor(16, True, eff) == pytest.approx(
+        (16 * 4 * eff.moe_expert_launch_s, 16 * 6 * eff.moe_expert_launch_s))
+    assert expert_host_floor(16, False, eff) == pytest.approx(
+        (16 * 2 * eff.moe_expert_launch_s, 16 * 4 * eff.moe_expert_launch_s))
+    qwen = preset("qwen3-30b-a3b").shape  # 128 experts of width 768
+    b200, system = CATALOG.product("b200"), CATALOG.system("dgx b200")
+
+    def host(ep: int, micro: int, shape: Any = qwen) -> float:
+        cfg = TrainingConfig(gpus=8, seq_len=4096, global_batch=512, ep=ep,
+                             micro_batch=micro, precision=Precision.FP8,
+                             moe_token_drop=True)  # no dispatcher wait: launches only
+        e = estimate_training(CATALOG, shape, b200, cfg, system=system)
+        return float(e.assumptions["other_breakdown_s"]["host_overhead"] / cfg.micro_batches)
+
+    assert host(2, 1) > host(8, 1) > 0  # 64 local experts wait longer than 16
+    assert host(8, 8) < host(8, 1)  # more tokens per expert cover more of the launches
+    mixtral = preset("mixtral-8x7b").shape  # one large expert per GPU: never host-bound
+    assert host(8, 1, mixtral) == 0
 
 
 def test_one_gpu_trains_without_interconnect_in_the_catalog() -> None:

@@ -536,6 +536,26 @@ def dispatcher_host_time(product: Product, cfg: TrainingConfig, eff: Efficiency)
     return eff.moe_layer_overhead_s
 
 
+EXPERT_LAUNCHES_PER_EXPERT = {"forward": (2, 2), "backward": (4, 2)}
+"""Kernels launched per local expert in each pass of an expert layer, as (GEMMs,
+quantizations in FP8/FP4): Transformer Engine's grouped linear layers issue one cuBLASLt
+GEMM per expert on several streams (NVIDIA's Megatron Core MoE report, arXiv:2603.07685,
+section 4.3.2, implementation (i)): FC1 and FC2 forward, their data and weight gradients
+backward; in low precision each expert's inputs to FC1 and FC2 (forward) and its output
+gradients (backward) are quantized one expert at a time."""
+
+
+def expert_host_floor(local_experts: Num, low_precision: bool, eff: Efficiency
+                      ) -> tuple[Num, Num]:
+    """Host seconds to launch the per-expert kernels of one expert layer, forward and
+    backward: the expert section (between dispatch and combine, which CUDA graphs cannot
+    capture) takes at least this long, however fast the GPU runs its small GEMMs."""
+    low = 1 if low_precision else 0
+    forward, backward = (eff.moe_expert_launch_s * local_experts * (gemms + low * quants)
+                         for gemms, quants in EXPERT_LAUNCHES_PER_EXPERT.values())
+    return forward, backward
+
+
 def _one_layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device,
                     eff: Efficiency, tp_group: Group, cp_group: Group, ep_group: Group,
                     moe: bool, window: int = 0, parts: dict[str, Num] | None = None
@@ -546,10 +566,13 @@ def _one_layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device,
     bwd: Num = 0.0
     attn_fwd: Num = 0.0
     flops: Num = 0.0
+    expert_section: Num = 0.0  # forward GPU time between dispatch and combine
     for op in ops:
         t, _, _, op_flops, _ = op_time(op, device, eff)
         fwd = fwd + t
         flops = flops + op_flops
+        if op.name.startswith("grouped_expert_") or op.name == "moe_permute":
+            expert_section = expert_section + t
         if isinstance(op, Attention):
             attn_fwd = attn_fwd + t
             back = op_time(dataclasses.replace(op, backward=True), device, eff)[0]
@@ -589,8 +612,16 @@ def _one_layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device,
     # the backward's all-to-alls and grouped GEMMs reuse the split sizes the forward copied
     # to the CPU, so the host runs ahead there as in a dense layer
     wait = dispatcher_host_time(device.product, cfg, eff) if moe else 0.0
-    forward = _Pass(fwd, exposed_fwd, eff.layer_overhead_s + wait)
-    backward = _Pass(bwd, exposed_bwd, eff.layer_overhead_s)
+    # many small experts per GPU: the expert section waits on the host's launches
+    host_fwd: Num = 0.0
+    host_bwd: Num = 0.0
+    if moe:
+        floor_fwd, floor_bwd = expert_host_floor(np.maximum(1, s.experts // cfg.ep),
+                                                 cfg.precision.low_precision, eff)
+        host_fwd = np.maximum(0.0, floor_fwd - expert_section)
+        host_bwd = np.maximum(0.0, floor_bwd - 2 * expert_section)
+    forward = _Pass(fwd, exposed_fwd, eff.layer_overhead_s + wait + host_fwd)
+    backward = _Pass(bwd, exposed_bwd, eff.layer_overhead_s + host_bwd)
     if cfg.recompute is Recompute.FULL:
         recompute = forward
     elif cfg.recompute is Recompute.SELECTIVE:

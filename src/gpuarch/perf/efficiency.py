@@ -26,7 +26,7 @@ class Efficiency:
     """Fraction of the dense peak that large, well-shaped GEMMs sustain on CUDA cores (and
     on Tensor Core generations without an entry in ``gemm_by_generation``). Assumed."""
 
-    gemm_by_generation: tuple[float, ...] = (0.83, 0.70, 0.80, 0.737, 0.602)
+    gemm_by_generation: tuple[float, ...] = (0.83, 0.70, 0.80, 0.737, 0.621)
     """The same per Tensor Core generation (1 = Volta ... 5 = Blackwell). Later generations
     reach a smaller fraction of a much larger peak: clocks fall under sustained Tensor load
     at the board power limit, and operand delivery limits the largest tiles. Fitted: Volta
@@ -39,7 +39,7 @@ class Efficiency:
     narrower accumulation tiles). Fitted jointly on the training and serving measurements
     (scripts/fit_shared_efficiency.py; the two folds agree, 0.853 each)."""
 
-    gemm_fp4: float = 0.712
+    gemm_fp4: float = 0.672
     """Multiplier on the GEMM efficiency for GEMMs run at the dense FP4 Tensor Core peak
     (NVFP4 training and serving: block scaling; in training also the recipe's Hadamard
     transforms and the GEMMs it keeps in 16 bits). Fitted jointly on the training and
@@ -149,7 +149,7 @@ class Efficiency:
     bookkeeping). The training fit drives it to zero once unfused attention is modelled;
     kept for calibration. Fitted."""
 
-    moe_layer_overhead_s: float = 5e-3
+    moe_layer_overhead_s: float = 4e-3
     """Fixed time per expert layer per forward pass (and per recomputed forward) for the host
     side of a dropless token dispatcher, host attached over PCIe: the router's per-expert
     token counts are copied to the CPU before the all-to-all and the grouped GEMM can be
@@ -166,6 +166,17 @@ class Efficiency:
     GB300, GH200) rather than PCIe. Megatron Bridge's 25.09 and 25.11 tables run the same
     Qwen3-30B-A3B layouts token-drop and dropless: on 8 GB200 dropless is as fast (23,766 vs
     22,775 tokens/s per GPU), on 8 B200 half as fast (9,299 vs 18,066). Fitted."""
+
+    moe_expert_launch_s: float = 15e-6
+    """Host time per kernel launched for one local expert in training's expert layers
+    (``EXPERT_LAUNCHES_PER_EXPERT`` in estimate/training.py: each expert's GEMMs and, in
+    FP8/FP4, its quantizations). The expert section of a layer takes the longer of its
+    GPU time and these launches, so a GPU holding many small experts runs at the host's
+    pace: NVIDIA's Megatron Core MoE report (arXiv:2603.07685) finds fine-grained MoE in
+    reduced precision host-bound, "GPU kernels separated by microseconds of host-side
+    latency" (section 4.3.1), each launch costing "several microseconds" (4.3.6), and the
+    expert GEMMs outside what CUDA graphs capture. Fitted with the other MoE terms
+    (fit_training_efficiency.py, MOE_GRID)."""
 
     decode_step_overhead_s: float = 1.58e-3
     """Fixed time per decode step (scheduler, sampling, launch of the step's graph), for
