@@ -1052,10 +1052,11 @@ def _bottleneck(b: TimeBreakdown, optimizer: float, host: float, step: float,
                   "micro-batches); more micro-batches or interleaving shrink it")
     elif name == "host_overhead":
         reason = (f"{share:.0%} of the step is fixed host time per layer (the MoE dispatcher "
-                  "syncs token counts to the CPU, then launches small kernels one by one); "
-                  "larger micro-batches amortise it; token-drop routing (--moe-token-drop) "
-                  "skips the sync, partial CUDA graphs (--cuda-graphs) the launches before "
-                  "it, and a Grace host over NVLink-C2C waits far less")
+                  "syncs token counts to the CPU, then launches small kernels one by one, "
+                  "each local expert's own); larger micro-batches amortise it, and fewer "
+                  "experts per GPU (a larger --ep) shorten the launches; token-drop routing "
+                  "(--moe-token-drop) skips the sync, partial CUDA graphs (--cuda-graphs) "
+                  "the launches before it, and a Grace host over NVLink-C2C waits far less")
     else:
         reason = f"{share:.0%} of the step is the optimizer update"
     return name, reason
