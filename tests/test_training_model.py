@@ -461,6 +461,16 @@ def test_many_small_experts_wait_on_their_launches() -> None:
     assert host(8, 8) < host(8, 1)  # more tokens per expert cover more of the launches
     mixtral = preset("mixtral-8x7b").shape  # one large expert per GPU: never host-bound
     assert host(8, 1, mixtral) == 0
+    # one grouped kernel for all of a GPU's experts launches as if it held one
+    grouped = TrainingConfig(gpus=8, seq_len=4096, global_batch=512, ep=8,
+                             precision=Precision.FP8, moe_token_drop=True,
+                             expert_launches="grouped")
+    e = estimate_training(CATALOG, qwen, b200, grouped, system=system)
+    assert e.assumptions["other_breakdown_s"]["host_overhead"] == 0
+    assert e.parallelism["expert_launches"] == "grouped"
+    with pytest.raises(GpuarchError, match="--expert-launches"):
+        TrainingConfig(gpus=8, seq_len=4096, global_batch=512, ep=8,
+                       expert_launches="fused").validate(qwen)
 
 
 def test_one_gpu_trains_without_interconnect_in_the_catalog() -> None:

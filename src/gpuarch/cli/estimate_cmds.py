@@ -113,6 +113,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         moe_token_drop=args.moe_token_drop, cuda_graphs=args.cuda_graphs,
         pp_edge_layers=args.pp_edge_layers,
         ep_dispatcher=args.ep_dispatcher, ep_comm_overlap=args.ep_comm_overlap,
+        expert_launches=args.expert_launches,
         attention_kernel=args.attention_kernel,
         recompute=args.recompute or Recompute.NONE,
         precision=args.precision or Precision.BF16, gpus_per_node=gpus_per_node,
@@ -504,6 +505,12 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                         "token sent on its own) or deepep (DeepEP/HybridEP: a token crosses "
                         "the network once per destination node and NVLink once per "
                         "destination GPU)")
+    p.add_argument("--expert-launches", default="per-expert", metavar="per-expert|grouped",
+                   help="how the expert GEMMs are launched: per-expert (default: one GEMM "
+                        "and, in FP8/FP4, one quantization per local expert, Transformer "
+                        "Engine's multi-stream cuBLASLt) or grouped (one grouped kernel for "
+                        "all of a GPU's experts): the host's launches are a floor on the "
+                        "expert section")
     p.add_argument("--ep-comm-overlap", action="store_true",
                    help="overlap the expert all-to-alls with another micro-batch's compute "
                         "(Megatron --overlap-moe-expert-parallel-comm); only what exceeds "

@@ -75,6 +75,7 @@ __all__ = [
     "COMMUNICATION_PARTS",
     "COMPUTE_PARTS",
     "EP_DISPATCHERS",
+    "EXPERT_LAUNCHES",
     "FRAMEWORK_RESERVE_BYTES",
     "TrainingConfig",
     "TrainingCore",
@@ -102,6 +103,12 @@ probabilities (2 + 2); Korthikanti et al. 2022, section 4.1, list the same tenso
 
 EP_DISPATCHERS = ("alltoall", "deepep")
 """MoE token dispatchers: every routed copy sent on its own, or deduplicated by node."""
+
+EXPERT_LAUNCHES = ("per-expert", "grouped")
+"""How a GPU's expert GEMMs are launched: one GEMM (and, in low precision, one quantization)
+per local expert, as Transformer Engine's grouped linear layers do by default (multi-stream
+cuBLASLt), or one grouped kernel for all of them (CUTLASS or cuBLASLt grouped GEMM with the
+shapes on the device, fused grouped MLP kernels)."""
 
 FRAMEWORK_RESERVE_BYTES = to_si(3, Unit.GIB)
 """CUDA context, NCCL buffers, allocator fragmentation and workspaces: an assumed 3 GiB."""
@@ -163,6 +170,9 @@ class TrainingConfig:
     # once per destination node and NVLink once per destination GPU (the flex dispatcher
     # with DeepEP or HybridEP)
     ep_dispatcher: str = "alltoall"
+    # the grouped expert GEMMs launched per local expert (TE's multi-stream cuBLASLt, the
+    # default) or as one grouped kernel: the host's launch floor counts one expert then
+    expert_launches: str = "per-expert"
     # the expert all-to-alls overlap another micro-batch's compute (Megatron
     # --overlap-moe-expert-parallel-comm, Megatron Bridge's moe_a2a_overlap)
     ep_comm_overlap: bool = False
@@ -228,6 +238,7 @@ class TrainingConfig:
         if self.zero not in (0, 1, 2, 3):
             raise GpuarchError(f"--zero: expected 0, 1, 2 or 3, got {self.zero!r}")
         check_choice("--ep-dispatcher", self.ep_dispatcher, EP_DISPATCHERS)
+        check_choice("--expert-launches", self.expert_launches, EXPERT_LAUNCHES)
         check_choice("--attention-kernel", self.attention_kernel, ATTENTION_KERNELS)
         if self.fsdp_prefetch and self.zero != 3:
             raise GpuarchError(f"--fsdp-prefetch: needs --zero 3, got --zero {self.zero}")
@@ -616,8 +627,9 @@ def _one_layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device,
     host_fwd: Num = 0.0
     host_bwd: Num = 0.0
     if moe:
-        floor_fwd, floor_bwd = expert_host_floor(np.maximum(1, s.experts // cfg.ep),
-                                                 cfg.precision.low_precision, eff)
+        launched = (np.maximum(1, s.experts // cfg.ep)
+                    if cfg.expert_launches == "per-expert" else 1)
+        floor_fwd, floor_bwd = expert_host_floor(launched, cfg.precision.low_precision, eff)
         host_fwd = np.maximum(0.0, floor_fwd - expert_section)
         host_bwd = np.maximum(0.0, floor_bwd - 2 * expert_section)
     forward = _Pass(fwd, exposed_fwd, eff.layer_overhead_s + wait + host_fwd)
@@ -997,6 +1009,7 @@ def estimate_training(
             "moe_token_drop": cfg.moe_token_drop,
             "cuda_graphs": cfg.cuda_graphs,
             "ep_dispatcher": cfg.ep_dispatcher if shape.is_moe else None,
+            "expert_launches": cfg.expert_launches if shape.is_moe else None,
             "ep_comm_overlap": cfg.ep_comm_overlap,
             "pp_edge_layers": cfg.pp_edge_layers,
             "fused_attention": cfg.fused_attention,
@@ -1053,8 +1066,9 @@ def _bottleneck(b: TimeBreakdown, optimizer: float, host: float, step: float,
     elif name == "host_overhead":
         reason = (f"{share:.0%} of the step is fixed host time per layer (the MoE dispatcher "
                   "syncs token counts to the CPU, then launches small kernels one by one, "
-                  "each local expert's own); larger micro-batches amortise it, and fewer "
-                  "experts per GPU (a larger --ep) shorten the launches; token-drop routing "
+                  "each local expert's own); larger micro-batches amortise it, fewer "
+                  "experts per GPU (a larger --ep) or one grouped kernel for them "
+                  "(--expert-launches grouped) shorten the launches; token-drop routing "
                   "(--moe-token-drop) skips the sync, partial CUDA graphs (--cuda-graphs) "
                   "the launches before it, and a Grace host over NVLink-C2C waits far less")
     else:

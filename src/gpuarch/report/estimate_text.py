@@ -41,6 +41,7 @@ def render_training(e: TrainingEstimate, band: Band | None = None) -> str:
               + (" token-drop" if p.get("moe_token_drop") else "")
               + (" CUDA-graphs" if p.get("cuda_graphs") else "")
               + (" DeepEP" if p.get("ep_dispatcher") == "deepep" and p["ep"] > 1 else "")
+              + (" grouped-GEMM" if p.get("expert_launches") == "grouped" else "")
               + (" EP-overlap" if p.get("ep_comm_overlap") and p["ep"] > 1 else "")
               + (f" VPP{p['vpp']}" if p["vpp"] > 1 else "")
               + (" +SP" if p["sequence_parallel"] else "")

@@ -20,7 +20,12 @@ from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import System
 from gpuarch.errors import GpuarchError
 from gpuarch.estimate.memory import Recompute
-from gpuarch.estimate.training import EP_DISPATCHERS, TrainingConfig, estimate_training
+from gpuarch.estimate.training import (
+    EP_DISPATCHERS,
+    EXPERT_LAUNCHES,
+    TrainingConfig,
+    estimate_training,
+)
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.perf.precision import Precision
 from gpuarch.units import Unit, to_si
@@ -119,6 +124,7 @@ def point_config(point: TrainingPoint, system: System | None) -> TrainingConfig:
         moe_token_drop=bool(point.get("moe_token_drop", False)),
         cuda_graphs=bool(point.get("cuda_graphs", False)),
         ep_dispatcher=str(point.get("ep_dispatcher", EP_DISPATCHERS[0])),
+        expert_launches=str(point.get("expert_launches", EXPERT_LAUNCHES[0])),
         ep_comm_overlap=bool(point.get("ep_comm_overlap", False)),
         pp_edge_layers=bool(point.get("pp_edge_layers", False)),
         fused_attention=point.source not in _UNFUSED_ATTENTION_SOURCES,
