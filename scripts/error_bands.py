@@ -19,6 +19,7 @@ from pathlib import Path
 from gpuarch.catalog import load_catalog
 from gpuarch.validation.bands import (
     BANDS_FILE,
+    KIND_LABELS,
     compute_bands,
     load_bands,
     render_bands,
@@ -26,7 +27,7 @@ from gpuarch.validation.bands import (
 )
 
 ROOT = Path(__file__).resolve().parents[1]
-KINDS = {"dense": "dense", "coarse MoE": "coarse-moe", "fine-grained MoE": "fine-moe"}
+KINDS = {label: kind for kind, label in KIND_LABELS.items()}  # "coarse MoE" -> "coarse-moe"
 
 
 def _pct(x: float) -> str:

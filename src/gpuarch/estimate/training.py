@@ -435,6 +435,11 @@ def _group(size: Num, inner: Num, cfg: TrainingConfig, intra: Link, inter: Link 
     return Group(size, per_node, intra, inter)
 
 
+def _local_experts(s: TransformerShape, cfg: TrainingConfig) -> Num:
+    """Routed experts each GPU holds (at least one)."""
+    return np.maximum(1, s.experts // cfg.ep)
+
+
 def _layer_ops(s: TransformerShape, cfg: TrainingConfig, moe: bool, window: int = 0
                ) -> tuple[list[Op], float]:
     """Forward operators of one layer (an expert layer if ``moe``, else a dense one; with
@@ -468,7 +473,7 @@ def _layer_ops(s: TransformerShape, cfg: TrainingConfig, moe: bool, window: int 
         e = cfg.expert_tp
         routed = tokens * e // t * s.experts_per_token
         width = s.d_expert
-        local_experts = np.maximum(1, s.experts // cfg.ep)
+        local_experts = _local_experts(s, cfg)
         per_expert = np.maximum(1, routed * cfg.ep // s.experts)
         up = 2 * width if s.ffn_kind is FfnKind.SWIGLU else width
         ops += [
@@ -627,8 +632,7 @@ def _one_layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device,
     host_fwd: Num = 0.0
     host_bwd: Num = 0.0
     if moe:
-        launched = (np.maximum(1, s.experts // cfg.ep)
-                    if cfg.expert_launches == "per-expert" else 1)
+        launched = _local_experts(s, cfg) if cfg.expert_launches == "per-expert" else 1
         floor_fwd, floor_bwd = expert_host_floor(launched, cfg.precision.low_precision, eff)
         host_fwd = np.maximum(0.0, floor_fwd - expert_section)
         host_bwd = np.maximum(0.0, floor_bwd - 2 * expert_section)

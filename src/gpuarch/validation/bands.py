@@ -35,6 +35,7 @@ from gpuarch.workloads.shape import TransformerShape
 __all__ = [
     "BANDS_FILE",
     "FINE_GRAINED_EXPERTS",
+    "KIND_LABELS",
     "MIN_FIGURES",
     "TASKS",
     "Band",
@@ -66,8 +67,8 @@ PERCENTILES = (10.0, 50.0, 90.0)
 CLEAR_BIAS = 0.05
 """A median error this large or larger is called a bias (optimistic or pessimistic)."""
 
-_KIND_LABELS = {"dense": "dense", "coarse-moe": "coarse MoE",
-                "fine-moe": "fine-grained MoE"}
+KIND_LABELS = {"dense": "dense", "coarse-moe": "coarse MoE",
+               "fine-moe": "fine-grained MoE"}
 # serving figures that are throughputs (time figures err the other way and are left out)
 _THROUGHPUT_METRICS = ("output_tokens_per_s", "output_tokens_per_s_per_gpu")
 
@@ -105,7 +106,7 @@ class Band:
         task = parts[0]
         if len(parts) == 1:
             return f"all {task}"
-        text = f"{_KIND_LABELS.get(parts[1], parts[1])} {task}"
+        text = f"{KIND_LABELS.get(parts[1], parts[1])} {task}"
         return f"{text} on {parts[2].capitalize()}" if len(parts) > 2 else text
 
     @property
