@@ -111,7 +111,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         vpp=args.vpp, sequence_parallel=args.sequence_parallel, zero=args.zero,
         tp_comm_overlap=args.tp_comm_overlap, fsdp_prefetch=args.fsdp_prefetch,
         moe_token_drop=args.moe_token_drop, cuda_graphs=args.cuda_graphs,
-        pp_edge_layers=args.pp_edge_layers,
+        pp_edge_layers=args.pp_edge_layers, pp_layout=args.pp_layout,
+        mtp_layers=args.mtp_layers,
         ep_dispatcher=args.ep_dispatcher, ep_comm_overlap=args.ep_comm_overlap,
         expert_launches=args.expert_launches,
         attention_kernel=args.attention_kernel,
@@ -493,6 +494,16 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                    help="the first and last pipeline stages hold one layer fewer, counting the "
                         "embedding and the loss as a layer each (Megatron's account_for_"
                         "embedding/loss_in_pipeline_split)")
+    p.add_argument("--pp-layout", default="", metavar="LAYOUT",
+                   help="what each virtual pipeline stage holds, in Megatron's notation "
+                        "(--pipeline-model-parallel-layout): E embedding, t layer, m MTP "
+                        "block, L loss, | between stages, X*n and (...)*n repeat; e.g. "
+                        "'Et*4|(t*4|)*14tmL' for DeepSeek-V3 at PP 4 x VPP 4")
+    p.add_argument("--mtp-layers", type=int, default=0, metavar="N",
+                   help="multi-token-prediction blocks trained with the model (Megatron "
+                        "--mtp-num-layers; DeepSeek-V3 uses 1): each a layer, a projection "
+                        "and a pass through the shared head, on the last stage unless "
+                        "--pp-layout places it")
     p.add_argument("--moe-token-drop", action="store_true",
                    help="MoE routing with a capacity bound (overflow tokens dropped): no "
                         "per-layer host wait of the dropless dispatcher")

@@ -34,6 +34,7 @@ from gpuarch.estimate.memory import (
     activation_bytes_per_layer,
     bytes_per_param,
 )
+from gpuarch.estimate.pipeline_layout import PipelineLayout, StageLoad, parse_pp_layout
 from gpuarch.estimate.reliability import (
     INTERRUPTIONS_PER_GPU_DAY,
     RATE_SOURCE,
@@ -68,6 +69,7 @@ from gpuarch.workloads.flops import (
     attention_projections,
     forward_flops_per_token,
 )
+from gpuarch.workloads.mtp import mtp_block_params, mtp_forward_flops_per_token
 from gpuarch.workloads.params import count_params
 from gpuarch.workloads.shape import FfnKind, TransformerShape
 
@@ -180,6 +182,14 @@ class TrainingConfig:
     # last stages hold one transformer layer fewer (Megatron's account_for_embedding_ and
     # account_for_loss_in_pipeline_split)
     pp_edge_layers: bool = False
+    # an explicit pipeline layout in Megatron-Core's notation (--pipeline-model-parallel-
+    # layout, e.g. "Et*4|(t*4|)*14tmL"; estimate/pipeline_layout.py): what each virtual stage
+    # holds; "" = the even split above
+    pp_layout: str = ""
+    # multi-token-prediction blocks trained beside the model (Megatron --mtp-num-layers;
+    # DeepSeek-V3 trains with one): each a layer, a projection and a pass through the shared
+    # head, on the last pipeline stage unless ``pp_layout`` places it
+    mtp_layers: int = 0
     fused_attention: bool = True  # FlashAttention-style; False = scores materialised
     # the fused attention kernel: "native" (the GPU generation's own: FlashAttention-2 on
     # Ampere and Ada, FlashAttention-3 or cuDNN on Hopper and datacenter Blackwell) or
@@ -222,6 +232,14 @@ class TrainingConfig:
         """GPUs each expert's width is split over (``etp``, or TP by default)."""
         return self.etp or self.tp
 
+    def layout(self, shape: TransformerShape) -> PipelineLayout | None:
+        """The parsed ``pp_layout`` checked against ``shape`` and the run, or None."""
+        if not self.pp_layout:
+            return None
+        return parse_pp_layout(self.pp_layout, pp=self.pp, vpp=self.vpp, layers=shape.layers,
+                               dense_layers=shape.layers - shape.moe_layers,
+                               mtp_layers=self.mtp_layers)
+
     @property
     def micro_batches(self) -> int:
         """Micro-batches per pipeline per step (gradient accumulation steps)."""
@@ -251,8 +269,16 @@ class TrainingConfig:
             raise GpuarchError(
                 f"--global-batch: {self.global_batch} is not divisible by DP x micro-batch = "
                 f"{self.dp} x {self.micro_batch}")
+        if not isinstance(self.mtp_layers, int) or self.mtp_layers < 0:
+            raise GpuarchError(f"--mtp-layers: expected an integer >= 0, got "
+                               f"{self.mtp_layers!r}")
+        if self.pp_layout:
+            if self.pp_edge_layers:
+                raise GpuarchError("--pp-edge-layers: not with --pp-layout, which places the "
+                                   "embedding and the loss itself")
+            self.layout(shape)
         slots = shape.layers + self.edge_layers
-        if slots < self.pp * self.vpp:
+        if slots < self.pp * self.vpp and not self.pp_layout:
             raise GpuarchError(f"--pp/--vpp: {shape.layers} layers cannot fill "
                                f"PP x VPP = {self.pp * self.vpp} stages"
                                + ("" if self.pp_edge_layers else
@@ -509,30 +535,56 @@ def _layer_ops(s: TransformerShape, cfg: TrainingConfig, moe: bool, window: int 
     return ops, 1.0 * tokens
 
 
-def _layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device, eff: Efficiency,
-                tp_group: Group, cp_group: Group, ep_group: Group,
-                parts: dict[str, Num] | None = None) -> tuple[_Pass, _Pass, _Pass, Num]:
-    """Forward, backward and recompute time of an average layer for one micro-batch, and the
-    forward FLOPs it executes (hardware FLOPs, before recomputation): an MoE model's leading
-    dense layers and a model's sliding-window layers are weighted by their share of the
-    layers (windowed layers taken as spread evenly over dense and expert layers). With
-    ``parts``, the average layer's compute and exposed communication seconds are added
-    there by kind (``COMPUTE_PARTS`` and ``COMMUNICATION_PARTS``)."""
-    kinds = []
-    for moe, window, share in s.layer_kinds():
-        own: dict[str, Num] | None = None if parts is None else {}
-        kinds.append((share, _one_layer_time(s, cfg, device, eff, tp_group, cp_group,
-                                             ep_group, moe, window, own)))
-        if parts is not None and own is not None:
-            for key, value in own.items():
-                parts[key] = parts.get(key, 0.0) + share * value
-    if len(kinds) == 1:
-        return kinds[0][1]
+@dataclass(frozen=True)
+class _Layer:
+    """One layer's forward, backward and recompute passes for one micro-batch, the forward
+    FLOPs it executes (hardware FLOPs, before recomputation) and, when asked for, its compute
+    and exposed communication seconds by part (``COMPUTE_PARTS``, ``COMMUNICATION_PARTS``)."""
+
+    fwd: _Pass
+    bwd: _Pass
+    rec: _Pass
+    flops: Num
+    parts: dict[str, Num]
+
+    @property
+    def passes(self) -> _Pass:
+        return self.fwd + self.bwd + self.rec
+
+
+def _mix(layers: list[tuple[Num, _Layer]]) -> _Layer:
+    """The weighted mean of layers (weights adding up to 1)."""
+    if len(layers) == 1:
+        return layers[0][1]
     fwd, bwd, rec, flops = _Pass(), _Pass(), _Pass(), 0.0
-    for w, (f, b, r, fl) in kinds:
-        fwd, bwd, rec, flops = fwd + f.scale(w), bwd + b.scale(w), rec + r.scale(w), \
-            flops + fl * w
-    return fwd, bwd, rec, flops
+    parts: dict[str, Num] = {}
+    for w, one in layers:
+        fwd, bwd, rec = fwd + one.fwd.scale(w), bwd + one.bwd.scale(w), rec + one.rec.scale(w)
+        flops = flops + one.flops * w
+        for key, value in one.parts.items():
+            parts[key] = parts.get(key, 0.0) + w * value
+    return _Layer(fwd, bwd, rec, flops, parts)
+
+
+def _layer_times(s: TransformerShape, cfg: TrainingConfig, device: Device, eff: Efficiency,
+                 tp_group: Group, cp_group: Group, ep_group: Group, with_parts: bool = False
+                 ) -> dict[bool, _Layer]:
+    """Each kind of layer the model has (True: expert layer, False: dense), its sliding-
+    window layers taken as spread evenly over both kinds."""
+    kinds: dict[bool, list[tuple[Num, _Layer]]] = {}
+    for moe, window, share in s.layer_kinds():
+        own: dict[str, Num] = {}
+        f, b, r, fl = _one_layer_time(s, cfg, device, eff, tp_group, cp_group, ep_group,
+                                      moe, window, own if with_parts else None)
+        kinds.setdefault(moe, []).append((share, _Layer(f, b, r, fl, own)))
+    return {moe: _mix([(w / sum(x for x, _ in items), one) for w, one in items])
+            for moe, items in kinds.items()}
+
+
+def _average_layer(s: TransformerShape, kinds: dict[bool, _Layer]) -> _Layer:
+    """The model's average layer: its expert and dense layers weighted by their share."""
+    moe_share = s.moe_layers / s.layers
+    return _mix([(moe_share if moe else 1 - moe_share, one) for moe, one in kinds.items()])
 
 
 def dispatcher_host_time(product: Product, cfg: TrainingConfig, eff: Efficiency) -> float:
@@ -694,9 +746,9 @@ class TrainingCore:
     micro_batches: Num
     layer_flops: Num
     peak: float
-    stage_layers: Num = 0.0  # layers on the slowest stage
-    stage_head: Num = 0.0  # 1 if the slowest stage runs the LM head and loss, else 0
-    head_time: Num = 0.0  # its LM head and loss per micro-batch, forward and backward
+    # the slowest stage's LM head, loss and MTP projections and heads per micro-batch,
+    # forward and backward (0 when that stage runs none)
+    stage_head_time: Num = 0.0
     p2p_exposed: Num = 0.0  # pipeline sends per micro-batch
     dp_exposed: Num = 0.0  # exposed data-parallel traffic per step
     offload_exposed: Num = 0.0  # activation offloading not hidden, per micro-batch
@@ -729,15 +781,11 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     pp_group = _group(np.where(cfg.pp > 1, 2, 1), cfg.tp * cfg.cp * cfg.dp, cfg, intra,
                       inter)
 
-    fwd, bwd, rec, layer_flops = _layer_time(shape, cfg, device, eff, tp_group, cp_group,
-                                             ep_group, parts)
-    # the slowest stage: layers that do not divide evenly go to some stages one more each;
-    # with edge layers the embedding and the loss take a layer's slot on the first and last
-    # stage (those hold one layer fewer)
-    edge = cfg.edge_layers
-    layers_per_stage = -(-(shape.layers + edge) // (cfg.pp * cfg.vpp)) * cfg.vpp
-    per_layer = fwd + bwd + rec
-    stage = per_layer.scale(layers_per_stage)
+    kinds = _layer_times(shape, cfg, device, eff, tp_group, cp_group, ep_group,
+                         with_parts=parts is not None)
+    average = _average_layer(shape, kinds)
+    fwd, bwd = average.fwd, average.bwd
+    per_layer, layer_flops = average.passes, average.flops
 
     # LM head and loss on the last stage (vocabulary split over TP)
     tokens_mb = cfg.micro_batch * cfg.seq_len // cfg.cp
@@ -745,19 +793,73 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
                    device, eff)[0]
     loss = op_time(Elementwise(3.0 * tokens_mb * shape.vocab / cfg.tp * 4, name="loss"),
                    device, eff)[0]
-    last_layers = layers_per_stage - edge // 2
-    last = per_layer.scale(last_layers) + _Pass(3 * head + 2 * loss, 0.0)
-    if cfg.pp_edge_layers:
-        # the last stage runs one layer fewer plus the head; the middle stages all layers
-        slower = last.total >= stage.total
-        stage = _Pass(*(scalar(np.where(slower, a, b)) for a, b in
-                        ((last.compute, stage.compute), (last.comm, stage.comm),
-                         (last.overhead, stage.overhead))))
-        stage_layers: Num = scalar(np.where(slower, last_layers, layers_per_stage))
-        stage_head: Num = scalar(np.where(slower, 1.0, 0.0))
+    head_pass = 3 * head + 2 * loss
+    # an MTP block: a layer of the last layer's kind with full attention, the 2h -> h
+    # projection (column-parallel over TP) and its own pass through the shared head
+    mtp_layer = _Layer(_Pass(), _Pass(), _Pass(), 0.0, {})
+    mtp_extra: Num = 0.0
+    if cfg.mtp_layers:
+        own: dict[str, Num] = {}
+        f, b, r, fl = _one_layer_time(shape, cfg, device, eff, tp_group, cp_group, ep_group,
+                                      shape.is_moe, 0, own if parts is not None else None)
+        mtp_layer = _Layer(f, b, r, fl, own)
+        projection = op_time(Gemm(tokens_mb, shape.hidden // cfg.tp, 2 * shape.hidden,
+                                  name="mtp_projection"), device, eff)[0]
+        mtp_extra = 3 * projection + head_pass
+
+    layout = cfg.layout(shape)
+    stage_parts: dict[str, Num] = {}
+    if layout is None:
+        # the slowest stage: layers that do not divide evenly go to some stages one more
+        # each; with edge layers the embedding and the loss take a layer's slot on the first
+        # and last stage (those hold one layer fewer); MTP blocks run on the last
+        edge = cfg.edge_layers
+        layers_per_stage = -(-(shape.layers + edge) // (cfg.pp * cfg.vpp)) * cfg.vpp
+        stage = per_layer.scale(layers_per_stage)
+        last_layers = layers_per_stage - edge // 2
+        last_head = head_pass + cfg.mtp_layers * mtp_extra
+        last = (per_layer.scale(last_layers) + mtp_layer.passes.scale(cfg.mtp_layers)
+                + _Pass(last_head, 0.0))
+        if cfg.pp_edge_layers:
+            # the last stage runs one layer fewer plus the head; the middle stages all layers
+            slower = last.total >= stage.total
+            stage = _Pass(*(scalar(np.where(slower, a, b)) for a, b in
+                            ((last.compute, stage.compute), (last.comm, stage.comm),
+                             (last.overhead, stage.overhead))))
+            stage_layers: Num = scalar(np.where(slower, last_layers, layers_per_stage))
+            stage_head_time: Num = scalar(np.where(slower, last_head, 0.0))
+            stage_mtp: Num = scalar(np.where(slower, cfg.mtp_layers, 0))
+        else:
+            stage = last
+            stage_layers, stage_head_time, stage_mtp = last_layers, last_head, cfg.mtp_layers
+        if parts is not None:
+            for key, value in average.parts.items():
+                stage_parts[key] = stage_layers * value
+            for key, value in mtp_layer.parts.items():
+                stage_parts[key] = stage_parts.get(key, 0.0) + stage_mtp * value
+        activation_layers = np.maximum(layers_per_stage, last_layers + cfg.mtp_layers)
     else:
-        stage = last
-        stage_layers, stage_head = last_layers, 1.0
+        # each pipeline rank runs its own layers (dense and expert ones as such), MTP blocks
+        # and head; the slowest sets the pace
+        def rank_pass(load: StageLoad) -> tuple[_Pass, dict[str, Num], Num]:
+            counts = ((load.dense_layers, kinds.get(False)),
+                      (load.expert_layers, kinds.get(True)), (load.mtp, mtp_layer))
+            extra = load.loss * head_pass + load.mtp * mtp_extra
+            total = _Pass()
+            own_parts: dict[str, Num] = {}
+            for n, one in counts:
+                if n and one is not None:
+                    total = total + one.passes.scale(n)
+                    for key, value in one.parts.items():
+                        own_parts[key] = own_parts.get(key, 0.0) + n * value
+            return total + _Pass(extra, 0.0), own_parts, extra
+
+        ranks = [rank_pass(load) for load in layout.ranks]
+        slowest = int(np.argmax([float(p.total) for p, _, _ in ranks]))
+        stage, stage_parts, stage_head_time = ranks[slowest]
+        layers_per_stage = activation_layers = layout.max_layers
+    if parts is not None:
+        parts.update(stage_parts)
     act = 1.0 * tokens_mb * shape.hidden * cfg.precision.activation_bytes
     if cfg.sequence_parallel:
         act = act / cfg.tp
@@ -789,16 +891,24 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     host_time = m * stage.overhead
     bubble = (cfg.pp - 1) / cfg.vpp * stage_time
 
-    # parameters held per GPU (the last stage also holds the LM head); expert weights are
-    # split over EP and replicated only across the expert-data-parallel group
+    # parameters held per GPU (the last stage also holds the LM head and the MTP blocks);
+    # expert weights are split over EP and replicated only across the expert-data-parallel
+    # group
     pc = count_params(shape)
-    body = pc.total - pc.embedding - pc.lm_head
     expert_params = pc.mlp_experts
-    dense_body = body - expert_params
-    head_params = (pc.lm_head or pc.embedding) / cfg.tp
-    dense_local = dense_body / (cfg.tp * cfg.pp) + np.where(
-        cfg.pp > 1, head_params, (pc.embedding + pc.lm_head) / cfg.tp)
-    expert_local = expert_params / (cfg.expert_tp * cfg.ep * cfg.pp)
+    mtp_dense, mtp_expert = mtp_block_params(shape) if cfg.mtp_layers else (0, 0)
+    if layout is None:
+        dense_body = pc.total - pc.embedding - pc.lm_head - expert_params
+        head_params = (pc.lm_head or pc.embedding) / cfg.tp
+        dense_local = dense_body / (cfg.tp * cfg.pp) + np.where(
+            cfg.pp > 1, head_params, (pc.embedding + pc.lm_head) / cfg.tp) \
+            + cfg.mtp_layers * mtp_dense / cfg.tp
+        expert_local = (expert_params / cfg.pp + cfg.mtp_layers * mtp_expert) \
+            / (cfg.expert_tp * cfg.ep)
+    else:
+        dense_local, expert_local = _rank_params(shape, layout, mtp_dense, mtp_expert)
+        dense_local = dense_local / cfg.tp
+        expert_local = expert_local / (cfg.expert_tp * cfg.ep)
     local_params = dense_local + expert_local
 
     # data-parallel gradient traffic, stage-correct for ZeRO: dense weights over DP x CP,
@@ -829,15 +939,28 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
 
     opt_params = sharded(1)
     optimizer = op_time(Elementwise(opt_params * 30.0, name="adam"), device, eff)[0]
+    weights, gradients, optimizer_states = (sharded(3) * per_param.weights,
+                                            sharded(2) * per_param.gradients,
+                                            sharded(1) * per_param.optimizer)
+    if layout is not None:
+        # one value per pipeline rank so far: the step waits for the slowest rank's
+        # gradient traffic and optimizer; memory is the rank holding the most
+        dp_exposed, optimizer = np.max(dp_exposed), np.max(optimizer)
+        heaviest = int(np.argmax(weights + gradients + optimizer_states))
+        weights, gradients, optimizer_states = (weights[heaviest], gradients[heaviest],
+                                                optimizer_states[heaviest])
 
     step = compute_time + pipeline_comm + host_time + bubble + dp_exposed + optimizer
 
     # throughput and utilisation
     tokens_per_s = cfg.global_batch * cfg.seq_len / step
     fwd_flops = forward_flops_per_token(shape, cfg.seq_len)
-    model_flops = 3.0 * fwd_flops.total
+    forward_total = fwd_flops.total
+    if cfg.mtp_layers:  # Megatron counts the MTP blocks' work as model FLOPs too
+        forward_total += cfg.mtp_layers * mtp_forward_flops_per_token(shape, cfg.seq_len)
+    model_flops = 3.0 * forward_total
     hw_factor = {Recompute.NONE: 3.0, Recompute.SELECTIVE: 3.0, Recompute.FULL: 4.0}
-    hw_flops = hw_factor[cfg.recompute] * fwd_flops.total
+    hw_flops = hw_factor[cfg.recompute] * forward_total
     if cfg.recompute is Recompute.SELECTIVE:
         hw_flops += fwd_flops.attention_core
     peak = device.matmul.flops
@@ -845,7 +968,8 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
 
     in_flight = np.minimum(cfg.pp, m)
     interleave = np.where(cfg.vpp > 1, 1 + (cfg.pp - 1) / (cfg.pp * cfg.vpp), 1.0)
-    logits = tokens_mb * shape.vocab / cfg.tp * 4.0  # FP32 logits for the loss
+    # FP32 logits for the loss, and for each MTP block's on the last stage
+    logits = tokens_mb * shape.vocab / cfg.tp * 4.0 * (1 + cfg.mtp_layers)
     return TrainingCore(
         step=step,
         compute=compute_time,
@@ -858,21 +982,44 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
         per_gpu_flops=per_gpu_flops,
         mfu=per_gpu_flops / peak,
         hfu=hw_flops * tokens_per_s / cfg.gpus / peak,
-        weights=sharded(3) * per_param.weights,
-        gradients=sharded(2) * per_param.gradients,
-        optimizer_states=sharded(1) * per_param.optimizer,
-        activations=per_layer_act * (layers_per_stage - offloaded) * in_flight * interleave,
+        weights=weights,
+        gradients=gradients,
+        optimizer_states=optimizer_states,
+        activations=per_layer_act * (activation_layers - offloaded) * in_flight * interleave,
         other=FRAMEWORK_RESERVE_BYTES + logits,
         micro_batches=m,
         layer_flops=layer_flops,
         peak=peak,
-        stage_layers=stage_layers,
-        stage_head=stage_head,
-        head_time=3 * head + 2 * loss,
+        stage_head_time=stage_head_time,
         p2p_exposed=p2p,
         dp_exposed=dp_exposed,
         offload_exposed=offload,
     )
+
+
+def _rank_params(shape: TransformerShape, layout: PipelineLayout, mtp_dense: int,
+                 mtp_expert: int) -> tuple[Any, Any]:
+    """Parameters outside the routed experts, and routed-expert parameters, that each
+    pipeline rank of ``layout`` holds (before TP and EP split them): its layers, MTP blocks,
+    the embedding on the first rank, the LM head and final norm on the last."""
+    pc = count_params(shape)
+    norms = 2 * shape.norm.params_per_width * shape.hidden
+    attention = pc.attention / shape.layers
+    dense_layer = attention + norms + (pc.mlp_dense / (shape.layers - shape.moe_layers)
+                                       if shape.layers > shape.moe_layers else 0.0)
+    expert_layer, routed = 0.0, 0.0
+    if shape.moe_layers:
+        expert_layer = attention + norms + (pc.mlp_shared + pc.router) / shape.moe_layers
+        routed = pc.mlp_experts / shape.moe_layers
+    final_norm = shape.norm.params_per_width * shape.hidden
+    dense, experts = [], []
+    for r in layout.ranks:
+        head = pc.lm_head or (0 if r.embedding else pc.embedding)  # a tied head's own copy
+        dense.append(r.dense_layers * dense_layer + r.expert_layers * expert_layer
+                     + r.mtp * mtp_dense + r.embedding * pc.embedding
+                     + r.loss * (head + final_norm))
+        experts.append(r.expert_layers * routed + r.mtp * mtp_expert)
+    return np.array(dense), np.array(experts)
 
 
 def host_link_bytes_s(product: Product, pcie_x16_bytes_s: float | None) -> float | None:
@@ -916,10 +1063,9 @@ def estimate_training(
     core = evaluate_training(shape, product, device, intra, inter, cfg, run_eff, layer_parts,
                              host_link_bytes_s=host_link)
     step = float(core.step)
-    per_step = float(core.micro_batches * core.stage_layers)
+    per_step = float(core.micro_batches)
     compute_parts = {k: per_step * float(layer_parts.get(k, 0.0)) for k in COMPUTE_PARTS}
-    compute_parts["lm_head_and_loss"] = float(core.micro_batches * core.stage_head
-                                              * core.head_time)
+    compute_parts["lm_head_and_loss"] = per_step * float(core.stage_head_time)
     comm_parts = {k: per_step * float(layer_parts.get(k, 0.0)) for k in COMMUNICATION_PARTS}
     comm_parts["pipeline_p2p"] = float(core.micro_batches * core.p2p_exposed)
     comm_parts["data_parallel"] = float(core.dp_exposed)
@@ -1016,6 +1162,8 @@ def estimate_training(
             "expert_launches": cfg.expert_launches if shape.is_moe else None,
             "ep_comm_overlap": cfg.ep_comm_overlap,
             "pp_edge_layers": cfg.pp_edge_layers,
+            "pp_layout": cfg.pp_layout or None,
+            "mtp_layers": cfg.mtp_layers,
             "fused_attention": cfg.fused_attention,
             "micro_batch": cfg.micro_batch,
             "global_batch": cfg.global_batch, "micro_batches": m,

@@ -39,7 +39,7 @@ class Efficiency:
     narrower accumulation tiles). Fitted jointly on the training and serving measurements
     (scripts/fit_shared_efficiency.py; the two folds agree, 0.853 each)."""
 
-    gemm_fp4: float = 0.672
+    gemm_fp4: float = 0.652
     """Multiplier on the GEMM efficiency for GEMMs run at the dense FP4 Tensor Core peak
     (NVFP4 training and serving: block scaling; in training also the recipe's Hadamard
     transforms and the GEMMs it keeps in 16 bits). Fitted jointly on the training and
@@ -149,7 +149,7 @@ class Efficiency:
     bookkeeping). The training fit drives it to zero once unfused attention is modelled;
     kept for calibration. Fitted."""
 
-    moe_layer_overhead_s: float = 4e-3
+    moe_layer_overhead_s: float = 5e-3
     """Fixed time per expert layer per forward pass (and per recomputed forward) for the host
     side of a dropless token dispatcher, host attached over PCIe: the router's per-expert
     token counts are copied to the CPU before the all-to-all and the grouped GEMM can be

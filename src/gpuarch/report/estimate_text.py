@@ -44,6 +44,8 @@ def render_training(e: TrainingEstimate, band: Band | None = None) -> str:
               + (" grouped-GEMM" if p.get("expert_launches") == "grouped" else "")
               + (" EP-overlap" if p.get("ep_comm_overlap") and p["ep"] > 1 else "")
               + (f" VPP{p['vpp']}" if p["vpp"] > 1 else "")
+              + (f" layout {p['pp_layout']}" if p.get("pp_layout") else "")
+              + (f" MTP{p['mtp_layers']}" if p.get("mtp_layers") else "")
               + (" +SP" if p["sequence_parallel"] else "")
               + f", ZeRO-{p['zero']}, recompute {p['recompute']}"
               + (f", {p['offload_layers']} layers' activations offloaded"

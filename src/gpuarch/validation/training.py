@@ -127,6 +127,8 @@ def point_config(point: TrainingPoint, system: System | None) -> TrainingConfig:
         expert_launches=str(point.get("expert_launches", EXPERT_LAUNCHES[0])),
         ep_comm_overlap=bool(point.get("ep_comm_overlap", False)),
         pp_edge_layers=bool(point.get("pp_edge_layers", False)),
+        pp_layout=str(point.get("pp_layout", "")),
+        mtp_layers=int(point.get("mtp_layers", 0)),
         fused_attention=point.source not in _UNFUSED_ATTENTION_SOURCES,
         attention_kernel=str(point.get("attention_kernel", "native")),
         recompute=Recompute(point.get("recompute", "none")),

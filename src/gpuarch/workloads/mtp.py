@@ -1,0 +1,43 @@
+"""Multi-token prediction (MTP) blocks, as DeepSeek-V3 trains with one (report arXiv:2412.19437,
+section 2.2): each block normalises the previous depth's hidden state and the embedding of
+the next token (two RMSNorms), concatenates them, projects 2h -> h, runs one transformer
+layer, and predicts through the main model's output head (after its own final norm), sharing
+the head and the embedding with the main model. Megatron-Core's ``--mtp-num-layers`` builds
+the same block; its layer is of the model's last layer's kind (an expert layer in an MoE
+model), with full attention.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from gpuarch.workloads.flops import forward_flops_per_token
+from gpuarch.workloads.params import count_params
+from gpuarch.workloads.shape import TransformerShape
+
+__all__ = ["mtp_block_params", "mtp_forward_flops_per_token", "mtp_layer_shape"]
+
+
+def mtp_layer_shape(s: TransformerShape) -> TransformerShape:
+    """A one-layer model whose layer is the MTP block's: an expert layer in an MoE model,
+    full attention."""
+    return dataclasses.replace(s, name=f"{s.name} MTP layer", layers=1, dense_layers=0,
+                               sliding_window=0, sliding_layers=0)
+
+
+def mtp_block_params(s: TransformerShape) -> tuple[int, int]:
+    """(Parameters outside the routed experts, routed-expert parameters) of one MTP block:
+    the 2h -> h projection, its two input norms, the layer and the final norm before the
+    shared head. The shared embedding and head are the main model's, not counted again."""
+    pc = count_params(mtp_layer_shape(s))
+    norm = s.norm.params_per_width * s.hidden
+    projection = 2 * s.hidden * s.hidden + 2 * norm
+    return pc.total - pc.embedding - pc.lm_head - pc.mlp_experts + projection, pc.mlp_experts
+
+
+def mtp_forward_flops_per_token(s: TransformerShape, seq_len: int, *,
+                                causal: bool = False) -> float:
+    """Forward FLOPs per token of one MTP block: its projection, its layer and its pass
+    through the shared head (attention counted as the main model's, ``causal`` halving it)."""
+    layer = forward_flops_per_token(mtp_layer_shape(s), seq_len, causal=causal)
+    return layer.total + 2.0 * 2 * s.hidden * s.hidden
