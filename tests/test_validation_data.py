@@ -92,3 +92,15 @@ def test_nvfp4_checkpoints_with_an_8_bit_kv_cache_could_not_be_16_bit() -> None:
         if bound16.predicted < bound16.published:
             beaten[str(p.get("preset"))] += 1
     assert set(beaten) == {"llama-3.3-70b", "qwen3-30b-a3b", "llama-4-maverick"}
+
+
+def test_a_row_without_its_global_batch_says_so() -> None:
+    """NeMo's long-sequence page prints layouts and throughput but no global batch: those
+    rows are listed as not compared, with that reason (not a flag's range error)."""
+    from gpuarch.validation.training import validate_training
+
+    skipped = dict(validate_training(load_catalog()).skipped)
+    reasons = [why for i, why in skipped.items() if i.startswith("nemo-longseq-")]
+    assert len(reasons) == 3
+    assert all(why == "the source does not publish the global batch, which sets the "
+               "micro-batches per step" for why in reasons)

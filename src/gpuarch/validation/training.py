@@ -212,6 +212,9 @@ def compare_point(catalog: Catalog, point: TrainingPoint, efficiency: Efficiency
     file marks it ``excluded`` with the reason: its source's own figures disagree)."""
     if point.get("excluded"):
         raise GpuarchError(f"excluded: {point.get('excluded')}")
+    if not point.get("global_batch"):
+        raise GpuarchError("the source does not publish the global batch, which sets the "
+                           "micro-batches per step")
     product = catalog.product(point.get("gpu"))
     system = catalog.system_for(product)
     shape = point_shape(point)
