@@ -3,6 +3,7 @@ Pareto front is non-dominated."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,8 @@ CATALOG = load_catalog()
        sp=st.booleans(), zero=st.sampled_from([0, 1, 2, 3]), prefetch=st.booleans(),
        recompute=st.sampled_from(list(Recompute)),
        precision=st.sampled_from([Precision.BF16, Precision.FP8]),
-       dispatcher=st.sampled_from(["alltoall", "deepep"]), graphs=st.booleans())
+       dispatcher=st.sampled_from(["alltoall", "deepep"]), graphs=st.booleans(),
+       mtp=st.sampled_from([0, 1]))
 def test_array_model_agrees_with_the_scalar_estimate(**kw: Any) -> None:
     """Any valid configuration: the array path gives the estimate's numbers to 1e-9."""
     shape = preset(kw["model"]).shape
@@ -45,7 +47,7 @@ def test_array_model_agrees_with_the_scalar_estimate(**kw: Any) -> None:
         vpp=kw["vpp"] if kw["pp"] > 1 else 1, sequence_parallel=kw["sp"] and kw["tp"] > 1,
         zero=kw["zero"], fsdp_prefetch=kw["prefetch"] and kw["zero"] == 3,
         recompute=kw["recompute"], precision=kw["precision"], gpus_per_node=gpn,
-        ep_dispatcher=kw["dispatcher"], cuda_graphs=kw["graphs"])
+        ep_dispatcher=kw["dispatcher"], cuda_graphs=kw["graphs"], mtp_layers=kw["mtp"])
     try:
         est = estimate_training(CATALOG, shape, product, cfg, system=system)
     except GpuarchError:
@@ -534,3 +536,20 @@ def test_advice_carries_each_architectures_error_band(tmp_path: Path) -> None:
                             TrainingSearch(tokens=1e11, max_gpus=8, gpus=("a100",)), prices)
     assert set(train.assumptions["error_bands"]) == {"ampere"}
     assert "dense training on Ampere" in render_training_advice(train)
+
+
+def test_mtp_blocks_slow_every_option_and_are_named(tmp_path: Path) -> None:
+    """A search with an MTP block: each configuration's step and memory only grow (the last
+    stage carries a layer and a head more), so no more configurations fit and the fastest
+    is slower; the heading says the block was counted."""
+    from gpuarch.report.advise_text import render_training_advice
+
+    shape = preset("mixtral-8x7b").shape
+    base = TrainingSearch(tokens=1e11, max_gpus=16, gpus=("h100",), top=5)
+    plain = advise_training(CATALOG, shape, base, load_prices(_prices(tmp_path)))
+    mtp = advise_training(CATALOG, shape, dataclasses.replace(base, mtp_layers=1),
+                          load_prices(_prices(tmp_path)))
+    assert mtp.feasible <= plain.feasible
+    assert mtp.top[0].step_time_s > plain.top[0].step_time_s
+    assert "with 1 MTP block(s)" in render_training_advice(mtp)
+    assert "MTP" not in render_training_advice(plain).splitlines()[0]

@@ -73,6 +73,7 @@ class TrainingSearch:
     precisions: tuple[Precision, ...] = (Precision.BF16, Precision.FP8)
     top: int = 10
     assumed_network_gbit_s: float | None = None  # per GPU, where the catalog gives none
+    mtp_layers: int = 0  # multi-token-prediction blocks, on the last pipeline stage
 
 
 @dataclass(frozen=True)
@@ -259,7 +260,7 @@ def advise_training(
                     "fsdp_prefetch": prefetch, "recompute": recompute,
                     "precision": precision, "gpus_per_node": gpn,
                     "fp8_params": keeps_fp8_weights(precision),
-                    "ep_dispatcher": MOE_DISPATCHER}
+                    "ep_dispatcher": MOE_DISPATCHER, "mtp_layers": search.mtp_layers}
                 cfg = TrainingConfig(**fields)
                 core = evaluate_training(shape, product, device, intra, inter, cfg,
                                          efficiency)
@@ -349,7 +350,7 @@ def _assumptions(prices: PriceBook, search: TrainingSearch, assumed: list[str],
     if single:
         network["one_node_only"] = single
     return {"network": network, "prices": prices.describe(), "node_overhead": NODE_OVERHEAD,
-            "pue": PUE,
+            "pue": PUE, "mtp_layers": search.mtp_layers,
             "energy": "GPU board power at the modelled utilisation, plus node overhead, "
                       "times PUE (gpuarch.estimate.energy)",
             "model": "estimate.training.evaluate_training over arrays of configurations"}
@@ -513,7 +514,7 @@ def _explain(catalog: Catalog, shape: TransformerShape, search: TrainingSearch,
                          recompute=Recompute(o.recompute), precision=Precision(o.precision),
                          gpus_per_node=system.gpus_per_node if system else 8,
                          fp8_params=keeps_fp8_weights(Precision(o.precision)),
-                         ep_dispatcher=MOE_DISPATCHER)
+                         ep_dispatcher=MOE_DISPATCHER, mtp_layers=search.mtp_layers)
     est = estimate_training(catalog, shape, product, cfg, system=system, efficiency=eff)
     reason = est.bottleneck_reason
     is_best = o == best

@@ -18,7 +18,7 @@ from gpuarch.cli.estimate_cmds import (
     resolve_model,
     sixteen_bit_kv,
 )
-from gpuarch.cli.options import lazy_enum_value, parse_quantity, positive_number
+from gpuarch.cli.options import lazy_enum_value, non_negative, parse_quantity, positive_number
 from gpuarch.errors import GpuarchError
 from gpuarch.report.serialize import to_json
 
@@ -141,7 +141,7 @@ def cmd_advise_train(args: argparse.Namespace) -> int:
         max_gpus=args.max_gpus, gpus=keys, tiers=tiers, budget_usd=args.budget_usd,
         deadline_days=args.deadline_days, max_power_kw=args.max_power_kw,
         objective=args.objective or Objective.TIME, precisions=tuple(precisions), top=args.top,
-        assumed_network_gbit_s=args.network)
+        assumed_network_gbit_s=args.network, mtp_layers=args.mtp_layers)
     return _answer(args, lambda: advise_training(catalog, shape, search,
                                                  _prices(catalog, args),
                                                  progress=_progress(args)),
@@ -239,6 +239,9 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                    help="assume this scale-out network per GPU (e.g. 400 for NDR InfiniBand) "
                    "for systems the catalog gives none (PCIe servers); "
                    "without it they are searched within one node")
+    p.add_argument("--mtp-layers", type=non_negative("--mtp-layers"), default=0, metavar="N",
+                   help="multi-token-prediction blocks trained with the model, on the last "
+                        "pipeline stage (DeepSeek-V3 uses 1; default 0)")
     p.add_argument("--budget-usd", type=positive_number("--budget-usd"), help="total cost cap")
     p.add_argument("--deadline-days", type=positive_number("--deadline-days"),
                    help="wall-clock cap")

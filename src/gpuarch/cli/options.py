@@ -96,7 +96,7 @@ def at_least_one(flag: str) -> Callable[[str], int]:
 
 
 def non_negative(flag: str) -> Callable[[str], int]:
-    """An argparse ``type=`` for an integer >= 0 (a random seed)."""
+    """An argparse ``type=`` for an integer >= 0 (a random seed, a count of blocks)."""
     return _integer_from(flag, 0)
 
 

@@ -100,8 +100,10 @@ def render_training_advice(advice: Any, elapsed: float = 0.0) -> str:
     """Top options by the objective, each with its reason; then the Pareto front."""
     return _render(
         advice, elapsed,
-        heading=f"Training {advice.model} on {advice.tokens:.3g} tokens, ranked by "
-                f"{advice.objective}",
+        heading=f"Training {advice.model}"
+                + (f" with {advice.assumptions['mtp_layers']} MTP block(s)"
+                   if advice.assumptions.get("mtp_layers") else "")
+                + f" on {advice.tokens:.3g} tokens, ranked by {advice.objective}",
         empty="No configuration meets the constraints: relax --budget-usd, --deadline-days, "
               "--max-power-kw or --max-gpus, or widen --gpu.",
         head=_TRAIN_HEAD, right=_TRAIN_RIGHT, row=_train_row,
