@@ -248,6 +248,10 @@ def test_estimate_train_tokens_take_suffixes_and_errors_name_the_flag_once(
          "--sliding-layers: 99 exceeds layers 32"),
         (["--ep-dispatcher", "nccl"], "--ep-dispatcher: expected one of alltoall, deepep, "
                                       "got 'nccl'"),
+        (["--pp", "2", "--pp-layout", "Et*16|t*15L"],
+         "--pp-layout: 31 transformer layers ('t') in 'Et*16|t*15L', the model has 32"),
+        (["--pp", "2", "--pp-layout", "Et*16|t*16"], "--pp-layout: the loss ('L') must appear"),
+        (["--mtp-layers", "-1"], "--mtp-layers: expected an integer >= 0, got -1"),
     ],
 )
 def test_estimate_train_errors(capsys: pytest.CaptureFixture[str], extra: list[str],

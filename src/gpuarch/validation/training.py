@@ -223,7 +223,8 @@ def compare_point(catalog: Catalog, point: TrainingPoint, efficiency: Efficiency
                             efficiency=efficiency)
     published, origin = published_tokens_per_s_per_gpu(point, shape, est.matmul_peak_flops)
     layout = f"TP{cfg.tp} PP{cfg.pp} CP{cfg.cp} DP{cfg.dp}" + (
-        f" EP{cfg.ep}" if cfg.ep > 1 else "") + (f" VPP{cfg.vpp}" if cfg.vpp > 1 else "")
+        f" EP{cfg.ep}" if cfg.ep > 1 else "") + (f" VPP{cfg.vpp}" if cfg.vpp > 1 else "") + (
+        " laid out" if cfg.pp_layout else "") + (f" MTP{cfg.mtp_layers}" if cfg.mtp_layers else "")
     doc = est.as_json()
     explain = {k: doc[k] for k in ("step_time_s", "time_breakdown_s", "compute_breakdown_s",
                                    "communication_breakdown_s", "bottleneck")}
