@@ -397,6 +397,13 @@ def test_estimate_infer(capsys: pytest.CaptureFixture[str]) -> None:
     assert doc["assumptions"]["formats"] == {"weights": "fp8", "activations": "fp8",
                                              "kv_cache": "fp8"}
     assert doc["ttft_s"] > 0 and doc["tpot_s"] > 0
+    assert doc["assumptions"]["tp_all_reduce"] == "NVLink SHARP where faster"
+    status, out, _ = run(capsys, "estimate", "infer", "--model", "llama-3.1-70b", "--gpu",
+                         "h100", "--tp", "4", "--input-len", "2048", "--output-len", "256",
+                         "--batch", str(doc["batch"]), "--weight-precision", "fp8",
+                         "--kv-precision", "fp8", "--no-nvls", "--json")
+    assert status == 0 and json.loads(out)["assumptions"]["tp_all_reduce"] == "ring or tree"
+    assert json.loads(out)["tpot_s"] > doc["tpot_s"]
     status, out, _ = run(capsys, "estimate", "infer", "--model", "llama-3.1-8b", "--gpu",
                          "l4", "--input-len", "512", "--output-len", "128", "--batch", "4",
                          "--weight-precision", "int4")

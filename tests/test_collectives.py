@@ -250,3 +250,42 @@ def test_deduplication_never_adds_network_bytes(copies: int, nodes: int) -> None
     assert deduped <= plain + 1e-12
     if copies == 1:
         assert deduped == pytest.approx(plain)
+
+
+def test_nvls_all_reduce_is_nccls_switch_reduction() -> None:
+    """On an NVSwitch system of Hopper GPUs a large all-reduce runs as NVLink SHARP: NCCL's
+    25 us plus the ring's bytes over twice the bus bandwidth times nvlsEfficiency 0.85 (its
+    tuning.cc); small ones stay on the ring's LL protocol; nothing changes without ``nvls``,
+    across nodes, on Ampere, or over PCIe."""
+    from gpuarch.catalog import load_catalog
+    from gpuarch.perf.collectives import link_for, nvls_params
+
+    catalog = load_catalog()
+
+    def links(gpu: str) -> tuple[Link, Link | None]:
+        product = catalog.product(gpu)
+        return link_for(product, catalog.system_for(product), None)
+
+    h100, net = links("h100")
+    assert h100.nvls_efficiency == 0.85 and nvls_params().latency_s == pytest.approx(25e-6)
+    assert links("b200")[0].nvls_efficiency == 0.74
+    assert links("a100")[0].nvls_efficiency == 0.0  # Ampere: no NVLS
+    group = Group(8, 8, h100, net)
+    size = 64e6
+    ring = collective_time(Collective.ALL_REDUCE, size, group, EFF, nccl_protocols())
+    nvls = collective_time(Collective.ALL_REDUCE, size, group, EFF, nccl_protocols(),
+                           nvls=True)
+    transfer = 2 * 7 / 8 * size / h100.effective(EFF)
+    assert nvls == pytest.approx(25e-6 + transfer / (2 * 0.85), rel=1e-9)
+    assert nvls < 0.7 * ring
+    small = 4096.0
+    assert collective_time(Collective.ALL_REDUCE, small, group, EFF, nccl_protocols(),
+                           nvls=True) == collective_time(Collective.ALL_REDUCE, small, group,
+                                                         EFF, nccl_protocols())
+    two_nodes = Group(16, 8, h100, net)
+    assert collective_time(Collective.ALL_REDUCE, size, two_nodes, EFF, nccl_protocols(),
+                           nvls=True) == collective_time(Collective.ALL_REDUCE, size,
+                                                         two_nodes, EFF, nccl_protocols())
+    gather = collective_time(Collective.ALL_GATHER, size, group, EFF, nccl_protocols())
+    assert collective_time(Collective.ALL_GATHER, size, group, EFF, nccl_protocols(),
+                           nvls=True) == gather

@@ -241,32 +241,35 @@ def test_inference_validation_data_is_cited() -> None:
 def test_inference_validation_does_not_regress() -> None:
     """gpuarch validate inference: bounds pin the current fit so a change that worsens it
     fails. The goal (issue #4) is 15% mean and none beyond 35%; see
-    docs/performance-model.md for where the model stands."""
+    docs/performance-model.md for where the model stands. (NVLink SHARP all-reduces for
+    tensor parallelism on NVSwitch systems, and the shared refit after them, took the mean
+    from 16.9% to 15.7%, the fitted figures from 10.2% to 10.0% and the v0.17 table from
+    7.2% to 7.4%.)"""
     from gpuarch.validation.inference import validate_inference
 
     s = validate_inference(CATALOG)
     assert len(s.rows) >= 425
-    assert s.mean_abs_error <= 0.17  # 16.9% over 425 figures
-    assert s.median_abs_error <= 0.121  # 12.0% (11.7% before gemm_fp4 0.672 -> 0.652)
+    assert s.mean_abs_error <= 0.158  # 15.7% over 425 figures
+    assert s.median_abs_error <= 0.105  # 10.4%
     assert s.by("metric")["tpot_s"] <= 0.07
     assert s.share_within >= 0.88  # 88.5%
     in_sample = [abs(r.error) for r in s.rows if not r.out_of_sample]
-    assert len(in_sample) == 171 and sum(in_sample) / len(in_sample) <= 0.105  # 10.2%
+    assert len(in_sample) == 171 and sum(in_sample) / len(in_sample) <= 0.101  # 10.0%
     v017 = [abs(r.error) for r in s.rows if r.source == "trtllm-perf-overview-v0.17"]
-    assert len(v017) == 76 and sum(v017) / len(v017) <= 0.073  # 7.2%
+    assert len(v017) == 76 and sum(v017) / len(v017) <= 0.075  # 7.4%
     v10 = [abs(r.error) for r in s.rows if r.source == "trtllm-perf-overview-v1.0"]
     # every cell of v1.0's table with a preset: 30 entered first, 134 with the rest of the
     # table after every parameter was fitted (22.4% on those alone)
-    assert len(v10) == 164 and sum(v10) / len(v10) <= 0.225  # 22.0%
+    assert len(v10) == 164 and sum(v10) / len(v10) <= 0.19  # 18.7%
     # the later perf overview, all out of sample: DeepSeek-R1, GPT-OSS, Llama 3.3, Qwen3
     # and (with its preset, added later) Llama 4 Maverick
     later = [abs(r.error) for r in s.rows if r.source == "trtllm-perf-overview-03e27c7"
              and "maverick" not in r.id]
     assert len(later) == 86 and all(r.out_of_sample for r in s.rows
                                      if r.source == "trtllm-perf-overview-03e27c7")
-    assert sum(later) / len(later) <= 0.19  # 18.8%
+    assert sum(later) / len(later) <= 0.19  # 18.6%
     maverick = [abs(r.error) for r in s.rows if "maverick" in r.id]
-    assert len(maverick) == 31 and sum(maverick) / len(maverick) <= 0.225  # 22.2%
+    assert len(maverick) == 31 and sum(maverick) / len(maverick) <= 0.215  # 21.3%
 
 
 def test_every_published_serving_run_fits_or_says_why() -> None:
@@ -975,3 +978,21 @@ def test_a_sources_engine_table_takes_only_point_settings(tmp_path: Path) -> Non
     with pytest.raises(GpuarchError, match="engine: unknown setting "
                                            "'cuda_graph_batch_size'; did you mean"):
         load_inference_points(path)
+
+
+def test_nvls_shortens_tensor_parallel_decode_only_on_nvswitch_hopper_and_blackwell() -> None:
+    """Llama-3.1-70B at TP 8 and a large decode batch: on H100 (NVSwitch, NVLS) the
+    all-reduces run as NVLink SHARP and the step is shorter than with rings and trees only
+    (--no-nvls); the weights and KV cache reads are the same. On A100 (no NVLS) the switch
+    changes nothing. The assumptions say which ran."""
+    shape = preset("llama-3.1-70b").shape
+    kw = {"tp": 8, "gpus": 8, "batch": 256, "input_len": 1024, "output_len": 1024}
+    on, off = _est(shape, **kw), _est(shape, **kw, nvls=False)
+    assert on.tpot_s < 0.95 * off.tpot_s
+    assert on.memory == off.memory
+    assert on.assumptions["tp_all_reduce"] == "NVLink SHARP where faster"
+    assert off.assumptions["tp_all_reduce"] == "ring or tree"
+    a100 = CATALOG.product("a100")
+    assert _est(shape, a100, **kw).tpot_s == _est(shape, a100, **kw, nvls=False).tpot_s
+    assert _est(shape, a100, **kw).assumptions["tp_all_reduce"] == "ring or tree"
+    assert _est(LLAMA_8B).assumptions["tp_all_reduce"] is None  # TP 1: no all-reduce

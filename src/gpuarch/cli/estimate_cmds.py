@@ -170,6 +170,11 @@ def engine_flags(p: argparse.ArgumentParser) -> None:
                    help="prompt tokens every request shares with one already in the KV "
                         "cache (a system prompt under prefix caching): not prefilled, their "
                         "KV cache held once per replica (default 0)")
+    p.add_argument("--no-nvls", action="store_true",
+                   help="tensor-parallel all-reduces as rings and trees only (NCCL with "
+                        "NCCL_NVLS_ENABLE=0); by default an all-reduce inside an NVSwitch "
+                        "node of Hopper or Blackwell GPUs runs as NVLink SHARP where NCCL's "
+                        "tuner finds that faster")
     p.add_argument("--fp8-context-attention", action="store_true",
                    help="prefill attention at the FP8 Tensor Core rate (TensorRT-LLM's FP8 "
                         "context FMHA, on when an FP8 or NVFP4 checkpoint's attention output "
@@ -234,6 +239,7 @@ def cmd_infer(args: argparse.Namespace) -> int:
         acceptance_length=args.acceptance_length, executor=args.executor,
         window_kv_cache=args.window_kv_cache, moe_comm=args.moe_comm,
         num_requests=args.num_requests, fp8_context_attention=args.fp8_context_attention,
+        nvls=not args.no_nvls,
         cached_prefix=args.cached_prefix, cuda_graph_batch_sizes=args.cuda_graph_batch_sizes,
         gpus_per_node=_gpus_per_node(args, catalog, product, system))
     eff, measured = _calibrated(args, catalog, product, system)

@@ -37,7 +37,14 @@ import numpy as np
 from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import Product, System
 from gpuarch.errors import GpuarchError, check_choice, check_count
-from gpuarch.perf.collectives import Collective, Group, collective_time, link_for
+from gpuarch.perf.collectives import (
+    Collective,
+    Fabric,
+    Group,
+    collective_time,
+    link_for,
+    nvls_for,
+)
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.perf.precision import Precision, matmul_peak
 from gpuarch.perf.quant import GemmPeak, QuantFormat, QuantScheme, gemm_peak
@@ -173,6 +180,10 @@ class InferenceConfig:
     # attention output is quantized (FP8 or NVFP4 checkpoints) and the KV cache is FP8; the
     # default keeps prefill attention at the 16-bit rate
     fp8_context_attention: bool = False
+    # tensor-parallel all-reduces may run as NVLink SHARP inside an NVSwitch node of Hopper
+    # or Blackwell GPUs, where NCCL's tuner finds that faster (its default); off = NCCL with
+    # NCCL_NVLS_ENABLE=0, rings and trees only
+    nvls: bool = True
     # an offline benchmark of this many fixed-length requests (trtllm-bench throughput,
     # vLLM's benchmark_throughput) instead of the steady state: the last wave of requests
     # runs part-full; 0 = steady state (continuous batching only)
@@ -494,6 +505,11 @@ class _Runner:
         pcie = catalog.pcie_generation(product.pcie_generation or 0)
         intra, inter = link_for(product, system, pcie.x16_bandwidth_bytes_s if pcie else None,
                                 required=cfg.tp * cfg.pp * cfg.ep > 1)
+        if system is None and intra.fabric is Fabric.NVLINK:
+            # without --system, the GPU's reference system says whether an NVSwitch joins
+            # its GPUs (as it gives the GPUs per node)
+            intra = dataclasses.replace(
+                intra, nvls_efficiency=nvls_for(product, catalog.system_for(product)))
         per_node = min(cfg.tp, cfg.gpus_per_node)
         self.tp_group = Group(cfg.tp, per_node, intra, inter)
         self.ep_group = Group(cfg.ep, min(cfg.ep, cfg.gpus_per_node), intra, inter)
@@ -601,7 +617,7 @@ class _Runner:
         ep_comm: Num = 0.0
         if t > 1:
             tp_comm = 2 * collective_time(Collective.ALL_REDUCE, hidden_bytes, self.tp_group,
-                                          self.eff)
+                                          self.eff, nvls=cfg.nvls)
         if moe and cfg.ep > 1 and cfg.moe_comm == "allgather" and cfg.ep > t:
             # every GPU of the group gathers all its ranks' tokens (quantized as the GEMMs
             # take them), and the 16-bit partial outputs are reduce-scattered back
@@ -1102,6 +1118,8 @@ def estimate_inference(
         if cfg.cuda_graph_batch_sizes else None,
         "window_kv_cache": cfg.window_kv_cache if shape.windowed_layers else None,
         "moe_comm": cfg.moe_comm if shape.is_moe and cfg.ep > cfg.tp else None,
+        "tp_all_reduce": ("NVLink SHARP where faster" if runner.tp_group.intra.nvls_efficiency
+                          and cfg.nvls else "ring or tree") if cfg.tp > 1 else None,
         "num_requests": cfg.num_requests or None,
         "cached_prefix": cfg.cached_prefix or None,
         "context_attention": "fp8" if runner.context_device is not runner.device

@@ -104,6 +104,9 @@ class Link:
 
     fabric: Fabric
     bandwidth: float
+    # NVLink SHARP on an NVSwitch of Hopper or Blackwell GPUs: NCCL's nvlsEfficiency for
+    # the architecture (``nvls_for``); 0 = none
+    nvls_efficiency: float = 0.0
 
     def effective(self, eff: Efficiency) -> float:
         factor = {Fabric.NVLINK: eff.nvlink_bus, Fabric.PCIE: eff.pcie_bus,
@@ -136,7 +139,8 @@ def link_for(product: Product, system: System | None, pcie_x16_bytes_s: float | 
     stands in, which no collective uses."""
     if system is not None:
         fabric = Fabric.PCIE if system.intra_node_fabric == "pcie" else Fabric.NVLINK
-        intra = Link(fabric, system.intra_node_bandwidth_bytes_s / 2)
+        intra = Link(fabric, system.intra_node_bandwidth_bytes_s / 2,
+                     nvls_for(product, system))
         inter = (Link(Fabric.NETWORK, system.network_bandwidth_per_gpu_bytes_s)
                  if system.network_bandwidth_per_gpu_bytes_s else None)
         return intra, inter
@@ -184,6 +188,44 @@ def nccl_protocols(path: Path = NCCL_FILE) -> tuple[Protocol, ...]:
         for p in raw["protocol"])
 
 
+@dataclass(frozen=True)
+class Nvls:
+    """NCCL's NVLink SHARP all-reduce terms (``data/nccl.toml``, which cites them)."""
+
+    efficiency: dict[str, float]  # by architecture, lower case
+    bandwidth_multiplier: float
+    latency_s: float
+
+
+@cache
+def nvls_params(path: Path = NCCL_FILE) -> Nvls:
+    """The NVLS all-reduce terms of NCCL's tuner."""
+    with path.open("rb") as fh:
+        raw = tomllib.load(fh)["nvls"]
+    return Nvls(dict(raw["efficiency"]), float(raw["bandwidth_multiplier"]),
+                to_si(raw["latency_us"], Unit.US))
+
+
+def nvls_for(product: Product, system: System | None) -> float:
+    """NCCL's NVLS efficiency for ``product`` in ``system``: its architecture's where the
+    system's GPUs meet in an NVSwitch (Hopper and Blackwell), else 0."""
+    if system is None or system.intra_node_fabric != "nvswitch":
+        return 0.0
+    return nvls_params().efficiency.get(product.architecture.lower(), 0.0)
+
+
+def nvls_all_reduce(transfer: Num, group: Group, nvls: bool) -> Num | None:
+    """An all-reduce inside one NVSwitch node as NVLink SHARP runs it: the switch's latency
+    and the ring's ``transfer`` seconds over twice the bus bandwidth times the
+    architecture's efficiency. None where NVLS does not apply (not asked for, no NVLS on
+    the link, or a group that spans nodes)."""
+    if not nvls or not group.intra.nvls_efficiency:
+        return None
+    p = nvls_params()
+    t = p.latency_s + transfer / (p.bandwidth_multiplier * group.intra.nvls_efficiency)
+    return scalar(np.where(_float(group.nodes) > 1, np.inf, t))
+
+
 def scalar(x: Num) -> Num:
     """A 0-d result back as a float (arrays pass through)."""
     arr = np.asarray(x)
@@ -221,8 +263,8 @@ def remote_nodes_per_token(copies: Num, nodes: Num, groups: int = 0,
 
 def collective_time(kind: Collective, size_bytes: Num, group: Group, eff: Efficiency,
                     protocols: Sequence[Protocol] | None = None,
-                    dedupe_copies: Num = 0, routing_groups: tuple[int, int] = (0, 0)
-                    ) -> Num:
+                    dedupe_copies: Num = 0, routing_groups: tuple[int, int] = (0, 0),
+                    nvls: bool = False) -> Num:
     """Seconds for one collective of a ``size_bytes`` buffer over ``group``.
 
     A group inside one node uses the intra-node link. A group spanning nodes runs
@@ -234,6 +276,10 @@ def collective_time(kind: Collective, size_bytes: Num, group: Group, eff: Effici
     with its base latency, per-hop latency by fabric and bandwidth share, an all-reduce also
     as a double binary tree (latency in log2 of the nodes), and the fastest wins, as NCCL's
     tuner picks; without, every step costs ``eff.collective_latency_s``.
+
+    ``nvls``: an all-reduce inside one NVSwitch node of Hopper or Blackwell GPUs may also
+    run as NVLink SHARP (``nvls_all_reduce``), and does where that is faster, as NCCL's tuner
+    picks it.
 
     ``dedupe_copies`` (an all-to-all whose buffer holds that many routed copies of each
     token, e.g. an MoE dispatch at top-k): the dispatcher deduplicates, as DeepEP and
@@ -249,6 +295,10 @@ def collective_time(kind: Collective, size_bytes: Num, group: Group, eff: Effici
                                               routing_groups)
     if protocols is None:
         t = transfer + (intra_steps + net_steps) * eff.collective_latency_s
+        if kind is Collective.ALL_REDUCE:
+            switch = nvls_all_reduce(transfer, group, nvls)
+            if switch is not None:
+                t = _minimum(t, switch)
     else:
         intra = group.intra.fabric
         # arrays: skip the network term where no group spans nodes (most of a search)
@@ -264,6 +314,10 @@ def collective_time(kind: Collective, size_bytes: Num, group: Group, eff: Effici
             if tree is not None and p.tree_base_latency_s is not None \
                     and p.tree_hop_latency_s is not None:
                 t = _minimum(t, _tree_all_reduce(p, transfer, group, tree))
+        if kind is Collective.ALL_REDUCE:
+            switch = nvls_all_reduce(transfer, group, nvls)
+            if switch is not None:
+                t = _minimum(t, switch)
     if isinstance(n, np.ndarray) or isinstance(size, np.ndarray):
         return scalar(np.where((n <= 1) | (size <= 0), 0.0, t))
     return 0.0 if n <= 1 or size <= 0 else float(t)

@@ -26,20 +26,20 @@ class Efficiency:
     """Fraction of the dense peak that large, well-shaped GEMMs sustain on CUDA cores (and
     on Tensor Core generations without an entry in ``gemm_by_generation``). Assumed."""
 
-    gemm_by_generation: tuple[float, ...] = (0.83, 0.70, 0.80, 0.737, 0.621)
+    gemm_by_generation: tuple[float, ...] = (0.83, 0.70, 0.80, 0.737, 0.640)
     """The same per Tensor Core generation (1 = Volta ... 5 = Blackwell). Later generations
     reach a smaller fraction of a much larger peak: clocks fall under sustained Tensor load
     at the board power limit, and operand delivery limits the largest tiles. Fitted: Volta
     and Ampere on the training points, Hopper and Blackwell jointly on the training and
     serving points (scripts/fit_shared_efficiency.py)."""
 
-    gemm_fp8: float = 0.853
+    gemm_fp8: float = 0.803
     """Multiplier on the GEMM efficiency for GEMMs run at the FP8 Tensor Core peak, in
     training and in serving, which reach a smaller fraction of their doubled peak (scaling,
     narrower accumulation tiles). Fitted jointly on the training and serving measurements
     (scripts/fit_shared_efficiency.py; the two folds agree, 0.853 each)."""
 
-    gemm_fp4: float = 0.652
+    gemm_fp4: float = 0.633
     """Multiplier on the GEMM efficiency for GEMMs run at the dense FP4 Tensor Core peak
     (NVFP4 training and serving: block scaling; in training also the recipe's Hadamard
     transforms and the GEMMs it keeps in 16 bits). Fitted jointly on the training and
@@ -60,7 +60,7 @@ class Efficiency:
     """Output tile edge used for wave quantisation (a partial last wave of tiles over the
     SMs is paid in full). Typical cuBLAS/CUTLASS tile on Ampere and Hopper."""
 
-    attention: float = 0.319
+    attention: float = 0.329
     """Fraction of the Tensor Core peak the GPU generation's own FlashAttention-style fused
     attention reaches in the forward pass (FlashAttention-2 reports 50-73% on A100). Fitted
     jointly on the training and serving measurements (scripts/fit_shared_efficiency.py; 0.25
@@ -149,7 +149,7 @@ class Efficiency:
     bookkeeping). The training fit drives it to zero once unfused attention is modelled;
     kept for calibration. Fitted."""
 
-    moe_layer_overhead_s: float = 5e-3
+    moe_layer_overhead_s: float = 4e-3
     """Fixed time per expert layer per forward pass (and per recomputed forward) for the host
     side of a dropless token dispatcher, host attached over PCIe: the router's per-expert
     token counts are copied to the CPU before the all-to-all and the grouped GEMM can be
