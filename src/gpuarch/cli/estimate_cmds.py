@@ -16,6 +16,7 @@ from gpuarch.catalog.loader import load_catalog
 from gpuarch.cli.options import (
     at_least_one,
     lazy_enum_value,
+    non_negative,
     parse_quantity,
     positive_number,
     size_list,
@@ -505,7 +506,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                         "(--pipeline-model-parallel-layout): E embedding, t layer, m MTP "
                         "block, L loss, | between stages, X*n and (...)*n repeat; e.g. "
                         "'Et*4|(t*4|)*14tmL' for DeepSeek-V3 at PP 4 x VPP 4")
-    p.add_argument("--mtp-layers", type=int, default=0, metavar="N",
+    p.add_argument("--mtp-layers", type=non_negative("--mtp-layers"), default=0, metavar="N",
                    help="multi-token-prediction blocks trained with the model (Megatron "
                         "--mtp-num-layers; DeepSeek-V3 uses 1): each a layer, a projection "
                         "and a pass through the shared head, on the last stage unless "

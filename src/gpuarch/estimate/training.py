@@ -70,7 +70,7 @@ from gpuarch.workloads.flops import (
     forward_flops_per_token,
 )
 from gpuarch.workloads.mtp import mtp_block_params, mtp_forward_flops_per_token
-from gpuarch.workloads.params import count_params
+from gpuarch.workloads.params import attention_params, count_params, mlp_params
 from gpuarch.workloads.shape import FfnKind, TransformerShape
 
 __all__ = [
@@ -1004,13 +1004,13 @@ def _rank_params(shape: TransformerShape, layout: PipelineLayout, mtp_dense: int
     the embedding on the first rank, the LM head and final norm on the last."""
     pc = count_params(shape)
     norms = 2 * shape.norm.params_per_width * shape.hidden
-    attention = pc.attention / shape.layers
-    dense_layer = attention + norms + (pc.mlp_dense / (shape.layers - shape.moe_layers)
-                                       if shape.layers > shape.moe_layers else 0.0)
-    expert_layer, routed = 0.0, 0.0
+    attention = attention_params(shape)
+    dense_layer = attention + norms + mlp_params(shape, shape.d_ffn)
+    expert_layer, routed = 0, 0
     if shape.moe_layers:
-        expert_layer = attention + norms + (pc.mlp_shared + pc.router) / shape.moe_layers
-        routed = pc.mlp_experts / shape.moe_layers
+        expert_layer = attention + norms + shape.shared_experts * mlp_params(
+            shape, shape.d_expert) + shape.hidden * shape.experts
+        routed = shape.experts * mlp_params(shape, shape.d_expert)
     final_norm = shape.norm.params_per_width * shape.hidden
     dense, experts = [], []
     for r in layout.ranks:

@@ -295,10 +295,6 @@ def collective_time(kind: Collective, size_bytes: Num, group: Group, eff: Effici
                                               routing_groups)
     if protocols is None:
         t = transfer + (intra_steps + net_steps) * eff.collective_latency_s
-        if kind is Collective.ALL_REDUCE:
-            switch = nvls_all_reduce(transfer, group, nvls)
-            if switch is not None:
-                t = _minimum(t, switch)
     else:
         intra = group.intra.fabric
         # arrays: skip the network term where no group spans nodes (most of a search)
@@ -314,10 +310,9 @@ def collective_time(kind: Collective, size_bytes: Num, group: Group, eff: Effici
             if tree is not None and p.tree_base_latency_s is not None \
                     and p.tree_hop_latency_s is not None:
                 t = _minimum(t, _tree_all_reduce(p, transfer, group, tree))
-        if kind is Collective.ALL_REDUCE:
-            switch = nvls_all_reduce(transfer, group, nvls)
-            if switch is not None:
-                t = _minimum(t, switch)
+    switch = nvls_all_reduce(transfer, group, nvls) if kind is Collective.ALL_REDUCE else None
+    if switch is not None:
+        t = _minimum(t, switch)
     if isinstance(n, np.ndarray) or isinstance(size, np.ndarray):
         return scalar(np.where((n <= 1) | (size <= 0), 0.0, t))
     return 0.0 if n <= 1 or size <= 0 else float(t)
