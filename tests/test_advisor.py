@@ -553,3 +553,29 @@ def test_mtp_blocks_slow_every_option_and_are_named(tmp_path: Path) -> None:
     assert mtp.top[0].step_time_s > plain.top[0].step_time_s
     assert "with 1 MTP block(s)" in render_training_advice(mtp)
     assert "MTP" not in render_training_advice(plain).splitlines()[0]
+
+
+def test_engine_switches_reach_every_configuration_searched(tmp_path: Path) -> None:
+    """--adp-balance and --no-nvls set up each configuration the advisor evaluates as they
+    set up the estimate: an attention-DP option's figures are the estimate's with the same
+    switches, a tensor-parallel one's with NVLS off, and the assumptions say which."""
+    from gpuarch.advise.infer import _SCHEMES, InferenceSearch, advise_inference
+    from gpuarch.estimate.inference import Batching, InferenceConfig, estimate_inference
+
+    shape = preset("mixtral-8x7b").shape
+    search = InferenceSearch(input_len=1024, output_len=256, concurrency=600, max_gpus=16,
+                             gpus=("h100",), top=200, nvls=False, adp_balance=True)
+    adv = advise_inference(CATALOG, shape, search, load_prices(_prices(tmp_path)))
+    assert adv.assumptions["nvls"] is False and adv.assumptions["adp_balance"] is True
+    h100 = CATALOG.product("h100")
+    system = CATALOG.system_for(h100)
+    picked = [o for o in adv.top if o.ep > 1][:1] + [o for o in adv.top if o.tp > 1][:1]
+    assert len(picked) == 2, [(o.tp, o.ep) for o in adv.top]
+    for o in picked:
+        est = estimate_inference(CATALOG, shape, h100, InferenceConfig(
+            input_len=1024, output_len=256, batch=o.batch, gpus=max(o.tp * o.pp, o.ep),
+            tp=o.tp, pp=o.pp, ep=o.ep, quant=dict(_SCHEMES)[o.scheme],
+            batching=Batching.CONTINUOUS, gpus_per_node=system.gpus_per_node, nvls=False,
+            adp_balance=True), system=system)
+        assert o.ttft_ms == pytest.approx(est.ttft_s * 1e3, rel=1e-9)
+        assert o.tpot_ms == pytest.approx(est.tpot_s * 1e3, rel=1e-12)

@@ -404,6 +404,18 @@ def test_estimate_infer(capsys: pytest.CaptureFixture[str]) -> None:
                          "--kv-precision", "fp8", "--no-nvls", "--json")
     assert status == 0 and json.loads(out)["assumptions"]["tp_all_reduce"] == "ring or tree"
     assert json.loads(out)["tpot_s"] > doc["tpot_s"]
+    adp = ("estimate", "infer", "--model", "qwen3-30b-a3b", "--gpu", "h100", "--gpus", "4",
+           "--ep", "4", "--input-len", "2048", "--output-len", "256", "--batch", "64",
+           "--batching", "continuous", "--json")
+    docs = []
+    for extra in ((), ("--adp-balance",)):
+        status, out, _ = run(capsys, *adp, *extra)
+        assert status == 0
+        docs.append(json.loads(out))
+    assert [d["assumptions"]["attention_dp_prefill"] for d in docs] == [
+        "waits for the busiest rank: per-rank work x1.85",
+        "waits for the busiest rank: per-rank work x1.14"]
+    assert docs[1]["ttft_s"] < docs[0]["ttft_s"]
     status, out, _ = run(capsys, "estimate", "infer", "--model", "llama-3.1-8b", "--gpu",
                          "l4", "--input-len", "512", "--output-len", "128", "--batch", "4",
                          "--weight-precision", "int4")

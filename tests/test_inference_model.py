@@ -244,15 +244,15 @@ def test_inference_validation_does_not_regress() -> None:
     docs/performance-model.md for where the model stands. (NVLink SHARP all-reduces for
     tensor parallelism on NVSwitch systems, and the shared refit after them, took the mean
     from 16.9% to 15.7%, the fitted figures from 10.2% to 10.0% and the v0.17 table from
-    7.2% to 7.4%.)"""
+    7.2% to 7.4%; the attention-DP prefill wait then took it to 14.8%.)"""
     from gpuarch.validation.inference import validate_inference
 
     s = validate_inference(CATALOG)
     assert len(s.rows) >= 425
-    assert s.mean_abs_error <= 0.158  # 15.7% over 425 figures
-    assert s.median_abs_error <= 0.105  # 10.4%
+    assert s.mean_abs_error <= 0.149  # 14.8% over 425 figures
+    assert s.median_abs_error <= 0.098  # 9.8%
     assert s.by("metric")["tpot_s"] <= 0.07
-    assert s.share_within >= 0.88  # 88.5%
+    assert s.share_within >= 0.90  # 90.4%
     in_sample = [abs(r.error) for r in s.rows if not r.out_of_sample]
     assert len(in_sample) == 171 and sum(in_sample) / len(in_sample) <= 0.101  # 10.0%
     v017 = [abs(r.error) for r in s.rows if r.source == "trtllm-perf-overview-v0.17"]
@@ -260,16 +260,16 @@ def test_inference_validation_does_not_regress() -> None:
     v10 = [abs(r.error) for r in s.rows if r.source == "trtllm-perf-overview-v1.0"]
     # every cell of v1.0's table with a preset: 30 entered first, 134 with the rest of the
     # table after every parameter was fitted (22.4% on those alone)
-    assert len(v10) == 164 and sum(v10) / len(v10) <= 0.19  # 18.7%
+    assert len(v10) == 164 and sum(v10) / len(v10) <= 0.169  # 16.8%
     # the later perf overview, all out of sample: DeepSeek-R1, GPT-OSS, Llama 3.3, Qwen3
     # and (with its preset, added later) Llama 4 Maverick
     later = [abs(r.error) for r in s.rows if r.source == "trtllm-perf-overview-03e27c7"
              and "maverick" not in r.id]
     assert len(later) == 86 and all(r.out_of_sample for r in s.rows
                                      if r.source == "trtllm-perf-overview-03e27c7")
-    assert sum(later) / len(later) <= 0.19  # 18.6%
+    assert sum(later) / len(later) <= 0.175  # 17.4%
     maverick = [abs(r.error) for r in s.rows if "maverick" in r.id]
-    assert len(maverick) == 31 and sum(maverick) / len(maverick) <= 0.215  # 21.3%
+    assert len(maverick) == 31 and sum(maverick) / len(maverick) <= 0.194  # 19.3%
 
 
 def test_every_published_serving_run_fits_or_says_why() -> None:
@@ -996,3 +996,63 @@ def test_nvls_shortens_tensor_parallel_decode_only_on_nvswitch_hopper_and_blackw
     assert _est(shape, a100, **kw).tpot_s == _est(shape, a100, **kw, nvls=False).tpot_s
     assert _est(shape, a100, **kw).assumptions["tp_all_reduce"] == "ring or tree"
     assert _est(LLAMA_8B).assumptions["tp_all_reduce"] is None  # TP 1: no all-reduce
+
+
+def _adp(balance: float | None = None, **kw):  # type: ignore[no-untyped-def]
+    """Qwen3-235B on 8 H200 with data-parallel attention and EP 8, in-flight batching, with
+    the baseline balance ratio replaced by ``balance`` if given."""
+    eff = DEFAULT_EFFICIENCY if balance is None else \
+        dataclasses.replace(DEFAULT_EFFICIENCY, adp_prefill_balance=balance)
+    base = {"input_len": 1000, "output_len": 1000, "batch": 256, "gpus": 8, "tp": 1,
+            "ep": 8, "quant": FP8, "batching": Batching.CONTINUOUS}
+    return estimate_inference(CATALOG, preset("qwen3-235b-a22b").shape,
+                              CATALOG.product("h200"), InferenceConfig(**{**base, **kw}),
+                              efficiency=eff)
+
+
+def test_attention_dp_prefill_waits_for_the_busiest_rank() -> None:
+    """With data-parallel attention under in-flight batching each rank schedules its own
+    context requests, so a prefill pass's per-rank work (all but the gathered expert block)
+    is charged over the balance ratio TensorRT-LLM's ADP Balance blog measured (54.11%
+    baseline, 87.70% with its balanced scheduler): at ratio b the wait is (1/b - 1) times
+    that work, the gathered expert work and every decode step are untouched, and at ratio 1
+    nothing is added."""
+    assert DEFAULT_EFFICIENCY.adp_prefill_balance == 0.5411
+    assert DEFAULT_EFFICIENCY.adp_prefill_balance_lined_up == 0.8770
+    even, half, quarter = _adp(1.0), _adp(0.5), _adp(0.25)
+    assert even.prefill_parts_s["attention_dp_wait"] == 0.0
+    per_rank = half.prefill_parts_s["attention_dp_wait"]  # (1/0.5 - 1) x the work
+    assert per_rank > 0.05 * sum(even.prefill_parts_s.values())
+    assert quarter.prefill_parts_s["attention_dp_wait"] == pytest.approx(3 * per_rank)
+    for key in ("expert_gemms", "expert_parallel", "dense_gemms", "attention"):
+        assert half.prefill_parts_s[key] == pytest.approx(even.prefill_parts_s[key])
+    assert sum(half.prefill_parts_s.values()) == \
+        pytest.approx(sum(even.prefill_parts_s.values()) + per_rank)
+    assert half.decode_step_parts_s == even.decode_step_parts_s
+    assert half.output_tokens_per_s < even.output_tokens_per_s
+    # the default ratio, and the lined-up one with --adp-balance
+    base, lined = _adp(), _adp(adp_balance=True)
+    assert base.prefill_parts_s["attention_dp_wait"] == \
+        pytest.approx(per_rank * (1 / 0.5411 - 1))
+    assert lined.prefill_parts_s["attention_dp_wait"] == \
+        pytest.approx(per_rank * (1 / 0.8770 - 1))
+    assert base.assumptions["attention_dp_prefill"] == \
+        "waits for the busiest rank: per-rank work x1.85"
+    assert lined.output_tokens_per_s > base.output_tokens_per_s
+
+
+@pytest.mark.parametrize("kw", [
+    {"batching": Batching.STATIC},  # every rank prefills its batch at once
+    {"tp": 8},  # EP within TP: one replica, no data-parallel attention
+])
+def test_no_attention_dp_wait_without_independent_ranks(kw: dict[str, object]) -> None:
+    """Static batches, and EP no wider than TP, charge no attention-DP wait."""
+    est = _adp(**kw)
+    assert est.prefill_parts_s["attention_dp_wait"] == 0.0
+    assert est.assumptions["attention_dp_prefill"] is None
+
+
+def test_a_dense_model_has_no_attention_dp_wait() -> None:
+    """A dense model's replicas share nothing, so none waits for another."""
+    est = _est(gpus=8, tp=1, batch=64, batching=Batching.CONTINUOUS)
+    assert est.prefill_parts_s["attention_dp_wait"] == 0.0

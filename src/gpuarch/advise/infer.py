@@ -90,6 +90,8 @@ class InferenceSearch:
     window_kv_cache: str = "ring"  # sliding-window layers' KV (InferenceConfig.window_kv_cache)
     moe_comm: str = "alltoall"  # expert dispatch with attention DP (InferenceConfig.moe_comm)
     fp8_context_attention: bool = False  # InferenceConfig.fp8_context_attention
+    nvls: bool = True  # NVLink SHARP tensor-parallel all-reduces (InferenceConfig.nvls)
+    adp_balance: bool = False  # context passes lined up across ranks (InferenceConfig)
     cached_prefix: int = 0  # InferenceConfig.cached_prefix
     # also search disaggregated deployments: a prefill pool beside each decode pool
     disaggregated: bool = False
@@ -226,6 +228,7 @@ def advise_inference(
                     executor=search.executor, window_kv_cache=search.window_kv_cache,
                     moe_comm=search.moe_comm,
                     fp8_context_attention=search.fp8_context_attention,
+                    nvls=search.nvls, adp_balance=search.adp_balance,
                     cached_prefix=search.cached_prefix,
                     cuda_graph_batch_sizes=search.cuda_graph_batch_sizes)
                 try:
@@ -286,6 +289,8 @@ def advise_inference(
                    "executor": search.executor,
                    "window_kv_cache": search.window_kv_cache,
                    "moe_comm": search.moe_comm,
+                   "nvls": search.nvls,
+                   "adp_balance": search.adp_balance,
                    "fleet": ("replicas = ceil(rate x output tokens / replica throughput)"
                              if search.rate else "replicas = ceil(concurrency / batch)"
                              if search.concurrency else "one replica"),

@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
 from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import Product, System
 from gpuarch.errors import GpuarchError
-from gpuarch.estimate.disagg import best_pass
+from gpuarch.estimate.disagg import best_pass, prefill_pool_config
 from gpuarch.estimate.inference import (
     MAX_PREFILL_LOAD,
     InferenceConfig,
@@ -75,9 +75,7 @@ def prefill_curves(catalog: Catalog, shape: TransformerShape, product: Product,
     per_pass = max(1, decode.max_num_tokens // decode.new_prompt_tokens)
     out = []
     for tp, ep in splits:
-        cfg = replace(decode, gpus=max(tp, ep), tp=tp, pp=1, ep=ep, batch=None,
-                      max_batch_size=0, num_requests=0, speculative_tokens=0,
-                      acceptance_length=0.0)
+        cfg = prefill_pool_config(decode, gpus=max(tp, ep), tp=tp, ep=ep)
         try:
             cfg.validate(shape)
         except GpuarchError:

@@ -165,7 +165,8 @@ def cmd_advise_infer(args: argparse.Namespace) -> int:
         budget_usd_per_hour=args.budget_usd_per_hour, max_power_kw=args.max_power_kw,
         objective=args.objective or Objective.COST, top=args.top, executor=args.executor,
         window_kv_cache=args.window_kv_cache, moe_comm=args.moe_comm,
-        fp8_context_attention=args.fp8_context_attention,
+        fp8_context_attention=args.fp8_context_attention, nvls=not args.no_nvls,
+        adp_balance=args.adp_balance,
         cached_prefix=args.cached_prefix, disaggregated=args.disaggregated,
         prefill_gpus=prefill_keys,
         cuda_graph_batch_sizes=args.cuda_graph_batch_sizes, **checkpoint)

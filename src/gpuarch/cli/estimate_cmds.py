@@ -176,6 +176,11 @@ def engine_flags(p: argparse.ArgumentParser) -> None:
                         "NCCL_NVLS_ENABLE=0); by default an all-reduce inside an NVSwitch "
                         "node of Hopper or Blackwell GPUs runs as NVLink SHARP where NCCL's "
                         "tuner finds that faster")
+    p.add_argument("--adp-balance", action="store_true",
+                   help="with data-parallel attention (EP above TP) and continuous batching, "
+                        "the engine holds context requests back so the ranks prefill together "
+                        "(TensorRT-LLM's attention_dp_config enable_balance); by default each "
+                        "rank schedules its own and a prefill pass waits for the busiest")
     p.add_argument("--fp8-context-attention", action="store_true",
                    help="prefill attention at the FP8 Tensor Core rate (TensorRT-LLM's FP8 "
                         "context FMHA, on when an FP8 or NVFP4 checkpoint's attention output "
@@ -240,7 +245,7 @@ def cmd_infer(args: argparse.Namespace) -> int:
         acceptance_length=args.acceptance_length, executor=args.executor,
         window_kv_cache=args.window_kv_cache, moe_comm=args.moe_comm,
         num_requests=args.num_requests, fp8_context_attention=args.fp8_context_attention,
-        nvls=not args.no_nvls,
+        nvls=not args.no_nvls, adp_balance=args.adp_balance,
         cached_prefix=args.cached_prefix, cuda_graph_batch_sizes=args.cuda_graph_batch_sizes,
         gpus_per_node=_gpus_per_node(args, catalog, product, system))
     eff, measured = _calibrated(args, catalog, product, system)

@@ -53,7 +53,18 @@ from gpuarch.workloads.shape import TransformerShape
 
 __all__ = [
     "DisaggEstimate", "PrefillPool", "best_pass", "estimate_disaggregated", "kv_transfer",
+    "prefill_pool_config",
 ]
+
+
+def prefill_pool_config(decode: InferenceConfig, *, gpus: int, tp: int, ep: int,
+                        **changes: Any) -> InferenceConfig:
+    """The engine setup of a prefill pool beside ``decode``'s GPUs: its formats and engine
+    settings, its own split (no pipeline), no batch, cap or speculative decoding; its ranks
+    all run context passes, none waits on a decoding one (``adp_balance``)."""
+    return replace(decode, gpus=gpus, tp=tp, pp=1, ep=ep, batch=None, max_batch_size=0,
+                   num_requests=0, speculative_tokens=0, acceptance_length=0.0,
+                   adp_balance=True, **changes)
 
 
 def best_pass(load: float, sizes: Sequence[float], pass_s: Sequence[float],
@@ -218,10 +229,9 @@ def estimate_disaggregated(catalog: Catalog, shape: TransformerShape, product: P
     decode.validate(shape)
     prefill_product = pool.product or product
     prefill_system = pool.system if pool.product is not None else system
-    prefill = replace(decode, gpus=pool.gpus, tp=pool.tp, pp=1, ep=pool.ep, batch=None,
-                      max_batch_size=0, speculative_tokens=0, acceptance_length=0.0,
-                      gpus_per_node=prefill_system.gpus_per_node if prefill_system
-                      else decode.gpus_per_node)
+    prefill = prefill_pool_config(decode, gpus=pool.gpus, tp=pool.tp, ep=pool.ep,
+                                  gpus_per_node=prefill_system.gpus_per_node
+                                  if prefill_system else decode.gpus_per_node)
     try:
         prefill.validate(shape)
     except GpuarchError as exc:  # name the prefill pool's own flags

@@ -184,6 +184,12 @@ class InferenceConfig:
     # or Blackwell GPUs, where NCCL's tuner finds that faster (its default); off = NCCL with
     # NCCL_NVLS_ENABLE=0, rings and trees only
     nvls: bool = True
+    # with attention data-parallel (EP wider than TP) and continuous batching, each rank
+    # schedules its own context requests and a prefill pass waits for the rank with the most
+    # (Efficiency.adp_prefill_balance); on = the engine holds context requests back to line
+    # them up across the ranks (TensorRT-LLM's attention_dp_config enable_balance), which
+    # leaves less imbalance (adp_prefill_balance_lined_up)
+    adp_balance: bool = False
     # an offline benchmark of this many fixed-length requests (trtllm-bench throughput,
     # vLLM's benchmark_throughput) instead of the steady state: the last wave of requests
     # runs part-full; 0 = steady state (continuous batching only)
@@ -437,13 +443,15 @@ class _Phase:
 
 
 OP_PARTS = ("dense_gemms", "expert_gemms", "attention", "memory_bound", "lm_head",
-            "tensor_parallel", "expert_parallel", "pipeline_p2p", "overhead", "host")
+            "tensor_parallel", "expert_parallel", "pipeline_p2p", "overhead", "host",
+            "attention_dp_wait")
 """How ``prefill_parts_s`` and ``decode_step_parts_s`` split a phase's seconds: the dense
 GEMMs (in decode mostly their weight reads), the experts' GEMMs with the router, attention
 (in decode mostly its KV-cache reads), memory-bound elementwise work (norms, residuals,
 activation, MoE permutation), the LM head, the tensor-parallel all-reduces, the expert
-all-to-alls, the pipeline sends, fixed per-layer/per-step/per-pass overheads, and the
-executor's host time beyond the GPU's step."""
+all-to-alls, the pipeline sends, fixed per-layer/per-step/per-pass overheads, the
+executor's host time beyond the GPU's step, and the time an attention-data-parallel group's
+prefill passes wait for its busiest rank (``_Runner.prefill_skew``)."""
 
 
 def _split(op: Op, device: Device, eff: Efficiency) -> tuple[Num, Num]:
@@ -456,6 +464,11 @@ def _split(op: Op, device: Device, eff: Efficiency) -> tuple[Num, Num]:
 EXPERT_GEMM_PREFIX = "expert_"
 """Names of the routed experts' GEMMs (``expert_up``, ``expert_down``): they run in the
 configuration's expert formats (``InferenceConfig.expert_quant``)."""
+
+GATHERED_OPS = ("expert_up", "expert_down", "moe_permute", "activation")
+"""An expert layer's operators over the tokens its EP group gathers from every rank (the
+routed experts' GEMMs, the permutation and the experts' activation); the rest of the layer
+(projections, attention, norms, router, shared experts) runs on each rank's own tokens."""
 
 
 def _gemm_device(product: Product, quant: QuantScheme, generation: int | None
@@ -602,6 +615,10 @@ class _Runner:
         hidden_bytes = tokens * s.hidden * 2.0
         ops += [Elementwise(4 * hidden_bytes + 6 * hidden_bytes, name="norms_residuals"),
                 Elementwise(3.0 * inner * 2.0, name="activation")]
+        # an attention-data-parallel group's prefill passes wait for the rank with the most
+        # context tokens in the work each rank does on its own tokens (all but the gathered
+        # expert block)
+        skew = self.prefill_skew(q_len)
         phase = _Phase()
         for op in ops:
             expert = isinstance(op, Gemm) and op.name.startswith(EXPERT_GEMM_PREFIX)
@@ -610,9 +627,14 @@ class _Runner:
             time, compute = _split(op, device, self.eff)
             if isinstance(op, Gemm) and (self.expert_peak if expert else self.peak).dequantize:
                 time = np.where(compute, time * (1 + self.eff.dequant_overhead), time)
+            if skew != 1.0 and not (moe and op.name in GATHERED_OPS):
+                self._add("attention_dp_wait", time * (skew - 1.0))
+                self._add(op_kind(op), time)
+                time = time * skew
+            else:
+                self._add(op_kind(op), time)
             phase = phase + _Phase(compute=np.where(compute, time, 0.0),
                                    memory=np.where(compute, 0.0, time))
-            self._add(op_kind(op), time)
         tp_comm: Num = 0.0
         ep_comm: Num = 0.0
         if t > 1:
@@ -635,6 +657,19 @@ class _Runner:
         self._add("overhead", self.eff.layer_overhead_s)
         return phase + _Phase(communication=tp_comm + ep_comm) \
             + _Phase(overhead=self.eff.layer_overhead_s)
+
+    def prefill_skew(self, q_len: int) -> float:
+        """How much longer a pass's per-rank work takes than on evenly loaded ranks: for the
+        prefill passes of an attention-data-parallel group (EP wider than TP) under
+        continuous batching, one over the balance ratio its scheduler reaches
+        (``Efficiency.adp_prefill_balance``, or ``adp_prefill_balance_lined_up`` with
+        ``InferenceConfig.adp_balance``); else 1."""
+        cfg, eff = self.cfg, self.eff
+        if q_len > 1 and self.s.is_moe and cfg.ep > cfg.tp \
+                and cfg.batching is Batching.CONTINUOUS:
+            return 1.0 / (eff.adp_prefill_balance_lined_up if cfg.adp_balance
+                          else eff.adp_prefill_balance)
+        return 1.0
 
     def head(self, tokens: Num) -> _Phase:
         time, compute = _split(self._gemm(tokens, self.s.vocab // self.cfg.tp, self.s.hidden,
@@ -1120,6 +1155,9 @@ def estimate_inference(
         "moe_comm": cfg.moe_comm if shape.is_moe and cfg.ep > cfg.tp else None,
         "tp_all_reduce": ("NVLink SHARP where faster" if runner.tp_group.intra.nvls_efficiency
                           and cfg.nvls else "ring or tree") if cfg.tp > 1 else None,
+        "attention_dp_prefill": (f"waits for the busiest rank: per-rank work x"
+                                 f"{runner.prefill_skew(2):.2f}")
+        if runner.prefill_skew(2) != 1.0 else None,
         "num_requests": cfg.num_requests or None,
         "cached_prefix": cfg.cached_prefix or None,
         "context_attention": "fp8" if runner.context_device is not runner.device

@@ -194,6 +194,24 @@ class Efficiency:
     model puts the same run's GPU time at about 42 ms a token: an upper bound on the host's
     own cost per request, not a measurement of it. Not fitted (docs/performance-model.md)."""
 
+    adp_prefill_balance: float = 0.5411
+    """Mean balance ratio (average over largest tokens per rank in the attention module,
+    per iteration) of TensorRT-LLM's baseline scheduling with attention data parallelism
+    and in-flight batching: 54.11% on 8 GB200 serving DeepSeek-V3 with attention DP 8 and
+    EP 8 (the TensorRT-LLM team's "ADP Balance Strategy" tech blog, table "Performance
+    Summary", baseline row). Each rank schedules its own context requests, so an iteration
+    where some ranks prefill and others only decode lasts as long as the busiest rank: the
+    per-rank work of a prefill pass (everything but the gathered expert block) is charged
+    over this ratio. Not fitted: the published ratio as is (the serving figures would take
+    a somewhat larger penalty, docs/performance-model.md)."""
+
+    adp_prefill_balance_lined_up: float = 0.8770
+    """The same with the blog's balanced scheduler (context requests held back up to
+    ``timeout_iters`` and ``batching_wait_iters`` iterations so the ranks prefill together;
+    TensorRT-LLM's attention_dp_config enable_balance): 87.70%, for 1.33x the baseline's
+    throughput (same table, "ADP Balance (Full Strategy)" row). Used with ``--adp-balance``
+    and for a disaggregated prefill pool, whose ranks all run context passes."""
+
     prefill_overhead_s: float = 2.6e-3
     """Fixed time per prefill (scheduling and launch; tokenisation outside the engine is
     not included). Fitted on inference measurements."""

@@ -318,7 +318,8 @@ _PART_LABELS = {"dense_gemms": "dense GEMMs", "expert_gemms": "expert GEMMs",
                 "tensor_parallel": "TP", "context_parallel": "CP", "expert_parallel": "EP",
                 "pipeline_p2p": "PP sends", "data_parallel": "DP", "lm_head": "LM head",
                 "activation_offload": "activation offload",
-                "overhead": "fixed overhead", "host": "host wait"}
+                "overhead": "fixed overhead", "host": "host wait",
+                "attention_dp_wait": "attention-DP wait"}
 
 
 def _shares(parts: dict[str, float], total: float) -> str:
