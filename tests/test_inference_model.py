@@ -1056,3 +1056,11 @@ def test_a_dense_model_has_no_attention_dp_wait() -> None:
     """A dense model's replicas share nothing, so none waits for another."""
     est = _est(gpus=8, tp=1, batch=64, batching=Batching.CONTINUOUS)
     assert est.prefill_parts_s["attention_dp_wait"] == 0.0
+
+
+def test_speculative_decode_steps_wait_for_no_rank() -> None:
+    """A decode step that verifies drafted tokens runs several queries per sequence, but it
+    is no prefill pass: no attention-DP wait however many drafts."""
+    est = _adp(speculative_tokens=3, acceptance_length=2.5)
+    assert est.decode_step_parts_s["attention_dp_wait"] == 0.0
+    assert est.prefill_parts_s["attention_dp_wait"] > 0.0

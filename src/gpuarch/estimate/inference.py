@@ -553,10 +553,10 @@ class _Runner:
         return Gemm(m, n, k, batch=batch, name=name, weight_element=element)
 
     def layer(self, tokens: Num, seqs: Num, q_len: int, ctx: Num, experts_touched: Num,
-              moe: bool | None = None, window: int = 0) -> _Phase:
+              moe: bool | None = None, window: int = 0, prefill: bool = False) -> _Phase:
         """One layer on one GPU: ``tokens`` = seqs x q_len new tokens attending to ``ctx``
         positions each (at most ``window`` of them if given); an expert layer if ``moe``
-        (default: if the model has experts)."""
+        (default: if the model has experts); in a prefill pass if ``prefill``."""
         if moe is None:
             moe = self.s.is_moe
         s, cfg, t = self.s, self.cfg, self.cfg.tp
@@ -618,7 +618,7 @@ class _Runner:
         # an attention-data-parallel group's prefill passes wait for the rank with the most
         # context tokens in the work each rank does on its own tokens (all but the gathered
         # expert block)
-        skew = self.prefill_skew(q_len)
+        skew = self.prefill_skew if prefill else 1.0
         phase = _Phase()
         for op in ops:
             expert = isinstance(op, Gemm) and op.name.startswith(EXPERT_GEMM_PREFIX)
@@ -627,12 +627,10 @@ class _Runner:
             time, compute = _split(op, device, self.eff)
             if isinstance(op, Gemm) and (self.expert_peak if expert else self.peak).dequantize:
                 time = np.where(compute, time * (1 + self.eff.dequant_overhead), time)
+            self._add(op_kind(op), time)
             if skew != 1.0 and not (moe and op.name in GATHERED_OPS):
                 self._add("attention_dp_wait", time * (skew - 1.0))
-                self._add(op_kind(op), time)
                 time = time * skew
-            else:
-                self._add(op_kind(op), time)
             phase = phase + _Phase(compute=np.where(compute, time, 0.0),
                                    memory=np.where(compute, 0.0, time))
         tp_comm: Num = 0.0
@@ -658,15 +656,14 @@ class _Runner:
         return phase + _Phase(communication=tp_comm + ep_comm) \
             + _Phase(overhead=self.eff.layer_overhead_s)
 
-    def prefill_skew(self, q_len: int) -> float:
-        """How much longer a pass's per-rank work takes than on evenly loaded ranks: for the
-        prefill passes of an attention-data-parallel group (EP wider than TP) under
-        continuous batching, one over the balance ratio its scheduler reaches
-        (``Efficiency.adp_prefill_balance``, or ``adp_prefill_balance_lined_up`` with
-        ``InferenceConfig.adp_balance``); else 1."""
+    @property
+    def prefill_skew(self) -> float:
+        """How much longer a prefill pass's per-rank work takes than on evenly loaded ranks:
+        for an attention-data-parallel group (EP wider than TP) under continuous batching,
+        one over the balance ratio its scheduler reaches (``Efficiency.adp_prefill_balance``,
+        or ``adp_prefill_balance_lined_up`` with ``InferenceConfig.adp_balance``); else 1."""
         cfg, eff = self.cfg, self.eff
-        if q_len > 1 and self.s.is_moe and cfg.ep > cfg.tp \
-                and cfg.batching is Batching.CONTINUOUS:
+        if self.s.is_moe and cfg.ep > cfg.tp and cfg.batching is Batching.CONTINUOUS:
             return 1.0 / (eff.adp_prefill_balance_lined_up if cfg.adp_balance
                           else eff.adp_prefill_balance)
         return 1.0
@@ -685,11 +682,13 @@ class _Runner:
         untouched = (1 - s.experts_per_token / s.experts) ** tokens
         return s.experts * (1 - untouched)
 
-    def forward(self, seqs: Num, q_len: int, ctx: Num, rows: Num | None = None) -> _Phase:
+    def forward(self, seqs: Num, q_len: int, ctx: Num, rows: Num | None = None,
+                prefill: bool = False) -> _Phase:
         """The whole model for ``seqs`` sequences of ``q_len`` new tokens at context ``ctx``:
         the pipeline stages run one after the other for one batch. ``rows``: the sequences
         the GEMMs, experts and LM head run for when a padded CUDA graph adds dummy ones
-        (their attention, over a token or two, is left out)."""
+        (their attention, over a token or two, is left out). ``prefill``: a prefill pass
+        (not a decode step, even one verifying several drafted tokens)."""
         if rows is None:
             rows = seqs
         tokens = rows * q_len
@@ -702,7 +701,7 @@ class _Runner:
         for moe, window, share in s.layer_kinds():
             def one(moe: bool = moe, window: int = window) -> _Phase:
                 return self.layer(tokens, seqs, q_len, ctx, touched if moe else 0.0,
-                                  moe=moe, window=window)
+                                  moe=moe, window=window, prefill=prefill)
 
             body = body + self._scaled(layers * share, one)
         total = body + self.head(rows)
@@ -736,7 +735,7 @@ class _Runner:
                 start = cached
                 while start < length:
                     size = min(chunk, length - start)
-                    total = total + self.forward(n, size, start + size)
+                    total = total + self.forward(n, size, start + size, prefill=True)
                     start += size
                 return total
 
@@ -1156,8 +1155,8 @@ def estimate_inference(
         "tp_all_reduce": ("NVLink SHARP where faster" if runner.tp_group.intra.nvls_efficiency
                           and cfg.nvls else "ring or tree") if cfg.tp > 1 else None,
         "attention_dp_prefill": (f"waits for the busiest rank: per-rank work x"
-                                 f"{runner.prefill_skew(2):.2f}")
-        if runner.prefill_skew(2) != 1.0 else None,
+                                 f"{runner.prefill_skew:.2f}")
+        if runner.prefill_skew != 1.0 else None,
         "num_requests": cfg.num_requests or None,
         "cached_prefix": cfg.cached_prefix or None,
         "context_attention": "fp8" if runner.context_device is not runner.device
