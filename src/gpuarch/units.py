@@ -8,8 +8,13 @@ GB and TB are decimal (1e9, 1e12 bytes); GiB and MiB are binary (2**30, 2**20 by
 from __future__ import annotations
 
 from enum import Enum
+from typing import TYPE_CHECKING
 
-__all__ = ["Unit", "from_si", "to_si"]
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
+__all__ = ["Unit", "from_si", "from_si_array", "to_si"]
 
 
 class Unit(Enum):
@@ -55,3 +60,8 @@ def to_si(value: float, unit: Unit) -> float:
 def from_si(value: float, unit: Unit) -> float:
     """Convert an SI ``value`` back to ``unit`` (for display and JSON)."""
     return float(value) / unit.factor
+
+
+def from_si_array(values: NDArray[np.float64], unit: Unit) -> NDArray[np.float64]:
+    """``from_si`` over an array at once (the advisor's whole search space)."""
+    return values / unit.factor

@@ -31,7 +31,7 @@ from gpuarch.perf.collectives import link_for
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.perf.precision import Precision, matmul_peak
 from gpuarch.perf.roofline import Device
-from gpuarch.units import Unit, from_si, to_si
+from gpuarch.units import Unit, from_si, from_si_array, to_si
 from gpuarch.validation.bands import bands_by_architecture
 from gpuarch.workloads.shape import TransformerShape
 
@@ -267,7 +267,7 @@ def advise_training(
                 evaluated += len(part["gpus"])
                 fits = core.memory_total <= product.memory_bytes
                 seconds = search.tokens / core.tokens_per_s
-                gpu_hours = seconds / Unit.HOUR.factor * part["gpus"]  # arrays
+                gpu_hours = from_si_array(seconds, Unit.HOUR) * part["gpus"]
                 cost = gpu_hours * price if price is not None else np.full_like(seconds,
                                                                                 np.nan)
                 energy = (energy_kwh(product.tdp_w, core.hfu, part["gpus"], seconds)
