@@ -244,32 +244,34 @@ def test_inference_validation_does_not_regress() -> None:
     docs/performance-model.md for where the model stands. (NVLink SHARP all-reduces for
     tensor parallelism on NVSwitch systems, and the shared refit after them, took the mean
     from 16.9% to 15.7%, the fitted figures from 10.2% to 10.0% and the v0.17 table from
-    7.2% to 7.4%; the attention-DP prefill wait then took it to 14.8%.)"""
+    7.2% to 7.4%; the attention-DP prefill wait then took it to 14.8%; activations held for
+    the engine's token budget, gathered under attention data-parallel, with trtllm-bench's
+    own limits for the runs it chose them for, to 14.7%, Maverick from 19.3% to 17.2%.)"""
     from gpuarch.validation.inference import validate_inference
 
     s = validate_inference(CATALOG)
     assert len(s.rows) >= 425
-    assert s.mean_abs_error <= 0.149  # 14.8% over 425 figures
+    assert s.mean_abs_error <= 0.148  # 14.7% over 425 figures
     assert s.median_abs_error <= 0.098  # 9.8%
     assert s.by("metric")["tpot_s"] <= 0.07
-    assert s.share_within >= 0.90  # 90.4%
+    assert s.share_within >= 0.903  # 90.4%
     in_sample = [abs(r.error) for r in s.rows if not r.out_of_sample]
     assert len(in_sample) == 171 and sum(in_sample) / len(in_sample) <= 0.101  # 10.0%
     v017 = [abs(r.error) for r in s.rows if r.source == "trtllm-perf-overview-v0.17"]
-    assert len(v017) == 76 and sum(v017) / len(v017) <= 0.075  # 7.4%
+    assert len(v017) == 76 and sum(v017) / len(v017) <= 0.076  # 7.5%
     v10 = [abs(r.error) for r in s.rows if r.source == "trtllm-perf-overview-v1.0"]
     # every cell of v1.0's table with a preset: 30 entered first, 134 with the rest of the
     # table after every parameter was fitted (22.4% on those alone)
-    assert len(v10) == 164 and sum(v10) / len(v10) <= 0.169  # 16.8%
+    assert len(v10) == 164 and sum(v10) / len(v10) <= 0.166  # 16.5%
     # the later perf overview, all out of sample: DeepSeek-R1, GPT-OSS, Llama 3.3, Qwen3
     # and (with its preset, added later) Llama 4 Maverick
     later = [abs(r.error) for r in s.rows if r.source == "trtllm-perf-overview-03e27c7"
              and "maverick" not in r.id]
     assert len(later) == 86 and all(r.out_of_sample for r in s.rows
                                      if r.source == "trtllm-perf-overview-03e27c7")
-    assert sum(later) / len(later) <= 0.175  # 17.4%
+    assert sum(later) / len(later) <= 0.177  # 17.6%
     maverick = [abs(r.error) for r in s.rows if "maverick" in r.id]
-    assert len(maverick) == 31 and sum(maverick) / len(maverick) <= 0.194  # 19.3%
+    assert len(maverick) == 31 and sum(maverick) / len(maverick) <= 0.173  # 17.2%
 
 
 def test_every_published_serving_run_fits_or_says_why() -> None:
@@ -523,6 +525,36 @@ def test_a_smaller_prefill_budget_takes_more_passes() -> None:
     assert static_narrow.memory["activations"] < static_wide.memory["activations"]
 
 
+def test_in_flight_batching_holds_activations_for_its_token_budget() -> None:
+    """Continuous batching reserves prefill activations for a whole pass of max_num_tokens
+    (TensorRT-LLM profiles its peak with dummy context requests filling it, vLLM with a
+    pass of max_num_batched_tokens), whatever the prompt: Llama-3.1-8B at 4,096 tokens
+    holds 4,096 x (4 x 4,096 + 3 x 14,336) x 2 bytes = 486,539,264 bytes, plus 8 sequences'
+    FP32 logits of 128,256 = 4,104,192 bytes."""
+    for input_len in (128, 1024, 6000):
+        e = _est(input_len=input_len, batching=Batching.CONTINUOUS, max_num_tokens=4096)
+        assert e.memory["activations"] == pytest.approx(486_539_264 + 4_104_192)
+
+
+def test_attention_data_parallel_gathers_every_rank_into_the_expert_buffers() -> None:
+    """With attention data-parallel the experts see every rank's tokens, and their buffers
+    are sized for all routed rows (TensorRT-LLM sizes its MoE modules for max_num_tokens x
+    the data-parallel size): Qwen3-235B-A22B, 2,048 tokens, 8 experts of 1,536 per token,
+    over 8 ranks: 2,048 x (4 x 4,096 + 3 x 1,536 x 8 x 8) x 2 bytes; tensor-parallel
+    attention with EP 8 leaves the expert width whole and gathers nothing: 2,048 x (4 x
+    4,096 + 3 x 1,536 x 8) x 2 bytes. Logits: 8 sequences x 151,936 x 4 bytes, over TP."""
+    qwen = preset("qwen3-235b-a22b").shape
+    h200 = CATALOG.product("h200")
+    base = {"input_len": 1000, "output_len": 1000, "batch": 8, "gpus": 8, "ep": 8,
+            "batching": Batching.CONTINUOUS, "max_num_tokens": 2048, "quant": FP8}
+    adp = estimate_inference(CATALOG, qwen, h200, InferenceConfig(**base, tp=1))
+    tp8 = estimate_inference(CATALOG, qwen, h200, InferenceConfig(**base, tp=8))
+    assert adp.memory["activations"] == pytest.approx(
+        2048 * (4 * 4096 + 3 * 1536 * 8 * 8) * 2 + 8 * 151_936 * 4)
+    assert tp8.memory["activations"] == pytest.approx(
+        2048 * (4 * 4096 + 3 * 1536 * 8) * 2 + 8 * 151_936 * 4 / 8)
+
+
 def test_one_gpu_needs_no_interconnect_in_the_catalog() -> None:
     """The RTX 4090's catalog entry has no NVLink or sourced PCIe rate: serving on one of
     them communicates nothing and must work; splitting a model over two must say what is
@@ -757,11 +789,11 @@ def test_offline_runs_end_with_a_part_full_wave() -> None:
     tail = _est(**base, batch=None, num_requests=3 * b + b // 3)
     assert tail.output_tokens_per_s < rate
     few = _est(**base, batch=None, num_requests=b // 4)
-    assert few.batch == math.ceil(b / 4) and few.output_tokens_per_s < tail.output_tokens_per_s
+    assert few.batch == b // 4 and few.output_tokens_per_s < tail.output_tokens_per_s
     assert few.assumptions["num_requests"] == b // 4
     two = estimate_inference(CATALOG, LLAMA_8B, H100, InferenceConfig(
         **base, gpus=2, num_requests=b // 2))
-    assert two.batch == math.ceil(b / 4)  # each of the two replicas holds half
+    assert two.batch == math.ceil((b // 2) / 2)  # each of the two replicas holds half
     with pytest.raises(GpuarchError, match="--num-requests: an offline run"):
         _est(batch=8, num_requests=100)
     with pytest.raises(GpuarchError, match="--num-requests: expected an integer >= 1"):

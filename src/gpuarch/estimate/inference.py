@@ -815,14 +815,28 @@ def _kv_and_activation_bytes(shape: TransformerShape, cfg: InferenceConfig, batc
         shared = min(cfg.cached_prefix, prompt) * (1 - windowed) * kv_bytes_per_token(
             shape, cfg.quant.kv_cache.bytes, cfg.tp) / cfg.pp
         kv = kv - np.maximum(batch - 1, 0) * shared
-    new = max(1, prompt - cfg.cached_prefix)
-    chunk = cfg.chunk if 0 < cfg.chunk < new else new
-    # static: the batch's prompts (or chunks) in passes of up to max_num_tokens; continuous:
-    # one prompt (or chunk) at a time is what the model holds prefill activations for
-    tokens = np.minimum(batch * chunk if cfg.batching is Batching.STATIC else chunk,
-                        cfg.max_num_tokens)
-    width = shape.d_expert * shape.experts_per_token if shape.is_moe else shape.d_ffn
-    activations = tokens * (4 * shape.hidden + 3 * width / cfg.tp) * 2.0
+    if cfg.batching is Batching.STATIC:
+        # the batch's prompts (or chunks) in passes of up to max_num_tokens
+        new = max(1, prompt - cfg.cached_prefix)
+        chunk = cfg.chunk if 0 < cfg.chunk < new else new
+        tokens = np.minimum(batch * chunk, cfg.max_num_tokens)
+    else:
+        # an in-flight batching engine reserves activations for a full pass of its token
+        # budget before it sizes the KV cache: TensorRT-LLM profiles its peak memory with
+        # dummy context requests of max_num_tokens (KvCacheCreator, one set per rank with
+        # attention data-parallel), vLLM with a forward pass of max_num_batched_tokens
+        tokens = cfg.max_num_tokens
+    if shape.is_moe:
+        # the expert buffers hold every routed row of the tokens that reach a GPU's experts
+        # (which experts a token picks is known only at run time): with data-parallel
+        # attention every rank's tokens are gathered (TensorRT-LLM sizes its MoE modules for
+        # max_num_tokens x the data-parallel size), and the experts' width is split only by
+        # what is left of TP after EP
+        gathered = max(1.0, cfg.ep / cfg.tp)
+        width = shape.d_expert * shape.experts_per_token * gathered / max(1, cfg.tp // cfg.ep)
+    else:
+        width = shape.d_ffn / cfg.tp
+    activations = tokens * (4 * shape.hidden + 3 * width) * 2.0
     logits = batch * shape.vocab / cfg.tp * 4.0
     return kv, activations + logits
 

@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import tomllib
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from gpuarch.catalog.loader import Catalog
+from gpuarch.catalog.model import Product
 from gpuarch.errors import GpuarchError, suggestion
+from gpuarch.estimate.engine_limits import TRTLLM_BENCH_PATHS, trtllm_bench_limits
 from gpuarch.estimate.inference import (
     EXECUTORS,
     MAX_PREFILL_TOKENS,
@@ -55,8 +57,13 @@ _METRICS = {
 
 ENGINE_KEYS = ("cuda_graph_batch_sizes", "executor", "window_kv_cache", "moe_comm",
                "kv_cache_fraction", "max_batch_size", "max_num_tokens",
-               "fp8_context_attention", "num_requests")
+               "fp8_context_attention", "num_requests", "limits")
 """Point settings a source may set once for all its points (``engine`` on the source)."""
+
+LIMITS = {f"trtllm-bench-{path}": path for path in TRTLLM_BENCH_PATHS}
+"""``limits`` of a point: where its engine's max_batch_size and max_num_tokens come from
+when the point does not give them ("trtllm-bench-build", "trtllm-bench-pytorch": see
+gpuarch.estimate.engine_limits); without it, only what the point gives limits the engine."""
 
 
 @cache
@@ -116,8 +123,10 @@ def _fmt(value: Any, default: Any) -> Any:
     return QuantFormat(value) if value else default
 
 
-def point_config(point: TrainingPoint, gpus_per_node: int) -> InferenceConfig:
-    """The serving setup a point ran."""
+def point_config(point: TrainingPoint, gpus_per_node: int, product: Product | None = None
+                 ) -> InferenceConfig:
+    """The serving setup a point ran; with ``product``, its engine limits where the point
+    names how they were chosen (``limits``) and does not give them."""
     weights = _fmt(point.get("weight_precision"), QuantFormat.FP16)
     activations = _fmt(point.get("activation_precision"), weights)
     if activations.bits > weights.bits and not activations.is_16bit \
@@ -132,7 +141,7 @@ def point_config(point: TrainingPoint, gpus_per_node: int) -> InferenceConfig:
         batching, batch = Batching.CONTINUOUS, point.get("concurrency") or point.get("batch")
     else:
         batching, batch = Batching.CONTINUOUS, None
-    return InferenceConfig(
+    cfg = InferenceConfig(
         input_len=int(point.get("input_len")), output_len=int(point.get("output_len")),
         batch=int(batch) if batch else None, gpus=int(point.get("gpus")),
         tp=int(point.get("tp") or 1), pp=int(point.get("pp") or 1),
@@ -149,6 +158,19 @@ def point_config(point: TrainingPoint, gpus_per_node: int) -> InferenceConfig:
         num_requests=int(point.get("num_requests") or 0),
         fp8_context_attention=bool(point.get("fp8_context_attention", False)),
         cuda_graph_batch_sizes=tuple(int(b) for b in point.get("cuda_graph_batch_sizes", ())))
+    source = point.get("limits")
+    if not source or product is None:
+        return cfg
+    if source not in LIMITS:
+        raise GpuarchError(f"point {point.id}: limits: unknown {source!r}"
+                           f"{suggestion(source, list(LIMITS))}")
+    limits = trtllm_bench_limits(point_shape(point), cfg.quant, cfg.gpus, cfg.pp,
+                                 cfg.input_len, cfg.output_len, product.memory_bytes,
+                                 LIMITS[source], expert_quant=cfg.expert_quant)
+    if limits is None:
+        return cfg
+    return replace(cfg, max_batch_size=int(point.get("max_batch_size") or limits.max_batch_size),
+                   max_num_tokens=int(point.get("max_num_tokens") or limits.max_num_tokens))
 
 
 def compare_point(catalog: Catalog, point: TrainingPoint, efficiency: Efficiency
@@ -156,7 +178,7 @@ def compare_point(catalog: Catalog, point: TrainingPoint, efficiency: Efficiency
     product = catalog.product(point.get("gpu"))
     system = catalog.system_for(product)
     shape = point_shape(point)
-    cfg = point_config(point, system.gpus_per_node if system else 8)
+    cfg = point_config(point, system.gpus_per_node if system else 8, product)
     est = estimate_inference(catalog, shape, product, cfg, system=system,
                              efficiency=efficiency)
     doc = est.as_json()

@@ -1,0 +1,147 @@
+"""The batch and token limits an engine picks for itself when a benchmark does not set them.
+
+TensorRT-LLM's ``trtllm-bench`` chooses ``max_batch_size`` and ``max_num_tokens`` from the
+model, the quantization, the parallel mapping, the dataset's mean lengths and the GPU's
+memory when neither is given (``tensorrt_llm/bench/build/tuning.py``, ``calc_engine_setting``
+and ``finetune_setting``; ``tensorrt_llm/bench/build/build.py``,
+``get_benchmark_engine_settings``). The published ``trtllm-bench throughput`` tables ran
+with these limits, and they decide how much prefill activation memory the engine holds and
+how many sequences it decodes together, so reproducing those runs needs them:
+
+- the weights' size: parameters x bytes per element of the checkpoint's quantization (FP8 and
+  FP8 block-scaled 1, NVFP4 0.5, unquantized 2; other quantizations are not tuned and keep
+  the engine's defaults);
+- the KV cache: (GPUs x device memory - weights) x a KV fraction (0.95 at ``trtllm-bench
+  build``; the throughput command's ``kv_cache_free_gpu_mem_fraction``, 0.90 by default, on
+  the PyTorch backend), at 2 x attention layers x max(TP, KV heads) x head size x KV bytes
+  per token, holds so many requests of the mean input + output length;
+- those requests (at most 4,096) over the pipeline stages are the raw batch, and the raw
+  batch x (1 + input / output) (at most 32,768) the raw token budget; both are rounded up,
+  optimistically: the batch to a multiple of 32 (at least 64) below 256, of 128 below 1,024,
+  else of 256; the tokens to a multiple of 256 (at least 2,048) below 4,096, of 512 below
+  8,192, else of 1,024;
+- on the PyTorch backend without chunked prefill the token budget is raised to hold the
+  longest prompt plus a decode token for every sequence of the batch
+  (``tensorrt_llm/bench/benchmark/utils/general.py``, ``get_settings``).
+
+Memory is counted in GiB (2^30 bytes) as trtllm-bench counts it; the device memory is the
+catalog's. The parameter count is the checkpoint's tensor elements (safetensors metadata):
+the model's parameters where the engine quantizes at build time, but on the PyTorch backend
+a prequantized NVFP4 checkpoint stores two 4-bit weights per byte and one FP8 scale per
+block of 16 as separate elements, so its linear layers count 1/2 + 1/16 per weight (and the
+0.5 bytes per element then makes the heuristic's model size about a quarter byte per
+weight). Per-token KV is counted from the config's KV heads and head size as for ordinary
+attention, also for MLA models (trtllm-bench does not special-case them), which makes its
+request count for DeepSeek-V3/R1 far lower than what their compressed cache holds.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from gpuarch.errors import GpuarchError
+from gpuarch.perf.quant import QuantFormat, QuantScheme
+from gpuarch.workloads.params import count_params
+from gpuarch.workloads.shape import TransformerShape
+
+__all__ = ["TRTLLM_BENCH_PATHS", "EngineLimits", "round_limits", "trtllm_bench_limits"]
+
+TRTLLM_BENCH_PATHS = {"build": 0.95, "pytorch": 0.90}
+"""trtllm-bench's two ways of choosing limits, with the KV fraction each sizes them at:
+``build`` (TensorRT engines: ``trtllm-bench build --dataset``, the heuristic's default 0.95)
+and ``pytorch`` (the PyTorch backend's ``throughput`` command: its
+``--kv_cache_free_gpu_mem_fraction``, 0.90 unless given)."""
+
+MAX_REQUESTS = 4096
+"""trtllm-bench's cap on the requests the KV cache is taken to hold (decoder buffers)."""
+
+MAX_TOKENS = 32768
+"""trtllm-bench's cap on the raw token budget (activation buffers)."""
+
+_GIB = float(2**30)
+
+# bytes per element of the quantizations trtllm-bench tunes for; weights of other formats
+# (INT4/INT8 weight-only, MXFP4, W4A8, mixed expert formats) keep the engine's defaults
+_TUNED_BYTES = {QuantFormat.FP16: 2.0, QuantFormat.BF16: 2.0, QuantFormat.FP8: 1.0,
+                QuantFormat.FP4: 0.5}
+
+
+@dataclass(frozen=True)
+class EngineLimits:
+    """The most sequences decoded together and prompt tokens per pass."""
+
+    max_batch_size: int
+    max_num_tokens: int
+
+
+def round_limits(requests: float, input_len: int, output_len: int, pp: int = 1
+                 ) -> EngineLimits:
+    """trtllm-bench's optimistic rounding of the requests its KV cache holds into a batch
+    and a token limit (``finetune_setting``)."""
+    raw_batch = min(requests, MAX_REQUESTS) / pp
+    raw_tokens = min(raw_batch * (1 + input_len / output_len), MAX_TOKENS)
+    if raw_batch < 256:
+        batch = max(64, 32 * math.ceil(raw_batch / 32))
+    elif raw_batch < 1024:
+        batch = 128 * math.ceil(raw_batch / 128)
+    else:
+        batch = 256 * math.ceil(raw_batch / 256)
+    if raw_tokens < 4096:
+        tokens = max(2048, 256 * math.ceil(raw_tokens / 256))
+    elif raw_tokens < 8192:
+        tokens = 512 * math.ceil(raw_tokens / 512)
+    else:
+        tokens = 1024 * math.ceil(raw_tokens / 1024)
+    return EngineLimits(batch, tokens)
+
+
+def _tuned_bytes(quant: QuantScheme, expert_quant: QuantScheme) -> float | None:
+    """Bytes per weight element for a checkpoint trtllm-bench tunes, else None."""
+    if (expert_quant.weights, expert_quant.activations) != (quant.weights,
+                                                            quant.activations):
+        return None  # experts quantized apart from the rest: a mixed-precision checkpoint
+    w, a = quant.weights, quant.activations
+    if w not in _TUNED_BYTES or (w.is_16bit != a.is_16bit) or (not w.is_16bit and w is not a):
+        return None
+    return _TUNED_BYTES[w]
+
+
+def _checkpoint_elements(shape: TransformerShape, weights: QuantFormat, path: str) -> float:
+    """The tensor elements trtllm-bench counts in the checkpoint (see the module's notes)."""
+    pc = count_params(shape)
+    if path != "pytorch" or weights is not QuantFormat.FP4:
+        return float(pc.total)
+    linear = pc.attention + pc.mlp_dense + pc.mlp_experts + pc.mlp_shared
+    return pc.total - linear + linear * (1 / 2 + 1 / 16)
+
+
+def trtllm_bench_limits(shape: TransformerShape, quant: QuantScheme, gpus: int, pp: int,
+                        input_len: int, output_len: int, device_bytes: float,
+                        path: str = "pytorch", chunked_prefill: bool = False,
+                        expert_quant: QuantScheme | None = None) -> EngineLimits | None:
+    """The limits trtllm-bench picks for ``shape`` on ``gpus`` GPUs of ``device_bytes``
+    each (``pp`` pipeline stages, the rest tensor-parallel as trtllm-bench's ``--tp``, with
+    or without attention data-parallel) for requests of ``input_len`` + ``output_len``
+    tokens; ``path`` is "build" or "pytorch" (see TRTLLM_BENCH_PATHS). None where the
+    quantization is one trtllm-bench does not tune (the engine's defaults apply)."""
+    if path not in TRTLLM_BENCH_PATHS:
+        raise GpuarchError(f"engine limits: unknown trtllm-bench path {path!r} (expected "
+                           f"one of {', '.join(TRTLLM_BENCH_PATHS)})")
+    weight_bytes = _tuned_bytes(quant, expert_quant or quant)
+    if weight_bytes is None:
+        return None
+    tp = gpus // pp
+    kv_bytes = {QuantFormat.FP8: 1.0, QuantFormat.FP4: 0.5}.get(quant.kv_cache, 2.0)
+    per_token = 2 * shape.layers * max(tp, shape.n_kv_heads) * shape.d_head * kv_bytes / _GIB
+    weights = _checkpoint_elements(shape, quant.weights, path) * weight_bytes / _GIB
+    cache = (gpus * device_bytes / _GIB - weights) * TRTLLM_BENCH_PATHS[path]
+    requests = cache / (per_token * (input_len + output_len))
+    if requests < 1:
+        raise GpuarchError(f"engine limits: {shape.name} leaves no room for a request's KV "
+                           f"cache on {gpus} GPUs of {device_bytes / _GIB:.0f} GiB")
+    limits = round_limits(requests, input_len, output_len, pp)
+    if path == "pytorch" and not chunked_prefill:
+        return EngineLimits(limits.max_batch_size,
+                            max(limits.max_num_tokens, input_len + limits.max_batch_size))
+    return limits
