@@ -443,7 +443,8 @@ def test_estimate_infer(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 @pytest.mark.parametrize(("flag", "value"), [("--num-requests", "0"), ("--max-batch-size", "0"),
-                                             ("--num-requests", "many")])
+                                             ("--num-requests", "many"),
+                                             ("--max-num-tokens", "0")])
 def test_infer_counts_refuse_an_explicit_zero(capsys: pytest.CaptureFixture[str], flag: str,
                                               value: str) -> None:
     """0 is these flags' unset default (no offline run, no cap); given explicitly it would
@@ -453,6 +454,28 @@ def test_infer_counts_refuse_an_explicit_zero(capsys: pytest.CaptureFixture[str]
                            "8", "--batching", "continuous", flag, value)
     assert status == 2 and out == "" and "Traceback" not in err
     assert f"{flag}: expected an integer >= 1, got" in err
+
+
+def test_infer_engine_limits_as_trtllm_bench_chooses_them(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """--engine-limits takes the batch and token limits trtllm-bench would choose (Llama-3.1
+    -70B FP8 with an FP8 KV cache on one H100 at 1000/1000: 64 and 2,048, worked by hand in
+    tests/test_engine_limits.py), a limit given on the command line wins, and a misspelt
+    source is a usage error that suggests the right one."""
+    base = ("estimate", "infer", "--model", "llama-3.1-70b", "--gpu", "h100",
+            "--weight-precision", "fp8", "--kv-precision", "fp8", "--input-len", "1000",
+            "--output-len", "1000", "--batch", "max", "--batching", "continuous")
+    status, out, _ = run(capsys, *base, "--engine-limits", "trtllm-bench-build", "--json")
+    a = json.loads(out)["assumptions"]
+    assert status == 0 and a["engine_limits"] == "trtllm-bench-build"
+    assert (a["max_batch_size"], a["max_prefill_tokens_per_pass"]) == (64, 2048)
+    status, out, _ = run(capsys, *base, "--engine-limits", "trtllm-bench-build",
+                         "--max-num-tokens", "4096")
+    assert status == 0 and "64 sequences, 4,096 tokens a pass, as trtllm-bench-build" in out
+    status, out, err = run(capsys, *base, "--engine-limits", "trtllm-bench-biuld")
+    assert status == 2 and out == "" and "Traceback" not in err
+    assert "--engine-limits: unknown 'trtllm-bench-biuld'; did you mean " \
+           "'trtllm-bench-build'?" in err
 
 
 def test_validate_inference(capsys: pytest.CaptureFixture[str]) -> None:

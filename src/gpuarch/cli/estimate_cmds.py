@@ -211,7 +211,12 @@ def _batch(text: str) -> int | None:
 
 
 def cmd_infer(args: argparse.Namespace) -> int:
-    from gpuarch.estimate.inference import Batching, InferenceConfig, estimate_inference
+    from gpuarch.estimate.inference import (
+        MAX_PREFILL_TOKENS,
+        Batching,
+        InferenceConfig,
+        estimate_inference,
+    )
     from gpuarch.perf.quant import QuantFormat, QuantScheme
     from gpuarch.report.estimate_text import render_inference
 
@@ -240,7 +245,9 @@ def cmd_infer(args: argparse.Namespace) -> int:
         expert_activations=args.expert_activation_precision,
         batching=args.batching or (Batching.CONTINUOUS if args.rate is not None
                                    else Batching.STATIC), chunk=args.chunk,
-        max_num_tokens=args.max_num_tokens, kv_cache_fraction=args.kv_cache_fraction,
+        max_num_tokens=MAX_PREFILL_TOKENS if args.max_num_tokens is None
+        else args.max_num_tokens,
+        kv_cache_fraction=args.kv_cache_fraction,
         max_batch_size=args.max_batch_size, speculative_tokens=args.speculative_tokens,
         acceptance_length=args.acceptance_length, executor=args.executor,
         window_kv_cache=args.window_kv_cache, moe_comm=args.moe_comm,
@@ -248,6 +255,11 @@ def cmd_infer(args: argparse.Namespace) -> int:
         nvls=not args.no_nvls, adp_balance=args.adp_balance,
         cached_prefix=args.cached_prefix, cuda_graph_batch_sizes=args.cuda_graph_batch_sizes,
         gpus_per_node=_gpus_per_node(args, catalog, product, system))
+    if args.engine_limits:
+        from gpuarch.estimate.engine_limits import apply_limits
+
+        cfg = apply_limits(shape, cfg, product.memory_bytes, args.engine_limits,
+                           args.max_batch_size, args.max_num_tokens or 0)
     eff, measured = _calibrated(args, catalog, product, system)
     if args.prefill_gpus is not None:
         return _disaggregated(args, catalog, shape, product, system, cfg, eff)
@@ -647,9 +659,16 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p.add_argument("--acceptance-length", type=float, default=0.0, metavar="A",
                    help="with --speculative-tokens: mean tokens each sequence emits per "
                         "target step (1 to K + 1; measure it on your data)")
-    p.add_argument("--max-num-tokens", type=int, default=8192,
+    p.add_argument("--max-num-tokens", type=at_least_one("--max-num-tokens"), default=None,
                    help="prompt tokens per prefill pass (TensorRT-LLM max_num_tokens, vLLM "
-                        "max_num_batched_tokens; default 8192)")
+                        "max_num_batched_tokens; default 8192); under continuous batching "
+                        "the engine holds activations for a whole pass of it")
+    p.add_argument("--engine-limits", default=None,
+                   metavar="trtllm-bench-pytorch|trtllm-bench-build",
+                   help="take --max-batch-size and --max-num-tokens, where not given, as "
+                        "trtllm-bench chooses them from the model, formats, GPUs and the "
+                        "requests' lengths: on the PyTorch backend (throughput command) or "
+                        "for a TensorRT engine built by 'trtllm-bench build --dataset'")
     p.add_argument("--calibration", type=Path, metavar="FILE",
                    help="measured efficiencies from 'gpuarch probe --bench --save FILE'")
     p.set_defaults(handler=cmd_infer)

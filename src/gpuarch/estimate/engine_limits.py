@@ -38,20 +38,30 @@ request count for DeepSeek-V3/R1 far lower than what their compressed cache hold
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
-from gpuarch.errors import GpuarchError
+from gpuarch.errors import GpuarchError, suggestion
 from gpuarch.perf.quant import QuantFormat, QuantScheme
 from gpuarch.workloads.params import count_params
 from gpuarch.workloads.shape import TransformerShape
 
-__all__ = ["TRTLLM_BENCH_PATHS", "EngineLimits", "round_limits", "trtllm_bench_limits"]
+if TYPE_CHECKING:
+    from gpuarch.estimate.inference import InferenceConfig
+
+__all__ = ["LIMIT_SOURCES", "TRTLLM_BENCH_PATHS", "EngineLimits", "apply_limits",
+           "round_limits", "trtllm_bench_limits"]
 
 TRTLLM_BENCH_PATHS = {"build": 0.95, "pytorch": 0.90}
 """trtllm-bench's two ways of choosing limits, with the KV fraction each sizes them at:
 ``build`` (TensorRT engines: ``trtllm-bench build --dataset``, the heuristic's default 0.95)
 and ``pytorch`` (the PyTorch backend's ``throughput`` command: its
 ``--kv_cache_free_gpu_mem_fraction``, 0.90 unless given)."""
+
+LIMIT_SOURCES = {f"trtllm-bench-{path}": path for path in TRTLLM_BENCH_PATHS}
+"""Names for where an engine's limits come from (``--engine-limits``, a validation point's
+``limits``): "trtllm-bench-pytorch" (the PyTorch backend's throughput command),
+"trtllm-bench-build" (a TensorRT engine built by ``trtllm-bench build --dataset``)."""
 
 MAX_REQUESTS = 4096
 """trtllm-bench's cap on the requests the KV cache is taken to hold (decoder buffers)."""
@@ -145,3 +155,25 @@ def trtllm_bench_limits(shape: TransformerShape, quant: QuantScheme, gpus: int, 
         return EngineLimits(limits.max_batch_size,
                             max(limits.max_num_tokens, input_len + limits.max_batch_size))
     return limits
+
+
+def apply_limits(shape: TransformerShape, cfg: InferenceConfig, device_bytes: float,
+                 source: str, max_batch_size: int = 0, max_num_tokens: int = 0,
+                 field: str = "--engine-limits") -> InferenceConfig:
+    """``cfg`` with the max_batch_size and max_num_tokens that ``source`` (a key of
+    LIMIT_SOURCES) picks for it, but where they are given (non-zero) here; ``cfg`` itself
+    where the quantization is one trtllm-bench does not tune. A configured prefill chunk
+    counts as chunked prefill. ``field`` names the setting in an error."""
+    if source not in LIMIT_SOURCES:
+        raise GpuarchError(f"{field}: unknown {source!r}"
+                           f"{suggestion(source, list(LIMIT_SOURCES))} (expected one of "
+                           f"{', '.join(LIMIT_SOURCES)})")
+    limits = trtllm_bench_limits(shape, cfg.quant, cfg.gpus, cfg.pp, cfg.input_len,
+                                 cfg.output_len, device_bytes, LIMIT_SOURCES[source],
+                                 chunked_prefill=cfg.chunk > 0,
+                                 expert_quant=cfg.expert_quant)
+    if limits is None:
+        return cfg
+    return replace(cfg, max_batch_size=max_batch_size or limits.max_batch_size,
+                   max_num_tokens=max_num_tokens or limits.max_num_tokens,
+                   limits_source=source)

@@ -205,6 +205,9 @@ class InferenceConfig:
     # GEMM, expert and LM-head rows are computed like real ones; beyond the largest size the
     # step runs eagerly at b; () = no padding
     cuda_graph_batch_sizes: tuple[int, ...] = ()
+    # where max_batch_size and max_num_tokens came from when an engine chose them itself (a
+    # key of engine_limits.LIMIT_SOURCES, set by engine_limits.apply_limits); reported only
+    limits_source: str = ""
 
     @property
     def new_prompt_tokens(self) -> int:
@@ -1159,6 +1162,7 @@ def estimate_inference(
         "kv_cache_fraction": cfg.kv_cache_fraction or None,
         "max_prefill_tokens_per_pass": cfg.max_num_tokens,
         "max_batch_size": cfg.max_batch_size or None,
+        "engine_limits": cfg.limits_source or None,
         "executor": cfg.executor,
         "cuda_graph_padding": {
             "batch_sizes": sorted(cfg.cuda_graph_batch_sizes),

@@ -164,6 +164,10 @@ def render_inference(e: InferenceEstimate, band: Band | None = None) -> str:
             lines.append(f"  note          {x['precision_fallback']}")
     if a.get("formats_origin"):
         lines.append(f"                from {a['formats_origin']}")
+    if a.get("engine_limits"):
+        lines.append(f"  limits        {a['max_batch_size']:,} sequences, "
+                     f"{a['max_prefill_tokens_per_pass']:,} tokens a pass, as "
+                     f"{a['engine_limits']} chooses them")
     if a.get("speculative"):
         sp = a["speculative"]
         lines.append(f"  speculative   {sp['draft_tokens']} draft tokens per step, "

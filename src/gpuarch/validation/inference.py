@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import tomllib
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -20,7 +20,7 @@ from typing import Any
 from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import Product
 from gpuarch.errors import GpuarchError, suggestion
-from gpuarch.estimate.engine_limits import TRTLLM_BENCH_PATHS, trtllm_bench_limits
+from gpuarch.estimate.engine_limits import apply_limits
 from gpuarch.estimate.inference import (
     EXECUTORS,
     MAX_PREFILL_TOKENS,
@@ -60,10 +60,7 @@ ENGINE_KEYS = ("cuda_graph_batch_sizes", "executor", "window_kv_cache", "moe_com
                "fp8_context_attention", "num_requests", "limits")
 """Point settings a source may set once for all its points (``engine`` on the source)."""
 
-LIMITS = {f"trtllm-bench-{path}": path for path in TRTLLM_BENCH_PATHS}
-"""``limits`` of a point: where its engine's max_batch_size and max_num_tokens come from
-when the point does not give them ("trtllm-bench-build", "trtllm-bench-pytorch": see
-gpuarch.estimate.engine_limits); without it, only what the point gives limits the engine."""
+
 
 
 @cache
@@ -158,19 +155,15 @@ def point_config(point: TrainingPoint, gpus_per_node: int, product: Product | No
         num_requests=int(point.get("num_requests") or 0),
         fp8_context_attention=bool(point.get("fp8_context_attention", False)),
         cuda_graph_batch_sizes=tuple(int(b) for b in point.get("cuda_graph_batch_sizes", ())))
+    # where the engine's max_batch_size and max_num_tokens came from when the point does
+    # not give them (``limits``: a key of LIMIT_SOURCES); without it, only what the point
+    # gives limits the engine
     source = point.get("limits")
     if not source or product is None:
         return cfg
-    if source not in LIMITS:
-        raise GpuarchError(f"point {point.id}: limits: unknown {source!r}"
-                           f"{suggestion(source, list(LIMITS))}")
-    limits = trtllm_bench_limits(point_shape(point), cfg.quant, cfg.gpus, cfg.pp,
-                                 cfg.input_len, cfg.output_len, product.memory_bytes,
-                                 LIMITS[source], expert_quant=cfg.expert_quant)
-    if limits is None:
-        return cfg
-    return replace(cfg, max_batch_size=int(point.get("max_batch_size") or limits.max_batch_size),
-                   max_num_tokens=int(point.get("max_num_tokens") or limits.max_num_tokens))
+    return apply_limits(point_shape(point), cfg, product.memory_bytes, str(source),
+                        int(point.get("max_batch_size") or 0),
+                        int(point.get("max_num_tokens") or 0), f"point {point.id}: limits")
 
 
 def compare_point(catalog: Catalog, point: TrainingPoint, efficiency: Efficiency
