@@ -24,9 +24,9 @@ how many sequences it decodes together, so reproducing those runs needs them:
   longest prompt plus a decode token for every sequence of the batch
   (``tensorrt_llm/bench/benchmark/utils/general.py``, ``get_settings``).
 
-Memory is counted in GiB (2^30 bytes) as trtllm-bench counts it; the device memory is the
-catalog's. The parameter count is the checkpoint's tensor elements (safetensors metadata):
-the model's parameters where the engine quantizes at build time, but on the PyTorch backend
+The device memory is the catalog's (trtllm-bench reads NVML's total, a little less). The
+parameter count is the checkpoint's tensor elements (safetensors metadata): the model's
+parameters where the engine quantizes at build time, but on the PyTorch backend
 a prequantized NVFP4 checkpoint stores two 4-bit weights per byte and one FP8 scale per
 block of 16 as separate elements, so its linear layers count 1/2 + 1/16 per weight (and the
 0.5 bytes per element then makes the heuristic's model size about a quarter byte per
@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING
 
 from gpuarch.errors import GpuarchError, suggestion
 from gpuarch.perf.quant import QuantFormat, QuantScheme
+from gpuarch.units import Unit, from_si
 from gpuarch.workloads.params import count_params
 from gpuarch.workloads.shape import TransformerShape
 
@@ -69,12 +70,16 @@ MAX_REQUESTS = 4096
 MAX_TOKENS = 32768
 """trtllm-bench's cap on the raw token budget (activation buffers)."""
 
-_GIB = float(2**30)
-
 # bytes per element of the quantizations trtllm-bench tunes for; weights of other formats
 # (INT4/INT8 weight-only, MXFP4, W4A8, mixed expert formats) keep the engine's defaults
 _TUNED_BYTES = {QuantFormat.FP16: 2.0, QuantFormat.BF16: 2.0, QuantFormat.FP8: 1.0,
                 QuantFormat.FP4: 0.5}
+
+
+# (below this, round up to a multiple of this): trtllm-bench's steps for the batch (at
+# least 64) and the token budget (at least 2,048)
+_BATCH_STEPS = ((256, 32), (1024, 128), (math.inf, 256))
+_TOKEN_STEPS = ((4096, 256), (8192, 512), (math.inf, 1024))
 
 
 @dataclass(frozen=True)
@@ -91,19 +96,14 @@ def round_limits(requests: float, input_len: int, output_len: int, pp: int = 1
     and a token limit (``finetune_setting``)."""
     raw_batch = min(requests, MAX_REQUESTS) / pp
     raw_tokens = min(raw_batch * (1 + input_len / output_len), MAX_TOKENS)
-    if raw_batch < 256:
-        batch = max(64, 32 * math.ceil(raw_batch / 32))
-    elif raw_batch < 1024:
-        batch = 128 * math.ceil(raw_batch / 128)
-    else:
-        batch = 256 * math.ceil(raw_batch / 256)
-    if raw_tokens < 4096:
-        tokens = max(2048, 256 * math.ceil(raw_tokens / 256))
-    elif raw_tokens < 8192:
-        tokens = 512 * math.ceil(raw_tokens / 512)
-    else:
-        tokens = 1024 * math.ceil(raw_tokens / 1024)
-    return EngineLimits(batch, tokens)
+    return EngineLimits(_round_up(raw_batch, 64, _BATCH_STEPS),
+                        _round_up(raw_tokens, 2048, _TOKEN_STEPS))
+
+
+def _round_up(raw: float, floor: int, steps: tuple[tuple[float, int], ...]) -> int:
+    """``raw`` rounded up to the step of the first band it lies below, at least ``floor``."""
+    step = next(step for below, step in steps if raw < below)
+    return max(floor, step * math.ceil(raw / step))
 
 
 def _tuned_bytes(quant: QuantScheme, expert_quant: QuantScheme) -> float | None:
@@ -143,13 +143,14 @@ def trtllm_bench_limits(shape: TransformerShape, quant: QuantScheme, gpus: int, 
         return None
     tp = gpus // pp
     kv_bytes = {QuantFormat.FP8: 1.0, QuantFormat.FP4: 0.5}.get(quant.kv_cache, 2.0)
-    per_token = 2 * shape.layers * max(tp, shape.n_kv_heads) * shape.d_head * kv_bytes / _GIB
-    weights = _checkpoint_elements(shape, quant.weights, path) * weight_bytes / _GIB
-    cache = (gpus * device_bytes / _GIB - weights) * TRTLLM_BENCH_PATHS[path]
+    # in bytes (trtllm-bench's GiB cancel out of the request count)
+    per_token = 2 * shape.layers * max(tp, shape.n_kv_heads) * shape.d_head * kv_bytes
+    weights = _checkpoint_elements(shape, quant.weights, path) * weight_bytes
+    cache = (gpus * device_bytes - weights) * TRTLLM_BENCH_PATHS[path]
     requests = cache / (per_token * (input_len + output_len))
     if requests < 1:
         raise GpuarchError(f"engine limits: {shape.name} leaves no room for a request's KV "
-                           f"cache on {gpus} GPUs of {device_bytes / _GIB:.0f} GiB")
+                           f"cache on {gpus} GPUs of {from_si(device_bytes, Unit.GIB):.0f} GiB")
     limits = round_limits(requests, input_len, output_len, pp)
     if path == "pytorch" and not chunked_prefill:
         return EngineLimits(limits.max_batch_size,
