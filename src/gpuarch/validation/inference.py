@@ -61,8 +61,6 @@ ENGINE_KEYS = ("cuda_graph_batch_sizes", "executor", "window_kv_cache", "moe_com
 """Point settings a source may set once for all its points (``engine`` on the source)."""
 
 
-
-
 @cache
 def load_inference_points(path: Path = INFERENCE_FILE) -> tuple[TrainingPoint, ...]:
     """The published inference points with their sources (same record type as training)."""
