@@ -555,6 +555,22 @@ def test_attention_data_parallel_gathers_every_rank_into_the_expert_buffers() ->
         2048 * (4 * 4096 + 3 * 1536 * 8) * 2 + 8 * 151_936 * 4 / 8)
 
 
+def test_a_sequence_past_the_configured_context_is_estimated_and_said() -> None:
+    """Llama-2-7B is configured for 4,096 positions: 6,000 + 1,000 tokens run past them, so
+    the estimate says so (JSON and a text note) and still runs; 3,000 + 1,000 fit."""
+    from gpuarch.report.estimate_text import render_inference
+
+    llama2 = preset("llama-2-7b").shape
+    over = _est(shape=llama2, input_len=6000, output_len=1000, batch=1)
+    assert over.assumptions["context_window"] == {"tokens": 4096, "sequence": 7000,
+                                                  "exceeded": True}
+    assert "7,000 tokens a sequence run past the model's configured context of 4,096" \
+        in render_inference(over)
+    within = _est(shape=llama2, input_len=3000, output_len=1000, batch=1)
+    assert within.assumptions["context_window"]["exceeded"] is False
+    assert "configured context" not in render_inference(within)
+
+
 def test_one_gpu_needs_no_interconnect_in_the_catalog() -> None:
     """The RTX 4090's catalog entry has no NVLink or sourced PCIe rate: serving on one of
     them communicates nothing and must work; splitting a model over two must say what is

@@ -41,6 +41,7 @@ def test_one_preset_in_full(capsys: pytest.CaptureFixture[str]) -> None:
     assert status == 0 and "6,738,415,616 counted" in out
     assert "published: 6,738,415,616" in out
     assert "https://huggingface.co/meta-llama/Llama-2-7b-hf" in out
+    assert "context       4,096 tokens configured" in out
     status, out, _ = _run(capsys, "DeepSeek V3")
     assert status == 0 and "multi-head latent: KV rank 512" in out
     assert "quant_method fp8, weight blocks [128, 128]" in out

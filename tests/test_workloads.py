@@ -142,6 +142,32 @@ def test_hf_llama_config_matches_preset(tmp_path: Path) -> None:
     assert count_params(shape).total == 6_738_415_616
 
 
+@pytest.mark.parametrize(
+    ("name", "tokens"),
+    [
+        ("llama-2-7b", 4096),  # meta-llama/Llama-2-7b-hf config.json max_position_embeddings
+        ("llama-3.1-70b", 131072),  # meta-llama/Llama-3.1-70B config.json
+        ("qwen3-235b-a22b", 40960),  # Qwen/Qwen3-235B-A22B config.json
+        ("deepseek-v3", 163840),  # deepseek-ai/DeepSeek-V3 config.json
+        ("llama-4-maverick", 1048576),  # Llama-4-Maverick config.json, text_config
+        ("gpt3-175b", 2048),  # GPT-3 paper: n_ctx 2048, the learned position table
+        ("nemotron-8b", 0),  # a training recipe: no configured context published
+    ],
+)
+def test_preset_context_windows(name: str, tokens: int) -> None:
+    assert preset(name).shape.positions == tokens
+
+
+def test_hf_config_context_window(tmp_path: Path) -> None:
+    """max_position_embeddings is the configured context; absent, none is known."""
+    cfg = {"model_type": "mistral", "hidden_size": 4096, "intermediate_size": 14336,
+           "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 8,
+           "vocab_size": 32000, "max_position_embeddings": 32768}
+    assert shape_from_hf_config(_write(tmp_path, cfg)).positions == 32768
+    del cfg["max_position_embeddings"]
+    assert shape_from_hf_config(_write(tmp_path, cfg)).positions == 0
+
+
 def test_hf_mixtral_and_deepseek(tmp_path: Path) -> None:
     """MoE and MLA fields are read (Mixtral 46.7B; DeepSeek-V3 671B)."""
     mixtral = {"model_type": "mixtral", "hidden_size": 4096, "intermediate_size": 14336,

@@ -784,6 +784,17 @@ class _Runner:
         return self.cfg.acceptance_length if self.cfg.speculative_tokens else 1.0
 
 
+def _context_note(shape: TransformerShape, cfg: InferenceConfig) -> dict[str, Any] | None:
+    """The model's configured context and whether a sequence of the configured lengths runs
+    past it (the estimate does not stop there: a deployment may extend it with RoPE
+    scaling, and the cost model holds at any length)."""
+    if not shape.positions:
+        return None
+    tokens = cfg.input_len + cfg.output_len
+    return {"tokens": shape.positions, "sequence": tokens,
+            "exceeded": tokens > shape.positions}
+
+
 def _weight_bytes(shape: TransformerShape, cfg: InferenceConfig) -> float:
     """Weight bytes per GPU: dense weights over TP x PP, expert weights over max(TP, EP) GPUs
     per stage (see _Runner.layer); with speculative decoding also the draft, one average
@@ -1175,6 +1186,7 @@ def estimate_inference(
         "attention_dp_prefill": (f"waits for the busiest rank: per-rank work x"
                                  f"{runner.prefill_skew:.2f}")
         if runner.prefill_skew != 1.0 else None,
+        "context_window": _context_note(shape, cfg),
         "num_requests": cfg.num_requests or None,
         "cached_prefix": cfg.cached_prefix or None,
         "context_attention": "fp8" if runner.context_device is not runner.device

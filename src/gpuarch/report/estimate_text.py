@@ -164,6 +164,12 @@ def render_inference(e: InferenceEstimate, band: Band | None = None) -> str:
             lines.append(f"  note          {x['precision_fallback']}")
     if a.get("formats_origin"):
         lines.append(f"                from {a['formats_origin']}")
+    window = a.get("context_window")
+    if window and window["exceeded"]:
+        lines.append(f"  note          {window['sequence']:,} tokens a sequence run past the "
+                     f"model's configured context of {window['tokens']:,}; estimated "
+                     "anyway (RoPE scaling can extend a context; a learned position table "
+                     "cannot)")
     if a.get("engine_limits"):
         lines.append(f"  limits        {a['max_batch_size']:,} sequences, "
                      f"{a['max_prefill_tokens_per_pass']:,} tokens a pass, as "

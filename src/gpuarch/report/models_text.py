@@ -77,6 +77,8 @@ def render_preset(p: Preset) -> str:
     if s.sliding_window:
         lines.append(f"  window        {s.windowed_layers} layers attend to "
                      f"{s.sliding_window} tokens")
+    if s.positions:
+        lines.append(f"  context       {s.positions:,} tokens configured")
     lines.append(f"  checkpoint    {checkpoint_label(p.checkpoint)}"
                  + (f"\n                read from {p.checkpoint.origin}" if p.checkpoint
                     else " (16-bit: no quantization_config)"))

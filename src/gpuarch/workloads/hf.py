@@ -137,7 +137,8 @@ def _decoder_fields(cfg: dict[str, Any], path: Path, label: str, layers: int, he
             "kv_heads": _get(cfg, path, "num_key_value_heads", default=heads),
             "head_dim": _get(cfg, path, "head_dim", default=0) or 0,
             "vocab": _get(cfg, path, "vocab_size"),
-            "tied_embeddings": bool(_get(cfg, path, "tie_word_embeddings", default=False))}
+            "tied_embeddings": bool(_get(cfg, path, "tie_word_embeddings", default=False)),
+            "context_window": _get(cfg, path, "max_position_embeddings", default=0) or 0}
 
 
 def _llama4(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:

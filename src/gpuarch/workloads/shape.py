@@ -96,13 +96,18 @@ class TransformerShape:
     sliding_window: int = 0  # tokens a query sees in sliding-window layers; 0 = none
     sliding_layers: int = 0  # how many layers use the window; 0 with a window = all
     mla: MlaShape | None = field(default=None)
+    # the longest sequence the model is configured for (config.json's
+    # max_position_embeddings: trained, or extended by RoPE scaling in the config); 0 = not
+    # given. Informational: estimates run past it and say so
+    context_window: int = 0
 
     def __post_init__(self) -> None:
         for name in ("layers", "hidden", "heads", "vocab"):
             _positive(name, getattr(self, name))
         for name in ("kv_heads", "head_dim", "ffn_hidden", "max_positions", "experts",
                      "experts_per_token", "shared_experts", "moe_ffn_hidden", "dense_layers",
-                     "sliding_window", "sliding_layers", "expert_groups", "groups_per_token"):
+                     "sliding_window", "sliding_layers", "expert_groups", "groups_per_token",
+                     "context_window"):
             _positive(name, getattr(self, name), minimum=0)
         if self.sliding_layers and not self.sliding_window:
             raise GpuarchError("sliding_layers: needs sliding_window > 0")
@@ -138,6 +143,14 @@ class TransformerShape:
             raise GpuarchError("max_positions: a learned position table needs its length")
 
     # -- resolved dimensions ---------------------------------------------------------------
+
+    @property
+    def positions(self) -> int:
+        """The longest sequence the model is configured for: its context window, else a
+        learned position table's rows; 0 = not known."""
+        if self.context_window:
+            return self.context_window
+        return self.max_positions if self.position is Position.LEARNED else 0
 
     @property
     def n_kv_heads(self) -> int:
