@@ -42,6 +42,9 @@ def client() -> Any:
      "ttft_s"),
     ("/api/estimate/infer?model=llama-3.1-8b&gpu=h100&input_len=512&output_len=64&batch=max"
      "&prefill_gpus=2", "disaggregated"),
+    ("/api/estimate/infer?model=llama-3.1-8b&gpu=h100&input_len=512&output_len=64&batch=max"
+     "&batching=continuous&weight_precision=fp8&engine_limits=trtllm-bench-pytorch",
+     "ttft_s"),
     ("/api/advise/train?gpu=h100&max_gpus=16&tokens=1e10", "top"),
     ("/api/advise/infer?gpu=h100,l40s&rate=2&tpot_ms=60", "pareto"),
     ("/api/advise/infer?gpu=h100&rate=2&max_gpus=8&disaggregated=true", "pareto"),
@@ -78,6 +81,8 @@ def test_api_matches_the_command_line(client: Any, capsys: pytest.CaptureFixture
     ("/api/gpus?sort=speed", 400, "--sort"),
     ("/api/nope", 404, "no endpoint"),
     ("/api/validate/bands?fresh=1", 400, "fresh: not available over the web"),
+    ("/api/estimate/infer?model=llama-3.1-8b&gpu=h100&input_len=512&output_len=64&batch=8"
+     "&engine_limits=vllm", 400, "--engine-limits: unknown 'vllm'"),
     ("/api/estimate/infer?model=llama-3.1-8b&gpu=h100&input_len=512&output_len=64&batch=8"
      "&expert_weight_precision=fp8", 400, "--expert-weight-precision: llama-3.1-8b has no "
      "routed experts"),
