@@ -158,3 +158,18 @@ def test_points_take_the_limits_their_benchmark_chose() -> None:
     assert (plain.max_batch_size, plain.max_num_tokens) == (0, 8192)
     with pytest.raises(GpuarchError, match="did you mean 'trtllm-bench-build'"):
         point_config(_point(limits="trtllm-bench-biuld"), 8, H100)
+
+
+def test_validation_explains_the_limits_a_row_ran_with() -> None:
+    """validate inference --explain names the limits trtllm-bench chose for a row (the v0.17
+    Llama-3.1-70B FP8 row on one H100 at 1000/1000: 64 and 2,048, as worked above)."""
+    from gpuarch.report.estimate_text import render_inference_validation
+    from gpuarch.validation.inference import load_inference_points, validate_inference
+
+    point = [p for p in load_inference_points()
+             if p.id == "trtllm017-h100-llama-3.1-70b-fp8-tp1-1000-1000"]
+    s = validate_inference(CATALOG, points=point)
+    assert s.rows[0].explain["engine_limits"] == {
+        "source": "trtllm-bench-build", "max_batch_size": 64, "max_num_tokens": 2048}
+    assert "(limits 64 sequences, 2,048 tokens: trtllm-bench-build)" in \
+        render_inference_validation(s, explain=True)

@@ -318,7 +318,11 @@ def _infer_explained(x: dict[str, Any]) -> str:
     """One line: batch, bottlenecks and the parts of a prefill pass and a decode step."""
     pre, dec = x["prefill_parts_s"], x["decode_step_parts_s"]
     b = x["bottleneck"]
-    return (f"batch {x['batch']}; prefill ({b['prefill']}) {_shares(pre, sum(pre.values()))}; "
+    limits = x.get("engine_limits")
+    chosen = (f" (limits {limits['max_batch_size']:,} sequences, {limits['max_num_tokens']:,} "
+              f"tokens: {limits['source']})") if limits else ""
+    return (f"batch {x['batch']}{chosen}; prefill ({b['prefill']}) "
+            f"{_shares(pre, sum(pre.values()))}; "
             f"decode ({b['decode']}) {_shares(dec, sum(dec.values()))}")
 
 

@@ -175,6 +175,12 @@ def compare_point(catalog: Catalog, point: TrainingPoint, efficiency: Efficiency
     doc = est.as_json()
     explain = {k: doc[k] for k in ("batch", "ttft_s", "tpot_s", "prefill_parts_s",
                                    "decode_step_parts_s", "bottleneck")}
+    a = doc["assumptions"]
+    # the engine's limits where its benchmark chose them (``limits``)
+    explain["engine_limits"] = {"source": a["engine_limits"],
+                                "max_batch_size": a["max_batch_size"],
+                                "max_num_tokens": a["max_prefill_tokens_per_pass"]} \
+        if a.get("engine_limits") else None
     q = cfg.quant
     rows = []
     for key, attr in _METRICS.items():
