@@ -842,11 +842,12 @@ def _kv_and_activation_bytes(shape: TransformerShape, cfg: InferenceConfig, batc
         tokens = cfg.max_num_tokens
     if shape.is_moe:
         # the expert buffers hold every routed row of the tokens that reach a GPU's experts
-        # (which experts a token picks is known only at run time): with data-parallel
-        # attention every rank's tokens are gathered (TensorRT-LLM sizes its MoE modules for
-        # max_num_tokens x the data-parallel size), and the experts' width is split only by
-        # what is left of TP after EP
-        gathered = max(1.0, cfg.ep / cfg.tp)
+        # (which experts a token picks is known only at run time; the width split only by
+        # what is left of TP after EP): with data-parallel attention and all-gather dispatch
+        # every rank's tokens (TensorRT-LLM sizes its MoE modules for max_num_tokens x the
+        # data-parallel size); with all-to-all dispatch a rank receives about its own
+        # tokens' worth of routed copies (the group's, spread over its EP ranks)
+        gathered = max(1.0, cfg.ep / cfg.tp) if cfg.moe_comm == "allgather" else 1.0
         width = shape.d_expert * shape.experts_per_token * gathered / max(1, cfg.tp // cfg.ep)
     else:
         width = shape.d_ffn / cfg.tp
