@@ -70,8 +70,9 @@ MAX_REQUESTS = 4096
 MAX_TOKENS = 32768
 """trtllm-bench's cap on the raw token budget (activation buffers)."""
 
-# bytes per element of the quantizations trtllm-bench tunes for; weights of other formats
-# (INT4/INT8 weight-only, MXFP4, W4A8, mixed expert formats) keep the engine's defaults
+# bytes per element of the quantizations trtllm-bench tunes for (its BYTES_PER_ELEM, for
+# weights and KV cache alike); weights of other formats (INT4/INT8 weight-only, MXFP4, W4A8,
+# mixed expert formats) keep the engine's defaults
 _TUNED_BYTES = {QuantFormat.FP16: 2.0, QuantFormat.BF16: 2.0, QuantFormat.FP8: 1.0,
                 QuantFormat.FP4: 0.5}
 
@@ -142,7 +143,7 @@ def trtllm_bench_limits(shape: TransformerShape, quant: QuantScheme, gpus: int, 
     if weight_bytes is None:
         return None
     tp = gpus // pp
-    kv_bytes = {QuantFormat.FP8: 1.0, QuantFormat.FP4: 0.5}.get(quant.kv_cache, 2.0)
+    kv_bytes = _TUNED_BYTES.get(quant.kv_cache, 2.0)  # the same table, 2 for the rest
     # in bytes (trtllm-bench's GiB cancel out of the request count)
     per_token = 2 * shape.layers * max(tp, shape.n_kv_heads) * shape.d_head * kv_bytes
     weights = _checkpoint_elements(shape, quant.weights, path) * weight_bytes
