@@ -118,6 +118,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         expert_launches=args.expert_launches,
         attention_kernel=args.attention_kernel,
         recompute=args.recompute or Recompute.NONE,
+        recompute_modules=tuple(m.strip() for m in (args.recompute_modules or "").split(",")
+                                if m.strip()),
         precision=args.precision or Precision.BF16, gpus_per_node=gpus_per_node,
         offload_layers=args.offload_layers, fp8_params=args.fp8_params,
         bf16_grads=args.bf16_grads, bf16_optimizer=args.bf16_optimizer)
@@ -558,6 +560,10 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p.add_argument("--recompute", type=lazy_enum_value("gpuarch.estimate.memory:Recompute",
                                                        "--recompute"),
                    help="none (default), selective or full")
+    p.add_argument("--recompute-modules", metavar="M,M",
+                   help="with --recompute selective: the modules recomputed, comma-separated "
+                        "(Megatron-Core's recompute_modules): core_attn (the default), "
+                        "layernorm, mla_up_proj, mlp, moe, moe_act, shared_experts")
     p.add_argument("--precision", type=lazy_enum_value("gpuarch.perf.precision:Precision",
                                                        "--precision"),
                    help="fp32, tf32, fp16, bf16 (default) or fp8")

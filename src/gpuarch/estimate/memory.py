@@ -7,9 +7,11 @@ fused (FlashAttention-style) attention so no score matrix is stored, and no drop
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from enum import Enum
 
+from gpuarch.estimate.recompute import DEFAULT_MODULES
 from gpuarch.perf.precision import Precision
 from gpuarch.workloads.shape import FfnKind, TransformerShape
 
@@ -69,7 +71,8 @@ def bytes_per_param(precision: Precision, *, fp8_params: bool = False,
 def activation_bytes_per_layer(s: TransformerShape, micro_batch: int, seq: int, tp: int,
                                sequence_parallel: bool, recompute: Recompute,
                                element: int = 2, *, fused_attention: bool = True,
-                               quantized_inputs: bool = False) -> float:
+                               quantized_inputs: bool = False,
+                               modules: Collection[str] = ()) -> float:
     """Bytes of activations one layer keeps for the backward pass, per GPU.
 
     ``seq`` is the sequence length this GPU holds (after context parallelism). Unfused
@@ -83,29 +86,47 @@ def activation_bytes_per_layer(s: TransformerShape, micro_batch: int, seq: int, 
     outputs and the down projection's input take 1 byte, and the attention output is kept
     twice, in 16 bits by the attention kernel and in 8 bits as the output projection's
     input. Without it every saved tensor takes ``element`` bytes.
+
+    ``modules`` (with selective recomputation; ``estimate/recompute.py``, default the
+    attention core) are not kept: ``layernorm`` drops the two norm outputs, ``mla_up_proj``
+    keeps the latents instead of the full-head queries, keys and values, ``mlp`` drops the
+    dense layers' MLP inside, ``moe`` the expert layers' (routed and shared), ``moe_act``
+    the routed experts' activation output, ``shared_experts`` the shared experts' inside.
+    A model with both kinds of layer is the mean of them, weighted by their counts.
     """
     sbh = 1.0 * seq * micro_batch * s.hidden * element
     if recompute is Recompute.FULL:
         return sbh / (tp if sequence_parallel else 1)
+    dropped = set(modules or DEFAULT_MODULES) if recompute is Recompute.SELECTIVE else set()
     tokens = 1.0 * seq * micro_batch * element
-    q = tokens * s.heads * s.d_head
-    kv = 2 * tokens * s.n_kv_heads * s.d_head
-    attn_out = tokens * s.heads * s.d_head  # input of the output projection (= saved O)
     # the bytes of a GEMM input kept for the weight gradient, per element
     kept = 1.0 / element if quantized_inputs else 1.0
+    q = tokens * s.heads * s.d_head
+    kv = 2 * tokens * s.n_kv_heads * s.d_head
+    if "mla_up_proj" in dropped and s.mla is not None:
+        # the up-projections' inputs, the (normed) latents, are what is kept
+        q = tokens * s.mla.q_lora_rank * kept if s.mla.q_lora_rank else q
+        kv = tokens * s.mla.kv_lora_rank * kept
+    attn_out = tokens * s.heads * s.d_head  # input of the output projection (= saved O)
     # norm inputs (16-bit) and outputs (the QKV and up projections' inputs) of both blocks:
     # replicated unless sequence parallel
-    replicated = 2 * sbh + 2 * sbh * kept
-    width = s.d_expert * (s.experts_per_token + s.shared_experts) if s.is_moe else s.d_ffn
-    # the up projection's output (kept for the activation's backward) and the activation's
-    # output (the down projection's input)
+    replicated = 2 * sbh + (0.0 if "layernorm" in dropped else 2 * sbh * kept)
+    # an MLP keeps the up projection's output (for the activation's backward) and the
+    # activation's output (the down projection's input)
     up = 2 if s.ffn_kind is FfnKind.SWIGLU else 1
-    mlp_inner = tokens * width * (up + kept)
-    # With fused attention nothing quadratic in seq is stored, so NONE and SELECTIVE keep
-    # the same tensors; SELECTIVE only costs time (the attention core runs again).
+    mlp_inner = 0.0 if "mlp" in dropped else tokens * s.d_ffn * (up + kept)
+    if s.is_moe:
+        routed = 0.0 if "moe" in dropped else tokens * s.d_expert * s.experts_per_token * (
+            up + (0.0 if "moe_act" in dropped else kept))
+        shared = 0.0 if dropped & {"moe", "shared_experts"} else \
+            tokens * s.d_expert * s.shared_experts * (up + kept)
+        moe_share = s.moe_layers / s.layers
+        mlp_inner = moe_share * (routed + shared) + (1 - moe_share) * mlp_inner
+    # With fused attention nothing quadratic in seq is stored, so recomputing the attention
+    # core only costs time (the core runs again)
     sharded = q + kv + attn_out + mlp_inner
     if quantized_inputs:
         sharded += attn_out * kept
-    if not fused_attention and recompute is Recompute.NONE:
+    if not fused_attention and "core_attn" not in dropped:
         sharded += 5.0 * s.heads * seq * seq * micro_batch
     return replicated / (tp if sequence_parallel else 1) + sharded / tp

@@ -35,6 +35,11 @@ from gpuarch.estimate.memory import (
     bytes_per_param,
 )
 from gpuarch.estimate.pipeline_layout import PipelineLayout, StageLoad, parse_pp_layout
+from gpuarch.estimate.recompute import (
+    DEFAULT_MODULES,
+    check_recompute_modules,
+    recompute_flops_per_token,
+)
 from gpuarch.estimate.reliability import (
     INTERRUPTIONS_PER_GPU_DAY,
     RATE_SOURCE,
@@ -197,6 +202,9 @@ class TrainingConfig:
     # Efficiency.attention_ampere_kernel of the native speed); see ATTENTION_KERNELS
     attention_kernel: str = "native"
     recompute: Recompute = Recompute.NONE
+    # with selective recomputation, the modules recomputed (Megatron-Core's
+    # recompute_modules; estimate/recompute.py); () = the attention core
+    recompute_modules: tuple[str, ...] = ()
     precision: Precision = Precision.BF16
     gpus_per_node: int = 8
     # what the framework keeps per parameter (``bytes_per_param``): FP8 weights (Megatron
@@ -241,6 +249,13 @@ class TrainingConfig:
                                mtp_layers=self.mtp_layers)
 
     @property
+    def recomputed(self) -> tuple[str, ...]:
+        """The modules the recompute pass runs again under selective recomputation."""
+        if self.recompute is not Recompute.SELECTIVE:
+            return ()
+        return self.recompute_modules or DEFAULT_MODULES
+
+    @property
     def micro_batches(self) -> int:
         """Micro-batches per pipeline per step (gradient accumulation steps)."""
         return self.global_batch // (self.dp * self.micro_batch)
@@ -253,6 +268,11 @@ class TrainingConfig:
             if not isinstance(value, int) or value < 1:
                 raise GpuarchError(f"--{name.replace('_', '-')}: expected an integer >= 1, "
                                    f"got {value!r}")
+        if self.recompute_modules:
+            if self.recompute is not Recompute.SELECTIVE:
+                raise GpuarchError("--recompute-modules: needs --recompute selective, got "
+                                   f"--recompute {self.recompute.value}")
+            check_recompute_modules(self.recompute_modules, shape)
         if self.zero not in (0, 1, 2, 3):
             raise GpuarchError(f"--zero: expected 0, 1, 2 or 3, got {self.zero!r}")
         check_choice("--ep-dispatcher", self.ep_dispatcher, EP_DISPATCHERS)
@@ -635,9 +655,11 @@ def _one_layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device,
     attn_fwd: Num = 0.0
     flops: Num = 0.0
     expert_section: Num = 0.0  # forward GPU time between dispatch and combine
+    by_name: dict[str, Num] = {}  # forward time of each operator
     for op in ops:
         t, _, _, op_flops, _ = op_time(op, device, eff)
         fwd = fwd + t
+        by_name[op.name] = by_name.get(op.name, 0.0) + t
         flops = flops + op_flops
         if op.name.startswith("grouped_expert_") or op.name == "moe_permute":
             expert_section = expert_section + t
@@ -692,18 +714,52 @@ def _one_layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device,
     backward = _Pass(bwd, exposed_bwd, eff.layer_overhead_s + host_bwd)
     if cfg.recompute is Recompute.FULL:
         recompute = forward
-    elif cfg.recompute is Recompute.SELECTIVE:
-        recompute = _Pass(attn_fwd, 0.0)
     else:
-        recompute = _Pass()
+        recompute = _recomputed(s, cfg.recomputed, moe, by_name, attn_fwd,
+                                _Pass(0.0, a2a, wait + host_fwd))
     if parts is not None:
         # the forward's communication runs again when the whole layer is recomputed
         passes = 3 if cfg.recompute is Recompute.FULL else 2
+        moe_passes = 3 if cfg.recompute is Recompute.FULL or "moe" in cfg.recomputed else 2
         parts["recompute"] = recompute.compute
         parts["tensor_parallel"] = passes * tp_share * tp_ar
         parts["context_parallel"] = passes * cp_ag
-        parts["expert_parallel"] = passes * a2a if moe else 0.0
+        parts["expert_parallel"] = moe_passes * a2a if moe else 0.0
     return forward, backward, recompute, flops
+
+
+RECOMPUTED_OPS = {
+    "layernorm": ("norms",),
+    "mla_up_proj": ("q_up", "kv_up"),
+    "mlp": ("mlp_up", "mlp_down", "activation"),
+    "moe": ("router", "grouped_expert_up", "grouped_expert_down", "shared_up", "shared_down",
+            "moe_permute", "activation"),
+    "shared_experts": ("shared_up", "shared_down"),
+}
+"""The forward operators (estimate/training.py's ``_layer_ops`` names) each recompute module
+runs again; ``core_attn`` is the attention core and ``moe_act`` the routed experts' share of
+the expert layer's activation function, both below."""
+
+
+def _recomputed(s: TransformerShape, modules: tuple[str, ...], moe: bool,
+                by_name: dict[str, Num], attn_fwd: Num, moe_extra: _Pass) -> _Pass:
+    """The recompute pass of one layer under selective recomputation of ``modules``: the
+    forward time of the operators they cover; recomputing a whole expert layer (``moe``)
+    also repeats its dispatch and combine and its host time (``moe_extra``). The dense-layer
+    module (``mlp``) does nothing in an expert layer, the expert ones nothing in a dense
+    layer."""
+    names: set[str] = set()
+    compute: Num = attn_fwd if "core_attn" in modules else 0.0
+    for module in modules:
+        if (module == "mlp" and moe) or (module in ("moe", "shared_experts") and not moe):
+            continue
+        names.update(RECOMPUTED_OPS.get(module, ()))
+    if moe and "moe_act" in modules and "moe" not in modules:
+        routed = s.experts_per_token / (s.experts_per_token + s.shared_experts)
+        compute = compute + routed * by_name.get("activation", 0.0)
+    compute = compute + sum((by_name.get(name, 0.0) for name in names), 0.0)
+    extra = moe_extra if moe and "moe" in modules else _Pass()
+    return _Pass(compute, 0.0) + extra
 
 
 def _dp_traffic(params: Num, group: Group, cfg: TrainingConfig, m: Num, eff: Efficiency
@@ -872,7 +928,7 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     per_layer_act = activation_bytes_per_layer(
         shape, cfg.micro_batch, cfg.seq_len // cfg.cp, cfg.tp, cfg.sequence_parallel,
         cfg.recompute, cfg.precision.activation_bytes, fused_attention=cfg.fused_attention,
-        quantized_inputs=cfg.precision.low_precision)
+        quantized_inputs=cfg.precision.low_precision, modules=cfg.recomputed)
     # offloaded layers (PP = 1) leave one layer's activations in flight on the GPU; each
     # goes out during its forward pass and comes back during its backward, behind the
     # layers computed meanwhile: only a transfer longer than a layer's pass is exposed
@@ -962,7 +1018,7 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     hw_factor = {Recompute.NONE: 3.0, Recompute.SELECTIVE: 3.0, Recompute.FULL: 4.0}
     hw_flops = hw_factor[cfg.recompute] * forward_total
     if cfg.recompute is Recompute.SELECTIVE:
-        hw_flops += fwd_flops.attention_core
+        hw_flops += recompute_flops_per_token(shape, cfg.seq_len, cfg.recomputed)
     peak = device.matmul.flops
     per_gpu_flops = model_flops * tokens_per_s / cfg.gpus
 
@@ -1167,7 +1223,9 @@ def estimate_training(
             "fused_attention": cfg.fused_attention,
             "micro_batch": cfg.micro_batch,
             "global_batch": cfg.global_batch, "micro_batches": m,
-            "recompute": cfg.recompute.value, "precision": cfg.precision.value,
+            "recompute": cfg.recompute.value,
+            "recompute_modules": list(cfg.recomputed) or None,
+            "precision": cfg.precision.value,
             "offload_layers": cfg.offload_layers, "fp8_params": cfg.fp8_params,
             "bf16_grads": cfg.bf16_grads, "bf16_optimizer": cfg.bf16_optimizer,
             "gpus_per_node": cfg.gpus_per_node}),  # type: ignore[arg-type]

@@ -48,6 +48,7 @@ def render_training(e: TrainingEstimate, band: Band | None = None) -> str:
               + (f" MTP{p['mtp_layers']}" if p.get("mtp_layers") else "")
               + (" +SP" if p["sequence_parallel"] else "")
               + f", ZeRO-{p['zero']}, recompute {p['recompute']}"
+              + (f" ({', '.join(p['recompute_modules'])})" if p.get("recompute_modules") else "")
               + (f", {p['offload_layers']} layers' activations offloaded"
                  if p.get("offload_layers") else "")
               + f", {p['precision']}"

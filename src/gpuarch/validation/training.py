@@ -132,6 +132,7 @@ def point_config(point: TrainingPoint, system: System | None) -> TrainingConfig:
         fused_attention=point.source not in _UNFUSED_ATTENTION_SOURCES,
         attention_kernel=str(point.get("attention_kernel", "native")),
         recompute=Recompute(point.get("recompute", "none")),
+        recompute_modules=tuple(point.get("recompute_modules", ())),
         precision=Precision(point.get("precision", "bf16")),
         gpus_per_node=system.gpus_per_node if system else 8,
         offload_layers=int(point.get("offload_layers", 0)),

@@ -1,0 +1,101 @@
+"""Selective recomputation by module: which parts of a layer a run recomputes.
+
+Megatron-Core's ``recompute_modules`` (with ``recompute_granularity = "selective"``; its
+TransformerConfig documents the choices) names the submodules whose activations are not kept
+for the backward pass but recomputed from their inputs: ``core_attn`` (the default), the
+norms (``layernorm``), multi-head latent attention's up-projections (``mla_up_proj``), the
+dense layers' MLP (``mlp``), the whole expert layer (``moe``), the routed experts'
+activation function (``moe_act``) and the shared experts (``shared_experts``). Megatron
+runs ``layernorm``, ``moe_act`` and ``mla_up_proj`` as output-discarding checkpoints (the
+module's output is freed once the next module has used it and recomputed before the
+backward needs it) and the others as ordinary checkpoints (only the module's input is
+kept). What each saves is in ``estimate/memory.py`` (``activation_bytes_per_layer``), what
+each costs in ``estimate/training.py`` (the recompute pass of a layer).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from gpuarch.errors import GpuarchError, suggestion
+from gpuarch.workloads.flops import attention_projections, forward_flops_per_token
+from gpuarch.workloads.params import count_params, mlp_params
+from gpuarch.workloads.shape import TransformerShape
+
+__all__ = ["DEFAULT_MODULES", "RECOMPUTE_MODULES", "check_recompute_modules",
+           "recompute_flops_per_token"]
+
+RECOMPUTE_MODULES: dict[str, str] = {
+    "core_attn": "the attention core (QK^T, softmax, AV); what --recompute selective "
+                 "recomputes when no module is named",
+    "layernorm": "both norms (their outputs are discarded and recomputed)",
+    "mla_up_proj": "multi-head latent attention's query and key/value up-projections "
+                   "(their outputs are discarded; the latents are kept)",
+    "mlp": "the dense layers' MLP (only its input is kept)",
+    "moe": "the whole expert layer: router, dispatch and combine, experts",
+    "moe_act": "the routed experts' activation function (its output is discarded)",
+    "shared_experts": "the shared experts (only their input is kept)",
+}
+"""Megatron-Core's recompute_modules and what each recomputes."""
+
+DEFAULT_MODULES: tuple[str, ...] = ("core_attn",)
+"""What ``--recompute selective`` recomputes when no module is named (Megatron's default)."""
+
+_NEEDS_MOE = ("moe", "moe_act", "shared_experts")
+
+
+def check_recompute_modules(modules: Iterable[str], shape: TransformerShape | None = None
+                            ) -> tuple[str, ...]:
+    """The modules as a tuple without repeats, or an error naming ``--recompute-modules``
+    for a name Megatron does not know (with the closest one) or one the model has nothing
+    for (expert modules without experts, ``mla_up_proj`` without latent attention, ``mlp``
+    in a model whose every layer is an expert layer)."""
+    out: list[str] = []
+    for name in modules:
+        if name not in RECOMPUTE_MODULES:
+            raise GpuarchError(f"--recompute-modules: unknown module {name!r}; expected "
+                               f"some of {', '.join(RECOMPUTE_MODULES)}"
+                               f"{suggestion(name, RECOMPUTE_MODULES)}")
+        if name not in out:
+            out.append(name)
+    if not out:
+        raise GpuarchError("--recompute-modules: expected at least one of "
+                           f"{', '.join(RECOMPUTE_MODULES)}")
+    if shape is not None:
+        for name in out:
+            reason = ""
+            if name in _NEEDS_MOE and not shape.is_moe:
+                reason = "has no expert layers"
+            elif name == "shared_experts" and not shape.shared_experts:
+                reason = "has no shared experts"
+            elif name == "mla_up_proj" and (shape.mla is None):
+                reason = "has no multi-head latent attention"
+            elif name == "mlp" and shape.is_moe and shape.moe_layers == shape.layers:
+                reason = "has no dense MLP layers (every layer is an expert layer: 'moe')"
+            if reason:
+                raise GpuarchError(f"--recompute-modules: {name!r} recomputes nothing here: "
+                                   f"{shape.name} {reason}")
+    return tuple(out)
+
+
+def recompute_flops_per_token(shape: TransformerShape, seq_len: int,
+                              modules: Iterable[str]) -> float:
+    """Forward FLOPs per token the recomputed modules run again (matrix work only: norms and
+    activation functions are memory-bound and count none), for the hardware-FLOPs count."""
+    chosen = set(modules)
+    fwd = forward_flops_per_token(shape, seq_len)
+    flops = fwd.attention_core if "core_attn" in chosen else 0.0
+    dense_layers = shape.layers - shape.moe_layers
+    if "mlp" in chosen:
+        flops += 2.0 * dense_layers * mlp_params(shape, shape.d_ffn)
+    if shape.is_moe:
+        expert = 2.0 * shape.moe_layers * mlp_params(shape, shape.d_expert)
+        if "moe" in chosen:
+            flops += (expert * (shape.experts_per_token + shape.shared_experts)
+                      + 2.0 * count_params(shape).router)
+        elif "shared_experts" in chosen:
+            flops += expert * shape.shared_experts
+    if "mla_up_proj" in chosen and shape.mla is not None:
+        flops += 2.0 * shape.layers * sum(n * k for name, n, k in attention_projections(shape)
+                                          if name in ("q_up", "kv_up"))
+    return float(flops)
