@@ -143,3 +143,51 @@ def test_modules_need_selective(capsys: pytest.CaptureFixture[str]) -> None:
     assert doc["parallelism"]["recompute_modules"] == ["moe_act"]
     assert main([*args, "--recompute", "selective"]) == 0
     assert "recompute selective (moe_act)" in capsys.readouterr().out
+
+
+# Llama-3.1-70B on 64 H100, TP 4 x PP 4 with sequence parallelism: 20 layers a stage
+LLAMA3_70B = preset("llama-3.1-70b").shape
+H100 = CATALOG.product("h100")
+BLOCK_RUN = TrainingConfig(gpus=64, seq_len=8192, global_batch=128, tp=4, pp=4,
+                           sequence_parallel=True, recompute=Recompute.FULL)
+
+
+def _block(n: int):  # type: ignore[no-untyped-def]
+    return estimate_training(CATALOG, LLAMA3_70B, H100,
+                             dataclasses.replace(BLOCK_RUN, recompute_layers=n),
+                             system=CATALOG.system_for(H100))
+
+
+def test_block_recompute_of_half_a_stage() -> None:
+    """10 of a stage's 20 layers recomputed: half the layers keep only their input, half
+    keep everything, so the activations are the mean of full and no recomputation, and the
+    hardware FLOPs are 3.5 forward passes instead of 4."""
+    none = estimate_training(CATALOG, LLAMA3_70B, H100,
+                             dataclasses.replace(BLOCK_RUN, recompute=Recompute.NONE),
+                             system=CATALOG.system_for(H100))
+    full, half = _block(0), _block(10)
+    assert half.memory.activations == pytest.approx(
+        (full.memory.activations + none.memory.activations) / 2)
+    assert half.hfu / half.mfu == pytest.approx(3.5 / 3, rel=1e-3)
+    assert full.hfu / full.mfu == pytest.approx(4 / 3, rel=1e-3)
+    assert none.step_time_s < half.step_time_s < full.step_time_s
+    assert _block(20).step_time_s == full.step_time_s  # all 20: the same as every layer
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.integers(1, 20), st.integers(0, 20))
+def test_more_recomputed_layers_never_raise_memory_nor_shorten_the_step(a: int, b: int
+                                                                        ) -> None:
+    fewer, more = _block(a), _block(min(20, a + b))
+    assert more.memory.activations <= fewer.memory.activations
+    assert more.step_time_s >= fewer.step_time_s
+
+
+def test_recompute_layers_needs_full(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["estimate", "train", "--model", "llama-3.1-70b", "--gpu", "h100", "--gpus", "64",
+            "--tp", "4", "--pp", "4", "--seq-len", "8192", "--global-batch", "128",
+            "--recompute-layers", "5"]
+    assert main([*args, "--recompute", "selective"]) == 2
+    assert "--recompute-layers: needs --recompute full" in capsys.readouterr().err
+    assert main([*args, "--recompute", "full"]) == 0
+    assert "recompute full (5 layers a chunk)" in capsys.readouterr().out

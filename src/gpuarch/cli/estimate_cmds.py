@@ -118,6 +118,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         expert_launches=args.expert_launches,
         attention_kernel=args.attention_kernel,
         recompute=args.recompute or Recompute.NONE,
+        recompute_layers=args.recompute_layers,
         recompute_modules=tuple(m.strip() for m in (args.recompute_modules or "").split(",")
                                 if m.strip()),
         precision=args.precision or Precision.BF16, gpus_per_node=gpus_per_node,
@@ -560,6 +561,11 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p.add_argument("--recompute", type=lazy_enum_value("gpuarch.estimate.memory:Recompute",
                                                        "--recompute"),
                    help="none (default), selective or full")
+    p.add_argument("--recompute-layers", type=int, default=0, metavar="N",
+                   help="with --recompute full: recompute only the first N layers of each "
+                        "pipeline stage's model chunk, the others keep their activations "
+                        "(Megatron's --recompute-method block --recompute-num-layers N); "
+                        "default every layer")
     p.add_argument("--recompute-modules", metavar="M,M",
                    help="with --recompute selective: the modules recomputed, comma-separated "
                         "(Megatron-Core's recompute_modules): core_attn (the default), "

@@ -26,7 +26,7 @@ import numpy as np
 
 from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import Product, System, parse_compute_capability, spec
-from gpuarch.errors import GpuarchError, check_choice
+from gpuarch.errors import GpuarchError, check_choice, check_count
 from gpuarch.estimate.energy import NODE_OVERHEAD, PUE, energy_kwh
 from gpuarch.estimate.memory import (
     BytesPerParam,
@@ -205,6 +205,10 @@ class TrainingConfig:
     # with selective recomputation, the modules recomputed (Megatron-Core's
     # recompute_modules; estimate/recompute.py); () = the attention core
     recompute_modules: tuple[str, ...] = ()
+    # with full recomputation, only the first this many layers of each pipeline stage's
+    # model chunk are recomputed, the others keep their activations (Megatron's
+    # --recompute-method block --recompute-num-layers N); 0 = every layer
+    recompute_layers: int = 0
     precision: Precision = Precision.BF16
     gpus_per_node: int = 8
     # what the framework keeps per parameter (``bytes_per_param``): FP8 weights (Megatron
@@ -255,6 +259,18 @@ class TrainingConfig:
             return ()
         return self.recompute_modules or DEFAULT_MODULES
 
+    def full_recompute_share(self, shape: TransformerShape) -> Any:
+        """The share of each stage's layers that full recomputation recomputes: all of them,
+        or ``recompute_layers`` of each model chunk's (layers + edge slots) / (PP x VPP),
+        rounded up as the even split rounds (with an explicit layout, the same mean chunk);
+        0 without full recomputation."""
+        if self.recompute is not Recompute.FULL:
+            return 0.0
+        if not self.recompute_layers:
+            return 1.0
+        chunk = np.ceil((shape.layers + self.edge_layers) / (self.pp * self.vpp))
+        return np.minimum(1.0, self.recompute_layers / chunk)
+
     @property
     def micro_batches(self) -> int:
         """Micro-batches per pipeline per step (gradient accumulation steps)."""
@@ -273,6 +289,10 @@ class TrainingConfig:
                 raise GpuarchError("--recompute-modules: needs --recompute selective, got "
                                    f"--recompute {self.recompute.value}")
             check_recompute_modules(self.recompute_modules, shape)
+        check_count("--recompute-layers", self.recompute_layers)
+        if self.recompute_layers and self.recompute is not Recompute.FULL:
+            raise GpuarchError("--recompute-layers: needs --recompute full, got --recompute "
+                               f"{self.recompute.value}")
         if self.zero not in (0, 1, 2, 3):
             raise GpuarchError(f"--zero: expected 0, 1, 2 or 3, got {self.zero!r}")
         check_choice("--ep-dispatcher", self.ep_dispatcher, EP_DISPATCHERS)
@@ -713,14 +733,14 @@ def _one_layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device,
     forward = _Pass(fwd, exposed_fwd, eff.layer_overhead_s + wait + host_fwd)
     backward = _Pass(bwd, exposed_bwd, eff.layer_overhead_s + host_bwd)
     if cfg.recompute is Recompute.FULL:
-        recompute = forward
+        recompute = forward.scale(cfg.full_recompute_share(s))
     else:
         recompute = _recomputed(s, cfg.recomputed, moe, by_name, attn_fwd,
                                 _Pass(0.0, a2a, wait + host_fwd))
     if parts is not None:
         # the forward's communication runs again when the whole layer is recomputed
-        passes = 3 if cfg.recompute is Recompute.FULL else 2
-        moe_passes = 3 if cfg.recompute is Recompute.FULL or "moe" in cfg.recomputed else 2
+        passes = 2 + cfg.full_recompute_share(s)
+        moe_passes = 3 if "moe" in cfg.recomputed else passes
         parts["recompute"] = recompute.compute
         parts["tensor_parallel"] = passes * tp_share * tp_ar
         parts["context_parallel"] = passes * cp_ag
@@ -925,10 +945,17 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     stage = stage + _Pass(0.0, p2p)
 
     # memory on the most loaded stage
-    per_layer_act = activation_bytes_per_layer(
-        shape, cfg.micro_batch, cfg.seq_len // cfg.cp, cfg.tp, cfg.sequence_parallel,
-        cfg.recompute, cfg.precision.activation_bytes, fused_attention=cfg.fused_attention,
-        quantized_inputs=cfg.precision.low_precision, modules=cfg.recomputed)
+    def layer_act(recompute: Recompute) -> Num:
+        return activation_bytes_per_layer(
+            shape, cfg.micro_batch, cfg.seq_len // cfg.cp, cfg.tp, cfg.sequence_parallel,
+            recompute, cfg.precision.activation_bytes, fused_attention=cfg.fused_attention,
+            quantized_inputs=cfg.precision.low_precision, modules=cfg.recomputed)
+
+    per_layer_act = layer_act(cfg.recompute)
+    if cfg.recompute is Recompute.FULL and cfg.recompute_layers:
+        # the layers not recomputed keep everything
+        share = cfg.full_recompute_share(shape)
+        per_layer_act = share * per_layer_act + (1 - share) * layer_act(Recompute.NONE)
     # offloaded layers (PP = 1) leave one layer's activations in flight on the GPU; each
     # goes out during its forward pass and comes back during its backward, behind the
     # layers computed meanwhile: only a transfer longer than a layer's pass is exposed
@@ -1015,8 +1042,8 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     if cfg.mtp_layers:  # Megatron counts the MTP blocks' work as model FLOPs too
         forward_total += cfg.mtp_layers * mtp_forward_flops_per_token(shape, cfg.seq_len)
     model_flops = 3.0 * forward_total
-    hw_factor = {Recompute.NONE: 3.0, Recompute.SELECTIVE: 3.0, Recompute.FULL: 4.0}
-    hw_flops = hw_factor[cfg.recompute] * forward_total
+    # hardware FLOPs: the model's, plus the forward pass of every layer fully recomputed
+    hw_flops = (3.0 + cfg.full_recompute_share(shape)) * forward_total
     if cfg.recompute is Recompute.SELECTIVE:
         hw_flops += recompute_flops_per_token(shape, cfg.seq_len, cfg.recomputed)
     peak = device.matmul.flops
@@ -1225,6 +1252,7 @@ def estimate_training(
             "global_batch": cfg.global_batch, "micro_batches": m,
             "recompute": cfg.recompute.value,
             "recompute_modules": list(cfg.recomputed) or None,
+            "recompute_layers": cfg.recompute_layers or None,
             "precision": cfg.precision.value,
             "offload_layers": cfg.offload_layers, "fp8_params": cfg.fp8_params,
             "bf16_grads": cfg.bf16_grads, "bf16_optimizer": cfg.bf16_optimizer,

@@ -49,6 +49,8 @@ def render_training(e: TrainingEstimate, band: Band | None = None) -> str:
               + (" +SP" if p["sequence_parallel"] else "")
               + f", ZeRO-{p['zero']}, recompute {p['recompute']}"
               + (f" ({', '.join(p['recompute_modules'])})" if p.get("recompute_modules") else "")
+              + (f" ({p['recompute_layers']} layers a chunk)" if p.get("recompute_layers")
+                 else "")
               + (f", {p['offload_layers']} layers' activations offloaded"
                  if p.get("offload_layers") else "")
               + f", {p['precision']}"
