@@ -45,6 +45,9 @@ def client() -> Any:
     ("/api/estimate/infer?model=llama-3.1-8b&gpu=h100&input_len=512&output_len=64&batch=max"
      "&batching=continuous&weight_precision=fp8&engine_limits=trtllm-bench-pytorch",
      "ttft_s"),
+    ("/api/estimate/train?model=qwen3-30b-a3b&gpu=h100&gpus=8&ep=8&seq_len=4096"
+     "&global_batch=64&recompute=selective&recompute_modules=moe_act,layernorm",
+     "step_time_s"),
     ("/api/advise/train?gpu=h100&max_gpus=16&tokens=1e10", "top"),
     ("/api/advise/infer?gpu=h100,l40s&rate=2&tpot_ms=60", "pareto"),
     ("/api/advise/infer?gpu=h100&rate=2&max_gpus=8&disaggregated=true", "pareto"),
@@ -80,6 +83,8 @@ def test_api_matches_the_command_line(client: Any, capsys: pytest.CaptureFixture
     ("/api/gpus?BAD=1", 400, "not a parameter name"),
     ("/api/gpus?sort=speed", 400, "--sort"),
     ("/api/nope", 404, "no endpoint"),
+    ("/api/estimate/train?model=llama-3.1-8b&gpu=h100&gpus=8&seq_len=4096&global_batch=64"
+     "&recompute=full&recompute_modules=mlp", 400, "needs --recompute selective"),
     ("/api/validate/bands?fresh=1", 400, "fresh: not available over the web"),
     ("/api/estimate/infer?model=llama-3.1-8b&gpu=h100&input_len=512&output_len=64&batch=8"
      "&engine_limits=vllm", 400, "--engine-limits: unknown 'vllm'"),
