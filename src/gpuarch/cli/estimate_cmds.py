@@ -97,6 +97,7 @@ def _gpus_per_node(args: argparse.Namespace, catalog: Any, product: Any, system:
 
 def cmd_train(args: argparse.Namespace) -> int:
     from gpuarch.estimate.memory import Recompute
+    from gpuarch.estimate.remedies import memory_remedies
     from gpuarch.estimate.training import TrainingConfig, estimate_training
     from gpuarch.perf.precision import Precision
     from gpuarch.report.estimate_text import render_training
@@ -130,21 +131,29 @@ def cmd_train(args: argparse.Namespace) -> int:
     est = estimate_training(catalog, shape, product, cfg, system=system,
                             tokens=args.tokens, price_per_gpu_hour=args.price_per_gpu_hour,
                             efficiency=eff, measured=measured)
+    remedies = () if est.fits_in_memory else memory_remedies(
+        catalog, shape, product, cfg, system=system, efficiency=eff)
     return _print_estimate(args, est, "training", shape, product, measured,
-                           "tokens_per_s_per_gpu", render_training)
+                           "tokens_per_s_per_gpu",
+                           lambda e, band: render_training(e, band, remedies),
+                           {"memory_remedies": [r.as_json() for r in remedies]}
+                           if not est.fits_in_memory else None)
 
 
 def _print_estimate(args: argparse.Namespace, est: Any, task: str, shape: TransformerShape,
                     product: Any, measured: Any, metric: str,
-                    render: Callable[[Any, Any], str]) -> int:
+                    render: Callable[[Any, Any], str],
+                    extra: dict[str, Any] | None = None) -> int:
     """Print an estimate (text or --json) with its error band under 'validation': none when
-    --calibration replaced the fitted efficiencies the bands were measured with."""
+    --calibration replaced the fitted efficiencies the bands were measured with; ``extra``
+    keys join the JSON document."""
     from gpuarch.validation.bands import band_for
 
     band = None if measured else band_for(task, shape, product)
     if args.json:
         doc = est.as_json()
         doc["validation"] = band.as_json(getattr(est, metric), metric) if band else None
+        doc.update(extra or {})
         print(to_json(doc))
     else:
         print(render(est, band))

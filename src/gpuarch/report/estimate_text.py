@@ -13,6 +13,9 @@ from gpuarch.validation.inference import InferenceSummary
 from gpuarch.validation.training import ValidationSummary
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from gpuarch.estimate.remedies import Remedy
     from gpuarch.validation.bands import Band
 
 __all__ = [
@@ -32,8 +35,30 @@ def _band_line(band: Band | None, predicted: float, unit: str) -> list[str]:
     return [f"  error band    {band.describe(predicted, unit)}"] if band else []
 
 
-def render_training(e: TrainingEstimate, band: Band | None = None) -> str:
-    """The estimate in text; with ``band``, the range its error band gives."""
+def _remedy_lines(remedies: Sequence[Remedy], e: TrainingEstimate) -> list[str]:
+    """One line per single change that makes a run that does not fit fit; when none does,
+    the closest and what the model's states alone take."""
+    if not remedies:
+        return []
+    head = "  to fit        "
+    fitting = [r for r in remedies if r.fits]
+    lines = [(head if i == 0 else " " * len(head)) + f"{r.change}: "
+             f"{fmt(r.memory_per_gpu_gib)} GiB, step {fmt(r.step_time_s)} s "
+             f"({r.step_time_s / e.step_time_s - 1:+.0%})" for i, r in enumerate(fitting)]
+    if not fitting:
+        closest = remedies[0]
+        states = e.memory.weights + e.memory.gradients + e.memory.optimizer
+        lines = [f"{head}no single change fits (closest: {closest.change}, "
+                 f"{fmt(closest.memory_per_gpu_gib)} GiB); weights, gradients and optimizer "
+                 f"states alone take {_gib(states)} GiB: more pipeline stages, data "
+                 "parallelism with ZeRO, or more GPUs ('gpuarch advise train' searches them)"]
+    return lines
+
+
+def render_training(e: TrainingEstimate, band: Band | None = None,
+                    remedies: Sequence[Remedy] = ()) -> str:
+    """The estimate in text; with ``band``, the range its error band gives; with
+    ``remedies`` (a run that does not fit), what single changes would make it fit."""
     p = e.parallelism
     layout = (f"TP{p['tp']} PP{p['pp']} CP{p['cp']} DP{p['dp']}"
               + (f" EP{p['ep']}" if p["ep"] > 1 else "")
@@ -84,6 +109,7 @@ def render_training(e: TrainingEstimate, band: Band | None = None) -> str:
         f"    weights {_gib(e.memory.weights)}, gradients {_gib(e.memory.gradients)}, "
         f"optimizer {_gib(e.memory.optimizer)}, activations {_gib(e.memory.activations)}, "
         f"other {_gib(e.memory.other)} GiB",
+        *_remedy_lines(remedies, e),
         "",
         f"  bottleneck    {e.bottleneck}: {e.bottleneck_reason}",
     ]

@@ -1,0 +1,148 @@
+"""What to change when a training run does not fit: the usual memory levers, each estimated.
+
+When an estimate finds more memory per GPU than the GPU has, a user's next question is what
+to change. This module tries the levers Megatron-style frameworks offer, one at a time, on
+the same layout: recomputing the modules that keep the most for little work (the norms, and
+the experts' activation, the dense MLPs or latent attention's up-projections where the
+model has them), full recomputation of the fewest layers per stage that fits (Megatron's
+block method) or of every layer, sequence parallelism where TP > 1 (alone and with those
+modules), a higher ZeRO stage, half the micro-batch, and activation offloading where the run
+allows it. Each is estimated
+with the same model (no rule of thumb), and the ones that fit come first, fastest first.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from gpuarch.catalog.loader import Catalog
+from gpuarch.catalog.model import Product, System
+from gpuarch.errors import GpuarchError
+from gpuarch.estimate.memory import Recompute
+from gpuarch.estimate.training import TrainingConfig, TrainingEstimate, estimate_training
+from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
+from gpuarch.units import Unit, from_si
+from gpuarch.workloads.shape import TransformerShape
+
+__all__ = ["Remedy", "memory_remedies"]
+
+
+@dataclass(frozen=True)
+class Remedy:
+    """One change to the run (as the command-line flags that make it) and its estimate."""
+
+    change: str
+    memory_per_gpu_gib: float
+    step_time_s: float
+    fits: bool
+
+    def as_json(self) -> dict[str, object]:
+        return {"change": self.change, "memory_per_gpu_gib": self.memory_per_gpu_gib,
+                "step_time_s": self.step_time_s, "fits": self.fits}
+
+
+def _cheap_modules(shape: TransformerShape) -> tuple[str, ...]:
+    """The recompute modules that free the most for the least work on this model."""
+    modules = ["layernorm"]
+    if shape.is_moe:
+        modules.append("moe_act")
+    if shape.layers > shape.moe_layers:
+        modules.append("mlp")
+    if shape.mla is not None:
+        modules.append("mla_up_proj")
+    return tuple(modules)
+
+
+def _candidates(shape: TransformerShape, cfg: TrainingConfig
+                ) -> list[tuple[str, TrainingConfig]]:
+    """(flags, configuration) for each lever that changes this run."""
+    out: list[tuple[str, TrainingConfig]] = []
+    replace = dataclasses.replace
+    if cfg.recompute is not Recompute.FULL:
+        modules = tuple(dict.fromkeys((*cfg.recomputed, *_cheap_modules(shape))))
+        if modules != cfg.recomputed:
+            out.append((f"--recompute selective --recompute-modules {','.join(modules)}",
+                        replace(cfg, recompute=Recompute.SELECTIVE,
+                                recompute_modules=modules)))
+    if cfg.recompute is not Recompute.FULL or cfg.recompute_layers:
+        out.append(("--recompute full", replace(cfg, recompute=Recompute.FULL,
+                                                recompute_modules=(), recompute_layers=0,
+                                                offload_layers=0)))
+    if cfg.tp > 1 and not cfg.sequence_parallel:
+        out.append(("--sequence-parallel", replace(cfg, sequence_parallel=True)))
+        if out[0][0].startswith("--recompute selective"):
+            # the two cheap levers together
+            out.append((f"--sequence-parallel {out[0][0]}",
+                        replace(out[0][1], sequence_parallel=True)))
+    if cfg.zero < 3 and cfg.dp * cfg.cp > 1:
+        out.append((f"--zero {cfg.zero + 1}", replace(cfg, zero=cfg.zero + 1)))
+    if cfg.micro_batch > 1:
+        half = cfg.micro_batch // 2
+        out.append((f"--micro-batch {half}", replace(cfg, micro_batch=half)))
+    if cfg.pp == 1 and cfg.recompute is Recompute.NONE and not cfg.offload_layers:
+        out.append((f"--offload-layers {shape.layers - 1}",
+                    replace(cfg, offload_layers=shape.layers - 1)))
+    return out
+
+
+def memory_remedies(catalog: Catalog, shape: TransformerShape, product: Product,
+                    cfg: TrainingConfig, *, system: System | None = None,
+                    efficiency: Efficiency = DEFAULT_EFFICIENCY,
+                    most: int = 4) -> tuple[Remedy, ...]:
+    """Up to ``most`` single changes to ``cfg`` and their estimates: those that fit first
+    (fastest first), then those that come closest. Full recomputation is also tried on the
+    fewest layers per stage that fit (``--recompute-layers``). Empty when ``cfg`` fits."""
+
+    def estimate(c: TrainingConfig) -> TrainingEstimate | None:
+        try:
+            return estimate_training(catalog, shape, product, c, system=system,
+                                     efficiency=efficiency)
+        except GpuarchError:  # a lever this run does not allow (e.g. a batch that splits)
+            return None
+
+    base = estimate(cfg)
+    if base is None or base.fits_in_memory:
+        return ()
+    found: dict[str, TrainingEstimate] = {}
+    for flags, candidate in _candidates(shape, cfg):
+        est = estimate(candidate)
+        if est is not None and est.memory.total < base.memory.total:
+            found[flags] = est
+    full = found.get("--recompute full")
+    if full is not None and full.fits_in_memory:
+        layers = _fewest_layers(lambda n: estimate(dataclasses.replace(
+            cfg, recompute=Recompute.FULL, recompute_modules=(), recompute_layers=n,
+            offload_layers=0)), shape.layers)
+        if layers is not None:
+            n, est = layers
+            found[f"--recompute full --recompute-layers {n}"] = est
+    ranked = sorted(found.items(), key=lambda kv: (not kv[1].fits_in_memory,
+                                                   kv[1].step_time_s if kv[1].fits_in_memory
+                                                   else kv[1].memory.total))
+    return tuple(Remedy(flags, from_si(est.memory.total, Unit.GIB), est.step_time_s,
+                        est.fits_in_memory) for flags, est in ranked[:most])
+
+
+def _fewest_layers(estimate: Callable[[int], TrainingEstimate | None], layers: int
+                   ) -> tuple[int, TrainingEstimate] | None:
+    """The fewest layers per model chunk whose block recomputation fits (memory falls as
+    the count grows, so a bisection finds it), with its estimate; None if only every
+    layer's fits."""
+    low, high = 1, layers
+    best: tuple[int, TrainingEstimate] | None = None
+    while low <= high:
+        mid = (low + high) // 2
+        est = estimate(mid)
+        if est is not None and est.fits_in_memory:
+            best, high = (mid, est), mid - 1
+        else:
+            low = mid + 1
+    if best is None:
+        return None
+    n, est = best
+    every = estimate(layers)
+    if every is not None and est.step_time_s >= every.step_time_s:
+        return None  # as slow as recomputing every layer: nothing gained
+    return n, est

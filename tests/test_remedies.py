@@ -1,0 +1,102 @@
+"""What to change when a training run does not fit: each lever estimated with the model, and
+each suggestion reproducible by running the estimate with the flags it names."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shlex
+
+import pytest
+
+from gpuarch.catalog import load_catalog
+from gpuarch.cli.main import main
+from gpuarch.estimate import Recompute, TrainingConfig, estimate_training
+from gpuarch.estimate.remedies import memory_remedies
+from gpuarch.perf import Precision
+from gpuarch.workloads import preset
+
+CATALOG = load_catalog()
+GB200 = CATALOG.product("gb200")
+QWEN3_235B = preset("qwen3-235b-a22b").shape
+
+# NVIDIA's MoE report's Qwen3-235B-A22B MXFP8 layout on 256 GB200 without the recomputation
+# it ran with: 198 GiB of 186
+QWEN_ARGS = ["estimate", "train", "--model", "qwen3-235b-a22b", "--gpu", "gb200", "--gpus",
+             "256", "--pp", "4", "--vpp", "6", "--ep", "64", "--seq-len", "4096",
+             "--global-batch", "3072", "--micro-batch", "3", "--precision", "fp8",
+             "--ep-dispatcher", "deepep"]
+QWEN_RUN = TrainingConfig(gpus=256, seq_len=4096, global_batch=3072, micro_batch=3, pp=4,
+                          vpp=6, ep=64, ep_dispatcher="deepep", precision=Precision.FP8,
+                          gpus_per_node=72)
+
+
+def _json(args: list[str], capsys: pytest.CaptureFixture[str]) -> dict:  # type: ignore[type-arg]
+    assert main([*args, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)  # type: ignore[no-any-return]
+
+
+def test_each_suggestion_is_what_its_flags_estimate(capsys: pytest.CaptureFixture[str]
+                                                    ) -> None:
+    doc = _json(QWEN_ARGS, capsys)
+    assert not doc["fits_in_memory"]
+    remedies = doc["memory_remedies"]
+    assert remedies and remedies[0]["fits"]
+    # the recomputation the run really used comes first: it fits for the least time
+    assert remedies[0]["change"] == ("--recompute selective --recompute-modules "
+                                     "layernorm,moe_act")
+    for r in remedies:
+        again = _json(QWEN_ARGS + shlex.split(r["change"]), capsys)
+        assert again["memory_per_gpu_gib"]["total"] == pytest.approx(
+            r["memory_per_gpu_gib"], rel=1e-3)
+        assert again["step_time_s"] == pytest.approx(r["step_time_s"], rel=1e-3)
+        assert again["fits_in_memory"] == r["fits"]
+        assert again["memory_per_gpu_gib"]["total"] < doc["memory_per_gpu_gib"]["total"]
+    fitting = [r["step_time_s"] for r in remedies if r["fits"]]
+    assert fitting == sorted(fitting)
+
+
+H100 = CATALOG.product("h100")
+LLAMA3_70B = preset("llama-3.1-70b").shape
+# Llama-3.1-70B on 64 H100 at TP 8 x PP 4 without sequence parallelism: 141 GiB of 80
+LLAMA_RUN = TrainingConfig(gpus=64, seq_len=8192, global_batch=64, micro_batch=2, tp=8,
+                           pp=4)
+
+
+@pytest.mark.parametrize("shape, product, cfg", [
+    (QWEN3_235B, GB200, QWEN_RUN), (LLAMA3_70B, H100, LLAMA_RUN)])
+def test_block_recompute_is_the_fewest_layers_that_fit(shape, product, cfg  # type: ignore[no-untyped-def]
+                                                       ) -> None:
+    system = CATALOG.system_for(product)
+    remedies = memory_remedies(CATALOG, shape, product, cfg, system=system, most=10)
+    block = [r for r in remedies if "--recompute-layers" in r.change]
+    assert len(block) == 1 and block[0].fits
+    n = int(block[0].change.split()[-1])
+
+    def at(layers: int):  # type: ignore[no-untyped-def]
+        return estimate_training(CATALOG, shape, product, dataclasses.replace(
+            cfg, recompute=Recompute.FULL, recompute_layers=layers), system=system)
+
+    assert at(n).fits_in_memory and at(n).step_time_s == pytest.approx(block[0].step_time_s)
+    assert n == 1 or not at(n - 1).fits_in_memory
+
+
+def test_a_run_that_fits_gets_none(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["estimate", "train", "--model", "llama-3.1-8b", "--gpu", "h100", "--gpus", "8",
+            "--seq-len", "4096", "--global-batch", "64"]
+    assert "memory_remedies" not in _json(args, capsys)
+    assert main(args) == 0
+    assert "to fit" not in capsys.readouterr().out
+
+
+def test_no_single_change_says_what_the_states_take(capsys: pytest.CaptureFixture[str]
+                                                    ) -> None:
+    """Llama-3.1-70B on one node at TP 8: the weights, FP32 gradients and Adam states
+    alone (148 GiB a GPU) exceed an H100's 80 GiB whatever the activations do."""
+    args = ["estimate", "train", "--model", "llama-3.1-70b", "--gpu", "h100", "--gpus", "8",
+            "--tp", "8", "--seq-len", "8192", "--global-batch", "64", "--micro-batch", "2"]
+    doc = _json(args, capsys)
+    assert doc["memory_remedies"] and not any(r["fits"] for r in doc["memory_remedies"])
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "no single change fits" in out and "states alone take 148 GiB" in out
