@@ -100,3 +100,38 @@ def test_no_single_change_says_what_the_states_take(capsys: pytest.CaptureFixtur
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "no single change fits" in out and "states alone take 148 GiB" in out
+
+
+SERVE_70B = ["estimate", "infer", "--model", "llama-3.1-70b", "--gpu", "h100",
+             "--input-len", "2048", "--output-len", "256", "--batch", "8"]
+SERVE_8B_A100 = ["estimate", "infer", "--model", "llama-3.1-8b", "--gpu", "a100",
+                 "--input-len", "8192", "--output-len", "256", "--batch", "64"]
+
+
+@pytest.mark.parametrize("args", [SERVE_70B, SERVE_8B_A100])
+def test_each_serving_suggestion_is_what_its_flags_estimate(
+        args: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    doc = _json(args, capsys)
+    assert not doc["fits_in_memory"]
+    remedies = doc["memory_remedies"]
+    assert remedies and remedies[0]["fits"]
+    for r in remedies:
+        again = _json(args + shlex.split(r["change"]), capsys)
+        assert again["memory_per_gpu_gib"]["total"] == pytest.approx(
+            r["memory_per_gpu_gib"], rel=1e-3)
+        assert again["output_tokens_per_s"] == pytest.approx(r["output_tokens_per_s"],
+                                                             rel=1e-3)
+        assert again["fits_in_memory"] == r["fits"]
+    per_gpu = [r["output_tokens_per_s"] / r["gpus"] for r in remedies if r["fits"]]
+    assert per_gpu == sorted(per_gpu, reverse=True)
+
+
+def test_serving_levers_respect_the_gpu(capsys: pytest.CaptureFixture[str]) -> None:
+    """An A100 has no FP8 Tensor Cores: FP8 weights are not offered there (the KV cache may
+    still be stored in FP8); a static batch larger than fits is offered the largest that
+    does (54 sequences of 8,448 tokens for Llama-3.1-8B in 16 bits)."""
+    changes = [r["change"] for r in _json(SERVE_8B_A100, capsys)["memory_remedies"]]
+    assert not any("fp8 --activation-precision" in c for c in changes)
+    assert "--kv-precision fp8" in changes and "--batch 54" in changes
+    assert main(SERVE_70B) == 0
+    assert "to fit        --weight-precision int4" in capsys.readouterr().out

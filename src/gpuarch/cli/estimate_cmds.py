@@ -229,6 +229,7 @@ def cmd_infer(args: argparse.Namespace) -> int:
         InferenceConfig,
         estimate_inference,
     )
+    from gpuarch.estimate.remedies import serving_remedies
     from gpuarch.perf.quant import QuantFormat, QuantScheme
     from gpuarch.report.estimate_text import render_inference
 
@@ -287,8 +288,13 @@ def cmd_infer(args: argparse.Namespace) -> int:
                              formats_origin=checkpoint.origin if checkpoint else None)
     if load is not None:
         est.assumptions["load"] = load.as_json()
+    remedies = () if est.fits_in_memory else serving_remedies(
+        catalog, shape, product, cfg, system=system, efficiency=eff)
     return _print_estimate(args, est, "serving", shape, product, measured,
-                           "output_tokens_per_s", render_inference)
+                           "output_tokens_per_s",
+                           lambda e, band: render_inference(e, band, remedies),
+                           {"memory_remedies": [r.as_json() for r in remedies]}
+                           if not est.fits_in_memory else None)
 
 
 def _disaggregated(args: argparse.Namespace, catalog: Any, shape: TransformerShape,

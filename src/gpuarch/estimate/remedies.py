@@ -1,4 +1,4 @@
-"""What to change when a training run does not fit: the usual memory levers, each estimated.
+"""What to change when a run does not fit: the usual memory levers, each estimated.
 
 When an estimate finds more memory per GPU than the GPU has, a user's next question is what
 to change. This module tries the levers Megatron-style frameworks offer, one at a time, on
@@ -9,6 +9,12 @@ block method) or of every layer, sequence parallelism where TP > 1 (alone and wi
 modules), a higher ZeRO stage, half the micro-batch, and activation offloading where the run
 allows it. Each is estimated
 with the same model (no rule of thumb), and the ones that fit come first, fastest first.
+
+A serving estimate that does not fit gets the same treatment with a server's levers: an FP8
+KV cache, FP8 weights and activations where the Tensor Cores run FP8, 4-bit weights (INT4
+weight-only anywhere, FP4 where the Tensor Cores run it), twice the tensor parallelism
+inside a node, and the largest batch that fits; the ones that fit come first, the most output
+tokens per second and GPU first.
 """
 
 from __future__ import annotations
@@ -20,27 +26,39 @@ from dataclasses import dataclass
 from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import Product, System
 from gpuarch.errors import GpuarchError
+from gpuarch.estimate.inference import InferenceConfig, InferenceEstimate, estimate_inference
 from gpuarch.estimate.memory import Recompute
 from gpuarch.estimate.training import TrainingConfig, TrainingEstimate, estimate_training
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
+from gpuarch.perf.quant import QuantFormat, QuantScheme
 from gpuarch.units import Unit, from_si
 from gpuarch.workloads.shape import TransformerShape
 
-__all__ = ["Remedy", "memory_remedies"]
+__all__ = ["Remedy", "memory_remedies", "serving_remedies"]
 
 
 @dataclass(frozen=True)
 class Remedy:
-    """One change to the run (as the command-line flags that make it) and its estimate."""
+    """One change to the run (as the command-line flags that make it) and its estimate:
+    a training step's time, or a server's output tokens per second and GPUs."""
 
     change: str
     memory_per_gpu_gib: float
-    step_time_s: float
     fits: bool
+    step_time_s: float | None = None
+    output_tokens_per_s: float | None = None
+    gpus: int | None = None
 
     def as_json(self) -> dict[str, object]:
-        return {"change": self.change, "memory_per_gpu_gib": self.memory_per_gpu_gib,
-                "step_time_s": self.step_time_s, "fits": self.fits}
+        doc: dict[str, object] = {"change": self.change,
+                                  "memory_per_gpu_gib": self.memory_per_gpu_gib,
+                                  "fits": self.fits}
+        if self.step_time_s is not None:
+            doc["step_time_s"] = self.step_time_s
+        if self.output_tokens_per_s is not None:
+            doc["output_tokens_per_s"] = self.output_tokens_per_s
+            doc["gpus"] = self.gpus
+        return doc
 
 
 def _cheap_modules(shape: TransformerShape) -> tuple[str, ...]:
@@ -121,8 +139,8 @@ def memory_remedies(catalog: Catalog, shape: TransformerShape, product: Product,
     ranked = sorted(found.items(), key=lambda kv: (not kv[1].fits_in_memory,
                                                    kv[1].step_time_s if kv[1].fits_in_memory
                                                    else kv[1].memory.total))
-    return tuple(Remedy(flags, from_si(est.memory.total, Unit.GIB), est.step_time_s,
-                        est.fits_in_memory) for flags, est in ranked[:most])
+    return tuple(Remedy(flags, from_si(est.memory.total, Unit.GIB), est.fits_in_memory,
+                        step_time_s=est.step_time_s) for flags, est in ranked[:most])
 
 
 def _fewest_layers(estimate: Callable[[int], TrainingEstimate | None], layers: int
@@ -146,3 +164,71 @@ def _fewest_layers(estimate: Callable[[int], TrainingEstimate | None], layers: i
     if every is not None and est.step_time_s >= every.step_time_s:
         return None  # as slow as recomputing every layer: nothing gained
     return n, est
+
+
+def _serving_candidates(product: Product, cfg: InferenceConfig
+                        ) -> list[tuple[str, InferenceConfig]]:
+    """(flags, configuration) for each server lever that changes this run."""
+    replace = dataclasses.replace
+    q = cfg.quant
+    out: list[tuple[str, InferenceConfig]] = []
+    if q.kv_cache.is_16bit:
+        out.append(("--kv-precision fp8",
+                    replace(cfg, quant=QuantScheme(q.weights, q.activations, QuantFormat.FP8))))
+    if q.weights.is_16bit:
+        schemes = [("fp8", QuantScheme(QuantFormat.FP8, QuantFormat.FP8, q.kv_cache)),
+                   ("int4", QuantScheme(QuantFormat.INT4, q.activations, q.kv_cache)),
+                   ("fp4", QuantScheme(QuantFormat.FP4, QuantFormat.FP4, q.kv_cache))]
+        for name, scheme in schemes:
+            acts = "" if scheme.activations is q.activations else \
+                f" --activation-precision {scheme.activations.value}"
+            out.append((f"--weight-precision {name}{acts}", replace(cfg, quant=scheme)))
+    replicas = max(1, cfg.gpus // (cfg.tp * cfg.pp))
+    if cfg.tp * 2 <= cfg.gpus_per_node:
+        tp = cfg.tp * 2
+        out.append((f"--tp {tp}" + (f" --gpus {tp * cfg.pp * replicas}" if replicas > 1
+                                    else ""),
+                    replace(cfg, tp=tp, gpus=tp * cfg.pp * replicas)))
+    return out
+
+
+def serving_remedies(catalog: Catalog, shape: TransformerShape, product: Product,
+                     cfg: InferenceConfig, *, system: System | None = None,
+                     efficiency: Efficiency = DEFAULT_EFFICIENCY,
+                     most: int = 4) -> tuple[Remedy, ...]:
+    """Up to ``most`` single changes to a serving ``cfg`` that does not fit, with their
+    estimates: those that fit first (the most output tokens per second and GPU first), then
+    those that come closest. Formats the GPU's Tensor Cores do not run natively are not
+    offered (their estimate would fall back); a static batch larger than fits is offered
+    the largest that does. Empty when ``cfg`` fits."""
+
+    def estimate(c: InferenceConfig) -> InferenceEstimate | None:
+        try:
+            est = estimate_inference(catalog, shape, product, c, system=system,
+                                     efficiency=efficiency)
+        except GpuarchError:  # a lever this model or GPU does not allow
+            return None
+        if est.assumptions.get("precision_fallback"):
+            return None
+        return est
+
+    base = estimate(cfg)
+    if base is None or base.fits_in_memory:
+        return ()
+    total = sum(base.memory.values())
+    found: dict[str, InferenceEstimate] = {}
+    for flags, candidate in _serving_candidates(product, cfg):
+        est = estimate(candidate)
+        if est is not None and sum(est.memory.values()) < total:
+            found[flags] = est
+    if cfg.batch and base.max_batch and base.max_batch < cfg.batch:
+        est = estimate(dataclasses.replace(cfg, batch=base.max_batch))
+        if est is not None:
+            found[f"--batch {base.max_batch}"] = est
+    ranked = sorted(found.items(), key=lambda kv: (
+        not kv[1].fits_in_memory,
+        -kv[1].output_tokens_per_s / kv[1].gpus if kv[1].fits_in_memory
+        else sum(kv[1].memory.values())))
+    return tuple(Remedy(flags, from_si(sum(est.memory.values()), Unit.GIB),
+                        est.fits_in_memory, output_tokens_per_s=est.output_tokens_per_s,
+                        gpus=est.gpus) for flags, est in ranked[:most])

@@ -43,8 +43,9 @@ def _remedy_lines(remedies: Sequence[Remedy], e: TrainingEstimate) -> list[str]:
     head = "  to fit        "
     fitting = [r for r in remedies if r.fits]
     lines = [(head if i == 0 else " " * len(head)) + f"{r.change}: "
-             f"{fmt(r.memory_per_gpu_gib)} GiB, step {fmt(r.step_time_s)} s "
-             f"({r.step_time_s / e.step_time_s - 1:+.0%})" for i, r in enumerate(fitting)]
+             f"{fmt(r.memory_per_gpu_gib)} GiB, step {fmt(r.step_time_s or 0.0)} s "
+             f"({(r.step_time_s or 0.0) / e.step_time_s - 1:+.0%})"
+             for i, r in enumerate(fitting)]
     if not fitting:
         closest = remedies[0]
         states = e.memory.weights + e.memory.gradients + e.memory.optimizer
@@ -170,8 +171,29 @@ def render_disaggregated(e: DisaggEstimate) -> str:
     ])
 
 
-def render_inference(e: InferenceEstimate, band: Band | None = None) -> str:
-    """The estimate in text; with ``band``, the range its error band gives."""
+def _serving_remedy_lines(remedies: Sequence[Remedy]) -> list[str]:
+    """One line per single change that makes a server that does not fit fit; when none
+    does, the closest."""
+    if not remedies:
+        return []
+    head = "  to fit        "
+    fitting = [r for r in remedies if r.fits]
+    if not fitting:
+        r = remedies[0]
+        return [f"{head}no single change fits (closest: {r.change}, "
+                f"{fmt(r.memory_per_gpu_gib)} GiB); more GPUs or a smaller format of several "
+                "parts at once ('gpuarch advise infer' searches them)"]
+    return [(head if i == 0 else " " * len(head)) + f"{r.change}: "
+            f"{fmt(r.memory_per_gpu_gib)} GiB on {r.gpus} GPU{'' if r.gpus == 1 else 's'}, "
+            f"{fmt(r.output_tokens_per_s or 0.0)} output tokens/s "
+            f"({fmt((r.output_tokens_per_s or 0.0) / (r.gpus or 1))} per GPU)"
+            for i, r in enumerate(fitting)]
+
+
+def render_inference(e: InferenceEstimate, band: Band | None = None,
+                     remedies: Sequence[Remedy] = ()) -> str:
+    """The estimate in text; with ``band``, the range its error band gives; with
+    ``remedies`` (a server that does not fit), what single changes would make it fit."""
     a = e.assumptions
     f = a["formats"]
     mem = e.memory
@@ -240,6 +262,7 @@ def render_inference(e: InferenceEstimate, band: Band | None = None) -> str:
         f"    weights {_gib(mem['weights'])}, KV cache {_gib(mem['kv_cache'])} "
         f"({fmt(from_si(a['kv_bytes_per_token_per_gpu'], Unit.KIB))} KiB per token), "
         f"activations {_gib(mem['activations'])}, reserve {_gib(mem['other'])} GiB",
+        *_serving_remedy_lines(remedies),
         "",
         f"  prefill       {e.bottleneck_reason['prefill']}",
         "                one pass: "
