@@ -135,3 +135,17 @@ def test_serving_levers_respect_the_gpu(capsys: pytest.CaptureFixture[str]) -> N
     assert "--kv-precision fp8" in changes and "--batch 54" in changes
     assert main(SERVE_70B) == 0
     assert "to fit        --weight-precision int4" in capsys.readouterr().out
+
+
+def test_suggestions_replace_the_flags_they_change(capsys: pytest.CaptureFixture[str]
+                                                   ) -> None:
+    """From selective recomputation of the attention core alone, the suggestions that
+    leave selective recomputation also drop the modules, so appending a suggestion's flags
+    to the command runs what it says."""
+    args = [*QWEN_ARGS, "--recompute", "selective", "--recompute-modules", "core_attn"]
+    doc = _json(args, capsys)
+    full = [r for r in doc["memory_remedies"] if r["change"].startswith("--recompute full")]
+    assert full and all("--recompute-modules ''" in r["change"] for r in full)
+    for r in doc["memory_remedies"]:
+        again = _json(args + shlex.split(r["change"]), capsys)
+        assert again["step_time_s"] == pytest.approx(r["step_time_s"], rel=1e-3)

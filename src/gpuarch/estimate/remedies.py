@@ -73,6 +73,12 @@ def _cheap_modules(shape: TransformerShape) -> tuple[str, ...]:
     return tuple(modules)
 
 
+def _unset_modules(cfg: TrainingConfig) -> str:
+    """The flag that drops the run's recompute modules when a change leaves selective
+    recomputation (the command line refuses modules with any other mode)."""
+    return " --recompute-modules ''" if cfg.recompute_modules else ""
+
+
 def _candidates(shape: TransformerShape, cfg: TrainingConfig
                 ) -> list[tuple[str, TrainingConfig]]:
     """(flags, configuration) for each lever that changes this run."""
@@ -85,9 +91,10 @@ def _candidates(shape: TransformerShape, cfg: TrainingConfig
                         replace(cfg, recompute=Recompute.SELECTIVE,
                                 recompute_modules=modules)))
     if cfg.recompute is not Recompute.FULL or cfg.recompute_layers:
-        out.append(("--recompute full", replace(cfg, recompute=Recompute.FULL,
-                                                recompute_modules=(), recompute_layers=0,
-                                                offload_layers=0)))
+        out.append(("--recompute full" + _unset_modules(cfg)
+                    + (" --recompute-layers 0" if cfg.recompute_layers else ""),
+                    replace(cfg, recompute=Recompute.FULL, recompute_modules=(),
+                            recompute_layers=0, offload_layers=0)))
     if cfg.tp > 1 and not cfg.sequence_parallel:
         out.append(("--sequence-parallel", replace(cfg, sequence_parallel=True)))
         if out[0][0].startswith("--recompute selective"):
@@ -128,14 +135,15 @@ def memory_remedies(catalog: Catalog, shape: TransformerShape, product: Product,
         est = estimate(candidate)
         if est is not None and est.memory.total < base.memory.total:
             found[flags] = est
-    full = found.get("--recompute full")
+    full = next((est for flags, est in found.items()
+                 if flags.startswith("--recompute full")), None)
     if full is not None and full.fits_in_memory:
         layers = _fewest_layers(lambda n: estimate(dataclasses.replace(
             cfg, recompute=Recompute.FULL, recompute_modules=(), recompute_layers=n,
             offload_layers=0)), shape.layers)
         if layers is not None:
             n, est = layers
-            found[f"--recompute full --recompute-layers {n}"] = est
+            found[f"--recompute full --recompute-layers {n}{_unset_modules(cfg)}"] = est
     ranked = sorted(found.items(), key=lambda kv: (not kv[1].fits_in_memory,
                                                    kv[1].step_time_s if kv[1].fits_in_memory
                                                    else kv[1].memory.total))
