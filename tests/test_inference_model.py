@@ -246,32 +246,34 @@ def test_inference_validation_does_not_regress() -> None:
     from 16.9% to 15.7%, the fitted figures from 10.2% to 10.0% and the v0.17 table from
     7.2% to 7.4%; the attention-DP prefill wait then took it to 14.8%; activations held for
     the engine's token budget, gathered under attention data-parallel, with trtllm-bench's
-    own limits for the runs it chose them for, to 14.7%, Maverick from 19.3% to 17.3%.)"""
+    own limits for the runs it chose them for, to 14.7%, Maverick from 19.3% to 17.3%; the
+    fused MoE block's measured floor per expert layer, nothing refitted, to 14.0%, beyond
+    35% 41 -> 35, Maverick 16.8%.)"""
     from gpuarch.validation.inference import validate_inference
 
     s = validate_inference(CATALOG)
     assert len(s.rows) >= 425
-    assert s.mean_abs_error <= 0.148  # 14.7% over 425 figures
-    assert s.median_abs_error <= 0.098  # 9.8%
+    assert s.mean_abs_error <= 0.141  # 14.0% over 425 figures
+    assert s.median_abs_error <= 0.088  # 8.7%
     assert s.by("metric")["tpot_s"] <= 0.07
-    assert s.share_within >= 0.903  # 90.4%
+    assert s.share_within >= 0.917  # 91.8%
     in_sample = [abs(r.error) for r in s.rows if not r.out_of_sample]
-    assert len(in_sample) == 171 and sum(in_sample) / len(in_sample) <= 0.101  # 10.0%
+    assert len(in_sample) == 171 and sum(in_sample) / len(in_sample) <= 0.100  # 9.9%
     v017 = [abs(r.error) for r in s.rows if r.source == "trtllm-perf-overview-v0.17"]
-    assert len(v017) == 76 and sum(v017) / len(v017) <= 0.076  # 7.5%
+    assert len(v017) == 76 and sum(v017) / len(v017) <= 0.075  # 7.4%
     v10 = [abs(r.error) for r in s.rows if r.source == "trtllm-perf-overview-v1.0"]
     # every cell of v1.0's table with a preset: 30 entered first, 134 with the rest of the
     # table after every parameter was fitted (22.4% on those alone)
-    assert len(v10) == 164 and sum(v10) / len(v10) <= 0.166  # 16.5%
+    assert len(v10) == 164 and sum(v10) / len(v10) <= 0.156  # 15.5%
     # the later perf overview, all out of sample: DeepSeek-R1, GPT-OSS, Llama 3.3, Qwen3
     # and (with its preset, added later) Llama 4 Maverick
     later = [abs(r.error) for r in s.rows if r.source == "trtllm-perf-overview-03e27c7"
              and "maverick" not in r.id]
     assert len(later) == 86 and all(r.out_of_sample for r in s.rows
                                      if r.source == "trtllm-perf-overview-03e27c7")
-    assert sum(later) / len(later) <= 0.177  # 17.6%
+    assert sum(later) / len(later) <= 0.163  # 16.3%
     maverick = [abs(r.error) for r in s.rows if "maverick" in r.id]
-    assert len(maverick) == 31 and sum(maverick) / len(maverick) <= 0.174  # 17.3%
+    assert len(maverick) == 31 and sum(maverick) / len(maverick) <= 0.169  # 16.8%
 
 
 def test_every_published_serving_run_fits_or_says_why() -> None:

@@ -655,9 +655,11 @@ class _Runner:
                                           self.eff)
         self._add("tensor_parallel", tp_comm)
         self._add("expert_parallel", ep_comm)
-        self._add("overhead", self.eff.layer_overhead_s)
-        return phase + _Phase(communication=tp_comm + ep_comm) \
-            + _Phase(overhead=self.eff.layer_overhead_s)
+        # the fused MoE block's fixed chain of kernels (routing, sorting, grouped GEMMs'
+        # fill and drain, activation, weighted sum) beyond its bytes and FLOPs
+        fixed = self.eff.layer_overhead_s + (self.eff.moe_block_floor_s if moe else 0.0)
+        self._add("overhead", fixed)
+        return phase + _Phase(communication=tp_comm + ep_comm) + _Phase(overhead=fixed)
 
     @property
     def prefill_skew(self) -> float:

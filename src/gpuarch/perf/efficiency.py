@@ -92,6 +92,21 @@ class Efficiency:
     measurements, whose MoE rows in the fit are Mixtral's (8 large experts, top-2);
     fine-grained MoE (128-256 experts, top-8) runs slower than this predicts."""
 
+    moe_block_floor_s: float = 26.6e-6
+    """Fixed time of a serving engine's fused MoE block per expert layer and forward pass,
+    beyond streaming its weights and doing its math: the routing (top-k), the sorting of
+    tokens by expert, the two grouped GEMMs' fill and drain, the activation and the weighted
+    sum run as a chain of dependent kernels. Measured: vLLM pull request #24700's
+    benchmark_moe.py on H100 (Qwen3-30B-A3B, FP8, 128 experts, top-8, fused_moe under a CUDA
+    graph) gives 40.4, 56.2, 78.1, 118.6, 164.6, 237.3 us at batch 1, 2, 4, 8, 16, 64, when
+    8, 15, 28, 50, 81, 126 experts are active: 26.6 us plus 1.7 us per active expert, the
+    slope being the expert's 4.7 MB at about 80% of the H100's bandwidth, as the model already
+    charges it; the same floor shows in vLLM pull request #44830 (H100, Qwen3-Next-80B FP8,
+    29.5 us at batch 1 for 7.9 MB of weights) and SGLang pull request #11730 (H200,
+    Qwen3-235B-A22B FP8 TP 8, 31.7 us at batch 1 for 18.9 MB). Taken for every engine and
+    GPU; serving only (training's MoE terms are fitted on its own measurements). Not
+    fitted."""
+
     moe_grouped_gemm: float = 0.40
     """The same for training's grouped expert GEMMs (Megatron-Core/Transformer Engine grouped
     GEMM over evenly balanced tokens, thousands per expert). Fitted on training
