@@ -9,6 +9,7 @@ from gpuarch.catalog import load_catalog
 from gpuarch.estimate.inference import InferenceConfig, estimate_inference
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY
 from gpuarch.perf.quant import QuantFormat, QuantScheme
+from gpuarch.units import Unit, from_si
 from gpuarch.workloads import preset
 
 CATALOG = load_catalog()
@@ -24,7 +25,7 @@ def _moe_block_us(batch: int) -> float:
                              InferenceConfig(input_len=128, output_len=2, batch=batch,
                                              quant=FP8))
     per_layer = est.decode_step_parts_s["expert_gemms"] / QWEN3_30B.moe_layers
-    return (per_layer + DEFAULT_EFFICIENCY.moe_block_floor_s) * 1e6
+    return from_si(per_layer + DEFAULT_EFFICIENCY.moe_block_floor_s, Unit.US)
 
 
 @pytest.mark.parametrize("batch, measured_us", [(1, 40.44), (8, 118.64), (64, 237.26)])
