@@ -178,14 +178,16 @@ def test_validation_error_does_not_regress() -> None:
     shared fits rerun after them, to 9.5% / 5.5% / 16.1% / 88.9%; the shared refit after the
     serving model's NVLink SHARP all-reduces, with the MoE grid rerun, to 8.8% / 5.2% /
     14.9% / 88.9%; the recomputed modules the published runs name (recompute_modules, a
-    little more work for 21 MoE rows), nothing refitted, to 8.9% / 5.2% / 15.0% / 88.9%.)"""
+    little more work for 21 MoE rows), nothing refitted, to 8.9% / 5.2% / 15.0% / 88.9%; NeMo
+    AutoModel's own measured dispatcher wait on its four rows to 8.6% / 5.2% / 14.4% /
+    88.9%.)"""
     summary = validate_training(CATALOG)
     assert len(summary.rows) >= 126
-    assert summary.mean_abs_error <= 0.089  # 8.9% (8.86) over 126 points
+    assert summary.mean_abs_error <= 0.087  # 8.6% over 126 points
     in_sample = [abs(r.error) for r in summary.rows if not r.out_of_sample]
     assert sum(in_sample) / len(in_sample) <= 0.053  # 5.2% over 79
     out = [abs(r.error) for r in summary.rows if r.out_of_sample]
-    assert sum(out) / len(out) <= 0.151  # 15.0% over 47
+    assert sum(out) / len(out) <= 0.145  # 14.4% over 47
     assert summary.by("gpu")["a100-sxm4-80gb"] <= 0.07
     within_20 = sum(abs(r.error) <= 0.20 for r in summary.rows) / len(summary.rows)
     assert within_20 >= 0.88  # 88.9%

@@ -101,6 +101,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     from gpuarch.estimate.training import TrainingConfig, estimate_training
     from gpuarch.perf.precision import Precision
     from gpuarch.report.estimate_text import render_training
+    from gpuarch.units import Unit, to_si
 
     catalog = load_catalog()
     shape = resolve_model(args)
@@ -113,6 +114,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         vpp=args.vpp, sequence_parallel=args.sequence_parallel, zero=args.zero,
         tp_comm_overlap=args.tp_comm_overlap, fsdp_prefetch=args.fsdp_prefetch,
         moe_token_drop=args.moe_token_drop, cuda_graphs=args.cuda_graphs,
+        dispatcher_wait_s=None if args.dispatcher_wait_us is None
+        else to_si(args.dispatcher_wait_us, Unit.US),
         pp_edge_layers=args.pp_edge_layers, pp_layout=args.pp_layout,
         mtp_layers=args.mtp_layers,
         ep_dispatcher=args.ep_dispatcher, ep_comm_overlap=args.ep_comm_overlap,
@@ -549,6 +552,10 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p.add_argument("--moe-token-drop", action="store_true",
                    help="MoE routing with a capacity bound (overflow tokens dropped): no "
                         "per-layer host wait of the dropless dispatcher")
+    p.add_argument("--dispatcher-wait-us", type=float, default=None, metavar="US",
+                   help="the dropless MoE dispatcher's host wait per expert layer and forward "
+                        "pass, when your framework's is measured (default: Megatron-Core's, "
+                        "fitted: 4 ms on a PCIe-attached host, 2 ms over NVLink-C2C)")
     p.add_argument("--cuda-graphs", action="store_true",
                    help="partial CUDA graphs over attention and the MoE router and "
                         "preprocessing (Megatron cuda_graph_impl transformer_engine): no "

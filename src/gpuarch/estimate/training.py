@@ -172,6 +172,10 @@ class TrainingConfig:
     # attn, moe_router and moe_preprocess): the host no longer launches the kernels before a
     # dropless dispatcher's sync one by one, so the forward does not wait on it
     cuda_graphs: bool = False
+    # the dropless dispatcher's host wait per expert layer and forward pass, when the
+    # framework's own is measured (seconds; None = Megatron-Core's, fitted:
+    # Efficiency.moe_layer_overhead_s or moe_layer_overhead_c2c_s by the host's link)
+    dispatcher_wait_s: float | None = None
     # MoE token dispatcher: "alltoall" sends every routed copy of a token on its own
     # (Megatron's alltoall dispatcher); "deepep" deduplicates, a token crossing the network
     # once per destination node and NVLink once per destination GPU (the flex dispatcher
@@ -290,6 +294,13 @@ class TrainingConfig:
                                    f"--recompute {self.recompute.value}")
             check_recompute_modules(self.recompute_modules, shape)
         check_count("--recompute-layers", self.recompute_layers)
+        if self.dispatcher_wait_s is not None and not (
+                isinstance(self.dispatcher_wait_s, int | float) and self.dispatcher_wait_s >= 0):
+            got = (f"{from_si(self.dispatcher_wait_s, Unit.US):g}"
+                   if isinstance(self.dispatcher_wait_s, int | float)
+                   else repr(self.dispatcher_wait_s))
+            raise GpuarchError("--dispatcher-wait-us: expected a number of microseconds >= 0, "
+                               f"got {got}")
         if self.recompute_layers and self.recompute is not Recompute.FULL:
             raise GpuarchError("--recompute-layers: needs --recompute full, got --recompute "
                                f"{self.recompute.value}")
@@ -636,9 +647,12 @@ def dispatcher_host_time(product: Product, cfg: TrainingConfig, eff: Efficiency)
     wait, and with partial CUDA graphs (``cuda_graphs``) the attention, router and
     preprocessing kernels before the sync replay from one graph launch instead of many
     (docs/performance-model.md: the 10% that NVIDIA measured them to gain on DeepSeek-V3
-    on GB200 is what this wait costs there)."""
+    on GB200 is what this wait costs there). Those fitted waits are Megatron-Core's; a
+    framework whose own wait is measured gives it as ``dispatcher_wait_s``."""
     if cfg.moe_token_drop or cfg.cuda_graphs:
         return 0.0
+    if cfg.dispatcher_wait_s is not None:
+        return cfg.dispatcher_wait_s
     if product.grace_host:
         return eff.moe_layer_overhead_c2c_s
     return eff.moe_layer_overhead_s
@@ -1241,6 +1255,7 @@ def estimate_training(
             "fsdp_prefetch": cfg.fsdp_prefetch,
             "moe_token_drop": cfg.moe_token_drop,
             "cuda_graphs": cfg.cuda_graphs,
+            "dispatcher_wait_s": cfg.dispatcher_wait_s,
             "ep_dispatcher": cfg.ep_dispatcher if shape.is_moe else None,
             "expert_launches": cfg.expert_launches if shape.is_moe else None,
             "ep_comm_overlap": cfg.ep_comm_overlap,

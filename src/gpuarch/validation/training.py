@@ -123,6 +123,8 @@ def point_config(point: TrainingPoint, system: System | None) -> TrainingConfig:
         fsdp_prefetch=bool(point.get("fsdp_prefetch", False)),
         moe_token_drop=bool(point.get("moe_token_drop", False)),
         cuda_graphs=bool(point.get("cuda_graphs", False)),
+        dispatcher_wait_s=None if point.get("dispatcher_wait_us") is None
+        else to_si(float(point.get("dispatcher_wait_us")), Unit.US),
         ep_dispatcher=str(point.get("ep_dispatcher", EP_DISPATCHERS[0])),
         expert_launches=str(point.get("expert_launches", EXPERT_LAUNCHES[0])),
         ep_comm_overlap=bool(point.get("ep_comm_overlap", False)),
