@@ -137,29 +137,26 @@ def cmd_train(args: argparse.Namespace) -> int:
     remedies = () if est.fits_in_memory else memory_remedies(
         catalog, shape, product, cfg, system=system, efficiency=eff)
     return _print_estimate(args, est, "training", shape, product, measured,
-                           "tokens_per_s_per_gpu",
-                           lambda e, band: render_training(e, band, remedies),
-                           {"memory_remedies": [r.as_json() for r in remedies]}
-                           if not est.fits_in_memory else None)
+                           "tokens_per_s_per_gpu", render_training, remedies)
 
 
 def _print_estimate(args: argparse.Namespace, est: Any, task: str, shape: TransformerShape,
                     product: Any, measured: Any, metric: str,
-                    render: Callable[[Any, Any], str],
-                    extra: dict[str, Any] | None = None) -> int:
+                    render: Callable[[Any, Any, Any], str], remedies: Any = ()) -> int:
     """Print an estimate (text or --json) with its error band under 'validation': none when
-    --calibration replaced the fitted efficiencies the bands were measured with; ``extra``
-    keys join the JSON document."""
+    --calibration replaced the fitted efficiencies the bands were measured with; a run that
+    does not fit also gets the changes that would make it fit (``memory_remedies``)."""
     from gpuarch.validation.bands import band_for
 
     band = None if measured else band_for(task, shape, product)
     if args.json:
         doc = est.as_json()
         doc["validation"] = band.as_json(getattr(est, metric), metric) if band else None
-        doc.update(extra or {})
+        if not est.fits_in_memory:
+            doc["memory_remedies"] = [r.as_json() for r in remedies]
         print(to_json(doc))
     else:
-        print(render(est, band))
+        print(render(est, band, remedies))
     return 0
 
 
@@ -294,10 +291,7 @@ def cmd_infer(args: argparse.Namespace) -> int:
     remedies = () if est.fits_in_memory else serving_remedies(
         catalog, shape, product, cfg, system=system, efficiency=eff)
     return _print_estimate(args, est, "serving", shape, product, measured,
-                           "output_tokens_per_s",
-                           lambda e, band: render_inference(e, band, remedies),
-                           {"memory_remedies": [r.as_json() for r in remedies]}
-                           if not est.fits_in_memory else None)
+                           "output_tokens_per_s", render_inference, remedies)
 
 
 def _disaggregated(args: argparse.Namespace, catalog: Any, shape: TransformerShape,

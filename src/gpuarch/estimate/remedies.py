@@ -20,8 +20,9 @@ tokens per second and GPU first.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import Product, System
@@ -35,6 +36,9 @@ from gpuarch.units import Unit, from_si
 from gpuarch.workloads.shape import TransformerShape
 
 __all__ = ["Remedy", "memory_remedies", "serving_remedies"]
+
+C = TypeVar("C")  # a run's configuration (training or serving)
+E = TypeVar("E")  # its estimate
 
 
 @dataclass(frozen=True)
@@ -130,32 +134,51 @@ def memory_remedies(catalog: Catalog, shape: TransformerShape, product: Product,
     base = estimate(cfg)
     if base is None or base.fits_in_memory:
         return ()
-    found: dict[str, TrainingEstimate] = {}
-    for flags, candidate in _candidates(shape, cfg):
-        est = estimate(candidate)
-        if est is not None and est.memory.total < base.memory.total:
-            found[flags] = est
+
+    def total(e: TrainingEstimate) -> float:
+        return e.memory.total
+
+    found = _shrinking(_candidates(shape, cfg), estimate, total, total(base))
     full = next((est for flags, est in found.items()
                  if flags.startswith("--recompute full")), None)
     if full is not None and full.fits_in_memory:
         layers = _fewest_layers(lambda n: estimate(dataclasses.replace(
             cfg, recompute=Recompute.FULL, recompute_modules=(), recompute_layers=n,
-            offload_layers=0)), shape.layers)
+            offload_layers=0)), shape.layers, full)
         if layers is not None:
             n, est = layers
             found[f"--recompute full --recompute-layers {n}{_unset_modules(cfg)}"] = est
-    ranked = sorted(found.items(), key=lambda kv: (not kv[1].fits_in_memory,
-                                                   kv[1].step_time_s if kv[1].fits_in_memory
-                                                   else kv[1].memory.total))
-    return tuple(Remedy(flags, from_si(est.memory.total, Unit.GIB), est.fits_in_memory,
-                        step_time_s=est.step_time_s) for flags, est in ranked[:most])
+    return tuple(Remedy(flags, from_si(total(est), Unit.GIB), est.fits_in_memory,
+                        step_time_s=est.step_time_s)
+                 for flags, est in _ranked(found, lambda e: e.fits_in_memory,
+                                           lambda e: e.step_time_s, total, most))
 
 
-def _fewest_layers(estimate: Callable[[int], TrainingEstimate | None], layers: int
-                   ) -> tuple[int, TrainingEstimate] | None:
+def _shrinking(candidates: Iterable[tuple[str, C]], estimate: Callable[[C], E | None],
+               total: Callable[[E], float], base_total: float) -> dict[str, E]:
+    """The estimate of each candidate (flags, configuration) that the model allows and that
+    needs less memory per GPU than the run itself."""
+    found: dict[str, E] = {}
+    for flags, candidate in candidates:
+        est = estimate(candidate)
+        if est is not None and total(est) < base_total:
+            found[flags] = est
+    return found
+
+
+def _ranked(found: dict[str, E], fits: Callable[[E], bool], cost: Callable[[E], float],
+            total: Callable[[E], float], most: int) -> list[tuple[str, E]]:
+    """The ``most`` best changes: those that fit first, by ``cost`` (lower is better), then
+    those that do not, by the memory they still need."""
+    return sorted(found.items(), key=lambda kv: (not fits(kv[1]), cost(kv[1]) if fits(kv[1])
+                                                 else total(kv[1])))[:most]
+
+
+def _fewest_layers(estimate: Callable[[int], TrainingEstimate | None], layers: int,
+                   every: TrainingEstimate) -> tuple[int, TrainingEstimate] | None:
     """The fewest layers per model chunk whose block recomputation fits (memory falls as
-    the count grows, so a bisection finds it), with its estimate; None if only every
-    layer's fits."""
+    the count grows, so a bisection finds it), with its estimate; None if it is no faster
+    than recomputing ``every`` layer."""
     low, high = 1, layers
     best: tuple[int, TrainingEstimate] | None = None
     while low <= high:
@@ -168,8 +191,7 @@ def _fewest_layers(estimate: Callable[[int], TrainingEstimate | None], layers: i
     if best is None:
         return None
     n, est = best
-    every = estimate(layers)
-    if every is not None and est.step_time_s >= every.step_time_s:
+    if est.step_time_s >= every.step_time_s:
         return None  # as slow as recomputing every layer: nothing gained
     return n, est
 
@@ -223,20 +245,17 @@ def serving_remedies(catalog: Catalog, shape: TransformerShape, product: Product
     base = estimate(cfg)
     if base is None or base.fits_in_memory:
         return ()
-    total = sum(base.memory.values())
-    found: dict[str, InferenceEstimate] = {}
-    for flags, candidate in _serving_candidates(product, cfg):
-        est = estimate(candidate)
-        if est is not None and sum(est.memory.values()) < total:
-            found[flags] = est
+
+    def total(e: InferenceEstimate) -> float:
+        return sum(e.memory.values())
+
+    candidates = _serving_candidates(product, cfg)
     if cfg.batch and base.max_batch and base.max_batch < cfg.batch:
-        est = estimate(dataclasses.replace(cfg, batch=base.max_batch))
-        if est is not None:
-            found[f"--batch {base.max_batch}"] = est
-    ranked = sorted(found.items(), key=lambda kv: (
-        not kv[1].fits_in_memory,
-        -kv[1].output_tokens_per_s / kv[1].gpus if kv[1].fits_in_memory
-        else sum(kv[1].memory.values())))
-    return tuple(Remedy(flags, from_si(sum(est.memory.values()), Unit.GIB),
-                        est.fits_in_memory, output_tokens_per_s=est.output_tokens_per_s,
-                        gpus=est.gpus) for flags, est in ranked[:most])
+        candidates.append((f"--batch {base.max_batch}",
+                           dataclasses.replace(cfg, batch=base.max_batch)))
+    found = _shrinking(candidates, estimate, total, total(base))
+    return tuple(Remedy(flags, from_si(total(est), Unit.GIB), est.fits_in_memory,
+                        output_tokens_per_s=est.output_tokens_per_s, gpus=est.gpus)
+                 for flags, est in _ranked(found, lambda e: e.fits_in_memory,
+                                           lambda e: -e.output_tokens_per_s / e.gpus,
+                                           total, most))
