@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -65,9 +66,25 @@ def test_time_fn_counts_calls_and_returns_positive_median() -> None:
         calls.append(1)
         sum(range(1000))
 
-    seconds = time_fn(fn, device="cpu", warmup=2, repeats=5)
+    seconds = time_fn(fn, device="cpu", warmup=2, repeats=5, min_run_s=0.0)
     assert seconds > 0
     assert len(calls) == 7
+
+
+def test_time_fn_calls_a_short_fn_back_to_back_and_divides() -> None:
+    """A call shorter than min_run_s is repeated within each timed run and the run's time is
+    divided by the count: per-call time, not the run's."""
+    pytest.importorskip("torch")
+    calls = []
+
+    def fn() -> None:
+        calls.append(1)
+        time.sleep(0.001)
+
+    seconds = time_fn(fn, device="cpu", warmup=2, repeats=3, min_run_s=0.008)
+    per_run = (len(calls) - 2) / 3
+    assert 2 <= per_run <= 8  # about 8 ms / (1 ms + sleep overshoot) calls per run
+    assert 0.001 <= seconds < 0.004
 
 
 def test_time_fn_rejects_zero_repeats() -> None:

@@ -12,6 +12,7 @@ where the byte count is the full (gathered / pre-scatter) buffer.
 
 from __future__ import annotations
 
+import math
 import os
 import statistics
 import sys
@@ -20,11 +21,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TextIO
 
+from gpuarch.units import Unit, to_si
+
 __all__ = [
     "BANDWIDTH_KINDS",
     "COLLECTIVE_OPS",
     "GEMM_BUDGET_S",
     "GEMM_PRECISIONS",
+    "K_SWEEP",
+    "MIN_RUN_S",
     "NOT_LAUNCHED_REASON",
     "BandwidthResult",
     "BenchResults",
@@ -33,6 +38,7 @@ __all__ = [
     "Progress",
     "bench_collectives",
     "bench_gemm",
+    "bench_gemm_k_sweep",
     "bench_memory",
     "bus_bandwidth",
     "run_benchmarks",
@@ -58,6 +64,10 @@ NOT_LAUNCHED_REASON = (
 # Longest one (precision, size) GEMM measurement may take in run_benchmarks; GPUs never come
 # near it, CPUs hit it at large sizes (and for fp16, which many CPUs run in plain C++).
 GEMM_BUDGET_S = 20.0
+
+K_SWEEP: tuple[int, tuple[int, ...]] = (8192, (256, 512, 1024, 2048))
+"""BF16 GEMMs of an 8,192 x 8,192 output at these reduction lengths (run_benchmarks on a
+GPU): with the square sizes they give the calibration's size curve several K values."""
 
 _GIB = 2**30
 _MIB = 2**20
@@ -153,44 +163,61 @@ def bus_bandwidth(op: str, algbw: float, ranks: int) -> float:
     raise ValueError(f"unknown collective {op!r}; expected one of {COLLECTIVE_OPS}")
 
 
-def time_fn(
-    fn: Callable[[], object], *, device: str, warmup: int = 3, repeats: int = 10
-) -> float:
-    """Median wall time of ``fn()`` in seconds, after ``warmup`` untimed calls.
+MIN_RUN_S = 1e-3
+"""Shortest timed run: a kernel shorter than this is called back to back until a run lasts
+this long, so that the launch gap between two events does not count as its time."""
 
-    On CUDA each call is bracketed by a pair of timing events on the current stream and the
-    device is synchronized before reading them; on the CPU ``time.perf_counter`` is used.
+
+def time_fn(
+    fn: Callable[[], object],
+    *,
+    device: str,
+    warmup: int = 3,
+    repeats: int = 10,
+    min_run_s: float = MIN_RUN_S,
+) -> float:
+    """Median seconds per call of ``fn()`` over ``repeats`` timed runs, after ``warmup``
+    untimed calls.
+
+    Each run calls ``fn`` back to back as often as it takes to last ``min_run_s`` (the count
+    is set from the last warmup call's time), and its time is divided by that count: a 1,024^3
+    GEMM takes a few microseconds on an H200, less than the gap between launching two
+    kernels, so one call between two events would time the launch, not the kernel. On CUDA
+    each run is bracketed by timing events on the current stream; on the CPU
+    ``time.perf_counter`` is used.
     """
     if repeats < 1:
         raise ValueError(f"repeats must be at least 1, got {repeats}")
     if warmup < 0:
         raise ValueError(f"warmup must be non-negative, got {warmup}")
-    if _is_cuda(device):
+    cuda = _is_cuda(device)
+    if cuda:
         import torch
 
         event: Any = torch.cuda.Event  # untyped constructor in torch's stubs
-        for _ in range(warmup):
-            fn()
-        torch.cuda.synchronize()
-        times: list[float] = []
-        for _ in range(repeats):
+
+    def run(calls: int) -> float:
+        if cuda:
             start: Any = event(enable_timing=True)
             end: Any = event(enable_timing=True)
             start.record()
-            fn()
+            for _ in range(calls):
+                fn()
             end.record()
             end.synchronize()
-            times.append(float(start.elapsed_time(end)) / 1e3)  # ms -> s
-        torch.cuda.synchronize()
-        return statistics.median(times)
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(repeats):
+            return to_si(float(start.elapsed_time(end)), Unit.MS) / calls
         t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        return (time.perf_counter() - t0) / calls
+
+    for _ in range(warmup - 1):
         fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+    if cuda:
+        torch.cuda.synchronize()
+    one = run(1) if warmup > 0 else min_run_s
+    calls = max(1, min(1000, math.ceil(min_run_s / one))) if one > 0 else 1000
+    return statistics.median(run(calls) for _ in range(repeats))
 
 
 # --------------------------------------------------------------------------------------------
@@ -230,7 +257,8 @@ def _gemm_operands(torch: Any, precision: str, a: Any, b: Any, cache: dict[str, 
     elif precision == "int8":
         ops = (
             torch.randint(-64, 64, a.shape, dtype=torch.int8, device=a.device),
-            torch.randint(-64, 64, b.shape, dtype=torch.int8, device=a.device),
+            # B column-major, the layout cuBLASLt's integer kernels take directly
+            torch.randint(-64, 64, b.shape, dtype=torch.int8, device=a.device).t(),
         )
     elif precision == "fp16_sparse":
         keep = torch.tensor([1, 1, 0, 0], dtype=torch.float16, device=a.device)
@@ -392,6 +420,38 @@ def bench_gemm(
         if p in dead:
             skipped.append((f"gemm {p}", dead[p]))
     return results, skipped
+
+
+def bench_gemm_k_sweep(
+    device: str,
+    output: int,
+    ks: Sequence[int],
+    precision: str = "bf16",
+    progress: Progress | None = None,
+    *,
+    warmup: int = 3,
+    repeats: int = 10,
+) -> tuple[list[GemmResult], list[Skip]]:
+    """GEMMs with a large square output (``output`` x ``output``) at several reduction lengths
+    K: what the calibration's size curve is fitted to (the efficiency lost to a short K, as
+    a tensor-parallel shard has), apart from the idle SMs of a small output."""
+    import torch
+
+    results: list[GemmResult] = []
+    for i, k in enumerate(ks, 1):
+        gen = torch.Generator(device=device).manual_seed(k)
+        a = torch.randn(output, k, device=device, dtype=torch.float32, generator=gen)
+        b = torch.randn(k, output, device=device, dtype=torch.float32, generator=gen)
+        try:
+            fn = _gemm_fn(torch, precision, _gemm_operands(torch, precision, a, b, {}))
+            seconds = time_fn(fn, device=device, warmup=warmup, repeats=repeats)
+        except (RuntimeError, NotImplementedError, TypeError, ValueError) as exc:
+            return results, [(f"gemm {precision} K sweep", _reason(exc))]
+        finally:
+            _report(progress, i, len(ks), f"gemm {precision} {output}x{output}x{k}")
+        flops = 2.0 * output * output * k
+        results.append(GemmResult(precision, output, output, k, seconds, flops / seconds))
+    return results, []
 
 
 # --------------------------------------------------------------------------------------------
@@ -642,20 +702,25 @@ def run_benchmarks(
         )
     if device is None:
         device = "cuda" if torch.cuda.is_available() else "cpu"
+    sweep_ks: tuple[int, ...]
     if quick:
         gemm_sizes: tuple[int, ...] = (64, 128)
+        sweep_output, sweep_ks = 128, (16, 64)
         mem_size: int | None = 4 * _MIB
         coll_sizes: tuple[int, ...] = (2**12, 2**16)
         warmup, repeats = 1, 3
     else:
         gemm_sizes = (1024, 4096, 8192)
+        sweep_output, sweep_ks = K_SWEEP
         mem_size = None
         coll_sizes = (2**20, 2**24, 2**26)
         warmup, repeats = 3, 10
+    if not quick and not _is_cuda(device):
+        sweep_ks = ()  # minutes on a CPU, and a CPU's GEMMs feed no Tensor Core curve
 
     dist: Any = torch.distributed
     launched = bool(dist.is_available() and dist.is_initialized())
-    n_gemm = len(GEMM_PRECISIONS) * len(gemm_sizes)
+    n_gemm = len(GEMM_PRECISIONS) * len(gemm_sizes) + len(sweep_ks)
     n_mem = len(BANDWIDTH_KINDS)
     n_coll = len(COLLECTIVE_OPS) * len(coll_sizes) if launched else 0
     grand = n_gemm + n_mem + n_coll
@@ -670,6 +735,12 @@ def run_benchmarks(
         repeats=repeats,
         budget_s=GEMM_BUDGET_S,
     )
+    skipped += why
+    sweep, why = bench_gemm_k_sweep(
+        device, sweep_output, sweep_ks, "bf16",
+        _offset(progress, n_gemm - len(sweep_ks), grand), warmup=warmup, repeats=repeats,
+    )
+    gemm += sweep
     skipped += why
     bandwidth, why = bench_memory(
         device, mem_size, _offset(progress, n_gemm, grand), warmup=warmup, repeats=repeats

@@ -14,7 +14,9 @@ Applying a calibration replaces the model's assumed efficiencies with measured o
 best measured BF16 (else FP16) GEMM rate over the catalog's peak becomes the GEMM efficiency
 of that GPU's Tensor Core generation, FP8 over its peak the FP8 multiplier, the device-copy
 bandwidth over the datasheet the memory efficiency, and the largest all-reduce bus bandwidth
-over the link's per-direction rate the NVLink (or PCIe) bus efficiency. The estimate lists
+over the link's per-direction rate the NVLink (or PCIe) bus efficiency. Where GEMMs with
+large outputs were measured at two or more reduction lengths K, the top efficiency and the
+K at which it halves are fitted to them instead (``CURVE_MIN_OUTPUT``). The estimate lists
 which parameters came from measurement.
 """
 
@@ -33,11 +35,18 @@ from gpuarch.jsonfile import read_json
 from gpuarch.perf.efficiency import Efficiency
 from gpuarch.units import Unit, from_si, to_si
 
-__all__ = ["SCHEMA", "VERSION", "Calibration", "apply_calibration", "calibration_document",
-           "load_calibration"]
+__all__ = ["CURVE_MIN_OUTPUT", "SCHEMA", "VERSION", "Calibration", "apply_calibration",
+           "calibration_document", "load_calibration"]
 
 SCHEMA = "gpuarch-calibration"
 VERSION = 1
+
+CURVE_MIN_OUTPUT = 4096
+"""Smallest M and N of a measured GEMM that the size curve is fitted to. The curve models
+the reduction length K; a smaller output (a 1,024^3 GEMM has 64 tiles of 128 x 128 for an
+H200's 132 SMs) leaves SMs idle and is dominated by fill and drain, which K does not
+explain: on the H200 in docs/measured/h200-2026-11-30 it ran at 14% of peak against 70% at
+4,096^3 and would drag the curve's top efficiency down to 0.56 from the 0.72 measured."""
 
 _PEAKS = {"bf16": PeakKey.TENSOR_BF16, "fp16": PeakKey.TENSOR_FP16, "fp8": PeakKey.TENSOR_FP8,
           "tf32": PeakKey.TENSOR_TF32, "fp32": PeakKey.FP32, "int8": PeakKey.TENSOR_INT8}
@@ -162,13 +171,18 @@ def apply_calibration(cal: Calibration, eff: Efficiency, catalog: Catalog, produ
             notes["gemm_by_generation"] = (
                 f"measured {precision} GEMM {from_si(rate, Unit.TFLOPS):.0f} "
                 f"TFLOP/s of {from_si(peak, Unit.TFLOPS):.0f} peak")
-            sizes = [g for g in cal.gemm if g["precision"] == precision and "k" in g]
+            sizes = [g for g in cal.gemm if g["precision"] == precision and "k" in g
+                     and min(g.get("m", 0), g.get("n", 0)) >= CURVE_MIN_OUTPUT]
             if len({g["k"] for g in sizes}) >= 2:
                 base, half = _fit_curve(sizes, product, generation, eff)
                 gens[generation - 1] = min(1.0, base)
+                notes["gemm_by_generation"] = (
+                    f"{min(1.0, base):.3f}, the size curve's top, fitted to measured "
+                    f"{precision} GEMMs (best {from_si(rate, Unit.TFLOPS):.0f} TFLOP/s of "
+                    f"{from_si(peak, Unit.TFLOPS):.0f} peak)")
                 changes["gemm_half_dim"] = half
-                notes["gemm_half_dim"] = (f"size curve fitted to {len(sizes)} measured "
-                                          f"{precision} GEMM sizes")
+                notes["gemm_half_dim"] = (f"{half:g}, size curve fitted to {len(sizes)} "
+                                          f"measured {precision} GEMM sizes")
             fp8, fp8_peak = best("fp8"), product.peak(PeakKey.TENSOR_FP8)
             if fp8 and fp8_peak:
                 changes["gemm_fp8"] = min(1.5, (fp8 / fp8_peak) / (rate / peak))

@@ -125,9 +125,21 @@ def render_training(e: TrainingEstimate, band: Band | None = None,
                   f"                about {fmt(t['expected_interruptions'])} unexpected "
                   "interruptions at the Llama 3 run's failure rate (restarts not in the "
                   "time)"]
-    lines += ["", "  Peaks from the catalog; efficiencies are the model's fitted defaults "
-              "(--json lists them)."]
+    lines += _origin_lines(e.assumptions)
     return "\n".join(lines)
+
+
+def _origin_lines(assumptions: dict[str, Any]) -> list[str]:
+    """Where the efficiencies came from: the fitted defaults, or a calibration file's
+    measurements (named, with what each was derived from)."""
+    measured = dict(assumptions.get("measured_parameters") or {})
+    if not measured:
+        return ["", "  Peaks from the catalog; efficiencies are the model's fitted defaults "
+                "(--json lists them)."]
+    source = measured.pop("file", "a calibration file")
+    return ["", f"  Peaks from the catalog; efficiencies measured on {source}:",
+            *(f"    {name}: {how}" for name, how in measured.items()),
+            "  the rest are the model's fitted defaults (--json lists them)."]
 
 
 def render_disaggregated(e: DisaggEstimate) -> str:
@@ -273,6 +285,8 @@ def render_inference(e: InferenceEstimate, band: Band | None = None,
     ]
     if a.get("precision_fallback"):
         lines.append(f"  note          {a['precision_fallback']}")
+    if a.get("measured_parameters"):
+        lines += _origin_lines(a)
     return "\n".join(lines)
 
 
