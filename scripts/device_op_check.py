@@ -181,6 +181,32 @@ def grouped_cases(torch: Any, dev: str, quick: bool) -> list[Case]:
     return cases
 
 
+def serving_grouped_cases(torch: Any, dev: str, quick: bool) -> list[Case]:
+    """Grouped expert GEMMs as a serving step runs them: Qwen3-30B-A3B's 128 experts (BF16,
+    hidden 2,048, expert FFN 768) with 1-512 tokens each, through torch._grouped_mm, beside
+    the serving model's expert GEMM cost (named expert_*: ``moe_gemm`` applies, M padded to
+    ``gemm_min_tile``). Whether a small-M grouped GEMM costs more per expert than streaming
+    its weights is what the serving misses of fine-grained MoE models ask."""
+    dt = torch.bfloat16
+    experts = 128 if not quick else 4
+    dims = [("expert_up", 1536, 2048), ("expert_down", 2048, 768)] if not quick \
+        else [("expert_up", 48, 32)]
+    cases = []
+    for name, n, k in dims:
+        b = torch.randn(experts, n, k, device=dev, dtype=dt).transpose(-2, -1)
+        for tokens in ((1, 4, 16, 64, 128, 512) if not quick else (1, 16)):
+            a = torch.randn(experts * tokens, k, device=dev, dtype=dt)
+            offs = torch.arange(1, experts + 1, device=dev, dtype=torch.int32) * tokens
+
+            def run(i: int, a: Any = a, b: Any = b, offs: Any = offs) -> object:
+                return torch._grouped_mm(a, b, offs=offs)
+
+            cases.append(Case("serve_grouped", f"{name} {experts} x {tokens} tok {n}x{k}",
+                              Gemm(tokens, n, k, batch=experts, name=name), Precision.BF16,
+                              run, 1, note="serving's expert GEMM cost (moe_gemm)"))
+    return cases
+
+
 def unmodelled_cases(torch: Any, dev: str, quick: bool) -> list[Case]:
     """Measured only (the serving model prices these through its quantization schemes, not
     a per-operator precision): INT8 GEMMs through torch._int_mm with B row- and
@@ -316,8 +342,8 @@ def run(gpu: str, quick: bool) -> dict[str, Any]:
     product = catalog.product(gpu)
     measure = _timer(torch, cuda)
     rows = []
-    builders = (gemm_cases, fp8_cases, grouped_cases, unmodelled_cases, attention_cases,
-                elementwise_cases)
+    builders = (gemm_cases, fp8_cases, grouped_cases, serving_grouped_cases, unmodelled_cases,
+                attention_cases, elementwise_cases)
     for build in builders:
         try:
             cases = build(torch, dev, quick)
@@ -345,7 +371,8 @@ def run(gpu: str, quick: bool) -> dict[str, Any]:
                             "model_over_measured": modelled / measured})
             if flops:
                 row["measured_tflops"] = from_si(flops / measured, Unit.TFLOPS)
-            if case.precision and (case.kind.endswith("decode") or case.kind == "elementwise"):
+            if case.precision and (case.kind.endswith("decode")
+                                   or case.kind in ("elementwise", "serve_grouped")):
                 moved = (case.op.bytes_moved if isinstance(case.op, Elementwise)
                          else case.op.bytes(case.precision.bytes))
                 row["measured_tb_s"] = from_si(moved / measured, Unit.TB_S)
