@@ -38,8 +38,8 @@ from gpuarch.perf.precision import Precision
 from gpuarch.perf.roofline import Attention, Device, Elementwise, Gemm, Op, op_cost
 from gpuarch.units import Unit, from_si, to_si
 
-L2_MULTIPLE = 4  # operands cycled until one cycle moves at least this many L2s (60 MB on H200)
-L2_BYTES = to_si(60, Unit.MB)
+L2_MULTIPLE = 4  # operands cycled until one cycle moves at least this many L2s
+L2_BYTES = to_si(60, Unit.MIB)  # the H200's L2 as torch reports it (62,914,560 bytes)
 TARGET_RUN_S = to_si(2, Unit.MS)
 
 

@@ -12,11 +12,19 @@ from gpuarch.catalog.loader import load_catalog
 from gpuarch.errors import GpuarchError
 from gpuarch.files import check_output_path, write_whole_text
 from gpuarch.report.serialize import to_json, to_jsonable
-from gpuarch.units import Unit, from_si
+from gpuarch.report.text import fmt
+from gpuarch.units import Unit, from_si, to_si
 
 __all__ = ["add_commands"]
 
 DEMO_MACHINE = Path(__file__).resolve().parents[1] / "probe" / "data" / "dgx-h100.json"
+
+
+def _size(nbytes: float) -> str:
+    """A buffer size in GiB from 1 GiB up, else in MiB (bench rows: "2 GiB", "64 MiB")."""
+    if nbytes >= to_si(1, Unit.GIB):
+        return f"{fmt(from_si(nbytes, Unit.GIB))} GiB"
+    return f"{fmt(from_si(nbytes, Unit.MIB))} MiB"
 
 
 def _report(args: argparse.Namespace) -> Any:
@@ -56,13 +64,13 @@ def _bench_rows(report: Any, bench: Any) -> list[dict[str, Any]]:
         peak = product.memory_bandwidth_bytes_s if product and b.kind == "device_copy" \
             else None
         rows.append({"what": b.kind.replace("_", " "),
-                     "size": f"{from_si(b.bytes, Unit.MIB):.3g} MiB",
+                     "size": _size(b.bytes),
                      "measured": from_si(b.bytes_per_s, Unit.GB_S), "unit": "GB/s",
                      "catalog_peak": from_si(peak, Unit.GB_S) if peak else None,
                      "fraction": b.bytes_per_s / peak if peak else None})
     for c in bench.collectives:
         rows.append({"what": f"{c.op} x{c.ranks} (bus)",
-                     "size": f"{from_si(c.bytes, Unit.MIB):.3g} MiB",
+                     "size": _size(c.bytes),
                      "measured": from_si(c.busbw, Unit.GB_S), "unit": "GB/s", "catalog_peak": None,
                      "fraction": None})
     return rows
