@@ -33,10 +33,10 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from gpuarch.catalog import load_catalog
-from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.perf.precision import Precision
-from gpuarch.perf.roofline import Attention, Device, Elementwise, Gemm, Op, op_cost
+from gpuarch.perf.roofline import Attention, Elementwise, Gemm, Op
 from gpuarch.units import Unit, from_si, to_si
+from gpuarch.validation.ops import SCHEMA, VERSION, OpRow, model_time, op_spec
 
 L2_MULTIPLE = 4  # operands cycled until one cycle moves at least this many L2s
 L2_BYTES = to_si(60, Unit.MIB)  # the H200's L2 as torch reports it (62,914,560 bytes)
@@ -81,8 +81,12 @@ class Case:
     precision: Precision | None  # None: measured only, no model time
     run: Callable[[int], object]
     copies: int
-    efficiency: Efficiency = DEFAULT_EFFICIENCY
+    attention_kernel: str = "native"  # or "ampere": FlashAttention-2 (torch's flash backend)
     note: str = ""
+
+    @property
+    def forward_backward(self) -> bool:
+        return self.kind == "attention_fwd_bwd"
 
 
 def _copies(bytes_per_copy: float, quick: bool) -> int:
@@ -254,17 +258,15 @@ def attention_cases(torch: Any, dev: str, quick: bool) -> list[Case]:
     from torch.nn.functional import scaled_dot_product_attention as sdpa
 
     dt = torch.bfloat16
-    eff = DEFAULT_EFFICIENCY
-    ampere = dataclasses.replace(eff, attention=eff.attention * eff.attention_ampere_kernel)
     train = [(2, 4096, 32), (1, 8192, 32), (1, 16384, 32)] if not quick else [(1, 64, 2)]
-    backends = [("flash", SDPBackend.FLASH_ATTENTION, ampere)]
+    backends = [("flash", SDPBackend.FLASH_ATTENTION, "ampere")]
     if dev == "cuda":
-        backends.append(("cudnn", SDPBackend.CUDNN_ATTENTION, eff))
+        backends.append(("cudnn", SDPBackend.CUDNN_ATTENTION, "native"))
     else:
-        backends = [("math", SDPBackend.MATH, ampere)]
+        backends = [("math", SDPBackend.MATH, "ampere")]
     d = 128 if not quick else 16
     cases = []
-    for name, backend, model_eff in backends:
+    for name, backend, kernel in backends:
         for batch, seq, heads in train:
             q, k, v = (torch.randn(batch, heads, seq, d, device=dev, dtype=dt,
                                    requires_grad=True) for _ in range(3))
@@ -284,10 +286,10 @@ def attention_cases(torch: Any, dev: str, quick: bool) -> list[Case]:
             shape = f"{name} b{batch} s{seq} h{heads} d{d}"
             cases.append(Case("attention_fwd", shape,
                               Attention(batch, seq, seq, heads, heads, d), Precision.BF16, fwd,
-                              1, model_eff))
+                              1, kernel))
             cases.append(Case("attention_fwd_bwd", shape,
                               Attention(batch, seq, seq, heads, heads, d), Precision.BF16,
-                              fwd_bwd, 1, model_eff,
+                              fwd_bwd, 1, kernel,
                               note="model: forward + backward (2.5x forward FLOPs)"))
     decode = [(64, 4096, 32), (16, 32768, 32)] if not quick else [(2, 128, 2)]
     for batch, ctx, heads in decode:
@@ -319,19 +321,6 @@ def elementwise_cases(torch: Any, dev: str, quick: bool) -> list[Case]:
                  Elementwise(3 * 2.0 * n), Precision.BF16, run, 1)]
 
 
-def _model_time(case: Case, catalog: Any, product: Any) -> float:
-    generation = catalog.chip_of(product).sm.tensor_core_generation
-    assert case.precision is not None
-    device = Device.of(product, case.precision, generation)
-    op = case.op
-    if case.kind == "attention_fwd_bwd":
-        assert isinstance(op, Attention)
-        back = dataclasses.replace(op, backward=True)
-        return op_cost(op, device, case.efficiency).time_s + \
-            op_cost(back, device, case.efficiency).time_s
-    return op_cost(op, device, case.efficiency).time_s
-
-
 def run(gpu: str, quick: bool) -> dict[str, Any]:
     import torch
 
@@ -352,8 +341,11 @@ def run(gpu: str, quick: bool) -> dict[str, Any]:
             continue
         for case in cases:
             row: dict[str, Any] = {"kind": case.kind, "label": case.label,
+                                   "op": op_spec(case.op),
                                    "precision": case.precision.value if case.precision
-                                   else None, "note": case.note}
+                                   else None, "attention_kernel": case.attention_kernel,
+                                   "forward_backward": case.forward_backward,
+                                   "note": case.note}
             try:
                 measured = measure(case.run, case.copies)
             except Exception as exc:
@@ -365,8 +357,10 @@ def run(gpu: str, quick: bool) -> dict[str, Any]:
                 flops = case.op.forward_flops * (3.5 if case.kind == "attention_fwd_bwd"
                                                  else 1.0)
             row["measured_us"] = from_si(measured, Unit.US)
-            if case.precision is not None:
-                modelled = _model_time(case, catalog, product)
+            modelled = model_time(OpRow(case.kind, case.label, case.op, case.precision,
+                                        case.attention_kernel, case.forward_backward,
+                                        measured), catalog, product)
+            if modelled is not None:
                 row.update({"model_us": from_si(modelled, Unit.US),
                             "model_over_measured": modelled / measured})
             if flops:
@@ -387,7 +381,9 @@ def run(gpu: str, quick: bool) -> dict[str, Any]:
                          "mean_abs_error": statistics.fmean(abs(x - 1) for x in ratios),
                          "median_ratio": statistics.median(ratios)}
     props = torch.cuda.get_device_properties(0) if cuda else None
-    return {"device": dev, "gpu": torch.cuda.get_device_name() if cuda else None,
+    return {"schema": SCHEMA, "version": VERSION,
+            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "device": dev, "gpu": torch.cuda.get_device_name() if cuda else None,
             "sms": props.multi_processor_count if props else None,
             "l2_bytes": getattr(props, "L2_cache_size", None) if props else None,
             "torch": torch.__version__, "catalog_product": product.key, "quick": quick,

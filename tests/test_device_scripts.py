@@ -38,6 +38,27 @@ def test_op_check_times_each_operator_and_models_it() -> None:
     assert set(result["summary"]) == kinds
 
 
+def test_op_check_writes_a_file_the_validation_reads(tmp_path: Path) -> None:
+    """What the script writes is a gpuarch op-check file: `gpuarch validate ops --file`
+    recomputes the same model times from it."""
+    import json
+
+    from gpuarch.catalog import load_catalog
+    from gpuarch.units import Unit, from_si
+    from gpuarch.validation.ops import validate_ops
+
+    pytest.importorskip("torch")
+    result = _load("device_op_check").run("h200-sxm-141gb", quick=True)
+    path = tmp_path / "ops.json"
+    path.write_text(json.dumps(result))
+    summary = validate_ops(load_catalog(), path=path)
+    written = {(r["kind"], r["label"]): r["model_us"] for r in result["rows"]}
+    assert len(summary.rows) == len(result["rows"])
+    for row, modelled in summary.rows:
+        assert modelled is not None
+        assert from_si(modelled, Unit.US) == pytest.approx(written[row.kind, row.label])
+
+
 def test_fp8_check_compares_emulation_with_torch() -> None:
     """The FP8 check's emulation and torch's FP8 scaled matmul agree closely on the CPU."""
     torch = pytest.importorskip("torch")

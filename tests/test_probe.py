@@ -165,14 +165,13 @@ MEASURED_H200 = Path(__file__).resolve().parents[1] / "docs" / "measured" / "h20
 
 def _op_check_gemms() -> list[tuple[tuple[int, int, int], float]]:
     """(M, N, K) and measured seconds of the BF16 GEMMs timed on an H200 by
-    scripts/device_op_check.py (docs/measured/h200-2026-11-30/op_check.json)."""
-    doc = json.loads((MEASURED_H200 / "op_check.json").read_text())
-    rows = []
-    for r in doc["rows"]:
-        if r["kind"] == "gemm":
-            m, n, k = (int(x) for x in r["label"].split()[-1].split("x"))
-            rows.append(((m, n, k), r["measured_us"] * 1e-6))
-    return rows
+    scripts/device_op_check.py (the shipped validation/data/ops-h200-sxm-141gb.json)."""
+    from gpuarch.perf.roofline import Gemm
+    from gpuarch.validation.ops import load_op_check
+
+    _, rows = load_op_check()
+    return [((r.op.m, r.op.n, r.op.k), r.measured_s) for r in rows
+            if r.kind == "gemm" and isinstance(r.op, Gemm)]
 
 
 def test_calibration_fits_the_gemm_size_curve_of_a_measured_h200() -> None:

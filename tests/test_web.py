@@ -52,6 +52,7 @@ def client() -> Any:
     ("/api/advise/infer?gpu=h100,l40s&rate=2&tpot_ms=60", "pareto"),
     ("/api/advise/infer?gpu=h100&rate=2&max_gpus=8&disaggregated=true", "pareto"),
     ("/api/validate/bands", "serving/fine-moe/hopper"),
+    ("/api/validate/ops?kind=gemm", "by_kind"),
 ])
 def test_every_endpoint_answers_with_the_cli_json(client: Any, url: str, key: str) -> None:
     response = client.get(url)
@@ -86,6 +87,7 @@ def test_api_matches_the_command_line(client: Any, capsys: pytest.CaptureFixture
     ("/api/estimate/train?model=llama-3.1-8b&gpu=h100&gpus=8&seq_len=4096&global_batch=64"
      "&recompute=full&recompute_modules=mlp", 400, "needs --recompute selective"),
     ("/api/validate/bands?fresh=1", 400, "fresh: not available over the web"),
+    ("/api/validate/ops?file=/etc/passwd", 400, "file: not available over the web"),
     ("/api/estimate/infer?model=llama-3.1-8b&gpu=h100&input_len=512&output_len=64&batch=8"
      "&engine_limits=vllm", 400, "--engine-limits: unknown 'vllm'"),
     ("/api/estimate/infer?model=llama-3.1-8b&gpu=h100&input_len=512&output_len=64&batch=8"

@@ -1,4 +1,4 @@
-"""Model commands: estimate train, roofline, validate training.
+"""Model commands: estimate train, roofline, validate training, inference, ops and bands.
 
 Only the enums the parser needs are imported at start-up; the models load inside the
 handlers, so catalog commands such as ``gpuarch show`` start as fast as before.
@@ -473,6 +473,15 @@ def cmd_validate_inference(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_validate_ops(args: argparse.Namespace) -> int:
+    from gpuarch.report.estimate_text import render_ops_validation
+    from gpuarch.validation.ops import validate_ops
+
+    summary = validate_ops(load_catalog(), path=args.file, kinds=tuple(args.kind))
+    print(to_json(summary.as_json()) if args.json else render_ops_validation(summary))
+    return 0
+
+
 def cmd_validate_bands(args: argparse.Namespace) -> int:
     from gpuarch.validation.bands import compute_bands, load_bands, render_bands
 
@@ -723,6 +732,17 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                            "results")
     p.set_defaults(handler=cmd_validate_inference)
     _selection_flags(p)
+    p = val_sub.add_parser("ops", parents=[common],
+                           help="single operators timed on a real GPU (GEMMs, attention, "
+                           "grouped experts, elementwise) against the model's per-operator "
+                           "times")
+    p.add_argument("--file", type=Path, metavar="FILE",
+                   help="a file written by scripts/device_op_check.py (default: the shipped "
+                        "H200 SXM measurements)")
+    p.add_argument("--kind", action="append", default=[], metavar="KIND",
+                   help="only this kind of operator (gemm, gemm_decode, fp8_gemm, "
+                        "grouped_gemm, serve_grouped, attention_fwd, ...; repeat)")
+    p.set_defaults(handler=cmd_validate_ops)
     p = val_sub.add_parser("bands", parents=[common],
                            help="the model's error bands by regime (task, model kind, "
                            "architecture): what estimates report under 'error band'")

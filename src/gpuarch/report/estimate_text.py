@@ -10,6 +10,7 @@ from gpuarch.estimate.training import TrainingEstimate
 from gpuarch.report.text import fmt, table
 from gpuarch.units import Unit, from_si
 from gpuarch.validation.inference import InferenceSummary
+from gpuarch.validation.ops import OpSummary
 from gpuarch.validation.training import ValidationSummary
 
 if TYPE_CHECKING:
@@ -328,6 +329,32 @@ def render_validation(s: ValidationSummary, explain: bool = False) -> str:
         lines += ["", "where each predicted step goes:"]
         lines += [f"  {r.id}: {_train_explained(r.explain)}" for r in s.rows]
     return "\n".join(lines + _validation_footer(s, "points", "training"))
+
+
+def render_ops_validation(s: OpSummary) -> str:
+    """Operators timed on a GPU beside the model's times, and the error by kind."""
+    h = s.header
+    rows = [[r.kind, r.label, r.precision.value if r.precision else "-",
+             fmt(from_si(r.measured_s, Unit.US)),
+             fmt(from_si(m, Unit.US)) if m is not None else "-",
+             f"{m / r.measured_s:.2f}" if m is not None else "-"] for r, m in s.rows]
+    lines = [f"Operators timed on {h.get('gpu') or '?'} ({s.product}; torch "
+             f"{h.get('torch', '?')}, {h.get('created', '?')}) beside the model's times",
+             "",
+             table(["Kind", "Operator", "Prec.", "Measured us", "Model us", "Model/measured"],
+                   rows, right=[False, False, False, True, True, True]),
+             "",
+             table(["Kind", "n", "Mean |error|", "Median ratio", "Range"],
+                   [[k, str(int(v["n"])), _pct(v["mean_abs_error"]),
+                     f"{v['median_ratio']:.2f}",
+                     f"{v['min_ratio']:.2f}-{v['max_ratio']:.2f}"]
+                    for k, v in s.by_kind.items()],
+                   right=[False, True, True, True, True]),
+             "",
+             "Model/measured above 1: the model is slower than the GPU; rows without a model",
+             "time are measured only. What each kind says about the model:",
+             "docs/performance-model.md, 'Per-operator check on an H200'."]
+    return "\n".join(lines)
 
 
 def render_inference_validation(s: InferenceSummary, explain: bool = False) -> str:

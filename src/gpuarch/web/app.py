@@ -42,6 +42,7 @@ API_COMMANDS: dict[str, list[str]] = {
     "advise/train": ["advise", "train"],
     "advise/infer": ["advise", "infer"],
     "validate/bands": ["validate", "bands"],
+    "validate/ops": ["validate", "ops"],
 }
 """API path -> the gpuarch command it runs."""
 
@@ -49,7 +50,7 @@ API_COMMANDS: dict[str, list[str]] = {
 _POSITIONAL = {"compare": "gpus", "systems": "name", "gpu": "name", "models": "name"}
 _PAGE_COMMANDS = {**API_COMMANDS, "gpu": ["show"]}
 _FORBIDDEN = {"out", "plot", "prices", "calibration", "save", "fake", "json", "help",
-              "version", "fresh"}
+              "version", "fresh", "file"}
 _LIMITS = {"max_gpus": 1024, "top": 100, "gpus": 100_000}
 _LOCK = threading.Lock()  # the CLI writes to sys.stdout: one command at a time
 
@@ -159,7 +160,7 @@ nav a{{margin-right:1rem}} .err{{color:#a00}}</style></head><body><nav><a href="
 <a href="/evolution">evolution</a><a href="/models">models</a>
 <a href="/estimate/train">train</a><a href="/estimate/infer">infer</a>
 <a href="/advise/train">advise train</a><a href="/advise/infer">advise infer</a>
-<a href="/validate/bands">error bands</a></nav>
+<a href="/validate/bands">error bands</a> <a href="/validate/ops">operators</a></nav>
 <h1>{title}</h1>{body}</body></html>"""
 
 _FORMS: dict[str, tuple[str, list[tuple[str, str]]]] = {
@@ -193,6 +194,8 @@ _FORMS: dict[str, tuple[str, list[tuple[str, str]]]] = {
     "models": ("Model presets: shapes, parameters, checkpoint formats, sources",
                [("name", "")]),
     "validate/bands": ("Error bands: how far the model has been from published figures", []),
+    "validate/ops": ("Operators timed on an H200 beside the model's per-operator times",
+                     [("kind", "")]),
 }
 
 
@@ -331,7 +334,8 @@ def create_app() -> Flask:
         title, fields = _FORMS[path]
         params: dict[str, Any] = {k: v for k, v in request.args.items() if v != ""}
         body = _form(path, fields, request.args)
-        if params or path in ("gpus", "evolution", "validate/bands"):  # no input needed
+        if params or path in ("gpus", "evolution", "validate/bands", "validate/ops"):
+            # no input needed
             positional = _POSITIONAL.get(path)
             if path == "compare":
                 params = {"gpus": str(params.get("gpus", "")).replace(",", " ").split()}

@@ -1,0 +1,136 @@
+"""The per-operator validation: operators timed on an H200 (the shipped file, measured on
+2026-11-30 with scripts/device_op_check.py; raw runs in docs/measured/h200-2026-11-30)
+beside the roofline's times, recomputed with the current efficiencies."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gpuarch.catalog import load_catalog
+from gpuarch.errors import GpuarchError
+from gpuarch.perf import DEFAULT_EFFICIENCY
+from gpuarch.perf.roofline import Attention, Elementwise, Gemm
+from gpuarch.validation.ops import load_op_check, op_from_spec, op_spec, validate_ops
+
+CATALOG = load_catalog()
+
+
+def test_shipped_file_has_every_kind_and_models_each_priced_row() -> None:
+    """Every row with a precision gets a model time on the file's GPU; INT8 and sparse rows
+    are measured only."""
+    summary = validate_ops(CATALOG)
+    assert summary.product == "h200-sxm-141gb"
+    kinds = {r.kind for r, _ in summary.rows}
+    assert {"gemm", "gemm_decode", "fp8_gemm", "grouped_gemm", "serve_grouped",
+            "attention_fwd", "attention_fwd_bwd", "attention_decode", "elementwise",
+            "int8_gemm", "sparse_gemm"} <= kinds
+    for row, modelled in summary.rows:
+        assert (modelled is None) == (row.precision is None)
+        assert row.measured_s > 0
+    assert "int8_gemm" not in summary.by_kind
+
+
+def test_dense_gemms_match_the_h200_within_8_percent() -> None:
+    """The 17 BF16 GEMM shapes (layers, TP shards, short K, partial waves): the model's
+    Hopper efficiency, fitted to end-to-end published figures, times them within 8% on
+    average and 20% each; as plain batched GEMMs the grouped expert GEMMs within 12%."""
+    by_kind = validate_ops(CATALOG).by_kind
+    assert by_kind["gemm"]["n"] == 17
+    assert by_kind["gemm"]["mean_abs_error"] <= 0.08
+    assert by_kind["gemm"]["min_ratio"] >= 0.80 and by_kind["gemm"]["max_ratio"] <= 1.20
+    assert by_kind["grouped_gemm_plain"]["mean_abs_error"] <= 0.12
+
+
+def test_effective_efficiencies_are_slower_than_the_kernels() -> None:
+    """What docs/performance-model.md says of the fitted attention efficiency and training's
+    grouped-GEMM multiplier: both are effective values, the model being slower than the
+    kernels alone (cuDNN attention by 1.3x or more, grouped GEMMs by 2x or more)."""
+    by_kind = validate_ops(CATALOG).by_kind
+    assert by_kind["attention_fwd_bwd"]["min_ratio"] >= 1.3
+    assert by_kind["grouped_gemm"]["min_ratio"] >= 2.0
+
+
+def test_model_times_follow_the_efficiencies() -> None:
+    """The model's times are recomputed, not read from the file: a GEMM efficiency 20%
+    higher shortens every compute-bound GEMM by a sixth."""
+    base = validate_ops(CATALOG, kinds=("gemm",))
+    gens = list(DEFAULT_EFFICIENCY.gemm_by_generation)
+    gens[3] *= 1.2
+    faster = validate_ops(CATALOG, DEFAULT_EFFICIENCY.with_overrides(
+        {"gemm_by_generation": gens}), kinds=("gemm",))
+    for (_, a), (_, b) in zip(base.rows, faster.rows, strict=True):
+        assert a is not None and b is not None
+        assert b == pytest.approx(a / 1.2, rel=1e-6)
+
+
+@given(st.integers(1, 65536), st.integers(1, 65536), st.integers(1, 65536),
+       st.integers(1, 256))
+def test_gemm_spec_round_trips(m: int, n: int, k: int, batch: int) -> None:
+    """An operator written to JSON and read back is the same operator."""
+    op = Gemm(m, n, k, batch, "expert_up")
+    assert op_from_spec(json.loads(json.dumps(op_spec(op)))) == op
+
+
+def test_attention_and_elementwise_specs_round_trip() -> None:
+    for op in (Attention(2, 4096, 4096, 32, 8, 128, causal=True),
+               Attention(64, 1, 4096, 32, 32, 128), Elementwise(3.0 * 2**30)):
+        assert op_from_spec(json.loads(json.dumps(op_spec(op)))) == op
+
+
+def _file(tmp_path: Path, **over: Any) -> Path:
+    doc: dict[str, Any] = {"schema": "gpuarch-op-check", "version": 1,
+                           "catalog_product": "h200-sxm-141gb",
+                           "rows": [{"kind": "gemm", "label": "g", "precision": "bf16",
+                                     "op": op_spec(Gemm(4096, 4096, 4096)),
+                                     "measured_us": 200.0}]}
+    doc.update(over)
+    path = tmp_path / "ops.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_bad_files_are_refused_naming_the_problem(tmp_path: Path) -> None:
+    with pytest.raises(GpuarchError, match="not a gpuarch op-check file"):
+        load_op_check(_file(tmp_path, schema="other"))
+    with pytest.raises(GpuarchError, match="version 2 is not supported"):
+        load_op_check(_file(tmp_path, version=2))
+    with pytest.raises(GpuarchError, match=r"rows\[0\] lacks 'measured_us'"):
+        load_op_check(_file(tmp_path, rows=[{"kind": "gemm", "label": "g"}]))
+    with pytest.raises(GpuarchError, match="unknown precision 'fp7'"):
+        load_op_check(_file(tmp_path, rows=[{"kind": "gemm", "label": "g",
+                                             "precision": "fp7", "measured_us": 1.0}]))
+    with pytest.raises(GpuarchError, match="unknown operator type 'conv'"):
+        load_op_check(_file(tmp_path, rows=[{"kind": "gemm", "label": "g", "op":
+                                             {"type": "conv"}, "measured_us": 1.0}]))
+    with pytest.raises(GpuarchError, match="a gemm operator lacks 'k'"):
+        load_op_check(_file(tmp_path, rows=[{"kind": "gemm", "label": "g", "op":
+                                             {"type": "gemm", "m": 1, "n": 1},
+                                             "measured_us": 1.0}]))
+
+
+def test_rows_that_failed_on_the_gpu_are_left_out(tmp_path: Path) -> None:
+    path = _file(tmp_path, rows=[{"kind": "int8_gemm", "error": "RuntimeError: no"},
+                                 json.loads(_file(tmp_path).read_text())["rows"][0]])
+    _, rows = load_op_check(path)
+    assert [r.kind for r in rows] == ["gemm"]
+
+
+def test_cli_prints_the_table_and_refuses_unknown_kinds(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    from gpuarch.cli.main import main
+
+    assert main(["validate", "ops", "--kind", "gemm"]) == 0
+    out = capsys.readouterr().out
+    assert "NVIDIA H200" in out and "8B gate_up 8192x28672x4096" in out
+    assert main(["validate", "ops", "--file", str(_file(tmp_path)), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["rows"][0]["model_over_measured"] == pytest.approx(
+        doc["rows"][0]["model_us"] / 200.0, rel=1e-4)
+    assert main(["validate", "ops", "--kind", "gem"]) == 2
+    assert "did you mean 'gemm'" in capsys.readouterr().err
