@@ -125,6 +125,8 @@ def test_pages_render_forms_results_and_the_comparison_chart(client: Any) -> Non
     assert b"<svg" in evolution and b"Hopper" in evolution
     bands = client.get("/validate/bands").data
     assert b"serving/fine-moe/hopper" in bands and b"median" in bands
+    ops = client.get("/validate/ops").data
+    assert b"NVIDIA H200" in ops and b"grouped_gemm" in ops
 
 
 _FAST = ["gpus", "compare", "systems", "features", "evolution", "roofline", "estimate/train",

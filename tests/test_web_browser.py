@@ -60,7 +60,7 @@ def test_pages_load_without_console_errors(browser: Any, base_url: str) -> None:
     page, errors = _page(browser)
     for path in ("/", "/gpus", "/gpu?name=b200", "/evolution", "/compare", "/estimate/train",
                  "/estimate/infer", "/advise/train", "/advise/infer", "/validate/bands",
-                 "/models", "/api"):
+                 "/validate/ops", "/models", "/api"):
         response = page.goto(base_url + path)
         assert response is not None and response.status == 200, path
     assert errors == []
