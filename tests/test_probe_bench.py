@@ -259,3 +259,30 @@ def test_terminal_progress_only_draws_on_a_tty() -> None:
     text = stream.getvalue()
     assert text.count("\r") == 2 and text.endswith("\n")
     assert "1/2 gemm fp32 64" in text and "2/2 done" in text
+
+
+def test_bench_rows_set_the_model_fraction_beside_the_measured() -> None:
+    """Each large GEMM and the device copy show the fraction of the peak the performance
+    model assumes for that work, so a user sees whether the machine delivers it; small
+    outputs, INT8 and sparse GEMMs (which the model does not price) show none."""
+    from types import SimpleNamespace
+
+    from gpuarch.cli.probe_cmds import _bench_rows
+    from gpuarch.perf import DEFAULT_EFFICIENCY
+    from gpuarch.probe.bench import BandwidthResult, BenchResults, GemmResult
+    from gpuarch.report.probe_text import render_bench
+
+    report = SimpleNamespace(gpus=[SimpleNamespace(product_key="h200-sxm-141gb")])
+    bench = BenchResults(
+        device="cuda",
+        gemm=(GemmResult("bf16", 8192, 8192, 8192, 1.6e-3, 700e12),
+              GemmResult("bf16", 1024, 1024, 1024, 1.8e-5, 120e12),
+              GemmResult("int8", 8192, 8192, 8192, 1.2e-3, 900e12)),
+        bandwidth=(BandwidthResult("device_copy", 2.0 * 2**30, 5e-4, 4.2e12),),
+        collectives=(), skipped=())
+    rows = _bench_rows(report, bench)
+    assert rows[0]["model_fraction"] == pytest.approx(DEFAULT_EFFICIENCY.gemm_by_generation[3])
+    assert rows[1]["model_fraction"] is None and rows[2]["model_fraction"] is None
+    assert rows[3]["model_fraction"] == DEFAULT_EFFICIENCY.memory
+    text = render_bench(rows, [])
+    assert "Model" in text and "74%" in text and "--calibration FILE" in text

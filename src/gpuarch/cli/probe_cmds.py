@@ -38,9 +38,34 @@ def _report(args: argparse.Namespace) -> Any:
     return run_probe(load_catalog(), nv)
 
 
+def _model_gemm_fraction(catalog: Any, product: Any, g: Any) -> float | None:
+    """The fraction of the peak the performance model assumes for this GEMM on this GPU
+    (its fitted defaults, the size curve included); None where the model prices no such
+    GEMM (INT8, 2:4 sparse) and for outputs below ``CURVE_MIN_OUTPUT``, whose fill and launch
+    time the model does not price (a 1,024^3 GEMM ran at 12% of an H200's peak)."""
+    from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY
+    from gpuarch.perf.precision import Precision
+    from gpuarch.perf.roofline import Device, Gemm, op_cost
+    from gpuarch.probe.calibration import CURVE_MIN_OUTPUT
+
+    if min(g.m, g.n) < CURVE_MIN_OUTPUT:
+        return None
+    try:
+        precision = Precision(g.precision)
+    except ValueError:
+        return None
+    generation = catalog.chip_of(product).sm.tensor_core_generation
+    device = Device.of(product, precision, generation)
+    cost = op_cost(Gemm(g.m, g.n, g.k), device, DEFAULT_EFFICIENCY.with_overrides(
+        {"kernel_overhead_s": 0.0}))
+    return cost.efficiency
+
+
 def _bench_rows(report: Any, bench: Any) -> list[dict[str, Any]]:
-    """Each measurement beside the catalog's peak for the first GPU (or none on CPU)."""
+    """Each measurement beside the catalog's peak for the first GPU (or none on CPU) and the
+    fraction of that peak the performance model assumes."""
     from gpuarch.catalog.peaks import PeakKey
+    from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY
 
     catalog = load_catalog()
     product = None
@@ -59,7 +84,9 @@ def _bench_rows(report: Any, bench: Any) -> list[dict[str, Any]]:
         rows.append({"what": f"GEMM {g.precision}", "size": f"{g.m}x{g.n}x{g.k}",
                      "measured": from_si(g.flops_per_s, Unit.TFLOPS), "unit": "TFLOP/s",
                      "catalog_peak": from_si(peak, Unit.TFLOPS) if peak else None,
-                     "fraction": g.flops_per_s / peak if peak else None})
+                     "fraction": g.flops_per_s / peak if peak else None,
+                     "model_fraction": _model_gemm_fraction(catalog, product, g)
+                     if peak else None})
     for b in bench.bandwidth:
         peak = product.memory_bandwidth_bytes_s if product and b.kind == "device_copy" \
             else None
@@ -67,12 +94,13 @@ def _bench_rows(report: Any, bench: Any) -> list[dict[str, Any]]:
                      "size": _size(b.bytes),
                      "measured": from_si(b.bytes_per_s, Unit.GB_S), "unit": "GB/s",
                      "catalog_peak": from_si(peak, Unit.GB_S) if peak else None,
-                     "fraction": b.bytes_per_s / peak if peak else None})
+                     "fraction": b.bytes_per_s / peak if peak else None,
+                     "model_fraction": DEFAULT_EFFICIENCY.memory if peak else None})
     for c in bench.collectives:
         rows.append({"what": f"{c.op} x{c.ranks} (bus)",
                      "size": _size(c.bytes),
                      "measured": from_si(c.busbw, Unit.GB_S), "unit": "GB/s", "catalog_peak": None,
-                     "fraction": None})
+                     "fraction": None, "model_fraction": None})
     return rows
 
 

@@ -67,9 +67,15 @@ def render_probe(r: ProbeReport) -> str:
 def render_bench(rows: Sequence[dict[str, Any]], skipped: Sequence[tuple[str, str]]) -> str:
     out = [[r["what"], r["size"], fmt(r["measured"]), r["unit"],
             fmt(r["catalog_peak"]) if r["catalog_peak"] else "-",
-            f"{r['fraction']:.0%}" if r["fraction"] else "-"] for r in rows]
-    lines = ["", table(["Benchmark", "Size", "Measured", "Unit", "Catalog peak", "Fraction"],
-                       out, right=[False, False, True, False, True, True])]
+            f"{r['fraction']:.0%}" if r["fraction"] else "-",
+            f"{r['model_fraction']:.0%}" if r.get("model_fraction") else "-"] for r in rows]
+    lines = ["", table(["Benchmark", "Size", "Measured", "Unit", "Catalog peak", "Fraction",
+                        "Model"], out, right=[False, False, True, False, True, True, True])]
+    if any(r.get("model_fraction") for r in rows):
+        lines += ["Model: the fraction of the peak the performance model assumes for the same "
+                  "work (fitted defaults);",
+                  "well below it, this machine runs slower than estimates assume: measure with "
+                  "--save FILE and estimate with --calibration FILE."]
     if skipped:
         lines += ["", "Not measured:"] + [f"  - {w}: {why}" for w, why in skipped]
     return "\n".join(lines)
