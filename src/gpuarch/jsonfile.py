@@ -1,7 +1,8 @@
 """Reading a user's JSON file with errors that name the file (and the flag that gave it).
 
 One reader for every JSON input: a Hugging Face ``config.json`` and the files beside it, a
-calibration file (``--calibration``), a recorded machine (``--fake``).
+calibration file (``--calibration``), an op check (``validate ops --file``), a recorded
+machine (``--fake``).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 
 from gpuarch.errors import GpuarchError
 
-__all__ = ["read_json", "read_json_object"]
+__all__ = ["read_json", "read_json_object", "read_schema_file"]
 
 
 def read_json(path: Path, flag: str | None = None) -> Any:
@@ -37,4 +38,17 @@ def read_json_object(path: Path) -> dict[str, Any]:
     doc = read_json(path)
     if not isinstance(doc, dict):
         raise GpuarchError(f"{path}: expected a JSON object")
+    return doc
+
+
+def read_schema_file(path: Path, flag: str, schema: str, version: int,
+                     what: str) -> dict[str, Any]:
+    """A gpuarch JSON file of ``schema`` at ``version`` (a calibration, an op check); raises
+    :class:`GpuarchError` naming the flag, the file and what is wrong."""
+    doc = read_json(path, flag)
+    if not isinstance(doc, dict) or doc.get("schema") != schema:
+        raise GpuarchError(f"{flag}: {path} is not a gpuarch {what} file (schema {schema!r})")
+    if doc.get("version") != version:
+        raise GpuarchError(f"{flag}: {path}: version {doc.get('version')!r} is not "
+                           f"supported (expected {version})")
     return doc

@@ -31,7 +31,7 @@ from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import Product
 from gpuarch.catalog.peaks import PeakKey
 from gpuarch.errors import GpuarchError
-from gpuarch.jsonfile import read_json
+from gpuarch.jsonfile import read_schema_file
 from gpuarch.perf.efficiency import Efficiency
 from gpuarch.units import Unit, from_si, to_si
 
@@ -95,13 +95,7 @@ def _need(doc: dict[str, Any], key: str, kind: type, path: Path) -> Any:
 
 def load_calibration(path: Path) -> Calibration:
     """Read and validate a calibration file (errors name the file and the key)."""
-    doc = read_json(path, "--calibration")
-    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
-        raise GpuarchError(f"--calibration: {path} is not a gpuarch calibration file "
-                           f"(schema {SCHEMA!r})")
-    if doc.get("version") != VERSION:
-        raise GpuarchError(f"--calibration: {path}: version {doc.get('version')!r} is not "
-                           f"supported (expected {VERSION})")
+    doc = read_schema_file(path, "--calibration", SCHEMA, VERSION, "calibration")
     device = _need(doc, "device", dict, path)
     for section, keys in (("gemm", ("precision", "tflops")), ("bandwidth", ("kind", "gb_s")),
                           ("collectives", ("op", "busbw_gb_s"))):

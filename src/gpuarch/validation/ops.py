@@ -22,7 +22,7 @@ from typing import Any
 from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import Product
 from gpuarch.errors import GpuarchError, check_choice
-from gpuarch.jsonfile import read_json
+from gpuarch.jsonfile import read_schema_file
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.perf.precision import Precision
 from gpuarch.perf.roofline import Attention, Device, Elementwise, Gemm, Op, op_cost
@@ -124,12 +124,7 @@ def load_op_check(path: Path | None = None) -> tuple[dict[str, Any], tuple[OpRow
     """The measurement file's header (GPU, product, torch, date) and its timed rows; rows
     that failed on the GPU (an ``error`` instead of a time) are left out."""
     path = path or OP_CHECK_FILE
-    doc = read_json(path, "--file")
-    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
-        raise GpuarchError(f"--file: {path} is not a gpuarch op-check file (schema {SCHEMA!r})")
-    if doc.get("version") != VERSION:
-        raise GpuarchError(f"--file: {path}: version {doc.get('version')!r} is not supported "
-                           f"(expected {VERSION})")
+    doc = read_schema_file(path, "--file", SCHEMA, VERSION, "op-check")
     raw_rows = doc.get("rows")
     if not isinstance(raw_rows, list):
         raise GpuarchError(f"--file: {path} has no 'rows' list")
