@@ -185,7 +185,7 @@ def test_calibration_fits_the_gemm_size_curve_of_a_measured_h200() -> None:
 
     h200 = CATALOG.product("h200")
     cal = load_calibration(MEASURED_H200 / "calibration.json")
-    eff, notes = apply_calibration(cal, DEFAULT_EFFICIENCY, CATALOG, h200)
+    eff, notes = apply_calibration(cal, DEFAULT_EFFICIENCY, CATALOG, h200, use_reference=False)
     assert "size curve fitted to 6 measured bf16 GEMM sizes" in notes["gemm_half_dim"]
     assert 0.70 <= eff.gemm_by_generation[3] <= 0.78  # 765 TFLOP/s best of 990
     assert 64 <= eff.gemm_half_dim <= 1024
@@ -195,6 +195,46 @@ def test_calibration_fits_the_gemm_size_curve_of_a_measured_h200() -> None:
     assert len(errors) == 17
     assert statistics.fmean(abs(e) for e in errors) <= 0.08
     assert max(abs(e) for e in errors) <= 0.20
+
+
+def test_a_machine_like_the_reference_keeps_the_fitted_efficiencies() -> None:
+    """Against the shipped reference H200 (the same measurements), every ratio is 1: the
+    fitted efficiencies stay, and the notes say what they were scaled by."""
+    h200 = CATALOG.product("h200")
+    cal = load_calibration(MEASURED_H200 / "calibration.json")
+    eff, notes = apply_calibration(cal, DEFAULT_EFFICIENCY, CATALOG, h200)
+    assert eff == DEFAULT_EFFICIENCY
+    assert set(notes) == {"gemm_by_generation", "gemm_fp8", "memory"}
+    assert all("scaled by 1.000" in n for n in notes.values())
+
+
+def test_a_slower_machine_is_estimated_slower_by_its_measured_ratio(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An H200 whose large BF16 and FP8 GEMMs measure 10% below the reference and whose copy
+    measures 20% below: the Hopper GEMM efficiency drops 10%, the FP8 multiplier stays (FP8
+    lost what BF16 lost) and the memory efficiency drops 20%; a training estimate slows."""
+    from gpuarch.cli.main import main
+
+    doc = json.loads((MEASURED_H200 / "calibration.json").read_text())
+    for g in doc["gemm"]:
+        g["tflops"] *= 0.9
+    for b in doc["bandwidth"]:
+        b["gb_s"] *= 0.8
+    path = tmp_path / "slow.json"
+    path.write_text(json.dumps(doc))
+    eff, notes = apply_calibration(load_calibration(path), DEFAULT_EFFICIENCY, CATALOG,
+                                   CATALOG.product("h200"))
+    hopper = DEFAULT_EFFICIENCY.gemm_by_generation[3]
+    assert eff.gemm_by_generation[3] == pytest.approx(0.9 * hopper)
+    assert eff.gemm_fp8 == pytest.approx(DEFAULT_EFFICIENCY.gemm_fp8)
+    assert eff.memory == pytest.approx(0.8 * DEFAULT_EFFICIENCY.memory)
+    assert "90% of a reference NVIDIA H200" in notes["gemm_by_generation"]
+    steps = []
+    for extra in ([], ["--calibration", str(path)]):
+        assert main(["estimate", "train", "--model", "llama-3.1-8b", "--gpu", "h200", "--gpus",
+                     "8", "--seq-len", "4096", "--global-batch", "64", "--json", *extra]) == 0
+        steps.append(json.loads(capsys.readouterr().out)["step_time_s"])
+    assert 1.05 < steps[1] / steps[0] < 1.12  # mostly GEMM time, 10% slower
 
 
 def test_fitted_gemm_efficiency_agrees_with_the_measured_h200() -> None:

@@ -10,7 +10,11 @@ Schema (version 1)::
      "bandwidth": [{"kind": "device_copy", "gb_s": 4300.0}],
      "collectives": [{"op": "all_reduce", "bytes": 67108864, "ranks": 8, "busbw_gb_s": 360.0}]}
 
-Applying a calibration replaces the model's assumed efficiencies with measured ones: the
+Applying a calibration to a product this project has measured itself (a shipped reference,
+``reference_calibration``: the H200 SXM so far) scales the fitted efficiencies by the
+machine's measured rates over the reference's, so a healthy GPU keeps the fitted values and
+a slower one is estimated that much slower. For other products it replaces the model's
+efficiencies with measured ones: the
 best measured BF16 (else FP16) GEMM rate over the catalog's peak becomes the GEMM efficiency
 of that GPU's Tensor Core generation, FP8 over its peak the FP8 multiplier, the device-copy
 bandwidth over the datasheet the memory efficiency, and the largest all-reduce bus bandwidth
@@ -35,8 +39,9 @@ from gpuarch.jsonfile import read_schema_file
 from gpuarch.perf.efficiency import Efficiency
 from gpuarch.units import Unit, from_si, to_si
 
-__all__ = ["CURVE_MIN_OUTPUT", "SCHEMA", "VERSION", "Calibration", "apply_calibration",
-           "calibration_document", "load_calibration"]
+__all__ = ["CURVE_MIN_OUTPUT", "REFERENCE_DIR", "SCHEMA", "VERSION", "Calibration",
+           "apply_calibration", "calibration_document", "load_calibration",
+           "reference_calibration"]
 
 SCHEMA = "gpuarch-calibration"
 VERSION = 1
@@ -135,25 +140,99 @@ def _fit_curve(rows: list[dict[str, Any]], product: Product, generation: int,
     return best[1], best[2]
 
 
-def apply_calibration(cal: Calibration, eff: Efficiency, catalog: Catalog, product: Product,
-                      link_bytes_s: float | None = None, link_fabric: str = "nvlink"
-                      ) -> tuple[Efficiency, dict[str, str]]:
-    """Efficiencies with the measured ones substituted, and what each was derived from.
+REFERENCE_DIR = Path(__file__).with_name("data")
+"""Where reference calibrations live: ``reference-<product key>.json``, the probe's
+benchmarks on a healthy GPU of that product, measured by this project (each names its run in
+docs/measured/)."""
 
-    Refuses a calibration measured on another product: the fractions only carry over to the
-    GPU they were measured on.
+
+def reference_calibration(product_key: str) -> Calibration | None:
+    """The shipped reference measurements of ``product_key``, if this project has any."""
+    path = REFERENCE_DIR / f"reference-{product_key}.json"
+    return load_calibration(path) if path.exists() else None
+
+
+def _large(rows: tuple[dict[str, Any], ...], precision: str) -> dict[tuple[int, int, int],
+                                                                      float]:
+    """Measured rates of ``precision`` GEMMs with outputs of CURVE_MIN_OUTPUT or more."""
+    return {(g["m"], g["n"], g["k"]): float(g["tflops"]) for g in rows
+            if g["precision"] == precision and "k" in g
+            and min(g.get("m", 0), g.get("n", 0)) >= CURVE_MIN_OUTPUT}
+
+
+def _gemm_ratio(cal: Calibration, ref: Calibration, precision: str) -> float | None:
+    """Median over the large GEMMs both measured of this machine's rate over the
+    reference's; None when they share none."""
+    mine, theirs = _large(cal.gemm, precision), _large(ref.gemm, precision)
+    common = sorted(set(mine) & set(theirs))
+    if not common:
+        return None
+    ratios = sorted(mine[k] / theirs[k] for k in common)
+    mid = len(ratios) // 2
+    return ratios[mid] if len(ratios) % 2 else (ratios[mid - 1] + ratios[mid]) / 2
+
+
+def _relative(cal: Calibration, ref: Calibration, eff: Efficiency, generation: int | None
+              ) -> tuple[dict[str, Any], dict[str, str]]:
+    """The fitted efficiencies scaled by how this machine measured against a reference GPU
+    of the same product: the defaults were fitted to published runs on healthy GPUs, so a
+    machine that measures like the reference keeps them, and one that is slower (power
+    capped, throttled, a slower variant) is estimated that much slower."""
+    changes: dict[str, Any] = {}
+    notes: dict[str, str] = {}
+    against = f"a reference {ref.device_name} ({Path(ref.path).name}, {ref.created[:10]})"
+    sixteen = _gemm_ratio(cal, ref, "bf16")
+    if sixteen is not None and generation:
+        gens = list(eff.gemm_by_generation)
+        gens[generation - 1] = min(1.0, gens[generation - 1] * sixteen)
+        changes["gemm_by_generation"] = gens
+        notes["gemm_by_generation"] = (f"scaled by {sixteen:.3f}: large bf16 GEMMs measured "
+                                       f"at {sixteen:.0%} of {against}")
+        eight = _gemm_ratio(cal, ref, "fp8")
+        if eight is not None:
+            changes["gemm_fp8"] = min(1.5, eff.gemm_fp8 * eight / sixteen)
+            notes["gemm_fp8"] = (f"scaled by {eight / sixteen:.3f}: FP8 GEMMs at {eight:.0%} "
+                                 f"of the reference's, bf16 at {sixteen:.0%}")
+    mine = [float(b["gb_s"]) for b in cal.bandwidth if b["kind"] == "device_copy"]
+    theirs = [float(b["gb_s"]) for b in ref.bandwidth if b["kind"] == "device_copy"]
+    if mine and theirs:
+        ratio = max(mine) / max(theirs)
+        changes["memory"] = min(1.0, eff.memory * ratio)
+        notes["memory"] = (f"scaled by {ratio:.3f}: device copy measured at {ratio:.0%} of "
+                           f"{against}")
+    return changes, notes
+
+
+def apply_calibration(cal: Calibration, eff: Efficiency, catalog: Catalog, product: Product,
+                      link_bytes_s: float | None = None, link_fabric: str = "nvlink",
+                      use_reference: bool = True) -> tuple[Efficiency, dict[str, str]]:
+    """Efficiencies from a machine's measurements, and what each was derived from.
+
+    Where this project ships reference measurements of the same product
+    (``reference_calibration``) and ``use_reference`` is on, the fitted efficiencies are
+    scaled by the machine's measured rates over the reference's (``_relative``): the fitted
+    values are effective ones (they carry what the model does not itemise), and replacing
+    them with kernel rates made an H200's 110 published serving figures 14.3% -> 16.2% off.
+    Otherwise the measured fractions of the peaks replace the efficiencies. Refuses a
+    calibration measured on another product: the fractions only carry over to the GPU they
+    were measured on.
     """
     if cal.product and cal.product != product.key:
         raise GpuarchError(f"--calibration: {cal.path} was measured on {cal.product}, not "
                            f"{product.key}")
-    changes: dict[str, Any] = {}
-    notes: dict[str, str] = {}
+    generation = catalog.chip_of(product).sm.tensor_core_generation
+    ref = reference_calibration(product.key) if use_reference else None
+    if ref is not None:
+        changes, notes = _relative(cal, ref, eff, generation)
+        changes.update(_collective_changes(cal, link_bytes_s, link_fabric, notes))
+        return eff.with_overrides(changes), notes
+    changes = {}
+    notes = {}
 
     def best(precision: str) -> float | None:
         rates = [to_si(g["tflops"], Unit.TFLOPS) for g in cal.gemm if g["precision"] == precision]
         return max(rates) if rates else None
 
-    generation = catalog.chip_of(product).sm.tensor_core_generation
     sixteen = next(((p, r) for p in ("bf16", "fp16") if (r := best(p))), None)
     if sixteen and generation:
         precision, rate = sixteen
@@ -185,11 +264,18 @@ def apply_calibration(cal: Calibration, eff: Efficiency, catalog: Catalog, produ
     if copies:
         changes["memory"] = min(1.0, max(copies) / product.memory_bandwidth_bytes_s)
         notes["memory"] = f"measured device copy {from_si(max(copies), Unit.GB_S):.0f} GB/s"
+    changes.update(_collective_changes(cal, link_bytes_s, link_fabric, notes))
+    return eff.with_overrides(changes), notes
+
+
+def _collective_changes(cal: Calibration, link_bytes_s: float | None, link_fabric: str,
+                        notes: dict[str, str]) -> dict[str, float]:
+    """The NVLink (or PCIe) bus efficiency from the largest measured all-reduce bus
+    bandwidth over the link's per-direction rate (no reference GPU measured collectives)."""
     reduces = [to_si(c["busbw_gb_s"], Unit.GB_S) for c in cal.collectives
                if c["op"] == "all_reduce"]
-    if reduces and link_bytes_s:
-        key = "pcie_bus" if link_fabric == "pcie" else "nvlink_bus"
-        changes[key] = min(1.0, max(reduces) / link_bytes_s)
-        notes[key] = ("measured all-reduce bus bandwidth "
-                      f"{from_si(max(reduces), Unit.GB_S):.0f} GB/s")
-    return eff.with_overrides(changes), notes
+    if not (reduces and link_bytes_s):
+        return {}
+    key = "pcie_bus" if link_fabric == "pcie" else "nvlink_bus"
+    notes[key] = f"measured all-reduce bus bandwidth {from_si(max(reduces), Unit.GB_S):.0f} GB/s"
+    return {key: min(1.0, max(reduces) / link_bytes_s)}
