@@ -265,3 +265,36 @@ def test_matching_prefers_the_pci_device_id() -> None:
     report = run_probe(CATALOG, FakeNvml(machine))
     assert report.gpus[0].product_key == p.key
     assert "PCI device id" in (report.gpus[0].match_note or "")
+
+
+def test_doctor_reports_a_machine_slower_than_the_reference(tmp_path: Path) -> None:
+    """A calibration whose large BF16 GEMMs measure 80% of the reference H200's is a
+    warning naming the ratio; the reference itself (the same measurements) is no finding;
+    a product without reference measurements gets an info saying so."""
+    from gpuarch.probe.doctor import Severity, compare_with_reference
+
+    same = load_calibration(MEASURED_H200 / "calibration.json")
+    assert compare_with_reference(same) == []
+    doc = json.loads((MEASURED_H200 / "calibration.json").read_text())
+    for g in doc["gemm"]:
+        if g["precision"] == "bf16":
+            g["tflops"] *= 0.8
+    slow = tmp_path / "slow.json"
+    slow.write_text(json.dumps(doc))
+    (finding,) = compare_with_reference(load_calibration(slow))
+    assert finding.severity is Severity.WARNING and finding.rule == "slower-than-reference"
+    assert "large bf16 GEMMs at 80%" in finding.title and "fp8" not in finding.title
+    (info,) = compare_with_reference(load_calibration(_calibration(tmp_path)))
+    assert info.severity is Severity.INFO and "h100-sxm5-80gb" in info.title
+
+
+def test_doctor_cli_takes_a_calibration_of_this_machines_gpu(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from gpuarch.cli.main import main
+
+    assert main(["doctor", "--fake", "demo", "--calibration", str(_calibration(tmp_path))]) == 0
+    assert "No reference measurements of h100-sxm5-80gb" in capsys.readouterr().out
+    status = main(["doctor", "--fake", "demo", "--calibration",
+                   str(MEASURED_H200 / "calibration.json")])
+    err = capsys.readouterr().err
+    assert status == 2 and "measured on h200-sxm-141gb, this machine has h100-sxm5-80gb" in err

@@ -173,7 +173,16 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     from gpuarch.report.probe_text import render_doctor
 
     report = _report(args)
-    findings = diagnose(report, load_catalog())
+    calibration = None
+    if args.calibration is not None:
+        from gpuarch.probe.calibration import load_calibration
+
+        calibration = load_calibration(args.calibration)
+        here = sorted({g.product_key for g in report.gpus if g.product_key})
+        if here and calibration.product not in here:
+            raise GpuarchError(f"--calibration: {args.calibration} was measured on "
+                               f"{calibration.product}, this machine has {', '.join(here)}")
+    findings = diagnose(report, load_catalog(), calibration)
     if args.json:
         print(to_json({"findings": findings}))
     else:
@@ -196,4 +205,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p = sub.add_parser("doctor", parents=[common],
                        help="check settings: torch build, TF32/AMP, PCIe, power, NCCL")
     p.add_argument("--fake", type=Path, metavar="FILE", help=fake_help)
+    p.add_argument("--calibration", type=Path, metavar="FILE",
+                   help="also compare this machine's measurements ('gpuarch probe --bench "
+                        "--save FILE') with a reference GPU of the same product")
     p.set_defaults(handler=cmd_doctor)

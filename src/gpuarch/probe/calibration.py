@@ -40,8 +40,8 @@ from gpuarch.perf.efficiency import Efficiency
 from gpuarch.units import Unit, from_si, to_si
 
 __all__ = ["CURVE_MIN_OUTPUT", "REFERENCE_DIR", "SCHEMA", "VERSION", "Calibration",
-           "apply_calibration", "calibration_document", "load_calibration",
-           "reference_calibration"]
+           "apply_calibration", "calibration_document", "copy_ratio", "gemm_ratio",
+           "load_calibration", "reference_calibration"]
 
 SCHEMA = "gpuarch-calibration"
 VERSION = 1
@@ -160,7 +160,7 @@ def _large(rows: tuple[dict[str, Any], ...], precision: str) -> dict[tuple[int, 
             and min(g.get("m", 0), g.get("n", 0)) >= CURVE_MIN_OUTPUT}
 
 
-def _gemm_ratio(cal: Calibration, ref: Calibration, precision: str) -> float | None:
+def gemm_ratio(cal: Calibration, ref: Calibration, precision: str) -> float | None:
     """Median over the large GEMMs both measured of this machine's rate over the
     reference's; None when they share none."""
     mine, theirs = _large(cal.gemm, precision), _large(ref.gemm, precision)
@@ -172,6 +172,13 @@ def _gemm_ratio(cal: Calibration, ref: Calibration, precision: str) -> float | N
     return ratios[mid] if len(ratios) % 2 else (ratios[mid - 1] + ratios[mid]) / 2
 
 
+def copy_ratio(cal: Calibration, ref: Calibration) -> float | None:
+    """This machine's best device-copy rate over the reference's (None: one lacks it)."""
+    mine = [float(b["gb_s"]) for b in cal.bandwidth if b["kind"] == "device_copy"]
+    theirs = [float(b["gb_s"]) for b in ref.bandwidth if b["kind"] == "device_copy"]
+    return max(mine) / max(theirs) if mine and theirs else None
+
+
 def _relative(cal: Calibration, ref: Calibration, eff: Efficiency, generation: int | None
               ) -> tuple[dict[str, Any], dict[str, str]]:
     """The fitted efficiencies scaled by how this machine measured against a reference GPU
@@ -181,22 +188,20 @@ def _relative(cal: Calibration, ref: Calibration, eff: Efficiency, generation: i
     changes: dict[str, Any] = {}
     notes: dict[str, str] = {}
     against = f"a reference {ref.device_name} ({Path(ref.path).name}, {ref.created[:10]})"
-    sixteen = _gemm_ratio(cal, ref, "bf16")
+    sixteen = gemm_ratio(cal, ref, "bf16")
     if sixteen is not None and generation:
         gens = list(eff.gemm_by_generation)
         gens[generation - 1] = min(1.0, gens[generation - 1] * sixteen)
         changes["gemm_by_generation"] = gens
         notes["gemm_by_generation"] = (f"scaled by {sixteen:.3f}: large bf16 GEMMs measured "
                                        f"at {sixteen:.0%} of {against}")
-        eight = _gemm_ratio(cal, ref, "fp8")
+        eight = gemm_ratio(cal, ref, "fp8")
         if eight is not None:
             changes["gemm_fp8"] = min(1.5, eff.gemm_fp8 * eight / sixteen)
             notes["gemm_fp8"] = (f"scaled by {eight / sixteen:.3f}: FP8 GEMMs at {eight:.0%} "
                                  f"of the reference's, bf16 at {sixteen:.0%}")
-    mine = [float(b["gb_s"]) for b in cal.bandwidth if b["kind"] == "device_copy"]
-    theirs = [float(b["gb_s"]) for b in ref.bandwidth if b["kind"] == "device_copy"]
-    if mine and theirs:
-        ratio = max(mine) / max(theirs)
+    ratio = copy_ratio(cal, ref)
+    if ratio is not None:
         changes["memory"] = min(1.0, eff.memory * ratio)
         notes["memory"] = (f"scaled by {ratio:.3f}: device copy measured at {ratio:.0%} of "
                            f"{against}")

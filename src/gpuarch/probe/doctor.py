@@ -38,6 +38,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
+from typing import TYPE_CHECKING
 
 from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import (
@@ -50,11 +51,16 @@ from gpuarch.catalog.model import (
 from gpuarch.errors import GpuarchError
 from gpuarch.probe.readings import GpuReading, LinkKind, ProbeReport
 
+if TYPE_CHECKING:
+    from gpuarch.probe.calibration import Calibration
+
 __all__ = [
     "RULES",
+    "SLOWER_THAN_REFERENCE",
     "DoctorFinding",
     "DoctorRule",
     "Severity",
+    "compare_with_reference",
     "diagnose",
 ]
 
@@ -745,10 +751,54 @@ RULES: tuple[DoctorRule, ...] = (
 """Every rule, in the order :func:`diagnose` runs them."""
 
 
-def diagnose(report: ProbeReport, catalog: Catalog) -> list[DoctorFinding]:
-    """Run every rule on ``report``; findings sorted errors first, then warnings, then info.
+SLOWER_THAN_REFERENCE = 0.85
+"""A machine whose large GEMMs or device copy measure below this fraction of the reference
+GPU's is reported: three probe runs on one healthy H200 in an afternoon spread 7% (BF16
+8192^3 at 663-714 TFLOP/s, docs/measured/h200-2026-11-30), so a smaller shortfall is noise."""
+
+
+def compare_with_reference(cal: Calibration) -> list[DoctorFinding]:
+    """Findings from a calibration file (``gpuarch probe --bench --save FILE``): how this
+    machine's large-GEMM and copy rates compare with this project's reference measurements
+    of the same product, where it has any."""
+    from gpuarch.probe.calibration import copy_ratio, gemm_ratio, reference_calibration
+
+    if not cal.product:
+        return []
+    ref = reference_calibration(cal.product)
+    if ref is None:
+        return [DoctorFinding(
+            rule="slower-than-reference", severity=Severity.INFO,
+            title=f"No reference measurements of {cal.product} to compare with",
+            evidence=f"{cal.path}: {cal.device_name}, {cal.created}",
+            fix=("Compare the Fraction and Model columns of `gpuarch probe --bench`: the "
+                 "model's assumed fraction of each peak is what estimates take for granted."))]
+    ratios = {f"large {p} GEMMs": gemm_ratio(cal, ref, p) for p in ("bf16", "fp8")}
+    ratios["device copy"] = copy_ratio(cal, ref)
+    slow = {k: r for k, r in ratios.items() if r is not None and r < SLOWER_THAN_REFERENCE}
+    if not slow:
+        return []
+    listed = ", ".join(f"{k} at {r:.0%}" for k, r in slow.items())
+    return [DoctorFinding(
+        rule="slower-than-reference", severity=Severity.WARNING,
+        title=f"Slower than a reference {ref.device_name}: {listed}",
+        evidence=(f"{cal.path} ({cal.created}) against {ref.path} ({ref.created}), the "
+                  "same benchmarks and sizes"),
+        fix=("Look for a lowered power limit, active clock-reduction reasons or a hot GPU "
+             "(`gpuarch doctor` without --calibration lists those rules' findings; `nvidia-smi "
+             "-q -d POWER,CLOCK,TEMPERATURE`), and for other work on the GPU while the probe "
+             "ran; then run `gpuarch probe --bench --save FILE` again on an idle GPU. "
+             "Estimates given `--calibration FILE` are slowed by the measured ratios."))]
+
+
+def diagnose(report: ProbeReport, catalog: Catalog, calibration: Calibration | None = None
+             ) -> list[DoctorFinding]:
+    """Run every rule on ``report`` (and, given a calibration file, compare its measurements
+    with the reference GPU's); findings sorted errors first, then warnings, then info.
 
     Within one severity, findings keep the rule order and then the GPU order.
     """
     findings = [f for rule in RULES for f in rule.check(report, catalog)]
+    if calibration is not None:
+        findings += compare_with_reference(calibration)
     return sorted(findings, key=lambda f: _RANK[f.severity])
