@@ -4,9 +4,12 @@ The training and serving models are sums of per-operator times (perf/roofline.py
 efficiencies fitted to published end-to-end measurements. This script checks the operators
 themselves on the GPU it runs on: GEMMs at transformer training shapes (whole and
 tensor-parallel shards, short K, partial waves), weight-streaming decode GEMMs, FP8 scaled
-GEMMs, fused attention forward and backward through torch's FlashAttention-2 and cuDNN
-backends, decode attention over a long KV cache, and an elementwise add. Each row gives the
-measured median time, the model's time with the shipped efficiencies, and their ratio.
+GEMMs, grouped expert GEMMs at training and serving sizes, INT8 and 2:4 sparse GEMMs
+(measured only), fused attention forward and backward through torch's FlashAttention-2 and
+cuDNN backends, decode attention over a long KV cache, and an elementwise add. Each row gives
+the operator's dimensions, the measured median time, the model's time with the shipped
+efficiencies, and their ratio; `gpuarch validate ops --file FILE` reads the file and
+recomputes the model's times (the package ships one from an H200 SXM).
 
 Timing: CUDA events around a run of back-to-back calls long enough (>= ~2 ms) that launch
 gaps do not count, median of several such runs; operands are cycled over enough copies that a
