@@ -27,6 +27,7 @@ which parameters came from measurement.
 from __future__ import annotations
 
 import datetime as _dt
+import statistics
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -167,9 +168,7 @@ def gemm_ratio(cal: Calibration, ref: Calibration, precision: str) -> float | No
     common = sorted(set(mine) & set(theirs))
     if not common:
         return None
-    ratios = sorted(mine[k] / theirs[k] for k in common)
-    mid = len(ratios) // 2
-    return ratios[mid] if len(ratios) % 2 else (ratios[mid - 1] + ratios[mid]) / 2
+    return statistics.median(mine[k] / theirs[k] for k in common)
 
 
 def copy_ratio(cal: Calibration, ref: Calibration) -> float | None:
