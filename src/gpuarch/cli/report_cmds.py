@@ -26,6 +26,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from gpuarch.perf.precision import Precision
     from gpuarch.perf.roofline import Device, roofline_summary, transformer_ops
     from gpuarch.report.html import ReportInputs, check_report_path, write_report
+    from gpuarch.validation.ops import validate_ops
     from gpuarch.workloads.shape import FfnKind
 
     check_report_path(args.out)
@@ -52,7 +53,8 @@ def cmd_report(args: argparse.Namespace) -> int:
         evolution_rows=evolution(catalog, DEFAULT_METRICS),
         evolution_metrics=DEFAULT_METRICS, features=feature_matrix(catalog),
         training=training, serving=serving,
-        roofline=roofline_summary(device, ops, DEFAULT_EFFICIENCY))
+        roofline=roofline_summary(device, ops, DEFAULT_EFFICIENCY),
+        ops=validate_ops(catalog))
     write_report(inputs, args.out)
     print(f"wrote {args.out}")
     return 0

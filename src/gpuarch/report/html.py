@@ -46,6 +46,7 @@ class ReportInputs:
     training: Any  # advise.TrainingAdvice
     serving: Any  # advise.infer.InferenceAdvice
     roofline: dict[str, Any]  # perf.roofline.roofline_summary of the training pick
+    ops: Any = None  # validation.ops.OpSummary: operators timed on a real GPU
 
 
 def inline_svg(draw: Callable[[Path], None]) -> str:
@@ -189,6 +190,24 @@ def _bands(inputs: ReportInputs) -> str:
             "error was:</p><ul class=\"note\">" + "".join(items) + "</ul>")
 
 
+def _ops(summary: Any) -> str:
+    """The parts checked on a real GPU: operators timed there beside the model's times."""
+    if summary is None:
+        return ""
+    rows = [[kind, int(v["n"]), f"{v['mean_abs_error']:.1%}", f"{v['median_ratio']:.2f}",
+             f"{v['min_ratio']:.2f}-{v['max_ratio']:.2f}"]
+            for kind, v in summary.by_kind.items()]
+    gpu = summary.header.get("gpu") or summary.product
+    day = str(summary.header.get("created", ""))[:10]
+    return ('<p class="note">The parts, checked on a real GPU (gpuarch validate ops): '
+            f"single operators timed on an {_e(gpu)} on {_e(day)} beside the model's "
+            "per-operator times. Model/measured above 1: the model is slower. Attention and "
+            "training's grouped expert GEMMs are priced at effective efficiencies fitted to "
+            "whole runs, slower than the kernels alone.</p>"
+            + _table(["operators", "n", "mean |error|", "median model/measured", "range"],
+                     rows))
+
+
 def render_report(inputs: ReportInputs) -> str:
     """The whole page."""
     assumptions = inputs.training.assumptions
@@ -207,6 +226,7 @@ def render_report(inputs: ReportInputs) -> str:
         _features(inputs.features),
         "<h2>Assumptions</h2>",
         _bands(inputs),
+        _ops(inputs.ops),
         f"<p class=\"note\">Energy: GPU board power at the modelled utilisation, plus "
         f"{assumptions.get('node_overhead', 0):.0%} node overhead, times PUE "
         f"{assumptions.get('pue', '')}. Prices: {_e(prices)}.</p>",
