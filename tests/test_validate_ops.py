@@ -102,12 +102,19 @@ def test_bad_files_are_refused_naming_the_problem(tmp_path: Path) -> None:
         load_op_check(_file(tmp_path, version=2))
     with pytest.raises(GpuarchError, match=r"rows\[0\] lacks 'measured_us'"):
         load_op_check(_file(tmp_path, rows=[{"kind": "gemm", "label": "g"}]))
+    with pytest.raises(GpuarchError, match="measured_us must be a positive number, got 0"):
+        load_op_check(_file(tmp_path, rows=[{"kind": "gemm", "label": "g",
+                                             "measured_us": 0}]))
     with pytest.raises(GpuarchError, match="unknown precision 'fp7'"):
         load_op_check(_file(tmp_path, rows=[{"kind": "gemm", "label": "g",
                                              "precision": "fp7", "measured_us": 1.0}]))
     with pytest.raises(GpuarchError, match="unknown operator type 'conv'"):
         load_op_check(_file(tmp_path, rows=[{"kind": "gemm", "label": "g", "op":
                                              {"type": "conv"}, "measured_us": 1.0}]))
+    with pytest.raises(GpuarchError, match="m must be a non-negative number, got 'x'"):
+        load_op_check(_file(tmp_path, rows=[{"kind": "gemm", "label": "g", "op":
+                                             {"type": "gemm", "m": "x", "n": 1, "k": 1},
+                                             "measured_us": 1.0}]))
     with pytest.raises(GpuarchError, match="a gemm operator lacks 'k'"):
         load_op_check(_file(tmp_path, rows=[{"kind": "gemm", "label": "g", "op":
                                              {"type": "gemm", "m": 1, "n": 1},

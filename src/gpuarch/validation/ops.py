@@ -14,6 +14,7 @@ rows whose precision is null (INT8 and 2:4 sparse GEMMs) are measured only.
 from __future__ import annotations
 
 import dataclasses
+import math
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,6 +56,11 @@ def op_spec(op: Op) -> dict[str, Any]:
 def op_from_spec(spec: dict[str, Any], where: str = "op") -> Op:
     """The operator an ``op_spec`` dictionary describes; a clear error names what is wrong."""
     kind = spec.get("type") if isinstance(spec, dict) else None
+    for key, value in (spec.items() if isinstance(spec, dict) else ()):
+        if key not in ("type", "name", "causal") and (
+                isinstance(value, bool) or not isinstance(value, int | float)
+                or not math.isfinite(value) or value < 0):
+            raise GpuarchError(f"{where}: {key} must be a non-negative number, got {value!r}")
     try:
         if kind == "gemm":
             return Gemm(*(spec[k] for k in _GEMM_KEYS))
@@ -114,10 +120,14 @@ def _row(raw: Any, i: int, path: Path) -> OpRow:
     if kernel not in ATTENTION_KERNELS:
         raise GpuarchError(f"{where}: attention_kernel {kernel!r} is not one of "
                            f"{', '.join(ATTENTION_KERNELS)}")
+    measured = raw["measured_us"]
+    if isinstance(measured, bool) or not isinstance(measured, int | float) \
+            or not math.isfinite(measured) or measured <= 0:
+        raise GpuarchError(f"{where}: measured_us must be a positive number, got {measured!r}")
     op = op_from_spec(raw["op"], f"{where}.op") if raw.get("op") is not None else None
     return OpRow(str(raw["kind"]), str(raw["label"]), op, prec, kernel,
                  bool(raw.get("forward_backward", False)),
-                 to_si(float(raw["measured_us"]), Unit.US), str(raw.get("note", "")))
+                 to_si(float(measured), Unit.US), str(raw.get("note", "")))
 
 
 def load_op_check(path: Path | None = None) -> tuple[dict[str, Any], tuple[OpRow, ...]]:
