@@ -1,16 +1,24 @@
-"""The GPU check scripts (scripts/device_op_check.py, scripts/device_fp8_check.py) run on
-the CPU with tiny shapes, so a change that breaks them shows here, not on a lent GPU."""
+"""The GPU checks (gpuarch.probe.opcheck, behind `gpuarch probe --ops` and
+scripts/device_op_check.py; scripts/device_fp8_check.py) run on the CPU with tiny shapes, so a
+change that breaks them shows here, not on a lent GPU."""
 
 from __future__ import annotations
 
 import importlib.util
+import json
+import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
+from gpuarch.catalog import load_catalog
+from gpuarch.units import Unit, from_si
+from gpuarch.validation.ops import validate_ops
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPTS = ROOT / "scripts"
 
 
 def _load(name: str) -> ModuleType:
@@ -25,12 +33,14 @@ def _load(name: str) -> ModuleType:
 def test_op_check_times_each_operator_and_models_it() -> None:
     """Every operator kind is timed and set beside the model's time for the named GPU."""
     pytest.importorskip("torch")
-    result = _load("device_op_check").run("h200-sxm-141gb", quick=True)
+    from gpuarch.probe.opcheck import run_op_check
+
+    result = run_op_check("h200-sxm-141gb", quick=True)
     rows = result["rows"]
     assert not [r for r in rows if "error" in r]
     kinds = {r["kind"] for r in rows}
-    assert {"gemm", "gemm_decode", "grouped_gemm", "attention_fwd", "attention_fwd_bwd",
-            "attention_decode", "elementwise"} <= kinds
+    assert {"gemm", "gemm_decode", "grouped_gemm", "serve_grouped", "attention_fwd",
+            "attention_fwd_bwd", "attention_decode", "elementwise"} <= kinds
     for r in rows:
         assert r["measured_us"] > 0
         assert r["model_us"] > 0
@@ -39,16 +49,12 @@ def test_op_check_times_each_operator_and_models_it() -> None:
 
 
 def test_op_check_writes_a_file_the_validation_reads(tmp_path: Path) -> None:
-    """What the script writes is a gpuarch op-check file: `gpuarch validate ops --file`
+    """What the check writes is a gpuarch op-check file: `gpuarch validate ops --file`
     recomputes the same model times from it."""
-    import json
-
-    from gpuarch.catalog import load_catalog
-    from gpuarch.units import Unit, from_si
-    from gpuarch.validation.ops import validate_ops
-
     pytest.importorskip("torch")
-    result = _load("device_op_check").run("h200-sxm-141gb", quick=True)
+    from gpuarch.probe.opcheck import run_op_check
+
+    result = run_op_check("h200-sxm-141gb", quick=True)
     path = tmp_path / "ops.json"
     path.write_text(json.dumps(result))
     summary = validate_ops(load_catalog(), path=path)
@@ -57,6 +63,27 @@ def test_op_check_writes_a_file_the_validation_reads(tmp_path: Path) -> None:
     for row, modelled in summary.rows:
         assert modelled is not None
         assert from_si(modelled, Unit.US) == pytest.approx(written[row.kind, row.label])
+
+
+def test_op_check_script_writes_its_file(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    out = tmp_path / "ops.json"
+    done = subprocess.run([sys.executable, str(SCRIPTS / "device_op_check.py"), "--quick",
+                           "--out", str(out)], capture_output=True, text=True, check=True)
+    assert f"written to {out}" in done.stdout
+    assert json.loads(out.read_text())["schema"] == "gpuarch-op-check"
+
+
+def test_probe_ops_needs_a_cuda_gpu(tmp_path: Path, capsys: pytest.CaptureFixture[str]
+                                    ) -> None:
+    """`gpuarch probe --ops FILE` on a machine without a usable CUDA GPU is a usage error that
+    says so, and writes nothing."""
+    from gpuarch.cli.main import main
+
+    out = tmp_path / "ops.json"
+    assert main(["probe", "--fake", "demo", "--ops", str(out)]) == 2
+    assert "--ops times operators on a CUDA GPU" in capsys.readouterr().err
+    assert not out.exists()
 
 
 def test_fp8_check_compares_emulation_with_torch() -> None:
@@ -68,3 +95,32 @@ def test_fp8_check_compares_emulation_with_torch() -> None:
     for row in result["rows"]:
         assert row["emulation_vs_torch"] < 1e-3
         assert 0.01 < row["emulation_vs_fp64"] < 0.1
+
+
+def test_probe_ops_writes_the_file_and_prints_the_comparison(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a usable GPU (here the demo machine's H100s, torch said to see CUDA, the check
+    run with its CPU shapes), `probe --ops FILE` writes the op-check file and prints each
+    operator beside the model's time for the matched product."""
+    pytest.importorskip("torch")
+    import dataclasses
+
+    import gpuarch.cli.probe_cmds as probe_cmds
+    import gpuarch.probe.opcheck as opcheck
+    from gpuarch.cli.main import main
+
+    real_report, real_run = probe_cmds._report, opcheck.run_op_check
+
+    def report(args: object) -> object:
+        r = real_report(args)
+        return dataclasses.replace(r, torch=dataclasses.replace(r.torch, cuda_available=True))
+
+    monkeypatch.setattr(probe_cmds, "_report", report)
+    monkeypatch.setattr(opcheck, "run_op_check",
+                        lambda key, quick=False: real_run(key, quick=True))
+    out = tmp_path / "ops.json"
+    assert main(["probe", "--fake", "demo", "--ops", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "beside the model's times" in text and f"Operator times written to {out}" in text
+    assert json.loads(out.read_text())["catalog_product"] == "h100-sxm5-80gb"

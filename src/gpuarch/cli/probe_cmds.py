@@ -109,9 +109,13 @@ def cmd_probe(args: argparse.Namespace) -> int:
 
     if args.save is not None and not args.bench:
         raise GpuarchError("--save writes measurements: add --bench")
+    if args.ops is not None:
+        check_output_path(args.ops, "--ops")
     report = _report(args)
     doc: dict[str, Any] = {"report": to_jsonable(report)}
     text = render_probe(report)
+    if args.ops is not None:
+        text += _op_check(args, report, doc)
     if args.bench:
         from gpuarch.probe.bench import run_benchmarks, terminal_progress
 
@@ -136,6 +140,28 @@ def cmd_probe(args: argparse.Namespace) -> int:
             doc["saved"] = str(args.save)
     print(to_json(doc) if args.json else text)
     return 0
+
+
+def _op_check(args: argparse.Namespace, report: Any, doc: dict[str, Any]) -> str:
+    """``--ops FILE``: time single operators on the matched GPU, write the op-check file and
+    set each beside the model's time (what ``gpuarch validate ops --file`` prints)."""
+    from gpuarch.probe.opcheck import run_op_check
+    from gpuarch.report.estimate_text import render_ops_validation
+    from gpuarch.validation.ops import validate_ops
+
+    if report.torch is None or not report.torch.cuda_available:
+        raise GpuarchError("--ops times operators on a CUDA GPU through torch; this machine "
+                           "has none it can use (see the report above the error, or run "
+                           "`gpuarch probe`)")
+    key = report.gpus[0].product_key if report.gpus else None
+    if not key:
+        raise GpuarchError("--ops: GPU 0 matches no catalog product, so there is no model "
+                           "to compare with")
+    result = run_op_check(key, quick=args.quick)
+    write_whole_text(args.ops.resolve(), json.dumps(result, indent=2))
+    summary = validate_ops(load_catalog(), path=args.ops)
+    doc["op_check"] = summary.as_json()
+    return "\n\n" + render_ops_validation(summary) + f"\n\nOperator times written to {args.ops}"
 
 
 def _init_distributed() -> int:
@@ -200,6 +226,10 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                    help="run microbenchmarks (torch): GEMMs, memory, collectives")
     p.add_argument("--quick", action="store_true", help="small benchmark sizes")
     p.add_argument("--save", type=Path, metavar="FILE", help="write a calibration file")
+    p.add_argument("--ops", type=Path, metavar="FILE",
+                   help="time single operators (GEMMs, attention, grouped experts, ...) on "
+                        "GPU 0 beside the model's per-operator times and write them to FILE "
+                        "(read by 'gpuarch validate ops --file'); about a minute")
     p.add_argument("--fake", type=Path, metavar="FILE", help=fake_help)
     p.set_defaults(handler=cmd_probe)
     p = sub.add_parser("doctor", parents=[common],

@@ -1,0 +1,388 @@
+"""The per-operator check: single operators timed on this machine's GPU beside the
+per-operator roofline's times for its catalog product.
+
+The training and serving models are sums of per-operator times (perf/roofline.py) with
+efficiencies fitted to published end-to-end measurements; this checks the operators
+themselves: GEMMs at transformer training shapes (whole and tensor-parallel shards, short K,
+partial waves), weight-streaming decode GEMMs, FP8 scaled GEMMs, grouped expert GEMMs at
+training and serving sizes, INT8 and 2:4 sparse GEMMs (measured only), fused attention forward
+and backward through torch's FlashAttention-2 and cuDNN backends, decode attention over a long
+KV cache, and an elementwise add. Each row carries the operator's dimensions, the measured
+median time, the model's time with the shipped efficiencies, and their ratio.
+
+Timing: CUDA events around a run of back-to-back calls long enough (>= ~2 ms) that launch
+gaps do not count, median of several such runs; operands are cycled over enough copies that a
+memory-bound operator cannot be served from L2. Without CUDA it runs tiny shapes on the CPU,
+so it can be tested anywhere torch is installed; those figures mean nothing. torch is imported
+inside the functions. ``gpuarch probe --ops FILE`` and ``scripts/device_op_check.py`` run it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+from gpuarch.catalog import load_catalog
+from gpuarch.perf.precision import Precision
+from gpuarch.perf.roofline import Attention, Elementwise, Gemm, Op
+from gpuarch.units import Unit, from_si, to_si
+from gpuarch.validation.ops import SCHEMA, VERSION, OpRow, model_time, op_spec
+
+__all__ = ["run_op_check"]
+
+L2_MULTIPLE = 4  # operands cycled until one cycle moves at least this many L2s
+L2_BYTES = to_si(60, Unit.MIB)  # the H200's L2 as torch reports it (62,914,560 bytes)
+TARGET_RUN_S = to_si(2, Unit.MS)
+
+
+def _timer(torch: Any, cuda: bool) -> Callable[[Callable[[int], object], int], float]:
+    """Median seconds per call of ``fn(i)`` (i cycles over operand copies)."""
+
+    def measure(fn: Callable[[int], object], copies: int) -> float:
+        def run(calls: int) -> float:
+            if cuda:
+                start = torch.cuda.Event(enable_timing=True)
+                end = torch.cuda.Event(enable_timing=True)
+                start.record()
+                for i in range(calls):
+                    fn(i % copies)
+                end.record()
+                end.synchronize()
+                return to_si(start.elapsed_time(end), Unit.MS) / calls
+            t0 = time.perf_counter()
+            for i in range(calls):
+                fn(i % copies)
+            return (time.perf_counter() - t0) / calls
+
+        for i in range(3):
+            fn(i % copies)
+        if cuda:
+            torch.cuda.synchronize()
+        one = run(1)
+        calls = max(copies, min(2000, int(TARGET_RUN_S / max(one, 1e-7)) + 1))
+        return statistics.median(run(calls) for _ in range(7))
+
+    return measure
+
+
+@dataclasses.dataclass
+class Case:
+    kind: str
+    label: str
+    op: Op
+    precision: Precision | None  # None: measured only, no model time
+    run: Callable[[int], object]
+    copies: int
+    attention_kernel: str = "native"  # or "ampere": FlashAttention-2 (torch's flash backend)
+    note: str = ""
+
+    @property
+    def forward_backward(self) -> bool:
+        return self.kind == "attention_fwd_bwd"
+
+
+def _copies(bytes_per_copy: float, quick: bool) -> int:
+    if quick:
+        return 1
+    return max(1, int(L2_MULTIPLE * L2_BYTES // max(bytes_per_copy, 1.0)) + 1)
+
+
+def gemm_cases(torch: Any, dev: str, quick: bool) -> list[Case]:
+    """BF16 GEMMs: Llama-3-8B layer at 8,192 tokens, Llama-3-70B TP 8 shards, squares, short
+    K, partial waves, and decode (1-512 rows streaming a weight matrix)."""
+    dt = torch.bfloat16
+    shapes: list[tuple[str, int, int, int]] = [
+        ("8B qkv", 8192, 6144, 4096), ("8B out", 8192, 4096, 4096),
+        ("8B gate_up", 8192, 28672, 4096), ("8B down", 8192, 4096, 14336),
+        ("70B/TP8 qkv", 8192, 1280, 8192), ("70B/TP8 out", 8192, 8192, 1024),
+        ("70B/TP8 gate_up", 8192, 7168, 8192), ("70B/TP8 down", 8192, 8192, 3584),
+        ("square", 4096, 4096, 4096), ("square", 8192, 8192, 8192),
+        ("square", 16384, 16384, 16384),
+        ("short K", 8192, 8192, 256), ("short K", 8192, 8192, 512),
+        ("short K", 8192, 8192, 1024),
+        ("waves 121 tiles", 1408, 1408, 8192), ("waves 144 tiles", 1536, 1536, 8192),
+        ("waves 264 tiles", 2048, 2112, 8192),
+    ]
+    for rows in (1, 8, 32, 128, 512):
+        shapes += [("decode 8B gate_up", rows, 28672, 4096), ("decode 8B down", rows, 4096,
+                                                                 14336),
+                   ("decode 8B qkv", rows, 6144, 4096)]
+    if quick:
+        shapes = [("square", 64, 64, 64), ("decode", 1, 256, 128), ("short K", 128, 128, 32)]
+    cases = []
+    for label, m, n, k in shapes:
+        copies = _copies(2.0 * (m * k + k * n + m * n), quick)
+        a = [torch.randn(m, k, device=dev, dtype=dt) for _ in range(copies)]
+        b = [torch.randn(k, n, device=dev, dtype=dt) for _ in range(copies)]
+
+        def run(i: int, a: list[Any] = a, b: list[Any] = b) -> object:
+            return torch.matmul(a[i], b[i])
+
+        kind = "gemm_decode" if m <= 512 and label.startswith("decode") else "gemm"
+        cases.append(Case(kind, f"{label} {m}x{n}x{k}", Gemm(m, n, k), Precision.BF16, run,
+                          copies))
+    return cases
+
+
+def fp8_cases(torch: Any, dev: str, quick: bool) -> list[Case]:
+    """FP8 E4M3 GEMMs through torch._scaled_mm (per-tensor scales, BF16 output)."""
+    if dev != "cuda" or quick:
+        return []
+    shapes = [("8B qkv", 8192, 6144, 4096), ("8B gate_up", 8192, 28672, 4096),
+              ("8B down", 8192, 4096, 14336), ("square", 8192, 8192, 8192),
+              ("70B/TP8 out", 8192, 8192, 1024), ("decode 8B gate_up", 32, 28672, 4096)]
+    cases = []
+    one = torch.tensor(1.0, device=dev)
+    for label, m, n, k in shapes:
+        copies = _copies(1.0 * (m * k + k * n) + 2.0 * m * n, quick)
+        a = [torch.randn(m, k, device=dev).to(torch.float8_e4m3fn) for _ in range(copies)]
+        b = [torch.randn(n, k, device=dev).to(torch.float8_e4m3fn).t() for _ in range(copies)]
+
+        def run(i: int, a: list[Any] = a, b: list[Any] = b) -> object:
+            return torch._scaled_mm(a[i], b[i], scale_a=one, scale_b=one,
+                                    out_dtype=torch.bfloat16)
+
+        kind = "fp8_gemm_decode" if m <= 512 else "fp8_gemm"
+        cases.append(Case(kind, f"fp8 {label} {m}x{n}x{k}", Gemm(m, n, k), Precision.FP8, run,
+                          copies, note="BF16 output; the model counts 1-byte outputs"))
+    return cases
+
+
+def grouped_cases(torch: Any, dev: str, quick: bool) -> list[Case]:
+    """Grouped expert GEMMs through torch._grouped_mm at Qwen3-30B-A3B's expert shapes
+    (hidden 2,048, expert FFN 768, SwiGLU), evenly routed: 128 experts (EP 1) or 16 (EP 8),
+    1,024-4,096 tokens each. The model's row uses training's grouped-GEMM multiplier
+    (moe_grouped_gemm), which also carries router, permutation and dispatch costs, so the
+    kernel alone should beat it; the plain-GEMM row shows the kernel's own efficiency."""
+    dt = torch.bfloat16
+    shapes = [(128, 1024, 1536, 2048), (128, 1024, 2048, 768), (16, 4096, 1536, 2048),
+              (16, 4096, 2048, 768), (16, 1024, 1536, 2048)]
+    if quick:
+        shapes = [(4, 16, 48, 32)]
+    cases = []
+    for experts, tokens, n, k in shapes:
+        a = torch.randn(experts * tokens, k, device=dev, dtype=dt)
+        b = torch.randn(experts, n, k, device=dev, dtype=dt).transpose(-2, -1)
+        offs = torch.arange(1, experts + 1, device=dev, dtype=torch.int32) * tokens
+
+        def run(i: int, a: Any = a, b: Any = b, offs: Any = offs) -> object:
+            return torch._grouped_mm(a, b, offs=offs)
+
+        label = f"{experts} experts x {tokens} tok {n}x{k}"
+        cases.append(Case("grouped_gemm", label,
+                          Gemm(tokens, n, k, batch=experts, name="grouped_expert_fc"),
+                          Precision.BF16, run, 1, note="model with moe_grouped_gemm"))
+        cases.append(Case("grouped_gemm_plain", label, Gemm(tokens, n, k, batch=experts),
+                          Precision.BF16, run, 1, note="model as a plain batched GEMM"))
+    return cases
+
+
+def serving_grouped_cases(torch: Any, dev: str, quick: bool) -> list[Case]:
+    """Grouped expert GEMMs as a serving step runs them: Qwen3-30B-A3B's 128 experts (BF16,
+    hidden 2,048, expert FFN 768) with 1-512 tokens each, through torch._grouped_mm, beside
+    the serving model's expert GEMM cost (named expert_*: ``moe_gemm`` applies, M padded to
+    ``gemm_min_tile``). Whether a small-M grouped GEMM costs more per expert than streaming
+    its weights is what the serving misses of fine-grained MoE models ask."""
+    dt = torch.bfloat16
+    experts = 128 if not quick else 4
+    dims = [("expert_up", 1536, 2048), ("expert_down", 2048, 768)] if not quick \
+        else [("expert_up", 48, 32)]
+    cases = []
+    for name, n, k in dims:
+        b = torch.randn(experts, n, k, device=dev, dtype=dt).transpose(-2, -1)
+        for tokens in ((1, 4, 16, 64, 128, 512) if not quick else (1, 16)):
+            a = torch.randn(experts * tokens, k, device=dev, dtype=dt)
+            offs = torch.arange(1, experts + 1, device=dev, dtype=torch.int32) * tokens
+
+            def run(i: int, a: Any = a, b: Any = b, offs: Any = offs) -> object:
+                return torch._grouped_mm(a, b, offs=offs)
+
+            cases.append(Case("serve_grouped", f"{name} {experts} x {tokens} tok {n}x{k}",
+                              Gemm(tokens, n, k, batch=experts, name=name), Precision.BF16,
+                              run, 1, note="serving's expert GEMM cost (moe_gemm)"))
+    return cases
+
+
+def unmodelled_cases(torch: Any, dev: str, quick: bool) -> list[Case]:
+    """Measured only (the serving model prices these through its quantization schemes, not
+    a per-operator precision): INT8 GEMMs through torch._int_mm with B row- and
+    column-major, and 2:4 sparse FP16 GEMMs through torch's semi-structured sparse tensor."""
+    if dev != "cuda" or quick:
+        return []
+    cases = []
+    for m, n, k in ((8192, 8192, 8192), (8192, 28672, 4096)):
+        a = torch.randint(-64, 64, (m, k), device=dev, dtype=torch.int8)
+        row = torch.randint(-64, 64, (k, n), device=dev, dtype=torch.int8)
+        col = row.t().contiguous().t()
+        for layout, b in (("B row-major", row), ("B column-major", col)):
+            def run(i: int, a: Any = a, b: Any = b) -> object:
+                return torch._int_mm(a, b)
+
+            cases.append(Case("int8_gemm", f"int8 {layout} {m}x{n}x{k}", Gemm(m, n, k),
+                              None, run, 1))
+    from torch.sparse import to_sparse_semi_structured
+
+    for size in (8192, 16384):
+        keep = torch.tensor([1, 1, 0, 0], dtype=torch.float16, device=dev)
+        dense = torch.randn(size, size, device=dev, dtype=torch.float16)
+        sparse = to_sparse_semi_structured(dense * keep.repeat(size // 4))
+        b16 = torch.randn(size, size, device=dev, dtype=torch.float16)
+
+        def run_sparse(i: int, a: Any = sparse, b: Any = b16) -> object:
+            return torch.mm(a, b)
+
+        def run_dense(i: int, a: Any = dense, b: Any = b16) -> object:
+            return torch.mm(a, b)
+
+        cases.append(Case("sparse_gemm", f"fp16 2:4 sparse {size}^3", Gemm(size, size, size),
+                          None, run_sparse, 1, note="FLOPs counted dense"))
+        cases.append(Case("sparse_gemm", f"fp16 dense {size}^3", Gemm(size, size, size),
+                          None, run_dense, 1))
+    return cases
+
+
+def attention_cases(torch: Any, dev: str, quick: bool) -> list[Case]:
+    """Causal fused attention (MHA, head dim 128), forward and forward + backward, through
+    torch's FlashAttention-2 backend (modelled as the Ampere-kernel fraction of native speed)
+    and the cuDNN backend (modelled as the native kernel); and decode (one query per
+    sequence) over a long KV cache."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.nn.functional import scaled_dot_product_attention as sdpa
+
+    dt = torch.bfloat16
+    train = [(2, 4096, 32), (1, 8192, 32), (1, 16384, 32)] if not quick else [(1, 64, 2)]
+    backends = [("flash", SDPBackend.FLASH_ATTENTION, "ampere")]
+    if dev == "cuda":
+        backends.append(("cudnn", SDPBackend.CUDNN_ATTENTION, "native"))
+    else:
+        backends = [("math", SDPBackend.MATH, "ampere")]
+    d = 128 if not quick else 16
+    cases = []
+    for name, backend, kernel in backends:
+        for batch, seq, heads in train:
+            q, k, v = (torch.randn(batch, heads, seq, d, device=dev, dtype=dt,
+                                   requires_grad=True) for _ in range(3))
+            grad = torch.randn(batch, heads, seq, d, device=dev, dtype=dt)
+
+            def fwd(i: int, q: Any = q, k: Any = k, v: Any = v, backend: Any = backend
+                    ) -> object:
+                with sdpa_kernel(backend), torch.no_grad():
+                    return sdpa(q, k, v, is_causal=True)
+
+            def fwd_bwd(i: int, q: Any = q, k: Any = k, v: Any = v, grad: Any = grad,
+                        backend: Any = backend) -> object:
+                with sdpa_kernel(backend):
+                    out = sdpa(q, k, v, is_causal=True)
+                return torch.autograd.grad(out, (q, k, v), grad)  # no .grad accumulation
+
+            shape = f"{name} b{batch} s{seq} h{heads} d{d}"
+            cases.append(Case("attention_fwd", shape,
+                              Attention(batch, seq, seq, heads, heads, d), Precision.BF16, fwd,
+                              1, kernel))
+            cases.append(Case("attention_fwd_bwd", shape,
+                              Attention(batch, seq, seq, heads, heads, d), Precision.BF16,
+                              fwd_bwd, 1, kernel,
+                              note="model: forward + backward (2.5x forward FLOPs)"))
+    decode = [(64, 4096, 32), (16, 32768, 32)] if not quick else [(2, 128, 2)]
+    for batch, ctx, heads in decode:
+        per_copy = 2.0 * 2 * batch * heads * ctx * d
+        copies = _copies(per_copy, quick)
+        qs = [torch.randn(batch, heads, 1, d, device=dev, dtype=dt) for _ in range(copies)]
+        ks = [torch.randn(batch, heads, ctx, d, device=dev, dtype=dt) for _ in range(copies)]
+        vs = [torch.randn(batch, heads, ctx, d, device=dev, dtype=dt) for _ in range(copies)]
+
+        def dec(i: int, qs: list[Any] = qs, ks: list[Any] = ks, vs: list[Any] = vs) -> object:
+            with torch.no_grad():
+                return sdpa(qs[i], ks[i], vs[i])
+
+        cases.append(Case("attention_decode", f"decode b{batch} ctx{ctx} h{heads} d{d}",
+                          Attention(batch, 1, ctx, heads, heads, d), Precision.BF16, dec,
+                          copies, note="torch's SDPA, not a paged decode kernel"))
+    return cases
+
+
+def elementwise_cases(torch: Any, dev: str, quick: bool) -> list[Case]:
+    """c = a + b on BF16 tensors of 1 GiB each (reads two, writes one)."""
+    n = int(to_si(1, Unit.GIB) // 2) if not quick else 4096
+    a, b, c = (torch.randn(n, device=dev, dtype=torch.bfloat16) for _ in range(3))
+
+    def run(i: int) -> object:
+        return torch.add(a, b, out=c)
+
+    return [Case("elementwise", f"add 3x{from_si(2.0 * n, Unit.GIB):.3g} GiB",
+                 Elementwise(3 * 2.0 * n), Precision.BF16, run, 1)]
+
+
+def run_op_check(gpu: str, quick: bool = False) -> dict[str, Any]:
+    """Time every operator on this machine's GPU (tiny shapes on the CPU, or with ``quick``)
+    and model each on catalog product ``gpu``: a ``gpuarch-op-check`` document, which
+    ``gpuarch validate ops --file`` reads. Needs torch."""
+    import torch
+
+    cuda = torch.cuda.is_available()
+    dev = "cuda" if cuda else "cpu"
+    quick = quick or not cuda
+    catalog = load_catalog()
+    product = catalog.product(gpu)
+    measure = _timer(torch, cuda)
+    rows: list[dict[str, Any]] = []
+    builders = (gemm_cases, fp8_cases, grouped_cases, serving_grouped_cases, unmodelled_cases,
+                attention_cases, elementwise_cases)
+    for build in builders:
+        try:
+            cases = build(torch, dev, quick)
+        except Exception as exc:  # a backend this torch lacks: say so, keep going
+            rows.append({"kind": build.__name__, "error": f"{type(exc).__name__}: {exc}"})
+            continue
+        for case in cases:
+            row: dict[str, Any] = {"kind": case.kind, "label": case.label,
+                                   "op": op_spec(case.op),
+                                   "precision": case.precision.value if case.precision
+                                   else None, "attention_kernel": case.attention_kernel,
+                                   "forward_backward": case.forward_backward,
+                                   "note": case.note}
+            try:
+                measured = measure(case.run, case.copies)
+            except Exception as exc:
+                row["error"] = f"{type(exc).__name__}: {exc}"
+                rows.append(row)
+                continue
+            flops = case.op.flops if isinstance(case.op, Gemm) else None
+            if isinstance(case.op, Attention):
+                flops = case.op.forward_flops * (3.5 if case.kind == "attention_fwd_bwd"
+                                                 else 1.0)
+            row["measured_us"] = from_si(measured, Unit.US)
+            modelled = model_time(OpRow(case.kind, case.label, case.op, case.precision,
+                                        case.attention_kernel, case.forward_backward,
+                                        measured), catalog, product)
+            if modelled is not None:
+                row.update({"model_us": from_si(modelled, Unit.US),
+                            "model_over_measured": modelled / measured})
+            if flops:
+                row["measured_tflops"] = from_si(flops / measured, Unit.TFLOPS)
+            if case.precision and (case.kind.endswith("decode")
+                                   or case.kind in ("elementwise", "serve_grouped")):
+                moved = (case.op.bytes_moved if isinstance(case.op, Elementwise)
+                         else case.op.bytes(case.precision.bytes))
+                row["measured_tb_s"] = from_si(moved / measured, Unit.TB_S)
+            rows.append(row)
+        if cuda:
+            torch.cuda.empty_cache()
+    summary: dict[str, Any] = {}
+    for kind in sorted({r["kind"] for r in rows if "model_over_measured" in r}):
+        ratios = [r["model_over_measured"] for r in rows if r["kind"] == kind
+                  and "model_over_measured" in r]
+        summary[kind] = {"n": len(ratios),
+                         "mean_abs_error": statistics.fmean(abs(x - 1) for x in ratios),
+                         "median_ratio": statistics.median(ratios)}
+    props = torch.cuda.get_device_properties(0) if cuda else None
+    return {"schema": SCHEMA, "version": VERSION,
+            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "device": dev, "gpu": torch.cuda.get_device_name() if cuda else None,
+            "sms": props.multi_processor_count if props else None,
+            "l2_bytes": getattr(props, "L2_cache_size", None) if props else None,
+            "torch": torch.__version__, "catalog_product": product.key, "quick": quick,
+            "rows": rows, "summary": summary}
