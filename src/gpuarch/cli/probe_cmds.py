@@ -151,8 +151,8 @@ def _op_check(args: argparse.Namespace, report: Any, doc: dict[str, Any]) -> str
 
     if report.torch is None or not report.torch.cuda_available:
         raise GpuarchError("--ops times operators on a CUDA GPU through torch; this machine "
-                           "has none it can use (see the report above the error, or run "
-                           "`gpuarch probe`)")
+                           "has none it can use (`gpuarch probe` shows what NVML and torch "
+                           "see)")
     key = report.gpus[0].product_key if report.gpus else None
     if not key:
         raise GpuarchError("--ops: GPU 0 matches no catalog product, so there is no model "
