@@ -13,7 +13,7 @@ import pytest
 from gpuarch.catalog import load_catalog
 from gpuarch.errors import GpuarchError
 from gpuarch.perf import DEFAULT_EFFICIENCY
-from gpuarch.probe.calibration import apply_calibration, load_calibration
+from gpuarch.probe.calibration import REFERENCE_DIR, apply_calibration, load_calibration
 from gpuarch.probe.fake_nvml import FakeNvml
 from gpuarch.probe.readings import LinkKind
 from gpuarch.probe.run import run_probe
@@ -160,7 +160,9 @@ def test_calibrated_estimate_says_what_was_measured(tmp_path: Path,
     assert "fitted defaults (--json" in text  # the rest
 
 
-MEASURED_H200 = Path(__file__).resolve().parents[1] / "docs" / "measured" / "h200-2026-11-30"
+H200_CALIBRATION = REFERENCE_DIR / "reference-h200-sxm-141gb.json"
+"""The probe's calibration file from run 3 on an H200 SXM (docs/measured/h200-2026-11-30),
+shipped as the reference for that product."""
 
 
 def _op_check_gemms() -> list[tuple[tuple[int, int, int], float]]:
@@ -175,7 +177,7 @@ def _op_check_gemms() -> list[tuple[tuple[int, int, int], float]]:
 
 
 def test_calibration_fits_the_gemm_size_curve_of_a_measured_h200() -> None:
-    """The probe's calibration file from an H200 (docs/measured/h200-2026-11-30): the size
+    """The probe's calibration file from an H200 (H200_CALIBRATION): the size
     curve is fitted to the large-output GEMMs only (the 1,024^3 GEMM, 12% of peak, is left
     out), and the calibrated model then times 17 other measured GEMM shapes (transformer
     layers, tensor-parallel shards, short K, partial waves) within 8% on average, each
@@ -184,7 +186,7 @@ def test_calibration_fits_the_gemm_size_curve_of_a_measured_h200() -> None:
     from gpuarch.perf.roofline import Device, Gemm, op_cost
 
     h200 = CATALOG.product("h200")
-    cal = load_calibration(MEASURED_H200 / "calibration.json")
+    cal = load_calibration(H200_CALIBRATION)
     eff, notes = apply_calibration(cal, DEFAULT_EFFICIENCY, CATALOG, h200, use_reference=False)
     assert "size curve fitted to 6 measured bf16 GEMM sizes" in notes["gemm_half_dim"]
     assert 0.70 <= eff.gemm_by_generation[3] <= 0.78  # 765 TFLOP/s best of 990
@@ -201,7 +203,7 @@ def test_a_machine_like_the_reference_keeps_the_fitted_efficiencies() -> None:
     """Against the shipped reference H200 (the same measurements), every ratio is 1: the
     fitted efficiencies stay, and the notes say what they were scaled by."""
     h200 = CATALOG.product("h200")
-    cal = load_calibration(MEASURED_H200 / "calibration.json")
+    cal = load_calibration(H200_CALIBRATION)
     eff, notes = apply_calibration(cal, DEFAULT_EFFICIENCY, CATALOG, h200)
     assert eff == DEFAULT_EFFICIENCY
     assert set(notes) == {"gemm_by_generation", "gemm_fp8", "memory"}
@@ -215,7 +217,7 @@ def test_a_slower_machine_is_estimated_slower_by_its_measured_ratio(
     lost what BF16 lost) and the memory efficiency drops 20%; a training estimate slows."""
     from gpuarch.cli.main import main
 
-    doc = json.loads((MEASURED_H200 / "calibration.json").read_text())
+    doc = json.loads((H200_CALIBRATION).read_text())
     for g in doc["gemm"]:
         g["tflops"] *= 0.9
     for b in doc["bandwidth"]:
@@ -273,9 +275,9 @@ def test_doctor_reports_a_machine_slower_than_the_reference(tmp_path: Path) -> N
     a product without reference measurements gets an info saying so."""
     from gpuarch.probe.doctor import Severity, compare_with_reference
 
-    same = load_calibration(MEASURED_H200 / "calibration.json")
+    same = load_calibration(H200_CALIBRATION)
     assert compare_with_reference(same) == []
-    doc = json.loads((MEASURED_H200 / "calibration.json").read_text())
+    doc = json.loads((H200_CALIBRATION).read_text())
     for g in doc["gemm"]:
         if g["precision"] == "bf16":
             g["tflops"] *= 0.8
@@ -295,6 +297,6 @@ def test_doctor_cli_takes_a_calibration_of_this_machines_gpu(
     assert main(["doctor", "--fake", "demo", "--calibration", str(_calibration(tmp_path))]) == 0
     assert "No reference measurements of h100-sxm5-80gb" in capsys.readouterr().out
     status = main(["doctor", "--fake", "demo", "--calibration",
-                   str(MEASURED_H200 / "calibration.json")])
+                   str(H200_CALIBRATION)])
     err = capsys.readouterr().err
     assert status == 2 and "measured on h200-sxm-141gb, this machine has h100-sxm5-80gb" in err
