@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gpuarch.catalog import load_catalog
 from gpuarch.errors import GpuarchError
@@ -300,3 +302,31 @@ def test_doctor_cli_takes_a_calibration_of_this_machines_gpu(
                    str(H200_CALIBRATION)])
     err = capsys.readouterr().err
     assert status == 2 and "measured on h200-sxm-141gb, this machine has h100-sxm5-80gb" in err
+
+
+@settings(max_examples=25, deadline=None)
+@given(gemm=st.floats(0.3, 1.0), copy=st.floats(0.3, 1.0))
+def test_a_machine_slower_than_the_reference_is_never_estimated_faster(gemm: float,
+                                                                       copy: float) -> None:
+    """Property: scaling the reference H200's measured rates down by any factors never raises
+    an efficiency above the fitted one nor shortens a training or serving estimate."""
+    from gpuarch.estimate.inference import InferenceConfig, estimate_inference
+    from gpuarch.estimate.training import TrainingConfig, estimate_training
+    from gpuarch.probe.calibration import Calibration
+    from gpuarch.workloads.presets import preset
+
+    ref = load_calibration(H200_CALIBRATION)
+    slow = Calibration(ref.path, ref.created, ref.device_name, ref.product,
+                       tuple({**g, "tflops": g["tflops"] * gemm} for g in ref.gemm),
+                       tuple({**b, "gb_s": b["gb_s"] * copy} for b in ref.bandwidth), ())
+    h200 = CATALOG.product("h200")
+    eff, _ = apply_calibration(slow, DEFAULT_EFFICIENCY, CATALOG, h200)
+    assert eff.gemm_by_generation[3] <= DEFAULT_EFFICIENCY.gemm_by_generation[3] + 1e-12
+    assert eff.memory <= DEFAULT_EFFICIENCY.memory + 1e-12
+    shape = preset("llama-3.1-8b").shape
+    train = TrainingConfig(seq_len=4096, global_batch=64, micro_batch=1, gpus=8)
+    assert estimate_training(CATALOG, shape, h200, train, efficiency=eff).step_time_s >= \
+        estimate_training(CATALOG, shape, h200, train).step_time_s * (1 - 1e-9)
+    serve = InferenceConfig(input_len=1024, output_len=256, batch=16)
+    assert estimate_inference(CATALOG, shape, h200, serve, efficiency=eff).tpot_s >= \
+        estimate_inference(CATALOG, shape, h200, serve).tpot_s * (1 - 1e-9)
