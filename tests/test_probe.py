@@ -160,6 +160,10 @@ def test_calibrated_estimate_says_what_was_measured(tmp_path: Path,
     text = capsys.readouterr().out
     assert "efficiencies measured on" in text and "gemm_by_generation: measured bf16" in text
     assert "fitted defaults (--json" in text  # the rest
+    main(["estimate", "infer", "--model", "llama-3.1-8b", "--gpu", "h100", "--input-len", "512",
+          "--output-len", "64", "--batch", "8", "--calibration", str(_calibration(tmp_path))])
+    text = capsys.readouterr().out
+    assert "efficiencies measured on" in text and "memory: measured device copy" in text
 
 
 H200_CALIBRATION = REFERENCE_DIR / "reference-h200-sxm-141gb.json"
