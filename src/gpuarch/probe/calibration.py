@@ -114,10 +114,11 @@ def load_calibration(path: Path) -> Calibration:
                        tuple(doc["collectives"]))
 
 
-def _fit_curve(rows: list[dict[str, Any]], product: Product, generation: int,
+def _fit_curve(rates: dict[tuple[int, int, int], float], product: Product, generation: int,
                eff: Efficiency) -> tuple[float, float]:
     """Base efficiency and the K at which it halves, fitted (least squares in log) to the
-    measured rates at several GEMM sizes, through the roofline's own size model."""
+    measured rates (TFLOP/s by M, N, K) at several GEMM sizes, through the roofline's own
+    size model."""
     import math
 
     from gpuarch.perf.precision import Precision
@@ -129,10 +130,10 @@ def _fit_curve(rows: list[dict[str, Any]], product: Product, generation: int,
         trial = eff.with_overrides({"gemm_half_dim": half, "kernel_overhead_s": 0.0,
                                     "gemm_by_generation": [1.0] * len(eff.gemm_by_generation)})
         logs = []
-        for row in rows:
-            op = Gemm(int(row["m"]), int(row["n"]), int(row["k"]))
+        for (m, n, k), tflops in rates.items():
+            op = Gemm(int(m), int(n), int(k))
             modelled = op.flops / op_cost(op, device, trial).time_s
-            logs.append(math.log(to_si(row["tflops"], Unit.TFLOPS) / modelled))
+            logs.append(math.log(to_si(tflops, Unit.TFLOPS) / modelled))
         mean = sum(logs) / len(logs)
         spread = sum((x - mean) ** 2 for x in logs)
         if best is None or spread < best[0]:
@@ -248,9 +249,8 @@ def apply_calibration(cal: Calibration, eff: Efficiency, catalog: Catalog, produ
             notes["gemm_by_generation"] = (
                 f"measured {precision} GEMM {from_si(rate, Unit.TFLOPS):.0f} "
                 f"TFLOP/s of {from_si(peak, Unit.TFLOPS):.0f} peak")
-            sizes = [g for g in cal.gemm if g["precision"] == precision and "k" in g
-                     and min(g.get("m", 0), g.get("n", 0)) >= CURVE_MIN_OUTPUT]
-            if len({g["k"] for g in sizes}) >= 2:
+            sizes = _large(cal.gemm, precision)
+            if len({k for _, _, k in sizes}) >= 2:
                 base, half = _fit_curve(sizes, product, generation, eff)
                 gens[generation - 1] = min(1.0, base)
                 notes["gemm_by_generation"] = (

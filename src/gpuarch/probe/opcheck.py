@@ -29,7 +29,7 @@ from gpuarch.catalog import load_catalog
 from gpuarch.perf.precision import Precision
 from gpuarch.perf.roofline import Attention, Elementwise, Gemm, Op
 from gpuarch.units import Unit, from_si, to_si
-from gpuarch.validation.ops import SCHEMA, VERSION, OpRow, model_time, op_spec
+from gpuarch.validation.ops import SCHEMA, VERSION, OpRow, model_time, op_spec, ratio_summary
 
 __all__ = ["run_op_check"]
 
@@ -371,13 +371,9 @@ def run_op_check(gpu: str, quick: bool = False) -> dict[str, Any]:
             rows.append(row)
         if cuda:
             torch.cuda.empty_cache()
-    summary: dict[str, Any] = {}
-    for kind in sorted({r["kind"] for r in rows if "model_over_measured" in r}):
-        ratios = [r["model_over_measured"] for r in rows if r["kind"] == kind
-                  and "model_over_measured" in r]
-        summary[kind] = {"n": len(ratios),
-                         "mean_abs_error": statistics.fmean(abs(x - 1) for x in ratios),
-                         "median_ratio": statistics.median(ratios)}
+    summary = {kind: ratio_summary([r["model_over_measured"] for r in rows
+                                    if r["kind"] == kind and "model_over_measured" in r])
+               for kind in sorted({r["kind"] for r in rows if "model_over_measured" in r})}
     props = torch.cuda.get_device_properties(0) if cuda else None
     return {"schema": SCHEMA, "version": VERSION,
             "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

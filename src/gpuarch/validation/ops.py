@@ -30,7 +30,8 @@ from gpuarch.perf.roofline import Attention, Device, Elementwise, Gemm, Op, op_c
 from gpuarch.units import Unit, from_si, to_si
 
 __all__ = ["ATTENTION_KERNELS", "OP_CHECK_FILE", "SCHEMA", "VERSION", "OpRow", "OpSummary",
-           "load_op_check", "model_time", "op_from_spec", "op_spec", "validate_ops"]
+           "load_op_check", "model_time", "op_from_spec", "op_spec", "ratio_summary",
+           "validate_ops"]
 
 SCHEMA = "gpuarch-op-check"
 VERSION = 1
@@ -144,6 +145,14 @@ def load_op_check(path: Path | None = None) -> tuple[dict[str, Any], tuple[OpRow
     return header, rows
 
 
+def ratio_summary(ratios: list[float]) -> dict[str, float]:
+    """Model-over-measured ratios of one kind of operator: how many, the mean
+    |ratio - 1|, the median and the range."""
+    return {"n": len(ratios), "mean_abs_error": statistics.fmean(abs(x - 1) for x in ratios),
+            "median_ratio": statistics.median(ratios), "min_ratio": min(ratios),
+            "max_ratio": max(ratios)}
+
+
 @dataclass(frozen=True)
 class OpSummary:
     """Each timed operator with the model's time, and the error by kind of operator."""
@@ -158,14 +167,8 @@ class OpSummary:
     @property
     def by_kind(self) -> dict[str, dict[str, float]]:
         """Per kind of operator: rows, mean |model / measured - 1|, median ratio and range."""
-        out: dict[str, dict[str, float]] = {}
-        for kind in dict.fromkeys(r.kind for r, m in self.rows if m is not None):
-            ratios = self.ratios(kind)
-            out[kind] = {"n": len(ratios),
-                         "mean_abs_error": statistics.fmean(abs(x - 1) for x in ratios),
-                         "median_ratio": statistics.median(ratios),
-                         "min_ratio": min(ratios), "max_ratio": max(ratios)}
-        return out
+        return {kind: ratio_summary(self.ratios(kind))
+                for kind in dict.fromkeys(r.kind for r, m in self.rows if m is not None)}
 
     def as_json(self) -> dict[str, Any]:
         return {"product": self.product, "measured_on": self.header,
