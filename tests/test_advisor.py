@@ -525,7 +525,8 @@ def test_advice_carries_each_architectures_error_band(tmp_path: Path) -> None:
                            prices)
     bands = adv.assumptions["error_bands"]
     assert set(bands) == {"hopper", "ampere"}
-    assert bands["hopper"] == band_for("serving", shape, CATALOG.product("h100")).as_json()
+    assert bands["hopper"] == band_for("serving", shape, CATALOG.product("h100"),
+                                       per_gpu=False).as_json()
     # no fine-grained MoE serving figure on Ampere: the band of all GPUs stands in
     assert bands["ampere"]["regime"] == "serving/fine-moe"
     text = render_inference_advice(adv)

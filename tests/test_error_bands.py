@@ -48,8 +48,12 @@ def test_bands_count_every_throughput_figure() -> None:
         kinds = [b for k, b in bands.items() if k.count("/") == 1 and k.startswith(task)]
         assert sum(b.figures for b in kinds) == bands[task].figures
         for kind in kinds:
-            archs = [b for k, b in bands.items() if k.startswith(kind.key + "/")]
+            archs = [b for k, b in bands.items()
+                     if k.startswith(kind.key + "/") and k.count("/") == 2]
             assert sum(b.figures for b in archs) == kind.figures
+            for arch in archs:
+                gpus = [b for k, b in bands.items() if k.startswith(arch.key + "/")]
+                assert sum(b.figures for b in gpus) == arch.figures
     for band in bands.values():
         assert band.p10_error <= band.median_error <= band.p90_error
         assert 0 <= band.out_of_sample <= band.figures
@@ -61,6 +65,9 @@ def test_model_kinds() -> None:
     assert model_kind(preset("deepseek-v3").shape) == "fine-moe"
     assert regime_keys("serving", preset("mixtral-8x7b").shape, "hopper") == (
         "serving/coarse-moe/hopper", "serving/coarse-moe", "serving")
+    assert regime_keys("training", preset("llama-3.1-8b").shape, "blackwell", "gb300") == (
+        "training/dense/blackwell/gb300", "training/dense/blackwell", "training/dense",
+        "training")
     with pytest.raises(GpuarchError, match="task: expected one of training, serving"):
         regime_keys("inference", preset("llama-3.1-8b").shape, "hopper")
 
@@ -84,7 +91,30 @@ def test_a_thin_regime_falls_back_to_the_broader_one() -> None:
     assert load_bands()["training/dense/volta"].figures < MIN_FIGURES
     assert band_for("training", shape, v100).key == "training/dense"
     assert band_for("serving", preset("deepseek-v3").shape, h100).key == \
+        "serving/fine-moe/hopper/h100-sxm5-80gb"
+    assert band_for("serving", preset("deepseek-v3").shape, h100, per_gpu=False).key == \
         "serving/fine-moe/hopper"
+
+
+def test_a_gpu_with_enough_figures_gets_its_own_band() -> None:
+    """Within one architecture the GPUs can sit on different sides of the model: the
+    shipped file gives GB300's dense training runs their own band, and it is the one a
+    GB300 estimate carries, while a GPU of the same architecture with fewer than
+    MIN_FIGURES runs (B200's dense training) falls back to the architecture's. Advice that
+    compares architectures keeps the architecture's band."""
+    from gpuarch.validation.bands import bands_by_architecture
+
+    shape = preset("llama-3.1-70b").shape
+    bands = load_bands()
+    own = bands["training/dense/blackwell/gb300"]
+    assert own.figures >= MIN_FIGURES
+    assert band_for("training", shape, CATALOG.product("gb300")) == own
+    assert own.label == "dense training on gb300 (Blackwell)"
+    assert bands["training/dense/blackwell/b200"].figures < MIN_FIGURES
+    assert band_for("training", shape, CATALOG.product("b200")).key == \
+        "training/dense/blackwell"
+    by_arch = bands_by_architecture("training", shape, [CATALOG.product("gb300")])
+    assert by_arch["blackwell"]["regime"] == "training/dense/blackwell"
 
 
 @given(st.floats(1.0, 1e7), st.floats(-0.5, 0.0), st.floats(0.0, 2.0))
@@ -125,7 +155,7 @@ def test_estimates_carry_their_band(capsys: pytest.CaptureFixture[str]) -> None:
     assert status == 0
     doc = json.loads(out)
     v = doc["validation"]
-    assert v["regime"] == "serving/fine-moe/hopper"
+    assert v["regime"] == "serving/fine-moe/hopper/h100-sxm5-80gb"  # H100's own band
     assert v["metric"] == "output_tokens_per_s"
     implied = doc["output_tokens_per_s"] / (1 + v["median_error"])
     assert v["likely_range"][0] <= implied <= v["likely_range"][1]
@@ -133,7 +163,8 @@ def test_estimates_carry_their_band(capsys: pytest.CaptureFixture[str]) -> None:
                        "h100", "--gpus", "8", "--seq-len", "4096", "--global-batch", "64",
                        "--micro-batch", "1", "--tp", "1", "--pp", "1")
     assert status == 0
-    assert "error band" in out and "published figures of dense training on Hopper" in out
+    assert "error band" in out
+    assert "published figures of dense training on h100-sxm5-80gb (Hopper)" in out
 
 
 def test_a_calibrated_estimate_has_no_band(capsys: pytest.CaptureFixture[str],

@@ -5,10 +5,13 @@ Every throughput figure of the validation data (training tokens/s per GPU; servi
 tokens/s, in all or per GPU) falls in a *regime*: the task (training or serving), the kind
 of model (dense; coarse MoE, at most ``FINE_GRAINED_EXPERTS`` routed experts, like
 Mixtral; fine-grained MoE, more, like DeepSeek-V3, Qwen3 MoE or GPT-OSS) and the GPU's
-architecture. The signed errors of a regime (predicted / published - 1) give its median
-(the model's bias there) and its 10th-90th percentile range; an estimate in that regime
-can then say which published figures would have been consistent with it. A regime with
-fewer than ``MIN_FIGURES`` figures falls back to the task and model kind, then to the task.
+architecture, narrowed to one GPU (its catalog key) where that GPU has enough figures of
+its own: products of one architecture can sit on different sides of the model (GB300 runs
+faster than GB200 at the same datasheet peaks). The signed errors of a regime (predicted /
+published - 1) give its median (the model's bias there) and its 10th-90th percentile range;
+an estimate in that regime can then say which published figures would have been consistent
+with it. A regime with fewer than ``MIN_FIGURES`` figures falls back to the architecture,
+then to the task and model kind, then to the task.
 
 The bands live in ``data/error_bands.json``, written by ``scripts/error_bands.py`` from the
 model as it stands; a test recomputes them, so a change to the model or the data that moves
@@ -80,12 +83,15 @@ def model_kind(shape: TransformerShape) -> str:
     return "fine-moe" if shape.experts > FINE_GRAINED_EXPERTS else "coarse-moe"
 
 
-def regime_keys(task: str, shape: TransformerShape, architecture: str) -> tuple[str, ...]:
-    """The regime of a workload, narrowest first: task/kind/architecture, task/kind, task."""
+def regime_keys(task: str, shape: TransformerShape, architecture: str,
+                gpu: str | None = None) -> tuple[str, ...]:
+    """The regime of a workload, narrowest first: task/kind/architecture/GPU (with ``gpu``,
+    a catalog product key), task/kind/architecture, task/kind, task."""
     if task not in TASKS:
         raise GpuarchError(f"task: expected one of {', '.join(TASKS)}, got {task!r}")
     kind = model_kind(shape)
-    return f"{task}/{kind}/{architecture}", f"{task}/{kind}", task
+    keys = (f"{task}/{kind}/{architecture}", f"{task}/{kind}", task)
+    return keys if gpu is None else (f"{keys[0]}/{gpu}", *keys)
 
 
 @dataclass(frozen=True)
@@ -101,12 +107,15 @@ class Band:
 
     @property
     def label(self) -> str:
-        """The regime in words, e.g. "fine-grained MoE serving on Hopper"."""
+        """The regime in words, e.g. "fine-grained MoE serving on Hopper" or, for one GPU,
+        "dense training on gb300 (Blackwell)"."""
         parts = self.key.split("/")
         task = parts[0]
         if len(parts) == 1:
             return f"all {task}"
         text = f"{KIND_LABELS.get(parts[1], parts[1])} {task}"
+        if len(parts) > 3:
+            return f"{text} on {parts[3]} ({parts[2].capitalize()})"
         return f"{text} on {parts[2].capitalize()}" if len(parts) > 2 else text
 
     @property
@@ -162,11 +171,11 @@ def _bands_from(samples: Mapping[str, Sequence[tuple[float, bool]]]) -> dict[str
     return out
 
 
-def _samples(rows: Iterable[tuple[str, TransformerShape, str, float, bool]]
+def _samples(rows: Iterable[tuple[str, TransformerShape, str, str, float, bool]]
              ) -> dict[str, list[tuple[float, bool]]]:
     samples: dict[str, list[tuple[float, bool]]] = {}
-    for task, shape, architecture, error, oos in rows:
-        for key in regime_keys(task, shape, architecture):
+    for task, shape, architecture, gpu, error, oos in rows:
+        for key in regime_keys(task, shape, architecture, gpu):
             samples.setdefault(key, []).append((error, oos))
     return samples
 
@@ -182,7 +191,7 @@ def compute_bands(catalog: Catalog, efficiency: Efficiency = DEFAULT_EFFICIENCY
         validate_training,
     )
 
-    rows: list[tuple[str, TransformerShape, str, float, bool]] = []
+    rows: list[tuple[str, TransformerShape, str, str, float, bool]] = []
     for task, points, summary, metrics in (
             ("training", load_training_points(), validate_training(catalog, efficiency),
              None),
@@ -192,9 +201,9 @@ def compute_bands(catalog: Catalog, efficiency: Efficiency = DEFAULT_EFFICIENCY
         for r in summary.rows:
             if metrics is not None and r.metric not in metrics:
                 continue
-            architecture = catalog.product(r.gpu).architecture
-            rows.append((task, point_shape(by_id[r.id]), architecture, float(r.error),
-                         bool(r.out_of_sample)))
+            product = catalog.product(r.gpu)
+            rows.append((task, point_shape(by_id[r.id]), product.architecture, product.key,
+                         float(r.error), bool(r.out_of_sample)))
     return _bands_from(_samples(rows))
 
 
@@ -202,7 +211,8 @@ def write_bands(bands: Mapping[str, Band], path: Path = BANDS_FILE) -> None:
     """Write the bands as the data file (whole file at once)."""
     doc = {
         "about": "Signed throughput errors of the model (predicted / published - 1) over "
-                 "the validation data, by regime (task/model kind/architecture); written "
+                 "the validation data, by regime (task/model kind/architecture, and per "
+                 "GPU: task/model kind/architecture/product key); written "
                  "by scripts/error_bands.py, checked by tests/test_error_bands.py.",
         "percentiles": list(PERCENTILES),
         "bands": {k: {"figures": b.figures, "out_of_sample": b.out_of_sample,
@@ -225,11 +235,12 @@ def load_bands(path: Path = BANDS_FILE) -> dict[str, Band]:
 
 
 def band_for(task: str, shape: TransformerShape, product: Product,
-             bands: Mapping[str, Band] | None = None) -> Band | None:
-    """The narrowest regime of the workload with at least ``MIN_FIGURES`` figures (None if
-    not even the task has that many)."""
+             bands: Mapping[str, Band] | None = None, per_gpu: bool = True) -> Band | None:
+    """The narrowest regime of the workload with at least ``MIN_FIGURES`` figures, the GPU's
+    own first unless ``per_gpu`` is off (None if not even the task has that many)."""
     table = load_bands() if bands is None else bands
-    for key in regime_keys(task, shape, product.architecture):
+    gpu = product.key if per_gpu else None
+    for key in regime_keys(task, shape, product.architecture, gpu):
         band = table.get(key)
         if band is not None and band.figures >= MIN_FIGURES:
             return band
@@ -244,7 +255,7 @@ def bands_by_architecture(task: str, shape: TransformerShape, products: Iterable
     out: dict[str, dict[str, Any]] = {}
     for product in products:
         if product.architecture not in out:
-            band = band_for(task, shape, product, bands)
+            band = band_for(task, shape, product, bands, per_gpu=False)
             if band is not None:
                 out[product.architecture] = band.as_json()
     return out
@@ -252,12 +263,13 @@ def bands_by_architecture(task: str, shape: TransformerShape, products: Iterable
 
 def render_bands(bands: Mapping[str, Band]) -> str:
     """The bands as a table, broad regimes first within each task; the thin ones marked."""
-    head = f"{'regime':34} {'figures':>7} {'oos':>5} {'p10':>7} {'median':>7} {'p90':>7}"
+    width = max([len("regime"), *map(len, bands)])
+    head = f"{'regime':{width}} {'figures':>7} {'oos':>5} {'p10':>7} {'median':>7} {'p90':>7}"
     lines = [head]
     for key in sorted(bands, key=lambda k: (k.split("/")[0], k)):
         b = bands[key]
         mark = "" if b.figures >= MIN_FIGURES else "  (too few: the broader band is used)"
-        lines.append(f"{key:34} {b.figures:7d} {b.out_of_sample:5d} {b.p10_error:+7.1%} "
+        lines.append(f"{key:{width}} {b.figures:7d} {b.out_of_sample:5d} {b.p10_error:+7.1%} "
                      f"{b.median_error:+7.1%} {b.p90_error:+7.1%}{mark}")
     lines += ["", "signed error = predicted / published - 1 on throughput (training tokens/s "
               "per GPU, serving output tokens/s); oos = figures added after the fit; an "
