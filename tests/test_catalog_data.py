@@ -13,6 +13,7 @@ from gpuarch.catalog import (
 )
 from gpuarch.catalog.lookup import PRODUCT_NOISE, compact
 from gpuarch.errors import AmbiguousNameError, UnknownNameError
+from gpuarch.units import Unit, to_si
 
 CATALOG = load_catalog()
 
@@ -120,7 +121,8 @@ def test_rack_scale_systems_carry_their_cited_scale_out_rate() -> None:
     rates = {s.key: s for s in CATALOG.systems}
     for key, gbit in (("gb200-nvl72", 400), ("gb300-nvl72", 800)):
         system = rates[key]
-        assert system.network_bandwidth_per_gpu_bytes_s == pytest.approx(gbit * 1e9 / 8)
+        assert system.network_bandwidth_per_gpu_bytes_s == pytest.approx(
+            to_si(gbit, Unit.GBIT_S))
         assert system.field_sources.get("network_bandwidth_per_gpu_gbit_s")
 
 
