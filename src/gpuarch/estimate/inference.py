@@ -58,6 +58,7 @@ from gpuarch.perf.roofline import (
     op_kind,
     op_time,
 )
+from gpuarch.perf.sibling import sibling_notes
 from gpuarch.units import Unit, from_si
 from gpuarch.workloads.flops import attention_core_dims, attention_projections
 from gpuarch.workloads.params import count_params
@@ -482,7 +483,7 @@ def _gemm_device(product: Product, quant: QuantScheme, generation: int | None
     act = Precision.FP16 if quant.activations is QuantFormat.FP16 else Precision.BF16
     base = Device.of(product, act, generation)
     return peak, Device(product, act, peak.peak, base.vector_flops, base.bandwidth,
-                        base.attention_flops, generation)
+                        base.attention_flops, generation, base.attention_key)
 
 
 def _activation_bytes(quant: QuantScheme) -> float:
@@ -513,7 +514,8 @@ class _Runner:
             if fp8 is None or fp8.fallback_reason:
                 raise GpuarchError(f"--fp8-context-attention: {product.name} has no FP8 "
                                    "Tensor Cores (Ada, Hopper or newer)")
-            self.context_device = dataclasses.replace(self.device, attention_flops=fp8.flops)
+            self.context_device = dataclasses.replace(self.device, attention_flops=fp8.flops,
+                                                      attention_key=fp8.key)
         self.act_bytes = _activation_bytes(cfg.quant)
         self.expert_act_bytes = _activation_bytes(cfg.expert_quant)
         self.weight_bytes = cfg.quant.weights.bytes
@@ -1199,6 +1201,7 @@ def estimate_inference(
                         "draft": "one target-shaped layer and the LM head per draft token"}
         if cfg.speculative_tokens else None,
         "efficiency": efficiency.as_dict(),
+        "sibling_rates": sibling_notes(product.key) if efficiency.sibling_rates else [],
         "efficiency_origin": "assumed defaults fitted to published measurements"
         if efficiency is DEFAULT_EFFICIENCY else "calibrated or overridden",
         "measured_parameters": measured or {},

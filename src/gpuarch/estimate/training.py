@@ -68,6 +68,7 @@ from gpuarch.perf.roofline import (
     op_kind,
     op_time,
 )
+from gpuarch.perf.sibling import sibling_notes
 from gpuarch.units import Unit, from_si, to_si
 from gpuarch.workloads.flops import (
     attention_core_dims,
@@ -1209,6 +1210,7 @@ def estimate_training(
         "unfused: full score matrix in memory (softmax and dropout as memory-bound work)",
         "attention_kernel": cfg.attention_kernel,
         "attention_efficiency": run_eff.attention,
+        "sibling_rates": sibling_notes(product.key) if eff.sibling_rates else [],
         "intra_node_link": intra.fabric.value,
         "layer_forward_flops_per_gpu": layer_flops,
     }

@@ -237,6 +237,13 @@ class Efficiency:
     compute-bound. Assumed: the published points (INT4 at batch 1, memory-bound) do not
     constrain it."""
 
+    sibling_rates: float = 1.0
+    """1: multiply a GPU's GEMM and attention efficiencies by how much more of the same peak
+    it sustains than the sibling they were fitted on, where NVIDIA publishes the same
+    kernels timed on both (perf/sibling.py, data/sibling_rates.toml: GB300 over GB200).
+    0: not (a calibration measured on the GPU itself replaces the efficiencies). Not
+    fitted: the published timings as they are."""
+
     def with_overrides(self, values: dict[str, Any]) -> Efficiency:
         """A copy with some parameters replaced; unknown names are an error naming them."""
         names = {f.name for f in fields(self)}

@@ -18,6 +18,7 @@ from gpuarch.catalog.peaks import PeakKey
 from gpuarch.errors import GpuarchError
 from gpuarch.perf.efficiency import Efficiency
 from gpuarch.perf.precision import MatmulPeak, Precision, matmul_peak
+from gpuarch.perf.sibling import sibling_factor
 from gpuarch.units import Unit, from_si
 
 __all__ = ["ATTENTION_OPS", "Attention", "Bound", "Device", "Elementwise", "Gemm", "Op", "OpCost",
@@ -159,6 +160,7 @@ class Device:
     bandwidth: float  # bytes/s, datasheet
     attention_flops: float  # fused attention runs in 16 bits even in FP8 training
     tensor_core_generation: int | None
+    attention_key: PeakKey | None = None  # the peak attention_flops is
 
     @classmethod
     def of(cls, product: Product, precision: Precision,
@@ -169,12 +171,13 @@ class Device:
                 f"--precision: {product.name} publishes no peak usable for "
                 f"{precision.value} matrix math")
         vector = product.peak(PeakKey.FP32) or product.peak(PeakKey.FP16) or peak.flops
-        attention = peak.flops
+        attention, attention_key = peak.flops, peak.key
         if precision.low_precision:
             sixteen = matmul_peak(product, Precision.BF16)
-            attention = sixteen.flops if sixteen else peak.flops
+            if sixteen:
+                attention, attention_key = sixteen.flops, sixteen.key
         return cls(product, precision, peak, vector, product.memory_bandwidth_bytes_s,
-                   attention, tensor_core_generation)
+                   attention, tensor_core_generation, attention_key)
 
 
 @dataclass(frozen=True)
@@ -203,6 +206,8 @@ def _gemm_efficiency(op: Gemm, device: Device, eff: Efficiency) -> Num:
         base *= eff.gemm_fp8  # FP8, or NVFP4 on a GPU without FP4 Tensor Cores
     elif device.matmul.key is PeakKey.TENSOR_FP4:
         base *= eff.gemm_fp4
+    if eff.sibling_rates:
+        base *= sibling_factor(device.product.key, "gemm", device.matmul.key)
     thin: Num = 1.0
     for d in (op.m, op.n):
         thin = thin * d / (np.ceil(d / eff.gemm_min_tile) * eff.gemm_min_tile)
@@ -234,6 +239,9 @@ def op_time(op: Op, device: Device, eff: Efficiency) -> tuple[Num, Num, Num, Num
         factor = eff.attention_backward_flops_factor if op.backward else 1.0
         flops, moved = op.forward_flops * factor, op.bytes(element)
         e = eff.attention
+        if eff.sibling_rates:
+            e *= sibling_factor(device.product.key, "attention_backward" if op.backward
+                                else "attention_forward", device.attention_key)
         peak = device.attention_flops
         if np.all(np.asarray(op.seq_q) == 1):  # decode: one query row streams the KV cache
             bw = device.bandwidth * eff.kv_read

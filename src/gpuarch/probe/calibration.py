@@ -38,6 +38,7 @@ from gpuarch.catalog.peaks import PeakKey
 from gpuarch.errors import GpuarchError
 from gpuarch.jsonfile import read_schema_file
 from gpuarch.perf.efficiency import Efficiency
+from gpuarch.perf.sibling import sibling_notes
 from gpuarch.units import Unit, from_si, to_si
 
 __all__ = ["CURVE_MIN_OUTPUT", "REFERENCE_DIR", "SCHEMA", "VERSION", "Calibration",
@@ -260,6 +261,11 @@ def apply_calibration(cal: Calibration, eff: Efficiency, catalog: Catalog, produ
                 changes["gemm_half_dim"] = half
                 notes["gemm_half_dim"] = (f"{half:g}, size curve fitted to {len(sizes)} "
                                           f"measured {precision} GEMM sizes")
+            if eff.sibling_rates and sibling_notes(product.key):
+                changes["sibling_rates"] = 0.0
+                notes["sibling_rates"] = ("off: this GPU's own measured GEMM rates replace "
+                                          "the fitted ones a sibling's published rates would "
+                                          "scale")
             fp8, fp8_peak = best("fp8"), product.peak(PeakKey.TENSOR_FP8)
             if fp8 and fp8_peak:
                 changes["gemm_fp8"] = min(1.5, (fp8 / fp8_peak) / (rate / peak))

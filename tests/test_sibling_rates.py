@@ -1,0 +1,146 @@
+"""Published same-kernel timings of a GPU and its sibling (perf/data/sibling_rates.toml) and
+what the roofline does with them."""
+
+from __future__ import annotations
+
+import statistics
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from gpuarch.catalog.loader import load_catalog
+from gpuarch.catalog.peaks import PeakKey
+from gpuarch.errors import GpuarchError
+from gpuarch.estimate.training import TrainingConfig, estimate_training
+from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY
+from gpuarch.perf.precision import Precision
+from gpuarch.perf.roofline import Attention, Device, Gemm, op_cost
+from gpuarch.perf.sibling import PRECISION_PEAKS, SIBLING_FILE, sibling_factor, sibling_rates
+from gpuarch.probe.calibration import Calibration, apply_calibration
+from gpuarch.workloads.presets import preset
+
+CATALOG = load_catalog()
+OFF = DEFAULT_EFFICIENCY.with_overrides({"sibling_rates": 0})
+
+
+def _device(key: str, precision: Precision) -> Device:
+    product = CATALOG.product(key)
+    return Device.of(product, precision, CATALOG.chip_of(product).sm.tensor_core_generation)
+
+
+def test_every_comparison_pairs_gpus_with_the_same_datasheet_peak() -> None:
+    """The ratio of times is the ratio of sustained fractions only at equal peaks: each
+    compared GPU and its sibling are catalog products with the same dense peak at the
+    comparison's precision, and every row cites a fixed commit of its source."""
+    raw = tomllib.loads(SIBLING_FILE.read_text())
+    assert raw["comparison"]
+    for row in raw["comparison"]:
+        gpu, sibling = CATALOG.product(row["gpu"]), CATALOG.product(row["sibling"])
+        key = PRECISION_PEAKS[row["precision"]]
+        assert gpu.peak(key) is not None
+        assert gpu.peak(key) == sibling.peak(key), (row["gpu"], row["precision"])
+        assert len(row["sibling_ms"]) == len(row["gpu_ms"])
+        assert "/blob/" in row["source_url"] or "/tree/" in row["source_url"]
+
+
+def test_gb300_factors_are_the_medians_of_nvidias_published_timings() -> None:
+    """Hand-computed from the cited files: the 24 MXFP8 grouped-GEMM pairs (two runs of
+    cuDNN frontend's cutedsl_fusion_kernels benchmark, cuDNN fused and Transformer Engine
+    unfused) have GB200/GB300 time ratios from 1.063 to 1.192, median 1.138; the cuDNN
+    attention benchmark of 24 July 2026 (Llama 3.1 heads, BF16, causal, 2k-32k tokens) gives
+    forward ratios 1.195-1.342 (median 1.290, the 8k run at 1.336/1.105 = 1.209) and backward
+    1.070-1.179 (median 1.079)."""
+    fp8, bf16 = PRECISION_PEAKS["fp8"], PRECISION_PEAKS["bf16"]
+    assert sibling_factor("gb300", "gemm", fp8) == pytest.approx(1.138, abs=5e-4)
+    assert sibling_factor("gb300", "attention_forward", bf16) == pytest.approx(1.290, abs=5e-4)
+    assert sibling_factor("gb300", "attention_backward", bf16) == pytest.approx(1.079, abs=5e-4)
+    rate = sibling_rates()[("gb300", "gemm", fp8)]
+    assert rate.pairs == 24 and rate.sibling == "gb200"
+    # nothing published for the GB300's BF16 GEMMs, its FP4 math, or any other GPU
+    assert sibling_factor("gb300", "gemm", bf16) == 1.0
+    assert sibling_factor("gb300", "gemm", PeakKey.TENSOR_FP4) == 1.0
+    assert sibling_factor("b300", "gemm", fp8) == 1.0
+    assert sibling_factor("gb200", "attention_forward", bf16) == 1.0
+
+
+@pytest.mark.parametrize("op_name, op", [
+    ("gemm", Gemm(8192, 8192, 8192)),
+    ("attention_forward", Attention(2, 8192, 8192, 64, 8, 128)),
+    ("attention_backward", Attention(2, 8192, 8192, 64, 8, 128, backward=True)),
+])
+def test_a_compute_bound_op_on_gb300_is_faster_by_exactly_its_factor(op_name: str,
+                                                                       op: Gemm | Attention
+                                                                       ) -> None:
+    """Same peaks, so with the factors off GB300 and GB200 cost the same; with them on the
+    GB300's time is the GB200's over the factor (FP8 training: GEMMs at the FP8 peak,
+    attention at the 16-bit peak)."""
+    gb200, gb300 = _device("gb200", Precision.FP8), _device("gb300", Precision.FP8)
+    peak = gb300.matmul.key if op_name == "gemm" else gb300.attention_key
+    factor = sibling_factor("gb300", op_name, peak)
+    assert factor > 1.05
+    assert op_cost(op, gb300, OFF).time_s == pytest.approx(op_cost(op, gb200, OFF).time_s)
+    assert op_cost(op, gb300, DEFAULT_EFFICIENCY).time_s == pytest.approx(
+        op_cost(op, gb200, DEFAULT_EFFICIENCY).time_s / factor)
+
+
+def test_a_gb300_training_estimate_is_faster_and_says_why() -> None:
+    """FP8 Llama 3 70B inside one NVL72 rack: GB300 computes faster than GB200 by no more
+    than the largest factor, lists the factors it used, and GB200 lists none."""
+    shape = preset("llama-3-70b").shape
+    cfg = TrainingConfig(gpus=64, seq_len=8192, global_batch=128, tp=4, pp=1,
+                         precision=Precision.FP8, gpus_per_node=72)
+    gb200, gb300 = (estimate_training(CATALOG, shape, CATALOG.product(key), cfg,
+                                      system=CATALOG.system(f"{key} nvl72"))
+                    for key in ("gb200", "gb300"))
+    speedup = gb200.time_breakdown.compute / gb300.time_breakdown.compute
+    assert 1.079 < speedup < 1.290
+    notes = gb300.assumptions["sibling_rates"]
+    assert len(notes) == 3 and all("gb200" in n and "github.com/NVIDIA/cudnn-frontend" in n
+                                   for n in notes)
+    assert gb200.assumptions["sibling_rates"] == []
+
+
+def test_a_calibration_of_the_gpu_itself_switches_the_factors_off() -> None:
+    """Measured GEMM rates of a GB300 replace the fitted efficiency the factors would scale,
+    so they are not applied on top; an H100 calibration (no factors) says nothing of them."""
+    cal = Calibration("cal.json", "2026-11-30", "NVIDIA GB300", "gb300",
+                      ({"precision": "bf16", "m": 8192, "n": 8192, "k": 8192,
+                        "tflops": 1800.0},), (), ())
+    eff, notes = apply_calibration(cal, DEFAULT_EFFICIENCY, CATALOG, CATALOG.product("gb300"))
+    assert eff.sibling_rates == 0 and "own measured" in notes["sibling_rates"]
+    h100 = Calibration("cal.json", "2026-11-30", "NVIDIA H100", "h100-sxm5-80gb",
+                       ({"precision": "bf16", "m": 8192, "n": 8192, "k": 8192,
+                         "tflops": 700.0},), (), ())
+    eff, notes = apply_calibration(h100, DEFAULT_EFFICIENCY, CATALOG,
+                                   CATALOG.product("h100-sxm5-80gb"))
+    assert eff.sibling_rates == 1 and "sibling_rates" not in notes
+
+
+@pytest.mark.parametrize("edit, message", [
+    (('op = "gemm"', 'op = "gemmm"'), "op 'gemmm' is not one of"),
+    (('precision = "fp8"', 'precision = "fp9"'), "precision 'fp9' is not one of"),
+    (("gpu_ms = [1.319,", "gpu_ms = [-1.319,"), "times must be positive"),
+    (("gpu_ms = [1.319, 0.740, ", "gpu_ms = ["), "lists of equal length"),
+])
+def test_a_malformed_file_is_refused_naming_the_row_and_field(tmp_path: Path,
+                                                              edit: tuple[str, str],
+                                                              message: str) -> None:
+    text = SIBLING_FILE.read_text()
+    assert edit[0] in text
+    bad = tmp_path / "sibling_rates.toml"
+    bad.write_text(text.replace(edit[0], edit[1], 1))
+    with pytest.raises(GpuarchError, match="comparison\\[0\\]") as info:
+        sibling_rates(bad)
+    assert message in str(info.value)
+
+
+def test_the_factor_lies_within_the_published_ratios() -> None:
+    """A median: never outside the range of the pairs it summarises."""
+    raw = tomllib.loads(SIBLING_FILE.read_text())
+    for (gpu, op, peak), rate in sibling_rates().items():
+        ratios = [s / g for row in raw["comparison"]
+                  if (row["gpu"], row["op"], PRECISION_PEAKS[row["precision"]]) == (gpu, op, peak)
+                  for s, g in zip(row["sibling_ms"], row["gpu_ms"], strict=True)]
+        assert min(ratios) <= rate.factor <= max(ratios)
+        assert rate.factor == pytest.approx(statistics.median(ratios))
