@@ -12,12 +12,15 @@ import pytest
 from gpuarch.catalog.loader import load_catalog
 from gpuarch.catalog.peaks import PeakKey
 from gpuarch.errors import GpuarchError
+from gpuarch.estimate.inference import InferenceConfig, estimate_inference
 from gpuarch.estimate.training import TrainingConfig, estimate_training
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY
 from gpuarch.perf.precision import Precision
+from gpuarch.perf.quant import QuantFormat, QuantScheme
 from gpuarch.perf.roofline import Attention, Device, Gemm, op_cost
 from gpuarch.perf.sibling import PRECISION_PEAKS, SIBLING_FILE, sibling_factor, sibling_rates
 from gpuarch.probe.calibration import Calibration, apply_calibration
+from gpuarch.report.estimate_text import render_inference
 from gpuarch.workloads.presets import preset
 
 CATALOG = load_catalog()
@@ -144,3 +147,25 @@ def test_the_factor_lies_within_the_published_ratios() -> None:
                   for s, g in zip(row["sibling_ms"], row["gpu_ms"], strict=True)]
         assert min(ratios) <= rate.factor <= max(ratios)
         assert rate.factor == pytest.approx(statistics.median(ratios))
+
+
+@pytest.mark.parametrize("weights, expected", [
+    (QuantFormat.FP8, ["attention_forward at bf16", "gemm at fp8"]),
+    (QuantFormat.FP4, ["attention_forward at bf16"]),  # FP4 GEMMs: nothing published
+])
+def test_a_gb300_serving_estimate_names_only_the_factors_it_uses(weights: QuantFormat,
+                                                                  expected: list[str]) -> None:
+    """Serving runs no backward pass, and its GEMMs use the FP8 factor only at the FP8
+    peak; the text output prints what the estimate used, a GB200 estimate prints none."""
+    shape = preset("llama-3.1-70b").shape
+    cfg = InferenceConfig(input_len=1000, output_len=1000, batch=64, gpus=2, tp=2,
+                          quant=QuantScheme(weights, weights, QuantFormat.FP8))
+    est = estimate_inference(CATALOG, shape, CATALOG.product("gb300"), cfg)
+    notes = est.assumptions["sibling_rates"]
+    assert [n.split(":")[0] for n in notes] == expected
+    assert all(n.split(":")[0] in render_inference(est) for n in notes)
+    gb200 = estimate_inference(CATALOG, shape, CATALOG.product("gb200"), cfg)
+    assert gb200.assumptions["sibling_rates"] == []
+    assert "sibling" not in render_inference(gb200)
+    # same peaks and bandwidth: the compute-bound prefill is faster, the memory-bound decode not
+    assert gb200.ttft_s > est.ttft_s and gb200.tpot_s == pytest.approx(est.tpot_s)

@@ -1201,7 +1201,10 @@ def estimate_inference(
                         "draft": "one target-shaped layer and the LM head per draft token"}
         if cfg.speculative_tokens else None,
         "efficiency": efficiency.as_dict(),
-        "sibling_rates": sibling_notes(product.key) if efficiency.sibling_rates else [],
+        "sibling_rates": sibling_notes(product.key, (
+            runner.peak.peak.key, runner.expert_peak.peak.key, runner.device.attention_key,
+            runner.context_device.attention_key), ("gemm", "attention_forward"))
+        if efficiency.sibling_rates else [],
         "efficiency_origin": "assumed defaults fitted to published measurements"
         if efficiency is DEFAULT_EFFICIENCY else "calibrated or overridden",
         "measured_parameters": measured or {},

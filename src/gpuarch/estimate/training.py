@@ -1210,7 +1210,8 @@ def estimate_training(
         "unfused: full score matrix in memory (softmax and dropout as memory-bound work)",
         "attention_kernel": cfg.attention_kernel,
         "attention_efficiency": run_eff.attention,
-        "sibling_rates": sibling_notes(product.key) if eff.sibling_rates else [],
+        "sibling_rates": sibling_notes(product.key, (device.matmul.key, device.attention_key))
+        if eff.sibling_rates else [],
         "intra_node_link": intra.fabric.value,
         "layer_forward_flops_per_gpu": layer_flops,
     }

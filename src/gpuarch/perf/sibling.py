@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import statistics
 import tomllib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -112,8 +113,11 @@ def sibling_factor(gpu: str, op: str, peak: PeakKey | None) -> float:
     return rate.factor if rate else 1.0
 
 
-def sibling_notes(gpu: str) -> list[str]:
-    """What the factors applied to ``gpu`` are, one line each (empty: none)."""
-    return [rate.note() for (key, _, _), rate in sorted(
+def sibling_notes(gpu: str, peaks: Iterable[PeakKey | None] | None = None,
+                  ops: Iterable[str] = OPS) -> list[str]:
+    """The factors ``gpu`` has, one line each (empty: none); with ``peaks`` and ``ops``,
+    only those of the operators an estimate runs at the peaks it runs them at."""
+    wanted, kinds = (None if peaks is None else set(peaks)), set(ops)
+    return [rate.note() for (key, op, peak), rate in sorted(
         sibling_rates().items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2].value))
-        if key == gpu]
+        if key == gpu and op in kinds and (wanted is None or peak in wanted)]

@@ -134,13 +134,17 @@ def _origin_lines(assumptions: dict[str, Any]) -> list[str]:
     """Where the efficiencies came from: the fitted defaults, or a calibration file's
     measurements (named, with what each was derived from)."""
     measured = dict(assumptions.get("measured_parameters") or {})
+    siblings = [f"    {note}" for note in assumptions.get("sibling_rates") or ()]
+    if siblings:
+        siblings.insert(0, "  This GPU runs some kernels faster than the sibling the "
+                           "efficiencies were fitted on (published same-kernel timings):")
     if not measured:
         return ["", "  Peaks from the catalog; efficiencies are the model's fitted defaults "
-                "(--json lists them)."]
+                "(--json lists them).", *siblings]
     source = measured.pop("file", "a calibration file")
     return ["", f"  Peaks from the catalog; efficiencies measured on {source}:",
             *(f"    {name}: {how}" for name, how in measured.items()),
-            "  the rest are the model's fitted defaults (--json lists them)."]
+            "  the rest are the model's fitted defaults (--json lists them).", *siblings]
 
 
 def render_disaggregated(e: DisaggEstimate) -> str:
@@ -286,7 +290,7 @@ def render_inference(e: InferenceEstimate, band: Band | None = None,
     ]
     if a.get("precision_fallback"):
         lines.append(f"  note          {a['precision_fallback']}")
-    if a.get("measured_parameters"):
+    if a.get("measured_parameters") or a.get("sibling_rates"):
         lines += _origin_lines(a)
     return "\n".join(lines)
 
