@@ -186,17 +186,18 @@ def test_validation_error_does_not_regress() -> None:
     model reads NVIDIA's newest releases and GB300 slow, docs/performance-model.md; then
     GB300's FP8 GEMMs and attention at the rates NVIDIA's published same-kernel timings give
     it over GB200 (perf/data/sibling_rates.toml, nothing fitted) to 10.1% / 5.2% / 13.8% /
-    84.4%.)"""
+    84.4%; then 19 MLPerf Training v5.1 and v6.0 step times (Llama 3.1 405B and 8B on GB300,
+    GB200, B300, B200), nothing refitted, to 11.1% / 5.2% / 14.8% / 83.4% over 205.)"""
     summary = validate_training(CATALOG)
-    assert len(summary.rows) >= 186
-    assert summary.mean_abs_error <= 0.102  # 10.1% over 186 points
+    assert len(summary.rows) >= 205
+    assert summary.mean_abs_error <= 0.111  # 11.1% over 205 points
     in_sample = [abs(r.error) for r in summary.rows if not r.out_of_sample]
     assert sum(in_sample) / len(in_sample) <= 0.053  # 5.2% over 79
     out = [abs(r.error) for r in summary.rows if r.out_of_sample]
-    assert sum(out) / len(out) <= 0.139  # 13.8% over 107
+    assert sum(out) / len(out) <= 0.148  # 14.8% over 126
     assert summary.by("gpu")["a100-sxm4-80gb"] <= 0.07
     within_20 = sum(abs(r.error) <= 0.20 for r in summary.rows) / len(summary.rows)
-    assert within_20 >= 0.84  # 84.4%
+    assert within_20 >= 0.83  # 83.4%
 
 
 @pytest.mark.parametrize(("gpu", "applies"), [
