@@ -169,3 +169,11 @@ def test_a_gb300_serving_estimate_names_only_the_factors_it_uses(weights: QuantF
     assert "sibling" not in render_inference(gb200)
     # same peaks and bandwidth: the compute-bound prefill is faster, the memory-bound decode not
     assert gb200.ttft_s > est.ttft_s and gb200.tpot_s == pytest.approx(est.tpot_s)
+
+
+def test_the_switch_is_on_or_off() -> None:
+    """``sibling_rates`` is a switch, not a weight: anything but 0 or 1 is refused by name."""
+    with pytest.raises(GpuarchError, match=r"efficiency\.sibling_rates: expected 0 \(off\) or 1 "
+                                           r"\(on\), got 0\.5"):
+        DEFAULT_EFFICIENCY.with_overrides({"sibling_rates": 0.5})
+    assert DEFAULT_EFFICIENCY.with_overrides({"sibling_rates": 0}).sibling_rates == 0

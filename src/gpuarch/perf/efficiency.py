@@ -256,6 +256,9 @@ class Efficiency:
                 if not isinstance(item, (int, float)) or isinstance(item, bool) or item < 0:
                     raise GpuarchError(f"efficiency.{key}: expected numbers >= 0, "
                                        f"got {value!r}")
+            if key == "sibling_rates" and value not in (0, 1):
+                raise GpuarchError(f"efficiency.sibling_rates: expected 0 (off) or 1 (on), "
+                                   f"got {value!r}")
             if isinstance(value, list):
                 values = {**values, key: tuple(value)}
         return replace(self, **values)
