@@ -248,15 +248,21 @@ def test_inference_validation_does_not_regress() -> None:
     the engine's token budget, gathered under attention data-parallel, with trtllm-bench's
     own limits for the runs it chose them for, to 14.7%, Maverick from 19.3% to 17.3%; the
     fused MoE block's measured floor per expert layer, nothing refitted, to 14.0%, beyond
-    35% 41 -> 35, Maverick 16.8%.)"""
+    35% 41 -> 35, Maverick 16.8%. Eight MLPerf Offline rows, nothing refitted, with
+    pipeline stages serving one micro-batch each: 14.2% over 433, 14.0% over the 430 not
+    on B300, whose NVFP4 runs at its FP8 rate for want of a dense FP4 peak; the five
+    others 6.2%.)"""
     from gpuarch.validation.inference import validate_inference
 
     s = validate_inference(CATALOG)
-    assert len(s.rows) >= 425
-    assert s.mean_abs_error <= 0.141  # 14.0% over 425 figures
+    assert len(s.rows) >= 433
+    assert s.mean_abs_error <= 0.142  # 14.2% over 433 figures
     assert s.median_abs_error <= 0.088  # 8.7%
     assert s.by("metric")["tpot_s"] <= 0.07
-    assert s.share_within >= 0.917  # 91.8%
+    assert s.share_within >= 0.911  # 91.2%
+    mlperf = [abs(r.error) for r in s.rows
+              if r.source.startswith("mlperf-inference-") and r.gpu != "b300"]
+    assert len(mlperf) == 5 and sum(mlperf) / len(mlperf) <= 0.07  # 6.2%
     in_sample = [abs(r.error) for r in s.rows if not r.out_of_sample]
     assert len(in_sample) == 171 and sum(in_sample) / len(in_sample) <= 0.100  # 9.9%
     v017 = [abs(r.error) for r in s.rows if r.source == "trtllm-perf-overview-v0.17"]

@@ -221,6 +221,15 @@ class InferenceConfig:
         return self.gpus // (self.tp * self.pp)
 
     @property
+    def micro_batches(self) -> int:
+        """Micro-batches a replica keeps in flight: with in-flight batching, one per pipeline
+        stage (TensorRT-LLM's in-flight batching model sets its micro-batch count to the
+        pipeline-parallel size and admits max_batch_size requests per micro-batch,
+        cpp/tensorrt_llm/batch_manager/trtGptModelInflightBatching.cpp), so the stages work
+        concurrently; a static batch runs through the stages as one."""
+        return self.pp if self.batching is Batching.CONTINUOUS else 1
+
+    @property
     def expert_quant(self) -> QuantScheme:
         """The formats the routed experts' GEMMs run in: ``expert_weights`` and
         ``expert_activations`` where given, else the model's. Expert weights given alone take
@@ -987,16 +996,23 @@ def _evaluate(runner: _Runner, cfg: InferenceConfig, product: Product, max_batch
     (scalars only), the decode step's and the first-token prefill's seconds by kind are
     left under "decode" and "prefill"."""
     batch = requested
+    stages = cfg.micro_batches
     if cfg.batching is Batching.CONTINUOUS and max_batch >= 1:
         batch = np.minimum(batch, max_batch)  # a serving engine admits only what fits
     if cfg.batching is Batching.CONTINUOUS and cfg.max_batch_size:
-        batch = np.minimum(batch, cfg.max_batch_size)  # and no more than its cap
+        # and no more than its cap, which bounds each micro-batch of a pipeline
+        batch = np.minimum(batch, cfg.max_batch_size * stages)
     if cfg.batching is Batching.CONTINUOUS and cfg.num_requests:
         # an offline run of num_requests: a replica never holds more than its share
         batch = np.minimum(batch, math.ceil(cfg.num_requests / cfg.replicas))
     mean_ctx = cfg.input_len + (cfg.output_len + 1) / 2
     runner.parts = {} if parts is not None else None
-    step = runner.decode_step(batch, mean_ctx)
+    # with pipeline stages the sequences in flight are split into one micro-batch per stage:
+    # each step below is one micro-batch through every stage, and while it moves through
+    # one stage the others run the other micro-batches (fewer sequences than stages leave
+    # stages idle: a micro-batch holds at least one)
+    lanes = _lanes(batch, stages)
+    step = runner.decode_step(batch / lanes, mean_ctx)
     if parts is not None and runner.parts is not None:
         parts["decode"] = runner.parts
     runner.parts = None
@@ -1013,8 +1029,9 @@ def _evaluate(runner: _Runner, cfg: InferenceConfig, product: Product, max_batch
     else:
         # every output_len / per_step steps, `batch` new prompts are prefilled between decode
         # steps, in passes of up to max_num_tokens tokens (engines batch waiting prompts)
+        # (pipelined, the micro-batches' passes overlap across the stages)
         all_prefills = runner.prefill(batch)
-        cycle = cfg.output_len / per_step * step.total + all_prefills.total
+        cycle = cfg.output_len / per_step * step.total + all_prefills.total / lanes
         tpot = cycle / cfg.output_len
         per_replica = batch * cfg.output_len / cycle
         if cfg.num_requests:
@@ -1025,7 +1042,7 @@ def _evaluate(runner: _Runner, cfg: InferenceConfig, product: Product, max_batch
         runner.parts = {} if parts is not None else None
         prefill = runner.prefill(np.minimum(batch, prompts_per_pass))
         service = prefill.total
-        rho = np.minimum(MAX_PREFILL_LOAD, all_prefills.total / cycle)
+        rho = np.minimum(MAX_PREFILL_LOAD, all_prefills.total / lanes / cycle)
         wait = rho / (2 * (1 - rho)) * service + step.total / 2
         ttft = service + wait
         latency = ttft + (cfg.output_len - 1) * tpot
@@ -1042,6 +1059,12 @@ def _evaluate(runner: _Runner, cfg: InferenceConfig, product: Product, max_batch
                          memory_total, max_batch)
 
 
+def _lanes(batch: Num, micro_batches: int) -> Num:
+    """Micro-batches that hold a sequence when ``batch`` sequences are split into up to
+    ``micro_batches``: the stages working at once."""
+    return np.minimum(micro_batches, np.maximum(batch, 1.0))
+
+
 def _offline_rate(runner: _Runner, cfg: InferenceConfig, batch: Num, cycle: Num,
                   mean_ctx: float, per_step: float) -> Num:
     """Output tokens/s of one replica over an offline run of ``cfg.num_requests`` (shared
@@ -1052,8 +1075,9 @@ def _offline_rate(runner: _Runner, cfg: InferenceConfig, batch: Num, cycle: Num,
     full = np.floor(share / batch)
     rest = np.ceil(share - full * batch)
     tail = np.maximum(rest, 1)
-    tail_cycle = cfg.output_len / per_step * runner.decode_step(tail, mean_ctx).total \
-        + runner.prefill(tail).total
+    lanes = _lanes(tail, cfg.micro_batches)
+    tail_cycle = cfg.output_len / per_step * runner.decode_step(tail / lanes, mean_ctx).total \
+        + runner.prefill(tail).total / lanes
     total = full * cycle + np.where(rest > 0, tail_cycle, 0.0)
     return share * cfg.output_len / total
 
@@ -1178,6 +1202,7 @@ def estimate_inference(
         "kv_cache_fraction": cfg.kv_cache_fraction or None,
         "max_prefill_tokens_per_pass": cfg.max_num_tokens,
         "max_batch_size": cfg.max_batch_size or None,
+        "pipeline_micro_batches": cfg.micro_batches,
         "engine_limits": cfg.limits_source or None,
         "executor": cfg.executor,
         "cuda_graph_padding": {

@@ -51,6 +51,11 @@ class QuantFormat(Enum):
         return self.bits == 16
 
 
+_UNPUBLISHED_DENSE_FALLBACK: dict[PeakKey, PeakKey] = {PeakKey.TENSOR_FP4: PeakKey.TENSOR_FP8}
+"""Where a GPU's Tensor Cores run a format whose dense peak is unpublished (only a figure
+with sparsity that is not twice the dense one: Blackwell Ultra's HGX B300), the dense peak
+its GEMMs are taken at instead."""
+
 _NATIVE: dict[QuantFormat, PeakKey] = {
     QuantFormat.FP16: PeakKey.TENSOR_FP16,
     QuantFormat.BF16: PeakKey.TENSOR_BF16,
@@ -124,6 +129,22 @@ def _sixteen(product: Product, fmt: QuantFormat) -> MatmulPeak | None:
     return None
 
 
+def _sparse_only_fallback(product: Product, key: PeakKey, fmt: QuantFormat
+                          ) -> MatmulPeak | None:
+    """Where the Tensor Cores run ``key``'s format (a figure with sparsity is published) but
+    its dense rate is not, and cannot be halved from the sparse one: the next narrower
+    format's dense rate, a lower bound (no GPU multiplies FP4 slower than FP8); else None."""
+    narrower = _UNPUBLISHED_DENSE_FALLBACK.get(key)
+    value = product.peak(narrower) if narrower is not None else None
+    if narrower is None or value is None or product.peak(key, sparse=True) is None:
+        return None
+    why = product.peak_exceptions.get(f"sparse.{key.value}", "no dense figure")
+    return MatmulPeak(value, narrower, product.dense_origin(narrower) or "published",
+                      f"{product.name} publishes its {key.label} peak with sparsity only "
+                      f"({why}); {fmt.value} GEMMs are taken at its dense {narrower.label} "
+                      "rate")
+
+
 def gemm_peak(product: Product, scheme: QuantScheme) -> GemmPeak:
     """Peak for the scheme's GEMMs on ``product``: native where the Tensor Cores run the
     format, else the 16-bit rate with weights dequantized and the reason stated."""
@@ -147,6 +168,9 @@ def gemm_peak(product: Product, scheme: QuantScheme) -> GemmPeak:
                                      and product.peak(PeakKey.TENSOR_FP4) is not None)
         return GemmPeak(MatmulPeak(value, key, product.dense_origin(key) or "published",
                                    None), dequantize=mixed)
+    fallback = _sparse_only_fallback(product, key, compute_fmt) if key is not None else None
+    if fallback is not None:
+        return GemmPeak(fallback, dequantize=False)
     reason = (f"{product.name} publishes no {compute_fmt.value.upper()} Tensor Core peak; "
               f"{compute_fmt.value} weights are dequantized and GEMMs run at the "
               f"{sixteen.key.label} rate")

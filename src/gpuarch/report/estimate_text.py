@@ -216,7 +216,9 @@ def render_inference(e: InferenceEstimate, band: Band | None = None,
     mem = e.memory
     lines = [
         f"{e.model} on {e.gpus} x {e.gpu}: batch {e.batch} ({a['batching']} batching"
-        + (", the engine's cap" if a.get("max_batch_size") == e.batch else "") + "), "
+        + (", the engine's cap" if a.get("max_batch_size") == e.batch else "")
+        + (f", {a['pipeline_micro_batches']} pipeline micro-batches in flight"
+           if a.get("pipeline_micro_batches", 1) > 1 else "") + "), "
         f"{a['replicas']} replica(s)" + _expert_split(a.get("parallelism", {})),
         f"  formats       weights {f['weights']}, activations {f['activations']}, KV cache "
         f"{f['kv_cache']}; GEMMs at {fmt(a['gemm_peak_tflops'])} TFLOPS "

@@ -1,0 +1,96 @@
+"""Serving with pipeline stages: in-flight batching keeps one micro-batch per stage, so the
+stages work at once (TensorRT-LLM's in-flight batching model: micro-batches = pipeline size,
+max_batch_size requests each); a static batch still runs through the stages as one. And the
+peak an FP4 GEMM runs at on a GPU that publishes its FP4 rate with sparsity only."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpuarch.catalog import load_catalog
+from gpuarch.catalog.peaks import PeakKey
+from gpuarch.estimate.inference import Batching, InferenceConfig, estimate_inference
+from gpuarch.perf.quant import QuantFormat, QuantScheme, gemm_peak
+from gpuarch.workloads import preset
+
+CATALOG = load_catalog()
+H100 = CATALOG.product("h100")
+LLAMA_8B = preset("llama-3.1-8b").shape
+FP8 = QuantScheme(QuantFormat.FP8, QuantFormat.FP8, QuantFormat.FP8)
+FP4 = QuantScheme(QuantFormat.FP4, QuantFormat.FP4, QuantFormat.FP8)
+
+
+def _est(**kw):  # type: ignore[no-untyped-def]
+    base = {"input_len": 1024, "output_len": 256, "quant": FP8, "executor": "cpp",
+            "batching": Batching.CONTINUOUS}
+    return estimate_inference(CATALOG, LLAMA_8B, H100, InferenceConfig(**{**base, **kw}))
+
+
+def test_two_stages_serve_about_twice_one_gpu_at_twice_the_sequences() -> None:
+    """Two pipeline stages holding 512 sequences run two micro-batches of 256, each taking
+    what one GPU takes for 256 sequences plus the stage-to-stage sends: close to twice one
+    GPU's throughput, never more. Before micro-batches were modelled the stages ran one
+    after the other and two GPUs served no more than one."""
+    one = _est(batch=256, gpus=1)
+    two = _est(batch=512, gpus=2, pp=2)
+    ratio = two.output_tokens_per_s / one.output_tokens_per_s
+    assert 1.8 < ratio <= 2.0
+    assert two.as_json()["assumptions"]["pipeline_micro_batches"] == 2
+    assert two.tpot_s == pytest.approx(one.tpot_s, rel=0.1)
+
+
+def test_a_static_batch_runs_through_the_stages_as_one() -> None:
+    """Without in-flight batching there is one batch: two stages take what one GPU takes
+    for the same batch (plus the sends), so they serve no more."""
+    one = _est(batch=256, gpus=1, batching=Batching.STATIC)
+    two = _est(batch=256, gpus=2, pp=2, batching=Batching.STATIC)
+    assert two.as_json()["assumptions"]["pipeline_micro_batches"] == 1
+    assert two.output_tokens_per_s <= one.output_tokens_per_s
+
+
+def test_max_batch_size_bounds_each_micro_batch() -> None:
+    """The engine's cap applies per micro-batch: two stages at max_batch_size 100 hold 200
+    sequences (memory allowing, as here), one GPU 100."""
+    assert _est(batch=1000, gpus=2, pp=2, max_batch_size=100).batch == 200
+    assert _est(batch=1000, gpus=1, max_batch_size=100).batch == 100
+
+
+@settings(max_examples=25, deadline=None)
+@given(batch=st.integers(1, 256), pp=st.sampled_from([2, 4]))
+def test_more_stages_never_serve_less_per_sequence_slot(batch: int, pp: int) -> None:
+    """At the same sequences in flight, splitting a replica into more pipeline stages never
+    lowers its output rate, and fewer sequences than stages leave stages idle rather than
+    running fractions of a sequence: a lone sequence is no faster for the extra stages."""
+    one = _est(batch=batch, gpus=1)
+    staged = _est(batch=batch, gpus=pp, pp=pp)
+    assert staged.output_tokens_per_s >= one.output_tokens_per_s * 0.95
+    if batch == 1:
+        assert staged.tpot_s >= one.tpot_s
+
+
+def test_fp4_on_a_gpu_publishing_fp4_with_sparsity_only_runs_at_its_fp8_rate() -> None:
+    """HGX B300 publishes FP4 with sparsity only (not twice a dense figure): its Tensor Cores
+    run FP4, so NVFP4 GEMMs run natively at no less than the dense FP8 rate, said so; a GPU
+    without FP4 Tensor Cores (H100) still dequantizes to 16 bits, and one with a dense FP4
+    peak (GB300) runs at it."""
+    b300 = CATALOG.product("b300")
+    peak = gemm_peak(b300, FP4)
+    assert peak.peak.key is PeakKey.TENSOR_FP8 and not peak.dequantize
+    assert peak.peak.flops == b300.peak(PeakKey.TENSOR_FP8)
+    assert "with sparsity only" in (peak.peak.fallback_reason or "")
+    h100 = gemm_peak(H100, FP4)
+    assert h100.dequantize and h100.peak.key is PeakKey.TENSOR_BF16
+    gb300 = gemm_peak(CATALOG.product("gb300"), FP4)
+    assert gb300.peak.key is PeakKey.TENSOR_FP4 and gb300.peak.fallback_reason is None
+
+
+def test_the_text_names_the_micro_batches() -> None:
+    """The estimate's first line says how many micro-batches a pipelined replica keeps in
+    flight, and says nothing of them without stages."""
+    from gpuarch.report.estimate_text import render_inference
+
+    assert "2 pipeline micro-batches in flight" in render_inference(
+        _est(batch=512, gpus=2, pp=2)).splitlines()[0]
+    assert "micro-batches" not in render_inference(_est(batch=512, gpus=1))
