@@ -1,6 +1,6 @@
 """Serving with pipeline stages: in-flight batching keeps one micro-batch per stage, so the
 stages work at once (TensorRT-LLM's in-flight batching model: micro-batches = pipeline size,
-max_batch_size requests each); a static batch still runs through the stages as one. And the
+max_batch_size requests each), and a static batch is split the same way. And the
 peak an FP4 GEMM runs at on a GPU that publishes its FP4 rate with sparsity only."""
 
 from __future__ import annotations
@@ -41,13 +41,18 @@ def test_two_stages_serve_about_twice_one_gpu_at_twice_the_sequences() -> None:
     assert two.tpot_s == pytest.approx(one.tpot_s, rel=0.1)
 
 
-def test_a_static_batch_runs_through_the_stages_as_one() -> None:
-    """Without in-flight batching there is one batch: two stages take what one GPU takes
-    for the same batch (plus the sends), so they serve no more."""
-    one = _est(batch=256, gpus=1, batching=Batching.STATIC)
-    two = _est(batch=256, gpus=2, pp=2, batching=Batching.STATIC)
-    assert two.as_json()["assumptions"]["pipeline_micro_batches"] == 1
-    assert two.output_tokens_per_s <= one.output_tokens_per_s
+def test_a_static_batch_is_split_the_same_way() -> None:
+    """A static batch is split into one micro-batch per stage too (TensorRT-LLM's GptSession
+    does so): two stages take a token round of one half-batch through every stage, so they
+    serve more than one GPU with the whole batch and at most twice as much; the first token
+    waits for the second micro-batch's pass, 1.5 half-batch passes."""
+    kw = {"batch": 256, "batching": Batching.STATIC}
+    one = _est(**kw, gpus=1)
+    two = _est(**kw, gpus=2, pp=2)
+    half = _est(batch=128, batching=Batching.STATIC, gpus=1)
+    assert two.as_json()["assumptions"]["pipeline_micro_batches"] == 2
+    assert one.output_tokens_per_s < two.output_tokens_per_s <= 2 * one.output_tokens_per_s
+    assert two.ttft_s == pytest.approx(1.5 * half.ttft_s, rel=0.05)
 
 
 def test_max_batch_size_bounds_each_micro_batch() -> None:

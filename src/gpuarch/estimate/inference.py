@@ -222,12 +222,13 @@ class InferenceConfig:
 
     @property
     def micro_batches(self) -> int:
-        """Micro-batches a replica keeps in flight: with in-flight batching, one per pipeline
-        stage (TensorRT-LLM's in-flight batching model sets its micro-batch count to the
-        pipeline-parallel size and admits max_batch_size requests per micro-batch,
-        cpp/tensorrt_llm/batch_manager/trtGptModelInflightBatching.cpp), so the stages work
-        concurrently; a static batch runs through the stages as one."""
-        return self.pp if self.batching is Batching.CONTINUOUS else 1
+        """Micro-batches a replica keeps in flight: one per pipeline stage, so the stages
+        work at once. TensorRT-LLM's in-flight batching model sets its micro-batch count to
+        the pipeline-parallel size and admits max_batch_size requests per micro-batch
+        (cpp/tensorrt_llm/batch_manager/trtGptModelInflightBatching.cpp); its static-batch
+        session splits a batch the same way (GptSession, cpp/tensorrt_llm/runtime/
+        gptSession.cpp: micro-batches = the pipeline-parallel size)."""
+        return self.pp
 
     @property
     def expert_quant(self) -> QuantScheme:
@@ -1019,10 +1020,12 @@ def _evaluate(runner: _Runner, cfg: InferenceConfig, product: Product, max_batch
     queue: Num = 0.0
     per_step = runner.tokens_per_step
     if cfg.batching is Batching.STATIC:
-        # the prefill pass produces the first token
+        # the prefill pass produces the first token; with pipeline stages the micro-batches'
+        # passes follow each other through the stages, the last done after (micro-batches +
+        # stages - 1) stage times of one micro-batch's pass
         runner.parts = {} if parts is not None else None
-        prefill = runner.prefill(batch)
-        ttft = prefill.total
+        prefill = runner.prefill(batch / lanes)
+        ttft = prefill.total * (lanes + cfg.pp - 1) / cfg.pp
         tpot = step.total / per_step
         latency = ttft + (cfg.output_len - 1) * tpot
         per_replica = batch * cfg.output_len / latency
