@@ -251,18 +251,19 @@ def test_inference_validation_does_not_regress() -> None:
     35% 41 -> 35, Maverick 16.8%. Eight MLPerf Offline rows, nothing refitted, with
     pipeline stages serving one micro-batch each: 14.2% over 433, 14.0% over the 430 not
     on B300, whose NVFP4 runs at its FP8 rate for want of a dense FP4 peak; the five
-    others 6.2%.)"""
+    others 6.2%. Four MLPerf DeepSeek-R1 rows: +12% and +23% on v6.0/v6.1 software, +104%
+    and +108% on v5.1's: 14.6% over 437.)"""
     from gpuarch.validation.inference import validate_inference
 
     s = validate_inference(CATALOG)
-    assert len(s.rows) >= 433
-    assert s.mean_abs_error <= 0.142  # 14.2% over 433 figures
-    assert s.median_abs_error <= 0.088  # 8.7%
+    assert len(s.rows) >= 437
+    assert s.mean_abs_error <= 0.147  # 14.6% over 437 figures
+    assert s.median_abs_error <= 0.091  # 9.0%
     assert s.by("metric")["tpot_s"] <= 0.07
-    assert s.share_within >= 0.911  # 91.2%
-    mlperf = [abs(r.error) for r in s.rows
-              if r.source.startswith("mlperf-inference-") and r.gpu != "b300"]
-    assert len(mlperf) == 5 and sum(mlperf) / len(mlperf) <= 0.07  # 6.2%
+    assert s.share_within >= 0.908  # 90.8%
+    mlperf_llama = [abs(r.error) for r in s.rows if r.source.startswith("mlperf-inference-")
+                    and r.gpu != "b300" and r.model != "deepseek-v3"]
+    assert len(mlperf_llama) == 5 and sum(mlperf_llama) / len(mlperf_llama) <= 0.07  # 6.2%
     in_sample = [abs(r.error) for r in s.rows if not r.out_of_sample]
     assert len(in_sample) == 171 and sum(in_sample) / len(in_sample) <= 0.100  # 9.9%
     v017 = [abs(r.error) for r in s.rows if r.source == "trtllm-perf-overview-v0.17"]
