@@ -252,15 +252,19 @@ def test_inference_validation_does_not_regress() -> None:
     pipeline stages serving one micro-batch each: 14.2% over 433, 14.0% over the 430 not
     on B300, whose NVFP4 runs at its FP8 rate for want of a dense FP4 peak; the five
     others 6.2%. Four MLPerf DeepSeek-R1 rows: +12% and +23% on v6.0/v6.1 software, +104%
-    and +108% on v5.1's: 14.6% over 437.)"""
+    and +108% on v5.1's: 14.6% over 437; with their outputs' spread (output_len_cv 1.25,
+    in-flight batching holding long answers longer) -32% to +26%: 14.3%.)"""
     from gpuarch.validation.inference import validate_inference
 
     s = validate_inference(CATALOG)
     assert len(s.rows) >= 437
-    assert s.mean_abs_error <= 0.147  # 14.6% over 437 figures
+    assert s.mean_abs_error <= 0.144  # 14.3% over 437 figures
     assert s.median_abs_error <= 0.091  # 9.0%
     assert s.by("metric")["tpot_s"] <= 0.07
-    assert s.share_within >= 0.908  # 90.8%
+    assert s.share_within >= 0.913  # 91.3%
+    r1 = [abs(r.error) for r in s.rows
+          if r.source.startswith("mlperf-inference-") and r.model == "deepseek-v3"]
+    assert len(r1) == 4 and max(r1) <= 0.35 and sum(r1) / len(r1) <= 0.27  # 26.8%
     mlperf_llama = [abs(r.error) for r in s.rows if r.source.startswith("mlperf-inference-")
                     and r.gpu != "b300" and r.model != "deepseek-v3"]
     assert len(mlperf_llama) == 5 and sum(mlperf_llama) / len(mlperf_llama) <= 0.07  # 6.2%

@@ -99,3 +99,31 @@ def test_the_text_names_the_micro_batches() -> None:
     assert "2 pipeline micro-batches in flight" in render_inference(
         _est(batch=512, gpus=2, pp=2)).splitlines()[0]
     assert "micro-batches" not in render_inference(_est(batch=512, gpus=1))
+
+
+def test_no_spread_changes_nothing_and_a_spread_holds_more_context() -> None:
+    """Output lengths that vary (cv > 0) keep long requests in flight longer: the mean output
+    in flight is output_len x (1 + cv^2), a decode step reads that much more context and the
+    KV cache holds it, so throughput at the same batch never rises; cv 0 is the fixed-length
+    model exactly."""
+    fixed = _est(batch=64)
+    assert _est(batch=64, output_len_cv=0.0).output_tokens_per_s == fixed.output_tokens_per_s
+    spread = _est(batch=64, output_len_cv=1.0)
+    a = spread.as_json()["assumptions"]
+    assert a["mean_output_in_flight"] == 2 * 256
+    assert a["mean_decode_context"] == 1024 + (512 + 1) / 2
+    assert spread.memory["kv_cache"] > fixed.memory["kv_cache"]
+    assert spread.output_tokens_per_s < fixed.output_tokens_per_s
+    assert spread.max_batch < fixed.max_batch
+
+
+@pytest.mark.parametrize(("kw", "message"), [
+    ({"output_len_cv": -0.5}, r"--output-len-cv: expected a number from 0 to 10"),
+    ({"output_len_cv": 1.0, "batching": Batching.STATIC},
+     r"--output-len-cv: .*give --batching continuous"),
+])
+def test_a_bad_spread_is_refused_by_name(kw: dict, message: str) -> None:  # type: ignore[type-arg]
+    from gpuarch.errors import GpuarchError
+
+    with pytest.raises(GpuarchError, match=message):
+        _est(batch=8, **kw)

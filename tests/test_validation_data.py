@@ -150,6 +150,7 @@ def test_mlperf_offline_rows_take_their_lengths_from_their_logs() -> None:
     import re
 
     mean_input = {"llama-2-70b": 222.33, "llama-3.1-405b": 9428.64, "deepseek-v3": 803.79}
+    spread = {"llama-2-70b": 0.0, "llama-3.1-405b": 0.38, "deepseek-v3": 1.25}
     rows = [p for p in load_inference_points() if p.source.startswith("mlperf-inference-")]
     assert len(rows) >= 12
     for p in rows:
@@ -159,4 +160,7 @@ def test_mlperf_offline_rows_take_their_lengths_from_their_logs() -> None:
         assert p.get("output_tokens_per_s") == tokens, p.id
         assert p.get("output_len") == round(tokens / samples), p.id
         assert p.get("input_len") == round(mean_input[p.get("preset")]), p.id
+        # the spread of the reference outputs where they are the benchmarked model's own
+        # (405B 0.3809, DeepSeek-R1 1.2526 in the same files); Llama 2 70B's are GPT-4's
+        assert p.get("output_len_cv", 0.0) == spread[p.get("preset")], p.id
         assert "Result is : VALID" in p.where or "result_validity: VALID" in p.where, p.id

@@ -264,8 +264,9 @@ def cmd_infer(args: argparse.Namespace) -> int:
         max_batch_size=args.max_batch_size, speculative_tokens=args.speculative_tokens,
         acceptance_length=args.acceptance_length, executor=args.executor,
         window_kv_cache=args.window_kv_cache, moe_comm=args.moe_comm,
-        num_requests=args.num_requests, fp8_context_attention=args.fp8_context_attention,
-        nvls=not args.no_nvls, adp_balance=args.adp_balance,
+        num_requests=args.num_requests, output_len_cv=args.output_len_cv,
+        fp8_context_attention=args.fp8_context_attention, nvls=not args.no_nvls,
+        adp_balance=args.adp_balance,
         cached_prefix=args.cached_prefix, cuda_graph_batch_sizes=args.cuda_graph_batch_sizes,
         gpus_per_node=_gpus_per_node(args, catalog, product, system))
     if args.engine_limits:
@@ -690,6 +691,12 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                    help="an offline benchmark of N fixed-length requests (trtllm-bench "
                         "throughput) instead of the steady state: the last wave runs "
                         "part-full; needs --batching continuous")
+    p.add_argument("--output-len-cv", type=float, default=0.0, metavar="CV",
+                   help="spread of the requests' output lengths (standard deviation over "
+                        "mean, e.g. 1.25 for DeepSeek-R1's reasoning answers in MLPerf); "
+                        "long requests stay in flight longer, so the batch holds more "
+                        "context than --output-len suggests; needs --batching continuous; "
+                        "default 0: every request generates --output-len tokens")
     p.add_argument("--speculative-tokens", type=int, default=0, metavar="K",
                    help="speculative decoding: draft tokens per step (MTP modules, an EAGLE "
                         "head; each costs one target-shaped layer and the LM head)")

@@ -195,6 +195,12 @@ class InferenceConfig:
     # vLLM's benchmark_throughput) instead of the steady state: the last wave of requests
     # runs part-full; 0 = steady state (continuous batching only)
     num_requests: int = 0
+    # spread of the requests' output lengths (standard deviation over mean; 0 = all
+    # output_len): in-flight batching holds each request for as many steps as it generates,
+    # so long requests are over-represented among those in flight (length-biased sampling):
+    # the mean output length in flight is output_len x (1 + cv^2), its mean context input +
+    # that / 2, and each held request's KV cache grows accordingly (continuous batching only)
+    output_len_cv: float = 0.0
     # prompt tokens every request shares with one already in the KV cache (a system prompt
     # or few-shot examples under prefix caching: vLLM's automatic prefix caching, SGLang's
     # radix cache, TensorRT-LLM's KV-cache reuse): their prefill is skipped, and their KV
@@ -219,6 +225,18 @@ class InferenceConfig:
     def replicas(self) -> int:
         """Data-parallel copies of the model."""
         return self.gpus // (self.tp * self.pp)
+
+    @property
+    def output_in_flight(self) -> float:
+        """Mean output length of the requests in flight: ``output_len`` x (1 + cv^2), a
+        request being held for as many steps as it generates."""
+        return self.output_len * (1 + self.output_len_cv ** 2)
+
+    @property
+    def mean_decode_context(self) -> float:
+        """Mean context of a sequence in a decode step: its input and half its output (the
+        output generated so far, averaged over its steps), of the requests in flight."""
+        return self.input_len + (self.output_in_flight + 1) / 2
 
     @property
     def micro_batches(self) -> int:
@@ -268,6 +286,14 @@ class InferenceConfig:
         check_choice("--window-kv-cache", self.window_kv_cache, WINDOW_KV_CACHES)
         check_choice("--moe-comm", self.moe_comm, MOE_COMMS)
         check_count("--num-requests", self.num_requests, zero_unset=True)
+        if not isinstance(self.output_len_cv, (int, float)) or isinstance(
+                self.output_len_cv, bool) or not 0 <= self.output_len_cv <= 10:
+            raise GpuarchError("--output-len-cv: expected a number from 0 to 10 (standard "
+                               f"deviation over mean of the output lengths), got "
+                               f"{self.output_len_cv!r}")
+        if self.output_len_cv and self.batching is not Batching.CONTINUOUS:
+            raise GpuarchError("--output-len-cv: varying output lengths are modelled for "
+                               "in-flight batching; give --batching continuous")
         if self.num_requests and self.batching is not Batching.CONTINUOUS:
             raise GpuarchError("--num-requests: an offline run of N requests needs "
                                "--batching continuous")
@@ -833,7 +859,7 @@ def _kv_and_activation_bytes(shape: TransformerShape, cfg: InferenceConfig, batc
     """(KV cache, activations and logits) bytes per GPU for ``batch`` sequences of
     ``prompt`` + output tokens."""
     kv = batch * kv_bytes_per_sequence(shape, cfg.quant.kv_cache.bytes,
-                                       prompt + cfg.output_len, cfg.tp,
+                                       prompt + round(cfg.output_in_flight), cfg.tp,
                                        cfg.window_kv_cache) / cfg.pp
     if cfg.cached_prefix:
         # the shared prefix's blocks are held once, not once per sequence, in the layers that
@@ -1006,7 +1032,7 @@ def _evaluate(runner: _Runner, cfg: InferenceConfig, product: Product, max_batch
     if cfg.batching is Batching.CONTINUOUS and cfg.num_requests:
         # an offline run of num_requests: a replica never holds more than its share
         batch = np.minimum(batch, math.ceil(cfg.num_requests / cfg.replicas))
-    mean_ctx = cfg.input_len + (cfg.output_len + 1) / 2
+    mean_ctx = cfg.mean_decode_context
     runner.parts = {} if parts is not None else None
     # with pipeline stages the sequences in flight are split into one micro-batch per stage:
     # each step below is one micro-batch through every stage, and while it moves through
@@ -1150,7 +1176,7 @@ def estimate_inference(
     ttft, tpot, latency = float(core.ttft), float(core.tpot), float(core.latency)
     per_replica, queue = float(core.per_replica), float(core.queue)
     prefill, step = core.prefill, core.step
-    mean_ctx = cfg.input_len + (cfg.output_len + 1) / 2
+    mean_ctx = cfg.mean_decode_context
 
     throughput = per_replica * cfg.replicas
 
@@ -1237,6 +1263,8 @@ def estimate_inference(
         if efficiency is DEFAULT_EFFICIENCY else "calibrated or overridden",
         "measured_parameters": measured or {},
         "mean_decode_context": mean_ctx,
+        "output_len_cv": cfg.output_len_cv,
+        "mean_output_in_flight": cfg.output_in_flight,
         "requests_in_flight": requested,
         "queueing_s": queue,
     }

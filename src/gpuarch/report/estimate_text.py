@@ -234,6 +234,11 @@ def render_inference(e: InferenceEstimate, band: Band | None = None,
             lines.append(f"  note          {x['precision_fallback']}")
     if a.get("formats_origin"):
         lines.append(f"                from {a['formats_origin']}")
+    if a.get("output_len_cv"):
+        lines.append(f"  lengths       output lengths spread {a['output_len_cv']:g} (sd / mean): "
+                     f"the requests in flight average {fmt(a['mean_output_in_flight'])} "
+                     f"output tokens, a decode step {fmt(a['mean_decode_context'])} of "
+                     "context per sequence")
     window = a.get("context_window")
     if window and window["exceeded"]:
         lines.append(f"  note          {window['sequence']:,} tokens a sequence run past the "
