@@ -686,6 +686,28 @@ def test_cached_prefix_flag(capsys: pytest.CaptureFixture[str]) -> None:
         assert status == 2 and out == "" and "--cached-prefix: expected tokens" in err
 
 
+def test_output_len_cv_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    """--output-len-cv reaches the estimate (JSON and text) and the advisor, whose searched
+    deployments then hold fewer requests than at one length; a negative spread is a usage
+    error naming the flag in both."""
+    base = ["--model", "llama-3.1-8b", "--gpu", "h100", "--input-len", "1024",
+            "--output-len", "512"]
+    cont = [*base, "--batch", "max", "--batching", "continuous"]
+    status, out, _ = run(capsys, "estimate", "infer", *cont, "--output-len-cv", "1", "--json")
+    doc = json.loads(out)
+    assert status == 0 and doc["assumptions"]["mean_output_in_flight"] == 1024
+    status, out, _ = run(capsys, "estimate", "infer", *cont, "--json")
+    assert json.loads(out)["max_batch"] > doc["max_batch"]
+    status, out, _ = run(capsys, "estimate", "infer", *cont, "--output-len-cv", "1")
+    assert "output lengths spread 1 (sd / mean)" in out
+    status, out, _ = run(capsys, "advise", "infer", *base, "--output-len-cv", "1",
+                         "--top", "3", "--json")
+    assert status == 0 and json.loads(out)["assumptions"]["output_len_cv"] == 1
+    for command in (["estimate", "infer", *cont], ["advise", "infer", *base]):
+        status, out, err = run(capsys, *command, "--output-len-cv", "-1")
+        assert status == 2 and out == "" and "--output-len-cv: expected a number" in err
+
+
 @pytest.mark.parametrize(("argv", "flag"), [
     (["estimate", "train", "--model", "llama-3.1-8b", "--gpu", "h100", "--gpus", "8",
       "--seq-len", "2048", "--global-batch", "64", "--tokens", "nan"], "--tokens"),

@@ -41,6 +41,7 @@ from gpuarch.estimate.inference import (
     Batching,
     InferenceConfig,
     check_cached_prefix,
+    check_output_len_cv,
     evaluate_inference,
     max_batch_that_fits,
 )
@@ -93,6 +94,7 @@ class InferenceSearch:
     nvls: bool = True  # NVLink SHARP tensor-parallel all-reduces (InferenceConfig.nvls)
     adp_balance: bool = False  # context passes lined up across ranks (InferenceConfig)
     cached_prefix: int = 0  # InferenceConfig.cached_prefix
+    output_len_cv: float = 0.0  # InferenceConfig.output_len_cv
     # also search disaggregated deployments: a prefill pool beside each decode pool
     disaggregated: bool = False
     # with disaggregated: the prefill pools' GPUs (catalog keys; default: the decode GPU's)
@@ -123,6 +125,7 @@ class InferenceSearch:
         if self.rate is not None and self.concurrency is not None:
             raise GpuarchError("--rate and --concurrency: give one, not both")
         check_cached_prefix(self.cached_prefix, self.input_len)
+        check_output_len_cv(self.output_len_cv)
         if self.checkpoint_quant is not None:
             self.checkpoint_quant.validate()
         for name in ("rate", "concurrency", "ttft_ms", "tpot_ms", "min_throughput",
@@ -230,6 +233,7 @@ def advise_inference(
                     fp8_context_attention=search.fp8_context_attention,
                     nvls=search.nvls, adp_balance=search.adp_balance,
                     cached_prefix=search.cached_prefix,
+                    output_len_cv=search.output_len_cv,
                     cuda_graph_batch_sizes=search.cuda_graph_batch_sizes)
                 try:
                     cfg.validate(shape)
@@ -305,7 +309,8 @@ def advise_inference(
                        + ") beside each decode pool, sized for the load within the TTFT "
                        "cap; estimate.disagg's model, unvalidated"
                        if search.disaggregated else None),
-                   "cached_prefix": search.cached_prefix or None}
+                   "cached_prefix": search.cached_prefix or None,
+                   "output_len_cv": search.output_len_cv or None}
     if not rows:
         return InferenceAdvice(shape.name, search.input_len, search.output_len,
                                search.objective.value, (), (), evaluated, 0, tuple(skipped),

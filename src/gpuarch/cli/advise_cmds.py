@@ -167,7 +167,8 @@ def cmd_advise_infer(args: argparse.Namespace) -> int:
         window_kv_cache=args.window_kv_cache, moe_comm=args.moe_comm,
         fp8_context_attention=args.fp8_context_attention, nvls=not args.no_nvls,
         adp_balance=args.adp_balance,
-        cached_prefix=args.cached_prefix, disaggregated=args.disaggregated,
+        cached_prefix=args.cached_prefix, output_len_cv=args.output_len_cv,
+        disaggregated=args.disaggregated,
         prefill_gpus=prefill_keys,
         cuda_graph_batch_sizes=args.cuda_graph_batch_sizes, **checkpoint)
     return _answer(args, lambda: advise_inference(catalog, shape, search,

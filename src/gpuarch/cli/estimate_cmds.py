@@ -183,6 +183,12 @@ def engine_flags(p: argparse.ArgumentParser) -> None:
                    help="prompt tokens every request shares with one already in the KV "
                         "cache (a system prompt under prefix caching): not prefilled, their "
                         "KV cache held once per replica (default 0)")
+    p.add_argument("--output-len-cv", type=float, default=0.0, metavar="CV",
+                   help="spread of the requests' output lengths (standard deviation over "
+                        "mean, e.g. 1.25 for DeepSeek-R1's reasoning answers in MLPerf); "
+                        "long requests stay in flight longer, so the batch holds more "
+                        "context than --output-len suggests; in-flight batching only; "
+                        "default 0: every request generates --output-len tokens")
     p.add_argument("--no-nvls", action="store_true",
                    help="tensor-parallel all-reduces as rings and trees only (NCCL with "
                         "NCCL_NVLS_ENABLE=0); by default an all-reduce inside an NVSwitch "
@@ -691,12 +697,6 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                    help="an offline benchmark of N fixed-length requests (trtllm-bench "
                         "throughput) instead of the steady state: the last wave runs "
                         "part-full; needs --batching continuous")
-    p.add_argument("--output-len-cv", type=float, default=0.0, metavar="CV",
-                   help="spread of the requests' output lengths (standard deviation over "
-                        "mean, e.g. 1.25 for DeepSeek-R1's reasoning answers in MLPerf); "
-                        "long requests stay in flight longer, so the batch holds more "
-                        "context than --output-len suggests; needs --batching continuous; "
-                        "default 0: every request generates --output-len tokens")
     p.add_argument("--speculative-tokens", type=int, default=0, metavar="K",
                    help="speculative decoding: draft tokens per step (MTP modules, an EAGLE "
                         "head; each costs one target-shaped layer and the LM head)")

@@ -286,11 +286,7 @@ class InferenceConfig:
         check_choice("--window-kv-cache", self.window_kv_cache, WINDOW_KV_CACHES)
         check_choice("--moe-comm", self.moe_comm, MOE_COMMS)
         check_count("--num-requests", self.num_requests, zero_unset=True)
-        if not isinstance(self.output_len_cv, (int, float)) or isinstance(
-                self.output_len_cv, bool) or not 0 <= self.output_len_cv <= 10:
-            raise GpuarchError("--output-len-cv: expected a number from 0 to 10 (standard "
-                               f"deviation over mean of the output lengths), got "
-                               f"{self.output_len_cv!r}")
+        check_output_len_cv(self.output_len_cv)
         if self.output_len_cv and self.batching is not Batching.CONTINUOUS:
             raise GpuarchError("--output-len-cv: varying output lengths are modelled for "
                                "in-flight batching; give --batching continuous")
@@ -349,6 +345,13 @@ class InferenceConfig:
                     else "--expert-activation-precision"
                 raise GpuarchError(f"{flag}: {shape.name} has no routed experts")
             self.expert_quant.validate("expert-")
+
+
+def check_output_len_cv(cv: Any) -> None:
+    """The spread of output lengths is a number from 0 (one length) to 10."""
+    if not isinstance(cv, (int, float)) or isinstance(cv, bool) or not 0 <= cv <= 10:
+        raise GpuarchError("--output-len-cv: expected a number from 0 to 10 (standard "
+                           f"deviation over mean of the output lengths), got {cv!r}")
 
 
 def check_cached_prefix(cached: Any, input_len: int) -> None:

@@ -155,7 +155,10 @@ def render_inference_advice(advice: Any, elapsed: float = 0.0) -> str:
         heading=f"Serving {advice.model} at {advice.input_len} input"
                 + (f" ({advice.assumptions['cached_prefix']:,} of them a cached prefix)"
                    if advice.assumptions.get("cached_prefix") else "")
-                + f" / {advice.output_len} output tokens, ranked by {label}",
+                + f" / {advice.output_len} output tokens"
+                + (f" (spread {advice.assumptions['output_len_cv']:g} sd / mean)"
+                   if advice.assumptions.get("output_len_cv") else "")
+                + f", ranked by {label}",
         empty="No deployment meets the constraints: relax --ttft-ms, --tpot-ms, "
               "--min-throughput, --budget-usd-per-hour, --max-power-kw or --max-gpus.",
         head=head, right=right, row=row, why=lambda o: str(o.reason),
