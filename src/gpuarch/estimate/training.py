@@ -64,7 +64,6 @@ from gpuarch.perf.roofline import (
     Elementwise,
     Gemm,
     Op,
-    moe_permute,
     op_kind,
     op_time,
 )
@@ -518,6 +517,30 @@ def _local_experts(s: TransformerShape, cfg: TrainingConfig) -> Num:
     return np.maximum(1, s.experts // cfg.ep)
 
 
+PERMUTATION_PASSES = {"alltoall": (1, 3), "deepep": (1, 1)}
+"""Passes over a hidden-size row per routed token copy (each a read and a write) that an
+expert layer's forward makes in HBM to put tokens in expert order and back, by dispatcher, as
+(one local expert, several): Megatron-Core's all-to-all dispatcher writes each copy once
+before the all-to-all (fused permute) and reads it once after (fused unpermute), and with
+several local experts sorts the received chunks by expert and back (``sort_chunks_by_idxs``,
+one pass each way); the DeepEP and HybridEP dispatchers deliver each token once per
+destination GPU and permute it locally once on the way in and once on the way out, with no
+sort (megatron/core/transformer/moe/token_dispatcher.py; Transformer Engine's permutation
+kernels read a source row once and write it to each routed position; NVIDIA's "Optimizing
+DeepSeek-V3 Training Performance on NVIDIA GB200 NVL72", Megatron-LM
+docs/discussions/deepseek-v3-gb200-optimization, sections 2.2 and 2.5). The all-to-all's own
+traffic is the expert-parallel communication, charged apart."""
+
+
+def dispatch_permutation(routed: Num, hidden: Num, element: float, dispatcher: str,
+                         local_experts: Num) -> Elementwise:
+    """HBM traffic of an expert layer's token permutations for ``routed`` copies of
+    ``hidden``-wide rows of ``element`` bytes (``PERMUTATION_PASSES``)."""
+    one, several = PERMUTATION_PASSES[dispatcher]
+    passes = np.where(np.asarray(local_experts) > 1, several, one)
+    return Elementwise(2.0 * passes * routed * hidden * element, name="moe_permute")
+
+
 def _layer_ops(s: TransformerShape, cfg: TrainingConfig, moe: bool, window: int = 0
                ) -> tuple[list[Op], float]:
     """Forward operators of one layer (an expert layer if ``moe``, else a dense one; with
@@ -566,7 +589,8 @@ def _layer_ops(s: TransformerShape, cfg: TrainingConfig, moe: bool, window: int 
             ops += [Gemm(tokens, (2 * shared if s.ffn_kind is FfnKind.SWIGLU else shared) // t,
                          s.hidden, name="shared_up"),
                     Gemm(tokens, s.hidden, shared // t, name="shared_down")]
-        ops.append(moe_permute(routed, s.hidden, cfg.precision.activation_bytes))
+        ops.append(dispatch_permutation(routed, s.hidden, cfg.precision.activation_bytes,
+                                        cfg.ep_dispatcher, local_experts))
         inner = routed * width // e
     else:
         f = s.d_ffn
