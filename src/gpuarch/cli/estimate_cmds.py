@@ -575,11 +575,14 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                         "token sent on its own) or deepep (DeepEP/HybridEP: a token crosses "
                         "the network once per destination node and NVLink once per "
                         "destination GPU)")
-    p.add_argument("--expert-launches", default="per-expert", metavar="per-expert|grouped",
+    p.add_argument("--expert-launches", default="per-expert",
+                   metavar="per-expert|grouped|fused-mlp",
                    help="how the expert GEMMs are launched: per-expert (default: one GEMM "
                         "and, in FP8/FP4, one quantization per local expert, Transformer "
-                        "Engine's multi-stream cuBLASLt) or grouped (one grouped kernel for "
-                        "all of a GPU's experts): the host's launches are a floor on the "
+                        "Engine's multi-stream cuBLASLt), grouped (one grouped kernel for "
+                        "all of a GPU's experts) or fused-mlp (a fused grouped MLP: the "
+                        "activation and the down projection's input quantization done in the "
+                        "up projection's epilogue): the host's launches are a floor on the "
                         "expert section")
     p.add_argument("--ep-comm-overlap", action="store_true",
                    help="overlap the expert all-to-alls with another micro-batch's compute "

@@ -69,6 +69,7 @@ def render_training(e: TrainingEstimate, band: Band | None = None,
               + (" CUDA-graphs" if p.get("cuda_graphs") else "")
               + (" DeepEP" if p.get("ep_dispatcher") == "deepep" and p["ep"] > 1 else "")
               + (" grouped-GEMM" if p.get("expert_launches") == "grouped" else "")
+              + (" fused-MLP" if p.get("expert_launches") == "fused-mlp" else "")
               + (" EP-overlap" if p.get("ep_comm_overlap") and p["ep"] > 1 else "")
               + (f" VPP{p['vpp']}" if p["vpp"] > 1 else "")
               + (f" layout {p['pp_layout']}" if p.get("pp_layout") else "")
