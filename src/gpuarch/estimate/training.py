@@ -1361,8 +1361,8 @@ def _bottleneck(b: TimeBreakdown, optimizer: float, host: float, step: float,
                   "syncs token counts to the CPU, then launches small kernels one by one, "
                   "each local expert's own); larger micro-batches amortise it, fewer "
                   "experts per GPU (a larger --ep) or one grouped kernel for them "
-                  "(--expert-launches grouped or fused-mlp) shorten the launches; token-drop "
-                  "routing "
+                  "(--expert-launches grouped or fused-mlp) shorten the launches; "
+                  "token-drop routing "
                   "(--moe-token-drop) skips the sync, partial CUDA graphs (--cuda-graphs) "
                   "the launches before it, and a Grace host over NVLink-C2C waits far less")
     else:
