@@ -306,8 +306,9 @@ def test_node_size_defaults_to_the_gpus_reference_system(capsys: pytest.CaptureF
 
 
 def test_cuda_graphs_flag_reaches_the_model(capsys: pytest.CaptureFixture[str]) -> None:
-    """--cuda-graphs drops a dropless MoE run's host wait: the step shortens by exactly the
-    host overhead it had, the JSON records the switch and the text layout names it."""
+    """--cuda-graphs drops a dropless MoE run's dispatcher wait: the step shortens by exactly
+    the host overhead it loses (the per-expert launches that graphs do not capture stay), the
+    JSON records the switch and the text layout names it."""
     base = ["estimate", "train", "--model", "qwen3-30b-a3b", "--gpu", "b200", "--gpus", "8",
             "--ep", "8", "--seq-len", "4096", "--global-batch", "64"]
     status, out, _ = run(capsys, *base, "--json")
@@ -315,9 +316,12 @@ def test_cuda_graphs_flag_reaches_the_model(capsys: pytest.CaptureFixture[str]) 
     status, out, _ = run(capsys, *base, "--cuda-graphs", "--json")
     graphs = json.loads(out)
     assert status == 0 and graphs["parallelism"]["cuda_graphs"] is True
-    wait = plain["assumptions"]["other_breakdown_s"]["host_overhead"]
-    assert wait > 0 and graphs["assumptions"]["other_breakdown_s"]["host_overhead"] == 0
-    assert plain["step_time_s"] - graphs["step_time_s"] == pytest.approx(wait, rel=1e-6)
+    before = plain["assumptions"]["other_breakdown_s"]["host_overhead"]
+    after = graphs["assumptions"]["other_breakdown_s"]["host_overhead"]
+    assert before > after >= 0
+    # (the JSON's figures carry six significant digits)
+    assert plain["step_time_s"] - graphs["step_time_s"] == pytest.approx(before - after,
+                                                                         rel=1e-5)
     status, out, _ = run(capsys, *base, "--cuda-graphs")
     assert status == 0 and "CUDA-graphs" in out
 

@@ -196,17 +196,19 @@ def test_validation_error_does_not_regress() -> None:
     GB200, B300, B200), nothing refitted, to 11.1% / 5.2% / 14.8% / 83.4% over 205; the
     expert layer's token permutation passes by dispatcher, nothing refitted, to 10.6% / 5.1%
     / 14.0% / 84.4%; the fused grouped MLP of the 26.06 rows, nothing refitted, to 10.5% /
-    5.1% / 13.9% / 84.9%.)"""
+    5.1% / 13.9% / 84.9%; then the grouped-GEMM multiplier refitted on every MoE row (the 68
+    MoE rows added since its fit become in sample; two-fold cross-validated 9.2% over the
+    147) to 9.7% / 9.2% over 147 / 10.9% over 58 / 90.2%.)"""
     summary = validate_training(CATALOG)
     assert len(summary.rows) >= 205
-    assert summary.mean_abs_error <= 0.106  # 10.5% over 205 points
+    assert summary.mean_abs_error <= 0.097  # 9.7% over 205 points
     in_sample = [abs(r.error) for r in summary.rows if not r.out_of_sample]
-    assert sum(in_sample) / len(in_sample) <= 0.052  # 5.1% over 79
+    assert sum(in_sample) / len(in_sample) <= 0.093  # 9.2% over 147
     out = [abs(r.error) for r in summary.rows if r.out_of_sample]
-    assert sum(out) / len(out) <= 0.140  # 13.9% over 126
+    assert sum(out) / len(out) <= 0.110  # 10.9% over 58
     assert summary.by("gpu")["a100-sxm4-80gb"] <= 0.07
     within_20 = sum(abs(r.error) <= 0.20 for r in summary.rows) / len(summary.rows)
-    assert within_20 >= 0.845  # 84.9%
+    assert within_20 >= 0.90  # 90.2%
 
 
 @pytest.mark.parametrize(("gpu", "applies"), [
@@ -333,18 +335,19 @@ def test_moe_layer_overhead_is_charged_per_expert_layer_and_pass() -> None:
 
 
 def test_moe_validation_points() -> None:
-    """The in-sample MoE points of the Megatron Bridge 25.09 and 25.11 tables (Qwen3-30B-A3B,
-    Qwen3-235B-A22B, DeepSeek-V3 on Blackwell, token-drop and dropless) are predicted within
-    35% (the 25.09 B200 Qwen3-30B-A3B token-drop row at micro-batch 1 is the farthest, about
-    +33% since the dispatcher wait moved to the forward pass and the MoE terms were refitted;
-    +28% before); the H100 rows are known misses (see docs/performance-model.md) and the
-    out-of-sample rows are reported, not pinned."""
+    """The in-sample Qwen3 and DeepSeek-V3 points off Hopper (Megatron Bridge 25.09 to 26.06,
+    NVIDIA's Megatron Core MoE report; Blackwell, token-drop and dropless; the grouped-GEMM
+    multiplier is fitted on them) are predicted within 35% each and 10.5% on average (the
+    farthest: Qwen3-235B-A22B at 128k tokens on GB300, -30%, and the 25.09 GB200
+    Qwen3-30B-A3B token-drop row, +23%); the H100 rows are known misses (see
+    docs/performance-model.md)."""
     summary = validate_training(CATALOG)
     moe = {r.id: r.error for r in summary.rows
            if any(k in r.id for k in ("qwen3", "deepseek")) and "h100" not in r.id
            and not r.out_of_sample}
-    assert len(moe) == 10
+    assert len(moe) >= 51
     assert all(abs(err) <= 0.35 for err in moe.values()), moe
+    assert sum(abs(err) for err in moe.values()) / len(moe) <= 0.105
 
 
 def test_token_drop_and_grace_host_shorten_the_dispatcher_wait() -> None:
