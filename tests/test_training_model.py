@@ -198,17 +198,19 @@ def test_validation_error_does_not_regress() -> None:
     / 14.0% / 84.4%; the fused grouped MLP of the 26.06 rows, nothing refitted, to 10.5% /
     5.1% / 13.9% / 84.9%; then the grouped-GEMM multiplier refitted on every MoE row (the 68
     MoE rows added since its fit become in sample; two-fold cross-validated 9.2% over the
-    147) to 9.7% / 9.2% over 147 / 10.9% over 58 / 90.2%.)"""
+    147) to 9.7% / 9.2% over 147 / 10.9% over 58 / 90.2%; GPT-OSS's unfused clamped-GLU and
+    expert-bias passes, with the multiplier refitted (0.55 -> 0.60), to 9.5% / 8.9% / 10.9% /
+    89.8%.)"""
     summary = validate_training(CATALOG)
     assert len(summary.rows) >= 205
-    assert summary.mean_abs_error <= 0.097  # 9.7% over 205 points
+    assert summary.mean_abs_error <= 0.095  # 9.5% over 205 points
     in_sample = [abs(r.error) for r in summary.rows if not r.out_of_sample]
-    assert sum(in_sample) / len(in_sample) <= 0.093  # 9.2% over 147
+    assert sum(in_sample) / len(in_sample) <= 0.090  # 8.9% over 147
     out = [abs(r.error) for r in summary.rows if r.out_of_sample]
     assert sum(out) / len(out) <= 0.110  # 10.9% over 58
     assert summary.by("gpu")["a100-sxm4-80gb"] <= 0.07
     within_20 = sum(abs(r.error) <= 0.20 for r in summary.rows) / len(summary.rows)
-    assert within_20 >= 0.90  # 90.2%
+    assert within_20 >= 0.895  # 89.8%
 
 
 @pytest.mark.parametrize(("gpu", "applies"), [
@@ -339,7 +341,7 @@ def test_moe_validation_points() -> None:
     NVIDIA's Megatron Core MoE report; Blackwell, token-drop and dropless; the grouped-GEMM
     multiplier is fitted on them) are predicted within 35% each and 10.5% on average (the
     farthest: Qwen3-235B-A22B at 128k tokens on GB300, -30%, and the 25.09 GB200
-    Qwen3-30B-A3B token-drop row, +23%); the H100 rows are known misses (see
+    Qwen3-30B-A3B token-drop row, +26%); the H100 rows are known misses (see
     docs/performance-model.md)."""
     summary = validate_training(CATALOG)
     moe = {r.id: r.error for r in summary.rows
@@ -562,6 +564,34 @@ def test_fused_grouped_mlp_saves_the_activation_and_quantization_passes(
         assert saved == pytest.approx(activation, rel=1e-6)
     else:
         assert saved > activation * (1 + 1e-6)
+
+
+def test_gpt_oss_unfused_expert_layer_pays_its_clamp_and_bias_passes() -> None:
+    """GPT-OSS's experts in Megatron-Core's unfused path: the clamped GLU (glu_limit) reads
+    and writes the up projection's output once more, the per-expert down-projection bias
+    three times over the output rows, forward and backward (2x) of every expert layer;
+    a fused grouped MLP does both in its kernels, so neither is charged there."""
+    oss = preset("gpt-oss-120b").shape
+    b200, system = CATALOG.product("b200"), CATALOG.system("dgx b200")
+    base = {"gpus": 8, "seq_len": 4096, "global_batch": 64, "ep": 8,
+            "precision": Precision.BF16, "moe_token_drop": True}
+
+    def memory_bound(shape: Any, launches: str = "grouped") -> float:
+        cfg = TrainingConfig(**base, expert_launches=launches)
+        est = estimate_training(CATALOG, shape, b200, cfg, system=system)
+        return est.time_breakdown.compute_parts["memory_bound"]
+
+    cfg = TrainingConfig(**base)
+    routed = cfg.micro_batch * cfg.seq_len * oss.experts_per_token
+    rate = b200.memory_bandwidth_bytes_s * DEFAULT_EFFICIENCY.memory
+    per_layers = 3 * oss.moe_layers * cfg.micro_batches / rate  # forward + backward
+    clamp = 2.0 * routed * 2 * oss.d_expert * 2 * per_layers
+    bias = 3 * 2.0 * routed * oss.hidden * 2 * per_layers
+    plain = dataclasses.replace(oss, glu_limit=0.0)
+    assert memory_bound(oss) - memory_bound(plain) == pytest.approx(clamp, rel=1e-6)
+    no_bias = dataclasses.replace(plain, bias=False)
+    assert memory_bound(plain) - memory_bound(no_bias) == pytest.approx(bias, rel=1e-6)
+    assert memory_bound(oss, "fused-mlp") == pytest.approx(memory_bound(no_bias, "fused-mlp"))
 
 
 def test_one_gpu_trains_without_interconnect_in_the_catalog() -> None:

@@ -50,10 +50,10 @@ def test_dense_gemms_match_the_h200_within_8_percent() -> None:
 def test_effective_efficiencies_are_slower_than_the_kernels() -> None:
     """What docs/performance-model.md says of the fitted attention efficiency and training's
     grouped-GEMM multiplier: both are effective values, the model being slower than the
-    kernels alone (cuDNN attention by 1.3x or more, grouped GEMMs by 1.5x or more)."""
+    kernels alone (cuDNN attention by 1.3x or more, grouped GEMMs by 1.35x or more)."""
     by_kind = validate_ops(CATALOG).by_kind
     assert by_kind["attention_fwd_bwd"]["min_ratio"] >= 1.3
-    assert by_kind["grouped_gemm"]["min_ratio"] >= 1.5
+    assert by_kind["grouped_gemm"]["min_ratio"] >= 1.35
 
 
 def test_model_times_follow_the_efficiencies() -> None:

@@ -234,10 +234,15 @@ def test_hf_gpt_oss_and_qwen3_moe(tmp_path: Path) -> None:
                "num_hidden_layers": 36, "vocab_size": 201088, "num_local_experts": 128,
                "num_experts_per_tok": 4, "attention_bias": True, "sliding_window": 128,
                "layer_types": ["sliding_attention", "full_attention"] * 18,
-               "tie_word_embeddings": False}
+               "swiglu_limit": 7.0, "tie_word_embeddings": False}
     shape = shape_from_hf_config(_write(tmp_path, gpt_oss))
     assert (shape.sliding_window, shape.windowed_layers) == (128, 18)
+    assert shape.glu_limit == preset("gpt-oss-120b").shape.glu_limit == 7.0
     assert count_params(shape).total == count_params(preset("gpt-oss-120b").shape).total
+    with pytest.raises(GpuarchError, match="swiglu_limit: expected a number >= 0, got 'x'"):
+        shape_from_hf_config(_write(tmp_path, {**gpt_oss, "swiglu_limit": "x"}))
+    with pytest.raises(GpuarchError, match="glu_limit: expected a number >= 0, got -1"):
+        dataclasses.replace(shape, glu_limit=-1)
     qwen = {"model_type": "qwen3_moe", "hidden_size": 2048, "intermediate_size": 6144,
             "moe_intermediate_size": 768, "num_attention_heads": 32, "num_key_value_heads": 4,
             "head_dim": 128, "num_hidden_layers": 48, "vocab_size": 151936,

@@ -600,6 +600,8 @@ def _layer_ops(s: TransformerShape, cfg: TrainingConfig, moe: bool, window: int 
                                         cfg.ep_dispatcher, local_experts))
         # a fused grouped MLP applies the routed experts' activation in its epilogue
         inner = 0 if fused_mlp else routed * width // e
+        if not fused_mlp:
+            ops += _unfused_expert_extras(s, routed, up // e, element)
     else:
         f = s.d_ffn
         up = 2 * f if s.ffn_kind is FfnKind.SWIGLU else f
@@ -622,6 +624,23 @@ def _layer_ops(s: TransformerShape, cfg: TrainingConfig, moe: bool, window: int 
                    for op in ops if isinstance(op, Gemm))
         ops.append(Elementwise(cast, name=f"{cfg.precision.value}_cast"))
     return ops, 1.0 * tokens
+
+
+def _unfused_expert_extras(s: TransformerShape, routed: Num, up: Num, element: float
+                           ) -> list[Op]:
+    """What Megatron-Core's unfused expert layer does beyond the grouped GEMMs and the
+    activation for GPT-OSS-style experts (megatron/core/fusions/fused_bias_geglu.py and
+    transformer/moe/experts.py): a clamped GLU splits the up projection's output, clamps
+    both halves and concatenates them again before the fused activation (one read and
+    write of it); expert biases on the down projection are added per local expert with the
+    routing weight, concatenated and cast (``TEGroupedMLP._apply_bias``: three read-and-write
+    passes over the output rows). A fused grouped MLP does both in its kernels."""
+    ops: list[Op] = []
+    if s.glu_limit:
+        ops.append(Elementwise(2.0 * routed * up * element, name="moe_glu_clamp"))
+    if s.bias:
+        ops.append(Elementwise(3 * 2.0 * routed * s.hidden * element, name="moe_expert_bias"))
+    return ops
 
 
 @dataclass(frozen=True)
@@ -805,7 +824,7 @@ RECOMPUTED_OPS = {
     "mla_up_proj": ("q_up", "kv_up"),
     "mlp": ("mlp_up", "mlp_down", "activation"),
     "moe": ("router", "grouped_expert_up", "grouped_expert_down", "shared_up", "shared_down",
-            "moe_permute", "activation"),
+            "moe_permute", "activation", "moe_glu_clamp", "moe_expert_bias"),
     "shared_experts": ("shared_up", "shared_down"),
 }
 """The forward operators (estimate/training.py's ``_layer_ops`` names) each recompute module
@@ -828,7 +847,8 @@ def _recomputed(s: TransformerShape, modules: tuple[str, ...], moe: bool,
         names.update(RECOMPUTED_OPS.get(module, ()))
     if moe and "moe_act" in modules and "moe" not in modules:
         routed = s.experts_per_token / (s.experts_per_token + s.shared_experts)
-        compute = compute + routed * by_name.get("activation", 0.0)
+        compute = compute + routed * by_name.get("activation", 0.0) \
+            + by_name.get("moe_glu_clamp", 0.0)
     compute = compute + sum((by_name.get(name, 0.0) for name in names), 0.0)
     extra = moe_extra if moe and "moe" in modules else _Pass()
     return _Pass(compute, 0.0) + extra

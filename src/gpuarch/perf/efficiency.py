@@ -107,7 +107,7 @@ class Efficiency:
     GPU; serving only (training's MoE terms are fitted on its own measurements). Not
     fitted."""
 
-    moe_grouped_gemm: float = 0.55
+    moe_grouped_gemm: float = 0.60
     """The same for training's grouped expert GEMMs (Megatron-Core/Transformer Engine grouped
     GEMM over evenly balanced tokens, thousands per expert). Fitted on every published MoE
     training run (scripts/fit_training_efficiency.py --grid moe; 0.40 when it was fitted on

@@ -68,7 +68,8 @@ def render_preset(p: Preset) -> str:
     if s.is_moe:
         lines.append(f"  experts       {_experts(s)}, {s.d_expert} "
                      f"wide" + (f"; the first {s.dense_layers} layers dense"
-                                if s.dense_layers else ""))
+                                if s.dense_layers else "")
+                     + (f"; GLU inputs clamped at {s.glu_limit:g}" if s.glu_limit else ""))
     if s.mla is not None:
         m = s.mla
         lines.append(f"  attention     multi-head latent: KV rank {m.kv_lora_rank}, query rank "

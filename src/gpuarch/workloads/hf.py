@@ -114,8 +114,17 @@ def _llama_like(cfg: dict[str, Any], path: Path, label: str, model_type: str
         dense_layers=_get(cfg, path, "first_k_dense_replace", default=0) if experts else 0,
         sliding_window=window,
         sliding_layers=windowed if windowed != layers else 0,
+        glu_limit=_glu_limit(cfg, path),
         mla=mla,
     )
+
+
+def _glu_limit(cfg: dict[str, Any], path: Path) -> float:
+    """GPT-OSS's ``swiglu_limit`` (its GLU's clamp), 0 when the config has none."""
+    value = cfg.get("swiglu_limit") or 0.0
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        raise GpuarchError(f"{path}: swiglu_limit: expected a number >= 0, got {value!r}")
+    return float(value)
 
 
 def _routing_groups(cfg: dict[str, Any], path: Path, experts: int) -> tuple[int, int]:

@@ -95,6 +95,9 @@ class TransformerShape:
     dense_layers: int = 0  # leading layers that stay dense in an MoE model
     sliding_window: int = 0  # tokens a query sees in sliding-window layers; 0 = none
     sliding_layers: int = 0  # how many layers use the window; 0 with a window = all
+    # a clamped GLU (GPT-OSS's swiglu_limit): both halves of the up projection's output are
+    # clamped at this value before the activation; 0 = none
+    glu_limit: float = 0.0
     mla: MlaShape | None = field(default=None)
     # the longest sequence the model is configured for (config.json's
     # max_position_embeddings: trained, or extended by RoPE scaling in the config); 0 = not
@@ -109,6 +112,9 @@ class TransformerShape:
                      "sliding_window", "sliding_layers", "expert_groups", "groups_per_token",
                      "context_window"):
             _positive(name, getattr(self, name), minimum=0)
+        if isinstance(self.glu_limit, bool) or not isinstance(self.glu_limit, (int, float)) \
+                or not self.glu_limit >= 0:
+            raise GpuarchError(f"glu_limit: expected a number >= 0, got {self.glu_limit!r}")
         if self.sliding_layers and not self.sliding_window:
             raise GpuarchError("sliding_layers: needs sliding_window > 0")
         if self.sliding_layers > self.layers:
