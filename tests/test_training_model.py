@@ -200,17 +200,18 @@ def test_validation_error_does_not_regress() -> None:
     MoE rows added since its fit become in sample; two-fold cross-validated 9.2% over the
     147) to 9.7% / 9.2% over 147 / 10.9% over 58 / 90.2%; GPT-OSS's unfused clamped-GLU and
     expert-bias passes, with the multiplier refitted (0.55 -> 0.60), to 9.5% / 8.9% / 10.9% /
-    89.8%.)"""
+    89.8%; then MLPerf Training v6.0's 11 MoE runs (DeepSeek-V3, GPT-OSS-20B), nothing
+    refitted, to 10.9% / 8.9% / 15.1% over 69 / 87.5% over 216.)"""
     summary = validate_training(CATALOG)
-    assert len(summary.rows) >= 205
-    assert summary.mean_abs_error <= 0.095  # 9.5% over 205 points
+    assert len(summary.rows) >= 216
+    assert summary.mean_abs_error <= 0.110  # 10.9% over 216 points
     in_sample = [abs(r.error) for r in summary.rows if not r.out_of_sample]
     assert sum(in_sample) / len(in_sample) <= 0.090  # 8.9% over 147
     out = [abs(r.error) for r in summary.rows if r.out_of_sample]
-    assert sum(out) / len(out) <= 0.110  # 10.9% over 58
+    assert sum(out) / len(out) <= 0.152  # 15.1% over 69
     assert summary.by("gpu")["a100-sxm4-80gb"] <= 0.07
     within_20 = sum(abs(r.error) <= 0.20 for r in summary.rows) / len(summary.rows)
-    assert within_20 >= 0.895  # 89.8%
+    assert within_20 >= 0.87  # 87.5%
 
 
 @pytest.mark.parametrize(("gpu", "applies"), [

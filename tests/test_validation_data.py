@@ -164,3 +164,25 @@ def test_mlperf_offline_rows_take_their_lengths_from_their_logs() -> None:
         # (405B 0.3809, DeepSeek-R1 1.2526 in the same files); Llama 2 70B's are GPT-4's
         assert p.get("output_len_cv", 0.0) == spread[p.get("preset")], p.id
         assert "Result is : VALID" in p.where or "result_validity: VALID" in p.where, p.id
+
+
+def test_a_training_point_may_replace_its_presets_fields() -> None:
+    """MLPerf's GPT-OSS-20B trains the published shape with a 128,256-token vocabulary: the
+    rows name the preset and give only ``vocab``, which replaces the preset's and leaves the
+    rest; a value the shape rejects names the point and the field."""
+    from gpuarch.errors import GpuarchError
+    from gpuarch.validation.training import point_shape
+    from gpuarch.workloads import preset
+
+    rows = [p for p in load_training_points() if p.id.startswith("mlperf60-")
+            and "gpt-oss-20b" in p.id]
+    assert len(rows) == 5
+    published = preset("gpt-oss-20b").shape
+    for row in rows:
+        shape = point_shape(row)
+        assert shape.vocab == 128256 != published.vocab
+        assert dataclasses.replace(shape, vocab=published.vocab) == published
+    bad = TrainingPoint("bad-row", "s", "t", "https://x", "w",
+                        {"preset": "gpt-oss-20b", "kv_heads": 7})
+    with pytest.raises(GpuarchError, match="point bad-row: kv_heads: 7 must divide heads 64"):
+        point_shape(bad)

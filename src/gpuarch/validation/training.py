@@ -9,6 +9,7 @@ model, GPU and layout is compared with it.
 
 from __future__ import annotations
 
+import dataclasses
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -32,7 +33,7 @@ from gpuarch.units import Unit, to_si
 from gpuarch.validation.stats import ErrorSummary, MemoryFit, summarize
 from gpuarch.workloads.flops import forward_flops_per_token
 from gpuarch.workloads.presets import preset, shape_from_mapping
-from gpuarch.workloads.shape import TransformerShape
+from gpuarch.workloads.shape import FfnKind, TransformerShape
 
 __all__ = [
     "TRAINING_FILE",
@@ -82,7 +83,8 @@ def load_training_points(path: Path = TRAINING_FILE) -> tuple[TrainingPoint, ...
 
 
 def point_shape(point: TrainingPoint) -> TransformerShape:
-    """The model a point trained: its explicit shape if given, else its preset."""
+    """The model a point trained: its explicit shape if given, else its preset with the
+    fields the point gives replacing the preset's (a benchmark's own vocabulary, say)."""
     given = {k: point.get(k) for k in _SHAPE_KEYS if point.get(k) is not None}
     if {"layers", "hidden", "heads", "vocab"} <= set(given):
         if given.get("ffn_kind") == "gelu" and "ffn_hidden" not in given:
@@ -90,7 +92,15 @@ def point_shape(point: TrainingPoint) -> TransformerShape:
         return shape_from_mapping({"name": point.get("preset") or point.id, **given},
                                   f"point {point.id}")
     if point.get("preset"):
-        return preset(point.get("preset")).shape
+        base = preset(point.get("preset")).shape
+        if not given:
+            return base
+        try:
+            if "ffn_kind" in given:
+                given["ffn_kind"] = FfnKind(given["ffn_kind"])
+            return dataclasses.replace(base, **given)
+        except (GpuarchError, ValueError) as exc:
+            raise GpuarchError(f"point {point.id}: {exc}") from None
     raise GpuarchError(f"point {point.id}: neither a complete shape nor a preset")
 
 
