@@ -750,3 +750,17 @@ def test_numerics_sizes_are_checked(capsys: pytest.CaptureFixture[str], argv: li
     memory ran out of it; both are usage errors naming the flag."""
     status, out, err = run(capsys, *argv)
     assert status == 2 and out == "" and message in err and "Traceback" not in err
+
+
+def test_moe_imbalance_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    """--moe-imbalance reaches the model and the text layout; a value below 1 is a usage
+    error naming the flag, with no traceback."""
+    base = ["estimate", "train", "--model", "qwen3-30b-a3b", "--gpu", "b200", "--gpus", "8",
+            "--ep", "8", "--seq-len", "4096", "--global-batch", "64"]
+    status, out, _ = run(capsys, *base, "--moe-imbalance", "1.5")
+    assert status == 0 and "imbalance 1.5x" in out
+    status, out, _ = run(capsys, *base, "--moe-imbalance", "1.5", "--json")
+    assert json.loads(out)["parallelism"]["moe_imbalance"] == 1.5
+    status, _, err = run(capsys, *base, "--moe-imbalance", "0.5")
+    assert status == 2 and "--moe-imbalance: expected" in err and "0.5" in err
+    assert "Traceback" not in err

@@ -595,6 +595,38 @@ def test_gpt_oss_unfused_expert_layer_pays_its_clamp_and_bias_passes() -> None:
     assert memory_bound(oss, "fused-mlp") == pytest.approx(memory_bound(no_bias, "fused-mlp"))
 
 
+def test_moe_imbalance_slows_only_the_routed_work() -> None:
+    """--moe-imbalance X: the busiest expert-parallel rank routes X times the mean, so its
+    grouped GEMMs (all but the router, which every token passes once), routed memory-bound
+    passes and all-to-alls take X times as long; the model's FLOPs per token do not change,
+    a dense model is untouched, and a value below 1 is refused naming the flag."""
+    qwen = preset("qwen3-30b-a3b").shape
+    b200, system = CATALOG.product("b200"), CATALOG.system("dgx b200")
+    base = {"gpus": 16, "seq_len": 4096, "global_batch": 64, "ep": 16, "gpus_per_node": 8,
+            "precision": Precision.BF16, "moe_token_drop": True}
+
+    def est(shape: Any, x: float) -> Any:
+        kw = base if shape.is_moe else {**base, "ep": 1, "moe_token_drop": False}
+        return estimate_training(CATALOG, shape, b200,
+                                 TrainingConfig(**kw, moe_imbalance=x), system=system)
+
+    even, uneven = est(qwen, 1.0), est(qwen, 2.0)
+    g_even = even.time_breakdown.compute_parts["expert_gemms"]
+    g_uneven = uneven.time_breakdown.compute_parts["expert_gemms"]
+    assert 1.9 * g_even < g_uneven < 2.0 * g_even
+    a2a = "expert_parallel"
+    assert uneven.time_breakdown.communication_parts[a2a] == pytest.approx(
+        2.0 * even.time_breakdown.communication_parts[a2a])
+    assert uneven.step_time_s > even.step_time_s and uneven.mfu < even.mfu
+    assert uneven.model_flops_per_token == even.model_flops_per_token
+    assert uneven.parallelism["moe_imbalance"] == 2.0
+    llama = preset("llama-3.1-8b").shape
+    assert est(llama, 2.0).step_time_s == est(llama, 1.0).step_time_s
+    for bad in (0.5, "x", True):
+        with pytest.raises(GpuarchError, match="--moe-imbalance: expected"):
+            TrainingConfig(**base, moe_imbalance=bad).validate(qwen)  # type: ignore[arg-type]
+
+
 def test_one_gpu_trains_without_interconnect_in_the_catalog() -> None:
     rtx = CATALOG.product("rtx-4090")
     e = estimate_training(CATALOG, preset("llama-3.2-1b").shape, rtx,

@@ -119,7 +119,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         pp_edge_layers=args.pp_edge_layers, pp_layout=args.pp_layout,
         mtp_layers=args.mtp_layers,
         ep_dispatcher=args.ep_dispatcher, ep_comm_overlap=args.ep_comm_overlap,
-        expert_launches=args.expert_launches,
+        expert_launches=args.expert_launches, moe_imbalance=args.moe_imbalance,
         attention_kernel=args.attention_kernel,
         recompute=args.recompute or Recompute.NONE,
         recompute_layers=args.recompute_layers,
@@ -565,7 +565,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p.add_argument("--dispatcher-wait-us", type=float, default=None, metavar="US",
                    help="the dropless MoE dispatcher's host wait per expert layer and forward "
                         "pass, when your framework's is measured (default: Megatron-Core's, "
-                        "fitted: 4 ms on a PCIe-attached host, 2 ms over NVLink-C2C)")
+                        "fitted: 4 ms on a PCIe-attached host, 1.5 ms over NVLink-C2C)")
     p.add_argument("--cuda-graphs", action="store_true",
                    help="partial CUDA graphs over attention and the MoE router and "
                         "preprocessing (Megatron cuda_graph_impl transformer_engine): no "
@@ -584,6 +584,10 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                         "activation and the down projection's input quantization done in the "
                         "up projection's epilogue): the host's launches are a floor on the "
                         "expert section")
+    p.add_argument("--moe-imbalance", type=float, default=1.0, metavar="X",
+                   help="routed tokens on the busiest expert-parallel rank over the mean "
+                        "(default 1: balanced, as force-balanced benchmark runs route); its "
+                        "expert section and all-to-alls set every rank's pace")
     p.add_argument("--ep-comm-overlap", action="store_true",
                    help="overlap the expert all-to-alls with another micro-batch's compute "
                         "(Megatron --overlap-moe-expert-parallel-comm); only what exceeds "

@@ -193,6 +193,10 @@ class TrainingConfig:
     # the expert all-to-alls overlap another micro-batch's compute (Megatron
     # --overlap-moe-expert-parallel-comm, Megatron Bridge's moe_a2a_overlap)
     ep_comm_overlap: bool = False
+    # routed tokens on the busiest expert-parallel rank over the mean (1 = balanced, as
+    # force-balanced benchmark runs route; real routing is uneven): every rank waits for
+    # the busiest at the combine, so its expert section and all-to-alls set the pace
+    moe_imbalance: float = 1.0
     # the embedding and the loss count as a layer each in the pipeline split: the first and
     # last stages hold one transformer layer fewer (Megatron's account_for_embedding_ and
     # account_for_loss_in_pipeline_split)
@@ -315,6 +319,10 @@ class TrainingConfig:
         check_choice("--ep-dispatcher", self.ep_dispatcher, EP_DISPATCHERS)
         check_choice("--expert-launches", self.expert_launches, EXPERT_LAUNCHES)
         check_choice("--attention-kernel", self.attention_kernel, ATTENTION_KERNELS)
+        if isinstance(self.moe_imbalance, bool) or not isinstance(
+                self.moe_imbalance, int | float) or not self.moe_imbalance >= 1:
+            raise GpuarchError("--moe-imbalance: expected the busiest rank's load over the "
+                               f"mean, a number >= 1, got {self.moe_imbalance!r}")
         if self.fsdp_prefetch and self.zero != 3:
             raise GpuarchError(f"--fsdp-prefetch: needs --zero 3, got --zero {self.zero}")
         model_parallel = self.tp * self.pp * self.cp
@@ -626,6 +634,11 @@ def _layer_ops(s: TransformerShape, cfg: TrainingConfig, moe: bool, window: int 
     return ops, 1.0 * tokens
 
 
+ROUTED_OPS = ("moe_permute", "activation", "moe_glu_clamp", "moe_expert_bias")
+"""An expert layer's memory-bound operators over its routed tokens (besides the grouped
+GEMMs), which take longer on the busiest expert-parallel rank (``moe_imbalance``)."""
+
+
 def _unfused_expert_extras(s: TransformerShape, routed: Num, up: Num, element: float
                            ) -> list[Op]:
     """What Megatron-Core's unfused expert layer does beyond the grouped GEMMs and the
@@ -749,6 +762,8 @@ def _one_layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device,
     by_name: dict[str, Num] = {}  # forward time of each operator
     for op in ops:
         t, _, _, op_flops, _ = op_time(op, device, eff)
+        if moe and (op.name in ROUTED_OPS or op.name.startswith("grouped_expert_")):
+            t = t * cfg.moe_imbalance  # the busiest rank's routed tokens
         fwd = fwd + t
         by_name[op.name] = by_name.get(op.name, 0.0) + t
         flops = flops + op_flops
@@ -782,8 +797,8 @@ def _one_layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device,
         copies = s.experts_per_token if cfg.ep_dispatcher == "deepep" else 0
         groups = (s.expert_groups, s.groups_per_token)
         # dispatch and combine
-        a2a = eff.ep_comm_exposed * 2 * _nccl(Collective.ALL_TO_ALL, dispatched, ep_group,
-                                              eff, copies, groups)
+        a2a = eff.ep_comm_exposed * 2 * cfg.moe_imbalance * _nccl(
+            Collective.ALL_TO_ALL, dispatched, ep_group, eff, copies, groups)
         if cfg.ep_comm_overlap:
             # one micro-batch's forward runs beside another's backward, each pair's
             # all-to-alls hidden behind the pair's compute; only the excess is exposed
@@ -1319,6 +1334,7 @@ def estimate_training(
             "ep_dispatcher": cfg.ep_dispatcher if shape.is_moe else None,
             "expert_launches": cfg.expert_launches if shape.is_moe else None,
             "ep_comm_overlap": cfg.ep_comm_overlap,
+            "moe_imbalance": cfg.moe_imbalance if shape.is_moe else None,
             "pp_edge_layers": cfg.pp_edge_layers,
             "pp_layout": cfg.pp_layout or None,
             "mtp_layers": cfg.mtp_layers,

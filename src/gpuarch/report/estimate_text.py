@@ -71,6 +71,8 @@ def render_training(e: TrainingEstimate, band: Band | None = None,
               + (" grouped-GEMM" if p.get("expert_launches") == "grouped" else "")
               + (" fused-MLP" if p.get("expert_launches") == "fused-mlp" else "")
               + (" EP-overlap" if p.get("ep_comm_overlap") and p["ep"] > 1 else "")
+              + (f" imbalance {p['moe_imbalance']:g}x" if (p.get("moe_imbalance") or 1) > 1
+                 else "")
               + (f" VPP{p['vpp']}" if p["vpp"] > 1 else "")
               + (f" layout {p['pp_layout']}" if p.get("pp_layout") else "")
               + (f" MTP{p['mtp_layers']}" if p.get("mtp_layers") else "")
