@@ -200,18 +200,18 @@ def test_validation_error_does_not_regress() -> None:
     MoE rows added since its fit become in sample; two-fold cross-validated 9.2% over the
     147) to 9.7% / 9.2% over 147 / 10.9% over 58 / 90.2%; GPT-OSS's unfused clamped-GLU and
     expert-bias passes, with the multiplier refitted (0.55 -> 0.60), to 9.5% / 8.9% / 10.9% /
-    89.8%; then MLPerf Training v6.0's 11 MoE runs (DeepSeek-V3, GPT-OSS-20B), nothing
-    refitted, to 10.9% / 8.9% / 15.1% over 69 / 87.5% over 216.)"""
+    89.8%; then MLPerf Training v6.0's 21 MoE runs (DeepSeek-V3, GPT-OSS-20B), nothing
+    refitted, to 10.7% / 8.9% / 14.0% over 79 / 88.1% over 226.)"""
     summary = validate_training(CATALOG)
-    assert len(summary.rows) >= 216
-    assert summary.mean_abs_error <= 0.110  # 10.9% over 216 points
+    assert len(summary.rows) >= 226
+    assert summary.mean_abs_error <= 0.108  # 10.7% over 226 points
     in_sample = [abs(r.error) for r in summary.rows if not r.out_of_sample]
     assert sum(in_sample) / len(in_sample) <= 0.090  # 8.9% over 147
     out = [abs(r.error) for r in summary.rows if r.out_of_sample]
-    assert sum(out) / len(out) <= 0.152  # 15.1% over 69
+    assert sum(out) / len(out) <= 0.141  # 14.0% over 79
     assert summary.by("gpu")["a100-sxm4-80gb"] <= 0.07
     within_20 = sum(abs(r.error) <= 0.20 for r in summary.rows) / len(summary.rows)
-    assert within_20 >= 0.87  # 87.5%
+    assert within_20 >= 0.875  # 88.1%
 
 
 @pytest.mark.parametrize(("gpu", "applies"), [
@@ -890,3 +890,18 @@ def test_gb300_racks_talk_over_their_cited_network() -> None:
                                 efficiency=same_kernels).step_time_s
               for key in ("gb200", "gb300")]
     assert inside[0] == pytest.approx(inside[1])
+
+
+def test_mlperf_v60_moe_runs_where_the_model_holds() -> None:
+    """MLPerf Training v6.0 (NVIDIA's reference code, out of sample, nothing refitted):
+    CoreWeave's DeepSeek-V3 671B on 2,048, 4,096 and 8,192 GB300 (6.221, 3.109 and 1.787 s
+    a step at 16,384 sequences) within 6% each, and GPT-OSS-20B on one node of GB300, GB200,
+    B200 or B300 within 15% each (docs/performance-model.md, "MLPerf Training v6.0's MoE
+    benchmarks"; the multi-GPU-expert GPT-OSS runs and NVIDIA's GB200 DeepSeek-V3 runs at
+    scale are documented misses, not pinned)."""
+    summary = validate_training(CATALOG)
+    errors = {r.id: r.error for r in summary.rows if r.id.startswith("mlperf60-")}
+    coreweave = [e for k, e in errors.items() if k.startswith("mlperf60-coreweave-")]
+    assert len(coreweave) == 3 and all(abs(e) <= 0.06 for e in coreweave), coreweave
+    one_node = [e for k, e in errors.items() if "gpt-oss-20b" in k and k.endswith("-8")]
+    assert len(one_node) == 8 and all(abs(e) <= 0.15 for e in one_node), one_node

@@ -176,7 +176,7 @@ def test_a_training_point_may_replace_its_presets_fields() -> None:
 
     rows = [p for p in load_training_points() if p.id.startswith("mlperf60-")
             and "gpt-oss-20b" in p.id]
-    assert len(rows) == 5
+    assert len(rows) >= 12
     published = preset("gpt-oss-20b").shape
     for row in rows:
         shape = point_shape(row)
