@@ -7,7 +7,8 @@ themselves: GEMMs at transformer training shapes (whole and tensor-parallel shar
 partial waves), weight-streaming decode GEMMs, FP8 scaled GEMMs, grouped expert GEMMs at
 training and serving sizes, INT8 and 2:4 sparse GEMMs (measured only), fused attention forward
 and backward through torch's FlashAttention-2 and cuDNN backends, decode attention over a long
-KV cache, and an elementwise add. Each row carries the operator's dimensions, the measured
+KV cache, an elementwise add, and what a kernel costs beyond its work (an eager launch, a
+kernel inside a replayed CUDA graph). Each row carries the operator's dimensions, the measured
 median time, the model's time with the shipped efficiencies, and their ratio.
 
 Timing: CUDA events around a run of back-to-back calls long enough (>= ~2 ms) that launch
@@ -78,6 +79,7 @@ class Case:
     copies: int
     attention_kernel: str = "native"  # or "ampere": FlashAttention-2 (torch's flash backend)
     note: str = ""
+    kernels: int = 1  # kernels one call runs (a replayed CUDA graph runs many)
 
     @property
     def forward_backward(self) -> bool:
@@ -304,6 +306,49 @@ def attention_cases(torch: Any, dev: str, quick: bool) -> list[Case]:
     return cases
 
 
+GRAPH_KERNELS = 100
+
+
+def launch_cases(torch: Any, dev: str, quick: bool) -> list[Case]:
+    """Measured only: what a kernel costs beyond its work. Eager: back-to-back adds on
+    one-element tensors, so the GPU waits on the host and the time per call is the host's
+    to launch one kernel through torch (the training model's host floor on an expert
+    section, ``moe_expert_launch_s``, is fitted at 15 us per launch with Transformer
+    Engine's Python around it). Graph: GRAPH_KERNELS such adds captured in one CUDA graph
+    and replayed, the time per kernel the GPU's own gap between dependent kernels (the
+    model's ``kernel_overhead_s``, fitted to zero; the latency-bound runs of
+    docs/performance-model.md would want a few microseconds)."""
+    if dev != "cuda" or quick:
+        return []
+    a = torch.zeros(1, device=dev)
+    b = torch.ones(1, device=dev)
+
+    def eager(i: int) -> object:
+        return a.add_(b)
+
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            a.add_(b)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(GRAPH_KERNELS):
+            a.add_(b)
+
+    def replay(i: int) -> object:
+        graph.replay()
+        return None
+
+    tiny = Elementwise(3 * 4.0)
+    return [Case("launch", "eager add of one element (host launch)", tiny, None, eager, 1,
+                 note="host time per kernel launch (moe_expert_launch_s)"),
+            Case("launch_graph", f"{GRAPH_KERNELS} one-element adds in one CUDA graph",
+                 Elementwise(3 * 4.0 * GRAPH_KERNELS), None, replay, 1, kernels=GRAPH_KERNELS,
+                 note="GPU time per kernel in a graph (kernel_overhead_s)")]
+
+
 def elementwise_cases(torch: Any, dev: str, quick: bool) -> list[Case]:
     """c = a + b on BF16 tensors of 1 GiB each (reads two, writes one)."""
     n = int(to_si(1, Unit.GIB) // 2) if not quick else 4096
@@ -330,7 +375,7 @@ def run_op_check(gpu: str, quick: bool = False) -> dict[str, Any]:
     measure = _timer(torch, cuda)
     rows: list[dict[str, Any]] = []
     builders = (gemm_cases, fp8_cases, grouped_cases, serving_grouped_cases, unmodelled_cases,
-                attention_cases, elementwise_cases)
+                attention_cases, elementwise_cases, launch_cases)
     for build in builders:
         try:
             cases = build(torch, dev, quick)
@@ -355,6 +400,8 @@ def run_op_check(gpu: str, quick: bool = False) -> dict[str, Any]:
                 flops = case.op.forward_flops * (3.5 if case.kind == "attention_fwd_bwd"
                                                  else 1.0)
             row["measured_us"] = from_si(measured, Unit.US)
+            if case.kernels > 1:
+                row["measured_us_per_kernel"] = from_si(measured / case.kernels, Unit.US)
             modelled = model_time(OpRow(case.kind, case.label, case.op, case.precision,
                                         case.attention_kernel, case.forward_backward,
                                         measured), catalog, product)
