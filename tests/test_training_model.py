@@ -201,17 +201,19 @@ def test_validation_error_does_not_regress() -> None:
     147) to 9.7% / 9.2% over 147 / 10.9% over 58 / 90.2%; GPT-OSS's unfused clamped-GLU and
     expert-bias passes, with the multiplier refitted (0.55 -> 0.60), to 9.5% / 8.9% / 10.9% /
     89.8%; then MLPerf Training v6.0's 21 MoE runs (DeepSeek-V3, GPT-OSS-20B), nothing
-    refitted, to 10.7% / 8.9% / 14.0% over 79 / 88.1% over 226.)"""
+    refitted, to 10.7% / 8.9% / 14.0% over 79 / 88.1% over 226; their GPT-OSS rows without
+    the recomputation first read into them, and six Llama 3.1 runs of other submitters, to
+    10.9% / 8.9% / 14.3% over 85 / 87.5% over 232.)"""
     summary = validate_training(CATALOG)
-    assert len(summary.rows) >= 226
-    assert summary.mean_abs_error <= 0.108  # 10.7% over 226 points
+    assert len(summary.rows) >= 232
+    assert summary.mean_abs_error <= 0.110  # 10.9% over 232 points
     in_sample = [abs(r.error) for r in summary.rows if not r.out_of_sample]
     assert sum(in_sample) / len(in_sample) <= 0.090  # 8.9% over 147
     out = [abs(r.error) for r in summary.rows if r.out_of_sample]
-    assert sum(out) / len(out) <= 0.141  # 14.0% over 79
+    assert sum(out) / len(out) <= 0.144  # 14.3% over 85
     assert summary.by("gpu")["a100-sxm4-80gb"] <= 0.07
     within_20 = sum(abs(r.error) <= 0.20 for r in summary.rows) / len(summary.rows)
-    assert within_20 >= 0.875  # 88.1%
+    assert within_20 >= 0.87  # 87.5%
 
 
 @pytest.mark.parametrize(("gpu", "applies"), [
