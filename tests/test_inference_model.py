@@ -1130,3 +1130,29 @@ def test_speculative_decode_steps_wait_for_no_rank() -> None:
     est = _adp(speculative_tokens=3, acceptance_length=2.5)
     assert est.decode_step_parts_s["attention_dp_wait"] == 0.0
     assert est.prefill_parts_s["attention_dp_wait"] > 0.0
+
+
+def test_moe_imbalance_loads_the_busiest_rank_not_the_weights() -> None:
+    """--moe-imbalance X in serving: the busiest expert-parallel rank's expert GEMMs,
+    permutation and all-to-alls carry X times the mean tokens, so prefill (compute-bound
+    expert GEMMs) and the all-to-all grow, while the weights a decode step streams, and the
+    memory per GPU, do not change; a dense model has nothing to imbalance; below 1 is
+    refused naming the flag."""
+    qwen = preset("qwen3-235b-a22b").shape
+    h200 = CATALOG.product("h200")
+    base = {"input_len": 2048, "output_len": 128, "batch": 64, "gpus": 8, "tp": 1, "ep": 8}
+
+    def est(x: float) -> InferenceEstimate:
+        return estimate_inference(CATALOG, qwen, h200,
+                                  InferenceConfig(**base, moe_imbalance=x))
+
+    even, uneven = est(1.0), est(2.0)
+    assert uneven.ttft_s > even.ttft_s and uneven.tpot_s >= even.tpot_s
+    pre_even, pre_uneven = even.prefill_breakdown_s, uneven.prefill_breakdown_s
+    assert pre_uneven["compute"] > 1.5 * pre_even["compute"]
+    assert pre_uneven["communication"] == pytest.approx(2.0 * pre_even["communication"],
+                                                        rel=0.05)
+    assert uneven.as_json()["memory_per_gpu_gib"] == even.as_json()["memory_per_gpu_gib"]
+    assert uneven.assumptions["moe_imbalance"] == 2.0
+    with pytest.raises(GpuarchError, match="--moe-imbalance: expected"):
+        InferenceConfig(**base, moe_imbalance=0.9).validate(qwen)

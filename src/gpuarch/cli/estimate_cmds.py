@@ -179,6 +179,10 @@ def engine_flags(p: argparse.ArgumentParser) -> None:
                         "as DeepEP or TensorRT-LLM on GB200 NVL72) or allgather (every GPU "
                         "gathers all ranks' tokens, outputs reduce-scattered: TensorRT-LLM "
                         "without multi-node NVLink)")
+    p.add_argument("--moe-imbalance", type=float, default=1.0, metavar="X",
+                   help="routed tokens on the busiest expert-parallel rank over the mean "
+                        "(default 1: balanced): its expert GEMMs, permutation and "
+                        "all-to-alls carry X times the mean tokens, and the step waits for it")
     p.add_argument("--cached-prefix", type=int, default=0, metavar="N",
                    help="prompt tokens every request shares with one already in the KV "
                         "cache (a system prompt under prefix caching): not prefilled, their "
@@ -270,6 +274,7 @@ def cmd_infer(args: argparse.Namespace) -> int:
         max_batch_size=args.max_batch_size, speculative_tokens=args.speculative_tokens,
         acceptance_length=args.acceptance_length, executor=args.executor,
         window_kv_cache=args.window_kv_cache, moe_comm=args.moe_comm,
+        moe_imbalance=args.moe_imbalance,
         num_requests=args.num_requests, output_len_cv=args.output_len_cv,
         fp8_context_attention=args.fp8_context_attention, nvls=not args.no_nvls,
         adp_balance=args.adp_balance,

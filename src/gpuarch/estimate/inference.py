@@ -176,6 +176,10 @@ class InferenceConfig:
     window_kv_cache: str = "ring"
     # expert dispatch with data-parallel attention: see MOE_COMMS
     moe_comm: str = "alltoall"
+    # routed tokens on the busiest expert-parallel rank over the mean (1 = balanced): that
+    # rank's expert GEMMs, permutation and all-to-alls carry this many times the mean
+    # tokens (its weight reads do not change), and the step waits for it
+    moe_imbalance: float = 1.0
     # prefill attention at the FP8 Tensor Core rate where the activations are FP8 or FP4 and
     # the KV cache FP8: TensorRT-LLM's PyTorch backend runs FP8 context FMHA when the
     # attention output is quantized (FP8 or NVFP4 checkpoints) and the KV cache is FP8; the
@@ -285,6 +289,10 @@ class InferenceConfig:
         check_choice("--executor", self.executor, EXECUTORS)
         check_choice("--window-kv-cache", self.window_kv_cache, WINDOW_KV_CACHES)
         check_choice("--moe-comm", self.moe_comm, MOE_COMMS)
+        if isinstance(self.moe_imbalance, bool) or not isinstance(
+                self.moe_imbalance, int | float) or not self.moe_imbalance >= 1:
+            raise GpuarchError("--moe-imbalance: expected the busiest rank's load over the "
+                               f"mean, a number >= 1, got {self.moe_imbalance!r}")
         check_count("--num-requests", self.num_requests, zero_unset=True)
         check_output_len_cv(self.output_len_cv)
         if self.output_len_cv and self.batching is not Batching.CONTINUOUS:
@@ -633,7 +641,7 @@ class _Runner:
             touched = experts_touched if gathered == 1.0 else \
                 self.experts_touched(tokens * gathered)
             local = np.maximum(1.0, touched / cfg.ep)
-            routed = tokens * gathered * s.experts_per_token
+            routed = tokens * gathered * s.experts_per_token * cfg.moe_imbalance
             per_expert = np.maximum(1, np.ceil(routed / np.maximum(touched, 1.0)))
             width = s.d_expert
             ops += [Gemm(tokens, s.experts, s.hidden, name="router"),
@@ -691,7 +699,8 @@ class _Runner:
                 + collective_time(Collective.REDUCE_SCATTER, every * 2.0, self.ep_group,
                                   self.eff)
         elif moe and cfg.ep > 1:
-            moved = tokens * s.experts_per_token * s.hidden * self.expert_act_bytes / t
+            moved = tokens * s.experts_per_token * s.hidden * self.expert_act_bytes / t \
+                * cfg.moe_imbalance
             ep_comm = 2 * collective_time(Collective.ALL_TO_ALL, moved, self.ep_group,
                                           self.eff)
         self._add("tensor_parallel", tp_comm)
@@ -1243,6 +1252,7 @@ def estimate_inference(
         if cfg.cuda_graph_batch_sizes else None,
         "window_kv_cache": cfg.window_kv_cache if shape.windowed_layers else None,
         "moe_comm": cfg.moe_comm if shape.is_moe and cfg.ep > cfg.tp else None,
+        "moe_imbalance": cfg.moe_imbalance if shape.is_moe and cfg.ep > 1 else None,
         "tp_all_reduce": ("NVLink SHARP where faster" if runner.tp_group.intra.nvls_efficiency
                           and cfg.nvls else "ring or tree") if cfg.tp > 1 else None,
         "attention_dp_prefill": (f"waits for the busiest rank: per-rank work x"
