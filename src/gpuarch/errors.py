@@ -90,6 +90,13 @@ def check_count(flag: str, value: object, *, zero_unset: bool = False) -> None:
                            f"got {value!r}")
 
 
+def check_number(flag: str, value: object, minimum: float, what: str = "a number") -> None:
+    """Raise ``flag: expected <what> >= minimum, got x`` unless ``value`` is a real number (bools
+    refused) at least ``minimum``."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= minimum:
+        raise GpuarchError(f"{flag}: expected {what} >= {minimum:g}, got {value!r}")
+
+
 def _quote_list(items: list[str]) -> str:
     quoted = [repr(i) for i in items]
     if len(quoted) <= 1:

@@ -36,7 +36,7 @@ import numpy as np
 
 from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import Product, System
-from gpuarch.errors import GpuarchError, check_choice, check_count
+from gpuarch.errors import GpuarchError, check_choice, check_count, check_number
 from gpuarch.perf.collectives import (
     Collective,
     Fabric,
@@ -289,10 +289,8 @@ class InferenceConfig:
         check_choice("--executor", self.executor, EXECUTORS)
         check_choice("--window-kv-cache", self.window_kv_cache, WINDOW_KV_CACHES)
         check_choice("--moe-comm", self.moe_comm, MOE_COMMS)
-        if isinstance(self.moe_imbalance, bool) or not isinstance(
-                self.moe_imbalance, int | float) or not self.moe_imbalance >= 1:
-            raise GpuarchError("--moe-imbalance: expected the busiest rank's load over the "
-                               f"mean, a number >= 1, got {self.moe_imbalance!r}")
+        check_number("--moe-imbalance", self.moe_imbalance, 1,
+                     "the busiest rank's load over the mean, a number")
         check_count("--num-requests", self.num_requests, zero_unset=True)
         check_output_len_cv(self.output_len_cv)
         if self.output_len_cv and self.batching is not Batching.CONTINUOUS:

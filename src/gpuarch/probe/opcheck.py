@@ -341,11 +341,12 @@ def launch_cases(torch: Any, dev: str, quick: bool) -> list[Case]:
         graph.replay()
         return None
 
-    tiny = Elementwise(3 * 4.0)
+    tiny = Elementwise(3 * 4.0)  # read two one-element FP32 tensors, write one
     return [Case("launch", "eager add of one element (host launch)", tiny, None, eager, 1,
                  note="host time per kernel launch (moe_expert_launch_s)"),
             Case("launch_graph", f"{GRAPH_KERNELS} one-element adds in one CUDA graph",
-                 Elementwise(3 * 4.0 * GRAPH_KERNELS), None, replay, 1, kernels=GRAPH_KERNELS,
+                 Elementwise(tiny.bytes_moved * GRAPH_KERNELS), None, replay, 1,
+                 kernels=GRAPH_KERNELS,
                  note="GPU time per kernel in a graph (kernel_overhead_s)")]
 
 

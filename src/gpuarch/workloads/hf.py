@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from gpuarch.errors import GpuarchError
+from gpuarch.errors import GpuarchError, check_number
 from gpuarch.jsonfile import read_json_object
 from gpuarch.workloads.shape import (
     FfnKind,
@@ -122,8 +122,7 @@ def _llama_like(cfg: dict[str, Any], path: Path, label: str, model_type: str
 def _glu_limit(cfg: dict[str, Any], path: Path) -> float:
     """GPT-OSS's ``swiglu_limit`` (its GLU's clamp), 0 when the config has none."""
     value = cfg.get("swiglu_limit") or 0.0
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-        raise GpuarchError(f"{path}: swiglu_limit: expected a number >= 0, got {value!r}")
+    check_number(f"{path}: swiglu_limit", value, 0)
     return float(value)
 
 

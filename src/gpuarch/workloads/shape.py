@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-from gpuarch.errors import GpuarchError
+from gpuarch.errors import GpuarchError, check_number
 
 __all__ = ["FfnKind", "MlaShape", "NormKind", "Position", "TransformerShape"]
 
@@ -112,9 +112,7 @@ class TransformerShape:
                      "sliding_window", "sliding_layers", "expert_groups", "groups_per_token",
                      "context_window"):
             _positive(name, getattr(self, name), minimum=0)
-        if isinstance(self.glu_limit, bool) or not isinstance(self.glu_limit, (int, float)) \
-                or not self.glu_limit >= 0:
-            raise GpuarchError(f"glu_limit: expected a number >= 0, got {self.glu_limit!r}")
+        check_number("glu_limit", self.glu_limit, 0)
         if self.sliding_layers and not self.sliding_window:
             raise GpuarchError("sliding_layers: needs sliding_window > 0")
         if self.sliding_layers > self.layers:
