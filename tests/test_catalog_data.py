@@ -113,13 +113,14 @@ def test_systems_reference_products() -> None:
         assert s.gpus_per_node > 0 and s.intra_node_bandwidth_bytes_s > 0
 
 
-def test_rack_scale_systems_carry_their_cited_scale_out_rate() -> None:
-    """One NIC per GPU on both NVL72 racks: 400 Gb/s ConnectX-7 on GB200 (DGX GB200 user
-    guide), 800 Gb/s ConnectX-8 on GB300 (four per 4-GPU tray in NVIDIA's NVL72 enterprise
-    reference architecture; 800 Gb/s XDR in the ConnectX-8 firmware release notes), each rate
-    naming the document it comes from."""
+def test_blackwell_systems_carry_their_cited_scale_out_rate() -> None:
+    """One NIC per GPU on both NVL72 racks and on HGX B300: 400 Gb/s ConnectX-7 on GB200 (DGX
+    GB200 user guide), 800 Gb/s ConnectX-8 on GB300 (four per 4-GPU tray in NVIDIA's NVL72
+    enterprise reference architecture) and on HGX B300 (one per GPU in the HGX B300 enterprise
+    reference architecture); 800 Gb/s XDR in the ConnectX-8 firmware release notes. Each rate
+    names the document it comes from."""
     rates = {s.key: s for s in CATALOG.systems}
-    for key, gbit in (("gb200-nvl72", 400), ("gb300-nvl72", 800)):
+    for key, gbit in (("gb200-nvl72", 400), ("gb300-nvl72", 800), ("hgx-b300", 800)):
         system = rates[key]
         assert system.network_bandwidth_per_gpu_bytes_s == pytest.approx(
             to_si(gbit, Unit.GBIT_S))

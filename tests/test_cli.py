@@ -305,6 +305,23 @@ def test_node_size_defaults_to_the_gpus_reference_system(capsys: pytest.CaptureF
     assert docs["h100"]["parallelism"]["gpus_per_node"] == 8
 
 
+def test_b300_spans_nodes_on_its_hgx_system(capsys: pytest.CaptureFixture[str]) -> None:
+    """A B300 job beyond one node runs on the catalog's HGX B300 system (8 GPUs per node, one
+    800 Gb/s ConnectX-8 per GPU) without --system, as --system hgx-b300 would; before that
+    system existed it was a usage error asking for --system."""
+    base = ["estimate", "train", "--model", "llama3.1-8b", "--gpus", "64", "--seq-len", "8192",
+            "--global-batch", "64", "--json"]
+    status, out, _ = run(capsys, *base, "--gpu", "b300")
+    assert status == 0
+    implied = json.loads(out)
+    status, out, _ = run(capsys, *base, "--system", "hgx-b300")
+    assert status == 0
+    named = json.loads(out)
+    assert implied["parallelism"]["gpus_per_node"] == 8
+    assert implied["step_time_s"] == named["step_time_s"]
+    assert implied["system"] == named["system"] == "NVIDIA HGX B300 8-GPU"
+
+
 def test_cuda_graphs_flag_reaches_the_model(capsys: pytest.CaptureFixture[str]) -> None:
     """--cuda-graphs drops a dropless MoE run's dispatcher wait: the step shortens by exactly
     the host overhead it loses (the per-expert launches that graphs do not capture stay), the

@@ -204,17 +204,18 @@ def test_validation_error_does_not_regress() -> None:
     refitted, to 10.7% / 8.9% / 14.0% over 79 / 88.1% over 226; their GPT-OSS rows without
     the recomputation first read into them, and six Llama 3.1 runs of other submitters, to
     10.9% / 8.9% / 14.3% over 85 / 87.5% over 232; six more on Hopper and B200 to 10.8% /
-    8.9% / 13.8% over 91 / 87.8% over 238.)"""
+    8.9% / 13.8% over 91 / 87.8% over 238; the five B300 runs beyond one node, once the
+    catalog had an HGX B300 system, to 10.9% / 8.9% / 14.0% over 96 / 87.2% over 243.)"""
     summary = validate_training(CATALOG)
-    assert len(summary.rows) >= 238
-    assert summary.mean_abs_error <= 0.109  # 10.8% over 238 points
+    assert len(summary.rows) >= 243
+    assert summary.mean_abs_error <= 0.110  # 10.9% over 243 points
     in_sample = [abs(r.error) for r in summary.rows if not r.out_of_sample]
     assert sum(in_sample) / len(in_sample) <= 0.090  # 8.9% over 147
     out = [abs(r.error) for r in summary.rows if r.out_of_sample]
-    assert sum(out) / len(out) <= 0.139  # 13.8% over 91
+    assert sum(out) / len(out) <= 0.140  # 14.0% over 96
     assert summary.by("gpu")["a100-sxm4-80gb"] <= 0.07
     within_20 = sum(abs(r.error) <= 0.20 for r in summary.rows) / len(summary.rows)
-    assert within_20 >= 0.875  # 87.8%
+    assert within_20 >= 0.872  # 87.2%
 
 
 @pytest.mark.parametrize(("gpu", "applies"), [
