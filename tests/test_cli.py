@@ -781,3 +781,11 @@ def test_moe_imbalance_flag(capsys: pytest.CaptureFixture[str]) -> None:
     status, _, err = run(capsys, *base, "--moe-imbalance", "0.5")
     assert status == 2 and "--moe-imbalance: expected" in err and "0.5" in err
     assert "Traceback" not in err
+    # Qwen3-30B-A3B at EP 8: 16 experts per rank, 8 per token, so one rank can take at most
+    # every token's eight copies, 8x the mean of one; 8 is allowed, more is a usage error.
+    status, _, _ = run(capsys, *base, "--moe-imbalance", "8")
+    assert status == 0
+    for beyond in ("8.5", "inf"):
+        status, _, err = run(capsys, *base, "--moe-imbalance", beyond)
+        assert status == 2 and f"--moe-imbalance: {beyond} exceeds 8" in err
+        assert "Traceback" not in err

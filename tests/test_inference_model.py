@@ -1156,3 +1156,13 @@ def test_moe_imbalance_loads_the_busiest_rank_not_the_weights() -> None:
     assert uneven.assumptions["moe_imbalance"] == 2.0
     with pytest.raises(GpuarchError, match="--moe-imbalance: expected"):
         InferenceConfig(**base, moe_imbalance=0.9).validate(qwen)
+    # 128 experts over EP 8 is 16 per rank, more than the 8 per token: at most every token's
+    # eight copies on one rank, 8x the mean; DeepSeek-V3 at EP 64 holds 4 experts per rank,
+    # so a token sends at most 4 of its 8 copies there: 64 x 4 / 8 = 32x.
+    InferenceConfig(**base, moe_imbalance=8.0).validate(qwen)
+    with pytest.raises(GpuarchError, match=r"--moe-imbalance: 8\.1 exceeds 8"):
+        InferenceConfig(**base, moe_imbalance=8.1).validate(qwen)
+    dsv3 = preset("deepseek-v3").shape
+    with pytest.raises(GpuarchError, match="--moe-imbalance: 33 exceeds 32"):
+        dsv3.check_expert_parallel(64, 33.0)
+    dsv3.check_expert_parallel(64, 32.0)

@@ -182,7 +182,9 @@ def engine_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--moe-imbalance", type=float, default=1.0, metavar="X",
                    help="routed tokens on the busiest expert-parallel rank over the mean "
                         "(default 1: balanced): its expert GEMMs, permutation and "
-                        "all-to-alls carry X times the mean tokens, and the step waits for it")
+                        "all-to-alls carry X times the mean tokens, and the step waits for it "
+                        "(at most EP x min(experts per token, experts per rank) / experts "
+                        "per token)")
     p.add_argument("--cached-prefix", type=int, default=0, metavar="N",
                    help="prompt tokens every request shares with one already in the KV "
                         "cache (a system prompt under prefix caching): not prefilled, their "
@@ -592,7 +594,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p.add_argument("--moe-imbalance", type=float, default=1.0, metavar="X",
                    help="routed tokens on the busiest expert-parallel rank over the mean "
                         "(default 1: balanced, as force-balanced benchmark runs route); its "
-                        "expert section and all-to-alls set every rank's pace")
+                        "expert section and all-to-alls set every rank's pace (at most EP x "
+                        "min(experts per token, experts per rank) / experts per token)")
     p.add_argument("--ep-comm-overlap", action="store_true",
                    help="overlap the expert all-to-alls with another micro-batch's compute "
                         "(Megatron --overlap-moe-expert-parallel-comm); only what exceeds "

@@ -335,15 +335,10 @@ class InferenceConfig:
             raise GpuarchError("--acceptance-length: needs --speculative-tokens")
         if shape.layers < self.pp:
             raise GpuarchError(f"--pp: {self.pp} exceeds the {shape.layers} layers")
-        if self.ep > 1:
-            if not shape.is_moe:
-                raise GpuarchError("--ep: expert parallelism needs a mixture-of-experts model")
-            if shape.experts % self.ep:
-                raise GpuarchError(f"--ep: {self.ep} does not divide the {shape.experts} "
-                                   "experts")
-            if self.ep > self.tp * self.replicas:
-                raise GpuarchError(f"--ep: {self.ep} exceeds the {self.tp * self.replicas} "
-                                   "GPUs that can hold experts (TP x replicas)")
+        shape.check_expert_parallel(self.ep, self.moe_imbalance)
+        if self.ep > self.tp * self.replicas:
+            raise GpuarchError(f"--ep: {self.ep} exceeds the {self.tp * self.replicas} "
+                               "GPUs that can hold experts (TP x replicas)")
         self.quant.validate()
         if self.expert_weights is not None or self.expert_activations is not None:
             if not shape.is_moe:

@@ -380,20 +380,15 @@ class TrainingConfig:
         if not isinstance(self.etp, int) or self.etp < 0 or (self.etp and self.tp % self.etp):
             raise GpuarchError(f"--etp: expected a divisor of --tp {self.tp} (or 0 for TP), "
                                f"got {self.etp!r}")
-        if self.ep > 1:
-            if not shape.is_moe:
-                raise GpuarchError("--ep: expert parallelism needs a mixture-of-experts model")
-            if shape.experts % self.ep:
-                raise GpuarchError(f"--ep: {self.ep} does not divide the {shape.experts} "
-                                   "experts")
-            if (self.tp * self.dp * self.cp) % (self.ep * self.expert_tp):
-                if self.etp:
-                    raise GpuarchError(
-                        f"--ep: EP x ETP = {self.ep * self.expert_tp} must divide TP x DP x "
-                        f"CP = {self.tp * self.dp * self.cp}")
-                raise GpuarchError(f"--ep: {self.ep} must divide DP x CP = "
-                                   f"{self.dp * self.cp} (or give --etp 1 to lay experts "
-                                   "over the tensor-parallel ranks too)")
+        shape.check_expert_parallel(self.ep, self.moe_imbalance)
+        if self.ep > 1 and (self.tp * self.dp * self.cp) % (self.ep * self.expert_tp):
+            if self.etp:
+                raise GpuarchError(
+                    f"--ep: EP x ETP = {self.ep * self.expert_tp} must divide TP x DP x "
+                    f"CP = {self.tp * self.dp * self.cp}")
+            raise GpuarchError(f"--ep: {self.ep} must divide DP x CP = "
+                               f"{self.dp * self.cp} (or give --etp 1 to lay experts "
+                               "over the tensor-parallel ranks too)")
 
 
 @dataclass(frozen=True)

@@ -180,6 +180,24 @@ class TransformerShape:
     def moe_layers(self) -> int:
         return self.layers - self.dense_layers if self.is_moe else 0
 
+    def check_expert_parallel(self, ep: int, imbalance: float = 1.0) -> None:
+        """Raise unless ``ep`` expert-parallel ranks can split this model's experts and the
+        busiest of them can carry ``imbalance`` times the mean routed load: a token sends at
+        most min(experts per token, experts per rank) of its copies to one rank, against
+        experts_per_token / ep on average."""
+        if ep <= 1:
+            return
+        if not self.is_moe:
+            raise GpuarchError("--ep: expert parallelism needs a mixture-of-experts model")
+        if self.experts % ep:
+            raise GpuarchError(f"--ep: {ep} does not divide the {self.experts} experts")
+        most = ep * min(self.experts_per_token, self.experts // ep) / self.experts_per_token
+        if imbalance > most:
+            raise GpuarchError(
+                f"--moe-imbalance: {imbalance:g} exceeds {most:g}, the load of a rank that "
+                f"receives every token's copies it can hold ({self.experts // ep} experts per "
+                f"rank of {ep}, {self.experts_per_token} experts per token)")
+
     @property
     def windowed_layers(self) -> int:
         """Layers whose attention is limited to the last ``sliding_window`` positions."""
