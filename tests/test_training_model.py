@@ -205,17 +205,20 @@ def test_validation_error_does_not_regress() -> None:
     the recomputation first read into them, and six Llama 3.1 runs of other submitters, to
     10.9% / 8.9% / 14.3% over 85 / 87.5% over 232; six more on Hopper and B200 to 10.8% /
     8.9% / 13.8% over 91 / 87.8% over 238; the five B300 runs beyond one node, once the
-    catalog had an HGX B300 system, to 10.9% / 8.9% / 14.0% over 96 / 87.2% over 243.)"""
+    catalog had an HGX B300 system, to 10.9% / 8.9% / 14.0% over 96 / 87.2% over 243; 18 more
+    MLPerf v6.0 runs of other submitters (nine B300, eight GB300, one B200), nothing refitted,
+    to 11.5% / 8.9% / 14.7% over 114 / 85.4% over 261: the six B300 NVFP4 ones at -28..-34%,
+    for the empty dense FP4 peak, and two GPT-OSS EP 4 ones at +53/+54%.)"""
     summary = validate_training(CATALOG)
-    assert len(summary.rows) >= 243
-    assert summary.mean_abs_error <= 0.110  # 10.9% over 243 points
+    assert len(summary.rows) >= 261
+    assert summary.mean_abs_error <= 0.115  # 11.5% over 261 points
     in_sample = [abs(r.error) for r in summary.rows if not r.out_of_sample]
     assert sum(in_sample) / len(in_sample) <= 0.090  # 8.9% over 147
     out = [abs(r.error) for r in summary.rows if r.out_of_sample]
-    assert sum(out) / len(out) <= 0.140  # 14.0% over 96
+    assert sum(out) / len(out) <= 0.148  # 14.7% over 114
     assert summary.by("gpu")["a100-sxm4-80gb"] <= 0.07
     within_20 = sum(abs(r.error) <= 0.20 for r in summary.rows) / len(summary.rows)
-    assert within_20 >= 0.872  # 87.2%
+    assert within_20 >= 0.854  # 85.4%
 
 
 @pytest.mark.parametrize(("gpu", "applies"), [
@@ -900,16 +903,16 @@ def test_mlperf_v60_moe_runs_where_the_model_holds() -> None:
     """MLPerf Training v6.0 (NVIDIA's reference code, out of sample, nothing refitted):
     CoreWeave's DeepSeek-V3 671B on 2,048, 4,096 and 8,192 GB300 (6.221, 3.109 and 1.787 s
     a step at 16,384 sequences) within 6% each, and GPT-OSS-20B on one node of GB300, GB200,
-    B200 or B300 within 15% each, and on 64-128 H100 with capacity-bounded routing within
-    10% (docs/performance-model.md, "MLPerf Training v6.0's MoE
-    benchmarks"; the multi-GPU-expert GPT-OSS runs and NVIDIA's GB200 DeepSeek-V3 runs at
+    B200 or B300 within 15% each (13 runs of eight submitters), and on 64-128 H100 with
+    capacity-bounded routing within 10% (docs/performance-model.md, "MLPerf Training v6.0's
+    MoE benchmarks"; the multi-GPU-expert GPT-OSS runs and NVIDIA's GB200 DeepSeek-V3 runs at
     scale are documented misses, not pinned)."""
     summary = validate_training(CATALOG)
     errors = {r.id: r.error for r in summary.rows if r.id.startswith("mlperf60-")}
     coreweave = [e for k, e in errors.items() if k.startswith("mlperf60-coreweave-")]
     assert len(coreweave) == 3 and all(abs(e) <= 0.06 for e in coreweave), coreweave
     one_node = [e for k, e in errors.items() if "gpt-oss-20b" in k and k.endswith("-8")]
-    assert len(one_node) == 8 and all(abs(e) <= 0.15 for e in one_node), one_node
+    assert len(one_node) >= 13 and all(abs(e) <= 0.15 for e in one_node), one_node
     # Cisco's GPT-OSS-20B on 64 and 128 H100 with EP 4 and capacity-bounded routing (0.42589
     # and 0.41584 s a step)
     capped = [e for k, e in errors.items() if k.startswith("mlperf60-cisco-h100-gpt-oss")]
