@@ -127,6 +127,21 @@ def test_blackwell_systems_carry_their_cited_scale_out_rate() -> None:
         assert system.field_sources.get("network_bandwidth_per_gpu_gbit_s")
 
 
+def test_a_sparse_only_peak_is_scaled_from_its_sibling_for_the_model_only() -> None:
+    """HGX B300 publishes FP4 only with sparsity (18,000 TFLOPS per GPU, not twice the dense
+    figure), so the catalog shows no dense FP4 peak for it; for the performance model the
+    loader scales GB300's published dense FP4 (15,000: GB300 NVL72's 1,080 PFLOPS over 72)
+    by the two products' dense FP8 peaks (4,500 and 5,000, each half a published sparse
+    figure): 13,500 TFLOPS, between the 105 and 108 PFLOPS per 8-GPU board NVIDIA's HGX
+    tables have printed. No other product gets one."""
+    b300 = CATALOG.product("b300")
+    assert b300.peak(PeakKey.TENSOR_FP4) is None
+    assert b300.dense_from_sibling == {PeakKey.TENSOR_FP4: pytest.approx(13_500e12)}
+    assert b300.dense_sibling == "gb300"
+    assert 105e15 / 8 <= b300.dense_from_sibling[PeakKey.TENSOR_FP4] <= 108e15 / 8
+    assert [p.key for p in CATALOG.products if p.dense_from_sibling] == ["b300"]
+
+
 # Golden values: dense peaks as printed in NVIDIA's datasheets / whitepapers.
 GOLDEN = [
     # NVIDIA A100 datasheet (2021): FP16 Tensor 312 TFLOPS dense, 624 sparse; 2,039 GB/s (80GB SXM)

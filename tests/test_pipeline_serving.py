@@ -5,6 +5,8 @@ peak an FP4 GEMM runs at on a GPU that publishes its FP4 rate with sparsity only
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -75,16 +77,25 @@ def test_more_stages_never_serve_less_per_sequence_slot(batch: int, pp: int) -> 
         assert staged.tpot_s >= one.tpot_s
 
 
-def test_fp4_on_a_gpu_publishing_fp4_with_sparsity_only_runs_at_its_fp8_rate() -> None:
+def test_fp4_on_a_gpu_publishing_fp4_with_sparsity_only_runs_at_its_siblings_scaled_rate(
+        ) -> None:
     """HGX B300 publishes FP4 with sparsity only (not twice a dense figure): its Tensor Cores
-    run FP4, so NVFP4 GEMMs run natively at no less than the dense FP8 rate, said so; a GPU
-    without FP4 Tensor Cores (H100) still dequantizes to 16 bits, and one with a dense FP4
-    peak (GB300) runs at it."""
+    run FP4 natively, at the dense FP4 rate of GB300, the same chip, scaled by the two
+    products' dense FP8 peaks: 15,000 TFLOPS (GB300 NVL72's 1,080 PFLOPS over 72) x 4,500 /
+    5,000 (HGX B300's 72 and GB300 NVL72's 720 PFLOPS of sparse FP8, per GPU, halved) =
+    13,500, said so. Without such a sibling the GEMMs would run at the dense FP8 rate, a lower
+    bound; a GPU without FP4 Tensor Cores (H100) still dequantizes to 16 bits, and one with
+    a dense FP4 peak (GB300) runs at it."""
     b300 = CATALOG.product("b300")
     peak = gemm_peak(b300, FP4)
-    assert peak.peak.key is PeakKey.TENSOR_FP8 and not peak.dequantize
-    assert peak.peak.flops == b300.peak(PeakKey.TENSOR_FP8)
-    assert "with sparsity only" in (peak.peak.fallback_reason or "")
+    assert peak.peak.key is PeakKey.TENSOR_FP4 and not peak.dequantize
+    assert peak.peak.flops == pytest.approx(13_500e12)
+    assert peak.peak.origin == "scaled from sibling"
+    assert "gb300" in (peak.peak.fallback_reason or "")
+    alone = gemm_peak(dataclasses.replace(b300, dense_from_sibling={}), FP4)
+    assert alone.peak.key is PeakKey.TENSOR_FP8 and not alone.dequantize
+    assert alone.peak.flops == b300.peak(PeakKey.TENSOR_FP8)
+    assert "with sparsity only" in (alone.peak.fallback_reason or "")
     h100 = gemm_peak(H100, FP4)
     assert h100.dequantize and h100.peak.key is PeakKey.TENSOR_BF16
     gb300 = gemm_peak(CATALOG.product("gb300"), FP4)

@@ -135,6 +135,39 @@ def _dense_from_sparse(product: Product, chip: Chip) -> Mapping[PeakKey, float]:
     })
 
 
+# The tensor precision one step up from each, whose dense peaks set a sibling's scale.
+_ONE_UP = {PeakKey.TENSOR_FP4: PeakKey.TENSOR_FP8, PeakKey.TENSOR_FP6: PeakKey.TENSOR_FP8,
+           PeakKey.TENSOR_FP8: PeakKey.TENSOR_BF16}
+
+
+def _with_sibling_peaks(product: Product, products: list[Product]) -> Product:
+    """``product`` with the dense peaks it publishes only as a sparse figure that is not twice
+    the dense one (a ``sparse.<key>`` exception: HGX B300's FP4) scaled from a product of the
+    same chip and tier that publishes the dense figure, by the two products' dense peaks one
+    precision up (a lower-clocked board of the same silicon runs every Tensor Core precision
+    at the same fraction of its sibling). For the performance model; ``peak`` ignores it."""
+    scaled: dict[PeakKey, float] = {}
+    sibling_key = ""
+    for key, up in _ONE_UP.items():
+        if product.peak(key) is not None or key not in product.sparse_flops \
+                or f"sparse.{key.value}" not in product.peak_exceptions:
+            continue
+        mine = product.peak(up)
+        for other in products:
+            if other is product or other.chip != product.chip or other.tier != product.tier \
+                    or other.dense_origin(key) != "published":
+                continue
+            theirs = other.peak(up)
+            if mine and theirs:
+                scaled[key] = other.dense_flops[key] * mine / theirs
+                sibling_key = other.key
+                break
+    if not scaled:
+        return product
+    return Product(**{**product.__dict__, "dense_from_sibling": MappingProxyType(scaled),
+                      "dense_sibling": sibling_key})
+
+
 @cache
 def load_catalog(data_dir: Path | None = None) -> Catalog:
     """Read, validate and cross-check every data file in ``data_dir`` (default: built-in)."""
@@ -165,6 +198,7 @@ class _Builder:
             else:
                 self._architecture_file(path, raw)
         self._cross_check()
+        self.products = [_with_sibling_peaks(p, self.products) for p in self.products]
         self.archs.sort(key=lambda a: a.order)
         order = {a.key: a.order for a in self.archs}
         self.products.sort(key=lambda p: (order[p.architecture], p.launch_date, p.key))

@@ -205,6 +205,15 @@ class Product:
         "dense_tflops_from_sparse", "peaks", Unit.TFLOPS, default={}, derived=True,
         doc="Dense peaks NVIDIA publishes only as 2:4 sparse figures, halved by the loader "
             "(never where the product documents a sparse exception).")
+    dense_from_sibling: Mapping[PeakKey, float] = spec(
+        "dense_tflops_from_sibling", "peaks", Unit.TFLOPS, default={}, derived=True,
+        doc="For the performance model only (never shown as a published peak): a dense peak "
+            "the product publishes only with sparsity, in a figure that is not twice the "
+            "dense one, taken from a product of the same chip and tier that publishes it, "
+            "scaled by the two products' dense peaks one precision up (``dense_sibling``).")
+    dense_sibling: str = spec(
+        "dense_sibling", "str", default="", derived=True,
+        doc="The product whose published peaks ``dense_tflops_from_sibling`` scales.")
     architecture: str = ""  # filled by the loader
 
     @property

@@ -8,7 +8,7 @@ from enum import Enum
 from gpuarch.catalog.model import Product
 from gpuarch.catalog.peaks import PeakKey
 
-__all__ = ["MatmulPeak", "Precision", "matmul_peak"]
+__all__ = ["MatmulPeak", "Precision", "matmul_peak", "sibling_scaled_peak"]
 
 
 class Precision(Enum):
@@ -58,7 +58,7 @@ class MatmulPeak:
 
     flops: float  # FLOP/s, dense
     key: PeakKey
-    origin: str  # "published" or "half of sparse" (see Product.dense_origin)
+    origin: str  # "published", "half of sparse" (Product.dense_origin) or "scaled from sibling"
     fallback_reason: str | None  # set when the precision's own peak is not available
 
 
@@ -66,6 +66,9 @@ def matmul_peak(product: Product, precision: Precision) -> MatmulPeak | None:
     """The dense peak ``precision`` matrix multiplies run at on ``product``; ``None`` if the
     catalog publishes none of the candidates."""
     chain = _CHAIN[precision]
+    scaled = sibling_scaled_peak(product, chain[0], precision.value)
+    if scaled is not None:
+        return scaled
     for i, key in enumerate(chain):
         value = product.peak(key)
         if value is None:
@@ -76,3 +79,18 @@ def matmul_peak(product: Product, precision: Precision) -> MatmulPeak | None:
                       f"{precision.value} matrix math is taken at its {key.label} rate")
         return MatmulPeak(value, key, product.dense_origin(key) or "published", reason)
     return None
+
+
+def sibling_scaled_peak(product: Product, key: PeakKey, what: str) -> MatmulPeak | None:
+    """The dense ``key`` peak the catalog scales from a same-chip product where ``product``
+    publishes that precision only with sparsity, in a figure that is not twice the dense one
+    (``Product.dense_from_sibling``: HGX B300's FP4 from GB300's); ``None`` elsewhere.
+    ``what`` names the math that runs at it in the stated reason."""
+    value = product.dense_from_sibling.get(key)
+    if value is None or product.peak(key) is not None:
+        return None
+    return MatmulPeak(value, key, "scaled from sibling", (
+        f"{product.name} publishes its {key.label} peak only with sparsity, in a figure that "
+        f"is not twice the dense one; {what} matrix math is taken at {value / 1e12:,.0f} "
+        f"TFLOPS, the same chip's published dense {key.label} peak on "
+        f"{product.dense_sibling} scaled by the two products' dense peaks one precision up"))

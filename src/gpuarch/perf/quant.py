@@ -9,7 +9,7 @@ from enum import Enum
 from gpuarch.catalog.model import Product
 from gpuarch.catalog.peaks import PeakKey
 from gpuarch.errors import GpuarchError
-from gpuarch.perf.precision import MatmulPeak
+from gpuarch.perf.precision import MatmulPeak, sibling_scaled_peak
 
 __all__ = ["GemmPeak", "QuantFormat", "QuantScheme", "gemm_peak"]
 
@@ -132,8 +132,13 @@ def _sixteen(product: Product, fmt: QuantFormat) -> MatmulPeak | None:
 def _sparse_only_fallback(product: Product, key: PeakKey, fmt: QuantFormat
                           ) -> MatmulPeak | None:
     """Where the Tensor Cores run ``key``'s format (a figure with sparsity is published) but
-    its dense rate is not, and cannot be halved from the sparse one: the next narrower
-    format's dense rate, a lower bound (no GPU multiplies FP4 slower than FP8); else None."""
+    its dense rate is not, and cannot be halved from the sparse one: the rate the catalog
+    scales from a product of the same chip that publishes it (``sibling_scaled_peak``), else
+    the next narrower format's dense rate, a lower bound (no GPU multiplies FP4 slower than
+    FP8); else None."""
+    scaled = sibling_scaled_peak(product, key, f"{fmt.value} GEMM")
+    if scaled is not None:
+        return scaled
     narrower = _UNPUBLISHED_DENSE_FALLBACK.get(key)
     value = product.peak(narrower) if narrower is not None else None
     if narrower is None or value is None or product.peak(key, sparse=True) is None:

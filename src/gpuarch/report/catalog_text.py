@@ -89,6 +89,12 @@ def render_description(d: ProductDescription) -> str:
             right=[False, True, True, True, False]), "  ")]
         if p.dense_from_sparse:
             lines.append("  * NVIDIA publishes this peak only with 2:4 sparsity; dense is half.")
+        for key, value in p.dense_from_sibling.items():
+            lines += textwrap.wrap(
+                f"- {key.label}: no single dense figure is published; the performance model "
+                f"takes {_tf(value)} TFLOPS, {p.dense_sibling}'s published dense peak scaled "
+                "by the two products' dense peaks one precision up (the same chip).",
+                92, initial_indent="  ", subsequent_indent="    ")
     lines += ["", f"Architecture: {arch.name} ({arch.year})"]
     lines += textwrap.wrap(arch.summary, 92, initial_indent="  ", subsequent_indent="  ")
     lines += _feature_lines(arch.name, d.features)
