@@ -7,6 +7,7 @@ from enum import Enum
 
 from gpuarch.catalog.model import Product
 from gpuarch.catalog.peaks import PeakKey
+from gpuarch.units import Unit, from_si
 
 __all__ = ["MatmulPeak", "Precision", "matmul_peak", "sibling_scaled_peak"]
 
@@ -91,6 +92,7 @@ def sibling_scaled_peak(product: Product, key: PeakKey, what: str) -> MatmulPeak
         return None
     return MatmulPeak(value, key, "scaled from sibling", (
         f"{product.name} publishes its {key.label} peak only with sparsity, in a figure that "
-        f"is not twice the dense one; {what} matrix math is taken at {value / 1e12:,.0f} "
+        f"is not twice the dense one; {what} matrix math is taken at "
+        f"{from_si(value, Unit.TFLOPS):,.0f} "
         f"TFLOPS, the same chip's published dense {key.label} peak on "
         f"{product.dense_sibling} scaled by the two products' dense peaks one precision up"))
