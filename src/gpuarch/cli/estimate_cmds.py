@@ -30,6 +30,10 @@ if TYPE_CHECKING:
 
 __all__ = ["add_commands"]
 
+MOE_IMBALANCE_BOUND = ("(at most EP x min(experts per token, experts per rank) / experts per "
+                       "token)")
+"""The largest --moe-imbalance a layout allows (TransformerShape.check_expert_parallel)."""
+
 _OVERRIDES = ("layers", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden", "vocab",
               "experts", "experts_per_token", "shared_experts", "moe_ffn_hidden",
               "dense_layers", "sliding_window", "sliding_layers")
@@ -183,8 +187,7 @@ def engine_flags(p: argparse.ArgumentParser) -> None:
                    help="routed tokens on the busiest expert-parallel rank over the mean "
                         "(default 1: balanced): its expert GEMMs, permutation and "
                         "all-to-alls carry X times the mean tokens, and the step waits for it "
-                        "(at most EP x min(experts per token, experts per rank) / experts "
-                        "per token)")
+                        + MOE_IMBALANCE_BOUND)
     p.add_argument("--cached-prefix", type=int, default=0, metavar="N",
                    help="prompt tokens every request shares with one already in the KV "
                         "cache (a system prompt under prefix caching): not prefilled, their "
@@ -594,8 +597,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p.add_argument("--moe-imbalance", type=float, default=1.0, metavar="X",
                    help="routed tokens on the busiest expert-parallel rank over the mean "
                         "(default 1: balanced, as force-balanced benchmark runs route); its "
-                        "expert section and all-to-alls set every rank's pace (at most EP x "
-                        "min(experts per token, experts per rank) / experts per token)")
+                        "expert section and all-to-alls set every rank's pace "
+                        + MOE_IMBALANCE_BOUND)
     p.add_argument("--ep-comm-overlap", action="store_true",
                    help="overlap the expert all-to-alls with another micro-batch's compute "
                         "(Megatron --overlap-moe-expert-parallel-comm); only what exceeds "

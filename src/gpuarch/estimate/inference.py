@@ -36,7 +36,7 @@ import numpy as np
 
 from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import Product, System
-from gpuarch.errors import GpuarchError, check_choice, check_count, check_number
+from gpuarch.errors import GpuarchError, check_choice, check_count
 from gpuarch.perf.collectives import (
     Collective,
     Fabric,
@@ -289,8 +289,6 @@ class InferenceConfig:
         check_choice("--executor", self.executor, EXECUTORS)
         check_choice("--window-kv-cache", self.window_kv_cache, WINDOW_KV_CACHES)
         check_choice("--moe-comm", self.moe_comm, MOE_COMMS)
-        check_number("--moe-imbalance", self.moe_imbalance, 1,
-                     "the busiest rank's load over the mean, a number")
         check_count("--num-requests", self.num_requests, zero_unset=True)
         check_output_len_cv(self.output_len_cv)
         if self.output_len_cv and self.batching is not Batching.CONTINUOUS:

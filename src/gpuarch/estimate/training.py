@@ -26,7 +26,7 @@ import numpy as np
 
 from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import Product, System, parse_compute_capability, spec
-from gpuarch.errors import GpuarchError, check_choice, check_count, check_number
+from gpuarch.errors import GpuarchError, check_choice, check_count
 from gpuarch.estimate.energy import NODE_OVERHEAD, PUE, energy_kwh
 from gpuarch.estimate.memory import (
     BytesPerParam,
@@ -319,8 +319,6 @@ class TrainingConfig:
         check_choice("--ep-dispatcher", self.ep_dispatcher, EP_DISPATCHERS)
         check_choice("--expert-launches", self.expert_launches, EXPERT_LAUNCHES)
         check_choice("--attention-kernel", self.attention_kernel, ATTENTION_KERNELS)
-        check_number("--moe-imbalance", self.moe_imbalance, 1,
-                     "the busiest rank's load over the mean, a number")
         if self.fsdp_prefetch and self.zero != 3:
             raise GpuarchError(f"--fsdp-prefetch: needs --zero 3, got --zero {self.zero}")
         model_parallel = self.tp * self.pp * self.cp

@@ -185,6 +185,8 @@ class TransformerShape:
         busiest of them can carry ``imbalance`` times the mean routed load: a token sends at
         most min(experts per token, experts per rank) of its copies to one rank, against
         experts_per_token / ep on average."""
+        check_number("--moe-imbalance", imbalance, 1,
+                     "the busiest rank's load over the mean, a number")
         if ep <= 1:
             return
         if not self.is_moe:
