@@ -39,8 +39,14 @@ def test_op_check_times_each_operator_and_models_it() -> None:
     rows = result["rows"]
     assert not [r for r in rows if "error" in r]
     kinds = {r["kind"] for r in rows}
-    assert {"gemm", "gemm_decode", "grouped_gemm", "serve_grouped", "attention_fwd",
-            "attention_fwd_bwd", "attention_decode", "elementwise"} <= kinds
+    assert {"gemm", "gemm_decode", "gemm_shard", "grouped_gemm", "serve_grouped",
+            "attention_fwd", "attention_fwd_bwd", "attention_decode", "elementwise"} <= kinds
+    # each latency-bound forward GEMM comes with its two backward GEMMs
+    shard = [r["op"] for r in rows if r["kind"] == "gemm_shard"]
+    fwd = shard[0]
+    assert [(o["m"], o["n"], o["k"]) for o in shard] == [
+        (fwd["m"], fwd["n"], fwd["k"]), (fwd["m"], fwd["k"], fwd["n"]),
+        (fwd["n"], fwd["k"], fwd["m"])]
     for r in rows:
         assert r["measured_us"] > 0
         assert r["model_us"] > 0

@@ -4,8 +4,9 @@ per-operator roofline's times for its catalog product.
 The training and serving models are sums of per-operator times (perf/roofline.py) with
 efficiencies fitted to published end-to-end measurements; this checks the operators
 themselves: GEMMs at transformer training shapes (whole and tensor-parallel shards, short K,
-partial waves), weight-streaming decode GEMMs, FP8 scaled GEMMs, grouped expert GEMMs at
-training and serving sizes, INT8 and 2:4 sparse GEMMs (measured only), fused attention forward
+partial waves, the small forward and backward GEMMs of a latency-bound run in BF16 and FP8),
+weight-streaming decode GEMMs, FP8 scaled GEMMs, grouped expert GEMMs at training and serving
+sizes (FP8 grouped ones too), INT8 and 2:4 sparse GEMMs (measured only), fused attention forward
 and backward through torch's FlashAttention-2 and cuDNN backends, decode attention over a long
 KV cache, an elementwise add, and what a kernel costs beyond its work (an eager launch, a
 kernel inside a replayed CUDA graph). Each row carries the operator's dimensions, the measured
@@ -69,6 +70,30 @@ def _timer(torch: Any, cuda: bool) -> Callable[[Callable[[int], object], int], f
     return measure
 
 
+GRAPH_CALLS = 50
+"""Calls captured in one CUDA graph when a case is timed by graph replay."""
+
+
+def _graphed(torch: Any, fn: Callable[[int], object], copies: int
+             ) -> tuple[Callable[[int], object], int]:
+    """``fn`` called over its copies GRAPH_CALLS (or ``copies``) times in one captured CUDA
+    graph: a replay and how many calls it makes. A kernel shorter than its own launch from
+    Python (an eager FP8 GEMM costs the host about 18 us on the lent H200) is otherwise timed
+    at the host's pace; replayed from a graph it is timed at the GPU's."""
+    calls = max(GRAPH_CALLS, copies)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for i in range(3):
+            fn(i % copies)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for i in range(calls):
+            fn(i % copies)
+    return (lambda i: graph.replay()), calls
+
+
 @dataclasses.dataclass
 class Case:
     kind: str
@@ -80,6 +105,7 @@ class Case:
     attention_kernel: str = "native"  # or "ampere": FlashAttention-2 (torch's flash backend)
     note: str = ""
     kernels: int = 1  # kernels one call runs (a replayed CUDA graph runs many)
+    graph: bool = False  # timed by replaying GRAPH_CALLS calls captured in a CUDA graph
 
     @property
     def forward_backward(self) -> bool:
@@ -150,6 +176,94 @@ def fp8_cases(torch: Any, dev: str, quick: bool) -> list[Case]:
         kind = "fp8_gemm_decode" if m <= 512 else "fp8_gemm"
         cases.append(Case(kind, f"fp8 {label} {m}x{n}x{k}", Gemm(m, n, k), Precision.FP8, run,
                           copies, note="BF16 output; the model counts 1-byte outputs"))
+    return cases
+
+
+SHARD_SHAPES: tuple[tuple[str, int, int, int], ...] = (
+    ("qkv", 2048, 1536, 4096), ("out", 2048, 4096, 1024), ("gate_up", 2048, 7168, 4096),
+    ("down", 2048, 4096, 3584))
+"""Llama-3.1-8B's forward GEMMs on one GPU of MLPerf's 512- and 1,024-GPU runs (TP 4, CP 4,
+sequence 8,192: 2,048 tokens per context rank, each weight split four ways), the runs the
+training model reads 35-98% fast (docs/performance-model.md, "latency-bound runs")."""
+
+
+def shard_cases(torch: Any, dev: str, quick: bool) -> list[Case]:
+    """Small GEMMs of a latency-bound training run (SHARD_SHAPES, each forward GEMM with its
+    two backward ones: input gradient M x K x N, weight gradient N x K x M), in BF16 through
+    torch.matmul and in FP8 E4M3 through torch._scaled_mm (per-tensor scales, BF16 out),
+    timed by CUDA graph replay: the FP8 ones run shorter than their launch from Python."""
+    shapes = []
+    for label, m, n, k in SHARD_SHAPES if not quick else (("tiny", 32, 48, 64),):
+        shapes += [(f"{label} fwd", m, n, k), (f"{label} dgrad", m, k, n),
+                   (f"{label} wgrad", n, k, m)]
+    fp8 = dev == "cuda" and not quick
+    cases = []
+    one = torch.tensor(1.0, device=dev)
+    for label, m, n, k in shapes:
+        copies = _copies(2.0 * (m * k + k * n + m * n), quick)
+        a = [torch.randn(m, k, device=dev, dtype=torch.bfloat16) for _ in range(copies)]
+        b = [torch.randn(k, n, device=dev, dtype=torch.bfloat16) for _ in range(copies)]
+
+        def run(i: int, a: list[Any] = a, b: list[Any] = b) -> object:
+            return torch.matmul(a[i], b[i])
+
+        name = f"8B/TP4CP4 {label} {m}x{n}x{k}"
+        cases.append(Case("gemm_shard", name, Gemm(m, n, k), Precision.BF16, run, copies,
+                          graph=True))
+        if not fp8:
+            continue
+        a8 = [x.to(torch.float8_e4m3fn) for x in a]
+        b8 = [x.t().contiguous().to(torch.float8_e4m3fn).t() for x in b]
+
+        def run8(i: int, a: list[Any] = a8, b: list[Any] = b8) -> object:
+            return torch._scaled_mm(a[i], b[i], scale_a=one, scale_b=one,
+                                    out_dtype=torch.bfloat16)
+
+        cases.append(Case("fp8_gemm_shard", f"fp8 {name}", Gemm(m, n, k), Precision.FP8,
+                          run8, copies, note="BF16 output; the model counts 1-byte outputs",
+                          graph=True))
+    return cases
+
+
+def fp8_grouped_cases(torch: Any, dev: str, quick: bool) -> list[Case]:
+    """FP8 grouped expert GEMMs through torch._scaled_grouped_mm (E4M3, row-wise scales, BF16
+    out; Hopper's kernel) at Qwen3-30B-A3B's expert shapes, evenly routed, beside the model
+    as a plain batched FP8 GEMM: whether FP8 buys a fine-grained expert GEMM on Hopper what
+    it buys a dense one."""
+    if dev != "cuda" or quick:
+        return []
+    cases = []
+    for experts, tokens, n, k in ((128, 1024, 1536, 2048), (128, 1024, 2048, 768),
+                                  (16, 4096, 1536, 2048), (16, 4096, 2048, 768),
+                                  (16, 1024, 1536, 2048)):
+        a = torch.randn(experts * tokens, k, device=dev).to(torch.float8_e4m3fn)
+        b = torch.randn(experts, n, k, device=dev).to(torch.float8_e4m3fn).transpose(-2, -1)
+        scale_a = torch.ones(experts * tokens, device=dev)
+        scale_b = torch.ones(experts, n, device=dev)
+        offs = torch.arange(1, experts + 1, device=dev, dtype=torch.int32) * tokens
+
+        def run(i: int, a: Any = a, b: Any = b, sa: Any = scale_a, sb: Any = scale_b,
+                offs: Any = offs) -> object:
+            return torch._scaled_grouped_mm(a, b, sa, sb, offs=offs, out_dtype=torch.bfloat16)
+
+        cases.append(Case("fp8_grouped_plain", f"fp8 {experts} experts x {tokens} tok {n}x{k}",
+                          Gemm(tokens, n, k, batch=experts), Precision.FP8, run, 1,
+                          note="model as a plain batched FP8 GEMM"))
+        one = torch.tensor(1.0, device=dev)
+        parts = [(a[e * tokens:(e + 1) * tokens], b[e]) for e in range(experts)]
+
+        def loop(i: int, parts: list[Any] = parts, one: Any = one) -> object:
+            return [torch._scaled_mm(x, w, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+                    for x, w in parts]
+
+        cases.append(Case("fp8_expert_loop", f"fp8 {experts} experts x {tokens} tok {n}x{k}",
+                          Gemm(tokens, n, k, batch=experts), Precision.FP8, loop, 1,
+                          kernels=experts,
+                          note="one torch._scaled_mm per expert, launched back to back"))
+        cases.append(Case("fp8_expert_graph", f"fp8 {experts} experts x {tokens} tok {n}x{k}",
+                          Gemm(tokens, n, k, batch=experts), Precision.FP8, loop, 1,
+                          kernels=experts, graph=True,
+                          note="the same per-expert GEMMs replayed from a CUDA graph"))
     return cases
 
 
@@ -316,8 +430,8 @@ def launch_cases(torch: Any, dev: str, quick: bool) -> list[Case]:
     section, ``moe_expert_launch_s``, is fitted at 15 us per launch with Transformer
     Engine's Python around it). Graph: GRAPH_KERNELS such adds captured in one CUDA graph
     and replayed, the time per kernel the GPU's own gap between dependent kernels (the
-    model's ``kernel_overhead_s``, fitted to zero; the latency-bound runs of
-    docs/performance-model.md would want a few microseconds)."""
+    model's ``kernel_overhead_s``, fitted to zero; about 1 us on the lent H200). And an
+    eager FP8 GEMM of 16^3, the host's time to launch one from Python."""
     if dev != "cuda" or quick:
         return []
     a = torch.zeros(1, device=dev)
@@ -342,8 +456,18 @@ def launch_cases(torch: Any, dev: str, quick: bool) -> list[Case]:
         return None
 
     tiny = Elementwise(3 * 4.0)  # read two one-element FP32 tensors, write one
+    x8 = torch.zeros(16, 16, device=dev).to(torch.float8_e4m3fn)
+    w8 = torch.zeros(16, 16, device=dev).to(torch.float8_e4m3fn).t()
+    one = torch.tensor(1.0, device=dev)
+
+    def eager_fp8(i: int) -> object:
+        return torch._scaled_mm(x8, w8, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+
     return [Case("launch", "eager add of one element (host launch)", tiny, None, eager, 1,
                  note="host time per kernel launch (moe_expert_launch_s)"),
+            Case("launch", "eager 16x16x16 FP8 torch._scaled_mm (host launch)",
+                 Gemm(16, 16, 16), None, eager_fp8, 1,
+                 note="host time per FP8 GEMM launch"),
             Case("launch_graph", f"{GRAPH_KERNELS} one-element adds in one CUDA graph",
                  Elementwise(tiny.bytes_moved * GRAPH_KERNELS), None, replay, 1,
                  kernels=GRAPH_KERNELS,
@@ -375,8 +499,9 @@ def run_op_check(gpu: str, quick: bool = False) -> dict[str, Any]:
     product = catalog.product(gpu)
     measure = _timer(torch, cuda)
     rows: list[dict[str, Any]] = []
-    builders = (gemm_cases, fp8_cases, grouped_cases, serving_grouped_cases, unmodelled_cases,
-                attention_cases, elementwise_cases, launch_cases)
+    builders = (gemm_cases, shard_cases, fp8_cases, grouped_cases, fp8_grouped_cases,
+                serving_grouped_cases, unmodelled_cases, attention_cases, elementwise_cases,
+                launch_cases)
     for build in builders:
         try:
             cases = build(torch, dev, quick)
@@ -391,7 +516,12 @@ def run_op_check(gpu: str, quick: bool = False) -> dict[str, Any]:
                                    "forward_backward": case.forward_backward,
                                    "note": case.note}
             try:
-                measured = measure(case.run, case.copies)
+                if case.graph and cuda:
+                    replay, calls = _graphed(torch, case.run, case.copies)
+                    measured = measure(replay, 1) / calls
+                    row["timed_by"] = f"CUDA graph replay of {calls} calls"
+                else:
+                    measured = measure(case.run, case.copies)
             except Exception as exc:
                 row["error"] = f"{type(exc).__name__}: {exc}"
                 rows.append(row)
