@@ -6,17 +6,20 @@ efficiencies fitted to published end-to-end measurements; this checks the operat
 themselves: GEMMs at transformer training shapes (whole and tensor-parallel shards, short K,
 partial waves, the small forward and backward GEMMs of a latency-bound run in BF16 and FP8),
 weight-streaming decode GEMMs, FP8 scaled GEMMs, grouped expert GEMMs at training and serving
-sizes (FP8 grouped ones too), INT8 and 2:4 sparse GEMMs (measured only), fused attention forward
-and backward through torch's FlashAttention-2 and cuDNN backends, decode attention over a long
-KV cache, an elementwise add, and what a kernel costs beyond its work (an eager launch, a
+sizes (FP8 ones too, grouped and per expert), INT8 and 2:4 sparse GEMMs (measured only),
+fused attention forward and backward through torch's FlashAttention-2 and cuDNN backends (and
+the latency-bound run's ring-attention steps), decode attention over a long KV cache,
+elementwise adds large and small, and what a kernel costs beyond its work (an eager launch, a
 kernel inside a replayed CUDA graph). Each row carries the operator's dimensions, the measured
 median time, the model's time with the shipped efficiencies, and their ratio.
 
 Timing: CUDA events around a run of back-to-back calls long enough (>= ~2 ms) that launch
-gaps do not count, median of several such runs; operands are cycled over enough copies that a
-memory-bound operator cannot be served from L2. Without CUDA it runs tiny shapes on the CPU,
-so it can be tested anywhere torch is installed; those figures mean nothing. torch is imported
-inside the functions. ``gpuarch probe --ops FILE`` and ``scripts/device_op_check.py`` run it.
+gaps do not count, median of several such runs (operators shorter than their launch from
+Python are captured 50 at a time in a CUDA graph and replayed); operands are cycled over
+enough copies that a memory-bound operator cannot be served from L2. Without CUDA it runs
+tiny shapes on the CPU, so it can be tested anywhere torch is installed; those figures mean
+nothing. torch is imported inside the functions. ``gpuarch probe --ops FILE`` and
+``scripts/device_op_check.py`` run it.
 """
 
 from __future__ import annotations
@@ -109,7 +112,7 @@ class Case:
 
     @property
     def forward_backward(self) -> bool:
-        return self.kind == "attention_fwd_bwd"
+        return self.kind.endswith("fwd_bwd")
 
 
 def _copies(bytes_per_copy: float, quick: bool) -> int:
@@ -420,6 +423,65 @@ def attention_cases(torch: Any, dev: str, quick: bool) -> list[Case]:
     return cases
 
 
+CP_RING_STEPS: tuple[tuple[str, int, int, bool], ...] = (
+    ("diagonal", 2048, 2048, True), ("half keys", 2048, 1024, False),
+    ("half queries", 1024, 2048, False))
+"""One context-parallel rank's attention calls in the latency-bound runs (SHARD_SHAPES):
+Llama-3.1-8B at TP 4 (8 query heads; its 2 KV heads repeated to 8) and CP 4 with
+load-balanced causal chunks, each rank holding 2 of 8 chunks of 1,024 tokens: its own
+causal block, then blocks of half the keys or half the queries, unmasked."""
+
+
+def cp_attention_cases(torch: Any, dev: str, quick: bool) -> list[Case]:
+    """The latency-bound runs' ring-attention steps (CP_RING_STEPS) through cuDNN's fused
+    attention (FlashAttention-2 without CUDA), forward and forward + backward, timed by CUDA
+    graph replay where capture works; and a small elementwise add (the size of one of these
+    runs' activations), to see whether a small memory-bound kernel keeps the model's rate."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.nn.functional import scaled_dot_product_attention as sdpa
+
+    dt = torch.bfloat16
+    backend = SDPBackend.CUDNN_ATTENTION if dev == "cuda" else SDPBackend.MATH
+    heads, d = (8, 128) if not quick else (2, 16)
+    steps = CP_RING_STEPS if not quick else (("diagonal", 64, 64, True),)
+    cases = []
+    for label, sq, skv, causal in steps:
+        q = torch.randn(1, heads, sq, d, device=dev, dtype=dt, requires_grad=True)
+        k, v = (torch.randn(1, heads, skv, d, device=dev, dtype=dt, requires_grad=True)
+                for _ in range(2))
+        grad = torch.randn(1, heads, sq, d, device=dev, dtype=dt)
+
+        def fwd(i: int, q: Any = q, k: Any = k, v: Any = v, causal: bool = causal) -> object:
+            with sdpa_kernel(backend), torch.no_grad():
+                return sdpa(q, k, v, is_causal=causal)
+
+        def fwd_bwd(i: int, q: Any = q, k: Any = k, v: Any = v, grad: Any = grad,
+                    causal: bool = causal) -> object:
+            with sdpa_kernel(backend):
+                out = sdpa(q, k, v, is_causal=causal)
+            return torch.autograd.grad(out, (q, k, v), grad)
+
+        op = Attention(1, sq, skv, heads, heads, d, causal)
+        name = f"cp ring {label} q{sq} kv{skv} h{heads} d{d}"
+        kernel = "native" if dev == "cuda" else "ampere"
+        cases.append(Case("attention_cp_fwd", name, op, Precision.BF16, fwd, 1, kernel,
+                          graph=True))
+        cases.append(Case("attention_cp_fwd_bwd", name, op, Precision.BF16, fwd_bwd, 1, kernel,
+                          note="model: forward + backward (2.5x forward FLOPs)", graph=True))
+    for rows, cols in ((2048, 4096), (2048, 1024)) if not quick else ((8, 16),):
+        n = rows * cols
+        copies = _copies(3 * 2.0 * n, quick)
+        a, b, c = ([torch.randn(n, device=dev, dtype=dt) for _ in range(copies)]
+                   for _ in range(3))
+
+        def add(i: int, a: list[Any] = a, b: list[Any] = b, c: list[Any] = c) -> object:
+            return torch.add(a[i], b[i], out=c[i])
+
+        cases.append(Case("elementwise_small", f"add 3x{rows}x{cols} bf16",
+                          Elementwise(3 * 2.0 * n), Precision.BF16, add, copies, graph=True))
+    return cases
+
+
 GRAPH_KERNELS = 100
 
 
@@ -500,8 +562,8 @@ def run_op_check(gpu: str, quick: bool = False) -> dict[str, Any]:
     measure = _timer(torch, cuda)
     rows: list[dict[str, Any]] = []
     builders = (gemm_cases, shard_cases, fp8_cases, grouped_cases, fp8_grouped_cases,
-                serving_grouped_cases, unmodelled_cases, attention_cases, elementwise_cases,
-                launch_cases)
+                serving_grouped_cases, unmodelled_cases, attention_cases, cp_attention_cases,
+                elementwise_cases, launch_cases)
     for build in builders:
         try:
             cases = build(torch, dev, quick)
@@ -516,8 +578,14 @@ def run_op_check(gpu: str, quick: bool = False) -> dict[str, Any]:
                                    "forward_backward": case.forward_backward,
                                    "note": case.note}
             try:
+                graphed = None
                 if case.graph and cuda:
-                    replay, calls = _graphed(torch, case.run, case.copies)
+                    try:
+                        graphed = _graphed(torch, case.run, case.copies)
+                    except Exception as exc:  # capture unsupported here: time it eagerly
+                        row["timed_by"] = f"eager calls (graph capture failed: {exc})"[:300]
+                if graphed:
+                    replay, calls = graphed
                     measured = measure(replay, 1) / calls
                     row["timed_by"] = f"CUDA graph replay of {calls} calls"
                 else:
@@ -528,7 +596,7 @@ def run_op_check(gpu: str, quick: bool = False) -> dict[str, Any]:
                 continue
             flops = case.op.flops if isinstance(case.op, Gemm) else None
             if isinstance(case.op, Attention):
-                flops = case.op.forward_flops * (3.5 if case.kind == "attention_fwd_bwd"
+                flops = case.op.forward_flops * (3.5 if case.forward_backward
                                                  else 1.0)
             row["measured_us"] = from_si(measured, Unit.US)
             if case.kernels > 1:
@@ -541,8 +609,8 @@ def run_op_check(gpu: str, quick: bool = False) -> dict[str, Any]:
                             "model_over_measured": modelled / measured})
             if flops:
                 row["measured_tflops"] = from_si(flops / measured, Unit.TFLOPS)
-            if case.precision and (case.kind.endswith("decode")
-                                   or case.kind in ("elementwise", "serve_grouped")):
+            if case.precision and (case.kind.endswith("decode") or case.kind in (
+                    "elementwise", "elementwise_small", "serve_grouped")):
                 moved = (case.op.bytes_moved if isinstance(case.op, Elementwise)
                          else case.op.bytes(case.precision.bytes))
                 row["measured_tb_s"] = from_si(moved / measured, Unit.TB_S)
