@@ -363,12 +363,31 @@ def unmodelled_cases(torch: Any, dev: str, quick: bool) -> list[Case]:
     return cases
 
 
+def _attention_runs(torch: Any, backend: Any, q: Any, k: Any, v: Any, grad: Any,
+                    causal: bool) -> tuple[Callable[[int], object], Callable[[int], object]]:
+    """Fused attention through torch's SDPA on ``backend``: forward alone (no autograd), and
+    forward with its backward (gradients returned, never accumulated in ``.grad``)."""
+    from torch.nn.attention import sdpa_kernel
+    from torch.nn.functional import scaled_dot_product_attention as sdpa
+
+    def fwd(i: int) -> object:
+        with sdpa_kernel(backend), torch.no_grad():
+            return sdpa(q, k, v, is_causal=causal)
+
+    def fwd_bwd(i: int) -> object:
+        with sdpa_kernel(backend):
+            out = sdpa(q, k, v, is_causal=causal)
+        return torch.autograd.grad(out, (q, k, v), grad)
+
+    return fwd, fwd_bwd
+
+
 def attention_cases(torch: Any, dev: str, quick: bool) -> list[Case]:
     """Causal fused attention (MHA, head dim 128), forward and forward + backward, through
     torch's FlashAttention-2 backend (modelled as the Ampere-kernel fraction of native speed)
     and the cuDNN backend (modelled as the native kernel); and decode (one query per
     sequence) over a long KV cache."""
-    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.nn.attention import SDPBackend
     from torch.nn.functional import scaled_dot_product_attention as sdpa
 
     dt = torch.bfloat16
@@ -386,17 +405,7 @@ def attention_cases(torch: Any, dev: str, quick: bool) -> list[Case]:
                                    requires_grad=True) for _ in range(3))
             grad = torch.randn(batch, heads, seq, d, device=dev, dtype=dt)
 
-            def fwd(i: int, q: Any = q, k: Any = k, v: Any = v, backend: Any = backend
-                    ) -> object:
-                with sdpa_kernel(backend), torch.no_grad():
-                    return sdpa(q, k, v, is_causal=True)
-
-            def fwd_bwd(i: int, q: Any = q, k: Any = k, v: Any = v, grad: Any = grad,
-                        backend: Any = backend) -> object:
-                with sdpa_kernel(backend):
-                    out = sdpa(q, k, v, is_causal=True)
-                return torch.autograd.grad(out, (q, k, v), grad)  # no .grad accumulation
-
+            fwd, fwd_bwd = _attention_runs(torch, backend, q, k, v, grad, True)
             shape = f"{name} b{batch} s{seq} h{heads} d{d}"
             cases.append(Case("attention_fwd", shape,
                               Attention(batch, seq, seq, heads, heads, d), Precision.BF16, fwd,
@@ -437,8 +446,7 @@ def cp_attention_cases(torch: Any, dev: str, quick: bool) -> list[Case]:
     attention (FlashAttention-2 without CUDA), forward and forward + backward, timed by CUDA
     graph replay where capture works; and a small elementwise add (the size of one of these
     runs' activations), to see whether a small memory-bound kernel keeps the model's rate."""
-    from torch.nn.attention import SDPBackend, sdpa_kernel
-    from torch.nn.functional import scaled_dot_product_attention as sdpa
+    from torch.nn.attention import SDPBackend
 
     dt = torch.bfloat16
     backend = SDPBackend.CUDNN_ATTENTION if dev == "cuda" else SDPBackend.MATH
@@ -451,16 +459,7 @@ def cp_attention_cases(torch: Any, dev: str, quick: bool) -> list[Case]:
                 for _ in range(2))
         grad = torch.randn(1, heads, sq, d, device=dev, dtype=dt)
 
-        def fwd(i: int, q: Any = q, k: Any = k, v: Any = v, causal: bool = causal) -> object:
-            with sdpa_kernel(backend), torch.no_grad():
-                return sdpa(q, k, v, is_causal=causal)
-
-        def fwd_bwd(i: int, q: Any = q, k: Any = k, v: Any = v, grad: Any = grad,
-                    causal: bool = causal) -> object:
-            with sdpa_kernel(backend):
-                out = sdpa(q, k, v, is_causal=causal)
-            return torch.autograd.grad(out, (q, k, v), grad)
-
+        fwd, fwd_bwd = _attention_runs(torch, backend, q, k, v, grad, causal)
         op = Attention(1, sq, skv, heads, heads, d, causal)
         name = f"cp ring {label} q{sq} kv{skv} h{heads} d{d}"
         kernel = "native" if dev == "cuda" else "ampere"
