@@ -81,8 +81,8 @@ def _graphed(torch: Any, fn: Callable[[int], object], copies: int
              ) -> tuple[Callable[[int], object], int]:
     """``fn`` called over its copies GRAPH_CALLS (or ``copies``) times in one captured CUDA
     graph: a replay and how many calls it makes. A kernel shorter than its own launch from
-    Python (an eager FP8 GEMM costs the host about 18 us on the lent H200) is otherwise timed
-    at the host's pace; replayed from a graph it is timed at the GPU's."""
+    Python (an eager FP8 GEMM cost the lent H200s' hosts 16-28 us) is otherwise timed at the
+    host's pace; replayed from a graph it is timed at the GPU's."""
     calls = max(GRAPH_CALLS, copies)
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
@@ -187,7 +187,8 @@ SHARD_SHAPES: tuple[tuple[str, int, int, int], ...] = (
     ("down", 2048, 4096, 3584))
 """Llama-3.1-8B's forward GEMMs on one GPU of MLPerf's 512- and 1,024-GPU runs (TP 4, CP 4,
 sequence 8,192: 2,048 tokens per context rank, each weight split four ways), the runs the
-training model reads 35-98% fast (docs/performance-model.md, "latency-bound runs")."""
+training model reads 35-98% fast (docs/performance-model.md, "Tiny steps are the model's
+blind spot")."""
 
 
 def shard_cases(torch: Any, dev: str, quick: bool) -> list[Case]:
