@@ -90,11 +90,15 @@ def check_count(flag: str, value: object, *, zero_unset: bool = False) -> None:
                            f"got {value!r}")
 
 
-def check_number(flag: str, value: object, minimum: float, what: str = "a number") -> None:
-    """Raise ``flag: expected <what> >= minimum, got x`` unless ``value`` is a real number (bools
-    refused) at least ``minimum``."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= minimum:
-        raise GpuarchError(f"{flag}: expected {what} >= {minimum:g}, got {value!r}")
+def check_number(flag: str, value: object, minimum: float, what: str = "a number",
+                 maximum: float | None = None, note: str = "") -> None:
+    """Raise ``flag: expected <what> >= minimum, got x`` (``from minimum to maximum`` with a
+    maximum, then `` (note)``) unless ``value`` is a real number (bools refused) in range."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= minimum \
+            or (maximum is not None and not value <= maximum):
+        bound = f">= {minimum:g}" if maximum is None else f"from {minimum:g} to {maximum:g}"
+        raise GpuarchError(f"{flag}: expected {what} {bound}"
+                           + (f" ({note})" if note else "") + f", got {value!r}")
 
 
 def _quote_list(items: list[str]) -> str:

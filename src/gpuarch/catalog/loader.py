@@ -22,7 +22,7 @@ from gpuarch.catalog.model import (
     Source,
     System,
 )
-from gpuarch.catalog.peaks import PeakKey
+from gpuarch.catalog.peaks import NEXT_WIDER, PeakKey
 from gpuarch.catalog.records import build_record, data_keys
 from gpuarch.errors import CatalogError, suggestion
 
@@ -135,11 +135,6 @@ def _dense_from_sparse(product: Product, chip: Chip) -> Mapping[PeakKey, float]:
     })
 
 
-# The tensor precision one step up from each, whose dense peaks set a sibling's scale.
-_ONE_UP = {PeakKey.TENSOR_FP4: PeakKey.TENSOR_FP8, PeakKey.TENSOR_FP6: PeakKey.TENSOR_FP8,
-           PeakKey.TENSOR_FP8: PeakKey.TENSOR_BF16}
-
-
 def _with_sibling_peaks(product: Product, products: list[Product]) -> Product:
     """``product`` with the dense peaks it publishes only as a sparse figure that is not twice
     the dense one (a ``sparse.<key>`` exception: HGX B300's FP4) scaled from a product of the
@@ -148,7 +143,7 @@ def _with_sibling_peaks(product: Product, products: list[Product]) -> Product:
     at the same fraction of its sibling). For the performance model; ``peak`` ignores it."""
     scaled: dict[PeakKey, float] = {}
     sibling_key = ""
-    for key, up in _ONE_UP.items():
+    for key, up in NEXT_WIDER.items():
         if product.peak(key) is not None or key not in product.sparse_flops \
                 or f"sparse.{key.value}" not in product.peak_exceptions:
             continue

@@ -58,5 +58,13 @@ class PeakKey(Enum):
         return text + (" (FP16 acc.)" if self.value.endswith("_acc16") else "")
 
 
+NEXT_WIDER: dict[PeakKey, PeakKey] = {
+    PeakKey.TENSOR_FP4: PeakKey.TENSOR_FP8, PeakKey.TENSOR_FP6: PeakKey.TENSOR_FP8,
+    PeakKey.TENSOR_FP8: PeakKey.TENSOR_BF16}
+"""The Tensor Core format one step wider than each narrow one: no GPU multiplies the narrow
+format slower, and a lower-clocked board of the same chip runs both at the same fraction of
+its sibling (the catalog loader's sibling-scaled peaks, the serving model's lower bound for
+an unpublished dense rate)."""
+
 _BITS = {"fp64": 64, "fp32": 32, "tf32": 19, "fp16": 16, "bf16": 16, "fp8": 8, "fp6": 6,
          "fp4": 4, "int8": 8, "int4": 4}

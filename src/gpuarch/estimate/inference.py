@@ -36,7 +36,7 @@ import numpy as np
 
 from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import Product, System
-from gpuarch.errors import GpuarchError, check_choice, check_count
+from gpuarch.errors import GpuarchError, check_choice, check_count, check_number
 from gpuarch.perf.collectives import (
     Collective,
     Fabric,
@@ -348,9 +348,8 @@ class InferenceConfig:
 
 def check_output_len_cv(cv: Any) -> None:
     """The spread of output lengths is a number from 0 (one length) to 10."""
-    if not isinstance(cv, (int, float)) or isinstance(cv, bool) or not 0 <= cv <= 10:
-        raise GpuarchError("--output-len-cv: expected a number from 0 to 10 (standard "
-                           f"deviation over mean of the output lengths), got {cv!r}")
+    check_number("--output-len-cv", cv, 0, maximum=10,
+                 note="standard deviation over mean of the output lengths")
 
 
 def check_cached_prefix(cached: Any, input_len: int) -> None:

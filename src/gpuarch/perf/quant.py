@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from gpuarch.catalog.model import Product
-from gpuarch.catalog.peaks import PeakKey
+from gpuarch.catalog.peaks import NEXT_WIDER, PeakKey
 from gpuarch.errors import GpuarchError
 from gpuarch.perf.precision import MatmulPeak, sibling_scaled_peak
 
@@ -50,11 +50,6 @@ class QuantFormat(Enum):
     def is_16bit(self) -> bool:
         return self.bits == 16
 
-
-_UNPUBLISHED_DENSE_FALLBACK: dict[PeakKey, PeakKey] = {PeakKey.TENSOR_FP4: PeakKey.TENSOR_FP8}
-"""Where a GPU's Tensor Cores run a format whose dense peak is unpublished (only a figure
-with sparsity that is not twice the dense one: Blackwell Ultra's HGX B300), the dense peak
-its GEMMs are taken at instead."""
 
 _NATIVE: dict[QuantFormat, PeakKey] = {
     QuantFormat.FP16: PeakKey.TENSOR_FP16,
@@ -134,19 +129,19 @@ def _sparse_only_fallback(product: Product, key: PeakKey, fmt: QuantFormat
     """Where the Tensor Cores run ``key``'s format (a figure with sparsity is published) but
     its dense rate is not, and cannot be halved from the sparse one: the rate the catalog
     scales from a product of the same chip that publishes it (``sibling_scaled_peak``), else
-    the next narrower format's dense rate, a lower bound (no GPU multiplies FP4 slower than
-    FP8); else None."""
+    the next wider format's dense rate (``NEXT_WIDER``), a lower bound (no GPU multiplies
+    FP4 slower than FP8); else None."""
     scaled = sibling_scaled_peak(product, key, f"{fmt.value} GEMM")
     if scaled is not None:
         return scaled
-    narrower = _UNPUBLISHED_DENSE_FALLBACK.get(key)
-    value = product.peak(narrower) if narrower is not None else None
-    if narrower is None or value is None or product.peak(key, sparse=True) is None:
+    wider = NEXT_WIDER.get(key)
+    value = product.peak(wider) if wider is not None else None
+    if wider is None or value is None or product.peak(key, sparse=True) is None:
         return None
     why = product.peak_exceptions.get(f"sparse.{key.value}", "no dense figure")
-    return MatmulPeak(value, narrower, product.dense_origin(narrower) or "published",
+    return MatmulPeak(value, wider, product.dense_origin(wider) or "published",
                       f"{product.name} publishes its {key.label} peak with sparsity only "
-                      f"({why}); {fmt.value} GEMMs are taken at its dense {narrower.label} "
+                      f"({why}); {fmt.value} GEMMs are taken at its dense {wider.label} "
                       "rate")
 
 
