@@ -2,7 +2,8 @@
 
 Runs the whole training and serving validation with the shipped parameters, groups the
 signed throughput errors by regime (task / model kind / GPU architecture, then broader) and
-writes each regime's figure count, median and 10th-90th percentile error, then rewrites the
+writes each regime's figure count, median and 10th-90th percentile error (and every figure
+with its setup, for the published runs an estimate lists as nearest), then rewrites the
 rows of the band tables that docs/performance-model.md and README.md quote. Run it after any
 change to the model or the validation data; tests/test_error_bands.py fails until then.
 
@@ -25,6 +26,7 @@ from gpuarch.validation.bands import (
     render_bands,
     write_bands,
 )
+from gpuarch.validation.nearest import compute_figures, figures_as_json, load_figures
 
 ROOT = Path(__file__).resolve().parents[1]
 KINDS = {label: kind for kind, label in KIND_LABELS.items()}  # "coarse MoE" -> "coarse-moe"
@@ -65,13 +67,16 @@ def main() -> int:
     parser.add_argument("--check", action="store_true",
                         help="compare with the file instead of writing it")
     args = parser.parse_args()
-    bands = compute_bands(load_catalog())
+    catalog = load_catalog()
+    bands = compute_bands(catalog)
+    figures = figures_as_json(compute_figures(catalog))
     print(render_bands(bands))
     if args.check:
-        stale = load_bands(BANDS_FILE) != bands
+        stale = (load_bands(BANDS_FILE) != bands
+                 or figures_as_json(load_figures()) != figures)
         print(f"{BANDS_FILE}: {'stale' if stale else 'up to date'}")
         return 1 if stale else 0
-    write_bands(bands)
+    write_bands(bands, figures=figures)
     print(f"wrote {BANDS_FILE}")
     for doc in (ROOT / "docs" / "performance-model.md", ROOT / "README.md"):
         print(f"{doc.relative_to(ROOT)}: {sync_tables(doc, bands)} band rows updated")

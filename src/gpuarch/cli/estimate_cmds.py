@@ -26,6 +26,7 @@ from gpuarch.report.serialize import to_json
 
 if TYPE_CHECKING:
     from gpuarch.perf.roofline import Op
+    from gpuarch.validation.nearest import Setup
     from gpuarch.workloads.shape import TransformerShape
 
 __all__ = ["add_commands"]
@@ -106,6 +107,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     from gpuarch.perf.precision import Precision
     from gpuarch.report.estimate_text import render_training
     from gpuarch.units import Unit, to_si
+    from gpuarch.validation.nearest import training_setup
 
     catalog = load_catalog()
     shape = resolve_model(args)
@@ -141,26 +143,32 @@ def cmd_train(args: argparse.Namespace) -> int:
     remedies = () if est.fits_in_memory else memory_remedies(
         catalog, shape, product, cfg, system=system, efficiency=eff)
     return _print_estimate(args, est, "training", shape, product, measured,
-                           "tokens_per_s_per_gpu", render_training, remedies)
+                           "tokens_per_s_per_gpu", render_training, remedies,
+                           training_setup(shape, product, cfg))
 
 
 def _print_estimate(args: argparse.Namespace, est: Any, task: str, shape: TransformerShape,
                     product: Any, measured: Any, metric: str,
-                    render: Callable[[Any, Any, Any], str], remedies: Any = ()) -> int:
-    """Print an estimate (text or --json) with its error band under 'validation': none when
-    --calibration replaced the fitted efficiencies the bands were measured with; a run that
-    does not fit also gets the changes that would make it fit (``memory_remedies``)."""
+                    render: Callable[..., str], remedies: Any = (),
+                    setup: Setup | None = None) -> int:
+    """Print an estimate (text or --json) with its error band under 'validation' and the
+    published runs nearest ``setup`` under 'nearest_published': neither when --calibration
+    replaced the fitted efficiencies they were measured with; a run that does not fit also
+    gets the changes that would make it fit (``memory_remedies``)."""
     from gpuarch.validation.bands import band_for
+    from gpuarch.validation.nearest import nearest
 
     band = None if measured else band_for(task, shape, product)
+    near = [] if measured or setup is None else nearest(setup)
     if args.json:
         doc = est.as_json()
         doc["validation"] = band.as_json(getattr(est, metric), metric) if band else None
+        doc["nearest_published"] = [f.as_json(d) for d, f in near]
         if not est.fits_in_memory:
             doc["memory_remedies"] = [r.as_json() for r in remedies]
         print(to_json(doc))
     else:
-        print(render(est, band, remedies))
+        print(render(est, band, remedies, near))
     return 0
 
 
@@ -247,6 +255,7 @@ def cmd_infer(args: argparse.Namespace) -> int:
     from gpuarch.estimate.remedies import serving_remedies
     from gpuarch.perf.quant import QuantFormat, QuantScheme
     from gpuarch.report.estimate_text import render_inference
+    from gpuarch.validation.nearest import serving_setup
 
     catalog = load_catalog()
     shape = resolve_model(args)
@@ -308,7 +317,8 @@ def cmd_infer(args: argparse.Namespace) -> int:
     remedies = () if est.fits_in_memory else serving_remedies(
         catalog, shape, product, cfg, system=system, efficiency=eff)
     return _print_estimate(args, est, "serving", shape, product, measured,
-                           "output_tokens_per_s", render_inference, remedies)
+                           "output_tokens_per_s", render_inference, remedies,
+                           serving_setup(shape, product, cfg))
 
 
 def _disaggregated(args: argparse.Namespace, catalog: Any, shape: TransformerShape,

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
     from gpuarch.estimate.remedies import Remedy
     from gpuarch.validation.bands import Band
+    from gpuarch.validation.nearest import PublishedFigure
 
 __all__ = [
     "render_inference",
@@ -34,6 +35,26 @@ def _pct(x: float) -> str:
 
 def _band_line(band: Band | None, predicted: float, unit: str) -> list[str]:
     return [f"  error band    {band.describe(predicted, unit)}"] if band else []
+
+
+def _nearest_lines(near: Sequence[tuple[float, PublishedFigure]], task: str) -> list[str]:
+    """The published runs closest to the estimate's setup, one line each: the model's
+    signed error there, the run, what it ran."""
+    if not near:
+        return []
+    head = "  published     "
+    lines = [f"{head}the measured runs nearest this one, and the model's error on each "
+             f"(`gpuarch validate {'training' if task == 'training' else 'inference'} "
+             "--match ID --explain` shows one):"]
+    for _, f in near:
+        s = f.setup
+        experts = "" if f.layout.startswith(f"W{s.precision}/") else \
+            f" (experts {s.precision})"
+        what = (f"{f.layout}, {s.precision}" if task == "training"
+                else f"{f.layout}{experts}, {s.input_len:,}/{s.output_len:,} tokens")
+        lines.append(f"{' ' * len(head)}{f.error:+.0%}  {f.id}: {s.model}, {s.gpus:,} x "
+                     f"{s.gpu}, {what}")
+    return lines
 
 
 def _remedy_lines(remedies: Sequence[Remedy], e: TrainingEstimate) -> list[str]:
@@ -58,9 +79,11 @@ def _remedy_lines(remedies: Sequence[Remedy], e: TrainingEstimate) -> list[str]:
 
 
 def render_training(e: TrainingEstimate, band: Band | None = None,
-                    remedies: Sequence[Remedy] = ()) -> str:
+                    remedies: Sequence[Remedy] = (),
+                    near: Sequence[tuple[float, PublishedFigure]] = ()) -> str:
     """The estimate in text; with ``band``, the range its error band gives; with
-    ``remedies`` (a run that does not fit), what single changes would make it fit."""
+    ``remedies`` (a run that does not fit), what single changes would make it fit; with
+    ``near`` (``validation.nearest.nearest``), the published runs closest to it."""
     p = e.parallelism
     layout = (f"TP{p['tp']} PP{p['pp']} CP{p['cp']} DP{p['dp']}"
               + (f" EP{p['ep']}" if p["ep"] > 1 else "")
@@ -105,6 +128,7 @@ def render_training(e: TrainingEstimate, band: Band | None = None,
         + _other_detail(e.assumptions.get("other_breakdown_s", {})),
         f"  throughput    {fmt(e.tokens_per_s)} tokens/s, {fmt(e.tokens_per_s_per_gpu)} per GPU",
         *_band_line(band, e.tokens_per_s_per_gpu, "tokens/s per GPU"),
+        *_nearest_lines(near, "training"),
         f"  utilisation   MFU {_pct(e.mfu)}, HFU {_pct(e.hfu)} of "
         f"{fmt(from_si(e.matmul_peak_flops, Unit.TFLOPS))} TFLOPS "
         f"({fmt(e.model_tflops_per_gpu)} model TFLOP/s per GPU)",
@@ -211,9 +235,11 @@ def _serving_remedy_lines(remedies: Sequence[Remedy]) -> list[str]:
 
 
 def render_inference(e: InferenceEstimate, band: Band | None = None,
-                     remedies: Sequence[Remedy] = ()) -> str:
+                     remedies: Sequence[Remedy] = (),
+                     near: Sequence[tuple[float, PublishedFigure]] = ()) -> str:
     """The estimate in text; with ``band``, the range its error band gives; with
-    ``remedies`` (a server that does not fit), what single changes would make it fit."""
+    ``remedies`` (a server that does not fit), what single changes would make it fit; with
+    ``near`` (``validation.nearest.nearest``), the published runs closest to it."""
     a = e.assumptions
     f = a["formats"]
     mem = e.memory
@@ -280,6 +306,7 @@ def render_inference(e: InferenceEstimate, band: Band | None = None,
         f"  throughput    {fmt(e.output_tokens_per_s)} output tokens/s, "
         f"{fmt(e.output_tokens_per_s / e.gpus)} per GPU",
         *_band_line(band, e.output_tokens_per_s, "output tokens/s"),
+        *_nearest_lines(near, "serving"),
         "",
         f"  memory/GPU    {_gib(sum(mem.values()))} GiB of {_gib(e.gpu_memory_bytes)} GiB: "
         + ("fits" if e.fits_in_memory else "DOES NOT FIT")

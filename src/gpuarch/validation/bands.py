@@ -207,9 +207,11 @@ def compute_bands(catalog: Catalog, efficiency: Efficiency = DEFAULT_EFFICIENCY
     return _bands_from(_samples(rows))
 
 
-def write_bands(bands: Mapping[str, Band], path: Path = BANDS_FILE) -> None:
-    """Write the bands as the data file (whole file at once)."""
-    doc = {
+def write_bands(bands: Mapping[str, Band], path: Path = BANDS_FILE,
+                figures: Sequence[Mapping[str, Any]] = ()) -> None:
+    """Write the bands, and the figures they come from with their setups
+    (``nearest.figures_as_json``), as the data file (whole file at once)."""
+    doc: dict[str, Any] = {
         "about": "Signed throughput errors of the model (predicted / published - 1) over "
                  "the validation data, by regime (task/model kind/architecture, and per "
                  "GPU: task/model kind/architecture/product key); written "
@@ -219,7 +221,11 @@ def write_bands(bands: Mapping[str, Band], path: Path = BANDS_FILE) -> None:
                       "median_error": b.median_error, "p10_error": b.p10_error,
                       "p90_error": b.p90_error} for k, b in sorted(bands.items())},
     }
-    text = json.dumps(doc, indent=1) + "\n"
+    # one line per figure: the bands stay readable and a changed figure is a one-line diff
+    rows = ",\n  ".join(json.dumps(f, separators=(",", ":")) for f in figures)
+    text = json.dumps(doc, indent=1)[:-2] + f',\n "figures": [\n  {rows}\n ]\n}}\n'
+    if not figures:
+        text = json.dumps({**doc, "figures": []}, indent=1) + "\n"
     tmp = path.with_suffix(".tmp")
     tmp.write_text(text, encoding="utf-8")
     tmp.replace(path)

@@ -1,0 +1,161 @@
+"""The published runs an estimate lists as nearest: the shipped figures match the model,
+every validation run finds itself first, closeness behaves, and the CLI prints them."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gpuarch.catalog import load_catalog
+from gpuarch.cli.main import main
+from gpuarch.validation import inference as vi
+from gpuarch.validation import training as vt
+from gpuarch.validation.nearest import (
+    DISTANCE_WEIGHTS,
+    Setup,
+    compute_figures,
+    distance,
+    figures_as_json,
+    load_figures,
+    nearest,
+    serving_setup,
+    training_setup,
+)
+
+CATALOG = load_catalog()
+
+
+def test_shipped_figures_match_the_model() -> None:
+    """data/error_bands.json's figures are what the validation gives today (rerun
+    scripts/error_bands.py after a change to the model or the data)."""
+    assert figures_as_json(load_figures()) == figures_as_json(compute_figures(CATALOG))
+
+
+def test_the_figures_are_the_bands_figures() -> None:
+    """One figure per training point and per serving throughput figure, as the bands
+    count them."""
+    from gpuarch.validation.bands import load_bands
+
+    figures = load_figures()
+    bands = load_bands()
+    for task in ("training", "serving"):
+        assert sum(f.setup.task == task for f in figures) == bands[task].figures
+
+
+def test_every_training_run_finds_itself_first() -> None:
+    """An estimate of a validation point's own setup lists that point (or one with the
+    same setup) first, at distance 0, with the point's own error."""
+    by_id = {f.id: f for f in load_figures() if f.setup.task == "training"}
+    for point in vt.load_training_points():
+        if point.id not in by_id:
+            continue  # not compared (no global batch, or excluded)
+        product = CATALOG.product(point.get("gpu"))
+        system = CATALOG.system_for(product)
+        query = training_setup(vt.point_shape(point), product, vt.point_config(point, system))
+        d, first = nearest(query)[0]
+        assert d == 0.0, point.id
+        assert first.setup == by_id[point.id].setup, point.id
+
+
+def test_every_serving_run_finds_itself_first() -> None:
+    by_id = {f.id: f for f in load_figures() if f.setup.task == "serving"}
+    for point in vi.load_inference_points():
+        if point.id not in by_id:
+            continue  # only latency figures
+        product = CATALOG.product(point.get("gpu"))
+        query = serving_setup(vt.point_shape(point), product, vi.point_config(point, 8))
+        d, first = nearest(query)[0]
+        assert d == 0.0, point.id
+        assert first.setup == by_id[point.id].setup, point.id
+
+
+def _setup(**kw: object) -> Setup:
+    base = dict(task="training", model="llama-3.1-8b", params=8_030_261_248, kind="dense",
+                gpu="h100-sxm5-80gb", architecture="hopper", gpus=64, precision="bf16",
+                tp=1, pp=1, cp=1, ep=1, seq_len=8192)
+    base.update(kw)
+    return Setup(**base)  # type: ignore[arg-type]
+
+
+_GPUS = st.sampled_from([("h100-sxm5-80gb", "hopper"), ("h200-sxm-141gb", "hopper"),
+                         ("b200", "blackwell"), ("gb200", "blackwell"),
+                         ("a100-sxm4-80gb", "ampere")])
+_SETUPS = st.builds(
+    lambda gpu, model, gpus, tp, prec, seq: _setup(gpu=gpu[0], architecture=gpu[1],
+                                                  model=model[0], params=model[1],
+                                                  gpus=gpus, tp=tp, precision=prec,
+                                                  seq_len=seq),
+    _GPUS, st.sampled_from([("llama-3.1-8b", 8_030_261_248), ("llama-3.1-70b", 70_553_706_496),
+                            ("llama-3.1-405b", 405_853_388_800)]),
+    st.sampled_from([8, 64, 512, 4096]), st.sampled_from([1, 2, 4, 8]),
+    st.sampled_from(["bf16", "fp8"]), st.sampled_from([2048, 4096, 8192]))
+
+
+@given(_SETUPS, _SETUPS)
+def test_distance_is_a_symmetric_penalty(a: Setup, b: Setup) -> None:
+    assert distance(a, a) == 0.0
+    assert distance(a, b) == distance(b, a) >= 0.0
+    assert (distance(a, b) == 0.0) == (a == b)
+
+
+def test_distance_ranks_what_differs() -> None:
+    """Another GPU of the same architecture is closer than one of another architecture;
+    another model is farther than either; a different task is never close."""
+    q = _setup()
+    same_arch = _setup(gpu="h200-sxm-141gb")
+    other_arch = _setup(gpu="b200", architecture="blackwell")
+    other_model = _setup(model="llama-3.1-70b", params=70_553_706_496)
+    assert 0 < distance(q, same_arch) < distance(q, other_arch) < distance(q, other_model)
+    assert distance(q, dataclasses.replace(q, task="serving")) == math.inf
+    assert distance(q, _setup(gpus=128)) == DISTANCE_WEIGHTS["scale"]
+    assert distance(q, _setup(tp=2, cp=2)) == 2 * DISTANCE_WEIGHTS["parallel"]
+
+
+def test_nothing_close_lists_nothing() -> None:
+    """A setup far from every published one (a model of a thousand parameters) gets no
+    list rather than the least bad of the far ones."""
+    tiny = _setup(model="tiny", params=1_000, task="serving", input_len=128, output_len=128)
+    assert nearest(tiny) == []
+    assert len(nearest(_setup(), k=5)) == 5
+
+
+def test_one_entry_per_setup() -> None:
+    """A layout republished by several releases of a table is listed once."""
+    near = nearest(_setup(model="llama-3.1-70b", params=70_553_706_496, tp=4, pp=8,
+                          precision="fp8", seq_len=8192), k=5)
+    setups = [f.setup for _, f in near]
+    assert len(setups) == len(set(setups)) == 5
+
+
+def test_estimate_prints_the_published_run_of_its_setup(capsys) -> None:
+    """The MLPerf v6.0 Llama 3.1 8B run on 1,024 GB200 (TP 4, CP 4): an estimate of that
+    setup names it first, with the model's error there, in text and JSON."""
+    run = next(f for f in load_figures() if f.id == "mlperf60-gb200-llama31-8b-1024-fp8")
+    argv = ["estimate", "train", "--model", "llama-3.1-8b", "--gpu", "gb200", "--gpus",
+            "1024", "--tp", "4", "--cp", "4", "--seq-len", "8192", "--global-batch", "64",
+            "--micro-batch", "1", "--precision", "fp8", "--sequence-parallel"]
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    assert f"{run.error:+.0%}  {run.id}: llama-3.1-8b, 1,024 x gb200" in text
+    assert main([*argv, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    first = doc["nearest_published"][0]
+    assert first["id"] == run.id
+    assert first["distance"] == 0.0
+    assert first["error"] == pytest.approx(run.error, rel=1e-5)
+
+
+def test_serving_estimate_lists_runs(capsys) -> None:
+    assert main(["estimate", "infer", "--model", "llama-3.1-8b", "--gpu", "h100",
+                 "--input-len", "128", "--output-len", "128", "--batch", "64",
+                 "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    near = doc["nearest_published"]
+    assert 1 <= len(near) <= 3
+    assert all(n["model"] for n in near)
+    assert [n["distance"] for n in near] == sorted(n["distance"] for n in near)
