@@ -211,17 +211,19 @@ def test_validation_error_does_not_regress() -> None:
     for the empty dense FP4 peak, and two GPT-OSS EP 4 ones at +53/+54%; then HGX B300's FP4
     at GB300's dense FP4 rate scaled by their FP8 peaks (13.5 PFLOPS, not its FP8 rate), the
     nine B300 NVFP4 runs from -28..-35% to -0.4..-13%: 10.5% / 8.9% / 12.5% over 114 /
-    88.9% over 261.)"""
+    88.9% over 261; eleven more MLPerf v6.0 GB300 runs of HPE, Quanta, GigaComputing and
+    Supermicro, nothing refitted, to 10.8% / 8.9% / 13.0% over 125 / 88.2% over 272: eight
+    within 8%, the three GPT-OSS ones at CP 2 / EP 4 at +50..+56%, as the four before them.)"""
     summary = validate_training(CATALOG)
-    assert len(summary.rows) >= 261
-    assert summary.mean_abs_error <= 0.106  # 10.5% over 261 points
+    assert len(summary.rows) >= 272
+    assert summary.mean_abs_error <= 0.109  # 10.8% over 272 points
     in_sample = [abs(r.error) for r in summary.rows if not r.out_of_sample]
     assert sum(in_sample) / len(in_sample) <= 0.090  # 8.9% over 147
     out = [abs(r.error) for r in summary.rows if r.out_of_sample]
-    assert sum(out) / len(out) <= 0.126  # 12.5% over 114
+    assert sum(out) / len(out) <= 0.131  # 13.0% over 125
     assert summary.by("gpu")["a100-sxm4-80gb"] <= 0.07
     within_20 = sum(abs(r.error) <= 0.20 for r in summary.rows) / len(summary.rows)
-    assert within_20 >= 0.888  # 88.9%
+    assert within_20 >= 0.882  # 88.2%
     b300_fp4 = [abs(r.error) for r in summary.rows
                 if r.gpu == "b300" and r.precision == "nvfp4"]
     assert len(b300_fp4) == 9 and max(b300_fp4) <= 0.15  # -0.4% to -13%
