@@ -159,3 +159,19 @@ def test_serving_estimate_lists_runs(capsys) -> None:
     assert 1 <= len(near) <= 3
     assert all(n["model"] for n in near)
     assert [n["distance"] for n in near] == sorted(n["distance"] for n in near)
+
+
+def test_advice_lists_the_runs_nearest_its_best_plan(capsys) -> None:
+    """advise train / advise infer carry the measured runs nearest their best plan under
+    assumptions.nearest_published, nearest first, each on the plan's task."""
+    assert main(["advise", "train", "--model", "llama-3.1-8b", "--tokens", "1e11",
+                 "--max-gpus", "64", "--gpu", "h100,b200", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    near = doc["assumptions"]["nearest_published"]
+    assert near and [n["distance"] for n in near] == sorted(n["distance"] for n in near)
+    ids = {f.id for f in load_figures() if f.setup.task == "training"}
+    assert {n["id"] for n in near} <= ids
+    assert main(["advise", "infer", "--model", "llama-3.1-8b", "--input-len", "1000",
+                 "--output-len", "1000", "--rate", "5", "--gpu", "h100"]) == 0
+    text = capsys.readouterr().out
+    assert "measured runs nearest the best plan" in text

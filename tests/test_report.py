@@ -57,6 +57,8 @@ def test_report_is_self_contained_and_has_every_section(report: str) -> None:
     assert "Error bands (gpuarch validate bands)" in text
     assert "training, Hopper: the model's error on" in text
     assert "published figures of dense serving on Blackwell" in text
+    # and the measured runs nearest each answer's best plan
+    assert "training, a measured run near the best plan:" in text
     # the parts: operators timed on a real GPU beside the model's times
     assert "checked on a real GPU (gpuarch validate ops)" in text
     assert "NVIDIA H200" in text and "grouped_gemm" in text

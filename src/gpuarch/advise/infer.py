@@ -49,6 +49,7 @@ from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.perf.quant import QuantFormat, QuantScheme, gemm_peak
 from gpuarch.units import Unit, from_si
 from gpuarch.validation.bands import bands_by_architecture
+from gpuarch.validation.nearest import nearest, setup_for
 from gpuarch.workloads.params import count_params
 from gpuarch.workloads.shape import TransformerShape
 
@@ -337,6 +338,11 @@ def advise_inference(
                     for o in rivals.values())
     assumptions["error_bands"] = bands_by_architecture(
         "serving", shape, (catalog.product(g) for g in rivals))
+    best = first  # one serving unit of the best deployment
+    assumptions["nearest_published"] = [f.as_json(d) for d, f in nearest(setup_for(
+        "serving", shape, catalog.product(best.gpu), best.gpus // best.replicas,
+        best.expert_weights or best.weights, tp=best.tp, pp=best.pp, ep=best.ep,
+        input_len=search.input_len, output_len=search.output_len))]
     pareto = [replace(o, reason=_reason(catalog, o, first, rivals, search.objective))
               for o in sorted((rows[i] for i in front), key=lambda r: r.request_latency_s)]
     return InferenceAdvice(shape.name, search.input_len, search.output_len,

@@ -33,6 +33,7 @@ from gpuarch.perf.precision import Precision, matmul_peak
 from gpuarch.perf.roofline import Device
 from gpuarch.units import Unit, from_si, from_si_array, to_si
 from gpuarch.validation.bands import bands_by_architecture
+from gpuarch.validation.nearest import nearest, setup_for
 from gpuarch.workloads.shape import TransformerShape
 
 __all__ = ["Objective", "TrainingAdvice", "TrainingOption", "TrainingSearch", "advise_training",
@@ -336,6 +337,10 @@ def advise_training(
     assumptions = _assumptions(prices, search, assumed_network, single_node)
     assumptions["error_bands"] = bands_by_architecture(
         "training", shape, (catalog.product(g) for g in rivals))
+    best = top[0]
+    assumptions["nearest_published"] = [f.as_json(d) for d, f in nearest(setup_for(
+        "training", shape, catalog.product(best.gpu), best.gpus, best.precision, tp=best.tp,
+        pp=best.pp, cp=best.cp, ep=best.ep, seq_len=search.seq_len))]
     return TrainingAdvice(shape.name, search.tokens, search.objective.value, tuple(top),
                           tuple(pareto_opts), evaluated, feasible, tuple(skipped),
                           assumptions, tuple(per_gpu))

@@ -69,6 +69,10 @@ def _footer(advice: Any, elapsed: float) -> list[str]:
                      f"assumes one): {', '.join(network['one_node_only'])}")
     for arch, band in advice.assumptions.get("error_bands", {}).items():
         lines.append(f"error band, {band_sentence(arch, band)}")
+    near = advice.assumptions.get("nearest_published", [])
+    if near:
+        lines.append("measured runs nearest the best plan, and the model's error on each: "
+                     + "; ".join(f"{n['error']:+.0%} {n['summary']}" for n in near))
     lines.append(f"energy: GPU board power at the modelled utilisation, + "
                  f"{advice.assumptions['node_overhead']:.0%} node overhead, x PUE "
                  f"{advice.assumptions['pue']}")

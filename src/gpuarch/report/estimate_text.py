@@ -46,14 +46,7 @@ def _nearest_lines(near: Sequence[tuple[float, PublishedFigure]], task: str) -> 
     lines = [f"{head}the measured runs nearest this one, and the model's error on each "
              f"(`gpuarch validate {'training' if task == 'training' else 'inference'} "
              "--match ID --explain` shows one):"]
-    for _, f in near:
-        s = f.setup
-        experts = "" if f.layout.startswith(f"W{s.precision}/") else \
-            f" (experts {s.precision})"
-        what = (f"{f.layout}, {s.precision}" if task == "training"
-                else f"{f.layout}{experts}, {s.input_len:,}/{s.output_len:,} tokens")
-        lines.append(f"{' ' * len(head)}{f.error:+.0%}  {f.id}: {s.model}, {s.gpus:,} x "
-                     f"{s.gpu}, {what}")
+    lines += [f"{' ' * len(head)}{f.error:+.0%}  {f.summary}" for _, f in near]
     return lines
 
 

@@ -183,6 +183,10 @@ def _bands(inputs: ReportInputs) -> str:
     items = [f"<li>{_e(task)}, {_e(band_sentence(arch, band))}</li>"
              for task, advice in (("training", inputs.training), ("serving", inputs.serving))
              for arch, band in advice.assumptions.get("error_bands", {}).items()]
+    items += [f"<li>{_e(task)}, a measured run near the best plan: {n['error']:+.0%} "
+              f"{_e(n['summary'])}</li>"
+              for task, advice in (("training", inputs.training), ("serving", inputs.serving))
+              for n in advice.assumptions.get("nearest_published", [])]
     if not items:
         return ""
     return ("<p class=\"note\">Error bands (gpuarch validate bands): the figures above are "

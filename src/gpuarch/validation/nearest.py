@@ -52,6 +52,7 @@ __all__ = [
     "load_figures",
     "nearest",
     "serving_setup",
+    "setup_for",
     "training_setup",
 ]
 
@@ -113,13 +114,26 @@ class PublishedFigure:
         """Signed relative error of the model (predicted / published - 1)."""
         return self.predicted / self.published - 1.0
 
+    @property
+    def summary(self) -> str:
+        """The run in one line: id, model, GPUs, layout (training: and precision; serving:
+        the formats, the experts' weights where they differ, and the lengths)."""
+        s = self.setup
+        if s.task == "training":
+            what = f"{self.layout}, {s.precision}"
+        else:
+            experts = "" if self.layout.startswith(f"W{s.precision}/") else \
+                f" (experts {s.precision})"
+            what = f"{self.layout}{experts}, {s.input_len:,}/{s.output_len:,} tokens"
+        return f"{self.id}: {s.model}, {s.gpus:,} x {s.gpu}, {what}"
+
     def as_json(self, distance_: float | None = None) -> dict[str, Any]:
         out: dict[str, Any] = {
             "id": self.id, "source": self.source, "model": self.setup.model,
             "gpu": self.setup.gpu, "gpus": self.setup.gpus, "layout": self.layout,
             "precision": self.setup.precision, "metric": self.metric,
             "published": self.published, "predicted": self.predicted, "error": self.error,
-            "out_of_sample": self.out_of_sample}
+            "out_of_sample": self.out_of_sample, "summary": self.summary}
         if distance_ is not None:
             out["distance"] = round(distance_, 3)
         return out
@@ -190,22 +204,27 @@ def compute_figures(catalog: Catalog, efficiency: Efficiency = DEFAULT_EFFICIENC
                               validate_inference(catalog, efficiency).rows, point_config)]
 
 
+def setup_for(task: str, shape: TransformerShape, product: Product, gpus: int,
+              precision: str, **layout: int) -> Setup:
+    """The setup of a workload of ``shape`` on ``gpus`` of ``product``; ``layout`` gives
+    any of tp, pp, cp, ep, seq_len, input_len, output_len."""
+    return Setup(task=task, model=shape.name, params=count_params(shape).total,
+                 kind=model_kind(shape), gpu=product.key, architecture=product.architecture,
+                 gpus=gpus, precision=precision, **layout)
+
+
 def training_setup(shape: TransformerShape, product: Product, cfg: TrainingConfig) -> Setup:
     """The setup of a training estimate, for ``nearest``."""
-    return Setup(task="training", model=shape.name, params=count_params(shape).total,
-                 kind=model_kind(shape), gpu=product.key, architecture=product.architecture,
-                 gpus=cfg.gpus, precision=cfg.precision.value, tp=cfg.tp, pp=cfg.pp,
-                 cp=cfg.cp, ep=cfg.ep, seq_len=cfg.seq_len)
+    return setup_for("training", shape, product, cfg.gpus, cfg.precision.value, tp=cfg.tp,
+                     pp=cfg.pp, cp=cfg.cp, ep=cfg.ep, seq_len=cfg.seq_len)
 
 
 def serving_setup(shape: TransformerShape, product: Product, cfg: InferenceConfig) -> Setup:
     """The setup of a serving estimate, for ``nearest``: its precision is the routed
     experts' weight format where it has one, else the weights'."""
-    return Setup(task="serving", model=shape.name, params=count_params(shape).total,
-                 kind=model_kind(shape), gpu=product.key, architecture=product.architecture,
-                 gpus=cfg.gpus, precision=(cfg.expert_weights or cfg.quant.weights).value,
-                 tp=cfg.tp, pp=cfg.pp, ep=cfg.ep, input_len=cfg.input_len,
-                 output_len=cfg.output_len)
+    return setup_for("serving", shape, product, cfg.gpus,
+                     (cfg.expert_weights or cfg.quant.weights).value, tp=cfg.tp, pp=cfg.pp,
+                     ep=cfg.ep, input_len=cfg.input_len, output_len=cfg.output_len)
 
 
 def _setup(catalog: Catalog, task: str, point: Any, shape: Any, **rest: Any) -> Setup:
