@@ -21,6 +21,7 @@ from gpuarch.estimate.inference import (
     InferenceConfig,
     InferenceEstimate,
     _memory,
+    _Runner,
     estimate_inference,
     kv_bytes_per_token,
 )
@@ -192,6 +193,59 @@ def test_moe_decode_reads_only_touched_experts() -> None:
     assert e.tpot_s < dense_time
 
 
+@pytest.mark.parametrize(("tokens", "published_us"), [(4096, 719.9), (8192, 1301.6)])
+def test_fine_grained_moe_block_against_published_kernel(tokens: int, published_us: float
+                                                         ) -> None:
+    """FlashInfer pull request #5332 (https://github.com/flashinfer-ai/flashinfer/pull/5332,
+    description, per-tensor FP8 table, CUTLASS column, "Qwen" rows) times its port of
+    TensorRT-LLM's CUTLASS fused MoE at the Qwen3.6-35B-A3B shape (256 experts, top-8,
+    hidden 2,048, expert FFN 512) on SM90; the same author's #5099 names the GPU, H100 NVL,
+    for these shapes. Without ``moe_gemm_fine`` the published block is slower than the
+    model's whole expert layer apart from attention and the dense projections (expert GEMMs,
+    MoE floor and every memory-bound operator: permutation, activation, norms); with it the
+    block lies between the expert GEMMs plus floor and that upper bound."""
+    shape = dataclasses.replace(preset("qwen3-30b-a3b").shape, name="qwen3.6-35b-a3b-like",
+                                experts=256, moe_ffn_hidden=512)
+    fp8 = QuantScheme(QuantFormat.FP8, QuantFormat.FP8, QuantFormat.FP8)
+    cfg = InferenceConfig(input_len=tokens, output_len=2, batch=1, gpus=1, quant=fp8,
+                          max_num_tokens=tokens)
+    nvl = CATALOG.product("h100-nvl-94gb")
+
+    def bracket(factor: float) -> tuple[float, float]:
+        eff = DEFAULT_EFFICIENCY.with_overrides({"moe_gemm_fine": factor})
+        runner = _Runner(CATALOG, shape, nvl, cfg, None, eff)
+        runner.parts = {}
+        runner.layer(tokens, 1, tokens, tokens, runner.experts_touched(tokens), moe=True,
+                     prefill=True)
+        parts = {k: v * 1e6 for k, v in runner.parts.items()}
+        low = parts["expert_gemms"] + parts["overhead"]
+        return low, low + parts["memory_bound"]
+
+    assert bracket(1.0)[1] < published_us
+    low, high = bracket(DEFAULT_EFFICIENCY.moe_gemm_fine)
+    assert low < published_us < high
+
+
+def test_fine_grained_factor_applies_to_reduced_precision_experts_only() -> None:
+    """moe_gemm_fine slows a fine-grained MoE's FP8 expert GEMMs, not its BF16 ones (the
+    op check's BF16 grouped GEMMs ran faster than moe_gemm alone), nor Mixtral's."""
+    qwen = preset("qwen3-30b-a3b").shape
+    fp8 = QuantScheme(QuantFormat.FP8, QuantFormat.FP8, QuantFormat.FP8)
+    bf16 = QuantScheme(QuantFormat.BF16, QuantFormat.BF16, QuantFormat.BF16)
+
+    def expert_time(shape: object, quant: QuantScheme, factor: float) -> float:
+        eff = DEFAULT_EFFICIENCY.with_overrides({"moe_gemm_fine": factor})
+        cfg = InferenceConfig(input_len=4096, output_len=2, batch=4, gpus=2, tp=2,
+                              quant=quant)
+        e = estimate_inference(CATALOG, shape, H100, cfg, efficiency=eff)
+        return float(e.prefill_parts_s["expert_gemms"])
+
+    assert expert_time(qwen, fp8, 0.5) > expert_time(qwen, fp8, 1.0)
+    assert expert_time(qwen, bf16, 0.5) == expert_time(qwen, bf16, 1.0)
+    mixtral = preset("mixtral-8x7b").shape
+    assert expert_time(mixtral, fp8, 0.5) == expert_time(mixtral, fp8, 1.0)
+
+
 @pytest.mark.parametrize(
     ("kw", "message"),
     [
@@ -262,18 +316,22 @@ def test_inference_validation_does_not_regress() -> None:
     440, 91.4% within 35%. Two more MLPerf v6.0 runs on 8 B300, nothing refitted: GPT-OSS
     120B +0.7%, Llama 3.1 8B +21.6%: 14.2% over 442. FP8 context attention on the seven
     MLPerf Llama rows whose configs enable it (use_fp8_context_fmha): 405B -11%/+10%/-6% ->
-    -2.5%/+15%/+0.9%, 8B +25%: 14.2%, median 8.9%.)"""
+    -2.5%/+15%/+0.9%, 8B +25%: 14.2%, median 8.9%. Fine-grained MoE expert GEMMs at 0.7 of
+    moe_gemm (moe_gemm_fine, set from FlashInfer's published CUTLASS MoE timings, not
+    fitted): 13.5% over 442, median 9.3%, 93.0% within 35% (38 -> 31 beyond); fine-grained
+    on Hopper 21.0% -> 17.0%, on Blackwell 23.7% -> 23.1%; the B300 GPT-OSS 120B MLPerf row
+    +0.7% -> -10.8%.)"""
     from gpuarch.validation.inference import validate_inference
 
     s = validate_inference(CATALOG)
     assert len(s.rows) >= 442
-    assert s.mean_abs_error <= 0.143  # 14.2% over 442 figures
-    assert s.median_abs_error <= 0.091  # 9.0%
+    assert s.mean_abs_error <= 0.136  # 13.5% over 442 figures
+    assert s.median_abs_error <= 0.094  # 9.3%
     assert s.by("metric")["tpot_s"] <= 0.07
-    assert s.share_within >= 0.913  # 91.4%
+    assert s.share_within >= 0.929  # 93.0%
     r1 = [abs(r.error) for r in s.rows if r.source.startswith("mlperf-inference-")
           and r.model == "deepseek-v3" and r.gpu != "b300"]
-    assert len(r1) == 4 and max(r1) <= 0.35 and sum(r1) / len(r1) <= 0.275  # 27.1%
+    assert len(r1) == 4 and max(r1) <= 0.35 and sum(r1) / len(r1) <= 0.27  # 26.7%
     mlperf_llama = [abs(r.error) for r in s.rows if r.source.startswith("mlperf-inference-")
                     and r.gpu != "b300" and r.model != "deepseek-v3"]
     assert len(mlperf_llama) == 5 and sum(mlperf_llama) / len(mlperf_llama) <= 0.07  # 6.3%
@@ -282,7 +340,7 @@ def test_inference_validation_does_not_regress() -> None:
     b300_big = [abs(r.error) for r in s.rows if r.gpu == "b300"
                 and r.model in ("llama-2-70b", "llama-3.1-405b")]
     assert len(b300_big) == 3 and max(b300_big) <= 0.15  # +7%, +14%, -2.5%
-    assert b300["gpt-oss-120b"] <= 0.03 and b300["llama-3.1-8b"] <= 0.26  # +0.7%, +24.9%
+    assert b300["gpt-oss-120b"] <= 0.115 and b300["llama-3.1-8b"] <= 0.26  # -10.8%, +24.9%
     in_sample = [abs(r.error) for r in s.rows if not r.out_of_sample]
     assert len(in_sample) == 171 and sum(in_sample) / len(in_sample) <= 0.100  # 9.9%
     v017 = [abs(r.error) for r in s.rows if r.source == "trtllm-perf-overview-v0.17"]
@@ -290,16 +348,16 @@ def test_inference_validation_does_not_regress() -> None:
     v10 = [abs(r.error) for r in s.rows if r.source == "trtllm-perf-overview-v1.0"]
     # every cell of v1.0's table with a preset: 30 entered first, 134 with the rest of the
     # table after every parameter was fitted (22.4% on those alone)
-    assert len(v10) == 164 and sum(v10) / len(v10) <= 0.156  # 15.5%
+    assert len(v10) == 164 and sum(v10) / len(v10) <= 0.142  # 14.1%
     # the later perf overview, all out of sample: DeepSeek-R1, GPT-OSS, Llama 3.3, Qwen3
     # and (with its preset, added later) Llama 4 Maverick
     later = [abs(r.error) for r in s.rows if r.source == "trtllm-perf-overview-03e27c7"
              and "maverick" not in r.id]
     assert len(later) == 86 and all(r.out_of_sample for r in s.rows
                                      if r.source == "trtllm-perf-overview-03e27c7")
-    assert sum(later) / len(later) <= 0.163  # 16.3%
+    assert sum(later) / len(later) <= 0.153  # 15.3%
     maverick = [abs(r.error) for r in s.rows if "maverick" in r.id]
-    assert len(maverick) == 31 and sum(maverick) / len(maverick) <= 0.169  # 16.8%
+    assert len(maverick) == 31 and sum(maverick) / len(maverick) <= 0.173  # 17.2%
 
 
 def test_every_published_serving_run_fits_or_says_why() -> None:

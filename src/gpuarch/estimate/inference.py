@@ -534,6 +534,12 @@ class _Runner:
     def __init__(self, catalog: Catalog, shape: TransformerShape, product: Product,
                  cfg: InferenceConfig, system: System | None, eff: Efficiency) -> None:
         self.s, self.cfg, self.eff = shape, cfg, eff
+        # the routed experts' GEMMs of a fine-grained MoE in reduced precision run at a
+        # further fraction (Efficiency.moe_gemm_fine)
+        expert_formats = (cfg.expert_quant.weights, cfg.expert_quant.activations)
+        reduced = not all(f.is_16bit for f in expert_formats)
+        self.expert_eff = dataclasses.replace(eff, moe_gemm=eff.moe_gemm * eff.moe_gemm_fine) \
+            if shape.is_fine_grained_moe and reduced else eff
         generation = catalog.chip_of(product).sm.tensor_core_generation
         self.peak, self.device = _gemm_device(product, cfg.quant, generation)
         # the routed experts' GEMMs, in their own formats where they differ
@@ -666,7 +672,7 @@ class _Runner:
             expert = isinstance(op, Gemm) and op.name.startswith(EXPERT_GEMM_PREFIX)
             device = self.expert_device if expert else self.context_device \
                 if isinstance(op, Attention) and q_len > 1 else self.device
-            time, compute = _split(op, device, self.eff)
+            time, compute = _split(op, device, self.expert_eff if expert else self.eff)
             if isinstance(op, Gemm) and (self.expert_peak if expert else self.peak).dequantize:
                 time = np.where(compute, time * (1 + self.eff.dequant_overhead), time)
             self._add(op_kind(op), time)

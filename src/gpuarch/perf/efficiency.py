@@ -90,7 +90,25 @@ class Efficiency:
     """Multiplier on GEMM efficiency for the expert GEMMs of mixture-of-experts layers in
     serving engines (fused MoE kernels over unevenly routed groups). Fitted on the serving
     measurements, whose MoE rows in the fit are Mixtral's (8 large experts, top-2);
-    fine-grained MoE (128-256 experts, top-8) runs slower than this predicts."""
+    fine-grained MoE runs slower (``moe_gemm_fine``)."""
+
+    moe_gemm_fine: float = 0.7
+    """A further multiplier on ``moe_gemm`` for fine-grained mixture-of-experts models (more
+    than 16 routed experts: Qwen3 MoE, DeepSeek-V3, GPT-OSS, Llama 4) whose experts run in
+    reduced precision (FP8, FP4, or 4-bit weights dequantized) in serving: their fused MoE
+    kernels run many small grouped GEMMs at a fraction of what Mixtral's few large experts
+    reach. Not fitted: set from published kernel timings, FlashInfer's port of
+    TensorRT-LLM's CUTLASS fused MoE (pull request #5332; 256 experts, top-8, hidden 2,048,
+    expert FFN 512, per-tensor FP8, on SM90: H100 NVL, as the same author's pull request
+    #5099 states for the same shapes): 719.9 and 1,301.6 us a layer at 4,096 and 8,192
+    tokens, which the model's MoE block on H100 NVL matches with 0.65 and 0.7; with 1, the
+    layer's expert GEMMs, MoE floor and all its memory-bound work together come to less
+    (622 and 1,146 us; tests/test_inference_model.py). In 16 bits the factor is not applied:
+    on the lent H200, torch's BF16 grouped GEMM at Qwen3-30B-A3B's expert shapes with 512
+    tokens an expert ran 1.3x faster than the model's ``moe_gemm`` cost (``gpuarch validate
+    ops --kind serve_grouped``), while its FP8 grouped GEMM took twice its BF16 time. The
+    only fine-grained timings found are on Hopper; the factor applies on every
+    architecture, as ``moe_gemm`` does (docs/performance-model.md)."""
 
     moe_block_floor_s: float = 26.6e-6
     """Fixed time of a serving engine's fused MoE block per expert layer and forward pass,

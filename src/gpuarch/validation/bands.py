@@ -33,7 +33,7 @@ from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import Product
 from gpuarch.errors import GpuarchError
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
-from gpuarch.workloads.shape import TransformerShape
+from gpuarch.workloads.shape import FINE_GRAINED_EXPERTS, TransformerShape
 
 __all__ = [
     "BANDS_FILE",
@@ -57,10 +57,6 @@ BANDS_FILE = Path(__file__).with_name("data") / "error_bands.json"
 
 TASKS = ("training", "serving")
 
-FINE_GRAINED_EXPERTS = 16
-"""A mixture of experts with more routed experts than this is fine-grained (DeepSeek-V3
-256, Qwen3 MoE 128, GPT-OSS 32-128, Llama 4 Maverick 128); at most this many is coarse
-(Mixtral 8). The serving model's expert-GEMM efficiency was fitted on coarse MoE only."""
 
 MIN_FIGURES = 10
 """Fewest figures a regime needs for its own band; with fewer, the broader one is used."""
@@ -80,7 +76,7 @@ def model_kind(shape: TransformerShape) -> str:
     """"dense", "coarse-moe" or "fine-moe" (more than ``FINE_GRAINED_EXPERTS`` experts)."""
     if not shape.is_moe:
         return "dense"
-    return "fine-moe" if shape.experts > FINE_GRAINED_EXPERTS else "coarse-moe"
+    return "fine-moe" if shape.is_fine_grained_moe else "coarse-moe"
 
 
 def regime_keys(task: str, shape: TransformerShape, architecture: str,

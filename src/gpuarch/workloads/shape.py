@@ -11,7 +11,8 @@ from enum import Enum
 
 from gpuarch.errors import GpuarchError, check_number
 
-__all__ = ["FfnKind", "MlaShape", "NormKind", "Position", "TransformerShape"]
+__all__ = ["FINE_GRAINED_EXPERTS", "FfnKind", "MlaShape", "NormKind", "Position",
+           "TransformerShape"]
 
 
 class FfnKind(Enum):
@@ -63,6 +64,12 @@ class MlaShape:
 def _positive(name: str, value: int, minimum: int = 1) -> None:
     if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
         raise GpuarchError(f"{name}: expected an integer >= {minimum}, got {value!r}")
+
+
+FINE_GRAINED_EXPERTS = 16
+"""A mixture of experts with more routed experts than this is fine-grained (DeepSeek-V3
+256, Qwen3 MoE 128, GPT-OSS 32-128, Llama 4 Maverick 128); at most this many is coarse
+(Mixtral 8)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -175,6 +182,12 @@ class TransformerShape:
     @property
     def is_moe(self) -> bool:
         return self.experts > 0
+
+    @property
+    def is_fine_grained_moe(self) -> bool:
+        """More than ``FINE_GRAINED_EXPERTS`` routed experts (DeepSeek-V3, Qwen3 MoE,
+        GPT-OSS, Llama 4), against a few large ones (Mixtral's 8)."""
+        return self.experts > FINE_GRAINED_EXPERTS
 
     @property
     def moe_layers(self) -> int:
