@@ -21,7 +21,7 @@ from gpuarch.catalog import load_catalog
 from gpuarch.validation.bands import (
     BANDS_FILE,
     KIND_LABELS,
-    compute_bands,
+    bands_from_figures,
     load_bands,
     render_bands,
     write_bands,
@@ -67,9 +67,9 @@ def main() -> int:
     parser.add_argument("--check", action="store_true",
                         help="compare with the file instead of writing it")
     args = parser.parse_args()
-    catalog = load_catalog()
-    bands = compute_bands(catalog)
-    figures = figures_as_json(compute_figures(catalog))
+    computed = compute_figures(load_catalog())
+    bands = bands_from_figures(computed)
+    figures = figures_as_json(computed)
     print(render_bands(bands))
     if args.check:
         stale = (load_bands(BANDS_FILE) != bands

@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -34,6 +34,9 @@ from gpuarch.catalog.model import Product
 from gpuarch.errors import GpuarchError
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.workloads.shape import FINE_GRAINED_EXPERTS, TransformerShape
+
+if TYPE_CHECKING:
+    from gpuarch.validation.nearest import PublishedFigure
 
 __all__ = [
     "BANDS_FILE",
@@ -45,6 +48,7 @@ __all__ = [
     "band_for",
     "band_sentence",
     "bands_by_architecture",
+    "bands_from_figures",
     "compute_bands",
     "load_bands",
     "model_kind",
@@ -68,8 +72,6 @@ CLEAR_BIAS = 0.05
 
 KIND_LABELS = {"dense": "dense", "coarse-moe": "coarse MoE",
                "fine-moe": "fine-grained MoE"}
-# serving figures that are throughputs (time figures err the other way and are left out)
-_THROUGHPUT_METRICS = ("output_tokens_per_s", "output_tokens_per_s_per_gpu")
 
 
 def model_kind(shape: TransformerShape) -> str:
@@ -83,9 +85,12 @@ def regime_keys(task: str, shape: TransformerShape, architecture: str,
                 gpu: str | None = None) -> tuple[str, ...]:
     """The regime of a workload, narrowest first: task/kind/architecture/GPU (with ``gpu``,
     a catalog product key), task/kind/architecture, task/kind, task."""
+    return _keys(task, model_kind(shape), architecture, gpu)
+
+
+def _keys(task: str, kind: str, architecture: str, gpu: str | None) -> tuple[str, ...]:
     if task not in TASKS:
         raise GpuarchError(f"task: expected one of {', '.join(TASKS)}, got {task!r}")
-    kind = model_kind(shape)
     keys = (f"{task}/{kind}/{architecture}", f"{task}/{kind}", task)
     return keys if gpu is None else (f"{keys[0]}/{gpu}", *keys)
 
@@ -167,40 +172,23 @@ def _bands_from(samples: Mapping[str, Sequence[tuple[float, bool]]]) -> dict[str
     return out
 
 
-def _samples(rows: Iterable[tuple[str, TransformerShape, str, str, float, bool]]
-             ) -> dict[str, list[tuple[float, bool]]]:
-    samples: dict[str, list[tuple[float, bool]]] = {}
-    for task, shape, architecture, gpu, error, oos in rows:
-        for key in regime_keys(task, shape, architecture, gpu):
-            samples.setdefault(key, []).append((error, oos))
-    return samples
-
-
 def compute_bands(catalog: Catalog, efficiency: Efficiency = DEFAULT_EFFICIENCY
                   ) -> dict[str, Band]:
     """Every regime's band from the validation data and the model as it stands: the whole
     training and serving validation (1.6 s for `gpuarch validate bands --fresh` here)."""
-    from gpuarch.validation.inference import load_inference_points, validate_inference
-    from gpuarch.validation.training import (
-        load_training_points,
-        point_shape,
-        validate_training,
-    )
+    from gpuarch.validation.nearest import compute_figures
 
-    rows: list[tuple[str, TransformerShape, str, str, float, bool]] = []
-    for task, points, summary, metrics in (
-            ("training", load_training_points(), validate_training(catalog, efficiency),
-             None),
-            ("serving", load_inference_points(), validate_inference(catalog, efficiency),
-             _THROUGHPUT_METRICS)):
-        by_id = {p.id: p for p in points}
-        for r in summary.rows:
-            if metrics is not None and r.metric not in metrics:
-                continue
-            product = catalog.product(r.gpu)
-            rows.append((task, point_shape(by_id[r.id]), product.architecture, product.key,
-                         float(r.error), bool(r.out_of_sample)))
-    return _bands_from(_samples(rows))
+    return bands_from_figures(compute_figures(catalog, efficiency))
+
+
+def bands_from_figures(figures: Iterable[PublishedFigure]) -> dict[str, Band]:
+    """Every regime's band from the validation figures (``nearest.compute_figures``)."""
+    samples: dict[str, list[tuple[float, bool]]] = {}
+    for f in figures:
+        s = f.setup
+        for key in _keys(s.task, s.kind, s.architecture, s.gpu):
+            samples.setdefault(key, []).append((f.error, f.out_of_sample))
+    return _bands_from(samples)
 
 
 def write_bands(bands: Mapping[str, Band], path: Path = BANDS_FILE,

@@ -72,6 +72,7 @@ DISTANCE_WEIGHTS: Mapping[str, float] = {
 MAX_DISTANCE = 3.0
 """Farthest a figure may be and still be listed."""
 
+# serving figures that are throughputs (time figures err the other way and are left out)
 _THROUGHPUT_METRICS = ("output_tokens_per_s", "output_tokens_per_s_per_gpu")
 
 
