@@ -175,3 +175,12 @@ def test_advice_lists_the_runs_nearest_its_best_plan(capsys) -> None:
                  "--output-len", "1000", "--rate", "5", "--gpu", "h100"]) == 0
     text = capsys.readouterr().out
     assert "measured runs nearest the best plan" in text
+
+
+def test_a_run_with_its_own_shape_is_named_by_its_size() -> None:
+    """Points that give their own shape are named after themselves; the summary says the
+    model's size instead of repeating the id."""
+    own = next(f for f in load_figures() if f.setup.model == f.id)
+    assert own.summary.startswith(f"{own.id}: a ") and "B-parameter model" in own.summary
+    named = next(f for f in load_figures() if f.setup.model == "llama-3.1-8b")
+    assert named.summary.startswith(f"{named.id}: llama-3.1-8b, ")

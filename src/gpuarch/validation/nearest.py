@@ -126,7 +126,9 @@ class PublishedFigure:
             experts = "" if self.layout.startswith(f"W{s.precision}/") else \
                 f" (experts {s.precision})"
             what = f"{self.layout}{experts}, {s.input_len:,}/{s.output_len:,} tokens"
-        return f"{self.id}: {s.model}, {s.gpus:,} x {s.gpu}, {what}"
+        # a point with its own shape is named after itself: say its size instead
+        model = s.model if s.model != self.id else f"a {s.params / 1e9:,.3g}B-parameter model"
+        return f"{self.id}: {model}, {s.gpus:,} x {s.gpu}, {what}"
 
     def as_json(self, distance_: float | None = None) -> dict[str, Any]:
         out: dict[str, Any] = {
