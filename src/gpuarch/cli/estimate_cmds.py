@@ -509,6 +509,17 @@ def cmd_validate_ops(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_validate_moe_kernels(args: argparse.Namespace) -> int:
+    from gpuarch.report.estimate_text import render_moe_kernels
+    from gpuarch.validation.moe_kernels import SOURCE, compare, summarize
+
+    rows = compare(load_catalog())
+    summary = summarize(rows)
+    doc = {"source": SOURCE, "layers": len(rows), "groups": summary}
+    print(to_json(doc) if args.json else render_moe_kernels(summary))
+    return 0
+
+
 def cmd_validate_bands(args: argparse.Namespace) -> int:
     from gpuarch.validation.bands import compute_bands, load_bands, render_bands
 
@@ -778,6 +789,11 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                    help="only this kind of operator (gemm, gemm_decode, fp8_gemm, "
                         "grouped_gemm, serve_grouped, attention_fwd, ...; repeat)")
     p.set_defaults(handler=cmd_validate_ops)
+    p = val_sub.add_parser("moe-kernels", parents=[common],
+                           help="TensorRT-LLM's MoE layers as NVIDIA's aiconfigurator measured "
+                           "them on H100, H200, B200 and GB200 against the serving model's "
+                           "MoE module")
+    p.set_defaults(handler=cmd_validate_moe_kernels)
     p = val_sub.add_parser("bands", parents=[common],
                            help="the model's error bands by regime (task, model kind, "
                            "architecture): what estimates report under 'error band'")

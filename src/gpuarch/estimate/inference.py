@@ -83,6 +83,7 @@ __all__ = [
     "max_batch_that_fits",
     "max_context_that_fits",
     "memory_per_gpu",
+    "moe_module_time",
 ]
 
 RESERVE_FRACTION = 0.10
@@ -523,6 +524,31 @@ def _gemm_device(product: Product, quant: QuantScheme, generation: int | None
                         base.attention_flops, generation, base.attention_key)
 
 
+def _norms_residuals(tokens: Num, hidden: int) -> Elementwise:
+    """A layer's norms and residual adds: ten 16-bit passes over its tokens' hidden states."""
+    return Elementwise(10 * tokens * hidden * 2.0, name="norms_residuals")
+
+
+def moe_module_time(catalog: Catalog, shape: TransformerShape, product: Product,
+                    cfg: InferenceConfig, tokens: int, system: System | None = None,
+                    efficiency: Efficiency = DEFAULT_EFFICIENCY) -> float:
+    """Seconds the serving model charges one GPU for one expert layer's fused MoE module at
+    ``tokens`` tokens entering it (with attention data parallelism, EP > TP, every rank's
+    tokens of the group): its expert GEMMs, permutation, activation and fixed floor, without
+    attention, norms, the router's GEMM or any all-to-all; the module that TensorRT-LLM's
+    measured MoE layers time (validation/moe_kernels.py)."""
+    if not shape.is_moe:
+        raise GpuarchError(f"--model: {shape.name} has no experts")
+    runner = _Runner(catalog, shape, product, cfg, system, efficiency)
+    runner.parts = {}
+    per_rank = tokens * cfg.tp // cfg.ep if cfg.ep > cfg.tp else tokens
+    runner.layer(per_rank, 1, per_rank, per_rank, runner.experts_touched(per_rank), moe=True,
+                 prefill=True)
+    norms = _split(_norms_residuals(per_rank, shape.hidden), runner.device, efficiency)[0]
+    parts = runner.parts
+    return float(parts["expert_gemms"] + parts["overhead"] + parts["memory_bound"] - norms)
+
+
 def _activation_bytes(quant: QuantScheme) -> float:
     """Bytes of one activation element as a scheme's GEMMs take it in."""
     return 2.0 if quant.activations.is_16bit else quant.activations.bytes
@@ -661,8 +687,8 @@ class _Runner:
                     self._gemm(tokens, s.hidden, f // t, "mlp_down")]
             inner = tokens * f // t
         hidden_bytes = tokens * s.hidden * 2.0
-        ops += [Elementwise(4 * hidden_bytes + 6 * hidden_bytes, name="norms_residuals"),
-                Elementwise(3.0 * inner * 2.0, name="activation")]
+        ops += [_norms_residuals(tokens, s.hidden), Elementwise(3.0 * inner * 2.0,
+                                                                name="activation")]
         # an attention-data-parallel group's prefill passes wait for the rank with the most
         # context tokens in the work each rank does on its own tokens (all but the gathered
         # expert block)

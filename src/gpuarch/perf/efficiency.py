@@ -106,9 +106,11 @@ class Efficiency:
     (622 and 1,146 us; tests/test_inference_model.py). In 16 bits the factor is not applied:
     on the lent H200, torch's BF16 grouped GEMM at Qwen3-30B-A3B's expert shapes with 512
     tokens an expert ran 1.3x faster than the model's ``moe_gemm`` cost (``gpuarch validate
-    ops --kind serve_grouped``), while its FP8 grouped GEMM took twice its BF16 time. The
-    only fine-grained timings found are on Hopper; the factor applies on every
-    architecture, as ``moe_gemm`` does (docs/performance-model.md)."""
+    ops --kind serve_grouped``), while its FP8 grouped GEMM took twice its BF16 time. One
+    factor is a compromise: TensorRT-LLM's own MoE layers as NVIDIA's aiconfigurator measured
+    them (``gpuarch validate moe-kernels``) run per-tensor FP8 on Hopper faster than this
+    prices them and block-scaled FP8 and Blackwell's NVFP4 slower; the factor applies on
+    every architecture, as ``moe_gemm`` does (docs/performance-model.md)."""
 
     moe_block_floor_s: float = 26.6e-6
     """Fixed time of a serving engine's fused MoE block per expert layer and forward pass,

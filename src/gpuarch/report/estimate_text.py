@@ -14,7 +14,7 @@ from gpuarch.validation.ops import OpSummary
 from gpuarch.validation.training import ValidationSummary
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
 
     from gpuarch.estimate.remedies import Remedy
     from gpuarch.validation.bands import Band
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 __all__ = [
     "render_inference",
     "render_inference_validation",
+    "render_moe_kernels",
     "render_roofline",
     "render_training",
     "render_validation",
@@ -389,6 +390,30 @@ def render_ops_validation(s: OpSummary) -> str:
              "time are measured only. What each kind says about the model:",
              "docs/performance-model.md, 'Per-operator check on an H200'."]
     return "\n".join(lines)
+
+
+def render_moe_kernels(summary: Sequence[Mapping[str, Any]]) -> str:
+    """TensorRT-LLM's measured MoE layers beside the serving model's module, by GPU, shape
+    and format (``validation.moe_kernels.summarize``)."""
+    def ratio(doc: Mapping[str, Any], part: str) -> list[str]:
+        median = doc[f"{part}_median_ratio"]
+        spread = doc[f"{part}_mean_abs_log_ratio"]
+        return [str(doc[f"{part}_layers"]), "-" if median is None else f"{median:.2f}",
+                "-" if spread is None else f"{spread:.2f}"]
+
+    rows = [[d["device"], d["shape"], d["format"], *ratio(d, "large"), *ratio(d, "small")]
+            for d in summary]
+    return "\n".join([
+        "TensorRT-LLM 1.3.0rc20's MoE layers (NVIDIA aiconfigurator, balanced routing) beside "
+        "the serving model's MoE module",
+        "",
+        table(["GPU", "Shape", "Format", "n >=2k tok", "Model/measured", "Mean |ln|",
+               "n <2k tok", "Model/measured", "Mean |ln|"], rows,
+              right=[False, False, False, True, True, True, True, True, True]),
+        "",
+        "Model/measured below 1: the model prices the module faster than TensorRT-LLM ran it.",
+        "Source and what the comparison says: docs/performance-model.md, 'TensorRT-LLM's "
+        "measured MoE layers'."])
 
 
 def render_inference_validation(s: InferenceSummary, explain: bool = False) -> str:

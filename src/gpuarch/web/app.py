@@ -43,6 +43,7 @@ API_COMMANDS: dict[str, list[str]] = {
     "advise/infer": ["advise", "infer"],
     "validate/bands": ["validate", "bands"],
     "validate/ops": ["validate", "ops"],
+    "validate/moe-kernels": ["validate", "moe-kernels"],
 }
 """API path -> the gpuarch command it runs."""
 
@@ -160,7 +161,8 @@ nav a{{margin-right:1rem}} .err{{color:#a00}}</style></head><body><nav><a href="
 <a href="/evolution">evolution</a><a href="/models">models</a>
 <a href="/estimate/train">train</a><a href="/estimate/infer">infer</a>
 <a href="/advise/train">advise train</a><a href="/advise/infer">advise infer</a>
-<a href="/validate/bands">error bands</a> <a href="/validate/ops">operators</a></nav>
+<a href="/validate/bands">error bands</a> <a href="/validate/ops">operators</a>
+<a href="/validate/moe-kernels">MoE kernels</a></nav>
 <h1>{title}</h1>{body}</body></html>"""
 
 _FORMS: dict[str, tuple[str, list[tuple[str, str]]]] = {
@@ -196,6 +198,8 @@ _FORMS: dict[str, tuple[str, list[tuple[str, str]]]] = {
     "validate/bands": ("Error bands: how far the model has been from published figures", []),
     "validate/ops": ("Operators timed on an H200 beside the model's per-operator times",
                      [("kind", "")]),
+    "validate/moe-kernels": ("TensorRT-LLM's measured MoE layers beside the model's MoE module",
+                             []),
 }
 
 
@@ -334,7 +338,8 @@ def create_app() -> Flask:
         title, fields = _FORMS[path]
         params: dict[str, Any] = {k: v for k, v in request.args.items() if v != ""}
         body = _form(path, fields, request.args)
-        if params or path in ("gpus", "evolution", "validate/bands", "validate/ops"):
+        if params or path in ("gpus", "evolution", "validate/bands", "validate/ops",
+                              "validate/moe-kernels"):
             # no input needed
             positional = _POSITIONAL.get(path)
             if path == "compare":

@@ -1,0 +1,140 @@
+"""The serving model's fused MoE module against TensorRT-LLM's measured MoE layers.
+
+NVIDIA's aiconfigurator times TensorRT-LLM's MoE module (routing, quantization, both grouped
+GEMMs, activation, weighted sum) layer by layer on each GPU it supports, at many token
+counts, expert shapes, precisions and tensor/expert-parallel splits. ``data/
+moe-kernels-trtllm.csv`` holds the rows of four fine-grained shapes (Qwen3-30B-A3B,
+Qwen3-235B-A22B, DeepSeek-V3, GPT-OSS-120B) on H100, H200, B200 and GB200 in the formats the
+serving model prices; its header names the source. Each row here is set beside
+``estimate.inference.moe_module_time`` for the same module
+(``gpuarch validate moe-kernels``; tests/test_moe_kernels.py pins where the model stands).
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from gpuarch.catalog.loader import Catalog
+from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
+from gpuarch.perf.quant import QuantFormat, QuantScheme
+from gpuarch.units import Unit, to_si
+from gpuarch.workloads.presets import preset
+
+__all__ = ["LARGE_TOKENS", "MOE_KERNELS_FILE", "SOURCE", "KernelRow", "compare", "load_kernel_rows",
+           "mean_abs_log_ratio", "reduced_format", "summarize"]
+
+LARGE_TOKENS = 2048
+"""From this many tokens on, a module's grouped GEMMs' efficiency sets its time; below it,
+streaming the experts' weights and the module's fixed costs."""
+
+MOE_KERNELS_FILE = Path(__file__).with_name("data") / "moe-kernels-trtllm.csv"
+
+SOURCE = ("NVIDIA aiconfigurator's collected database, TensorRT-LLM 1.3.0rc20 MoE layers "
+          "(PyPI aiconfigurator-core 0.12.0: aiconfigurator_core/systems/data/<gpu>/moe/trtllm/"
+          "1.3.0rc20/moe_perf.parquet), balanced routing")
+"""Where the rows come from (the file's header says more)."""
+
+SHAPES = {"qwen3-30b": "qwen3-30b-a3b", "qwen3-235b": "qwen3-235b-a22b",
+          "dsv3": "deepseek-v3", "gptoss120": "gpt-oss-120b"}
+"""The file's shape names and the presets with those expert shapes."""
+
+DEVICES = {"h100_sxm": "h100-sxm5-80gb", "h200_sxm": "h200-sxm-141gb", "b200_sxm": "b200",
+           "gb200": "gb200"}
+"""aiconfigurator's system names and the catalog's keys."""
+
+_F = QuantFormat
+FORMATS: dict[str, tuple[QuantScheme, QuantFormat | None, QuantFormat | None]] = {
+    "fp8": (QuantScheme(_F.FP8, _F.FP8, _F.FP8), None, None),
+    "fp8_block": (QuantScheme(_F.FP8, _F.FP8, _F.FP8), None, None),
+    "nvfp4": (QuantScheme(_F.FP4, _F.FP4, _F.FP8), None, None),
+    "w4a16_mxfp4": (QuantScheme(_F.BF16, _F.BF16, _F.BF16), _F.MXFP4, None),
+    "w4a8_mxfp4_mxfp8": (QuantScheme(_F.FP8, _F.FP8, _F.FP8), _F.MXFP4, _F.FP8),
+    "bfloat16": (QuantScheme(_F.BF16, _F.BF16, _F.BF16), None, None),
+}
+"""Each measured format as the serving model's scheme and routed experts' weights; the model
+prices FP8 with per-tensor and with block scales alike."""
+
+def reduced_format(moe_dtype: str) -> bool:
+    """Whether the experts run below 16 bits (what ``moe_gemm_fine`` applies to)."""
+    return moe_dtype != "bfloat16"
+
+
+@dataclass(frozen=True)
+class KernelRow:
+    """One measured MoE layer and the model's time for it (seconds)."""
+
+    device: str
+    shape: str
+    moe_dtype: str
+    tp: int
+    ep: int
+    tokens: int
+    measured_s: float
+    model_s: float
+
+    @property
+    def ratio(self) -> float:
+        """Model over measured: above 1 the model is slower than TensorRT-LLM."""
+        return self.model_s / self.measured_s
+
+
+@cache
+def load_kernel_rows(path: Path = MOE_KERNELS_FILE) -> tuple[dict[str, str], ...]:
+    """The file's rows as read (comment lines skipped)."""
+    with path.open(encoding="utf-8") as f:
+        return tuple(csv.DictReader(line for line in f if not line.startswith("#")))
+
+
+def compare(catalog: Catalog, efficiency: Efficiency = DEFAULT_EFFICIENCY,
+            rows: Iterable[dict[str, str]] | None = None) -> list[KernelRow]:
+    """Each measured row beside the model's ``moe_module_time`` for the same module."""
+    from gpuarch.estimate.inference import InferenceConfig, moe_module_time
+
+    out = []
+    for r in load_kernel_rows() if rows is None else rows:
+        shape = preset(SHAPES[r["shape"]]).shape
+        product = catalog.product(DEVICES[r["device"]])
+        quant, experts, expert_acts = FORMATS[r["moe_dtype"]]
+        tp, ep, tokens = int(r["moe_tp_size"]), int(r["moe_ep_size"]), int(r["num_tokens"])
+        gpus = max(tp, ep)
+        per_rank = max(2, tokens * tp // ep if ep > tp else tokens)
+        cfg = InferenceConfig(input_len=per_rank, output_len=2, batch=1, gpus=gpus, tp=tp,
+                              ep=ep, quant=quant, expert_weights=experts,
+                              expert_activations=expert_acts,
+                              max_num_tokens=max(per_rank, 16), gpus_per_node=max(8, gpus))
+        model = moe_module_time(catalog, shape, product, cfg, tokens, efficiency=efficiency)
+        out.append(KernelRow(r["device"], r["shape"], r["moe_dtype"], tp, ep, tokens,
+                             to_si(float(r["latency_us"]), Unit.US), model))
+    return out
+
+
+def mean_abs_log_ratio(rows: Iterable[KernelRow]) -> float:
+    """Mean |ln(model / measured)| (0.2: about 20% either way)."""
+    logs = [abs(math.log(r.ratio)) for r in rows]
+    return sum(logs) / len(logs)
+
+
+def summarize(rows: Iterable[KernelRow]) -> list[dict[str, object]]:
+    """Per GPU, shape and format: how many layers, and the median model/measured ratio and
+    mean |ln ratio| at ``LARGE_TOKENS`` tokens or more and below."""
+    groups: dict[tuple[str, str, str], list[KernelRow]] = defaultdict(list)
+    for r in rows:
+        groups[(r.device, r.shape, r.moe_dtype)].append(r)
+    out: list[dict[str, object]] = []
+    for (device, shape, dtype), members in sorted(groups.items()):
+        doc: dict[str, object] = {"device": device, "shape": shape, "format": dtype}
+        for name, part in (("large", [r for r in members if r.tokens >= LARGE_TOKENS]),
+                           ("small", [r for r in members if r.tokens < LARGE_TOKENS])):
+            doc[f"{name}_layers"] = len(part)
+            doc[f"{name}_median_ratio"] = statistics.median(r.ratio for r in part) \
+                if part else None
+            doc[f"{name}_mean_abs_log_ratio"] = mean_abs_log_ratio(part) if part else None
+        out.append(doc)
+    return out

@@ -1,0 +1,114 @@
+"""The serving model's fused MoE module against TensorRT-LLM's MoE layers as NVIDIA's
+aiconfigurator measured them (TensorRT-LLM 1.3.0rc20; src/gpuarch/validation/data/
+moe-kernels-trtllm.csv names the source): the rows load, the presets have the measured
+shapes, and where the model stands on each architecture and format is pinned, so a change
+that moves it shows here."""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from collections import defaultdict
+
+import pytest
+
+from gpuarch.catalog import load_catalog
+from gpuarch.cli.main import main
+from gpuarch.errors import GpuarchError
+from gpuarch.estimate.inference import InferenceConfig, moe_module_time
+from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY
+from gpuarch.validation.moe_kernels import (
+    DEVICES,
+    FORMATS,
+    LARGE_TOKENS,
+    SHAPES,
+    KernelRow,
+    compare,
+    load_kernel_rows,
+)
+from gpuarch.workloads.presets import preset
+
+CATALOG = load_catalog()
+DIMS = {"qwen3-30b": (2048, 768, 128, 8), "qwen3-235b": (4096, 1536, 128, 8),
+        "dsv3": (7168, 2048, 256, 8), "gptoss120": (2880, 2880, 128, 4)}
+"""hidden, expert FFN, experts, top-k of each measured shape, as the file's header states."""
+
+MEDIANS = {("hopper", "fp8"): 1.17, ("hopper", "fp8_block"): 0.78,
+           ("hopper", "w4a16_mxfp4"): 0.74, ("hopper", "bfloat16"): 1.15,
+           ("blackwell", "fp8"): 0.86, ("blackwell", "nvfp4"): 0.68,
+           ("blackwell", "w4a16_mxfp4"): 0.54, ("blackwell", "w4a8_mxfp4_mxfp8"): 1.11,
+           ("blackwell", "bfloat16"): 0.96}
+"""Median model/measured at 2,048-16,384 tokens, per architecture and format, measured on
+this repository (docs/performance-model.md, "TensorRT-LLM's measured MoE layers")."""
+
+
+def _by_class(rows: list[KernelRow]) -> dict[tuple[str, str], float]:
+    groups: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for r in rows:
+        if r.tokens >= LARGE_TOKENS:
+            arch = "hopper" if r.device.startswith("h") else "blackwell"
+            groups[(arch, r.moe_dtype)].append(r.ratio)
+    return {k: statistics.median(v) for k, v in groups.items()}
+
+
+def test_rows_load_and_name_known_shapes_gpus_and_formats() -> None:
+    rows = load_kernel_rows()
+    assert len(rows) == 1477
+    assert {r["shape"] for r in rows} == set(SHAPES) == set(DIMS)
+    assert {r["device"] for r in rows} == set(DEVICES)
+    assert {r["moe_dtype"] for r in rows} == set(FORMATS)
+    for name, key in SHAPES.items():
+        s = preset(key).shape
+        assert (s.hidden, s.d_expert, s.experts, s.experts_per_token) == DIMS[name]
+    for key in DEVICES.values():
+        CATALOG.product(key)
+
+
+@pytest.fixture(scope="module")
+def compared() -> list[KernelRow]:
+    return compare(CATALOG)
+
+
+def test_where_the_model_stands_per_architecture_and_format(
+        compared: list[KernelRow]) -> None:
+    """Each class's median within 10% of the pinned value: Hopper's per-tensor FP8 and BF16
+    modules run faster than the model says, block-scaled FP8 and Blackwell's NVFP4 and W4A16
+    slower; the model does not tell per-tensor from block-scaled FP8."""
+    medians = _by_class(compared)
+    assert set(medians) == set(MEDIANS)
+    for key, expected in MEDIANS.items():
+        assert abs(math.log(medians[key] / expected)) < 0.1, (key, medians[key])
+
+
+def test_moe_gemm_fine_helps_the_slow_formats_and_hurts_the_fast(
+        compared: list[KernelRow]) -> None:
+    """The fine-grained factor (set from FlashInfer's per-tensor FP8 timings) moves
+    block-scaled FP8 and NVFP4 toward the measurements and per-tensor FP8 on Hopper away."""
+    plain = DEFAULT_EFFICIENCY.with_overrides({"moe_gemm_fine": 1.0})
+    without = _by_class(compare(CATALOG, plain, [r for r in load_kernel_rows()
+                                                 if int(r["num_tokens"]) >= LARGE_TOKENS]))
+    now = _by_class(compared)
+    for key in (("hopper", "fp8_block"), ("blackwell", "nvfp4")):
+        assert abs(math.log(now[key])) < abs(math.log(without[key])), key
+    assert abs(math.log(now[("hopper", "fp8")])) > abs(math.log(without[("hopper", "fp8")]))
+    assert now[("hopper", "bfloat16")] == pytest.approx(without[("hopper", "bfloat16")])
+
+
+def test_validate_moe_kernels_command(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["validate", "moe-kernels", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["layers"] == 1477 and "aiconfigurator" in doc["source"]
+    assert len(doc["groups"]) == 34  # GPU x shape x format
+    row = next(d for d in doc["groups"] if d["device"] == "b200_sxm"
+               and d["shape"] == "qwen3-30b" and d["format"] == "nvfp4")
+    assert row["large_layers"] > 0 and 0 < row["large_median_ratio"] < 1
+    assert main(["validate", "moe-kernels"]) == 0
+    assert "aiconfigurator" in capsys.readouterr().out
+
+
+def test_moe_module_time_needs_experts() -> None:
+    cfg = InferenceConfig(input_len=16, output_len=2, batch=1)
+    with pytest.raises(GpuarchError, match="has no experts"):
+        moe_module_time(CATALOG, preset("llama-3.1-8b").shape, CATALOG.product("h100"), cfg,
+                        16)
