@@ -27,8 +27,8 @@ from gpuarch.perf.quant import QuantFormat, QuantScheme
 from gpuarch.units import Unit, to_si
 from gpuarch.workloads.presets import preset
 
-__all__ = ["LARGE_TOKENS", "MOE_KERNELS_FILE", "SOURCE", "KernelRow", "compare", "load_kernel_rows",
-           "mean_abs_log_ratio", "reduced_format", "summarize"]
+__all__ = ["LARGE_TOKENS", "MOE_KERNELS_FILE", "SOURCE", "KernelRow", "compare",
+           "load_kernel_rows", "mean_abs_log_ratio", "summarize"]
 
 LARGE_TOKENS = 2048
 """From this many tokens on, a module's grouped GEMMs' efficiency sets its time; below it,
@@ -58,12 +58,9 @@ FORMATS: dict[str, tuple[QuantScheme, QuantFormat | None, QuantFormat | None]] =
     "w4a8_mxfp4_mxfp8": (QuantScheme(_F.FP8, _F.FP8, _F.FP8), _F.MXFP4, _F.FP8),
     "bfloat16": (QuantScheme(_F.BF16, _F.BF16, _F.BF16), None, None),
 }
-"""Each measured format as the serving model's scheme and routed experts' weights; the model
-prices FP8 with per-tensor and with block scales alike."""
-
-def reduced_format(moe_dtype: str) -> bool:
-    """Whether the experts run below 16 bits (what ``moe_gemm_fine`` applies to)."""
-    return moe_dtype != "bfloat16"
+"""Each measured format as the serving model's scheme and the routed experts' weight and
+activation formats where they differ; the model prices FP8 with per-tensor and with block
+scales alike."""
 
 
 @dataclass(frozen=True)
