@@ -84,6 +84,7 @@ __all__ = [
     "max_context_that_fits",
     "memory_per_gpu",
     "moe_module_time",
+    "moe_rank_tokens",
 ]
 
 RESERVE_FRACTION = 0.10
@@ -529,6 +530,12 @@ def _norms_residuals(tokens: Num, hidden: int) -> Elementwise:
     return Elementwise(10 * tokens * hidden * 2.0, name="norms_residuals")
 
 
+def moe_rank_tokens(tokens: int, tp: int, ep: int) -> int:
+    """Tokens a rank's attention holds when ``tokens`` enter its MoE module: with attention
+    data parallelism (EP > TP) the module gathers the EP / TP ranks' tokens, else the same."""
+    return tokens * tp // ep if ep > tp else tokens
+
+
 def moe_module_time(catalog: Catalog, shape: TransformerShape, product: Product,
                     cfg: InferenceConfig, tokens: int, system: System | None = None,
                     efficiency: Efficiency = DEFAULT_EFFICIENCY) -> float:
@@ -541,7 +548,7 @@ def moe_module_time(catalog: Catalog, shape: TransformerShape, product: Product,
         raise GpuarchError(f"--model: {shape.name} has no experts")
     runner = _Runner(catalog, shape, product, cfg, system, efficiency)
     runner.parts = {}
-    per_rank = tokens * cfg.tp // cfg.ep if cfg.ep > cfg.tp else tokens
+    per_rank = moe_rank_tokens(tokens, cfg.tp, cfg.ep)
     runner.layer(per_rank, 1, per_rank, per_rank, runner.experts_touched(per_rank), moe=True,
                  prefill=True)
     norms = _split(_norms_residuals(per_rank, shape.hidden), runner.device, efficiency)[0]

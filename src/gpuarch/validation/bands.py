@@ -61,7 +61,6 @@ BANDS_FILE = Path(__file__).with_name("data") / "error_bands.json"
 
 TASKS = ("training", "serving")
 
-
 MIN_FIGURES = 10
 """Fewest figures a regime needs for its own band; with fewer, the broader one is used."""
 
@@ -207,9 +206,8 @@ def write_bands(bands: Mapping[str, Band], path: Path = BANDS_FILE,
     }
     # one line per figure: the bands stay readable and a changed figure is a one-line diff
     rows = ",\n  ".join(json.dumps(f, separators=(",", ":")) for f in figures)
-    text = json.dumps(doc, indent=1)[:-2] + f',\n "figures": [\n  {rows}\n ]\n}}\n'
-    if not figures:
-        text = json.dumps({**doc, "figures": []}, indent=1) + "\n"
+    listed = f"[\n  {rows}\n ]" if figures else "[]"
+    text = json.dumps(doc, indent=1)[:-2] + f',\n "figures": {listed}\n}}\n'
     tmp = path.with_suffix(".tmp")
     tmp.write_text(text, encoding="utf-8")
     tmp.replace(path)

@@ -92,7 +92,7 @@ def load_kernel_rows(path: Path = MOE_KERNELS_FILE) -> tuple[dict[str, str], ...
 def compare(catalog: Catalog, efficiency: Efficiency = DEFAULT_EFFICIENCY,
             rows: Iterable[dict[str, str]] | None = None) -> list[KernelRow]:
     """Each measured row beside the model's ``moe_module_time`` for the same module."""
-    from gpuarch.estimate.inference import InferenceConfig, moe_module_time
+    from gpuarch.estimate.inference import InferenceConfig, moe_module_time, moe_rank_tokens
 
     out = []
     for r in load_kernel_rows() if rows is None else rows:
@@ -101,7 +101,7 @@ def compare(catalog: Catalog, efficiency: Efficiency = DEFAULT_EFFICIENCY,
         quant, experts, expert_acts = FORMATS[r["moe_dtype"]]
         tp, ep, tokens = int(r["moe_tp_size"]), int(r["moe_ep_size"]), int(r["num_tokens"])
         gpus = max(tp, ep)
-        per_rank = max(2, tokens * tp // ep if ep > tp else tokens)
+        per_rank = max(2, moe_rank_tokens(tokens, tp, ep))
         cfg = InferenceConfig(input_len=per_rank, output_len=2, batch=1, gpus=gpus, tp=tp,
                               ep=ep, quant=quant, expert_weights=experts,
                               expert_activations=expert_acts,

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import Product
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
+from gpuarch.units import Unit, from_si
 from gpuarch.validation.bands import model_kind
 from gpuarch.workloads.params import count_params
 from gpuarch.workloads.shape import TransformerShape
@@ -127,7 +128,8 @@ class PublishedFigure:
                 f" (experts {s.precision})"
             what = f"{self.layout}{experts}, {s.input_len:,}/{s.output_len:,} tokens"
         # a point with its own shape is named after itself: say its size instead
-        model = s.model if s.model != self.id else f"a {s.params / 1e9:,.3g}B-parameter model"
+        model = s.model if s.model != self.id \
+            else f"a {from_si(s.params, Unit.BILLION):,.3g}B-parameter model"
         return f"{self.id}: {model}, {s.gpus:,} x {s.gpu}, {what}"
 
     def as_json(self, distance_: float | None = None) -> dict[str, Any]:
