@@ -26,6 +26,12 @@ NODE8 = Group(8, 8, NVLINK, NET)
 US = 1e-6
 
 
+def bus(ranks: int) -> float:
+    """NVLink bus share of a collective over ``ranks`` GPUs of one node (efficiency.py:
+    nvlink_bus x (1 - nvlink_small_group / ranks))."""
+    return EFF.nvlink_bus * (1 - EFF.nvlink_small_group / ranks)
+
+
 def test_protocol_table_is_nccls_ring_rows() -> None:
     """NCCL src/graph/tuning.cc, ring rows of baseLat and hwLat (us); LL moves half the
     bandwidth, LL128 0.92 of it."""
@@ -39,9 +45,9 @@ def test_protocol_table_is_nccls_ring_rows() -> None:
 
 def test_tiny_all_reduce_in_a_node_is_ll_latency() -> None:
     """8 ranks, 1 KiB: LL wins; 6.6 us base + 14 steps x 0.6 us, plus 2 x 7/8 KiB at half
-    of 0.8 x 450 GB/s."""
+    of the 8-GPU bus share of 450 GB/s."""
     size = 1024.0
-    expected = 6.6 * US + 14 * 0.6 * US + 2 * 7 / 8 * size / (0.5 * 0.8 * 450e9)
+    expected = 6.6 * US + 14 * 0.6 * US + 2 * 7 / 8 * size / (0.5 * bus(8) * 450e9)
     got = collective_time(Collective.ALL_REDUCE, size, NODE8, EFF, nccl_protocols())
     assert got == pytest.approx(expected, rel=1e-9)
 
@@ -49,7 +55,7 @@ def test_tiny_all_reduce_in_a_node_is_ll_latency() -> None:
 def test_large_all_reduce_in_a_node_is_simple_bandwidth() -> None:
     """1 GiB: Simple wins; 8.4 us + 14 x 3.4 us + the ring's bytes at the full bus rate."""
     size = 2.0**30
-    expected = 8.4 * US + 14 * 3.4 * US + 2 * 7 / 8 * size / (0.8 * 450e9)
+    expected = 8.4 * US + 14 * 3.4 * US + 2 * 7 / 8 * size / (bus(8) * 450e9)
     got = collective_time(Collective.ALL_REDUCE, size, NODE8, EFF, nccl_protocols())
     assert got == pytest.approx(expected, rel=1e-9)
 
@@ -59,7 +65,7 @@ def test_steps_across_nodes_pay_the_network_hop() -> None:
     and all-gather (7 steps each at 0.6 us), 2 network steps at 2.7 us, one 6.6 us base."""
     group = Group(16, 8, NVLINK, NET)
     size = 64.0
-    intra = 2 * (7 / 8 * size / (0.5 * 0.8 * 450e9) + 7 * 0.6 * US)
+    intra = 2 * (7 / 8 * size / (0.5 * bus(8) * 450e9) + 7 * 0.6 * US)
     cross = 2 * (1 / 2) * (size / 8) / (0.5 * 0.85 * 50e9) + 2 * 2.7 * US
     got = collective_time(Collective.ALL_REDUCE, size, group, EFF, nccl_protocols())
     assert got == pytest.approx(6.6 * US + intra + cross, rel=1e-9)
@@ -68,7 +74,7 @@ def test_steps_across_nodes_pay_the_network_hop() -> None:
 def test_without_protocols_every_step_costs_the_fitted_latency() -> None:
     size = 1024.0
     got = collective_time(Collective.ALL_REDUCE, size, NODE8, EFF)
-    expected = 14 * EFF.collective_latency_s + 2 * 7 / 8 * size / (0.8 * 450e9)
+    expected = 14 * EFF.collective_latency_s + 2 * 7 / 8 * size / (bus(8) * 450e9)
     assert got == pytest.approx(expected, rel=1e-9)
 
 
@@ -90,6 +96,24 @@ def test_nccl_time_is_the_fastest_protocol_and_grows_with_size(
     assert best > 0
 
 
+def test_small_groups_reach_less_of_the_link_and_sends_do_not_pay_it() -> None:
+    """A 512 MiB all-gather inside a node: over 2 GPUs its bytes move at 1 - 0.86/2 of the
+    full-node share, over 8 at 1 - 0.86/8 (NCCL measured 0.57 and 0.75 of an H100's link
+    rate, validation/data/nccl-nvlink.csv); a 2-GPU point-to-point send at the full share."""
+    size = 2.0**29
+    simple = [p for p in nccl_protocols() if p.name == "Simple"]
+    for ranks in (2, 4, 8):
+        group = Group(ranks, 8, NVLINK, NET)
+        got = collective_time(Collective.ALL_GATHER, size, group, EFF, simple)
+        latency = 8.4 * US + (ranks - 1) * 3.4 * US
+        assert got == pytest.approx(latency + (ranks - 1) / ranks * size / (bus(ranks) * 450e9),
+                                    rel=1e-9)
+    assert bus(2) < bus(4) < bus(8) < EFF.nvlink_bus
+    pair = Group(2, 8, NVLINK, NET)
+    send = collective_time(Collective.P2P, size, pair, EFF, simple)
+    assert send == pytest.approx(8.4 * US + 3.4 * US + size / (EFF.nvlink_bus * 450e9), rel=1e-9)
+
+
 def test_one_rank_or_empty_buffer_costs_nothing() -> None:
     alone = Group(1, 8, NVLINK, NET)
     assert collective_time(Collective.ALL_REDUCE, 1e6, alone, EFF, nccl_protocols()) == 0.0
@@ -102,7 +126,7 @@ def test_all_reduce_across_many_nodes_takes_the_tree() -> None:
     network steps; the bytes at the tree's LL share (1/3.8) of the bus."""
     group = Group(512, 8, NVLINK, NET)
     size = 64.0
-    transfer = 2 * 7 / 8 * size / (0.8 * 450e9) + 2 * 63 / 64 * (size / 8) / (0.85 * 50e9)
+    transfer = 2 * 7 / 8 * size / (bus(8) * 450e9) + 2 * 63 / 64 * (size / 8) / (0.85 * 50e9)
     expected = 6.8 * US + 2 * (7 * 0.6 * US + 6 * 5.0 * US) + transfer / 0.263
     got = collective_time(Collective.ALL_REDUCE, size, group, EFF, nccl_protocols())
     assert got == pytest.approx(expected, rel=1e-9)
@@ -150,10 +174,11 @@ def test_node_deduplicated_dispatch_by_hand() -> None:
     3 x (1 - 0.75^8) / 8, in 3 network steps, and NVLink once per other GPU the token's
     copies go to, 31 x (1 - (31/32)^8) / 8 of it, the two pipelined (the slower counts); a
     plain all-to-all sends 24/32 over the network in 24 steps and then 7/32 over NVLink.
-    Each is the fastest of NCCL's protocols."""
+    Each is the fastest of NCCL's protocols. The dispatcher's own kernels move NVLink bytes
+    at the full-node share, NCCL's all-to-all at its 8-GPU group's."""
     group = Group(32, 8, NVLINK, NET)
     size = 64.0 * 2**20
-    net_bw, nvl_bw = 0.85 * 50e9, 0.8 * 450e9
+    net_bw, nvl_bw, group_bw = 0.85 * 50e9, EFF.nvlink_bus * 450e9, bus(8) * 450e9
 
     def fastest(transfer: float, net_steps: int) -> float:
         return min(p.base_latency_s + 7 * p.hop_latency_s[Fabric.NVLINK]
@@ -162,7 +187,7 @@ def test_node_deduplicated_dispatch_by_hand() -> None:
 
     deduped = fastest(max(3 * (1 - 0.75**8) / 8 * size / net_bw,
                           31 * (1 - (31 / 32)**8) / 8 * size / nvl_bw), 3)
-    plain = fastest(24 / 32 * size / net_bw + 7 / 32 * size / nvl_bw, 24)
+    plain = fastest(24 / 32 * size / net_bw + 7 / 32 * size / group_bw, 24)
     got = collective_time(Collective.ALL_TO_ALL, size, group, EFF, nccl_protocols(), 8)
     assert got == pytest.approx(deduped, rel=1e-9)
     assert collective_time(Collective.ALL_TO_ALL, size, group, EFF, nccl_protocols()) == \
@@ -196,9 +221,10 @@ def test_group_limits_never_add_network_bytes(copies: int, nodes: int, limit: in
 def test_rank_deduplicated_dispatch_inside_a_node_by_hand() -> None:
     """EP 8 in one DGX H100 at top-8: DeepEP and HybridEP send a token once per other GPU
     its copies go to, 7 x (1 - (7/8)^8) of the 8 copies, where a plain all-to-all sends
-    the 7/8 of them for other GPUs, all over NVLink in 7 steps."""
+    the 7/8 of them for other GPUs, all over NVLink in 7 steps (the dispatcher's kernels at
+    the full-node share of the link, NCCL's all-to-all at the 8-GPU group's)."""
     size = 64.0 * 2**20
-    nvl_bw = 0.8 * 450e9
+    nvl_bw, group_bw = EFF.nvlink_bus * 450e9, bus(8) * 450e9
 
     def fastest(transfer: float) -> float:
         return min(p.base_latency_s + 7 * p.hop_latency_s[Fabric.NVLINK]
@@ -207,7 +233,7 @@ def test_rank_deduplicated_dispatch_inside_a_node_by_hand() -> None:
     got = collective_time(Collective.ALL_TO_ALL, size, NODE8, EFF, nccl_protocols(), 8)
     assert got == pytest.approx(fastest(7 * (1 - (7 / 8)**8) / 8 * size / nvl_bw), rel=1e-9)
     plain = collective_time(Collective.ALL_TO_ALL, size, NODE8, EFF, nccl_protocols())
-    assert plain == pytest.approx(fastest(7 / 8 * size / nvl_bw), rel=1e-9)
+    assert plain == pytest.approx(fastest(7 / 8 * size / group_bw), rel=1e-9)
 
 
 # Table 7 of NVIDIA's "Scalable Training of Mixture-of-Experts Models with Megatron Core"
@@ -275,7 +301,7 @@ def test_nvls_all_reduce_is_nccls_switch_reduction() -> None:
     ring = collective_time(Collective.ALL_REDUCE, size, group, EFF, nccl_protocols())
     nvls = collective_time(Collective.ALL_REDUCE, size, group, EFF, nccl_protocols(),
                            nvls=True)
-    transfer = 2 * 7 / 8 * size / h100.effective(EFF)
+    transfer = 2 * 7 / 8 * size / h100.effective(EFF, 8)
     assert nvls == pytest.approx(25e-6 + transfer / (2 * 0.85), rel=1e-9)
     assert nvls < 0.7 * ring
     small = 4096.0

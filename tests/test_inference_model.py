@@ -320,15 +320,17 @@ def test_inference_validation_does_not_regress() -> None:
     moe_gemm (moe_gemm_fine, set from FlashInfer's published CUTLASS MoE timings, not
     fitted): 13.5% over 442, median 9.3%, 93.0% within 35% (38 -> 31 beyond); fine-grained
     on Hopper 21.0% -> 17.0%, on Blackwell 23.7% -> 23.1%; the B300 GPT-OSS 120B MLPerf row
-    +0.7% -> -10.8%.)"""
+    +0.7% -> -10.8%. NVLink's bus share measured per group size (nvlink_bus 0.81 x (1 - 0.86
+    / ranks), fitted on NCCL's measured collectives; 0.80 for any group before), nothing
+    refitted: 13.6%, median 9.4%, 93.2% within 35% (31 -> 30 beyond).)"""
     from gpuarch.validation.inference import validate_inference
 
     s = validate_inference(CATALOG)
     assert len(s.rows) >= 442
-    assert s.mean_abs_error <= 0.136  # 13.5% over 442 figures
-    assert s.median_abs_error <= 0.094  # 9.3%
-    assert s.by("metric")["tpot_s"] <= 0.07
-    assert s.share_within >= 0.929  # 93.0%
+    assert s.mean_abs_error <= 0.137  # 13.6% over 442 figures
+    assert s.median_abs_error <= 0.095  # 9.4%
+    assert s.by("metric")["tpot_s"] <= 0.071
+    assert s.share_within >= 0.932  # 93.2%
     r1 = [abs(r.error) for r in s.rows if r.source.startswith("mlperf-inference-")
           and r.model == "deepseek-v3" and r.gpu != "b300"]
     assert len(r1) == 4 and max(r1) <= 0.35 and sum(r1) / len(r1) <= 0.27  # 26.7%
@@ -342,20 +344,20 @@ def test_inference_validation_does_not_regress() -> None:
     assert len(b300_big) == 3 and max(b300_big) <= 0.15  # +7%, +14%, -2.5%
     assert b300["gpt-oss-120b"] <= 0.115 and b300["llama-3.1-8b"] <= 0.26  # -10.8%, +24.9%
     in_sample = [abs(r.error) for r in s.rows if not r.out_of_sample]
-    assert len(in_sample) == 171 and sum(in_sample) / len(in_sample) <= 0.100  # 9.9%
+    assert len(in_sample) == 171 and sum(in_sample) / len(in_sample) <= 0.101  # 10.1%
     v017 = [abs(r.error) for r in s.rows if r.source == "trtllm-perf-overview-v0.17"]
     assert len(v017) == 76 and sum(v017) / len(v017) <= 0.075  # 7.4%
     v10 = [abs(r.error) for r in s.rows if r.source == "trtllm-perf-overview-v1.0"]
     # every cell of v1.0's table with a preset: 30 entered first, 134 with the rest of the
     # table after every parameter was fitted (22.4% on those alone)
-    assert len(v10) == 164 and sum(v10) / len(v10) <= 0.142  # 14.1%
+    assert len(v10) == 164 and sum(v10) / len(v10) <= 0.144  # 14.3%
     # the later perf overview, all out of sample: DeepSeek-R1, GPT-OSS, Llama 3.3, Qwen3
     # and (with its preset, added later) Llama 4 Maverick
     later = [abs(r.error) for r in s.rows if r.source == "trtllm-perf-overview-03e27c7"
              and "maverick" not in r.id]
     assert len(later) == 86 and all(r.out_of_sample for r in s.rows
                                      if r.source == "trtllm-perf-overview-03e27c7")
-    assert sum(later) / len(later) <= 0.153  # 15.3%
+    assert sum(later) / len(later) <= 0.155  # 15.5%
     maverick = [abs(r.error) for r in s.rows if "maverick" in r.id]
     assert len(maverick) == 31 and sum(maverick) / len(maverick) <= 0.173  # 17.2%
 

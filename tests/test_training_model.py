@@ -213,17 +213,21 @@ def test_validation_error_does_not_regress() -> None:
     nine B300 NVFP4 runs from -28..-35% to -0.4..-13%: 10.5% / 8.9% / 12.5% over 114 /
     88.9% over 261; eleven more MLPerf v6.0 GB300 runs of HPE, Quanta, GigaComputing and
     Supermicro, nothing refitted, to 10.8% / 8.9% / 13.0% over 125 / 88.2% over 272: eight
-    within 8%, the three GPT-OSS ones at CP 2 / EP 4 at +50..+56%, as the four before them.)"""
+    within 8%, the three GPT-OSS ones at CP 2 / EP 4 at +50..+56%, as the four before them;
+    NVLink's bus share measured per group size (nvlink_bus 0.81 x (1 - 0.86 / ranks), fitted
+    on NCCL's measured collectives, not on these points; 0.80 for any group before), nothing
+    else refitted, to 11.0% / 8.9% / 13.4% over 125 / 87.9% over 272: the runs with TP or CP
+    of 2 and 4 on one node a little slower.)"""
     summary = validate_training(CATALOG)
     assert len(summary.rows) >= 272
-    assert summary.mean_abs_error <= 0.109  # 10.8% over 272 points
+    assert summary.mean_abs_error <= 0.110  # 11.0% over 272 points
     in_sample = [abs(r.error) for r in summary.rows if not r.out_of_sample]
     assert sum(in_sample) / len(in_sample) <= 0.090  # 8.9% over 147
     out = [abs(r.error) for r in summary.rows if r.out_of_sample]
-    assert sum(out) / len(out) <= 0.131  # 13.0% over 125
+    assert sum(out) / len(out) <= 0.135  # 13.4% over 125
     assert summary.by("gpu")["a100-sxm4-80gb"] <= 0.07
     within_20 = sum(abs(r.error) <= 0.20 for r in summary.rows) / len(summary.rows)
-    assert within_20 >= 0.882  # 88.2%
+    assert within_20 >= 0.878  # 87.9%
     b300_fp4 = [abs(r.error) for r in summary.rows
                 if r.gpu == "b300" and r.precision == "nvfp4"]
     assert len(b300_fp4) == 9 and max(b300_fp4) <= 0.15  # -0.4% to -13%

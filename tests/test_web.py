@@ -54,6 +54,7 @@ def client() -> Any:
     ("/api/validate/bands", "serving/fine-moe/hopper"),
     ("/api/validate/ops?kind=gemm", "by_kind"),
     ("/api/validate/moe-kernels", "groups"),
+    ("/api/validate/collectives", "groups"),
 ])
 def test_every_endpoint_answers_with_the_cli_json(client: Any, url: str, key: str) -> None:
     response = client.get(url)

@@ -520,6 +520,18 @@ def cmd_validate_moe_kernels(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_validate_collectives(args: argparse.Namespace) -> int:
+    from gpuarch.report.estimate_text import render_collectives
+    from gpuarch.validation.collectives import SOURCE, band_errors, compare, summarize
+
+    rows = compare(load_catalog())
+    summary, overall = summarize(rows), band_errors(rows)
+    doc = {"source": SOURCE, "collectives": len(rows), "mean_abs_log_ratio_by_band": overall,
+           "groups": summary}
+    print(to_json(doc) if args.json else render_collectives(summary, overall))
+    return 0
+
+
 def cmd_validate_bands(args: argparse.Namespace) -> int:
     from gpuarch.validation.bands import compute_bands, load_bands, render_bands
 
@@ -794,6 +806,12 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                            "them on H100, H200, B200 and GB200 against the serving model's "
                            "MoE module")
     p.set_defaults(handler=cmd_validate_moe_kernels)
+    p = val_sub.add_parser("collectives", parents=[common],
+                           help="NCCL's all-gather, reduce-scatter, all-reduce and all-to-all "
+                           "over 2-8 GPUs of A100, H100, H200, B200, B300, GB200 and GB300 as "
+                           "NVIDIA's aiconfigurator measured them, against the collectives "
+                           "model")
+    p.set_defaults(handler=cmd_validate_collectives)
     p = val_sub.add_parser("bands", parents=[common],
                            help="the model's error bands by regime (task, model kind, "
                            "architecture): what estimates report under 'error band'")

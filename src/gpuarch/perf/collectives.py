@@ -108,10 +108,16 @@ class Link:
     # the architecture (``nvls_for``); 0 = none
     nvls_efficiency: float = 0.0
 
-    def effective(self, eff: Efficiency) -> float:
+    def effective(self, eff: Efficiency, ranks: Num | None = None) -> Num:
+        """Bus bandwidth (bytes/s) of a collective on this link; over NVLink with ``ranks``
+        GPUs of one node taking part, the smaller share a small group reaches
+        (``Efficiency.nvlink_small_group``)."""
         factor = {Fabric.NVLINK: eff.nvlink_bus, Fabric.PCIE: eff.pcie_bus,
                   Fabric.NETWORK: eff.network_bus}[self.fabric]
-        return self.bandwidth * factor
+        if ranks is None or self.fabric is not Fabric.NVLINK:
+            return self.bandwidth * factor
+        return self.bandwidth * factor * (1.0 - eff.nvlink_small_group
+                                          / np.maximum(_float(ranks), 2.0))
 
 
 @dataclass(frozen=True)
@@ -347,14 +353,19 @@ def _terms(kind: Collective, size_bytes: Num, group: Group, eff: Efficiency,
     that cross the network) of one collective."""
     n = _float(group.size)
     size = _float(size_bytes)
-    intra_bw = group.intra.effective(eff)
+    # NCCL's collectives over a group of a node's GPUs reach the group's share of the link
+    # (measured); a pipeline send between two GPUs and a deduplicating dispatcher's own
+    # kernels (DeepEP, HybridEP), which NCCL does not run, the full-node share
+    link_bw = group.intra.effective(eff)
+    intra_bw = link_bw if kind is Collective.P2P else \
+        group.intra.effective(eff, np.minimum(n, _float(group.per_node)))
     nodes = _float(group.nodes)
     transfer = kind.traffic_factor(n) * size / intra_bw
     deduped = kind is Collective.ALL_TO_ALL and np.any(_float(dedupe_copies) > 0)
     if deduped:
         # each token once per other GPU its copies go to, not once per copy
         k = np.maximum(_float(dedupe_copies), 1.0)
-        per_rank = remote_nodes_per_token(k, n) / k * size / intra_bw
+        per_rank = remote_nodes_per_token(k, n) / k * size / link_bw
         transfer = _where(_float(dedupe_copies) > 0, per_rank, transfer)
     intra_steps = kind.steps(n)
     net_steps = 0.0 * intra_steps

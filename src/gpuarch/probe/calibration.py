@@ -230,7 +230,7 @@ def apply_calibration(cal: Calibration, eff: Efficiency, catalog: Catalog, produ
     ref = reference_calibration(product.key) if use_reference else None
     if ref is not None:
         changes, notes = _relative(cal, ref, eff, generation)
-        changes.update(_collective_changes(cal, link_bytes_s, link_fabric, notes))
+        changes.update(_collective_changes(cal, link_bytes_s, link_fabric, notes, eff))
         return eff.with_overrides(changes), notes
     changes = {}
     notes = {}
@@ -274,18 +274,25 @@ def apply_calibration(cal: Calibration, eff: Efficiency, catalog: Catalog, produ
     if copies:
         changes["memory"] = min(1.0, max(copies) / product.memory_bandwidth_bytes_s)
         notes["memory"] = f"measured device copy {from_si(max(copies), Unit.GB_S):.0f} GB/s"
-    changes.update(_collective_changes(cal, link_bytes_s, link_fabric, notes))
+    changes.update(_collective_changes(cal, link_bytes_s, link_fabric, notes, eff))
     return eff.with_overrides(changes), notes
 
 
 def _collective_changes(cal: Calibration, link_bytes_s: float | None, link_fabric: str,
-                        notes: dict[str, str]) -> dict[str, float]:
+                        notes: dict[str, str], eff: Efficiency) -> dict[str, float]:
     """The NVLink (or PCIe) bus efficiency from the largest measured all-reduce bus
-    bandwidth over the link's per-direction rate (no reference GPU measured collectives)."""
-    reduces = [to_si(c["busbw_gb_s"], Unit.GB_S) for c in cal.collectives
-               if c["op"] == "all_reduce"]
+    bandwidth over the link's per-direction rate (no reference GPU measured collectives).
+    Over NVLink the measurement is of a group of ``ranks`` GPUs, which reaches
+    ``1 - nvlink_small_group / ranks`` of the full-node share the parameter holds."""
+    reduces = [(to_si(c["busbw_gb_s"], Unit.GB_S), int(c.get("ranks", 0) or 0))
+               for c in cal.collectives if c["op"] == "all_reduce"]
     if not (reduces and link_bytes_s):
         return {}
+    busbw, ranks = max(reduces)
     key = "pcie_bus" if link_fabric == "pcie" else "nvlink_bus"
-    notes[key] = f"measured all-reduce bus bandwidth {from_si(max(reduces), Unit.GB_S):.0f} GB/s"
-    return {key: min(1.0, max(reduces) / link_bytes_s)}
+    notes[key] = f"measured all-reduce bus bandwidth {from_si(busbw, Unit.GB_S):.0f} GB/s"
+    share = busbw / link_bytes_s
+    if key == "nvlink_bus" and ranks >= 2:
+        share = share / (1.0 - eff.nvlink_small_group / ranks)
+        notes[key] += f" over {ranks} GPUs"
+    return {key: min(1.0, share)}

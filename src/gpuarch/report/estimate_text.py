@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from gpuarch.validation.nearest import PublishedFigure
 
 __all__ = [
+    "render_collectives",
     "render_inference",
     "render_inference_validation",
     "render_moe_kernels",
@@ -392,17 +393,20 @@ def render_ops_validation(s: OpSummary) -> str:
     return "\n".join(lines)
 
 
+def _ratio_cells(doc: Mapping[str, Any], part: str, count: str) -> list[str]:
+    """A summary group's count, median model/measured ratio and mean |ln ratio| for one
+    part (``{part}_{count}``, ``{part}_median_ratio``, ``{part}_mean_abs_log_ratio``)."""
+    median = doc[f"{part}_median_ratio"]
+    spread = doc[f"{part}_mean_abs_log_ratio"]
+    return [str(doc[f"{part}_{count}"]), "-" if median is None else f"{median:.2f}",
+            "-" if spread is None else f"{spread:.2f}"]
+
+
 def render_moe_kernels(summary: Sequence[Mapping[str, Any]]) -> str:
     """TensorRT-LLM's measured MoE layers beside the serving model's module, by GPU, shape
     and format (``validation.moe_kernels.summarize``)."""
-    def ratio(doc: Mapping[str, Any], part: str) -> list[str]:
-        median = doc[f"{part}_median_ratio"]
-        spread = doc[f"{part}_mean_abs_log_ratio"]
-        return [str(doc[f"{part}_layers"]), "-" if median is None else f"{median:.2f}",
-                "-" if spread is None else f"{spread:.2f}"]
-
-    rows = [[d["device"], d["shape"], d["format"], *ratio(d, "large"), *ratio(d, "small")]
-            for d in summary]
+    rows = [[d["device"], d["shape"], d["format"], *_ratio_cells(d, "large", "layers"),
+             *_ratio_cells(d, "small", "layers")] for d in summary]
     return "\n".join([
         "TensorRT-LLM 1.3.0rc20's MoE layers (NVIDIA aiconfigurator, balanced routing) beside "
         "the serving model's MoE module",
@@ -414,6 +418,31 @@ def render_moe_kernels(summary: Sequence[Mapping[str, Any]]) -> str:
         "Model/measured below 1: the model prices the module faster than TensorRT-LLM ran it.",
         "Source and what the comparison says: docs/performance-model.md, 'TensorRT-LLM's "
         "measured MoE layers'."])
+
+
+def render_collectives(summary: Sequence[Mapping[str, Any]], overall: Mapping[str, float]
+                       ) -> str:
+    """NCCL's measured collectives beside the collectives model, by GPU, collective and GPU
+    count, in three size bands (``validation.collectives.summarize``), and the mean |ln
+    ratio| of each band over every GPU (``overall``)."""
+    bands = ("latency", "middle", "bandwidth")
+    rows = [[d["device"], d["collective"], str(d["gpus"]),
+             *(cell for band in bands for cell in _ratio_cells(d, band, "sizes"))]
+            for d in summary]
+    heads = ["GPU", "Collective", "GPUs"]
+    for label in ("<128 KiB", "128 KiB-8 MiB", ">=8 MiB"):
+        heads += [f"n {label}", "Model/measured", "Mean |ln|"]
+    return "\n".join([
+        "NCCL collectives inside one NVLink domain (NVIDIA aiconfigurator's measurements) "
+        "beside the collectives model",
+        "",
+        table(heads, rows, right=[False, False] + [True] * 10),
+        "",
+        "mean |ln(model/measured)| over every GPU: " + ", ".join(
+            f"{band} {overall[band]:.3f}" for band in bands),
+        "Model/measured below 1: the model prices the collective faster than NCCL ran it.",
+        "Source and what the comparison says: docs/performance-model.md, 'NCCL's measured "
+        "collectives'."])
 
 
 def render_inference_validation(s: InferenceSummary, explain: bool = False) -> str:

@@ -44,6 +44,7 @@ API_COMMANDS: dict[str, list[str]] = {
     "validate/bands": ["validate", "bands"],
     "validate/ops": ["validate", "ops"],
     "validate/moe-kernels": ["validate", "moe-kernels"],
+    "validate/collectives": ["validate", "collectives"],
 }
 """API path -> the gpuarch command it runs."""
 
@@ -162,7 +163,8 @@ nav a{{margin-right:1rem}} .err{{color:#a00}}</style></head><body><nav><a href="
 <a href="/estimate/train">train</a><a href="/estimate/infer">infer</a>
 <a href="/advise/train">advise train</a><a href="/advise/infer">advise infer</a>
 <a href="/validate/bands">error bands</a> <a href="/validate/ops">operators</a>
-<a href="/validate/moe-kernels">MoE kernels</a></nav>
+<a href="/validate/moe-kernels">MoE kernels</a>
+<a href="/validate/collectives">collectives</a></nav>
 <h1>{title}</h1>{body}</body></html>"""
 
 _FORMS: dict[str, tuple[str, list[tuple[str, str]]]] = {
@@ -200,6 +202,7 @@ _FORMS: dict[str, tuple[str, list[tuple[str, str]]]] = {
                      [("kind", "")]),
     "validate/moe-kernels": ("TensorRT-LLM's measured MoE layers beside the model's MoE module",
                              []),
+    "validate/collectives": ("NCCL's measured collectives beside the collectives model", []),
 }
 
 
@@ -339,7 +342,7 @@ def create_app() -> Flask:
         params: dict[str, Any] = {k: v for k, v in request.args.items() if v != ""}
         body = _form(path, fields, request.args)
         if params or path in ("gpus", "evolution", "validate/bands", "validate/ops",
-                              "validate/moe-kernels"):
+                              "validate/moe-kernels", "validate/collectives"):
             # no input needed
             positional = _POSITIONAL.get(path)
             if path == "compare":

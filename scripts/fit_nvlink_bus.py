@@ -1,0 +1,79 @@
+"""Fit the NVLink bus efficiency of the collectives model on measured NCCL collectives.
+
+``Efficiency.nvlink_bus`` (the share of the per-direction NVLink rate a collective reaches
+when the group fills the node) and ``Efficiency.nvlink_small_group`` (how much less a small
+group reaches: ``nvlink_bus x (1 - nvlink_small_group / ranks)``) are chosen on a grid to
+minimise the mean |ln(model / measured)| of the all-gathers and reduce-scatters of 8 MiB and
+more that NVIDIA's aiconfigurator measured on NVSwitch systems
+(src/gpuarch/validation/data/nccl-nvlink.csv): the ring collectives that training's data-
+and tensor-parallel traffic runs, at the sizes where bandwidth, not latency, sets the time.
+Prints the best pair overall and per GPU family, and the fit's quality per family.
+
+    python scripts/fit_nvlink_bus.py [--devices h100_sxm,h200_sxm,...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from collections import defaultdict
+
+import numpy as np
+
+from gpuarch.catalog import load_catalog
+from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY
+from gpuarch.validation.collectives import (
+    band_of,
+    compare,
+    load_collective_rows,
+    mean_abs_log_ratio,
+)
+
+FAMILIES = {"a100_sxm": "Ampere (NVLink 3)", "h100_sxm": "Hopper (NVLink 4)",
+            "h200_sxm": "Hopper (NVLink 4)", "b200_sxm": "Blackwell (NVLink 5)",
+            "b300_sxm": "Blackwell (NVLink 5)", "gb200": "Blackwell (NVLink 5)",
+            "gb300": "Blackwell (NVLink 5)"}
+FITTED = ("all_gather", "reduce_scatter")
+BUS = np.round(np.arange(0.60, 0.951, 0.01), 2)
+SMALL = np.round(np.arange(0.0, 1.001, 0.02), 2)
+
+
+def fit(rows: list[dict[str, str]]) -> tuple[float, float, float]:
+    """(nvlink_bus, nvlink_small_group, mean |ln ratio|) that fit ``rows`` best."""
+    catalog = load_catalog()
+    best = (0.0, 0.0, float("inf"))
+    for bus in BUS:
+        for small in SMALL:
+            eff = dataclasses.replace(DEFAULT_EFFICIENCY, nvlink_bus=float(bus),
+                                      nvlink_small_group=float(small))
+            err = mean_abs_log_ratio(compare(catalog, eff, rows))
+            if err < best[2]:
+                best = (float(bus), float(small), err)
+    return best
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--devices", default=",".join(FAMILIES),
+                    help="the source's device names to fit on (default: all)")
+    args = ap.parse_args()
+    devices = set(args.devices.split(","))
+    rows = [r for r in load_collective_rows() if r["device"] in devices
+            and r["collective"] in FITTED and band_of(int(r["elements"])) == "bandwidth"]
+    bus, small, err = fit(rows)
+    print(f"all ({len(rows)} collectives): nvlink_bus {bus:.2f}, nvlink_small_group "
+          f"{small:.2f}, mean |ln(model/measured)| {err:.3f}")
+    by_family: dict[str, list[dict[str, str]]] = defaultdict(list)
+    for r in rows:
+        by_family[FAMILIES[r["device"]]].append(r)
+    eff = dataclasses.replace(DEFAULT_EFFICIENCY, nvlink_bus=bus, nvlink_small_group=small)
+    catalog = load_catalog()
+    for family, members in by_family.items():
+        own = fit(members)
+        shared = mean_abs_log_ratio(compare(catalog, eff, members))
+        print(f"{family} ({len(members)}): with the pair above {shared:.3f}; own best "
+              f"nvlink_bus {own[0]:.2f}, nvlink_small_group {own[1]:.2f} ({own[2]:.3f})")
+
+
+if __name__ == "__main__":
+    main()
