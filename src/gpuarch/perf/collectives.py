@@ -30,7 +30,8 @@ from gpuarch.perf.efficiency import Efficiency
 from gpuarch.units import Unit, to_si
 
 __all__ = ["Collective", "Fabric", "Group", "Link", "Num", "Protocol", "collective_time",
-           "link_for", "nccl_protocols", "remote_nodes_per_token", "scalar"]
+           "link_for", "nccl_protocols", "nvlink_latency_scale", "remote_nodes_per_token",
+           "scalar"]
 
 Num = Any
 """A float, or a NumPy array of floats: the formulas here serve one estimate and, over
@@ -107,6 +108,9 @@ class Link:
     # NVLink SHARP on an NVSwitch of Hopper or Blackwell GPUs: NCCL's nvlsEfficiency for
     # the architecture (``nvls_for``); 0 = none
     nvls_efficiency: float = 0.0
+    # NCCL's latencies (base and per hop) on this link's GPUs over NCCL's own table, as
+    # measured inside one NVLink domain (``nvlink_latency_scale``); 1 = the table's
+    latency_scale: float = 1.0
 
     def effective(self, eff: Efficiency, ranks: Num | None = None) -> Num:
         """Bus bandwidth (bytes/s) of a collective on this link; over NVLink with ``ranks``
@@ -146,12 +150,14 @@ def link_for(product: Product, system: System | None, pcie_x16_bytes_s: float | 
     if system is not None:
         fabric = Fabric.PCIE if system.intra_node_fabric == "pcie" else Fabric.NVLINK
         intra = Link(fabric, system.intra_node_bandwidth_bytes_s / 2,
-                     nvls_for(product, system))
+                     nvls_for(product, system),
+                     nvlink_latency_scale(product) if fabric is Fabric.NVLINK else 1.0)
         inter = (Link(Fabric.NETWORK, system.network_bandwidth_per_gpu_bytes_s)
                  if system.network_bandwidth_per_gpu_bytes_s else None)
         return intra, inter
     if product.nvlink_bandwidth_bytes_s:
-        return Link(Fabric.NVLINK, product.nvlink_bandwidth_bytes_s / 2), None
+        return Link(Fabric.NVLINK, product.nvlink_bandwidth_bytes_s / 2,
+                    latency_scale=nvlink_latency_scale(product)), None
     if pcie_x16_bytes_s:
         return Link(Fabric.PCIE, pcie_x16_bytes_s), None
     if not required:
@@ -210,6 +216,19 @@ def nvls_params(path: Path = NCCL_FILE) -> Nvls:
         raw = tomllib.load(fh)["nvls"]
     return Nvls(dict(raw["efficiency"]), float(raw["bandwidth_multiplier"]),
                 to_si(raw["latency_us"], Unit.US))
+
+
+@cache
+def _nvlink_latency_scales(path: Path = NCCL_FILE) -> dict[str, float]:
+    with path.open("rb") as fh:
+        return dict(tomllib.load(fh)["nvlink_latency"]["scale"])
+
+
+def nvlink_latency_scale(product: Product) -> float:
+    """How much longer NCCL's collectives take to start and to step inside one NVLink domain
+    of ``product``'s architecture than NCCL's latency table says, as measured
+    (``data/nccl.toml`` [nvlink_latency]); 1 for an architecture not measured."""
+    return _nvlink_latency_scales().get(product.architecture.lower(), 1.0)
 
 
 def nvls_for(product: Product, system: System | None) -> float:
@@ -303,12 +322,14 @@ def collective_time(kind: Collective, size_bytes: Num, group: Group, eff: Effici
         t = transfer + (intra_steps + net_steps) * eff.collective_latency_s
     else:
         intra = group.intra.fabric
+        # measured NCCL on this architecture's NVLink: base and NVLink hops scaled
+        scale = group.intra.latency_scale
         # arrays: skip the network term where no group spans nodes (most of a search)
         crosses = not isinstance(net_steps, np.ndarray) or bool(np.any(net_steps))
         tree = _tree_shape(group, n) if kind is Collective.ALL_REDUCE else None
         t = None
         for p in protocols:
-            tp = p.base_latency_s + intra_steps * p.hop_latency_s[intra] \
+            tp = scale * (p.base_latency_s + intra_steps * p.hop_latency_s[intra]) \
                 + transfer * (1.0 / p.bandwidth_factor)
             if crosses:
                 tp = tp + net_steps * p.hop_latency_s[Fabric.NETWORK]
@@ -341,8 +362,9 @@ def _tree_all_reduce(p: Protocol, transfer: Num, group: Group, tree: tuple[Num, 
     assert p.tree_base_latency_s is not None and p.tree_hop_latency_s is not None
     chain, depth = tree
     hops = p.tree_hop_latency_s
-    latency = p.tree_base_latency_s + 2 * (chain * hops[group.intra.fabric]
-                                           + depth * hops[Fabric.NETWORK])
+    scale = group.intra.latency_scale
+    latency = scale * (p.tree_base_latency_s + 2 * chain * hops[group.intra.fabric]) \
+        + 2 * depth * hops[Fabric.NETWORK]
     return latency + transfer * (1.0 / p.tree_bandwidth_factor)
 
 

@@ -136,24 +136,26 @@ class Efficiency:
     GEMM kernels alone reach 56-66% of the H100's BF16 peak at 2,048-4,096 tokens per
     expert (TransformerEngine pull request #2045)."""
 
-    nvlink_bus: float = 0.81
+    nvlink_bus: float = 0.82
     """NCCL bus bandwidth over NVLink/NVSwitch as a fraction of the per-direction link rate,
     for a group that fills the node (the limit as the group grows; a small group reaches
     less, ``nvlink_small_group``). Fitted with it on the collectives NCCL ran on NVSwitch
     systems as NVIDIA's aiconfigurator measured them (``gpuarch validate collectives``;
-    scripts/fit_nvlink_bus.py): the 266 all-gathers and reduce-scatters of 8 MiB to 512 MiB
-    over 2, 4 and 8 GPUs of A100, H100, H200, B200, B300, GB200 and GB300, mean
-    |ln(model/measured)| 0.116 (0.318 with the earlier assumed 0.80 for every group size,
+    scripts/fit_nvlink_bus.py, with NCCL's latencies scaled as measured per architecture,
+    perf/data/nccl.toml): the 266 all-gathers and reduce-scatters of 8 MiB to 512 MiB over
+    2, 4 and 8 GPUs of A100, H100, H200, B200, B300, GB200 and GB300, mean
+    |ln(model/measured)| 0.079 (0.318 with the earlier assumed 0.80 for every group size,
     when the model ran 2-GPU collectives 1.6x too fast). Per family the best pair differs
-    little: Ampere 0.72/0.72, Hopper 0.85/0.82, Blackwell 0.80/0.88."""
+    little: Ampere 0.74/0.70, Hopper 0.84/0.80, Blackwell 0.81/0.84."""
 
-    nvlink_small_group: float = 0.86
+    nvlink_small_group: float = 0.84
     """How much less of ``nvlink_bus`` a collective over few GPUs of one NVSwitch node
-    reaches: ``nvlink_bus x (1 - nvlink_small_group / ranks)``, 0.57 of it over 2 GPUs, 0.79
-    over 4, 0.89 over 8 (measured bus bandwidths at 512 MiB: Hopper all-gathers 0.57, 0.70,
+    reaches: ``nvlink_bus x (1 - nvlink_small_group / ranks)``, 0.58 of it over 2 GPUs, 0.79
+    over 4, 0.90 over 8 (measured bus bandwidths at 512 MiB: Hopper all-gathers 0.57, 0.70,
     0.75 of the link rate over 2, 4, 8 GPUs; Blackwell 0.49, 0.63, 0.69). Fitted with
-    ``nvlink_bus``. A pipeline send between two GPUs is not a group collective and takes
-    ``nvlink_bus`` as is."""
+    ``nvlink_bus``. A pipeline send between two GPUs and a deduplicating dispatcher's own
+    kernels (DeepEP, HybridEP) are not NCCL group collectives and take ``nvlink_bus`` as
+    is."""
 
     pcie_bus: float = 0.53
     """The same over PCIe (GPUs without NVLink, e.g. L40S servers, whose all-reduces cross
