@@ -12,7 +12,6 @@ stands, scripts/fit_nvlink_bus.py fits the NVLink bus efficiency on these rows).
 
 from __future__ import annotations
 
-import csv
 import math
 import statistics
 from collections import defaultdict
@@ -25,6 +24,7 @@ from gpuarch.catalog.loader import Catalog
 from gpuarch.perf.collectives import Collective, Group, collective_time, link_for, nccl_protocols
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.units import Unit, to_si
+from gpuarch.validation.measured import ModelOverMeasured, mean_abs_log_ratio, read_commented_csv
 
 __all__ = ["BANDS", "COLLECTIVES", "DEVICES", "NCCL_FILE", "SOURCE", "MeasuredCollective",
            "band_errors", "band_of", "compare", "load_collective_rows", "mean_abs_log_ratio",
@@ -58,7 +58,7 @@ def band_of(elements: int) -> str:
 
 
 @dataclass(frozen=True)
-class MeasuredCollective:
+class MeasuredCollective(ModelOverMeasured):
     """One measured collective and the model's time for it (seconds)."""
 
     device: str
@@ -68,17 +68,11 @@ class MeasuredCollective:
     measured_s: float
     model_s: float
 
-    @property
-    def ratio(self) -> float:
-        """Model over measured: above 1 the model is slower than NCCL ran."""
-        return self.model_s / self.measured_s
-
 
 @cache
 def load_collective_rows(path: Path = NCCL_FILE) -> tuple[dict[str, str], ...]:
     """The file's rows as read (comment lines skipped)."""
-    with path.open(encoding="utf-8") as f:
-        return tuple(csv.DictReader(line for line in f if not line.startswith("#")))
+    return read_commented_csv(path)
 
 
 def compare(catalog: Catalog, efficiency: Efficiency = DEFAULT_EFFICIENCY,
@@ -98,12 +92,6 @@ def compare(catalog: Catalog, efficiency: Efficiency = DEFAULT_EFFICIENCY,
         out.append(MeasuredCollective(r["device"], r["collective"], gpus, elements,
                                       to_si(float(r["latency_us"]), Unit.US), float(model)))
     return out
-
-
-def mean_abs_log_ratio(rows: Iterable[MeasuredCollective]) -> float:
-    """Mean |ln(model / measured)| (0.2: about 20% either way)."""
-    logs = [abs(math.log(r.ratio)) for r in rows]
-    return sum(logs) / len(logs)
 
 
 def summarize(rows: Iterable[MeasuredCollective]) -> list[dict[str, object]]:

@@ -12,8 +12,6 @@ serving model prices; its header names the source. Each row here is set beside
 
 from __future__ import annotations
 
-import csv
-import math
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable
@@ -25,6 +23,7 @@ from gpuarch.catalog.loader import Catalog
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.perf.quant import QuantFormat, QuantScheme
 from gpuarch.units import Unit, to_si
+from gpuarch.validation.measured import ModelOverMeasured, mean_abs_log_ratio, read_commented_csv
 from gpuarch.workloads.presets import preset
 
 __all__ = ["LARGE_TOKENS", "MOE_KERNELS_FILE", "SOURCE", "KernelRow", "compare",
@@ -64,7 +63,7 @@ scales alike."""
 
 
 @dataclass(frozen=True)
-class KernelRow:
+class KernelRow(ModelOverMeasured):
     """One measured MoE layer and the model's time for it (seconds)."""
 
     device: str
@@ -76,17 +75,11 @@ class KernelRow:
     measured_s: float
     model_s: float
 
-    @property
-    def ratio(self) -> float:
-        """Model over measured: above 1 the model is slower than TensorRT-LLM."""
-        return self.model_s / self.measured_s
-
 
 @cache
 def load_kernel_rows(path: Path = MOE_KERNELS_FILE) -> tuple[dict[str, str], ...]:
     """The file's rows as read (comment lines skipped)."""
-    with path.open(encoding="utf-8") as f:
-        return tuple(csv.DictReader(line for line in f if not line.startswith("#")))
+    return read_commented_csv(path)
 
 
 def compare(catalog: Catalog, efficiency: Efficiency = DEFAULT_EFFICIENCY,
@@ -110,12 +103,6 @@ def compare(catalog: Catalog, efficiency: Efficiency = DEFAULT_EFFICIENCY,
         out.append(KernelRow(r["device"], r["shape"], r["moe_dtype"], tp, ep, tokens,
                              to_si(float(r["latency_us"]), Unit.US), model))
     return out
-
-
-def mean_abs_log_ratio(rows: Iterable[KernelRow]) -> float:
-    """Mean |ln(model / measured)| (0.2: about 20% either way)."""
-    logs = [abs(math.log(r.ratio)) for r in rows]
-    return sum(logs) / len(logs)
 
 
 def summarize(rows: Iterable[KernelRow]) -> list[dict[str, object]]:

@@ -1,0 +1,43 @@
+"""What the validations that set measured times beside the model's own share: a commented
+CSV file's rows, a row's model/measured ratio and the mean |ln| of those ratios
+(``validation.moe_kernels``, ``validation.collectives``)."""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Protocol
+
+__all__ = ["HasRatio", "ModelOverMeasured", "mean_abs_log_ratio", "read_commented_csv"]
+
+
+class HasRatio(Protocol):
+    @property
+    def ratio(self) -> float: ...
+
+
+class ModelOverMeasured:
+    """A row with a measured time and the model's time for the same thing (seconds); the
+    dataclasses that use it declare the two fields."""
+
+    measured_s: float
+    model_s: float
+
+    @property
+    def ratio(self) -> float:
+        """Model over measured: above 1 the model is slower than the measurement."""
+        return self.model_s / self.measured_s
+
+
+def read_commented_csv(path: Path) -> tuple[dict[str, str], ...]:
+    """A CSV file's rows as read, its leading ``#`` comment lines (the source) skipped."""
+    with path.open(encoding="utf-8") as f:
+        return tuple(csv.DictReader(line for line in f if not line.startswith("#")))
+
+
+def mean_abs_log_ratio(rows: Iterable[HasRatio]) -> float:
+    """Mean |ln(model / measured)| (0.2: about 20% either way)."""
+    logs = [abs(math.log(r.ratio)) for r in rows]
+    return sum(logs) / len(logs)
