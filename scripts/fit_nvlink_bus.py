@@ -28,22 +28,22 @@ import gpuarch.perf.collectives as collectives
 from gpuarch.catalog import load_catalog
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY
 from gpuarch.validation.collectives import (
+    DEVICES,
     band_of,
     compare,
     load_collective_rows,
     mean_abs_log_ratio,
 )
 
-FAMILIES = {"a100_sxm": "Ampere (NVLink 3)", "h100_sxm": "Hopper (NVLink 4)",
-            "h200_sxm": "Hopper (NVLink 4)", "b200_sxm": "Blackwell (NVLink 5)",
-            "b300_sxm": "Blackwell (NVLink 5)", "gb200": "Blackwell (NVLink 5)",
-            "gb300": "Blackwell (NVLink 5)"}
-ARCHITECTURES = {"Ampere (NVLink 3)": "ampere", "Hopper (NVLink 4)": "hopper",
-                 "Blackwell (NVLink 5)": "blackwell"}
 LATENCY_SCALES = np.round(np.arange(0.6, 3.001, 0.1), 1)
 FITTED = ("all_gather", "reduce_scatter")
 BUS = np.round(np.arange(0.60, 0.951, 0.01), 2)
 SMALL = np.round(np.arange(0.0, 1.001, 0.02), 2)
+
+
+def architecture(device: str) -> str:
+    """The catalog's architecture (lower case) of one of the source's devices."""
+    return load_catalog().product(DEVICES[device]).architecture.lower()
 
 
 def fit(rows: list[dict[str, str]]) -> tuple[float, float, float]:
@@ -62,7 +62,7 @@ def fit(rows: list[dict[str, str]]) -> tuple[float, float, float]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--devices", default=",".join(FAMILIES),
+    ap.add_argument("--devices", default=",".join(DEVICES),
                     help="the source's device names to fit on (default: all)")
     args = ap.parse_args()
     devices = set(args.devices.split(","))
@@ -73,7 +73,7 @@ def main() -> None:
           f"{small:.2f}, mean |ln(model/measured)| {err:.3f}")
     by_family: dict[str, list[dict[str, str]]] = defaultdict(list)
     for r in rows:
-        by_family[FAMILIES[r["device"]]].append(r)
+        by_family[architecture(r["device"])].append(r)
     eff = dataclasses.replace(DEFAULT_EFFICIENCY, nvlink_bus=bus, nvlink_small_group=small)
     catalog = load_catalog()
     for family, members in by_family.items():
@@ -106,10 +106,10 @@ def main_latency(devices: set[str]) -> None:
     by_family: dict[str, list[dict[str, str]]] = defaultdict(list)
     for r in load_collective_rows():
         if r["device"] in devices and band_of(int(r["elements"])) != "bandwidth":
-            by_family[FAMILIES[r["device"]]].append(r)
+            by_family[architecture(r["device"])].append(r)
     catalog = load_catalog()
     for family, members in by_family.items():
-        scale, err = fit_latency(members, ARCHITECTURES[family])
+        scale, err = fit_latency(members, family)
         shipped = mean_abs_log_ratio(compare(catalog, rows=members))
         print(f"{family} ({len(members)} below 8 MiB): latency scale {scale:.1f}, mean |ln| "
               f"{err:.3f} (as shipped {shipped:.3f})")

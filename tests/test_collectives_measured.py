@@ -15,6 +15,7 @@ import pytest
 from gpuarch.catalog import load_catalog
 from gpuarch.cli.main import main
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY
+from gpuarch.units import Unit, from_si, to_si
 from gpuarch.validation.collectives import (
     COLLECTIVES,
     DEVICES,
@@ -59,8 +60,8 @@ def test_largest_all_gathers_read_as_plausible_bus_bandwidths() -> None:
     for r in load_collective_rows():
         if r["collective"] == "all_gather" and int(r["elements"]) == 2**28:
             n = int(r["gpus"])
-            busbw = (n - 1) / n * 2**28 * ELEMENT_BYTES / (float(r["latency_us"]) * 1e-6)
-            shares[(r["device"], n)] = busbw / (LINK_GB_S[r["device"]] * 1e9)
+            busbw = (n - 1) / n * 2**28 * ELEMENT_BYTES / to_si(float(r["latency_us"]), Unit.US)
+            shares[(r["device"], n)] = busbw / to_si(LINK_GB_S[r["device"]], Unit.GB_S)
     for (device, n), share in shares.items():
         if n == 8:
             assert 0.6 <= share <= 0.85, (device, share)
@@ -98,7 +99,7 @@ def test_measured_latency_scales_by_architecture() -> None:
     small = {r.device: r for r in compare(CATALOG) if r.collective == "all_gather"
              and r.gpus == 8 and r.elements == 512}
     for device, measured_us in (("h100_sxm", 10.4), ("b200_sxm", 16.2), ("a100_sxm", 15.0)):
-        assert small[device].measured_s * 1e6 == pytest.approx(measured_us, abs=0.5)
+        assert from_si(small[device].measured_s, Unit.US) == pytest.approx(measured_us, abs=0.5)
         assert small[device].ratio == pytest.approx(1.0, abs=0.15), device
 
 

@@ -425,12 +425,14 @@ def render_collectives(summary: Sequence[Mapping[str, Any]], overall: Mapping[st
     """NCCL's measured collectives beside the collectives model, by GPU, collective and GPU
     count, in three size bands (``validation.collectives.summarize``), and the mean |ln
     ratio| of each band over every GPU (``overall``)."""
-    bands = ("latency", "middle", "bandwidth")
+    from gpuarch.validation.collectives import BANDS
+
+    bands = [name for name, _, _, _ in BANDS]
     rows = [[d["device"], d["collective"], str(d["gpus"]),
              *(cell for band in bands for cell in _ratio_cells(d, band, "sizes"))]
             for d in summary]
     heads = ["GPU", "Collective", "GPUs"]
-    for label in ("<128 KiB", "128 KiB-8 MiB", ">=8 MiB"):
+    for _, _, _, label in BANDS:
         heads += [f"n {label}", "Model/measured", "Mean |ln|"]
     return "\n".join([
         "NCCL collectives inside one NVLink domain (NVIDIA aiconfigurator's measurements) "

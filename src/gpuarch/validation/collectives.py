@@ -47,14 +47,16 @@ COLLECTIVES = {"all_gather": Collective.ALL_GATHER, "reduce_scatter": Collective
 ELEMENT_BYTES = 2.0
 """Bytes of one of the source's elements (16-bit)."""
 
-BANDS = (("latency", 0, 2**16), ("middle", 2**16, 2**22), ("bandwidth", 2**22, math.inf))
-"""Buffer sizes in elements: up to 128 KiB a collective's time is its latency, from 8 MiB on
-its bandwidth; between, both."""
+BANDS = (("latency", 0, 2**16, "<128 KiB"), ("middle", 2**16, 2**22, "128 KiB-8 MiB"),
+         ("bandwidth", 2**22, math.inf, ">=8 MiB"))
+"""Size bands: name, buffer size in elements from and below, and the buffer in bytes as
+printed. Below 128 KiB a collective's time is its latency, from 8 MiB on its bandwidth;
+between, both."""
 
 
 def band_of(elements: int) -> str:
     """The size band (``BANDS``) a buffer of ``elements`` 16-bit elements falls in."""
-    return next(name for name, lo, hi in BANDS if lo <= elements < hi)
+    return next(name for name, lo, hi, _ in BANDS if lo <= elements < hi)
 
 
 @dataclass(frozen=True)
@@ -105,7 +107,7 @@ def summarize(rows: Iterable[MeasuredCollective]) -> list[dict[str, object]]:
     for (device, collective, gpus), members in sorted(
             groups.items(), key=lambda kv: (order.index(kv[0][0]), kv[0][1], kv[0][2])):
         doc: dict[str, object] = {"device": device, "collective": collective, "gpus": gpus}
-        for name, _, _ in BANDS:
+        for name, _, _, _ in BANDS:
             part = [r for r in members if band_of(r.elements) == name]
             doc[f"{name}_sizes"] = len(part)
             doc[f"{name}_median_ratio"] = statistics.median(r.ratio for r in part) \
@@ -119,4 +121,4 @@ def band_errors(rows: Iterable[MeasuredCollective]) -> dict[str, float]:
     """Mean |ln(model / measured)| of each size band (``BANDS``) over every row in it."""
     rows = list(rows)
     return {name: mean_abs_log_ratio([r for r in rows if band_of(r.elements) == name])
-            for name, _, _ in BANDS}
+            for name, _, _, _ in BANDS}
