@@ -219,14 +219,16 @@ def test_validation_error_does_not_regress() -> None:
     else refitted, to 11.0% / 8.9% / 13.4% over 125 / 87.9% over 272: the runs with TP or CP
     of 2 and 4 on one node a little slower; NCCL's latencies scaled as measured per
     architecture (Ampere 1.5, Hopper 0.9, Blackwell 1.4) and the pair refitted with them
-    (0.82, 0.84) to 10.9% / 8.9% / 13.3% / 87.9%.)"""
+    (0.82, 0.84) to 10.9% / 8.9% / 13.3% / 87.9%; the MLPerf GPT-OSS-20B runs' context
+    parallelism priced as the all-to-all their reference runs (cp_comm_type a2a), nothing
+    refitted, to 10.7% / 8.9% / 12.9% / 87.9%.)"""
     summary = validate_training(CATALOG)
     assert len(summary.rows) >= 272
-    assert summary.mean_abs_error <= 0.109  # 10.9% over 272 points
+    assert summary.mean_abs_error <= 0.108  # 10.7% over 272 points
     in_sample = [abs(r.error) for r in summary.rows if not r.out_of_sample]
     assert sum(in_sample) / len(in_sample) <= 0.090  # 8.9% over 147
     out = [abs(r.error) for r in summary.rows if r.out_of_sample]
-    assert sum(out) / len(out) <= 0.134  # 13.3% over 125
+    assert sum(out) / len(out) <= 0.130  # 12.9% over 125
     assert summary.by("gpu")["a100-sxm4-80gb"] <= 0.07
     within_20 = sum(abs(r.error) <= 0.20 for r in summary.rows) / len(summary.rows)
     assert within_20 >= 0.878  # 87.9%

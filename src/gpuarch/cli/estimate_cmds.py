@@ -125,6 +125,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         pp_edge_layers=args.pp_edge_layers, pp_layout=args.pp_layout,
         mtp_layers=args.mtp_layers,
         ep_dispatcher=args.ep_dispatcher, ep_comm_overlap=args.ep_comm_overlap,
+        cp_comm_type=args.cp_comm_type,
         expert_launches=args.expert_launches, moe_imbalance=args.moe_imbalance,
         attention_kernel=args.attention_kernel,
         recompute=args.recompute or Recompute.NONE,
@@ -613,6 +614,12 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                    help="partial CUDA graphs over attention and the MoE router and "
                         "preprocessing (Megatron cuda_graph_impl transformer_engine): no "
                         "per-layer host wait of the dropless dispatcher")
+    p.add_argument("--cp-comm-type", default="p2p", metavar="p2p|all_gather|a2a",
+                   help="how context-parallel ranks exchange attention inputs (Megatron "
+                        "--cp-comm-type): p2p (default: a ring of key/value chunks, largely "
+                        "hidden behind the attention), all_gather (keys and values gathered "
+                        "before the attention, not hidden) or a2a (all-to-alls of queries, "
+                        "keys, values and output, not hidden; heads must divide over CP)")
     p.add_argument("--ep-dispatcher", default="alltoall", metavar="alltoall|deepep",
                    help="MoE token dispatcher: alltoall (default: every routed copy of a "
                         "token sent on its own) or deepep (DeepEP/HybridEP: a token crosses "

@@ -81,6 +81,7 @@ from gpuarch.workloads.shape import FfnKind, TransformerShape
 __all__ = [
     "COMMUNICATION_PARTS",
     "COMPUTE_PARTS",
+    "CP_COMM_TYPES",
     "EP_DISPATCHERS",
     "EXPERT_LAUNCHES",
     "FRAMEWORK_RESERVE_BYTES",
@@ -110,6 +111,15 @@ probabilities (2 + 2); Korthikanti et al. 2022, section 4.1, list the same tenso
 
 EP_DISPATCHERS = ("alltoall", "deepep")
 """MoE token dispatchers: every routed copy sent on its own, or deduplicated by node."""
+
+CP_COMM_TYPES = ("p2p", "all_gather", "a2a")
+"""How context-parallel ranks exchange attention inputs (Megatron-Core's ``--cp-comm-type``,
+Transformer Engine's ``cp_comm_type``): "p2p" passes key/value chunks around a ring while
+each chunk's attention runs (the exchange largely hidden, ``Efficiency.cp_comm_exposed``);
+"all_gather" gathers every rank's keys and values before the attention core, which waits
+for them; "a2a" (DeepSpeed-Ulysses style) swaps the sequence split for a head split with an
+all-to-all of the queries, keys and values before the core and of its output after it, in
+the forward pass and again for their gradients in the backward, none of it overlapped."""
 
 EXPERT_LAUNCHES = ("per-expert", "grouped", "fused-mlp")
 """How a GPU's expert GEMMs are launched: one GEMM (and, in low precision, one quantization)
@@ -187,6 +197,8 @@ class TrainingConfig:
     # once per destination node and NVLink once per destination GPU (the flex dispatcher
     # with DeepEP or HybridEP)
     ep_dispatcher: str = "alltoall"
+    # how context-parallel ranks exchange attention inputs (CP_COMM_TYPES)
+    cp_comm_type: str = "p2p"
     # the grouped expert GEMMs launched per local expert (TE's multi-stream cuBLASLt, the
     # default) or as one grouped kernel: the host's launch floor counts one expert then
     expert_launches: str = "per-expert"
@@ -317,6 +329,18 @@ class TrainingConfig:
         if self.zero not in (0, 1, 2, 3):
             raise GpuarchError(f"--zero: expected 0, 1, 2 or 3, got {self.zero!r}")
         check_choice("--ep-dispatcher", self.ep_dispatcher, EP_DISPATCHERS)
+        check_choice("--cp-comm-type", self.cp_comm_type, CP_COMM_TYPES)
+        if self.cp_comm_type == "a2a" and self.cp > 1:
+            # the all-to-all hands each rank whole heads: every tensor-parallel rank's query
+            # and key/value heads must split evenly over the CP ranks
+            core_kv, _ = attention_core_dims(shape)
+            for label, count in (("heads", shape.heads), ("KV heads", core_kv)):
+                local = count // self.tp
+                if local % self.cp:
+                    raise GpuarchError(
+                        f"--cp-comm-type a2a: the {label} on each tensor-parallel rank "
+                        f"({count} / TP {self.tp} = {local}) do not divide over CP {self.cp};"
+                        " use --cp-comm-type p2p or all_gather")
         check_choice("--expert-launches", self.expert_launches, EXPERT_LAUNCHES)
         check_choice("--attention-kernel", self.attention_kernel, ATTENTION_KERNELS)
         if self.fsdp_prefetch and self.zero != 3:
@@ -779,7 +803,16 @@ def _one_layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device,
     core_kv, core_dim = attention_core_dims(s)
     kv_bytes = 2 * cfg.micro_batch * cfg.seq_len * np.maximum(1, core_kv // cfg.tp) \
         * core_dim * element
-    cp_ag = eff.cp_comm_exposed * _nccl(Collective.ALL_GATHER, kv_bytes, cp_group, eff)
+    if cfg.cp_comm_type == "a2a":
+        # queries, keys and values in, the core's output back: each GPU's own tokens over
+        # its tensor-parallel share of the heads, the same again in the backward pass
+        q_dim = s.heads * core_dim
+        swapped = tokens * (2 * q_dim + 2 * core_kv * core_dim) / cfg.tp * element
+        cp_ag = _nccl(Collective.ALL_TO_ALL, swapped, cp_group, eff)
+    else:
+        share = eff.cp_comm_exposed if cfg.cp_comm_type == "p2p" else 1.0
+        cp_ag = share * _nccl(Collective.ALL_GATHER, kv_bytes, cp_group, eff)
+    cp_ag = np.where(cfg.cp > 1, cp_ag, 0.0)
     exposed = tp_share * tp_ar + cp_ag
     exposed_fwd = exposed_bwd = exposed
     a2a: Num = 0.0
@@ -1323,6 +1356,7 @@ def estimate_training(
             "cuda_graphs": cfg.cuda_graphs,
             "dispatcher_wait_s": cfg.dispatcher_wait_s,
             "ep_dispatcher": cfg.ep_dispatcher if shape.is_moe else None,
+            "cp_comm_type": cfg.cp_comm_type if cfg.cp > 1 else None,
             "expert_launches": cfg.expert_launches if shape.is_moe else None,
             "ep_comm_overlap": cfg.ep_comm_overlap,
             "moe_imbalance": cfg.moe_imbalance if shape.is_moe else None,

@@ -80,7 +80,10 @@ def render_training(e: TrainingEstimate, band: Band | None = None,
     ``remedies`` (a run that does not fit), what single changes would make it fit; with
     ``near`` (``validation.nearest.nearest``), the published runs closest to it."""
     p = e.parallelism
-    layout = (f"TP{p['tp']} PP{p['pp']} CP{p['cp']} DP{p['dp']}"
+    cp_kind = p.get("cp_comm_type")
+    layout = (f"TP{p['tp']} PP{p['pp']} CP{p['cp']}"
+              + (f"({cp_kind})" if cp_kind not in (None, "p2p") else "")
+              + f" DP{p['dp']}"
               + (f" EP{p['ep']}" if p["ep"] > 1 else "")
               + (f" ETP{p['etp']}" if p.get("etp") and p["etp"] != p["tp"] else "")
               + (" token-drop" if p.get("moe_token_drop") else "")

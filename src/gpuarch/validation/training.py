@@ -22,6 +22,7 @@ from gpuarch.catalog.model import System
 from gpuarch.errors import GpuarchError
 from gpuarch.estimate.memory import Recompute
 from gpuarch.estimate.training import (
+    CP_COMM_TYPES,
     EP_DISPATCHERS,
     EXPERT_LAUNCHES,
     TrainingConfig,
@@ -136,6 +137,7 @@ def point_config(point: TrainingPoint, system: System | None) -> TrainingConfig:
         dispatcher_wait_s=None if point.get("dispatcher_wait_us") is None
         else to_si(float(point.get("dispatcher_wait_us")), Unit.US),
         ep_dispatcher=str(point.get("ep_dispatcher", EP_DISPATCHERS[0])),
+        cp_comm_type=str(point.get("cp_comm_type", CP_COMM_TYPES[0])),
         expert_launches=str(point.get("expert_launches", EXPERT_LAUNCHES[0])),
         ep_comm_overlap=bool(point.get("ep_comm_overlap", False)),
         pp_edge_layers=bool(point.get("pp_edge_layers", False)),
