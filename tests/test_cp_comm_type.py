@@ -87,8 +87,11 @@ def test_a2a_needs_heads_that_divide_over_cp() -> None:
     rank do not split over CP 8."""
     with pytest.raises(GpuarchError, match=r"--cp-comm-type a2a: the KV heads .* CP 16"):
         _est(gpus=16, global_batch=1, cp=16, cp_comm_type="a2a", gpus_per_node=16)
-    with pytest.raises(GpuarchError, match=r"8 / TP 2 = 4\) do not divide over CP 8"):
+    with pytest.raises(GpuarchError, match=r"8 / TP 2: 4\) do not divide over CP 8"):
         _est(gpus=16, global_batch=1, tp=2, cp=8, cp_comm_type="a2a", gpus_per_node=16)
+    # KV heads replicated where TP exceeds them: one a rank, which CP 2 cannot split
+    with pytest.raises(GpuarchError, match=r"KV heads .*8 / TP 16: 1\) do not divide over CP 2"):
+        _est(gpus=32, global_batch=1, tp=16, cp=2, cp_comm_type="a2a", gpus_per_node=32)
     # the ring and the all-gather take any split
     assert _est(gpus=16, global_batch=1, cp=16, gpus_per_node=16).step_time_s > 0
     with pytest.raises(GpuarchError, match=r"--cp-comm-type: expected one of p2p, "

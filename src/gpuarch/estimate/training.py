@@ -332,14 +332,15 @@ class TrainingConfig:
         check_choice("--cp-comm-type", self.cp_comm_type, CP_COMM_TYPES)
         if self.cp_comm_type == "a2a" and self.cp > 1:
             # the all-to-all hands each rank whole heads: every tensor-parallel rank's query
-            # and key/value heads must split evenly over the CP ranks
+            # and key/value heads (at least one, replicated where TP exceeds them) must split
+            # evenly over the CP ranks
             core_kv, _ = attention_core_dims(shape)
             for label, count in (("heads", shape.heads), ("KV heads", core_kv)):
-                local = count // self.tp
+                local = max(1, count // self.tp)
                 if local % self.cp:
                     raise GpuarchError(
                         f"--cp-comm-type a2a: the {label} on each tensor-parallel rank "
-                        f"({count} / TP {self.tp} = {local}) do not divide over CP {self.cp};"
+                        f"({count} / TP {self.tp}: {local}) do not divide over CP {self.cp};"
                         " use --cp-comm-type p2p or all_gather")
         check_choice("--expert-launches", self.expert_launches, EXPERT_LAUNCHES)
         check_choice("--attention-kernel", self.attention_kernel, ATTENTION_KERNELS)
@@ -806,8 +807,8 @@ def _one_layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device,
     if cfg.cp_comm_type == "a2a":
         # queries, keys and values in, the core's output back: each GPU's own tokens over
         # its tensor-parallel share of the heads, the same again in the backward pass
-        q_dim = s.heads * core_dim
-        swapped = tokens * (2 * q_dim + 2 * core_kv * core_dim) / cfg.tp * element
+        heads = (2 * s.heads / cfg.tp + 2 * np.maximum(1, core_kv // cfg.tp))
+        swapped = tokens * heads * core_dim * element
         cp_ag = _nccl(Collective.ALL_TO_ALL, swapped, cp_group, eff)
     else:
         share = eff.cp_comm_exposed if cfg.cp_comm_type == "p2p" else 1.0
