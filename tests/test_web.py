@@ -48,6 +48,8 @@ def client() -> Any:
     ("/api/estimate/train?model=qwen3-30b-a3b&gpu=h100&gpus=8&ep=8&seq_len=4096"
      "&global_batch=64&recompute=selective&recompute_modules=moe_act,layernorm",
      "step_time_s"),
+    ("/api/estimate/train?model=llama-3.1-8b&gpu=h100&gpus=8&cp=2&cp_comm_type=a2a"
+     "&seq_len=8192&global_batch=8", "step_time_s"),
     ("/api/advise/train?gpu=h100&max_gpus=16&tokens=1e10", "top"),
     ("/api/advise/infer?gpu=h100,l40s&rate=2&tpot_ms=60", "pareto"),
     ("/api/advise/infer?gpu=h100&rate=2&max_gpus=8&disaggregated=true", "pareto"),
@@ -88,6 +90,8 @@ def test_api_matches_the_command_line(client: Any, capsys: pytest.CaptureFixture
     ("/api/nope", 404, "no endpoint"),
     ("/api/estimate/train?model=llama-3.1-8b&gpu=h100&gpus=8&seq_len=4096&global_batch=64"
      "&recompute=full&recompute_modules=mlp", 400, "needs --recompute selective"),
+    ("/api/estimate/train?model=llama-3.1-8b&gpu=h100&gpus=16&cp=16&cp_comm_type=a2a"
+     "&seq_len=8192&global_batch=1&gpus_per_node=16", 400, "KV heads on each tensor-parallel"),
     ("/api/validate/bands?fresh=1", 400, "fresh: not available over the web"),
     ("/api/validate/ops?file=/etc/passwd", 400, "file: not available over the web"),
     ("/api/estimate/infer?model=llama-3.1-8b&gpu=h100&input_len=512&output_len=64&batch=8"
