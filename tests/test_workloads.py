@@ -284,6 +284,37 @@ LLAMA4_TEXT = {"attention_chunk_size": 8192, "head_dim": 128, "hidden_size": 512
                "model_type": "llama4_text"}
 
 
+def test_hf_glm4_moe(tmp_path: Path) -> None:
+    """GLM-4.5's family (model_type glm4_moe): DeepSeek-style experts (routed, one shared,
+    the first layers dense) under grouped-query attention with biased projections and a
+    head width of its own. With GLM-4.5-Air's config.json values (zai-org/GLM-4.5-Air: 46
+    layers, the first dense; 128 experts of 1,408, top 8, one shared; 96 heads of 128, 8 KV
+    heads) the count is, to the parameter: embedding and LM head 2 x 151,552 x 4,096;
+    attention 46 x (4,096 x 12,288 x 2 + 4,096 x 1,024 x 2 + 12,288 + 2,048); the dense
+    layer 3 x 4,096 x 10,944; experts 45 x 128 x 3 x 4,096 x 1,408, the shared one 45 x 3 x
+    4,096 x 1,408, routers 45 x 128 x 4,096; norms 46 x 2 x 4,096 + 4,096. That is within 1%
+    of the model card's "106B total parameters" (its multi-token-prediction layer, which
+    the config adds as num_nextn_predict_layers, is not part of the model shape)."""
+    air = {"model_type": "glm4_moe", "architectures": ["Glm4MoeForCausalLM"],
+           "hidden_size": 4096, "intermediate_size": 10944, "moe_intermediate_size": 1408,
+           "num_attention_heads": 96, "num_key_value_heads": 8, "head_dim": 128,
+           "num_hidden_layers": 46, "first_k_dense_replace": 1, "n_routed_experts": 128,
+           "n_shared_experts": 1, "num_experts_per_tok": 8, "n_group": 1, "topk_group": 1,
+           "attention_bias": True, "use_qk_norm": False, "partial_rotary_factor": 0.5,
+           "num_nextn_predict_layers": 1, "vocab_size": 151552, "tie_word_embeddings": False,
+           "max_position_embeddings": 131072}
+    shape = shape_from_hf_config(_write(tmp_path, air))
+    assert (shape.experts, shape.experts_per_token, shape.shared_experts) == (128, 8, 1)
+    assert (shape.dense_layers, shape.moe_ffn_hidden, shape.head_dim) == (1, 1408, 128)
+    assert shape.qkv_bias and not shape.bias and shape.expert_groups == 0
+    attention = 46 * (4096 * 12288 * 2 + 4096 * 1024 * 2 + 12288 + 2048)
+    expected = (2 * 151552 * 4096 + attention + 3 * 4096 * 10944
+                + 45 * 128 * 3 * 4096 * 1408 + 45 * 3 * 4096 * 1408 + 45 * 128 * 4096
+                + 46 * 2 * 4096 + 4096)
+    assert count_params(shape).total == expected == 106_852_245_504
+    assert expected / 1e9 == pytest.approx(106, rel=0.01)
+
+
 def test_hf_llama4_configs(tmp_path: Path) -> None:
     """Llama 4 configs (text_config of a llama4 config.json, as published): Maverick's
     (128 experts on every other layer) gives the preset's shape, 400.7B parameters; Scout's

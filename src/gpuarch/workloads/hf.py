@@ -1,7 +1,8 @@
 """Read a local Hugging Face ``config.json`` (offline) into a :class:`TransformerShape`.
 
 Supported families (by ``model_type``): llama, llama4 / llama4_text, mistral, mixtral, qwen2,
-qwen3, qwen3_moe, gemma, deepseek_v3 / deepseek_v2, kimi_k2, gpt_oss, gpt2, nemotron.
+qwen3, qwen3_moe, gemma, deepseek_v3 / deepseek_v2, kimi_k2, gpt_oss, glm4_moe (GLM-4.5 to
+4.7), gpt2, nemotron.
 Unknown families are refused with the type named, rather than guessed. Sliding-window
 attention is read from ``layer_types`` (layers marked ``sliding_attention``) where the config
 lists them, else from ``sliding_window`` for every layer unless ``use_sliding_window`` is
@@ -26,7 +27,7 @@ from gpuarch.workloads.shape import (
 __all__ = ["SUPPORTED_MODEL_TYPES", "read_json_object", "shape_from_hf_config"]
 
 _LLAMA_LIKE = {"llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe", "gemma",
-               "deepseek_v2", "deepseek_v3", "kimi_k2", "gpt_oss"}
+               "deepseek_v2", "deepseek_v3", "kimi_k2", "gpt_oss", "glm4_moe"}
 _MLA = {"deepseek_v2", "deepseek_v3", "kimi_k2"}  # multi-head latent attention families
 _LLAMA4 = {"llama4", "llama4_text"}
 SUPPORTED_MODEL_TYPES = frozenset(_LLAMA_LIKE | _LLAMA4 | {"gpt2", "nemotron"})
