@@ -57,6 +57,7 @@ from gpuarch.perf.roofline import (
     moe_permute,
     op_kind,
     op_time,
+    where,
 )
 from gpuarch.perf.sibling import sibling_notes
 from gpuarch.units import Unit, from_si
@@ -707,13 +708,13 @@ class _Runner:
                 if isinstance(op, Attention) and q_len > 1 else self.device
             time, compute = _split(op, device, self.expert_eff if expert else self.eff)
             if isinstance(op, Gemm) and (self.expert_peak if expert else self.peak).dequantize:
-                time = np.where(compute, time * (1 + self.eff.dequant_overhead), time)
+                time = where(compute, time * (1 + self.eff.dequant_overhead), time)
             self._add(op_kind(op), time)
             if skew != 1.0 and not (moe and op.name in GATHERED_OPS):
                 self._add("attention_dp_wait", time * (skew - 1.0))
                 time = time * skew
-            phase = phase + _Phase(compute=np.where(compute, time, 0.0),
-                                   memory=np.where(compute, 0.0, time))
+            phase = phase + _Phase(compute=where(compute, time, 0.0),
+                                   memory=where(compute, 0.0, time))
         tp_comm: Num = 0.0
         ep_comm: Num = 0.0
         if t > 1:
@@ -756,7 +757,7 @@ class _Runner:
         time, compute = _split(self._gemm(tokens, self.s.vocab // self.cfg.tp, self.s.hidden,
                                           "lm_head"), self.device, self.eff)
         self._add("lm_head", time)
-        return _Phase(compute=np.where(compute, time, 0.0), memory=np.where(compute, 0.0, time))
+        return _Phase(compute=where(compute, time, 0.0), memory=where(compute, 0.0, time))
 
     def experts_touched(self, tokens: Num) -> Num:
         """Expected distinct experts a layer's tokens are routed to (uniform routing)."""
