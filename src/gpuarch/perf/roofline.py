@@ -120,6 +120,8 @@ def mean_keys(seq_q: Num, seq_kv: Num, window: Num = 0) -> Num:
     positions (continuous approximation): the query at position p sees min(p, window) keys,
     so the mean is (F(seq_kv) - F(seq_kv - seq_q)) / seq_q with F the integral of
     min(x, window); without a window that is seq_kv - seq_q / 2."""
+    if not any(isinstance(x, np.ndarray) for x in (seq_q, seq_kv, window)):
+        return _mean_keys_one(float(seq_q), float(seq_kv), float(window))
     w = np.asarray(window, dtype=float)
     start = np.asarray(seq_kv, dtype=float) - seq_q
 
@@ -130,6 +132,18 @@ def mean_keys(seq_q: Num, seq_kv: Num, window: Num = 0) -> Num:
 
     keys = (integral(np.asarray(seq_kv, dtype=float)) - integral(start)) / seq_q
     return float(keys) if np.ndim(keys) == 0 else keys
+
+
+def _mean_keys_one(seq_q: float, seq_kv: float, window: float) -> float:
+    """``mean_keys`` for one query span, in plain floats (the same arithmetic)."""
+    def integral(p: float) -> float:
+        if window > 0:
+            capped = min(p, window)
+            if p > capped:
+                return capped**2 / 2 + (p - capped) * capped
+        return p**2 / 2
+
+    return (integral(seq_kv) - integral(seq_kv - seq_q)) / seq_q
 
 
 @dataclass(frozen=True)
