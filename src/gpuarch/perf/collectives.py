@@ -84,6 +84,18 @@ def _minimum(a: Num, b: Num) -> Num:
     return min(a, b)
 
 
+def _maximum(a: Num, b: Num) -> Num:
+    """``np.maximum`` that keeps scalars scalar."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return np.maximum(a, b)
+    return max(a, b)
+
+
+def _any(x: Num) -> bool:
+    """``np.any`` that skips NumPy for one value."""
+    return bool(np.any(x)) if isinstance(x, np.ndarray) else bool(x)
+
+
 def _where(cond: Num, a: Num, b: Num) -> Num:
     """``np.where`` that keeps scalars scalar."""
     if isinstance(cond, np.ndarray):
@@ -116,12 +128,14 @@ class Link:
         """Bus bandwidth (bytes/s) of a collective on this link; over NVLink with ``ranks``
         GPUs of one node taking part, the smaller share a small group reaches
         (``Efficiency.nvlink_small_group``)."""
-        factor = {Fabric.NVLINK: eff.nvlink_bus, Fabric.PCIE: eff.pcie_bus,
-                  Fabric.NETWORK: eff.network_bus}[self.fabric]
+        if self.fabric is Fabric.NVLINK:
+            factor = eff.nvlink_bus
+        else:
+            factor = eff.pcie_bus if self.fabric is Fabric.PCIE else eff.network_bus
         if ranks is None or self.fabric is not Fabric.NVLINK:
             return self.bandwidth * factor
         return self.bandwidth * factor * (1.0 - eff.nvlink_small_group
-                                          / np.maximum(_float(ranks), 2.0))
+                                          / _maximum(_float(ranks), 2.0))
 
 
 @dataclass(frozen=True)
@@ -380,19 +394,19 @@ def _terms(kind: Collective, size_bytes: Num, group: Group, eff: Efficiency,
     # kernels (DeepEP, HybridEP), which NCCL does not run, the full-node share
     link_bw = group.intra.effective(eff)
     intra_bw = link_bw if kind is Collective.P2P else \
-        group.intra.effective(eff, np.minimum(n, _float(group.per_node)))
+        group.intra.effective(eff, _minimum(n, _float(group.per_node)))
     nodes = _float(group.nodes)
     transfer = kind.traffic_factor(n) * size / intra_bw
-    deduped = kind is Collective.ALL_TO_ALL and np.any(_float(dedupe_copies) > 0)
+    deduped = kind is Collective.ALL_TO_ALL and _any(_float(dedupe_copies) > 0)
     if deduped:
         # each token once per other GPU its copies go to, not once per copy
-        k = np.maximum(_float(dedupe_copies), 1.0)
+        k = _maximum(_float(dedupe_copies), 1.0)
         per_rank = remote_nodes_per_token(k, n) / k * size / link_bw
         transfer = _where(_float(dedupe_copies) > 0, per_rank, transfer)
     intra_steps = kind.steps(n)
     net_steps = 0.0 * intra_steps
     spans = (nodes > 1) & (n > 1)
-    if np.any(spans):
+    if _any(spans):
         if group.inter is None:
             raise GpuarchError("the job spans several nodes but the system has no "
                                "inter-node network in the catalog; give --system with a "
@@ -406,8 +420,8 @@ def _terms(kind: Collective, size_bytes: Num, group: Group, eff: Efficiency,
             # intra-node link once per other GPU (sent to a local peer, or forwarded on the
             # receiving node); the dispatcher pipelines the two in chunks, network sends and
             # NVLink forwarding at once, so the slower sets the time
-            x_transfer = np.maximum(remote_nodes_per_token(k, nodes, *routing_groups) / k
-                                    * size / inter_bw, per_rank)
+            x_transfer = _maximum(remote_nodes_per_token(k, nodes, *routing_groups) / k
+                                  * size / inter_bw, per_rank)
             x_intra, x_net = g - 1 + 0 * n, nodes - 1
         elif kind is Collective.ALL_TO_ALL:
             # the share of the buffer for ranks in other nodes crosses the network
