@@ -27,8 +27,7 @@ class Precision(Enum):
     def bytes(self) -> float:
         """Bytes per element of GEMM operands (activations and compute-copy weights); NVFP4
         counts its per-16-element scale."""
-        return {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1,
-                "nvfp4": 0.5 + 1 / 16}[self.value]
+        return _PRECISION_BYTES[self._value_]
 
     @property
     def low_precision(self) -> bool:
@@ -39,7 +38,13 @@ class Precision(Enum):
     def activation_bytes(self) -> int:
         """Bytes per stored activation element: FP8 and NVFP4 training keep activations in
         16 bits."""
-        return 2 if self.low_precision else int(self.bytes)
+        return _ACTIVATION_BYTES[self._value_]
+
+
+_PRECISION_BYTES: dict[str, float] = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1,
+                                      "nvfp4": 0.5 + 1 / 16}
+_ACTIVATION_BYTES: dict[str, int] = {
+    p.value: 2 if p.low_precision else int(_PRECISION_BYTES[p.value]) for p in Precision}
 
 
 # Preferred peaks, best first: the first one the product publishes is used.

@@ -32,14 +32,11 @@ class QuantFormat(Enum):
 
     @property
     def bytes(self) -> float:
-        return {"fp16": 2.0, "bf16": 2.0, "fp8": 1.0, "int8": 1.0,
-                "int4": (4 + 32 / 128) / 8, "fp4": (4 + 8 / 16) / 8,
-                "mxfp4": (4 + 8 / 32) / 8}[self.value]
+        return _FORMAT_BYTES[self._value_]
 
     @property
     def bits(self) -> int:
-        return {"fp16": 16, "bf16": 16, "fp8": 8, "int8": 8, "int4": 4, "fp4": 4,
-                "mxfp4": 4}[self.value]
+        return _FORMAT_BITS[self._value_]
 
     @property
     def is_float4(self) -> bool:
@@ -49,6 +46,13 @@ class QuantFormat(Enum):
     @property
     def is_16bit(self) -> bool:
         return self.bits == 16
+
+
+_FORMAT_BYTES: dict[str, float] = {"fp16": 2.0, "bf16": 2.0, "fp8": 1.0, "int8": 1.0,
+                                   "int4": (4 + 32 / 128) / 8, "fp4": (4 + 8 / 16) / 8,
+                                   "mxfp4": (4 + 8 / 32) / 8}
+_FORMAT_BITS: dict[str, int] = {"fp16": 16, "bf16": 16, "fp8": 8, "int8": 8, "int4": 4,
+                                "fp4": 4, "mxfp4": 4}
 
 
 _NATIVE: dict[QuantFormat, PeakKey] = {
