@@ -108,8 +108,11 @@ class Attention:
         q_and_o = element * 2 * self.batch * self.seq_q * self.heads * self.head_dim \
             * self.share
         kv_el = self.kv_element if self.kv_element is not None else element
-        held = np.where(np.asarray(self.window) > 0, np.minimum(self.seq_kv, self.window),
-                        self.seq_kv)
+        if isinstance(self.window, np.ndarray) or isinstance(self.seq_kv, np.ndarray):
+            held = np.where(np.asarray(self.window) > 0, np.minimum(self.seq_kv, self.window),
+                            self.seq_kv)
+        else:
+            held = min(self.seq_kv, self.window) if self.window > 0 else self.seq_kv
         kv = kv_el * 2 * self.batch * held * self.kv_heads * self.head_dim
         traffic = q_and_o + kv
         return 2 * traffic if self.backward else traffic
