@@ -46,6 +46,7 @@ from gpuarch.perf.collectives import (
     nvls_for,
 )
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
+from gpuarch.perf.num import where
 from gpuarch.perf.precision import Precision, matmul_peak
 from gpuarch.perf.quant import GemmPeak, QuantFormat, QuantScheme, gemm_peak
 from gpuarch.perf.roofline import (
@@ -57,7 +58,6 @@ from gpuarch.perf.roofline import (
     moe_permute,
     op_kind,
     op_time,
-    where,
 )
 from gpuarch.perf.sibling import sibling_notes
 from gpuarch.units import Unit, from_si

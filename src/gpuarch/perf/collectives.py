@@ -27,6 +27,7 @@ import numpy as np
 from gpuarch.catalog.model import Product, System
 from gpuarch.errors import GpuarchError
 from gpuarch.perf.efficiency import Efficiency
+from gpuarch.perf.num import any_of, maximum, minimum, to_float, where
 from gpuarch.units import Unit, to_si
 
 __all__ = ["Collective", "Fabric", "Group", "Link", "Num", "Protocol", "collective_time",
@@ -50,57 +51,35 @@ class Collective(Enum):
     def traffic_factor(self, n: Num) -> Num:
         """Bytes through each rank's link per byte of buffer, for ``n`` ranks (an int or an
         array of them)."""
-        n = _float(n)
+        n = to_float(n)
         if self is Collective.ALL_REDUCE:
             f = 2.0 * (n - 1) / n
         elif self is Collective.P2P:
             f = 1.0 + 0.0 * n
         else:
             f = (n - 1) / n
-        return _where(n <= 1, 0.0, f)
+        return where(n <= 1, 0.0, f)
 
     def steps(self, n: Num) -> Num:
         """Latency-bound steps of a ring implementation."""
-        n = _float(n)
+        n = to_float(n)
         if self is Collective.ALL_REDUCE:
             s = 2 * (n - 1)
         elif self is Collective.P2P:
             s = 1.0 + 0.0 * n
         else:
             s = n - 1
-        return _where(n <= 1, 0.0, s)
+        return where(n <= 1, 0.0, s)
 
 
-def _float(x: Num) -> Num:
-    """``x`` as a float, or as a float array if it is an array (scalars stay Python floats:
-    one estimate should not pay NumPy's per-call overhead)."""
-    return np.asarray(x, dtype=np.float64) if isinstance(x, np.ndarray) else float(x)
 
 
-def _minimum(a: Num, b: Num) -> Num:
-    """``np.minimum`` that keeps scalars scalar."""
-    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
-        return np.minimum(a, b)
-    return min(a, b)
 
 
-def _maximum(a: Num, b: Num) -> Num:
-    """``np.maximum`` that keeps scalars scalar."""
-    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
-        return np.maximum(a, b)
-    return max(a, b)
 
 
-def _any(x: Num) -> bool:
-    """``np.any`` that skips NumPy for one value."""
-    return bool(np.any(x)) if isinstance(x, np.ndarray) else bool(x)
 
 
-def _where(cond: Num, a: Num, b: Num) -> Num:
-    """``np.where`` that keeps scalars scalar."""
-    if isinstance(cond, np.ndarray):
-        return np.where(cond, a, b)
-    return a if cond else b
 
 
 class Fabric(Enum):
@@ -135,7 +114,7 @@ class Link:
         if ranks is None or self.fabric is not Fabric.NVLINK:
             return self.bandwidth * factor
         return self.bandwidth * factor * (1.0 - eff.nvlink_small_group
-                                          / _maximum(_float(ranks), 2.0))
+                                          / maximum(to_float(ranks), 2.0))
 
 
 @dataclass(frozen=True)
@@ -149,7 +128,7 @@ class Group:
 
     @property
     def nodes(self) -> Num:
-        size = _float(self.size)
+        size = to_float(self.size)
         if isinstance(size, np.ndarray) or isinstance(self.per_node, np.ndarray):
             return np.ceil(size / self.per_node)
         return float(math.ceil(size / self.per_node))
@@ -262,7 +241,7 @@ def nvls_all_reduce(transfer: Num, group: Group, nvls: bool) -> Num | None:
         return None
     p = nvls_params()
     t = p.latency_s + transfer / (p.bandwidth_multiplier * group.intra.nvls_efficiency)
-    return scalar(np.where(_float(group.nodes) > 1, np.inf, t))
+    return scalar(np.where(to_float(group.nodes) > 1, np.inf, t))
 
 
 def scalar(x: Num) -> Num:
@@ -284,8 +263,8 @@ def remote_nodes_per_token(copies: Num, nodes: Num, groups: int = 0,
     the copies land uniformly over those: R (1 - (1 - 1/R)^copies) nodes, of which
     (N - 1)/N are other nodes. Where the groups do not divide over the nodes the uniform
     count stands."""
-    n = np.maximum(_float(nodes), 1.0)
-    k = _float(copies)
+    n = np.maximum(to_float(nodes), 1.0)
+    k = to_float(copies)
     uniform = (n - 1) * (1 - (1 - 1 / n) ** k)
     if not groups or not 0 < groups_per_token < groups:
         return scalar(uniform)
@@ -328,8 +307,8 @@ def collective_time(kind: Collective, size_bytes: Num, group: Group, eff: Effici
     copy sent on its own. ``routing_groups`` (groups, groups per token) limits the nodes a
     token's copies reach under group-limited routing (``remote_nodes_per_token``).
     """
-    n = _float(group.size)
-    size = _float(size_bytes)
+    n = to_float(group.size)
+    size = to_float(size_bytes)
     transfer, intra_steps, net_steps = _terms(kind, size, group, eff, dedupe_copies,
                                               routing_groups)
     if protocols is None:
@@ -347,13 +326,13 @@ def collective_time(kind: Collective, size_bytes: Num, group: Group, eff: Effici
                 + transfer * (1.0 / p.bandwidth_factor)
             if crosses:
                 tp = tp + net_steps * p.hop_latency_s[Fabric.NETWORK]
-            t = tp if t is None else _minimum(t, tp)
+            t = tp if t is None else minimum(t, tp)
             if tree is not None and p.tree_base_latency_s is not None \
                     and p.tree_hop_latency_s is not None:
-                t = _minimum(t, _tree_all_reduce(p, transfer, group, tree))
+                t = minimum(t, _tree_all_reduce(p, transfer, group, tree))
     switch = nvls_all_reduce(transfer, group, nvls) if kind is Collective.ALL_REDUCE else None
     if switch is not None:
-        t = _minimum(t, switch)
+        t = minimum(t, switch)
     if isinstance(n, np.ndarray) or isinstance(size, np.ndarray):
         return scalar(np.where((n <= 1) | (size <= 0), 0.0, t))
     return 0.0 if n <= 1 or size <= 0 else float(t)
@@ -362,8 +341,8 @@ def collective_time(kind: Collective, size_bytes: Num, group: Group, eff: Effici
 def _tree_shape(group: Group, n: Num) -> tuple[Num, Num]:
     """(chain hops inside a node, tree depth across nodes) of NCCL's double binary tree
     over ``group``: the same for every protocol, so computed once."""
-    nodes = _float(group.nodes)
-    per_node = _minimum(n, _float(group.per_node))
+    nodes = to_float(group.nodes)
+    per_node = minimum(n, to_float(group.per_node))
     depth: Num = (np.floor(np.log2(np.maximum(nodes, 1.0))) if isinstance(nodes, np.ndarray)
                   else float(math.floor(math.log2(max(nodes, 1.0)))))
     return per_node - 1, depth
@@ -387,32 +366,32 @@ def _terms(kind: Collective, size_bytes: Num, group: Group, eff: Efficiency,
            ) -> tuple[Num, Num, Num]:
     """(seconds of transfer at the full bus bandwidth, ring steps inside a node, ring steps
     that cross the network) of one collective."""
-    n = _float(group.size)
-    size = _float(size_bytes)
+    n = to_float(group.size)
+    size = to_float(size_bytes)
     # NCCL's collectives over a group of a node's GPUs reach the group's share of the link
     # (measured); a pipeline send between two GPUs and a deduplicating dispatcher's own
     # kernels (DeepEP, HybridEP), which NCCL does not run, the full-node share
     link_bw = group.intra.effective(eff)
     intra_bw = link_bw if kind is Collective.P2P else \
-        group.intra.effective(eff, _minimum(n, _float(group.per_node)))
-    nodes = _float(group.nodes)
+        group.intra.effective(eff, minimum(n, to_float(group.per_node)))
+    nodes = to_float(group.nodes)
     transfer = kind.traffic_factor(n) * size / intra_bw
-    deduped = kind is Collective.ALL_TO_ALL and _any(_float(dedupe_copies) > 0)
+    deduped = kind is Collective.ALL_TO_ALL and any_of(to_float(dedupe_copies) > 0)
     if deduped:
         # each token once per other GPU its copies go to, not once per copy
-        k = _maximum(_float(dedupe_copies), 1.0)
+        k = maximum(to_float(dedupe_copies), 1.0)
         per_rank = remote_nodes_per_token(k, n) / k * size / link_bw
-        transfer = _where(_float(dedupe_copies) > 0, per_rank, transfer)
+        transfer = where(to_float(dedupe_copies) > 0, per_rank, transfer)
     intra_steps = kind.steps(n)
     net_steps = 0.0 * intra_steps
     spans = (nodes > 1) & (n > 1)
-    if _any(spans):
+    if any_of(spans):
         if group.inter is None:
             raise GpuarchError("the job spans several nodes but the system has no "
                                "inter-node network in the catalog; give --system with a "
                                "network")
         inter_bw = group.inter.effective(eff)
-        g = _float(group.per_node)
+        g = to_float(group.per_node)
         if kind is Collective.P2P:
             x_transfer, x_intra, x_net = size / inter_bw + 0 * n, 0 * n, 1 + 0 * n
         elif deduped:
@@ -420,8 +399,8 @@ def _terms(kind: Collective, size_bytes: Num, group: Group, eff: Efficiency,
             # intra-node link once per other GPU (sent to a local peer, or forwarded on the
             # receiving node); the dispatcher pipelines the two in chunks, network sends and
             # NVLink forwarding at once, so the slower sets the time
-            x_transfer = _maximum(remote_nodes_per_token(k, nodes, *routing_groups) / k
-                                  * size / inter_bw, per_rank)
+            x_transfer = maximum(remote_nodes_per_token(k, nodes, *routing_groups) / k
+                                 * size / inter_bw, per_rank)
             x_intra, x_net = g - 1 + 0 * n, nodes - 1
         elif kind is Collective.ALL_TO_ALL:
             # the share of the buffer for ranks in other nodes crosses the network
@@ -435,7 +414,7 @@ def _terms(kind: Collective, size_bytes: Num, group: Group, eff: Efficiency,
                           + kind.traffic_factor(nodes) * (size / g) / inter_bw)
             x_intra = phases * inner_kind.steps(g) + 0 * n
             x_net = kind.steps(nodes)
-        transfer = _where(spans, x_transfer, transfer)
-        intra_steps = _where(spans, x_intra, intra_steps)
-        net_steps = _where(spans, x_net, net_steps)
+        transfer = where(spans, x_transfer, transfer)
+        intra_steps = where(spans, x_intra, intra_steps)
+        net_steps = where(spans, x_net, net_steps)
     return transfer, intra_steps, net_steps

@@ -7,7 +7,6 @@ elementwise work. Costs are for one GPU.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
@@ -18,36 +17,22 @@ from gpuarch.catalog.model import Product
 from gpuarch.catalog.peaks import PeakKey
 from gpuarch.errors import GpuarchError
 from gpuarch.perf.efficiency import Efficiency
+from gpuarch.perf.num import ceil, maximum
 from gpuarch.perf.precision import MatmulPeak, Precision, matmul_peak
 from gpuarch.perf.sibling import sibling_factor
 from gpuarch.units import Unit, from_si
 
 __all__ = ["ATTENTION_OPS", "Attention", "Bound", "Device", "Elementwise", "Gemm", "Op", "OpCost",
            "moe_permute", "op_cost", "op_kind", "op_time", "roofline_summary",
-           "transformer_ops", "where"]
+           "transformer_ops"]
 
 Num = Any  # a float, or a NumPy array of floats
 
 
-def _ceil(x: Num) -> Num:
-    """``np.ceil``, without NumPy's overhead for one value."""
-    return np.ceil(x) if isinstance(x, np.ndarray) else float(math.ceil(x))
 
 
-def _maximum(a: Num, b: Num) -> Num:
-    """``np.maximum``, without NumPy's overhead for two values."""
-    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
-        return np.maximum(a, b)
-    return a if a >= b else b
 
 
-def where(cond: Any, yes: Num, no: Num) -> Num:
-    """``np.where`` for the estimate's hot paths: one condition picks one of the two values
-    as they are (a hundredth of the time NumPy takes to build a 0-d array); an array of
-    conditions (the advisor's configurations) goes to NumPy."""
-    if isinstance(cond, (bool, np.bool_)):
-        return yes if cond else no
-    return np.where(cond, yes, no)
 
 
 class Bound(Enum):
@@ -249,15 +234,15 @@ def _gemm_efficiency(op: Gemm, device: Device, eff: Efficiency) -> Num:
         base *= sibling_factor(device.product.key, "gemm", device.matmul.key)
     thin: Num = 1.0
     for d in (op.m, op.n):
-        thin = thin * d / (_ceil(d / eff.gemm_min_tile) * eff.gemm_min_tile)
+        thin = thin * d / (ceil(d / eff.gemm_min_tile) * eff.gemm_min_tile)
     short_k = op.k / (op.k + eff.gemm_half_dim) * (1 + eff.gemm_half_dim / 4096)
     thin = thin * (np.minimum(1.0, short_k) if isinstance(short_k, np.ndarray)
                    else min(1.0, short_k))
     sms = device.product.sms
     waves: Num = 1.0
     if sms:
-        tiles = _ceil(op.m / eff.gemm_tile) * _ceil(op.n / eff.gemm_tile) * op.batch
-        waves = tiles / (_ceil(tiles / sms) * sms)
+        tiles = ceil(op.m / eff.gemm_tile) * ceil(op.n / eff.gemm_tile) * op.batch
+        waves = tiles / (ceil(tiles / sms) * sms)
     return base * thin * waves
 
 
@@ -269,7 +254,7 @@ def op_time(op: Op, device: Device, eff: Efficiency) -> tuple[Num, Num, Num, Num
     if isinstance(op, Elementwise):
         t_mem = op.bytes_moved / bw
         t_cmp = op.flops / device.vector_flops
-        return (_maximum(t_mem, t_cmp) + eff.kernel_overhead_s, t_cmp, t_mem, op.flops,
+        return (maximum(t_mem, t_cmp) + eff.kernel_overhead_s, t_cmp, t_mem, op.flops,
                 op.bytes_moved)
     peak = device.matmul.flops
     if isinstance(op, Gemm):
@@ -288,7 +273,7 @@ def op_time(op: Op, device: Device, eff: Efficiency) -> tuple[Num, Num, Num, Num
             bw = device.bandwidth * eff.kv_read
     t_cmp = flops / (peak * e)
     t_mem = moved / bw
-    return _maximum(t_cmp, t_mem) + eff.kernel_overhead_s, t_cmp, t_mem, flops, moved
+    return maximum(t_cmp, t_mem) + eff.kernel_overhead_s, t_cmp, t_mem, flops, moved
 
 
 def op_cost(op: Op, device: Device, eff: Efficiency) -> OpCost:
