@@ -701,7 +701,8 @@ class _Runner:
         # context tokens in the work each rank does on its own tokens (all but the gathered
         # expert block)
         skew = self.prefill_skew if prefill else 1.0
-        phase = _Phase()
+        compute_time: Num = 0.0
+        memory_time: Num = 0.0
         for op in ops:
             expert = isinstance(op, Gemm) and op.name.startswith(EXPERT_GEMM_PREFIX)
             device = self.expert_device if expert else self.context_device \
@@ -713,8 +714,9 @@ class _Runner:
             if skew != 1.0 and not (moe and op.name in GATHERED_OPS):
                 self._add("attention_dp_wait", time * (skew - 1.0))
                 time = time * skew
-            phase = phase + _Phase(compute=where(compute, time, 0.0),
-                                   memory=where(compute, 0.0, time))
+            compute_time = compute_time + where(compute, time, 0.0)
+            memory_time = memory_time + where(compute, 0.0, time)
+        phase = _Phase(compute=compute_time, memory=memory_time)
         tp_comm: Num = 0.0
         ep_comm: Num = 0.0
         if t > 1:
