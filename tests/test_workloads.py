@@ -315,6 +315,36 @@ def test_hf_glm4_moe(tmp_path: Path) -> None:
     assert expected / 1e9 == pytest.approx(106, rel=0.01)
 
 
+def test_hf_qwen2_moe(tmp_path: Path) -> None:
+    """Qwen2-MoE (Qwen1.5-MoE-A2.7B's config.json values, Qwen/Qwen1.5-MoE-A2.7B): 60
+    experts of 1,408, top 4, and one shared expert of 5,632 = 4 routed widths, on every
+    layer; biased QKV. To the parameter: embedding and LM head 2 x 151,936 x 2,048;
+    attention 24 x (4 x 2,048 x 2,048 + 3 x 2,048); experts 24 x 60 x 3 x 2,048 x 1,408;
+    shared 24 x 3 x 2,048 x 5,632; routers 24 x 60 x 2,048; norms 24 x 2 x 2,048 + 2,048:
+    the card's "14.3B" (its shared-expert gates, one 2,048-vector a layer, are not in the
+    shape). ``decoder_sparse_step`` and ``mlp_only_layers`` place dense layers."""
+    q = {"model_type": "qwen2_moe", "architectures": ["Qwen2MoeForCausalLM"],
+         "hidden_size": 2048, "intermediate_size": 5632, "moe_intermediate_size": 1408,
+         "shared_expert_intermediate_size": 5632, "num_attention_heads": 16,
+         "num_key_value_heads": 16, "num_hidden_layers": 24, "num_experts": 60,
+         "num_experts_per_tok": 4, "decoder_sparse_step": 1, "vocab_size": 151936,
+         "tie_word_embeddings": False, "use_sliding_window": False}
+    shape = shape_from_hf_config(_write(tmp_path, q))
+    assert (shape.experts, shape.experts_per_token, shape.shared_experts) == (60, 4, 4)
+    assert shape.dense_layers == 0 and shape.qkv_bias
+    expected = (2 * 151936 * 2048 + 24 * (4 * 2048 * 2048 + 3 * 2048)
+                + 24 * 60 * 3 * 2048 * 1408 + 24 * 3 * 2048 * 5632 + 24 * 60 * 2048
+                + 24 * 2 * 2048 + 2048)
+    assert count_params(shape).total == expected == 14_315_735_040
+    # experts on every second layer, and never on layer 0: layers 1, 3, ..., 23 keep them
+    sparse = shape_from_hf_config(_write(tmp_path, {**q, "decoder_sparse_step": 2,
+                                                    "mlp_only_layers": [0]}))
+    assert sparse.dense_layers == 12
+    with pytest.raises(GpuarchError, match=r"shared_expert_intermediate_size: expected a "
+                                           r"multiple of moe_intermediate_size \(1408\)"):
+        shape_from_hf_config(_write(tmp_path, {**q, "shared_expert_intermediate_size": 5000}))
+
+
 def test_hf_llama4_configs(tmp_path: Path) -> None:
     """Llama 4 configs (text_config of a llama4 config.json, as published): Maverick's
     (128 experts on every other layer) gives the preset's shape, 400.7B parameters; Scout's

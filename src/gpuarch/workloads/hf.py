@@ -1,8 +1,8 @@
 """Read a local Hugging Face ``config.json`` (offline) into a :class:`TransformerShape`.
 
 Supported families (by ``model_type``): llama, llama4 / llama4_text, mistral, mixtral, qwen2,
-qwen3, qwen3_moe, gemma, deepseek_v3 / deepseek_v2, kimi_k2, gpt_oss, glm4_moe (GLM-4.5 to
-4.7), gpt2, nemotron.
+qwen2_moe, qwen3, qwen3_moe, gemma, deepseek_v3 / deepseek_v2, kimi_k2, gpt_oss, glm4_moe
+(GLM-4.5 to 4.7), gpt2, nemotron.
 Unknown families are refused with the type named, rather than guessed. Sliding-window
 attention is read from ``layer_types`` (layers marked ``sliding_attention``) where the config
 lists them, else from ``sliding_window`` for every layer unless ``use_sliding_window`` is
@@ -26,8 +26,8 @@ from gpuarch.workloads.shape import (
 
 __all__ = ["SUPPORTED_MODEL_TYPES", "read_json_object", "shape_from_hf_config"]
 
-_LLAMA_LIKE = {"llama", "mistral", "mixtral", "qwen2", "qwen3", "qwen3_moe", "gemma",
-               "deepseek_v2", "deepseek_v3", "kimi_k2", "gpt_oss", "glm4_moe"}
+_LLAMA_LIKE = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe",
+               "gemma", "deepseek_v2", "deepseek_v3", "kimi_k2", "gpt_oss", "glm4_moe"}
 _MLA = {"deepseek_v2", "deepseek_v3", "kimi_k2"}  # multi-head latent attention families
 _LLAMA4 = {"llama4", "llama4_text"}
 SUPPORTED_MODEL_TYPES = frozenset(_LLAMA_LIKE | _LLAMA4 | {"gpt2", "nemotron"})
@@ -109,15 +109,49 @@ def _llama_like(cfg: dict[str, Any], path: Path, label: str, model_type: str
                                                or bool(cfg.get("attention_bias"))),
         experts=experts,
         experts_per_token=_get(cfg, path, "num_experts_per_tok", default=0) if experts else 0,
-        shared_experts=_get(cfg, path, "n_shared_experts", default=0) or 0,
+        shared_experts=_shared_experts(cfg, path) if experts else 0,
         expert_groups=groups, groups_per_token=groups_per_token,
         moe_ffn_hidden=_get(cfg, path, "moe_intermediate_size", default=0) or 0,
-        dense_layers=_get(cfg, path, "first_k_dense_replace", default=0) if experts else 0,
+        dense_layers=_dense_layers(cfg, path, layers) if experts else 0,
         sliding_window=window,
         sliding_layers=windowed if windowed != layers else 0,
         glu_limit=_glu_limit(cfg, path),
         mla=mla,
     )
+
+
+def _shared_experts(cfg: dict[str, Any], path: Path) -> int:
+    """Shared experts as a count of routed-expert widths: DeepSeek-style configs give the
+    count (``n_shared_experts``); Qwen2-MoE gives one shared expert's width
+    (``shared_expert_intermediate_size``), which must be a whole number of routed widths.
+    (Qwen2-MoE's one-output gate on the shared expert, a hidden-size vector a layer, is not
+    counted.)"""
+    width = cfg.get("shared_expert_intermediate_size")
+    if not width:
+        count: int = _get(cfg, path, "n_shared_experts", default=0) or 0
+        return count
+    routed = _get(cfg, path, "moe_intermediate_size")
+    if not isinstance(width, int) or width % routed:
+        raise GpuarchError(f"{path}: shared_expert_intermediate_size: expected a multiple of "
+                           f"moe_intermediate_size ({routed}), got {width!r}")
+    shared: int = width // routed
+    return shared
+
+
+def _dense_layers(cfg: dict[str, Any], path: Path, layers: int) -> int:
+    """Layers with a dense MLP instead of experts: DeepSeek-style ``first_k_dense_replace``,
+    or Qwen2-MoE's ``mlp_only_layers`` and ``decoder_sparse_step`` (experts on every
+    step-th layer not listed)."""
+    first = _get(cfg, path, "first_k_dense_replace", default=0) or 0
+    step = cfg.get("decoder_sparse_step") or 1
+    only = cfg.get("mlp_only_layers") or []
+    if not isinstance(step, int) or step < 1 or not isinstance(only, list):
+        raise GpuarchError(f"{path}: decoder_sparse_step / mlp_only_layers: expected a "
+                           f"positive integer and a list, got {step!r} and {only!r}")
+    if step == 1 and not only:
+        dense: int = first
+        return dense
+    return sum(1 for i in range(layers) if i in only or (i + 1) % step or i < first)
 
 
 def _glu_limit(cfg: dict[str, Any], path: Path) -> float:
