@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gpuarch.errors import GpuarchError, UnknownNameError
+from gpuarch.units import Unit, from_si
 from gpuarch.workloads import (
     FfnKind,
     TransformerShape,
@@ -312,7 +313,7 @@ def test_hf_glm4_moe(tmp_path: Path) -> None:
                 + 45 * 128 * 3 * 4096 * 1408 + 45 * 3 * 4096 * 1408 + 45 * 128 * 4096
                 + 46 * 2 * 4096 + 4096)
     assert count_params(shape).total == expected == 106_852_245_504
-    assert expected / 1e9 == pytest.approx(106, rel=0.01)
+    assert from_si(expected, Unit.BILLION) == pytest.approx(106, rel=0.01)
 
 
 def test_hf_qwen2_moe(tmp_path: Path) -> None:

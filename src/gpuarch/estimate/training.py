@@ -813,7 +813,6 @@ def _one_layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device,
     else:
         share = eff.cp_comm_exposed if cfg.cp_comm_type == "p2p" else 1.0
         cp_ag = share * _nccl(Collective.ALL_GATHER, kv_bytes, cp_group, eff)
-    cp_ag = np.where(cfg.cp > 1, cp_ag, 0.0)
     exposed = tp_share * tp_ar + cp_ag
     exposed_fwd = exposed_bwd = exposed
     a2a: Num = 0.0
