@@ -34,10 +34,10 @@ DIMS = {"qwen3-30b": (2048, 768, 128, 8), "qwen3-235b": (4096, 1536, 128, 8),
         "dsv3": (7168, 2048, 256, 8), "gptoss120": (2880, 2880, 128, 4)}
 """hidden, expert FFN, experts, top-k of each measured shape, as the file's header states."""
 
-MEDIANS = {("hopper", "fp8"): 1.17, ("hopper", "fp8_block"): 0.78,
+MEDIANS = {("hopper", "fp8"): 1.25, ("hopper", "fp8_block"): 0.81,
            ("hopper", "w4a16_mxfp4"): 0.74, ("hopper", "bfloat16"): 1.15,
-           ("blackwell", "fp8"): 0.86, ("blackwell", "nvfp4"): 0.68,
-           ("blackwell", "w4a16_mxfp4"): 0.54, ("blackwell", "w4a8_mxfp4_mxfp8"): 1.11,
+           ("blackwell", "fp8"): 0.89, ("blackwell", "nvfp4"): 0.76,
+           ("blackwell", "w4a16_mxfp4"): 0.54, ("blackwell", "w4a8_mxfp4_mxfp8"): 1.12,
            ("blackwell", "bfloat16"): 0.96}
 """Median model/measured at 2,048-16,384 tokens, per architecture and format, measured on
 this repository (docs/performance-model.md, "TensorRT-LLM's measured MoE layers")."""

@@ -4,6 +4,7 @@ beside the roofline's times, recomputed with the current efficiencies."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,8 @@ from hypothesis import strategies as st
 from gpuarch.catalog import load_catalog
 from gpuarch.errors import GpuarchError
 from gpuarch.perf import DEFAULT_EFFICIENCY
-from gpuarch.perf.roofline import Attention, Elementwise, Gemm
+from gpuarch.perf.precision import Precision
+from gpuarch.perf.roofline import Attention, Device, Elementwise, Gemm, op_time
 from gpuarch.units import Unit, from_si
 from gpuarch.validation.ops import load_op_check, op_from_spec, op_spec, validate_ops
 
@@ -62,6 +64,33 @@ def test_latency_bound_runs_small_gemms_match_the_h200() -> None:
         assert stats["n"] == 12
         assert stats["mean_abs_error"] <= 0.10
         assert stats["min_ratio"] >= 0.75 and stats["max_ratio"] <= 1.25
+
+
+def test_short_k_costs_more_the_faster_the_format() -> None:
+    """The K at which GEMM efficiency halves scales with the format's peak over the 16-bit
+    one (a tile's fill and epilogue stay while its K loop runs twice as fast in FP8): the
+    H200's FP8 GEMMs with K = 1,024-2,048 (the 70B/TP8 output projection and the 8B TP4/CP4
+    shards) then read within 15% each, 5% fast on average, where the unscaled K sat up to
+    21% fast, 11% on average; the long-K FP8 GEMMs do not move."""
+    summary = validate_ops(CATALOG)
+    h200 = CATALOG.product("h200-sxm-141gb")
+    fp8 = [(row, modelled) for row, modelled in summary.rows
+           if row.kind in ("fp8_gemm", "fp8_gemm_shard") and isinstance(row.op, Gemm)]
+    short = [(row, modelled) for row, modelled in fp8 if row.op.k <= 2048]
+    assert len(short) == 7
+    ratios = [modelled / row.measured_s for row, modelled in short if modelled is not None]
+    assert len(ratios) == 7 and min(ratios) >= 0.85 and max(ratios) <= 1.15
+    assert 0.92 <= sum(ratios) / len(ratios) <= 1.05  # unscaled: 0.79 to 1.06, mean 0.89
+    bf16 = Device.of(h200, Precision.BF16, 4)
+    f8 = Device.of(h200, Precision.FP8, 4)
+    assert bf16.math_over_16bit == 1.0 and f8.math_over_16bit == pytest.approx(2.0)
+    eff = DEFAULT_EFFICIENCY
+    for k, moved in ((1024, True), (4096, False), (8192, False)):
+        op = Gemm(8192, 8192, k)
+        with_scale = op_time(op, f8, eff)[0]
+        without = op_time(op, dataclasses.replace(f8, math_over_16bit=1.0), eff)[0]
+        assert (with_scale > without * 1.05) == moved, k
+        assert with_scale >= without
 
 
 def _measured_us(label: str) -> float:

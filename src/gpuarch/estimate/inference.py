@@ -523,7 +523,8 @@ def _gemm_device(product: Product, quant: QuantScheme, generation: int | None
     act = Precision.FP16 if quant.activations is QuantFormat.FP16 else Precision.BF16
     base = Device.of(product, act, generation)
     return peak, Device(product, act, peak.peak, base.vector_flops, base.bandwidth,
-                        base.attention_flops, generation, base.attention_key)
+                        base.attention_flops, generation, base.attention_key,
+                        max(1.0, peak.peak.flops / base.attention_flops))
 
 
 def _norms_residuals(tokens: Num, hidden: int) -> Elementwise:

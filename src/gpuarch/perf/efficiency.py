@@ -47,9 +47,12 @@ class Efficiency:
     GB300 row is out of sample) and the serving NVFP4 figures in sample."""
 
     gemm_half_dim: float = 210.0
-    """The reduction length K at which efficiency has fallen to half: factor
+    """The reduction length K at which efficiency has fallen to half, for 16-bit math: factor
     K / (K + gemm_half_dim) (short K leaves the Tensor Core pipeline poorly filled: narrow
-    tensor-parallel shards). Fitted."""
+    tensor-parallel shards). Fitted. In a faster format the K at which it halves is this
+    times the format's peak over the 16-bit one (``Device.math_over_16bit``: FP8 2, NVFP4
+    4-6), since a tile's fill and epilogue stay while its K loop shrinks; checked against
+    the H200's measured FP8 GEMMs (docs/performance-model.md)."""
 
     gemm_min_tile: int = 16
     """Smallest output tile edge: M and N are padded up to a multiple of it, so a decode

@@ -185,6 +185,10 @@ class Device:
     attention_flops: float  # fused attention runs in 16 bits even in FP8 training
     tensor_core_generation: int | None
     attention_key: PeakKey | None = None  # the peak attention_flops is
+    math_over_16bit: float = 1.0
+    """How many times the 16-bit matrix peak ``matmul`` is (FP8 2, NVFP4 4-6; at least 1).
+    The reduction length at which GEMM efficiency halves scales with it: a tile's fixed
+    cost (pipeline fill, epilogue) stays while its K loop runs that much faster."""
 
     @classmethod
     def of(cls, product: Product, precision: Precision,
@@ -201,7 +205,8 @@ class Device:
             if sixteen:
                 attention, attention_key = sixteen.flops, sixteen.key
         return cls(product, precision, peak, vector, product.memory_bandwidth_bytes_s,
-                   attention, tensor_core_generation, attention_key)
+                   attention, tensor_core_generation, attention_key,
+                   max(1.0, peak.flops / attention))
 
 
 @dataclass(frozen=True)
@@ -235,7 +240,8 @@ def _gemm_efficiency(op: Gemm, device: Device, eff: Efficiency) -> Num:
     thin: Num = 1.0
     for d in (op.m, op.n):
         thin = thin * d / (ceil(d / eff.gemm_min_tile) * eff.gemm_min_tile)
-    short_k = op.k / (op.k + eff.gemm_half_dim) * (1 + eff.gemm_half_dim / 4096)
+    half_k = eff.gemm_half_dim * device.math_over_16bit
+    short_k = op.k / (op.k + half_k) * (1 + half_k / 4096)
     thin = thin * (np.minimum(1.0, short_k) if isinstance(short_k, np.ndarray)
                    else min(1.0, short_k))
     sms = device.product.sms
