@@ -325,18 +325,22 @@ def test_inference_validation_does_not_regress() -> None:
     refitted: 13.6%, median 9.4%, 93.2% within 35% (31 -> 30 beyond); with NCCL's latencies
     scaled as measured per architecture and the pair refitted with them (0.82 x (1 - 0.84 /
     ranks)): 13.6%, median 9.3%, 93.0% within 35% (31 beyond: Qwen3-235B FP8 on 8 H200 at
-    500/2000 +34.9% -> +35.2%).)"""
+    500/2000 +34.9% -> +35.2%). The short-K penalty scaled by the format's peak over the
+    16-bit one, nothing refitted: 13.4%, 29 beyond; NVFP4 experts at 0.7 of the fine-grained
+    rate (moe_gemm_nvfp4, set from TensorRT-LLM's measured MoE layers): 13.2%, median 8.9%,
+    94.1% within 35% (26 beyond); the four non-B300 MLPerf DeepSeek-R1 rows 26.7% -> 24.2%
+    on average, CoreWeave's GB200 run -31.6% -> -35.6%.)"""
     from gpuarch.validation.inference import validate_inference
 
     s = validate_inference(CATALOG)
     assert len(s.rows) >= 442
-    assert s.mean_abs_error <= 0.137  # 13.6% over 442 figures
-    assert s.median_abs_error <= 0.094  # 9.3%
+    assert s.mean_abs_error <= 0.133  # 13.2% over 442 figures
+    assert s.median_abs_error <= 0.090  # 8.9%
     assert s.by("metric")["tpot_s"] <= 0.07
-    assert s.share_within >= 0.929  # 93.0%
+    assert s.share_within >= 0.940  # 94.1%
     r1 = [abs(r.error) for r in s.rows if r.source.startswith("mlperf-inference-")
           and r.model == "deepseek-v3" and r.gpu != "b300"]
-    assert len(r1) == 4 and max(r1) <= 0.35 and sum(r1) / len(r1) <= 0.27  # 26.7%
+    assert len(r1) == 4 and max(r1) <= 0.36 and sum(r1) / len(r1) <= 0.25  # 24.2%
     mlperf_llama = [abs(r.error) for r in s.rows if r.source.startswith("mlperf-inference-")
                     and r.gpu != "b300" and r.model != "deepseek-v3"]
     assert len(mlperf_llama) == 5 and sum(mlperf_llama) / len(mlperf_llama) <= 0.07  # 6.3%
@@ -353,16 +357,18 @@ def test_inference_validation_does_not_regress() -> None:
     v10 = [abs(r.error) for r in s.rows if r.source == "trtllm-perf-overview-v1.0"]
     # every cell of v1.0's table with a preset: 30 entered first, 134 with the rest of the
     # table after every parameter was fitted (22.4% on those alone)
-    assert len(v10) == 164 and sum(v10) / len(v10) <= 0.144  # 14.3%
+    assert len(v10) == 164 and sum(v10) / len(v10) <= 0.134  # 13.3%
     # the later perf overview, all out of sample: DeepSeek-R1, GPT-OSS, Llama 3.3, Qwen3
     # and (with its preset, added later) Llama 4 Maverick
     later = [abs(r.error) for r in s.rows if r.source == "trtllm-perf-overview-03e27c7"
              and "maverick" not in r.id]
     assert len(later) == 86 and all(r.out_of_sample for r in s.rows
                                      if r.source == "trtllm-perf-overview-03e27c7")
-    assert sum(later) / len(later) <= 0.155  # 15.5%
+    # 15.5%; its NVFP4 DeepSeek and Qwen3-235B rows, slow, 1-3 points slower at moe_gemm_nvfp4
+    assert sum(later) / len(later) <= 0.156
     maverick = [abs(r.error) for r in s.rows if "maverick" in r.id]
-    assert len(maverick) == 31 and sum(maverick) / len(maverick) <= 0.173  # 17.2%
+    # 17.2%; 17.5% at moe_gemm_nvfp4 (its B200 NVFP4 rows, slow, slower)
+    assert len(maverick) == 31 and sum(maverick) / len(maverick) <= 0.175
 
 
 def test_every_published_serving_run_fits_or_says_why() -> None:

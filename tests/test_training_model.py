@@ -222,12 +222,14 @@ def test_validation_error_does_not_regress() -> None:
     (0.82, 0.84) to 10.9% / 8.9% / 13.3% / 87.9%; the MLPerf GPT-OSS-20B runs' context
     parallelism priced as the all-to-all their reference runs (cp_comm_type a2a), and the
     Llama 3 128K run's as the all-gather its report describes, nothing refitted, to 10.7% /
-    8.9% / 12.9% / 87.9%.)"""
+    8.9% / 12.9% / 87.9%; the short-K penalty scaled by the format's peak over the 16-bit
+    one (FP8 2x, NVFP4 4-6x; checked on the H200's FP8 GEMMs), nothing refitted, to 10.7% /
+    8.7% / 12.9% / 87.9%.)"""
     summary = validate_training(CATALOG)
     assert len(summary.rows) >= 272
     assert summary.mean_abs_error <= 0.108  # 10.7% over 272 points
     in_sample = [abs(r.error) for r in summary.rows if not r.out_of_sample]
-    assert sum(in_sample) / len(in_sample) <= 0.090  # 8.9% over 147
+    assert sum(in_sample) / len(in_sample) <= 0.088  # 8.7% over 147
     out = [abs(r.error) for r in summary.rows if r.out_of_sample]
     assert sum(out) / len(out) <= 0.130  # 12.9% over 125
     assert summary.by("gpu")["a100-sxm4-80gb"] <= 0.07

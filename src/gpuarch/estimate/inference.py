@@ -570,11 +570,14 @@ class _Runner:
                  cfg: InferenceConfig, system: System | None, eff: Efficiency) -> None:
         self.s, self.cfg, self.eff = shape, cfg, eff
         # the routed experts' GEMMs of a fine-grained MoE in reduced precision run at a
-        # further fraction (Efficiency.moe_gemm_fine)
-        expert_formats = (cfg.expert_quant.weights, cfg.expert_quant.activations)
-        reduced = not all(f.is_16bit for f in expert_formats)
-        self.expert_eff = dataclasses.replace(eff, moe_gemm=eff.moe_gemm * eff.moe_gemm_fine) \
-            if shape.is_fine_grained_moe and reduced else eff
+        # further fraction (Efficiency.moe_gemm_fine), in NVFP4 a further one still
+        # (Efficiency.moe_gemm_nvfp4)
+        weights, acts = cfg.expert_quant.weights, cfg.expert_quant.activations
+        self.expert_eff = eff
+        if shape.is_fine_grained_moe and not (weights.is_16bit and acts.is_16bit):
+            nvfp4 = weights is QuantFormat.FP4 and acts is QuantFormat.FP4
+            factor = eff.moe_gemm_fine * (eff.moe_gemm_nvfp4 if nvfp4 else 1.0)
+            self.expert_eff = dataclasses.replace(eff, moe_gemm=eff.moe_gemm * factor)
         generation = catalog.chip_of(product).sm.tensor_core_generation
         self.peak, self.device = _gemm_device(product, cfg.quant, generation)
         # the routed experts' GEMMs, in their own formats where they differ

@@ -112,8 +112,20 @@ class Efficiency:
     ops --kind serve_grouped``), while its FP8 grouped GEMM took twice its BF16 time. One
     factor is a compromise: TensorRT-LLM's own MoE layers as NVIDIA's aiconfigurator measured
     them (``gpuarch validate moe-kernels``) run per-tensor FP8 on Hopper faster than this
-    prices them and block-scaled FP8 and Blackwell's NVFP4 slower; the factor applies on
-    every architecture, as ``moe_gemm`` does (docs/performance-model.md)."""
+    prices them and block-scaled FP8 and Blackwell's NVFP4 slower (NVFP4 gets a further
+    factor, ``moe_gemm_nvfp4``); the factor applies on every architecture, as ``moe_gemm``
+    does (docs/performance-model.md)."""
+
+    moe_gemm_nvfp4: float = 0.7
+    """A further multiplier on ``moe_gemm`` x ``moe_gemm_fine`` where a fine-grained
+    mixture-of-experts model's routed experts run in NVFP4 (4-bit weights and activations):
+    TensorRT-LLM's NVFP4 MoE layers as NVIDIA's aiconfigurator measured them on B200 and
+    GB200 (``gpuarch validate moe-kernels``; Qwen3-30B-A3B, Qwen3-235B-A22B and DeepSeek-V3,
+    160 layers at 2,048-16,384 tokens) run no faster than its FP8 ones at Qwen3-30B-A3B's
+    width and barely at the others, where the model's FP4 rate made them much faster. Set
+    where the mean absolute log ratio of model to measured over those layers is least (0.70
+    within 0.68-0.75, flat; median ratio 0.77 -> 0.94); not fitted on the validation figures.
+    Serving only (docs/performance-model.md)."""
 
     moe_block_floor_s: float = 26.6e-6
     """Fixed time of a serving engine's fused MoE block per expert layer and forward pass,
