@@ -521,6 +521,17 @@ def cmd_validate_moe_kernels(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_validate_gemm_kernels(args: argparse.Namespace) -> int:
+    from gpuarch.report.estimate_text import render_gemm_kernels
+    from gpuarch.validation.gemm_kernels import SOURCE, compare, summarize
+
+    rows = compare(load_catalog())
+    summary = summarize(rows)
+    doc = {"source": SOURCE, "gemms": len(rows), "groups": summary}
+    print(to_json(doc) if args.json else render_gemm_kernels(summary))
+    return 0
+
+
 def cmd_validate_collectives(args: argparse.Namespace) -> int:
     from gpuarch.report.estimate_text import render_collectives
     from gpuarch.validation.collectives import SOURCE, band_errors, compare, summarize
@@ -813,6 +824,11 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                            "them on H100, H200, B200 and GB200 against the serving model's "
                            "MoE module")
     p.set_defaults(handler=cmd_validate_moe_kernels)
+    p = val_sub.add_parser("gemm-kernels", parents=[common],
+                           help="how TensorRT-LLM's GEMMs slow down at short K in BF16, FP8 "
+                           "and NVFP4 on H100, H200, B200, GB200, B300 and GB300 (NVIDIA "
+                           "aiconfigurator's measurements) against the roofline")
+    p.set_defaults(handler=cmd_validate_gemm_kernels)
     p = val_sub.add_parser("collectives", parents=[common],
                            help="NCCL's all-gather, reduce-scatter, all-reduce and all-to-all "
                            "over 2-8 GPUs of A100, H100, H200, B200, B300, GB200 and GB300 as "

@@ -423,6 +423,28 @@ def render_moe_kernels(summary: Sequence[Mapping[str, Any]]) -> str:
         "measured MoE layers'."])
 
 
+def render_gemm_kernels(summary: Sequence[Mapping[str, Any]]) -> str:
+    """TensorRT-LLM's measured GEMMs at short K beside the roofline's, relative to each
+    curve's plateau, by GPU and format (``validation.gemm_kernels.summarize``)."""
+    rows = [[d["device"], d["format"], str(d["gemms"]), f"{d['median_ratio']:.2f}",
+             f"{d['mean_abs_log_ratio']:.2f}", f"{d['unscaled_median_ratio']:.2f}",
+             f"{d['unscaled_mean_abs_log_ratio']:.2f}"] for d in summary]
+    return "\n".join([
+        "TensorRT-LLM 1.3.0rc20's dense GEMMs, M = N = 8,192, K = 256-2,048 (NVIDIA "
+        "aiconfigurator), time per unit of K over the curve's plateau (K = 4,096-16,384), "
+        "beside the roofline's",
+        "",
+        table(["GPU", "Format", "GEMMs", "Model/measured", "Mean |ln|",
+               "Unscaled K: model/measured", "Mean |ln|"], rows,
+              right=[False, False, True, True, True, True, True]),
+        "",
+        "Model/measured below 1: the roofline loses less to the short K than the measurement. "
+        "Unscaled: the K at which efficiency halves one length for every format, not scaled "
+        "by the format's peak over the 16-bit one.",
+        "Source and what the comparison says: docs/performance-model.md, 'Short K in faster "
+        "formats'."])
+
+
 def render_collectives(summary: Sequence[Mapping[str, Any]], overall: Mapping[str, float]
                        ) -> str:
     """NCCL's measured collectives beside the collectives model, by GPU, collective and GPU
