@@ -510,15 +510,22 @@ def cmd_validate_ops(args: argparse.Namespace) -> int:
     return 0
 
 
+def _print_measured_kernels(args: argparse.Namespace, source: str, count_key: str,
+                            rows: list[Any], summary: list[dict[str, object]],
+                            render: Callable[[list[dict[str, object]]], str]) -> int:
+    """A measured-kernel validation's JSON (its source, how many rows, the groups) or text."""
+    doc = {"source": source, count_key: len(rows), "groups": summary}
+    print(to_json(doc) if args.json else render(summary))
+    return 0
+
+
 def cmd_validate_moe_kernels(args: argparse.Namespace) -> int:
     from gpuarch.report.estimate_text import render_moe_kernels
     from gpuarch.validation.moe_kernels import SOURCE, compare, summarize
 
     rows = compare(load_catalog())
-    summary = summarize(rows)
-    doc = {"source": SOURCE, "layers": len(rows), "groups": summary}
-    print(to_json(doc) if args.json else render_moe_kernels(summary))
-    return 0
+    return _print_measured_kernels(args, SOURCE, "layers", rows, summarize(rows),
+                                   render_moe_kernels)
 
 
 def cmd_validate_gemm_kernels(args: argparse.Namespace) -> int:
@@ -526,10 +533,8 @@ def cmd_validate_gemm_kernels(args: argparse.Namespace) -> int:
     from gpuarch.validation.gemm_kernels import SOURCE, compare, summarize
 
     rows = compare(load_catalog())
-    summary = summarize(rows)
-    doc = {"source": SOURCE, "gemms": len(rows), "groups": summary}
-    print(to_json(doc) if args.json else render_gemm_kernels(summary))
-    return 0
+    return _print_measured_kernels(args, SOURCE, "gemms", rows, summarize(rows),
+                                   render_gemm_kernels)
 
 
 def cmd_validate_collectives(args: argparse.Namespace) -> int:

@@ -52,7 +52,8 @@ class Efficiency:
     tensor-parallel shards). Fitted. In a faster format the K at which it halves is this
     times the format's peak over the 16-bit one (``Device.math_over_16bit``: FP8 2, NVFP4
     4-6), since a tile's fill and epilogue stay while its K loop shrinks; checked against
-    the H200's measured FP8 GEMMs (docs/performance-model.md)."""
+    the H200's measured FP8 GEMMs and TensorRT-LLM's GEMMs on six GPUs (``gpuarch validate
+    gemm-kernels``; docs/performance-model.md)."""
 
     gemm_min_tile: int = 16
     """Smallest output tile edge: M and N are padded up to a multiple of it, so a decode
