@@ -56,6 +56,7 @@ def client() -> Any:
     ("/api/validate/bands", "serving/fine-moe/hopper"),
     ("/api/validate/ops?kind=gemm", "by_kind"),
     ("/api/validate/moe-kernels", "groups"),
+    ("/api/validate/gemm-kernels", "groups"),
     ("/api/validate/collectives", "groups"),
 ])
 def test_every_endpoint_answers_with_the_cli_json(client: Any, url: str, key: str) -> None:
@@ -133,6 +134,8 @@ def test_pages_render_forms_results_and_the_comparison_chart(client: Any) -> Non
     assert b"serving/fine-moe/hopper" in bands and b"median" in bands
     ops = client.get("/validate/ops").data
     assert b"NVIDIA H200" in ops and b"grouped_gemm" in ops
+    short_k = client.get("/validate/gemm-kernels").data
+    assert b"aiconfigurator" in short_k and b"Unscaled K" in short_k
 
 
 _FAST = ["gpus", "compare", "systems", "features", "evolution", "roofline", "estimate/train",

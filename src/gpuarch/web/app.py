@@ -44,6 +44,7 @@ API_COMMANDS: dict[str, list[str]] = {
     "validate/bands": ["validate", "bands"],
     "validate/ops": ["validate", "ops"],
     "validate/moe-kernels": ["validate", "moe-kernels"],
+    "validate/gemm-kernels": ["validate", "gemm-kernels"],
     "validate/collectives": ["validate", "collectives"],
 }
 """API path -> the gpuarch command it runs."""
@@ -163,7 +164,7 @@ nav a{{margin-right:1rem}} .err{{color:#a00}}</style></head><body><nav><a href="
 <a href="/estimate/train">train</a><a href="/estimate/infer">infer</a>
 <a href="/advise/train">advise train</a><a href="/advise/infer">advise infer</a>
 <a href="/validate/bands">error bands</a> <a href="/validate/ops">operators</a>
-<a href="/validate/moe-kernels">MoE kernels</a>
+<a href="/validate/moe-kernels">MoE kernels</a> <a href="/validate/gemm-kernels">GEMM short K</a>
 <a href="/validate/collectives">collectives</a></nav>
 <h1>{title}</h1>{body}</body></html>"""
 
@@ -202,6 +203,8 @@ _FORMS: dict[str, tuple[str, list[tuple[str, str]]]] = {
                      [("kind", "")]),
     "validate/moe-kernels": ("TensorRT-LLM's measured MoE layers beside the model's MoE module",
                              []),
+    "validate/gemm-kernels": ("TensorRT-LLM's measured GEMMs at short K beside the roofline, "
+                              "by format", []),
     "validate/collectives": ("NCCL's measured collectives beside the collectives model", []),
 }
 
@@ -342,7 +345,8 @@ def create_app() -> Flask:
         params: dict[str, Any] = {k: v for k, v in request.args.items() if v != ""}
         body = _form(path, fields, request.args)
         if params or path in ("gpus", "evolution", "validate/bands", "validate/ops",
-                              "validate/moe-kernels", "validate/collectives"):
+                              "validate/moe-kernels", "validate/gemm-kernels",
+                              "validate/collectives"):
             # no input needed
             positional = _POSITIONAL.get(path)
             if path == "compare":
