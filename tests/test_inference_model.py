@@ -329,18 +329,29 @@ def test_inference_validation_does_not_regress() -> None:
     16-bit one, nothing refitted: 13.4%, 29 beyond; NVFP4 experts at 0.7 of the fine-grained
     rate (moe_gemm_nvfp4, set from TensorRT-LLM's measured MoE layers): 13.2%, median 8.9%,
     94.1% within 35% (26 beyond); the four non-B300 MLPerf DeepSeek-R1 rows 26.7% -> 24.2%
-    on average, CoreWeave's GB200 run -31.6% -> -35.6%.)"""
+    on average, CoreWeave's GB200 run -31.6% -> -35.6%. DeepSeek's latent attention in
+    decode at its measured kernel's rate (mla_decode_attention 0.65 of the 16-bit peak,
+    0.5 of the FP8 peak over an FP8 cache on Blackwell, set from aiconfigurator's MLA
+    generation timings; 0.329 of the 16-bit peak before): 13.1%, median 8.5%, 93.9% within
+    35% (27 beyond): the v6 MLPerf DeepSeek-R1 runs -31..-42% -> +1..+8%, the v5.1 ones and
+    the mid-2025 DeepSeek-R1 guide's, older software, faster than published.)"""
     from gpuarch.validation.inference import validate_inference
 
     s = validate_inference(CATALOG)
     assert len(s.rows) >= 442
-    assert s.mean_abs_error <= 0.133  # 13.2% over 442 figures
-    assert s.median_abs_error <= 0.090  # 8.9%
+    assert s.mean_abs_error <= 0.132  # 13.1% over 442 figures
+    assert s.median_abs_error <= 0.086  # 8.5%
     assert s.by("metric")["tpot_s"] <= 0.07
-    assert s.share_within >= 0.940  # 94.1%
-    r1 = [abs(r.error) for r in s.rows if r.source.startswith("mlperf-inference-")
-          and r.model == "deepseek-v3" and r.gpu != "b300"]
-    assert len(r1) == 4 and max(r1) <= 0.36 and sum(r1) / len(r1) <= 0.25  # 24.2%
+    assert s.share_within >= 0.938  # 93.9%
+    # MLPerf DeepSeek-R1 on v6 software (GB200, GB300 and three B300 runs) within 8% since
+    # the latent attention in decode runs at its measured kernel's rate (-31..-42% before);
+    # v5.1's two runs, older software, +67% and +86% (+12% and +18% before)
+    r1_v6 = [abs(r.error) for r in s.rows if r.source.startswith("mlperf-inference-v6")
+             and r.model == "deepseek-v3"]
+    assert len(r1_v6) == 5 and max(r1_v6) <= 0.08
+    r1_v51 = [r.error for r in s.rows if r.source == "mlperf-inference-v5.1"
+              and r.model == "deepseek-v3"]
+    assert len(r1_v51) == 2 and all(0.6 < e < 0.9 for e in r1_v51)
     mlperf_llama = [abs(r.error) for r in s.rows if r.source.startswith("mlperf-inference-")
                     and r.gpu != "b300" and r.model != "deepseek-v3"]
     assert len(mlperf_llama) == 5 and sum(mlperf_llama) / len(mlperf_llama) <= 0.07  # 6.3%
@@ -365,7 +376,7 @@ def test_inference_validation_does_not_regress() -> None:
     assert len(later) == 86 and all(r.out_of_sample for r in s.rows
                                      if r.source == "trtllm-perf-overview-03e27c7")
     # 15.5%; its NVFP4 DeepSeek and Qwen3-235B rows, slow, 1-3 points slower at moe_gemm_nvfp4
-    assert sum(later) / len(later) <= 0.156
+    assert sum(later) / len(later) <= 0.152  # 15.2% with MLA decode at its kernel's rate
     maverick = [abs(r.error) for r in s.rows if "maverick" in r.id]
     # 17.2%; 17.5% at moe_gemm_nvfp4 (its B200 NVFP4 rows, slow, slower)
     assert len(maverick) == 31 and sum(maverick) / len(maverick) <= 0.175

@@ -50,6 +50,7 @@ from gpuarch.perf.num import where
 from gpuarch.perf.precision import Precision, matmul_peak
 from gpuarch.perf.quant import GemmPeak, QuantFormat, QuantScheme, gemm_peak
 from gpuarch.perf.roofline import (
+    MLA_DECODE,
     Attention,
     Device,
     Elementwise,
@@ -84,6 +85,7 @@ __all__ = [
     "max_batch_that_fits",
     "max_context_that_fits",
     "memory_per_gpu",
+    "mla_decode_attention_time",
     "moe_module_time",
     "moe_rank_tokens",
 ]
@@ -563,6 +565,23 @@ def _activation_bytes(quant: QuantScheme) -> float:
     return 2.0 if quant.activations.is_16bit else quant.activations.bytes
 
 
+def mla_decode_attention_time(catalog: Catalog, shape: TransformerShape, product: Product,
+                              kv_cache: QuantFormat, seqs: int, ctx: int,
+                              efficiency: Efficiency = DEFAULT_EFFICIENCY) -> float:
+    """Seconds the serving model charges one GPU for one decode step's absorbed latent
+    attention core over ``seqs`` sequences of ``ctx`` cached tokens, all query heads on it
+    (TP 1); the kernel TensorRT-LLM's measured MLA generation rows time
+    (validation/mla_kernels.py)."""
+    if shape.mla is None:
+        raise GpuarchError(f"--model: {shape.name} has no multi-head latent attention")
+    cfg = InferenceConfig(input_len=ctx, output_len=2, batch=seqs,
+                          quant=QuantScheme(QuantFormat.BF16, QuantFormat.BF16, kv_cache))
+    runner = _Runner(catalog, shape, product, cfg, None, efficiency)
+    runner.parts = {}
+    runner.layer(seqs, seqs, 1, ctx + 1, 0.0, moe=False)
+    return float(runner.parts["attention"])
+
+
 class _Runner:
     """Costs the layers of one model on one GPU for one scheme."""
 
@@ -597,6 +616,15 @@ class _Runner:
                                    "Tensor Cores (Ada, Hopper or newer)")
             self.context_device = dataclasses.replace(self.device, attention_flops=fp8.flops,
                                                       attention_key=fp8.key)
+        # absorbed multi-head latent attention in decode: Blackwell's MLA generation kernels
+        # run their math in FP8 over an FP8 cache (Efficiency.mla_decode_attention)
+        self.mla_decode_device = self.device
+        if shape.mla is not None and cfg.quant.kv_cache is QuantFormat.FP8 \
+                and (generation or 0) >= 5:
+            fp8 = matmul_peak(product, Precision.FP8)
+            if fp8 is not None and not fp8.fallback_reason:
+                self.mla_decode_device = dataclasses.replace(
+                    self.device, attention_flops=fp8.flops, attention_key=fp8.key)
         self.act_bytes = _activation_bytes(cfg.quant)
         self.expert_act_bytes = _activation_bytes(cfg.expert_quant)
         self.weight_bytes = cfg.quant.weights.bytes
@@ -648,10 +676,12 @@ class _Runner:
         s, cfg, t = self.s, self.cfg, self.cfg.tp
         heads = s.heads // t
         kv_element = cfg.quant.kv_cache.bytes
-        if s.mla is not None and q_len == 1:
-            # decode with the up-projections absorbed: one shared latent "head" of
-            # kv_lora + rope width is both key and value (values use the kv_lora part)
-            m = s.mla
+        m = None if prefill else s.mla
+        absorbed = m is not None
+        if m is not None:
+            # decode (a drafted token's verification too) with the up-projections absorbed:
+            # one shared latent "head" of kv_lora + rope width is both key and value (values
+            # use the kv_lora part)
             width = m.latent_width
             d = (width + m.kv_lora_rank) // 2
             kv = 1
@@ -662,7 +692,8 @@ class _Runner:
         projections = attention_projections(s, t)
         ops: list[Op] = [self._gemm(tokens, n, k, name) for name, n, k in projections[:-1]]
         ops.append(Attention(seqs, q_len, ctx, heads, kv, d, causal=True,
-                             kv_element=kv_element, window=window))
+                             kv_element=kv_element, window=window,
+                             name=MLA_DECODE if absorbed else "attention"))
         name, n, k = projections[-1]
         ops.append(self._gemm(tokens, n, k, name))
         up_factor = 2 if s.ffn_kind is FfnKind.SWIGLU else 1
@@ -709,7 +740,8 @@ class _Runner:
         memory_time: Num = 0.0
         for op in ops:
             expert = isinstance(op, Gemm) and op.name.startswith(EXPERT_GEMM_PREFIX)
-            device = self.expert_device if expert else self.context_device \
+            device = self.expert_device if expert else self.mla_decode_device \
+                if op.name == MLA_DECODE else self.context_device \
                 if isinstance(op, Attention) and q_len > 1 else self.device
             time, compute = _split(op, device, self.expert_eff if expert else self.eff)
             if isinstance(op, Gemm) and (self.expert_peak if expert else self.peak).dequantize:

@@ -128,6 +128,21 @@ class Efficiency:
     within 0.68-0.75, flat; median ratio 0.77 -> 0.94); not fitted on the validation figures.
     Serving only (docs/performance-model.md)."""
 
+    mla_decode_attention: float = 0.65
+    """Fraction of the 16-bit peak that absorbed multi-head latent attention (DeepSeek's MLA
+    in decode: every query head against one shared latent KV "head") sustains in serving.
+    Set from TensorRT-LLM's MLA generation kernel as NVIDIA's aiconfigurator measured it
+    (``validation/data/mla-decode-trtllm.csv``: 128 heads, 64-1,024 sequences of 4k-32k
+    tokens on H100, H200, B200 and GB200, where this fraction and
+    ``mla_decode_attention_fp8`` bring the roofline closest, mean |ln ratio| 0.105; 0.60-0.70
+    within 0.01 of it), not fitted on the validation figures. The fused prefill/training
+    ``attention`` (0.329) priced it before, 1.6-3x too slow. Hopper runs it in 16-bit math
+    over an FP8 cache too."""
+
+    mla_decode_attention_fp8: float = 0.5
+    """The same over an FP8 KV cache on Blackwell, whose MLA generation kernels run their math
+    in FP8: a fraction of the FP8 peak (0.45-0.50 within 0.01 of the least error)."""
+
     moe_block_floor_s: float = 26.6e-6
     """Fixed time of a serving engine's fused MoE block per expert layer and forward pass,
     beyond streaming its weights and doing its math: the routing (top-k), the sorting of

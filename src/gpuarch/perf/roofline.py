@@ -22,8 +22,8 @@ from gpuarch.perf.precision import MatmulPeak, Precision, matmul_peak
 from gpuarch.perf.sibling import sibling_factor
 from gpuarch.units import Unit, from_si
 
-__all__ = ["ATTENTION_OPS", "Attention", "Bound", "Device", "Elementwise", "Gemm", "Op", "OpCost",
-           "moe_permute", "op_cost", "op_kind", "op_time", "roofline_summary",
+__all__ = ["ATTENTION_OPS", "MLA_DECODE", "Attention", "Bound", "Device", "Elementwise", "Gemm",
+           "Op", "OpCost", "moe_permute", "op_cost", "op_kind", "op_time", "roofline_summary",
            "transformer_ops"]
 
 Num = Any  # a float, or a NumPy array of floats
@@ -61,6 +61,11 @@ class Gemm:
         weight = self.weight_element if self.weight_element is not None else element
         return 1.0 * (self.batch * (element * (self.m * self.k + self.m * self.n)
                                    + weight * self.k * self.n))
+
+
+MLA_DECODE = "mla_decode"
+"""Name of an absorbed multi-head latent attention core in decode (one latent KV "head"
+shared by every query head): priced at ``Efficiency.mla_decode_attention``."""
 
 
 @dataclass(frozen=True)
@@ -269,8 +274,10 @@ def op_time(op: Op, device: Device, eff: Efficiency) -> tuple[Num, Num, Num, Num
     else:
         factor = eff.attention_backward_flops_factor if op.backward else 1.0
         flops, moved = op.forward_flops * factor, op.bytes(element)
-        e = eff.attention
-        if eff.sibling_rates:
+        mla_decode = op.name == MLA_DECODE
+        e = (eff.mla_decode_attention_fp8 if device.attention_key is PeakKey.TENSOR_FP8
+             else eff.mla_decode_attention) if mla_decode else eff.attention
+        if eff.sibling_rates and not mla_decode:
             e *= sibling_factor(device.product.key, "attention_backward" if op.backward
                                 else "attention_forward", device.attention_key)
         peak = device.attention_flops
