@@ -334,15 +334,19 @@ def test_inference_validation_does_not_regress() -> None:
     0.5 of the FP8 peak over an FP8 cache on Blackwell, set from aiconfigurator's MLA
     generation timings; 0.329 of the 16-bit peak before): 13.1%, median 8.5%, 93.9% within
     35% (27 beyond): the v6 MLPerf DeepSeek-R1 runs -31..-42% -> +1..+8%, the v5.1 ones and
-    the mid-2025 DeepSeek-R1 guide's, older software, faster than published.)"""
+    the mid-2025 DeepSeek-R1 guide's, older software, faster than published. A prompt's
+    attention at TensorRT-LLM's measured context-attention rate (context_attention 0.45 of
+    the 16-bit peak, 0.28 of the FP8 peak with FP8 context FMHA, from aiconfigurator's
+    timings; the shared training-fitted attention 0.329 before): 12.9%, median 8.4%, 94.3%
+    within 35% (25 beyond).)"""
     from gpuarch.validation.inference import validate_inference
 
     s = validate_inference(CATALOG)
     assert len(s.rows) >= 442
-    assert s.mean_abs_error <= 0.132  # 13.1% over 442 figures
-    assert s.median_abs_error <= 0.086  # 8.5%
+    assert s.mean_abs_error <= 0.130  # 12.9% over 442 figures
+    assert s.median_abs_error <= 0.085  # 8.4%
     assert s.by("metric")["tpot_s"] <= 0.07
-    assert s.share_within >= 0.938  # 93.9%
+    assert s.share_within >= 0.943  # 94.3%
     # MLPerf DeepSeek-R1 on v6 software (GB200, GB300 and three B300 runs) within 8% since
     # the latent attention in decode runs at its measured kernel's rate (-31..-42% before);
     # v5.1's two runs, older software, +67% and +86% (+12% and +18% before)
@@ -368,7 +372,7 @@ def test_inference_validation_does_not_regress() -> None:
     v10 = [abs(r.error) for r in s.rows if r.source == "trtllm-perf-overview-v1.0"]
     # every cell of v1.0's table with a preset: 30 entered first, 134 with the rest of the
     # table after every parameter was fitted (22.4% on those alone)
-    assert len(v10) == 164 and sum(v10) / len(v10) <= 0.134  # 13.3%
+    assert len(v10) == 164 and sum(v10) / len(v10) <= 0.131  # 13.0%
     # the later perf overview, all out of sample: DeepSeek-R1, GPT-OSS, Llama 3.3, Qwen3
     # and (with its preset, added later) Llama 4 Maverick
     later = [abs(r.error) for r in s.rows if r.source == "trtllm-perf-overview-03e27c7"
@@ -376,10 +380,11 @@ def test_inference_validation_does_not_regress() -> None:
     assert len(later) == 86 and all(r.out_of_sample for r in s.rows
                                      if r.source == "trtllm-perf-overview-03e27c7")
     # 15.5%; its NVFP4 DeepSeek and Qwen3-235B rows, slow, 1-3 points slower at moe_gemm_nvfp4
-    assert sum(later) / len(later) <= 0.152  # 15.2% with MLA decode at its kernel's rate
+    assert sum(later) / len(later) <= 0.146  # 14.5% with attention at its kernels' rates
     maverick = [abs(r.error) for r in s.rows if "maverick" in r.id]
-    # 17.2%; 17.5% at moe_gemm_nvfp4 (its B200 NVFP4 rows, slow, slower)
-    assert len(maverick) == 31 and sum(maverick) / len(maverick) <= 0.175
+    # 17.2%; 17.5% at moe_gemm_nvfp4 (its B200 NVFP4 rows, slow, slower); 17.7% with the
+    # prompt's attention at its kernel's rate (its long-prompt Hopper rows, fast, faster)
+    assert len(maverick) == 31 and sum(maverick) / len(maverick) <= 0.178
 
 
 def test_every_published_serving_run_fits_or_says_why() -> None:
@@ -932,8 +937,10 @@ def test_offline_runs_end_with_a_part_full_wave() -> None:
 def test_fp8_context_attention_speeds_long_prefill_only_where_it_applies() -> None:
     """--fp8-context-attention runs prefill attention at the FP8 rate where the activations
     are FP8 or FP4 and the KV cache FP8 (TensorRT-LLM's FP8 context FMHA): a 32k-token prompt
-    prefills faster, decode is unchanged; with a 16-bit KV cache it does nothing; on a GPU
-    without FP8 Tensor Cores, asked for where it would apply, it is an error naming the flag."""
+    prefills faster (its attention 0.28 x 2 / 0.45 = 1.24x the 16-bit rate, as the measured
+    kernels on H200 run 1.37x), decode is unchanged; with a 16-bit KV cache it does nothing;
+    on a GPU without FP8 Tensor Cores, asked for where it would apply, it is an error naming
+    the flag."""
     h200 = CATALOG.product("h200")
     shape = preset("llama-3.3-70b").shape
 
@@ -943,7 +950,7 @@ def test_fp8_context_attention_speeds_long_prefill_only_where_it_applies() -> No
             fp8_context_attention=flag))
 
     plain, fast = est(FP8, False), est(FP8, True)
-    assert fast.ttft_s < 0.8 * plain.ttft_s
+    assert fast.ttft_s < 0.95 * plain.ttft_s
     assert fast.decode_step_parts_s == plain.decode_step_parts_s
     assert fast.assumptions["context_attention"] == "fp8"
     sixteen_kv = QuantScheme(QuantFormat.FP8, QuantFormat.FP8, QuantFormat.BF16)

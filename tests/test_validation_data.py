@@ -67,7 +67,9 @@ def _ideal_engine() -> Efficiency:
     d = DEFAULT_EFFICIENCY
     return dataclasses.replace(
         d, gemm=1.0, gemm_by_generation=tuple(1.0 for _ in d.gemm_by_generation),
-        gemm_fp8=1.0, gemm_fp4=1.0, gemm_half_dim=0.0, attention=1.0, memory=1.0,
+        gemm_fp8=1.0, gemm_fp4=1.0, gemm_half_dim=0.0, attention=1.0, context_attention=1.0,
+        context_attention_fp8=1.0, mla_decode_attention=1.0, mla_decode_attention_fp8=1.0,
+        moe_gemm_fine=1.0, moe_gemm_nvfp4=1.0, memory=1.0,
         kv_read=1.0, moe_gemm=1.0, layer_overhead_s=0.0, decode_step_overhead_s=0.0,
         host_time_per_sequence_s=0.0, prefill_overhead_s=0.0, dequant_overhead=0.0,
         collective_latency_s=0.0)

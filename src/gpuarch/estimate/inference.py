@@ -50,6 +50,7 @@ from gpuarch.perf.num import where
 from gpuarch.perf.precision import Precision, matmul_peak
 from gpuarch.perf.quant import GemmPeak, QuantFormat, QuantScheme, gemm_peak
 from gpuarch.perf.roofline import (
+    CONTEXT_ATTENTION,
     MLA_DECODE,
     Attention,
     Device,
@@ -571,7 +572,7 @@ def mla_decode_attention_time(catalog: Catalog, shape: TransformerShape, product
     """Seconds the serving model charges one GPU for one decode step's absorbed latent
     attention core over ``seqs`` sequences of ``ctx`` cached tokens, all query heads on it
     (TP 1); the kernel TensorRT-LLM's measured MLA generation rows time
-    (validation/mla_kernels.py)."""
+    (validation/attention_kernels.py)."""
     if shape.mla is None:
         raise GpuarchError(f"--model: {shape.name} has no multi-head latent attention")
     cfg = InferenceConfig(input_len=ctx, output_len=2, batch=seqs,
@@ -693,7 +694,8 @@ class _Runner:
         ops: list[Op] = [self._gemm(tokens, n, k, name) for name, n, k in projections[:-1]]
         ops.append(Attention(seqs, q_len, ctx, heads, kv, d, causal=True,
                              kv_element=kv_element, window=window,
-                             name=MLA_DECODE if absorbed else "attention"))
+                             name=MLA_DECODE if absorbed else CONTEXT_ATTENTION if prefill
+                             else "attention"))
         name, n, k = projections[-1]
         ops.append(self._gemm(tokens, n, k, name))
         up_factor = 2 if s.ffn_kind is FfnKind.SWIGLU else 1

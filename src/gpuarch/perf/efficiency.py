@@ -143,6 +143,20 @@ class Efficiency:
     """The same over an FP8 KV cache on Blackwell, whose MLA generation kernels run their math
     in FP8: a fraction of the FP8 peak (0.45-0.50 within 0.01 of the least error)."""
 
+    context_attention: float = 0.45
+    """Fraction of the 16-bit peak a serving engine's fused attention over a prompt (a
+    prefill pass: causal, the prompt attending to itself) sustains. Set from TensorRT-LLM's
+    context attention as NVIDIA's aiconfigurator measured it (``validation/data/
+    context-attention-trtllm.csv``: 32 or 64 query heads over 4 or 8 KV heads of 128, 1-4
+    prompts of 2,048-16,384 tokens on H100, H200, B200 and GB200), where it and
+    ``context_attention_fp8`` bring the roofline closest (mean |ln ratio| 0.232, against
+    0.304 at the shared ``attention``; 0.44-0.46 within 0.001), not fitted on the validation
+    figures. Training's fused attention (forward and backward, cuDNN) keeps ``attention``.
+    Serving only (docs/performance-model.md)."""
+
+    context_attention_fp8: float = 0.28
+    """The same at the FP8 rate (FP8 context FMHA over an FP8 cache,
+    ``InferenceConfig.fp8_context_attention``): a fraction of the FP8 peak."""
     moe_block_floor_s: float = 26.6e-6
     """Fixed time of a serving engine's fused MoE block per expert layer and forward pass,
     beyond streaming its weights and doing its math: the routing (top-k), the sorting of

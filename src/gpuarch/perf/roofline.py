@@ -22,9 +22,9 @@ from gpuarch.perf.precision import MatmulPeak, Precision, matmul_peak
 from gpuarch.perf.sibling import sibling_factor
 from gpuarch.units import Unit, from_si
 
-__all__ = ["ATTENTION_OPS", "MLA_DECODE", "Attention", "Bound", "Device", "Elementwise", "Gemm",
-           "Op", "OpCost", "moe_permute", "op_cost", "op_kind", "op_time", "roofline_summary",
-           "transformer_ops"]
+__all__ = ["ATTENTION_OPS", "CONTEXT_ATTENTION", "MLA_DECODE", "Attention", "Bound", "Device",
+           "Elementwise", "Gemm", "Op", "OpCost", "moe_permute", "op_cost", "op_kind", "op_time",
+           "roofline_summary", "transformer_ops"]
 
 Num = Any  # a float, or a NumPy array of floats
 
@@ -62,6 +62,10 @@ class Gemm:
         return 1.0 * (self.batch * (element * (self.m * self.k + self.m * self.n)
                                    + weight * self.k * self.n))
 
+
+CONTEXT_ATTENTION = "context_attention"
+"""Name of a serving engine's fused attention over a prompt (a prefill pass): priced at
+``Efficiency.context_attention`` (``context_attention_fp8`` at the FP8 rate)."""
 
 MLA_DECODE = "mla_decode"
 """Name of an absorbed multi-head latent attention core in decode (one latent KV "head"
@@ -275,8 +279,13 @@ def op_time(op: Op, device: Device, eff: Efficiency) -> tuple[Num, Num, Num, Num
         factor = eff.attention_backward_flops_factor if op.backward else 1.0
         flops, moved = op.forward_flops * factor, op.bytes(element)
         mla_decode = op.name == MLA_DECODE
-        e = (eff.mla_decode_attention_fp8 if device.attention_key is PeakKey.TENSOR_FP8
-             else eff.mla_decode_attention) if mla_decode else eff.attention
+        fp8 = device.attention_key is PeakKey.TENSOR_FP8
+        if mla_decode:
+            e = eff.mla_decode_attention_fp8 if fp8 else eff.mla_decode_attention
+        elif op.name == CONTEXT_ATTENTION:
+            e = eff.context_attention_fp8 if fp8 else eff.context_attention
+        else:
+            e = eff.attention
         if eff.sibling_rates and not mla_decode:
             e *= sibling_factor(device.product.key, "attention_backward" if op.backward
                                 else "attention_forward", device.attention_key)
