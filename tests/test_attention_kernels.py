@@ -7,9 +7,9 @@ the decode path's use of the latent cache when drafted tokens are verified
 
 from __future__ import annotations
 
-import math
 import statistics
 from collections import defaultdict
+from collections.abc import Sequence
 
 import pytest
 
@@ -20,23 +20,36 @@ from gpuarch.estimate.inference import (
     estimate_inference,
     mla_decode_attention_time,
 )
-from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY
+from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.perf.quant import QuantFormat, QuantScheme
 from gpuarch.validation.attention_kernels import (
     DEVICES,
+    ContextRow,
+    MlaRow,
     compare_context,
     compare_mla,
     load_context_rows,
     load_mla_rows,
 )
+from gpuarch.validation.measured import mean_abs_log_ratio
 from gpuarch.workloads.presets import preset
 
 CATALOG = load_catalog()
 DSV3 = preset("deepseek-v3").shape
 
 
-def _serving(eff: object = DEFAULT_EFFICIENCY) -> list:  # type: ignore[type-arg]
-    return [r for r in compare_mla(CATALOG, eff) if r.serving]  # type: ignore[arg-type]
+def _serving(eff: Efficiency = DEFAULT_EFFICIENCY) -> list[MlaRow]:
+    return [r for r in compare_mla(CATALOG, eff) if r.serving]
+
+
+def _spread_and_medians(rows: Sequence[MlaRow | ContextRow]
+                        ) -> tuple[float, dict[tuple[str, str], float]]:
+    """Mean |ln(model/measured)| of ``rows`` and the median ratio per GPU and format."""
+    groups: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for r in rows:
+        fmt = r.kv_cache_dtype if isinstance(r, MlaRow) else r.attn_dtype
+        groups[(r.device, fmt)].append(r.ratio)
+    return mean_abs_log_ratio(rows), {k: statistics.median(v) for k, v in groups.items()}
 
 
 def test_rows_load_with_known_gpus() -> None:
@@ -53,19 +66,15 @@ def test_decode_latent_attention_matches_the_measured_kernel() -> None:
     whatever the cache), 0.72, the model 1.6-3.0x slow."""
     rows = _serving()
     assert len(rows) == 64
-    spread = sum(abs(math.log(r.ratio)) for r in rows) / len(rows)
-    assert spread <= 0.12
-    groups: dict[tuple[str, str], list[float]] = defaultdict(list)
-    for r in rows:
-        groups[(r.device, r.kv_cache_dtype)].append(r.ratio)
-    assert len(groups) == 8
-    for key, ratios in groups.items():
-        assert 0.85 <= statistics.median(ratios) <= 1.10, key
+    spread, medians = _spread_and_medians(rows)
+    assert spread <= 0.12 and len(medians) == 8
+    for key, median in medians.items():
+        assert 0.85 <= median <= 1.10, key
     before = DEFAULT_EFFICIENCY.with_overrides(
         {"mla_decode_attention": DEFAULT_EFFICIENCY.attention,
          "mla_decode_attention_fp8": DEFAULT_EFFICIENCY.attention / 2})
     old = _serving(before)
-    assert sum(abs(math.log(r.ratio)) for r in old) / len(old) > 0.6
+    assert _spread_and_medians(old)[0] > 0.6
     assert statistics.median(r.ratio for r in old) > 1.6
 
 
@@ -110,18 +119,13 @@ def test_prefill_attention_matches_the_measured_kernel() -> None:
     median within 0.84-1.11; at the shared ``attention`` (0.329 for both) 0.304, the 16-bit
     passes 1.21-1.45x slow."""
     assert len(load_context_rows()) == 384
-    rows = compare_context(CATALOG)
-    spread = sum(abs(math.log(r.ratio)) for r in rows) / len(rows)
-    assert spread <= 0.24
-    groups: dict[tuple[str, str], list[float]] = defaultdict(list)
-    for r in rows:
-        groups[(r.device, r.attn_dtype)].append(r.ratio)
-    assert len(groups) == 8
-    for key, ratios in groups.items():
-        assert 0.80 <= statistics.median(ratios) <= 1.15, key
+    spread, medians = _spread_and_medians(compare_context(CATALOG))
+    assert spread <= 0.24 and len(medians) == 8
+    for key, median in medians.items():
+        assert 0.80 <= median <= 1.15, key
     shared = DEFAULT_EFFICIENCY.attention
-    old = compare_context(CATALOG, DEFAULT_EFFICIENCY.with_overrides(
-        {"context_attention": shared, "context_attention_fp8": shared}))
-    assert sum(abs(math.log(r.ratio)) for r in old) / len(old) > 0.29
-    assert all(statistics.median(r.ratio for r in old if r.device == d
-                                 and r.attn_dtype == "bfloat16") > 1.2 for d in DEVICES)
+    old_spread, old_medians = _spread_and_medians(compare_context(
+        CATALOG, DEFAULT_EFFICIENCY.with_overrides(
+            {"context_attention": shared, "context_attention_fp8": shared})))
+    assert old_spread > 0.29
+    assert all(old_medians[(d, "bfloat16")] > 1.2 for d in DEVICES)
