@@ -47,7 +47,7 @@ from gpuarch.perf.collectives import (
 )
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.perf.num import where
-from gpuarch.perf.precision import Precision, matmul_peak
+from gpuarch.perf.precision import Precision
 from gpuarch.perf.quant import GemmPeak, QuantFormat, QuantScheme, gemm_peak
 from gpuarch.perf.roofline import (
     CONTEXT_ATTENTION,
@@ -611,21 +611,17 @@ class _Runner:
         acts = cfg.quant.activations
         if cfg.fp8_context_attention and cfg.quant.kv_cache is QuantFormat.FP8 \
                 and (acts is QuantFormat.FP8 or acts.is_float4):
-            fp8 = matmul_peak(product, Precision.FP8)
-            if fp8 is None or fp8.fallback_reason:
+            fp8_device = self.device.with_fp8_attention()
+            if fp8_device is None:
                 raise GpuarchError(f"--fp8-context-attention: {product.name} has no FP8 "
                                    "Tensor Cores (Ada, Hopper or newer)")
-            self.context_device = dataclasses.replace(self.device, attention_flops=fp8.flops,
-                                                      attention_key=fp8.key)
+            self.context_device = fp8_device
         # absorbed multi-head latent attention in decode: Blackwell's MLA generation kernels
         # run their math in FP8 over an FP8 cache (Efficiency.mla_decode_attention)
         self.mla_decode_device = self.device
         if shape.mla is not None and cfg.quant.kv_cache is QuantFormat.FP8 \
                 and (generation or 0) >= 5:
-            fp8 = matmul_peak(product, Precision.FP8)
-            if fp8 is not None and not fp8.fallback_reason:
-                self.mla_decode_device = dataclasses.replace(
-                    self.device, attention_flops=fp8.flops, attention_key=fp8.key)
+            self.mla_decode_device = self.device.with_fp8_attention() or self.device
         self.act_bytes = _activation_bytes(cfg.quant)
         self.expert_act_bytes = _activation_bytes(cfg.expert_quant)
         self.weight_bytes = cfg.quant.weights.bytes

@@ -7,6 +7,7 @@ elementwise work. Costs are for one GPU.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
@@ -216,6 +217,15 @@ class Device:
         return cls(product, precision, peak, vector, product.memory_bandwidth_bytes_s,
                    attention, tensor_core_generation, attention_key,
                    max(1.0, peak.flops / attention))
+
+
+    def with_fp8_attention(self) -> Device | None:
+        """This device with fused attention at the FP8 Tensor Core rate (FP8 context FMHA,
+        FP8 MLA kernels); None where the GPU has no FP8 Tensor Cores."""
+        fp8 = matmul_peak(self.product, Precision.FP8)
+        if fp8 is None or fp8.fallback_reason:
+            return None
+        return dataclasses.replace(self, attention_flops=fp8.flops, attention_key=fp8.key)
 
 
 @dataclass(frozen=True)

@@ -13,18 +13,21 @@ where these rows fit best (tests/test_attention_kernels.py).
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
 from gpuarch.catalog.loader import Catalog
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
-from gpuarch.perf.precision import Precision, matmul_peak
+from gpuarch.perf.precision import Precision
 from gpuarch.perf.quant import QuantFormat
 from gpuarch.perf.roofline import CONTEXT_ATTENTION, Attention, Device, op_time
 from gpuarch.units import Unit, to_si
-from gpuarch.validation.measured import ModelOverMeasured, read_commented_csv
+from gpuarch.validation.measured import (
+    ModelOverMeasured,
+    aiconfigurator_devices,
+    read_commented_csv,
+)
 from gpuarch.workloads.presets import preset
 
 __all__ = ["CONTEXT_FILE", "MLA_KERNELS_FILE", "SERVING_BATCH", "SERVING_CONTEXT", "ContextRow",
@@ -33,9 +36,8 @@ __all__ = ["CONTEXT_FILE", "MLA_KERNELS_FILE", "SERVING_BATCH", "SERVING_CONTEXT
 MLA_KERNELS_FILE = Path(__file__).with_name("data") / "mla-decode-trtllm.csv"
 CONTEXT_FILE = Path(__file__).with_name("data") / "context-attention-trtllm.csv"
 
-DEVICES = {"h100_sxm": "h100-sxm5-80gb", "h200_sxm": "h200-sxm-141gb", "b200_sxm": "b200",
-           "gb200": "gb200"}
-"""aiconfigurator's system names and the catalog's keys."""
+DEVICES = aiconfigurator_devices("h100_sxm", "h200_sxm", "b200_sxm", "gb200")
+"""The file's aiconfigurator systems and the catalog's keys."""
 
 KV_FORMATS = {"bfloat16": QuantFormat.BF16, "fp8": QuantFormat.FP8}
 """The file's KV-cache formats."""
@@ -111,10 +113,7 @@ def _context_device(catalog: Catalog, key: str, fp8: bool) -> Device:
     FP8 context FMHA its FP8 rate (``_Runner.context_device``)."""
     product = catalog.product(key)
     device = Device.of(product, Precision.BF16, catalog.chip_of(product).sm.tensor_core_generation)
-    peak = matmul_peak(product, Precision.FP8)
-    if not fp8 or peak is None:
-        return device
-    return dataclasses.replace(device, attention_flops=peak.flops, attention_key=peak.key)
+    return (device.with_fp8_attention() or device) if fp8 else device
 
 
 def compare_context(catalog: Catalog, efficiency: Efficiency = DEFAULT_EFFICIENCY

@@ -28,7 +28,7 @@ from gpuarch.catalog.loader import Catalog
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.perf.precision import Precision
 from gpuarch.perf.roofline import Device, Gemm, op_time
-from gpuarch.validation.measured import read_commented_csv
+from gpuarch.validation.measured import aiconfigurator_devices, read_commented_csv
 
 __all__ = ["GEMM_K_FILE", "PLATEAU_K", "SHORT_K", "SOURCE", "KRow", "compare",
            "load_k_rows", "summarize"]
@@ -40,9 +40,9 @@ SOURCE = ("NVIDIA aiconfigurator's collected database, TensorRT-LLM 1.3.0rc20 de
           "1.3.0rc20/gemm_perf.parquet), M = N = 8,192")
 """Where the rows come from (the file's header says more)."""
 
-DEVICES = {"h100_sxm": "h100-sxm5-80gb", "h200_sxm": "h200-sxm-141gb", "b200_sxm": "b200",
-           "gb200": "gb200", "b300_sxm": "b300", "gb300": "gb300"}
-"""aiconfigurator's system names and the catalog's keys."""
+DEVICES = aiconfigurator_devices("h100_sxm", "h200_sxm", "b200_sxm", "gb200", "b300_sxm",
+                                 "gb300")
+"""The file's aiconfigurator systems and the catalog's keys."""
 
 FORMATS = {"bfloat16": Precision.BF16, "fp8": Precision.FP8, "nvfp4": Precision.NVFP4}
 """The file's formats and the precision the roofline prices each at."""

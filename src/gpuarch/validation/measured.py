@@ -10,7 +10,20 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Protocol
 
-__all__ = ["HasRatio", "ModelOverMeasured", "mean_abs_log_ratio", "read_commented_csv"]
+__all__ = ["AICONFIGURATOR_SYSTEMS", "HasRatio", "ModelOverMeasured", "aiconfigurator_devices",
+           "mean_abs_log_ratio", "read_commented_csv"]
+
+
+AICONFIGURATOR_SYSTEMS = {"h100_sxm": "h100-sxm5-80gb", "h200_sxm": "h200-sxm-141gb",
+                          "b200_sxm": "b200", "b300_sxm": "b300", "gb200": "gb200",
+                          "gb300": "gb300"}
+"""NVIDIA aiconfigurator's system names (its ``systems/data/<name>`` folders) and the
+catalog's keys, for the kernel tables taken from it."""
+
+
+def aiconfigurator_devices(*names: str) -> dict[str, str]:
+    """The catalog keys of these aiconfigurator systems, by system name."""
+    return {name: AICONFIGURATOR_SYSTEMS[name] for name in names}
 
 
 class HasRatio(Protocol):

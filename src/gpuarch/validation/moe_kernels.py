@@ -23,7 +23,12 @@ from gpuarch.catalog.loader import Catalog
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.perf.quant import QuantFormat, QuantScheme
 from gpuarch.units import Unit, to_si
-from gpuarch.validation.measured import ModelOverMeasured, mean_abs_log_ratio, read_commented_csv
+from gpuarch.validation.measured import (
+    ModelOverMeasured,
+    aiconfigurator_devices,
+    mean_abs_log_ratio,
+    read_commented_csv,
+)
 from gpuarch.workloads.presets import preset
 
 __all__ = ["LARGE_TOKENS", "MOE_KERNELS_FILE", "SOURCE", "KernelRow", "compare",
@@ -44,9 +49,8 @@ SHAPES = {"qwen3-30b": "qwen3-30b-a3b", "qwen3-235b": "qwen3-235b-a22b",
           "dsv3": "deepseek-v3", "gptoss120": "gpt-oss-120b"}
 """The file's shape names and the presets with those expert shapes."""
 
-DEVICES = {"h100_sxm": "h100-sxm5-80gb", "h200_sxm": "h200-sxm-141gb", "b200_sxm": "b200",
-           "gb200": "gb200"}
-"""aiconfigurator's system names and the catalog's keys."""
+DEVICES = aiconfigurator_devices("h100_sxm", "h200_sxm", "b200_sxm", "gb200")
+"""The file's aiconfigurator systems and the catalog's keys."""
 
 _F = QuantFormat
 FORMATS: dict[str, tuple[QuantScheme, QuantFormat | None, QuantFormat | None]] = {
