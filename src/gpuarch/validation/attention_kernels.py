@@ -8,7 +8,10 @@ DeepSeek-V3's 128 heads, set beside ``estimate.inference.mla_decode_attention_ti
 of 2k-16k tokens, set beside the roofline's ``context_attention`` core on the device the
 serving model runs it on (16-bit, or FP8 context FMHA). ``Efficiency.mla_decode_attention``,
 ``mla_decode_attention_fp8``, ``context_attention`` and ``context_attention_fp8`` were set
-where these rows fit best (tests/test_attention_kernels.py).
+where these rows fit best (tests/test_attention_kernels.py). A third,
+``data/context-attention-head-dim-trtllm.csv``, holds GPT-OSS's attention shape at head dim 64
+and 128 on six GPUs: the kernels run the narrow heads at a lower rate, which the roofline
+does not price (docs/performance-model.md, "Narrow heads").
 """
 
 from __future__ import annotations
@@ -30,14 +33,17 @@ from gpuarch.validation.measured import (
 )
 from gpuarch.workloads.presets import preset
 
-__all__ = ["CONTEXT_FILE", "MLA_KERNELS_FILE", "SERVING_BATCH", "SERVING_CONTEXT", "ContextRow",
-           "MlaRow", "compare_context", "compare_mla", "load_context_rows", "load_mla_rows"]
+__all__ = ["CONTEXT_FILE", "HEAD_DIM_FILE", "MLA_KERNELS_FILE", "SERVING_BATCH",
+           "SERVING_CONTEXT", "ContextRow", "MlaRow", "compare_context", "compare_mla",
+           "load_context_rows", "load_mla_rows"]
 
 MLA_KERNELS_FILE = Path(__file__).with_name("data") / "mla-decode-trtllm.csv"
 CONTEXT_FILE = Path(__file__).with_name("data") / "context-attention-trtllm.csv"
+HEAD_DIM_FILE = Path(__file__).with_name("data") / "context-attention-head-dim-trtllm.csv"
 
-DEVICES = aiconfigurator_devices("h100_sxm", "h200_sxm", "b200_sxm", "gb200")
-"""The file's aiconfigurator systems and the catalog's keys."""
+DEVICES = aiconfigurator_devices("h100_sxm", "h200_sxm", "b200_sxm", "gb200", "b300_sxm",
+                                 "gb300")
+"""The files' aiconfigurator systems and the catalog's keys."""
 
 KV_FORMATS = {"bfloat16": QuantFormat.BF16, "fp8": QuantFormat.FP8}
 """The file's KV-cache formats."""
@@ -100,6 +106,7 @@ class ContextRow(ModelOverMeasured):
     kv_heads: int
     measured_s: float
     model_s: float
+    head_dim: int = 128
 
 
 @cache
@@ -116,11 +123,12 @@ def _context_device(catalog: Catalog, key: str, fp8: bool) -> Device:
     return (device.with_fp8_attention() or device) if fp8 else device
 
 
-def compare_context(catalog: Catalog, efficiency: Efficiency = DEFAULT_EFFICIENCY
-                    ) -> list[ContextRow]:
-    """Each measured prefill attention pass beside the roofline's ``context_attention``."""
+def compare_context(catalog: Catalog, efficiency: Efficiency = DEFAULT_EFFICIENCY,
+                    path: Path = CONTEXT_FILE) -> list[ContextRow]:
+    """Each measured prefill attention pass in ``path`` (``CONTEXT_FILE`` or
+    ``HEAD_DIM_FILE``) beside the roofline's ``context_attention``."""
     out = []
-    for r in load_context_rows():
+    for r in load_context_rows(path):
         batch, isl, heads, kv = (int(r[k]) for k in ("batch", "isl", "heads", "kv_heads"))
         fp8 = r["attn_dtype"] == "fp8"
         op = Attention(batch, isl, isl, heads, kv, int(r["head_dim"]), causal=True,
@@ -129,5 +137,6 @@ def compare_context(catalog: Catalog, efficiency: Efficiency = DEFAULT_EFFICIENC
         model = float(op_time(op, _context_device(catalog, DEVICES[r["device"]], fp8),
                               efficiency)[0])
         out.append(ContextRow(r["device"], r["attn_dtype"], batch, isl, heads, kv,
-                              to_si(float(r["latency_ms"]), Unit.MS), model))
+                              to_si(float(r["latency_ms"]), Unit.MS), model,
+                              int(r["head_dim"])))
     return out
