@@ -7,6 +7,7 @@ the decode path's use of the latent cache when drafted tokens are verified
 
 from __future__ import annotations
 
+import json
 import statistics
 from collections import defaultdict
 from collections.abc import Sequence
@@ -31,6 +32,8 @@ from gpuarch.validation.attention_kernels import (
     compare_mla,
     load_context_rows,
     load_mla_rows,
+    narrow_over_wide,
+    summarize,
 )
 from gpuarch.validation.measured import mean_abs_log_ratio
 from gpuarch.workloads.presets import preset
@@ -134,18 +137,6 @@ def test_prefill_attention_matches_the_measured_kernel() -> None:
     assert all(old_medians[(d, "bfloat16")] > 1.2 for d in HOPPER_AND_BLACKWELL)
 
 
-def _narrow_over_wide(rows: Sequence[ContextRow], value: str) -> dict[str, float]:
-    """Per GPU, the median over matching passes of head dim 64's attention rate (FLOPs a
-    second) over head dim 128's, from the ``value`` times ("measured_s" or "model_s");
-    head dim 64 does half the FLOPs of 128 at the same heads and lengths."""
-    by_key = {(r.device, r.batch, r.isl, r.head_dim): getattr(r, value) for r in rows}
-    ratios: dict[str, list[float]] = defaultdict(list)
-    for (device, batch, isl, head_dim), t in by_key.items():
-        if head_dim == 64:
-            ratios[device].append(by_key[(device, batch, isl, 128)] / 2 / t)
-    return {device: statistics.median(v) for device, v in ratios.items()}
-
-
 def test_narrow_heads_run_slower_than_the_roofline_prices_them() -> None:
     """TensorRT-LLM's context attention at GPT-OSS's shape (64 query heads over 8 KV heads,
     1 or 4 prompts of 4k-16k tokens, 16-bit; context-attention-head-dim-trtllm.csv): head dim
@@ -157,8 +148,8 @@ def test_narrow_heads_run_slower_than_the_roofline_prices_them() -> None:
     dim 64 against 1.12-1.20x at 128 (docs/performance-model.md, "Narrow heads")."""
     rows = compare_context(CATALOG, path=HEAD_DIM_FILE)
     assert len(rows) == 72 and {r.device for r in rows} == set(DEVICES)
-    measured = _narrow_over_wide(rows, "measured_s")
-    model = _narrow_over_wide(rows, "model_s")
+    measured = narrow_over_wide(rows)
+    model = narrow_over_wide(rows, "model_s")
     for device, ratio in measured.items():
         low, high = (0.75, 0.9) if device.startswith("h") else (0.58, 0.78)
         assert low <= ratio <= high, (device, ratio)
@@ -175,3 +166,35 @@ def test_narrow_heads_run_slower_than_the_roofline_prices_them() -> None:
     for ultra, base in (("b300_sxm", "b200_sxm"), ("gb300", "gb200")):
         assert ultra_gain(64, ultra, base) > ultra_gain(128, ultra, base) + 0.08
         assert ultra_gain(64, ultra, base) > 1.25
+
+
+def test_summary_groups_each_check() -> None:
+    """The CLI's groups (``gpuarch validate attention-kernels``): 8 MLA and 8 context groups
+    on four GPUs, six head-width groups; each group's figures are its rows'."""
+    groups = summarize(CATALOG)
+    by_check: dict[str, list[dict[str, object]]] = defaultdict(list)
+    for g in groups:
+        by_check[str(g["check"])].append(g)
+    assert [len(by_check[k]) for k in ("mla_decode", "context", "head_dim")] == [8, 8, 6]
+    assert sum(int(str(g["steps"])) for g in by_check["mla_decode"]) == 64
+    assert sum(int(str(g["passes"])) for g in by_check["context"]) == 384
+    first = by_check["context"][0]
+    rows = [r for r in compare_context(CATALOG)
+            if (r.device, r.attn_dtype) == (first["device"], first["format"])]
+    assert first["median_ratio"] == statistics.median(r.ratio for r in rows)
+    narrow = {g["device"]: g for g in by_check["head_dim"]}
+    assert float(str(narrow["b200_sxm"]["measured_narrow_over_wide"])) < 0.66
+    assert float(str(narrow["b200_sxm"]["model_narrow_over_wide"])) == pytest.approx(1.0,
+                                                                                     abs=0.02)
+
+
+def test_cli_prints_the_attention_checks(capsys: pytest.CaptureFixture[str]) -> None:
+    from gpuarch.cli.main import main
+
+    assert main(["validate", "attention-kernels", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["source"].startswith("NVIDIA aiconfigurator") and doc["rows"] == 120 + 384 + 72
+    assert {g["check"] for g in doc["groups"]} == {"mla_decode", "context", "head_dim"}
+    assert main(["validate", "attention-kernels"]) == 0
+    text = capsys.readouterr().out
+    assert "Head dim 64 over 128" in text and "gb300" in text and "MLA" in text

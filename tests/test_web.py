@@ -57,6 +57,7 @@ def client() -> Any:
     ("/api/validate/ops?kind=gemm", "by_kind"),
     ("/api/validate/moe-kernels", "groups"),
     ("/api/validate/gemm-kernels", "groups"),
+    ("/api/validate/attention-kernels", "groups"),
     ("/api/validate/collectives", "groups"),
 ])
 def test_every_endpoint_answers_with_the_cli_json(client: Any, url: str, key: str) -> None:
@@ -136,6 +137,8 @@ def test_pages_render_forms_results_and_the_comparison_chart(client: Any) -> Non
     assert b"NVIDIA H200" in ops and b"grouped_gemm" in ops
     short_k = client.get("/validate/gemm-kernels").data
     assert b"aiconfigurator" in short_k and b"Unscaled K" in short_k
+    attention = client.get("/validate/attention-kernels").data
+    assert b"Head dim 64 over 128" in attention and b"gb300" in attention
 
 
 _FAST = ["gpus", "compare", "systems", "features", "evolution", "roofline", "estimate/train",

@@ -537,6 +537,23 @@ def cmd_validate_gemm_kernels(args: argparse.Namespace) -> int:
                                    render_gemm_kernels)
 
 
+def cmd_validate_attention_kernels(args: argparse.Namespace) -> int:
+    from gpuarch.report.estimate_text import render_attention_kernels
+    from gpuarch.validation.attention_kernels import (
+        HEAD_DIM_FILE,
+        SOURCE,
+        compare_context,
+        compare_mla,
+        summarize,
+    )
+
+    catalog = load_catalog()
+    rows: list[Any] = [*compare_mla(catalog), *compare_context(catalog),
+                       *compare_context(catalog, path=HEAD_DIM_FILE)]
+    return _print_measured_kernels(args, SOURCE, "rows", rows, summarize(catalog),
+                                   render_attention_kernels)
+
+
 def cmd_validate_collectives(args: argparse.Namespace) -> int:
     from gpuarch.report.estimate_text import render_collectives
     from gpuarch.validation.collectives import SOURCE, band_errors, compare, summarize
@@ -834,6 +851,11 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                            "and NVFP4 on H100, H200, B200, GB200, B300 and GB300 (NVIDIA "
                            "aiconfigurator's measurements) against the roofline")
     p.set_defaults(handler=cmd_validate_gemm_kernels)
+    p = val_sub.add_parser("attention-kernels", parents=[common],
+                           help="TensorRT-LLM's attention kernels as NVIDIA's aiconfigurator "
+                           "measured them (MLA decode, context attention, head dim 64 against "
+                           "128 on six GPUs) against the model's attention cores")
+    p.set_defaults(handler=cmd_validate_attention_kernels)
     p = val_sub.add_parser("collectives", parents=[common],
                            help="NCCL's all-gather, reduce-scatter, all-reduce and all-to-all "
                            "over 2-8 GPUs of A100, H100, H200, B200, B300, GB200 and GB300 as "

@@ -445,6 +445,41 @@ def render_gemm_kernels(summary: Sequence[Mapping[str, Any]]) -> str:
         "formats'."])
 
 
+def render_attention_kernels(summary: Sequence[Mapping[str, Any]]) -> str:
+    """TensorRT-LLM's measured attention kernels beside the model's attention cores: MLA
+    decode and context attention by GPU and format, and the narrow-head rate by GPU
+    (``validation.attention_kernels.summarize``)."""
+    def ratio_rows(check: str, count_key: str) -> list[list[str]]:
+        return [[d["device"], d["format"], str(d[count_key]), f"{d['median_ratio']:.2f}",
+                 f"{d['mean_abs_log_ratio']:.2f}"] for d in summary if d["check"] == check]
+
+    right = [False, False, True, True, True]
+    narrow = [[d["device"], str(d["passes"]), f"{d['measured_narrow_over_wide']:.2f}",
+               f"{d['model_narrow_over_wide']:.2f}"]
+              for d in summary if d["check"] == "head_dim"]
+    return "\n".join([
+        "TensorRT-LLM 1.3.0rc20's attention kernels (NVIDIA aiconfigurator) beside the "
+        "model's attention cores",
+        "",
+        "MLA decode, DeepSeek-V3's 128 heads, 64-1,024 sequences of 4k-32k cached tokens",
+        table(["GPU", "KV cache", "Steps", "Model/measured", "Mean |ln|"],
+              ratio_rows("mla_decode", "steps"), right=right),
+        "",
+        "Context attention over 1-4 prompts of 2k-16k tokens, head dim 128",
+        table(["GPU", "Format", "Passes", "Model/measured", "Mean |ln|"],
+              ratio_rows("context", "passes"), right=right),
+        "",
+        "Head dim 64 over 128: attention FLOP rate at GPT-OSS's shape (64 heads over 8 KV "
+        "heads, 16-bit)",
+        table(["GPU", "Passes", "Measured", "Model"], narrow,
+              right=[False, True, True, True]),
+        "",
+        "Model/measured below 1: the model prices the kernel faster than TensorRT-LLM ran it. "
+        "Head dim: 1 is the same rate at both widths (the roofline's).",
+        "Source and what the comparisons say: docs/performance-model.md, 'MLA in decode', "
+        "'Attention over a prompt at its kernel's rate' and 'Narrow heads'."])
+
+
 def render_collectives(summary: Sequence[Mapping[str, Any]], overall: Mapping[str, float]
                        ) -> str:
     """NCCL's measured collectives beside the collectives model, by GPU, collective and GPU

@@ -16,6 +16,9 @@ does not price (docs/performance-model.md, "Narrow heads").
 
 from __future__ import annotations
 
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -29,13 +32,19 @@ from gpuarch.units import Unit, to_si
 from gpuarch.validation.measured import (
     ModelOverMeasured,
     aiconfigurator_devices,
+    mean_abs_log_ratio,
     read_commented_csv,
 )
 from gpuarch.workloads.presets import preset
 
 __all__ = ["CONTEXT_FILE", "HEAD_DIM_FILE", "MLA_KERNELS_FILE", "SERVING_BATCH",
-           "SERVING_CONTEXT", "ContextRow", "MlaRow", "compare_context", "compare_mla",
-           "load_context_rows", "load_mla_rows"]
+           "SERVING_CONTEXT", "SOURCE", "ContextRow", "MlaRow", "compare_context", "compare_mla",
+           "load_context_rows", "load_mla_rows", "narrow_over_wide", "summarize"]
+
+SOURCE = ("NVIDIA aiconfigurator's collected database, TensorRT-LLM 1.3.0rc20 attention "
+          "kernels (PyPI aiconfigurator-core 0.12.0: aiconfigurator_core/systems/data/<gpu>/"
+          "{mla,attention}/trtllm/1.3.0rc20/)")
+"""Where the rows come from (each file's header says more)."""
 
 MLA_KERNELS_FILE = Path(__file__).with_name("data") / "mla-decode-trtllm.csv"
 CONTEXT_FILE = Path(__file__).with_name("data") / "context-attention-trtllm.csv"
@@ -139,4 +148,52 @@ def compare_context(catalog: Catalog, efficiency: Efficiency = DEFAULT_EFFICIENC
         out.append(ContextRow(r["device"], r["attn_dtype"], batch, isl, heads, kv,
                               to_si(float(r["latency_ms"]), Unit.MS), model,
                               int(r["head_dim"])))
+    return out
+
+
+def narrow_over_wide(rows: Iterable[ContextRow], value: str = "measured_s"
+                     ) -> dict[str, float]:
+    """Per GPU, the median over matching passes (same prompts and lengths) of head dim 64's
+    attention rate (FLOPs a second) over head dim 128's, from the ``value`` times
+    (``"measured_s"`` or ``"model_s"``); at the same heads and lengths head dim 64 does half
+    the FLOPs of 128, so 1 means the same rate."""
+    times = {(r.device, r.batch, r.isl, r.heads, r.kv_heads, r.head_dim): getattr(r, value)
+             for r in rows}
+    ratios: dict[str, list[float]] = defaultdict(list)
+    for (device, batch, isl, heads, kv, head_dim), t in times.items():
+        wide = times.get((device, batch, isl, heads, kv, 128))
+        if head_dim == 64 and wide is not None:
+            ratios[device].append(wide / 2 / t)
+    return {device: statistics.median(v) for device, v in sorted(ratios.items())}
+
+
+def _ratio_group(check: str, device: str, fmt: str, count_key: str,
+                 rows: Sequence[ModelOverMeasured]) -> dict[str, object]:
+    return {"check": check, "device": device, "format": fmt, count_key: len(rows),
+            "median_ratio": statistics.median(r.ratio for r in rows),
+            "mean_abs_log_ratio": mean_abs_log_ratio(rows)}
+
+
+def summarize(catalog: Catalog, efficiency: Efficiency = DEFAULT_EFFICIENCY
+              ) -> list[dict[str, object]]:
+    """The three attention checks as groups, each tagged by ``check``: ``mla_decode`` per
+    GPU and cache format over the serving-regime steps (the rows the MLA efficiencies were
+    set on), ``context`` per GPU and format over every prefill pass, and ``head_dim`` per
+    GPU, head dim 64's rate over 128's, measured and the roofline's."""
+    out: list[dict[str, object]] = []
+    mla: dict[tuple[str, str], list[MlaRow]] = defaultdict(list)
+    for m in compare_mla(catalog, efficiency):
+        if m.serving:
+            mla[(m.device, m.kv_cache_dtype)].append(m)
+    out += [_ratio_group("mla_decode", d, f, "steps", v) for (d, f), v in sorted(mla.items())]
+    ctx: dict[tuple[str, str], list[ContextRow]] = defaultdict(list)
+    for c in compare_context(catalog, efficiency):
+        ctx[(c.device, c.attn_dtype)].append(c)
+    out += [_ratio_group("context", d, f, "passes", v) for (d, f), v in sorted(ctx.items())]
+    narrow = compare_context(catalog, efficiency, HEAD_DIM_FILE)
+    measured, model = narrow_over_wide(narrow), narrow_over_wide(narrow, "model_s")
+    out += [{"check": "head_dim", "device": d, "format": "bfloat16",
+             "passes": sum(1 for r in narrow if r.device == d),
+             "measured_narrow_over_wide": measured[d], "model_narrow_over_wide": model[d]}
+            for d in measured]
     return out

@@ -45,6 +45,7 @@ API_COMMANDS: dict[str, list[str]] = {
     "validate/ops": ["validate", "ops"],
     "validate/moe-kernels": ["validate", "moe-kernels"],
     "validate/gemm-kernels": ["validate", "gemm-kernels"],
+    "validate/attention-kernels": ["validate", "attention-kernels"],
     "validate/collectives": ["validate", "collectives"],
 }
 """API path -> the gpuarch command it runs."""
@@ -165,6 +166,7 @@ nav a{{margin-right:1rem}} .err{{color:#a00}}</style></head><body><nav><a href="
 <a href="/advise/train">advise train</a><a href="/advise/infer">advise infer</a>
 <a href="/validate/bands">error bands</a> <a href="/validate/ops">operators</a>
 <a href="/validate/moe-kernels">MoE kernels</a> <a href="/validate/gemm-kernels">GEMM short K</a>
+<a href="/validate/attention-kernels">attention kernels</a>
 <a href="/validate/collectives">collectives</a></nav>
 <h1>{title}</h1>{body}</body></html>"""
 
@@ -205,6 +207,8 @@ _FORMS: dict[str, tuple[str, list[tuple[str, str]]]] = {
                              []),
     "validate/gemm-kernels": ("TensorRT-LLM's measured GEMMs at short K beside the roofline, "
                               "by format", []),
+    "validate/attention-kernels": ("TensorRT-LLM's measured attention kernels beside the "
+                                   "model's attention cores", []),
     "validate/collectives": ("NCCL's measured collectives beside the collectives model", []),
 }
 
@@ -346,7 +350,7 @@ def create_app() -> Flask:
         body = _form(path, fields, request.args)
         if params or path in ("gpus", "evolution", "validate/bands", "validate/ops",
                               "validate/moe-kernels", "validate/gemm-kernels",
-                              "validate/collectives"):
+                              "validate/attention-kernels", "validate/collectives"):
             # no input needed
             positional = _POSITIONAL.get(path)
             if path == "compare":
