@@ -1268,3 +1268,37 @@ def test_moe_imbalance_loads_the_busiest_rank_not_the_weights() -> None:
     with pytest.raises(GpuarchError, match="--moe-imbalance: 33 exceeds 32"):
         dsv3.check_expert_parallel(64, 33.0)
     dsv3.check_expert_parallel(64, 32.0)
+
+
+@pytest.mark.parametrize("batching,chunk,requests", [(Batching.CONTINUOUS, 0, 1000),
+                                                     (Batching.CONTINUOUS, 512, 0),
+                                                     (Batching.STATIC, 0, 0)])
+def test_costing_a_prefill_pass_once_changes_nothing(monkeypatch: pytest.MonkeyPatch,
+                                                     batching: Batching, chunk: int,
+                                                     requests: int) -> None:
+    """The runner costs a prefill pass for given single values once and reuses it (a
+    continuous-batching estimate prices the same pass for the steady state and for a new
+    prompt's first token): every figure and every part by kind is what costing each pass
+    afresh gives."""
+    shape = preset("llama-3.1-70b").shape
+    cfg = InferenceConfig(input_len=2048, output_len=512, batch=64, gpus=2, tp=2,
+                          quant=QuantScheme(QuantFormat.FP8, QuantFormat.FP8, QuantFormat.FP8),
+                          batching=batching, chunk=chunk, num_requests=requests)
+
+    def run() -> dict[str, object]:
+        return estimate_inference(CATALOG, shape, CATALOG.product("h100"), cfg,
+                                  system=CATALOG.system("dgx h100")).as_json()
+
+    reused = run()
+    monkeypatch.setattr(_Runner, "forward", lambda self, seqs, q_len, ctx, rows=None,
+                        prefill=False: self._forward(seqs, q_len, ctx,
+                                                     seqs if rows is None else rows, prefill))
+    afresh = run()
+    for key in ("ttft_s", "tpot_s", "output_tokens_per_s", "request_latency_s"):
+        assert reused[key] == afresh[key], key
+    for phase in ("prefill_parts_s", "decode_step_parts_s"):
+        parts, fresh = reused[phase], afresh[phase]
+        assert isinstance(parts, dict) and isinstance(fresh, dict)
+        assert parts.keys() == fresh.keys()
+        for kind, seconds in fresh.items():
+            assert parts[kind] == pytest.approx(seconds, rel=1e-12, abs=1e-18), (phase, kind)

@@ -642,6 +642,10 @@ class _Runner:
         # (``OP_PARTS``), times the multiplicity ``_weight`` of the call in progress
         self.parts: dict[str, float] | None = None
         self._weight = 1.0
+        # prefill passes already costed for single values (``forward``): a continuous-
+        # batching estimate prices the same pass for the steady state and for a new
+        # prompt's first token
+        self._forward_cache: dict[tuple[Any, ...], tuple[_Phase, dict[str, float]]] = {}
 
     def _add(self, key: str, seconds: Num) -> None:
         if self.parts is not None:
@@ -812,6 +816,27 @@ class _Runner:
         (not a decode step, even one verifying several drafted tokens)."""
         if rows is None:
             rows = seqs
+        if not prefill or any(isinstance(x, np.ndarray) for x in (seqs, ctx, rows)):
+            return self._forward(seqs, q_len, ctx, rows, prefill)
+        # a prefill pass for single values is costed once, with the seconds it adds to
+        # ``parts`` by kind (counted once per pass, then weighted as the call in progress is)
+        key = (float(seqs), q_len, float(ctx), float(rows), prefill)
+        cached = self._forward_cache.get(key)
+        if cached is None:
+            outer_parts, outer_weight = self.parts, self._weight
+            self.parts, self._weight = {}, 1.0
+            try:
+                cached = (self._forward(seqs, q_len, ctx, rows, prefill), self.parts)
+            finally:
+                self.parts, self._weight = outer_parts, outer_weight
+            self._forward_cache[key] = cached
+        phase, parts = cached
+        for kind, seconds in parts.items():
+            self._add(kind, seconds)
+        return phase
+
+    def _forward(self, seqs: Num, q_len: int, ctx: Num, rows: Num, prefill: bool) -> _Phase:
+        """``forward`` without its cache."""
         tokens = rows * q_len
         s = self.s
         touched = self.experts_touched(tokens)
