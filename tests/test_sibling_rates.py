@@ -71,8 +71,25 @@ def test_gb300_factors_are_the_medians_of_nvidias_published_timings() -> None:
     assert sibling_rates()[("gb300", "gemm", bf16)].pairs == 64
     # FP4 (a higher peak on GB300, not a same-peak pair) and other GPUs: none
     assert sibling_factor("gb300", "gemm", PeakKey.TENSOR_FP4) == 1.0
-    assert sibling_factor("b300", "gemm", fp8) == 1.0
     assert sibling_factor("gb200", "attention_forward", bf16) == 1.0
+
+
+def test_b300_factors_are_the_medians_of_the_same_release_on_hgx_b200() -> None:
+    """Hand-computed from aiconfigurator's TensorRT-LLM 1.3.0rc20 tables for HGX B300 and
+    HGX B200: the 64 dense GEMMs (M, N, K each 2,048 to 16,384) give B200/B300 time ratios of
+    0.87-1.44 in BF16, median 1.053, and 0.86-1.30 in FP8, median 1.041; 48 context attention
+    passes (BF16, head dim 128, the selection of context-attention-trtllm.csv) 0.99-1.43,
+    median 1.148. No backward attention is published for the pair: no factor there."""
+    fp8, bf16 = PRECISION_PEAKS["fp8"], PRECISION_PEAKS["bf16"]
+    assert sibling_factor("b300", "gemm", bf16) == pytest.approx(1.053, abs=5e-4)
+    assert sibling_factor("b300", "gemm", fp8) == pytest.approx(1.041, abs=5e-4)
+    assert sibling_factor("b300", "attention_forward", bf16) == pytest.approx(1.148, abs=5e-4)
+    assert sibling_factor("b300", "attention_backward", bf16) == 1.0
+    assert sibling_factor("b300", "gemm", PeakKey.TENSOR_FP4) == 1.0
+    rates = sibling_rates()
+    assert rates[("b300", "gemm", fp8)].pairs == 64 and rates[("b300", "gemm", fp8)].sibling \
+        == "b200"
+    assert rates[("b300", "attention_forward", bf16)].pairs == 48
 
 
 @pytest.mark.parametrize("op_name, op", [
