@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from gpuarch.catalog import load_catalog
+from gpuarch.catalog.loader import Catalog
 from gpuarch.estimate import Recompute, TrainingConfig, estimate_training
 from gpuarch.estimate.disagg import PrefillPool, estimate_disaggregated
 from gpuarch.estimate.inference import Batching, InferenceConfig, estimate_inference
@@ -31,6 +32,22 @@ def _time(run: Callable[[], object], runs: int) -> float:
     return (time.perf_counter() - start) / runs
 
 
+def serving_cases(catalog: Catalog) -> dict[str, Callable[[], object]]:
+    """The two serving estimates timed here (bench_prefill_reuse.py times them too)."""
+    h100, dgx = catalog.product("h100"), catalog.system("dgx h100")
+    fp8 = QuantScheme(QuantFormat.FP8, QuantFormat.FP8, QuantFormat.FP8)
+    return {
+        "serve llama-3.1-70b FP8, 2 x H100 TP2, cont.": lambda: estimate_inference(
+            catalog, preset("llama-3.1-70b").shape, h100,
+            InferenceConfig(input_len=2048, output_len=512, batch=64, gpus=2, tp=2,
+                            quant=fp8, batching=Batching.CONTINUOUS), system=dgx),
+        "serve mixtral-8x7b, 8 x H100 TP2 EP4, static": lambda: estimate_inference(
+            catalog, preset("mixtral-8x7b").shape, h100,
+            InferenceConfig(input_len=1024, output_len=256, batch=128, gpus=8, tp=2, ep=2),
+            system=dgx),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=1000)
@@ -48,14 +65,7 @@ def main() -> None:
             catalog, preset("mixtral-8x7b").shape, h100,
             TrainingConfig(gpus=64, seq_len=4096, global_batch=256, tp=2, pp=2, ep=8),
             system=dgx),
-        "serve llama-3.1-70b FP8, 2 x H100 TP2, cont.": lambda: estimate_inference(
-            catalog, preset("llama-3.1-70b").shape, h100,
-            InferenceConfig(input_len=2048, output_len=512, batch=64, gpus=2, tp=2,
-                            quant=fp8, batching=Batching.CONTINUOUS), system=dgx),
-        "serve mixtral-8x7b, 8 x H100 TP2 EP4, static": lambda: estimate_inference(
-            catalog, preset("mixtral-8x7b").shape, h100,
-            InferenceConfig(input_len=1024, output_len=256, batch=128, gpus=8, tp=2, ep=2),
-            system=dgx),
+        **serving_cases(catalog),
     }
     for label, run in cases.items():
         per = _time(run, args.runs)

@@ -10,13 +10,11 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
-from collections.abc import Callable
 from typing import Any
 
+from bench_estimate import serving_cases
 from gpuarch.catalog import load_catalog
-from gpuarch.estimate.inference import Batching, InferenceConfig, _Runner, estimate_inference
-from gpuarch.perf.quant import QuantFormat, QuantScheme
-from gpuarch.workloads import preset
+from gpuarch.estimate.inference import _Runner
 
 
 def _afresh(self: _Runner, seqs: Any, q_len: int, ctx: Any, rows: Any = None,
@@ -29,19 +27,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--runs", type=int, default=30)
     args = parser.parse_args()
-    catalog = load_catalog()
-    h100, dgx = catalog.product("h100"), catalog.system("dgx h100")
-    fp8 = QuantScheme(QuantFormat.FP8, QuantFormat.FP8, QuantFormat.FP8)
-    cases: dict[str, Callable[[], object]] = {
-        "serve llama-3.1-70b FP8, 2 x H100 TP2, cont.": lambda: estimate_inference(
-            catalog, preset("llama-3.1-70b").shape, h100,
-            InferenceConfig(input_len=2048, output_len=512, batch=64, gpus=2, tp=2,
-                            quant=fp8, batching=Batching.CONTINUOUS), system=dgx),
-        "serve mixtral-8x7b, 8 x H100 TP2 EP4, static": lambda: estimate_inference(
-            catalog, preset("mixtral-8x7b").shape, h100,
-            InferenceConfig(input_len=1024, output_len=256, batch=128, gpus=8, tp=2, ep=2),
-            system=dgx),
-    }
+    cases = serving_cases(load_catalog())
     reuse = _Runner.forward
     for label, run in cases.items():
         times: dict[bool, list[float]] = {True: [], False: []}
