@@ -230,14 +230,16 @@ def test_validation_error_does_not_regress() -> None:
     the BF16 MoE runs on GB300 closer, GPT-OSS-120B's BF16 runs, already fast, faster; B300's
     GEMMs at 1.053x (BF16) and 1.041x (FP8) and its attention forward at 1.148x HGX B200's
     fraction of the peak, from the same release's tables, nothing refitted, to 10.6% / 8.8% /
-    12.7% / 88.2%: every B300 run but GPT-OSS-120B's closer.)"""
+    12.7% / 88.2%: every B300 run but GPT-OSS-120B's closer; GB300's attention factors over
+    Llama's and DeepSeek-V3's heads in cuDNN's benchmark, not Llama's alone (forward 1.290 ->
+    1.202), to 10.6% / 8.8% / 12.8% / 88.2%.)"""
     summary = validate_training(CATALOG)
     assert len(summary.rows) >= 272
     assert summary.mean_abs_error <= 0.107  # 10.6% over 272 points
     in_sample = [abs(r.error) for r in summary.rows if not r.out_of_sample]
     assert sum(in_sample) / len(in_sample) <= 0.089  # 8.8% over 147
     out = [abs(r.error) for r in summary.rows if r.out_of_sample]
-    assert sum(out) / len(out) <= 0.128  # 12.7% over 125
+    assert sum(out) / len(out) <= 0.128  # 12.8% over 125
     assert summary.by("gpu")["a100-sxm4-80gb"] <= 0.07
     within_20 = sum(abs(r.error) <= 0.20 for r in summary.rows) / len(summary.rows)
     assert within_20 >= 0.878  # 87.9%
