@@ -86,6 +86,10 @@ def test_b300_factors_are_the_medians_of_the_same_release_on_hgx_b200() -> None:
     assert sibling_factor("b300", "gemm", fp8) == pytest.approx(1.041, abs=5e-4)
     assert sibling_factor("b300", "attention_forward", bf16) == pytest.approx(1.148, abs=5e-4)
     assert sibling_factor("b300", "attention_backward", bf16) == 1.0
+    # FP8 context attention (FP8 context FMHA), 48 passes each: 1.03-1.36, median 1.252, and
+    # GB300 over GB200 1.16-1.35, median 1.253
+    assert sibling_factor("b300", "attention_forward", fp8) == pytest.approx(1.252, abs=5e-4)
+    assert sibling_factor("gb300", "attention_forward", fp8) == pytest.approx(1.253, abs=5e-4)
     assert sibling_factor("b300", "gemm", PeakKey.TENSOR_FP4) == 1.0
     rates = sibling_rates()
     assert rates[("b300", "gemm", fp8)].pairs == 64 and rates[("b300", "gemm", fp8)].sibling \
@@ -125,9 +129,11 @@ def test_a_gb300_training_estimate_is_faster_and_says_why() -> None:
     speedup = gb200.time_breakdown.compute / gb300.time_breakdown.compute
     assert 1.078 < speedup < 1.202
     notes = gb300.assumptions["sibling_rates"]
-    assert len(notes) == 4 and all("gb200" in n for n in notes)
+    # FP8 GEMMs, attention forward and backward at the 16-bit peak (not the BF16 GEMMs'
+    # factor, nor FP8 attention's: this estimate runs neither)
+    assert len(notes) == 3 and all("gb200" in n for n in notes)
     assert sum("github.com/NVIDIA/cudnn-frontend" in n for n in notes) == 3
-    assert sum("aiconfigurator-core" in n for n in notes) == 2
+    assert sum("aiconfigurator-core" in n for n in notes) == 1  # the FP8 GEMMs, pooled
     assert gb200.assumptions["sibling_rates"] == []
 
 
@@ -176,18 +182,23 @@ def test_the_factor_lies_within_the_published_ratios() -> None:
         assert rate.factor == pytest.approx(statistics.median(ratios))
 
 
-@pytest.mark.parametrize("weights, expected", [
-    (QuantFormat.FP8, ["attention_forward at bf16", "gemm at bf16", "gemm at fp8"]),
-    # FP4 GEMMs: no same-peak pair; the 16-bit LM head's GEMM takes the BF16 factor
-    (QuantFormat.FP4, ["attention_forward at bf16", "gemm at bf16"]),
+@pytest.mark.parametrize("weights, fp8_context, expected", [
+    (QuantFormat.FP8, False, ["attention_forward at bf16", "gemm at fp8"]),
+    # FP8 context FMHA: the prompt's attention at the FP8 peak, decode's at the 16-bit one
+    (QuantFormat.FP8, True, ["attention_forward at bf16", "attention_forward at fp8",
+                             "gemm at fp8"]),
+    # FP4 GEMMs (the LM head's too): no same-peak pair
+    (QuantFormat.FP4, False, ["attention_forward at bf16"]),
 ])
-def test_a_gb300_serving_estimate_names_only_the_factors_it_uses(weights: QuantFormat,
-                                                                  expected: list[str]) -> None:
-    """Serving runs no backward pass, and its GEMMs use the FP8 factor only at the FP8
-    peak; the text output prints what the estimate used, a GB200 estimate prints none."""
+def test_a_gb300_serving_estimate_names_only_the_factors_it_uses(
+        weights: QuantFormat, fp8_context: bool, expected: list[str]) -> None:
+    """Serving runs no backward pass, and each operator uses the factor at the peak it runs
+    at only (GB300's BF16 GEMM factor is not one an FP8 or FP4 estimate uses); the text
+    output prints what the estimate used, a GB200 estimate prints none."""
     shape = preset("llama-3.1-70b").shape
     cfg = InferenceConfig(input_len=1000, output_len=1000, batch=64, gpus=2, tp=2,
-                          quant=QuantScheme(weights, weights, QuantFormat.FP8))
+                          quant=QuantScheme(weights, weights, QuantFormat.FP8),
+                          fp8_context_attention=fp8_context)
     est = estimate_inference(CATALOG, shape, CATALOG.product("gb300"), cfg)
     notes = est.assumptions["sibling_rates"]
     assert [n.split(":")[0] for n in notes] == expected

@@ -1360,8 +1360,9 @@ def estimate_inference(
         if cfg.speculative_tokens else None,
         "efficiency": efficiency.as_dict(),
         "sibling_rates": sibling_notes(product.key, (
-            runner.peak.peak.key, runner.expert_peak.peak.key, runner.device.attention_key,
-            runner.context_device.attention_key), ("gemm", "attention_forward"))
+            ("gemm", runner.peak.peak.key), ("gemm", runner.expert_peak.peak.key),
+            ("attention_forward", runner.device.attention_key),
+            ("attention_forward", runner.context_device.attention_key)))
         if efficiency.sibling_rates else [],
         "efficiency_origin": "assumed defaults fitted to published measurements"
         if efficiency is DEFAULT_EFFICIENCY else "calibrated or overridden",

@@ -1306,7 +1306,9 @@ def estimate_training(
         "unfused: full score matrix in memory (softmax and dropout as memory-bound work)",
         "attention_kernel": cfg.attention_kernel,
         "attention_efficiency": run_eff.attention,
-        "sibling_rates": sibling_notes(product.key, (device.matmul.key, device.attention_key))
+        "sibling_rates": sibling_notes(product.key, (
+            ("gemm", device.matmul.key), ("attention_forward", device.attention_key),
+            ("attention_backward", device.attention_key)))
         if eff.sibling_rates else [],
         "intra_node_link": intra.fabric.value,
         "layer_forward_flops_per_gpu": layer_flops,

@@ -113,11 +113,12 @@ def sibling_factor(gpu: str, op: str, peak: PeakKey | None) -> float:
     return rate.factor if rate else 1.0
 
 
-def sibling_notes(gpu: str, peaks: Iterable[PeakKey | None] | None = None,
-                  ops: Iterable[str] = OPS) -> list[str]:
-    """The factors ``gpu`` has, one line each (empty: none); with ``peaks`` and ``ops``,
-    only those of the operators an estimate runs at the peaks it runs them at."""
-    wanted, kinds = (None if peaks is None else set(peaks)), set(ops)
+def sibling_notes(gpu: str, uses: Iterable[tuple[str, PeakKey | None]] | None = None
+                  ) -> list[str]:
+    """The factors ``gpu`` has, one line each (empty: none); with ``uses``, only those of the
+    (operator, peak) pairs an estimate runs: an operator's factor at another peak is not
+    one it used."""
+    wanted = None if uses is None else set(uses)
     return [rate.note() for (key, op, peak), rate in sorted(
         sibling_rates().items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2].value))
-        if key == gpu and op in kinds and (wanted is None or peak in wanted)]
+        if key == gpu and (wanted is None or (op, peak) in wanted)]
