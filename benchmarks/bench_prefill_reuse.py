@@ -15,6 +15,7 @@ from typing import Any
 from bench_estimate import serving_cases
 from gpuarch.catalog import load_catalog
 from gpuarch.estimate.inference import _Runner
+from gpuarch.units import Unit, from_si
 
 
 def _afresh(self: _Runner, seqs: Any, q_len: int, ctx: Any, rows: Any = None,
@@ -42,8 +43,8 @@ def main() -> None:
         _Runner.forward = reuse  # type: ignore[method-assign]
         ratio = statistics.median(a / b for a, b in zip(times[True], times[False], strict=True))
         print(f"{label:46s} reused/afresh {ratio:.3f} (median of {args.rounds} rounds; "
-              f"fastest {min(times[True]) * 1e6:.0f} us against "
-              f"{min(times[False]) * 1e6:.0f} us)")
+              f"fastest {from_si(min(times[True]), Unit.US):.0f} us against "
+              f"{from_si(min(times[False]), Unit.US):.0f} us)")
 
 
 if __name__ == "__main__":

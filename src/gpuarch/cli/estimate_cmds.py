@@ -841,27 +841,25 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                    help="only this kind of operator (gemm, gemm_decode, fp8_gemm, "
                         "grouped_gemm, serve_grouped, attention_fwd, ...; repeat)")
     p.set_defaults(handler=cmd_validate_ops)
-    p = val_sub.add_parser("moe-kernels", parents=[common],
-                           help="TensorRT-LLM's MoE layers as NVIDIA's aiconfigurator measured "
-                           "them on H100, H200, B200 and GB200 against the serving model's "
-                           "MoE module")
-    p.set_defaults(handler=cmd_validate_moe_kernels)
-    p = val_sub.add_parser("gemm-kernels", parents=[common],
-                           help="how TensorRT-LLM's GEMMs slow down at short K in BF16, FP8 "
-                           "and NVFP4 on H100, H200, B200, GB200, B300 and GB300 (NVIDIA "
-                           "aiconfigurator's measurements) against the roofline")
-    p.set_defaults(handler=cmd_validate_gemm_kernels)
-    p = val_sub.add_parser("attention-kernels", parents=[common],
-                           help="TensorRT-LLM's attention kernels as NVIDIA's aiconfigurator "
-                           "measured them (MLA decode, context attention, head dim 64 against "
-                           "128 on six GPUs) against the model's attention cores")
-    p.set_defaults(handler=cmd_validate_attention_kernels)
-    p = val_sub.add_parser("collectives", parents=[common],
-                           help="NCCL's all-gather, reduce-scatter, all-reduce and all-to-all "
-                           "over 2-8 GPUs of A100, H100, H200, B200, B300, GB200 and GB300 as "
-                           "NVIDIA's aiconfigurator measured them, against the collectives "
-                           "model")
-    p.set_defaults(handler=cmd_validate_collectives)
+    # the measured-kernel checks: no options beyond the common ones
+    for name, handler, help_text in (
+            ("moe-kernels", cmd_validate_moe_kernels,
+             "TensorRT-LLM's MoE layers as NVIDIA's aiconfigurator measured them on H100, "
+             "H200, B200 and GB200 against the serving model's MoE module"),
+            ("gemm-kernels", cmd_validate_gemm_kernels,
+             "how TensorRT-LLM's GEMMs slow down at short K in BF16, FP8 and NVFP4 on H100, "
+             "H200, B200, GB200, B300 and GB300 (NVIDIA aiconfigurator's measurements) "
+             "against the roofline"),
+            ("attention-kernels", cmd_validate_attention_kernels,
+             "TensorRT-LLM's attention kernels as NVIDIA's aiconfigurator measured them (MLA "
+             "decode, context attention, head dim 64 against 128 on six GPUs) against the "
+             "model's attention cores"),
+            ("collectives", cmd_validate_collectives,
+             "NCCL's all-gather, reduce-scatter, all-reduce and all-to-all over 2-8 GPUs of "
+             "A100, H100, H200, B200, B300, GB200 and GB300 as NVIDIA's aiconfigurator "
+             "measured them, against the collectives model")):
+        p = val_sub.add_parser(name, parents=[common], help=help_text)
+        p.set_defaults(handler=handler)
     p = val_sub.add_parser("bands", parents=[common],
                            help="the model's error bands by regime (task, model kind, "
                            "architecture): what estimates report under 'error band'")
