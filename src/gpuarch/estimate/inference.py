@@ -46,7 +46,7 @@ from gpuarch.perf.collectives import (
     nvls_for,
 )
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
-from gpuarch.perf.num import where
+from gpuarch.perf.num import any_of, ceil, floor, maximum, minimum, where
 from gpuarch.perf.precision import Precision
 from gpuarch.perf.quant import GemmPeak, QuantFormat, QuantScheme, gemm_peak
 from gpuarch.perf.roofline import (
@@ -707,15 +707,15 @@ class _Runner:
             gathered = max(1.0, cfg.ep / t)
             touched = experts_touched if gathered == 1.0 else \
                 self.experts_touched(tokens * gathered)
-            local = np.maximum(1.0, touched / cfg.ep)
+            local = maximum(1.0, touched / cfg.ep)
             routed = tokens * gathered * s.experts_per_token * cfg.moe_imbalance
-            per_expert = np.maximum(1, np.ceil(routed / np.maximum(touched, 1.0)))
+            per_expert = maximum(1, ceil(routed / maximum(touched, 1.0)))
             width = s.d_expert
             ops += [Gemm(tokens, s.experts, s.hidden, name="router"),
                     self._gemm(per_expert, up_factor * width // moe_tp, s.hidden, "expert_up",
-                               batch=np.ceil(local)),
+                               batch=ceil(local)),
                     self._gemm(per_expert, s.hidden, width // moe_tp, "expert_down",
-                               batch=np.ceil(local))]
+                               batch=ceil(local))]
             if s.shared_experts:
                 shared = width * s.shared_experts
                 ops += [self._gemm(tokens, up_factor * shared // t, s.hidden, "shared_up"),
@@ -871,9 +871,9 @@ class _Runner:
         group = max(1, budget // chunk)  # prompts per pass
         phase = _Phase(overhead=self.eff.prefill_overhead_s)
         self._add("overhead", self.eff.prefill_overhead_s)
-        full, rest = np.divmod(seqs, group)  # passes of whole groups are identical
-        for n, times in ((group, full), (np.maximum(rest, 1), np.where(rest > 0, 1, 0))):
-            if not np.any(times):
+        full, rest = divmod(seqs, group)  # passes of whole groups are identical
+        for n, times in ((group, full), (maximum(rest, 1), where(rest > 0, 1, 0))):
+            if not any_of(times):
                 continue
 
             def one(n: Num = n) -> _Phase:
@@ -906,7 +906,7 @@ class _Runner:
         if self.cfg.executor == "python":
             # the executor's host work for every request in flight overlaps the GPU's step
             # (overlap scheduler); the step lasts as long as the longer of the two
-            host = np.maximum(0.0, self.eff.host_time_per_sequence_s * seqs - step.total)
+            host = maximum(0.0, self.eff.host_time_per_sequence_s * seqs - step.total)
             self._add("host", host)
             step = step + _Phase(host=host)
         return step
@@ -971,12 +971,12 @@ def _kv_and_activation_bytes(shape: TransformerShape, cfg: InferenceConfig, batc
             else shape.windowed_layers / shape.layers
         shared = min(cfg.cached_prefix, prompt) * (1 - windowed) * kv_bytes_per_token(
             shape, cfg.quant.kv_cache.bytes, cfg.tp) / cfg.pp
-        kv = kv - np.maximum(batch - 1, 0) * shared
+        kv = kv - maximum(batch - 1, 0) * shared
     if cfg.batching is Batching.STATIC:
         # the batch's prompts (or chunks) in passes of up to max_num_tokens
         new = max(1, prompt - cfg.cached_prefix)
         chunk = cfg.chunk if 0 < cfg.chunk < new else new
-        tokens = np.minimum(batch * chunk, cfg.max_num_tokens)
+        tokens = minimum(batch * chunk, cfg.max_num_tokens)
     else:
         # an in-flight batching engine reserves activations for a full pass of its token
         # budget before it sizes the KV cache: TensorRT-LLM profiles its peak memory with
@@ -1005,7 +1005,7 @@ def _memory(shape: TransformerShape, cfg: InferenceConfig, batch: Num,
     kv, activations = _kv_and_activation_bytes(shape, cfg, batch, cfg.input_len)
     weights = _weight_bytes(shape, cfg)
     if cfg.kv_cache_fraction:
-        reserve = (1 - cfg.kv_cache_fraction) * np.maximum(
+        reserve = (1 - cfg.kv_cache_fraction) * maximum(
             0.0, product.memory_bytes - weights - activations)
     else:
         reserve = RESERVE_FRACTION * product.memory_bytes
@@ -1128,13 +1128,13 @@ def _evaluate(runner: _Runner, cfg: InferenceConfig, product: Product, max_batch
     batch = requested
     stages = cfg.micro_batches
     if cfg.batching is Batching.CONTINUOUS and max_batch >= 1:
-        batch = np.minimum(batch, max_batch)  # a serving engine admits only what fits
+        batch = minimum(batch, max_batch)  # a serving engine admits only what fits
     if cfg.batching is Batching.CONTINUOUS and cfg.max_batch_size:
         # and no more than its cap, which bounds each micro-batch of a pipeline
-        batch = np.minimum(batch, cfg.max_batch_size * stages)
+        batch = minimum(batch, cfg.max_batch_size * stages)
     if cfg.batching is Batching.CONTINUOUS and cfg.num_requests:
         # an offline run of num_requests: a replica never holds more than its share
-        batch = np.minimum(batch, math.ceil(cfg.num_requests / cfg.replicas))
+        batch = minimum(batch, math.ceil(cfg.num_requests / cfg.replicas))
     mean_ctx = cfg.mean_decode_context
     runner.parts = {} if parts is not None else None
     # with pipeline stages the sequences in flight are split into one micro-batch per stage:
@@ -1172,15 +1172,15 @@ def _evaluate(runner: _Runner, cfg: InferenceConfig, product: Product, max_batch
         # waiting for the pass in progress: M/D/1 waiting time at the prefill load rho
         prompts_per_pass = max(1, cfg.max_num_tokens // cfg.new_prompt_tokens)
         runner.parts = {} if parts is not None else None
-        prefill = runner.prefill(np.minimum(batch, prompts_per_pass))
+        prefill = runner.prefill(minimum(batch, prompts_per_pass))
         service = prefill.total
-        rho = np.minimum(MAX_PREFILL_LOAD, all_prefills.total / lanes / cycle)
+        rho = minimum(MAX_PREFILL_LOAD, all_prefills.total / lanes / cycle)
         wait = rho / (2 * (1 - rho)) * service + step.total / 2
         ttft = service + wait
         latency = ttft + (cfg.output_len - 1) * tpot
         # more requests in flight than fit wait for a slot (Little's law: `batch` slots
         # each free up once per request latency)
-        queue = np.where(requested > batch, (requested - batch) * latency / batch, 0.0)
+        queue = where(requested > batch, (requested - batch) * latency / batch, 0.0)
         ttft = ttft + queue
         latency = latency + queue
     if parts is not None and runner.parts is not None:
@@ -1194,7 +1194,7 @@ def _evaluate(runner: _Runner, cfg: InferenceConfig, product: Product, max_batch
 def _lanes(batch: Num, micro_batches: int) -> Num:
     """Micro-batches that hold a sequence when ``batch`` sequences are split into up to
     ``micro_batches``: the stages working at once."""
-    return np.minimum(micro_batches, np.maximum(batch, 1.0))
+    return minimum(micro_batches, maximum(batch, 1.0))
 
 
 def _offline_rate(runner: _Runner, cfg: InferenceConfig, batch: Num, cycle: Num,
@@ -1204,13 +1204,13 @@ def _offline_rate(runner: _Runner, cfg: InferenceConfig, batch: Num, cycle: Num,
     each lasting a steady-state cycle, and the last wave runs only the remainder, at the
     shorter cycle of its smaller batch; the run ends with the last request."""
     share = cfg.num_requests / cfg.replicas
-    full = np.floor(share / batch)
-    rest = np.ceil(share - full * batch)
-    tail = np.maximum(rest, 1)
+    full = floor(share / batch)
+    rest = ceil(share - full * batch)
+    tail = maximum(rest, 1)
     lanes = _lanes(tail, cfg.micro_batches)
     tail_cycle = cfg.output_len / per_step * runner.decode_step(tail / lanes, mean_ctx).total \
         + runner.prefill(tail).total / lanes
-    total = full * cycle + np.where(rest > 0, tail_cycle, 0.0)
+    total = full * cycle + where(rest > 0, tail_cycle, 0.0)
     return share * cfg.output_len / total
 
 

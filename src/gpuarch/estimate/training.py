@@ -53,9 +53,9 @@ from gpuarch.perf.collectives import (
     collective_time,
     link_for,
     nccl_protocols,
-    scalar,
 )
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
+from gpuarch.perf.num import ceil, maximum, minimum, where
 from gpuarch.perf.precision import Precision
 from gpuarch.perf.roofline import (
     ATTENTION_OPS,
@@ -263,7 +263,7 @@ class TrainingConfig:
     def edge_layers(self) -> Any:
         """Layer slots the embedding and the loss take in the pipeline split: two with
         ``pp_edge_layers`` and more than one stage, else none."""
-        return np.where(self.pp > 1, 2, 0) if self.pp_edge_layers else 0
+        return where(self.pp > 1, 2, 0) if self.pp_edge_layers else 0
 
     @property
     def expert_tp(self) -> Any:
@@ -294,8 +294,8 @@ class TrainingConfig:
             return 0.0
         if not self.recompute_layers:
             return 1.0
-        chunk = np.ceil((shape.layers + self.edge_layers) / (self.pp * self.vpp))
-        return np.minimum(1.0, self.recompute_layers / chunk)
+        chunk = ceil((shape.layers + self.edge_layers) / (self.pp * self.vpp))
+        return minimum(1.0, self.recompute_layers / chunk)
 
     @property
     def micro_batches(self) -> int:
@@ -537,14 +537,14 @@ def _nccl(kind: Collective, size_bytes: Num, group: Group, eff: Efficiency,
 def _group(size: Num, inner: Num, cfg: TrainingConfig, intra: Link, inter: Link | None
            ) -> Group:
     """A communicator of ``size`` ranks whose neighbours are ``inner`` ranks apart."""
-    per_node = np.where(inner < cfg.gpus_per_node,
-                        np.maximum(1, np.minimum(size, cfg.gpus_per_node // inner)), 1)
+    per_node = where(inner < cfg.gpus_per_node,
+                        maximum(1, minimum(size, cfg.gpus_per_node // inner)), 1)
     return Group(size, per_node, intra, inter)
 
 
 def _local_experts(s: TransformerShape, cfg: TrainingConfig) -> Num:
     """Routed experts each GPU holds (at least one)."""
-    return np.maximum(1, s.experts // cfg.ep)
+    return maximum(1, s.experts // cfg.ep)
 
 
 PERMUTATION_PASSES = {"alltoall": (1, 3), "deepep": (1, 1)}
@@ -567,7 +567,7 @@ def dispatch_permutation(routed: Num, hidden: Num, element: float, dispatcher: s
     """HBM traffic of an expert layer's token permutations for ``routed`` copies of
     ``hidden``-wide rows of ``element`` bytes (``PERMUTATION_PASSES``)."""
     one, several = PERMUTATION_PASSES[dispatcher]
-    passes = np.where(np.asarray(local_experts) > 1, several, one)
+    passes = where(local_experts > 1, several, one)
     return Elementwise(2.0 * passes * routed * hidden * element, name="moe_permute")
 
 
@@ -580,7 +580,7 @@ def _layer_ops(s: TransformerShape, cfg: TrainingConfig, moe: bool, window: int 
     tokens = cfg.micro_batch * seq
     core_kv, d = attention_core_dims(s)
     heads = s.heads // t
-    kv = np.maximum(1, core_kv // t)
+    kv = maximum(1, core_kv // t)
     projections = attention_projections(s, t)
     ops: list[Op] = [Gemm(tokens, n, k, name=name) for name, n, k in projections[:-1]]
     if cfg.fused_attention:
@@ -606,7 +606,7 @@ def _layer_ops(s: TransformerShape, cfg: TrainingConfig, moe: bool, window: int 
         routed = tokens * e // t * s.experts_per_token
         width = s.d_expert
         local_experts = _local_experts(s, cfg)
-        per_expert = np.maximum(1, routed * cfg.ep // s.experts)
+        per_expert = maximum(1, routed * cfg.ep // s.experts)
         up = 2 * width if s.ffn_kind is FfnKind.SWIGLU else width
         ops += [
             Gemm(tokens, s.experts, s.hidden, name="router"),
@@ -802,12 +802,12 @@ def _one_layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device,
     tp_share = eff.tp_comm_exposed if cfg.tp_comm_overlap else 1.0
     tp_ar = 2 * _nccl(Collective.ALL_REDUCE, activation, tp_group, eff)
     core_kv, core_dim = attention_core_dims(s)
-    kv_bytes = 2 * cfg.micro_batch * cfg.seq_len * np.maximum(1, core_kv // cfg.tp) \
+    kv_bytes = 2 * cfg.micro_batch * cfg.seq_len * maximum(1, core_kv // cfg.tp) \
         * core_dim * element
     if cfg.cp_comm_type == "a2a":
         # queries, keys and values in, the core's output back: each GPU's own tokens over
         # its tensor-parallel share of the heads, the same again in the backward pass
-        heads = (2 * s.heads / cfg.tp + 2 * np.maximum(1, core_kv // cfg.tp))
+        heads = (2 * s.heads / cfg.tp + 2 * maximum(1, core_kv // cfg.tp))
         swapped = tokens * heads * core_dim * element
         cp_ag = _nccl(Collective.ALL_TO_ALL, swapped, cp_group, eff)
     else:
@@ -826,7 +826,7 @@ def _one_layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device,
         if cfg.ep_comm_overlap:
             # one micro-batch's forward runs beside another's backward, each pair's
             # all-to-alls hidden behind the pair's compute; only the excess is exposed
-            a2a = np.maximum(0.0, a2a - (fwd + bwd) / 2)
+            a2a = maximum(0.0, a2a - (fwd + bwd) / 2)
         exposed_fwd, exposed_bwd = exposed + a2a, exposed + a2a
     # the dropless dispatcher's host wait falls in the forward pass (and a recomputed one):
     # the backward's all-to-alls and grouped GEMMs reuse the split sizes the forward copied
@@ -838,8 +838,8 @@ def _one_layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device,
     if moe:
         launched = _local_experts(s, cfg) if cfg.expert_launches == "per-expert" else 1
         floor_fwd, floor_bwd = expert_host_floor(launched, cfg.precision.low_precision, eff)
-        host_fwd = np.maximum(0.0, floor_fwd - expert_section)
-        host_bwd = np.maximum(0.0, floor_bwd - 2 * expert_section)
+        host_fwd = maximum(0.0, floor_fwd - expert_section)
+        host_bwd = maximum(0.0, floor_bwd - 2 * expert_section)
     forward = _Pass(fwd, exposed_fwd, eff.layer_overhead_s + wait + host_fwd)
     backward = _Pass(bwd, exposed_bwd, eff.layer_overhead_s + host_bwd)
     if cfg.recompute is Recompute.FULL:
@@ -965,7 +965,7 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     ep_stride = cfg.tp * cfg.cp if not cfg.etp else cfg.etp
     ep_group = _group(cfg.ep, ep_stride, cfg, intra, inter)
     # neighbouring pipeline stages (no communicator at all without pipelining)
-    pp_group = _group(np.where(cfg.pp > 1, 2, 1), cfg.tp * cfg.cp * cfg.dp, cfg, intra,
+    pp_group = _group(where(cfg.pp > 1, 2, 1), cfg.tp * cfg.cp * cfg.dp, cfg, intra,
                       inter)
 
     kinds = _layer_times(shape, cfg, device, eff, tp_group, cp_group, ep_group,
@@ -1010,12 +1010,12 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
         if cfg.pp_edge_layers:
             # the last stage runs one layer fewer plus the head; the middle stages all layers
             slower = last.total >= stage.total
-            stage = _Pass(*(scalar(np.where(slower, a, b)) for a, b in
+            stage = _Pass(*(where(slower, a, b) for a, b in
                             ((last.compute, stage.compute), (last.comm, stage.comm),
                              (last.overhead, stage.overhead))))
-            stage_layers: Num = scalar(np.where(slower, last_layers, layers_per_stage))
-            stage_head_time: Num = scalar(np.where(slower, last_head, 0.0))
-            stage_mtp: Num = scalar(np.where(slower, cfg.mtp_layers, 0))
+            stage_layers: Num = where(slower, last_layers, layers_per_stage)
+            stage_head_time: Num = where(slower, last_head, 0.0)
+            stage_mtp: Num = where(slower, cfg.mtp_layers, 0)
         else:
             stage = last
             stage_layers, stage_head_time, stage_mtp = last_layers, last_head, cfg.mtp_layers
@@ -1024,7 +1024,7 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
                 stage_parts[key] = stage_layers * value
             for key, value in mtp_layer.parts.items():
                 stage_parts[key] = stage_parts.get(key, 0.0) + stage_mtp * value
-        activation_layers = np.maximum(layers_per_stage, last_layers + cfg.mtp_layers)
+        activation_layers = maximum(layers_per_stage, last_layers + cfg.mtp_layers)
     else:
         # each pipeline rank runs its own layers (dense and expert ones as such), MTP blocks
         # and head; the slowest sets the pace
@@ -1052,7 +1052,7 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
         act = act / cfg.tp
     p2p = (2 * _nccl(Collective.P2P, act, pp_group, eff) * cfg.vpp
            * eff.pp_comm_exposed)
-    p2p = np.where(cfg.pp > 1, p2p, 0.0)
+    p2p = where(cfg.pp > 1, p2p, 0.0)
     stage = stage + _Pass(0.0, p2p)
 
     # memory on the most loaded stage
@@ -1074,8 +1074,8 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     offload: Num = 0.0
     if cfg.offload_layers and host_link_bytes_s:
         transfer = per_layer_act / host_link_bytes_s
-        offload = cfg.offload_layers * (np.maximum(0.0, transfer - fwd.compute)
-                                        + np.maximum(0.0, transfer - bwd.compute))
+        offload = cfg.offload_layers * (maximum(0.0, transfer - fwd.compute)
+                                        + maximum(0.0, transfer - bwd.compute))
         stage = stage + _Pass(0.0, offload)
 
     m = cfg.micro_batches
@@ -1094,7 +1094,7 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     if layout is None:
         dense_body = pc.total - pc.embedding - pc.lm_head - expert_params
         head_params = (pc.lm_head or pc.embedding) / cfg.tp
-        dense_local = dense_body / (cfg.tp * cfg.pp) + np.where(
+        dense_local = dense_body / (cfg.tp * cfg.pp) + where(
             cfg.pp > 1, head_params, (pc.embedding + pc.lm_head) / cfg.tp) \
             + cfg.mtp_layers * mtp_dense / cfg.tp
         expert_local = (expert_params / cfg.pp + cfg.mtp_layers * mtp_expert) \
@@ -1118,7 +1118,7 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
         # what one micro-batch's compute cannot cover, plus the first layer's gather and
         # the last layer's reduction, which nothing precedes or follows
         per_mb = dp_comm / m
-        dp_exposed = m * (np.maximum(0.0, per_mb - stage.compute)
+        dp_exposed = m * (maximum(0.0, per_mb - stage.compute)
                           + eff.dp_comm_exposed * per_mb / layers_per_stage)
     else:
         dp_exposed = dp_comm * eff.dp_comm_exposed
@@ -1160,8 +1160,8 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     peak = device.matmul.flops
     per_gpu_flops = model_flops * tokens_per_s / cfg.gpus
 
-    in_flight = np.minimum(cfg.pp, m)
-    interleave = np.where(cfg.vpp > 1, 1 + (cfg.pp - 1) / (cfg.pp * cfg.vpp), 1.0)
+    in_flight = minimum(cfg.pp, m)
+    interleave = where(cfg.vpp > 1, 1 + (cfg.pp - 1) / (cfg.pp * cfg.vpp), 1.0)
     # FP32 logits for the loss, and for each MTP block's on the last stage
     logits = tokens_mb * shape.vocab / cfg.tp * 4.0 * (1 + cfg.mtp_layers)
     return TrainingCore(

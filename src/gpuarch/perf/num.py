@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["any_of", "ceil", "maximum", "minimum", "to_float", "where"]
+__all__ = ["any_of", "ceil", "floor", "maximum", "minimum", "to_float", "where"]
 
 Num = Any  # a float, or a NumPy array of floats
 
@@ -47,6 +47,11 @@ def maximum(a: Num, b: Num) -> Num:
 def ceil(x: Num) -> Num:
     """``np.ceil`` (a float for one value)."""
     return np.ceil(x) if isinstance(x, np.ndarray) else float(math.ceil(x))
+
+
+def floor(x: Num) -> Num:
+    """``np.floor`` (a float for one value)."""
+    return np.floor(x) if isinstance(x, np.ndarray) else float(math.floor(x))
 
 
 def any_of(x: Num) -> bool:
