@@ -513,17 +513,18 @@ class _Pass:
     compute: Num = 0.0
     comm: Num = 0.0
     overhead: Num = 0.0  # fixed host time (launches, the MoE dispatcher's synchronisation)
+    floor: Num = 0.0  # what a short layer pass falls short of ``layer_pass_floor_s`` by
 
     def __add__(self, other: _Pass) -> _Pass:
         return _Pass(self.compute + other.compute, self.comm + other.comm,
-                     self.overhead + other.overhead)
+                     self.overhead + other.overhead, self.floor + other.floor)
 
     def scale(self, k: Num) -> _Pass:
-        return _Pass(self.compute * k, self.comm * k, self.overhead * k)
+        return _Pass(self.compute * k, self.comm * k, self.overhead * k, self.floor * k)
 
     @property
     def total(self) -> Num:
-        return self.compute + self.comm + self.overhead
+        return self.compute + self.comm + self.overhead + self.floor
 
 
 
@@ -842,6 +843,13 @@ def _one_layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device,
         host_bwd = maximum(0.0, floor_bwd - 2 * expert_section)
     forward = _Pass(fwd, exposed_fwd, eff.layer_overhead_s + wait + host_fwd)
     backward = _Pass(bwd, exposed_bwd, eff.layer_overhead_s + host_bwd)
+    # a pass takes at least the layer's floor however little it holds (the backward twice
+    # the forward's)
+    if eff.layer_pass_floor_s:
+        forward = dataclasses.replace(
+            forward, floor=maximum(0.0, eff.layer_pass_floor_s - forward.total))
+        backward = dataclasses.replace(
+            backward, floor=maximum(0.0, 2 * eff.layer_pass_floor_s - backward.total))
     if cfg.recompute is Recompute.FULL:
         recompute = forward.scale(cfg.full_recompute_share(s))
     else:
@@ -920,6 +928,7 @@ class TrainingCore:
     pipeline_bubble: Num
     optimizer: Num
     host_overhead: Num
+    layer_floor: Num  # what short layer passes fall short of layer_pass_floor_s by, per step
     tokens_per_s: Num
     model_flops_per_token: float
     per_gpu_flops: Num
@@ -1012,7 +1021,7 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
             slower = last.total >= stage.total
             stage = _Pass(*(where(slower, a, b) for a, b in
                             ((last.compute, stage.compute), (last.comm, stage.comm),
-                             (last.overhead, stage.overhead))))
+                             (last.overhead, stage.overhead), (last.floor, stage.floor))))
             stage_layers: Num = where(slower, last_layers, layers_per_stage)
             stage_head_time: Num = where(slower, last_head, 0.0)
             stage_mtp: Num = where(slower, cfg.mtp_layers, 0)
@@ -1083,6 +1092,7 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     compute_time = m * stage.compute
     pipeline_comm = m * stage.comm
     host_time = m * stage.overhead
+    floor_time = m * stage.floor
     bubble = (cfg.pp - 1) / cfg.vpp * stage_time
 
     # parameters held per GPU (the last stage also holds the LM head and the MTP blocks);
@@ -1144,7 +1154,8 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
         weights, gradients, optimizer_states = (weights[heaviest], gradients[heaviest],
                                                 optimizer_states[heaviest])
 
-    step = compute_time + pipeline_comm + host_time + bubble + dp_exposed + optimizer
+    step = (compute_time + pipeline_comm + host_time + floor_time + bubble + dp_exposed
+            + optimizer)
 
     # throughput and utilisation
     tokens_per_s = cfg.global_batch * cfg.seq_len / step
@@ -1171,6 +1182,7 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
         pipeline_bubble=bubble,
         optimizer=optimizer,
         host_overhead=host_time,
+        layer_floor=floor_time,
         tokens_per_s=tokens_per_s,
         model_flops_per_token=model_flops,
         per_gpu_flops=per_gpu_flops,
@@ -1268,7 +1280,7 @@ def estimate_training(
         compute=float(core.compute),
         exposed_communication=float(core.exposed_communication),
         pipeline_bubble=float(core.pipeline_bubble),
-        other=float(core.optimizer + core.host_overhead),
+        other=float(core.optimizer + core.host_overhead + core.layer_floor),
         compute_parts=compute_parts,
         communication_parts=comm_parts,
     )
@@ -1285,7 +1297,8 @@ def estimate_training(
     fits = memory.total <= product.memory_bytes
 
     bottleneck, reason = _bottleneck(breakdown, float(core.optimizer),
-                                     float(core.host_overhead), step, cfg, mfu)
+                                     float(core.host_overhead), float(core.layer_floor), step,
+                                     cfg, mfu)
     per_param = cfg.param_bytes
     assumptions: dict[str, Any] = {
         "matmul_peak_tflops": from_si(peak, Unit.TFLOPS),
@@ -1297,7 +1310,8 @@ def estimate_training(
         "measured_parameters": measured or {},
         "flops_convention": "Megatron/PaLM: 2 FLOP per MAC, full (non-causal) attention",
         "other_breakdown_s": {"optimizer": float(core.optimizer),
-                              "host_overhead": float(core.host_overhead)},
+                              "host_overhead": float(core.host_overhead),
+                              "layer_pass_floor": float(core.layer_floor)},
         "bytes_per_param": {"weights": per_param.weights,
                             "gradients": per_param.gradients,
                             "optimizer": per_param.optimizer},
@@ -1394,11 +1408,11 @@ def estimate_training(
     )
 
 
-def _bottleneck(b: TimeBreakdown, optimizer: float, host: float, step: float,
+def _bottleneck(b: TimeBreakdown, optimizer: float, host: float, floor: float, step: float,
                 cfg: TrainingConfig, mfu: float) -> tuple[str, str]:
     parts = {"compute": b.compute, "communication": b.exposed_communication,
              "pipeline_bubble": b.pipeline_bubble, "host_overhead": host,
-             "optimizer": optimizer}
+             "layer_pass_floor": floor, "optimizer": optimizer}
     name = max(parts, key=lambda k: parts[k])
     share = parts[name] / step
     if name == "compute":
@@ -1428,6 +1442,12 @@ def _bottleneck(b: TimeBreakdown, optimizer: float, host: float, step: float,
                   "token-drop routing "
                   "(--moe-token-drop) skips the sync, partial CUDA graphs (--cuda-graphs) "
                   "the launches before it, and a Grace host over NVLink-C2C waits far less")
+    elif name == "layer_pass_floor":
+        reason = (f"{share:.0%} of the step is layer passes too small to run faster than "
+                  "the floor measured runs show (layer_pass_floor_s: each GPU holds so few "
+                  "tokens of a layer that its chain of dependent kernels and exchanges, not "
+                  "their work, sets the time); fewer GPUs per model replica (less TP or CP) "
+                  "or more tokens per micro-batch give each pass more work")
     else:
         reason = f"{share:.0%} of the step is the optimizer update"
     return name, reason

@@ -593,11 +593,14 @@ def _parts(parts: dict[str, float], total: float) -> str:
 
 
 def _other_detail(parts: dict[str, float]) -> str:
-    """What the 'other' seconds are, when a fixed host time is part of them."""
-    if not parts.get("host_overhead"):
+    """What the 'other' seconds are, when a fixed host time or the layer-pass floor is part
+    of them."""
+    shown = [("per-layer host time", parts.get("host_overhead", 0.0)),
+             ("layer-pass floor", parts.get("layer_pass_floor", 0.0))]
+    if not any(seconds for _, seconds in shown):
         return "   (optimizer step)"
-    return (f"   (optimizer {fmt(parts['optimizer'])} s, per-layer host time "
-            f"{fmt(parts['host_overhead'])} s)")
+    return "   (" + ", ".join([f"optimizer {fmt(parts['optimizer'])} s"] + [
+        f"{label} {fmt(seconds)} s" for label, seconds in shown if seconds]) + ")"
 
 
 def _expert_split(par: dict[str, Any]) -> str:
