@@ -249,17 +249,16 @@ class Efficiency:
 
     layer_pass_floor_s: float = 5.7e-4
     """The least time one layer's forward pass takes in training however little work it
-    holds (its backward at least twice this): where a GPU's share of a layer is small (1-2k
-    tokens of an 8B model under TP 2-4 and CP 4) a pass runs a fixed chain of dependent
-    steps (norm, projections, context-parallel ring exchanges, tensor-parallel gathers and
-    scatters, each waiting on the last) that its modelled kernels and collectives do not
-    fill. Binds only on such small passes: on the validation's runs the four Llama 3.1 8B
-    MLPerf Training runs on 512-1,024 GB200/GB300 (TP 2-4, CP 4, one micro-batch a step),
-    whose step times imply 0.55-0.65 ms, and the 512-GPU GPT-OSS-20B run, which implies more
-    (0.97 ms, MoE layers running more kernels); no other point moves. Fitted to those four
-    (0.57 ms: ``python scripts/fit_training_efficiency.py --only layer_pass_floor_s``, which
-    finds no other point it changes); the mechanism is not measured (those runs capture
-    their layers in CUDA graphs, so it is not the host's launches). Training only."""
+    holds (its backward at least twice this). Binds only where a GPU's share of a layer is
+    small: on the validation's runs, the four Llama 3.1 8B MLPerf Training runs on 512-1,024
+    GB200/GB300 (2,048 tokens a GPU under TP 2-4 and CP 4, one micro-batch a step, modelled
+    forward passes of 0.2-0.35 ms), whose step times imply 0.55-0.65 ms each, and the
+    512-GPU GPT-OSS-20B run, which implies 0.97 ms; no other point moves. Fitted to those four
+    (0.57 ms: ``python scripts/fit_training_efficiency.py --only layer_pass_floor_s``). What
+    sets it is not measured: not the host's launches (those runs capture their layers in
+    CUDA graphs); perhaps the chain of dependent, latency-bound steps a small pass is made
+    of (sequence-parallel gathers and scatters, context-parallel exchanges, the kernels
+    between them), which the modelled kernels and collectives do not fill. Training only."""
 
     moe_layer_overhead_s: float = 4e-3
     """Fixed time per expert layer per forward pass (and per recomputed forward) for the host
