@@ -539,7 +539,7 @@ def _group(size: Num, inner: Num, cfg: TrainingConfig, intra: Link, inter: Link 
            ) -> Group:
     """A communicator of ``size`` ranks whose neighbours are ``inner`` ranks apart."""
     per_node = where(inner < cfg.gpus_per_node,
-                        maximum(1, minimum(size, cfg.gpus_per_node // inner)), 1)
+                     maximum(1, minimum(size, cfg.gpus_per_node // inner)), 1)
     return Group(size, per_node, intra, inter)
 
 
@@ -846,10 +846,10 @@ def _one_layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device,
     # a pass takes at least the layer's floor however little it holds (the backward twice
     # the forward's)
     if eff.layer_pass_floor_s:
-        forward = dataclasses.replace(
-            forward, floor=maximum(0.0, eff.layer_pass_floor_s - forward.total))
-        backward = dataclasses.replace(
-            backward, floor=maximum(0.0, 2 * eff.layer_pass_floor_s - backward.total))
+        forward = _Pass(forward.compute, forward.comm, forward.overhead,
+                        maximum(0.0, eff.layer_pass_floor_s - forward.total))
+        backward = _Pass(backward.compute, backward.comm, backward.overhead,
+                         maximum(0.0, 2 * eff.layer_pass_floor_s - backward.total))
     if cfg.recompute is Recompute.FULL:
         recompute = forward.scale(cfg.full_recompute_share(s))
     else:
