@@ -580,3 +580,33 @@ def test_engine_switches_reach_every_configuration_searched(tmp_path: Path) -> N
             adp_balance=True), system=system)
         assert o.ttft_ms == pytest.approx(est.ttft_s * 1e3, rel=1e-9)
         assert o.tpot_ms == pytest.approx(est.tpot_s * 1e3, rel=1e-12)
+
+
+def test_layer_cache_reuses_only_across_zero_stages() -> None:
+    """evaluate_training's layer_cache (the advisor's ZeRO variants of one layout chunk):
+    every ZeRO stage gives what it gives without the cache, and a layout that differs in
+    anything else is costed afresh, not served the cached layers."""
+    shape = preset("mixtral-8x7b").shape
+    product = CATALOG.product("h100")
+    system = CATALOG.system("dgx h100")
+    device = Device.of(product, Precision.BF16, 4)
+    intra, inter = link_for(product, system, None)
+    tp, pp = np.array([1, 2, 4, 8]), np.array([2, 2, 1, 1])
+    base = dict(gpus=tp * pp * 8, seq_len=4096, global_batch=np.full(4, 64),
+                micro_batch=np.array([1, 2, 1, 2]), tp=tp, pp=pp, cp=np.ones(4, int),
+                ep=np.full(4, 8), vpp=np.ones(4, int), recompute=Recompute.SELECTIVE,
+                precision=Precision.BF16, gpus_per_node=8)
+    cache: dict[str, Any] = {}
+    for zero, prefetch in ((0, False), (1, False), (2, False), (3, False), (3, True)):
+        cfg = TrainingConfig(**base, zero=zero, fsdp_prefetch=prefetch)
+        cached = evaluate_training(shape, product, device, intra, inter, cfg,
+                                   DEFAULT_EFFICIENCY, layer_cache=cache)
+        fresh = evaluate_training(shape, product, device, intra, inter, cfg,
+                                  DEFAULT_EFFICIENCY)
+        assert np.array_equal(cached.step, fresh.step)
+        assert np.array_equal(cached.memory_total, fresh.memory_total)
+    other = TrainingConfig(**{**base, "micro_batch": np.array([2, 1, 2, 1])}, zero=1)
+    cached = evaluate_training(shape, product, device, intra, inter, other,
+                               DEFAULT_EFFICIENCY, layer_cache=cache)
+    fresh = evaluate_training(shape, product, device, intra, inter, other, DEFAULT_EFFICIENCY)
+    assert np.array_equal(cached.step, fresh.step)

@@ -201,16 +201,17 @@ def advise_training(
         raise GpuarchError("--gpu: no GPU to search (check the names or --tier)")
     # ZeRO stages, and ZeRO-3 with its parameter gathers prefetched a layer ahead
     stages = ((0, False), (1, False), (2, False), (3, False), (3, True))
-    combos = [(precision, recompute, zero, prefetch, sp, overlap)
-              for precision, recompute, (zero, prefetch), sp, overlap in itertools.product(
-                  search.precisions, list(Recompute), stages, (False, True), (False, True))]
-    total = len(candidates) * len(combos)
+    # ZeRO innermost: its stages share a layout chunk's layer costing
+    variants = list(itertools.product(search.precisions, list(Recompute), (False, True),
+                                      (False, True)))
+    combos = len(variants) * len(stages)
+    total = len(candidates) * combos
     done = 0
     for product, system in candidates:
         price = prices.price(product.key)
         if price is None and search.objective is Objective.COST:
             skipped.append((product.key, "no price in the price book (give --price)"))
-            done += len(combos)
+            done += combos
             if progress:
                 progress(done, total, product.name)
             continue
@@ -221,7 +222,7 @@ def advise_training(
                                     pcie.x16_bandwidth_bytes_s if pcie else None)
         except GpuarchError:
             skipped.append((product.key, "no GPU-to-GPU bandwidth in the catalog"))
-            done += len(combos)
+            done += combos
             if progress:
                 progress(done, total, product.name)
             continue
@@ -236,8 +237,8 @@ def advise_training(
         systems[product.key] = system
         layouts = _layouts(shape, search, gpn, multi_node=inter is not None)
         gen = catalog.chip_of(product).sm.tensor_core_generation
-        for precision, recompute, zero, prefetch, sp, overlap in combos:
-            done += 1
+        for precision, recompute, sp, overlap in variants:
+            done += len(stages)
             if progress:
                 progress(done, total, product.name)
             peak = matmul_peak(product, precision)
@@ -251,62 +252,65 @@ def advise_training(
             n = len(lay["gpus"])
             for start in range(0, n, CHUNK):
                 part = {k: v[start:start + CHUNK] for k, v in lay.items()}
-                # integer fields as arrays: one configuration per element (the masks in
-                # _layouts stand for TrainingConfig.validate)
-                fields: dict[str, Any] = {
-                    "gpus": part["gpus"], "seq_len": search.seq_len,
-                    "global_batch": part["gb"], "micro_batch": part["mb"], "tp": part["tp"],
-                    "pp": part["pp"], "cp": part["cp"], "ep": part["ep"], "vpp": part["vpp"],
-                    "sequence_parallel": sp, "tp_comm_overlap": overlap, "zero": zero,
-                    "fsdp_prefetch": prefetch, "recompute": recompute,
-                    "precision": precision, "gpus_per_node": gpn,
-                    "fp8_params": keeps_fp8_weights(precision),
-                    "ep_dispatcher": MOE_DISPATCHER, "mtp_layers": search.mtp_layers}
-                cfg = TrainingConfig(**fields)
-                core = evaluate_training(shape, product, device, intra, inter, cfg,
-                                         efficiency)
-                evaluated += len(part["gpus"])
-                fits = core.memory_total <= product.memory_bytes
-                seconds = search.tokens / core.tokens_per_s
-                gpu_hours = from_si_array(seconds, Unit.HOUR) * part["gpus"]
-                cost = gpu_hours * price if price is not None else np.full_like(seconds,
-                                                                                np.nan)
-                energy = (energy_kwh(product.tdp_w, core.hfu, part["gpus"], seconds)
-                          if product.tdp_w else np.full_like(seconds, np.nan))
-                power_w = (facility_power_w(product.tdp_w, part["gpus"])
-                           if product.tdp_w else np.full_like(seconds, np.nan))
-                ok = fits
-                if search.deadline_days is not None:
-                    ok &= seconds <= to_si(search.deadline_days, Unit.DAY)
-                if search.budget_usd is not None:
-                    ok &= np.nan_to_num(cost, nan=np.inf) <= search.budget_usd
-                if search.max_power_kw is not None:
-                    ok &= (np.nan_to_num(power_w, nan=np.inf)
-                           <= to_si(search.max_power_kw, Unit.KW))
-                if not ok.any():
-                    continue
-                feasible += int(ok.sum())
-                idx = _shortlist(np.nonzero(ok)[0], seconds, cost, energy, search)
-                rows.append({
-                    "key": np.array([product.key] * len(idx), dtype=object),
-                    "gpus": part["gpus"][idx], "tp": part["tp"][idx], "pp": part["pp"][idx],
-                    "cp": part["cp"][idx], "ep": part["ep"][idx], "vpp": part["vpp"][idx],
-                    "mb": part["mb"][idx], "gb": part["gb"][idx],
-                    "zero": np.full(len(idx), zero),
-                    "prefetch": np.full(len(idx), prefetch),
-                    "recompute": np.array([recompute.value] * len(idx), dtype=object),
-                    "sp": np.full(len(idx), sp), "overlap": np.full(len(idx), overlap),
-                    "precision": np.array([precision.value] * len(idx), dtype=object),
-                    "step": np.asarray(core.step)[idx],
-                    "tps": np.asarray(core.tokens_per_s)[idx],
-                    "mfu": np.asarray(core.mfu)[idx],
-                    "mem": np.asarray(core.memory_total)[idx],
-                    "time": np.asarray(seconds)[idx],
-                    "cost": np.asarray(cost)[idx],
-                    "energy": np.asarray(energy)[idx],
-                    "power": np.asarray(power_w)[idx],
-                    "price": np.full(len(idx), np.nan if price is None else price),
-                })
+                # the ZeRO variants of a chunk share its layers' costing
+                layer_cache: dict[str, Any] = {}
+                for zero, prefetch in stages:
+                    # integer fields as arrays: one configuration per element (the masks in
+                    # _layouts stand for TrainingConfig.validate)
+                    fields: dict[str, Any] = {
+                        "gpus": part["gpus"], "seq_len": search.seq_len,
+                        "global_batch": part["gb"], "micro_batch": part["mb"], "tp": part["tp"],
+                        "pp": part["pp"], "cp": part["cp"], "ep": part["ep"], "vpp": part["vpp"],
+                        "sequence_parallel": sp, "tp_comm_overlap": overlap, "zero": zero,
+                        "fsdp_prefetch": prefetch, "recompute": recompute,
+                        "precision": precision, "gpus_per_node": gpn,
+                        "fp8_params": keeps_fp8_weights(precision),
+                        "ep_dispatcher": MOE_DISPATCHER, "mtp_layers": search.mtp_layers}
+                    cfg = TrainingConfig(**fields)
+                    core = evaluate_training(shape, product, device, intra, inter, cfg,
+                                             efficiency, layer_cache=layer_cache)
+                    evaluated += len(part["gpus"])
+                    fits = core.memory_total <= product.memory_bytes
+                    seconds = search.tokens / core.tokens_per_s
+                    gpu_hours = from_si_array(seconds, Unit.HOUR) * part["gpus"]
+                    cost = gpu_hours * price if price is not None else np.full_like(seconds,
+                                                                                    np.nan)
+                    energy = (energy_kwh(product.tdp_w, core.hfu, part["gpus"], seconds)
+                              if product.tdp_w else np.full_like(seconds, np.nan))
+                    power_w = (facility_power_w(product.tdp_w, part["gpus"])
+                               if product.tdp_w else np.full_like(seconds, np.nan))
+                    ok = fits
+                    if search.deadline_days is not None:
+                        ok &= seconds <= to_si(search.deadline_days, Unit.DAY)
+                    if search.budget_usd is not None:
+                        ok &= np.nan_to_num(cost, nan=np.inf) <= search.budget_usd
+                    if search.max_power_kw is not None:
+                        ok &= (np.nan_to_num(power_w, nan=np.inf)
+                               <= to_si(search.max_power_kw, Unit.KW))
+                    if not ok.any():
+                        continue
+                    feasible += int(ok.sum())
+                    idx = _shortlist(np.nonzero(ok)[0], seconds, cost, energy, search)
+                    rows.append({
+                        "key": np.array([product.key] * len(idx), dtype=object),
+                        "gpus": part["gpus"][idx], "tp": part["tp"][idx], "pp": part["pp"][idx],
+                        "cp": part["cp"][idx], "ep": part["ep"][idx], "vpp": part["vpp"][idx],
+                        "mb": part["mb"][idx], "gb": part["gb"][idx],
+                        "zero": np.full(len(idx), zero),
+                        "prefetch": np.full(len(idx), prefetch),
+                        "recompute": np.array([recompute.value] * len(idx), dtype=object),
+                        "sp": np.full(len(idx), sp), "overlap": np.full(len(idx), overlap),
+                        "precision": np.array([precision.value] * len(idx), dtype=object),
+                        "step": np.asarray(core.step)[idx],
+                        "tps": np.asarray(core.tokens_per_s)[idx],
+                        "mfu": np.asarray(core.mfu)[idx],
+                        "mem": np.asarray(core.memory_total)[idx],
+                        "time": np.asarray(seconds)[idx],
+                        "cost": np.asarray(cost)[idx],
+                        "energy": np.asarray(energy)[idx],
+                        "power": np.asarray(power_w)[idx],
+                        "price": np.full(len(idx), np.nan if price is None else price),
+                    })
     if not rows:
         return TrainingAdvice(shape.name, search.tokens, search.objective.value, (), (),
                               evaluated, 0, tuple(skipped),

@@ -955,17 +955,36 @@ class TrainingCore:
                 + self.other)
 
 
+ZERO_FIELDS = frozenset({"zero", "fsdp_prefetch"})
+"""The configuration fields a layer's time does not depend on (``evaluate_training``'s
+``layer_cache`` holds across configurations that differ only in these)."""
+
+
+def _layer_key(shape: TransformerShape, device: Device, eff: Efficiency,
+               cfg: TrainingConfig) -> tuple[Any, ...]:
+    """What a cached layer costing was made from: the objects themselves (by identity, so
+    arrays are not compared element by element) and every field but the ZeRO ones."""
+    return (id(shape), id(device), id(eff), *(
+        id(v) if isinstance(v, np.ndarray) else v
+        for f in dataclasses.fields(cfg) if f.name not in ZERO_FIELDS
+        for v in (getattr(cfg, f.name),)))
+
+
 def evaluate_training(shape: TransformerShape, product: Product, device: Device,
                       intra: Link, inter: Link | None, cfg: TrainingConfig,
                       eff: Efficiency, parts: dict[str, Num] | None = None,
-                      host_link_bytes_s: float | None = None) -> TrainingCore:
+                      host_link_bytes_s: float | None = None,
+                      layer_cache: dict[str, Any] | None = None) -> TrainingCore:
     """The step model. ``cfg``'s parallelism, batch and micro-batch fields may be NumPy
     arrays (one configuration per element); precision, recomputation, ZeRO stage, sequence
     parallelism and the overlap switches are scalars. No validation here: the caller
     (``estimate_training``, or the advisor with its masks) has done it. With ``parts``, the
     average layer's seconds by kind are left there (``_layer_time``).
     ``host_link_bytes_s``: the GPU's own share of its link to the CPU, one direction, for
-    activation offloading (None: the transfers are taken as hidden)."""
+    activation offloading (None: the transfers are taken as hidden).
+    ``layer_cache``: a dict kept by a caller that evaluates the same layouts under several
+    ZeRO stages (the advisor); the layers are costed once and reused while nothing but
+    ``ZERO_FIELDS`` changes (checked: anything else, and they are costed afresh)."""
     tp_group = _group(cfg.tp, 1, cfg, intra, inter)
     cp_group = _group(cfg.cp, cfg.tp, cfg, intra, inter)
     dp_group = _group(cfg.dp * cfg.cp, cfg.tp, cfg, intra, inter)
@@ -977,8 +996,15 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     pp_group = _group(where(cfg.pp > 1, 2, 1), cfg.tp * cfg.cp * cfg.dp, cfg, intra,
                       inter)
 
-    kinds = _layer_times(shape, cfg, device, eff, tp_group, cp_group, ep_group,
-                         with_parts=parts is not None)
+    layer_key = _layer_key(shape, device, eff, cfg) if layer_cache is not None else None
+    if layer_cache is not None and parts is None and layer_cache.get("key") == layer_key:
+        kinds = layer_cache["kinds"]
+    else:
+        kinds = _layer_times(shape, cfg, device, eff, tp_group, cp_group, ep_group,
+                             with_parts=parts is not None)
+        if layer_cache is not None and parts is None:
+            # the objects stay referenced, so no other can take their identity meanwhile
+            layer_cache.update(key=layer_key, kinds=kinds, held=(shape, device, eff, cfg))
     average = _average_layer(shape, kinds)
     fwd, bwd = average.fwd, average.bwd
     per_layer, layer_flops = average.passes, average.flops
