@@ -610,3 +610,27 @@ def test_layer_cache_reuses_only_across_zero_stages() -> None:
                                DEFAULT_EFFICIENCY, layer_cache=cache)
     fresh = evaluate_training(shape, product, device, intra, inter, other, DEFAULT_EFFICIENCY)
     assert np.array_equal(cached.step, fresh.step)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([8, 16, 64]),
+                          st.floats(min_value=1.0, max_value=1e3),
+                          st.floats(min_value=1.0, max_value=1e3)),
+                min_size=1, max_size=40))
+def test_same_count_prefilter_keeps_the_front(rows: list[tuple[int, float, float]]) -> None:
+    """dominated_at_same_count marks only rows another of the same GPU count beats (no
+    slower, strictly less energy), and with cost rising with time at each count (one GPU,
+    one price) the Pareto front of the rest is the front of all."""
+    from gpuarch.advise.train import dominated_at_same_count, pareto_mask
+
+    count = np.array([r[0] for r in rows])
+    time = np.array([r[1] for r in rows])
+    energy = np.array([r[2] for r in rows])
+    marked = dominated_at_same_count(time, energy, count)
+    for i in np.nonzero(marked)[0]:
+        assert np.any((count == count[i]) & (time <= time[i]) & (energy < energy[i]))
+    points = np.stack([time, time * count * 2.5, energy], axis=1)
+    rest = np.nonzero(~marked)[0]
+    with_prefilter = np.zeros(len(rows), dtype=bool)
+    with_prefilter[rest[pareto_mask(points[rest])]] = True
+    assert np.array_equal(with_prefilter, pareto_mask(points))

@@ -290,7 +290,8 @@ def advise_training(
                     if not ok.any():
                         continue
                     feasible += int(ok.sum())
-                    idx = _shortlist(np.nonzero(ok)[0], seconds, cost, energy, search)
+                    idx = _shortlist(np.nonzero(ok)[0], seconds, cost, energy, search,
+                                     part["gpus"])
                     rows.append({
                         "key": np.array([product.key] * len(idx), dtype=object),
                         "gpus": part["gpus"][idx], "tp": part["tp"][idx], "pp": part["pp"][idx],
@@ -366,16 +367,49 @@ def _assumptions(prices: PriceBook, search: TrainingSearch, assumed: list[str],
 
 
 def _shortlist(idx: np.ndarray, seconds: np.ndarray, cost: np.ndarray, energy: np.ndarray,
-               search: TrainingSearch) -> np.ndarray:
+               search: TrainingSearch, gpus: np.ndarray) -> np.ndarray:
     """Of the feasible rows ``idx`` of one chunk, those that can still make the answer: the
     best few by the objective and the chunk's Pareto front (the front of the union of the
-    chunks' fronts is the whole front). Keeps the kept table small however large the space."""
+    chunks' fronts is the whole front). Keeps the kept table small however large the space.
+    A chunk is one GPU at one price, so among rows with the same GPU count cost rises with
+    time; the rows another of their count beats on time and energy go before the full
+    three-objective pass (``dominated_at_same_count``)."""
     points = np.stack([seconds[idx], np.nan_to_num(cost[idx], nan=np.inf),
                        np.nan_to_num(energy[idx], nan=np.inf)], axis=1)
     column = {"time": 0, "cost": 1, "energy": 2}[search.objective.value]
     k = min(len(idx), 4 * search.top + 8)  # spare rows for ties the final pass collapses
     best = np.argpartition(points[:, column], k - 1)[:k] if k < len(idx) else np.arange(k)
-    return idx[np.union1d(best, np.nonzero(pareto_mask(points))[0])]
+    rest = np.nonzero(~dominated_at_same_count(points[:, 0], points[:, 2], gpus[idx]))[0]
+    front: np.ndarray = rest[pareto_mask(points[rest])]
+    kept: np.ndarray = idx[np.union1d(best, front)]
+    return kept
+
+
+def dominated_at_same_count(time: np.ndarray, energy: np.ndarray, count: np.ndarray
+                            ) -> np.ndarray:
+    """Rows that a row with the same GPU count beats: no slower and strictly less energy.
+    With cost rising with time among such rows (one GPU, one price), such a row dominates
+    on all three objectives, so none of these is on the Pareto front; rows with equal
+    energy are left to the full pass. Rows with a non-finite time or energy are never
+    marked."""
+    n = len(time)
+    out = np.zeros(n, dtype=bool)
+    finite = np.nonzero(np.isfinite(time) & np.isfinite(energy))[0]
+    if len(finite) < 2:
+        return out
+    t, e, g = time[finite], energy[finite], count[finite]
+    order = np.lexsort((e, t, g))  # by count, then time, then energy
+    e_sorted = e[order]
+    g_sorted = g[order]
+    group = np.cumsum(np.r_[True, g_sorted[1:] != g_sorted[:-1]]) - 1
+    # each later count group shifted below every earlier one, so a running minimum sees
+    # only its own group's earlier rows (rounding keeps order within a group, so a shifted
+    # comparison is strict only where the energies are)
+    gap = 2.0 * float(e_sorted.max() - e_sorted.min()) + 1.0
+    shifted = e_sorted - group * gap
+    before = np.r_[np.inf, np.minimum.accumulate(shifted)[:-1]]
+    out[finite[order[before < shifted]]] = True
+    return out
 
 
 def pareto_mask(points: np.ndarray, block: int = 256) -> np.ndarray:
