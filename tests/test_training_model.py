@@ -1001,3 +1001,8 @@ def test_layer_pass_floor_is_its_own_part_and_bottleneck() -> None:
     # 8 micro-batches (DP 1) of 32 layers, forward 5 ms and backward 10 ms less their work
     assert 0.8 * 8 * 32 * 15e-3 < other["layer_pass_floor"] < 8 * 32 * 15e-3
     assert est.bottleneck == "layer_pass_floor" and "layer_pass_floor_s" in est.bottleneck_reason
+    assert "not measured" in est.assumptions["layer_pass_floor"]  # said wherever it binds
+    big = estimate_training(CATALOG, preset("llama-3.1-70b").shape, H100,
+                            TrainingConfig(gpus=64, seq_len=8192, global_batch=128, tp=4, pp=4,
+                                           sequence_parallel=True), system=DGX_H100)
+    assert "layer_pass_floor" not in big.assumptions

@@ -1353,6 +1353,13 @@ def estimate_training(
         "intra_node_link": intra.fabric.value,
         "layer_forward_flops_per_gpu": layer_flops,
     }
+    if float(core.layer_floor) > 0:
+        assumptions["layer_pass_floor"] = (
+            f"each layer's forward pass is charged at least "
+            f"{from_si(eff.layer_pass_floor_s, Unit.MS):.2g} ms and its backward twice that "
+            f"(layer_pass_floor_s), {float(core.layer_floor):.3g} s of this step: the floor "
+            "MLPerf's Llama 3.1 8B runs with 2,048 tokens a GPU (TP 2-4, CP 4, 512-1,024 "
+            "GB200/GB300) show; what sets it is not measured")
     if cfg.offload_layers:
         assumptions["activation_offload"] = (
             f"{cfg.offload_layers} layers' activations to CPU memory and back at "
