@@ -348,10 +348,8 @@ def create_app() -> Flask:
         title, fields = _FORMS[path]
         params: dict[str, Any] = {k: v for k, v in request.args.items() if v != ""}
         body = _form(path, fields, request.args)
-        if params or path in ("gpus", "evolution", "validate/bands", "validate/ops",
-                              "validate/moe-kernels", "validate/gemm-kernels",
-                              "validate/attention-kernels", "validate/collectives"):
-            # no input needed
+        if params or path in ("gpus", "evolution") or path.startswith("validate/"):
+            # no input needed (every validation page runs on its shipped data)
             positional = _POSITIONAL.get(path)
             if path == "compare":
                 params = {"gpus": str(params.get("gpus", "")).replace(",", " ").split()}
