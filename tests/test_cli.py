@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -240,6 +241,8 @@ def test_estimate_train_tokens_take_suffixes_and_errors_name_the_flag_once(
     [
         (["--gpus", "12", "--tp", "8"], "--gpus: 12 is not divisible by TP x PP x CP"),
         (["--model", "llama-9"], "unknown model 'llama-9'"),
+        # longer than a file name may be: a preset's name, not a file the system refuses
+        (["--model", "x" * 300], "unknown model 'xxx"),
         (["--precision", "fp7"], "--precision: unknown value 'fp7'"),
         (["--recompute", "some"], "--recompute: unknown value 'some'"),
         (["--heads", "7"], "heads: 7 does not divide hidden"),
@@ -760,11 +763,25 @@ def test_non_finite_and_non_positive_quantities_are_refused(
     (["numerics", "matmul", "--m", "200000", "--n", "200000", "--k", "8"],
      "--m x --n: 200000 x 200000 elements is more than"),
     (["numerics", "recipe-sim", "--size", "100000000000"], "--size: 100,000,000,000 elements"),
+    # these once overflowed FP64 or NumPy's int64, or ran for ever, with a traceback
+    (["advise", "train", "--model", "llama-3.1-8b", "--max-gpus", "1" + "0" * 20],
+     "--max-gpus: expected an integer from 1 to 131,072, got 1000"),
+    (["advise", "train", "--model", "llama-3.1-8b", "--ffn-hidden", "1" + "0" * 20],
+     "--ffn-hidden: expected an integer from 0 to 16,777,216"),
+    (["numerics", "matmul", "--margin", "1" + "0" * 20], "--margin: expected an integer from"),
+    (["numerics", "recipe-sim", "--margin", "-101"], "--margin: expected an integer from"),
+    (["numerics", "recipe-sim", "--growth", "1e20"],
+     "--growth: 1e+20 per step over 50 steps scales the tensor by 2^3255"),
+    (["numerics", "recipe-sim", "--pattern", "decay", "--growth", "1e10", "--steps", "40"],
+     "scales the tensor by 2^-1296"),
+    (["numerics", "recipe-sim", "--steps", "1" + "0" * 20], "--steps: 100,000,000,000,000,"),
 ])
-def test_numerics_sizes_are_checked(capsys: pytest.CaptureFixture[str], argv: list[str],
-                                    message: str) -> None:
-    """Negative sizes and seeds once crashed inside NumPy, and sizes past the machine's
-    memory ran out of it; both are usage errors naming the flag."""
+def test_sizes_out_of_range_are_usage_errors(capsys: pytest.CaptureFixture[str],
+                                             argv: list[str], message: str) -> None:
+    """Negative sizes and seeds once crashed inside NumPy, sizes past the machine's memory
+    ran out of it, margins, growths and step counts past FP64 overflowed it, and model sizes
+    and GPU counts past int64 overflowed the advisor's arrays; all are usage errors naming
+    the flag."""
     status, out, err = run(capsys, *argv)
     assert status == 2 and out == "" and message in err and "Traceback" not in err
 
@@ -789,3 +806,24 @@ def test_moe_imbalance_flag(capsys: pytest.CaptureFixture[str]) -> None:
         status, _, err = run(capsys, *base, "--moe-imbalance", beyond)
         assert status == 2 and f"--moe-imbalance: {beyond} exceeds 8" in err
         assert "Traceback" not in err
+
+
+def test_the_cli_margin_bound_is_the_labs() -> None:
+    """--margin is parsed without importing NumPy, so the CLI repeats the lab's bound."""
+    from gpuarch.cli.numerics_cmds import _margin
+    from gpuarch.numerics.recipes import MAX_MARGIN
+
+    assert _margin(str(MAX_MARGIN)) == MAX_MARGIN and _margin(str(-MAX_MARGIN)) == -MAX_MARGIN
+    for outside in (MAX_MARGIN + 1, -MAX_MARGIN - 1):
+        with pytest.raises(argparse.ArgumentTypeError, match="--margin"):
+            _margin(str(outside))
+
+
+def test_an_output_path_no_file_system_takes_is_a_usage_error(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """A file name longer than the file system allows was an OSError with a traceback; it
+    is an error naming the flag and the reason, and nothing is written."""
+    name = tmp_path / ("x" * 300 + ".json")
+    status, out, err = run(capsys, "probe", "--ops", str(name))
+    assert status == 2 and out == "" and "--ops: cannot write" in err
+    assert "Traceback" not in err and list(tmp_path.iterdir()) == []

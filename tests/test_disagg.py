@@ -98,6 +98,11 @@ def test_cli(capsys: pytest.CaptureFixture[str]) -> None:
     status, out, err = run(capsys, *base, "--prefill-gpus", "4", "--batch", "8",
                            "--batching", "continuous", "--num-requests", "100")
     assert status == 2 and "--prefill-gpus and --num-requests" in err
+    # more prefill GPUs than an int64 holds: estimated (the decode pool is the limit), not
+    # an overflow in NumPy
+    status, out, err = run(capsys, *base, "--prefill-gpus", str(10**20), "--batch", "8")
+    assert status == 0 and f"disaggregated: {10**20} prefill GPUs" in out
+    assert "the decode pool is the limit" in out
 
 
 def test_prefill_on_another_gpu_type() -> None:

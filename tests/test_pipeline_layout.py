@@ -165,8 +165,10 @@ def test_the_slowest_rank_sets_the_step(cut: int) -> None:
 
 
 def test_bad_mtp_and_layout_flags_are_usage_errors() -> None:
-    with pytest.raises(GpuarchError, match="--mtp-layers: expected an integer >= 0, got -1"):
-        _dsv3(mtp_layers=-1)
+    for bad in (-1, 62, 10**20):  # DeepSeek-V3 has 61 layers; 10^20 overflowed NumPy
+        with pytest.raises(GpuarchError, match=r"--mtp-layers: expected an integer from 0 "
+                           rf"to 61 \(the model's layers\), got {bad}"):
+            _dsv3(mtp_layers=bad)
     with pytest.raises(GpuarchError, match="--pp-edge-layers: not with --pp-layout"):
         _dsv3(mtp_layers=1, pp_layout=RECIPE, pp_edge_layers=True)
     with pytest.raises(GpuarchError, match="--pp-layout: 1 MTP blocks"):

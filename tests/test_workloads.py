@@ -107,7 +107,11 @@ def test_gqa_never_adds_parameters(layers: int, heads: int, kv: int, width: int)
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"heads": 0}, "heads: expected an integer >= 1, got 0"),
+        ({"heads": 0}, "heads: expected an integer from 1 to 16,777,216, got 0"),
+        # past int64 in the advisor's NumPy arrays: once an OverflowError with a traceback
+        ({"ffn_hidden": 10**20}, "ffn_hidden: expected an integer from 0 to 16,777,216, got "
+                                 "100000000000000000000"),
+        ({"layers": 2**24 + 1}, "layers: expected an integer from 1 to 16,777,216"),
         ({"kv_heads": 3}, "kv_heads: 3 must divide heads 32"),
         ({"heads": 30}, "heads: 30 does not divide hidden 4096"),
         ({"experts": 8, "experts_per_token": 9}, "experts_per_token: expected 1..8"),

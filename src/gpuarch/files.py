@@ -20,14 +20,18 @@ def check_output_path(path: Path, flag: str, suffixes: tuple[str, ...] = ()) -> 
     a path that is a folder. Checked before any long work, so nothing runs in vain."""
     if suffixes and path.suffix.lower() not in suffixes:
         raise GpuarchError(f"{flag}: {str(path)!r} must end in {' or '.join(suffixes)}")
-    target = path.resolve()
-    folder = target.parent
-    if not folder.is_dir():
-        raise GpuarchError(f"{flag}: folder {str(path.parent)!r} does not exist")
-    if target.is_dir():
-        raise GpuarchError(f"{flag}: {str(path)!r} is a folder, not a file")
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise GpuarchError(f"{flag}: folder {str(path.parent)!r} cannot be written")
+    try:
+        target = path.resolve()
+        folder = target.parent
+        if not folder.is_dir():
+            raise GpuarchError(f"{flag}: folder {str(path.parent)!r} does not exist")
+        if target.is_dir():
+            raise GpuarchError(f"{flag}: {str(path)!r} is a folder, not a file")
+        if not os.access(folder, os.W_OK | os.X_OK):
+            raise GpuarchError(f"{flag}: folder {str(path.parent)!r} cannot be written")
+    except (OSError, ValueError) as exc:  # a name too long, a NUL byte, a loop of links
+        reason = getattr(exc, "strerror", None) or str(exc)
+        raise GpuarchError(f"{flag}: cannot write {str(path)!r}: {reason}") from None
     return folder
 
 

@@ -57,6 +57,11 @@ class Objective(Enum):
     ENERGY = "energy"
 
 
+MAX_SEARCH_GPUS = 131_072
+"""The most GPUs a training search may go up to: it costs every power of two and every
+whole-node count up to the limit (8,192 takes about 40 s on a 2-core machine)."""
+
+
 @dataclass(frozen=True)
 class TrainingSearch:
     """The space and the constraints of a search."""
@@ -189,6 +194,12 @@ def advise_training(
     progress: Callable[[int, int, str], None] | None = None,
 ) -> TrainingAdvice:
     """Search, filter, rank and explain."""
+    if not 1 <= search.max_gpus <= MAX_SEARCH_GPUS:
+        raise GpuarchError(f"--max-gpus: expected an integer from 1 to {MAX_SEARCH_GPUS:,}, "
+                           f"got {search.max_gpus}")
+    if not 0 <= search.mtp_layers <= shape.layers:
+        raise GpuarchError(f"--mtp-layers: expected an integer from 0 to {shape.layers} (the "
+                           f"model's layers), got {search.mtp_layers}")
     rows: list[dict[str, np.ndarray]] = []
     evaluated = 0
     feasible = 0

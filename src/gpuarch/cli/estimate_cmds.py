@@ -40,16 +40,24 @@ _OVERRIDES = ("layers", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden",
               "dense_layers", "sliding_window", "sliding_layers")
 
 
+def names_file(name: str) -> bool:
+    """Whether --model NAME is a config file (ends in .json, or is a file) rather than a
+    preset's name; a name no file system takes (too long, a NUL byte) is a preset's."""
+    if name.endswith(".json"):
+        return True
+    try:
+        return Path(name).is_file()
+    except (OSError, ValueError):
+        return False
+
+
 def resolve_model(args: argparse.Namespace) -> TransformerShape:
     """--model NAME|config.json, then the shape flags on top."""
     from gpuarch.workloads.hf import shape_from_hf_config
     from gpuarch.workloads.presets import preset
 
     name: str = args.model
-    if name.endswith(".json") or Path(name).is_file():
-        shape = shape_from_hf_config(Path(name))
-    else:
-        shape = preset(name).shape
+    shape = shape_from_hf_config(Path(name)) if names_file(name) else preset(name).shape
     changes: dict[str, Any] = {k: getattr(args, k) for k in _OVERRIDES
                                if getattr(args, k) is not None}
     if args.ffn_kind is not None:
@@ -410,7 +418,7 @@ def model_checkpoint(name: str) -> Any:
     from gpuarch.workloads.hf_quant import checkpoint_formats
     from gpuarch.workloads.presets import preset
 
-    if name.endswith(".json") or Path(name).is_file():
+    if names_file(name):
         return checkpoint_formats(Path(name))
     return preset(name).checkpoint
 

@@ -7,13 +7,21 @@ import math
 from typing import Any
 
 from gpuarch.catalog.loader import load_catalog
-from gpuarch.cli.options import at_least_one, lazy_enum_value, non_negative, positive_number
+from gpuarch.cli.options import (
+    at_least_one,
+    integer_between,
+    lazy_enum_value,
+    non_negative,
+    positive_number,
+)
 from gpuarch.errors import GpuarchError
 from gpuarch.report.serialize import to_json
 
 __all__ = ["add_commands"]
 
 _MOD = "gpuarch.numerics"
+# numerics.recipes.MAX_MARGIN, repeated so that parsing imports no NumPy (a test ties them)
+_margin = integer_between("--margin", -100, 100)
 
 
 def _num(x: float) -> float | None:
@@ -206,7 +214,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p.add_argument("--recipe", type=lazy_enum_value(f"{_MOD}.recipes:Recipe", "--recipe"),
                    help="none, current, mx, nvfp4, int_tensor, int_channel, int_group "
                    "(default: suits the format)")
-    p.add_argument("--margin", type=int, default=0, help="scaling margin (powers of two)")
+    p.add_argument("--margin", type=_margin, default=0, help="scaling margin (powers of two)")
     p.set_defaults(handler=cmd_matmul)
 
     p = num_sub.add_parser("recipe-sim", parents=[common],
@@ -218,7 +226,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                    help="amax history length")
     p.add_argument("--algo", type=lazy_enum_value(f"{_MOD}.simulate:AmaxAlgo", "--algo"),
                    help="max (default) or most_recent")
-    p.add_argument("--margin", type=int, default=0)
+    p.add_argument("--margin", type=_margin, default=0)
     p.add_argument("--pattern", type=lazy_enum_value(f"{_MOD}.simulate:Pattern",
                                                      "--pattern"),
                    help="drift (default), spike or decay")

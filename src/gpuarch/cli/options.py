@@ -89,6 +89,12 @@ def _integer_from(flag: str, low: int) -> Callable[[str], int]:
     return _checked(flag, int, lambda v: v >= low, f"an integer >= {low}")
 
 
+def integer_between(flag: str, low: int, high: int) -> Callable[[str], int]:
+    """An argparse ``type=`` for an integer from ``low`` to ``high``."""
+    return _checked(flag, int, lambda v: low <= v <= high,
+                    f"an integer from {low} to {high}")
+
+
 def at_least_one(flag: str) -> Callable[[str], int]:
     """An argparse ``type=`` for a count that must be given as >= 1 when the flag is used (its
     unset default, 0, means "none" to the library, so an explicit 0 is refused, not ignored)."""

@@ -247,7 +247,7 @@ def estimate_disaggregated(catalog: Catalog, shape: TransformerShape, product: P
     pass_s = np.asarray(evaluate_inference(catalog, shape, prefill_product, prefill, sizes,
                                            system=prefill_system, efficiency=efficiency
                                            ).prefill.total, dtype=float)
-    prefill_rate = prefill.replicas * sizes / pass_s  # requests/s at each pass size
+    prefill_rate = float(prefill.replicas) * sizes / pass_s  # requests/s at each pass size
     prefill_capacity = float(prefill_rate.max())
 
     # decode: every batch that fits; each sequence emits output_len - 1 tokens there
@@ -262,7 +262,7 @@ def estimate_disaggregated(catalog: Catalog, shape: TransformerShape, product: P
                               efficiency=efficiency)
     per_step = decode.acceptance_length if decode.speculative_tokens else 1.0
     tpot = np.asarray(core.step.total, dtype=float) / per_step
-    decode_rate = decode.replicas * batches / ((cfg.output_len - 1) * tpot)
+    decode_rate = float(decode.replicas) * batches / ((cfg.output_len - 1) * tpot)
     decode_capacity = float(decode_rate[-1 if cfg.batch is None else
                                         min(cfg.batch, limit) - 1])
 

@@ -355,9 +355,9 @@ class TrainingConfig:
             raise GpuarchError(
                 f"--global-batch: {self.global_batch} is not divisible by DP x micro-batch = "
                 f"{self.dp} x {self.micro_batch}")
-        if not isinstance(self.mtp_layers, int) or self.mtp_layers < 0:
-            raise GpuarchError(f"--mtp-layers: expected an integer >= 0, got "
-                               f"{self.mtp_layers!r}")
+        if not isinstance(self.mtp_layers, int) or not 0 <= self.mtp_layers <= shape.layers:
+            raise GpuarchError(f"--mtp-layers: expected an integer from 0 to {shape.layers} "
+                               f"(the model's layers), got {self.mtp_layers!r}")
         if self.pp_layout:
             if self.pp_edge_layers:
                 raise GpuarchError("--pp-edge-layers: not with --pp-layout, which places the "

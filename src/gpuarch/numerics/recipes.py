@@ -33,7 +33,8 @@ from numpy.typing import NDArray
 from gpuarch.errors import GpuarchError
 from gpuarch.numerics.formats import NumberFormat
 
-__all__ = ["Quantized", "Recipe", "overflow_threshold", "quantize", "scale_from_amax"]
+__all__ = ["MAX_MARGIN", "Quantized", "Recipe", "check_margin", "overflow_threshold", "quantize",
+           "scale_from_amax"]
 
 F64 = NDArray[np.float64]
 
@@ -62,6 +63,20 @@ class Quantized:
     values: F64
     overflow: int  # elements whose scaled magnitude exceeded the format's max
     underflow: int  # non-zero elements that became zero
+
+
+MAX_MARGIN = 100
+"""The largest scaling margin (either sign) the lab takes, in powers of two: every format it
+emulates spans well under 2^100 between its smallest and largest values, so a larger
+margin only flushes or overflows everything, and 2^margin must stay within FP64."""
+
+
+def check_margin(margin: object) -> None:
+    """Raise a usage error naming --margin unless it is an integer within +-MAX_MARGIN."""
+    if isinstance(margin, bool) or not isinstance(margin, int) \
+            or not -MAX_MARGIN <= margin <= MAX_MARGIN:
+        raise GpuarchError(f"--margin: expected an integer from {-MAX_MARGIN} to "
+                           f"{MAX_MARGIN} (powers of two), got {margin!r}")
 
 
 def scale_from_amax(amax: float | F64, fmt: NumberFormat, margin: int = 0) -> F64:
@@ -113,6 +128,7 @@ def quantize(x_in: NDArray[np.floating] | F64, fmt: NumberFormat, recipe: Recipe
 
     ``scale`` is used by ``DELAYED`` (the scale from the amax history).
     """
+    check_margin(margin)
     x = np.asarray(x_in, dtype=np.float64)
     if recipe is Recipe.NONE:
         y = fmt.cast(x)

@@ -18,9 +18,17 @@ import numpy as np
 from gpuarch.errors import GpuarchError
 from gpuarch.numerics.formats import NumberFormat
 from gpuarch.numerics.matmul import MAX_ELEMENTS, compare
-from gpuarch.numerics.recipes import Recipe, quantize, scale_from_amax
+from gpuarch.numerics.recipes import Recipe, check_margin, quantize, scale_from_amax
 
-__all__ = ["AmaxAlgo", "Pattern", "SimStep", "simulate_scaling"]
+__all__ = ["MAX_STEPS", "AmaxAlgo", "Pattern", "SimStep", "simulate_scaling"]
+
+
+MAX_STEPS = 100_000
+"""The most steps one simulation runs (each draws and casts a whole tensor)."""
+
+MAX_LEVEL_EXPONENT = 900
+"""How far from 1 a drifting or decaying tensor may get, in powers of two: its last step's
+magnitude, growth^(steps - 1), must stay within FP64 (2^1023), samples included."""
 
 
 class AmaxAlgo(Enum):
@@ -60,6 +68,16 @@ def simulate_scaling(fmt: NumberFormat, *, steps: int = 50, size: int = 4096,
     if size > MAX_ELEMENTS:
         raise GpuarchError(f"--size: {size:,} elements is more than the {MAX_ELEMENTS:,} the "
                            "lab emulates (512 MiB in FP64)")
+    if steps > MAX_STEPS:
+        raise GpuarchError(f"--steps: {steps:,} is more than the {MAX_STEPS:,} one "
+                           "simulation runs")
+    check_margin(margin)
+    if pattern is not Pattern.SPIKE and growth > 0 \
+            and (steps - 1) * abs(math.log2(growth)) > MAX_LEVEL_EXPONENT:
+        moved = (steps - 1) * math.log2(growth) * (1 if pattern is Pattern.DRIFT else -1)
+        raise GpuarchError(f"--growth: {growth:g} per step over {steps:,} steps scales the "
+                           f"tensor by 2^{moved:.0f}, beyond the 2^+-{MAX_LEVEL_EXPONENT} "
+                           "FP64 leaves room for; give a growth nearer 1 or fewer --steps")
     rng = np.random.default_rng(seed)
     past: list[float] = []
     out: list[SimStep] = []

@@ -61,9 +61,17 @@ class MlaShape:
         return self.kv_lora_rank + self.qk_rope_head_dim
 
 
+MAX_DIMENSION = 2**24
+"""The largest any of a shape's sizes may be (layers, widths, heads, vocabulary, experts,
+windows): 16,777,216, above every published model's (a 10M-token context window the
+largest); products of such sizes stay exact in FP64 and within int64 in NumPy."""
+
+
 def _positive(name: str, value: int, minimum: int = 1) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-        raise GpuarchError(f"{name}: expected an integer >= {minimum}, got {value!r}")
+    if not isinstance(value, int) or isinstance(value, bool) \
+            or not minimum <= value <= MAX_DIMENSION:
+        raise GpuarchError(f"{name}: expected an integer from {minimum} to "
+                           f"{MAX_DIMENSION:,}, got {value!r}")
 
 
 FINE_GRAINED_EXPERTS = 16
