@@ -178,9 +178,15 @@ def test_advice_lists_the_runs_nearest_its_best_plan(capsys) -> None:
 
 
 def test_a_run_with_its_own_shape_is_named_by_its_size() -> None:
-    """Points that give their own shape are named after themselves; the summary says the
-    model's size instead of repeating the id."""
-    own = next(f for f in load_figures() if f.setup.model == f.id)
-    assert own.summary.startswith(f"{own.id}: a ") and "B-parameter model" in own.summary
+    """Points that give their own shape carry a model name (the same for each run of that
+    model: GPT-J 6B on H100 and A100); one with none is named after itself, and the summary
+    then says the model's size instead of repeating the id."""
+    gptj = [f for f in load_figures() if f.setup.model == "gpt-j-6b"]
+    assert len(gptj) == 2 and gptj[0].summary.startswith(f"{gptj[0].id}: gpt-j-6b, ")
+    assert not [f.id for f in load_figures() if f.setup.model == f.id]
+    own = dataclasses.replace(gptj[0], setup=dataclasses.replace(gptj[0].setup,
+                                                                 model=gptj[0].id))
+    # GPT-J's model card: 6,053,381,344 parameters
+    assert own.summary.startswith(f"{own.id}: a 6.05B-parameter model")
     named = next(f for f in load_figures() if f.setup.model == "llama-3.1-8b")
     assert named.summary.startswith(f"{named.id}: llama-3.1-8b, ")

@@ -207,3 +207,33 @@ def test_a_training_point_may_replace_its_presets_fields() -> None:
                         {"preset": "gpt-oss-20b", "kv_heads": 7})
     with pytest.raises(GpuarchError, match="point bad-row: kv_heads: 7 must divide heads 64"):
         point_shape(bad)
+
+
+def test_rows_that_give_their_own_shape_count_the_published_parameters() -> None:
+    """The runs that give a shape rather than a preset carry their architecture's details
+    (Megatron GPT and llm-foundry's MPT: LayerNorm, a learned position table, biases, tied
+    embeddings): llm-foundry's logs print each MPT's NumParams (the rows' notes), which the
+    shape gives to the parameter; Megatron-LM's SC21 Table 1 and 2019 paper round theirs,
+    and the shape rounds to the same figure. (As Llama-style shapes, untied and without
+    biases, they had come out up to 6.5% over.)"""
+    import re
+
+    from gpuarch.validation.training import point_shape
+    from gpuarch.workloads import count_params
+
+    printed = table = 0
+    for p in load_training_points():
+        if p.get("preset"):
+            continue
+        total = count_params(point_shape(p)).total
+        shown = re.search(r"NumParams ([\d,]+)", p.get("notes") or "")
+        if shown:
+            assert total == int(shown.group(1).replace(",", "")), p.id
+            printed += 1
+        row = re.fullmatch(r"Table 1, row '([\d.]+)'.*", p.where)
+        if p.source == "megatron-sc21" and row:
+            digits = row.group(1)
+            decimals = len(digits.split(".")[1]) if "." in digits else 0
+            assert round(total / 1e9, decimals) == float(digits), p.id
+            table += 1
+    assert printed >= 6 and table == 10

@@ -34,7 +34,7 @@ from gpuarch.units import Unit, to_si
 from gpuarch.validation.stats import ErrorSummary, MemoryFit, summarize
 from gpuarch.workloads.flops import forward_flops_per_token
 from gpuarch.workloads.presets import preset, shape_from_mapping
-from gpuarch.workloads.shape import FfnKind, TransformerShape
+from gpuarch.workloads.shape import FfnKind, NormKind, Position, TransformerShape
 
 __all__ = [
     "TRAINING_FILE",
@@ -48,7 +48,9 @@ __all__ = [
 TRAINING_FILE = Path(__file__).with_name("data") / "training.toml"
 
 _SHAPE_KEYS = ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "ffn_kind", "vocab",
-               "experts", "experts_per_token")
+               "experts", "experts_per_token", "norm", "position", "max_positions", "bias",
+               "tied_embeddings")
+_SHAPE_ENUMS = {"ffn_kind": FfnKind, "norm": NormKind, "position": Position}
 
 
 @dataclass(frozen=True)
@@ -84,21 +86,24 @@ def load_training_points(path: Path = TRAINING_FILE) -> tuple[TrainingPoint, ...
 
 
 def point_shape(point: TrainingPoint) -> TransformerShape:
-    """The model a point trained: its explicit shape if given, else its preset with the
-    fields the point gives replacing the preset's (a benchmark's own vocabulary, say)."""
+    """The model a point trained: its explicit shape if given (named by its ``model`` key,
+    else its preset or id), else its preset with the fields the point gives replacing the
+    preset's (a benchmark's own vocabulary, say)."""
     given = {k: point.get(k) for k in _SHAPE_KEYS if point.get(k) is not None}
     if {"layers", "hidden", "heads", "vocab"} <= set(given):
         if given.get("ffn_kind") == "gelu" and "ffn_hidden" not in given:
             given["ffn_hidden"] = 4 * given["hidden"]
-        return shape_from_mapping({"name": point.get("preset") or point.id, **given},
+        name = point.get("model") or point.get("preset") or point.id
+        return shape_from_mapping({"name": name, **given},
                                   f"point {point.id}")
     if point.get("preset"):
         base = preset(point.get("preset")).shape
         if not given:
             return base
         try:
-            if "ffn_kind" in given:
-                given["ffn_kind"] = FfnKind(given["ffn_kind"])
+            for key, kind in _SHAPE_ENUMS.items():
+                if key in given:
+                    given[key] = kind(given[key])
             return dataclasses.replace(base, **given)
         except (GpuarchError, ValueError) as exc:
             raise GpuarchError(f"point {point.id}: {exc}") from None
