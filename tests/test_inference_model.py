@@ -338,13 +338,14 @@ def test_inference_validation_does_not_regress() -> None:
     attention at TensorRT-LLM's measured context-attention rate (context_attention 0.45 of
     the 16-bit peak, 0.28 of the FP8 peak with FP8 context FMHA, from aiconfigurator's
     timings; the shared training-fitted attention 0.329 before): 12.9%, median 8.4%, 94.3%
-    within 35% (25 beyond).)"""
+    within 35% (25 beyond). GPT-J's rows with its GELU MLP (a gated one before, 31% more
+    weights), nothing refitted: 12.8%, median 8.3%.)"""
     from gpuarch.validation.inference import validate_inference
 
     s = validate_inference(CATALOG)
     assert len(s.rows) >= 442
-    assert s.mean_abs_error <= 0.130  # 12.9% over 442 figures
-    assert s.median_abs_error <= 0.085  # 8.4%
+    assert s.mean_abs_error <= 0.129  # 12.8% over 442 figures
+    assert s.median_abs_error <= 0.084  # 8.3%
     assert s.by("metric")["tpot_s"] <= 0.07
     assert s.share_within >= 0.943  # 94.3%
     # MLPerf DeepSeek-R1 on v6 software (GB200, GB300 and three B300 runs) within 8% since
