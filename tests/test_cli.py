@@ -768,6 +768,13 @@ def test_non_finite_and_non_positive_quantities_are_refused(
      "--max-gpus: expected an integer from 1 to 131,072, got 1000"),
     (["advise", "train", "--model", "llama-3.1-8b", "--ffn-hidden", "1" + "0" * 20],
      "--ffn-hidden: expected an integer from 0 to 16,777,216"),
+    (["advise", "train", "--model", "llama-3.1-8b", "--seq-len", "1" + "0" * 20],
+     "--seq-len: expected an integer from 1 to 16,777,216"),
+    # every listed configuration is explained: a --top past the search's size ran for ever
+    (["advise", "train", "--model", "llama-3.1-8b", "--top", "1" + "0" * 20],
+     "--top: expected an integer from 1 to 1,000"),
+    (["advise", "infer", "--model", "llama-3.1-8b", "--top", "1001"],
+     "--top: expected an integer from 1 to 1,000, got 1001"),
     (["numerics", "matmul", "--margin", "1" + "0" * 20], "--margin: expected an integer from"),
     (["numerics", "recipe-sim", "--margin", "-101"], "--margin: expected an integer from"),
     (["numerics", "recipe-sim", "--growth", "1e20"],

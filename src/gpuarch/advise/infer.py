@@ -29,7 +29,7 @@ from gpuarch.advise.serving_options import (
     deployment,
     native,
 )
-from gpuarch.advise.train import Objective, pareto_mask
+from gpuarch.advise.train import MAX_TOP, Objective, pareto_mask
 from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import Product, Tier
 from gpuarch.errors import GpuarchError, check_choice
@@ -123,6 +123,9 @@ class InferenceSearch:
             if getattr(self, name) < 1:
                 raise GpuarchError(f"--{name.replace('_', '-')}: expected >= 1, got "
                                    f"{getattr(self, name)}")
+        if self.top > MAX_TOP:
+            raise GpuarchError(f"--top: expected an integer from 1 to {MAX_TOP:,}, got "
+                               f"{self.top}")
         if self.rate is not None and self.concurrency is not None:
             raise GpuarchError("--rate and --concurrency: give one, not both")
         check_cached_prefix(self.cached_prefix, self.input_len)

@@ -34,7 +34,7 @@ from gpuarch.perf.roofline import Device
 from gpuarch.units import Unit, from_si, from_si_array, to_si
 from gpuarch.validation.bands import bands_by_architecture
 from gpuarch.validation.nearest import nearest, setup_for
-from gpuarch.workloads.shape import TransformerShape
+from gpuarch.workloads.shape import MAX_DIMENSION, TransformerShape
 
 __all__ = ["Objective", "TrainingAdvice", "TrainingOption", "TrainingSearch", "advise_training",
            "pareto_mask"]
@@ -56,6 +56,9 @@ class Objective(Enum):
     COST = "cost"
     ENERGY = "energy"
 
+
+MAX_TOP = 1000
+"""The most configurations a search lists (--top): each is explained in full."""
 
 MAX_SEARCH_GPUS = 131_072
 """The most GPUs a training search may go up to: it costs every power of two and every
@@ -197,6 +200,12 @@ def advise_training(
     if not 1 <= search.max_gpus <= MAX_SEARCH_GPUS:
         raise GpuarchError(f"--max-gpus: expected an integer from 1 to {MAX_SEARCH_GPUS:,}, "
                            f"got {search.max_gpus}")
+    if not 1 <= search.top <= MAX_TOP:
+        raise GpuarchError(f"--top: expected an integer from 1 to {MAX_TOP:,}, got "
+                           f"{search.top}")
+    if not 1 <= search.seq_len <= MAX_DIMENSION:
+        raise GpuarchError(f"--seq-len: expected an integer from 1 to {MAX_DIMENSION:,}, got "
+                           f"{search.seq_len}")
     if not 0 <= search.mtp_layers <= shape.layers:
         raise GpuarchError(f"--mtp-layers: expected an integer from 0 to {shape.layers} (the "
                            f"model's layers), got {search.mtp_layers}")

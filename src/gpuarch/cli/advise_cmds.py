@@ -214,7 +214,8 @@ def _common_flags(p: argparse.ArgumentParser, objective_help: str) -> None:
                    help="USD per GPU-hour for a GPU, over the built-in price list (repeat)")
     p.add_argument("--prices", type=Path, metavar="FILE",
                    help="a price file in the built-in list's format, added to it")
-    p.add_argument("--top", type=int, default=10, help="options to list (default 10)")
+    p.add_argument("--top", type=int, default=10,
+                   help="options to list (default 10, at most 1,000)")
     p.add_argument("--plot", type=Path, metavar="FILE",
                    help="draw the Pareto front (time vs cost, energy as colour) to .png/.svg")
 
