@@ -260,6 +260,10 @@ def test_fine_grained_factor_applies_to_reduced_precision_experts_only() -> None
          r"--activation-precision int8 needs --weight-precision int8"),
         ({"batch": 0}, r"--batch: expected an integer >= 1 or 'max'"),
         ({"max_num_tokens": 0}, r"--max-num-tokens: expected an integer >= 1, got 0"),
+        # past int64 a disaggregated estimate's arrays overflowed
+        ({"max_batch_size": 10**20, "batching": Batching.CONTINUOUS},
+         r"--max-batch-size: expected at most 2,147,483,647 \(an engine holds it as a 32-bit"),
+        ({"batch": 2**31}, r"--batch: expected at most 2,147,483,647"),
     ],
 )
 def test_invalid_configs(kw: dict, message: str) -> None:  # type: ignore[type-arg]

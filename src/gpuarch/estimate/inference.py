@@ -105,6 +105,10 @@ small chunks) is costed at this many evenly spaced chunks, each weighted by the 
 stands for: a chunk's cost varies smoothly with the context it attends to, so the sum moves
 by well under 0.1%, and the estimate stays quick for any length."""
 
+MAX_ENGINE_COUNT = 2**31 - 1
+"""The largest batch, batch cap or token budget an estimate takes: serving engines hold
+them as 32-bit integers (TensorRT-LLM's SizeType32)."""
+
 MAX_PREFILL_TOKENS = 8192
 """Default for the most prompt tokens one prefill pass processes (TensorRT-LLM's default
 max_num_tokens; vLLM's max_num_batched_tokens is of the same order); ``--max-num-tokens``
@@ -319,6 +323,12 @@ class InferenceConfig:
             raise GpuarchError("--kv-cache-fraction: expected a fraction in (0, 1], got "
                                f"{self.kv_cache_fraction!r}")
         check_count("--max-batch-size", self.max_batch_size, zero_unset=True)
+        for flag, value in (("--max-batch-size", self.max_batch_size),
+                            ("--max-num-tokens", self.max_num_tokens),
+                            ("--batch", self.batch or 0)):
+            if value > MAX_ENGINE_COUNT:
+                raise GpuarchError(f"{flag}: expected at most {MAX_ENGINE_COUNT:,} (an "
+                                   f"engine holds it as a 32-bit integer), got {value}")
         if (self.max_batch_size and self.batching is Batching.STATIC and self.batch is not None
                 and self.batch > self.max_batch_size):
             raise GpuarchError(f"--batch: {self.batch} exceeds --max-batch-size "
