@@ -834,3 +834,52 @@ def test_an_output_path_no_file_system_takes_is_a_usage_error(
     status, out, err = run(capsys, "probe", "--ops", str(name))
     assert status == 2 and out == "" and "--ops: cannot write" in err
     assert "Traceback" not in err and list(tmp_path.iterdir()) == []
+
+
+def test_a_gpu_without_bf16_computes_in_fp16_by_default(capsys: pytest.CaptureFixture[str]
+                                                        ) -> None:
+    """BF16 came with Ampere: on V100 and T4 the 16-bit format is FP16, as frameworks and
+    engines run it there (BF16 checkpoints load as FP16). Training had taken its default
+    BF16 at V100's FP32 rate, serving labelled V100's formats BF16 and ran their attention
+    at the FP32 rate, and the training advisor searched nothing on V100 (BF16 and FP8 both
+    fall back) without saying why. BF16 asked for by name stays, with a note."""
+    from gpuarch.catalog import load_catalog
+    from gpuarch.perf.precision import Precision, lacks_bf16, sixteen_bit
+
+    catalog = load_catalog()
+    for key, lacks in (("v100-sxm2-32gb", True), ("tesla-t4", True),
+                       ("tesla-p100-sxm2-16gb", True), ("a100-sxm4-80gb", False),
+                       ("h100-sxm5-80gb", False), ("tesla-k80", False),
+                       ("rtx-pro-6000-blackwell", False)):  # K80: no 16-bit; RTX PRO: unpublished
+        assert lacks_bf16(catalog.product(key)) is lacks, key
+        assert sixteen_bit(catalog.product(key)) is (Precision.FP16 if lacks else
+                                                     Precision.BF16)
+    infer = ["estimate", "infer", "--model", "llama-3.1-8b", "--input-len", "1000",
+             "--output-len", "200", "--batch", "8"]
+    for gpu, formats in (("v100", "fp16"), ("t4", "fp16"), ("a100", "bf16")):
+        status, out, _ = run(capsys, *infer, "--gpu", gpu, "--json")
+        assert status == 0
+        assert set(json.loads(out)["assumptions"]["formats"].values()) == {formats}, gpu
+    status, out, _ = run(capsys, *infer, "--gpu", "v100", "--weight-precision", "bf16")
+    assert status == 0 and "weights bf16" in out and "has no BF16 (it came with Ampere)" in out
+    train = ["estimate", "train", "--model", "llama-3.1-8b", "--gpus", "8", "--seq-len",
+             "2048", "--global-batch", "64", "--json"]
+    fp16, bf16 = (json.loads(run(capsys, *train, "--gpu", "v100", *extra)[1])
+                  for extra in ((), ("--precision", "bf16")))
+    assert fp16["parallelism"]["precision"] == "fp16"
+    assert fp16["assumptions"]["precision_fallback"] is None
+    assert "FP32 rate" in bf16["assumptions"]["precision_fallback"]
+    assert bf16["step_time_s"] > 4 * fp16["step_time_s"]
+    status, out, _ = run(capsys, "roofline", "--gpu", "v100", "--json")
+    assert status == 0 and json.loads(out)["precision"] == "fp16"
+    advise = ["advise", "train", "--model", "llama-3.1-8b", "--tokens", "1e9", "--gpu",
+              "v100", "--max-gpus", "16", "--json"]
+    doc = json.loads(run(capsys, *advise)[1])
+    assert doc["top"] and {o["precision"] for o in doc["top"]} == {"fp16"}
+    doc = json.loads(run(capsys, *advise, "--precision", "fp8")[1])
+    assert doc["top"] == [] and doc["skipped"] == [
+        ["v100-sxm2-32gb", "runs none of the precisions searched (fp8) on its Tensor Cores"]]
+    status, out, _ = run(capsys, "advise", "infer", "--model", "llama-3.1-8b", "--gpu", "t4",
+                         "--json")
+    options = json.loads(out)["top"]
+    assert options and all("bf16" not in json.dumps(o) for o in options)

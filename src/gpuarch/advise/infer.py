@@ -27,6 +27,7 @@ from gpuarch.advise.serving_options import (
     Point,
     PrefillPlan,
     deployment,
+    in_gpu_formats,
     native,
 )
 from gpuarch.advise.train import MAX_TOP, Objective, pareto_mask
@@ -221,7 +222,8 @@ def advise_inference(
         # disaggregated: the prefill pools per format and prefill GPU, with the hand-offs
         # and sizings met
         pools: dict[tuple[str, str], PoolSet] = {}
-        for label, scheme in schemes:
+        for searched, as_searched in schemes:
+            label, scheme = in_gpu_formats(product, searched, as_searched)
             if label != CHECKPOINT_SCHEME and not native(product, scheme):
                 continue
             experts = search.checkpoint_expert_weights \

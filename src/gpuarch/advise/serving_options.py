@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from gpuarch.catalog.model import Product, System
 from gpuarch.errors import GpuarchError
 from gpuarch.estimate.energy import energy_kwh, facility_power_w
+from gpuarch.perf.precision import lacks_bf16
 from gpuarch.perf.quant import QuantFormat, QuantScheme, gemm_peak
 from gpuarch.units import Unit, from_si
 
@@ -126,6 +127,20 @@ class Candidate:
     scheme: QuantScheme
     expert_weights: QuantFormat | None
     seconds_per_token_at_peak: float  # 2 x active parameters over the scheme's peak
+
+
+def in_gpu_formats(product: Product, label: str, scheme: QuantScheme
+                   ) -> tuple[str, QuantScheme]:
+    """A searched scheme as ``product`` runs it: its BF16 parts FP16 on a GPU without BF16
+    (before Ampere), as engines load them there, and the label saying so."""
+    if not lacks_bf16(product):
+        return label, scheme
+
+    def own(fmt: QuantFormat) -> QuantFormat:
+        return QuantFormat.FP16 if fmt is QuantFormat.BF16 else fmt
+
+    return label.replace("bf16", "fp16"), QuantScheme(
+        own(scheme.weights), own(scheme.activations), own(scheme.kv_cache))
 
 
 def native(product: Product, scheme: QuantScheme) -> bool:

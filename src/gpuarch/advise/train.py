@@ -29,7 +29,7 @@ from gpuarch.estimate.reliability import expected_interruptions
 from gpuarch.estimate.training import TrainingConfig, estimate_training, evaluate_training
 from gpuarch.perf.collectives import link_for
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
-from gpuarch.perf.precision import Precision, matmul_peak
+from gpuarch.perf.precision import Precision, matmul_peak, sixteen_bit
 from gpuarch.perf.roofline import Device
 from gpuarch.units import Unit, from_si, from_si_array, to_si
 from gpuarch.validation.bands import bands_by_architecture
@@ -257,13 +257,25 @@ def advise_training(
         systems[product.key] = system
         layouts = _layouts(shape, search, gpn, multi_node=inter is not None)
         gen = catalog.chip_of(product).sm.tensor_core_generation
-        for precision, recompute, sp, overlap in variants:
+        # BF16 is FP16 on a GPU without it (before Ampere), as frameworks run it there; a
+        # precision the Tensor Cores do not run (FP8 before Hopper) is not searched
+        runs = {p: sixteen_bit(product) if p is Precision.BF16 else p
+                for p in search.precisions}
+        runs = {p: own for p, own in runs.items()
+                if (peak := matmul_peak(product, own)) is not None
+                and peak.fallback_reason is None
+                and (own is p or own not in search.precisions)}
+        if not runs:
+            skipped.append((product.key, "runs none of the precisions searched ("
+                            + ", ".join(p.value for p in search.precisions)
+                            + ") on its Tensor Cores"))
+        for searched, recompute, sp, overlap in variants:
             done += len(stages)
             if progress:
                 progress(done, total, product.name)
-            peak = matmul_peak(product, precision)
-            if peak is None or peak.fallback_reason is not None:
-                continue  # FP8 only where the Tensor Cores run it
+            if searched not in runs:
+                continue
+            precision = runs[searched]
             device = Device.of(product, precision, gen)
             lay = layouts
             if sp or overlap:  # both act on tensor-parallel communication only

@@ -112,7 +112,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     from gpuarch.estimate.memory import Recompute
     from gpuarch.estimate.remedies import memory_remedies
     from gpuarch.estimate.training import TrainingConfig, estimate_training
-    from gpuarch.perf.precision import Precision
+    from gpuarch.perf.precision import sixteen_bit
     from gpuarch.report.estimate_text import render_training
     from gpuarch.units import Unit, to_si
     from gpuarch.validation.nearest import training_setup
@@ -140,7 +140,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         recompute_layers=args.recompute_layers,
         recompute_modules=tuple(m.strip() for m in (args.recompute_modules or "").split(",")
                                 if m.strip()),
-        precision=args.precision or Precision.BF16, gpus_per_node=gpus_per_node,
+        precision=args.precision or sixteen_bit(product), gpus_per_node=gpus_per_node,
         offload_layers=args.offload_layers, fp8_params=args.fp8_params,
         bf16_grads=args.bf16_grads, bf16_optimizer=args.bf16_optimizer)
     if system is None and args.gpus > gpus_per_node:
@@ -262,6 +262,7 @@ def cmd_infer(args: argparse.Namespace) -> int:
         estimate_inference,
     )
     from gpuarch.estimate.remedies import serving_remedies
+    from gpuarch.perf.precision import lacks_bf16
     from gpuarch.perf.quant import QuantFormat, QuantScheme
     from gpuarch.report.estimate_text import render_inference
     from gpuarch.validation.nearest import serving_setup
@@ -271,17 +272,24 @@ def cmd_infer(args: argparse.Namespace) -> int:
     product, system = _gpu_and_system(args, catalog)
     checkpoint = _checkpoint_formats(args)
     expert_weights = args.expert_weight_precision
+    # the GPU's 16-bit format: FP16 before Ampere, which has no BF16 (engines load BF16
+    # checkpoints as FP16 there); BF16 asked for by name stays, at the FP16 rate, noted
+    sixteen = QuantFormat.FP16 if lacks_bf16(product) else QuantFormat.BF16
+
+    def own(fmt: Any) -> Any:
+        return sixteen if fmt is QuantFormat.BF16 else fmt
+
     if checkpoint is not None:
-        weights, default_activations, default_kv, declared_experts = \
-            declared_formats(checkpoint, shape.is_moe)
+        weights, default_activations, default_kv, declared_experts = (
+            own(f) for f in declared_formats(checkpoint, shape.is_moe))
         expert_weights = expert_weights or declared_experts
     else:
-        weights = args.weight_precision or QuantFormat.BF16
+        weights = args.weight_precision or sixteen
         default_activations = weights if weights is QuantFormat.FP8 or weights.is_float4 \
-            else QuantFormat.FP16 if weights is QuantFormat.FP16 else QuantFormat.BF16
+            or weights.is_16bit else sixteen
         default_kv = None
     activations = args.activation_precision or default_activations
-    kv = args.kv_precision or default_kv or sixteen_bit_kv(activations)
+    kv = args.kv_precision or default_kv or sixteen_bit_kv(activations, sixteen)
     _check_load_flags(args)
     cfg = InferenceConfig(
         input_len=args.input_len, output_len=args.output_len,
@@ -398,11 +406,14 @@ def declared_formats(declared: Any, moe: bool) -> tuple[Any, Any, Any, Any]:
     return weights, QuantFormat(declared.activations), kv, experts if moe else None
 
 
-def sixteen_bit_kv(activations: Any) -> Any:
-    """The KV-cache format when none is given: FP16 beside FP16 activations, else BF16."""
+def sixteen_bit_kv(activations: Any, sixteen: Any = None) -> Any:
+    """The KV-cache format when none is given: the activations' where they are 16-bit, else
+    ``sixteen`` (the GPU's 16-bit format; BF16 when not given)."""
     from gpuarch.perf.quant import QuantFormat
 
-    return QuantFormat.FP16 if activations is QuantFormat.FP16 else QuantFormat.BF16
+    if activations in (QuantFormat.FP16, QuantFormat.BF16):
+        return activations
+    return sixteen or QuantFormat.BF16
 
 
 def _checkpoint_formats(args: argparse.Namespace) -> Any:
@@ -461,13 +472,13 @@ def parse_op(text: str) -> Op:
 
 def cmd_roofline(args: argparse.Namespace) -> int:
     from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY
-    from gpuarch.perf.precision import Precision
+    from gpuarch.perf.precision import sixteen_bit
     from gpuarch.perf.roofline import Device, roofline_summary
     from gpuarch.report.estimate_text import render_roofline
 
     catalog = load_catalog()
     product = catalog.product(args.gpu)
-    precision = args.precision or Precision.BF16
+    precision = args.precision or sixteen_bit(product)
     device = Device.of(product, precision,
                        catalog.chip_of(product).sm.tensor_core_generation)
     ops = [parse_op(o) for o in args.op or []]
@@ -703,7 +714,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                         "layernorm, mla_up_proj, mlp, moe, moe_act, shared_experts")
     p.add_argument("--precision", type=lazy_enum_value("gpuarch.perf.precision:Precision",
                                                        "--precision"),
-                   help="fp32, tf32, fp16, bf16 (default) or fp8")
+                   help="fp32, tf32, fp16, bf16 (default; fp16 on a GPU without BF16: "
+                        "P100, V100, T4) or fp8")
     p.add_argument("--offload-layers", type=int, default=0, metavar="N",
                    help="activation offloading: the saved activations of N layers go to CPU "
                         "memory and come back for the backward pass (Megatron-Core's "
@@ -764,11 +776,13 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
              "bf16, fp16, fp8, int8, int4, fp4 (NVFP4) or mxfp4; default: what the "
              "checkpoint is stored in: a config.json's quantization_config (or ModelOpt's "
              "hf_quant_config.json beside it), a preset's published checkpoint "
-             "(deepseek-v3 and kimi-k2 FP8, gpt-oss MXFP4 experts), else bf16"),
+             "(deepseek-v3 and kimi-k2 FP8, gpt-oss MXFP4 experts), else bf16; BF16 is "
+             "FP16 on a GPU without BF16 (P100, V100, T4), as engines load it"),
             ("--activation-precision",
              "default: the weights' format for fp8/fp4 (W8A8, W4A4), 16-bit for int8/int4 "
              "(weight-only); int8 gives W8A8; fp8 with int4 or fp4 weights gives W4A8"),
-            ("--kv-precision", "KV cache: bf16 (default), fp16, fp8, int8"),
+            ("--kv-precision", "KV cache: bf16 (default; fp16 on a GPU without BF16), "
+             "fp16, fp8, int8"),
             ("--expert-weight-precision",
              "MoE: the routed experts' weights where they differ from the rest (default: "
              "the checkpoint's, e.g. GPT-OSS's MXFP4 experts, else --weight-precision)"),
@@ -821,7 +835,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p.add_argument("--gpu", required=True)
     p.add_argument("--precision", type=lazy_enum_value("gpuarch.perf.precision:Precision",
                                                        "--precision"),
-                   help="bf16 (default), fp16, fp8, tf32 or fp32")
+                   help="bf16 (default; fp16 on a GPU without BF16), fp16, fp8, tf32 or "
+                        "fp32")
     p.add_argument("--op", action="append", metavar="SPEC",
                    help="gemm:M,N,K | attention:B,S,H,D | elementwise:BYTES (repeat)")
     p.add_argument("--plot", type=Path, metavar="FILE", help="write a .png or .svg plot")

@@ -9,7 +9,8 @@ from gpuarch.catalog.model import Product
 from gpuarch.catalog.peaks import PeakKey
 from gpuarch.units import Unit, from_si
 
-__all__ = ["MatmulPeak", "Precision", "matmul_peak", "sibling_scaled_peak"]
+__all__ = ["MatmulPeak", "Precision", "lacks_bf16", "matmul_peak", "sibling_scaled_peak",
+           "sixteen_bit"]
 
 
 class Precision(Enum):
@@ -56,6 +57,21 @@ _CHAIN: dict[Precision, tuple[PeakKey, ...]] = {
     Precision.FP8: (PeakKey.TENSOR_FP8, PeakKey.TENSOR_BF16, PeakKey.TENSOR_FP16),
     Precision.NVFP4: (PeakKey.TENSOR_FP4, PeakKey.TENSOR_FP8, PeakKey.TENSOR_BF16),
 }
+
+
+def lacks_bf16(product: Product) -> bool:
+    """Whether ``product`` runs FP16 but not BF16: it publishes an FP16 peak (Tensor Core or
+    not) and no BF16 one, as Pascal's P100, Volta and Turing do (BF16 came with Ampere).
+    A product that publishes neither (a figure NVIDIA leaves out) is not taken to lack it."""
+    has = product.peak
+    return has(PeakKey.TENSOR_BF16) is None and has(PeakKey.BF16) is None \
+        and (has(PeakKey.TENSOR_FP16) is not None or has(PeakKey.FP16) is not None)
+
+
+def sixteen_bit(product: Product) -> Precision:
+    """The 16-bit format ``product`` computes in: BF16, or FP16 where it lacks BF16 (the
+    default for estimates and searches that are not told a precision)."""
+    return Precision.FP16 if lacks_bf16(product) else Precision.BF16
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from enum import Enum
 from gpuarch.catalog.model import Product
 from gpuarch.catalog.peaks import NEXT_WIDER, PeakKey
 from gpuarch.errors import GpuarchError
-from gpuarch.perf.precision import MatmulPeak, sibling_scaled_peak
+from gpuarch.perf.precision import MatmulPeak, lacks_bf16, sibling_scaled_peak
 
 __all__ = ["GemmPeak", "QuantFormat", "QuantScheme", "gemm_peak"]
 
@@ -114,11 +114,16 @@ class GemmPeak:
 
 
 def _sixteen(product: Product, fmt: QuantFormat) -> MatmulPeak | None:
-    for key in ((PeakKey.TENSOR_BF16, PeakKey.TENSOR_FP16) if fmt is QuantFormat.BF16
-                else (PeakKey.TENSOR_FP16, PeakKey.TENSOR_BF16)):
+    own, other = ((PeakKey.TENSOR_BF16, PeakKey.TENSOR_FP16) if fmt is QuantFormat.BF16
+                  else (PeakKey.TENSOR_FP16, PeakKey.TENSOR_BF16))
+    for key in (own, other):
         value = product.peak(key)
         if value is not None:
-            return MatmulPeak(value, key, product.dense_origin(key) or "published", None)
+            reason = None
+            if key is other and fmt is QuantFormat.BF16 and lacks_bf16(product):
+                reason = (f"{product.name} has no BF16 (it came with Ampere); an engine "
+                          "loads BF16 values as FP16, and GEMMs run at its FP16 Tensor rate")
+            return MatmulPeak(value, key, product.dense_origin(key) or "published", reason)
     for key in (PeakKey.FP16, PeakKey.FP32):
         value = product.peak(key)
         if value is not None:
