@@ -883,3 +883,22 @@ def test_a_gpu_without_bf16_computes_in_fp16_by_default(capsys: pytest.CaptureFi
                          "--json")
     options = json.loads(out)["top"]
     assert options and all("bf16" not in json.dumps(o) for o in options)
+
+
+def test_a_binary_input_file_is_a_usage_error(capsys: pytest.CaptureFixture[str],
+                                              tmp_path: Path) -> None:
+    """A file that is not UTF-8 text given for a model config, a price list, a calibration
+    or a recorded machine was a UnicodeDecodeError with a traceback; it is an error naming
+    the flag and the file."""
+    blob = tmp_path / "blob.json"
+    blob.write_bytes(b"\xff\xfe\x00binary")
+    train = ["estimate", "train", "--gpu", "h100", "--gpus", "8", "--seq-len", "2048",
+             "--global-batch", "64"]
+    for argv, said in (([*train, "--model", str(blob)], f"{blob}: not UTF-8 text"),
+                       ([*train, "--model", "llama-3.1-8b", "--calibration", str(blob)],
+                        f"--calibration: {blob} is not UTF-8 text"),
+                       (["advise", "infer", "--model", "llama-3.1-8b", "--prices", str(blob)],
+                        f"--prices: {blob} is not UTF-8 text"),
+                       (["probe", "--fake", str(blob)], f"--fake: {blob} is not UTF-8 text")):
+        status, out, err = run(capsys, *argv)
+        assert status == 2 and out == "" and said in err and "Traceback" not in err, argv

@@ -30,6 +30,9 @@ def read_json(path: Path, flag: str | None = None) -> Any:
                            f"{exc.lineno})" if flag
                            else f"{path}: not valid JSON ({exc.msg}, line {exc.lineno})"
                            ) from None
+    except UnicodeDecodeError as exc:  # a binary file, or text in another encoding
+        raise GpuarchError(f"{where}{path} is not UTF-8 text (byte {exc.start})" if flag
+                           else f"{path}: not UTF-8 text (byte {exc.start})") from None
 
 
 def read_json_object(path: Path) -> dict[str, Any]:

@@ -59,6 +59,8 @@ def load_prices(path: Path = PRICES_FILE, overrides: dict[str, float] | None = N
             raise GpuarchError(f"--prices: cannot read {p} ({exc.strerror})") from None
         except tomllib.TOMLDecodeError as exc:
             raise GpuarchError(f"--prices: {p} is not valid TOML ({exc})") from None
+        except UnicodeDecodeError as exc:  # a binary file, or text in another encoding
+            raise GpuarchError(f"--prices: {p} is not UTF-8 text (byte {exc.start})") from None
         sources = {s["id"]: s for s in raw.get("source", [])}
         for i, row in enumerate(raw.get("price", [])):
             for key in ("gpu", "usd_per_gpu_hour"):
