@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -387,6 +388,33 @@ def test_hf_errors_name_the_file(tmp_path: Path) -> None:
         shape_from_hf_config(bad)
     with pytest.raises(GpuarchError, match="cannot read"):
         shape_from_hf_config(tmp_path / "missing.json")
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"model_type": ["llama"]}, r"model_type \['llama'\] is not supported"),
+    ({"hidden_size": "4096"}, r"hidden_size: expected an integer, got '4096'"),
+    ({"num_hidden_layers": 10**30}, r"num_hidden_layers: expected at most 16,777,216"),
+    ({"tie_word_embeddings": "no"}, r"tie_word_embeddings: expected true or false"),
+    ({"kv_lora_rank": "x"}, r"kv_lora_rank: expected an integer, got 'x'"),
+    ({"v_head_dim": 0}, r"v_head_dim: expected an integer from 1 to"),
+    ({"q_lora_rank": -1}, r"q_lora_rank: expected an integer from 0 to"),
+    ({"n_group": "8"}, r"n_group: expected an integer, got '8'"),
+])
+def test_hf_values_of_the_wrong_kind_name_the_key(tmp_path: Path, change: dict[str, Any],
+                                                  message: str) -> None:
+    """A config.json value of the wrong type or size is an error naming the key and value:
+    strings, lists and out-of-range ranks had ended in a TypeError or ZeroDivisionError
+    inside the parser (DeepSeek-V3's latent-attention ranks, its expert groups)."""
+    config = {"model_type": "deepseek_v3", "hidden_size": 7168, "num_hidden_layers": 61,
+              "num_attention_heads": 128, "num_key_value_heads": 128, "vocab_size": 129280,
+              "intermediate_size": 18432, "moe_intermediate_size": 2048,
+              "n_routed_experts": 256, "num_experts_per_tok": 8, "n_shared_experts": 1,
+              "first_k_dense_replace": 3, "q_lora_rank": 1536, "kv_lora_rank": 512,
+              "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128,
+              "n_group": 8, "topk_group": 4}
+    assert shape_from_hf_config(_write(tmp_path, config)).mla is not None
+    with pytest.raises(GpuarchError, match=message):
+        shape_from_hf_config(_write(tmp_path, {**config, **change}))
 
 
 @given(seq=st.integers(1, 20_000), window=st.integers(1, 20_000),

@@ -17,6 +17,7 @@ from typing import Any
 from gpuarch.errors import GpuarchError, check_number
 from gpuarch.jsonfile import read_json_object
 from gpuarch.workloads.shape import (
+    MAX_DIMENSION,
     FfnKind,
     MlaShape,
     NormKind,
@@ -34,9 +35,18 @@ SUPPORTED_MODEL_TYPES = frozenset(_LLAMA_LIKE | _LLAMA4 | {"gpt2", "nemotron"})
 
 
 def _get(cfg: dict[str, Any], path: Path, *keys: str, default: Any = ...) -> Any:
+    """The first of ``keys`` that ``cfg`` sets: an integer (every size a config.json gives),
+    a bool for ``tie_word_embeddings``; else ``default``, or an error when there is none."""
     for key in keys:
         if key in cfg and cfg[key] is not None:
-            return cfg[key]
+            value = cfg[key]
+            wanted = bool if key == "tie_word_embeddings" else int
+            if not isinstance(value, wanted) or (wanted is int and isinstance(value, bool)):
+                what = "true or false" if wanted is bool else "an integer"
+                raise GpuarchError(f"{key}: expected {what}, got {value!r}")
+            if wanted is int and value > MAX_DIMENSION:
+                raise GpuarchError(f"{key}: expected at most {MAX_DIMENSION:,}, got {value}")
+            return value
     if default is ...:
         raise GpuarchError(f"missing {' / '.join(keys)}")
     return default
@@ -46,7 +56,7 @@ def shape_from_hf_config(path: Path, name: str | None = None) -> TransformerShap
     """Parse ``path`` (a config.json); raises :class:`GpuarchError` naming the file."""
     cfg = read_json_object(path)
     model_type = cfg.get("model_type")
-    if model_type not in SUPPORTED_MODEL_TYPES:
+    if not isinstance(model_type, str) or model_type not in SUPPORTED_MODEL_TYPES:
         raise GpuarchError(
             f"{path}: model_type {model_type!r} is not supported; supported: "
             f"{', '.join(sorted(SUPPORTED_MODEL_TYPES))} (or give the shape with flags)")
@@ -131,6 +141,9 @@ def _shared_experts(cfg: dict[str, Any], path: Path) -> int:
         count: int = _get(cfg, path, "n_shared_experts", default=0) or 0
         return count
     routed = _get(cfg, path, "moe_intermediate_size")
+    if routed < 1:
+        raise GpuarchError(f"{path}: moe_intermediate_size: expected an integer >= 1, got "
+                           f"{routed}")
     if not isinstance(width, int) or width % routed:
         raise GpuarchError(f"{path}: shared_expert_intermediate_size: expected a multiple of "
                            f"moe_intermediate_size ({routed}), got {width!r}")
@@ -167,6 +180,9 @@ def _routing_groups(cfg: dict[str, Any], path: Path, experts: int) -> tuple[int,
     top-k routing, (0, 0)."""
     groups = _get(cfg, path, "n_group", default=0) or 0
     per_token = _get(cfg, path, "topk_group", default=0) or 0
+    for key, value in (("n_group", groups), ("topk_group", per_token)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise GpuarchError(f"{key}: expected an integer, got {value!r}")
     if not experts or groups <= 1 or not 0 < per_token < groups:
         return 0, 0
     return groups, per_token

@@ -55,6 +55,16 @@ class MlaShape:
     qk_rope_head_dim: int
     v_head_dim: int
 
+    def __post_init__(self) -> None:
+        _positive("q_lora_rank", self.q_lora_rank, minimum=0)  # 0: queries not compressed
+        _positive("qk_nope_head_dim", self.qk_nope_head_dim, minimum=0)
+        _positive("qk_rope_head_dim", self.qk_rope_head_dim, minimum=0)
+        for name in ("kv_lora_rank", "v_head_dim"):
+            _positive(name, getattr(self, name))
+        if self.qk_nope_head_dim + self.qk_rope_head_dim < 1:
+            raise GpuarchError("qk_nope_head_dim + qk_rope_head_dim: a query-key head needs "
+                               "at least one dimension, got 0")
+
     @property
     def latent_width(self) -> int:
         """Width cached per token and layer: the compressed KV plus the shared rotary key."""
