@@ -770,6 +770,12 @@ def test_non_finite_and_non_positive_quantities_are_refused(
      "--ffn-hidden: expected an integer from 0 to 16,777,216"),
     (["advise", "train", "--model", "llama-3.1-8b", "--seq-len", "1" + "0" * 20],
      "--seq-len: expected an integer from 1 to 16,777,216"),
+    (["estimate", "train", "--model", "llama-3.1-8b", "--gpu", "h100", "--gpus", "8",
+      "--seq-len", str(2**24 + 1), "--global-batch", "8"],
+     "--seq-len: expected at most 16,777,216 tokens"),
+    (["estimate", "infer", "--model", "llama-3.1-8b", "--gpu", "h100", "--input-len",
+      "1" + "0" * 20, "--output-len", "8", "--batch", "1"],
+     "--input-len: expected at most 16,777,216 tokens"),
     # every listed configuration is explained: a --top past the search's size ran for ever
     (["advise", "train", "--model", "llama-3.1-8b", "--top", "1" + "0" * 20],
      "--top: expected an integer from 1 to 1,000"),

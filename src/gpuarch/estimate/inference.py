@@ -65,7 +65,7 @@ from gpuarch.perf.sibling import sibling_notes
 from gpuarch.units import Unit, from_si
 from gpuarch.workloads.flops import attention_core_dims, attention_projections
 from gpuarch.workloads.params import count_params
-from gpuarch.workloads.shape import FfnKind, TransformerShape
+from gpuarch.workloads.shape import MAX_DIMENSION, FfnKind, TransformerShape
 
 __all__ = [
     "EXECUTORS",
@@ -296,6 +296,11 @@ class InferenceConfig:
             if not isinstance(value, int) or value < 1:
                 raise GpuarchError(f"--{name.replace('_', '-')}: expected an integer >= 1, "
                                    f"got {value!r}")
+        for name in ("input_len", "output_len"):
+            if getattr(self, name) > MAX_DIMENSION:
+                raise GpuarchError(f"--{name.replace('_', '-')}: expected at most "
+                                   f"{MAX_DIMENSION:,} tokens (past any model's context), "
+                                   f"got {getattr(self, name)}")
         if self.batch is not None and (not isinstance(self.batch, int) or self.batch < 1):
             raise GpuarchError(f"--batch: expected an integer >= 1 or 'max', got "
                                f"{self.batch!r}")

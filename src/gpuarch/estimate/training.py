@@ -76,7 +76,7 @@ from gpuarch.workloads.flops import (
 )
 from gpuarch.workloads.mtp import mtp_block_params, mtp_forward_flops_per_token
 from gpuarch.workloads.params import attention_params, count_params, mlp_params
-from gpuarch.workloads.shape import FfnKind, TransformerShape
+from gpuarch.workloads.shape import MAX_DIMENSION, FfnKind, TransformerShape
 
 __all__ = [
     "COMMUNICATION_PARTS",
@@ -310,6 +310,9 @@ class TrainingConfig:
             if not isinstance(value, int) or value < 1:
                 raise GpuarchError(f"--{name.replace('_', '-')}: expected an integer >= 1, "
                                    f"got {value!r}")
+        if self.seq_len > MAX_DIMENSION:
+            raise GpuarchError(f"--seq-len: expected at most {MAX_DIMENSION:,} tokens (past "
+                               f"any model's context), got {self.seq_len}")
         if self.recompute_modules:
             if self.recompute is not Recompute.SELECTIVE:
                 raise GpuarchError("--recompute-modules: needs --recompute selective, got "
