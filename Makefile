@@ -4,7 +4,7 @@ PYTHON ?= python3
 BIN     = $(VENV)/bin
 STAMP   = $(VENV)/.installed-stamp
 
-.PHONY: demo check lint typecheck test bench catalog-check clean
+.PHONY: demo check lint typecheck test bench catalog-check fuzz clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -44,6 +44,10 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_prefill_reuse.py
 	$(BIN)/python benchmarks/bench_numerics.py
 	$(BIN)/python benchmarks/bench_advisor.py
+
+## fuzz: odd values for every flag and config.json key; any traceback or hang fails (about a minute)
+fuzz: $(STAMP)
+	$(BIN)/python scripts/fuzz_cli.py
 
 clean:
 	rm -rf $(VENV) out .pytest_cache .mypy_cache .ruff_cache

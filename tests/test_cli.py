@@ -908,3 +908,41 @@ def test_a_binary_input_file_is_a_usage_error(capsys: pytest.CaptureFixture[str]
                        (["probe", "--fake", str(blob)], f"--fake: {blob} is not UTF-8 text")):
         status, out, err = run(capsys, *argv)
         assert status == 2 and out == "" and said in err and "Traceback" not in err, argv
+
+
+def test_the_fuzzer_reports_what_a_user_must_not_see(monkeypatch: pytest.MonkeyPatch,
+                                                     tmp_path: Path) -> None:
+    """scripts/fuzz_cli.py (`make fuzz`) calls commands in-process: a clean usage error
+    passes, a traceback, an odd exit status or a call past its limit is reported, and every
+    config.json family it varies reads as given."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "scripts" / "fuzz_cli.py"
+    spec = importlib.util.spec_from_file_location("fuzz_cli", path)
+    assert spec and spec.loader
+    fuzz = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fuzz)
+    assert fuzz.run(["show", "h1000"], 10) is None  # exit 2, "did you mean"
+    assert "--gpu" in fuzz.flags(["roofline"])
+
+    def crashes(argv: list[str]) -> int:
+        raise ZeroDivisionError("inside the model")
+
+    monkeypatch.setattr(fuzz, "main", crashes)
+    what, detail = fuzz.run(["anything"], 10)
+    assert what == "traceback" and "ZeroDivisionError: inside the model" in detail
+    monkeypatch.setattr(fuzz, "main", lambda argv: 3)
+    assert fuzz.run(["anything"], 10)[0] == "exit status 3"
+
+    def hangs(argv: list[str]) -> int:
+        while True:
+            pass
+
+    monkeypatch.setattr(fuzz, "main", hangs)
+    assert fuzz.run(["anything"], 1)[0] == "ran past the limit"
+    from gpuarch.workloads.hf import shape_from_hf_config
+
+    for family, config in fuzz.CONFIGS.items():
+        file = tmp_path / f"{family}.json"
+        file.write_text(json.dumps(config))
+        assert shape_from_hf_config(file).layers > 0, family

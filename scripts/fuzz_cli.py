@@ -1,0 +1,182 @@
+"""Call every flag of gpuarch's commands with odd values, and every key of a few model
+families' config.json with values of the wrong kind, and report what a user should never
+see: a traceback, an exit status other than 0, 1 or 2, or a call that runs past a time
+limit. Not a test (it takes a while): run it after changing how input is read.
+
+    python scripts/fuzz_cli.py              # the estimate, roofline, catalog and numerics
+                                            # commands, and config.json (about a minute)
+    python scripts/fuzz_cli.py --advisors   # the two advisors too (longer)
+
+Exit status 1 when anything turned up, each finding printed with the command line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import copy
+import io
+import itertools
+import json
+import re
+import signal
+import sys
+import tempfile
+import traceback
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from gpuarch.cli.main import main
+
+ODD_VALUES = ("", "-1", "0", "nan", "inf", "1e400", "abc", str(10**20), "0.5", "1,2", "h100",
+              ":", "gemm:1,2", "x" * 300)
+"""Values every flag gets, one at a time: empty, negative, zero, not finite, past float64
+and int64, not a number, a fraction, a list, a GPU's name, a malformed op, a name longer
+than a file system allows."""
+
+COMMANDS: dict[str, list[str]] = {
+    "estimate train": ["--model", "llama-3.1-8b", "--gpu", "h100", "--gpus", "8", "--seq-len",
+                       "4096", "--global-batch", "64", "--micro-batch", "1"],
+    "estimate infer": ["--model", "llama-3.1-8b", "--gpu", "h100", "--input-len", "1000",
+                       "--output-len", "100", "--batch", "8"],
+    "roofline": ["--gpu", "h100"],
+    "show": ["h100"],
+    "compare": ["h100", "a100"],
+    "list": [],
+    "evolution": [],
+    "numerics formats": [],
+    "numerics matmul": [],
+    "numerics recipe-sim": [],
+    "numerics sparsity": ["--gpu", "h100"],
+    "models": [],
+}
+ADVISORS: dict[str, list[str]] = {
+    "advise train": ["--model", "llama-3.1-8b", "--tokens", "1e9", "--max-gpus", "64"],
+    "advise infer": ["--model", "llama-3.1-8b"],
+}
+
+CONFIGS: dict[str, dict[str, Any]] = {
+    "llama": {"model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 32,
+              "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256,
+              "intermediate_size": 14336, "max_position_embeddings": 131072,
+              "tie_word_embeddings": False},
+    "deepseek_v3": {"model_type": "deepseek_v3", "hidden_size": 7168,
+                    "num_hidden_layers": 61, "num_attention_heads": 128,
+                    "num_key_value_heads": 128, "vocab_size": 129280,
+                    "intermediate_size": 18432, "moe_intermediate_size": 2048,
+                    "n_routed_experts": 256, "num_experts_per_tok": 8, "n_shared_experts": 1,
+                    "first_k_dense_replace": 3, "q_lora_rank": 1536, "kv_lora_rank": 512,
+                    "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128,
+                    "n_group": 8, "topk_group": 4},
+    "gpt_oss": {"model_type": "gpt_oss", "hidden_size": 2880, "num_hidden_layers": 24,
+                "num_attention_heads": 64, "num_key_value_heads": 8, "head_dim": 64,
+                "vocab_size": 201088, "intermediate_size": 2880, "num_local_experts": 32,
+                "num_experts_per_tok": 4, "sliding_window": 128,
+                "layer_types": ["sliding_attention", "full_attention"] * 12,
+                "swiglu_limit": 7.0},
+    "qwen2_moe": {"model_type": "qwen2_moe", "hidden_size": 2048, "num_hidden_layers": 24,
+                  "num_attention_heads": 16, "num_key_value_heads": 16, "vocab_size": 151936,
+                  "intermediate_size": 5632, "moe_intermediate_size": 1408,
+                  "num_experts": 60, "num_experts_per_tok": 4,
+                  "shared_expert_intermediate_size": 5632, "decoder_sparse_step": 2,
+                  "mlp_only_layers": [0]},
+    "gpt2": {"model_type": "gpt2", "n_embd": 768, "n_layer": 12, "n_head": 12,
+             "vocab_size": 50257, "n_positions": 1024},
+}
+"""One config.json per family the importer reads differently; every key gets every value
+of ``WRONG_KINDS`` in turn."""
+
+WRONG_KINDS: tuple[Any, ...] = (None, "x", -1, 0, 1.5, [], {}, True, 10**30)
+
+
+class _TimedOut(Exception):
+    pass
+
+
+def run(argv: list[str], seconds: int) -> tuple[str, str] | None:
+    """``None`` when ``gpuarch argv`` ends as a user may see it; else (what, detail)."""
+    def alarm(*_: Any) -> None:
+        raise _TimedOut
+
+    out, err = io.StringIO(), io.StringIO()
+    signal.signal(signal.SIGALRM, alarm)
+    signal.alarm(seconds)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                status: Any = main(argv)
+            except SystemExit as exc:
+                status = exc.code
+    except _TimedOut:
+        return "ran past the limit", ""
+    except BaseException:  # what the user would see as a traceback
+        return "traceback", traceback.format_exc()[-1500:]
+    finally:
+        signal.alarm(0)
+    text = out.getvalue() + err.getvalue()
+    if "Traceback" in text:
+        return "traceback printed", text[-1500:]
+    if status not in (0, 1, 2, None):
+        return f"exit status {status!r}", text[-500:]
+    return None
+
+
+def flags(command: list[str]) -> list[str]:
+    """The options ``gpuarch command --help`` lists (not --help or --json)."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):
+        main([*command, "--help"])
+    return sorted(set(re.findall(r"(--[a-z][a-z0-9-]+)", out.getvalue()))
+                  - {"--help", "--json"})
+
+
+def flag_calls(commands: dict[str, list[str]]) -> Iterator[list[str]]:
+    for name, base in commands.items():
+        for flag in flags(name.split()):
+            for value in ODD_VALUES:
+                yield [*name.split(), *base, flag, value]
+
+
+def config_calls(folder: Path) -> Iterator[list[str]]:
+    path = folder / "config.json"
+    train = ["estimate", "train", "--model", str(path), "--gpu", "h100", "--gpus", "8",
+             "--seq-len", "2048", "--global-batch", "64"]
+    infer = ["estimate", "infer", "--model", str(path), "--gpu", "h100", "--gpus", "8",
+             "--tp", "8", "--input-len", "100", "--output-len", "10", "--batch", "4"]
+    for base in CONFIGS.values():
+        for key in base:
+            if key == "model_type":
+                continue
+            for value in WRONG_KINDS:
+                config = copy.deepcopy(base)
+                config[key] = value
+                path.write_text(json.dumps(config))
+                yield train
+                yield infer
+
+
+def main_(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--advisors", action="store_true", help="the two advisors too")
+    p.add_argument("--seconds", type=int, default=30, help="limit per call (default 30)")
+    args = p.parse_args(argv)
+    commands = {**COMMANDS, **(ADVISORS if args.advisors else {})}
+    found = calls = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        # lazily: each config.json is written just before the two calls that read it
+        for call in itertools.chain(flag_calls(commands), config_calls(Path(tmp))):
+            calls += 1
+            outcome = run(call, args.seconds)
+            if outcome is not None:
+                found += 1
+                what, detail = outcome
+                print(f"{what}: gpuarch {' '.join(call)}"[:400])
+                if detail:  # where it ended: the traceback's last frame and the error
+                    print("   " + "\n   ".join(detail.strip().splitlines()[-3:]))
+    print(f"{calls:,} calls, {found} finding(s)")
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main_())
