@@ -946,3 +946,28 @@ def test_the_fuzzer_reports_what_a_user_must_not_see(monkeypatch: pytest.MonkeyP
         file = tmp_path / f"{family}.json"
         file.write_text(json.dumps(config))
         assert shape_from_hf_config(file).layers > 0, family
+
+
+def test_low_precision_weights_where_the_tensor_cores_lack_the_format(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """--weight-precision fp8 on A100 (no FP8 Tensor Cores) or fp4 on H100 (no FP4) runs
+    weight-only, as engines run it there: 16-bit activations and KV cache by default (they
+    had been labelled FP8/FP4, a format the GPU cannot compute in), with a note saying why
+    the weights are dequantized; where the format is native (FP8 on H100, FP4 on B200) the
+    activations follow the weights, as before."""
+    base = ["estimate", "infer", "--model", "llama-3.1-8b", "--input-len", "1000",
+            "--output-len", "200", "--batch", "8", "--json"]
+    for gpu, weights, activations in (("a100", "fp8", "bf16"), ("h100", "fp4", "bf16"),
+                                      ("v100", "fp8", "fp16"), ("h100", "fp8", "fp8"),
+                                      ("b200", "fp4", "fp4")):
+        status, out, _ = run(capsys, *base, "--gpu", gpu, "--weight-precision", weights)
+        assert status == 0
+        doc = json.loads(out)["assumptions"]
+        assert doc["formats"]["activations"] == activations, (gpu, weights)
+        fallback = doc["precision_fallback"]
+        if activations != weights:
+            assert doc["formats"]["kv_cache"] == activations
+            assert f"publishes no {weights.upper()} Tensor Core peak; {weights} weights are " \
+                   "dequantized to 16 bits" in fallback, (gpu, weights)
+        else:
+            assert fallback is None, (gpu, weights)

@@ -263,7 +263,7 @@ def cmd_infer(args: argparse.Namespace) -> int:
     )
     from gpuarch.estimate.remedies import serving_remedies
     from gpuarch.perf.precision import lacks_bf16
-    from gpuarch.perf.quant import QuantFormat, QuantScheme
+    from gpuarch.perf.quant import QuantFormat, QuantScheme, gemm_peak
     from gpuarch.report.estimate_text import render_inference
     from gpuarch.validation.nearest import serving_setup
 
@@ -285,8 +285,13 @@ def cmd_infer(args: argparse.Namespace) -> int:
         expert_weights = expert_weights or declared_experts
     else:
         weights = args.weight_precision or sixteen
-        default_activations = weights if weights is QuantFormat.FP8 or weights.is_float4 \
-            or weights.is_16bit else sixteen
+        # W8A8 / W4A4 where the Tensor Cores take the format; where they do not (FP8 before
+        # Ada, FP4 before Blackwell) the weights are dequantized and the activations stay
+        # 16-bit, as engines run them there (weight-only)
+        low = weights is QuantFormat.FP8 or weights.is_float4
+        default_activations = weights if weights.is_16bit or (low and gemm_peak(
+            product, QuantScheme(weights, weights, weights)).peak.fallback_reason is None) \
+            else sixteen
         default_kv = None
     activations = args.activation_precision or default_activations
     kv = args.kv_precision or default_kv or sixteen_bit_kv(activations, sixteen)
@@ -779,8 +784,9 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
              "(deepseek-v3 and kimi-k2 FP8, gpt-oss MXFP4 experts), else bf16; BF16 is "
              "FP16 on a GPU without BF16 (P100, V100, T4), as engines load it"),
             ("--activation-precision",
-             "default: the weights' format for fp8/fp4 (W8A8, W4A4), 16-bit for int8/int4 "
-             "(weight-only); int8 gives W8A8; fp8 with int4 or fp4 weights gives W4A8"),
+             "default: the weights' format for fp8/fp4 (W8A8, W4A4) where the Tensor Cores "
+             "take it, else 16-bit (weight-only), as for int8/int4; int8 gives W8A8; fp8 "
+             "with int4 or fp4 weights gives W4A8"),
             ("--kv-precision", "KV cache: bf16 (default; fp16 on a GPU without BF16), "
              "fp16, fp8, int8"),
             ("--expert-weight-precision",

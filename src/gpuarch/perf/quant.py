@@ -164,6 +164,16 @@ def gemm_peak(product: Product, scheme: QuantScheme) -> GemmPeak:
     if sixteen is None:
         raise GpuarchError(f"{product.name}: no usable matrix peak in the catalog")
     if scheme.weight_only:
+        key = _NATIVE.get(scheme.weights)
+        float_weights = scheme.weights.is_float4 or scheme.weights is QuantFormat.FP8
+        if float_weights and key is not None and product.peak(key) is None \
+                and product.peak(key, sparse=True) is None \
+                and key not in product.dense_from_sibling:
+            # a float format these Tensor Cores do not take: say so, as for W8A8 below
+            return GemmPeak(MatmulPeak(sixteen.flops, sixteen.key, sixteen.origin, (
+                f"{product.name} publishes no {scheme.weights.value.upper()} Tensor Core "
+                f"peak; {scheme.weights.value} weights are dequantized to 16 bits and GEMMs "
+                f"run at its {sixteen.key.label} rate")), dequantize=True)
         return GemmPeak(sixteen, dequantize=True)
     if compute_fmt.is_16bit:
         return GemmPeak(sixteen, dequantize=False)
