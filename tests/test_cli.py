@@ -971,3 +971,9 @@ def test_low_precision_weights_where_the_tensor_cores_lack_the_format(
                    "dequantized to 16 bits" in fallback, (gpu, weights)
         else:
             assert fallback is None, (gpu, weights)
+    # a checkpoint stored in FP8 (DeepSeek-V3's) runs the same way on A100
+    status, out, _ = run(capsys, *base, "--model", "deepseek-v3", "--gpu", "a100", "--gpus",
+                         "8", "--tp", "8")
+    formats = json.loads(out)["assumptions"]["formats"]
+    assert status == 0 and formats == {"weights": "fp8", "activations": "bf16",
+                                       "kv_cache": "bf16"}

@@ -279,19 +279,24 @@ def cmd_infer(args: argparse.Namespace) -> int:
     def own(fmt: Any) -> Any:
         return sixteen if fmt is QuantFormat.BF16 else fmt
 
+    def computed(fmt: Any) -> Any:
+        """FP8 or FP4 activations where the Tensor Cores take them (W8A8, W4A4); before Ada
+        (FP8) or Blackwell (FP4) the weights are dequantized and the activations stay 16-bit,
+        as engines run them there (weight-only)."""
+        low = fmt is QuantFormat.FP8 or fmt.is_float4
+        if low and gemm_peak(product, QuantScheme(fmt, fmt, fmt)).peak.fallback_reason:
+            return sixteen
+        return fmt
+
     if checkpoint is not None:
         weights, default_activations, default_kv, declared_experts = (
             own(f) for f in declared_formats(checkpoint, shape.is_moe))
+        default_activations = computed(default_activations)
         expert_weights = expert_weights or declared_experts
     else:
         weights = args.weight_precision or sixteen
-        # W8A8 / W4A4 where the Tensor Cores take the format; where they do not (FP8 before
-        # Ada, FP4 before Blackwell) the weights are dequantized and the activations stay
-        # 16-bit, as engines run them there (weight-only)
-        low = weights is QuantFormat.FP8 or weights.is_float4
-        default_activations = weights if weights.is_16bit or (low and gemm_peak(
-            product, QuantScheme(weights, weights, weights)).peak.fallback_reason is None) \
-            else sixteen
+        default_activations = computed(weights) if weights is QuantFormat.FP8 \
+            or weights.is_float4 or weights.is_16bit else sixteen
         default_kv = None
     activations = args.activation_precision or default_activations
     kv = args.kv_precision or default_kv or sixteen_bit_kv(activations, sixteen)
