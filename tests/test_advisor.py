@@ -634,3 +634,25 @@ def test_same_count_prefilter_keeps_the_front(rows: list[tuple[int, float, float
     with_prefilter = np.zeros(len(rows), dtype=bool)
     with_prefilter[rest[pareto_mask(points[rest])]] = True
     assert np.array_equal(with_prefilter, pareto_mask(points))
+
+
+def test_searched_formats_as_each_gpu_runs_them() -> None:
+    """The serving search's formats on a GPU without BF16 are FP16, labels too; the model's
+    own FP8 checkpoint, searched on every GPU, runs weight-only with 16-bit activations
+    where the Tensor Cores lack FP8 (A100, V100); the other schemes are left as they are
+    (they are searched only where their formats are native)."""
+    from gpuarch.advise.serving_options import CHECKPOINT_SCHEME, in_gpu_formats
+    from gpuarch.perf.quant import QuantFormat as F
+    from gpuarch.perf.quant import QuantScheme
+
+    catalog = CATALOG
+    a100, v100, h100 = (catalog.product(k) for k in ("a100", "v100", "h100"))
+    fp8 = QuantScheme(F.FP8, F.FP8, F.BF16)
+    assert in_gpu_formats(h100, CHECKPOINT_SCHEME, fp8) == (CHECKPOINT_SCHEME, fp8)
+    assert in_gpu_formats(a100, CHECKPOINT_SCHEME, fp8) == (
+        CHECKPOINT_SCHEME, QuantScheme(F.FP8, F.BF16, F.BF16))
+    assert in_gpu_formats(v100, CHECKPOINT_SCHEME, fp8) == (
+        CHECKPOINT_SCHEME, QuantScheme(F.FP8, F.FP16, F.FP16))
+    assert in_gpu_formats(a100, "fp8-w/bf16-kv", fp8) == ("fp8-w/bf16-kv", fp8)
+    assert in_gpu_formats(v100, "bf16", QuantScheme()) == (
+        "fp16", QuantScheme(F.FP16, F.FP16, F.FP16))

@@ -132,15 +132,22 @@ class Candidate:
 def in_gpu_formats(product: Product, label: str, scheme: QuantScheme
                    ) -> tuple[str, QuantScheme]:
     """A searched scheme as ``product`` runs it: its BF16 parts FP16 on a GPU without BF16
-    (before Ampere), as engines load them there, and the label saying so."""
-    if not lacks_bf16(product):
-        return label, scheme
+    (before Ampere), as engines load them there, and the label saying so; the model's own
+    checkpoint (``CHECKPOINT_SCHEME``), searched on every GPU, weight-only with 16-bit
+    activations where the Tensor Cores lack its FP8 or FP4 (the other schemes are searched
+    only where their formats are native)."""
+    sixteen = QuantFormat.FP16 if lacks_bf16(product) else QuantFormat.BF16
 
     def own(fmt: QuantFormat) -> QuantFormat:
-        return QuantFormat.FP16 if fmt is QuantFormat.BF16 else fmt
+        return sixteen if fmt is QuantFormat.BF16 else fmt
 
-    return label.replace("bf16", "fp16"), QuantScheme(
-        own(scheme.weights), own(scheme.activations), own(scheme.kv_cache))
+    activations = own(scheme.activations)
+    if label == CHECKPOINT_SCHEME and (activations is QuantFormat.FP8 or activations.is_float4) \
+            and not native(product, QuantScheme(activations, activations, activations)):
+        activations = sixteen
+    if sixteen is QuantFormat.FP16:
+        label = label.replace("bf16", "fp16")
+    return label, QuantScheme(own(scheme.weights), activations, own(scheme.kv_cache))
 
 
 def native(product: Product, scheme: QuantScheme) -> bool:
