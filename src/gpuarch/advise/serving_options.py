@@ -11,7 +11,7 @@ from gpuarch.catalog.model import Product, System
 from gpuarch.errors import GpuarchError
 from gpuarch.estimate.energy import energy_kwh, facility_power_w
 from gpuarch.perf.precision import lacks_bf16
-from gpuarch.perf.quant import QuantFormat, QuantScheme, gemm_peak
+from gpuarch.perf.quant import QuantFormat, QuantScheme, activations_run, gemm_peak
 from gpuarch.units import Unit, from_si
 
 if TYPE_CHECKING:
@@ -142,9 +142,8 @@ def in_gpu_formats(product: Product, label: str, scheme: QuantScheme
         return sixteen if fmt is QuantFormat.BF16 else fmt
 
     activations = own(scheme.activations)
-    if label == CHECKPOINT_SCHEME and (activations is QuantFormat.FP8 or activations.is_float4) \
-            and not native(product, QuantScheme(activations, activations, activations)):
-        activations = sixteen
+    if label == CHECKPOINT_SCHEME:
+        activations = activations_run(product, activations, sixteen)
     if sixteen is QuantFormat.FP16:
         label = label.replace("bf16", "fp16")
     return label, QuantScheme(own(scheme.weights), activations, own(scheme.kv_cache))

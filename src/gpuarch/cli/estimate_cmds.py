@@ -263,7 +263,7 @@ def cmd_infer(args: argparse.Namespace) -> int:
     )
     from gpuarch.estimate.remedies import serving_remedies
     from gpuarch.perf.precision import lacks_bf16
-    from gpuarch.perf.quant import QuantFormat, QuantScheme, gemm_peak
+    from gpuarch.perf.quant import QuantFormat, QuantScheme, activations_run
     from gpuarch.report.estimate_text import render_inference
     from gpuarch.validation.nearest import serving_setup
 
@@ -279,24 +279,16 @@ def cmd_infer(args: argparse.Namespace) -> int:
     def own(fmt: Any) -> Any:
         return sixteen if fmt is QuantFormat.BF16 else fmt
 
-    def computed(fmt: Any) -> Any:
-        """FP8 or FP4 activations where the Tensor Cores take them (W8A8, W4A4); before Ada
-        (FP8) or Blackwell (FP4) the weights are dequantized and the activations stay 16-bit,
-        as engines run them there (weight-only)."""
-        low = fmt is QuantFormat.FP8 or fmt.is_float4
-        if low and gemm_peak(product, QuantScheme(fmt, fmt, fmt)).peak.fallback_reason:
-            return sixteen
-        return fmt
-
     if checkpoint is not None:
         weights, default_activations, default_kv, declared_experts = (
             own(f) for f in declared_formats(checkpoint, shape.is_moe))
-        default_activations = computed(default_activations)
+        default_activations = activations_run(product, default_activations, sixteen)
         expert_weights = expert_weights or declared_experts
     else:
         weights = args.weight_precision or sixteen
-        default_activations = computed(weights) if weights is QuantFormat.FP8 \
-            or weights.is_float4 or weights.is_16bit else sixteen
+        default_activations = activations_run(product, weights, sixteen) \
+            if weights is QuantFormat.FP8 or weights.is_float4 or weights.is_16bit \
+            else sixteen
         default_kv = None
     activations = args.activation_precision or default_activations
     kv = args.kv_precision or default_kv or sixteen_bit_kv(activations, sixteen)

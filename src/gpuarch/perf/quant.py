@@ -11,7 +11,7 @@ from gpuarch.catalog.peaks import NEXT_WIDER, PeakKey
 from gpuarch.errors import GpuarchError
 from gpuarch.perf.precision import MatmulPeak, lacks_bf16, sibling_scaled_peak
 
-__all__ = ["GemmPeak", "QuantFormat", "QuantScheme", "gemm_peak"]
+__all__ = ["GemmPeak", "QuantFormat", "QuantScheme", "activations_run", "gemm_peak"]
 
 
 class QuantFormat(Enum):
@@ -195,3 +195,17 @@ def gemm_peak(product: Product, scheme: QuantScheme) -> GemmPeak:
               f"{sixteen.key.label} rate")
     return GemmPeak(MatmulPeak(sixteen.flops, sixteen.key, sixteen.origin, reason),
                     dequantize=True)
+
+
+def activations_run(product: Product, fmt: QuantFormat, sixteen: QuantFormat) -> QuantFormat:
+    """The format activations meant to be ``fmt`` compute in on ``product``: FP8 or FP4
+    where its Tensor Cores take them (W8A8, W4A4); before Ada (FP8) or Blackwell (FP4) the
+    weights are dequantized and the activations stay ``sixteen`` (the GPU's 16-bit format),
+    as engines run them there (weight-only). Any other format is as given."""
+    if fmt is QuantFormat.FP8 or fmt.is_float4:
+        try:
+            if gemm_peak(product, QuantScheme(fmt, fmt, fmt)).peak.fallback_reason:
+                return sixteen
+        except GpuarchError:  # no matrix peak at all: nothing to run natively
+            return sixteen
+    return fmt
