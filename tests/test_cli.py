@@ -977,3 +977,19 @@ def test_low_precision_weights_where_the_tensor_cores_lack_the_format(
     formats = json.loads(out)["assumptions"]["formats"]
     assert status == 0 and formats == {"weights": "fp8", "activations": "bf16",
                                        "kv_cache": "bf16"}
+
+
+def test_a_gpu_with_no_published_peak_cannot_be_estimated(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """GeForce GTX 1080 Ti's product page gives no TFLOPS, so the catalog leaves its peaks
+    empty: estimates on it are usage errors that say so, naming the flag."""
+    status, out, err = run(capsys, "estimate", "infer", "--model", "llama-3.2-1b", "--gpu",
+                           "gtx 1080 ti", "--input-len", "128", "--output-len", "16",
+                           "--batch", "1")
+    assert status == 2 and out == "" and "--gpu: GeForce GTX 1080 Ti publishes no FP32 or " \
+        "16-bit peak (the catalog leaves unpublished figures empty)" in err
+    status, out, err = run(capsys, "estimate", "train", "--model", "llama-3.2-1b", "--gpu",
+                           "gtx 1080 ti", "--gpus", "1", "--seq-len", "1024",
+                           "--global-batch", "8")
+    assert status == 2 and "publishes no peak usable for bf16 matrix math (the catalog " \
+        "leaves unpublished figures empty)" in err

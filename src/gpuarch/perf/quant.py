@@ -162,7 +162,9 @@ def gemm_peak(product: Product, scheme: QuantScheme) -> GemmPeak:
     base_fmt = compute_fmt if compute_fmt.is_16bit else QuantFormat.BF16
     sixteen = _sixteen(product, base_fmt)
     if sixteen is None:
-        raise GpuarchError(f"{product.name}: no usable matrix peak in the catalog")
+        raise GpuarchError(f"--gpu: {product.name} publishes no FP32 or 16-bit peak (the "
+                           "catalog leaves unpublished figures empty), so it cannot be "
+                           "estimated")
     if scheme.weight_only:
         key = _NATIVE.get(scheme.weights)
         float_weights = scheme.weights.is_float4 or scheme.weights is QuantFormat.FP8

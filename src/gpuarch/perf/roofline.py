@@ -207,7 +207,8 @@ class Device:
         if peak is None:
             raise GpuarchError(
                 f"--precision: {product.name} publishes no peak usable for "
-                f"{precision.value} matrix math")
+                f"{precision.value} matrix math (the catalog leaves unpublished figures "
+                "empty)")
         vector = product.peak(PeakKey.FP32) or product.peak(PeakKey.FP16) or peak.flops
         attention, attention_key = peak.flops, peak.key
         if precision.low_precision:
