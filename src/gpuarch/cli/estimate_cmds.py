@@ -503,7 +503,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     summary = validate_training(load_catalog()).select(args.match, args.worst)
     if args.json:
-        print(to_json(summary.as_json("points", ("gpu", "source"), args.explain)))
+        print(to_json(summary.as_json("points", ("gpu", "source", "model"), args.explain)))
     else:
         print(render_validation(summary, args.explain))
     return 0

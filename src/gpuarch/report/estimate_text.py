@@ -365,6 +365,7 @@ def render_validation(s: ValidationSummary, explain: bool = False) -> str:
              f"{_pct(s.share_within)} of points within 20%",
              "by GPU:    " + ", ".join(f"{k} {_pct(v)}" for k, v in s.by("gpu").items()),
              "by source: " + ", ".join(f"{k} {_pct(v)}" for k, v in s.by("source").items()),
+             "by model:  " + ", ".join(f"{k} {_pct(v)}" for k, v in s.by("model").items()),
              *_memory_lines(s.rows)]
     if explain:
         lines += ["", "where each predicted step goes:"]
