@@ -850,7 +850,7 @@ def test_an_output_path_no_file_system_takes_is_a_usage_error(
 def test_a_gpu_without_bf16_computes_in_fp16_by_default(capsys: pytest.CaptureFixture[str]
                                                         ) -> None:
     """BF16 came with Ampere: on V100 and T4 the 16-bit format is FP16, as frameworks and
-    engines run it there (BF16 checkpoints load as FP16). Training had taken its default
+    engines run it there (BF16 checkpoints in FP16). Training had taken its default
     BF16 at V100's FP32 rate, serving labelled V100's formats BF16 and ran their attention
     at the FP32 rate, and the training advisor searched nothing on V100 (BF16 and FP8 both
     fall back) without saying why. BF16 asked for by name stays, with a note."""

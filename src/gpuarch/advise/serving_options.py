@@ -132,7 +132,7 @@ class Candidate:
 def in_gpu_formats(product: Product, label: str, scheme: QuantScheme
                    ) -> tuple[str, QuantScheme]:
     """A searched scheme as ``product`` runs it: its BF16 parts FP16 on a GPU without BF16
-    (before Ampere), as engines load them there, and the label saying so; the model's own
+    (before Ampere), as engines run them there, and the label saying so; the model's own
     checkpoint (``CHECKPOINT_SCHEME``), searched on every GPU, weight-only with 16-bit
     activations where the Tensor Cores lack its FP8 or FP4 (the other schemes are searched
     only where their formats are native)."""

@@ -272,8 +272,8 @@ def cmd_infer(args: argparse.Namespace) -> int:
     product, system = _gpu_and_system(args, catalog)
     checkpoint = _checkpoint_formats(args)
     expert_weights = args.expert_weight_precision
-    # the GPU's 16-bit format: FP16 before Ampere, which has no BF16 (engines load BF16
-    # checkpoints as FP16 there); BF16 asked for by name stays, at the FP16 rate, noted
+    # the GPU's 16-bit format: FP16 before Ampere, which has no BF16 (engines run BF16
+    # checkpoints there in FP16); BF16 asked for by name stays, at the FP16 rate, noted
     sixteen = QuantFormat.FP16 if lacks_bf16(product) else QuantFormat.BF16
 
     def own(fmt: Any) -> Any:
@@ -779,7 +779,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
              "checkpoint is stored in: a config.json's quantization_config (or ModelOpt's "
              "hf_quant_config.json beside it), a preset's published checkpoint "
              "(deepseek-v3 and kimi-k2 FP8, gpt-oss MXFP4 experts), else bf16; BF16 is "
-             "FP16 on a GPU without BF16 (P100, V100, T4), as engines load it"),
+             "FP16 on a GPU without BF16 (P100, V100, T4), as engines run it there"),
             ("--activation-precision",
              "default: the weights' format for fp8/fp4 (W8A8, W4A4) where the Tensor Cores "
              "take it, else 16-bit (weight-only), as for int8/int4; int8 gives W8A8; fp8 "

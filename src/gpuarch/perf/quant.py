@@ -121,8 +121,9 @@ def _sixteen(product: Product, fmt: QuantFormat) -> MatmulPeak | None:
         if value is not None:
             reason = None
             if key is other and fmt is QuantFormat.BF16 and lacks_bf16(product):
-                reason = (f"{product.name} has no BF16 (it came with Ampere); an engine "
-                          "loads BF16 values as FP16, and GEMMs run at its FP16 Tensor rate")
+                reason = (f"{product.name} has no BF16 (it came with Ampere); engines run "
+                          "BF16 checkpoints there in FP16 (vLLM asks for --dtype float16), "
+                          "and GEMMs run at its FP16 Tensor rate")
             return MatmulPeak(value, key, product.dense_origin(key) or "published", reason)
     for key in (PeakKey.FP16, PeakKey.FP32):
         value = product.peak(key)
