@@ -10,8 +10,13 @@ from typing import TYPE_CHECKING
 from gpuarch.catalog.model import Product, System
 from gpuarch.errors import GpuarchError
 from gpuarch.estimate.energy import energy_kwh, facility_power_w
-from gpuarch.perf.precision import lacks_bf16
-from gpuarch.perf.quant import QuantFormat, QuantScheme, activations_run, gemm_peak
+from gpuarch.perf.quant import (
+    QuantFormat,
+    QuantScheme,
+    activations_run,
+    gemm_peak,
+    sixteen_bit_format,
+)
 from gpuarch.units import Unit, from_si
 
 if TYPE_CHECKING:
@@ -136,14 +141,14 @@ def in_gpu_formats(product: Product, label: str, scheme: QuantScheme
     checkpoint (``CHECKPOINT_SCHEME``), searched on every GPU, weight-only with 16-bit
     activations where the Tensor Cores lack its FP8 or FP4 (the other schemes are searched
     only where their formats are native)."""
-    sixteen = QuantFormat.FP16 if lacks_bf16(product) else QuantFormat.BF16
+    sixteen = sixteen_bit_format(product)
 
     def own(fmt: QuantFormat) -> QuantFormat:
         return sixteen if fmt is QuantFormat.BF16 else fmt
 
     activations = own(scheme.activations)
     if label == CHECKPOINT_SCHEME:
-        activations = activations_run(product, activations, sixteen)
+        activations = activations_run(product, activations)
     if sixteen is QuantFormat.FP16:
         label = label.replace("bf16", "fp16")
     return label, QuantScheme(own(scheme.weights), activations, own(scheme.kv_cache))

@@ -262,8 +262,7 @@ def cmd_infer(args: argparse.Namespace) -> int:
         estimate_inference,
     )
     from gpuarch.estimate.remedies import serving_remedies
-    from gpuarch.perf.precision import lacks_bf16
-    from gpuarch.perf.quant import QuantFormat, QuantScheme, activations_run
+    from gpuarch.perf.quant import QuantFormat, QuantScheme, activations_run, sixteen_bit_format
     from gpuarch.report.estimate_text import render_inference
     from gpuarch.validation.nearest import serving_setup
 
@@ -274,7 +273,7 @@ def cmd_infer(args: argparse.Namespace) -> int:
     expert_weights = args.expert_weight_precision
     # the GPU's 16-bit format: FP16 before Ampere, which has no BF16 (engines run BF16
     # checkpoints there in FP16); BF16 asked for by name stays, at the FP16 rate, noted
-    sixteen = QuantFormat.FP16 if lacks_bf16(product) else QuantFormat.BF16
+    sixteen = sixteen_bit_format(product)
 
     def own(fmt: Any) -> Any:
         return sixteen if fmt is QuantFormat.BF16 else fmt
@@ -282,11 +281,11 @@ def cmd_infer(args: argparse.Namespace) -> int:
     if checkpoint is not None:
         weights, default_activations, default_kv, declared_experts = (
             own(f) for f in declared_formats(checkpoint, shape.is_moe))
-        default_activations = activations_run(product, default_activations, sixteen)
+        default_activations = activations_run(product, default_activations)
         expert_weights = expert_weights or declared_experts
     else:
         weights = args.weight_precision or sixteen
-        default_activations = activations_run(product, weights, sixteen) \
+        default_activations = activations_run(product, weights) \
             if weights is QuantFormat.FP8 or weights.is_float4 or weights.is_16bit \
             else sixteen
         default_kv = None

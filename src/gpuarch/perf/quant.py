@@ -11,7 +11,8 @@ from gpuarch.catalog.peaks import NEXT_WIDER, PeakKey
 from gpuarch.errors import GpuarchError
 from gpuarch.perf.precision import MatmulPeak, lacks_bf16, sibling_scaled_peak
 
-__all__ = ["GemmPeak", "QuantFormat", "QuantScheme", "activations_run", "gemm_peak"]
+__all__ = ["GemmPeak", "QuantFormat", "QuantScheme", "activations_run", "gemm_peak",
+           "sixteen_bit_format"]
 
 
 class QuantFormat(Enum):
@@ -200,15 +201,22 @@ def gemm_peak(product: Product, scheme: QuantScheme) -> GemmPeak:
                     dequantize=True)
 
 
-def activations_run(product: Product, fmt: QuantFormat, sixteen: QuantFormat) -> QuantFormat:
+def sixteen_bit_format(product: Product) -> QuantFormat:
+    """The 16-bit format ``product`` stores and computes in: BF16, or FP16 where it lacks
+    BF16 (``perf.precision.lacks_bf16``: before Ampere)."""
+    return QuantFormat.FP16 if lacks_bf16(product) else QuantFormat.BF16
+
+
+def activations_run(product: Product, fmt: QuantFormat) -> QuantFormat:
     """The format activations meant to be ``fmt`` compute in on ``product``: FP8 or FP4
     where its Tensor Cores take them (W8A8, W4A4); before Ada (FP8) or Blackwell (FP4) the
-    weights are dequantized and the activations stay ``sixteen`` (the GPU's 16-bit format),
-    as engines run them there (weight-only). Any other format is as given."""
+    weights are dequantized and the activations stay in the GPU's 16-bit format
+    (``sixteen_bit_format``), as engines run them there (weight-only). Any other format is
+    as given."""
     if fmt is QuantFormat.FP8 or fmt.is_float4:
         try:
             if gemm_peak(product, QuantScheme(fmt, fmt, fmt)).peak.fallback_reason:
-                return sixteen
+                return sixteen_bit_format(product)
         except GpuarchError:  # no matrix peak at all: nothing to run natively
-            return sixteen
+            return sixteen_bit_format(product)
     return fmt
