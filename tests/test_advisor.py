@@ -636,6 +636,28 @@ def test_same_count_prefilter_keeps_the_front(rows: list[tuple[int, float, float
     assert np.array_equal(with_prefilter, pareto_mask(points))
 
 
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([8, 16, 64]), st.sampled_from([1.0, 2.0, 3.5, 7.0]),
+                          st.sampled_from([1.0, 1.5, 2.0, 40.0, float("nan")])),
+                min_size=1, max_size=40))
+def test_same_count_prefilter_marks_exactly_the_beaten_rows(
+        rows: list[tuple[int, float, float]]) -> None:
+    """With many rows of one count and one time (ties the prefilter's sort leaves in no set
+    order), a row is marked exactly when another of its count is no slower with strictly
+    less energy; a row with no energy figure is never marked, nor beats another."""
+    from gpuarch.advise.train import dominated_at_same_count
+
+    count = np.array([r[0] for r in rows])
+    time = np.array([r[1] for r in rows])
+    energy = np.array([r[2] for r in rows])
+    marked = dominated_at_same_count(time, energy, count)
+    with np.errstate(invalid="ignore"):
+        beaten = [bool(np.isfinite(energy[i]) and np.any(
+            (count == count[i]) & (time <= time[i]) & (energy < energy[i])))
+            for i in range(len(rows))]
+    assert marked.tolist() == beaten
+
+
 def test_searched_formats_as_each_gpu_runs_them() -> None:
     """The serving search's formats on a GPU without BF16 are FP16, labels too; the model's
     own FP8 checkpoint, searched on every GPU, runs weight-only with 16-bit activations

@@ -284,8 +284,9 @@ def advise_training(
             n = len(lay["gpus"])
             for start in range(0, n, CHUNK):
                 part = {k: v[start:start + CHUNK] for k, v in lay.items()}
-                # the ZeRO variants of a chunk share its layers' costing
+                # the ZeRO variants of a chunk share its layers' costing, and one shortlist
                 layer_cache: dict[str, Any] = {}
+                staged: list[dict[str, np.ndarray]] = []
                 for zero, prefetch in stages:
                     # integer fields as arrays: one configuration per element (the masks in
                     # _layouts stand for TrainingConfig.validate)
@@ -319,31 +320,43 @@ def advise_training(
                     if search.max_power_kw is not None:
                         ok &= (np.nan_to_num(power_w, nan=np.inf)
                                <= to_si(search.max_power_kw, Unit.KW))
-                    if not ok.any():
+                    sel = np.nonzero(ok)[0]
+                    if not len(sel):
                         continue
-                    feasible += int(ok.sum())
-                    idx = _shortlist(np.nonzero(ok)[0], seconds, cost, energy, search,
-                                     part["gpus"])
-                    rows.append({
-                        "key": np.array([product.key] * len(idx), dtype=object),
-                        "gpus": part["gpus"][idx], "tp": part["tp"][idx], "pp": part["pp"][idx],
-                        "cp": part["cp"][idx], "ep": part["ep"][idx], "vpp": part["vpp"][idx],
-                        "mb": part["mb"][idx], "gb": part["gb"][idx],
-                        "zero": np.full(len(idx), zero),
-                        "prefetch": np.full(len(idx), prefetch),
-                        "recompute": np.array([recompute.value] * len(idx), dtype=object),
-                        "sp": np.full(len(idx), sp), "overlap": np.full(len(idx), overlap),
-                        "precision": np.array([precision.value] * len(idx), dtype=object),
-                        "step": np.asarray(core.step)[idx],
-                        "tps": np.asarray(core.tokens_per_s)[idx],
-                        "mfu": np.asarray(core.mfu)[idx],
-                        "mem": np.asarray(core.memory_total)[idx],
-                        "time": np.asarray(seconds)[idx],
-                        "cost": np.asarray(cost)[idx],
-                        "energy": np.asarray(energy)[idx],
-                        "power": np.asarray(power_w)[idx],
-                        "price": np.full(len(idx), np.nan if price is None else price),
-                    })
+                    feasible += len(sel)
+                    staged.append({
+                        **{k: part[k][sel] for k in ("gpus", "tp", "pp", "cp", "ep", "vpp",
+                                                     "mb", "gb")},
+                        "zero": np.full(len(sel), zero),
+                        "prefetch": np.full(len(sel), prefetch),
+                        "step": np.asarray(core.step)[sel],
+                        "tps": np.asarray(core.tokens_per_s)[sel],
+                        "mfu": np.asarray(core.mfu)[sel],
+                        "mem": np.asarray(core.memory_total)[sel],
+                        "time": np.asarray(seconds)[sel],
+                        "cost": np.asarray(cost)[sel],
+                        "energy": np.asarray(energy)[sel],
+                        "power": np.asarray(power_w)[sel]})
+                if not staged:
+                    continue
+                # one shortlist over the chunk's ZeRO stages: the same GPU at the same price,
+                # so what it keeps is what shortlisting each stage alone would need
+                merged = ({k: np.concatenate([t[k] for t in staged]) for k in staged[0]}
+                          if len(staged) > 1 else staged[0])
+                idx = _shortlist(np.arange(len(merged["gpus"])), merged["time"],
+                                 merged["cost"], merged["energy"], search, merged["gpus"])
+                kept = {k: v[idx] for k, v in merged.items()}
+                rows.append({
+                    "key": np.array([product.key] * len(idx), dtype=object),
+                    **{k: kept[k] for k in ("gpus", "tp", "pp", "cp", "ep", "vpp", "mb", "gb",
+                                            "zero", "prefetch")},
+                    "recompute": np.array([recompute.value] * len(idx), dtype=object),
+                    "sp": np.full(len(idx), sp), "overlap": np.full(len(idx), overlap),
+                    "precision": np.array([precision.value] * len(idx), dtype=object),
+                    **{k: kept[k] for k in ("step", "tps", "mfu", "mem", "time", "cost",
+                                            "energy", "power")},
+                    "price": np.full(len(idx), np.nan if price is None else price),
+                })
     if not rows:
         return TrainingAdvice(shape.name, search.tokens, search.objective.value, (), (),
                               evaluated, 0, tuple(skipped),
@@ -429,18 +442,26 @@ def dominated_at_same_count(time: np.ndarray, energy: np.ndarray, count: np.ndar
     finite = np.nonzero(np.isfinite(time) & np.isfinite(energy))[0]
     if len(finite) < 2:
         return out
-    t, e, g = time[finite], energy[finite], count[finite]
-    order = np.lexsort((e, t, g))  # by count, then time, then energy
-    e_sorted = e[order]
-    g_sorted = g[order]
-    group = np.cumsum(np.r_[True, g_sorted[1:] != g_sorted[:-1]]) - 1
+    t, e, c = time[finite], energy[finite], count[finite]
+    # by count, then time (two sorts: lexsort over three float keys is several times slower)
+    order = np.argsort(t)
+    order = order[np.argsort(c[order], kind="stable")]
+    t, e, c = t[order], e[order], c[order]
+    new_group = c[1:] != c[:-1]
+    group = np.cumsum(np.r_[False, new_group])
     # each later count group shifted below every earlier one, so a running minimum sees
-    # only its own group's earlier rows (rounding keeps order within a group, so a shifted
+    # only its own group's rows (rounding keeps order within a group, so a shifted
     # comparison is strict only where the energies are)
-    gap = 2.0 * float(e_sorted.max() - e_sorted.min()) + 1.0
-    shifted = e_sorted - group * gap
-    before = np.r_[np.inf, np.minimum.accumulate(shifted)[:-1]]
-    out[finite[order[before < shifted]]] = True
+    gap = 2.0 * float(e.max() - e.min()) + 1.0
+    shifted = e - group * gap
+    running = np.minimum.accumulate(shifted)
+    # rows of one count and one time are in no set order: each takes the running minimum
+    # at the end of its run, which covers every row of its count no slower than it
+    new_run = np.r_[True, new_group | (t[1:] != t[:-1])]
+    starts = np.nonzero(new_run)[0]
+    ends = np.r_[starts[1:], len(t)] - 1
+    through = running[ends][np.cumsum(new_run) - 1]
+    out[finite[order[through < shifted]]] = True
     return out
 
 
