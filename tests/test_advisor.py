@@ -584,7 +584,8 @@ def test_engine_switches_reach_every_configuration_searched(tmp_path: Path) -> N
 
 def test_layer_cache_reuses_only_across_zero_stages() -> None:
     """evaluate_training's layer_cache (the advisor's ZeRO variants of one layout chunk):
-    every ZeRO stage gives what it gives without the cache, and a layout that differs in
+    every ZeRO stage gives what it gives without the cache (its layers, and the dense and
+    expert gradient and weight collectives the stages share), and a layout that differs in
     anything else is costed afresh, not served the cached layers."""
     shape = preset("mixtral-8x7b").shape
     product = CATALOG.product("h100")

@@ -18,6 +18,7 @@ Model (Model x Strategy x System, composed by pure functions):
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -904,20 +905,35 @@ def _recomputed(s: TransformerShape, modules: tuple[str, ...], moe: bool,
     return _Pass(compute, 0.0) + extra
 
 
-def _dp_traffic(params: Num, group: Group, cfg: TrainingConfig, m: Num, eff: Efficiency
-                ) -> Num:
-    """Seconds of data-parallel traffic per step for ``params`` replicated over ``group``."""
+def _dp_traffic(params: Num, group: Group, cfg: TrainingConfig, m: Num, eff: Efficiency,
+                memo: dict[Any, Num] | None = None, tag: str = "") -> Num:
+    """Seconds of data-parallel traffic per step for ``params`` replicated over ``group``.
+    ``memo``: each collective's seconds by (``tag``, kind), kept across configurations
+    that differ only in ``ZERO_FIELDS`` (the stages share their gradient and weight
+    collectives)."""
     per_param = cfg.param_bytes
-    grad_bytes = params * per_param.gradients
-    weight_bytes = params * per_param.weights
+
+    def run(kind: Collective, size: Callable[[], Num]) -> Num:
+        if memo is None:
+            return _nccl(kind, size(), group, eff)
+        key = (tag, kind)
+        if key not in memo:
+            memo[key] = _nccl(kind, size(), group, eff)
+        return memo[key]
+
+    def grads() -> Num:
+        return params * per_param.gradients
+
+    def weights() -> Num:
+        return params * per_param.weights
+
     if cfg.zero == 0:
-        return _nccl(Collective.ALL_REDUCE, grad_bytes, group, eff)
+        return run(Collective.ALL_REDUCE, grads)
     if cfg.zero in (1, 2):
-        return (_nccl(Collective.REDUCE_SCATTER, grad_bytes, group, eff)
-                + _nccl(Collective.ALL_GATHER, weight_bytes, group, eff))
+        return run(Collective.REDUCE_SCATTER, grads) + run(Collective.ALL_GATHER, weights)
     # ZeRO-3: parameters gathered for forward and backward of every micro-batch
-    return (m * 2 * _nccl(Collective.ALL_GATHER, weight_bytes, group, eff)
-            + m * _nccl(Collective.REDUCE_SCATTER, grad_bytes, group, eff))
+    return (m * 2 * run(Collective.ALL_GATHER, weights)
+            + m * run(Collective.REDUCE_SCATTER, grads))
 
 
 @dataclass(frozen=True)
@@ -1002,12 +1018,16 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     layer_key = _layer_key(shape, device, eff, cfg) if layer_cache is not None else None
     if layer_cache is not None and parts is None and layer_cache.get("key") == layer_key:
         kinds = layer_cache["kinds"]
+        dp_memo = layer_cache["collectives"]
     else:
         kinds = _layer_times(shape, cfg, device, eff, tp_group, cp_group, ep_group,
                              with_parts=parts is not None)
         if layer_cache is not None and parts is None:
             # the objects stay referenced, so no other can take their identity meanwhile
-            layer_cache.update(key=layer_key, kinds=kinds, held=(shape, device, eff, cfg))
+            layer_cache.update(key=layer_key, kinds=kinds, held=(shape, device, eff, cfg),
+                               collectives={})
+        dp_memo = layer_cache["collectives"] if layer_cache is not None and parts is None \
+            else None
     average = _average_layer(shape, kinds)
     fwd, bwd = average.fwd, average.bwd
     per_layer, layer_flops = average.passes, average.flops
@@ -1149,10 +1169,11 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     # apart, so across nodes once EP fills a node)
     shard = cfg.dp * cfg.cp
     expert_shard = cfg.tp * shard // (cfg.expert_tp * cfg.ep)
-    dp_comm = _dp_traffic(dense_local, dp_group, cfg, m, eff)
+    dp_comm = _dp_traffic(dense_local, dp_group, cfg, m, eff, dp_memo, "dense")
     if shape.is_moe:
         edp_group = _group(expert_shard, ep_stride * cfg.ep, cfg, intra, inter)
-        dp_comm = dp_comm + _dp_traffic(expert_local, edp_group, cfg, m, eff)
+        dp_comm = dp_comm + _dp_traffic(expert_local, edp_group, cfg, m, eff, dp_memo,
+                                        "expert")
     if cfg.zero == 3 and cfg.fsdp_prefetch:
         # what one micro-batch's compute cannot cover, plus the first layer's gather and
         # the last layer's reduction, which nothing precedes or follows
