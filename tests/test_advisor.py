@@ -585,8 +585,9 @@ def test_engine_switches_reach_every_configuration_searched(tmp_path: Path) -> N
 def test_layer_cache_reuses_only_across_zero_stages() -> None:
     """evaluate_training's layer_cache (the advisor's ZeRO variants of one layout chunk):
     every ZeRO stage gives what it gives without the cache (its layers, and the dense and
-    expert gradient and weight collectives the stages share), and a layout that differs in
-    anything else is costed afresh, not served the cached layers."""
+    expert gradient and weight collectives the stages share, its communicators and LM
+    head), and a layout that differs in anything else, or the same layout over other
+    links, is costed afresh, not served the cached layers."""
     shape = preset("mixtral-8x7b").shape
     product = CATALOG.product("h100")
     system = CATALOG.system("dgx h100")
@@ -611,6 +612,17 @@ def test_layer_cache_reuses_only_across_zero_stages() -> None:
                                DEFAULT_EFFICIENCY, layer_cache=cache)
     fresh = evaluate_training(shape, product, device, intra, inter, other, DEFAULT_EFFICIENCY)
     assert np.array_equal(cached.step, fresh.step)
+    # the same layout over other links (a slower network) is costed afresh too
+    from gpuarch.perf.collectives import Fabric, Link
+
+    assert inter is not None
+    slow = Link(Fabric.NETWORK, inter.bandwidth / 8)
+    cached = evaluate_training(shape, product, device, intra, slow, other,
+                               DEFAULT_EFFICIENCY, layer_cache=cache)
+    fresh = evaluate_training(shape, product, device, intra, slow, other, DEFAULT_EFFICIENCY)
+    assert np.array_equal(cached.step, fresh.step)
+    assert not np.array_equal(cached.step, evaluate_training(
+        shape, product, device, intra, inter, other, DEFAULT_EFFICIENCY).step)
 
 
 @settings(max_examples=60, deadline=None)

@@ -980,10 +980,10 @@ ZERO_FIELDS = frozenset({"zero", "fsdp_prefetch"})
 
 
 def _layer_key(shape: TransformerShape, device: Device, eff: Efficiency,
-               cfg: TrainingConfig) -> tuple[Any, ...]:
+               cfg: TrainingConfig, intra: Link, inter: Link | None) -> tuple[Any, ...]:
     """What a cached layer costing was made from: the objects themselves (by identity, so
     arrays are not compared element by element) and every field but the ZeRO ones."""
-    return (id(shape), id(device), id(eff), *(
+    return (id(shape), id(device), id(eff), id(intra), id(inter), *(
         id(v) if isinstance(v, np.ndarray) else v
         for f in dataclasses.fields(cfg) if f.name not in ZERO_FIELDS
         for v in (getattr(cfg, f.name),)))
@@ -1004,41 +1004,52 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     ``layer_cache``: a dict kept by a caller that evaluates the same layouts under several
     ZeRO stages (the advisor); the layers are costed once and reused while nothing but
     ``ZERO_FIELDS`` changes (checked: anything else, and they are costed afresh)."""
-    tp_group = _group(cfg.tp, 1, cfg, intra, inter)
-    cp_group = _group(cfg.cp, cfg.tp, cfg, intra, inter)
-    dp_group = _group(cfg.dp * cfg.cp, cfg.tp, cfg, intra, inter)
-    # expert-parallel ranks are ETP apart in Megatron's expert grid (TP x CP apart when ETP
-    # is TP's default, as before CP folded into it)
-    ep_stride = cfg.tp * cfg.cp if not cfg.etp else cfg.etp
-    ep_group = _group(cfg.ep, ep_stride, cfg, intra, inter)
-    # neighbouring pipeline stages (no communicator at all without pipelining)
-    pp_group = _group(where(cfg.pp > 1, 2, 1), cfg.tp * cfg.cp * cfg.dp, cfg, intra,
-                      inter)
+    layer_key = (_layer_key(shape, device, eff, cfg, intra, inter)
+                 if layer_cache is not None and parts is None else None)
+    cached = layer_key is not None and layer_cache is not None \
+        and layer_cache.get("key") == layer_key
+    if cached:
+        assert layer_cache is not None
+        tp_group, cp_group, dp_group, ep_group, pp_group = layer_cache["groups"]
+        ep_stride = layer_cache["ep_stride"]
+    else:
+        tp_group = _group(cfg.tp, 1, cfg, intra, inter)
+        cp_group = _group(cfg.cp, cfg.tp, cfg, intra, inter)
+        dp_group = _group(cfg.dp * cfg.cp, cfg.tp, cfg, intra, inter)
+        # expert-parallel ranks are ETP apart in Megatron's expert grid (TP x CP apart when
+        # ETP is TP's default, as before CP folded into it)
+        ep_stride = cfg.tp * cfg.cp if not cfg.etp else cfg.etp
+        ep_group = _group(cfg.ep, ep_stride, cfg, intra, inter)
+        # neighbouring pipeline stages (no communicator at all without pipelining)
+        pp_group = _group(where(cfg.pp > 1, 2, 1), cfg.tp * cfg.cp * cfg.dp, cfg, intra,
+                          inter)
 
-    layer_key = _layer_key(shape, device, eff, cfg) if layer_cache is not None else None
-    if layer_cache is not None and parts is None and layer_cache.get("key") == layer_key:
-        kinds = layer_cache["kinds"]
-        dp_memo = layer_cache["collectives"]
+    # LM head and loss on the last stage (vocabulary split over TP)
+    tokens_mb = cfg.micro_batch * cfg.seq_len // cfg.cp
+    if cached:
+        assert layer_cache is not None
+        kinds, head_pass = layer_cache["kinds"], layer_cache["head_pass"]
+        dp_memo: dict[Any, Num] | None = layer_cache["collectives"]
     else:
         kinds = _layer_times(shape, cfg, device, eff, tp_group, cp_group, ep_group,
                              with_parts=parts is not None)
-        if layer_cache is not None and parts is None:
+        head = op_time(Gemm(tokens_mb, shape.vocab // cfg.tp, shape.hidden, name="lm_head"),
+                       device, eff)[0]
+        loss = op_time(Elementwise(3.0 * tokens_mb * shape.vocab / cfg.tp * 4, name="loss"),
+                       device, eff)[0]
+        head_pass = 3 * head + 2 * loss
+        dp_memo = None
+        if layer_cache is not None and layer_key is not None:
             # the objects stay referenced, so no other can take their identity meanwhile
-            layer_cache.update(key=layer_key, kinds=kinds, held=(shape, device, eff, cfg),
-                               collectives={})
-        dp_memo = layer_cache["collectives"] if layer_cache is not None and parts is None \
-            else None
+            dp_memo = {}
+            layer_cache.update(key=layer_key, kinds=kinds, head_pass=head_pass,
+                               groups=(tp_group, cp_group, dp_group, ep_group, pp_group),
+                               ep_stride=ep_stride, collectives=dp_memo,
+                               held=(shape, device, eff, cfg, intra, inter))
     average = _average_layer(shape, kinds)
     fwd, bwd = average.fwd, average.bwd
     per_layer, layer_flops = average.passes, average.flops
 
-    # LM head and loss on the last stage (vocabulary split over TP)
-    tokens_mb = cfg.micro_batch * cfg.seq_len // cfg.cp
-    head = op_time(Gemm(tokens_mb, shape.vocab // cfg.tp, shape.hidden, name="lm_head"),
-                   device, eff)[0]
-    loss = op_time(Elementwise(3.0 * tokens_mb * shape.vocab / cfg.tp * 4, name="loss"),
-                   device, eff)[0]
-    head_pass = 3 * head + 2 * loss
     # an MTP block: a layer of the last layer's kind with full attention, the 2h -> h
     # projection (column-parallel over TP) and its own pass through the shared head
     mtp_layer = _Layer(_Pass(), _Pass(), _Pass(), 0.0, {})
