@@ -131,6 +131,28 @@ def test_calibration_replaces_efficiencies(tmp_path: Path) -> None:
     assert set(notes) == {"gemm_by_generation", "gemm_fp8", "memory", "nvlink_bus"}
 
 
+def test_a_gpu_without_bf16_is_calibrated_from_its_fp16_gemms(tmp_path: Path) -> None:
+    """A V100 (no BF16: Volta's Tensor Cores take FP16) whose probe also timed BF16 GEMMs,
+    which PyTorch runs there on a slower path: the Volta GEMM efficiency and the size curve
+    come from the FP16 GEMMs (the square one and the K sweep), not the BF16 ones; and the
+    probe's K sweep runs FP16 on such a GPU."""
+    from gpuarch.probe.bench import sweep_precision
+
+    fp16 = [{"precision": "fp16", "m": 8192, "n": 8192, "k": k, "tflops": t}
+            for k, t in ((8192, 100.0), (2048, 92.0), (1024, 84.0), (512, 70.0))]
+    bf16 = [{"precision": "bf16", "m": 8192, "n": 8192, "k": 8192, "tflops": 14.0}]
+    path = _calibration(tmp_path, device={"name": "Tesla V100-SXM2-32GB",
+                                          "product": "v100-sxm2-32gb"}, gemm=bf16 + fp16)
+    v100 = CATALOG.product("v100-sxm2-32gb")
+    eff, notes = apply_calibration(load_calibration(path), DEFAULT_EFFICIENCY, CATALOG, v100,
+                                   use_reference=False)
+    assert "size curve fitted to 4 measured fp16 GEMM sizes" in notes["gemm_half_dim"]
+    assert 0.75 <= eff.gemm_by_generation[0] <= 1.0  # about 100 of 125 TFLOP/s
+    assert sweep_precision((7, 0)) == sweep_precision((7, 5)) == "fp16"
+    assert sweep_precision((8, 0)) == sweep_precision((10, 0)) == "bf16"
+    assert sweep_precision(None) == "bf16"
+
+
 def test_calibration_errors_name_the_problem(tmp_path: Path) -> None:
     """Wrong schema, version, missing keys or another GPU's file are refused clearly."""
     with pytest.raises(GpuarchError, match="not a gpuarch calibration file"):

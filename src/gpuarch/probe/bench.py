@@ -66,8 +66,16 @@ NOT_LAUNCHED_REASON = (
 GEMM_BUDGET_S = 20.0
 
 K_SWEEP: tuple[int, tuple[int, ...]] = (8192, (256, 512, 1024, 2048))
-"""BF16 GEMMs of an 8,192 x 8,192 output at these reduction lengths (run_benchmarks on a
+"""16-bit GEMMs of an 8,192 x 8,192 output at these reduction lengths (run_benchmarks on a
 GPU): with the square sizes they give the calibration's size curve several K values."""
+
+
+def sweep_precision(capability: tuple[int, int] | None) -> str:
+    """The 16-bit format the K sweep runs in on a GPU of compute ``capability`` (None: not
+    a CUDA device): BF16 from Ampere (8.0) on, FP16 before it, whose Tensor Cores take no
+    BF16 (PyTorch runs BF16 there on a slower path, which would fit the size curve to a
+    rate the GPU's own format does not have)."""
+    return "fp16" if capability is not None and capability < (8, 0) else "bf16"
 
 _GIB = 2**30
 _MIB = 2**20
@@ -736,8 +744,12 @@ def run_benchmarks(
         budget_s=GEMM_BUDGET_S,
     )
     skipped += why
+    capability: tuple[int, int] | None = None
+    if _is_cuda(device):
+        major, minor = torch.cuda.get_device_capability(torch.device(device))
+        capability = (int(major), int(minor))
     sweep, why = bench_gemm_k_sweep(
-        device, sweep_output, sweep_ks, "bf16",
+        device, sweep_output, sweep_ks, sweep_precision(capability),
         _offset(progress, n_gemm - len(sweep_ks), grand), warmup=warmup, repeats=repeats,
     )
     gemm += sweep

@@ -38,6 +38,7 @@ from gpuarch.catalog.peaks import PeakKey
 from gpuarch.errors import GpuarchError
 from gpuarch.jsonfile import read_schema_file
 from gpuarch.perf.efficiency import Efficiency
+from gpuarch.perf.precision import sixteen_bit
 from gpuarch.perf.sibling import sibling_notes
 from gpuarch.units import Unit, from_si, to_si
 
@@ -116,7 +117,7 @@ def load_calibration(path: Path) -> Calibration:
 
 
 def _fit_curve(rates: dict[tuple[int, int, int], float], product: Product, generation: int,
-               eff: Efficiency) -> tuple[float, float]:
+               eff: Efficiency, precision: str = "bf16") -> tuple[float, float]:
     """Base efficiency and the K at which it halves, fitted (least squares in log) to the
     measured rates (TFLOP/s by M, N, K) at several GEMM sizes, through the roofline's own
     size model."""
@@ -125,7 +126,7 @@ def _fit_curve(rates: dict[tuple[int, int, int], float], product: Product, gener
     from gpuarch.perf.precision import Precision
     from gpuarch.perf.roofline import Device, Gemm, op_cost
 
-    device = Device.of(product, Precision.BF16, generation)
+    device = Device.of(product, Precision(precision), generation)
     best: tuple[float, float, float] | None = None
     for half in (0.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0, 2048.0, 4096.0):
         trial = eff.with_overrides({"gemm_half_dim": half, "kernel_overhead_s": 0.0,
@@ -180,8 +181,8 @@ def copy_ratio(cal: Calibration, ref: Calibration) -> float | None:
     return max(mine) / max(theirs) if mine and theirs else None
 
 
-def _relative(cal: Calibration, ref: Calibration, eff: Efficiency, generation: int | None
-              ) -> tuple[dict[str, Any], dict[str, str]]:
+def _relative(cal: Calibration, ref: Calibration, eff: Efficiency, generation: int | None,
+              product: Product) -> tuple[dict[str, Any], dict[str, str]]:
     """The fitted efficiencies scaled by how this machine measured against a reference GPU
     of the same product: the defaults were fitted to published runs on healthy GPUs, so a
     machine that measures like the reference keeps them, and one that is slower (power
@@ -189,18 +190,19 @@ def _relative(cal: Calibration, ref: Calibration, eff: Efficiency, generation: i
     changes: dict[str, Any] = {}
     notes: dict[str, str] = {}
     against = f"a reference {ref.device_name} ({Path(ref.path).name}, {ref.created[:10]})"
-    sixteen = gemm_ratio(cal, ref, "bf16")
+    own = sixteen_bit(product).value
+    sixteen = gemm_ratio(cal, ref, own)
     if sixteen is not None and generation:
         gens = list(eff.gemm_by_generation)
         gens[generation - 1] = min(1.0, gens[generation - 1] * sixteen)
         changes["gemm_by_generation"] = gens
-        notes["gemm_by_generation"] = (f"scaled by {sixteen:.3f}: large bf16 GEMMs measured "
+        notes["gemm_by_generation"] = (f"scaled by {sixteen:.3f}: large {own} GEMMs measured "
                                        f"at {sixteen:.0%} of {against}")
         eight = gemm_ratio(cal, ref, "fp8")
         if eight is not None:
             changes["gemm_fp8"] = min(1.5, eff.gemm_fp8 * eight / sixteen)
             notes["gemm_fp8"] = (f"scaled by {eight / sixteen:.3f}: FP8 GEMMs at {eight:.0%} "
-                                 f"of the reference's, bf16 at {sixteen:.0%}")
+                                 f"of the reference's, {own} at {sixteen:.0%}")
     ratio = copy_ratio(cal, ref)
     if ratio is not None:
         changes["memory"] = min(1.0, eff.memory * ratio)
@@ -229,7 +231,7 @@ def apply_calibration(cal: Calibration, eff: Efficiency, catalog: Catalog, produ
     generation = catalog.chip_of(product).sm.tensor_core_generation
     ref = reference_calibration(product.key) if use_reference else None
     if ref is not None:
-        changes, notes = _relative(cal, ref, eff, generation)
+        changes, notes = _relative(cal, ref, eff, generation, product)
         changes.update(_collective_changes(cal, link_bytes_s, link_fabric, notes, eff))
         return eff.with_overrides(changes), notes
     changes = {}
@@ -239,7 +241,10 @@ def apply_calibration(cal: Calibration, eff: Efficiency, catalog: Catalog, produ
         rates = [to_si(g["tflops"], Unit.TFLOPS) for g in cal.gemm if g["precision"] == precision]
         return max(rates) if rates else None
 
-    sixteen = next(((p, r) for p in ("bf16", "fp16") if (r := best(p))), None)
+    # the GPU's own 16-bit format first (FP16 where it lacks BF16: a BF16 GEMM measured
+    # there ran a slower path than the Tensor Cores' and has no peak to divide by)
+    order = (sixteen_bit(product).value, "fp16", "bf16")
+    sixteen = next(((p, r) for p in order if (r := best(p)) and product.peak(_PEAKS[p])), None)
     if sixteen and generation:
         precision, rate = sixteen
         peak = product.peak(_PEAKS[precision])
@@ -252,7 +257,7 @@ def apply_calibration(cal: Calibration, eff: Efficiency, catalog: Catalog, produ
                 f"TFLOP/s of {from_si(peak, Unit.TFLOPS):.0f} peak")
             sizes = _large(cal.gemm, precision)
             if len({k for _, _, k in sizes}) >= 2:
-                base, half = _fit_curve(sizes, product, generation, eff)
+                base, half = _fit_curve(sizes, product, generation, eff, precision)
                 gens[generation - 1] = min(1.0, base)
                 notes["gemm_by_generation"] = (
                     f"{min(1.0, base):.3f}, the size curve's top, fitted to measured "
