@@ -649,6 +649,26 @@ def test_same_count_prefilter_keeps_the_front(rows: list[tuple[int, float, float
     assert np.array_equal(with_prefilter, pareto_mask(points))
 
 
+def test_shortlist_of_tied_zero_stages_keeps_as_many_plans() -> None:
+    """The search shortlists a layout chunk's five ZeRO variants together; at DP 1 they are
+    one plan five times over (same time, cost and energy). The shortlist then keeps five
+    times the rows, so as many distinct plans survive as a single variant's shortlist would
+    give (4 x top + 8), and the best plan's copies are all there for the final pass to pick
+    the one needing least memory."""
+    from gpuarch.advise.train import _shortlist
+
+    search = TrainingSearch(tokens=1e12, top=3)
+    plans = np.arange(1.0, 51.0)  # 50 plans, the fastest first
+    time = np.repeat(plans, 5)  # each as five tied ZeRO variants
+    cost, energy, gpus = time * 2.0, time * 3.0, np.full(len(time), 8)
+    kept = _shortlist(np.arange(len(time)), time, cost, energy, search, gpus, copies=5)
+    assert len(set(time[kept])) == 4 * search.top + 8
+    assert np.count_nonzero(time[kept] == 1.0) == 5
+    # one variant's budget over the tied rows keeps a fifth of the plans
+    alone = _shortlist(np.arange(len(time)), time, cost, energy, search, gpus)
+    assert len(set(time[alone])) < 4 * search.top + 8
+
+
 @settings(max_examples=80, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from([8, 16, 64]), st.sampled_from([1.0, 2.0, 3.5, 7.0]),
                           st.sampled_from([1.0, 1.5, 2.0, 40.0, float("nan")])),

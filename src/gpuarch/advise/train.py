@@ -344,7 +344,8 @@ def advise_training(
                 merged = ({k: np.concatenate([t[k] for t in staged]) for k in staged[0]}
                           if len(staged) > 1 else staged[0])
                 idx = _shortlist(np.arange(len(merged["gpus"])), merged["time"],
-                                 merged["cost"], merged["energy"], search, merged["gpus"])
+                                 merged["cost"], merged["energy"], search, merged["gpus"],
+                                 copies=len(staged))
                 kept = {k: v[idx] for k, v in merged.items()}
                 rows.append({
                     "key": np.array([product.key] * len(idx), dtype=object),
@@ -412,17 +413,21 @@ def _assumptions(prices: PriceBook, search: TrainingSearch, assumed: list[str],
 
 
 def _shortlist(idx: np.ndarray, seconds: np.ndarray, cost: np.ndarray, energy: np.ndarray,
-               search: TrainingSearch, gpus: np.ndarray) -> np.ndarray:
+               search: TrainingSearch, gpus: np.ndarray, copies: int = 1) -> np.ndarray:
     """Of the feasible rows ``idx`` of one chunk, those that can still make the answer: the
     best few by the objective and the chunk's Pareto front (the front of the union of the
     chunks' fronts is the whole front). Keeps the kept table small however large the space.
     A chunk is one GPU at one price, so among rows with the same GPU count cost rises with
     time; the rows another of their count beats on time and energy go before the full
-    three-objective pass (``dominated_at_same_count``)."""
+    three-objective pass (``dominated_at_same_count``). ``copies``: how many variants of
+    each layout the rows hold (the ZeRO stages), which can tie (at DP 1 every stage is the
+    same plan): the best few are that many times as many rows, so as many distinct plans
+    stay as for one variant."""
     points = np.stack([seconds[idx], np.nan_to_num(cost[idx], nan=np.inf),
                        np.nan_to_num(energy[idx], nan=np.inf)], axis=1)
     column = {"time": 0, "cost": 1, "energy": 2}[search.objective.value]
-    k = min(len(idx), 4 * search.top + 8)  # spare rows for ties the final pass collapses
+    # spare rows for ties the final pass collapses
+    k = min(len(idx), copies * (4 * search.top + 8))
     best = np.argpartition(points[:, column], k - 1)[:k] if k < len(idx) else np.arange(k)
     rest = np.nonzero(~dominated_at_same_count(points[:, 0], points[:, 2], gpus[idx]))[0]
     front: np.ndarray = rest[pareto_mask(points[rest])]
