@@ -128,6 +128,42 @@ def test_impossible_constraints_give_no_option(tmp_path: Path) -> None:
     assert adv.top == () and adv.feasible == 0
 
 
+def test_an_empty_answer_says_what_ruled_each_plan_out(tmp_path: Path) -> None:
+    """With no plan left the answer says why: on one H100 no Llama-3.1-8B plan fits in
+    memory, and the one closest to fitting needs more than the GPU's 80 GiB; on 64 H100s
+    with a deadline and a budget none meets, every plan misses both, and the fastest and
+    cheapest of those that fit are the unconstrained search's fastest and cheapest."""
+    from gpuarch.report.advise_text import render_training_advice
+    from gpuarch.report.html import _training
+
+    prices = load_prices(_prices(tmp_path))
+    shape = preset("llama-3.1-8b").shape
+    alone = advise_training(CATALOG, shape, TrainingSearch(tokens=1e12, max_gpus=1,
+                                                            gpus=("h100",)), prices)
+    assert alone.top == () and alone.rejected == {"memory": alone.evaluated}
+    assert alone.least_memory["gpu"] == "h100-sxm5-80gb"
+    assert alone.least_memory["needed_gib"] > alone.least_memory["available_gib"] == 80
+    assert alone.best_fitting == {}
+    text = render_training_advice(alone)
+    assert f"{alone.evaluated:,} do not fit in the GPU's memory; the closest needs" in text
+    assert "the closest needs" in _training(alone)
+
+    free = advise_training(CATALOG, shape, TrainingSearch(tokens=1e12, max_gpus=64,
+                                                           gpus=("h100",)), prices)
+    tight = advise_training(CATALOG, shape, TrainingSearch(
+        tokens=1e12, max_gpus=64, gpus=("h100",), deadline_days=1, budget_usd=1000),
+        prices)
+    assert tight.top == () and tight.evaluated == free.evaluated
+    assert tight.rejected["deadline"] == tight.rejected["budget"] == tight.evaluated
+    assert 0 < tight.rejected["memory"] == free.rejected["memory"] < tight.evaluated
+    assert tight.best_fitting["days"] == pytest.approx(free.top[0].time_days, rel=1e-6)
+    cheapest = min(o.cost_usd for o in free.pareto if o.cost_usd is not None)
+    assert tight.best_fitting["usd"] == pytest.approx(cheapest, rel=1e-6)
+    text = render_training_advice(tight)
+    assert "miss the deadline (--deadline-days); the fastest that fits takes" in text
+    assert "the closest needs" not in text  # some fit: no memory hint
+
+
 # --- serving advice -----------------------------------------------------------------------
 
 def test_inference_options_are_the_estimates_own_numbers(tmp_path: Path) -> None:
@@ -647,6 +683,32 @@ def test_same_count_prefilter_keeps_the_front(rows: list[tuple[int, float, float
     with_prefilter = np.zeros(len(rows), dtype=bool)
     with_prefilter[rest[pareto_mask(points[rest])]] = True
     assert np.array_equal(with_prefilter, pareto_mask(points))
+
+
+def test_serving_answers_count_what_each_constraint_ruled_out(tmp_path: Path) -> None:
+    """Every aggregated deployment evaluated is either kept or counted under the first
+    constraint it misses; with caps none meets the answer says so, with the lowest TTFT of
+    the deployments that fit, which is no higher than what the uncapped search lists."""
+    from gpuarch.advise.infer import InferenceSearch, advise_inference
+    from gpuarch.report.advise_text import render_inference_advice
+    from gpuarch.report.html import _serving
+
+    shape = preset("llama-3.1-8b").shape
+    prices = load_prices(_prices(tmp_path))
+    capped = InferenceSearch(input_len=2048, output_len=256, ttft_ms=1000, tpot_ms=20,
+                             gpus=("h100", "a100"))
+    some = advise_inference(CATALOG, shape, capped, prices)
+    assert some.top and some.feasible + sum(some.rejected.values()) == some.evaluated
+    assert set(some.rejected) <= {"ttft", "tpot"} and some.rejected
+    none = advise_inference(CATALOG, shape, InferenceSearch(
+        input_len=2048, output_len=256, ttft_ms=1, gpus=("h100", "a100")), prices)
+    assert none.top == () and none.rejected == {"ttft": none.evaluated}
+    assert none.best_fitting["ttft_ms"] > 1
+    assert none.best_fitting["ttft_ms"] <= min(o.ttft_ms for o in some.top)
+    text = render_inference_advice(none)
+    assert (f"{none.evaluated:,} miss the TTFT cap (--ttft-ms); the lowest TTFT of any that "
+            "fits is") in text
+    assert "the lowest TTFT of any that fits" in _serving(none)
 
 
 def test_shortlist_of_tied_zero_stages_keeps_as_many_plans() -> None:

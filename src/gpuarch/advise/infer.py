@@ -155,6 +155,12 @@ class InferenceAdvice:
     skipped: tuple[tuple[str, str], ...]
     assumptions: dict[str, Any] = field(default_factory=dict)
     per_gpu: tuple[InferenceOption, ...] = ()  # the best deployment on each GPU, best first
+    # aggregated deployments each constraint ruled out, by the first they miss: "memory"
+    # (the batch does not fit), "gpus", "ttft", "tpot", "throughput", "budget", "power"
+    rejected: dict[str, int] = field(default_factory=dict)
+    # over the aggregated deployments whose batch fits, the lowest TTFT and TPOT (ms), to
+    # say how far a missed latency cap is from being met
+    best_fitting: dict[str, float] = field(default_factory=dict)
 
 
 def _batches(limit: int, concurrency: int | None) -> list[int]:
@@ -193,6 +199,8 @@ def advise_inference(
     rows: list[InferenceOption] = []
     skipped: list[tuple[str, str]] = []
     evaluated = 0
+    missed: list[str] = []  # the constraint each aggregated deployment missed first
+    lowest = {"ttft_ms": math.inf, "tpot_ms": math.inf}  # seconds, over batches that fit
     active = count_params(shape).active(shape)
     schemes = _SCHEMES + (((CHECKPOINT_SCHEME, search.checkpoint_quant),)
                           if search.checkpoint_quant is not None else ())
@@ -280,7 +288,11 @@ def advise_inference(
                         tokens_per_s=float(core.per_replica[i]) * width,
                         memory_bytes=float(core.memory_total[i]),
                         decode_limiter=str(limiters[i]))
-                    option = _option(where, search, (tp, pp, ep), int(batch), point)
+                    if point.fits:
+                        lowest["ttft_ms"] = min(lowest["ttft_ms"], point.ttft_s)
+                        lowest["tpot_ms"] = min(lowest["tpot_ms"], point.tpot_s)
+                    option = _option(where, search, (tp, pp, ep), int(batch), point,
+                                     missed)
                     if option is not None:
                         rows.append(option)
                     if search.disaggregated and point.fits and search.output_len > 1:
@@ -317,10 +329,13 @@ def advise_inference(
                        if search.disaggregated else None),
                    "cached_prefix": search.cached_prefix or None,
                    "output_len_cv": search.output_len_cv or None}
+    rejected = {name: missed.count(name) for name in dict.fromkeys(missed)}
+    best_fitting = {name: from_si(value, Unit.MS) for name, value in lowest.items()
+                    if math.isfinite(value)}
     if not rows:
         return InferenceAdvice(shape.name, search.input_len, search.output_len,
                                search.objective.value, (), (), evaluated, 0, tuple(skipped),
-                               assumptions)
+                               assumptions, rejected=rejected, best_fitting=best_fitting)
     feasible = len(rows)
     if search.rate is not None or search.concurrency is not None:
         rows = _smallest_batches(rows)
@@ -352,7 +367,8 @@ def advise_inference(
               for o in sorted((rows[i] for i in front), key=lambda r: r.request_latency_s)]
     return InferenceAdvice(shape.name, search.input_len, search.output_len,
                            search.objective.value, tuple(top), tuple(pareto), evaluated,
-                           feasible, tuple(skipped), assumptions, per_gpu)
+                           feasible, tuple(skipped), assumptions, per_gpu, rejected,
+                           best_fitting)
 
 
 def _smallest_batches(rows: list[InferenceOption]) -> list[InferenceOption]:
@@ -372,10 +388,13 @@ def _inf(x: float | None) -> float:
 
 
 def _option(where: Candidate, search: InferenceSearch, split: tuple[int, int, int],
-            batch: int, est: Point) -> InferenceOption | None:
+            batch: int, est: Point, why: list[str] | None = None) -> InferenceOption | None:
     """The aggregated deployment for one estimate (``split`` = TP, PP, EP of a unit), or
-    None when it misses a constraint."""
+    None when it misses a constraint (named in ``why`` when given: "memory" for a batch
+    that does not fit, else as ``deployment`` names them)."""
     if not est.fits or est.tokens_per_s <= 0:
+        if why is not None:
+            why.append("memory")
         return None
     tp, pp, ep = split
     unit = max(tp * pp, ep)
@@ -387,7 +406,8 @@ def _option(where: Candidate, search: InferenceSearch, split: tuple[int, int, in
         tps = min(tps, search.rate * search.output_len)
     elif search.concurrency is not None:
         tps = min(tps, search.concurrency * search.output_len / est.latency_s)
-    return deployment(where, search, split, batch, est, replicas * unit, replicas, tps)
+    return deployment(where, search, split, batch, est, replicas * unit, replicas, tps,
+                      why=why)
 
 
 def _tb_s(product: Product) -> float:

@@ -166,21 +166,31 @@ def native(product: Product, scheme: QuantScheme) -> bool:
 def deployment(where: Candidate, search: InferenceSearch, split: tuple[int, int, int],
                 batch: int, est: Point, gpus: int, replicas: int, tps: float,
                 prefill: PrefillPlan | None = None,
-                prefill_where: Candidate | None = None) -> InferenceOption | None:
+                prefill_where: Candidate | None = None,
+                why: list[str] | None = None) -> InferenceOption | None:
     """The option for ``gpus`` in all delivering ``tps`` output tokens/s with ``est``'s
-    latencies, or None when it misses a constraint. A disaggregated deployment's two pools
-    (``prefill`` on ``prefill_where``'s GPU) are priced and powered each on its own GPU;
-    each pool's utilisation counts the tokens it processes (prompts, outputs)."""
+    latencies, or None when it misses a constraint (named in ``why`` when given: "gpus",
+    "ttft", "tpot", "throughput", "budget" or "power", the first it misses). A
+    disaggregated deployment's two pools (``prefill`` on ``prefill_where``'s GPU) are priced
+    and powered each on its own GPU; each pool's utilisation counts the tokens it processes
+    (prompts, outputs)."""
     product = where.product
     tp, pp, ep = split
+
+    def miss(name: str) -> InferenceOption | None:
+        """No option: ``name`` is the constraint missed."""
+        if why is not None:
+            why.append(name)
+        return None
+
     if gpus > search.max_gpus:
-        return None
+        return miss("gpus")
     if search.ttft_ms is not None and from_si(est.ttft_s, Unit.MS) > search.ttft_ms:
-        return None
+        return miss("ttft")
     if search.tpot_ms is not None and from_si(est.tpot_s, Unit.MS) > search.tpot_ms:
-        return None
+        return miss("tpot")
     if search.min_throughput is not None and tps < search.min_throughput:
-        return None
+        return miss("throughput")
     # (GPU, price, GPUs, tokens/s processed, seconds per token at the scheme's peak) a pool
     prompts_per_s = tps * search.input_len / search.output_len
     pools = [(product, where.price, gpus, tps + prompts_per_s,
@@ -195,12 +205,12 @@ def deployment(where: Candidate, search: InferenceSearch, split: tuple[int, int,
         n * float(price) for _, price, n, _, _ in pools if price is not None)
     if search.budget_usd_per_hour is not None and (per_hour is None
                                                    or per_hour > search.budget_usd_per_hour):
-        return None
+        return miss("budget")
     known = all(p.tdp_w for p, _, _, _, _ in pools)
     power = from_si(sum(facility_power_w(p.tdp_w, n) for p, _, n, _, _ in pools if p.tdp_w),
                     Unit.KW) if known else None
     if search.max_power_kw is not None and (power is None or power > search.max_power_kw):
-        return None
+        return miss("power")
     seconds_per_million = 1e6 / tps
     kwh = None
     if known:

@@ -141,6 +141,15 @@ class TrainingAdvice:
     skipped: tuple[tuple[str, str], ...]
     assumptions: dict[str, Any] = field(default_factory=dict)
     per_gpu: tuple[TrainingOption, ...] = ()  # the best option on each GPU, best first
+    # configurations each constraint ruled out (one can fail several): "memory" (does not
+    # fit in the GPU's memory), "deadline", "budget", "power"; only those that ruled any out
+    rejected: dict[str, int] = field(default_factory=dict)
+    # the configuration closest to fitting, for an answer that none fits: its GPU and the
+    # memory per GPU it needs against the GPU's (GiB)
+    least_memory: dict[str, Any] = field(default_factory=dict)
+    # over the configurations that fit in memory, each constraint's best value on its own
+    # ("days", "usd", "power_kw"), to say how far a missed constraint is from being met
+    best_fitting: dict[str, float] = field(default_factory=dict)
 
 
 def keeps_fp8_weights(precision: Precision) -> bool:
@@ -212,6 +221,9 @@ def advise_training(
     rows: list[dict[str, np.ndarray]] = []
     evaluated = 0
     feasible = 0
+    rejected = dict.fromkeys(("memory", "deadline", "budget", "power"), 0)
+    least: tuple[float, str, float, float] | None = None  # (share of memory, GPU, need, have)
+    best_seen = {"days": np.inf, "usd": np.inf, "power_kw": np.inf}  # over what fits memory
     assumed_network: list[str] = []
     single_node: list[str] = []
     systems: dict[str, System | None] = {}  # the system each GPU was searched in
@@ -304,6 +316,11 @@ def advise_training(
                                              efficiency, layer_cache=layer_cache)
                     evaluated += len(part["gpus"])
                     fits = core.memory_total <= product.memory_bytes
+                    rejected["memory"] += int(np.count_nonzero(~fits))
+                    need = float(np.min(core.memory_total))
+                    if least is None or need / product.memory_bytes < least[0]:
+                        least = (need / product.memory_bytes, product.key, need,
+                                 float(product.memory_bytes))
                     seconds = search.tokens / core.tokens_per_s
                     gpu_hours = from_si_array(seconds, Unit.HOUR) * part["gpus"]
                     cost = gpu_hours * price if price is not None else np.full_like(seconds,
@@ -312,14 +329,15 @@ def advise_training(
                               if product.tdp_w else np.full_like(seconds, np.nan))
                     power_w = (facility_power_w(product.tdp_w, part["gpus"])
                                if product.tdp_w else np.full_like(seconds, np.nan))
+                    if fits.any():
+                        for name, values in (("days", seconds), ("usd", cost),
+                                             ("power_kw", power_w)):
+                            best_seen[name] = min(best_seen[name], float(np.nanmin(
+                                np.where(fits, values, np.inf), initial=np.inf)))
                     ok = fits
-                    if search.deadline_days is not None:
-                        ok &= seconds <= to_si(search.deadline_days, Unit.DAY)
-                    if search.budget_usd is not None:
-                        ok &= np.nan_to_num(cost, nan=np.inf) <= search.budget_usd
-                    if search.max_power_kw is not None:
-                        ok &= (np.nan_to_num(power_w, nan=np.inf)
-                               <= to_si(search.max_power_kw, Unit.KW))
+                    for name, meets in _constraints(search, seconds, cost, power_w):
+                        rejected[name] += int(np.count_nonzero(~meets))
+                        ok &= meets
                     sel = np.nonzero(ok)[0]
                     if not len(sel):
                         continue
@@ -358,10 +376,18 @@ def advise_training(
                                             "energy", "power")},
                     "price": np.full(len(idx), np.nan if price is None else price),
                 })
+    ruled_out = {name: n for name, n in rejected.items() if n}
+    units = {"days": Unit.DAY, "usd": Unit.NONE, "power_kw": Unit.KW}
+    best_fitting = {name: from_si(value, units[name]) for name, value in best_seen.items()
+                    if np.isfinite(value)}
+    closest = ({"gpu": least[1], "needed_gib": from_si(least[2], Unit.GIB),
+                "available_gib": from_si(least[3], Unit.GIB)} if least is not None else {})
     if not rows:
         return TrainingAdvice(shape.name, search.tokens, search.objective.value, (), (),
                               evaluated, 0, tuple(skipped),
-                              _assumptions(prices, search, assumed_network, single_node))
+                              _assumptions(prices, search, assumed_network, single_node),
+                              rejected=ruled_out, least_memory=closest,
+                              best_fitting=best_fitting)
     table = {k: np.concatenate([r[k] for r in rows]) for k in rows[0]}
     table = _distinct(table)
     metric = {"time": table["time"], "cost": table["cost"], "energy": table["energy"]}
@@ -394,7 +420,22 @@ def advise_training(
         pp=best.pp, cp=best.cp, ep=best.ep, seq_len=search.seq_len))]
     return TrainingAdvice(shape.name, search.tokens, search.objective.value, tuple(top),
                           tuple(pareto_opts), evaluated, feasible, tuple(skipped),
-                          assumptions, tuple(per_gpu))
+                          assumptions, tuple(per_gpu), ruled_out, closest, best_fitting)
+
+
+def _constraints(search: TrainingSearch, seconds: np.ndarray, cost: np.ndarray,
+                 power_w: np.ndarray) -> list[tuple[str, np.ndarray]]:
+    """Each constraint the search was given, by name, and which configurations meet it (a
+    missing price, power or energy figure meets none)."""
+    out = []
+    if search.deadline_days is not None:
+        out.append(("deadline", seconds <= to_si(search.deadline_days, Unit.DAY)))
+    if search.budget_usd is not None:
+        out.append(("budget", np.nan_to_num(cost, nan=np.inf) <= search.budget_usd))
+    if search.max_power_kw is not None:
+        out.append(("power", np.nan_to_num(power_w, nan=np.inf)
+                    <= to_si(search.max_power_kw, Unit.KW)))
+    return out
 
 
 def _assumptions(prices: PriceBook, search: TrainingSearch, assumed: list[str],

@@ -9,7 +9,8 @@ from typing import Any
 from gpuarch.report.text import fmt, table
 from gpuarch.validation.bands import band_sentence
 
-__all__ = ["render_inference_advice", "render_training_advice"]
+__all__ = ["inference_empty", "render_inference_advice", "render_training_advice",
+           "training_empty"]
 
 
 def _usd(x: float | None) -> str:
@@ -100,6 +101,71 @@ def _render(advice: Any, elapsed: float, *, heading: str, empty: str, head: list
     return "\n".join([*out, "", *extra, *_footer(advice, elapsed)])
 
 
+_RULED_OUT = {"memory": "do not fit in the GPU's memory",
+              "deadline": "miss the deadline (--deadline-days)",
+              "budget": "exceed the budget (--budget-usd)",
+              "power": "exceed the power limit (--max-power-kw)"}
+
+
+def training_empty(advice: Any) -> str:
+    """Why no training plan is left: how many configurations each constraint ruled out, how
+    far the one closest to fitting in memory is from it when none fits, and otherwise the
+    best time, cost and power of those that fit, against the constraint they missed."""
+    lines = ["No configuration meets the constraints."]
+    rejected = getattr(advice, "rejected", {}) or {}
+    least = getattr(advice, "least_memory", {}) or {}
+    best = getattr(advice, "best_fitting", {}) or {}
+    nearest = {
+        "deadline": f"; the fastest that fits takes {fmt(best['days'])} days"
+        if "days" in best else "",
+        "budget": f"; the cheapest that fits costs {_usd(best['usd'])}"
+        if "usd" in best else "",
+        "power": f"; the least power of those that fit is {fmt(best['power_kw'])} kW"
+        if "power_kw" in best else ""}
+    if least and least["needed_gib"] > least["available_gib"]:
+        nearest["memory"] = (f"; the closest needs {fmt(least['needed_gib'])} GiB per GPU on "
+                             f"{least['gpu']}, of its {fmt(least['available_gib'])} GiB: more "
+                             "GPUs (--max-gpus), a GPU with more memory (--gpu), a shorter "
+                             "--seq-len or lower precision (--precision)")
+    if rejected and advice.evaluated:
+        lines.append(f"Of the {advice.evaluated:,} searched:")
+        lines += [f"  {count:,} {_RULED_OUT.get(name, name)}{nearest.get(name, '')}"
+                  for name, count in rejected.items()]
+    lines.append("Relax --budget-usd, --deadline-days, --max-power-kw or --max-gpus, or widen "
+                 "--gpu.")
+    return "\n".join(lines)
+
+
+_MISSED = {"memory": "do not fit in the GPU's memory at any batch searched",
+           "gpus": "need more GPUs than --max-gpus",
+           "ttft": "miss the TTFT cap (--ttft-ms)",
+           "tpot": "miss the TPOT cap (--tpot-ms)",
+           "throughput": "deliver less than --min-throughput",
+           "budget": "exceed the hourly budget (--budget-usd-per-hour)",
+           "power": "exceed the power limit (--max-power-kw)"}
+
+
+def inference_empty(advice: Any) -> str:
+    """Why no deployment is left: how many aggregated deployments each constraint ruled out
+    (the first each missed), and the lowest TTFT and TPOT of those whose batch fits beside
+    the latency cap they missed."""
+    lines = ["No deployment meets the constraints."]
+    rejected = getattr(advice, "rejected", {}) or {}
+    best = getattr(advice, "best_fitting", {}) or {}
+    nearest = {"ttft": f"; the lowest TTFT of any that fits is {fmt(best['ttft_ms'])} ms"
+               if "ttft_ms" in best else "",
+               "tpot": f"; the lowest TPOT of any that fits is {fmt(best['tpot_ms'])} ms"
+               if "tpot_ms" in best else ""}
+    if rejected:
+        lines.append(f"Of the {sum(rejected.values()):,} aggregated deployments evaluated, "
+                     "by the first constraint each misses:")
+        lines += [f"  {count:,} {_MISSED.get(name, name)}{nearest.get(name, '')}"
+                  for name, count in rejected.items()]
+    lines.append("Relax --ttft-ms, --tpot-ms, --min-throughput, --budget-usd-per-hour, "
+                 "--max-power-kw or --max-gpus.")
+    return "\n".join(lines)
+
+
 def render_training_advice(advice: Any, elapsed: float = 0.0) -> str:
     """Top options by the objective, each with its reason; then the Pareto front."""
     return _render(
@@ -108,8 +174,7 @@ def render_training_advice(advice: Any, elapsed: float = 0.0) -> str:
                 + (f" with {advice.assumptions['mtp_layers']} MTP block(s)"
                    if advice.assumptions.get("mtp_layers") else "")
                 + f" on {advice.tokens:.3g} tokens, ranked by {advice.objective}",
-        empty="No configuration meets the constraints: relax --budget-usd, --deadline-days, "
-              "--max-power-kw or --max-gpus, or widen --gpu.",
+        empty=training_empty(advice),
         head=_TRAIN_HEAD, right=_TRAIN_RIGHT, row=_train_row,
         why=lambda o: f"{o.bottleneck}-bound: {o.reason}",
         per_gpu=f"best plan on each GPU, by {advice.objective}:",
@@ -163,8 +228,7 @@ def render_inference_advice(advice: Any, elapsed: float = 0.0) -> str:
                 + (f" (spread {advice.assumptions['output_len_cv']:g} sd / mean)"
                    if advice.assumptions.get("output_len_cv") else "")
                 + f", ranked by {label}",
-        empty="No deployment meets the constraints: relax --ttft-ms, --tpot-ms, "
-              "--min-throughput, --budget-usd-per-hour, --max-power-kw or --max-gpus.",
+        empty=inference_empty(advice),
         head=head, right=right, row=row, why=lambda o: str(o.reason),
         per_gpu=f"best deployment on each GPU, by {label}:",
         front="Pareto front over latency, cost and energy, lowest latency first",

@@ -15,6 +15,7 @@ from gpuarch.catalog.evolution import EvolutionRow, Metric
 from gpuarch.catalog.queries import FeatureMatrix
 from gpuarch.errors import GpuarchError
 from gpuarch.files import check_output_path, write_whole_text
+from gpuarch.report.advise_text import inference_empty, training_empty
 from gpuarch.report.text import fmt
 from gpuarch.units import from_si
 from gpuarch.validation.bands import band_sentence
@@ -115,7 +116,8 @@ def _training(advice: Any) -> str:
 
     out = [f"<h2>Training {_e(advice.model)} on {advice.tokens:.3g} tokens</h2>"]
     if not advice.top:
-        return out[0] + "<p>No configuration met the constraints.</p>"
+        return out[0] + "<p>" + "<br>".join(
+            _e(line) for line in training_empty(advice).splitlines()) + "</p>"
     best = advice.top[0]
     out.append(f"<p><b>Pick:</b> {best.gpus} x {_e(best.gpu_name)}, TP{best.tp} PP{best.pp}"
                f" CP{best.cp} EP{best.ep}, {_e(best.precision)}: {best.time_days:.3g} days, "
@@ -141,7 +143,8 @@ def _serving(advice: Any) -> str:
     out = [f"<h2>Serving {_e(advice.model)} at {advice.input_len} in / {advice.output_len} "
            "out tokens</h2>"]
     if not advice.top:
-        return out[0] + "<p>No deployment met the constraints.</p>"
+        return out[0] + "<p>" + "<br>".join(
+            _e(line) for line in inference_empty(advice).splitlines()) + "</p>"
     best = advice.top[0]
     replicas = f"{best.replicas} replica{'s' if best.replicas > 1 else ''}"
     out.append(f"<p><b>Pick:</b> {best.gpus} x {_e(best.gpu_name)} ({replicas} "
