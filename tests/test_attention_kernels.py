@@ -119,20 +119,34 @@ def test_verifying_drafted_tokens_reads_the_latent_cache() -> None:
 
 def test_prefill_attention_matches_the_measured_kernel() -> None:
     """TensorRT-LLM's context attention (384 passes: 32 or 64 heads over 4 or 8 KV heads,
-    1-4 prompts of 2k-16k tokens, 16-bit or FP8, on four GPUs): at ``context_attention``
-    0.45 of the 16-bit peak and ``context_attention_fp8`` 0.28 of the FP8 peak mean
-    |ln(model/measured)| 0.232 (measured on this repository) and each GPU and format's
-    median within 0.84-1.11; at the shared ``attention`` (0.329 for both) 0.304, the 16-bit
-    passes 1.21-1.45x slow."""
+    1-4 prompts of 2k-16k tokens, 16-bit or FP8, on four GPUs): timed as its math at
+    ``context_attention`` 0.59 of the 16-bit peak (``context_attention_fp8`` 0.41 of the FP8
+    peak) plus ``context_attention_row_s`` 0.55 ns per query row and head, mean
+    |ln(model/measured)| 0.059 (measured on this repository; scripts/fit_context_attention.py)
+    and each GPU and format's median within 0.97-1.03. The best constant fraction without
+    the per-row time (0.45 and 0.28) leaves 0.232, its 2k-token passes 1.5-2.6x too fast on
+    B200 and GB200 and its 16k ones up to 19% too slow there; the shared ``attention``
+    (0.329 for both) 0.304."""
     assert len(load_context_rows()) == 384
     spread, medians = _spread_and_medians(compare_context(CATALOG))
-    assert spread <= 0.24 and len(medians) == 8
+    assert spread <= 0.065 and len(medians) == 8
     for key, median in medians.items():
-        assert 0.80 <= median <= 1.15, key
+        assert 0.96 <= median <= 1.04, key
+    constant = DEFAULT_EFFICIENCY.with_overrides(
+        {"context_attention": 0.45, "context_attention_fp8": 0.28,
+         "context_attention_row_s": 0.0})
+    rows = compare_context(CATALOG, constant)
+    assert _spread_and_medians(rows)[0] > 0.22
+    by_length = defaultdict(list)
+    for r in rows:
+        if r.attn_dtype == "bfloat16" and r.device in ("b200_sxm", "gb200"):
+            by_length[r.isl].append(r.ratio)
+    assert max(by_length[2048]) < 0.7 and statistics.median(by_length[16384]) > 1.05
     shared = DEFAULT_EFFICIENCY.attention
     old_spread, old_medians = _spread_and_medians(compare_context(
         CATALOG, DEFAULT_EFFICIENCY.with_overrides(
-            {"context_attention": shared, "context_attention_fp8": shared})))
+            {"context_attention": shared, "context_attention_fp8": shared,
+             "context_attention_row_s": 0.0})))
     assert old_spread > 0.29
     assert all(old_medians[(d, "bfloat16")] > 1.2 for d in HOPPER_AND_BLACKWELL)
 
@@ -141,20 +155,27 @@ def test_narrow_heads_run_slower_than_the_roofline_prices_them() -> None:
     """TensorRT-LLM's context attention at GPT-OSS's shape (64 query heads over 8 KV heads,
     1 or 4 prompts of 4k-16k tokens, 16-bit; context-attention-head-dim-trtllm.csv): head dim
     64 runs at a median 0.81-0.83 of head dim 128's FLOP rate on H100 and H200, 0.63-0.64 on
-    B200 and GB200 and 0.65-0.74 on B300 and GB300 (measured on this repository), while the
-    roofline prices both at one rate, so it reads narrow-headed prefill attention 1.3-1.6x fast
-    on Blackwell. Blackwell Ultra's doubled exponential throughput shows where a head of 64 has
-    twice the exponentials per FLOP: B300 and GB300 gain 1.29-1.30x over B200 and GB200 at head
-    dim 64 against 1.12-1.20x at 128 (docs/performance-model.md, "Narrow heads")."""
+    B200 and GB200 and 0.65-0.74 on B300 and GB300 (measured on this repository). The
+    roofline's per-row time, set on head dim 128 alone, weighs twice as much against a head
+    of 64's half the math: it gives 0.76-0.88, short of the measured loss but most of the way
+    from the one rate it priced both widths at before (mean |ln| over these passes 0.085,
+    against 0.221 then). Blackwell Ultra's doubled exponential throughput shows where a head
+    of 64 has twice the exponentials per FLOP: B300 and GB300 gain 1.29-1.30x over B200 and
+    GB200 at head dim 64 against 1.12-1.20x at 128 (docs/performance-model.md, "Narrow
+    heads")."""
     rows = compare_context(CATALOG, path=HEAD_DIM_FILE)
     assert len(rows) == 72 and {r.device for r in rows} == set(DEVICES)
     measured = narrow_over_wide(rows)
     model = narrow_over_wide(rows, "model_s")
+    one_rate = narrow_over_wide(compare_context(CATALOG, DEFAULT_EFFICIENCY.with_overrides(
+        {"context_attention_row_s": 0.0}), HEAD_DIM_FILE), "model_s")
     for device, ratio in measured.items():
         low, high = (0.75, 0.9) if device.startswith("h") else (0.58, 0.78)
         assert low <= ratio <= high, (device, ratio)
-        # the roofline: the same rate at both widths (every pass here is compute-bound)
-        assert model[device] == pytest.approx(1.0, abs=0.02), device
+        # without the per-row time every pass here is compute-bound at one rate
+        assert one_rate[device] == pytest.approx(1.0, abs=0.02), device
+        assert ratio < model[device] < 0.9, device
+    assert mean_abs_log_ratio(rows) < 0.1
     for blackwell in ("b200_sxm", "gb200"):
         assert measured[blackwell] < 0.66
     times = {(r.device, r.batch, r.isl, r.head_dim): r.measured_s for r in rows}
@@ -184,8 +205,7 @@ def test_summary_groups_each_check() -> None:
     assert first["median_ratio"] == statistics.median(r.ratio for r in rows)
     narrow = {g["device"]: g for g in by_check["head_dim"]}
     assert float(str(narrow["b200_sxm"]["measured_narrow_over_wide"])) < 0.66
-    assert float(str(narrow["b200_sxm"]["model_narrow_over_wide"])) == pytest.approx(1.0,
-                                                                                     abs=0.02)
+    assert 0.66 < float(str(narrow["b200_sxm"]["model_narrow_over_wide"])) < 0.85
 
 
 def test_cli_prints_the_attention_checks(capsys: pytest.CaptureFixture[str]) -> None:

@@ -343,13 +343,18 @@ def test_inference_validation_does_not_regress() -> None:
     the 16-bit peak, 0.28 of the FP8 peak with FP8 context FMHA, from aiconfigurator's
     timings; the shared training-fitted attention 0.329 before): 12.9%, median 8.4%, 94.3%
     within 35% (25 beyond). GPT-J's rows with its GELU MLP (a gated one before, 31% more
-    weights), nothing refitted: 12.8%, median 8.3%.)"""
+    weights), nothing refitted: 12.8%, median 8.3%. A prompt's attention as its math at 0.59
+    of the 16-bit peak (0.41 of the FP8 one) plus 0.55 ns per query row and head, set from
+    the same timings (mean |ln| over them 0.232 -> 0.059), nothing refitted: 12.8% (12.83 ->
+    12.79), median 8.7%, 25 beyond 35%: long prompts faster, short ones' attention slower;
+    with the five serving parameters refitted either way the cross-validated error is
+    10.9% for both.)"""
     from gpuarch.validation.inference import validate_inference
 
     s = validate_inference(CATALOG)
     assert len(s.rows) >= 442
-    assert s.mean_abs_error <= 0.129  # 12.8% over 442 figures
-    assert s.median_abs_error <= 0.084  # 8.3%
+    assert s.mean_abs_error <= 0.128  # 12.8% over 442 figures
+    assert s.median_abs_error <= 0.088  # 8.7%
     assert s.by("metric")["tpot_s"] <= 0.07
     assert s.share_within >= 0.943  # 94.3%
     # MLPerf DeepSeek-R1 on v6 software (GB200, GB300 and three B300 runs) within 8% since
@@ -363,15 +368,16 @@ def test_inference_validation_does_not_regress() -> None:
     assert len(r1_v51) == 2 and all(0.6 < e < 0.9 for e in r1_v51)
     mlperf_llama = [abs(r.error) for r in s.rows if r.source.startswith("mlperf-inference-")
                     and r.gpu != "b300" and r.model != "deepseek-v3"]
-    assert len(mlperf_llama) == 5 and sum(mlperf_llama) / len(mlperf_llama) <= 0.07  # 6.3%
+    assert len(mlperf_llama) == 5 and sum(mlperf_llama) / len(mlperf_llama) <= 0.07  # 6.9%
     b300 = {r.model: abs(r.error) for r in s.rows if r.gpu == "b300"
             and r.model != "deepseek-v3" and r.source.startswith("mlperf-inference-")}
     b300_big = [abs(r.error) for r in s.rows if r.gpu == "b300"
                 and r.model in ("llama-2-70b", "llama-3.1-405b")]
     assert len(b300_big) == 3 and max(b300_big) <= 0.15  # +7%, +14%, -2.5%
-    assert b300["gpt-oss-120b"] <= 0.115 and b300["llama-3.1-8b"] <= 0.26  # -10.8%, +24.9%
+    # -12.7%, +14.7% (-10.8%, +24.9% before the prompt's attention had its per-row time)
+    assert b300["gpt-oss-120b"] <= 0.13 and b300["llama-3.1-8b"] <= 0.16
     in_sample = [abs(r.error) for r in s.rows if not r.out_of_sample]
-    assert len(in_sample) == 171 and sum(in_sample) / len(in_sample) <= 0.101  # 10.1%
+    assert len(in_sample) == 171 and sum(in_sample) / len(in_sample) <= 0.1  # 9.9%
     v017 = [abs(r.error) for r in s.rows if r.source == "trtllm-perf-overview-v0.17"]
     assert len(v017) == 76 and sum(v017) / len(v017) <= 0.075  # 7.4%
     v10 = [abs(r.error) for r in s.rows if r.source == "trtllm-perf-overview-v1.0"]
@@ -385,7 +391,8 @@ def test_inference_validation_does_not_regress() -> None:
     assert len(later) == 86 and all(r.out_of_sample for r in s.rows
                                      if r.source == "trtllm-perf-overview-03e27c7")
     # 15.5%; its NVFP4 DeepSeek and Qwen3-235B rows, slow, 1-3 points slower at moe_gemm_nvfp4
-    assert sum(later) / len(later) <= 0.146  # 14.5% with attention at its kernels' rates
+    # 14.5% with attention at its kernels' rates, 14.4% with its per-row time
+    assert sum(later) / len(later) <= 0.146
     maverick = [abs(r.error) for r in s.rows if "maverick" in r.id]
     # 17.2%; 17.5% at moe_gemm_nvfp4 (its B200 NVFP4 rows, slow, slower); 17.7% with the
     # prompt's attention at its kernel's rate (its long-prompt Hopper rows, fast, faster)

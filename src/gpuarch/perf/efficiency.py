@@ -143,20 +143,31 @@ class Efficiency:
     """The same over an FP8 KV cache on Blackwell, whose MLA generation kernels run their math
     in FP8: a fraction of the FP8 peak (0.45-0.50 within 0.01 of the least error)."""
 
-    context_attention: float = 0.45
+    context_attention: float = 0.59
     """Fraction of the 16-bit peak a serving engine's fused attention over a prompt (a
-    prefill pass: causal, the prompt attending to itself) sustains. Set from TensorRT-LLM's
-    context attention as NVIDIA's aiconfigurator measured it (``validation/data/
-    context-attention-trtllm.csv``: 32 or 64 query heads over 4 or 8 KV heads of 128, 1-4
-    prompts of 2,048-16,384 tokens on H100, H200, B200 and GB200), where it and
-    ``context_attention_fp8`` bring the roofline closest (mean |ln ratio| 0.232, against
-    0.304 at the shared ``attention``; 0.44-0.46 within 0.001), not fitted on the validation
-    figures. Training's fused attention (forward and backward, cuDNN) keeps ``attention``.
-    Serving only (docs/performance-model.md)."""
+    prefill pass: causal, the prompt attending to itself) sustains on its math, beside a
+    fixed time per query row and head (``context_attention_row_s``). Set with it from
+    TensorRT-LLM's context attention as NVIDIA's aiconfigurator measured it
+    (``validation/data/context-attention-trtllm.csv``: 32 or 64 query heads over 4 or 8 KV
+    heads of 128, 1-4 prompts of 2,048-16,384 tokens on H100, H200, B200 and GB200), where
+    the three bring the roofline closest (mean |ln ratio| 0.059 over the 384 passes, against
+    0.232 for the best constant fraction, 0.45 and 0.28; ``python
+    scripts/fit_context_attention.py``), not fitted on the validation figures. Training's
+    fused attention (forward and backward, cuDNN) keeps ``attention``. Serving only
+    (docs/performance-model.md, "A prompt's attention: math and a cost per row")."""
 
-    context_attention_fp8: float = 0.28
+    context_attention_fp8: float = 0.41
     """The same at the FP8 rate (FP8 context FMHA over an FP8 cache,
     ``InferenceConfig.fp8_context_attention``): a fraction of the FP8 peak."""
+
+    context_attention_row_s: float = 5.5e-10
+    """Fixed time of that fused attention per query row and head (seconds), beside its math
+    at ``context_attention``: what each row of each head costs whatever its length (loading
+    its query, the softmax's final rescale, writing its output), so short prompts run at a
+    smaller fraction of the peak than long ones (2,048 tokens at about half of 16,384's rate
+    on B200) and narrow heads, with half the math per row, lose more of it (head dim 64 at
+    0.76-0.88 of head dim 128's rate, measured 0.63-0.82, on shapes the fit did not see)."""
+
     moe_block_floor_s: float = 26.6e-6
     """Fixed time of a serving engine's fused MoE block per expert layer and forward pass,
     beyond streaming its weights and doing its math: the routing (top-k), the sorting of

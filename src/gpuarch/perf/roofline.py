@@ -305,6 +305,8 @@ def op_time(op: Op, device: Device, eff: Efficiency) -> tuple[Num, Num, Num, Num
         if decode:  # one query row streams the KV cache
             bw = device.bandwidth * eff.kv_read
     t_cmp = flops / (peak * e)
+    if isinstance(op, Attention) and op.name == CONTEXT_ATTENTION:
+        t_cmp = t_cmp + eff.context_attention_row_s * op.batch * op.seq_q * op.heads * op.share
     t_mem = moved / bw
     return maximum(t_cmp, t_mem) + eff.kernel_overhead_s, t_cmp, t_mem, flops, moved
 

@@ -478,9 +478,10 @@ def render_attention_kernels(summary: Sequence[Mapping[str, Any]]) -> str:
               right=[False, True, True, True]),
         "",
         "Model/measured below 1: the model prices the kernel faster than TensorRT-LLM ran it. "
-        "Head dim: 1 is the same rate at both widths (the roofline's).",
+        "Head dim: 1 is the same rate at both widths; the model's is below 1 by its fixed "
+        "time per query row and head, which a head of 64 spreads over half the math.",
         "Source and what the comparisons say: docs/performance-model.md, 'MLA in decode', "
-        "'Attention over a prompt at its kernel's rate' and 'Narrow heads'."])
+        "'A prompt's attention: math and a cost per row' and 'Narrow heads'."])
 
 
 def render_collectives(summary: Sequence[Mapping[str, Any]], overall: Mapping[str, float]
