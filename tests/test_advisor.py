@@ -723,11 +723,11 @@ def test_shortlist_of_tied_zero_stages_keeps_as_many_plans() -> None:
     plans = np.arange(1.0, 51.0)  # 50 plans, the fastest first
     time = np.repeat(plans, 5)  # each as five tied ZeRO variants
     cost, energy, gpus = time * 2.0, time * 3.0, np.full(len(time), 8)
-    kept = _shortlist(np.arange(len(time)), time, cost, energy, search, gpus, copies=5)
+    kept = _shortlist(time, cost, energy, search, gpus, copies=5)
     assert len(set(time[kept])) == 4 * search.top + 8
     assert np.count_nonzero(time[kept] == 1.0) == 5
     # one variant's budget over the tied rows keeps a fifth of the plans
-    alone = _shortlist(np.arange(len(time)), time, cost, energy, search, gpus)
+    alone = _shortlist(time, cost, energy, search, gpus)
     assert len(set(time[alone])) < 4 * search.top + 8
 
 

@@ -200,7 +200,7 @@ def advise_inference(
     skipped: list[tuple[str, str]] = []
     evaluated = 0
     missed: list[str] = []  # the constraint each aggregated deployment missed first
-    lowest = {"ttft_ms": math.inf, "tpot_ms": math.inf}  # seconds, over batches that fit
+    lowest_s = {"ttft_ms": math.inf, "tpot_ms": math.inf}  # over batches that fit, seconds
     active = count_params(shape).active(shape)
     schemes = _SCHEMES + (((CHECKPOINT_SCHEME, search.checkpoint_quant),)
                           if search.checkpoint_quant is not None else ())
@@ -289,8 +289,8 @@ def advise_inference(
                         memory_bytes=float(core.memory_total[i]),
                         decode_limiter=str(limiters[i]))
                     if point.fits:
-                        lowest["ttft_ms"] = min(lowest["ttft_ms"], point.ttft_s)
-                        lowest["tpot_ms"] = min(lowest["tpot_ms"], point.tpot_s)
+                        lowest_s["ttft_ms"] = min(lowest_s["ttft_ms"], point.ttft_s)
+                        lowest_s["tpot_ms"] = min(lowest_s["tpot_ms"], point.tpot_s)
                     option = _option(where, search, (tp, pp, ep), int(batch), point,
                                      missed)
                     if option is not None:
@@ -330,7 +330,7 @@ def advise_inference(
                    "cached_prefix": search.cached_prefix or None,
                    "output_len_cv": search.output_len_cv or None}
     rejected = {name: missed.count(name) for name in dict.fromkeys(missed)}
-    best_fitting = {name: from_si(value, Unit.MS) for name, value in lowest.items()
+    best_fitting = {name: from_si(value, Unit.MS) for name, value in lowest_s.items()
                     if math.isfinite(value)}
     if not rows:
         return InferenceAdvice(shape.name, search.input_len, search.output_len,

@@ -361,9 +361,8 @@ def advise_training(
                 # so what it keeps is what shortlisting each stage alone would need
                 merged = ({k: np.concatenate([t[k] for t in staged]) for k in staged[0]}
                           if len(staged) > 1 else staged[0])
-                idx = _shortlist(np.arange(len(merged["gpus"])), merged["time"],
-                                 merged["cost"], merged["energy"], search, merged["gpus"],
-                                 copies=len(staged))
+                idx = _shortlist(merged["time"], merged["cost"], merged["energy"], search,
+                                 merged["gpus"], copies=len(staged))
                 kept = {k: v[idx] for k, v in merged.items()}
                 rows.append({
                     "key": np.array([product.key] * len(idx), dtype=object),
@@ -377,9 +376,9 @@ def advise_training(
                     "price": np.full(len(idx), np.nan if price is None else price),
                 })
     ruled_out = {name: n for name, n in rejected.items() if n}
-    units = {"days": Unit.DAY, "usd": Unit.NONE, "power_kw": Unit.KW}
-    best_fitting = {name: from_si(value, units[name]) for name, value in best_seen.items()
-                    if np.isfinite(value)}
+    units = {"days": Unit.DAY, "power_kw": Unit.KW}  # cost is in USD already
+    best_fitting = {name: from_si(value, units[name]) if name in units else value
+                    for name, value in best_seen.items() if np.isfinite(value)}
     closest = ({"gpu": least[1], "needed_gib": from_si(least[2], Unit.GIB),
                 "available_gib": from_si(least[3], Unit.GIB)} if least is not None else {})
     if not rows:
@@ -426,7 +425,7 @@ def advise_training(
 def _constraints(search: TrainingSearch, seconds: np.ndarray, cost: np.ndarray,
                  power_w: np.ndarray) -> list[tuple[str, np.ndarray]]:
     """Each constraint the search was given, by name, and which configurations meet it (a
-    missing price, power or energy figure meets none)."""
+    missing price or power figure meets none)."""
     out = []
     if search.deadline_days is not None:
         out.append(("deadline", seconds <= to_si(search.deadline_days, Unit.DAY)))
@@ -453,9 +452,9 @@ def _assumptions(prices: PriceBook, search: TrainingSearch, assumed: list[str],
             "model": "estimate.training.evaluate_training over arrays of configurations"}
 
 
-def _shortlist(idx: np.ndarray, seconds: np.ndarray, cost: np.ndarray, energy: np.ndarray,
+def _shortlist(seconds: np.ndarray, cost: np.ndarray, energy: np.ndarray,
                search: TrainingSearch, gpus: np.ndarray, copies: int = 1) -> np.ndarray:
-    """Of the feasible rows ``idx`` of one chunk, those that can still make the answer: the
+    """Of one chunk's feasible rows, the indices of those that can still make the answer: the
     best few by the objective and the chunk's Pareto front (the front of the union of the
     chunks' fronts is the whole front). Keeps the kept table small however large the space.
     A chunk is one GPU at one price, so among rows with the same GPU count cost rises with
@@ -464,15 +463,16 @@ def _shortlist(idx: np.ndarray, seconds: np.ndarray, cost: np.ndarray, energy: n
     each layout the rows hold (the ZeRO stages), which can tie (at DP 1 every stage is the
     same plan): the best few are that many times as many rows, so as many distinct plans
     stay as for one variant."""
-    points = np.stack([seconds[idx], np.nan_to_num(cost[idx], nan=np.inf),
-                       np.nan_to_num(energy[idx], nan=np.inf)], axis=1)
+    points = np.stack([seconds, np.nan_to_num(cost, nan=np.inf),
+                       np.nan_to_num(energy, nan=np.inf)], axis=1)
     column = {"time": 0, "cost": 1, "energy": 2}[search.objective.value]
+    n = len(seconds)
     # spare rows for ties the final pass collapses
-    k = min(len(idx), copies * (4 * search.top + 8))
-    best = np.argpartition(points[:, column], k - 1)[:k] if k < len(idx) else np.arange(k)
-    rest = np.nonzero(~dominated_at_same_count(points[:, 0], points[:, 2], gpus[idx]))[0]
+    k = min(n, copies * (4 * search.top + 8))
+    best = np.argpartition(points[:, column], k - 1)[:k] if k < n else np.arange(k)
+    rest = np.nonzero(~dominated_at_same_count(points[:, 0], points[:, 2], gpus))[0]
     front: np.ndarray = rest[pareto_mask(points[rest])]
-    kept: np.ndarray = idx[np.union1d(best, front)]
+    kept: np.ndarray = np.union1d(best, front)
     return kept
 
 

@@ -18,7 +18,6 @@ Model (Model x Strategy x System, composed by pure functions):
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -912,28 +911,24 @@ def _dp_traffic(params: Num, group: Group, cfg: TrainingConfig, m: Num, eff: Eff
     that differ only in ``ZERO_FIELDS`` (the stages share their gradient and weight
     collectives)."""
     per_param = cfg.param_bytes
+    grad_bytes = params * per_param.gradients
+    weight_bytes = params * per_param.weights
 
-    def run(kind: Collective, size: Callable[[], Num]) -> Num:
+    def run(kind: Collective, size: Num) -> Num:
         if memo is None:
-            return _nccl(kind, size(), group, eff)
-        key = (tag, kind)
-        if key not in memo:
-            memo[key] = _nccl(kind, size(), group, eff)
-        return memo[key]
-
-    def grads() -> Num:
-        return params * per_param.gradients
-
-    def weights() -> Num:
-        return params * per_param.weights
+            return _nccl(kind, size, group, eff)
+        if (tag, kind) not in memo:
+            memo[(tag, kind)] = _nccl(kind, size, group, eff)
+        return memo[(tag, kind)]
 
     if cfg.zero == 0:
-        return run(Collective.ALL_REDUCE, grads)
+        return run(Collective.ALL_REDUCE, grad_bytes)
     if cfg.zero in (1, 2):
-        return run(Collective.REDUCE_SCATTER, grads) + run(Collective.ALL_GATHER, weights)
+        return (run(Collective.REDUCE_SCATTER, grad_bytes)
+                + run(Collective.ALL_GATHER, weight_bytes))
     # ZeRO-3: parameters gathered for forward and backward of every micro-batch
-    return (m * 2 * run(Collective.ALL_GATHER, weights)
-            + m * run(Collective.REDUCE_SCATTER, grads))
+    return (m * 2 * run(Collective.ALL_GATHER, weight_bytes)
+            + m * run(Collective.REDUCE_SCATTER, grad_bytes))
 
 
 @dataclass(frozen=True)
@@ -1004,33 +999,26 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     ``layer_cache``: a dict kept by a caller that evaluates the same layouts under several
     ZeRO stages (the advisor); the layers are costed once and reused while nothing but
     ``ZERO_FIELDS`` changes (checked: anything else, and they are costed afresh)."""
+    # expert-parallel ranks are ETP apart in Megatron's expert grid (TP x CP apart when ETP
+    # is TP's default, as before CP folded into it)
+    ep_stride = cfg.tp * cfg.cp if not cfg.etp else cfg.etp
+    # LM head and loss on the last stage (vocabulary split over TP)
+    tokens_mb = cfg.micro_batch * cfg.seq_len // cfg.cp
     layer_key = (_layer_key(shape, device, eff, cfg, intra, inter)
                  if layer_cache is not None and parts is None else None)
-    cached = layer_key is not None and layer_cache is not None \
-        and layer_cache.get("key") == layer_key
-    if cached:
-        assert layer_cache is not None
+    dp_memo: dict[Any, Num] | None = None
+    if layer_cache is not None and layer_key is not None and layer_cache.get("key") == layer_key:
         tp_group, cp_group, dp_group, ep_group, pp_group = layer_cache["groups"]
-        ep_stride = layer_cache["ep_stride"]
+        kinds, head_pass = layer_cache["kinds"], layer_cache["head_pass"]
+        dp_memo = layer_cache["collectives"]
     else:
         tp_group = _group(cfg.tp, 1, cfg, intra, inter)
         cp_group = _group(cfg.cp, cfg.tp, cfg, intra, inter)
         dp_group = _group(cfg.dp * cfg.cp, cfg.tp, cfg, intra, inter)
-        # expert-parallel ranks are ETP apart in Megatron's expert grid (TP x CP apart when
-        # ETP is TP's default, as before CP folded into it)
-        ep_stride = cfg.tp * cfg.cp if not cfg.etp else cfg.etp
         ep_group = _group(cfg.ep, ep_stride, cfg, intra, inter)
         # neighbouring pipeline stages (no communicator at all without pipelining)
         pp_group = _group(where(cfg.pp > 1, 2, 1), cfg.tp * cfg.cp * cfg.dp, cfg, intra,
                           inter)
-
-    # LM head and loss on the last stage (vocabulary split over TP)
-    tokens_mb = cfg.micro_batch * cfg.seq_len // cfg.cp
-    if cached:
-        assert layer_cache is not None
-        kinds, head_pass = layer_cache["kinds"], layer_cache["head_pass"]
-        dp_memo: dict[Any, Num] | None = layer_cache["collectives"]
-    else:
         kinds = _layer_times(shape, cfg, device, eff, tp_group, cp_group, ep_group,
                              with_parts=parts is not None)
         head = op_time(Gemm(tokens_mb, shape.vocab // cfg.tp, shape.hidden, name="lm_head"),
@@ -1038,13 +1026,12 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
         loss = op_time(Elementwise(3.0 * tokens_mb * shape.vocab / cfg.tp * 4, name="loss"),
                        device, eff)[0]
         head_pass = 3 * head + 2 * loss
-        dp_memo = None
         if layer_cache is not None and layer_key is not None:
             # the objects stay referenced, so no other can take their identity meanwhile
             dp_memo = {}
             layer_cache.update(key=layer_key, kinds=kinds, head_pass=head_pass,
                                groups=(tp_group, cp_group, dp_group, ep_group, pp_group),
-                               ep_stride=ep_stride, collectives=dp_memo,
+                               collectives=dp_memo,
                                held=(shape, device, eff, cfg, intra, inter))
     average = _average_layer(shape, kinds)
     fwd, bwd = average.fwd, average.bwd
