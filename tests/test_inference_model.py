@@ -348,21 +348,27 @@ def test_inference_validation_does_not_regress() -> None:
     the same timings (mean |ln| over them 0.232 -> 0.059), nothing refitted: 12.8% (12.83 ->
     12.79), median 8.7%, 25 beyond 35%: long prompts faster, short ones' attention slower;
     with the five serving parameters refitted either way the cross-validated error is
-    10.9% for both.)"""
+    10.9% for both. Blackwell's own MoE block floor (45 us, TensorRT-LLM's measured B200 and
+    GB200 layers; 26.6 us before) and the NVFP4 expert factor re-set by its rule at that
+    floor (0.70 -> 0.82), both from the kernels, nothing refitted: 12.86% (12.79 before),
+    median 8.7%, 25 beyond 35%; Qwen3-30B-A3B NVFP4 on B200 and GB200 4-6 points closer,
+    the v5.1 MLPerf DeepSeek-R1 runs further off (+88.7% the worse), the B300 GPT-OSS 120B
+    row -12.7% -> -13.8%.)"""
     from gpuarch.validation.inference import validate_inference
 
     s = validate_inference(CATALOG)
     assert len(s.rows) >= 442
-    assert s.mean_abs_error <= 0.128  # 12.8% over 442 figures
+    assert s.mean_abs_error <= 0.129  # 12.86% over 442 figures
     assert s.median_abs_error <= 0.088  # 8.7%
     assert s.by("metric")["tpot_s"] <= 0.07
     assert s.share_within >= 0.943  # 94.3%
-    # MLPerf DeepSeek-R1 on v6 software (GB200, GB300 and three B300 runs) within 8% since
-    # the latent attention in decode runs at its measured kernel's rate (-31..-42% before);
-    # v5.1's two runs, older software, +67% and +86% (+12% and +18% before)
+    # MLPerf DeepSeek-R1 on v6 software (GB200, GB300 and three B300 runs) within 10% since
+    # the latent attention in decode runs at its measured kernel's rate (-31..-42% before;
+    # within 7% until Blackwell's MoE floor and NVFP4 factor, -0.7..+9.3% since); v5.1's two
+    # runs, older software, +69% and +89% (+12% and +18% before)
     r1_v6 = [abs(r.error) for r in s.rows if r.source.startswith("mlperf-inference-v6")
              and r.model == "deepseek-v3"]
-    assert len(r1_v6) == 5 and max(r1_v6) <= 0.08
+    assert len(r1_v6) == 5 and max(r1_v6) <= 0.10
     r1_v51 = [r.error for r in s.rows if r.source == "mlperf-inference-v5.1"
               and r.model == "deepseek-v3"]
     assert len(r1_v51) == 2 and all(0.6 < e < 0.9 for e in r1_v51)
@@ -374,8 +380,9 @@ def test_inference_validation_does_not_regress() -> None:
     b300_big = [abs(r.error) for r in s.rows if r.gpu == "b300"
                 and r.model in ("llama-2-70b", "llama-3.1-405b")]
     assert len(b300_big) == 3 and max(b300_big) <= 0.15  # +7%, +14%, -2.5%
-    # -12.7%, +14.7% (-10.8%, +24.9% before the prompt's attention had its per-row time)
-    assert b300["gpt-oss-120b"] <= 0.13 and b300["llama-3.1-8b"] <= 0.16
+    # -13.8%, +14.7% (-10.8%, +24.9% before the prompt's attention had its per-row time;
+    # -12.7% before Blackwell's MoE block floor)
+    assert b300["gpt-oss-120b"] <= 0.14 and b300["llama-3.1-8b"] <= 0.16
     in_sample = [abs(r.error) for r in s.rows if not r.out_of_sample]
     assert len(in_sample) == 171 and sum(in_sample) / len(in_sample) <= 0.1  # 9.9%
     v017 = [abs(r.error) for r in s.rows if r.source == "trtllm-perf-overview-v0.17"]
@@ -395,8 +402,10 @@ def test_inference_validation_does_not_regress() -> None:
     assert sum(later) / len(later) <= 0.146
     maverick = [abs(r.error) for r in s.rows if "maverick" in r.id]
     # 17.2%; 17.5% at moe_gemm_nvfp4 (its B200 NVFP4 rows, slow, slower); 17.7% with the
-    # prompt's attention at its kernel's rate (its long-prompt Hopper rows, fast, faster)
-    assert len(maverick) == 31 and sum(maverick) / len(maverick) <= 0.178
+    # prompt's attention at its kernel's rate (its long-prompt Hopper rows, fast, faster);
+    # 18.0% with Blackwell's MoE floor and the NVFP4 factor re-set (its B200 rows, slow,
+    # slower)
+    assert len(maverick) == 31 and sum(maverick) / len(maverick) <= 0.18
 
 
 def test_every_published_serving_run_fits_or_says_why() -> None:

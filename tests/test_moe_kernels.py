@@ -36,9 +36,9 @@ DIMS = {"qwen3-30b": (2048, 768, 128, 8), "qwen3-235b": (4096, 1536, 128, 8),
 
 MEDIANS = {("hopper", "fp8"): 1.25, ("hopper", "fp8_block"): 0.81,
            ("hopper", "w4a16_mxfp4"): 0.74, ("hopper", "bfloat16"): 1.15,
-           ("blackwell", "fp8"): 0.89, ("blackwell", "nvfp4"): 0.94,
-           ("blackwell", "w4a16_mxfp4"): 0.54, ("blackwell", "w4a8_mxfp4_mxfp8"): 1.12,
-           ("blackwell", "bfloat16"): 0.96}
+           ("blackwell", "fp8"): 1.02, ("blackwell", "nvfp4"): 0.94,
+           ("blackwell", "w4a16_mxfp4"): 0.58, ("blackwell", "w4a8_mxfp4_mxfp8"): 1.29,
+           ("blackwell", "bfloat16"): 1.04}
 """Median model/measured at 2,048-16,384 tokens, per architecture and format, measured on
 this repository (docs/performance-model.md, "TensorRT-LLM's measured MoE layers")."""
 
@@ -98,12 +98,12 @@ def test_moe_gemm_fine_helps_the_slow_formats_and_hurts_the_fast(
 def test_nvfp4_factor_moves_only_nvfp4_layers_toward_the_measurements(
         compared: list[KernelRow]) -> None:
     """``moe_gemm_nvfp4`` (set where the NVFP4 layers' mean |ln| is least) takes Blackwell's
-    NVFP4 median from about 0.77 to within 10% of 1 and leaves every other format as it was."""
+    NVFP4 median from about 0.86 to within 10% of 1 and leaves every other format as it was."""
     plain = DEFAULT_EFFICIENCY.with_overrides({"moe_gemm_nvfp4": 1.0})
     without = _by_class(compare(CATALOG, plain, [r for r in load_kernel_rows()
                                                  if int(r["num_tokens"]) >= LARGE_TOKENS]))
     now = _by_class(compared)
-    assert without[("blackwell", "nvfp4")] < 0.8
+    assert without[("blackwell", "nvfp4")] < 0.9
     assert abs(math.log(now[("blackwell", "nvfp4")])) < 0.1
     for key in now:
         if key != ("blackwell", "nvfp4"):

@@ -643,6 +643,9 @@ class _Runner:
         if shape.mla is not None and cfg.quant.kv_cache is QuantFormat.FP8 \
                 and (generation or 0) >= 5:
             self.mla_decode_device = self.device.with_fp8_attention() or self.device
+        # the fused MoE block's fixed time per expert layer and pass (Blackwell's own)
+        self.moe_floor = eff.moe_block_floor_blackwell_s if (generation or 0) >= 5 \
+            else eff.moe_block_floor_s
         self.act_bytes = _activation_bytes(cfg.quant)
         self.expert_act_bytes = _activation_bytes(cfg.expert_quant)
         self.weight_bytes = cfg.quant.weights.bytes
@@ -798,7 +801,7 @@ class _Runner:
         self._add("expert_parallel", ep_comm)
         # the fused MoE block's fixed chain of kernels (routing, sorting, grouped GEMMs'
         # fill and drain, activation, weighted sum) beyond its bytes and FLOPs
-        fixed = self.eff.layer_overhead_s + (self.eff.moe_block_floor_s if moe else 0.0)
+        fixed = self.eff.layer_overhead_s + (self.moe_floor if moe else 0.0)
         self._add("overhead", fixed)
         return phase + _Phase(communication=tp_comm + ep_comm) + _Phase(overhead=fixed)
 

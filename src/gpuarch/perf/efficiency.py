@@ -117,16 +117,17 @@ class Efficiency:
     factor, ``moe_gemm_nvfp4``); the factor applies on every architecture, as ``moe_gemm``
     does (docs/performance-model.md)."""
 
-    moe_gemm_nvfp4: float = 0.7
+    moe_gemm_nvfp4: float = 0.82
     """A further multiplier on ``moe_gemm`` x ``moe_gemm_fine`` where a fine-grained
     mixture-of-experts model's routed experts run in NVFP4 (4-bit weights and activations):
     TensorRT-LLM's NVFP4 MoE layers as NVIDIA's aiconfigurator measured them on B200 and
     GB200 (``gpuarch validate moe-kernels``; Qwen3-30B-A3B, Qwen3-235B-A22B and DeepSeek-V3,
     160 layers at 2,048-16,384 tokens) run no faster than its FP8 ones at Qwen3-30B-A3B's
     width and barely at the others, where the model's FP4 rate made them much faster. Set
-    where the mean absolute log ratio of model to measured over those layers is least (0.70
-    within 0.68-0.75, flat; median ratio 0.77 -> 0.94); not fitted on the validation figures.
-    Serving only (docs/performance-model.md)."""
+    where the mean absolute log ratio of model to measured over those layers is least (0.82
+    within 0.78-0.84, flat; median ratio 0.86 -> 0.94), with Blackwell's own MoE block floor
+    (``moe_block_floor_blackwell_s``; at the Hopper floor it was 0.70); not fitted on the
+    validation figures. Serving only (docs/performance-model.md)."""
 
     mla_decode_attention: float = 0.65
     """Fraction of the 16-bit peak that absorbed multi-head latent attention (DeepSeek's MLA
@@ -179,9 +180,21 @@ class Efficiency:
     slope being the expert's 4.7 MB at about 80% of the H100's bandwidth, as the model already
     charges it; the same floor shows in vLLM pull request #44830 (H100, Qwen3-Next-80B FP8,
     29.5 us at batch 1 for 7.9 MB of weights) and SGLang pull request #11730 (H200,
-    Qwen3-235B-A22B FP8 TP 8, 31.7 us at batch 1 for 18.9 MB). Taken for every engine and
-    GPU; serving only (training's MoE terms are fitted on its own measurements). Not
-    fitted."""
+    Qwen3-235B-A22B FP8 TP 8, 31.7 us at batch 1 for 18.9 MB). Taken for every engine on
+    GPUs before Blackwell (Blackwell has its own, ``moe_block_floor_blackwell_s``); serving
+    only (training's MoE terms are fitted on its own measurements). Not fitted. TensorRT-LLM's
+    MoE layers as NVIDIA's aiconfigurator measured them on H100 and H200
+    (``validation/data/moe-kernels-trtllm.csv``) agree: their mean |ln(model/measured)| is
+    least at 33 us, within 0.005 of its value at 26.6 us (``python scripts/fit_moe_floor.py``)."""
+
+    moe_block_floor_blackwell_s: float = 45e-6
+    """The same fixed time on Blackwell GPUs (Tensor Core generation 5), whose fused MoE
+    blocks take longer to run their chain of kernels: set from TensorRT-LLM's MoE layers as
+    NVIDIA's aiconfigurator measured them on B200 and GB200 (784 layers of Qwen3-30B-A3B,
+    Qwen3-235B-A22B, DeepSeek-V3 and GPT-OSS-120B at 16-16,384 tokens, BF16, FP8, NVFP4 and
+    MXFP4), where their mean |ln(model/measured)| is least: 0.247 at 45 us (42-48 us within
+    0.002), against 0.307 at Hopper's 26.6 us; the BF16 layers alone put it at 40 us (``python
+    scripts/fit_moe_floor.py``). Not fitted on the validation figures; serving only."""
 
     moe_grouped_gemm: float = 0.60
     """The same for training's grouped expert GEMMs (Megatron-Core/Transformer Engine grouped
