@@ -538,11 +538,15 @@ def test_inference_search_engine_properties() -> None:
         return advise_inference(CATALOG, shape, InferenceSearch(
             1024, 8192, gpus=("h200",), max_gpus=1, top=500, **kw), prices)
 
-    ring, full = search(), search(window_kv_cache="full", moe_comm="allgather")
+    ring, full = search(), search(window_kv_cache="full", moe_comm="allgather",
+                                  moe_kernels="vllm")
     assert full.assumptions["window_kv_cache"] == "full"
     assert full.assumptions["moe_comm"] == "allgather"
+    assert (ring.assumptions["moe_kernels"], full.assumptions["moe_kernels"]) == ("trtllm",
+                                                                               "vllm")
     assert max(o.batch for o in full.top) < max(o.batch for o in ring.top)
-    for flag, bad in (("window_kv_cache", "cyclic"), ("moe_comm", "all2all")):
+    for flag, bad in (("window_kv_cache", "cyclic"), ("moe_comm", "all2all"),
+                      ("moe_kernels", "sglang")):
         name = "--" + flag.replace("_", "-")
         with pytest.raises(GpuarchError, match=name):
             search(**{flag: bad})

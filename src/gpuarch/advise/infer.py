@@ -38,6 +38,7 @@ from gpuarch.estimate.energy import NODE_OVERHEAD, PUE
 from gpuarch.estimate.inference import (
     EXECUTORS,
     MOE_COMMS,
+    MOE_KERNELS,
     WINDOW_KV_CACHES,
     Batching,
     InferenceConfig,
@@ -92,6 +93,7 @@ class InferenceSearch:
     executor: str = "python"  # the engine's executor loop (InferenceConfig.executor)
     window_kv_cache: str = "ring"  # sliding-window layers' KV (InferenceConfig.window_kv_cache)
     moe_comm: str = "alltoall"  # expert dispatch with attention DP (InferenceConfig.moe_comm)
+    moe_kernels: str = "trtllm"  # whose fused MoE kernels (InferenceConfig.moe_kernels)
     fp8_context_attention: bool = False  # InferenceConfig.fp8_context_attention
     nvls: bool = True  # NVLink SHARP tensor-parallel all-reduces (InferenceConfig.nvls)
     adp_balance: bool = False  # context passes lined up across ranks (InferenceConfig)
@@ -114,6 +116,7 @@ class InferenceSearch:
         check_choice("--executor", self.executor, EXECUTORS)
         check_choice("--window-kv-cache", self.window_kv_cache, WINDOW_KV_CACHES)
         check_choice("--moe-comm", self.moe_comm, MOE_COMMS)
+        check_choice("--moe-kernels", self.moe_kernels, MOE_KERNELS)
         if self.prefill_gpus and not self.disaggregated:
             raise GpuarchError("--prefill-gpu: it sets the prefill pools of disaggregated "
                                "deployments; add --disaggregated")
@@ -243,7 +246,7 @@ def advise_inference(
                     gpus=unit, tp=tp, pp=pp, ep=ep, quant=scheme, expert_weights=experts,
                     batching=Batching.CONTINUOUS, gpus_per_node=gpn,
                     executor=search.executor, window_kv_cache=search.window_kv_cache,
-                    moe_comm=search.moe_comm,
+                    moe_comm=search.moe_comm, moe_kernels=search.moe_kernels,
                     fp8_context_attention=search.fp8_context_attention,
                     nvls=search.nvls, adp_balance=search.adp_balance,
                     cached_prefix=search.cached_prefix,
@@ -311,6 +314,7 @@ def advise_inference(
                    "executor": search.executor,
                    "window_kv_cache": search.window_kv_cache,
                    "moe_comm": search.moe_comm,
+                   "moe_kernels": search.moe_kernels,
                    "nvls": search.nvls,
                    "adp_balance": search.adp_balance,
                    "fleet": ("replicas = ceil(rate x output tokens / replica throughput)"

@@ -165,6 +165,7 @@ def cmd_advise_infer(args: argparse.Namespace) -> int:
         budget_usd_per_hour=args.budget_usd_per_hour, max_power_kw=args.max_power_kw,
         objective=args.objective or Objective.COST, top=args.top, executor=args.executor,
         window_kv_cache=args.window_kv_cache, moe_comm=args.moe_comm,
+        moe_kernels=args.moe_kernels,
         fp8_context_attention=args.fp8_context_attention, nvls=not args.no_nvls,
         adp_balance=args.adp_balance,
         cached_prefix=args.cached_prefix, output_len_cv=args.output_len_cv,

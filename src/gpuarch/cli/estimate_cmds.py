@@ -21,7 +21,7 @@ from gpuarch.cli.options import (
     positive_number,
     size_list,
 )
-from gpuarch.errors import GpuarchError
+from gpuarch.errors import GpuarchError, check_choice
 from gpuarch.report.serialize import to_json
 
 if TYPE_CHECKING:
@@ -200,6 +200,11 @@ def engine_flags(p: argparse.ArgumentParser) -> None:
                         "as DeepEP or TensorRT-LLM on GB200 NVL72) or allgather (every GPU "
                         "gathers all ranks' tokens, outputs reduce-scattered: TensorRT-LLM "
                         "without multi-node NVLink)")
+    p.add_argument("--moe-kernels", default="trtllm", metavar="trtllm|vllm",
+                   help="whose fused MoE kernels set an expert layer's fixed time per pass: "
+                        "trtllm (default: TensorRT-LLM's, 26.6 us, 45 us on Blackwell, as "
+                        "its measured layers put them) or vllm (vLLM's, 26.6 us on Hopper "
+                        "and Blackwell alike); the rest of the model is the same")
     p.add_argument("--moe-imbalance", type=float, default=1.0, metavar="X",
                    help="routed tokens on the busiest expert-parallel rank over the mean "
                         "(default 1: balanced): its expert GEMMs, permutation and "
@@ -306,7 +311,7 @@ def cmd_infer(args: argparse.Namespace) -> int:
         max_batch_size=args.max_batch_size, speculative_tokens=args.speculative_tokens,
         acceptance_length=args.acceptance_length, executor=args.executor,
         window_kv_cache=args.window_kv_cache, moe_comm=args.moe_comm,
-        moe_imbalance=args.moe_imbalance,
+        moe_kernels=args.moe_kernels, moe_imbalance=args.moe_imbalance,
         num_requests=args.num_requests, output_len_cv=args.output_len_cv,
         fp8_context_attention=args.fp8_context_attention, nvls=not args.no_nvls,
         adp_balance=args.adp_balance,
@@ -540,12 +545,15 @@ def _print_measured_kernels(args: argparse.Namespace, source: str, count_key: st
 
 
 def cmd_validate_moe_kernels(args: argparse.Namespace) -> int:
+    from gpuarch.estimate.inference import MOE_KERNELS
     from gpuarch.report.estimate_text import render_moe_kernels
-    from gpuarch.validation.moe_kernels import SOURCE, compare, summarize
+    from gpuarch.validation.moe_kernels import SOURCES, compare, summarize
 
-    rows = compare(load_catalog())
-    return _print_measured_kernels(args, SOURCE, "layers", rows, summarize(rows),
-                                   render_moe_kernels)
+    check_choice("--moe-kernels", args.moe_kernels, MOE_KERNELS)
+    rows = compare(load_catalog(), kernels=args.moe_kernels)
+    return _print_measured_kernels(args, SOURCES[args.moe_kernels], "layers", rows,
+                                   summarize(rows),
+                                   lambda s: render_moe_kernels(s, args.moe_kernels))
 
 
 def cmd_validate_gemm_kernels(args: argparse.Namespace) -> int:
@@ -869,8 +877,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     # the measured-kernel checks: no options beyond the common ones
     for name, handler, help_text in (
             ("moe-kernels", cmd_validate_moe_kernels,
-             "TensorRT-LLM's MoE layers as NVIDIA's aiconfigurator measured them on H100, "
-             "H200, B200 and GB200 against the serving model's MoE module"),
+             "TensorRT-LLM's (or vLLM's) MoE layers as NVIDIA's aiconfigurator measured them "
+             "on H100, H200, B200 and GB200 against the serving model's MoE module"),
             ("gemm-kernels", cmd_validate_gemm_kernels,
              "how TensorRT-LLM's GEMMs slow down at short K in BF16, FP8 and NVFP4 on H100, "
              "H200, B200, GB200, B300 and GB300 (NVIDIA aiconfigurator's measurements) "
@@ -885,6 +893,11 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
              "measured them, against the collectives model")):
         p = val_sub.add_parser(name, parents=[common], help=help_text)
         p.set_defaults(handler=handler)
+        if name == "moe-kernels":
+            p.add_argument("--moe-kernels", default="trtllm", metavar="trtllm|vllm",
+                           help="whose measured layers: TensorRT-LLM 1.3.0rc20's (default) or "
+                                "vLLM 0.24.0's, each against the model with that engine's "
+                                "kernels")
     p = val_sub.add_parser("bands", parents=[common],
                            help="the model's error bands by regime (task, model kind, "
                            "architecture): what estimates report under 'error band'")

@@ -136,6 +136,12 @@ EXECUTORS = ("python", "cpp")
 PyTorch backend, vLLM, SGLang), or a C++ executor whose host time is not modelled
 (TensorRT-LLM's TensorRT engines of the 0.x releases, LMDeploy's TurboMind)."""
 
+MOE_KERNELS = ("trtllm", "vllm")
+"""Whose fused MoE kernels a serving estimate charges the block's fixed time for: TensorRT-
+LLM's (``moe_block_floor_s``, on Blackwell ``moe_block_floor_blackwell_s``, as its measured
+layers put them) or vLLM's (``moe_block_floor_s`` on every GPU, as its measured layers on
+Hopper and Blackwell put it); the rest of the model is the same for both."""
+
 MAX_BATCH_SEARCH = 4096
 """Upper end of the search for the largest batch that fits (``--batch max``)."""
 
@@ -192,6 +198,8 @@ class InferenceConfig:
     window_kv_cache: str = "ring"
     # expert dispatch with data-parallel attention: see MOE_COMMS
     moe_comm: str = "alltoall"
+    # whose fused MoE kernels set the block's fixed time per expert layer: see MOE_KERNELS
+    moe_kernels: str = "trtllm"
     # routed tokens on the busiest expert-parallel rank over the mean (1 = balanced): that
     # rank's expert GEMMs, permutation and all-to-alls carry this many times the mean
     # tokens (its weight reads do not change), and the step waits for it
@@ -310,6 +318,7 @@ class InferenceConfig:
         check_choice("--executor", self.executor, EXECUTORS)
         check_choice("--window-kv-cache", self.window_kv_cache, WINDOW_KV_CACHES)
         check_choice("--moe-comm", self.moe_comm, MOE_COMMS)
+        check_choice("--moe-kernels", self.moe_kernels, MOE_KERNELS)
         check_count("--num-requests", self.num_requests, zero_unset=True)
         check_output_len_cv(self.output_len_cv)
         if self.output_len_cv and self.batching is not Batching.CONTINUOUS:
@@ -643,9 +652,10 @@ class _Runner:
         if shape.mla is not None and cfg.quant.kv_cache is QuantFormat.FP8 \
                 and (generation or 0) >= 5:
             self.mla_decode_device = self.device.with_fp8_attention() or self.device
-        # the fused MoE block's fixed time per expert layer and pass (Blackwell's own)
-        self.moe_floor = eff.moe_block_floor_blackwell_s if (generation or 0) >= 5 \
-            else eff.moe_block_floor_s
+        # the fused MoE block's fixed time per expert layer and pass (TensorRT-LLM's kernels
+        # on Blackwell their own)
+        self.moe_floor = eff.moe_block_floor_blackwell_s \
+            if (generation or 0) >= 5 and cfg.moe_kernels == "trtllm" else eff.moe_block_floor_s
         self.act_bytes = _activation_bytes(cfg.quant)
         self.expert_act_bytes = _activation_bytes(cfg.expert_quant)
         self.weight_bytes = cfg.quant.weights.bytes
@@ -1381,6 +1391,7 @@ def estimate_inference(
         if cfg.cuda_graph_batch_sizes else None,
         "window_kv_cache": cfg.window_kv_cache if shape.windowed_layers else None,
         "moe_comm": cfg.moe_comm if shape.is_moe and cfg.ep > cfg.tp else None,
+        "moe_kernels": cfg.moe_kernels if shape.is_moe else None,
         "moe_imbalance": cfg.moe_imbalance if shape.is_moe and cfg.ep > 1 else None,
         "tp_all_reduce": ("NVLink SHARP where faster" if runner.tp_group.intra.nvls_efficiency
                           and cfg.nvls else "ring or tree") if cfg.tp > 1 else None,

@@ -180,21 +180,29 @@ class Efficiency:
     slope being the expert's 4.7 MB at about 80% of the H100's bandwidth, as the model already
     charges it; the same floor shows in vLLM pull request #44830 (H100, Qwen3-Next-80B FP8,
     29.5 us at batch 1 for 7.9 MB of weights) and SGLang pull request #11730 (H200,
-    Qwen3-235B-A22B FP8 TP 8, 31.7 us at batch 1 for 18.9 MB). Taken for every engine on
-    GPUs before Blackwell (Blackwell has its own, ``moe_block_floor_blackwell_s``); serving
-    only (training's MoE terms are fitted on its own measurements). Not fitted. TensorRT-LLM's
-    MoE layers as NVIDIA's aiconfigurator measured them on H100 and H200
-    (``validation/data/moe-kernels-trtllm.csv``) agree: their mean |ln(model/measured)| is
-    least at 33 us, within 0.005 of its value at 26.6 us (``python scripts/fit_moe_floor.py``)."""
+    Qwen3-235B-A22B FP8 TP 8, 31.7 us at batch 1 for 18.9 MB). Charged for vLLM's kernels on
+    every GPU and for TensorRT-LLM's before Blackwell (``InferenceConfig.moe_kernels``;
+    TensorRT-LLM's on Blackwell have their own, ``moe_block_floor_blackwell_s``); serving only
+    (training's MoE terms are fitted on its own measurements). Not fitted. The engines' MoE
+    layers as NVIDIA's aiconfigurator measured them (``validation/data/moe-kernels-*.csv``;
+    ``python scripts/fit_moe_floor.py``) agree where a floor explains them: TensorRT-LLM's on
+    H100 and H200 are least at 33 us, within 0.005 of their mean |ln(model/measured)| at 26.6
+    us, vLLM 0.24.0's on B200 and GB200 least at 26.6 us (0.333; 0.369 at 45 us); vLLM's on
+    H100 and H200 want ever more (0.502 at 26.6 us, 0.435 at 60 us) for want of anything else
+    to absorb FlashInfer's CUTLASS FP8 path there, 3-5 times slower than the model at 1,024
+    tokens and fewer, which is no fixed cost."""
 
     moe_block_floor_blackwell_s: float = 45e-6
-    """The same fixed time on Blackwell GPUs (Tensor Core generation 5), whose fused MoE
-    blocks take longer to run their chain of kernels: set from TensorRT-LLM's MoE layers as
-    NVIDIA's aiconfigurator measured them on B200 and GB200 (784 layers of Qwen3-30B-A3B,
-    Qwen3-235B-A22B, DeepSeek-V3 and GPT-OSS-120B at 16-16,384 tokens, BF16, FP8, NVFP4 and
-    MXFP4), where their mean |ln(model/measured)| is least: 0.247 at 45 us (42-48 us within
-    0.002), against 0.307 at Hopper's 26.6 us; the BF16 layers alone put it at 40 us (``python
-    scripts/fit_moe_floor.py``). Not fitted on the validation figures; serving only."""
+    """The same fixed time for TensorRT-LLM's fused MoE blocks on Blackwell GPUs (Tensor Core
+    generation 5), which take longer to run their chain of kernels there: set from
+    TensorRT-LLM 1.3.0rc20's MoE layers as NVIDIA's aiconfigurator measured them on B200 and
+    GB200 (784 layers of Qwen3-30B-A3B, Qwen3-235B-A22B, DeepSeek-V3 and GPT-OSS-120B at
+    16-16,384 tokens, BF16, FP8, NVFP4 and MXFP4), where their mean |ln(model/measured)| is
+    least: 0.246 at 45 us (42-48 us within 0.002), against 0.310 at 26.6 us; the BF16 layers
+    alone put it at 40 us (``python scripts/fit_moe_floor.py``). vLLM's kernels on the same
+    GPUs (FlashInfer's TRT-LLM-Gen MoE) are least at ``moe_block_floor_s``, so
+    ``InferenceConfig.moe_kernels`` = "vllm" charges that. Not fitted on the validation
+    figures; serving only."""
 
     moe_grouped_gemm: float = 0.60
     """The same for training's grouped expert GEMMs (Megatron-Core/Transformer Engine grouped

@@ -408,22 +408,31 @@ def _ratio_cells(doc: Mapping[str, Any], part: str, count: str) -> list[str]:
             "-" if spread is None else f"{spread:.2f}"]
 
 
-def render_moe_kernels(summary: Sequence[Mapping[str, Any]]) -> str:
-    """TensorRT-LLM's measured MoE layers beside the serving model's module, by GPU, shape
-    and format (``validation.moe_kernels.summarize``)."""
+MOE_KERNEL_ENGINES = {"trtllm": "TensorRT-LLM 1.3.0rc20", "vllm": "vLLM 0.24.0"}
+"""Each engine whose measured MoE layers the repository holds, as the text names it."""
+
+MOE_KERNEL_SECTIONS = {"trtllm": "TensorRT-LLM's measured MoE layers",
+                       "vllm": "vLLM's measured MoE layers"}
+"""The section of docs/performance-model.md on each engine's comparison."""
+
+
+def render_moe_kernels(summary: Sequence[Mapping[str, Any]], kernels: str = "trtllm") -> str:
+    """An engine's measured MoE layers beside the serving model's module with its kernels, by
+    GPU, shape and format (``validation.moe_kernels.summarize``)."""
     rows = [[d["device"], d["shape"], d["format"], *_ratio_cells(d, "large", "layers"),
              *_ratio_cells(d, "small", "layers")] for d in summary]
+    engine = MOE_KERNEL_ENGINES[kernels]
     return "\n".join([
-        "TensorRT-LLM 1.3.0rc20's MoE layers (NVIDIA aiconfigurator, balanced routing) beside "
-        "the serving model's MoE module",
+        f"{engine}'s MoE layers (NVIDIA aiconfigurator, balanced routing) beside the serving "
+        "model's MoE module",
         "",
         table(["GPU", "Shape", "Format", "n >=2k tok", "Model/measured", "Mean |ln|",
                "n <2k tok", "Model/measured", "Mean |ln|"], rows,
               right=[False, False, False, True, True, True, True, True, True]),
         "",
-        "Model/measured below 1: the model prices the module faster than TensorRT-LLM ran it.",
-        "Source and what the comparison says: docs/performance-model.md, 'TensorRT-LLM's "
-        "measured MoE layers'."])
+        f"Model/measured below 1: the model prices the module faster than {engine} ran it.",
+        "Source and what the comparison says: docs/performance-model.md, "
+        f"'{MOE_KERNEL_SECTIONS[kernels]}'."])
 
 
 def render_gemm_kernels(summary: Sequence[Mapping[str, Any]]) -> str:

@@ -1,13 +1,15 @@
-"""The serving model's fused MoE module against TensorRT-LLM's measured MoE layers.
+"""The serving model's fused MoE module against TensorRT-LLM's and vLLM's measured MoE layers.
 
-NVIDIA's aiconfigurator times TensorRT-LLM's MoE module (routing, quantization, both grouped
+NVIDIA's aiconfigurator times each engine's MoE module (routing, quantization, both grouped
 GEMMs, activation, weighted sum) layer by layer on each GPU it supports, at many token
 counts, expert shapes, precisions and tensor/expert-parallel splits. ``data/
-moe-kernels-trtllm.csv`` holds the rows of four fine-grained shapes (Qwen3-30B-A3B,
-Qwen3-235B-A22B, DeepSeek-V3, GPT-OSS-120B) on H100, H200, B200 and GB200 in the formats the
-serving model prices; its header names the source. Each row here is set beside
-``estimate.inference.moe_module_time`` for the same module
-(``gpuarch validate moe-kernels``; tests/test_moe_kernels.py pins where the model stands).
+moe-kernels-trtllm.csv`` (TensorRT-LLM 1.3.0rc20) and ``data/moe-kernels-vllm.csv`` (vLLM
+0.24.0) hold the rows of four fine-grained shapes (Qwen3-30B-A3B, Qwen3-235B-A22B,
+DeepSeek-V3, GPT-OSS-120B) on H100, H200, B200 and GB200 in the formats the serving model
+prices; their headers name the source. Each row here is set beside
+``estimate.inference.moe_module_time`` for the same module with that engine's kernels
+(``InferenceConfig.moe_kernels``; ``gpuarch validate moe-kernels [--moe-kernels vllm]``;
+tests/test_moe_kernels.py pins where the model stands).
 """
 
 from __future__ import annotations
@@ -31,8 +33,8 @@ from gpuarch.validation.measured import (
 )
 from gpuarch.workloads.presets import preset
 
-__all__ = ["LARGE_TOKENS", "MOE_KERNELS_FILE", "SOURCE", "KernelRow", "compare",
-           "load_kernel_rows", "mean_abs_log_ratio", "summarize"]
+__all__ = ["FILES", "LARGE_TOKENS", "MOE_KERNELS_FILE", "SOURCE", "SOURCES", "KernelRow",
+           "compare", "load_kernel_rows", "mean_abs_log_ratio", "summarize"]
 
 LARGE_TOKENS = 2048
 """From this many tokens on, a module's grouped GEMMs' efficiency sets its time; below it,
@@ -43,7 +45,17 @@ MOE_KERNELS_FILE = Path(__file__).with_name("data") / "moe-kernels-trtllm.csv"
 SOURCE = ("NVIDIA aiconfigurator's collected database, TensorRT-LLM 1.3.0rc20 MoE layers "
           "(PyPI aiconfigurator-core 0.12.0: aiconfigurator_core/systems/data/<gpu>/moe/trtllm/"
           "1.3.0rc20/moe_perf.parquet), balanced routing")
-"""Where the rows come from (the file's header says more)."""
+"""Where the TensorRT-LLM rows come from (the file's header says more)."""
+
+FILES = {"trtllm": MOE_KERNELS_FILE,
+         "vllm": Path(__file__).with_name("data") / "moe-kernels-vllm.csv"}
+"""Each engine's measured layers (``InferenceConfig.moe_kernels``: whose kernels)."""
+
+SOURCES = {"trtllm": SOURCE,
+           "vllm": ("NVIDIA aiconfigurator's collected database, vLLM 0.24.0 MoE layers (PyPI "
+                    "aiconfigurator-core 0.12.0: aiconfigurator_core/systems/data/<gpu>/moe/"
+                    "vllm/0.24.0/moe_perf.parquet), balanced routing")}
+"""Where each engine's rows come from."""
 
 SHAPES = {"qwen3-30b": "qwen3-30b-a3b", "qwen3-235b": "qwen3-235b-a22b",
           "dsv3": "deepseek-v3", "gptoss120": "gpt-oss-120b"}
@@ -87,12 +99,14 @@ def load_kernel_rows(path: Path = MOE_KERNELS_FILE) -> tuple[dict[str, str], ...
 
 
 def compare(catalog: Catalog, efficiency: Efficiency = DEFAULT_EFFICIENCY,
-            rows: Iterable[dict[str, str]] | None = None) -> list[KernelRow]:
-    """Each measured row beside the model's ``moe_module_time`` for the same module."""
+            rows: Iterable[dict[str, str]] | None = None, kernels: str = "trtllm"
+            ) -> list[KernelRow]:
+    """Each measured row of an engine's (default: its file's) beside the model's
+    ``moe_module_time`` for the same module with that engine's kernels."""
     from gpuarch.estimate.inference import InferenceConfig, moe_module_time, moe_rank_tokens
 
     out = []
-    for r in load_kernel_rows() if rows is None else rows:
+    for r in load_kernel_rows(FILES[kernels]) if rows is None else rows:
         shape = preset(SHAPES[r["shape"]]).shape
         product = catalog.product(DEVICES[r["device"]])
         quant, experts, expert_acts = FORMATS[r["moe_dtype"]]
@@ -102,7 +116,8 @@ def compare(catalog: Catalog, efficiency: Efficiency = DEFAULT_EFFICIENCY,
         cfg = InferenceConfig(input_len=per_rank, output_len=2, batch=1, gpus=gpus, tp=tp,
                               ep=ep, quant=quant, expert_weights=experts,
                               expert_activations=expert_acts,
-                              max_num_tokens=max(per_rank, 16), gpus_per_node=max(8, gpus))
+                              max_num_tokens=max(per_rank, 16), gpus_per_node=max(8, gpus),
+                              moe_kernels=kernels)
         model = moe_module_time(catalog, shape, product, cfg, tokens, efficiency=efficiency)
         out.append(KernelRow(r["device"], r["shape"], r["moe_dtype"], tp, ep, tokens,
                              to_si(float(r["latency_us"]), Unit.US), model))

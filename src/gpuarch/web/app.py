@@ -184,7 +184,8 @@ _FORMS: dict[str, tuple[str, list[tuple[str, str]]]] = {
         ("expert_weight_precision", ""), ("expert_activation_precision", ""),
         ("max_batch_size", ""), ("max_num_tokens", ""), ("engine_limits", ""),
         ("executor", "python"), ("window_kv_cache", "ring"),
-        ("moe_comm", "alltoall"), ("num_requests", ""), ("cached_prefix", ""),
+        ("moe_comm", "alltoall"), ("moe_kernels", "trtllm"), ("num_requests", ""),
+        ("cached_prefix", ""),
         ("prefill_gpus", ""), ("prefill_tp", ""),
         ("fp8_context_attention", ""), ("cuda_graph_batch_sizes", "")]),
     "advise/train": ("Training advice", [
