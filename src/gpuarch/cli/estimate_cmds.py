@@ -874,7 +874,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                    help="only this kind of operator (gemm, gemm_decode, fp8_gemm, "
                         "grouped_gemm, serve_grouped, attention_fwd, ...; repeat)")
     p.set_defaults(handler=cmd_validate_ops)
-    # the measured-kernel checks: no options beyond the common ones
+    # the measured-kernel checks: no options beyond the common ones but moe-kernels' engine
     for name, handler, help_text in (
             ("moe-kernels", cmd_validate_moe_kernels,
              "TensorRT-LLM's (or vLLM's) MoE layers as NVIDIA's aiconfigurator measured them "
