@@ -1,15 +1,15 @@
 """Set the serving model's fixed time per fused MoE block from measured MoE layers.
 
-Each engine's MoE layers as NVIDIA's aiconfigurator measured them
-(``src/gpuarch/validation/data/moe-kernels-trtllm.csv``: TensorRT-LLM 1.3.0rc20, 1,477
-layers; ``moe-kernels-vllm.csv``: vLLM 0.24.0, 1,708 layers; H100, H200, B200 and GB200) are
-set beside ``estimate.inference.moe_module_time`` with that engine's kernels and the block's
-fixed time scanned from 10 to 60 us: the parameter each engine's layers on each architecture
-are charged (TensorRT-LLM: ``moe_block_floor_s`` before Blackwell,
-``moe_block_floor_blackwell_s`` on it; vLLM: ``moe_block_floor_s`` on both), every other
-parameter as shipped. The script prints the mean |ln(model/measured)| at each value, over all
-of those layers, over those below 2,048 tokens (where the floor weighs most) and per format,
-and the least. No validation figure is used.
+Each engine's MoE layers as NVIDIA's aiconfigurator measured them on H100, H200, B200 and
+GB200 (``src/gpuarch/validation/data/moe-kernels-trtllm.csv``: TensorRT-LLM 1.3.0rc20, 1,477
+layers; ``moe-kernels-vllm.csv``: vLLM 0.24.0, 1,708; ``moe-kernels-sglang.csv``: SGLang
+0.5.14, 1,428) are set beside ``estimate.inference.moe_module_time`` with that engine's
+kernels and the block's fixed time scanned from 10 to 60 us: the parameter each engine's
+layers on each architecture are charged (TensorRT-LLM: ``moe_block_floor_s`` before
+Blackwell, ``moe_block_floor_blackwell_s`` on it; vLLM and SGLang: ``moe_block_floor_s`` on
+both), every other parameter as shipped. The script prints the mean |ln(model/measured)| at
+each value, over all of those layers, over those below 2,048 tokens (where the floor weighs
+most) and per format, and the least. No validation figure is used.
 
     python scripts/fit_moe_floor.py
 """
@@ -27,7 +27,9 @@ ARCHITECTURES = {"hopper": ("h100_sxm", "h200_sxm"), "blackwell": ("b200_sxm", "
 PARAMETER = {("trtllm", "hopper"): "moe_block_floor_s",
              ("trtllm", "blackwell"): "moe_block_floor_blackwell_s",
              ("vllm", "hopper"): "moe_block_floor_s",
-             ("vllm", "blackwell"): "moe_block_floor_s"}
+             ("vllm", "blackwell"): "moe_block_floor_s",
+             ("sglang", "hopper"): "moe_block_floor_s",
+             ("sglang", "blackwell"): "moe_block_floor_s"}
 """The parameter the model charges each engine's blocks on each architecture."""
 
 

@@ -546,7 +546,7 @@ def test_inference_search_engine_properties() -> None:
                                                                                "vllm")
     assert max(o.batch for o in full.top) < max(o.batch for o in ring.top)
     for flag, bad in (("window_kv_cache", "cyclic"), ("moe_comm", "all2all"),
-                      ("moe_kernels", "sglang")):
+                      ("moe_kernels", "lmdeploy")):
         name = "--" + flag.replace("_", "-")
         with pytest.raises(GpuarchError, match=name):
             search(**{flag: bad})

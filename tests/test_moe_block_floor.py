@@ -69,7 +69,8 @@ def test_blackwell_blocks_carry_their_engines_floor() -> None:
         return est.decode_step_parts_s["overhead"] - eff.decode_step_overhead_s
 
     assert overhead("b200", "trtllm") == pytest.approx(48 * eff.moe_block_floor_blackwell_s)
-    for gpu, kernels in (("b200", "vllm"), ("h100", "vllm"), ("h100", "trtllm")):
+    for gpu, kernels in (("b200", "vllm"), ("b200", "sglang"), ("h100", "vllm"),
+                         ("h100", "trtllm")):
         assert overhead(gpu, kernels) == pytest.approx(48 * eff.moe_block_floor_s)
 
 

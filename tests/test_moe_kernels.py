@@ -148,7 +148,27 @@ def test_vllm_layers_load_and_compare_with_vllms_kernels(
     assert doc["layers"] == 1708 and "vLLM 0.24.0" in doc["source"]
     assert main(["validate", "moe-kernels", "--moe-kernels", "vllm"]) == 0
     out = capsys.readouterr().out
-    assert "vLLM 0.24.0's MoE layers" in out and "vLLM's measured MoE layers" in out
+    assert "vLLM 0.24.0's MoE layers" in out and "vLLM's and SGLang's measured MoE layers" in out
+
+
+def test_sglang_layers_load_and_share_vllms_floor(capsys: pytest.CaptureFixture[str]) -> None:
+    """SGLang 0.5.14's measured layers (data/moe-kernels-sglang.csv): the same shapes and
+    GPUs, one kernel per architecture (Triton on Hopper, FlashInfer's TRT-LLM-Gen MoE on
+    Blackwell, as vLLM's there); SGLang's kernels are charged vLLM's floor, and its BF16
+    layers on Blackwell sit within 25% of the model."""
+    raw = load_kernel_rows(FILES["sglang"])
+    assert len(raw) == 1428
+    assert {r["shape"] for r in raw} == set(SHAPES)
+    assert {r["device"] for r in raw} == set(DEVICES)
+    assert {r["moe_dtype"] for r in raw} <= set(FORMATS)
+    by_arch = {r["device"][0] == "h": r["kernel_source"] for r in raw}
+    assert by_arch == {True: "sglang_fused_moe_triton", False: "sglang_flashinfer_trtllm_moe"}
+    rows = [r for r in compare(CATALOG, kernels="sglang")
+            if r.device in ("b200_sxm", "gb200") and r.moe_dtype == "bfloat16"]
+    assert abs(math.log(statistics.median(r.ratio for r in rows))) < 0.25
+    assert main(["validate", "moe-kernels", "--moe-kernels", "sglang", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["layers"] == 1428 and "SGLang 0.5.14" in doc["source"]
 
 
 def test_moe_module_time_needs_experts() -> None:

@@ -200,11 +200,11 @@ def engine_flags(p: argparse.ArgumentParser) -> None:
                         "as DeepEP or TensorRT-LLM on GB200 NVL72) or allgather (every GPU "
                         "gathers all ranks' tokens, outputs reduce-scattered: TensorRT-LLM "
                         "without multi-node NVLink)")
-    p.add_argument("--moe-kernels", default="trtllm", metavar="trtllm|vllm",
+    p.add_argument("--moe-kernels", default="trtllm", metavar="trtllm|vllm|sglang",
                    help="whose fused MoE kernels set an expert layer's fixed time per pass: "
                         "trtllm (default: TensorRT-LLM's, 26.6 us, 45 us on Blackwell, as "
-                        "its measured layers put them) or vllm (vLLM's, 26.6 us on Hopper "
-                        "and Blackwell alike); the rest of the model is the same")
+                        "its measured layers put them), vllm or sglang (26.6 us on Hopper and "
+                        "Blackwell alike); the rest of the model is the same")
     p.add_argument("--moe-imbalance", type=float, default=1.0, metavar="X",
                    help="routed tokens on the busiest expert-parallel rank over the mean "
                         "(default 1: balanced): its expert GEMMs, permutation and "
@@ -877,8 +877,9 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     # the measured-kernel checks: no options beyond the common ones but moe-kernels' engine
     for name, handler, help_text in (
             ("moe-kernels", cmd_validate_moe_kernels,
-             "TensorRT-LLM's (or vLLM's) MoE layers as NVIDIA's aiconfigurator measured them "
-             "on H100, H200, B200 and GB200 against the serving model's MoE module"),
+             "TensorRT-LLM's (or vLLM's, SGLang's) MoE layers as NVIDIA's aiconfigurator "
+             "measured them on H100, H200, B200 and GB200 against the serving model's MoE "
+             "module"),
             ("gemm-kernels", cmd_validate_gemm_kernels,
              "how TensorRT-LLM's GEMMs slow down at short K in BF16, FP8 and NVFP4 on H100, "
              "H200, B200, GB200, B300 and GB300 (NVIDIA aiconfigurator's measurements) "
@@ -894,10 +895,10 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
         p = val_sub.add_parser(name, parents=[common], help=help_text)
         p.set_defaults(handler=handler)
         if name == "moe-kernels":
-            p.add_argument("--moe-kernels", default="trtllm", metavar="trtllm|vllm",
-                           help="whose measured layers: TensorRT-LLM 1.3.0rc20's (default) or "
-                                "vLLM 0.24.0's, each against the model with that engine's "
-                                "kernels")
+            p.add_argument("--moe-kernels", default="trtllm", metavar="trtllm|vllm|sglang",
+                           help="whose measured layers: TensorRT-LLM 1.3.0rc20's (default), "
+                                "vLLM 0.24.0's or SGLang 0.5.14's, each against the model with "
+                                "that engine's kernels")
     p = val_sub.add_parser("bands", parents=[common],
                            help="the model's error bands by regime (task, model kind, "
                            "architecture): what estimates report under 'error band'")

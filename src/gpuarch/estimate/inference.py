@@ -136,11 +136,12 @@ EXECUTORS = ("python", "cpp")
 PyTorch backend, vLLM, SGLang), or a C++ executor whose host time is not modelled
 (TensorRT-LLM's TensorRT engines of the 0.x releases, LMDeploy's TurboMind)."""
 
-MOE_KERNELS = ("trtllm", "vllm")
+MOE_KERNELS = ("trtllm", "vllm", "sglang")
 """Whose fused MoE kernels a serving estimate charges the block's fixed time for: TensorRT-
 LLM's (``moe_block_floor_s``, on Blackwell ``moe_block_floor_blackwell_s``, as its measured
-layers put them) or vLLM's (``moe_block_floor_s`` on every GPU, as its measured layers on
-Hopper and Blackwell put it); the rest of the model is the same for both."""
+layers put them), vLLM's or SGLang's (``moe_block_floor_s`` on every GPU: on Blackwell both run
+FlashInfer's TRT-LLM-Gen MoE, whose measured layers put it there); the rest of the model is
+the same for all three."""
 
 MAX_BATCH_SEARCH = 4096
 """Upper end of the search for the largest batch that fits (``--batch max``)."""

@@ -181,7 +181,8 @@ class Efficiency:
     charges it; the same floor shows in vLLM pull request #44830 (H100, Qwen3-Next-80B FP8,
     29.5 us at batch 1 for 7.9 MB of weights) and SGLang pull request #11730 (H200,
     Qwen3-235B-A22B FP8 TP 8, 31.7 us at batch 1 for 18.9 MB). Charged for vLLM's kernels on
-    every GPU and for TensorRT-LLM's before Blackwell (``InferenceConfig.moe_kernels``;
+    every GPU (SGLang's too) and for TensorRT-LLM's before Blackwell
+    (``InferenceConfig.moe_kernels``;
     TensorRT-LLM's on Blackwell have their own, ``moe_block_floor_blackwell_s``); serving only
     (training's MoE terms are fitted on its own measurements). Not fitted. The engines' MoE
     layers as NVIDIA's aiconfigurator measured them (``validation/data/moe-kernels-*.csv``;

@@ -408,11 +408,13 @@ def _ratio_cells(doc: Mapping[str, Any], part: str, count: str) -> list[str]:
             "-" if spread is None else f"{spread:.2f}"]
 
 
-MOE_KERNEL_ENGINES = {"trtllm": "TensorRT-LLM 1.3.0rc20", "vllm": "vLLM 0.24.0"}
+MOE_KERNEL_ENGINES = {"trtllm": "TensorRT-LLM 1.3.0rc20", "vllm": "vLLM 0.24.0",
+                      "sglang": "SGLang 0.5.14"}
 """Each engine whose measured MoE layers the repository holds, as the text names it."""
 
 MOE_KERNEL_SECTIONS = {"trtllm": "TensorRT-LLM's measured MoE layers",
-                       "vllm": "vLLM's measured MoE layers"}
+                       "vllm": "vLLM's and SGLang's measured MoE layers",
+                       "sglang": "vLLM's and SGLang's measured MoE layers"}
 """The section of docs/performance-model.md on each engine's comparison."""
 
 

@@ -1,15 +1,15 @@
-"""The serving model's fused MoE module against TensorRT-LLM's and vLLM's measured MoE layers.
+"""The serving model's fused MoE module against three engines' measured MoE layers.
 
 NVIDIA's aiconfigurator times each engine's MoE module (routing, quantization, both grouped
 GEMMs, activation, weighted sum) layer by layer on each GPU it supports, at many token
 counts, expert shapes, precisions and tensor/expert-parallel splits. ``data/
-moe-kernels-trtllm.csv`` (TensorRT-LLM 1.3.0rc20) and ``data/moe-kernels-vllm.csv`` (vLLM
-0.24.0) hold the rows of four fine-grained shapes (Qwen3-30B-A3B, Qwen3-235B-A22B,
-DeepSeek-V3, GPT-OSS-120B) on H100, H200, B200 and GB200 in the formats the serving model
-prices; their headers name the source. Each row here is set beside
-``estimate.inference.moe_module_time`` for the same module with that engine's kernels
-(``InferenceConfig.moe_kernels``; ``gpuarch validate moe-kernels [--moe-kernels vllm]``;
-tests/test_moe_kernels.py pins where the model stands).
+moe-kernels-trtllm.csv`` (TensorRT-LLM 1.3.0rc20), ``data/moe-kernels-vllm.csv`` (vLLM
+0.24.0) and ``data/moe-kernels-sglang.csv`` (SGLang 0.5.14) hold the rows of four
+fine-grained shapes (Qwen3-30B-A3B, Qwen3-235B-A22B, DeepSeek-V3, GPT-OSS-120B) on H100,
+H200, B200 and GB200 in the formats the serving model prices; their headers name the source.
+Each row here is set beside ``estimate.inference.moe_module_time`` for the same module with
+that engine's kernels (``InferenceConfig.moe_kernels``; ``gpuarch validate moe-kernels
+[--moe-kernels E]``; tests/test_moe_kernels.py pins where the model stands).
 """
 
 from __future__ import annotations
@@ -48,13 +48,17 @@ SOURCE = ("NVIDIA aiconfigurator's collected database, TensorRT-LLM 1.3.0rc20 Mo
 """Where the TensorRT-LLM rows come from (the file's header says more)."""
 
 FILES = {"trtllm": MOE_KERNELS_FILE,
-         "vllm": Path(__file__).with_name("data") / "moe-kernels-vllm.csv"}
+         "vllm": Path(__file__).with_name("data") / "moe-kernels-vllm.csv",
+         "sglang": Path(__file__).with_name("data") / "moe-kernels-sglang.csv"}
 """Each engine's measured layers (``InferenceConfig.moe_kernels``: whose kernels)."""
 
 SOURCES = {"trtllm": SOURCE,
            "vllm": ("NVIDIA aiconfigurator's collected database, vLLM 0.24.0 MoE layers (PyPI "
                     "aiconfigurator-core 0.12.0: aiconfigurator_core/systems/data/<gpu>/moe/"
-                    "vllm/0.24.0/moe_perf.parquet), balanced routing")}
+                    "vllm/0.24.0/moe_perf.parquet), balanced routing"),
+           "sglang": ("NVIDIA aiconfigurator's collected database, SGLang 0.5.14 MoE layers "
+                      "(PyPI aiconfigurator-core 0.12.0: aiconfigurator_core/systems/data/<gpu>/"
+                      "moe/sglang/0.5.14/moe_perf.parquet), balanced routing")}
 """Where each engine's rows come from."""
 
 SHAPES = {"qwen3-30b": "qwen3-30b-a3b", "qwen3-235b": "qwen3-235b-a22b",
