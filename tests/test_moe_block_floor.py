@@ -10,6 +10,7 @@ from gpuarch.catalog import load_catalog
 from gpuarch.estimate.inference import InferenceConfig, estimate_inference
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY
 from gpuarch.perf.quant import QuantFormat, QuantScheme
+from gpuarch.report.estimate_text import render_inference
 from gpuarch.units import Unit, from_si
 from gpuarch.validation.measured import mean_abs_log_ratio
 from gpuarch.validation.moe_kernels import FILES, compare, load_kernel_rows
@@ -57,8 +58,8 @@ def test_floor_is_charged_once_per_expert_layer_as_overhead() -> None:
 def test_blackwell_blocks_carry_their_engines_floor() -> None:
     """On a Blackwell GPU TensorRT-LLM's kernels (the default) charge each expert layer
     ``moe_block_floor_blackwell_s`` (their measured B200 and GB200 layers), vLLM's the
-    Hopper-measured ``moe_block_floor_s`` (theirs); on Hopper both charge the latter, and the
-    estimate says whose kernels it took."""
+    Hopper-measured ``moe_block_floor_s`` (theirs, SGLang's too); on Hopper all charge the
+    latter, and the estimate says whose kernels it took and their floor (JSON and text)."""
     eff = DEFAULT_EFFICIENCY
     assert eff.moe_block_floor_blackwell_s > eff.moe_block_floor_s
 
@@ -66,12 +67,22 @@ def test_blackwell_blocks_carry_their_engines_floor() -> None:
         est = estimate_inference(CATALOG, QWEN3_30B, CATALOG.product(gpu), InferenceConfig(
             input_len=128, output_len=2, batch=1, quant=FP8, moe_kernels=kernels))
         assert est.assumptions["moe_kernels"] == kernels
-        return est.decode_step_parts_s["overhead"] - eff.decode_step_overhead_s
+        floor = est.assumptions["moe_block_floor_s"]
+        name = {"trtllm": "TensorRT-LLM's", "vllm": "vLLM's", "sglang": "SGLang's"}[kernels]
+        assert f"MoE kernels   {name}: {floor * 1e6:.1f} us fixed per expert layer" \
+            in render_inference(est)
+        assert est.decode_step_parts_s["overhead"] == pytest.approx(
+            eff.decode_step_overhead_s + 48 * floor)
+        return float(floor)
 
-    assert overhead("b200", "trtllm") == pytest.approx(48 * eff.moe_block_floor_blackwell_s)
+    assert overhead("b200", "trtllm") == eff.moe_block_floor_blackwell_s
     for gpu, kernels in (("b200", "vllm"), ("b200", "sglang"), ("h100", "vllm"),
                          ("h100", "trtllm")):
-        assert overhead(gpu, kernels) == pytest.approx(48 * eff.moe_block_floor_s)
+        assert overhead(gpu, kernels) == eff.moe_block_floor_s
+    dense = estimate_inference(CATALOG, preset("llama-3.1-8b").shape, CATALOG.product("b200"),
+                               InferenceConfig(input_len=128, output_len=2, batch=1))
+    assert dense.assumptions["moe_block_floor_s"] is None
+    assert "MoE kernels" not in render_inference(dense)
 
 
 BLACKWELL, HOPPER = ("b200_sxm", "gb200"), ("h100_sxm", "h200_sxm")

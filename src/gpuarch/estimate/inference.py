@@ -1393,6 +1393,7 @@ def estimate_inference(
         "window_kv_cache": cfg.window_kv_cache if shape.windowed_layers else None,
         "moe_comm": cfg.moe_comm if shape.is_moe and cfg.ep > cfg.tp else None,
         "moe_kernels": cfg.moe_kernels if shape.is_moe else None,
+        "moe_block_floor_s": runner.moe_floor if shape.is_moe else None,
         "moe_imbalance": cfg.moe_imbalance if shape.is_moe and cfg.ep > 1 else None,
         "tp_all_reduce": ("NVLink SHARP where faster" if runner.tp_group.intra.nvls_efficiency
                           and cfg.nvls else "ring or tree") if cfg.tp > 1 else None,

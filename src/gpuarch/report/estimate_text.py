@@ -263,6 +263,11 @@ def render_inference(e: InferenceEstimate, band: Band | None = None,
             lines.append(f"  note          {x['precision_fallback']}")
     if a.get("formats_origin"):
         lines.append(f"                from {a['formats_origin']}")
+    if a.get("moe_kernels"):
+        others = "|".join(k for k in MOE_KERNEL_ENGINES if k != a["moe_kernels"])
+        lines.append(f"  MoE kernels   {MOE_KERNEL_NAMES[a['moe_kernels']]}: "
+                     f"{fmt(from_si(a['moe_block_floor_s'], Unit.US))} us fixed per expert "
+                     f"layer and pass (--moe-kernels {others} for theirs)")
     if a.get("output_len_cv"):
         lines.append(f"  lengths       output lengths spread {a['output_len_cv']:g} (sd / mean): "
                      f"the requests in flight average {fmt(a['mean_output_in_flight'])} "
@@ -411,6 +416,9 @@ def _ratio_cells(doc: Mapping[str, Any], part: str, count: str) -> list[str]:
 MOE_KERNEL_ENGINES = {"trtllm": "TensorRT-LLM 1.3.0rc20", "vllm": "vLLM 0.24.0",
                       "sglang": "SGLang 0.5.14"}
 """Each engine whose measured MoE layers the repository holds, as the text names it."""
+
+MOE_KERNEL_NAMES = {"trtllm": "TensorRT-LLM's", "vllm": "vLLM's", "sglang": "SGLang's"}
+"""How an estimate's text names whose MoE kernels it charged."""
 
 MOE_KERNEL_SECTIONS = {"trtllm": "TensorRT-LLM's measured MoE layers",
                        "vllm": "vLLM's and SGLang's measured MoE layers",
