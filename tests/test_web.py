@@ -56,6 +56,9 @@ def client() -> Any:
     ("/api/validate/bands", "serving/fine-moe/hopper"),
     ("/api/validate/ops?kind=gemm", "by_kind"),
     ("/api/validate/moe-kernels", "groups"),
+    ("/api/validate/moe-kernels?moe_kernels=vllm", "groups"),
+    ("/api/estimate/infer?model=qwen3-30b-a3b&gpu=b200&input_len=512&output_len=64&batch=8"
+     "&moe_kernels=sglang", "ttft_s"),
     ("/api/validate/gemm-kernels", "groups"),
     ("/api/validate/attention-kernels", "groups"),
     ("/api/validate/collectives", "groups"),

@@ -204,8 +204,8 @@ _FORMS: dict[str, tuple[str, list[tuple[str, str]]]] = {
     "validate/bands": ("Error bands: how far the model has been from published figures", []),
     "validate/ops": ("Operators timed on an H200 beside the model's per-operator times",
                      [("kind", "")]),
-    "validate/moe-kernels": ("TensorRT-LLM's measured MoE layers beside the model's MoE module",
-                             []),
+    "validate/moe-kernels": ("An engine's measured MoE layers (TensorRT-LLM, vLLM or SGLang) "
+                             "beside the model's MoE module", [("moe_kernels", "trtllm")]),
     "validate/gemm-kernels": ("TensorRT-LLM's measured GEMMs at short K beside the roofline, "
                               "by format", []),
     "validate/attention-kernels": ("TensorRT-LLM's measured attention kernels beside the "
