@@ -544,6 +544,15 @@ def test_inference_search_engine_properties() -> None:
     assert full.assumptions["moe_comm"] == "allgather"
     assert (ring.assumptions["moe_kernels"], full.assumptions["moe_kernels"]) == ("trtllm",
                                                                                "vllm")
+    from gpuarch.report.advise_text import render_inference_advice
+    assert "MoE kernels: TensorRT-LLM's, 26.6 us fixed per expert layer and pass, 45.0 us on " \
+        "Blackwell; --moe-kernels vllm|sglang for theirs" in render_inference_advice(ring)
+    assert "MoE kernels: vLLM's, 26.6 us fixed per expert layer and pass; --moe-kernels " \
+        "trtllm|sglang for theirs" in render_inference_advice(full)
+    dense = advise_inference(CATALOG, preset("llama-3.1-8b").shape, InferenceSearch(
+        1024, 256, gpus=("h200",), max_gpus=1, top=5), prices)
+    assert dense.assumptions["moe_kernels"] is None
+    assert "MoE kernels" not in render_inference_advice(dense)
     assert max(o.batch for o in full.top) < max(o.batch for o in ring.top)
     for flag, bad in (("window_kv_cache", "cyclic"), ("moe_comm", "all2all"),
                       ("moe_kernels", "lmdeploy")):

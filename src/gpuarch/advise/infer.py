@@ -314,7 +314,14 @@ def advise_inference(
                    "executor": search.executor,
                    "window_kv_cache": search.window_kv_cache,
                    "moe_comm": search.moe_comm,
-                   "moe_kernels": search.moe_kernels,
+                   "moe_kernels": search.moe_kernels if shape.is_moe else None,
+                   # the fixed time those kernels take per expert layer and pass, by
+                   # architecture (InferenceConfig.moe_kernels)
+                   "moe_block_floor_s": {
+                       "before_blackwell": efficiency.moe_block_floor_s,
+                       "blackwell": efficiency.moe_block_floor_blackwell_s
+                       if search.moe_kernels == "trtllm" else efficiency.moe_block_floor_s}
+                   if shape.is_moe else None,
                    "nvls": search.nvls,
                    "adp_balance": search.adp_balance,
                    "fleet": ("replicas = ceil(rate x output tokens / replica throughput)"

@@ -6,7 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from gpuarch.report.estimate_text import MOE_KERNEL_NAMES
 from gpuarch.report.text import fmt, table
+from gpuarch.units import Unit, from_si
 from gpuarch.validation.bands import band_sentence
 
 __all__ = ["inference_empty", "render_inference_advice", "render_training_advice",
@@ -74,6 +76,16 @@ def _footer(advice: Any, elapsed: float) -> list[str]:
     if near:
         lines.append("measured runs nearest the best plan, and the model's error on each: "
                      + "; ".join(f"{n['error']:+.0%} {n['summary']}" for n in near))
+    kernels = advice.assumptions.get("moe_kernels")
+    if kernels:
+        others = "|".join(k for k in MOE_KERNEL_NAMES if k != kernels)
+        floor = {k: fmt(from_si(v, Unit.US))
+                 for k, v in advice.assumptions["moe_block_floor_s"].items()}
+        lines.append(f"MoE kernels: {MOE_KERNEL_NAMES[kernels]}, {floor['before_blackwell']} us "
+                     "fixed per expert layer and pass"
+                     + (f", {floor['blackwell']} us on Blackwell"
+                        if floor["blackwell"] != floor["before_blackwell"] else "")
+                     + f"; --moe-kernels {others} for theirs")
     lines.append(f"energy: GPU board power at the modelled utilisation, + "
                  f"{advice.assumptions['node_overhead']:.0%} node overhead, x PUE "
                  f"{advice.assumptions['pue']}")
