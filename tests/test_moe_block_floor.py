@@ -111,3 +111,25 @@ def test_floors_sit_where_the_engines_measured_layers_put_them() -> None:
     vllm = _kernel_error("moe_block_floor_s", floor, BLACKWELL, "vllm")
     for other in (15e-6, shipped):
         assert vllm < _kernel_error("moe_block_floor_s", other, BLACKWELL, "vllm"), other
+
+
+def test_disaggregated_pools_each_carry_their_gpus_floor() -> None:
+    """Prefill on H100 and decode on B200 with TensorRT-LLM's kernels: each pool's expert
+    layers take the floor of its own GPU (estimate.inference.moe_block_floor_s), and the
+    estimate says so; with vLLM's both take the Hopper-measured one."""
+    from gpuarch.estimate.disagg import PrefillPool, estimate_disaggregated
+    from gpuarch.estimate.inference import Batching
+
+    eff = DEFAULT_EFFICIENCY
+    for kernels, decode_floor in (("trtllm", eff.moe_block_floor_blackwell_s),
+                                  ("vllm", eff.moe_block_floor_s)):
+        est = estimate_disaggregated(
+            CATALOG, QWEN3_30B, CATALOG.product("b200"),
+            InferenceConfig(input_len=1024, output_len=64, batch=8, quant=FP8,
+                            batching=Batching.CONTINUOUS, moe_kernels=kernels),
+            PrefillPool(gpus=1, product=CATALOG.product("h100"),
+                        system=CATALOG.system("dgx h100")),
+            system=CATALOG.system("dgx b200"))
+        assert est.assumptions["moe_kernels"] == kernels
+        assert est.assumptions["moe_block_floor_s"] == {"prefill": eff.moe_block_floor_s,
+                                                         "decode": decode_floor}

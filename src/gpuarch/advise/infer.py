@@ -46,6 +46,7 @@ from gpuarch.estimate.inference import (
     check_output_len_cv,
     evaluate_inference,
     max_batch_that_fits,
+    moe_block_floor_s,
 )
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.perf.quant import QuantFormat, QuantScheme, gemm_peak
@@ -318,9 +319,8 @@ def advise_inference(
                    # the fixed time those kernels take per expert layer and pass, by
                    # architecture (InferenceConfig.moe_kernels)
                    "moe_block_floor_s": {
-                       "before_blackwell": efficiency.moe_block_floor_s,
-                       "blackwell": efficiency.moe_block_floor_blackwell_s
-                       if search.moe_kernels == "trtllm" else efficiency.moe_block_floor_s}
+                       "before_blackwell": moe_block_floor_s(4, search.moe_kernels, efficiency),
+                       "blackwell": moe_block_floor_s(5, search.moe_kernels, efficiency)}
                    if shape.is_moe else None,
                    "nvls": search.nvls,
                    "adp_balance": search.adp_balance,

@@ -45,6 +45,7 @@ from gpuarch.estimate.inference import (
     kv_bytes_per_sequence,
     max_batch_that_fits,
     memory_per_gpu,
+    moe_block_floor_s,
 )
 from gpuarch.perf.collectives import Collective, Group, collective_time, link_for
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
@@ -317,6 +318,14 @@ def estimate_disaggregated(catalog: Catalog, shape: TransformerShape, product: P
                         "pass_s": service, "busy": rho, "wait_s": wait},
             "decode": {"gpus": cfg.gpus, "tp": cfg.tp, "pp": cfg.pp, "ep": cfg.ep,
                        "replicas": decode.replicas},
+            # whose MoE kernels, and the fixed time per expert layer they take on each
+            # pool's GPU (estimate.inference.moe_block_floor_s)
+            "moe_kernels": cfg.moe_kernels if shape.is_moe else None,
+            "moe_block_floor_s": {
+                role: moe_block_floor_s(catalog.chip_of(p).sm.tensor_core_generation,
+                                        cfg.moe_kernels, efficiency)
+                for role, p in (("prefill", prefill_product), ("decode", product))}
+            if shape.is_moe else None,
             "rate_given": rate is not None,
             "prefill_gpu_memory_bytes": prefill_product.memory_bytes,
             "reserve_fraction": RESERVE_FRACTION if not cfg.kv_cache_fraction else None,

@@ -71,6 +71,7 @@ __all__ = [
     "EXECUTORS",
     "MAX_PREFILL_LOAD",
     "MOE_COMMS",
+    "MOE_KERNELS",
     "OP_PARTS",
     "RESERVE_FRACTION",
     "WINDOW_KV_CACHES",
@@ -87,6 +88,7 @@ __all__ = [
     "max_context_that_fits",
     "memory_per_gpu",
     "mla_decode_attention_time",
+    "moe_block_floor_s",
     "moe_module_time",
     "moe_rank_tokens",
 ]
@@ -145,6 +147,16 @@ the same for all three."""
 
 MAX_BATCH_SEARCH = 4096
 """Upper end of the search for the largest batch that fits (``--batch max``)."""
+
+
+def moe_block_floor_s(tensor_core_generation: int | None, kernels: str,
+                      efficiency: Efficiency = DEFAULT_EFFICIENCY) -> float:
+    """Fixed time of one fused MoE block per expert layer and pass (seconds) for ``kernels``
+    (``MOE_KERNELS``) on a GPU of that Tensor Core generation: TensorRT-LLM's on Blackwell
+    (generation 5) their own, every other case the Hopper-measured one."""
+    if (tensor_core_generation or 0) >= 5 and kernels == "trtllm":
+        return efficiency.moe_block_floor_blackwell_s
+    return efficiency.moe_block_floor_s
 
 Num = Any
 """A float, or a NumPy array of them: the same formulas cost one batch or many."""
@@ -655,8 +667,7 @@ class _Runner:
             self.mla_decode_device = self.device.with_fp8_attention() or self.device
         # the fused MoE block's fixed time per expert layer and pass (TensorRT-LLM's kernels
         # on Blackwell their own)
-        self.moe_floor = eff.moe_block_floor_blackwell_s \
-            if (generation or 0) >= 5 and cfg.moe_kernels == "trtllm" else eff.moe_block_floor_s
+        self.moe_floor = moe_block_floor_s(generation, cfg.moe_kernels, eff)
         self.act_bytes = _activation_bytes(cfg.quant)
         self.expert_act_bytes = _activation_bytes(cfg.expert_quant)
         self.weight_bytes = cfg.quant.weights.bytes
