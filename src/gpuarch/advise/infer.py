@@ -36,6 +36,7 @@ from gpuarch.catalog.model import Product, Tier
 from gpuarch.errors import GpuarchError, check_choice
 from gpuarch.estimate.energy import NODE_OVERHEAD, PUE
 from gpuarch.estimate.inference import (
+    BLACKWELL_TENSOR_CORES,
     EXECUTORS,
     MOE_COMMS,
     MOE_KERNELS,
@@ -319,8 +320,10 @@ def advise_inference(
                    # the fixed time those kernels take per expert layer and pass, by
                    # architecture (InferenceConfig.moe_kernels)
                    "moe_block_floor_s": {
-                       "before_blackwell": moe_block_floor_s(4, search.moe_kernels, efficiency),
-                       "blackwell": moe_block_floor_s(5, search.moe_kernels, efficiency)}
+                       "before_blackwell": moe_block_floor_s(
+                           BLACKWELL_TENSOR_CORES - 1, search.moe_kernels, efficiency),
+                       "blackwell": moe_block_floor_s(
+                           BLACKWELL_TENSOR_CORES, search.moe_kernels, efficiency)}
                    if shape.is_moe else None,
                    "nvls": search.nvls,
                    "adp_balance": search.adp_balance,

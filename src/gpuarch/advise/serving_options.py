@@ -15,6 +15,7 @@ from gpuarch.perf.quant import (
     QuantScheme,
     activations_run,
     gemm_peak,
+    in_sixteen_bit,
     sixteen_bit_format,
 )
 from gpuarch.units import Unit, from_si
@@ -142,16 +143,13 @@ def in_gpu_formats(product: Product, label: str, scheme: QuantScheme
     activations where the Tensor Cores lack its FP8 or FP4 (the other schemes are searched
     only where their formats are native)."""
     sixteen = sixteen_bit_format(product)
-
-    def own(fmt: QuantFormat) -> QuantFormat:
-        return sixteen if fmt is QuantFormat.BF16 else fmt
-
-    activations = own(scheme.activations)
+    activations = in_sixteen_bit(scheme.activations, sixteen)
     if label == CHECKPOINT_SCHEME:
         activations = activations_run(product, activations)
     if sixteen is QuantFormat.FP16:
         label = label.replace("bf16", "fp16")
-    return label, QuantScheme(own(scheme.weights), activations, own(scheme.kv_cache))
+    return label, QuantScheme(in_sixteen_bit(scheme.weights, sixteen), activations,
+                              in_sixteen_bit(scheme.kv_cache, sixteen))
 
 
 def native(product: Product, scheme: QuantScheme) -> bool:

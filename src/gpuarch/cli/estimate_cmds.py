@@ -267,7 +267,13 @@ def cmd_infer(args: argparse.Namespace) -> int:
         estimate_inference,
     )
     from gpuarch.estimate.remedies import serving_remedies
-    from gpuarch.perf.quant import QuantFormat, QuantScheme, activations_run, sixteen_bit_format
+    from gpuarch.perf.quant import (
+        QuantFormat,
+        QuantScheme,
+        activations_run,
+        in_sixteen_bit,
+        sixteen_bit_format,
+    )
     from gpuarch.report.estimate_text import render_inference
     from gpuarch.validation.nearest import serving_setup
 
@@ -279,13 +285,11 @@ def cmd_infer(args: argparse.Namespace) -> int:
     # the GPU's 16-bit format: FP16 before Ampere, which has no BF16 (engines run BF16
     # checkpoints there in FP16); BF16 asked for by name stays, at the FP16 rate, noted
     sixteen = sixteen_bit_format(product)
-
-    def own(fmt: Any) -> Any:
-        return sixteen if fmt is QuantFormat.BF16 else fmt
-
     if checkpoint is not None:
-        weights, default_activations, default_kv, declared_experts = (
-            own(f) for f in declared_formats(checkpoint, shape.is_moe))
+        declared: tuple[Any, ...] = tuple(
+            f if f is None else in_sixteen_bit(f, sixteen)
+            for f in declared_formats(checkpoint, shape.is_moe))
+        weights, default_activations, default_kv, declared_experts = declared
         default_activations = activations_run(product, default_activations)
         expert_weights = expert_weights or declared_experts
     else:

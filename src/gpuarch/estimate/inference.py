@@ -68,10 +68,12 @@ from gpuarch.workloads.params import count_params
 from gpuarch.workloads.shape import MAX_DIMENSION, FfnKind, TransformerShape
 
 __all__ = [
+    "BLACKWELL_TENSOR_CORES",
     "EXECUTORS",
     "MAX_PREFILL_LOAD",
     "MOE_COMMS",
     "MOE_KERNELS",
+    "MOE_KERNEL_ENGINES",
     "OP_PARTS",
     "RESERVE_FRACTION",
     "WINDOW_KV_CACHES",
@@ -145,16 +147,23 @@ layers put them), vLLM's or SGLang's (``moe_block_floor_s`` on every GPU: on Bla
 FlashInfer's TRT-LLM-Gen MoE, whose measured layers put it there); the rest of the model is
 the same for all three."""
 
+MOE_KERNEL_ENGINES = {"trtllm": "TensorRT-LLM", "vllm": "vLLM", "sglang": "SGLang"}
+"""Each of ``MOE_KERNELS`` by the engine's name, as reports print it."""
+
 MAX_BATCH_SEARCH = 4096
 """Upper end of the search for the largest batch that fits (``--batch max``)."""
+
+
+BLACKWELL_TENSOR_CORES = 5
+"""Blackwell's Tensor Core generation (the catalog's ``tensor_core_generation``; Hopper 4)."""
 
 
 def moe_block_floor_s(tensor_core_generation: int | None, kernels: str,
                       efficiency: Efficiency = DEFAULT_EFFICIENCY) -> float:
     """Fixed time of one fused MoE block per expert layer and pass (seconds) for ``kernels``
     (``MOE_KERNELS``) on a GPU of that Tensor Core generation: TensorRT-LLM's on Blackwell
-    (generation 5) their own, every other case the Hopper-measured one."""
-    if (tensor_core_generation or 0) >= 5 and kernels == "trtllm":
+    their own, every other case the Hopper-measured one."""
+    if (tensor_core_generation or 0) >= BLACKWELL_TENSOR_CORES and kernels == "trtllm":
         return efficiency.moe_block_floor_blackwell_s
     return efficiency.moe_block_floor_s
 
@@ -663,7 +672,7 @@ class _Runner:
         # run their math in FP8 over an FP8 cache (Efficiency.mla_decode_attention)
         self.mla_decode_device = self.device
         if shape.mla is not None and cfg.quant.kv_cache is QuantFormat.FP8 \
-                and (generation or 0) >= 5:
+                and (generation or 0) >= BLACKWELL_TENSOR_CORES:
             self.mla_decode_device = self.device.with_fp8_attention() or self.device
         # the fused MoE block's fixed time per expert layer and pass (TensorRT-LLM's kernels
         # on Blackwell their own)

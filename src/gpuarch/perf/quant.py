@@ -12,7 +12,7 @@ from gpuarch.errors import GpuarchError
 from gpuarch.perf.precision import MatmulPeak, lacks_bf16, sibling_scaled_peak
 
 __all__ = ["GemmPeak", "QuantFormat", "QuantScheme", "activations_run", "gemm_peak",
-           "sixteen_bit_format"]
+           "in_sixteen_bit", "sixteen_bit_format"]
 
 
 class QuantFormat(Enum):
@@ -205,6 +205,13 @@ def sixteen_bit_format(product: Product) -> QuantFormat:
     """The 16-bit format ``product`` stores and computes in: BF16, or FP16 where it lacks
     BF16 (``perf.precision.lacks_bf16``: before Ampere)."""
     return QuantFormat.FP16 if lacks_bf16(product) else QuantFormat.BF16
+
+
+def in_sixteen_bit(fmt: QuantFormat, sixteen: QuantFormat) -> QuantFormat:
+    """``fmt`` as a GPU whose 16-bit format is ``sixteen`` (``sixteen_bit_format``) holds it:
+    BF16 becomes that format (FP16 before Ampere, as engines run BF16 checkpoints there),
+    every other format stays."""
+    return sixteen if fmt is QuantFormat.BF16 else fmt
 
 
 def activations_run(product: Product, fmt: QuantFormat) -> QuantFormat:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from gpuarch.report.estimate_text import MOE_KERNEL_NAMES
+from gpuarch.report.estimate_text import moe_kernels_named
 from gpuarch.report.text import fmt, table
 from gpuarch.units import Unit, from_si
 from gpuarch.validation.bands import band_sentence
@@ -78,10 +78,10 @@ def _footer(advice: Any, elapsed: float) -> list[str]:
                      + "; ".join(f"{n['error']:+.0%} {n['summary']}" for n in near))
     kernels = advice.assumptions.get("moe_kernels")
     if kernels:
-        others = "|".join(k for k in MOE_KERNEL_NAMES if k != kernels)
+        name, others = moe_kernels_named(kernels)
         floor = {k: fmt(from_si(v, Unit.US))
                  for k, v in advice.assumptions["moe_block_floor_s"].items()}
-        lines.append(f"MoE kernels: {MOE_KERNEL_NAMES[kernels]}, {floor['before_blackwell']} us "
+        lines.append(f"MoE kernels: {name}, {floor['before_blackwell']} us "
                      "fixed per expert layer and pass"
                      + (f", {floor['blackwell']} us on Blackwell"
                         if floor["blackwell"] != floor["before_blackwell"] else "")

@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from gpuarch.estimate.disagg import DisaggEstimate
-from gpuarch.estimate.inference import InferenceEstimate
+from gpuarch.estimate.inference import MOE_KERNEL_ENGINES, InferenceEstimate
 from gpuarch.estimate.training import TrainingEstimate
 from gpuarch.report.text import fmt, table
 from gpuarch.units import Unit, from_si
 from gpuarch.validation.inference import InferenceSummary
+from gpuarch.validation.moe_kernels import RELEASES
 from gpuarch.validation.ops import OpSummary
 from gpuarch.validation.training import ValidationSummary
 
@@ -264,8 +265,8 @@ def render_inference(e: InferenceEstimate, band: Band | None = None,
     if a.get("formats_origin"):
         lines.append(f"                from {a['formats_origin']}")
     if a.get("moe_kernels"):
-        others = "|".join(k for k in MOE_KERNEL_ENGINES if k != a["moe_kernels"])
-        lines.append(f"  MoE kernels   {MOE_KERNEL_NAMES[a['moe_kernels']]}: "
+        name, others = moe_kernels_named(a["moe_kernels"])
+        lines.append(f"  MoE kernels   {name}: "
                      f"{fmt(from_si(a['moe_block_floor_s'], Unit.US))} us fixed per expert "
                      f"layer and pass (--moe-kernels {others} for theirs)")
     if a.get("output_len_cv"):
@@ -413,17 +414,17 @@ def _ratio_cells(doc: Mapping[str, Any], part: str, count: str) -> list[str]:
             "-" if spread is None else f"{spread:.2f}"]
 
 
-MOE_KERNEL_ENGINES = {"trtllm": "TensorRT-LLM 1.3.0rc20", "vllm": "vLLM 0.24.0",
-                      "sglang": "SGLang 0.5.14"}
-"""Each engine whose measured MoE layers the repository holds, as the text names it."""
-
-MOE_KERNEL_NAMES = {"trtllm": "TensorRT-LLM's", "vllm": "vLLM's", "sglang": "SGLang's"}
-"""How an estimate's text names whose MoE kernels it charged."""
-
 MOE_KERNEL_SECTIONS = {"trtllm": "TensorRT-LLM's measured MoE layers",
                        "vllm": "vLLM's and SGLang's measured MoE layers",
                        "sglang": "vLLM's and SGLang's measured MoE layers"}
 """The section of docs/performance-model.md on each engine's comparison."""
+
+
+def moe_kernels_named(kernels: str) -> tuple[str, str]:
+    """Whose MoE kernels (``MOE_KERNELS``) as a text names them ("TensorRT-LLM's"), and the
+    other choices as ``--moe-kernels`` takes them ("vllm|sglang")."""
+    others = "|".join(k for k in MOE_KERNEL_ENGINES if k != kernels)
+    return f"{MOE_KERNEL_ENGINES[kernels]}'s", others
 
 
 def render_moe_kernels(summary: Sequence[Mapping[str, Any]], kernels: str = "trtllm") -> str:
@@ -431,7 +432,7 @@ def render_moe_kernels(summary: Sequence[Mapping[str, Any]], kernels: str = "trt
     GPU, shape and format (``validation.moe_kernels.summarize``)."""
     rows = [[d["device"], d["shape"], d["format"], *_ratio_cells(d, "large", "layers"),
              *_ratio_cells(d, "small", "layers")] for d in summary]
-    engine = MOE_KERNEL_ENGINES[kernels]
+    engine = RELEASES[kernels]
     return "\n".join([
         f"{engine}'s MoE layers (NVIDIA aiconfigurator, balanced routing) beside the serving "
         "model's MoE module",

@@ -22,6 +22,7 @@ from functools import cache
 from pathlib import Path
 
 from gpuarch.catalog.loader import Catalog
+from gpuarch.estimate.inference import MOE_KERNEL_ENGINES
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.perf.quant import QuantFormat, QuantScheme
 from gpuarch.units import Unit, to_si
@@ -33,8 +34,9 @@ from gpuarch.validation.measured import (
 )
 from gpuarch.workloads.presets import preset
 
-__all__ = ["FILES", "LARGE_TOKENS", "MOE_KERNELS_FILE", "SOURCE", "SOURCES", "KernelRow",
-           "compare", "load_kernel_rows", "mean_abs_log_ratio", "summarize"]
+__all__ = ["FILES", "LARGE_TOKENS", "MOE_KERNELS_FILE", "RELEASES", "SOURCE", "SOURCES",
+           "VERSIONS", "KernelRow", "compare", "load_kernel_rows", "mean_abs_log_ratio",
+           "summarize"]
 
 LARGE_TOKENS = 2048
 """From this many tokens on, a module's grouped GEMMs' efficiency sets its time; below it,
@@ -42,24 +44,24 @@ streaming the experts' weights and the module's fixed costs."""
 
 MOE_KERNELS_FILE = Path(__file__).with_name("data") / "moe-kernels-trtllm.csv"
 
-SOURCE = ("NVIDIA aiconfigurator's collected database, TensorRT-LLM 1.3.0rc20 MoE layers "
-          "(PyPI aiconfigurator-core 0.12.0: aiconfigurator_core/systems/data/<gpu>/moe/trtllm/"
-          "1.3.0rc20/moe_perf.parquet), balanced routing")
-"""Where the TensorRT-LLM rows come from (the file's header says more)."""
-
 FILES = {"trtllm": MOE_KERNELS_FILE,
          "vllm": Path(__file__).with_name("data") / "moe-kernels-vllm.csv",
          "sglang": Path(__file__).with_name("data") / "moe-kernels-sglang.csv"}
 """Each engine's measured layers (``InferenceConfig.moe_kernels``: whose kernels)."""
 
-SOURCES = {"trtllm": SOURCE,
-           "vllm": ("NVIDIA aiconfigurator's collected database, vLLM 0.24.0 MoE layers (PyPI "
-                    "aiconfigurator-core 0.12.0: aiconfigurator_core/systems/data/<gpu>/moe/"
-                    "vllm/0.24.0/moe_perf.parquet), balanced routing"),
-           "sglang": ("NVIDIA aiconfigurator's collected database, SGLang 0.5.14 MoE layers "
-                      "(PyPI aiconfigurator-core 0.12.0: aiconfigurator_core/systems/data/<gpu>/"
-                      "moe/sglang/0.5.14/moe_perf.parquet), balanced routing")}
-"""Where each engine's rows come from."""
+VERSIONS = {"trtllm": "1.3.0rc20", "vllm": "0.24.0", "sglang": "0.5.14"}
+"""The engine release each file's layers were measured with."""
+
+RELEASES = {k: f"{MOE_KERNEL_ENGINES[k]} {v}" for k, v in VERSIONS.items()}
+"""Each engine and release, as reports name the measured layers."""
+
+SOURCES = {k: (f"NVIDIA aiconfigurator's collected database, {RELEASES[k]} MoE layers (PyPI "
+               f"aiconfigurator-core 0.12.0: aiconfigurator_core/systems/data/<gpu>/moe/{k}/"
+               f"{v}/moe_perf.parquet), balanced routing") for k, v in VERSIONS.items()}
+"""Where each engine's rows come from (each file's header says more)."""
+
+SOURCE = SOURCES["trtllm"]
+"""Where the TensorRT-LLM rows come from."""
 
 SHAPES = {"qwen3-30b": "qwen3-30b-a3b", "qwen3-235b": "qwen3-235b-a22b",
           "dsv3": "deepseek-v3", "gptoss120": "gpt-oss-120b"}
