@@ -21,6 +21,7 @@ from gpuarch.estimate import Recompute, TrainingConfig, estimate_training
 from gpuarch.estimate.disagg import PrefillPool, estimate_disaggregated
 from gpuarch.estimate.inference import Batching, InferenceConfig, estimate_inference
 from gpuarch.estimate.load import batch_for_rate
+from gpuarch.estimate.sweep import sweep_batches
 from gpuarch.perf.quant import QuantFormat, QuantScheme
 from gpuarch.units import Unit, from_si
 from gpuarch.workloads import preset
@@ -113,6 +114,15 @@ def main() -> None:
     per = _time(disaggregated, max(1, args.runs // 20))
     print(f"{'disaggregated, 4 prefill + 4 decode H100, 2 req/s':46} "
           f"{from_si(per, Unit.MS):8.2f} ms per estimate (both pools' batch axes)")
+    swept = replace(cfg, batching=Batching.CONTINUOUS)
+
+    def batch_sweep() -> object:  # --batch sweep: 1, 2, 4, ... and the largest that fits
+        return sweep_batches(catalog, shape, h100, swept, [0], system=dgx)
+
+    points = len(batch_sweep().points)  # type: ignore[attr-defined]
+    per = _time(batch_sweep, max(1, args.runs // 20))
+    print(f"{'serve llama-3.1-70b FP8, --batch sweep':46} {from_si(per, Unit.MS):8.2f} ms "
+          f"per sweep ({points} estimates, {from_si(per / points, Unit.US):.0f} us each)")
 
 
 if __name__ == "__main__":

@@ -452,7 +452,7 @@ def test_estimate_infer(capsys: pytest.CaptureFixture[str]) -> None:
     status, _, err = run(capsys, "estimate", "infer", "--model", "llama-3.1-8b", "--gpu",
                          "h100", "--input-len", "512", "--output-len", "128", "--batch",
                          "lots")
-    assert status == 2 and "--batch: expected a number or 'max'" in err
+    assert status == 2 and "--batch: expected a number, 'max', 'sweep'" in err
     status, out, err = run(capsys, "estimate", "infer", "--model", "llama-3.1-8b", "--gpu",
                            "h100", "--input-len", "512", "--output-len", "128", "--batch",
                            "8", "--executor", "c++")

@@ -245,14 +245,28 @@ def engine_flags(p: argparse.ArgumentParser) -> None:
 NO_BATCH = 0
 """--batch's value when it is not given (``max`` parses to None)."""
 
+SWEEP = 0
+"""In a --batch list, 'sweep': powers of two up to the largest batch that fits, then it
+(``estimate.sweep.sweep_values``)."""
 
-def _batch(text: str) -> int | None:
+
+def _batch(text: str) -> int | tuple[int | None, ...] | None:
+    """One batch (a number, or None for 'max'), or a tuple of them for a sweep: a
+    comma-separated list, 'sweep' (``SWEEP``) standing for powers of two up to 'max'."""
+    if "," not in text and text != "sweep":
+        return _one_batch(text)
+    return tuple(SWEEP if item.strip() == "sweep" else _one_batch(item.strip())
+                 for item in text.split(","))
+
+
+def _one_batch(text: str) -> int | None:
     if text == "max":
         return None
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"--batch: expected a number or 'max', got "
+        raise argparse.ArgumentTypeError(f"--batch: expected a number, 'max', 'sweep' or a "
+                                         f"comma-separated list of them, got "
                                          f"{text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"--batch: expected >= 1, got {value}")
@@ -301,9 +315,11 @@ def cmd_infer(args: argparse.Namespace) -> int:
     activations = args.activation_precision or default_activations
     kv = args.kv_precision or default_kv or sixteen_bit_kv(activations, sixteen)
     _check_load_flags(args)
+    sweep = isinstance(args.batch, tuple)
     cfg = InferenceConfig(
         input_len=args.input_len, output_len=args.output_len,
-        batch=None if args.rate is not None else args.batch,  # --rate: batch_for_rate's
+        # --rate: batch_for_rate's; a sweep: each of its batches in turn
+        batch=None if args.rate is not None or sweep else args.batch,
         gpus=args.gpus or args.tp * args.pp, tp=args.tp, pp=args.pp, ep=args.ep,
         quant=QuantScheme(weights, activations, kv), expert_weights=expert_weights,
         expert_activations=args.expert_activation_precision,
@@ -327,6 +343,9 @@ def cmd_infer(args: argparse.Namespace) -> int:
         cfg = apply_limits(shape, cfg, product.memory_bytes, args.engine_limits,
                            args.max_batch_size, args.max_num_tokens or 0)
     eff, measured = _calibrated(args, catalog, product, system)
+    if sweep:
+        return _batch_sweep(args, catalog, shape, product, system, cfg, eff, measured,
+                            checkpoint.origin if checkpoint else None)
     if args.prefill_gpus is not None:
         return _disaggregated(args, catalog, shape, product, system, cfg, eff)
     load = None
@@ -346,6 +365,38 @@ def cmd_infer(args: argparse.Namespace) -> int:
     return _print_estimate(args, est, "serving", shape, product, measured,
                            "output_tokens_per_s", render_inference, remedies,
                            serving_setup(shape, product, cfg))
+
+
+def _batch_sweep(args: argparse.Namespace, catalog: Any, shape: TransformerShape,
+                 product: Any, system: Any, cfg: Any, eff: Any, measured: Any,
+                 origin: str | None) -> int:
+    """estimate infer with a list of batches: one estimate each, the frontier of output per
+    GPU against speed per user marked, in a table or --json, drawn with --plot."""
+    from gpuarch.estimate.sweep import sweep_batches
+    from gpuarch.report.estimate_text import render_batch_sweep
+    from gpuarch.validation.bands import band_for
+
+    if args.plot:
+        from gpuarch.report.plot import check_plot_path
+
+        check_plot_path(args.plot)
+    result = sweep_batches(catalog, shape, product, cfg, args.batch, system=system,
+                           efficiency=eff, measured=measured, formats_origin=origin)
+    band = None if measured else band_for("serving", shape, product)
+    if args.plot:
+        from gpuarch.report.plot import plot_batch_sweep
+
+        plot_batch_sweep(result, args.plot)
+    if args.json:
+        doc = result.as_json()
+        doc["validation"] = band.as_json() if band else None
+        for point, entry in zip(result.points, doc["sweep"], strict=True):
+            entry["validation"] = band.as_json(point.estimate.output_tokens_per_s,
+                                               "output_tokens_per_s") if band else None
+        print(to_json(doc))
+    else:
+        print(render_batch_sweep(result, band))
+    return 0
 
 
 def _disaggregated(args: argparse.Namespace, catalog: Any, shape: TransformerShape,
@@ -394,6 +445,12 @@ def _check_load_flags(args: argparse.Namespace) -> None:
     if (args.batch == NO_BATCH) == (args.rate is None):
         raise GpuarchError("--batch or --rate: give one of them (sequences decoded "
                            "together, or requests per second arriving)")
+    if isinstance(args.batch, tuple) and args.prefill_gpus is not None:
+        raise GpuarchError("--batch: a list of batches sweeps one deployment; the "
+                           "disaggregated estimate (--prefill-gpus) takes one batch")
+    if args.plot and not isinstance(args.batch, tuple):
+        raise GpuarchError("--plot: draws a batch sweep; give --batch a list (e.g. "
+                           "1,8,64,max) or 'sweep'")
     if args.rate is None:
         return
     if args.batching is Batching.STATIC:
@@ -767,7 +824,12 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p.add_argument("--output-len", type=int, required=True, help="generated tokens")
     p.add_argument("--batch", type=_batch, default=NO_BATCH,
                    help="sequences decoded together, or 'max' for the largest that fits "
-                        "(this or --rate)")
+                        "(this or --rate); a comma-separated list (e.g. 1,8,64,max) or "
+                        "'sweep' (powers of two up to max) estimates each and marks the "
+                        "frontier of output tokens/s per GPU against per user")
+    p.add_argument("--plot", type=Path, metavar="FILE",
+                   help="with a --batch list: draw tokens/s per GPU against tokens/s per "
+                        "user, one point per batch, to .png or .svg")
     p.add_argument("--prefill-gpus", type=at_least_one("--prefill-gpus"), metavar="N",
                    help="disaggregated serving: N more GPUs that only prefill, their KV "
                         "caches sent to the --gpus that only decode (unvalidated)")

@@ -161,6 +161,7 @@ class DisaggEstimate:
             "batch": self.batch, "max_batch": self.max_batch,
             "output_tokens_per_s": self.output_tokens_per_s,
             "output_tokens_per_s_per_gpu": self.output_tokens_per_s / self.gpus,
+            "output_tokens_per_s_per_user": 1.0 / self.tpot_s,
             "memory_per_gpu_gib": gib(self.memory),
             "gpu_memory_gib": from_si(self.gpu_memory_bytes, Unit.GIB),
             "fits_in_memory": self.max_batch >= 1,

@@ -467,6 +467,12 @@ class InferenceEstimate:
     prefill_parts_s: dict[str, float] = field(default_factory=dict)  # OP_PARTS
     decode_step_parts_s: dict[str, float] = field(default_factory=dict)
 
+    @property
+    def output_tokens_per_s_per_user(self) -> float:
+        """How fast one request's output streams once it has begun: 1 / TPOT (under
+        continuous batching the TPOT includes the prefill passes run between steps)."""
+        return 1.0 / self.tpot_s
+
     def as_json(self) -> dict[str, Any]:
         mem = {k: from_si(v, Unit.GIB) for k, v in self.memory.items()}
         mem["total"] = from_si(sum(self.memory.values()), Unit.GIB)
@@ -479,6 +485,7 @@ class InferenceEstimate:
             "batch": self.batch,
             "output_tokens_per_s": self.output_tokens_per_s,
             "output_tokens_per_s_per_gpu": self.output_tokens_per_s / self.gpus,
+            "output_tokens_per_s_per_user": self.output_tokens_per_s_per_user,
             "memory_per_gpu_gib": mem,
             "gpu_memory_gib": from_si(self.gpu_memory_bytes, Unit.GIB),
             "fits_in_memory": self.fits_in_memory,

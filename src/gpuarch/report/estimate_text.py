@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from gpuarch.estimate.disagg import DisaggEstimate
 from gpuarch.estimate.inference import MOE_KERNEL_ENGINES, InferenceEstimate
+from gpuarch.estimate.sweep import BatchSweep
 from gpuarch.estimate.training import TrainingEstimate
 from gpuarch.report.text import fmt, table
 from gpuarch.units import Unit, from_si
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     from gpuarch.validation.nearest import PublishedFigure
 
 __all__ = [
+    "render_batch_sweep",
     "render_collectives",
     "render_inference",
     "render_inference_validation",
@@ -204,7 +206,8 @@ def render_disaggregated(e: DisaggEstimate) -> str:
         "replica, no prefill between steps)",
         f"  request       {fmt(e.request_latency_s)} s",
         f"  throughput    {fmt(e.output_tokens_per_s)} output tokens/s, "
-        f"{fmt(e.output_tokens_per_s / e.gpus)} per GPU (all {e.gpus})",
+        f"{fmt(e.output_tokens_per_s / e.gpus)} per GPU (all {e.gpus}), "
+        f"{fmt(1.0 / e.tpot_s)} per user (1 / TPOT)",
         "",
         f"  memory/GPU    decode {_gib(sum(e.memory.values()))} GiB of "
         f"{_gib(e.gpu_memory_bytes)} GiB (KV cache {_gib(e.memory['kv_cache'])}; largest "
@@ -235,21 +238,12 @@ def _serving_remedy_lines(remedies: Sequence[Remedy]) -> list[str]:
             for i, r in enumerate(fitting)]
 
 
-def render_inference(e: InferenceEstimate, band: Band | None = None,
-                     remedies: Sequence[Remedy] = (),
-                     near: Sequence[tuple[float, PublishedFigure]] = ()) -> str:
-    """The estimate in text; with ``band``, the range its error band gives; with
-    ``remedies`` (a server that does not fit), what single changes would make it fit; with
-    ``near`` (``validation.nearest.nearest``), the published runs closest to it."""
-    a = e.assumptions
+def _serving_setup_lines(a: dict[str, Any]) -> list[str]:
+    """A serving estimate's setup under its title, from its assumptions: formats, expert
+    formats, whose MoE kernels, output-length spread, context, engine limits, speculative
+    decoding and prefix cache (what a batch sweep shares across its batches)."""
     f = a["formats"]
-    mem = e.memory
     lines = [
-        f"{e.model} on {e.gpus} x {e.gpu}: batch {e.batch} ({a['batching']} batching"
-        + (", the engine's cap" if a.get("max_batch_size") == e.batch else "")
-        + (f", {a['pipeline_micro_batches']} pipeline micro-batches in flight"
-           if a.get("pipeline_micro_batches", 1) > 1 else "") + "), "
-        f"{a['replicas']} replica(s)" + _expert_split(a.get("parallelism", {})),
         f"  formats       weights {f['weights']}, activations {f['activations']}, KV cache "
         f"{f['kv_cache']}; GEMMs at {fmt(a['gemm_peak_tflops'])} TFLOPS "
         f"({a['gemm_peak_source']})" + (", weights dequantized" if a["weights_dequantized"]
@@ -293,6 +287,25 @@ def render_inference(e: InferenceEstimate, band: Band | None = None,
         lines.append(f"  prefix cache  {a['cached_prefix']:,} of the prompt's tokens cached "
                      "(shared by every request): not prefilled, and their KV cache held once "
                      "per replica")
+    return lines
+
+
+def render_inference(e: InferenceEstimate, band: Band | None = None,
+                     remedies: Sequence[Remedy] = (),
+                     near: Sequence[tuple[float, PublishedFigure]] = ()) -> str:
+    """The estimate in text; with ``band``, the range its error band gives; with
+    ``remedies`` (a server that does not fit), what single changes would make it fit; with
+    ``near`` (``validation.nearest.nearest``), the published runs closest to it."""
+    a = e.assumptions
+    mem = e.memory
+    lines = [
+        f"{e.model} on {e.gpus} x {e.gpu}: batch {e.batch} ({a['batching']} batching"
+        + (", the engine's cap" if a.get("max_batch_size") == e.batch else "")
+        + (f", {a['pipeline_micro_batches']} pipeline micro-batches in flight"
+           if a.get("pipeline_micro_batches", 1) > 1 else "") + "), "
+        f"{a['replicas']} replica(s)" + _expert_split(a.get("parallelism", {})),
+        *_serving_setup_lines(a),
+    ]
     if a.get("load"):
         ld = a["load"]
         lines.append(f"  load          {fmt(ld['rate_per_s'])} requests/s: "
@@ -310,7 +323,8 @@ def render_inference(e: InferenceEstimate, band: Band | None = None,
            and a["cuda_graph_padding"]["decode_rows"] != e.batch else "") + ")",
         f"  request       {fmt(e.request_latency_s)} s",
         f"  throughput    {fmt(e.output_tokens_per_s)} output tokens/s, "
-        f"{fmt(e.output_tokens_per_s / e.gpus)} per GPU",
+        f"{fmt(e.output_tokens_per_s / e.gpus)} per GPU, "
+        f"{fmt(e.output_tokens_per_s_per_user)} per user (1 / TPOT)",
         *_band_line(band, e.output_tokens_per_s, "output tokens/s"),
         *_nearest_lines(near, "serving"),
         "",
@@ -335,6 +349,49 @@ def render_inference(e: InferenceEstimate, band: Band | None = None,
         lines.append(f"  note          {a['precision_fallback']}")
     if a.get("measured_parameters") or a.get("sibling_rates"):
         lines += _origin_lines(a)
+    return "\n".join(lines)
+
+
+def render_batch_sweep(sweep: BatchSweep, band: Band | None = None) -> str:
+    """A batch sweep as a table, one row per batch, the frontier marked; with ``band``, the
+    model's error on published serving figures of this kind."""
+    first = sweep.points[0].estimate
+    a = first.assumptions
+    continuous = a["batching"] == "continuous"
+    rows = []
+    for p in sweep.points:
+        e = p.estimate
+        rows.append([
+            ("* " if p.on_frontier else "  ") + f"{p.in_flight:,}", f"{e.batch:,}",
+            fmt(from_si(e.ttft_s, Unit.MS)), fmt(from_si(e.tpot_s, Unit.MS)),
+            fmt(e.output_tokens_per_s_per_user), fmt(e.output_tokens_per_s / e.gpus),
+            fmt(e.output_tokens_per_s), _gib(sum(e.memory.values())),
+            "yes" if e.fits_in_memory else "NO", e.bottleneck["decode"]])
+    lines = [
+        f"{first.model} on {first.gpus} x {first.gpu}: {sweep.input_len:,} in / "
+        f"{sweep.output_len:,} out, {a['batching']} batching, {a['replicas']} replica(s)"
+        + _expert_split(a.get("parallelism", {})) + f"; {len(sweep.points)} batch sizes",
+        *_serving_setup_lines(a),
+        "",
+        table(["In flight", "Batch", "TTFT ms", "TPOT ms", "tok/s/user", "tok/s/GPU",
+               "tok/s", "GiB/GPU", "Fits", "Decode bound"], rows,
+              right=[True] * 8 + [False, False]),
+        "",
+        "  * on the frontier: no other batch gives at least as many output tokens/s per GPU "
+        "and per user with more of one (or the same sooner); tok/s/user = 1 / TPOT",
+    ]
+    if continuous and any(p.in_flight > p.estimate.batch for p in sweep.points):
+        lines.append(f"  In flight above Batch: more requests than the {first.max_batch:,} "
+                     "that fit; the rest wait in a queue for a slot, in the TTFT")
+    if any(not p.estimate.fits_in_memory for p in sweep.points):
+        lines.append(f"  Fits NO: weights, KV cache and activations exceed the GPU's "
+                     f"{_gib(first.gpu_memory_bytes)} GiB (the largest batch that fits: "
+                     f"{first.max_batch:,})")
+    if band is not None:
+        lines.append(f"  error band    the model's output tokens/s on {band.figures} published "
+                     f"figures of {band.label}: 10th-90th percentile {band.p10_error:+.0%} "
+                     f"to {band.p90_error:+.0%}, median {band.median_error:+.0%} "
+                     f"({band.bias})")
     return "\n".join(lines)
 
 

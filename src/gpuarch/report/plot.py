@@ -10,8 +10,8 @@ from gpuarch.catalog.evolution import EvolutionRow, Metric
 from gpuarch.errors import GpuarchError
 from gpuarch.files import check_output_path, write_whole
 
-__all__ = ["PLOT_SUFFIXES", "check_plot_path", "plot_evolution", "plot_pareto",
-           "plot_roofline"]
+__all__ = ["PLOT_SUFFIXES", "check_plot_path", "plot_batch_sweep", "plot_evolution",
+           "plot_pareto", "plot_roofline"]
 
 PLOT_SUFFIXES = (".png", ".svg")
 
@@ -155,6 +155,45 @@ def plot_pareto(advice: Any, path: Path) -> None:
     ax.set_title(f"Pareto front: {what}", fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
+    fig.tight_layout()
+    _save(fig, plt, path)
+
+
+def plot_batch_sweep(sweep: Any, path: Path) -> None:
+    """A serving batch sweep (``estimate.sweep.BatchSweep``): output tokens/s per GPU
+    against tokens/s per user, one point per batch labelled with the requests in flight,
+    the frontier joined by a line, batches that do not fit hollow."""
+    plt = _pyplot(path)
+    first = sweep.points[0].estimate
+    fig, ax = plt.subplots(figsize=(8, 5.5))
+    for p in sweep.points:
+        e = p.estimate
+        x, y = e.output_tokens_per_s_per_user, e.output_tokens_per_s / e.gpus
+        ax.scatter([x], [y], marker="o", s=36, edgecolors="black", linewidths=0.6,
+                   facecolors="#4c78a8" if e.fits_in_memory else "none", zorder=3)
+        ax.annotate(f"{p.in_flight:,}", (x, y), textcoords="offset points", xytext=(5, 4),
+                    fontsize=8)
+    front = sorted(sweep.frontier, key=lambda p: p.estimate.output_tokens_per_s_per_user)
+    if len(front) > 1:
+        ax.plot([p.estimate.output_tokens_per_s_per_user for p in front],
+                [p.estimate.output_tokens_per_s / p.estimate.gpus for p in front],
+                color="#f58518", label="frontier", zorder=2)
+        ax.legend(fontsize=8)
+    from matplotlib.ticker import FuncFormatter
+
+    plain = FuncFormatter(lambda v, _: f"{v:,.4g}")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_formatter(plain)
+        axis.set_minor_formatter(plain)
+    ax.tick_params(which="minor", labelsize=7)
+    ax.set_xlabel("output tokens/s per user (1 / TPOT)")
+    ax.set_ylabel("output tokens/s per GPU")
+    ax.set_title(f"{first.model} on {first.gpus} x {first.gpu}, {sweep.input_len:,} in / "
+                 f"{sweep.output_len:,} out, {first.assumptions['batching']} batching\n"
+                 "labels: requests in flight; hollow: does not fit", fontsize=10)
+    ax.grid(True, which="both", alpha=0.3)
     fig.tight_layout()
     _save(fig, plt, path)
 
