@@ -385,6 +385,25 @@ def advise_inference(
                            best_fitting)
 
 
+def option_config(search: InferenceSearch, o: InferenceOption) -> InferenceConfig:
+    """The serving configuration of an aggregated option (all its replicas): what its
+    estimate ran, what a launch command spells out."""
+    if o.prefill is not None:
+        raise GpuarchError("a disaggregated option has two pools, not one configuration")
+    quant = QuantScheme(QuantFormat(o.weights), QuantFormat(o.activations),
+                        QuantFormat(o.kv_cache))
+    return InferenceConfig(
+        input_len=search.input_len, output_len=search.output_len, batch=o.batch,
+        gpus=o.gpus, tp=o.tp, pp=o.pp, ep=o.ep, quant=quant,
+        expert_weights=QuantFormat(o.expert_weights) if o.expert_weights else None,
+        batching=Batching.CONTINUOUS, executor=search.executor,
+        window_kv_cache=search.window_kv_cache, moe_comm=search.moe_comm,
+        moe_kernels=search.moe_kernels, fp8_context_attention=search.fp8_context_attention,
+        nvls=search.nvls, adp_balance=search.adp_balance, cached_prefix=search.cached_prefix,
+        output_len_cv=search.output_len_cv,
+        cuda_graph_batch_sizes=search.cuda_graph_batch_sizes)
+
+
 def _smallest_batches(rows: list[InferenceOption]) -> list[InferenceOption]:
     """Under a given load a larger batch setting that needs no fewer GPUs only adds
     latency: keep, per GPU, split, formats and fleet size, the smallest batch."""

@@ -641,6 +641,22 @@ def _hardware(catalog: Catalog, o: TrainingOption, system: System | None) -> str
     return ", ".join(p for p in parts if p)
 
 
+def option_config(search: TrainingSearch, o: TrainingOption, system: System | None
+                  ) -> TrainingConfig:
+    """The training configuration an option stands for (what its estimate ran, what a
+    launch command spells out)."""
+    return TrainingConfig(gpus=o.gpus, seq_len=search.seq_len, global_batch=o.global_batch,
+                          micro_batch=o.micro_batch, tp=o.tp, pp=o.pp, cp=o.cp, ep=o.ep,
+                          vpp=o.vpp, sequence_parallel=o.sequence_parallel,
+                          tp_comm_overlap=o.tp_comm_overlap, zero=o.zero,
+                          fsdp_prefetch=o.fsdp_prefetch,
+                          recompute=Recompute(o.recompute),
+                          precision=Precision(o.precision),
+                          gpus_per_node=system.gpus_per_node if system else 8,
+                          fp8_params=keeps_fp8_weights(Precision(o.precision)),
+                          ep_dispatcher=MOE_DISPATCHER, mtp_layers=search.mtp_layers)
+
+
 def _explain(catalog: Catalog, shape: TransformerShape, search: TrainingSearch,
              o: TrainingOption, best: TrainingOption, rivals: dict[str, TrainingOption],
              eff: Efficiency, systems: dict[str, System | None]) -> TrainingOption:
@@ -648,15 +664,7 @@ def _explain(catalog: Catalog, shape: TransformerShape, search: TrainingSearch,
     how its GPU compares with the best option on another GPU, in the catalog's terms."""
     product = catalog.product(o.gpu)
     system = systems.get(o.gpu)
-    cfg = TrainingConfig(gpus=o.gpus, seq_len=search.seq_len, global_batch=o.global_batch,
-                         micro_batch=o.micro_batch, tp=o.tp, pp=o.pp, cp=o.cp, ep=o.ep,
-                         vpp=o.vpp, sequence_parallel=o.sequence_parallel,
-                         tp_comm_overlap=o.tp_comm_overlap, zero=o.zero,
-                         fsdp_prefetch=o.fsdp_prefetch,
-                         recompute=Recompute(o.recompute), precision=Precision(o.precision),
-                         gpus_per_node=system.gpus_per_node if system else 8,
-                         fp8_params=keeps_fp8_weights(Precision(o.precision)),
-                         ep_dispatcher=MOE_DISPATCHER, mtp_layers=search.mtp_layers)
+    cfg = option_config(search, o, system)
     est = estimate_training(catalog, shape, product, cfg, system=system, efficiency=eff)
     reason = est.bottleneck_reason
     is_best = o == best

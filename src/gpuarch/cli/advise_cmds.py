@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import time
 from collections.abc import Callable
@@ -11,7 +12,10 @@ from typing import Any
 
 from gpuarch.catalog.loader import load_catalog
 from gpuarch.cli.estimate_cmds import (
+    SERVING_LAUNCH,
+    TRAINING_LAUNCH,
     declared_formats,
+    engine_choice,
     engine_flags,
     model_checkpoint,
     model_flags,
@@ -20,7 +24,7 @@ from gpuarch.cli.estimate_cmds import (
 )
 from gpuarch.cli.options import lazy_enum_value, non_negative, parse_quantity, positive_number
 from gpuarch.errors import GpuarchError
-from gpuarch.report.serialize import to_json
+from gpuarch.report.serialize import to_json, to_jsonable
 
 __all__ = ["add_commands"]
 
@@ -99,9 +103,11 @@ def _progress(args: argparse.Namespace) -> Any:
 
 
 def _answer(args: argparse.Namespace, search: Callable[[], Any],
-            render: Callable[[Any, float], str]) -> int:
+            render: Callable[[Any, float], str],
+            launch: Callable[[Any], Any] | None = None) -> int:
     """Run a search (after checking --plot, so a bad path fails at once), draw the front if
-    asked, print text or JSON."""
+    asked, print text or JSON; with --launch, ``launch(advice)`` (a ``report.launch.Launch``
+    for the best option, or a line saying why there is none) under it or as 'launch'."""
     if args.plot:
         from gpuarch.report.plot import check_plot_path
 
@@ -113,8 +119,62 @@ def _answer(args: argparse.Namespace, search: Callable[[], Any],
         from gpuarch.report.plot import plot_pareto
 
         plot_pareto(advice, args.plot)
-    print(to_json(advice) if args.json else render(advice, elapsed))
+    command = launch(advice) if launch is not None and args.launch else None
+    if args.json:
+        if not args.launch:
+            print(to_json(advice))
+            return 0
+        doc = to_jsonable(advice)
+        doc["launch"] = command if isinstance(command, str) or command is None \
+            else command.as_json()
+        print(json.dumps(doc, indent=2, ensure_ascii=False))
+        return 0
+    text = render(advice, elapsed)
+    if args.launch:
+        from gpuarch.report.estimate_text import launch_lines
+
+        extra = [f"  launch        {command}"] if isinstance(command, str) or command is None \
+            else ["", "option 1's command:", *launch_lines(command)]
+        text = "\n".join([text, *extra])
+    print(text)
     return 0
+
+
+def _training_launch(catalog: Any, shape: Any, search: Any) -> Callable[[Any], Any]:
+    """--launch for advise train: Megatron-LM's command for the best option."""
+
+    def launch(advice: Any) -> Any:
+        from gpuarch.advise.train import option_config
+        from gpuarch.report.launch import megatron_launch
+
+        if not advice.top:
+            return "no option to launch"
+        best = advice.top[0]
+        system = catalog.system_for(catalog.product(best.gpu))
+        return megatron_launch(shape, option_config(search, best, system))
+
+    return launch
+
+
+def _serving_launch(args: argparse.Namespace, shape: Any, search: Any
+                    ) -> Callable[[Any], Any]:
+    """--launch for advise infer: the engine's server command for the best option."""
+
+    def launch(advice: Any) -> Any:
+        from gpuarch.advise.infer import option_config
+        from gpuarch.report.launch import model_reference, serving_launch
+
+        if not advice.top:
+            return "no option to launch"
+        best = advice.top[0]
+        if best.prefill is not None:
+            return ("option 1 is disaggregated: its prefill and decode pools are started "
+                    "under a router (NVIDIA Dynamo, or the engine's own), not one command")
+        return serving_launch(args.launch, shape, option_config(search, best),
+                              model_reference(args.model), best.batch,
+                              model_checkpoint(args.model))
+
+    return launch
 
 
 def cmd_advise_train(args: argparse.Namespace) -> int:
@@ -145,7 +205,7 @@ def cmd_advise_train(args: argparse.Namespace) -> int:
     return _answer(args, lambda: advise_training(catalog, shape, search,
                                                  _prices(catalog, args),
                                                  progress=_progress(args)),
-                   render_training_advice)
+                   render_training_advice, _training_launch(catalog, shape, search))
 
 
 def cmd_advise_infer(args: argparse.Namespace) -> int:
@@ -175,7 +235,7 @@ def cmd_advise_infer(args: argparse.Namespace) -> int:
     return _answer(args, lambda: advise_inference(catalog, shape, search,
                                                   _prices(catalog, args),
                                                   progress=_progress(args)),
-                   render_inference_advice)
+                   render_inference_advice, _serving_launch(args, shape, search))
 
 
 def _checkpoint(model: str, moe: bool) -> dict[str, Any]:
@@ -249,6 +309,9 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p.add_argument("--budget-usd", type=positive_number("--budget-usd"), help="total cost cap")
     p.add_argument("--deadline-days", type=positive_number("--deadline-days"),
                    help="wall-clock cap")
+    p.add_argument("--launch", type=engine_choice("--launch", TRAINING_LAUNCH),
+                   metavar="megatron",
+                   help="also print Megatron-LM's command for the best option")
     p.set_defaults(handler=cmd_advise_train)
 
     p = adv_sub.add_parser("infer", parents=[common],
@@ -278,4 +341,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                    help="with --disaggregated: GPUs or architectures for the prefill pools, "
                    "comma-separated (e.g. h100 to prefill on H100 whatever decodes); "
                    "default: each decode GPU's own type")
+    p.add_argument("--launch", type=engine_choice("--launch", SERVING_LAUNCH),
+                   metavar="vllm|sglang|trtllm",
+                   help="also print that engine's server command for the best option")
     p.set_defaults(handler=cmd_advise_infer)

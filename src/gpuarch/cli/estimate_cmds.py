@@ -151,19 +151,26 @@ def cmd_train(args: argparse.Namespace) -> int:
                             efficiency=eff, measured=measured)
     remedies = () if est.fits_in_memory else memory_remedies(
         catalog, shape, product, cfg, system=system, efficiency=eff)
+    launch = None
+    if args.launch:
+        from gpuarch.report.launch import megatron_launch
+
+        launch = megatron_launch(shape, cfg)
     return _print_estimate(args, est, "training", shape, product, measured,
                            "tokens_per_s_per_gpu", render_training, remedies,
-                           training_setup(shape, product, cfg))
+                           training_setup(shape, product, cfg), launch)
 
 
 def _print_estimate(args: argparse.Namespace, est: Any, task: str, shape: TransformerShape,
                     product: Any, measured: Any, metric: str,
                     render: Callable[..., str], remedies: Any = (),
-                    setup: Setup | None = None) -> int:
+                    setup: Setup | None = None, launch: Any = None) -> int:
     """Print an estimate (text or --json) with its error band under 'validation' and the
     published runs nearest ``setup`` under 'nearest_published': neither when --calibration
     replaced the fitted efficiencies they were measured with; a run that does not fit also
-    gets the changes that would make it fit (``memory_remedies``)."""
+    gets the changes that would make it fit (``memory_remedies``); with ``launch``
+    (``report.launch.Launch``), the framework's command for it under 'launch'."""
+    from gpuarch.report.estimate_text import launch_lines
     from gpuarch.validation.bands import band_for
     from gpuarch.validation.nearest import nearest
 
@@ -175,9 +182,12 @@ def _print_estimate(args: argparse.Namespace, est: Any, task: str, shape: Transf
         doc["nearest_published"] = [f.as_json(d) for d, f in near]
         if not est.fits_in_memory:
             doc["memory_remedies"] = [r.as_json() for r in remedies]
+        if launch is not None:
+            doc["launch"] = launch.as_json()
         print(to_json(doc))
     else:
-        print(render(est, band, remedies, near))
+        text = render(est, band, remedies, near)
+        print(text if launch is None else "\n".join([text, "", *launch_lines(launch)]))
     return 0
 
 
@@ -240,6 +250,26 @@ def engine_flags(p: argparse.ArgumentParser) -> None:
                         "(TensorRT-LLM's cuda_graph_config batch_sizes + enable_padding, e.g. "
                         "1,2,4,8,16,32,64,128,256,384,512,1024,2048,4096,8192): a decode step "
                         "runs the GEMMs and experts for the next size up; default: no padding")
+
+
+TRAINING_LAUNCH = ("megatron",)
+SERVING_LAUNCH = ("vllm", "sglang", "trtllm")
+"""--launch's engines (report.launch's TRAINING_ENGINES and SERVING_ENGINES, stated here so
+that --help does not import the report modules)."""
+
+
+def engine_choice(flag: str, choices: tuple[str, ...]) -> Callable[[str], str]:
+    """An argparse type: one of ``choices``, else an error naming ``flag``, the choices and
+    the nearest."""
+    from gpuarch.errors import suggestion
+
+    def parse(text: str) -> str:
+        if text not in choices:
+            raise argparse.ArgumentTypeError(f"{flag}: expected one of {', '.join(choices)}, "
+                                             f"got {text!r}{suggestion(text, choices)}")
+        return text
+
+    return parse
 
 
 NO_BATCH = 0
@@ -343,6 +373,9 @@ def cmd_infer(args: argparse.Namespace) -> int:
         cfg = apply_limits(shape, cfg, product.memory_bytes, args.engine_limits,
                            args.max_batch_size, args.max_num_tokens or 0)
     eff, measured = _calibrated(args, catalog, product, system)
+    if args.launch and (sweep or args.prefill_gpus is not None):
+        raise GpuarchError("--launch: gives one server's command; not with a --batch list or "
+                           "the disaggregated estimate (--prefill-gpus)")
     if sweep:
         return _batch_sweep(args, catalog, shape, product, system, cfg, eff, measured,
                             checkpoint.origin if checkpoint else None)
@@ -362,9 +395,15 @@ def cmd_infer(args: argparse.Namespace) -> int:
         est.assumptions["load"] = load.as_json()
     remedies = () if est.fits_in_memory else serving_remedies(
         catalog, shape, product, cfg, system=system, efficiency=eff)
+    launch = None
+    if args.launch:
+        from gpuarch.report.launch import model_reference, serving_launch
+
+        launch = serving_launch(args.launch, shape, cfg, model_reference(args.model),
+                                est.batch, checkpoint)
     return _print_estimate(args, est, "serving", shape, product, measured,
                            "output_tokens_per_s", render_inference, remedies,
-                           serving_setup(shape, product, cfg))
+                           serving_setup(shape, product, cfg), launch)
 
 
 def _batch_sweep(args: argparse.Namespace, catalog: Any, shape: TransformerShape,
@@ -806,6 +845,10 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                    help="USD per GPU-hour")
     p.add_argument("--calibration", type=Path, metavar="FILE",
                    help="measured efficiencies from 'gpuarch probe --bench --save FILE'")
+    p.add_argument("--launch", type=engine_choice("--launch", TRAINING_LAUNCH), metavar="megatron",
+                   help="also print Megatron-LM's command for this run (torchrun "
+                        "pretrain_gpt.py with the model, layout, batch, recomputation and "
+                        "precision flags), and what it leaves to you")
     p.set_defaults(handler=cmd_train)
 
     p = est_sub.add_parser("infer", parents=[common],
@@ -904,6 +947,11 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                         "for a TensorRT engine built by 'trtllm-bench build --dataset'")
     p.add_argument("--calibration", type=Path, metavar="FILE",
                    help="measured efficiencies from 'gpuarch probe --bench --save FILE'")
+    p.add_argument("--launch", type=engine_choice("--launch", SERVING_LAUNCH),
+                   metavar="vllm|sglang|trtllm",
+                   help="also print that engine's server command for this deployment "
+                        "(parallelism, batch, tokens a pass, length, formats; TensorRT-LLM's "
+                        "options file too), and what it leaves to you")
     p.set_defaults(handler=cmd_infer)
 
     p = sub.add_parser("roofline", parents=[common],

@@ -19,10 +19,12 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
     from gpuarch.estimate.remedies import Remedy
+    from gpuarch.report.launch import Launch
     from gpuarch.validation.bands import Band
     from gpuarch.validation.nearest import PublishedFigure
 
 __all__ = [
+    "launch_lines",
     "render_batch_sweep",
     "render_collectives",
     "render_inference",
@@ -393,6 +395,20 @@ def render_batch_sweep(sweep: BatchSweep, band: Band | None = None) -> str:
                      f"to {band.p90_error:+.0%}, median {band.median_error:+.0%} "
                      f"({band.bias})")
     return "\n".join(lines)
+
+
+def launch_lines(launch: Launch) -> list[str]:
+    """A framework's command for the estimate (``report.launch.Launch``), one flag a line,
+    then what it leaves to the user."""
+    head = "  launch        "
+    pad = " " * len(head)
+    lines = [f"{head}{launch.name} (flags as in {launch.checked}):"]
+    lines += [f"{pad}{line}" for line in launch.lines()]
+    for name, text in launch.files:
+        lines.append(f"{pad}{name}:")
+        lines += [f"{pad}  {line}" for line in text.splitlines()]
+    lines += [f"{pad}note: {note}" for note in launch.notes]
+    return lines
 
 
 def render_roofline(r: dict[str, Any]) -> str:

@@ -1,0 +1,408 @@
+"""Launch commands: the settings an estimate was made with, spelled as a framework's command
+line, so the layout the model priced is the one that runs.
+
+The flag spellings are data (``data/launch.toml``), each engine's read from a named version
+of its argument parser. What the estimate assumed but the command line cannot set (routing
+imbalance, the data and tokenizer, an optimizer without FP32 master weights) goes into the
+launch's notes, never into a flag that might not exist.
+"""
+
+from __future__ import annotations
+
+import math
+import shlex
+import tomllib
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from gpuarch.errors import GpuarchError, check_choice
+
+__all__ = ["SERVING_ENGINES", "TRAINING_ENGINES", "Launch", "engine_info", "megatron_launch",
+           "model_reference", "serving_launch"]
+
+TRAINING_ENGINES = ("megatron",)
+HOST_GPUS = 8
+"""The most GPUs a node of the catalog's systems puts under one host (an HGX board); a
+larger node is a rack-scale NVLink domain of several hosts."""
+SERVING_ENGINES = ("vllm", "sglang", "trtllm")
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One framework's command for an estimate's setup, and what it leaves to the user."""
+
+    engine: str
+    name: str
+    checked: str  # the file and version the flags were read from
+    argv: tuple[str, ...]
+    notes: tuple[str, ...]
+    files: tuple[tuple[str, str], ...] = ()  # (name, text) the command reads
+    head: int = 1  # words of argv that name the program and what it runs (one line)
+
+    @property
+    def command(self) -> str:
+        """The command as one shell line (quoted where needed)."""
+        return shlex.join(self.argv)
+
+    def lines(self) -> list[str]:
+        """The command as a shell script would break it: the program on the first line,
+        then one flag and its values a line, indented, ``\\`` ending every line but the
+        last."""
+        words = [shlex.quote(w) for w in self.argv]
+        out = [" ".join(words[:self.head])]
+        for word in words[self.head:]:
+            if word.startswith("--"):
+                out.append("  " + word)
+            else:
+                out[-1] += " " + word
+        return [line + " \\" for line in out[:-1]] + out[-1:]
+
+    def as_json(self) -> dict[str, Any]:
+        return {"engine": self.engine, "name": self.name, "checked_against": self.checked,
+                "argv": list(self.argv), "command": self.command,
+                "files": dict(self.files), "notes": list(self.notes)}
+
+
+@cache
+def _engines() -> dict[str, Any]:
+    with resources.files("gpuarch.report").joinpath("data/launch.toml").open("rb") as fh:
+        return tomllib.load(fh)
+
+
+def engine_info(engine: str) -> dict[str, Any]:
+    """An engine's entry in the launch data (name, program, checked, flags)."""
+    engines = _engines()
+    check_choice("--launch", engine, engines)
+    return dict(engines[engine])
+
+
+def megatron_launch(shape: Any, cfg: Any) -> Launch:
+    """Megatron-LM's ``pretrain_gpt.py`` under torchrun for a training estimate's
+    ``shape`` (``TransformerShape``) and ``cfg`` (``TrainingConfig``): the model's shape,
+    the parallel layout, batch, recomputation, precision and the per-parameter formats."""
+    from gpuarch.estimate.memory import Recompute
+    from gpuarch.perf.precision import Precision
+    from gpuarch.workloads.shape import FfnKind, NormKind, Position
+
+    info = engine_info("megatron")
+    f = info["flags"]
+    notes = [f"data, tokenizer (a vocabulary of {shape.vocab:,}), optimizer, learning-rate "
+             "and checkpoint flags are yours; with more than one host, torchrun also needs "
+             "each host's --node-rank and the rendezvous address"]
+    if cfg.gpus_per_node <= HOST_GPUS:
+        per_host = min(cfg.gpus, cfg.gpus_per_node)
+        hosts, host_gpus = str(math.ceil(cfg.gpus / per_host)), str(per_host)
+    else:  # a rack-scale NVLink domain spans several hosts, which the catalog does not count
+        hosts, host_gpus = "HOSTS", "GPUS_PER_HOST"
+        notes.append(f"one process per GPU, {cfg.gpus:,} in all: HOSTS x GPUS_PER_HOST (the "
+                     f"{cfg.gpus_per_node}-GPU NVLink domain spans several hosts; 'gpuarch "
+                     "systems' describes its trays)")
+    argv: list[str] = ["torchrun", "--nnodes", hosts, "--nproc-per-node", host_gpus,
+                       info["program"]]
+
+    def add(key: str, *values: object) -> None:
+        argv.append(f[key])
+        argv.extend(str(v) for v in values)
+
+    # the model
+    add("layers", shape.layers)
+    add("hidden", shape.hidden)
+    add("heads", shape.heads)
+    if shape.n_kv_heads != shape.heads:
+        add("gqa")
+        add("kv_heads", shape.n_kv_heads)
+    if shape.head_dim and shape.head_dim != shape.hidden // shape.heads:
+        add("head_dim", shape.head_dim)
+    add("ffn_hidden", shape.d_ffn)
+    if shape.ffn_kind is FfnKind.SWIGLU:
+        add("swiglu")
+    elif shape.ffn_kind is FfnKind.RELU2:
+        add("squared_relu")
+    if not shape.bias:
+        add("no_bias")
+    if shape.qkv_bias:
+        notes.append("the QKV projection's biases (Qwen2-style) are not set by a flag here")
+    if not shape.tied_embeddings:
+        add("untie")
+    if shape.position is Position.ROPE:
+        add("position", "rope")
+    if shape.norm is NormKind.RMSNORM:
+        add("norm", "RMSNorm")
+    if shape.mla is not None:
+        notes.append("multi-head latent attention's shape (its low-rank projections) is not "
+                     "emitted: take those flags from the model's own Megatron recipe")
+    if shape.sliding_window:
+        notes.append(f"sliding-window attention ({shape.sliding_window:,} tokens on "
+                     f"{shape.windowed_layers} of {shape.layers} layers) is not emitted")
+    if shape.is_moe:
+        add("experts", shape.experts)
+        add("top_k", shape.experts_per_token)
+        add("moe_ffn_hidden", shape.d_expert)
+        if shape.shared_experts:
+            add("shared_expert_hidden", shape.shared_experts * shape.d_expert)
+        if shape.dense_layers:
+            add("moe_layer_freq", f"([0]*{shape.dense_layers}+[1]*{shape.moe_layers})")
+        add("grouped_gemm")
+        if cfg.ep_dispatcher == "deepep":
+            add("dispatcher", "flex")
+            add("deepep")
+        else:
+            add("dispatcher", "alltoall")
+        if cfg.ep_comm_overlap:
+            add("ep_comm_overlap")
+        if cfg.moe_token_drop:
+            add("capacity_factor", "1.0")
+            notes.append("token dropping at a capacity factor of 1.0 (the estimate prices "
+                         "dropping as no host wait, whatever the factor)")
+        if cfg.expert_launches != "per-expert":
+            notes.append(f"expert launches '{cfg.expert_launches}': one grouped kernel for "
+                         "the local experts depends on the Transformer Engine version (no "
+                         "pretrain_gpt.py flag)")
+        if cfg.moe_imbalance != 1.0:
+            notes.append(f"routing imbalance {cfg.moe_imbalance:g} is an input to the "
+                         "estimate, not a setting")
+        if shape.bias:
+            notes.append("the experts carry biases, which older Megatron grouped GEMMs "
+                         "refuse")
+    if cfg.mtp_layers:
+        add("mtp_layers", cfg.mtp_layers)
+    # the layout
+    add("tp", cfg.tp)
+    add("pp", cfg.pp)
+    if cfg.pp_layout:
+        add("pp_layout", cfg.pp_layout)
+    elif cfg.vpp > 1:
+        add("vpp", cfg.vpp)
+    if cfg.pp_edge_layers:
+        add("embedding_in_split")
+        add("loss_in_split")
+    if cfg.cp > 1:
+        add("cp", cfg.cp)
+        if cfg.cp_comm_type != "p2p":
+            add("cp_comm_type", cfg.cp_comm_type)
+    if cfg.ep > 1:
+        add("ep", cfg.ep)
+    if cfg.etp and cfg.etp != cfg.tp:
+        add("etp", cfg.etp)
+    if cfg.sequence_parallel:
+        add("sequence_parallel")
+    if cfg.tp_comm_overlap:
+        add("tp_comm_overlap")
+    if cfg.zero == 1:
+        add("distributed_optimizer")
+    elif cfg.zero >= 2:
+        add("fsdp")
+        add("sharding", "optim_grads" if cfg.zero == 2 else "optim_grads_params")
+        notes.append(f"ZeRO {cfg.zero} as Megatron-FSDP, which saves checkpoints with "
+                     "--ckpt-format fsdp_dtensor")
+    add("overlap_grad_reduce")
+    if cfg.zero >= 1:
+        add("overlap_param_gather")
+    # batch and sequence
+    add("micro_batch", cfg.micro_batch)
+    add("global_batch", cfg.global_batch)
+    add("seq_len", cfg.seq_len)
+    add("max_positions", max(cfg.seq_len, shape.positions))
+    # recomputation and offloading
+    if cfg.recompute is Recompute.SELECTIVE:
+        add("recompute", "selective")
+        if cfg.recompute_modules:
+            add("recompute_modules", *cfg.recompute_modules)
+    elif cfg.recompute is Recompute.FULL:
+        add("recompute", "full")
+        if cfg.recompute_layers:
+            add("recompute_method", "block")
+            add("recompute_layers", cfg.recompute_layers)
+        else:
+            add("recompute_method", "uniform")
+            add("recompute_layers", 1)
+    if cfg.offload_layers:
+        add("offload_layers", cfg.offload_layers)
+    # precision
+    precision = cfg.precision
+    if precision is Precision.FP16:
+        add("fp16")
+    elif precision in (Precision.BF16, Precision.FP8, Precision.NVFP4):
+        add("bf16")
+    if precision is Precision.FP8:
+        add("fp8", "hybrid")
+        notes.append("FP8 with Megatron's default scaling recipe; --fp8-recipe tensorwise, "
+                     "mxfp8 (Blackwell) or blockwise choose another, which the estimate "
+                     "does not tell apart")
+    elif precision is Precision.NVFP4:
+        add("fp4", "e2m1")
+        add("fp4_recipe", "nvfp4")
+    elif precision is Precision.TF32:
+        notes.append("TF32: FP32 training with PyTorch's TF32 matmuls allowed "
+                     "(torch.backends.cuda.matmul.allow_tf32), no Megatron flag")
+    if cfg.fp8_params:
+        add("fp8_params")
+    if cfg.bf16_grads:
+        add("bf16_grads")
+    if cfg.bf16_optimizer:
+        notes.append("BF16 weights, gradients and Adam moments without FP32 master weights "
+                     "(PyTorch FSDP2's plain Adam) have no Megatron equivalent")
+    if cfg.cuda_graphs:
+        add("cuda_graph_impl", "transformer_engine")
+        notes.append("CUDA graphs over attention and the MoE router and preprocessing: the "
+                     "scope flag differs by Megatron version (--cuda-graph-scope attn, or "
+                     "newer releases' modules)")
+    if cfg.dispatcher_wait_s is not None:
+        notes.append("the dispatcher's host wait is a measured input to the estimate, not a "
+                     "setting")
+    return Launch("megatron", info["name"], info["checked"], tuple(argv), tuple(notes),
+                  head=6)
+
+
+
+def model_reference(model: str) -> str:
+    """What a serving command loads for ``--model``: a config.json's directory, a preset's
+    Hugging Face repository (from its source), else the name itself."""
+    if model.endswith(".json"):
+        from pathlib import Path
+
+        return str(Path(model).parent)
+    from gpuarch.workloads.presets import preset
+
+    try:
+        url = preset(model).source_url
+    except GpuarchError:  # not a preset: the name as given
+        return model
+    prefix = "https://huggingface.co/"
+    return url[len(prefix):].strip("/") if url.startswith(prefix) else model
+
+
+_SIXTEEN = ("bf16", "fp16")
+_CHECKPOINTS = {"fp8": "an FP8 checkpoint, e.g. NVIDIA ModelOpt's",
+                "fp4": "NVFP4, e.g. NVIDIA ModelOpt's", "mxfp4": "MXFP4",
+                "int4": "INT4 weight-only, e.g. AWQ or GPTQ",
+                "int8": "INT8, e.g. SmoothQuant W8A8 or weight-only"}
+
+
+def serving_launch(engine: str, shape: Any, cfg: Any, model: str, batch: int,
+                   checkpoint: Any = None) -> Launch:
+    """``engine``'s server command (vLLM, SGLang or TensorRT-LLM) for a serving estimate's
+    ``shape`` and ``cfg`` (``InferenceConfig``) at ``batch`` sequences per replica, loading
+    ``model`` (``model_reference``); ``checkpoint`` (``hf_quant.CheckpointFormats``): the
+    formats the checkpoint already stores, when known (nothing to quantize then)."""
+    checkpoint_weights = checkpoint.weights if checkpoint is not None else None
+    checkpoint_experts = (checkpoint.expert_weights or checkpoint.weights) \
+        if checkpoint is not None else None
+    info = engine_info(engine)
+    f, values = info["flags"], info.get("values", {})
+    argv: list[str] = [*info["program"].split(), model]
+    head = len(argv)
+    notes: list[str] = []
+    files: list[tuple[str, str]] = []
+    options: list[str] = []  # TensorRT-LLM's YAML lines
+
+    def add(key: str, *vals: object) -> None:
+        argv.append(f[key])
+        argv.extend(str(v) for v in vals)
+
+    moe = shape.is_moe
+    ep = cfg.ep if moe else 1
+    attention_dp = moe and ep > cfg.tp
+    group = max(cfg.tp, ep)  # GPUs of one pipeline stage of one server
+    dp = ep // cfg.tp if attention_dp else 1
+    servers = cfg.gpus // (group * cfg.pp)
+    # parallelism
+    if engine == "vllm":
+        add("tp", cfg.tp)
+        if cfg.pp > 1:
+            add("pp", cfg.pp)
+        if attention_dp:
+            add("dp", dp)
+        if ep > 1:
+            add("expert_parallel")
+        if moe and 1 < ep < cfg.tp:
+            notes.append(f"EP {ep} below TP {cfg.tp}: vLLM's expert parallelism spans TP x DP "
+                         "GPUs, so it runs EP over all of them")
+    elif engine == "sglang":
+        add("tp", group)
+        if cfg.pp > 1:
+            add("pp", cfg.pp)
+        if attention_dp:
+            add("dp", dp)
+            add("dp_attention")
+        if ep > 1:
+            add("ep", ep)
+    else:
+        add("tp", group)
+        if cfg.pp > 1:
+            add("pp", cfg.pp)
+        if ep > 1:
+            add("ep", ep)
+        if attention_dp:
+            options.append("enable_attention_dp: true")
+    if servers > 1:
+        notes.append(f"{servers} such servers (one per {group * cfg.pp} GPUs), requests "
+                     "spread over them")
+    # batch, tokens a pass, length
+    if engine == "sglang" and attention_dp:
+        notes.append(f"{batch:,} sequences per data-parallel attention rank: SGLang's "
+                     "--max-running-requests and --chunked-prefill-size count all ranks "
+                     "together; set them for the sum")
+    else:
+        add("max_batch", batch)
+        add("max_tokens", cfg.max_num_tokens)
+    add("max_len", cfg.input_len + cfg.output_len)
+    # formats
+    q = cfg.quant
+    weights = q.weights.value
+    if weights not in _SIXTEEN and weights != checkpoint_weights:
+        if weights == "fp8" and engine != "trtllm":
+            add("quantization", values["weights_fp8"])
+            notes.append("FP8 weights quantized when the server loads a 16-bit checkpoint; "
+                         "a pre-quantized FP8 checkpoint needs no flag")
+        else:
+            notes.append(f"{weights} weights: load a checkpoint quantized so "
+                         f"({_CHECKPOINTS.get(weights, weights)}); the server reads the "
+                         "method from it")
+    if cfg.expert_weights is not None and cfg.expert_weights.value != checkpoint_experts:
+        notes.append(f"{cfg.expert_weights.value} experts: a checkpoint that stores them so")
+    kv = q.kv_cache.value
+    if kv == "fp8":
+        if engine == "trtllm":
+            options.append("kv_cache_config:\n  dtype: fp8")
+        else:
+            add("kv_cache", values["kv_fp8"])
+    elif kv not in _SIXTEEN:
+        notes.append(f"a {kv} KV cache has no {info['name']} setting here")
+    # engine properties the estimate was made with
+    if engine == "trtllm":
+        if cfg.kv_cache_fraction:
+            add("kv_fraction", cfg.kv_cache_fraction)
+        if cfg.cuda_graph_batch_sizes:
+            sizes = ", ".join(str(b) for b in sorted(cfg.cuda_graph_batch_sizes))
+            options.append(f"cuda_graph_config:\n  enable_padding: true\n  batch_sizes: "
+                           f"[{sizes}]")
+        if cfg.executor == "cpp":
+            add("backend", "tensorrt")
+            notes.append("--backend tensorrt serves a built TensorRT engine (the C++ "
+                         "executor the estimate assumed)")
+        if options:
+            name = info["options_file"]
+            add("options", name)
+            files.append((name, "\n".join(options) + "\n"))
+    else:
+        if cfg.kv_cache_fraction:
+            notes.append(f"KV cache at {cfg.kv_cache_fraction:g} of free memory: "
+                         f"{info['name']}'s memory fraction counts the whole GPU")
+        if cfg.executor == "cpp":
+            notes.append(f"the estimate assumed a C++ executor; {info['name']} runs a Python "
+                         "loop (estimate with --executor python)")
+    if cfg.speculative_tokens:
+        notes.append(f"speculative decoding with {cfg.speculative_tokens} draft tokens: the "
+                     "draft method (MTP, EAGLE, n-gram) is yours to set")
+    if cfg.batching.value == "static":
+        notes.append("the estimate batched statically, a benchmark mode; servers batch in "
+                     "flight (estimate with --batching continuous)")
+    kernels = {"vllm": "vllm", "sglang": "sglang", "trtllm": "trtllm"}[engine]
+    if moe and cfg.moe_kernels != kernels:
+        notes.append(f"the estimate charged {cfg.moe_kernels}'s MoE kernels; "
+                     f"--moe-kernels {kernels} prices this engine's")
+    return Launch(engine, info["name"], info["checked"], tuple(argv), tuple(notes),
+                  tuple(files), head)

@@ -1,0 +1,225 @@
+"""Launch commands (``--launch``): the estimate's settings spelled as Megatron-LM's, vLLM's,
+SGLang's and TensorRT-LLM's command lines, every flag one the data file records as read
+from that engine's argument parser."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from gpuarch.cli.main import main
+from gpuarch.estimate.inference import Batching, InferenceConfig
+from gpuarch.estimate.memory import Recompute
+from gpuarch.estimate.training import TrainingConfig
+from gpuarch.perf.precision import Precision
+from gpuarch.perf.quant import QuantFormat, QuantScheme
+from gpuarch.report.launch import (
+    SERVING_ENGINES,
+    engine_info,
+    megatron_launch,
+    model_reference,
+    serving_launch,
+)
+from gpuarch.workloads.presets import preset
+
+LLAMA70 = preset("llama-3.1-70b").shape
+QWEN235 = preset("qwen3-235b-a22b").shape
+DEEPSEEK = preset("deepseek-v3")
+TORCHRUN = {"--nnodes", "--nproc-per-node"}
+
+
+def pairs(argv: tuple[str, ...]) -> dict[str, list[str]]:
+    """Each flag and the values after it."""
+    out: dict[str, list[str]] = {}
+    flag = ""
+    for word in argv:
+        if word.startswith("--"):
+            flag = word
+            out[flag] = []
+        elif flag:
+            out[flag].append(word)
+    return out
+
+
+def known_flags(engine: str) -> set[str]:
+    return set(engine_info(engine)["flags"].values())
+
+
+def test_megatron_dense_layout() -> None:
+    """Llama 3.1 70B at TP 4, PP 4 x 5 virtual stages, SP, selective recomputation, FP8 on
+    64 GPUs of 8-GPU hosts: the shape (GQA with 8 groups, SwiGLU, no biases, untied, RoPE,
+    RMSNorm), the layout, the batch and FP8 as Megatron spells them."""
+    cfg = TrainingConfig(gpus=64, seq_len=8192, global_batch=128, tp=4, pp=4, vpp=5,
+                         sequence_parallel=True, recompute=Recompute.SELECTIVE,
+                         precision=Precision.FP8)
+    launch = megatron_launch(LLAMA70, cfg)
+    got = pairs(launch.argv)
+    assert launch.argv[:6] == ("torchrun", "--nnodes", "8", "--nproc-per-node", "8",
+                               "pretrain_gpt.py")
+    assert got["--num-layers"] == ["80"] and got["--hidden-size"] == ["8192"]
+    assert got["--num-query-groups"] == ["8"] and "--group-query-attention" in got
+    assert got["--ffn-hidden-size"] == ["28672"]
+    assert {"--swiglu", "--disable-bias-linear", "--untie-embeddings-and-output-weights",
+            "--sequence-parallel", "--use-distributed-optimizer", "--bf16"} <= set(got)
+    assert got["--tensor-model-parallel-size"] == ["4"]
+    assert got["--num-virtual-stages-per-pipeline-rank"] == ["5"]
+    assert got["--global-batch-size"] == ["128"] and got["--seq-length"] == ["8192"]
+    assert got["--recompute-granularity"] == ["selective"]
+    assert got["--fp8-format"] == ["hybrid"]
+    assert "--num-experts" not in got and "--context-parallel-size" not in got
+    assert set(got) - TORCHRUN <= known_flags("megatron")
+
+
+def test_megatron_moe_zero3_and_full_recompute() -> None:
+    """DeepSeek-V3 on GB200 racks: experts, shared expert, leading dense layers as a layer
+    frequency, the flex dispatcher for DeepEP, MTP, EP; ZeRO 3 as Megatron-FSDP; block
+    recomputation of N layers; a rack-scale NVLink domain leaves hosts as placeholders;
+    MLA's shape and the FSDP checkpoint format are notes, not flags."""
+    cfg = TrainingConfig(gpus=256, seq_len=4096, global_batch=1024, pp=8, ep=32, zero=3,
+                         ep_dispatcher="deepep", mtp_layers=1, recompute=Recompute.FULL,
+                         recompute_layers=2, precision=Precision.BF16, gpus_per_node=72,
+                         cp=2, cp_comm_type="a2a")
+    launch = megatron_launch(DEEPSEEK.shape, cfg)
+    got = pairs(launch.argv)
+    assert launch.argv[1:5] == ("--nnodes", "HOSTS", "--nproc-per-node", "GPUS_PER_HOST")
+    assert got["--num-experts"] == ["256"] and got["--moe-router-topk"] == ["8"]
+    assert got["--moe-layer-freq"] == ["([0]*3+[1]*58)"]
+    assert got["--moe-shared-expert-intermediate-size"] == ["2048"]
+    assert got["--moe-token-dispatcher-type"] == ["flex"] and "--moe-enable-deepep" in got
+    assert got["--mtp-num-layers"] == ["1"] and got["--expert-model-parallel-size"] == ["32"]
+    assert got["--context-parallel-size"] == ["2"] and got["--cp-comm-type"] == ["a2a"]
+    assert "--use-megatron-fsdp" in got and "--use-distributed-optimizer" not in got
+    assert got["--data-parallel-sharding-strategy"] == ["optim_grads_params"]
+    assert got["--recompute-method"] == ["block"] and got["--recompute-num-layers"] == ["2"]
+    assert any("latent attention" in n for n in launch.notes)
+    assert any("fsdp_dtensor" in n for n in launch.notes)
+    assert any("256 in all" in n for n in launch.notes)
+    assert set(got) - TORCHRUN <= known_flags("megatron")
+
+
+def test_megatron_fp4_and_formats() -> None:
+    """NVFP4 as --fp4-format e2m1 with the nvfp4 recipe; FP8 weights and BF16 gradient
+    reduction as their flags; an optimizer Megatron cannot express is a note."""
+    cfg = TrainingConfig(gpus=8, seq_len=8192, global_batch=32, precision=Precision.NVFP4,
+                         fp8_params=True, bf16_grads=True, bf16_optimizer=True, zero=0)
+    got = pairs(megatron_launch(LLAMA70, cfg).argv)
+    assert got["--fp4-format"] == ["e2m1"] and got["--fp4-recipe"] == ["nvfp4"]
+    assert "--fp8-format" not in got
+    assert {"--fp8-param-gather", "--grad-reduce-in-bf16", "--overlap-grad-reduce"} <= set(got)
+    assert "--use-distributed-optimizer" not in got and "--overlap-param-gather" not in got
+
+
+@pytest.mark.parametrize("engine", SERVING_ENGINES)
+def test_serving_attention_data_parallel(engine: str) -> None:
+    """Qwen3-235B at EP 4 over TP 1 (data-parallel attention, 'DEP4') on 8 GPUs: two
+    servers of 4 GPUs, each engine's way of saying it, FP8 KV cache in each engine's
+    spelling, NVFP4 weights left to the checkpoint."""
+    fp4 = QuantScheme(QuantFormat.FP4, QuantFormat.FP4, QuantFormat.FP8)
+    cfg = InferenceConfig(input_len=1000, output_len=1000, batch=256, gpus=8, tp=1, ep=4,
+                          quant=fp4, batching=Batching.CONTINUOUS)
+    launch = serving_launch(engine, QWEN235, cfg, model_reference("qwen3-235b-a22b"), 256)
+    got = pairs(launch.argv)
+    assert "Qwen/Qwen3-235B-A22B" in launch.argv
+    assert any("2 such servers" in n for n in launch.notes)
+    assert any("NVFP4" in n for n in launch.notes)
+    if engine == "vllm":
+        assert got["--tensor-parallel-size"] == ["1"] and got["--data-parallel-size"] == ["4"]
+        assert "--enable-expert-parallel" in got and got["--kv-cache-dtype"] == ["fp8"]
+        assert got["--max-num-seqs"] == ["256"]
+    elif engine == "sglang":
+        assert got["--tp-size"] == ["4"] and got["--dp-size"] == ["4"]
+        assert "--enable-dp-attention" in got and got["--ep-size"] == ["4"]
+        assert got["--kv-cache-dtype"] == ["fp8_e4m3"]
+        assert "--max-running-requests" not in got  # counts all ranks: left to a note
+    else:
+        assert got["--tp_size"] == ["4"] and got["--ep_size"] == ["4"]
+        assert got["--max_batch_size"] == ["256"]
+        options = dict(launch.files)[got["--extra_llm_api_options"][0]]
+        assert "enable_attention_dp: true" in options and "dtype: fp8" in options
+    assert set(pairs(launch.argv[launch.head:])) <= known_flags(engine)
+
+
+def test_serving_checkpoint_formats() -> None:
+    """FP8 weights from a 16-bit checkpoint: vLLM quantizes on load (--quantization fp8);
+    DeepSeek-V3's checkpoint already stores FP8, so no flag; static batching is noted."""
+    fp8 = QuantScheme(QuantFormat.FP8, QuantFormat.FP8, QuantFormat.BF16)
+    cfg = InferenceConfig(input_len=512, output_len=128, batch=8, gpus=8, tp=8, quant=fp8)
+    dense = serving_launch("vllm", LLAMA70, cfg, "meta-llama/Llama-3.1-70B", 8)
+    assert pairs(dense.argv)["--quantization"] == ["fp8"]
+    assert any("statically" in n for n in dense.notes)
+    moe = serving_launch("vllm", DEEPSEEK.shape, cfg, "deepseek-ai/DeepSeek-V3", 8,
+                         DEEPSEEK.checkpoint)
+    assert "--quantization" not in pairs(moe.argv)
+
+
+def test_launch_lines_break_before_flags() -> None:
+    """The text form: the program and what it runs on the first line, then a flag and its
+    values a line, each but the last ending in a backslash."""
+    cfg = TrainingConfig(gpus=8, seq_len=4096, global_batch=16, tp=8,
+                         recompute=Recompute.SELECTIVE, recompute_modules=("core_attn",
+                                                                          "layernorm"))
+    lines = megatron_launch(LLAMA70, cfg).lines()
+    assert lines[0] == "torchrun --nnodes 1 --nproc-per-node 8 pretrain_gpt.py \\"
+    assert "  --recompute-modules core_attn layernorm \\" in lines
+    assert all(line.endswith(" \\") for line in lines[:-1]) and not lines[-1].endswith("\\")
+    assert all(line.startswith("  --") for line in lines[1:])
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    try:
+        status = main(list(argv))
+    except SystemExit as exc:
+        status = int(exc.code or 0)
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_cli_launch(capsys: pytest.CaptureFixture[str]) -> None:
+    """--launch prints the command under the estimate (text) or as 'launch' (JSON); a bad
+    engine or one with a sweep is a usage error naming --launch."""
+    status, out, _ = run(capsys, "estimate", "train", "--model", "llama-3.1-8b", "--gpu",
+                         "h100", "--gpus", "8", "--seq-len", "4096", "--global-batch", "32",
+                         "--launch", "megatron")
+    assert status == 0 and "launch        Megatron-LM" in out and "pretrain_gpt.py" in out
+    status, out, _ = run(capsys, "estimate", "infer", "--model", "llama-3.1-8b", "--gpu",
+                         "h100", "--input-len", "512", "--output-len", "128", "--batch", "16",
+                         "--batching", "continuous", "--launch", "trtllm", "--json")
+    doc = json.loads(out)
+    assert status == 0 and doc["launch"]["argv"][:2] == ["trtllm-serve", "meta-llama/Llama-3.1-8B"]
+    assert doc["launch"]["checked_against"].startswith("NVIDIA/TensorRT-LLM")
+    status, _, err = run(capsys, "estimate", "infer", "--model", "llama-3.1-8b", "--gpu",
+                         "h100", "--input-len", "512", "--output-len", "128", "--batch", "16",
+                         "--launch", "vlm")
+    assert status == 2 and "--launch: expected one of vllm, sglang, trtllm" in err
+    assert "did you mean 'vllm'" in err
+    status, _, err = run(capsys, "estimate", "infer", "--model", "llama-3.1-8b", "--gpu",
+                         "h100", "--input-len", "512", "--output-len", "128", "--batch",
+                         "1,8", "--launch", "vllm")
+    assert status == 2 and "--launch: gives one server's command" in err
+
+
+def test_cli_engine_lists_match_the_launch_module() -> None:
+    """The CLI states --launch's engines without importing the report modules; they must be
+    the ones report.launch builds and the data file describes."""
+    from gpuarch.cli.estimate_cmds import SERVING_LAUNCH, TRAINING_LAUNCH
+    from gpuarch.report.launch import TRAINING_ENGINES
+
+    assert SERVING_LAUNCH == SERVING_ENGINES and TRAINING_LAUNCH == TRAINING_ENGINES
+    for engine in SERVING_ENGINES + TRAINING_ENGINES:
+        assert engine_info(engine)["checked"]
+
+
+def test_advise_launch_is_the_best_options(capsys: pytest.CaptureFixture[str]) -> None:
+    """advise infer --launch gives the top option's server command: its TP and batch; advise
+    train --launch Megatron's command for the top option's layout."""
+    status, out, _ = run(capsys, "advise", "infer", "--gpu", "h100", "--rate", "2",
+                         "--launch", "vllm", "--json")
+    doc = json.loads(out)
+    best = doc["top"][0]
+    got = pairs(tuple(doc["launch"]["argv"]))
+    assert status == 0 and got["--tensor-parallel-size"] == [str(best["tp"])]
+    assert got["--max-num-seqs"] == [str(best["batch"])]
+    status, out, _ = run(capsys, "advise", "train", "--gpu", "h100", "--max-gpus", "16",
+                         "--tokens", "1e10", "--launch", "megatron")
+    assert status == 0 and "option 1's command:" in out and "pretrain_gpt.py" in out
