@@ -144,7 +144,11 @@ def megatron_launch(shape: Any, cfg: Any) -> Launch:
             add("shared_expert_hidden", shape.shared_experts * shape.d_expert)
         if shape.dense_layers:
             add("moe_layer_freq", f"([0]*{shape.dense_layers}+[1]*{shape.moe_layers})")
-        add("grouped_gemm")
+        if cfg.precision in (Precision.BF16, Precision.FP8, Precision.NVFP4):
+            add("grouped_gemm")  # Megatron's grouped expert GEMMs run under --bf16 only
+        else:
+            notes.append("the grouped expert GEMMs (--moe-grouped-gemm) need --bf16; at "
+                         f"{cfg.precision.value} the experts run one by one")
         if cfg.ep_dispatcher == "deepep":
             add("dispatcher", "flex")
             add("deepep")
