@@ -61,6 +61,10 @@ def client() -> Any:
      "&moe_kernels=sglang", "ttft_s"),
     ("/api/estimate/infer?model=llama-3.1-8b&gpu=h100&input_len=512&output_len=64"
      "&batch=1,8,max&batching=continuous", "frontier_batches"),
+    ("/api/estimate/infer?model=llama-3.1-8b&gpu=h100&input_len=512&output_len=64&batch=8"
+     "&launch=sglang", "launch"),
+    ("/api/estimate/train?model=llama-3.1-8b&gpu=h100&gpus=8&seq_len=4096&global_batch=16"
+     "&launch=megatron", "launch"),
     ("/api/validate/gemm-kernels", "groups"),
     ("/api/validate/attention-kernels", "groups"),
     ("/api/validate/collectives", "groups"),

@@ -176,7 +176,8 @@ _FORMS: dict[str, tuple[str, list[tuple[str, str]]]] = {
         ("cp", ""), ("cp_comm_type", ""), ("ep", ""), ("vpp", ""), ("seq_len", "4096"),
         ("global_batch", "64"), ("micro_batch", "1"), ("precision", ""), ("zero", ""),
         ("sequence_parallel", ""), ("recompute", ""), ("recompute_modules", ""),
-        ("recompute_layers", ""), ("tokens", ""), ("price_per_gpu_hour", "")]),
+        ("recompute_layers", ""), ("tokens", ""), ("price_per_gpu_hour", ""),
+        ("launch", "")]),
     "estimate/infer": ("Serving estimate", [
         ("model", "llama-3.1-8b"), ("gpu", "h100"), ("tp", "1"), ("input_len", "2048"),
         ("output_len", "256"), ("batch", "32"), ("rate", ""), ("batching", ""),
@@ -187,14 +188,14 @@ _FORMS: dict[str, tuple[str, list[tuple[str, str]]]] = {
         ("moe_comm", "alltoall"), ("moe_kernels", "trtllm"), ("num_requests", ""),
         ("cached_prefix", ""),
         ("prefill_gpus", ""), ("prefill_tp", ""),
-        ("fp8_context_attention", ""), ("cuda_graph_batch_sizes", "")]),
+        ("fp8_context_attention", ""), ("cuda_graph_batch_sizes", ""), ("launch", "")]),
     "advise/train": ("Training advice", [
         ("model", "llama-3.1-8b"), ("tokens", "1T"), ("gpu", "h100,h200,b200"),
-        ("max_gpus", "256"), ("objective", "time"), ("deadline_days", "")]),
+        ("max_gpus", "256"), ("objective", "time"), ("deadline_days", ""), ("launch", "")]),
     "advise/infer": ("Serving advice", [
         ("model", "llama-3.1-8b"), ("input_len", "2048"), ("output_len", "256"),
         ("rate", "10"), ("tpot_ms", "50"), ("ttft_ms", ""), ("gpu", ""),
-        ("disaggregated", "")]),
+        ("disaggregated", ""), ("launch", "")]),
     "gpus": ("GPUs", [("arch", ""), ("tier", ""), ("sort", "year")]),
     "gpu": ("One GPU: peaks, features explained, sources", [("name", "h100")]),
     "compare": ("Compare GPUs", [("gpus", "a100 h100 b200")]),
