@@ -121,8 +121,12 @@ def cmd_train(args: argparse.Namespace) -> int:
     shape = resolve_model(args)
     product, system = _gpu_and_system(args, catalog)
     gpus_per_node = _gpus_per_node(args, catalog, product, system)
+    counts = args.gpus if isinstance(args.gpus, tuple) else None
+    if counts and args.launch:
+        raise GpuarchError("--launch: gives one run's command; not with a list of --gpus")
     cfg = TrainingConfig(
-        gpus=args.gpus, seq_len=args.seq_len, global_batch=args.global_batch,
+        gpus=counts[0] if counts else args.gpus, seq_len=args.seq_len,
+        global_batch=args.global_batch,
         micro_batch=args.micro_batch, tp=args.tp, pp=args.pp, cp=args.cp, ep=args.ep,
         etp=args.etp,
         vpp=args.vpp, sequence_parallel=args.sequence_parallel, zero=args.zero,
@@ -143,9 +147,12 @@ def cmd_train(args: argparse.Namespace) -> int:
         precision=args.precision or sixteen_bit(product), gpus_per_node=gpus_per_node,
         offload_layers=args.offload_layers, fp8_params=args.fp8_params,
         bf16_grads=args.bf16_grads, bf16_optimizer=args.bf16_optimizer)
-    if system is None and args.gpus > gpus_per_node:
+    if system is None and max(counts or (cfg.gpus,)) > gpus_per_node:
         system = catalog.system_for(product)
     eff, measured = _calibrated(args, catalog, product, system)
+    if counts:
+        return _gpu_scaling(args, catalog, shape, product, system, cfg, counts, eff,
+                            measured)
     est = estimate_training(catalog, shape, product, cfg, system=system,
                             tokens=args.tokens, price_per_gpu_hour=args.price_per_gpu_hour,
                             efficiency=eff, measured=measured)
@@ -159,6 +166,28 @@ def cmd_train(args: argparse.Namespace) -> int:
     return _print_estimate(args, est, "training", shape, product, measured,
                            "tokens_per_s_per_gpu", render_training, remedies,
                            training_setup(shape, product, cfg), launch)
+
+
+def _gpu_scaling(args: argparse.Namespace, catalog: Any, shape: TransformerShape,
+                 product: Any, system: Any, cfg: Any, counts: tuple[int, ...], eff: Any,
+                 measured: Any) -> int:
+    """estimate train with a list of --gpus: the layout at each count, in a table or
+    --json."""
+    from gpuarch.estimate.scaling import scale_gpus
+    from gpuarch.report.estimate_text import render_gpu_scaling
+    from gpuarch.validation.bands import band_for
+
+    result = scale_gpus(catalog, shape, product, cfg, counts, system=system, efficiency=eff,
+                        tokens=args.tokens, price_per_gpu_hour=args.price_per_gpu_hour,
+                        measured=measured)
+    band = None if measured else band_for("training", shape, product)
+    if args.json:
+        doc = result.as_json()
+        doc["validation"] = band.as_json() if band else None
+        print(to_json(doc))
+    else:
+        print(render_gpu_scaling(result, band))
+    return 0
 
 
 def _print_estimate(args: argparse.Namespace, est: Any, task: str, shape: TransformerShape,
@@ -250,6 +279,21 @@ def engine_flags(p: argparse.ArgumentParser) -> None:
                         "(TensorRT-LLM's cuda_graph_config batch_sizes + enable_padding, e.g. "
                         "1,2,4,8,16,32,64,128,256,384,512,1024,2048,4096,8192): a decode step "
                         "runs the GEMMs and experts for the next size up; default: no padding")
+
+
+def _gpu_counts(text: str) -> int | tuple[int, ...]:
+    """--gpus for training: a count, or a comma-separated list of them (a scaling table)."""
+    values = []
+    for item in text.split(","):
+        try:
+            value = int(item.strip())
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"--gpus: expected a number or a comma-separated "
+                                             f"list of them, got {item.strip()!r}") from None
+        if value < 1:
+            raise argparse.ArgumentTypeError(f"--gpus: expected >= 1, got {value}")
+        values.append(value)
+    return values[0] if len(values) == 1 and "," not in text else tuple(values)
 
 
 TRAINING_LAUNCH = ("megatron",)
@@ -729,7 +773,10 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p.add_argument("--global-batch", type=int, required=True, help="sequences per step")
     p.add_argument("--micro-batch", type=int, default=1)
     p.add_argument("--gpu", help="GPU name (default: the system's GPU)")
-    p.add_argument("--gpus", type=int, required=True)
+    p.add_argument("--gpus", type=_gpu_counts, required=True,
+                   help="GPUs in all; a comma-separated list (e.g. 64,128,256,512) gives a "
+                        "scaling table: the layout and global batch kept, data parallelism "
+                        "growing")
     p.add_argument("--gpus-per-node", type=int,
                    help="default: the system's, else the GPU's reference system's, else 8")
     p.add_argument("--system", help="reference system (see 'gpuarch systems')")

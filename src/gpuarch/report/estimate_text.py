@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from gpuarch.estimate.disagg import DisaggEstimate
 from gpuarch.estimate.inference import MOE_KERNEL_ENGINES, InferenceEstimate
+from gpuarch.estimate.scaling import GpuScaling
 from gpuarch.estimate.sweep import BatchSweep
 from gpuarch.estimate.training import TrainingEstimate
 from gpuarch.report.text import fmt, table
@@ -27,6 +28,7 @@ __all__ = [
     "launch_lines",
     "render_batch_sweep",
     "render_collectives",
+    "render_gpu_scaling",
     "render_inference",
     "render_inference_validation",
     "render_moe_kernels",
@@ -391,6 +393,56 @@ def render_batch_sweep(sweep: BatchSweep, band: Band | None = None) -> str:
                      f"{first.max_batch:,})")
     if band is not None:
         lines.append(f"  error band    the model's output tokens/s on {band.figures} published "
+                     f"figures of {band.label}: 10th-90th percentile {band.p10_error:+.0%} "
+                     f"to {band.p90_error:+.0%}, median {band.median_error:+.0%} "
+                     f"({band.bias})")
+    return "\n".join(lines)
+
+
+def render_gpu_scaling(scaling: GpuScaling, band: Band | None = None) -> str:
+    """A GPU-count scaling table, one row per count (or the reason it cannot run); with
+    ``band``, the model's error on published training figures of this kind."""
+    base = scaling.base
+    par = base.parallelism
+    totals = base.total is not None
+    cost = totals and base.total is not None and base.total.get("cost_usd") is not None
+    rows = []
+    for p in scaling.points:
+        e = p.estimate
+        if e is None:
+            rows.append([f"{p.gpus:,}", "-", "-", "-", "-", "-", "-", "-", "-", "no"]
+                        + (["-", "-"] if totals else []) + (["-"] if cost else [])
+                        + [f"cannot run: {p.error}"])
+            continue
+        q = e.parallelism
+        eff = scaling.efficiency(p)
+        row = [f"{p.gpus:,}", f"{q['dp']:,}", f"{q['micro_batches']:,}", fmt(e.step_time_s),
+               fmt(e.tokens_per_s), fmt(e.tokens_per_s_per_gpu), f"{e.mfu:.1%}",
+               f"{eff:.0%}" if eff is not None else "-", _gib(e.memory.total),
+               "yes" if e.fits_in_memory else "NO"]
+        if totals and e.total is not None:
+            row += [fmt(e.total["time_days"]), fmt(e.total["gpu_hours"])]
+            if cost:
+                row.append(fmt(e.total["cost_usd"] or 0.0))
+        row.append(e.bottleneck)
+        rows.append(row)
+    head = ["GPUs", "DP", "Micro-batches", "Step s", "tokens/s", "tok/s/GPU", "MFU",
+            "Scaling", "GiB/GPU", "Fits"] + (["Days", "GPU-hours"] if totals else []) \
+        + (["USD"] if cost else []) + ["Bottleneck"]
+    layout = (f"TP{par['tp']} PP{par['pp']} CP{par['cp']} EP{par['ep']}"
+              + (f" VPP{par['vpp']}" if par.get("vpp", 1) > 1 else ""))
+    lines = [
+        f"{base.model} on {base.gpu}: {layout}, global batch {scaling.global_batch:,} "
+        f"sequences kept (strong scaling); {len(scaling.points)} GPU counts",
+        "",
+        table(head, rows, right=[True] * (len(head) - 1) + [False]),
+        "",
+        "  Micro-batches: per data-parallel rank and step. Scaling: tokens/s per GPU over "
+        f"that at {scaling.base_point.gpus:,} GPUs (100% = every added GPU adds its full "
+        "share)",
+    ]
+    if band is not None:
+        lines.append(f"  error band    the model's tokens/s on {band.figures} published "
                      f"figures of {band.label}: 10th-90th percentile {band.p10_error:+.0%} "
                      f"to {band.p90_error:+.0%}, median {band.median_error:+.0%} "
                      f"({band.bias})")
