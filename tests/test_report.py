@@ -62,6 +62,9 @@ def test_report_is_self_contained_and_has_every_section(report: str) -> None:
     # the parts: operators timed on a real GPU beside the model's times
     assert "checked on a real GPU (gpuarch validate ops)" in text
     assert "NVIDIA H200" in text and "grouped_gemm" in text
+    # each pick's command: Megatron-LM for training, TensorRT-LLM's server for serving
+    assert "Run it: Megatron-LM" in text and "pretrain_gpt.py" in text
+    assert "Run it: TensorRT-LLM" in text and "trtllm-serve meta-llama/Llama-3.1-8B" in text
 
 
 def test_report_bad_path_writes_nothing(tmp_path: Path,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import datetime
 from pathlib import Path
+from typing import Any
 
 from gpuarch.catalog.loader import load_catalog
 from gpuarch.cli.advise_cmds import DEFAULT_MODEL
@@ -35,11 +36,12 @@ def cmd_report(args: argparse.Namespace) -> int:
     catalog = load_catalog()
     shape = resolve_model(args)
     prices = load_prices()
-    training = advise_training(catalog, shape, TrainingSearch(
-        tokens=args.tokens, max_gpus=args.max_gpus, objective=Objective.TIME,
-        assumed_network_gbit_s=args.network), prices)
-    serving = advise_inference(catalog, shape, InferenceSearch(
-        input_len=args.input_len, output_len=args.output_len), prices)
+    train_search = TrainingSearch(tokens=args.tokens, max_gpus=args.max_gpus,
+                                  objective=Objective.TIME,
+                                  assumed_network_gbit_s=args.network)
+    training = advise_training(catalog, shape, train_search, prices)
+    serve_search = InferenceSearch(input_len=args.input_len, output_len=args.output_len)
+    serving = advise_inference(catalog, shape, serve_search, prices)
     pick = catalog.product(training.top[0].gpu if training.top else "h100")
     precision = Precision(training.top[0].precision) if training.top else Precision.BF16
     device = Device.of(pick, precision, catalog.chip_of(pick).sm.tensor_core_generation)
@@ -54,10 +56,36 @@ def cmd_report(args: argparse.Namespace) -> int:
         evolution_metrics=DEFAULT_METRICS, features=feature_matrix(catalog),
         training=training, serving=serving,
         roofline=roofline_summary(device, ops, DEFAULT_EFFICIENCY),
-        ops=validate_ops(catalog))
+        ops=validate_ops(catalog),
+        launches=_launches(catalog, shape, args.model, train_search, training, serve_search,
+                           serving))
     write_report(inputs, args.out)
     print(f"wrote {args.out}")
     return 0
+
+
+def _launches(catalog: Any, shape: Any, model: str, train_search: Any, training: Any,
+              serve_search: Any, serving: Any) -> dict[str, Any]:
+    """The commands that run each pick: Megatron-LM's for training, TensorRT-LLM's server
+    for serving (the engine the serving model's defaults describe: its Python executor and
+    MoE kernels); none for a disaggregated pick or when nothing qualified."""
+    from gpuarch.advise import infer, train
+    from gpuarch.cli.estimate_cmds import model_checkpoint
+    from gpuarch.report.launch import megatron_launch, model_reference, serving_launch
+
+    out: dict[str, Any] = {}
+    if training.top:
+        best = training.top[0]
+        system = catalog.system_for(catalog.product(best.gpu))
+        out["training"] = megatron_launch(shape, train.option_config(train_search, best,
+                                                                     system))
+    if serving.top and serving.top[0].prefill is None:
+        best = serving.top[0]
+        out["serving"] = serving_launch("trtllm", shape,
+                                        infer.option_config(serve_search, best),
+                                        model_reference(model), best.batch,
+                                        model_checkpoint(model))
+    return out
 
 
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],

@@ -7,7 +7,7 @@ from __future__ import annotations
 import html
 import tempfile
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,7 @@ from gpuarch.validation.bands import band_sentence
 __all__ = ["ReportInputs", "check_report_path", "inline_svg", "render_report", "write_report"]
 
 _STYLE = """
+pre { background: #f6f6f8; padding: 0.6rem; overflow: auto; font-size: 0.8rem; }
 body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 1100px;
        color: #1d1d1f; line-height: 1.45; padding: 0 1rem; }
 h1 { font-size: 1.6rem; } h2 { margin-top: 2.2rem; border-bottom: 1px solid #ddd; }
@@ -48,6 +49,8 @@ class ReportInputs:
     serving: Any  # advise.infer.InferenceAdvice
     roofline: dict[str, Any]  # perf.roofline.roofline_summary of the training pick
     ops: Any = None  # validation.ops.OpSummary: operators timed on a real GPU
+    # report.launch.Launch of each pick, by "training" and "serving" (absent: none)
+    launches: dict[str, Any] = field(default_factory=dict)
 
 
 def inline_svg(draw: Callable[[Path], None]) -> str:
@@ -111,7 +114,19 @@ def _features(m: FeatureMatrix) -> str:
             "</p>")
 
 
-def _training(advice: Any) -> str:
+def _launch(launch: Any) -> str:
+    """A pick's command (``report.launch.Launch``): the script, its files, its notes."""
+    if launch is None:
+        return ""
+    files = "".join(f"<p class=\"note\">{_e(name)}:</p><pre>{_e(text)}</pre>"
+                    for name, text in launch.files)
+    notes = "".join(f"<li>{_e(n)}</li>" for n in launch.notes)
+    return (f"<h3>Run it: {_e(launch.name)}</h3><pre>{_e(chr(10).join(launch.lines()))}</pre>"
+            f"{files}<p class=\"note\">Flags as in {_e(launch.checked)}.</p>"
+            + (f"<ul class=\"note\">{notes}</ul>" if notes else ""))
+
+
+def _training(advice: Any, launch: Any = None) -> str:
     from gpuarch.report.plot import plot_pareto
 
     out = [f"<h2>Training {_e(advice.model)} on {advice.tokens:.3g} tokens</h2>"]
@@ -123,6 +138,7 @@ def _training(advice: Any) -> str:
                f" CP{best.cp} EP{best.ep}, {_e(best.precision)}: {best.time_days:.3g} days, "
                f"{_usd(best.cost_usd)}, {fmt(best.energy_mwh)} MWh. "
                f"<i>{_e(best.bottleneck)}-bound:</i> {_e(best.reason)}</p>")
+    out.append(_launch(launch))
     rows = [[o.gpu_name, o.gpus, f"TP{o.tp} PP{o.pp} CP{o.cp} EP{o.ep}", o.micro_batch,
              o.zero_label, o.recompute, o.precision,
              fmt(o.time_days), _usd(o.cost_usd),
@@ -137,7 +153,7 @@ def _training(advice: Any) -> str:
     return "".join(out)
 
 
-def _serving(advice: Any) -> str:
+def _serving(advice: Any, launch: Any = None) -> str:
     from gpuarch.report.plot import plot_pareto
 
     out = [f"<h2>Serving {_e(advice.model)} at {advice.input_len} in / {advice.output_len} "
@@ -152,6 +168,7 @@ def _serving(advice: Any) -> str:
                f"batch {best.batch}: TTFT {best.ttft_ms:.3g} ms, TPOT "
                f"{best.tpot_ms:.3g} ms, {_usd(best.usd_per_million_tokens)} per million "
                f"output tokens. {_e(best.reason)}</p>")
+    out.append(_launch(launch))
     rows = [[o.gpu_name, o.gpus, f"TP{o.tp} PP{o.pp}{_ep(o)}", o.batch,
              o.formats, fmt(o.ttft_ms), fmt(o.tpot_ms),
              fmt(o.output_tokens_per_s), _usd(o.usd_per_hour), _usd(o.usd_per_million_tokens),
@@ -226,8 +243,8 @@ def render_report(inputs: ReportInputs) -> str:
         f"<h1>{_e(inputs.title)}</h1><p class=\"note\">{_e(inputs.generated)}. Every "
         "hardware number comes from the gpuarch catalog, which cites its source; estimates "
         "come from gpuarch's validated models (their error bands are under Assumptions).</p>",
-        _training(inputs.training),
-        _serving(inputs.serving),
+        _training(inputs.training, inputs.launches.get("training")),
+        _serving(inputs.serving, inputs.launches.get("serving")),
         _roofline(inputs.roofline),
         _evolution(inputs),
         _features(inputs.features),
