@@ -223,3 +223,11 @@ def test_advise_launch_is_the_best_options(capsys: pytest.CaptureFixture[str]) -
     status, out, _ = run(capsys, "advise", "train", "--gpu", "h100", "--max-gpus", "16",
                          "--tokens", "1e10", "--launch", "megatron")
     assert status == 0 and "option 1's command:" in out and "pretrain_gpt.py" in out
+
+
+def test_model_reference() -> None:
+    """What a server loads: a config.json's directory, a preset's Hugging Face repository
+    (from its source address), else the preset's own name (GPT-3's source is a paper)."""
+    assert model_reference("/models/my-llama/config.json") == "/models/my-llama"
+    assert model_reference("llama-3.1-8b") == "meta-llama/Llama-3.1-8B"
+    assert model_reference("gpt3-175b") == "gpt3-175b"

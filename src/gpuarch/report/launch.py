@@ -374,7 +374,7 @@ def serving_launch(engine: str, shape: Any, cfg: Any, model: str, batch: int,
         else:
             add("kv_cache", values["kv_fp8"])
     elif kv not in _SIXTEEN:
-        notes.append(f"a {kv} KV cache has no {info['name']} setting here")
+        notes.append(f"KV cache in {kv}: no {info['name']} setting for it here")
     # engine properties the estimate was made with
     if engine == "trtllm":
         if cfg.kv_cache_fraction:
