@@ -66,8 +66,13 @@ def test_scaling_invariants(counts: set[int]) -> None:
     """For any counts: one row each, ascending; the global batch is the same at every count;
     more data-parallel ranks never give a rank more micro-batches; the tokens a step holds
     are the same, so tokens/s is tokens per step over the step time."""
+    if counts == {48}:  # 3 data-parallel ranks do not divide the global batch of 256
+        with pytest.raises(GpuarchError, match="no count can run"):
+            scale_gpus(CATALOG, LLAMA70, H100, CFG, sorted(counts), system=DGX)
+        return
     scaling = scale_gpus(CATALOG, LLAMA70, H100, CFG, sorted(counts), system=DGX)
     assert [p.gpus for p in scaling.points] == sorted(counts)
+    assert all((p.estimate is None) == (p.gpus == 48) for p in scaling.points)
     micro = [p.estimate.parallelism["micro_batches"] for p in scaling.points if p.estimate]
     assert micro == sorted(micro, reverse=True)
     for p in scaling.points:
@@ -116,3 +121,18 @@ def test_cli_usage_errors(capsys: pytest.CaptureFixture[str], gpus: str,
                           extra: tuple[str, ...], message: str) -> None:
     status, out, err = run(capsys, *TRAIN, "--gpus", gpus, *extra)
     assert status == 2 and message in err and "Traceback" not in err and out == ""
+
+
+def test_cli_plot(capsys: pytest.CaptureFixture[str], tmp_path: pytest.TempPathFactory) -> None:
+    """--plot with a --gpus list draws the chart and still prints the table; without a list
+    it is a usage error naming --plot, and nothing is written."""
+    pytest.importorskip("matplotlib")
+    from pathlib import Path
+
+    target = Path(str(tmp_path)) / "scaling.svg"
+    status, out, _ = run(capsys, *TRAIN, "--gpus", "32,64,128", "--plot", str(target))
+    assert status == 0 and "Scaling" in out
+    assert "ideal" in target.read_text()
+    other = Path(str(tmp_path)) / "one.svg"
+    status, _, err = run(capsys, *TRAIN, "--gpus", "64", "--plot", str(other))
+    assert status == 2 and "--plot: draws a scaling table" in err and not other.exists()

@@ -124,6 +124,13 @@ def cmd_train(args: argparse.Namespace) -> int:
     counts = args.gpus if isinstance(args.gpus, tuple) else None
     if counts and args.launch:
         raise GpuarchError("--launch: gives one run's command; not with a list of --gpus")
+    if args.plot:
+        if not counts:
+            raise GpuarchError("--plot: draws a scaling table; give --gpus a list (e.g. "
+                               "64,128,256)")
+        from gpuarch.report.plot import check_plot_path
+
+        check_plot_path(args.plot)
     cfg = TrainingConfig(
         gpus=counts[0] if counts else args.gpus, seq_len=args.seq_len,
         global_batch=args.global_batch,
@@ -181,6 +188,10 @@ def _gpu_scaling(args: argparse.Namespace, catalog: Any, shape: TransformerShape
                         tokens=args.tokens, price_per_gpu_hour=args.price_per_gpu_hour,
                         measured=measured)
     band = None if measured else band_for("training", shape, product)
+    if args.plot:
+        from gpuarch.report.plot import plot_gpu_scaling
+
+        plot_gpu_scaling(result, args.plot)
     if args.json:
         doc = result.as_json()
         doc["validation"] = band.as_json() if band else None
@@ -777,6 +788,9 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                    help="GPUs in all; a comma-separated list (e.g. 64,128,256,512) gives a "
                         "scaling table: the layout and global batch kept, data parallelism "
                         "growing")
+    p.add_argument("--plot", type=Path, metavar="FILE",
+                   help="with a --gpus list: draw tokens/s against GPUs beside the ideal "
+                        "line, to .png or .svg")
     p.add_argument("--gpus-per-node", type=int,
                    help="default: the system's, else the GPU's reference system's, else 8")
     p.add_argument("--system", help="reference system (see 'gpuarch systems')")

@@ -11,7 +11,7 @@ from gpuarch.errors import GpuarchError
 from gpuarch.files import check_output_path, write_whole
 
 __all__ = ["PLOT_SUFFIXES", "check_plot_path", "plot_batch_sweep", "plot_evolution",
-           "plot_pareto", "plot_roofline"]
+           "plot_gpu_scaling", "plot_pareto", "plot_roofline"]
 
 PLOT_SUFFIXES = (".png", ".svg")
 
@@ -181,7 +181,7 @@ def plot_batch_sweep(sweep: Any, path: Path) -> None:
         ax.legend(fontsize=8)
     from matplotlib.ticker import FuncFormatter
 
-    plain = FuncFormatter(lambda v, _: f"{v:,.4g}")
+    plain = FuncFormatter(_plain_number)
     ax.set_xscale("log")
     ax.set_yscale("log")
     for axis in (ax.xaxis, ax.yaxis):
@@ -196,6 +196,47 @@ def plot_batch_sweep(sweep: Any, path: Path) -> None:
     ax.grid(True, which="both", alpha=0.3)
     fig.tight_layout()
     _save(fig, plt, path)
+
+
+def plot_gpu_scaling(scaling: Any, path: Path) -> None:
+    """A training scaling table (``estimate.scaling.GpuScaling``): tokens/s against GPUs
+    (log-log), the ideal line through the smallest count that ran, each point labelled with
+    its scaling efficiency; counts that do not fit hollow, counts that cannot run left out."""
+    plt = _pyplot(path)
+    from matplotlib.ticker import FuncFormatter
+
+    ran = [p for p in scaling.points if p.estimate is not None]
+    base = scaling.base_point
+    fig, ax = plt.subplots(figsize=(8, 5.5))
+    xs = [p.gpus for p in ran]
+    ys = [p.estimate.tokens_per_s for p in ran]
+    ideal = [base.estimate.tokens_per_s * n / base.gpus for n in xs]
+    ax.plot(xs, ideal, linestyle="--", color="#999999", label="ideal (every GPU adds its share)")
+    ax.plot(xs, ys, color="#4c78a8", zorder=2)
+    for p, x, y in zip(ran, xs, ys, strict=True):
+        ax.scatter([x], [y], s=36, edgecolors="black", linewidths=0.6, zorder=3,
+                   facecolors="#4c78a8" if p.estimate.fits_in_memory else "none")
+        ax.annotate(f"{scaling.efficiency(p):.0%}", (x, y), textcoords="offset points",
+                    xytext=(5, -12), fontsize=8)
+    plain = FuncFormatter(_plain_number)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.xaxis.set_major_formatter(plain)
+    ax.yaxis.set_major_formatter(plain)
+    ax.set_xlabel("GPUs")
+    ax.set_ylabel("tokens/s")
+    est = base.estimate
+    ax.set_title(f"{est.model} on {est.gpu}, global batch {scaling.global_batch:,} sequences\n"
+                 "labels: scaling efficiency; hollow: does not fit", fontsize=10)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    _save(fig, plt, path)
+
+
+def _plain_number(value: float, _position: object = None) -> str:
+    """A log axis's tick as a plain number: 1,000,000 rather than 1e+06."""
+    return f"{value:,.0f}" if value >= 10 else f"{value:.3g}"
 
 
 def _fractional_year(date: str) -> float:
