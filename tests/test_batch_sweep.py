@@ -13,24 +13,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpuarch.catalog import load_catalog
-from gpuarch.cli.main import main
 from gpuarch.errors import GpuarchError
 from gpuarch.estimate.inference import Batching, InferenceConfig, estimate_inference
 from gpuarch.estimate.sweep import MAX_SWEEP_POINTS, on_frontier, sweep_batches, sweep_values
 from gpuarch.workloads.presets import preset
+from tests.test_cli import run
 
 CATALOG = load_catalog()
 H100 = CATALOG.product("h100")
 LLAMA8 = preset("llama-3.1-8b").shape
 
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    try:
-        status = main(list(argv))
-    except SystemExit as exc:  # argparse usage errors
-        status = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return status, out, err
 
 
 def test_frontier_by_definition() -> None:

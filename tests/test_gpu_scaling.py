@@ -12,12 +12,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpuarch.catalog import load_catalog
-from gpuarch.cli.main import main
 from gpuarch.errors import GpuarchError
 from gpuarch.estimate.memory import Recompute
 from gpuarch.estimate.scaling import MAX_SCALING_POINTS, scale_gpus
 from gpuarch.estimate.training import TrainingConfig, estimate_training
 from gpuarch.workloads.presets import preset
+from tests.test_cli import run
 
 CATALOG = load_catalog()
 H100 = CATALOG.product("h100")
@@ -81,14 +81,6 @@ def test_scaling_invariants(counts: set[int]) -> None:
         assert p.estimate.tokens_per_s == pytest.approx(
             CFG.global_batch * CFG.seq_len / p.estimate.step_time_s)
 
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    try:
-        status = main(list(argv))
-    except SystemExit as exc:
-        status = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return status, out, err
 
 
 TRAIN = ("estimate", "train", "--model", "llama-3.1-70b", "--gpu", "h100", "--tp", "4",

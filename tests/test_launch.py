@@ -8,7 +8,6 @@ import json
 
 import pytest
 
-from gpuarch.cli.main import main
 from gpuarch.estimate.inference import Batching, InferenceConfig
 from gpuarch.estimate.memory import Recompute
 from gpuarch.estimate.training import TrainingConfig
@@ -22,6 +21,7 @@ from gpuarch.report.launch import (
     serving_launch,
 )
 from gpuarch.workloads.presets import preset
+from tests.test_cli import run
 
 LLAMA70 = preset("llama-3.1-70b").shape
 QWEN235 = preset("qwen3-235b-a22b").shape
@@ -165,14 +165,6 @@ def test_launch_lines_break_before_flags() -> None:
     assert all(line.endswith(" \\") for line in lines[:-1]) and not lines[-1].endswith("\\")
     assert all(line.startswith("  --") for line in lines[1:])
 
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    try:
-        status = main(list(argv))
-    except SystemExit as exc:
-        status = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return status, out, err
 
 
 def test_cli_launch(capsys: pytest.CaptureFixture[str]) -> None:

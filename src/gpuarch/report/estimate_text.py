@@ -46,6 +46,16 @@ def _band_line(band: Band | None, predicted: float, unit: str) -> list[str]:
     return [f"  error band    {band.describe(predicted, unit)}"] if band else []
 
 
+def _band_summary(band: Band | None, unit: str) -> list[str]:
+    """A table's error band (a sweep's rows share one): the model's signed error on the
+    regime's published figures, without a predicted value to range."""
+    if band is None:
+        return []
+    return [f"  error band    the model's {unit} on {band.figures} published figures of "
+            f"{band.label}: 10th-90th percentile {band.p10_error:+.0%} to "
+            f"{band.p90_error:+.0%}, median {band.median_error:+.0%} ({band.bias})"]
+
+
 def _nearest_lines(near: Sequence[tuple[float, PublishedFigure]], task: str) -> list[str]:
     """The published runs closest to the estimate's setup, one line each: the model's
     signed error there, the run, what it ran."""
@@ -391,11 +401,7 @@ def render_batch_sweep(sweep: BatchSweep, band: Band | None = None) -> str:
         lines.append(f"  Fits NO: weights, KV cache and activations exceed the GPU's "
                      f"{_gib(first.gpu_memory_bytes)} GiB (the largest batch that fits: "
                      f"{first.max_batch:,})")
-    if band is not None:
-        lines.append(f"  error band    the model's output tokens/s on {band.figures} published "
-                     f"figures of {band.label}: 10th-90th percentile {band.p10_error:+.0%} "
-                     f"to {band.p90_error:+.0%}, median {band.median_error:+.0%} "
-                     f"({band.bias})")
+    lines += _band_summary(band, "output tokens/s")
     return "\n".join(lines)
 
 
@@ -441,11 +447,7 @@ def render_gpu_scaling(scaling: GpuScaling, band: Band | None = None) -> str:
         f"that at {scaling.base_point.gpus:,} GPUs (100% = every added GPU adds its full "
         "share)",
     ]
-    if band is not None:
-        lines.append(f"  error band    the model's tokens/s on {band.figures} published "
-                     f"figures of {band.label}: 10th-90th percentile {band.p10_error:+.0%} "
-                     f"to {band.p90_error:+.0%}, median {band.median_error:+.0%} "
-                     f"({band.bias})")
+    lines += _band_summary(band, "tokens/s")
     return "\n".join(lines)
 
 
