@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from gpuarch.catalog.model import Product, System
 from gpuarch.errors import GpuarchError
-from gpuarch.estimate.energy import energy_kwh, facility_power_w
+from gpuarch.estimate.energy import facility_power_w, serving_energy_kwh
 from gpuarch.perf.quant import (
     QuantFormat,
     QuantScheme,
@@ -214,8 +214,7 @@ def deployment(where: Candidate, search: InferenceSearch, split: tuple[int, int,
     if known:
         # utilisation: the 2 x active-parameter FLOPs of the tokens a pool processes, against
         # its GPUs' peak for the scheme
-        kwh = sum(float(energy_kwh(p.tdp_w, min(1.0, tokens * spt / n), n,
-                                   seconds_per_million))
+        kwh = sum(serving_energy_kwh(p.tdp_w, n, tokens, spt, seconds_per_million)
                   for p, _, n, tokens, spt in pools if p.tdp_w)
     price = where.price
     scheme = where.scheme

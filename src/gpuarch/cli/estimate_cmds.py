@@ -445,7 +445,8 @@ def cmd_infer(args: argparse.Namespace) -> int:
         cfg = dataclasses.replace(cfg, batch=load.batch)
     est = estimate_inference(catalog, shape, product, cfg, system=system, efficiency=eff,
                              measured=measured,
-                             formats_origin=checkpoint.origin if checkpoint else None)
+                             formats_origin=checkpoint.origin if checkpoint else None,
+                             price_per_gpu_hour=args.price_per_gpu_hour)
     if load is not None:
         est.assumptions["load"] = load.as_json()
     remedies = () if est.fits_in_memory else serving_remedies(
@@ -475,7 +476,8 @@ def _batch_sweep(args: argparse.Namespace, catalog: Any, shape: TransformerShape
 
         check_plot_path(args.plot)
     result = sweep_batches(catalog, shape, product, cfg, args.batch, system=system,
-                           efficiency=eff, measured=measured, formats_origin=origin)
+                           efficiency=eff, measured=measured, formats_origin=origin,
+                           price_per_gpu_hour=args.price_per_gpu_hour)
     band = None if measured else band_for("serving", shape, product)
     if args.plot:
         from gpuarch.report.plot import plot_batch_sweep
@@ -1008,6 +1010,9 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                         "for a TensorRT engine built by 'trtllm-bench build --dataset'")
     p.add_argument("--calibration", type=Path, metavar="FILE",
                    help="measured efficiencies from 'gpuarch probe --bench --save FILE'")
+    p.add_argument("--price-per-gpu-hour", type=positive_number("--price-per-gpu-hour"),
+                   help="USD per GPU-hour: adds the hourly cost and the cost per million "
+                        "output tokens (energy per million is always given)")
     p.add_argument("--launch", type=engine_choice("--launch", SERVING_LAUNCH),
                    metavar="vllm|sglang|trtllm",
                    help="also print that engine's server command for this deployment "

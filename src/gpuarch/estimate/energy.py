@@ -13,7 +13,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["NODE_OVERHEAD", "PUE", "energy_kwh", "facility_power_w", "gpu_power_w"]
+__all__ = ["NODE_OVERHEAD", "PUE", "energy_kwh", "facility_power_w", "gpu_power_w",
+           "serving_energy_kwh"]
 
 NODE_OVERHEAD = 0.35
 """Non-GPU node power as a fraction of GPU power (assumed; a DGX H100's 10.2 kW maximum
@@ -44,3 +45,12 @@ def energy_kwh(tdp_w: float, hfu: Num, gpus: Num, seconds: Num, *,
     if facility:
         power = power * (1 + NODE_OVERHEAD) * PUE
     return power * seconds / 3.6e6
+
+
+def serving_energy_kwh(tdp_w: float, gpus: int, tokens_per_s: float,
+                       seconds_per_token_at_peak: float, seconds: float) -> float:
+    """Energy of ``gpus`` serving for ``seconds`` while they process ``tokens_per_s``
+    tokens (prompts and outputs): their utilisation is the tokens' 2 x active-parameter
+    FLOPs at the format's peak (``seconds_per_token_at_peak``) over the GPUs, capped at 1."""
+    busy = min(1.0, tokens_per_s * seconds_per_token_at_peak / gpus)
+    return float(energy_kwh(tdp_w, busy, gpus, seconds))

@@ -37,6 +37,7 @@ import numpy as np
 from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import Product, System
 from gpuarch.errors import GpuarchError, check_choice, check_count, check_number
+from gpuarch.estimate.energy import serving_energy_kwh
 from gpuarch.perf.collectives import (
     Collective,
     Fabric,
@@ -466,6 +467,8 @@ class InferenceEstimate:
     assumptions: dict[str, Any]
     prefill_parts_s: dict[str, float] = field(default_factory=dict)  # OP_PARTS
     decode_step_parts_s: dict[str, float] = field(default_factory=dict)
+    # energy (and with a price, cost) per million output tokens (``serving_cost``)
+    cost: dict[str, Any] = field(default_factory=dict)
 
     @property
     def output_tokens_per_s_per_user(self) -> float:
@@ -497,6 +500,7 @@ class InferenceEstimate:
             "decode_step_breakdown_s": self.decode_step_breakdown_s,
             "prefill_parts_s": self.prefill_parts_s,
             "decode_step_parts_s": self.decode_step_parts_s,
+            "cost": self.cost,
             "assumptions": self.assumptions,
         }
 
@@ -1335,9 +1339,11 @@ def estimate_inference(
     efficiency: Efficiency = DEFAULT_EFFICIENCY,
     measured: dict[str, str] | None = None,
     formats_origin: str | None = None,
+    price_per_gpu_hour: float | None = None,
 ) -> InferenceEstimate:
     """Estimate serving ``shape`` on ``cfg.gpus`` x ``product`` (``formats_origin``: where
-    the formats came from when not from the caller, e.g. the checkpoint's config.json)."""
+    the formats came from when not from the caller, e.g. the checkpoint's config.json;
+    ``price_per_gpu_hour``: USD, for the cost per million output tokens)."""
     cfg.validate(shape)
     if cfg.tp * cfg.pp > cfg.gpus_per_node and system is None:
         raise GpuarchError(f"--tp/--pp: a replica of {cfg.tp * cfg.pp} GPUs spans nodes; "
@@ -1451,6 +1457,8 @@ def estimate_inference(
         "requests_in_flight": requested,
         "queueing_s": queue,
     }
+    cost = serving_cost(product, cfg, throughput, 2 * count_params(shape).active(shape)
+                        / runner.peak.peak.flops, price_per_gpu_hour)
     return InferenceEstimate(
         model=shape.name, gpu=product.name, batch=batch, max_batch=max_batch,
         max_context=max_context_that_fits(shape, cfg, product, max(1, batch)),
@@ -1462,4 +1470,27 @@ def estimate_inference(
         decode_step_breakdown_s={k: float(v) for k, v in step.as_dict().items()},
         prefill_parts_s={k: phase_parts["prefill"].get(k, 0.0) for k in OP_PARTS},
         decode_step_parts_s={k: phase_parts["decode"].get(k, 0.0) for k in OP_PARTS},
-        assumptions=assumptions)
+        cost=cost, assumptions=assumptions)
+
+
+def serving_cost(product: Product, cfg: InferenceConfig, output_tokens_per_s: float,
+                 seconds_per_token_at_peak: float, price_per_gpu_hour: float | None
+                 ) -> dict[str, Any]:
+    """Energy and cost of a deployment's output, as the advisor prices its options: the
+    GPUs' energy per million output tokens at the utilisation the prompt and output tokens
+    they process imply (``energy.serving_energy_kwh``; None without a board power), and with
+    ``price_per_gpu_hour`` the hourly cost and the cost per million output tokens."""
+    seconds = 1e6 / output_tokens_per_s  # to produce a million output tokens
+    processed = output_tokens_per_s * (1 + cfg.input_len / cfg.output_len)
+    out: dict[str, Any] = {
+        "kwh_per_million_output_tokens": serving_energy_kwh(
+            product.tdp_w, cfg.gpus, processed, seconds_per_token_at_peak, seconds)
+        if product.tdp_w else None,
+        "power_model": "board power at the utilisation the processed tokens' 2 x active-"
+                       "parameter FLOPs give at the format's peak, plus node overhead, times "
+                       "PUE (gpuarch.estimate.energy)"}
+    if price_per_gpu_hour is not None:
+        per_hour = cfg.gpus * price_per_gpu_hour
+        out.update(usd_per_gpu_hour=price_per_gpu_hour, usd_per_hour=per_hour,
+                   usd_per_million_output_tokens=per_hour * from_si(seconds, Unit.HOUR))
+    return out

@@ -115,6 +115,7 @@ def sweep_batches(
     efficiency: Efficiency = DEFAULT_EFFICIENCY,
     measured: dict[str, str] | None = None,
     formats_origin: str | None = None,
+    price_per_gpu_hour: float | None = None,
 ) -> BatchSweep:
     """``cfg`` estimated at each batch of ``asked`` (a number, None for the largest that
     fits, 0 for powers of two up to it; ``sweep_values``), with the frontier marked."""
@@ -124,7 +125,8 @@ def sweep_batches(
     def at(batch: int | None) -> InferenceEstimate:
         return estimate_inference(catalog, shape, product, dataclasses.replace(cfg, batch=batch),
                                   system=system, efficiency=efficiency, measured=measured,
-                                  formats_origin=formats_origin)
+                                  formats_origin=formats_origin,
+                                  price_per_gpu_hour=price_per_gpu_hour)
 
     largest = at(None)
     estimates: list[tuple[int | None, InferenceEstimate]] = []

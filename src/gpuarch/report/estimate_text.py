@@ -46,6 +46,19 @@ def _band_line(band: Band | None, predicted: float, unit: str) -> list[str]:
     return [f"  error band    {band.describe(predicted, unit)}"] if band else []
 
 
+def _cost_line(cost: dict[str, Any]) -> list[str]:
+    """A serving estimate's cost per million output tokens (with a price) and energy."""
+    parts = []
+    if cost.get("usd_per_million_output_tokens") is not None:
+        parts.append(f"${fmt(cost['usd_per_million_output_tokens'])} per million output "
+                     f"tokens (${fmt(cost['usd_per_hour'])}/hour at "
+                     f"${fmt(cost['usd_per_gpu_hour'])}/GPU-hour)")
+    if cost.get("kwh_per_million_output_tokens") is not None:
+        parts.append(f"{fmt(cost['kwh_per_million_output_tokens'])} kWh per million output "
+                     "tokens (board power at the modelled utilisation, node overhead, PUE)")
+    return [f"  cost          {'; '.join(parts)}"] if parts else []
+
+
 def _band_summary(band: Band | None, unit: str) -> list[str]:
     """A table's error band (a sweep's rows share one): the model's signed error on the
     regime's published figures, without a predicted value to range."""
@@ -339,6 +352,7 @@ def render_inference(e: InferenceEstimate, band: Band | None = None,
         f"  throughput    {fmt(e.output_tokens_per_s)} output tokens/s, "
         f"{fmt(e.output_tokens_per_s / e.gpus)} per GPU, "
         f"{fmt(e.output_tokens_per_s_per_user)} per user (1 / TPOT)",
+        *_cost_line(e.cost),
         *_band_line(band, e.output_tokens_per_s, "output tokens/s"),
         *_nearest_lines(near, "serving"),
         "",
@@ -372,6 +386,7 @@ def render_batch_sweep(sweep: BatchSweep, band: Band | None = None) -> str:
     first = sweep.points[0].estimate
     a = first.assumptions
     continuous = a["batching"] == "continuous"
+    priced = first.cost.get("usd_per_million_output_tokens") is not None
     rows = []
     for p in sweep.points:
         e = p.estimate
@@ -380,7 +395,8 @@ def render_batch_sweep(sweep: BatchSweep, band: Band | None = None) -> str:
             fmt(from_si(e.ttft_s, Unit.MS)), fmt(from_si(e.tpot_s, Unit.MS)),
             fmt(e.output_tokens_per_s_per_user), fmt(e.output_tokens_per_s / e.gpus),
             fmt(e.output_tokens_per_s), _gib(sum(e.memory.values())),
-            "yes" if e.fits_in_memory else "NO", e.bottleneck["decode"]])
+            "yes" if e.fits_in_memory else "NO", e.bottleneck["decode"]]
+            + ([fmt(e.cost["usd_per_million_output_tokens"])] if priced else []))
     lines = [
         f"{first.model} on {first.gpus} x {first.gpu}: {sweep.input_len:,} in / "
         f"{sweep.output_len:,} out, {a['batching']} batching, {a['replicas']} replica(s)"
@@ -388,8 +404,8 @@ def render_batch_sweep(sweep: BatchSweep, band: Band | None = None) -> str:
         *_serving_setup_lines(a),
         "",
         table(["In flight", "Batch", "TTFT ms", "TPOT ms", "tok/s/user", "tok/s/GPU",
-               "tok/s", "GiB/GPU", "Fits", "Decode bound"], rows,
-              right=[True] * 8 + [False, False]),
+               "tok/s", "GiB/GPU", "Fits", "Decode bound"] + (["$/1M tok"] if priced else []),
+              rows, right=[True] * 8 + [False, False] + ([True] if priced else [])),
         "",
         "  * on the frontier: no other batch gives at least as many output tokens/s per GPU "
         "and per user with more of one (or the same sooner); tok/s/user = 1 / TPOT",
