@@ -188,7 +188,8 @@ _FORMS: dict[str, tuple[str, list[tuple[str, str]]]] = {
         ("moe_comm", "alltoall"), ("moe_kernels", "trtllm"), ("num_requests", ""),
         ("cached_prefix", ""),
         ("prefill_gpus", ""), ("prefill_tp", ""),
-        ("fp8_context_attention", ""), ("cuda_graph_batch_sizes", ""), ("launch", "")]),
+        ("fp8_context_attention", ""), ("cuda_graph_batch_sizes", ""),
+        ("price_per_gpu_hour", ""), ("launch", "")]),
     "advise/train": ("Training advice", [
         ("model", "llama-3.1-8b"), ("tokens", "1T"), ("gpu", "h100,h200,b200"),
         ("max_gpus", "256"), ("objective", "time"), ("deadline_days", ""), ("launch", "")]),
