@@ -400,7 +400,8 @@ def render_batch_sweep(sweep: BatchSweep, band: Band | None = None) -> str:
     lines = [
         f"{first.model} on {first.gpus} x {first.gpu}: {sweep.input_len:,} in / "
         f"{sweep.output_len:,} out, {a['batching']} batching, {a['replicas']} replica(s)"
-        + _expert_split(a.get("parallelism", {})) + f"; {len(sweep.points)} batch sizes",
+        + _expert_split(a.get("parallelism", {})) + f"; {len(sweep.points)} batch size"
+        + ("s" if len(sweep.points) > 1 else ""),
         *_serving_setup_lines(a),
         "",
         table(["In flight", "Batch", "TTFT ms", "TPOT ms", "tok/s/user", "tok/s/GPU",
@@ -415,8 +416,11 @@ def render_batch_sweep(sweep: BatchSweep, band: Band | None = None) -> str:
                      "that fit; the rest wait in a queue for a slot, in the TTFT")
     if any(not p.estimate.fits_in_memory for p in sweep.points):
         lines.append(f"  Fits NO: weights, KV cache and activations exceed the GPU's "
-                     f"{_gib(first.gpu_memory_bytes)} GiB (the largest batch that fits: "
-                     f"{first.max_batch:,})")
+                     f"{_gib(first.gpu_memory_bytes)} GiB ("
+                     + (f"the largest batch that fits: {first.max_batch:,})"
+                        if first.max_batch >= 1 else
+                        "not one sequence fits; one --batch lists the changes that would "
+                        "make it fit)"))
     lines += _band_summary(band, "output tokens/s")
     return "\n".join(lines)
 
