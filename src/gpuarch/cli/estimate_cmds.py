@@ -188,16 +188,27 @@ def _gpu_scaling(args: argparse.Namespace, catalog: Any, shape: TransformerShape
                         tokens=args.tokens, price_per_gpu_hour=args.price_per_gpu_hour,
                         measured=measured)
     band = None if measured else band_for("training", shape, product)
-    if args.plot:
-        from gpuarch.report.plot import plot_gpu_scaling
+    return _print_table(args, result, band, render_gpu_scaling, "plot_gpu_scaling")
 
-        plot_gpu_scaling(result, args.plot)
+
+def _print_table(args: argparse.Namespace, result: Any, band: Any,
+                 render: Callable[[Any, Any], str], plot: str,
+                 rows: Callable[[dict[str, Any]], None] | None = None) -> int:
+    """A sweep's or scaling table's output: drawn with --plot (``report.plot``'s ``plot``),
+    then --json (its document, the regime's error band under 'validation', ``rows`` adding
+    to each row) or the text table."""
+    if args.plot:
+        from gpuarch.report import plot as plots
+
+        getattr(plots, plot)(result, args.plot)
     if args.json:
         doc = result.as_json()
         doc["validation"] = band.as_json() if band else None
+        if rows is not None:
+            rows(doc)
         print(to_json(doc))
     else:
-        print(render_gpu_scaling(result, band))
+        print(render(result, band))
     return 0
 
 
@@ -479,20 +490,14 @@ def _batch_sweep(args: argparse.Namespace, catalog: Any, shape: TransformerShape
                            efficiency=eff, measured=measured, formats_origin=origin,
                            price_per_gpu_hour=args.price_per_gpu_hour)
     band = None if measured else band_for("serving", shape, product)
-    if args.plot:
-        from gpuarch.report.plot import plot_batch_sweep
 
-        plot_batch_sweep(result, args.plot)
-    if args.json:
-        doc = result.as_json()
-        doc["validation"] = band.as_json() if band else None
+    def each_band(doc: dict[str, Any]) -> None:  # each batch's likely range
         for point, entry in zip(result.points, doc["sweep"], strict=True):
             entry["validation"] = band.as_json(point.estimate.output_tokens_per_s,
                                                "output_tokens_per_s") if band else None
-        print(to_json(doc))
-    else:
-        print(render_batch_sweep(result, band))
-    return 0
+
+    return _print_table(args, result, band, render_batch_sweep, "plot_batch_sweep",
+                        each_band)
 
 
 def _disaggregated(args: argparse.Namespace, catalog: Any, shape: TransformerShape,
