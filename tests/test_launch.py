@@ -223,3 +223,17 @@ def test_model_reference() -> None:
     assert model_reference("/models/my-llama/config.json") == "/models/my-llama"
     assert model_reference("llama-3.1-8b") == "meta-llama/Llama-3.1-8B"
     assert model_reference("gpt3-175b") == "gpt3-175b"
+
+
+def test_serving_chunked_prefill() -> None:
+    """Prefill chunks of 2,048 tokens: each engine's tokens-per-pass budget is the chunk,
+    and TensorRT-LLM's options turn chunked prefill on (off by default there)."""
+    cfg = InferenceConfig(input_len=8192, output_len=256, batch=32, chunk=2048,
+                          batching=Batching.CONTINUOUS)
+    trt = serving_launch("trtllm", LLAMA70, cfg, "m", 32)
+    assert pairs(trt.argv)["--max_num_tokens"] == ["2048"]
+    assert "enable_chunked_prefill: true" in dict(trt.files)["extra_llm_api_options.yaml"]
+    assert pairs(serving_launch("vllm", LLAMA70, cfg, "m", 32).argv)[
+        "--max-num-batched-tokens"] == ["2048"]
+    assert pairs(serving_launch("sglang", LLAMA70, cfg, "m", 32).argv)[
+        "--chunked-prefill-size"] == ["2048"]

@@ -351,7 +351,11 @@ def serving_launch(engine: str, shape: Any, cfg: Any, model: str, batch: int,
                      "together; set them for the sum")
     else:
         add("max_batch", batch)
-        add("max_tokens", cfg.max_num_tokens)
+        # the engine's prompt tokens per pass; prefill chunks bound it from below
+        add("max_tokens", min(cfg.chunk, cfg.max_num_tokens) if cfg.chunk
+            else cfg.max_num_tokens)
+    if cfg.chunk and engine == "trtllm":
+        options.append("enable_chunked_prefill: true")
     add("max_len", cfg.input_len + cfg.output_len)
     # formats
     q = cfg.quant
