@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from gpuarch.catalog import load_catalog
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY
+from gpuarch.units import Unit, from_si, to_si
 from gpuarch.validation.measured import mean_abs_log_ratio
 from gpuarch.validation.moe_kernels import FILES, LARGE_TOKENS, compare, load_kernel_rows
 
@@ -41,7 +42,7 @@ def main() -> None:
         print(f"{kernels} on {arch} ({name}, {len(raw)} layers):")
         scores = []
         for floor_us in FLOORS_US:
-            eff = DEFAULT_EFFICIENCY.with_overrides({name: floor_us * 1e-6})
+            eff = DEFAULT_EFFICIENCY.with_overrides({name: to_si(floor_us, Unit.US)})
             rows = compare(catalog, eff, raw, kernels)
             small = [r for r in rows if r.tokens < LARGE_TOKENS]
             per_format = {f: mean_abs_log_ratio([r for r in rows if r.moe_dtype == f])
@@ -52,7 +53,7 @@ def main() -> None:
                   + ", ".join(f"{f} {v:.3f}" for f, v in per_format.items()))
         err, best = min(scores)
         print(f"  least: {best} us (mean |ln| {err:.3f}); shipped "
-              f"{getattr(DEFAULT_EFFICIENCY, name) * 1e6:.1f} us")
+              f"{from_si(getattr(DEFAULT_EFFICIENCY, name), Unit.US):.1f} us")
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import Product, System
 from gpuarch.errors import GpuarchError
 from gpuarch.estimate.disagg import PrefillPool, kv_transfer
+from gpuarch.estimate.energy import seconds_per_token_at_peak
 from gpuarch.estimate.inference import InferenceConfig
 from gpuarch.perf.efficiency import Efficiency
 from gpuarch.perf.quant import gemm_peak
@@ -70,10 +71,10 @@ def prefill_pools(catalog: Catalog, shape: TransformerShape, search: InferenceSe
         if (where.label != CHECKPOINT_SCHEME and not native(product, where.scheme)) or (
                 price is None and search.objective is Objective.COST):
             return PoolSet(where, [])
-        active = count_params(shape).active(shape)
+        per_token = seconds_per_token_at_peak(count_params(shape).active(shape),
+                                              gemm_peak(product, where.scheme).peak.flops)
         pool_where = replace(where, product=product, system=system, price=price,
-                             seconds_per_token_at_peak=2 * active / gemm_peak(
-                                 product, where.scheme).peak.flops)
+                             seconds_per_token_at_peak=per_token)
     gpn = system.gpus_per_node if system else 8
     splits = [(tp, 1) for tp in (1, 2, 4, 8)
               if tp <= gpn and tp <= search.max_gpus and shape.heads % tp == 0]

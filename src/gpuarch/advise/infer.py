@@ -34,7 +34,7 @@ from gpuarch.advise.train import MAX_TOP, Objective, pareto_mask
 from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import Product, Tier
 from gpuarch.errors import GpuarchError, check_choice
-from gpuarch.estimate.energy import NODE_OVERHEAD, PUE
+from gpuarch.estimate.energy import NODE_OVERHEAD, PUE, seconds_per_token_at_peak
 from gpuarch.estimate.inference import (
     BLACKWELL_TENSOR_CORES,
     EXECUTORS,
@@ -274,7 +274,7 @@ def advise_inference(
                 if label not in peak_scheme:
                     peak_scheme[label] = gemm_peak(product, scheme).peak.flops
                 where = Candidate(product, system, price, label, scheme, experts,
-                                   2 * active / peak_scheme[label])
+                                   seconds_per_token_at_peak(active, peak_scheme[label]))
                 limiters = core.decode_limiter()
                 width = cfg.replicas  # attention replicas in the unit (1 unless EP > TP)
                 if search.disaggregated:

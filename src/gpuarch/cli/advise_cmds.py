@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import time
 from collections.abc import Callable
@@ -24,6 +23,7 @@ from gpuarch.cli.estimate_cmds import (
 )
 from gpuarch.cli.options import lazy_enum_value, non_negative, parse_quantity, positive_number
 from gpuarch.errors import GpuarchError
+from gpuarch.report.launch import best_serving_launch, best_training_launch
 from gpuarch.report.serialize import to_json, to_jsonable
 
 __all__ = ["add_commands"]
@@ -119,62 +119,22 @@ def _answer(args: argparse.Namespace, search: Callable[[], Any],
         from gpuarch.report.plot import plot_pareto
 
         plot_pareto(advice, args.plot)
-    command = launch(advice) if launch is not None and args.launch else None
+    command: Any = launch(advice) if launch is not None and args.launch else None
     if args.json:
-        if not args.launch:
-            print(to_json(advice))
-            return 0
         doc = to_jsonable(advice)
-        doc["launch"] = command if isinstance(command, str) or command is None \
-            else command.as_json()
-        print(json.dumps(doc, indent=2, ensure_ascii=False))
+        if args.launch:
+            doc["launch"] = command if isinstance(command, str) else command.as_json()
+        print(to_json(doc))
         return 0
     text = render(advice, elapsed)
     if args.launch:
         from gpuarch.report.estimate_text import launch_lines
 
-        extra = [f"  launch        {command}"] if isinstance(command, str) or command is None \
+        extra = [f"  launch        {command}"] if isinstance(command, str) \
             else ["", "option 1's command:", *launch_lines(command)]
         text = "\n".join([text, *extra])
     print(text)
     return 0
-
-
-def _training_launch(catalog: Any, shape: Any, search: Any) -> Callable[[Any], Any]:
-    """--launch for advise train: Megatron-LM's command for the best option."""
-
-    def launch(advice: Any) -> Any:
-        from gpuarch.advise.train import option_config
-        from gpuarch.report.launch import megatron_launch
-
-        if not advice.top:
-            return "no option to launch"
-        best = advice.top[0]
-        system = catalog.system_for(catalog.product(best.gpu))
-        return megatron_launch(shape, option_config(search, best, system))
-
-    return launch
-
-
-def _serving_launch(args: argparse.Namespace, shape: Any, search: Any
-                    ) -> Callable[[Any], Any]:
-    """--launch for advise infer: the engine's server command for the best option."""
-
-    def launch(advice: Any) -> Any:
-        from gpuarch.advise.infer import option_config
-        from gpuarch.report.launch import model_reference, serving_launch
-
-        if not advice.top:
-            return "no option to launch"
-        best = advice.top[0]
-        if best.prefill is not None:
-            return ("option 1 is disaggregated: its prefill and decode pools are started "
-                    "under a router (NVIDIA Dynamo, or the engine's own), not one command")
-        return serving_launch(args.launch, shape, option_config(search, best),
-                              model_reference(args.model), best.batch,
-                              model_checkpoint(args.model))
-
-    return launch
 
 
 def cmd_advise_train(args: argparse.Namespace) -> int:
@@ -205,7 +165,8 @@ def cmd_advise_train(args: argparse.Namespace) -> int:
     return _answer(args, lambda: advise_training(catalog, shape, search,
                                                  _prices(catalog, args),
                                                  progress=_progress(args)),
-                   render_training_advice, _training_launch(catalog, shape, search))
+                   render_training_advice,
+                   lambda advice: best_training_launch(catalog, shape, search, advice))
 
 
 def cmd_advise_infer(args: argparse.Namespace) -> int:
@@ -235,7 +196,9 @@ def cmd_advise_infer(args: argparse.Namespace) -> int:
     return _answer(args, lambda: advise_inference(catalog, shape, search,
                                                   _prices(catalog, args),
                                                   progress=_progress(args)),
-                   render_inference_advice, _serving_launch(args, shape, search))
+                   render_inference_advice,
+                   lambda advice: best_serving_launch(args.launch, shape, search, advice,
+                                                      args.model, model_checkpoint(args.model)))
 
 
 def _checkpoint(model: str, moe: bool) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from gpuarch.cli.options import (
     size_list,
 )
 from gpuarch.errors import GpuarchError, check_choice
+from gpuarch.report.launch import SERVING_ENGINES, TRAINING_ENGINES
 from gpuarch.report.serialize import to_json
 
 if TYPE_CHECKING:
@@ -318,10 +319,11 @@ def _gpu_counts(text: str) -> int | tuple[int, ...]:
     return values[0] if len(values) == 1 and "," not in text else tuple(values)
 
 
-TRAINING_LAUNCH = ("megatron",)
-SERVING_LAUNCH = ("vllm", "sglang", "trtllm")
-"""--launch's engines (report.launch's TRAINING_ENGINES and SERVING_ENGINES, stated here so
-that --help does not import the report modules)."""
+
+
+TRAINING_LAUNCH = TRAINING_ENGINES
+SERVING_LAUNCH = SERVING_ENGINES
+"""--launch's engines: report.launch's (a light module, no NumPy on --help)."""
 
 
 def engine_choice(flag: str, choices: tuple[str, ...]) -> Callable[[str], str]:

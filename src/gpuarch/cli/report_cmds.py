@@ -69,23 +69,13 @@ def _launches(catalog: Any, shape: Any, model: str, train_search: Any, training:
     """The commands that run each pick: Megatron-LM's for training, TensorRT-LLM's server
     for serving (the engine the serving model's defaults describe: its Python executor and
     MoE kernels); none for a disaggregated pick or when nothing qualified."""
-    from gpuarch.advise import infer, train
     from gpuarch.cli.estimate_cmds import model_checkpoint
-    from gpuarch.report.launch import megatron_launch, model_reference, serving_launch
+    from gpuarch.report.launch import Launch, best_serving_launch, best_training_launch
 
-    out: dict[str, Any] = {}
-    if training.top:
-        best = training.top[0]
-        system = catalog.system_for(catalog.product(best.gpu))
-        out["training"] = megatron_launch(shape, train.option_config(train_search, best,
-                                                                     system))
-    if serving.top and serving.top[0].prefill is None:
-        best = serving.top[0]
-        out["serving"] = serving_launch("trtllm", shape,
-                                        infer.option_config(serve_search, best),
-                                        model_reference(model), best.batch,
-                                        model_checkpoint(model))
-    return out
+    picks = {"training": best_training_launch(catalog, shape, train_search, training),
+             "serving": best_serving_launch("trtllm", shape, serve_search, serving, model,
+                                            model_checkpoint(model))}
+    return {k: v for k, v in picks.items() if isinstance(v, Launch)}
 
 
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["NODE_OVERHEAD", "PUE", "energy_kwh", "facility_power_w", "gpu_power_w",
-           "serving_energy_kwh"]
+           "seconds_per_token_at_peak", "serving_energy_kwh"]
 
 NODE_OVERHEAD = 0.35
 """Non-GPU node power as a fraction of GPU power (assumed; a DGX H100's 10.2 kW maximum
@@ -45,6 +45,12 @@ def energy_kwh(tdp_w: float, hfu: Num, gpus: Num, seconds: Num, *,
     if facility:
         power = power * (1 + NODE_OVERHEAD) * PUE
     return power * seconds / 3.6e6
+
+
+def seconds_per_token_at_peak(active_params: float, peak_flops: float) -> float:
+    """GPU-seconds one token's 2 x active-parameter FLOPs take at ``peak_flops``: what a
+    serving pool's utilisation (``serving_energy_kwh``) is counted in."""
+    return 2 * active_params / peak_flops
 
 
 def serving_energy_kwh(tdp_w: float, gpus: int, tokens_per_s: float,

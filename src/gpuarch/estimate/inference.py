@@ -37,7 +37,7 @@ import numpy as np
 from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import Product, System
 from gpuarch.errors import GpuarchError, check_choice, check_count, check_number
-from gpuarch.estimate.energy import serving_energy_kwh
+from gpuarch.estimate.energy import seconds_per_token_at_peak, serving_energy_kwh
 from gpuarch.perf.collectives import (
     Collective,
     Fabric,
@@ -1457,8 +1457,10 @@ def estimate_inference(
         "requests_in_flight": requested,
         "queueing_s": queue,
     }
-    cost = serving_cost(product, cfg, throughput, 2 * count_params(shape).active(shape)
-                        / runner.peak.peak.flops, price_per_gpu_hour)
+    cost = serving_cost(product, cfg, throughput,
+                        seconds_per_token_at_peak(count_params(shape).active(shape),
+                                                  runner.peak.peak.flops),
+                        price_per_gpu_hour)
     return InferenceEstimate(
         model=shape.name, gpu=product.name, batch=batch, max_batch=max_batch,
         max_context=max_context_that_fits(shape, cfg, product, max(1, batch)),

@@ -45,7 +45,7 @@ class SweepPoint:
 
     def as_json(self) -> dict[str, Any]:
         doc = self.estimate.as_json()
-        doc["batch_asked"] = "max" if self.asked is None else self.asked
+        doc["batch_asked"] = "max" if self.asked is None else self.asked  # as --batch spells it
         doc["requests_in_flight"] = self.in_flight
         doc["on_frontier"] = self.on_frontier
         return doc
@@ -69,7 +69,8 @@ class BatchSweep:
                 "input_len": self.input_len, "output_len": self.output_len,
                 "batching": first.assumptions["batching"],
                 "sweep": [p.as_json() for p in self.points],
-                "frontier_batches": [p.as_json()["batch_asked"] for p in self.frontier]}
+                "frontier_batches": ["max" if p.asked is None else p.asked
+                                     for p in self.frontier]}
 
 
 def on_frontier(points: Sequence[tuple[float, float, float, bool]]) -> list[bool]:

@@ -431,7 +431,7 @@ def render_gpu_scaling(scaling: GpuScaling, band: Band | None = None) -> str:
     base = scaling.base
     par = base.parallelism
     totals = base.total is not None
-    cost = totals and base.total is not None and base.total.get("cost_usd") is not None
+    cost = base.total is not None and base.total.get("cost_usd") is not None
     rows = []
     for p in scaling.points:
         e = p.estimate

@@ -19,8 +19,9 @@ from typing import Any
 
 from gpuarch.errors import GpuarchError, check_choice
 
-__all__ = ["SERVING_ENGINES", "TRAINING_ENGINES", "Launch", "engine_info", "megatron_launch",
-           "model_reference", "serving_launch"]
+__all__ = ["SERVING_ENGINES", "TRAINING_ENGINES", "Launch", "best_serving_launch",
+           "best_training_launch", "engine_info", "megatron_launch", "model_reference",
+           "serving_launch"]
 
 TRAINING_ENGINES = ("megatron",)
 HOST_GPUS = 8
@@ -278,7 +279,6 @@ def model_reference(model: str) -> str:
     return url[len(prefix):].strip("/") if url.startswith(prefix) else model
 
 
-_SIXTEEN = ("bf16", "fp16")
 _CHECKPOINTS = {"fp8": "an FP8 checkpoint, e.g. NVIDIA ModelOpt's",
                 "fp4": "NVFP4, e.g. NVIDIA ModelOpt's", "mxfp4": "MXFP4",
                 "int4": "INT4 weight-only, e.g. AWQ or GPTQ",
@@ -360,7 +360,7 @@ def serving_launch(engine: str, shape: Any, cfg: Any, model: str, batch: int,
     # formats
     q = cfg.quant
     weights = q.weights.value
-    if weights not in _SIXTEEN and weights != checkpoint_weights:
+    if not q.weights.is_16bit and weights != checkpoint_weights:
         if weights == "fp8" and engine != "trtllm":
             add("quantization", values["weights_fp8"])
             notes.append("FP8 weights quantized when the server loads a 16-bit checkpoint; "
@@ -377,7 +377,7 @@ def serving_launch(engine: str, shape: Any, cfg: Any, model: str, batch: int,
             options.append("kv_cache_config:\n  dtype: fp8")
         else:
             add("kv_cache", values["kv_fp8"])
-    elif kv not in _SIXTEEN:
+    elif not q.kv_cache.is_16bit:
         notes.append(f"KV cache in {kv}: no {info['name']} setting for it here")
     # engine properties the estimate was made with
     if engine == "trtllm":
@@ -408,9 +408,35 @@ def serving_launch(engine: str, shape: Any, cfg: Any, model: str, batch: int,
     if cfg.batching.value == "static":
         notes.append("the estimate batched statically, a benchmark mode; servers batch in "
                      "flight (estimate with --batching continuous)")
-    kernels = {"vllm": "vllm", "sglang": "sglang", "trtllm": "trtllm"}[engine]
-    if moe and cfg.moe_kernels != kernels:
+    if moe and cfg.moe_kernels != engine:  # the engines' names are --moe-kernels' names
         notes.append(f"the estimate charged {cfg.moe_kernels}'s MoE kernels; "
-                     f"--moe-kernels {kernels} prices this engine's")
+                     f"--moe-kernels {engine} prices this engine's")
     return Launch(engine, info["name"], info["checked"], tuple(argv), tuple(notes),
                   tuple(files), head)
+
+
+def best_training_launch(catalog: Any, shape: Any, search: Any, advice: Any) -> Launch | str:
+    """Megatron-LM's command for a training advice's option 1, or why there is none."""
+    from gpuarch.advise.train import option_config
+
+    if not advice.top:
+        return "no option to launch"
+    best = advice.top[0]
+    system = catalog.system_for(catalog.product(best.gpu))
+    return megatron_launch(shape, option_config(search, best, system))
+
+
+def best_serving_launch(engine: str, shape: Any, search: Any, advice: Any, model: str,
+                        checkpoint: Any = None) -> Launch | str:
+    """``engine``'s server command for a serving advice's option 1 (``model`` as given to
+    --model), or why there is none (nothing qualified; a disaggregated pick)."""
+    from gpuarch.advise.infer import option_config
+
+    if not advice.top:
+        return "no option to launch"
+    best = advice.top[0]
+    if best.prefill is not None:
+        return ("option 1 is disaggregated: its prefill and decode pools are started under "
+                "a router (NVIDIA Dynamo, or the engine's own), not one command")
+    return serving_launch(engine, shape, option_config(search, best), model_reference(model),
+                          best.batch, checkpoint)
