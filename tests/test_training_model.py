@@ -236,17 +236,20 @@ def test_validation_error_does_not_regress() -> None:
     1.202), to 10.6% / 8.8% / 12.8% / 88.2%; a floor on a layer pass's time
     (layer_pass_floor_s, 0.57 ms forward, twice that backward), fitted on the four Llama 3.1
     8B MLPerf runs on 512-1,024 GB200/GB300, which become in sample, and binding on no other
-    point but one GPT-OSS-20B run, to 9.8% / 8.7% over 151 / 11.1% over 121 / 89.7%.)"""
+    point but one GPT-OSS-20B run, to 9.8% / 8.7% over 151 / 11.1% over 121 / 89.7%; the eight
+    MoE rows of Megatron Bridge's 26.08 table, the 26.06 layouts and recipe settings run again
+    (GPT-OSS-120B +29% and +40%, the others -16% to +7%), nothing refitted, to 9.9% / 8.7% /
+    11.2% over 129 / 89.3%.)"""
     summary = validate_training(CATALOG)
-    assert len(summary.rows) >= 272
-    assert summary.mean_abs_error <= 0.098  # 9.8% over 272 points
+    assert len(summary.rows) >= 280
+    assert summary.mean_abs_error <= 0.099  # 9.86% over 280 points
     in_sample = [abs(r.error) for r in summary.rows if not r.out_of_sample]
     assert sum(in_sample) / len(in_sample) <= 0.088  # 8.7% over 151
     out = [abs(r.error) for r in summary.rows if r.out_of_sample]
-    assert sum(out) / len(out) <= 0.111  # 11.1% over 121
+    assert sum(out) / len(out) <= 0.112  # 11.2% over 129
     assert summary.by("gpu")["a100-sxm4-80gb"] <= 0.07
     within_20 = sum(abs(r.error) <= 0.20 for r in summary.rows) / len(summary.rows)
-    assert within_20 >= 0.896  # 89.7%
+    assert within_20 >= 0.892  # 89.3%
     b300_fp4 = [abs(r.error) for r in summary.rows
                 if r.gpu == "b300" and r.precision == "nvfp4"]
     assert len(b300_fp4) == 9 and max(b300_fp4) <= 0.15  # -0.4% to -13%
