@@ -239,12 +239,15 @@ def test_validation_error_does_not_regress() -> None:
     point but one GPT-OSS-20B run, to 9.8% / 8.7% over 151 / 11.1% over 121 / 89.7%; the eight
     MoE rows of Megatron Bridge's 26.08 table, the 26.06 layouts and recipe settings run again
     (GPT-OSS-120B +29% and +40%, the others -16% to +7%), nothing refitted, to 9.9% / 8.7% /
-    11.2% over 129 / 89.3%.)"""
+    11.2% over 129 / 89.3%; sliding-window attention no faster than cuDNN's measured time per
+    query row and head (window_attention_row_s, 2.0e-10 s forward, 4.3e-10 s backward, from
+    its GPT-OSS benchmark on GB200, not fitted), moving only the GPT-OSS rows (1-3 points
+    slower), to 9.8% / 8.6% / 11.2% / 89.3%.)"""
     summary = validate_training(CATALOG)
     assert len(summary.rows) >= 280
-    assert summary.mean_abs_error <= 0.099  # 9.86% over 280 points
+    assert summary.mean_abs_error <= 0.098  # 9.79% over 280 points
     in_sample = [abs(r.error) for r in summary.rows if not r.out_of_sample]
-    assert sum(in_sample) / len(in_sample) <= 0.088  # 8.7% over 151
+    assert sum(in_sample) / len(in_sample) <= 0.087  # 8.6% over 151
     out = [abs(r.error) for r in summary.rows if r.out_of_sample]
     assert sum(out) / len(out) <= 0.112  # 11.2% over 129
     assert summary.by("gpu")["a100-sxm4-80gb"] <= 0.07

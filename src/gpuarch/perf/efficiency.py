@@ -78,6 +78,24 @@ class Efficiency:
     H100's peak, FlashAttention-3 up to 75% (Shah et al. 2024, FlashAttention-3, abstract):
     0.35 / 0.75. Applied with ``attention_kernel = "ampere"``. Not fitted."""
 
+    window_attention_row_s: float = 2.0e-10
+    """Least time of a fused attention forward over a sliding window, per query row and head
+    (seconds): a narrow window leaves each row too little math to hide the kernel's fixed
+    work per row (loading the query, the softmax bookkeeping, storing the output), so the
+    pass takes at least this long whatever ``attention`` says of its math. cuDNN's
+    GPT-OSS-style benchmark (head dim 64, a 128-token window, BF16) measured 0.207-0.210 ms
+    for 2 x 128 heads x 4,096 rows on GB200 with cuDNN 9.22-9.27 (0.194 on GB300), 2.0e-10 s
+    a row and head, linear in the rows to 32K, 0.16-0.19 of the 16-bit peak on the window's
+    FLOPs against ``attention``'s 0.33: NVIDIA cudnn-frontend
+    benchmark/sdpa_benchmark_training/results/gpt_oss/gb200 (eight runs, April-August 2026).
+    Binds only where a row's math is short (a window of a few hundred keys at head dim 64);
+    not measured on other GPUs, applied to all. Not fitted. Training's attention only (not
+    serving's context attention, which has ``context_attention_row_s``)."""
+
+    window_attention_row_backward_s: float = 4.3e-10
+    """The same for the backward pass: 0.455-0.465 ms for the same shape at 4,096 and
+    0.89-0.91 ms at 8,192 on GB200 (0.44 and 0.86 on GB300), 4.3e-10 s a row and head."""
+
     attention_backward_flops_factor: float = 2.5
     """Backward attention FLOPs over forward: five matrix multiplies against two, since the
     fused kernel recomputes QK^T (Dao 2023, FlashAttention-2, section 3.2)."""

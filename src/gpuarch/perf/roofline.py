@@ -18,7 +18,7 @@ from gpuarch.catalog.model import Product
 from gpuarch.catalog.peaks import PeakKey
 from gpuarch.errors import GpuarchError
 from gpuarch.perf.efficiency import Efficiency
-from gpuarch.perf.num import ceil, maximum
+from gpuarch.perf.num import ceil, maximum, where
 from gpuarch.perf.precision import MatmulPeak, Precision, matmul_peak
 from gpuarch.perf.sibling import sibling_factor
 from gpuarch.units import Unit, from_si
@@ -307,8 +307,21 @@ def op_time(op: Op, device: Device, eff: Efficiency) -> tuple[Num, Num, Num, Num
     t_cmp = flops / (peak * e)
     if isinstance(op, Attention) and op.name == CONTEXT_ATTENTION:
         t_cmp = t_cmp + eff.context_attention_row_s * op.batch * op.seq_q * op.heads * op.share
+    elif isinstance(op, Attention) and op.name == "attention":
+        t_cmp = maximum(t_cmp, window_attention_floor(op, eff))
     t_mem = moved / bw
     return maximum(t_cmp, t_mem) + eff.kernel_overhead_s, t_cmp, t_mem, flops, moved
+
+
+def window_attention_floor(op: Attention, eff: Efficiency) -> Num:
+    """Least time of a fused attention pass over a sliding window (0 without one): its
+    query rows and heads at ``window_attention_row_s`` (forward) or
+    ``window_attention_row_backward_s`` (backward)."""
+    row_s = eff.window_attention_row_backward_s if op.backward else eff.window_attention_row_s
+    floor = row_s * op.batch * op.seq_q * op.heads * op.share
+    if isinstance(op.window, np.ndarray):
+        return where(op.window > 0, floor, 0.0)
+    return floor if op.window > 0 else 0.0
 
 
 def op_cost(op: Op, device: Device, eff: Efficiency) -> OpCost:
