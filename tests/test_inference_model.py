@@ -356,15 +356,18 @@ def test_inference_validation_does_not_regress() -> None:
     row -12.7% -> -13.8%. TensorRT-LLM release 1.2's overview, 130 figures on B200, B300,
     GB200, GB300 and H200 taking the options of the 03e27c7 rows, nothing refitted: 19.5% on
     them (the beta B300 and GB300 columns 21.5%), all 572 figures 14.4%, median 9.9%, 91.3%
-    within 35% (50 beyond).)"""
+    within 35% (50 beyond). Qwen3-235B-A22B-FP4's rows with the 8-bit KV cache (and FP8
+    context FMHA) that the published figures now require (15 cells beyond any 16-bit engine):
+    its 39 figures 30.4% -> 11.3%, none beyond 35% (21 before), all 572 13.1%, median 9.4%,
+    94.9% within 35% (29 beyond); the 442 before release 1.2 12.4%, 19 beyond.)"""
     from gpuarch.validation.inference import validate_inference
 
     s = validate_inference(CATALOG)
     assert len(s.rows) >= 572
-    assert s.mean_abs_error <= 0.144  # 14.36% over 572 figures
-    assert s.median_abs_error <= 0.1  # 9.9%
+    assert s.mean_abs_error <= 0.131  # 13.06% over 572 figures
+    assert s.median_abs_error <= 0.094  # 9.4%
     assert s.by("metric")["tpot_s"] <= 0.07
-    assert s.share_within >= 0.912  # 91.3%
+    assert s.share_within >= 0.949  # 94.9%
     # MLPerf DeepSeek-R1 on v6 software (GB200, GB300 and three B300 runs) within 10% since
     # the latent attention in decode runs at its measured kernel's rate (-31..-42% before;
     # within 7% until Blackwell's MoE floor and NVFP4 factor, -0.7..+9.3% since); v5.1's two
@@ -393,7 +396,7 @@ def test_inference_validation_does_not_regress() -> None:
     v10 = [abs(r.error) for r in s.rows if r.source == "trtllm-perf-overview-v1.0"]
     # every cell of v1.0's table with a preset: 30 entered first, 134 with the rest of the
     # table after every parameter was fitted (22.4% on those alone)
-    assert len(v10) == 164 and sum(v10) / len(v10) <= 0.131  # 13.0%
+    assert len(v10) == 164 and sum(v10) / len(v10) <= 0.128  # 12.8%
     # the later perf overview, all out of sample: DeepSeek-R1, GPT-OSS, Llama 3.3, Qwen3
     # and (with its preset, added later) Llama 4 Maverick
     later = [abs(r.error) for r in s.rows if r.source == "trtllm-perf-overview-03e27c7"
@@ -402,7 +405,8 @@ def test_inference_validation_does_not_regress() -> None:
                                      if r.source == "trtllm-perf-overview-03e27c7")
     # 15.5%; its NVFP4 DeepSeek and Qwen3-235B rows, slow, 1-3 points slower at moe_gemm_nvfp4
     # 14.5% with attention at its kernels' rates, 14.4% with its per-row time
-    assert sum(later) / len(later) <= 0.146
+    # 12.6% with Qwen3-235B-A22B-FP4's 8-bit cache
+    assert sum(later) / len(later) <= 0.127
     maverick = [abs(r.error) for r in s.rows if "maverick" in r.id]
     # 17.2%; 17.5% at moe_gemm_nvfp4 (its B200 NVFP4 rows, slow, slower); 17.7% with the
     # prompt's attention at its kernel's rate (its long-prompt Hopper rows, fast, faster);
@@ -412,7 +416,7 @@ def test_inference_validation_does_not_regress() -> None:
     # release 1.2's overview, all out of sample
     r12 = [r for r in s.rows if r.source == "trtllm-perf-overview-1.2"]
     assert len(r12) == 130 and all(r.out_of_sample for r in r12)
-    assert sum(abs(r.error) for r in r12) / len(r12) <= 0.195  # 19.5%
+    assert sum(abs(r.error) for r in r12) / len(r12) <= 0.153  # 15.3% (19.5% at 16 bits)
 
 
 def test_every_published_serving_run_fits_or_says_why() -> None:
