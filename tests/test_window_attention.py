@@ -69,3 +69,12 @@ def test_array_windows_floor_only_the_windowed_entries() -> None:
     assert floor[1] == pytest.approx(DEFAULT_EFFICIENCY.window_attention_row_s * 2 * 4096 * 128)
     times = op_time(op, _gb200(), DEFAULT_EFFICIENCY)[0]
     assert times[1] > times[0] / 4  # the windowed entry is not priced at its 32x fewer FLOPs
+
+
+def test_decode_over_a_window_keeps_its_kv_cache_read() -> None:
+    """One query row per sequence streams its window of the KV cache; the training kernel's
+    floor per row does not apply to the decode kernels."""
+    op = Attention(4096, 1, 8192, 64, 8, 64, causal=True, window=128)
+    device = _gb200()
+    none = dataclasses.replace(DEFAULT_EFFICIENCY, window_attention_row_s=1e-6)
+    assert op_time(op, device, none)[0] == op_time(op, device, DEFAULT_EFFICIENCY)[0]

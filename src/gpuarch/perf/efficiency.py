@@ -85,12 +85,12 @@ class Efficiency:
     pass takes at least this long whatever ``attention`` says of its math. cuDNN's
     GPT-OSS-style benchmark (head dim 64, a 128-token window, BF16) measured 0.207-0.210 ms
     for 2 x 128 heads x 4,096 rows on GB200 with cuDNN 9.22-9.27 (0.194 on GB300), 2.0e-10 s
-    a row and head, linear in the rows to 32K, 0.16-0.19 of the 16-bit peak on the window's
-    FLOPs against ``attention``'s 0.33: NVIDIA cudnn-frontend
+    a row and head, linear in the rows to 32K: 160-190 TFLOP/s on the window's FLOPs, 0.065-0.076
+    of GB200's 16-bit peak against ``attention``'s 0.33: NVIDIA cudnn-frontend
     benchmark/sdpa_benchmark_training/results/gpt_oss/gb200 (eight runs, April-August 2026).
     Binds only where a row's math is short (a window of a few hundred keys at head dim 64);
     not measured on other GPUs, applied to all. Not fitted. Training's attention only (not
-    serving's context attention, which has ``context_attention_row_s``)."""
+    serving's context attention, which has ``context_attention_row_s``, nor decode)."""
 
     window_attention_row_backward_s: float = 4.3e-10
     """The same for the backward pass: 0.455-0.465 ms for the same shape at 4,096 and

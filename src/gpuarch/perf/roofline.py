@@ -283,6 +283,7 @@ def op_time(op: Op, device: Device, eff: Efficiency) -> tuple[Num, Num, Num, Num
         return (maximum(t_mem, t_cmp) + eff.kernel_overhead_s, t_cmp, t_mem, op.flops,
                 op.bytes_moved)
     peak = device.matmul.flops
+    decode = False
     if isinstance(op, Gemm):
         flops, moved = op.flops, op.bytes(device.precision.bytes)
         e = _gemm_efficiency(op, device, eff)
@@ -301,13 +302,14 @@ def op_time(op: Op, device: Device, eff: Efficiency) -> tuple[Num, Num, Num, Num
             e *= sibling_factor(device.product.key, "attention_backward" if op.backward
                                 else "attention_forward", device.attention_key)
         peak = device.attention_flops
-        decode = np.all(op.seq_q == 1) if isinstance(op.seq_q, np.ndarray) else op.seq_q == 1
+        decode = bool(np.all(op.seq_q == 1)) if isinstance(op.seq_q, np.ndarray) \
+            else op.seq_q == 1
         if decode:  # one query row streams the KV cache
             bw = device.bandwidth * eff.kv_read
     t_cmp = flops / (peak * e)
     if isinstance(op, Attention) and op.name == CONTEXT_ATTENTION:
         t_cmp = t_cmp + eff.context_attention_row_s * op.batch * op.seq_q * op.heads * op.share
-    elif isinstance(op, Attention) and op.name == "attention":
+    elif isinstance(op, Attention) and op.name == "attention" and not decode:
         t_cmp = maximum(t_cmp, window_attention_floor(op, eff))
     t_mem = moved / bw
     return maximum(t_cmp, t_mem) + eff.kernel_overhead_s, t_cmp, t_mem, flops, moved
