@@ -14,18 +14,14 @@ import dataclasses
 import numpy as np
 import pytest
 
-from gpuarch.catalog import load_catalog
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY
 from gpuarch.perf.precision import Precision
 from gpuarch.perf.roofline import Attention, Device, op_cost, op_time, window_attention_floor
-
-CATALOG = load_catalog()
+from tests.test_sibling_rates import _device
 
 
 def _gb200() -> Device:
-    product = CATALOG.product("gb200")
-    return Device.of(product, Precision.BF16,
-                     CATALOG.chip_of(product).sm.tensor_core_generation)
+    return _device("gb200", Precision.BF16)
 
 
 @pytest.mark.parametrize("seq, fwd_ms, bwd_ms", [(4096, 0.209, 0.461), (8192, 0.412, 0.903)])

@@ -320,10 +320,7 @@ def window_attention_floor(op: Attention, eff: Efficiency) -> Num:
     query rows and heads at ``window_attention_row_s`` (forward) or
     ``window_attention_row_backward_s`` (backward)."""
     row_s = eff.window_attention_row_backward_s if op.backward else eff.window_attention_row_s
-    floor = row_s * op.batch * op.seq_q * op.heads * op.share
-    if isinstance(op.window, np.ndarray):
-        return where(op.window > 0, floor, 0.0)
-    return floor if op.window > 0 else 0.0
+    return where(op.window > 0, row_s * op.batch * op.seq_q * op.heads * op.share, 0.0)
 
 
 def op_cost(op: Op, device: Device, eff: Efficiency) -> OpCost:
