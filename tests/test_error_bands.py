@@ -99,8 +99,8 @@ def test_a_thin_regime_falls_back_to_the_broader_one() -> None:
 def test_a_gpu_with_enough_figures_gets_its_own_band() -> None:
     """Within one architecture the GPUs can sit on different sides of the model: the
     shipped file gives GB300's dense training runs their own band, and it is the one a
-    GB300 estimate carries, while a GPU of the same architecture with fewer than
-    MIN_FIGURES runs (B200's dense training) falls back to the architecture's. Advice that
+    GB300 estimate carries, while a GPU with fewer than MIN_FIGURES runs (H200's dense
+    training) falls back to its architecture's. Advice that
     compares architectures keeps the architecture's band."""
     from gpuarch.validation.bands import bands_by_architecture
 
@@ -110,9 +110,9 @@ def test_a_gpu_with_enough_figures_gets_its_own_band() -> None:
     assert own.figures >= MIN_FIGURES
     assert band_for("training", shape, CATALOG.product("gb300")) == own
     assert own.label == "dense training on gb300 (Blackwell)"
-    assert bands["training/dense/blackwell/b200"].figures < MIN_FIGURES
-    assert band_for("training", shape, CATALOG.product("b200")).key == \
-        "training/dense/blackwell"
+    assert bands["training/dense/hopper/h200-sxm-141gb"].figures < MIN_FIGURES
+    assert band_for("training", shape, CATALOG.product("h200")).key == \
+        "training/dense/hopper"
     by_arch = bands_by_architecture("training", shape, [CATALOG.product("gb300")])
     assert by_arch["blackwell"]["regime"] == "training/dense/blackwell"
 

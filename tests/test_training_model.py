@@ -242,17 +242,25 @@ def test_validation_error_does_not_regress() -> None:
     11.2% over 129 / 89.3%; sliding-window attention no faster than cuDNN's measured time per
     query row and head (window_attention_row_s, 2.0e-10 s forward, 4.3e-10 s backward, from
     its GPT-OSS benchmark on GB200, not fitted), moving only the GPT-OSS rows (1-3 points
-    slower), to 9.8% / 8.6% / 11.2% / 89.3%.)"""
+    slower), to 9.8% / 8.6% / 11.2% / 89.3%; 34 MLPerf Training step times of earlier rounds
+    (GPT-3 175B in v3.0-v4.1 on 256-11,616 H100 and 64 B200, Llama 3.1 405B in v5.0 on H100,
+    H200 and GB200), nothing refitted, reading 4.8% among themselves, to 9.3% / 8.6% / 9.9%
+    over 163 / 90.4% over 314.)"""
     summary = validate_training(CATALOG)
-    assert len(summary.rows) >= 280
-    assert summary.mean_abs_error <= 0.098  # 9.79% over 280 points
+    assert len(summary.rows) >= 314
+    assert summary.mean_abs_error <= 0.093  # 9.26% over 314 points
     in_sample = [abs(r.error) for r in summary.rows if not r.out_of_sample]
     assert sum(in_sample) / len(in_sample) <= 0.087  # 8.6% over 151
     out = [abs(r.error) for r in summary.rows if r.out_of_sample]
-    assert sum(out) / len(out) <= 0.112  # 11.2% over 129
+    assert sum(out) / len(out) <= 0.099  # 9.85% over 163
     assert summary.by("gpu")["a100-sxm4-80gb"] <= 0.07
     within_20 = sum(abs(r.error) <= 0.20 for r in summary.rows) / len(summary.rows)
-    assert within_20 >= 0.892  # 89.3%
+    assert within_20 >= 0.904  # 90.4%
+    earlier_rounds = [abs(r.error) for r in summary.rows if r.source in (
+        "mlperf-training-v3.0", "mlperf-training-v3.1", "mlperf-training-v4.0",
+        "mlperf-training-v4.1", "mlperf-training-v5.0")]
+    assert len(earlier_rounds) == 34
+    assert sum(earlier_rounds) / 34 <= 0.049 and max(earlier_rounds) <= 0.12  # 4.8%, 11.8%
     b300_fp4 = [abs(r.error) for r in summary.rows
                 if r.gpu == "b300" and r.precision == "nvfp4"]
     assert len(b300_fp4) == 9 and max(b300_fp4) <= 0.15  # -0.4% to -13%

@@ -229,7 +229,8 @@ def memory_fit(point: TrainingPoint, doc: Mapping[str, Any]) -> MemoryFit:
 def compare_point(catalog: Catalog, point: TrainingPoint, efficiency: Efficiency
                   ) -> TrainingComparison:
     """Predict one point (raises GpuarchError when it cannot be modelled, or when the data
-    file marks it ``excluded`` with the reason: its source's own figures disagree)."""
+    file marks it ``excluded`` with the reason: its source's own figures disagree, or the
+    measured run is not stationary)."""
     if point.get("excluded"):
         raise GpuarchError(f"excluded: {point.get('excluded')}")
     if not point.get("global_batch"):
