@@ -245,17 +245,20 @@ def test_validation_error_does_not_regress() -> None:
     slower), to 9.8% / 8.6% / 11.2% / 89.3%; 34 MLPerf Training step times of earlier rounds
     (GPT-3 175B in v3.0-v4.1 on 256-11,616 H100 and 64 B200, Llama 3.1 405B in v5.0 on H100,
     H200 and GB200), nothing refitted, reading 4.8% among themselves, to 9.3% / 8.6% / 9.9%
-    over 163 / 90.4% over 314.)"""
+    over 163 / 90.4% over 314; sequence parallelism without userbuffers overlap priced as it
+    runs (FP8 and NVFP4 gathers quantized, the backward's asynchronous gather and
+    reduce-scatter behind the column-parallel GEMMs; sequence_parallel_tp_comm), nothing
+    refitted, the NVFP4 MLPerf 405B runs 4-7 points closer, to 9.1% / 8.6% / 9.5% / 91.1%.)"""
     summary = validate_training(CATALOG)
     assert len(summary.rows) >= 314
-    assert summary.mean_abs_error <= 0.093  # 9.26% over 314 points
+    assert summary.mean_abs_error <= 0.091  # 9.10% over 314 points
     in_sample = [abs(r.error) for r in summary.rows if not r.out_of_sample]
     assert sum(in_sample) / len(in_sample) <= 0.087  # 8.6% over 151
     out = [abs(r.error) for r in summary.rows if r.out_of_sample]
-    assert sum(out) / len(out) <= 0.099  # 9.85% over 163
+    assert sum(out) / len(out) <= 0.096  # 9.52% over 163
     assert summary.by("gpu")["a100-sxm4-80gb"] <= 0.07
     within_20 = sum(abs(r.error) <= 0.20 for r in summary.rows) / len(summary.rows)
-    assert within_20 >= 0.904  # 90.4%
+    assert within_20 >= 0.910  # 91.1%
     earlier_rounds = [abs(r.error) for r in summary.rows if r.source in (
         "mlperf-training-v3.0", "mlperf-training-v3.1", "mlperf-training-v4.0",
         "mlperf-training-v4.1", "mlperf-training-v5.0")]

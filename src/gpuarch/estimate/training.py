@@ -768,6 +768,40 @@ def expert_host_floor(local_experts: Num, low_precision: bool, eff: Efficiency
     return forward, backward
 
 
+def sequence_parallel_tp_comm(activation: Num, precision: Precision, group: Group,
+                              eff: Efficiency, column_gemms: tuple[Num, ...]
+                              ) -> tuple[Num, Num]:
+    """Exposed tensor-parallel seconds of one layer's forward and backward pass under
+    sequence parallelism without userbuffers overlap, for ``activation`` bytes of 16-bit
+    hidden states per GPU and the forward times of the column-parallel GEMMs of its two
+    blocks (attention, MLP); ``activation`` is in the precision's activation format.
+
+    Each block all-gathers its input before the column-parallel GEMM and reduce-scatters
+    the row-parallel GEMM's output (16-bit) in the forward. In the backward the row-parallel
+    GEMM first all-gathers the output gradient, while the column-parallel GEMM all-gathers its
+    saved input shard again (asynchronously, behind its data-gradient GEMM) and
+    reduce-scatters the data gradient (asynchronously, behind its weight-gradient GEMM, which
+    takes as long as the forward GEMM): only what outlasts those GEMMs is exposed
+    (Megatron-Core tensor_parallel/layers.py,
+    LinearWithGradAccumulationAndAsyncCommunication.backward; Transformer Engine's modules
+    likewise). With FP8 or NVFP4, Transformer Engine gathers the quantized tensor, not the
+    16-bit one (transformer_engine/pytorch/distributed.py, gather_along_first_dim:
+    _all_gather_fp8, _all_gather_nvfp4; since TE 1.x for FP8): one byte an element for FP8,
+    whose transpose is made after the gather, and NVFP4's 4.5 bits, the input's row-wise copy
+    in the forward and its column-wise copy in the backward, both copies of the output
+    gradient. Reduce-scatters stay 16-bit."""
+    share = precision.bytes / precision.activation_bytes if precision.low_precision else 1.0
+    grad_share = share * (2 if precision is Precision.NVFP4 else 1)
+    ag = _nccl(Collective.ALL_GATHER, activation * share, group, eff)
+    ag_grad = _nccl(Collective.ALL_GATHER, activation * grad_share, group, eff)
+    rs = _nccl(Collective.REDUCE_SCATTER, activation, group, eff)
+    forward = 2 * (ag + rs)
+    backward = 2 * ag_grad
+    for gemm in column_gemms:
+        backward = backward + maximum(0.0, ag - gemm) + maximum(0.0, rs - gemm)
+    return forward, backward
+
+
 def _one_layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device,
                     eff: Efficiency, tp_group: Group, cp_group: Group, ep_group: Group,
                     moe: bool, window: int = 0, parts: dict[str, Num] | None = None
@@ -804,7 +838,17 @@ def _one_layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device,
     # two all-reduces per layer (attention, MLP); with sequence parallelism an all-gather
     # plus a reduce-scatter each, which move the same bytes (nothing when TP = 1)
     tp_share = eff.tp_comm_exposed if cfg.tp_comm_overlap else 1.0
-    tp_ar = 2 * _nccl(Collective.ALL_REDUCE, activation, tp_group, eff)
+    # tensor-parallel traffic: two all-reduces per layer (attention, MLP) forward and
+    # backward; with sequence parallelism and no userbuffers overlap the all-gathers and
+    # reduce-scatters as they run (sequence_parallel_tp_comm)
+    if cfg.sequence_parallel and not cfg.tp_comm_overlap:
+        column = sum(by_name.get(name, 0.0) for name, _, _ in
+                     attention_projections(s, cfg.tp)[:-1])
+        mlp_column = by_name.get("mlp_up", 0.0) + by_name.get("shared_up", 0.0)
+        tp_fwd, tp_bwd = sequence_parallel_tp_comm(activation, cfg.precision, tp_group,
+                                                   eff, (column, mlp_column))
+    else:
+        tp_fwd = tp_bwd = 2 * _nccl(Collective.ALL_REDUCE, activation, tp_group, eff)
     core_kv, core_dim = attention_core_dims(s)
     kv_bytes = 2 * cfg.micro_batch * cfg.seq_len * maximum(1, core_kv // cfg.tp) \
         * core_dim * element
@@ -817,8 +861,9 @@ def _one_layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device,
     else:
         share = eff.cp_comm_exposed if cfg.cp_comm_type == "p2p" else 1.0
         cp_ag = share * _nccl(Collective.ALL_GATHER, kv_bytes, cp_group, eff)
-    exposed = tp_share * tp_ar + cp_ag
-    exposed_fwd = exposed_bwd = exposed
+    exposed = tp_share * tp_fwd + cp_ag
+    exposed_fwd = exposed
+    exposed_bwd = tp_share * tp_bwd + cp_ag
     a2a: Num = 0.0
     if moe:
         dispatched = tokens * s.experts_per_token * s.hidden * element / cfg.tp
@@ -831,7 +876,7 @@ def _one_layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device,
             # one micro-batch's forward runs beside another's backward, each pair's
             # all-to-alls hidden behind the pair's compute; only the excess is exposed
             a2a = maximum(0.0, a2a - (fwd + bwd) / 2)
-        exposed_fwd, exposed_bwd = exposed + a2a, exposed + a2a
+        exposed_fwd, exposed_bwd = exposed_fwd + a2a, exposed_bwd + a2a
     # the dropless dispatcher's host wait falls in the forward pass (and a recomputed one):
     # the backward's all-to-alls and grouped GEMMs reuse the split sizes the forward copied
     # to the CPU, so the host runs ahead there as in a dense layer
@@ -863,7 +908,7 @@ def _one_layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device,
         passes = 2 + cfg.full_recompute_share(s)
         moe_passes = 3 if "moe" in cfg.recomputed else passes
         parts["recompute"] = recompute.compute
-        parts["tensor_parallel"] = passes * tp_share * tp_ar
+        parts["tensor_parallel"] = tp_share * ((passes - 1) * tp_fwd + tp_bwd)
         parts["context_parallel"] = passes * cp_ag
         parts["expert_parallel"] = moe_passes * a2a if moe else 0.0
     return forward, backward, recompute, flops
