@@ -359,15 +359,19 @@ def test_inference_validation_does_not_regress() -> None:
     within 35% (50 beyond). Qwen3-235B-A22B-FP4's rows with the 8-bit KV cache (and FP8
     context FMHA) that the published figures now require (15 cells beyond any 16-bit engine):
     its 39 figures 30.4% -> 11.3%, none beyond 35% (21 before), all 572 13.1%, median 9.4%,
-    94.9% within 35% (29 beyond); the 442 before release 1.2 12.4%, 19 beyond.)"""
+    94.9% within 35% (29 beyond); the 442 before release 1.2 12.4%, 19 beyond. MLPerf
+    Inference v4.0 and v4.1 Offline runs of Llama 2 70B and Mixtral 8x7B on Hopper, 32
+    figures, nothing refitted: v4.1's 18 5.2%, v4.0's 14 23.6% (the same DGX H100 ran 12%
+    faster a round later at the same batch and layout; 4-GPU boards and PCIe cards +33..+57%),
+    all 604 13.1%, median 9.3%, 94.5% within 35% (33 beyond).)"""
     from gpuarch.validation.inference import validate_inference
 
     s = validate_inference(CATALOG)
-    assert len(s.rows) >= 572
-    assert s.mean_abs_error <= 0.131  # 13.06% over 572 figures
+    assert len(s.rows) >= 604
+    assert s.mean_abs_error <= 0.131  # 13.07% over 604 figures
     assert s.median_abs_error <= 0.094  # 9.4%
     assert s.by("metric")["tpot_s"] <= 0.07
-    assert s.share_within >= 0.949  # 94.9%
+    assert s.share_within >= 0.945  # 94.5%
     # MLPerf DeepSeek-R1 on v6 software (GB200, GB300 and three B300 runs) within 10% since
     # the latent attention in decode runs at its measured kernel's rate (-31..-42% before;
     # within 7% until Blackwell's MoE floor and NVFP4 factor, -0.7..+9.3% since); v5.1's two
@@ -378,9 +382,16 @@ def test_inference_validation_does_not_regress() -> None:
     r1_v51 = [r.error for r in s.rows if r.source == "mlperf-inference-v5.1"
               and r.model == "deepseek-v3"]
     assert len(r1_v51) == 2 and all(0.6 < e < 0.9 for e in r1_v51)
-    mlperf_llama = [abs(r.error) for r in s.rows if r.source.startswith("mlperf-inference-")
+    mlperf_llama = [abs(r.error) for r in s.rows if r.source.startswith("mlperf-inference-v")
+                    and r.source[-3:] not in ("4.0", "4.1")
                     and r.gpu != "b300" and r.model != "deepseek-v3"]
     assert len(mlperf_llama) == 5 and sum(mlperf_llama) / len(mlperf_llama) <= 0.07  # 6.9%
+    # the v4.1 round on Hopper (Llama 2 70B, Mixtral 8x7B) within 6% on average, v4.0's older
+    # software 24%
+    v41 = [abs(r.error) for r in s.rows if r.source == "mlperf-inference-v4.1"]
+    assert len(v41) == 18 and sum(v41) / 18 <= 0.055 and max(v41) <= 0.21  # 5.2%, +20.0%
+    v40 = [abs(r.error) for r in s.rows if r.source == "mlperf-inference-v4.0"]
+    assert len(v40) == 14 and sum(v40) / 14 <= 0.24  # 23.6%
     b300 = {r.model: abs(r.error) for r in s.rows if r.gpu == "b300"
             and r.model != "deepseek-v3" and r.source.startswith("mlperf-inference-")}
     b300_big = [abs(r.error) for r in s.rows if r.gpu == "b300"

@@ -155,16 +155,16 @@ def test_mlperf_offline_rows_take_their_lengths_from_their_logs() -> None:
     it publishes is the tokens, and its output length is their ratio, the run's mean output
     (LoadGen counts generated tokens); the input length is its dataset's mean (llama2-70b's
     OpenOrca set 222.33, llama3.1-405b's 9,428.64, deepseek-r1's 803.79, gpt-oss-120b's
-    performance set 5,010.64, llama3.1-8b's CNN/DailyMail 870.73; inference.toml's MLPerf
-    sections)."""
+    performance set 5,010.64, llama3.1-8b's CNN/DailyMail 870.73, mixtral-8x7b's 15,000
+    samples 427.39; inference.toml's MLPerf sections)."""
     import re
 
     mean_input = {"llama-2-70b": 222.33, "llama-3.1-405b": 9428.64, "deepseek-v3": 803.79,
-                  "gpt-oss-120b": 5010.64, "llama-3.1-8b": 870.73}
+                  "gpt-oss-120b": 5010.64, "llama-3.1-8b": 870.73, "mixtral-8x7b": 427.39}
     # GPT-OSS's from the submitter's TEST09 output lengths (254.58 / 1,308.38); Llama 3.1
     # 8B's answers nearly all run to the 128-token cap
     spread = {"llama-2-70b": 0.0, "llama-3.1-405b": 0.38, "deepseek-v3": 1.25,
-              "gpt-oss-120b": 0.19, "llama-3.1-8b": 0.0}
+              "gpt-oss-120b": 0.19, "llama-3.1-8b": 0.0, "mixtral-8x7b": 0.78}
     rows = [p for p in load_inference_points() if p.source.startswith("mlperf-inference-")]
     assert len(rows) >= 12
     for p in rows:
