@@ -772,9 +772,10 @@ def sequence_parallel_tp_comm(activation: Num, precision: Precision, group: Grou
                               eff: Efficiency, column_gemms: tuple[Num, ...]
                               ) -> tuple[Num, Num]:
     """Exposed tensor-parallel seconds of one layer's forward and backward pass under
-    sequence parallelism without userbuffers overlap, for ``activation`` bytes of 16-bit
-    hidden states per GPU and the forward times of the column-parallel GEMMs of its two
-    blocks (attention, MLP); ``activation`` is in the precision's activation format.
+    sequence parallelism without userbuffers overlap, for ``activation`` bytes of hidden
+    states per GPU (in the precision's activation format, 16 bits for FP8 and NVFP4
+    training) and the forward times of the column-parallel GEMMs of its two blocks
+    (attention, MLP).
 
     Each block all-gathers its input before the column-parallel GEMM and reduce-scatters
     the row-parallel GEMM's output (16-bit) in the forward. In the backward the row-parallel
@@ -835,12 +836,10 @@ def _one_layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device,
             key = op_kind(op)
             parts[key] = parts.get(key, 0.0) + t + back
     activation = tokens * s.hidden * element
-    # two all-reduces per layer (attention, MLP); with sequence parallelism an all-gather
-    # plus a reduce-scatter each, which move the same bytes (nothing when TP = 1)
+    # two all-reduces per layer (attention, MLP) each way (nothing when TP = 1); with
+    # sequence parallelism and no userbuffers overlap, the all-gathers and reduce-scatters as
+    # they run (sequence_parallel_tp_comm)
     tp_share = eff.tp_comm_exposed if cfg.tp_comm_overlap else 1.0
-    # tensor-parallel traffic: two all-reduces per layer (attention, MLP) forward and
-    # backward; with sequence parallelism and no userbuffers overlap the all-gathers and
-    # reduce-scatters as they run (sequence_parallel_tp_comm)
     if cfg.sequence_parallel and not cfg.tp_comm_overlap:
         column = sum(by_name.get(name, 0.0) for name, _, _ in
                      attention_projections(s, cfg.tp)[:-1])
