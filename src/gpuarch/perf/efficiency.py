@@ -269,7 +269,8 @@ class Efficiency:
     tp_comm_exposed: float = 0.0
     """Fraction of tensor-parallel communication not hidden behind compute when TP
     communication overlap is on (Megatron --tp-comm-overlap); without it all of it is
-    exposed. Fitted."""
+    exposed, but for the backward's asynchronous gather and reduce-scatter under sequence
+    parallelism (estimate.training.sequence_parallel_tp_comm). Fitted."""
 
     cp_comm_exposed: float = 0.5
     """Fraction of context-parallel KV exchange not hidden behind the ring attention's
