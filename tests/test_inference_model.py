@@ -364,12 +364,13 @@ def test_inference_validation_does_not_regress() -> None:
     figures, nothing refitted: v4.1's 18 5.2%, v4.0's 14 23.6% (the same DGX H100 ran 12%
     faster a round later at the same batch and layout; 4-GPU boards and PCIe cards +33..+57%),
     all 604 13.1%, median 9.3%, 94.5% within 35% (33 beyond). Five more MLPerf runs of v5.0
-    and v6.0 (-11.0% to +13.2%): 609, 13.0%, 33 beyond.)"""
+    and v6.0 (-11.0% to +13.2%): 609, 13.0%, 33 beyond. Quanta's v4.0 H100 PCIe server
+    without NVLink bridges, over its PCIe Gen4 links (gpu_link pcie4): -2.0%; 610, 13.0%.)"""
     from gpuarch.validation.inference import validate_inference
 
     s = validate_inference(CATALOG)
-    assert len(s.rows) >= 609
-    assert s.mean_abs_error <= 0.131  # 13.04% over 609 figures
+    assert len(s.rows) >= 610
+    assert s.mean_abs_error <= 0.131  # 13.02% over 610 figures
     assert s.median_abs_error <= 0.094  # 9.4%
     assert s.by("metric")["tpot_s"] <= 0.07
     assert s.share_within >= 0.945  # 94.5%
@@ -394,7 +395,7 @@ def test_inference_validation_does_not_regress() -> None:
     v41 = [abs(r.error) for r in s.rows if r.source == "mlperf-inference-v4.1"]
     assert len(v41) == 18 and sum(v41) / 18 <= 0.055 and max(v41) <= 0.21  # 5.2%, +20.0%
     v40 = [abs(r.error) for r in s.rows if r.source == "mlperf-inference-v4.0"]
-    assert len(v40) == 14 and sum(v40) / 14 <= 0.24  # 23.6%
+    assert len(v40) == 15 and sum(v40) / 15 <= 0.222  # 22.2% with Quanta's unbridged cards
     b300 = {r.model: abs(r.error) for r in s.rows if r.gpu == "b300"
             and r.model != "deepseek-v3" and r.source.startswith("mlperf-inference-")}
     b300_big = [abs(r.error) for r in s.rows if r.gpu == "b300"

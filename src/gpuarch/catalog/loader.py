@@ -24,7 +24,7 @@ from gpuarch.catalog.model import (
 )
 from gpuarch.catalog.peaks import NEXT_WIDER, PeakKey
 from gpuarch.catalog.records import build_record, data_keys
-from gpuarch.errors import CatalogError, suggestion
+from gpuarch.errors import CatalogError, GpuarchError, suggestion
 
 __all__ = ["DATA_DIR", "Catalog", "load_catalog"]
 
@@ -117,6 +117,48 @@ class Catalog:
 
     def pcie_generation(self, generation: int) -> PcieGeneration | None:
         return next((p for p in self.pcie if p.generation == generation), None)
+
+    def system_with_link(self, product: Product, base: System | None,
+                         gpu_link: str | None) -> System | None:
+        """``base`` as given, or with ``gpu_link`` ``"pcie"`` / ``"pcieN"`` the same node over
+        PCIe x16 only (``pcie_system``; ``base`` defaulting to the GPU's reference system)."""
+        if not gpu_link:
+            return base
+        known = ", ".join(f"pcie{p.generation}" for p in self.pcie)
+        slot = int(gpu_link[4:]) if gpu_link.startswith("pcie") and gpu_link[4:].isdigit() \
+            else None
+        if gpu_link != "pcie" and (slot is None or self.pcie_generation(slot) is None):
+            raise GpuarchError(f"gpu link {gpu_link!r}: give 'pcie' (the card's PCIe "
+                               f"generation) or the slot's, one of {known}")
+        return self.pcie_system(product, base or self.system_for(product), slot)
+
+    def pcie_system(self, product: Product, base: System | None,
+                    slot_generation: int | None = None) -> System:
+        """``product``'s GPUs joined only through their PCIe x16 links (cards without an
+        NVLink bridge): ``base``'s node size, network and CPU (8 GPUs a node without one),
+        GPU-to-GPU traffic at the x16 rate of the slower of the card's PCIe generation and
+        the slot's (``slot_generation``, default the card's)."""
+        card = product.pcie_generation
+        if not card:
+            raise GpuarchError(f"gpu link: {product.name}: the catalog gives no PCIe "
+                               "generation for it, so its PCIe link is unknown")
+        generation = min(card, slot_generation or card)
+        pcie = self.pcie_generation(generation)
+        if pcie is None:
+            raise GpuarchError(f"gpu link: PCIe generation {generation} is not in the catalog "
+                               f"(known: {', '.join(str(p.generation) for p in self.pcie)})")
+        return System(
+            key=f"{product.key}-pcie{generation}", name=f"{product.name} over PCIe Gen"
+            f"{generation} x16 (no NVLink)", gpu=product.key,
+            gpus_per_node=base.gpus_per_node if base else 8, intra_node_fabric="pcie",
+            intra_node_bandwidth_bytes_s=2 * pcie.x16_bandwidth_bytes_s,
+            nvlink_domain_gpus=1, network=base.network if base else None,
+            network_bandwidth_per_gpu_bytes_s=(base.network_bandwidth_per_gpu_bytes_s
+                                               if base else None),
+            cpu=base.cpu if base else None,
+            notes="GPU-to-GPU traffic through the host's PCIe x16 links, both directions at "
+                  "the generation's x16 rate; an upper bound, not a measured peer-to-peer rate",
+            source=pcie.source)
 
 
 def _dense_from_sparse(product: Product, chip: Chip) -> Mapping[PeakKey, float]:

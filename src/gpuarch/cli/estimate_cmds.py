@@ -90,14 +90,29 @@ def _calibrated(args: argparse.Namespace, catalog: Any, product: Any, system: An
     return eff, notes
 
 
+GPU_LINKS = ("pcie", "pcie3", "pcie4", "pcie5", "pcie6")
+"""--gpu-link: PCIe cards without an NVLink bridge, at the card's PCIe generation or the
+slot's (``pcieN``)."""
+
+
 def _gpu_and_system(args: argparse.Namespace, catalog: Any) -> tuple[Any, Any]:
-    """--gpu and --system: the GPU (default: the system's) and the system, if given."""
+    """--gpu and --system: the GPU (default: the system's) and the system, if given;
+    --gpu-link pcie[N] replaces the GPUs' NVLink with their PCIe x16 links (the given
+    system's, else the GPU's reference system's, node size and network kept)."""
     system = catalog.system(args.system) if args.system else None
     product = catalog.product(args.gpu) if args.gpu else (
         catalog.product(system.gpu) if system else None)
     if product is None:
         raise GpuarchError("--gpu: give a GPU (or --system)")
-    return product, system
+    return product, catalog.system_with_link(product, system, getattr(args, "gpu_link", None))
+
+
+def _add_gpu_link(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--gpu-link", choices=GPU_LINKS, metavar="pcie|pcieN",
+                   help="the GPUs have no NVLink between them (PCIe cards without a bridge): "
+                        "their collectives go over PCIe x16 at the card's generation, or at "
+                        "slot generation N if lower (e.g. pcie4 for a Gen5 card in a Gen4 "
+                        "slot); node size and network stay the system's")
 
 
 def _gpus_per_node(args: argparse.Namespace, catalog: Any, product: Any, system: Any) -> int:
@@ -803,6 +818,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p.add_argument("--gpus-per-node", type=int,
                    help="default: the system's, else the GPU's reference system's, else 8")
     p.add_argument("--system", help="reference system (see 'gpuarch systems')")
+    _add_gpu_link(p)
     p.add_argument("--tp", type=int, default=1)
     p.add_argument("--pp", type=int, default=1)
     p.add_argument("--cp", type=int, default=1)
@@ -930,6 +946,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p.add_argument("--gpus-per-node", type=int,
                    help="default: the system's, else the GPU's reference system's, else 8")
     p.add_argument("--system", help="reference system (see 'gpuarch systems')")
+    _add_gpu_link(p)
     p.add_argument("--tp", type=int, default=1)
     p.add_argument("--pp", type=int, default=1)
     p.add_argument("--ep", type=int, default=1)

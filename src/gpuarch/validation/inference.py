@@ -169,7 +169,9 @@ def point_config(point: TrainingPoint, gpus_per_node: int, product: Product | No
 def compare_point(catalog: Catalog, point: TrainingPoint, efficiency: Efficiency
                   ) -> list[InferenceComparison]:
     product = catalog.product(point.get("gpu"))
-    system = catalog.system_for(product)
+    # a row's gpu_link ("pcie4": cards without an NVLink bridge) replaces the GPUs' NVLink
+    system = catalog.system_with_link(product, catalog.system_for(product),
+                                      point.get("gpu_link"))
     shape = point_shape(point)
     cfg = point_config(point, system.gpus_per_node if system else 8, product)
     est = estimate_inference(catalog, shape, product, cfg, system=system,

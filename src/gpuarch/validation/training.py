@@ -237,7 +237,9 @@ def compare_point(catalog: Catalog, point: TrainingPoint, efficiency: Efficiency
         raise GpuarchError("the source does not publish the global batch, which sets the "
                            "micro-batches per step")
     product = catalog.product(point.get("gpu"))
-    system = catalog.system_for(product)
+    # a row's gpu_link ("pcie4": cards without an NVLink bridge) replaces the GPUs' NVLink
+    system = catalog.system_with_link(product, catalog.system_for(product),
+                                      point.get("gpu_link"))
     shape = point_shape(point)
     cfg = point_config(point, system)
     est = estimate_training(catalog, shape, product, cfg, system=system,
