@@ -64,12 +64,15 @@ def test_the_cli_charges_tensor_parallel_traffic_over_pcie(
     assert pcie["bottleneck"]["decode"] == "communication"
 
 
-def test_a_bad_cli_link_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit) as exc:
-        main(["estimate", "infer", "--model", "llama-2-70b", "--gpu", "h100-pcie-80gb",
-              "--input-len", "2", "--output-len", "2", "--gpu-link", "pcie9"])
-    assert exc.value.code == 2
-    assert "--gpu-link" in capsys.readouterr().err
+@pytest.mark.parametrize("link", ["pcie9", "nvlink"])
+def test_a_bad_cli_link_exits_2_naming_the_flag(capsys: pytest.CaptureFixture[str],
+                                                link: str) -> None:
+    status = main(["estimate", "infer", "--model", "llama-2-70b", "--gpu", "h100-pcie-80gb",
+                   "--input-len", "2", "--output-len", "2", "--gpu-link", link])
+    err = capsys.readouterr().err
+    assert status == 2
+    assert "--gpu-link" in err and repr(link) in err and "pcie5" in err
+    assert "Traceback" not in err
 
 
 def test_quantas_unbridged_h100_pcie_run_over_its_gen4_links() -> None:

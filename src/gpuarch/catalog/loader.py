@@ -128,8 +128,8 @@ class Catalog:
         slot = int(gpu_link[4:]) if gpu_link.startswith("pcie") and gpu_link[4:].isdigit() \
             else None
         if gpu_link != "pcie" and (slot is None or self.pcie_generation(slot) is None):
-            raise GpuarchError(f"gpu link {gpu_link!r}: give 'pcie' (the card's PCIe "
-                               f"generation) or the slot's, one of {known}")
+            raise GpuarchError(f"--gpu-link (gpu_link): {gpu_link!r}: give 'pcie' (the "
+                               f"card's PCIe generation) or the slot's, one of {known}")
         return self.pcie_system(product, base or self.system_for(product), slot)
 
     def pcie_system(self, product: Product, base: System | None,
@@ -140,13 +140,14 @@ class Catalog:
         the slot's (``slot_generation``, default the card's)."""
         card = product.pcie_generation
         if not card:
-            raise GpuarchError(f"gpu link: {product.name}: the catalog gives no PCIe "
-                               "generation for it, so its PCIe link is unknown")
+            raise GpuarchError(f"--gpu-link (gpu_link): {product.name}: the catalog gives "
+                               "no PCIe generation for it, so its PCIe link is unknown")
         generation = min(card, slot_generation or card)
         pcie = self.pcie_generation(generation)
         if pcie is None:
-            raise GpuarchError(f"gpu link: PCIe generation {generation} is not in the catalog "
-                               f"(known: {', '.join(str(p.generation) for p in self.pcie)})")
+            raise GpuarchError(f"--gpu-link (gpu_link): PCIe generation {generation} is not "
+                               f"in the catalog (known: "
+                               f"{', '.join(str(p.generation) for p in self.pcie)})")
         return System(
             key=f"{product.key}-pcie{generation}", name=f"{product.name} over PCIe Gen"
             f"{generation} x16 (no NVLink)", gpu=product.key,

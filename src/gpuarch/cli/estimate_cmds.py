@@ -90,11 +90,6 @@ def _calibrated(args: argparse.Namespace, catalog: Any, product: Any, system: An
     return eff, notes
 
 
-GPU_LINKS = ("pcie", "pcie3", "pcie4", "pcie5", "pcie6")
-"""--gpu-link: PCIe cards without an NVLink bridge, at the card's PCIe generation or the
-slot's (``pcieN``)."""
-
-
 def _gpu_and_system(args: argparse.Namespace, catalog: Any) -> tuple[Any, Any]:
     """--gpu and --system: the GPU (default: the system's) and the system, if given;
     --gpu-link pcie[N] replaces the GPUs' NVLink with their PCIe x16 links (the given
@@ -108,7 +103,7 @@ def _gpu_and_system(args: argparse.Namespace, catalog: Any) -> tuple[Any, Any]:
 
 
 def _add_gpu_link(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--gpu-link", choices=GPU_LINKS, metavar="pcie|pcieN",
+    p.add_argument("--gpu-link", metavar="pcie|pcieN",
                    help="the GPUs have no NVLink between them (PCIe cards without a bridge): "
                         "their collectives go over PCIe x16 at the card's generation, or at "
                         "slot generation N if lower (e.g. pcie4 for a Gen5 card in a Gen4 "
