@@ -169,8 +169,10 @@ def test_mlperf_offline_rows_take_their_lengths_from_their_logs() -> None:
     assert len(rows) >= 12
     for p in rows:
         # a summary log prints "Samples per second: x", a detail log "result_samples_per_second: x"
-        samples = float(re.search(r"[Ss]amples.per.second: ([\d.]+)", p.where).group(1))
-        tokens = float(re.search(r"[Tt]okens.per.second: ([\d.]+)", p.where).group(1))
+        # LoadGen prints large rates in exponent form (CoreWeave's GB300 NVL72: 1.1361e+06)
+        number = r"([\d.]+(?:e[+-]?\d+)?)"
+        samples = float(re.search(r"[Ss]amples.per.second: " + number, p.where).group(1))
+        tokens = float(re.search(r"[Tt]okens.per.second: " + number, p.where).group(1))
         assert p.get("output_tokens_per_s") == tokens, p.id
         assert p.get("output_len") == round(tokens / samples), p.id
         assert p.get("input_len") == round(mean_input[p.get("preset")]), p.id
@@ -181,14 +183,14 @@ def test_mlperf_offline_rows_take_their_lengths_from_their_logs() -> None:
 
 
 def test_mlperf_deepseek_rows_balance_their_attention_ranks() -> None:
-    """Every MLPerf DeepSeek-R1 config read (NVIDIA v5.1, CoreWeave, Azure, Cisco, Dell)
-    sets adp_balancing_enable, TensorRT-LLM's attention-DP balancing: the rows say so, and
-    the serving model takes it (the balanced prefill wait)."""
+    """Every MLPerf DeepSeek-R1 config read (NVIDIA v5.1, CoreWeave, Azure, Cisco, Dell,
+    GigaComputing, Nebius, Google) sets adp_balancing_enable, TensorRT-LLM's attention-DP
+    balancing: the rows say so, and the serving model takes it (the balanced prefill wait)."""
     from gpuarch.validation.inference import point_config
 
     rows = [p for p in load_inference_points()
             if p.source.startswith("mlperf-inference-") and p.get("preset") == "deepseek-v3"]
-    assert len(rows) == 7
+    assert len(rows) == 15
     for p in rows:
         assert p.get("adp_balance") is True, p.id
         assert point_config(p, 8).adp_balance, p.id
