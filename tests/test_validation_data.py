@@ -196,6 +196,23 @@ def test_mlperf_deepseek_rows_balance_their_attention_ranks() -> None:
         assert point_config(p, 8).adp_balance, p.id
 
 
+@pytest.mark.parametrize(("kind", "name"), [("source", "s"), ("point", "p")])
+def test_an_id_used_twice_in_a_validation_file_is_an_error(tmp_path, kind: str,
+                                                            name: str) -> None:
+    """Sources are looked up by id, so a second [[source]] with the same id would silently
+    replace the first (and a second point hide behind the first's name): both loaders refuse
+    the file, naming the id."""
+    from gpuarch.errors import GpuarchError
+
+    source = '[[source]]\nid = "s"\ntitle = "t"\nurl = "https://x"\n\n'
+    point = '[[point]]\nid = "p"\nsource = "s"\n\n'
+    path = tmp_path / "twice.toml"
+    path.write_text(source * 2 + point if kind == "source" else source + point * 2)
+    for load in (load_training_points, load_inference_points):
+        with pytest.raises(GpuarchError, match=f"{kind} id '{name}' is used twice"):
+            load(path)
+
+
 def test_a_training_point_may_replace_its_presets_fields() -> None:
     """MLPerf's GPT-OSS-20B trains the published shape with a 128,256-token vocabulary: the
     rows name the preset and give only ``vocab``, which replaces the preset's and leaves the

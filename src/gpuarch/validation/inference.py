@@ -33,7 +33,12 @@ from gpuarch.estimate.inference import (
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.perf.quant import QuantFormat, QuantScheme
 from gpuarch.validation.stats import ErrorSummary, MemoryFit, summarize
-from gpuarch.validation.training import TrainingPoint, memory_fit, point_shape
+from gpuarch.validation.training import (
+    TrainingPoint,
+    memory_fit,
+    point_shape,
+    sources_by_id,
+)
 
 __all__ = [
     "INFERENCE_FILE",
@@ -66,11 +71,11 @@ def load_inference_points(path: Path = INFERENCE_FILE) -> tuple[TrainingPoint, .
     """The published inference points with their sources (same record type as training)."""
     with path.open("rb") as fh:
         raw = tomllib.load(fh)
-    sources = {s["id"]: s for s in raw.get("source", [])}
-    for src in sources.values():
-        for key in src.get("engine", {}):
+    sources = sources_by_id(raw, path)
+    for source in sources.values():
+        for key in source.get("engine", {}):
             if key not in ENGINE_KEYS:
-                raise GpuarchError(f"{path.name}: source {src['id']!r}: engine: unknown "
+                raise GpuarchError(f"{path.name}: source {source['id']!r}: engine: unknown "
                                    f"setting {key!r}{suggestion(key, ENGINE_KEYS)}")
     points = []
     for entry in raw.get("point", []):

@@ -42,6 +42,7 @@ __all__ = [
     "TrainingPoint",
     "ValidationSummary",
     "load_training_points",
+    "sources_by_id",
     "validate_training",
 ]
 
@@ -68,12 +69,24 @@ class TrainingPoint:
         return self.raw.get(key, default)
 
 
+def sources_by_id(raw: Mapping[str, Any], path: Path) -> dict[str, Mapping[str, Any]]:
+    """A validation file's sources by id; an id used twice, by a source or by a point, is an
+    error naming it (a second entry would silently replace the first)."""
+    for kind in ("source", "point"):
+        seen: set[str] = set()
+        for entry in raw.get(kind, []):
+            if entry["id"] in seen:
+                raise GpuarchError(f"{path.name}: {kind} id {entry['id']!r} is used twice")
+            seen.add(entry["id"])
+    return {s["id"]: s for s in raw.get("source", [])}
+
+
 @cache
 def load_training_points(path: Path = TRAINING_FILE) -> tuple[TrainingPoint, ...]:
     """The published points, with their sources resolved."""
     with path.open("rb") as fh:
         raw = tomllib.load(fh)
-    sources = {s["id"]: s for s in raw.get("source", [])}
+    sources = sources_by_id(raw, path)
     points = []
     for entry in raw.get("point", []):
         src = sources.get(entry.get("source"))
