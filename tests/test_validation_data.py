@@ -184,13 +184,13 @@ def test_mlperf_offline_rows_take_their_lengths_from_their_logs() -> None:
 
 def test_mlperf_deepseek_rows_balance_their_attention_ranks() -> None:
     """Every MLPerf DeepSeek-R1 config read (NVIDIA v5.1, CoreWeave, Azure, Cisco, Dell,
-    GigaComputing, Nebius, Google) sets adp_balancing_enable, TensorRT-LLM's attention-DP
+    GigaComputing, Nebius, Google, QCT) sets adp_balancing_enable, TensorRT-LLM's attention-DP
     balancing: the rows say so, and the serving model takes it (the balanced prefill wait)."""
     from gpuarch.validation.inference import point_config
 
     rows = [p for p in load_inference_points()
             if p.source.startswith("mlperf-inference-") and p.get("preset") == "deepseek-v3"]
-    assert len(rows) == 15
+    assert len(rows) == 16
     for p in rows:
         assert p.get("adp_balance") is True, p.id
         assert point_config(p, 8).adp_balance, p.id
