@@ -248,22 +248,34 @@ def test_validation_error_does_not_regress() -> None:
     over 163 / 90.4% over 314; sequence parallelism without userbuffers overlap priced as it
     runs (FP8 and NVFP4 gathers quantized, the backward's asynchronous gather and
     reduce-scatter behind the column-parallel GEMMs; sequence_parallel_tp_comm), nothing
-    refitted, the NVFP4 MLPerf 405B runs 4-7 points closer, to 9.1% / 8.6% / 9.5% / 91.1%.)"""
+    refitted, the NVFP4 MLPerf 405B runs 4-7 points closer, to 9.1% / 8.6% / 9.5% / 91.1%;
+    20 more MLPerf Training v5.1 runs of other submitters (Llama 3.1 8B and 405B on B200,
+    B300, GB300, H100 and H200), nothing refitted, 12.5% among themselves (the multi-node
+    HGX runs at one micro-batch per rank 14-25% slow), to 9.3% / 8.6% / 9.8% over 183 /
+    89.8% over 334.)"""
     summary = validate_training(CATALOG)
-    assert len(summary.rows) >= 314
-    assert summary.mean_abs_error <= 0.091  # 9.10% over 314 points
+    assert len(summary.rows) >= 334
+    assert summary.mean_abs_error <= 0.093  # 9.30% over 334 points
     in_sample = [abs(r.error) for r in summary.rows if not r.out_of_sample]
     assert sum(in_sample) / len(in_sample) <= 0.087  # 8.6% over 151
     out = [abs(r.error) for r in summary.rows if r.out_of_sample]
-    assert sum(out) / len(out) <= 0.096  # 9.52% over 163
+    assert sum(out) / len(out) <= 0.099  # 9.84% over 183
     assert summary.by("gpu")["a100-sxm4-80gb"] <= 0.07
     within_20 = sum(abs(r.error) <= 0.20 for r in summary.rows) / len(summary.rows)
-    assert within_20 >= 0.910  # 91.1%
-    # dense runs within the issue's goal (5.4%, one beyond 20%); MoE runs 14.2%
+    assert within_20 >= 0.898  # 89.8%
+    # dense runs: 5.4% with one beyond 20% (inside the issue's goal) until the v5.1 partners'
+    # runs, 6.1% with seven beyond since (the six HGX runs below and Nemotron 22B); MoE 14.2%
     moe_ids = {p.id for p in load_training_points() if point_shape(p).is_moe}
     dense = [abs(r.error) for r in summary.rows if r.id not in moe_ids]
-    assert len(dense) >= 182 and sum(dense) / len(dense) <= 0.055
-    assert sum(e > 0.20 for e in dense) <= 1
+    assert len(dense) >= 202 and sum(dense) / len(dense) <= 0.062
+    assert sum(e > 0.20 for e in dense) <= 7
+    # the v5.1 partners' Llama 3.1 8B runs across four to 32 HGX nodes at one micro-batch per
+    # rank read 14-25% slow, the model's data-parallel traffic over InfiniBand exposed at the
+    # share fitted on steps dozens of times longer (docs/performance-model.md, "MLPerf
+    # Training v5.1: the other submitters"); one node, two nodes and NVL72 racks hold
+    hgx = [r.error for r in summary.rows if r.id.startswith("mlperf51-") and r.gpus >= 32
+           and r.gpu in ("b200", "h200-sxm-141gb") and "405b" not in r.id]
+    assert len(hgx) == 7 and all(-0.26 < e < -0.13 for e in hgx)
     earlier_rounds = [abs(r.error) for r in summary.rows if r.source in (
         "mlperf-training-v3.0", "mlperf-training-v3.1", "mlperf-training-v4.0",
         "mlperf-training-v4.1", "mlperf-training-v5.0")]
