@@ -369,13 +369,16 @@ def test_inference_validation_does_not_regress() -> None:
     73 more MLPerf Offline runs, partners' v5.0 (34) and v5.1 (15), v6.0 partners' and v6.1
     (24), nothing refitted: 683, 12.8%, median 8.5%, 94.4% within 35% (38 beyond: the PCIe
     H100 and H100 NVL cards +59..+70%, the 96 GB GH200 +27%, Google's GB200 NVL72 DeepSeek-R1
-    +78%).)"""
+    +78%). GPT-OSS's W4A8 MXFP4 x MXFP8 experts on Blackwell at their measured layers' rate
+    (moe_gemm_mxfp4_fp8 1.93, set from TensorRT-LLM's MoE layers, nothing refitted): the 67
+    GPT-OSS figures on B200, B300, GB200 and GB300 18.2% -> 13.6% (signed -15.6% -> -7.2%),
+    all 683 12.4%, median 8.2%, 38 beyond 35% either way.)"""
     from gpuarch.validation.inference import validate_inference
 
     s = validate_inference(CATALOG)
     assert len(s.rows) >= 683
-    assert s.mean_abs_error <= 0.129  # 12.81% over 683 figures
-    assert s.median_abs_error <= 0.086  # 8.5%
+    assert s.mean_abs_error <= 0.124  # 12.35% over 683 figures
+    assert s.median_abs_error <= 0.083  # 8.2%
     assert s.by("metric")["tpot_s"] <= 0.07
     assert s.share_within >= 0.944  # 94.4%
     # MLPerf DeepSeek-R1 on v6 software (GB200, GB300 and three B300 runs) within 10% since
@@ -423,9 +426,10 @@ def test_inference_validation_does_not_regress() -> None:
     assert len(b300_big) == 7 and max(b300_big) <= 0.15
     # Cisco's v6.0 GPT-OSS -13.8% (-10.8% before the prompt's attention had its per-row
     # time; -12.7% before Blackwell's MoE block floor), then GigaComputing's (v6.0) and
-    # Cisco's, CoreWeave's and Inventec's (v6.1), -9.5..-14.8%; Llama 3.1 8B ASUSTeK +14.7%,
+    # Cisco's, CoreWeave's and Inventec's (v6.1), -9.5..-14.8%; +3.1..+9.5% since the W4A8
+    # MXFP4 experts run at their measured layers' rate; Llama 3.1 8B ASUSTeK +14.7%,
     # GigaComputing +26.2%
-    assert len(b300["gpt-oss-120b"]) == 5 and max(b300["gpt-oss-120b"]) <= 0.15
+    assert len(b300["gpt-oss-120b"]) == 5 and max(b300["gpt-oss-120b"]) <= 0.10
     assert len(b300["llama-3.1-8b"]) == 2 and max(b300["llama-3.1-8b"]) <= 0.27
     in_sample = [abs(r.error) for r in s.rows if not r.out_of_sample]
     assert len(in_sample) == 171 and sum(in_sample) / len(in_sample) <= 0.1  # 9.9%
@@ -444,7 +448,8 @@ def test_inference_validation_does_not_regress() -> None:
     # 15.5%; its NVFP4 DeepSeek and Qwen3-235B rows, slow, 1-3 points slower at moe_gemm_nvfp4
     # 14.5% with attention at its kernels' rates, 14.4% with its per-row time
     # 12.6% with Qwen3-235B-A22B-FP4's 8-bit cache
-    assert sum(later) / len(later) <= 0.127
+    # 12.4% with the W4A8 MXFP4 experts at their measured layers' rate
+    assert sum(later) / len(later) <= 0.124
     maverick = [abs(r.error) for r in s.rows if "maverick" in r.id]
     # 17.2%; 17.5% at moe_gemm_nvfp4 (its B200 NVFP4 rows, slow, slower); 17.7% with the
     # prompt's attention at its kernel's rate (its long-prompt Hopper rows, fast, faster);
@@ -454,7 +459,14 @@ def test_inference_validation_does_not_regress() -> None:
     # release 1.2's overview, all out of sample
     r12 = [r for r in s.rows if r.source == "trtllm-perf-overview-1.2"]
     assert len(r12) == 130 and all(r.out_of_sample for r in r12)
-    assert sum(abs(r.error) for r in r12) / len(r12) <= 0.153  # 15.3% (19.5% at 16 bits)
+    # 15.3% (19.5% at 16 bits); 13.2% with the W4A8 MXFP4 experts at their layers' rate
+    assert sum(abs(r.error) for r in r12) / len(r12) <= 0.132
+    # GPT-OSS on Blackwell (TensorRT-LLM's W4A8 MXFP4 x MXFP8 experts): 18.2% when they ran
+    # at the fine-grained FP8 rate, slow by 15.6% on average; 13.6% at their layers' rate
+    oss = [r.error for r in s.rows if r.model.startswith("gpt-oss")
+           and r.gpu in ("b200", "b300", "gb200", "gb300")]
+    assert len(oss) == 67 and sum(map(abs, oss)) / len(oss) <= 0.137
+    assert -0.1 < sum(oss) / len(oss) < 0.0
 
 
 def test_every_published_serving_run_fits_or_says_why() -> None:

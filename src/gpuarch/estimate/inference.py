@@ -654,12 +654,16 @@ class _Runner:
         self.s, self.cfg, self.eff = shape, cfg, eff
         # the routed experts' GEMMs of a fine-grained MoE in reduced precision run at a
         # further fraction (Efficiency.moe_gemm_fine), in NVFP4 a further one still
-        # (Efficiency.moe_gemm_nvfp4)
+        # (Efficiency.moe_gemm_nvfp4), MXFP4 weights against FP8 activations their own
+        # (Efficiency.moe_gemm_mxfp4_fp8)
         weights, acts = cfg.expert_quant.weights, cfg.expert_quant.activations
         self.expert_eff = eff
         if shape.is_fine_grained_moe and not (weights.is_16bit and acts.is_16bit):
-            nvfp4 = weights is QuantFormat.FP4 and acts is QuantFormat.FP4
-            factor = eff.moe_gemm_fine * (eff.moe_gemm_nvfp4 if nvfp4 else 1.0)
+            factor = eff.moe_gemm_fine
+            if weights is QuantFormat.FP4 and acts is QuantFormat.FP4:
+                factor *= eff.moe_gemm_nvfp4
+            elif weights is QuantFormat.MXFP4 and acts is QuantFormat.FP8:
+                factor *= eff.moe_gemm_mxfp4_fp8
             self.expert_eff = dataclasses.replace(eff, moe_gemm=eff.moe_gemm * factor)
         generation = catalog.chip_of(product).sm.tensor_core_generation
         self.peak, self.device = _gemm_device(product, cfg.quant, generation)

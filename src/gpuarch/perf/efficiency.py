@@ -147,6 +147,19 @@ class Efficiency:
     (``moe_block_floor_blackwell_s``; at the Hopper floor it was 0.70); not fitted on the
     validation figures. Serving only (docs/performance-model.md)."""
 
+    moe_gemm_mxfp4_fp8: float = 1.93
+    """A further multiplier on ``moe_gemm`` x ``moe_gemm_fine`` where a fine-grained
+    mixture-of-experts model's routed experts run MXFP4 weights against FP8 activations
+    (TensorRT-LLM's W4A8 MXFP4 x MXFP8 MoE on Blackwell, which it picks for GPT-OSS's MXFP4
+    checkpoints): TensorRT-LLM's layers of that format as NVIDIA's aiconfigurator measured
+    them on B200 and GB200 (``gpuarch validate moe-kernels``; GPT-OSS-120B's experts at EP
+    1-16, 32 layers at 2,048-16,384 tokens) run about twice the rate ``moe_gemm`` x
+    ``moe_gemm_fine`` gives (median model/measured 1.29 at 1), near the dense GEMMs' own
+    rate. Set as ``moe_gemm_nvfp4`` is, where the mean absolute log ratio of model to
+    measured over those layers is least (1.93, within 0.002 of it from 1.85 to 2.0; median
+    ratio 0.95); SGLang's measured layers of the same format put it at 1.81. Not fitted on
+    the validation figures (``python scripts/fit_moe_formats.py``). Serving only."""
+
     mla_decode_attention: float = 0.65
     """Fraction of the 16-bit peak that absorbed multi-head latent attention (DeepSeek's MLA
     in decode: every query head against one shared latent KV "head") sustains in serving.
