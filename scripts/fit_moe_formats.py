@@ -1,14 +1,15 @@
 """Set the serving model's per-format MoE rates from TensorRT-LLM's measured MoE layers.
 
-Two formats of a fine-grained model's routed experts run at their own multiple of
-``moe_gemm`` x ``moe_gemm_fine``: NVFP4 (``moe_gemm_nvfp4``) and MXFP4 weights against FP8
-activations (``moe_gemm_mxfp4_fp8``, TensorRT-LLM's W4A8 MXFP4 x MXFP8 MoE on Blackwell).
-Each is set where the mean |ln(model/measured)| over TensorRT-LLM's measured layers of that
-format with ``LARGE_TOKENS`` tokens or more is least (NVIDIA aiconfigurator's tables,
-``src/gpuarch/validation/data/moe-kernels-trtllm.csv``; at fewer tokens the experts' weight
-reads and the block floor set the time, not the GEMMs' rate), every other parameter as
-shipped. SGLang's measured layers of the same format (its Blackwell kernels for MXFP4 x
-MXFP8) are printed beside them as a check, not used. No validation figure is used.
+Three formats of a fine-grained model's routed experts run at their own multiple of
+``moe_gemm`` x ``moe_gemm_fine``: NVFP4 (``moe_gemm_nvfp4``), MXFP4 weights against FP8
+activations (``moe_gemm_mxfp4_fp8``, TensorRT-LLM's W4A8 MXFP4 x MXFP8 MoE on Blackwell) and
+FP8 with 128 x 128 weight blocks (``moe_gemm_fp8_block``; TensorRT-LLM's table times those on
+Hopper only). Each is set where the mean |ln(model/measured)| over TensorRT-LLM's measured
+layers of that format with ``LARGE_TOKENS`` tokens or more is least (NVIDIA aiconfigurator's
+tables, ``src/gpuarch/validation/data/moe-kernels-trtllm.csv``; at fewer tokens the experts'
+weight reads and the block floor set the time, not the GEMMs' rate), every other parameter
+as shipped. vLLM's and SGLang's measured layers of the same format, where they have any, are
+printed beside them as a check, not used. No validation figure is used.
 
     python scripts/fit_moe_formats.py
 """
@@ -23,7 +24,8 @@ from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY
 from gpuarch.validation.measured import mean_abs_log_ratio
 from gpuarch.validation.moe_kernels import FILES, LARGE_TOKENS, compare, load_kernel_rows
 
-PARAMETERS = {"moe_gemm_nvfp4": "nvfp4", "moe_gemm_mxfp4_fp8": "w4a8_mxfp4_mxfp8"}
+PARAMETERS = {"moe_gemm_nvfp4": "nvfp4", "moe_gemm_mxfp4_fp8": "w4a8_mxfp4_mxfp8",
+              "moe_gemm_fp8_block": "fp8_block"}
 """Each per-format rate and the measured format it is set from."""
 
 VALUES = [round(0.5 + 0.05 * i, 2) for i in range(41)]  # 0.50 ... 2.50
@@ -44,7 +46,7 @@ def main() -> None:
     for name, fmt in PARAMETERS.items():
         print(f"{name} (format {fmt}; layers of {LARGE_TOKENS:,} tokens and more):")
         best: tuple[float, float] | None = None
-        for kernels in ("trtllm", "sglang"):
+        for kernels in ("trtllm", "vllm", "sglang"):
             raw = [r for r in load_kernel_rows(FILES[kernels]) if r["moe_dtype"] == fmt
                    and int(r["num_tokens"]) >= LARGE_TOKENS]
             if not raw:

@@ -786,3 +786,34 @@ def test_searched_formats_as_each_gpu_runs_them() -> None:
     assert in_gpu_formats(a100, "fp8-w/bf16-kv", fp8) == ("fp8-w/bf16-kv", fp8)
     assert in_gpu_formats(v100, "bf16", QuantScheme()) == (
         "fp16", QuantScheme(F.FP16, F.FP16, F.FP16))
+
+
+def test_a_block_scaled_checkpoint_is_searched_at_its_own_rate() -> None:
+    """DeepSeek-V3's published checkpoint scales its FP8 weights per 128 x 128 block: the
+    advisor's 'checkpoint' options run its experts at the block-scaled rate, exactly as the
+    estimate does with fp8_scaling "block", while its plain 'fp8' options stay per-tensor."""
+    from gpuarch.advise.infer import InferenceSearch, advise_inference, option_config
+    from gpuarch.cli.estimate_cmds import model_checkpoint
+    from gpuarch.estimate.inference import estimate_inference
+    from gpuarch.perf.quant import QuantFormat, QuantScheme
+
+    shape = preset("deepseek-v3").shape
+    declared = model_checkpoint("deepseek-v3")
+    assert declared.fp8_blocks
+    search = InferenceSearch(input_len=1024, output_len=256, concurrency=256, max_gpus=8,
+                             gpus=("h200",), top=200,
+                             checkpoint_quant=QuantScheme(QuantFormat.FP8, QuantFormat.FP8,
+                                                          QuantFormat.BF16),
+                             checkpoint_fp8_blocks=True, checkpoint_origin=declared.origin)
+    adv = advise_inference(CATALOG, shape, search, load_prices())  # the shipped price book
+    shipped = [o for o in adv.top if o.scheme == "checkpoint" and o.prefill is None]
+    plain = [o for o in adv.top if o.scheme == "fp8" and o.prefill is None]
+    assert shipped and plain
+    h200 = CATALOG.product("h200")
+    system = CATALOG.system_for(h200)
+    for o, scaling in ((shipped[0], "block"), (plain[0], "tensor")):
+        cfg = option_config(search, o)
+        assert cfg.fp8_scaling == scaling
+        unit = dataclasses.replace(cfg, gpus=max(o.tp * o.pp, o.ep))
+        est = estimate_inference(CATALOG, shape, h200, unit, system=system)
+        assert o.tpot_ms == pytest.approx(est.tpot_s * 1e3, rel=1e-9)

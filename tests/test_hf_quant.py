@@ -67,6 +67,48 @@ def test_declared_formats_are_read(tmp_path: Path, quant: dict[str, Any],
     assert got.origin.startswith("config.json quantization_config")
 
 
+@pytest.mark.parametrize(("quant", "blocks"), [
+    ({"quant_method": "fp8", "weight_block_size": [128, 128]}, True),  # DeepSeek-V3's
+    ({"quant_method": "fp8", "activation_scheme": "dynamic"}, False),
+    ({"quant_method": "modelopt", "quant_algo": "FP8"}, False),  # NVIDIA's per-tensor FP8
+    ({"quant_method": "modelopt", "quant_algo": "FP8_BLOCK_SCALES"}, True),
+    ({"quant_method": "modelopt", "quant_algo": "NVFP4"}, False),
+])
+def test_fp8_weight_blocks_are_read(tmp_path: Path, quant: dict[str, Any], blocks: bool
+                                    ) -> None:
+    """A checkpoint that scales its FP8 weights per 128 x 128 block says so, and an
+    estimate of it runs its fine-grained experts at the block-scaled rate."""
+    got = checkpoint_formats(_config(tmp_path, quant))
+    assert got is not None and got.fp8_blocks is blocks
+
+
+def test_fp8_scaling_follows_the_checkpoint_unless_told(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """DeepSeek-V3's published checkpoint is block-scaled FP8: its experts run at the
+    block-scaled rate (moe_gemm_fp8_block, slower than per-tensor FP8, as TensorRT-LLM's
+    measured layers on Hopper are); --fp8-scaling tensor (NVIDIA ModelOpt's per-tensor FP8)
+    is faster; the same FP8 given by flags is per-tensor unless told; a bad value is a
+    usage error with a suggestion."""
+    run = ["--model", "deepseek-v3", "--gpu", "h200", "--gpus", "8", "--ep", "8",
+           "--input-len", "1024", "--output-len", "1024", "--batch", "256",
+           "--batching", "continuous", "--json"]
+    status, out, _ = _infer(capsys, *run)
+    assert status == 0
+    block = json.loads(out)
+    assert block["assumptions"]["fp8_scaling"] == "block"
+    status, out, _ = _infer(capsys, *run, "--fp8-scaling", "tensor")
+    tensor = json.loads(out)
+    assert tensor["assumptions"]["fp8_scaling"] == "tensor"
+    assert tensor["output_tokens_per_s"] > block["output_tokens_per_s"] * 1.02
+    status, out, _ = _infer(capsys, *run, "--weight-precision", "fp8")
+    assert json.loads(out)["assumptions"]["fp8_scaling"] == "tensor"
+    status, out, err = _infer(capsys, *run, "--fp8-scaling", "blok")
+    assert status == 2 and out == "" and "Traceback" not in err
+    assert "--fp8-scaling" in err and "did you mean 'block'" in err
+    status, out, _ = _infer(capsys, "--model", "llama-3.1-8b", "--json")
+    assert json.loads(out)["assumptions"]["fp8_scaling"] is None
+
+
 def test_modelopt_hf_quant_config_beside_the_config(tmp_path: Path) -> None:
     """ModelOpt checkpoints that keep config.json 16-bit declare their formats in
     hf_quant_config.json; none at all means a 16-bit checkpoint."""

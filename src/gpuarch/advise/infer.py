@@ -110,6 +110,7 @@ class InferenceSearch:
     # searched as one more scheme, with its routed experts' weights where they differ
     checkpoint_quant: QuantScheme | None = None
     checkpoint_expert_weights: QuantFormat | None = None
+    checkpoint_fp8_blocks: bool = False  # its FP8 weights scaled per 128 x 128 block
     checkpoint_origin: str | None = None  # where they were read
 
     def validate(self) -> None:
@@ -250,6 +251,7 @@ def advise_inference(
                     executor=search.executor, window_kv_cache=search.window_kv_cache,
                     moe_comm=search.moe_comm, moe_kernels=search.moe_kernels,
                     fp8_context_attention=search.fp8_context_attention,
+                    fp8_scaling=_fp8_scaling(search, label),
                     nvls=search.nvls, adp_balance=search.adp_balance,
                     cached_prefix=search.cached_prefix,
                     output_len_cv=search.output_len_cv,
@@ -385,6 +387,13 @@ def advise_inference(
                            best_fitting)
 
 
+def _fp8_scaling(search: InferenceSearch, label: str) -> str:
+    """How a searched scheme's FP8 weights carry their scales: per block for the checkpoint
+    as shipped when it declares weight blocks, else per tensor."""
+    return "block" if label == CHECKPOINT_SCHEME and search.checkpoint_fp8_blocks \
+        else "tensor"
+
+
 def option_config(search: InferenceSearch, o: InferenceOption) -> InferenceConfig:
     """The serving configuration of an aggregated option (all its replicas): what its
     estimate ran, what a launch command spells out."""
@@ -399,6 +408,7 @@ def option_config(search: InferenceSearch, o: InferenceOption) -> InferenceConfi
         batching=Batching.CONTINUOUS, executor=search.executor,
         window_kv_cache=search.window_kv_cache, moe_comm=search.moe_comm,
         moe_kernels=search.moe_kernels, fp8_context_attention=search.fp8_context_attention,
+        fp8_scaling=_fp8_scaling(search, o.scheme),
         nvls=search.nvls, adp_balance=search.adp_balance, cached_prefix=search.cached_prefix,
         output_len_cv=search.output_len_cv,
         cuda_graph_batch_sizes=search.cuda_graph_batch_sizes)

@@ -214,6 +214,7 @@ def _checkpoint(model: str, moe: bool) -> dict[str, Any]:
     return {"checkpoint_quant": QuantScheme(weights, activations,
                                             kv or sixteen_bit_kv(activations)),
             "checkpoint_expert_weights": experts,
+            "checkpoint_fp8_blocks": declared.fp8_blocks,
             "checkpoint_origin": declared.origin}
 
 

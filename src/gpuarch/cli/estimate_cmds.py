@@ -306,6 +306,12 @@ def engine_flags(p: argparse.ArgumentParser) -> None:
                    help="prefill attention at the FP8 Tensor Core rate (TensorRT-LLM's FP8 "
                         "context FMHA, on when an FP8 or NVFP4 checkpoint's attention output "
                         "is quantized and the KV cache is FP8); default: the 16-bit rate")
+    p.add_argument("--fp8-scaling", metavar="tensor|block",
+                   help="how FP8 weights carry their scales: 'tensor' (one per tensor or "
+                        "channel, NVIDIA ModelOpt's FP8 checkpoints) or 'block' (128 x 128 "
+                        "weight blocks, DeepSeek-V3's own checkpoints; a fine-grained MoE's "
+                        "block-scaled experts run slower, as TensorRT-LLM's measured layers "
+                        "do); default: what the checkpoint declares, else 'tensor'")
     p.add_argument("--cuda-graph-batch-sizes", type=size_list("--cuda-graph-batch-sizes"),
                    default=(), metavar="LIST",
                    help="batch sizes the engine captures CUDA graphs at with padding on "
@@ -442,6 +448,8 @@ def cmd_infer(args: argparse.Namespace) -> int:
         moe_kernels=args.moe_kernels, moe_imbalance=args.moe_imbalance,
         num_requests=args.num_requests, output_len_cv=args.output_len_cv,
         fp8_context_attention=args.fp8_context_attention, nvls=not args.no_nvls,
+        fp8_scaling=args.fp8_scaling or (
+            "block" if checkpoint is not None and checkpoint.fp8_blocks else "tensor"),
         adp_balance=args.adp_balance,
         cached_prefix=args.cached_prefix, cuda_graph_batch_sizes=args.cuda_graph_batch_sizes,
         gpus_per_node=_gpus_per_node(args, catalog, product, system))

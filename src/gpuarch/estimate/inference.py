@@ -141,6 +141,13 @@ EXECUTORS = ("python", "cpp")
 PyTorch backend, vLLM, SGLang), or a C++ executor whose host time is not modelled
 (TensorRT-LLM's TensorRT engines of the 0.x releases, LMDeploy's TurboMind)."""
 
+FP8_SCALINGS = ("tensor", "block")
+"""How FP8 weights carry their scales: "tensor", one per tensor (or per channel; NVIDIA
+ModelOpt's FP8 checkpoints), or "block", one per 128 x 128 block of weights with activations
+scaled per 1 x 128 group (DeepSeek-V3's and Kimi K2's own FP8 checkpoints; DeepGEMM's
+kernels). A fine-grained MoE's block-scaled FP8 experts run at their own rate
+(``Efficiency.moe_gemm_fp8_block``)."""
+
 MOE_KERNELS = ("trtllm", "vllm", "sglang")
 """Whose fused MoE kernels a serving estimate charges the block's fixed time for: TensorRT-
 LLM's (``moe_block_floor_s``, on Blackwell ``moe_block_floor_blackwell_s``, as its measured
@@ -232,6 +239,8 @@ class InferenceConfig:
     # attention output is quantized (FP8 or NVFP4 checkpoints) and the KV cache is FP8; the
     # default keeps prefill attention at the 16-bit rate
     fp8_context_attention: bool = False
+    # how FP8 weights carry their scales: see FP8_SCALINGS
+    fp8_scaling: str = "tensor"
     # tensor-parallel all-reduces may run as NVLink SHARP inside an NVSwitch node of Hopper
     # or Blackwell GPUs, where NCCL's tuner finds that faster (its default); off = NCCL with
     # NCCL_NVLS_ENABLE=0, rings and trees only
@@ -342,6 +351,7 @@ class InferenceConfig:
         check_choice("--window-kv-cache", self.window_kv_cache, WINDOW_KV_CACHES)
         check_choice("--moe-comm", self.moe_comm, MOE_COMMS)
         check_choice("--moe-kernels", self.moe_kernels, MOE_KERNELS)
+        check_choice("--fp8-scaling", self.fp8_scaling, FP8_SCALINGS)
         check_count("--num-requests", self.num_requests, zero_unset=True)
         check_output_len_cv(self.output_len_cv)
         if self.output_len_cv and self.batching is not Batching.CONTINUOUS:
@@ -654,8 +664,8 @@ class _Runner:
         self.s, self.cfg, self.eff = shape, cfg, eff
         # the routed experts' GEMMs of a fine-grained MoE in reduced precision run at a
         # further fraction (Efficiency.moe_gemm_fine), in NVFP4 a further one still
-        # (Efficiency.moe_gemm_nvfp4), MXFP4 weights against FP8 activations their own
-        # (Efficiency.moe_gemm_mxfp4_fp8)
+        # (Efficiency.moe_gemm_nvfp4), MXFP4 weights against FP8 activations and
+        # block-scaled FP8 their own (Efficiency.moe_gemm_mxfp4_fp8, moe_gemm_fp8_block)
         weights, acts = cfg.expert_quant.weights, cfg.expert_quant.activations
         self.expert_eff = eff
         if shape.is_fine_grained_moe and not (weights.is_16bit and acts.is_16bit):
@@ -664,6 +674,9 @@ class _Runner:
                 factor *= eff.moe_gemm_nvfp4
             elif weights is QuantFormat.MXFP4 and acts is QuantFormat.FP8:
                 factor *= eff.moe_gemm_mxfp4_fp8
+            elif weights is QuantFormat.FP8 and acts is QuantFormat.FP8 \
+                    and cfg.fp8_scaling == "block":
+                factor *= eff.moe_gemm_fp8_block
             self.expert_eff = dataclasses.replace(eff, moe_gemm=eff.moe_gemm * factor)
         generation = catalog.chip_of(product).sm.tensor_core_generation
         self.peak, self.device = _gemm_device(product, cfg.quant, generation)
@@ -1406,6 +1419,8 @@ def estimate_inference(
             "precision_fallback": runner.expert_peak.peak.fallback_reason}
         if shape.is_moe and cfg.expert_quant != cfg.quant else None,
         "formats_origin": formats_origin,
+        "fp8_scaling": cfg.fp8_scaling
+        if QuantFormat.FP8 in (cfg.quant.weights, cfg.expert_quant.weights) else None,
         "bytes_per_element": {"weights": cfg.quant.weights.bytes,
                               "kv_cache": cfg.quant.kv_cache.bytes},
         "kv_bytes_per_token_per_gpu": kv_bytes_per_token(shape, cfg.quant.kv_cache.bytes,

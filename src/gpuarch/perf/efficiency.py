@@ -160,6 +160,19 @@ class Efficiency:
     ratio 0.95); SGLang's measured layers of the same format put it at 1.81. Not fitted on
     the validation figures (``python scripts/fit_moe_formats.py``). Serving only."""
 
+    moe_gemm_fp8_block: float = 0.75
+    """A further multiplier on ``moe_gemm`` x ``moe_gemm_fine`` where a fine-grained
+    mixture-of-experts model's routed experts run FP8 with 128 x 128 weight blocks
+    (``InferenceConfig.fp8_scaling`` "block": DeepSeek-V3's and Kimi K2's own checkpoints,
+    DeepGEMM's kernels): TensorRT-LLM's block-scaled FP8 MoE layers as NVIDIA's
+    aiconfigurator measured them on H100 and H200 (``gpuarch validate moe-kernels``; 144
+    layers of Qwen3-30B-A3B, Qwen3-235B-A22B and DeepSeek-V3 at 2,048-16,384 tokens) run
+    slower than the per-tensor FP8 rate ``moe_gemm_fine`` was set from (median
+    model/measured 0.81 at 1). Set as ``moe_gemm_nvfp4`` is, where the mean absolute log
+    ratio over those layers is least (0.75, within 0.002 from 0.7 to 0.8; median 0.96);
+    SGLang's 312 block-scaled layers on Hopper and Blackwell put it at 0.80. Not fitted on the
+    validation figures (``python scripts/fit_moe_formats.py``). Serving only."""
+
     mla_decode_attention: float = 0.65
     """Fraction of the 16-bit peak that absorbed multi-head latent attention (DeepSeek's MLA
     in decode: every query head against one shared latent KV "head") sustains in serving.

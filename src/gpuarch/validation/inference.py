@@ -158,6 +158,7 @@ def point_config(point: TrainingPoint, gpus_per_node: int, product: Product | No
         num_requests=int(point.get("num_requests") or 0),
         output_len_cv=float(point.get("output_len_cv") or 0.0),
         fp8_context_attention=bool(point.get("fp8_context_attention", False)),
+        fp8_scaling=str(point.get("fp8_scaling", "tensor")),
         adp_balance=bool(point.get("adp_balance", False)),
         cuda_graph_batch_sizes=tuple(int(b) for b in point.get("cuda_graph_batch_sizes", ())))
     # where the engine's max_batch_size and max_num_tokens came from when the point does

@@ -80,8 +80,7 @@ FORMATS: dict[str, tuple[QuantScheme, QuantFormat | None, QuantFormat | None]] =
     "bfloat16": (QuantScheme(_F.BF16, _F.BF16, _F.BF16), None, None),
 }
 """Each measured format as the serving model's scheme and the routed experts' weight and
-activation formats where they differ; the model prices FP8 with per-tensor and with block
-scales alike."""
+activation formats where they differ; "fp8_block" runs with ``fp8_scaling`` "block"."""
 
 
 @dataclass(frozen=True)
@@ -123,7 +122,8 @@ def compare(catalog: Catalog, efficiency: Efficiency = DEFAULT_EFFICIENCY,
                               ep=ep, quant=quant, expert_weights=experts,
                               expert_activations=expert_acts,
                               max_num_tokens=max(per_rank, 16), gpus_per_node=max(8, gpus),
-                              moe_kernels=kernels)
+                              moe_kernels=kernels,
+                              fp8_scaling="block" if r["moe_dtype"] == "fp8_block" else "tensor")
         model = moe_module_time(catalog, shape, product, cfg, tokens, efficiency=efficiency)
         out.append(KernelRow(r["device"], r["shape"], r["moe_dtype"], tp, ep, tokens,
                              to_si(float(r["latency_us"]), Unit.US), model))

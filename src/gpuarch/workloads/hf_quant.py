@@ -40,6 +40,8 @@ class CheckpointFormats:
     kv_cache: str | None
     origin: str
     expert_weights: str | None = None  # the routed experts', where they differ
+    # FP8 weights scaled per 128 x 128 block (DeepSeek-V3's checkpoints), not per tensor
+    fp8_blocks: bool = False
 
 
 _MODELOPT_ALGOS: dict[str, tuple[str, str]] = {
@@ -66,7 +68,8 @@ def _modelopt(q: dict[str, Any], where: str) -> CheckpointFormats:
     kv_algo = str(q.get("kv_cache_quant_algo") or "").upper()
     kv = "fp8" if kv_algo == "FP8" else "int8" if kv_algo == "INT8" else None
     origin = f"{where}: quant_algo {algo}" + (f", kv_cache_quant_algo {kv_algo}" if kv else "")
-    return CheckpointFormats(weights, activations, kv, origin)
+    return CheckpointFormats(weights, activations, kv, origin,
+                             fp8_blocks=algo == "FP8_BLOCK_SCALES")
 
 
 # compressed-tensors (num_bits, type) -> format name
@@ -137,7 +140,8 @@ def declared_quantization(q: Any, where: str) -> CheckpointFormats:
     if method == "fp8":
         block = q.get("weight_block_size")
         return CheckpointFormats("fp8", "fp8", None, f"{where}: quant_method fp8"
-                                 + (f", weight blocks {block}" if block else ""))
+                                 + (f", weight blocks {block}" if block else ""),
+                                 fp8_blocks=bool(block))
     if method == "mxfp4":
         return CheckpointFormats("bf16", "bf16", None,
                                  f"{where}: quant_method mxfp4 (the experts' weights in 4 "
