@@ -59,6 +59,8 @@ def client() -> Any:
     ("/api/validate/moe-kernels?moe_kernels=vllm", "groups"),
     ("/api/estimate/infer?model=qwen3-30b-a3b&gpu=b200&input_len=512&output_len=64&batch=8"
      "&moe_kernels=sglang", "ttft_s"),
+    ("/api/estimate/infer?model=qwen3-30b-a3b&gpu=h100&input_len=512&output_len=64&batch=8"
+     "&weight_precision=fp8&fp8_scaling=block", "ttft_s"),
     ("/api/estimate/infer?model=llama-3.1-8b&gpu=h100&input_len=512&output_len=64"
      "&batch=1,8,max&batching=continuous", "frontier_batches"),
     ("/api/estimate/infer?model=llama-3.1-8b&gpu=h100&input_len=512&output_len=64&batch=8"
