@@ -96,6 +96,8 @@ def test_fp8_scaling_follows_the_checkpoint_unless_told(
     assert status == 0
     block = json.loads(out)
     assert block["assumptions"]["fp8_scaling"] == "block"
+    status, out, _ = _infer(capsys, *run[:-1])
+    assert "FP8 weights scaled per 128 x 128 block" in out
     status, out, _ = _infer(capsys, *run, "--fp8-scaling", "tensor")
     tensor = json.loads(out)
     assert tensor["assumptions"]["fp8_scaling"] == "tensor"

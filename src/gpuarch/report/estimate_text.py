@@ -285,6 +285,10 @@ def _serving_setup_lines(a: dict[str, Any]) -> list[str]:
             lines.append(f"  note          {x['precision_fallback']}")
     if a.get("formats_origin"):
         lines.append(f"                from {a['formats_origin']}")
+    if a.get("fp8_scaling") == "block":
+        lines.append("                FP8 weights scaled per 128 x 128 block: a fine-grained "
+                     "MoE's experts at the block-scaled rate (--fp8-scaling tensor for "
+                     "per-tensor scales)")
     if a.get("moe_kernels"):
         name, others = moe_kernels_named(a["moe_kernels"])
         lines.append(f"  MoE kernels   {name}: "
