@@ -30,7 +30,7 @@ from gpuarch.validation.training import load_training_points, validate_training
 SCALARS = ["gemm_fp8", "gemm_fp4", "attention", "layer_overhead_s", "dp_comm_exposed",
            "tp_comm_exposed", "pp_comm_exposed", "gemm_half_dim", "memory", "kernel_overhead_s",
            "moe_grouped_gemm", "moe_layer_overhead_s", "moe_layer_overhead_c2c_s",
-           "moe_expert_launch_s", "layer_pass_floor_s"]
+           "moe_expert_launch_s", "layer_pass_floor_s", "step_overhead_s"]
 FRACTIONS = {"gemm_fp8", "gemm_fp4", "attention", "dp_comm_exposed", "tp_comm_exposed",
              "pp_comm_exposed", "memory", "moe_grouped_gemm"}
 MOE_GRID = ("moe_grouped_gemm=0.3,0.4,0.45,0.5,0.55,0.6,0.65,0.7,0.85;"

@@ -252,35 +252,45 @@ def test_validation_error_does_not_regress() -> None:
     20 more MLPerf Training v5.1 runs of other submitters (Llama 3.1 8B and 405B on B200,
     B300, GB300, H100 and H200), nothing refitted, 12.5% among themselves (the multi-node
     HGX runs at one micro-batch per rank 14-25% slow), to 9.3% / 8.6% / 9.8% over 183 /
-    89.8% over 334.)"""
+    89.8% over 334; data-parallel traffic hidden by its physics (what outlasts one
+    micro-batch's compute, plus dp_comm_exposed of one layer's bucket) with a fixed time per
+    step (step_overhead_s), both fitted on the in-sample points (28.1 ms, 0.594;
+    scripts/fit_training_efficiency.py --only step_overhead_s,dp_comm_exposed,
+    layer_pass_floor_s), to 8.3% / 8.7% (cross-validated 8.8%) / 8.0% / 91.6%.)"""
     summary = validate_training(CATALOG)
     assert len(summary.rows) >= 334
-    assert summary.mean_abs_error <= 0.093  # 9.30% over 334 points
+    assert summary.mean_abs_error <= 0.084  # 8.31% over 334 points
     in_sample = [abs(r.error) for r in summary.rows if not r.out_of_sample]
-    assert sum(in_sample) / len(in_sample) <= 0.087  # 8.6% over 151
+    assert sum(in_sample) / len(in_sample) <= 0.088  # 8.73% over 151 (8.64% before the overlap)
     out = [abs(r.error) for r in summary.rows if r.out_of_sample]
-    assert sum(out) / len(out) <= 0.099  # 9.84% over 183
+    assert sum(out) / len(out) <= 0.080  # 7.97% over 183 (9.84% before the overlap)
     assert summary.by("gpu")["a100-sxm4-80gb"] <= 0.07
     within_20 = sum(abs(r.error) <= 0.20 for r in summary.rows) / len(summary.rows)
-    assert within_20 >= 0.898  # 89.8%
+    assert within_20 >= 0.916  # 91.6%
     # dense runs: 5.4% with one beyond 20% (inside the issue's goal) until the v5.1 partners'
-    # runs, 6.1% with seven beyond since (the six HGX runs below and Nemotron 22B); MoE 14.2%
+    # runs, 6.1% with seven beyond since (the six HGX runs below and Nemotron 22B); MoE 14.2%;
+    # with the overlap by its physics 5.2% and three beyond (Cisco's v5.1 H100 run without
+    # CUDA graphs +41%, Nemotron 22B +23%, the 1,024-GB200 8B run -21%); MoE 13.0%
     moe_ids = {p.id for p in load_training_points() if point_shape(p).is_moe}
     dense = [abs(r.error) for r in summary.rows if r.id not in moe_ids]
-    assert len(dense) >= 202 and sum(dense) / len(dense) <= 0.062
-    assert sum(e > 0.20 for e in dense) <= 7
+    assert len(dense) >= 202 and sum(dense) / len(dense) <= 0.053
+    assert sum(e > 0.20 for e in dense) <= 3
     # the v5.1 partners' Llama 3.1 8B runs across four to 32 HGX nodes at one micro-batch per
-    # rank read 14-25% slow, the model's data-parallel traffic over InfiniBand exposed at the
-    # share fitted on steps dozens of times longer (docs/performance-model.md, "MLPerf
-    # Training v5.1: the other submitters"); one node, two nodes and NVL72 racks hold
+    # rank read 14-25% slow while their InfiniBand gradient traffic was charged at a share
+    # fitted on steps dozens of times longer (docs/performance-model.md, "MLPerf Training
+    # v5.1: the other submitters"); with the traffic hidden behind the micro-batch's compute
+    # as Megatron overlaps it, and the fixed time per step, -2% to +10%
     hgx = [r.error for r in summary.rows if r.id.startswith("mlperf51-") and r.gpus >= 32
            and r.gpu in ("b200", "h200-sxm-141gb") and "405b" not in r.id]
-    assert len(hgx) == 7 and all(-0.26 < e < -0.13 for e in hgx)
+    assert len(hgx) == 7 and all(-0.05 < e < 0.12 for e in hgx)
     earlier_rounds = [abs(r.error) for r in summary.rows if r.source in (
         "mlperf-training-v3.0", "mlperf-training-v3.1", "mlperf-training-v4.0",
         "mlperf-training-v4.1", "mlperf-training-v5.0")]
     assert len(earlier_rounds) == 34
-    assert sum(earlier_rounds) / 34 <= 0.049 and max(earlier_rounds) <= 0.12  # 4.8%, 11.8%
+    # 4.8% and 11.8% at most; 5.7% and 11.6% with the overlap by its physics (the GPT-3 175B
+    # runs of v3.1 and v4.0 two to seven points slower: their stage's traffic outlasts one
+    # micro-batch's compute)
+    assert sum(earlier_rounds) / 34 <= 0.058 and max(earlier_rounds) <= 0.12
     b300_fp4 = [abs(r.error) for r in summary.rows
                 if r.gpu == "b300" and r.precision == "nvfp4"]
     assert len(b300_fp4) == 9 and max(b300_fp4) <= 0.15  # -0.4% to -13%
@@ -542,7 +552,9 @@ def test_host_time_is_reported_apart_from_compute() -> None:
                                          precision=Precision.FP8),
                           system=CATALOG.system("dgx b200"))
     parts = e.assumptions["other_breakdown_s"]
-    assert e.time_breakdown.other == pytest.approx(parts["optimizer"] + parts["host_overhead"])
+    assert e.time_breakdown.other == pytest.approx(
+        parts["optimizer"] + parts["host_overhead"] + parts["step_overhead"])
+    assert parts["step_overhead"] == DEFAULT_EFFICIENCY.step_overhead_s
     layers, micro = qwen.layers, 512 // 8
     overhead = DEFAULT_EFFICIENCY.moe_layer_overhead_s
     # the dispatcher's wait per layer and micro-batch, and (16 small experts per GPU at one
@@ -980,16 +992,19 @@ def test_mlperf_v60_moe_runs_where_the_model_holds() -> None:
     one_node = [e for k, e in errors.items() if "gpt-oss-20b" in k and k.endswith("-8")]
     assert len(one_node) >= 13 and all(abs(e) <= 0.15 for e in one_node), one_node
     # Cisco's GPT-OSS-20B on 64 and 128 H100 with EP 4 and capacity-bounded routing (0.42589
-    # and 0.41584 s a step)
+    # and 0.41584 s a step): -4% and -8%, then +16% and +8% with the data-parallel overlap
+    # by its physics
     capped = [e for k, e in errors.items() if k.startswith("mlperf60-cisco-h100-gpt-oss")]
-    assert len(capped) == 2 and all(abs(e) <= 0.10 for e in capped), capped
+    assert len(capped) == 2 and all(abs(e) <= 0.17 for e in capped), capped
 
 
 def test_layer_pass_floor_binds_only_on_small_passes() -> None:
     """layer_pass_floor_s: a pass shorter than the floor is charged up to it (as overhead),
     a longer one is untouched. Llama-3.1-70B on 64 H100 (TP4 PP4, 8k tokens) is unchanged;
     MLPerf Training v6.0's Llama 3.1 8B on 1,024 GB200 (TP4 CP4, 2,048 tokens a GPU; NVIDIA's
-    result log, training.toml) goes from +95% without the floor to within 5% with it."""
+    result log, training.toml) went from +95% without the floor to within 5% with it; since
+    the data-parallel overlap by its physics and the fixed time per step (fitted with the
+    floor) it reads +29% without the floor and -21% with it: the two overlap on this run."""
     off = DEFAULT_EFFICIENCY.with_overrides({"layer_pass_floor_s": 0.0})
     big = TrainingConfig(gpus=64, seq_len=8192, global_batch=128, tp=4, pp=4,
                          sequence_parallel=True, recompute=Recompute.SELECTIVE)
@@ -1001,7 +1016,7 @@ def test_layer_pass_floor_binds_only_on_small_passes() -> None:
                  if p.id == "mlperf60-gb200-llama31-8b-1024-fp8")
     with_floor = compare_point(CATALOG, point, DEFAULT_EFFICIENCY)
     without = compare_point(CATALOG, point, off)
-    assert without.error > 0.8 and abs(with_floor.error) < 0.05
+    assert without.error > 0.2 and -0.25 < with_floor.error < 0.0
     floored = with_floor.explain["time_breakdown_s"]["other"]
     assert floored > without.explain["time_breakdown_s"]["other"] + 0.02  # ~32 ms a step
 
@@ -1040,3 +1055,46 @@ def test_layer_pass_floor_is_its_own_part_and_bottleneck() -> None:
                             TrainingConfig(gpus=64, seq_len=8192, global_batch=128, tp=4, pp=4,
                                            sequence_parallel=True), system=DGX_H100)
     assert "layer_pass_floor" not in big.assumptions
+
+
+def test_data_parallel_traffic_hides_behind_one_micro_batch() -> None:
+    """Megatron-Core reduces gradients during the last micro-batch's backward and gathers
+    parameters during the first one's forward: on two DGX H100 nodes the 8B model's traffic
+    fits inside one micro-batch's compute, so only dp_comm_exposed of one layer's bucket is
+    charged; over a network a hundred times slower what outlasts the compute is exposed as
+    well; and the exposure per step does not grow with the micro-batches, which only the
+    first and last of overlap."""
+    shape = preset("llama-3.1-8b").shape
+    cfg = TrainingConfig(gpus=16, seq_len=8192, global_batch=16, tp=1, pp=1, zero=1)
+
+    def dp(c: TrainingConfig, eff: Any = DEFAULT_EFFICIENCY) -> float:
+        e = estimate_training(CATALOG, shape, H100, c, system=DGX_H100, efficiency=eff)
+        return e.time_breakdown.communication_parts["data_parallel"]
+
+    hidden = dp(cfg)
+    assert 0 < hidden < 0.01  # a share of one layer's bucket
+    assert dp(cfg, DEFAULT_EFFICIENCY.with_overrides({"dp_comm_exposed": 0.0})) == 0.0
+    slow = DEFAULT_EFFICIENCY.with_overrides({"network_bus": 0.0085})
+    assert dp(cfg, slow) > 20 * hidden
+    assert dp(dataclasses.replace(cfg, global_batch=64)) == pytest.approx(hidden, rel=1e-9)
+
+
+def test_a_step_pays_a_fixed_time_beside_its_layers() -> None:
+    """step_overhead_s is added once per step whatever the configuration, reported under
+    'other', and named as the bottleneck where a step is that short."""
+    shape = preset("llama-3.1-8b").shape
+    off = DEFAULT_EFFICIENCY.with_overrides({"step_overhead_s": 0.0})
+    for cfg in (TrainingConfig(gpus=8, seq_len=8192, global_batch=32),
+                TrainingConfig(gpus=64, seq_len=4096, global_batch=256, tp=2, pp=2)):
+        with_it = estimate_training(CATALOG, shape, H100, cfg, system=DGX_H100)
+        without = estimate_training(CATALOG, shape, H100, cfg, system=DGX_H100,
+                                    efficiency=off)
+        assert with_it.step_time_s == pytest.approx(
+            without.step_time_s + DEFAULT_EFFICIENCY.step_overhead_s, rel=1e-12)
+        assert with_it.assumptions["other_breakdown_s"]["step_overhead"] == \
+            DEFAULT_EFFICIENCY.step_overhead_s
+    tiny = dataclasses.replace(shape, layers=2, vocab=1024)
+    small = estimate_training(CATALOG, tiny, H100,
+                              TrainingConfig(gpus=8, seq_len=512, global_batch=8),
+                              system=DGX_H100)
+    assert small.bottleneck == "step_overhead" and "step_overhead_s" in small.bottleneck_reason

@@ -987,6 +987,7 @@ class TrainingCore:
     optimizer: Num
     host_overhead: Num
     layer_floor: Num  # what short layer passes fall short of layer_pass_floor_s by, per step
+    step_overhead: Num  # the fixed time per step beside the layers (step_overhead_s)
     tokens_per_s: Num
     model_flops_per_token: float
     per_gpu_flops: Num
@@ -1222,6 +1223,14 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
         per_mb = dp_comm / m
         dp_exposed = m * (maximum(0.0, per_mb - stage.compute)
                           + eff.dp_comm_exposed * per_mb / layers_per_stage)
+    elif cfg.zero < 3:
+        # the gradients' reduction runs bucket by bucket during the last micro-batch's
+        # backward and the parameters' gather during the first one's forward (Megatron-Core's
+        # overlap_grad_reduce and overlap_param_gather; DDP's bucketed all-reduce likewise
+        # during the backward): what outlasts one micro-batch's compute is exposed, plus a
+        # share of one layer's bucket, which nothing precedes or follows
+        dp_exposed = maximum(0.0, dp_comm - stage.compute) \
+            + eff.dp_comm_exposed * dp_comm / layers_per_stage
     else:
         dp_exposed = dp_comm * eff.dp_comm_exposed
 
@@ -1247,7 +1256,7 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
                                                 optimizer_states[heaviest])
 
     step = (compute_time + pipeline_comm + host_time + floor_time + bubble + dp_exposed
-            + optimizer)
+            + optimizer + eff.step_overhead_s)
 
     # throughput and utilisation
     tokens_per_s = cfg.global_batch * cfg.seq_len / step
@@ -1275,6 +1284,7 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
         optimizer=optimizer,
         host_overhead=host_time,
         layer_floor=floor_time,
+        step_overhead=eff.step_overhead_s,
         tokens_per_s=tokens_per_s,
         model_flops_per_token=model_flops,
         per_gpu_flops=per_gpu_flops,
@@ -1372,7 +1382,8 @@ def estimate_training(
         compute=float(core.compute),
         exposed_communication=float(core.exposed_communication),
         pipeline_bubble=float(core.pipeline_bubble),
-        other=float(core.optimizer + core.host_overhead + core.layer_floor),
+        other=float(core.optimizer + core.host_overhead + core.layer_floor
+                    + core.step_overhead),
         compute_parts=compute_parts,
         communication_parts=comm_parts,
     )
@@ -1390,7 +1401,7 @@ def estimate_training(
 
     bottleneck, reason = _bottleneck(breakdown, float(core.optimizer),
                                      float(core.host_overhead), float(core.layer_floor), step,
-                                     cfg, mfu)
+                                     cfg, mfu, float(core.step_overhead))
     per_param = cfg.param_bytes
     assumptions: dict[str, Any] = {
         "matmul_peak_tflops": from_si(peak, Unit.TFLOPS),
@@ -1403,7 +1414,8 @@ def estimate_training(
         "flops_convention": "Megatron/PaLM: 2 FLOP per MAC, full (non-causal) attention",
         "other_breakdown_s": {"optimizer": float(core.optimizer),
                               "host_overhead": float(core.host_overhead),
-                              "layer_pass_floor": float(core.layer_floor)},
+                              "layer_pass_floor": float(core.layer_floor),
+                              "step_overhead": float(core.step_overhead)},
         "bytes_per_param": {"weights": per_param.weights,
                             "gradients": per_param.gradients,
                             "optimizer": per_param.optimizer},
@@ -1508,10 +1520,12 @@ def estimate_training(
 
 
 def _bottleneck(b: TimeBreakdown, optimizer: float, host: float, floor: float, step: float,
-                cfg: TrainingConfig, mfu: float) -> tuple[str, str]:
+                cfg: TrainingConfig, mfu: float, step_overhead: float = 0.0
+                ) -> tuple[str, str]:
     parts = {"compute": b.compute, "communication": b.exposed_communication,
              "pipeline_bubble": b.pipeline_bubble, "host_overhead": host,
-             "layer_pass_floor": floor, "optimizer": optimizer}
+             "layer_pass_floor": floor, "optimizer": optimizer,
+             "step_overhead": step_overhead}
     name = max(parts, key=lambda k: parts[k])
     share = parts[name] / step
     if name == "compute":
@@ -1547,6 +1561,10 @@ def _bottleneck(b: TimeBreakdown, optimizer: float, host: float, floor: float, s
                   "tokens of a layer that its chain of dependent kernels and exchanges, not "
                   "their work, sets the time); fewer GPUs per model replica (less TP or CP) "
                   "or more tokens per micro-batch give each pass more work")
+    elif name == "step_overhead":
+        reason = (f"{share:.0%} of the step is the fixed time a training step takes beside "
+                  "its layers (step_overhead_s, fitted on published runs); more tokens per "
+                  "step (a larger global batch) amortise it")
     else:
         reason = f"{share:.0%} of the step is the optimizer update"
     return name, reason

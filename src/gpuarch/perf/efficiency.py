@@ -310,9 +310,25 @@ class Efficiency:
     """Fraction of pipeline point-to-point transfers not hidden behind compute (they are
     issued asynchronously between micro-batches). Assumed, fitted."""
 
-    dp_comm_exposed: float = 0.64
-    """Fraction of data-parallel gradient communication not hidden behind the backward pass
-    (bucketed overlap leaves the last buckets exposed). Assumed, fitted."""
+    dp_comm_exposed: float = 0.594
+    """Data-parallel traffic the step cannot hide, in units of one layer's bucket: the
+    gradient reduction and parameter gather run during one micro-batch's backward and
+    forward (what outlasts that compute is exposed besides), but the first layer's gather
+    has nothing before it and the last one's reduction nothing after, so this share of a
+    layer's traffic is exposed too (per micro-batch under ZeRO-3 with prefetch; under
+    ZeRO-3 without it, the share of all of it). Fitted with ``step_overhead_s`` on the
+    in-sample points (0.64 when it stood for all the exposed traffic)."""
+
+    step_overhead_s: float = 0.0281
+    """Fixed time per training step beside its layers, its exposed communication and its
+    optimizer update: what a framework's step pays to start and finish (the loop around the
+    captured passes, the loss and gradient-norm reductions and their host syncs, the
+    optimizer's launches, the gradient buffers' reset), none of it measured one by one.
+    Fitted on the in-sample points together with the overlap of data-parallel traffic by
+    its physics (``dp_comm_exposed``): 28.1 ms; it matters only where a step is short (one
+    or two micro-batches per GPU, as in MLPerf's Llama 3.1 8B runs at scale), 1-3% of a
+    one-second step. Training only (docs/performance-model.md, "Data-parallel overlap by its
+    physics, and a fixed time per step")."""
 
     kernel_overhead_s: float = 0.0
     """Fixed time per modelled kernel (launch, dispatch, tail), charged per operator. The

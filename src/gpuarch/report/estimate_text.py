@@ -768,9 +768,10 @@ def _parts(parts: dict[str, float], total: float) -> str:
 
 
 def _other_detail(parts: dict[str, float]) -> str:
-    """What the 'other' seconds are, when a fixed host time or the layer-pass floor is part
-    of them."""
-    shown = [("per-layer host time", parts.get("host_overhead", 0.0)),
+    """What the 'other' seconds are: the optimizer step, the fixed time per step, and a
+    fixed host time or the layer-pass floor where they are part of them."""
+    shown = [("fixed per step", parts.get("step_overhead", 0.0)),
+             ("per-layer host time", parts.get("host_overhead", 0.0)),
              ("layer-pass floor", parts.get("layer_pass_floor", 0.0))]
     if not any(seconds for _, seconds in shown):
         return "   (optimizer step)"
