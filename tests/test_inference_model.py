@@ -458,8 +458,9 @@ def test_inference_validation_does_not_regress() -> None:
     # 15.5%; its NVFP4 DeepSeek and Qwen3-235B rows, slow, 1-3 points slower at moe_gemm_nvfp4
     # 14.5% with attention at its kernels' rates, 14.4% with its per-row time
     # 12.6% with Qwen3-235B-A22B-FP4's 8-bit cache
-    # 12.4% with the W4A8 MXFP4 experts at their measured layers' rate
-    assert sum(later) / len(later) <= 0.124
+    # 12.4% with the W4A8 MXFP4 experts at their measured layers' rate, 12.1% with the
+    # block-scaled FP8 ones
+    assert sum(later) / len(later) <= 0.122
     maverick = [abs(r.error) for r in s.rows if "maverick" in r.id]
     # 17.2%; 17.5% at moe_gemm_nvfp4 (its B200 NVFP4 rows, slow, slower); 17.7% with the
     # prompt's attention at its kernel's rate (its long-prompt Hopper rows, fast, faster);
