@@ -1520,8 +1520,7 @@ def estimate_training(
 
 
 def _bottleneck(b: TimeBreakdown, optimizer: float, host: float, floor: float, step: float,
-                cfg: TrainingConfig, mfu: float, step_overhead: float = 0.0
-                ) -> tuple[str, str]:
+                cfg: TrainingConfig, mfu: float, step_overhead: float) -> tuple[str, str]:
     parts = {"compute": b.compute, "communication": b.exposed_communication,
              "pipeline_bubble": b.pipeline_bubble, "host_overhead": host,
              "layer_pass_floor": floor, "optimizer": optimizer,
