@@ -22,8 +22,7 @@ from gpuarch.perf.roofline import Attention, Device, Gemm, op_cost
 from gpuarch.perf.sibling import PRECISION_PEAKS, SIBLING_FILE, sibling_factor, sibling_rates
 from gpuarch.probe.calibration import Calibration, apply_calibration
 from gpuarch.report.estimate_text import render_inference
-from gpuarch.validation.gemm_kernels import GEMM_K_FILE
-from gpuarch.validation.measured import read_commented_csv
+from gpuarch.validation.gemm_kernels import DEVICES, load_k_rows
 from gpuarch.workloads.presets import preset
 
 CATALOG = load_catalog()
@@ -86,18 +85,16 @@ def test_ultra_nvfp4_gemms_measure_well_short_of_their_datasheet_fp4_ratio(ultra
     GEMMs a median 1.175x as fast on GB300 as on GB200 and 1.148x on HGX B300 as on HGX
     B200, where the catalog's dense FP4 peaks differ by 1.5x; the training runs do not show
     it, so no FP4 factor is entered and the model keeps the peaks' ratio."""
-    rows = [r for r in read_commented_csv(GEMM_K_FILE) if r["gemm_dtype"] == "nvfp4"
-            and int(r["k"]) >= 2048]
+    rows = [r for r in load_k_rows() if r["gemm_dtype"] == "nvfp4" and int(r["k"]) >= 2048]
     times = {(r["device"], int(r["k"])): float(r["latency_ms"]) for r in rows}
     ratios = [times[(sibling, k)] / times[(ultra, k)] for (dev, k) in times if dev == ultra]
     assert len(ratios) == 12
     expected = 1.175 if ultra == "gb300" else 1.148
     assert statistics.median(ratios) == pytest.approx(expected, abs=5e-4)
-    keys = {"gb300": "gb300", "gb200": "gb200", "b300_sxm": "b300", "b200_sxm": "b200"}
-    peaks = [matmul_peak(CATALOG.product(keys[d]), Precision.NVFP4) for d in (ultra, sibling)]
+    peaks = [matmul_peak(CATALOG.product(DEVICES[d]), Precision.NVFP4) for d in (ultra, sibling)]
     assert peaks[0] is not None and peaks[1] is not None
     assert peaks[0].flops / peaks[1].flops == pytest.approx(1.5)
-    assert sibling_factor(keys[ultra], "gemm", PeakKey.TENSOR_FP4) == 1.0
+    assert sibling_factor(DEVICES[ultra], "gemm", PeakKey.TENSOR_FP4) == 1.0
 
 
 def test_b300_factors_are_the_medians_of_the_same_release_on_hgx_b200() -> None:
