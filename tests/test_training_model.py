@@ -24,7 +24,7 @@ from gpuarch.estimate.training import (
 from gpuarch.perf import Precision
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY
 from gpuarch.validation import load_training_points, validate_training
-from gpuarch.validation.training import compare_point, point_shape
+from gpuarch.validation.training import compare_point, point_config, point_shape
 from gpuarch.workloads import preset
 
 CATALOG = load_catalog()
@@ -256,14 +256,18 @@ def test_validation_error_does_not_regress() -> None:
     micro-batch's compute, plus dp_comm_exposed of one layer's bucket) with a fixed time per
     step (step_overhead_s), both fitted on the in-sample points (28.1 ms, 0.594;
     scripts/fit_training_efficiency.py --only step_overhead_s,dp_comm_exposed,
-    layer_pass_floor_s), to 8.3% / 8.7% (cross-validated 8.8%) / 8.0% / 91.6%.)"""
+    layer_pass_floor_s), to 8.3% / 8.7% (cross-validated 8.8%) / 8.0% / 91.6%; that window
+    taking in the layer-pass floor's wait, so that a busier expert rank never shortens a step,
+    8.31% -> 8.34%, out of sample 7.97% -> 8.03%.)"""
     summary = validate_training(CATALOG)
     assert len(summary.rows) >= 334
-    assert summary.mean_abs_error <= 0.084  # 8.31% over 334 points
+    assert summary.mean_abs_error <= 0.084  # 8.34% over 334 points (8.31% before the window)
     in_sample = [abs(r.error) for r in summary.rows if not r.out_of_sample]
     assert sum(in_sample) / len(in_sample) <= 0.088  # 8.73% over 151 (8.64% before the overlap)
     out = [abs(r.error) for r in summary.rows if r.out_of_sample]
-    assert sum(out) / len(out) <= 0.080  # 7.97% over 183 (9.84% before the overlap)
+    # 8.03% over 183 (7.97% before the data-parallel window took in the layer-pass floor,
+    # 9.84% before the overlap)
+    assert sum(out) / len(out) <= 0.0805
     assert summary.by("gpu")["a100-sxm4-80gb"] <= 0.07
     within_20 = sum(abs(r.error) <= 0.20 for r in summary.rows) / len(summary.rows)
     assert within_20 >= 0.916  # 91.6%
@@ -1098,3 +1102,29 @@ def test_a_step_pays_a_fixed_time_beside_its_layers() -> None:
                               TrainingConfig(gpus=8, seq_len=512, global_batch=8),
                               system=DGX_H100)
     assert small.bottleneck == "step_overhead" and "step_overhead_s" in small.bottleneck_reason
+
+
+
+@given(imbalance=st.floats(min_value=1.0, max_value=3.0), cp=st.sampled_from([1, 2, 4]),
+       tp=st.sampled_from([1, 2]), ep=st.sampled_from([4, 8]))
+@settings(max_examples=30, deadline=None)
+def test_a_busier_expert_rank_never_shortens_the_step(imbalance: float, cp: int, tp: int,
+                                                      ep: int) -> None:
+    """More routed work on the busiest expert-parallel rank (--moe-imbalance) never makes a
+    step shorter, also where a layer pass is short enough for the layer-pass floor to bind:
+    MLPerf v6.0's GPT-OSS-20B run on 512 GB300 (one sequence per data-parallel rank, the
+    rack's NVLink domain) and layouts around it. The floor's wait is time the data-parallel
+    traffic runs behind, as the compute it stands in for is."""
+    point = next(p for p in load_training_points()
+                 if p.id == "mlperf60-gb300-gpt-oss-20b-512")
+    gb300 = CATALOG.product(point.get("gpu"))
+    system = CATALOG.system_for(gb300)
+    shape = point_shape(point)
+    base = dataclasses.replace(point_config(point, system), tp=tp, cp=cp, ep=ep,
+                               global_batch=512 // (tp * cp), sequence_parallel=tp > 1)
+
+    def step(x: float) -> float:
+        cfg = dataclasses.replace(base, moe_imbalance=x)
+        return estimate_training(CATALOG, shape, gb300, cfg, system=system).step_time_s
+
+    assert step(imbalance) >= step(1.0) * (1 - 1e-12)

@@ -1217,11 +1217,15 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
         edp_group = _group(expert_shard, ep_stride * cfg.ep, cfg, intra, inter)
         dp_comm = dp_comm + _dp_traffic(expert_local, edp_group, cfg, m, eff, dp_memo,
                                         "expert")
+    # the time a micro-batch's layers keep the GPU busy: their compute, and where a pass is
+    # shorter than the layer-pass floor, the wait that stands in for its latency-bound chain
+    # (the data-parallel collectives run on their own stream through both)
+    window = stage.compute + stage.floor
     if cfg.zero == 3 and cfg.fsdp_prefetch:
         # what one micro-batch's compute cannot cover, plus the first layer's gather and
         # the last layer's reduction, which nothing precedes or follows
         per_mb = dp_comm / m
-        dp_exposed = m * (maximum(0.0, per_mb - stage.compute)
+        dp_exposed = m * (maximum(0.0, per_mb - window)
                           + eff.dp_comm_exposed * per_mb / layers_per_stage)
     elif cfg.zero < 3:
         # the gradients' reduction runs bucket by bucket during the last micro-batch's
@@ -1229,7 +1233,7 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
         # overlap_grad_reduce and overlap_param_gather; DDP's bucketed all-reduce likewise
         # during the backward): what outlasts one micro-batch's compute is exposed, plus a
         # share of one layer's bucket, which nothing precedes or follows
-        dp_exposed = maximum(0.0, dp_comm - stage.compute) \
+        dp_exposed = maximum(0.0, dp_comm - window) \
             + eff.dp_comm_exposed * dp_comm / layers_per_stage
     else:
         dp_exposed = dp_comm * eff.dp_comm_exposed
