@@ -12,7 +12,9 @@ unseen points) and the out-of-sample error.
 
 The MoE terms (moe_grouped_gemm, moe_layer_overhead_s, moe_layer_overhead_c2c_s,
 moe_expert_launch_s) were fitted with a grid (``--grid moe`` runs MOE_GRID, the last one; its
-docstring says which terms it holds and why), the other parameters by the coordinate search.
+docstring says which terms it holds and why), the other parameters by the coordinate search;
+``moe_unbalanced_load`` alone (``--only moe_unbalanced_load``), on the three in-sample runs
+whose routing nothing balances and that use expert parallelism, the only ones it moves.
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ from gpuarch.validation.training import load_training_points, validate_training
 SCALARS = ["gemm_fp8", "gemm_fp4", "attention", "layer_overhead_s", "dp_comm_exposed",
            "tp_comm_exposed", "pp_comm_exposed", "gemm_half_dim", "memory", "kernel_overhead_s",
            "moe_grouped_gemm", "moe_layer_overhead_s", "moe_layer_overhead_c2c_s",
-           "moe_expert_launch_s", "layer_pass_floor_s", "step_overhead_s"]
+           "moe_expert_launch_s", "layer_pass_floor_s", "step_overhead_s",
+           "moe_unbalanced_load"]
 FRACTIONS = {"gemm_fp8", "gemm_fp4", "attention", "dp_comm_exposed", "tp_comm_exposed",
              "pp_comm_exposed", "memory", "moe_grouped_gemm"}
 MOE_GRID = ("moe_grouped_gemm=0.3,0.4,0.45,0.5,0.55,0.6,0.65,0.7,0.85;"

@@ -831,6 +831,16 @@ def test_moe_imbalance_flag(capsys: pytest.CaptureFixture[str]) -> None:
         status, _, err = run(capsys, *base, "--moe-imbalance", beyond)
         assert status == 2 and f"--moe-imbalance: {beyond} exceeds 8" in err
         assert "Traceback" not in err
+    # 'unbalanced': the fitted load of routing that nothing balances, the same step as the
+    # number itself; a misspelt word is a usage error with "did you mean"
+    status, out, _ = run(capsys, *base, "--moe-imbalance", "unbalanced", "--json")
+    named = json.loads(out)
+    status, out, _ = run(capsys, *base, "--moe-imbalance", "1.89", "--json")
+    assert named["parallelism"]["moe_imbalance"] == 1.89
+    assert named["step_time_s"] == json.loads(out)["step_time_s"]
+    status, out, err = run(capsys, *base, "--moe-imbalance", "unbalance")
+    assert status == 2 and out == "" and "did you mean 'unbalanced'" in err
+    assert "Traceback" not in err
 
 
 def test_the_cli_margin_bound_is_the_labs() -> None:

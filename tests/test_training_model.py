@@ -20,11 +20,17 @@ from gpuarch.estimate.training import (
     EP_DISPATCHERS,
     PERMUTATION_PASSES,
     dispatch_permutation,
+    unbalanced_routing_load,
 )
 from gpuarch.perf import Precision
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY
 from gpuarch.validation import load_training_points, validate_training
-from gpuarch.validation.training import compare_point, point_config, point_shape
+from gpuarch.validation.training import (
+    TrainingPoint,
+    compare_point,
+    point_config,
+    point_shape,
+)
 from gpuarch.workloads import preset
 
 CATALOG = load_catalog()
@@ -258,19 +264,23 @@ def test_validation_error_does_not_regress() -> None:
     scripts/fit_training_efficiency.py --only step_overhead_s,dp_comm_exposed,
     layer_pass_floor_s), to 8.3% / 8.7% (cross-validated 8.8%) / 8.0% / 91.6%; that window
     taking in the layer-pass floor's wait, so that a busier expert rank never shortens a step,
-    8.31% -> 8.34%, out of sample 7.97% -> 8.03%.)"""
+    8.31% -> 8.34%, out of sample 7.97% -> 8.03%; routing that nothing balances
+    (moe_routing = "unbalanced": the MLPerf v6.0 GPT-OSS-20B runs of NVIDIA's reference)
+    charged at moe_unbalanced_load 1.89 on the busiest expert rank, fitted on NVIDIA's three
+    runs with expert parallelism, which become in sample, to 7.7% / 8.7% over 154
+    (cross-validated 8.7%) / 6.8% over 180 / 93.7%, 21 beyond 20%.)"""
     summary = validate_training(CATALOG)
     assert len(summary.rows) >= 334
-    assert summary.mean_abs_error <= 0.084  # 8.34% over 334 points (8.31% before the window)
+    assert summary.mean_abs_error <= 0.078  # 7.69% over 334 points (8.34% before routing)
     in_sample = [abs(r.error) for r in summary.rows if not r.out_of_sample]
-    assert sum(in_sample) / len(in_sample) <= 0.088  # 8.73% over 151 (8.64% before the overlap)
+    assert sum(in_sample) / len(in_sample) <= 0.088  # 8.70% over 154 (8.73% over 151 before)
     out = [abs(r.error) for r in summary.rows if r.out_of_sample]
-    # 8.03% over 183 (7.97% before the data-parallel window took in the layer-pass floor,
-    # 9.84% before the overlap)
-    assert sum(out) / len(out) <= 0.0805
+    # 6.82% over 180 (8.03% over 183 before the unbalanced routing, whose three fitted runs
+    # left the out-of-sample set; 9.84% before the overlap)
+    assert sum(out) / len(out) <= 0.069
     assert summary.by("gpu")["a100-sxm4-80gb"] <= 0.07
     within_20 = sum(abs(r.error) <= 0.20 for r in summary.rows) / len(summary.rows)
-    assert within_20 >= 0.916  # 91.6%
+    assert within_20 >= 0.937  # 93.7% (91.6% before the unbalanced routing)
     # dense runs: 5.4% with one beyond 20% (inside the issue's goal) until the v5.1 partners'
     # runs, 6.1% with seven beyond since (the six HGX runs below and Nemotron 22B); MoE 14.2%;
     # with the overlap by its physics 5.2% and three beyond (Cisco's v5.1 H100 run without
@@ -681,6 +691,70 @@ def test_gpt_oss_unfused_expert_layer_pays_its_clamp_and_bias_passes() -> None:
     no_bias = dataclasses.replace(plain, bias=False)
     assert memory_bound(plain) - memory_bound(no_bias) == pytest.approx(bias, rel=1e-6)
     assert memory_bound(oss, "fused-mlp") == pytest.approx(memory_bound(no_bias, "fused-mlp"))
+
+
+def test_unbalanced_routing_is_the_fitted_load_within_what_a_rank_can_receive() -> None:
+    """--moe-imbalance unbalanced charges Efficiency.moe_unbalanced_load on the busiest
+    expert-parallel rank: 1 without expert parallelism, and never more than one rank can
+    receive. With every expert of each token's eight on two ranks of four experts each,
+    every rank receives every token (1x); with 12 of 16 experts per token over two ranks
+    of eight, a rank holds at most eight of a token's twelve copies (4/3 of the mean)."""
+    oss = preset("gpt-oss-20b").shape  # 32 experts, 4 per token
+    eff = DEFAULT_EFFICIENCY
+    assert unbalanced_routing_load(oss, 1, eff) == 1.0
+    assert unbalanced_routing_load(oss, 4, eff) == eff.moe_unbalanced_load == 1.89
+    every = dataclasses.replace(oss, experts=8, experts_per_token=8)
+    assert unbalanced_routing_load(every, 2, eff) == 1.0
+    most = dataclasses.replace(oss, experts=16, experts_per_token=12)
+    assert unbalanced_routing_load(most, 2, eff) == pytest.approx(4 / 3)
+    # UltraEP (arXiv:2606.04101, abstract) measured real routing without system-level
+    # balancing at 1.30-4.01x the mean on the busiest rank; the fit lands inside
+    assert 1.30 <= eff.moe_unbalanced_load <= 4.01
+
+
+UNBALANCED_EP_RUNS = {
+    "mlperf60-gb300-gpt-oss-20b-72": (-0.05, 0.05), "mlperf60-gb200-gpt-oss-20b-72":
+    (-0.07, 0.03), "mlperf60-gb300-gpt-oss-20b-512": (0.15, 0.25),
+    "mlperf60-lambda-gb300-gpt-oss-20b-72": (-0.05, 0.05),
+    "mlperf60-nebius-gb300-gpt-oss-20b-72": (-0.05, 0.05),
+    "mlperf60-hpe-gb300-gpt-oss-20b-72": (-0.06, 0.04),
+    "mlperf60-quanta-gb300-gpt-oss-20b-64": (-0.04, 0.06),
+    "mlperf60-supermicro-gb300-gpt-oss-20b-72": (-0.05, 0.05),
+    "mlperf60-nebius-b300-gpt-oss-20b-64": (-0.09, -0.02),
+}
+"""The MLPerf v6.0 GPT-OSS-20B runs with expert parallelism whose routing nothing balances,
+and the signed error each reads (MLPerf Training v6.0 result logs; the 512-GPU run at EP 8
+stays fast: its passes are at the layer-pass floor, where the imbalance changes little)."""
+
+
+def test_unbalanced_routing_rows_are_the_reference_gpt_oss_runs() -> None:
+    """moe_routing = "unbalanced" marks exactly the MLPerf v6.0 GPT-OSS-20B runs of NVIDIA's
+    reference implementation (no load-balancing loss, no expert bias, dropless: the
+    configuration printed in Supermicro's, HPE's and Lambda's logs), not Cisco's H100 runs,
+    which drop tokens at a capacity factor of 1.25. Those with expert parallelism read
+    within a few percent at the fitted load, and +30% to +35% on the racks evenly loaded
+    (moe_unbalanced_load 1). A misspelt value is refused naming the point and the field."""
+    rows = [p for p in load_training_points() if p.get("moe_routing") == "unbalanced"]
+    assert len(rows) == 27
+    assert all(p.id.startswith("mlperf60-") and "gpt-oss-20b" in p.id for p in rows)
+    assert all("nvidia nemo / megatron-bridge" in p.get("framework").lower() for p in rows)
+    others = [p for p in load_training_points() if p.id.startswith("mlperf60-")
+              and "gpt-oss-20b" in p.id and p.get("moe_routing") is None]
+    assert {p.id for p in others} == {"mlperf60-cisco-h100-gpt-oss-20b-64",
+                                      "mlperf60-cisco-h100-gpt-oss-20b-128"}
+    with_ep = [p for p in rows if int(p.get("ep") or 1) > 1]
+    assert {p.id for p in with_ep} == set(UNBALANCED_EP_RUNS)
+    fitted = {r.id: r.error for r in validate_training(CATALOG, points=with_ep).rows}
+    for pid, (low, high) in UNBALANCED_EP_RUNS.items():
+        assert low < fitted[pid] < high, pid
+    even = DEFAULT_EFFICIENCY.with_overrides({"moe_unbalanced_load": 1.0})
+    racks = [p for p in with_ep if p.id.endswith(("-72", "-64")) and "b300" not in p.id]
+    assert all(0.28 < r.error < 0.37 for r in validate_training(CATALOG, even, racks).rows)
+    bad = TrainingPoint(rows[0].id, rows[0].source, "", "", "",
+                        {**rows[0].raw, "moe_routing": "unbalancd"})
+    with pytest.raises(GpuarchError, match="moe_routing: expected one of balanced, "
+                                           "unbalanced, got 'unbalancd'; did you mean"):
+        compare_point(CATALOG, bad, DEFAULT_EFFICIENCY)
 
 
 def test_moe_imbalance_slows_only_the_routed_work() -> None:

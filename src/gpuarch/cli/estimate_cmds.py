@@ -17,6 +17,7 @@ from gpuarch.cli.options import (
     at_least_one,
     lazy_enum_value,
     non_negative,
+    number_or_word,
     parse_quantity,
     positive_number,
     size_list,
@@ -122,7 +123,11 @@ def _gpus_per_node(args: argparse.Namespace, catalog: Any, product: Any, system:
 def cmd_train(args: argparse.Namespace) -> int:
     from gpuarch.estimate.memory import Recompute
     from gpuarch.estimate.remedies import memory_remedies
-    from gpuarch.estimate.training import TrainingConfig, estimate_training
+    from gpuarch.estimate.training import (
+        TrainingConfig,
+        estimate_training,
+        unbalanced_routing_load,
+    )
     from gpuarch.perf.precision import sixteen_bit
     from gpuarch.report.estimate_text import render_training
     from gpuarch.units import Unit, to_si
@@ -156,7 +161,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         mtp_layers=args.mtp_layers,
         ep_dispatcher=args.ep_dispatcher, ep_comm_overlap=args.ep_comm_overlap,
         cp_comm_type=args.cp_comm_type,
-        expert_launches=args.expert_launches, moe_imbalance=args.moe_imbalance,
+        expert_launches=args.expert_launches,
+        moe_imbalance=1.0 if args.moe_imbalance == "unbalanced" else args.moe_imbalance,
         attention_kernel=args.attention_kernel,
         recompute=args.recompute or Recompute.NONE,
         recompute_layers=args.recompute_layers,
@@ -168,6 +174,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     if system is None and max(counts or (cfg.gpus,)) > gpus_per_node:
         system = catalog.system_for(product)
     eff, measured = _calibrated(args, catalog, product, system)
+    if args.moe_imbalance == "unbalanced":
+        cfg = dataclasses.replace(cfg, moe_imbalance=unbalanced_routing_load(shape, cfg.ep, eff))
     if counts:
         return _gpu_scaling(args, catalog, shape, product, system, cfg, counts, eff,
                             measured)
@@ -884,11 +892,15 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                         "activation and the down projection's input quantization done in the "
                         "up projection's epilogue): the host's launches are a floor on the "
                         "expert section")
-    p.add_argument("--moe-imbalance", type=float, default=1.0, metavar="X",
+    p.add_argument("--moe-imbalance", type=number_or_word("--moe-imbalance", "unbalanced"),
+                   default=1.0, metavar="X|unbalanced",
                    help="routed tokens on the busiest expert-parallel rank over the mean "
                         "(default 1: balanced, as force-balanced benchmark runs route); its "
                         "expert section and all-to-alls set every rank's pace "
-                        + MOE_IMBALANCE_BOUND)
+                        + MOE_IMBALANCE_BOUND + "; 'unbalanced': routing that nothing "
+                        "balances (no load-balancing loss, expert bias or capacity), the "
+                        "model's moe_unbalanced_load (1.89, fitted on MLPerf v6.0's "
+                        "GPT-OSS-20B runs)")
     p.add_argument("--ep-comm-overlap", action="store_true",
                    help="overlap the expert all-to-alls with another micro-batch's compute "
                         "(Megatron --overlap-moe-expert-parallel-comm); only what exceeds "

@@ -12,7 +12,7 @@ from typing import TypeVar
 from gpuarch.errors import suggestion
 
 __all__ = ["at_least_one", "enum_list", "enum_value", "lazy_enum_value", "non_negative",
-           "positive_number"]
+           "number_or_word", "positive_number"]
 
 E = TypeVar("E", bound=Enum)
 
@@ -80,6 +80,26 @@ def _checked(flag: str, convert: Callable[[str], N], ok: Callable[[N], bool],
         if not ok(value):
             raise argparse.ArgumentTypeError(f"{flag}: expected {expected}, got {value}")
         return value
+
+    parse.__name__ = flag
+    return parse
+
+
+def number_or_word(flag: str, word: str) -> Callable[[str], float | str]:
+    """An argparse ``type=`` for a number or one named value (``word``), the word
+    returned as it is for the command to resolve; anything else is refused naming the flag
+    (with "did you mean" for a misspelt word)."""
+
+    def parse(text: str) -> float | str:
+        if text == word:
+            return word
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{flag}: expected a number or {word!r}, got {text!r}"
+                f"{suggestion(text, (word,))}") from None
+        return value  # its range is the command's to check
 
     parse.__name__ = flag
     return parse

@@ -803,6 +803,20 @@ def sequence_parallel_tp_comm(activation: Num, precision: Precision, group: Grou
     return forward, backward
 
 
+MOE_ROUTINGS = ("balanced", "unbalanced")
+"""How a run's routing is balanced, as the validation rows record it: balanced (an
+auxiliary loss, an expert bias or forced balancing keeps every expert-parallel rank near
+the mean; ``moe_imbalance`` says otherwise) or unbalanced (nothing does:
+``Efficiency.moe_unbalanced_load``)."""
+
+
+def unbalanced_routing_load(shape: TransformerShape, ep: int, eff: Efficiency) -> float:
+    """``--moe-imbalance unbalanced``: the busiest expert-parallel rank's load when nothing
+    balances the routing, ``Efficiency.moe_unbalanced_load`` capped by what a rank can
+    receive (1 without expert parallelism)."""
+    return min(eff.moe_unbalanced_load, shape.busiest_rank_bound(ep))
+
+
 def _one_layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device,
                     eff: Efficiency, tp_group: Group, cp_group: Group, ep_group: Group,
                     moe: bool, window: int = 0, parts: dict[str, Num] | None = None

@@ -386,6 +386,18 @@ class Efficiency:
     expert GEMMs outside what CUDA graphs capture. Fitted with the other MoE terms
     (fit_training_efficiency.py, MOE_GRID)."""
 
+    moe_unbalanced_load: float = 1.89
+    """Routed tokens on the busiest expert-parallel rank over the mean when nothing balances
+    the routing: dropless, no load-balancing loss, no expert bias, not forced (training's
+    ``--moe-imbalance unbalanced``; the validation rows marked ``moe_routing =
+    "unbalanced"``). Capped by what one rank can receive, 1 without expert parallelism.
+    Nothing measures it for the runs it is charged on (their logs print no per-expert
+    load), so it is fitted on NVIDIA's own MLPerf Training v6.0 GPT-OSS-20B runs with
+    expert parallelism (72 GB300, 72 GB200, 512 GB300; ``moe_router_load_balancing_type
+    'none'``, ``moe_aux_loss_coeff 0``); UltraEP (arXiv:2606.04101) measured the inter-rank
+    imbalance of real routing with no system-level balancing at 1.30-4.01 across the MoE
+    models it trained and served on rack-scale nodes. Charged in training only."""
+
     decode_step_overhead_s: float = 1.58e-3
     """Fixed time per decode step (scheduler, sampling, launch of the step's graph), for
     the whole model. Fitted on inference measurements."""

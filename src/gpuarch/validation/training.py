@@ -19,14 +19,16 @@ from typing import Any
 
 from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import System
-from gpuarch.errors import GpuarchError
+from gpuarch.errors import GpuarchError, check_choice
 from gpuarch.estimate.memory import Recompute
 from gpuarch.estimate.training import (
     CP_COMM_TYPES,
     EP_DISPATCHERS,
     EXPERT_LAUNCHES,
+    MOE_ROUTINGS,
     TrainingConfig,
     estimate_training,
+    unbalanced_routing_load,
 )
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.perf.precision import Precision
@@ -255,6 +257,11 @@ def compare_point(catalog: Catalog, point: TrainingPoint, efficiency: Efficiency
                                       point.get("gpu_link"))
     shape = point_shape(point)
     cfg = point_config(point, system)
+    routing = point.get("moe_routing", MOE_ROUTINGS[0])
+    check_choice(f"point {point.id}: moe_routing", routing, MOE_ROUTINGS)
+    if routing == "unbalanced":
+        cfg = dataclasses.replace(cfg, moe_imbalance=unbalanced_routing_load(
+            shape, cfg.ep, efficiency))
     est = estimate_training(catalog, shape, product, cfg, system=system,
                             efficiency=efficiency)
     published, origin = published_tokens_per_s_per_gpu(point, shape, est.matmul_peak_flops)

@@ -224,12 +224,21 @@ class TransformerShape:
             raise GpuarchError("--ep: expert parallelism needs a mixture-of-experts model")
         if self.experts % ep:
             raise GpuarchError(f"--ep: {ep} does not divide the {self.experts} experts")
-        most = ep * min(self.experts_per_token, self.experts // ep) / self.experts_per_token
+        most = self.busiest_rank_bound(ep)
         if imbalance > most:
             raise GpuarchError(
                 f"--moe-imbalance: {imbalance:g} exceeds {most:g}, the load of a rank that "
                 f"receives every token's copies it can hold ({self.experts // ep} experts per "
                 f"rank of {ep}, {self.experts_per_token} experts per token)")
+
+    def busiest_rank_bound(self, ep: int) -> float:
+        """The most routed load, over the mean, one of ``ep`` expert-parallel ranks can
+        receive: every token's copies it can hold (min(experts per token, experts per rank)
+        of its experts_per_token) against experts_per_token / ep on average; 1 without
+        expert parallelism."""
+        if ep <= 1 or not self.is_moe:
+            return 1.0
+        return ep * min(self.experts_per_token, self.experts // ep) / self.experts_per_token
 
     @property
     def windowed_layers(self) -> int:
