@@ -268,6 +268,8 @@ def compare_point(catalog: Catalog, point: TrainingPoint, efficiency: Efficiency
     layout = f"TP{cfg.tp} PP{cfg.pp} CP{cfg.cp} DP{cfg.dp}" + (
         f" EP{cfg.ep}" if cfg.ep > 1 else "") + (f" VPP{cfg.vpp}" if cfg.vpp > 1 else "") + (
         " laid out" if cfg.pp_layout else "") + (f" MTP{cfg.mtp_layers}" if cfg.mtp_layers else "")
+    if cfg.moe_imbalance > 1:
+        layout += f" busiest {cfg.moe_imbalance:g}x"
     doc = est.as_json()
     explain = {k: doc[k] for k in ("step_time_s", "time_breakdown_s", "compute_breakdown_s",
                                    "communication_breakdown_s", "bottleneck")}
