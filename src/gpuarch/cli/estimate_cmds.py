@@ -899,8 +899,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                         "expert section and all-to-alls set every rank's pace "
                         + MOE_IMBALANCE_BOUND + "; 'unbalanced': routing that nothing "
                         "balances (no load-balancing loss, expert bias or capacity), the "
-                        "model's moe_unbalanced_load (1.89, fitted on MLPerf v6.0's "
-                        "GPT-OSS-20B runs)")
+                        "model's moe_unbalanced_load, fitted on MLPerf v6.0's GPT-OSS-20B "
+                        "runs (listed under the estimate's assumptions)")
     p.add_argument("--ep-comm-overlap", action="store_true",
                    help="overlap the expert all-to-alls with another micro-batch's compute "
                         "(Megatron --overlap-moe-expert-parallel-comm); only what exceeds "

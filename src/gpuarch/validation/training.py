@@ -259,7 +259,7 @@ def compare_point(catalog: Catalog, point: TrainingPoint, efficiency: Efficiency
     cfg = point_config(point, system)
     routing = point.get("moe_routing", MOE_ROUTINGS[0])
     check_choice(f"point {point.id}: moe_routing", routing, MOE_ROUTINGS)
-    if routing == "unbalanced":
+    if routing == MOE_ROUTINGS[1]:  # unbalanced
         cfg = dataclasses.replace(cfg, moe_imbalance=unbalanced_routing_load(
             shape, cfg.ep, efficiency))
     est = estimate_training(catalog, shape, product, cfg, system=system,
