@@ -501,11 +501,12 @@ def test_zero3_with_prefetch_is_searched_and_costed_as_the_estimate(tmp_path: Pa
 def test_inference_search_executor() -> None:
     """The executor reaches the search: a C++ executor never leaves decode waiting on the
     host and never yields less throughput at the same deployment; a bad name is an error
-    naming the flag."""
+    naming the flag. (An MoE model: the host's time grows with the expert layers, and a
+    dense model has none.)"""
     from gpuarch.advise.infer import InferenceSearch, advise_inference
 
     prices = load_prices()  # the built-in book prices B200
-    shape = preset("llama-3.1-8b").shape
+    shape = preset("qwen3-30b-a3b").shape
 
     def search(executor: str):  # type: ignore[no-untyped-def]
         return advise_inference(CATALOG, shape, InferenceSearch(

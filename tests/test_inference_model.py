@@ -375,15 +375,19 @@ def test_inference_validation_does_not_regress() -> None:
     all 683 12.4%, median 8.2%, 38 beyond 35% either way. DeepSeek-R1's own block-scaled
     FP8 checkpoint on H200 with its experts at the block-scaled rate (moe_gemm_fp8_block
     0.75, set from TensorRT-LLM's measured layers, nothing refitted): its 1,000/1,000 and
-    1,024/1,024 rows +57% and +49% -> +40% and +33%, all 683 12.3%, 37 beyond 35%.)"""
+    1,024/1,024 rows +57% and +49% -> +40% and +33%, all 683 12.3%, 37 beyond 35%. The
+    Python executor's host time per request in proportion to the expert layers (0.816 us
+    each, the same measurement over GPT-OSS-120B's 36; 29.4 us per request for every model
+    before, dense ones included), nothing refitted: 11.7%, median 8.0%, 95.6% within 35%
+    (30 beyond).)"""
     from gpuarch.validation.inference import validate_inference
 
     s = validate_inference(CATALOG)
     assert len(s.rows) >= 683
-    assert s.mean_abs_error <= 0.123  # 12.30% over 683 figures
-    assert s.median_abs_error <= 0.083  # 8.2%
+    assert s.mean_abs_error <= 0.118  # 11.70% over 683 figures
+    assert s.median_abs_error <= 0.081  # 8.0%
     assert s.by("metric")["tpot_s"] <= 0.07
-    assert s.share_within >= 0.945  # 94.6%
+    assert s.share_within >= 0.955  # 95.6%
     # MLPerf DeepSeek-R1 on v6 software (GB200, GB300 and three B300 runs) within 10% since
     # the latent attention in decode runs at its measured kernel's rate (-31..-42% before;
     # within 7% until Blackwell's MoE floor and NVFP4 factor, -0.7..+9.3% since), and the
@@ -448,7 +452,8 @@ def test_inference_validation_does_not_regress() -> None:
     v10 = [abs(r.error) for r in s.rows if r.source == "trtllm-perf-overview-v1.0"]
     # every cell of v1.0's table with a preset: 30 entered first, 134 with the rest of the
     # table after every parameter was fitted (22.4% on those alone)
-    assert len(v10) == 164 and sum(v10) / len(v10) <= 0.128  # 12.8%
+    assert len(v10) == 164 and sum(v10) / len(v10) <= 0.116  # 11.5% (12.8% before the
+    # host's time followed the expert layers)
     # the later perf overview, all out of sample: DeepSeek-R1, GPT-OSS, Llama 3.3, Qwen3
     # and (with its preset, added later) Llama 4 Maverick
     later = [abs(r.error) for r in s.rows if r.source == "trtllm-perf-overview-03e27c7"
@@ -459,8 +464,8 @@ def test_inference_validation_does_not_regress() -> None:
     # 14.5% with attention at its kernels' rates, 14.4% with its per-row time
     # 12.6% with Qwen3-235B-A22B-FP4's 8-bit cache
     # 12.4% with the W4A8 MXFP4 experts at their measured layers' rate, 12.1% with the
-    # block-scaled FP8 ones
-    assert sum(later) / len(later) <= 0.122
+    # block-scaled FP8 ones; 11.7% with the host's time per expert layer
+    assert sum(later) / len(later) <= 0.118
     maverick = [abs(r.error) for r in s.rows if "maverick" in r.id]
     # 17.2%; 17.5% at moe_gemm_nvfp4 (its B200 NVFP4 rows, slow, slower); 17.7% with the
     # prompt's attention at its kernel's rate (its long-prompt Hopper rows, fast, faster);
@@ -470,14 +475,42 @@ def test_inference_validation_does_not_regress() -> None:
     # release 1.2's overview, all out of sample
     r12 = [r for r in s.rows if r.source == "trtllm-perf-overview-1.2"]
     assert len(r12) == 130 and all(r.out_of_sample for r in r12)
-    # 15.3% (19.5% at 16 bits); 13.2% with the W4A8 MXFP4 experts at their layers' rate
-    assert sum(abs(r.error) for r in r12) / len(r12) <= 0.132
+    # 15.3% (19.5% at 16 bits); 13.2% with the W4A8 MXFP4 experts at their layers' rate;
+    # 11.8% with the host's time per expert layer
+    assert sum(abs(r.error) for r in r12) / len(r12) <= 0.119
     # GPT-OSS on Blackwell (TensorRT-LLM's W4A8 MXFP4 x MXFP8 experts): 18.2% when they ran
-    # at the fine-grained FP8 rate, slow by 15.6% on average; 13.6% at their layers' rate
+    # at the fine-grained FP8 rate, slow by 15.6% on average; 13.6% at their layers' rate;
+    # 11.0% with the host's time per expert layer (GPT-OSS-20B's 24 less than 120B's 36)
     oss = [r.error for r in s.rows if r.model.startswith("gpt-oss")
            and r.gpu in ("b200", "b300", "gb200", "gb300")]
-    assert len(oss) == 67 and sum(map(abs, oss)) / len(oss) <= 0.137
+    assert len(oss) == 67 and sum(map(abs, oss)) / len(oss) <= 0.111
     assert -0.1 < sum(oss) / len(oss) < 0.0
+
+
+def test_host_time_follows_the_expert_layers() -> None:
+    """The single-GPU MoE rows at 1,000-1,024 in and out, where the Python executor's host
+    sets the step (thousands of requests in flight): GPT-OSS-20B (24 expert layers) and
+    Qwen3-30B-A3B (48) of the TensorRT-LLM overviews 03e27c7, 1.0 and 1.2. At 29.4 us per
+    request for both they read -43..-53% (GPT-OSS-20B on Blackwell) and +22..+59% (Qwen3
+    on GB200/GB300): one model too slow, the other too fast, at one cost per request. At
+    0.816 us per request and expert layer all 17 are within 35%. What is left is a host
+    split (Qwen3 on x86 B200/B300 -16..-27%, on Grace -4..+25%) and GPT-OSS-20B's own
+    bound: its 51,870-60,925 tokens/s on one Blackwell GPU cap the host at 16.4-19.3 us a
+    request, below the 19.6 us its 24 layers are charged, so those rows still read slow."""
+    from gpuarch.validation.inference import validate_inference
+
+    rows = [r for r in validate_inference(CATALOG).rows
+            if r.gpus == 1 and r.lengths in ("1000/1000", "1024/1024")
+            and r.model in ("gpt-oss-20b", "qwen3-30b-a3b")]
+    assert len(rows) == 17
+    assert max(abs(r.error) for r in rows) <= 0.35
+    blackwell_oss = [r for r in rows if r.model == "gpt-oss-20b"
+                     and r.gpu in ("b200", "b300", "gb200", "gb300")]
+    assert len(blackwell_oss) == 6 and all(-0.35 < r.error < -0.15 for r in blackwell_oss)
+    # a host that spends h per request caps one GPU at 1 / h tokens a second: each of the
+    # six published figures (51,870-60,925) bounds h below what the model charges
+    per_request = DEFAULT_EFFICIENCY.host_time_per_request_expert_layer_s * 24
+    assert all(1 / r.published < per_request for r in blackwell_oss)
 
 
 def test_every_published_serving_run_fits_or_says_why() -> None:
@@ -895,27 +928,34 @@ def test_kv_cache_fraction_follows_tensorrt_llm_policy() -> None:
 
 
 def test_python_executor_is_host_bound_at_large_batch() -> None:
-    """A Python executor spends 29.4 us of host time per request in flight per step
-    (TensorRT-LLM PR #10273: 45.11 ms per iteration at 1,536 requests per rank), hidden
-    behind the GPU's step until it is longer: at batch 1 nothing changes, at a batch of
-    thousands of Llama-3.1-8B FP8 sequences on an H100 the step is the host's time, which
-    names the bottleneck; a C++ executor has none."""
-    host = 29.4e-6
-    assert DEFAULT_EFFICIENCY.host_time_per_sequence_s == pytest.approx(45.11e-3 / 1536,
-                                                                       rel=2e-3)
-    one_py, one_cpp = _est(batch=1, quant=FP8), _est(batch=1, quant=FP8, executor="cpp")
+    """A Python executor spends 0.816 us of host time per request in flight per expert layer
+    per step (TensorRT-LLM PR #10273: 45.11 ms per iteration at 1,536 requests per rank on
+    GPT-OSS-120B, whose 36 layers all hold experts), hidden behind the GPU's step until it is
+    longer: at batch 1 nothing changes; at a batch of thousands of Qwen3-30B-A3B FP8
+    sequences (48 expert layers) on an H100 the step is the host's time, which names the
+    bottleneck; a C++ executor has none, and neither has a dense model."""
+    per_layer = DEFAULT_EFFICIENCY.host_time_per_request_expert_layer_s
+    assert per_layer == pytest.approx(45.11e-3 / 1536 / 36, rel=2e-3)
+    qwen = preset("qwen3-30b-a3b").shape
+    assert qwen.moe_layers == 48
+    one_py = _est(shape=qwen, batch=1, quant=FP8)
+    one_cpp = _est(shape=qwen, batch=1, quant=FP8, executor="cpp")
     assert one_py.tpot_s == one_cpp.tpot_s
-    big = {"batch": 3000, "quant": FP8, "input_len": 128, "output_len": 128,
+    big = {"shape": qwen, "batch": 3000, "quant": FP8, "input_len": 128, "output_len": 128,
            "batching": Batching.CONTINUOUS}
     py, cpp = _est(**big), _est(**big, executor="cpp")
     assert py.batch == cpp.batch == 3000
+    host = per_layer * 48 * 3000
     step_py = sum(py.decode_step_breakdown_s.values())
     step_cpp = sum(cpp.decode_step_breakdown_s.values())
-    assert step_cpp < host * 3000
-    assert step_py == pytest.approx(host * 3000, rel=1e-9)
+    assert step_cpp < host
+    assert step_py == pytest.approx(host, rel=1e-9)
     assert py.decode_step_breakdown_s["host"] > 0 == cpp.decode_step_breakdown_s["host"]
     assert py.bottleneck["decode"] == "host" and "host work" in py.bottleneck_reason["decode"]
     assert py.assumptions["executor"] == "python"
+    # a dense model at the same batch: no host floor, the GPU's step as with a C++ loop
+    dense = {**big, "shape": LLAMA_8B}
+    assert _est(**dense).tpot_s == _est(**dense, executor="cpp").tpot_s
     with pytest.raises(GpuarchError, match=r"--executor: expected one of python, cpp, got "
                                            r"'pyton'; did you mean 'python'"):
         _est(executor="pyton")

@@ -77,7 +77,7 @@ def _ideal_engine() -> Efficiency:
         context_attention_fp8=1.0, mla_decode_attention=1.0, mla_decode_attention_fp8=1.0,
         moe_gemm_fine=1.0, moe_gemm_nvfp4=1.0, memory=1.0,
         kv_read=1.0, moe_gemm=1.0, layer_overhead_s=0.0, decode_step_overhead_s=0.0,
-        host_time_per_sequence_s=0.0, prefill_overhead_s=0.0, dequant_overhead=0.0,
+        host_time_per_request_expert_layer_s=0.0, prefill_overhead_s=0.0, dequant_overhead=0.0,
         collective_latency_s=0.0)
 
 

@@ -485,7 +485,7 @@ def _reason(catalog: Catalog, o: InferenceOption, best: InferenceOption,
                 f"of {product.name} sets the pace")
     elif limit == "host":
         text = (f"decode is host-bound at batch {o.batch}: the executor's per-request work "
-                f"(scheduling, sampling, bookkeeping) outlasts the GPU's step; more replicas "
+                f"(per expert layer) outlasts the GPU's step; more replicas "
                 f"with fewer requests each, or a C++ executor, run faster")
     elif limit == "overhead":
         text = (f"decode is step-overhead-bound at batch {o.batch}: the fixed cost of each "

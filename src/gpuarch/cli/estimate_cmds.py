@@ -266,7 +266,8 @@ def engine_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--executor", default="python", metavar="python|cpp",
                    help="the engine's executor loop: python (default: TensorRT-LLM's "
                         "PyTorch backend and engines like it spend host time per request "
-                        "each step, hidden behind the GPU's step until it is longer) or cpp "
+                        "and expert layer each step, hidden behind the GPU's step until it "
+                        "is longer; a dense model none) or cpp "
                         "(a C++ executor, e.g. TensorRT-LLM's TensorRT engines: none "
                         "modelled)")
     p.add_argument("--window-kv-cache", default="ring", metavar="ring|full",

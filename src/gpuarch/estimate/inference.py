@@ -1001,9 +1001,12 @@ class _Runner:
             step = step + self._scaled(k, lambda: self.layer(seqs, seqs, 1, position, touched,
                                                              moe=s.is_moe) + self.head(seqs))
         if self.cfg.executor == "python":
-            # the executor's host work for every request in flight overlaps the GPU's step
-            # (overlap scheduler); the step lasts as long as the longer of the two
-            host = maximum(0.0, self.eff.host_time_per_sequence_s * seqs - step.total)
+            # the executor's host work for every request in flight, in proportion to the
+            # stage's expert layers, overlaps the GPU's step (overlap scheduler); the step
+            # lasts as long as the longer of the two
+            per_request = self.eff.host_time_per_request_expert_layer_s \
+                * self.s.moe_layers / self.cfg.pp
+            host = maximum(0.0, per_request * seqs - step.total)
             self._add("host", host)
             step = step + _Phase(host=host)
         return step
@@ -1340,9 +1343,9 @@ _REASONS = {
                                   "a faster link shortens it",
     "overhead": "fixed per-step framework and launch time dominates; larger batches amortise "
                 "it",
-    "host": "the executor's host work per request in flight (scheduling, sampling, "
-            "bookkeeping in a Python loop) sets the pace; fewer requests per replica, more "
-            "replicas or a C++ executor shorten it",
+    "host": "the executor's host work per request in flight and expert layer (a Python "
+            "loop) sets the pace; fewer requests per replica, more replicas or a C++ "
+            "executor shorten it",
 }
 
 

@@ -402,17 +402,21 @@ class Efficiency:
     """Fixed time per decode step (scheduler, sampling, launch of the step's graph), for
     the whole model. Fitted on inference measurements."""
 
-    host_time_per_sequence_s: float = 29.4e-6
-    """Host time per request in flight per decode iteration of a Python executor loop
-    (TensorRT-LLM's PyTorch backend: scheduling, sampler post-processing and request
-    bookkeeping), which an overlap scheduler hides behind the GPU's step until it outlasts
-    it. From TensorRT-LLM pull request #10273: 45.11 ms of ``host_step_time`` per iteration
-    at 1,536 requests per rank (GPT-OSS-120B on GB200, attention data parallel 2, ISL = OSL
-    = 1,000, C++ scheduler), 45.11 / 1,536 = 29.4 us. That figure is the host's wall time
-    from one loop iteration to the next (``profile_step`` in
-    tensorrt_llm/_torch/pyexecutor/py_executor.py), waits on the GPU included, and this
-    model puts the same run's GPU time at about 42 ms a token: an upper bound on the host's
-    own cost per request, not a measurement of it. Not fitted (docs/performance-model.md)."""
+    host_time_per_request_expert_layer_s: float = 0.816e-6
+    """Host time of a Python executor loop per request in flight, per expert layer the
+    replica's pipeline stage holds, per decode iteration (TensorRT-LLM's PyTorch backend),
+    which an overlap scheduler hides behind the GPU's step until it outlasts it. A dense
+    model is charged none. The size is one measurement's: TensorRT-LLM pull request #10273
+    gives 45.11 ms of ``host_step_time`` per iteration at 1,536 requests per rank for
+    GPT-OSS-120B (36 expert layers) on GB200 (attention data parallel 2, ISL = OSL = 1,000),
+    45.11 ms / 1,536 / 36 = 0.816 us. That figure is the host's wall time from one loop
+    iteration to the next (``profile_step`` in tensorrt_llm/_torch/pyexecutor/py_executor.py),
+    waits on the GPU included: an upper bound on the host's own cost, not a measurement of
+    it. The scaling with expert layers is read from the published throughputs, not from a
+    known mechanism: GPT-OSS-20B (24 expert layers) on one GPU caps the cost per request at
+    16.4-19.3 us, GPT-OSS-120B (36) runs at 29.4 us, Qwen3-30B-A3B (48) needs 33-57 us,
+    and dense models show no such floor (docs/performance-model.md, "The executor's host
+    time"). Not fitted."""
 
     adp_prefill_balance: float = 0.5411
     """Mean balance ratio (average over largest tokens per rank in the attention module,
