@@ -46,6 +46,7 @@ from gpuarch.estimate.inference import (
     check_cached_prefix,
     check_output_len_cv,
     evaluate_inference,
+    fp8_scaling_of,
     max_batch_that_fits,
     moe_block_floor_s,
 )
@@ -390,8 +391,7 @@ def advise_inference(
 def _fp8_scaling(search: InferenceSearch, label: str) -> str:
     """How a searched scheme's FP8 weights carry their scales: per block for the checkpoint
     as shipped when it declares weight blocks, else per tensor."""
-    return "block" if label == CHECKPOINT_SCHEME and search.checkpoint_fp8_blocks \
-        else "tensor"
+    return fp8_scaling_of(label == CHECKPOINT_SCHEME and search.checkpoint_fp8_blocks)
 
 
 def option_config(search: InferenceSearch, o: InferenceOption) -> InferenceConfig:

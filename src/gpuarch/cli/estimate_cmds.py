@@ -402,6 +402,7 @@ def cmd_infer(args: argparse.Namespace) -> int:
         Batching,
         InferenceConfig,
         estimate_inference,
+        fp8_scaling_of,
     )
     from gpuarch.estimate.remedies import serving_remedies
     from gpuarch.perf.quant import (
@@ -457,8 +458,8 @@ def cmd_infer(args: argparse.Namespace) -> int:
         moe_kernels=args.moe_kernels, moe_imbalance=args.moe_imbalance,
         num_requests=args.num_requests, output_len_cv=args.output_len_cv,
         fp8_context_attention=args.fp8_context_attention, nvls=not args.no_nvls,
-        fp8_scaling=args.fp8_scaling or (
-            "block" if checkpoint is not None and checkpoint.fp8_blocks else "tensor"),
+        fp8_scaling=args.fp8_scaling or fp8_scaling_of(
+            checkpoint is not None and checkpoint.fp8_blocks),
         adp_balance=args.adp_balance,
         cached_prefix=args.cached_prefix, cuda_graph_batch_sizes=args.cuda_graph_batch_sizes,
         gpus_per_node=_gpus_per_node(args, catalog, product, system))

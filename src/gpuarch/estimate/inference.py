@@ -71,6 +71,7 @@ from gpuarch.workloads.shape import MAX_DIMENSION, FfnKind, TransformerShape
 __all__ = [
     "BLACKWELL_TENSOR_CORES",
     "EXECUTORS",
+    "FP8_SCALINGS",
     "MAX_PREFILL_LOAD",
     "MOE_COMMS",
     "MOE_KERNELS",
@@ -85,6 +86,7 @@ __all__ = [
     "check_cached_prefix",
     "estimate_inference",
     "evaluate_inference",
+    "fp8_scaling_of",
     "kv_bytes_per_sequence",
     "kv_bytes_per_token",
     "max_batch_that_fits",
@@ -147,6 +149,12 @@ ModelOpt's FP8 checkpoints), or "block", one per 128 x 128 block of weights with
 scaled per 1 x 128 group (DeepSeek-V3's and Kimi K2's own FP8 checkpoints; DeepGEMM's
 kernels). A fine-grained MoE's block-scaled FP8 experts run at their own rate
 (``Efficiency.moe_gemm_fp8_block``)."""
+
+def fp8_scaling_of(blocks: bool) -> str:
+    """The FP8_SCALINGS name for a checkpoint whose FP8 weights are (``blocks``) or are not
+    scaled per 128 x 128 block (``CheckpointFormats.fp8_blocks``)."""
+    return FP8_SCALINGS[1] if blocks else FP8_SCALINGS[0]
+
 
 MOE_KERNELS = ("trtllm", "vllm", "sglang")
 """Whose fused MoE kernels a serving estimate charges the block's fixed time for: TensorRT-
