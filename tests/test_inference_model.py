@@ -379,12 +379,15 @@ def test_inference_validation_does_not_regress() -> None:
     Python executor's host time per request in proportion to the expert layers (0.816 us
     each, the same measurement over GPT-OSS-120B's 36; 29.4 us per request for every model
     before, dense ones included), nothing refitted: 11.7%, median 8.0%, 95.6% within 35%
-    (30 beyond).)"""
+    (30 beyond). The MoE all-to-all as the one-shot kernels it is (a fixed 11 us, not a
+    ring's 10 us per peer, fitted on TensorRT-LLM's measured GB200 kernels) with its combine
+    in 16 bits: 11.8%, median 8.0%, 95.6% within 35% (30 beyond).)"""
     from gpuarch.validation.inference import validate_inference
 
     s = validate_inference(CATALOG)
     assert len(s.rows) >= 683
-    assert s.mean_abs_error <= 0.118  # 11.70% over 683 figures
+    assert s.mean_abs_error <= 0.119  # 11.84% over 683 figures (11.70% with a ring's
+    # all-to-all)
     assert s.median_abs_error <= 0.081  # 8.0%
     assert s.by("metric")["tpot_s"] <= 0.07
     assert s.share_within >= 0.955  # 95.6%
@@ -392,15 +395,17 @@ def test_inference_validation_does_not_regress() -> None:
     # the latent attention in decode runs at its measured kernel's rate (-31..-42% before;
     # within 7% until Blackwell's MoE floor and NVFP4 factor, -0.7..+9.3% since), and the
     # eight of other submitters entered after (GigaComputing, Nebius x5, QCT, on B200, B300
-    # and GB300: -5.7..+5.6%); v5.1's two runs, older software, +69% and +89% (+12% and +18%
-    # before), and Google's v6.0 GB200 NVL72 run, as slow as those, +78%
+    # and GB300: -5.7..+5.6%; -3.9..+11.1% since the all-to-all is its measured kernels,
+    # whose combine returns 16 bits); v5.1's two runs, older software, +69% and +89% (+12%
+    # and +18% before; +70% and +103% with the measured all-to-all), and Google's v6.0
+    # GB200 NVL72 run, as slow as those, +78% (+91%)
     r1_v6 = {r.id: r.error for r in s.rows if r.source.startswith("mlperf-inference-v6")
              and r.model == "deepseek-v3"}
     google = r1_v6.pop("mlperf-inf60-gb200-deepseek-r1-fp4-google")
-    assert len(r1_v6) == 12 and max(map(abs, r1_v6.values())) <= 0.10
+    assert len(r1_v6) == 12 and max(map(abs, r1_v6.values())) <= 0.12
     r1_v51 = [r.error for r in s.rows if r.source == "mlperf-inference-v5.1"
               and r.model == "deepseek-v3"]
-    assert len(r1_v51) == 2 and all(0.6 < e < 0.9 for e in [*r1_v51, google])
+    assert len(r1_v51) == 2 and all(0.6 < e < 1.05 for e in [*r1_v51, google])
     # the PCIe-card and 96 GB GH200 runs, which the model reads far too fast where they are
     # compute-bound (docs/performance-model.md, "MLPerf Inference: the partners' runs")
     power_limited = ("h100-nvl-94gb", "h100-pcie-80gb", "gh200-96gb")
@@ -464,8 +469,9 @@ def test_inference_validation_does_not_regress() -> None:
     # 14.5% with attention at its kernels' rates, 14.4% with its per-row time
     # 12.6% with Qwen3-235B-A22B-FP4's 8-bit cache
     # 12.4% with the W4A8 MXFP4 experts at their measured layers' rate, 12.1% with the
-    # block-scaled FP8 ones; 11.7% with the host's time per expert layer
-    assert sum(later) / len(later) <= 0.118
+    # block-scaled FP8 ones; 11.7% with the host's time per expert layer; 12.0% with the
+    # all-to-all as its measured kernels (GB200's long-output DEP4 rows, fast, faster)
+    assert sum(later) / len(later) <= 0.12
     maverick = [abs(r.error) for r in s.rows if "maverick" in r.id]
     # 17.2%; 17.5% at moe_gemm_nvfp4 (its B200 NVFP4 rows, slow, slower); 17.7% with the
     # prompt's attention at its kernel's rate (its long-prompt Hopper rows, fast, faster);
@@ -476,8 +482,8 @@ def test_inference_validation_does_not_regress() -> None:
     r12 = [r for r in s.rows if r.source == "trtllm-perf-overview-1.2"]
     assert len(r12) == 130 and all(r.out_of_sample for r in r12)
     # 15.3% (19.5% at 16 bits); 13.2% with the W4A8 MXFP4 experts at their layers' rate;
-    # 11.8% with the host's time per expert layer
-    assert sum(abs(r.error) for r in r12) / len(r12) <= 0.119
+    # 11.8% with the host's time per expert layer; 12.1% with the measured all-to-all
+    assert sum(abs(r.error) for r in r12) / len(r12) <= 0.122
     # GPT-OSS on Blackwell (TensorRT-LLM's W4A8 MXFP4 x MXFP8 experts): 18.2% when they ran
     # at the fine-grained FP8 rate, slow by 15.6% on average; 13.6% at their layers' rate;
     # 11.0% with the host's time per expert layer (GPT-OSS-20B's 24 less than 120B's 36)

@@ -786,6 +786,21 @@ def cmd_validate_collectives(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_validate_moe_dispatch(args: argparse.Namespace) -> int:
+    from gpuarch.report.estimate_text import render_moe_dispatch
+    from gpuarch.validation.measured import mean_abs_log_ratio
+    from gpuarch.validation.moe_dispatch import FITTED_SOURCE, compare, summarize
+
+    rows = compare(load_catalog())
+    sources = sorted({r.source for r in rows}, key=lambda s: (s != FITTED_SOURCE, s))
+    overall = {s: mean_abs_log_ratio([r for r in rows if r.source == s]) for s in sources}
+    summary = summarize(rows)
+    doc = {"kernels": len(rows), "fitted_source": FITTED_SOURCE,
+           "mean_abs_log_ratio_by_source": overall, "groups": summary}
+    print(to_json(doc) if args.json else render_moe_dispatch(summary, overall))
+    return 0
+
+
 def cmd_validate_bands(args: argparse.Namespace) -> int:
     from gpuarch.validation.bands import compute_bands, load_bands, render_bands
 
@@ -1112,7 +1127,11 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
             ("collectives", cmd_validate_collectives,
              "NCCL's all-gather, reduce-scatter, all-reduce and all-to-all over 2-8 GPUs of "
              "A100, H100, H200, B200, B300, GB200 and GB300 as NVIDIA's aiconfigurator "
-             "measured them, against the collectives model")):
+             "measured them, against the collectives model"),
+            ("moe-dispatch", cmd_validate_moe_dispatch,
+             "serving engines' MoE dispatch and combine kernels (TensorRT-LLM's NVLink "
+             "all-to-all over EP 2-64 of GB200, DeepEP on H100 and over InfiniBand at EP "
+             "16-256) against the model's one-shot all-to-all")):
         p = val_sub.add_parser(name, parents=[common], help=help_text)
         p.set_defaults(handler=handler)
         if name == "moe-kernels":

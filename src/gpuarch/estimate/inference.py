@@ -43,6 +43,7 @@ from gpuarch.perf.collectives import (
     Fabric,
     Group,
     collective_time,
+    dispatch_time,
     link_for,
     nvls_for,
 )
@@ -137,6 +138,10 @@ TensorRT-LLM over multi-node NVLink on GB200 NVL72), or "allgather", every GPU g
 rank's tokens, runs its experts on the ones routed to them, and the partial outputs are
 reduce-scattered back (TensorRT-LLM's CUTLASS and TRT-LLM-Gen MoE with attention DP where
 there is no multi-node NVLink: H100, H200, B200)."""
+
+COMBINE_BYTES = 2.0
+"""Bytes per element an all-to-all combine returns the experts' outputs in: 16 bits
+(DeepEP's and TensorRT-LLM's default combine, BF16, whatever format the dispatch sent)."""
 
 EXECUTORS = ("python", "cpp")
 """Serving executors: a Python loop with per-request host time each step (TensorRT-LLM's
@@ -860,10 +865,11 @@ class _Runner:
                 + collective_time(Collective.REDUCE_SCATTER, every * 2.0, self.ep_group,
                                   self.eff)
         elif moe and cfg.ep > 1:
-            moved = tokens * s.experts_per_token * s.hidden * self.expert_act_bytes / t \
-                * cfg.moe_imbalance
-            ep_comm = 2 * collective_time(Collective.ALL_TO_ALL, moved, self.ep_group,
-                                          self.eff)
+            # a one-shot dispatch kernel sends each routed copy, quantized as the GEMMs take
+            # it, and the combine returns the experts' outputs in 16 bits
+            copies = tokens * s.experts_per_token * s.hidden / t * cfg.moe_imbalance
+            ep_comm = dispatch_time(copies * self.expert_act_bytes, self.ep_group, self.eff) \
+                + dispatch_time(copies * COMBINE_BYTES, self.ep_group, self.eff)
         self._add("tensor_parallel", tp_comm)
         self._add("expert_parallel", ep_comm)
         # the fused MoE block's fixed chain of kernels (routing, sorting, grouped GEMMs'

@@ -31,8 +31,8 @@ from gpuarch.perf.num import any_of, maximum, minimum, to_float, where
 from gpuarch.units import Unit, to_si
 
 __all__ = ["Collective", "Fabric", "Group", "Link", "Num", "Protocol", "collective_time",
-           "link_for", "nccl_protocols", "nvlink_latency_scale", "remote_nodes_per_token",
-           "scalar"]
+           "dispatch_time", "link_for", "nccl_protocols", "nvlink_latency_scale",
+           "remote_nodes_per_token", "scalar"]
 
 Num = Any
 """A float, or a NumPy array of floats: the formulas here serve one estimate and, over
@@ -333,6 +333,40 @@ def collective_time(kind: Collective, size_bytes: Num, group: Group, eff: Effici
     switch = nvls_all_reduce(transfer, group, nvls) if kind is Collective.ALL_REDUCE else None
     if switch is not None:
         t = minimum(t, switch)
+    if isinstance(n, np.ndarray) or isinstance(size, np.ndarray):
+        return scalar(np.where((n <= 1) | (size <= 0), 0.0, t))
+    return 0.0 if n <= 1 or size <= 0 else float(t)
+
+
+def dispatch_time(size_bytes: Num, group: Group, eff: Efficiency) -> Num:
+    """Seconds for one MoE dispatch or combine of ``size_bytes`` per GPU (each routed copy
+    of a token once) over ``group`` by a serving engine's one-shot all-to-all kernel
+    (TensorRT-LLM's NVLink kernels, DeepEP's low-latency kernels): every GPU writes to all
+    its peers at once, so the time is one fixed latency, a small one per peer
+    (``Efficiency.moe_dispatch_latency_s``, ``moe_dispatch_peer_latency_s``) and the
+    remote bytes at the link's rate, the share for other GPUs of the node over NVLink at
+    ``moe_dispatch_bus`` while the share for other nodes crosses the network at the same
+    time.
+    Not NCCL's ring: no latency per step, which over a wide group (EP 32-256) made a
+    dispatch 10-50 times the measured one (``gpuarch validate moe-dispatch``)."""
+    n = to_float(group.size)
+    size = to_float(size_bytes)
+    g = minimum(n, to_float(group.per_node))
+    intra = group.intra
+    intra_bw = intra.bandwidth * eff.moe_dispatch_bus if intra.fabric is Fabric.NVLINK \
+        else intra.effective(eff)
+    remote_intra = (g - 1) / n * size / intra_bw
+    crosses = n > g
+    if any_of(crosses):
+        if group.inter is None:
+            raise GpuarchError("the job spans several nodes but the system has no "
+                               "inter-node network in the catalog; give --system with a "
+                               "network")
+        network = (n - g) / n * size / group.inter.effective(eff)
+        transfer = where(crosses, maximum(remote_intra, network), remote_intra)
+    else:
+        transfer = remote_intra
+    t = eff.moe_dispatch_latency_s + eff.moe_dispatch_peer_latency_s * (n - 1) + transfer
     if isinstance(n, np.ndarray) or isinstance(size, np.ndarray):
         return scalar(np.where((n <= 1) | (size <= 0), 0.0, t))
     return 0.0 if n <= 1 or size <= 0 else float(t)

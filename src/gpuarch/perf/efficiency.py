@@ -288,9 +288,32 @@ class Efficiency:
 
     collective_latency_s: float = 10e-6
     """Latency per ring step of a serving engine's collectives (tensor-parallel all-reduce
-    in decode and prefill, expert all-to-all, pipeline sends). Assumed, and confirmed by the
-    inference fit (which, freed, settles at 8 us). Training collectives use NCCL's own
-    latency model instead (perf/data/nccl.toml), whose per-step latencies are smaller."""
+    in decode and prefill, the all-gather and reduce-scatter of ``--moe-comm allgather``,
+    pipeline sends; the one-shot MoE all-to-all has its own, ``moe_dispatch_latency_s``).
+    Assumed, and confirmed by the inference fit (which, freed, settled at 8 us). Training
+    collectives use NCCL's own latency model instead (perf/data/nccl.toml), whose per-step
+    latencies are smaller."""
+
+    moe_dispatch_latency_s: float = 11.0e-6
+    """Fixed time of one MoE dispatch or combine by a serving engine's one-shot all-to-all
+    kernel (``perf.collectives.dispatch_time``), every peer written at once. Fitted with
+    ``moe_dispatch_peer_latency_s`` and ``moe_dispatch_bus`` on TensorRT-LLM's NVLink
+    two-sided all-to-all as NVIDIA's aiconfigurator measured it on GB200 (720 dispatches and
+    combines of 1-65,536 tokens of DeepSeek-V3's 7,168-wide state, top-8, in BF16, FP8 and
+    NVFP4, over EP 2 to 64 of one NVL72 rack; ``python scripts/fit_moe_dispatch.py``, mean
+    |ln(model/measured)| 0.148): about 11 us at one token over 2 GPUs or 64. Checked, not
+    fitted, on DeepEP's low-latency kernels on one H100 node (0.131) and on H800 over
+    InfiniBand at EP 16-256 (0.043) (``gpuarch validate moe-dispatch``). Serving only;
+    training's dispatchers keep NCCL's latency model."""
+
+    moe_dispatch_peer_latency_s: float = 0.08e-6
+    """The part of that fixed time each further GPU of the group adds (fitted with it)."""
+
+    moe_dispatch_bus: float = 0.62
+    """The share of the per-direction NVLink rate that a serving engine's one-shot MoE
+    dispatch or combine reaches for the bytes it sends to the other GPUs of its NVLink
+    domain (fitted with ``moe_dispatch_latency_s`` on the same rows); the share for other
+    nodes crosses the network at ``network_bus``."""
 
     tp_comm_exposed: float = 0.0
     """Fraction of tensor-parallel communication not hidden behind compute when TP

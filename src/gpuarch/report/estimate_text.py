@@ -682,6 +682,34 @@ def render_collectives(summary: Sequence[Mapping[str, Any]], overall: Mapping[st
         "collectives'."])
 
 
+def render_moe_dispatch(summary: Sequence[Mapping[str, Any]], overall: Mapping[str, float]
+                        ) -> str:
+    """Serving engines' measured MoE dispatch and combine kernels beside the model's one-shot
+    all-to-all, by source, phase and group size, in three token bands
+    (``validation.moe_dispatch.summarize``), and the mean |ln ratio| of each source
+    (``overall``)."""
+    from gpuarch.validation.moe_dispatch import TOKEN_BANDS
+
+    bands = [name for name, _, _, _ in TOKEN_BANDS]
+    rows = [[str(d["source"]) + (" (fitted)" if d["fitted"] else ""), str(d["phase"]),
+             str(d["ep"]), *(cell for band in bands for cell in _ratio_cells(d, band, "rows"))]
+            for d in summary]
+    heads = ["Source", "Phase", "EP"]
+    for _, _, _, label in TOKEN_BANDS:
+        heads += [f"n {label} tok.", "Model/measured", "Mean |ln|"]
+    return "\n".join([
+        "MoE dispatch and combine kernels (TensorRT-LLM on GB200, DeepEP on H100 and H800) "
+        "beside the model's one-shot all-to-all",
+        "",
+        table(heads, rows, right=[False, False] + [True] * 10),
+        "",
+        "mean |ln(model/measured)| by source: " + ", ".join(
+            f"{source} {value:.3f}" for source, value in overall.items()),
+        "Model/measured below 1: the model prices the kernel faster than it ran.",
+        "Sources and what the comparison says: docs/performance-model.md, 'MoE dispatch "
+        "kernels, measured'."])
+
+
 def render_inference_validation(s: InferenceSummary, explain: bool = False) -> str:
     rows = [[r.id + (" *" if r.out_of_sample else ""), r.gpu, str(r.gpus), r.formats,
              r.lengths, r.batching, r.metric, fmt(r.published), fmt(r.predicted),

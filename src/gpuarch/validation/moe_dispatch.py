@@ -1,0 +1,115 @@
+"""Serving engines' MoE dispatch and combine kernels, measured, against the model's.
+
+A serving engine with expert parallelism moves each routed copy of a token to the GPU of its
+expert and the experts' outputs back with its own one-shot all-to-all kernels (TensorRT-LLM's
+NVLink kernels, DeepEP's low-latency kernels), not NCCL's ring collectives.
+``data/moe-dispatch.csv`` holds such kernels as measured (its header names the sources):
+TensorRT-LLM's NVLink two-sided all-to-all over EP 2-64 of a GB200 NVL72 rack, DeepEP's
+low-latency kernels on one H100 node, and DeepEP's published H800 timings over InfiniBand at
+EP 16-256. Each row is set beside ``perf.collectives.dispatch_time`` for the same bytes over
+the same group (``gpuarch validate moe-dispatch``; tests/test_moe_dispatch.py pins where the
+model stands, scripts/fit_moe_dispatch.py fits its two latencies on the GB200 rows).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from gpuarch.catalog.loader import Catalog
+from gpuarch.perf.collectives import Group, dispatch_time, link_for
+from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
+from gpuarch.units import Unit, to_si
+from gpuarch.validation.measured import ModelOverMeasured, mean_abs_log_ratio, read_commented_csv
+
+__all__ = [
+    "DISPATCH_FILE",
+    "FITTED_SOURCE",
+    "TOKEN_BANDS",
+    "MeasuredDispatch",
+    "compare",
+    "load_dispatch_rows",
+    "summarize",
+    "token_band",
+]
+
+DISPATCH_FILE = Path(__file__).with_name("data") / "moe-dispatch.csv"
+
+FITTED_SOURCE = "trtllm-gb200"
+"""The source whose rows ``Efficiency.moe_dispatch_latency_s`` and
+``moe_dispatch_peer_latency_s`` were fitted on; the others are checks."""
+
+TOKEN_BANDS = (("decode", 1, 256, "1-255"), ("middle", 256, 4096, "256-4,095"),
+               ("prefill", 4096, 10**9, "4,096+"))
+"""Tokens per GPU: a decode step's few (latency), a prefill pass's thousands (bandwidth)."""
+
+
+def token_band(tokens: int) -> str:
+    """The band (``TOKEN_BANDS``) ``tokens`` per GPU fall in."""
+    return next(name for name, lo, hi, _ in TOKEN_BANDS if lo <= tokens < hi)
+
+
+@dataclass(frozen=True)
+class MeasuredDispatch(ModelOverMeasured):
+    """One measured dispatch or combine and the model's time for it (seconds)."""
+
+    source: str
+    device: str
+    kernel: str
+    phase: str
+    dtype: str
+    ep: int
+    tokens: int
+    measured_s: float
+    model_s: float
+
+
+@cache
+def load_dispatch_rows(path: Path = DISPATCH_FILE) -> tuple[dict[str, str], ...]:
+    """The file's rows as read (comment lines skipped)."""
+    return read_commented_csv(path)
+
+
+def compare(catalog: Catalog, efficiency: Efficiency = DEFAULT_EFFICIENCY,
+            rows: Iterable[dict[str, str]] | None = None) -> list[MeasuredDispatch]:
+    """Each measured row beside ``dispatch_time`` for its bytes (tokens x top-k x hidden x
+    bytes per element) over an expert-parallel group of its size on the GPU's reference
+    system (its NVLink domain, and its network between domains)."""
+    out = []
+    for r in load_dispatch_rows() if rows is None else rows:
+        product = catalog.product(r["device"])
+        intra, inter = link_for(product, catalog.system_for(product), None)
+        ep, tokens = int(r["ep"]), int(r["tokens"])
+        size = tokens * int(r["topk"]) * int(r["hidden"]) * float(r["bytes"])
+        model = dispatch_time(size, Group(ep, min(ep, int(r["per_node"])), intra, inter),
+                              efficiency)
+        out.append(MeasuredDispatch(r["source"], r["device"], r["kernel"], r["phase"],
+                                    r["dtype"], ep, tokens,
+                                    to_si(float(r["measured_us"]), Unit.US), float(model)))
+    return out
+
+
+def summarize(rows: Iterable[MeasuredDispatch]) -> list[dict[str, object]]:
+    """Per source, phase and group size: the median model/measured ratio and the mean
+    |ln ratio| in each token band (``TOKEN_BANDS``)."""
+    groups: dict[tuple[str, str, int], list[MeasuredDispatch]] = defaultdict(list)
+    for r in rows:
+        groups[(r.source, r.phase, r.ep)].append(r)
+    out: list[dict[str, object]] = []
+    for (source, phase, ep), members in sorted(groups.items(),
+                                               key=lambda kv: (kv[0][0], kv[0][1] != "dispatch",
+                                                               kv[0][2])):
+        doc: dict[str, object] = {"source": source, "phase": phase, "ep": ep,
+                                  "fitted": source == FITTED_SOURCE}
+        for name, _, _, _ in TOKEN_BANDS:
+            part = [r for r in members if token_band(r.tokens) == name]
+            doc[f"{name}_rows"] = len(part)
+            doc[f"{name}_median_ratio"] = statistics.median(r.ratio for r in part) \
+                if part else None
+            doc[f"{name}_mean_abs_log_ratio"] = mean_abs_log_ratio(part) if part else None
+        out.append(doc)
+    return out
