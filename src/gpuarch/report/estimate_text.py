@@ -565,6 +565,19 @@ def _ratio_cells(doc: Mapping[str, Any], part: str, count: str) -> list[str]:
             "-" if spread is None else f"{spread:.2f}"]
 
 
+
+def _banded_table(heads: list[str], lead: Sequence[Sequence[str]],
+                  summary: Sequence[Mapping[str, Any]], bands: Sequence[tuple[str, str]],
+                  count: str) -> str:
+    """A measured-kernel summary as a table: each group's ``lead`` cells (under ``heads``),
+    then for each band (name, count heading) its count, median model/measured ratio and
+    mean |ln ratio| (``validation.measured.band_cells``)."""
+    rows = [[*cells, *(cell for name, _ in bands for cell in _ratio_cells(d, name, count))]
+            for cells, d in zip(lead, summary, strict=True)]
+    heads = [*heads, *(h for _, label in bands for h in (label, "Model/measured", "Mean |ln|"))]
+    return table(heads, rows, right=[False] * (len(lead[0]) - 1 if lead else 0)
+                 + [True] * (1 + 3 * len(bands)))
+
 MOE_KERNEL_SECTIONS = {"trtllm": "TensorRT-LLM's measured MoE layers",
                        "vllm": "vLLM's and SGLang's measured MoE layers",
                        "sglang": "vLLM's and SGLang's measured MoE layers"}
@@ -663,17 +676,13 @@ def render_collectives(summary: Sequence[Mapping[str, Any]], overall: Mapping[st
     from gpuarch.validation.collectives import BANDS
 
     bands = [name for name, _, _, _ in BANDS]
-    rows = [[d["device"], d["collective"], str(d["gpus"]),
-             *(cell for band in bands for cell in _ratio_cells(d, band, "sizes"))]
-            for d in summary]
-    heads = ["GPU", "Collective", "GPUs"]
-    for _, _, _, label in BANDS:
-        heads += [f"n {label}", "Model/measured", "Mean |ln|"]
+    lead = [[d["device"], d["collective"], str(d["gpus"])] for d in summary]
     return "\n".join([
         "NCCL collectives inside one NVLink domain (NVIDIA aiconfigurator's measurements) "
         "beside the collectives model",
         "",
-        table(heads, rows, right=[False, False] + [True] * 10),
+        _banded_table(["GPU", "Collective", "GPUs"], lead, summary,
+                      [(name, f"n {label}") for name, _, _, label in BANDS], "sizes"),
         "",
         "mean |ln(model/measured)| over every GPU: " + ", ".join(
             f"{band} {overall[band]:.3f}" for band in bands),
@@ -690,18 +699,14 @@ def render_moe_dispatch(summary: Sequence[Mapping[str, Any]], overall: Mapping[s
     (``overall``)."""
     from gpuarch.validation.moe_dispatch import TOKEN_BANDS
 
-    bands = [name for name, _, _, _ in TOKEN_BANDS]
-    rows = [[str(d["source"]) + (" (fitted)" if d["fitted"] else ""), str(d["phase"]),
-             str(d["ep"]), *(cell for band in bands for cell in _ratio_cells(d, band, "rows"))]
-            for d in summary]
-    heads = ["Source", "Phase", "EP"]
-    for _, _, _, label in TOKEN_BANDS:
-        heads += [f"n {label} tok.", "Model/measured", "Mean |ln|"]
+    lead = [[str(d["source"]) + (" (fitted)" if d["fitted"] else ""), str(d["phase"]),
+             str(d["ep"])] for d in summary]
     return "\n".join([
         "MoE dispatch and combine kernels (TensorRT-LLM on GB200, DeepEP on H100 and H800) "
         "beside the model's one-shot all-to-all",
         "",
-        table(heads, rows, right=[False, False] + [True] * 10),
+        _banded_table(["Source", "Phase", "EP"], lead, summary,
+                      [(name, f"n {label} tok.") for name, _, _, label in TOKEN_BANDS], "rows"),
         "",
         "mean |ln(model/measured)| by source: " + ", ".join(
             f"{source} {value:.3f}" for source, value in overall.items()),

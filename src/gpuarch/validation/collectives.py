@@ -13,7 +13,6 @@ stands, scripts/fit_nvlink_bus.py fits the NVLink bus efficiency on these rows).
 from __future__ import annotations
 
 import math
-import statistics
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -24,7 +23,12 @@ from gpuarch.catalog.loader import Catalog
 from gpuarch.perf.collectives import Collective, Group, collective_time, link_for, nccl_protocols
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.units import Unit, to_si
-from gpuarch.validation.measured import ModelOverMeasured, mean_abs_log_ratio, read_commented_csv
+from gpuarch.validation.measured import (
+    ModelOverMeasured,
+    band_cells,
+    mean_abs_log_ratio,
+    read_commented_csv,
+)
 
 __all__ = ["BANDS", "COLLECTIVES", "DEVICES", "NCCL_FILE", "SOURCE", "MeasuredCollective",
            "band_errors", "band_of", "compare", "load_collective_rows", "mean_abs_log_ratio",
@@ -107,12 +111,8 @@ def summarize(rows: Iterable[MeasuredCollective]) -> list[dict[str, object]]:
     for (device, collective, gpus), members in sorted(
             groups.items(), key=lambda kv: (order.index(kv[0][0]), kv[0][1], kv[0][2])):
         doc: dict[str, object] = {"device": device, "collective": collective, "gpus": gpus}
-        for name, _, _, _ in BANDS:
-            part = [r for r in members if band_of(r.elements) == name]
-            doc[f"{name}_sizes"] = len(part)
-            doc[f"{name}_median_ratio"] = statistics.median(r.ratio for r in part) \
-                if part else None
-            doc[f"{name}_mean_abs_log_ratio"] = mean_abs_log_ratio(part) if part else None
+        doc.update(band_cells(members, (name for name, _, _, _ in BANDS),
+                              lambda r: band_of(r.elements), "sizes"))
         out.append(doc)
     return out
 

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import csv
 import math
-from collections.abc import Iterable
+import statistics
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 __all__ = ["AICONFIGURATOR_SYSTEMS", "HasRatio", "ModelOverMeasured", "aiconfigurator_devices",
-           "mean_abs_log_ratio", "read_commented_csv"]
+           "band_cells", "mean_abs_log_ratio", "read_commented_csv"]
 
 
 AICONFIGURATOR_SYSTEMS = {"h100_sxm": "h100-sxm5-80gb", "h200_sxm": "h200-sxm-141gb",
@@ -54,3 +55,21 @@ def mean_abs_log_ratio(rows: Iterable[HasRatio]) -> float:
     """Mean |ln(model / measured)| (0.2: about 20% either way)."""
     logs = [abs(math.log(r.ratio)) for r in rows]
     return sum(logs) / len(logs)
+
+
+Row = TypeVar("Row", bound=HasRatio)
+
+
+def band_cells(members: Sequence[Row], bands: Iterable[str], band_of: Callable[[Row], str],
+               count: str) -> dict[str, object]:
+    """For each band a group's rows fall in (``band_of``): how many (``{band}_{count}``),
+    their median model/measured ratio and their mean |ln ratio| (None where there are
+    none), as the measured-kernel summaries print them."""
+    doc: dict[str, object] = {}
+    for name in bands:
+        part = [r for r in members if band_of(r) == name]
+        doc[f"{name}_{count}"] = len(part)
+        doc[f"{name}_median_ratio"] = statistics.median(r.ratio for r in part) \
+            if part else None
+        doc[f"{name}_mean_abs_log_ratio"] = mean_abs_log_ratio(part) if part else None
+    return doc

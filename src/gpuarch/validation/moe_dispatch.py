@@ -13,7 +13,6 @@ model stands, scripts/fit_moe_dispatch.py fits its two latencies on the GB200 ro
 
 from __future__ import annotations
 
-import statistics
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -24,7 +23,7 @@ from gpuarch.catalog.loader import Catalog
 from gpuarch.perf.collectives import Group, dispatch_time, link_for
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.units import Unit, to_si
-from gpuarch.validation.measured import ModelOverMeasured, mean_abs_log_ratio, read_commented_csv
+from gpuarch.validation.measured import ModelOverMeasured, band_cells, read_commented_csv
 
 __all__ = [
     "DISPATCH_FILE",
@@ -105,11 +104,7 @@ def summarize(rows: Iterable[MeasuredDispatch]) -> list[dict[str, object]]:
                                                                kv[0][2])):
         doc: dict[str, object] = {"source": source, "phase": phase, "ep": ep,
                                   "fitted": source == FITTED_SOURCE}
-        for name, _, _, _ in TOKEN_BANDS:
-            part = [r for r in members if token_band(r.tokens) == name]
-            doc[f"{name}_rows"] = len(part)
-            doc[f"{name}_median_ratio"] = statistics.median(r.ratio for r in part) \
-                if part else None
-            doc[f"{name}_mean_abs_log_ratio"] = mean_abs_log_ratio(part) if part else None
+        doc.update(band_cells(members, (name for name, _, _, _ in TOKEN_BANDS),
+                              lambda r: token_band(r.tokens), "rows"))
         out.append(doc)
     return out
