@@ -204,6 +204,33 @@ def test_inference_options_are_the_estimates_own_numbers(tmp_path: Path) -> None
                         and (b.kwh_per_million_tokens or 0) < (a.kwh_per_million_tokens or 0))
 
 
+
+def test_moe_serving_searches_wide_expert_parallelism(tmp_path: Path) -> None:
+    """Expert parallelism beyond a node (EP 16-64 with data-parallel attention) is searched
+    where the system has a network, at the one-shot dispatch kernels' measured cost: a
+    DGX H100's 400 Gb/s NICs for DeepSeek-V3; an NVL72 rack's NVLink domain holds EP 64
+    without one. A server without a network gets nothing wider than itself."""
+    from gpuarch.advise.infer import WIDE_EP, InferenceSearch, advise_inference
+
+    assert WIDE_EP == (2, 4, 8, 16, 32, 64)
+    shape = preset("deepseek-v3").shape
+    prices = load_prices(_prices(tmp_path))
+    adv = advise_inference(CATALOG, shape, InferenceSearch(
+        input_len=2000, output_len=500, concurrency=4096, max_gpus=128, gpus=("h100",),
+        top=500), prices)
+    assert {o.ep for o in adv.top if o.ep > 8} >= {16, 32, 64}, \
+        sorted({o.ep for o in adv.top})
+    assert all(o.tp == 1 and o.gpus == o.replicas * o.ep for o in adv.top if o.ep > 8)
+    rack = advise_inference(CATALOG, shape, InferenceSearch(
+        input_len=2000, output_len=500, concurrency=4096, max_gpus=72, gpus=("gb200",),
+        top=500, objective=Objective.TIME), prices)
+    assert 64 in {o.ep for o in rack.top}
+    # 8 L40S in a PCIe server, no network in the catalog: EP stays inside it
+    box = advise_inference(CATALOG, preset("qwen3-30b-a3b").shape, InferenceSearch(
+        input_len=1024, output_len=256, concurrency=256, max_gpus=64, gpus=("l40s",),
+        top=500, objective=Objective.TIME), prices)
+    assert box.top and 1 < max(o.ep for o in box.top) <= 8
+
 def test_moe_serving_searches_expert_parallel_units(tmp_path: Path) -> None:
     """For an MoE model the serving search also tries units of EP GPUs with data-parallel
     attention; such an option's numbers are the estimate's for TP 1 x EP (its throughput is

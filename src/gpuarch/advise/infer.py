@@ -170,6 +170,11 @@ class InferenceAdvice:
     best_fitting: dict[str, float] = field(default_factory=dict)
 
 
+WIDE_EP = (2, 4, 8, 16, 32, 64)
+"""Expert-parallel group sizes the advisor tries for a MoE model (with data-parallel
+attention): inside a node up to its GPUs, beyond it where the system has a network."""
+
+
 def _batches(limit: int, concurrency: int | None) -> list[int]:
     out = [b for b in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512) if b <= limit]
     if limit not in out:
@@ -229,9 +234,12 @@ def advise_inference(
                   and shape.heads % tp == 0 and shape.layers % pp == 0
                   and (pp == 1 or (tp == widest and system is not None
                                    and system.network_bandwidth_per_gpu_bytes_s))]
-        # MoE: expert parallelism with data-parallel attention inside one node
-        groups += [(1, 1, ep) for ep in (2, 4, 8)
-                   if shape.is_moe and ep <= gpn and ep <= search.max_gpus
+        # MoE: expert parallelism with data-parallel attention, wide groups too (an NVL72
+        # rack's NVLink domain, or across nodes over the network), their exchange at the
+        # one-shot kernels' measured cost (perf.collectives.dispatch_time)
+        networked = system is not None and bool(system.network_bandwidth_per_gpu_bytes_s)
+        groups += [(1, 1, ep) for ep in WIDE_EP
+                   if shape.is_moe and (ep <= gpn or networked) and ep <= search.max_gpus
                    and shape.experts % ep == 0]
         peak_scheme: dict[str, float] = {}
         # disaggregated: the prefill pools per format and prefill GPU, with the hand-offs
