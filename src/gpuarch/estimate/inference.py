@@ -134,7 +134,8 @@ a windowed layer's attention reads only its window."""
 MOE_COMMS = ("alltoall", "allgather")
 """How an expert-parallel group with data-parallel attention moves tokens to the experts:
 "alltoall", each token's hidden state to the GPUs of its top-k experts and back (DeepEP,
-TensorRT-LLM over multi-node NVLink on GB200 NVL72), or "allgather", every GPU gathers every
+TensorRT-LLM over multi-node NVLink on GB200 NVL72; one-shot kernels,
+``perf.collectives.dispatch_time``), or "allgather", every GPU gathers every
 rank's tokens, runs its experts on the ones routed to them, and the partial outputs are
 reduce-scattered back (TensorRT-LLM's CUTLASS and TRT-LLM-Gen MoE with attention DP where
 there is no multi-node NVLink: H100, H200, B200)."""

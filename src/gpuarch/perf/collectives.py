@@ -346,8 +346,7 @@ def dispatch_time(size_bytes: Num, group: Group, eff: Efficiency) -> Num:
     (``Efficiency.moe_dispatch_latency_s``, ``moe_dispatch_peer_latency_s``) and the
     remote bytes at the link's rate, the share for other GPUs of the node over NVLink at
     ``moe_dispatch_bus`` while the share for other nodes crosses the network at the same
-    time.
-    Not NCCL's ring: no latency per step, which over a wide group (EP 32-256) made a
+    time. Not NCCL's ring: no latency per step, which over a wide group (EP 32-64) made a
     dispatch 10-50 times the measured one (``gpuarch validate moe-dispatch``)."""
     n = to_float(group.size)
     size = to_float(size_bytes)
