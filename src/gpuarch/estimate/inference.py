@@ -140,6 +140,10 @@ rank's tokens, runs its experts on the ones routed to them, and the partial outp
 reduce-scattered back (TensorRT-LLM's CUTLASS and TRT-LLM-Gen MoE with attention DP where
 there is no multi-node NVLink: H100, H200, B200)."""
 
+HGX_GPUS = 8
+"""GPUs of the largest NVLink domain without multi-node NVLink (an HGX board): a system with
+more per node (GB200 and GB300 NVL72) lets TensorRT-LLM run its own NVLink all-to-all."""
+
 COMBINE_BYTES = 2.0
 """Bytes per element an all-to-all combine returns the experts' outputs in: 16 bits
 (DeepEP's and TensorRT-LLM's default combine, BF16, whatever format the dispatch sent)."""
@@ -734,6 +738,12 @@ class _Runner:
         per_node = min(cfg.tp, cfg.gpus_per_node)
         self.tp_group = Group(cfg.tp, per_node, intra, inter)
         self.ep_group = Group(cfg.ep, min(cfg.ep, cfg.gpus_per_node), intra, inter)
+        # an all-to-all's fixed times (dispatch, combine): the one-shot kernels', but
+        # TensorRT-LLM's DeepEP path where it has no multi-node NVLink (an 8-GPU board)
+        self.a2a_latency: tuple[float | None, float | None] = (None, None)
+        if cfg.moe_kernels == "trtllm" and cfg.gpus_per_node <= HGX_GPUS:
+            self.a2a_latency = (eff.moe_dispatch_latency_trtllm_deepep_s,
+                                eff.moe_combine_latency_trtllm_deepep_s)
         self.pp_group = Group(2, 1 if cfg.tp >= cfg.gpus_per_node else 2, intra, inter)
         # when a dict, the seconds each call adds are also summed there by kind
         # (``OP_PARTS``), times the multiplicity ``_weight`` of the call in progress
@@ -869,8 +879,10 @@ class _Runner:
             # a one-shot dispatch kernel sends each routed copy, quantized as the GEMMs take
             # it, and the combine returns the experts' outputs in 16 bits
             copies = tokens * s.experts_per_token * s.hidden / t * cfg.moe_imbalance
-            ep_comm = dispatch_time(copies * self.expert_act_bytes, self.ep_group, self.eff) \
-                + dispatch_time(copies * COMBINE_BYTES, self.ep_group, self.eff)
+            dispatch, combine = self.a2a_latency
+            ep_comm = dispatch_time(copies * self.expert_act_bytes, self.ep_group, self.eff,
+                                    dispatch) \
+                + dispatch_time(copies * COMBINE_BYTES, self.ep_group, self.eff, combine)
         self._add("tensor_parallel", tp_comm)
         self._add("expert_parallel", ep_comm)
         # the fused MoE block's fixed chain of kernels (routing, sorting, grouped GEMMs'

@@ -338,7 +338,8 @@ def collective_time(kind: Collective, size_bytes: Num, group: Group, eff: Effici
     return 0.0 if n <= 1 or size <= 0 else float(t)
 
 
-def dispatch_time(size_bytes: Num, group: Group, eff: Efficiency) -> Num:
+def dispatch_time(size_bytes: Num, group: Group, eff: Efficiency,
+                  latency_s: float | None = None) -> Num:
     """Seconds for one MoE dispatch or combine of ``size_bytes`` per GPU (each routed copy
     of a token once) over ``group`` by a serving engine's one-shot all-to-all kernel
     (TensorRT-LLM's NVLink kernels, DeepEP's low-latency kernels): every GPU writes to all
@@ -347,7 +348,9 @@ def dispatch_time(size_bytes: Num, group: Group, eff: Efficiency) -> Num:
     remote bytes at the link's rate, the share for other GPUs of the node over NVLink at
     ``moe_dispatch_bus`` while the share for other nodes crosses the network at the same
     time. Not NCCL's ring: no latency per step, which over a wide group (EP 32-64) made a
-    dispatch 10-50 times the measured one (``gpuarch validate moe-dispatch``)."""
+    dispatch 10-50 times the measured one (``gpuarch validate moe-dispatch``).
+    ``latency_s`` replaces the fixed time where an engine's path has its own
+    (``moe_dispatch_latency_trtllm_deepep_s``)."""
     n = to_float(group.size)
     size = to_float(size_bytes)
     g = minimum(n, to_float(group.per_node))
@@ -365,7 +368,8 @@ def dispatch_time(size_bytes: Num, group: Group, eff: Efficiency) -> Num:
         transfer = where(crosses, maximum(remote_intra, network), remote_intra)
     else:
         transfer = remote_intra
-    t = eff.moe_dispatch_latency_s + eff.moe_dispatch_peer_latency_s * (n - 1) + transfer
+    fixed = eff.moe_dispatch_latency_s if latency_s is None else latency_s
+    t = fixed + eff.moe_dispatch_peer_latency_s * (n - 1) + transfer
     if isinstance(n, np.ndarray) or isinstance(size, np.ndarray):
         return scalar(np.where((n <= 1) | (size <= 0), 0.0, t))
     return 0.0 if n <= 1 or size <= 0 else float(t)

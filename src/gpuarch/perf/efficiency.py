@@ -309,6 +309,19 @@ class Efficiency:
     moe_dispatch_peer_latency_s: float = 0.08e-6
     """The part of that fixed time each further GPU of the group adds (fitted with it)."""
 
+    moe_dispatch_latency_trtllm_deepep_s: float = 67e-6
+    """The fixed time of a dispatch where TensorRT-LLM's kernels have no multi-node NVLink to
+    run their own all-to-all on (an 8-GPU HGX board) and exchange through its DeepEP
+    low-latency path instead: 67 us, in place of ``moe_dispatch_latency_s``. Fitted (with the
+    rest of ``dispatch_time`` as it is) on that path as NVIDIA's aiconfigurator measured it
+    in TensorRT-LLM 1.3.0rc11 on H100, H200, B200 and B300 at EP 8 (140 dispatches of 1-256
+    tokens in BF16, FP8 and NVFP4; mean |ln(model/measured)| 0.081; ``python
+    scripts/fit_moe_dispatch.py``): 70-77 us at any token count up to 256, where DeepEP's
+    own kernels in SGLang take 13-37 us on H100."""
+
+    moe_combine_latency_trtllm_deepep_s: float = 38e-6
+    """The same for the combine on that path (56 combines in BF16, mean |ln| 0.168)."""
+
     moe_dispatch_bus: float = 0.62
     """The share of the per-direction NVLink rate that a serving engine's one-shot MoE
     dispatch or combine reaches for the bytes it sends to the other GPUs of its NVLink

@@ -702,8 +702,8 @@ def render_moe_dispatch(summary: Sequence[Mapping[str, Any]], overall: Mapping[s
     lead = [[str(d["source"]) + (" (fitted)" if d["fitted"] else ""), str(d["phase"]),
              str(d["ep"])] for d in summary]
     return "\n".join([
-        "MoE dispatch and combine kernels (TensorRT-LLM on GB200, DeepEP on H100 and H800) "
-        "beside the model's one-shot all-to-all",
+        "MoE dispatch and combine kernels (TensorRT-LLM on GB200 and, through DeepEP, on "
+        "8-GPU boards; DeepEP on H100 and H800) beside the model's one-shot all-to-all",
         "",
         _banded_table(["Source", "Phase", "EP"], lead, summary,
                       [(name, f"n {label} tok.") for name, _, _, label in TOKEN_BANDS], "rows"),

@@ -5,10 +5,12 @@ expert and the experts' outputs back with its own one-shot all-to-all kernels (T
 NVLink kernels, DeepEP's low-latency kernels), not NCCL's ring collectives.
 ``data/moe-dispatch.csv`` holds such kernels as measured (its header names the sources):
 TensorRT-LLM's NVLink two-sided all-to-all over EP 2-64 of a GB200 NVL72 rack, DeepEP's
-low-latency kernels on one H100 node, and DeepEP's published H800 timings over InfiniBand at
-EP 16-256. Each row is set beside ``perf.collectives.dispatch_time`` for the same bytes over
-the same group (``gpuarch validate moe-dispatch``; tests/test_moe_dispatch.py pins where the
-model stands, scripts/fit_moe_dispatch.py fits its two latencies on the GB200 rows).
+low-latency kernels on one H100 node, DeepEP's published H800 timings over InfiniBand at EP
+16-256, and TensorRT-LLM's DeepEP low-latency path on 8-GPU H100, H200, B200 and B300 boards.
+Each row is set beside ``perf.collectives.dispatch_time`` for the same bytes over the same
+group, with the fixed time of its path (``gpuarch validate moe-dispatch``;
+tests/test_moe_dispatch.py pins where the model stands, scripts/fit_moe_dispatch.py fits the
+one-shot kernels' terms on the GB200 rows and TensorRT-LLM's DeepEP fixed times on its rows).
 """
 
 from __future__ import annotations
@@ -39,8 +41,13 @@ __all__ = [
 DISPATCH_FILE = Path(__file__).with_name("data") / "moe-dispatch.csv"
 
 FITTED_SOURCE = "trtllm-gb200"
-"""The source whose rows ``Efficiency.moe_dispatch_latency_s`` and
-``moe_dispatch_peer_latency_s`` were fitted on; the others are checks."""
+"""The source whose rows ``Efficiency.moe_dispatch_latency_s``,
+``moe_dispatch_peer_latency_s`` and ``moe_dispatch_bus`` were fitted on."""
+
+FITTED_SOURCES = (FITTED_SOURCE, "trtllm-deepep-hgx")
+"""Every source something was fitted on (``trtllm-deepep-hgx``: TensorRT-LLM's DeepEP fixed
+times, ``moe_dispatch_latency_trtllm_deepep_s`` and ``moe_combine_latency_trtllm_deepep_s``);
+the others are checks."""
 
 TOKEN_BANDS = (("decode", 1, 256, "1-255"), ("middle", 256, 4096, "256-4,095"),
                ("prefill", 4096, 10**9, "4,096+"))
@@ -67,6 +74,14 @@ class MeasuredDispatch(ModelOverMeasured):
     model_s: float
 
 
+def kernel_latency(kernel: str, phase: str, efficiency: Efficiency) -> float | None:
+    """The fixed time a kernel's path has of its own (None: the one-shot kernels')."""
+    if kernel != "trtllm-deepep-low-latency":
+        return None
+    return (efficiency.moe_dispatch_latency_trtllm_deepep_s if phase == "dispatch"
+            else efficiency.moe_combine_latency_trtllm_deepep_s)
+
+
 @cache
 def load_dispatch_rows(path: Path = DISPATCH_FILE) -> tuple[dict[str, str], ...]:
     """The file's rows as read (comment lines skipped)."""
@@ -77,7 +92,8 @@ def compare(catalog: Catalog, efficiency: Efficiency = DEFAULT_EFFICIENCY,
             rows: Iterable[dict[str, str]] | None = None) -> list[MeasuredDispatch]:
     """Each measured row beside ``dispatch_time`` for its bytes (tokens x top-k x hidden x
     bytes per element) over an expert-parallel group of its size on the GPU's reference
-    system (its NVLink domain, and its network between domains)."""
+    system (its NVLink domain, and its network between domains), at its path's fixed time
+    (``kernel_latency``)."""
     out = []
     for r in load_dispatch_rows() if rows is None else rows:
         product = catalog.product(r["device"])
@@ -85,7 +101,7 @@ def compare(catalog: Catalog, efficiency: Efficiency = DEFAULT_EFFICIENCY,
         ep, tokens = int(r["ep"]), int(r["tokens"])
         size = tokens * int(r["topk"]) * int(r["hidden"]) * float(r["bytes"])
         model = dispatch_time(size, Group(ep, min(ep, int(r["per_node"])), intra, inter),
-                              efficiency)
+                              efficiency, kernel_latency(r["kernel"], r["phase"], efficiency))
         out.append(MeasuredDispatch(r["source"], r["device"], r["kernel"], r["phase"],
                                     r["dtype"], ep, tokens,
                                     to_si(float(r["measured_us"]), Unit.US), float(model)))
@@ -103,7 +119,7 @@ def summarize(rows: Iterable[MeasuredDispatch]) -> list[dict[str, object]]:
                                                key=lambda kv: (kv[0][0], kv[0][1] != "dispatch",
                                                                kv[0][2])):
         doc: dict[str, object] = {"source": source, "phase": phase, "ep": ep,
-                                  "fitted": source == FITTED_SOURCE}
+                                  "fitted": source in FITTED_SOURCES}
         doc.update(band_cells(members, (name for name, _, _, _ in TOKEN_BANDS),
                               lambda r: token_band(r.tokens), "rows"))
         out.append(doc)
