@@ -1054,6 +1054,17 @@ class _Runner:
         return self.cfg.acceptance_length if self.cfg.speculative_tokens else 1.0
 
 
+def _exchange_note(runner: _Runner) -> dict[str, Any]:
+    """How an all-to-all dispatch and combine are priced: whose path, and its fixed times."""
+    dispatch, combine = runner.a2a_latency
+    eff = runner.eff
+    return {"path": "TensorRT-LLM's DeepEP low-latency path (no multi-node NVLink)"
+            if dispatch is not None else "one-shot all-to-all kernels",
+            "dispatch_fixed_s": eff.moe_dispatch_latency_s if dispatch is None else dispatch,
+            "combine_fixed_s": eff.moe_dispatch_latency_s if combine is None else combine,
+            "per_gpu_s": eff.moe_dispatch_peer_latency_s,
+            "combine_bytes_per_element": COMBINE_BYTES}
+
 def _context_note(shape: TransformerShape, cfg: InferenceConfig) -> dict[str, Any] | None:
     """The model's configured context and whether a sequence of the configured lengths runs
     past it (the estimate does not stop there: a deployment may extend it with RoPE
@@ -1474,6 +1485,8 @@ def estimate_inference(
         if cfg.cuda_graph_batch_sizes else None,
         "window_kv_cache": cfg.window_kv_cache if shape.windowed_layers else None,
         "moe_comm": cfg.moe_comm if shape.is_moe and cfg.ep > cfg.tp else None,
+        "moe_exchange": _exchange_note(runner) if shape.is_moe and cfg.ep > cfg.tp
+        and cfg.moe_comm == "alltoall" else None,
         "moe_kernels": cfg.moe_kernels if shape.is_moe else None,
         "moe_block_floor_s": runner.moe_floor if shape.is_moe else None,
         "moe_imbalance": cfg.moe_imbalance if shape.is_moe and cfg.ep > 1 else None,

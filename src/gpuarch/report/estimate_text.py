@@ -294,6 +294,13 @@ def _serving_setup_lines(a: dict[str, Any]) -> list[str]:
         lines.append(f"  MoE kernels   {name}: "
                      f"{fmt(from_si(a['moe_block_floor_s'], Unit.US))} us fixed per expert "
                      f"layer and pass (--moe-kernels {others} for theirs)")
+    if a.get("moe_exchange"):
+        x = a["moe_exchange"]
+        lines.append(f"  EP exchange   {x['path']}: "
+                     f"{fmt(from_si(x['dispatch_fixed_s'], Unit.US))} us a dispatch, "
+                     f"{fmt(from_si(x['combine_fixed_s'], Unit.US))} us a combine fixed, "
+                     f"{fmt(from_si(x['per_gpu_s'], Unit.US))} us per GPU, then the bytes "
+                     "(combine in 16 bits; gpuarch validate moe-dispatch)")
     if a.get("output_len_cv"):
         lines.append(f"  lengths       output lengths spread {a['output_len_cv']:g} (sd / mean): "
                      f"the requests in flight average {fmt(a['mean_output_in_flight'])} "
