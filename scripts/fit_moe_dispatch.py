@@ -22,6 +22,7 @@ import numpy as np
 
 from gpuarch.catalog import load_catalog
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY
+from gpuarch.units import Unit, to_si
 from gpuarch.validation.measured import mean_abs_log_ratio
 from gpuarch.validation.moe_dispatch import (
     FITTED_SOURCE,
@@ -55,9 +56,10 @@ def main() -> None:
                 for peer in grid[2]:
                     if bus <= 0 or latency < 0 or peer < 0:
                         continue
-                    eff = dataclasses.replace(DEFAULT_EFFICIENCY, moe_dispatch_bus=float(bus),
-                                              moe_dispatch_latency_s=float(latency) * 1e-6,
-                                              moe_dispatch_peer_latency_s=float(peer) * 1e-6)
+                    eff = dataclasses.replace(
+                        DEFAULT_EFFICIENCY, moe_dispatch_bus=float(bus),
+                        moe_dispatch_latency_s=to_si(float(latency), Unit.US),
+                        moe_dispatch_peer_latency_s=to_si(float(peer), Unit.US))
                     err = mean_abs_log_ratio(compare(catalog, eff, fitted))
                     if err < best[3]:
                         best = (round(float(bus), 3), round(float(latency), 2),
@@ -72,15 +74,15 @@ def main() -> None:
           f"moe_dispatch_peer_latency_s {peer:.2f} us: mean |ln| {err:.3f} over "
           f"{len(fitted)} {FITTED_SOURCE} rows")
     eff = dataclasses.replace(DEFAULT_EFFICIENCY, moe_dispatch_bus=bus,
-                              moe_dispatch_latency_s=latency * 1e-6,
-                              moe_dispatch_peer_latency_s=peer * 1e-6)
+                              moe_dispatch_latency_s=to_si(latency, Unit.US),
+                              moe_dispatch_peer_latency_s=to_si(peer, Unit.US))
     hgx = FITTED_SOURCES[1]
     for phase, name in DEEPEP_FIELDS.items():
         part = [r for r in rows if r["source"] == hgx and r["phase"] == phase]
         errors = [(mean_abs_log_ratio(compare(catalog, dataclasses.replace(
-            eff, **{name: float(us) * 1e-6}), part)), float(us)) for us in DEEPEP_US]
+            eff, **{name: to_si(float(us), Unit.US)}), part)), float(us)) for us in DEEPEP_US]
         best_err, best_us = min(errors)
-        eff = dataclasses.replace(eff, **{name: best_us * 1e-6})
+        eff = dataclasses.replace(eff, **{name: to_si(best_us, Unit.US)})
         print(f"{name} {best_us:.0f} us: mean |ln| {best_err:.3f} over {len(part)} {hgx} "
               f"{phase} rows")
     for source in sorted({r["source"] for r in rows} - set(FITTED_SOURCES)):

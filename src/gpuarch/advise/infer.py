@@ -228,16 +228,15 @@ def advise_inference(
             continue
         gpn = system.gpus_per_node if system else 8
         widest = min(8, gpn)
+        networked = system is not None and bool(system.network_bandwidth_per_gpu_bytes_s)
         # pipeline stages only after tensor parallelism fills the node (common practice)
         groups = [(tp, pp, 1) for tp in (1, 2, 4, 8) for pp in (1, 2, 4)
                   if tp <= gpn and tp * pp <= search.max_gpus
                   and shape.heads % tp == 0 and shape.layers % pp == 0
-                  and (pp == 1 or (tp == widest and system is not None
-                                   and system.network_bandwidth_per_gpu_bytes_s))]
+                  and (pp == 1 or (tp == widest and networked))]
         # MoE: expert parallelism with data-parallel attention, wide groups too (an NVL72
         # rack's NVLink domain, or across nodes over the network), their exchange at the
         # one-shot kernels' measured cost (perf.collectives.dispatch_time)
-        networked = system is not None and bool(system.network_bandwidth_per_gpu_bytes_s)
         groups += [(1, 1, ep) for ep in WIDE_EP
                    if shape.is_moe and (ep <= gpn or networked) and ep <= search.max_gpus
                    and shape.experts % ep == 0]

@@ -788,13 +788,10 @@ def cmd_validate_collectives(args: argparse.Namespace) -> int:
 
 def cmd_validate_moe_dispatch(args: argparse.Namespace) -> int:
     from gpuarch.report.estimate_text import render_moe_dispatch
-    from gpuarch.validation.measured import mean_abs_log_ratio
-    from gpuarch.validation.moe_dispatch import FITTED_SOURCES, compare, summarize
+    from gpuarch.validation.moe_dispatch import FITTED_SOURCES, compare, source_errors, summarize
 
     rows = compare(load_catalog())
-    sources = sorted({r.source for r in rows}, key=lambda s: (s not in FITTED_SOURCES, s))
-    overall = {s: mean_abs_log_ratio([r for r in rows if r.source == s]) for s in sources}
-    summary = summarize(rows)
+    overall, summary = source_errors(rows), summarize(rows)
     doc = {"kernels": len(rows), "fitted_sources": list(FITTED_SOURCES),
            "mean_abs_log_ratio_by_source": overall, "groups": summary}
     print(to_json(doc) if args.json else render_moe_dispatch(summary, overall))

@@ -44,6 +44,7 @@ from gpuarch.perf.collectives import (
     Group,
     collective_time,
     dispatch_time,
+    exchange_latencies,
     link_for,
     nvls_for,
 )
@@ -740,10 +741,8 @@ class _Runner:
         self.ep_group = Group(cfg.ep, min(cfg.ep, cfg.gpus_per_node), intra, inter)
         # an all-to-all's fixed times (dispatch, combine): the one-shot kernels', but
         # TensorRT-LLM's DeepEP path where it has no multi-node NVLink (an 8-GPU board)
-        self.a2a_latency: tuple[float | None, float | None] = (None, None)
-        if cfg.moe_kernels == "trtllm" and cfg.gpus_per_node <= HGX_GPUS:
-            self.a2a_latency = (eff.moe_dispatch_latency_trtllm_deepep_s,
-                                eff.moe_combine_latency_trtllm_deepep_s)
+        self.trtllm_deepep = cfg.moe_kernels == "trtllm" and cfg.gpus_per_node <= HGX_GPUS
+        self.a2a_latency = exchange_latencies(eff, self.trtllm_deepep)
         self.pp_group = Group(2, 1 if cfg.tp >= cfg.gpus_per_node else 2, intra, inter)
         # when a dict, the seconds each call adds are also summed there by kind
         # (``OP_PARTS``), times the multiplicity ``_weight`` of the call in progress
@@ -1057,13 +1056,12 @@ class _Runner:
 def _exchange_note(runner: _Runner) -> dict[str, Any]:
     """How an all-to-all dispatch and combine are priced: whose path, and its fixed times."""
     dispatch, combine = runner.a2a_latency
-    eff = runner.eff
     return {"path": "TensorRT-LLM's DeepEP low-latency path (no multi-node NVLink)"
-            if dispatch is not None else "one-shot all-to-all kernels",
-            "dispatch_fixed_s": eff.moe_dispatch_latency_s if dispatch is None else dispatch,
-            "combine_fixed_s": eff.moe_dispatch_latency_s if combine is None else combine,
-            "per_gpu_s": eff.moe_dispatch_peer_latency_s,
+            if runner.trtllm_deepep else "one-shot all-to-all kernels",
+            "dispatch_fixed_s": dispatch, "combine_fixed_s": combine,
+            "per_gpu_s": runner.eff.moe_dispatch_peer_latency_s,
             "combine_bytes_per_element": COMBINE_BYTES}
+
 
 def _context_note(shape: TransformerShape, cfg: InferenceConfig) -> dict[str, Any] | None:
     """The model's configured context and whether a sequence of the configured lengths runs

@@ -31,8 +31,8 @@ from gpuarch.perf.num import any_of, maximum, minimum, to_float, where
 from gpuarch.units import Unit, to_si
 
 __all__ = ["Collective", "Fabric", "Group", "Link", "Num", "Protocol", "collective_time",
-           "dispatch_time", "link_for", "nccl_protocols", "nvlink_latency_scale",
-           "remote_nodes_per_token", "scalar"]
+           "dispatch_time", "exchange_latencies", "link_for", "nccl_protocols",
+           "nvlink_latency_scale", "remote_nodes_per_token", "scalar"]
 
 Num = Any
 """A float, or a NumPy array of floats: the formulas here serve one estimate and, over
@@ -373,6 +373,16 @@ def dispatch_time(size_bytes: Num, group: Group, eff: Efficiency,
     if isinstance(n, np.ndarray) or isinstance(size, np.ndarray):
         return scalar(np.where((n <= 1) | (size <= 0), 0.0, t))
     return 0.0 if n <= 1 or size <= 0 else float(t)
+
+
+def exchange_latencies(eff: Efficiency, trtllm_deepep: bool) -> tuple[float, float]:
+    """The fixed times (dispatch, combine) of a serving engine's expert exchange: its one-shot
+    kernels' (``moe_dispatch_latency_s`` each way), or, for TensorRT-LLM's DeepEP
+    low-latency path where it has no multi-node NVLink (``trtllm_deepep``), that path's
+    measured ones."""
+    if trtllm_deepep:
+        return eff.moe_dispatch_latency_trtllm_deepep_s, eff.moe_combine_latency_trtllm_deepep_s
+    return eff.moe_dispatch_latency_s, eff.moe_dispatch_latency_s
 
 
 def _tree_shape(group: Group, n: Num) -> tuple[Num, Num]:

@@ -585,6 +585,14 @@ def _banded_table(heads: list[str], lead: Sequence[Sequence[str]],
     return table(heads, rows, right=[False] * (len(lead[0]) - 1 if lead else 0)
                  + [True] * (1 + 3 * len(bands)))
 
+
+def _measured_report(title: str, banded: str, overall: str, below_one: str,
+                     source: str) -> str:
+    """A measured-kernel comparison as printed: its title, its banded table, the overall
+    mean |ln| line, what a ratio below 1 means and where the docs discuss it."""
+    return "\n".join([title, "", banded, "", overall,
+                      f"Model/measured below 1: {below_one}.", source])
+
 MOE_KERNEL_SECTIONS = {"trtllm": "TensorRT-LLM's measured MoE layers",
                        "vllm": "vLLM's and SGLang's measured MoE layers",
                        "sglang": "vLLM's and SGLang's measured MoE layers"}
@@ -684,18 +692,16 @@ def render_collectives(summary: Sequence[Mapping[str, Any]], overall: Mapping[st
 
     bands = [name for name, _, _, _ in BANDS]
     lead = [[d["device"], d["collective"], str(d["gpus"])] for d in summary]
-    return "\n".join([
+    return _measured_report(
         "NCCL collectives inside one NVLink domain (NVIDIA aiconfigurator's measurements) "
         "beside the collectives model",
-        "",
         _banded_table(["GPU", "Collective", "GPUs"], lead, summary,
                       [(name, f"n {label}") for name, _, _, label in BANDS], "sizes"),
-        "",
         "mean |ln(model/measured)| over every GPU: " + ", ".join(
             f"{band} {overall[band]:.3f}" for band in bands),
-        "Model/measured below 1: the model prices the collective faster than NCCL ran it.",
+        "the model prices the collective faster than NCCL ran it",
         "Source and what the comparison says: docs/performance-model.md, 'NCCL's measured "
-        "collectives'."])
+        "collectives'.")
 
 
 def render_moe_dispatch(summary: Sequence[Mapping[str, Any]], overall: Mapping[str, float]
@@ -708,18 +714,16 @@ def render_moe_dispatch(summary: Sequence[Mapping[str, Any]], overall: Mapping[s
 
     lead = [[str(d["source"]) + (" (fitted)" if d["fitted"] else ""), str(d["phase"]),
              str(d["ep"])] for d in summary]
-    return "\n".join([
+    return _measured_report(
         "MoE dispatch and combine kernels (TensorRT-LLM on GB200 and, through DeepEP, on "
         "8-GPU boards; DeepEP on H100 and H800) beside the model's one-shot all-to-all",
-        "",
         _banded_table(["Source", "Phase", "EP"], lead, summary,
                       [(name, f"n {label} tok.") for name, _, _, label in TOKEN_BANDS], "rows"),
-        "",
         "mean |ln(model/measured)| by source: " + ", ".join(
             f"{source} {value:.3f}" for source, value in overall.items()),
-        "Model/measured below 1: the model prices the kernel faster than it ran.",
+        "the model prices the kernel faster than it ran",
         "Sources and what the comparison says: docs/performance-model.md, 'MoE dispatch "
-        "kernels, measured'."])
+        "kernels, measured'.")
 
 
 def render_inference_validation(s: InferenceSummary, explain: bool = False) -> str:

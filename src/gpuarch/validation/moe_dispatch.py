@@ -22,10 +22,15 @@ from functools import cache
 from pathlib import Path
 
 from gpuarch.catalog.loader import Catalog
-from gpuarch.perf.collectives import Group, dispatch_time, link_for
+from gpuarch.perf.collectives import Group, dispatch_time, exchange_latencies, link_for
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.units import Unit, to_si
-from gpuarch.validation.measured import ModelOverMeasured, band_cells, read_commented_csv
+from gpuarch.validation.measured import (
+    ModelOverMeasured,
+    band_cells,
+    mean_abs_log_ratio,
+    read_commented_csv,
+)
 
 __all__ = [
     "DISPATCH_FILE",
@@ -74,12 +79,10 @@ class MeasuredDispatch(ModelOverMeasured):
     model_s: float
 
 
-def kernel_latency(kernel: str, phase: str, efficiency: Efficiency) -> float | None:
-    """The fixed time a kernel's path has of its own (None: the one-shot kernels')."""
-    if kernel != "trtllm-deepep-low-latency":
-        return None
-    return (efficiency.moe_dispatch_latency_trtllm_deepep_s if phase == "dispatch"
-            else efficiency.moe_combine_latency_trtllm_deepep_s)
+def kernel_latency(kernel: str, phase: str, efficiency: Efficiency) -> float:
+    """The fixed time of a row's kernel path (``perf.collectives.exchange_latencies``)."""
+    dispatch, combine = exchange_latencies(efficiency, kernel == "trtllm-deepep-low-latency")
+    return dispatch if phase == "dispatch" else combine
 
 
 @cache
@@ -124,3 +127,10 @@ def summarize(rows: Iterable[MeasuredDispatch]) -> list[dict[str, object]]:
                               lambda r: token_band(r.tokens), "rows"))
         out.append(doc)
     return out
+
+
+def source_errors(rows: Iterable[MeasuredDispatch]) -> dict[str, float]:
+    """Mean |ln(model / measured)| of each source, the fitted ones first."""
+    rows = list(rows)
+    sources = sorted({r.source for r in rows}, key=lambda s: (s not in FITTED_SOURCES, s))
+    return {s: mean_abs_log_ratio([r for r in rows if r.source == s]) for s in sources}
