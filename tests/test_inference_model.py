@@ -453,7 +453,9 @@ def test_inference_validation_does_not_regress() -> None:
     assert block["trtllm-03e27c7-h200-deepseek-v3-fp8-dep8-1000-1000"] < 0.45
     assert block["trtllm12-h200-deepseek-v3-fp8-dep8-1024-1024"] < 0.35
     in_sample = [abs(r.error) for r in s.rows if not r.out_of_sample]
-    assert len(in_sample) == 171 and sum(in_sample) / len(in_sample) <= 0.1  # 9.9%
+    # 172 since SGLang's two-batch-overlap decode (the figure tbo_exchange_hidden is fitted
+    # on) joined the 171 the serving fit used
+    assert len(in_sample) == 172 and sum(in_sample) / len(in_sample) <= 0.1  # 9.8%
     v017 = [abs(r.error) for r in s.rows if r.source == "trtllm-perf-overview-v0.17"]
     assert len(v017) == 76 and sum(v017) / len(v017) <= 0.075  # 7.4%
     v10 = [abs(r.error) for r in s.rows if r.source == "trtllm-perf-overview-v1.0"]

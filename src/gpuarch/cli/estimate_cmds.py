@@ -291,6 +291,15 @@ def engine_flags(p: argparse.ArgumentParser) -> None:
                         "(default 1: balanced): its expert GEMMs, permutation and "
                         "all-to-alls carry X times the mean tokens, and the step waits for it "
                         + MOE_IMBALANCE_BOUND)
+    p.add_argument("--redundant-experts", type=int, default=0, metavar="N",
+                   help="redundant copies of busy experts spread over the EP ranks (EPLB: "
+                        "SGLang's --ep-num-redundant-experts; default 0): experts + N slots, "
+                        "which --ep must divide (DeepSeek-V3's 256 + 32 allow EP 72); each "
+                        "GPU holds the weights of its share of the slots")
+    p.add_argument("--two-batch-overlap", action="store_true",
+                   help="run each expert layer as two micro-batches, one's all-to-all under "
+                        "the other's computation (SGLang's --enable-two-batch-overlap); "
+                        "needs --ep > 1 and --moe-comm alltoall")
     p.add_argument("--cached-prefix", type=int, default=0, metavar="N",
                    help="prompt tokens every request shares with one already in the KV "
                         "cache (a system prompt under prefix caching): not prefilled, their "
@@ -456,6 +465,7 @@ def cmd_infer(args: argparse.Namespace) -> int:
         acceptance_length=args.acceptance_length, executor=args.executor,
         window_kv_cache=args.window_kv_cache, moe_comm=args.moe_comm,
         moe_kernels=args.moe_kernels, moe_imbalance=args.moe_imbalance,
+        redundant_experts=args.redundant_experts, two_batch_overlap=args.two_batch_overlap,
         num_requests=args.num_requests, output_len_cv=args.output_len_cv,
         fp8_context_attention=args.fp8_context_attention, nvls=not args.no_nvls,
         fp8_scaling=args.fp8_scaling or fp8_scaling_of(

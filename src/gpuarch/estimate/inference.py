@@ -253,6 +253,14 @@ class InferenceConfig:
     # rank's expert GEMMs, permutation and all-to-alls carry this many times the mean
     # tokens (its weight reads do not change), and the step waits for it
     moe_imbalance: float = 1.0
+    # redundant copies of busy experts (EPLB's --ep-num-redundant-experts in SGLang,
+    # TensorRT-LLM's num_slots - experts): experts + redundant slots are spread over the EP
+    # ranks, each holding the weights of its share of slots
+    redundant_experts: int = 0
+    # two-batch overlap (SGLang's --enable-two-batch-overlap, DeepSeek's inference design):
+    # each expert layer runs the batch as two micro-batches, one's expert exchange under the
+    # other's computation (Efficiency.tbo_exchange_hidden)
+    two_batch_overlap: bool = False
     # prefill attention at the FP8 Tensor Core rate where the activations are FP8 or FP4 and
     # the KV cache FP8: TensorRT-LLM's PyTorch backend runs FP8 context FMHA when the
     # attention output is quantized (FP8 or NVFP4 checkpoints) and the KV cache is FP8; the
@@ -326,6 +334,13 @@ class InferenceConfig:
         session splits a batch the same way (GptSession, cpp/tensorrt_llm/runtime/
         gptSession.cpp: micro-batches = the pipeline-parallel size)."""
         return self.pp
+
+    @property
+    def exchanges_all_to_all(self) -> bool:
+        """Whether expert layers send routed tokens to their experts' GPUs and back (an
+        all-to-all) rather than all-gather every rank's tokens (``moe_comm`` "allgather"
+        with EP wider than TP)."""
+        return not (self.moe_comm == "allgather" and self.ep > self.tp)
 
     @property
     def expert_quant(self) -> QuantScheme:
@@ -421,7 +436,12 @@ class InferenceConfig:
             raise GpuarchError("--acceptance-length: needs --speculative-tokens")
         if shape.layers < self.pp:
             raise GpuarchError(f"--pp: {self.pp} exceeds the {shape.layers} layers")
-        shape.check_expert_parallel(self.ep, self.moe_imbalance)
+        shape.check_expert_parallel(self.ep, self.moe_imbalance, self.redundant_experts)
+        if self.two_batch_overlap and not (shape.is_moe and self.ep > 1
+                                           and self.exchanges_all_to_all):
+            raise GpuarchError("--two-batch-overlap: overlaps an expert all-to-all with "
+                               "computation; needs a mixture-of-experts model with --ep > 1 "
+                               "and --moe-comm alltoall")
         if self.ep > self.tp * self.replicas:
             raise GpuarchError(f"--ep: {self.ep} exceeds the {self.tp * self.replicas} "
                                "GPUs that can hold experts (TP x replicas)")
@@ -743,6 +763,7 @@ class _Runner:
         # TensorRT-LLM's DeepEP path where it has no multi-node NVLink (an 8-GPU board)
         self.trtllm_deepep = cfg.moe_kernels == "trtllm" and cfg.gpus_per_node <= HGX_GPUS
         self.a2a_latency = exchange_latencies(eff, self.trtllm_deepep)
+        self.spread = slot_spread(shape, cfg)
         self.pp_group = Group(2, 1 if cfg.tp >= cfg.gpus_per_node else 2, intra, inter)
         # when a dict, the seconds each call adds are also summed there by kind
         # (``OP_PARTS``), times the multiplicity ``_weight`` of the call in progress
@@ -774,10 +795,12 @@ class _Runner:
         return Gemm(m, n, k, batch=batch, name=name, weight_element=element)
 
     def layer(self, tokens: Num, seqs: Num, q_len: int, ctx: Num, experts_touched: Num,
-              moe: bool | None = None, window: int = 0, prefill: bool = False) -> _Phase:
+              moe: bool | None = None, window: int = 0, prefill: bool = False,
+              overlapped: bool = False) -> _Phase:
         """One layer on one GPU: ``tokens`` = seqs x q_len new tokens attending to ``ctx``
         positions each (at most ``window`` of them if given); an expert layer if ``moe``
-        (default: if the model has experts); in a prefill pass if ``prefill``."""
+        (default: if the model has experts); in a prefill pass if ``prefill``; one of two
+        micro-batches whose exchanges overlap the other's work if ``overlapped``."""
         if moe is None:
             moe = self.s.is_moe
         s, cfg, t = self.s, self.cfg, self.cfg.tp
@@ -813,6 +836,9 @@ class _Runner:
             gathered = max(1.0, cfg.ep / t)
             touched = experts_touched if gathered == 1.0 else \
                 self.experts_touched(tokens * gathered)
+            # redundant copies of an expert share its tokens: the slots touched grow with
+            # them, and each rank holds its share of the slots
+            touched = touched * self.spread
             local = maximum(1.0, touched / cfg.ep)
             routed = tokens * gathered * s.experts_per_token * cfg.moe_imbalance
             per_expert = maximum(1, ceil(routed / maximum(touched, 1.0)))
@@ -879,14 +905,25 @@ class _Runner:
             # it, and the combine returns the experts' outputs in 16 bits
             copies = tokens * s.experts_per_token * s.hidden / t * cfg.moe_imbalance
             dispatch, combine = self.a2a_latency
+            # a prefill pass's exchange across nodes runs the high-throughput kernels, which
+            # send a token over the network once per node (DeepEP's normal mode); decode's
+            # low-latency kernels send every copy
+            dedupe = s.experts_per_token if prefill else 0
+            groups = (s.expert_groups, s.groups_per_token)
             ep_comm = dispatch_time(copies * self.expert_act_bytes, self.ep_group, self.eff,
-                                    dispatch) \
-                + dispatch_time(copies * COMBINE_BYTES, self.ep_group, self.eff, combine)
-        self._add("tensor_parallel", tp_comm)
-        self._add("expert_parallel", ep_comm)
+                                    dispatch, dedupe, groups) \
+                + dispatch_time(copies * COMBINE_BYTES, self.ep_group, self.eff, combine,
+                                dedupe, groups)
         # the fused MoE block's fixed chain of kernels (routing, sorting, grouped GEMMs'
         # fill and drain, activation, weighted sum) beyond its bytes and FLOPs
         fixed = self.eff.layer_overhead_s + (self.moe_floor if moe else 0.0)
+        if overlapped:
+            # one of two micro-batches: its exchange runs while the other computes the same
+            # work, and the share tbo_exchange_hidden of the shorter of the two is hidden
+            ep_comm = ep_comm - self.eff.tbo_exchange_hidden * minimum(
+                ep_comm, compute_time + memory_time + tp_comm + fixed)
+        self._add("tensor_parallel", tp_comm)
+        self._add("expert_parallel", ep_comm)
         self._add("overhead", fixed)
         return phase + _Phase(communication=tp_comm + ep_comm) + _Phase(overhead=fixed)
 
@@ -953,12 +990,20 @@ class _Runner:
         # layer counts by kind: expert or dense (the leading dense layers of an MoE model),
         # full or sliding-window attention
         body = _Phase()
+        tbo = self.cfg.two_batch_overlap
+        half = self.experts_touched(tokens / 2) if tbo else 0.0
         for moe, window, share in s.layer_kinds():
             def one(moe: bool = moe, window: int = window) -> _Phase:
                 return self.layer(tokens, seqs, q_len, ctx, touched if moe else 0.0,
                                   moe=moe, window=window, prefill=prefill)
 
-            body = body + self._scaled(layers * share, one)
+            def halves(window: int = window) -> _Phase:
+                # two-batch overlap: the expert layer runs twice at half the batch
+                return self._scaled(2, lambda: self.layer(
+                    tokens / 2, seqs / 2, q_len, ctx, half, moe=True, window=window,
+                    prefill=prefill, overlapped=True))
+
+            body = body + self._scaled(layers * share, halves if moe and tbo else one)
         total = body + self.head(rows)
         if self.cfg.pp > 1:
             act = tokens * self.s.hidden * self.act_bytes
@@ -1060,7 +1105,11 @@ def _exchange_note(runner: _Runner) -> dict[str, Any]:
             if runner.trtllm_deepep else "one-shot all-to-all kernels",
             "dispatch_fixed_s": dispatch, "combine_fixed_s": combine,
             "per_gpu_s": runner.eff.moe_dispatch_peer_latency_s,
-            "combine_bytes_per_element": COMBINE_BYTES}
+            "combine_bytes_per_element": COMBINE_BYTES,
+            # across nodes a prefill pass's exchange crosses the network once per node
+            "prefill_node_dedupe": bool(runner.ep_group.nodes > 1),
+            "two_batch_overlap_hidden": runner.eff.tbo_exchange_hidden
+            if runner.cfg.two_batch_overlap else None}
 
 
 def _context_note(shape: TransformerShape, cfg: InferenceConfig) -> dict[str, Any] | None:
@@ -1074,10 +1123,18 @@ def _context_note(shape: TransformerShape, cfg: InferenceConfig) -> dict[str, An
             "exceeded": tokens > shape.positions}
 
 
+def slot_spread(shape: TransformerShape, cfg: InferenceConfig) -> float:
+    """Expert slots over experts: 1 + the redundant copies over the model's experts (1 for a
+    model without experts or without redundant copies)."""
+    if not shape.is_moe or not cfg.redundant_experts:
+        return 1.0
+    return (shape.experts + cfg.redundant_experts) / shape.experts
+
+
 def _weight_bytes(shape: TransformerShape, cfg: InferenceConfig) -> float:
-    """Weight bytes per GPU: dense weights over TP x PP, expert weights over max(TP, EP) GPUs
-    per stage (see _Runner.layer); with speculative decoding also the draft, one average
-    layer on the last stage."""
+    """Weight bytes per GPU: dense weights over TP x PP, expert weights (with their redundant
+    copies) over max(TP, EP) GPUs per stage (see _Runner.layer); with speculative decoding
+    also the draft, one average layer on the last stage."""
     pc = count_params(shape)
     w = cfg.quant.weights.bytes
     shard = cfg.tp * cfg.pp
@@ -1086,7 +1143,8 @@ def _weight_bytes(shape: TransformerShape, cfg: InferenceConfig) -> float:
     else:
         experts = pc.mlp_experts
         model = (pc.total - experts) * w / shard \
-            + experts * cfg.expert_quant.weights.bytes / (cfg.pp * max(cfg.tp, cfg.ep))
+            + experts * slot_spread(shape, cfg) * cfg.expert_quant.weights.bytes \
+            / (cfg.pp * max(cfg.tp, cfg.ep))
     if not cfg.speculative_tokens:
         return model
     embeddings = (pc.embedding + pc.lm_head) * w / cfg.tp
@@ -1469,7 +1527,11 @@ def estimate_inference(
         "replicas": cfg.replicas,
         "parallelism": {"tp": cfg.tp, "pp": cfg.pp, "ep": cfg.ep,
                         "expert_split_gpus": max(cfg.tp, cfg.ep) if shape.is_moe else 1,
-                        "attention_data_parallel": shape.is_moe and cfg.ep > cfg.tp},
+                        "attention_data_parallel": shape.is_moe and cfg.ep > cfg.tp,
+                        "redundant_experts": cfg.redundant_experts or None,
+                        "expert_slots": shape.experts + cfg.redundant_experts
+                        if shape.is_moe else None,
+                        "two_batch_overlap": cfg.two_batch_overlap},
         "reserve_fraction": RESERVE_FRACTION if not cfg.kv_cache_fraction else None,
         "kv_cache_fraction": cfg.kv_cache_fraction or None,
         "max_prefill_tokens_per_pass": cfg.max_num_tokens,

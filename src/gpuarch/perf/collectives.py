@@ -339,7 +339,8 @@ def collective_time(kind: Collective, size_bytes: Num, group: Group, eff: Effici
 
 
 def dispatch_time(size_bytes: Num, group: Group, eff: Efficiency,
-                  latency_s: float | None = None) -> Num:
+                  latency_s: float | None = None, dedupe_copies: Num = 0,
+                  routing_groups: tuple[int, int] = (0, 0)) -> Num:
     """Seconds for one MoE dispatch or combine of ``size_bytes`` per GPU (each routed copy
     of a token once) over ``group`` by a serving engine's one-shot all-to-all kernel
     (TensorRT-LLM's NVLink kernels, DeepEP's low-latency kernels): every GPU writes to all
@@ -350,7 +351,11 @@ def dispatch_time(size_bytes: Num, group: Group, eff: Efficiency,
     time. Not NCCL's ring: no latency per step, which over a wide group (EP 32-64) made a
     dispatch 10-50 times the measured one (``gpuarch validate moe-dispatch``).
     ``latency_s`` replaces the fixed time where an engine's path has its own
-    (``moe_dispatch_latency_trtllm_deepep_s``)."""
+    (``moe_dispatch_latency_trtllm_deepep_s``). ``dedupe_copies`` (the routed copies of
+    each token in the buffer; 0 = none): the kernel crosses the network once per other node
+    a token's copies go to, not once per copy (``remote_nodes_per_token``, with
+    ``routing_groups`` as there), as DeepEP's normal (high-throughput) kernels do, the
+    receiving node forwarding it to its GPUs over NVLink."""
     n = to_float(group.size)
     size = to_float(size_bytes)
     g = minimum(n, to_float(group.per_node))
@@ -364,7 +369,12 @@ def dispatch_time(size_bytes: Num, group: Group, eff: Efficiency,
             raise GpuarchError("the job spans several nodes but the system has no "
                                "inter-node network in the catalog; give --system with a "
                                "network")
-        network = (n - g) / n * size / group.inter.effective(eff)
+        share = (n - g) / n
+        if any_of(to_float(dedupe_copies) > 0):
+            k = maximum(to_float(dedupe_copies), 1.0)
+            share = where(to_float(dedupe_copies) > 0, remote_nodes_per_token(
+                k, to_float(group.nodes), *routing_groups) / k, share)
+        network = share * size / group.inter.effective(eff)
         transfer = where(crosses, maximum(remote_intra, network), remote_intra)
     else:
         transfer = remote_intra

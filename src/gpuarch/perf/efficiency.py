@@ -328,6 +328,16 @@ class Efficiency:
     domain (fitted with ``moe_dispatch_latency_s`` on the same rows); the share for other
     nodes crosses the network at ``network_bus``."""
 
+    tbo_exchange_hidden: float = 0.69
+    """Under two-batch overlap (``InferenceConfig.two_batch_overlap``: each expert layer runs
+    its batch as two micro-batches), the share of the shorter of one micro-batch's expert
+    all-to-all and the other micro-batch's work in the layer that is hidden; the rest of the
+    exchange stays on the critical path (its kernels' sending and receiving hold the SMs;
+    only the time in flight overlaps). Fitted on one figure, SGLang's decode of DeepSeek-V3
+    on 72 H100s with the overlap (LMSYS blog, 2025-05-05; ``python scripts/fit_tbo.py``:
+    0.688); checked on the same decode without it (-0.2%, the share plays no part) and a
+    prefill with it (-25.2%). Serving only."""
+
     tp_comm_exposed: float = 0.0
     """Fraction of tensor-parallel communication not hidden behind compute when TP
     communication overlap is on (Megatron --tp-comm-overlap); without it all of it is

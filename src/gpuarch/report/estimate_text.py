@@ -301,6 +301,13 @@ def _serving_setup_lines(a: dict[str, Any]) -> list[str]:
                      f"{fmt(from_si(x['combine_fixed_s'], Unit.US))} us a combine fixed, "
                      f"{fmt(from_si(x['per_gpu_s'], Unit.US))} us per GPU, then the bytes "
                      "(combine in 16 bits; gpuarch validate moe-dispatch)")
+        if x.get("prefill_node_dedupe"):
+            lines.append("                a prefill pass sends a token across the network "
+                         "once per node its experts are on (high-throughput kernels)")
+        if x.get("two_batch_overlap_hidden") is not None:
+            lines.append(f"                two-batch overlap: "
+                         f"{x['two_batch_overlap_hidden']:.0%} of the shorter of a "
+                         "micro-batch's exchange and the other's work is hidden")
     if a.get("output_len_cv"):
         lines.append(f"  lengths       output lengths spread {a['output_len_cv']:g} (sd / mean): "
                      f"the requests in flight average {fmt(a['mean_output_in_flight'])} "
@@ -827,10 +834,14 @@ def _expert_split(par: dict[str, Any]) -> str:
     """How an MoE model's experts are laid out, when expert parallelism is on."""
     if par.get("ep", 1) <= 1:
         return ""
+    slots = (f" ({par['expert_slots']} slots: {par['redundant_experts']} redundant "
+             "experts)") if par.get("redundant_experts") else ""
+    overlap = "; two-batch overlap" if par.get("two_batch_overlap") else ""
     if par.get("attention_data_parallel"):
-        return (f" with data-parallel attention; experts split over EP{par['ep']} "
-                "(each replica's tokens reach every GPU's experts)")
-    return f"; experts split over {par['expert_split_gpus']} GPUs (EP{par['ep']} within TP)"
+        return (f" with data-parallel attention; experts split over EP{par['ep']}{slots} "
+                f"(each replica's tokens reach every GPU's experts){overlap}")
+    return (f"; experts split over {par['expert_split_gpus']} GPUs (EP{par['ep']} within "
+            f"TP){slots}{overlap}")
 
 
 def _validation_footer(s: Any, noun: str, fit: str) -> list[str]:

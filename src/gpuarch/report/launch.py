@@ -341,6 +341,19 @@ def serving_launch(engine: str, shape: Any, cfg: Any, model: str, batch: int,
             add("ep", ep)
         if attention_dp:
             options.append("enable_attention_dp: true")
+    if engine == "sglang" and cfg.two_batch_overlap:
+        add("two_batch_overlap")
+    elif cfg.two_batch_overlap:
+        notes.append(f"two-batch overlap: the estimate assumed it; {info['name']} is not "
+                     "started with it here (SGLang's --enable-two-batch-overlap)")
+    if engine == "sglang" and cfg.redundant_experts:
+        add("redundant_experts", cfg.redundant_experts)
+        notes.append("redundant experts are placed by EPLB: give it an expert distribution "
+                     "(--init-expert-location) or let it rebalance (--enable-eplb)")
+    elif cfg.redundant_experts:
+        notes.append(f"{cfg.redundant_experts} redundant experts: the estimate assumed them; "
+                     f"set {info['name']}'s expert load balancer for {shape.experts} + "
+                     f"{cfg.redundant_experts} slots")
     if servers > 1:
         notes.append(f"{servers} such servers (one per {group * cfg.pp} GPUs), requests "
                      "spread over them")

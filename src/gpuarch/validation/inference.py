@@ -25,6 +25,7 @@ from gpuarch.estimate.inference import (
     EXECUTORS,
     MAX_PREFILL_TOKENS,
     MOE_COMMS,
+    MOE_KERNELS,
     WINDOW_KV_CACHES,
     Batching,
     InferenceConfig,
@@ -57,10 +58,24 @@ _METRICS = {
     "ttft_s": "ttft_s",
     "tpot_s": "tpot_s",
     "request_latency_s": "request_latency_s",
+    "decode_tokens_per_s_per_gpu": "decode_tokens_per_s_per_gpu",
+    "prefill_tokens_per_s_per_gpu": "prefill_tokens_per_s_per_gpu",
 }
+"""The figures a point may give: the estimate's JSON keys, and two rates of one phase that a
+disaggregated deployment publishes for its prefill or decode GPUs alone (``_phase_rates``)."""
 
 
-ENGINE_KEYS = ("cuda_graph_batch_sizes", "executor", "window_kv_cache", "moe_comm",
+def _phase_rates(doc: dict[str, Any], cfg: InferenceConfig) -> dict[str, float]:
+    """A static batch's rates per GPU in one phase: decode, its sequences' tokens per step
+    over the time per output token; prefill, its prompts' new tokens over the time to the
+    first token (the whole batch prefilled), each replica on its own GPUs."""
+    gpus = cfg.tp * cfg.pp
+    return {"decode_tokens_per_s_per_gpu": doc["batch"] / doc["tpot_s"] / gpus,
+            "prefill_tokens_per_s_per_gpu":
+                doc["batch"] * cfg.new_prompt_tokens / doc["ttft_s"] / gpus}
+
+
+ENGINE_KEYS = ("cuda_graph_batch_sizes", "executor", "window_kv_cache", "moe_comm", "moe_kernels",
                "kv_cache_fraction", "max_batch_size", "max_num_tokens",
                "fp8_context_attention", "num_requests", "limits")
 """Point settings a source may set once for all its points (``engine`` on the source)."""
@@ -155,6 +170,10 @@ def point_config(point: TrainingPoint, gpus_per_node: int, product: Product | No
         executor=str(point.get("executor", EXECUTORS[0])),
         window_kv_cache=str(point.get("window_kv_cache", WINDOW_KV_CACHES[0])),
         moe_comm=str(point.get("moe_comm", MOE_COMMS[0])),
+        moe_kernels=str(point.get("moe_kernels", MOE_KERNELS[0])),
+        redundant_experts=int(point.get("redundant_experts") or 0),
+        two_batch_overlap=bool(point.get("two_batch_overlap", False)),
+        moe_imbalance=float(point.get("moe_imbalance") or 1.0),
         num_requests=int(point.get("num_requests") or 0),
         output_len_cv=float(point.get("output_len_cv") or 0.0),
         fp8_context_attention=bool(point.get("fp8_context_attention", False)),
@@ -195,6 +214,11 @@ def compare_point(catalog: Catalog, point: TrainingPoint, efficiency: Efficiency
     rows = []
     for key, attr in _METRICS.items():
         published = point.get(key)
+        if published and attr not in doc:
+            if cfg.batching is not Batching.STATIC:
+                raise GpuarchError(f"point {point.id}: {key} is a static batch's rate in one "
+                                   "phase; give mode = \"static-batch\"")
+            doc = {**doc, **_phase_rates(doc, cfg)}
         if published:
             rows.append(InferenceComparison(
                 point.id, point.source, shape.name, product.key, cfg.gpus,

@@ -211,34 +211,49 @@ class TransformerShape:
     def moe_layers(self) -> int:
         return self.layers - self.dense_layers if self.is_moe else 0
 
-    def check_expert_parallel(self, ep: int, imbalance: float = 1.0) -> None:
-        """Raise unless ``ep`` expert-parallel ranks can split this model's experts and the
-        busiest of them can carry ``imbalance`` times the mean routed load: a token sends at
-        most min(experts per token, experts per rank) of its copies to one rank, against
+    def check_expert_parallel(self, ep: int, imbalance: float = 1.0,
+                              redundant: int = 0) -> None:
+        """Raise unless ``ep`` expert-parallel ranks can split this model's experts (with
+        ``redundant`` extra copies of busy experts, EPLB's slots: experts + redundant) and
+        the busiest of them can carry ``imbalance`` times the mean routed load: a token sends
+        at most min(experts per token, experts per rank) of its copies to one rank, against
         experts_per_token / ep on average."""
         check_number("--moe-imbalance", imbalance, 1,
                      "the busiest rank's load over the mean, a number")
+        if not isinstance(redundant, int) or isinstance(redundant, bool) or redundant < 0:
+            raise GpuarchError(f"--redundant-experts: expected an integer >= 0, got "
+                               f"{redundant!r}")
+        if redundant and not self.is_moe:
+            raise GpuarchError("--redundant-experts: redundant expert copies need a "
+                               "mixture-of-experts model")
+        if redundant and ep <= 1:
+            raise GpuarchError("--redundant-experts: redundant expert copies are spread "
+                               "over expert-parallel ranks; give --ep > 1")
         if ep <= 1:
             return
         if not self.is_moe:
             raise GpuarchError("--ep: expert parallelism needs a mixture-of-experts model")
-        if self.experts % ep:
-            raise GpuarchError(f"--ep: {ep} does not divide the {self.experts} experts")
-        most = self.busiest_rank_bound(ep)
+        slots = self.experts + redundant
+        if slots % ep:
+            where = f"{slots} expert slots ({self.experts} experts + {redundant} " \
+                    "redundant)" if redundant else f"{self.experts} experts"
+            raise GpuarchError(f"--ep: {ep} does not divide the {where}")
+        most = self.busiest_rank_bound(ep, redundant)
         if imbalance > most:
             raise GpuarchError(
                 f"--moe-imbalance: {imbalance:g} exceeds {most:g}, the load of a rank that "
-                f"receives every token's copies it can hold ({self.experts // ep} experts per "
+                f"receives every token's copies it can hold ({slots // ep} experts per "
                 f"rank of {ep}, {self.experts_per_token} experts per token)")
 
-    def busiest_rank_bound(self, ep: int) -> float:
+    def busiest_rank_bound(self, ep: int, redundant: int = 0) -> float:
         """The most routed load, over the mean, one of ``ep`` expert-parallel ranks can
-        receive: every token's copies it can hold (min(experts per token, experts per rank)
-        of its experts_per_token) against experts_per_token / ep on average; 1 without
+        receive: every token's copies it can hold (min(experts per token, expert slots per
+        rank) of its experts_per_token) against experts_per_token / ep on average; 1 without
         expert parallelism."""
         if ep <= 1 or not self.is_moe:
             return 1.0
-        return ep * min(self.experts_per_token, self.experts // ep) / self.experts_per_token
+        per_rank = (self.experts + redundant) // ep
+        return ep * min(self.experts_per_token, per_rank) / self.experts_per_token
 
     @property
     def windowed_layers(self) -> int:
