@@ -231,6 +231,44 @@ def test_moe_serving_searches_wide_expert_parallelism(tmp_path: Path) -> None:
         top=500, objective=Objective.TIME), prices)
     assert box.top and 1 < max(o.ep for o in box.top) <= 8
 
+def test_advise_infer_applies_the_expert_options(tmp_path: Path) -> None:
+    """--moe-imbalance, --redundant-experts and --two-batch-overlap reach every split with
+    EP > 1 the serving search tries (the imbalance was accepted and dropped before): slots
+    that EP does not divide leave that EP out (256 + 32 experts: 8, 16 and 32 stay, 64
+    goes), a busier rank lowers the rate, and the chosen option's configuration (what a
+    launch command spells out) carries them."""
+    from gpuarch.advise.infer import InferenceSearch, advise_inference, option_config
+
+    shape = preset("deepseek-v3").shape
+    prices = load_prices(_prices(tmp_path))
+
+    def advise(**kw: object) -> Any:
+        return advise_inference(CATALOG, shape, InferenceSearch(
+            input_len=2000, output_len=500, concurrency=4096, max_gpus=64, gpus=("h100",),
+            top=500, moe_kernels="sglang-deepep", **kw), prices)  # type: ignore[arg-type]
+
+    plain = advise()
+    wide = advise(redundant_experts=32, two_batch_overlap=True)
+    assert 64 in {o.ep for o in plain.top}
+    assert {o.ep for o in wide.top if o.ep > 1} <= {2, 4, 8, 16, 32} and \
+        {16, 32} <= {o.ep for o in wide.top}
+    assert (wide.assumptions["redundant_experts"], wide.assumptions["two_batch_overlap"]) \
+        == (32, True)
+    best = next(o for o in wide.top if o.ep == 32)
+    cfg = option_config(InferenceSearch(
+        input_len=2000, output_len=500, moe_kernels="sglang-deepep", redundant_experts=32,
+        two_batch_overlap=True), best)
+    assert (cfg.redundant_experts, cfg.two_batch_overlap) == (32, True)
+    busy = advise(moe_imbalance=1.5)
+    rate = {(o.ep, o.batch, o.weights, o.kv_cache): o.output_tokens_per_s for o in plain.top}
+    slower = [o.output_tokens_per_s < rate[key] for o in busy.top if o.ep > 1
+              and (key := (o.ep, o.batch, o.weights, o.kv_cache)) in rate]
+    assert slower and all(slower)
+    from gpuarch.report.advise_text import render_inference_advice
+    assert "expert parallelism: 32 redundant experts, two-batch overlap in every split " \
+        "with EP > 1" in render_inference_advice(wide)
+
+
 def test_moe_serving_searches_expert_parallel_units(tmp_path: Path) -> None:
     """For an MoE model the serving search also tries units of EP GPUs with data-parallel
     attention; such an option's numbers are the estimate's for TP 1 x EP (its throughput is
@@ -574,9 +612,10 @@ def test_inference_search_engine_properties() -> None:
                                                                                "vllm")
     from gpuarch.report.advise_text import render_inference_advice
     assert "MoE kernels: TensorRT-LLM's, 26.6 us fixed per expert layer and pass, 45.0 us on " \
-        "Blackwell; --moe-kernels vllm|sglang for theirs" in render_inference_advice(ring)
+        "Blackwell; --moe-kernels vllm|sglang|sglang-deepep for theirs" \
+        in render_inference_advice(ring)
     assert "MoE kernels: vLLM's, 26.6 us fixed per expert layer and pass; --moe-kernels " \
-        "trtllm|sglang for theirs" in render_inference_advice(full)
+        "trtllm|sglang|sglang-deepep for theirs" in render_inference_advice(full)
     dense = advise_inference(CATALOG, preset("llama-3.1-8b").shape, InferenceSearch(
         1024, 256, gpus=("h200",), max_gpus=1, top=5), prices)
     assert dense.assumptions["moe_kernels"] is None

@@ -474,7 +474,8 @@ def test_estimate_infer(capsys: pytest.CaptureFixture[str]) -> None:
                     ["validate", "moe-kernels"]):
         status, out, err = run(capsys, *command, "--moe-kernels", "vlm")
         assert status == 2 and out == "" and "Traceback" not in err
-        assert "--moe-kernels: expected one of trtllm, vllm, sglang, got 'vlm'" in err
+        assert "--moe-kernels: expected one of trtllm, vllm, sglang, sglang-deepep, got " \
+            "'vlm'" in err
         assert "did you mean 'vllm'" in err
 
 

@@ -40,7 +40,8 @@ def _decode(ep: int, redundant: int = 0, tbo: bool = False, batch: int = 256,
     """DeepSeek-V3 decoding with data-parallel attention over ``ep`` H100s (SGLang's setup)."""
     return InferenceConfig(input_len=2000, output_len=2, batch=batch, gpus=ep, tp=1, ep=ep,
                            quant=FP8, fp8_scaling="block", batching=Batching.STATIC,
-                           gpus_per_node=8, moe_kernels="sglang", redundant_experts=redundant,
+                           gpus_per_node=8, moe_kernels="sglang-deepep",
+                           redundant_experts=redundant,
                            two_batch_overlap=tbo, **kw)  # type: ignore[arg-type]
 
 
@@ -89,16 +90,20 @@ def test_redundant_experts_need_experts() -> None:
 
 def test_two_batch_overlap_hides_a_share_of_the_exchange() -> None:
     """With nothing hidden, two half batches only cost more (each re-reads the weights its
-    GEMMs stream); with everything hidden, a decode step whose exchange is shorter than its
-    work shows no exchange at all; in between, the step shrinks as the share grows."""
-    plain = _estimate(_decode(64)).tpot_s
+    GEMMs stream); with everything hidden, only the part of each half's exchange that
+    outlasts the other half's work remains (a few percent of the exchange here); in between,
+    the step shrinks as the share grows."""
+    whole = _estimate(_decode(64))
+    plain = whole.tpot_s
+    exchange = whole.as_json()["decode_step_parts_s"]["expert_parallel"]
     steps = []
     for share in (0.0, 0.25, 0.5, 0.75, 1.0):
         eff = DEFAULT_EFFICIENCY.with_overrides({"tbo_exchange_hidden": share})
         steps.append(_estimate(_decode(64, tbo=True), eff))
     assert steps[0].tpot_s > plain
     assert all(a.tpot_s > b.tpot_s for a, b in itertools.pairwise(steps))
-    assert steps[-1].as_json()["decode_step_parts_s"]["expert_parallel"] == 0.0
+    assert 0.0 < steps[-1].as_json()["decode_step_parts_s"]["expert_parallel"] \
+        < 0.1 * exchange
     assert steps[-1].tpot_s < plain
 
 
@@ -145,21 +150,52 @@ def test_deduplicating_never_sends_more_and_arrays_agree(size: float, ep: int) -
 
 
 def test_sglang_deployment_figures() -> None:
-    """SGLang's 96-H100 DeepSeek-V3 deployment (LMSYS blog, 2025-05-05). The decode with
-    two-batch overlap (22,282 tokens/s per node at EP 72) is the one figure
-    ``tbo_exchange_hidden`` is fitted on; the same decode without the overlap (22,310 / 1.255
-    per node, derived from the blog's 25.5% speedup) does not depend on it and sits within
-    1%; the prefill with the overlap (59,337 per node at 16,384 tokens a GPU, balanced
-    routing) reads slow, as the model's block-scaled FP8 expert GEMMs run at TensorRT-LLM's
-    rate rather than DeepGEMM's."""
+    """SGLang's 96-H100 DeepSeek-V3 deployment (LMSYS blog, 2025-05-05), with the experts at
+    DeepGEMM's published rate. The decode with two-batch overlap (22,282 tokens/s per node
+    at EP 72) is the one figure ``tbo_exchange_hidden`` is fitted on; the same decode without
+    the overlap (22,310 / 1.255 per node, derived from the blog's 25.5% speedup) does not
+    depend on it and reads 16% fast; the prefill with the overlap (59,337 per node at 16,384
+    tokens a GPU, balanced routing) within 2%."""
     points = {p.id: p for p in load_inference_points()
               if p.source == "lmsys-sglang-large-scale-ep"}
     errors = {k.removeprefix("sglang-lsep-h100-deepseek-v3-"):
               compare_point(CATALOG, p, DEFAULT_EFFICIENCY)[0].error
               for k, p in points.items()}
     assert abs(errors["decode-ep72-tbo"]) < 0.01
-    assert abs(errors["decode-ep72-no-tbo"]) < 0.01
-    assert -0.30 < errors["prefill-ep32-4096-perfect-eplb"] < -0.20
+    assert 0.10 < errors["decode-ep72-no-tbo"] < 0.20
+    assert abs(errors["prefill-ep32-4096-perfect-eplb"]) < 0.03
+
+
+def test_deepgemm_experts_run_at_deepgemms_published_rate() -> None:
+    """DeepGEMM's README timed its grouped FP8 GEMMs for DeepSeek-V3's experts on H800 at
+    815-1,297 TFLOPS; SGLang's wide-EP path (``sglang-deepep``) prices the experts there
+    within 10% on average (``moe_gemm_deepgemm``, scripts/fit_deepgemm.py), where the
+    block-scaled rate of TensorRT-LLM's CUTLASS layers is 2.2-3 times slower."""
+    from gpuarch.validation.deepgemm import compare as deepgemm_rows
+    from gpuarch.validation.measured import mean_abs_log_ratio
+
+    rows = deepgemm_rows(CATALOG)
+    assert len(rows) == 10 and {r.layout for r in rows} == {"contiguous", "masked"}
+    assert mean_abs_log_ratio(rows) < 0.1 and all(0.8 < r.ratio < 1.25 for r in rows)
+    cutlass = deepgemm_rows(CATALOG, DEFAULT_EFFICIENCY.with_overrides(
+        {"moe_gemm_deepgemm": DEFAULT_EFFICIENCY.moe_gemm * DEFAULT_EFFICIENCY.moe_gemm_fine
+         * DEFAULT_EFFICIENCY.moe_gemm_fp8_block}))
+    assert all(2.1 < r.ratio < 3.1 for r in cutlass)
+
+
+def test_the_deepep_path_only_changes_hoppers_block_scaled_experts() -> None:
+    """sglang-deepep prices SGLang's other kernels as "sglang" does but for Hopper's
+    block-scaled FP8 experts: per-tensor FP8 and Blackwell keep their rates."""
+    for gpu, scaling in (("h100-sxm5-80gb", "tensor"), ("b200", "block")):
+        product = CATALOG.product(gpu)
+        system = CATALOG.system_for(product)
+        times = [estimate_inference(CATALOG, SHAPE, product, dataclasses.replace(
+            _decode(16), fp8_scaling=scaling, moe_kernels=kernels, gpus_per_node=8),
+            system=system).tpot_s for kernels in ("sglang", "sglang-deepep")]
+        assert times[0] == pytest.approx(times[1], rel=1e-12), gpu
+    faster = [_estimate(dataclasses.replace(_decode(16), moe_kernels=k)).as_json()[
+        "decode_step_parts_s"]["expert_gemms"] for k in ("sglang", "sglang-deepep")]
+    assert faster[1] < 0.8 * faster[0]
 
 
 def test_phase_rates_are_the_estimates_own() -> None:
@@ -170,8 +206,9 @@ def test_phase_rates_are_the_estimates_own() -> None:
     row = compare_point(CATALOG, point, DEFAULT_EFFICIENCY)[0]
     est = _estimate(InferenceConfig(
         input_len=4096, output_len=2, batch=4, gpus=32, tp=1, ep=32, quant=FP8,
-        fp8_scaling="block", batching=Batching.STATIC, gpus_per_node=8, moe_kernels="sglang",
-        redundant_experts=32, two_batch_overlap=True, max_num_tokens=16384))
+        fp8_scaling="block", batching=Batching.STATIC, gpus_per_node=8,
+        moe_kernels="sglang-deepep", redundant_experts=32, two_batch_overlap=True,
+        max_num_tokens=16384))
     assert row.metric == "prefill_tokens_per_s_per_gpu"
     assert row.predicted == pytest.approx(4 * 4096 / est.ttft_s, rel=1e-12)
 
@@ -179,7 +216,7 @@ def test_phase_rates_are_the_estimates_own() -> None:
 def test_cli_and_launch(capsys: pytest.CaptureFixture[str]) -> None:
     args = ["estimate", "infer", "--model", "deepseek-v3", "--gpu", "h100", "--system",
             "dgx-h100", "--gpus", "72", "--tp", "1", "--ep", "72", "--input-len", "2000",
-            "--output-len", "100", "--batch", "256", "--moe-kernels", "sglang"]
+            "--output-len", "100", "--batch", "256", "--moe-kernels", "sglang-deepep"]
     assert main([*args, "--two-batch-overlap"]) == 2
     assert "--ep: 72 does not divide the 256 experts" in capsys.readouterr().err
     wide = [*args, "--redundant-experts", "32", "--two-batch-overlap"]
@@ -194,3 +231,5 @@ def test_cli_and_launch(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert "288 slots: 32 redundant experts" in out and "two-batch overlap" in out
     assert "--enable-two-batch-overlap" in out and "--ep-num-redundant-experts 32" in out
+    assert "--moe-a2a-backend deepep" in out and "--moe-runner-backend deep_gemm" in out
+    assert "DeepGEMM's grouped GEMMs, at their published rate" in out

@@ -33,7 +33,7 @@ from gpuarch.advise.serving_options import (
 from gpuarch.advise.train import MAX_TOP, Objective, pareto_mask
 from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import Product, Tier
-from gpuarch.errors import GpuarchError, check_choice
+from gpuarch.errors import GpuarchError, check_choice, check_count, check_number
 from gpuarch.estimate.energy import NODE_OVERHEAD, PUE, seconds_per_token_at_peak
 from gpuarch.estimate.inference import (
     BLACKWELL_TENSOR_CORES,
@@ -49,6 +49,7 @@ from gpuarch.estimate.inference import (
     fp8_scaling_of,
     max_batch_that_fits,
     moe_block_floor_s,
+    with_expert_options,
 )
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.perf.quant import QuantFormat, QuantScheme, gemm_peak
@@ -97,6 +98,11 @@ class InferenceSearch:
     window_kv_cache: str = "ring"  # sliding-window layers' KV (InferenceConfig.window_kv_cache)
     moe_comm: str = "alltoall"  # expert dispatch with attention DP (InferenceConfig.moe_comm)
     moe_kernels: str = "trtllm"  # whose fused MoE kernels (InferenceConfig.moe_kernels)
+    # expert-parallel options, applied to every split with EP > 1 (InferenceConfig's
+    # moe_imbalance, redundant_experts, two_batch_overlap; with_expert_options)
+    moe_imbalance: float = 1.0
+    redundant_experts: int = 0
+    two_batch_overlap: bool = False
     fp8_context_attention: bool = False  # InferenceConfig.fp8_context_attention
     nvls: bool = True  # NVLink SHARP tensor-parallel all-reduces (InferenceConfig.nvls)
     adp_balance: bool = False  # context passes lined up across ranks (InferenceConfig)
@@ -121,6 +127,9 @@ class InferenceSearch:
         check_choice("--window-kv-cache", self.window_kv_cache, WINDOW_KV_CACHES)
         check_choice("--moe-comm", self.moe_comm, MOE_COMMS)
         check_choice("--moe-kernels", self.moe_kernels, MOE_KERNELS)
+        check_number("--moe-imbalance", self.moe_imbalance, 1,
+                     "the busiest rank's load over the mean, a number")
+        check_count("--redundant-experts", self.redundant_experts)
         if self.prefill_gpus and not self.disaggregated:
             raise GpuarchError("--prefill-gpu: it sets the prefill pools of disaggregated "
                                "deployments; add --disaggregated")
@@ -239,7 +248,7 @@ def advise_inference(
         # one-shot kernels' measured cost (perf.collectives.dispatch_time)
         groups += [(1, 1, ep) for ep in WIDE_EP
                    if shape.is_moe and (ep <= gpn or networked) and ep <= search.max_gpus
-                   and shape.experts % ep == 0]
+                   and (shape.experts + search.redundant_experts) % ep == 0]
         peak_scheme: dict[str, float] = {}
         # disaggregated: the prefill pools per format and prefill GPU, with the hand-offs
         # and sizings met
@@ -264,6 +273,8 @@ def advise_inference(
                     cached_prefix=search.cached_prefix,
                     output_len_cv=search.output_len_cv,
                     cuda_graph_batch_sizes=search.cuda_graph_batch_sizes)
+                cfg = with_expert_options(cfg, search.moe_imbalance,
+                                          search.redundant_experts, search.two_batch_overlap)
                 try:
                     cfg.validate(shape)
                 except GpuarchError:
@@ -335,6 +346,10 @@ def advise_inference(
                        "blackwell": moe_block_floor_s(
                            BLACKWELL_TENSOR_CORES, search.moe_kernels, efficiency)}
                    if shape.is_moe else None,
+                   # the expert-parallel options every split with EP > 1 took
+                   "moe_imbalance": search.moe_imbalance if shape.is_moe else None,
+                   "redundant_experts": search.redundant_experts or None,
+                   "two_batch_overlap": search.two_batch_overlap or None,
                    "nvls": search.nvls,
                    "adp_balance": search.adp_balance,
                    "fleet": ("replicas = ceil(rate x output tokens / replica throughput)"
@@ -408,7 +423,7 @@ def option_config(search: InferenceSearch, o: InferenceOption) -> InferenceConfi
         raise GpuarchError("a disaggregated option has two pools, not one configuration")
     quant = QuantScheme(QuantFormat(o.weights), QuantFormat(o.activations),
                         QuantFormat(o.kv_cache))
-    return InferenceConfig(
+    return with_expert_options(InferenceConfig(
         input_len=search.input_len, output_len=search.output_len, batch=o.batch,
         gpus=o.gpus, tp=o.tp, pp=o.pp, ep=o.ep, quant=quant,
         expert_weights=QuantFormat(o.expert_weights) if o.expert_weights else None,
@@ -418,7 +433,8 @@ def option_config(search: InferenceSearch, o: InferenceOption) -> InferenceConfi
         fp8_scaling=_fp8_scaling(search, o.scheme),
         nvls=search.nvls, adp_balance=search.adp_balance, cached_prefix=search.cached_prefix,
         output_len_cv=search.output_len_cv,
-        cuda_graph_batch_sizes=search.cuda_graph_batch_sizes)
+        cuda_graph_batch_sizes=search.cuda_graph_batch_sizes), search.moe_imbalance,
+        search.redundant_experts, search.two_batch_overlap)
 
 
 def _smallest_batches(rows: list[InferenceOption]) -> list[InferenceOption]:

@@ -281,11 +281,14 @@ def engine_flags(p: argparse.ArgumentParser) -> None:
                         "as DeepEP or TensorRT-LLM on GB200 NVL72) or allgather (every GPU "
                         "gathers all ranks' tokens, outputs reduce-scattered: TensorRT-LLM "
                         "without multi-node NVLink)")
-    p.add_argument("--moe-kernels", default="trtllm", metavar="trtllm|vllm|sglang",
+    p.add_argument("--moe-kernels", default="trtllm",
+                   metavar="trtllm|vllm|sglang|sglang-deepep",
                    help="whose fused MoE kernels set an expert layer's fixed time per pass: "
                         "trtllm (default: TensorRT-LLM's, 26.6 us, 45 us on Blackwell, as "
                         "its measured layers put them), vllm or sglang (26.6 us on Hopper and "
-                        "Blackwell alike); the rest of the model is the same")
+                        "Blackwell alike); sglang-deepep: SGLang's wide-EP path (DeepEP), "
+                        "whose block-scaled FP8 experts on Hopper run as DeepGEMM's grouped "
+                        "GEMMs at their published rate")
     p.add_argument("--moe-imbalance", type=float, default=1.0, metavar="X",
                    help="routed tokens on the busiest expert-parallel rank over the mean "
                         "(default 1: balanced): its expert GEMMs, permutation and "
@@ -747,11 +750,11 @@ def _print_measured_kernels(args: argparse.Namespace, source: str, count_key: st
 
 
 def cmd_validate_moe_kernels(args: argparse.Namespace) -> int:
-    from gpuarch.estimate.inference import MOE_KERNELS
     from gpuarch.report.estimate_text import render_moe_kernels
-    from gpuarch.validation.moe_kernels import SOURCES, compare, summarize
+    from gpuarch.validation.moe_kernels import FILES, SOURCES, compare, summarize
 
-    check_choice("--moe-kernels", args.moe_kernels, MOE_KERNELS)
+    # the engines whose measured MoE layers are held (not SGLang's wide-EP path)
+    check_choice("--moe-kernels", args.moe_kernels, tuple(FILES))
     rows = compare(load_catalog(), kernels=args.moe_kernels)
     return _print_measured_kernels(args, SOURCES[args.moe_kernels], "layers", rows,
                                    summarize(rows),
@@ -1142,10 +1145,12 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
         p = val_sub.add_parser(name, parents=[common], help=help_text)
         p.set_defaults(handler=handler)
         if name == "moe-kernels":
-            p.add_argument("--moe-kernels", default="trtllm", metavar="trtllm|vllm|sglang",
+            p.add_argument("--moe-kernels", default="trtllm",
+                           metavar="trtllm|vllm|sglang|sglang-deepep",
                            help="whose measured layers: TensorRT-LLM 1.3.0rc20's (default), "
-                                "vLLM 0.24.0's or SGLang 0.5.14's, each against the model with "
-                                "that engine's kernels")
+                                "vLLM 0.24.0's, SGLang 0.5.14's or SGLang 0.5.10's wide-EP "
+                                "path (DeepEP, DeepGEMM), each against the model with that "
+                                "engine's kernels")
     p = val_sub.add_parser("bands", parents=[common],
                            help="the model's error bands by regime (task, model kind, "
                            "architecture): what estimates report under 'error band'")

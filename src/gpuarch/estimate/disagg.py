@@ -46,6 +46,7 @@ from gpuarch.estimate.inference import (
     max_batch_that_fits,
     memory_per_gpu,
     moe_block_floor_s,
+    with_expert_options,
 )
 from gpuarch.perf.collectives import Collective, Group, collective_time, link_for
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
@@ -63,9 +64,12 @@ def prefill_pool_config(decode: InferenceConfig, *, gpus: int, tp: int, ep: int,
     """The engine setup of a prefill pool beside ``decode``'s GPUs: its formats and engine
     settings, its own split (no pipeline), no batch, cap or speculative decoding; its ranks
     all run context passes, none waits on a decoding one (``adp_balance``)."""
-    return replace(decode, gpus=gpus, tp=tp, pp=1, ep=ep, batch=None, max_batch_size=0,
+    pool = replace(decode, gpus=gpus, tp=tp, pp=1, ep=ep, batch=None, max_batch_size=0,
                    num_requests=0, speculative_tokens=0, acceptance_length=0.0,
                    adp_balance=True, **changes)
+    # the decode side's expert options where the pool's own split can take them
+    return with_expert_options(pool, decode.moe_imbalance, decode.redundant_experts,
+                               decode.two_batch_overlap)
 
 
 def best_pass(load: float, sizes: Sequence[float], pass_s: Sequence[float],

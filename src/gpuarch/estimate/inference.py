@@ -74,6 +74,7 @@ __all__ = [
     "BLACKWELL_TENSOR_CORES",
     "EXECUTORS",
     "FP8_SCALINGS",
+    "HOPPER_TENSOR_CORES",
     "MAX_PREFILL_LOAD",
     "MOE_COMMS",
     "MOE_KERNELS",
@@ -86,6 +87,7 @@ __all__ = [
     "InferenceCore",
     "InferenceEstimate",
     "check_cached_prefix",
+    "engine_of",
     "estimate_inference",
     "evaluate_inference",
     "fp8_scaling_of",
@@ -98,6 +100,7 @@ __all__ = [
     "moe_block_floor_s",
     "moe_module_time",
     "moe_rank_tokens",
+    "with_expert_options",
 ]
 
 RESERVE_FRACTION = 0.10
@@ -167,15 +170,27 @@ def fp8_scaling_of(blocks: bool) -> str:
     return FP8_SCALINGS[1] if blocks else FP8_SCALINGS[0]
 
 
-MOE_KERNELS = ("trtllm", "vllm", "sglang")
+MOE_KERNELS = ("trtllm", "vllm", "sglang", "sglang-deepep")
 """Whose fused MoE kernels a serving estimate charges the block's fixed time for: TensorRT-
 LLM's (``moe_block_floor_s``, on Blackwell ``moe_block_floor_blackwell_s``, as its measured
 layers put them), vLLM's or SGLang's (``moe_block_floor_s`` on every GPU: on Blackwell both run
 FlashInfer's TRT-LLM-Gen MoE, whose measured layers put it there); the rest of the model is
-the same for all three."""
+the same for the three. "sglang-deepep" is SGLang's wide-EP path (its DeepEP all-to-all,
+``--moe-a2a-backend deepep``), whose expert GEMMs on Hopper are DeepGEMM's grouped FP8 GEMMs:
+block-scaled FP8 experts there run at ``Efficiency.moe_gemm_deepgemm``."""
 
-MOE_KERNEL_ENGINES = {"trtllm": "TensorRT-LLM", "vllm": "vLLM", "sglang": "SGLang"}
+MOE_KERNEL_ENGINES = {"trtllm": "TensorRT-LLM", "vllm": "vLLM", "sglang": "SGLang",
+                      "sglang-deepep": "SGLang (DeepEP, DeepGEMM)"}
 """Each of ``MOE_KERNELS`` by the engine's name, as reports print it."""
+
+HOPPER_TENSOR_CORES = 4
+"""Hopper's Tensor Core generation (the catalog's ``tensor_core_generation``)."""
+
+
+def engine_of(kernels: str) -> str:
+    """The serving engine whose kernels ``kernels`` (``MOE_KERNELS``) are: "sglang" for
+    SGLang's wide-EP path too."""
+    return kernels.split("-", 1)[0]
 
 MAX_BATCH_SEARCH = 4096
 """Upper end of the search for the largest batch that fits (``--batch max``)."""
@@ -707,7 +722,15 @@ class _Runner:
         # block-scaled FP8 their own (Efficiency.moe_gemm_mxfp4_fp8, moe_gemm_fp8_block)
         weights, acts = cfg.expert_quant.weights, cfg.expert_quant.activations
         self.expert_eff = eff
-        if shape.is_fine_grained_moe and not (weights.is_16bit and acts.is_16bit):
+        generation = catalog.chip_of(product).sm.tensor_core_generation
+        # SGLang's wide-EP path on Hopper runs block-scaled FP8 experts as DeepGEMM's
+        # grouped GEMMs, at their own measured rate
+        self.deepgemm = cfg.moe_kernels == "sglang-deepep" and shape.is_moe \
+            and generation == HOPPER_TENSOR_CORES and weights is QuantFormat.FP8 \
+            and acts is QuantFormat.FP8 and cfg.fp8_scaling == "block"
+        if self.deepgemm:
+            self.expert_eff = dataclasses.replace(eff, moe_gemm=eff.moe_gemm_deepgemm)
+        elif shape.is_fine_grained_moe and not (weights.is_16bit and acts.is_16bit):
             factor = eff.moe_gemm_fine
             if weights is QuantFormat.FP4 and acts is QuantFormat.FP4:
                 factor *= eff.moe_gemm_nvfp4
@@ -717,7 +740,6 @@ class _Runner:
                     and cfg.fp8_scaling == "block":
                 factor *= eff.moe_gemm_fp8_block
             self.expert_eff = dataclasses.replace(eff, moe_gemm=eff.moe_gemm * factor)
-        generation = catalog.chip_of(product).sm.tensor_core_generation
         self.peak, self.device = _gemm_device(product, cfg.quant, generation)
         # the routed experts' GEMMs, in their own formats where they differ
         self.expert_peak, self.expert_device = (self.peak, self.device) \
@@ -1121,6 +1143,19 @@ def _context_note(shape: TransformerShape, cfg: InferenceConfig) -> dict[str, An
     tokens = cfg.input_len + cfg.output_len
     return {"tokens": shape.positions, "sequence": tokens,
             "exceeded": tokens > shape.positions}
+
+
+def with_expert_options(cfg: InferenceConfig, imbalance: float = 1.0, redundant: int = 0,
+                        overlap: bool = False) -> InferenceConfig:
+    """``cfg`` with the expert-parallel options a search or a prefill pool carries over from
+    the user where its own split can take them: the routing imbalance, redundant expert
+    slots and two-batch overlap with EP > 1 (the overlap where the experts exchange by
+    all-to-all), the defaults without expert parallelism."""
+    wide = cfg.ep > 1
+    return dataclasses.replace(
+        cfg, moe_imbalance=imbalance if wide else 1.0,
+        redundant_experts=redundant if wide else 0,
+        two_batch_overlap=overlap and wide and cfg.exchanges_all_to_all)
 
 
 def slot_spread(shape: TransformerShape, cfg: InferenceConfig) -> float:
@@ -1548,6 +1583,8 @@ def estimate_inference(
         "moe_exchange": _exchange_note(runner) if shape.is_moe and cfg.ep > cfg.tp
         and cfg.moe_comm == "alltoall" else None,
         "moe_kernels": cfg.moe_kernels if shape.is_moe else None,
+        # the routed experts as DeepGEMM's grouped GEMMs (SGLang's wide-EP path on Hopper)
+        "deepgemm_experts": True if runner.deepgemm else None,
         "moe_block_floor_s": runner.moe_floor if shape.is_moe else None,
         "moe_imbalance": cfg.moe_imbalance if shape.is_moe and cfg.ep > 1 else None,
         "tp_all_reduce": ("NVLink SHARP where faster" if runner.tp_group.intra.nvls_efficiency

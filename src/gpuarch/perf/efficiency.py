@@ -160,6 +160,16 @@ class Efficiency:
     ratio 0.95); SGLang's measured layers of the same format put it at 1.81. Not fitted on
     the validation figures (``python scripts/fit_moe_formats.py``). Serving only."""
 
+    moe_gemm_deepgemm: float = 1.02
+    """The multiplier on GEMM efficiency, in place of ``moe_gemm`` and the fine-grained and
+    format factors, for the routed experts' GEMMs where they run as DeepGEMM's grouped FP8
+    GEMMs (block-scaled FP8 on Hopper under ``--moe-kernels sglang-deepep``, SGLang's wide-EP
+    path): set from the ten grouped GEMMs DeepGEMM's README published for DeepSeek-V3's
+    expert shapes on H800, 815-1,297 TFLOPS (``python scripts/fit_deepgemm.py``: mean
+    |ln(model/measured)| 0.072; contiguous layout 1.05, masked 0.94). About the dense GEMM
+    rate: 2.7 times the block-scaled rate TensorRT-LLM's CUTLASS layers reach
+    (``moe_gemm_fp8_block``). Serving only; no validation figure used."""
+
     moe_gemm_fp8_block: float = 0.75
     """A further multiplier on ``moe_gemm`` x ``moe_gemm_fine`` where a fine-grained
     mixture-of-experts model's routed experts run FP8 with 128 x 128 weight blocks
@@ -328,15 +338,16 @@ class Efficiency:
     domain (fitted with ``moe_dispatch_latency_s`` on the same rows); the share for other
     nodes crosses the network at ``network_bus``."""
 
-    tbo_exchange_hidden: float = 0.69
+    tbo_exchange_hidden: float = 0.43
     """Under two-batch overlap (``InferenceConfig.two_batch_overlap``: each expert layer runs
     its batch as two micro-batches), the share of the shorter of one micro-batch's expert
     all-to-all and the other micro-batch's work in the layer that is hidden; the rest of the
     exchange stays on the critical path (its kernels' sending and receiving hold the SMs;
     only the time in flight overlaps). Fitted on one figure, SGLang's decode of DeepSeek-V3
     on 72 H100s with the overlap (LMSYS blog, 2025-05-05; ``python scripts/fit_tbo.py``:
-    0.688); checked on the same decode without it (-0.2%, the share plays no part) and a
-    prefill with it (-25.2%). Serving only."""
+    0.426, with the experts at DeepGEMM's rate, ``moe_gemm_deepgemm``); checked on the same
+    decode without it (+15.6%, the share plays no part) and a prefill with it (-1.7%).
+    Serving only."""
 
     tp_comm_exposed: float = 0.0
     """Fraction of tensor-parallel communication not hidden behind compute when TP

@@ -86,6 +86,15 @@ def _footer(advice: Any, elapsed: float) -> list[str]:
                      + (f", {floor['blackwell']} us on Blackwell"
                         if floor["blackwell"] != floor["before_blackwell"] else "")
                      + f"; --moe-kernels {others} for theirs")
+    a = advice.assumptions
+    options = [f"routing imbalance {a['moe_imbalance']:g}x"
+               if (a.get("moe_imbalance") or 1) > 1 else "",
+               f"{a['redundant_experts']} redundant experts"
+               if a.get("redundant_experts") else "",
+               "two-batch overlap" if a.get("two_batch_overlap") else ""]
+    if any(options):
+        lines.append("expert parallelism: " + ", ".join(o for o in options if o)
+                     + " in every split with EP > 1")
     lines.append(f"energy: GPU board power at the modelled utilisation, + "
                  f"{advice.assumptions['node_overhead']:.0%} node overhead, x PUE "
                  f"{advice.assumptions['pue']}")

@@ -285,7 +285,11 @@ def _serving_setup_lines(a: dict[str, Any]) -> list[str]:
             lines.append(f"  note          {x['precision_fallback']}")
     if a.get("formats_origin"):
         lines.append(f"                from {a['formats_origin']}")
-    if a.get("fp8_scaling") == "block":
+    if a.get("fp8_scaling") == "block" and a.get("deepgemm_experts"):
+        lines.append("                FP8 weights scaled per 128 x 128 block: the experts as "
+                     "DeepGEMM's grouped GEMMs, at their published rate (SGLang's DeepEP "
+                     "path)")
+    elif a.get("fp8_scaling") == "block":
         lines.append("                FP8 weights scaled per 128 x 128 block: a fine-grained "
                      "MoE's experts at the block-scaled rate (--fp8-scaling tensor for "
                      "per-tensor scales)")
@@ -602,7 +606,8 @@ def _measured_report(title: str, banded: str, overall: str, below_one: str,
 
 MOE_KERNEL_SECTIONS = {"trtllm": "TensorRT-LLM's measured MoE layers",
                        "vllm": "vLLM's and SGLang's measured MoE layers",
-                       "sglang": "vLLM's and SGLang's measured MoE layers"}
+                       "sglang": "vLLM's and SGLang's measured MoE layers",
+                       "sglang-deepep": "Wide expert parallelism as SGLang runs it"}
 """The section of docs/performance-model.md on each engine's comparison."""
 
 

@@ -341,6 +341,10 @@ def serving_launch(engine: str, shape: Any, cfg: Any, model: str, batch: int,
             add("ep", ep)
         if attention_dp:
             options.append("enable_attention_dp: true")
+    if engine == "sglang" and moe and ep > 1 and cfg.moe_kernels == "sglang-deepep":
+        # the wide-EP path the estimate priced: DeepEP's all-to-all, DeepGEMM's experts
+        add("a2a_backend", values["a2a_deepep"])
+        add("moe_runner", values["runner_deepgemm"])
     if engine == "sglang" and cfg.two_batch_overlap:
         add("two_batch_overlap")
     elif cfg.two_batch_overlap:
@@ -421,7 +425,9 @@ def serving_launch(engine: str, shape: Any, cfg: Any, model: str, batch: int,
     if cfg.batching.value == "static":
         notes.append("the estimate batched statically, a benchmark mode; servers batch in "
                      "flight (estimate with --batching continuous)")
-    if moe and cfg.moe_kernels != engine:  # the engines' names are --moe-kernels' names
+    from gpuarch.estimate.inference import engine_of
+
+    if moe and engine_of(cfg.moe_kernels) != engine:  # --moe-kernels names the engines
         notes.append(f"the estimate charged {cfg.moe_kernels}'s MoE kernels; "
                      f"--moe-kernels {engine} prices this engine's")
     return Launch(engine, info["name"], info["checked"], tuple(argv), tuple(notes),
