@@ -164,6 +164,11 @@ def test_sglang_deployment_figures() -> None:
     assert abs(errors["decode-ep72-tbo"]) < 0.01
     assert 0.10 < errors["decode-ep72-no-tbo"] < 0.20
     assert abs(errors["prefill-ep32-4096-perfect-eplb"]) < 0.03
+    # the same team's GB200 NVL72 decode (2025-09-25): EP 48 over one rack's NVLink, NVFP4
+    # experts, no two-batch overlap, out of sample
+    gb200 = next(p for p in load_inference_points()
+                 if p.id == "sglang-gb200p2-deepseek-v3-decode-ep48-nvfp4")
+    assert abs(compare_point(CATALOG, gb200, DEFAULT_EFFICIENCY)[0].error) < 0.05
 
 
 def test_deepgemm_experts_run_at_deepgemms_published_rate() -> None:
