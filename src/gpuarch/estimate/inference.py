@@ -192,6 +192,7 @@ def engine_of(kernels: str) -> str:
     SGLang's wide-EP path too."""
     return kernels.split("-", 1)[0]
 
+
 MAX_BATCH_SEARCH = 4096
 """Upper end of the search for the largest batch that fits (``--batch max``)."""
 
