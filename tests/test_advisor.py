@@ -234,9 +234,10 @@ def test_moe_serving_searches_wide_expert_parallelism(tmp_path: Path) -> None:
 def test_advise_infer_applies_the_expert_options(tmp_path: Path) -> None:
     """--moe-imbalance, --redundant-experts and --two-batch-overlap reach every split with
     EP > 1 the serving search tries (the imbalance was accepted and dropped before): slots
-    that EP does not divide leave that EP out (256 + 32 experts: 8, 16 and 32 stay, 64
-    goes), a busier rank lowers the rate, and the chosen option's configuration (what a
-    launch command spells out) carries them."""
+    that EP does not divide leave that EP out and whole nodes that do join (256 + 32
+    experts: 8, 16 and 32 stay, 64 goes, 24, 48 and 72 come), a busier rank lowers the
+    rate, and the chosen option's configuration (what a launch command spells out) carries
+    them."""
     from gpuarch.advise.infer import InferenceSearch, advise_inference, option_config
 
     shape = preset("deepseek-v3").shape
@@ -247,11 +248,20 @@ def test_advise_infer_applies_the_expert_options(tmp_path: Path) -> None:
             input_len=2000, output_len=500, concurrency=4096, max_gpus=64, gpus=("h100",),
             top=500, moe_kernels="sglang-deepep", **kw), prices)  # type: ignore[arg-type]
 
+    from gpuarch.advise.infer import expert_parallel_sizes
+
+    assert expert_parallel_sizes(shape) == [2, 4, 8, 16, 32, 64]
+    assert expert_parallel_sizes(shape, 32) == [2, 4, 8, 16, 24, 32, 48, 72]
+    assert expert_parallel_sizes(preset("llama-3.1-8b").shape, 32) == []
     plain = advise()
     wide = advise(redundant_experts=32, two_batch_overlap=True)
     assert 64 in {o.ep for o in plain.top}
-    assert {o.ep for o in wide.top if o.ep > 1} <= {2, 4, 8, 16, 32} and \
-        {16, 32} <= {o.ep for o in wide.top}
+    assert {o.ep for o in wide.top if o.ep > 1} <= {2, 4, 8, 16, 24, 32, 48} and \
+        {16, 32, 48} <= {o.ep for o in wide.top}
+    # EP 72, SGLang's decode width, where 72 GPUs are allowed
+    assert 72 in {o.ep for o in advise_inference(CATALOG, shape, InferenceSearch(
+        input_len=2000, output_len=500, concurrency=4096, max_gpus=72, gpus=("h100",),
+        top=500, moe_kernels="sglang-deepep", redundant_experts=32), prices).top}
     assert (wide.assumptions["redundant_experts"], wide.assumptions["two_batch_overlap"]) \
         == (32, True)
     best = next(o for o in wide.top if o.ep == 32)

@@ -184,6 +184,28 @@ WIDE_EP = (2, 4, 8, 16, 32, 64)
 attention): inside a node up to its GPUs, beyond it where the system has a network."""
 
 
+WIDE_SLOT_EP = 8
+"""With redundant expert slots the search also tries every EP that divides the slots and is
+a multiple of this (whole 8-GPU nodes or boards), up to one such step past ``WIDE_EP``'s
+widest (72): DeepSeek-V3's 256 + 32 slots add EP 24, 48 and 72 (SGLang's deployments ran
+72 and 48)."""
+
+
+def expert_parallel_sizes(shape: TransformerShape, redundant: int = 0) -> list[int]:
+    """The EP sizes the serving search tries for ``shape`` with ``redundant`` expert slots:
+    ``WIDE_EP``'s that divide the slots, and with redundant slots the multiples of
+    ``WIDE_SLOT_EP`` that do, up to WIDE_EP's widest plus one node of 8; none for a dense
+    model."""
+    if not shape.is_moe:
+        return []
+    slots = shape.experts + redundant
+    sizes = {ep for ep in WIDE_EP if slots % ep == 0}
+    if redundant:
+        sizes |= {ep for ep in range(WIDE_SLOT_EP, WIDE_EP[-1] + WIDE_SLOT_EP + 1, WIDE_SLOT_EP)
+                  if slots % ep == 0}
+    return sorted(sizes)
+
+
 def _batches(limit: int, concurrency: int | None) -> list[int]:
     out = [b for b in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512) if b <= limit]
     if limit not in out:
@@ -246,9 +268,8 @@ def advise_inference(
         # MoE: expert parallelism with data-parallel attention, wide groups too (an NVL72
         # rack's NVLink domain, or across nodes over the network), their exchange at the
         # one-shot kernels' measured cost (perf.collectives.dispatch_time)
-        groups += [(1, 1, ep) for ep in WIDE_EP
-                   if shape.is_moe and (ep <= gpn or networked) and ep <= search.max_gpus
-                   and (shape.experts + search.redundant_experts) % ep == 0]
+        groups += [(1, 1, ep) for ep in expert_parallel_sizes(shape, search.redundant_experts)
+                   if (ep <= gpn or networked) and ep <= search.max_gpus]
         peak_scheme: dict[str, float] = {}
         # disaggregated: the prefill pools per format and prefill GPU, with the hand-offs
         # and sizings met
