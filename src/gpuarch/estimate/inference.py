@@ -183,9 +183,6 @@ MOE_KERNEL_ENGINES = {"trtllm": "TensorRT-LLM", "vllm": "vLLM", "sglang": "SGLan
                       "sglang-deepep": "SGLang (DeepEP, DeepGEMM)"}
 """Each of ``MOE_KERNELS`` by the engine's name, as reports print it."""
 
-HOPPER_TENSOR_CORES = 4
-"""Hopper's Tensor Core generation (the catalog's ``tensor_core_generation``)."""
-
 
 def engine_of(kernels: str) -> str:
     """The serving engine whose kernels ``kernels`` (``MOE_KERNELS``) are: "sglang" for
@@ -197,8 +194,11 @@ MAX_BATCH_SEARCH = 4096
 """Upper end of the search for the largest batch that fits (``--batch max``)."""
 
 
+HOPPER_TENSOR_CORES = 4
+"""Hopper's Tensor Core generation (the catalog's ``tensor_core_generation``)."""
+
 BLACKWELL_TENSOR_CORES = 5
-"""Blackwell's Tensor Core generation (the catalog's ``tensor_core_generation``; Hopper 4)."""
+"""Blackwell's Tensor Core generation (the catalog's ``tensor_core_generation``)."""
 
 
 def moe_block_floor_s(tensor_core_generation: int | None, kernels: str,
@@ -726,9 +726,10 @@ class _Runner:
         generation = catalog.chip_of(product).sm.tensor_core_generation
         # SGLang's wide-EP path on Hopper runs block-scaled FP8 experts as DeepGEMM's
         # grouped GEMMs, at their own measured rate
+        block_fp8 = weights is QuantFormat.FP8 and acts is QuantFormat.FP8 \
+            and cfg.fp8_scaling == "block"
         self.deepgemm = cfg.moe_kernels == "sglang-deepep" and shape.is_moe \
-            and generation == HOPPER_TENSOR_CORES and weights is QuantFormat.FP8 \
-            and acts is QuantFormat.FP8 and cfg.fp8_scaling == "block"
+            and generation == HOPPER_TENSOR_CORES and block_fp8
         if self.deepgemm:
             self.expert_eff = dataclasses.replace(eff, moe_gemm=eff.moe_gemm_deepgemm)
         elif shape.is_fine_grained_moe and not (weights.is_16bit and acts.is_16bit):
@@ -737,8 +738,7 @@ class _Runner:
                 factor *= eff.moe_gemm_nvfp4
             elif weights is QuantFormat.MXFP4 and acts is QuantFormat.FP8:
                 factor *= eff.moe_gemm_mxfp4_fp8
-            elif weights is QuantFormat.FP8 and acts is QuantFormat.FP8 \
-                    and cfg.fp8_scaling == "block":
+            elif block_fp8:
                 factor *= eff.moe_gemm_fp8_block
             self.expert_eff = dataclasses.replace(eff, moe_gemm=eff.moe_gemm * factor)
         self.peak, self.device = _gemm_device(product, cfg.quant, generation)

@@ -26,6 +26,7 @@ from gpuarch.units import Unit, to_si
 from gpuarch.validation.measured import (
     ModelOverMeasured,
     band_cells,
+    band_named,
     mean_abs_log_ratio,
     read_commented_csv,
 )
@@ -60,7 +61,7 @@ between, both."""
 
 def band_of(elements: int) -> str:
     """The size band (``BANDS``) a buffer of ``elements`` 16-bit elements falls in."""
-    return next(name for name, lo, hi, _ in BANDS if lo <= elements < hi)
+    return band_named(BANDS, elements)
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Protocol, TypeVar
 
 __all__ = ["AICONFIGURATOR_SYSTEMS", "HasRatio", "ModelOverMeasured", "aiconfigurator_devices",
-           "band_cells", "mean_abs_log_ratio", "read_commented_csv"]
+           "band_cells", "band_named", "mean_abs_log_ratio", "read_commented_csv"]
 
 
 AICONFIGURATOR_SYSTEMS = {"h100_sxm": "h100-sxm5-80gb", "h200_sxm": "h200-sxm-141gb",
@@ -58,6 +58,11 @@ def mean_abs_log_ratio(rows: Iterable[HasRatio]) -> float:
 
 
 Row = TypeVar("Row", bound=HasRatio)
+
+
+def band_named(bands: Iterable[tuple[str, float, float, str]], value: float) -> str:
+    """The name of the band of ``bands`` (name, from, below, label) that ``value`` falls in."""
+    return next(name for name, lo, hi, _ in bands if lo <= value < hi)
 
 
 def band_cells(members: Sequence[Row], bands: Iterable[str], band_of: Callable[[Row], str],

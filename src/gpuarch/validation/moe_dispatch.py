@@ -28,6 +28,7 @@ from gpuarch.units import Unit, to_si
 from gpuarch.validation.measured import (
     ModelOverMeasured,
     band_cells,
+    band_named,
     mean_abs_log_ratio,
     read_commented_csv,
 )
@@ -61,7 +62,7 @@ TOKEN_BANDS = (("decode", 1, 256, "1-255"), ("middle", 256, 4096, "256-4,095"),
 
 def token_band(tokens: int) -> str:
     """The band (``TOKEN_BANDS``) ``tokens`` per GPU fall in."""
-    return next(name for name, lo, hi, _ in TOKEN_BANDS if lo <= tokens < hi)
+    return band_named(TOKEN_BANDS, tokens)
 
 
 @dataclass(frozen=True)
