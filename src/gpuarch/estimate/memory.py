@@ -72,7 +72,8 @@ def activation_bytes_per_layer(s: TransformerShape, micro_batch: int, seq: int, 
                                sequence_parallel: bool, recompute: Recompute,
                                element: int = 2, *, fused_attention: bool = True,
                                quantized_inputs: bool = False,
-                               modules: Collection[str] = ()) -> float:
+                               modules: Collection[str] = (),
+                               adapted: Collection[str] | None = None) -> float:
     """Bytes of activations one layer keeps for the backward pass, per GPU.
 
     ``seq`` is the sequence length this GPU holds (after context parallelism). Unfused
@@ -93,14 +94,27 @@ def activation_bytes_per_layer(s: TransformerShape, micro_batch: int, seq: int, 
     dense layers' MLP inside, ``moe`` the expert layers' (routed and shared), ``moe_act``
     the routed experts' activation output, ``shared_experts`` the shared experts' inside.
     A model with both kinds of layer is the mean of them, weighted by their counts.
+
+    ``adapted`` (LoRA fine-tuning, ``estimate/lora.py``; None when every weight is
+    trained): a frozen linear layer keeps no input, since its backward needs only its
+    weight for the data gradient (Transformer Engine's linear layers save their input only
+    if ``weight.requires_grad``); an adapted one's input is kept in 16 bits by its adapter,
+    for the adapter's weight gradient. The output projection's input is the attention
+    output the attention kernel keeps anyway.
     """
     sbh = 1.0 * seq * micro_batch * s.hidden * element
     if recompute is Recompute.FULL:
         return sbh / (tp if sequence_parallel else 1)
     dropped = set(modules or DEFAULT_MODULES) if recompute is Recompute.SELECTIVE else set()
     tokens = 1.0 * seq * micro_batch * element
-    # the bytes of a GEMM input kept for the weight gradient, per element
+    # the bytes of a GEMM input kept for the weight gradient, per element: of the QKV, up
+    # and down projections'
     kept = 1.0 / element if quantized_inputs else 1.0
+    if adapted is None:
+        kept_qkv = kept_up = kept_down = kept
+    else:
+        kept_qkv, kept_up, kept_down = (1.0 if module in adapted else 0.0 for module in
+                                        ("linear_qkv", "linear_fc1", "linear_fc2"))
     q = tokens * s.heads * s.d_head
     kv = 2 * tokens * s.n_kv_heads * s.d_head
     if "mla_up_proj" in dropped and s.mla is not None:
@@ -110,22 +124,22 @@ def activation_bytes_per_layer(s: TransformerShape, micro_batch: int, seq: int, 
     attn_out = tokens * s.heads * s.d_head  # input of the output projection (= saved O)
     # norm inputs (16-bit) and outputs (the QKV and up projections' inputs) of both blocks:
     # replicated unless sequence parallel
-    replicated = 2 * sbh + (0.0 if "layernorm" in dropped else 2 * sbh * kept)
+    replicated = 2 * sbh + (0.0 if "layernorm" in dropped else sbh * (kept_qkv + kept_up))
     # an MLP keeps the up projection's output (for the activation's backward) and the
     # activation's output (the down projection's input)
     up = 2 if s.ffn_kind is FfnKind.SWIGLU else 1
-    mlp_inner = 0.0 if "mlp" in dropped else tokens * s.d_ffn * (up + kept)
+    mlp_inner = 0.0 if "mlp" in dropped else tokens * s.d_ffn * (up + kept_down)
     if s.is_moe:
         routed = 0.0 if "moe" in dropped else tokens * s.d_expert * s.experts_per_token * (
-            up + (0.0 if "moe_act" in dropped else kept))
+            up + (0.0 if "moe_act" in dropped else kept_down))
         shared = 0.0 if dropped & {"moe", "shared_experts"} else \
-            tokens * s.d_expert * s.shared_experts * (up + kept)
+            tokens * s.d_expert * s.shared_experts * (up + kept_down)
         moe_share = s.moe_layers / s.layers
         mlp_inner = moe_share * (routed + shared) + (1 - moe_share) * mlp_inner
     # With fused attention nothing quadratic in seq is stored, so recomputing the attention
     # core only costs time (the core runs again)
     sharded = q + kv + attn_out + mlp_inner
-    if quantized_inputs:
+    if quantized_inputs and adapted is None:
         sharded += attn_out * kept
     if not fused_attention and "core_attn" not in dropped:
         sharded += 5.0 * s.heads * seq * seq * micro_batch

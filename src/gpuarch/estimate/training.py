@@ -28,6 +28,13 @@ from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import Product, System, parse_compute_capability, spec
 from gpuarch.errors import GpuarchError, check_choice, check_count
 from gpuarch.estimate.energy import NODE_OVERHEAD, PUE, energy_kwh
+from gpuarch.estimate.lora import (
+    DEFAULT_LORA_MODULES,
+    adapted_gemms,
+    check_lora_modules,
+    lora_forward_flops_per_token,
+    lora_params,
+)
 from gpuarch.estimate.memory import (
     BytesPerParam,
     Recompute,
@@ -59,6 +66,7 @@ from gpuarch.perf.num import ceil, maximum, minimum, where
 from gpuarch.perf.precision import Precision
 from gpuarch.perf.roofline import (
     ATTENTION_OPS,
+    LORA_OPS,
     Attention,
     Device,
     Elementwise,
@@ -92,13 +100,15 @@ __all__ = [
     "evaluate_training",
 ]
 
-COMPUTE_PARTS = ("dense_gemms", "expert_gemms", "attention", "memory_bound", "recompute",
-                 "lm_head_and_loss")
+COMPUTE_PARTS = ("dense_gemms", "expert_gemms", "lora_adapters", "attention", "memory_bound",
+                 "recompute", "lm_head_and_loss")
 """How ``compute_breakdown_s`` splits the step's compute seconds: the dense GEMMs (QKV,
-projection, MLP, shared experts), the routed experts' grouped GEMMs and router, attention
-(fused, or the unfused score GEMMs and softmax), memory-bound work (norms, residual adds,
-activation, precision casts, MoE permutation), the forward work recomputation repeats, and
-the LM head with the loss on the last stage. Forward plus backward for each."""
+projection, MLP, shared experts), the routed experts' grouped GEMMs and router, LoRA's
+adapters (their GEMMs and the add of their output; 0 unless fine-tuning with LoRA),
+attention (fused, or the unfused score GEMMs and softmax), memory-bound work (norms,
+residual adds, activation, precision casts, MoE permutation), the forward work
+recomputation repeats, and the LM head with the loss on the last stage. Forward plus
+backward for each."""
 
 COMMUNICATION_PARTS = ("tensor_parallel", "context_parallel", "expert_parallel",
                        "pipeline_p2p", "data_parallel", "activation_offload")
@@ -151,10 +161,18 @@ GeForce/RTX Blackwell (12.x) keep Ampere's synchronous instructions."""
 def attention_efficiency(eff: Efficiency, cfg: TrainingConfig, compute_capability: str
                          ) -> Efficiency:
     """``eff`` with the attention efficiency the configured kernel reaches on a GPU of this
-    compute capability."""
+    compute capability. FP8 attention (``fp8_attention``) runs at the FP8 peak times the
+    share of it that measured FP8 fused attention reaches against the 16-bit kernel's share
+    of its own peak (``context_attention_fp8`` over ``context_attention``: 1.39x faster on
+    Hopper, where the FP8 peak is twice the 16-bit one); that ratio is measured on
+    TensorRT-LLM's prompt attention, taken for Transformer Engine's FP8 attention forward
+    and backward, which no published kernel timing here checks."""
     capability = parse_compute_capability(compute_capability or "")
     if cfg.attention_kernel == "ampere" and capability and capability[0] in ASYNC_MMA_MAJORS:
-        return dataclasses.replace(eff, attention=eff.attention * eff.attention_ampere_kernel)
+        eff = dataclasses.replace(eff, attention=eff.attention * eff.attention_ampere_kernel)
+    if cfg.fp8_attention:
+        eff = dataclasses.replace(eff, attention=eff.attention * eff.context_attention_fp8
+                                  / eff.context_attention)
     return eff
 
 
@@ -227,6 +245,9 @@ class TrainingConfig:
     # "ampere" (written for Ampere: on Hopper and datacenter Blackwell it keeps
     # Efficiency.attention_ampere_kernel of the native speed); see ATTENTION_KERNELS
     attention_kernel: str = "native"
+    # fused attention in FP8, forward and backward (Transformer Engine's FP8 dot-product
+    # attention, NVTE_FP8_DPA; MLPerf's FP8_DPA): at the FP8 peak (attention_efficiency)
+    fp8_attention: bool = False
     recompute: Recompute = Recompute.NONE
     # with selective recomputation, the modules recomputed (Megatron-Core's
     # recompute_modules; estimate/recompute.py); () = the attention core
@@ -247,6 +268,15 @@ class TrainingConfig:
     # after their forward pass and come back for the backward (Megatron-Core's
     # cpu_offloading_num_layers, activations only)
     offload_layers: int = 0
+    # LoRA fine-tuning (estimate/lora.py): the model's weights frozen, adapters of this rank
+    # trained beside the linear layers ``lora_modules`` names (() = all four, Megatron
+    # Bridge's default); 0 = every weight trained
+    lora_rank: int = 0
+    lora_modules: tuple[str, ...] = ()
+    # sequences packed from documents of about this many tokens, attention staying inside
+    # each (Megatron's packed sequences, THD layout with cu_seqlens: fine-tuning sets such
+    # as SQuAD); 0 = attention over the whole sequence, as pre-training runs
+    packed_doc_len: int = 0
 
     @property
     def dp(self) -> int:
@@ -277,6 +307,18 @@ class TrainingConfig:
         return parse_pp_layout(self.pp_layout, pp=self.pp, vpp=self.vpp, layers=shape.layers,
                                dense_layers=shape.layers - shape.moe_layers,
                                mtp_layers=self.mtp_layers)
+
+    @property
+    def attention_span(self) -> int:
+        """Tokens a sequence's attention spans: a packed document's, or the sequence's."""
+        return min(self.packed_doc_len, self.seq_len) if self.packed_doc_len else self.seq_len
+
+    @property
+    def adapted(self) -> tuple[str, ...]:
+        """The linear layers that carry LoRA adapters (none without ``lora_rank``)."""
+        if not self.lora_rank:
+            return ()
+        return self.lora_modules or DEFAULT_LORA_MODULES
 
     @property
     def recomputed(self) -> tuple[str, ...]:
@@ -319,6 +361,22 @@ class TrainingConfig:
                                    f"--recompute {self.recompute.value}")
             check_recompute_modules(self.recompute_modules, shape)
         check_count("--recompute-layers", self.recompute_layers)
+        check_count("--lora-rank", self.lora_rank)
+        if self.fp8_attention and not self.precision.low_precision:
+            raise GpuarchError("--fp8-attention: needs --precision fp8 or nvfp4 (FP8 "
+                               "attention runs inside the FP8 autocast), got --precision "
+                               f"{self.precision.value}")
+        check_count("--packed-doc-len", self.packed_doc_len)
+        if self.packed_doc_len > self.seq_len:
+            raise GpuarchError(f"--packed-doc-len: expected at most --seq-len "
+                               f"({self.seq_len:,}), got {self.packed_doc_len:,}")
+        if self.lora_rank > shape.hidden:
+            raise GpuarchError(f"--lora-rank: expected at most the hidden size "
+                               f"({shape.hidden:,}), got {self.lora_rank}")
+        if self.lora_modules:
+            if not self.lora_rank:
+                raise GpuarchError("--lora-modules: needs --lora-rank (the adapters' rank)")
+            check_lora_modules(self.lora_modules)
         if self.dispatcher_wait_s is not None and not (
                 isinstance(self.dispatcher_wait_s, int | float) and self.dispatcher_wait_s >= 0):
             got = (f"{from_si(self.dispatcher_wait_s, Unit.US):g}"
@@ -588,9 +646,11 @@ def _layer_ops(s: TransformerShape, cfg: TrainingConfig, moe: bool, window: int 
     projections = attention_projections(s, t)
     ops: list[Op] = [Gemm(tokens, n, k, name=name) for name, n, k in projections[:-1]]
     if cfg.fused_attention:
-        # with context parallelism each GPU does 1/CP of the (load-balanced) causal work
-        ops.append(Attention(cfg.micro_batch, cfg.seq_len, cfg.seq_len, heads, kv, d,
-                             causal=True, share=1 / cfg.cp, window=window))
+        # with context parallelism each GPU does 1/CP of the (load-balanced) causal work;
+        # packed documents are so many short sequences to the kernel
+        span = cfg.attention_span
+        ops.append(Attention(cfg.micro_batch * cfg.seq_len / span, span, span, heads, kv,
+                             d, causal=True, share=1 / cfg.cp, window=window))
     else:
         # unfused attention (Megatron-LM before FlashAttention): the full score matrix is
         # computed (masked, not skipped), softmaxed and dropped out in memory
@@ -643,15 +703,47 @@ def _layer_ops(s: TransformerShape, cfg: TrainingConfig, moe: bool, window: int 
             Elementwise(3.0 * inner * element, name="activation")]
     if cfg.precision.low_precision:
         # each GEMM operand is cast (read 16-bit, write the narrow format) before the GEMM,
-        # but a fused grouped MLP's up projection writes the down projection's input in it
+        # but a fused grouped MLP's up projection writes the down projection's input in it,
+        # and frozen weights held in FP8 (LoRA with fp8_params) are never cast again
+        frozen_fp8 = bool(cfg.lora_rank) and cfg.fp8_params
+
         def operands(op: Gemm) -> Num:
             fused_input = fused_mlp and op.name == "grouped_expert_down"
-            return (0 if fused_input else op.m * op.k) + op.k * op.n
+            return (0 if fused_input else op.m * op.k) + (0 if frozen_fp8 else op.k * op.n)
 
         cast = sum((2.0 + cfg.precision.bytes) * operands(op) * op.batch
                    for op in ops if isinstance(op, Gemm))
         ops.append(Elementwise(cast, name=f"{cfg.precision.value}_cast"))
+    if cfg.lora_rank:
+        ops += lora_adapter_ops(ops, cfg.lora_rank, adapted_gemms(s, cfg.adapted))
     return ops, 1.0 * tokens
+
+
+LORA_ELEMENT = 2.0
+"""Bytes per element of LoRA's adapters and their inputs and outputs: they run in 16 bits
+whatever the frozen layers' precision (Transformer Engine's FP8 autocast covers its own
+modules; the adapters are plain 16-bit layers beside them)."""
+
+
+def lora_adapter_ops(ops: list[Op], rank: int, adapted: frozenset[str]) -> list[Op]:
+    """The forward operators of the LoRA adapters beside the GEMMs of ``ops`` named in
+    ``adapted``: for a frozen C[m, n] = A[m, k] W[k, n] on this GPU (its tensor-parallel
+    shard, or a routed expert's batch) the down GEMM (k -> rank), the up GEMM (rank -> n)
+    and the add of their output to C (read two, write one). They are thin and memory-bound:
+    the input read again and the output written twice cost more than their FLOPs."""
+    out: list[Op] = []
+    for op in ops:
+        if not (isinstance(op, Gemm) and op.name in adapted):
+            continue
+        # named after the frozen GEMM (a routed expert's keep its prefix, so the busiest
+        # rank takes longer there too, and a recomputed module repeats its adapters)
+        down, up, add = (f"{op.name}.{part}" for part in LORA_OPS)
+        out += [Gemm(op.m, rank, op.k, batch=op.batch, name=down,
+                     weight_element=LORA_ELEMENT, element=LORA_ELEMENT),
+                Gemm(op.m, op.n, rank, batch=op.batch, name=up,
+                     weight_element=LORA_ELEMENT, element=LORA_ELEMENT),
+                Elementwise(3.0 * op.m * op.n * op.batch * LORA_ELEMENT, name=add)]
+    return out
 
 
 ROUTED_OPS = ("moe_permute", "activation", "moe_glu_clamp", "moe_expert_bias")
@@ -829,6 +921,7 @@ def _one_layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device,
     flops: Num = 0.0
     expert_section: Num = 0.0  # forward GPU time between dispatch and combine
     by_name: dict[str, Num] = {}  # forward time of each operator
+    frozen = bool(cfg.lora_rank)  # the model's weights are not trained
     for op in ops:
         t, _, _, op_flops, _ = op_time(op, device, eff)
         if moe and (op.name in ROUTED_OPS or op.name.startswith("grouped_expert_")):
@@ -842,7 +935,10 @@ def _one_layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device,
             attn_fwd = attn_fwd + t
             back = op_time(dataclasses.replace(op, backward=True), device, eff)[0]
         else:
-            back = 2 * t  # a GEMM's data and weight gradients; an elementwise op's backward
+            # a GEMM's data and weight gradients (a frozen one's data gradient alone, under
+            # LoRA); an elementwise op's backward
+            back = (t if frozen and isinstance(op, Gemm) and op.name not in ATTENTION_OPS
+                    and not op.name.endswith(LORA_OPS) else 2 * t)
             if op.name in ATTENTION_OPS:
                 attn_fwd = attn_fwd + t
         bwd = bwd + back
@@ -957,27 +1053,39 @@ def _recomputed(s: TransformerShape, modules: tuple[str, ...], moe: bool,
         routed = s.experts_per_token / (s.experts_per_token + s.shared_experts)
         compute = compute + routed * by_name.get("activation", 0.0) \
             + by_name.get("moe_glu_clamp", 0.0)
-    compute = compute + sum((by_name.get(name, 0.0) for name in names), 0.0)
+    # a recomputed GEMM's LoRA adapters (``lora_adapter_ops``) run again with it
+    compute = compute + sum((t for name, t in by_name.items()
+                             if name.split(".")[0] in names), 0.0)
     extra = moe_extra if moe and "moe" in modules else _Pass()
     return _Pass(compute, 0.0) + extra
 
 
 def _dp_traffic(params: Num, group: Group, cfg: TrainingConfig, m: Num, eff: Efficiency,
-                memo: dict[Any, Num] | None = None, tag: str = "") -> Num:
+                memo: dict[Any, Num] | None = None, tag: str = "", trained: Num = 0.0
+                ) -> Num:
     """Seconds of data-parallel traffic per step for ``params`` replicated over ``group``.
     ``memo``: each collective's seconds by (``tag``, kind), kept across configurations
     that differ only in ``ZERO_FIELDS`` (the stages share their gradient and weight
-    collectives)."""
+    collectives). Under LoRA ``params`` are frozen and ``trained`` the adapters beside
+    them: only the adapters' gradients are reduced and their updated weights gathered;
+    ZeRO-3 gathers the frozen weights too."""
     per_param = cfg.param_bytes
-    grad_bytes = params * per_param.gradients
-    weight_bytes = params * per_param.weights
+    if cfg.lora_rank:
+        grad_bytes = trained * per_param.gradients
+        weight_bytes = (params + trained if cfg.zero == 3 else trained) * per_param.weights
+    else:
+        grad_bytes = params * per_param.gradients
+        weight_bytes = params * per_param.weights
+
+    # ZeRO-3's gather under LoRA moves the frozen weights too: not the other stages' size
+    key_tag = (tag, bool(cfg.lora_rank) and cfg.zero == 3)
 
     def run(kind: Collective, size: Num) -> Num:
         if memo is None:
             return _nccl(kind, size, group, eff)
-        if (tag, kind) not in memo:
-            memo[(tag, kind)] = _nccl(kind, size, group, eff)
-        return memo[(tag, kind)]
+        if (key_tag, kind) not in memo:
+            memo[(key_tag, kind)] = _nccl(kind, size, group, eff)
+        return memo[(key_tag, kind)]
 
     if cfg.zero == 0:
         return run(Collective.ALL_REDUCE, grad_bytes)
@@ -1084,7 +1192,8 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
                        device, eff)[0]
         loss = op_time(Elementwise(3.0 * tokens_mb * shape.vocab / cfg.tp * 4, name="loss"),
                        device, eff)[0]
-        head_pass = 3 * head + 2 * loss
+        # forward, data gradient and (unless frozen under LoRA) weight gradient
+        head_pass = (2 if cfg.lora_rank else 3) * head + 2 * loss
         if layer_cache is not None and layer_key is not None:
             # the objects stay referenced, so no other can take their identity meanwhile
             dp_memo = {}
@@ -1175,7 +1284,8 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
         return activation_bytes_per_layer(
             shape, cfg.micro_batch, cfg.seq_len // cfg.cp, cfg.tp, cfg.sequence_parallel,
             recompute, cfg.precision.activation_bytes, fused_attention=cfg.fused_attention,
-            quantized_inputs=cfg.precision.low_precision, modules=cfg.recomputed)
+            quantized_inputs=cfg.precision.low_precision, modules=cfg.recomputed,
+            adapted=cfg.adapted if cfg.lora_rank else None)
 
     per_layer_act = layer_act(cfg.recompute)
     if cfg.recompute is Recompute.FULL and cfg.recompute_layers:
@@ -1219,18 +1329,23 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
         dense_local, expert_local = _rank_params(shape, layout, mtp_dense, mtp_expert)
         dense_local = dense_local / cfg.tp
         expert_local = expert_local / (cfg.expert_tp * cfg.ep)
-    local_params = dense_local + expert_local
+    # LoRA: the adapters are what is trained, split as the layers they sit beside (the
+    # stage's mean share of them with an explicit layout)
+    adapters = lora_params(shape, cfg.lora_rank, cfg.adapted)
+    lora_dense = adapters.dense / (cfg.tp * cfg.pp)
+    lora_expert = adapters.experts / (cfg.pp * cfg.expert_tp * cfg.ep)
 
     # data-parallel gradient traffic, stage-correct for ZeRO: dense weights over DP x CP,
     # expert weights over the expert-data-parallel group (DP x CP / EP ranks, spaced EP
     # apart, so across nodes once EP fills a node)
     shard = cfg.dp * cfg.cp
     expert_shard = cfg.tp * shard // (cfg.expert_tp * cfg.ep)
-    dp_comm = _dp_traffic(dense_local, dp_group, cfg, m, eff, dp_memo, "dense")
+    dp_comm = _dp_traffic(dense_local, dp_group, cfg, m, eff, dp_memo, "dense",
+                          trained=lora_dense)
     if shape.is_moe:
         edp_group = _group(expert_shard, ep_stride * cfg.ep, cfg, intra, inter)
         dp_comm = dp_comm + _dp_traffic(expert_local, edp_group, cfg, m, eff, dp_memo,
-                                        "expert")
+                                        "expert", trained=lora_expert)
     # the time a micro-batch's layers keep the GPU busy: their compute, and where a pass is
     # shorter than the layer-pass floor, the wait that stands in for its latency-bound chain
     # (the data-parallel collectives run on their own stream through both)
@@ -1254,39 +1369,49 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
 
     per_param = cfg.param_bytes
 
-    def sharded(stage: int) -> Num:
+    def sharded(stage: int, dense: Num, expert: Num) -> Num:
         """Parameters per GPU for a state ZeRO shards from ``stage`` on."""
         if cfg.zero < stage:
-            return local_params
-        return dense_local / shard + expert_local / expert_shard
+            return dense + expert
+        return dense / shard + expert / expert_shard
 
-    opt_params = sharded(1)
+    # under LoRA the frozen weights keep their compute copy alone (no gradient, no master
+    # copy or moments); the adapters are trained as weights are
+    trained = ((lora_dense, lora_expert) if cfg.lora_rank else (dense_local, expert_local))
+    opt_params = sharded(1, *trained)
     optimizer = op_time(Elementwise(opt_params * 30.0, name="adam"), device, eff)[0]
-    weights, gradients, optimizer_states = (sharded(3) * per_param.weights,
-                                            sharded(2) * per_param.gradients,
-                                            sharded(1) * per_param.optimizer)
+    weights = (sharded(3, dense_local, expert_local)
+               + (sharded(3, *trained) if cfg.lora_rank else 0.0)) * per_param.weights
+    gradients = sharded(2, *trained) * per_param.gradients
+    optimizer_states = opt_params * per_param.optimizer
     if layout is not None:
         # one value per pipeline rank so far: the step waits for the slowest rank's
         # gradient traffic and optimizer; memory is the rank holding the most
         dp_exposed, optimizer = np.max(dp_exposed), np.max(optimizer)
         heaviest = int(np.argmax(weights + gradients + optimizer_states))
-        weights, gradients, optimizer_states = (weights[heaviest], gradients[heaviest],
-                                                optimizer_states[heaviest])
+        weights, gradients, optimizer_states = (
+            np.broadcast_to(x, np.shape(weights))[heaviest]
+            for x in (weights, gradients, optimizer_states))
 
     step = (compute_time + pipeline_comm + host_time + floor_time + bubble + dp_exposed
             + optimizer + eff.step_overhead_s)
 
     # throughput and utilisation
     tokens_per_s = cfg.global_batch * cfg.seq_len / step
-    fwd_flops = forward_flops_per_token(shape, cfg.seq_len)
+    fwd_flops = forward_flops_per_token(shape, cfg.attention_span)
     forward_total = fwd_flops.total
     if cfg.mtp_layers:  # Megatron counts the MTP blocks' work as model FLOPs too
-        forward_total += cfg.mtp_layers * mtp_forward_flops_per_token(shape, cfg.seq_len)
-    model_flops = 3.0 * forward_total
+        forward_total += cfg.mtp_layers * mtp_forward_flops_per_token(shape,
+                                                                      cfg.attention_span)
+    # forward, and backward at twice the forward; under LoRA the adapters' FLOPs join them
+    # and the frozen weights' gradients (as many FLOPs as their forward GEMMs) drop out
+    forward_total += lora_forward_flops_per_token(shape, cfg.lora_rank, cfg.adapted)
+    skipped = fwd_flops.total - fwd_flops.attention_core if cfg.lora_rank else 0.0
+    model_flops = 3.0 * forward_total - skipped
     # hardware FLOPs: the model's, plus the forward pass of every layer fully recomputed
-    hw_flops = (3.0 + cfg.full_recompute_share(shape)) * forward_total
+    hw_flops = model_flops + cfg.full_recompute_share(shape) * forward_total
     if cfg.recompute is Recompute.SELECTIVE:
-        hw_flops += recompute_flops_per_token(shape, cfg.seq_len, cfg.recomputed)
+        hw_flops += recompute_flops_per_token(shape, cfg.attention_span, cfg.recomputed)
     peak = device.matmul.flops
     per_gpu_flops = model_flops * tokens_per_s / cfg.gpus
 
@@ -1376,6 +1501,12 @@ def estimate_training(
     eff = efficiency
     device = Device.of(product, cfg.precision,
                        catalog.chip_of(product).sm.tensor_core_generation)
+    if cfg.fp8_attention:
+        fp8_device = device.with_fp8_attention()
+        if fp8_device is None:
+            raise GpuarchError(f"--fp8-attention: {product.name} has no FP8 Tensor Cores "
+                               "(Ada, Hopper and newer do)")
+        device = fp8_device
     pcie = catalog.pcie_generation(product.pcie_generation or 0)
     intra, inter = link_for(product, system, pcie.x16_bandwidth_bytes_s if pcie else None,
                             required=cfg.gpus > 1)
@@ -1456,6 +1587,17 @@ def estimate_training(
             f"(layer_pass_floor_s), {float(core.layer_floor):.3g} s of this step: the floor "
             "MLPerf's Llama 3.1 8B runs with 2,048 tokens a GPU (TP 2-4, CP 4, 512-1,024 "
             "GB200/GB300) show; what sets it is not measured")
+    if cfg.lora_rank:
+        trained = lora_params(shape, cfg.lora_rank, cfg.adapted).total
+        assumptions["lora"] = (
+            f"LoRA rank {cfg.lora_rank} on {', '.join(cfg.adapted)}: {trained:,} trained "
+            f"parameters ({trained / count_params(shape).total:.2%} of the model's); the "
+            "frozen weights keep their compute copy only and skip their weight gradients, "
+            "data-parallel reduction and optimizer step; the adapters run in 16 bits as "
+            "separate thin GEMMs (no dropout); activation memory as in full training")
+        assumptions["flops_convention"] += (
+            "; under LoRA, model FLOPs count the adapters and leave out the frozen weights' "
+            "gradients (2 x forward + the attention core's backward, not 3 x forward)")
     if cfg.offload_layers:
         assumptions["activation_offload"] = (
             f"{cfg.offload_layers} layers' activations to CPU memory and back at "
@@ -1517,6 +1659,10 @@ def estimate_training(
             "precision": cfg.precision.value,
             "offload_layers": cfg.offload_layers, "fp8_params": cfg.fp8_params,
             "bf16_grads": cfg.bf16_grads, "bf16_optimizer": cfg.bf16_optimizer,
+            "lora_rank": cfg.lora_rank or None,
+            "lora_modules": list(cfg.adapted) or None,
+            "packed_doc_len": cfg.packed_doc_len or None,
+            "fp8_attention": cfg.fp8_attention,
             "gpus_per_node": cfg.gpus_per_node}),  # type: ignore[arg-type]
         step_time_s=step,
         tokens_per_s=tokens_per_s,

@@ -23,9 +23,9 @@ from gpuarch.perf.precision import MatmulPeak, Precision, matmul_peak
 from gpuarch.perf.sibling import sibling_factor
 from gpuarch.units import Unit, from_si
 
-__all__ = ["ATTENTION_OPS", "CONTEXT_ATTENTION", "MLA_DECODE", "Attention", "Bound", "Device",
-           "Elementwise", "Gemm", "Op", "OpCost", "moe_permute", "op_cost", "op_kind", "op_time",
-           "roofline_summary", "transformer_ops"]
+__all__ = ["ATTENTION_OPS", "CONTEXT_ATTENTION", "LORA_OPS", "MLA_DECODE", "Attention",
+           "Bound", "Device", "Elementwise", "Gemm", "Op", "OpCost", "moe_permute", "op_cost",
+           "op_kind", "op_time", "roofline_summary", "transformer_ops"]
 
 Num = Any  # a float, or a NumPy array of floats
 
@@ -53,12 +53,16 @@ class Gemm:
     batch: Num = 1
     name: str = "gemm"
     weight_element: float | None = None  # bytes per element of B, if not the activations'
+    # bytes per element of A and C, if not the device precision's (a 16-bit GEMM beside
+    # FP8 ones: LoRA's adapters)
+    element: float | None = None
 
     @property
     def flops(self) -> Num:
         return 2.0 * self.m * self.n * self.k * self.batch
 
     def bytes(self, element: float) -> Num:
+        element = self.element if self.element is not None else element
         weight = self.weight_element if self.weight_element is not None else element
         return 1.0 * (self.batch * (element * (self.m * self.k + self.m * self.n)
                                    + weight * self.k * self.n))
@@ -159,14 +163,21 @@ Op = Gemm | Attention | Elementwise
 ATTENTION_OPS = ("scores", "context", "softmax")
 """Names of unfused attention's operators (score GEMM, softmax, context GEMM)."""
 
+LORA_OPS = ("lora_a", "lora_b", "lora_add")
+"""Endings of a LoRA adapter's operators' names (its down and up GEMMs, the add of its
+output to the frozen layer's), after any prefix (a routed expert's ``grouped_expert_``)."""
+
 
 def op_kind(op: Op) -> str:
     """Which part of a layer's time an operator counts towards, as the training and serving
     breakdowns split it: "attention" (fused, or unfused attention's operators),
     "expert_gemms" (routed experts' GEMMs, whatever their prefix, and the router),
+    "lora_adapters" (LoRA's adapter GEMMs and the add of their output, ``LORA_OPS``),
     "dense_gemms" (every other GEMM) or "memory_bound"."""
     if isinstance(op, Attention) or op.name in ATTENTION_OPS:
         return "attention"
+    if op.name.endswith(LORA_OPS):
+        return "lora_adapters"
     if isinstance(op, Gemm):
         expert = op.name == "router" or op.name.startswith(("expert_", "grouped_expert_"))
         return "expert_gemms" if expert else "dense_gemms"

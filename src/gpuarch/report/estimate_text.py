@@ -136,6 +136,11 @@ def render_training(e: TrainingEstimate, band: Band | None = None,
                  if p.get("offload_layers") else "")
               + f", {p['precision']}"
               + (" (FP8 weights)" if p.get("fp8_params") else "")
+              + (", FP8 attention" if p.get("fp8_attention") else "")
+              + (f", LoRA rank {p['lora_rank']} on {', '.join(p['lora_modules'])}"
+                 if p.get("lora_rank") else "")
+              + (f", documents of {p['packed_doc_len']:,} tokens packed"
+                 if p.get("packed_doc_len") else "")
               + (", BF16 weights, gradients and Adam states" if p.get("bf16_optimizer") else
                  ", BF16 gradients" if p.get("bf16_grads") else "")
               + (", Ampere-style attention kernel"
@@ -801,6 +806,7 @@ def _infer_explained(x: dict[str, Any]) -> str:
 
 
 _PART_LABELS = {"dense_gemms": "dense GEMMs", "expert_gemms": "expert GEMMs",
+                "lora_adapters": "LoRA adapters",
                 "attention": "attention", "memory_bound": "memory-bound",
                 "recompute": "recompute", "lm_head_and_loss": "LM head + loss",
                 "tensor_parallel": "TP", "context_parallel": "CP", "expert_parallel": "EP",

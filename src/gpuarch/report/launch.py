@@ -257,6 +257,11 @@ def megatron_launch(shape: Any, cfg: Any) -> Launch:
     if cfg.dispatcher_wait_s is not None:
         notes.append("the dispatcher's host wait is a measured input to the estimate, not a "
                      "setting")
+    if cfg.lora_rank:
+        notes.append(f"LoRA (rank {cfg.lora_rank} on {', '.join(cfg.adapted)}) is not a "
+                     "pretrain_gpt.py flag: this is the base model's layout; Megatron Bridge "
+                     "fine-tunes with it through its recipe's peft=LoRA(dim="
+                     f"{cfg.lora_rank}, target_modules=[...]) and a pretrained checkpoint")
     return Launch("megatron", info["name"], info["checked"], tuple(argv), tuple(notes),
                   head=6)
 

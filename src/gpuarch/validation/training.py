@@ -173,6 +173,10 @@ def point_config(point: TrainingPoint, system: System | None) -> TrainingConfig:
         fp8_params=bool(point.get("fp8_params", False)),
         bf16_grads=bool(point.get("bf16_grads", False)),
         bf16_optimizer=bool(point.get("bf16_optimizer", False)),
+        lora_rank=int(point.get("lora_rank", 0)),
+        lora_modules=tuple(point.get("lora_modules", ())),
+        packed_doc_len=int(point.get("packed_doc_len", 0)),
+        fp8_attention=bool(point.get("fp8_attention", False)),
     )
 
 
