@@ -894,3 +894,31 @@ def test_a_block_scaled_checkpoint_is_searched_at_its_own_rate() -> None:
         unit = dataclasses.replace(cfg, gpus=max(o.tp * o.pp, o.ep))
         est = estimate_inference(CATALOG, shape, h200, unit, system=system)
         assert o.tpot_ms == pytest.approx(est.tpot_s * 1e3, rel=1e-9)
+
+
+def test_advise_train_searches_lora_fine_tuning(tmp_path: Path) -> None:
+    """A LoRA search prices every option as the scalar estimate does (frozen weights: no
+    weight gradients or their optimizer states), so the best plan is faster and lighter than
+    full training's on the same GPUs, and says what it assumed; bad settings are refused
+    as estimate train refuses them."""
+    shape = preset("llama-3.1-8b").shape
+    prices = load_prices(_prices(tmp_path))
+    base = TrainingSearch(tokens=1e10, max_gpus=8, gpus=("h100",))
+    full = advise_training(CATALOG, shape, base, prices)
+    lora = advise_training(CATALOG, shape, dataclasses.replace(
+        base, lora_rank=16, lora_modules=("linear_qkv",), packed_doc_len=512), prices)
+    assert full.top and lora.top
+    assert lora.top[0].time_days < full.top[0].time_days
+    assert lora.assumptions["lora_rank"] == 16
+    assert lora.assumptions["lora_modules"] == ["linear_qkv"]
+    best = lora.top[0]
+    system = CATALOG.system_for(CATALOG.product(best.gpu))
+    from gpuarch.advise.train import option_config
+
+    cfg = option_config(dataclasses.replace(base, lora_rank=16, lora_modules=("linear_qkv",),
+                                            packed_doc_len=512), best, system)
+    est = estimate_training(CATALOG, shape, CATALOG.product(best.gpu), cfg, system=system)
+    assert est.step_time_s == pytest.approx(best.step_time_s, rel=1e-9)
+    with pytest.raises(GpuarchError, match="--lora-modules: needs --lora-rank"):
+        advise_training(CATALOG, shape, dataclasses.replace(base, lora_modules=("linear_qkv",)),
+                        prices)

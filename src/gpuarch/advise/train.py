@@ -24,6 +24,7 @@ from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import System, Tier
 from gpuarch.errors import GpuarchError
 from gpuarch.estimate.energy import NODE_OVERHEAD, PUE, energy_kwh, facility_power_w
+from gpuarch.estimate.lora import DEFAULT_LORA_MODULES
 from gpuarch.estimate.memory import Recompute
 from gpuarch.estimate.reliability import expected_interruptions
 from gpuarch.estimate.training import TrainingConfig, estimate_training, evaluate_training
@@ -83,6 +84,10 @@ class TrainingSearch:
     top: int = 10
     assumed_network_gbit_s: float | None = None  # per GPU, where the catalog gives none
     mtp_layers: int = 0  # multi-token-prediction blocks, on the last pipeline stage
+    # LoRA fine-tuning (TrainingConfig.lora_rank, lora_modules): 0 = every weight trained
+    lora_rank: int = 0
+    lora_modules: tuple[str, ...] = ()
+    packed_doc_len: int = 0  # attention inside packed documents of this length (0: none)
 
 
 @dataclass(frozen=True)
@@ -218,6 +223,10 @@ def advise_training(
     if not 0 <= search.mtp_layers <= shape.layers:
         raise GpuarchError(f"--mtp-layers: expected an integer from 0 to {shape.layers} (the "
                            f"model's layers), got {search.mtp_layers}")
+    # the fine-tuning settings are every option's: checked once, as a scalar estimate would
+    TrainingConfig(gpus=1, seq_len=search.seq_len, global_batch=1,
+                   lora_rank=search.lora_rank, lora_modules=search.lora_modules,
+                   packed_doc_len=search.packed_doc_len).validate(shape)
     rows: list[dict[str, np.ndarray]] = []
     evaluated = 0
     feasible = 0
@@ -310,7 +319,8 @@ def advise_training(
                         "fsdp_prefetch": prefetch, "recompute": recompute,
                         "precision": precision, "gpus_per_node": gpn,
                         "fp8_params": keeps_fp8_weights(precision),
-                        "ep_dispatcher": MOE_DISPATCHER, "mtp_layers": search.mtp_layers}
+                        "ep_dispatcher": MOE_DISPATCHER, "mtp_layers": search.mtp_layers,
+                        **_fine_tuning(search)}
                     cfg = TrainingConfig(**fields)
                     core = evaluate_training(shape, product, device, intra, inter, cfg,
                                              efficiency, layer_cache=layer_cache)
@@ -447,6 +457,10 @@ def _assumptions(prices: PriceBook, search: TrainingSearch, assumed: list[str],
         network["one_node_only"] = single
     return {"network": network, "prices": prices.describe(), "node_overhead": NODE_OVERHEAD,
             "pue": PUE, "mtp_layers": search.mtp_layers,
+            "lora_rank": search.lora_rank or None,
+            "lora_modules": (list(search.lora_modules or DEFAULT_LORA_MODULES)
+                             if search.lora_rank else None),
+            "packed_doc_len": search.packed_doc_len or None,
             "energy": "GPU board power at the modelled utilisation, plus node overhead, "
                       "times PUE (gpuarch.estimate.energy)",
             "model": "estimate.training.evaluate_training over arrays of configurations"}
@@ -654,7 +668,14 @@ def option_config(search: TrainingSearch, o: TrainingOption, system: System | No
                           precision=Precision(o.precision),
                           gpus_per_node=system.gpus_per_node if system else 8,
                           fp8_params=keeps_fp8_weights(Precision(o.precision)),
-                          ep_dispatcher=MOE_DISPATCHER, mtp_layers=search.mtp_layers)
+                          ep_dispatcher=MOE_DISPATCHER, mtp_layers=search.mtp_layers,
+                          **_fine_tuning(search))
+
+
+def _fine_tuning(search: TrainingSearch) -> dict[str, Any]:
+    """The search's fine-tuning settings, as ``TrainingConfig`` fields."""
+    return {"lora_rank": search.lora_rank, "lora_modules": search.lora_modules,
+            "packed_doc_len": search.packed_doc_len}
 
 
 def _explain(catalog: Catalog, shape: TransformerShape, search: TrainingSearch,

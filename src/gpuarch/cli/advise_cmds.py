@@ -161,7 +161,9 @@ def cmd_advise_train(args: argparse.Namespace) -> int:
         max_gpus=args.max_gpus, gpus=keys, tiers=tiers, budget_usd=args.budget_usd,
         deadline_days=args.deadline_days, max_power_kw=args.max_power_kw,
         objective=args.objective or Objective.TIME, precisions=tuple(precisions), top=args.top,
-        assumed_network_gbit_s=args.network, mtp_layers=args.mtp_layers)
+        assumed_network_gbit_s=args.network, mtp_layers=args.mtp_layers,
+        lora_rank=args.lora_rank, lora_modules=tuple(_split([args.lora_modules or ""])),
+        packed_doc_len=args.packed_doc_len)
     return _answer(args, lambda: advise_training(catalog, shape, search,
                                                  _prices(catalog, args),
                                                  progress=_progress(args)),
@@ -271,6 +273,15 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p.add_argument("--mtp-layers", type=non_negative("--mtp-layers"), default=0, metavar="N",
                    help="multi-token-prediction blocks trained with the model, on the last "
                         "pipeline stage (DeepSeek-V3 uses 1; default 0)")
+    p.add_argument("--lora-rank", type=non_negative("--lora-rank"), default=0, metavar="R",
+                   help="fine-tune with LoRA adapters of rank R beside frozen weights (as "
+                        "estimate train --lora-rank); default 0, every weight trained")
+    p.add_argument("--lora-modules", metavar="M,M",
+                   help="with --lora-rank: linear_qkv, linear_proj, linear_fc1, linear_fc2 "
+                        "(default all four)")
+    p.add_argument("--packed-doc-len", type=non_negative("--packed-doc-len"), default=0,
+                   metavar="L", help="sequences packed from documents of about L tokens, "
+                                     "attention inside each (as estimate train)")
     p.add_argument("--budget-usd", type=positive_number("--budget-usd"), help="total cost cap")
     p.add_argument("--deadline-days", type=positive_number("--deadline-days"),
                    help="wall-clock cap")

@@ -191,9 +191,14 @@ def render_training_advice(advice: Any, elapsed: float = 0.0) -> str:
     """Top options by the objective, each with its reason; then the Pareto front."""
     return _render(
         advice, elapsed,
-        heading=f"Training {advice.model}"
+        heading=("LoRA fine-tuning (rank {}, {}) of ".format(
+                    advice.assumptions["lora_rank"], ", ".join(advice.assumptions["lora_modules"]))
+                 if advice.assumptions.get("lora_rank") else "Training ")
+                + advice.model
                 + (f" with {advice.assumptions['mtp_layers']} MTP block(s)"
                    if advice.assumptions.get("mtp_layers") else "")
+                + (f", documents of {advice.assumptions['packed_doc_len']:,} tokens packed"
+                   if advice.assumptions.get("packed_doc_len") else "")
                 + f" on {advice.tokens:.3g} tokens, ranked by {advice.objective}",
         empty=training_empty(advice),
         head=_TRAIN_HEAD, right=_TRAIN_RIGHT, row=_train_row,
