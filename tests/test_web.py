@@ -67,6 +67,9 @@ def client() -> Any:
      "&launch=sglang", "launch"),
     ("/api/estimate/train?model=llama-3.1-8b&gpu=h100&gpus=8&seq_len=4096&global_batch=16"
      "&launch=megatron", "launch"),
+    ("/api/estimate/train?model=llama-3.1-8b&gpu=h100&gpus=8&seq_len=4096&global_batch=16"
+     "&lora_rank=16&lora_modules=linear_qkv&packed_doc_len=512&precision=fp8"
+     "&fp8_attention=true", "compute_breakdown_s"),
     ("/api/validate/gemm-kernels", "groups"),
     ("/api/validate/attention-kernels", "groups"),
     ("/api/validate/collectives", "groups"),

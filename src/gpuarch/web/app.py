@@ -176,8 +176,9 @@ _FORMS: dict[str, tuple[str, list[tuple[str, str]]]] = {
         ("cp", ""), ("cp_comm_type", ""), ("ep", ""), ("vpp", ""), ("seq_len", "4096"),
         ("global_batch", "64"), ("micro_batch", "1"), ("precision", ""), ("zero", ""),
         ("sequence_parallel", ""), ("recompute", ""), ("recompute_modules", ""),
-        ("recompute_layers", ""), ("tokens", ""), ("price_per_gpu_hour", ""),
-        ("launch", "")]),
+        ("recompute_layers", ""), ("fp8_attention", ""), ("lora_rank", ""),
+        ("lora_modules", ""), ("packed_doc_len", ""), ("tokens", ""),
+        ("price_per_gpu_hour", ""), ("launch", "")]),
     "estimate/infer": ("Serving estimate", [
         ("model", "llama-3.1-8b"), ("gpu", "h100"), ("tp", "1"), ("input_len", "2048"),
         ("output_len", "256"), ("batch", "32"), ("rate", ""), ("batching", ""),
@@ -192,7 +193,8 @@ _FORMS: dict[str, tuple[str, list[tuple[str, str]]]] = {
         ("price_per_gpu_hour", ""), ("launch", "")]),
     "advise/train": ("Training advice", [
         ("model", "llama-3.1-8b"), ("tokens", "1T"), ("gpu", "h100,h200,b200"),
-        ("max_gpus", "256"), ("objective", "time"), ("deadline_days", ""), ("launch", "")]),
+        ("max_gpus", "256"), ("objective", "time"), ("deadline_days", ""), ("lora_rank", ""),
+        ("lora_modules", ""), ("launch", "")]),
     "advise/infer": ("Serving advice", [
         ("model", "llama-3.1-8b"), ("input_len", "2048"), ("output_len", "256"),
         ("rate", "10"), ("tpot_ms", "50"), ("ttft_ms", ""), ("gpu", ""),
