@@ -1593,8 +1593,9 @@ def estimate_training(
             f"LoRA rank {cfg.lora_rank} on {', '.join(cfg.adapted)}: {trained:,} trained "
             f"parameters ({trained / count_params(shape).total:.2%} of the model's); the "
             "frozen weights keep their compute copy only and skip their weight gradients, "
-            "data-parallel reduction and optimizer step; the adapters run in 16 bits as "
-            "separate thin GEMMs (no dropout); activation memory as in full training")
+            "data-parallel reduction and optimizer step, and keep no GEMM input for the "
+            "backward (an adapted layer's input is kept in 16 bits by its adapter); the "
+            "adapters run in 16 bits as separate thin GEMMs (no dropout)")
         assumptions["flops_convention"] += (
             "; under LoRA, model FLOPs count the adapters and leave out the frozen weights' "
             "gradients (2 x forward + the attention core's backward, not 3 x forward)")

@@ -165,7 +165,8 @@ ATTENTION_OPS = ("scores", "context", "softmax")
 
 LORA_OPS = ("lora_a", "lora_b", "lora_add")
 """Endings of a LoRA adapter's operators' names (its down and up GEMMs, the add of its
-output to the frozen layer's), after any prefix (a routed expert's ``grouped_expert_``)."""
+output to the frozen layer's), which follow the frozen GEMM's name and a dot (e.g.
+``grouped_expert_up.lora_a``)."""
 
 
 def op_kind(op: Op) -> str:
