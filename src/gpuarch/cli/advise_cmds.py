@@ -21,7 +21,13 @@ from gpuarch.cli.estimate_cmds import (
     resolve_model,
     sixteen_bit_kv,
 )
-from gpuarch.cli.options import lazy_enum_value, non_negative, parse_quantity, positive_number
+from gpuarch.cli.options import (
+    lazy_enum_value,
+    name_list,
+    non_negative,
+    parse_quantity,
+    positive_number,
+)
 from gpuarch.errors import GpuarchError
 from gpuarch.report.launch import best_serving_launch, best_training_launch
 from gpuarch.report.serialize import to_json, to_jsonable
@@ -162,7 +168,7 @@ def cmd_advise_train(args: argparse.Namespace) -> int:
         deadline_days=args.deadline_days, max_power_kw=args.max_power_kw,
         objective=args.objective or Objective.TIME, precisions=tuple(precisions), top=args.top,
         assumed_network_gbit_s=args.network, mtp_layers=args.mtp_layers,
-        lora_rank=args.lora_rank, lora_modules=tuple(_split([args.lora_modules or ""])),
+        lora_rank=args.lora_rank, lora_modules=args.lora_modules,
         packed_doc_len=args.packed_doc_len)
     return _answer(args, lambda: advise_training(catalog, shape, search,
                                                  _prices(catalog, args),
@@ -276,7 +282,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p.add_argument("--lora-rank", type=non_negative("--lora-rank"), default=0, metavar="R",
                    help="fine-tune with LoRA adapters of rank R beside frozen weights (as "
                         "estimate train --lora-rank); default 0, every weight trained")
-    p.add_argument("--lora-modules", metavar="M,M",
+    p.add_argument("--lora-modules", type=name_list, default=(), metavar="M,M",
                    help="with --lora-rank: linear_qkv, linear_proj, linear_fc1, linear_fc2 "
                         "(default all four)")
     p.add_argument("--packed-doc-len", type=non_negative("--packed-doc-len"), default=0,

@@ -16,6 +16,7 @@ from gpuarch.catalog.loader import load_catalog
 from gpuarch.cli.options import (
     at_least_one,
     lazy_enum_value,
+    name_list,
     non_negative,
     number_or_word,
     parse_quantity,
@@ -166,15 +167,13 @@ def cmd_train(args: argparse.Namespace) -> int:
         attention_kernel=args.attention_kernel,
         recompute=args.recompute or Recompute.NONE,
         recompute_layers=args.recompute_layers,
-        recompute_modules=tuple(m.strip() for m in (args.recompute_modules or "").split(",")
-                                if m.strip()),
+        recompute_modules=args.recompute_modules,
         precision=args.precision or sixteen_bit(product), gpus_per_node=gpus_per_node,
         offload_layers=args.offload_layers, fp8_params=args.fp8_params,
         bf16_grads=args.bf16_grads, bf16_optimizer=args.bf16_optimizer,
         lora_rank=args.lora_rank, packed_doc_len=args.packed_doc_len,
         fp8_attention=args.fp8_attention,
-        lora_modules=tuple(m.strip() for m in (args.lora_modules or "").split(",")
-                           if m.strip()))
+        lora_modules=args.lora_modules)
     if system is None and max(counts or (cfg.gpus,)) > gpus_per_node:
         system = catalog.system_for(product)
     eff, measured = _calibrated(args, catalog, product, system)
@@ -954,7 +953,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                         "pipeline stage's model chunk, the others keep their activations "
                         "(Megatron's --recompute-method block --recompute-num-layers N); "
                         "default every layer")
-    p.add_argument("--recompute-modules", metavar="M,M",
+    p.add_argument("--recompute-modules", type=name_list, default=(), metavar="M,M",
                    help="with --recompute selective: the modules recomputed, comma-separated "
                         "(Megatron-Core's recompute_modules): core_attn (the default), "
                         "layernorm, mla_up_proj, mlp, moe, moe_act, shared_experts")
@@ -980,7 +979,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                         "rank R beside its linear layers (no weight gradients, reductions "
                         "or optimizer states for the frozen weights); default 0, every "
                         "weight trained")
-    p.add_argument("--lora-modules", metavar="M,M",
+    p.add_argument("--lora-modules", type=name_list, default=(), metavar="M,M",
                    help="with --lora-rank: the linear layers given adapters, comma-separated "
                         "(Megatron Bridge's target_modules): linear_qkv, linear_proj, "
                         "linear_fc1, linear_fc2 (default all four; in an expert layer fc1 "

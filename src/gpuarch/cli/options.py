@@ -11,8 +11,8 @@ from typing import TypeVar
 
 from gpuarch.errors import suggestion
 
-__all__ = ["at_least_one", "enum_list", "enum_value", "lazy_enum_value", "non_negative",
-           "number_or_word", "positive_number"]
+__all__ = ["at_least_one", "enum_list", "enum_value", "lazy_enum_value", "name_list",
+           "non_negative", "number_or_word", "positive_number"]
 
 E = TypeVar("E", bound=Enum)
 
@@ -45,6 +45,12 @@ def enum_list(cls: type[E], flag: str) -> Callable[[str], list[E]]:
 
     parse.__name__ = flag
     return parse
+
+
+def name_list(text: str) -> tuple[str, ...]:
+    """An argparse ``type=`` for a comma-separated list of names (blanks dropped); the library
+    checks the names, with "did you mean"."""
+    return tuple(part.strip() for part in text.split(",") if part.strip())
 
 
 def lazy_enum_value(path: str, flag: str) -> Callable[[str], Enum]:

@@ -719,7 +719,7 @@ def _layer_ops(s: TransformerShape, cfg: TrainingConfig, moe: bool, window: int 
     return ops, 1.0 * tokens
 
 
-LORA_ELEMENT = 2.0
+LORA_ELEMENT = Precision.BF16.bytes
 """Bytes per element of LoRA's adapters and their inputs and outputs: they run in 16 bits
 whatever the frozen layers' precision (Transformer Engine's FP8 autocast covers its own
 modules; the adapters are plain 16-bit layers beside them)."""
