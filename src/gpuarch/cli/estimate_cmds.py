@@ -159,7 +159,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         dispatcher_wait_s=None if args.dispatcher_wait_us is None
         else to_si(args.dispatcher_wait_us, Unit.US),
         pp_edge_layers=args.pp_edge_layers, pp_layout=args.pp_layout,
-        mtp_layers=args.mtp_layers,
+        pp_schedule=args.pp_schedule, mtp_layers=args.mtp_layers,
         ep_dispatcher=args.ep_dispatcher, ep_comm_overlap=args.ep_comm_overlap,
         cp_comm_type=args.cp_comm_type,
         expert_launches=args.expert_launches,
@@ -886,6 +886,12 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                         "(--pipeline-model-parallel-layout): E embedding, t layer, m MTP "
                         "block, L loss, | between stages, X*n and (...)*n repeat; e.g. "
                         "'Et*4|(t*4|)*14tmL' for DeepSeek-V3 at PP 4 x VPP 4")
+    p.add_argument("--pp-schedule", default="1f1b", metavar="1f1b|zb1p|dualpipe|dualpipev",
+                   help="pipeline schedule (default 1f1b, interleaved with --vpp > 1; "
+                        "zb1p: zero-bubble ZB-H1, weight gradients deferred into the "
+                        "bubble; dualpipe: DeepSeek's "
+                        "bidirectional schedule, two copies of the weights, even --pp, at "
+                        "least 2 x PP micro-batches; dualpipev: its V-shaped half, --vpp 2)")
     p.add_argument("--mtp-layers", type=non_negative("--mtp-layers"), default=0, metavar="N",
                    help="multi-token-prediction blocks trained with the model (Megatron "
                         "--mtp-num-layers; DeepSeek-V3 uses 1): each a layer, a projection "

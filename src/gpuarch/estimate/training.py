@@ -147,6 +147,19 @@ FRAMEWORK_RESERVE_BYTES = to_si(3, Unit.GIB)
 """CUDA context, NCCL buffers, allocator fragmentation and workspaces: an assumed 3 GiB."""
 
 
+PP_SCHEDULES = ("1f1b", "zb1p", "dualpipe", "dualpipev")
+"""Pipeline schedules, with the bubble each leaves (F, B, W: a stage's forward, full
+backward and weight-gradient seconds per micro-batch; the table of DeepSeek-V3's report,
+arXiv:2412.19437, section 3.2.1, and of DeepSeek's DualPipe README): "1f1b" (Megatron's
+one-forward-one-backward, interleaved with ``vpp`` > 1: (PP-1)(F+B)/VPP); "zb1p" (Qi et
+al.'s zero-bubble ZB-H1, ICLR 2024: the weight gradients deferred into the bubble,
+(PP-1)(F+B-2W), the memory of 1F1B); "dualpipe" (DeepSeek's bidirectional schedule: micro-
+batches fed from both ends, each GPU holding two stages, (PP/2-1)(F&B+B-3W), two copies of
+the parameters and PP+1 micro-batches' activations); "dualpipev" (its V-shaped cut in half:
+two chunks per GPU, ``vpp`` 2, the same bubble over half-size chunks, one copy of the
+parameters). F&B, a forward and a backward chunk run together, is taken as F+B: what they
+overlap is communication (``ep_comm_overlap``), not compute."""
+
 ATTENTION_KERNELS = ("native", "ampere")
 """Fused attention kernels: the GPU generation's own, or one written for Ampere's
 synchronous Tensor Core instructions (FlashAttention-2, 2023's Triton flash attention)."""
@@ -235,6 +248,9 @@ class TrainingConfig:
     # layout, e.g. "Et*4|(t*4|)*14tmL"; estimate/pipeline_layout.py): what each virtual stage
     # holds; "" = the even split above
     pp_layout: str = ""
+    # the pipeline schedule (PP_SCHEDULES): "1f1b" (interleaved with vpp > 1), the zero-
+    # bubble "zb1p", DeepSeek's "dualpipe" or its V-shaped half "dualpipev" (vpp 2)
+    pp_schedule: str = "1f1b"
     # multi-token-prediction blocks trained beside the model (Megatron --mtp-num-layers;
     # DeepSeek-V3 trains with one): each a layer, a projection and a pass through the shared
     # head, on the last pipeline stage unless ``pp_layout`` places it
@@ -433,6 +449,7 @@ class TrainingConfig:
                                   "a layer each)"))
         if self.vpp > 1 and self.pp == 1:
             raise GpuarchError("--vpp: interleaved stages need --pp > 1")
+        self._check_schedule()
         if shape.heads % self.tp:
             raise GpuarchError(f"--tp: {self.tp} does not divide the {shape.heads} heads")
         if self.seq_len % self.cp:
@@ -473,6 +490,35 @@ class TrainingConfig:
             raise GpuarchError(f"--ep: {self.ep} must divide DP x CP = "
                                f"{self.dp * self.cp} (or give --etp 1 to lay experts "
                                "over the tensor-parallel ranks too)")
+
+    def _check_schedule(self) -> None:
+        """The pipeline schedule's own conditions (DeepSeek's DualPipe asserts an even
+        number of ranks and of micro-batches, at least twice the ranks; DualPipeV at least
+        twice the ranks)."""
+        check_choice("--pp-schedule", self.pp_schedule, PP_SCHEDULES)
+        if self.pp_schedule == "1f1b":
+            return
+        flag = f"--pp-schedule {self.pp_schedule}"
+        if self.pp == 1:
+            raise GpuarchError(f"{flag}: a pipeline schedule needs --pp > 1")
+        chunks = 2 if self.pp_schedule == "dualpipev" else 1
+        if self.vpp != chunks:
+            raise GpuarchError(f"{flag}: needs --vpp {chunks} ("
+                               + ("its V shape puts two model chunks on each GPU"
+                                  if chunks == 2 else "one model chunk per GPU; "
+                                  "interleaving is 1f1b's") + f"), got --vpp {self.vpp}")
+        if self.pp_schedule == "zb1p":
+            return
+        if self.pp_schedule == "dualpipe" and self.pp % 2:
+            raise GpuarchError(f"{flag}: needs an even --pp (micro-batches enter from both "
+                               f"ends and meet in the middle), got --pp {self.pp}")
+        m = self.micro_batches
+        if m < 2 * self.pp or (self.pp_schedule == "dualpipe" and m % 2):
+            even = " and even" if self.pp_schedule == "dualpipe" else ""
+            raise GpuarchError(
+                f"{flag}: needs at least 2 x PP = {2 * self.pp}{even} micro-batches per "
+                f"pipeline, got {m} (--global-batch / (DP x --micro-batch) = "
+                f"{self.global_batch} / ({self.dp} x {self.micro_batch}))")
 
 
 @dataclass(frozen=True)
@@ -779,6 +825,9 @@ class _Layer:
     rec: _Pass
     flops: Num
     parts: dict[str, Num]
+    # compute seconds of the weight-gradient GEMMs inside ``bwd`` (what a zero-bubble
+    # schedule defers: the W of ``pipeline_bubble``)
+    wgrad: Num = 0.0
 
     @property
     def passes(self) -> _Pass:
@@ -789,14 +838,15 @@ def _mix(layers: list[tuple[Num, _Layer]]) -> _Layer:
     """The weighted mean of layers (weights adding up to 1)."""
     if len(layers) == 1:
         return layers[0][1]
-    fwd, bwd, rec, flops = _Pass(), _Pass(), _Pass(), 0.0
+    fwd, bwd, rec, flops, wgrad = _Pass(), _Pass(), _Pass(), 0.0, 0.0
     parts: dict[str, Num] = {}
     for w, one in layers:
         fwd, bwd, rec = fwd + one.fwd.scale(w), bwd + one.bwd.scale(w), rec + one.rec.scale(w)
         flops = flops + one.flops * w
+        wgrad = wgrad + one.wgrad * w
         for key, value in one.parts.items():
             parts[key] = parts.get(key, 0.0) + w * value
-    return _Layer(fwd, bwd, rec, flops, parts)
+    return _Layer(fwd, bwd, rec, flops, parts, wgrad)
 
 
 def _layer_times(s: TransformerShape, cfg: TrainingConfig, device: Device, eff: Efficiency,
@@ -807,9 +857,9 @@ def _layer_times(s: TransformerShape, cfg: TrainingConfig, device: Device, eff: 
     kinds: dict[bool, list[tuple[Num, _Layer]]] = {}
     for moe, window, share in s.layer_kinds():
         own: dict[str, Num] = {}
-        f, b, r, fl = _one_layer_time(s, cfg, device, eff, tp_group, cp_group, ep_group,
-                                      moe, window, own if with_parts else None)
-        kinds.setdefault(moe, []).append((share, _Layer(f, b, r, fl, own)))
+        f, b, r, fl, w = _one_layer_time(s, cfg, device, eff, tp_group, cp_group, ep_group,
+                                         moe, window, own if with_parts else None)
+        kinds.setdefault(moe, []).append((share, _Layer(f, b, r, fl, own, w)))
     return {moe: _mix([(w / sum(x for x, _ in items), one) for w, one in items])
             for moe, items in kinds.items()}
 
@@ -818,6 +868,24 @@ def _average_layer(s: TransformerShape, kinds: dict[bool, _Layer]) -> _Layer:
     """The model's average layer: its expert and dense layers weighted by their share."""
     moe_share = s.moe_layers / s.layers
     return _mix([(moe_share if moe else 1 - moe_share, one) for moe, one in kinds.items()])
+
+
+def pipeline_bubble(schedule: str, pp: Num, vpp: Num, stage_s: Num, forward_s: Num,
+                    wgrad_s: Num) -> Num:
+    """Seconds a step's pipeline leaves each GPU idle under ``schedule`` (PP_SCHEDULES),
+    for a stage's time per micro-batch ``stage_s`` (forward, backward, recomputation and
+    their exposed communication), its forward part and its weight-gradient GEMMs (W). The
+    full backward B is the rest of the stage's time."""
+    if schedule == "1f1b":
+        return (pp - 1) / vpp * stage_s
+    if schedule == "zb1p":
+        return (pp - 1) * maximum(0.0, stage_s - 2 * wgrad_s)
+    backward_s = stage_s - forward_s
+    pair = maximum(0.0, stage_s + backward_s - 3 * wgrad_s)
+    if schedule == "dualpipe":
+        return (pp / 2 - 1) * pair
+    # dualpipev: 2 x PP stages of half a GPU's layers each
+    return (pp - 1) * pair / 2
 
 
 def dispatcher_host_time(product: Product, cfg: TrainingConfig, eff: Efficiency) -> float:
@@ -912,13 +980,14 @@ def unbalanced_routing_load(shape: TransformerShape, ep: int, eff: Efficiency) -
 def _one_layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device,
                     eff: Efficiency, tp_group: Group, cp_group: Group, ep_group: Group,
                     moe: bool, window: int = 0, parts: dict[str, Num] | None = None
-                    ) -> tuple[_Pass, _Pass, _Pass, Num]:
+                    ) -> tuple[_Pass, _Pass, _Pass, Num, Num]:
     ops, tokens = _layer_ops(s, cfg, moe, window)
     element = cfg.precision.activation_bytes
     fwd: Num = 0.0
     bwd: Num = 0.0
     attn_fwd: Num = 0.0
     flops: Num = 0.0
+    wgrad: Num = 0.0  # the weight-gradient GEMMs' seconds (as long as their forward)
     expert_section: Num = 0.0  # forward GPU time between dispatch and combine
     by_name: dict[str, Num] = {}  # forward time of each operator
     frozen = bool(cfg.lora_rank)  # the model's weights are not trained
@@ -937,8 +1006,11 @@ def _one_layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device,
         else:
             # a GEMM's data and weight gradients (a frozen one's data gradient alone, under
             # LoRA); an elementwise op's backward
-            back = (t if frozen and isinstance(op, Gemm) and op.name not in ATTENTION_OPS
-                    and not op.name.endswith(LORA_OPS) else 2 * t)
+            weighted = isinstance(op, Gemm) and op.name not in ATTENTION_OPS
+            trained = weighted and (not frozen or op.name.endswith(LORA_OPS))
+            back = t if weighted and not trained else 2 * t
+            if trained:
+                wgrad = wgrad + t
             if op.name in ATTENTION_OPS:
                 attn_fwd = attn_fwd + t
         bwd = bwd + back
@@ -1020,7 +1092,7 @@ def _one_layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device,
         parts["tensor_parallel"] = tp_share * ((passes - 1) * tp_fwd + tp_bwd)
         parts["context_parallel"] = passes * cp_ag
         parts["expert_parallel"] = moe_passes * a2a if moe else 0.0
-    return forward, backward, recompute, flops
+    return forward, backward, recompute, flops, wgrad
 
 
 RECOMPUTED_OPS = {
@@ -1211,9 +1283,10 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     mtp_extra: Num = 0.0
     if cfg.mtp_layers:
         own: dict[str, Num] = {}
-        f, b, r, fl = _one_layer_time(shape, cfg, device, eff, tp_group, cp_group, ep_group,
-                                      shape.is_moe, 0, own if parts is not None else None)
-        mtp_layer = _Layer(f, b, r, fl, own)
+        f, b, r, fl, w = _one_layer_time(shape, cfg, device, eff, tp_group, cp_group,
+                                         ep_group, shape.is_moe, 0,
+                                         own if parts is not None else None)
+        mtp_layer = _Layer(f, b, r, fl, own, w)
         projection = op_time(Gemm(tokens_mb, shape.hidden // cfg.tp, 2 * shape.hidden,
                                   name="mtp_projection"), device, eff)[0]
         mtp_extra = 3 * projection + head_pass
@@ -1309,7 +1382,11 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     pipeline_comm = m * stage.comm
     host_time = m * stage.overhead
     floor_time = m * stage.floor
-    bubble = (cfg.pp - 1) / cfg.vpp * stage_time
+    # the schedule's bubble, from a stage's forward share and its weight-gradient GEMMs
+    # (the average layer's shares of the stage's time)
+    forward = average.fwd.total / average.passes.total * stage_time
+    wgrad = average.wgrad / average.passes.compute * stage.compute
+    bubble = pipeline_bubble(cfg.pp_schedule, cfg.pp, cfg.vpp, stage_time, forward, wgrad)
 
     # parameters held per GPU (the last stage also holds the LM head and the MTP blocks);
     # expert weights are split over EP and replicated only across the expert-data-parallel
@@ -1334,6 +1411,11 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     adapters = lora_params(shape, cfg.lora_rank, cfg.adapted)
     lora_dense = adapters.dense / (cfg.tp * cfg.pp)
     lora_expert = adapters.experts / (cfg.pp * cfg.expert_tp * cfg.ep)
+    if cfg.pp_schedule == "dualpipe":
+        # each GPU holds two stages (i and PP-1-i): two copies of the parameters, whose
+        # gradients are reduced and whose optimizer states are kept as every stage's are
+        dense_local, expert_local = 2 * dense_local, 2 * expert_local
+        lora_dense, lora_expert = 2 * lora_dense, 2 * lora_expert
 
     # data-parallel gradient traffic, stage-correct for ZeRO: dense weights over DP x CP,
     # expert weights over the expert-data-parallel group (DP x CP / EP ranks, spaced EP
@@ -1415,8 +1497,13 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     peak = device.matmul.flops
     per_gpu_flops = model_flops * tokens_per_s / cfg.gpus
 
-    in_flight = minimum(cfg.pp, m)
-    interleave = where(cfg.vpp > 1, 1 + (cfg.pp - 1) / (cfg.pp * cfg.vpp), 1.0)
+    in_flight: Num = minimum(cfg.pp, m)
+    interleave: Num = where(cfg.vpp > 1, 1 + (cfg.pp - 1) / (cfg.pp * cfg.vpp), 1.0)
+    if cfg.pp_schedule in ("dualpipe", "dualpipev"):
+        # PP + 1 stages' micro-batches (DualPipe's table); DualPipeV's stages are half a
+        # GPU's layers and there are 2 x PP of them
+        in_flight = cfg.pp + (1.0 if cfg.pp_schedule == "dualpipe" else 0.5)
+        interleave = 1.0
     # FP32 logits for the loss, and for each MTP block's on the last stage
     logits = tokens_mb * shape.vocab / cfg.tp * 4.0 * (1 + cfg.mtp_layers)
     return TrainingCore(
@@ -1650,6 +1737,7 @@ def estimate_training(
             "moe_imbalance": cfg.moe_imbalance if shape.is_moe else None,
             "pp_edge_layers": cfg.pp_edge_layers,
             "pp_layout": cfg.pp_layout or None,
+            "pp_schedule": cfg.pp_schedule if cfg.pp > 1 else None,
             "mtp_layers": cfg.mtp_layers,
             "fused_attention": cfg.fused_attention,
             "micro_batch": cfg.micro_batch,
@@ -1707,9 +1795,14 @@ def _bottleneck(b: TimeBreakdown, optimizer: float, host: float, floor: float, s
             reason += ", and a node-deduplicating dispatcher sends each token across the " \
                       "network once per node (--ep-dispatcher deepep)"
     elif name == "pipeline_bubble":
-        reason = (f"{share:.0%} of the step is pipeline bubble ((PP-1)/VPP = "
-                  f"{(cfg.pp - 1) / cfg.vpp:.1f} stage times over {cfg.micro_batches} "
-                  "micro-batches); more micro-batches or interleaving shrink it")
+        if cfg.pp_schedule == "1f1b":
+            reason = (f"{share:.0%} of the step is pipeline bubble ((PP-1)/VPP = "
+                      f"{(cfg.pp - 1) / cfg.vpp:.1f} stage times over {cfg.micro_batches} "
+                      "micro-batches); more micro-batches, interleaving or a zero-bubble "
+                      "schedule (--pp-schedule zb1p) shrink it")
+        else:
+            reason = (f"{share:.0%} of the step is pipeline bubble ({cfg.pp_schedule}, over "
+                      f"{cfg.micro_batches} micro-batches); more micro-batches shrink it")
     elif name == "host_overhead":
         reason = (f"{share:.0%} of the step is fixed host time per layer (the MoE dispatcher "
                   "syncs token counts to the CPU, then launches small kernels one by one, "

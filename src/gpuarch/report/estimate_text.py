@@ -125,6 +125,7 @@ def render_training(e: TrainingEstimate, band: Band | None = None,
               + (f" imbalance {p['moe_imbalance']:g}x" if (p.get("moe_imbalance") or 1) > 1
                  else "")
               + (f" VPP{p['vpp']}" if p["vpp"] > 1 else "")
+              + (f" {p['pp_schedule']}" if p.get("pp_schedule") not in (None, "1f1b") else "")
               + (f" layout {p['pp_layout']}" if p.get("pp_layout") else "")
               + (f" MTP{p['mtp_layers']}" if p.get("mtp_layers") else "")
               + (" +SP" if p["sequence_parallel"] else "")

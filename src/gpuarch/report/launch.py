@@ -257,6 +257,8 @@ def megatron_launch(shape: Any, cfg: Any) -> Launch:
     if cfg.dispatcher_wait_s is not None:
         notes.append("the dispatcher's host wait is a measured input to the estimate, not a "
                      "setting")
+    if cfg.pp_schedule != "1f1b" and cfg.pp > 1:
+        notes.append(_SCHEDULE_NOTES[cfg.pp_schedule])
     if cfg.lora_rank:
         notes.append(f"LoRA (rank {cfg.lora_rank} on {', '.join(cfg.adapted)}) is not a "
                      "pretrain_gpt.py flag: this is the base model's layout; Megatron Bridge "
@@ -265,6 +267,19 @@ def megatron_launch(shape: Any, cfg: Any) -> Launch:
     return Launch("megatron", info["name"], info["checked"], tuple(argv), tuple(notes),
                   head=6)
 
+
+
+_SCHEDULE_NOTES = {
+    "zb1p": "the zero-bubble ZB-H1 schedule is not in upstream Megatron-LM: Sea AI Lab's "
+            "fork (sail-sg/zero-bubble-pipeline-parallelism) runs it with "
+            "--enable-zero-bubble --zero-bubble-max-pending-backward equal to --pp",
+    "dualpipe": "DualPipe is not a Megatron-LM schedule: it is DeepSeek's own library "
+                "(deepseek-ai/DualPipe), driven by a framework that supplies the overlapped "
+                "forward-backward chunk",
+    "dualpipev": "DualPipeV is not in upstream Megatron-LM: MindSpeed runs it with "
+                 "--schedules-method dualpipev, PyTorch's pipelining as ScheduleDualPipeV",
+}
+"""What ``--launch megatron`` says about a pipeline schedule upstream Megatron-LM lacks."""
 
 
 def model_reference(model: str) -> str:

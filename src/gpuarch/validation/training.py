@@ -26,6 +26,7 @@ from gpuarch.estimate.training import (
     EP_DISPATCHERS,
     EXPERT_LAUNCHES,
     MOE_ROUTINGS,
+    PP_SCHEDULES,
     TrainingConfig,
     estimate_training,
     unbalanced_routing_load,
@@ -162,6 +163,7 @@ def point_config(point: TrainingPoint, system: System | None) -> TrainingConfig:
         ep_comm_overlap=bool(point.get("ep_comm_overlap", False)),
         pp_edge_layers=bool(point.get("pp_edge_layers", False)),
         pp_layout=str(point.get("pp_layout", "")),
+        pp_schedule=str(point.get("pp_schedule", PP_SCHEDULES[0])),
         mtp_layers=int(point.get("mtp_layers", 0)),
         fused_attention=point.source not in _UNFUSED_ATTENTION_SOURCES,
         attention_kernel=str(point.get("attention_kernel", "native")),
@@ -272,6 +274,8 @@ def compare_point(catalog: Catalog, point: TrainingPoint, efficiency: Efficiency
     layout = f"TP{cfg.tp} PP{cfg.pp} CP{cfg.cp} DP{cfg.dp}" + (
         f" EP{cfg.ep}" if cfg.ep > 1 else "") + (f" VPP{cfg.vpp}" if cfg.vpp > 1 else "") + (
         " laid out" if cfg.pp_layout else "") + (f" MTP{cfg.mtp_layers}" if cfg.mtp_layers else "")
+    if cfg.pp_schedule != PP_SCHEDULES[0]:
+        layout += f" {cfg.pp_schedule}"
     if cfg.moe_imbalance > 1:
         layout += f" busiest {cfg.moe_imbalance:g}x"
     doc = est.as_json()

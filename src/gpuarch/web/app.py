@@ -173,7 +173,8 @@ nav a{{margin-right:1rem}} .err{{color:#a00}}</style></head><body><nav><a href="
 _FORMS: dict[str, tuple[str, list[tuple[str, str]]]] = {
     "estimate/train": ("Training step estimate", [
         ("model", "llama-3.1-8b"), ("gpu", "h100"), ("gpus", "8"), ("tp", "1"), ("pp", "1"),
-        ("cp", ""), ("cp_comm_type", ""), ("ep", ""), ("vpp", ""), ("seq_len", "4096"),
+        ("cp", ""), ("cp_comm_type", ""), ("ep", ""), ("vpp", ""), ("pp_schedule", ""),
+        ("seq_len", "4096"),
         ("global_batch", "64"), ("micro_batch", "1"), ("precision", ""), ("zero", ""),
         ("sequence_parallel", ""), ("recompute", ""), ("recompute_modules", ""),
         ("recompute_layers", ""), ("fp8_attention", ""), ("lora_rank", ""),
