@@ -271,9 +271,18 @@ def test_validation_error_does_not_regress() -> None:
     (cross-validated 8.7%) / 6.8% over 180 / 93.7%, 21 beyond 20%; 22 fine-tuning runs,
     nothing refitted (LoRA on Megatron Bridge 26.06, NeMo 24.07 and MLPerf's
     llama2_70b_lora, full fine-tuning on Megatron Bridge 26.06 and NeMo 24.07), 9.8% among
-    themselves, none beyond 20%, to 7.8% / 8.7% / 7.1% over 202 / 94.1% over 356.)"""
+    themselves, none beyond 20%, to 7.8% / 8.7% / 7.1% over 202 / 94.1% over 356; the 36
+    A100 runs of the zero-bubble paper, nothing refitted, 20.1% among themselves (every one
+    fast), to 8.9% over 392 / 9.1% over 238 out of sample / 90.3% within 20%, 38 beyond.)
+    The earlier 356 points are held to their own figures below: no schedule change moved
+    them."""
     summary = validate_training(CATALOG)
-    assert len(summary.rows) >= 356
+    assert len(summary.rows) >= 392
+    assert summary.mean_abs_error <= 0.090  # 8.94% over 392 points
+    everything = summary
+    summary = dataclasses.replace(summary, rows=tuple(
+        r for r in summary.rows if r.source != "zero-bubble-iclr2024"))
+    assert len(summary.rows) == len(everything.rows) - 36
     assert summary.mean_abs_error <= 0.079  # 7.82% over 356 points (8.34% before routing)
     in_sample = [abs(r.error) for r in summary.rows if not r.out_of_sample]
     assert sum(in_sample) / len(in_sample) <= 0.088  # 8.70% over 154 (8.73% over 151 before)
