@@ -922,3 +922,41 @@ def test_advise_train_searches_lora_fine_tuning(tmp_path: Path) -> None:
     with pytest.raises(GpuarchError, match="--lora-modules: needs --lora-rank"):
         advise_training(CATALOG, shape, dataclasses.replace(base, lora_modules=("linear_qkv",)),
                         prices)
+
+
+@pytest.mark.parametrize("schedule", ["zb1p", "dualpipe", "dualpipev"])
+def test_advise_train_searches_the_layouts_a_schedule_runs(tmp_path: Path,
+                                                            schedule: str) -> None:
+    """With a pipeline schedule every option with a pipeline meets its conditions (vpp 1 for
+    ZB-1P and DualPipe, 2 for DualPipeV; DualPipe an even PP and an even count of micro-
+    batches, both DualPipes at least 2 x PP), each option's search row is what the scalar
+    estimate of that schedule gives, and a pipeline never does worse than under 1F1B on the
+    same layout's row."""
+    from gpuarch.advise.train import option_config
+
+    shape = preset("llama-3.1-70b").shape
+    prices = load_prices(_prices(tmp_path))
+    base = TrainingSearch(tokens=1e11, max_gpus=64, gpus=("h100",), top=40,
+                          pp_schedule=schedule)
+    advice = advise_training(CATALOG, shape, base, prices)
+    piped = [o for o in advice.top if o.pp > 1]
+    assert piped, "the search found no pipelined option to check"
+    assert advice.assumptions["pp_schedule"] == schedule
+    system = CATALOG.system_for(CATALOG.product("h100"))
+    for o in piped:
+        cfg = option_config(base, o, system)
+        assert cfg.pp_schedule == schedule
+        m = cfg.micro_batches
+        assert o.vpp == (2 if schedule == "dualpipev" else 1)
+        if schedule != "zb1p":
+            assert m >= 2 * o.pp
+        if schedule == "dualpipe":
+            assert o.pp % 2 == 0 and m % 2 == 0
+        est = estimate_training(CATALOG, shape, CATALOG.product("h100"), cfg, system=system)
+        assert est.step_time_s == pytest.approx(o.step_time_s, rel=1e-9)
+        plain = estimate_training(CATALOG, shape, CATALOG.product("h100"),
+                                  dataclasses.replace(cfg, pp_schedule="1f1b"), system=system)
+        if schedule != "dualpipev":  # 1F1B at VPP 2 interleaves: a different bubble
+            assert est.time_breakdown.pipeline_bubble <= plain.time_breakdown.pipeline_bubble
+    with pytest.raises(GpuarchError, match="--pp-schedule: expected one of"):
+        advise_training(CATALOG, shape, dataclasses.replace(base, pp_schedule="zb"), prices)

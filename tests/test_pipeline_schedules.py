@@ -176,3 +176,14 @@ def test_zero_bubble_papers_runs() -> None:
         assert -0.03 < gain < 0.05, key
         over = inter.predicted / base.predicted - inter.published / base.published
         assert 0.0 < over < 0.09, key
+
+
+def test_advise_cli(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["advise", "train", "--model", "llama-3.1-70b", "--tokens", "1e11", "--gpu", "h100",
+            "--max-gpus", "32", "--top", "3", "--pp-schedule"]
+    assert main([*argv, "dualpipe", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["assumptions"]["pp_schedule"] == "dualpipe"
+    assert main([*argv, "dualpipe"]) == 0
+    assert "pipelines on dualpipe" in capsys.readouterr().out
+    assert main([*argv, "dual"]) == 2
+    assert "--pp-schedule: expected one of" in capsys.readouterr().err

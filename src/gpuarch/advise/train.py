@@ -22,12 +22,17 @@ from gpuarch.advise.candidates import candidate_gpus
 from gpuarch.advise.prices import PriceBook
 from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import System, Tier
-from gpuarch.errors import GpuarchError
+from gpuarch.errors import GpuarchError, check_choice
 from gpuarch.estimate.energy import NODE_OVERHEAD, PUE, energy_kwh, facility_power_w
 from gpuarch.estimate.lora import DEFAULT_LORA_MODULES
 from gpuarch.estimate.memory import Recompute
 from gpuarch.estimate.reliability import expected_interruptions
-from gpuarch.estimate.training import TrainingConfig, estimate_training, evaluate_training
+from gpuarch.estimate.training import (
+    PP_SCHEDULES,
+    TrainingConfig,
+    estimate_training,
+    evaluate_training,
+)
 from gpuarch.perf.collectives import link_for
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.perf.precision import Precision, matmul_peak, sixteen_bit
@@ -88,6 +93,9 @@ class TrainingSearch:
     lora_rank: int = 0
     lora_modules: tuple[str, ...] = ()
     packed_doc_len: int = 0  # attention inside packed documents of this length (0: none)
+    # the pipeline schedule of every option with a pipeline (PP_SCHEDULES); the layouts
+    # searched are those it can run
+    pp_schedule: str = "1f1b"
 
 
 @dataclass(frozen=True)
@@ -197,8 +205,25 @@ def _layouts(shape: TransformerShape, search: TrainingSearch, gpn: int, multi_no
     ok &= shape.layers >= pp * vpp
     ok &= (vpp == 1) | (pp > 1)
     ok &= ((dp * cp) % ep == 0)
+    ok &= _schedule_runs(search.pp_schedule, pp, vpp, gb // unit)
     return {"gpus": gpus[ok], "tp": tp[ok], "pp": pp[ok], "cp": cp[ok], "ep": ep[ok],
             "vpp": vpp[ok], "mb": mb[ok], "gb": gb[ok]}
+
+
+def _schedule_runs(schedule: str, pp: np.ndarray, vpp: np.ndarray, micro_batches: np.ndarray
+                   ) -> np.ndarray:
+    """The layouts a pipeline schedule can run (``TrainingConfig._check_schedule``'s
+    conditions); a layout without a pipeline runs without one, whatever the schedule."""
+    if schedule == "1f1b":
+        return np.ones_like(pp, dtype=bool)
+    chunks = 2 if schedule == "dualpipev" else 1
+    runs = (vpp == chunks)
+    if schedule != "zb1p":
+        runs &= micro_batches >= 2 * pp
+    if schedule == "dualpipe":
+        runs &= (pp % 2 == 0) & (micro_batches % 2 == 0)
+    plain = np.logical_and(pp == 1, vpp == 1)
+    return np.asarray(np.logical_or(plain, np.logical_and(pp > 1, runs)))
 
 
 def advise_training(
@@ -227,6 +252,7 @@ def advise_training(
     TrainingConfig(gpus=1, seq_len=search.seq_len, global_batch=1,
                    lora_rank=search.lora_rank, lora_modules=search.lora_modules,
                    packed_doc_len=search.packed_doc_len).validate(shape)
+    check_choice("--pp-schedule", search.pp_schedule, PP_SCHEDULES)
     rows: list[dict[str, np.ndarray]] = []
     evaluated = 0
     feasible = 0
@@ -320,7 +346,7 @@ def advise_training(
                         "precision": precision, "gpus_per_node": gpn,
                         "fp8_params": keeps_fp8_weights(precision),
                         "ep_dispatcher": MOE_DISPATCHER, "mtp_layers": search.mtp_layers,
-                        **_fine_tuning(search)}
+                        "pp_schedule": search.pp_schedule, **_fine_tuning(search)}
                     cfg = TrainingConfig(**fields)
                     core = evaluate_training(shape, product, device, intra, inter, cfg,
                                              efficiency, layer_cache=layer_cache)
@@ -461,6 +487,7 @@ def _assumptions(prices: PriceBook, search: TrainingSearch, assumed: list[str],
             "lora_modules": (list(search.lora_modules or DEFAULT_LORA_MODULES)
                              if search.lora_rank else None),
             "packed_doc_len": search.packed_doc_len or None,
+            "pp_schedule": search.pp_schedule,
             "energy": "GPU board power at the modelled utilisation, plus node overhead, "
                       "times PUE (gpuarch.estimate.energy)",
             "model": "estimate.training.evaluate_training over arrays of configurations"}
@@ -669,6 +696,7 @@ def option_config(search: TrainingSearch, o: TrainingOption, system: System | No
                           gpus_per_node=system.gpus_per_node if system else 8,
                           fp8_params=keeps_fp8_weights(Precision(o.precision)),
                           ep_dispatcher=MOE_DISPATCHER, mtp_layers=search.mtp_layers,
+                          pp_schedule=search.pp_schedule if o.pp > 1 else PP_SCHEDULES[0],
                           **_fine_tuning(search))
 
 

@@ -883,7 +883,7 @@ def pipeline_bubble(schedule: str, pp: Num, vpp: Num, stage_s: Num, forward_s: N
     backward_s = stage_s - forward_s
     pair = maximum(0.0, stage_s + backward_s - 3 * wgrad_s)
     if schedule == "dualpipe":
-        return (pp / 2 - 1) * pair
+        return maximum(0.0, pp / 2 - 1) * pair  # nothing without a pipeline (PP 1)
     # dualpipev: 2 x PP stages of half a GPU's layers each
     return (pp - 1) * pair / 2
 
@@ -1414,8 +1414,10 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     if cfg.pp_schedule == "dualpipe":
         # each GPU holds two stages (i and PP-1-i): two copies of the parameters, whose
         # gradients are reduced and whose optimizer states are kept as every stage's are
-        dense_local, expert_local = 2 * dense_local, 2 * expert_local
-        lora_dense, lora_expert = 2 * lora_dense, 2 * lora_expert
+        # (the advisor's layouts without a pipeline run as they are)
+        copies = where(cfg.pp > 1, 2, 1)
+        dense_local, expert_local = copies * dense_local, copies * expert_local
+        lora_dense, lora_expert = copies * lora_dense, copies * lora_expert
 
     # data-parallel gradient traffic, stage-correct for ZeRO: dense weights over DP x CP,
     # expert weights over the expert-data-parallel group (DP x CP / EP ranks, spaced EP
@@ -1502,8 +1504,10 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     if cfg.pp_schedule in ("dualpipe", "dualpipev"):
         # PP + 1 stages' micro-batches (DualPipe's table); DualPipeV's stages are half a
         # GPU's layers and there are 2 x PP of them
-        in_flight = cfg.pp + (1.0 if cfg.pp_schedule == "dualpipe" else 0.5)
-        interleave = 1.0
+        piped = cfg.pp > 1
+        in_flight = where(piped, cfg.pp + (1.0 if cfg.pp_schedule == "dualpipe" else 0.5),
+                          in_flight)
+        interleave = where(piped, 1.0, interleave)
     # FP32 logits for the loss, and for each MTP block's on the last stage
     logits = tokens_mb * shape.vocab / cfg.tp * 4.0 * (1 + cfg.mtp_layers)
     return TrainingCore(

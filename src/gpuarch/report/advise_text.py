@@ -199,6 +199,8 @@ def render_training_advice(advice: Any, elapsed: float = 0.0) -> str:
                    if advice.assumptions.get("mtp_layers") else "")
                 + (f", documents of {advice.assumptions['packed_doc_len']:,} tokens packed"
                    if advice.assumptions.get("packed_doc_len") else "")
+                + (f", pipelines on {advice.assumptions['pp_schedule']}"
+                   if advice.assumptions.get("pp_schedule", "1f1b") != "1f1b" else "")
                 + f" on {advice.tokens:.3g} tokens, ranked by {advice.objective}",
         empty=training_empty(advice),
         head=_TRAIN_HEAD, right=_TRAIN_RIGHT, row=_train_row,
