@@ -187,3 +187,10 @@ def test_advise_cli(capsys: pytest.CaptureFixture[str]) -> None:
     assert "pipelines on dualpipe" in capsys.readouterr().out
     assert main([*argv, "dual"]) == 2
     assert "--pp-schedule: expected one of" in capsys.readouterr().err
+
+
+def test_the_assumptions_name_the_schedule() -> None:
+    assert "ZB-H1" in _est(pp_schedule="zb1p").assumptions["pp_schedule"]
+    assert "two copies" in _est(pp_schedule="dualpipe").assumptions["pp_schedule"]
+    assert "1F1B" in _est().assumptions["pp_schedule"]
+    assert "pp_schedule" not in _est(pp=1, gpus=8).assumptions

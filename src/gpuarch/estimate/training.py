@@ -10,8 +10,9 @@ Model (Model x Strategy x System, composed by pure functions):
    reduce-scatter with sequence parallelism), context-parallel KV exchange and MoE all-to-all;
    backward costs twice the forward GEMMs and 2.5x the forward attention; recomputation adds
    forward work. The last stage also runs the LM head.
-3. The step is m micro-batches through the slowest stage plus the 1F1B bubble
-   ((PP-1)/VPP stage times), the exposed part of the data-parallel gradient traffic (stage-
+3. The step is m micro-batches through the slowest stage plus the pipeline schedule's
+   bubble (1F1B's (PP-1)/VPP stage times, or a zero-bubble or DualPipe schedule's,
+   ``pipeline_bubble``), the exposed part of the data-parallel gradient traffic (stage-
    correct for ZeRO 0-3), and the optimizer step.
 """
 
@@ -870,6 +871,23 @@ def _average_layer(s: TransformerShape, kinds: dict[bool, _Layer]) -> _Layer:
     return _mix([(moe_share if moe else 1 - moe_share, one) for moe, one in kinds.items()])
 
 
+_SCHEDULE_ASSUMPTIONS = {
+    "1f1b": "1F1B (interleaved over VPP chunks): a bubble of (PP-1)(F+B)/VPP, F and B a "
+            "stage's forward and backward per micro-batch",
+    "zb1p": "zero-bubble ZB-H1 (Qi et al., ICLR 2024): the weight gradients W deferred into "
+            "the bubble, (PP-1)(F+B-2W), W each trained GEMM's forward time again; 1F1B's "
+            "memory",
+    "dualpipe": "DualPipe (DeepSeek-V3 report, Table 2): (PP/2-1)(F&B+B-3W), F&B taken as "
+                "F+B (the pair overlaps communication, not compute); two copies of the "
+                "parameters, their gradients and optimizer states; PP+1 micro-batches' "
+                "activations",
+    "dualpipev": "DualPipeV (DeepSeek's DualPipe README): DualPipe's bubble over 2 x PP "
+                 "chunks of half a GPU's layers; one copy of the parameters; PP+1 chunks' "
+                 "activations",
+}
+"""What an estimate's assumptions say about its pipeline schedule."""
+
+
 def pipeline_bubble(schedule: str, pp: Num, vpp: Num, stage_s: Num, forward_s: Num,
                     wgrad_s: Num) -> Num:
     """Seconds a step's pipeline leaves each GPU idle under ``schedule`` (PP_SCHEDULES),
@@ -1678,6 +1696,8 @@ def estimate_training(
             f"(layer_pass_floor_s), {float(core.layer_floor):.3g} s of this step: the floor "
             "MLPerf's Llama 3.1 8B runs with 2,048 tokens a GPU (TP 2-4, CP 4, 512-1,024 "
             "GB200/GB300) show; what sets it is not measured")
+    if cfg.pp > 1:
+        assumptions["pp_schedule"] = _SCHEDULE_ASSUMPTIONS[cfg.pp_schedule]
     if cfg.lora_rank:
         trained = lora_params(shape, cfg.lora_rank, cfg.adapted).total
         assumptions["lora"] = (
