@@ -278,19 +278,22 @@ def test_validation_error_does_not_regress() -> None:
     them."""
     summary = validate_training(CATALOG)
     assert len(summary.rows) >= 392
-    assert summary.mean_abs_error <= 0.090  # 8.94% over 392 points
+    assert summary.mean_abs_error <= 0.089  # 8.82% over 392 points (8.94% before the
+    # overlapped all-to-alls of the unpaired passes were charged)
     everything = summary
     summary = dataclasses.replace(summary, rows=tuple(
         r for r in summary.rows if r.source != "zero-bubble-iclr2024"))
     assert len(summary.rows) == len(everything.rows) - 36
-    assert summary.mean_abs_error <= 0.079  # 7.82% over 356 points (8.34% before routing)
+    # 7.68% over 356 points (7.82% before the unpaired passes; 8.34% before routing)
+    assert summary.mean_abs_error <= 0.078
     in_sample = [abs(r.error) for r in summary.rows if not r.out_of_sample]
-    assert sum(in_sample) / len(in_sample) <= 0.088  # 8.70% over 154 (8.73% over 151 before)
+    # 8.57% over 154 (8.70% before the unpaired passes; 8.73% over 151 before)
+    assert sum(in_sample) / len(in_sample) <= 0.087
     out = [abs(r.error) for r in summary.rows if r.out_of_sample]
-    # 7.14% over 202 with the fine-tuning runs; 6.82% over 180 (8.03% over 183 before the
-    # unbalanced routing, whose three fitted runs left the out-of-sample set; 9.84% before
-    # the overlap)
-    assert sum(out) / len(out) <= 0.072
+    # 7.00% over 202 (7.14% before the unpaired passes) with the fine-tuning runs; 6.82%
+    # over 180 (8.03% over 183 before the unbalanced routing, whose three fitted runs left
+    # the out-of-sample set; 9.84% before the overlap)
+    assert sum(out) / len(out) <= 0.071
     assert summary.by("gpu")["a100-sxm4-80gb"] <= 0.07
     within_20 = sum(abs(r.error) <= 0.20 for r in summary.rows) / len(summary.rows)
     assert within_20 >= 0.940  # 94.1% (93.7% before the fine-tuning runs, all within 20%)
@@ -924,6 +927,34 @@ def test_expert_comm_overlap_and_node_dedup_never_lengthen_the_step(
     assert dedup.time_breakdown.compute < plain.time_breakdown.compute
 
 
+def test_overlapped_all_to_alls_are_exposed_on_the_unpaired_passes() -> None:
+    """With the expert all-to-alls overlapped, a pass hides its own only beside a partner
+    pass of another micro-batch. Without a pipeline the step's first forward and last
+    backward have none: where the pairs hide everything, exactly one micro-batch's
+    all-to-alls stay exposed, 1/m of what the step exposes without the overlap. With a
+    pipeline the fill and drain are unpaired too, so the bubble keeps them."""
+    mixtral = preset("mixtral-8x7b").shape
+    h100, system = CATALOG.product("h100"), CATALOG.system("dgx h100")
+    base = {"gpus": 8, "seq_len": 4096, "global_batch": 64, "ep": 8}
+
+    def est(**kw):  # type: ignore[no-untyped-def]
+        return estimate_training(CATALOG, mixtral, h100, TrainingConfig(**{**base, **kw}),
+                                 system=system)
+
+    plain, paired = est(), est(ep_comm_overlap=True)
+    m = plain.parallelism["micro_batches"]
+    assert m == 8
+    full = plain.time_breakdown.communication_parts["expert_parallel"]
+    assert full > 0
+    assert paired.time_breakdown.communication_parts["expert_parallel"] == pytest.approx(
+        full / m, rel=1e-9)
+    piped = {"gpus": 32, "pp": 4, "global_batch": 64 * 4 // 4}
+    plain, paired = est(**piped), est(**piped, ep_comm_overlap=True)
+    # the bubble's stage time still holds the all-to-alls: unchanged by the overlap
+    assert paired.time_breakdown.pipeline_bubble == pytest.approx(
+        plain.time_breakdown.pipeline_bubble, rel=1e-9)
+
+
 def test_token_permutation_passes_by_dispatcher() -> None:
     """Megatron-Core's all-to-all dispatcher permutes each routed copy once on the way in and
     once on the way out, and with several experts per GPU sorts the received chunks by expert
@@ -1072,8 +1103,9 @@ def test_gb300_racks_talk_over_their_cited_network() -> None:
 def test_mlperf_v60_moe_runs_where_the_model_holds() -> None:
     """MLPerf Training v6.0 (NVIDIA's reference code, out of sample, nothing refitted): CoreWeave's
     DeepSeek-V3 671B on 2,048, 4,096 and 8,192 GB300 (6.221, 3.109 and 1.787 s a step at 16,384
-    sequences) within 6.5% each (6% until GB300's FP8 GEMM factor took in aiconfigurator's
-    tables, 1.138 -> 1.122: the 4,096-GPU run -5.3% -> -6.1%), and GPT-OSS-20B on one node of
+    sequences) within 7.5% each (6% until GB300's FP8 GEMM factor took in aiconfigurator's
+    tables, 1.138 -> 1.122: the 4,096-GPU run -5.3% -> -6.1%; 6.5% until the overlapped
+    all-to-alls of the unpaired passes were charged: -5.0% -> -7.1%), and GPT-OSS-20B on one node of
     GB300, GB200, B200 or B300 within 15% each (13 runs of eight submitters), and on 64-128
     H100 with capacity-bounded routing within 10% (docs/performance-model.md, "MLPerf Training
     v6.0's MoE benchmarks"; the multi-GPU-expert GPT-OSS runs and NVIDIA's GB200 DeepSeek-V3
@@ -1081,7 +1113,7 @@ def test_mlperf_v60_moe_runs_where_the_model_holds() -> None:
     summary = validate_training(CATALOG)
     errors = {r.id: r.error for r in summary.rows if r.id.startswith("mlperf60-")}
     coreweave = [e for k, e in errors.items() if k.startswith("mlperf60-coreweave-")]
-    assert len(coreweave) == 3 and all(abs(e) <= 0.065 for e in coreweave), coreweave
+    assert len(coreweave) == 3 and all(abs(e) <= 0.075 for e in coreweave), coreweave
     one_node = [e for k, e in errors.items() if "gpt-oss-20b" in k and k.endswith("-8")]
     assert len(one_node) >= 13 and all(abs(e) <= 0.15 for e in one_node), one_node
     # Cisco's GPT-OSS-20B on 64 and 128 H100 with EP 4 and capacity-bounded routing (0.42589

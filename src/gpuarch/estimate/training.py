@@ -829,6 +829,9 @@ class _Layer:
     # compute seconds of the weight-gradient GEMMs inside ``bwd`` (what a zero-bubble
     # schedule defers: the W of ``pipeline_bubble``)
     wgrad: Num = 0.0
+    # the expert all-to-all seconds that pairing this micro-batch's passes with another's
+    # hid (``ep_comm_overlap``): a step's first forward and last backward have no partner
+    a2a_hidden: Num = 0.0
 
     @property
     def passes(self) -> _Pass:
@@ -839,15 +842,16 @@ def _mix(layers: list[tuple[Num, _Layer]]) -> _Layer:
     """The weighted mean of layers (weights adding up to 1)."""
     if len(layers) == 1:
         return layers[0][1]
-    fwd, bwd, rec, flops, wgrad = _Pass(), _Pass(), _Pass(), 0.0, 0.0
+    fwd, bwd, rec, flops, wgrad, hidden = _Pass(), _Pass(), _Pass(), 0.0, 0.0, 0.0
     parts: dict[str, Num] = {}
     for w, one in layers:
         fwd, bwd, rec = fwd + one.fwd.scale(w), bwd + one.bwd.scale(w), rec + one.rec.scale(w)
         flops = flops + one.flops * w
         wgrad = wgrad + one.wgrad * w
+        hidden = hidden + one.a2a_hidden * w
         for key, value in one.parts.items():
             parts[key] = parts.get(key, 0.0) + w * value
-    return _Layer(fwd, bwd, rec, flops, parts, wgrad)
+    return _Layer(fwd, bwd, rec, flops, parts, wgrad, hidden)
 
 
 def _layer_times(s: TransformerShape, cfg: TrainingConfig, device: Device, eff: Efficiency,
@@ -858,9 +862,10 @@ def _layer_times(s: TransformerShape, cfg: TrainingConfig, device: Device, eff: 
     kinds: dict[bool, list[tuple[Num, _Layer]]] = {}
     for moe, window, share in s.layer_kinds():
         own: dict[str, Num] = {}
-        f, b, r, fl, w = _one_layer_time(s, cfg, device, eff, tp_group, cp_group, ep_group,
-                                         moe, window, own if with_parts else None)
-        kinds.setdefault(moe, []).append((share, _Layer(f, b, r, fl, own, w)))
+        f, b, r, fl, w, h = _one_layer_time(s, cfg, device, eff, tp_group, cp_group,
+                                            ep_group, moe, window,
+                                            own if with_parts else None)
+        kinds.setdefault(moe, []).append((share, _Layer(f, b, r, fl, own, w, h)))
     return {moe: _mix([(w / sum(x for x, _ in items), one) for w, one in items])
             for moe, items in kinds.items()}
 
@@ -998,7 +1003,7 @@ def unbalanced_routing_load(shape: TransformerShape, ep: int, eff: Efficiency) -
 def _one_layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device,
                     eff: Efficiency, tp_group: Group, cp_group: Group, ep_group: Group,
                     moe: bool, window: int = 0, parts: dict[str, Num] | None = None
-                    ) -> tuple[_Pass, _Pass, _Pass, Num, Num]:
+                    ) -> tuple[_Pass, _Pass, _Pass, Num, Num, Num]:
     ops, tokens = _layer_ops(s, cfg, moe, window)
     element = cfg.precision.activation_bytes
     fwd: Num = 0.0
@@ -1064,6 +1069,7 @@ def _one_layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device,
     exposed_fwd = exposed
     exposed_bwd = tp_share * tp_bwd + cp_ag
     a2a: Num = 0.0
+    hidden: Num = 0.0  # the all-to-all seconds a forward-backward pair hides (both passes)
     if moe:
         dispatched = tokens * s.experts_per_token * s.hidden * element / cfg.tp
         copies = s.experts_per_token if cfg.ep_dispatcher == "deepep" else 0
@@ -1074,7 +1080,9 @@ def _one_layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device,
         if cfg.ep_comm_overlap:
             # one micro-batch's forward runs beside another's backward, each pair's
             # all-to-alls hidden behind the pair's compute; only the excess is exposed
+            full = a2a
             a2a = maximum(0.0, a2a - (fwd + bwd) / 2)
+            hidden = 2 * (full - a2a)
         exposed_fwd, exposed_bwd = exposed_fwd + a2a, exposed_bwd + a2a
     # the dropless dispatcher's host wait falls in the forward pass (and a recomputed one):
     # the backward's all-to-alls and grouped GEMMs reuse the split sizes the forward copied
@@ -1110,7 +1118,7 @@ def _one_layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device,
         parts["tensor_parallel"] = tp_share * ((passes - 1) * tp_fwd + tp_bwd)
         parts["context_parallel"] = passes * cp_ag
         parts["expert_parallel"] = moe_passes * a2a if moe else 0.0
-    return forward, backward, recompute, flops, wgrad
+    return forward, backward, recompute, flops, wgrad, hidden
 
 
 RECOMPUTED_OPS = {
@@ -1196,6 +1204,7 @@ class TrainingCore:
     compute: Num
     exposed_communication: Num
     pipeline_bubble: Num
+    unpaired_a2a: Num  # the expert all-to-alls of the step's unpaired passes (overlap on)
     optimizer: Num
     host_overhead: Num
     layer_floor: Num  # what short layer passes fall short of layer_pass_floor_s by, per step
@@ -1301,10 +1310,10 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     mtp_extra: Num = 0.0
     if cfg.mtp_layers:
         own: dict[str, Num] = {}
-        f, b, r, fl, w = _one_layer_time(shape, cfg, device, eff, tp_group, cp_group,
-                                         ep_group, shape.is_moe, 0,
-                                         own if parts is not None else None)
-        mtp_layer = _Layer(f, b, r, fl, own, w)
+        f, b, r, fl, w, h = _one_layer_time(shape, cfg, device, eff, tp_group, cp_group,
+                                            ep_group, shape.is_moe, 0,
+                                            own if parts is not None else None)
+        mtp_layer = _Layer(f, b, r, fl, own, w, h)
         projection = op_time(Gemm(tokens_mb, shape.hidden // cfg.tp, 2 * shape.hidden,
                                   name="mtp_projection"), device, eff)[0]
         mtp_extra = 3 * projection + head_pass
@@ -1400,11 +1409,17 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     pipeline_comm = m * stage.comm
     host_time = m * stage.overhead
     floor_time = m * stage.floor
+    # with the expert all-to-alls overlapped (ep_comm_overlap) a pass hides them only beside
+    # a partner pass of another micro-batch: the step's first forward and last backward have
+    # none, and neither have the passes that fill and drain a pipeline, so one micro-batch's
+    # hidden all-to-alls are exposed a step and the bubble's stage times keep theirs
+    unpaired = average.a2a_hidden * layers_per_stage
     # the schedule's bubble, from a stage's forward share and its weight-gradient GEMMs
     # (the average layer's shares of the stage's time)
-    forward = average.fwd.total / average.passes.total * stage_time
+    forward = average.fwd.total / average.passes.total * stage_time + unpaired / 2
     wgrad = average.wgrad / average.passes.compute * stage.compute
-    bubble = pipeline_bubble(cfg.pp_schedule, cfg.pp, cfg.vpp, stage_time, forward, wgrad)
+    bubble = pipeline_bubble(cfg.pp_schedule, cfg.pp, cfg.vpp, stage_time + unpaired,
+                             forward, wgrad)
 
     # parameters held per GPU (the last stage also holds the LM head and the MTP blocks);
     # expert weights are split over EP and replicated only across the expert-data-parallel
@@ -1495,8 +1510,8 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
             np.broadcast_to(x, np.shape(weights))[heaviest]
             for x in (weights, gradients, optimizer_states))
 
-    step = (compute_time + pipeline_comm + host_time + floor_time + bubble + dp_exposed
-            + optimizer + eff.step_overhead_s)
+    step = (compute_time + pipeline_comm + unpaired + host_time + floor_time + bubble
+            + dp_exposed + optimizer + eff.step_overhead_s)
 
     # throughput and utilisation
     tokens_per_s = cfg.global_batch * cfg.seq_len / step
@@ -1531,7 +1546,8 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     return TrainingCore(
         step=step,
         compute=compute_time,
-        exposed_communication=pipeline_comm + dp_exposed,
+        exposed_communication=pipeline_comm + unpaired + dp_exposed,
+        unpaired_a2a=unpaired,
         pipeline_bubble=bubble,
         optimizer=optimizer,
         host_overhead=host_time,
@@ -1633,6 +1649,7 @@ def estimate_training(
     compute_parts = {k: per_step * float(layer_parts.get(k, 0.0)) for k in COMPUTE_PARTS}
     compute_parts["lm_head_and_loss"] = per_step * float(core.stage_head_time)
     comm_parts = {k: per_step * float(layer_parts.get(k, 0.0)) for k in COMMUNICATION_PARTS}
+    comm_parts["expert_parallel"] += float(core.unpaired_a2a)
     comm_parts["pipeline_p2p"] = float(core.micro_batches * core.p2p_exposed)
     comm_parts["data_parallel"] = float(core.dp_exposed)
     comm_parts["activation_offload"] = float(core.micro_batches * core.offload_exposed)
