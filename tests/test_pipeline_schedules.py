@@ -15,7 +15,7 @@ from gpuarch.catalog import load_catalog
 from gpuarch.cli.main import main
 from gpuarch.errors import GpuarchError
 from gpuarch.estimate import TrainingConfig, estimate_training
-from gpuarch.estimate.training import PP_SCHEDULES, pipeline_bubble
+from gpuarch.estimate.training import PP_SCHEDULES, pipeline_bubble, schedule_runs
 from gpuarch.validation import validate_training
 from gpuarch.workloads import preset
 
@@ -194,3 +194,25 @@ def test_the_assumptions_name_the_schedule() -> None:
     assert "two copies" in _est(pp_schedule="dualpipe").assumptions["pp_schedule"]
     assert "1F1B" in _est().assumptions["pp_schedule"]
     assert "pp_schedule" not in _est(pp=1, gpus=8).assumptions
+
+
+def test_the_advisors_mask_is_the_configs_check() -> None:
+    """``schedule_runs`` (the advisor's layouts, as arrays) accepts exactly what
+    ``TrainingConfig.validate`` accepts for PP >= 2, each schedule, VPP 1-2 and 1-40
+    micro-batches (Llama 3.1 70B's 80 layers fill every PP x VPP here)."""
+    import numpy as np
+
+    for schedule in PP_SCHEDULES:
+        for pp in (2, 3, 4, 8):
+            for vpp in (1, 2):
+                m = np.arange(1, 41)
+                mask = schedule_runs(schedule, np.full_like(m, pp), np.full_like(m, vpp), m)
+                for count, runs in zip(m, mask, strict=True):
+                    cfg = TrainingConfig(gpus=pp, seq_len=1024, global_batch=int(count),
+                                         pp=pp, vpp=vpp, pp_schedule=schedule)
+                    try:
+                        cfg.validate(LLAMA_70B)
+                        valid = True
+                    except GpuarchError:
+                        valid = False
+                    assert bool(runs) == valid, (schedule, pp, vpp, int(count))

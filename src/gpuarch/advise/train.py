@@ -32,6 +32,7 @@ from gpuarch.estimate.training import (
     TrainingConfig,
     estimate_training,
     evaluate_training,
+    schedule_runs,
 )
 from gpuarch.perf.collectives import link_for
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
@@ -205,25 +206,9 @@ def _layouts(shape: TransformerShape, search: TrainingSearch, gpn: int, multi_no
     ok &= shape.layers >= pp * vpp
     ok &= (vpp == 1) | (pp > 1)
     ok &= ((dp * cp) % ep == 0)
-    ok &= _schedule_runs(search.pp_schedule, pp, vpp, gb // unit)
+    ok &= schedule_runs(search.pp_schedule, pp, vpp, gb // unit)
     return {"gpus": gpus[ok], "tp": tp[ok], "pp": pp[ok], "cp": cp[ok], "ep": ep[ok],
             "vpp": vpp[ok], "mb": mb[ok], "gb": gb[ok]}
-
-
-def _schedule_runs(schedule: str, pp: np.ndarray, vpp: np.ndarray, micro_batches: np.ndarray
-                   ) -> np.ndarray:
-    """The layouts a pipeline schedule can run (``TrainingConfig._check_schedule``'s
-    conditions); a layout without a pipeline runs without one, whatever the schedule."""
-    if schedule == "1f1b":
-        return np.ones_like(pp, dtype=bool)
-    chunks = 2 if schedule == "dualpipev" else 1
-    runs = (vpp == chunks)
-    if schedule != "zb1p":
-        runs &= micro_batches >= 2 * pp
-    if schedule == "dualpipe":
-        runs &= (pp % 2 == 0) & (micro_batches % 2 == 0)
-    plain = np.logical_and(pp == 1, vpp == 1)
-    return np.asarray(np.logical_or(plain, np.logical_and(pp > 1, runs)))
 
 
 def advise_training(

@@ -148,18 +148,26 @@ FRAMEWORK_RESERVE_BYTES = to_si(3, Unit.GIB)
 """CUDA context, NCCL buffers, allocator fragmentation and workspaces: an assumed 3 GiB."""
 
 
-PP_SCHEDULES = ("1f1b", "zb1p", "dualpipe", "dualpipev")
-"""Pipeline schedules, with the bubble each leaves (F, B, W: a stage's forward, full
-backward and weight-gradient seconds per micro-batch; the table of DeepSeek-V3's report,
-arXiv:2412.19437, section 3.2.1, and of DeepSeek's DualPipe README): "1f1b" (Megatron's
-one-forward-one-backward, interleaved with ``vpp`` > 1: (PP-1)(F+B)/VPP); "zb1p" (Qi et
-al.'s zero-bubble ZB-H1, ICLR 2024: the weight gradients deferred into the bubble,
-(PP-1)(F+B-2W), the memory of 1F1B); "dualpipe" (DeepSeek's bidirectional schedule: micro-
-batches fed from both ends, each GPU holding two stages, (PP/2-1)(F&B+B-3W), two copies of
-the parameters and PP+1 micro-batches' activations); "dualpipev" (its V-shaped cut in half:
-two chunks per GPU, ``vpp`` 2, the same bubble over half-size chunks, one copy of the
-parameters). F&B, a forward and a backward chunk run together, is taken as F+B: what they
-overlap is communication (``ep_comm_overlap``), not compute."""
+SCHEDULE_BUBBLES = {
+    "1f1b": "1F1B (interleaved over VPP chunks): a bubble of (PP-1)(F+B)/VPP, F and B a "
+            "stage's forward and backward per micro-batch",
+    "zb1p": "zero-bubble ZB-H1 (Qi et al., ICLR 2024): the weight gradients W deferred into "
+            "the bubble, (PP-1)(F+B-2W), W each trained GEMM's forward time again; 1F1B's "
+            "memory",
+    "dualpipe": "DualPipe (DeepSeek-V3 report, Table 2): (PP/2-1)(F&B+B-3W), F&B taken as "
+                "F+B (the pair overlaps communication, not compute); two copies of the "
+                "parameters, their gradients and optimizer states; PP+1 micro-batches' "
+                "activations",
+    "dualpipev": "DualPipeV (DeepSeek's DualPipe README): DualPipe's bubble over 2 x PP "
+                 "chunks of half a GPU's layers; one copy of the parameters; PP+1 chunks' "
+                 "activations",
+}
+"""The pipeline schedules (``TrainingConfig.pp_schedule``) and the bubble each leaves, as an
+estimate's ``assumptions.pp_schedule`` states it (F, B: a stage's forward and whole
+backward per micro-batch, W its weight-gradient GEMMs; ``pipeline_bubble`` computes them)."""
+
+PP_SCHEDULES = tuple(SCHEDULE_BUBBLES)
+"""The schedules' names, 1F1B (the default) first."""
 
 ATTENTION_KERNELS = ("native", "ampere")
 """Fused attention kernels: the GPU generation's own, or one written for Ampere's
@@ -876,21 +884,22 @@ def _average_layer(s: TransformerShape, kinds: dict[bool, _Layer]) -> _Layer:
     return _mix([(moe_share if moe else 1 - moe_share, one) for moe, one in kinds.items()])
 
 
-_SCHEDULE_ASSUMPTIONS = {
-    "1f1b": "1F1B (interleaved over VPP chunks): a bubble of (PP-1)(F+B)/VPP, F and B a "
-            "stage's forward and backward per micro-batch",
-    "zb1p": "zero-bubble ZB-H1 (Qi et al., ICLR 2024): the weight gradients W deferred into "
-            "the bubble, (PP-1)(F+B-2W), W each trained GEMM's forward time again; 1F1B's "
-            "memory",
-    "dualpipe": "DualPipe (DeepSeek-V3 report, Table 2): (PP/2-1)(F&B+B-3W), F&B taken as "
-                "F+B (the pair overlaps communication, not compute); two copies of the "
-                "parameters, their gradients and optimizer states; PP+1 micro-batches' "
-                "activations",
-    "dualpipev": "DualPipeV (DeepSeek's DualPipe README): DualPipe's bubble over 2 x PP "
-                 "chunks of half a GPU's layers; one copy of the parameters; PP+1 chunks' "
-                 "activations",
-}
-"""What an estimate's assumptions say about its pipeline schedule."""
+def schedule_runs(schedule: str, pp: np.ndarray, vpp: np.ndarray, micro_batches: np.ndarray
+                  ) -> np.ndarray:
+    """Which of the advisor's layouts (arrays) can run a pipeline schedule: the conditions
+    ``TrainingConfig._check_schedule`` refuses with a message, here as a mask (a test holds
+    the two together); a layout without a pipeline runs without one, whatever the
+    schedule."""
+    if schedule == "1f1b":
+        return np.ones_like(pp, dtype=bool)
+    chunks = 2 if schedule == "dualpipev" else 1
+    runs = (vpp == chunks)
+    if schedule != "zb1p":
+        runs &= micro_batches >= 2 * pp
+    if schedule == "dualpipe":
+        runs &= (pp % 2 == 0) & (micro_batches % 2 == 0)
+    plain = np.logical_and(pp == 1, vpp == 1)
+    return np.asarray(np.logical_or(plain, np.logical_and(pp > 1, runs)))
 
 
 def pipeline_bubble(schedule: str, pp: Num, vpp: Num, stage_s: Num, forward_s: Num,
@@ -1714,7 +1723,7 @@ def estimate_training(
             "MLPerf's Llama 3.1 8B runs with 2,048 tokens a GPU (TP 2-4, CP 4, 512-1,024 "
             "GB200/GB300) show; what sets it is not measured")
     if cfg.pp > 1:
-        assumptions["pp_schedule"] = _SCHEDULE_ASSUMPTIONS[cfg.pp_schedule]
+        assumptions["pp_schedule"] = SCHEDULE_BUBBLES[cfg.pp_schedule]
     if cfg.lora_rank:
         trained = lora_params(shape, cfg.lora_rank, cfg.adapted).total
         assumptions["lora"] = (
