@@ -17,6 +17,7 @@ from gpuarch.errors import GpuarchError
 from gpuarch.estimate import TrainingConfig, estimate_training
 from gpuarch.estimate.training import PP_SCHEDULES, pipeline_bubble, schedule_runs
 from gpuarch.validation import validate_training
+from gpuarch.validation.training import load_training_points, point_config, point_shape
 from gpuarch.workloads import preset
 
 CATALOG = load_catalog()
@@ -157,25 +158,45 @@ def test_cli(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_zero_bubble_papers_runs() -> None:
     """Qi et al., ICLR 2024, Table 4: 1F1B, interleaved 1F1B and ZB-1p on four GPT-3-like
-    models over 8-32 A100s (pure pipeline parallelism), nothing fitted on them. The model
-    reads every run fast (+5% to +38%, 20% mean: its stage is 0-16% shorter than the paper's
-    profiled F + B + W, Table 6, and the runs lose another 7-10% to what the profile does not
-    show), but the schedules' gains over 1F1B on the same model and micro-batches hold: ZB-1p's
-    within -2 to +5 points of the published gain, interleaving's 4-8 points too large (its
-    one-layer chunks' sends across the RoCE network are not charged)."""
+    models over 8-32 A100s (pure pipeline parallelism), nothing fitted on them, run as the
+    fork's example script of the time ran them (FP16, attention unfused, a 32,000-token
+    vocabulary: the one Table 3's parameter counts give). The model reads every run fast,
+    +3% to +26%, 12.1% mean: the runs lose 5-11% to what the paper's profile (Table 6) does
+    not show. The schedules' gains over 1F1B on the same model and micro-batches hold: ZB-1p's
+    within -2.5 to +2.6 points of the published gain, interleaving's 3-8 points too large."""
     rows = {r.id: r for r in validate_training(CATALOG).rows if r.id.startswith("zb2024-")}
     assert len(rows) == 36 and all(r.out_of_sample for r in rows.values())
-    assert all(0.0 < r.error < 0.40 for r in rows.values())
-    assert sum(abs(r.error) for r in rows.values()) / 36 <= 0.21
+    assert all(0.0 < r.error < 0.27 for r in rows.values())
+    assert sum(abs(r.error) for r in rows.values()) / 36 <= 0.122
     for key, base in rows.items():
         if "-1f1b-m" not in key:
             continue
         zb = rows[key.replace("-1f1b-m", "-zb1p-m")]
         inter = rows[key.replace("-1f1b-m", "-1f1b-i-m")]
         gain = zb.predicted / base.predicted - zb.published / base.published
-        assert -0.03 < gain < 0.05, key
+        assert -0.03 < gain < 0.03, key
         over = inter.predicted / base.predicted - inter.published / base.published
         assert 0.0 < over < 0.09, key
+
+
+@pytest.mark.parametrize(("model", "micro_batches", "profiled_ms"), [
+    ("1.5b", 24, 45.9), ("6.2b", 24, 79.1), ("14.6b", 48, 30.7), ("28.3b", 96, 28.3)])
+def test_zero_bubble_stage_matches_papers_profile(model: str, micro_batches: int,
+                                                  profiled_ms: float) -> None:
+    """Qi et al., ICLR 2024, Table 6 profiles one pipeline stage's forward, input-gradient
+    and weight-gradient passes per micro-batch on the Table 3 models; their sum is the stage
+    time a 1F1B step repeats once per micro-batch. The model's stage (the 1F1B rows' compute
+    over their micro-batches) is 45.0 / 79.1 / 28.4 / 28.0 ms against 45.9 / 79.1 / 30.7 /
+    28.3 ms. With fused attention and GPT-2's vocabulary, which the rows no longer take, it
+    was 45.9 / 71.0 / 25.9 / 25.9."""
+    row_id = f"zb2024-a100-gpt-{model}-1f1b-m{micro_batches}"
+    point = next(p for p in load_training_points() if p.id == row_id)
+    product = CATALOG.product(point.get("gpu"))
+    system = CATALOG.system_for(product)
+    est = estimate_training(CATALOG, point_shape(point), product,
+                            point_config(point, system), system=system)
+    stage_ms = est.as_json()["time_breakdown_s"]["compute"] / micro_batches * 1e3
+    assert stage_ms == pytest.approx(profiled_ms, rel=0.08)
 
 
 def test_advise_cli(capsys: pytest.CaptureFixture[str]) -> None:

@@ -273,12 +273,16 @@ def test_validation_error_does_not_regress() -> None:
     llama2_70b_lora, full fine-tuning on Megatron Bridge 26.06 and NeMo 24.07), 9.8% among
     themselves, none beyond 20%, to 7.8% / 8.7% / 7.1% over 202 / 94.1% over 356; the 36
     A100 runs of the zero-bubble paper, nothing refitted, 20.1% among themselves (every one
-    fast), to 8.9% over 392 / 9.1% over 238 out of sample / 90.3% within 20%, 38 beyond.)
+    fast), to 8.9% over 392 / 9.1% over 238 out of sample / 90.3% within 20%, 38 beyond;
+    those 36 run as the fork's script of the time ran them (FP16, attention unfused, the
+    32,000-token vocabulary Table 3's parameter counts give), 12.1%, to 8.1% / 7.8% over 238 /
+    93.9%, 24 beyond.)
     The earlier 356 points are held to their own figures below: no schedule change moved
     them."""
     summary = validate_training(CATALOG)
     assert len(summary.rows) >= 392
-    assert summary.mean_abs_error <= 0.089  # 8.82% over 392 points (8.94% before the
+    assert summary.mean_abs_error <= 0.081  # 8.08% over 392 points (8.82% while the
+    # zero-bubble rows took fused attention and GPT-2's vocabulary; 8.94% before the
     # overlapped all-to-alls of the unpaired passes were charged)
     everything = summary
     summary = dataclasses.replace(summary, rows=tuple(

@@ -129,7 +129,8 @@ def point_shape(point: TrainingPoint) -> TransformerShape:
 # Frameworks whose published performance recipes turn on tensor-parallel communication
 # overlap (userbuffers); the 2019-2022 Megatron-LM papers predate it.
 _TP_OVERLAP_FRAMEWORKS = ("nemo", "megatron bridge", "megatron-core")
-# Papers whose Megatron-LM predates FlashAttention (2022): attention ran unfused.
+# Papers whose Megatron-LM predates FlashAttention (2022): attention ran unfused. A later
+# row whose script left the fused kernel off says so itself (fused_attention = false).
 _UNFUSED_ATTENTION_SOURCES = ("megatron-2019", "megatron-sc21", "korthikanti-2022")
 
 
@@ -165,7 +166,8 @@ def point_config(point: TrainingPoint, system: System | None) -> TrainingConfig:
         pp_layout=str(point.get("pp_layout", "")),
         pp_schedule=str(point.get("pp_schedule", PP_SCHEDULES[0])),
         mtp_layers=int(point.get("mtp_layers", 0)),
-        fused_attention=point.source not in _UNFUSED_ATTENTION_SOURCES,
+        fused_attention=bool(point.get("fused_attention",
+                                       point.source not in _UNFUSED_ATTENTION_SOURCES)),
         attention_kernel=str(point.get("attention_kernel", "native")),
         recompute=Recompute(point.get("recompute", "none")),
         recompute_modules=tuple(point.get("recompute_modules", ())),
