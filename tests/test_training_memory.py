@@ -163,10 +163,11 @@ def test_every_published_run_fits_or_says_why() -> None:
     unexplained = [r.id for r in rows if not r.memory.fits and not r.memory.exception]
     stale = [r.id for r in rows if r.memory.fits and r.memory.exception]
     assert not unexplained and not stale
-    # eight: the Llama 3 report's three runs at 8K-16K GPUs, one misprinted GPT-OSS row, two
-    # MLPerf GB300 405B layouts whose gradient precision is not in the stored files, and two
-    # MLPerf LoRA runs whose configs (and memory settings) are not stored
-    assert sum(not r.memory.fits for r in rows) <= 8
+    # six: the Llama 3 report's three runs at 8K-16K GPUs, one misprinted GPT-OSS row and two
+    # MLPerf LoRA runs whose configs (and memory settings) are not stored (eight until each
+    # rank's warm-up was counted: two MLPerf GB300 405B layouts with edge stages then read
+    # 281 GiB of 279)
+    assert sum(not r.memory.fits for r in rows) <= 6
 
 
 def test_memory_settings_reach_the_layout_line(capsys: pytest.CaptureFixture[str]) -> None:

@@ -16,8 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpuarch.errors import GpuarchError
+from gpuarch.perf.num import Num, maximum, minimum, where
 
-__all__ = ["PipelineLayout", "StageLoad", "parse_pp_layout"]
+__all__ = ["PipelineLayout", "StageLoad", "held_layer_passes", "layout_held_layer_passes",
+           "parse_pp_layout"]
 
 
 @dataclass(frozen=True)
@@ -128,3 +130,59 @@ def parse_pp_layout(text: str, *, pp: int, vpp: int, layers: int, dense_layers: 
     ranks = tuple(StageLoad(int(d["dense"]), int(d["expert"]), int(d["mtp"]),
                             bool(d["embedding"]), bool(d["loss"])) for d in loads)
     return PipelineLayout(text, stages, ranks)
+
+
+# Activations a pipeline rank holds at its peak under Megatron's 1F1B schedules. Rank i of
+# PP runs PP - i forwards before its first backward; interleaved over VPP model chunks, it
+# runs (PP - i - 1) x 2 + (VPP - 1) x PP warm-up chunk forwards and one more before its first
+# backward, micro-batches entering the chunks in groups of PP (Megatron-LM's
+# forward_backward_pipelining_with_interleaving). Each forward's activations stay until its
+# backward, so the peak is at the end of the warm-up, counted in layer-passes: the layers of
+# each chunk forward then held.
+
+
+def _passes_held(rank: Num, pp: Num, vpp: Num, micro_batches: Num) -> Num:
+    """Chunk forwards rank ``rank`` has run when its first backward starts (at most all the
+    step's, ``micro_batches`` x ``vpp``)."""
+    warm = where(vpp > 1, (pp - rank - 1) * 2 + (vpp - 1) * pp + 1, pp - rank)
+    return minimum(warm, micro_batches * vpp)
+
+
+def _chunk_passes(first: Num, chunk: Num, pp: Num, vpp: Num) -> Num:
+    """How many of a rank's first ``first`` chunk forwards went through model chunk
+    ``chunk`` (forwards k take chunk (k // PP) mod VPP; ``first`` < (VPP + 1) x PP, so the
+    chunk's groups are ``chunk`` and, for chunk 0, VPP)."""
+    passes = minimum(pp, maximum(0, first - chunk * pp))
+    return passes + where(chunk == 0, maximum(0, first - vpp * pp), 0)
+
+
+def held_layer_passes(chunk_layers: Num, pp: Num, vpp: Num, micro_batches: Num, *,
+                      first_chunk_fewer: Num = 0, last_chunk_more: Num = 0) -> Num:
+    """The most layer-passes of activations any rank holds at once when every model chunk
+    has ``chunk_layers`` layers, but the first rank's first chunk ``first_chunk_fewer``
+    fewer (the embedding taking a layer's slot) and the last rank's last chunk
+    ``last_chunk_more`` more (MTP blocks, less the loss's slot). Vectorised over arrays.
+    The first rank holds the most when the chunks are even; a middle rank (PP >= 3) or the
+    last can hold more when the first is lighter."""
+    first = _passes_held(0, pp, vpp, micro_batches)
+    held = chunk_layers * first - first_chunk_fewer * _chunk_passes(first, 0, pp, vpp)
+    middle = _passes_held(1, pp, vpp, micro_batches) * chunk_layers
+    held = where(pp >= 3, maximum(held, middle), held)
+    last_n = _passes_held(pp - 1, pp, vpp, micro_batches)
+    last = chunk_layers * last_n + last_chunk_more * _chunk_passes(last_n, vpp - 1, pp, vpp)
+    # with one rank the first is the last (and holds no edge slots)
+    return where(pp >= 2, maximum(held, last), last)
+
+
+def layout_held_layer_passes(layout: PipelineLayout, pp: int, vpp: int,
+                             micro_batches: int) -> int:
+    """``held_layer_passes`` for an explicit layout: each virtual stage's transformer
+    layers and MTP blocks, rank by rank."""
+    best = 0
+    for rank in range(pp):
+        chunks = [layout.virtual[v * pp + rank] for v in range(vpp)]
+        n = int(_passes_held(rank, pp, vpp, micro_batches))
+        held = sum(chunks[(k // pp) % vpp].count("t") + chunks[(k // pp) % vpp].count("m")
+                   for k in range(n))
+        best = max(best, held)
+    return best

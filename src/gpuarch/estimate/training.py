@@ -42,7 +42,13 @@ from gpuarch.estimate.memory import (
     activation_bytes_per_layer,
     bytes_per_param,
 )
-from gpuarch.estimate.pipeline_layout import PipelineLayout, StageLoad, parse_pp_layout
+from gpuarch.estimate.pipeline_layout import (
+    PipelineLayout,
+    StageLoad,
+    held_layer_passes,
+    layout_held_layer_passes,
+    parse_pp_layout,
+)
 from gpuarch.estimate.recompute import (
     DEFAULT_MODULES,
     check_recompute_modules,
@@ -1358,6 +1364,9 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
             for key, value in mtp_layer.parts.items():
                 stage_parts[key] = stage_parts.get(key, 0.0) + stage_mtp * value
         activation_layers = maximum(layers_per_stage, last_layers + cfg.mtp_layers)
+        held_1f1b = held_layer_passes(
+            layers_per_stage / cfg.vpp, cfg.pp, cfg.vpp, cfg.micro_batches,
+            first_chunk_fewer=edge // 2, last_chunk_more=cfg.mtp_layers - edge // 2)
     else:
         # each pipeline rank runs its own layers (dense and expert ones as such), MTP blocks
         # and head; the slowest sets the pace
@@ -1378,6 +1387,7 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
         slowest = int(np.argmax([float(p.total) for p, _, _ in ranks]))
         stage, stage_parts, stage_head_time = ranks[slowest]
         layers_per_stage = activation_layers = layout.max_layers
+        held_1f1b = layout_held_layer_passes(layout, cfg.pp, cfg.vpp, cfg.micro_batches)
     if parts is not None:
         parts.update(stage_parts)
     act = 1.0 * tokens_mb * shape.hidden * cfg.precision.activation_bytes
@@ -1541,15 +1551,16 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     peak = device.matmul.flops
     per_gpu_flops = model_flops * tokens_per_s / cfg.gpus
 
-    in_flight: Num = minimum(cfg.pp, m)
-    interleave: Num = where(cfg.vpp > 1, 1 + (cfg.pp - 1) / (cfg.pp * cfg.vpp), 1.0)
     if cfg.pp_schedule in ("dualpipe", "dualpipev"):
         # PP + 1 stages' micro-batches (DualPipe's table); DualPipeV's stages are half a
         # GPU's layers and there are 2 x PP of them
-        piped = cfg.pp > 1
-        in_flight = where(piped, cfg.pp + (1.0 if cfg.pp_schedule == "dualpipe" else 0.5),
-                          in_flight)
-        interleave = where(piped, 1.0, interleave)
+        in_flight = where(cfg.pp > 1, cfg.pp + (
+            1.0 if cfg.pp_schedule == "dualpipe" else 0.5), minimum(cfg.pp, m))
+        held = activation_layers * in_flight
+    else:
+        # 1F1B (and ZB-1P, which holds what 1F1B holds): the rank at its warm-up's end
+        # holding the most layer-passes (estimate.pipeline_layout.held_layer_passes)
+        held = held_1f1b
     # FP32 logits for the loss, and for each MTP block's on the last stage
     logits = tokens_mb * shape.vocab / cfg.tp * 4.0 * (1 + cfg.mtp_layers)
     return TrainingCore(
@@ -1570,7 +1581,8 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
         weights=weights,
         gradients=gradients,
         optimizer_states=optimizer_states,
-        activations=per_layer_act * (activation_layers - offloaded) * in_flight * interleave,
+        # offloading runs at PP 1: one micro-batch, its layers but the offloaded ones
+        activations=per_layer_act * (held - offloaded),
         other=FRAMEWORK_RESERVE_BYTES + logits,
         micro_batches=m,
         layer_flops=layer_flops,
