@@ -5,6 +5,8 @@ explicit layouts, and what it changes in an estimate."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -101,3 +103,23 @@ def test_an_estimate_holds_the_peak_ranks_activations() -> None:
         return estimate_training(CATALOG, LLAMA_8B, CATALOG.product("h100"), cfg).memory
     assert act(pp_edge_layers=True).activations == pytest.approx(
         act().activations * 35 / 32, rel=1e-9)
+
+
+def test_the_estimate_says_what_it_holds() -> None:
+    """JSON ``assumptions.activations_held``: the layer-passes and the size of one, whose
+    product is the activation memory. Llama-3.1-70B, 80 layers over PP 4 x VPP 2 (chunks of
+    10): the first rank runs (4 - 1) x 2 + (2 - 1) x 4 + 1 = 11 chunk forwards, 110."""
+    cfg = TrainingConfig(gpus=64, seq_len=4096, global_batch=128, tp=8, pp=4, vpp=2)
+    est = estimate_training(CATALOG, preset("llama-3.1-70b").shape, CATALOG.product("h100"),
+                            cfg, system=CATALOG.system("dgx h100"))
+    doc = est.as_json()
+    held = doc["assumptions"]["activations_held"]
+    assert held["layer_passes"] == 110
+    assert held["layer_passes"] * held["gib_per_layer_pass"] == pytest.approx(
+        doc["memory_per_gpu_gib"]["activations"], rel=1e-3)
+    assert "warm-up" in held["how"]
+    dual = dataclasses.replace(cfg, vpp=1, pp_schedule="dualpipe")
+    how = estimate_training(CATALOG, preset("llama-3.1-70b").shape, CATALOG.product("h100"),
+                            dual, system=CATALOG.system("dgx h100")
+                            ).as_json()["assumptions"]["activations_held"]
+    assert how["layer_passes"] == 20 * 5 and "PP + 1" in how["how"]

@@ -1243,6 +1243,8 @@ class TrainingCore:
     p2p_exposed: Num = 0.0  # pipeline sends per micro-batch
     dp_exposed: Num = 0.0  # exposed data-parallel traffic per step
     offload_exposed: Num = 0.0  # activation offloading not hidden, per micro-batch
+    # layers' activations, one micro-batch each, the most loaded pipeline rank holds at once
+    activation_layer_passes: Num = 0.0
 
     @property
     def memory_total(self) -> Num:
@@ -1583,6 +1585,7 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
         optimizer_states=optimizer_states,
         # offloading runs at PP 1: one micro-batch, its layers but the offloaded ones
         activations=per_layer_act * (held - offloaded),
+        activation_layer_passes=held - offloaded,
         other=FRAMEWORK_RESERVE_BYTES + logits,
         micro_batches=m,
         layer_flops=layer_flops,
@@ -1734,6 +1737,20 @@ def estimate_training(
             f"(layer_pass_floor_s), {float(core.layer_floor):.3g} s of this step: the floor "
             "MLPerf's Llama 3.1 8B runs with 2,048 tokens a GPU (TP 2-4, CP 4, 512-1,024 "
             "GB200/GB300) show; what sets it is not measured")
+    passes = float(core.activation_layer_passes)
+    if passes > 0:
+        assumptions["activations_held"] = {
+            "layer_passes": passes,
+            "gib_per_layer_pass": from_si(float(core.activations) / passes, Unit.GIB),
+            "how": "one layer's activations for one micro-batch, times " + (
+                "the layers not offloaded" if cfg.pp == 1 else
+                "the fullest stage's layers times PP + 1 micro-batches (DualPipe's table)"
+                if cfg.pp_schedule == "dualpipe" else
+                "the fullest stage's layers times PP + 1/2 micro-batches (DualPipeV)"
+                if cfg.pp_schedule == "dualpipev" else
+                "the layer-passes the most loaded pipeline rank holds at the end of its "
+                "warm-up (forwards whose backward has not run: PP - rank micro-batches "
+                "under 1F1B and ZB-1P, more when interleaved)")}
     if cfg.pp > 1:
         assumptions["pp_schedule"] = SCHEDULE_BUBBLES[cfg.pp_schedule]
     if cfg.lora_rank:
