@@ -180,9 +180,8 @@ def layout_held_layer_passes(layout: PipelineLayout, pp: int, vpp: int,
     layers and MTP blocks, rank by rank."""
     best = 0
     for rank in range(pp):
-        chunks = [layout.virtual[v * pp + rank] for v in range(vpp)]
+        layers = [layout.virtual[v * pp + rank].count("t") + layout.virtual[v * pp + rank]
+                  .count("m") for v in range(vpp)]
         n = int(_passes_held(rank, pp, vpp, micro_batches))
-        held = sum(chunks[(k // pp) % vpp].count("t") + chunks[(k // pp) % vpp].count("m")
-                   for k in range(n))
-        best = max(best, held)
+        best = max(best, sum(layers[(k // pp) % vpp] for k in range(n)))
     return best
