@@ -276,14 +276,17 @@ def test_validation_error_does_not_regress() -> None:
     fast), to 8.9% over 392 / 9.1% over 238 out of sample / 90.3% within 20%, 38 beyond;
     those 36 run as the fork's script of the time ran them (FP16, attention unfused, the
     32,000-token vocabulary Table 3's parameter counts give), 12.1%, to 8.1% / 7.8% over 238 /
-    93.9%, 24 beyond.)
+    93.9%, 24 beyond; pipeline sends charged where a schedule waits on them (non-interleaved
+    1F1B, and the zero-bubble fork's interleaving) and split over TP ranks in Megatron-LM
+    before Megatron-Core, 8.0% / 7.7% / 94.1%, 23 beyond.)
     The earlier 356 points are held to their own figures below: no schedule change moved
-    them."""
+    them, and the pipeline sends moved their mean by under 0.01 points (7.68%)."""
     summary = validate_training(CATALOG)
     assert len(summary.rows) >= 392
-    assert summary.mean_abs_error <= 0.081  # 8.08% over 392 points (8.82% while the
-    # zero-bubble rows took fused attention and GPT-2's vocabulary; 8.94% before the
-    # overlapped all-to-alls of the unpaired passes were charged)
+    assert summary.mean_abs_error <= 0.0801  # 8.007% over 392 points (8.08% while no
+    # pipeline send was charged; 8.82% while the zero-bubble rows took fused attention and
+    # GPT-2's vocabulary; 8.94% before the overlapped all-to-alls of the unpaired passes
+    # were charged)
     everything = summary
     summary = dataclasses.replace(summary, rows=tuple(
         r for r in summary.rows if r.source != "zero-bubble-iclr2024"))

@@ -161,7 +161,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         pp_edge_layers=args.pp_edge_layers, pp_layout=args.pp_layout,
         pp_schedule=args.pp_schedule, mtp_layers=args.mtp_layers,
         ep_dispatcher=args.ep_dispatcher, ep_comm_overlap=args.ep_comm_overlap,
-        cp_comm_type=args.cp_comm_type,
+        pp_comm_overlap=args.pp_comm_overlap, cp_comm_type=args.cp_comm_type,
         expert_launches=args.expert_launches,
         moe_imbalance=1.0 if args.moe_imbalance == "unbalanced" else args.moe_imbalance,
         attention_kernel=args.attention_kernel,
@@ -941,6 +941,11 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                    help="overlap the expert all-to-alls with another micro-batch's compute "
                         "(Megatron --overlap-moe-expert-parallel-comm); only what exceeds "
                         "that compute is exposed")
+    p.add_argument("--no-pp-comm-overlap", dest="pp_comm_overlap", action="store_false",
+                   help="an interleaved pipeline (--vpp > 1) waits on its sends between "
+                        "chunks (Megatron --no-overlap-p2p-communication, or a Megatron "
+                        "before 2024 without --overlap-p2p-communication); non-interleaved "
+                        "1F1B always waits on them")
     p.add_argument("--attention-kernel", default="native", metavar="native|ampere",
                    help="fused attention kernel: native (default: the GPU's own, e.g. "
                         "FlashAttention-3 or cuDNN on Hopper) or ampere (FlashAttention-2 or "

@@ -255,6 +255,17 @@ class TrainingConfig:
     # force-balanced benchmark runs route; real routing is uneven): every rank waits for
     # the busiest at the combine, so its expert section and all-to-alls set the pace
     moe_imbalance: float = 1.0
+    # an interleaved pipeline sends activations between chunks while the next chunk
+    # computes (Megatron's overlap_p2p_comm: on by default since 2024, and in NeMo and
+    # Megatron Bridge recipes; before, the --overlap-p2p-communication flag was off unless
+    # set). Non-interleaved 1F1B waits on its sends either way (Megatron runs overlap only
+    # the interleaved schedule); DualPipe's paired chunks overlap them by design
+    pp_comm_overlap: bool = True
+    # each tensor-parallel rank sends only its 1/TP share of a stage's activations and the
+    # receiving ranks all-gather them over NVLink (Megatron-LM's scatter/gather optimisation,
+    # SC21 section 4.1, default in its pre-Megatron-Core pipeline code); with sequence
+    # parallelism the activations are split that way anyway
+    pp_scatter_gather: bool = False
     # the embedding and the loss count as a layer each in the pipeline split: the first and
     # last stages hold one transformer layer fewer (Megatron's account_for_embedding_ and
     # account_for_loss_in_pipeline_split)
@@ -1393,9 +1404,15 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     if parts is not None:
         parts.update(stage_parts)
     act = 1.0 * tokens_mb * shape.hidden * cfg.precision.activation_bytes
-    if cfg.sequence_parallel:
+    if cfg.sequence_parallel or cfg.pp_scatter_gather:
         act = act / cfg.tp
-    p2p = (2 * _nccl(Collective.P2P, act, pp_group, eff) * cfg.vpp
+    # a stage waits, per micro-batch, on the send of its output (with the receipt of the
+    # next stage's gradient) and on the send of its input's gradient, once per chunk; the
+    # transfer then adds to every stage's cycle. Interleaved sends overlapped with the next
+    # chunk (pp_comm_overlap) and DualPipe's, hidden in its paired chunks, add nothing
+    waits = 0.0 if cfg.pp_schedule in ("dualpipe", "dualpipev") else where(
+        (cfg.vpp > 1) & cfg.pp_comm_overlap, 0.0, 1.0)
+    p2p = (2 * _nccl(Collective.P2P, act, pp_group, eff) * cfg.vpp * waits
            * eff.pp_comm_exposed)
     p2p = where(cfg.pp > 1, p2p, 0.0)
     stage = stage + _Pass(0.0, p2p)
@@ -1813,6 +1830,8 @@ def estimate_training(
             "cp_comm_type": cfg.cp_comm_type if cfg.cp > 1 else None,
             "expert_launches": cfg.expert_launches if shape.is_moe else None,
             "ep_comm_overlap": cfg.ep_comm_overlap,
+            "pp_comm_overlap": cfg.pp_comm_overlap if cfg.pp > 1 and cfg.vpp > 1 else None,
+            "pp_scatter_gather": cfg.pp_scatter_gather if cfg.pp > 1 else None,
             "moe_imbalance": cfg.moe_imbalance if shape.is_moe else None,
             "pp_edge_layers": cfg.pp_edge_layers,
             "pp_layout": cfg.pp_layout or None,

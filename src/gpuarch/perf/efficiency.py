@@ -363,9 +363,11 @@ class Efficiency:
     """Fraction of expert-parallel all-to-all not hidden (dispatch and combine sit between
     dependent GEMMs). Assumed."""
 
-    pp_comm_exposed: float = 0.0
-    """Fraction of pipeline point-to-point transfers not hidden behind compute (they are
-    issued asynchronously between micro-batches). Assumed, fitted."""
+    pp_comm_exposed: float = 1.0
+    """Fraction of the pipeline sends a schedule waits on (non-interleaved 1F1B always;
+    interleaved without ``pp_comm_overlap``) that shows in the step. Assumed: the transfer
+    sits between a stage's passes. (0.0, fitted, while every schedule's sends were charged
+    alike: the interleaved runs that overlap them set it.)"""
 
     dp_comm_exposed: float = 0.594
     """Data-parallel traffic the step cannot hide, in units of one layer's bucket: the

@@ -180,6 +180,8 @@ def megatron_launch(shape: Any, cfg: Any) -> Launch:
         add("pp_layout", cfg.pp_layout)
     elif cfg.vpp > 1:
         add("vpp", cfg.vpp)
+    if cfg.vpp > 1 and not cfg.pp_comm_overlap:
+        add("no_pp_comm_overlap")
     if cfg.pp_edge_layers:
         add("embedding_in_split")
         add("loss_in_split")

@@ -129,6 +129,9 @@ def point_shape(point: TrainingPoint) -> TransformerShape:
 # Frameworks whose published performance recipes turn on tensor-parallel communication
 # overlap (userbuffers); the 2019-2022 Megatron-LM papers predate it.
 _TP_OVERLAP_FRAMEWORKS = ("nemo", "megatron bridge", "megatron-core")
+# Megatron-LM before Megatron-Core split each pipeline send over the tensor-parallel ranks
+# (scatter/gather, SC21 section 4.1, on by default).
+_SCATTER_GATHER_SOURCES = ("megatron-2019", "megatron-sc21", "korthikanti-2022")
 # Papers whose Megatron-LM predates FlashAttention (2022): attention ran unfused. A later
 # row whose script left the fused kernel off says so itself (fused_attention = false).
 _UNFUSED_ATTENTION_SOURCES = ("megatron-2019", "megatron-sc21", "korthikanti-2022")
@@ -162,6 +165,8 @@ def point_config(point: TrainingPoint, system: System | None) -> TrainingConfig:
         cp_comm_type=str(point.get("cp_comm_type", CP_COMM_TYPES[0])),
         expert_launches=str(point.get("expert_launches", EXPERT_LAUNCHES[0])),
         ep_comm_overlap=bool(point.get("ep_comm_overlap", False)),
+        pp_comm_overlap=bool(point.get("pp_comm_overlap", True)),
+        pp_scatter_gather=point.source in _SCATTER_GATHER_SOURCES,
         pp_edge_layers=bool(point.get("pp_edge_layers", False)),
         pp_layout=str(point.get("pp_layout", "")),
         pp_schedule=str(point.get("pp_schedule", PP_SCHEDULES[0])),
