@@ -129,12 +129,11 @@ def point_shape(point: TrainingPoint) -> TransformerShape:
 # Frameworks whose published performance recipes turn on tensor-parallel communication
 # overlap (userbuffers); the 2019-2022 Megatron-LM papers predate it.
 _TP_OVERLAP_FRAMEWORKS = ("nemo", "megatron bridge", "megatron-core")
-# Megatron-LM before Megatron-Core split each pipeline send over the tensor-parallel ranks
-# (scatter/gather, SC21 section 4.1, on by default).
-_SCATTER_GATHER_SOURCES = ("megatron-2019", "megatron-sc21", "korthikanti-2022")
-# Papers whose Megatron-LM predates FlashAttention (2022): attention ran unfused. A later
-# row whose script left the fused kernel off says so itself (fused_attention = false).
-_UNFUSED_ATTENTION_SOURCES = ("megatron-2019", "megatron-sc21", "korthikanti-2022")
+# Papers whose Megatron-LM predates FlashAttention (2022) and Megatron-Core: attention ran
+# unfused, and each pipeline send was split over the tensor-parallel ranks (scatter/gather,
+# SC21 section 4.1, on by default). A later row whose script left the fused kernel off says
+# so itself (fused_attention = false).
+_EARLY_MEGATRON_SOURCES = ("megatron-2019", "megatron-sc21", "korthikanti-2022")
 
 
 def point_config(point: TrainingPoint, system: System | None) -> TrainingConfig:
@@ -166,13 +165,13 @@ def point_config(point: TrainingPoint, system: System | None) -> TrainingConfig:
         expert_launches=str(point.get("expert_launches", EXPERT_LAUNCHES[0])),
         ep_comm_overlap=bool(point.get("ep_comm_overlap", False)),
         pp_comm_overlap=bool(point.get("pp_comm_overlap", True)),
-        pp_scatter_gather=point.source in _SCATTER_GATHER_SOURCES,
+        pp_scatter_gather=point.source in _EARLY_MEGATRON_SOURCES,
         pp_edge_layers=bool(point.get("pp_edge_layers", False)),
         pp_layout=str(point.get("pp_layout", "")),
         pp_schedule=str(point.get("pp_schedule", PP_SCHEDULES[0])),
         mtp_layers=int(point.get("mtp_layers", 0)),
         fused_attention=bool(point.get("fused_attention",
-                                       point.source not in _UNFUSED_ATTENTION_SOURCES)),
+                                       point.source not in _EARLY_MEGATRON_SOURCES)),
         attention_kernel=str(point.get("attention_kernel", "native")),
         recompute=Recompute(point.get("recompute", "none")),
         recompute_modules=tuple(point.get("recompute_modules", ())),
