@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpuarch.catalog import load_catalog
+from gpuarch.cli.main import main
 from gpuarch.estimate import TrainingConfig, estimate_training
 from gpuarch.estimate.pipeline_layout import (
     held_layer_passes,
@@ -123,3 +124,11 @@ def test_the_estimate_says_what_it_holds() -> None:
                             dual, system=CATALOG.system("dgx h100")
                             ).as_json()["assumptions"]["activations_held"]
     assert how["layer_passes"] == 20 * 5 and "PP + 1" in how["how"]
+
+
+def test_the_text_report_says_it_too(capsys: pytest.CaptureFixture[str]) -> None:
+    """80 layers over PP 8, not interleaved: the first rank holds 8 micro-batches of 10."""
+    assert main(["estimate", "train", "--model", "llama-3.1-70b", "--gpu", "h100", "--gpus",
+                 "64", "--tp", "8", "--pp", "8", "--seq-len", "4096",
+                 "--global-batch", "128"]) == 0
+    assert "activations: 80 layer-passes of" in capsys.readouterr().out

@@ -172,6 +172,7 @@ def render_training(e: TrainingEstimate, band: Band | None = None,
         f"    weights {_gib(e.memory.weights)}, gradients {_gib(e.memory.gradients)}, "
         f"optimizer {_gib(e.memory.optimizer)}, activations {_gib(e.memory.activations)}, "
         f"other {_gib(e.memory.other)} GiB",
+        *_held_lines(e.assumptions.get("activations_held")),
         *_remedy_lines(remedies, e),
         "",
         f"  bottleneck    {e.bottleneck}: {e.bottleneck_reason}",
@@ -828,6 +829,16 @@ def _parts(parts: dict[str, float], total: float) -> str:
     """``_shares`` in parentheses after a figure, or nothing."""
     shown = _shares(parts, total)
     return f"   ({shown})" if shown else ""
+
+
+def _held_lines(held: dict[str, Any] | None) -> list[str]:
+    """The activations as layer-passes of one micro-batch each (the training estimate's
+    ``assumptions.activations_held``)."""
+    if not held:
+        return []
+    return [f"    activations: {fmt(held['layer_passes'])} layer-passes of "
+            f"{fmt(held['gib_per_layer_pass'])} GiB (a layer's for one micro-batch) held "
+            "at once"]
 
 
 def _other_detail(parts: dict[str, float]) -> str:
