@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-from gpuarch.errors import GpuarchError, check_number
+from gpuarch.errors import GpuarchError, check_count, check_number
 
 __all__ = ["FINE_GRAINED_EXPERTS", "FfnKind", "MlaShape", "NormKind", "Position",
            "TransformerShape"]
@@ -220,9 +220,7 @@ class TransformerShape:
         experts_per_token / ep on average."""
         check_number("--moe-imbalance", imbalance, 1,
                      "the busiest rank's load over the mean, a number")
-        if not isinstance(redundant, int) or isinstance(redundant, bool) or redundant < 0:
-            raise GpuarchError(f"--redundant-experts: expected an integer >= 0, got "
-                               f"{redundant!r}")
+        check_count("--redundant-experts", redundant)
         if redundant and not self.is_moe:
             raise GpuarchError("--redundant-experts: redundant expert copies need a "
                                "mixture-of-experts model")
