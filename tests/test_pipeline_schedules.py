@@ -160,15 +160,17 @@ def test_zero_bubble_papers_runs() -> None:
     """Qi et al., ICLR 2024, Table 4: 1F1B, interleaved 1F1B and ZB-1p on four GPT-3-like
     models over 8-32 A100s (pure pipeline parallelism), nothing fitted on them, run as the
     fork's example script of the time ran them (FP16, attention unfused, pipeline sends not
-    overlapped, a 32,000-token vocabulary: the one Table 3's parameter counts give). The
-    model reads every run fast, +3% to +24%, 11.2% mean: the runs lose 5-11% to what the
-    paper's profile (Table 6) does not show. The schedules' gains over 1F1B on the same model
-    and micro-batches hold: ZB-1p's within -2.6 to +2.5 points of the published gain,
-    interleaving's 3-7 points too large."""
+    overlapped, a 32,000-token vocabulary: the one Table 3's parameter counts give), on
+    DGX A100 nodes joined by RoCE. The model reads every run fast, +3% to +15%, 8.3% mean:
+    the runs lose 5-11% to what the paper's profile (Table 6) does not show. The schedules'
+    gains over 1F1B on the same model and micro-batches hold: ZB-1p's within -2.8 to +2.5
+    points of the published gain; interleaving's within -0.9 to +1.2 points on the runs
+    over two and four nodes, whose pipelines wait on a network send at each chunk, and 3-5
+    points too large on the one-node runs."""
     rows = {r.id: r for r in validate_training(CATALOG).rows if r.id.startswith("zb2024-")}
     assert len(rows) == 36 and all(r.out_of_sample for r in rows.values())
-    assert all(0.0 < r.error < 0.25 for r in rows.values())
-    assert sum(abs(r.error) for r in rows.values()) / 36 <= 0.113
+    assert all(0.0 < r.error < 0.15 for r in rows.values())
+    assert sum(abs(r.error) for r in rows.values()) / 36 <= 0.084
     for key, base in rows.items():
         if "-1f1b-m" not in key:
             continue
@@ -177,7 +179,10 @@ def test_zero_bubble_papers_runs() -> None:
         gain = zb.predicted / base.predicted - zb.published / base.published
         assert -0.03 < gain < 0.03, key
         over = inter.predicted / base.predicted - inter.published / base.published
-        assert 0.0 < over < 0.08, key
+        if base.gpus > 8:
+            assert abs(over) < 0.015, key
+        else:
+            assert 0.02 < over < 0.06, key
 
 
 @pytest.mark.parametrize(("model", "micro_batches", "profiled_ms"), [

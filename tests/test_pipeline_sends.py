@@ -33,6 +33,7 @@ def test_1f1b_waits_on_its_sends_and_interleaving_overlaps_them() -> None:
     assert doc["parallelism"]["pp_comm_overlap"] is None  # nothing to overlap at VPP 1
     overlapped, doc = _p2p(vpp=2)
     assert overlapped == 0.0 and doc["parallelism"]["pp_comm_overlap"] is True
+    assert doc["assumptions"]["pipeline_sends"].startswith("overlapped")
     # without the overlap each of the two chunks sends once a micro-batch each way: twice
     # the plain schedule's sends of the same activations
     waiting, doc = _p2p(vpp=2, pp_comm_overlap=False)
@@ -44,7 +45,8 @@ def test_1f1b_waits_on_its_sends_and_interleaving_overlaps_them() -> None:
 
 
 def test_dualpipe_hides_its_sends() -> None:
-    assert _p2p(pp_schedule="dualpipe")[0] == 0.0
+    hidden, doc = _p2p(pp_schedule="dualpipe")
+    assert hidden == 0.0 and doc["assumptions"]["pipeline_sends"].startswith("hidden")
     assert _p2p(pp_schedule="zb1p")[0] == pytest.approx(_p2p()[0], rel=1e-9)
 
 
@@ -69,3 +71,26 @@ def test_cli_flag_and_launch(capsys: pytest.CaptureFixture[str]) -> None:
         "pipeline_p2p"] > 0.0
     assert main([*argv, "--no-pp-comm-overlap", "--launch", "megatron"]) == 0
     assert "--no-overlap-p2p-communication" in capsys.readouterr().out
+
+
+def test_a_pipeline_across_nodes_runs_at_its_network_sends_pace() -> None:
+    """Stages wait on their sends, so one boundary over the network paces every rank: a
+    pipeline over two DGX H100s pays the network's send per micro-batch, whether one
+    boundary crosses (PP 16) or every other one does (PP 8 x DP 2, stages two ranks apart),
+    where the same pipeline inside one node sends over NVLink."""
+    shape = preset("llama-3.1-8b").shape
+
+    def per_micro_batch(gpus: int, pp: int) -> float:
+        cfg = TrainingConfig(gpus=gpus, seq_len=4096, global_batch=64, tp=1, pp=pp)
+        doc = estimate_training(CATALOG, shape, CATALOG.product("h100"), cfg,
+                                system=CATALOG.system("dgx h100")).as_json()
+        micro_batches = cfg.global_batch // (gpus // pp)
+        assert ("over the network" in doc["assumptions"]["pipeline_sends"]) == (gpus > 8)
+        return doc["communication_breakdown_s"]["pipeline_p2p"] / micro_batches
+
+    one_node = per_micro_batch(8, 8)
+    across_one_boundary = per_micro_batch(16, 16)
+    across_every_other = per_micro_batch(16, 8)
+    assert across_one_boundary == pytest.approx(across_every_other, rel=1e-9)
+    # DGX H100: 450 GB/s of NVLink each way against one 400 Gb/s NIC per GPU
+    assert across_one_boundary > 3 * one_node > 0

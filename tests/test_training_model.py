@@ -278,12 +278,14 @@ def test_validation_error_does_not_regress() -> None:
     32,000-token vocabulary Table 3's parameter counts give), 12.1%, to 8.1% / 7.8% over 238 /
     93.9%, 24 beyond; pipeline sends charged where a schedule waits on them (non-interleaved
     1F1B, and the zero-bubble fork's interleaving) and split over TP ranks in Megatron-LM
-    before Megatron-Core, 8.0% / 7.7% / 94.1%, 23 beyond.)
+    before Megatron-Core, 8.0% / 7.7% / 94.1%, 23 beyond; a pipeline across nodes paced by
+    its network sends, 7.7% / 7.2% / 94.9%, 20 beyond.)
     The earlier 356 points are held to their own figures below: no schedule change moved
     them, and the pipeline sends moved their mean by under 0.01 points (7.68%)."""
     summary = validate_training(CATALOG)
     assert len(summary.rows) >= 392
-    assert summary.mean_abs_error <= 0.0801  # 8.007% over 392 points (8.08% while no
+    assert summary.mean_abs_error <= 0.0775  # 7.73% over 392 points (8.007% while every
+    # pipeline inside a node was charged NVLink's sends; 8.08% while no
     # pipeline send was charged; 8.82% while the zero-bubble rows took fused attention and
     # GPT-2's vocabulary; 8.94% before the overlapped all-to-alls of the unpaired passes
     # were charged)

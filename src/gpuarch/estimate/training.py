@@ -676,6 +676,22 @@ def _group(size: Num, inner: Num, cfg: TrainingConfig, intra: Link, inter: Link 
     return Group(size, per_node, intra, inter)
 
 
+def _pipeline_send_group(cfg: TrainingConfig, intra: Link, inter: Link | None) -> Group:
+    """The two neighbouring stages whose send paces the pipeline (no communicator at all
+    without pipelining). Stages are TP x CP x DP ranks apart (pipeline outermost in
+    Megatron's rank order). A schedule that waits on its sends runs at the pace of its
+    slowest boundary, so a pipeline that spans nodes pays a send over the network on every
+    rank's cycle, even where most of its neighbours share a node. With the pipeline
+    outermost, every pipeline of a job beyond one node spans nodes."""
+    size = where(cfg.pp > 1, 2, 1)
+    return Group(size, where(_pipeline_spans_nodes(cfg), 1, size), intra, inter)
+
+
+def _pipeline_spans_nodes(cfg: TrainingConfig) -> Num:
+    """Whether each pipeline's stages (TP x CP x DP ranks apart) reach beyond one node."""
+    return cfg.tp * cfg.cp * cfg.dp * cfg.pp > cfg.gpus_per_node
+
+
 def _local_experts(s: TransformerShape, cfg: TrainingConfig) -> Num:
     """Routed experts each GPU holds (at least one)."""
     return maximum(1, s.experts // cfg.ep)
@@ -1310,9 +1326,7 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
         cp_group = _group(cfg.cp, cfg.tp, cfg, intra, inter)
         dp_group = _group(cfg.dp * cfg.cp, cfg.tp, cfg, intra, inter)
         ep_group = _group(cfg.ep, ep_stride, cfg, intra, inter)
-        # neighbouring pipeline stages (no communicator at all without pipelining)
-        pp_group = _group(where(cfg.pp > 1, 2, 1), cfg.tp * cfg.cp * cfg.dp, cfg, intra,
-                          inter)
+        pp_group = _pipeline_send_group(cfg, intra, inter)
         kinds = _layer_times(shape, cfg, device, eff, tp_group, cp_group, ep_group,
                              with_parts=parts is not None)
         head = op_time(Gemm(tokens_mb, shape.vocab // cfg.tp, shape.hidden, name="lm_head"),
@@ -1770,6 +1784,14 @@ def estimate_training(
                 "under 1F1B and ZB-1P, more when interleaved)")}
     if cfg.pp > 1:
         assumptions["pp_schedule"] = SCHEDULE_BUBBLES[cfg.pp_schedule]
+        assumptions["pipeline_sends"] = (
+            "hidden in DualPipe's paired chunks" if cfg.pp_schedule in ("dualpipe", "dualpipev")
+            else "overlapped with the next chunk (pp_comm_overlap)"
+            if cfg.vpp > 1 and cfg.pp_comm_overlap else
+            "waited on, " + ("each chunk's" if cfg.vpp > 1 else "two a micro-batch") + ", over "
+            + ("the network: the pipeline spans nodes, and a schedule that waits on its sends "
+               "runs at its slowest boundary's pace" if _pipeline_spans_nodes(cfg)
+               else "the link inside the node"))
     if cfg.lora_rank:
         trained = lora_params(shape, cfg.lora_rank, cfg.adapted).total
         assumptions["lora"] = (
