@@ -138,3 +138,22 @@ def test_a_bad_spread_is_refused_by_name(kw: dict, message: str) -> None:  # typ
 
     with pytest.raises(GpuarchError, match=message):
         _est(batch=8, **kw)
+
+
+def test_each_stage_boundary_is_priced_over_its_own_link() -> None:
+    """A token crosses the stage boundaries one after another: those inside a DGX H100 over
+    NVLink, those between nodes over the network. At TP 4 two stages share a node, so PP 4
+    has two boundaries inside nodes and one between them (four sequences a micro-batch in
+    each case)."""
+    dgx = CATALOG.system("dgx h100")
+
+    def sends(tp: int, pp: int) -> float:
+        cfg = InferenceConfig(input_len=1024, output_len=64, quant=FP8, batch=4 * pp,
+                              gpus=tp * pp, tp=tp, pp=pp)
+        doc = estimate_inference(CATALOG, preset("llama-3.1-70b").shape, H100, cfg,
+                                 system=dgx).as_json()
+        return float(doc["prefill_parts_s"]["pipeline_p2p"])
+
+    inside, between = sends(4, 2), sends(8, 2)
+    assert between > 3 * inside > 0
+    assert sends(4, 4) == pytest.approx(2 * inside + between, rel=1e-6)

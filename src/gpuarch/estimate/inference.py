@@ -787,7 +787,12 @@ class _Runner:
         self.trtllm_deepep = cfg.moe_kernels == "trtllm" and cfg.gpus_per_node <= HGX_GPUS
         self.a2a_latency = exchange_latencies(eff, self.trtllm_deepep)
         self.spread = slot_spread(shape, cfg)
-        self.pp_group = Group(2, 1 if cfg.tp >= cfg.gpus_per_node else 2, intra, inter)
+        # a token crosses every stage boundary in turn: those between nodes over the network
+        # (stages TP ranks apart, gpus_per_node // TP of them in a node), the rest inside one
+        stages_per_node = max(1, cfg.gpus_per_node // cfg.tp)
+        crossing = -(-cfg.pp // stages_per_node) - 1
+        self.pp_hops = ((cfg.pp - 1 - crossing, Group(2, 2, intra, inter)),
+                        (crossing, Group(2, 1, intra, inter)))
         # when a dict, the seconds each call adds are also summed there by kind
         # (``OP_PARTS``), times the multiplicity ``_weight`` of the call in progress
         self.parts: dict[str, float] | None = None
@@ -1030,8 +1035,8 @@ class _Runner:
         total = body + self.head(rows)
         if self.cfg.pp > 1:
             act = tokens * self.s.hidden * self.act_bytes
-            p2p = (self.cfg.pp - 1) * collective_time(Collective.P2P, act, self.pp_group,
-                                                      self.eff)
+            p2p = sum(hops * collective_time(Collective.P2P, act, group, self.eff)
+                      for hops, group in self.pp_hops if hops)
             self._add("pipeline_p2p", p2p)
             total = total + _Phase(communication=p2p)
         return total
