@@ -33,7 +33,10 @@ SOURCE = ("DeepGEMM's README as first released (github.com/deepseek-ai/DeepGEMM,
 """Where the rows come from (the file's header says more)."""
 
 GPU = "h100-sxm5-80gb"
-"""The catalog's GPU the rows are compared as: H800 SXM has H100 SXM's SMs and clocks."""
+"""The catalog's GPU the rows are compared as. H800 has H100 SXM's 132 SMs (DeepSeek-V3
+technical report, arXiv 2412.19437, section 3.5.1); its clocks, and so its FP8 peak, are
+assumed to be H100 SXM's: no NVIDIA document read here publishes them (the catalog has no
+H800 for that reason)."""
 
 
 @dataclass(frozen=True)
