@@ -161,7 +161,7 @@ def test_zero_bubble_papers_runs() -> None:
     models over 8-32 A100s (pure pipeline parallelism), nothing fitted on them, run as the
     fork's example script of the time ran them (FP16, attention unfused, pipeline sends not
     overlapped, a 32,000-token vocabulary: the one Table 3's parameter counts give), on
-    DGX A100 nodes joined by RoCE. The model reads every run fast, +3% to +15%, 8.3% mean:
+    DGX A100 nodes joined by RoCE. The model reads every run fast, +3% to +14%, 8.0% mean:
     the runs lose 5-11% to what the paper's profile (Table 6) does not show. The schedules'
     gains over 1F1B on the same model and micro-batches hold: ZB-1p's within -2.8 to +2.5
     points of the published gain; interleaving's within -0.9 to +1.2 points on the runs
@@ -170,7 +170,7 @@ def test_zero_bubble_papers_runs() -> None:
     rows = {r.id: r for r in validate_training(CATALOG).rows if r.id.startswith("zb2024-")}
     assert len(rows) == 36 and all(r.out_of_sample for r in rows.values())
     assert all(0.0 < r.error < 0.15 for r in rows.values())
-    assert sum(abs(r.error) for r in rows.values()) / 36 <= 0.084
+    assert sum(abs(r.error) for r in rows.values()) / 36 <= 0.081
     for key, base in rows.items():
         if "-1f1b-m" not in key:
             continue

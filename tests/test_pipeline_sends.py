@@ -94,3 +94,33 @@ def test_a_pipeline_across_nodes_runs_at_its_network_sends_pace() -> None:
     assert across_one_boundary == pytest.approx(across_every_other, rel=1e-9)
     # DGX H100: 450 GB/s of NVLink each way against one 400 Gb/s NIC per GPU
     assert across_one_boundary > 3 * one_node > 0
+
+
+def test_a_tied_embedding_is_reduced_between_first_and_last_stage() -> None:
+    """A word embedding tied to the output layer lives on the first and the last stage;
+    Megatron-Core all-reduces its gradient between them when the backward is done
+    (finalize_model_grads), which nothing overlaps: one vocab/TP x hidden gradient each
+    step, exposed, and nothing without a pipeline, untied, under LoRA (frozen) or under
+    DualPipeV (both ends on one GPU)."""
+    tied = preset("llama-3.2-3b").shape
+    assert tied.tied_embeddings
+
+    def part(shape, **kw):  # type: ignore[no-untyped-def]
+        base = {"gpus": 16, "seq_len": 4096, "global_batch": 64, "tp": 2, "pp": 4}
+        cfg = TrainingConfig(**{**base, **kw})
+        doc = estimate_training(CATALOG, shape, CATALOG.product("h100"), cfg,
+                                system=CATALOG.system("dgx h100")).as_json()
+        return doc["communication_breakdown_s"]["tied_embedding"], doc
+
+    seconds, doc = part(tied)
+    assert seconds > 0
+    assert sum(doc["communication_breakdown_s"].values()) == pytest.approx(
+        doc["time_breakdown_s"]["exposed_communication"], rel=1e-9)
+    # the gradient is FP32 by default, BF16 with bf16_grads: about half the transfer
+    assert part(tied, bf16_grads=True)[0] < 0.6 * seconds
+    # twice the tensor-parallel ranks, half of the vocabulary each
+    assert part(tied, tp=4, pp=2)[0] < seconds
+    assert part(tied, pp=1, tp=8)[0] == 0.0
+    assert part(LLAMA_70B, tp=4)[0] == 0.0  # untied
+    assert part(tied, lora_rank=16)[0] == 0.0
+    assert part(tied, pp_schedule="dualpipev", vpp=2)[0] == 0.0

@@ -279,12 +279,14 @@ def test_validation_error_does_not_regress() -> None:
     93.9%, 24 beyond; pipeline sends charged where a schedule waits on them (non-interleaved
     1F1B, and the zero-bubble fork's interleaving) and split over TP ranks in Megatron-LM
     before Megatron-Core, 8.0% / 7.7% / 94.1%, 23 beyond; a pipeline across nodes paced by
-    its network sends, 7.7% / 7.2% / 94.9%, 20 beyond.)
+    its network sends, 7.7% / 7.2% / 94.9%, 20 beyond; a tied embedding's gradient
+    all-reduce between first and last stage, 7.72% / 7.18%.)
     The earlier 356 points are held to their own figures below: no schedule change moved
     them, and the pipeline sends moved their mean by under 0.01 points (7.68%)."""
     summary = validate_training(CATALOG)
     assert len(summary.rows) >= 392
-    assert summary.mean_abs_error <= 0.0775  # 7.73% over 392 points (8.007% while every
+    assert summary.mean_abs_error <= 0.0775  # 7.72% over 392 points (7.73% before the tied
+    # embedding's all-reduce; 8.007% while every
     # pipeline inside a node was charged NVLink's sends; 8.08% while no
     # pipeline send was charged; 8.82% while the zero-bubble rows took fused attention and
     # GPT-2's vocabulary; 8.94% before the overlapped all-to-alls of the unpaired passes
@@ -330,8 +332,9 @@ def test_validation_error_does_not_regress() -> None:
     assert len(earlier_rounds) == 34
     # 4.8% and 11.8% at most; 5.7% and 11.6% with the overlap by its physics (the GPT-3 175B
     # runs of v3.1 and v4.0 two to seven points slower: their stage's traffic outlasts one
-    # micro-batch's compute)
-    assert sum(earlier_rounds) / 34 <= 0.058 and max(earlier_rounds) <= 0.12
+    # micro-batch's compute); 5.8% with the tied embedding's gradient all-reduce between the
+    # first and last stage (GPT-3 175B is tied; the runs, already slow, 0.1-0.7 points more)
+    assert sum(earlier_rounds) / 34 <= 0.059 and max(earlier_rounds) <= 0.12
     b300_fp4 = [abs(r.error) for r in summary.rows
                 if r.gpu == "b300" and r.precision == "nvfp4"]
     assert len(b300_fp4) == 9 and max(b300_fp4) <= 0.15  # -0.4% to -13%

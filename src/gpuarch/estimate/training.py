@@ -118,8 +118,11 @@ recomputation repeats, and the LM head with the loss on the last stage. Forward 
 backward for each."""
 
 COMMUNICATION_PARTS = ("tensor_parallel", "context_parallel", "expert_parallel",
-                       "pipeline_p2p", "data_parallel", "activation_offload")
-"""How ``communication_breakdown_s`` splits the step's exposed communication seconds."""
+                       "pipeline_p2p", "data_parallel", "tied_embedding",
+                       "activation_offload")
+"""How ``communication_breakdown_s`` splits the step's exposed communication seconds
+(``tied_embedding``: the all-reduce of a tied word embedding's gradient between the first
+and last pipeline stages at the end of the step)."""
 
 UNFUSED_SOFTMAX_BYTES = 9.0
 """DRAM bytes per attention-score element for unfused softmax and dropout: read and write
@@ -1269,6 +1272,7 @@ class TrainingCore:
     stage_head_time: Num = 0.0
     p2p_exposed: Num = 0.0  # pipeline sends per micro-batch
     dp_exposed: Num = 0.0  # exposed data-parallel traffic per step
+    tied_sync: Num = 0.0  # the tied word embedding's gradient all-reduce per step
     offload_exposed: Num = 0.0  # activation offloading not hidden, per micro-batch
     # layers' activations, one micro-batch each, the most loaded pipeline rank holds at once
     activation_layer_passes: Num = 0.0
@@ -1562,8 +1566,19 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
             np.broadcast_to(x, np.shape(weights))[heaviest]
             for x in (weights, gradients, optimizer_states))
 
+    # a word embedding tied to the output layer sits on the first stage and the last, and
+    # Megatron-Core all-reduces its gradient between the two once the step's backward is
+    # done (finalize_model_grads: _allreduce_word_embedding_grads, on the full main_grad):
+    # nothing overlaps it. Frozen under LoRA, it has no gradient to reduce; DualPipeV puts
+    # the first stage and the last on one GPU
+    tied_sync: Num = 0.0
+    if shape.tied_embeddings and not cfg.lora_rank and cfg.pp_schedule != "dualpipev":
+        tied_sync = where(cfg.pp > 1, _nccl(
+            Collective.ALL_REDUCE, shape.vocab / cfg.tp * shape.hidden * per_param.gradients,
+            pp_group, eff), 0.0)
+
     step = (compute_time + pipeline_comm + unpaired + host_time + floor_time + bubble
-            + dp_exposed + optimizer + eff.step_overhead_s)
+            + dp_exposed + tied_sync + optimizer + eff.step_overhead_s)
 
     # throughput and utilisation
     tokens_per_s = cfg.global_batch * cfg.seq_len / step
@@ -1599,7 +1614,7 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     return TrainingCore(
         step=step,
         compute=compute_time,
-        exposed_communication=pipeline_comm + unpaired + dp_exposed,
+        exposed_communication=pipeline_comm + unpaired + dp_exposed + tied_sync,
         unpaired_a2a=unpaired,
         pipeline_bubble=bubble,
         optimizer=optimizer,
@@ -1624,6 +1639,7 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
         stage_head_time=stage_head_time,
         p2p_exposed=p2p,
         dp_exposed=dp_exposed,
+        tied_sync=tied_sync,
         offload_exposed=offload,
     )
 
@@ -1707,6 +1723,7 @@ def estimate_training(
     comm_parts["expert_parallel"] += float(core.unpaired_a2a)
     comm_parts["pipeline_p2p"] = float(core.micro_batches * core.p2p_exposed)
     comm_parts["data_parallel"] = float(core.dp_exposed)
+    comm_parts["tied_embedding"] = float(core.tied_sync)
     comm_parts["activation_offload"] = float(core.micro_batches * core.offload_exposed)
     breakdown = TimeBreakdown(
         compute=float(core.compute),

@@ -813,6 +813,7 @@ _PART_LABELS = {"dense_gemms": "dense GEMMs", "expert_gemms": "expert GEMMs",
                 "recompute": "recompute", "lm_head_and_loss": "LM head + loss",
                 "tensor_parallel": "TP", "context_parallel": "CP", "expert_parallel": "EP",
                 "pipeline_p2p": "PP sends", "data_parallel": "DP", "lm_head": "LM head",
+                "tied_embedding": "tied embedding grads",
                 "activation_offload": "activation offload",
                 "overhead": "fixed overhead", "host": "host wait",
                 "attention_dp_wait": "attention-DP wait"}
