@@ -178,6 +178,10 @@ backward per micro-batch, W its weight-gradient GEMMs; ``pipeline_bubble`` compu
 PP_SCHEDULES = tuple(SCHEDULE_BUBBLES)
 """The schedules' names, 1F1B (the default) first."""
 
+DUALPIPE_SCHEDULES = ("dualpipe", "dualpipev")
+"""DeepSeek's bidirectional schedules (DualPipe and its V-shaped half): they hold their own
+count of micro-batches in flight, and pair chunks so that their sends hide behind compute."""
+
 ATTENTION_KERNELS = ("native", "ampere")
 """Fused attention kernels: the GPU generation's own, or one written for Ampere's
 synchronous Tensor Core instructions (FlashAttention-2, 2023's Triton flash attention)."""
@@ -1428,7 +1432,7 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     # next stage's gradient) and on the send of its input's gradient, once per chunk; the
     # transfer then adds to every stage's cycle. Interleaved sends overlapped with the next
     # chunk (pp_comm_overlap) and DualPipe's, hidden in its paired chunks, add nothing
-    waits = 0.0 if cfg.pp_schedule in ("dualpipe", "dualpipev") else where(
+    waits = 0.0 if cfg.pp_schedule in DUALPIPE_SCHEDULES else where(
         (cfg.vpp > 1) & cfg.pp_comm_overlap, 0.0, 1.0)
     p2p = (2 * _nccl(Collective.P2P, act, pp_group, eff) * cfg.vpp * waits
            * eff.pp_comm_exposed)
@@ -1599,7 +1603,7 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     peak = device.matmul.flops
     per_gpu_flops = model_flops * tokens_per_s / cfg.gpus
 
-    if cfg.pp_schedule in ("dualpipe", "dualpipev"):
+    if cfg.pp_schedule in DUALPIPE_SCHEDULES:
         # PP + 1 stages' micro-batches (DualPipe's table); DualPipeV's stages are half a
         # GPU's layers and there are 2 x PP of them
         in_flight = where(cfg.pp > 1, cfg.pp + (
@@ -1802,7 +1806,7 @@ def estimate_training(
     if cfg.pp > 1:
         assumptions["pp_schedule"] = SCHEDULE_BUBBLES[cfg.pp_schedule]
         assumptions["pipeline_sends"] = (
-            "hidden in DualPipe's paired chunks" if cfg.pp_schedule in ("dualpipe", "dualpipev")
+            "hidden in DualPipe's paired chunks" if cfg.pp_schedule in DUALPIPE_SCHEDULES
             else "overlapped with the next chunk (pp_comm_overlap)"
             if cfg.vpp > 1 and cfg.pp_comm_overlap else
             "waited on, " + ("each chunk's" if cfg.vpp > 1 else "two a micro-batch") + ", over "
