@@ -1286,7 +1286,8 @@ def test_a_sources_engine_table_takes_only_point_settings(tmp_path: Path) -> Non
 
     path = tmp_path / "points.toml"
     path.write_text('[[source]]\nid = "s"\ntitle = "t"\nurl = "https://x"\n'
-                    'engine = { cuda_graph_batch_size = [1, 2] }\n')
+                    'engine = { cuda_graph_batch_size = [1, 2] }\n\n'
+                    '[[point]]\nid = "p"\nsource = "s"\n')
     with pytest.raises(GpuarchError, match="engine: unknown setting "
                                            "'cuda_graph_batch_size'; did you mean"):
         load_inference_points(path)

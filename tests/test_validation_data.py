@@ -213,6 +213,21 @@ def test_an_id_used_twice_in_a_validation_file_is_an_error(tmp_path, kind: str,
             load(path)
 
 
+def test_a_source_no_point_cites_is_an_error(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A [[source]] that no point names is a leftover (an edit once left one behind in the
+    training file with a point's id and another release's title): both loaders refuse the
+    file, naming it."""
+    from gpuarch.errors import GpuarchError
+
+    path = tmp_path / "leftover.toml"
+    path.write_text('[[source]]\nid = "s"\ntitle = "t"\nurl = "https://x"\n\n'
+                    '[[source]]\nid = "x"\ntitle = "t"\nurl = "https://x"\n\n'
+                    '[[point]]\nid = "p"\nsource = "s"\n')
+    for load in (load_training_points, load_inference_points):
+        with pytest.raises(GpuarchError, match="source 'x' is cited by no point"):
+            load(path)
+
+
 def test_a_training_point_may_replace_its_presets_fields() -> None:
     """MLPerf's GPT-OSS-20B trains the published shape with a 128,256-token vocabulary: the
     rows name the preset and give only ``vocab``, which replaces the preset's and leaves the

@@ -74,13 +74,18 @@ class TrainingPoint:
 
 def sources_by_id(raw: Mapping[str, Any], path: Path) -> dict[str, Mapping[str, Any]]:
     """A validation file's sources by id; an id used twice, by a source or by a point, is an
-    error naming it (a second entry would silently replace the first)."""
+    error naming it (a second entry would silently replace the first), and so is a source no
+    point cites (a leftover, which the file's readers would take for a citation)."""
     for kind in ("source", "point"):
         seen: set[str] = set()
         for entry in raw.get(kind, []):
             if entry["id"] in seen:
                 raise GpuarchError(f"{path.name}: {kind} id {entry['id']!r} is used twice")
             seen.add(entry["id"])
+    cited = {point.get("source") for point in raw.get("point", [])}
+    for source in raw.get("source", []):
+        if source["id"] not in cited:
+            raise GpuarchError(f"{path.name}: source {source['id']!r} is cited by no point")
     return {s["id"]: s for s in raw.get("source", [])}
 
 
