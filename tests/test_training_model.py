@@ -1018,6 +1018,18 @@ def test_expert_comm_bottleneck_names_the_remedies() -> None:
     assert "--ep-" not in both.bottleneck_reason
 
 
+def test_readme_names_every_part_of_the_breakdowns() -> None:
+    """Other tools script against the JSON keys the README lists, so the lists name every
+    part the estimate splits its compute and exposed communication into."""
+    from pathlib import Path
+
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    start = readme.index("`compute_breakdown_s` {")
+    listed = readme[start:readme.index("without remainder", start)]
+    for part in (*COMPUTE_PARTS, *COMMUNICATION_PARTS):
+        assert part in listed, part
+
+
 @settings(max_examples=40, deadline=None)
 @given(kw=layouts, recompute=st.sampled_from(list(Recompute)), moe=st.booleans(),
        edge=st.booleans(), overlap=st.booleans(), vpp=st.sampled_from([1, 2]),
