@@ -422,13 +422,16 @@ def test_inference_validation_does_not_regress() -> None:
     assert max(mlperf_llama) <= 0.16
     slow = [r.error for r in s.rows if r.gpu in power_limited and r.source.startswith("mlperf")
             and r.source[-3:] != "4.0"]
-    assert len(slow) == 4 and all(0.25 < e < 0.75 for e in slow)  # +27..+70%
+    # +27..+70%; +27..+86% since H100 NVL's SM count, which NVIDIA does not publish, left
+    # the catalog (its GEMMs no longer priced with wave quantization)
+    assert len(slow) == 4 and all(0.25 < e < 0.90 for e in slow)
     # the v4.1 round on Hopper (Llama 2 70B, Mixtral 8x7B) within 6% on average, v4.0's older
     # software 24%
     v41 = [abs(r.error) for r in s.rows if r.source == "mlperf-inference-v4.1"]
     assert len(v41) == 18 and sum(v41) / 18 <= 0.055 and max(v41) <= 0.21  # 5.2%, +20.0%
     v40 = [abs(r.error) for r in s.rows if r.source == "mlperf-inference-v4.0"]
-    assert len(v40) == 15 and sum(v40) / 15 <= 0.222  # 22.2% with Quanta's unbridged cards
+    # 22.2% with Quanta's unbridged cards; 22.5% without H100 NVL's unpublished SM count
+    assert len(v40) == 15 and sum(v40) / 15 <= 0.225
     b300: dict[str, list[float]] = {}
     for r in s.rows:
         if r.gpu == "b300" and r.model != "deepseek-v3" \
