@@ -178,6 +178,12 @@ backward per micro-batch, W its weight-gradient GEMMs; ``pipeline_bubble`` compu
 PP_SCHEDULES = tuple(SCHEDULE_BUBBLES)
 """The schedules' names, 1F1B (the default) first."""
 
+def schedule_chunks(schedule: str) -> int:
+    """Model chunks per GPU a non-1F1B schedule runs (its --vpp): DualPipeV's V shape puts
+    two on each GPU, ZB-1P and DualPipe one."""
+    return 2 if schedule == "dualpipev" else 1
+
+
 DUALPIPE_SCHEDULES = ("dualpipe", "dualpipev")
 """DeepSeek's bidirectional schedules (DualPipe and its V-shaped half): they hold their own
 count of micro-batches in flight, and pair chunks so that their sends hide behind compute."""
@@ -534,7 +540,7 @@ class TrainingConfig:
         flag = f"--pp-schedule {self.pp_schedule}"
         if self.pp == 1:
             raise GpuarchError(f"{flag}: a pipeline schedule needs --pp > 1")
-        chunks = 2 if self.pp_schedule == "dualpipev" else 1
+        chunks = schedule_chunks(self.pp_schedule)
         if self.vpp != chunks:
             raise GpuarchError(f"{flag}: needs --vpp {chunks} ("
                                + ("its V shape puts two model chunks on each GPU"
@@ -932,8 +938,7 @@ def schedule_runs(schedule: str, pp: np.ndarray, vpp: np.ndarray, micro_batches:
     schedule."""
     if schedule == "1f1b":
         return np.ones_like(pp, dtype=bool)
-    chunks = 2 if schedule == "dualpipev" else 1
-    runs = (vpp == chunks)
+    runs = (vpp == schedule_chunks(schedule))
     if schedule != "zb1p":
         runs &= micro_batches >= 2 * pp
     if schedule == "dualpipe":
