@@ -736,7 +736,13 @@ def test_output_len_cv_flag(capsys: pytest.CaptureFixture[str]) -> None:
     status, out, _ = run(capsys, "estimate", "infer", *cont, "--json")
     assert json.loads(out)["max_batch"] > doc["max_batch"]
     status, out, _ = run(capsys, "estimate", "infer", *cont, "--output-len-cv", "1")
-    assert "output lengths spread 1 (sd / mean)" in out
+    assert "output lengths spread 1 (sd / mean)" in out and "offline" not in out
+    # an offline run says how it is priced, and with a spread what is left out
+    status, out, _ = run(capsys, "estimate", "infer", *cont, "--num-requests", "4000")
+    assert status == 0 and "a run of 4,000 requests" in out and "drain" not in out
+    status, out, _ = run(capsys, "estimate", "infer", *cont, "--num-requests", "4000",
+                         "--output-len-cv", "1")
+    assert "a run of 4,000 requests" in out and "the drain of the longest answers" in out
     status, out, _ = run(capsys, "advise", "infer", *base, "--output-len-cv", "1",
                          "--top", "3", "--json")
     assert status == 0 and json.loads(out)["assumptions"]["output_len_cv"] == 1

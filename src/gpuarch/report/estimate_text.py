@@ -324,6 +324,13 @@ def _serving_setup_lines(a: dict[str, Any]) -> list[str]:
                      f"the requests in flight average {fmt(a['mean_output_in_flight'])} "
                      f"output tokens, a decode step {fmt(a['mean_decode_context'])} of "
                      "context per sequence")
+    if a.get("num_requests"):
+        lines.append(f"  offline       a run of {a['num_requests']:,} requests, an even share a "
+                     "replica, through the batch in waves (the last runs the remainder)")
+        if a.get("output_len_cv"):
+            lines.append("                the waves take one length: the drain of the "
+                         "longest answers at the end is not priced, so a run of a few "
+                         "batches reads fast (scripts/offline_drain.py)")
     window = a.get("context_window")
     if window and window["exceeded"]:
         lines.append(f"  note          {window['sequence']:,} tokens a sequence run past the "
