@@ -743,6 +743,12 @@ def test_output_len_cv_flag(capsys: pytest.CaptureFixture[str]) -> None:
     status, out, _ = run(capsys, "estimate", "infer", *cont, "--num-requests", "4000",
                          "--output-len-cv", "1")
     assert "a run of 4,000 requests" in out and "the drain of the longest answers" in out
+    status, out, _ = run(capsys, "estimate", "infer", *cont, "--num-requests", "4000",
+                         "--output-len-cv", "1", "--max-output-len", "8192")
+    assert status == 0 and "then a drain: the answers admitted last run to up to 8,192" in out
+    status, out, err = run(capsys, "estimate", "infer", *cont, "--num-requests", "4000",
+                           "--max-output-len", "8192")
+    assert status == 2 and out == "" and "--max-output-len: prices the end" in err
     status, out, _ = run(capsys, "advise", "infer", *base, "--output-len-cv", "1",
                          "--top", "3", "--json")
     assert status == 0 and json.loads(out)["assumptions"]["output_len_cv"] == 1

@@ -1080,6 +1080,39 @@ def test_offline_runs_end_with_a_part_full_wave() -> None:
         _est(**base, batch=8, num_requests=-1)
 
 
+def test_offline_runs_with_varying_answers_end_with_a_drain() -> None:
+    """--num-requests with --output-len-cv and --max-output-len: while requests wait the run
+    goes at the steady rate, then the batch in flight drains, the longest answer running to
+    the cap. The drain is a fixed time: more requests add only their work at the steady
+    rate. A higher cap lengthens it by a step's fixed part a token, less than a full step.
+    Fewer requests than slots start together and drain from the start. Without the cap the
+    waves take one length, as before."""
+    base = {"input_len": 1000, "output_len": 1000, "batching": Batching.CONTINUOUS,
+            "output_len_cv": 1.0}
+    steady = _est(**base, batch=None)
+    b, rate = steady.batch, steady.output_tokens_per_s
+
+    def seconds(requests: int, cap: int = 8000) -> float:
+        e = _est(**base, batch=None, num_requests=requests, max_output_len=cap)
+        assert e.assumptions["max_output_len"] == cap
+        return requests * 1000 / e.output_tokens_per_s
+
+    short, long = seconds(3 * b), seconds(30 * b)
+    assert long - short == pytest.approx(27 * b * 1000 / rate, rel=1e-9)
+    assert short > 3 * b * 1000 / rate  # the drain costs time beyond the steady rate's
+    slope = (seconds(3 * b, cap=16000) - short) / 8000
+    assert 0 < slope < steady.tpot_s
+    few = seconds(b // 4)
+    assert few / (b // 4) > short / (3 * b)  # a run within one batch is all drain
+    waves = _est(**base, batch=None, num_requests=3 * b)
+    assert waves.output_tokens_per_s == pytest.approx(rate, rel=1e-9)
+    with pytest.raises(GpuarchError, match="--max-output-len: prices the end of an offline"):
+        _est(**{**base, "output_len_cv": 0.0}, batch=None, num_requests=3 * b,
+             max_output_len=8000)
+    with pytest.raises(GpuarchError, match="--max-output-len: 500 is below the mean output"):
+        _est(**base, batch=None, num_requests=3 * b, max_output_len=500)
+
+
 def test_fp8_context_attention_speeds_long_prefill_only_where_it_applies() -> None:
     """--fp8-context-attention runs prefill attention at the FP8 rate where the activations
     are FP8 or FP4 and the KV cache FP8 (TensorRT-LLM's FP8 context FMHA): a 32k-token prompt

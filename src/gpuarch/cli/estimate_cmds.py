@@ -473,6 +473,7 @@ def cmd_infer(args: argparse.Namespace) -> int:
         moe_kernels=args.moe_kernels, moe_imbalance=args.moe_imbalance,
         redundant_experts=args.redundant_experts, two_batch_overlap=args.two_batch_overlap,
         num_requests=args.num_requests, output_len_cv=args.output_len_cv,
+        max_output_len=args.max_output_len,
         fp8_context_attention=args.fp8_context_attention, nvls=not args.no_nvls,
         fp8_scaling=args.fp8_scaling or fp8_scaling_of(
             checkpoint is not None and checkpoint.fp8_blocks),
@@ -1092,6 +1093,12 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                    help="an offline benchmark of N fixed-length requests (trtllm-bench "
                         "throughput) instead of the steady state: the last wave runs "
                         "part-full; needs --batching continuous")
+    p.add_argument("--max-output-len", type=at_least_one("--max-output-len"), default=0,
+                   metavar="N",
+                   help="the longest answer the engine allows (its max_output_len or "
+                        "max_tokens): with --num-requests and --output-len-cv the run ends "
+                        "with the answers admitted last running to it at a shrinking batch, "
+                        "which is priced; without it the offline waves take one length")
     p.add_argument("--speculative-tokens", type=int, default=0, metavar="K",
                    help="speculative decoding: draft tokens per step (MTP modules, an EAGLE "
                         "head; each costs one target-shaped layer and the LM head)")

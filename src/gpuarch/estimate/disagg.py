@@ -65,7 +65,8 @@ def prefill_pool_config(decode: InferenceConfig, *, gpus: int, tp: int, ep: int,
     settings, its own split (no pipeline), no batch, cap or speculative decoding; its ranks
     all run context passes, none waits on a decoding one (``adp_balance``)."""
     pool = replace(decode, gpus=gpus, tp=tp, pp=1, ep=ep, batch=None, max_batch_size=0,
-                   num_requests=0, speculative_tokens=0, acceptance_length=0.0,
+                   num_requests=0, max_output_len=0, speculative_tokens=0,
+                   acceptance_length=0.0,
                    adp_balance=True, **changes)
     # the decode side's expert options where the pool's own split can take them
     return with_expert_options(pool, decode.moe_imbalance, decode.redundant_experts,
@@ -231,7 +232,7 @@ def estimate_disaggregated(catalog: Catalog, shape: TransformerShape, product: P
     if cfg.output_len < 2:
         raise GpuarchError("--output-len: disaggregated serving decodes from the second "
                            "token on; give at least 2")
-    decode = replace(cfg, batching=Batching.CONTINUOUS, num_requests=0)
+    decode = replace(cfg, batching=Batching.CONTINUOUS, num_requests=0, max_output_len=0)
     decode.validate(shape)
     prefill_product = pool.product or product
     prefill_system = pool.system if pool.product is not None else system

@@ -304,6 +304,11 @@ class InferenceConfig:
     # the mean output length in flight is output_len x (1 + cv^2), its mean context input +
     # that / 2, and each held request's KV cache grows accordingly (continuous batching only)
     output_len_cv: float = 0.0
+    # the longest answer the engine lets a request give (its max_output_len or max_tokens):
+    # with num_requests and output_len_cv, an offline run ends with the requests admitted
+    # last, some of them running to it at a shrinking batch (the drain); 0 = not given, the
+    # run's waves then take one length
+    max_output_len: int = 0
     # prompt tokens every request shares with one already in the KV cache (a system prompt
     # or few-shot examples under prefix caching: vLLM's automatic prefix caching, SGLang's
     # radix cache, TensorRT-LLM's KV-cache reuse): their prefill is skipped, and their KV
@@ -410,6 +415,14 @@ class InferenceConfig:
         if self.num_requests and self.batching is not Batching.CONTINUOUS:
             raise GpuarchError("--num-requests: an offline run of N requests needs "
                                "--batching continuous")
+        check_count("--max-output-len", self.max_output_len, zero_unset=True)
+        if self.max_output_len and not (self.num_requests and self.output_len_cv):
+            raise GpuarchError("--max-output-len: prices the end of an offline run whose "
+                               "answers vary in length; give --num-requests and "
+                               "--output-len-cv with it")
+        if self.max_output_len and self.max_output_len < self.output_len:
+            raise GpuarchError(f"--max-output-len: {self.max_output_len} is below the mean "
+                               f"output length {self.output_len}")
         if self.gpus % (self.tp * self.pp):
             raise GpuarchError(f"--gpus: {self.gpus} is not divisible by TP x PP = "
                                f"{self.tp} x {self.pp}")
@@ -1402,7 +1415,8 @@ def _evaluate(runner: _Runner, cfg: InferenceConfig, product: Product, max_batch
         tpot = cycle / cfg.output_len
         per_replica = batch * cfg.output_len / cycle
         if cfg.num_requests:
-            per_replica = _offline_rate(runner, cfg, batch, cycle, mean_ctx, per_step)
+            per_replica = _offline_rate(runner, cfg, batch, cycle, mean_ctx, per_step,
+                                        step.total)
         # a new prompt is prefilled in a pass with the others that arrived with it, after
         # waiting for the pass in progress: M/D/1 waiting time at the prefill load rho
         prompts_per_pass = max(1, cfg.max_num_tokens // cfg.new_prompt_tokens)
@@ -1433,12 +1447,17 @@ def _lanes(batch: Num, micro_batches: int) -> Num:
 
 
 def _offline_rate(runner: _Runner, cfg: InferenceConfig, batch: Num, cycle: Num,
-                  mean_ctx: float, per_step: float) -> Num:
+                  mean_ctx: float, per_step: float, step_s: Num) -> Num:
     """Output tokens/s of one replica over an offline run of ``cfg.num_requests`` (shared
     evenly by the replicas): fixed-length requests move through ``batch`` slots in waves,
     each lasting a steady-state cycle, and the last wave runs only the remainder, at the
-    shorter cycle of its smaller batch; the run ends with the last request."""
+    shorter cycle of its smaller batch; the run ends with the last request. With answers
+    that vary in length and the engine's cap on them (``output_len_cv``,
+    ``max_output_len``) the run ends with a drain instead (``_drained_offline_rate``)."""
     share = cfg.num_requests / cfg.replicas
+    if cfg.output_len_cv and cfg.max_output_len:
+        return _drained_offline_rate(runner, cfg, share, batch, cycle, mean_ctx, per_step,
+                                     step_s)
     full = floor(share / batch)
     rest = ceil(share - full * batch)
     tail = maximum(rest, 1)
@@ -1447,6 +1466,33 @@ def _offline_rate(runner: _Runner, cfg: InferenceConfig, batch: Num, cycle: Num,
         + runner.prefill(tail).total / lanes
     total = full * cycle + where(rest > 0, tail_cycle, 0.0)
     return share * cfg.output_len / total
+
+
+def _drained_offline_rate(runner: _Runner, cfg: InferenceConfig, share: float, batch: Num,
+                          cycle: Num, mean_ctx: float, per_step: float, step_s: Num) -> Num:
+    """Output tokens/s of one replica over an offline run of ``share`` requests whose
+    answers vary in length, at most ``cfg.max_output_len``. While requests wait, every slot
+    is busy and the run goes at the steady cycle's rate. Once the last is admitted, the
+    ``batch`` in flight drain: each has half a length-biased answer left on average
+    (``output_in_flight`` / 2, the renewal residual), and the run lasts until the longest
+    finishes, taken as the cap (some answer admitted last runs to it). A decode step costs
+    a fixed part, the step at one sequence, plus a part per sequence, so the drain's steps
+    cost the fixed part once each (cap / tokens per step of them) and the per-sequence part
+    once per token left: against the steady rate the run gains the fixed part times the
+    steps beyond the mean residual's. A share within one batch starts together: its prefill,
+    then the same drain over whole answers."""
+    longest = float(cfg.max_output_len)
+    one = runner.decode_step(1.0, mean_ctx).total
+    per_seq = maximum(0.0, step_s - one) / batch
+    work = share * cfg.output_len
+    # tokens still to generate when the queue empties
+    left = batch * minimum(cfg.output_in_flight / 2, longest)
+    queued = (work - left) * cycle / (batch * cfg.output_len) \
+        + (one * longest + per_seq * left) / per_step
+    lanes = _lanes(batch, cfg.micro_batches)
+    together = runner.prefill(batch).total / lanes \
+        + (one * longest + per_seq * work) / per_step
+    return work / where(share > batch, queued, together)
 
 
 def evaluate_inference(catalog: Catalog, shape: TransformerShape, product: Product,
@@ -1600,6 +1646,7 @@ def estimate_inference(
         if runner.prefill_skew != 1.0 else None,
         "context_window": _context_note(shape, cfg),
         "num_requests": cfg.num_requests or None,
+        "max_output_len": cfg.max_output_len or None,
         "cached_prefix": cfg.cached_prefix or None,
         "context_attention": "fp8" if runner.context_device is not runner.device
         else "16-bit",

@@ -61,7 +61,8 @@ def batch_for_rate(catalog: Catalog, shape: TransformerShape, product: Product,
     if not (rate > 0 and math.isfinite(rate)):
         raise GpuarchError(f"--rate: expected a positive number of requests per second, "
                            f"got {rate}")
-    cfg = replace(cfg, batch=None, batching=Batching.CONTINUOUS, num_requests=0)
+    cfg = replace(cfg, batch=None, batching=Batching.CONTINUOUS, num_requests=0,
+                  max_output_len=0)
     cfg.validate(shape)
     limit = max_batch_that_fits(shape, cfg, product)
     if cfg.max_batch_size:

@@ -325,12 +325,18 @@ def _serving_setup_lines(a: dict[str, Any]) -> list[str]:
                      f"output tokens, a decode step {fmt(a['mean_decode_context'])} of "
                      "context per sequence")
     if a.get("num_requests"):
+        waves = "" if a.get("output_len_cv") and a.get("max_output_len") else \
+            " in waves (the last runs the remainder)"
         lines.append(f"  offline       a run of {a['num_requests']:,} requests, an even share a "
-                     "replica, through the batch in waves (the last runs the remainder)")
-        if a.get("output_len_cv"):
+                     f"replica, through the batch{waves}")
+        if a.get("output_len_cv") and a.get("max_output_len"):
+            lines.append("                then a drain: the answers admitted last run to up "
+                         f"to {a['max_output_len']:,} tokens at a shrinking batch, each "
+                         "step paying the decode step's fixed part")
+        elif a.get("output_len_cv"):
             lines.append("                the waves take one length: the drain of the "
-                         "longest answers at the end is not priced, so a run of a few "
-                         "batches reads fast (scripts/offline_drain.py)")
+                         "longest answers at the end is not priced (give --max-output-len), "
+                         "so a run of a few batches reads fast")
     window = a.get("context_window")
     if window and window["exceeded"]:
         lines.append(f"  note          {window['sequence']:,} tokens a sequence run past the "

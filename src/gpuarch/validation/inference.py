@@ -176,6 +176,7 @@ def point_config(point: TrainingPoint, gpus_per_node: int, product: Product | No
         moe_imbalance=float(point.get("moe_imbalance") or 1.0),
         num_requests=int(point.get("num_requests") or 0),
         output_len_cv=float(point.get("output_len_cv") or 0.0),
+        max_output_len=int(point.get("max_output_len") or 0),
         fp8_context_attention=bool(point.get("fp8_context_attention", False)),
         fp8_scaling=str(point.get("fp8_scaling", "tensor")),
         adp_balance=bool(point.get("adp_balance", False)),
