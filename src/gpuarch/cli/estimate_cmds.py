@@ -1090,9 +1090,10 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     engine_flags(p)
     p.add_argument("--num-requests", type=at_least_one("--num-requests"), default=0,
                    metavar="N",
-                   help="an offline benchmark of N fixed-length requests (trtllm-bench "
-                        "throughput) instead of the steady state: the last wave runs "
-                        "part-full; needs --batching continuous")
+                   help="an offline benchmark of N requests (trtllm-bench throughput) "
+                        "instead of the steady state: at one length the last wave runs "
+                        "part-full, with --output-len-cv and --max-output-len the run ends "
+                        "with a drain; needs --batching continuous")
     p.add_argument("--max-output-len", type=at_least_one("--max-output-len"), default=0,
                    metavar="N",
                    help="the longest answer the engine allows (its max_output_len or "
