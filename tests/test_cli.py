@@ -740,12 +740,13 @@ def test_output_len_cv_flag(capsys: pytest.CaptureFixture[str]) -> None:
     # an offline run says how it is priced, and with a spread what is left out
     status, out, _ = run(capsys, "estimate", "infer", *cont, "--num-requests", "4000")
     assert status == 0 and "a run of 4,000 requests" in out and "drain" not in out
+    assert "the last wave of requests runs part-full" in out
     status, out, _ = run(capsys, "estimate", "infer", *cont, "--num-requests", "4000",
                          "--output-len-cv", "1")
     assert "a run of 4,000 requests" in out and "the drain of the longest answers" in out
     status, out, _ = run(capsys, "estimate", "infer", *cont, "--num-requests", "4000",
                          "--output-len-cv", "1", "--max-output-len", "8192")
-    assert status == 0 and "then a drain: the answers admitted last run to up to 8,192" in out
+    assert status == 0 and "the drain, the answers admitted last running to up to 8,192" in out
     status, out, err = run(capsys, "estimate", "infer", *cont, "--num-requests", "4000",
                            "--max-output-len", "8192")
     assert status == 2 and out == "" and "--max-output-len: prices the end" in err

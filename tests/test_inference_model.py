@@ -1100,12 +1100,19 @@ def test_offline_runs_with_varying_answers_end_with_a_drain() -> None:
     short, long = seconds(3 * b), seconds(30 * b)
     assert long - short == pytest.approx(27 * b * 1000 / rate, rel=1e-9)
     assert short > 3 * b * 1000 / rate  # the drain costs time beyond the steady rate's
+    # the estimate reports the run's length and what the drain adds to it
+    run = _est(**base, batch=None, num_requests=3 * b,
+               max_output_len=8000).assumptions["offline_run"]
+    assert run["ends_with"] == "drain" and run["run_s"] == pytest.approx(short, rel=1e-9)
+    assert run["beyond_steady_s"] == pytest.approx(short - 3 * b * 1000 / rate, rel=1e-6)
     slope = (seconds(3 * b, cap=16000) - short) / 8000
     assert 0 < slope < steady.tpot_s
     few = seconds(b // 4)
     assert few / (b // 4) > short / (3 * b)  # a run within one batch is all drain
     waves = _est(**base, batch=None, num_requests=3 * b)
     assert waves.output_tokens_per_s == pytest.approx(rate, rel=1e-9)
+    assert waves.assumptions["offline_run"]["ends_with"] == "last wave"
+    assert waves.assumptions["offline_run"]["beyond_steady_s"] == pytest.approx(0, abs=1e-6)
     with pytest.raises(GpuarchError, match="--max-output-len: prices the end of an offline"):
         _est(**{**base, "output_len_cv": 0.0}, batch=None, num_requests=3 * b,
              max_output_len=8000)

@@ -1096,10 +1096,11 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                         "with a drain; needs --batching continuous")
     p.add_argument("--max-output-len", type=at_least_one("--max-output-len"), default=0,
                    metavar="N",
-                   help="the longest answer the engine allows (its max_output_len or "
-                        "max_tokens): with --num-requests and --output-len-cv the run ends "
-                        "with the answers admitted last running to it at a shrinking batch, "
-                        "which is priced; without it the offline waves take one length")
+                   help="the longest answer of the run: the engine's cap (its "
+                        "max_output_len or max_tokens) where answers reach it; with "
+                        "--num-requests and --output-len-cv the run ends with the answers "
+                        "admitted last running to it at a shrinking batch, which is priced; "
+                        "without it the offline waves take one length")
     p.add_argument("--speculative-tokens", type=int, default=0, metavar="K",
                    help="speculative decoding: draft tokens per step (MTP modules, an EAGLE "
                         "head; each costs one target-shaped layer and the LM head)")

@@ -304,10 +304,10 @@ class InferenceConfig:
     # the mean output length in flight is output_len x (1 + cv^2), its mean context input +
     # that / 2, and each held request's KV cache grows accordingly (continuous batching only)
     output_len_cv: float = 0.0
-    # the longest answer the engine lets a request give (its max_output_len or max_tokens):
-    # with num_requests and output_len_cv, an offline run ends with the requests admitted
-    # last, some of them running to it at a shrinking batch (the drain); 0 = not given, the
-    # run's waves then take one length
+    # the longest answer of the run: the engine's cap on one (its max_output_len or
+    # max_tokens) where answers reach it; with num_requests and output_len_cv, an offline
+    # run ends with the requests admitted last, some of them running to it at a shrinking
+    # batch (the drain); 0 = not given, the run's waves then take one length
     max_output_len: int = 0
     # prompt tokens every request shares with one already in the KV cache (a system prompt
     # or few-shot examples under prefix caching: vLLM's automatic prefix caching, SGLang's
@@ -1495,6 +1495,20 @@ def _drained_offline_rate(runner: _Runner, cfg: InferenceConfig, share: float, b
     return work / where(share > batch, queued, together)
 
 
+def _offline_run(cfg: InferenceConfig, batch: int, tpot: float, throughput: float
+                 ) -> dict[str, Any]:
+    """An offline run's length: its requests' output over the run's rate, and how much of it
+    is beyond the steady state's rate (``batch`` / ``tpot`` a replica): the part-full last
+    wave of fixed-length requests, or the drain of varying ones."""
+    tokens = cfg.num_requests * cfg.output_len
+    run_s = tokens / throughput
+    steady_s = tokens / (batch / tpot * cfg.replicas)
+    return {"requests": cfg.num_requests, "run_s": run_s,
+            "beyond_steady_s": max(0.0, run_s - steady_s),
+            "ends_with": "drain" if cfg.output_len_cv and cfg.max_output_len
+            else "last wave"}
+
+
 def evaluate_inference(catalog: Catalog, shape: TransformerShape, product: Product,
                        cfg: InferenceConfig, batches: Num, *, system: System | None = None,
                        efficiency: Efficiency = DEFAULT_EFFICIENCY) -> InferenceCore:
@@ -1647,6 +1661,8 @@ def estimate_inference(
         "context_window": _context_note(shape, cfg),
         "num_requests": cfg.num_requests or None,
         "max_output_len": cfg.max_output_len or None,
+        "offline_run": _offline_run(cfg, batch, tpot, throughput) if cfg.num_requests
+        else None,
         "cached_prefix": cfg.cached_prefix or None,
         "context_attention": "fp8" if runner.context_device is not runner.device
         else "16-bit",

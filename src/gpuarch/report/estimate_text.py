@@ -324,16 +324,18 @@ def _serving_setup_lines(a: dict[str, Any]) -> list[str]:
                      f"the requests in flight average {fmt(a['mean_output_in_flight'])} "
                      f"output tokens, a decode step {fmt(a['mean_decode_context'])} of "
                      "context per sequence")
-    if a.get("num_requests"):
-        waves = "" if a.get("output_len_cv") and a.get("max_output_len") else \
-            " in waves (the last runs the remainder)"
-        lines.append(f"  offline       a run of {a['num_requests']:,} requests, an even share a "
-                     f"replica, through the batch{waves}")
-        if a.get("output_len_cv") and a.get("max_output_len"):
-            lines.append("                then a drain: the answers admitted last run to up "
-                         f"to {a['max_output_len']:,} tokens at a shrinking batch, each "
-                         "step paying the decode step's fixed part")
-        elif a.get("output_len_cv"):
+    run = a.get("offline_run")
+    if run:
+        lines.append(f"  offline       a run of {run['requests']:,} requests (an even share a "
+                     f"replica) takes {fmt(run['run_s'])} s, {fmt(run['beyond_steady_s'])} s "
+                     "of it beyond the steady rate:")
+        if run["ends_with"] == "drain":
+            lines.append("                the drain, the answers admitted last running to up "
+                         f"to {a['max_output_len']:,} tokens at a shrinking batch, each step "
+                         "paying the decode step's fixed part")
+        else:
+            lines.append("                the last wave of requests runs part-full")
+        if a.get("output_len_cv") and run["ends_with"] != "drain":
             lines.append("                the waves take one length: the drain of the "
                          "longest answers at the end is not priced (give --max-output-len), "
                          "so a run of a few batches reads fast")
