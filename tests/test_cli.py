@@ -564,6 +564,10 @@ def test_validate_explain(capsys: pytest.CaptureFixture[str]) -> None:
                          "trtllm-r1-b200-fp4-kvfp8")
     assert status == 0 and "where each prediction's time goes" in out
     assert "trtllm-r1-b200-fp4-kvfp8-1k-2k: batch " in out and "decode (" in out
+    # an offline run's length, and what its end adds, beside its parts
+    status, out, _ = run(capsys, "validate", "inference", "--explain", "--match",
+                         "mlperf-inf60-gb200-deepseek-r1-fp4-google")
+    assert status == 0 and "a run of 210,624 requests" in out and "(drain)" in out
 
 
 @pytest.mark.parametrize(("argv", "message"), [

@@ -817,9 +817,13 @@ def _infer_explained(x: dict[str, Any]) -> str:
     limits = x.get("engine_limits")
     chosen = (f" (limits {limits['max_batch_size']:,} sequences, {limits['max_num_tokens']:,} "
               f"tokens: {limits['source']})") if limits else ""
+    run = x.get("offline_run")
+    offline = (f"; a run of {run['requests']:,} requests {fmt(run['run_s'])} s, "
+               f"{fmt(run['beyond_steady_s'])} s of it beyond the steady rate "
+               f"({run['ends_with']})") if run else ""
     return (f"batch {x['batch']}{chosen}; prefill ({b['prefill']}) "
             f"{_shares(pre, sum(pre.values()))}; "
-            f"decode ({b['decode']}) {_shares(dec, sum(dec.values()))}")
+            f"decode ({b['decode']}) {_shares(dec, sum(dec.values()))}{offline}")
 
 
 _PART_LABELS = {"dense_gemms": "dense GEMMs", "expert_gemms": "expert GEMMs",

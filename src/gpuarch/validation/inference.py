@@ -211,6 +211,7 @@ def compare_point(catalog: Catalog, point: TrainingPoint, efficiency: Efficiency
                                 "max_batch_size": a["max_batch_size"],
                                 "max_num_tokens": a["max_prefill_tokens_per_pass"]} \
         if a.get("engine_limits") else None
+    explain["offline_run"] = a.get("offline_run")
     q = cfg.quant
     rows = []
     for key, attr in _METRICS.items():
