@@ -330,6 +330,12 @@ class InferenceConfig:
         return self.input_len - self.cached_prefix
 
     @property
+    def drains_offline(self) -> bool:
+        """Whether an offline run (``num_requests``) ends with a drain of answers that vary
+        in length up to ``max_output_len``, rather than waves of one length."""
+        return bool(self.num_requests and self.output_len_cv and self.max_output_len)
+
+    @property
     def replicas(self) -> int:
         """Data-parallel copies of the model."""
         return self.gpus // (self.tp * self.pp)
@@ -1455,7 +1461,7 @@ def _offline_rate(runner: _Runner, cfg: InferenceConfig, batch: Num, cycle: Num,
     that vary in length and the engine's cap on them (``output_len_cv``,
     ``max_output_len``) the run ends with a drain instead (``_drained_offline_rate``)."""
     share = cfg.num_requests / cfg.replicas
-    if cfg.output_len_cv and cfg.max_output_len:
+    if cfg.drains_offline:
         return _drained_offline_rate(runner, cfg, share, batch, cycle, mean_ctx, per_step,
                                      step_s)
     full = floor(share / batch)
@@ -1505,8 +1511,7 @@ def _offline_run(cfg: InferenceConfig, batch: int, tpot: float, throughput: floa
     steady_s = tokens / (batch / tpot * cfg.replicas)
     return {"requests": cfg.num_requests, "run_s": run_s,
             "beyond_steady_s": max(0.0, run_s - steady_s),
-            "ends_with": "drain" if cfg.output_len_cv and cfg.max_output_len
-            else "last wave"}
+            "ends_with": "drain" if cfg.drains_offline else "last wave"}
 
 
 def evaluate_inference(catalog: Catalog, shape: TransformerShape, product: Product,

@@ -178,6 +178,7 @@ backward per micro-batch, W its weight-gradient GEMMs; ``pipeline_bubble`` compu
 PP_SCHEDULES = tuple(SCHEDULE_BUBBLES)
 """The schedules' names, 1F1B (the default) first."""
 
+
 def schedule_chunks(schedule: str) -> int:
     """Model chunks per GPU a non-1F1B schedule runs (its --vpp): DualPipeV's V shape puts
     two on each GPU, ZB-1P and DualPipe one."""
@@ -698,6 +699,15 @@ def _pipeline_send_group(cfg: TrainingConfig, intra: Link, inter: Link | None) -
     outermost, every pipeline of a job beyond one node spans nodes."""
     size = where(cfg.pp > 1, 2, 1)
     return Group(size, where(_pipeline_spans_nodes(cfg), 1, size), intra, inter)
+
+
+def _waits_on_sends(cfg: TrainingConfig) -> Num:
+    """Whether the schedule waits on its pipeline sends: not DualPipe's (hidden in its
+    paired chunks), nor an interleaved one's that overlap the next chunk
+    (``pp_comm_overlap``); non-interleaved 1F1B and ZB-1P always."""
+    if cfg.pp_schedule in DUALPIPE_SCHEDULES:
+        return False
+    return where((cfg.vpp > 1) & cfg.pp_comm_overlap, False, True)
 
 
 def _pipeline_spans_nodes(cfg: TrainingConfig) -> Num:
@@ -1437,8 +1447,7 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     # next stage's gradient) and on the send of its input's gradient, once per chunk; the
     # transfer then adds to every stage's cycle. Interleaved sends overlapped with the next
     # chunk (pp_comm_overlap) and DualPipe's, hidden in its paired chunks, add nothing
-    waits = 0.0 if cfg.pp_schedule in DUALPIPE_SCHEDULES else where(
-        (cfg.vpp > 1) & cfg.pp_comm_overlap, 0.0, 1.0)
+    waits = where(_waits_on_sends(cfg), 1.0, 0.0)
     p2p = (2 * _nccl(Collective.P2P, act, pp_group, eff) * cfg.vpp * waits
            * eff.pp_comm_exposed)
     p2p = where(cfg.pp > 1, p2p, 0.0)
@@ -1813,7 +1822,7 @@ def estimate_training(
         assumptions["pipeline_sends"] = (
             "hidden in DualPipe's paired chunks" if cfg.pp_schedule in DUALPIPE_SCHEDULES
             else "overlapped with the next chunk (pp_comm_overlap)"
-            if cfg.vpp > 1 and cfg.pp_comm_overlap else
+            if not _waits_on_sends(cfg) else
             "waited on, " + ("each chunk's" if cfg.vpp > 1 else "two a micro-batch") + ", over "
             + ("the network: the pipeline spans nodes, and a schedule that waits on its sends "
                "runs at its slowest boundary's pace" if _pipeline_spans_nodes(cfg)
