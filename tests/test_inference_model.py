@@ -382,16 +382,19 @@ def test_inference_validation_does_not_regress() -> None:
     (30 beyond). The MoE all-to-all as the one-shot kernels it is (a fixed 11 us, not a
     ring's 10 us per peer, fitted on TensorRT-LLM's measured GB200 kernels; on 8-GPU boards
     TensorRT-LLM's DeepEP path, 67 and 38 us, measured) with its combine in 16 bits: 11.8%,
-    median 8.0%, 95.6% within 35% (30 beyond).)"""
+    median 8.0%, 95.6% within 35% (30 beyond). The rest of TensorRT-LLM 0.9's tables, 64
+    figures (69 cells, five excluded as beating a read of the weights), nothing refitted:
+    17.4%, median 9.8%, 8 beyond 35% (Mistral 7B on H100 and H200 +45..+115%); all 751
+    12.3%, median 8.1%, 94.9% within 35% (38 beyond), the 687 before them unchanged.)"""
     from gpuarch.validation.inference import validate_inference
 
     s = validate_inference(CATALOG)
-    assert len(s.rows) >= 683
-    assert s.mean_abs_error <= 0.119  # 11.82% over 683 figures (11.70% with a ring's
-    # all-to-all)
-    assert s.median_abs_error <= 0.081  # 8.0%
+    assert len(s.rows) >= 751
+    assert s.mean_abs_error <= 0.123  # 12.25% over 751 figures (11.78% over the 687 before
+    # the rest of TensorRT-LLM 0.9's tables)
+    assert s.median_abs_error <= 0.082  # 8.1%
     assert s.by("metric")["tpot_s"] <= 0.07
-    assert s.share_within >= 0.955  # 95.6%
+    assert s.share_within >= 0.949  # 94.9%
     # MLPerf DeepSeek-R1 on v6 software (GB200, GB300 and three B300 runs) within 10% since
     # the latent attention in decode runs at its measured kernel's rate (-31..-42% before;
     # within 7% until Blackwell's MoE floor and NVFP4 factor, -0.7..+9.3% since), and the

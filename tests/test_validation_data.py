@@ -278,3 +278,46 @@ def test_rows_that_give_their_own_shape_count_the_published_parameters() -> None
             assert round(total / 1e9, decimals) == float(digits), p.id
             table += 1
     assert printed >= 6 and table == 10
+
+
+def test_no_static_batch_figure_beats_reading_its_weights_once_a_step() -> None:
+    """A static batch reads every weight a GPU holds once per step (for an MoE model, every
+    expert, where its tokens leave almost none untouched), so no published figure of one can
+    beat the datasheet bandwidth doing that: output tokens/s per GPU at most the batch over
+    (weights per GPU / bandwidth) over the GPUs, and a first token no sooner than one such
+    read. A row whose figure breaks it, in the formats it is entered in, is excluded, and the
+    reason quotes the figure and the bound; every other row keeps inside it (TensorRT-LLM
+    0.9's Mixtral cells, ``python scripts/trtllm09_tables.py``)."""
+    from gpuarch.estimate.inference import memory_per_gpu
+    from gpuarch.validation.inference import point_config
+    from gpuarch.validation.training import point_shape
+
+    catalog = load_catalog()
+    checked = excluded = 0
+    for p in load_inference_points():
+        if p.get("mode") != "static-batch":
+            continue
+        shape, product = point_shape(p), catalog.product(p.get("gpu"))
+        cfg = point_config(p, 8, product)
+        batch = int(cfg.batch or 0)
+        if shape.is_moe:
+            tokens = batch if p.get("output_tokens_per_s_per_gpu") else cfg.input_len * batch
+            if (1 - shape.experts_per_token / shape.experts) ** tokens > 0.01:
+                continue
+        read_s = memory_per_gpu(shape, cfg, batch, product)["weights"] \
+            / product.memory_bandwidth_bytes_s
+        rate, ttft = p.get("output_tokens_per_s_per_gpu"), p.get("ttft_s")
+        if rate:
+            bound = batch / read_s / cfg.gpus
+            broken, quoted = rate >= bound, (f"{rate:,.0f} tokens/s", f"at most {bound:,.0f}")
+        elif ttft:
+            broken = ttft <= read_s
+            quoted = (f"{ttft * 1000:g} ms", f"({read_s * 1000:.1f} ms)")
+        else:
+            continue
+        checked += 1
+        assert broken == bool(p.get("excluded")), p.id
+        if broken:
+            excluded += 1
+            assert all(q in p.get("excluded") for q in quoted), p.id
+    assert checked >= 100 and excluded == 5

@@ -194,6 +194,11 @@ def point_config(point: TrainingPoint, gpus_per_node: int, product: Product | No
 
 def compare_point(catalog: Catalog, point: TrainingPoint, efficiency: Efficiency
                   ) -> list[InferenceComparison]:
+    """Predict every figure of one point (raises GpuarchError when it cannot be modelled, or
+    when the data file marks it ``excluded`` with the reason: a figure that beats reading the
+    weights once a step at the datasheet bandwidth in the formats the row is entered in)."""
+    if point.get("excluded"):
+        raise GpuarchError(f"excluded: {point.get('excluded')}")
     product = catalog.product(point.get("gpu"))
     # a row's gpu_link ("pcie4": cards without an NVLink bridge) replaces the GPUs' NVLink
     system = catalog.system_with_link(product, catalog.system_for(product),

@@ -1,0 +1,69 @@
+"""TensorRT-LLM 0.9.0's performance tables, cell by cell, with Mixtral's experts in a chosen format.
+
+The validation holds every cell of those tables whose model has a preset (source
+trtllm-perf-v0.9.0: Mistral 7B, Mixtral 8x7B, LLaMA 7B and 70B on H200, H100, L40S and A100;
+96 figures), Mixtral's experts entered in 16 bits (release 0.9.0 had no FP8 Mixtral, see the
+points' notes). This prints them all, the five excluded ones too, with ``--mixtral-experts``
+taking the experts in 16 bits, FP8 (W8A8) or FP8 weights against 16-bit activations (W8A16)
+on the FP8 tables, and beside each the weight-read bound: the most output tokens/s per GPU (or
+the least first-token time) that reading the GPU's share of the weights once per step at the
+datasheet bandwidth allows, every expert touched. Then the median error by table, model and
+GPU family.
+
+    python scripts/trtllm09_tables.py [--mixtral-experts fp16|fp8|w8a16]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import statistics
+
+from gpuarch.catalog import load_catalog
+from gpuarch.estimate.inference import memory_per_gpu
+from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY
+from gpuarch.validation.inference import compare_point, load_inference_points, point_config
+from gpuarch.validation.training import point_shape
+
+EXPERTS = {"fp16": ("fp16", "fp16"), "fp8": ("fp8", "fp8"), "w8a16": ("fp8", "fp16")}
+HOPPER = ("h100-sxm5-80gb", "h200-sxm-141gb")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mixtral-experts", choices=sorted(EXPERTS), default="fp16")
+    args = parser.parse_args()
+    catalog = load_catalog()
+    errors: dict[tuple[str, str, str], list[float]] = {}
+    print(f"{'point':48} {'published':>9} {'predicted':>9} {'error':>7} {'bound':>9}")
+    for point in load_inference_points():
+        if point.source != "trtllm-perf-v0.9.0":
+            continue
+        excluded = bool(point.get("excluded"))
+        raw = {k: v for k, v in point.raw.items() if k != "excluded"}
+        if raw.get("expert_weight_precision"):  # Mixtral on an FP8 table
+            raw["expert_weight_precision"], raw["expert_activation_precision"] = \
+                EXPERTS[args.mixtral_experts]
+        point = dataclasses.replace(point, raw=raw)
+        (row,) = compare_point(catalog, point, DEFAULT_EFFICIENCY)
+        product = catalog.product(point.get("gpu"))
+        cfg = point_config(point, 8, product)
+        batch = int(cfg.batch or 1)
+        read_s = memory_per_gpu(point_shape(point), cfg, batch, product)["weights"] \
+            / product.memory_bandwidth_bytes_s
+        ttft = row.metric == "ttft_s"
+        scale = 1000.0 if ttft else 1.0  # first tokens in ms
+        bound = read_s * 1000 if ttft else batch / read_s / cfg.gpus
+        print(f"{point.id:48} {row.published * scale:9.1f} {row.predicted * scale:9.1f} "
+              f"{row.error:+7.1%} {bound:9.1f}{'  excluded' if excluded else ''}")
+        family = "hopper" if point.get("gpu") in HOPPER else "ampere/ada"
+        errors.setdefault(("ttft" if ttft else "throughput", row.model, family),
+                          []).append(row.error)
+    print("\nmedian error by table, model and GPU family (the excluded cells too):")
+    for (table, model, family), errs in sorted(errors.items()):
+        print(f"  {table:10} {model:13} {family:10} {statistics.median(errs):+7.1%} "
+              f"({min(errs):+.0%} to {max(errs):+.0%}, {len(errs)} cells)")
+
+
+if __name__ == "__main__":
+    main()
