@@ -1528,3 +1528,23 @@ def test_a_prompt_of_many_chunks_is_costed_at_evenly_spaced_ones(
     monkeypatch.undo()
     huge = _est(input_len=2**24, output_len=1, batch=1, max_num_tokens=1)
     assert math.isfinite(huge.ttft_s) and huge.ttft_s > exact.ttft_s
+
+
+@pytest.mark.parametrize("tp", [1, 4])
+def test_parallel_attention_reduces_once_a_layer(tp: int) -> None:
+    """A layer whose attention and MLP run side by side (Falcon, GPT-J) all-reduces its
+    summed output once, not after each block: the tensor-parallel seconds of a prefill pass
+    and of a decode step halve at TP 4, everything else stays; at TP 1 nothing moves."""
+    base = preset("llama-2-70b").shape
+    side = dataclasses.replace(base, parallel_attention=True)
+    gpu = CATALOG.product("h100")
+    cfg = InferenceConfig(input_len=1024, output_len=128, batch=16, gpus=tp, tp=tp,
+                          quant=QuantScheme(QuantFormat.FP8, QuantFormat.FP8, QuantFormat.FP8))
+    a = estimate_inference(CATALOG, base, gpu, cfg)
+    b = estimate_inference(CATALOG, side, gpu, cfg)
+    for parts in ("prefill_parts_s", "decode_step_parts_s"):
+        pa, pb = getattr(a, parts), getattr(b, parts)
+        assert pb["tensor_parallel"] == pytest.approx(pa["tensor_parallel"] / 2)
+        assert (pa["tensor_parallel"] > 0) is (tp > 1)
+        assert {k: v for k, v in pa.items() if k != "tensor_parallel"} == pytest.approx(
+            {k: v for k, v in pb.items() if k != "tensor_parallel"})

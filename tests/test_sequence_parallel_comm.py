@@ -88,3 +88,45 @@ def test_fp8_training_without_overlap_exposes_less_tensor_parallel_time() -> Non
 
     assert 0 < tp_seconds(Precision.FP8, False) < tp_seconds(Precision.BF16, False)
     assert tp_seconds(Precision.FP8, True) < tp_seconds(Precision.FP8, False)
+
+
+def test_a_parallel_block_gathers_and_scatters_once() -> None:
+    """With parallel attention one gathered input feeds both blocks' column GEMMs and their
+    summed outputs are reduce-scattered once: the forward is one block's traffic, and the
+    backward's gather and reduce-scatter hide behind both column GEMMs together."""
+    ag = _t(Collective.ALL_GATHER, ACT)
+    rs = _t(Collective.REDUCE_SCATTER, ACT)
+    fwd, bwd = sequence_parallel_tp_comm(ACT, Precision.BF16, TP4, EFF, (0.0,))
+    assert float(fwd) == pytest.approx(ag + rs)
+    assert float(bwd) == pytest.approx(ag + ag + rs)
+
+
+@pytest.mark.parametrize("sequence_parallel", [False, True])
+def test_parallel_attention_halves_the_tensor_parallel_traffic(
+        sequence_parallel: bool) -> None:
+    """Falcon-style parallel attention at TP 8: one all-reduce a layer each way instead of
+    two (or, with sequence parallelism, one gather and one reduce-scatter a layer), so the
+    exposed tensor-parallel time is half or less; at TP 1 nothing changes."""
+    import dataclasses
+
+    catalog = load_catalog()
+    gpu = catalog.product("h100")
+    system = catalog.system_for(gpu)
+    base = preset("llama-2-70b").shape
+    side = dataclasses.replace(base, parallel_attention=True)
+
+    def tp_seconds(shape: object, tp: int) -> tuple[float, float]:
+        cfg = TrainingConfig(gpus=64, seq_len=4096, global_batch=64, micro_batch=1, tp=tp,
+                             pp=1, sequence_parallel=sequence_parallel and tp > 1,
+                             gpus_per_node=system.gpus_per_node)
+        est = estimate_training(catalog, shape, gpu, cfg, system=system)  # type: ignore[arg-type]
+        return (float(est.time_breakdown.communication_parts["tensor_parallel"]),
+                est.step_time_s)
+
+    two, one = tp_seconds(base, 8)[0], tp_seconds(side, 8)[0]
+    assert one > 0
+    if sequence_parallel:
+        assert one <= two / 2 * (1 + 1e-9)
+    else:
+        assert one == pytest.approx(two / 2)
+    assert tp_seconds(side, 1) == tp_seconds(base, 1)

@@ -937,8 +937,10 @@ class _Runner:
         tp_comm: Num = 0.0
         ep_comm: Num = 0.0
         if t > 1:
-            tp_comm = 2 * collective_time(Collective.ALL_REDUCE, hidden_bytes, self.tp_group,
-                                          self.eff, nvls=cfg.nvls)
+            # after the attention block and after the MLP; once where the two run side by
+            # side on the same input (parallel attention: their outputs are summed first)
+            tp_comm = s.tp_reductions * collective_time(
+                Collective.ALL_REDUCE, hidden_bytes, self.tp_group, self.eff, nvls=cfg.nvls)
         if moe and cfg.ep > 1 and cfg.moe_comm == "allgather" and cfg.ep > t:
             # every GPU of the group gathers all its ranks' tokens (quantized as the GEMMs
             # take them), and the 16-bit partial outputs are reduce-scattered back

@@ -1021,8 +1021,9 @@ def sequence_parallel_tp_comm(activation: Num, precision: Precision, group: Grou
     """Exposed tensor-parallel seconds of one layer's forward and backward pass under
     sequence parallelism without userbuffers overlap, for ``activation`` bytes of hidden
     states per GPU (in the precision's activation format, 16 bits for FP8 and NVFP4
-    training) and the forward times of the column-parallel GEMMs of its two blocks
-    (attention, MLP).
+    training) and the forward times of the column-parallel GEMMs of each block that gathers
+    its input: attention and MLP, or one entry for both where they share the gathered input
+    and one reduce-scatter (parallel attention).
 
     Each block all-gathers its input before the column-parallel GEMM and reduce-scatters
     the row-parallel GEMM's output (16-bit) in the forward. In the backward the row-parallel
@@ -1043,8 +1044,9 @@ def sequence_parallel_tp_comm(activation: Num, precision: Precision, group: Grou
     ag = _nccl(Collective.ALL_GATHER, activation * share, group, eff)
     ag_grad = _nccl(Collective.ALL_GATHER, activation * grad_share, group, eff)
     rs = _nccl(Collective.REDUCE_SCATTER, activation, group, eff)
-    forward = 2 * (ag + rs)
-    backward = 2 * ag_grad
+    blocks = len(column_gemms)
+    forward = blocks * (ag + rs)
+    backward = blocks * ag_grad
     for gemm in column_gemms:
         backward = backward + maximum(0.0, ag - gemm) + maximum(0.0, rs - gemm)
     return forward, backward
@@ -1105,18 +1107,20 @@ def _one_layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device,
             key = op_kind(op)
             parts[key] = parts.get(key, 0.0) + t + back
     activation = tokens * s.hidden * element
-    # two all-reduces per layer (attention, MLP) each way (nothing when TP = 1); with
-    # sequence parallelism and no userbuffers overlap, the all-gathers and reduce-scatters as
-    # they run (sequence_parallel_tp_comm)
+    # two all-reduces per layer (attention, MLP) each way, one with parallel attention
+    # (nothing when TP = 1); with sequence parallelism and no userbuffers overlap, the
+    # all-gathers and reduce-scatters as they run (sequence_parallel_tp_comm)
     tp_share = eff.tp_comm_exposed if cfg.tp_comm_overlap else 1.0
     if cfg.sequence_parallel and not cfg.tp_comm_overlap:
         column = sum(by_name.get(name, 0.0) for name, _, _ in
                      attention_projections(s, cfg.tp)[:-1])
         mlp_column = by_name.get("mlp_up", 0.0) + by_name.get("shared_up", 0.0)
+        columns = (column + mlp_column,) if s.parallel_attention else (column, mlp_column)
         tp_fwd, tp_bwd = sequence_parallel_tp_comm(activation, cfg.precision, tp_group,
-                                                   eff, (column, mlp_column))
+                                                   eff, columns)
     else:
-        tp_fwd = tp_bwd = 2 * _nccl(Collective.ALL_REDUCE, activation, tp_group, eff)
+        tp_fwd = tp_bwd = s.tp_reductions * _nccl(Collective.ALL_REDUCE, activation,
+                                                   tp_group, eff)
     core_kv, core_dim = attention_core_dims(s)
     kv_bytes = 2 * cfg.micro_batch * cfg.seq_len * maximum(1, core_kv // cfg.tp) \
         * core_dim * element

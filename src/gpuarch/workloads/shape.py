@@ -109,6 +109,10 @@ class TransformerShape:
     bias: bool = False  # linear layers carry biases (GPT-2/3, Megatron GPT)
     qkv_bias: bool = False  # only the QKV projection has biases (Qwen2)
     tied_embeddings: bool = False
+    # the attention and MLP blocks of a layer read the same input and their outputs are
+    # added into the residual together (GPT-J, GPT-NeoX, Falcon, PaLM), so a tensor-parallel
+    # layer reduces its output once, not after each block
+    parallel_attention: bool = False
     experts: int = 0  # 0 = dense
     experts_per_token: int = 0
     shared_experts: int = 0
@@ -172,6 +176,13 @@ class TransformerShape:
             raise GpuarchError("max_positions: a learned position table needs its length")
 
     # -- resolved dimensions ---------------------------------------------------------------
+
+    @property
+    def tp_reductions(self) -> int:
+        """How many times a tensor-parallel layer reduces its output across the group: after
+        the attention block and after the MLP, or once where the two run side by side
+        (``parallel_attention``)."""
+        return 1 if self.parallel_attention else 2
 
     @property
     def positions(self) -> int:
