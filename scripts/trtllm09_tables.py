@@ -1,14 +1,14 @@
 """TensorRT-LLM 0.9.0's performance tables, cell by cell, with Mixtral's experts in a chosen format.
 
-The validation holds every cell of those tables whose model has a preset (source
-trtllm-perf-v0.9.0: Mistral 7B, Mixtral 8x7B, LLaMA 7B and 70B on H200, H100, L40S and A100;
-96 figures), Mixtral's experts entered in 16 bits (release 0.9.0 had no FP8 Mixtral, see the
-points' notes). This prints them all, the five excluded ones too, with ``--mixtral-experts``
-taking the experts in 16 bits, FP8 (W8A8) or FP8 weights against 16-bit activations (W8A16)
-on the FP8 tables, and beside each the weight-read bound: the most output tokens/s per GPU (or
-the least first-token time) that reading the GPU's share of the weights once per step at the
-datasheet bandwidth allows, every expert touched. Then the median error by table, model and
-GPU family.
+The validation holds every cell of those tables (source trtllm-perf-v0.9.0: GPT-J 6B,
+Mistral 7B, Mixtral 8x7B, LLaMA 7B and 70B, Falcon 180B on H200, H100, L40S and A100; 144
+figures, GPT-J and Falcon given by architecture), Mixtral's experts entered in 16 bits
+(release 0.9.0 had no FP8 Mixtral, see the points' notes). This prints them all, the five
+excluded ones too, with ``--mixtral-experts`` taking the experts on the FP8 tables in 16
+bits, FP8 (W8A8) or FP8 weights against 16-bit activations (W8A16), and beside each the
+weight-read bound: the most output tokens/s per GPU (or the least first-token time) that
+reading the GPU's share of the weights once per step at the datasheet bandwidth allows,
+every expert touched. Then the median error by table, model and GPU family.
 
     python scripts/trtllm09_tables.py [--mixtral-experts fp16|fp8|w8a16]
 """

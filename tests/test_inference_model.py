@@ -385,16 +385,20 @@ def test_inference_validation_does_not_regress() -> None:
     median 8.0%, 95.6% within 35% (30 beyond). The rest of TensorRT-LLM 0.9's tables, 64
     figures (69 cells, five excluded as beating a read of the weights), nothing refitted:
     17.4%, median 9.8%, 8 beyond 35% (Mistral 7B on H100 and H200 +45..+115%); all 751
-    12.3%, median 8.1%, 94.9% within 35% (38 beyond), the 687 before them unchanged.)"""
+    12.3%, median 8.1%, 94.9% within 35% (38 beyond), the 687 before them unchanged. Its
+    GPT-J 6B and Falcon 180B cells, given by architecture with parallel attention (48), the
+    H200 launch blog's three missing rows and the H100-vs-A100 blog's two first tokens at
+    batch 1, nothing refitted: 804, 13.1%, median 8.4%, 94.4% within 35% (45 beyond: Falcon's
+    long outputs on Hopper +105..+155%, as Mistral's; v0.5's Llama-2-70B at 128/2048 +171%).)"""
     from gpuarch.validation.inference import validate_inference
 
     s = validate_inference(CATALOG)
-    assert len(s.rows) >= 751
-    assert s.mean_abs_error <= 0.123  # 12.25% over 751 figures (11.78% over the 687 before
-    # the rest of TensorRT-LLM 0.9's tables)
-    assert s.median_abs_error <= 0.082  # 8.1%
+    assert len(s.rows) >= 804
+    assert s.mean_abs_error <= 0.131  # 13.06% over 804 figures (12.25% over 751, 11.78% over
+    # the 687 before the rest of TensorRT-LLM 0.9's tables)
+    assert s.median_abs_error <= 0.084  # 8.4%
     assert s.by("metric")["tpot_s"] <= 0.07
-    assert s.share_within >= 0.949  # 94.9%
+    assert s.share_within >= 0.944  # 94.4%
     # MLPerf DeepSeek-R1 on v6 software (GB200, GB300 and three B300 runs) within 10% since
     # the latent attention in decode runs at its measured kernel's rate (-31..-42% before;
     # within 7% until Blackwell's MoE floor and NVFP4 factor, -0.7..+9.3% since), and the

@@ -179,10 +179,11 @@ def test_advice_lists_the_runs_nearest_its_best_plan(capsys) -> None:
 
 def test_a_run_with_its_own_shape_is_named_by_its_size() -> None:
     """Points that give their own shape carry a model name (the same for each run of that
-    model: GPT-J 6B on H100 and A100); one with none is named after itself, and the summary
-    then says the model's size instead of repeating the id."""
+    model: GPT-J 6B on H100, H200, L40S and A100, in two sources); one with none is named
+    after itself, and the summary then says the model's size instead of repeating the id."""
     gptj = [f for f in load_figures() if f.setup.model == "gpt-j-6b"]
-    assert len(gptj) == 2 and gptj[0].summary.startswith(f"{gptj[0].id}: gpt-j-6b, ")
+    assert len({f.source for f in gptj}) == 2
+    assert all(f.summary.startswith(f"{f.id}: gpt-j-6b, ") for f in gptj)
     assert not [f.id for f in load_figures() if f.setup.model == f.id]
     own = dataclasses.replace(gptj[0], setup=dataclasses.replace(gptj[0].setup,
                                                                  model=gptj[0].id))
