@@ -237,3 +237,14 @@ def test_serving_chunked_prefill() -> None:
         "--max-num-batched-tokens"] == ["2048"]
     assert pairs(serving_launch("sglang", LLAMA70, cfg, "m", 32).argv)[
         "--chunked-prefill-size"] == ["2048"]
+
+
+def test_megatron_notes_parallel_attention() -> None:
+    """A model whose attention and MLP run side by side (Falcon, GPT-J) gets a note: the
+    launch's GPT layers run them one after the other, so no flag stands for it."""
+    import dataclasses
+
+    cfg = TrainingConfig(gpus=64, seq_len=8192, global_batch=128, tp=4, pp=4)
+    side = dataclasses.replace(LLAMA70, parallel_attention=True)
+    assert any("parallel attention" in n for n in megatron_launch(side, cfg).notes)
+    assert not any("parallel attention" in n for n in megatron_launch(LLAMA70, cfg).notes)

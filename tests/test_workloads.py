@@ -15,6 +15,7 @@ from gpuarch.errors import GpuarchError, UnknownNameError
 from gpuarch.units import Unit, from_si
 from gpuarch.workloads import (
     FfnKind,
+    NormKind,
     TransformerShape,
     count_params,
     forward_flops_per_token,
@@ -431,3 +432,42 @@ def test_a_window_never_adds_attention_work(seq: int, window: int, share: int,
         assert forward_flops_per_token(windowed, seq, causal=causal).attention_core <= \
             forward_flops_per_token(base, seq, causal=causal).attention_core * (1 + 1e-12)
     assert sum(w for _, _, w in windowed.layer_kinds()) == pytest.approx(1.0)
+
+
+def test_hf_parallel_attention_families(tmp_path: Path) -> None:
+    """GPT-NeoX, GPT-J and Falcon configs read with their attention and MLP side by side.
+    GPT-NeoX-20B's config counts 20,554,567,680 parameters, its Hugging Face model card's
+    figure (EleutherAI/gpt-neox-20b: biases everywhere, two LayerNorms a layer, the padded
+    vocabulary of 50,432, untied embeddings); Falcon's attention is multi-query (7B) or
+    grouped (the new decoder architecture of 40B and 180B)."""
+    neox = {"model_type": "gpt_neox", "hidden_size": 6144, "num_attention_heads": 64,
+            "num_hidden_layers": 44, "intermediate_size": 24576, "vocab_size": 50432,
+            "max_position_embeddings": 2048, "use_parallel_residual": True,
+            "tie_word_embeddings": False, "rotary_pct": 0.25}
+    shape = shape_from_hf_config(_write(tmp_path, neox))
+    assert shape.parallel_attention and shape.bias and shape.norm is NormKind.LAYERNORM
+    assert count_params(shape).total == 20_554_567_680
+    sequential = shape_from_hf_config(_write(tmp_path, {**neox,
+                                                        "use_parallel_residual": False}))
+    assert not sequential.parallel_attention and sequential.tp_reductions == 2
+    gptj = shape_from_hf_config(_write(tmp_path, {
+        "model_type": "gptj", "n_embd": 4096, "n_head": 16, "n_layer": 28,
+        "n_positions": 2048, "rotary_dim": 64, "vocab_size": 50400,
+        "tie_word_embeddings": False}))
+    assert (gptj.parallel_attention, gptj.ffn_hidden, gptj.ffn_kind, gptj.context_window) \
+        == (True, 16384, FfnKind.GELU, 2048)
+    assert gptj.tp_reductions == 1
+    falcon = {"model_type": "falcon", "hidden_size": 4544, "num_attention_heads": 71,
+              "num_hidden_layers": 32, "vocab_size": 65024, "multi_query": True,
+              "parallel_attn": True, "bias": False, "alibi": False}
+    seven = shape_from_hf_config(_write(tmp_path, falcon))
+    assert (seven.kv_heads, seven.ffn_hidden, seven.parallel_attention, seven.tied_embeddings) \
+        == (1, 4 * 4544, True, True)
+    big = shape_from_hf_config(_write(tmp_path, {
+        **falcon, "hidden_size": 14848, "num_attention_heads": 232, "num_hidden_layers": 80,
+        "new_decoder_architecture": True, "num_kv_heads": 8}))
+    assert (big.kv_heads, big.head_dim or big.hidden // big.heads) == (8, 64)
+    with pytest.raises(GpuarchError, match="alibi: ALiBi position biases are not modelled"):
+        shape_from_hf_config(_write(tmp_path, {**falcon, "alibi": True}))
+    with pytest.raises(GpuarchError, match=r"parallel_attn: expected true or false, got 1"):
+        shape_from_hf_config(_write(tmp_path, {**falcon, "parallel_attn": 1}))

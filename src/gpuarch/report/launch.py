@@ -125,6 +125,9 @@ def megatron_launch(shape: Any, cfg: Any) -> Launch:
         add("no_bias")
     if shape.qkv_bias:
         notes.append("the QKV projection's biases (Qwen2-style) are not set by a flag here")
+    if shape.parallel_attention:
+        notes.append("parallel attention (attention and MLP side by side, GPT-J/Falcon-style)"
+                     " is not emitted: these layers run the two blocks one after the other")
     if not shape.tied_embeddings:
         add("untie")
     if shape.position is Position.ROPE:

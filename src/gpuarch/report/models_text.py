@@ -78,6 +78,9 @@ def render_preset(p: Preset) -> str:
     if s.sliding_window:
         lines.append(f"  window        {s.windowed_layers} layers attend to "
                      f"{s.sliding_window} tokens")
+    if s.parallel_attention:
+        lines.append("  layers        attention and MLP side by side on the same input (one "
+                     "tensor-parallel reduction a layer)")
     if s.positions:
         lines.append(f"  context       {s.positions:,} tokens configured")
     lines.append(f"  checkpoint    {checkpoint_label(p.checkpoint)}"

@@ -2,7 +2,10 @@
 
 Supported families (by ``model_type``): llama, llama4 / llama4_text, mistral, mixtral, qwen2,
 qwen2_moe, qwen3, qwen3_moe, gemma, deepseek_v3 / deepseek_v2, kimi_k2, gpt_oss, glm4_moe
-(GLM-4.5 to 4.7), gpt2, nemotron.
+(GLM-4.5 to 4.7), gpt2, nemotron, and the families whose attention and MLP run side by side
+(``parallel_attention``): gptj, gpt_neox (unless ``use_parallel_residual`` is false) and
+falcon (unless ``parallel_attn`` is false; ALiBi configs are refused, the model has no such
+position encoding).
 Unknown families are refused with the type named, rather than guessed. Sliding-window
 attention is read from ``layer_types`` (layers marked ``sliding_attention``) where the config
 lists them, else from ``sliding_window`` for every layer unless ``use_sliding_window`` is
@@ -31,7 +34,8 @@ _LLAMA_LIKE = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qw
                "gemma", "deepseek_v2", "deepseek_v3", "kimi_k2", "gpt_oss", "glm4_moe"}
 _MLA = {"deepseek_v2", "deepseek_v3", "kimi_k2"}  # multi-head latent attention families
 _LLAMA4 = {"llama4", "llama4_text"}
-SUPPORTED_MODEL_TYPES = frozenset(_LLAMA_LIKE | _LLAMA4 | {"gpt2", "nemotron"})
+SUPPORTED_MODEL_TYPES = frozenset(_LLAMA_LIKE | _LLAMA4
+                                  | {"gpt2", "nemotron", "gptj", "gpt_neox", "falcon"})
 
 
 def _get(cfg: dict[str, Any], path: Path, *keys: str, default: Any = ...) -> Any:
@@ -52,6 +56,16 @@ def _get(cfg: dict[str, Any], path: Path, *keys: str, default: Any = ...) -> Any
     return default
 
 
+def _flag(cfg: dict[str, Any], key: str, default: bool) -> bool:
+    """A true-or-false key of ``cfg``; ``default`` where it is absent or null."""
+    value = cfg.get(key)
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise GpuarchError(f"{key}: expected true or false, got {value!r}")
+    return value
+
+
 def shape_from_hf_config(path: Path, name: str | None = None) -> TransformerShape:
     """Parse ``path`` (a config.json); raises :class:`GpuarchError` naming the file."""
     cfg = read_json_object(path)
@@ -64,6 +78,12 @@ def shape_from_hf_config(path: Path, name: str | None = None) -> TransformerShap
     try:
         if model_type == "gpt2":
             return _gpt2(cfg, path, label)
+        if model_type == "gptj":
+            return _gptj(cfg, path, label)
+        if model_type == "gpt_neox":
+            return _gpt_neox(cfg, path, label)
+        if model_type == "falcon":
+            return _falcon(cfg, path, label)
         if model_type in _LLAMA4:
             return _llama4(cfg.get("text_config", cfg) if model_type == "llama4" else cfg,
                            path, label)
@@ -87,6 +107,74 @@ def _gpt2(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
         max_positions=_get(cfg, path, "n_positions", "max_position_embeddings"),
         bias=True,
         tied_embeddings=bool(_get(cfg, path, "tie_word_embeddings", default=True)),
+    )
+
+
+def _gptj(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
+    """GPT-J: attention and MLP side by side on one LayerNorm's output, rotary positions,
+    untied embeddings. Its MLP and LM head carry biases and its attention none, which the
+    shape cannot split, so it is taken without them, and with two LayerNorms a layer: GPT-J
+    6B counts 394,464 parameters fewer than its checkpoint's layers hold (of 6.05 B)."""
+    hidden = _get(cfg, path, "n_embd", "hidden_size")
+    return TransformerShape(
+        name=label,
+        layers=_get(cfg, path, "n_layer", "num_hidden_layers"),
+        hidden=hidden,
+        heads=_get(cfg, path, "n_head", "num_attention_heads"),
+        vocab=_get(cfg, path, "vocab_size"),
+        ffn_hidden=_get(cfg, path, "n_inner", default=None) or 4 * hidden,
+        ffn_kind=FfnKind.GELU,
+        norm=NormKind.LAYERNORM,
+        tied_embeddings=bool(_get(cfg, path, "tie_word_embeddings", default=False)),
+        parallel_attention=True,
+        context_window=_get(cfg, path, "n_positions", "max_position_embeddings",
+                            default=0) or 0,
+    )
+
+
+def _gpt_neox(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
+    """GPT-NeoX (Pythia, GPT-NeoX-20B): biases on every projection, two LayerNorms a layer,
+    rotary positions, untied embeddings, attention and MLP side by side unless
+    ``use_parallel_residual`` is false."""
+    heads = _get(cfg, path, "num_attention_heads")
+    return TransformerShape(
+        **_decoder_fields(cfg, path, label, _get(cfg, path, "num_hidden_layers"), heads),
+        ffn_hidden=_get(cfg, path, "intermediate_size"),
+        ffn_kind=FfnKind.GELU,
+        norm=NormKind.LAYERNORM,
+        bias=_flag(cfg, "attention_bias", True),
+        parallel_attention=_flag(cfg, "use_parallel_residual", True),
+    )
+
+
+def _falcon(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
+    """Falcon: multi-query attention (7B) or, in the new decoder architecture (40B, 180B),
+    ``num_kv_heads`` groups; attention and MLP side by side unless ``parallel_attn`` is
+    false; a GELU MLP of ``ffn_hidden_size`` (4 x hidden where not given); rotary positions
+    (ALiBi is refused); tied embeddings unless the config says otherwise."""
+    if _flag(cfg, "alibi", False):
+        raise GpuarchError("alibi: ALiBi position biases are not modelled (rotary and "
+                           "learned positions are)")
+    heads = _get(cfg, path, "num_attention_heads", "n_head")
+    hidden = _get(cfg, path, "hidden_size", "n_embd")
+    if _flag(cfg, "new_decoder_architecture", False):
+        kv_heads = _get(cfg, path, "num_kv_heads", default=heads)
+    else:
+        kv_heads = 1 if _flag(cfg, "multi_query", True) else heads
+    return TransformerShape(
+        name=label,
+        layers=_get(cfg, path, "num_hidden_layers", "n_layer"),
+        hidden=hidden,
+        heads=heads,
+        kv_heads=kv_heads,
+        vocab=_get(cfg, path, "vocab_size"),
+        ffn_hidden=_get(cfg, path, "ffn_hidden_size", default=None) or 4 * hidden,
+        ffn_kind=FfnKind.GELU,
+        norm=NormKind.LAYERNORM,
+        bias=_flag(cfg, "bias", False),
+        tied_embeddings=bool(_get(cfg, path, "tie_word_embeddings", default=True)),
+        parallel_attention=_flag(cfg, "parallel_attn", True),
+        context_window=_get(cfg, path, "max_position_embeddings", default=0) or 0,
     )
 
 
