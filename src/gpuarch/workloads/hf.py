@@ -92,17 +92,20 @@ def shape_from_hf_config(path: Path, name: str | None = None) -> TransformerShap
         raise GpuarchError(f"{path}: {exc}") from None
 
 
-def _gpt2(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
+def _gpt2_style_fields(cfg: dict[str, Any], path: Path, label: str) -> dict[str, Any]:
+    """The fields GPT-2's config names (``n_embd``, ``n_layer``, ``n_head``, ``n_inner``,
+    GPT-J's too): a GELU MLP of ``n_inner`` (4 x hidden where not given), LayerNorm."""
     hidden = _get(cfg, path, "n_embd", "hidden_size")
+    return {"name": label, "layers": _get(cfg, path, "n_layer", "num_hidden_layers"),
+            "hidden": hidden, "heads": _get(cfg, path, "n_head", "num_attention_heads"),
+            "vocab": _get(cfg, path, "vocab_size"),
+            "ffn_hidden": _get(cfg, path, "n_inner", default=None) or 4 * hidden,
+            "ffn_kind": FfnKind.GELU, "norm": NormKind.LAYERNORM}
+
+
+def _gpt2(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
     return TransformerShape(
-        name=label,
-        layers=_get(cfg, path, "n_layer", "num_hidden_layers"),
-        hidden=hidden,
-        heads=_get(cfg, path, "n_head", "num_attention_heads"),
-        vocab=_get(cfg, path, "vocab_size"),
-        ffn_hidden=_get(cfg, path, "n_inner", default=None) or 4 * hidden,
-        ffn_kind=FfnKind.GELU,
-        norm=NormKind.LAYERNORM,
+        **_gpt2_style_fields(cfg, path, label),
         position=Position.LEARNED,
         max_positions=_get(cfg, path, "n_positions", "max_position_embeddings"),
         bias=True,
@@ -115,16 +118,8 @@ def _gptj(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
     untied embeddings. Its MLP and LM head carry biases and its attention none, which the
     shape cannot split, so it is taken without them, and with two LayerNorms a layer: GPT-J
     6B counts 394,464 parameters fewer than its checkpoint's layers hold (of 6.05 B)."""
-    hidden = _get(cfg, path, "n_embd", "hidden_size")
     return TransformerShape(
-        name=label,
-        layers=_get(cfg, path, "n_layer", "num_hidden_layers"),
-        hidden=hidden,
-        heads=_get(cfg, path, "n_head", "num_attention_heads"),
-        vocab=_get(cfg, path, "vocab_size"),
-        ffn_hidden=_get(cfg, path, "n_inner", default=None) or 4 * hidden,
-        ffn_kind=FfnKind.GELU,
-        norm=NormKind.LAYERNORM,
+        **_gpt2_style_fields(cfg, path, label),
         tied_embeddings=bool(_get(cfg, path, "tie_word_embeddings", default=False)),
         parallel_attention=True,
         context_window=_get(cfg, path, "n_positions", "max_position_embeddings",
