@@ -389,16 +389,19 @@ def test_inference_validation_does_not_regress() -> None:
     GPT-J 6B and Falcon 180B cells, given by architecture with parallel attention (48), the
     H200 launch blog's three missing rows and the H100-vs-A100 blog's two first tokens at
     batch 1, nothing refitted: 804, 13.1%, median 8.4%, 94.4% within 35% (45 beyond: Falcon's
-    long outputs on Hopper +105..+155%, as Mistral's; v0.5's Llama-2-70B at 128/2048 +171%).)"""
+    long outputs on Hopper +105..+155%, as Mistral's; v0.5's Llama-2-70B at 128/2048 +171%).
+    The other 297 cells of TensorRT-LLM 0.17's table (seven more lengths, the GH200 column;
+    Mistral with every position attended, as the doc's engines ran it), nothing refitted:
+    9.0% on them; all 1,101 12.0%, median 7.9%, 95.5% within 35% (49 beyond).)"""
     from gpuarch.validation.inference import validate_inference
 
     s = validate_inference(CATALOG)
-    assert len(s.rows) >= 804
-    assert s.mean_abs_error <= 0.131  # 13.06% over 804 figures (12.25% over 751, 11.78% over
-    # the 687 before the rest of TensorRT-LLM 0.9's tables)
-    assert s.median_abs_error <= 0.084  # 8.4%
+    assert len(s.rows) >= 1101
+    assert s.mean_abs_error <= 0.12  # 11.97% over 1,101 figures (13.06% over 804, 12.25% over
+    # 751, 11.78% over the 687 before the rest of TensorRT-LLM 0.9's tables)
+    assert s.median_abs_error <= 0.079  # 7.9%
     assert s.by("metric")["tpot_s"] <= 0.07
-    assert s.share_within >= 0.944  # 94.4%
+    assert s.share_within >= 0.955  # 95.5%
     # MLPerf DeepSeek-R1 on v6 software (GB200, GB300 and three B300 runs) within 10% since
     # the latent attention in decode runs at its measured kernel's rate (-31..-42% before;
     # within 7% until Blackwell's MoE floor and NVFP4 factor, -0.7..+9.3% since), and the
@@ -466,8 +469,15 @@ def test_inference_validation_does_not_regress() -> None:
     # 172 since SGLang's two-batch-overlap decode (the figure tbo_exchange_hidden is fitted
     # on) joined the 171 the serving fit used
     assert len(in_sample) == 172 and sum(in_sample) / len(in_sample) <= 0.1  # 9.8%
-    v017 = [abs(r.error) for r in s.rows if r.source == "trtllm-perf-overview-v0.17"]
-    assert len(v017) == 76 and sum(v017) / len(v017) <= 0.075  # 7.4%
+    v017 = [r for r in s.rows if r.source == "trtllm-perf-overview-v0.17"]
+    fitted = [abs(r.error) for r in v017 if not r.out_of_sample]
+    assert len(fitted) == 76 and sum(fitted) / len(fitted) <= 0.075  # 7.4%
+    # every other cell of the v0.17 table (seven more lengths and the GH200 column, entered
+    # after the fit): 9.0%, median 6.8%, four beyond 35%; Mistral 7B at 20000/2000 within
+    # 12% with every position attended (+98..+172% with its 4,096-token window)
+    later_cells = [abs(r.error) for r in v017 if r.out_of_sample]
+    assert len(later_cells) == 297 and sum(later_cells) / len(later_cells) <= 0.091
+    assert sum(e > 0.35 for e in later_cells) <= 4
     v10 = [abs(r.error) for r in s.rows if r.source == "trtllm-perf-overview-v1.0"]
     # every cell of v1.0's table with a preset: 30 entered first, 134 with the rest of the
     # table after every parameter was fitted (22.4% on those alone)

@@ -53,7 +53,7 @@ TRAINING_FILE = Path(__file__).with_name("data") / "training.toml"
 
 _SHAPE_KEYS = ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "ffn_kind", "vocab",
                "experts", "experts_per_token", "norm", "position", "max_positions", "bias",
-               "tied_embeddings", "parallel_attention")
+               "tied_embeddings", "parallel_attention", "sliding_window")
 _SHAPE_ENUMS = {"ffn_kind": FfnKind, "norm": NormKind, "position": Position}
 
 
