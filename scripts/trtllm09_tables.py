@@ -22,6 +22,7 @@ import statistics
 from gpuarch.catalog import load_catalog
 from gpuarch.estimate.inference import memory_per_gpu
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY
+from gpuarch.units import Unit, from_si
 from gpuarch.validation.inference import compare_point, load_inference_points, point_config
 from gpuarch.validation.training import point_shape
 
@@ -52,10 +53,11 @@ def main() -> None:
         read_s = memory_per_gpu(point_shape(point), cfg, batch, product)["weights"] \
             / product.memory_bandwidth_bytes_s
         ttft = row.metric == "ttft_s"
-        scale = 1000.0 if ttft else 1.0  # first tokens in ms
-        bound = read_s * 1000 if ttft else batch / read_s / cfg.gpus
-        print(f"{point.id:48} {row.published * scale:9.1f} {row.predicted * scale:9.1f} "
-              f"{row.error:+7.1%} {bound:9.1f}{'  excluded' if excluded else ''}")
+        unit = Unit.MS if ttft else Unit.NONE  # first tokens in ms, throughputs as they are
+        bound = read_s if ttft else batch / read_s / cfg.gpus
+        print(f"{point.id:48} {from_si(row.published, unit):9.1f} "
+              f"{from_si(row.predicted, unit):9.1f} {row.error:+7.1%} "
+              f"{from_si(bound, unit):9.1f}{'  excluded' if excluded else ''}")
         family = "hopper" if point.get("gpu") in HOPPER else "ampere/ada"
         errors.setdefault(("ttft" if ttft else "throughput", row.model, family),
                           []).append(row.error)

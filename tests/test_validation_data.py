@@ -289,6 +289,7 @@ def test_no_static_batch_figure_beats_reading_its_weights_once_a_step() -> None:
     reason quotes the figure and the bound; every other row keeps inside it (TensorRT-LLM
     0.9's Mixtral cells, ``python scripts/trtllm09_tables.py``)."""
     from gpuarch.estimate.inference import memory_per_gpu
+    from gpuarch.units import Unit, from_si
     from gpuarch.validation.inference import point_config
     from gpuarch.validation.training import point_shape
 
@@ -312,7 +313,7 @@ def test_no_static_batch_figure_beats_reading_its_weights_once_a_step() -> None:
             broken, quoted = rate >= bound, (f"{rate:,.0f} tokens/s", f"at most {bound:,.0f}")
         elif ttft:
             broken = ttft <= read_s
-            quoted = (f"{ttft * 1000:g} ms", f"({read_s * 1000:.1f} ms)")
+            quoted = (f"{from_si(ttft, Unit.MS):g} ms", f"({from_si(read_s, Unit.MS):.1f} ms)")
         else:
             continue
         checked += 1
