@@ -20,11 +20,14 @@ import dataclasses
 import statistics
 
 from gpuarch.catalog import load_catalog
-from gpuarch.estimate.inference import memory_per_gpu
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY
 from gpuarch.units import Unit, from_si
-from gpuarch.validation.inference import compare_point, load_inference_points, point_config
-from gpuarch.validation.training import point_shape
+from gpuarch.validation.inference import (
+    compare_point,
+    load_inference_points,
+    point_config,
+    weight_read_s,
+)
 
 EXPERTS = {"fp16": ("fp16", "fp16"), "fp8": ("fp8", "fp8"), "w8a16": ("fp8", "fp16")}
 HOPPER = ("h100-sxm5-80gb", "h200-sxm-141gb")
@@ -47,11 +50,9 @@ def main() -> None:
                 EXPERTS[args.mixtral_experts]
         point = dataclasses.replace(point, raw=raw)
         (row,) = compare_point(catalog, point, DEFAULT_EFFICIENCY)
-        product = catalog.product(point.get("gpu"))
-        cfg = point_config(point, 8, product)
+        cfg = point_config(point, 8, catalog.product(point.get("gpu")))
         batch = int(cfg.batch or 1)
-        read_s = memory_per_gpu(point_shape(point), cfg, batch, product)["weights"] \
-            / product.memory_bandwidth_bytes_s
+        read_s = weight_read_s(catalog, point)
         ttft = row.metric == "ttft_s"
         unit = Unit.MS if ttft else Unit.NONE  # first tokens in ms, throughputs as they are
         bound = read_s if ttft else batch / read_s / cfg.gpus

@@ -288,9 +288,8 @@ def test_no_static_batch_figure_beats_reading_its_weights_once_a_step() -> None:
     read. A row whose figure breaks it, in the formats it is entered in, is excluded, and the
     reason quotes the figure and the bound; every other row keeps inside it (TensorRT-LLM
     0.9's Mixtral cells, ``python scripts/trtllm09_tables.py``)."""
-    from gpuarch.estimate.inference import memory_per_gpu
     from gpuarch.units import Unit, from_si
-    from gpuarch.validation.inference import point_config
+    from gpuarch.validation.inference import point_config, weight_read_s
     from gpuarch.validation.training import point_shape
 
     catalog = load_catalog()
@@ -305,8 +304,7 @@ def test_no_static_batch_figure_beats_reading_its_weights_once_a_step() -> None:
             tokens = batch if p.get("output_tokens_per_s_per_gpu") else cfg.input_len * batch
             if (1 - shape.experts_per_token / shape.experts) ** tokens > 0.01:
                 continue
-        read_s = memory_per_gpu(shape, cfg, batch, product)["weights"] \
-            / product.memory_bandwidth_bytes_s
+        read_s = weight_read_s(catalog, p)
         rate, ttft = p.get("output_tokens_per_s_per_gpu"), p.get("ttft_s")
         if rate:
             bound = batch / read_s / cfg.gpus

@@ -937,8 +937,7 @@ class _Runner:
         tp_comm: Num = 0.0
         ep_comm: Num = 0.0
         if t > 1:
-            # after the attention block and after the MLP; once where the two run side by
-            # side on the same input (parallel attention: their outputs are summed first)
+            # one all-reduce per block, or one a layer with parallel attention
             tp_comm = s.tp_reductions * collective_time(
                 Collective.ALL_REDUCE, hidden_bytes, self.tp_group, self.eff, nvls=cfg.nvls)
         if moe and cfg.ep > 1 and cfg.moe_comm == "allgather" and cfg.ep > t:

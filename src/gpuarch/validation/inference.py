@@ -30,6 +30,7 @@ from gpuarch.estimate.inference import (
     Batching,
     InferenceConfig,
     estimate_inference,
+    memory_per_gpu,
 )
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.perf.quant import QuantFormat, QuantScheme
@@ -192,13 +193,22 @@ def point_config(point: TrainingPoint, gpus_per_node: int, product: Product | No
                         int(point.get("max_num_tokens") or 0), f"point {point.id}: limits")
 
 
+def weight_read_s(catalog: Catalog, point: TrainingPoint) -> float:
+    """Seconds one GPU of a point's setup takes to read its share of the weights once at the
+    datasheet bandwidth (every expert counted): the least a decode step or a prefill pass of
+    it can take, whatever the engine."""
+    product = catalog.product(point.get("gpu"))
+    cfg = point_config(point, 8, product)
+    weights = memory_per_gpu(point_shape(point), cfg, int(cfg.batch or 1), product)["weights"]
+    return weights / product.memory_bandwidth_bytes_s
+
+
 def compare_point(catalog: Catalog, point: TrainingPoint, efficiency: Efficiency
                   ) -> list[InferenceComparison]:
     """Predict every figure of one point (raises GpuarchError when it cannot be modelled, or
     when the data file marks it ``excluded`` with the reason: a figure that beats reading the
     weights once a step at the datasheet bandwidth in the formats the row is entered in)."""
-    if point.get("excluded"):
-        raise GpuarchError(f"excluded: {point.get('excluded')}")
+    point.refuse_excluded()
     product = catalog.product(point.get("gpu"))
     # a row's gpu_link ("pcie4": cards without an NVLink bridge) replaces the GPUs' NVLink
     system = catalog.system_with_link(product, catalog.system_for(product),

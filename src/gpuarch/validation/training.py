@@ -71,6 +71,12 @@ class TrainingPoint:
     def get(self, key: str, default: Any = None) -> Any:
         return self.raw.get(key, default)
 
+    def refuse_excluded(self) -> None:
+        """Raise GpuarchError with the data file's reason where it marks the point
+        ``excluded``: its figures cannot be compared as entered."""
+        if self.get("excluded"):
+            raise GpuarchError(f"excluded: {self.get('excluded')}")
+
 
 def sources_by_id(raw: Mapping[str, Any], path: Path) -> dict[str, Mapping[str, Any]]:
     """A validation file's sources by id; an id used twice, by a source or by a point, is an
@@ -263,8 +269,7 @@ def compare_point(catalog: Catalog, point: TrainingPoint, efficiency: Efficiency
     """Predict one point (raises GpuarchError when it cannot be modelled, or when the data
     file marks it ``excluded`` with the reason: its source's own figures disagree, or the
     measured run is not stationary)."""
-    if point.get("excluded"):
-        raise GpuarchError(f"excluded: {point.get('excluded')}")
+    point.refuse_excluded()
     if not point.get("global_batch"):
         raise GpuarchError("the source does not publish the global batch, which sets the "
                            "micro-batches per step")
