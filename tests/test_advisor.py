@@ -603,8 +603,10 @@ def test_inference_search_executor() -> None:
 
 def test_inference_search_engine_properties() -> None:
     """--window-kv-cache full (every position of GPT-OSS's windowed layers kept) leaves no
-    option a larger batch than the ring buffer's best; both properties are echoed in the
-    assumptions, and a bad value of either is an error naming its flag."""
+    option a larger batch than the ring buffer's best; --decode-kv-reads per-query-head
+    (Llama-3.1-8B's cache read by each of its 4 query heads a KV head) lowers the best
+    deployment's throughput; the properties are echoed in the assumptions, and a bad value of
+    any is an error naming its flag."""
     from gpuarch.advise.infer import InferenceSearch, advise_inference
 
     prices = load_prices()
@@ -631,8 +633,13 @@ def test_inference_search_engine_properties() -> None:
     assert dense.assumptions["moe_kernels"] is None
     assert "MoE kernels" not in render_inference_advice(dense)
     assert max(o.batch for o in full.top) < max(o.batch for o in ring.top)
+    shared, per_head = (advise_inference(CATALOG, preset("llama-3.1-8b").shape, InferenceSearch(
+        1024, 4096, gpus=("h200",), max_gpus=1, top=5, decode_kv_reads=r), prices)
+        for r in ("shared", "per-query-head"))
+    assert per_head.assumptions["decode_kv_reads"] == "per-query-head"
+    assert per_head.top[0].output_tokens_per_s < shared.top[0].output_tokens_per_s
     for flag, bad in (("window_kv_cache", "cyclic"), ("moe_comm", "all2all"),
-                      ("moe_kernels", "lmdeploy")):
+                      ("moe_kernels", "lmdeploy"), ("decode_kv_reads", "per-head")):
         name = "--" + flag.replace("_", "-")
         with pytest.raises(GpuarchError, match=name):
             search(**{flag: bad})

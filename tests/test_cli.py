@@ -464,6 +464,12 @@ def test_estimate_infer(capsys: pytest.CaptureFixture[str]) -> None:
     assert status == 2 and out == "" and "Traceback" not in err
     assert "--window-kv-cache: expected one of ring, full, got 'fulll'" in err
     assert "did you mean 'full'" in err
+    status, out, err = run(capsys, "estimate", "infer", "--model", "llama-2-70b", "--gpu",
+                           "h200", "--input-len", "512", "--output-len", "128", "--batch",
+                           "8", "--decode-kv-reads", "per-head")
+    assert status == 2 and out == "" and "Traceback" not in err
+    assert "--decode-kv-reads: expected one of shared, per-query-head, got 'per-head'" in err
+    assert "did you mean 'per-query-head'" in err
     status, out, err = run(capsys, "estimate", "infer", "--model", "qwen3-30b-a3b", "--gpu",
                            "h200", "--gpus", "4", "--ep", "4", "--input-len", "512",
                            "--output-len", "128", "--batch", "8", "--moe-comm", "all2all")

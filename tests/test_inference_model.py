@@ -392,16 +392,21 @@ def test_inference_validation_does_not_regress() -> None:
     long outputs on Hopper +105..+155%, as Mistral's; v0.5's Llama-2-70B at 128/2048 +171%).
     The other 297 cells of TensorRT-LLM 0.17's table (seven more lengths, the GH200 column;
     Mistral with every position attended, as the doc's engines ran it), nothing refitted:
-    9.0% on them; all 1,101 12.0%, median 7.9%, 95.5% within 35% (49 beyond).)"""
+    9.0% on them; all 1,101 12.0%, median 7.9%, 95.5% within 35% (49 beyond). The H200
+    launch blog's TensorRT-LLM 0.5 with its multi-head decode kernel reading Llama-2-70B's
+    KV cache once per query head (decode_kv_reads "per-query-head"), nothing refitted: its
+    four Llama-2-70B rows +17..+171% -> -6.6..+5.8%; all 1,101 11.8%, median 7.8%, 95.6%
+    within 35% (48 beyond).)"""
     from gpuarch.validation.inference import validate_inference
 
     s = validate_inference(CATALOG)
     assert len(s.rows) >= 1101
-    assert s.mean_abs_error <= 0.12  # 11.97% over 1,101 figures (13.06% over 804, 12.25% over
-    # 751, 11.78% over the 687 before the rest of TensorRT-LLM 0.9's tables)
-    assert s.median_abs_error <= 0.079  # 7.9%
+    assert s.mean_abs_error <= 0.118  # 11.78% over 1,101 figures (11.97% before v0.5's
+    # per-query-head reads; 13.06% over 804, 12.25% over 751, 11.78% over the 687 before the
+    # rest of TensorRT-LLM 0.9's tables)
+    assert s.median_abs_error <= 0.078  # 7.79%
     assert s.by("metric")["tpot_s"] <= 0.07
-    assert s.share_within >= 0.955  # 95.5%
+    assert s.share_within >= 0.956  # 95.64%
     # MLPerf DeepSeek-R1 on v6 software (GB200, GB300 and three B300 runs) within 10% since
     # the latent attention in decode runs at its measured kernel's rate (-31..-42% before;
     # within 7% until Blackwell's MoE floor and NVFP4 factor, -0.7..+9.3% since), and the
@@ -882,6 +887,45 @@ def test_longest_context_is_the_edge_of_what_fits() -> None:
     kv = 8 * e.max_context * 163_840
     free = H100.memory_bytes - (used(prompt) - kv)
     assert 0 <= free / (8 * 163_840) - e.max_context < 1
+
+
+def test_per_query_head_decode_reads_each_kv_head_once_per_query_head() -> None:
+    """--decode-kv-reads per-query-head (TensorRT-LLM's masked multi-head decode kernel, one
+    thread block per query head, before its GQA generation kernels): Llama-2-70B's decode
+    attention reads its KV cache 8 times (64 query heads over 8 KV heads), which at 4,096
+    positions is nearly all of that op's bytes, so the op takes close to 8 times as long;
+    the prompt's pass, the weights' reads and the memory held are unchanged. A model whose
+    KV heads are its query heads (Llama-2-13B) or whose decode reads one latent (DeepSeek-V3)
+    reads the same either way and reports no setting; a bad value names the flag."""
+    h200 = CATALOG.product("h200")
+    fp8 = QuantScheme(QuantFormat.FP8, QuantFormat.FP8, QuantFormat.FP8)
+    base = {"input_len": 4096, "output_len": 128, "batch": 32, "quant": fp8}
+
+    def pair(name: str, gpus: int = 1) -> tuple[InferenceEstimate, InferenceEstimate]:
+        shape = preset(name).shape
+        return tuple(estimate_inference(CATALOG, shape, h200, InferenceConfig(  # type: ignore
+            **base, gpus=gpus, tp=gpus, decode_kv_reads=r))
+            for r in ("shared", "per-query-head"))
+
+    shared, per_head = pair("llama-2-70b")
+    ratio = per_head.decode_step_parts_s["attention"] / shared.decode_step_parts_s["attention"]
+    assert 7.5 < ratio <= 8.0
+    assert per_head.prefill_parts_s == shared.prefill_parts_s
+    assert per_head.ttft_s == shared.ttft_s
+    assert per_head.decode_step_parts_s["dense_gemms"] == \
+        shared.decode_step_parts_s["dense_gemms"]
+    assert per_head.memory == shared.memory
+    assert per_head.output_tokens_per_s < shared.output_tokens_per_s
+    assert (shared.assumptions["decode_kv_reads"], per_head.assumptions["decode_kv_reads"]) \
+        == ("shared", "per-query-head")
+    for name, gpus in (("llama-2-13b", 1), ("deepseek-v3", 8)):
+        a, b = pair(name, gpus)
+        assert a.decode_step_parts_s == b.decode_step_parts_s, name
+        assert a.assumptions["decode_kv_reads"] is None, name
+    with pytest.raises(GpuarchError, match="--decode-kv-reads: expected one of shared, "
+                                           "per-query-head, got 'per-head'"):
+        estimate_inference(CATALOG, LLAMA_8B, h200, InferenceConfig(
+            **base, decode_kv_reads="per-head"))
 
 
 def test_full_window_kv_cache_keeps_every_position() -> None:

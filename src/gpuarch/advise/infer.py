@@ -37,6 +37,7 @@ from gpuarch.errors import GpuarchError, check_choice, check_count, check_number
 from gpuarch.estimate.energy import NODE_OVERHEAD, PUE, seconds_per_token_at_peak
 from gpuarch.estimate.inference import (
     BLACKWELL_TENSOR_CORES,
+    DECODE_KV_READS,
     EXECUTORS,
     MOE_COMMS,
     MOE_KERNELS,
@@ -96,6 +97,7 @@ class InferenceSearch:
     top: int = 10
     executor: str = "python"  # the engine's executor loop (InferenceConfig.executor)
     window_kv_cache: str = "ring"  # sliding-window layers' KV (InferenceConfig.window_kv_cache)
+    decode_kv_reads: str = "shared"  # GQA decode reads (InferenceConfig.decode_kv_reads)
     moe_comm: str = "alltoall"  # expert dispatch with attention DP (InferenceConfig.moe_comm)
     moe_kernels: str = "trtllm"  # whose fused MoE kernels (InferenceConfig.moe_kernels)
     # expert-parallel options, applied to every split with EP > 1 (InferenceConfig's
@@ -125,6 +127,7 @@ class InferenceSearch:
         # checked here: the search skips configurations whose own validation fails
         check_choice("--executor", self.executor, EXECUTORS)
         check_choice("--window-kv-cache", self.window_kv_cache, WINDOW_KV_CACHES)
+        check_choice("--decode-kv-reads", self.decode_kv_reads, DECODE_KV_READS)
         check_choice("--moe-comm", self.moe_comm, MOE_COMMS)
         check_choice("--moe-kernels", self.moe_kernels, MOE_KERNELS)
         check_number("--moe-imbalance", self.moe_imbalance, 1,
@@ -287,6 +290,7 @@ def advise_inference(
                     gpus=unit, tp=tp, pp=pp, ep=ep, quant=scheme, expert_weights=experts,
                     batching=Batching.CONTINUOUS, gpus_per_node=gpn,
                     executor=search.executor, window_kv_cache=search.window_kv_cache,
+                    decode_kv_reads=search.decode_kv_reads,
                     moe_comm=search.moe_comm, moe_kernels=search.moe_kernels,
                     fp8_context_attention=search.fp8_context_attention,
                     fp8_scaling=_fp8_scaling(search, label),
@@ -357,6 +361,7 @@ def advise_inference(
                    "batching": "continuous (in-flight), steady state",
                    "executor": search.executor,
                    "window_kv_cache": search.window_kv_cache,
+                   "decode_kv_reads": search.decode_kv_reads,
                    "moe_comm": search.moe_comm,
                    "moe_kernels": search.moe_kernels if shape.is_moe else None,
                    # the fixed time those kernels take per expert layer and pass, by
@@ -449,7 +454,8 @@ def option_config(search: InferenceSearch, o: InferenceOption) -> InferenceConfi
         gpus=o.gpus, tp=o.tp, pp=o.pp, ep=o.ep, quant=quant,
         expert_weights=QuantFormat(o.expert_weights) if o.expert_weights else None,
         batching=Batching.CONTINUOUS, executor=search.executor,
-        window_kv_cache=search.window_kv_cache, moe_comm=search.moe_comm,
+        window_kv_cache=search.window_kv_cache, decode_kv_reads=search.decode_kv_reads,
+        moe_comm=search.moe_comm,
         moe_kernels=search.moe_kernels, fp8_context_attention=search.fp8_context_attention,
         fp8_scaling=_fp8_scaling(search, o.scheme),
         nvls=search.nvls, adp_balance=search.adp_balance, cached_prefix=search.cached_prefix,

@@ -278,6 +278,12 @@ def engine_flags(p: argparse.ArgumentParser) -> None:
                         "as vLLM and SGLang keep it) or full (every position, as "
                         "TensorRT-LLM allocates unless KvCacheConfig.max_attention_window "
                         "lists the windows)")
+    p.add_argument("--decode-kv-reads", default="shared", metavar="shared|per-query-head",
+                   help="how decode attention reads a grouped-query model's KV cache: "
+                        "shared (default: each KV head once a step for its query heads, as "
+                        "GQA-aware kernels such as TensorRT-LLM's XQA and FlashInfer do) or "
+                        "per-query-head (once for every query head, as a multi-head kernel "
+                        "does: TensorRT-LLM before v0.7)")
     p.add_argument("--moe-comm", default="alltoall", metavar="alltoall|allgather",
                    help="expert dispatch when EP exceeds TP (data-parallel attention): "
                         "alltoall (default: each token to its top-k experts' GPUs and back, "
@@ -469,7 +475,8 @@ def cmd_infer(args: argparse.Namespace) -> int:
         kv_cache_fraction=args.kv_cache_fraction,
         max_batch_size=args.max_batch_size, speculative_tokens=args.speculative_tokens,
         acceptance_length=args.acceptance_length, executor=args.executor,
-        window_kv_cache=args.window_kv_cache, moe_comm=args.moe_comm,
+        window_kv_cache=args.window_kv_cache, decode_kv_reads=args.decode_kv_reads,
+        moe_comm=args.moe_comm,
         moe_kernels=args.moe_kernels, moe_imbalance=args.moe_imbalance,
         redundant_experts=args.redundant_experts, two_batch_overlap=args.two_batch_overlap,
         num_requests=args.num_requests, output_len_cv=args.output_len_cv,

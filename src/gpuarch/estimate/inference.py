@@ -72,6 +72,7 @@ from gpuarch.workloads.shape import MAX_DIMENSION, FfnKind, TransformerShape
 
 __all__ = [
     "BLACKWELL_TENSOR_CORES",
+    "DECODE_KV_READS",
     "EXECUTORS",
     "FP8_SCALINGS",
     "HOPPER_TENSOR_CORES",
@@ -126,6 +127,16 @@ MAX_PREFILL_TOKENS = 8192
 max_num_tokens; vLLM's max_num_batched_tokens is of the same order); ``--max-num-tokens``
 sets it. A larger batch of prompts is prefilled in several passes; this bounds prefill
 activation memory."""
+
+DECODE_KV_READS = ("shared", "per-query-head")
+"""How an engine's decode attention reads a grouped-query (GQA or MQA) model's KV cache:
+"shared", each KV head once a step for all the query heads it serves (a GQA-aware decode
+kernel: TensorRT-LLM's XQA, FlashInfer, FlashAttention's packed GQA), or "per-query-head",
+once for every query head, as a multi-head kernel that runs one thread block per query head
+and sequence reads it (TensorRT-LLM's masked multi-head attention before its GQA generation
+kernels: 2.4x slower on Llama-2-70B at batch 192 on H200 in v0.5/v0.6 than in v0.7, its
+Falcon-180B/H200 blog). A model with as many KV heads as query heads reads the same either
+way; a prompt's attention is not affected."""
 
 WINDOW_KV_CACHES = ("ring", "full")
 """How an engine keeps a sliding-window layer's KV cache: "ring", only the last window of
@@ -261,6 +272,8 @@ class InferenceConfig:
     # a sliding-window layer's KV cache: its window only ("ring") or every position ("full");
     # see WINDOW_KV_CACHES
     window_kv_cache: str = "ring"
+    # how decode attention reads a grouped-query model's KV cache: see DECODE_KV_READS
+    decode_kv_reads: str = "shared"
     # expert dispatch with data-parallel attention: see MOE_COMMS
     moe_comm: str = "alltoall"
     # whose fused MoE kernels set the block's fixed time per expert layer: see MOE_KERNELS
@@ -410,6 +423,7 @@ class InferenceConfig:
         check_cached_prefix(self.cached_prefix, self.input_len)
         check_choice("--executor", self.executor, EXECUTORS)
         check_choice("--window-kv-cache", self.window_kv_cache, WINDOW_KV_CACHES)
+        check_choice("--decode-kv-reads", self.decode_kv_reads, DECODE_KV_READS)
         check_choice("--moe-comm", self.moe_comm, MOE_COMMS)
         check_choice("--moe-kernels", self.moe_kernels, MOE_KERNELS)
         check_choice("--fp8-scaling", self.fp8_scaling, FP8_SCALINGS)
@@ -866,6 +880,9 @@ class _Runner:
         else:
             core_kv, d = attention_core_dims(s)
             kv = max(1, core_kv // t)
+            if not prefill and cfg.decode_kv_reads == "per-query-head":
+                # a multi-head decode kernel: each query head reads its KV head's cache
+                kv = heads
         projections = attention_projections(s, t)
         ops: list[Op] = [self._gemm(tokens, n, k, name) for name, n, k in projections[:-1]]
         ops.append(Attention(seqs, q_len, ctx, heads, kv, d, causal=True,
@@ -1651,6 +1668,8 @@ def estimate_inference(
             "decode_rows": int(runner.graph_rows(int(core.batch)))}
         if cfg.cuda_graph_batch_sizes else None,
         "window_kv_cache": cfg.window_kv_cache if shape.windowed_layers else None,
+        "decode_kv_reads": cfg.decode_kv_reads
+        if shape.mla is None and shape.n_kv_heads < shape.heads else None,
         "moe_comm": cfg.moe_comm if shape.is_moe and cfg.ep > cfg.tp else None,
         "moe_exchange": _exchange_note(runner) if shape.is_moe and cfg.ep > cfg.tp
         and cfg.moe_comm == "alltoall" else None,

@@ -319,6 +319,10 @@ def _serving_setup_lines(a: dict[str, Any]) -> list[str]:
             lines.append(f"                two-batch overlap: "
                          f"{x['two_batch_overlap_hidden']:.0%} of the shorter of a "
                          "micro-batch's exchange and the other's work is hidden")
+    if a.get("decode_kv_reads") == "per-query-head":
+        lines.append("  decode attn   each KV head's cache read once for every query head it "
+                     "serves (a multi-head decode kernel; --decode-kv-reads shared for "
+                     "GQA-aware kernels)")
     if a.get("output_len_cv"):
         lines.append(f"  lengths       output lengths spread {a['output_len_cv']:g} (sd / mean): "
                      f"the requests in flight average {fmt(a['mean_output_in_flight'])} "

@@ -22,6 +22,7 @@ from gpuarch.catalog.model import Product
 from gpuarch.errors import GpuarchError, suggestion
 from gpuarch.estimate.engine_limits import apply_limits
 from gpuarch.estimate.inference import (
+    DECODE_KV_READS,
     EXECUTORS,
     MAX_PREFILL_TOKENS,
     MOE_COMMS,
@@ -76,7 +77,8 @@ def _phase_rates(doc: dict[str, Any], cfg: InferenceConfig) -> dict[str, float]:
                 doc["batch"] * cfg.new_prompt_tokens / doc["ttft_s"] / gpus}
 
 
-ENGINE_KEYS = ("cuda_graph_batch_sizes", "executor", "window_kv_cache", "moe_comm", "moe_kernels",
+ENGINE_KEYS = ("cuda_graph_batch_sizes", "executor", "window_kv_cache", "decode_kv_reads",
+               "moe_comm", "moe_kernels",
                "kv_cache_fraction", "max_batch_size", "max_num_tokens",
                "fp8_context_attention", "num_requests", "limits")
 """Point settings a source may set once for all its points (``engine`` on the source)."""
@@ -170,6 +172,7 @@ def point_config(point: TrainingPoint, gpus_per_node: int, product: Product | No
         max_batch_size=int(point.get("max_batch_size") or 0),
         executor=str(point.get("executor", EXECUTORS[0])),
         window_kv_cache=str(point.get("window_kv_cache", WINDOW_KV_CACHES[0])),
+        decode_kv_reads=str(point.get("decode_kv_reads", DECODE_KV_READS[0])),
         moe_comm=str(point.get("moe_comm", MOE_COMMS[0])),
         moe_kernels=str(point.get("moe_kernels", MOE_KERNELS[0])),
         redundant_experts=int(point.get("redundant_experts") or 0),

@@ -186,7 +186,7 @@ _FORMS: dict[str, tuple[str, list[tuple[str, str]]]] = {
         ("weight_precision", ""), ("activation_precision", ""), ("kv_precision", ""),
         ("expert_weight_precision", ""), ("expert_activation_precision", ""),
         ("max_batch_size", ""), ("max_num_tokens", ""), ("engine_limits", ""),
-        ("executor", "python"), ("window_kv_cache", "ring"),
+        ("executor", "python"), ("window_kv_cache", "ring"), ("decode_kv_reads", "shared"),
         ("moe_comm", "alltoall"), ("moe_kernels", "trtllm"), ("num_requests", ""),
         ("cached_prefix", ""),
         ("prefill_gpus", ""), ("prefill_tp", ""),
