@@ -11,6 +11,7 @@ import json
 import statistics
 from collections import defaultdict
 from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 
@@ -26,6 +27,8 @@ from gpuarch.perf.quant import QuantFormat, QuantScheme
 from gpuarch.validation.attention_kernels import (
     DEVICES,
     HEAD_DIM_FILE,
+    MLA_KERNELS_1_0_FILE,
+    MLA_KERNELS_FILE,
     ContextRow,
     MlaRow,
     compare_context,
@@ -100,6 +103,53 @@ def test_blackwell_runs_it_in_fp8_over_an_fp8_cache_hopper_does_not() -> None:
     with pytest.raises(GpuarchError, match="no multi-head latent attention"):
         mla_decode_attention_time(CATALOG, preset("llama-3.1-8b").shape,
                                   CATALOG.product("b200"), QuantFormat.FP8, 8, 1023)
+
+
+def test_mla_decode_in_16_bits_over_an_fp8_cache_matches_the_older_kernel() -> None:
+    """TensorRT-LLM 1.0.0rc6's MLA generation kernel as aiconfigurator 0.3.0 timed it on B200
+    and GB200 (mla-decode-trtllm-1.0.0rc6.csv): in the serving regime its FP8-cache steps
+    take 0.99-1.01x its 16-bit-cache ones, where 1.3.0rc20's take 0.51-0.67x. The model with
+    16-bit math (``fp8_mla_decode`` off, --no-fp8-mla-decode) prices the older FP8-cache
+    steps at mean |ln(model/measured)| 0.24 (FP8 math: 0.67, the model twice too fast) and
+    the newer ones at 0.36 (FP8 math: 0.15): each setting fits the kernel it stands for
+    (measured on this repository). Hopper's math is 16-bit either way."""
+    import csv
+
+    def fp8_over_16bit(path: Path) -> list[float]:
+        rows = {(r["device"], int(r["batch"]), r["kv_cache_dtype"], int(r["step"])):
+                float(r["latency_ms"]) for r in csv.DictReader(
+                    line for line in path.open() if not line.startswith("#"))
+                if r["device"] in ("b200_sxm", "gb200")}
+        return [t / rows[(d, b, other, s)] for (d, b, f, s), t in rows.items()
+                if f == "fp8" and b >= 64 and s >= 4095
+                for other in ("float16", "bfloat16") if (d, b, other, s) in rows]
+
+    old, new = fp8_over_16bit(MLA_KERNELS_1_0_FILE), fp8_over_16bit(MLA_KERNELS_FILE)
+    assert len(old) == len(new) == 16
+    assert all(0.97 < r < 1.03 for r in old) and all(0.45 < r < 0.70 for r in new)
+
+    def spread(path: Path, fp8_math: bool) -> float:
+        return mean_abs_log_ratio([r for r in compare_mla(CATALOG, path=path,
+                                                          fp8_math=fp8_math)
+                                   if r.serving and r.kv_cache_dtype == "fp8"
+                                   and r.device in ("b200_sxm", "gb200")])
+
+    assert spread(MLA_KERNELS_1_0_FILE, False) < 0.26 < 0.6 < spread(MLA_KERNELS_1_0_FILE, True)
+    assert spread(MLA_KERNELS_FILE, True) < 0.16 < 0.3 < spread(MLA_KERNELS_FILE, False)
+    h100 = CATALOG.product("h100-sxm5-80gb")
+    assert mla_decode_attention_time(CATALOG, DSV3, h100, QuantFormat.FP8, 256, 8191) == \
+        mla_decode_attention_time(CATALOG, DSV3, h100, QuantFormat.FP8, 256, 8191,
+                                  fp8_math=False)
+    # the serving estimate carries the setting and says so
+    b200 = CATALOG.product("b200")
+    fp4 = QuantScheme(QuantFormat.FP4, QuantFormat.FP4, QuantFormat.FP8)
+    runs = [estimate_inference(CATALOG, DSV3, b200, InferenceConfig(
+        input_len=1024, output_len=2048, batch=64, gpus=8, ep=8, quant=fp4,
+        fp8_mla_decode=on)) for on in (True, False)]
+    assert [r.assumptions["mla_decode_math"] for r in runs] == ["fp8", "16-bit"]
+    assert runs[1].decode_step_parts_s["attention"] > 1.4 * runs[0].decode_step_parts_s[
+        "attention"]
+    assert runs[1].prefill_parts_s == runs[0].prefill_parts_s
 
 
 def test_verifying_drafted_tokens_reads_the_latent_cache() -> None:
@@ -191,13 +241,16 @@ def test_narrow_heads_run_slower_than_the_roofline_prices_them() -> None:
 
 def test_summary_groups_each_check() -> None:
     """The CLI's groups (``gpuarch validate attention-kernels``): 8 MLA and 8 context groups
-    on four GPUs, six head-width groups; each group's figures are its rows'."""
+    on four GPUs, four of TensorRT-LLM 1.0.0rc6's MLA kernel on B200 and GB200, six
+    head-width groups; each group's figures are its rows'."""
     groups = summarize(CATALOG)
     by_check: dict[str, list[dict[str, object]]] = defaultdict(list)
     for g in groups:
         by_check[str(g["check"])].append(g)
-    assert [len(by_check[k]) for k in ("mla_decode", "context", "head_dim")] == [8, 8, 6]
+    assert [len(by_check[k]) for k in ("mla_decode", "mla_decode_1.0", "context",
+                                       "head_dim")] == [8, 4, 8, 6]
     assert sum(int(str(g["steps"])) for g in by_check["mla_decode"]) == 64
+    assert sum(int(str(g["steps"])) for g in by_check["mla_decode_1.0"]) == 32
     assert sum(int(str(g["passes"])) for g in by_check["context"]) == 384
     first = by_check["context"][0]
     rows = [r for r in compare_context(CATALOG)
@@ -213,8 +266,10 @@ def test_cli_prints_the_attention_checks(capsys: pytest.CaptureFixture[str]) -> 
 
     assert main(["validate", "attention-kernels", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc["source"].startswith("NVIDIA aiconfigurator") and doc["rows"] == 120 + 384 + 72
-    assert {g["check"] for g in doc["groups"]} == {"mla_decode", "context", "head_dim"}
+    assert doc["source"].startswith("NVIDIA aiconfigurator") and \
+        doc["rows"] == 120 + 60 + 384 + 72
+    assert {g["check"] for g in doc["groups"]} == {"mla_decode", "mla_decode_1.0", "context",
+                                                   "head_dim"}
     assert main(["validate", "attention-kernels"]) == 0
     text = capsys.readouterr().out
     assert "Head dim 64 over 128" in text and "gb300" in text and "MLA" in text

@@ -470,6 +470,12 @@ def test_estimate_infer(capsys: pytest.CaptureFixture[str]) -> None:
     assert status == 2 and out == "" and "Traceback" not in err
     assert "--decode-kv-reads: expected one of shared, per-query-head, got 'per-head'" in err
     assert "did you mean 'per-query-head'" in err
+    status, out, err = run(capsys, "estimate", "infer", "--model", "deepseek-v3", "--gpu",
+                           "b200", "--gpus", "8", "--ep", "8", "--weight-precision", "fp4",
+                           "--activation-precision", "fp4", "--kv-precision", "fp8",
+                           "--input-len", "1024", "--output-len", "256", "--batch", "16",
+                           "--no-fp8-mla-decode")
+    assert status == 0 and "latent attention computed in 16 bits over the FP8 cache" in out
     status, out, err = run(capsys, "estimate", "infer", "--model", "qwen3-30b-a3b", "--gpu",
                            "h200", "--gpus", "4", "--ep", "4", "--input-len", "512",
                            "--output-len", "128", "--batch", "8", "--moe-comm", "all2all")

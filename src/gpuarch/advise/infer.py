@@ -107,6 +107,7 @@ class InferenceSearch:
     two_batch_overlap: bool = False
     fp8_context_attention: bool = False  # InferenceConfig.fp8_context_attention
     nvls: bool = True  # NVLink SHARP tensor-parallel all-reduces (InferenceConfig.nvls)
+    fp8_mla_decode: bool = True  # MLA decode in FP8 on Blackwell (InferenceConfig.fp8_mla_decode)
     adp_balance: bool = False  # context passes lined up across ranks (InferenceConfig)
     cached_prefix: int = 0  # InferenceConfig.cached_prefix
     output_len_cv: float = 0.0  # InferenceConfig.output_len_cv
@@ -295,6 +296,7 @@ def advise_inference(
                     fp8_context_attention=search.fp8_context_attention,
                     fp8_scaling=_fp8_scaling(search, label),
                     nvls=search.nvls, adp_balance=search.adp_balance,
+                    fp8_mla_decode=search.fp8_mla_decode,
                     cached_prefix=search.cached_prefix,
                     output_len_cv=search.output_len_cv,
                     cuda_graph_batch_sizes=search.cuda_graph_batch_sizes)
@@ -377,6 +379,7 @@ def advise_inference(
                    "redundant_experts": search.redundant_experts or None,
                    "two_batch_overlap": search.two_batch_overlap or None,
                    "nvls": search.nvls,
+                   "fp8_mla_decode": search.fp8_mla_decode if shape.mla is not None else None,
                    "adp_balance": search.adp_balance,
                    "fleet": ("replicas = ceil(rate x output tokens / replica throughput)"
                              if search.rate else "replicas = ceil(concurrency / batch)"
@@ -459,6 +462,7 @@ def option_config(search: InferenceSearch, o: InferenceOption) -> InferenceConfi
         moe_kernels=search.moe_kernels, fp8_context_attention=search.fp8_context_attention,
         fp8_scaling=_fp8_scaling(search, o.scheme),
         nvls=search.nvls, adp_balance=search.adp_balance, cached_prefix=search.cached_prefix,
+        fp8_mla_decode=search.fp8_mla_decode,
         output_len_cv=search.output_len_cv,
         cuda_graph_batch_sizes=search.cuda_graph_batch_sizes), search.moe_imbalance,
         search.redundant_experts, search.two_batch_overlap)

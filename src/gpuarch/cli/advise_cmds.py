@@ -198,6 +198,7 @@ def cmd_advise_infer(args: argparse.Namespace) -> int:
         moe_kernels=args.moe_kernels, moe_imbalance=args.moe_imbalance,
         redundant_experts=args.redundant_experts, two_batch_overlap=args.two_batch_overlap,
         fp8_context_attention=args.fp8_context_attention, nvls=not args.no_nvls,
+        fp8_mla_decode=not args.no_fp8_mla_decode,
         adp_balance=args.adp_balance,
         cached_prefix=args.cached_prefix, output_len_cv=args.output_len_cv,
         disaggregated=args.disaggregated,

@@ -278,6 +278,11 @@ def engine_flags(p: argparse.ArgumentParser) -> None:
                         "as vLLM and SGLang keep it) or full (every position, as "
                         "TensorRT-LLM allocates unless KvCacheConfig.max_attention_window "
                         "lists the windows)")
+    p.add_argument("--no-fp8-mla-decode", action="store_true",
+                   help="latent attention (DeepSeek's MLA) in decode over an FP8 cache on "
+                        "Blackwell computes in 16 bits, as TensorRT-LLM 1.0.0rc6's generation "
+                        "kernel ran in NVIDIA aiconfigurator's tables (default: in FP8, as "
+                        "its 1.2 and 1.3 kernels run)")
     p.add_argument("--decode-kv-reads", default="shared", metavar="shared|per-query-head",
                    help="how decode attention reads a grouped-query model's KV cache: "
                         "shared (default: each KV head once a step for its query heads, as "
@@ -476,7 +481,7 @@ def cmd_infer(args: argparse.Namespace) -> int:
         max_batch_size=args.max_batch_size, speculative_tokens=args.speculative_tokens,
         acceptance_length=args.acceptance_length, executor=args.executor,
         window_kv_cache=args.window_kv_cache, decode_kv_reads=args.decode_kv_reads,
-        moe_comm=args.moe_comm,
+        fp8_mla_decode=not args.no_fp8_mla_decode, moe_comm=args.moe_comm,
         moe_kernels=args.moe_kernels, moe_imbalance=args.moe_imbalance,
         redundant_experts=args.redundant_experts, two_batch_overlap=args.two_batch_overlap,
         num_requests=args.num_requests, output_len_cv=args.output_len_cv,
@@ -785,6 +790,7 @@ def cmd_validate_attention_kernels(args: argparse.Namespace) -> int:
     from gpuarch.report.estimate_text import render_attention_kernels
     from gpuarch.validation.attention_kernels import (
         HEAD_DIM_FILE,
+        MLA_KERNELS_1_0_FILE,
         SOURCE,
         load_context_rows,
         load_mla_rows,
@@ -792,7 +798,8 @@ def cmd_validate_attention_kernels(args: argparse.Namespace) -> int:
     )
 
     # the files' rows, counted as read (summarize models each of them once)
-    rows: list[Any] = [*load_mla_rows(), *load_context_rows(),
+    rows: list[Any] = [*load_mla_rows(), *load_mla_rows(MLA_KERNELS_1_0_FILE),
+                       *load_context_rows(),
                        *load_context_rows(HEAD_DIM_FILE)]
     return _print_measured_kernels(args, SOURCE, "rows", rows, summarize(load_catalog()),
                                    render_attention_kernels)

@@ -297,6 +297,12 @@ class InferenceConfig:
     fp8_context_attention: bool = False
     # how FP8 weights carry their scales: see FP8_SCALINGS
     fp8_scaling: str = "tensor"
+    # absorbed latent attention (MLA) in decode over an FP8 cache on Blackwell computes in
+    # FP8 (Efficiency.mla_decode_attention_fp8), as TensorRT-LLM's generation kernel does in
+    # NVIDIA aiconfigurator's 1.2.0rc5 and 1.3.0rc20 tables; off: in 16 bits whatever the
+    # cache, as the same kernel ran in its 1.0.0rc6 tables (FP8-cache steps as long as
+    # 16-bit ones; validation.attention_kernels.MLA_KERNELS_1_0_FILE)
+    fp8_mla_decode: bool = True
     # tensor-parallel all-reduces may run as NVLink SHARP inside an NVSwitch node of Hopper
     # or Blackwell GPUs, where NCCL's tuner finds that faster (its default); off = NCCL with
     # NCCL_NVLS_ENABLE=0, rings and trees only
@@ -729,15 +735,17 @@ def _activation_bytes(quant: QuantScheme) -> float:
 
 def mla_decode_attention_time(catalog: Catalog, shape: TransformerShape, product: Product,
                               kv_cache: QuantFormat, seqs: int, ctx: int,
-                              efficiency: Efficiency = DEFAULT_EFFICIENCY) -> float:
+                              efficiency: Efficiency = DEFAULT_EFFICIENCY,
+                              fp8_math: bool = True) -> float:
     """Seconds the serving model charges one GPU for one decode step's absorbed latent
     attention core over ``seqs`` sequences of ``ctx`` cached tokens, all query heads on it
     (TP 1); the kernel TensorRT-LLM's measured MLA generation rows time
-    (validation/attention_kernels.py)."""
+    (validation/attention_kernels.py); ``fp8_math`` as ``InferenceConfig.fp8_mla_decode``."""
     if shape.mla is None:
         raise GpuarchError(f"--model: {shape.name} has no multi-head latent attention")
     cfg = InferenceConfig(input_len=ctx, output_len=2, batch=seqs,
-                          quant=QuantScheme(QuantFormat.BF16, QuantFormat.BF16, kv_cache))
+                          quant=QuantScheme(QuantFormat.BF16, QuantFormat.BF16, kv_cache),
+                          fp8_mla_decode=fp8_math)
     runner = _Runner(catalog, shape, product, cfg, None, efficiency)
     runner.parts = {}
     runner.layer(seqs, seqs, 1, ctx + 1, 0.0, moe=False)
@@ -792,10 +800,11 @@ class _Runner:
                                    "Tensor Cores (Ada, Hopper or newer)")
             self.context_device = fp8_device
         # absorbed multi-head latent attention in decode: Blackwell's MLA generation kernels
-        # run their math in FP8 over an FP8 cache (Efficiency.mla_decode_attention)
+        # run their math in FP8 over an FP8 cache (Efficiency.mla_decode_attention), unless
+        # the engine's kernels predate that (InferenceConfig.fp8_mla_decode)
         self.mla_decode_device = self.device
         if shape.mla is not None and cfg.quant.kv_cache is QuantFormat.FP8 \
-                and (generation or 0) >= BLACKWELL_TENSOR_CORES:
+                and (generation or 0) >= BLACKWELL_TENSOR_CORES and cfg.fp8_mla_decode:
             self.mla_decode_device = self.device.with_fp8_attention() or self.device
         # the fused MoE block's fixed time per expert layer and pass (TensorRT-LLM's kernels
         # on Blackwell their own)
@@ -1670,6 +1679,11 @@ def estimate_inference(
         "window_kv_cache": cfg.window_kv_cache if shape.windowed_layers else None,
         "decode_kv_reads": cfg.decode_kv_reads
         if shape.mla is None and shape.n_kv_heads < shape.heads else None,
+        # latent attention in decode: the precision its math runs in (FP8 over an FP8 cache
+        # on Blackwell unless fp8_mla_decode is off)
+        "mla_decode_math": ("fp8" if runner.mla_decode_device is not runner.device
+                            else "16-bit") if shape.mla is not None else None,
+        "fp8_mla_decode": cfg.fp8_mla_decode,
         "moe_comm": cfg.moe_comm if shape.is_moe and cfg.ep > cfg.tp else None,
         "moe_exchange": _exchange_note(runner) if shape.is_moe and cfg.ep > cfg.tp
         and cfg.moe_comm == "alltoall" else None,

@@ -319,6 +319,10 @@ def _serving_setup_lines(a: dict[str, Any]) -> list[str]:
             lines.append(f"                two-batch overlap: "
                          f"{x['two_batch_overlap_hidden']:.0%} of the shorter of a "
                          "micro-batch's exchange and the other's work is hidden")
+    if a.get("mla_decode_math") == "16-bit" and not a.get("fp8_mla_decode", True) \
+            and a["formats"]["kv_cache"] == "fp8":
+        lines.append("  decode attn   latent attention computed in 16 bits over the FP8 cache "
+                     "(--no-fp8-mla-decode)")
     if a.get("decode_kv_reads") == "per-query-head":
         lines.append("  decode attn   each KV head's cache read once for every query head it "
                      "serves (a multi-head decode kernel; --decode-kv-reads shared for "
@@ -704,6 +708,11 @@ def render_attention_kernels(summary: Sequence[Mapping[str, Any]]) -> str:
         "MLA decode, DeepSeek-V3's 128 heads, 64-1,024 sequences of 4k-32k cached tokens",
         table(["GPU", "KV cache", "Steps", "Model/measured", "Mean |ln|"],
               ratio_rows("mla_decode", "steps"), right=right),
+        "",
+        "The same kernel in TensorRT-LLM 1.0.0rc6 (aiconfigurator 0.3.0), over an FP8 cache at "
+        "its 16-bit rate, beside the model with --no-fp8-mla-decode",
+        table(["GPU", "KV cache", "Steps", "Model/measured", "Mean |ln|"],
+              ratio_rows("mla_decode_1.0", "steps"), right=right),
         "",
         "Context attention over 1-4 prompts of 2k-16k tokens, head dim 128",
         table(["GPU", "Format", "Passes", "Model/measured", "Mean |ln|"],

@@ -37,16 +37,22 @@ from gpuarch.validation.measured import (
 )
 from gpuarch.workloads.presets import preset
 
-__all__ = ["CONTEXT_FILE", "HEAD_DIM_FILE", "MLA_KERNELS_FILE", "SERVING_BATCH",
+__all__ = ["CONTEXT_FILE", "HEAD_DIM_FILE", "MLA_KERNELS_1_0_FILE", "MLA_KERNELS_FILE",
+           "SERVING_BATCH",
            "SERVING_CONTEXT", "SOURCE", "ContextRow", "MlaRow", "compare_context", "compare_mla",
            "load_context_rows", "load_mla_rows", "narrow_over_wide", "summarize"]
 
 SOURCE = ("NVIDIA aiconfigurator's collected database, TensorRT-LLM 1.3.0rc20 attention "
           "kernels (PyPI aiconfigurator-core 0.12.0: aiconfigurator_core/systems/data/<gpu>/"
-          "{mla,attention}/trtllm/1.3.0rc20/)")
+          "{mla,attention}/trtllm/1.3.0rc20/) and TensorRT-LLM 1.0.0rc6's MLA generation "
+          "kernel (PyPI aiconfigurator 0.3.0: aiconfigurator/systems/data/<gpu>/trtllm/"
+          "1.0.0rc6/generation_mla_perf.txt)")
 """Where the rows come from (each file's header says more)."""
 
 MLA_KERNELS_FILE = Path(__file__).with_name("data") / "mla-decode-trtllm.csv"
+MLA_KERNELS_1_0_FILE = Path(__file__).with_name("data") / "mla-decode-trtllm-1.0.0rc6.csv"
+"""The same kernel as aiconfigurator timed it a year earlier (TensorRT-LLM 1.0.0rc6, B200 and
+GB200): over an FP8 cache at its 16-bit rate (``InferenceConfig.fp8_mla_decode`` off)."""
 CONTEXT_FILE = Path(__file__).with_name("data") / "context-attention-trtllm.csv"
 HEAD_DIM_FILE = Path(__file__).with_name("data") / "context-attention-head-dim-trtllm.csv"
 
@@ -54,7 +60,8 @@ DEVICES = aiconfigurator_devices("h100_sxm", "h200_sxm", "b200_sxm", "gb200", "b
                                  "gb300")
 """The files' aiconfigurator systems and the catalog's keys."""
 
-KV_FORMATS = {"bfloat16": QuantFormat.BF16, "fp8": QuantFormat.FP8}
+KV_FORMATS = {"bfloat16": QuantFormat.BF16, "float16": QuantFormat.FP16,
+              "fp8": QuantFormat.FP8}
 """The file's KV-cache formats."""
 
 SERVING_BATCH = 64
@@ -86,18 +93,19 @@ def load_mla_rows(path: Path = MLA_KERNELS_FILE) -> tuple[dict[str, str], ...]:
     return read_commented_csv(path)
 
 
-def compare_mla(catalog: Catalog, efficiency: Efficiency = DEFAULT_EFFICIENCY
-                ) -> list[MlaRow]:
-    """Each measured step beside the model's time for DeepSeek-V3's latent attention."""
+def compare_mla(catalog: Catalog, efficiency: Efficiency = DEFAULT_EFFICIENCY,
+                path: Path = MLA_KERNELS_FILE, fp8_math: bool = True) -> list[MlaRow]:
+    """Each measured step of ``path`` beside the model's time for DeepSeek-V3's latent
+    attention, its math in FP8 over an FP8 cache on Blackwell if ``fp8_math``."""
     from gpuarch.estimate.inference import mla_decode_attention_time
 
     shape = preset("deepseek-v3").shape
     out = []
-    for r in load_mla_rows():
+    for r in load_mla_rows(path):
         batch, step = int(r["batch"]), int(r["step"])
         model = mla_decode_attention_time(catalog, shape, catalog.product(DEVICES[r["device"]]),
                                           KV_FORMATS[r["kv_cache_dtype"]], batch, step,
-                                          efficiency)
+                                          efficiency, fp8_math)
         out.append(MlaRow(r["device"], r["kv_cache_dtype"], batch, step,
                           to_si(float(r["latency_ms"]), Unit.MS), model))
     return out
@@ -176,16 +184,19 @@ def _ratio_group(check: str, device: str, fmt: str, count_key: str,
 
 def summarize(catalog: Catalog, efficiency: Efficiency = DEFAULT_EFFICIENCY
               ) -> list[dict[str, object]]:
-    """The three attention checks as groups, each tagged by ``check``: ``mla_decode`` per
-    GPU and cache format over the serving-regime steps (the rows the MLA efficiencies were
-    set on), ``context`` per GPU and format over every prefill pass, and ``head_dim`` per
+    """The attention checks as groups, each tagged by ``check``: ``mla_decode`` per GPU and
+    cache format over the serving-regime steps (the rows the MLA efficiencies were set on),
+    ``mla_decode_1.0`` the same for TensorRT-LLM 1.0.0rc6's kernel with the model's math in
+    16 bits, ``context`` per GPU and format over every prefill pass, and ``head_dim`` per
     GPU, head dim 64's rate over 128's, measured and the roofline's."""
     out: list[dict[str, object]] = []
-    mla: dict[tuple[str, str], list[MlaRow]] = defaultdict(list)
-    for m in compare_mla(catalog, efficiency):
-        if m.serving:
-            mla[(m.device, m.kv_cache_dtype)].append(m)
-    out += [_ratio_group("mla_decode", d, f, "steps", v) for (d, f), v in sorted(mla.items())]
+    for check, path, fp8_math in (("mla_decode", MLA_KERNELS_FILE, True),
+                                  ("mla_decode_1.0", MLA_KERNELS_1_0_FILE, False)):
+        mla: dict[tuple[str, str], list[MlaRow]] = defaultdict(list)
+        for m in compare_mla(catalog, efficiency, path, fp8_math):
+            if m.serving:
+                mla[(m.device, m.kv_cache_dtype)].append(m)
+        out += [_ratio_group(check, d, f, "steps", v) for (d, f), v in sorted(mla.items())]
     ctx: dict[tuple[str, str], list[ContextRow]] = defaultdict(list)
     for c in compare_context(catalog, efficiency):
         ctx[(c.device, c.attn_dtype)].append(c)

@@ -80,7 +80,7 @@ def _phase_rates(doc: dict[str, Any], cfg: InferenceConfig) -> dict[str, float]:
 ENGINE_KEYS = ("cuda_graph_batch_sizes", "executor", "window_kv_cache", "decode_kv_reads",
                "moe_comm", "moe_kernels",
                "kv_cache_fraction", "max_batch_size", "max_num_tokens",
-               "fp8_context_attention", "num_requests", "limits")
+               "fp8_context_attention", "fp8_mla_decode", "num_requests", "limits")
 """Point settings a source may set once for all its points (``engine`` on the source)."""
 
 
@@ -182,6 +182,7 @@ def point_config(point: TrainingPoint, gpus_per_node: int, product: Product | No
         output_len_cv=float(point.get("output_len_cv") or 0.0),
         max_output_len=int(point.get("max_output_len") or 0),
         fp8_context_attention=bool(point.get("fp8_context_attention", False)),
+        fp8_mla_decode=bool(point.get("fp8_mla_decode", True)),
         fp8_scaling=str(point.get("fp8_scaling", "tensor")),
         adp_balance=bool(point.get("adp_balance", False)),
         cuda_graph_batch_sizes=tuple(int(b) for b in point.get("cuda_graph_batch_sizes", ())))

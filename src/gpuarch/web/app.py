@@ -190,7 +190,8 @@ _FORMS: dict[str, tuple[str, list[tuple[str, str]]]] = {
         ("moe_comm", "alltoall"), ("moe_kernels", "trtllm"), ("num_requests", ""),
         ("cached_prefix", ""),
         ("prefill_gpus", ""), ("prefill_tp", ""),
-        ("fp8_context_attention", ""), ("fp8_scaling", ""), ("cuda_graph_batch_sizes", ""),
+        ("fp8_context_attention", ""), ("no_fp8_mla_decode", ""), ("fp8_scaling", ""),
+        ("cuda_graph_batch_sizes", ""),
         ("price_per_gpu_hour", ""), ("launch", "")]),
     "advise/train": ("Training advice", [
         ("model", "llama-3.1-8b"), ("tokens", "1T"), ("gpu", "h100,h200,b200"),
