@@ -1683,7 +1683,7 @@ def estimate_inference(
         # on Blackwell unless fp8_mla_decode is off)
         "mla_decode_math": ("fp8" if runner.mla_decode_device is not runner.device
                             else "16-bit") if shape.mla is not None else None,
-        "fp8_mla_decode": cfg.fp8_mla_decode,
+        "fp8_mla_decode": cfg.fp8_mla_decode if shape.mla is not None else None,
         "moe_comm": cfg.moe_comm if shape.is_moe and cfg.ep > cfg.tp else None,
         "moe_exchange": _exchange_note(runner) if shape.is_moe and cfg.ep > cfg.tp
         and cfg.moe_comm == "alltoall" else None,
