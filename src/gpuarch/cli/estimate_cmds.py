@@ -793,13 +793,14 @@ def cmd_validate_attention_kernels(args: argparse.Namespace) -> int:
         MLA_KERNELS_1_0_FILE,
         SOURCE,
         load_context_rows,
+        load_decode_rows,
         load_mla_rows,
         summarize,
     )
 
     # the files' rows, counted as read (summarize models each of them once)
     rows: list[Any] = [*load_mla_rows(), *load_mla_rows(MLA_KERNELS_1_0_FILE),
-                       *load_context_rows(),
+                       *load_decode_rows(), *load_context_rows(),
                        *load_context_rows(HEAD_DIM_FILE)]
     return _print_measured_kernels(args, SOURCE, "rows", rows, summarize(load_catalog()),
                                    render_attention_kernels)
@@ -1189,8 +1190,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
              "against the roofline"),
             ("attention-kernels", cmd_validate_attention_kernels,
              "TensorRT-LLM's attention kernels as NVIDIA's aiconfigurator measured them (MLA "
-             "decode, context attention, head dim 64 against 128 on six GPUs) against the "
-             "model's attention cores"),
+             "and grouped-query decode, context attention, head dim 64 against 128 on six "
+             "GPUs) against the model's attention cores"),
             ("collectives", cmd_validate_collectives,
              "NCCL's all-gather, reduce-scatter, all-reduce and all-to-all over 2-8 GPUs of "
              "A100, H100, H200, B200, B300, GB200 and GB300 as NVIDIA's aiconfigurator "

@@ -88,6 +88,7 @@ __all__ = [
     "InferenceCore",
     "InferenceEstimate",
     "check_cached_prefix",
+    "decode_attention_time",
     "engine_of",
     "estimate_inference",
     "evaluate_inference",
@@ -743,12 +744,25 @@ def mla_decode_attention_time(catalog: Catalog, shape: TransformerShape, product
     (validation/attention_kernels.py); ``fp8_math`` as ``InferenceConfig.fp8_mla_decode``."""
     if shape.mla is None:
         raise GpuarchError(f"--model: {shape.name} has no multi-head latent attention")
+    return decode_attention_time(catalog, shape, product, kv_cache, seqs, ctx, efficiency,
+                                 fp8_math=fp8_math)
+
+
+def decode_attention_time(catalog: Catalog, shape: TransformerShape, product: Product,
+                          kv_cache: QuantFormat, seqs: int, ctx: int,
+                          efficiency: Efficiency = DEFAULT_EFFICIENCY, *, fp8_math: bool = True,
+                          window: int = 0, kv_reads: str = DECODE_KV_READS[0]) -> float:
+    """Seconds the serving model charges one GPU for one decode step's attention core (one
+    new token per sequence) over ``seqs`` sequences of ``ctx`` cached tokens, all of the
+    shape's heads on it (TP 1), at most ``window`` positions each if given; ``fp8_math`` as
+    ``InferenceConfig.fp8_mla_decode``, ``kv_reads`` as ``decode_kv_reads``. The op that
+    TensorRT-LLM's measured generation-attention rows time (validation/attention_kernels.py)."""
     cfg = InferenceConfig(input_len=ctx, output_len=2, batch=seqs,
                           quant=QuantScheme(QuantFormat.BF16, QuantFormat.BF16, kv_cache),
-                          fp8_mla_decode=fp8_math)
+                          fp8_mla_decode=fp8_math, decode_kv_reads=kv_reads)
     runner = _Runner(catalog, shape, product, cfg, None, efficiency)
     runner.parts = {}
-    runner.layer(seqs, seqs, 1, ctx + 1, 0.0, moe=False)
+    runner.layer(seqs, seqs, 1, ctx + 1, 0.0, moe=False, window=window)
     return float(runner.parts["attention"])
 
 

@@ -714,6 +714,12 @@ def render_attention_kernels(summary: Sequence[Mapping[str, Any]]) -> str:
         table(["GPU", "KV cache", "Steps", "Model/measured", "Mean |ln|"],
               ratio_rows("mla_decode_1.0", "steps"), right=right),
         "",
+        "Grouped-query and multi-head attention in decode (32/8, 64/8, 8/1 and 32/32 heads of "
+        "128), steps of 50 us or more measured (shorter ones are mostly the kernel's fixed "
+        "cost, about 15 us)",
+        table(["GPU", "KV cache", "Steps", "Model/measured", "Mean |ln|"],
+              ratio_rows("decode", "steps"), right=right),
+        "",
         "Context attention over 1-4 prompts of 2k-16k tokens, head dim 128",
         table(["GPU", "Format", "Passes", "Model/measured", "Mean |ln|"],
               ratio_rows("context", "passes"), right=right),

@@ -11,7 +11,12 @@ serving model runs it on (16-bit, or FP8 context FMHA). ``Efficiency.mla_decode_
 where these rows fit best (tests/test_attention_kernels.py). A third,
 ``data/context-attention-head-dim-trtllm.csv``, holds GPT-OSS's attention shape at head dim 64
 and 128 on six GPUs: the kernels run the narrow heads at a lower rate, which the roofline
-does not price (docs/performance-model.md, "Narrow heads").
+does not price (docs/performance-model.md, "Narrow heads"). Two more check what was not set
+on them: ``data/decode-attention-trtllm.csv``, one decode step of grouped-query and multi-head
+attention (the generation kernels, XQA), beside ``estimate.inference.decode_attention_time``
+(its KV reads at ``kv_read`` of the bandwidth, fitted on the validation figures); and
+``data/mla-decode-trtllm-1.0.0rc6.csv``, the MLA kernel of TensorRT-LLM 1.0.0rc6, which ran
+over an FP8 cache at its 16-bit rate (``InferenceConfig.fp8_mla_decode`` off).
 """
 
 from __future__ import annotations
@@ -37,10 +42,28 @@ from gpuarch.validation.measured import (
 )
 from gpuarch.workloads.presets import preset
 
-__all__ = ["CONTEXT_FILE", "HEAD_DIM_FILE", "MLA_KERNELS_1_0_FILE", "MLA_KERNELS_FILE",
-           "SERVING_BATCH",
-           "SERVING_CONTEXT", "SOURCE", "ContextRow", "MlaRow", "compare_context", "compare_mla",
-           "load_context_rows", "load_mla_rows", "narrow_over_wide", "summarize"]
+__all__ = [
+    "CONTEXT_FILE",
+    "DECODE_FILE",
+    "DECODE_MIN_MEASURED_S",
+    "HEAD_DIM_FILE",
+    "MLA_KERNELS_1_0_FILE",
+    "MLA_KERNELS_FILE",
+    "SERVING_BATCH",
+    "SERVING_CONTEXT",
+    "SOURCE",
+    "ContextRow",
+    "DecodeRow",
+    "MlaRow",
+    "compare_context",
+    "compare_decode",
+    "compare_mla",
+    "load_context_rows",
+    "load_decode_rows",
+    "load_mla_rows",
+    "narrow_over_wide",
+    "summarize",
+]
 
 SOURCE = ("NVIDIA aiconfigurator's collected database, TensorRT-LLM 1.3.0rc20 attention "
           "kernels (PyPI aiconfigurator-core 0.12.0: aiconfigurator_core/systems/data/<gpu>/"
@@ -54,6 +77,8 @@ MLA_KERNELS_1_0_FILE = Path(__file__).with_name("data") / "mla-decode-trtllm-1.0
 """The same kernel as aiconfigurator timed it a year earlier (TensorRT-LLM 1.0.0rc6, B200 and
 GB200): over an FP8 cache at its 16-bit rate (``InferenceConfig.fp8_mla_decode`` off)."""
 CONTEXT_FILE = Path(__file__).with_name("data") / "context-attention-trtllm.csv"
+DECODE_FILE = Path(__file__).with_name("data") / "decode-attention-trtllm.csv"
+"""TensorRT-LLM's generation attention (grouped-query and multi-head, one with a window)."""
 HEAD_DIM_FILE = Path(__file__).with_name("data") / "context-attention-head-dim-trtllm.csv"
 
 DEVICES = aiconfigurator_devices("h100_sxm", "h200_sxm", "b200_sxm", "gb200", "b300_sxm",
@@ -108,6 +133,65 @@ def compare_mla(catalog: Catalog, efficiency: Efficiency = DEFAULT_EFFICIENCY,
                                           efficiency, fp8_math)
         out.append(MlaRow(r["device"], r["kv_cache_dtype"], batch, step,
                           to_si(float(r["latency_ms"]), Unit.MS), model))
+    return out
+
+
+DECODE_MIN_MEASURED_S = 50e-6
+"""A generation-attention row whose measured step takes at least this long holds work enough
+that the kernel's fixed cost (about 15 us: over all the rows, measured = 15 us + 0.88 x the
+model's time, least squares) is a small part of it; shorter ones are mostly that fixed cost,
+which the serving model carries in its per-step overhead (``Efficiency.decode_step_overhead_s``),
+not per operator."""
+
+
+@dataclass(frozen=True)
+class DecodeRow(ModelOverMeasured):
+    """One measured decode step of attention and the model's time for it (seconds)."""
+
+    device: str
+    heads: int
+    kv_heads: int
+    head_dim: int
+    window: int
+    kv_cache_dtype: str
+    batch: int
+    step: int
+    measured_s: float
+    model_s: float
+
+    @property
+    def serving(self) -> bool:
+        """Work enough that the kernel's fixed cost is a small part (``DECODE_MIN_MEASURED_S``
+        or longer, measured)."""
+        return self.measured_s >= DECODE_MIN_MEASURED_S
+
+
+@cache
+def load_decode_rows(path: Path = DECODE_FILE) -> tuple[dict[str, str], ...]:
+    """The file's rows as read (comment lines skipped)."""
+    return read_commented_csv(path)
+
+
+def compare_decode(catalog: Catalog, efficiency: Efficiency = DEFAULT_EFFICIENCY
+                   ) -> list[DecodeRow]:
+    """Each measured generation-attention step beside the model's decode attention for the
+    same heads, head dim, window and cache."""
+    from gpuarch.estimate.inference import decode_attention_time
+    from gpuarch.workloads.shape import TransformerShape
+
+    out = []
+    for r in load_decode_rows():
+        heads, kv, dim, window = (int(r[k]) for k in ("num_heads", "num_kv_heads", "head_dim",
+                                                      "window"))
+        shape = TransformerShape(name=f"attention {heads}/{kv}x{dim}", layers=1,
+                                 hidden=heads * dim, heads=heads, vocab=32_000, kv_heads=kv,
+                                 head_dim=dim, sliding_window=window)
+        batch, step = int(r["batch"]), int(r["step"])
+        model = decode_attention_time(catalog, shape, catalog.product(DEVICES[r["device"]]),
+                                      KV_FORMATS[r["kv_cache_dtype"]], batch, step, efficiency,
+                                      window=window)
+        out.append(DecodeRow(r["device"], heads, kv, dim, window, r["kv_cache_dtype"], batch,
+                             step, to_si(float(r["latency_ms"]), Unit.MS), model))
     return out
 
 
@@ -187,9 +271,15 @@ def summarize(catalog: Catalog, efficiency: Efficiency = DEFAULT_EFFICIENCY
     """The attention checks as groups, each tagged by ``check``: ``mla_decode`` per GPU and
     cache format over the serving-regime steps (the rows the MLA efficiencies were set on),
     ``mla_decode_1.0`` the same for TensorRT-LLM 1.0.0rc6's kernel with the model's math in
-    16 bits, ``context`` per GPU and format over every prefill pass, and ``head_dim`` per
-    GPU, head dim 64's rate over 128's, measured and the roofline's."""
+    16 bits, ``decode`` (grouped-query and multi-head attention in decode) per GPU and cache
+    format over the steps with work enough (``DecodeRow.serving``), ``context`` per GPU and
+    format over every prefill pass, and ``head_dim`` per GPU, head dim 64's rate over 128's,
+    measured and the roofline's."""
     out: list[dict[str, object]] = []
+    decode: dict[tuple[str, str], list[DecodeRow]] = defaultdict(list)
+    for row in compare_decode(catalog, efficiency):
+        if row.serving:
+            decode[(row.device, row.kv_cache_dtype)].append(row)
     for check, path, fp8_math in (("mla_decode", MLA_KERNELS_FILE, True),
                                   ("mla_decode_1.0", MLA_KERNELS_1_0_FILE, False)):
         mla: dict[tuple[str, str], list[MlaRow]] = defaultdict(list)
@@ -197,6 +287,7 @@ def summarize(catalog: Catalog, efficiency: Efficiency = DEFAULT_EFFICIENCY
             if m.serving:
                 mla[(m.device, m.kv_cache_dtype)].append(m)
         out += [_ratio_group(check, d, f, "steps", v) for (d, f), v in sorted(mla.items())]
+    out += [_ratio_group("decode", d, f, "steps", v) for (d, f), v in sorted(decode.items())]
     ctx: dict[tuple[str, str], list[ContextRow]] = defaultdict(list)
     for c in compare_context(catalog, efficiency):
         ctx[(c.device, c.attn_dtype)].append(c)
