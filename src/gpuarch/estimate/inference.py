@@ -751,15 +751,15 @@ def mla_decode_attention_time(catalog: Catalog, shape: TransformerShape, product
 def decode_attention_time(catalog: Catalog, shape: TransformerShape, product: Product,
                           kv_cache: QuantFormat, seqs: int, ctx: int,
                           efficiency: Efficiency = DEFAULT_EFFICIENCY, *, fp8_math: bool = True,
-                          window: int = 0, kv_reads: str = DECODE_KV_READS[0]) -> float:
+                          window: int = 0) -> float:
     """Seconds the serving model charges one GPU for one decode step's attention core (one
     new token per sequence) over ``seqs`` sequences of ``ctx`` cached tokens, all of the
     shape's heads on it (TP 1), at most ``window`` positions each if given; ``fp8_math`` as
-    ``InferenceConfig.fp8_mla_decode``, ``kv_reads`` as ``decode_kv_reads``. The op that
-    TensorRT-LLM's measured generation-attention rows time (validation/attention_kernels.py)."""
+    ``InferenceConfig.fp8_mla_decode``. The op that TensorRT-LLM's measured
+    generation-attention rows time (validation/attention_kernels.py)."""
     cfg = InferenceConfig(input_len=ctx, output_len=2, batch=seqs,
                           quant=QuantScheme(QuantFormat.BF16, QuantFormat.BF16, kv_cache),
-                          fp8_mla_decode=fp8_math, decode_kv_reads=kv_reads)
+                          fp8_mla_decode=fp8_math)
     runner = _Runner(catalog, shape, product, cfg, None, efficiency)
     runner.parts = {}
     runner.layer(seqs, seqs, 1, ctx + 1, 0.0, moe=False, window=window)
@@ -815,7 +815,7 @@ class _Runner:
             self.context_device = fp8_device
         # absorbed multi-head latent attention in decode: Blackwell's MLA generation kernels
         # run their math in FP8 over an FP8 cache (Efficiency.mla_decode_attention), unless
-        # the engine's kernels predate that (InferenceConfig.fp8_mla_decode)
+        # the engine's kernel computes in 16 bits (InferenceConfig.fp8_mla_decode)
         self.mla_decode_device = self.device
         if shape.mla is not None and cfg.quant.kv_cache is QuantFormat.FP8 \
                 and (generation or 0) >= BLACKWELL_TENSOR_CORES and cfg.fp8_mla_decode:
