@@ -17,6 +17,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gpuarch.catalog import load_catalog
 from gpuarch.errors import GpuarchError
@@ -194,6 +196,21 @@ def test_decode_attention_matches_the_measured_kernel() -> None:
         assert v[16383].model_s == v[1023].model_s
         assert abs(v[16383].measured_s / v[1023].measured_s - 1) < 0.05
 
+
+@settings(max_examples=40, deadline=None)
+@given(gpu=st.sampled_from(["h100-sxm5-80gb", "h200", "b200", "gb200", "b300"]),
+       cache=st.sampled_from([QuantFormat.FP8, QuantFormat.BF16]),
+       seqs=st.integers(1, 2048), ctx=st.integers(1, 65_536))
+def test_sixteen_bit_mla_math_is_never_faster(gpu: str, cache: QuantFormat, seqs: int,
+                                              ctx: int) -> None:
+    """Latent attention in decode with 16-bit math (``fp8_mla_decode`` off) never takes less
+    time than with FP8 math, and differs only on Blackwell over an FP8 cache."""
+    product = CATALOG.product(gpu)
+    fp8, bf16 = (mla_decode_attention_time(CATALOG, DSV3, product, cache, seqs, ctx,
+                                           fp8_math=on) for on in (True, False))
+    assert bf16 >= fp8 * (1 - 1e-12)
+    if cache is QuantFormat.BF16 or gpu == "h100-sxm5-80gb" or gpu == "h200":
+        assert bf16 == fp8
 
 def test_verifying_drafted_tokens_reads_the_latent_cache() -> None:
     """MTP's verification pass (two tokens a sequence with one draft) is a decode step: it

@@ -928,6 +928,35 @@ def test_per_query_head_decode_reads_each_kv_head_once_per_query_head() -> None:
             **base, decode_kv_reads="per-head"))
 
 
+@settings(max_examples=30, deadline=None)
+@given(model=st.sampled_from(["llama-3.1-8b", "llama-2-70b", "mistral-7b", "llama-2-13b",
+                              "mixtral-8x7b", "gpt-oss-20b"]),
+       tp=st.sampled_from([1, 2, 8]), batch=st.integers(1, 256),
+       input_len=st.sampled_from([128, 2048]), output_len=st.sampled_from([16, 1024]),
+       continuous=st.booleans())
+def test_per_query_head_reads_never_speed_decode(model: str, tp: int, batch: int,
+                                                 input_len: int, output_len: int,
+                                                 continuous: bool) -> None:
+    """Reading the KV cache once per query head in decode never shortens a decode step nor
+    raises throughput and never touches the prompt's pass; it lengthens decode attention
+    wherever query heads share a KV head (at any TP: a GPU's query heads still share its KV
+    heads) and changes nothing for a multi-head model."""
+    shape = preset(model).shape
+    h200 = CATALOG.product("h200")
+    base = {"input_len": input_len, "output_len": output_len, "batch": batch, "gpus": tp,
+            "tp": tp, "quant": FP8, "ep": tp if shape.is_moe else 1,
+            "batching": Batching.CONTINUOUS if continuous else Batching.STATIC}
+    shared, per_head = (estimate_inference(CATALOG, shape, h200, InferenceConfig(
+        **base, decode_kv_reads=r)) for r in ("shared", "per-query-head"))
+    assert per_head.decode_step_parts_s["attention"] >= shared.decode_step_parts_s["attention"]
+    assert per_head.output_tokens_per_s <= shared.output_tokens_per_s * (1 + 1e-12)
+    assert per_head.prefill_parts_s == shared.prefill_parts_s
+    if shape.n_kv_heads == shape.heads:
+        assert per_head.decode_step_parts_s == shared.decode_step_parts_s
+    else:
+        assert per_head.decode_step_parts_s["attention"] > \
+            shared.decode_step_parts_s["attention"]
+
 def test_full_window_kv_cache_keeps_every_position() -> None:
     """--window-kv-cache full (TensorRT-LLM's default allocation) keeps every position in
     the windowed layers too: GPT-OSS's 8,192-token sequence holds 36 x 8,192 positions, the
