@@ -21,6 +21,7 @@ over an FP8 cache at its 16-bit rate (``InferenceConfig.fp8_mla_decode`` off).
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -177,15 +178,16 @@ def compare_decode(catalog: Catalog, efficiency: Efficiency = DEFAULT_EFFICIENCY
     """Each measured generation-attention step beside the model's decode attention for the
     same heads, head dim, window and cache."""
     from gpuarch.estimate.inference import decode_attention_time
-    from gpuarch.workloads.shape import TransformerShape
 
+    base = preset("llama-3.1-8b").shape
     out = []
     for r in load_decode_rows():
         heads, kv, dim, window = (int(r[k]) for k in ("num_heads", "num_kv_heads", "head_dim",
                                                       "window"))
-        shape = TransformerShape(name=f"attention {heads}/{kv}x{dim}", layers=1,
-                                 hidden=heads * dim, heads=heads, vocab=32_000, kv_heads=kv,
-                                 head_dim=dim, sliding_window=window)
+        # the row's attention on a dense decoder's shape (only the attention op is timed)
+        shape = dataclasses.replace(base, name=f"attention {heads}/{kv}x{dim}",
+                                    hidden=heads * dim, heads=heads, kv_heads=kv,
+                                    head_dim=dim, sliding_window=window)
         batch, step = int(r["batch"]), int(r["step"])
         model = decode_attention_time(catalog, shape, catalog.product(DEVICES[r["device"]]),
                                       KV_FORMATS[r["kv_cache_dtype"]], batch, step, efficiency,
