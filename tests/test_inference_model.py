@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpuarch.catalog import load_catalog
+from gpuarch.catalog.model import Product
 from gpuarch.errors import GpuarchError
 from gpuarch.estimate.inference import (
     OP_PARTS,
@@ -396,17 +397,21 @@ def test_inference_validation_does_not_regress() -> None:
     launch blog's TensorRT-LLM 0.5 with its multi-head decode kernel reading Llama-2-70B's
     KV cache once per query head (decode_kv_reads "per-query-head"), nothing refitted: its
     four Llama-2-70B rows +17..+171% -> -6.6..+5.8%; all 1,101 11.8%, median 7.8%, 95.6%
-    within 35% (48 beyond).)"""
+    within 35% (48 beyond). The multi-head kernel's repeated reads from L2 at a fitted
+    4.5 TB/s (multihead_decode_read_bytes_s; DRAM reads the cache once), and TensorRT-LLM
+    0.9's Mistral, Mixtral and Falcon cells with that kernel (its XQA takes groups of 8 or
+    1 only): those 49 throughput figures 0.268 -> 0.098 mean |ln|; all 1,101 10.9%, median
+    7.5%, 96.5% within 35% (38 beyond).)"""
     from gpuarch.validation.inference import validate_inference
 
     s = validate_inference(CATALOG)
     assert len(s.rows) >= 1101
-    assert s.mean_abs_error <= 0.118  # 11.78% over 1,101 figures (11.97% before v0.5's
-    # per-query-head reads; 13.06% over 804, 12.25% over 751, 11.78% over the 687 before the
-    # rest of TensorRT-LLM 0.9's tables)
-    assert s.median_abs_error <= 0.078  # 7.79%
+    assert s.mean_abs_error <= 0.109  # 10.86% over 1,101 figures (11.78% before the
+    # multi-head kernel's L2 reads, 11.97% before v0.5's per-query-head reads; 13.06% over
+    # 804, 12.25% over 751, 11.78% over the 687 before the rest of TensorRT-LLM 0.9's tables)
+    assert s.median_abs_error <= 0.075  # 7.49%
     assert s.by("metric")["tpot_s"] <= 0.07
-    assert s.share_within >= 0.956  # 95.64%
+    assert s.share_within >= 0.965  # 96.55%
     # MLPerf DeepSeek-R1 on v6 software (GB200, GB300 and three B300 runs) within 10% since
     # the latent attention in decode runs at its measured kernel's rate (-31..-42% before;
     # within 7% until Blackwell's MoE floor and NVFP4 factor, -0.7..+9.3% since), and the
@@ -891,25 +896,35 @@ def test_longest_context_is_the_edge_of_what_fits() -> None:
 
 def test_per_query_head_decode_reads_each_kv_head_once_per_query_head() -> None:
     """--decode-kv-reads per-query-head (TensorRT-LLM's masked multi-head decode kernel, one
-    thread block per query head, before its GQA generation kernels): Llama-2-70B's decode
-    attention reads its KV cache 8 times (64 query heads over 8 KV heads), which at 4,096
-    positions is nearly all of that op's bytes, so the op takes close to 8 times as long;
-    the prompt's pass, the weights' reads and the memory held are unchanged. A model whose
-    KV heads are its query heads (Llama-2-13B) or whose decode reads one latent (DeepSeek-V3)
-    reads the same either way and reports no setting; a bad value names the flag."""
+    thread block per query head): Llama-2-70B's decode attention streams its KV cache 8 times
+    (64 query heads over 8 KV heads), the repeats from L2, so at 4,096 positions, where the
+    cache is nearly all of the op's bytes, the op takes 8 x the DRAM rate it reads the cache
+    at once (datasheet bandwidth x kv_read) over the multi-head kernel's rate as long; on a
+    GPU whose DRAM is slower than that (L40S, 864 GB/s) Mistral 7B's groups of 4 cost nothing
+    more. The prompt's pass, the weights' reads and the memory held are unchanged. A model
+    whose KV heads are its query heads (Llama-2-13B) or whose decode reads one latent
+    (DeepSeek-V3) reads the same either way and reports no setting; a bad value names the
+    flag."""
     h200 = CATALOG.product("h200")
     fp8 = QuantScheme(QuantFormat.FP8, QuantFormat.FP8, QuantFormat.FP8)
     base = {"input_len": 4096, "output_len": 128, "batch": 32, "quant": fp8}
 
-    def pair(name: str, gpus: int = 1) -> tuple[InferenceEstimate, InferenceEstimate]:
+    def pair(name: str, gpus: int = 1, gpu: Product = h200
+             ) -> tuple[InferenceEstimate, InferenceEstimate]:
         shape = preset(name).shape
-        return tuple(estimate_inference(CATALOG, shape, h200, InferenceConfig(  # type: ignore
+        return tuple(estimate_inference(CATALOG, shape, gpu, InferenceConfig(  # type: ignore
             **base, gpus=gpus, tp=gpus, decode_kv_reads=r))
             for r in ("shared", "per-query-head"))
 
     shared, per_head = pair("llama-2-70b")
     ratio = per_head.decode_step_parts_s["attention"] / shared.decode_step_parts_s["attention"]
-    assert 7.5 < ratio <= 8.0
+    eff = DEFAULT_EFFICIENCY
+    expected = 8 * h200.memory_bandwidth_bytes_s * eff.kv_read \
+        / eff.multihead_decode_read_bytes_s
+    assert 4 < expected < 8
+    assert ratio == pytest.approx(expected, rel=0.01)
+    l40s_shared, l40s_per_head = pair("mistral-7b", gpu=CATALOG.product("l40s"))
+    assert l40s_per_head.decode_step_parts_s == l40s_shared.decode_step_parts_s
     assert per_head.prefill_parts_s == shared.prefill_parts_s
     assert per_head.ttft_s == shared.ttft_s
     assert per_head.decode_step_parts_s["dense_gemms"] == \
@@ -938,9 +953,10 @@ def test_per_query_head_reads_never_speed_decode(model: str, tp: int, batch: int
                                                  input_len: int, output_len: int,
                                                  continuous: bool) -> None:
     """Reading the KV cache once per query head in decode never shortens a decode step nor
-    raises throughput and never touches the prompt's pass; it lengthens decode attention
-    wherever query heads share a KV head (at any TP: a GPU's query heads still share its KV
-    heads) and changes nothing for a multi-head model."""
+    raises throughput and never touches the prompt's pass; on H200, whose DRAM reads the
+    cache faster than a multi-head kernel streams two reads of it, it lengthens decode
+    attention wherever query heads share a KV head (at any TP: a GPU's query heads still
+    share its KV heads) and changes nothing for a multi-head model."""
     shape = preset(model).shape
     h200 = CATALOG.product("h200")
     base = {"input_len": input_len, "output_len": output_len, "batch": batch, "gpus": tp,

@@ -196,6 +196,27 @@ def test_mlperf_deepseek_rows_balance_their_attention_ranks() -> None:
         assert point_config(p, 8).adp_balance, p.id
 
 
+def test_trtllm_0_9_cells_decode_with_the_kernel_its_xqa_rule_leaves_them() -> None:
+    """TensorRT-LLM 0.9's XQA decode kernel took a model only at 8 or 1 query heads per KV
+    head and heads of 128 or 256 (DecoderXQARunner::shouldUse of the 0.8-0.10 line, quoted
+    in the source's comment); every other model decoded on the masked multi-head kernel.
+    Each cell of that table says which (decode_kv_reads), by that rule and nothing else."""
+    from gpuarch.validation.inference import point_config
+    from gpuarch.validation.training import point_shape
+
+    rows = [p for p in load_inference_points() if p.source == "trtllm-perf-v0.9.0"]
+    assert len(rows) == 144  # every cell, the five excluded too
+    multi_head = set()
+    for p in rows:
+        shape = point_shape(p)
+        xqa = shape.heads // shape.n_kv_heads in (1, 8) and shape.d_head in (128, 256)
+        reads = point_config(p, 8).decode_kv_reads
+        assert reads == ("shared" if xqa else "per-query-head"), p.id
+        if not xqa:
+            multi_head.add(shape.name)
+    assert multi_head == {"mistral-7b", "mixtral-8x7b", "falcon-180b"}
+
+
 @pytest.mark.parametrize(("kind", "name"), [("source", "s"), ("point", "p")])
 def test_an_id_used_twice_in_a_validation_file_is_an_error(tmp_path, kind: str,
                                                             name: str) -> None:

@@ -288,7 +288,8 @@ def engine_flags(p: argparse.ArgumentParser) -> None:
                         "shared (default: each KV head once a step for its query heads, as "
                         "GQA-aware kernels such as TensorRT-LLM's XQA and FlashInfer do) or "
                         "per-query-head (once for every query head, as a multi-head kernel "
-                        "does: TensorRT-LLM before v0.7)")
+                        "does, the repeats from L2: TensorRT-LLM before v0.7, and up to 0.10 "
+                        "for groups other than 8 query heads per KV head)")
     p.add_argument("--moe-comm", default="alltoall", metavar="alltoall|allgather",
                    help="expert dispatch when EP exceeds TP (data-parallel attention): "
                         "alltoall (default: each token to its top-k experts' GPUs and back, "

@@ -134,9 +134,11 @@ DECODE_KV_READS = ("shared", "per-query-head")
 "shared", each KV head once a step for all the query heads it serves (a GQA-aware decode
 kernel: TensorRT-LLM's XQA, FlashInfer, FlashAttention's packed GQA), or "per-query-head",
 once for every query head, as a multi-head kernel that runs one thread block per query head
-and sequence reads it (TensorRT-LLM's masked multi-head attention before its GQA generation
-kernels: 2.4x slower on Llama-2-70B at batch 192 on H200 in v0.5/v0.6 than in v0.7, its
-Falcon-180B/H200 blog). A model with as many KV heads as query heads reads the same either
+and sequence reads it (TensorRT-LLM's masked multi-head attention: every GQA model before
+v0.7's GQA kernels, and through the 0.8-0.10 line every model whose groups XQA did not take,
+any but 8 or 1 query heads per KV head). The repeats come from L2: DRAM sees the cache once,
+the kernel streams it once per query head at ``Efficiency.multihead_decode_read_bytes_s``,
+whichever takes longer. A model with as many KV heads as query heads reads the same either
 way; a prompt's attention is not affected."""
 
 WINDOW_KV_CACHES = ("ring", "full")
@@ -892,6 +894,7 @@ class _Runner:
         kv_element = cfg.quant.kv_cache.bytes
         m = None if prefill else s.mla
         absorbed = m is not None
+        reads = 1.0
         if m is not None:
             # decode (a drafted token's verification too) with the up-projections absorbed:
             # one shared latent "head" of kv_lora + rope width is both key and value (values
@@ -905,11 +908,11 @@ class _Runner:
             kv = max(1, core_kv // t)
             if not prefill and cfg.decode_kv_reads == "per-query-head":
                 # a multi-head decode kernel: each query head reads its KV head's cache
-                kv = heads
+                reads = heads / kv
         projections = attention_projections(s, t)
         ops: list[Op] = [self._gemm(tokens, n, k, name) for name, n, k in projections[:-1]]
         ops.append(Attention(seqs, q_len, ctx, heads, kv, d, causal=True,
-                             kv_element=kv_element, window=window,
+                             kv_element=kv_element, window=window, kv_head_reads=reads,
                              name=MLA_DECODE if absorbed else CONTEXT_ATTENTION if prefill
                              else "attention"))
         name, n, k = projections[-1]

@@ -110,6 +110,21 @@ class Efficiency:
     attention as aiconfigurator measured it agrees (``gpuarch validate attention-kernels``:
     steps of 50 us or more, median model/measured 0.92-1.09 by GPU and cache)."""
 
+    multihead_decode_read_bytes_s: float = 4.5e12
+    """Bytes per second at which a multi-head decode kernel streams the KV cache summed
+    over the query heads it runs (``--decode-kv-reads per-query-head``: one thread block per
+    query head and sequence, so a KV head shared by g query heads is read g times). Only the
+    first read need reach DRAM, the repeats come from L2, so the op takes the longer of the
+    cache read once at the DRAM rate (``kv_read``) and read g times at this rate. Fitted
+    (``python scripts/fit_multihead_decode.py``) on the 49 throughput figures whose engine
+    ran such a kernel on a grouped-query model: TensorRT-LLM 0.9's Mistral 7B, Mixtral 8x7B
+    (groups of 4) and Falcon 180B (groups of 29) on A100, L40S, H100 and H200 (its XQA
+    kernel takes only groups of 8 or 1) and the H200 launch blog's Llama-2-70B (0.5). 4.5e12
+    minimizes their mean |ln| (0.098; 3.5e12 0.117, 6e12 0.138; 0.268 with every read
+    shared), each GPU's figures best between 4.0e12 and 4.75e12 but L40S's, flat from 3e12
+    to 6e12 (its DRAM binds first). A rate, not a datasheet figure: NVIDIA publishes no L2
+    bandwidth for these chips, and one value serves every GPU."""
+
     moe_gemm: float = 0.72
     """Multiplier on GEMM efficiency for the expert GEMMs of mixture-of-experts layers in
     serving engines (fused MoE kernels over unevenly routed groups). Fitted on the serving

@@ -93,6 +93,11 @@ class Attention:
     kv_element: float | None = None  # bytes per KV-cache element, if not the activations'
     share: Num = 1.0  # fraction of the work on this GPU (context parallelism splits it)
     window: Num = 0  # sliding window: each query sees at most this many positions; 0 = all
+    kv_head_reads: Num = 1
+    """Times a decode kernel reads each KV head's cache in one step: 1 (a GQA-aware kernel
+    reads it once for all its query heads), or the query heads per KV head (a multi-head
+    kernel, one thread block per query head: the repeats are served from L2 at
+    ``Efficiency.multihead_decode_read_bytes_s``)."""
 
     @property
     def forward_flops(self) -> Num:
@@ -106,15 +111,18 @@ class Attention:
     def bytes(self, element: float) -> Num:
         q_and_o = element * 2 * self.batch * self.seq_q * self.heads * self.head_dim \
             * self.share
+        traffic = q_and_o + self.kv_bytes(element)
+        return 2 * traffic if self.backward else traffic
+
+    def kv_bytes(self, element: float) -> Num:
+        """The KV cache's bytes read once: every held position's keys and values."""
         kv_el = self.kv_element if self.kv_element is not None else element
         if isinstance(self.window, np.ndarray) or isinstance(self.seq_kv, np.ndarray):
             held = np.where(np.asarray(self.window) > 0, np.minimum(self.seq_kv, self.window),
                             self.seq_kv)
         else:
             held = min(self.seq_kv, self.window) if self.window > 0 else self.seq_kv
-        kv = kv_el * 2 * self.batch * held * self.kv_heads * self.head_dim
-        traffic = q_and_o + kv
-        return 2 * traffic if self.backward else traffic
+        return kv_el * 2 * self.batch * held * self.kv_heads * self.head_dim
 
 
 def mean_keys(seq_q: Num, seq_kv: Num, window: Num = 0) -> Num:
@@ -324,6 +332,11 @@ def op_time(op: Op, device: Device, eff: Efficiency) -> tuple[Num, Num, Num, Num
     elif isinstance(op, Attention) and op.name == "attention" and not decode:
         t_cmp = maximum(t_cmp, window_attention_floor(op, eff))
     t_mem = moved / bw
+    if decode and isinstance(op, Attention) and np.any(np.asarray(op.kv_head_reads) > 1):
+        # a multi-head kernel reads each KV head once per query head, the repeats from L2
+        repeated = op.kv_bytes(element) * op.kv_head_reads
+        t_mem = where(op.kv_head_reads > 1,
+                      maximum(t_mem, repeated / eff.multihead_decode_read_bytes_s), t_mem)
     return maximum(t_cmp, t_mem) + eff.kernel_overhead_s, t_cmp, t_mem, flops, moved
 
 

@@ -325,8 +325,8 @@ def _serving_setup_lines(a: dict[str, Any]) -> list[str]:
                      "(--no-fp8-mla-decode)")
     if a.get("decode_kv_reads") == "per-query-head":
         lines.append("  decode attn   each KV head's cache read once for every query head it "
-                     "serves (a multi-head decode kernel; --decode-kv-reads shared for "
-                     "GQA-aware kernels)")
+                     "serves, the repeats from L2 (a multi-head decode kernel; "
+                     "--decode-kv-reads shared for GQA-aware kernels)")
     if a.get("output_len_cv"):
         lines.append(f"  lengths       output lengths spread {a['output_len_cv']:g} (sd / mean): "
                      f"the requests in flight average {fmt(a['mean_output_in_flight'])} "
