@@ -943,6 +943,21 @@ def test_per_query_head_decode_reads_each_kv_head_once_per_query_head() -> None:
             **base, decode_kv_reads="per-head"))
 
 
+def test_repeated_kv_reads_price_only_single_query_decode() -> None:
+    """The multi-head kernel's repeated reads apply to a decode op of one query row a
+    sequence; several rows a sequence (drafted tokens verified together, which TensorRT-LLM
+    runs on XQA whatever the group) or a prompt's pass are priced as if read once."""
+    from gpuarch.perf.precision import Precision
+    from gpuarch.perf.roofline import Attention, Device, op_time
+
+    device = Device.of(CATALOG.product("h200"), Precision.BF16, 4)
+    for q_len, repeats in ((1, True), (3, False), (512, False)):
+        once, eight = (op_time(Attention(32, q_len, 4096 + q_len, 64, 8, 128,
+                                         kv_head_reads=r), device, DEFAULT_EFFICIENCY)[0]
+                       for r in (1, 8))
+        assert (eight > once) is repeats, q_len
+
+
 @settings(max_examples=30, deadline=None)
 @given(model=st.sampled_from(["llama-3.1-8b", "llama-2-70b", "mistral-7b", "llama-2-13b",
                               "mixtral-8x7b", "gpt-oss-20b"]),

@@ -139,7 +139,8 @@ v0.7's GQA kernels, and through the 0.8-0.10 line every model whose groups XQA d
 any but 8 or 1 query heads per KV head). The repeats come from L2: DRAM sees the cache once,
 the kernel streams it once per query head at ``Efficiency.multihead_decode_read_bytes_s``,
 whichever takes longer. A model with as many KV heads as query heads reads the same either
-way; a prompt's attention is not affected."""
+way; a prompt's attention is not affected, nor is the verification of drafted tokens (several
+query rows a sequence: TensorRT-LLM runs those on XQA, which takes any group in that mode)."""
 
 WINDOW_KV_CACHES = ("ring", "full")
 """How an engine keeps a sliding-window layer's KV cache: "ring", only the last window of
