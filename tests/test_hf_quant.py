@@ -161,9 +161,10 @@ def _infer(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, st
 def test_estimate_infer_takes_the_checkpoints_formats(tmp_path: Path,
                                                       capsys: pytest.CaptureFixture[str]
                                                       ) -> None:
-    """An FP8 checkpoint's config.json is estimated at FP8 (half the 16-bit weight memory)
-    and says where the formats came from; --weight-precision overrides the checkpoint, and
-    --kv-precision changes only the KV cache."""
+    """An FP8 checkpoint's config.json is estimated at FP8 (half the 16-bit weight memory,
+    but for the embedding table and the LM head, which stay 16-bit) and says where the
+    formats came from; --weight-precision overrides the checkpoint, and --kv-precision
+    changes only the KV cache."""
     fp8 = _config(tmp_path, {"quant_method": "fp8", "weight_block_size": [128, 128]})
     status, out, _ = _infer(capsys, "--model", str(fp8), "--json")
     assert status == 0
@@ -175,8 +176,11 @@ def test_estimate_infer_takes_the_checkpoints_formats(tmp_path: Path,
                               "--json")
     doc16 = json.loads(out16)
     assert doc16["assumptions"]["formats_origin"] is None
+    pc = count_params(shape_from_hf_config(fp8))
+    ends_gib = (pc.embedding + pc.lm_head) * 2 / 2**30
+    assert ends_gib > 1.5  # Llama 3.1 8B's 128,256 x 4,096 table and head
     assert doc["memory_per_gpu_gib"]["weights"] == pytest.approx(
-        doc16["memory_per_gpu_gib"]["weights"] / 2, rel=1e-4)  # JSON rounds GiB
+        (doc16["memory_per_gpu_gib"]["weights"] + ends_gib) / 2, rel=1e-4)  # JSON rounds
     status, out, _ = _infer(capsys, "--model", str(fp8), "--kv-precision", "fp8")
     assert status == 0 and "KV cache fp8" in out
     assert "from config.json quantization_config: quant_method fp8" in out

@@ -65,10 +65,13 @@ def test_kv_bytes_per_token(model: str, tp: int, element: float, expected: int) 
 
 
 def test_memory_accounting_by_hand() -> None:
-    """Llama-2-70B, TP4, FP8 weights and KV, batch 16 x (2048 + 512) tokens."""
+    """Llama-2-70B, TP4, FP8 weights and KV, batch 16 x (2048 + 512) tokens; its embedding
+    table and LM head (32,000 x 8,192 each) stay 16-bit."""
     cfg = InferenceConfig(input_len=2048, output_len=512, batch=16, gpus=4, tp=4, quant=FP8)
     mem = _memory(LLAMA2_70B, cfg, 16, H100)
-    assert mem["weights"] == pytest.approx(count_params(LLAMA2_70B).total * 1.0 / 4)
+    ends = 2 * 32_000 * 8_192
+    assert mem["weights"] == pytest.approx(
+        ((count_params(LLAMA2_70B).total - ends) * 1.0 + ends * 2.0) / 4)
     assert mem["kv_cache"] == pytest.approx(16 * 2560 * (2 * 2 * 128 * 80 * 1.0))
     assert mem["other"] == pytest.approx(RESERVE_FRACTION * 80 * 2**30)
 
@@ -401,17 +404,21 @@ def test_inference_validation_does_not_regress() -> None:
     4.5 TB/s (multihead_decode_read_bytes_s; DRAM reads the cache once), and TensorRT-LLM
     0.9's Mistral, Mixtral and Falcon cells with that kernel (its XQA takes groups of 8 or
     1 only): those 49 throughput figures 0.268 -> 0.098 mean |ln|; all 1,101 10.9%, median
-    7.5%, 96.5% within 35% (38 beyond).)"""
+    7.5%, 96.5% within 35% (38 beyond). The embedding table and LM head in 16 bits in a
+    quantized model (Model Optimizer leaves the LM head unquantized), and v0.17's KV cache
+    at trtllm-bench's 0.9 of the memory the weights leave, nothing refitted: 10.5%, median
+    7.3%, 96.8% within 35% (35 beyond).)"""
     from gpuarch.validation.inference import validate_inference
 
     s = validate_inference(CATALOG)
     assert len(s.rows) >= 1101
-    assert s.mean_abs_error <= 0.109  # 10.86% over 1,101 figures (11.78% before the
-    # multi-head kernel's L2 reads, 11.97% before v0.5's per-query-head reads; 13.06% over
-    # 804, 12.25% over 751, 11.78% over the 687 before the rest of TensorRT-LLM 0.9's tables)
-    assert s.median_abs_error <= 0.075  # 7.49%
+    assert s.mean_abs_error <= 0.105  # 10.48% over 1,101 figures (10.86% before the 16-bit
+    # LM head and v0.17's KV share of free memory, 11.78% before the multi-head kernel's L2
+    # reads, 11.97% before v0.5's per-query-head reads; 13.06% over 804, 12.25% over 751,
+    # 11.78% over the 687 before the rest of TensorRT-LLM 0.9's tables)
+    assert s.median_abs_error <= 0.073  # 7.26%
     assert s.by("metric")["tpot_s"] <= 0.07
-    assert s.share_within >= 0.965  # 96.55%
+    assert s.share_within >= 0.968  # 96.82%
     # MLPerf DeepSeek-R1 on v6 software (GB200, GB300 and three B300 runs) within 10% since
     # the latent attention in decode runs at its measured kernel's rate (-31..-42% before;
     # within 7% until Blackwell's MoE floor and NVFP4 factor, -0.7..+9.3% since), and the
@@ -437,8 +444,8 @@ def test_inference_validation_does_not_regress() -> None:
     # five, then five more (NVIDIA's v5.0 Llama 2 70B on one B200 and one GH200, 405B on 8
     # H200 and 8 B200; Cisco's v6.0 Llama 3.1 8B on four H200 NVL): 6.9% -> 8.1%; then the
     # partners' v5.0, v5.1 and v6.0 runs on H100, H200, H200 NVL, GH200, B200 and GB200: 59
-    # at 6.4%, none beyond 16%
-    assert len(mlperf_llama) == 59 and sum(mlperf_llama) / len(mlperf_llama) <= 0.065
+    # at 6.4%, none beyond 16%; 6.6% since the LM head and embedding table are 16-bit
+    assert len(mlperf_llama) == 59 and sum(mlperf_llama) / len(mlperf_llama) <= 0.066
     assert max(mlperf_llama) <= 0.16
     slow = [r.error for r in s.rows if r.gpu in power_limited and r.source.startswith("mlperf")
             and r.source[-3:] != "4.0"]
@@ -478,16 +485,18 @@ def test_inference_validation_does_not_regress() -> None:
     in_sample = [abs(r.error) for r in s.rows if not r.out_of_sample]
     # 172 since SGLang's two-batch-overlap decode (the figure tbo_exchange_hidden is fitted
     # on) joined the 171 the serving fit used
-    assert len(in_sample) == 172 and sum(in_sample) / len(in_sample) <= 0.1  # 9.8%
+    assert len(in_sample) == 172 and sum(in_sample) / len(in_sample) <= 0.1  # 8.8%
     v017 = [r for r in s.rows if r.source == "trtllm-perf-overview-v0.17"]
     fitted = [abs(r.error) for r in v017 if not r.out_of_sample]
-    assert len(fitted) == 76 and sum(fitted) / len(fitted) <= 0.075  # 7.4%
+    assert len(fitted) == 76 and sum(fitted) / len(fitted) <= 0.066  # 6.55% (7.4% before
+    # the table's KV cache took trtllm-bench's 0.9 of free memory, not the 10% reserve)
     # every other cell of the v0.17 table (seven more lengths and the GH200 column, entered
-    # after the fit): 9.0%, median 6.8%, four beyond 35%; Mistral 7B at 20000/2000 within
-    # 12% with every position attended (+98..+172% with its 4,096-token window)
+    # after the fit): 9.0%, median 6.8%, four beyond 35%; 8.2%, one beyond, with the KV
+    # share; Mistral 7B at 20000/2000 within 12% with every position attended (+98..+172%
+    # with its 4,096-token window)
     later_cells = [abs(r.error) for r in v017 if r.out_of_sample]
-    assert len(later_cells) == 297 and sum(later_cells) / len(later_cells) <= 0.091
-    assert sum(e > 0.35 for e in later_cells) <= 4
+    assert len(later_cells) == 297 and sum(later_cells) / len(later_cells) <= 0.083
+    assert sum(e > 0.35 for e in later_cells) <= 1
     v10 = [abs(r.error) for r in s.rows if r.source == "trtllm-perf-overview-v1.0"]
     # every cell of v1.0's table with a preset: 30 entered first, 134 with the rest of the
     # table after every parameter was fitted (22.4% on those alone)
@@ -696,9 +705,10 @@ def test_expert_weights_split_over_the_wider_of_tp_and_ep() -> None:
 
 def test_expert_formats_by_hand() -> None:
     """Mixtral-8x7B at TP 2 with FP8 attention and 16-bit experts (how TensorRT-LLM 0.9's
-    FP8 engines ran it): weight bytes = the 1,605,636,096 non-expert parameters at 1 byte
-    plus the 32 x 8 x 3 x 4,096 x 14,336 = 45,097,156,608 expert parameters at 2, over 2
-    GPUs; the experts' GEMMs run at the 16-bit rate, the rest at FP8."""
+    FP8 engines ran it): weight bytes = the 1,605,636,096 non-expert parameters at 1 byte,
+    but the embedding table and LM head (2 x 32,000 x 4,096 = 262,144,000) at 2, plus the
+    32 x 8 x 3 x 4,096 x 14,336 = 45,097,156,608 expert parameters at 2, over 2 GPUs; the
+    experts' GEMMs run at the 16-bit rate, the rest at FP8."""
     mixtral = preset("mixtral-8x7b").shape
     pc = count_params(mixtral)
     assert pc.mlp_experts == 45_097_156_608
@@ -707,7 +717,7 @@ def test_expert_formats_by_hand() -> None:
                           expert_weights=QuantFormat.FP16)
     assert cfg.expert_quant == QuantScheme(QuantFormat.FP16, QuantFormat.FP16, QuantFormat.FP8)
     assert _memory(mixtral, cfg, 1, H100)["weights"] == pytest.approx(
-        (1_605_636_096 * 1 + 45_097_156_608 * 2) / 2)
+        ((1_605_636_096 - 262_144_000) * 1 + (262_144_000 + 45_097_156_608) * 2) / 2)
     est = estimate_inference(CATALOG, mixtral, H100, dataclasses.replace(cfg, batch=64))
     x = est.assumptions["expert_formats"]
     assert (x["weights"], x["activations"]) == ("fp16", "fp16")

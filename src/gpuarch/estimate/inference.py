@@ -129,6 +129,14 @@ max_num_tokens; vLLM's max_num_batched_tokens is of the same order); ``--max-num
 sets it. A larger batch of prompts is prefilled in several passes; this bounds prefill
 activation memory."""
 
+EMBEDDING_BYTES = 2.0
+"""Bytes per parameter of the token embedding table and the LM head whatever format the other
+weights are quantized to: NVIDIA's Model Optimizer leaves the LM head out of every
+quantization config it ships (``_default_disabled_quantizer_cfg``: ``"*lm_head*": {"enable":
+False}``, in FP8_DEFAULT_CFG, INT4_AWQ_CFG, NVFP4_DEFAULT_CFG and the rest;
+modelopt/torch/quantization/config.py), and an embedding is a table lookup, not a GEMM a
+quantizer is attached to. So the LM head's GEMM runs in 16 bits too."""
+
 DECODE_KV_READS = ("shared", "per-query-head")
 """How an engine's decode attention reads a grouped-query (GQA or MQA) model's KV cache:
 "shared", each KV head once a step for all the query heads it serves (a GQA-aware decode
@@ -800,6 +808,10 @@ class _Runner:
                 factor *= eff.moe_gemm_fp8_block
             self.expert_eff = dataclasses.replace(eff, moe_gemm=eff.moe_gemm * factor)
         self.peak, self.device = _gemm_device(product, cfg.quant, generation)
+        # the LM head in 16 bits (EMBEDDING_BYTES) unless the whole model runs wider
+        sixteen = QuantScheme(QuantFormat.BF16, QuantFormat.BF16, cfg.quant.kv_cache)
+        self.head_device = self.device if cfg.quant.weights.bytes >= EMBEDDING_BYTES \
+            else _gemm_device(product, sixteen, generation)[1]
         # the routed experts' GEMMs, in their own formats where they differ
         self.expert_peak, self.expert_device = (self.peak, self.device) \
             if cfg.expert_quant == cfg.quant else \
@@ -1032,8 +1044,9 @@ class _Runner:
         return 1.0
 
     def head(self, tokens: Num) -> _Phase:
-        time, compute = _split(self._gemm(tokens, self.s.vocab // self.cfg.tp, self.s.hidden,
-                                          "lm_head"), self.device, self.eff)
+        gemm = Gemm(tokens, self.s.vocab // self.cfg.tp, self.s.hidden, name="lm_head",
+                    weight_element=max(self.weight_bytes, EMBEDDING_BYTES))
+        time, compute = _split(gemm, self.head_device, self.eff)
         self._add("lm_head", time)
         return _Phase(compute=where(compute, time, 0.0), memory=where(compute, 0.0, time))
 
@@ -1243,16 +1256,19 @@ def _weight_bytes(shape: TransformerShape, cfg: InferenceConfig) -> float:
     pc = count_params(shape)
     w = cfg.quant.weights.bytes
     shard = cfg.tp * cfg.pp
+    # the embedding table and the LM head stay in 16 bits in a quantized checkpoint
+    # (EMBEDDING_BYTES)
+    ends = (pc.embedding + pc.lm_head) * max(w, EMBEDDING_BYTES)
     if not shape.is_moe:
-        model = pc.total * w / shard
+        model = ((pc.total - pc.embedding - pc.lm_head) * w + ends) / shard
     else:
         experts = pc.mlp_experts
-        model = (pc.total - experts) * w / shard \
+        model = ((pc.total - experts - pc.embedding - pc.lm_head) * w + ends) / shard \
             + experts * slot_spread(shape, cfg) * cfg.expert_quant.weights.bytes \
             / (cfg.pp * max(cfg.tp, cfg.ep))
     if not cfg.speculative_tokens:
         return model
-    embeddings = (pc.embedding + pc.lm_head) * w / cfg.tp
+    embeddings = ends / cfg.tp
     return model + (model * cfg.pp - embeddings) / shape.layers
 
 
