@@ -81,6 +81,24 @@ def _est(shape=LLAMA_8B, product=H100, **kw):  # type: ignore[no-untyped-def]
     return estimate_inference(CATALOG, shape, product, InferenceConfig(**{**base, **kw}))
 
 
+@pytest.mark.parametrize("batch", [1, 64])
+def test_the_lm_head_runs_in_16_bits_whatever_the_weights(batch: int) -> None:
+    """A quantized checkpoint keeps its LM head 16-bit (EMBEDDING_BYTES): the LM head's share
+    of a decode step is the same with BF16, FP8, INT4 or NVFP4 weights, while the layers'
+    GEMMs get faster."""
+    h200 = CATALOG.product("h200")
+    b200 = CATALOG.product("b200")
+    schemes = [BF16, FP8, QuantScheme(QuantFormat.INT4, QuantFormat.BF16, QuantFormat.BF16)]
+    heads = {_est(product=h200, batch=batch, quant=q).decode_step_parts_s["lm_head"]
+             for q in schemes}
+    assert len(heads) == 1
+    fp4 = QuantScheme(QuantFormat.FP4, QuantFormat.FP4, QuantFormat.FP8)
+    on_b200 = [_est(product=b200, batch=batch, quant=q).decode_step_parts_s
+               for q in (BF16, fp4)]
+    assert on_b200[0]["lm_head"] == on_b200[1]["lm_head"]
+    assert on_b200[1]["dense_gemms"] < on_b200[0]["dense_gemms"]
+
+
 def test_max_batch_is_the_largest_that_fits() -> None:
     """--batch max picks the largest batch whose memory fits; one more does not."""
     e = _est(batch=None)
