@@ -92,6 +92,8 @@ def test_the_lm_head_runs_in_16_bits_whatever_the_weights(batch: int) -> None:
     heads = {_est(product=h200, batch=batch, quant=q).decode_step_parts_s["lm_head"]
              for q in schemes}
     assert len(heads) == 1
+    fp8 = _est(product=h200, batch=batch, quant=FP8).assumptions["bytes_per_element"]
+    assert (fp8["weights"], fp8["embeddings_and_lm_head"]) == (1.0, 2.0)
     fp4 = QuantScheme(QuantFormat.FP4, QuantFormat.FP4, QuantFormat.FP8)
     on_b200 = [_est(product=b200, batch=batch, quant=q).decode_step_parts_s
                for q in (BF16, fp4)]

@@ -1686,6 +1686,8 @@ def estimate_inference(
         "fp8_scaling": cfg.fp8_scaling
         if QuantFormat.FP8 in (cfg.quant.weights, cfg.expert_quant.weights) else None,
         "bytes_per_element": {"weights": cfg.quant.weights.bytes,
+                              "embeddings_and_lm_head": max(cfg.quant.weights.bytes,
+                                                            EMBEDDING_BYTES),
                               "kv_cache": cfg.quant.kv_cache.bytes},
         "kv_bytes_per_token_per_gpu": kv_bytes_per_token(shape, cfg.quant.kv_cache.bytes,
                                                          cfg.tp) / cfg.pp,
