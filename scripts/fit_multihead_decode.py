@@ -17,17 +17,18 @@ import math
 from collections import defaultdict
 
 from gpuarch.catalog import load_catalog
+from gpuarch.catalog.loader import Catalog
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY
 from gpuarch.units import Unit, from_si, to_si
 from gpuarch.validation.inference import compare_point, load_inference_points, point_config
-from gpuarch.validation.training import point_shape
+from gpuarch.validation.training import TrainingPoint, point_shape
 
 RATES_TB_S = [2.5, 3.0, 3.5, 4.0, 4.25, 4.5, 4.75, 5.0, 5.5, 6.0, 7.0, 8.0]
 PARAMETER = "multihead_decode_read_bytes_s"
 
 
-def main() -> None:
-    catalog = load_catalog()
+def multihead_points() -> list[TrainingPoint]:
+    """The points whose engine decoded a grouped-query model with a multi-head kernel."""
     points = []
     for point in load_inference_points():
         shape = point_shape(point)
@@ -35,17 +36,36 @@ def main() -> None:
                 or point_config(point, 8).decode_kv_reads != "per-query-head":
             continue
         points.append(point)
+    return points
+
+
+def scan(catalog: Catalog, rate_tb_s: float, points: list[TrainingPoint]
+         ) -> dict[str, list[float]]:
+    """|ln(model/published)| of the points' throughput figures at one rate, by GPU."""
+    eff = DEFAULT_EFFICIENCY.with_overrides({PARAMETER: to_si(rate_tb_s, Unit.TB_S)})
+    logs: dict[str, list[float]] = defaultdict(list)
+    for point in points:
+        for row in compare_point(catalog, point, eff):
+            if row.metric != "ttft_s":
+                logs[row.gpu].append(abs(math.log(row.predicted / row.published)))
+    return logs
+
+
+def mean(logs: dict[str, list[float]]) -> float:
+    """Mean over every GPU's figures."""
+    every = [v for values in logs.values() for v in values]
+    return sum(every) / len(every)
+
+
+def main() -> None:
+    catalog = load_catalog()
+    points = multihead_points()
     scores = []
     for rate in RATES_TB_S:
-        eff = DEFAULT_EFFICIENCY.with_overrides({PARAMETER: to_si(rate, Unit.TB_S)})
-        logs: dict[str, list[float]] = defaultdict(list)
-        for point in points:
-            for row in compare_point(catalog, point, eff):
-                if row.metric != "ttft_s":
-                    logs[row.gpu].append(abs(math.log(row.predicted / row.published)))
-        every = [v for values in logs.values() for v in values]
-        scores.append((sum(every) / len(every), rate))
-        print(f"{rate:5.2f} TB/s: mean |ln| {scores[-1][0]:.3f} over {len(every)} figures; "
+        logs = scan(catalog, rate, points)
+        scores.append((mean(logs), rate))
+        print(f"{rate:5.2f} TB/s: mean |ln| {scores[-1][0]:.3f} over "
+              f"{sum(len(v) for v in logs.values())} figures; "
               + ", ".join(f"{gpu} {sum(v) / len(v):.3f} ({len(v)})"
                           for gpu, v in sorted(logs.items())))
     err, best = min(scores)

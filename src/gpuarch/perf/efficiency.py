@@ -120,7 +120,7 @@ class Efficiency:
     ran such a kernel on a grouped-query model: TensorRT-LLM 0.9's Mistral 7B, Mixtral 8x7B
     (groups of 4) and Falcon 180B (groups of 29) on A100, L40S, H100 and H200 (its XQA
     kernel takes only groups of 8 or 1) and the H200 launch blog's Llama-2-70B (0.5). 4.5e12
-    minimizes their mean |ln| (0.098; 3.5e12 0.117, 6e12 0.138; 0.268 with every read
+    minimizes their mean |ln| (0.098; 3.5e12 0.118, 6e12 0.137; 0.267 with every read
     shared), each GPU's figures best between 4.0e12 and 4.75e12 but L40S's, flat from 3e12
     to 6e12 (its DRAM binds first). A rate, not a datasheet figure: NVIDIA publishes no L2
     bandwidth for these chips, and one value serves every GPU."""
