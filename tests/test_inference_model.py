@@ -427,18 +427,22 @@ def test_inference_validation_does_not_regress() -> None:
     7.5%, 96.5% within 35% (38 beyond). The embedding table and LM head in 16 bits in a
     quantized model (Model Optimizer leaves the LM head unquantized), and v0.17's KV cache
     at trtllm-bench's 0.9 of the memory the weights leave, nothing refitted: 10.5%, median
-    7.3%, 96.8% within 35% (35 beyond).)"""
+    7.3%, 96.8% within 35% (35 beyond). The 03e27c7 and release 1.2 DeepSeek rows with the
+    attention-DP balancing their docs' llm_options set (attention_dp_config enable_balance):
+    the long-prompt rows -17..-29% -> -4..-11%, the short ones 6-9 points faster (H200's and
+    GB300's 1024/1024 cross 35%); all 1,101 10.4%, median 7.2%, 96.6% within (37 beyond).)"""
     from gpuarch.validation.inference import validate_inference
 
     s = validate_inference(CATALOG)
     assert len(s.rows) >= 1101
-    assert s.mean_abs_error <= 0.105  # 10.48% over 1,101 figures (10.86% before the 16-bit
-    # LM head and v0.17's KV share of free memory, 11.78% before the multi-head kernel's L2
-    # reads, 11.97% before v0.5's per-query-head reads; 13.06% over 804, 12.25% over 751,
-    # 11.78% over the 687 before the rest of TensorRT-LLM 0.9's tables)
-    assert s.median_abs_error <= 0.073  # 7.26%
+    assert s.mean_abs_error <= 0.105  # 10.42% over 1,101 figures (10.48% before the 03e27c7
+    # and release 1.2 DeepSeek rows took their docs' attention-DP balancing, 10.86% before
+    # the 16-bit LM head and v0.17's KV share of free memory, 11.78% before the multi-head
+    # kernel's L2 reads, 11.97% before v0.5's per-query-head reads; 13.06% over 804, 12.25%
+    # over 751, 11.78% over the 687 before the rest of TensorRT-LLM 0.9's tables)
+    assert s.median_abs_error <= 0.073  # 7.22%
     assert s.by("metric")["tpot_s"] <= 0.07
-    assert s.share_within >= 0.968  # 96.82%
+    assert s.share_within >= 0.966  # 96.64% (96.82% before the balancing)
     # MLPerf DeepSeek-R1 on v6 software (GB200, GB300 and three B300 runs) within 10% since
     # the latent attention in decode runs at its measured kernel's rate (-31..-42% before;
     # within 7% until Blackwell's MoE floor and NVFP4 factor, -0.7..+9.3% since), and the
@@ -496,12 +500,14 @@ def test_inference_validation_does_not_regress() -> None:
     assert len(b300["gpt-oss-120b"]) == 5 and max(b300["gpt-oss-120b"]) <= 0.10
     assert len(b300["llama-3.1-8b"]) == 2 and max(b300["llama-3.1-8b"]) <= 0.27
     # DeepSeek-R1's block-scaled FP8 checkpoint on H200 (fp8_scaling "block"): the six rows
-    # carry it, and the short-output ones read +40% and +33% (+57% and +49% per-tensor)
+    # carry it, and the short-output ones read +40% and +33% (+57% and +49% per-tensor);
+    # +48.6% and +40.7% since they take the attention-DP balancing their docs' options set
+    # (adp_balance), which shortens the prefill wait
     block = {r.id: r.error for r in s.rows if r.gpu == "h200-sxm-141gb"
              and r.model == "deepseek-v3" and "fp8" in r.formats}
     assert len(block) == 6
-    assert block["trtllm-03e27c7-h200-deepseek-v3-fp8-dep8-1000-1000"] < 0.45
-    assert block["trtllm12-h200-deepseek-v3-fp8-dep8-1024-1024"] < 0.35
+    assert block["trtllm-03e27c7-h200-deepseek-v3-fp8-dep8-1000-1000"] < 0.49
+    assert block["trtllm12-h200-deepseek-v3-fp8-dep8-1024-1024"] < 0.41
     in_sample = [abs(r.error) for r in s.rows if not r.out_of_sample]
     # 172 since SGLang's two-batch-overlap decode (the figure tbo_exchange_hidden is fitted
     # on) joined the 171 the serving fit used
