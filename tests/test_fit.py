@@ -20,13 +20,18 @@ from gpuarch.validation.stats import ErrorSummary
 SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 
 
-def _fit_module() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("_fit", SCRIPTS / "_fit.py")
+def _script(name: str) -> ModuleType:
+    """scripts/<name>.py as a module (registered, so the scripts' own imports of it work)."""
+    spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("_fit", module)
+    sys.modules.setdefault(name, module)
     spec.loader.exec_module(module)
     return module
+
+
+def _fit_module() -> ModuleType:
+    return _script("_fit")
 
 
 @dataclass(frozen=True)
@@ -116,14 +121,6 @@ def test_the_joint_fit_weighs_both_validations_equally() -> None:
     assert shared.joint_loss((one, many)) == pytest.approx(math.log(2) / 2)
     assert shared.joint_loss((one, ErrorSummary((), (), 0.35))) == pytest.approx(
         math.log(2) / 2)
-
-
-def _script(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_the_multihead_decode_rate_is_the_scans_least() -> None:
