@@ -756,7 +756,7 @@ def test_output_len_cv_flag(capsys: pytest.CaptureFixture[str]) -> None:
     # an offline run says how it is priced, and with a spread what is left out
     status, out, _ = run(capsys, "estimate", "infer", *cont, "--num-requests", "4000")
     assert status == 0 and "a run of 4,000 requests" in out and "drain" not in out
-    assert "the last wave of requests runs part-full" in out
+    assert "the engine admits a few whole prompts an iteration" in out
     status, out, _ = run(capsys, "estimate", "infer", *cont, "--num-requests", "4000",
                          "--output-len-cv", "1")
     assert "a run of 4,000 requests" in out and "the drain of the longest answers" in out

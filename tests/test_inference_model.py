@@ -23,6 +23,7 @@ from gpuarch.estimate.inference import (
     InferenceEstimate,
     _memory,
     _Runner,
+    admission_starts,
     estimate_inference,
     kv_bytes_per_token,
 )
@@ -435,14 +436,16 @@ def test_inference_validation_does_not_regress() -> None:
 
     s = validate_inference(CATALOG)
     assert len(s.rows) >= 1101
-    assert s.mean_abs_error <= 0.105  # 10.42% over 1,101 figures (10.48% before the 03e27c7
+    assert s.mean_abs_error <= 0.104  # 10.32% over 1,101 figures since an offline run's
+    # prompts are admitted a few an iteration (10.42% before; 10.48% before the 03e27c7
     # and release 1.2 DeepSeek rows took their docs' attention-DP balancing, 10.86% before
     # the 16-bit LM head and v0.17's KV share of free memory, 11.78% before the multi-head
     # kernel's L2 reads, 11.97% before v0.5's per-query-head reads; 13.06% over 804, 12.25%
     # over 751, 11.78% over the 687 before the rest of TensorRT-LLM 0.9's tables)
-    assert s.median_abs_error <= 0.073  # 7.22%
+    assert s.median_abs_error <= 0.072  # 7.14% (7.22% before the staggered admission)
     assert s.by("metric")["tpot_s"] <= 0.07
-    assert s.share_within >= 0.966  # 96.64% (96.82% before the balancing)
+    assert s.share_within >= 0.968  # 96.82% (96.64% before the staggered admission, 96.82%
+    # before the balancing)
     # MLPerf DeepSeek-R1 on v6 software (GB200, GB300 and three B300 runs) within 10% since
     # the latent attention in decode runs at its measured kernel's rate (-31..-42% before;
     # within 7% until Blackwell's MoE floor and NVFP4 factor, -0.7..+9.3% since), and the
@@ -506,8 +509,10 @@ def test_inference_validation_does_not_regress() -> None:
     block = {r.id: r.error for r in s.rows if r.gpu == "h200-sxm-141gb"
              and r.model == "deepseek-v3" and "fp8" in r.formats}
     assert len(block) == 6
-    assert block["trtllm-03e27c7-h200-deepseek-v3-fp8-dep8-1000-1000"] < 0.49
-    assert block["trtllm12-h200-deepseek-v3-fp8-dep8-1024-1024"] < 0.41
+    # (adp_balance), which shortens the prefill wait; +37.3% and +29.5% since the run's
+    # prompts are admitted a few an iteration, so 375 slots fill over 374 iterations
+    assert block["trtllm-03e27c7-h200-deepseek-v3-fp8-dep8-1000-1000"] < 0.38
+    assert block["trtllm12-h200-deepseek-v3-fp8-dep8-1024-1024"] < 0.30
     in_sample = [abs(r.error) for r in s.rows if not r.out_of_sample]
     # 172 since SGLang's two-batch-overlap decode (the figure tbo_exchange_hidden is fitted
     # on) joined the 171 the serving fit used
@@ -521,12 +526,13 @@ def test_inference_validation_does_not_regress() -> None:
     # share; Mistral 7B at 20000/2000 within 12% with every position attended (+98..+172%
     # with its 4,096-token window)
     later_cells = [abs(r.error) for r in v017 if r.out_of_sample]
-    assert len(later_cells) == 297 and sum(later_cells) / len(later_cells) <= 0.083
+    assert len(later_cells) == 297 and sum(later_cells) / len(later_cells) <= 0.081  # 8.04%
     assert sum(e > 0.35 for e in later_cells) <= 1
     v10 = [abs(r.error) for r in s.rows if r.source == "trtllm-perf-overview-v1.0"]
     # every cell of v1.0's table with a preset: 30 entered first, 134 with the rest of the
     # table after every parameter was fitted (22.4% on those alone)
-    assert len(v10) == 164 and sum(v10) / len(v10) <= 0.116  # 11.5% (12.8% before the
+    assert len(v10) == 164 and sum(v10) / len(v10) <= 0.109  # 10.8% (11.0% before the
+    # staggered admission, 11.5% before the
     # host's time followed the expert layers)
     # the later perf overview, all out of sample: DeepSeek-R1, GPT-OSS, Llama 3.3, Qwen3
     # and (with its preset, added later) Llama 4 Maverick
@@ -1216,8 +1222,11 @@ def test_offline_runs_end_with_a_part_full_wave() -> None:
     """--num-requests N: fixed-length requests pass through the batch in waves; a whole
     number of full waves runs at the steady-state rate, a last part-full wave lowers it, and
     fewer requests than slots shrink the batch to them. Split over replicas (data-parallel
-    attention ranks count as replicas), each holds its share. Static batching refuses it."""
-    base = {"input_len": 1000, "output_len": 1000, "batching": Batching.CONTINUOUS}
+    attention ranks count as replicas), each holds its share. Static batching refuses it.
+    (With chunked prefill the waves start together: the staggered start below is not
+    modelled for it.)"""
+    base = {"input_len": 1000, "output_len": 1000, "batching": Batching.CONTINUOUS,
+            "chunk": 1000}
     steady = _est(**base, batch=None)
     b = steady.batch
     rate = steady.output_tokens_per_s
@@ -1235,6 +1244,40 @@ def test_offline_runs_end_with_a_part_full_wave() -> None:
         _est(batch=8, num_requests=100)
     with pytest.raises(GpuarchError, match="--num-requests: expected an integer >= 1"):
         _est(**base, batch=8, num_requests=-1)
+
+
+def test_offline_runs_admit_whole_prompts_a_few_an_iteration() -> None:
+    """Without chunked prefill an engine admits whole prompts within its token budget after
+    the running sequences' tokens (TensorRT-LLM's micro-batch scheduler): with 2,048 tokens
+    and prompts of 1,024, two in the first iteration, then one an iteration, so 226 slots
+    fill over 225 iterations. Where a prompt cannot fit beside the running sequences, with
+    pipeline stages, with chunked prefill, or where admission outlasts an answer, the rule
+    does not apply. A run that fits in one batch then takes the stagger's length of decode
+    steps more than one whose prompts all start together, each at about a one-sequence
+    step (a dense model's decode step is a fixed part plus a part per sequence: the start's
+    and the end's small batches do the same sequence-steps in more steps)."""
+    base = {"input_len": 1024, "output_len": 1024, "batching": Batching.CONTINUOUS,
+            "max_num_tokens": 2048}
+    starts = admission_starts(InferenceConfig(**base, batch=226), 226, 1024)
+    assert starts is not None
+    assert list(starts[:4]) == [0, 0, 1, 2] and starts[-1] == 224 and len(starts) == 226
+    for cfg, answer in ((InferenceConfig(**{**base, "max_num_tokens": 1124}), 1024),
+                        (InferenceConfig(**base, chunk=512), 1024),
+                        (InferenceConfig(**base, gpus=2, pp=2), 1024),
+                        (InferenceConfig(**base), 100)):
+        assert admission_starts(cfg, 226, answer) is None
+    b = _est(**base, batch=None).batch
+    assert b == 226
+
+    def run(**kw: object) -> dict[str, object]:
+        doc = _est(**base, batch=None, num_requests=b, **kw).as_json()["assumptions"]
+        return doc["offline_run"]
+
+    staggered, together = run(), run(chunk=1024)  # a 1,024-token chunk: whole prompts
+    assert staggered["ends_with"] == "staggered" and together["ends_with"] == "last wave"
+    one = sum(_est(**base, batch=1).as_json()["decode_step_parts_s"].values())
+    assert staggered["run_s"] - together["run_s"] == pytest.approx(224 * one, rel=0.1)
+    assert together["beyond_steady_s"] == pytest.approx(0.0, abs=1e-9)
 
 
 def test_offline_runs_with_varying_answers_end_with_a_drain() -> None:
@@ -1266,7 +1309,8 @@ def test_offline_runs_with_varying_answers_end_with_a_drain() -> None:
     assert 0 < slope < steady.tpot_s
     few = seconds(b // 4)
     assert few / (b // 4) > short / (3 * b)  # a run within one batch is all drain
-    waves = _est(**base, batch=None, num_requests=3 * b)
+    # without the cap, whole waves (started together: chunked prefill) at the steady rate
+    waves = _est(**base, batch=None, num_requests=3 * b, chunk=1000)
     assert waves.output_tokens_per_s == pytest.approx(rate, rel=1e-9)
     assert waves.assumptions["offline_run"]["ends_with"] == "last wave"
     assert waves.assumptions["offline_run"]["beyond_steady_s"] == pytest.approx(0, abs=1e-6)

@@ -1518,13 +1518,21 @@ def _offline_rate(runner: _Runner, cfg: InferenceConfig, batch: Num, cycle: Num,
     """Output tokens/s of one replica over an offline run of ``cfg.num_requests`` (shared
     evenly by the replicas): fixed-length requests move through ``batch`` slots in waves,
     each lasting a steady-state cycle, and the last wave runs only the remainder, at the
-    shorter cycle of its smaller batch; the run ends with the last request. With answers
-    that vary in length and the engine's cap on them (``output_len_cv``,
-    ``max_output_len``) the run ends with a drain instead (``_drained_offline_rate``)."""
+    shorter cycle of its smaller batch; the run ends with the last request. Where the engine
+    admits whole prompts within its token budget, the waves start staggered
+    (``_staggered_offline_rate``). With answers that vary in length and the engine's cap on
+    them (``output_len_cv``, ``max_output_len``) the run ends with a drain instead
+    (``_drained_offline_rate``)."""
     share = cfg.num_requests / cfg.replicas
     if cfg.drains_offline:
         return _drained_offline_rate(runner, cfg, share, batch, cycle, mean_ctx, per_step,
                                      step_s)
+    if np.ndim(batch):  # several batches at once: each on its own (the staggered start)
+        return np.array([_offline_rate(runner, cfg, b, c, mean_ctx, per_step, s)
+                         for b, c, s in np.broadcast(batch, cycle, step_s)])
+    staggered = _staggered_offline_rate(runner, cfg, int(batch), share, mean_ctx, per_step)
+    if staggered is not None:
+        return staggered
     full = floor(share / batch)
     rest = ceil(share - full * batch)
     tail = maximum(rest, 1)
@@ -1533,6 +1541,72 @@ def _offline_rate(runner: _Runner, cfg: InferenceConfig, batch: Num, cycle: Num,
         + runner.prefill(tail).total / lanes
     total = full * cycle + where(rest > 0, tail_cycle, 0.0)
     return share * cfg.output_len / total
+
+
+def admission_starts(cfg: InferenceConfig, batch: int, answer_steps: float
+                     ) -> np.ndarray | None:
+    """The iteration (from 0) at which each of ``batch`` slots takes its first request when
+    an offline run starts with every request waiting and the engine admits whole prompts
+    within its token budget after the tokens of the sequences already running: TensorRT-LLM's
+    micro-batch scheduler without chunked context schedules the generation requests first,
+    then context requests while the batch's tokens plus the next prompt stay within
+    max_num_tokens, and stops at the first that does not fit
+    (``MicroBatchScheduler::operator()``, cpp/tensorrt_llm/batch_manager/
+    microBatchScheduler.cpp; the PyTorch backend binds the same scheduler). A budget of
+    2,048 tokens and prompts of 1,024 so admit two prompts in the first iteration and one in
+    each after. None where this rule does not fill the batch before the first answers end
+    (``answer_steps`` decode steps): with chunked prefill or pipeline stages (not modelled
+    this way), where a prompt no longer fits beside the running sequences (trtllm-bench
+    raises the budget to the longest prompt plus the batch when chunking is off,
+    tensorrt_llm/bench/benchmark/utils/general.py, so its runs never stop there), or where
+    admission outlasts an answer."""
+    if cfg.chunk or cfg.micro_batches > 1:
+        return None
+    prompt = cfg.new_prompt_tokens
+    per_seq = cfg.speculative_tokens + 1  # tokens a running sequence adds to an iteration
+    starts: list[int] = []
+    iteration = 0
+    while len(starts) < batch:
+        room = cfg.max_num_tokens - len(starts) * per_seq
+        admitted = min(batch - len(starts), room // prompt)
+        if admitted < 1 or iteration >= answer_steps:
+            return None
+        starts.extend([iteration] * admitted)
+        iteration += 1
+    return np.asarray(starts, dtype=float)
+
+
+def _staggered_offline_rate(runner: _Runner, cfg: InferenceConfig, batch: int,
+                            share: float, mean_ctx: float, per_step: float) -> float | None:
+    """Output tokens/s of one replica over an offline run of ``share`` fixed-length requests
+    whose first ``batch`` are admitted a few prompts an iteration (``admission_starts``);
+    None where that rule does not apply. Each slot keeps the stagger it started with: its
+    request holds it for an answer's decode steps, the next waiting request takes it as it
+    frees (one for one), and once the queue is empty the slots go idle in the order they
+    started. The run is so many stretches of a constant number of sequences in flight,
+    each decode step priced at that number, plus every request's prefill at the steady
+    cycle's cost. Admitting everything at once (a budget that holds every prompt) gives
+    back the waves of ``_offline_rate``; a stagger of F iterations adds about F decode steps
+    at the small batches of the start and the end, which matters where an answer is not
+    much longer than the batch's admission: a share that fits in one batch of 1,024-token
+    answers admitted one prompt an iteration runs about a third longer than all at once."""
+    answer = cfg.output_len / per_step
+    starts = admission_starts(cfg, batch, answer)
+    if starts is None:
+        return None
+    waves = math.ceil(share / batch)
+    rounds = np.full(batch, waves - 1.0)
+    rounds[: math.ceil(share - (waves - 1) * batch)] += 1.0  # the last wave's slots
+    events = np.concatenate([starts, starts + rounds * answer])
+    change = np.concatenate([np.ones(batch), -np.ones(batch)])
+    order = np.argsort(events, kind="stable")
+    held = np.cumsum(change[order])[:-1]  # sequences in flight after each event
+    length = np.diff(events[order])  # decode steps until the next event
+    busy = (length > 0) & (held > 0)
+    steps = runner.decode_step(held[busy], mean_ctx).total
+    decode = float(np.sum(length[busy] * steps))
+    prefill = share / batch * float(runner.prefill(batch).total)
+    return share * cfg.output_len / (decode + prefill)
 
 
 def _drained_offline_rate(runner: _Runner, cfg: InferenceConfig, share: float, batch: Num,
@@ -1566,13 +1640,16 @@ def _offline_run(cfg: InferenceConfig, batch: int, tpot: float, throughput: floa
                  ) -> dict[str, Any]:
     """An offline run's length: its requests' output over the run's rate, and how much of it
     is beyond the steady state's rate (``batch`` / ``tpot`` a replica): the part-full last
-    wave of fixed-length requests, or the drain of varying ones."""
+    wave of fixed-length requests ("last wave"), the same with the waves' prompts admitted a
+    few an iteration ("staggered"), or the drain of varying answers ("drain")."""
     tokens = cfg.num_requests * cfg.output_len
     run_s = tokens / throughput
     steady_s = tokens / (batch / tpot * cfg.replicas)
+    per_step = cfg.acceptance_length if cfg.speculative_tokens else 1.0
+    ends = "drain" if cfg.drains_offline else "staggered" \
+        if admission_starts(cfg, batch, cfg.output_len / per_step) is not None else "last wave"
     return {"requests": cfg.num_requests, "run_s": run_s,
-            "beyond_steady_s": max(0.0, run_s - steady_s),
-            "ends_with": "drain" if cfg.drains_offline else "last wave"}
+            "beyond_steady_s": max(0.0, run_s - steady_s), "ends_with": ends}
 
 
 def evaluate_inference(catalog: Catalog, shape: TransformerShape, product: Product,

@@ -341,6 +341,10 @@ def _serving_setup_lines(a: dict[str, Any]) -> list[str]:
             lines.append("                the drain, the answers admitted last running to up "
                          f"to {a['max_output_len']:,} tokens at a shrinking batch, each step "
                          "paying the decode step's fixed part")
+        elif run["ends_with"] == "staggered":
+            lines.append("                the engine admits a few whole prompts an iteration "
+                         "within its token budget, so the batch fills and empties over that "
+                         "many decode steps at the start and the end")
         else:
             lines.append("                the last wave of requests runs part-full")
         if a.get("output_len_cv") and run["ends_with"] != "drain":
