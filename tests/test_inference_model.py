@@ -228,7 +228,11 @@ def test_fine_grained_moe_block_against_published_kernel(tokens: int, published_
     for these shapes. Without ``moe_gemm_fine`` the published block is slower than the
     model's whole expert layer apart from attention and the dense projections (expert GEMMs,
     MoE floor and every memory-bound operator: permutation, activation, norms); with it the
-    block lies between the expert GEMMs plus floor and that upper bound."""
+    block lies between the expert GEMMs plus floor and that upper bound. Compared without
+    the H100 NVL board's sustained fraction (``sibling_rates`` off, as for a calibration of
+    the card: the factor is from sustained MLPerf runs, this is a kernel's timed loop at an
+    unstated power setting); with it the lower end at 8,192 tokens is 1,400 us, 7.5% above
+    the published 1,302: the two H100 NVL sources disagree by that much."""
     shape = dataclasses.replace(preset("qwen3-30b-a3b").shape, name="qwen3.6-35b-a3b-like",
                                 experts=256, moe_ffn_hidden=512)
     fp8 = QuantScheme(QuantFormat.FP8, QuantFormat.FP8, QuantFormat.FP8)
@@ -237,7 +241,7 @@ def test_fine_grained_moe_block_against_published_kernel(tokens: int, published_
     nvl = CATALOG.product("h100-nvl-94gb")
 
     def bracket(factor: float) -> tuple[float, float]:
-        eff = DEFAULT_EFFICIENCY.with_overrides({"moe_gemm_fine": factor})
+        eff = DEFAULT_EFFICIENCY.with_overrides({"moe_gemm_fine": factor, "sibling_rates": 0})
         runner = _Runner(CATALOG, shape, nvl, cfg, None, eff)
         runner.parts = {}
         runner.layer(tokens, 1, tokens, tokens, runner.experts_touched(tokens), moe=True,
@@ -436,16 +440,17 @@ def test_inference_validation_does_not_regress() -> None:
 
     s = validate_inference(CATALOG)
     assert len(s.rows) >= 1101
-    assert s.mean_abs_error <= 0.104  # 10.32% over 1,101 figures since an offline run's
-    # prompts are admitted a few an iteration (10.42% before; 10.48% before the 03e27c7
+    assert s.mean_abs_error <= 0.103  # 10.21% over 1,101 figures since H100 PCIe and NVL
+    # sustain their boards' measured fraction of the peak (10.32% before, since an offline
+    # run's prompts are admitted a few an iteration; 10.42% before that; 10.48% before the 03e27c7
     # and release 1.2 DeepSeek rows took their docs' attention-DP balancing, 10.86% before
     # the 16-bit LM head and v0.17's KV share of free memory, 11.78% before the multi-head
     # kernel's L2 reads, 11.97% before v0.5's per-query-head reads; 13.06% over 804, 12.25%
     # over 751, 11.78% over the 687 before the rest of TensorRT-LLM 0.9's tables)
     assert s.median_abs_error <= 0.072  # 7.14% (7.22% before the staggered admission)
     assert s.by("metric")["tpot_s"] <= 0.07
-    assert s.share_within >= 0.968  # 96.82% (96.64% before the staggered admission, 96.82%
-    # before the balancing)
+    assert s.share_within >= 0.970  # 97.00% (96.82% before the boards' factor, 96.64%
+    # before the staggered admission, 96.82% before the balancing)
     # MLPerf DeepSeek-R1 on v6 software (GB200, GB300 and three B300 runs) within 10% since
     # the latent attention in decode runs at its measured kernel's rate (-31..-42% before;
     # within 7% until Blackwell's MoE floor and NVFP4 factor, -0.7..+9.3% since), and the
@@ -477,8 +482,10 @@ def test_inference_validation_does_not_regress() -> None:
     slow = [r.error for r in s.rows if r.gpu in power_limited and r.source.startswith("mlperf")
             and r.source[-3:] != "4.0"]
     # +27..+70%; +27..+86% since H100 NVL's SM count, which NVIDIA does not publish, left
-    # the catalog (its GEMMs no longer priced with wave quantization)
-    assert len(slow) == 4 and all(0.25 < e < 0.90 for e in slow)
+    # the catalog (its GEMMs no longer priced with wave quantization); +25..+51% since the
+    # PCIe and NVL boards' Tensor Core math runs at their measured fraction of the peak
+    # (perf/data/sibling_rates.toml, [[board]])
+    assert len(slow) == 4 and all(0.25 < e < 0.55 for e in slow)
     # the v4.1 round on Hopper (Llama 2 70B, Mixtral 8x7B) within 6% on average, v4.0's older
     # software 24%
     v41 = [abs(r.error) for r in s.rows if r.source == "mlperf-inference-v4.1"]

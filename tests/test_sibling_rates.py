@@ -19,7 +19,14 @@ from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY
 from gpuarch.perf.precision import Precision, matmul_peak
 from gpuarch.perf.quant import QuantFormat, QuantScheme
 from gpuarch.perf.roofline import Attention, Device, Gemm, op_cost
-from gpuarch.perf.sibling import PRECISION_PEAKS, SIBLING_FILE, sibling_factor, sibling_rates
+from gpuarch.perf.sibling import (
+    PRECISION_PEAKS,
+    SIBLING_FILE,
+    board_rates,
+    sibling_factor,
+    sibling_notes,
+    sibling_rates,
+)
 from gpuarch.probe.calibration import Calibration, apply_calibration
 from gpuarch.report.estimate_text import render_inference
 from gpuarch.validation.gemm_kernels import DEVICES, load_k_rows
@@ -238,3 +245,42 @@ def test_the_switch_is_on_or_off() -> None:
                                            r"\(on\), got 0\.5"):
         DEFAULT_EFFICIENCY.with_overrides({"sibling_rates": 0.5})
     assert DEFAULT_EFFICIENCY.with_overrides({"sibling_rates": 0}).sibling_rates == 0
+
+
+def test_board_factors_are_published_throughput_ratios_over_peak_ratios() -> None:
+    """Hand-computed from the cited MLPerf Inference logs: NVIDIA's v3.1 BERT-99 Offline
+    runs one H100 PCIe at 5,711 samples/s and one H100 SXM at 9,102.26 (0.6274), against FP8
+    peaks of 1,513 and 1,978.9 TFLOPS (0.7646): the PCIe board sustains 0.8206 of the SXM
+    board's fraction of its peak. HPE's v4.1 runs give four H100 NVL 23,937.5 (5,984.4 a GPU)
+    and eight H100 SXM 71,560.3 (8,945.0 a GPU), 0.6690, against 1,670.5 (half the
+    published sparse peak) over 1,978.9: 0.7925. Same-peak GPUs carry no board factor."""
+    boards = board_rates()
+    assert set(boards) == {"h100-pcie-80gb", "h100-nvl-94gb"}
+    pcie, nvl = boards["h100-pcie-80gb"], boards["h100-nvl-94gb"]
+    assert pcie.factor == pytest.approx(5711 / 9102.26 * 1978.9 / 1513, abs=5e-4)
+    assert pcie.factor == pytest.approx(0.8206, abs=5e-4)
+    assert nvl.factor == pytest.approx((23937.5 / 4) / (71560.3 / 8) * 1978.9 / 1670.5,
+                                       abs=5e-4)
+    assert nvl.factor == pytest.approx(0.7925, abs=5e-4)
+    assert pcie.sibling == nvl.sibling == "h100-sxm5-80gb" and pcie.pairs == nvl.pairs == 1
+    for row in tomllib.loads(SIBLING_FILE.read_text())["board"]:
+        assert "/blob/" in row["source_url"] and "/blob/" in row["sibling_source_url"]
+
+
+@pytest.mark.parametrize("key", ["h100-pcie-80gb", "h100-nvl-94gb"])
+def test_a_board_factor_slows_tensor_core_math_not_memory_reads(key: str) -> None:
+    """The board's factor divides the rate of compute-bound Tensor Core work at every
+    precision (a large GEMM in FP8 and BF16) and leaves a memory-bound one (a decode GEMM
+    of one row) alone; it is listed with the estimate's sibling rates and goes with a
+    calibration."""
+    factor = board_rates()[key].factor
+    for precision in (Precision.FP8, Precision.BF16):
+        device = _device(key, precision)
+        big, row = Gemm(8192, 8192, 8192), Gemm(1, 8192, 8192)
+        on, off = op_cost(big, device, DEFAULT_EFFICIENCY), op_cost(big, device, OFF)
+        assert on.time_s == pytest.approx(off.time_s / factor, rel=1e-9)
+        assert op_cost(row, device, DEFAULT_EFFICIENCY).time_s == pytest.approx(
+            op_cost(row, device, OFF).time_s, rel=1e-12)
+    notes = sibling_notes(key)
+    assert len(notes) == 1 and "every Tensor Core operator" in notes[0]
+    assert sibling_factor(key, "gemm", None) == 1.0

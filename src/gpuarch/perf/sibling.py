@@ -21,6 +21,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from gpuarch.catalog.loader import load_catalog
 from gpuarch.catalog.peaks import PeakKey
 from gpuarch.errors import GpuarchError
 
@@ -28,7 +29,9 @@ __all__ = [
     "OPS",
     "PRECISION_PEAKS",
     "SIBLING_FILE",
+    "BoardRate",
     "SiblingRate",
+    "board_rates",
     "sibling_factor",
     "sibling_notes",
     "sibling_rates",
@@ -106,11 +109,87 @@ def sibling_rates(path: Path = SIBLING_FILE) -> dict[tuple[str, str, PeakKey], S
     return out
 
 
+@dataclass(frozen=True)
+class BoardRate:
+    """How much of its own peak a power-limited board sustains under Tensor Core work
+    against its sibling's fraction of theirs (the file's ``[[board]]`` tables)."""
+
+    gpu: str
+    sibling: str
+    precision: str
+    factor: float
+    pairs: int
+    sources: tuple[str, ...]
+
+    def note(self) -> str:
+        """One line saying what the factor is and where it comes from."""
+        return (f"every Tensor Core operator: {self.factor:.3f}x {self.sibling}'s fraction of "
+                f"its own peak (a board held to a lower power limit; the median of {self.pairs} "
+                f"published same-round throughputs over the ratio of the two {self.precision} "
+                f"peaks: {'; '.join(self.sources)})")
+
+
+def _per_gpu(row: dict[str, Any], rates: str, count: str, where: str) -> list[float]:
+    values, gpus = row.get(rates), row.get(count, 1)
+    if not isinstance(values, list) or not values or any(
+            not isinstance(x, (int, float)) or x <= 0 for x in values):
+        raise GpuarchError(f"{where}: {rates} must be a list of positive numbers")
+    if not isinstance(gpus, int) or gpus < 1:
+        raise GpuarchError(f"{where}: {count} must be an integer >= 1")
+    return [x / gpus for x in values]
+
+
+@lru_cache(maxsize=4)
+def board_rates(path: Path = SIBLING_FILE) -> dict[str, BoardRate]:
+    """Every board with published same-round throughputs beside its sibling's, and its
+    factor: the median ratio of the two boards' throughputs per GPU over the ratio of their
+    catalog peaks at the row's precision."""
+    with path.open("rb") as fh:
+        rows = tomllib.load(fh).get("board", [])
+    catalog = load_catalog()
+    grouped: dict[str, list[tuple[str, str, float, str]]] = {}
+    for i, row in enumerate(rows):
+        where = f"{path}: board[{i}]"
+        for key in ("gpu", "sibling", "precision", "source_url", "sibling_source_url"):
+            if not isinstance(row.get(key), str) or not row[key]:
+                raise GpuarchError(f"{where}: {key!r} must be a non-empty string")
+        if row["precision"] not in PRECISION_PEAKS:
+            raise GpuarchError(f"{where}: precision {row['precision']!r} is not one of "
+                               f"{', '.join(PRECISION_PEAKS)}")
+        own_rates = _per_gpu(row, "gpu_per_s", "gpus", where)
+        their_rates = _per_gpu(row, "sibling_per_s", "sibling_gpus", where)
+        if len(own_rates) != len(their_rates):
+            raise GpuarchError(f"{where}: gpu_per_s and sibling_per_s must be of equal length")
+        peak = PRECISION_PEAKS[row["precision"]]
+        own, theirs = (catalog.product(row[k]).peak(peak) for k in ("gpu", "sibling"))
+        if not own or not theirs:
+            raise GpuarchError(f"{where}: the catalog has no {row['precision']} peak for "
+                               f"{row['gpu']} or {row['sibling']}")
+        for mine, sib in zip(own_rates, their_rates, strict=True):
+            grouped.setdefault(row["gpu"], []).append(
+                (row["sibling"], row["precision"], mine / sib * theirs / own, row["source_url"]))
+    out: dict[str, BoardRate] = {}
+    for gpu, group in grouped.items():
+        siblings = {(sib, prec) for sib, prec, _, _ in group}
+        if len(siblings) != 1:
+            raise GpuarchError(f"{path}: board {gpu} is compared with several siblings or "
+                               "precisions")
+        sibling, precision = siblings.pop()
+        out[gpu] = BoardRate(gpu, sibling, precision,
+                             statistics.median(f for _, _, f, _ in group), len(group),
+                             tuple(dict.fromkeys(src for *_, src in group)))
+    return out
+
+
 def sibling_factor(gpu: str, op: str, peak: PeakKey | None) -> float:
-    """The factor on ``op``'s efficiency for ``gpu`` at ``peak`` (1 without published
-    timings)."""
-    rate = sibling_rates().get((gpu, op, peak)) if peak is not None else None
-    return rate.factor if rate else 1.0
+    """The factor on ``op``'s efficiency for ``gpu`` at ``peak``: its published same-kernel
+    timings against its sibling's at that peak, times its board's sustained fraction
+    (``board_rates``) for any Tensor Core peak; 1 without either."""
+    if peak is None:
+        return 1.0
+    rate = sibling_rates().get((gpu, op, peak))
+    board = board_rates().get(gpu)
+    return (rate.factor if rate else 1.0) * (board.factor if board else 1.0)
 
 
 def sibling_notes(gpu: str, uses: Iterable[tuple[str, PeakKey | None]] | None = None
@@ -119,6 +198,10 @@ def sibling_notes(gpu: str, uses: Iterable[tuple[str, PeakKey | None]] | None = 
     (operator, peak) pairs an estimate runs: an operator's factor at another peak is not
     one it used."""
     wanted = None if uses is None else set(uses)
-    return [rate.note() for (key, op, peak), rate in sorted(
+    notes = [rate.note() for (key, op, peak), rate in sorted(
         sibling_rates().items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2].value))
         if key == gpu and (wanted is None or (op, peak) in wanted)]
+    board = board_rates().get(gpu)
+    if board and (wanted is None or any(peak is not None for _, peak in wanted)):
+        notes.append(board.note())
+    return notes
