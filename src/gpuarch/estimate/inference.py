@@ -87,6 +87,7 @@ __all__ = [
     "InferenceConfig",
     "InferenceCore",
     "InferenceEstimate",
+    "admission_starts",
     "check_cached_prefix",
     "decode_attention_time",
     "engine_of",
