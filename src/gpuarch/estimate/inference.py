@@ -357,6 +357,12 @@ class InferenceConfig:
     limits_source: str = ""
 
     @property
+    def tokens_per_step(self) -> float:
+        """Tokens each sequence emits per target decode step: the acceptance length with
+        speculative decoding, else one."""
+        return self.acceptance_length if self.speculative_tokens else 1.0
+
+    @property
     def new_prompt_tokens(self) -> int:
         """Prompt tokens each request prefills (the rest were cached)."""
         return self.input_len - self.cached_prefix
@@ -1200,8 +1206,8 @@ class _Runner:
 
     @property
     def tokens_per_step(self) -> float:
-        """Tokens each sequence emits per target step."""
-        return self.cfg.acceptance_length if self.cfg.speculative_tokens else 1.0
+        """Tokens each sequence emits per target step (``InferenceConfig.tokens_per_step``)."""
+        return self.cfg.tokens_per_step
 
 
 def _exchange_note(runner: _Runner) -> dict[str, Any]:
@@ -1646,9 +1652,9 @@ def _offline_run(cfg: InferenceConfig, batch: int, tpot: float, throughput: floa
     tokens = cfg.num_requests * cfg.output_len
     run_s = tokens / throughput
     steady_s = tokens / (batch / tpot * cfg.replicas)
-    per_step = cfg.acceptance_length if cfg.speculative_tokens else 1.0
     ends = "drain" if cfg.drains_offline else "staggered" \
-        if admission_starts(cfg, batch, cfg.output_len / per_step) is not None else "last wave"
+        if admission_starts(cfg, batch, cfg.output_len / cfg.tokens_per_step) is not None \
+        else "last wave"
     return {"requests": cfg.num_requests, "run_s": run_s,
             "beyond_steady_s": max(0.0, run_s - steady_s), "ends_with": ends}
 
