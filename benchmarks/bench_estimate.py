@@ -59,7 +59,7 @@ def serving_cases(catalog: Catalog) -> dict[str, Callable[[], object]]:
             catalog, preset("llama-3.1-70b").shape, h100,
             InferenceConfig(input_len=2048, output_len=512, batch=64, gpus=2, tp=2,
                             quant=fp8, batching=Batching.CONTINUOUS), system=dgx),
-        "serve mixtral-8x7b, 8 x H100 TP2 EP4, static": lambda: estimate_inference(
+        "serve mixtral-8x7b, 8 x H100 TP2 EP2, static": lambda: estimate_inference(
             catalog, preset("mixtral-8x7b").shape, h100,
             InferenceConfig(input_len=1024, output_len=256, batch=128, gpus=8, tp=2, ep=2),
             system=dgx),

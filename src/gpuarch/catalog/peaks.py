@@ -30,6 +30,11 @@ class PeakKey(Enum):
     TENSOR_INT8 = "tensor_int8"
     TENSOR_INT4 = "tensor_int4"
 
+    # members compare by identity, so their identity hash is consistent with equality (and
+    # a C-level call, where Enum's own hashes the name in Python): peaks are dict keys in
+    # every operator's cost
+    __hash__ = object.__hash__
+
     @property
     def is_tensor(self) -> bool:
         """True for Tensor Core peaks."""

@@ -628,9 +628,11 @@ class InferenceEstimate:
         }
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Phase:
-    """Seconds of one phase on the critical path, by kind."""
+    """Seconds of one phase on the critical path, by kind. Treated as a value (every
+    operation returns a new one); not frozen, as an estimate builds a few dozen and a
+    frozen dataclass costs five times as much to build."""
 
     compute: Num = 0.0  # compute-bound operators
     memory: Num = 0.0  # memory-bound operators
@@ -659,7 +661,8 @@ class _Phase:
     def limiter(self) -> str:
         """The largest part; "host" whenever the step waits on the executor's host work
         (its host time is only the excess over the GPU's, but it sets the step)."""
-        if float(np.max(self.host)) > 0.0:
+        host = self.host
+        if (float(np.max(host)) if isinstance(host, np.ndarray) else host) > 0.0:
             return "host"
         parts = self.as_dict()
         return max(parts, key=lambda k: parts[k])
@@ -704,10 +707,31 @@ routed experts' GEMMs, the permutation and the experts' activation); the rest of
 (projections, attention, norms, router, shared experts) runs on each rank's own tokens."""
 
 
+_GEMM_DEVICES: dict[tuple[int, QuantScheme, int | None],
+                    tuple[Product, tuple[GemmPeak, Device]]] = {}
+"""``_gemm_device``'s answers by the product's identity (kept beside each answer, so the
+identity stays its own while it is held), scheme and Tensor Core generation: every estimate
+looks up two or three, the same few over a search or a validation run."""
+
+
 def _gemm_device(product: Product, quant: QuantScheme, generation: int | None
                  ) -> tuple[GemmPeak, Device]:
     """The peak a scheme's GEMMs run at and the device that costs them (16-bit attention,
     the GPU's bandwidth and vector rate)."""
+    key = (id(product), quant, generation)
+    held = _GEMM_DEVICES.get(key)
+    if held is not None and held[0] is product:
+        return held[1]
+    if len(_GEMM_DEVICES) >= 256:
+        _GEMM_DEVICES.clear()
+    answer = _new_gemm_device(product, quant, generation)
+    _GEMM_DEVICES[key] = (product, answer)
+    return answer
+
+
+def _new_gemm_device(product: Product, quant: QuantScheme, generation: int | None
+                     ) -> tuple[GemmPeak, Device]:
+    """``_gemm_device`` worked out."""
     peak = gemm_peak(product, quant)
     act = Precision.FP16 if quant.activations is QuantFormat.FP16 else Precision.BF16
     base = Device.of(product, act, generation)

@@ -89,6 +89,10 @@ class Fabric(Enum):
     PCIE = "pcie"
     NETWORK = "network"
 
+    # identity hash, consistent with identity equality and cheaper than Enum's (see PeakKey):
+    # fabrics key every protocol's hop latencies
+    __hash__ = object.__hash__
+
 
 @dataclass(frozen=True)
 class Link:
@@ -241,7 +245,10 @@ def nvls_all_reduce(transfer: Num, group: Group, nvls: bool) -> Num | None:
         return None
     p = nvls_params()
     t = p.latency_s + transfer / (p.bandwidth_multiplier * group.intra.nvls_efficiency)
-    return scalar(np.where(to_float(group.nodes) > 1, np.inf, t))
+    nodes = group.nodes
+    if not isinstance(nodes, np.ndarray) and not isinstance(t, np.ndarray):
+        return math.inf if nodes > 1 else float(t)
+    return scalar(np.where(to_float(nodes) > 1, np.inf, t))
 
 
 def scalar(x: Num) -> Num:

@@ -11,6 +11,7 @@ measured by the probe replaces them. Every estimate lists the values it used.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
+from functools import lru_cache
 from typing import Any
 
 from gpuarch.errors import GpuarchError, suggestion
@@ -556,11 +557,21 @@ class Efficiency:
         return self.gemm
 
     def as_dict(self) -> dict[str, float | list[float]]:
-        out: dict[str, float | list[float]] = {}
-        for f in fields(self):
-            value = getattr(self, f.name)
-            out[f.name] = list(value) if isinstance(value, tuple) else float(value)
-        return out
+        """Every parameter by name, the per-generation tuples as lists (a new dict each
+        call; the values are read once per set of parameters, ``_parameter_items``)."""
+        return {name: list(value) if isinstance(value, tuple) else value
+                for name, value in _parameter_items(self)}
+
+
+@lru_cache(maxsize=64)
+def _parameter_items(eff: Efficiency) -> tuple[tuple[str, float | tuple[float, ...]], ...]:
+    """``eff``'s fields as (name, float or tuple), for ``Efficiency.as_dict``
+    (each estimate reports them; the parameters are frozen, so they are read once)."""
+    items: list[tuple[str, float | tuple[float, ...]]] = []
+    for f in fields(eff):
+        value = getattr(eff, f.name)
+        items.append((f.name, tuple(value) if isinstance(value, tuple) else float(value)))
+    return tuple(items)
 
 
 DEFAULT_EFFICIENCY = Efficiency()

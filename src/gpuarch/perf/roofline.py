@@ -8,6 +8,7 @@ elementwise work. Costs are for one GPU.
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
@@ -277,17 +278,28 @@ def _gemm_efficiency(op: Gemm, device: Device, eff: Efficiency) -> Num:
         base *= eff.gemm_fp4
     if eff.sibling_rates:
         base *= sibling_factor(device.product.key, "gemm", device.matmul.key)
-    thin: Num = 1.0
-    for d in (op.m, op.n):
-        thin = thin * d / (ceil(d / eff.gemm_min_tile) * eff.gemm_min_tile)
+    m, n, k, batch = op.m, op.n, op.k, op.batch
     half_k = eff.gemm_half_dim * device.math_over_16bit
-    short_k = op.k / (op.k + half_k) * (1 + half_k / 4096)
-    thin = thin * (np.minimum(1.0, short_k) if isinstance(short_k, np.ndarray)
-                   else min(1.0, short_k))
     sms = device.product.sms
+    if not isinstance(m, np.ndarray) and not isinstance(n, np.ndarray) \
+            and not isinstance(k, np.ndarray) and not isinstance(batch, np.ndarray):
+        # one GEMM: the arithmetic below in plain floats (NumPy's per-call cost is most of
+        # an estimate's otherwise)
+        tile, small = eff.gemm_min_tile, eff.gemm_tile
+        thin1 = m / (math.ceil(m / tile) * tile) * n / (math.ceil(n / tile) * tile) \
+            * min(1.0, k / (k + half_k) * (1 + half_k / 4096))
+        if not sms:
+            return base * thin1
+        tiles1 = math.ceil(m / small) * math.ceil(n / small) * batch
+        return base * thin1 * (tiles1 / (math.ceil(tiles1 / sms) * sms))
+    thin: Num = 1.0
+    for d in (m, n):
+        thin = thin * d / (ceil(d / eff.gemm_min_tile) * eff.gemm_min_tile)
+    short_k = k / (k + half_k) * (1 + half_k / 4096)
+    thin = thin * np.minimum(1.0, short_k)
     waves: Num = 1.0
     if sms:
-        tiles = ceil(op.m / eff.gemm_tile) * ceil(op.n / eff.gemm_tile) * op.batch
+        tiles = ceil(m / eff.gemm_tile) * ceil(n / eff.gemm_tile) * batch
         waves = tiles / (ceil(tiles / sms) * sms)
     return base * thin * waves
 
@@ -332,10 +344,12 @@ def op_time(op: Op, device: Device, eff: Efficiency) -> tuple[Num, Num, Num, Num
     elif isinstance(op, Attention) and op.name == "attention" and not decode:
         t_cmp = maximum(t_cmp, window_attention_floor(op, eff))
     t_mem = moved / bw
-    if decode and isinstance(op, Attention) and np.any(np.asarray(op.kv_head_reads) > 1):
+    reads = op.kv_head_reads if decode and isinstance(op, Attention) else 1
+    if isinstance(op, Attention) and (np.any(reads > 1) if isinstance(reads, np.ndarray)
+                                      else reads > 1):
         # a multi-head kernel reads each KV head once per query head, the repeats from L2
-        repeated = op.kv_bytes(element) * op.kv_head_reads
-        t_mem = where(op.kv_head_reads > 1,
+        repeated = op.kv_bytes(element) * reads
+        t_mem = where(reads > 1,
                       maximum(t_mem, repeated / eff.multihead_decode_read_bytes_s), t_mem)
     return maximum(t_cmp, t_mem) + eff.kernel_overhead_s, t_cmp, t_mem, flops, moved
 

@@ -181,6 +181,7 @@ def board_rates(path: Path = SIBLING_FILE) -> dict[str, BoardRate]:
     return out
 
 
+@lru_cache(maxsize=1024)
 def sibling_factor(gpu: str, op: str, peak: PeakKey | None) -> float:
     """The factor on ``op``'s efficiency for ``gpu`` at ``peak``: its published same-kernel
     timings against its sibling's at that peak, times its board's sustained fraction
