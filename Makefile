@@ -41,6 +41,7 @@ catalog-check: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_cold_start.py
 	$(BIN)/python benchmarks/bench_estimate.py
+	$(BIN)/python benchmarks/bench_instructions.py
 	$(BIN)/python benchmarks/bench_prefill_reuse.py
 	$(BIN)/python benchmarks/bench_numerics.py
 	$(BIN)/python benchmarks/bench_advisor.py

@@ -66,14 +66,11 @@ def serving_cases(catalog: Catalog) -> dict[str, Callable[[], object]]:
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--runs", type=int, default=1000)
-    args = parser.parse_args()
-    catalog = load_catalog()
+def estimate_cases(catalog: Catalog) -> dict[str, Callable[[], object]]:
+    """The four single estimates timed here: two training steps, two serving estimates
+    (bench_instructions.py counts their instructions)."""
     h100, dgx = catalog.product("h100"), catalog.system("dgx h100")
-    fp8 = QuantScheme(QuantFormat.FP8, QuantFormat.FP8, QuantFormat.FP8)
-    cases: dict[str, Callable[[], object]] = {
+    return {
         "train llama-3.1-70b, 64 x H100, TP4 PP4 SP": lambda: estimate_training(
             catalog, preset("llama-3.1-70b").shape, h100,
             TrainingConfig(gpus=64, seq_len=8192, global_batch=128, tp=4, pp=4,
@@ -85,7 +82,16 @@ def main() -> None:
             system=dgx),
         **serving_cases(catalog),
     }
-    for label, run in cases.items():
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=1000)
+    args = parser.parse_args()
+    catalog = load_catalog()
+    h100, dgx = catalog.product("h100"), catalog.system("dgx h100")
+    fp8 = QuantScheme(QuantFormat.FP8, QuantFormat.FP8, QuantFormat.FP8)
+    for label, run in estimate_cases(catalog).items():
         rounds = _rounds(run, args.runs)
         per = statistics.median(rounds)
         print(f"{label:46} {from_si(per, Unit.US):8.1f} us per estimate  "
