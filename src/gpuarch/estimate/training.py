@@ -1042,7 +1042,8 @@ def sequence_parallel_tp_comm(activation: Num, precision: Precision, group: Grou
     share = precision.bytes / precision.activation_bytes if precision.low_precision else 1.0
     grad_share = share * (2 if precision is Precision.NVFP4 else 1)
     ag = _nccl(Collective.ALL_GATHER, activation * share, group, eff)
-    ag_grad = _nccl(Collective.ALL_GATHER, activation * grad_share, group, eff)
+    ag_grad = ag if grad_share == share else \
+        _nccl(Collective.ALL_GATHER, activation * grad_share, group, eff)
     rs = _nccl(Collective.REDUCE_SCATTER, activation, group, eff)
     blocks = len(column_gemms)
     forward = blocks * (ag + rs)

@@ -316,6 +316,8 @@ def collective_time(kind: Collective, size_bytes: Num, group: Group, eff: Effici
     """
     n = to_float(group.size)
     size = to_float(size_bytes)
+    if not isinstance(n, np.ndarray) and not isinstance(size, np.ndarray) and n <= 1:
+        return 0.0  # a group of one exchanges nothing (as the end of this function returns)
     transfer, intra_steps, net_steps = _terms(kind, size, group, eff, dedupe_copies,
                                               routing_groups)
     if protocols is None:
