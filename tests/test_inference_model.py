@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from gpuarch.catalog import load_catalog
 from gpuarch.catalog.model import Product
+from gpuarch.catalog.peaks import PeakKey
 from gpuarch.errors import GpuarchError
 from gpuarch.estimate.inference import (
     OP_PARTS,
@@ -1753,3 +1754,37 @@ def test_parallel_attention_reduces_once_a_layer(tp: int) -> None:
         assert (pa["tensor_parallel"] > 0) is (tp > 1)
         assert {k: v for k, v in pa.items() if k != "tensor_parallel"} == pytest.approx(
             {k: v for k, v in pb.items() if k != "tensor_parallel"})
+
+
+def test_a_changed_product_is_costed_afresh() -> None:
+    """The GEMM peak and device an estimate looks up are memoised by the product object
+    (``_gemm_device``): a copy of H100 with half its dense FP8 peak and half its bandwidth
+    (a hypothetical part, as a user's edited catalog entry would be) must not reuse H100's,
+    and H100 itself must give the same answer before and after."""
+    fp8 = PeakKey.TENSOR_FP8
+    slower = dataclasses.replace(
+        H100, dense_flops={**H100.dense_flops, fp8: H100.dense_flops[fp8] / 2},
+        memory_bandwidth_bytes_s=H100.memory_bandwidth_bytes_s / 2)
+    cfg = InferenceConfig(input_len=2048, output_len=256, batch=32, quant=FP8)
+    before = estimate_inference(CATALOG, LLAMA_8B, H100, cfg)
+    halved = estimate_inference(CATALOG, LLAMA_8B, slower, cfg)
+    after = estimate_inference(CATALOG, LLAMA_8B, H100, cfg)
+    assert halved.assumptions["gemm_peak_tflops"] == pytest.approx(
+        before.assumptions["gemm_peak_tflops"] / 2)
+    # prefill is mostly FP8 GEMMs and decode mostly weight and KV reads: both much slower
+    # (not quite 2x: fixed per-step and per-layer times, attention at the unchanged BF16 peak)
+    assert halved.ttft_s > 1.5 * before.ttft_s
+    assert halved.tpot_s > 1.5 * before.tpot_s
+    assert after.as_json() == before.as_json()
+
+
+def test_the_efficiency_report_is_a_fresh_copy() -> None:
+    """``Efficiency.as_dict`` reads the frozen parameters once; what it returns belongs to
+    the caller: changing one report leaves the next alone."""
+    first = DEFAULT_EFFICIENCY.as_dict()
+    listed = next(k for k, v in first.items() if isinstance(v, list))
+    first[listed].append(-1.0)  # type: ignore[union-attr]
+    first["gemm"] = -1.0
+    second = DEFAULT_EFFICIENCY.as_dict()
+    assert second["gemm"] == DEFAULT_EFFICIENCY.gemm
+    assert second[listed] == list(getattr(DEFAULT_EFFICIENCY, listed))
