@@ -8,13 +8,17 @@ so it compares two versions of the code reliably.
 Each of bench_estimate.py's four single estimates runs in its own Python under callgrind,
 once warmed up and then ``--calls`` times more; the difference against a run with the warm
 up only, over ``--calls``, is the count per estimate (imports and catalog loading cancel).
-PYTHONHASHSEED is fixed so that both runs hash alike. About five minutes on two cores;
+PYTHONHASHSEED is fixed so that both runs hash alike, NumPy's BLAS runs one thread (its
+waiting threads spin), and the cyclic garbage collector is
+off while the estimates run (a collection costs as much as many estimates and would fall in
+one run and not the other). About three minutes on two cores;
 prints a note and does nothing where valgrind is not installed.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import re
 import shutil
@@ -32,13 +36,20 @@ def _child(case: int, calls: int) -> None:
     """Run one case once to warm up, then ``calls`` more times."""
     run = list(estimate_cases(load_catalog()).values())[case]
     run()
+    # a cyclic collection over the loaded catalog costs as much as many estimates and falls
+    # in one run and not the other: the count leaves the collector out
+    gc.collect()
+    gc.disable()
     for _ in range(calls):
         run()
 
 
 def _instructions(case: int, calls: int) -> int:
     """Instructions callgrind counts for a child running ``case`` ``calls`` times."""
-    env = {**os.environ, "PYTHONHASHSEED": "0"}
+    # one BLAS thread: NumPy's pool spins while it waits, for as many instructions as the
+    # scheduler happens to give it
+    env = {**os.environ, "PYTHONHASHSEED": "0", "OPENBLAS_NUM_THREADS": "1",
+           "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     done = subprocess.run(
         ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable,
          __file__, "--child", str(case), "--calls", str(calls)],

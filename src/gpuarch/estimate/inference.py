@@ -559,11 +559,19 @@ def kv_bytes_per_sequence(shape: TransformerShape, element: float, tokens: int,
     """KV-cache bytes of one sequence of ``tokens`` per GPU: sliding-window layers keep only
     the last ``sliding_window`` positions (a ring buffer), the others every position; with
     ``window_kv_cache`` "full" every layer keeps every position."""
-    per_token = kv_bytes_per_token(shape, element, tp)
+    return kv_bytes_per_token(shape, element, tp) \
+        * _positions_held(shape, tokens, window_kv_cache)
+
+
+def _positions_held(shape: TransformerShape, tokens: int,
+                            window_kv_cache: str = "ring") -> float:
+    """Positions of one sequence of ``tokens`` the KV cache holds, averaged over the layers
+    (``kv_bytes_per_sequence`` over the bytes a position adds): all of them, but only the
+    last ``sliding_window`` in a sliding-window layer unless ``window_kv_cache`` is "full"."""
     if not shape.windowed_layers or window_kv_cache == "full":
-        return tokens * per_token
+        return tokens
     share = shape.windowed_layers / shape.layers
-    return per_token * ((1 - share) * tokens + share * min(tokens, shape.sliding_window))
+    return (1 - share) * tokens + share * min(tokens, shape.sliding_window)
 
 
 @dataclass(frozen=True)
@@ -1307,28 +1315,23 @@ def _kv_and_activation_bytes(shape: TransformerShape, cfg: InferenceConfig, batc
                              prompt: int) -> tuple[Num, Num]:
     """(KV cache, activations and logits) bytes per GPU for ``batch`` sequences of
     ``prompt`` + output tokens."""
-    kv = batch * kv_bytes_per_sequence(shape, cfg.quant.kv_cache.bytes,
-                                       prompt + round(cfg.output_in_flight), cfg.tp,
-                                       cfg.window_kv_cache) / cfg.pp
-    if cfg.cached_prefix:
-        # the shared prefix's blocks are held once, not once per sequence, in the layers that
-        # keep every position (a sliding-window layer's ring moves past the prefix)
-        windowed = 0.0 if cfg.window_kv_cache == "full" \
-            else shape.windowed_layers / shape.layers
-        shared = min(cfg.cached_prefix, prompt) * (1 - windowed) * kv_bytes_per_token(
-            shape, cfg.quant.kv_cache.bytes, cfg.tp) / cfg.pp
-        kv = kv - maximum(batch - 1, 0) * shared
-    if cfg.batching is Batching.STATIC:
-        # the batch's prompts (or chunks) in passes of up to max_num_tokens
-        new = max(1, prompt - cfg.cached_prefix)
-        chunk = cfg.chunk if 0 < cfg.chunk < new else new
-        tokens = minimum(batch * chunk, cfg.max_num_tokens)
-    else:
-        # an in-flight batching engine reserves activations for a full pass of its token
-        # budget before it sizes the KV cache: TensorRT-LLM profiles its peak memory with
-        # dummy context requests of max_num_tokens (KvCacheCreator, one set per rank with
-        # attention data-parallel), vLLM with a forward pass of max_num_batched_tokens
-        tokens = cfg.max_num_tokens
+    return _kv_and_activation_sizer(shape, cfg)(batch, prompt)
+
+
+def _kv_and_activation_sizer(shape: TransformerShape, cfg: InferenceConfig
+                             ) -> Callable[[Num, int], tuple[Num, Num]]:
+    """``_kv_and_activation_bytes`` for one model and configuration, what does not depend on
+    the batch or the prompt worked out once (the searches for the largest batch and the
+    longest context that fit call it a dozen times an estimate)."""
+    element = cfg.quant.kv_cache.bytes
+    per_token = kv_bytes_per_token(shape, element, cfg.tp)
+    out_tokens = round(cfg.output_in_flight)
+    # the shared prefix's blocks are held once, not once per sequence, in the layers that
+    # keep every position (a sliding-window layer's ring moves past the prefix)
+    windowed = 0.0 if cfg.window_kv_cache == "full" \
+        else shape.windowed_layers / shape.layers
+    shared_per_token = (1 - windowed) * per_token / cfg.pp
+    static = cfg.batching is Batching.STATIC
     if shape.is_moe:
         # the expert buffers hold every routed row of the tokens that reach a GPU's experts
         # (which experts a token picks is known only at run time; the width split only by
@@ -1340,9 +1343,29 @@ def _kv_and_activation_bytes(shape: TransformerShape, cfg: InferenceConfig, batc
         width = shape.d_expert * shape.experts_per_token * gathered / max(1, cfg.tp // cfg.ep)
     else:
         width = shape.d_ffn / cfg.tp
-    activations = tokens * (4 * shape.hidden + 3 * width) * 2.0
-    logits = batch * shape.vocab / cfg.tp * 4.0
-    return kv, activations + logits
+    per_token_activations = (4 * shape.hidden + 3 * width) * 2.0
+    logits_per_sequence = shape.vocab / cfg.tp * 4.0
+
+    def sizes(batch: Num, prompt: int) -> tuple[Num, Num]:
+        kv = batch * per_token * _positions_held(
+            shape, prompt + out_tokens, cfg.window_kv_cache) / cfg.pp
+        if cfg.cached_prefix:
+            kv = kv - maximum(batch - 1, 0) * min(cfg.cached_prefix, prompt) \
+                * shared_per_token
+        if static:
+            # the batch's prompts (or chunks) in passes of up to max_num_tokens
+            new = max(1, prompt - cfg.cached_prefix)
+            chunk = cfg.chunk if 0 < cfg.chunk < new else new
+            tokens = minimum(batch * chunk, cfg.max_num_tokens)
+        else:
+            # an in-flight batching engine reserves activations for a full pass of its token
+            # budget before it sizes the KV cache: TensorRT-LLM profiles its peak memory with
+            # dummy context requests of max_num_tokens (KvCacheCreator, one set per rank with
+            # attention data-parallel), vLLM with a forward pass of max_num_batched_tokens
+            tokens = cfg.max_num_tokens
+        return kv, tokens * per_token_activations + batch * logits_per_sequence
+
+    return sizes
 
 
 def _memory(shape: TransformerShape, cfg: InferenceConfig, batch: Num,
@@ -1375,9 +1398,10 @@ def _margin(shape: TransformerShape, cfg: InferenceConfig, product: Product
     ``_largest`` searches by."""
     weights = _weight_bytes(shape, cfg)
     memory = product.memory_bytes
+    sizes = _kv_and_activation_sizer(shape, cfg)
 
     def margin(batch: int, prompt: int) -> float:
-        kv, activations = _kv_and_activation_bytes(shape, cfg, batch, prompt)
+        kv, activations = sizes(batch, prompt)
         if cfg.kv_cache_fraction:
             return float(cfg.kv_cache_fraction * (memory - weights - activations) - kv)
         return float(memory * (1 - RESERVE_FRACTION) - weights - (kv + activations))
