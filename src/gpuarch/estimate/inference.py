@@ -563,8 +563,8 @@ def kv_bytes_per_sequence(shape: TransformerShape, element: float, tokens: int,
         * _positions_held(shape, tokens, window_kv_cache)
 
 
-def _positions_held(shape: TransformerShape, tokens: int,
-                            window_kv_cache: str = "ring") -> float:
+def _positions_held(shape: TransformerShape, tokens: int, window_kv_cache: str = "ring"
+                    ) -> float:
     """Positions of one sequence of ``tokens`` the KV cache holds, averaged over the layers
     (``kv_bytes_per_sequence`` over the bytes a position adds): all of them, but only the
     last ``sliding_window`` in a sliding-window layer unless ``window_kv_cache`` is "full"."""

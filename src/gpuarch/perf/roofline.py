@@ -284,14 +284,15 @@ def _gemm_efficiency(op: Gemm, device: Device, eff: Efficiency) -> Num:
     if not isinstance(m, np.ndarray) and not isinstance(n, np.ndarray) \
             and not isinstance(k, np.ndarray) and not isinstance(batch, np.ndarray):
         # one GEMM: the arithmetic below in plain floats (NumPy's per-call cost is most of
-        # an estimate's otherwise)
-        tile, small = eff.gemm_min_tile, eff.gemm_tile
-        thin1 = m / (math.ceil(m / tile) * tile) * n / (math.ceil(n / tile) * tile) \
+        # an estimate's otherwise; tests/test_advisor.py holds the two paths together)
+        min_tile, tile = eff.gemm_min_tile, eff.gemm_tile
+        padded = m / (math.ceil(m / min_tile) * min_tile) \
+            * n / (math.ceil(n / min_tile) * min_tile) \
             * min(1.0, k / (k + half_k) * (1 + half_k / 4096))
         if not sms:
-            return base * thin1
-        tiles1 = math.ceil(m / small) * math.ceil(n / small) * batch
-        return base * thin1 * (tiles1 / (math.ceil(tiles1 / sms) * sms))
+            return base * padded
+        count = math.ceil(m / tile) * math.ceil(n / tile) * batch
+        return base * padded * (count / (math.ceil(count / sms) * sms))
     thin: Num = 1.0
     for d in (m, n):
         thin = thin * d / (ceil(d / eff.gemm_min_tile) * eff.gemm_min_tile)
