@@ -114,6 +114,33 @@ def test_small_groups_reach_less_of_the_link_and_sends_do_not_pay_it() -> None:
     assert send == pytest.approx(8.4 * US + 3.4 * US + size / (EFF.nvlink_bus * 450e9), rel=1e-9)
 
 
+def test_a_fully_connected_mesh_gives_a_group_only_its_links() -> None:
+    """An HGX H100 4-GPU board joins every pair by 6 of each GPU's 18 NVLinks, no switch
+    (catalog systems.toml, hgx-h100-4gpu): a 512 MiB all-gather over a pair moves at a
+    third of the link rate times nvlink_bus (below the 0.58 a pair reaches through an
+    NVSwitch), over all four at the switch's small-group share (0.79, below the mesh's
+    whole); a send between two GPUs at a third; a switch (peer_share 0) is unchanged."""
+    size = 2.0**29
+    simple = [p for p in nccl_protocols() if p.name == "Simple"]
+    mesh = dataclasses.replace(NVLINK, peer_share=6 / 18)
+    assert mesh.reach(2) == pytest.approx(1 / 3) and mesh.reach(4) == 1.0
+    assert NVLINK.reach(2) == 1.0
+    for ranks, share in ((2, EFF.nvlink_bus / 3), (4, bus(4))):
+        got = collective_time(Collective.ALL_GATHER, size, Group(ranks, 4, mesh, None), EFF,
+                              simple)
+        latency = 8.4 * US + (ranks - 1) * 3.4 * US
+        assert got == pytest.approx(latency + (ranks - 1) / ranks * size / (share * 450e9),
+                                    rel=1e-9)
+    switch_pair = collective_time(Collective.ALL_GATHER, size, Group(2, 8, NVLINK, NET), EFF,
+                                  simple)
+    mesh_pair = collective_time(Collective.ALL_GATHER, size, Group(2, 4, mesh, None), EFF,
+                                simple)
+    assert mesh_pair > 1.5 * switch_pair
+    send = collective_time(Collective.P2P, size, Group(2, 4, mesh, None), EFF, simple)
+    assert send == pytest.approx(8.4 * US + 3.4 * US + size / (EFF.nvlink_bus * 150e9),
+                                 rel=1e-9)
+
+
 def test_one_rank_or_empty_buffer_costs_nothing() -> None:
     alone = Group(1, 8, NVLINK, NET)
     assert collective_time(Collective.ALL_REDUCE, 1e6, alone, EFF, nccl_protocols()) == 0.0

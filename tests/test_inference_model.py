@@ -441,8 +441,9 @@ def test_inference_validation_does_not_regress() -> None:
 
     s = validate_inference(CATALOG)
     assert len(s.rows) >= 1101
-    assert s.mean_abs_error <= 0.103  # 10.21% over 1,101 figures since H100 PCIe and NVL
-    # sustain their boards' measured fraction of the peak (10.32% before, since an offline
+    assert s.mean_abs_error <= 0.102  # 10.15% over 1,101 figures since the HGX H100 4-GPU
+    # board's pair links (10.21% before, since H100 PCIe and NVL
+    # sustain their boards' measured fraction of the peak; 10.32% before, since an offline
     # run's prompts are admitted a few an iteration; 10.42% before that; 10.48% before the 03e27c7
     # and release 1.2 DeepSeek rows took their docs' attention-DP balancing, 10.86% before
     # the 16-bit LM head and v0.17's KV share of free memory, 11.78% before the multi-head
@@ -450,7 +451,8 @@ def test_inference_validation_does_not_regress() -> None:
     # over 751, 11.78% over the 687 before the rest of TensorRT-LLM 0.9's tables)
     assert s.median_abs_error <= 0.072  # 7.14% (7.22% before the staggered admission)
     assert s.by("metric")["tpot_s"] <= 0.07
-    assert s.share_within >= 0.970  # 97.00% (96.82% before the boards' factor, 96.64%
+    assert s.share_within >= 0.970  # 97.09% (97.00% before the 4-GPU board, 96.82%
+    # before the boards' factor, 96.64%
     # before the staggered admission, 96.82% before the balancing)
     # MLPerf DeepSeek-R1 on v6 software (GB200, GB300 and three B300 runs) within 10% since
     # the latent attention in decode runs at its measured kernel's rate (-31..-42% before;
@@ -490,10 +492,14 @@ def test_inference_validation_does_not_regress() -> None:
     # the v4.1 round on Hopper (Llama 2 70B, Mixtral 8x7B) within 6% on average, v4.0's older
     # software 24%
     v41 = [abs(r.error) for r in s.rows if r.source == "mlperf-inference-v4.1"]
-    assert len(v41) == 18 and sum(v41) / 18 <= 0.055 and max(v41) <= 0.21  # 5.2%, +20.0%
+    # 4.3%, at most 9.8%, since Dell's XE8640 runs on the HGX 4-GPU board's pair links
+    # (+20.0% -> +3.9%; 5.2% and 20.0% before)
+    assert len(v41) == 18 and sum(v41) / 18 <= 0.045 and max(v41) <= 0.10
     v40 = [abs(r.error) for r in s.rows if r.source == "mlperf-inference-v4.0"]
-    # 22.2% with Quanta's unbridged cards; 22.5% without H100 NVL's unpublished SM count
-    assert len(v40) == 15 and sum(v40) / 15 <= 0.225
+    # 22.2% with Quanta's unbridged cards; 22.5% without H100 NVL's unpublished SM count;
+    # 17.4% since the 4-GPU boards' pair links (Dell XE9640 +41.6% -> +22.4%, Fujitsu
+    # +56.4% -> +35.0%)
+    assert len(v40) == 15 and sum(v40) / 15 <= 0.175
     b300: dict[str, list[float]] = {}
     for r in s.rows:
         if r.gpu == "b300" and r.model != "deepseek-v3" \
@@ -1788,3 +1794,21 @@ def test_the_efficiency_report_is_a_fresh_copy() -> None:
     second = DEFAULT_EFFICIENCY.as_dict()
     assert second["gemm"] == DEFAULT_EFFICIENCY.gemm
     assert second[listed] == list(getattr(DEFAULT_EFFICIENCY, listed))
+
+
+def test_the_hgx_h100_4gpu_board_pays_for_its_pair_links() -> None:
+    """On the HGX H100 4-GPU board (no NVSwitch; each pair joined by 6 of 18 NVLinks) a TP2
+    replica's all-reduces cross only the pair's links: its decode step's tensor-parallel
+    seconds are larger than in DGX H100 (NVSwitch), the rest of the step the same."""
+    cfg = InferenceConfig(input_len=222, output_len=292, batch=512, gpus=2, tp=2, quant=FP8)
+    board = CATALOG.system("hgx h100 4-gpu")
+    assert board.nvlink_links_per_peer == 6 and board.gpus_per_node == 4
+    mesh = estimate_inference(CATALOG, LLAMA2_70B, H100, cfg, system=board)
+    switch = estimate_inference(CATALOG, LLAMA2_70B, H100, cfg,
+                                system=CATALOG.system("dgx h100"))
+    tp_mesh = mesh.decode_step_parts_s["tensor_parallel"]
+    tp_switch = switch.decode_step_parts_s["tensor_parallel"]
+    assert tp_mesh > 1.3 * tp_switch
+    assert mesh.decode_step_parts_s["dense_gemms"] == pytest.approx(
+        switch.decode_step_parts_s["dense_gemms"])
+    assert mesh.tpot_s > switch.tpot_s

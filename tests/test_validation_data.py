@@ -13,9 +13,10 @@ from collections import defaultdict
 import pytest
 
 from gpuarch.catalog import load_catalog
+from gpuarch.errors import GpuarchError
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.validation.inference import compare_point, load_inference_points
-from gpuarch.validation.training import TrainingPoint, load_training_points
+from gpuarch.validation.training import TrainingPoint, load_training_points, point_system
 
 TOLERANCE = 0.15
 
@@ -341,3 +342,23 @@ def test_no_static_batch_figure_beats_reading_its_weights_once_a_step() -> None:
             excluded += 1
             assert all(q in p.get("excluded") for q in quoted), p.id
     assert checked >= 100 and excluded == 5
+
+
+def test_a_row_names_the_board_it_ran_on() -> None:
+    """A row's ``system`` replaces the GPU's reference system (the 4-GPU H100 SXM servers'
+    HGX board, whose pairs share 6 NVLinks, not DGX H100's NVSwitch); a system built around
+    another GPU is refused by name, an unknown one with a suggestion."""
+    catalog = load_catalog()
+    h100 = catalog.product("h100")
+    rows = [p for p in load_inference_points() if p.get("system") == "hgx-h100-4gpu"]
+    assert len(rows) == 5
+    assert all(p.get("gpus") == 4 and p.get("gpu") == "h100-sxm5-80gb" for p in rows)
+    assert point_system(catalog, rows[0], h100) is catalog.system("hgx-h100-4gpu")
+    plain = TrainingPoint("plain", "s", "t", "https://x", "w", {})
+    assert point_system(catalog, plain, h100) is catalog.system_for(h100)
+    other = TrainingPoint("b-row", "s", "t", "https://x", "w", {"system": "dgx-b200"})
+    with pytest.raises(GpuarchError, match="point b-row: system 'dgx-b200' holds"):
+        point_system(catalog, other, h100)
+    typo = TrainingPoint("t-row", "s", "t", "https://x", "w", {"system": "hgx-h100-4gpux"})
+    with pytest.raises(GpuarchError, match="hgx-h100-4gpu"):
+        point_system(catalog, typo, h100)

@@ -334,6 +334,11 @@ class System:
         "intra_node_bandwidth_gb_s", "float", Unit.GB_S
     )
     nvlink_domain_gpus: int | None = spec("nvlink_domain_gpus", "int", default=None)
+    nvlink_links_per_peer: int | None = spec(
+        "nvlink_links_per_peer", "int", default=None,
+        doc="NVLink links joining each pair of GPUs where the node's GPUs are fully connected "
+            "without NVSwitch (an HGX 4-GPU board); a group of GPUs reaches only the links to "
+            "its other members")
     network: str | None = spec("network", "str", default=None)
     network_bandwidth_per_gpu_bytes_s: float | None = spec(
         "network_bandwidth_per_gpu_gbit_s", "float", Unit.GBIT_S, default=None

@@ -106,19 +106,35 @@ class Link:
     # NCCL's latencies (base and per hop) on this link's GPUs over NCCL's own table, as
     # measured inside one NVLink domain (``nvlink_latency_scale``); 1 = the table's
     latency_scale: float = 1.0
+    # GPUs joined by NVLink directly, every pair by the same number of links, with no switch
+    # (an HGX H100 4-GPU board): the share of a GPU's links that reach each other GPU; 0 =
+    # through NVSwitches, where any group of GPUs has the whole of ``bandwidth``
+    peer_share: float = 0.0
+
+    def reach(self, ranks: Num) -> Num:
+        """The share of ``bandwidth`` that joins a GPU to the others of a group of ``ranks``
+        GPUs of its node: all of it through a switch; on a fully connected mesh only the
+        links to those others, ``(ranks - 1) x peer_share`` (a pair on an HGX H100 4-GPU
+        board: 6 of 18 links)."""
+        if not self.peer_share:
+            return 1.0
+        return minimum(1.0, maximum(to_float(ranks) - 1.0, 1.0) * self.peer_share)
 
     def effective(self, eff: Efficiency, ranks: Num | None = None) -> Num:
         """Bus bandwidth (bytes/s) of a collective on this link; over NVLink with ``ranks``
         GPUs of one node taking part, the smaller share a small group reaches
-        (``Efficiency.nvlink_small_group``)."""
+        (``Efficiency.nvlink_small_group``), or on a fully connected mesh the links to the
+        group's other GPUs (``reach``) where those give less."""
         if self.fabric is Fabric.NVLINK:
             factor = eff.nvlink_bus
         else:
             factor = eff.pcie_bus if self.fabric is Fabric.PCIE else eff.network_bus
         if ranks is None or self.fabric is not Fabric.NVLINK:
             return self.bandwidth * factor
-        return self.bandwidth * factor * (1.0 - eff.nvlink_small_group
-                                          / maximum(to_float(ranks), 2.0))
+        share = 1.0 - eff.nvlink_small_group / maximum(to_float(ranks), 2.0)
+        if self.peer_share:
+            share = minimum(share, self.reach(ranks))
+        return self.bandwidth * factor * share
 
 
 @dataclass(frozen=True)
@@ -146,9 +162,12 @@ def link_for(product: Product, system: System | None, pcie_x16_bytes_s: float | 
     stands in, which no collective uses."""
     if system is not None:
         fabric = Fabric.PCIE if system.intra_node_fabric == "pcie" else Fabric.NVLINK
+        links = system.nvlink_links_per_peer
         intra = Link(fabric, system.intra_node_bandwidth_bytes_s / 2,
                      nvls_for(product, system),
-                     nvlink_latency_scale(product) if fabric is Fabric.NVLINK else 1.0)
+                     nvlink_latency_scale(product) if fabric is Fabric.NVLINK else 1.0,
+                     links / product.nvlink_links if links and product.nvlink_links
+                     else 0.0)
         inter = (Link(Fabric.NETWORK, system.network_bandwidth_per_gpu_bytes_s)
                  if system.network_bandwidth_per_gpu_bytes_s else None)
         return intra, inter
@@ -369,8 +388,8 @@ def dispatch_time(size_bytes: Num, group: Group, eff: Efficiency,
     size = to_float(size_bytes)
     g = minimum(n, to_float(group.per_node))
     intra = group.intra
-    intra_bw = intra.bandwidth * eff.moe_dispatch_bus if intra.fabric is Fabric.NVLINK \
-        else intra.effective(eff)
+    intra_bw = intra.bandwidth * eff.moe_dispatch_bus * intra.reach(g) \
+        if intra.fabric is Fabric.NVLINK else intra.effective(eff)
     remote_intra = (g - 1) / n * size / intra_bw
     crosses = n > g
     if any_of(crosses):
@@ -436,10 +455,13 @@ def _terms(kind: Collective, size_bytes: Num, group: Group, eff: Efficiency,
     size = to_float(size_bytes)
     # NCCL's collectives over a group of a node's GPUs reach the group's share of the link
     # (measured); a pipeline send between two GPUs and a deduplicating dispatcher's own
-    # kernels (DeepEP, HybridEP), which NCCL does not run, the full-node share
-    link_bw = group.intra.effective(eff)
-    intra_bw = link_bw if kind is Collective.P2P else \
-        group.intra.effective(eff, minimum(n, to_float(group.per_node)))
+    # kernels (DeepEP, HybridEP), which NCCL does not run, the full-node share (on a fully
+    # connected mesh the links to the peers they reach, ``Link.reach``)
+    in_node = minimum(n, to_float(group.per_node))
+    full = group.intra.effective(eff)
+    link_bw = full * group.intra.reach(in_node)
+    intra_bw = full * group.intra.reach(2) if kind is Collective.P2P else \
+        group.intra.effective(eff, in_node)
     nodes = to_float(group.nodes)
     transfer = kind.traffic_factor(n) * size / intra_bw
     deduped = kind is Collective.ALL_TO_ALL and any_of(to_float(dedupe_copies) > 0)

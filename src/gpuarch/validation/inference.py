@@ -40,6 +40,7 @@ from gpuarch.validation.training import (
     TrainingPoint,
     memory_fit,
     point_shape,
+    point_system,
     sources_by_id,
 )
 
@@ -214,8 +215,9 @@ def compare_point(catalog: Catalog, point: TrainingPoint, efficiency: Efficiency
     weights once a step at the datasheet bandwidth in the formats the row is entered in)."""
     point.refuse_excluded()
     product = catalog.product(point.get("gpu"))
-    # a row's gpu_link ("pcie4": cards without an NVLink bridge) replaces the GPUs' NVLink
-    system = catalog.system_with_link(product, catalog.system_for(product),
+    # a row's system (the board, where it is not the GPU's reference system) and gpu_link
+    # ("pcie4": cards without an NVLink bridge, which replaces the GPUs' NVLink)
+    system = catalog.system_with_link(product, point_system(catalog, point, product),
                                       point.get("gpu_link"))
     shape = point_shape(point)
     cfg = point_config(point, system.gpus_per_node if system else 8, product)

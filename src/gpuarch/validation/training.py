@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuarch.catalog.loader import Catalog
-from gpuarch.catalog.model import System
+from gpuarch.catalog.model import Product, System
 from gpuarch.errors import GpuarchError, check_choice
 from gpuarch.estimate.memory import Recompute
 from gpuarch.estimate.training import (
@@ -110,6 +110,19 @@ def load_training_points(path: Path = TRAINING_FILE) -> tuple[TrainingPoint, ...
         points.append(TrainingPoint(entry["id"], src["id"], src["title"], src["url"],
                                     entry.get("where", ""), entry))
     return tuple(points)
+
+
+def point_system(catalog: Catalog, point: TrainingPoint, product: Product) -> System | None:
+    """The system a point ran on: its ``system`` key (a board other than the GPU's
+    reference system, e.g. an HGX 4-GPU board), else the GPU's reference system."""
+    key = point.get("system")
+    if not key:
+        return catalog.system_for(product)
+    system = catalog.system(key)
+    if system.gpu != product.key:
+        raise GpuarchError(f"point {point.id}: system {key!r} holds {system.gpu}, not "
+                           f"{product.key}")
+    return system
 
 
 def point_shape(point: TrainingPoint) -> TransformerShape:
@@ -275,7 +288,7 @@ def compare_point(catalog: Catalog, point: TrainingPoint, efficiency: Efficiency
                            "micro-batches per step")
     product = catalog.product(point.get("gpu"))
     # a row's gpu_link ("pcie4": cards without an NVLink bridge) replaces the GPUs' NVLink
-    system = catalog.system_with_link(product, catalog.system_for(product),
+    system = catalog.system_with_link(product, point_system(catalog, point, product),
                                       point.get("gpu_link"))
     shape = point_shape(point)
     cfg = point_config(point, system)
