@@ -862,13 +862,13 @@ def test_searched_formats_as_each_gpu_runs_them() -> None:
     catalog = CATALOG
     a100, v100, h100 = (catalog.product(k) for k in ("a100", "v100", "h100"))
     fp8 = QuantScheme(F.FP8, F.FP8, F.BF16)
-    assert in_gpu_formats(h100, CHECKPOINT_SCHEME, fp8) == (CHECKPOINT_SCHEME, fp8)
-    assert in_gpu_formats(a100, CHECKPOINT_SCHEME, fp8) == (
+    assert in_gpu_formats(catalog, h100, CHECKPOINT_SCHEME, fp8) == (CHECKPOINT_SCHEME, fp8)
+    assert in_gpu_formats(catalog, a100, CHECKPOINT_SCHEME, fp8) == (
         CHECKPOINT_SCHEME, QuantScheme(F.FP8, F.BF16, F.BF16))
-    assert in_gpu_formats(v100, CHECKPOINT_SCHEME, fp8) == (
+    assert in_gpu_formats(catalog, v100, CHECKPOINT_SCHEME, fp8) == (
         CHECKPOINT_SCHEME, QuantScheme(F.FP8, F.FP16, F.FP16))
-    assert in_gpu_formats(a100, "fp8-w/bf16-kv", fp8) == ("fp8-w/bf16-kv", fp8)
-    assert in_gpu_formats(v100, "bf16", QuantScheme()) == (
+    assert in_gpu_formats(catalog, a100, "fp8-w/bf16-kv", fp8) == ("fp8-w/bf16-kv", fp8)
+    assert in_gpu_formats(catalog, v100, "bf16", QuantScheme()) == (
         "fp16", QuantScheme(F.FP16, F.FP16, F.FP16))
 
 

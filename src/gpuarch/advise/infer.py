@@ -279,7 +279,7 @@ def advise_inference(
         # and sizings met
         pools: dict[tuple[str, str], PoolSet] = {}
         for searched, as_searched in schemes:
-            label, scheme = in_gpu_formats(product, searched, as_searched)
+            label, scheme = in_gpu_formats(catalog, product, searched, as_searched)
             if label != CHECKPOINT_SCHEME and not native(product, scheme):
                 continue
             experts = search.checkpoint_expert_weights \

@@ -7,9 +7,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import Product, System
 from gpuarch.errors import GpuarchError
 from gpuarch.estimate.energy import facility_power_w, serving_energy_kwh
+from gpuarch.perf.kv_formats import kv_cache_run
 from gpuarch.perf.quant import (
     QuantFormat,
     QuantScheme,
@@ -135,13 +137,14 @@ class Candidate:
     seconds_per_token_at_peak: float  # 2 x active parameters over the scheme's peak
 
 
-def in_gpu_formats(product: Product, label: str, scheme: QuantScheme
+def in_gpu_formats(catalog: Catalog, product: Product, label: str, scheme: QuantScheme
                    ) -> tuple[str, QuantScheme]:
     """A searched scheme as ``product`` runs it: its BF16 parts FP16 on a GPU without BF16
     (before Ampere), as engines run them there, and the label saying so; the model's own
     checkpoint (``CHECKPOINT_SCHEME``), searched on every GPU, weight-only with 16-bit
     activations where the Tensor Cores lack its FP8 or FP4 (the other schemes are searched
-    only where their formats are native)."""
+    only where their formats are native), and its KV cache in a format an engine stores
+    there (``perf.kv_formats.kv_cache_run``: INT8 for an FP8 cache before Ampere)."""
     sixteen = sixteen_bit_format(product)
     activations = in_sixteen_bit(scheme.activations, sixteen)
     if label == CHECKPOINT_SCHEME:
@@ -149,7 +152,7 @@ def in_gpu_formats(product: Product, label: str, scheme: QuantScheme
     if sixteen is QuantFormat.FP16:
         label = label.replace("bf16", "fp16")
     return label, QuantScheme(in_sixteen_bit(scheme.weights, sixteen), activations,
-                              in_sixteen_bit(scheme.kv_cache, sixteen))
+                              kv_cache_run(catalog, product, scheme.kv_cache).format)
 
 
 def native(product: Product, scheme: QuantScheme) -> bool:

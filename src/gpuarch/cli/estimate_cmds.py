@@ -432,6 +432,7 @@ def cmd_infer(args: argparse.Namespace) -> int:
         fp8_scaling_of,
     )
     from gpuarch.estimate.remedies import serving_remedies
+    from gpuarch.perf.kv_formats import kv_cache_run
     from gpuarch.perf.quant import (
         QuantFormat,
         QuantScheme,
@@ -465,6 +466,10 @@ def cmd_infer(args: argparse.Namespace) -> int:
         default_kv = None
     activations = args.activation_precision or default_activations
     kv = args.kv_precision or default_kv or sixteen_bit_kv(activations, sixteen)
+    # the format an engine keeps the KV cache in on this GPU (e.g. FP8 for an FP4 cache
+    # asked of a Hopper), and why
+    kv_run = kv_cache_run(catalog, product, kv)
+    kv = kv_run.format
     _check_load_flags(args)
     sweep = isinstance(args.batch, tuple)
     cfg = InferenceConfig(
@@ -492,7 +497,8 @@ def cmd_infer(args: argparse.Namespace) -> int:
             checkpoint is not None and checkpoint.fp8_blocks),
         adp_balance=args.adp_balance,
         cached_prefix=args.cached_prefix, cuda_graph_batch_sizes=args.cuda_graph_batch_sizes,
-        gpus_per_node=_gpus_per_node(args, catalog, product, system))
+        gpus_per_node=_gpus_per_node(args, catalog, product, system),
+        kv_cache_fallback=kv_run.reason)
     if args.engine_limits:
         from gpuarch.estimate.engine_limits import apply_limits
 
@@ -565,6 +571,7 @@ def _disaggregated(args: argparse.Namespace, catalog: Any, shape: TransformerSha
     """estimate infer with --prefill-gpus: prefill and decode on separate pools."""
     from gpuarch.estimate.disagg import PrefillPool, estimate_disaggregated
     from gpuarch.estimate.inference import Batching
+    from gpuarch.perf.kv_formats import kv_cache_run
     from gpuarch.report.estimate_text import render_disaggregated
 
     if args.num_requests:
@@ -582,6 +589,13 @@ def _disaggregated(args: argparse.Namespace, catalog: Any, shape: TransformerSha
         prefill_system = catalog.system_for(prefill_product)
         if prefill_product.key != product.key and system is None:
             system = catalog.system_for(product)  # the decode end's network
+        # both pools hold the cache: the format the prefill GPU writes and sends
+        run = kv_cache_run(catalog, prefill_product, cfg.quant.kv_cache)
+        if run.reason:
+            cfg = dataclasses.replace(
+                cfg, quant=dataclasses.replace(cfg.quant, kv_cache=run.format),
+                kv_cache_fallback="; ".join(filter(None, (cfg.kv_cache_fallback,
+                                                          run.reason))))
     pool = PrefillPool(gpus=args.prefill_gpus, tp=args.prefill_tp or args.tp,
                        ep=args.prefill_ep or 1, product=prefill_product,
                        system=prefill_system)
@@ -1081,7 +1095,9 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
              "take it, else 16-bit (weight-only), as for int8/int4; int8 gives W8A8; fp8 "
              "with int4 or fp4 weights gives W4A8"),
             ("--kv-precision", "KV cache: bf16 (default; fp16 on a GPU without BF16), "
-             "fp16, fp8, int8"),
+             "fp16, fp8 (Ampere and newer), int8 or int4 (Volta and newer), fp4 (NVFP4: "
+             "B200, B300 and their Grace boards); on a GPU no engine keeps the format on, "
+             "the next wider one, and the estimate says why"),
             ("--expert-weight-precision",
              "MoE: the routed experts' weights where they differ from the rest (default: "
              "the checkpoint's, e.g. GPT-OSS's MXFP4 experts, else --weight-precision)"),

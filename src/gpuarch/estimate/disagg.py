@@ -318,6 +318,7 @@ def estimate_disaggregated(catalog: Catalog, shape: TransformerShape, product: P
             "formats": {"weights": cfg.quant.weights.value,
                         "activations": cfg.quant.activations.value,
                         "kv_cache": cfg.quant.kv_cache.value},
+            "kv_cache_fallback": cfg.kv_cache_fallback,
             "prefill": {"gpu": prefill_product.name, "gpus": pool.gpus, "tp": pool.tp,
                         "ep": pool.ep,
                         "replicas": prefill.replicas, "prompts_per_pass": int(sizes[k]),

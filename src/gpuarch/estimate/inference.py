@@ -49,6 +49,7 @@ from gpuarch.perf.collectives import (
     nvls_for,
 )
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
+from gpuarch.perf.kv_formats import kv_cache_run
 from gpuarch.perf.num import any_of, ceil, floor, maximum, minimum, where
 from gpuarch.perf.precision import Precision
 from gpuarch.perf.quant import GemmPeak, QuantFormat, QuantScheme, gemm_peak
@@ -355,6 +356,9 @@ class InferenceConfig:
     # where max_batch_size and max_num_tokens came from when an engine chose them itself (a
     # key of engine_limits.LIMIT_SOURCES, set by engine_limits.apply_limits); reported only
     limits_source: str = ""
+    # why the KV cache is not in the format it was asked for (perf.kv_formats.kv_cache_run's
+    # reason, set by whoever resolved the format for the GPU); reported only
+    kv_cache_fallback: str | None = None
 
     @property
     def tokens_per_step(self) -> float:
@@ -1707,12 +1711,23 @@ def _offline_run(cfg: InferenceConfig, batch: int, tpot: float, throughput: floa
             "beyond_steady_s": max(0.0, run_s - steady_s), "ends_with": ends}
 
 
+def _check_kv_cache(catalog: Catalog, product: Product, cfg: InferenceConfig) -> None:
+    """Refuse a KV cache format no engine stores on ``product``: the caller resolves it
+    first (``perf.kv_formats.kv_cache_run``, as the CLI and the advisor do), so that the
+    memory sizing, the estimate and its stated reason agree."""
+    run = kv_cache_run(catalog, product, cfg.quant.kv_cache)
+    if run.format is not cfg.quant.kv_cache:
+        raise GpuarchError(f"--kv-precision: {run.reason}; give "
+                           f"{run.format.value} (perf.kv_formats.kv_cache_run resolves it)")
+
+
 def evaluate_inference(catalog: Catalog, shape: TransformerShape, product: Product,
                        cfg: InferenceConfig, batches: Num, *, system: System | None = None,
                        efficiency: Efficiency = DEFAULT_EFFICIENCY) -> InferenceCore:
     """``estimate_inference``'s numbers for an array of batch sizes at once (``cfg.batch``
     is ignored); the advisor's search evaluates a whole batch axis per call."""
     cfg.validate(shape)
+    _check_kv_cache(catalog, product, cfg)
     if cfg.tp * cfg.pp > cfg.gpus_per_node and system is None:
         raise GpuarchError(f"--tp/--pp: a replica of {cfg.tp * cfg.pp} GPUs spans nodes; "
                            "give --system with an inter-node network")
@@ -1758,6 +1773,7 @@ def estimate_inference(
     the formats came from when not from the caller, e.g. the checkpoint's config.json;
     ``price_per_gpu_hour``: USD, for the cost per million output tokens)."""
     cfg.validate(shape)
+    _check_kv_cache(catalog, product, cfg)
     if cfg.tp * cfg.pp > cfg.gpus_per_node and system is None:
         raise GpuarchError(f"--tp/--pp: a replica of {cfg.tp * cfg.pp} GPUs spans nodes; "
                            "give --system with an inter-node network")
@@ -1821,6 +1837,7 @@ def estimate_inference(
                               "embeddings_and_lm_head": max(cfg.quant.weights.bytes,
                                                             EMBEDDING_BYTES),
                               "kv_cache": cfg.quant.kv_cache.bytes},
+        "kv_cache_fallback": cfg.kv_cache_fallback,
         "kv_bytes_per_token_per_gpu": kv_bytes_per_token(shape, cfg.quant.kv_cache.bytes,
                                                          cfg.tp) / cfg.pp,
         "batching": cfg.batching.value,

@@ -31,6 +31,7 @@ from gpuarch.estimate.inference import InferenceConfig, InferenceEstimate, estim
 from gpuarch.estimate.memory import Recompute
 from gpuarch.estimate.training import TrainingConfig, TrainingEstimate, estimate_training
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
+from gpuarch.perf.kv_formats import kv_cache_run
 from gpuarch.perf.quant import QuantFormat, QuantScheme
 from gpuarch.units import Unit, from_si
 from gpuarch.workloads.shape import TransformerShape
@@ -196,15 +197,17 @@ def _fewest_layers(estimate: Callable[[int], TrainingEstimate | None], layers: i
     return n, est
 
 
-def _serving_candidates(product: Product, cfg: InferenceConfig
+def _serving_candidates(catalog: Catalog, product: Product, cfg: InferenceConfig
                         ) -> list[tuple[str, InferenceConfig]]:
     """(flags, configuration) for each server lever that changes this run."""
     replace = dataclasses.replace
     q = cfg.quant
     out: list[tuple[str, InferenceConfig]] = []
-    if q.kv_cache.is_16bit:
-        out.append(("--kv-precision fp8",
-                    replace(cfg, quant=QuantScheme(q.weights, q.activations, QuantFormat.FP8))))
+    # an 8-bit KV cache: FP8, or INT8 where no engine keeps FP8 (before Ampere)
+    kv = kv_cache_run(catalog, product, QuantFormat.FP8).format
+    if q.kv_cache.is_16bit and not kv.is_16bit:
+        out.append((f"--kv-precision {kv.value}",
+                    replace(cfg, quant=QuantScheme(q.weights, q.activations, kv))))
     if q.weights.is_16bit:
         schemes = [("fp8", QuantScheme(QuantFormat.FP8, QuantFormat.FP8, q.kv_cache)),
                    ("int4", QuantScheme(QuantFormat.INT4, q.activations, q.kv_cache)),
@@ -249,7 +252,7 @@ def serving_remedies(catalog: Catalog, shape: TransformerShape, product: Product
     def total(e: InferenceEstimate) -> float:
         return sum(e.memory.values())
 
-    candidates = _serving_candidates(product, cfg)
+    candidates = _serving_candidates(catalog, product, cfg)
     if cfg.batch and base.max_batch and base.max_batch < cfg.batch:
         candidates.append((f"--batch {base.max_batch}",
                            dataclasses.replace(cfg, batch=base.max_batch)))

@@ -227,6 +227,7 @@ def render_disaggregated(e: DisaggEstimate) -> str:
         + (f" EP{dec['ep']}" if dec["ep"] > 1 else "") + ")",
         f"  formats       weights {f['weights']}, activations {f['activations']}, KV cache "
         f"{f['kv_cache']}",
+        *([f"  note          {a['kv_cache_fallback']}"] if a.get("kv_cache_fallback") else []),
         "",
         f"  load          {fmt(e.requests_per_s)} requests/s {load}: prefill pool "
         f"{e.prefill_utilization:.0%} busy (carries {fmt(e.prefill_capacity_per_s)} at most), "
@@ -292,6 +293,8 @@ def _serving_setup_lines(a: dict[str, Any]) -> list[str]:
             lines.append(f"  note          {x['precision_fallback']}")
     if a.get("formats_origin"):
         lines.append(f"                from {a['formats_origin']}")
+    if a.get("kv_cache_fallback"):
+        lines.append(f"  note          {a['kv_cache_fallback']}")
     if a.get("fp8_scaling") == "block" and a.get("deepgemm_experts"):
         lines.append("                FP8 weights scaled per 128 x 128 block: the experts as "
                      "DeepGEMM's grouped GEMMs, at their published rate (SGLang's DeepEP "
