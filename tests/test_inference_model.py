@@ -1356,7 +1356,10 @@ def test_fp8_context_attention_speeds_long_prefill_only_where_it_applies() -> No
     assert fast.assumptions["context_attention"] == "fp8"
     sixteen_kv = QuantScheme(QuantFormat.FP8, QuantFormat.FP8, QuantFormat.BF16)
     assert est(sixteen_kv, True).ttft_s == est(sixteen_kv, False).ttft_s
-    assert est(sixteen_kv, True).assumptions["context_attention"] == "16-bit"
+    assert est(sixteen_kv, False).assumptions["context_attention"] == "16-bit"
+    # asked for where it does not apply: the estimate says why it did nothing
+    assert est(sixteen_kv, True).assumptions["context_attention"].startswith(
+        "16-bit (--fp8-context-attention applies with FP8 or FP4 activations and an FP8 KV")
     with pytest.raises(GpuarchError, match=r"--fp8-context-attention: .* no FP8 Tensor Cores"):
         est(FP8, True, A100)
 

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpuarch.catalog import load_catalog
+from gpuarch.catalog.peaks import PeakKey
 from gpuarch.errors import GpuarchError
 from gpuarch.estimate import Recompute, TrainingConfig, estimate_training
 from gpuarch.estimate.training import (
@@ -900,6 +901,12 @@ def test_nvfp4_training() -> None:
     assert fp4.step_time_s < fp8.step_time_s
     h100 = estimate_training(CATALOG, LLAMA_8B, H100, cfg, system=DGX_H100)
     assert "publishes no FP4" in h100.assumptions["precision_fallback"]
+    # before BF16 (V100) the chain ends at the FP16 Tensor rate, as FP8's does
+    v100 = CATALOG.product("v100-sxm2-32gb")
+    on_v100 = estimate_training(CATALOG, LLAMA_8B, v100, cfg)
+    assert on_v100.assumptions["matmul_peak_tflops"] == pytest.approx(
+        v100.peak(PeakKey.TENSOR_FP16) / 1e12)
+    assert "FP16 Tensor rate" in on_v100.assumptions["precision_fallback"]
 
 
 def test_pipeline_edge_layers_do_nothing_without_a_pipeline() -> None:

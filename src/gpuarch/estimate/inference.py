@@ -1889,7 +1889,8 @@ def estimate_inference(
         else None,
         "cached_prefix": cfg.cached_prefix or None,
         "context_attention": "fp8" if runner.context_device is not runner.device
-        else "16-bit",
+        else "16-bit (--fp8-context-attention applies with FP8 or FP4 activations and an "
+        "FP8 KV cache)" if cfg.fp8_context_attention else "16-bit",
         "speculative": {"draft_tokens": cfg.speculative_tokens,
                         "acceptance_length": cfg.acceptance_length,
                         "draft": "one target-shaped layer and the LM head per draft token"}

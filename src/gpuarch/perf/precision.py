@@ -55,7 +55,8 @@ _CHAIN: dict[Precision, tuple[PeakKey, ...]] = {
     Precision.FP16: (PeakKey.TENSOR_FP16, PeakKey.FP16, PeakKey.FP32),
     Precision.BF16: (PeakKey.TENSOR_BF16, PeakKey.BF16, PeakKey.FP32),
     Precision.FP8: (PeakKey.TENSOR_FP8, PeakKey.TENSOR_BF16, PeakKey.TENSOR_FP16),
-    Precision.NVFP4: (PeakKey.TENSOR_FP4, PeakKey.TENSOR_FP8, PeakKey.TENSOR_BF16),
+    Precision.NVFP4: (PeakKey.TENSOR_FP4, PeakKey.TENSOR_FP8, PeakKey.TENSOR_BF16,
+                      PeakKey.TENSOR_FP16),
 }
 
 

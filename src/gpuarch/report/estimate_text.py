@@ -295,6 +295,8 @@ def _serving_setup_lines(a: dict[str, Any]) -> list[str]:
         lines.append(f"                from {a['formats_origin']}")
     if a.get("kv_cache_fallback"):
         lines.append(f"  note          {a['kv_cache_fallback']}")
+    if a.get("context_attention") not in (None, "fp8", "16-bit"):  # asked for, not applied
+        lines.append(f"  note          prefill attention {a['context_attention']}")
     if a.get("fp8_scaling") == "block" and a.get("deepgemm_experts"):
         lines.append("                FP8 weights scaled per 128 x 128 block: the experts as "
                      "DeepGEMM's grouped GEMMs, at their published rate (SGLang's DeepEP "
