@@ -248,3 +248,26 @@ def test_megatron_notes_parallel_attention() -> None:
     side = dataclasses.replace(LLAMA70, parallel_attention=True)
     assert any("parallel attention" in n for n in megatron_launch(side, cfg).notes)
     assert not any("parallel attention" in n for n in megatron_launch(LLAMA70, cfg).notes)
+
+
+@pytest.mark.parametrize("engine", SERVING_ENGINES)
+def test_serving_nvfp4_kv_cache(engine: str) -> None:
+    """An NVFP4 KV cache (datacenter Blackwell) in the engines that spell it: vLLM's
+    --kv-cache-dtype nvfp4, TensorRT-LLM's kv_cache_config dtype nvfp4; SGLang's 4-bit
+    cache is another format (its own block scales), so it is left to a note."""
+    scheme = QuantScheme(QuantFormat.FP8, QuantFormat.FP8, QuantFormat.FP4)
+    cfg = InferenceConfig(input_len=1000, output_len=1000, batch=64, quant=scheme,
+                          batching=Batching.CONTINUOUS)
+    launch = serving_launch(engine, preset("llama-3.1-8b").shape, cfg,
+                            model_reference("llama-3.1-8b"), 64)
+    got = pairs(launch.argv)
+    if engine == "vllm":
+        assert got["--kv-cache-dtype"] == ["nvfp4"]
+    elif engine == "trtllm":
+        options = dict(launch.files)[got["--extra_llm_api_options"][0]]
+        assert "dtype: nvfp4" in options
+    else:
+        assert "--kv-cache-dtype" not in got
+        assert any("KV cache in fp4: no SGLang setting" in n for n in launch.notes)
+    if engine != "sglang":
+        assert any("kv_cache_quant nvfp4" in n for n in launch.notes)

@@ -414,11 +414,16 @@ def serving_launch(engine: str, shape: Any, cfg: Any, model: str, batch: int,
     if cfg.expert_weights is not None and cfg.expert_weights.value != checkpoint_experts:
         notes.append(f"{cfg.expert_weights.value} experts: a checkpoint that stores them so")
     kv = q.kv_cache.value
-    if kv == "fp8":
+    kv_value = values.get(f"kv_{kv}")
+    if kv_value is not None:
         if engine == "trtllm":
-            options.append("kv_cache_config:\n  dtype: fp8")
+            options.append(f"kv_cache_config:\n  dtype: {kv_value}")
         else:
-            add("kv_cache", values["kv_fp8"])
+            add("kv_cache", kv_value)
+        if kv == "fp4":
+            notes.append("an NVFP4 KV cache runs on B200/B300 (sm100/103) only and wants a "
+                         "checkpoint that carries its scales (NVIDIA ModelOpt's "
+                         "--kv_cache_quant nvfp4)")
     elif not q.kv_cache.is_16bit:
         notes.append(f"KV cache in {kv}: no {info['name']} setting for it here")
     # engine properties the estimate was made with
