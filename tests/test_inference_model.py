@@ -139,6 +139,40 @@ def test_decode_at_batch_one_is_memory_bound_and_quantization_helps() -> None:
     assert bf16.bottleneck["prefill"] == "compute"
 
 
+def test_weight_only_gemms_of_few_rows_fill_every_sm() -> None:
+    """A weight-only GEMM of fewer than 16 rows runs spread over every SM (TensorRT-LLM's
+    batched GEMV, a block per 8 output columns; TurboMind's split-K): an INT4 decode step at
+    batch 1 on an RTX 4090 reads its weights at the modelled bandwidth instead of waiting
+    on waves of 128 x 128 tiles one row tall (LMDeploy's 4090 rows: 206 tokens/s published,
+    131 with the waves). At 16 rows and beyond, and for 16-bit or W8A8 GEMMs, the waves
+    stay."""
+    from gpuarch.perf.precision import Precision
+    from gpuarch.perf.roofline import SPREAD_ROWS, Device, Gemm, op_time
+
+    device = Device.of(CATALOG.product("rtx-4090"), Precision.FP16, 4)
+    eff = DEFAULT_EFFICIENCY
+    weight = QuantFormat.INT4.bytes
+    for m in (1, 8, SPREAD_ROWS - 1):
+        spread = Gemm(m, 4096, 4096, weight_element=weight, spread=True)
+        _, t_cmp, t_mem, _, _ = op_time(spread, device, eff)
+        waves = op_time(Gemm(m, 4096, 4096, weight_element=weight), device, eff)
+        assert t_cmp < waves[1]  # 32 tiles on 128 SMs: a quarter of a wave
+        assert t_mem == waves[2]
+    big = (Gemm(SPREAD_ROWS, 4096, 4096, weight_element=weight, spread=s) for s in (1, 0))
+    assert op_time(next(big), device, eff)[1] == op_time(next(big), device, eff)[1]
+    # a whole decode step: the dense GEMMs are the weights' read at the modelled bandwidth
+    shape = preset("llama-2-7b").shape
+    cfg = InferenceConfig(input_len=1, output_len=512, batch=1, executor="cpp",
+                          quant=QuantScheme(QuantFormat.INT4, QuantFormat.FP16,
+                                            QuantFormat.FP16))
+    e = estimate_inference(CATALOG, shape, CATALOG.product("rtx-4090"), cfg)
+    head = shape.hidden // shape.heads  # Llama 2 7B: 32 heads of 128, no grouping
+    per_layer = (shape.hidden * (shape.heads + 2 * shape.n_kv_heads) * head
+                 + shape.heads * head * shape.hidden + 3 * shape.hidden * shape.d_ffn)
+    read_s = per_layer * shape.layers * weight / (1.008e12 * eff.memory)
+    assert e.decode_step_parts_s["dense_gemms"] == pytest.approx(read_s, rel=0.01)
+
+
 def test_fp8_falls_back_on_a100_with_a_reason() -> None:
     """A100 has no FP8 Tensor Cores: FP8 weights are dequantized, the reason is stated."""
     e = _est(product=A100, quant=FP8)
@@ -441,8 +475,9 @@ def test_inference_validation_does_not_regress() -> None:
 
     s = validate_inference(CATALOG)
     assert len(s.rows) >= 1101
-    assert s.mean_abs_error <= 0.102  # 10.15% over 1,101 figures since the HGX H100 4-GPU
-    # board's pair links (10.21% before, since H100 PCIe and NVL
+    assert s.mean_abs_error <= 0.1015  # 10.13% over 1,101 figures since a weight-only GEMM
+    # of few rows spreads over every SM (10.15% before, since the HGX H100 4-GPU
+    # board's pair links; 10.21% before, since H100 PCIe and NVL
     # sustain their boards' measured fraction of the peak; 10.32% before, since an offline
     # run's prompts are admitted a few an iteration; 10.42% before that; 10.48% before the 03e27c7
     # and release 1.2 DeepSeek rows took their docs' attention-DP balancing, 10.86% before
@@ -451,7 +486,8 @@ def test_inference_validation_does_not_regress() -> None:
     # over 751, 11.78% over the 687 before the rest of TensorRT-LLM 0.9's tables)
     assert s.median_abs_error <= 0.072  # 7.14% (7.22% before the staggered admission)
     assert s.by("metric")["tpot_s"] <= 0.07
-    assert s.share_within >= 0.970  # 97.09% (97.00% before the 4-GPU board, 96.82%
+    assert s.share_within >= 0.971  # 97.18% (97.09% before the weight-only spread, 97.00%
+    # before the 4-GPU board, 96.82%
     # before the boards' factor, 96.64%
     # before the staggered admission, 96.82% before the balancing)
     # MLPerf DeepSeek-R1 on v6 software (GB200, GB300 and three B300 runs) within 10% since

@@ -932,9 +932,11 @@ class _Runner:
             self._weight = outer
 
     def _gemm(self, m: Num, n: int, k: int, name: str, batch: Num = 1) -> Gemm:
-        element = self.expert_weight_bytes if name.startswith(EXPERT_GEMM_PREFIX) \
-            else self.weight_bytes
-        return Gemm(m, n, k, batch=batch, name=name, weight_element=element)
+        if name.startswith(EXPERT_GEMM_PREFIX):  # the fused MoE block's grouped GEMMs
+            return Gemm(m, n, k, batch=batch, name=name, weight_element=self.expert_weight_bytes)
+        # weight-only kernels spread a GEMM of few rows over every SM (roofline.SPREAD_ROWS)
+        return Gemm(m, n, k, batch=batch, name=name, weight_element=self.weight_bytes,
+                    spread=self.cfg.quant.weight_only)
 
     def layer(self, tokens: Num, seqs: Num, q_len: int, ctx: Num, experts_touched: Num,
               moe: bool | None = None, window: int = 0, prefill: bool = False,

@@ -57,6 +57,9 @@ class Gemm:
     # bytes per element of A and C, if not the device precision's (a 16-bit GEMM beside
     # FP8 ones: LoRA's adapters)
     element: float | None = None
+    # a weight-only kernel that spreads a GEMM of fewer than SPREAD_ROWS rows over every SM
+    # (a GEMV grid over N, or split-K), so no wave of output tiles runs part-empty
+    spread: bool = False
 
     @property
     def flops(self) -> Num:
@@ -266,6 +269,16 @@ class OpCost:
         return self.flops / self.time_s if self.time_s > 0 else 0.0
 
 
+SPREAD_ROWS = 16
+"""Rows (tokens) below which a weight-only GEMM (16-bit activations, quantized weights) runs
+spread over every SM rather than in waves of 128 x 128 output tiles (``Gemm.spread``):
+TensorRT-LLM's weight-only plugins profile their CUDA-core batched GEMV for m < 16
+(``weightOnlyGroupwiseQuantMatmulPlugin.cpp``, 'stop to profile Cuda kernel for m >= 16'),
+a grid of m x N/8 blocks each looping over all of K (``weightOnlyBatchedGemv/kernel.h``);
+LMDeploy's TurboMind W4A16 kernels choose a split of K (up to 8) to fill the SMs at small M
+(``src/turbomind/kernels/gemm/gemm.cu``, ``EstimateSplits``)."""
+
+
 def _gemm_efficiency(op: Gemm, device: Device, eff: Efficiency) -> Num:
     base = eff.gemm_for(device.tensor_core_generation)
     if op.name.startswith("expert_"):
@@ -291,6 +304,8 @@ def _gemm_efficiency(op: Gemm, device: Device, eff: Efficiency) -> Num:
             * min(1.0, k / (k + half_k) * (1 + half_k / 4096))
         if not sms:
             return base * padded
+        if op.spread and m < SPREAD_ROWS:
+            return base * padded
         count = math.ceil(m / tile) * math.ceil(n / tile) * batch
         return base * padded * (count / (math.ceil(count / sms) * sms))
     thin: Num = 1.0
@@ -302,6 +317,8 @@ def _gemm_efficiency(op: Gemm, device: Device, eff: Efficiency) -> Num:
     if sms:
         tiles = ceil(m / eff.gemm_tile) * ceil(n / eff.gemm_tile) * batch
         waves = tiles / (ceil(tiles / sms) * sms)
+        if op.spread:
+            waves = where(m < SPREAD_ROWS, 1.0, waves)
     return base * thin * waves
 
 
