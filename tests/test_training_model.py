@@ -286,7 +286,8 @@ def test_validation_error_does_not_regress() -> None:
     them, and the pipeline sends moved their mean by under 0.01 points (7.68%)."""
     summary = validate_training(CATALOG)
     assert len(summary.rows) >= 392
-    assert summary.mean_abs_error <= 0.0775  # 7.72% over 392 points (7.73% before the tied
+    assert summary.mean_abs_error <= 0.0770  # 7.65% over 392 points since the 25.11
+    # Qwen3-235B H100 row takes its recipe's EP overlap (7.72% before; 7.73% before the tied
     # embedding's all-reduce; 8.007% while every
     # pipeline inside a node was charged NVLink's sends; 8.08% while no
     # pipeline send was charged; 8.82% while the zero-bubble rows took fused attention and
