@@ -1045,3 +1045,33 @@ def test_a_gpu_with_no_published_peak_cannot_be_estimated(
                            "--global-batch", "8")
     assert status == 2 and "publishes no peak usable for bf16 matrix math (the catalog " \
         "leaves unpublished figures empty)" in err
+
+
+@pytest.mark.parametrize(("model", "flags", "message"), [
+    ("llama-3.1-8b", ("--adp-balance",), "--adp-balance: applies to a mixture-of-experts"),
+    ("llama-3.1-8b", ("--moe-imbalance", "1.5"), "--moe-imbalance: applies to a mixture"),
+    ("llama-3.1-8b", ("--moe-comm", "allgather"), "--moe-comm: applies to a mixture"),
+    ("llama-3.1-8b", ("--no-fp8-mla-decode",), "no multi-head latent attention"),
+    ("llama-3.1-8b", ("--window-kv-cache", "full"), "no sliding-window layers"),
+    ("llama-2-7b", ("--decode-kv-reads", "per-query-head"), "a KV head per query head"),
+])
+def test_flags_for_another_kind_of_model_are_refused(
+        capsys: pytest.CaptureFixture[str], model: str, flags: tuple[str, ...],
+        message: str) -> None:
+    """A flag that shapes experts, latent attention, sliding windows or grouped KV heads is
+    refused by name on a model without them, not silently ignored."""
+    status, _, err = run(capsys, "estimate", "infer", "--model", model, "--gpu", "h100",
+                         "--input-len", "1000", "--output-len", "100", "--batch", "8", *flags)
+    assert status == 2 and message in err and "Traceback" not in err
+
+
+def test_the_same_flags_apply_to_models_that_have_the_parts(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    for model, flags in (("gpt-oss-20b", ("--window-kv-cache", "full")),
+                         ("mixtral-8x7b", ("--moe-imbalance", "1.2", "--gpus", "2", "--ep",
+                                           "2", "--tp", "2")),
+                         ("llama-3.1-8b", ("--decode-kv-reads", "per-query-head"))):
+        status, _, _ = run(capsys, "estimate", "infer", "--model", model, "--gpu", "h100",
+                           "--input-len", "1000", "--output-len", "100", "--batch", "8",
+                           *flags)
+        assert status == 0, (model, flags)

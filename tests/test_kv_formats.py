@@ -213,3 +213,4 @@ def test_memory_remedy_offers_the_8_bit_cache_the_gpu_keeps() -> None:
         flags = [r.change for r in serving_remedies(CATALOG, shape, product, cfg)]
         assert flag in flags, flags
         assert not any("fp8" in f for f in flags if gpu.startswith("v100"))
+

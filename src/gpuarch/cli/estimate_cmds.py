@@ -471,6 +471,7 @@ def cmd_infer(args: argparse.Namespace) -> int:
     kv_run = kv_cache_run(catalog, product, kv)
     kv = kv_run.format
     _check_load_flags(args)
+    _check_model_flags(args, shape)
     sweep = isinstance(args.batch, tuple)
     cfg = InferenceConfig(
         input_len=args.input_len, output_len=args.output_len,
@@ -608,6 +609,29 @@ def _disaggregated(args: argparse.Namespace, catalog: Any, shape: TransformerSha
     else:
         print(render_disaggregated(est))
     return 0
+
+
+def _check_model_flags(args: argparse.Namespace, shape: TransformerShape) -> None:
+    """Flags that shape a kind of model this one is not (experts, latent attention,
+    sliding windows, grouped KV heads) are refused by name rather than ignored."""
+    moe_flags = [flag for flag, given in (
+        ("--moe-imbalance", args.moe_imbalance != 1.0), ("--adp-balance", args.adp_balance),
+        ("--moe-comm", args.moe_comm != "alltoall")) if given]
+    if moe_flags and not shape.is_moe:
+        raise GpuarchError(f"{moe_flags[0]}: applies to a mixture-of-experts model; "
+                           f"{shape.name} has no routed experts")
+    if args.no_fp8_mla_decode and shape.mla is None:
+        raise GpuarchError(f"--no-fp8-mla-decode: sets how latent attention decodes; "
+                           f"{shape.name} has no multi-head latent attention")
+    if args.window_kv_cache != "ring" and not shape.windowed_layers:
+        raise GpuarchError(f"--window-kv-cache: sets what sliding-window layers keep; "
+                           f"{shape.name} has no sliding-window layers")
+    if args.decode_kv_reads != "shared" and (shape.mla is not None
+                                             or shape.n_kv_heads >= shape.heads):
+        raise GpuarchError(f"--decode-kv-reads: sets how grouped-query decode reads a KV "
+                           f"head shared by several query heads; {shape.name} has "
+                           + ("latent attention" if shape.mla is not None
+                              else "a KV head per query head"))
 
 
 def _check_load_flags(args: argparse.Namespace) -> None:
