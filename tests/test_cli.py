@@ -1075,3 +1075,26 @@ def test_the_same_flags_apply_to_models_that_have_the_parts(
                            "--input-len", "1000", "--output-len", "100", "--batch", "8",
                            *flags)
         assert status == 0, (model, flags)
+
+
+@pytest.mark.parametrize("flags", [
+    ("--etp", "1"), ("--moe-token-drop",), ("--dispatcher-wait-us", "100"),
+    ("--ep-dispatcher", "deepep"), ("--expert-launches", "grouped"),
+    ("--moe-imbalance", "unbalanced"), ("--ep-comm-overlap",)])
+def test_train_refuses_expert_flags_on_a_dense_model(
+        capsys: pytest.CaptureFixture[str], flags: tuple[str, ...]) -> None:
+    status, _, err = run(capsys, "estimate", "train", "--model", "llama-3.1-8b", "--gpu",
+                         "h100", "--gpus", "8", "--seq-len", "4096", "--global-batch", "64",
+                         *flags)
+    assert status == 2 and f"{flags[0]}: applies to a mixture-of-experts" in err
+    assert "Traceback" not in err
+
+
+def test_train_cp_comm_type_needs_context_parallelism(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    base = ("estimate", "train", "--model", "llama-3.1-8b", "--gpu", "h100", "--gpus", "8",
+            "--seq-len", "4096", "--global-batch", "64", "--cp-comm-type", "a2a")
+    status, _, err = run(capsys, *base)
+    assert status == 2 and "--cp-comm-type" in err and "--cp > 1" in err
+    status, _, _ = run(capsys, *base, "--cp", "2")
+    assert status == 0

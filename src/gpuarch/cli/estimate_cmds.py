@@ -136,6 +136,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
     catalog = load_catalog()
     shape = resolve_model(args)
+    _check_train_model_flags(args, shape)
     product, system = _gpu_and_system(args, catalog)
     gpus_per_node = _gpus_per_node(args, catalog, product, system)
     counts = args.gpus if isinstance(args.gpus, tuple) else None
@@ -609,6 +610,31 @@ def _disaggregated(args: argparse.Namespace, catalog: Any, shape: TransformerSha
     else:
         print(render_disaggregated(est))
     return 0
+
+
+def _check_train_model_flags(args: argparse.Namespace, shape: TransformerShape) -> None:
+    """estimate train: the expert layers' flags are refused by name on a model without
+    routed experts, and --cp-comm-type without context parallelism, rather than ignored
+    (after their values are checked, so a misspelt value is named as such first)."""
+    from gpuarch.estimate.training import CP_COMM_TYPES, EP_DISPATCHERS, EXPERT_LAUNCHES
+
+    check_choice("--ep-dispatcher", args.ep_dispatcher, EP_DISPATCHERS)
+    check_choice("--expert-launches", args.expert_launches, EXPERT_LAUNCHES)
+    check_choice("--cp-comm-type", args.cp_comm_type, CP_COMM_TYPES)
+    if not shape.is_moe:
+        given = [flag for flag, on in (
+            ("--etp", bool(args.etp)), ("--moe-token-drop", args.moe_token_drop),
+            ("--dispatcher-wait-us", args.dispatcher_wait_us is not None),
+            ("--ep-dispatcher", args.ep_dispatcher != "alltoall"),
+            ("--expert-launches", args.expert_launches != "per-expert"),
+            ("--moe-imbalance", args.moe_imbalance != 1.0),
+            ("--ep-comm-overlap", args.ep_comm_overlap)) if on]
+        if given:
+            raise GpuarchError(f"{given[0]}: applies to a mixture-of-experts model's expert "
+                               f"layers; {shape.name} has no routed experts")
+    if args.cp_comm_type != "p2p" and (args.cp or 1) == 1:
+        raise GpuarchError(f"--cp-comm-type: sets how context-parallel ranks exchange keys "
+                           f"and values; give --cp > 1 (got {args.cp_comm_type} without it)")
 
 
 def _check_model_flags(args: argparse.Namespace, shape: TransformerShape) -> None:
