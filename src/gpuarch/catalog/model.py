@@ -12,6 +12,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
+from functools import lru_cache
 from typing import Any
 
 from gpuarch.catalog.peaks import PeakKey
@@ -120,6 +121,7 @@ class SMResources:
     max_threads: int | None = spec("max_threads", "int", default=None)
 
 
+@lru_cache(maxsize=64)  # a few dozen chips; read once per training estimate
 def parse_compute_capability(text: str) -> tuple[int, int] | None:
     """``"9.0"`` -> ``(9, 0)``: a compute capability as (major, minor), None if malformed."""
     match = re.fullmatch(r"\s*(\d+)\.(\d+)\s*", text)

@@ -44,7 +44,7 @@ class Bound(Enum):
     MEMORY = "memory"
 
 
-@dataclass(frozen=True)
+@dataclass  # built by the dozen per estimate: a frozen one costs 3x to build
 class Gemm:
     """C[m, n] = A[m, k] @ B[k, n], ``batch`` times."""
 
@@ -81,7 +81,7 @@ MLA_DECODE = "mla_decode"
 shared by every query head): priced at ``Efficiency.mla_decode_attention``."""
 
 
-@dataclass(frozen=True)
+@dataclass  # built by the dozen per estimate: a frozen one costs 3x to build
 class Attention:
     """Fused attention core (QK^T, softmax, AV) for ``batch`` sequences."""
 
@@ -160,7 +160,7 @@ def _mean_keys_one(seq_q: float, seq_kv: float, window: float) -> float:
     return (integral(seq_kv) - integral(seq_kv - seq_q)) / seq_q
 
 
-@dataclass(frozen=True)
+@dataclass  # built by the dozen per estimate: a frozen one costs 3x to build
 class Elementwise:
     """Memory-bound work: ``bytes`` moved, ``flops`` done (norms, activations, optimizer)."""
 
