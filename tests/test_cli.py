@@ -1098,3 +1098,22 @@ def test_train_cp_comm_type_needs_context_parallelism(
     assert status == 2 and "--cp-comm-type" in err and "--cp > 1" in err
     status, _, _ = run(capsys, *base, "--cp", "2")
     assert status == 0
+
+
+def test_show_lists_the_kv_cache_formats_the_gpu_keeps(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """`show` says which KV cache formats serving engines store on the GPU, and what an
+    unsupported one is kept as (perf/data/kv_cache_formats.toml): an H100 keeps FP8, INT8
+    and INT4 and holds an NVFP4 cache as FP8; a B200 keeps NVFP4."""
+    status, out, _ = run(capsys, "show", "h100", "--json")
+    assert status == 0
+    doc = json.loads(out)
+    assert {"product", "architecture", "sources"} <= set(doc)
+    kept = {r["format"]: r["kept_as"] for r in doc["kv_cache_formats"]}
+    assert kept == {"fp8": "fp8", "int8": "int8", "int4": "int4", "fp4": "fp8"}
+    assert all(r["source"].startswith("https://") for r in doc["kv_cache_formats"])
+    status, out, _ = run(capsys, "show", "b200", "--json")
+    assert {r["format"]: r["kept_as"] for r in json.loads(out)["kv_cache_formats"]}["fp4"] \
+        == "fp4"
+    status, out, _ = run(capsys, "show", "h100")
+    assert "KV cache formats below 16 bits" in out and "FP4   kept as FP8: an NVFP4" in out

@@ -27,7 +27,7 @@ from gpuarch.report.catalog_text import (
     render_product_list,
     render_systems,
 )
-from gpuarch.report.serialize import to_json
+from gpuarch.report.serialize import to_json, to_jsonable
 
 __all__ = ["add_commands"]
 
@@ -59,8 +59,14 @@ def cmd_show(args: argparse.Namespace) -> int:
     if arch is not None:  # "gpuarch show hopper" describes the architecture
         arch_view = describe_architecture(catalog, arch)
         return _out(args, arch_view, render_architecture(arch_view))
+    from gpuarch.perf.kv_formats import kv_cache_formats_on
+
     description = describe(catalog, catalog.product(args.name))
-    return _out(args, description, render_description(description))
+    kv_formats = kv_cache_formats_on(catalog, description.product)
+    if args.json:  # the description's keys, and which KV cache formats it keeps
+        print(to_json({**to_jsonable(description), "kv_cache_formats": kv_formats}))
+        return 0
+    return _out(args, description, render_description(description, kv_formats))
 
 
 def cmd_compare(args: argparse.Namespace) -> int:

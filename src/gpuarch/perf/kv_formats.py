@@ -21,7 +21,8 @@ from gpuarch.errors import GpuarchError
 from gpuarch.perf.precision import lacks_bf16
 from gpuarch.perf.quant import QuantFormat, sixteen_bit_format
 
-__all__ = ["KV_FORMATS_FILE", "KvCacheRun", "KvFormatRule", "kv_cache_run", "kv_format_rules"]
+__all__ = ["KV_FORMATS_FILE", "KvCacheRun", "KvFormatRule", "kv_cache_formats_on", "kv_cache_run",
+           "kv_format_rules"]
 
 KV_FORMATS_FILE = Path(__file__).with_name("data") / "kv_cache_formats.toml"
 
@@ -171,3 +172,15 @@ def _kv_cache_run(catalog: Catalog, product: Product, fmt: QuantFormat) -> KvCac
     return KvCacheRun(step, (f"{product.name} (compute capability {cc}): "
                              f"{'; '.join(reasons)}; the KV cache is kept in "
                              f"{step.value.upper()}, not {fmt.value.upper()}"))
+
+
+def kv_cache_formats_on(catalog: Catalog, product: Product) -> list[dict[str, str | None]]:
+    """For each KV cache format below 16 bits, in the order of the rules: the format asked
+    for, the one ``product`` keeps it in (``kv_cache_run``), why where they differ, who
+    stores the asked format and the source saying so (what ``gpuarch show`` lists)."""
+    out: list[dict[str, str | None]] = []
+    for fmt, rule in kv_format_rules().items():
+        run = kv_cache_run(catalog, product, fmt)
+        out.append({"format": fmt.value, "kept_as": run.format.value, "reason": run.reason,
+                    "engines": rule.engines, "source": rule.source_url})
+    return out

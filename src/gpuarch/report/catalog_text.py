@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from gpuarch.catalog.derived import best_dense_peak
 from gpuarch.catalog.evolution import EvolutionRow, Metric
@@ -55,7 +56,10 @@ def render_product_list(catalog: Catalog, products: Sequence[Product]) -> str:
     return table(headers, rows, right=[False] * 4 + [True] * 6) + footer
 
 
-def render_description(d: ProductDescription) -> str:
+def render_description(d: ProductDescription,
+                       kv_formats: Sequence[Mapping[str, Any]] = ()) -> str:
+    """``gpuarch show``'s text; ``kv_formats``: ``perf.kv_formats.kv_cache_formats_on``'s
+    rows, listed after the peaks."""
     p, arch, chip = d.product, d.architecture, d.chip
     lines = [f"{p.name}  ({arch.name}, {chip.key}, compute capability "
              f"{chip.compute_capability}, {p.tier.value}, {p.form_factor}, launched "
@@ -95,6 +99,14 @@ def render_description(d: ProductDescription) -> str:
                 f"takes {_tf(value)} TFLOPS, {p.dense_sibling}'s published dense peak scaled "
                 "by the two products' dense peaks one precision up (the same chip).",
                 92, initial_indent="  ", subsequent_indent="    ")
+    if kv_formats:
+        lines += ["", "KV cache formats below 16 bits (what serving engines store here):"]
+        for row in kv_formats:
+            asked, kept = str(row["format"]).upper(), str(row["kept_as"]).upper()
+            text = (f"{asked:<5} stored ({row['engines']})" if asked == kept else
+                    f"{asked:<5} kept as {kept}: "
+                    + str(row["reason"]).split(": ", 1)[-1].rsplit("; the KV cache is kept", 1)[0])
+            lines += textwrap.wrap(text, 92, initial_indent="  ", subsequent_indent="        ")
     lines += ["", f"Architecture: {arch.name} ({arch.year})"]
     lines += textwrap.wrap(arch.summary, 92, initial_indent="  ", subsequent_indent="  ")
     lines += _feature_lines(arch.name, d.features)
