@@ -12,24 +12,61 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from gpuarch.perf.collectives import (
-        Collective,
-        Fabric,
-        Group,
-        Link,
-        collective_time,
-        link_for,
+        Collective as Collective,
     )
-    from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
-    from gpuarch.perf.precision import MatmulPeak, Precision, matmul_peak
+    from gpuarch.perf.collectives import (
+        Fabric as Fabric,
+    )
+    from gpuarch.perf.collectives import (
+        Group as Group,
+    )
+    from gpuarch.perf.collectives import (
+        Link as Link,
+    )
+    from gpuarch.perf.collectives import (
+        collective_time as collective_time,
+    )
+    from gpuarch.perf.collectives import (
+        link_for as link_for,
+    )
+    from gpuarch.perf.efficiency import (
+        DEFAULT_EFFICIENCY as DEFAULT_EFFICIENCY,
+    )
+    from gpuarch.perf.efficiency import (
+        Efficiency as Efficiency,
+    )
+    from gpuarch.perf.precision import (
+        MatmulPeak as MatmulPeak,
+    )
+    from gpuarch.perf.precision import (
+        Precision as Precision,
+    )
+    from gpuarch.perf.precision import (
+        matmul_peak as matmul_peak,
+    )
     from gpuarch.perf.roofline import (
-        Attention,
-        Bound,
-        Device,
-        Elementwise,
-        Gemm,
-        Op,
-        OpCost,
-        op_cost,
+        Attention as Attention,
+    )
+    from gpuarch.perf.roofline import (
+        Bound as Bound,
+    )
+    from gpuarch.perf.roofline import (
+        Device as Device,
+    )
+    from gpuarch.perf.roofline import (
+        Elementwise as Elementwise,
+    )
+    from gpuarch.perf.roofline import (
+        Gemm as Gemm,
+    )
+    from gpuarch.perf.roofline import (
+        Op as Op,
+    )
+    from gpuarch.perf.roofline import (
+        OpCost as OpCost,
+    )
+    from gpuarch.perf.roofline import (
+        op_cost as op_cost,
     )
 
 _HOMES = {
@@ -42,27 +79,7 @@ _HOMES = {
     "op_cost": "roofline",
 }
 
-__all__ = [
-    "DEFAULT_EFFICIENCY",
-    "Attention",
-    "Bound",
-    "Collective",
-    "Device",
-    "Efficiency",
-    "Elementwise",
-    "Fabric",
-    "Gemm",
-    "Group",
-    "Link",
-    "MatmulPeak",
-    "Op",
-    "OpCost",
-    "Precision",
-    "collective_time",
-    "link_for",
-    "matmul_peak",
-    "op_cost",
-]
+__all__ = sorted(_HOMES)
 
 
 def __getattr__(name: str) -> Any:

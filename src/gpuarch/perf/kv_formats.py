@@ -55,6 +55,7 @@ class KvCacheRun:
 
     format: QuantFormat
     reason: str | None = None
+    why: str | None = None  # the rules' part of ``reason``, without the GPU and formats
 
 
 def _capability(text: Any, where: str) -> tuple[int, int]:
@@ -169,18 +170,20 @@ def _kv_cache_run(catalog: Catalog, product: Product, fmt: QuantFormat) -> KvCac
             reasons.append(rules[step].where_not)
         nxt = rules[step].falls_back_to
         step = sixteen_bit_format(product) if nxt == _SIXTEEN else QuantFormat(nxt)
+    why = "; ".join(reasons)
     return KvCacheRun(step, (f"{product.name} (compute capability {cc}): "
-                             f"{'; '.join(reasons)}; the KV cache is kept in "
-                             f"{step.value.upper()}, not {fmt.value.upper()}"))
+                             f"{why}; the KV cache is kept in "
+                             f"{step.value.upper()}, not {fmt.value.upper()}"), why)
 
 
 def kv_cache_formats_on(catalog: Catalog, product: Product) -> list[dict[str, str | None]]:
     """For each KV cache format below 16 bits, in the order of the rules: the format asked
-    for, the one ``product`` keeps it in (``kv_cache_run``), why where they differ, who
+    for, the one ``product`` keeps it in (``kv_cache_run``), why where they differ (the whole
+    reason, and the rules' part of it alone), who
     stores the asked format and the source saying so (what ``gpuarch show`` lists)."""
     out: list[dict[str, str | None]] = []
     for fmt, rule in kv_format_rules().items():
         run = kv_cache_run(catalog, product, fmt)
         out.append({"format": fmt.value, "kept_as": run.format.value, "reason": run.reason,
-                    "engines": rule.engines, "source": rule.source_url})
+                    "why": run.why, "engines": rule.engines, "source": rule.source_url})
     return out

@@ -104,8 +104,7 @@ def render_description(d: ProductDescription,
         for row in kv_formats:
             asked, kept = str(row["format"]).upper(), str(row["kept_as"]).upper()
             text = (f"{asked:<5} stored ({row['engines']})" if asked == kept else
-                    f"{asked:<5} kept as {kept}: "
-                    + str(row["reason"]).split(": ", 1)[-1].rsplit("; the KV cache is kept", 1)[0])
+                    f"{asked:<5} kept as {kept}: {row['why']}")
             lines += textwrap.wrap(text, 92, initial_indent="  ", subsequent_indent="        ")
     lines += ["", f"Architecture: {arch.name} ({arch.year})"]
     lines += textwrap.wrap(arch.summary, 92, initial_indent="  ", subsequent_indent="  ")
