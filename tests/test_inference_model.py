@@ -1851,3 +1851,16 @@ def test_the_hgx_h100_4gpu_board_pays_for_its_pair_links() -> None:
     assert mesh.decode_step_parts_s["dense_gemms"] == pytest.approx(
         switch.decode_step_parts_s["dense_gemms"])
     assert mesh.tpot_s > switch.tpot_s
+
+
+def test_sandwich_norms_add_two_norm_passes_to_serving() -> None:
+    """Four norms a layer (Gemma 2 and 3) cost serving two more passes over the hidden
+    states in prefill and decode; the GEMMs and attention are the same."""
+    gemma = preset("gemma-2-9b").shape
+    plain = dataclasses.replace(gemma, sandwich_norms=False)
+    four, two = _est(gemma), _est(plain)
+    for phase in ("prefill_parts_s", "decode_step_parts_s"):
+        a, b = getattr(four, phase), getattr(two, phase)
+        assert a["memory_bound"] > b["memory_bound"], phase
+        assert a["dense_gemms"] == b["dense_gemms"] and a["attention"] == b["attention"]
+    assert four.tpot_s > two.tpot_s and four.ttft_s > two.ttft_s

@@ -1281,3 +1281,19 @@ def test_a_busier_expert_rank_never_shortens_the_step(imbalance: float, cp: int,
         return estimate_training(CATALOG, shape, gb300, cfg, system=system).step_time_s
 
     assert step(imbalance) >= step(1.0) * (1 - 1e-12)
+
+
+def test_sandwich_norms_add_two_norm_passes() -> None:
+    """Gemma 2's norms after attention and MLP (four a layer) cost two more read-and-write
+    passes over each layer's hidden states than the same shape with two: memory-bound time
+    grows, nothing else does, and the weights grow by the norms' vectors."""
+    gemma = preset("gemma-2-27b").shape
+    plain = dataclasses.replace(gemma, sandwich_norms=False)
+    kw = {"gpus": 8, "tp": 8, "pp": 1, "global_batch": 64, "seq_len": 4096}
+    four, two = _est(gemma, **kw).as_json(), _est(plain, **kw).as_json()
+    bound = "memory_bound"
+    assert four["compute_breakdown_s"][bound] > two["compute_breakdown_s"][bound]
+    for part in ("dense_gemms", "attention"):
+        assert four["compute_breakdown_s"][part] == two["compute_breakdown_s"][part]
+    assert four["step_time_s"] > two["step_time_s"]
+    assert four["memory_per_gpu_gib"]["weights"] > two["memory_per_gpu_gib"]["weights"]

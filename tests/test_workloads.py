@@ -16,6 +16,7 @@ from gpuarch.units import Unit, from_si
 from gpuarch.workloads import (
     FfnKind,
     NormKind,
+    QkNorm,
     TransformerShape,
     count_params,
     forward_flops_per_token,
@@ -471,3 +472,86 @@ def test_hf_parallel_attention_families(tmp_path: Path) -> None:
         shape_from_hf_config(_write(tmp_path, {**falcon, "alibi": True}))
     with pytest.raises(GpuarchError, match=r"parallel_attn: expected true or false, got 1"):
         shape_from_hf_config(_write(tmp_path, {**falcon, "parallel_attn": 1}))
+
+
+# Gemma 2 report (arXiv 2408.00118) Table 2: non-embedding parameters, which count a norm
+# before and after each layer's attention and MLP (four a layer) and the final norm
+GEMMA2_NON_EMBEDDING = {"gemma-2-2b": 2024517888, "gemma-2-9b": 8324201984,
+                        "gemma-2-27b": 26047480320}
+
+
+@pytest.mark.parametrize("name", sorted(GEMMA2_NON_EMBEDDING))
+def test_gemma2_non_embedding_counts_match_the_report(name: str) -> None:
+    shape = preset(name).shape
+    pc = count_params(shape)
+    assert pc.total - pc.embedding - pc.lm_head == GEMMA2_NON_EMBEDDING[name]
+    # the same shape with two norms a layer falls short by two hidden-wide norms a layer
+    plain = count_params(dataclasses.replace(shape, sandwich_norms=False)).total
+    assert pc.total - plain == 2 * shape.layers * shape.hidden
+
+
+def test_hf_gemma_configs(tmp_path: Path) -> None:
+    """Gemma 2's config.json (google/gemma-2-9b's keys, no tie_word_embeddings: tied by
+    default), Gemma 3 1B's (gemma3_text, sliding_window_pattern) and a multimodal Gemma 3 4B
+    config whose sparse text_config leaves heads, KV heads, head size and vocabulary to
+    Transformers' defaults all read as the presets' shapes."""
+    gemma2 = {"model_type": "gemma2", "hidden_size": 3584, "intermediate_size": 14336,
+              "num_hidden_layers": 42, "num_attention_heads": 16, "num_key_value_heads": 8,
+              "head_dim": 256, "query_pre_attn_scalar": 256, "sliding_window": 4096,
+              "vocab_size": 256000, "max_position_embeddings": 8192}
+    shape = shape_from_hf_config(_write(tmp_path, gemma2))
+    assert shape.ffn_kind is FfnKind.GEGLU and shape.sandwich_norms and shape.tied_embeddings
+    assert (shape.sliding_window, shape.windowed_layers) == (4096, 21)  # layers 0, 2, .., 40
+    assert shape == dataclasses.replace(preset("gemma-2-9b").shape, name=shape.name)
+    gemma3 = {"model_type": "gemma3_text", "hidden_size": 1152, "intermediate_size": 6912,
+              "num_hidden_layers": 26, "num_attention_heads": 4, "num_key_value_heads": 1,
+              "head_dim": 256, "sliding_window": 512, "sliding_window_pattern": 6,
+              "max_position_embeddings": 32768, "vocab_size": 262144}
+    shape = shape_from_hf_config(_write(tmp_path, gemma3))
+    assert shape.windowed_layers == 26 - 4  # layers 5, 11, 17 and 23 are global
+    assert shape == dataclasses.replace(preset("gemma-3-1b").shape, name=shape.name)
+    # layer_types, where a config lists them, decide
+    listed = {**gemma3, "layer_types": ["sliding_attention"] * 20 + ["full_attention"] * 6}
+    assert shape_from_hf_config(_write(tmp_path, listed)).windowed_layers == 20
+    multimodal = {"model_type": "gemma3", "vision_config": {"hidden_size": 1152},
+                  "text_config": {"model_type": "gemma3_text", "hidden_size": 2560,
+                                  "intermediate_size": 10240, "num_hidden_layers": 34,
+                                  "sliding_window": 1024}}
+    shape = shape_from_hf_config(_write(tmp_path, multimodal))
+    # Transformers' default vocabulary (262,208) holds 64 rows more than the text-only count
+    assert shape.vocab == 262208 and shape.context_window == 131072
+    assert count_params(shape).total - count_params(preset("gemma-3-4b").shape).total \
+        == 64 * 2560
+    with pytest.raises(GpuarchError, match="text_config: expected an object"):
+        shape_from_hf_config(_write(tmp_path, {"model_type": "gemma3", "text_config": [1]}))
+    with pytest.raises(GpuarchError, match="sliding_window_pattern: expected a positive"):
+        shape_from_hf_config(_write(tmp_path, {**gemma3, "sliding_window_pattern": 0}))
+
+
+def test_hf_phi3_and_olmo2_configs(tmp_path: Path) -> None:
+    """Phi-3-mini's config.json (a 2,047-token window on every layer) gives its published
+    3,821,079,552 parameters; OLMo 2 13B's (whole-projection query and key norms) its
+    safetensors index's 13,716,198,400."""
+    phi3 = {"model_type": "phi3", "hidden_size": 3072, "intermediate_size": 8192,
+            "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 32,
+            "vocab_size": 32064, "sliding_window": 2047, "max_position_embeddings": 4096,
+            "tie_word_embeddings": False}
+    shape = shape_from_hf_config(_write(tmp_path, phi3))
+    assert shape.windowed_layers == 32 and count_params(shape).total == 3821079552
+    olmo2 = {"model_type": "olmo2", "hidden_size": 5120, "intermediate_size": 13824,
+             "num_hidden_layers": 40, "num_attention_heads": 40, "num_key_value_heads": 40,
+             "vocab_size": 100352, "max_position_embeddings": 4096,
+             "tie_word_embeddings": False}
+    shape = shape_from_hf_config(_write(tmp_path, olmo2))
+    assert shape.qk_norm is QkNorm.FULL and count_params(shape).total == 13716198400
+    # the query and key norms: 40 + 40 heads of 128 a layer
+    plain = count_params(dataclasses.replace(shape, qk_norm=QkNorm.NONE)).total
+    assert count_params(shape).total - plain == 40 * (40 + 40) * 128
+
+
+def test_geglu_costs_what_swiglu_costs() -> None:
+    """The GELU-gated MLP has SwiGLU's three matrices: the same parameters and FLOPs."""
+    gemma = preset("gemma-2-9b").shape
+    swiglu = dataclasses.replace(gemma, ffn_kind=FfnKind.SWIGLU)
+    assert count_params(gemma) == count_params(swiglu)
+    assert forward_flops_per_token(gemma, 4096) == forward_flops_per_token(swiglu, 4096)

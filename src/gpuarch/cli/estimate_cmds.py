@@ -736,7 +736,7 @@ def model_flags(p: argparse.ArgumentParser, default: str | None = None) -> None:
                        help="override the model's " + name.replace("_", " "))
     p.add_argument("--ffn-kind", type=lazy_enum_value("gpuarch.workloads.shape:FfnKind",
                                                       "--ffn-kind"),
-                   help="gelu, swiglu or relu2")
+                   help="gelu, swiglu, geglu or relu2")
 
 
 def parse_op(text: str) -> Op:

@@ -28,7 +28,6 @@ def cmd_report(args: argparse.Namespace) -> int:
     from gpuarch.perf.roofline import Device, roofline_summary, transformer_ops
     from gpuarch.report.html import ReportInputs, check_report_path, write_report
     from gpuarch.validation.ops import validate_ops
-    from gpuarch.workloads.shape import FfnKind
 
     check_report_path(args.out)
     if args.max_gpus < 1:
@@ -47,7 +46,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     device = Device.of(pick, precision, catalog.chip_of(pick).sm.tensor_core_generation)
     ops = transformer_ops(shape.hidden, shape.heads, shape.n_kv_heads,
                           shape.d_expert if shape.is_moe else shape.d_ffn,
-                          shape.ffn_kind is FfnKind.SWIGLU, 4096, 4 * 4096, 32,
+                          shape.ffn_kind.gated, 4096, 4 * 4096, 32,
                           args.input_len + args.output_len)
     inputs = ReportInputs(
         title=f"gpuarch report: {shape.name}",

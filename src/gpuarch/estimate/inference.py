@@ -69,7 +69,7 @@ from gpuarch.perf.sibling import sibling_notes
 from gpuarch.units import Unit, from_si
 from gpuarch.workloads.flops import attention_core_dims, attention_projections
 from gpuarch.workloads.params import count_params
-from gpuarch.workloads.shape import MAX_DIMENSION, FfnKind, TransformerShape
+from gpuarch.workloads.shape import MAX_DIMENSION, TransformerShape
 
 __all__ = [
     "BLACKWELL_TENSOR_CORES",
@@ -752,9 +752,12 @@ def _new_gemm_device(product: Product, quant: QuantScheme, generation: int | Non
                         max(1.0, peak.peak.flops / base.attention_flops))
 
 
-def _norms_residuals(tokens: Num, hidden: int) -> Elementwise:
-    """A layer's norms and residual adds: ten 16-bit passes over its tokens' hidden states."""
-    return Elementwise(10 * tokens * hidden * 2.0, name="norms_residuals")
+def _norms_residuals(tokens: Num, shape: TransformerShape) -> Elementwise:
+    """A layer's norms and residual adds: ten 16-bit passes over its tokens' hidden states
+    (two norms, each read and written, and two residual adds), four more with sandwich
+    norms."""
+    passes = 10 + 2 * (shape.layer_norms - 2)
+    return Elementwise(passes * tokens * shape.hidden * 2.0, name="norms_residuals")
 
 
 def moe_rank_tokens(tokens: int, tp: int, ep: int) -> int:
@@ -778,7 +781,7 @@ def moe_module_time(catalog: Catalog, shape: TransformerShape, product: Product,
     per_rank = moe_rank_tokens(tokens, cfg.tp, cfg.ep)
     runner.layer(per_rank, 1, per_rank, per_rank, runner.experts_touched(per_rank), moe=True,
                  prefill=True)
-    norms = _split(_norms_residuals(per_rank, shape.hidden), runner.device, efficiency)[0]
+    norms = _split(_norms_residuals(per_rank, shape), runner.device, efficiency)[0]
     parts = runner.parts
     return float(parts["expert_gemms"] + parts["overhead"] + parts["memory_bound"] - norms)
 
@@ -975,7 +978,7 @@ class _Runner:
                              else "attention"))
         name, n, k = projections[-1]
         ops.append(self._gemm(tokens, n, k, name))
-        up_factor = 2 if s.ffn_kind is FfnKind.SWIGLU else 1
+        up_factor = 2 if s.ffn_kind.gated else 1
         if moe:
             # experts are split over max(TP, EP) GPUs: EP divides the experts, what is left
             # of TP divides each expert's width; an EP group wider than TP spans replicas
@@ -1012,7 +1015,7 @@ class _Runner:
                     self._gemm(tokens, s.hidden, f // t, "mlp_down")]
             inner = tokens * f // t
         hidden_bytes = tokens * s.hidden * 2.0
-        ops += [_norms_residuals(tokens, s.hidden), Elementwise(3.0 * inner * 2.0,
+        ops += [_norms_residuals(tokens, s), Elementwise(3.0 * inner * 2.0,
                                                                 name="activation")]
         # an attention-data-parallel group's prefill passes wait for the rank with the most
         # context tokens in the work each rank does on its own tokens (all but the gathered

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from gpuarch.errors import GpuarchError, suggestion
 from gpuarch.workloads.flops import attention_projections
-from gpuarch.workloads.shape import FfnKind, TransformerShape
+from gpuarch.workloads.shape import TransformerShape
 
 __all__ = ["DEFAULT_LORA_MODULES", "LORA_MODULES", "LoraParams", "adapted_gemms",
            "check_lora_modules", "lora_forward_flops_per_token", "lora_params"]
@@ -95,7 +95,7 @@ def _widths(shape: TransformerShape, modules: Iterable[str]) -> tuple[int, int, 
     """Sums of d_in + d_out over the adapted linear layers of one layer: (attention,
     a dense layer's MLP, an expert layer's shared experts, one routed expert)."""
     attention = dense = shared = expert = 0
-    up = 2 if shape.ffn_kind is FfnKind.SWIGLU else 1
+    up = 2 if shape.ffn_kind.gated else 1
     wanted = set(modules)
     projections = attention_projections(shape)
     for i, (_, n, k) in enumerate(projections):

@@ -13,7 +13,7 @@ from enum import Enum
 
 from gpuarch.estimate.recompute import DEFAULT_MODULES
 from gpuarch.perf.precision import Precision
-from gpuarch.workloads.shape import FfnKind, TransformerShape
+from gpuarch.workloads.shape import TransformerShape
 
 __all__ = ["BYTES_PER_PARAM", "BytesPerParam", "Recompute", "activation_bytes_per_layer",
            "bytes_per_param"]
@@ -127,7 +127,7 @@ def activation_bytes_per_layer(s: TransformerShape, micro_batch: int, seq: int, 
     replicated = 2 * sbh + (0.0 if "layernorm" in dropped else sbh * (kept_qkv + kept_up))
     # an MLP keeps the up projection's output (for the activation's backward) and the
     # activation's output (the down projection's input)
-    up = 2 if s.ffn_kind is FfnKind.SWIGLU else 1
+    up = 2 if s.ffn_kind.gated else 1
     mlp_inner = 0.0 if "mlp" in dropped else tokens * s.d_ffn * (up + kept_down)
     if s.is_moe:
         routed = 0.0 if "moe" in dropped else tokens * s.d_expert * s.experts_per_token * (

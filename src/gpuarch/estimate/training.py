@@ -90,8 +90,8 @@ from gpuarch.workloads.flops import (
     forward_flops_per_token,
 )
 from gpuarch.workloads.mtp import mtp_block_params, mtp_forward_flops_per_token
-from gpuarch.workloads.params import attention_params, count_params, mlp_params
-from gpuarch.workloads.shape import MAX_DIMENSION, FfnKind, TransformerShape
+from gpuarch.workloads.params import attention_params, count_params, layer_norm_params, mlp_params
+from gpuarch.workloads.shape import MAX_DIMENSION, TransformerShape
 
 __all__ = [
     "COMMUNICATION_PARTS",
@@ -782,7 +782,7 @@ def _layer_ops(s: TransformerShape, cfg: TrainingConfig, moe: bool, window: int 
         width = s.d_expert
         local_experts = _local_experts(s, cfg)
         per_expert = maximum(1, routed * cfg.ep // s.experts)
-        up = 2 * width if s.ffn_kind is FfnKind.SWIGLU else width
+        up = 2 * width if s.ffn_kind.gated else width
         ops += [
             Gemm(tokens, s.experts, s.hidden, name="router"),
             Gemm(per_expert, up // e, s.hidden, batch=local_experts,
@@ -792,7 +792,7 @@ def _layer_ops(s: TransformerShape, cfg: TrainingConfig, moe: bool, window: int 
         ]
         if s.shared_experts:
             shared = width * s.shared_experts
-            ops += [Gemm(tokens, (2 * shared if s.ffn_kind is FfnKind.SWIGLU else shared) // t,
+            ops += [Gemm(tokens, (2 * shared if s.ffn_kind.gated else shared) // t,
                          s.hidden, name="shared_up"),
                     Gemm(tokens, s.hidden, shared // t, name="shared_down")]
         ops.append(dispatch_permutation(routed, s.hidden, cfg.precision.activation_bytes,
@@ -803,13 +803,14 @@ def _layer_ops(s: TransformerShape, cfg: TrainingConfig, moe: bool, window: int 
             ops += _unfused_expert_extras(s, routed, up // e, element)
     else:
         f = s.d_ffn
-        up = 2 * f if s.ffn_kind is FfnKind.SWIGLU else f
+        up = 2 * f if s.ffn_kind.gated else f
         ops += [Gemm(tokens, up // t, s.hidden, name="mlp_up"),
                 Gemm(tokens, s.hidden, f // t, name="mlp_down")]
         inner = tokens * f // t
-    # two norms and two residual adds (read 2, write 1), and the activation function
+    # two norms (four with sandwich norms) and two residual adds (read 2, write 1), and the
+    # activation function
     hidden_bytes = 1.0 * norm_tokens * s.hidden * element
-    ops += [Elementwise(2 * 2 * hidden_bytes, name="norms"),
+    ops += [Elementwise(s.layer_norms * 2 * hidden_bytes, name="norms"),
             Elementwise(2 * 3 * hidden_bytes, name="residuals"),
             Elementwise(3.0 * inner * element, name="activation")]
     if cfg.precision.low_precision:
@@ -1673,7 +1674,7 @@ def _rank_params(shape: TransformerShape, layout: PipelineLayout, mtp_dense: int
     pipeline rank of ``layout`` holds (before TP and EP split them): its layers, MTP blocks,
     the embedding on the first rank, the LM head and final norm on the last."""
     pc = count_params(shape)
-    norms = 2 * shape.norm.params_per_width * shape.hidden
+    norms = layer_norm_params(shape)
     attention = attention_params(shape)
     dense_layer = attention + norms + mlp_params(shape, shape.d_ffn)
     expert_layer, routed = 0, 0

@@ -119,6 +119,9 @@ def megatron_launch(shape: Any, cfg: Any) -> Launch:
     add("ffn_hidden", shape.d_ffn)
     if shape.ffn_kind is FfnKind.SWIGLU:
         add("swiglu")
+    elif shape.ffn_kind is FfnKind.GEGLU:
+        notes.append("the GELU-gated MLP (GeGLU, Gemma-style) has no flag here: set "
+                     "gated_linear_unit with a GELU activation in the model's config")
     elif shape.ffn_kind is FfnKind.RELU2:
         add("squared_relu")
     if not shape.bias:

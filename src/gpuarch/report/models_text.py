@@ -9,7 +9,7 @@ from gpuarch.units import Unit, from_si
 from gpuarch.workloads.hf_quant import CheckpointFormats
 from gpuarch.workloads.params import count_params
 from gpuarch.workloads.presets import Preset
-from gpuarch.workloads.shape import TransformerShape
+from gpuarch.workloads.shape import NormKind, QkNorm, TransformerShape
 
 __all__ = ["checkpoint_label", "render_preset", "render_presets"]
 
@@ -78,6 +78,14 @@ def render_preset(p: Preset) -> str:
     if s.sliding_window:
         lines.append(f"  window        {s.windowed_layers} layers attend to "
                      f"{s.sliding_window} tokens")
+    kind = "RMSNorm" if s.norm is NormKind.RMSNORM else "LayerNorm"
+    norms = [f"{s.layer_norms} {kind}s a layer"
+             + (" (before and after attention and MLP)" if s.sandwich_norms else "")]
+    if s.qk_norm is not QkNorm.NONE:
+        norms.append("query and key norms over "
+                     + ("each head" if s.qk_norm is QkNorm.HEAD else "all heads together"))
+    if s.sandwich_norms or s.qk_norm is not QkNorm.NONE:
+        lines.append(f"  norms         {'; '.join(norms)}")
     if s.parallel_attention:
         lines.append("  layers        attention and MLP side by side on the same input (one "
                      "tensor-parallel reduction a layer)")

@@ -1,8 +1,9 @@
 """Read a local Hugging Face ``config.json`` (offline) into a :class:`TransformerShape`.
 
 Supported families (by ``model_type``): llama, llama4 / llama4_text, mistral, mixtral, qwen2,
-qwen2_moe, qwen3, qwen3_moe, gemma, deepseek_v3 / deepseek_v2, kimi_k2, gpt_oss, glm4_moe
-(GLM-4.5 to 4.7), gpt2, nemotron, and the families whose attention and MLP run side by side
+qwen2_moe, qwen3, qwen3_moe, gemma, gemma2, gemma3 (its text model) / gemma3_text,
+deepseek_v3 / deepseek_v2, kimi_k2, gpt_oss, glm4_moe (GLM-4.5 to 4.7), phi3 (Phi-3, Phi-4),
+olmo2, granite, gpt2, nemotron, and the families whose attention and MLP run side by side
 (``parallel_attention``): gptj, gpt_neox (unless ``use_parallel_residual`` is false) and
 falcon (unless ``parallel_attn`` is false; ALiBi configs are refused, the model has no such
 position encoding).
@@ -25,16 +26,19 @@ from gpuarch.workloads.shape import (
     MlaShape,
     NormKind,
     Position,
+    QkNorm,
     TransformerShape,
 )
 
 __all__ = ["SUPPORTED_MODEL_TYPES", "read_json_object", "shape_from_hf_config"]
 
 _LLAMA_LIKE = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe",
-               "gemma", "deepseek_v2", "deepseek_v3", "kimi_k2", "gpt_oss", "glm4_moe"}
+               "deepseek_v2", "deepseek_v3", "kimi_k2", "gpt_oss", "glm4_moe", "phi3",
+               "olmo2", "granite"}
+_GEMMA = {"gemma", "gemma2", "gemma3", "gemma3_text"}
 _MLA = {"deepseek_v2", "deepseek_v3", "kimi_k2"}  # multi-head latent attention families
 _LLAMA4 = {"llama4", "llama4_text"}
-SUPPORTED_MODEL_TYPES = frozenset(_LLAMA_LIKE | _LLAMA4
+SUPPORTED_MODEL_TYPES = frozenset(_LLAMA_LIKE | _LLAMA4 | _GEMMA
                                   | {"gpt2", "nemotron", "gptj", "gpt_neox", "falcon"})
 
 
@@ -84,6 +88,8 @@ def shape_from_hf_config(path: Path, name: str | None = None) -> TransformerShap
             return _gpt_neox(cfg, path, label)
         if model_type == "falcon":
             return _falcon(cfg, path, label)
+        if model_type in _GEMMA:
+            return _gemma(cfg, path, label, model_type)
         if model_type in _LLAMA4:
             return _llama4(cfg.get("text_config", cfg) if model_type == "llama4" else cfg,
                            path, label)
@@ -210,6 +216,75 @@ def _llama_like(cfg: dict[str, Any], path: Path, label: str, model_type: str
         sliding_layers=windowed if windowed != layers else 0,
         glu_limit=_glu_limit(cfg, path),
         mla=mla,
+        # OLMo 2 normalises the whole query and key projections (q_norm over heads x head
+        # size, k_norm over KV heads x head size); its two norms a layer sit after the
+        # attention and MLP rather than before, the same count
+        qk_norm=QkNorm.FULL if model_type == "olmo2" else QkNorm.NONE,
+    )
+
+
+# Transformers' defaults for the keys a Gemma config.json may leave out: Gemma2Config
+# (configuration_gemma2.py @008e5743) and Gemma3TextConfig (configuration_gemma3.py
+# @d98ac17c), whose values the multimodal Gemma 3 checkpoints' sparse text_config relies on
+_GEMMA_DEFAULTS: dict[str, dict[str, int]] = {
+    "gemma2": {"vocab_size": 256000, "hidden_size": 2304, "intermediate_size": 9216,
+               "num_hidden_layers": 26, "num_attention_heads": 8, "num_key_value_heads": 4,
+               "head_dim": 256, "max_position_embeddings": 8192, "sliding_window": 4096},
+    "gemma3_text": {"vocab_size": 262208, "hidden_size": 2304, "intermediate_size": 9216,
+                    "num_hidden_layers": 26, "num_attention_heads": 8,
+                    "num_key_value_heads": 4, "head_dim": 256,
+                    "max_position_embeddings": 131072, "sliding_window": 4096,
+                    "sliding_window_pattern": 6},
+}
+
+
+def _gemma(cfg: dict[str, Any], path: Path, label: str, model_type: str) -> TransformerShape:
+    """Gemma 1-3: a GELU-gated MLP (GeGLU) and tied embeddings unless the config says
+    otherwise. Gemma 2 and 3 add a norm after the attention and after the MLP (four a
+    layer) and alternate sliding-window and global layers: from ``layer_types`` where the
+    config lists them, else Gemma 2's even-numbered layers (``not layer_idx % 2``) and Gemma
+    3's all but every ``sliding_window_pattern``-th (``(layer_idx + 1) % pattern``, 6 unless
+    given); Gemma 3 also normalises each head's queries and keys. A ``gemma3`` config is the
+    multimodal checkpoint: its ``text_config`` is read, the vision tower is not counted.
+    Keys a config leaves out take Transformers' defaults, as the library itself does.
+    Attention-logit soft-capping (Gemma 2) costs a pass the model does not itemise."""
+    if model_type == "gemma3":
+        cfg = cfg.get("text_config", {})
+        if not isinstance(cfg, dict):
+            raise GpuarchError("text_config: expected an object")
+        model_type = "gemma3_text"
+    if model_type in _GEMMA_DEFAULTS:
+        cfg = {**_GEMMA_DEFAULTS[model_type],
+               **{k: v for k, v in cfg.items() if v is not None}}
+    layers = _get(cfg, path, "num_hidden_layers")
+    heads = _get(cfg, path, "num_attention_heads")
+    window, windowed = 0, 0
+    if model_type != "gemma":
+        window = _get(cfg, path, "sliding_window")
+        kinds = cfg.get("layer_types")
+        if isinstance(kinds, list):
+            windowed = sum(1 for kind in kinds if kind == "sliding_attention")
+        elif model_type == "gemma2":
+            windowed = (layers + 1) // 2
+        else:
+            pattern = _get(cfg, path, "sliding_window_pattern")
+            if pattern < 1:
+                raise GpuarchError(f"sliding_window_pattern: expected a positive integer, "
+                                   f"got {pattern}")
+            windowed = layers - layers // pattern
+        if not windowed or window < 1:
+            window, windowed = 0, 0
+    fields = _decoder_fields(cfg, path, label, layers, heads)
+    fields["tied_embeddings"] = bool(_get(cfg, path, "tie_word_embeddings", default=True))
+    return TransformerShape(
+        **fields,
+        ffn_hidden=_get(cfg, path, "intermediate_size"),
+        ffn_kind=FfnKind.GEGLU,
+        qkv_bias=bool(cfg.get("attention_bias")),
+        sandwich_norms=model_type != "gemma",
+        qk_norm=QkNorm.HEAD if model_type == "gemma3_text" else QkNorm.NONE,
+        sliding_window=window,
+        sliding_layers=windowed if windowed != layers else 0,
     )
 
 

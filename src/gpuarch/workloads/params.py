@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 
-from gpuarch.workloads.shape import FfnKind, Position, TransformerShape
+from gpuarch.workloads.shape import Position, QkNorm, TransformerShape
 
-__all__ = ["ParamCount", "count_params"]
+__all__ = ["ParamCount", "count_params", "layer_norm_params"]
 
 
 @dataclass(frozen=True)
@@ -61,8 +61,20 @@ def mlp_params(s: TransformerShape, width: int) -> int:
     weights = s.ffn_kind.matrices * s.hidden * width
     biases = 0
     if s.bias:
-        biases = (2 if s.ffn_kind is FfnKind.SWIGLU else 1) * width + s.hidden
+        biases = (2 if s.ffn_kind.gated else 1) * width + s.hidden
     return weights + biases
+
+
+def layer_norm_params(s: TransformerShape) -> int:
+    """One layer's norm weights: its norms over the hidden width (two, or four with
+    sandwich norms) and any query-key norms."""
+    per_width = s.norm.params_per_width
+    qk = 0
+    if s.qk_norm is QkNorm.HEAD:
+        qk = 2 * s.d_head
+    elif s.qk_norm is QkNorm.FULL:
+        qk = (s.heads + s.n_kv_heads) * s.d_head
+    return per_width * (s.layer_norms * s.hidden + qk)
 
 
 @cache
@@ -82,5 +94,5 @@ def count_params(s: TransformerShape) -> ParamCount:
         mlp_experts=s.moe_layers * s.experts * mlp_params(s, s.d_expert),
         mlp_shared=s.moe_layers * s.shared_experts * mlp_params(s, s.d_expert),
         router=s.moe_layers * h * s.experts,
-        norms=s.layers * 2 * norm + norm,
+        norms=s.layers * layer_norm_params(s) + norm,
     )

@@ -13,13 +13,21 @@ from typing import Any
 from gpuarch.catalog.lookup import Resolver
 from gpuarch.errors import GpuarchError, suggestion
 from gpuarch.workloads.hf_quant import CheckpointFormats, declared_quantization
-from gpuarch.workloads.shape import FfnKind, MlaShape, NormKind, Position, TransformerShape
+from gpuarch.workloads.shape import (
+    FfnKind,
+    MlaShape,
+    NormKind,
+    Position,
+    QkNorm,
+    TransformerShape,
+)
 
 __all__ = ["MODELS_FILE", "Preset", "load_presets", "preset", "shape_from_mapping"]
 
 MODELS_FILE = Path(__file__).with_name("data") / "models.toml"
 
-_ENUMS: dict[str, type[Enum]] = {"ffn_kind": FfnKind, "norm": NormKind, "position": Position}
+_ENUMS: dict[str, type[Enum]] = {"ffn_kind": FfnKind, "norm": NormKind, "position": Position,
+                                  "qk_norm": QkNorm}
 _SHAPE_KEYS = {f.name for f in fields(TransformerShape)} - {"name", "mla"}
 _MLA_KEYS = {f.name for f in fields(MlaShape)}
 _META_KEYS = {"name", "aliases", "params", "params_billions", "source", "mla",

@@ -11,7 +11,7 @@ from enum import Enum
 
 from gpuarch.errors import GpuarchError, check_count, check_number
 
-__all__ = ["FINE_GRAINED_EXPERTS", "FfnKind", "MlaShape", "NormKind", "Position",
+__all__ = ["FINE_GRAINED_EXPERTS", "FfnKind", "MlaShape", "NormKind", "Position", "QkNorm",
            "TransformerShape"]
 
 
@@ -20,11 +20,17 @@ class FfnKind(Enum):
 
     GELU = "gelu"  # two matrices: h -> ffn -> h (GPT, Megatron GPT)
     SWIGLU = "swiglu"  # three matrices: gate and up h -> ffn, down ffn -> h (Llama, Mistral)
+    GEGLU = "geglu"  # the same three matrices with a GELU gate (Gemma)
     RELU2 = "relu2"  # squared ReLU, two matrices (Nemotron-4)
 
     @property
+    def gated(self) -> bool:
+        """A gated linear unit: the up projection is twice the MLP's width (gate and up)."""
+        return self in (FfnKind.SWIGLU, FfnKind.GEGLU)
+
+    @property
     def matrices(self) -> int:
-        return 3 if self is FfnKind.SWIGLU else 2
+        return 3 if self.gated else 2
 
 
 class NormKind(Enum):
@@ -36,6 +42,16 @@ class NormKind(Enum):
     @property
     def params_per_width(self) -> int:
         return 2 if self is NormKind.LAYERNORM else 1
+
+
+class QkNorm(Enum):
+    """A norm on the queries and keys before the attention scores: none, one over each head's
+    width (Qwen3, Gemma 3; its weights a head's width each for queries and keys) or one over
+    all heads together (OLMo 2; weights as wide as the query and key projections)."""
+
+    NONE = "none"
+    HEAD = "head"
+    FULL = "full"
 
 
 class Position(Enum):
@@ -109,6 +125,10 @@ class TransformerShape:
     bias: bool = False  # linear layers carry biases (GPT-2/3, Megatron GPT)
     qkv_bias: bool = False  # only the QKV projection has biases (Qwen2)
     tied_embeddings: bool = False
+    # norms on the attention and MLP outputs as well as their inputs (Gemma 2 and 3): four a
+    # layer instead of two
+    sandwich_norms: bool = False
+    qk_norm: QkNorm = QkNorm.NONE
     # the attention and MLP blocks of a layer read the same input and their outputs are
     # added into the residual together (GPT-J, GPT-NeoX, Falcon, PaLM), so a tensor-parallel
     # layer reduces its output once, not after each block
@@ -183,6 +203,12 @@ class TransformerShape:
         the attention block and after the MLP, or once where the two run side by side
         (``parallel_attention``)."""
         return 1 if self.parallel_attention else 2
+
+    @property
+    def layer_norms(self) -> int:
+        """Norms over the hidden width in each layer: before attention and MLP, and after
+        them too with ``sandwich_norms``."""
+        return 4 if self.sandwich_norms else 2
 
     @property
     def positions(self) -> int:
