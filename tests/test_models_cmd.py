@@ -4,6 +4,7 @@ checkpoint's formats; one preset in full; JSON that matches the library."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -69,4 +70,25 @@ def test_an_unknown_model_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -
     status, out, err = _run(capsys, "lama-3.1-8b")
     assert status == 2 and out == ""
     assert "unknown model 'lama-3.1-8b'" in err and "did you mean" in err
+    assert "Traceback" not in err
+
+
+def test_a_local_config_json_is_shown_like_a_preset(capsys: pytest.CaptureFixture[str],
+                                                     tmp_path: Path) -> None:
+    """``gpuarch models config.json`` reads the file as ``--model`` does: Phi-3-mini's
+    config.json counts its published 3,821,079,552 parameters (keras-hub's Phi-3 presets);
+    a family it cannot read is a usage error naming the type, without a traceback."""
+    cfg = {"model_type": "phi3", "hidden_size": 3072, "intermediate_size": 8192,
+           "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 32,
+           "vocab_size": 32064, "sliding_window": 2047, "max_position_embeddings": 4096,
+           "tie_word_embeddings": False}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    status, out, _ = _run(capsys, str(path))
+    assert status == 0 and "3,821,079,552 counted" in out and "a local config.json" in out
+    status, out, _ = _run(capsys, str(path), "--json")
+    assert json.loads(out)["models"][0]["params_counted"]["total"] == 3821079552
+    path.write_text(json.dumps({"model_type": "qwen3_next"}))
+    status, _, err = _run(capsys, str(path))
+    assert status == 2 and "model_type 'qwen3_next' is not supported" in err
     assert "Traceback" not in err

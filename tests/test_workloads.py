@@ -257,7 +257,7 @@ def test_hf_gpt_oss_and_qwen3_moe(tmp_path: Path) -> None:
             "num_experts": 128, "num_experts_per_tok": 8, "sliding_window": None,
             "use_sliding_window": False, "tie_word_embeddings": False}
     shape = shape_from_hf_config(_write(tmp_path, qwen))
-    assert shape.windowed_layers == 0
+    assert shape.windowed_layers == 0 and shape.qk_norm is QkNorm.HEAD
     assert count_params(shape).total == count_params(preset("qwen3-30b-a3b").shape).total
     # a window without layer_types covers every layer; use_sliding_window false disables it
     mistral = {"model_type": "mistral", "hidden_size": 4096, "intermediate_size": 14336,
@@ -321,6 +321,10 @@ def test_hf_glm4_moe(tmp_path: Path) -> None:
                 + 46 * 2 * 4096 + 4096)
     assert count_params(shape).total == expected == 106_852_245_504
     assert from_si(expected, Unit.BILLION) == pytest.approx(106, rel=0.01)
+    # GLM-4.5 proper sets use_qk_norm: a norm over each head's queries and keys a layer
+    normed = shape_from_hf_config(_write(tmp_path, {**air, "use_qk_norm": True}))
+    assert normed.qk_norm is QkNorm.HEAD and shape.qk_norm is QkNorm.NONE
+    assert count_params(normed).total == expected + 46 * 2 * 128
 
 
 def test_hf_qwen2_moe(tmp_path: Path) -> None:
@@ -555,3 +559,21 @@ def test_geglu_costs_what_swiglu_costs() -> None:
     swiglu = dataclasses.replace(gemma, ffn_kind=FfnKind.SWIGLU)
     assert count_params(gemma) == count_params(swiglu)
     assert forward_flops_per_token(gemma, 4096) == forward_flops_per_token(swiglu, 4096)
+
+
+def test_a_multimodal_wrapper_reads_its_language_model(tmp_path: Path) -> None:
+    """A wrapper family the importer does not know (Mistral 3) around a text_config of one it
+    does reads as that language model, named after the checkpoint; an unknown family
+    inside is still refused by name."""
+    text = {"model_type": "mistral", "hidden_size": 5120, "intermediate_size": 32768,
+            "num_hidden_layers": 40, "num_attention_heads": 32, "num_key_value_heads": 8,
+            "head_dim": 128, "vocab_size": 131072, "max_position_embeddings": 131072}
+    wrapped = {"model_type": "mistral3", "_name_or_path": "mistral-small-3.1",
+               "text_config": text, "vision_config": {"model_type": "pixtral"}}
+    shape = shape_from_hf_config(_write(tmp_path, wrapped))
+    assert shape.name == "mistral-small-3.1"
+    assert shape == dataclasses.replace(shape_from_hf_config(_write(tmp_path, text)),
+                                        name=shape.name)
+    unknown = {**wrapped, "text_config": {**text, "model_type": "qwen3_next"}}
+    with pytest.raises(GpuarchError, match="model_type 'mistral3' is not supported"):
+        shape_from_hf_config(_write(tmp_path, unknown))

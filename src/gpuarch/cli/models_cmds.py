@@ -23,12 +23,29 @@ def _record(p: Any) -> dict[str, Any]:
             "source": {"title": p.source_title, "url": p.source_url}}
 
 
+def _config_preset(name: str) -> Any:
+    """A local config.json read as ``--model`` reads it, shown like a preset: its shape, the
+    counted parameters, the formats its checkpoint declares, and the file as the source."""
+    from pathlib import Path
+
+    from gpuarch.workloads.hf import shape_from_hf_config
+    from gpuarch.workloads.hf_quant import checkpoint_formats
+    from gpuarch.workloads.presets import Preset
+
+    path = Path(name)
+    shape = shape_from_hf_config(path)
+    return Preset(shape=shape, aliases=(), source_title=f"{path} (a local config.json)",
+                  source_url=str(path.resolve()), params=None, params_billions=None,
+                  checkpoint=checkpoint_formats(path))
+
+
 def cmd_models(args: argparse.Namespace) -> int:
+    from gpuarch.cli.estimate_cmds import names_file
     from gpuarch.report.models_text import render_preset, render_presets
     from gpuarch.workloads.presets import load_presets, preset
 
     if args.name:
-        one = preset(args.name)
+        one = _config_preset(args.name) if names_file(args.name) else preset(args.name)
         print(to_json({"models": [_record(one)]}) if args.json else render_preset(one))
         return 0
     every = list(load_presets().by_name.values())
@@ -42,5 +59,6 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     """Register ``models``."""
     p = sub.add_parser("models", parents=[common],
                        help="model presets: shapes, parameters, checkpoint formats, sources")
-    p.add_argument("name", nargs="?", help="one preset in full, e.g. llama-3.1-70b")
+    p.add_argument("name", nargs="?", help="one preset in full, e.g. llama-3.1-70b, or a local "
+                   "Hugging Face config.json read as --model reads it")
     p.set_defaults(handler=cmd_models)

@@ -7,6 +7,8 @@ olmo2, granite, gpt2, nemotron, and the families whose attention and MLP run sid
 (``parallel_attention``): gptj, gpt_neox (unless ``use_parallel_residual`` is false) and
 falcon (unless ``parallel_attn`` is false; ALiBi configs are refused, the model has no such
 position encoding).
+A multimodal checkpoint whose ``text_config`` names one of these families (Mistral 3,
+LLaVA-style wrappers) is read as that language model; its vision tower is not counted.
 Unknown families are refused with the type named, rather than guessed. Sliding-window
 attention is read from ``layer_types`` (layers marked ``sliding_attention``) where the config
 lists them, else from ``sliding_window`` for every layer unless ``use_sliding_window`` is
@@ -74,6 +76,14 @@ def shape_from_hf_config(path: Path, name: str | None = None) -> TransformerShap
     """Parse ``path`` (a config.json); raises :class:`GpuarchError` naming the file."""
     cfg = read_json_object(path)
     model_type = cfg.get("model_type")
+    inner = cfg.get("text_config")
+    if isinstance(model_type, str) and model_type not in SUPPORTED_MODEL_TYPES \
+            and isinstance(inner, dict) and isinstance(inner.get("model_type"), str) \
+            and inner["model_type"] in SUPPORTED_MODEL_TYPES:
+        # a multimodal wrapper (Mistral 3, LLaVA, Qwen-VL style) around a language model of
+        # a supported family: the language model is read, the vision tower not counted
+        label = name or str(cfg.get("_name_or_path") or path.parent.name or model_type)
+        cfg, model_type = {**inner, "_name_or_path": label}, inner["model_type"]
     if not isinstance(model_type, str) or model_type not in SUPPORTED_MODEL_TYPES:
         raise GpuarchError(
             f"{path}: model_type {model_type!r} is not supported; supported: "
@@ -216,11 +226,21 @@ def _llama_like(cfg: dict[str, Any], path: Path, label: str, model_type: str
         sliding_layers=windowed if windowed != layers else 0,
         glu_limit=_glu_limit(cfg, path),
         mla=mla,
-        # OLMo 2 normalises the whole query and key projections (q_norm over heads x head
-        # size, k_norm over KV heads x head size); its two norms a layer sit after the
-        # attention and MLP rather than before, the same count
-        qk_norm=QkNorm.FULL if model_type == "olmo2" else QkNorm.NONE,
+        qk_norm=_qk_norm(cfg, model_type),
     )
+
+
+def _qk_norm(cfg: dict[str, Any], model_type: str) -> QkNorm:
+    """Query-key norms: Qwen3's (dense and MoE) and GLM-4.5's where ``use_qk_norm`` is set
+    normalise each head's queries and keys; OLMo 2 normalises the whole query and key
+    projections (q_norm over heads x head size, k_norm over KV heads x head size; its two
+    norms a layer sit after the attention and MLP rather than before, the same count)."""
+    if model_type == "olmo2":
+        return QkNorm.FULL
+    if model_type in ("qwen3", "qwen3_moe") or (model_type == "glm4_moe"
+                                                 and _flag(cfg, "use_qk_norm", False)):
+        return QkNorm.HEAD
+    return QkNorm.NONE
 
 
 # Transformers' defaults for the keys a Gemma config.json may leave out: Gemma2Config
