@@ -1297,3 +1297,19 @@ def test_sandwich_norms_add_two_norm_passes() -> None:
         assert four["compute_breakdown_s"][part] == two["compute_breakdown_s"][part]
     assert four["step_time_s"] > two["step_time_s"]
     assert four["memory_per_gpu_gib"]["weights"] > two["memory_per_gpu_gib"]["weights"]
+
+
+def test_cuda_graphs_say_when_they_change_nothing() -> None:
+    """--cuda-graphs hides a dropless MoE dispatcher's host wait; on a dense model (or with
+    token dropping) the step is the same and the assumptions say why."""
+    dense, graphed = _est(), _est(cuda_graphs=True)
+    assert graphed.step_time_s == dense.step_time_s
+    assert "no experts" in graphed.assumptions["cuda_graphs"]
+    assert "cuda_graphs" not in dense.assumptions
+    mixtral = preset("mixtral-8x7b").shape
+    kw = {"tp": 1, "pp": 1, "ep": 8}
+    moe, moe_graphed = _est(mixtral, **kw), _est(mixtral, **kw, cuda_graphs=True)
+    assert moe_graphed.step_time_s < moe.step_time_s
+    assert "cuda_graphs" not in moe_graphed.assumptions
+    dropped = _est(mixtral, **kw, cuda_graphs=True, moe_token_drop=True)
+    assert "token dropping" in dropped.assumptions["cuda_graphs"]

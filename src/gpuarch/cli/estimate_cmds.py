@@ -988,7 +988,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p.add_argument("--cuda-graphs", action="store_true",
                    help="partial CUDA graphs over attention and the MoE router and "
                         "preprocessing (Megatron cuda_graph_impl transformer_engine): no "
-                        "per-layer host wait of the dropless dispatcher")
+                        "per-layer host wait of the dropless dispatcher (nothing else is "
+                        "modelled: on a dense model the estimate is unchanged and says so)")
     p.add_argument("--cp-comm-type", default="p2p", metavar="p2p|all_gather|a2a",
                    help="how context-parallel ranks exchange attention inputs (Megatron "
                         "--cp-comm-type): p2p (default: a ring of key/value chunks, largely "

@@ -1809,6 +1809,12 @@ def estimate_training(
             f"(layer_pass_floor_s), {float(core.layer_floor):.3g} s of this step: the floor "
             "MLPerf's Llama 3.1 8B runs with 2,048 tokens a GPU (TP 2-4, CP 4, 512-1,024 "
             "GB200/GB300) show; what sets it is not measured")
+    if cfg.cuda_graphs and (not shape.is_moe or cfg.moe_token_drop):
+        assumptions["cuda_graphs"] = (
+            "CUDA graphs change nothing in this estimate: the model charges host time only "
+            "to a dropless MoE dispatcher's wait per expert layer, which graphs hide, and "
+            + ("this model has no experts" if not shape.is_moe else
+               "token dropping already removes it"))
     passes = float(core.activation_layer_passes)
     if passes > 0:
         assumptions["activations_held"] = {

@@ -181,6 +181,8 @@ def render_training(e: TrainingEstimate, band: Band | None = None,
         lines.append(f"  note          {e.assumptions['precision_fallback']}")
     if e.assumptions.get("layer_pass_floor"):
         lines.append(f"  note          {e.assumptions['layer_pass_floor']}")
+    if e.assumptions.get("cuda_graphs"):
+        lines.append(f"  note          {e.assumptions['cuda_graphs']}")
     if e.total:
         t = e.total
         lines += ["", f"  {fmt(t['tokens'])} tokens: {fmt(t['time_days'])} days, "
