@@ -83,6 +83,25 @@ CONFIGS: dict[str, dict[str, Any]] = {
                   "mlp_only_layers": [0]},
     "gpt2": {"model_type": "gpt2", "n_embd": 768, "n_layer": 12, "n_head": 12,
              "vocab_size": 50257, "n_positions": 1024},
+    "gemma2": {"model_type": "gemma2", "hidden_size": 2304, "intermediate_size": 9216,
+               "num_hidden_layers": 26, "num_attention_heads": 8, "num_key_value_heads": 4,
+               "head_dim": 256, "sliding_window": 4096, "vocab_size": 256000},
+    "gemma3": {"model_type": "gemma3",
+               "text_config": {"model_type": "gemma3_text", "hidden_size": 2560,
+                               "intermediate_size": 10240, "num_hidden_layers": 34,
+                               "sliding_window": 1024, "sliding_window_pattern": 6}},
+    "gemma3_text": {"model_type": "gemma3_text", "hidden_size": 1152,
+                    "intermediate_size": 6912, "num_hidden_layers": 26,
+                    "num_attention_heads": 4, "num_key_value_heads": 1, "head_dim": 256,
+                    "sliding_window": 512, "sliding_window_pattern": 6,
+                    "layer_types": ["sliding_attention"] * 5 + ["full_attention"]},
+    "olmo2": {"model_type": "olmo2", "hidden_size": 4096, "intermediate_size": 11008,
+              "num_hidden_layers": 32, "num_attention_heads": 32, "vocab_size": 100352},
+    "mistral3": {"model_type": "mistral3",
+                 "text_config": {"model_type": "mistral", "hidden_size": 5120,
+                                 "intermediate_size": 32768, "num_hidden_layers": 40,
+                                 "num_attention_heads": 32, "num_key_value_heads": 8,
+                                 "head_dim": 128, "vocab_size": 131072}},
 }
 """One config.json per family the importer reads differently; every key gets every value
 of ``WRONG_KINDS`` in turn."""
@@ -154,6 +173,7 @@ def config_calls(folder: Path) -> Iterator[list[str]]:
                 path.write_text(json.dumps(config))
                 yield train
                 yield infer
+                yield ["models", str(path)]
 
 
 def main_(argv: list[str] | None = None) -> int:
