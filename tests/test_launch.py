@@ -271,3 +271,19 @@ def test_serving_nvfp4_kv_cache(engine: str) -> None:
         assert any("KV cache in fp4: no SGLang setting" in n for n in launch.notes)
     if engine != "sglang":
         assert any("kv_cache_quant nvfp4" in n for n in launch.notes)
+
+
+def test_query_key_norms_and_sandwich_norms() -> None:
+    """Qwen3's per-head query-key norms are Megatron's --qk-layernorm; OLMo 2's norms over
+    the whole projection and Gemma's norms after attention and MLP have no flag, and the
+    launch says so rather than emitting a different model."""
+    cfg = TrainingConfig(gpus=8, seq_len=4096, global_batch=64, tp=8, pp=1)
+    qwen = megatron_launch(preset("qwen3-8b").shape, cfg)
+    assert "--qk-layernorm" in qwen.argv
+    olmo = megatron_launch(preset("olmo-2-7b").shape, cfg)
+    assert "--qk-layernorm" not in olmo.argv
+    assert any("whole projection" in note for note in olmo.notes)
+    gemma = megatron_launch(preset("gemma-3-27b").shape, cfg)
+    assert "--qk-layernorm" in gemma.argv and "--swiglu" not in gemma.argv
+    assert any("after attention and MLP" in note for note in gemma.notes)
+    assert any("GeGLU" in note for note in gemma.notes)

@@ -85,7 +85,7 @@ def megatron_launch(shape: Any, cfg: Any) -> Launch:
     the parallel layout, batch, recomputation, precision and the per-parameter formats."""
     from gpuarch.estimate.memory import Recompute
     from gpuarch.perf.precision import Precision
-    from gpuarch.workloads.shape import FfnKind, NormKind, Position
+    from gpuarch.workloads.shape import FfnKind, NormKind, Position, QkNorm
 
     info = engine_info("megatron")
     f = info["flags"]
@@ -124,6 +124,14 @@ def megatron_launch(shape: Any, cfg: Any) -> Launch:
                      "gated_linear_unit with a GELU activation in the model's config")
     elif shape.ffn_kind is FfnKind.RELU2:
         add("squared_relu")
+    if shape.qk_norm is QkNorm.HEAD:
+        add("qk_layernorm")
+    elif shape.qk_norm is QkNorm.FULL:
+        notes.append("query and key norms over the whole projection (OLMo 2-style) are not "
+                     "emitted: --qk-layernorm normalises each head")
+    if shape.sandwich_norms:
+        notes.append("the norms after attention and MLP (Gemma 2/3-style, four a layer) "
+                     "have no flag here")
     if not shape.bias:
         add("no_bias")
     if shape.qkv_bias:
