@@ -285,8 +285,9 @@ def test_validation_error_does_not_regress() -> None:
     The earlier 356 points are held to their own figures below: no schedule change moved
     them, and the pipeline sends moved their mean by under 0.01 points (7.68%)."""
     summary = validate_training(CATALOG)
-    assert len(summary.rows) >= 392
-    assert summary.mean_abs_error <= 0.0770  # 7.65% over 392 points since the 25.11
+    assert len(summary.rows) >= 397
+    # 7.66% over 397 since the 26.08 model-verification cards' five runs; 7.65% over 392
+    assert summary.mean_abs_error <= 0.0770  # since the 25.11
     # Qwen3-235B H100 row takes its recipe's EP overlap (7.72% before; 7.73% before the tied
     # embedding's all-reduce; 8.007% while every
     # pipeline inside a node was charged NVLink's sends; 8.08% while no
