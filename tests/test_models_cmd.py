@@ -92,3 +92,20 @@ def test_a_local_config_json_is_shown_like_a_preset(capsys: pytest.CaptureFixtur
     status, _, err = _run(capsys, str(path))
     assert status == 2 and "model_type 'qwen3_next' is not supported" in err
     assert "Traceback" not in err
+
+
+def test_a_hybrid_config_is_counted_and_estimates_refuse_it(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """A Nemotron-H config.json shows its blocks and counted parameters; 'estimate train'
+    on it is a usage error (exit 2) that says what is not modelled, without a traceback."""
+    from tests.test_workloads import NEMOTRON_H_8B
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(NEMOTRON_H_8B))
+    status, out, _ = _run(capsys, str(path))
+    assert status == 0 and "8,100,852,736 counted" in out
+    assert "hybrid: 24 Mamba-2, 4 attention and 24 MLP blocks" in out
+    status = main(["estimate", "train", "--model", str(path), "--gpu", "h100", "--gpus", "8",
+                   "--seq-len", "4096", "--global-batch", "64"])
+    _, err = capsys.readouterr()
+    assert status == 2 and "not modelled yet" in err and "Traceback" not in err

@@ -577,3 +577,105 @@ def test_a_multimodal_wrapper_reads_its_language_model(tmp_path: Path) -> None:
     unknown = {**wrapped, "text_config": {**text, "model_type": "qwen3_next"}}
     with pytest.raises(GpuarchError, match="model_type 'mistral3' is not supported"):
         shape_from_hf_config(_write(tmp_path, unknown))
+
+
+NEMOTRON_H_8B = {  # nvidia/Nemotron-H-8B-Base-8K config.json
+    "model_type": "nemotron_h", "hidden_size": 4096, "num_hidden_layers": 52,
+    "hybrid_override_pattern": "M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-",
+    "num_attention_heads": 32, "num_key_value_heads": 8, "attention_head_dim": 128,
+    "intermediate_size": 21504, "mamba_num_heads": 128, "mamba_head_dim": 64,
+    "ssm_state_size": 128, "n_groups": 8, "conv_kernel": 4, "vocab_size": 131072,
+    "tie_word_embeddings": False, "use_conv_bias": True, "use_bias": False}
+
+
+def test_hf_nemotron_h_counts_each_block(tmp_path: Path) -> None:
+    """A hybrid Mamba-2 model is counted block by block, each block one norm of the hidden
+    width (weight shapes of Transformers' modeling_nemotron_h.py @008d9e95): a Mamba-2 block
+    4,096 x (2 x 8,192 + 2 x 8 x 128 + 128) input projection, 8,192 x 4,096 output
+    projection, a 4-tap convolution with bias over 8,192 + 2 x 8 x 128 channels, dt_bias,
+    A_log and D per head, an 8,192-wide gated norm; an attention block 4,096 x 128 x (2 x 32
+    + 2 x 8); an MLP block 2 x 4,096 x 21,504 (up and down, squared ReLU). Nemotron-H 8B's
+    24 Mamba-2, 4 attention and 24 MLP blocks and untied embeddings give 8,100,852,736."""
+    shape = shape_from_hf_config(_write(tmp_path, NEMOTRON_H_8B))
+    mamba = (4096 * (2 * 8192 + 2 * 8 * 128 + 128) + 8192 * 4096
+             + (8192 + 2 * 8 * 128) * (4 + 1) + 3 * 128 + 8192 + 4096)
+    attention = 4096 * 128 * (2 * 32 + 2 * 8) + 4096
+    mlp = 2 * 4096 * 21504 + 4096
+    assert (shape.mamba_layers, shape.attention_layers, shape.mlp_layers) == (24, 4, 24)
+    expected = 24 * mamba + 4 * attention + 24 * mlp + 2 * 131072 * 4096 + 4096
+    assert count_params(shape).total == expected == 8_100_852_736
+    # Nemotron 3 Nano's expert blocks: 128 experts of 1,856 (up and down), a shared expert
+    # twice as wide, the router; 23 Mamba-2, 6 attention and 23 expert blocks
+    nano = {**NEMOTRON_H_8B, "hidden_size": 2688,
+            "hybrid_override_pattern": "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME",
+            "num_key_value_heads": 2, "mamba_num_heads": 64, "n_routed_experts": 128,
+            "num_experts_per_tok": 6, "moe_intermediate_size": 1856,
+            "moe_shared_expert_intermediate_size": 3712}
+    shape = shape_from_hf_config(_write(tmp_path, nano))
+    mamba = (2688 * (2 * 4096 + 2 * 8 * 128 + 64) + 4096 * 2688
+             + (4096 + 2 * 8 * 128) * 5 + 3 * 64 + 4096 + 2688)
+    attention = 2688 * 128 * (2 * 32 + 2 * 2) + 2688
+    experts = 128 * 2 * 2688 * 1856 + 2 * 2688 * 3712 + 128 * 2688 + 2688
+    expected = 23 * mamba + 6 * attention + 23 * experts + 2 * 131072 * 2688 + 2688
+    assert count_params(shape).total == expected == 31_577_937_344
+    assert shape.shared_experts == 2 and shape.moe_layers == 23
+    with pytest.raises(GpuarchError, match="moe_latent_size: experts in a latent space"):
+        shape_from_hf_config(_write(tmp_path, {**nano, "moe_latent_size": 1024}))
+    with pytest.raises(GpuarchError, match="hybrid_override_pattern: expected a string"):
+        shape_from_hf_config(_write(tmp_path, {**NEMOTRON_H_8B,
+                                               "hybrid_override_pattern": 7}))
+    with pytest.raises(GpuarchError, match="num_hidden_layers: 51, but"):
+        shape_from_hf_config(_write(tmp_path, {**NEMOTRON_H_8B, "num_hidden_layers": 51}))
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"hybrid_pattern": "M*X"}, "unknown block 'X'"),
+    ({"hybrid_pattern": "M*"}, "2 blocks, but layers is 3"),
+    ({"mamba": None}, "Mamba-2 blocks \\(M\\) and the mamba shape go together"),
+    ({"hybrid_pattern": "M-M"}, "at least one attention block"),
+    ({"sliding_window": 128}, "sliding_window: not with a hybrid_pattern"),
+    ({"hybrid_pattern": ""}, "mamba: Mamba-2 blocks need a hybrid_pattern"),
+])
+def test_hybrid_shapes_are_checked(change: dict[str, Any], message: str) -> None:
+    from gpuarch.workloads.shape import MambaShape
+    base = TransformerShape(name="h", layers=3, hidden=256, heads=4, vocab=100,
+                            hybrid_pattern="M*-",
+                            mamba=MambaShape(heads=4, head_dim=64, state=16, groups=2))
+    with pytest.raises(GpuarchError, match=message):
+        dataclasses.replace(base, **change)
+
+
+def test_hybrid_models_are_counted_not_estimated(tmp_path: Path) -> None:
+    """Until its blocks are costed, every estimate refuses a hybrid model by name, saying
+    its parameters are counted; nothing half-computed comes back."""
+    from gpuarch.catalog import load_catalog
+    from gpuarch.estimate import TrainingConfig, estimate_training
+    from gpuarch.estimate.inference import InferenceConfig, estimate_inference
+
+    catalog = load_catalog()
+    shape = shape_from_hf_config(_write(tmp_path, NEMOTRON_H_8B))
+    h100 = catalog.product("h100")
+    with pytest.raises(GpuarchError, match=r"estimate train: .* hybrid model \(24 Mamba-2"):
+        estimate_training(catalog, shape, h100, TrainingConfig(gpus=8, seq_len=4096,
+                                                                global_batch=64))
+    with pytest.raises(GpuarchError, match=r"estimate infer: .* not modelled yet"):
+        estimate_inference(catalog, shape, h100, InferenceConfig(input_len=100,
+                                                                 output_len=10, batch=1))
+    with pytest.raises(GpuarchError, match="FLOPs per token"):
+        forward_flops_per_token(shape, 4096)
+
+
+def test_a_preset_mapping_takes_a_mamba_table() -> None:
+    """models.toml's keys (and a validation row's) can give a hybrid shape: the mamba table
+    is checked key by key like mla's."""
+    from gpuarch.workloads.presets import shape_from_mapping
+    base = {"name": "h", "layers": 3, "hidden": 256, "heads": 4, "vocab": 100,
+            "hybrid_pattern": "M*-"}
+    mamba = {"heads": 4, "head_dim": 64, "state": 16, "groups": 2}
+    assert shape_from_mapping({**base, "mamba": mamba}, "t").mamba_layers == 1
+    with pytest.raises(GpuarchError, match=r"t\.mamba: unknown key 'stat'"):
+        shape_from_mapping({**base, "mamba": {**mamba, "stat": 1}}, "t")
+    with pytest.raises(GpuarchError, match=r"t\.mamba: expected a table"):
+        shape_from_mapping({**base, "mamba": 5}, "t")
+    with pytest.raises(GpuarchError, match=r"t\.mamba: .*missing"):
+        shape_from_mapping({**base, "mamba": {"heads": 4}}, "t")

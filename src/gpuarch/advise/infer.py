@@ -239,6 +239,7 @@ def advise_inference(
     progress: Callable[[int, int, str], None] | None = None,
 ) -> InferenceAdvice:
     """Search, filter, rank and explain."""
+    shape.require_layers("advise infer")
     search.validate()
     candidates = candidate_gpus(catalog, search.gpus, search.tiers)
     if not candidates:

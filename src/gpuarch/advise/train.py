@@ -221,6 +221,7 @@ def advise_training(
     progress: Callable[[int, int, str], None] | None = None,
 ) -> TrainingAdvice:
     """Search, filter, rank and explain."""
+    shape.require_layers("advise train")
     if not 1 <= search.max_gpus <= MAX_SEARCH_GPUS:
         raise GpuarchError(f"--max-gpus: expected an integer from 1 to {MAX_SEARCH_GPUS:,}, "
                            f"got {search.max_gpus}")

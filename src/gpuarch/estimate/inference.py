@@ -1395,6 +1395,7 @@ def memory_per_gpu(shape: TransformerShape, cfg: InferenceConfig, batch: int,
                    product: Product) -> dict[str, float]:
     """Bytes per GPU by part (weights, kv_cache, activations, other) for ``batch``
     sequences of the configured lengths."""
+    shape.require_layers("serving memory")
     return {k: float(v) for k, v in _memory(shape, cfg, batch, product).items()}
 
 
@@ -1731,6 +1732,7 @@ def evaluate_inference(catalog: Catalog, shape: TransformerShape, product: Produ
                        efficiency: Efficiency = DEFAULT_EFFICIENCY) -> InferenceCore:
     """``estimate_inference``'s numbers for an array of batch sizes at once (``cfg.batch``
     is ignored); the advisor's search evaluates a whole batch axis per call."""
+    shape.require_layers("estimate infer")
     cfg.validate(shape)
     _check_kv_cache(catalog, product, cfg)
     if cfg.tp * cfg.pp > cfg.gpus_per_node and system is None:
@@ -1777,6 +1779,7 @@ def estimate_inference(
     """Estimate serving ``shape`` on ``cfg.gpus`` x ``product`` (``formats_origin``: where
     the formats came from when not from the caller, e.g. the checkpoint's config.json;
     ``price_per_gpu_hour``: USD, for the cost per million output tokens)."""
+    shape.require_layers("estimate infer")
     cfg.validate(shape)
     _check_kv_cache(catalog, product, cfg)
     if cfg.tp * cfg.pp > cfg.gpus_per_node and system is None:

@@ -70,6 +70,17 @@ def render_preset(p: Preset) -> str:
                      f"wide" + (f"; the first {s.dense_layers} layers dense"
                                 if s.dense_layers else "")
                      + (f"; GLU inputs clamped at {s.glu_limit:g}" if s.glu_limit else ""))
+    if s.mamba is not None or s.is_hybrid:
+        blocks = [f"{s.mamba_layers} Mamba-2", f"{s.attention_layers} attention",
+                  f"{s.mlp_layers} MLP", f"{s.moe_layers} expert"]
+        kept = [b for b in blocks if not b.startswith("0 ")]
+        listed = ", ".join(kept[:-1]) + " and " + kept[-1] if len(kept) > 1 else kept[0]
+        lines.append(f"  blocks        hybrid: {listed} blocks, one norm each (training "
+                     "and serving estimates not yet modelled)")
+        if s.mamba is not None:
+            mb = s.mamba
+            lines.append(f"  Mamba-2       {mb.heads} heads of {mb.head_dim}, state {mb.state}, "
+                         f"{mb.groups} groups, convolution of {mb.conv_kernel}")
     if s.mla is not None:
         m = s.mla
         lines.append(f"  attention     multi-head latent: KV rank {m.kv_lora_rank}, query rank "

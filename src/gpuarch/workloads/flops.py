@@ -90,7 +90,9 @@ def _window_keys(seq_len: int, window: int, causal: bool) -> float:
 
 def forward_flops_per_token(s: TransformerShape, seq_len: int, *, causal: bool = False
                             ) -> ForwardFlops:
-    """Forward FLOPs per token for sequences of ``seq_len`` tokens."""
+    """Forward FLOPs per token for sequences of ``seq_len`` tokens (not for a hybrid Mamba
+    model yet: its scan's FLOPs are not counted, so it is refused)."""
+    s.require_layers("FLOPs per token")
     pc = count_params(s)
     qk_dim, v_dim = _core_dims(s)
     windowed = s.windowed_layers

@@ -3,7 +3,8 @@
 Supported families (by ``model_type``): llama, llama4 / llama4_text, mistral, mixtral, qwen2,
 qwen2_moe, qwen3, qwen3_moe, gemma, gemma2, gemma3 (its text model) / gemma3_text,
 deepseek_v3 / deepseek_v2, kimi_k2, gpt_oss, glm4_moe (GLM-4.5 to 4.7), phi3 (Phi-3, Phi-4),
-olmo2, granite, gpt2, nemotron, and the families whose attention and MLP run side by side
+olmo2, granite, gpt2, nemotron, nemotron_h (hybrid Mamba-2: parameters counted, estimates
+not yet modelled), and the families whose attention and MLP run side by side
 (``parallel_attention``): gptj, gpt_neox (unless ``use_parallel_residual`` is false) and
 falcon (unless ``parallel_attn`` is false; ALiBi configs are refused, the model has no such
 position encoding).
@@ -25,6 +26,7 @@ from gpuarch.jsonfile import read_json_object
 from gpuarch.workloads.shape import (
     MAX_DIMENSION,
     FfnKind,
+    MambaShape,
     MlaShape,
     NormKind,
     Position,
@@ -41,7 +43,8 @@ _GEMMA = {"gemma", "gemma2", "gemma3", "gemma3_text"}
 _MLA = {"deepseek_v2", "deepseek_v3", "kimi_k2"}  # multi-head latent attention families
 _LLAMA4 = {"llama4", "llama4_text"}
 SUPPORTED_MODEL_TYPES = frozenset(_LLAMA_LIKE | _LLAMA4 | _GEMMA
-                                  | {"gpt2", "nemotron", "gptj", "gpt_neox", "falcon"})
+                                  | {"gpt2", "nemotron", "nemotron_h", "gptj", "gpt_neox",
+                                     "falcon"})
 
 
 def _get(cfg: dict[str, Any], path: Path, *keys: str, default: Any = ...) -> Any:
@@ -100,6 +103,8 @@ def shape_from_hf_config(path: Path, name: str | None = None) -> TransformerShap
             return _falcon(cfg, path, label)
         if model_type in _GEMMA:
             return _gemma(cfg, path, label, model_type)
+        if model_type == "nemotron_h":
+            return _nemotron_h(cfg, path, label)
         if model_type in _LLAMA4:
             return _llama4(cfg.get("text_config", cfg) if model_type == "llama4" else cfg,
                            path, label)
@@ -305,6 +310,70 @@ def _gemma(cfg: dict[str, Any], path: Path, label: str, model_type: str) -> Tran
         qk_norm=QkNorm.HEAD if model_type == "gemma3_text" else QkNorm.NONE,
         sliding_window=window,
         sliding_layers=windowed if windowed != layers else 0,
+    )
+
+
+# Transformers' NemotronHConfig defaults for the Mamba-2 keys (configuration_nemotron_h.py
+# @13923c63), with the older key names the library still reads
+_MAMBA_KEYS = {"heads": (("mamba_num_heads",), 128), "head_dim": (("mamba_head_dim",), 64),
+               "state": (("ssm_state_size",), 128),
+               "groups": (("n_groups", "mamba_n_groups"), 8),
+               "conv_kernel": (("conv_kernel", "mamba_d_conv"), 4)}
+
+
+def _nemotron_h(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
+    """Nemotron-H and Nemotron 3 (hybrid Mamba-2 and attention, with MLP or expert blocks):
+    ``hybrid_override_pattern`` places one block per character (M Mamba-2, * attention,
+    - MLP, E experts), each with one RMSNorm; MLPs and experts have an up and a down
+    projection with squared ReLU; a shared expert of ``moe_shared_expert_intermediate_size``
+    (a whole number of expert widths); untied embeddings unless the config says otherwise
+    (Transformers' modeling_nemotron_h.py @008d9e95). Latent experts (``moe_latent_size``,
+    Nemotron 3 Super) are refused: the shape has no latent projection."""
+    pattern = cfg.get("hybrid_override_pattern")
+    if not isinstance(pattern, str) or not pattern:
+        raise GpuarchError(f"hybrid_override_pattern: expected a string of M, *, - and E, "
+                           f"got {pattern!r}")
+    layers = _get(cfg, path, "num_hidden_layers", default=len(pattern))
+    if layers != len(pattern):
+        raise GpuarchError(f"num_hidden_layers: {layers}, but hybrid_override_pattern has "
+                           f"{len(pattern)} blocks")
+    if cfg.get("moe_latent_size"):
+        raise GpuarchError("moe_latent_size: experts in a latent space (Nemotron 3 Super) "
+                           "are not modelled")
+    heads = _get(cfg, path, "num_attention_heads")
+    fields = _decoder_fields(cfg, path, label, layers, heads)
+    fields["head_dim"] = _get(cfg, path, "head_dim", "attention_head_dim", default=0) or 0
+    mamba = None
+    if "M" in pattern:
+        values = {name: _get(cfg, path, *keys, default=default)
+                  for name, (keys, default) in _MAMBA_KEYS.items()}
+        mamba = MambaShape(**values,
+                           conv_bias=_flag(cfg, "use_conv_bias", _flag(cfg, "mamba_conv_bias",
+                                                                       True)),
+                           proj_bias=_flag(cfg, "use_bias", False))
+    experts = _get(cfg, path, "n_routed_experts", default=0) if "E" in pattern else 0
+    shared = 0
+    width = 0
+    if experts:
+        width = _get(cfg, path, "moe_intermediate_size")
+        shared_width = _get(cfg, path, "moe_shared_expert_intermediate_size", default=0)
+        if width < 1 or shared_width % width:
+            raise GpuarchError(f"moe_shared_expert_intermediate_size: expected a multiple of "
+                               f"moe_intermediate_size ({width}), got {shared_width}")
+        shared = shared_width // width
+    groups, per_token = _routing_groups(cfg, path, experts)
+    return TransformerShape(
+        **fields,
+        ffn_hidden=_get(cfg, path, "intermediate_size", default=0) or 0,
+        ffn_kind=FfnKind.RELU2,
+        bias=_flag(cfg, "mlp_bias", False),
+        experts=experts,
+        experts_per_token=_get(cfg, path, "num_experts_per_tok") if experts else 0,
+        shared_experts=shared,
+        expert_groups=groups, groups_per_token=per_token,
+        moe_ffn_hidden=width,
+        hybrid_pattern=pattern,
+        mamba=mamba,
     )
 
 

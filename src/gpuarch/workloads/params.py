@@ -7,7 +7,7 @@ from functools import cache
 
 from gpuarch.workloads.shape import Position, QkNorm, TransformerShape
 
-__all__ = ["ParamCount", "count_params", "layer_norm_params"]
+__all__ = ["ParamCount", "count_params", "layer_norm_params", "mamba_params"]
 
 
 @dataclass(frozen=True)
@@ -22,11 +22,12 @@ class ParamCount:
     mlp_shared: int  # shared experts, all layers
     router: int
     norms: int
+    mamba: int = 0  # all Mamba-2 mixer blocks of a hybrid model
 
     @property
     def total(self) -> int:
         return (self.embedding + self.lm_head + self.attention + self.mlp_dense
-                + self.mlp_experts + self.mlp_shared + self.router + self.norms)
+                + self.mlp_experts + self.mlp_shared + self.router + self.norms + self.mamba)
 
     def active(self, shape: TransformerShape) -> int:
         """Parameters used per token: routed experts counted experts_per_token of experts."""
@@ -65,6 +66,20 @@ def mlp_params(s: TransformerShape, width: int) -> int:
     return weights + biases
 
 
+def mamba_params(s: TransformerShape) -> int:
+    """One Mamba-2 mixer block: the input projection (z, x, B, C and dt), the depthwise
+    convolution's taps and bias, dt_bias, A_log and D per head, the gated norm and the
+    output projection (Transformers' NemotronHMamba2Mixer); 0 without Mamba blocks."""
+    m = s.mamba
+    if m is None:
+        return 0
+    proj = s.hidden * m.in_proj_width + m.inner * s.hidden
+    if m.proj_bias:
+        proj += m.in_proj_width + s.hidden
+    conv = m.conv_width * m.conv_kernel + (m.conv_width if m.conv_bias else 0)
+    return proj + conv + 3 * m.heads + m.inner
+
+
 def layer_norm_params(s: TransformerShape) -> int:
     """One layer's norm weights: its norms over the hidden width (two, or four with
     sandwich norms) and any query-key norms."""
@@ -84,15 +99,17 @@ def count_params(s: TransformerShape) -> ParamCount:
     h = s.hidden
     embedding = s.vocab * h + (s.max_positions * h if s.position is Position.LEARNED else 0)
     lm_head = 0 if s.tied_embeddings else s.vocab * h
-    dense_layers = s.layers - s.moe_layers
     norm = s.norm.params_per_width * h
+    # a hybrid model's blocks each hold one part of a layer and one norm
+    norms = s.layers * (norm if s.is_hybrid else layer_norm_params(s))
     return ParamCount(
         embedding=embedding,
         lm_head=lm_head,
-        attention=s.layers * attention_params(s),
-        mlp_dense=dense_layers * mlp_params(s, s.d_ffn),
+        attention=s.attention_layers * attention_params(s),
+        mlp_dense=s.mlp_layers * mlp_params(s, s.d_ffn),
         mlp_experts=s.moe_layers * s.experts * mlp_params(s, s.d_expert),
         mlp_shared=s.moe_layers * s.shared_experts * mlp_params(s, s.d_expert),
         router=s.moe_layers * h * s.experts,
-        norms=s.layers * layer_norm_params(s) + norm,
+        norms=norms + norm,
+        mamba=s.mamba_layers * mamba_params(s),
     )

@@ -15,6 +15,7 @@ from gpuarch.errors import GpuarchError, suggestion
 from gpuarch.workloads.hf_quant import CheckpointFormats, declared_quantization
 from gpuarch.workloads.shape import (
     FfnKind,
+    MambaShape,
     MlaShape,
     NormKind,
     Position,
@@ -28,9 +29,10 @@ MODELS_FILE = Path(__file__).with_name("data") / "models.toml"
 
 _ENUMS: dict[str, type[Enum]] = {"ffn_kind": FfnKind, "norm": NormKind, "position": Position,
                                   "qk_norm": QkNorm}
-_SHAPE_KEYS = {f.name for f in fields(TransformerShape)} - {"name", "mla"}
+_SHAPE_KEYS = {f.name for f in fields(TransformerShape)} - {"name", "mla", "mamba"}
 _MLA_KEYS = {f.name for f in fields(MlaShape)}
-_META_KEYS = {"name", "aliases", "params", "params_billions", "source", "mla",
+_MAMBA_KEYS = {f.name for f in fields(MambaShape)}
+_META_KEYS = {"name", "aliases", "params", "params_billions", "source", "mla", "mamba",
               "quantization_config"}
 
 
@@ -53,15 +55,21 @@ def shape_from_mapping(raw: Mapping[str, Any], where: str) -> TransformerShape:
     """Build a shape from plain keys (TOML, JSON, flags); errors name ``where`` and the key."""
     kwargs: dict[str, Any] = {}
     for key, value in raw.items():
-        if key in _META_KEYS - {"name", "mla"}:
+        if key in _META_KEYS - {"name", "mla", "mamba"}:
             continue
-        if key == "mla":
-            unknown = set(value) - _MLA_KEYS
+        if key in ("mla", "mamba"):
+            known, kind = (_MLA_KEYS, MlaShape) if key == "mla" else (_MAMBA_KEYS, MambaShape)
+            if not isinstance(value, Mapping):
+                raise GpuarchError(f"{where}.{key}: expected a table, got {value!r}")
+            unknown = set(value) - known
             if unknown:
                 bad = sorted(unknown)[0]
-                raise GpuarchError(f"{where}.mla: unknown key {bad!r}"
-                                   f"{suggestion(bad, _MLA_KEYS)}")
-            kwargs["mla"] = MlaShape(**value)
+                raise GpuarchError(f"{where}.{key}: unknown key {bad!r}"
+                                   f"{suggestion(bad, known)}")
+            try:
+                kwargs[key] = kind(**value)
+            except (TypeError, GpuarchError) as exc:
+                raise GpuarchError(f"{where}.{key}: {exc}") from None
         elif key == "name":
             kwargs["name"] = value
         elif key in _ENUMS:

@@ -11,8 +11,8 @@ from enum import Enum
 
 from gpuarch.errors import GpuarchError, check_count, check_number
 
-__all__ = ["FINE_GRAINED_EXPERTS", "FfnKind", "MlaShape", "NormKind", "Position", "QkNorm",
-           "TransformerShape"]
+__all__ = ["FINE_GRAINED_EXPERTS", "HYBRID_BLOCKS", "FfnKind", "MambaShape", "MlaShape",
+           "NormKind", "Position", "QkNorm", "TransformerShape"]
 
 
 class FfnKind(Enum):
@@ -87,6 +87,51 @@ class MlaShape:
         return self.kv_lora_rank + self.qk_rope_head_dim
 
 
+HYBRID_BLOCKS = {"M": "Mamba-2", "*": "attention", "-": "MLP", "E": "mixture of experts"}
+"""The block kinds of a hybrid layer pattern (Nemotron-H's ``hybrid_override_pattern``):
+each character is one block with its own pre-norm and residual."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class MambaShape:
+    """A Mamba-2 mixer block (Nemotron-H): ``heads`` SSM heads of ``head_dim`` channels
+    (together the inner width), a state of ``state`` per head shared by ``groups`` groups of
+    B and C, a depthwise causal convolution of ``conv_kernel`` taps over x, B and C.
+    Weights (Transformers' NemotronHMamba2Mixer): the input projection to z, x, B, C and
+    one dt per head; the convolution's taps (and bias); dt_bias, A_log and D per head; a
+    gated RMSNorm over the inner width; the output projection."""
+
+    heads: int
+    head_dim: int
+    state: int
+    groups: int
+    conv_kernel: int = 4
+    conv_bias: bool = True
+    proj_bias: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("heads", "head_dim", "state", "groups", "conv_kernel"):
+            _positive(f"mamba.{name}", getattr(self, name))
+        if self.heads % self.groups:
+            raise GpuarchError(f"mamba.groups: {self.groups} must divide mamba.heads "
+                               f"{self.heads}")
+
+    @property
+    def inner(self) -> int:
+        """The inner width: heads x head size (x and z are each this wide)."""
+        return self.heads * self.head_dim
+
+    @property
+    def conv_width(self) -> int:
+        """Channels the convolution runs over: x, B and C."""
+        return self.inner + 2 * self.groups * self.state
+
+    @property
+    def in_proj_width(self) -> int:
+        """The input projection's outputs: z, then x, B and C, then one dt per head."""
+        return self.inner + self.conv_width + self.heads
+
+
 MAX_DIMENSION = 2**24
 """The largest any of a shape's sizes may be (layers, widths, heads, vocabulary, experts,
 windows): 16,777,216, above every published model's (a 10M-token context window the
@@ -148,6 +193,11 @@ class TransformerShape:
     # clamped at this value before the activation; 0 = none
     glu_limit: float = 0.0
     mla: MlaShape | None = field(default=None)
+    # a hybrid model (Nemotron-H): one character per block, in order, from HYBRID_BLOCKS;
+    # ``layers`` counts the blocks, each of which is only a Mamba-2 mixer, an attention, an
+    # MLP or an expert block. "" = every layer is attention and MLP (or experts)
+    hybrid_pattern: str = ""
+    mamba: MambaShape | None = field(default=None)
     # the longest sequence the model is configured for (config.json's
     # max_position_embeddings: trained, or extended by RoPE scaling in the config); 0 = not
     # given. Informational: estimates run past it and say so
@@ -192,10 +242,71 @@ class TransformerShape:
         elif self.experts_per_token or self.shared_experts or self.expert_groups:
             raise GpuarchError("experts_per_token / shared_experts / expert_groups need "
                                "experts > 0")
+        if self.hybrid_pattern or self.mamba is not None:
+            self._check_hybrid()
         if self.position is Position.LEARNED and self.max_positions == 0:
             raise GpuarchError("max_positions: a learned position table needs its length")
 
+    def _check_hybrid(self) -> None:
+        pattern = self.hybrid_pattern
+        if not pattern:
+            raise GpuarchError("mamba: Mamba-2 blocks need a hybrid_pattern placing them")
+        unknown = sorted(set(pattern) - set(HYBRID_BLOCKS))
+        if unknown:
+            raise GpuarchError(f"hybrid_pattern: unknown block {unknown[0]!r} (expected "
+                               + ", ".join(f"{k} {v}" for k, v in HYBRID_BLOCKS.items()) + ")")
+        if len(pattern) != self.layers:
+            raise GpuarchError(f"hybrid_pattern: {len(pattern)} blocks, but layers is "
+                               f"{self.layers}")
+        if ("M" in pattern) != (self.mamba is not None):
+            raise GpuarchError("hybrid_pattern: Mamba-2 blocks (M) and the mamba shape go "
+                               "together")
+        if ("E" in pattern) != self.is_moe:
+            raise GpuarchError("hybrid_pattern: expert blocks (E) and experts > 0 go together")
+        if "*" not in pattern:
+            raise GpuarchError("hybrid_pattern: needs at least one attention block (*)")
+        for name, bad in (("dense_layers", self.dense_layers), ("sliding_window",
+                          self.sliding_window), ("mla", self.mla is not None),
+                          ("parallel_attention", self.parallel_attention),
+                          ("sandwich_norms", self.sandwich_norms)):
+            if bad:
+                raise GpuarchError(f"{name}: not with a hybrid_pattern, whose blocks each "
+                                   "hold one part of a layer")
+
     # -- resolved dimensions ---------------------------------------------------------------
+
+    @property
+    def is_hybrid(self) -> bool:
+        """Blocks of different kinds (Mamba-2, attention, MLP, experts) rather than layers
+        of attention and MLP."""
+        return bool(self.hybrid_pattern)
+
+    @property
+    def attention_layers(self) -> int:
+        """Layers (blocks) with attention, and so a KV cache."""
+        return self.hybrid_pattern.count("*") if self.hybrid_pattern else self.layers
+
+    @property
+    def mamba_layers(self) -> int:
+        return self.hybrid_pattern.count("M")
+
+    @property
+    def mlp_layers(self) -> int:
+        """Layers (blocks) with a dense MLP."""
+        if self.hybrid_pattern:
+            return self.hybrid_pattern.count("-")
+        return self.layers - self.moe_layers
+
+    def require_layers(self, what: str) -> None:
+        """Raise for an estimate the model cannot make yet: a hybrid Mamba model's blocks
+        have counted parameters, not yet costed times or memory."""
+        if self.hybrid_pattern:
+            raise GpuarchError(
+                f"{what}: {self.name} is a hybrid model ({self.mamba_layers} Mamba-2, "
+                f"{self.attention_layers} attention, {self.mlp_layers} MLP and "
+                f"{self.moe_layers} expert blocks); its parameters are counted ('gpuarch "
+                "models'), but its training and serving times and memory are not modelled "
+                "yet")
 
     @property
     def tp_reductions(self) -> int:
@@ -246,6 +357,8 @@ class TransformerShape:
 
     @property
     def moe_layers(self) -> int:
+        if self.hybrid_pattern:
+            return self.hybrid_pattern.count("E")
         return self.layers - self.dense_layers if self.is_moe else 0
 
     def check_expert_parallel(self, ep: int, imbalance: float = 1.0,
