@@ -624,6 +624,9 @@ def test_hf_nemotron_h_counts_each_block(tmp_path: Path) -> None:
     with pytest.raises(GpuarchError, match="hybrid_override_pattern: expected a string"):
         shape_from_hf_config(_write(tmp_path, {**NEMOTRON_H_8B,
                                                "hybrid_override_pattern": 7}))
+    without = {k: v for k, v in NEMOTRON_H_8B.items() if k != "intermediate_size"}
+    with pytest.raises(GpuarchError, match="missing intermediate_size"):
+        shape_from_hf_config(_write(tmp_path, without))  # MLP blocks need their width
     with pytest.raises(GpuarchError, match="num_hidden_layers: 51, but"):
         shape_from_hf_config(_write(tmp_path, {**NEMOTRON_H_8B, "num_hidden_layers": 51}))
 

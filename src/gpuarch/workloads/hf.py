@@ -364,7 +364,8 @@ def _nemotron_h(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape
     groups, per_token = _routing_groups(cfg, path, experts)
     return TransformerShape(
         **fields,
-        ffn_hidden=_get(cfg, path, "intermediate_size", default=0) or 0,
+        # the MLP blocks' width (required where the pattern has any)
+        ffn_hidden=_get(cfg, path, "intermediate_size") if "-" in pattern else 0,
         ffn_kind=FfnKind.RELU2,
         bias=_flag(cfg, "mlp_bias", False),
         experts=experts,
