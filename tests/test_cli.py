@@ -1117,3 +1117,25 @@ def test_show_lists_the_kv_cache_formats_the_gpu_keeps(
         == "fp4"
     status, out, _ = run(capsys, "show", "h100")
     assert "KV cache formats below 16 bits" in out and "FP4   kept as FP8: an NVFP4" in out
+
+
+def test_norm_flags_override_a_preset(capsys: pytest.CaptureFixture[str]) -> None:
+    """--qk-norm and --sandwich-norms change a preset's shape as the other model flags do:
+    Llama 3.1 8B with per-head query-key norms and four norms a layer holds 32 x (2 x 128
+    + 2 x 4,096) more weights; a value the flag does not know is a usage error naming it."""
+    from gpuarch.cli.estimate_cmds import resolve_model
+    from gpuarch.cli.main import build_parser
+    from gpuarch.workloads import count_params
+
+    base = ["estimate", "infer", "--model", "llama-3.1-8b", "--gpu", "h100", "--input-len",
+            "100", "--output-len", "10", "--batch", "1"]
+    plain = resolve_model(build_parser().parse_args(base))
+    normed = resolve_model(build_parser().parse_args(
+        [*base, "--qk-norm", "head", "--sandwich-norms"]))
+    assert normed.sandwich_norms and not plain.sandwich_norms
+    assert count_params(normed).total - count_params(plain).total == 32 * (2 * 128
+                                                                           + 2 * 4096)
+    status, _, _ = run(capsys, *base, "--qk-norm", "full", "--no-sandwich-norms")
+    assert status == 0
+    status, _, err = run(capsys, *base, "--qk-norm", "sideways")
+    assert status == 2 and "--qk-norm: unknown value 'sideways'" in err

@@ -63,8 +63,9 @@ def resolve_model(args: argparse.Namespace) -> TransformerShape:
     shape = shape_from_hf_config(Path(name)) if names_file(name) else preset(name).shape
     changes: dict[str, Any] = {k: getattr(args, k) for k in _OVERRIDES
                                if getattr(args, k) is not None}
-    if args.ffn_kind is not None:
-        changes["ffn_kind"] = args.ffn_kind
+    for key in ("ffn_kind", "qk_norm", "sandwich_norms"):
+        if getattr(args, key, None) is not None:
+            changes[key] = getattr(args, key)
     if changes:
         try:
             shape = dataclasses.replace(shape, **changes)
@@ -737,6 +738,13 @@ def model_flags(p: argparse.ArgumentParser, default: str | None = None) -> None:
     p.add_argument("--ffn-kind", type=lazy_enum_value("gpuarch.workloads.shape:FfnKind",
                                                       "--ffn-kind"),
                    help="gelu, swiglu, geglu or relu2")
+    p.add_argument("--qk-norm", type=lazy_enum_value("gpuarch.workloads.shape:QkNorm",
+                                                     "--qk-norm"),
+                   help="query-key norms: none, head (each head's, Qwen3 and Gemma 3) or "
+                        "full (the whole projection's, OLMo 2)")
+    p.add_argument("--sandwich-norms", action=argparse.BooleanOptionalAction, default=None,
+                   help="norms after the attention and MLP too, four a layer (Gemma 2 and "
+                        "3); --no-sandwich-norms for two")
 
 
 def parse_op(text: str) -> Op:
