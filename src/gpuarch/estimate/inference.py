@@ -1732,7 +1732,6 @@ def evaluate_inference(catalog: Catalog, shape: TransformerShape, product: Produ
                        efficiency: Efficiency = DEFAULT_EFFICIENCY) -> InferenceCore:
     """``estimate_inference``'s numbers for an array of batch sizes at once (``cfg.batch``
     is ignored); the advisor's search evaluates a whole batch axis per call."""
-    shape.require_layers("estimate infer")
     cfg.validate(shape)
     _check_kv_cache(catalog, product, cfg)
     if cfg.tp * cfg.pp > cfg.gpus_per_node and system is None:

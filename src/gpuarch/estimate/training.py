@@ -1338,7 +1338,6 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     ``layer_cache``: a dict kept by a caller that evaluates the same layouts under several
     ZeRO stages (the advisor); the layers are costed once and reused while nothing but
     ``ZERO_FIELDS`` changes (checked: anything else, and they are costed afresh)."""
-    shape.require_layers("estimate train")
     # expert-parallel ranks are ETP apart in Megatron's expert grid (TP x CP apart when ETP
     # is TP's default, as before CP folded into it)
     ep_stride = cfg.tp * cfg.cp if not cfg.etp else cfg.etp

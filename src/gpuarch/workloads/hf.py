@@ -315,7 +315,7 @@ def _gemma(cfg: dict[str, Any], path: Path, label: str, model_type: str) -> Tran
 
 # Transformers' NemotronHConfig defaults for the Mamba-2 keys (configuration_nemotron_h.py
 # @13923c63), with the older key names the library still reads
-_MAMBA_KEYS = {"heads": (("mamba_num_heads",), 128), "head_dim": (("mamba_head_dim",), 64),
+_MAMBA_CONFIG_KEYS = {"heads": (("mamba_num_heads",), 128), "head_dim": (("mamba_head_dim",), 64),
                "state": (("ssm_state_size",), 128),
                "groups": (("n_groups", "mamba_n_groups"), 8),
                "conv_kernel": (("conv_kernel", "mamba_d_conv"), 4)}
@@ -346,7 +346,7 @@ def _nemotron_h(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape
     mamba = None
     if "M" in pattern:
         values = {name: _get(cfg, path, *keys, default=default)
-                  for name, (keys, default) in _MAMBA_KEYS.items()}
+                  for name, (keys, default) in _MAMBA_CONFIG_KEYS.items()}
         mamba = MambaShape(**values,
                            conv_bias=_flag(cfg, "use_conv_bias", _flag(cfg, "mamba_conv_bias",
                                                                        True)),
