@@ -94,10 +94,11 @@ def test_a_local_config_json_is_shown_like_a_preset(capsys: pytest.CaptureFixtur
     assert "Traceback" not in err
 
 
-def test_a_hybrid_config_is_counted_and_estimates_refuse_it(
+def test_a_hybrid_config_is_counted_trained_and_serving_refuses_it(
         capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     """A Nemotron-H config.json shows its blocks and counted parameters; 'estimate train'
-    on it is a usage error (exit 2) that says what is not modelled, without a traceback."""
+    on it runs; 'estimate infer' is a usage error (exit 2) that says what is not modelled,
+    without a traceback."""
     from tests.test_workloads import NEMOTRON_H_8B
 
     path = tmp_path / "config.json"
@@ -107,5 +108,13 @@ def test_a_hybrid_config_is_counted_and_estimates_refuse_it(
     assert "hybrid: 24 Mamba-2, 4 attention and 24 MLP blocks" in out
     status = main(["estimate", "train", "--model", str(path), "--gpu", "h100", "--gpus", "8",
                    "--seq-len", "4096", "--global-batch", "64"])
+    out, _ = capsys.readouterr()
+    assert status == 0 and "mamba_scan" in out
+    status = main(["estimate", "train", "--model", str(path), "--gpu", "h100", "--gpus", "8",
+                   "--seq-len", "4096", "--global-batch", "64", "--pp", "2"])
+    _, err = capsys.readouterr()
+    assert status == 2 and "--pp: " in err and "Traceback" not in err
+    status = main(["estimate", "infer", "--model", str(path), "--gpu", "h100",
+                   "--input-len", "100", "--output-len", "10", "--batch", "1"])
     _, err = capsys.readouterr()
     assert status == 2 and "not modelled yet" in err and "Traceback" not in err

@@ -183,10 +183,14 @@ def _layouts(shape: TransformerShape, search: TrainingSearch, gpn: int, multi_no
     counts = sorted({g for g in _pow2(search.max_gpus) + list(range(gpn, search.max_gpus + 1,
                                                                       gpn))
                      if multi_node or g <= gpn})
-    tps = [t for t in _pow2(gpn) if shape.heads % t == 0]
-    pps = [p for p in _pow2(64) if p <= shape.layers]
+    # a hybrid Mamba-2 model's training is modelled without a pipeline or context
+    # parallelism so far, with its Mamba-2 heads and groups split evenly over TP
+    mamba = shape.mamba
+    tps = [t for t in _pow2(gpn) if shape.heads % t == 0 and (
+        mamba is None or (mamba.heads % t == 0 and mamba.groups % t == 0))]
+    pps = [p for p in _pow2(64) if p <= shape.layers and (p == 1 or not shape.is_hybrid)]
     cps = [c for c in (1, 2, 4, 8) if search.seq_len % c == 0 and
-           (c == 1 or search.seq_len >= 16384)]
+           (c == 1 or (search.seq_len >= 16384 and not shape.is_hybrid))]
     eps = [e for e in _pow2(64) if (not shape.is_moe and e == 1) or
            (shape.is_moe and shape.experts % e == 0)]
     vpps = [1, 2, 4]
@@ -221,7 +225,6 @@ def advise_training(
     progress: Callable[[int, int, str], None] | None = None,
 ) -> TrainingAdvice:
     """Search, filter, rank and explain."""
-    shape.require_layers("advise train")
     if not 1 <= search.max_gpus <= MAX_SEARCH_GPUS:
         raise GpuarchError(f"--max-gpus: expected an integer from 1 to {MAX_SEARCH_GPUS:,}, "
                            f"got {search.max_gpus}")
@@ -237,7 +240,8 @@ def advise_training(
     # the fine-tuning settings are every option's: checked once, as a scalar estimate would
     TrainingConfig(gpus=1, seq_len=search.seq_len, global_batch=1,
                    lora_rank=search.lora_rank, lora_modules=search.lora_modules,
-                   packed_doc_len=search.packed_doc_len).validate(shape)
+                   packed_doc_len=search.packed_doc_len,
+                   mtp_layers=search.mtp_layers).validate(shape)
     check_choice("--pp-schedule", search.pp_schedule, PP_SCHEDULES)
     rows: list[dict[str, np.ndarray]] = []
     evaluated = 0

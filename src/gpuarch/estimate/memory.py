@@ -129,6 +129,7 @@ def activation_bytes_per_layer(s: TransformerShape, micro_batch: int, seq: int, 
     # activation's output (the down projection's input)
     up = 2 if s.ffn_kind.gated else 1
     mlp_inner = 0.0 if "mlp" in dropped else tokens * s.d_ffn * (up + kept_down)
+    dense_inner = mlp_inner
     if s.is_moe:
         routed = 0.0 if "moe" in dropped else tokens * s.d_expert * s.experts_per_token * (
             up + (0.0 if "moe_act" in dropped else kept_down))
@@ -141,6 +142,30 @@ def activation_bytes_per_layer(s: TransformerShape, micro_batch: int, seq: int, 
     sharded = q + kv + attn_out + mlp_inner
     if quantized_inputs and adapted is None:
         sharded += attn_out * kept
+    unfused = 0.0
     if not fused_attention and "core_attn" not in dropped:
-        sharded += 5.0 * s.heads * seq * seq * micro_batch
-    return replicated / (tp if sequence_parallel else 1) + sharded / tp
+        unfused = 5.0 * s.heads * seq * seq * micro_batch
+    if s.is_hybrid:
+        return _hybrid_block_mean(s, tokens, tp, sequence_parallel, kept, dropped, {
+            "*": q + kv + attn_out * (1 + (kept if quantized_inputs else 0.0)) + unfused,
+            "-": dense_inner, "E": (routed + shared) if s.is_moe else 0.0}, sbh)
+    return replicated / (tp if sequence_parallel else 1) + (sharded + unfused) / tp
+
+
+def _hybrid_block_mean(s: TransformerShape, tokens: float, tp: int, sequence_parallel: bool,
+                       kept: float, dropped: set[str], inside: dict[str, float], sbh: float
+                       ) -> float:
+    """A hybrid model's mean block: each block keeps its norm's input and (unless
+    recomputed) output, replicated unless sequence parallel, and what its own part keeps,
+    split over TP (``inside`` for attention, MLP and expert blocks). A Mamba-2 block keeps
+    the input projection's output (z, x, B, C and dt, which the fused scan saves; it
+    recomputes the convolution in its backward), the scan's output (the gated norm's input)
+    and the norm's output (the output projection's input, 8-bit under FP8)."""
+    m = s.mamba
+    if m is not None:
+        inside = {**inside, "M": tokens * (m.in_proj_width + m.inner * (1 + kept))}
+    norm = sbh * (1 + (0.0 if "layernorm" in dropped else kept))
+    total = sum(s.hybrid_pattern.count(block) * (
+        norm / (tp if sequence_parallel else 1) + inside[block] / tp)
+        for block in set(s.hybrid_pattern))
+    return total / s.layers

@@ -85,7 +85,7 @@ def recompute_flops_per_token(shape: TransformerShape, seq_len: int,
     chosen = set(modules)
     fwd = forward_flops_per_token(shape, seq_len)
     flops = fwd.attention_core if "core_attn" in chosen else 0.0
-    dense_layers = shape.layers - shape.moe_layers
+    dense_layers = shape.mlp_layers
     if "mlp" in chosen:
         flops += 2.0 * dense_layers * mlp_params(shape, shape.d_ffn)
     if shape.is_moe:

@@ -91,7 +91,7 @@ from gpuarch.workloads.flops import (
 )
 from gpuarch.workloads.mtp import mtp_block_params, mtp_forward_flops_per_token
 from gpuarch.workloads.params import attention_params, count_params, layer_norm_params, mlp_params
-from gpuarch.workloads.shape import MAX_DIMENSION, TransformerShape
+from gpuarch.workloads.shape import MAX_DIMENSION, MambaShape, TransformerShape
 
 __all__ = [
     "COMMUNICATION_PARTS",
@@ -107,12 +107,13 @@ __all__ = [
     "evaluate_training",
 ]
 
-COMPUTE_PARTS = ("dense_gemms", "expert_gemms", "lora_adapters", "attention", "memory_bound",
-                 "recompute", "lm_head_and_loss")
+COMPUTE_PARTS = ("dense_gemms", "expert_gemms", "lora_adapters", "attention", "mamba_scan",
+                 "memory_bound", "recompute", "lm_head_and_loss")
 """How ``compute_breakdown_s`` splits the step's compute seconds: the dense GEMMs (QKV,
-projection, MLP, shared experts), the routed experts' grouped GEMMs and router, LoRA's
-adapters (their GEMMs and the add of their output; 0 unless fine-tuning with LoRA),
-attention (fused, or the unfused score GEMMs and softmax), memory-bound work (norms,
+projection, MLP, shared experts, Mamba-2 projections), the routed experts' grouped GEMMs
+and router, LoRA's adapters (their GEMMs and the add of their output; 0 unless fine-tuning
+with LoRA), attention (fused, or the unfused score GEMMs and softmax), a hybrid model's
+Mamba-2 convolution and chunked scan (0 without), memory-bound work (norms,
 residual adds, activation, precision casts, MoE permutation), the forward work
 recomputation repeats, and the LM head with the loss on the last stage. Forward plus
 backward for each."""
@@ -530,6 +531,25 @@ class TrainingConfig:
             raise GpuarchError(f"--ep: {self.ep} must divide DP x CP = "
                                f"{self.dp * self.cp} (or give --etp 1 to lay experts "
                                "over the tensor-parallel ranks too)")
+        if shape.is_hybrid:
+            self._check_hybrid(shape)
+
+    def _check_hybrid(self, shape: TransformerShape) -> None:
+        """What a hybrid Mamba-2 model's blocks are not yet costed under: a pipeline (its
+        stages split the block pattern, not layers of one kind), context parallelism (the
+        Mamba-2 blocks exchange heads all-to-all, not keys and values), MTP blocks and LoRA
+        adapters; and a TP that does not split the Mamba-2 heads and B/C groups evenly."""
+        for flag, value, allowed in (("--pp", self.pp, 1), ("--cp", self.cp, 1),
+                                     ("--mtp-layers", self.mtp_layers, 0),
+                                     ("--lora-rank", self.lora_rank, 0)):
+            if value != allowed:
+                raise GpuarchError(
+                    f"{flag}: {shape.name} is a hybrid Mamba-2 model, whose training is "
+                    f"modelled only with {flag} {allowed} so far; got {value}")
+        m = shape.mamba
+        if m is not None and (m.heads % self.tp or m.groups % self.tp):
+            raise GpuarchError(f"--tp: {self.tp} must divide the Mamba-2 heads ({m.heads}) "
+                               f"and groups ({m.groups}) of {shape.name}")
 
     def _check_schedule(self) -> None:
         """The pipeline schedule's own conditions (DeepSeek's DualPipe asserts an even
@@ -744,13 +764,11 @@ def dispatch_permutation(routed: Num, hidden: Num, element: float, dispatcher: s
     return Elementwise(2.0 * passes * routed * hidden * element, name="moe_permute")
 
 
-def _layer_ops(s: TransformerShape, cfg: TrainingConfig, moe: bool, window: int = 0
-               ) -> tuple[list[Op], float]:
-    """Forward operators of one layer (an expert layer if ``moe``, else a dense one; with
-    sliding-window attention if ``window``) on one GPU, and the tokens each GPU holds."""
+def _attention_ops(s: TransformerShape, cfg: TrainingConfig, tokens: Num, window: int
+                   ) -> list[Op]:
+    """An attention block's forward operators on one GPU: projections and core."""
     t = cfg.tp
     seq = cfg.seq_len // cfg.cp
-    tokens = cfg.micro_batch * seq
     core_kv, d = attention_core_dims(s)
     heads = s.heads // t
     kv = maximum(1, core_kv // t)
@@ -771,9 +789,16 @@ def _layer_ops(s: TransformerShape, cfg: TrainingConfig, moe: bool, window: int 
                 Gemm(seq, d, cfg.seq_len, batch=cfg.micro_batch * heads, name="context")]
     name, n, k = projections[-1]
     ops.append(Gemm(tokens, n, k, name=name))
-    norm_tokens = tokens // t if cfg.sequence_parallel else tokens
+    return ops
+
+
+def _ffn_ops(s: TransformerShape, cfg: TrainingConfig, moe: bool, tokens: Num
+             ) -> tuple[list[Op], Num]:
+    """A dense MLP's or an expert block's forward operators on one GPU, and the elements
+    its activation function reads (0 where a fused grouped MLP applies it)."""
+    t = cfg.tp
     element = cfg.precision.activation_bytes
-    fused_mlp = moe and cfg.expert_launches == "fused-mlp"
+    ops: list[Op] = []
     if moe:
         # an expert's width is split over ETP GPUs, which share the tokens of ETP of the TP
         # group's sequence-parallel shards (all of them when ETP = TP)
@@ -795,24 +820,127 @@ def _layer_ops(s: TransformerShape, cfg: TrainingConfig, moe: bool, window: int 
             ops += [Gemm(tokens, (2 * shared if s.ffn_kind.gated else shared) // t,
                          s.hidden, name="shared_up"),
                     Gemm(tokens, s.hidden, shared // t, name="shared_down")]
-        ops.append(dispatch_permutation(routed, s.hidden, cfg.precision.activation_bytes,
-                                        cfg.ep_dispatcher, local_experts))
+        ops.append(dispatch_permutation(routed, s.hidden, element, cfg.ep_dispatcher,
+                                        local_experts))
         # a fused grouped MLP applies the routed experts' activation in its epilogue
-        inner = 0 if fused_mlp else routed * width // e
-        if not fused_mlp:
-            ops += _unfused_expert_extras(s, routed, up // e, element)
-    else:
-        f = s.d_ffn
-        up = 2 * f if s.ffn_kind.gated else f
-        ops += [Gemm(tokens, up // t, s.hidden, name="mlp_up"),
-                Gemm(tokens, s.hidden, f // t, name="mlp_down")]
-        inner = tokens * f // t
-    # two norms (four with sandwich norms) and two residual adds (read 2, write 1), and the
-    # activation function
+        if cfg.expert_launches == "fused-mlp":
+            return ops, 0
+        return ops + _unfused_expert_extras(s, routed, up // e, element), routed * width // e
+    f = s.d_ffn
+    up = 2 * f if s.ffn_kind.gated else f
+    return [Gemm(tokens, up // t, s.hidden, name="mlp_up"),
+            Gemm(tokens, s.hidden, f // t, name="mlp_down")], tokens * f // t
+
+
+MAMBA_CHUNK = 128
+"""Tokens per chunk of Mamba-2's chunked scan (SSD) in training: Megatron-Core's MambaMixer
+default (chunk_size 128, megatron/core/ssm/mamba_mixer.py @00bebb45)."""
+
+def mamba_ops(s: TransformerShape, tp: Any, tokens: Num, element: float) -> list[Op]:
+    """A Mamba-2 block's forward operators on one of ``tp`` GPUs (heads and B/C groups
+    split over TP, as Megatron-Core's MambaMixer splits them): the input projection to z,
+    x, B, C and dt; the depthwise convolution over x, B and C; the chunked scan
+    (``mamba_scan_bytes``), taken as bound by its memory traffic, as its small per-chunk
+    matrix products are (some 60 FLOP a byte, against a tensor-core ridge of several
+    hundred); the gated RMSNorm, a module of its own (reads y, writes its output); and
+    the output projection. The convolution's backward runs it again (its output is not
+    saved), then reads its input and output gradient and writes the input gradient."""
+    m = s.mamba
+    assert m is not None
+    conv = 1.0 * tokens * (m.conv_width // tp) * element
+    forward, backward = mamba_scan_bytes(m, tp, element)
+    fwd_flops, bwd_flops = mamba_scan_flops(m, tp)
+    scan = Elementwise(tokens * forward, name="mamba_scan", matmul_flops=tokens * fwd_flops,
+                       backward=Elementwise(tokens * backward, name="mamba_scan",
+                                            matmul_flops=tokens * bwd_flops))
+    return [Gemm(tokens, m.in_proj_width // tp, s.hidden, name="mamba_in_proj"),
+            Elementwise(2 * conv, name="mamba_conv",
+                        backward=Elementwise(5 * conv, name="mamba_conv")),
+            scan,
+            Elementwise(2.0 * tokens * (m.inner // tp) * element, name="mamba_norm"),
+            Gemm(tokens, s.hidden, m.inner // tp, name="mamba_out_proj")]
+
+
+def mamba_scan_flops(m: MambaShape, tp: Any, chunk: int = MAMBA_CHUNK) -> tuple[Any, Any]:
+    """Matrix FLOPs per token of the chunked scan on one of ``tp`` GPUs, forward and
+    backward (the SSD algorithm, Dao and Gu 2024, section 6, as mamba_ssm's kernels run it
+    over chunks of ``chunk`` tokens Q, ``state`` N, ``head_dim`` P): forward, C B^T
+    per group (2QN), the chunk's own outputs (2QP a head), the chunk states (2NP) and the
+    outputs from the passed states (2NP); backward, C B^T and the chunk states again, then
+    the gradients of the outputs' two products (2QP + 2NP ... six 2NP products and two 2QP
+    ones a head in all) and C B^T's gradient back to B and C (two more 2QN a group)."""
+    q, n, p = chunk, m.state, m.head_dim
+    groups, heads = m.groups // tp, m.heads // tp
+    forward = groups * 2 * q * n + heads * (2 * q * p + 4 * n * p)
+    backward = 3 * groups * 2 * q * n + heads * (4 * q * p + 12 * n * p)
+    return forward, backward
+
+
+def mamba_scan_bytes(m: MambaShape, tp: Any, element: float) -> tuple[Any, Any]:
+    """Bytes per token the chunked scan's kernels move on one of ``tp`` GPUs, forward and
+    backward (mamba_ssm's ssd_combined.py @d757aef1, the kernels Megatron-Core's
+    mamba_split_conv1d_scan_combined runs, the gate z applied inside the scan; FP32 where
+    the kernels write FP32). Per token: x and z are ``inner`` wide, B and C together
+    2 x groups x state, dt and its cumulative sum one each per head (FP32), each chunk's
+    state heads x head_dim x state over ``MAMBA_CHUNK`` tokens, and B C^T groups x
+    ``MAMBA_CHUNK``.
+
+    Forward: the cumulative sum (reads dt, writes two FP32); the chunk states (read x, B
+    and those, write the states in FP32); the state passing (reads them, writes them in 16
+    bits); B C^T (reads B and C, writes FP32); the chunk scan (reads B C^T, x, C, the
+    states, dt and z, writes the output and the ungated output it saves): x and z five
+    passes, B and C two, the states 12 bytes an element.
+
+    Backward: the cumulative sum, B C^T, the chunk states and their passing run again (in
+    FP32); then the gate's gradient (reads the output gradient, the saved output and z,
+    writes dz), the state gradients (FP32, then both state tensors cast to 16 bits), their
+    passing backward, dx (reads x, B, B C^T, the output gradient and the state gradients),
+    dB, dC, the gradient of B C^T and its two products back to dB and dC: x-wide tensors
+    13 passes, B and C 5.5, the states 24 + 8 x element bytes an element, B C^T five FP32
+    passes, the per-head values some fifteen FP32 ones (about 2.9 x the forward's bytes
+    for Nemotron 3 Nano)."""
+    f = 4.0  # FP32
+    inner = m.inner // tp
+    bc = 2 * m.groups * m.state // tp
+    heads = m.heads // tp
+    state = heads * m.head_dim * m.state / MAMBA_CHUNK
+    products = (m.groups // tp) * MAMBA_CHUNK * f
+    forward = ((5 * inner + 2 * bc) * element + heads * (element + 6 * f)
+               + state * (2 * f + 2 * element) + 2 * products)
+    backward = ((13 * inner + 5.5 * bc) * element + heads * (element + 15 * f)
+                + state * (6 * f + 8 * element) + 5 * products)
+    return forward, backward
+
+
+def _layer_ops(s: TransformerShape, cfg: TrainingConfig, moe: bool, window: int = 0,
+               block: str = "") -> tuple[list[Op], float]:
+    """Forward operators of one layer (an expert layer if ``moe``, else a dense one; with
+    sliding-window attention if ``window``) on one GPU, and the tokens each GPU holds. A
+    hybrid model's ``block`` (``HYBRID_BLOCKS``: "M" Mamba-2, "*" attention, "-" MLP, "E"
+    experts) is one part of a layer with one norm and one residual add."""
+    t = cfg.tp
+    seq = cfg.seq_len // cfg.cp
+    tokens = cfg.micro_batch * seq
+    element = cfg.precision.activation_bytes
+    ops: list[Op] = []
+    if block in ("", "*"):
+        ops += _attention_ops(s, cfg, tokens, window)
+    inner: Num = 0
+    fused_mlp = moe and cfg.expert_launches == "fused-mlp"
+    if block == "M":
+        ops += mamba_ops(s, t, tokens, element)
+    elif block != "*":
+        ffn, inner = _ffn_ops(s, cfg, moe, tokens)
+        ops += ffn
+    # the norms (two a layer, four with sandwich norms, one a hybrid block) and residual
+    # adds (read 2, write 1; one a block), and the activation function
+    norm_tokens = tokens // t if cfg.sequence_parallel else tokens
     hidden_bytes = 1.0 * norm_tokens * s.hidden * element
-    ops += [Elementwise(s.layer_norms * 2 * hidden_bytes, name="norms"),
-            Elementwise(2 * 3 * hidden_bytes, name="residuals"),
-            Elementwise(3.0 * inner * element, name="activation")]
+    norms, residuals = (s.layer_norms, 2) if not block else (1, 1)
+    ops += [Elementwise(norms * 2 * hidden_bytes, name="norms"),
+            Elementwise(residuals * 3 * hidden_bytes, name="residuals")]
+    if block in ("", "-", "E"):
+        ops.append(Elementwise(3.0 * inner * element, name="activation"))
     if cfg.precision.low_precision:
         # each GEMM operand is cast (read 16-bit, write the narrow format) before the GEMM,
         # but a fused grouped MLP's up projection writes the down projection's input in it,
@@ -921,9 +1049,19 @@ def _mix(layers: list[tuple[Num, _Layer]]) -> _Layer:
 
 def _layer_times(s: TransformerShape, cfg: TrainingConfig, device: Device, eff: Efficiency,
                  tp_group: Group, cp_group: Group, ep_group: Group, with_parts: bool = False
-                 ) -> dict[bool, _Layer]:
+                 ) -> dict[Any, _Layer]:
     """Each kind of layer the model has (True: expert layer, False: dense), its sliding-
-    window layers taken as spread evenly over both kinds."""
+    window layers taken as spread evenly over both kinds; a hybrid model's blocks by kind
+    (their ``HYBRID_BLOCKS`` letter)."""
+    if s.is_hybrid:
+        blocks: dict[Any, _Layer] = {}
+        for block in sorted(set(s.hybrid_pattern)):
+            mine: dict[str, Num] = {}
+            f, b, r, fl, w, h = _one_layer_time(s, cfg, device, eff, tp_group, cp_group,
+                                                ep_group, block == "E", 0,
+                                                mine if with_parts else None, block)
+            blocks[block] = _Layer(f, b, r, fl, mine, w, h)
+        return blocks
     kinds: dict[bool, list[tuple[Num, _Layer]]] = {}
     for moe, window, share in s.layer_kinds():
         own: dict[str, Num] = {}
@@ -935,8 +1073,12 @@ def _layer_times(s: TransformerShape, cfg: TrainingConfig, device: Device, eff: 
             for moe, items in kinds.items()}
 
 
-def _average_layer(s: TransformerShape, kinds: dict[bool, _Layer]) -> _Layer:
-    """The model's average layer: its expert and dense layers weighted by their share."""
+def _average_layer(s: TransformerShape, kinds: dict[Any, _Layer]) -> _Layer:
+    """The model's average layer: its expert and dense layers (a hybrid model's blocks)
+    weighted by their share."""
+    if s.is_hybrid:
+        return _mix([(s.hybrid_pattern.count(block) / s.layers, one)
+                     for block, one in kinds.items()])
     moe_share = s.moe_layers / s.layers
     return _mix([(moe_share if moe else 1 - moe_share, one) for moe, one in kinds.items()])
 
@@ -1070,9 +1212,9 @@ def unbalanced_routing_load(shape: TransformerShape, ep: int, eff: Efficiency) -
 
 def _one_layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device,
                     eff: Efficiency, tp_group: Group, cp_group: Group, ep_group: Group,
-                    moe: bool, window: int = 0, parts: dict[str, Num] | None = None
-                    ) -> tuple[_Pass, _Pass, _Pass, Num, Num, Num]:
-    ops, tokens = _layer_ops(s, cfg, moe, window)
+                    moe: bool, window: int = 0, parts: dict[str, Num] | None = None,
+                    block: str = "") -> tuple[_Pass, _Pass, _Pass, Num, Num, Num]:
+    ops, tokens = _layer_ops(s, cfg, moe, window, block)
     element = cfg.precision.activation_bytes
     fwd: Num = 0.0
     bwd: Num = 0.0
@@ -1100,6 +1242,8 @@ def _one_layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device,
             weighted = isinstance(op, Gemm) and op.name not in ATTENTION_OPS
             trained = weighted and (not frozen or op.name.endswith(LORA_OPS))
             back = t if weighted and not trained else 2 * t
+            if isinstance(op, Elementwise) and op.backward is not None:
+                back = op_time(op.backward, device, eff)[0]
             if trained:
                 wgrad = wgrad + t
             if op.name in ATTENTION_OPS:
@@ -1109,20 +1253,22 @@ def _one_layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device,
             key = op_kind(op)
             parts[key] = parts.get(key, 0.0) + t + back
     activation = tokens * s.hidden * element
-    # two all-reduces per layer (attention, MLP) each way, one with parallel attention
-    # (nothing when TP = 1); with sequence parallelism and no userbuffers overlap, the
-    # all-gathers and reduce-scatters as they run (sequence_parallel_tp_comm)
+    # two all-reduces per layer (attention, MLP) each way, one with parallel attention or
+    # in a hybrid block (nothing when TP = 1); with sequence parallelism and no userbuffers
+    # overlap, the all-gathers and reduce-scatters as they run (sequence_parallel_tp_comm)
     tp_share = eff.tp_comm_exposed if cfg.tp_comm_overlap else 1.0
+    one_reduction = s.parallel_attention or bool(block)
     if cfg.sequence_parallel and not cfg.tp_comm_overlap:
         column = sum(by_name.get(name, 0.0) for name, _, _ in
                      attention_projections(s, cfg.tp)[:-1])
-        mlp_column = by_name.get("mlp_up", 0.0) + by_name.get("shared_up", 0.0)
-        columns = (column + mlp_column,) if s.parallel_attention else (column, mlp_column)
+        mlp_column = by_name.get("mlp_up", 0.0) + by_name.get("shared_up", 0.0) \
+            + by_name.get("mamba_in_proj", 0.0)
+        columns = (column + mlp_column,) if one_reduction else (column, mlp_column)
         tp_fwd, tp_bwd = sequence_parallel_tp_comm(activation, cfg.precision, tp_group,
                                                    eff, columns)
     else:
-        tp_fwd = tp_bwd = s.tp_reductions * _nccl(Collective.ALL_REDUCE, activation,
-                                                   tp_group, eff)
+        tp_fwd = tp_bwd = (1 if one_reduction else s.tp_reductions) * _nccl(
+            Collective.ALL_REDUCE, activation, tp_group, eff)
     core_kv, core_dim = attention_core_dims(s)
     kv_bytes = 2 * cfg.micro_batch * cfg.seq_len * maximum(1, core_kv // cfg.tp) \
         * core_dim * element
@@ -1166,15 +1312,18 @@ def _one_layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device,
         floor_fwd, floor_bwd = expert_host_floor(launched, cfg.precision.low_precision, eff)
         host_fwd = maximum(0.0, floor_fwd - expert_section)
         host_bwd = maximum(0.0, floor_bwd - 2 * expert_section)
-    forward = _Pass(fwd, exposed_fwd, eff.layer_overhead_s + wait + host_fwd)
-    backward = _Pass(bwd, exposed_bwd, eff.layer_overhead_s + host_bwd)
+    # a hybrid block holds one of a layer's two parts: half its fixed time and floor (so
+    # attention and MLP blocks in pairs cost what the layers they make up do)
+    part = 0.5 if block else 1.0
+    forward = _Pass(fwd, exposed_fwd, part * eff.layer_overhead_s + wait + host_fwd)
+    backward = _Pass(bwd, exposed_bwd, part * eff.layer_overhead_s + host_bwd)
     # a pass takes at least the layer's floor however little it holds (the backward twice
     # the forward's)
     if eff.layer_pass_floor_s:
         forward = _Pass(forward.compute, forward.comm, forward.overhead,
-                        maximum(0.0, eff.layer_pass_floor_s - forward.total))
+                        maximum(0.0, part * eff.layer_pass_floor_s - forward.total))
         backward = _Pass(backward.compute, backward.comm, backward.overhead,
-                         maximum(0.0, 2 * eff.layer_pass_floor_s - backward.total))
+                         maximum(0.0, 2 * part * eff.layer_pass_floor_s - backward.total))
     if cfg.recompute is Recompute.FULL:
         recompute = forward.scale(cfg.full_recompute_share(s))
     else:
@@ -1717,7 +1866,6 @@ def estimate_training(
     measured: dict[str, str] | None = None,
 ) -> TrainingEstimate:
     """Estimate one training step of ``shape`` on ``cfg.gpus`` x ``product``."""
-    shape.require_layers("estimate train")
     cfg.validate(shape)
     eff = efficiency
     device = Device.of(product, cfg.precision,

@@ -97,6 +97,17 @@ class Efficiency:
     """The same for the backward pass: 0.455-0.465 ms for the same shape at 4,096 and
     0.89-0.91 ms at 8,192 on GB200 (0.44 and 0.86 on GB300), 4.3e-10 s a row and head."""
 
+    mamba_scan: float = 0.06
+    """Fraction of the 16-bit Tensor Core peak that Mamba-2's chunked-scan kernels
+    (mamba_ssm's Triton SSD kernels) reach on their small per-chunk matrix products
+    (``estimate.training.mamba_scan_flops``). TileOPs' nightly benchmark on H200 (commit
+    283f414, 2026-06-16; tile-ai/TileOPs.github.io @cac0905a docs/benchmarks/index.md,
+    Mamba2Fwd 'full-2.7b-long-ctx') times its own forward scan at 18.51 ms and rates it
+    1.01x mamba_ssm's ``_mamba_chunk_scan_combined`` (18.69 ms) on 4 x 32,768 tokens of 128
+    heads of 64, state 128, one group, chunks of 256, BF16: 8.45 MFLOP a token by this
+    count, 59.3 TFLOP/s, 0.060 of H200's 989 TFLOPS. Its backward is not benchmarked; taken
+    at the same rate. Not fitted (the training rows of hybrid models are out of sample)."""
+
     attention_backward_flops_factor: float = 2.5
     """Backward attention FLOPs over forward: five matrix multiplies against two, since the
     fused kernel recomputes QK^T (Dao 2023, FlashAttention-2, section 3.2)."""

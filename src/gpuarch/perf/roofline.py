@@ -162,11 +162,17 @@ def _mean_keys_one(seq_q: float, seq_kv: float, window: float) -> float:
 
 @dataclass  # built by the dozen per estimate: a frozen one costs 3x to build
 class Elementwise:
-    """Memory-bound work: ``bytes`` moved, ``flops`` done (norms, activations, optimizer)."""
+    """Memory-bound work: ``bytes`` moved, ``flops`` done on the CUDA cores (norms,
+    activations, optimizer). A fused kernel of small matrix products (Mamba-2's chunked
+    scan) gives them as ``matmul_flops``, run on the 16-bit Tensor Cores at
+    ``Efficiency.mamba_scan`` of their peak, and its backward kernels as ``backward`` where
+    known (training takes twice the forward's time otherwise)."""
 
     bytes_moved: Num
     flops: Num = 0.0
     name: str = "elementwise"
+    matmul_flops: Num | None = None
+    backward: Elementwise | None = None
 
 
 Op = Gemm | Attention | Elementwise
@@ -174,6 +180,10 @@ Op = Gemm | Attention | Elementwise
 
 ATTENTION_OPS = ("scores", "context", "softmax")
 """Names of unfused attention's operators (score GEMM, softmax, context GEMM)."""
+
+MAMBA_SCAN_OPS = ("mamba_conv", "mamba_scan")
+"""Names of a Mamba-2 block's sequence-mixing operators (the depthwise convolution and the
+chunked scan), which the breakdowns show apart as attention's are."""
 
 LORA_OPS = ("lora_a", "lora_b", "lora_add")
 """Endings of a LoRA adapter's operators' names (its down and up GEMMs, the add of its
@@ -186,9 +196,12 @@ def op_kind(op: Op) -> str:
     breakdowns split it: "attention" (fused, or unfused attention's operators),
     "expert_gemms" (routed experts' GEMMs, whatever their prefix, and the router),
     "lora_adapters" (LoRA's adapter GEMMs and the add of their output, ``LORA_OPS``),
-    "dense_gemms" (every other GEMM) or "memory_bound"."""
+    "dense_gemms" (every other GEMM), "mamba_scan" (a Mamba-2 block's convolution and
+    chunked scan, ``MAMBA_SCAN_OPS``) or "memory_bound"."""
     if isinstance(op, Attention) or op.name in ATTENTION_OPS:
         return "attention"
+    if op.name in MAMBA_SCAN_OPS:
+        return "mamba_scan"
     if op.name.endswith(LORA_OPS):
         return "lora_adapters"
     if isinstance(op, Gemm):
@@ -330,7 +343,12 @@ def op_time(op: Op, device: Device, eff: Efficiency) -> tuple[Num, Num, Num, Num
     if isinstance(op, Elementwise):
         t_mem = op.bytes_moved / bw
         t_cmp = op.flops / device.vector_flops
-        return (maximum(t_mem, t_cmp) + eff.kernel_overhead_s, t_cmp, t_mem, op.flops,
+        flops = op.flops
+        if op.matmul_flops is not None:
+            sixteen = device.matmul.flops / device.math_over_16bit
+            t_cmp = maximum(t_cmp, op.matmul_flops / (sixteen * eff.mamba_scan))
+            flops = flops + op.matmul_flops
+        return (maximum(t_mem, t_cmp) + eff.kernel_overhead_s, t_cmp, t_mem, flops,
                 op.bytes_moved)
     peak = device.matmul.flops
     decode = False

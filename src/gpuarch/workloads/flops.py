@@ -8,6 +8,14 @@ layers (Mistral 7B v0.1, GPT-OSS) see at most the window: min(seq, window) posit
 query counted in full, the causal mean otherwise.
 Training is forward + backward = 3 x forward; recomputation adds forward work on top
 (hardware FLOPs, HFU), never model FLOPs (MFU).
+
+A hybrid model's Mamba-2 blocks count as Megatron-LM counts them (``hybrid_flops`` in
+megatron/training/training.py @001b00c2): the input and output projections at 2 FLOP per
+weight, and the selective scan at 7 x inner width x state per token; the convolution, the
+gated norm and the per-head scalars count nothing, as norms count nothing elsewhere.
+Megatron takes the inner width as twice the hidden size (Mamba's default expansion); this
+counts the model's own, heads x head_dim: the same for Nemotron-H 8B (8,192 over a 4,096
+hidden), but 4,096 where Megatron counts 5,376 for Nemotron 3 Nano (2,688 hidden).
 """
 
 from __future__ import annotations
@@ -19,7 +27,8 @@ from gpuarch.workloads.params import attention_params, count_params, mlp_params
 from gpuarch.workloads.shape import TransformerShape
 
 __all__ = ["ForwardFlops", "attention_core_dims", "attention_projections",
-           "forward_flops_per_token", "training_flops_per_token"]
+           "forward_flops_per_token", "mamba_forward_flops_per_token",
+           "training_flops_per_token"]
 
 
 @dataclass(frozen=True)
@@ -31,11 +40,12 @@ class ForwardFlops:
     mlp: float  # dense MLPs plus the experts a token is routed to (and shared experts)
     router: float
     lm_head: float
+    mamba: float = 0.0  # a hybrid model's Mamba-2 blocks: projections and scan
 
     @property
     def total(self) -> float:
         return (self.attention_proj + self.attention_core + self.mlp + self.router
-                + self.lm_head)
+                + self.lm_head + self.mamba)
 
 
 def _core_dims(s: TransformerShape) -> tuple[int, int]:
@@ -90,25 +100,41 @@ def _window_keys(seq_len: int, window: int, causal: bool) -> float:
 
 def forward_flops_per_token(s: TransformerShape, seq_len: int, *, causal: bool = False
                             ) -> ForwardFlops:
-    """Forward FLOPs per token for sequences of ``seq_len`` tokens (not for a hybrid Mamba
-    model yet: its scan's FLOPs are not counted, so it is refused)."""
-    s.require_layers("FLOPs per token")
+    """Forward FLOPs per token for sequences of ``seq_len`` tokens."""
     pc = count_params(s)
     qk_dim, v_dim = _core_dims(s)
     windowed = s.windowed_layers
     full_keys = seq_len / 2 if causal else seq_len
     window_keys = _window_keys(seq_len, s.sliding_window, causal) if windowed else 0.0
     core = 2.0 * s.heads * (qk_dim + v_dim) * (
-        (s.layers - windowed) * full_keys + windowed * window_keys)
-    per_token_mlp = (s.layers - s.moe_layers) * mlp_params(s, s.d_ffn) + s.moe_layers * (
+        (s.attention_layers - windowed) * full_keys + windowed * window_keys)
+    per_token_mlp = s.mlp_layers * mlp_params(s, s.d_ffn) + s.moe_layers * (
         s.experts_per_token + s.shared_experts) * mlp_params(s, s.d_expert)
     return ForwardFlops(
-        attention_proj=2.0 * s.layers * attention_params(s),
+        attention_proj=2.0 * s.attention_layers * attention_params(s),
         attention_core=float(core),
         mlp=2.0 * per_token_mlp,
         router=2.0 * pc.router,
         lm_head=2.0 * s.vocab * s.hidden,
+        mamba=s.mamba_layers * mamba_forward_flops_per_token(s),
     )
+
+
+MAMBA_SCAN_FLOPS_PER_STATE = 7.0
+"""Forward FLOPs of the selective scan per token, inner channel and state element, as
+Megatron-LM's ``hybrid_flops`` counts them (megatron/training/training.py @001b00c2; its
+comment says the count predates the SSD kernels of Mamba-2)."""
+
+
+def mamba_forward_flops_per_token(s: TransformerShape) -> float:
+    """One Mamba-2 block's forward FLOPs per token: the input projection (to z, x, B, C and
+    dt) and the output projection at 2 FLOP per weight, and the scan
+    (``MAMBA_SCAN_FLOPS_PER_STATE``); 0 without Mamba blocks."""
+    m = s.mamba
+    if m is None:
+        return 0.0
+    projections = 2.0 * s.hidden * (m.in_proj_width + m.inner)
+    return projections + MAMBA_SCAN_FLOPS_PER_STATE * m.inner * m.state
 
 
 def training_flops_per_token(s: TransformerShape, seq_len: int, *, causal: bool = False

@@ -83,13 +83,17 @@ def mamba_params(s: TransformerShape) -> int:
 def layer_norm_params(s: TransformerShape) -> int:
     """One layer's norm weights: its norms over the hidden width (two, or four with
     sandwich norms) and any query-key norms."""
-    per_width = s.norm.params_per_width
+    return s.norm.params_per_width * s.layer_norms * s.hidden + qk_norm_params(s)
+
+
+def qk_norm_params(s: TransformerShape) -> int:
+    """One attention's query-key norm weights (0 without them)."""
     qk = 0
     if s.qk_norm is QkNorm.HEAD:
         qk = 2 * s.d_head
     elif s.qk_norm is QkNorm.FULL:
         qk = (s.heads + s.n_kv_heads) * s.d_head
-    return per_width * (s.layer_norms * s.hidden + qk)
+    return s.norm.params_per_width * qk
 
 
 @cache
@@ -100,8 +104,10 @@ def count_params(s: TransformerShape) -> ParamCount:
     embedding = s.vocab * h + (s.max_positions * h if s.position is Position.LEARNED else 0)
     lm_head = 0 if s.tied_embeddings else s.vocab * h
     norm = s.norm.params_per_width * h
-    # a hybrid model's blocks each hold one part of a layer and one norm
-    norms = s.layers * (norm if s.is_hybrid else layer_norm_params(s))
+    # a hybrid model's blocks each hold one part of a layer and one norm (its attention
+    # blocks any query-key norms)
+    norms = s.layers * norm + s.attention_layers * qk_norm_params(s) if s.is_hybrid \
+        else s.layers * layer_norm_params(s)
     return ParamCount(
         embedding=embedding,
         lm_head=lm_head,

@@ -1,0 +1,189 @@
+"""Hybrid Mamba-2 models (Nemotron-H, Nemotron 3 Nano) in the training model: FLOPs as
+Megatron-LM counts them, the chunked scan's memory traffic, blocks that cost what the layers
+they make up cost, and the layouts modelled so far."""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from gpuarch.catalog import load_catalog
+from gpuarch.errors import GpuarchError
+from gpuarch.estimate import Recompute, TrainingConfig, estimate_training
+from gpuarch.estimate.memory import activation_bytes_per_layer
+from gpuarch.estimate.training import mamba_scan_bytes, mamba_scan_flops
+from gpuarch.perf import Precision
+from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY
+from gpuarch.workloads import preset
+from gpuarch.workloads.flops import forward_flops_per_token, mamba_forward_flops_per_token
+from gpuarch.workloads.hf import shape_from_hf_config
+from gpuarch.workloads.params import count_params
+from gpuarch.workloads.shape import MambaShape, TransformerShape
+from tests.test_workloads import NEMOTRON_3_NANO, NEMOTRON_H_8B, _write
+
+CATALOG = load_catalog()
+
+
+def _nano(tmp_path: Path) -> TransformerShape:
+    return shape_from_hf_config(_write(tmp_path, NEMOTRON_3_NANO))
+
+
+def test_mamba_flops_are_megatrons_where_the_inner_width_is_twice_the_hidden(
+        tmp_path: Path) -> None:
+    """Megatron-LM's hybrid_flops (megatron/training/training.py @001b00c2) counts a Mamba-2
+    layer's forward per token as 2h(2 d_in + 2 groups state + heads) + 7 d_in state
+    + 2 d_in h with d_in = 2h; Nemotron-H 8B's inner width is 2 x 4,096, so the counts
+    agree to the FLOP."""
+    shape = shape_from_hf_config(_write(tmp_path, NEMOTRON_H_8B))
+    h, d_in, groups, state, heads = 4096, 2 * 4096, 8, 128, 128
+    megatron = 2 * h * (2 * d_in + 2 * groups * state + heads) + 7 * d_in * state \
+        + 2 * d_in * h
+    assert mamba_forward_flops_per_token(shape) == megatron
+    fwd = forward_flops_per_token(shape, 8192)
+    assert fwd.mamba == 24 * megatron
+    # 4 attention blocks (projections and the full core), 24 squared-ReLU MLP blocks
+    assert fwd.attention_proj == 2 * 4 * (4096 * 128 * (2 * 32 + 2 * 8))
+    assert fwd.attention_core == 4 * (4 * 8192 * 32 * 128)
+    assert fwd.mlp == 2 * 24 * (2 * 4096 * 21504)
+
+
+def test_nano_flops_reconcile_with_nvidias_published_tflops(tmp_path: Path) -> None:
+    """Megatron Bridge's 26.06 table (svcnemo-autobot/Megatron-Bridge @52dfa152,
+    docs/performance-summary-archive.md) gives Nemotron 3 Nano on 8 GB300 at 39,749 tokens
+    and 885 TFLOP/s a GPU: 22.265 GFLOP a token. This model's count differs from
+    Megatron's by its two documented conventions only: the Mamba inner width (4,096, where
+    Megatron takes 2 x 2,688) and the attention core counted in full (Megatron's hybrid
+    count halves it, causal). Put back, the published figure is matched within 0.1%."""
+    shape = _nano(tmp_path)
+    seq = 8192
+    ours = 3 * forward_flops_per_token(shape, seq).total
+    h, state, groups, heads = 2688, 128, 8, 64
+    d_in = 2 * h  # Megatron's
+    megatron_mamba = 2 * h * (2 * d_in + 2 * groups * state + heads) + 7 * d_in * state \
+        + 2 * d_in * h
+    core_full = 4 * seq * 32 * 128
+    megatron = ours + 3 * (23 * (megatron_mamba - mamba_forward_flops_per_token(shape))
+                           - 6 * core_full / 2)
+    # the router's GEMM, which Megatron's hybrid count leaves out
+    megatron -= 3 * 2 * count_params(shape).router
+    published = 885e12 / 39749
+    assert megatron == pytest.approx(published, rel=1e-3)
+    assert ours < published  # ours: the model's own inner width, the full core
+
+
+def test_nano_preset_is_its_config(tmp_path: Path) -> None:
+    """The Nemotron 3 Nano preset (Megatron Bridge's Nemotron3NanoProvider) is the shape its
+    config.json reads as, 31.6B in all and 3.6B active (NVIDIA-NeMo/Nemotron @20a06ac3,
+    docs/nemotron/nano3/README.md)."""
+    shape = preset("nemotron-3-nano").shape
+    read = _nano(tmp_path)
+    assert shape == dataclasses.replace(read, name=shape.name, context_window=262144)
+    assert count_params(shape).total / 1e9 == pytest.approx(31.6, abs=0.05)
+    assert count_params(shape).active(shape) / 1e9 == pytest.approx(3.6, abs=0.05)
+    assert preset("nemotron-h-8b").shape.mamba_layers == 24
+
+
+def test_scan_bytes_by_kernel(tmp_path: Path) -> None:
+    """The chunked scan's bytes per token for Nemotron 3 Nano on one GPU (16-bit
+    activations): forward x/z 5 x 4,096 and B/C 2 x 2,048 elements of 2 bytes, 64 heads x
+    (2 + 24) bytes, the state 64 x 64 x 128 / 128 elements x 12 bytes, B C^T 2 x 8 x 128
+    FP32; the backward 13 and 5.5 passes, 2 + 60 bytes a head, 40 bytes a state element,
+    five B C^T passes. Split over TP 2, every term halves."""
+    m = _nano(tmp_path).mamba
+    assert m is not None
+    fwd, bwd = mamba_scan_bytes(m, 1, 2.0)
+    state = 64 * 64 * 128 / 128
+    assert fwd == 2 * (5 * 4096 + 2 * 2048) + 64 * 26 + 12 * state + 2 * 8 * 128 * 4
+    assert bwd == 2 * (13 * 4096 + 5.5 * 2048) + 64 * 62 + 40 * state + 5 * 8 * 128 * 4
+    assert 2.8 < bwd / fwd < 3.0
+    half = mamba_scan_bytes(m, 2, 2.0)
+    assert half == pytest.approx((fwd / 2, bwd / 2))
+
+
+def test_scan_efficiency_is_the_published_h200_kernel_rate() -> None:
+    """mamba_scan is TileOPs' H200 benchmark of mamba_ssm's forward scan
+    (tile-ai/TileOPs.github.io @cac0905a docs/benchmarks/index.md, Mamba2Fwd
+    'full-2.7b-long-ctx': TileOPs 18.5093 ms at 1.01x mamba_ssm, so 18.69 ms for 4 x
+    32,768 tokens of 128 heads of 64, state 128, one group, chunks of 256) over H200's
+    989.4 TFLOPS BF16 peak, at this model's FLOP count."""
+    m = MambaShape(heads=128, head_dim=64, state=128, groups=1)
+    forward, _ = mamba_scan_flops(m, 1, chunk=256)
+    assert forward == 8_454_144
+    rate = forward * 4 * 32768 / (18.5093e-3 * 1.01)
+    assert DEFAULT_EFFICIENCY.mamba_scan == pytest.approx(rate / 989.4e12, abs=5e-4)
+
+
+@pytest.mark.parametrize(("name", "block", "ep"), [("llama-3.1-8b", "-", 1),
+                                                    ("qwen3-30b-a3b", "E", 8)])
+@pytest.mark.parametrize("tp", [1, 2])
+def test_blocks_in_pairs_cost_what_their_layers_do(name: str, block: str, ep: int,
+                                                   tp: int) -> None:
+    """A hybrid pattern of attention blocks each followed by an MLP (or expert) block is
+    the plain model written block by block: the same parameters, FLOPs and activation
+    memory, and the same step time but for the data-parallel bucket share, which is per
+    layer (within 0.1%)."""
+    plain = preset(name).shape
+    hybrid = dataclasses.replace(plain, layers=2 * plain.layers,
+                                 hybrid_pattern=("*" + block) * plain.layers)
+    assert count_params(hybrid).total == count_params(plain).total
+    assert forward_flops_per_token(hybrid, 4096) == forward_flops_per_token(plain, 4096)
+    cfg = TrainingConfig(gpus=8, seq_len=4096, global_batch=64, tp=tp, ep=ep // tp or 1,
+                         sequence_parallel=tp > 1)
+    h100 = CATALOG.product("h100")
+    a = estimate_training(CATALOG, plain, h100, cfg)
+    b = estimate_training(CATALOG, hybrid, h100, cfg)
+    assert b.memory.activations == pytest.approx(a.memory.activations, rel=1e-12)
+    assert b.step_time_s == pytest.approx(a.step_time_s, rel=1e-3)
+
+
+def test_a_mamba_block_keeps_its_projection_scan_and_norm_outputs() -> None:
+    """Activation memory of a hybrid model is its blocks' mean: a Mamba-2 block keeps its
+    norm's input and output, the input projection's output, the scan's output and the
+    gated norm's output (the output projection's input: 8-bit under FP8)."""
+    mamba = MambaShape(heads=8, head_dim=64, state=16, groups=2)
+    shape = TransformerShape(name="h", layers=2, hidden=256, heads=4, vocab=100,
+                             hybrid_pattern="M*", mamba=mamba)
+    tokens, element = 1024, 2
+    sbh = tokens * 256 * element
+    got = activation_bytes_per_layer(shape, 1, tokens, 1, False, Recompute.NONE, element)
+    m_block = 2 * sbh + tokens * element * (mamba.in_proj_width + 2 * mamba.inner)
+    a_block = 2 * sbh + tokens * element * (4 * 64 + 2 * 4 * 64 + 4 * 64)
+    assert got == m_block / 2 + a_block / 2
+    fp8 = activation_bytes_per_layer(shape, 1, tokens, 1, False, Recompute.NONE, element,
+                                     quantized_inputs=True)
+    assert fp8 < got
+
+
+def test_nano_trains_with_a_scan_in_its_breakdown(tmp_path: Path) -> None:
+    """Nemotron 3 Nano on 8 GB300 as Megatron Bridge's recipe runs it: the step has Mamba-2
+    scan time, each kind of block costed; a plain model has none."""
+    shape = _nano(tmp_path)
+    cfg = TrainingConfig(gpus=8, seq_len=8192, global_batch=512, micro_batch=4, ep=8,
+                         precision=Precision.FP8, fp8_params=True, bf16_grads=True,
+                         cuda_graphs=True, ep_dispatcher="deepep")
+    est = estimate_training(CATALOG, shape, CATALOG.product("gb300"), cfg)
+    parts = est.time_breakdown.compute_parts
+    assert parts["mamba_scan"] > 0.05 * est.time_breakdown.compute
+    assert parts["attention"] > 0 and parts["expert_gemms"] > 0
+    assert est.fits_in_memory
+    plain = estimate_training(CATALOG, preset("qwen3-30b-a3b").shape,
+                              CATALOG.product("gb300"), cfg)
+    assert plain.time_breakdown.compute_parts["mamba_scan"] == 0
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"pp": 2}, "--pp: .* hybrid Mamba-2 model, whose training is modelled only with "
+                "--pp 1"),
+    ({"cp": 2}, "--cp: .*--cp 1 so far; got 2"),
+    ({"mtp_layers": 1}, "--mtp-layers: .*--mtp-layers 0"),
+    ({"lora_rank": 8}, "--lora-rank: .*--lora-rank 0"),
+    ({"tp": 16, "gpus": 16}, r"--tp: 16 must divide the Mamba-2 heads \(64\) and groups "
+                             r"\(8\)"),
+])
+def test_hybrid_layouts_not_yet_modelled_are_refused(tmp_path: Path, change: dict,  # type: ignore[type-arg]
+                                                     message: str) -> None:
+    shape = _nano(tmp_path)
+    cfg = dataclasses.replace(TrainingConfig(gpus=8, seq_len=8192, global_batch=64), **change)
+    with pytest.raises(GpuarchError, match=message):
+        estimate_training(CATALOG, shape, CATALOG.product("h100"), cfg)
