@@ -11,8 +11,8 @@ import pytest
 from gpuarch.catalog import load_catalog
 from gpuarch.errors import GpuarchError
 from gpuarch.estimate import Recompute, TrainingConfig, estimate_training
+from gpuarch.estimate.mamba import mamba_scan_bytes, mamba_scan_flops
 from gpuarch.estimate.memory import activation_bytes_per_layer
-from gpuarch.estimate.training import mamba_scan_bytes, mamba_scan_flops
 from gpuarch.perf import Precision
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY
 from gpuarch.workloads import preset

@@ -94,11 +94,12 @@ def test_a_local_config_json_is_shown_like_a_preset(capsys: pytest.CaptureFixtur
     assert "Traceback" not in err
 
 
-def test_a_hybrid_config_is_counted_trained_and_serving_refuses_it(
+def test_a_hybrid_config_is_counted_trained_served_and_refused_where_not_modelled(
         capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     """A Nemotron-H config.json shows its blocks and counted parameters; 'estimate train'
-    on it runs; 'estimate infer' is a usage error (exit 2) that says what is not modelled,
-    without a traceback."""
+    and 'estimate infer' on it run, with the Mamba-2 scan in their breakdowns; a pipeline
+    in training and disaggregated serving are usage errors (exit 2) that say what is not
+    modelled, without a traceback."""
     from tests.test_workloads import NEMOTRON_H_8B
 
     path = tmp_path / "config.json"
@@ -116,5 +117,10 @@ def test_a_hybrid_config_is_counted_trained_and_serving_refuses_it(
     assert status == 2 and "--pp: " in err and "Traceback" not in err
     status = main(["estimate", "infer", "--model", str(path), "--gpu", "h100",
                    "--input-len", "100", "--output-len", "10", "--batch", "1"])
+    out, _ = capsys.readouterr()
+    assert status == 0 and "mamba_scan" in out and "of Mamba-2 state per sequence" in out
+    status = main(["estimate", "infer", "--model", str(path), "--gpu", "h100",
+                   "--input-len", "100", "--output-len", "10", "--batch", "1",
+                   "--prefill-gpus", "1"])
     _, err = capsys.readouterr()
     assert status == 2 and "not modelled yet" in err and "Traceback" not in err

@@ -652,10 +652,10 @@ def test_hybrid_shapes_are_checked(change: dict[str, Any], message: str) -> None
         dataclasses.replace(base, **change)
 
 
-def test_hybrid_models_train_but_are_not_served_yet(tmp_path: Path) -> None:
-    """A hybrid model's training is estimated (tests/test_hybrid_training.py); until its
-    serving is costed, the serving estimates refuse it by name, saying its parameters are
-    counted and its training modelled; nothing half-computed comes back."""
+def test_hybrid_models_train_and_serve(tmp_path: Path) -> None:
+    """A hybrid model's training and serving are estimated (tests/test_hybrid_training.py,
+    tests/test_hybrid_serving.py); the estimates not yet costed for it refuse it by name
+    (disaggregated serving, the serving advisor); nothing half-computed comes back."""
     from gpuarch.catalog import load_catalog
     from gpuarch.estimate import TrainingConfig, estimate_training
     from gpuarch.estimate.inference import InferenceConfig, estimate_inference
@@ -667,9 +667,13 @@ def test_hybrid_models_train_but_are_not_served_yet(tmp_path: Path) -> None:
                                                                       global_batch=64))
     assert trained.tokens_per_s > 0
     assert forward_flops_per_token(shape, 4096).mamba > 0
-    with pytest.raises(GpuarchError, match=r"estimate infer: .* hybrid model \(24 Mamba-2"):
-        estimate_inference(catalog, shape, h100, InferenceConfig(input_len=100,
-                                                                 output_len=10, batch=1))
+    served = estimate_inference(catalog, shape, h100, InferenceConfig(input_len=100,
+                                                                       output_len=10, batch=1))
+    assert served.output_tokens_per_s > 0
+    from gpuarch.estimate.disagg import PrefillPool, estimate_disaggregated
+    with pytest.raises(GpuarchError, match=r"disaggregated serving\): .* hybrid model \(24 "):
+        estimate_disaggregated(catalog, shape, h100, InferenceConfig(
+            input_len=100, output_len=10, batch=1), PrefillPool(gpus=1))
 
 
 def test_a_preset_mapping_takes_a_mamba_table() -> None:

@@ -239,7 +239,12 @@ def advise_inference(
     progress: Callable[[int, int, str], None] | None = None,
 ) -> InferenceAdvice:
     """Search, filter, rank and explain."""
-    shape.require_layers("advise infer")
+    if search.disaggregated:
+        shape.require_layers("advise infer --disaggregated")
+    if shape.is_hybrid and search.cached_prefix:
+        raise GpuarchError(f"--cached-prefix: {shape.name} is a hybrid Mamba-2 model, whose "
+                           "serving is modelled without a cached prefix so far; got "
+                           f"{search.cached_prefix}")
     search.validate()
     candidates = candidate_gpus(catalog, search.gpus, search.tiers)
     if not candidates:

@@ -228,7 +228,7 @@ def estimate_disaggregated(catalog: Catalog, shape: TransformerShape, product: P
     at ``cfg.batch`` sequences per decode replica (None: the most that fit), or at ``rate``
     requests per second. Errors name the flag when a pool cannot hold the model or cannot
     carry the rate."""
-    shape.require_layers("estimate infer")
+    shape.require_layers("estimate infer --prefill-gpus (disaggregated serving)")
     pool.validate()
     if cfg.output_len < 2:
         raise GpuarchError("--output-len: disaggregated serving decodes from the second "

@@ -38,6 +38,11 @@ from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import Product, System
 from gpuarch.errors import GpuarchError, check_choice, check_count, check_number
 from gpuarch.estimate.energy import seconds_per_token_at_peak, serving_energy_kwh
+from gpuarch.estimate.mamba import (
+    mamba_decode_ops,
+    mamba_mixer_ops,
+    mamba_state_bytes,
+)
 from gpuarch.perf.collectives import (
     Collective,
     Fabric,
@@ -524,12 +529,30 @@ class InferenceConfig:
             raise GpuarchError(f"--ep: {self.ep} exceeds the {self.tp * self.replicas} "
                                "GPUs that can hold experts (TP x replicas)")
         self.quant.validate()
+        if shape.is_hybrid:
+            self._check_hybrid(shape)
         if self.expert_weights is not None or self.expert_activations is not None:
             if not shape.is_moe:
                 flag = "--expert-weight-precision" if self.expert_weights is not None \
                     else "--expert-activation-precision"
                 raise GpuarchError(f"{flag}: {shape.name} has no routed experts")
             self.expert_quant.validate("expert-")
+
+
+    def _check_hybrid(self, shape: TransformerShape) -> None:
+        """What a hybrid Mamba-2 model's serving is not yet costed with: draft tokens (a
+        draft's rejected tokens roll its Mamba state back), a cached prefix (the Mamba
+        state at the prefix's end is cached too) and a TP that does not split the Mamba-2
+        heads and groups evenly."""
+        for flag, value in (("--speculative-tokens", self.speculative_tokens),
+                            ("--cached-prefix", self.cached_prefix)):
+            if value:
+                raise GpuarchError(f"{flag}: {shape.name} is a hybrid Mamba-2 model, whose "
+                                   f"serving is modelled without it so far; got {value}")
+        m = shape.mamba
+        if m is not None and (m.heads % self.tp or m.groups % self.tp):
+            raise GpuarchError(f"--tp: {self.tp} must divide the Mamba-2 heads ({m.heads}) "
+                               f"and groups ({m.groups}) of {shape.name}")
 
 
 def check_output_len_cv(cv: Any) -> None:
@@ -549,13 +572,13 @@ def check_cached_prefix(cached: Any, input_len: int) -> None:
 
 def kv_bytes_per_token(shape: TransformerShape, element: float, tp: int = 1) -> float:
     """KV-cache bytes one token adds per GPU, all layers: 2 (K and V) x KV heads (not fewer
-    than one per GPU when TP exceeds them) x head dim x layers x element; MLA stores its
-    compressed latent and the rotary key instead."""
+    than one per GPU when TP exceeds them) x head dim x layers x element (a hybrid model's
+    attention blocks only); MLA stores its compressed latent and the rotary key instead."""
     if shape.mla is not None:
         per_layer = shape.mla.latent_width
         return float(per_layer * shape.layers * element)
     kv_heads = max(1, shape.n_kv_heads // tp) if tp <= shape.n_kv_heads else 1
-    return float(2 * kv_heads * shape.d_head * shape.layers * element)
+    return float(2 * kv_heads * shape.d_head * shape.attention_layers * element)
 
 
 def kv_bytes_per_sequence(shape: TransformerShape, element: float, tokens: int,
@@ -690,13 +713,14 @@ class _Phase:
         return np.where(host > 0.0, "host", picked).astype(object)
 
 
-OP_PARTS = ("dense_gemms", "expert_gemms", "attention", "memory_bound", "lm_head",
-            "tensor_parallel", "expert_parallel", "pipeline_p2p", "overhead", "host",
-            "attention_dp_wait")
+OP_PARTS = ("dense_gemms", "expert_gemms", "attention", "mamba_scan", "memory_bound",
+            "lm_head", "tensor_parallel", "expert_parallel", "pipeline_p2p", "overhead",
+            "host", "attention_dp_wait")
 """How ``prefill_parts_s`` and ``decode_step_parts_s`` split a phase's seconds: the dense
 GEMMs (in decode mostly their weight reads), the experts' GEMMs with the router, attention
-(in decode mostly its KV-cache reads), memory-bound elementwise work (norms, residuals,
-activation, MoE permutation), the LM head, the tensor-parallel all-reduces, the expert
+(in decode mostly its KV-cache reads), a hybrid model's Mamba-2 convolution and scan (in
+decode mostly its recurrent state's read and write), memory-bound elementwise work (norms,
+residuals, activation, MoE permutation), the LM head, the tensor-parallel all-reduces, the expert
 all-to-alls, the pipeline sends, fixed per-layer/per-step/per-pass overheads, the
 executor's host time beyond the GPU's step, and the time an attention-data-parallel group's
 prefill passes wait for its busiest rank (``_Runner.prefill_skew``)."""
@@ -752,11 +776,12 @@ def _new_gemm_device(product: Product, quant: QuantScheme, generation: int | Non
                         max(1.0, peak.peak.flops / base.attention_flops))
 
 
-def _norms_residuals(tokens: Num, shape: TransformerShape) -> Elementwise:
+def _norms_residuals(tokens: Num, shape: TransformerShape, block: bool = False
+                     ) -> Elementwise:
     """A layer's norms and residual adds: ten 16-bit passes over its tokens' hidden states
     (two norms, each read and written, and two residual adds), four more with sandwich
-    norms."""
-    passes = 10 + 2 * (shape.layer_norms - 2)
+    norms; five in a hybrid model's block (one norm, one residual add)."""
+    passes = 5 if block else 10 + 2 * (shape.layer_norms - 2)
     return Elementwise(passes * tokens * shape.hidden * 2.0, name="norms_residuals")
 
 
@@ -943,13 +968,47 @@ class _Runner:
 
     def layer(self, tokens: Num, seqs: Num, q_len: int, ctx: Num, experts_touched: Num,
               moe: bool | None = None, window: int = 0, prefill: bool = False,
-              overlapped: bool = False) -> _Phase:
+              overlapped: bool = False, block: str = "") -> _Phase:
         """One layer on one GPU: ``tokens`` = seqs x q_len new tokens attending to ``ctx``
         positions each (at most ``window`` of them if given); an expert layer if ``moe``
         (default: if the model has experts); in a prefill pass if ``prefill``; one of two
-        micro-batches whose exchanges overlap the other's work if ``overlapped``."""
+        micro-batches whose exchanges overlap the other's work if ``overlapped``. A hybrid
+        model's ``block`` ("M" Mamba-2, "*" attention, "-" MLP, "E" experts) is one part of
+        a layer, with one norm, one residual add and one tensor-parallel reduction."""
         if moe is None:
             moe = self.s.is_moe
+        s = self.s
+        ops: list[Op] = []
+        if block in ("", "*"):
+            ops += self._attention_ops(tokens, seqs, q_len, ctx, window, prefill)
+        inner: Num = 0.0
+        if block == "M":
+            ops += self._mamba_ops(tokens, q_len, prefill)
+        elif block in ("", "-", "E"):
+            ffn, inner = self._ffn_ops(tokens, experts_touched, moe)
+            ops += ffn
+        hidden_bytes = tokens * s.hidden * 2.0
+        ops.append(_norms_residuals(tokens, s, bool(block)))
+        if block in ("", "-", "E"):
+            ops.append(Elementwise(3.0 * inner * 2.0, name="activation"))
+        return self._run_layer(ops, tokens, q_len, moe, prefill, overlapped, hidden_bytes,
+                               bool(block))
+
+    def _mamba_ops(self, tokens: Num, q_len: int, prefill: bool) -> list[Op]:
+        """A Mamba-2 block: its projections (GEMMs in the scheme's formats) around the
+        chunked scan over a prefill's tokens, or a decode step's state update per
+        sequence."""
+        s, t = self.s, self.cfg.tp
+        m = s.mamba
+        assert m is not None
+        mixer = mamba_mixer_ops(m, t, tokens, 2.0) if prefill or q_len > 1 else \
+            mamba_decode_ops(m, t, tokens, 2.0)
+        return [self._gemm(tokens, m.in_proj_width // t, s.hidden, "mamba_in_proj"), *mixer,
+                self._gemm(tokens, s.hidden, m.inner // t, "mamba_out_proj")]
+
+    def _attention_ops(self, tokens: Num, seqs: Num, q_len: int, ctx: Num, window: int,
+                       prefill: bool) -> list[Op]:
+        """An attention block's projections and core."""
         s, cfg, t = self.s, self.cfg, self.cfg.tp
         heads = s.heads // t
         kv_element = cfg.quant.kv_cache.bytes
@@ -978,6 +1037,14 @@ class _Runner:
                              else "attention"))
         name, n, k = projections[-1]
         ops.append(self._gemm(tokens, n, k, name))
+        return ops
+
+    def _ffn_ops(self, tokens: Num, experts_touched: Num, moe: bool
+                 ) -> tuple[list[Op], Num]:
+        """A dense MLP's or an expert block's operators, and the elements its activation
+        function reads."""
+        s, cfg, t = self.s, self.cfg, self.cfg.tp
+        ops: list[Op] = []
         up_factor = 2 if s.ffn_kind.gated else 1
         if moe:
             # experts are split over max(TP, EP) GPUs: EP divides the experts, what is left
@@ -1014,9 +1081,14 @@ class _Runner:
             ops += [self._gemm(tokens, up_factor * f // t, s.hidden, "mlp_up"),
                     self._gemm(tokens, s.hidden, f // t, "mlp_down")]
             inner = tokens * f // t
-        hidden_bytes = tokens * s.hidden * 2.0
-        ops += [_norms_residuals(tokens, s), Elementwise(3.0 * inner * 2.0,
-                                                                name="activation")]
+        return ops, inner
+
+    def _run_layer(self, ops: list[Op], tokens: Num, q_len: int, moe: bool, prefill: bool,
+                   overlapped: bool, hidden_bytes: Num, block: bool) -> _Phase:
+        """A layer's (or hybrid block's) operators, collectives and fixed time."""
+        s, cfg, t = self.s, self.cfg, self.cfg.tp
+        if moe:
+            gathered = max(1.0, cfg.ep / t)
         # an attention-data-parallel group's prefill passes wait for the rank with the most
         # context tokens in the work each rank does on its own tokens (all but the gathered
         # expert block)
@@ -1041,8 +1113,9 @@ class _Runner:
         tp_comm: Num = 0.0
         ep_comm: Num = 0.0
         if t > 1:
-            # one all-reduce per block, or one a layer with parallel attention
-            tp_comm = s.tp_reductions * collective_time(
+            # one all-reduce per block, or one a layer with parallel attention (one a hybrid
+            # model's block)
+            tp_comm = (1 if block else s.tp_reductions) * collective_time(
                 Collective.ALL_REDUCE, hidden_bytes, self.tp_group, self.eff, nvls=cfg.nvls)
         if moe and cfg.ep > 1 and cfg.moe_comm == "allgather" and cfg.ep > t:
             # every GPU of the group gathers all its ranks' tokens (quantized as the GEMMs
@@ -1068,7 +1141,8 @@ class _Runner:
                                 dedupe, groups)
         # the fused MoE block's fixed chain of kernels (routing, sorting, grouped GEMMs'
         # fill and drain, activation, weighted sum) beyond its bytes and FLOPs
-        fixed = self.eff.layer_overhead_s + (self.moe_floor if moe else 0.0)
+        fixed = self.eff.layer_overhead_s * (0.5 if block else 1.0) \
+            + (self.moe_floor if moe else 0.0)
         if overlapped:
             # one of two micro-batches: its exchange runs while the other computes the same
             # work, and the share tbo_exchange_hidden of the shorter of the two is hidden
@@ -1134,6 +1208,15 @@ class _Runner:
             self._add(kind, seconds)
         return phase
 
+    def _kinds(self) -> list[tuple[bool, int, float, str]]:
+        """(expert layer?, attention window, share of the layers, hybrid block) for each kind
+        of layer (``TransformerShape.layer_kinds``), or of a hybrid model's block."""
+        s = self.s
+        if s.is_hybrid:
+            return [(block == "E", 0, s.hybrid_pattern.count(block) / s.layers, block)
+                    for block in sorted(set(s.hybrid_pattern))]
+        return [(moe, window, share, "") for moe, window, share in s.layer_kinds()]
+
     def _forward(self, seqs: Num, q_len: int, ctx: Num, rows: Num, prefill: bool) -> _Phase:
         """``forward`` without its cache."""
         tokens = rows * q_len
@@ -1145,10 +1228,10 @@ class _Runner:
         body = _Phase()
         tbo = self.cfg.two_batch_overlap
         half = self.experts_touched(tokens / 2) if tbo else 0.0
-        for moe, window, share in s.layer_kinds():
-            def one(moe: bool = moe, window: int = window) -> _Phase:
+        for moe, window, share, block in self._kinds():
+            def one(moe: bool = moe, window: int = window, block: str = block) -> _Phase:
                 return self.layer(tokens, seqs, q_len, ctx, touched if moe else 0.0,
-                                  moe=moe, window=window, prefill=prefill)
+                                  moe=moe, window=window, prefill=prefill, block=block)
 
             def halves(window: int = window) -> _Phase:
                 # two-batch overlap: the expert layer runs twice at half the batch
@@ -1355,9 +1438,13 @@ def _kv_and_activation_sizer(shape: TransformerShape, cfg: InferenceConfig
     per_token_activations = (4 * shape.hidden + 3 * width) * 2.0
     logits_per_sequence = shape.vocab / cfg.tp * 4.0
 
+    # a hybrid model's Mamba-2 blocks hold a fixed state per sequence, whatever its length
+    state = 0.0 if shape.mamba is None else \
+        shape.mamba_layers * mamba_state_bytes(shape.mamba, cfg.tp, 2.0)
+
     def sizes(batch: Num, prompt: int) -> tuple[Num, Num]:
-        kv = batch * per_token * _positions_held(
-            shape, prompt + out_tokens, cfg.window_kv_cache) / cfg.pp
+        kv = batch * (per_token * _positions_held(
+            shape, prompt + out_tokens, cfg.window_kv_cache) + state) / cfg.pp
         if cfg.cached_prefix:
             kv = kv - maximum(batch - 1, 0) * min(cfg.cached_prefix, prompt) \
                 * shared_per_token
@@ -1395,7 +1482,6 @@ def memory_per_gpu(shape: TransformerShape, cfg: InferenceConfig, batch: int,
                    product: Product) -> dict[str, float]:
     """Bytes per GPU by part (weights, kv_cache, activations, other) for ``batch``
     sequences of the configured lengths."""
-    shape.require_layers("serving memory")
     return {k: float(v) for k, v in _memory(shape, cfg, batch, product).items()}
 
 
@@ -1778,7 +1864,6 @@ def estimate_inference(
     """Estimate serving ``shape`` on ``cfg.gpus`` x ``product`` (``formats_origin``: where
     the formats came from when not from the caller, e.g. the checkpoint's config.json;
     ``price_per_gpu_hour``: USD, for the cost per million output tokens)."""
-    shape.require_layers("estimate infer")
     cfg.validate(shape)
     _check_kv_cache(catalog, product, cfg)
     if cfg.tp * cfg.pp > cfg.gpus_per_node and system is None:
@@ -1847,6 +1932,10 @@ def estimate_inference(
         "kv_cache_fallback": cfg.kv_cache_fallback,
         "kv_bytes_per_token_per_gpu": kv_bytes_per_token(shape, cfg.quant.kv_cache.bytes,
                                                          cfg.tp) / cfg.pp,
+        # a hybrid model's Mamba-2 convolution and recurrent state, held in the KV cache's
+        # memory, per sequence whatever its length (0 without Mamba-2 blocks)
+        "mamba_state_bytes_per_sequence_per_gpu": 0.0 if shape.mamba is None else
+        shape.mamba_layers * mamba_state_bytes(shape.mamba, cfg.tp, 2.0) / cfg.pp,
         "batching": cfg.batching.value,
         "prefill_chunk_tokens": cfg.chunk,
         "replicas": cfg.replicas,

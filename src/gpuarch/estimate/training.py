@@ -36,6 +36,7 @@ from gpuarch.estimate.lora import (
     lora_forward_flops_per_token,
     lora_params,
 )
+from gpuarch.estimate.mamba import mamba_ops
 from gpuarch.estimate.memory import (
     BytesPerParam,
     Recompute,
@@ -91,7 +92,7 @@ from gpuarch.workloads.flops import (
 )
 from gpuarch.workloads.mtp import mtp_block_params, mtp_forward_flops_per_token
 from gpuarch.workloads.params import attention_params, count_params, layer_norm_params, mlp_params
-from gpuarch.workloads.shape import MAX_DIMENSION, MambaShape, TransformerShape
+from gpuarch.workloads.shape import MAX_DIMENSION, TransformerShape
 
 __all__ = [
     "COMMUNICATION_PARTS",
@@ -830,86 +831,6 @@ def _ffn_ops(s: TransformerShape, cfg: TrainingConfig, moe: bool, tokens: Num
     up = 2 * f if s.ffn_kind.gated else f
     return [Gemm(tokens, up // t, s.hidden, name="mlp_up"),
             Gemm(tokens, s.hidden, f // t, name="mlp_down")], tokens * f // t
-
-
-MAMBA_CHUNK = 128
-"""Tokens per chunk of Mamba-2's chunked scan (SSD) in training: Megatron-Core's MambaMixer
-default (chunk_size 128, megatron/core/ssm/mamba_mixer.py @00bebb45)."""
-
-def mamba_ops(s: TransformerShape, tp: Any, tokens: Num, element: float) -> list[Op]:
-    """A Mamba-2 block's forward operators on one of ``tp`` GPUs (heads and B/C groups
-    split over TP, as Megatron-Core's MambaMixer splits them): the input projection to z,
-    x, B, C and dt; the depthwise convolution over x, B and C; the chunked scan
-    (``mamba_scan_bytes``), taken as bound by its memory traffic, as its small per-chunk
-    matrix products are (some 60 FLOP a byte, against a tensor-core ridge of several
-    hundred); the gated RMSNorm, a module of its own (reads y, writes its output); and
-    the output projection. The convolution's backward runs it again (its output is not
-    saved), then reads its input and output gradient and writes the input gradient."""
-    m = s.mamba
-    assert m is not None
-    conv = 1.0 * tokens * (m.conv_width // tp) * element
-    forward, backward = mamba_scan_bytes(m, tp, element)
-    fwd_flops, bwd_flops = mamba_scan_flops(m, tp)
-    scan = Elementwise(tokens * forward, name="mamba_scan", matmul_flops=tokens * fwd_flops,
-                       backward=Elementwise(tokens * backward, name="mamba_scan",
-                                            matmul_flops=tokens * bwd_flops))
-    return [Gemm(tokens, m.in_proj_width // tp, s.hidden, name="mamba_in_proj"),
-            Elementwise(2 * conv, name="mamba_conv",
-                        backward=Elementwise(5 * conv, name="mamba_conv")),
-            scan,
-            Elementwise(2.0 * tokens * (m.inner // tp) * element, name="mamba_norm"),
-            Gemm(tokens, s.hidden, m.inner // tp, name="mamba_out_proj")]
-
-
-def mamba_scan_flops(m: MambaShape, tp: Any, chunk: int = MAMBA_CHUNK) -> tuple[Any, Any]:
-    """Matrix FLOPs per token of the chunked scan on one of ``tp`` GPUs, forward and
-    backward (the SSD algorithm, Dao and Gu 2024, section 6, as mamba_ssm's kernels run it
-    over chunks of ``chunk`` tokens Q, ``state`` N, ``head_dim`` P): forward, C B^T
-    per group (2QN), the chunk's own outputs (2QP a head), the chunk states (2NP) and the
-    outputs from the passed states (2NP); backward, C B^T and the chunk states again, then
-    the gradients of the outputs' two products (2QP + 2NP ... six 2NP products and two 2QP
-    ones a head in all) and C B^T's gradient back to B and C (two more 2QN a group)."""
-    q, n, p = chunk, m.state, m.head_dim
-    groups, heads = m.groups // tp, m.heads // tp
-    forward = groups * 2 * q * n + heads * (2 * q * p + 4 * n * p)
-    backward = 3 * groups * 2 * q * n + heads * (4 * q * p + 12 * n * p)
-    return forward, backward
-
-
-def mamba_scan_bytes(m: MambaShape, tp: Any, element: float) -> tuple[Any, Any]:
-    """Bytes per token the chunked scan's kernels move on one of ``tp`` GPUs, forward and
-    backward (mamba_ssm's ssd_combined.py @d757aef1, the kernels Megatron-Core's
-    mamba_split_conv1d_scan_combined runs, the gate z applied inside the scan; FP32 where
-    the kernels write FP32). Per token: x and z are ``inner`` wide, B and C together
-    2 x groups x state, dt and its cumulative sum one each per head (FP32), each chunk's
-    state heads x head_dim x state over ``MAMBA_CHUNK`` tokens, and B C^T groups x
-    ``MAMBA_CHUNK``.
-
-    Forward: the cumulative sum (reads dt, writes two FP32); the chunk states (read x, B
-    and those, write the states in FP32); the state passing (reads them, writes them in 16
-    bits); B C^T (reads B and C, writes FP32); the chunk scan (reads B C^T, x, C, the
-    states, dt and z, writes the output and the ungated output it saves): x and z five
-    passes, B and C two, the states 12 bytes an element.
-
-    Backward: the cumulative sum, B C^T, the chunk states and their passing run again (in
-    FP32); then the gate's gradient (reads the output gradient, the saved output and z,
-    writes dz), the state gradients (FP32, then both state tensors cast to 16 bits), their
-    passing backward, dx (reads x, B, B C^T, the output gradient and the state gradients),
-    dB, dC, the gradient of B C^T and its two products back to dB and dC: x-wide tensors
-    13 passes, B and C 5.5, the states 24 + 8 x element bytes an element, B C^T five FP32
-    passes, the per-head values some fifteen FP32 ones (about 2.9 x the forward's bytes
-    for Nemotron 3 Nano)."""
-    f = 4.0  # FP32
-    inner = m.inner // tp
-    bc = 2 * m.groups * m.state // tp
-    heads = m.heads // tp
-    state = heads * m.head_dim * m.state / MAMBA_CHUNK
-    products = (m.groups // tp) * MAMBA_CHUNK * f
-    forward = ((5 * inner + 2 * bc) * element + heads * (element + 6 * f)
-               + state * (2 * f + 2 * element) + 2 * products)
-    backward = ((13 * inner + 5.5 * bc) * element + heads * (element + 15 * f)
-                + state * (6 * f + 8 * element) + 5 * products)
-    return forward, backward
 
 
 def _layer_ops(s: TransformerShape, cfg: TrainingConfig, moe: bool, window: int = 0,

@@ -425,7 +425,10 @@ def render_inference(e: InferenceEstimate, band: Band | None = None,
         + ("no limit (sliding-window KV cache)" if e.max_context is None
            else f"{e.max_context:,} tokens"),
         f"    weights {_gib(mem['weights'])}, KV cache {_gib(mem['kv_cache'])} "
-        f"({fmt(from_si(a['kv_bytes_per_token_per_gpu'], Unit.KIB))} KiB per token), "
+        f"({fmt(from_si(a['kv_bytes_per_token_per_gpu'], Unit.KIB))} KiB per token"
+        + (f" and {fmt(from_si(a['mamba_state_bytes_per_sequence_per_gpu'], Unit.MIB))} MiB "
+           "of Mamba-2 state per sequence" if a.get("mamba_state_bytes_per_sequence_per_gpu")
+           else "") + "), "
         f"activations {_gib(mem['activations'])}, reserve {_gib(mem['other'])} GiB",
         *_serving_remedy_lines(remedies),
         "",

@@ -298,16 +298,16 @@ class TransformerShape:
         return self.layers - self.moe_layers
 
     def require_layers(self, what: str) -> None:
-        """Raise for a serving estimate the model cannot make yet: a hybrid Mamba model's
-        blocks are costed in training, not yet in serving (no Mamba state in the KV
-        cache's place)."""
+        """Raise for an estimate the model cannot make yet for a hybrid Mamba model: its
+        blocks are costed in training and in one serving engine, not yet in disaggregated
+        serving (its Mamba state's transfer) or the serving advisor."""
         if self.hybrid_pattern:
             raise GpuarchError(
                 f"{what}: {self.name} is a hybrid model ({self.mamba_layers} Mamba-2, "
                 f"{self.attention_layers} attention, {self.mlp_layers} MLP and "
-                f"{self.moe_layers} expert blocks); its parameters are counted ('gpuarch "
-                "models') and its training is modelled ('gpuarch estimate train'), but its "
-                "serving times and memory are not modelled yet")
+                f"{self.moe_layers} expert blocks); its training and serving are modelled "
+                "('gpuarch estimate train', 'gpuarch estimate infer'), but this estimate is "
+                "not modelled yet for it")
 
     @property
     def tp_reductions(self) -> int:

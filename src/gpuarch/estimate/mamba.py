@@ -1,0 +1,137 @@
+"""A Mamba-2 block's operators (hybrid models: Nemotron-H, Nemotron 3 Nano) on one GPU:
+the chunked scan a training step and a prefill run over every token, the one-token state
+update a decode step runs per sequence, and the state a sequence holds between steps.
+
+Heads and B/C groups are split over tensor parallelism, as Megatron-Core's MambaMixer and
+the serving engines split them; the input and output projections are GEMMs the caller
+builds (a serving engine's quantized weights, a training step's casts).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpuarch.perf.num import Num
+from gpuarch.perf.roofline import Elementwise, Gemm, Op
+from gpuarch.workloads.shape import MambaShape, TransformerShape
+
+__all__ = ["MAMBA_CHUNK", "MAMBA_SERVING_STATE_BYTES", "mamba_decode_ops", "mamba_mixer_ops",
+           "mamba_ops", "mamba_scan_bytes", "mamba_scan_flops", "mamba_state_bytes"]
+
+MAMBA_CHUNK = 128
+"""Tokens per chunk of Mamba-2's chunked scan (SSD): Megatron-Core's MambaMixer default
+(chunk_size 128, megatron/core/ssm/mamba_mixer.py @00bebb45), and Nemotron 3 Nano's
+config.json's chunk_size."""
+
+MAMBA_SERVING_STATE_BYTES = 2.0
+"""Bytes per element of the recurrent state a serving engine keeps per sequence: the
+model's 16-bit dtype, vLLM's default (mamba_ssm_cache_dtype "auto" follows the model's);
+an FP32 state doubles it."""
+
+
+def mamba_ops(s: TransformerShape, tp: Any, tokens: Num, element: float) -> list[Op]:
+    """A Mamba-2 block's forward operators in training on one of ``tp`` GPUs: the input
+    projection to z, x, B, C and dt, ``mamba_mixer_ops`` and the output projection."""
+    m = s.mamba
+    assert m is not None
+    return [Gemm(tokens, m.in_proj_width // tp, s.hidden, name="mamba_in_proj"),
+            *mamba_mixer_ops(m, tp, tokens, element),
+            Gemm(tokens, s.hidden, m.inner // tp, name="mamba_out_proj")]
+
+
+def mamba_mixer_ops(m: MambaShape, tp: Any, tokens: Num, element: float) -> list[Op]:
+    """What a Mamba-2 block runs between its projections over ``tokens`` tokens of whole
+    sequences (training, prefill): the depthwise convolution over x, B and C (read and
+    write; its backward runs it again, as mamba_ssm's fused function saves not its output,
+    then reads its input and output gradient and writes the input gradient); the chunked
+    scan, the longer of its memory traffic (``mamba_scan_bytes``) and its matrix products
+    (``mamba_scan_flops``, at ``Efficiency.mamba_scan`` of the 16-bit peak), its backward
+    likewise; the gated RMSNorm, a module of its own (reads y, writes its output)."""
+    conv = 1.0 * tokens * (m.conv_width // tp) * element
+    forward, backward = mamba_scan_bytes(m, tp, element)
+    fwd_flops, bwd_flops = mamba_scan_flops(m, tp)
+    scan = Elementwise(tokens * forward, name="mamba_scan", matmul_flops=tokens * fwd_flops,
+                       backward=Elementwise(tokens * backward, name="mamba_scan",
+                                            matmul_flops=tokens * bwd_flops))
+    return [Elementwise(2 * conv, name="mamba_conv",
+                        backward=Elementwise(5 * conv, name="mamba_conv")),
+            scan,
+            Elementwise(2.0 * tokens * (m.inner // tp) * element, name="mamba_norm")]
+
+
+def mamba_decode_ops(m: MambaShape, tp: Any, seqs: Num, element: float,
+                     state_element: float = MAMBA_SERVING_STATE_BYTES) -> list[Op]:
+    """What a Mamba-2 block runs between its projections for one new token of each of
+    ``seqs`` sequences (mamba_ssm's causal_conv1d_update and selective_state_update, the
+    kernels vLLM and SGLang decode with): the convolution reads each sequence's last
+    conv_kernel - 1 inputs and the new one and writes them back with its output; the state
+    update reads and writes each sequence's heads x head_dim x state recurrent state, reads
+    x, z, B, C and dt and writes y; the gated RMSNorm as in a prefill."""
+    inner = m.inner // tp
+    conv_width = m.conv_width // tp
+    conv = 1.0 * seqs * conv_width * element * (2 * (m.conv_kernel - 1) + 2)
+    state = 2.0 * seqs * (m.heads // tp) * m.head_dim * m.state * state_element
+    io = 1.0 * seqs * (3 * inner + 2 * m.groups * m.state // tp) * element
+    return [Elementwise(conv, name="mamba_conv"),
+            Elementwise(state + io, name="mamba_scan"),
+            Elementwise(2.0 * seqs * inner * element, name="mamba_norm")]
+
+
+def mamba_state_bytes(m: MambaShape, tp: Any, element: float,
+                      state_element: float = MAMBA_SERVING_STATE_BYTES) -> Any:
+    """Bytes one sequence holds per Mamba-2 block on one of ``tp`` GPUs between steps,
+    whatever its length: the convolution's last conv_kernel - 1 inputs over x, B and C, and
+    the recurrent state, heads x head_dim x state."""
+    conv = (m.conv_kernel - 1) * (m.conv_width // tp) * element
+    return conv + (m.heads // tp) * m.head_dim * m.state * state_element
+
+
+def mamba_scan_flops(m: MambaShape, tp: Any, chunk: int = MAMBA_CHUNK) -> tuple[Any, Any]:
+    """Matrix FLOPs per token of the chunked scan on one of ``tp`` GPUs, forward and
+    backward (the SSD algorithm, Dao and Gu 2024, section 6, as mamba_ssm's kernels run it
+    over chunks of ``chunk`` tokens Q, ``state`` N, ``head_dim`` P): forward, C B^T
+    per group (2QN), the chunk's own outputs (2QP a head), the chunk states (2NP) and the
+    outputs from the passed states (2NP); backward, C B^T and the chunk states again, then
+    the gradients of the outputs' two products (2QP + 2NP ... six 2NP products and two 2QP
+    ones a head in all) and C B^T's gradient back to B and C (two more 2QN a group)."""
+    q, n, p = chunk, m.state, m.head_dim
+    groups, heads = m.groups // tp, m.heads // tp
+    forward = groups * 2 * q * n + heads * (2 * q * p + 4 * n * p)
+    backward = 3 * groups * 2 * q * n + heads * (4 * q * p + 12 * n * p)
+    return forward, backward
+
+
+def mamba_scan_bytes(m: MambaShape, tp: Any, element: float) -> tuple[Any, Any]:
+    """Bytes per token the chunked scan's kernels move on one of ``tp`` GPUs, forward and
+    backward (mamba_ssm's ssd_combined.py @d757aef1, the kernels Megatron-Core's
+    mamba_split_conv1d_scan_combined runs, the gate z applied inside the scan; FP32 where
+    the kernels write FP32). Per token: x and z are ``inner`` wide, B and C together
+    2 x groups x state, dt and its cumulative sum one each per head (FP32), each chunk's
+    state heads x head_dim x state over ``MAMBA_CHUNK`` tokens, and B C^T groups x
+    ``MAMBA_CHUNK``.
+
+    Forward: the cumulative sum (reads dt, writes two FP32); the chunk states (read x, B
+    and those, write the states in FP32); the state passing (reads them, writes them in 16
+    bits); B C^T (reads B and C, writes FP32); the chunk scan (reads B C^T, x, C, the
+    states, dt and z, writes the output and the ungated output it saves): x and z five
+    passes, B and C two, the states 12 bytes an element.
+
+    Backward: the cumulative sum, B C^T, the chunk states and their passing run again (in
+    FP32); then the gate's gradient (reads the output gradient, the saved output and z,
+    writes dz), the state gradients (FP32, then both state tensors cast to 16 bits), their
+    passing backward, dx (reads x, B, B C^T, the output gradient and the state gradients),
+    dB, dC, the gradient of B C^T and its two products back to dB and dC: x-wide tensors
+    13 passes, B and C 5.5, the states 24 + 8 x element bytes an element, B C^T five FP32
+    passes, the per-head values some fifteen FP32 ones (about 2.9 x the forward's bytes
+    for Nemotron 3 Nano)."""
+    f = 4.0  # FP32
+    inner = m.inner // tp
+    bc = 2 * m.groups * m.state // tp
+    heads = m.heads // tp
+    state = heads * m.head_dim * m.state / MAMBA_CHUNK
+    products = (m.groups // tp) * MAMBA_CHUNK * f
+    forward = ((5 * inner + 2 * bc) * element + heads * (element + 6 * f)
+               + state * (2 * f + 2 * element) + 2 * products)
+    backward = ((13 * inner + 5.5 * bc) * element + heads * (element + 15 * f)
+                + state * (6 * f + 8 * element) + 5 * products)
+    return forward, backward

@@ -1,0 +1,104 @@
+"""Hybrid Mamba-2 models in the serving model: a KV cache for the attention blocks only, a
+fixed Mamba-2 state per sequence, the chunked scan in a prefill and the state update in a
+decode step, and blocks that cost what the layers they make up cost."""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from gpuarch.catalog import load_catalog
+from gpuarch.errors import GpuarchError
+from gpuarch.estimate.inference import (
+    InferenceConfig,
+    estimate_inference,
+    kv_bytes_per_token,
+    memory_per_gpu,
+)
+from gpuarch.estimate.mamba import mamba_decode_ops, mamba_state_bytes
+from gpuarch.workloads import preset
+
+CATALOG = load_catalog()
+NANO = preset("nemotron-3-nano").shape
+
+
+@pytest.mark.parametrize(("name", "block", "ep"), [("llama-3.1-8b", "-", 1),
+                                                    ("qwen3-30b-a3b", "E", 2)])
+@pytest.mark.parametrize("tp", [1, 2])
+def test_blocks_in_pairs_serve_as_their_layers_do(name: str, block: str, ep: int,
+                                                  tp: int) -> None:
+    """Attention blocks each followed by an MLP (or expert) block are the plain model
+    written block by block: the same time to first token, time per output token and
+    largest batch."""
+    plain = preset(name).shape
+    hybrid = dataclasses.replace(plain, layers=2 * plain.layers,
+                                 hybrid_pattern=("*" + block) * plain.layers)
+    cfg = InferenceConfig(input_len=2048, output_len=256, batch=32, tp=tp, gpus=tp,
+                          ep=min(ep, tp))
+    h100 = CATALOG.product("h100")
+    a = estimate_inference(CATALOG, plain, h100, cfg)
+    b = estimate_inference(CATALOG, hybrid, h100, cfg)
+    assert b.ttft_s == pytest.approx(a.ttft_s, rel=1e-12)
+    assert b.tpot_s == pytest.approx(a.tpot_s, rel=1e-12)
+    assert b.max_batch == a.max_batch
+
+
+def test_only_attention_blocks_cache_keys_and_values() -> None:
+    """Nemotron 3 Nano's six attention blocks of 2 KV heads of 128 keep 6 x 2 x 2 x 128 x 2
+    bytes a token (16-bit cache); its 23 Mamba-2 blocks keep per sequence the last 3 of
+    the convolution's 4 inputs over 4,096 + 2 x 8 x 128 channels and the 64 x 64 x 128
+    recurrent state, in 16 bits: 23.8 MiB whatever the length. Halved at TP 2."""
+    assert kv_bytes_per_token(NANO, 2.0) == 6 * 2 * 2 * 128 * 2
+    m = NANO.mamba
+    assert m is not None
+    one = 3 * 6144 * 2 + 64 * 64 * 128 * 2
+    assert mamba_state_bytes(m, 1, 2.0) == one
+    assert mamba_state_bytes(m, 2, 2.0) == one / 2
+    # the cache grows with the context by the attention blocks' keys and values alone
+    h100 = CATALOG.product("h100")
+    short, long = (memory_per_gpu(NANO, InferenceConfig(input_len=n, output_len=1, batch=8),
+                                  8, h100)["kv_cache"] for n in (1023, 2047))
+    assert long - short == pytest.approx(8 * 1024 * kv_bytes_per_token(NANO, 2.0))
+    assert short == pytest.approx(8 * (1024 * kv_bytes_per_token(NANO, 2.0) + 23 * one))
+
+
+def test_a_decode_step_reads_and_writes_each_sequences_state() -> None:
+    """One token of each of 64 sequences: the state update reads and writes 64 x 64 x 64 x
+    128 state elements and moves x, z, y (4,096 each) and B and C (2 x 1,024); the
+    convolution update reads and writes the last three inputs of 6,144 channels and the new
+    one."""
+    m = NANO.mamba
+    assert m is not None
+    conv, scan, norm = mamba_decode_ops(m, 1, 64, 2.0)
+    assert scan.bytes_moved == 2 * 64 * (64 * 64 * 128) * 2 + 64 * (3 * 4096 + 2048) * 2
+    assert conv.bytes_moved == 64 * 6144 * 2 * (2 * 3 + 2)
+    assert norm.bytes_moved == 2 * 64 * 4096 * 2
+
+
+def test_nano_serves_with_its_scan_and_state_in_the_breakdowns() -> None:
+    est = estimate_inference(CATALOG, NANO, CATALOG.product("h100"),
+                             InferenceConfig(input_len=1024, output_len=1024, batch=64))
+    assert est.prefill_parts_s["mamba_scan"] > 0
+    assert est.decode_step_parts_s["mamba_scan"] > 0
+    assert est.assumptions["mamba_state_bytes_per_sequence_per_gpu"] == pytest.approx(
+        23 * (3 * 6144 * 2 + 64 * 64 * 128 * 2))
+    plain = estimate_inference(CATALOG, preset("qwen3-30b-a3b").shape,
+                               CATALOG.product("h100"),
+                               InferenceConfig(input_len=1024, output_len=1024, batch=64))
+    assert plain.decode_step_parts_s["mamba_scan"] == 0
+    assert plain.assumptions["mamba_state_bytes_per_sequence_per_gpu"] == 0
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"speculative_tokens": 2, "acceptance_length": 2.0},
+     "--speculative-tokens: .* hybrid Mamba-2 model"),
+    ({"cached_prefix": 512}, "--cached-prefix: .* got 512"),
+    ({"tp": 16, "gpus": 16}, r"--tp: 16 must divide the Mamba-2 heads \(64\) and groups "
+                             r"\(8\)"),
+])
+def test_hybrid_serving_not_yet_modelled_is_refused(change: dict,  # type: ignore[type-arg]
+                                                    message: str) -> None:
+    cfg = dataclasses.replace(InferenceConfig(input_len=1024, output_len=128, batch=8),
+                              **change)
+    with pytest.raises(GpuarchError, match=message):
+        estimate_inference(CATALOG, NANO, CATALOG.product("h100"), cfg)
