@@ -187,3 +187,30 @@ def test_hybrid_layouts_not_yet_modelled_are_refused(tmp_path: Path, change: dic
     cfg = dataclasses.replace(TrainingConfig(gpus=8, seq_len=8192, global_batch=64), **change)
     with pytest.raises(GpuarchError, match=message):
         estimate_training(CATALOG, shape, CATALOG.product("h100"), cfg)
+
+
+def test_megatron_launch_builds_a_hybrid_as_mambamodel() -> None:
+    """A hybrid model launches as Megatron-LM's MambaModel (pretrain_mamba.py with the
+    mamba stack spec, as NVIDIA's examples/mamba/train.sh does), its block pattern and
+    Mamba-2 shape given (flags of megatron/training/arguments.py @000c4ac2: the pattern's
+    length must be --num-layers), and no position encoding; a plain model still launches
+    pretrain_gpt.py."""
+    from gpuarch.report.launch import megatron_launch
+
+    cfg = TrainingConfig(gpus=8, seq_len=8192, global_batch=512, micro_batch=4, ep=8)
+    argv = megatron_launch(preset("nemotron-3-nano").shape, cfg).argv
+    assert "pretrain_mamba.py" in argv and "pretrain_gpt.py" not in argv
+
+    def value(flag: str) -> str:
+        return argv[argv.index(flag) + 1]
+
+    assert argv[argv.index("--spec") + 1:argv.index("--spec") + 3] == (
+        "megatron.core.models.mamba.mamba_layer_specs", "mamba_stack_spec")
+    assert "--is-hybrid-model" in argv
+    assert value("--hybrid-override-pattern") == NEMOTRON_3_NANO["hybrid_override_pattern"]
+    assert len(value("--hybrid-override-pattern")) == int(value("--num-layers"))
+    assert (value("--mamba-num-heads"), value("--mamba-head-dim"), value("--mamba-state-dim"),
+            value("--mamba-num-groups")) == ("64", "64", "128", "8")
+    assert value("--position-embedding-type") == "none"
+    plain = megatron_launch(preset("qwen3-30b-a3b").shape, cfg).argv
+    assert "pretrain_gpt.py" in plain and "--hybrid-override-pattern" not in plain

@@ -100,14 +100,24 @@ def megatron_launch(shape: Any, cfg: Any) -> Launch:
         notes.append(f"one process per GPU, {cfg.gpus:,} in all: HOSTS x GPUS_PER_HOST (the "
                      f"{cfg.gpus_per_node}-GPU NVLink domain spans several hosts; 'gpuarch "
                      "systems' describes its trays)")
-    argv: list[str] = ["torchrun", "--nnodes", hosts, "--nproc-per-node", host_gpus,
-                       info["program"]]
+    program = info["hybrid_program"] if shape.is_hybrid else info["program"]
+    argv: list[str] = ["torchrun", "--nnodes", hosts, "--nproc-per-node", host_gpus, program]
 
     def add(key: str, *values: object) -> None:
         argv.append(f[key])
         argv.extend(str(v) for v in values)
 
-    # the model
+    # the model (a hybrid one as Megatron-LM's MambaModel: its layer spec, the block
+    # pattern, whose length is --num-layers, and the Mamba-2 mixer's shape)
+    if shape.is_hybrid:
+        add("spec", *info["hybrid_spec"])
+        add("is_hybrid")
+        add("hybrid_pattern", shape.hybrid_pattern)
+        if shape.mamba is not None:
+            add("mamba_heads", shape.mamba.heads)
+            add("mamba_head_dim", shape.mamba.head_dim)
+            add("mamba_state", shape.mamba.state)
+            add("mamba_groups", shape.mamba.groups)
     add("layers", shape.layers)
     add("hidden", shape.hidden)
     add("heads", shape.heads)
@@ -143,6 +153,8 @@ def megatron_launch(shape: Any, cfg: Any) -> Launch:
         add("untie")
     if shape.position is Position.ROPE:
         add("position", "rope")
+    elif shape.position is Position.NONE:
+        add("position", "none")
     if shape.norm is NormKind.RMSNORM:
         add("norm", "RMSNorm")
     if shape.mla is not None:

@@ -3,8 +3,8 @@
 Supported families (by ``model_type``): llama, llama4 / llama4_text, mistral, mixtral, qwen2,
 qwen2_moe, qwen3, qwen3_moe, gemma, gemma2, gemma3 (its text model) / gemma3_text,
 deepseek_v3 / deepseek_v2, kimi_k2, gpt_oss, glm4_moe (GLM-4.5 to 4.7), phi3 (Phi-3, Phi-4),
-olmo2, granite, gpt2, nemotron, nemotron_h (hybrid Mamba-2: parameters counted, estimates
-not yet modelled), and the families whose attention and MLP run side by side
+olmo2, granite, gpt2, nemotron, nemotron_h (hybrid Mamba-2, no position encoding), and the
+families whose attention and MLP run side by side
 (``parallel_attention``): gptj, gpt_neox (unless ``use_parallel_residual`` is false) and
 falcon (unless ``parallel_attn`` is false; ALiBi configs are refused, the model has no such
 position encoding).
@@ -367,6 +367,7 @@ def _nemotron_h(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape
         # the MLP blocks' width (required where the pattern has any)
         ffn_hidden=_get(cfg, path, "intermediate_size") if "-" in pattern else 0,
         ffn_kind=FfnKind.RELU2,
+        position=Position.NONE,
         bias=_flag(cfg, "mlp_bias", False),
         experts=experts,
         experts_per_token=_get(cfg, path, "num_experts_per_tok") if experts else 0,

@@ -55,10 +55,13 @@ class QkNorm(Enum):
 
 
 class Position(Enum):
-    """Position encoding: rotary (no parameters) or a learned table."""
+    """Position encoding: rotary (no parameters), a learned table, or none (Nemotron-H's
+    attention blocks, which Megatron-LM builds with --position-embedding-type none:
+    examples/mamba/train.sh and its hybrid checkpoint loader)."""
 
     ROPE = "rope"
     LEARNED = "learned"
+    NONE = "none"
 
 
 @dataclass(frozen=True, kw_only=True)
