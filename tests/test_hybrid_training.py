@@ -214,3 +214,26 @@ def test_megatron_launch_builds_a_hybrid_as_mambamodel() -> None:
     assert value("--position-embedding-type") == "none"
     plain = megatron_launch(preset("qwen3-30b-a3b").shape, cfg).argv
     assert "pretrain_gpt.py" in plain and "--hybrid-override-pattern" not in plain
+
+
+def test_the_advisors_search_a_hybrid_only_where_it_is_modelled() -> None:
+    """The training advisor lays a hybrid out without a pipeline or context parallelism and
+    with a TP that splits its Mamba-2 heads and groups; the serving advisor serves it, and
+    refuses to search disaggregated deployments of it."""
+    from gpuarch.advise import TrainingSearch, advise_training, load_prices
+    from gpuarch.advise.infer import InferenceSearch, advise_inference
+
+    shape = preset("nemotron-3-nano").shape
+    adv = advise_training(CATALOG, shape, TrainingSearch(tokens=1e11, max_gpus=64,
+                                                          gpus=("h100",), top=50),
+                          load_prices())
+    assert adv.top
+    for option in (*adv.top, *adv.pareto):
+        assert option.pp == 1 and option.cp == 1 and 8 % option.tp == 0
+    served = advise_inference(CATALOG, shape, InferenceSearch(
+        input_len=1024, output_len=1024, concurrency=64, gpus=("h100",)), load_prices())
+    assert served.top
+    with pytest.raises(GpuarchError, match=r"advise infer --disaggregated: .* hybrid"):
+        advise_inference(CATALOG, shape, InferenceSearch(
+            input_len=1024, output_len=1024, concurrency=64, gpus=("h100",),
+            disaggregated=True), load_prices())
