@@ -93,7 +93,8 @@ def activation_bytes_per_layer(s: TransformerShape, micro_batch: int, seq: int, 
     keeps the latents instead of the full-head queries, keys and values, ``mlp`` drops the
     dense layers' MLP inside, ``moe`` the expert layers' (routed and shared), ``moe_act``
     the routed experts' activation output, ``shared_experts`` the shared experts' inside.
-    A model with both kinds of layer is the mean of them, weighted by their counts.
+    A model with both kinds of layer is the mean of them, weighted by their counts; a
+    hybrid model is the mean of its blocks (``_hybrid_block_mean``).
 
     ``adapted`` (LoRA fine-tuning, ``estimate/lora.py``; None when every weight is
     trained): a frozen linear layer keeps no input, since its backward needs only its
