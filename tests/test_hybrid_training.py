@@ -114,11 +114,12 @@ def test_scan_efficiency_is_the_published_h200_kernel_rate() -> None:
     assert DEFAULT_EFFICIENCY.mamba_scan == pytest.approx(rate / 989.4e12, abs=5e-4)
 
 
-@pytest.mark.parametrize(("name", "block", "ep"), [("llama-3.1-8b", "-", 1),
-                                                    ("qwen3-30b-a3b", "E", 8)])
-@pytest.mark.parametrize("tp", [1, 2])
+@pytest.mark.parametrize(("name", "block", "ep", "tp", "cp"), [
+    ("llama-3.1-8b", "-", 1, 1, 1), ("llama-3.1-8b", "-", 1, 2, 1),
+    ("llama-3.1-8b", "-", 1, 1, 2), ("qwen3-30b-a3b", "E", 8, 1, 1),
+    ("qwen3-30b-a3b", "E", 8, 2, 1)])
 def test_blocks_in_pairs_cost_what_their_layers_do(name: str, block: str, ep: int,
-                                                   tp: int) -> None:
+                                                   tp: int, cp: int) -> None:
     """A hybrid pattern of attention blocks each followed by an MLP (or expert) block is
     the plain model written block by block: the same parameters, FLOPs and activation
     memory, and the same step time but for the data-parallel bucket share, which is per
@@ -128,8 +129,8 @@ def test_blocks_in_pairs_cost_what_their_layers_do(name: str, block: str, ep: in
                                  hybrid_pattern=("*" + block) * plain.layers)
     assert count_params(hybrid).total == count_params(plain).total
     assert forward_flops_per_token(hybrid, 4096) == forward_flops_per_token(plain, 4096)
-    cfg = TrainingConfig(gpus=8, seq_len=4096, global_batch=64, tp=tp, ep=ep // tp or 1,
-                         sequence_parallel=tp > 1)
+    cfg = TrainingConfig(gpus=8, seq_len=4096, global_batch=64, tp=tp, cp=cp,
+                         ep=max(1, ep // tp), sequence_parallel=tp > 1)
     h100 = CATALOG.product("h100")
     a = estimate_training(CATALOG, plain, h100, cfg)
     b = estimate_training(CATALOG, hybrid, h100, cfg)
@@ -175,7 +176,8 @@ def test_nano_trains_with_a_scan_in_its_breakdown(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("change", "message"), [
     ({"pp": 2}, "--pp: .* hybrid Mamba-2 model, whose training is modelled only with "
                 "--pp 1"),
-    ({"cp": 2}, "--cp: .*--cp 1 so far; got 2"),
+    ({"cp": 16, "gpus": 16}, r"--cp: TP x CP = 1 x 16 must divide the Mamba-2 heads \(64\) "
+                             r"and groups \(8\)"),
     ({"mtp_layers": 1}, "--mtp-layers: .*--mtp-layers 0"),
     ({"lora_rank": 8}, "--lora-rank: .*--lora-rank 0"),
     ({"tp": 16, "gpus": 16}, r"--tp: 16 must divide the Mamba-2 heads \(64\) and groups "
@@ -217,19 +219,20 @@ def test_megatron_launch_builds_a_hybrid_as_mambamodel() -> None:
 
 
 def test_the_advisors_search_a_hybrid_only_where_it_is_modelled() -> None:
-    """The training advisor lays a hybrid out without a pipeline or context parallelism and
-    with a TP that splits its Mamba-2 heads and groups; the serving advisor serves it, and
-    refuses to search disaggregated deployments of it."""
+    """The training advisor lays a hybrid out without a pipeline and with a TP x CP that
+    splits its Mamba-2 heads and groups; the serving advisor serves it, and refuses to
+    search disaggregated deployments of it."""
     from gpuarch.advise import TrainingSearch, advise_training, load_prices
     from gpuarch.advise.infer import InferenceSearch, advise_inference
 
     shape = preset("nemotron-3-nano").shape
     adv = advise_training(CATALOG, shape, TrainingSearch(tokens=1e11, max_gpus=64,
-                                                          gpus=("h100",), top=50),
+                                                          seq_len=32768, gpus=("h100",),
+                                                          top=50),
                           load_prices())
     assert adv.top
     for option in (*adv.top, *adv.pareto):
-        assert option.pp == 1 and option.cp == 1 and 8 % option.tp == 0
+        assert option.pp == 1 and 8 % (option.tp * option.cp) == 0
     served = advise_inference(CATALOG, shape, InferenceSearch(
         input_len=1024, output_len=1024, concurrency=64, gpus=("h100",)), load_prices())
     assert served.top
@@ -237,3 +240,24 @@ def test_the_advisors_search_a_hybrid_only_where_it_is_modelled() -> None:
         advise_inference(CATALOG, shape, InferenceSearch(
             input_len=1024, output_len=1024, concurrency=64, gpus=("h100",),
             disaggregated=True), load_prices())
+
+
+def test_context_parallel_mamba_blocks_swap_sequence_for_heads() -> None:
+    """With context parallelism a Mamba-2 block sends its input projection's output
+    all-to-all (sequence shards to head shards) and the scan's output back, as Megatron-Core's
+    MambaContextParallel does; attention blocks exchange keys and values as before, MLP and
+    expert blocks nothing. Without CP there is no such traffic."""
+    shape = preset("nemotron-3-nano").shape
+    gb300 = CATALOG.product("gb300")
+    base = TrainingConfig(gpus=16, seq_len=65536, global_batch=32, ep=8,
+                          precision=Precision.FP8, gpus_per_node=72)
+    plain = estimate_training(CATALOG, shape, gb300, base)
+    split = estimate_training(CATALOG, shape, gb300, dataclasses.replace(base, cp=2))
+    assert plain.time_breakdown.communication_parts["context_parallel"] == 0
+    assert split.time_breakdown.communication_parts["context_parallel"] > 0
+    # a pattern without Mamba blocks exchanges only its attention blocks' keys and values
+    attention_only = dataclasses.replace(
+        shape, hybrid_pattern=shape.hybrid_pattern.replace("M", "E"), mamba=None)
+    fewer = estimate_training(CATALOG, attention_only, gb300, dataclasses.replace(base, cp=2))
+    assert 0 < fewer.time_breakdown.communication_parts["context_parallel"] \
+        < split.time_breakdown.communication_parts["context_parallel"]

@@ -183,14 +183,12 @@ def _layouts(shape: TransformerShape, search: TrainingSearch, gpn: int, multi_no
     counts = sorted({g for g in _pow2(search.max_gpus) + list(range(gpn, search.max_gpus + 1,
                                                                       gpn))
                      if multi_node or g <= gpn})
-    # a hybrid Mamba-2 model's training is modelled without a pipeline or context
-    # parallelism so far, with its Mamba-2 heads and groups split evenly over TP
-    mamba = shape.mamba
-    tps = [t for t in _pow2(gpn) if shape.heads % t == 0 and (
-        mamba is None or (mamba.heads % t == 0 and mamba.groups % t == 0))]
+    # a hybrid Mamba-2 model's training is modelled without a pipeline so far, with its
+    # Mamba-2 heads and groups split evenly over TP x CP (checked on the grid below)
+    tps = [t for t in _pow2(gpn) if shape.heads % t == 0]
     pps = [p for p in _pow2(64) if p <= shape.layers and (p == 1 or not shape.is_hybrid)]
     cps = [c for c in (1, 2, 4, 8) if search.seq_len % c == 0 and
-           (c == 1 or (search.seq_len >= 16384 and not shape.is_hybrid))]
+           (c == 1 or search.seq_len >= 16384)]
     eps = [e for e in _pow2(64) if (not shape.is_moe and e == 1) or
            (shape.is_moe and shape.experts % e == 0)]
     vpps = [1, 2, 4]
@@ -202,6 +200,8 @@ def _layouts(shape: TransformerShape, search: TrainingSearch, gpn: int, multi_no
     target = max(1, round(search.global_batch_tokens / search.seq_len))
     dp = gpus // mp
     ok = (gpus % mp == 0) & (dp >= 1)
+    if shape.mamba is not None:
+        ok &= (shape.mamba.heads % (tp * cp) == 0) & (shape.mamba.groups % (tp * cp) == 0)
     # the global batch: the multiple of DP x micro-batch nearest the target, kept within
     # -20% / +25% of it (a batch far from the target changes the training recipe)
     unit = np.maximum(dp * mb, 1)

@@ -537,10 +537,10 @@ class TrainingConfig:
 
     def _check_hybrid(self, shape: TransformerShape) -> None:
         """What a hybrid Mamba-2 model's blocks are not yet costed under: a pipeline (its
-        stages split the block pattern, not layers of one kind), context parallelism (the
-        Mamba-2 blocks exchange heads all-to-all, not keys and values), MTP blocks and LoRA
-        adapters; and a TP that does not split the Mamba-2 heads and B/C groups evenly."""
-        for flag, value, allowed in (("--pp", self.pp, 1), ("--cp", self.cp, 1),
+        stages split the block pattern, not layers of one kind), MTP blocks and LoRA
+        adapters; and a TP (with context parallelism, TP x CP, over which the Mamba-2 blocks
+        split their heads) that does not split the Mamba-2 heads and B/C groups evenly."""
+        for flag, value, allowed in (("--pp", self.pp, 1),
                                      ("--mtp-layers", self.mtp_layers, 0),
                                      ("--lora-rank", self.lora_rank, 0)):
             if value != allowed:
@@ -548,8 +548,11 @@ class TrainingConfig:
                     f"{flag}: {shape.name} is a hybrid Mamba-2 model, whose training is "
                     f"modelled only with {flag} {allowed} so far; got {value}")
         m = shape.mamba
-        if m is not None and (m.heads % self.tp or m.groups % self.tp):
-            raise GpuarchError(f"--tp: {self.tp} must divide the Mamba-2 heads ({m.heads}) "
+        split = self.tp * self.cp
+        if m is not None and (m.heads % split or m.groups % split):
+            flag, what = ("--tp", str(self.tp)) if self.cp == 1 else \
+                ("--cp", f"TP x CP = {self.tp} x {self.cp}")
+            raise GpuarchError(f"{flag}: {what} must divide the Mamba-2 heads ({m.heads}) "
                                f"and groups ({m.groups}) of {shape.name}")
 
     def _check_schedule(self) -> None:
@@ -1202,6 +1205,17 @@ def _one_layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device,
     else:
         share = eff.cp_comm_exposed if cfg.cp_comm_type == "p2p" else 1.0
         cp_ag = share * _nccl(Collective.ALL_GATHER, kv_bytes, cp_group, eff)
+    if block in ("-", "E"):
+        cp_ag = 0.0  # a hybrid model's MLP and expert blocks exchange nothing over CP
+    elif block == "M":
+        # Megatron-Core's MambaContextParallel: the input projection's output (z, x, B, C,
+        # dt) goes all-to-all from sequence shards to head shards before the convolution
+        # and scan, and the scan's output comes back: each GPU's own tokens, each way, again
+        # in the backward pass
+        m = s.mamba
+        assert m is not None
+        swapped = tokens * (m.in_proj_width // cfg.tp + m.inner // cfg.tp) * element
+        cp_ag = _nccl(Collective.ALL_TO_ALL, swapped, cp_group, eff)
     exposed = tp_share * tp_fwd + cp_ag
     exposed_fwd = exposed
     exposed_bwd = tp_share * tp_bwd + cp_ag
