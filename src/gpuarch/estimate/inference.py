@@ -38,11 +38,7 @@ from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import Product, System
 from gpuarch.errors import GpuarchError, check_choice, check_count, check_number
 from gpuarch.estimate.energy import seconds_per_token_at_peak, serving_energy_kwh
-from gpuarch.estimate.mamba import (
-    mamba_decode_ops,
-    mamba_mixer_ops,
-    mamba_state_bytes,
-)
+from gpuarch.estimate.mamba import hybrid_state_bytes, mamba_decode_ops, mamba_mixer_ops
 from gpuarch.perf.collectives import (
     Collective,
     Fabric,
@@ -549,10 +545,7 @@ class InferenceConfig:
             if value:
                 raise GpuarchError(f"{flag}: {shape.name} is a hybrid Mamba-2 model, whose "
                                    f"serving is modelled without it so far; got {value}")
-        m = shape.mamba
-        if m is not None and (m.heads % self.tp or m.groups % self.tp):
-            raise GpuarchError(f"--tp: {self.tp} must divide the Mamba-2 heads ({m.heads}) "
-                               f"and groups ({m.groups}) of {shape.name}")
+        shape.check_mamba_split(self.tp, "--tp", str(self.tp))
 
 
 def check_output_len_cv(cv: Any) -> None:
@@ -1439,8 +1432,7 @@ def _kv_and_activation_sizer(shape: TransformerShape, cfg: InferenceConfig
     logits_per_sequence = shape.vocab / cfg.tp * 4.0
 
     # a hybrid model's Mamba-2 blocks hold a fixed state per sequence, whatever its length
-    state = 0.0 if shape.mamba is None else \
-        shape.mamba_layers * mamba_state_bytes(shape.mamba, cfg.tp, 2.0)
+    state = hybrid_state_bytes(shape, cfg.tp)
 
     def sizes(batch: Num, prompt: int) -> tuple[Num, Num]:
         kv = batch * (per_token * _positions_held(
@@ -1934,8 +1926,7 @@ def estimate_inference(
                                                          cfg.tp) / cfg.pp,
         # a hybrid model's Mamba-2 convolution and recurrent state, held in the KV cache's
         # memory, per sequence whatever its length (0 without Mamba-2 blocks)
-        "mamba_state_bytes_per_sequence_per_gpu": 0.0 if shape.mamba is None else
-        shape.mamba_layers * mamba_state_bytes(shape.mamba, cfg.tp, 2.0) / cfg.pp,
+        "mamba_state_bytes_per_sequence_per_gpu": hybrid_state_bytes(shape, cfg.tp) / cfg.pp,
         "batching": cfg.batching.value,
         "prefill_chunk_tokens": cfg.chunk,
         "replicas": cfg.replicas,

@@ -15,8 +15,9 @@ from gpuarch.perf.num import Num
 from gpuarch.perf.roofline import Elementwise, Gemm, Op
 from gpuarch.workloads.shape import MambaShape, TransformerShape
 
-__all__ = ["MAMBA_CHUNK", "MAMBA_SERVING_STATE_BYTES", "mamba_decode_ops", "mamba_mixer_ops",
-           "mamba_ops", "mamba_scan_bytes", "mamba_scan_flops", "mamba_state_bytes"]
+__all__ = ["MAMBA_CHUNK", "MAMBA_SERVING_STATE_BYTES", "hybrid_state_bytes", "mamba_decode_ops",
+           "mamba_mixer_ops", "mamba_ops", "mamba_scan_bytes", "mamba_scan_flops",
+           "mamba_state_bytes"]
 
 MAMBA_CHUNK = 128
 """Tokens per chunk of Mamba-2's chunked scan (SSD): Megatron-Core's MambaMixer default
@@ -75,6 +76,15 @@ def mamba_decode_ops(m: MambaShape, tp: Any, seqs: Num, element: float,
     return [Elementwise(conv, name="mamba_conv"),
             Elementwise(state + io, name="mamba_scan"),
             Elementwise(2.0 * seqs * inner * element, name="mamba_norm")]
+
+
+def hybrid_state_bytes(s: TransformerShape, tp: Any) -> Any:
+    """Bytes one sequence holds on one of ``tp`` GPUs in all of a model's Mamba-2 blocks
+    between serving steps (activations 16-bit, the state ``MAMBA_SERVING_STATE_BYTES``); 0
+    without them."""
+    if s.mamba is None:
+        return 0.0
+    return s.mamba_layers * mamba_state_bytes(s.mamba, tp, 2.0)
 
 
 def mamba_state_bytes(m: MambaShape, tp: Any, element: float,

@@ -547,13 +547,9 @@ class TrainingConfig:
                 raise GpuarchError(
                     f"{flag}: {shape.name} is a hybrid Mamba-2 model, whose training is "
                     f"modelled only with {flag} {allowed} so far; got {value}")
-        m = shape.mamba
-        split = self.tp * self.cp
-        if m is not None and (m.heads % split or m.groups % split):
-            flag, what = ("--tp", str(self.tp)) if self.cp == 1 else \
-                ("--cp", f"TP x CP = {self.tp} x {self.cp}")
-            raise GpuarchError(f"{flag}: {what} must divide the Mamba-2 heads ({m.heads}) "
-                               f"and groups ({m.groups}) of {shape.name}")
+        flag, what = ("--tp", str(self.tp)) if self.cp == 1 else \
+            ("--cp", f"TP x CP = {self.tp} x {self.cp}")
+        shape.check_mamba_split(self.tp * self.cp, flag, what)
 
     def _check_schedule(self) -> None:
         """The pipeline schedule's own conditions (DeepSeek's DualPipe asserts an even

@@ -312,6 +312,15 @@ class TransformerShape:
                 "('gpuarch estimate train', 'gpuarch estimate infer'), but this estimate is "
                 "not modelled yet for it")
 
+    def check_mamba_split(self, ways: int, flag: str, what: str) -> None:
+        """Raise unless ``ways`` GPUs (TP, or TP x CP in training) split the Mamba-2 heads
+        and B/C groups evenly, as the engines and Megatron-Core split them; ``flag`` and
+        ``what`` name the setting in the message. Nothing to check without Mamba-2 blocks."""
+        m = self.mamba
+        if m is not None and (m.heads % ways or m.groups % ways):
+            raise GpuarchError(f"{flag}: {what} must divide the Mamba-2 heads ({m.heads}) "
+                               f"and groups ({m.groups}) of {self.name}")
+
     @property
     def tp_reductions(self) -> int:
         """How many times a tensor-parallel layer reduces its output across the group: after
