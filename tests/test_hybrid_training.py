@@ -18,6 +18,7 @@ from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY
 from gpuarch.workloads import preset
 from gpuarch.workloads.flops import forward_flops_per_token, mamba_forward_flops_per_token
 from gpuarch.workloads.hf import shape_from_hf_config
+from gpuarch.workloads.mtp import mtp_forward_flops_per_token
 from gpuarch.workloads.params import count_params
 from gpuarch.workloads.shape import MambaShape, TransformerShape
 from tests.test_workloads import NEMOTRON_3_NANO, NEMOTRON_H_8B, _write
@@ -70,6 +71,29 @@ def test_nano_flops_reconcile_with_nvidias_published_tflops(tmp_path: Path) -> N
     published = 885e12 / 39749
     assert megatron == pytest.approx(published, rel=1e-3)
     assert ours < published  # ours: the model's own inner width, the full core
+
+
+def test_super_flops_reconcile_with_nvidias_published_tflops() -> None:
+    """Megatron Bridge's 26.06 table (svcnemo-autobot/Megatron-Bridge @52dfa152,
+    docs/performance-summary-archive.md) gives Nemotron 3 Super on 64 GB300 at 9,652 tokens
+    and 817 TFLOP/s a GPU: 84.65 GFLOP a token. Megatron's hybrid count
+    (megatron/training/training.py @001b00c2; Megatron Bridge's flop_utils.py @4bb7450c)
+    takes the latent experts at their latent width with both projections, the shared expert
+    at the hidden size, the causal attention core, both MTP depths' '*E' blocks and their
+    passes through the head, and leaves out the routers and the MTP blocks' 2h -> h
+    projections; the Mamba inner width it takes, twice the hidden, is Super's own. With
+    those left out of this model's count, the published figure is matched within 0.2%; it
+    is not without the MTP depths (75 GFLOP)."""
+    shape = preset("nemotron-3-super").shape
+    seq = 8192
+    forward = forward_flops_per_token(shape, seq, causal=True).total
+    mtp = mtp_forward_flops_per_token(shape, seq, causal=True)
+    ours = 3 * (forward + 2 * mtp)
+    routers = 3 * 2 * (40 + 2) * 4096 * 512
+    projections = 3 * 2 * 2 * (2 * 4096 * 4096)
+    published = 817e12 / 9652
+    assert ours - routers - projections == pytest.approx(published, rel=2e-3)
+    assert 3 * forward < 0.9 * published
 
 
 def test_nano_preset_is_its_config(tmp_path: Path) -> None:
@@ -138,6 +162,36 @@ def test_blocks_in_pairs_cost_what_their_layers_do(name: str, block: str, ep: in
     assert b.step_time_s == pytest.approx(a.step_time_s, rel=1e-3)
 
 
+@pytest.mark.parametrize("shared", [False, True])
+def test_a_hybrids_mtp_blocks_cost_what_a_layers_do(shared: bool) -> None:
+    """A hybrid model's MTP block is an attention and an expert block (Nemotron 3 Super's
+    '*E'): on a pattern of such pairs, two MTP depths cost what they cost the plain model
+    (activations, weights, step within 0.1%); depths sharing one block's weights hold one
+    block's parameters, not two, and the same compute time."""
+    plain = preset("qwen3-30b-a3b").shape
+    hybrid = dataclasses.replace(plain, layers=2 * plain.layers,
+                                 hybrid_pattern="*E" * plain.layers)
+    cfg = TrainingConfig(gpus=8, seq_len=4096, global_batch=64, ep=8, mtp_layers=2,
+                         mtp_shared_weights=shared)
+    h100 = CATALOG.product("h100")
+    a = estimate_training(CATALOG, plain, h100, cfg)
+    b = estimate_training(CATALOG, hybrid, h100, cfg)
+    assert b.memory.activations == pytest.approx(a.memory.activations, rel=1e-12)
+    assert b.memory.weights == pytest.approx(a.memory.weights, rel=1e-12)
+    assert b.step_time_s == pytest.approx(a.step_time_s, rel=1e-3)
+    assert b.model_flops_per_token == pytest.approx(a.model_flops_per_token, rel=1e-12)
+    without = estimate_training(CATALOG, hybrid, h100, dataclasses.replace(cfg, mtp_layers=0,
+                                                                          mtp_shared_weights=False))
+    assert b.step_time_s > without.step_time_s
+    if shared:
+        two = estimate_training(CATALOG, hybrid, h100,
+                                dataclasses.replace(cfg, mtp_shared_weights=False))
+        # the same compute; only the optimizer and gradient traffic of fewer weights
+        assert b.step_time_s < two.step_time_s < b.step_time_s * 1.001
+        assert two.memory.weights - b.memory.weights == pytest.approx(
+            b.memory.weights - without.memory.weights, rel=1e-9)
+
+
 def test_a_mamba_block_keeps_its_projection_scan_and_norm_outputs() -> None:
     """Activation memory of a hybrid model is its blocks' mean: a Mamba-2 block keeps its
     norm's input and output, the input projection's output, the scan's output and the
@@ -178,7 +232,6 @@ def test_nano_trains_with_a_scan_in_its_breakdown(tmp_path: Path) -> None:
                 "--pp 1"),
     ({"cp": 16, "gpus": 16}, r"--cp: TP x CP = 1 x 16 must divide the Mamba-2 heads \(64\) "
                              r"and groups \(8\)"),
-    ({"mtp_layers": 1}, "--mtp-layers: .*--mtp-layers 0"),
     ({"lora_rank": 8}, "--lora-rank: .*--lora-rank 0"),
     ({"tp": 16, "gpus": 16}, r"--tp: 16 must divide the Mamba-2 heads \(64\) and groups "
                              r"\(8\)"),
@@ -261,3 +314,40 @@ def test_context_parallel_mamba_blocks_swap_sequence_for_heads() -> None:
     fewer = estimate_training(CATALOG, attention_only, gb300, dataclasses.replace(base, cp=2))
     assert 0 < fewer.time_breakdown.communication_parts["context_parallel"] \
         < split.time_breakdown.communication_parts["context_parallel"]
+
+
+def test_latent_experts_compute_and_send_the_latent_width() -> None:
+    """Latent experts (Megatron-Core's moe_latent_size, per NVIDIA/Megatron-LM @37b95c51's
+    moe_layer.py: fc1_latent_proj before dispatch, fc2_latent_proj after the combine, both
+    duplicated over TP): the routed experts' GEMMs read and write 1,024-wide rows, the
+    projections run on each rank's own sequence-parallel tokens, the router and the shared
+    expert see the 4,096-wide hidden state, and the permutation moves latent rows."""
+    from gpuarch.estimate.training import _ffn_ops
+    shape = preset("nemotron-3-super").shape
+    cfg = TrainingConfig(gpus=16, seq_len=8192, global_batch=64, tp=2, ep=8, etp=1,
+                         gpus_per_node=72, sequence_parallel=True)
+    ops, _ = _ffn_ops(shape, cfg, True, 8192)
+    by = {op.name: op for op in ops}
+    assert (by["router"].n, by["router"].k) == (512, 4096)
+    assert (by["moe_latent_down"].m, by["moe_latent_down"].n, by["moe_latent_down"].k) == \
+        (4096, 1024, 4096)
+    assert (by["moe_latent_up"].n, by["moe_latent_up"].k) == (4096, 1024)
+    assert (by["grouped_expert_up"].n, by["grouped_expert_up"].k) == (2688, 1024)
+    assert (by["grouped_expert_down"].n, by["grouped_expert_down"].k) == (1024, 2688)
+    assert by["shared_up"].k == 4096 and by["shared_down"].n == 4096
+    plain = dataclasses.replace(shape, moe_latent=0)
+    wide = {op.name: op for op in _ffn_ops(plain, cfg, True, 8192)[0]}
+    assert "moe_latent_down" not in wide
+    assert by["moe_permute"].bytes_moved * 4 == wide["moe_permute"].bytes_moved
+    # the projections' weights are whole on every tensor-parallel rank: TP 2 halves the
+    # rest (the experts are split over EP 8 either way)
+    gb200 = CATALOG.product("gb200")
+    two = estimate_training(CATALOG, shape, gb200, cfg)
+    one = estimate_training(CATALOG, shape, gb200, dataclasses.replace(
+        cfg, tp=1, gpus=8, sequence_parallel=False))
+    pc = count_params(shape)
+    assert pc.moe_latent == 40 * 2 * 4096 * 1024
+    rest = pc.total - pc.mlp_experts - pc.moe_latent
+    assert two.memory.weights / one.memory.weights == pytest.approx(
+        (rest / 2 + pc.moe_latent + pc.mlp_experts / 8)
+        / (rest + pc.moe_latent + pc.mlp_experts / 8), rel=1e-12)

@@ -594,6 +594,16 @@ NEMOTRON_3_NANO = {**NEMOTRON_H_8B, "hidden_size": 2688,
                    "num_key_value_heads": 2, "mamba_num_heads": 64, "n_routed_experts": 128,
                    "num_experts_per_tok": 6, "moe_intermediate_size": 1856,
                    "moe_shared_expert_intermediate_size": 3712}
+# Nemotron 3 Super 120B-A12B as NVIDIA/Megatron-LM @0b2ad8fe's release test trains it
+# (tests/functional_tests/test_cases/nemotron/nemotron3_super_release_gb200/
+# model_config.yaml), in config.json's keys: Mamba-2 heads of 64 and state 128 in 8 groups
+NEMOTRON_3_SUPER = {**NEMOTRON_H_8B, "num_hidden_layers": 88,
+                    "hybrid_override_pattern":
+                        "MEMEMEM*EMEMEMEM*EMEMEMEM*EMEMEMEMEM*EMEMEMEMEM*EMEMEMEMEM*"
+                        "EMEMEMEMEM*EMEMEMEM*EMEMEMEME",
+                    "num_key_value_heads": 2, "mamba_num_heads": 128, "n_routed_experts": 512,
+                    "num_experts_per_tok": 22, "moe_intermediate_size": 2688,
+                    "moe_shared_expert_intermediate_size": 5376, "moe_latent_size": 1024}
 
 
 def test_hf_nemotron_h_counts_each_block(tmp_path: Path) -> None:
@@ -623,8 +633,23 @@ def test_hf_nemotron_h_counts_each_block(tmp_path: Path) -> None:
     expected = 23 * mamba + 6 * attention + 23 * experts + 2 * 131072 * 2688 + 2688
     assert count_params(shape).total == expected == 31_577_937_344
     assert shape.shared_experts == 2 and shape.moe_layers == 23
-    with pytest.raises(GpuarchError, match="moe_latent_size: experts in a latent space"):
-        shape_from_hf_config(_write(tmp_path, {**nano, "moe_latent_size": 1024}))
+    # Nemotron 3 Super's latent experts: 512 experts of 2,688 reading and writing 1,024-wide
+    # vectors, the projections 4,096 -> 1,024 and back, a shared expert of 5,376 on the
+    # hidden state, the router on it too; 40 Mamba-2, 8 attention and 40 expert blocks:
+    # 120.7B, NVIDIA's "120B" (12.8B active per token, its "12B")
+    shape = shape_from_hf_config(_write(tmp_path, NEMOTRON_3_SUPER))
+    mamba = (4096 * (2 * 8192 + 2 * 8 * 128 + 128) + 8192 * 4096
+             + (8192 + 2 * 8 * 128) * 5 + 3 * 128 + 8192 + 4096)
+    attention = 4096 * 128 * (2 * 32 + 2 * 2) + 4096
+    routed = 2 * 1024 * 2688
+    experts = 512 * routed + 2 * 4096 * 5376 + 512 * 4096 + 2 * 4096 * 1024 + 4096
+    expected = 40 * mamba + 8 * attention + 40 * experts + 2 * 131072 * 4096 + 4096
+    counted = count_params(shape)
+    assert counted.total == expected == 120_668_687_360
+    assert counted.active(shape) == expected - 40 * (512 - 22) * routed
+    assert count_params(preset("nemotron-3-super").shape) == counted
+    with pytest.raises(GpuarchError, match="moe_latent: 4096 must be below hidden 4096"):
+        shape_from_hf_config(_write(tmp_path, {**NEMOTRON_3_SUPER, "moe_latent_size": 4096}))
     with pytest.raises(GpuarchError, match="hybrid_override_pattern: expected a string"):
         shape_from_hf_config(_write(tmp_path, {**NEMOTRON_H_8B,
                                                "hybrid_override_pattern": 7}))

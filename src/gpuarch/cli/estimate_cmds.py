@@ -39,7 +39,7 @@ MOE_IMBALANCE_BOUND = ("(at most EP x min(experts per token, experts per rank) /
 """The largest --moe-imbalance a layout allows (TransformerShape.check_expert_parallel)."""
 
 _OVERRIDES = ("layers", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden", "vocab",
-              "experts", "experts_per_token", "shared_experts", "moe_ffn_hidden",
+              "experts", "experts_per_token", "shared_experts", "moe_ffn_hidden", "moe_latent",
               "dense_layers", "sliding_window", "sliding_layers")
 
 
@@ -162,7 +162,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         else to_si(args.dispatcher_wait_us, Unit.US),
         pp_edge_layers=args.pp_edge_layers, pp_layout=args.pp_layout,
         pp_schedule=args.pp_schedule, mtp_layers=args.mtp_layers,
-        ep_dispatcher=args.ep_dispatcher, ep_comm_overlap=args.ep_comm_overlap,
+        mtp_shared_weights=args.mtp_shared_weights, ep_dispatcher=args.ep_dispatcher,
+        ep_comm_overlap=args.ep_comm_overlap,
         pp_comm_overlap=args.pp_comm_overlap, cp_comm_type=args.cp_comm_type,
         expert_launches=args.expert_launches,
         moe_imbalance=1.0 if args.moe_imbalance == "unbalanced" else args.moe_imbalance,
@@ -986,6 +987,9 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                         "--mtp-num-layers; DeepSeek-V3 uses 1): each a layer, a projection "
                         "and a pass through the shared head, on the last stage unless "
                         "--pp-layout places it")
+    p.add_argument("--mtp-shared-weights", action="store_true",
+                   help="the MTP depths run one block whose weights they share (Megatron "
+                        "--mtp-use-repeated-layer; Nemotron 3 Super trains two depths so)")
     p.add_argument("--moe-token-drop", action="store_true",
                    help="MoE routing with a capacity bound (overflow tokens dropped): no "
                         "per-layer host wait of the dropless dispatcher")

@@ -1054,10 +1054,16 @@ class _Runner:
             routed = tokens * gathered * s.experts_per_token * cfg.moe_imbalance
             per_expert = maximum(1, ceil(routed / maximum(touched, 1.0)))
             width = s.d_expert
-            ops += [Gemm(tokens, s.experts, s.hidden, name="router"),
-                    self._gemm(per_expert, up_factor * width // moe_tp, s.hidden, "expert_up",
+            outer = s.expert_width  # what the routed experts read and write
+            ops.append(Gemm(tokens, s.experts, s.hidden, name="router"))
+            if s.moe_latent:
+                # latent experts: every rank projects its tokens to the latent width and
+                # back (the projections are replicated over TP)
+                ops += [self._gemm(tokens, s.moe_latent, s.hidden, "moe_latent_down"),
+                        self._gemm(tokens, s.hidden, s.moe_latent, "moe_latent_up")]
+            ops += [self._gemm(per_expert, up_factor * width // moe_tp, outer, "expert_up",
                                batch=ceil(local)),
-                    self._gemm(per_expert, s.hidden, width // moe_tp, "expert_down",
+                    self._gemm(per_expert, outer, width // moe_tp, "expert_down",
                                batch=ceil(local))]
             if s.shared_experts:
                 shared = width * s.shared_experts
@@ -1067,7 +1073,7 @@ class _Runner:
             # experts, 1/EP of the group's (TensorRT-LLM's expandInputRowsKernel stops at
             # the local experts' last row); they go in quantized as the GEMMs take them and
             # come out of the down projection in 16 bits
-            ops.append(moe_permute(routed / cfg.ep, s.hidden, self.expert_act_bytes, 2.0))
+            ops.append(moe_permute(routed / cfg.ep, outer, self.expert_act_bytes, 2.0))
             inner = routed / cfg.ep * width // moe_tp
         else:
             f = s.d_ffn
@@ -1113,7 +1119,7 @@ class _Runner:
         if moe and cfg.ep > 1 and cfg.moe_comm == "allgather" and cfg.ep > t:
             # every GPU of the group gathers all its ranks' tokens (quantized as the GEMMs
             # take them), and the 16-bit partial outputs are reduce-scattered back
-            every = tokens * gathered * s.hidden
+            every = tokens * gathered * s.expert_width
             ep_comm = collective_time(Collective.ALL_GATHER, every * self.expert_act_bytes,
                                       self.ep_group, self.eff) \
                 + collective_time(Collective.REDUCE_SCATTER, every * 2.0, self.ep_group,
@@ -1121,7 +1127,7 @@ class _Runner:
         elif moe and cfg.ep > 1:
             # a one-shot dispatch kernel sends each routed copy, quantized as the GEMMs take
             # it, and the combine returns the experts' outputs in 16 bits
-            copies = tokens * s.experts_per_token * s.hidden / t * cfg.moe_imbalance
+            copies = tokens * s.experts_per_token * s.expert_width / t * cfg.moe_imbalance
             dispatch, combine = self.a2a_latency
             # a prefill pass's exchange across nodes runs the high-throughput kernels, which
             # send a token over the network once per node (DeepEP's normal mode); decode's
@@ -1387,7 +1393,9 @@ def _weight_bytes(shape: TransformerShape, cfg: InferenceConfig) -> float:
         model = ((pc.total - pc.embedding - pc.lm_head) * w + ends) / shard
     else:
         experts = pc.mlp_experts
-        model = ((pc.total - experts - pc.embedding - pc.lm_head) * w + ends) / shard \
+        # latent experts' projections are replicated over TP
+        model = ((pc.total - experts - pc.moe_latent - pc.embedding - pc.lm_head) * w
+                 + ends) / shard + pc.moe_latent * w / cfg.pp \
             + experts * slot_spread(shape, cfg) * cfg.expert_quant.weights.bytes \
             / (cfg.pp * max(cfg.tp, cfg.ep))
     if not cfg.speculative_tokens:

@@ -136,6 +136,10 @@ def activation_bytes_per_layer(s: TransformerShape, micro_batch: int, seq: int, 
             up + (0.0 if "moe_act" in dropped else kept_down))
         shared = 0.0 if dropped & {"moe", "shared_experts"} else \
             tokens * s.d_expert * s.shared_experts * (up + kept_down)
+        if s.moe_latent and "moe" not in dropped:
+            # latent experts: the projection back to the hidden size keeps its latent input
+            # (the projection down reads the norm output, kept already)
+            routed += tokens * s.moe_latent * kept
         moe_share = s.moe_layers / s.layers
         mlp_inner = moe_share * (routed + shared) + (1 - moe_share) * mlp_inner
     # With fused attention nothing quadratic in seq is stored, so recomputing the attention

@@ -19,7 +19,7 @@ from collections.abc import Iterable
 
 from gpuarch.errors import GpuarchError, suggestion
 from gpuarch.workloads.flops import attention_projections, forward_flops_per_token
-from gpuarch.workloads.params import count_params, mlp_params
+from gpuarch.workloads.params import count_params, mlp_params, routed_expert_params
 from gpuarch.workloads.shape import TransformerShape
 
 __all__ = ["DEFAULT_MODULES", "RECOMPUTE_MODULES", "check_recompute_modules",
@@ -91,8 +91,10 @@ def recompute_flops_per_token(shape: TransformerShape, seq_len: int,
     if shape.is_moe:
         expert = 2.0 * shape.moe_layers * mlp_params(shape, shape.d_expert)
         if "moe" in chosen:
-            flops += (expert * (shape.experts_per_token + shape.shared_experts)
-                      + 2.0 * count_params(shape).router)
+            pc = count_params(shape)
+            flops += (2.0 * shape.moe_layers * shape.experts_per_token
+                      * routed_expert_params(shape) + expert * shape.shared_experts
+                      + 2.0 * (pc.router + pc.moe_latent))
         elif "shared_experts" in chosen:
             flops += expert * shape.shared_experts
     if "mla_up_proj" in chosen and shape.mla is not None:

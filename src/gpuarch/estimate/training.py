@@ -90,8 +90,15 @@ from gpuarch.workloads.flops import (
     attention_projections,
     forward_flops_per_token,
 )
-from gpuarch.workloads.mtp import mtp_block_params, mtp_forward_flops_per_token
-from gpuarch.workloads.params import attention_params, count_params, layer_norm_params, mlp_params
+from gpuarch.workloads.mtp import mtp_block_params, mtp_forward_flops_per_token, mtp_layer_shape
+from gpuarch.workloads.params import (
+    attention_params,
+    count_params,
+    latent_projection_params,
+    layer_norm_params,
+    mlp_params,
+    routed_expert_params,
+)
 from gpuarch.workloads.shape import MAX_DIMENSION, TransformerShape
 
 __all__ = [
@@ -297,6 +304,10 @@ class TrainingConfig:
     # DeepSeek-V3 trains with one): each a layer, a projection and a pass through the shared
     # head, on the last pipeline stage unless ``pp_layout`` places it
     mtp_layers: int = 0
+    # the MTP depths run one block, its weights shared (Megatron-Core's
+    # --mtp-use-repeated-layer, as Nemotron 3 Super trains its two): parameters, gradients
+    # and optimizer state held once, the compute of every depth
+    mtp_shared_weights: bool = False
     fused_attention: bool = True  # FlashAttention-style; False = scores materialised
     # the fused attention kernel: "native" (the GPU generation's own: FlashAttention-2 on
     # Ampere and Ada, FlashAttention-3 or cuDNN on Hopper and datacenter Blackwell) or
@@ -477,6 +488,8 @@ class TrainingConfig:
         if not isinstance(self.mtp_layers, int) or not 0 <= self.mtp_layers <= shape.layers:
             raise GpuarchError(f"--mtp-layers: expected an integer from 0 to {shape.layers} "
                                f"(the model's layers), got {self.mtp_layers!r}")
+        if self.mtp_shared_weights and not self.mtp_layers:
+            raise GpuarchError("--mtp-shared-weights: needs --mtp-layers > 0")
         if self.pp_layout:
             if self.pp_edge_layers:
                 raise GpuarchError("--pp-edge-layers: not with --pp-layout, which places the "
@@ -537,11 +550,10 @@ class TrainingConfig:
 
     def _check_hybrid(self, shape: TransformerShape) -> None:
         """What a hybrid Mamba-2 model's blocks are not yet costed under: a pipeline (its
-        stages split the block pattern, not layers of one kind), MTP blocks and LoRA
-        adapters; and a TP (with context parallelism, TP x CP, over which the Mamba-2 blocks
-        split their heads) that does not split the Mamba-2 heads and B/C groups evenly."""
+        stages split the block pattern, not layers of one kind) and LoRA adapters; and a TP
+        (with context parallelism, TP x CP, over which the Mamba-2 blocks split their heads)
+        that does not split the Mamba-2 heads and B/C groups evenly."""
         for flag, value, allowed in (("--pp", self.pp, 1),
-                                     ("--mtp-layers", self.mtp_layers, 0),
                                      ("--lora-rank", self.lora_rank, 0)):
             if value != allowed:
                 raise GpuarchError(
@@ -808,11 +820,18 @@ def _ffn_ops(s: TransformerShape, cfg: TrainingConfig, moe: bool, tokens: Num
         local_experts = _local_experts(s, cfg)
         per_expert = maximum(1, routed * cfg.ep // s.experts)
         up = 2 * width if s.ffn_kind.gated else width
+        outer = s.expert_width  # what the routed experts read and write
+        ops.append(Gemm(tokens, s.experts, s.hidden, name="router"))
+        if s.moe_latent:
+            # latent experts: each rank projects its own (sequence-parallel) tokens to the
+            # latent width before dispatch and back after the combine, weights duplicated
+            # over TP (Megatron-Core's fc1_latent_proj / fc2_latent_proj)
+            ops += [Gemm(tokens // t, s.moe_latent, s.hidden, name="moe_latent_down"),
+                    Gemm(tokens // t, s.hidden, s.moe_latent, name="moe_latent_up")]
         ops += [
-            Gemm(tokens, s.experts, s.hidden, name="router"),
-            Gemm(per_expert, up // e, s.hidden, batch=local_experts,
+            Gemm(per_expert, up // e, outer, batch=local_experts,
                  name="grouped_expert_up"),
-            Gemm(per_expert, s.hidden, width // e, batch=local_experts,
+            Gemm(per_expert, outer, width // e, batch=local_experts,
                  name="grouped_expert_down"),
         ]
         if s.shared_experts:
@@ -820,7 +839,7 @@ def _ffn_ops(s: TransformerShape, cfg: TrainingConfig, moe: bool, tokens: Num
             ops += [Gemm(tokens, (2 * shared if s.ffn_kind.gated else shared) // t,
                          s.hidden, name="shared_up"),
                     Gemm(tokens, s.hidden, shared // t, name="shared_down")]
-        ops.append(dispatch_permutation(routed, s.hidden, element, cfg.ep_dispatcher,
+        ops.append(dispatch_permutation(routed, outer, element, cfg.ep_dispatcher,
                                         local_experts))
         # a fused grouped MLP applies the routed experts' activation in its epilogue
         if cfg.expert_launches == "fused-mlp":
@@ -924,7 +943,8 @@ def _unfused_expert_extras(s: TransformerShape, routed: Num, up: Num, element: f
     if s.glu_limit:
         ops.append(Elementwise(2.0 * routed * up * element, name="moe_glu_clamp"))
     if s.bias:
-        ops.append(Elementwise(3 * 2.0 * routed * s.hidden * element, name="moe_expert_bias"))
+        ops.append(Elementwise(3 * 2.0 * routed * s.expert_width * element,
+                               name="moe_expert_bias"))
     return ops
 
 
@@ -1218,7 +1238,7 @@ def _one_layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device,
     a2a: Num = 0.0
     hidden: Num = 0.0  # the all-to-all seconds a forward-backward pair hides (both passes)
     if moe:
-        dispatched = tokens * s.experts_per_token * s.hidden * element / cfg.tp
+        dispatched = tokens * s.experts_per_token * s.expert_width * element / cfg.tp
         copies = s.experts_per_token if cfg.ep_dispatcher == "deepep" else 0
         groups = (s.expert_groups, s.groups_per_token)
         # dispatch and combine
@@ -1275,8 +1295,9 @@ RECOMPUTED_OPS = {
     "layernorm": ("norms",),
     "mla_up_proj": ("q_up", "kv_up"),
     "mlp": ("mlp_up", "mlp_down", "activation"),
-    "moe": ("router", "grouped_expert_up", "grouped_expert_down", "shared_up", "shared_down",
-            "moe_permute", "activation", "moe_glu_clamp", "moe_expert_bias"),
+    "moe": ("router", "moe_latent_down", "moe_latent_up", "grouped_expert_up",
+            "grouped_expert_down", "shared_up", "shared_down", "moe_permute", "activation",
+            "moe_glu_clamp", "moe_expert_bias"),
     "shared_experts": ("shared_up", "shared_down"),
 }
 """The forward operators (estimate/training.py's ``_layer_ops`` names) each recompute module
@@ -1461,7 +1482,9 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     mtp_extra: Num = 0.0
     if cfg.mtp_layers:
         own: dict[str, Num] = {}
-        f, b, r, fl, w, h = _one_layer_time(shape, cfg, device, eff, tp_group, cp_group,
+        # (a hybrid model's: its attention and expert blocks as one layer)
+        mtp_shape = mtp_layer_shape(shape) if shape.is_hybrid else shape
+        f, b, r, fl, w, h = _one_layer_time(mtp_shape, cfg, device, eff, tp_group, cp_group,
                                             ep_group, shape.is_moe, 0,
                                             own if parts is not None else None)
         mtp_layer = _Layer(f, b, r, fl, own, w, h)
@@ -1499,10 +1522,12 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
                 stage_parts[key] = stage_layers * value
             for key, value in mtp_layer.parts.items():
                 stage_parts[key] = stage_parts.get(key, 0.0) + stage_mtp * value
-        activation_layers = maximum(layers_per_stage, last_layers + cfg.mtp_layers)
+        # activations are counted in layers (a hybrid model's in blocks, an MTP block two)
+        mtp_slots = cfg.mtp_layers * (2 if shape.is_hybrid else 1)
+        activation_layers = maximum(layers_per_stage, last_layers + mtp_slots)
         held_1f1b = held_layer_passes(
             layers_per_stage / cfg.vpp, cfg.pp, cfg.vpp, cfg.micro_batches,
-            first_chunk_fewer=edge // 2, last_chunk_more=cfg.mtp_layers - edge // 2)
+            first_chunk_fewer=edge // 2, last_chunk_more=mtp_slots - edge // 2)
     else:
         # each pipeline rank runs its own layers (dense and expert ones as such), MTP blocks
         # and head; the slowest sets the pace
@@ -1586,11 +1611,15 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     # group
     pc = count_params(shape)
     expert_params = pc.mlp_experts
-    mtp_dense, mtp_expert = mtp_block_params(shape) if cfg.mtp_layers else (0, 0)
+    dense_block, expert_block = mtp_block_params(shape) if cfg.mtp_layers else (0, 0)
+    # the depths' weights per depth: one block's shared by all of them, or one each
+    share = 1 / cfg.mtp_layers if cfg.mtp_shared_weights else 1.0
+    mtp_dense, mtp_expert = dense_block * share, expert_block * share
     if layout is None:
-        dense_body = pc.total - pc.embedding - pc.lm_head - expert_params
+        # latent experts' projections are duplicated over TP
+        dense_body = pc.total - pc.embedding - pc.lm_head - expert_params - pc.moe_latent
         head_params = (pc.lm_head or pc.embedding) / cfg.tp
-        dense_local = dense_body / (cfg.tp * cfg.pp) + where(
+        dense_local = dense_body / (cfg.tp * cfg.pp) + pc.moe_latent / cfg.pp + where(
             cfg.pp > 1, head_params, (pc.embedding + pc.lm_head) / cfg.tp) \
             + cfg.mtp_layers * mtp_dense / cfg.tp
         expert_local = (expert_params / cfg.pp + cfg.mtp_layers * mtp_expert) \
@@ -1748,8 +1777,8 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     )
 
 
-def _rank_params(shape: TransformerShape, layout: PipelineLayout, mtp_dense: int,
-                 mtp_expert: int) -> tuple[Any, Any]:
+def _rank_params(shape: TransformerShape, layout: PipelineLayout, mtp_dense: float,
+                 mtp_expert: float) -> tuple[Any, Any]:
     """Parameters outside the routed experts, and routed-expert parameters, that each
     pipeline rank of ``layout`` holds (before TP and EP split them): its layers, MTP blocks,
     the embedding on the first rank, the LM head and final norm on the last."""
@@ -1760,8 +1789,9 @@ def _rank_params(shape: TransformerShape, layout: PipelineLayout, mtp_dense: int
     expert_layer, routed = 0, 0
     if shape.moe_layers:
         expert_layer = attention + norms + shape.shared_experts * mlp_params(
-            shape, shape.d_expert) + shape.hidden * shape.experts
-        routed = shape.experts * mlp_params(shape, shape.d_expert)
+            shape, shape.d_expert) + shape.hidden * shape.experts \
+            + latent_projection_params(shape)
+        routed = shape.experts * routed_expert_params(shape)
     final_norm = shape.norm.params_per_width * shape.hidden
     dense, experts = [], []
     for r in layout.ranks:
@@ -1986,6 +2016,7 @@ def estimate_training(
             "pp_layout": cfg.pp_layout or None,
             "pp_schedule": cfg.pp_schedule if cfg.pp > 1 else None,
             "mtp_layers": cfg.mtp_layers,
+            "mtp_shared_weights": cfg.mtp_shared_weights if cfg.mtp_layers else None,
             "fused_attention": cfg.fused_attention,
             "micro_batch": cfg.micro_batch,
             "global_batch": cfg.global_batch, "micro_batches": m,

@@ -169,6 +169,8 @@ def megatron_launch(shape: Any, cfg: Any) -> Launch:
         add("moe_ffn_hidden", shape.d_expert)
         if shape.shared_experts:
             add("shared_expert_hidden", shape.shared_experts * shape.d_expert)
+        if shape.moe_latent:
+            add("moe_latent", shape.moe_latent)
         if shape.dense_layers:
             add("moe_layer_freq", f"([0]*{shape.dense_layers}+[1]*{shape.moe_layers})")
         if cfg.precision in (Precision.BF16, Precision.FP8, Precision.NVFP4):
@@ -199,6 +201,13 @@ def megatron_launch(shape: Any, cfg: Any) -> Launch:
                          "refuse")
     if cfg.mtp_layers:
         add("mtp_layers", cfg.mtp_layers)
+        if shape.is_hybrid:
+            notes.append("the MTP blocks' pattern (an attention and an expert block, '*E', a "
+                         "depth) is not emitted: newer Megatron-LM appends it to the hybrid "
+                         "layer pattern after a '/' per depth")
+        if cfg.mtp_shared_weights:
+            notes.append("MTP depths sharing one block's weights are not emitted (Megatron "
+                         "Bridge's mtp_use_repeated_layer)")
     # the layout
     add("tp", cfg.tp)
     add("pp", cfg.pp)

@@ -63,11 +63,13 @@ def render_preset(p: Preset) -> str:
              f"token; published: {published}",
              f"  shape         {s.layers} layers, hidden {s.hidden}, {s.heads} heads"
              + ("" if s.mla is not None else f" ({s.n_kv_heads} KV) of {s.d_head}")
-             + f", FFN {s.d_ffn} "
-             f"{s.ffn_kind.value}, vocabulary {s.vocab:,}"]
+             + (f", FFN {s.d_ffn}" if not s.is_hybrid or s.mlp_layers else "")
+             + f" {s.ffn_kind.value}, vocabulary {s.vocab:,}"]
     if s.is_moe:
         lines.append(f"  experts       {_experts(s)}, {s.d_expert} "
-                     f"wide" + (f"; the first {s.dense_layers} layers dense"
+                     f"wide" + (f", in a latent width of {s.moe_latent} (projected from and "
+                                f"back to the hidden size)" if s.moe_latent else "")
+                     + (f"; the first {s.dense_layers} layers dense"
                                 if s.dense_layers else "")
                      + (f"; GLU inputs clamped at {s.glu_limit:g}" if s.glu_limit else ""))
     if s.mamba is not None or s.is_hybrid:
@@ -75,8 +77,7 @@ def render_preset(p: Preset) -> str:
                   f"{s.mlp_layers} MLP", f"{s.moe_layers} expert"]
         kept = [b for b in blocks if not b.startswith("0 ")]
         listed = ", ".join(kept[:-1]) + " and " + kept[-1] if len(kept) > 1 else kept[0]
-        lines.append(f"  blocks        hybrid: {listed} blocks, one norm each (training "
-                     "and serving estimates not yet modelled)")
+        lines.append(f"  blocks        hybrid: {listed} blocks, one norm each")
         if s.mamba is not None:
             mb = s.mamba
             lines.append(f"  Mamba-2       {mb.heads} heads of {mb.head_dim}, state {mb.state}, "

@@ -194,6 +194,7 @@ def point_config(point: TrainingPoint, system: System | None) -> TrainingConfig:
         pp_layout=str(point.get("pp_layout", "")),
         pp_schedule=str(point.get("pp_schedule", PP_SCHEDULES[0])),
         mtp_layers=int(point.get("mtp_layers", 0)),
+        mtp_shared_weights=bool(point.get("mtp_shared_weights", False)),
         fused_attention=bool(point.get("fused_attention",
                                        point.source not in _EARLY_MEGATRON_SOURCES)),
         attention_kernel=str(point.get("attention_kernel", "native")),

@@ -23,7 +23,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from gpuarch.workloads.params import attention_params, count_params, mlp_params
+from gpuarch.workloads.params import (
+    attention_params,
+    count_params,
+    latent_projection_params,
+    mlp_params,
+    routed_expert_params,
+)
 from gpuarch.workloads.shape import TransformerShape
 
 __all__ = ["ForwardFlops", "attention_core_dims", "attention_projections",
@@ -109,7 +115,8 @@ def forward_flops_per_token(s: TransformerShape, seq_len: int, *, causal: bool =
     core = 2.0 * s.heads * (qk_dim + v_dim) * (
         (s.attention_layers - windowed) * full_keys + windowed * window_keys)
     per_token_mlp = s.mlp_layers * mlp_params(s, s.d_ffn) + s.moe_layers * (
-        s.experts_per_token + s.shared_experts) * mlp_params(s, s.d_expert)
+        s.experts_per_token * routed_expert_params(s)
+        + s.shared_experts * mlp_params(s, s.d_expert) + latent_projection_params(s))
     return ForwardFlops(
         attention_proj=2.0 * s.attention_layers * attention_params(s),
         attention_core=float(core),

@@ -327,8 +327,9 @@ def _nemotron_h(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape
     - MLP, E experts), each with one RMSNorm; MLPs and experts have an up and a down
     projection with squared ReLU; a shared expert of ``moe_shared_expert_intermediate_size``
     (a whole number of expert widths); untied embeddings unless the config says otherwise
-    (Transformers' modeling_nemotron_h.py @008d9e95). Latent experts (``moe_latent_size``,
-    Nemotron 3 Super) are refused: the shape has no latent projection."""
+    (Transformers' modeling_nemotron_h.py @008d9e95); latent experts of
+    ``moe_latent_size`` (Nemotron 3 Super). Its MTP block (``num_nextn_predict_layers``) is
+    a training setting (``--mtp-layers``), not part of the shape."""
     pattern = cfg.get("hybrid_override_pattern")
     if not isinstance(pattern, str) or not pattern:
         raise GpuarchError(f"hybrid_override_pattern: expected a string of M, *, - and E, "
@@ -337,9 +338,6 @@ def _nemotron_h(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape
     if layers != len(pattern):
         raise GpuarchError(f"num_hidden_layers: {layers}, but hybrid_override_pattern has "
                            f"{len(pattern)} blocks")
-    if cfg.get("moe_latent_size"):
-        raise GpuarchError("moe_latent_size: experts in a latent space (Nemotron 3 Super) "
-                           "are not modelled")
     heads = _get(cfg, path, "num_attention_heads")
     fields = _decoder_fields(cfg, path, label, layers, heads)
     fields["head_dim"] = _get(cfg, path, "head_dim", "attention_head_dim", default=0) or 0
@@ -374,6 +372,7 @@ def _nemotron_h(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape
         shared_experts=shared,
         expert_groups=groups, groups_per_token=per_token,
         moe_ffn_hidden=width,
+        moe_latent=(_get(cfg, path, "moe_latent_size", default=0) or 0) if experts else 0,
         hybrid_pattern=pattern,
         mamba=mamba,
     )

@@ -4,7 +4,9 @@ the next token (two RMSNorms), concatenates them, projects 2h -> h, runs one tra
 layer, and predicts through the main model's output head (after its own final norm), sharing
 the head and the embedding with the main model. Megatron-Core's ``--mtp-num-layers`` builds
 the same block; its layer is of the model's last layer's kind (an expert layer in an MoE
-model), with full attention.
+model), with full attention. A hybrid model's MTP block is an attention block and an expert
+block (an MLP block without experts), Nemotron 3 Super's ``*E`` (Megatron-Core's MTP layer
+pattern); its depths may share one block's weights (``--mtp-use-repeated-layer``).
 """
 
 from __future__ import annotations
@@ -20,9 +22,10 @@ __all__ = ["mtp_block_params", "mtp_forward_flops_per_token", "mtp_layer_shape"]
 
 def mtp_layer_shape(s: TransformerShape) -> TransformerShape:
     """A one-layer model whose layer is the MTP block's: an expert layer in an MoE model,
-    full attention."""
+    full attention (a hybrid model's attention and expert blocks as one layer)."""
     return dataclasses.replace(s, name=f"{s.name} MTP layer", layers=1, dense_layers=0,
-                               sliding_window=0, sliding_layers=0)
+                               sliding_window=0, sliding_layers=0, hybrid_pattern="",
+                               mamba=None)
 
 
 def mtp_block_params(s: TransformerShape) -> tuple[int, int]:

@@ -7,7 +7,8 @@ from functools import cache
 
 from gpuarch.workloads.shape import Position, QkNorm, TransformerShape
 
-__all__ = ["ParamCount", "count_params", "layer_norm_params", "mamba_params"]
+__all__ = ["ParamCount", "count_params", "latent_projection_params", "layer_norm_params",
+           "mamba_params", "routed_expert_params"]
 
 
 @dataclass(frozen=True)
@@ -23,11 +24,13 @@ class ParamCount:
     router: int
     norms: int
     mamba: int = 0  # all Mamba-2 mixer blocks of a hybrid model
+    moe_latent: int = 0  # latent experts' projections to and from the latent width
 
     @property
     def total(self) -> int:
         return (self.embedding + self.lm_head + self.attention + self.mlp_dense
-                + self.mlp_experts + self.mlp_shared + self.router + self.norms + self.mamba)
+                + self.mlp_experts + self.mlp_shared + self.router + self.norms + self.mamba
+                + self.moe_latent)
 
     def active(self, shape: TransformerShape) -> int:
         """Parameters used per token: routed experts counted experts_per_token of experts."""
@@ -57,13 +60,26 @@ def attention_params(s: TransformerShape) -> int:
     return weights + biases
 
 
-def mlp_params(s: TransformerShape, width: int) -> int:
-    """One MLP (dense block or one expert) of inner width ``width``."""
-    weights = s.ffn_kind.matrices * s.hidden * width
+def mlp_params(s: TransformerShape, width: int, outer: int = 0) -> int:
+    """One MLP (dense block or one expert) of inner width ``width`` reading and writing
+    vectors of width ``outer`` (0 = the hidden size; a routed latent expert's is
+    ``s.expert_width``)."""
+    outer = outer or s.hidden
+    weights = s.ffn_kind.matrices * outer * width
     biases = 0
     if s.bias:
-        biases = (2 if s.ffn_kind.gated else 1) * width + s.hidden
+        biases = (2 if s.ffn_kind.gated else 1) * width + outer
     return weights + biases
+
+
+def routed_expert_params(s: TransformerShape) -> int:
+    """One routed expert (in the latent width of latent experts)."""
+    return mlp_params(s, s.d_expert, s.expert_width)
+
+
+def latent_projection_params(s: TransformerShape) -> int:
+    """One expert block's projections to the latent width and back (0 without)."""
+    return 2 * s.hidden * s.moe_latent
 
 
 def mamba_params(s: TransformerShape) -> int:
@@ -113,9 +129,10 @@ def count_params(s: TransformerShape) -> ParamCount:
         lm_head=lm_head,
         attention=s.attention_layers * attention_params(s),
         mlp_dense=s.mlp_layers * mlp_params(s, s.d_ffn),
-        mlp_experts=s.moe_layers * s.experts * mlp_params(s, s.d_expert),
+        mlp_experts=s.moe_layers * s.experts * routed_expert_params(s),
         mlp_shared=s.moe_layers * s.shared_experts * mlp_params(s, s.d_expert),
         router=s.moe_layers * h * s.experts,
         norms=norms + norm,
         mamba=s.mamba_layers * mamba_params(s),
+        moe_latent=s.moe_layers * latent_projection_params(s),
     )

@@ -189,6 +189,11 @@ class TransformerShape:
     expert_groups: int = 0
     groups_per_token: int = 0
     moe_ffn_hidden: int = 0  # 0 = ffn_hidden
+    # latent experts (Nemotron 3 Super's LatentMoE, Megatron-Core's moe_latent_size): the
+    # routed experts read and write vectors of this width, which a projection from the hidden
+    # size makes before dispatch and another takes back after the combine (both duplicated
+    # over TP); the router and the shared experts see the full hidden state. 0 = none
+    moe_latent: int = 0
     dense_layers: int = 0  # leading layers that stay dense in an MoE model
     sliding_window: int = 0  # tokens a query sees in sliding-window layers; 0 = none
     sliding_layers: int = 0  # how many layers use the window; 0 with a window = all
@@ -210,7 +215,8 @@ class TransformerShape:
         for name in ("layers", "hidden", "heads", "vocab"):
             _positive(name, getattr(self, name))
         for name in ("kv_heads", "head_dim", "ffn_hidden", "max_positions", "experts",
-                     "experts_per_token", "shared_experts", "moe_ffn_hidden", "dense_layers",
+                     "experts_per_token", "shared_experts", "moe_ffn_hidden", "moe_latent",
+                     "dense_layers",
                      "sliding_window", "sliding_layers", "expert_groups", "groups_per_token",
                      "context_window"):
             _positive(name, getattr(self, name), minimum=0)
@@ -242,9 +248,13 @@ class TransformerShape:
             if self.dense_layers >= self.layers:
                 raise GpuarchError(f"dense_layers: {self.dense_layers} must be below layers "
                                    f"{self.layers}")
-        elif self.experts_per_token or self.shared_experts or self.expert_groups:
-            raise GpuarchError("experts_per_token / shared_experts / expert_groups need "
-                               "experts > 0")
+            if self.moe_latent >= self.hidden:
+                raise GpuarchError(f"moe_latent: {self.moe_latent} must be below hidden "
+                                   f"{self.hidden} (a latent width narrows the experts')")
+        elif self.experts_per_token or self.shared_experts or self.expert_groups or \
+                self.moe_latent:
+            raise GpuarchError("experts_per_token / shared_experts / expert_groups / "
+                               "moe_latent need experts > 0")
         if self.hybrid_pattern or self.mamba is not None:
             self._check_hybrid()
         if self.position is Position.LEARNED and self.max_positions == 0:
@@ -357,6 +367,12 @@ class TransformerShape:
     @property
     def d_expert(self) -> int:
         return self.moe_ffn_hidden or self.d_ffn
+
+    @property
+    def expert_width(self) -> int:
+        """The width of the vectors the routed experts read and write and the dispatcher
+        sends: the latent width of latent experts, else the hidden size."""
+        return self.moe_latent or self.hidden
 
     @property
     def is_moe(self) -> bool:
