@@ -1287,6 +1287,11 @@ def test_offline_runs_end_with_a_part_full_wave() -> None:
     few = _est(**base, batch=None, num_requests=b // 4)
     assert few.batch == b // 4 and few.output_tokens_per_s < tail.output_tokens_per_s
     assert few.assumptions["num_requests"] == b // 4
+    # a client concurrency above the run's requests sends them all at once: nothing waits
+    # for a slot (the run is the one at a concurrency of its requests)
+    burst = _est(**base, batch=b // 2, num_requests=b // 4)
+    assert burst.ttft_s == pytest.approx(few.ttft_s, rel=1e-12)
+    assert burst.output_tokens_per_s == pytest.approx(few.output_tokens_per_s, rel=1e-12)
     two = estimate_inference(CATALOG, LLAMA_8B, H100, InferenceConfig(
         **base, gpus=2, num_requests=b // 2))
     assert two.batch == math.ceil((b // 2) / 2)  # each of the two replicas holds half

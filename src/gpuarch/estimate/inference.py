@@ -1599,8 +1599,12 @@ def _evaluate(runner: _Runner, cfg: InferenceConfig, product: Product, max_batch
         # and no more than its cap, which bounds each micro-batch of a pipeline
         batch = minimum(batch, cfg.max_batch_size * stages)
     if cfg.batching is Batching.CONTINUOUS and cfg.num_requests:
-        # an offline run of num_requests: a replica never holds more than its share
-        batch = minimum(batch, math.ceil(cfg.num_requests / cfg.replicas))
+        # an offline run of num_requests: a replica never holds more than its share, nor
+        # has more than that in flight (a client's concurrency above the run's requests
+        # sends them all at once and leaves nothing to queue)
+        share = math.ceil(cfg.num_requests / cfg.replicas)
+        batch = minimum(batch, share)
+        requested = minimum(requested, share)
     mean_ctx = cfg.mean_decode_context
     runner.parts = {} if parts is not None else None
     # with pipeline stages the sequences in flight are split into one micro-batch per stage:
