@@ -46,14 +46,16 @@ def test_blocks_in_pairs_serve_as_their_layers_do(name: str, block: str, ep: int
 def test_only_attention_blocks_cache_keys_and_values() -> None:
     """Nemotron 3 Nano's six attention blocks of 2 KV heads of 128 keep 6 x 2 x 2 x 128 x 2
     bytes a token (16-bit cache); its 23 Mamba-2 blocks keep per sequence the last 3 of
-    the convolution's 4 inputs over 4,096 + 2 x 8 x 128 channels and the 64 x 64 x 128
-    recurrent state, in 16 bits: 23.8 MiB whatever the length. Halved at TP 2."""
+    the convolution's 4 inputs over 4,096 + 2 x 8 x 128 channels in 16 bits and the 64 x 64
+    x 128 recurrent state in FP32 (the engines' default for it): 46.8 MiB whatever the
+    length (23.8 MiB with a 16-bit state). Halved at TP 2."""
     assert kv_bytes_per_token(NANO, 2.0) == 6 * 2 * 2 * 128 * 2
     m = NANO.mamba
     assert m is not None
-    one = 3 * 6144 * 2 + 64 * 64 * 128 * 2
+    one = 3 * 6144 * 2 + 64 * 64 * 128 * 4
     assert mamba_state_bytes(m, 1, 2.0) == one
     assert mamba_state_bytes(m, 2, 2.0) == one / 2
+    assert mamba_state_bytes(m, 1, 2.0, 2.0) == 3 * 6144 * 2 + 64 * 64 * 128 * 2
     # the cache grows with the context by the attention blocks' keys and values alone
     h100 = CATALOG.product("h100")
     short, long = (memory_per_gpu(NANO, InferenceConfig(input_len=n, output_len=1, batch=8),
@@ -64,13 +66,15 @@ def test_only_attention_blocks_cache_keys_and_values() -> None:
 
 def test_a_decode_step_reads_and_writes_each_sequences_state() -> None:
     """One token of each of 64 sequences: the state update reads and writes 64 x 64 x 64 x
-    128 state elements and moves x, z, y (4,096 each) and B and C (2 x 1,024); the
-    convolution update reads and writes the last three inputs of 6,144 channels and the new
-    one."""
+    128 state elements (FP32 by default) and moves x, z, y (4,096 each) and B and C (2 x
+    1,024); the convolution update reads and writes the last three inputs of 6,144 channels
+    and the new one."""
     m = NANO.mamba
     assert m is not None
     conv, scan, norm = mamba_decode_ops(m, 1, 64, 2.0)
-    assert scan.bytes_moved == 2 * 64 * (64 * 64 * 128) * 2 + 64 * (3 * 4096 + 2048) * 2
+    assert scan.bytes_moved == 2 * 64 * (64 * 64 * 128) * 4 + 64 * (3 * 4096 + 2048) * 2
+    half = mamba_decode_ops(m, 1, 64, 2.0, 2.0)[1]
+    assert half.bytes_moved == 2 * 64 * (64 * 64 * 128) * 2 + 64 * (3 * 4096 + 2048) * 2
     assert conv.bytes_moved == 64 * 6144 * 2 * (2 * 3 + 2)
     assert norm.bytes_moved == 2 * 64 * 4096 * 2
 
@@ -81,7 +85,18 @@ def test_nano_serves_with_its_scan_and_state_in_the_breakdowns() -> None:
     assert est.prefill_parts_s["mamba_scan"] > 0
     assert est.decode_step_parts_s["mamba_scan"] > 0
     assert est.assumptions["mamba_state_bytes_per_sequence_per_gpu"] == pytest.approx(
+        23 * (3 * 6144 * 2 + 64 * 64 * 128 * 4))
+    assert est.assumptions["ssm_state_precision"] == "fp32"
+    # a 16-bit state (vLLM --mamba-ssm-cache-dtype float16) halves the state's share: less
+    # memory a sequence, a shorter decode step
+    half = estimate_inference(CATALOG, NANO, CATALOG.product("h100"), InferenceConfig(
+        input_len=1024, output_len=1024, batch=64, ssm_state_precision="fp16"))
+    assert half.assumptions["mamba_state_bytes_per_sequence_per_gpu"] == pytest.approx(
         23 * (3 * 6144 * 2 + 64 * 64 * 128 * 2))
+    assert half.tpot_s < est.tpot_s and half.max_batch > est.max_batch
+    with pytest.raises(GpuarchError, match=r"--ssm-state-precision: .*'fp8'"):
+        estimate_inference(CATALOG, NANO, CATALOG.product("h100"), InferenceConfig(
+            input_len=1024, output_len=1024, batch=64, ssm_state_precision="fp8"))
     plain = estimate_inference(CATALOG, preset("qwen3-30b-a3b").shape,
                                CATALOG.product("h100"),
                                InferenceConfig(input_len=1024, output_len=1024, batch=64))

@@ -38,7 +38,12 @@ from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import Product, System
 from gpuarch.errors import GpuarchError, check_choice, check_count, check_number
 from gpuarch.estimate.energy import seconds_per_token_at_peak, serving_energy_kwh
-from gpuarch.estimate.mamba import hybrid_state_bytes, mamba_decode_ops, mamba_mixer_ops
+from gpuarch.estimate.mamba import (
+    SSM_STATE_BYTES,
+    hybrid_state_bytes,
+    mamba_decode_ops,
+    mamba_mixer_ops,
+)
 from gpuarch.perf.collectives import (
     Collective,
     Fabric,
@@ -312,6 +317,9 @@ class InferenceConfig:
     fp8_context_attention: bool = False
     # how FP8 weights carry their scales: see FP8_SCALINGS
     fp8_scaling: str = "tensor"
+    # the format a hybrid model's Mamba-2 recurrent state is kept in between steps
+    # (estimate.mamba.SSM_STATE_BYTES: fp32, the engines' default, bf16 or fp16)
+    ssm_state_precision: str = "fp32"
     # absorbed latent attention (MLA) in decode over an FP8 cache on Blackwell computes in
     # FP8 (Efficiency.mla_decode_attention_fp8), as TensorRT-LLM's generation kernel does in
     # NVIDIA aiconfigurator's 1.2.0rc5 and 1.3.0rc20 tables; off: in 16 bits whatever the
@@ -457,6 +465,8 @@ class InferenceConfig:
         check_choice("--moe-comm", self.moe_comm, MOE_COMMS)
         check_choice("--moe-kernels", self.moe_kernels, MOE_KERNELS)
         check_choice("--fp8-scaling", self.fp8_scaling, FP8_SCALINGS)
+        check_choice("--ssm-state-precision", self.ssm_state_precision,
+                     tuple(SSM_STATE_BYTES))
         check_count("--num-requests", self.num_requests, zero_unset=True)
         check_output_len_cv(self.output_len_cv)
         if self.output_len_cv and self.batching is not Batching.CONTINUOUS:
@@ -995,7 +1005,8 @@ class _Runner:
         m = s.mamba
         assert m is not None
         mixer = mamba_mixer_ops(m, t, tokens, 2.0) if prefill or q_len > 1 else \
-            mamba_decode_ops(m, t, tokens, 2.0)
+            mamba_decode_ops(m, t, tokens, 2.0,
+                             SSM_STATE_BYTES[self.cfg.ssm_state_precision])
         return [self._gemm(tokens, m.in_proj_width // t, s.hidden, "mamba_in_proj"), *mixer,
                 self._gemm(tokens, s.hidden, m.inner // t, "mamba_out_proj")]
 
@@ -1440,7 +1451,7 @@ def _kv_and_activation_sizer(shape: TransformerShape, cfg: InferenceConfig
     logits_per_sequence = shape.vocab / cfg.tp * 4.0
 
     # a hybrid model's Mamba-2 blocks hold a fixed state per sequence, whatever its length
-    state = hybrid_state_bytes(shape, cfg.tp)
+    state = hybrid_state_bytes(shape, cfg.tp, SSM_STATE_BYTES[cfg.ssm_state_precision])
 
     def sizes(batch: Num, prompt: int) -> tuple[Num, Num]:
         kv = batch * (per_token * _positions_held(
@@ -1938,7 +1949,9 @@ def estimate_inference(
                                                          cfg.tp) / cfg.pp,
         # a hybrid model's Mamba-2 convolution and recurrent state, held in the KV cache's
         # memory, per sequence whatever its length (0 without Mamba-2 blocks)
-        "mamba_state_bytes_per_sequence_per_gpu": hybrid_state_bytes(shape, cfg.tp) / cfg.pp,
+        "mamba_state_bytes_per_sequence_per_gpu": hybrid_state_bytes(
+            shape, cfg.tp, SSM_STATE_BYTES[cfg.ssm_state_precision]) / cfg.pp,
+        "ssm_state_precision": cfg.ssm_state_precision if shape.mamba is not None else None,
         "batching": cfg.batching.value,
         "prefill_chunk_tokens": cfg.chunk,
         "replicas": cfg.replicas,

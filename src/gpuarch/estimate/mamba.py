@@ -15,7 +15,8 @@ from gpuarch.perf.num import Num
 from gpuarch.perf.roofline import Elementwise, Gemm, Op
 from gpuarch.workloads.shape import MambaShape, TransformerShape
 
-__all__ = ["MAMBA_CHUNK", "MAMBA_SERVING_STATE_BYTES", "hybrid_state_bytes", "mamba_decode_ops",
+__all__ = ["MAMBA_CHUNK", "MAMBA_SERVING_STATE_BYTES", "SSM_STATE_BYTES", "hybrid_state_bytes",
+           "mamba_decode_ops",
            "mamba_mixer_ops", "mamba_ops", "mamba_scan_bytes", "mamba_scan_flops",
            "mamba_state_bytes"]
 
@@ -24,10 +25,17 @@ MAMBA_CHUNK = 128
 (chunk_size 128, megatron/core/ssm/mamba_mixer.py @00bebb45), and Nemotron 3 Nano's
 config.json's chunk_size."""
 
-MAMBA_SERVING_STATE_BYTES = 2.0
-"""Bytes per element of the recurrent state a serving engine keeps per sequence: the
-model's 16-bit dtype, vLLM's default (mamba_ssm_cache_dtype "auto" follows the model's);
-an FP32 state doubles it."""
+SSM_STATE_BYTES = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0}
+"""Bytes per element of the recurrent (SSM) state a serving engine keeps per sequence, by
+its format. FP32 is the engines' default for NVIDIA's hybrids: SGLang's
+``--mamba-ssm-dtype`` defaults to float32 (python/sglang/srt/server_args.py, 0.5.6-0.5.8),
+and vLLM from 0.13 takes the checkpoint's ``mamba_ssm_cache_dtype`` (float32 in Nemotron 3
+Nano's config.json) through its Nemotron-H config hook
+(vllm/model_executor/models/config.py, NemotronHForCausalLMConfig); vLLM 0.11-0.12 kept the
+model's 16 bits unless asked. The convolution's state stays 16-bit in both."""
+
+MAMBA_SERVING_STATE_BYTES = SSM_STATE_BYTES["fp32"]
+"""The default of ``SSM_STATE_BYTES``."""
 
 
 def mamba_ops(s: TransformerShape, tp: Any, tokens: Num, element: float) -> list[Op]:
@@ -78,13 +86,14 @@ def mamba_decode_ops(m: MambaShape, tp: Any, seqs: Num, element: float,
             Elementwise(2.0 * seqs * inner * element, name="mamba_norm")]
 
 
-def hybrid_state_bytes(s: TransformerShape, tp: Any) -> Any:
+def hybrid_state_bytes(s: TransformerShape, tp: Any,
+                       state_element: float = MAMBA_SERVING_STATE_BYTES) -> Any:
     """Bytes one sequence holds on one of ``tp`` GPUs in all of a model's Mamba-2 blocks
-    between serving steps (activations 16-bit, the state ``MAMBA_SERVING_STATE_BYTES``); 0
-    without them."""
+    between serving steps (the convolution's inputs 16-bit, the recurrent state
+    ``state_element`` bytes an element); 0 without them."""
     if s.mamba is None:
         return 0.0
-    return s.mamba_layers * mamba_state_bytes(s.mamba, tp, 2.0)
+    return s.mamba_layers * mamba_state_bytes(s.mamba, tp, 2.0, state_element)
 
 
 def mamba_state_bytes(m: MambaShape, tp: Any, element: float,
