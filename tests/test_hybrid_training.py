@@ -192,6 +192,51 @@ def test_a_hybrids_mtp_blocks_cost_what_a_layers_do(shared: bool) -> None:
             b.memory.weights - without.memory.weights, rel=1e-9)
 
 
+@pytest.mark.parametrize(("name", "block", "pp", "mtp"), [
+    ("llama-3.1-8b", "-", 2, 0), ("llama-3.1-8b", "-", 4, 0), ("qwen3-30b-a3b", "E", 2, 0),
+    ("qwen3-30b-a3b", "E", 4, 1)])
+def test_a_hybrid_pipeline_of_pairs_costs_what_the_plain_ones_does(name: str, block: str,
+                                                                   pp: int, mtp: int) -> None:
+    """A hybrid's pipeline splits its blocks evenly over the stages, as Megatron-Core does
+    without '|' segments in the pattern (the embedding on the first, the MTP blocks and the
+    loss on the last): for a pattern of attention and MLP (or expert) pairs the step is
+    the plain model's within 0.1%, the activations held the same, and the weights of the
+    most loaded rank within 1e-5 (the final norm whole on the last rank, not spread)."""
+    plain = preset(name).shape
+    hybrid = dataclasses.replace(plain, layers=2 * plain.layers,
+                                 hybrid_pattern=("*" + block) * plain.layers)
+    cfg = TrainingConfig(gpus=8, seq_len=4096, global_batch=64, pp=pp,
+                         ep=8 // pp if block == "E" else 1, mtp_layers=mtp)
+    h100 = CATALOG.product("h100")
+    a = estimate_training(CATALOG, plain, h100, cfg)
+    b = estimate_training(CATALOG, hybrid, h100, cfg)
+    assert b.step_time_s == pytest.approx(a.step_time_s, rel=1e-3)
+    assert b.memory.activations == pytest.approx(a.memory.activations, rel=1e-12)
+    assert b.memory.weights == pytest.approx(a.memory.weights, rel=1e-5)
+    assert b.memory.weights != a.memory.weights
+
+
+def test_a_hybrid_pipelines_ranks_hold_every_parameter_once() -> None:
+    """Nemotron 3 Super over 4 stages of 22 blocks: the ranks' parameters, blocks by kind
+    with their norms, the embedding on the first and the head with the final norm on the
+    last, add up to the model's; the two MTP depths of one shared block sit on the last."""
+    from gpuarch.estimate.pipeline_layout import hybrid_layout
+    from gpuarch.estimate.training import _rank_params
+    from gpuarch.workloads.mtp import mtp_block_params
+    shape = preset("nemotron-3-super").shape
+    layout = hybrid_layout(shape.hybrid_pattern, pp=4, mtp_layers=2)
+    assert [r.layers for r in layout.ranks] == [22] * 4
+    assert dict(layout.ranks[0].blocks) == {"M": 10, "E": 10, "*": 2}
+    assert layout.ranks[-1].mtp == 2 and layout.ranks[0].embedding and layout.ranks[-1].loss
+    assert layout.max_layers == 22 + 2 * 2  # an MTP block holds two blocks' activations
+    dense, expert = _rank_params(shape, layout, 0, 0)
+    assert dense.sum() + expert.sum() == count_params(shape).total
+    one_dense, one_expert = mtp_block_params(shape)
+    dense2, expert2 = _rank_params(shape, layout, one_dense / 2, one_expert / 2)
+    assert dense2[-1] - dense[-1] == pytest.approx(one_dense)
+    assert expert2[-1] - expert[-1] == pytest.approx(one_expert)
+
+
 def test_a_mamba_block_keeps_its_projection_scan_and_norm_outputs() -> None:
     """Activation memory of a hybrid model is its blocks' mean: a Mamba-2 block keeps its
     norm's input and output, the input projection's output, the scan's output and the
@@ -228,8 +273,11 @@ def test_nano_trains_with_a_scan_in_its_breakdown(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("change", "message"), [
-    ({"pp": 2}, "--pp: .* hybrid Mamba-2 model, whose training is modelled only with "
-                "--pp 1"),
+    ({"pp": 2, "vpp": 2}, "--vpp: .* hybrid Mamba-2 model, whose training is modelled only "
+                          "with --vpp 1"),
+    ({"pp": 3, "gpus": 6}, r"--pp: 3 must divide the 52 blocks of the hybrid pattern"),
+    ({"pp": 2, "pp_edge_layers": True}, "--pp-edge-layers: .* split its block pattern "
+                                        "evenly"),
     ({"cp": 16, "gpus": 16}, r"--cp: TP x CP = 1 x 16 must divide the Mamba-2 heads \(64\) "
                              r"and groups \(8\)"),
     ({"lora_rank": 8}, "--lora-rank: .*--lora-rank 0"),

@@ -98,8 +98,8 @@ def test_a_hybrid_config_is_counted_trained_served_and_refused_where_not_modelle
         capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     """A Nemotron-H config.json shows its blocks and counted parameters; 'estimate train'
     and 'estimate infer' on it run, with the Mamba-2 scan in their breakdowns; a pipeline
-    in training and disaggregated serving are usage errors (exit 2) that say what is not
-    modelled, without a traceback."""
+    that does not split its 52 blocks evenly and disaggregated serving are usage errors
+    (exit 2) that say why, without a traceback; an even one runs."""
     from tests.test_workloads import NEMOTRON_H_8B
 
     path = tmp_path / "config.json"
@@ -112,9 +112,13 @@ def test_a_hybrid_config_is_counted_trained_served_and_refused_where_not_modelle
     out, _ = capsys.readouterr()
     assert status == 0 and "mamba_scan" in out
     status = main(["estimate", "train", "--model", str(path), "--gpu", "h100", "--gpus", "8",
-                   "--seq-len", "4096", "--global-batch", "64", "--pp", "2"])
+                   "--seq-len", "4096", "--global-batch", "64", "--pp", "8"])
     _, err = capsys.readouterr()
-    assert status == 2 and "--pp: " in err and "Traceback" not in err
+    assert status == 2 and "--pp: 8 must divide the 52 blocks" in err and "Traceback" not in err
+    status = main(["estimate", "train", "--model", str(path), "--gpu", "h100", "--gpus", "8",
+                   "--seq-len", "4096", "--global-batch", "64", "--pp", "4"])
+    out, _ = capsys.readouterr()
+    assert status == 0 and "PP4" in out
     status = main(["estimate", "infer", "--model", str(path), "--gpu", "h100",
                    "--input-len", "100", "--output-len", "10", "--batch", "1"])
     out, _ = capsys.readouterr()

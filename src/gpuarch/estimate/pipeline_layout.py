@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from gpuarch.errors import GpuarchError
 from gpuarch.perf.num import Num, maximum, minimum, where
 
-__all__ = ["PipelineLayout", "StageLoad", "held_layer_passes", "layout_held_layer_passes",
-           "parse_pp_layout"]
+__all__ = ["PipelineLayout", "StageLoad", "held_layer_passes", "hybrid_layout",
+           "layout_held_layer_passes", "parse_pp_layout"]
 
 
 @dataclass(frozen=True)
@@ -31,6 +31,9 @@ class StageLoad:
     mtp: int = 0  # multi-token-prediction blocks
     embedding: bool = False
     loss: bool = False
+    # a hybrid model's blocks on the rank, by kind (HYBRID_BLOCKS' letters), counted in
+    # dense_layers as their count; empty for a transformer
+    blocks: tuple[tuple[str, int], ...] = ()
 
     @property
     def layers(self) -> int:
@@ -47,8 +50,34 @@ class PipelineLayout:
 
     @property
     def max_layers(self) -> int:
-        """Transformer layers plus MTP blocks on the most loaded rank."""
-        return max(r.layers + r.mtp for r in self.ranks)
+        """Transformer layers plus MTP blocks on the most loaded rank (a hybrid model's
+        blocks, an MTP block two of them: the symbols of the rank's virtual stages)."""
+        pp = len(self.ranks)
+        return max(sum(self.virtual[v].count("t") + self.virtual[v].count("m")
+                       for v in range(rank, len(self.virtual), pp)) for rank in range(pp))
+
+
+def hybrid_layout(pattern: str, *, pp: int, mtp_layers: int = 0) -> PipelineLayout:
+    """A hybrid model's pipeline as Megatron-Core splits a block pattern without '|'
+    stage separators (``select_pipeline_segment`` in megatron/core/models/hybrid/
+    hybrid_layer_allocation.py @089b33b8; MambaStack's even slices before it): rank r holds
+    blocks r x L / PP to (r + 1) x L / PP, the embedding on the first, the MTP blocks and
+    the loss on the last; no interleaving. In the virtual stage each block is a 't' and an
+    MTP block (an attention and an expert block) two 'm's, for the activations held."""
+    if len(pattern) % pp:
+        raise GpuarchError(f"--pp: {pp} must divide the {len(pattern)} blocks of the hybrid "
+                           "pattern (Megatron-Core splits them evenly over the stages)")
+    n = len(pattern) // pp
+    ranks, virtual = [], []
+    for r in range(pp):
+        part = pattern[r * n:(r + 1) * n]
+        mtp = mtp_layers if r == pp - 1 else 0
+        blocks = tuple((b, part.count(b)) for b in sorted(set(part)))
+        ranks.append(StageLoad(dense_layers=n, mtp=mtp, embedding=r == 0, loss=r == pp - 1,
+                               blocks=blocks))
+        virtual.append(("E" if r == 0 else "") + "t" * n + "mm" * mtp
+                       + ("L" if r == pp - 1 else ""))
+    return PipelineLayout("", tuple(virtual), tuple(ranks))
 
 
 def _expand(text: str, start: int, flag: str) -> tuple[str, int]:

@@ -47,6 +47,7 @@ from gpuarch.estimate.pipeline_layout import (
     PipelineLayout,
     StageLoad,
     held_layer_passes,
+    hybrid_layout,
     layout_held_layer_passes,
     parse_pp_layout,
 )
@@ -96,7 +97,9 @@ from gpuarch.workloads.params import (
     count_params,
     latent_projection_params,
     layer_norm_params,
+    mamba_params,
     mlp_params,
+    qk_norm_params,
     routed_expert_params,
 )
 from gpuarch.workloads.shape import MAX_DIMENSION, TransformerShape
@@ -372,6 +375,10 @@ class TrainingConfig:
     def layout(self, shape: TransformerShape) -> PipelineLayout | None:
         """The parsed ``pp_layout`` checked against ``shape`` and the run, or None."""
         if not self.pp_layout:
+            # (the advisor's arrays hold a hybrid's PP at 1: its search has no pipeline)
+            if shape.is_hybrid and np.max(self.pp) > 1:
+                return hybrid_layout(shape.hybrid_pattern, pp=self.pp,
+                                     mtp_layers=self.mtp_layers)
             return None
         return parse_pp_layout(self.pp_layout, pp=self.pp, vpp=self.vpp, layers=shape.layers,
                                dense_layers=shape.layers - shape.moe_layers,
@@ -549,16 +556,26 @@ class TrainingConfig:
             self._check_hybrid(shape)
 
     def _check_hybrid(self, shape: TransformerShape) -> None:
-        """What a hybrid Mamba-2 model's blocks are not yet costed under: a pipeline (its
-        stages split the block pattern, not layers of one kind) and LoRA adapters; and a TP
-        (with context parallelism, TP x CP, over which the Mamba-2 blocks split their heads)
-        that does not split the Mamba-2 heads and B/C groups evenly."""
-        for flag, value, allowed in (("--pp", self.pp, 1),
+        """What a hybrid Mamba-2 model's blocks are not costed under: an interleaved or
+        explicitly laid-out pipeline (Megatron-Core interleaves a hybrid's stages only over
+        '|' segments of its pattern; its even split is ``hybrid_layout``), LoRA adapters; and
+        a TP (with context parallelism, TP x CP, over which the Mamba-2 blocks split their
+        heads) that does not split the Mamba-2 heads and B/C groups evenly."""
+        for flag, value, allowed in (("--vpp", self.vpp, 1),
                                      ("--lora-rank", self.lora_rank, 0)):
             if value != allowed:
                 raise GpuarchError(
                     f"{flag}: {shape.name} is a hybrid Mamba-2 model, whose training is "
                     f"modelled only with {flag} {allowed} so far; got {value}")
+        for flag, given in (("--pp-layout", self.pp_layout),
+                            ("--pp-edge-layers", self.pp_edge_layers)):
+            if given:
+                raise GpuarchError(
+                    f"{flag}: {shape.name} is a hybrid Mamba-2 model, whose pipeline stages "
+                    "split its block pattern evenly (Megatron-Core's split without '|' "
+                    "segments)")
+        if np.max(self.pp) > 1:
+            hybrid_layout(shape.hybrid_pattern, pp=self.pp, mtp_layers=self.mtp_layers)
         flag, what = ("--tp", str(self.tp)) if self.cp == 1 else \
             ("--cp", f"TP x CP = {self.tp} x {self.cp}")
         shape.check_mamba_split(self.tp * self.cp, flag, what)
@@ -1532,8 +1549,10 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
         # each pipeline rank runs its own layers (dense and expert ones as such), MTP blocks
         # and head; the slowest sets the pace
         def rank_pass(load: StageLoad) -> tuple[_Pass, dict[str, Num], Num]:
-            counts = ((load.dense_layers, kinds.get(False)),
-                      (load.expert_layers, kinds.get(True)), (load.mtp, mtp_layer))
+            counts = (*((n, kinds.get(block)) for block, n in load.blocks),
+                      (load.mtp, mtp_layer)) if load.blocks else \
+                ((load.dense_layers, kinds.get(False)),
+                 (load.expert_layers, kinds.get(True)), (load.mtp, mtp_layer))
             extra = load.loss * head_pass + load.mtp * mtp_extra
             total = _Pass()
             own_parts: dict[str, Num] = {}
@@ -1783,6 +1802,9 @@ def _rank_params(shape: TransformerShape, layout: PipelineLayout, mtp_dense: flo
     pipeline rank of ``layout`` holds (before TP and EP split them): its layers, MTP blocks,
     the embedding on the first rank, the LM head and final norm on the last."""
     pc = count_params(shape)
+    final_norm = shape.norm.params_per_width * shape.hidden
+    if shape.is_hybrid:
+        return _hybrid_rank_params(shape, layout, mtp_dense, mtp_expert)
     norms = layer_norm_params(shape)
     attention = attention_params(shape)
     dense_layer = attention + norms + mlp_params(shape, shape.d_ffn)
@@ -1792,7 +1814,6 @@ def _rank_params(shape: TransformerShape, layout: PipelineLayout, mtp_dense: flo
             shape, shape.d_expert) + shape.hidden * shape.experts \
             + latent_projection_params(shape)
         routed = shape.experts * routed_expert_params(shape)
-    final_norm = shape.norm.params_per_width * shape.hidden
     dense, experts = [], []
     for r in layout.ranks:
         head = pc.lm_head or (0 if r.embedding else pc.embedding)  # a tied head's own copy
@@ -1800,6 +1821,29 @@ def _rank_params(shape: TransformerShape, layout: PipelineLayout, mtp_dense: flo
                      + r.mtp * mtp_dense + r.embedding * pc.embedding
                      + r.loss * (head + final_norm))
         experts.append(r.expert_layers * routed + r.mtp * mtp_expert)
+    return np.array(dense), np.array(experts)
+
+
+def _hybrid_rank_params(shape: TransformerShape, layout: PipelineLayout, mtp_dense: float,
+                        mtp_expert: float) -> tuple[Any, Any]:
+    """``_rank_params`` for a hybrid model: each rank's blocks by kind, each with its one
+    norm (an attention block its query-key norms too, an expert block its router, shared
+    experts and latent projections outside the routed experts)."""
+    pc = count_params(shape)
+    norm = shape.norm.params_per_width * shape.hidden
+    outside = {"M": mamba_params(shape), "*": attention_params(shape) + qk_norm_params(shape),
+               "-": mlp_params(shape, shape.d_ffn) if shape.mlp_layers else 0,
+               "E": (shape.shared_experts * mlp_params(shape, shape.d_expert)
+                     + shape.hidden * shape.experts + latent_projection_params(shape))
+               if shape.is_moe else 0}
+    routed = shape.experts * routed_expert_params(shape) if shape.is_moe else 0
+    dense, experts = [], []
+    for r in layout.ranks:
+        head = pc.lm_head or (0 if r.embedding else pc.embedding)  # a tied head's own copy
+        dense.append(sum(n * (outside[block] + norm) for block, n in r.blocks)
+                     + r.mtp * mtp_dense + r.embedding * pc.embedding
+                     + r.loss * (head + norm))
+        experts.append(dict(r.blocks).get("E", 0) * routed + r.mtp * mtp_expert)
     return np.array(dense), np.array(experts)
 
 
