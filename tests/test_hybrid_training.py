@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from gpuarch.catalog import load_catalog
@@ -399,3 +400,25 @@ def test_latent_experts_compute_and_send_the_latent_width() -> None:
     assert two.memory.weights / one.memory.weights == pytest.approx(
         (rest / 2 + pc.moe_latent + pc.mlp_experts / 8)
         / (rest + pc.moe_latent + pc.mlp_experts / 8), rel=1e-12)
+
+
+def test_a_hybrid_pipelines_latent_projections_stay_whole_over_tp() -> None:
+    """Over a pipeline too, TP 2 halves a rank's weights but its latent experts'
+    projections (duplicated over TP), 2 x 4,096 x 1,024 an expert block."""
+    from gpuarch.estimate.pipeline_layout import hybrid_layout
+    from gpuarch.estimate.training import _rank_params
+    shape = preset("nemotron-3-super").shape
+    gb300 = CATALOG.product("gb300")
+    cfg = TrainingConfig(gpus=64, seq_len=8192, global_batch=64, pp=2, ep=16, etp=1,
+                         gpus_per_node=72)
+    one = estimate_training(CATALOG, shape, gb300, cfg)
+    two = estimate_training(CATALOG, shape, gb300, dataclasses.replace(
+        cfg, tp=2, sequence_parallel=True))
+    layout = hybrid_layout(shape.hybrid_pattern, pp=2)
+    dense, expert = _rank_params(shape, layout, 0, 0)
+    heaviest = int(np.argmax(dense + expert / 16))
+    latent = dict(layout.ranks[heaviest].blocks)["E"] * 2 * 4096 * 1024
+    per_param = one.memory.weights / (dense[heaviest] + expert[heaviest] / 16)
+    assert two.memory.weights == pytest.approx(
+        per_param * ((dense[heaviest] - latent) / 2 + latent + expert[heaviest] / 16),
+        rel=1e-9)

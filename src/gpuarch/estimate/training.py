@@ -373,7 +373,8 @@ class TrainingConfig:
         return self.etp or self.tp
 
     def layout(self, shape: TransformerShape) -> PipelineLayout | None:
-        """The parsed ``pp_layout`` checked against ``shape`` and the run, or None."""
+        """The parsed ``pp_layout`` checked against ``shape`` and the run (a hybrid model's
+        even split of its blocks over PP > 1 stages, ``hybrid_layout``), or None."""
         if not self.pp_layout:
             # (the advisor's arrays hold a hybrid's PP at 1: its search has no pipeline)
             if shape.is_hybrid and np.max(self.pp) > 1:
@@ -1645,7 +1646,11 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
             / (cfg.expert_tp * cfg.ep)
     else:
         dense_local, expert_local = _rank_params(shape, layout, mtp_dense, mtp_expert)
-        dense_local = dense_local / cfg.tp
+        # latent experts' projections are whole on every tensor-parallel rank
+        latent = latent_projection_params(shape) * np.array(
+            [dict(r.blocks).get("E", 0) if r.blocks else r.expert_layers
+             for r in layout.ranks])
+        dense_local = (dense_local - latent) / cfg.tp + latent
         expert_local = expert_local / (cfg.expert_tp * cfg.ep)
     # LoRA: the adapters are what is trained, split as the layers they sit beside (the
     # stage's mean share of them with an explicit layout)
@@ -1801,10 +1806,10 @@ def _rank_params(shape: TransformerShape, layout: PipelineLayout, mtp_dense: flo
     """Parameters outside the routed experts, and routed-expert parameters, that each
     pipeline rank of ``layout`` holds (before TP and EP split them): its layers, MTP blocks,
     the embedding on the first rank, the LM head and final norm on the last."""
-    pc = count_params(shape)
-    final_norm = shape.norm.params_per_width * shape.hidden
     if shape.is_hybrid:
         return _hybrid_rank_params(shape, layout, mtp_dense, mtp_expert)
+    pc = count_params(shape)
+    final_norm = shape.norm.params_per_width * shape.hidden
     norms = layer_norm_params(shape)
     attention = attention_params(shape)
     dense_layer = attention + norms + mlp_params(shape, shape.d_ffn)
