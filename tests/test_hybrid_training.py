@@ -217,6 +217,33 @@ def test_a_hybrid_pipeline_of_pairs_costs_what_the_plain_ones_does(name: str, bl
     assert b.memory.weights != a.memory.weights
 
 
+def test_a_hybrid_pipeline_cut_by_bars_interleaves_its_segments() -> None:
+    """--pp-layout cuts a hybrid's pattern by '|' into PP x VPP virtual stages, virtual
+    stage v on rank v mod PP, as newer Megatron-Core's --hybrid-layer-pattern does (the only
+    way it interleaves a hybrid): Nemotron 3 Nano's 52 blocks in four segments of 13 over
+    PP 2 x VPP 2 hold what the even PP 2 split's ranks hold but for the order (rank 0 gets
+    segments 1 and 3), and interleaving shortens the bubble. Uneven segments load their
+    ranks unevenly, and the slower rank paces the pipeline."""
+    from gpuarch.estimate.pipeline_layout import hybrid_layout
+    shape = preset("nemotron-3-nano").shape
+    p = shape.hybrid_pattern
+    cut = "|".join(p[i:i + 13] for i in range(0, 52, 13))
+    laid = hybrid_layout(p, pp=2, vpp=2, mtp_layers=0, segments=cut)
+    assert dict(laid.ranks[0].blocks) == {
+        b: (p[:13] + p[26:39]).count(b) for b in set(p[:13] + p[26:39])}
+    assert laid.virtual[0].startswith("E") and laid.virtual[-1].endswith("L")
+    h100 = CATALOG.product("h100")
+    base = TrainingConfig(gpus=8, seq_len=8192, global_batch=64, pp=2, ep=4)
+    even = estimate_training(CATALOG, shape, h100, base)
+    inter = estimate_training(CATALOG, shape, h100,
+                              dataclasses.replace(base, vpp=2, pp_layout=cut))
+    assert inter.time_breakdown.pipeline_bubble < even.time_breakdown.pipeline_bubble
+    lopsided = p[:30] + "|" + p[30:]
+    skew = estimate_training(CATALOG, shape, h100,
+                             dataclasses.replace(base, pp_layout=lopsided))
+    assert skew.step_time_s > even.step_time_s
+
+
 def test_a_hybrid_pipelines_ranks_hold_every_parameter_once() -> None:
     """Nemotron 3 Super over 4 stages of 22 blocks: the ranks' parameters, blocks by kind
     with their norms, the embedding on the first and the head with the final norm on the
@@ -274,11 +301,14 @@ def test_nano_trains_with_a_scan_in_its_breakdown(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("change", "message"), [
-    ({"pp": 2, "vpp": 2}, "--vpp: .* hybrid Mamba-2 model, whose training is modelled only "
-                          "with --vpp 1"),
+    ({"pp": 2, "vpp": 2}, r"--vpp: a hybrid model's stages interleave only as '\|' "
+                          r"segments of its pattern \(--pp-layout\); got --vpp 2"),
+    ({"pp": 2, "pp_layout": "MEMEM*EMEMEM*EMEMEM*EMEMEM*E|MEMEM*EMEMEMEM*EMEMEMEMX"},
+     "--pp-layout: the stages joined must be the model's block pattern .*differ at block 52"),
+    ({"pp": 2, "vpp": 2, "pp_layout": "MEMEM*EMEMEM*|EMEMEM*EMEMEM*E"},
+     r"--pp-layout: 2 stages in .* but PP x VPP = 2 x 2 = 4"),
     ({"pp": 3, "gpus": 6}, r"--pp: 3 must divide the 52 blocks of the hybrid pattern"),
-    ({"pp": 2, "pp_edge_layers": True}, "--pp-edge-layers: .* split its block pattern "
-                                        "evenly"),
+    ({"pp": 2, "pp_edge_layers": True}, "--pp-edge-layers: .* hold its blocks alone"),
     ({"cp": 16, "gpus": 16}, r"--cp: TP x CP = 1 x 16 must divide the Mamba-2 heads \(64\) "
                              r"and groups \(8\)"),
     ({"lora_rank": 8}, "--lora-rank: .*--lora-rank 0"),

@@ -979,7 +979,9 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                    help="what each virtual pipeline stage holds, in Megatron's notation "
                         "(--pipeline-model-parallel-layout): E embedding, t layer, m MTP "
                         "block, L loss, | between stages, X*n and (...)*n repeat; e.g. "
-                        "'Et*4|(t*4|)*14tmL' for DeepSeek-V3 at PP 4 x VPP 4")
+                        "'Et*4|(t*4|)*14tmL' for DeepSeek-V3 at PP 4 x VPP 4; for a hybrid "
+                        "Mamba-2 model, its block pattern cut by | into the stages (newer "
+                        "Megatron's --hybrid-layer-pattern)")
     p.add_argument("--pp-schedule", default="1f1b", metavar="1f1b|zb1p|dualpipe|dualpipev",
                    help="pipeline schedule (default 1f1b, interleaved with --vpp > 1; "
                         "zb1p: zero-bubble ZB-H1, weight gradients deferred into the "

@@ -57,27 +57,50 @@ class PipelineLayout:
                        for v in range(rank, len(self.virtual), pp)) for rank in range(pp))
 
 
-def hybrid_layout(pattern: str, *, pp: int, mtp_layers: int = 0) -> PipelineLayout:
-    """A hybrid model's pipeline as Megatron-Core splits a block pattern without '|'
-    stage separators (``select_pipeline_segment`` in megatron/core/models/hybrid/
-    hybrid_layer_allocation.py @089b33b8; MambaStack's even slices before it): rank r holds
-    blocks r x L / PP to (r + 1) x L / PP, the embedding on the first, the MTP blocks and
-    the loss on the last; no interleaving. In the virtual stage each block is a 't' and an
-    MTP block (an attention and an expert block) two 'm's, for the activations held."""
-    if len(pattern) % pp:
-        raise GpuarchError(f"--pp: {pp} must divide the {len(pattern)} blocks of the hybrid "
-                           "pattern (Megatron-Core splits them evenly over the stages)")
-    n = len(pattern) // pp
-    ranks, virtual = [], []
-    for r in range(pp):
-        part = pattern[r * n:(r + 1) * n]
-        mtp = mtp_layers if r == pp - 1 else 0
-        blocks = tuple((b, part.count(b)) for b in sorted(set(part)))
-        ranks.append(StageLoad(dense_layers=n, mtp=mtp, embedding=r == 0, loss=r == pp - 1,
-                               blocks=blocks))
-        virtual.append(("E" if r == 0 else "") + "t" * n + "mm" * mtp
-                       + ("L" if r == pp - 1 else ""))
-    return PipelineLayout("", tuple(virtual), tuple(ranks))
+def hybrid_layout(pattern: str, *, pp: int, vpp: int = 1, mtp_layers: int = 0,
+                  segments: str = "", flag: str = "--pp-layout") -> PipelineLayout:
+    """A hybrid model's pipeline as Megatron-Core splits its block pattern
+    (``select_pipeline_segment`` in megatron/core/models/hybrid/hybrid_layer_allocation.py
+    @089b33b8). With ``segments``, the pattern cut by '|' into PP x VPP virtual stages, in
+    order, virtual stage v on rank v mod PP (newer Megatron's ``--hybrid-layer-pattern``
+    with separators, the only way it interleaves a hybrid); without, PP even slices (rank r
+    holds blocks r x L / PP to (r + 1) x L / PP; MambaStack's split before it). The
+    embedding is on the first stage, the MTP blocks and the loss on the last (the last
+    rank's last chunk). In the virtual stage each block is a 't' and an MTP block (an
+    attention and an expert block) two 'm's, for the activations held."""
+    if segments:
+        parts = "".join(segments.split()).split("|")
+        if len(parts) != pp * vpp:
+            raise GpuarchError(f"{flag}: {len(parts)} stages in {segments!r}, but PP x VPP = "
+                               f"{pp} x {vpp} = {pp * vpp}")
+        joined = "".join(parts)
+        if joined != pattern:
+            at = next((i for i, (a, b) in enumerate(zip(joined, pattern, strict=False))
+                       if a != b), min(len(joined), len(pattern)))
+            raise GpuarchError(f"{flag}: the stages joined must be the model's block pattern "
+                               f"({len(pattern)} blocks); they differ at block {at + 1}")
+    else:
+        if vpp != 1:
+            raise GpuarchError(f"--vpp: a hybrid model's stages interleave only as '|' "
+                               f"segments of its pattern ({flag}); got --vpp {vpp}")
+        if len(pattern) % pp:
+            raise GpuarchError(f"--pp: {pp} must divide the {len(pattern)} blocks of the "
+                               "hybrid pattern (Megatron-Core splits them evenly over the "
+                               f"stages without '|' segments in {flag})")
+        n = len(pattern) // pp
+        parts = [pattern[r * n:(r + 1) * n] for r in range(pp)]
+    last = len(parts) - 1
+    held: list[str] = [""] * pp
+    virtual = []
+    for v, part in enumerate(parts):
+        held[v % pp] += part
+        virtual.append(("E" if v == 0 else "") + "t" * len(part)
+                       + ("mm" * mtp_layers + "L" if v == last else ""))
+    ranks = tuple(StageLoad(dense_layers=len(held[r]), mtp=mtp_layers if r == pp - 1 else 0,
+                            embedding=r == 0, loss=r == pp - 1,
+                            blocks=tuple((b, held[r].count(b)) for b in sorted(set(held[r]))))
+                  for r in range(pp))
+    return PipelineLayout(segments, tuple(virtual), ranks)
 
 
 def _expand(text: str, start: int, flag: str) -> tuple[str, int]:

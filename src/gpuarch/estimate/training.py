@@ -375,11 +375,11 @@ class TrainingConfig:
     def layout(self, shape: TransformerShape) -> PipelineLayout | None:
         """The parsed ``pp_layout`` checked against ``shape`` and the run (a hybrid model's
         even split of its blocks over PP > 1 stages, ``hybrid_layout``), or None."""
+        # (the advisor's arrays hold a hybrid's PP at 1: its search has no pipeline)
+        if shape.is_hybrid and (self.pp_layout or np.max(self.pp) > 1):
+            return hybrid_layout(shape.hybrid_pattern, pp=self.pp, vpp=self.vpp,
+                                 mtp_layers=self.mtp_layers, segments=self.pp_layout)
         if not self.pp_layout:
-            # (the advisor's arrays hold a hybrid's PP at 1: its search has no pipeline)
-            if shape.is_hybrid and np.max(self.pp) > 1:
-                return hybrid_layout(shape.hybrid_pattern, pp=self.pp,
-                                     mtp_layers=self.mtp_layers)
             return None
         return parse_pp_layout(self.pp_layout, pp=self.pp, vpp=self.vpp, layers=shape.layers,
                                dense_layers=shape.layers - shape.moe_layers,
@@ -557,26 +557,22 @@ class TrainingConfig:
             self._check_hybrid(shape)
 
     def _check_hybrid(self, shape: TransformerShape) -> None:
-        """What a hybrid Mamba-2 model's blocks are not costed under: an interleaved or
-        explicitly laid-out pipeline (Megatron-Core interleaves a hybrid's stages only over
-        '|' segments of its pattern; its even split is ``hybrid_layout``), LoRA adapters; and
-        a TP (with context parallelism, TP x CP, over which the Mamba-2 blocks split their
-        heads) that does not split the Mamba-2 heads and B/C groups evenly."""
-        for flag, value, allowed in (("--vpp", self.vpp, 1),
-                                     ("--lora-rank", self.lora_rank, 0)):
-            if value != allowed:
-                raise GpuarchError(
-                    f"{flag}: {shape.name} is a hybrid Mamba-2 model, whose training is "
-                    f"modelled only with {flag} {allowed} so far; got {value}")
-        for flag, given in (("--pp-layout", self.pp_layout),
-                            ("--pp-edge-layers", self.pp_edge_layers)):
-            if given:
-                raise GpuarchError(
-                    f"{flag}: {shape.name} is a hybrid Mamba-2 model, whose pipeline stages "
-                    "split its block pattern evenly (Megatron-Core's split without '|' "
-                    "segments)")
-        if np.max(self.pp) > 1:
-            hybrid_layout(shape.hybrid_pattern, pp=self.pp, mtp_layers=self.mtp_layers)
+        """What a hybrid Mamba-2 model's blocks are not costed under: LoRA adapters,
+        embedding and loss slots in the pipeline split (``--pp-edge-layers``; Megatron-Core
+        splits a hybrid's blocks alone, ``hybrid_layout``, which checks the stages); and a TP
+        (with context parallelism, TP x CP, over which the Mamba-2 blocks split their heads)
+        that does not split the Mamba-2 heads and B/C groups evenly."""
+        if self.lora_rank:
+            raise GpuarchError(
+                f"--lora-rank: {shape.name} is a hybrid Mamba-2 model, whose training is "
+                f"modelled only with --lora-rank 0 so far; got {self.lora_rank}")
+        if self.pp_edge_layers:
+            raise GpuarchError(
+                f"--pp-edge-layers: {shape.name} is a hybrid Mamba-2 model, whose pipeline "
+                "stages hold its blocks alone (Megatron-Core's hybrid split; --pp-layout "
+                "takes the pattern cut by '|' into stages)")
+        if self.pp_layout or np.max(self.pp) > 1:
+            self.layout(shape)
         flag, what = ("--tp", str(self.tp)) if self.cp == 1 else \
             ("--cp", f"TP x CP = {self.tp} x {self.cp}")
         shape.check_mamba_split(self.tp * self.cp, flag, what)

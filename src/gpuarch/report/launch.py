@@ -211,7 +211,11 @@ def megatron_launch(shape: Any, cfg: Any) -> Launch:
     # the layout
     add("tp", cfg.tp)
     add("pp", cfg.pp)
-    if cfg.pp_layout:
+    if cfg.pp_layout and shape.is_hybrid:
+        notes.append(f"the stages as '|' segments of the block pattern ({cfg.pp_layout}) are "
+                     "not emitted: newer Megatron-LM takes them in --hybrid-layer-pattern, "
+                     "whose segments also set the interleaving")
+    elif cfg.pp_layout:
         add("pp_layout", cfg.pp_layout)
     elif cfg.vpp > 1:
         add("vpp", cfg.vpp)
