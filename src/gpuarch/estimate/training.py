@@ -373,8 +373,9 @@ class TrainingConfig:
         return self.etp or self.tp
 
     def layout(self, shape: TransformerShape) -> PipelineLayout | None:
-        """The parsed ``pp_layout`` checked against ``shape`` and the run (a hybrid model's
-        even split of its blocks over PP > 1 stages, ``hybrid_layout``), or None."""
+        """The parsed ``pp_layout`` checked against ``shape`` and the run (for a hybrid
+        model, ``hybrid_layout``: its pattern cut by the layout's '|', or split evenly over
+        PP > 1 stages), or None."""
         # (the advisor's arrays hold a hybrid's PP at 1: its search has no pipeline)
         if shape.is_hybrid and (self.pp_layout or np.max(self.pp) > 1):
             return hybrid_layout(shape.hybrid_pattern, pp=self.pp, vpp=self.vpp,
