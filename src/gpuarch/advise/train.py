@@ -183,8 +183,9 @@ def _layouts(shape: TransformerShape, search: TrainingSearch, gpn: int, multi_no
     counts = sorted({g for g in _pow2(search.max_gpus) + list(range(gpn, search.max_gpus + 1,
                                                                       gpn))
                      if multi_node or g <= gpn})
-    # a hybrid Mamba-2 model's training is modelled without a pipeline so far, with its
-    # Mamba-2 heads and groups split evenly over TP x CP (checked on the grid below)
+    # a hybrid Mamba-2 model is searched without a pipeline (the batched layouts have no
+    # per-rank split of its blocks), with its Mamba-2 heads and groups split evenly over
+    # TP x CP (checked on the grid below)
     tps = [t for t in _pow2(gpn) if shape.heads % t == 0]
     pps = [p for p in _pow2(64) if p <= shape.layers and (p == 1 or not shape.is_hybrid)]
     cps = [c for c in (1, 2, 4, 8) if search.seq_len % c == 0 and

@@ -345,10 +345,10 @@ def engine_flags(p: argparse.ArgumentParser) -> None:
                    help="prefill attention at the FP8 Tensor Core rate (TensorRT-LLM's FP8 "
                         "context FMHA, on when an FP8 or NVFP4 checkpoint's attention output "
                         "is quantized and the KV cache is FP8); default: the 16-bit rate")
-    p.add_argument("--ssm-state-precision", metavar="fp32|bf16|fp16", default="fp32",
-                   help="a hybrid model's Mamba-2 recurrent state between steps: fp32 (default: "
-                        "SGLang's --mamba-ssm-dtype and vLLM 0.13+ for NVIDIA's hybrids), bf16 "
-                        "or fp16 (vLLM --mamba-ssm-cache-dtype)")
+    p.add_argument("--ssm-state-precision", metavar="fp32|bf16|fp16",
+                   help="a hybrid model's Mamba-2 recurrent state between steps: fp32 (default, "
+                        "as SGLang's --mamba-ssm-dtype and vLLM 0.13+ keep NVIDIA's hybrids'), "
+                        "bf16 or fp16 (vLLM --mamba-ssm-cache-dtype)")
     p.add_argument("--fp8-scaling", metavar="tensor|block",
                    help="how FP8 weights carry their scales: 'tensor' (one per tensor or "
                         "channel, NVIDIA ModelOpt's FP8 checkpoints) or 'block' (128 x 128 "
@@ -503,7 +503,8 @@ def cmd_infer(args: argparse.Namespace) -> int:
         fp8_context_attention=args.fp8_context_attention, nvls=not args.no_nvls,
         fp8_scaling=args.fp8_scaling or fp8_scaling_of(
             checkpoint is not None and checkpoint.fp8_blocks),
-        adp_balance=args.adp_balance, ssm_state_precision=args.ssm_state_precision,
+        adp_balance=args.adp_balance,
+        ssm_state_precision=args.ssm_state_precision or InferenceConfig.ssm_state_precision,
         cached_prefix=args.cached_prefix, cuda_graph_batch_sizes=args.cuda_graph_batch_sizes,
         gpus_per_node=_gpus_per_node(args, catalog, product, system),
         kv_cache_fallback=kv_run.reason)

@@ -39,6 +39,7 @@ from gpuarch.catalog.model import Product, System
 from gpuarch.errors import GpuarchError, check_choice, check_count, check_number
 from gpuarch.estimate.energy import seconds_per_token_at_peak, serving_energy_kwh
 from gpuarch.estimate.mamba import (
+    DEFAULT_SSM_STATE,
     SSM_STATE_BYTES,
     hybrid_state_bytes,
     mamba_decode_ops,
@@ -319,7 +320,7 @@ class InferenceConfig:
     fp8_scaling: str = "tensor"
     # the format a hybrid model's Mamba-2 recurrent state is kept in between steps
     # (estimate.mamba.SSM_STATE_BYTES: fp32, the engines' default, bf16 or fp16)
-    ssm_state_precision: str = "fp32"
+    ssm_state_precision: str = DEFAULT_SSM_STATE
     # absorbed latent attention (MLA) in decode over an FP8 cache on Blackwell computes in
     # FP8 (Efficiency.mla_decode_attention_fp8), as TensorRT-LLM's generation kernel does in
     # NVIDIA aiconfigurator's 1.2.0rc5 and 1.3.0rc20 tables; off: in 16 bits whatever the
@@ -412,6 +413,12 @@ class InferenceConfig:
         session splits a batch the same way (GptSession, cpp/tensorrt_llm/runtime/
         gptSession.cpp: micro-batches = the pipeline-parallel size)."""
         return self.pp
+
+    @property
+    def ssm_state_bytes(self) -> float:
+        """Bytes per element of a hybrid model's recurrent Mamba-2 state
+        (``ssm_state_precision``)."""
+        return SSM_STATE_BYTES[self.ssm_state_precision]
 
     @property
     def exchanges_all_to_all(self) -> bool:
@@ -1005,8 +1012,7 @@ class _Runner:
         m = s.mamba
         assert m is not None
         mixer = mamba_mixer_ops(m, t, tokens, 2.0) if prefill or q_len > 1 else \
-            mamba_decode_ops(m, t, tokens, 2.0,
-                             SSM_STATE_BYTES[self.cfg.ssm_state_precision])
+            mamba_decode_ops(m, t, tokens, 2.0, self.cfg.ssm_state_bytes)
         return [self._gemm(tokens, m.in_proj_width // t, s.hidden, "mamba_in_proj"), *mixer,
                 self._gemm(tokens, s.hidden, m.inner // t, "mamba_out_proj")]
 
@@ -1451,7 +1457,7 @@ def _kv_and_activation_sizer(shape: TransformerShape, cfg: InferenceConfig
     logits_per_sequence = shape.vocab / cfg.tp * 4.0
 
     # a hybrid model's Mamba-2 blocks hold a fixed state per sequence, whatever its length
-    state = hybrid_state_bytes(shape, cfg.tp, SSM_STATE_BYTES[cfg.ssm_state_precision])
+    state = hybrid_state_bytes(shape, cfg.tp, cfg.ssm_state_bytes)
 
     def sizes(batch: Num, prompt: int) -> tuple[Num, Num]:
         kv = batch * (per_token * _positions_held(
@@ -1950,7 +1956,7 @@ def estimate_inference(
         # a hybrid model's Mamba-2 convolution and recurrent state, held in the KV cache's
         # memory, per sequence whatever its length (0 without Mamba-2 blocks)
         "mamba_state_bytes_per_sequence_per_gpu": hybrid_state_bytes(
-            shape, cfg.tp, SSM_STATE_BYTES[cfg.ssm_state_precision]) / cfg.pp,
+            shape, cfg.tp, cfg.ssm_state_bytes) / cfg.pp,
         "ssm_state_precision": cfg.ssm_state_precision if shape.mamba is not None else None,
         "batching": cfg.batching.value,
         "prefill_chunk_tokens": cfg.chunk,

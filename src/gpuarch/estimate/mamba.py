@@ -15,10 +15,9 @@ from gpuarch.perf.num import Num
 from gpuarch.perf.roofline import Elementwise, Gemm, Op
 from gpuarch.workloads.shape import MambaShape, TransformerShape
 
-__all__ = ["MAMBA_CHUNK", "MAMBA_SERVING_STATE_BYTES", "SSM_STATE_BYTES", "hybrid_state_bytes",
-           "mamba_decode_ops",
-           "mamba_mixer_ops", "mamba_ops", "mamba_scan_bytes", "mamba_scan_flops",
-           "mamba_state_bytes"]
+__all__ = ["DEFAULT_SSM_STATE", "MAMBA_CHUNK", "MAMBA_SERVING_STATE_BYTES", "SSM_STATE_BYTES",
+           "hybrid_state_bytes", "mamba_decode_ops", "mamba_mixer_ops", "mamba_ops",
+           "mamba_scan_bytes", "mamba_scan_flops", "mamba_state_bytes"]
 
 MAMBA_CHUNK = 128
 """Tokens per chunk of Mamba-2's chunked scan (SSD): Megatron-Core's MambaMixer default
@@ -34,8 +33,11 @@ Nano's config.json) through its Nemotron-H config hook
 (vllm/model_executor/models/config.py, NemotronHForCausalLMConfig); vLLM 0.11-0.12 kept the
 model's 16 bits unless asked. The convolution's state stays 16-bit in both."""
 
-MAMBA_SERVING_STATE_BYTES = SSM_STATE_BYTES["fp32"]
-"""The default of ``SSM_STATE_BYTES``."""
+DEFAULT_SSM_STATE = "fp32"
+"""The engines' default format of the recurrent state (``SSM_STATE_BYTES``)."""
+
+MAMBA_SERVING_STATE_BYTES = SSM_STATE_BYTES[DEFAULT_SSM_STATE]
+"""Its bytes per element."""
 
 
 def mamba_ops(s: TransformerShape, tp: Any, tokens: Num, element: float) -> list[Op]:

@@ -97,7 +97,6 @@ from gpuarch.workloads.params import (
     count_params,
     latent_projection_params,
     layer_norm_params,
-    mamba_params,
     mlp_params,
     qk_norm_params,
     routed_expert_params,
@@ -572,7 +571,7 @@ class TrainingConfig:
                 f"--pp-edge-layers: {shape.name} is a hybrid Mamba-2 model, whose pipeline "
                 "stages hold its blocks alone (Megatron-Core's hybrid split; --pp-layout "
                 "takes the pattern cut by '|' into stages)")
-        if self.pp_layout or np.max(self.pp) > 1:
+        if not self.pp_layout and np.max(self.pp) > 1:  # (validate checks a layout given)
             self.layout(shape)
         flag, what = ("--tp", str(self.tp)) if self.cp == 1 else \
             ("--cp", f"TP x CP = {self.tp} x {self.cp}")
@@ -1833,12 +1832,14 @@ def _hybrid_rank_params(shape: TransformerShape, layout: PipelineLayout, mtp_den
     experts and latent projections outside the routed experts)."""
     pc = count_params(shape)
     norm = shape.norm.params_per_width * shape.hidden
-    outside = {"M": mamba_params(shape), "*": attention_params(shape) + qk_norm_params(shape),
-               "-": mlp_params(shape, shape.d_ffn) if shape.mlp_layers else 0,
-               "E": (shape.shared_experts * mlp_params(shape, shape.d_expert)
-                     + shape.hidden * shape.experts + latent_projection_params(shape))
-               if shape.is_moe else 0}
-    routed = shape.experts * routed_expert_params(shape) if shape.is_moe else 0
+    # one block of each kind, from the model's count by component
+    counts = {b: shape.hybrid_pattern.count(b) or 1 for b in "M*-E"}
+    outside = {"M": pc.mamba // counts["M"],
+               "*": (pc.attention + shape.attention_layers * qk_norm_params(shape))
+               // counts["*"],
+               "-": pc.mlp_dense // counts["-"],
+               "E": (pc.mlp_shared + pc.router + pc.moe_latent) // counts["E"]}
+    routed = pc.mlp_experts // counts["E"]
     dense, experts = [], []
     for r in layout.ranks:
         head = pc.lm_head or (0 if r.embedding else pc.embedding)  # a tied head's own copy

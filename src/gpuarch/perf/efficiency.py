@@ -100,7 +100,7 @@ class Efficiency:
     mamba_scan: float = 0.06
     """Fraction of the 16-bit Tensor Core peak that Mamba-2's chunked-scan kernels
     (mamba_ssm's Triton SSD kernels) reach on their small per-chunk matrix products
-    (``estimate.training.mamba_scan_flops``). TileOPs' nightly benchmark on H200 (commit
+    (``estimate.mamba.mamba_scan_flops``). TileOPs' nightly benchmark on H200 (commit
     283f414, 2026-06-16; tile-ai/TileOPs.github.io @cac0905a docs/benchmarks/index.md,
     Mamba2Fwd 'full-2.7b-long-ctx') times its own forward scan at 18.51 ms and rates it
     1.01x mamba_ssm's ``_mamba_chunk_scan_combined`` (18.69 ms) on 4 x 32,768 tokens of 128

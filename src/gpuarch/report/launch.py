@@ -491,11 +491,13 @@ def serving_launch(engine: str, shape: Any, cfg: Any, model: str, batch: int,
     if cfg.batching.value == "static":
         notes.append("the estimate batched statically, a benchmark mode; servers batch in "
                      "flight (estimate with --batching continuous)")
-    if shape.mamba is not None and cfg.ssm_state_precision != "fp32":
+    from gpuarch.estimate.inference import engine_of
+    from gpuarch.estimate.mamba import DEFAULT_SSM_STATE
+
+    if shape.mamba is not None and cfg.ssm_state_precision != DEFAULT_SSM_STATE:
         notes.append(f"the Mamba-2 state in {cfg.ssm_state_precision} is an engine setting "
                      "not emitted (vLLM --mamba-ssm-cache-dtype, SGLang --mamba-ssm-dtype; "
                      "both keep NVIDIA's hybrids' state in FP32 by default)")
-    from gpuarch.estimate.inference import engine_of
 
     if moe and engine_of(cfg.moe_kernels) != engine:  # --moe-kernels names the engines
         notes.append(f"the estimate charged {cfg.moe_kernels}'s MoE kernels; "

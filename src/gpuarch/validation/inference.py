@@ -185,7 +185,8 @@ def point_config(point: TrainingPoint, gpus_per_node: int, product: Product | No
         fp8_context_attention=bool(point.get("fp8_context_attention", False)),
         fp8_mla_decode=bool(point.get("fp8_mla_decode", True)),
         fp8_scaling=str(point.get("fp8_scaling", "tensor")),
-        ssm_state_precision=str(point.get("ssm_state_precision", "fp32")),
+        ssm_state_precision=str(point.get("ssm_state_precision",
+                                          InferenceConfig.ssm_state_precision)),
         adp_balance=bool(point.get("adp_balance", False)),
         cuda_graph_batch_sizes=tuple(int(b) for b in point.get("cuda_graph_batch_sizes", ())))
     # where the engine's max_batch_size and max_num_tokens came from when the point does

@@ -312,8 +312,8 @@ class TransformerShape:
 
     def require_layers(self, what: str) -> None:
         """Raise for an estimate the model cannot make yet for a hybrid Mamba model: its
-        blocks are costed in training and in one serving engine, not yet in disaggregated
-        serving (its Mamba state's transfer) or the serving advisor."""
+        blocks are costed in training and serving, not yet in disaggregated serving (its
+        Mamba state's transfer)."""
         if self.hybrid_pattern:
             raise GpuarchError(
                 f"{what}: {self.name} is a hybrid model ({self.mamba_layers} Mamba-2, "
