@@ -11,7 +11,7 @@ rules ``TrainingConfig.validate`` applies, in chunks so memory stays bounded.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any
@@ -183,11 +183,12 @@ def _layouts(shape: TransformerShape, search: TrainingSearch, gpn: int, multi_no
     counts = sorted({g for g in _pow2(search.max_gpus) + list(range(gpn, search.max_gpus + 1,
                                                                       gpn))
                      if multi_node or g <= gpn})
-    # a hybrid Mamba-2 model is searched without a pipeline (the batched layouts have no
-    # per-rank split of its blocks), with its Mamba-2 heads and groups split evenly over
-    # TP x CP (checked on the grid below)
+    # a hybrid Mamba-2 model's pipelines split its blocks evenly, without interleaving
+    # (Megatron-Core's split without '|' segments), and its Mamba-2 heads and groups split
+    # evenly over TP x CP (checked on the grid below)
     tps = [t for t in _pow2(gpn) if shape.heads % t == 0]
-    pps = [p for p in _pow2(64) if p <= shape.layers and (p == 1 or not shape.is_hybrid)]
+    pps = [p for p in _pow2(64) if p <= shape.layers and (
+        not shape.is_hybrid or len(shape.hybrid_pattern) % p == 0)]
     cps = [c for c in (1, 2, 4, 8) if search.seq_len % c == 0 and
            (c == 1 or search.seq_len >= 16384)]
     eps = [e for e in _pow2(64) if (not shape.is_moe and e == 1) or
@@ -210,10 +211,24 @@ def _layouts(shape: TransformerShape, search: TrainingSearch, gpn: int, multi_no
     ok &= (gb >= 0.8 * target) & (gb <= 1.25 * target)
     ok &= shape.layers >= pp * vpp
     ok &= (vpp == 1) | (pp > 1)
+    if shape.is_hybrid:
+        ok &= vpp == 1
     ok &= ((dp * cp) % ep == 0)
     ok &= schedule_runs(search.pp_schedule, pp, vpp, gb // unit)
     return {"gpus": gpus[ok], "tp": tp[ok], "pp": pp[ok], "cp": cp[ok], "ep": ep[ok],
             "vpp": vpp[ok], "mb": mb[ok], "gb": gb[ok]}
+
+
+def _chunks(layouts: dict[str, np.ndarray], *, by_pp: bool
+            ) -> Iterator[dict[str, np.ndarray]]:
+    """The layouts in chunks of at most ``CHUNK``; with ``by_pp``, each chunk of one PP (a
+    hybrid model's pipeline ranks are costed from one split of its blocks)."""
+    groups = ([layouts["pp"] == p for p in np.unique(layouts["pp"])] if by_pp
+              else [np.ones(len(layouts["pp"]), dtype=bool)])
+    for keep in groups:
+        group = {k: v[keep] for k, v in layouts.items()}
+        for start in range(0, len(group["pp"]), CHUNK):
+            yield {k: v[start:start + CHUNK] for k, v in group.items()}
 
 
 def advise_training(
@@ -319,9 +334,7 @@ def advise_training(
             if sp or overlap:  # both act on tensor-parallel communication only
                 keep = lay["tp"] > 1
                 lay = {k: v[keep] for k, v in lay.items()}
-            n = len(lay["gpus"])
-            for start in range(0, n, CHUNK):
-                part = {k: v[start:start + CHUNK] for k, v in lay.items()}
+            for part in _chunks(lay, by_pp=shape.is_hybrid):
                 # the ZeRO variants of a chunk share its layers' costing, and one shortlist
                 layer_cache: dict[str, Any] = {}
                 staged: list[dict[str, np.ndarray]] = []
@@ -331,7 +344,10 @@ def advise_training(
                     fields: dict[str, Any] = {
                         "gpus": part["gpus"], "seq_len": search.seq_len,
                         "global_batch": part["gb"], "micro_batch": part["mb"], "tp": part["tp"],
-                        "pp": part["pp"], "cp": part["cp"], "ep": part["ep"], "vpp": part["vpp"],
+                        "cp": part["cp"], "ep": part["ep"],
+                        # a hybrid's pipeline split is one per chunk (_chunks): its PP as one
+                        **({"pp": int(part["pp"][0]), "vpp": 1} if shape.is_hybrid
+                           else {"pp": part["pp"], "vpp": part["vpp"]}),
                         "sequence_parallel": sp, "tp_comm_overlap": overlap, "zero": zero,
                         "fsdp_prefetch": prefetch, "recompute": recompute,
                         "precision": precision, "gpus_per_node": gpn,

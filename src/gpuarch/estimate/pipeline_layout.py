@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from gpuarch.errors import GpuarchError
 from gpuarch.perf.num import Num, maximum, minimum, where
 
@@ -227,13 +229,17 @@ def held_layer_passes(chunk_layers: Num, pp: Num, vpp: Num, micro_batches: Num, 
 
 
 def layout_held_layer_passes(layout: PipelineLayout, pp: int, vpp: int,
-                             micro_batches: int) -> int:
+                             micro_batches: Num) -> Num:
     """``held_layer_passes`` for an explicit layout: each virtual stage's transformer
-    layers and MTP blocks, rank by rank."""
-    best = 0
+    layers and MTP blocks, rank by rank (``micro_batches`` may be an array)."""
+    best: Num = 0
     for rank in range(pp):
         layers = [layout.virtual[v * pp + rank].count("t") + layout.virtual[v * pp + rank]
                   .count("m") for v in range(vpp)]
-        n = int(_passes_held(rank, pp, vpp, micro_batches))
-        best = max(best, sum(layers[(k // pp) % vpp] for k in range(n)))
+        warm = int(np.max(_passes_held(rank, pp, vpp, 1 << 62)))
+        # the layers of the rank's first k chunk forwards, k = 0 .. its warm-up
+        held = np.cumsum([0] + [layers[(k // pp) % vpp] for k in range(warm)])
+        n = _passes_held(rank, pp, vpp, micro_batches)
+        best = maximum(best, held[np.asarray(n, dtype=np.int64)] if np.ndim(n)
+                       else int(held[int(n)]))
     return best

@@ -375,7 +375,7 @@ class TrainingConfig:
         """The parsed ``pp_layout`` checked against ``shape`` and the run (for a hybrid
         model, ``hybrid_layout``: its pattern cut by the layout's '|', or split evenly over
         PP > 1 stages), or None."""
-        # (the advisor's arrays hold a hybrid's PP at 1: its search has no pipeline)
+        # (the advisor's arrays hold one PP for a hybrid: its chunks are split by PP)
         if shape.is_hybrid and (self.pp_layout or np.max(self.pp) > 1):
             return hybrid_layout(shape.hybrid_pattern, pp=self.pp, vpp=self.vpp,
                                  mtp_layers=self.mtp_layers, segments=self.pp_layout)
@@ -1561,8 +1561,14 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
             return total + _Pass(extra, 0.0), own_parts, extra
 
         ranks = [rank_pass(load) for load in layout.ranks]
-        slowest = int(np.argmax([float(p.total) for p, _, _ in ranks]))
-        stage, stage_parts, stage_head_time = ranks[slowest]
+        # each configuration's slowest rank (the first of equals)
+        slowest = np.argmax(np.stack(np.broadcast_arrays(*(p.total for p, _, _ in ranks))),
+                            axis=0)
+        stage = _Pass(*(_pick(slowest, [getattr(p, name) for p, _, _ in ranks])
+                        for name in ("compute", "comm", "overhead", "floor")))
+        stage_head_time = _pick(slowest, [extra for _, _, extra in ranks])
+        stage_parts = {key: _pick(slowest, [own.get(key, 0.0) for _, own, _ in ranks])
+                       for key in {k for _, own, _ in ranks for k in own}}
         layers_per_stage = activation_layers = layout.max_layers
         held_1f1b = layout_held_layer_passes(layout, cfg.pp, cfg.vpp, cfg.micro_batches)
     if parts is not None:
@@ -1641,11 +1647,14 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
         expert_local = (expert_params / cfg.pp + cfg.mtp_layers * mtp_expert) \
             / (cfg.expert_tp * cfg.ep)
     else:
-        dense_local, expert_local = _rank_params(shape, layout, mtp_dense, mtp_expert)
+        # one value per pipeline rank along a first axis, the configurations' after it
+        nd = _batch_ndim(cfg)
+        dense_local, expert_local = (_over_ranks(x, nd) for x in _rank_params(
+            shape, layout, mtp_dense, mtp_expert))
         # latent experts' projections are whole on every tensor-parallel rank
-        latent = latent_projection_params(shape) * np.array(
+        latent = latent_projection_params(shape) * _over_ranks(np.array(
             [dict(r.blocks).get("E", 0) if r.blocks else r.expert_layers
-             for r in layout.ranks])
+             for r in layout.ranks]), nd)
         dense_local = (dense_local - latent) / cfg.tp + latent
         expert_local = expert_local / (cfg.expert_tp * cfg.ep)
     # LoRA: the adapters are what is trained, split as the layers they sit beside (the
@@ -1713,11 +1722,11 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     if layout is not None:
         # one value per pipeline rank so far: the step waits for the slowest rank's
         # gradient traffic and optimizer; memory is the rank holding the most
-        dp_exposed, optimizer = np.max(dp_exposed), np.max(optimizer)
-        heaviest = int(np.argmax(weights + gradients + optimizer_states))
-        weights, gradients, optimizer_states = (
-            np.broadcast_to(x, np.shape(weights))[heaviest]
-            for x in (weights, gradients, optimizer_states))
+        nd = _batch_ndim(cfg)
+        dp_exposed, optimizer = _slowest_rank(dp_exposed, nd), _slowest_rank(optimizer, nd)
+        held_parts = np.broadcast_arrays(weights, gradients, optimizer_states)
+        heaviest = np.argmax(sum(held_parts), axis=0)
+        weights, gradients, optimizer_states = (_pick(heaviest, list(x)) for x in held_parts)
 
     # a word embedding tied to the output layer sits on the first stage and the last, and
     # Megatron-Core all-reduces its gradient between the two once the step's backward is
@@ -1795,6 +1804,34 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
         tied_sync=tied_sync,
         offload_exposed=offload,
     )
+
+
+def _pick(index: Any, values: list[Num]) -> Num:
+    """Each configuration's value from the pipeline rank ``index`` names (an array of
+    ranks, one per configuration, or one rank): ``values`` holds one value or array per
+    rank."""
+    shape = np.broadcast_shapes(np.shape(index), *(np.shape(v) for v in values))
+    stacked = np.stack([np.broadcast_to(v, shape) for v in values])
+    out = np.take_along_axis(stacked, np.broadcast_to(index, shape)[np.newaxis], axis=0)[0]
+    return out if out.ndim else out.item()
+
+
+def _batch_ndim(cfg: TrainingConfig) -> int:
+    """The axes of ``cfg``'s configurations (none for one configuration)."""
+    return len(np.broadcast_shapes(*(np.shape(getattr(cfg, name)) for name in
+                                     ("gpus", "tp", "pp", "cp", "ep", "vpp", "micro_batch",
+                                      "global_batch"))))
+
+
+def _over_ranks(values: Any, ndim: int) -> Any:
+    """A per-rank array laid along a first axis, before ``ndim`` configuration axes."""
+    return np.reshape(values, (-1,) + (1,) * ndim)
+
+
+def _slowest_rank(values: Num, ndim: int) -> Num:
+    """The largest rank's value for each configuration (values without a rank axis, the
+    same on every rank, as they are)."""
+    return np.max(values, axis=0) if np.ndim(values) > ndim else values
 
 
 def _rank_params(shape: TransformerShape, layout: PipelineLayout, mtp_dense: float,
