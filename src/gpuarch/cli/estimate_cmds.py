@@ -176,6 +176,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         bf16_grads=args.bf16_grads, bf16_optimizer=args.bf16_optimizer,
         lora_rank=args.lora_rank, packed_doc_len=args.packed_doc_len,
         fp8_attention=args.fp8_attention,
+        bf16_layers_start=args.bf16_layers_at_start, bf16_layers_end=args.bf16_layers_at_end,
         lora_modules=args.lora_modules)
     if system is None and max(counts or (cfg.gpus,)) > gpus_per_node:
         system = catalog.system_for(product)
@@ -1052,6 +1053,16 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                         "FlashAttention-3 or cuDNN on Hopper) or ampere (FlashAttention-2 or "
                         "2023's Triton flash attention, written for Ampere: on Hopper and "
                         "datacenter Blackwell it keeps 0.47 of the native speed)")
+    p.add_argument("--bf16-layers-at-start", type=int, default=0, metavar="N",
+                   help="with --precision fp8 or nvfp4: the model's first N layers (a hybrid's "
+                        "blocks) run in BF16, weights and all (Megatron's "
+                        "--first-last-layers-bf16 --num-layers-at-start-in-bf16); each "
+                        "pipeline rank is costed with its own (default 0)")
+    p.add_argument("--bf16-layers-at-end", type=int, default=0, metavar="N",
+                   help="with --precision fp8 or nvfp4: the model's last N layers run in BF16 "
+                        "(--num-layers-at-end-in-bf16; low-precision runs keep a few so for "
+                        "stability, e.g. Nemotron 3 Super's release test its last 14) "
+                        "(default 0)")
     p.add_argument("--fp8-attention", action="store_true",
                    help="with --precision fp8 or nvfp4: fused attention in FP8 too, forward "
                         "and backward (Transformer Engine's FP8 dot-product attention); "

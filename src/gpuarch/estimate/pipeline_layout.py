@@ -20,8 +20,8 @@ import numpy as np
 from gpuarch.errors import GpuarchError
 from gpuarch.perf.num import Num, maximum, minimum, where
 
-__all__ = ["PipelineLayout", "StageLoad", "held_layer_passes", "hybrid_layout",
-           "layout_held_layer_passes", "parse_pp_layout"]
+__all__ = ["PipelineLayout", "StageLoad", "even_layout", "held_layer_passes", "hybrid_layout",
+           "is_bf16_layer", "layout_held_by_rank", "layout_held_layer_passes", "parse_pp_layout"]
 
 
 @dataclass(frozen=True)
@@ -36,6 +36,10 @@ class StageLoad:
     # a hybrid model's blocks on the rank, by kind (HYBRID_BLOCKS' letters), counted in
     # dense_layers as their count; empty for a transformer
     blocks: tuple[tuple[str, int], ...] = ()
+    # of those layers, the ones run in BF16 under a low-precision recipe (the model's first
+    # and last, bf16_layers), by kind: False for dense, True for expert layers, or a hybrid
+    # block's letter
+    bf16: tuple[tuple[bool | str, int], ...] = ()
 
     @property
     def layers(self) -> int:
@@ -49,6 +53,21 @@ class PipelineLayout:
     text: str
     virtual: tuple[str, ...]  # each virtual stage's symbols, in order
     ranks: tuple[StageLoad, ...]  # one per pipeline rank
+    # each virtual stage's layers (blocks) run in BF16 under a low-precision recipe; empty
+    # when none are
+    bf16_virtual: tuple[int, ...] = ()
+
+    def bf16_part(self) -> PipelineLayout:
+        """The layers run in BF16 alone, rank by rank (no embedding, loss or MTP block)."""
+        ranks = []
+        for r in self.ranks:
+            sixteen = dict(r.bf16)
+            ranks.append(StageLoad(dense_layers=sum(sixteen.values()),
+                                   blocks=tuple((str(b), n) for b, n in r.bf16))
+                         if r.blocks else
+                         StageLoad(dense_layers=sixteen.get(False, 0),
+                                   expert_layers=sixteen.get(True, 0)))
+        return PipelineLayout(self.text, self.virtual, tuple(ranks))
 
     @property
     def max_layers(self) -> int:
@@ -60,7 +79,8 @@ class PipelineLayout:
 
 
 def hybrid_layout(pattern: str, *, pp: int, vpp: int = 1, mtp_layers: int = 0,
-                  segments: str = "", flag: str = "--pp-layout") -> PipelineLayout:
+                  segments: str = "", flag: str = "--pp-layout",
+                  bf16: tuple[int, int] = (0, 0)) -> PipelineLayout:
     """A hybrid model's pipeline as Megatron-Core splits its block pattern
     (``select_pipeline_segment`` in megatron/core/models/hybrid/hybrid_layer_allocation.py
     @089b33b8). With ``segments``, the pattern cut by '|' into PP x VPP virtual stages, in
@@ -69,7 +89,8 @@ def hybrid_layout(pattern: str, *, pp: int, vpp: int = 1, mtp_layers: int = 0,
     holds blocks r x L / PP to (r + 1) x L / PP; MambaStack's split before it). The
     embedding is on the first stage, the MTP blocks and the loss on the last (the last
     rank's last chunk). In the virtual stage each block is a 't' and an MTP block (an
-    attention and an expert block) two 'm's, for the activations held."""
+    attention and an expert block) two 'm's, for the activations held. ``bf16``: how many
+    of the first and of the last blocks run in BF16 (``bf16_layers``)."""
     if segments:
         parts = "".join(segments.split()).split("|")
         if len(parts) != pp * vpp:
@@ -93,16 +114,53 @@ def hybrid_layout(pattern: str, *, pp: int, vpp: int = 1, mtp_layers: int = 0,
         parts = [pattern[r * n:(r + 1) * n] for r in range(pp)]
     last = len(parts) - 1
     held: list[str] = [""] * pp
+    held16: list[str] = [""] * pp
     virtual = []
+    in_bf16 = []
+    at = 0
     for v, part in enumerate(parts):
         held[v % pp] += part
+        sixteen = "".join(b for i, b in enumerate(part, at) if is_bf16_layer(i, len(pattern),
+                                                                             bf16))
+        held16[v % pp] += sixteen
+        in_bf16.append(len(sixteen))
+        at += len(part)
         virtual.append(("E" if v == 0 else "") + "t" * len(part)
                        + ("mm" * mtp_layers + "L" if v == last else ""))
     ranks = tuple(StageLoad(dense_layers=len(held[r]), mtp=mtp_layers if r == pp - 1 else 0,
                             embedding=r == 0, loss=r == pp - 1,
-                            blocks=tuple((b, held[r].count(b)) for b in sorted(set(held[r]))))
+                            blocks=tuple((b, held[r].count(b)) for b in sorted(set(held[r]))),
+                            bf16=tuple((b, held16[r].count(b))
+                                       for b in sorted(set(held16[r]))))
                   for r in range(pp))
-    return PipelineLayout(segments, tuple(virtual), ranks)
+    return PipelineLayout(segments, tuple(virtual), ranks,
+                          tuple(in_bf16) if any(in_bf16) else ())
+
+
+def is_bf16_layer(index: int, layers: int, bf16: tuple[int, int]) -> bool:
+    """Whether layer ``index`` (from 0) of ``layers`` is among the first ``bf16[0]`` or the
+    last ``bf16[1]``, which Megatron-Core runs in BF16 under --first-last-layers-bf16
+    (``is_first_last_bf16_layer``, on the global layer index)."""
+    return index < bf16[0] or index >= layers - bf16[1]
+
+
+def even_layout(layers: int, *, pp: int, vpp: int, mtp_layers: int = 0,
+                edge_layers: bool = False) -> str:
+    """The even split written as a --pp-layout: PP x VPP virtual stages of the model's
+    layers (with ``edge_layers`` the embedding and the loss taking a layer's slot each), the
+    stages that one more must hold the last ones (so the last rank, with the loss, holds
+    as many as the even split's slowest stage)."""
+    stages = pp * vpp
+    slots = layers + (2 if edge_layers else 0)
+    base, extra = divmod(slots, stages)
+    out = []
+    for g in range(stages):
+        n = base + (1 if g >= stages - extra else 0)
+        if edge_layers:
+            n -= (g == 0) + (g == stages - 1)
+        out.append(("E" if g == 0 else "") + "t" * n
+                   + ("m" * mtp_layers + "L" if g == stages - 1 else ""))
+    return "|".join(out)
 
 
 def _expand(text: str, start: int, flag: str) -> tuple[str, int]:
@@ -139,10 +197,12 @@ def _expand(text: str, start: int, flag: str) -> tuple[str, int]:
 
 
 def parse_pp_layout(text: str, *, pp: int, vpp: int, layers: int, dense_layers: int = 0,
-                    mtp_layers: int = 0, flag: str = "--pp-layout") -> PipelineLayout:
+                    mtp_layers: int = 0, flag: str = "--pp-layout",
+                    bf16: tuple[int, int] = (0, 0)) -> PipelineLayout:
     """Parse and check a layout against the run: PP x VPP stages, every transformer layer
     once (``t``), ``mtp_layers`` MTP blocks (``m``), the embedding first and the loss last,
-    once each. Errors name ``flag`` and say what disagrees."""
+    once each. Errors name ``flag`` and say what disagrees. ``bf16``: how many of the first
+    and of the last layers run in BF16 (``bf16_layers``)."""
     compact = "".join(text.split())
     if not compact:
         raise GpuarchError(f"{flag}: empty layout")
@@ -168,12 +228,17 @@ def parse_pp_layout(text: str, *, pp: int, vpp: int, layers: int, dense_layers: 
         raise GpuarchError(f"{flag}: the loss ('L') must appear once, in the last stage, "
                            f"in {text!r}")
     loads = [dict(dense=0, expert=0, mtp=0, embedding=False, loss=False) for _ in range(pp)]
+    sixteen = [[0, 0] for _ in range(pp)]  # BF16 dense and expert layers by rank
+    in_bf16 = [0] * len(stages)
     seen = 0
     for v, stage in enumerate(stages):
         load = loads[v % pp]
         for symbol in stage:
             if symbol == "t":
                 load["dense" if seen < dense_layers else "expert"] += 1
+                if is_bf16_layer(seen, layers, bf16):
+                    sixteen[v % pp][seen >= dense_layers] += 1
+                    in_bf16[v] += 1
                 seen += 1
             elif symbol == "m":
                 load["mtp"] += 1
@@ -182,8 +247,11 @@ def parse_pp_layout(text: str, *, pp: int, vpp: int, layers: int, dense_layers: 
             else:
                 load["loss"] = True
     ranks = tuple(StageLoad(int(d["dense"]), int(d["expert"]), int(d["mtp"]),
-                            bool(d["embedding"]), bool(d["loss"])) for d in loads)
-    return PipelineLayout(text, stages, ranks)
+                            bool(d["embedding"]), bool(d["loss"]),
+                            bf16=tuple((kind, n) for kind, n in zip((False, True), b16,
+                                                                    strict=True) if n))
+                  for d, b16 in zip(loads, sixteen, strict=True))
+    return PipelineLayout(text, stages, ranks, tuple(in_bf16) if any(in_bf16) else ())
 
 
 # Activations a pipeline rank holds at its peak under Megatron's 1F1B schedules. Rank i of
@@ -233,13 +301,28 @@ def layout_held_layer_passes(layout: PipelineLayout, pp: int, vpp: int,
     """``held_layer_passes`` for an explicit layout: each virtual stage's transformer
     layers and MTP blocks, rank by rank (``micro_batches`` may be an array)."""
     best: Num = 0
-    for rank in range(pp):
-        layers = [layout.virtual[v * pp + rank].count("t") + layout.virtual[v * pp + rank]
-                  .count("m") for v in range(vpp)]
-        warm = int(np.max(_passes_held(rank, pp, vpp, 1 << 62)))
-        # the layers of the rank's first k chunk forwards, k = 0 .. its warm-up
-        held = np.cumsum([0] + [layers[(k // pp) % vpp] for k in range(warm)])
-        n = _passes_held(rank, pp, vpp, micro_batches)
-        best = maximum(best, held[np.asarray(n, dtype=np.int64)] if np.ndim(n)
-                       else int(held[int(n)]))
+    for held, _ in layout_held_by_rank(layout, pp, vpp, micro_batches):
+        best = maximum(best, held)
     return best
+
+
+def layout_held_by_rank(layout: PipelineLayout, pp: int, vpp: int, micro_batches: Num
+                        ) -> list[tuple[Num, Num]]:
+    """Each pipeline rank's layer-passes held at its peak, and how many of them are of
+    layers run in BF16 (``PipelineLayout.bf16_virtual``)."""
+    out = []
+    for rank in range(pp):
+        stages = [layout.virtual[v * pp + rank] for v in range(vpp)]
+        layers = [s.count("t") + s.count("m") for s in stages]
+        sixteen = [layout.bf16_virtual[v * pp + rank] if layout.bf16_virtual else 0
+                   for v in range(vpp)]
+        warm = int(np.max(_passes_held(rank, pp, vpp, 1 << 62)))
+        n = _passes_held(rank, pp, vpp, micro_batches)
+        counts = []
+        for per_chunk in (layers, sixteen):
+            # the layers of the rank's first k chunk forwards, k = 0 .. its warm-up
+            held = np.cumsum([0] + [per_chunk[(k // pp) % vpp] for k in range(warm)])
+            counts.append(held[np.asarray(n, dtype=np.int64)] if np.ndim(n)
+                          else int(held[int(n)]))
+        out.append((counts[0], counts[1]))
+    return out

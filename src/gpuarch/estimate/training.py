@@ -46,8 +46,10 @@ from gpuarch.estimate.memory import (
 from gpuarch.estimate.pipeline_layout import (
     PipelineLayout,
     StageLoad,
+    even_layout,
     held_layer_passes,
     hybrid_layout,
+    layout_held_by_rank,
     layout_held_layer_passes,
     parse_pp_layout,
 )
@@ -229,6 +231,15 @@ def attention_efficiency(eff: Efficiency, cfg: TrainingConfig, compute_capabilit
     return eff
 
 
+def bf16_efficiency(eff: Efficiency, cfg: TrainingConfig) -> Efficiency:
+    """``eff`` (``attention_efficiency``'s, for ``cfg``) for the layers ``cfg`` runs in BF16:
+    their attention outside the FP8 autocast, at the 16-bit kernel's efficiency."""
+    if cfg.fp8_attention:
+        return dataclasses.replace(eff, attention=eff.attention * eff.context_attention
+                                   / eff.context_attention_fp8)
+    return eff
+
+
 @dataclass(frozen=True, kw_only=True)
 class TrainingConfig:
     """How the job runs: parallelism, batch, precision, recomputation."""
@@ -328,6 +339,11 @@ class TrainingConfig:
     # --recompute-method block --recompute-num-layers N); 0 = every layer
     recompute_layers: int = 0
     precision: Precision = Precision.BF16
+    # under a low-precision recipe, how many of the model's first and of its last layers
+    # (a hybrid's blocks) run in BF16, weights and all (Megatron-Core's
+    # --first-last-layers-bf16 with --num-layers-at-start-in-bf16 / -at-end-in-bf16)
+    bf16_layers_start: int = 0
+    bf16_layers_end: int = 0
     gpus_per_node: int = 8
     # what the framework keeps per parameter (``bytes_per_param``): FP8 weights (Megatron
     # fp8_param_gather), BF16 gradients (grad_reduce_in_fp32 off), or BF16 weights,
@@ -371,19 +387,37 @@ class TrainingConfig:
         """GPUs each expert's width is split over (``etp``, or TP by default)."""
         return self.etp or self.tp
 
+    @property
+    def bf16_layers(self) -> tuple[int, int]:
+        """How many of the first and of the last layers run in BF16."""
+        return (self.bf16_layers_start, self.bf16_layers_end)
+
+    @property
+    def in_bf16(self) -> TrainingConfig:
+        """This run as its BF16 layers run: outside the low-precision autocast, so with
+        BF16 GEMMs, inputs, weights and attention."""
+        return dataclasses.replace(self, precision=Precision.BF16, fp8_attention=False,
+                                   fp8_params=False, bf16_layers_start=0, bf16_layers_end=0)
+
     def layout(self, shape: TransformerShape) -> PipelineLayout | None:
         """The parsed ``pp_layout`` checked against ``shape`` and the run (for a hybrid
         model, ``hybrid_layout``: its pattern cut by the layout's '|', or split evenly over
-        PP > 1 stages), or None."""
+        PP > 1 stages), or None. With BF16 layers (``bf16_layers``) the even split is
+        written out (``even_layout``) so that each rank is costed with its own."""
+        mixed = self.bf16_layers != (0, 0)
         # (the advisor's arrays hold one PP for a hybrid: its chunks are split by PP)
-        if shape.is_hybrid and (self.pp_layout or np.max(self.pp) > 1):
+        if shape.is_hybrid and (self.pp_layout or np.max(self.pp) > 1 or mixed):
             return hybrid_layout(shape.hybrid_pattern, pp=self.pp, vpp=self.vpp,
-                                 mtp_layers=self.mtp_layers, segments=self.pp_layout)
-        if not self.pp_layout:
+                                 mtp_layers=self.mtp_layers, segments=self.pp_layout,
+                                 bf16=self.bf16_layers)
+        if not self.pp_layout and not mixed:
             return None
-        return parse_pp_layout(self.pp_layout, pp=self.pp, vpp=self.vpp, layers=shape.layers,
+        text = self.pp_layout or even_layout(shape.layers, pp=self.pp, vpp=self.vpp,
+                                             mtp_layers=self.mtp_layers,
+                                             edge_layers=self.pp_edge_layers)
+        return parse_pp_layout(text, pp=self.pp, vpp=self.vpp, layers=shape.layers,
                                dense_layers=shape.layers - shape.moe_layers,
-                               mtp_layers=self.mtp_layers)
+                               mtp_layers=self.mtp_layers, bf16=self.bf16_layers)
 
     @property
     def attention_span(self) -> int:
@@ -439,6 +473,17 @@ class TrainingConfig:
             check_recompute_modules(self.recompute_modules, shape)
         check_count("--recompute-layers", self.recompute_layers)
         check_count("--lora-rank", self.lora_rank)
+        for flag, n in (("--bf16-layers-at-start", self.bf16_layers_start),
+                        ("--bf16-layers-at-end", self.bf16_layers_end)):
+            check_count(flag, n)
+            if n and not self.precision.low_precision:
+                raise GpuarchError(f"{flag}: layers run in BF16 beside a low-precision "
+                                   "recipe; needs --precision fp8 or nvfp4, got --precision "
+                                   f"{self.precision.value}")
+        if sum(self.bf16_layers) > shape.layers:
+            raise GpuarchError(
+                f"--bf16-layers-at-start/--bf16-layers-at-end: {self.bf16_layers_start} + "
+                f"{self.bf16_layers_end} layers in BF16, but the model has {shape.layers}")
         if self.fp8_attention and not self.precision.low_precision:
             raise GpuarchError("--fp8-attention: needs --precision fp8 or nvfp4 (FP8 "
                                "attention runs inside the FP8 autocast), got --precision "
@@ -1507,6 +1552,11 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
         mtp_extra = 3 * projection + head_pass
 
     layout = cfg.layout(shape)
+    # the layers run in BF16 beside the low-precision recipe, costed as a BF16 run's
+    kinds16 = (_layer_times(shape, cfg.in_bf16, Device.of(
+        product, Precision.BF16, device.tensor_core_generation), bf16_efficiency(eff, cfg),
+        tp_group, cp_group, ep_group, with_parts=parts is not None)
+        if layout is not None and layout.bf16_virtual else {})
     stage_parts: dict[str, Num] = {}
     if layout is None:
         # the slowest stage: layers that do not divide evenly go to some stages one more
@@ -1546,10 +1596,11 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
         # each pipeline rank runs its own layers (dense and expert ones as such), MTP blocks
         # and head; the slowest sets the pace
         def rank_pass(load: StageLoad) -> tuple[_Pass, dict[str, Num], Num]:
-            counts = (*((n, kinds.get(block)) for block, n in load.blocks),
-                      (load.mtp, mtp_layer)) if load.blocks else \
-                ((load.dense_layers, kinds.get(False)),
-                 (load.expert_layers, kinds.get(True)), (load.mtp, mtp_layer))
+            by_kind = load.blocks or ((False, load.dense_layers), (True, load.expert_layers))
+            sixteen = dict(load.bf16)
+            counts = (*((n - sixteen.get(kind, 0), kinds.get(kind)) for kind, n in by_kind),
+                      *((n, kinds16.get(kind)) for kind, n in load.bf16),
+                      (load.mtp, mtp_layer))
             extra = load.loss * head_pass + load.mtp * mtp_extra
             total = _Pass()
             own_parts: dict[str, Num] = {}
@@ -1587,18 +1638,26 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     stage = stage + _Pass(0.0, p2p)
 
     # memory on the most loaded stage
-    def layer_act(recompute: Recompute) -> Num:
+    def layer_act(recompute: Recompute, quantized: bool = cfg.precision.low_precision) -> Num:
         return activation_bytes_per_layer(
             shape, cfg.micro_batch, cfg.seq_len // cfg.cp, cfg.tp, cfg.sequence_parallel,
             recompute, cfg.precision.activation_bytes, fused_attention=cfg.fused_attention,
-            quantized_inputs=cfg.precision.low_precision, modules=cfg.recomputed,
+            quantized_inputs=quantized, modules=cfg.recomputed,
             adapted=cfg.adapted if cfg.lora_rank else None)
 
-    per_layer_act = layer_act(cfg.recompute)
-    if cfg.recompute is Recompute.FULL and cfg.recompute_layers:
-        # the layers not recomputed keep everything
-        share = cfg.full_recompute_share(shape)
-        per_layer_act = share * per_layer_act + (1 - share) * layer_act(Recompute.NONE)
+    def mean_layer_act(quantized: bool = cfg.precision.low_precision) -> Num:
+        act = layer_act(cfg.recompute, quantized)
+        if cfg.recompute is Recompute.FULL and cfg.recompute_layers:
+            # the layers not recomputed keep everything
+            share = cfg.full_recompute_share(shape)
+            act = share * act + (1 - share) * layer_act(Recompute.NONE, quantized)
+        return act
+
+    per_layer_act = mean_layer_act()
+    # a layer run in BF16 keeps its GEMMs' inputs in 16 bits, not the recipe's format: what
+    # that adds per layer-pass held
+    bf16_act = (mean_layer_act(False) - per_layer_act
+                if layout is not None and layout.bf16_virtual else 0.0)
     # offloaded layers (PP = 1) leave one layer's activations in flight on the GPU; each
     # goes out during its forward pass and comes back during its backward, behind the
     # layers computed meanwhile: only a transfer longer than a layer's pass is exposed
@@ -1647,16 +1706,12 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
         expert_local = (expert_params / cfg.pp + cfg.mtp_layers * mtp_expert) \
             / (cfg.expert_tp * cfg.ep)
     else:
-        # one value per pipeline rank along a first axis, the configurations' after it
-        nd = _batch_ndim(cfg)
-        dense_local, expert_local = (_over_ranks(x, nd) for x in _rank_params(
-            shape, layout, mtp_dense, mtp_expert))
-        # latent experts' projections are whole on every tensor-parallel rank
-        latent = latent_projection_params(shape) * _over_ranks(np.array(
-            [dict(r.blocks).get("E", 0) if r.blocks else r.expert_layers
-             for r in layout.ranks]), nd)
-        dense_local = (dense_local - latent) / cfg.tp + latent
-        expert_local = expert_local / (cfg.expert_tp * cfg.ep)
+        dense_local, expert_local = _rank_local_params(shape, layout, cfg, mtp_dense,
+                                                       mtp_expert)
+    # the parameters of the layers run in BF16 (per rank), whose weights are kept in BF16
+    # whatever the recipe keeps the others' in
+    dense16, expert16 = (_rank_local_params(shape, layout.bf16_part(), cfg, 0.0, 0.0)
+                         if layout is not None and layout.bf16_virtual else (0.0, 0.0))
     # LoRA: the adapters are what is trained, split as the layers they sit beside (the
     # stage's mean share of them with an explicit layout)
     adapters = lora_params(shape, cfg.lora_rank, cfg.adapted)
@@ -1668,6 +1723,7 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
         # (the advisor's layouts without a pipeline run as they are)
         copies = where(cfg.pp > 1, 2, 1)
         dense_local, expert_local = copies * dense_local, copies * expert_local
+        dense16, expert16 = copies * dense16, copies * expert16
         lora_dense, lora_expert = copies * lora_dense, copies * lora_expert
 
     # data-parallel gradient traffic, stage-correct for ZeRO: dense weights over DP x CP,
@@ -1716,7 +1772,8 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     opt_params = sharded(1, *trained)
     optimizer = op_time(Elementwise(opt_params * 30.0, name="adam"), device, eff)[0]
     weights = (sharded(3, dense_local, expert_local)
-               + (sharded(3, *trained) if cfg.lora_rank else 0.0)) * per_param.weights
+               + (sharded(3, *trained) if cfg.lora_rank else 0.0)) * per_param.weights \
+        + sharded(3, dense16, expert16) * max(0.0, 2.0 - per_param.weights)
     gradients = sharded(2, *trained) * per_param.gradients
     optimizer_states = opt_params * per_param.optimizer
     if layout is not None:
@@ -1771,6 +1828,17 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
         # 1F1B (and ZB-1P, which holds what 1F1B holds): the rank at its warm-up's end
         # holding the most layer-passes (estimate.pipeline_layout.held_layer_passes)
         held = held_1f1b
+    act_bytes = per_layer_act * (held - offloaded)
+    if layout is not None and layout.bf16_virtual:
+        # the rank holding the most bytes, its BF16 layers' passes counted at their size
+        by_rank = layout_held_by_rank(layout, cfg.pp, cfg.vpp, m)
+        if cfg.pp_schedule in DUALPIPE_SCHEDULES:
+            by_rank = [(held, sum(layout.bf16_virtual[v] for v in range(
+                r, len(layout.virtual), cfg.pp)) * in_flight) for r in range(cfg.pp)]
+        per_rank = [per_layer_act * (n - offloaded) + bf16_act * n16 for n, n16 in by_rank]
+        act_bytes = per_rank[0]
+        for more in per_rank[1:]:
+            act_bytes = maximum(act_bytes, more)
     # FP32 logits for the loss, and for each MTP block's on the last stage
     logits = tokens_mb * shape.vocab / cfg.tp * 4.0 * (1 + cfg.mtp_layers)
     return TrainingCore(
@@ -1792,7 +1860,7 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
         gradients=gradients,
         optimizer_states=optimizer_states,
         # offloading runs at PP 1: one micro-batch, its layers but the offloaded ones
-        activations=per_layer_act * (held - offloaded),
+        activations=act_bytes,
         activation_layer_passes=held - offloaded,
         other=FRAMEWORK_RESERVE_BYTES + logits,
         micro_batches=m,
@@ -1832,6 +1900,20 @@ def _slowest_rank(values: Num, ndim: int) -> Num:
     """The largest rank's value for each configuration (values without a rank axis, the
     same on every rank, as they are)."""
     return np.max(values, axis=0) if np.ndim(values) > ndim else values
+
+
+def _rank_local_params(shape: TransformerShape, layout: PipelineLayout, cfg: TrainingConfig,
+                       mtp_dense: float, mtp_expert: float) -> tuple[Any, Any]:
+    """``_rank_params`` on each GPU of a pipeline rank, after TP and EP split them, one value
+    per rank along a first axis and the configurations' after it."""
+    nd = _batch_ndim(cfg)
+    dense, expert = (_over_ranks(x, nd) for x in _rank_params(shape, layout, mtp_dense,
+                                                               mtp_expert))
+    # latent experts' projections are whole on every tensor-parallel rank
+    latent = latent_projection_params(shape) * _over_ranks(np.array(
+        [dict(r.blocks).get("E", 0) if r.blocks else r.expert_layers
+         for r in layout.ranks]), nd)
+    return (dense - latent) / cfg.tp + latent, expert / (cfg.expert_tp * cfg.ep)
 
 
 def _rank_params(shape: TransformerShape, layout: PipelineLayout, mtp_dense: float,
@@ -2114,6 +2196,7 @@ def estimate_training(
             "lora_modules": list(cfg.adapted) or None,
             "packed_doc_len": cfg.packed_doc_len or None,
             "fp8_attention": cfg.fp8_attention,
+            "bf16_layers": list(cfg.bf16_layers) if any(cfg.bf16_layers) else None,
             "gpus_per_node": cfg.gpus_per_node}),  # type: ignore[arg-type]
         step_time_s=step,
         tokens_per_s=tokens_per_s,

@@ -138,6 +138,7 @@ def render_training(e: TrainingEstimate, band: Band | None = None,
               + f", {p['precision']}"
               + (" (FP8 weights)" if p.get("fp8_params") else "")
               + (", FP8 attention" if p.get("fp8_attention") else "")
+              + _bf16_layers(p.get("bf16_layers"))
               + (f", LoRA rank {p['lora_rank']} on {', '.join(p['lora_modules'])}"
                  if p.get("lora_rank") else "")
               + (f", documents of {p['packed_doc_len']:,} tokens packed"
@@ -948,3 +949,12 @@ def _sample_split(rows: Any, noun: str) -> str:
 def _gib(num_bytes: float) -> str:
     """Bytes shown in GiB."""
     return fmt(from_si(num_bytes, Unit.GIB))
+
+
+def _bf16_layers(counts: list[int] | None) -> str:
+    """', the first 2 and the last 4 layers in BF16' (either may be absent)."""
+    if not counts:
+        return ""
+    parts = [f"the {end} {n} layer{'s' if n > 1 else ''}"
+             for end, n in zip(("first", "last"), counts, strict=True) if n]
+    return ", " + " and ".join(parts) + " in BF16"

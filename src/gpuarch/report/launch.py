@@ -283,6 +283,10 @@ def megatron_launch(shape: Any, cfg: Any) -> Launch:
     elif precision is Precision.TF32:
         notes.append("TF32: FP32 training with PyTorch's TF32 matmuls allowed "
                      "(torch.backends.cuda.matmul.allow_tf32), no Megatron flag")
+    if any(cfg.bf16_layers):
+        add("bf16_layers")
+        add("bf16_layers_start", cfg.bf16_layers_start)
+        add("bf16_layers_end", cfg.bf16_layers_end)
     if cfg.fp8_params:
         add("fp8_params")
     if cfg.bf16_grads:
