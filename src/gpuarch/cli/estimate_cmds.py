@@ -177,6 +177,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         lora_rank=args.lora_rank, packed_doc_len=args.packed_doc_len,
         fp8_attention=args.fp8_attention,
         bf16_layers_start=args.bf16_layers_at_start, bf16_layers_end=args.bf16_layers_at_end,
+        mtp_bf16=args.mtp_bf16,
         lora_modules=args.lora_modules)
     if system is None and max(counts or (cfg.gpus,)) > gpus_per_node:
         system = catalog.system_for(product)
@@ -1063,6 +1064,10 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                         "(--num-layers-at-end-in-bf16; low-precision runs keep a few so for "
                         "stability, e.g. Nemotron 3 Super's release test its last 14) "
                         "(default 0)")
+    p.add_argument("--mtp-bf16", action="store_true",
+                   help="with --mtp-layers and --precision fp8 or nvfp4: the MTP blocks run "
+                        "in BF16, weights and all (Megatron Bridge's keep_mtp_spec_in_bf16, "
+                        "which its Nemotron 3 Super recipes set)")
     p.add_argument("--fp8-attention", action="store_true",
                    help="with --precision fp8 or nvfp4: fused attention in FP8 too, forward "
                         "and backward (Transformer Engine's FP8 dot-product attention); "

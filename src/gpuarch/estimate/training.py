@@ -344,6 +344,9 @@ class TrainingConfig:
     # --first-last-layers-bf16 with --num-layers-at-start-in-bf16 / -at-end-in-bf16)
     bf16_layers_start: int = 0
     bf16_layers_end: int = 0
+    # the MTP blocks too (Megatron Bridge's keep_mtp_spec_in_bf16, as its Nemotron 3 Super
+    # recipes set it)
+    mtp_bf16: bool = False
     gpus_per_node: int = 8
     # what the framework keeps per parameter (``bytes_per_param``): FP8 weights (Megatron
     # fp8_param_gather), BF16 gradients (grad_reduce_in_fp32 off), or BF16 weights,
@@ -397,7 +400,8 @@ class TrainingConfig:
         """This run as its BF16 layers run: outside the low-precision autocast, so with
         BF16 GEMMs, inputs, weights and attention."""
         return dataclasses.replace(self, precision=Precision.BF16, fp8_attention=False,
-                                   fp8_params=False, bf16_layers_start=0, bf16_layers_end=0)
+                                   fp8_params=False, bf16_layers_start=0, bf16_layers_end=0,
+                                   mtp_bf16=False)
 
     def layout(self, shape: TransformerShape) -> PipelineLayout | None:
         """The parsed ``pp_layout`` checked against ``shape`` and the run (for a hybrid
@@ -543,6 +547,10 @@ class TrainingConfig:
                                f"(the model's layers), got {self.mtp_layers!r}")
         if self.mtp_shared_weights and not self.mtp_layers:
             raise GpuarchError("--mtp-shared-weights: needs --mtp-layers > 0")
+        if self.mtp_bf16 and not (self.mtp_layers and self.precision.low_precision):
+            raise GpuarchError("--mtp-bf16: needs --mtp-layers > 0 and --precision fp8 or "
+                               f"nvfp4, got --mtp-layers {self.mtp_layers} and --precision "
+                               f"{self.precision.value}")
         if self.pp_layout:
             if self.pp_edge_layers:
                 raise GpuarchError("--pp-edge-layers: not with --pp-layout, which places the "
@@ -1537,26 +1545,31 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
 
     # an MTP block: a layer of the last layer's kind with full attention, the 2h -> h
     # projection (column-parallel over TP) and its own pass through the shared head
+    layout = cfg.layout(shape)
+    # the layers (and MTP blocks) run in BF16 beside the low-precision recipe, costed as a
+    # BF16 run's
+    in_bf16 = (cfg.in_bf16, Device.of(product, Precision.BF16, device.tensor_core_generation),
+               bf16_efficiency(eff, cfg)) \
+        if cfg.mtp_bf16 or (layout is not None and layout.bf16_virtual) else None
+    kinds16 = (_layer_times(shape, *in_bf16, tp_group, cp_group, ep_group,
+                            with_parts=parts is not None)
+               if in_bf16 is not None and layout is not None and layout.bf16_virtual else {})
+
     mtp_layer = _Layer(_Pass(), _Pass(), _Pass(), 0.0, {})
     mtp_extra: Num = 0.0
     if cfg.mtp_layers:
         own: dict[str, Num] = {}
+        mtp_cfg, mtp_device, mtp_eff = in_bf16 if cfg.mtp_bf16 and in_bf16 else (cfg, device,
+                                                                                 eff)
         # (a hybrid model's: its attention and expert blocks as one layer)
         mtp_shape = mtp_layer_shape(shape) if shape.is_hybrid else shape
-        f, b, r, fl, w, h = _one_layer_time(mtp_shape, cfg, device, eff, tp_group, cp_group,
-                                            ep_group, shape.is_moe, 0,
+        f, b, r, fl, w, h = _one_layer_time(mtp_shape, mtp_cfg, mtp_device, mtp_eff, tp_group,
+                                            cp_group, ep_group, shape.is_moe, 0,
                                             own if parts is not None else None)
         mtp_layer = _Layer(f, b, r, fl, own, w, h)
         projection = op_time(Gemm(tokens_mb, shape.hidden // cfg.tp, 2 * shape.hidden,
-                                  name="mtp_projection"), device, eff)[0]
+                                  name="mtp_projection"), mtp_device, mtp_eff)[0]
         mtp_extra = 3 * projection + head_pass
-
-    layout = cfg.layout(shape)
-    # the layers run in BF16 beside the low-precision recipe, costed as a BF16 run's
-    kinds16 = (_layer_times(shape, cfg.in_bf16, Device.of(
-        product, Precision.BF16, device.tensor_core_generation), bf16_efficiency(eff, cfg),
-        tp_group, cp_group, ep_group, with_parts=parts is not None)
-        if layout is not None and layout.bf16_virtual else {})
     stage_parts: dict[str, Num] = {}
     if layout is None:
         # the slowest stage: layers that do not divide evenly go to some stages one more
@@ -1712,6 +1725,12 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     # whatever the recipe keeps the others' in
     dense16, expert16 = (_rank_local_params(shape, layout.bf16_part(), cfg, 0.0, 0.0)
                          if layout is not None and layout.bf16_virtual else (0.0, 0.0))
+    if cfg.mtp_bf16:
+        # the MTP blocks' on the rank holding them (the last)
+        on_rank = 1.0 if layout is None else _over_ranks(
+            np.array([r.mtp > 0 for r in layout.ranks], dtype=float), _batch_ndim(cfg))
+        dense16 = dense16 + on_rank * cfg.mtp_layers * mtp_dense / cfg.tp
+        expert16 = expert16 + on_rank * cfg.mtp_layers * mtp_expert / (cfg.expert_tp * cfg.ep)
     # LoRA: the adapters are what is trained, split as the layers they sit beside (the
     # stage's mean share of them with an explicit layout)
     adapters = lora_params(shape, cfg.lora_rank, cfg.adapted)
@@ -2197,6 +2216,7 @@ def estimate_training(
             "packed_doc_len": cfg.packed_doc_len or None,
             "fp8_attention": cfg.fp8_attention,
             "bf16_layers": list(cfg.bf16_layers) if any(cfg.bf16_layers) else None,
+            "mtp_bf16": cfg.mtp_bf16 or None,
             "gpus_per_node": cfg.gpus_per_node}),  # type: ignore[arg-type]
         step_time_s=step,
         tokens_per_s=tokens_per_s,

@@ -139,6 +139,7 @@ def render_training(e: TrainingEstimate, band: Band | None = None,
               + (" (FP8 weights)" if p.get("fp8_params") else "")
               + (", FP8 attention" if p.get("fp8_attention") else "")
               + _bf16_layers(p.get("bf16_layers"))
+              + (", the MTP blocks in BF16" if p.get("mtp_bf16") else "")
               + (f", LoRA rank {p['lora_rank']} on {', '.join(p['lora_modules'])}"
                  if p.get("lora_rank") else "")
               + (f", documents of {p['packed_doc_len']:,} tokens packed"

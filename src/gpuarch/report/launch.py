@@ -287,6 +287,9 @@ def megatron_launch(shape: Any, cfg: Any) -> Launch:
         add("bf16_layers")
         add("bf16_layers_start", cfg.bf16_layers_start)
         add("bf16_layers_end", cfg.bf16_layers_end)
+    if cfg.mtp_bf16:
+        notes.append("the MTP blocks in BF16 are Megatron Bridge's keep_mtp_spec_in_bf16 (a "
+                     "model setting); no Megatron-LM flag for it was read")
     if cfg.fp8_params:
         add("fp8_params")
     if cfg.bf16_grads:

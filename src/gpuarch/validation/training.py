@@ -212,6 +212,7 @@ def point_config(point: TrainingPoint, system: System | None) -> TrainingConfig:
         fp8_attention=bool(point.get("fp8_attention", False)),
         bf16_layers_start=int(point.get("bf16_layers_start", 0)),
         bf16_layers_end=int(point.get("bf16_layers_end", 0)),
+        mtp_bf16=bool(point.get("mtp_bf16", False)),
     )
 
 
