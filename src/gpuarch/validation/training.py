@@ -307,6 +307,8 @@ def compare_point(catalog: Catalog, point: TrainingPoint, efficiency: Efficiency
     layout = f"TP{cfg.tp} PP{cfg.pp} CP{cfg.cp} DP{cfg.dp}" + (
         f" EP{cfg.ep}" if cfg.ep > 1 else "") + (f" VPP{cfg.vpp}" if cfg.vpp > 1 else "") + (
         " laid out" if cfg.pp_layout else "") + (f" MTP{cfg.mtp_layers}" if cfg.mtp_layers else "")
+    if any(cfg.bf16_layers):
+        layout += " BF16 first {} last {}".format(*cfg.bf16_layers)
     if cfg.pp_schedule != PP_SCHEDULES[0]:
         layout += f" {cfg.pp_schedule}"
     if cfg.moe_imbalance > 1:
