@@ -177,7 +177,8 @@ _FORMS: dict[str, tuple[str, list[tuple[str, str]]]] = {
         ("seq_len", "4096"),
         ("global_batch", "64"), ("micro_batch", "1"), ("precision", ""), ("zero", ""),
         ("sequence_parallel", ""), ("recompute", ""), ("recompute_modules", ""),
-        ("recompute_layers", ""), ("fp8_attention", ""), ("lora_rank", ""),
+        ("recompute_layers", ""), ("fp8_attention", ""), ("bf16_layers_at_start", ""),
+        ("bf16_layers_at_end", ""), ("lora_rank", ""),
         ("lora_modules", ""), ("packed_doc_len", ""), ("tokens", ""),
         ("price_per_gpu_hour", ""), ("launch", "")]),
     "estimate/infer": ("Serving estimate", [
