@@ -352,7 +352,7 @@ def test_megatron_launch_builds_a_hybrid_as_mambamodel() -> None:
 
 def test_the_advisors_search_a_hybrid_only_where_it_is_modelled() -> None:
     """The training advisor lays a hybrid out with a TP x CP that splits its Mamba-2 heads
-    and groups and a PP that splits its blocks evenly, without interleaving; the serving
+    and groups and a PP (x VPP) that splits its blocks evenly; the serving
     advisor serves it, and refuses to search disaggregated deployments of it."""
     from gpuarch.advise import TrainingSearch, advise_training, load_prices
     from gpuarch.advise.infer import InferenceSearch, advise_inference
@@ -364,7 +364,7 @@ def test_the_advisors_search_a_hybrid_only_where_it_is_modelled() -> None:
                           load_prices())
     assert adv.top
     for option in (*adv.top, *adv.pareto):
-        assert 52 % option.pp == 0 and option.vpp == 1 and 8 % (option.tp * option.cp) == 0
+        assert 52 % (option.pp * option.vpp) == 0 and 8 % (option.tp * option.cp) == 0
     served = advise_inference(CATALOG, shape, InferenceSearch(
         input_len=1024, output_len=1024, concurrency=64, gpus=("h100",)), load_prices())
     assert served.top
@@ -456,22 +456,26 @@ def test_a_hybrid_pipelines_latent_projections_stay_whole_over_tp() -> None:
 
 def test_the_training_advisor_pipelines_a_hybrid_that_needs_it() -> None:
     """Nemotron-H 8B on eight 24 GB L4s: pipelines are searched (the even split of its 52
-    blocks), and each pipelined option's step and memory are what estimate train gives
-    that configuration, rank by rank."""
+    blocks, and interleaved as the pattern cut into PP x VPP equal segments), and each
+    pipelined option's step and memory are what estimate train gives that configuration,
+    rank by rank."""
     from gpuarch.advise import TrainingSearch, advise_training, load_prices
+    from gpuarch.estimate.pipeline_layout import even_segments
 
     shape = preset("nemotron-h-8b").shape
     adv = advise_training(CATALOG, shape, TrainingSearch(tokens=1e9, max_gpus=8,
-                                                          gpus=("l4",), top=50),
+                                                          gpus=("l4",), top=300),
                           load_prices())
     piped = [o for o in (*adv.top, *adv.pareto) if o.pp > 1]
-    assert piped
+    assert piped and any(o.vpp > 1 for o in piped)
     product = CATALOG.product("l4")
-    for o in piped[:5]:
-        assert 52 % o.pp == 0 and o.vpp == 1
+    for o in [*piped[:3], *[o for o in piped if o.vpp > 1][:3]]:
+        assert 52 % (o.pp * o.vpp) == 0
         est = estimate_training(CATALOG, shape, product, TrainingConfig(
             gpus=o.gpus, seq_len=4096, global_batch=o.global_batch, micro_batch=o.micro_batch,
-            tp=o.tp, pp=o.pp, cp=o.cp, ep=o.ep, zero=o.zero, fsdp_prefetch=o.fsdp_prefetch,
+            tp=o.tp, pp=o.pp, vpp=o.vpp, cp=o.cp, ep=o.ep,
+            pp_layout=even_segments(shape.hybrid_pattern, o.pp, o.vpp) if o.vpp > 1 else "",
+            zero=o.zero, fsdp_prefetch=o.fsdp_prefetch,
             recompute=Recompute(o.recompute), sequence_parallel=o.sequence_parallel,
             tp_comm_overlap=o.tp_comm_overlap, precision=Precision(o.precision),
             fp8_params=o.precision == "fp8", ep_dispatcher="deepep"),

@@ -26,6 +26,7 @@ from gpuarch.errors import GpuarchError, check_choice
 from gpuarch.estimate.energy import NODE_OVERHEAD, PUE, energy_kwh, facility_power_w
 from gpuarch.estimate.lora import DEFAULT_LORA_MODULES
 from gpuarch.estimate.memory import Recompute
+from gpuarch.estimate.pipeline_layout import even_segments
 from gpuarch.estimate.reliability import expected_interruptions
 from gpuarch.estimate.training import (
     PP_SCHEDULES,
@@ -183,9 +184,9 @@ def _layouts(shape: TransformerShape, search: TrainingSearch, gpn: int, multi_no
     counts = sorted({g for g in _pow2(search.max_gpus) + list(range(gpn, search.max_gpus + 1,
                                                                       gpn))
                      if multi_node or g <= gpn})
-    # a hybrid Mamba-2 model's pipelines split its blocks evenly, without interleaving
-    # (Megatron-Core's split without '|' segments), and its Mamba-2 heads and groups split
-    # evenly over TP x CP (checked on the grid below)
+    # a hybrid Mamba-2 model's pipelines split its blocks evenly (Megatron-Core's split
+    # without '|' segments; interleaved, its pattern cut into PP x VPP equal '|' segments),
+    # and its Mamba-2 heads and groups split evenly over TP x CP (checked on the grid below)
     tps = [t for t in _pow2(gpn) if shape.heads % t == 0]
     pps = [p for p in _pow2(64) if p <= shape.layers and (
         not shape.is_hybrid or len(shape.hybrid_pattern) % p == 0)]
@@ -212,23 +213,27 @@ def _layouts(shape: TransformerShape, search: TrainingSearch, gpn: int, multi_no
     ok &= shape.layers >= pp * vpp
     ok &= (vpp == 1) | (pp > 1)
     if shape.is_hybrid:
-        ok &= vpp == 1
+        ok &= len(shape.hybrid_pattern) % (pp * vpp) == 0
     ok &= ((dp * cp) % ep == 0)
     ok &= schedule_runs(search.pp_schedule, pp, vpp, gb // unit)
-    return {"gpus": gpus[ok], "tp": tp[ok], "pp": pp[ok], "cp": cp[ok], "ep": ep[ok],
-            "vpp": vpp[ok], "mb": mb[ok], "gb": gb[ok]}
+    keep = np.flatnonzero(ok)
+    if shape.is_hybrid:  # one pipeline split after another (_chunks)
+        keep = keep[np.lexsort((vpp[keep], pp[keep]))]
+    return {"gpus": gpus[keep], "tp": tp[keep], "pp": pp[keep], "cp": cp[keep],
+            "ep": ep[keep], "vpp": vpp[keep], "mb": mb[keep], "gb": gb[keep]}
 
 
 def _chunks(layouts: dict[str, np.ndarray], *, by_pp: bool
             ) -> Iterator[dict[str, np.ndarray]]:
-    """The layouts in chunks of at most ``CHUNK``; with ``by_pp``, each chunk of one PP (a
-    hybrid model's pipeline ranks are costed from one split of its blocks)."""
-    groups = ([layouts["pp"] == p for p in np.unique(layouts["pp"])] if by_pp
-              else [np.ones(len(layouts["pp"]), dtype=bool)])
-    for keep in groups:
-        group = {k: v[keep] for k, v in layouts.items()}
-        for start in range(0, len(group["pp"]), CHUNK):
-            yield {k: v[start:start + CHUNK] for k, v in group.items()}
+    """The layouts in chunks of at most ``CHUNK``; with ``by_pp``, each chunk of one PP and
+    VPP (a hybrid model's pipeline ranks are costed from one split of its blocks; its
+    layouts come sorted by them)."""
+    pp, vpp = layouts["pp"], layouts["vpp"]
+    cuts = [0, *(np.flatnonzero((pp[1:] != pp[:-1]) | (vpp[1:] != vpp[:-1])) + 1
+                 if by_pp else []), len(pp)]
+    for first, end in itertools.pairwise(cuts):
+        for start in range(first, end, CHUNK):
+            yield {k: v[start:min(start + CHUNK, end)] for k, v in layouts.items()}
 
 
 def advise_training(
@@ -345,9 +350,9 @@ def advise_training(
                         "gpus": part["gpus"], "seq_len": search.seq_len,
                         "global_batch": part["gb"], "micro_batch": part["mb"], "tp": part["tp"],
                         "cp": part["cp"], "ep": part["ep"],
-                        # a hybrid's pipeline split is one per chunk (_chunks): its PP as one
-                        **({"pp": int(part["pp"][0]), "vpp": 1} if shape.is_hybrid
-                           else {"pp": part["pp"], "vpp": part["vpp"]}),
+                        # a hybrid's pipeline split is one per chunk (_chunks)
+                        **(_hybrid_split(shape, int(part["pp"][0]), int(part["vpp"][0]))
+                           if shape.is_hybrid else {"pp": part["pp"], "vpp": part["vpp"]}),
                         "sequence_parallel": sp, "tp_comm_overlap": overlap, "zero": zero,
                         "fsdp_prefetch": prefetch, "recompute": recompute,
                         "precision": precision, "gpus_per_node": gpn,
@@ -689,13 +694,22 @@ def _hardware(catalog: Catalog, o: TrainingOption, system: System | None) -> str
     return ", ".join(p for p in parts if p)
 
 
-def option_config(search: TrainingSearch, o: TrainingOption, system: System | None
-                  ) -> TrainingConfig:
+def _hybrid_split(shape: TransformerShape, pp: int, vpp: int) -> dict[str, Any]:
+    """A hybrid model's pipeline fields: interleaved as its pattern cut into PP x VPP equal
+    '|' segments (Megatron-Core's only way to interleave a hybrid)."""
+    return {"pp": pp, "vpp": vpp,
+            "pp_layout": even_segments(shape.hybrid_pattern, pp, vpp) if vpp > 1 else ""}
+
+
+def option_config(search: TrainingSearch, o: TrainingOption, system: System | None,
+                  shape: TransformerShape | None = None) -> TrainingConfig:
     """The training configuration an option stands for (what its estimate ran, what a
-    launch command spells out)."""
+    launch command spells out); a hybrid ``shape``'s interleaved stages as its segments."""
+    split = (_hybrid_split(shape, o.pp, o.vpp) if shape is not None and shape.is_hybrid
+             else {"pp": o.pp, "vpp": o.vpp})
     return TrainingConfig(gpus=o.gpus, seq_len=search.seq_len, global_batch=o.global_batch,
-                          micro_batch=o.micro_batch, tp=o.tp, pp=o.pp, cp=o.cp, ep=o.ep,
-                          vpp=o.vpp, sequence_parallel=o.sequence_parallel,
+                          micro_batch=o.micro_batch, tp=o.tp, cp=o.cp, ep=o.ep, **split,
+                          sequence_parallel=o.sequence_parallel,
                           tp_comm_overlap=o.tp_comm_overlap, zero=o.zero,
                           fsdp_prefetch=o.fsdp_prefetch,
                           recompute=Recompute(o.recompute),
@@ -720,7 +734,7 @@ def _explain(catalog: Catalog, shape: TransformerShape, search: TrainingSearch,
     how its GPU compares with the best option on another GPU, in the catalog's terms."""
     product = catalog.product(o.gpu)
     system = systems.get(o.gpu)
-    cfg = option_config(search, o, system)
+    cfg = option_config(search, o, system, shape)
     est = estimate_training(catalog, shape, product, cfg, system=system, efficiency=eff)
     reason = est.bottleneck_reason
     is_best = o == best

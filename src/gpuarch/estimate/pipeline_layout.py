@@ -20,7 +20,8 @@ import numpy as np
 from gpuarch.errors import GpuarchError
 from gpuarch.perf.num import Num, maximum, minimum, where
 
-__all__ = ["PipelineLayout", "StageLoad", "even_layout", "held_layer_passes", "hybrid_layout",
+__all__ = ["PipelineLayout", "StageLoad", "even_layout", "even_segments", "held_layer_passes",
+           "hybrid_layout",
            "is_bf16_layer", "layout_held_by_rank", "layout_held_layer_passes", "parse_pp_layout"]
 
 
@@ -135,6 +136,17 @@ def hybrid_layout(pattern: str, *, pp: int, vpp: int = 1, mtp_layers: int = 0,
                   for r in range(pp))
     return PipelineLayout(segments, tuple(virtual), ranks,
                           tuple(in_bf16) if any(in_bf16) else ())
+
+
+def even_segments(pattern: str, pp: int, vpp: int) -> str:
+    """A hybrid's block pattern cut by '|' into PP x VPP equal segments (the interleaved
+    layout ``hybrid_layout`` takes as ``segments``); PP x VPP must divide the blocks."""
+    stages = pp * vpp
+    if len(pattern) % stages:
+        raise GpuarchError(f"--pp/--vpp: PP x VPP = {stages} must divide the "
+                           f"{len(pattern)} blocks of the hybrid pattern")
+    n = len(pattern) // stages
+    return "|".join(pattern[i * n:(i + 1) * n] for i in range(stages))
 
 
 def is_bf16_layer(index: int, layers: int, bf16: tuple[int, int]) -> bool:

@@ -521,7 +521,7 @@ def best_training_launch(catalog: Any, shape: Any, search: Any, advice: Any) -> 
         return "no option to launch"
     best = advice.top[0]
     system = catalog.system_for(catalog.product(best.gpu))
-    return megatron_launch(shape, option_config(search, best, system))
+    return megatron_launch(shape, option_config(search, best, system, shape))
 
 
 def best_serving_launch(engine: str, shape: Any, search: Any, advice: Any, model: str,
