@@ -25,16 +25,19 @@ NANO = preset("nemotron-3-nano").shape
 @pytest.mark.parametrize(("name", "block", "ep"), [("llama-3.1-8b", "-", 1),
                                                     ("qwen3-30b-a3b", "E", 2)])
 @pytest.mark.parametrize("tp", [1, 2])
+@pytest.mark.parametrize("draft", [0, 3])
 def test_blocks_in_pairs_serve_as_their_layers_do(name: str, block: str, ep: int,
-                                                  tp: int) -> None:
+                                                  tp: int, draft: int) -> None:
     """Attention blocks each followed by an MLP (or expert) block are the plain model
     written block by block: the same time to first token, time per output token and
-    largest batch."""
+    largest batch, with speculative decoding too (the hybrid's draft, its MTP block of an
+    attention and an MLP or expert block, is the plain model's one layer)."""
     plain = preset(name).shape
     hybrid = dataclasses.replace(plain, layers=2 * plain.layers,
                                  hybrid_pattern=("*" + block) * plain.layers)
     cfg = InferenceConfig(input_len=2048, output_len=256, batch=32, tp=tp, gpus=tp,
-                          ep=min(ep, tp))
+                          ep=min(ep, tp), speculative_tokens=draft,
+                          acceptance_length=2.5 if draft else 0.0)
     h100 = CATALOG.product("h100")
     a = estimate_inference(CATALOG, plain, h100, cfg)
     b = estimate_inference(CATALOG, hybrid, h100, cfg)
@@ -105,8 +108,6 @@ def test_nano_serves_with_its_scan_and_state_in_the_breakdowns() -> None:
 
 
 @pytest.mark.parametrize(("change", "message"), [
-    ({"speculative_tokens": 2, "acceptance_length": 2.0},
-     "--speculative-tokens: .* hybrid Mamba-2 model"),
     ({"cached_prefix": 512}, "--cached-prefix: .* got 512"),
     ({"tp": 16, "gpus": 16}, r"--tp: 16 must divide the Mamba-2 heads \(64\) and groups "
                              r"\(8\)"),
@@ -117,3 +118,42 @@ def test_hybrid_serving_not_yet_modelled_is_refused(change: dict,  # type: ignor
                               **change)
     with pytest.raises(GpuarchError, match=message):
         estimate_inference(CATALOG, NANO, CATALOG.product("h100"), cfg)
+
+
+def test_verifying_drafted_tokens_writes_a_state_per_token() -> None:
+    """A speculative step's Mamba-2 update over t tokens a sequence reads the state once and
+    writes it after every token (the engines keep each for the rollback), and reads t
+    tokens' inputs: one token is the plain decode step's traffic."""
+    m = NANO.mamba
+    assert m is not None
+    state = 64 * 64 * 128 * 4.0
+    one = {op.name: op.bytes_moved for op in mamba_decode_ops(m, 1, 10, 2.0, 4.0)}
+    four = {op.name: op.bytes_moved for op in mamba_decode_ops(m, 1, 10, 2.0, 4.0, 4)}
+    io = (3 * m.inner + 2 * m.groups * m.state) * 2.0
+    assert one["mamba_scan"] == 10 * (2 * state + io)
+    assert four["mamba_scan"] == 10 * (5 * state + 4 * io)
+    assert four["mamba_conv"] == 10 * m.conv_width * 2.0 * (2 * (3 + 3) + 2 * 4)
+    assert four["mamba_norm"] == 4 * one["mamba_norm"]
+
+
+def test_speculative_decoding_of_a_hybrid() -> None:
+    """Nemotron 3 Super with its MTP draft (3 tokens, 2.7 accepted): each sequence holds 1
+    + 3 copies of its Mamba-2 state; the draft's weights are its MTP block's; the step
+    verifies 4 tokens a sequence and emits 2.7."""
+    from gpuarch.workloads.mtp import mtp_block_params
+
+    shape = preset("nemotron-3-super").shape
+    b200 = CATALOG.product("b200")
+    base = InferenceConfig(input_len=1024, output_len=1024, batch=64, tp=4, gpus=4)
+    plain = estimate_inference(CATALOG, shape, b200, base)
+    spec = estimate_inference(CATALOG, shape, b200, dataclasses.replace(
+        base, speculative_tokens=3, acceptance_length=2.7))
+    assert spec.assumptions["mamba_state_bytes_per_sequence_per_gpu"] == pytest.approx(
+        4 * plain.assumptions["mamba_state_bytes_per_sequence_per_gpu"])
+    dense, routed = mtp_block_params(shape)
+    assert spec.memory["weights"] - plain.memory["weights"] == pytest.approx(
+        (dense + routed) * 2.0 / 4, rel=1e-9)
+    assert "MTP block" in spec.assumptions["speculative"]["draft"]
+    # a step does more than a plain one, and each emits 2.7 tokens a sequence
+    assert spec.decode_step_parts_s["mamba_scan"] > plain.decode_step_parts_s["mamba_scan"]
+    assert spec.tpot_s < plain.tpot_s

@@ -1221,7 +1221,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                         "without it the offline waves take one length")
     p.add_argument("--speculative-tokens", type=int, default=0, metavar="K",
                    help="speculative decoding: draft tokens per step (MTP modules, an EAGLE "
-                        "head; each costs one target-shaped layer and the LM head)")
+                        "head; each costs one target-shaped layer and the LM head, a hybrid "
+                        "Mamba-2 model's its MTP block)")
     p.add_argument("--acceptance-length", type=float, default=0.0, metavar="A",
                    help="with --speculative-tokens: mean tokens each sequence emits per "
                         "target step (1 to K + 1; measure it on your data)")

@@ -75,6 +75,7 @@ from gpuarch.perf.roofline import (
 from gpuarch.perf.sibling import sibling_notes
 from gpuarch.units import Unit, from_si
 from gpuarch.workloads.flops import attention_core_dims, attention_projections
+from gpuarch.workloads.mtp import mtp_block_params
 from gpuarch.workloads.params import count_params
 from gpuarch.workloads.shape import MAX_DIMENSION, TransformerShape
 
@@ -553,15 +554,13 @@ class InferenceConfig:
 
 
     def _check_hybrid(self, shape: TransformerShape) -> None:
-        """What a hybrid Mamba-2 model's serving is not yet costed with: draft tokens (a
-        draft's rejected tokens roll its Mamba state back), a cached prefix (the Mamba
-        state at the prefix's end is cached too) and a TP that does not split the Mamba-2
-        heads and groups evenly."""
-        for flag, value in (("--speculative-tokens", self.speculative_tokens),
-                            ("--cached-prefix", self.cached_prefix)):
-            if value:
-                raise GpuarchError(f"{flag}: {shape.name} is a hybrid Mamba-2 model, whose "
-                                   f"serving is modelled without it so far; got {value}")
+        """What a hybrid Mamba-2 model's serving is not yet costed with: a cached prefix (the
+        Mamba state at the prefix's end is cached too) and a TP that does not split the
+        Mamba-2 heads and groups evenly."""
+        if self.cached_prefix:
+            raise GpuarchError(f"--cached-prefix: {shape.name} is a hybrid Mamba-2 model, "
+                               "whose serving is modelled without it so far; got "
+                               f"{self.cached_prefix}")
         shape.check_mamba_split(self.tp, "--tp", str(self.tp))
 
 
@@ -1011,8 +1010,10 @@ class _Runner:
         s, t = self.s, self.cfg.tp
         m = s.mamba
         assert m is not None
-        mixer = mamba_mixer_ops(m, t, tokens, 2.0) if prefill or q_len > 1 else \
-            mamba_decode_ops(m, t, tokens, 2.0, self.cfg.ssm_state_bytes)
+        # a decode step's state update per sequence, over each one's q_len tokens when it
+        # verifies drafted ones
+        mixer = mamba_mixer_ops(m, t, tokens, 2.0) if prefill else \
+            mamba_decode_ops(m, t, tokens / q_len, 2.0, self.cfg.ssm_state_bytes, q_len)
         return [self._gemm(tokens, m.in_proj_width // t, s.hidden, "mamba_in_proj"), *mixer,
                 self._gemm(tokens, s.hidden, m.inner // t, "mamba_out_proj")]
 
@@ -1417,8 +1418,23 @@ def _weight_bytes(shape: TransformerShape, cfg: InferenceConfig) -> float:
             / (cfg.pp * max(cfg.tp, cfg.ep))
     if not cfg.speculative_tokens:
         return model
+    if shape.is_hybrid:
+        # a hybrid's draft is its MTP block, an attention and an MLP (or expert) block (the
+        # engines' nemotron_h_mtp builds it from the model's "*E" MTP pattern, no Mamba-2)
+        dense, routed = mtp_block_params(shape)
+        return model + dense * w / cfg.tp + routed * cfg.expert_quant.weights.bytes / max(
+            cfg.tp, cfg.ep)
     embeddings = ends / cfg.tp
     return model + (model * cfg.pp - embeddings) / shape.layers
+
+
+def _mamba_state_per_sequence(shape: TransformerShape, cfg: InferenceConfig) -> Any:
+    """The Mamba-2 state a running sequence holds on one GPU of a stage's TP group: one copy,
+    or with k drafted tokens a step 1 + k, a state for each position a verification can go
+    back to (vLLM's num_speculative_blocks pages beside the request's own, PR 33726;
+    SGLang's scratch of the step's states per running request is about as large)."""
+    return hybrid_state_bytes(shape, cfg.tp, cfg.ssm_state_bytes) * (
+        1 + cfg.speculative_tokens)
 
 
 def _kv_and_activation_bytes(shape: TransformerShape, cfg: InferenceConfig, batch: Num,
@@ -1457,7 +1473,7 @@ def _kv_and_activation_sizer(shape: TransformerShape, cfg: InferenceConfig
     logits_per_sequence = shape.vocab / cfg.tp * 4.0
 
     # a hybrid model's Mamba-2 blocks hold a fixed state per sequence, whatever its length
-    state = hybrid_state_bytes(shape, cfg.tp, cfg.ssm_state_bytes)
+    state = _mamba_state_per_sequence(shape, cfg)
 
     def sizes(batch: Num, prompt: int) -> tuple[Num, Num]:
         kv = batch * (per_token * _positions_held(
@@ -1955,8 +1971,8 @@ def estimate_inference(
                                                          cfg.tp) / cfg.pp,
         # a hybrid model's Mamba-2 convolution and recurrent state, held in the KV cache's
         # memory, per sequence whatever its length (0 without Mamba-2 blocks)
-        "mamba_state_bytes_per_sequence_per_gpu": hybrid_state_bytes(
-            shape, cfg.tp, cfg.ssm_state_bytes) / cfg.pp,
+        "mamba_state_bytes_per_sequence_per_gpu": _mamba_state_per_sequence(shape, cfg)
+        / cfg.pp,
         "ssm_state_precision": cfg.ssm_state_precision if shape.mamba is not None else None,
         "batching": cfg.batching.value,
         "prefill_chunk_tokens": cfg.chunk,
@@ -2011,7 +2027,9 @@ def estimate_inference(
         "FP8 KV cache)" if cfg.fp8_context_attention else "16-bit",
         "speculative": {"draft_tokens": cfg.speculative_tokens,
                         "acceptance_length": cfg.acceptance_length,
-                        "draft": "one target-shaped layer and the LM head per draft token"}
+                        "draft": ("the MTP block (an attention and an MLP or expert block) "
+                                  "and the LM head per draft token" if shape.is_hybrid else
+                                  "one target-shaped layer and the LM head per draft token")}
         if cfg.speculative_tokens else None,
         "efficiency": efficiency.as_dict(),
         "sibling_rates": sibling_notes(product.key, (

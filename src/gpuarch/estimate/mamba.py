@@ -71,21 +71,29 @@ def mamba_mixer_ops(m: MambaShape, tp: Any, tokens: Num, element: float) -> list
 
 
 def mamba_decode_ops(m: MambaShape, tp: Any, seqs: Num, element: float,
-                     state_element: float = MAMBA_SERVING_STATE_BYTES) -> list[Op]:
+                     state_element: float = MAMBA_SERVING_STATE_BYTES,
+                     tokens_per_seq: int = 1) -> list[Op]:
     """What a Mamba-2 block runs between its projections for one new token of each of
     ``seqs`` sequences (mamba_ssm's causal_conv1d_update and selective_state_update, the
     kernels vLLM and SGLang decode with): the convolution reads each sequence's last
     conv_kernel - 1 inputs and the new one and writes them back with its output; the state
     update reads and writes each sequence's heads x head_dim x state recurrent state, reads
-    x, z, B, C and dt and writes y; the gated RMSNorm as in a prefill."""
+    x, z, B, C and dt and writes y; the gated RMSNorm as in a prefill.
+    With ``tokens_per_seq`` t > 1 (a speculative step verifying t - 1 drafted tokens and the
+    target's own) the same kernels run over the t tokens: the convolution's window widened
+    by t - 1 columns, the state read once and written after every token, so that it can go
+    back to the last one accepted (vLLM's selective_state_update writes each token's state
+    to its own page, vllm-project/vllm PR 33726; SGLang's to a scratch buffer it scatters
+    back from, sgl-project/sglang PR 13434)."""
+    t = tokens_per_seq
     inner = m.inner // tp
     conv_width = m.conv_width // tp
-    conv = 1.0 * seqs * conv_width * element * (2 * (m.conv_kernel - 1) + 2)
-    state = 2.0 * seqs * (m.heads // tp) * m.head_dim * m.state * state_element
-    io = 1.0 * seqs * (3 * inner + 2 * m.groups * m.state // tp) * element
+    conv = 1.0 * seqs * conv_width * element * (2 * (m.conv_kernel - 1 + t - 1) + 2 * t)
+    state = (1.0 + t) * seqs * (m.heads // tp) * m.head_dim * m.state * state_element
+    io = 1.0 * seqs * t * (3 * inner + 2 * m.groups * m.state // tp) * element
     return [Elementwise(conv, name="mamba_conv"),
             Elementwise(state + io, name="mamba_scan"),
-            Elementwise(2.0 * seqs * inner * element, name="mamba_norm")]
+            Elementwise(2.0 * seqs * t * inner * element, name="mamba_norm")]
 
 
 def hybrid_state_bytes(s: TransformerShape, tp: Any,
