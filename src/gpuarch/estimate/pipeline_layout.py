@@ -159,9 +159,9 @@ def is_bf16_layer(index: int, layers: int, bf16: tuple[int, int]) -> bool:
 def even_layout(layers: int, *, pp: int, vpp: int, mtp_layers: int = 0,
                 edge_layers: bool = False) -> str:
     """The even split written as a --pp-layout: PP x VPP virtual stages of the model's
-    layers (with ``edge_layers`` the embedding and the loss taking a layer's slot each), the
-    stages that one more must hold the last ones (so the last rank, with the loss, holds
-    as many as the even split's slowest stage)."""
+    layers (with ``edge_layers`` the embedding and the loss taking a layer's slot each);
+    where the layers do not divide, the last stages hold one more (so the last rank, with
+    the loss, holds as many as the even split's slowest stage)."""
     stages = pp * vpp
     slots = layers + (2 if edge_layers else 0)
     base, extra = divmod(slots, stages)
