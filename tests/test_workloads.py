@@ -715,3 +715,23 @@ def test_a_preset_mapping_takes_a_mamba_table() -> None:
         shape_from_mapping({**base, "mamba": 5}, "t")
     with pytest.raises(GpuarchError, match=r"t\.mamba: .*missing"):
         shape_from_mapping({**base, "mamba": {"heads": 4}}, "t")
+
+
+@pytest.mark.parametrize(("name", "published", "tolerance", "blocks"), [
+    # the Nano 2 Base model cards: 8.89B and 12.31B
+    ("nemotron-nano-9b-v2", 8.89e9, 0.005e9, (27, 4, 25)),
+    ("nemotron-nano-12b-v2", 12.31e9, 0.005e9, (28, 6, 28)),
+    # the Nemotron-H Base-8K model cards: 47B ("just five Attention layers"), 56B (ten)
+    ("nemotron-h-47b", 47e9, 0.5e9, (45, 5, 48)),
+    ("nemotron-h-56b", 56e9, 0.5e9, (54, 10, 54)),
+])
+def test_nemotron_h_family_presets_count_to_their_cards(name: str, published: float,
+                                                        tolerance: float,
+                                                        blocks: tuple[int, int, int]) -> None:
+    """The Nemotron-H and Nano 2 presets (Megatron Bridge's providers) count, block by
+    block, to the parameters their model cards print, with the Mamba-2, attention and MLP
+    blocks the cards and the blog name (the 9B's Mamba-2 inner width, 128 x 80, is not twice
+    its hidden size: it was pruned from the 12B)."""
+    shape = preset(name).shape
+    assert (shape.mamba_layers, shape.attention_layers, shape.mlp_layers) == blocks
+    assert abs(count_params(shape).total - published) <= tolerance
