@@ -50,7 +50,6 @@ from gpuarch.estimate.pipeline_layout import (
     held_layer_passes,
     hybrid_layout,
     layout_held_by_rank,
-    layout_held_layer_passes,
     parse_pp_layout,
 )
 from gpuarch.estimate.recompute import (
@@ -1634,7 +1633,11 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
         stage_parts = {key: _pick(slowest, [own.get(key, 0.0) for _, own, _ in ranks])
                        for key in {k for _, own, _ in ranks for k in own}}
         layers_per_stage = activation_layers = layout.max_layers
-        held_1f1b = layout_held_layer_passes(layout, cfg.pp, cfg.vpp, cfg.micro_batches)
+        # each rank's layer-passes held at its peak (and of them, its BF16 layers'), once
+        held_by_rank = layout_held_by_rank(layout, cfg.pp, cfg.vpp, cfg.micro_batches)
+        held_1f1b = held_by_rank[0][0]
+        for n, _ in held_by_rank[1:]:
+            held_1f1b = maximum(held_1f1b, n)
     if parts is not None:
         parts.update(stage_parts)
     act = 1.0 * tokens_mb * shape.hidden * cfg.precision.activation_bytes
@@ -1792,7 +1795,7 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     optimizer = op_time(Elementwise(opt_params * 30.0, name="adam"), device, eff)[0]
     weights = (sharded(3, dense_local, expert_local)
                + (sharded(3, *trained) if cfg.lora_rank else 0.0)) * per_param.weights \
-        + sharded(3, dense16, expert16) * max(0.0, 2.0 - per_param.weights)
+        + sharded(3, dense16, expert16) * max(0.0, Precision.BF16.bytes - per_param.weights)
     gradients = sharded(2, *trained) * per_param.gradients
     optimizer_states = opt_params * per_param.optimizer
     if layout is not None:
@@ -1850,7 +1853,7 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     act_bytes = per_layer_act * (held - offloaded)
     if layout is not None and layout.bf16_virtual:
         # the rank holding the most bytes, its BF16 layers' passes counted at their size
-        by_rank = layout_held_by_rank(layout, cfg.pp, cfg.vpp, m)
+        by_rank = held_by_rank
         if cfg.pp_schedule in DUALPIPE_SCHEDULES:
             by_rank = [(held, sum(layout.bf16_virtual[v] for v in range(
                 r, len(layout.virtual), cfg.pp)) * in_flight) for r in range(cfg.pp)]
