@@ -16,6 +16,7 @@ from gpuarch.advise import Objective, TrainingSearch, advise_training, load_pric
 from gpuarch.catalog import load_catalog
 from gpuarch.errors import GpuarchError
 from gpuarch.estimate import Recompute, TrainingConfig, estimate_training
+from gpuarch.estimate.pipeline_layout import even_segments
 from gpuarch.estimate.training import evaluate_training
 from gpuarch.perf import DEFAULT_EFFICIENCY, Device, Precision, link_for
 from gpuarch.workloads import preset
@@ -765,47 +766,47 @@ def test_engine_switches_reach_every_configuration_searched(tmp_path: Path) -> N
         assert o.tpot_ms == pytest.approx(est.tpot_s * 1e3, rel=1e-12)
 
 
-def test_layer_cache_reuses_only_across_zero_stages() -> None:
-    """evaluate_training's layer_cache (the advisor's ZeRO variants of one layout chunk):
-    every ZeRO stage gives what it gives without the cache (its layers, and the dense and
-    expert gradient and weight collectives the stages share, its communicators and LM
-    head), and a layout that differs in anything else, or the same layout over other
-    links, is costed afresh, not served the cached layers."""
-    shape = preset("mixtral-8x7b").shape
+def test_zero_stages_as_an_axis_equal_each_stage_alone() -> None:
+    """The advisor costs a chunk's ZeRO variants in one evaluate_training call, the stages
+    along a first axis and the layouts along a second: each stage's row is what that stage
+    alone gives (step and memory), for a MoE model's layouts, under LoRA (whose ZeRO-3
+    gathers the frozen weights too), and for a hybrid pipelined with a per-rank layout."""
+    stages = ((0, False), (1, False), (2, False), (3, False), (3, True))
+    zeros = np.array([z for z, _ in stages])[:, None]
+    prefetch = np.array([p for _, p in stages])[:, None]
     product = CATALOG.product("h100")
     system = CATALOG.system("dgx h100")
     device = Device.of(product, Precision.BF16, 4)
     intra, inter = link_for(product, system, None)
     tp, pp = np.array([1, 2, 4, 8]), np.array([2, 2, 1, 1])
-    base = dict(gpus=tp * pp * 8, seq_len=4096, global_batch=np.full(4, 64),
-                micro_batch=np.array([1, 2, 1, 2]), tp=tp, pp=pp, cp=np.ones(4, int),
-                ep=np.full(4, 8), vpp=np.ones(4, int), recompute=Recompute.SELECTIVE,
-                precision=Precision.BF16, gpus_per_node=8)
-    cache: dict[str, Any] = {}
-    for zero, prefetch in ((0, False), (1, False), (2, False), (3, False), (3, True)):
-        cfg = TrainingConfig(**base, zero=zero, fsdp_prefetch=prefetch)
-        cached = evaluate_training(shape, product, device, intra, inter, cfg,
-                                   DEFAULT_EFFICIENCY, layer_cache=cache)
-        fresh = evaluate_training(shape, product, device, intra, inter, cfg,
-                                  DEFAULT_EFFICIENCY)
-        assert np.array_equal(cached.step, fresh.step)
-        assert np.array_equal(cached.memory_total, fresh.memory_total)
-    other = TrainingConfig(**{**base, "micro_batch": np.array([2, 1, 2, 1])}, zero=1)
-    cached = evaluate_training(shape, product, device, intra, inter, other,
-                               DEFAULT_EFFICIENCY, layer_cache=cache)
-    fresh = evaluate_training(shape, product, device, intra, inter, other, DEFAULT_EFFICIENCY)
-    assert np.array_equal(cached.step, fresh.step)
-    # the same layout over other links (a slower network) is costed afresh too
-    from gpuarch.perf.collectives import Fabric, Link
-
-    assert inter is not None
-    slow = Link(Fabric.NETWORK, inter.bandwidth / 8)
-    cached = evaluate_training(shape, product, device, intra, slow, other,
-                               DEFAULT_EFFICIENCY, layer_cache=cache)
-    fresh = evaluate_training(shape, product, device, intra, slow, other, DEFAULT_EFFICIENCY)
-    assert np.array_equal(cached.step, fresh.step)
-    assert not np.array_equal(cached.step, evaluate_training(
-        shape, product, device, intra, inter, other, DEFAULT_EFFICIENCY).step)
+    moe = dict(gpus=tp * pp * 8, seq_len=4096, global_batch=np.full(4, 64),
+               micro_batch=np.array([1, 2, 1, 2]), tp=tp, pp=pp, cp=np.ones(4, int),
+               ep=np.full(4, 8), vpp=np.ones(4, int), recompute=Recompute.SELECTIVE,
+               precision=Precision.BF16, gpus_per_node=8)
+    hybrid_shape = preset("nemotron-h-8b").shape
+    hybrid = dict(gpus=np.array([8, 16, 32]), seq_len=4096, global_batch=np.full(3, 64),
+                  micro_batch=np.array([1, 1, 2]), tp=np.array([1, 2, 2]), pp=2,
+                  cp=np.ones(3, int), ep=np.ones(3, int), vpp=2,
+                  pp_layout=even_segments(hybrid_shape.hybrid_pattern, 2, 2),
+                  recompute=Recompute.NONE, precision=Precision.BF16, gpus_per_node=8)
+    cases = ((preset("mixtral-8x7b").shape, moe),
+             (preset("llama-3.1-8b").shape, {**moe, "ep": np.ones(4, int), "lora_rank": 16}),
+             (hybrid_shape, hybrid))
+    for shape, base in cases:
+        together = evaluate_training(shape, product, device, intra, inter, TrainingConfig(
+            **base, zero=zeros, fsdp_prefetch=prefetch), DEFAULT_EFFICIENCY)
+        for row, (zero, pre) in enumerate(stages):
+            alone = evaluate_training(shape, product, device, intra, inter, TrainingConfig(
+                **base, zero=zero, fsdp_prefetch=pre), DEFAULT_EFFICIENCY)
+            for name in ("step", "memory_total", "tokens_per_s", "mfu"):
+                got = np.broadcast_to(getattr(together, name), (len(stages), 3 if shape
+                                      is hybrid_shape else 4))[row]
+                np.testing.assert_allclose(got, getattr(alone, name), rtol=1e-12,
+                                           err_msg=f"{shape.name} ZeRO {zero} {name}")
+        # the stages do differ: ZeRO-3 shards the weights, ZeRO 0 none
+        memory = np.broadcast_to(together.memory_total, (len(stages), 3 if shape
+                                 is hybrid_shape else 4))
+        assert np.all(memory[3] < memory[0])
 
 
 @settings(max_examples=60, deadline=None)

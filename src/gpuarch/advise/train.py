@@ -223,17 +223,17 @@ def _layouts(shape: TransformerShape, search: TrainingSearch, gpn: int, multi_no
             "ep": ep[keep], "vpp": vpp[keep], "mb": mb[keep], "gb": gb[keep]}
 
 
-def _chunks(layouts: dict[str, np.ndarray], *, by_pp: bool
+def _chunks(layouts: dict[str, np.ndarray], *, by_pp: bool, size: int = CHUNK
             ) -> Iterator[dict[str, np.ndarray]]:
-    """The layouts in chunks of at most ``CHUNK``; with ``by_pp``, each chunk of one PP and
+    """The layouts in chunks of at most ``size``; with ``by_pp``, each chunk of one PP and
     VPP (a hybrid model's pipeline ranks are costed from one split of its blocks; its
     layouts come sorted by them)."""
     pp, vpp = layouts["pp"], layouts["vpp"]
     cuts = [0, *(np.flatnonzero((pp[1:] != pp[:-1]) | (vpp[1:] != vpp[:-1])) + 1
                  if by_pp else []), len(pp)]
     for first, end in itertools.pairwise(cuts):
-        for start in range(first, end, CHUNK):
-            yield {k: v[start:min(start + CHUNK, end)] for k, v in layouts.items()}
+        for start in range(first, end, size):
+            yield {k: v[start:min(start + size, end)] for k, v in layouts.items()}
 
 
 def advise_training(
@@ -339,79 +339,86 @@ def advise_training(
             if sp or overlap:  # both act on tensor-parallel communication only
                 keep = lay["tp"] > 1
                 lay = {k: v[keep] for k, v in lay.items()}
-            for part in _chunks(lay, by_pp=shape.is_hybrid):
-                # the ZeRO variants of a chunk share its layers' costing, and one shortlist
-                layer_cache: dict[str, Any] = {}
-                staged: list[dict[str, np.ndarray]] = []
-                for zero, prefetch in stages:
-                    # integer fields as arrays: one configuration per element (the masks in
-                    # _layouts stand for TrainingConfig.validate)
-                    fields: dict[str, Any] = {
-                        "gpus": part["gpus"], "seq_len": search.seq_len,
-                        "global_batch": part["gb"], "micro_batch": part["mb"], "tp": part["tp"],
-                        "cp": part["cp"], "ep": part["ep"],
-                        # a hybrid's pipeline split is one per chunk (_chunks)
-                        **(_hybrid_split(shape, int(part["pp"][0]), int(part["vpp"][0]))
-                           if shape.is_hybrid else {"pp": part["pp"], "vpp": part["vpp"]}),
-                        "sequence_parallel": sp, "tp_comm_overlap": overlap, "zero": zero,
-                        "fsdp_prefetch": prefetch, "recompute": recompute,
-                        "precision": precision, "gpus_per_node": gpn,
-                        "fp8_params": keeps_fp8_weights(precision),
-                        "ep_dispatcher": MOE_DISPATCHER, "mtp_layers": search.mtp_layers,
-                        "pp_schedule": search.pp_schedule, **_fine_tuning(search)}
-                    cfg = TrainingConfig(**fields)
-                    core = evaluate_training(shape, product, device, intra, inter, cfg,
-                                             efficiency, layer_cache=layer_cache)
-                    evaluated += len(part["gpus"])
-                    fits = core.memory_total <= product.memory_bytes
-                    rejected["memory"] += int(np.count_nonzero(~fits))
-                    need = float(np.min(core.memory_total))
-                    if least is None or need / product.memory_bytes < least[0]:
-                        least = (need / product.memory_bytes, product.key, need,
-                                 float(product.memory_bytes))
-                    seconds = search.tokens / core.tokens_per_s
-                    gpu_hours = from_si_array(seconds, Unit.HOUR) * part["gpus"]
-                    cost = gpu_hours * price if price is not None else np.full_like(seconds,
-                                                                                    np.nan)
-                    energy = (energy_kwh(product.tdp_w, core.hfu, part["gpus"], seconds)
-                              if product.tdp_w else np.full_like(seconds, np.nan))
-                    power_w = (facility_power_w(product.tdp_w, part["gpus"])
-                               if product.tdp_w else np.full_like(seconds, np.nan))
-                    if fits.any():
-                        for name, values in (("days", seconds), ("usd", cost),
-                                             ("power_kw", power_w)):
-                            best_seen[name] = min(best_seen[name], float(np.nanmin(
-                                np.where(fits, values, np.inf), initial=np.inf)))
-                    ok = fits
-                    for name, meets in _constraints(search, seconds, cost, power_w):
-                        rejected[name] += int(np.count_nonzero(~meets))
-                        ok &= meets
-                    sel = np.nonzero(ok)[0]
-                    if not len(sel):
-                        continue
-                    feasible += len(sel)
-                    staged.append({
-                        **{k: part[k][sel] for k in ("gpus", "tp", "pp", "cp", "ep", "vpp",
-                                                     "mb", "gb")},
-                        "zero": np.full(len(sel), zero),
-                        "prefetch": np.full(len(sel), prefetch),
-                        "step": np.asarray(core.step)[sel],
-                        "tps": np.asarray(core.tokens_per_s)[sel],
-                        "mfu": np.asarray(core.mfu)[sel],
-                        "mem": np.asarray(core.memory_total)[sel],
-                        "time": np.asarray(seconds)[sel],
-                        "cost": np.asarray(cost)[sel],
-                        "energy": np.asarray(energy)[sel],
-                        "power": np.asarray(power_w)[sel]})
-                if not staged:
+            for chunk in _chunks(lay, by_pp=shape.is_hybrid, size=CHUNK // len(stages)):
+                # the chunk's layouts under every ZeRO variant in one call, the ZeRO fields
+                # along a first axis and the layouts along a second: what does not depend on
+                # the stage (the layers' costing) is computed once per layout
+                n = len(chunk["gpus"])
+                part = chunk
+                zeros = np.array([z for z, _ in stages])[:, None]
+                prefetches = np.array([p for _, p in stages])[:, None]
+                # integer fields as arrays: one configuration per element (the masks in
+                # _layouts stand for TrainingConfig.validate)
+                fields: dict[str, Any] = {
+                    "gpus": part["gpus"], "seq_len": search.seq_len,
+                    "global_batch": part["gb"], "micro_batch": part["mb"], "tp": part["tp"],
+                    "cp": part["cp"], "ep": part["ep"],
+                    # a hybrid's pipeline split is one per chunk (_chunks)
+                    **(_hybrid_split(shape, int(part["pp"][0]), int(part["vpp"][0]))
+                       if shape.is_hybrid else {"pp": part["pp"], "vpp": part["vpp"]}),
+                    "sequence_parallel": sp, "tp_comm_overlap": overlap, "zero": zeros,
+                    "fsdp_prefetch": prefetches, "recompute": recompute,
+                    "precision": precision, "gpus_per_node": gpn,
+                    "fp8_params": keeps_fp8_weights(precision),
+                    "ep_dispatcher": MOE_DISPATCHER, "mtp_layers": search.mtp_layers,
+                    "pp_schedule": search.pp_schedule, **_fine_tuning(search)}
+                cfg = TrainingConfig(**fields)
+                core = evaluate_training(shape, product, device, intra, inter, cfg, efficiency)
+                # flat, stage by stage, the layouts in their order within each; one
+                # shortlist over them all
+                grid = (len(stages), n)
+                part = {k: np.broadcast_to(v, grid).ravel() for k, v in chunk.items()}
+                zeros, prefetches = (np.broadcast_to(v, grid).ravel()
+                                     for v in (zeros, prefetches))
+                step, tokens_per_s, mfu, hfu, memory = (
+                    np.broadcast_to(v, grid).ravel() for v in (
+                        core.step, core.tokens_per_s, core.mfu, core.hfu, core.memory_total))
+                evaluated += len(part["gpus"])
+                fits = memory <= product.memory_bytes
+                rejected["memory"] += int(np.count_nonzero(~fits))
+                need = float(np.min(memory))
+                if least is None or need / product.memory_bytes < least[0]:
+                    least = (need / product.memory_bytes, product.key, need,
+                             float(product.memory_bytes))
+                seconds = search.tokens / tokens_per_s
+                gpu_hours = from_si_array(seconds, Unit.HOUR) * part["gpus"]
+                cost = (gpu_hours * price if price is not None
+                        else np.full_like(seconds, np.nan))
+                energy = (energy_kwh(product.tdp_w, hfu, part["gpus"], seconds)
+                          if product.tdp_w else np.full_like(seconds, np.nan))
+                power_w = (facility_power_w(product.tdp_w, part["gpus"])
+                           if product.tdp_w else np.full_like(seconds, np.nan))
+                if fits.any():
+                    for name, values in (("days", seconds), ("usd", cost),
+                                         ("power_kw", power_w)):
+                        best_seen[name] = min(best_seen[name], float(np.nanmin(
+                            np.where(fits, values, np.inf), initial=np.inf)))
+                ok = fits
+                for name, meets in _constraints(search, seconds, cost, power_w):
+                    rejected[name] += int(np.count_nonzero(~meets))
+                    ok &= meets
+                sel = np.nonzero(ok)[0]
+                if not len(sel):
                     continue
-                # one shortlist over the chunk's ZeRO stages: the same GPU at the same price,
-                # so what it keeps is what shortlisting each stage alone would need
-                merged = ({k: np.concatenate([t[k] for t in staged]) for k in staged[0]}
-                          if len(staged) > 1 else staged[0])
-                idx = _shortlist(merged["time"], merged["cost"], merged["energy"], search,
-                                 merged["gpus"], copies=len(staged))
-                kept = {k: v[idx] for k, v in merged.items()}
+                feasible += len(sel)
+                kept_rows = {
+                    **{k: part[k][sel] for k in ("gpus", "tp", "pp", "cp", "ep", "vpp", "mb",
+                                                 "gb")},
+                    "zero": zeros[sel], "prefetch": prefetches[sel],
+                    "step": step[sel],
+                    "tps": np.asarray(tokens_per_s)[sel],
+                    "mfu": mfu[sel],
+                    "mem": memory[sel],
+                    "time": np.asarray(seconds)[sel],
+                    "cost": np.asarray(cost)[sel],
+                    "energy": np.asarray(energy)[sel],
+                    "power": np.asarray(power_w)[sel]}
+                # the same GPU at the same price, so what one shortlist keeps is what
+                # shortlisting each stage alone would need (copies: the stages with a row)
+                idx = _shortlist(kept_rows["time"], kept_rows["cost"], kept_rows["energy"],
+                                 search, kept_rows["gpus"],
+                                 copies=len(np.unique(sel // n)))
+                kept = {k: v[idx] for k, v in kept_rows.items()}
                 rows.append({
                     "key": np.array([product.key] * len(idx), dtype=object),
                     **{k: kept[k] for k in ("gpus", "tp", "pp", "cp", "ep", "vpp", "mb", "gb",

@@ -19,6 +19,7 @@ Model (Model x Strategy x System, composed by pure functions):
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -1396,40 +1397,56 @@ def _recomputed(s: TransformerShape, modules: tuple[str, ...], moe: bool,
 
 
 def _dp_traffic(params: Num, group: Group, cfg: TrainingConfig, m: Num, eff: Efficiency,
-                memo: dict[Any, Num] | None = None, tag: str = "", trained: Num = 0.0
-                ) -> Num:
-    """Seconds of data-parallel traffic per step for ``params`` replicated over ``group``.
-    ``memo``: each collective's seconds by (``tag``, kind), kept across configurations
-    that differ only in ``ZERO_FIELDS`` (the stages share their gradient and weight
-    collectives). Under LoRA ``params`` are frozen and ``trained`` the adapters beside
-    them: only the adapters' gradients are reduced and their updated weights gathered;
-    ZeRO-3 gathers the frozen weights too."""
+                trained: Num = 0.0) -> Num:
+    """Seconds of data-parallel traffic per step for ``params`` replicated over ``group``,
+    by each configuration's ZeRO stage (``cfg.zero`` a stage or an array of them; the
+    stages share their collectives, each costed once). Under LoRA ``params`` are frozen and
+    ``trained`` the adapters beside them: only the adapters' gradients are reduced and their
+    updated weights gathered; ZeRO-3 gathers the frozen weights too."""
     per_param = cfg.param_bytes
-    if cfg.lora_rank:
-        grad_bytes = trained * per_param.gradients
-        weight_bytes = (params + trained if cfg.zero == 3 else trained) * per_param.weights
-    else:
-        grad_bytes = params * per_param.gradients
-        weight_bytes = params * per_param.weights
+    memo: dict[tuple[bool, Collective], Num] = {}
 
-    # ZeRO-3's gather under LoRA moves the frozen weights too: not the other stages' size
-    key_tag = (tag, bool(cfg.lora_rank) and cfg.zero == 3)
+    def run(kind: Collective, size: Num, frozen_too: bool = False) -> Num:
+        if (frozen_too, kind) not in memo:
+            memo[(frozen_too, kind)] = _nccl(kind, size, group, eff)
+        return memo[(frozen_too, kind)]
 
-    def run(kind: Collective, size: Num) -> Num:
-        if memo is None:
-            return _nccl(kind, size, group, eff)
-        if (key_tag, kind) not in memo:
-            memo[(key_tag, kind)] = _nccl(kind, size, group, eff)
-        return memo[(key_tag, kind)]
+    def traffic(stage: int) -> Num:
+        if cfg.lora_rank:
+            grad_bytes = trained * per_param.gradients
+            # ZeRO-3's gather under LoRA moves the frozen weights too
+            weight_bytes = (params + trained if stage == 3 else trained) * per_param.weights
+        else:
+            grad_bytes = params * per_param.gradients
+            weight_bytes = params * per_param.weights
+        gathered = bool(cfg.lora_rank) and stage == 3
+        if stage == 0:
+            return run(Collective.ALL_REDUCE, grad_bytes)
+        if stage in (1, 2):
+            return (run(Collective.REDUCE_SCATTER, grad_bytes)
+                    + run(Collective.ALL_GATHER, weight_bytes))
+        # ZeRO-3: parameters gathered for forward and backward of every micro-batch
+        return (m * 2 * run(Collective.ALL_GATHER, weight_bytes, gathered)
+                + m * run(Collective.REDUCE_SCATTER, grad_bytes))
 
-    if cfg.zero == 0:
-        return run(Collective.ALL_REDUCE, grad_bytes)
-    if cfg.zero in (1, 2):
-        return (run(Collective.REDUCE_SCATTER, grad_bytes)
-                + run(Collective.ALL_GATHER, weight_bytes))
-    # ZeRO-3: parameters gathered for forward and backward of every micro-batch
-    return (m * 2 * run(Collective.ALL_GATHER, weight_bytes)
-            + m * run(Collective.REDUCE_SCATTER, grad_bytes))
+    return _by_case(cfg.zero, traffic)
+
+
+OVERLAPPED, PREFETCHED, GATHERED = range(3)
+"""How a configuration's data-parallel traffic meets its compute: overlapped with the
+first and last micro-batches (ZeRO 0-2), prefetched a layer ahead (ZeRO-3 with
+``fsdp_prefetch``), or gathered layer by layer in the open (ZeRO-3)."""
+
+
+def _by_case(case: Num, value: Callable[[int], Num]) -> Num:
+    """``value(c)`` for each configuration's integer case ``c`` (one, or an array of them:
+    only the cases present are computed)."""
+    if not isinstance(case, np.ndarray):
+        return value(int(case))
+    out: Num = 0.0
+    for c in np.unique(case).tolist():
+        out = np.where(case == c, value(int(c)), out)
+    return out
 
 
 @dataclass(frozen=True)
@@ -1475,69 +1492,36 @@ class TrainingCore:
                 + self.other)
 
 
-ZERO_FIELDS = frozenset({"zero", "fsdp_prefetch"})
-"""The configuration fields a layer's time does not depend on (``evaluate_training``'s
-``layer_cache`` holds across configurations that differ only in these)."""
-
-
-def _layer_key(shape: TransformerShape, device: Device, eff: Efficiency,
-               cfg: TrainingConfig, intra: Link, inter: Link | None) -> tuple[Any, ...]:
-    """What a cached layer costing was made from: the objects themselves (by identity, so
-    arrays are not compared element by element) and every field but the ZeRO ones."""
-    return (id(shape), id(device), id(eff), id(intra), id(inter), *(
-        id(v) if isinstance(v, np.ndarray) else v
-        for f in dataclasses.fields(cfg) if f.name not in ZERO_FIELDS
-        for v in (getattr(cfg, f.name),)))
-
-
 def evaluate_training(shape: TransformerShape, product: Product, device: Device,
                       intra: Link, inter: Link | None, cfg: TrainingConfig,
                       eff: Efficiency, parts: dict[str, Num] | None = None,
-                      host_link_bytes_s: float | None = None,
-                      layer_cache: dict[str, Any] | None = None) -> TrainingCore:
-    """The step model. ``cfg``'s parallelism, batch and micro-batch fields may be NumPy
-    arrays (one configuration per element); precision, recomputation, ZeRO stage, sequence
+                      host_link_bytes_s: float | None = None) -> TrainingCore:
+    """The step model. ``cfg``'s parallelism, batch and micro-batch fields, its ZeRO stage
+    and ZeRO-3 prefetch may be NumPy arrays (one configuration per element: the advisor
+    costs a layout chunk's ZeRO variants in one call); precision, recomputation, sequence
     parallelism and the overlap switches are scalars. No validation here: the caller
     (``estimate_training``, or the advisor with its masks) has done it. With ``parts``, the
     average layer's seconds by kind are left there (``_layer_time``).
     ``host_link_bytes_s``: the GPU's own share of its link to the CPU, one direction, for
-    activation offloading (None: the transfers are taken as hidden).
-    ``layer_cache``: a dict kept by a caller that evaluates the same layouts under several
-    ZeRO stages (the advisor); the layers are costed once and reused while nothing but
-    ``ZERO_FIELDS`` changes (checked: anything else, and they are costed afresh)."""
+    activation offloading (None: the transfers are taken as hidden)."""
     # expert-parallel ranks are ETP apart in Megatron's expert grid (TP x CP apart when ETP
     # is TP's default, as before CP folded into it)
     ep_stride = cfg.tp * cfg.cp if not cfg.etp else cfg.etp
     # LM head and loss on the last stage (vocabulary split over TP)
     tokens_mb = cfg.micro_batch * cfg.seq_len // cfg.cp
-    layer_key = (_layer_key(shape, device, eff, cfg, intra, inter)
-                 if layer_cache is not None and parts is None else None)
-    dp_memo: dict[Any, Num] | None = None
-    if layer_cache is not None and layer_key is not None and layer_cache.get("key") == layer_key:
-        tp_group, cp_group, dp_group, ep_group, pp_group = layer_cache["groups"]
-        kinds, head_pass = layer_cache["kinds"], layer_cache["head_pass"]
-        dp_memo = layer_cache["collectives"]
-    else:
-        tp_group = _group(cfg.tp, 1, cfg, intra, inter)
-        cp_group = _group(cfg.cp, cfg.tp, cfg, intra, inter)
-        dp_group = _group(cfg.dp * cfg.cp, cfg.tp, cfg, intra, inter)
-        ep_group = _group(cfg.ep, ep_stride, cfg, intra, inter)
-        pp_group = _pipeline_send_group(cfg, intra, inter)
-        kinds = _layer_times(shape, cfg, device, eff, tp_group, cp_group, ep_group,
-                             with_parts=parts is not None)
-        head = op_time(Gemm(tokens_mb, shape.vocab // cfg.tp, shape.hidden, name="lm_head"),
-                       device, eff)[0]
-        loss = op_time(Elementwise(3.0 * tokens_mb * shape.vocab / cfg.tp * 4, name="loss"),
-                       device, eff)[0]
-        # forward, data gradient and (unless frozen under LoRA) weight gradient
-        head_pass = (2 if cfg.lora_rank else 3) * head + 2 * loss
-        if layer_cache is not None and layer_key is not None:
-            # the objects stay referenced, so no other can take their identity meanwhile
-            dp_memo = {}
-            layer_cache.update(key=layer_key, kinds=kinds, head_pass=head_pass,
-                               groups=(tp_group, cp_group, dp_group, ep_group, pp_group),
-                               collectives=dp_memo,
-                               held=(shape, device, eff, cfg, intra, inter))
+    tp_group = _group(cfg.tp, 1, cfg, intra, inter)
+    cp_group = _group(cfg.cp, cfg.tp, cfg, intra, inter)
+    dp_group = _group(cfg.dp * cfg.cp, cfg.tp, cfg, intra, inter)
+    ep_group = _group(cfg.ep, ep_stride, cfg, intra, inter)
+    pp_group = _pipeline_send_group(cfg, intra, inter)
+    kinds = _layer_times(shape, cfg, device, eff, tp_group, cp_group, ep_group,
+                         with_parts=parts is not None)
+    head = op_time(Gemm(tokens_mb, shape.vocab // cfg.tp, shape.hidden, name="lm_head"),
+                   device, eff)[0]
+    loss = op_time(Elementwise(3.0 * tokens_mb * shape.vocab / cfg.tp * 4, name="loss"),
+                   device, eff)[0]
+    # forward, data gradient and (unless frozen under LoRA) weight gradient
+    head_pass = (2 if cfg.lora_rank else 3) * head + 2 * loss
     average = _average_layer(shape, kinds)
     fwd, bwd = average.fwd, average.bwd
     per_layer, layer_flops = average.passes, average.flops
@@ -1753,40 +1737,42 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     # apart, so across nodes once EP fills a node)
     shard = cfg.dp * cfg.cp
     expert_shard = cfg.tp * shard // (cfg.expert_tp * cfg.ep)
-    dp_comm = _dp_traffic(dense_local, dp_group, cfg, m, eff, dp_memo, "dense",
-                          trained=lora_dense)
+    dp_comm = _dp_traffic(dense_local, dp_group, cfg, m, eff, trained=lora_dense)
     if shape.is_moe:
         edp_group = _group(expert_shard, ep_stride * cfg.ep, cfg, intra, inter)
-        dp_comm = dp_comm + _dp_traffic(expert_local, edp_group, cfg, m, eff, dp_memo,
-                                        "expert", trained=lora_expert)
+        dp_comm = dp_comm + _dp_traffic(expert_local, edp_group, cfg, m, eff,
+                                        trained=lora_expert)
     # the time a micro-batch's layers keep the GPU busy: their compute, and where a pass is
     # shorter than the layer-pass floor, the wait that stands in for its latency-bound chain
     # (the data-parallel collectives run on their own stream through both)
     window = stage.compute + stage.floor
-    if cfg.zero == 3 and cfg.fsdp_prefetch:
-        # what one micro-batch's compute cannot cover, plus the first layer's gather and
-        # the last layer's reduction, which nothing precedes or follows
-        per_mb = dp_comm / m
-        dp_exposed = m * (maximum(0.0, per_mb - window)
-                          + eff.dp_comm_exposed * per_mb / layers_per_stage)
-    elif cfg.zero < 3:
-        # the gradients' reduction runs bucket by bucket during the last micro-batch's
-        # backward and the parameters' gather during the first one's forward (Megatron-Core's
-        # overlap_grad_reduce and overlap_param_gather; DDP's bucketed all-reduce likewise
-        # during the backward): what outlasts one micro-batch's compute is exposed, plus a
-        # share of one layer's bucket, which nothing precedes or follows
-        dp_exposed = maximum(0.0, dp_comm - window) \
-            + eff.dp_comm_exposed * dp_comm / layers_per_stage
-    else:
-        dp_exposed = dp_comm * eff.dp_comm_exposed
+
+    def exposed(case: int) -> Num:
+        if case == PREFETCHED:
+            # what one micro-batch's compute cannot cover, plus the first layer's gather and
+            # the last layer's reduction, which nothing precedes or follows
+            per_mb = dp_comm / m
+            return m * (maximum(0.0, per_mb - window)
+                        + eff.dp_comm_exposed * per_mb / layers_per_stage)
+        if case == OVERLAPPED:
+            # the gradients' reduction runs bucket by bucket during the last micro-batch's
+            # backward and the parameters' gather during the first one's forward
+            # (Megatron-Core's overlap_grad_reduce and overlap_param_gather; DDP's bucketed
+            # all-reduce likewise during the backward): what outlasts one micro-batch's
+            # compute is exposed, plus a share of one layer's bucket, which nothing precedes
+            # or follows
+            return maximum(0.0, dp_comm - window) \
+                + eff.dp_comm_exposed * dp_comm / layers_per_stage
+        return dp_comm * eff.dp_comm_exposed  # ZeRO-3 gathering layer by layer unprefetched
+
+    dp_exposed = _by_case(where(cfg.zero < 3, OVERLAPPED,
+                                where(cfg.fsdp_prefetch, PREFETCHED, GATHERED)), exposed)
 
     per_param = cfg.param_bytes
 
     def sharded(stage: int, dense: Num, expert: Num) -> Num:
         """Parameters per GPU for a state ZeRO shards from ``stage`` on."""
-        if cfg.zero < stage:
-            return dense + expert
-        return dense / shard + expert / expert_shard
+        return where(cfg.zero < stage, dense + expert, dense / shard + expert / expert_shard)
 
     # under LoRA the frozen weights keep their compute copy alone (no gradient, no master
     # copy or moments); the adapters are trained as weights are
@@ -1910,7 +1896,7 @@ def _batch_ndim(cfg: TrainingConfig) -> int:
     """The axes of ``cfg``'s configurations (none for one configuration)."""
     return len(np.broadcast_shapes(*(np.shape(getattr(cfg, name)) for name in
                                      ("gpus", "tp", "pp", "cp", "ep", "vpp", "micro_batch",
-                                      "global_batch"))))
+                                      "global_batch", "zero", "fsdp_prefetch"))))
 
 
 def _over_ranks(values: Any, ndim: int) -> Any:
