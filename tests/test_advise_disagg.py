@@ -57,13 +57,16 @@ def _decode_cfg(o: object, search: InferenceSearch, batch: int | None) -> Infere
         gpus_per_node=DGX.gpus_per_node if DGX else 8)
 
 
-def test_disaggregated_options_are_the_estimates_own_numbers() -> None:
+@pytest.mark.parametrize("name", ["llama-3.1-8b", "nemotron-3-nano-30b-a3b"])
+def test_disaggregated_options_are_the_estimates_own_numbers(name: str) -> None:
     """At 10 requests/s under a 500 ms TTFT cap: each disaggregated option's TTFT is what
     ``estimate_disaggregated`` gives for its two pools at that load, its TPOT the decode
     step at its batch; it delivers the load on prefill GPUs at most 95% busy, and one
-    prefill replica fewer would be too busy or too slow."""
+    prefill replica fewer would be too busy or too slow. A hybrid model's hand-off carries
+    its Mamba-2 state too (the estimate's ``kv_transfer``)."""
+    shape = preset(name).shape
     search = _search(rate=10.0, ttft_ms=500.0)
-    adv = advise_inference(CATALOG, SHAPE, search, load_prices())
+    adv = advise_inference(CATALOG, shape, search, load_prices())
     seen = [o for o in (*adv.top, *adv.pareto) if o.mode == "disaggregated"]
     assert seen, "no disaggregated deployment listed"
     assert any(o.mode == "aggregated" for o in adv.top)  # both kinds are ranked together
@@ -73,18 +76,18 @@ def test_disaggregated_options_are_the_estimates_own_numbers() -> None:
         assert o.ttft_ms <= 500 and p.busy <= MAX_PREFILL_LOAD + 1e-12
         assert o.output_tokens_per_s == pytest.approx(10.0 * 256)
         pool = PrefillPool(p.gpus, p.tp, p.ep)
-        at_load = estimate_disaggregated(CATALOG, SHAPE, H100, _decode_cfg(o, search, None),
+        at_load = estimate_disaggregated(CATALOG, shape, H100, _decode_cfg(o, search, None),
                                          pool, rate=10.0, system=DGX)
         assert o.ttft_ms == pytest.approx(at_load.ttft_s * 1e3, rel=1e-9)
         assert p.kv_link == at_load.kv_link
-        at_batch = estimate_disaggregated(CATALOG, SHAPE, H100,
+        at_batch = estimate_disaggregated(CATALOG, shape, H100,
                                           _decode_cfg(o, search, o.batch), pool, system=DGX)
         assert o.tpot_ms == pytest.approx(at_batch.tpot_s * 1e3, rel=1e-9)
         assert o.request_latency_s == pytest.approx(o.ttft_ms / 1e3 + 255 * o.tpot_ms / 1e3)
         if p.replicas > 1:
             fewer = PrefillPool(p.gpus - max(p.tp, p.ep), p.tp, p.ep)
             try:
-                e = estimate_disaggregated(CATALOG, SHAPE, H100,
+                e = estimate_disaggregated(CATALOG, shape, H100,
                                            _decode_cfg(o, search, None), fewer, rate=10.0,
                                            system=DGX)
                 assert e.ttft_s * 1e3 > 500 or e.prefill_utilization > MAX_PREFILL_LOAD

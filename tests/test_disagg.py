@@ -67,6 +67,24 @@ def test_the_kv_hand_off() -> None:
     assert far.kv_link == "network" and far.kv_transfer_s > near.kv_transfer_s
 
 
+def test_a_hybrid_hands_over_its_mamba_state_with_the_kv_cache() -> None:
+    """Nemotron 3 Nano: its 6 attention blocks' KV cache (2 KV heads x 128, BF16: 6,144
+    bytes a token) and one state per Mamba-2 block (23 x (3 x 6,144 x 2 bytes of
+    convolution inputs + 64 x 64 x 128 x 4 bytes of FP32 recurrent state)), each split over
+    the prefill pool's TP; the decode pool's capacity is read at the batch given."""
+    nano = preset("nemotron-3-nano-30b-a3b").shape
+    h200 = CATALOG.product("h200")
+    cfg = InferenceConfig(input_len=4000, output_len=500, gpus=2, tp=2, batch=32)
+    state = 23 * (3 * 6144 * 2 + 64 * 64 * 128 * 4)
+    for tp in (1, 2):
+        e = estimate_disaggregated(CATALOG, nano, h200, cfg, PrefillPool(gpus=2, tp=tp),
+                                   system=CATALOG.system("dgx h200"))
+        assert e.kv_transfer_bytes_per_gpu == pytest.approx((4000 * 6144 + state) / tp)
+        assert e.assumptions["mamba_state_sent_bytes_per_gpu"] == pytest.approx(state / tp)
+        assert e.as_json()["disaggregated"]["decode_capacity_batch"] == 32
+    assert _disagg(4, rate=3.0).assumptions["mamba_state_sent_bytes_per_gpu"] is None
+
+
 def test_errors_name_the_flag() -> None:
     with pytest.raises(GpuarchError, match=r"--rate: .* more than the prefill pool"):
         _disagg(2, rate=100.0)

@@ -107,17 +107,36 @@ def test_nano_serves_with_its_scan_and_state_in_the_breakdowns() -> None:
     assert plain.assumptions["mamba_state_bytes_per_sequence_per_gpu"] == 0
 
 
-@pytest.mark.parametrize(("change", "message"), [
-    ({"cached_prefix": 512}, "--cached-prefix: .* got 512"),
-    ({"tp": 16, "gpus": 16}, r"--tp: 16 must divide the Mamba-2 heads \(64\) and groups "
-                             r"\(8\)"),
-])
-def test_hybrid_serving_not_yet_modelled_is_refused(change: dict,  # type: ignore[type-arg]
-                                                    message: str) -> None:
-    cfg = dataclasses.replace(InferenceConfig(input_len=1024, output_len=128, batch=8),
-                              **change)
-    with pytest.raises(GpuarchError, match=message):
+def test_a_tp_that_splits_the_mamba_heads_unevenly_is_refused() -> None:
+    cfg = InferenceConfig(input_len=1024, output_len=128, batch=8, tp=16, gpus=16)
+    with pytest.raises(GpuarchError, match=r"--tp: 16 must divide the Mamba-2 heads \(64\) "
+                                           r"and groups \(8\)"):
         estimate_inference(CATALOG, NANO, CATALOG.product("h100"), cfg)
+
+
+def test_a_cached_prefix_of_a_hybrid_prefills_the_new_tokens_from_its_state() -> None:
+    """A hybrid's cached prefix: the Mamba-2 blocks run the new tokens only (their scan costs
+    what a prompt of the new tokens alone costs), the attention blocks attend to the whole
+    prompt; the prefix's attention KV is held once, each running sequence keeps one more
+    state (vLLM's "align" pages: 2 a request) and the prefix's state is held once."""
+    h200 = CATALOG.product("h200")
+    base = InferenceConfig(input_len=4096, output_len=256, batch=8)
+    full = estimate_inference(CATALOG, NANO, h200, base)
+    hit = estimate_inference(CATALOG, NANO, h200, dataclasses.replace(base, cached_prefix=3072))
+    short = estimate_inference(CATALOG, NANO, h200, dataclasses.replace(base, input_len=1024))
+    assert hit.prefill_parts_s["mamba_scan"] == pytest.approx(short.prefill_parts_s["mamba_scan"],
+                                                              rel=1e-12)
+    assert hit.prefill_parts_s["mamba_scan"] < full.prefill_parts_s["mamba_scan"] / 3
+    # the new tokens attend to the cached ones: more attention than a short prompt's
+    assert hit.prefill_parts_s["attention"] > short.prefill_parts_s["attention"]
+    assert hit.ttft_s < full.ttft_s
+    state = 23 * mamba_state_bytes(NANO.mamba, 1, 2.0, 4.0)  # type: ignore[arg-type]
+    per_token = 6 * 2 * 2 * 128 * 2.0  # attention blocks x (K, V) x KV heads x dim x bf16
+    assert hit.assumptions["mamba_state_bytes_per_sequence_per_gpu"] == pytest.approx(2 * state)
+    assert hit.memory["kv_cache"] - full.memory["kv_cache"] == pytest.approx(
+        8 * state + state - 7 * 3072 * per_token)
+    assert "hybrid_prefix_reuse" not in {k for k, v in full.assumptions.items() if v}
+    assert "Mamba-2" in hit.assumptions["hybrid_prefix_reuse"]
 
 
 def test_verifying_drafted_tokens_writes_a_state_per_token() -> None:
@@ -157,3 +176,30 @@ def test_speculative_decoding_of_a_hybrid() -> None:
     # a step does more than a plain one, and each emits 2.7 tokens a sequence
     assert spec.decode_step_parts_s["mamba_scan"] > plain.decode_step_parts_s["mamba_scan"]
     assert spec.tpot_s < plain.tpot_s
+
+
+def test_the_serving_advisor_takes_a_hybrids_cached_prefix() -> None:
+    """``advise infer --cached-prefix`` for a hybrid: an option's figures are the estimate's
+    with the prefix, and the prefix shortens its first token."""
+    from gpuarch.advise import load_prices
+    from gpuarch.advise.infer import _SCHEMES, InferenceSearch, advise_inference
+    from gpuarch.estimate.inference import Batching
+
+    h200 = CATALOG.product("h200")
+    system = CATALOG.system_for(h200)
+    search = InferenceSearch(input_len=4000, output_len=500, concurrency=64, max_gpus=2,
+                             gpus=("h200",), cached_prefix=3000)
+    adv = advise_inference(CATALOG, NANO, search, load_prices())
+    plain = advise_inference(CATALOG, NANO, dataclasses.replace(search, cached_prefix=0),
+                             load_prices())
+    o = adv.top[0]
+    est = estimate_inference(CATALOG, NANO, h200, InferenceConfig(
+        input_len=4000, output_len=500, cached_prefix=3000, batch=o.batch,
+        gpus=max(o.tp * o.pp, o.ep), tp=o.tp, pp=o.pp, ep=o.ep,
+        quant=dict(_SCHEMES)[o.scheme], batching=Batching.CONTINUOUS,
+        gpus_per_node=system.gpus_per_node if system else 8), system=system)
+    assert o.ttft_ms == pytest.approx(est.ttft_s * 1e3, rel=1e-9)
+    assert o.tpot_ms == pytest.approx(est.tpot_s * 1e3, rel=1e-9)
+    same = [p for p in plain.top if (p.tp, p.ep, p.scheme, p.batch)
+            == (o.tp, o.ep, o.scheme, o.batch)]
+    assert same and same[0].ttft_ms > o.ttft_ms

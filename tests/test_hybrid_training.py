@@ -353,7 +353,7 @@ def test_megatron_launch_builds_a_hybrid_as_mambamodel() -> None:
 def test_the_advisors_search_a_hybrid_only_where_it_is_modelled() -> None:
     """The training advisor lays a hybrid out with a TP x CP that splits its Mamba-2 heads
     and groups and a PP (x VPP) that splits its blocks evenly; the serving
-    advisor serves it, and refuses to search disaggregated deployments of it."""
+    advisor serves it, disaggregated deployments too."""
     from gpuarch.advise import TrainingSearch, advise_training, load_prices
     from gpuarch.advise.infer import InferenceSearch, advise_inference
 
@@ -368,10 +368,10 @@ def test_the_advisors_search_a_hybrid_only_where_it_is_modelled() -> None:
     served = advise_inference(CATALOG, shape, InferenceSearch(
         input_len=1024, output_len=1024, concurrency=64, gpus=("h100",)), load_prices())
     assert served.top
-    with pytest.raises(GpuarchError, match=r"advise infer --disaggregated: .* hybrid"):
-        advise_inference(CATALOG, shape, InferenceSearch(
-            input_len=1024, output_len=1024, concurrency=64, gpus=("h100",),
-            disaggregated=True), load_prices())
+    split = advise_inference(CATALOG, shape, InferenceSearch(
+        input_len=1024, output_len=1024, concurrency=64, gpus=("h100",),
+        disaggregated=True), load_prices())
+    assert any(o.prefill is not None for o in (*split.top, *split.pareto))
 
 
 def test_context_parallel_mamba_blocks_swap_sequence_for_heads() -> None:

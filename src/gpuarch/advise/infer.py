@@ -239,12 +239,6 @@ def advise_inference(
     progress: Callable[[int, int, str], None] | None = None,
 ) -> InferenceAdvice:
     """Search, filter, rank and explain."""
-    if search.disaggregated:
-        shape.require_layers("advise infer --disaggregated")
-    if shape.is_hybrid and search.cached_prefix:
-        raise GpuarchError(f"--cached-prefix: {shape.name} is a hybrid Mamba-2 model, whose "
-                           "serving is modelled without a cached prefix so far; got "
-                           f"{search.cached_prefix}")
     search.validate()
     candidates = candidate_gpus(catalog, search.gpus, search.tiers)
     if not candidates:
@@ -426,9 +420,10 @@ def advise_inference(
     for i in order:
         rivals.setdefault(rows[int(i)].gpu, rows[int(i)])
     first = top[0]
-    top = [replace(o, reason=_reason(catalog, o, first, rivals, search.objective))
+    hybrid = shape.is_hybrid
+    top = [replace(o, reason=_reason(catalog, o, first, rivals, search.objective, hybrid))
            for o in top]
-    per_gpu = tuple(replace(o, reason=_reason(catalog, o, first, rivals, search.objective))
+    per_gpu = tuple(replace(o, reason=_reason(catalog, o, first, rivals, search.objective, hybrid))
                     for o in rivals.values())
     assumptions["error_bands"] = bands_by_architecture(
         "serving", shape, (catalog.product(g) for g in rivals))
@@ -437,7 +432,7 @@ def advise_inference(
         "serving", shape, catalog.product(best.gpu), best.gpus // best.replicas,
         best.expert_weights or best.weights, tp=best.tp, pp=best.pp, ep=best.ep,
         input_len=search.input_len, output_len=search.output_len))]
-    pareto = [replace(o, reason=_reason(catalog, o, first, rivals, search.objective))
+    pareto = [replace(o, reason=_reason(catalog, o, first, rivals, search.objective, hybrid))
               for o in sorted((rows[i] for i in front), key=lambda r: r.request_latency_s)]
     return InferenceAdvice(shape.name, search.input_len, search.output_len,
                            search.objective.value, tuple(top), tuple(pareto), evaluated,
@@ -523,7 +518,8 @@ def _metric(o: InferenceOption, objective: Objective) -> float | None:
 
 
 def _reason(catalog: Catalog, o: InferenceOption, best: InferenceOption,
-            rivals: dict[str, InferenceOption], objective: Objective) -> str:
+            rivals: dict[str, InferenceOption], objective: Objective,
+            hybrid: bool = False) -> str:
     """One line grounded in the hardware: what limits decode, the resource that sets it on
     this GPU, and for the best option how the best deployment on another GPU compares."""
     product = catalog.product(o.gpu)
@@ -535,7 +531,7 @@ def _reason(catalog: Catalog, o: InferenceOption, best: InferenceOption,
         pool = (f"disaggregated: {p.gpus} {p.gpu_name + ' ' if p.gpu_name else ''}prefill "
                 f"GPUs ({p.label}) {p.busy:.0%} busy, "
                 f"{p.prompts_per_pass} prompt{'s' if p.prompts_per_pass > 1 else ''} a "
-                f"pass, KV cache handed over "
+                f"pass, KV cache{' and Mamba-2 state' if hybrid else ''} handed over "
                 f"{p.kv_link} in {p.kv_transfer_ms:.2g} ms; ")
     if limit == "memory":
         text = (f"decode is bandwidth-bound: {o.weights} weights and a {o.kv_cache} KV cache "

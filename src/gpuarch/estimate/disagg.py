@@ -48,6 +48,7 @@ from gpuarch.estimate.inference import (
     moe_block_floor_s,
     with_expert_options,
 )
+from gpuarch.estimate.mamba import hybrid_state_bytes
 from gpuarch.perf.collectives import Collective, Group, collective_time, link_for
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.units import Unit, from_si
@@ -138,7 +139,7 @@ class DisaggEstimate:
     requests_per_s: float
     output_tokens_per_s: float
     prefill_capacity_per_s: float  # requests/s the prefill pool carries at most
-    decode_capacity_per_s: float  # requests/s the decode pool carries at ``max_batch``
+    decode_capacity_per_s: float  # requests/s the decode pool carries at capacity_batch
     prefill_utilization: float
     bottleneck: str  # "prefill" or "decode"
     kv_transfer_s: float
@@ -149,6 +150,9 @@ class DisaggEstimate:
     gpu_memory_bytes: float
     assumptions: dict[str, Any] = field(default_factory=dict)
     prefill_gpu: str = ""  # the prefill pool's, where another type ("": the same)
+    # the decode batch ``decode_capacity_per_s`` is at: the batch given, else the most
+    # that fit (0: ``max_batch``)
+    capacity_batch: int = 0
 
     @property
     def gpus(self) -> int:
@@ -177,6 +181,7 @@ class DisaggEstimate:
                 "requests_per_s": self.requests_per_s,
                 "prefill_capacity_per_s": self.prefill_capacity_per_s,
                 "decode_capacity_per_s": self.decode_capacity_per_s,
+                "decode_capacity_batch": self.capacity_batch or self.max_batch,
                 "prefill_utilization": self.prefill_utilization,
                 "kv_transfer_s": self.kv_transfer_s,
                 "kv_transfer_bytes_per_gpu": self.kv_transfer_bytes_per_gpu,
@@ -189,9 +194,14 @@ class DisaggEstimate:
 def kv_transfer(catalog: Catalog, shape: TransformerShape, product: Product,
                  cfg: InferenceConfig, pool: PrefillPool, system: System | None,
                  eff: Efficiency) -> tuple[float, float, str]:
-    """(seconds, bytes each prefill GPU sends, link) to move one prompt's KV cache."""
+    """(seconds, bytes each prefill GPU sends, link) to move one prompt's KV cache and, for
+    a hybrid model, its Mamba-2 state: one final convolution and recurrent state per Mamba-2
+    block, the engines' hand-over (vLLM's NixlConnector, PRs 36687 and 37635; SGLang's
+    PD transfer of the request's state slot, PR 10912; TensorRT-LLM's cache transceiver, PR
+    14060), split as the prefill pool's TP splits it."""
     sent = kv_bytes_per_sequence(shape, cfg.quant.kv_cache.bytes, cfg.input_len, pool.tp,
-                                 cfg.window_kv_cache)
+                                 cfg.window_kv_cache) \
+        + hybrid_state_bytes(shape, pool.tp, cfg.ssm_state_bytes)
     if pool.product is not None and pool.product.key != product.key:
         # two GPU types sit in two systems: the network, at the slower end's rate
         ends = [(pool.product, pool.system), (product, system)]
@@ -228,7 +238,6 @@ def estimate_disaggregated(catalog: Catalog, shape: TransformerShape, product: P
     at ``cfg.batch`` sequences per decode replica (None: the most that fit), or at ``rate``
     requests per second. Errors name the flag when a pool cannot hold the model or cannot
     carry the rate."""
-    shape.require_layers("estimate infer --prefill-gpus (disaggregated serving)")
     pool.validate()
     if cfg.output_len < 2:
         raise GpuarchError("--output-len: disaggregated serving decodes from the second "
@@ -315,6 +324,7 @@ def estimate_disaggregated(catalog: Catalog, shape: TransformerShape, product: P
         kv_transfer_s=transfer, kv_transfer_bytes_per_gpu=sent, kv_link=link,
         memory=memory, prefill_memory=prefill_memory, gpu_memory_bytes=product.memory_bytes,
         prefill_gpu=prefill_product.name if prefill_product.key != product.key else "",
+        capacity_batch=limit if cfg.batch is None else min(cfg.batch, limit),
         assumptions={
             "formats": {"weights": cfg.quant.weights.value,
                         "activations": cfg.quant.activations.value,
@@ -335,6 +345,11 @@ def estimate_disaggregated(catalog: Catalog, shape: TransformerShape, product: P
                 for role, p in (("prefill", prefill_product), ("decode", product))}
             if shape.is_moe else None,
             "rate_given": rate is not None,
+            # what the hand-off carries beside the prompt's KV cache: a hybrid model's
+            # Mamba-2 state, one per block, on each prefill GPU
+            "mamba_state_sent_bytes_per_gpu": hybrid_state_bytes(shape, pool.tp,
+                                                                 cfg.ssm_state_bytes)
+            if shape.is_hybrid else None,
             "prefill_gpu_memory_bytes": prefill_product.memory_bytes,
             "reserve_fraction": RESERVE_FRACTION if not cfg.kv_cache_fraction else None,
             "model": "estimate.disagg: the aggregated model's operators per pool; "

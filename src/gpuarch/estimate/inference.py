@@ -554,14 +554,22 @@ class InferenceConfig:
 
 
     def _check_hybrid(self, shape: TransformerShape) -> None:
-        """What a hybrid Mamba-2 model's serving is not yet costed with: a cached prefix (the
-        Mamba state at the prefix's end is cached too) and a TP that does not split the
-        Mamba-2 heads and groups evenly."""
-        if self.cached_prefix:
-            raise GpuarchError(f"--cached-prefix: {shape.name} is a hybrid Mamba-2 model, "
-                               "whose serving is modelled without it so far; got "
-                               f"{self.cached_prefix}")
+        """What a hybrid Mamba-2 model's serving needs: a TP that splits the Mamba-2 heads and
+        groups evenly."""
         shape.check_mamba_split(self.tp, "--tp", str(self.tp))
+
+
+HYBRID_PREFIX_NOTE = (
+    "a hybrid model's cached prefix is taken as reused whole: its prefill starts every Mamba-2 "
+    "block from the state kept at the prefix's end and runs the new tokens only. Engines keep "
+    "that state only at some positions, so give the length they reuse: vLLM a multiple of its "
+    "block size (raised until one layer's attention page holds a Mamba state page: hundreds "
+    "of tokens, e.g. 400 for Nemotron 3 Nano at TP 2), TensorRT-LLM a multiple of 256 "
+    "(mamba_state_cache_interval), SGLang a point where a cached request's prefill chunk "
+    "ended")
+"""What ``estimate infer --cached-prefix`` says of a hybrid model's prefix (vLLM PRs 25752,
+30877 and the hybrid disaggregation post of 2026-04-21; TensorRT-LLM PR 12185; SGLang's
+MambaRadixCache)."""
 
 
 def check_output_len_cv(cv: Any) -> None:
@@ -1432,9 +1440,12 @@ def _mamba_state_per_sequence(shape: TransformerShape, cfg: InferenceConfig) -> 
     """The Mamba-2 state a running sequence holds on one GPU of a stage's TP group: one copy,
     or with k drafted tokens a step 1 + k, a state for each position a verification can go
     back to (vLLM's num_speculative_blocks pages beside the request's own, PR 33726;
-    SGLang's scratch of the step's states per running request is about as large)."""
+    SGLang's scratch of the step's states per running request is about as large); under
+    prefix caching (a cached prefix) one more, the state the engine keeps at the request's
+    last cache-aligned position beside its running one (vLLM's "align" mode reserves
+    2 + k pages a request: MambaSpec.max_memory_usage_bytes)."""
     return hybrid_state_bytes(shape, cfg.tp, cfg.ssm_state_bytes) * (
-        1 + cfg.speculative_tokens)
+        1 + cfg.speculative_tokens + (1 if cfg.cached_prefix else 0))
 
 
 def _kv_and_activation_bytes(shape: TransformerShape, cfg: InferenceConfig, batch: Num,
@@ -1474,13 +1485,16 @@ def _kv_and_activation_sizer(shape: TransformerShape, cfg: InferenceConfig
 
     # a hybrid model's Mamba-2 blocks hold a fixed state per sequence, whatever its length
     state = _mamba_state_per_sequence(shape, cfg)
+    cached_state = hybrid_state_bytes(shape, cfg.tp, cfg.ssm_state_bytes)
 
     def sizes(batch: Num, prompt: int) -> tuple[Num, Num]:
         kv = batch * (per_token * _positions_held(
             shape, prompt + out_tokens, cfg.window_kv_cache) + state) / cfg.pp
         if cfg.cached_prefix:
+            # the prefix's attention KV held once, and a hybrid's Mamba state at its end
+            # (what a hit starts from) once beside the running sequences' own
             kv = kv - maximum(batch - 1, 0) * min(cfg.cached_prefix, prompt) \
-                * shared_per_token
+                * shared_per_token + cached_state / cfg.pp
         if static:
             # the batch's prompts (or chunks) in passes of up to max_num_tokens
             new = max(1, prompt - cfg.cached_prefix)
@@ -2022,6 +2036,8 @@ def estimate_inference(
         "offline_run": _offline_run(cfg, batch, tpot, throughput) if cfg.num_requests
         else None,
         "cached_prefix": cfg.cached_prefix or None,
+        "hybrid_prefix_reuse": HYBRID_PREFIX_NOTE if shape.is_hybrid and cfg.cached_prefix
+        else None,
         "context_attention": "fp8" if runner.context_device is not runner.device
         else "16-bit (--fp8-context-attention applies with FP8 or FP4 activations and an "
         "FP8 KV cache)" if cfg.fp8_context_attention else "16-bit",

@@ -235,11 +235,14 @@ def render_disaggregated(e: DisaggEstimate) -> str:
         "",
         f"  load          {fmt(e.requests_per_s)} requests/s {load}: prefill pool "
         f"{e.prefill_utilization:.0%} busy (carries {fmt(e.prefill_capacity_per_s)} at most), "
-        f"decode pool carries {fmt(e.decode_capacity_per_s)} at batch {e.max_batch}; the "
+        f"decode pool carries {fmt(e.decode_capacity_per_s)} at batch "
+        f"{e.capacity_batch or e.max_batch}; the "
         f"{e.bottleneck} pool is the limit",
         f"  TTFT          {fmt(from_si(e.ttft_s, Unit.MS))} ms   (a pass of "
         f"{pre['prompts_per_pass']} prompt(s) {fmt(from_si(pre['pass_s'], Unit.MS))} ms, "
-        f"waiting {fmt(from_si(pre['wait_s'], Unit.MS))} ms, KV hand-off "
+        f"waiting {fmt(from_si(pre['wait_s'], Unit.MS))} ms, "
+        + ("KV and Mamba-2 state" if a.get("mamba_state_sent_bytes_per_gpu") else "KV")
+        + " hand-off "
         f"{fmt(from_si(e.kv_transfer_s, Unit.MS))} ms over {e.kv_link})",
         f"  TPOT          {fmt(from_si(e.tpot_s, Unit.MS))} ms   (decode batch {e.batch} per "
         "replica, no prefill between steps)",

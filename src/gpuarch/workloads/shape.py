@@ -310,18 +310,6 @@ class TransformerShape:
             return self.hybrid_pattern.count("-")
         return self.layers - self.moe_layers
 
-    def require_layers(self, what: str) -> None:
-        """Raise for an estimate the model cannot make yet for a hybrid Mamba model: its
-        blocks are costed in training and serving, not yet in disaggregated serving (its
-        Mamba state's transfer)."""
-        if self.hybrid_pattern:
-            raise GpuarchError(
-                f"{what}: {self.name} is a hybrid model ({self.mamba_layers} Mamba-2, "
-                f"{self.attention_layers} attention, {self.mlp_layers} MLP and "
-                f"{self.moe_layers} expert blocks); its training and serving are modelled "
-                "('gpuarch estimate train', 'gpuarch estimate infer'), but this estimate is "
-                "not modelled yet for it")
-
     def check_mamba_split(self, ways: int, flag: str, what: str) -> None:
         """Raise unless ``ways`` GPUs (TP, or TP x CP in training) split the Mamba-2 heads
         and B/C groups evenly, as the engines and Megatron-Core split them; ``flag`` and
