@@ -87,6 +87,12 @@ def main() -> None:
     print(f"default search (llama-3.1-8b, 1T tokens, every datacenter GPU up to 1,024): "
           f"{adv.evaluated:,} configurations in {elapsed:.1f} s "
           f"({adv.evaluated / elapsed:,.0f}/s including set-up and explanations)")
+    adv, elapsed = _timed(lambda: advise_training(
+        catalog, preset("nemotron-3-nano-30b-a3b").shape, TrainingSearch(tokens=1e11),
+        load_prices()))
+    print(f"hybrid search (nemotron-3-nano-30b-a3b, 100B tokens, every datacenter GPU, its "
+          f"even and interleaved pipeline splits): {adv.evaluated:,} configurations in "
+          f"{elapsed:.1f} s")
     served, elapsed = _timed(lambda: advise_inference(
         catalog, preset("llama-3.1-8b").shape, InferenceSearch(input_len=2048, output_len=256),
         load_prices()))

@@ -482,3 +482,41 @@ def test_the_training_advisor_pipelines_a_hybrid_that_needs_it() -> None:
             system=CATALOG.system_for(product))
         assert o.step_time_s == pytest.approx(est.step_time_s, rel=1e-9)
         assert o.memory_per_gpu_gib * 2**30 == pytest.approx(est.memory.total, rel=1e-9)
+
+
+def test_layers_costed_once_serve_every_pipeline_split() -> None:
+    """The advisor costs a hybrid's layers once for layouts of several pipeline splits
+    (``layer_costs``) and hands each split its run of them (``LayerCosts.take``): each
+    split's estimate is what it is when it costs its own layers."""
+    from gpuarch.estimate.pipeline_layout import even_segments
+    from gpuarch.estimate.training import evaluate_training, layer_costs
+    from gpuarch.perf import Device, link_for
+
+    shape = preset("nemotron-h-8b").shape
+    product = CATALOG.product("h100")
+    device = Device.of(product, Precision.FP8, 4)
+    intra, inter = link_for(product, CATALOG.system("dgx h100"), None)
+    n = 6
+    arrays = dict(gpus=np.array([8, 16, 16, 32, 32, 64]), global_batch=np.full(n, 128),
+                  micro_batch=np.array([1, 2, 2, 1, 1, 1]), tp=np.array([1, 2, 1, 2, 4, 2]),
+                  cp=np.ones(n, int), ep=np.ones(n, int))
+    common = dict(seq_len=4096, precision=Precision.FP8, recompute=Recompute.SELECTIVE,
+                  gpus_per_node=8)
+    shared = layer_costs(shape, device, intra, inter, TrainingConfig(**arrays, **common),
+                         DEFAULT_EFFICIENCY)
+    splits = ((slice(0, 2), {"pp": 1, "vpp": 1}),
+              (slice(2, 4), {"pp": 2, "vpp": 2,
+                             "pp_layout": even_segments(shape.hybrid_pattern, 2, 2)}),
+              (slice(4, 6), {"pp": 4, "vpp": 1}))
+    for span, split in splits:
+        cfg = TrainingConfig(**{k: v[span] for k, v in arrays.items()}, **common, **split)
+        own = evaluate_training(shape, product, device, intra, inter, cfg, DEFAULT_EFFICIENCY)
+        given = evaluate_training(shape, product, device, intra, inter, cfg,
+                                  DEFAULT_EFFICIENCY, layers=shared.take(span))
+        np.testing.assert_array_equal(given.step, own.step)
+        np.testing.assert_array_equal(given.memory_total, own.memory_total)
+        # another run's layers give another answer: the run is what is used
+        other = slice(span.start - 2, span.stop - 2) if span.start else slice(2, 4)
+        assert not np.array_equal(evaluate_training(
+            shape, product, device, intra, inter, cfg, DEFAULT_EFFICIENCY,
+            layers=shared.take(other)).step, own.step)

@@ -33,6 +33,7 @@ from gpuarch.estimate.training import (
     TrainingConfig,
     estimate_training,
     evaluate_training,
+    layer_costs,
     schedule_runs,
 )
 from gpuarch.perf.collectives import link_for
@@ -224,7 +225,7 @@ def _layouts(shape: TransformerShape, search: TrainingSearch, gpn: int, multi_no
 
 
 def _chunks(layouts: dict[str, np.ndarray], *, by_pp: bool, size: int = CHUNK
-            ) -> Iterator[dict[str, np.ndarray]]:
+            ) -> Iterator[tuple[slice, dict[str, np.ndarray]]]:
     """The layouts in chunks of at most ``size``; with ``by_pp``, each chunk of one PP and
     VPP (a hybrid model's pipeline ranks are costed from one split of its blocks; its
     layouts come sorted by them)."""
@@ -233,7 +234,8 @@ def _chunks(layouts: dict[str, np.ndarray], *, by_pp: bool, size: int = CHUNK
                  if by_pp else []), len(pp)]
     for first, end in itertools.pairwise(cuts):
         for start in range(first, end, size):
-            yield {k: v[start:min(start + size, end)] for k, v in layouts.items()}
+            part = slice(start, min(start + size, end))
+            yield part, {k: v[part] for k, v in layouts.items()}
 
 
 def advise_training(
@@ -339,7 +341,22 @@ def advise_training(
             if sp or overlap:  # both act on tensor-parallel communication only
                 keep = lay["tp"] > 1
                 lay = {k: v[keep] for k, v in lay.items()}
-            for chunk in _chunks(lay, by_pp=shape.is_hybrid, size=CHUNK // len(stages)):
+            common: dict[str, Any] = {
+                "seq_len": search.seq_len, "sequence_parallel": sp,
+                "tp_comm_overlap": overlap, "recompute": recompute, "precision": precision,
+                "gpus_per_node": gpn, "fp8_params": keeps_fp8_weights(precision),
+                "ep_dispatcher": MOE_DISPATCHER, "mtp_layers": search.mtp_layers,
+                "pp_schedule": search.pp_schedule, **_fine_tuning(search)}
+            # a hybrid's layouts come in a chunk per pipeline split; their layers cost the
+            # same whatever the split, so they are costed once for all of them
+            every: dict[str, Any] = {"gpus": lay["gpus"], "global_batch": lay["gb"],
+                                     "micro_batch": lay["mb"], "tp": lay["tp"],
+                                     "cp": lay["cp"], "ep": lay["ep"]}
+            shared = (layer_costs(shape, device, intra, inter,
+                                  TrainingConfig(**every, **common), efficiency)
+                if shape.is_hybrid and 0 < len(lay["gpus"]) <= CHUNK else None)
+            for span, chunk in _chunks(lay, by_pp=shape.is_hybrid,
+                                       size=CHUNK // len(stages)):
                 # the chunk's layouts under every ZeRO variant in one call, the ZeRO fields
                 # along a first axis and the layouts along a second: what does not depend on
                 # the stage (the layers' costing) is computed once per layout
@@ -350,20 +367,16 @@ def advise_training(
                 # integer fields as arrays: one configuration per element (the masks in
                 # _layouts stand for TrainingConfig.validate)
                 fields: dict[str, Any] = {
-                    "gpus": part["gpus"], "seq_len": search.seq_len,
-                    "global_batch": part["gb"], "micro_batch": part["mb"], "tp": part["tp"],
-                    "cp": part["cp"], "ep": part["ep"],
+                    "gpus": part["gpus"], "global_batch": part["gb"],
+                    "micro_batch": part["mb"], "tp": part["tp"], "cp": part["cp"],
+                    "ep": part["ep"],
                     # a hybrid's pipeline split is one per chunk (_chunks)
                     **(_hybrid_split(shape, int(part["pp"][0]), int(part["vpp"][0]))
                        if shape.is_hybrid else {"pp": part["pp"], "vpp": part["vpp"]}),
-                    "sequence_parallel": sp, "tp_comm_overlap": overlap, "zero": zeros,
-                    "fsdp_prefetch": prefetches, "recompute": recompute,
-                    "precision": precision, "gpus_per_node": gpn,
-                    "fp8_params": keeps_fp8_weights(precision),
-                    "ep_dispatcher": MOE_DISPATCHER, "mtp_layers": search.mtp_layers,
-                    "pp_schedule": search.pp_schedule, **_fine_tuning(search)}
+                    "zero": zeros, "fsdp_prefetch": prefetches, **common}
                 cfg = TrainingConfig(**fields)
-                core = evaluate_training(shape, product, device, intra, inter, cfg, efficiency)
+                core = evaluate_training(shape, product, device, intra, inter, cfg, efficiency,
+                                         layers=shared.take(span) if shared else None)
                 # flat, stage by stage, the layouts in their order within each; one
                 # shortlist over them all
                 grid = (len(stages), n)

@@ -112,11 +112,13 @@ __all__ = [
     "EP_DISPATCHERS",
     "EXPERT_LAUNCHES",
     "FRAMEWORK_RESERVE_BYTES",
+    "LayerCosts",
     "TrainingConfig",
     "TrainingCore",
     "TrainingEstimate",
     "estimate_training",
     "evaluate_training",
+    "layer_costs",
 ]
 
 COMPUTE_PARTS = ("dense_gemms", "expert_gemms", "lora_adapters", "attention", "mamba_scan",
@@ -1054,6 +1056,40 @@ def _mix(layers: list[tuple[Num, _Layer]]) -> _Layer:
     return _Layer(fwd, bwd, rec, flops, parts, wgrad, hidden)
 
 
+@dataclass(frozen=True)
+class LayerCosts:
+    """The layers' costing of a set of configurations (``_layer_times``'s kinds), which does
+    not depend on their pipeline split or ZeRO stage; ``take`` picks a run of them."""
+
+    kinds: dict[Any, _Layer]
+
+    def take(self, part: slice) -> LayerCosts:
+        """The configurations ``part`` picks, in their order."""
+        def cut(x: Num) -> Num:
+            return x[part] if isinstance(x, np.ndarray) and x.ndim else x
+
+        def cut_pass(p: _Pass) -> _Pass:
+            return _Pass(cut(p.compute), cut(p.comm), cut(p.overhead), cut(p.floor))
+
+        return LayerCosts({
+            kind: _Layer(cut_pass(one.fwd), cut_pass(one.bwd), cut_pass(one.rec),
+                         cut(one.flops), {k: cut(v) for k, v in one.parts.items()},
+                         cut(one.wgrad), cut(one.a2a_hidden))
+            for kind, one in self.kinds.items()})
+
+
+def layer_costs(shape: TransformerShape, device: Device, intra: Link, inter: Link | None,
+                cfg: TrainingConfig, eff: Efficiency) -> LayerCosts:
+    """``evaluate_training``'s costing of ``cfg``'s layers, for configurations along one axis
+    whose pipeline splits may differ (the split does not enter it; without
+    ``recompute_layers``, whose share of a chunk does)."""
+    ep_stride = cfg.tp * cfg.cp if not cfg.etp else cfg.etp
+    return LayerCosts(_layer_times(
+        shape, cfg, device, eff, _group(cfg.tp, 1, cfg, intra, inter),
+        _group(cfg.cp, cfg.tp, cfg, intra, inter),
+        _group(cfg.ep, ep_stride, cfg, intra, inter)))
+
+
 def _layer_times(s: TransformerShape, cfg: TrainingConfig, device: Device, eff: Efficiency,
                  tp_group: Group, cp_group: Group, ep_group: Group, with_parts: bool = False
                  ) -> dict[Any, _Layer]:
@@ -1495,7 +1531,8 @@ class TrainingCore:
 def evaluate_training(shape: TransformerShape, product: Product, device: Device,
                       intra: Link, inter: Link | None, cfg: TrainingConfig,
                       eff: Efficiency, parts: dict[str, Num] | None = None,
-                      host_link_bytes_s: float | None = None) -> TrainingCore:
+                      host_link_bytes_s: float | None = None,
+                      layers: LayerCosts | None = None) -> TrainingCore:
     """The step model. ``cfg``'s parallelism, batch and micro-batch fields, its ZeRO stage
     and ZeRO-3 prefetch may be NumPy arrays (one configuration per element: the advisor
     costs a layout chunk's ZeRO variants in one call); precision, recomputation, sequence
@@ -1503,7 +1540,9 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     (``estimate_training``, or the advisor with its masks) has done it. With ``parts``, the
     average layer's seconds by kind are left there (``_layer_time``).
     ``host_link_bytes_s``: the GPU's own share of its link to the CPU, one direction, for
-    activation offloading (None: the transfers are taken as hidden)."""
+    activation offloading (None: the transfers are taken as hidden).
+    ``layers``: the layers' costing for ``cfg``'s configurations, made by ``layer_costs``
+    (the advisor costs a hybrid's layouts once for all its pipeline splits)."""
     # expert-parallel ranks are ETP apart in Megatron's expert grid (TP x CP apart when ETP
     # is TP's default, as before CP folded into it)
     ep_stride = cfg.tp * cfg.cp if not cfg.etp else cfg.etp
@@ -1514,8 +1553,9 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     dp_group = _group(cfg.dp * cfg.cp, cfg.tp, cfg, intra, inter)
     ep_group = _group(cfg.ep, ep_stride, cfg, intra, inter)
     pp_group = _pipeline_send_group(cfg, intra, inter)
-    kinds = _layer_times(shape, cfg, device, eff, tp_group, cp_group, ep_group,
-                         with_parts=parts is not None)
+    kinds = (layers.kinds if layers is not None and parts is None else
+             _layer_times(shape, cfg, device, eff, tp_group, cp_group, ep_group,
+                          with_parts=parts is not None))
     head = op_time(Gemm(tokens_mb, shape.vocab // cfg.tp, shape.hidden, name="lm_head"),
                    device, eff)[0]
     loss = op_time(Elementwise(3.0 * tokens_mb * shape.vocab / cfg.tp * 4, name="loss"),
