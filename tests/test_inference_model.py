@@ -483,7 +483,7 @@ def test_inference_validation_does_not_regress() -> None:
     hybrid_ids = {p.id for p in load_inference_points()
                   if "nemotron-3-" in str(p.get("preset", ""))}
     hybrid = [abs(r.error) for r in s.rows if r.id in hybrid_ids]
-    assert len(hybrid) == 13 and sum(hybrid) / len(hybrid) <= 0.37  # 36.5%
+    assert len(hybrid) == 13 and sum(hybrid) / len(hybrid) <= 0.36  # 35.5%; 36.5% before
     s = dataclasses.replace(s, rows=tuple(r for r in s.rows if r.id not in hybrid_ids))
     assert len(s.rows) >= 1101
     assert s.mean_abs_error <= 0.1015  # 10.13% over 1,101 figures since a weight-only GEMM

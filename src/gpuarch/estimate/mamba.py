@@ -57,17 +57,22 @@ def mamba_mixer_ops(m: MambaShape, tp: Any, tokens: Num, element: float) -> list
     then reads its input and output gradient and writes the input gradient); the chunked
     scan, the longer of its memory traffic (``mamba_scan_bytes``) and its matrix products
     (``mamba_scan_flops``, at ``Efficiency.mamba_scan`` of the 16-bit peak), its backward
-    likewise; the gated RMSNorm, a module of its own (reads y, writes its output)."""
+    likewise; the gated RMSNorm, a module of its own (reads y, writes its output). All of
+    them ``mamba_kernel``s (``Efficiency.mamba_blackwell``)."""
     conv = 1.0 * tokens * (m.conv_width // tp) * element
     forward, backward = mamba_scan_bytes(m, tp, element)
     fwd_flops, bwd_flops = mamba_scan_flops(m, tp)
     scan = Elementwise(tokens * forward, name="mamba_scan", matmul_flops=tokens * fwd_flops,
                        backward=Elementwise(tokens * backward, name="mamba_scan",
-                                            matmul_flops=tokens * bwd_flops))
+                                            matmul_flops=tokens * bwd_flops,
+                                            mamba_kernel=True),
+                       mamba_kernel=True)
     return [Elementwise(2 * conv, name="mamba_conv",
-                        backward=Elementwise(5 * conv, name="mamba_conv")),
+                        backward=Elementwise(5 * conv, name="mamba_conv", mamba_kernel=True),
+                        mamba_kernel=True),
             scan,
-            Elementwise(2.0 * tokens * (m.inner // tp) * element, name="mamba_norm")]
+            Elementwise(2.0 * tokens * (m.inner // tp) * element, name="mamba_norm",
+                        mamba_kernel=True)]
 
 
 def mamba_decode_ops(m: MambaShape, tp: Any, seqs: Num, element: float,

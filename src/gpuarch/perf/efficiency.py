@@ -108,6 +108,20 @@ class Efficiency:
     count, 59.3 TFLOP/s, 0.060 of H200's 989 TFLOPS. Its backward is not benchmarked; taken
     at the same rate. Not fitted (the training rows of hybrid models are out of sample)."""
 
+    mamba_blackwell: float = 0.5
+    """The rate a Mamba-2 block's kernels of training and prefill (mamba_ssm's Triton SSD
+    scan, causal_conv1d, the gated RMSNorm: ``Elementwise.mamba_kernel``) reach on
+    Blackwell, over the rate the roofline gives them there (their bytes at ``memory`` of the
+    bandwidth, the scan's products at ``mamba_scan`` of the peak, as on other GPUs): the
+    kernels, tuned on Hopper, do not gain Blackwell's bandwidth and Tensor Core throughput.
+    Set from state-spaces/mamba issue 904 (2026-04-06, mamba_ssm 2.3.1): a Mamba-2 model of
+    48 layers, width 2,048 (1.4B), batch 4 x 4,096 tokens in BF16 on one GPU trains at
+    360.4 TFLOP/s on GB200 against 239.2 on H200, 1.51x, where the model gives 2.05x with
+    the kernels at the roofline's rate and 1.51x at this one (tests/test_mamba_blackwell.py).
+    Beside it, vLLM's tuned Triton decode state update (PR 43083) moves its state at 50-58%
+    of a Blackwell GPU's bandwidth against 72-77% of H100's. Not fitted to the validation
+    rows (hybrid training and serving stay out of sample)."""
+
     attention_backward_flops_factor: float = 2.5
     """Backward attention FLOPs over forward: five matrix multiplies against two, since the
     fused kernel recomputes QK^T (Dao 2023, FlashAttention-2, section 3.2)."""

@@ -166,13 +166,16 @@ class Elementwise:
     activations, optimizer). A fused kernel of small matrix products (Mamba-2's chunked
     scan) gives them as ``matmul_flops``, run on the 16-bit Tensor Cores at
     ``Efficiency.mamba_scan`` of their peak, and its backward kernels as ``backward`` where
-    known (training takes twice the forward's time otherwise)."""
+    known (training takes twice the forward's time otherwise). ``mamba_kernel``: one of a
+    Mamba-2 block's kernels of training and prefill, which reach ``Efficiency.mamba_blackwell``
+    of the roofline's rate on Blackwell."""
 
     bytes_moved: Num
     flops: Num = 0.0
     name: str = "elementwise"
     matmul_flops: Num | None = None
     backward: Elementwise | None = None
+    mamba_kernel: bool = False
 
 
 Op = Gemm | Attention | Elementwise
@@ -348,8 +351,10 @@ def op_time(op: Op, device: Device, eff: Efficiency) -> tuple[Num, Num, Num, Num
             sixteen = device.matmul.flops / device.math_over_16bit
             t_cmp = maximum(t_cmp, op.matmul_flops / (sixteen * eff.mamba_scan))
             flops = flops + op.matmul_flops
-        return (maximum(t_mem, t_cmp) + eff.kernel_overhead_s, t_cmp, t_mem, flops,
-                op.bytes_moved)
+        t = maximum(t_mem, t_cmp)
+        if op.mamba_kernel and device.product.architecture == "blackwell":
+            t = t / eff.mamba_blackwell
+        return (t + eff.kernel_overhead_s, t_cmp, t_mem, flops, op.bytes_moved)
     peak = device.matmul.flops
     decode = False
     if isinstance(op, Gemm):
