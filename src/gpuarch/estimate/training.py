@@ -1083,11 +1083,18 @@ def layer_costs(shape: TransformerShape, device: Device, intra: Link, inter: Lin
     """``evaluate_training``'s costing of ``cfg``'s layers, for configurations along one axis
     whose pipeline splits may differ (the split does not enter it; without
     ``recompute_layers``, whose share of a chunk does)."""
+    return LayerCosts(_layer_times(shape, cfg, device, eff,
+                                   *_layer_groups(cfg, intra, inter)))
+
+
+def _layer_groups(cfg: TrainingConfig, intra: Link, inter: Link | None
+                  ) -> tuple[Group, Group, Group]:
+    """A layer's tensor-, context- and expert-parallel communicators. Expert-parallel ranks
+    are ETP apart in Megatron's expert grid (TP x CP apart when ETP is TP's default, as
+    before CP folded into it)."""
     ep_stride = cfg.tp * cfg.cp if not cfg.etp else cfg.etp
-    return LayerCosts(_layer_times(
-        shape, cfg, device, eff, _group(cfg.tp, 1, cfg, intra, inter),
-        _group(cfg.cp, cfg.tp, cfg, intra, inter),
-        _group(cfg.ep, ep_stride, cfg, intra, inter)))
+    return (_group(cfg.tp, 1, cfg, intra, inter), _group(cfg.cp, cfg.tp, cfg, intra, inter),
+            _group(cfg.ep, ep_stride, cfg, intra, inter))
 
 
 def _layer_times(s: TransformerShape, cfg: TrainingConfig, device: Device, eff: Efficiency,
@@ -1543,15 +1550,11 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     activation offloading (None: the transfers are taken as hidden).
     ``layers``: the layers' costing for ``cfg``'s configurations, made by ``layer_costs``
     (the advisor costs a hybrid's layouts once for all its pipeline splits)."""
-    # expert-parallel ranks are ETP apart in Megatron's expert grid (TP x CP apart when ETP
-    # is TP's default, as before CP folded into it)
-    ep_stride = cfg.tp * cfg.cp if not cfg.etp else cfg.etp
+    ep_stride = cfg.tp * cfg.cp if not cfg.etp else cfg.etp  # as in _layer_groups
     # LM head and loss on the last stage (vocabulary split over TP)
     tokens_mb = cfg.micro_batch * cfg.seq_len // cfg.cp
-    tp_group = _group(cfg.tp, 1, cfg, intra, inter)
-    cp_group = _group(cfg.cp, cfg.tp, cfg, intra, inter)
+    tp_group, cp_group, ep_group = _layer_groups(cfg, intra, inter)
     dp_group = _group(cfg.dp * cfg.cp, cfg.tp, cfg, intra, inter)
-    ep_group = _group(cfg.ep, ep_stride, cfg, intra, inter)
     pp_group = _pipeline_send_group(cfg, intra, inter)
     kinds = (layers.kinds if layers is not None and parts is None else
              _layer_times(shape, cfg, device, eff, tp_group, cp_group, ep_group,
