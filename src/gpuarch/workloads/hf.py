@@ -3,7 +3,9 @@
 Supported families (by ``model_type``): llama, llama4 / llama4_text, mistral, mixtral, qwen2,
 qwen2_moe, qwen3, qwen3_moe, gemma, gemma2, gemma3 (its text model) / gemma3_text,
 deepseek_v3 / deepseek_v2, kimi_k2, gpt_oss, glm4_moe (GLM-4.5 to 4.7), phi3 (Phi-3, Phi-4),
-olmo2, granite, gpt2, nemotron, nemotron_h (hybrid Mamba-2, no position encoding), and the
+olmo2, granite, gpt2, nemotron, nemotron_h (hybrid Mamba-2, no position encoding),
+granitemoehybrid (IBM Granite 4.0: Mamba-2 or attention layers, each with a shared MLP and,
+in the MoE models, experts), and the
 families whose attention and MLP run side by side
 (``parallel_attention``): gptj, gpt_neox (unless ``use_parallel_residual`` is false) and
 falcon (unless ``parallel_attn`` is false; ALiBi configs are refused, the model has no such
@@ -43,8 +45,8 @@ _GEMMA = {"gemma", "gemma2", "gemma3", "gemma3_text"}
 _MLA = {"deepseek_v2", "deepseek_v3", "kimi_k2"}  # multi-head latent attention families
 _LLAMA4 = {"llama4", "llama4_text"}
 SUPPORTED_MODEL_TYPES = frozenset(_LLAMA_LIKE | _LLAMA4 | _GEMMA
-                                  | {"gpt2", "nemotron", "nemotron_h", "gptj", "gpt_neox",
-                                     "falcon"})
+                                  | {"gpt2", "nemotron", "nemotron_h", "granitemoehybrid",
+                                     "gptj", "gpt_neox", "falcon"})
 
 
 def _get(cfg: dict[str, Any], path: Path, *keys: str, default: Any = ...) -> Any:
@@ -105,6 +107,8 @@ def shape_from_hf_config(path: Path, name: str | None = None) -> TransformerShap
             return _gemma(cfg, path, label, model_type)
         if model_type == "nemotron_h":
             return _nemotron_h(cfg, path, label)
+        if model_type == "granitemoehybrid":
+            return _granite_hybrid(cfg, path, label)
         if model_type in _LLAMA4:
             return _llama4(cfg.get("text_config", cfg) if model_type == "llama4" else cfg,
                            path, label)
@@ -373,6 +377,61 @@ def _nemotron_h(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape
         expert_groups=groups, groups_per_token=per_token,
         moe_ffn_hidden=width,
         moe_latent=(_get(cfg, path, "moe_latent_size", default=0) or 0) if experts else 0,
+        hybrid_pattern=pattern,
+        mamba=mamba,
+    )
+
+
+def _granite_hybrid(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
+    """IBM Granite 4.0 (``granitemoehybrid``): each of ``num_hidden_layers`` layers is a
+    mixer, Mamba-2 or attention as ``layer_types`` says, and a SwiGLU MLP of
+    ``shared_intermediate_size``, beside which the MoE models route to ``num_experts_per_tok``
+    of ``num_local_experts`` experts of ``intermediate_size`` (a router without bias); an
+    RMSNorm before each (Transformers' modeling_granitemoehybrid.py). Read as blocks, two a
+    layer: the mixer (M or *) and an expert block whose shared MLP is a whole number of
+    expert widths (E), or an MLP block (-) without experts. No position encoding where
+    ``position_embedding_type`` is "nope" (the H models), RoPE otherwise. The muP multipliers
+    (embedding, residual, attention, logits) hold no parameters and are not costed."""
+    layers = _get(cfg, path, "num_hidden_layers")
+    kinds = cfg.get("layer_types")
+    if not isinstance(kinds, list) or len(kinds) != layers \
+            or any(k not in ("mamba", "attention") for k in kinds):
+        raise GpuarchError(f"layer_types: expected {layers} entries (num_hidden_layers), "
+                           f"each \"mamba\" or \"attention\", got {kinds!r}")
+    experts = _get(cfg, path, "num_local_experts", default=0) or 0
+    shared_width = _get(cfg, path, "shared_intermediate_size")
+    width = _get(cfg, path, "intermediate_size") if experts else 0
+    if experts and (width < 1 or shared_width % width):
+        raise GpuarchError(f"shared_intermediate_size: expected a multiple of "
+                           f"intermediate_size ({width}), got {shared_width}")
+    pattern = "".join(("M" if kind == "mamba" else "*") + ("E" if experts else "-")
+                      for kind in kinds)
+    heads = _get(cfg, path, "num_attention_heads")
+    fields = _decoder_fields(cfg, path, label, 2 * layers, heads)
+    mamba = None
+    if "M" in pattern:
+        mamba = MambaShape(heads=_get(cfg, path, "mamba_n_heads"),
+                           head_dim=_get(cfg, path, "mamba_d_head"),
+                           state=_get(cfg, path, "mamba_d_state"),
+                           groups=_get(cfg, path, "mamba_n_groups", default=1),
+                           conv_kernel=_get(cfg, path, "mamba_d_conv", default=4),
+                           conv_bias=_flag(cfg, "mamba_conv_bias", True),
+                           proj_bias=_flag(cfg, "mamba_proj_bias", False))
+        expand = _get(cfg, path, "mamba_expand", default=2)
+        if mamba.heads * mamba.head_dim != expand * fields["hidden"]:
+            raise GpuarchError(f"mamba_n_heads x mamba_d_head: expected mamba_expand x "
+                               f"hidden_size ({expand * fields['hidden']}), got "
+                               f"{mamba.heads * mamba.head_dim}")
+    nope = cfg.get("position_embedding_type") == "nope"
+    return TransformerShape(
+        **fields,
+        ffn_hidden=0 if experts else shared_width,
+        ffn_kind=FfnKind.SWIGLU,
+        position=Position.NONE if nope else Position.ROPE,
+        experts=experts,
+        experts_per_token=_get(cfg, path, "num_experts_per_tok") if experts else 0,
+        shared_experts=shared_width // width if experts else 0,
+        moe_ffn_hidden=width,
         hybrid_pattern=pattern,
         mamba=mamba,
     )
