@@ -22,16 +22,14 @@ AT_ROOFLINE = dataclasses.replace(DEFAULT_EFFICIENCY, mamba_blackwell=1.0)
 
 def _mamba2_1p4b() -> TransformerShape:
     """The issue's model: 48 Mamba-2 blocks of width 2,048 (expand 2: 64 heads of 64, state
-    128, one group), GPT-NeoX's vocabulary padded to 50,280, tied embeddings. A hybrid
-    pattern here needs an attention block, so one of the 48 is one (its share of the step
-    is under 1%; the ratio below is the same to three digits with all 48 Mamba-2)."""
+    128, one group), GPT-NeoX's vocabulary padded to 50,280, tied embeddings; no attention,
+    no MLP."""
     base = preset("nemotron-h-8b").shape
     assert base.mamba is not None
     mamba = dataclasses.replace(base.mamba, heads=64, head_dim=64, state=128, groups=1)
-    return dataclasses.replace(base, name="mamba2-1.4b", layers=48, hidden=2048, heads=16,
-                               kv_heads=16, head_dim=128, vocab=50280,
-                               hybrid_pattern="M" * 47 + "*", mamba=mamba,
-                               tied_embeddings=True)
+    return dataclasses.replace(base, name="mamba2-1.4b", layers=48, hidden=2048, heads=64,
+                               kv_heads=64, head_dim=64, vocab=50280, ffn_hidden=0,
+                               hybrid_pattern="M" * 48, mamba=mamba, tied_embeddings=True)
 
 
 def _tokens_per_s(gpu: str, shape: TransformerShape, eff: object = DEFAULT_EFFICIENCY,

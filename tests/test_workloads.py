@@ -664,7 +664,6 @@ def test_hf_nemotron_h_counts_each_block(tmp_path: Path) -> None:
     ({"hybrid_pattern": "M*X"}, "unknown block 'X'"),
     ({"hybrid_pattern": "M*"}, "2 blocks, but layers is 3"),
     ({"mamba": None}, "Mamba-2 blocks \\(M\\) and the mamba shape go together"),
-    ({"hybrid_pattern": "M-M"}, "at least one attention block"),
     ({"sliding_window": 128}, "sliding_window: not with a hybrid_pattern"),
     ({"hybrid_pattern": ""}, "mamba: Mamba-2 blocks need a hybrid_pattern"),
 ])

@@ -427,8 +427,9 @@ def render_inference(e: InferenceEstimate, band: Band | None = None,
         f"  memory/GPU    {_gib(sum(mem.values()))} GiB of {_gib(e.gpu_memory_bytes)} GiB: "
         + ("fits" if e.fits_in_memory else "DOES NOT FIT")
         + f"; largest batch that fits: {e.max_batch}; longest context at batch {e.batch}: "
-        + ("no limit (sliding-window KV cache)" if e.max_context is None
-           else f"{e.max_context:,} tokens"),
+        + (("no limit (no KV cache: Mamba-2 blocks only)"
+            if not a["kv_bytes_per_token_per_gpu"] else "no limit (sliding-window KV cache)")
+           if e.max_context is None else f"{e.max_context:,} tokens"),
         f"    weights {_gib(mem['weights'])}, KV cache {_gib(mem['kv_cache'])} "
         f"({fmt(from_si(a['kv_bytes_per_token_per_gpu'], Unit.KIB))} KiB per token"
         + (f" and {fmt(from_si(a['mamba_state_bytes_per_sequence_per_gpu'], Unit.MIB))} MiB "

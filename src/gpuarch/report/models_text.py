@@ -61,10 +61,13 @@ def render_preset(p: Preset) -> str:
     lines = [f"{s.name}" + (f" (also: {', '.join(p.aliases)})" if p.aliases else ""),
              f"  parameters    {counted.total:,} counted, {counted.active(s):,} active per "
              f"token; published: {published}",
-             f"  shape         {s.layers} layers, hidden {s.hidden}, {s.heads} heads"
-             + ("" if s.mla is not None else f" ({s.n_kv_heads} KV) of {s.d_head}")
+             f"  shape         {s.layers} layers, hidden {s.hidden}, "
+             + (f"{s.heads} heads" + ("" if s.mla is not None
+                                      else f" ({s.n_kv_heads} KV) of {s.d_head}")
+                if s.attention_layers else "no attention")
              + (f", FFN {s.d_ffn}" if not s.is_hybrid or s.mlp_layers else "")
-             + f" {s.ffn_kind.value}, vocabulary {s.vocab:,}"]
+             + (f" {s.ffn_kind.value}" if not s.is_hybrid or s.mlp_layers or s.is_moe else "")
+             + f", vocabulary {s.vocab:,}"]
     if s.is_moe:
         lines.append(f"  experts       {_experts(s)}, {s.d_expert} "
                      f"wide" + (f", in a latent width of {s.moe_latent} (projected from and "

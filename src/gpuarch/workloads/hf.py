@@ -5,7 +5,7 @@ qwen2_moe, qwen3, qwen3_moe, gemma, gemma2, gemma3 (its text model) / gemma3_tex
 deepseek_v3 / deepseek_v2, kimi_k2, gpt_oss, glm4_moe (GLM-4.5 to 4.7), phi3 (Phi-3, Phi-4),
 olmo2, granite, gpt2, nemotron, nemotron_h (hybrid Mamba-2, no position encoding),
 granitemoehybrid (IBM Granite 4.0: Mamba-2 or attention layers, each with a shared MLP and,
-in the MoE models, experts), and the
+in the MoE models, experts), mamba2 (pure Mamba-2: Mamba-Codestral), and the
 families whose attention and MLP run side by side
 (``parallel_attention``): gptj, gpt_neox (unless ``use_parallel_residual`` is false) and
 falcon (unless ``parallel_attn`` is false; ALiBi configs are refused, the model has no such
@@ -46,7 +46,7 @@ _MLA = {"deepseek_v2", "deepseek_v3", "kimi_k2"}  # multi-head latent attention 
 _LLAMA4 = {"llama4", "llama4_text"}
 SUPPORTED_MODEL_TYPES = frozenset(_LLAMA_LIKE | _LLAMA4 | _GEMMA
                                   | {"gpt2", "nemotron", "nemotron_h", "granitemoehybrid",
-                                     "gptj", "gpt_neox", "falcon"})
+                                     "mamba2", "gptj", "gpt_neox", "falcon"})
 
 
 def _get(cfg: dict[str, Any], path: Path, *keys: str, default: Any = ...) -> Any:
@@ -109,6 +109,8 @@ def shape_from_hf_config(path: Path, name: str | None = None) -> TransformerShap
             return _nemotron_h(cfg, path, label)
         if model_type == "granitemoehybrid":
             return _granite_hybrid(cfg, path, label)
+        if model_type == "mamba2":
+            return _mamba2(cfg, path, label)
         if model_type in _LLAMA4:
             return _llama4(cfg.get("text_config", cfg) if model_type == "llama4" else cfg,
                            path, label)
@@ -435,6 +437,29 @@ def _granite_hybrid(cfg: dict[str, Any], path: Path, label: str) -> TransformerS
         hybrid_pattern=pattern,
         mamba=mamba,
     )
+
+
+def _mamba2(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
+    """A pure Mamba-2 model (Transformers' ``mamba2``: Mamba-Codestral and the conversions of
+    state-spaces' Mamba-2): ``num_hidden_layers`` blocks of an RMSNorm and a Mamba-2 mixer of
+    ``num_heads`` heads of ``head_dim`` (``expand`` x ``hidden_size`` wide), no attention and
+    no MLP. The shape's attention heads are the mixer's (they set how TP may split it)."""
+    layers = _get(cfg, path, "num_hidden_layers")
+    heads = _get(cfg, path, "num_heads")
+    fields = _decoder_fields(cfg, path, label, layers, heads)
+    mamba = MambaShape(heads=heads, head_dim=_get(cfg, path, "head_dim", default=64),
+                       state=_get(cfg, path, "state_size", default=128),
+                       groups=_get(cfg, path, "n_groups", default=1),
+                       conv_kernel=_get(cfg, path, "conv_kernel", default=4),
+                       conv_bias=_flag(cfg, "use_conv_bias", True),
+                       proj_bias=_flag(cfg, "use_bias", False))
+    expand = _get(cfg, path, "expand", default=2)
+    if mamba.heads * mamba.head_dim != expand * fields["hidden"]:
+        raise GpuarchError(f"num_heads x head_dim: expected expand x hidden_size "
+                           f"({expand * fields['hidden']}), got {mamba.heads * mamba.head_dim}")
+    fields.update(kv_heads=heads, head_dim=mamba.head_dim, context_window=0)
+    return TransformerShape(**fields, ffn_hidden=0, ffn_kind=FfnKind.SWIGLU,
+                            position=Position.NONE, hybrid_pattern="M" * layers, mamba=mamba)
 
 
 def _shared_experts(cfg: dict[str, Any], path: Path) -> int:

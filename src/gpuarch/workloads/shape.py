@@ -276,8 +276,6 @@ class TransformerShape:
                                "together")
         if ("E" in pattern) != self.is_moe:
             raise GpuarchError("hybrid_pattern: expert blocks (E) and experts > 0 go together")
-        if "*" not in pattern:
-            raise GpuarchError("hybrid_pattern: needs at least one attention block (*)")
         for name, bad in (("dense_layers", self.dense_layers), ("sliding_window",
                           self.sliding_window), ("mla", self.mla is not None),
                           ("parallel_attention", self.parallel_attention),
