@@ -412,18 +412,9 @@ def _granite_hybrid(cfg: dict[str, Any], path: Path, label: str) -> TransformerS
     fields = _decoder_fields(cfg, path, label, 2 * layers, heads)
     mamba = None
     if "M" in pattern:
-        mamba = MambaShape(heads=_get(cfg, path, "mamba_n_heads"),
-                           head_dim=_get(cfg, path, "mamba_d_head"),
-                           state=_get(cfg, path, "mamba_d_state"),
-                           groups=_get(cfg, path, "mamba_n_groups", default=1),
-                           conv_kernel=_get(cfg, path, "mamba_d_conv", default=4),
-                           conv_bias=_flag(cfg, "mamba_conv_bias", True),
-                           proj_bias=_flag(cfg, "mamba_proj_bias", False))
-        expand = _get(cfg, path, "mamba_expand", default=2)
-        if mamba.heads * mamba.head_dim != expand * fields["hidden"]:
-            raise GpuarchError(f"mamba_n_heads x mamba_d_head: expected mamba_expand x "
-                               f"hidden_size ({expand * fields['hidden']}), got "
-                               f"{mamba.heads * mamba.head_dim}")
+        mamba = _mamba_mixer(cfg, path, fields["hidden"], (
+            "mamba_n_heads", "mamba_d_head", "mamba_d_state", "mamba_n_groups",
+            "mamba_d_conv", "mamba_conv_bias", "mamba_proj_bias", "mamba_expand"))
     nope = cfg.get("position_embedding_type") == "nope"
     return TransformerShape(
         **fields,
@@ -447,19 +438,32 @@ def _mamba2(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
     layers = _get(cfg, path, "num_hidden_layers")
     heads = _get(cfg, path, "num_heads")
     fields = _decoder_fields(cfg, path, label, layers, heads)
-    mamba = MambaShape(heads=heads, head_dim=_get(cfg, path, "head_dim", default=64),
-                       state=_get(cfg, path, "state_size", default=128),
-                       groups=_get(cfg, path, "n_groups", default=1),
-                       conv_kernel=_get(cfg, path, "conv_kernel", default=4),
-                       conv_bias=_flag(cfg, "use_conv_bias", True),
-                       proj_bias=_flag(cfg, "use_bias", False))
-    expand = _get(cfg, path, "expand", default=2)
-    if mamba.heads * mamba.head_dim != expand * fields["hidden"]:
-        raise GpuarchError(f"num_heads x head_dim: expected expand x hidden_size "
-                           f"({expand * fields['hidden']}), got {mamba.heads * mamba.head_dim}")
+    mamba = _mamba_mixer(cfg, path, fields["hidden"], (
+        "num_heads", "head_dim", "state_size", "n_groups", "conv_kernel", "use_conv_bias",
+        "use_bias", "expand"))
     fields.update(kv_heads=heads, head_dim=mamba.head_dim, context_window=0)
     return TransformerShape(**fields, ffn_hidden=0, ffn_kind=FfnKind.SWIGLU,
                             position=Position.NONE, hybrid_pattern="M" * layers, mamba=mamba)
+
+
+def _mamba_mixer(cfg: dict[str, Any], path: Path, hidden: int, keys: tuple[str, ...]
+                 ) -> MambaShape:
+    """A Mamba-2 mixer from the config's ``keys`` for its heads, head width, state, groups
+    (default 1), convolution (default 4), the convolution's bias (default on), the
+    projections' bias (default off) and the expansion (default 2), which must give
+    heads x head width = expansion x ``hidden``."""
+    heads, head_dim, state, groups, conv, conv_bias, proj_bias, expand = keys
+    mamba = MambaShape(heads=_get(cfg, path, heads), head_dim=_get(cfg, path, head_dim),
+                       state=_get(cfg, path, state),
+                       groups=_get(cfg, path, groups, default=1),
+                       conv_kernel=_get(cfg, path, conv, default=4),
+                       conv_bias=_flag(cfg, conv_bias, True),
+                       proj_bias=_flag(cfg, proj_bias, False))
+    factor = _get(cfg, path, expand, default=2)
+    if mamba.heads * mamba.head_dim != factor * hidden:
+        raise GpuarchError(f"{heads} x {head_dim}: expected {expand} x hidden_size "
+                           f"({factor * hidden}), got {mamba.heads * mamba.head_dim}")
+    return mamba
 
 
 def _shared_experts(cfg: dict[str, Any], path: Path) -> int:
