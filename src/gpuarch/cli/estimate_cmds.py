@@ -1084,7 +1084,9 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p.add_argument("--recompute-modules", type=name_list, default=(), metavar="M,M",
                    help="with --recompute selective: the modules recomputed, comma-separated "
                         "(Megatron-Core's recompute_modules): core_attn (the default), "
-                        "layernorm, mla_up_proj, mlp, moe, moe_act, shared_experts")
+                        "layernorm, mla_up_proj, mlp, moe, moe_act, shared_experts; or "
+                        "torchtitan_op alone, TorchTitan's per-op policy (every second "
+                        "matrix multiply of a block)")
     p.add_argument("--precision", type=lazy_enum_value("gpuarch.perf.precision:Precision",
                                                        "--precision"),
                    help="fp32, tf32, fp16, bf16 (default; fp16 on a GPU without BF16: "

@@ -11,7 +11,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from enum import Enum
 
-from gpuarch.estimate.recompute import DEFAULT_MODULES
+from gpuarch.estimate.recompute import DEFAULT_MODULES, TORCHTITAN_OP, torchtitan_op_split
 from gpuarch.perf.precision import Precision
 from gpuarch.workloads.shape import TransformerShape
 
@@ -108,6 +108,8 @@ def activation_bytes_per_layer(s: TransformerShape, micro_batch: int, seq: int, 
         return sbh / (tp if sequence_parallel else 1)
     dropped = set(modules or DEFAULT_MODULES) if recompute is Recompute.SELECTIVE else set()
     tokens = 1.0 * seq * micro_batch * element
+    if TORCHTITAN_OP in dropped:
+        return _torchtitan_op_bytes(s, tokens, sbh, tp, sequence_parallel)
     # the bytes of a GEMM input kept for the weight gradient, per element: of the QKV, up
     # and down projections'
     kept = 1.0 / element if quantized_inputs else 1.0
@@ -155,6 +157,21 @@ def activation_bytes_per_layer(s: TransformerShape, micro_batch: int, seq: int, 
             "*": q + kv + attn_out * (1 + (kept if quantized_inputs else 0.0)) + unfused,
             "-": dense_inner, "E": (routed + shared) if s.is_moe else 0.0}, sbh)
     return replicated / (tp if sequence_parallel else 1) + (sharded + unfused) / tp
+
+
+def _torchtitan_op_bytes(s: TransformerShape, tokens: float, sbh: float, tp: int,
+                         sequence_parallel: bool) -> float:
+    """Bytes one dense block keeps under TorchTitan's op policy (``torchtitan_op``): the
+    block's input (the checkpoint's), the fused attention's output and the outputs of the
+    matrix multiplies it keeps (a Llama block's q, v, gate and down projections), in the
+    activations' precision (a Float8 GEMM writes a 16-bit output). Column-parallel outputs
+    and the attention output are split over TP; the input and full-width outputs are
+    replicated unless sequence parallel (the kept reduce-scatter's output)."""
+    kept = torchtitan_op_split(s)[0]
+    sharded = tokens * s.heads * s.d_head + sum(tokens * mm.n for mm in kept
+                                                if mm.column_parallel)
+    replicated = sbh + sum(tokens * mm.n for mm in kept if not mm.column_parallel)
+    return replicated / (tp if sequence_parallel else 1) + sharded / tp
 
 
 def _hybrid_block_mean(s: TransformerShape, tokens: float, tp: int, sequence_parallel: bool,

@@ -11,19 +11,31 @@ module's output is freed once the next module has used it and recomputed before 
 backward needs it) and the others as ordinary checkpoints (only the module's input is
 kept). What each saves is in ``estimate/memory.py`` (``activation_bytes_per_layer``), what
 each costs in ``estimate/training.py`` (the recompute pass of a layer).
+
+One more policy is not Megatron's: ``torchtitan_op``, TorchTitan's per-op selective
+checkpointing (``--activation_checkpoint.selective_ac_option op``). It wraps each block in
+PyTorch's selective checkpoint with a policy that keeps the outputs of the compute ops on
+its save list (matrix multiplies, the fused attention, reduce-scatters) but recomputes every
+second ``aten.mm`` of the block, counted in the order the forward runs them, along with
+everything not on the list (norms, rotary embedding, activation function, residual adds):
+``_apply_op_sac`` / ``_get_custom_policy`` in torchtitan's ``parallelize`` code, where the
+comment reads that it saves all compute ops' outputs except every second mm. A Llama block
+runs q, k, v, o, gate (w1), up (w3), down (w2): k, o and up are recomputed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from gpuarch.errors import GpuarchError, suggestion
 from gpuarch.workloads.flops import attention_projections, forward_flops_per_token
 from gpuarch.workloads.params import count_params, mlp_params, routed_expert_params
 from gpuarch.workloads.shape import TransformerShape
 
-__all__ = ["DEFAULT_MODULES", "RECOMPUTE_MODULES", "check_recompute_modules",
-           "recompute_flops_per_token"]
+__all__ = ["DEFAULT_MODULES", "RECOMPUTE_MODULES", "TORCHTITAN_OP", "BlockMatmul",
+           "block_matmuls", "check_recompute_modules", "recompute_flops_per_token",
+           "torchtitan_op_split"]
 
 RECOMPUTE_MODULES: dict[str, str] = {
     "core_attn": "the attention core (QK^T, softmax, AV); what --recompute selective "
@@ -35,13 +47,60 @@ RECOMPUTE_MODULES: dict[str, str] = {
     "moe": "the whole expert layer: router, dispatch and combine, experts",
     "moe_act": "the routed experts' activation function (its output is discarded)",
     "shared_experts": "the shared experts (only their input is kept)",
+    "torchtitan_op": "TorchTitan's per-op policy (selective_ac_option 'op'): every second "
+                     "matrix multiply of a block (a Llama block's k, o and up projections) "
+                     "with the norms and activation function; given alone, dense blocks only",
 }
-"""Megatron-Core's recompute_modules and what each recomputes."""
+"""Megatron-Core's recompute_modules and what each recomputes, and TorchTitan's op policy."""
+
+TORCHTITAN_OP = "torchtitan_op"
+"""TorchTitan's per-op selective checkpointing, a whole policy rather than a module."""
+
+
+@dataclass(frozen=True)
+class BlockMatmul:
+    """One matrix multiply of a dense block, per token: ``n`` outputs from ``k`` inputs
+    (whole model width, before tensor parallelism), the fused operator of
+    ``estimate/training.py`` it is part of (``qkv``, ``attn_out``, ``mlp_up``,
+    ``mlp_down``), and whether its output is split over tensor-parallel GPUs by width
+    (column-parallel) or is a full-width partial sum (row-parallel)."""
+
+    name: str
+    operator: str
+    n: int
+    k: int
+    column_parallel: bool
 
 DEFAULT_MODULES: tuple[str, ...] = ("core_attn",)
 """What ``--recompute selective`` recomputes when no module is named (Megatron's default)."""
 
 _NEEDS_MOE = ("moe", "moe_act", "shared_experts")
+
+
+def block_matmuls(s: TransformerShape) -> tuple[BlockMatmul, ...]:
+    """A dense block's matrix multiplies in the order TorchTitan's Llama forward runs them:
+    the query, key and value projections (three ``nn.Linear``), the output projection, then
+    a gated MLP's gate (w1), up (w3) and down (w2) projections (``w2(silu(w1(x)) * w3(x))``),
+    or a plain MLP's up and down."""
+    q, kv = s.heads * s.d_head, s.n_kv_heads * s.d_head
+    h, f = s.hidden, s.d_ffn
+    mms = [BlockMatmul("q", "qkv", q, h, True), BlockMatmul("k", "qkv", kv, h, True),
+           BlockMatmul("v", "qkv", kv, h, True), BlockMatmul("o", "attn_out", h, q, False)]
+    if s.ffn_kind.gated:
+        mms += [BlockMatmul("gate", "mlp_up", f, h, True),
+                BlockMatmul("up", "mlp_up", f, h, True)]
+    else:
+        mms.append(BlockMatmul("up", "mlp_up", f, h, True))
+    mms.append(BlockMatmul("down", "mlp_down", h, f, False))
+    return tuple(mms)
+
+
+def torchtitan_op_split(s: TransformerShape) -> tuple[tuple[BlockMatmul, ...],
+                                                      tuple[BlockMatmul, ...]]:
+    """The block's matrix multiplies TorchTitan's op policy keeps (the 1st, 3rd, ...) and
+    those it recomputes (the 2nd, 4th, ...)."""
+    mms = block_matmuls(s)
+    return mms[0::2], mms[1::2]
 
 
 def check_recompute_modules(modules: Iterable[str], shape: TransformerShape | None = None
@@ -61,6 +120,17 @@ def check_recompute_modules(modules: Iterable[str], shape: TransformerShape | No
     if not out:
         raise GpuarchError("--recompute-modules: expected at least one of "
                            f"{', '.join(RECOMPUTE_MODULES)}")
+    if TORCHTITAN_OP in out and len(out) > 1:
+        raise GpuarchError(f"--recompute-modules: {TORCHTITAN_OP!r} is a whole policy "
+                           f"(TorchTitan's per-op checkpointing); give it alone, not with "
+                           f"{', '.join(n for n in out if n != TORCHTITAN_OP)}")
+    if shape is not None and TORCHTITAN_OP in out:
+        kind = ("Mamba-2 hybrid blocks" if shape.is_hybrid else "expert layers"
+                if shape.is_moe else "multi-head latent attention" if shape.mla is not None
+                else "")
+        if kind:
+            raise GpuarchError(f"--recompute-modules: {TORCHTITAN_OP!r} is modelled for "
+                               f"dense transformer blocks; {shape.name} has {kind}")
     if shape is not None:
         for name in out:
             reason = ""
@@ -97,6 +167,8 @@ def recompute_flops_per_token(shape: TransformerShape, seq_len: int,
                       + 2.0 * (pc.router + pc.moe_latent))
         elif "shared_experts" in chosen:
             flops += expert * shape.shared_experts
+    if TORCHTITAN_OP in chosen:
+        flops += 2.0 * shape.layers * sum(mm.n * mm.k for mm in torchtitan_op_split(shape)[1])
     if "mla_up_proj" in chosen and shape.mla is not None:
         flops += 2.0 * shape.layers * sum(n * k for name, n, k in attention_projections(shape)
                                           if name in ("q_up", "kv_up"))

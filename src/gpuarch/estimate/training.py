@@ -55,8 +55,11 @@ from gpuarch.estimate.pipeline_layout import (
 )
 from gpuarch.estimate.recompute import (
     DEFAULT_MODULES,
+    TORCHTITAN_OP,
+    block_matmuls,
     check_recompute_modules,
     recompute_flops_per_token,
+    torchtitan_op_split,
 )
 from gpuarch.estimate.reliability import (
     INTERRUPTIONS_PER_GPU_DAY,
@@ -1389,7 +1392,7 @@ def _one_layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device,
         recompute = forward.scale(cfg.full_recompute_share(s))
     else:
         recompute = _recomputed(s, cfg.recomputed, moe, by_name, attn_fwd,
-                                _Pass(0.0, a2a, wait + host_fwd))
+                                _Pass(0.0, a2a, wait + host_fwd), cfg.tp)
     if parts is not None:
         # the forward's communication runs again when the whole layer is recomputed
         passes = 2 + cfg.full_recompute_share(s)
@@ -1416,12 +1419,18 @@ the expert layer's activation function, both below."""
 
 
 def _recomputed(s: TransformerShape, modules: tuple[str, ...], moe: bool,
-                by_name: dict[str, Num], attn_fwd: Num, moe_extra: _Pass) -> _Pass:
+                by_name: dict[str, Num], attn_fwd: Num, moe_extra: _Pass, tp: int = 1
+                ) -> _Pass:
     """The recompute pass of one layer under selective recomputation of ``modules``: the
     forward time of the operators they cover; recomputing a whole expert layer (``moe``)
     also repeats its dispatch and combine and its host time (``moe_extra``). The dense-layer
     module (``mlp``) does nothing in an expert layer, the expert ones nothing in a dense
-    layer."""
+    layer. TorchTitan's op policy (``torchtitan_op``) reruns the norms, the activation
+    function and its recomputed matrix multiplies, each priced as its share of the fused
+    operator it belongs to (the key projection's share of the QKV GEMM's width on one of
+    ``tp`` GPUs, the up projection half of a gated MLP's)."""
+    if TORCHTITAN_OP in modules:
+        return _Pass(_torchtitan_op_time(s, by_name, tp), 0.0)
     names: set[str] = set()
     compute: Num = attn_fwd if "core_attn" in modules else 0.0
     for module in modules:
@@ -1437,6 +1446,24 @@ def _recomputed(s: TransformerShape, modules: tuple[str, ...], moe: bool,
                              if name.split(".")[0] in names), 0.0)
     extra = moe_extra if moe and "moe" in modules else _Pass()
     return _Pass(compute, 0.0) + extra
+
+
+def _torchtitan_op_time(s: TransformerShape, by_name: dict[str, Num], tp: int) -> Num:
+    """Seconds of one layer's recompute pass under TorchTitan's op policy: the norms, the
+    activation function and the residual adds again, and each recomputed matrix multiply
+    as its share of its fused operator's time (widths on one of ``tp`` GPUs, at least one
+    KV head each, as ``attention_projections`` splits them)."""
+    widths = {mm.name: mm.n for mm in block_matmuls(s)}
+    heads, kv = s.heads // tp, max(1, s.n_kv_heads // tp)
+    widths.update(q=heads * s.d_head, k=kv * s.d_head, v=kv * s.d_head)
+    fused: dict[str, int] = {}
+    for mm in block_matmuls(s):
+        fused[mm.operator] = fused.get(mm.operator, 0) + widths[mm.name]
+    time: Num = sum((by_name.get(name, 0.0) for name in ("norms", "activation", "residuals")),
+                    0.0)
+    for mm in torchtitan_op_split(s)[1]:
+        time = time + by_name.get(mm.operator, 0.0) * widths[mm.name] / fused[mm.operator]
+    return time
 
 
 def _dp_traffic(params: Num, group: Group, cfg: TrainingConfig, m: Num, eff: Efficiency,

@@ -254,7 +254,11 @@ def megatron_launch(shape: Any, cfg: Any) -> Launch:
     # recomputation and offloading
     if cfg.recompute is Recompute.SELECTIVE:
         add("recompute", "selective")
-        if cfg.recompute_modules:
+        if cfg.recompute_modules == ("torchtitan_op",):  # estimate.recompute.TORCHTITAN_OP
+            notes.append("TorchTitan's per-op checkpointing (torchtitan_op) has no Megatron "
+                         "equivalent: selective recomputation is emitted with Megatron's "
+                         "default module, the attention core")
+        elif cfg.recompute_modules:
             add("recompute_modules", *cfg.recompute_modules)
     elif cfg.recompute is Recompute.FULL:
         add("recompute", "full")

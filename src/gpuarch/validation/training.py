@@ -19,7 +19,7 @@ from typing import Any
 
 from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import Product, System
-from gpuarch.errors import GpuarchError, check_choice
+from gpuarch.errors import GpuarchError, check_choice, suggestion
 from gpuarch.estimate.memory import Recompute
 from gpuarch.estimate.training import (
     CP_COMM_TYPES,
@@ -95,9 +95,32 @@ def sources_by_id(raw: Mapping[str, Any], path: Path) -> dict[str, Mapping[str, 
     return {s["id"]: s for s in raw.get("source", [])}
 
 
+POINT_KEYS = frozenset({
+    # what was measured and where
+    "id", "source", "where", "framework", "notes", "out_of_sample", "excluded",
+    "memory_exception", "tokens_per_s_per_gpu", "tokens_per_s", "step_time_s",
+    "tflops_per_gpu", "tflops_convention", "mfu", "hfu",
+    # the model (a preset, or its fields: _SHAPE_KEYS) and the hardware
+    "preset", "model", *_SHAPE_KEYS, "gpu", "gpus", "system", "gpu_link",
+    # the run
+    "seq_len", "global_batch", "micro_batch", "tp", "pp", "cp", "dp", "ep", "etp", "vpp",
+    "sequence_parallel", "zero", "fsdp_prefetch", "tp_comm_overlap", "cp_comm_type",
+    "ep_dispatcher", "ep_comm_overlap", "expert_launches", "moe_routing", "moe_token_drop",
+    "dispatcher_wait_us", "cuda_graphs", "pp_comm_overlap", "pp_edge_layers", "pp_layout",
+    "pp_schedule", "mtp_layers", "mtp_shared_weights", "mtp_bf16", "fused_attention",
+    "attention_kernel", "recompute", "recompute_modules", "recompute_layers",
+    "offload_layers", "precision", "fp8_params", "bf16_grads", "bf16_optimizer",
+    "fp8_attention", "bf16_layers_start", "bf16_layers_end", "lora_rank", "lora_modules",
+    "packed_doc_len",
+})
+"""Every key a training point may carry; another is a typo the loader names (it would be
+silently ignored and the run modelled without it)."""
+
+
 @cache
 def load_training_points(path: Path = TRAINING_FILE) -> tuple[TrainingPoint, ...]:
-    """The published points, with their sources resolved."""
+    """The published points, with their sources resolved; a key no reader knows is an error
+    naming it (with the nearest known key)."""
     with path.open("rb") as fh:
         raw = tomllib.load(fh)
     sources = sources_by_id(raw, path)
@@ -107,6 +130,9 @@ def load_training_points(path: Path = TRAINING_FILE) -> tuple[TrainingPoint, ...
         if src is None:
             raise GpuarchError(f"{path.name}: point {entry.get('id')!r}: unknown source "
                                f"{entry.get('source')!r}")
+        for key in sorted(set(entry) - POINT_KEYS):
+            raise GpuarchError(f"{path.name}: point {entry.get('id')!r}: unknown key "
+                               f"{key!r}{suggestion(key, POINT_KEYS)}")
         points.append(TrainingPoint(entry["id"], src["id"], src["title"], src["url"],
                                     entry.get("where", ""), entry))
     return tuple(points)
@@ -200,6 +226,7 @@ def point_config(point: TrainingPoint, system: System | None) -> TrainingConfig:
         attention_kernel=str(point.get("attention_kernel", "native")),
         recompute=Recompute(point.get("recompute", "none")),
         recompute_modules=tuple(point.get("recompute_modules", ())),
+        recompute_layers=int(point.get("recompute_layers", 0)),
         precision=Precision(point.get("precision", "bf16")),
         gpus_per_node=system.gpus_per_node if system else 8,
         offload_layers=int(point.get("offload_layers", 0)),
