@@ -1606,6 +1606,19 @@ def test_a_sources_engine_table_takes_only_point_settings(tmp_path: Path) -> Non
         load_inference_points(path)
 
 
+def test_an_unknown_point_key_is_named(tmp_path: Path) -> None:
+    """A misspelt key on a point would be ignored and the run modelled without it: the
+    loader names it, with the key meant."""
+    from gpuarch.validation.inference import load_inference_points
+
+    path = tmp_path / "points.toml"
+    path.write_text('[[source]]\nid = "s"\ntitle = "t"\nurl = "https://x"\n\n'
+                    '[[point]]\nid = "p"\nsource = "s"\nkv_precison = "fp8"\n')
+    with pytest.raises(GpuarchError, match="point 'p': unknown key 'kv_precison'; "
+                                           "did you mean 'kv_precision'"):
+        load_inference_points(path)
+
+
 def test_nvls_shortens_tensor_parallel_decode_only_on_nvswitch_hopper_and_blackwell() -> None:
     """Llama-3.1-70B at TP 8 and a large decode batch: on H100 (NVSwitch, NVLS) the
     all-reduces run as NVLink SHARP and the step is shorter than with rings and trees only

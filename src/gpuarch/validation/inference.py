@@ -37,6 +37,7 @@ from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.perf.quant import QuantFormat, QuantScheme
 from gpuarch.validation.stats import ErrorSummary, MemoryFit, summarize
 from gpuarch.validation.training import (
+    SHAPE_KEYS,
     TrainingPoint,
     memory_fit,
     point_shape,
@@ -46,6 +47,7 @@ from gpuarch.validation.training import (
 
 __all__ = [
     "INFERENCE_FILE",
+    "POINT_KEYS",
     "InferenceComparison",
     "InferenceSummary",
     "load_inference_points",
@@ -85,9 +87,27 @@ ENGINE_KEYS = ("cuda_graph_batch_sizes", "executor", "window_kv_cache", "decode_
 """Point settings a source may set once for all its points (``engine`` on the source)."""
 
 
+POINT_KEYS = frozenset({
+    # what was measured and where
+    "id", "source", "where", "framework", "notes", "out_of_sample", "excluded",
+    "memory_exception", *_METRICS,
+    # the model (a preset, or its fields) and the hardware
+    "preset", "model", *SHAPE_KEYS, "gpu", "gpus", "system", "gpu_link",
+    # the run: layout, formats, lengths, batching and the engine's settings
+    "tp", "pp", "ep", "weight_precision", "activation_precision", "kv_precision",
+    "expert_weight_precision", "expert_activation_precision", "fp8_scaling",
+    "ssm_state_precision", "input_len", "output_len", "output_len_cv", "max_output_len",
+    "mode", "batch", "concurrency", "adp_balance", "moe_imbalance", "redundant_experts",
+    "two_batch_overlap", *ENGINE_KEYS,
+})
+"""Every key an inference point may carry (its source's ``engine`` settings included);
+another is a typo the loader names, which would otherwise be ignored."""
+
+
 @cache
 def load_inference_points(path: Path = INFERENCE_FILE) -> tuple[TrainingPoint, ...]:
-    """The published inference points with their sources (same record type as training)."""
+    """The published inference points with their sources (same record type as training);
+    a key no reader knows is an error naming it (with the nearest known key)."""
     with path.open("rb") as fh:
         raw = tomllib.load(fh)
     sources = sources_by_id(raw, path)
@@ -104,6 +124,9 @@ def load_inference_points(path: Path = INFERENCE_FILE) -> tuple[TrainingPoint, .
         # engine settings a source's runs share (its benchmark options), unless a point
         # says otherwise
         entry = {**src.get("engine", {}), **entry}
+        for key in sorted(set(entry) - POINT_KEYS):
+            raise GpuarchError(f"{path.name}: point {entry.get('id')!r}: unknown key "
+                               f"{key!r}{suggestion(key, POINT_KEYS)}")
         points.append(TrainingPoint(entry["id"], src["id"], src["title"], src["url"],
                                     entry.get("where", ""), entry))
     return tuple(points)

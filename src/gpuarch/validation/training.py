@@ -40,6 +40,8 @@ from gpuarch.workloads.presets import preset, shape_from_mapping
 from gpuarch.workloads.shape import FfnKind, NormKind, Position, TransformerShape
 
 __all__ = [
+    "POINT_KEYS",
+    "SHAPE_KEYS",
     "TRAINING_FILE",
     "TrainingComparison",
     "TrainingPoint",
@@ -51,9 +53,10 @@ __all__ = [
 
 TRAINING_FILE = Path(__file__).with_name("data") / "training.toml"
 
-_SHAPE_KEYS = ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "ffn_kind", "vocab",
+SHAPE_KEYS = ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "ffn_kind", "vocab",
                "experts", "experts_per_token", "norm", "position", "max_positions", "bias",
                "tied_embeddings", "parallel_attention", "sliding_window")
+"""The model fields a point may give instead of (or beside) a preset."""
 _SHAPE_ENUMS = {"ffn_kind": FfnKind, "norm": NormKind, "position": Position}
 
 
@@ -100,8 +103,8 @@ POINT_KEYS = frozenset({
     "id", "source", "where", "framework", "notes", "out_of_sample", "excluded",
     "memory_exception", "tokens_per_s_per_gpu", "tokens_per_s", "step_time_s",
     "tflops_per_gpu", "tflops_convention", "mfu", "hfu",
-    # the model (a preset, or its fields: _SHAPE_KEYS) and the hardware
-    "preset", "model", *_SHAPE_KEYS, "gpu", "gpus", "system", "gpu_link",
+    # the model (a preset, or its fields: SHAPE_KEYS) and the hardware
+    "preset", "model", *SHAPE_KEYS, "gpu", "gpus", "system", "gpu_link",
     # the run
     "seq_len", "global_batch", "micro_batch", "tp", "pp", "cp", "dp", "ep", "etp", "vpp",
     "sequence_parallel", "zero", "fsdp_prefetch", "tp_comm_overlap", "cp_comm_type",
@@ -155,7 +158,7 @@ def point_shape(point: TrainingPoint) -> TransformerShape:
     """The model a point trained: its explicit shape if given (named by its ``model`` key,
     else its preset or id), else its preset with the fields the point gives replacing the
     preset's (a benchmark's own vocabulary, say)."""
-    given = {k: point.get(k) for k in _SHAPE_KEYS if point.get(k) is not None}
+    given = {k: point.get(k) for k in SHAPE_KEYS if point.get(k) is not None}
     if {"layers", "hidden", "heads", "vocab"} <= set(given):
         if given.get("ffn_kind") == "gelu" and "ffn_hidden" not in given:
             given["ffn_hidden"] = 4 * given["hidden"]
