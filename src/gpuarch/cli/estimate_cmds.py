@@ -173,6 +173,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         recompute_modules=args.recompute_modules,
         precision=args.precision or sixteen_bit(product), gpus_per_node=gpus_per_node,
         offload_layers=args.offload_layers, fp8_params=args.fp8_params,
+        optimizer_offload=args.optimizer_offload,
+        optimizer_offload_overlap=args.optimizer_offload_overlap,
         bf16_grads=args.bf16_grads, bf16_optimizer=args.bf16_optimizer,
         lora_rank=args.lora_rank, packed_doc_len=args.packed_doc_len,
         fp8_attention=args.fp8_attention,
@@ -1095,6 +1097,14 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                    help="activation offloading: the saved activations of N layers go to CPU "
                         "memory and come back for the backward pass (Megatron-Core's "
                         "cpu_offloading_num_layers; needs --pp 1 and no --recompute)")
+    p.add_argument("--optimizer-offload", type=float, default=0.0, metavar="F",
+                   help="optimizer CPU offload: the Adam moments of this fraction (0-1) of the "
+                        "optimizer's elements live on the CPU and are updated there "
+                        "(Megatron-Core's --optimizer-cpu-offload --optimizer-offload-fraction"
+                        " F; needs --zero 1 or higher)")
+    p.add_argument("--optimizer-offload-overlap", action="store_true",
+                   help="with --optimizer-offload: overlap the copies with the CPU's updates "
+                        "(Megatron-Core's --overlap-cpu-optimizer-d2h-h2d)")
     p.add_argument("--fp8-params", action="store_true",
                    help="with --precision fp8: keep the weights' compute copy in FP8, 1 byte "
                         "(Megatron's fp8_param_gather)")

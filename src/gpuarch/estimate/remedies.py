@@ -6,9 +6,10 @@ the same layout: recomputing the modules that keep the most for little work (the
 the experts' activation, the dense MLPs or latent attention's up-projections where the
 model has them), full recomputation of the fewest layers per stage that fits (Megatron's
 block method) or of every layer, sequence parallelism where TP > 1 (alone and with those
-modules), a higher ZeRO stage, half the micro-batch, and activation offloading where the run
-allows it. Each is estimated
-with the same model (no rule of thumb), and the ones that fit come first, fastest first.
+modules), a higher ZeRO stage, half the micro-batch, the whole optimizer offloaded to the
+CPU where the optimizer is distributed, and activation offloading where the run allows it.
+Each is estimated with the same model (no rule of thumb), and the ones that fit come first,
+fastest first.
 
 A serving estimate that does not fit gets the same treatment with a server's levers: an FP8
 KV cache, FP8 weights and activations where the Tensor Cores run FP8, 4-bit weights (INT4
@@ -111,6 +112,8 @@ def _candidates(shape: TransformerShape, cfg: TrainingConfig
     if cfg.micro_batch > 1:
         half = cfg.micro_batch // 2
         out.append((f"--micro-batch {half}", replace(cfg, micro_batch=half)))
+    if cfg.zero >= 1 and cfg.optimizer_offload < 1:
+        out.append(("--optimizer-offload 1", replace(cfg, optimizer_offload=1.0)))
     if cfg.pp == 1 and cfg.recompute is Recompute.NONE and not cfg.offload_layers:
         out.append((f"--offload-layers {shape.layers - 1}",
                     replace(cfg, offload_layers=shape.layers - 1)))

@@ -363,6 +363,11 @@ class TrainingConfig:
     # after their forward pass and come back for the backward (Megatron-Core's
     # cpu_offloading_num_layers, activations only)
     offload_layers: int = 0
+    # optimizer CPU offload (Megatron-Core's --optimizer-cpu-offload with
+    # --optimizer-offload-fraction; the distributed optimizer): the Adam moments of this
+    # share of the optimizer's elements on the CPU, updated there
+    optimizer_offload: float = 0.0
+    optimizer_offload_overlap: bool = False  # --overlap-cpu-optimizer-d2h-h2d
     # LoRA fine-tuning (estimate/lora.py): the model's weights frozen, adapters of this rank
     # trained beside the linear layers ``lora_modules`` names (() = all four, Megatron
     # Bridge's default); 0 = every weight trained
@@ -585,6 +590,15 @@ class TrainingConfig:
             flag = "--bf16-optimizer" if self.bf16_optimizer else "--bf16-grads"
             raise GpuarchError(f"{flag}: needs a 16-bit or lower --precision, got "
                                f"{self.precision.value}")
+        f = self.optimizer_offload
+        if isinstance(f, bool) or not isinstance(f, (int, float)) or not 0 <= f <= 1:
+            raise GpuarchError(f"--optimizer-offload: expected a fraction from 0 to 1, got "
+                               f"{f!r}")
+        if f and self.zero < 1:
+            raise GpuarchError("--optimizer-offload: needs the distributed optimizer (--zero 1 "
+                               f"or higher), got --zero {self.zero}")
+        if self.optimizer_offload_overlap and not f:
+            raise GpuarchError("--optimizer-offload-overlap: needs --optimizer-offload")
         if not isinstance(self.offload_layers, int) or self.offload_layers < 0:
             raise GpuarchError(f"--offload-layers: expected an integer >= 0, got "
                                f"{self.offload_layers!r}")
@@ -1553,6 +1567,7 @@ class TrainingCore:
     dp_exposed: Num = 0.0  # exposed data-parallel traffic per step
     tied_sync: Num = 0.0  # the tied word embedding's gradient all-reduce per step
     offload_exposed: Num = 0.0  # activation offloading not hidden, per micro-batch
+    offloaded_elements: Num = 0.0  # optimizer elements updated on the host (the most a rank)
     # layers' activations, one micro-batch each, the most loaded pipeline rank holds at once
     activation_layer_passes: Num = 0.0
 
@@ -1574,7 +1589,7 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     (``estimate_training``, or the advisor with its masks) has done it. With ``parts``, the
     average layer's seconds by kind are left there (``_layer_time``).
     ``host_link_bytes_s``: the GPU's own share of its link to the CPU, one direction, for
-    activation offloading (None: the transfers are taken as hidden).
+    activation and optimizer offloading (None: the transfers are taken as hidden).
     ``layers``: the layers' costing for ``cfg``'s configurations, made by ``layer_costs``
     (the advisor costs a hybrid's layouts once for all its pipeline splits)."""
     ep_stride = cfg.tp * cfg.cp if not cfg.etp else cfg.etp  # as in _layer_groups
@@ -1848,12 +1863,18 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     # copy or moments); the adapters are trained as weights are
     trained = ((lora_dense, lora_expert) if cfg.lora_rank else (dense_local, expert_local))
     opt_params = sharded(1, *trained)
-    optimizer = op_time(Elementwise(opt_params * 30.0, name="adam"), device, eff)[0]
+    # optimizer offload: these elements' Adam runs on the host
+    opt_offloaded = cfg.optimizer_offload * opt_params
+    optimizer = op_time(Elementwise((opt_params - opt_offloaded) * 30.0, name="adam"),
+                        device, eff)[0]
+    if cfg.optimizer_offload:
+        optimizer = _offloaded_step(opt_offloaded, optimizer, product, cfg, eff,
+                                    host_link_bytes_s)
     weights = (sharded(3, dense_local, expert_local)
                + (sharded(3, *trained) if cfg.lora_rank else 0.0)) * per_param.weights \
         + sharded(3, dense16, expert16) * max(0.0, Precision.BF16.bytes - per_param.weights)
     gradients = sharded(2, *trained) * per_param.gradients
-    optimizer_states = opt_params * per_param.optimizer
+    optimizer_states = opt_params * per_param.optimizer - opt_offloaded * moment_bytes(cfg)
     if layout is not None:
         # one value per pipeline rank so far: the step waits for the slowest rank's
         # gradient traffic and optimizer; memory is the rank holding the most
@@ -1949,6 +1970,7 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
         dp_exposed=dp_exposed,
         tied_sync=tied_sync,
         offload_exposed=offload,
+        offloaded_elements=np.max(opt_offloaded) if layout is not None else opt_offloaded,
     )
 
 
@@ -2045,6 +2067,65 @@ def _hybrid_rank_params(shape: TransformerShape, layout: PipelineLayout, mtp_den
                      + r.loss * (head + norm))
         experts.append(dict(r.blocks).get("E", 0) * routed + r.mtp * mtp_expert)
     return np.array(dense), np.array(experts)
+
+
+OFFLOAD_COPY_BYTES = 4
+"""Bytes a copy moves per offloaded element, each way: Megatron-Core's HybridDeviceOptimizer
+copies the gradients down and the updated parameters up in FP32 (casting on the GPU)."""
+
+OFFLOAD_HOST_BYTES = 16
+"""Host memory per offloaded element: its FP32 master copy, both FP32 Adam moments and the
+pinned FP32 gradient the GPU copies down (HybridDeviceOptimizer)."""
+
+
+def moment_bytes(cfg: TrainingConfig) -> float:
+    """Bytes of Adam's two moments per element, which optimizer offload moves off the GPU:
+    FP32 each, BF16 each under ``--bf16-optimizer``. Megatron Bridge measured 15.3 GB freed
+    per GPU with the whole optimizer offloaded for Qwen3-30B-A3B at TP 2, PP 2, EP 4 on 16
+    H100 (docs/training/cpu-offloading.md), what the two FP32 moments of the model's
+    optimizer elements on that layout take (15.3 GB), not those plus the master copy."""
+    return 4.0 if cfg.bf16_optimizer else 8.0
+
+
+def offload_sharing(product: Product, cfg: TrainingConfig) -> int:
+    """GPUs whose offloaded optimizers share one host's CPUs: a Grace superchip's own GPUs,
+    else the node's."""
+    return int(product.gpus_per_cpu or min(cfg.gpus_per_node, cfg.gpus))
+
+
+def _offloaded_step(offloaded: Num, gpu_part: Num, product: Product, cfg: TrainingConfig,
+                    eff: Efficiency, host_link: float | None) -> Num:
+    """Seconds of an optimizer step with ``offloaded`` elements updated on the host: the
+    gradients copied down, the CPU's Adam (its rate shared by the GPUs on the host) and the
+    parameters copied up, one after another beside the GPU's own part, or, with the copies
+    overlapped (``optimizer_offload_overlap``: one CPU optimizer per tensor), the longest
+    of the four. A link whose rate is not catalogued leaves the copies out."""
+    copy = offloaded * OFFLOAD_COPY_BYTES / host_link if host_link else 0.0 * offloaded
+    cpu = offloaded * offload_sharing(product, cfg) / eff.cpu_adam_elements_per_s
+    if cfg.optimizer_offload_overlap:
+        return maximum(maximum(gpu_part, cpu), copy)
+    return gpu_part + 2 * copy + cpu
+
+
+def _offload_assumption(shape: TransformerShape, product: Product, cfg: TrainingConfig,
+                        core: TrainingCore, host_link: float | None, eff: Efficiency) -> str:
+    """What the estimate takes for optimizer offloading, with the host memory it needs."""
+    moved = float(core.offloaded_elements)
+    share = offload_sharing(product, cfg)
+    link = (f"copies of {OFFLOAD_COPY_BYTES} bytes an element each way at "
+            f"{from_si(host_link, Unit.GB_S):.0f} GB/s (this GPU's share of its link to the "
+            "CPU)" if host_link else "copies taken as hidden (the link's rate is not "
+            "catalogued for this GPU)")
+    return (f"{cfg.optimizer_offload:g} of the optimizer's elements ({moved / 1e9:.3g} billion "
+            f"on this GPU) keep their Adam moments on the CPU and are updated there "
+            f"(Megatron-Core's HybridDeviceOptimizer): {moment_bytes(cfg):g} bytes an element "
+            f"off the GPU; {from_si(moved * OFFLOAD_HOST_BYTES, Unit.GIB):.1f} GiB of host "
+            f"memory per GPU ({OFFLOAD_HOST_BYTES} bytes an element); the host's CPUs update "
+            f"{eff.cpu_adam_elements_per_s / 1e9:g} billion elements a second, shared by its "
+            f"{share} GPU(s); {link}; "
+            + ("copies and updates overlapped" if cfg.optimizer_offload_overlap else
+               "copy down, update and copy up one after another")
+            + ", none of it hidden behind the next step's passes")
 
 
 def host_link_bytes_s(product: Product, pcie_x16_bytes_s: float | None) -> float | None:
@@ -2213,6 +2294,9 @@ def estimate_training(
             if host_link else
             f"{cfg.offload_layers} layers' activations to CPU memory and back; the link's "
             "rate is not catalogued for this GPU, so the transfers are taken as hidden")
+    if cfg.optimizer_offload:
+        assumptions["optimizer_offload"] = _offload_assumption(shape, product, cfg, core,
+                                                               host_link, run_eff)
     total = None
     if tokens is not None:
         seconds = tokens / tokens_per_s
@@ -2268,7 +2352,10 @@ def estimate_training(
             "recompute_modules": list(cfg.recomputed) or None,
             "recompute_layers": cfg.recompute_layers or None,
             "precision": cfg.precision.value,
-            "offload_layers": cfg.offload_layers, "fp8_params": cfg.fp8_params,
+            "offload_layers": cfg.offload_layers,
+            "optimizer_offload": cfg.optimizer_offload or None,
+            "optimizer_offload_overlap": cfg.optimizer_offload_overlap,
+            "fp8_params": cfg.fp8_params,
             "bf16_grads": cfg.bf16_grads, "bf16_optimizer": cfg.bf16_optimizer,
             "lora_rank": cfg.lora_rank or None,
             "lora_modules": list(cfg.adapted) or None,

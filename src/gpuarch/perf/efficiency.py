@@ -432,6 +432,19 @@ class Efficiency:
     one-second step. Training only (docs/performance-model.md, "Data-parallel overlap by its
     physics, and a fixed time per step")."""
 
+    cpu_adam_elements_per_s: float = 7.0e9
+    """Elements a host's CPUs update per second in Adam when the optimizer is offloaded to
+    them (``--optimizer-offload``), shared by the GPUs on that host (a node's, or one
+    Grace's two): PyTorch's fused CPU AdamW in Megatron-Core's HybridDeviceOptimizer. Set
+    so that the model gives the step time Megatron Bridge measured with the whole optimizer
+    offloaded, 4.2x the step without, for Qwen3-30B-A3B at TP 2, PP 2, EP 4 on two nodes of
+    H100 (NVIDIA-NeMo/Megatron-Bridge docs/training/cpu-offloading.md @b00deab6, 'Expected
+    Metric Changes'; the global batch of 8 and micro-batch of 1 of its runnable example
+    taken as the run's). Its 1.9x, 2.5x and 3.2x at a quarter, half and three quarters
+    offloaded, and 3.9x with the copies overlapped, test it
+    (tests/test_optimizer_offload.py). One measurement on one host's
+    CPUs (not named); not scaled by a host's cores or memory bandwidth. Fitted."""
+
     kernel_overhead_s: float = 0.0
     """Fixed time per modelled kernel (launch, dispatch, tail), charged per operator. The
     training fit drives it to zero, the per-layer overhead below absorbing it; kept as a

@@ -135,6 +135,8 @@ def render_training(e: TrainingEstimate, band: Band | None = None,
                  else "")
               + (f", {p['offload_layers']} layers' activations offloaded"
                  if p.get("offload_layers") else "")
+              + (f", {p['optimizer_offload']:g} of the optimizer on the CPU"
+                 if p.get("optimizer_offload") else "")
               + f", {p['precision']}"
               + (" (FP8 weights)" if p.get("fp8_params") else "")
               + (", FP8 attention" if p.get("fp8_attention") else "")

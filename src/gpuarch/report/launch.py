@@ -270,6 +270,13 @@ def megatron_launch(shape: Any, cfg: Any) -> Launch:
             add("recompute_layers", 1)
     if cfg.offload_layers:
         add("offload_layers", cfg.offload_layers)
+    if cfg.optimizer_offload:
+        # Megatron-LM asserts the precision-aware optimizer with CPU offload
+        add("optimizer_cpu_offload")
+        add("optimizer_offload_fraction", f"{cfg.optimizer_offload:g}")
+        add("precision_aware_optimizer")
+        if cfg.optimizer_offload_overlap:
+            add("overlap_cpu_optimizer")
     # precision
     precision = cfg.precision
     if precision is Precision.FP16:
