@@ -329,6 +329,10 @@ def engine_flags(p: argparse.ArgumentParser) -> None:
                    help="prompt tokens every request shares with one already in the KV "
                         "cache (a system prompt under prefix caching): not prefilled, their "
                         "KV cache held once per replica (default 0)")
+    p.add_argument("--cpu-offload-gb", type=float, default=0.0, metavar="GIB",
+                   help="GiB of each GPU's weights kept in host memory and copied over the "
+                        "GPU's link to its CPU for every forward pass (vLLM's "
+                        "--cpu-offload-gb; default 0)")
     p.add_argument("--output-len-cv", type=float, default=0.0, metavar="CV",
                    help="spread of the requests' output lengths (standard deviation over "
                         "mean, e.g. 1.25 for DeepSeek-R1's reasoning answers in MLPerf); "
@@ -510,6 +514,7 @@ def cmd_infer(args: argparse.Namespace) -> int:
         adp_balance=args.adp_balance,
         ssm_state_precision=args.ssm_state_precision or InferenceConfig.ssm_state_precision,
         cached_prefix=args.cached_prefix, cuda_graph_batch_sizes=args.cuda_graph_batch_sizes,
+        cpu_offload_gib=args.cpu_offload_gb,
         gpus_per_node=_gpus_per_node(args, catalog, product, system),
         kv_cache_fallback=kv_run.reason)
     if args.engine_limits:

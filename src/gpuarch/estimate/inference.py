@@ -38,6 +38,7 @@ from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import Product, System
 from gpuarch.errors import GpuarchError, check_choice, check_count, check_number
 from gpuarch.estimate.energy import seconds_per_token_at_peak, serving_energy_kwh
+from gpuarch.estimate.host_link import host_link_bytes_s
 from gpuarch.estimate.mamba import (
     DEFAULT_SSM_STATE,
     SSM_STATE_BYTES,
@@ -73,7 +74,7 @@ from gpuarch.perf.roofline import (
     op_time,
 )
 from gpuarch.perf.sibling import sibling_notes
-from gpuarch.units import Unit, from_si
+from gpuarch.units import Unit, from_si, to_si
 from gpuarch.workloads.flops import attention_core_dims, attention_projections
 from gpuarch.workloads.mtp import mtp_block_params
 from gpuarch.workloads.params import count_params
@@ -358,6 +359,10 @@ class InferenceConfig:
     # radix cache, TensorRT-LLM's KV-cache reuse): their prefill is skipped, and their KV
     # cache is held once per replica in the layers that keep every position
     cached_prefix: int = 0
+    # GiB of each GPU's weights kept in host memory and copied to the GPU for every forward
+    # pass (vLLM's --cpu-offload-gb: pinned CPU tensors moved to the device before each
+    # offloaded module runs)
+    cpu_offload_gib: float = 0.0
     # the batch sizes the engine captures CUDA graphs at with padding on (TensorRT-LLM's
     # cuda_graph_config batch_sizes with enable_padding): a decode step of b sequences is
     # replayed as the smallest captured size >= b, dummy requests filling the rest, whose
@@ -477,6 +482,15 @@ class InferenceConfig:
                      tuple(SSM_STATE_BYTES))
         check_count("--num-requests", self.num_requests, zero_unset=True)
         check_output_len_cv(self.output_len_cv)
+        offload = self.cpu_offload_gib
+        if isinstance(offload, bool) or not isinstance(offload, (int, float)) \
+                or not 0 <= offload < math.inf:
+            raise GpuarchError(f"--cpu-offload-gb: expected a size in GiB >= 0, got "
+                               f"{offload!r}")
+        held = from_si(_model_weight_bytes(shape, self), Unit.GIB)
+        if offload >= held:
+            raise GpuarchError(f"--cpu-offload-gb: {offload:g} GiB is not less than the "
+                               f"{held:.1f} GiB of weights per GPU")
         if self.output_len_cv and self.batching is not Batching.CONTINUOUS:
             raise GpuarchError("--output-len-cv: varying output lengths are modelled for "
                                "in-flight batching; give --batching continuous")
@@ -732,15 +746,16 @@ class _Phase:
 
 OP_PARTS = ("dense_gemms", "expert_gemms", "attention", "mamba_scan", "memory_bound",
             "lm_head", "tensor_parallel", "expert_parallel", "pipeline_p2p", "overhead",
-            "host", "attention_dp_wait")
+            "host", "attention_dp_wait", "weight_offload")
 """How ``prefill_parts_s`` and ``decode_step_parts_s`` split a phase's seconds: the dense
 GEMMs (in decode mostly their weight reads), the experts' GEMMs with the router, attention
 (in decode mostly its KV-cache reads), a hybrid model's Mamba-2 convolution and scan (in
 decode mostly its recurrent state's read and write), memory-bound elementwise work (norms,
 residuals, activation, MoE permutation), the LM head, the tensor-parallel all-reduces, the expert
 all-to-alls, the pipeline sends, fixed per-layer/per-step/per-pass overheads, the
-executor's host time beyond the GPU's step, and the time an attention-data-parallel group's
-prefill passes wait for its busiest rank (``_Runner.prefill_skew``)."""
+executor's host time beyond the GPU's step, the time an attention-data-parallel group's
+prefill passes wait for its busiest rank (``_Runner.prefill_skew``), and the copies of
+weights kept in host memory (``cpu_offload_gib``)."""
 
 
 def _split(op: Op, device: Device, eff: Efficiency) -> tuple[Num, Num]:
@@ -960,6 +975,13 @@ class _Runner:
         # batching estimate prices the same pass for the steady state and for a new
         # prompt's first token
         self._forward_cache: dict[tuple[Any, ...], tuple[_Phase, dict[str, float]]] = {}
+        # weights kept in host memory (cpu_offload_gib) cross the GPU's link to its CPU in
+        # every forward pass (none counted where that link's rate is not catalogued)
+        pcie = catalog.pcie_generation(product.pcie_generation or 0)
+        self.host_link = host_link_bytes_s(product, pcie.x16_bandwidth_bytes_s if pcie
+                                           else None)
+        offloaded = to_si(cfg.cpu_offload_gib, Unit.GIB)
+        self.offload_s = offloaded / self.host_link if offloaded and self.host_link else 0.0
 
     def _add(self, key: str, seconds: Num) -> None:
         if self.parts is not None:
@@ -1266,6 +1288,10 @@ class _Runner:
 
             body = body + self._scaled(layers * share, halves if moe and tbo else one)
         total = body + self.head(rows)
+        if self.offload_s:
+            # every stage copies its GPU's offloaded weights up before running them
+            self._add("weight_offload", self.offload_s * self.cfg.pp)
+            total = total + _Phase(communication=self.offload_s * self.cfg.pp)
         if self.cfg.pp > 1:
             act = tokens * self.s.hidden * self.act_bytes
             p2p = sum(hops * collective_time(Collective.P2P, act, group, self.eff)
@@ -1406,6 +1432,12 @@ def slot_spread(shape: TransformerShape, cfg: InferenceConfig) -> float:
 
 
 def _weight_bytes(shape: TransformerShape, cfg: InferenceConfig) -> float:
+    """Weight bytes each GPU holds: the model's share (``_model_weight_bytes``) less what
+    stays in host memory (``cpu_offload_gib``)."""
+    return _model_weight_bytes(shape, cfg) - to_si(cfg.cpu_offload_gib, Unit.GIB)
+
+
+def _model_weight_bytes(shape: TransformerShape, cfg: InferenceConfig) -> float:
     """Weight bytes per GPU: dense weights over TP x PP, expert weights (with their redundant
     copies) over max(TP, EP) GPUs per stage (see _Runner.layer); with speculative decoding
     also the draft, one average layer on the last stage."""
@@ -1879,6 +1911,19 @@ def evaluate_inference(catalog: Catalog, shape: TransformerShape, product: Produ
                      np.asarray(batches))
 
 
+def _cpu_offload_note(cfg: InferenceConfig, runner: _Runner) -> str:
+    """What the estimate takes for weights kept in host memory (``cpu_offload_gib``)."""
+    head = (f"{cfg.cpu_offload_gib:g} GiB of each GPU's weights in host memory, copied to "
+            "the GPU before the modules that hold them run, in every prefill pass and decode "
+            "step (vLLM's --cpu-offload-gb)")
+    if not runner.host_link:
+        return head + ("; the GPU's link to its CPU has no catalogued rate, so the copies are "
+                       "not counted")
+    return (head + f": {from_si(runner.offload_s, Unit.MS):.3g} ms a pass per pipeline stage "
+            f"at {from_si(runner.host_link, Unit.GB_S):.0f} GB/s (this GPU's share of its "
+            "link to the CPU), not overlapped with the pass")
+
+
 _REASONS = {
     "compute": "Tensor Core math dominates (large GEMMs); a faster or lower-precision "
                "Tensor Core rate shortens it",
@@ -1892,6 +1937,10 @@ _REASONS = {
                                      "shortens it",
     "communication:pipeline_p2p": "pipeline sends between stages dominate; fewer stages or "
                                   "a faster link shortens it",
+    "communication:weight_offload": "copying the weights kept in host memory to the GPU "
+                                    "every pass dominates; less offloaded (more GPUs, "
+                                    "lower-precision weights) or a faster host link "
+                                    "shortens it",
     "overhead": "fixed per-step framework and launch time dominates; larger batches amortise "
                 "it",
     "host": "the executor's host work per request in flight and expert layer (a Python "
@@ -1950,8 +1999,8 @@ def estimate_inference(
         part = bottleneck[phase]
         if part == "communication":  # name the exchange that takes most of it
             parts = phase_parts[phase]
-            kind = max(("tensor_parallel", "expert_parallel", "pipeline_p2p"),
-                       key=lambda k: parts.get(k, 0.0))
+            kind = max(("tensor_parallel", "expert_parallel", "pipeline_p2p",
+                        "weight_offload"), key=lambda k: parts.get(k, 0.0))
             return _REASONS.get(f"communication:{kind}", _REASONS[part])
         return _REASONS[part]
 
@@ -2036,6 +2085,7 @@ def estimate_inference(
         "offline_run": _offline_run(cfg, batch, tpot, throughput) if cfg.num_requests
         else None,
         "cached_prefix": cfg.cached_prefix or None,
+        "cpu_offload": _cpu_offload_note(cfg, runner) if cfg.cpu_offload_gib else None,
         "hybrid_prefix_reuse": HYBRID_PREFIX_NOTE if shape.is_hybrid and cfg.cached_prefix
         else None,
         "context_attention": "fp8" if runner.context_device is not runner.device

@@ -15,12 +15,15 @@ A serving estimate that does not fit gets the same treatment with a server's lev
 KV cache, FP8 weights and activations where the Tensor Cores run FP8, 4-bit weights (INT4
 weight-only anywhere, FP4 where the Tensor Cores run it), twice the tensor parallelism
 inside a node, and the largest batch that fits; the ones that fit come first, the most output
-tokens per second and GPU first.
+tokens per second and GPU first. Among them: the weights that do not fit kept in host memory
+(``--cpu-offload-gb``), copied over the host link every pass, which fits on the GPUs given
+but runs at the link's pace.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TypeVar
@@ -256,6 +259,12 @@ def serving_remedies(catalog: Catalog, shape: TransformerShape, product: Product
         return sum(e.memory.values())
 
     candidates = _serving_candidates(catalog, product, cfg)
+    # the weights that do not fit kept in host memory instead (vLLM's --cpu-offload-gb)
+    short = math.ceil(from_si(total(base) - product.memory_bytes, Unit.GIB)) \
+        + cfg.cpu_offload_gib
+    if short > cfg.cpu_offload_gib:
+        candidates.append((f"--cpu-offload-gb {short:g}",
+                           dataclasses.replace(cfg, cpu_offload_gib=short)))
     if cfg.batch and base.max_batch and base.max_batch < cfg.batch:
         candidates.append((f"--batch {base.max_batch}",
                            dataclasses.replace(cfg, batch=base.max_batch)))

@@ -30,6 +30,7 @@ from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import Product, System, parse_compute_capability, spec
 from gpuarch.errors import GpuarchError, check_choice, check_count
 from gpuarch.estimate.energy import NODE_OVERHEAD, PUE, energy_kwh
+from gpuarch.estimate.host_link import host_link_bytes_s
 from gpuarch.estimate.lora import (
     DEFAULT_LORA_MODULES,
     adapted_gemms,
@@ -2126,17 +2127,6 @@ def _offload_assumption(shape: TransformerShape, product: Product, cfg: Training
             + ("copies and updates overlapped" if cfg.optimizer_offload_overlap else
                "copy down, update and copy up one after another")
             + ", none of it hidden behind the next step's passes")
-
-
-def host_link_bytes_s(product: Product, pcie_x16_bytes_s: float | None) -> float | None:
-    """One GPU's share of its link to the CPU, one direction: half the NVLink-C2C figure
-    (published as both directions together) over the GPUs sharing the CPU on a superchip;
-    else the board's PCIe x16 rate. None where a superchip's C2C rate is not catalogued."""
-    if product.c2c_bandwidth_bytes_s:
-        return product.c2c_bandwidth_bytes_s / 2 / (product.gpus_per_cpu or 1)
-    if product.grace_host:
-        return None
-    return pcie_x16_bytes_s
 
 
 def estimate_training(

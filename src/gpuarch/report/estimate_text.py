@@ -384,6 +384,8 @@ def _serving_setup_lines(a: dict[str, Any]) -> list[str]:
         lines.append(f"  prefix cache  {a['cached_prefix']:,} of the prompt's tokens cached "
                      "(shared by every request): not prefilled, and their KV cache held once "
                      "per replica")
+    if a.get("cpu_offload"):
+        lines.append(f"  CPU offload   {a['cpu_offload']}")
     return lines
 
 
@@ -876,7 +878,8 @@ _PART_LABELS = {"dense_gemms": "dense GEMMs", "expert_gemms": "expert GEMMs",
                 "tied_embedding": "tied embedding grads",
                 "activation_offload": "activation offload",
                 "overhead": "fixed overhead", "host": "host wait",
-                "attention_dp_wait": "attention-DP wait"}
+                "attention_dp_wait": "attention-DP wait",
+                "weight_offload": "weights from host memory"}
 
 
 def _shares(parts: dict[str, float], total: float) -> str:

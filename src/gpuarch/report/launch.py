@@ -453,6 +453,12 @@ def serving_launch(engine: str, shape: Any, cfg: Any, model: str, batch: int,
     if cfg.chunk and engine == "trtllm":
         options.append("enable_chunked_prefill: true")
     add("max_len", cfg.input_len + cfg.output_len)
+    if cfg.cpu_offload_gib:
+        if "cpu_offload" in f:
+            add("cpu_offload", f"{cfg.cpu_offload_gib:g}")
+        else:
+            notes.append(f"{cfg.cpu_offload_gib:g} GiB of weights per GPU in host memory: the "
+                         f"estimate assumed it; {info['name']} has no such setting here")
     # formats
     q = cfg.quant
     weights = q.weights.value
