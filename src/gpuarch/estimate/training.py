@@ -2108,8 +2108,8 @@ def _offloaded_step(offloaded: Num, gpu_part: Num, product: Product, cfg: Traini
     return gpu_part + 2 * copy + cpu
 
 
-def _offload_assumption(shape: TransformerShape, product: Product, cfg: TrainingConfig,
-                        core: TrainingCore, host_link: float | None, eff: Efficiency) -> str:
+def _offload_assumption(product: Product, cfg: TrainingConfig, core: TrainingCore,
+                        host_link: float | None, eff: Efficiency) -> str:
     """What the estimate takes for optimizer offloading, with the host memory it needs."""
     moved = float(core.offloaded_elements)
     share = offload_sharing(product, cfg)
@@ -2285,7 +2285,7 @@ def estimate_training(
             f"{cfg.offload_layers} layers' activations to CPU memory and back; the link's "
             "rate is not catalogued for this GPU, so the transfers are taken as hidden")
     if cfg.optimizer_offload:
-        assumptions["optimizer_offload"] = _offload_assumption(shape, product, cfg, core,
+        assumptions["optimizer_offload"] = _offload_assumption(product, cfg, core,
                                                                host_link, run_eff)
     total = None
     if tokens is not None:

@@ -39,6 +39,7 @@ from gpuarch.validation.stats import ErrorSummary, MemoryFit, summarize
 from gpuarch.validation.training import (
     SHAPE_KEYS,
     TrainingPoint,
+    check_point_keys,
     memory_fit,
     point_shape,
     point_system,
@@ -124,9 +125,7 @@ def load_inference_points(path: Path = INFERENCE_FILE) -> tuple[TrainingPoint, .
         # engine settings a source's runs share (its benchmark options), unless a point
         # says otherwise
         entry = {**src.get("engine", {}), **entry}
-        for key in sorted(set(entry) - POINT_KEYS):
-            raise GpuarchError(f"{path.name}: point {entry.get('id')!r}: unknown key "
-                               f"{key!r}{suggestion(key, POINT_KEYS)}")
+        check_point_keys(path, entry, POINT_KEYS)
         points.append(TrainingPoint(entry["id"], src["id"], src["title"], src["url"],
                                     entry.get("where", ""), entry))
     return tuple(points)

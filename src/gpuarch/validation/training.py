@@ -46,6 +46,7 @@ __all__ = [
     "TrainingComparison",
     "TrainingPoint",
     "ValidationSummary",
+    "check_point_keys",
     "load_training_points",
     "sources_by_id",
     "validate_training",
@@ -120,6 +121,14 @@ POINT_KEYS = frozenset({
 silently ignored and the run modelled without it)."""
 
 
+def check_point_keys(path: Path, entry: Mapping[str, Any], known: frozenset[str]) -> None:
+    """Raise GpuarchError naming a key of a data file's point that no reader knows, with
+    the nearest known key."""
+    for key in sorted(set(entry) - known):
+        raise GpuarchError(f"{path.name}: point {entry.get('id')!r}: unknown key "
+                           f"{key!r}{suggestion(key, known)}")
+
+
 @cache
 def load_training_points(path: Path = TRAINING_FILE) -> tuple[TrainingPoint, ...]:
     """The published points, with their sources resolved; a key no reader knows is an error
@@ -133,9 +142,7 @@ def load_training_points(path: Path = TRAINING_FILE) -> tuple[TrainingPoint, ...
         if src is None:
             raise GpuarchError(f"{path.name}: point {entry.get('id')!r}: unknown source "
                                f"{entry.get('source')!r}")
-        for key in sorted(set(entry) - POINT_KEYS):
-            raise GpuarchError(f"{path.name}: point {entry.get('id')!r}: unknown key "
-                               f"{key!r}{suggestion(key, POINT_KEYS)}")
+        check_point_keys(path, entry, POINT_KEYS)
         points.append(TrainingPoint(entry["id"], src["id"], src["title"], src["url"],
                                     entry.get("where", ""), entry))
     return tuple(points)
