@@ -130,3 +130,27 @@ def test_cli_and_megatron_launch(capsys: pytest.CaptureFixture[str]) -> None:
     err = capsys.readouterr().err
     assert "--optimizer-offload: needs the distributed optimizer" in err
     assert "Traceback" not in err
+
+
+def test_the_advisor_searches_with_it(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Llama 3.1 70B on at most 8 H100: nothing fits without offload; with the whole
+    optimizer offloaded the search finds options, each a distributed optimizer's, and each
+    row is what the scalar estimate of its configuration gives."""
+    from gpuarch.advise import TrainingSearch, advise_training, load_prices
+    from gpuarch.advise.train import option_config
+
+    path = tmp_path / "prices.toml"
+    path.write_text('[[price]]\ngpu = "h100-sxm5-80gb"\nusd_per_gpu_hour = 3.0\n')
+    prices = load_prices(path)
+    shape = preset("llama-3.1-70b").shape
+    base = TrainingSearch(tokens=1e9, max_gpus=8, gpus=("h100",), top=12)
+    assert not advise_training(CATALOG, shape, base, prices).top
+    search = dataclasses.replace(base, optimizer_offload=1.0)
+    advice = advise_training(CATALOG, shape, search, prices)
+    assert advice.top and advice.assumptions["optimizer_offload"] == 1.0
+    for o in advice.top:
+        cfg = option_config(search, o, SYSTEM)
+        assert o.zero >= 1 and cfg.optimizer_offload == 1.0
+        est = estimate_training(CATALOG, shape, H100, cfg, system=SYSTEM)
+        assert est.fits_in_memory
+        assert est.step_time_s == pytest.approx(o.step_time_s, rel=1e-9)

@@ -24,6 +24,7 @@ from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import System, Tier
 from gpuarch.errors import GpuarchError, check_choice
 from gpuarch.estimate.energy import NODE_OVERHEAD, PUE, energy_kwh, facility_power_w
+from gpuarch.estimate.host_link import host_link_bytes_s
 from gpuarch.estimate.lora import DEFAULT_LORA_MODULES
 from gpuarch.estimate.memory import Recompute
 from gpuarch.estimate.pipeline_layout import even_segments
@@ -96,6 +97,9 @@ class TrainingSearch:
     lora_rank: int = 0
     lora_modules: tuple[str, ...] = ()
     packed_doc_len: int = 0  # attention inside packed documents of this length (0: none)
+    # optimizer CPU offload of every option with a distributed optimizer (ZeRO 1-3;
+    # TrainingConfig.optimizer_offload): 0 = none
+    optimizer_offload: float = 0.0
     # the pipeline schedule of every option with a pipeline (PP_SCHEDULES); the layouts
     # searched are those it can run
     pp_schedule: str = "1f1b"
@@ -263,8 +267,8 @@ def advise_training(
     # the fine-tuning settings are every option's: checked once, as a scalar estimate would
     TrainingConfig(gpus=1, seq_len=search.seq_len, global_batch=1,
                    lora_rank=search.lora_rank, lora_modules=search.lora_modules,
-                   packed_doc_len=search.packed_doc_len,
-                   mtp_layers=search.mtp_layers).validate(shape)
+                   packed_doc_len=search.packed_doc_len, mtp_layers=search.mtp_layers,
+                   optimizer_offload=search.optimizer_offload).validate(shape)
     check_choice("--pp-schedule", search.pp_schedule, PP_SCHEDULES)
     rows: list[dict[str, np.ndarray]] = []
     evaluated = 0
@@ -315,6 +319,7 @@ def advise_training(
         elif inter is None:
             single_node.append(product.key)
         systems[product.key] = system
+        host_link = host_link_bytes_s(product, pcie.x16_bandwidth_bytes_s if pcie else None)
         layouts = _layouts(shape, search, gpn, multi_node=inter is not None)
         gen = catalog.chip_of(product).sm.tensor_core_generation
         # BF16 is FP16 on a GPU without it (before Ampere), as frameworks run it there; a
@@ -346,7 +351,8 @@ def advise_training(
                 "tp_comm_overlap": overlap, "recompute": recompute, "precision": precision,
                 "gpus_per_node": gpn, "fp8_params": keeps_fp8_weights(precision),
                 "ep_dispatcher": MOE_DISPATCHER, "mtp_layers": search.mtp_layers,
-                "pp_schedule": search.pp_schedule, **_fine_tuning(search)}
+                "pp_schedule": search.pp_schedule,
+                "optimizer_offload": search.optimizer_offload, **_fine_tuning(search)}
             # a hybrid's layouts come in a chunk per pipeline split; their layers cost the
             # same whatever the split, so they are costed once for all of them
             every: dict[str, Any] = {"gpus": lay["gpus"], "global_batch": lay["gb"],
@@ -376,7 +382,8 @@ def advise_training(
                     "zero": zeros, "fsdp_prefetch": prefetches, **common}
                 cfg = TrainingConfig(**fields)
                 core = evaluate_training(shape, product, device, intra, inter, cfg, efficiency,
-                                         layers=shared.take(span) if shared else None)
+                                         layers=shared.take(span) if shared else None,
+                                         host_link_bytes_s=host_link)
                 # flat, stage by stage, the layouts in their order within each; one
                 # shortlist over them all
                 grid = (len(stages), n)
@@ -519,6 +526,7 @@ def _assumptions(prices: PriceBook, search: TrainingSearch, assumed: list[str],
             "lora_modules": (list(search.lora_modules or DEFAULT_LORA_MODULES)
                              if search.lora_rank else None),
             "packed_doc_len": search.packed_doc_len or None,
+            "optimizer_offload": search.optimizer_offload or None,
             "pp_schedule": search.pp_schedule,
             "energy": "GPU board power at the modelled utilisation, plus node overhead, "
                       "times PUE (gpuarch.estimate.energy)",
@@ -738,6 +746,7 @@ def option_config(search: TrainingSearch, o: TrainingOption, system: System | No
                           fp8_params=keeps_fp8_weights(Precision(o.precision)),
                           ep_dispatcher=MOE_DISPATCHER, mtp_layers=search.mtp_layers,
                           pp_schedule=search.pp_schedule if o.pp > 1 else PP_SCHEDULES[0],
+                          optimizer_offload=search.optimizer_offload if o.zero >= 1 else 0.0,
                           **_fine_tuning(search))
 
 

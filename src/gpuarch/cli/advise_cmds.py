@@ -169,7 +169,8 @@ def cmd_advise_train(args: argparse.Namespace) -> int:
         objective=args.objective or Objective.TIME, precisions=tuple(precisions), top=args.top,
         assumed_network_gbit_s=args.network, mtp_layers=args.mtp_layers,
         lora_rank=args.lora_rank, lora_modules=args.lora_modules,
-        packed_doc_len=args.packed_doc_len, pp_schedule=args.pp_schedule)
+        packed_doc_len=args.packed_doc_len, pp_schedule=args.pp_schedule,
+        optimizer_offload=args.optimizer_offload)
     return _answer(args, lambda: advise_training(catalog, shape, search,
                                                  _prices(catalog, args),
                                                  progress=_progress(args)),
@@ -290,6 +291,10 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p.add_argument("--packed-doc-len", type=non_negative("--packed-doc-len"), default=0,
                    metavar="L", help="sequences packed from documents of about L tokens, "
                                      "attention inside each (as estimate train)")
+    p.add_argument("--optimizer-offload", type=float, default=0.0, metavar="F",
+                   help="every option with a distributed optimizer (ZeRO 1-3) keeps the Adam "
+                        "moments of this fraction (0-1) of its optimizer on the CPU (as "
+                        "estimate train --optimizer-offload); default 0")
     p.add_argument("--pp-schedule", default="1f1b", metavar="1f1b|zb1p|dualpipe|dualpipev",
                    help="pipeline schedule of every option with a pipeline (as estimate "
                         "train); only the layouts it can run are searched (default 1f1b)")

@@ -1864,8 +1864,9 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     # copy or moments); the adapters are trained as weights are
     trained = ((lora_dense, lora_expert) if cfg.lora_rank else (dense_local, expert_local))
     opt_params = sharded(1, *trained)
-    # optimizer offload: these elements' Adam runs on the host
-    opt_offloaded = cfg.optimizer_offload * opt_params
+    # optimizer offload: these elements' Adam runs on the host (a distributed optimizer's
+    # only: the advisor's ZeRO-0 variants keep theirs)
+    opt_offloaded = where(cfg.zero >= 1, cfg.optimizer_offload, 0.0) * opt_params
     optimizer = op_time(Elementwise((opt_params - opt_offloaded) * 30.0, name="adam"),
                         device, eff)[0]
     if cfg.optimizer_offload:
@@ -2088,10 +2089,12 @@ def moment_bytes(cfg: TrainingConfig) -> float:
     return 4.0 if cfg.bf16_optimizer else 8.0
 
 
-def offload_sharing(product: Product, cfg: TrainingConfig) -> int:
+def offload_sharing(product: Product, cfg: TrainingConfig) -> Num:
     """GPUs whose offloaded optimizers share one host's CPUs: a Grace superchip's own GPUs,
-    else the node's."""
-    return int(product.gpus_per_cpu or min(cfg.gpus_per_node, cfg.gpus))
+    else the node's (each configuration's, for the advisor's arrays of them)."""
+    if product.gpus_per_cpu:
+        return product.gpus_per_cpu
+    return minimum(cfg.gpus_per_node, cfg.gpus)
 
 
 def _offloaded_step(offloaded: Num, gpu_part: Num, product: Product, cfg: TrainingConfig,
@@ -2112,7 +2115,7 @@ def _offload_assumption(product: Product, cfg: TrainingConfig, core: TrainingCor
                         host_link: float | None, eff: Efficiency) -> str:
     """What the estimate takes for optimizer offloading, with the host memory it needs."""
     moved = float(core.offloaded_elements)
-    share = offload_sharing(product, cfg)
+    share = int(offload_sharing(product, cfg))
     link = (f"copies of {OFFLOAD_COPY_BYTES} bytes an element each way at "
             f"{from_si(host_link, Unit.GB_S):.0f} GB/s (this GPU's share of its link to the "
             "CPU)" if host_link else "copies taken as hidden (the link's rate is not "

@@ -201,6 +201,8 @@ def render_training_advice(advice: Any, elapsed: float = 0.0) -> str:
                    if advice.assumptions.get("packed_doc_len") else "")
                 + (f", pipelines on {advice.assumptions['pp_schedule']}"
                    if advice.assumptions.get("pp_schedule", "1f1b") != "1f1b" else "")
+                + (f", {advice.assumptions['optimizer_offload']:g} of the optimizer on the "
+                   "CPU (ZeRO 1-3)" if advice.assumptions.get("optimizer_offload") else "")
                 + f" on {advice.tokens:.3g} tokens, ranked by {advice.objective}",
         empty=training_empty(advice),
         head=_TRAIN_HEAD, right=_TRAIN_RIGHT, row=_train_row,
