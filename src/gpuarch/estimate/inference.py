@@ -487,8 +487,8 @@ class InferenceConfig:
                 or not 0 <= offload < math.inf:
             raise GpuarchError(f"--cpu-offload-gb: expected a size in GiB >= 0, got "
                                f"{offload!r}")
-        held = from_si(_model_weight_bytes(shape, self), Unit.GIB)
-        if offload >= held:
+        if offload and offload >= (held := from_si(_model_weight_bytes(shape, self),
+                                                   Unit.GIB)):
             raise GpuarchError(f"--cpu-offload-gb: {offload:g} GiB is not less than the "
                                f"{held:.1f} GiB of weights per GPU")
         if self.output_len_cv and self.batching is not Batching.CONTINUOUS:
@@ -977,11 +977,14 @@ class _Runner:
         self._forward_cache: dict[tuple[Any, ...], tuple[_Phase, dict[str, float]]] = {}
         # weights kept in host memory (cpu_offload_gib) cross the GPU's link to its CPU in
         # every forward pass (none counted where that link's rate is not catalogued)
-        pcie = catalog.pcie_generation(product.pcie_generation or 0)
-        self.host_link = host_link_bytes_s(product, pcie.x16_bandwidth_bytes_s if pcie
-                                           else None)
-        offloaded = to_si(cfg.cpu_offload_gib, Unit.GIB)
-        self.offload_s = offloaded / self.host_link if offloaded and self.host_link else 0.0
+        self.host_link: float | None = None
+        self.offload_s = 0.0
+        if cfg.cpu_offload_gib:
+            pcie = catalog.pcie_generation(product.pcie_generation or 0)
+            self.host_link = host_link_bytes_s(product, pcie.x16_bandwidth_bytes_s if pcie
+                                               else None)
+            if self.host_link:
+                self.offload_s = to_si(cfg.cpu_offload_gib, Unit.GIB) / self.host_link
 
     def _add(self, key: str, seconds: Num) -> None:
         if self.parts is not None:
