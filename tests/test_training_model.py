@@ -311,8 +311,9 @@ def test_validation_error_does_not_regress() -> None:
     assert len(hybrid) == 34 and sum(hybrid) / len(hybrid) <= 0.22  # 21.5%; 31.6% before
     summary = dataclasses.replace(summary, rows=tuple(
         r for r in summary.rows if r.id not in hybrid_ids))
-    assert len(summary.rows) >= 407
-    # 7.55% over 407 since TorchTitan's ten FSDP2 runs (out of sample, 5.0%); 7.66% over 397
+    assert len(summary.rows) >= 413
+    # 7.56% over 413 since MaxText's six DGX H100 runs (out of sample, 8.1%); 7.55% over 407
+    # since TorchTitan's ten FSDP2 runs (out of sample, 5.0%); 7.66% over 397
     # since the 26.08 model-verification cards' five runs; 7.65% over 392
     assert summary.mean_abs_error <= 0.0760  # since the 25.11
     # Qwen3-235B H100 row takes its recipe's EP overlap (7.72% before; 7.73% before the tied
