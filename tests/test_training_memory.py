@@ -13,8 +13,8 @@ from gpuarch.catalog import load_catalog
 from gpuarch.cli.main import main
 from gpuarch.errors import GpuarchError
 from gpuarch.estimate import Recompute, TrainingConfig, estimate_training
+from gpuarch.estimate.host_link import host_link_bytes_s
 from gpuarch.estimate.memory import activation_bytes_per_layer, bytes_per_param
-from gpuarch.estimate.training import host_link_bytes_s
 from gpuarch.perf import Precision
 from gpuarch.units import Unit, to_si
 from gpuarch.validation import validate_training

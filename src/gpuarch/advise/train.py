@@ -24,7 +24,7 @@ from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import System, Tier
 from gpuarch.errors import GpuarchError, check_choice
 from gpuarch.estimate.energy import NODE_OVERHEAD, PUE, energy_kwh, facility_power_w
-from gpuarch.estimate.host_link import host_link_bytes_s
+from gpuarch.estimate.host_link import product_host_link
 from gpuarch.estimate.lora import DEFAULT_LORA_MODULES
 from gpuarch.estimate.memory import Recompute
 from gpuarch.estimate.pipeline_layout import even_segments
@@ -319,7 +319,7 @@ def advise_training(
         elif inter is None:
             single_node.append(product.key)
         systems[product.key] = system
-        host_link = host_link_bytes_s(product, pcie.x16_bandwidth_bytes_s if pcie else None)
+        host_link = product_host_link(catalog, product)
         layouts = _layouts(shape, search, gpn, multi_node=inter is not None)
         gen = catalog.chip_of(product).sm.tensor_core_generation
         # BF16 is FP16 on a GPU without it (before Ampere), as frameworks run it there; a

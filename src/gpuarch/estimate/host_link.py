@@ -3,9 +3,10 @@ serving engine's weights kept in host memory move over."""
 
 from __future__ import annotations
 
+from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import Product
 
-__all__ = ["host_link_bytes_s"]
+__all__ = ["host_link_bytes_s", "product_host_link"]
 
 
 def host_link_bytes_s(product: Product, pcie_x16_bytes_s: float | None) -> float | None:
@@ -17,3 +18,9 @@ def host_link_bytes_s(product: Product, pcie_x16_bytes_s: float | None) -> float
     if product.grace_host:
         return None
     return pcie_x16_bytes_s
+
+
+def product_host_link(catalog: Catalog, product: Product) -> float | None:
+    """``host_link_bytes_s`` with the board's PCIe x16 rate looked up in ``catalog``."""
+    pcie = catalog.pcie_generation(product.pcie_generation or 0)
+    return host_link_bytes_s(product, pcie.x16_bandwidth_bytes_s if pcie else None)

@@ -38,7 +38,7 @@ from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import Product, System
 from gpuarch.errors import GpuarchError, check_choice, check_count, check_number
 from gpuarch.estimate.energy import seconds_per_token_at_peak, serving_energy_kwh
-from gpuarch.estimate.host_link import host_link_bytes_s
+from gpuarch.estimate.host_link import product_host_link
 from gpuarch.estimate.mamba import (
     DEFAULT_SSM_STATE,
     SSM_STATE_BYTES,
@@ -453,6 +453,11 @@ class InferenceConfig:
             else:
                 activations = weights
         return QuantScheme(weights, activations, self.quant.kv_cache)
+
+    @property
+    def cpu_offload_bytes(self) -> float:
+        """``cpu_offload_gib`` in bytes."""
+        return to_si(self.cpu_offload_gib, Unit.GIB)
 
     def validate(self, shape: TransformerShape) -> None:
         for name in ("input_len", "output_len", "gpus", "tp", "pp", "ep", "gpus_per_node",
@@ -980,11 +985,9 @@ class _Runner:
         self.host_link: float | None = None
         self.offload_s = 0.0
         if cfg.cpu_offload_gib:
-            pcie = catalog.pcie_generation(product.pcie_generation or 0)
-            self.host_link = host_link_bytes_s(product, pcie.x16_bandwidth_bytes_s if pcie
-                                               else None)
+            self.host_link = product_host_link(catalog, product)
             if self.host_link:
-                self.offload_s = to_si(cfg.cpu_offload_gib, Unit.GIB) / self.host_link
+                self.offload_s = cfg.cpu_offload_bytes / self.host_link
 
     def _add(self, key: str, seconds: Num) -> None:
         if self.parts is not None:
@@ -1437,7 +1440,7 @@ def slot_spread(shape: TransformerShape, cfg: InferenceConfig) -> float:
 def _weight_bytes(shape: TransformerShape, cfg: InferenceConfig) -> float:
     """Weight bytes each GPU holds: the model's share (``_model_weight_bytes``) less what
     stays in host memory (``cpu_offload_gib``)."""
-    return _model_weight_bytes(shape, cfg) - to_si(cfg.cpu_offload_gib, Unit.GIB)
+    return _model_weight_bytes(shape, cfg) - cfg.cpu_offload_bytes
 
 
 def _model_weight_bytes(shape: TransformerShape, cfg: InferenceConfig) -> float:

@@ -30,7 +30,7 @@ from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import Product, System, parse_compute_capability, spec
 from gpuarch.errors import GpuarchError, check_choice, check_count
 from gpuarch.estimate.energy import NODE_OVERHEAD, PUE, energy_kwh
-from gpuarch.estimate.host_link import host_link_bytes_s
+from gpuarch.estimate.host_link import product_host_link
 from gpuarch.estimate.lora import (
     DEFAULT_LORA_MODULES,
     adapted_gemms,
@@ -2164,7 +2164,7 @@ def estimate_training(
             "--system with an inter-node network (see 'gpuarch systems')")
     layer_parts: dict[str, Num] = {}
     run_eff = attention_efficiency(eff, cfg, catalog.chip_of(product).compute_capability)
-    host_link = host_link_bytes_s(product, pcie.x16_bandwidth_bytes_s if pcie else None)
+    host_link = product_host_link(catalog, product)
     core = evaluate_training(shape, product, device, intra, inter, cfg, run_eff, layer_parts,
                              host_link_bytes_s=host_link)
     step = float(core.step)
