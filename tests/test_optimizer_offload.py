@@ -2,10 +2,14 @@
 the GPU memory it frees, the step time it adds, and its errors.
 
 Megatron Bridge measured it on Qwen3-30B-A3B at TP 2, PP 2, EP 4 on two nodes of H100
-(NVIDIA-NeMo/Megatron-Bridge docs/training/cpu-offloading.md @b00deab6): 3.8 GB freed per
-quarter of the optimizer offloaded, 15.3 GB at all of it; the step 1.9x, 2.5x, 3.2x and 4.2x as long
-at a quarter, half, three quarters and all of it, 3.9x at all of it with the copies
-overlapped. ``Efficiency.cpu_adam_elements_per_s`` is set on the 4.2x; the rest test it."""
+(NVIDIA-NeMo/Megatron-Bridge docs/training/cpu-offloading.md and
+skills/perf-techniques/cpu-offloading/card.yaml @b00deab6): 3.8 GB freed per quarter of the
+optimizer offloaded, 15.3 GB at all of it; a step of 996 ms without, 1,871, 2,484, 3,187 and
+4,189 ms at a quarter, half, three quarters and all of it, 3,877 ms at all of it with the
+copies overlapped. ``Efficiency.cpu_adam_elements_per_s`` is set on the time all of it adds;
+the rest test it, and so does NeMo-RL's single-H100 run (NVIDIA-NeMo/RL pull request 3628),
+out of sample. The model's own step without offload is not the measured one (the runs'
+batch is not published), so the tests compare the time offloading adds."""
 
 from __future__ import annotations
 
@@ -20,7 +24,7 @@ from gpuarch.catalog import load_catalog
 from gpuarch.cli.main import main
 from gpuarch.errors import GpuarchError
 from gpuarch.estimate import TrainingConfig, estimate_training
-from gpuarch.estimate.training import moment_bytes, offload_sharing
+from gpuarch.estimate.training import moment_bytes
 from gpuarch.workloads import preset
 
 CATALOG = load_catalog()
@@ -49,29 +53,44 @@ def test_memory_freed_matches_megatron_bridge() -> None:
         assert freed / 1e9 == pytest.approx(measured, abs=0.1)  # bytes
 
 
-@pytest.mark.parametrize("fraction, overlap, measured", [
-    (0.25, False, 1.9), (0.5, False, 2.5), (0.75, False, 3.2), (1.0, False, 4.2),
-    (1.0, True, 3.9)])
-def test_step_time_against_megatron_bridge(fraction: float, overlap: bool, measured: float
-                                           ) -> None:
-    ratio = _run(fraction, overlap).step_time_s / BASE.step_time_s
-    assert ratio == pytest.approx(measured, abs=0.25)
+def _added(fraction: float, overlap: bool = False, shape=QWEN3_30B,  # type: ignore[no-untyped-def]
+           run: TrainingConfig = RUN) -> float:
+    """Seconds offloading adds to the model's step."""
+    base = estimate_training(CATALOG, shape, H100, run, system=SYSTEM).step_time_s
+    cfg = dataclasses.replace(run, optimizer_offload=fraction,
+                              optimizer_offload_overlap=overlap)
+    return estimate_training(CATALOG, shape, H100, cfg, system=SYSTEM).step_time_s - base
 
 
-def test_the_step_adds_copies_and_the_cpus_update_by_hand() -> None:
-    """All of it offloaded, copies in turn: the step grows by the GPU's Adam saved, less two
-    4-byte copies of each element over the host link and each element's update at the
-    host's rate shared by its 8 GPUs."""
-    full = _run(1.0)
-    text = full.assumptions["optimizer_offload"]
-    assert "1.91 billion on this GPU" in text and "shared by its 8 GPU(s)" in text
-    assert "at 63 GB/s" in text and "one after another" in text
-    moved = 1.91e9
-    link = 63e9
-    cpu = moved * 8 / 7.0e9
-    added = full.step_time_s - BASE.step_time_s
-    gpu_adam = BASE.assumptions["other_breakdown_s"]["optimizer"]
-    assert added == pytest.approx(2 * moved * 4 / link + cpu - gpu_adam, rel=0.02)
+@pytest.mark.parametrize("fraction, overlap, measured_ms, tolerance", [
+    (1.0, False, 4189, 0.01),  # fitted on this one
+    (0.25, False, 1871, 0.12), (0.5, False, 2484, 0.12), (0.75, False, 3187, 0.12),
+    (1.0, True, 3877, 0.05)])
+def test_added_time_against_megatron_bridge(fraction: float, overlap: bool,
+                                            measured_ms: float, tolerance: float) -> None:
+    """The card's iteration times less its 996 ms without offload: the model is within 8%
+    (25%), 8% (50%), 10% (75%) and 3% (overlapped) of the time each adds."""
+    measured = (measured_ms - 996) / 1e3
+    assert _added(fraction, overlap) == pytest.approx(measured, rel=tolerance)
+
+
+# NeMo-RL pull request 3628: one H100, Qwen3-0.6B, Megatron backend, mean step over steps
+# 11-100: 0.752 s without offload; 1.187 s at half, 1.216 s at half overlapped, 1.678 s at
+# all of it overlapped. Sequence and batch are not published; what offloading adds does
+# not depend on them (the GPU's own Adam it saves is a few milliseconds).
+NEMO_RL = TrainingConfig(gpus=1, seq_len=4096, global_batch=8, micro_batch=1, zero=1)
+
+
+@pytest.mark.parametrize("fraction, overlap, measured_s, tolerance", [
+    (0.5, False, 1.187, 0.17), (0.5, True, 1.216, 0.03), (1.0, True, 1.678, 0.03)])
+def test_added_time_against_nemo_rl_on_one_gpu(fraction: float, overlap: bool,
+                                               measured_s: float, tolerance: float) -> None:
+    """Out of sample, and the reason the rate is per process: one GPU on its host adds what
+    the model gives at the per-rank rate fitted on 16 GPUs at 8 a node (+15% at half in
+    turn, within 1% overlapped). A host's rate shared by its GPUs would have made this one
+    GPU's update eight times as fast as the measurement."""
+    added = _added(fraction, overlap, preset("qwen3-0.6b").shape, NEMO_RL)
+    assert added == pytest.approx(measured_s - 0.752, rel=tolerance)
 
 
 @settings(max_examples=12, deadline=None)
@@ -90,10 +109,17 @@ def test_bf16_moments_move_half_as_much() -> None:
     assert moment_bytes(RUN) == 8.0
 
 
-def test_a_grace_shares_its_cpu_with_its_two_gpus() -> None:
-    assert offload_sharing(CATALOG.product("gb200"), dataclasses.replace(RUN, gpus=72)) == 2
-    assert offload_sharing(H100, RUN) == 8
-    assert offload_sharing(H100, dataclasses.replace(RUN, gpus=4, gpus_per_node=8)) == 4
+def test_the_cpu_rate_is_per_gpu_process() -> None:
+    """Each rank updates its own share on its own thread: a GPU's added time does not depend
+    on how many GPUs share its host (one, eight in a node, a Grace's two)."""
+    one = _added(1.0, True, run=dataclasses.replace(RUN, gpus_per_node=1))
+    assert one == pytest.approx(_added(1.0, True), rel=1e-9)
+    gb200 = CATALOG.product("gb200")
+    run = dataclasses.replace(RUN, gpus=72, gpus_per_node=72, global_batch=72, tp=1, pp=1,
+                              ep=8, sequence_parallel=False, optimizer_offload=1.0,
+                              optimizer_offload_overlap=True)
+    text = estimate_training(CATALOG, QWEN3_30B, gb200, run).assumptions["optimizer_offload"]
+    assert "each GPU's process updates 0.64 billion elements a second" in text
 
 
 @pytest.mark.parametrize("change, message", [

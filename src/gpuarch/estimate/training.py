@@ -1870,7 +1870,7 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     optimizer = op_time(Elementwise((opt_params - opt_offloaded) * 30.0, name="adam"),
                         device, eff)[0]
     if cfg.optimizer_offload:
-        optimizer = _offloaded_step(opt_offloaded, optimizer, product, cfg, eff,
+        optimizer = _offloaded_step(opt_offloaded, optimizer, cfg, eff,
                                     host_link_bytes_s)
     weights = (sharded(3, dense_local, expert_local)
                + (sharded(3, *trained) if cfg.lora_rank else 0.0)) * per_param.weights \
@@ -2089,33 +2089,25 @@ def moment_bytes(cfg: TrainingConfig) -> float:
     return 4.0 if cfg.bf16_optimizer else 8.0
 
 
-def offload_sharing(product: Product, cfg: TrainingConfig) -> Num:
-    """GPUs whose offloaded optimizers share one host's CPUs: a Grace superchip's own GPUs,
-    else the node's (each configuration's, for the advisor's arrays of them)."""
-    if product.gpus_per_cpu:
-        return product.gpus_per_cpu
-    return minimum(cfg.gpus_per_node, cfg.gpus)
-
-
-def _offloaded_step(offloaded: Num, gpu_part: Num, product: Product, cfg: TrainingConfig,
-                    eff: Efficiency, host_link: float | None) -> Num:
+def _offloaded_step(offloaded: Num, gpu_part: Num, cfg: TrainingConfig, eff: Efficiency,
+                    host_link: float | None) -> Num:
     """Seconds of an optimizer step with ``offloaded`` elements updated on the host: the
-    gradients copied down, the CPU's Adam (its rate shared by the GPUs on the host) and the
-    parameters copied up, one after another beside the GPU's own part, or, with the copies
-    overlapped (``optimizer_offload_overlap``: one CPU optimizer per tensor), the longest
-    of the four. A link whose rate is not catalogued leaves the copies out."""
+    gradients copied down, the CPU's Adam (at one rank's rate: each GPU's process runs its
+    own, on the threads it is given) and the parameters copied up, one after another beside
+    the GPU's own part, or, with the copies overlapped (``optimizer_offload_overlap``: one
+    CPU optimizer per tensor), the longest of the four. A link whose rate is not catalogued
+    leaves the copies out."""
     copy = offloaded * OFFLOAD_COPY_BYTES / host_link if host_link else 0.0 * offloaded
-    cpu = offloaded * offload_sharing(product, cfg) / eff.cpu_adam_elements_per_s
+    cpu = offloaded / eff.cpu_adam_elements_per_s
     if cfg.optimizer_offload_overlap:
         return maximum(maximum(gpu_part, cpu), copy)
     return gpu_part + 2 * copy + cpu
 
 
-def _offload_assumption(product: Product, cfg: TrainingConfig, core: TrainingCore,
+def _offload_assumption(cfg: TrainingConfig, core: TrainingCore,
                         host_link: float | None, eff: Efficiency) -> str:
     """What the estimate takes for optimizer offloading, with the host memory it needs."""
     moved = float(core.offloaded_elements)
-    share = int(offload_sharing(product, cfg))
     link = (f"copies of {OFFLOAD_COPY_BYTES} bytes an element each way at "
             f"{from_si(host_link, Unit.GB_S):.0f} GB/s (this GPU's share of its link to the "
             "CPU)" if host_link else "copies taken as hidden (the link's rate is not "
@@ -2124,9 +2116,10 @@ def _offload_assumption(product: Product, cfg: TrainingConfig, core: TrainingCor
             f"on this GPU) keep their Adam moments on the CPU and are updated there "
             f"(Megatron-Core's HybridDeviceOptimizer): {moment_bytes(cfg):g} bytes an element "
             f"off the GPU; {from_si(moved * OFFLOAD_HOST_BYTES, Unit.GIB):.1f} GiB of host "
-            f"memory per GPU ({OFFLOAD_HOST_BYTES} bytes an element); the host's CPUs update "
-            f"{eff.cpu_adam_elements_per_s / 1e9:g} billion elements a second, shared by its "
-            f"{share} GPU(s); {link}; "
+            f"memory per GPU ({OFFLOAD_HOST_BYTES} bytes an element); each GPU's process "
+            f"updates {eff.cpu_adam_elements_per_s / 1e9:g} billion elements a second on the "
+            "host (one CPU thread, torchrun's and Ray's default; more threads per process "
+            f"are not modelled); {link}; "
             + ("copies and updates overlapped" if cfg.optimizer_offload_overlap else
                "copy down, update and copy up one after another")
             + ", none of it hidden behind the next step's passes")
@@ -2288,7 +2281,7 @@ def estimate_training(
             f"{cfg.offload_layers} layers' activations to CPU memory and back; the link's "
             "rate is not catalogued for this GPU, so the transfers are taken as hidden")
     if cfg.optimizer_offload:
-        assumptions["optimizer_offload"] = _offload_assumption(product, cfg, core,
+        assumptions["optimizer_offload"] = _offload_assumption(cfg, core,
                                                                host_link, run_eff)
     total = None
     if tokens is not None:

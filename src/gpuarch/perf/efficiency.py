@@ -432,18 +432,22 @@ class Efficiency:
     one-second step. Training only (docs/performance-model.md, "Data-parallel overlap by its
     physics, and a fixed time per step")."""
 
-    cpu_adam_elements_per_s: float = 7.0e9
-    """Elements a host's CPUs update per second in Adam when the optimizer is offloaded to
-    them (``--optimizer-offload``), shared by the GPUs on that host (a node's, or one
-    Grace's two): PyTorch's fused CPU AdamW in Megatron-Core's HybridDeviceOptimizer. Set
-    so that the model gives the step time Megatron Bridge measured with the whole optimizer
-    offloaded, 4.2x the step without, for Qwen3-30B-A3B at TP 2, PP 2, EP 4 on two nodes of
-    H100 (NVIDIA-NeMo/Megatron-Bridge docs/training/cpu-offloading.md @b00deab6, 'Expected
-    Metric Changes'; the global batch of 8 and micro-batch of 1 of its runnable example
-    taken as the run's). Its 1.9x, 2.5x and 3.2x at a quarter, half and three quarters
-    offloaded, and 3.9x with the copies overlapped, test it
-    (tests/test_optimizer_offload.py). One measurement on one host's
-    CPUs (not named); not scaled by a host's cores or memory bandwidth. Fitted."""
+    cpu_adam_elements_per_s: float = 6.4e8
+    """Elements one GPU's process updates per second in Adam on the host when the optimizer
+    is offloaded (``--optimizer-offload``): PyTorch's fused CPU AdamW in Megatron-Core's
+    HybridDeviceOptimizer, on the one thread a rank gets by default (torchrun sets
+    OMP_NUM_THREADS=1 when it starts several processes on a node; Ray does so for an actor
+    that holds no CPU, as NeMo-RL's Megatron workers are). Per process, not a host's rate
+    shared by its GPUs: two measurements agree on it per GPU, eight GPUs to a node and one.
+    Fitted on Megatron Bridge's step with the whole optimizer offloaded, 4,189 ms against
+    996 ms without, for Qwen3-30B-A3B at TP 2, PP 2, EP 4 on two nodes of H100
+    (NVIDIA-NeMo/Megatron-Bridge skills/perf-techniques/cpu-offloading/card.yaml
+    @b00deab6): the 3.19 s added, less the copies and plus the GPU's own update saved. Its
+    25%, 50% and 75% steps and the overlapped one test it, and out of sample NeMo-RL's
+    single-H100 Qwen3-0.6B run (NVIDIA-NeMo/RL pull request 3628: 0.752 s a step, 1.187 s
+    at half offloaded, 1.216 s overlapped, 1.678 s at all of it overlapped), whose added
+    0.926 s the model gives as 0.925 s (tests/test_optimizer_offload.py). Neither names
+    its host CPU; more threads per process, or a faster host, are not modelled."""
 
     kernel_overhead_s: float = 0.0
     """Fixed time per modelled kernel (launch, dispatch, tail), charged per operator. The
