@@ -190,6 +190,21 @@ def test_an_unknown_point_key_is_named(tmp_path: Path) -> None:
         load_training_points(data)
 
 
+def test_a_row_can_give_its_clusters_network() -> None:
+    """BLOOM's Jean Zay nodes have 4 x 100 Gb/s Omni-Path for 8 GPUs (the BLOOM paper,
+    section 3.4.1): the row's network_bandwidth_per_gpu_gbit_s replaces the DGX A100's 200
+    Gb/s per GPU for that row, and its slower data-parallel and pipeline traffic lengthens
+    the step (-0.7% against the published step, +5.9% on the DGX A100's network)."""
+    point = next(p for p in load_training_points() if p.id == "bloom-176b-a100-384")
+    assert point.get("network_bandwidth_per_gpu_gbit_s") == 50
+    on_jean_zay = compare_point(CATALOG, point, DEFAULT_EFFICIENCY)
+    raw = dict(point.raw)
+    del raw["network_bandwidth_per_gpu_gbit_s"]
+    on_dgx = compare_point(CATALOG, dataclasses.replace(point, raw=raw), DEFAULT_EFFICIENCY)
+    assert on_jean_zay.error == pytest.approx(-0.007, abs=0.005)
+    assert on_dgx.error == pytest.approx(0.059, abs=0.005)
+
+
 def test_validation_error_does_not_regress() -> None:
     """Predicted vs published throughput (gpuarch validate training). These bounds pin the
     current fit so a change that worsens it fails; the goal (issue #3) is 8% mean and no
@@ -311,11 +326,13 @@ def test_validation_error_does_not_regress() -> None:
     assert len(hybrid) == 34 and sum(hybrid) / len(hybrid) <= 0.22  # 21.5%; 31.6% before
     summary = dataclasses.replace(summary, rows=tuple(
         r for r in summary.rows if r.id not in hybrid_ids))
-    assert len(summary.rows) >= 413
-    # 7.56% over 413 since MaxText's six DGX H100 runs (out of sample, 8.1%); 7.55% over 407
+    assert len(summary.rows) >= 417
+    # 7.70% over 417 since four Megatron-DeepSpeed runs (out of sample: BLOOM -0.7%,
+    # MT-NLG +28% to +33%); 7.56% over 413
+    # since MaxText's six DGX H100 runs (out of sample, 8.1%); 7.55% over 407
     # since TorchTitan's ten FSDP2 runs (out of sample, 5.0%); 7.66% over 397
     # since the 26.08 model-verification cards' five runs; 7.65% over 392
-    assert summary.mean_abs_error <= 0.0760  # since the 25.11
+    assert summary.mean_abs_error <= 0.0775  # since the 25.11
     # Qwen3-235B H100 row takes its recipe's EP overlap (7.72% before; 7.73% before the tied
     # embedding's all-reduce; 8.007% while every
     # pipeline inside a node was charged NVLink's sends; 8.08% while no
@@ -332,23 +349,27 @@ def test_validation_error_does_not_regress() -> None:
     # 8.57% over 154 (8.70% before the unpaired passes; 8.73% over 151 before)
     assert sum(in_sample) / len(in_sample) <= 0.087
     out = [abs(r.error) for r in summary.rows if r.out_of_sample]
-    # 7.00% over 202 (7.14% before the unpaired passes) with the fine-tuning runs; 6.82%
-    # over 180 (8.03% over 183 before the unbalanced routing, whose three fitted runs left
-    # the out-of-sample set; 9.84% before the overlap)
-    assert sum(out) / len(out) <= 0.071
+    # 7.21% over 227 since the four Megatron-DeepSpeed runs (MT-NLG's three +28% to +33%;
+    # 6.93% over 223 before); 7.00% over 202 (7.14% before the unpaired passes) with the
+    # fine-tuning runs; 6.82% over 180 (8.03% over 183 before the unbalanced routing, whose
+    # three fitted runs left the out-of-sample set; 9.84% before the overlap)
+    assert sum(out) / len(out) <= 0.073
     assert summary.by("gpu")["a100-sxm4-80gb"] <= 0.07
     within_20 = sum(abs(r.error) <= 0.20 for r in summary.rows) / len(summary.rows)
-    assert within_20 >= 0.940  # 94.1% (93.7% before the fine-tuning runs, all within 20%)
+    # 93.96% since the Megatron-DeepSpeed runs (94.7% before); 94.1% (93.7% before the
+    # fine-tuning runs, all within 20%)
+    assert within_20 >= 0.939
     # dense runs: 5.4% with one beyond 20% (inside the issue's goal) until the v5.1 partners'
     # runs, 6.1% with seven beyond since (the six HGX runs below and Nemotron 22B); MoE 14.2%;
     # with the overlap by its physics 5.2% and three beyond (Cisco's v5.1 H100 run without
     # CUDA graphs +41%, Nemotron 22B +23%, the 1,024-GB200 8B run -21%); MoE 13.0%; with the
     # 22 fine-tuning runs (9.8% among themselves, the LoRA ones of Megatron Bridge 7-18%
-    # fast) 5.7% over 224
+    # fast) 5.7% over 224; with the four Megatron-DeepSpeed runs 5.91% over 244 and five
+    # beyond (MT-NLG's three, +28% to +33%: docs/performance-model.md, "Megatron-DeepSpeed")
     moe_ids = {p.id for p in load_training_points() if point_shape(p).is_moe}
     dense = [abs(r.error) for r in summary.rows if r.id not in moe_ids]
-    assert len(dense) >= 224 and sum(dense) / len(dense) <= 0.057
-    assert sum(e > 0.20 for e in dense) <= 3
+    assert len(dense) >= 244 and sum(dense) / len(dense) <= 0.060
+    assert sum(e > 0.20 for e in dense) <= 5
     # the v5.1 partners' Llama 3.1 8B runs across four to 32 HGX nodes at one micro-batch per
     # rank read 14-25% slow while their InfiniBand gradient traffic was charged at a share
     # fitted on steps dozens of times longer (docs/performance-model.md, "MLPerf Training

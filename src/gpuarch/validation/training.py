@@ -106,6 +106,7 @@ POINT_KEYS = frozenset({
     "tflops_per_gpu", "tflops_convention", "mfu", "hfu",
     # the model (a preset, or its fields: SHAPE_KEYS) and the hardware
     "preset", "model", *SHAPE_KEYS, "gpu", "gpus", "system", "gpu_link",
+    "network_bandwidth_per_gpu_gbit_s",
     # the run
     "seq_len", "global_batch", "micro_batch", "tp", "pp", "cp", "dp", "ep", "etp", "vpp",
     "sequence_parallel", "zero", "fsdp_prefetch", "tp_comm_overlap", "cp_comm_type",
@@ -331,6 +332,13 @@ def compare_point(catalog: Catalog, point: TrainingPoint, efficiency: Efficiency
     # a row's gpu_link ("pcie4": cards without an NVLink bridge) replaces the GPUs' NVLink
     system = catalog.system_with_link(product, point_system(catalog, point, product),
                                       point.get("gpu_link"))
+    network = point.get("network_bandwidth_per_gpu_gbit_s")
+    if network is not None and system is not None:
+        # a cluster's own scale-out network on a reference system's nodes (its source cited
+        # in the row's notes), as advise --network assumes one
+        system = dataclasses.replace(
+            system, network=f"{network:g} Gb/s per GPU (the run's cluster)",
+            network_bandwidth_per_gpu_bytes_s=to_si(network, Unit.GBIT_S))
     shape = point_shape(point)
     cfg = point_config(point, system)
     routing = point.get("moe_routing", MOE_ROUTINGS[0])
