@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
@@ -312,8 +312,7 @@ def advise_training(
             continue
         if inter is None and system is not None and search.assumed_network_gbit_s:
             gbit = search.assumed_network_gbit_s
-            system = replace(system, network=f"assumed: {gbit:g} Gb/s per GPU (--network)",
-                             network_bandwidth_per_gpu_bytes_s=to_si(gbit, Unit.GBIT_S))
+            system = system.with_network(gbit, "assumed (--network)")
             intra, inter = link_for(product, system, None)
             assumed_network.append(product.key)
         elif inter is None:

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from functools import lru_cache
 from typing import Any
 
 from gpuarch.catalog.peaks import PeakKey
-from gpuarch.units import Unit
+from gpuarch.units import Unit, to_si
 
 __all__ = [
     "Architecture",
@@ -350,6 +350,12 @@ class System:
     notes: str | None = spec("notes", "str", default=None)
     source: str = spec("source", "str")
     field_sources: Mapping[str, str] = spec("field_sources", "str_map", default={})
+
+    def with_network(self, gbit_s_per_gpu: float, why: str) -> System:
+        """These nodes on another scale-out network: ``gbit_s_per_gpu`` per GPU, ``why``
+        saying whose (an assumption's flag, or a measured run's cluster)."""
+        return replace(self, network=f"{why}: {gbit_s_per_gpu:g} Gb/s per GPU",
+                       network_bandwidth_per_gpu_bytes_s=to_si(gbit_s_per_gpu, Unit.GBIT_S))
 
 
 FABRICS = frozenset({"nvswitch", "nvlink-mesh", "nvlink-bridge", "pcie"})

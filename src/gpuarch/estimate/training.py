@@ -2118,8 +2118,8 @@ def _offload_assumption(cfg: TrainingConfig, core: TrainingCore,
             f"off the GPU; {from_si(moved * OFFLOAD_HOST_BYTES, Unit.GIB):.1f} GiB of host "
             f"memory per GPU ({OFFLOAD_HOST_BYTES} bytes an element); each GPU's process "
             f"updates {eff.cpu_adam_elements_per_s / 1e9:g} billion elements a second on the "
-            "host (one CPU thread, torchrun's and Ray's default; more threads per process "
-            f"are not modelled); {link}; "
+            "host (on one CPU thread, as torchrun gives each of several processes on a node "
+            f"and Ray an actor holding no CPU; more threads are not modelled); {link}; "
             + ("copies and updates overlapped" if cfg.optimizer_offload_overlap else
                "copy down, update and copy up one after another")
             + ", none of it hidden behind the next step's passes")

@@ -336,9 +336,7 @@ def compare_point(catalog: Catalog, point: TrainingPoint, efficiency: Efficiency
     if network is not None and system is not None:
         # a cluster's own scale-out network on a reference system's nodes (its source cited
         # in the row's notes), as advise --network assumes one
-        system = dataclasses.replace(
-            system, network=f"{network:g} Gb/s per GPU (the run's cluster)",
-            network_bandwidth_per_gpu_bytes_s=to_si(network, Unit.GBIT_S))
+        system = system.with_network(network, "the run's cluster")
     shape = point_shape(point)
     cfg = point_config(point, system)
     routing = point.get("moe_routing", MOE_ROUTINGS[0])
