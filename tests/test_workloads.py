@@ -16,6 +16,7 @@ from gpuarch.units import Unit, from_si
 from gpuarch.workloads import (
     FfnKind,
     NormKind,
+    Position,
     QkNorm,
     TransformerShape,
     count_params,
@@ -472,8 +473,9 @@ def test_hf_parallel_attention_families(tmp_path: Path) -> None:
         **falcon, "hidden_size": 14848, "num_attention_heads": 232, "num_hidden_layers": 80,
         "new_decoder_architecture": True, "num_kv_heads": 8}))
     assert (big.kv_heads, big.head_dim or big.hidden // big.heads) == (8, 64)
-    with pytest.raises(GpuarchError, match="alibi: ALiBi position biases are not modelled"):
-        shape_from_hf_config(_write(tmp_path, {**falcon, "alibi": True}))
+    assert seven.position is Position.ROPE
+    assert shape_from_hf_config(_write(tmp_path, {**falcon, "alibi": True})).position \
+        is Position.ALIBI
     with pytest.raises(GpuarchError, match=r"parallel_attn: expected true or false, got 1"):
         shape_from_hf_config(_write(tmp_path, {**falcon, "parallel_attn": 1}))
 

@@ -101,6 +101,7 @@ from gpuarch.workloads.mtp import mtp_block_params, mtp_forward_flops_per_token,
 from gpuarch.workloads.params import (
     attention_params,
     count_params,
+    embedding_norm_params,
     latent_projection_params,
     layer_norm_params,
     mlp_params,
@@ -2026,6 +2027,7 @@ def _rank_params(shape: TransformerShape, layout: PipelineLayout, mtp_dense: flo
     if shape.is_hybrid:
         return _hybrid_rank_params(shape, layout, mtp_dense, mtp_expert)
     pc = count_params(shape)
+    first_stage = pc.embedding + embedding_norm_params(shape)  # the embedding and its norm
     final_norm = shape.norm.params_per_width * shape.hidden
     norms = layer_norm_params(shape)
     attention = attention_params(shape)
@@ -2040,7 +2042,7 @@ def _rank_params(shape: TransformerShape, layout: PipelineLayout, mtp_dense: flo
     for r in layout.ranks:
         head = pc.lm_head or (0 if r.embedding else pc.embedding)  # a tied head's own copy
         dense.append(r.dense_layers * dense_layer + r.expert_layers * expert_layer
-                     + r.mtp * mtp_dense + r.embedding * pc.embedding
+                     + r.mtp * mtp_dense + r.embedding * first_stage
                      + r.loss * (head + final_norm))
         experts.append(r.expert_layers * routed + r.mtp * mtp_expert)
     return np.array(dense), np.array(experts)
@@ -2052,6 +2054,7 @@ def _hybrid_rank_params(shape: TransformerShape, layout: PipelineLayout, mtp_den
     norm (an attention block its query-key norms too, an expert block its router, shared
     experts and latent projections outside the routed experts)."""
     pc = count_params(shape)
+    first_stage = pc.embedding + embedding_norm_params(shape)  # the embedding and its norm
     norm = shape.norm.params_per_width * shape.hidden
     # one block of each kind, from the model's count by component
     counts = {b: shape.hybrid_pattern.count(b) or 1 for b in "M*-E"}
@@ -2065,7 +2068,7 @@ def _hybrid_rank_params(shape: TransformerShape, layout: PipelineLayout, mtp_den
     for r in layout.ranks:
         head = pc.lm_head or (0 if r.embedding else pc.embedding)  # a tied head's own copy
         dense.append(sum(n * (outside[block] + norm) for block, n in r.blocks)
-                     + r.mtp * mtp_dense + r.embedding * pc.embedding
+                     + r.mtp * mtp_dense + r.embedding * first_stage
                      + r.loss * (head + norm))
         experts.append(dict(r.blocks).get("E", 0) * routed + r.mtp * mtp_expert)
     return np.array(dense), np.array(experts)

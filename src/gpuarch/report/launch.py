@@ -155,6 +155,11 @@ def megatron_launch(shape: Any, cfg: Any) -> Launch:
         add("position", "rope")
     elif shape.position is Position.NONE:
         add("position", "none")
+    elif shape.position is Position.ALIBI:
+        notes.append("ALiBi positions (BLOOM) are not a Megatron-Core position embedding: "
+                     "no position flag is emitted")
+    if shape.embedding_norm:
+        notes.append("the layer norm after the embedding (BLOOM's) has no Megatron-Core flag")
     if shape.norm is NormKind.RMSNORM:
         add("norm", "RMSNorm")
     if shape.mla is not None:

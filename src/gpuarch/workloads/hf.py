@@ -1,15 +1,14 @@
 """Read a local Hugging Face ``config.json`` (offline) into a :class:`TransformerShape`.
 
-Supported families (by ``model_type``): llama, llama4 / llama4_text, mistral, mixtral, qwen2,
-qwen2_moe, qwen3, qwen3_moe, gemma, gemma2, gemma3 (its text model) / gemma3_text,
+Supported families (by ``model_type``): bloom, llama, llama4 / llama4_text, mistral, mixtral,
+qwen2, qwen2_moe, qwen3, qwen3_moe, gemma, gemma2, gemma3 (its text model) / gemma3_text,
 deepseek_v3 / deepseek_v2, kimi_k2, gpt_oss, glm4_moe (GLM-4.5 to 4.7), phi3 (Phi-3, Phi-4),
 olmo2, granite, gpt2, nemotron, nemotron_h (hybrid Mamba-2, no position encoding),
 granitemoehybrid (IBM Granite 4.0: Mamba-2 or attention layers, each with a shared MLP and,
 in the MoE models, experts), mamba2 (pure Mamba-2: Mamba-Codestral), and the
 families whose attention and MLP run side by side
 (``parallel_attention``): gptj, gpt_neox (unless ``use_parallel_residual`` is false) and
-falcon (unless ``parallel_attn`` is false; ALiBi configs are refused, the model has no such
-position encoding).
+falcon (unless ``parallel_attn`` is false; ALiBi where ``alibi`` is set).
 A multimodal checkpoint whose ``text_config`` names one of these families (Mistral 3,
 LLaVA-style wrappers) is read as that language model; its vision tower is not counted.
 Unknown families are refused with the type named, rather than guessed. Sliding-window
@@ -46,7 +45,7 @@ _MLA = {"deepseek_v2", "deepseek_v3", "kimi_k2"}  # multi-head latent attention 
 _LLAMA4 = {"llama4", "llama4_text"}
 SUPPORTED_MODEL_TYPES = frozenset(_LLAMA_LIKE | _LLAMA4 | _GEMMA
                                   | {"gpt2", "nemotron", "nemotron_h", "granitemoehybrid",
-                                     "mamba2", "gptj", "gpt_neox", "falcon"})
+                                     "mamba2", "gptj", "gpt_neox", "falcon", "bloom"})
 
 
 def _get(cfg: dict[str, Any], path: Path, *keys: str, default: Any = ...) -> Any:
@@ -99,6 +98,8 @@ def shape_from_hf_config(path: Path, name: str | None = None) -> TransformerShap
             return _gpt2(cfg, path, label)
         if model_type == "gptj":
             return _gptj(cfg, path, label)
+        if model_type == "bloom":
+            return _bloom(cfg, path, label)
         if model_type == "gpt_neox":
             return _gpt_neox(cfg, path, label)
         if model_type == "falcon":
@@ -122,7 +123,7 @@ def shape_from_hf_config(path: Path, name: str | None = None) -> TransformerShap
 def _gpt2_style_fields(cfg: dict[str, Any], path: Path, label: str) -> dict[str, Any]:
     """The fields GPT-2's config names (``n_embd``, ``n_layer``, ``n_head``, ``n_inner``,
     GPT-J's too): a GELU MLP of ``n_inner`` (4 x hidden where not given), LayerNorm."""
-    hidden = _get(cfg, path, "n_embd", "hidden_size")
+    hidden = _get(cfg, path, "n_embd", "hidden_size", "n_embed")
     return {"name": label, "layers": _get(cfg, path, "n_layer", "num_hidden_layers"),
             "hidden": hidden, "heads": _get(cfg, path, "n_head", "num_attention_heads"),
             "vocab": _get(cfg, path, "vocab_size"),
@@ -137,6 +138,20 @@ def _gpt2(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
         max_positions=_get(cfg, path, "n_positions", "max_position_embeddings"),
         bias=True,
         tied_embeddings=bool(_get(cfg, path, "tie_word_embeddings", default=True)),
+    )
+
+
+def _bloom(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
+    """BLOOM: GPT-2's layers with ALiBi instead of a position table (no position
+    parameters), a LayerNorm right after the token embedding, biases on every projection,
+    tied embeddings (BLOOM 176B: 176,247,271,424 parameters, its model card)."""
+    return TransformerShape(
+        **_gpt2_style_fields(cfg, path, label),
+        position=Position.ALIBI,
+        bias=True,
+        tied_embeddings=bool(_get(cfg, path, "tie_word_embeddings", default=True)),
+        embedding_norm=True,
+        context_window=_get(cfg, path, "seq_length", default=0) or 0,
     )
 
 
@@ -172,11 +187,9 @@ def _gpt_neox(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
 def _falcon(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
     """Falcon: multi-query attention (7B) or, in the new decoder architecture (40B, 180B),
     ``num_kv_heads`` groups; attention and MLP side by side unless ``parallel_attn`` is
-    false; a GELU MLP of ``ffn_hidden_size`` (4 x hidden where not given); rotary positions
-    (ALiBi is refused); tied embeddings unless the config says otherwise."""
-    if _flag(cfg, "alibi", False):
-        raise GpuarchError("alibi: ALiBi position biases are not modelled (rotary and "
-                           "learned positions are)")
+    false; a GELU MLP of ``ffn_hidden_size`` (4 x hidden where not given); rotary positions,
+    or ALiBi where ``alibi`` is set (Falcon-RW); tied embeddings unless the config says
+    otherwise."""
     heads = _get(cfg, path, "num_attention_heads", "n_head")
     hidden = _get(cfg, path, "hidden_size", "n_embd")
     if _flag(cfg, "new_decoder_architecture", False):
@@ -193,6 +206,7 @@ def _falcon(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
         ffn_hidden=_get(cfg, path, "ffn_hidden_size", default=None) or 4 * hidden,
         ffn_kind=FfnKind.GELU,
         norm=NormKind.LAYERNORM,
+        position=Position.ALIBI if _flag(cfg, "alibi", False) else Position.ROPE,
         bias=_flag(cfg, "bias", False),
         tied_embeddings=bool(_get(cfg, path, "tie_word_embeddings", default=True)),
         parallel_attention=_flag(cfg, "parallel_attn", True),

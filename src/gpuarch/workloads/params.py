@@ -112,6 +112,12 @@ def qk_norm_params(s: TransformerShape) -> int:
     return s.norm.params_per_width * qk
 
 
+def embedding_norm_params(s: TransformerShape) -> int:
+    """The weights of a norm after the token embedding (BLOOM's), 0 without one; it sits
+    with the embedding on the first pipeline stage."""
+    return s.norm.params_per_width * s.hidden if s.embedding_norm else 0
+
+
 @cache
 def count_params(s: TransformerShape) -> ParamCount:
     """Exact parameter count (e.g. Llama-2-7B: 6,738,415,616); cached per shape (shapes are
@@ -132,7 +138,7 @@ def count_params(s: TransformerShape) -> ParamCount:
         mlp_experts=s.moe_layers * s.experts * routed_expert_params(s),
         mlp_shared=s.moe_layers * s.shared_experts * mlp_params(s, s.d_expert),
         router=s.moe_layers * h * s.experts,
-        norms=norms + norm,
+        norms=norms + norm + embedding_norm_params(s),
         mamba=s.mamba_layers * mamba_params(s),
         moe_latent=s.moe_layers * latent_projection_params(s),
     )

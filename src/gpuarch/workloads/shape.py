@@ -55,12 +55,14 @@ class QkNorm(Enum):
 
 
 class Position(Enum):
-    """Position encoding: rotary (no parameters), a learned table, or none (Nemotron-H's
+    """Position encoding: rotary (no parameters), a learned table, ALiBi (a fixed bias on
+    the attention scores by distance, no parameters: BLOOM), or none (Nemotron-H's
     attention blocks, which Megatron-LM builds with --position-embedding-type none:
     examples/mamba/train.sh and its hybrid checkpoint loader)."""
 
     ROPE = "rope"
     LEARNED = "learned"
+    ALIBI = "alibi"
     NONE = "none"
 
 
@@ -173,6 +175,8 @@ class TransformerShape:
     bias: bool = False  # linear layers carry biases (GPT-2/3, Megatron GPT)
     qkv_bias: bool = False  # only the QKV projection has biases (Qwen2)
     tied_embeddings: bool = False
+    # a norm right after the token embedding (BLOOM's word_embeddings_layernorm)
+    embedding_norm: bool = False
     # norms on the attention and MLP outputs as well as their inputs (Gemma 2 and 3): four a
     # layer instead of two
     sandwich_norms: bool = False
