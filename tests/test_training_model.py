@@ -205,6 +205,23 @@ def test_a_row_can_give_its_clusters_network() -> None:
     assert on_dgx.error == pytest.approx(0.059, abs=0.005)
 
 
+def test_llm_foundry_rows_count_their_printed_parameters() -> None:
+    """llm-foundry's benchmark tables print each run's NumParams, which grows with the
+    sequence length (a learned position table of that many rows): every row that carries it
+    (118 of them) counts exactly that with its entered shape, which pins the transcription
+    of the layers, width, vocabulary and position table."""
+    import re
+
+    from gpuarch.workloads import count_params
+    rows = [p for p in load_training_points() if p.source == "llm-foundry-bench"
+            and "NumParams" in p.get("notes", "")]
+    assert len(rows) >= 118
+    for p in rows:
+        printed = int(re.search(r"NumParams ([\d,]+)", p.get("notes")).group(1)
+                      .replace(",", ""))
+        assert count_params(point_shape(p)).total == printed, p.id
+
+
 def test_validation_error_does_not_regress() -> None:
     """Predicted vs published throughput (gpuarch validate training). These bounds pin the
     current fit so a change that worsens it fails; the goal (issue #3) is 8% mean and no
@@ -326,13 +343,14 @@ def test_validation_error_does_not_regress() -> None:
     assert len(hybrid) == 34 and sum(hybrid) / len(hybrid) <= 0.22  # 21.5%; 31.6% before
     summary = dataclasses.replace(summary, rows=tuple(
         r for r in summary.rows if r.id not in hybrid_ids))
-    assert len(summary.rows) >= 417
-    # 7.70% over 417 since four Megatron-DeepSpeed runs (out of sample: BLOOM -0.7%,
-    # MT-NLG +28% to +33%); 7.56% over 413
+    assert len(summary.rows) >= 529
+    # 7.77% over 529 since the rest of llm-foundry's MPT tables (112 rows out of sample,
+    # 8.0% among themselves, five beyond 20%); 7.70% over 417 since four Megatron-DeepSpeed
+    # runs (out of sample: BLOOM -0.7%, MT-NLG +28% to +33%); 7.56% over 413
     # since MaxText's six DGX H100 runs (out of sample, 8.1%); 7.55% over 407
     # since TorchTitan's ten FSDP2 runs (out of sample, 5.0%); 7.66% over 397
     # since the 26.08 model-verification cards' five runs; 7.65% over 392
-    assert summary.mean_abs_error <= 0.0775  # since the 25.11
+    assert summary.mean_abs_error <= 0.0780  # since the 25.11
     # Qwen3-235B H100 row takes its recipe's EP overlap (7.72% before; 7.73% before the tied
     # embedding's all-reduce; 8.007% while every
     # pipeline inside a node was charged NVLink's sends; 8.08% while no
@@ -349,11 +367,12 @@ def test_validation_error_does_not_regress() -> None:
     # 8.57% over 154 (8.70% before the unpaired passes; 8.73% over 151 before)
     assert sum(in_sample) / len(in_sample) <= 0.087
     out = [abs(r.error) for r in summary.rows if r.out_of_sample]
-    # 7.21% over 227 since the four Megatron-DeepSpeed runs (MT-NLG's three +28% to +33%;
-    # 6.93% over 223 before); 7.00% over 202 (7.14% before the unpaired passes) with the
-    # fine-tuning runs; 6.82% over 180 (8.03% over 183 before the unbalanced routing, whose
-    # three fitted runs left the out-of-sample set; 9.84% before the overlap)
-    assert sum(out) / len(out) <= 0.073
+    # 7.48% over 339 since llm-foundry's other 112 rows; 7.21% over 227 since the four
+    # Megatron-DeepSpeed runs (MT-NLG's three +28% to +33%; 6.93% over 223 before); 7.00%
+    # over 202 (7.14% before the unpaired passes) with the fine-tuning runs; 6.82% over 180
+    # (8.03% over 183 before the unbalanced routing, whose three fitted runs left the
+    # out-of-sample set; 9.84% before the overlap)
+    assert sum(out) / len(out) <= 0.075
     assert summary.by("gpu")["a100-sxm4-80gb"] <= 0.07
     within_20 = sum(abs(r.error) <= 0.20 for r in summary.rows) / len(summary.rows)
     # 93.96% since the Megatron-DeepSpeed runs (94.7% before); 94.1% (93.7% before the
@@ -365,11 +384,13 @@ def test_validation_error_does_not_regress() -> None:
     # CUDA graphs +41%, Nemotron 22B +23%, the 1,024-GB200 8B run -21%); MoE 13.0%; with the
     # 22 fine-tuning runs (9.8% among themselves, the LoRA ones of Megatron Bridge 7-18%
     # fast) 5.7% over 224; with the four Megatron-DeepSpeed runs 5.91% over 244 and five
-    # beyond (MT-NLG's three, +28% to +33%: docs/performance-model.md, "Megatron-DeepSpeed")
+    # beyond (MT-NLG's three, +28% to +33%: docs/performance-model.md, "Megatron-DeepSpeed");
+    # with llm-foundry's other 112 rows 6.57% over 356 and ten beyond (five of them MPT
+    # 760M at 512-2,048 tokens and MPT-30B at 8,192: "llm-foundry's MPT tables")
     moe_ids = {p.id for p in load_training_points() if point_shape(p).is_moe}
     dense = [abs(r.error) for r in summary.rows if r.id not in moe_ids]
-    assert len(dense) >= 244 and sum(dense) / len(dense) <= 0.060
-    assert sum(e > 0.20 for e in dense) <= 5
+    assert len(dense) >= 356 and sum(dense) / len(dense) <= 0.066
+    assert sum(e > 0.20 for e in dense) <= 10
     # the v5.1 partners' Llama 3.1 8B runs across four to 32 HGX nodes at one micro-batch per
     # rank read 14-25% slow while their InfiniBand gradient traffic was charged at a share
     # fitted on steps dozens of times longer (docs/performance-model.md, "MLPerf Training

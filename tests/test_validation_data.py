@@ -148,6 +148,11 @@ def test_published_flops_per_token_match_the_model_with_its_mtp_blocks() -> None
         model = 3 * (forward_flops_per_token(shape, seq, causal=causal).total
                      + (mtp * mtp_forward_flops_per_token(shape, seq, causal=causal)
                         if mtp else 0.0))
+        if p.source == "llm-foundry-bench":
+            # llm-foundry counts 6 FLOPs per parameter, its learned position table's too,
+            # which costs no multiply (a lookup); at 65,536 tokens that table is a tenth of
+            # MPT-1B's parameters
+            model += 6 * shape.positions * shape.hidden
         ratio = tflops * 1e12 / tokens / model
         assert ratio == pytest.approx(known.get(p.id, 1.0), abs=0.015), p.id
         checked += 1
