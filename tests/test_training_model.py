@@ -208,14 +208,14 @@ def test_a_row_can_give_its_clusters_network() -> None:
 def test_llm_foundry_rows_count_their_printed_parameters() -> None:
     """llm-foundry's benchmark tables print each run's NumParams, which grows with the
     sequence length (a learned position table of that many rows): every row that carries it
-    (118 of them) counts exactly that with its entered shape, which pins the transcription
+    (194 of them) counts exactly that with its entered shape, which pins the transcription
     of the layers, width, vocabulary and position table."""
     import re
 
     from gpuarch.workloads import count_params
     rows = [p for p in load_training_points() if p.source == "llm-foundry-bench"
             and "NumParams" in p.get("notes", "")]
-    assert len(rows) >= 118
+    assert len(rows) >= 194
     for p in rows:
         printed = int(re.search(r"NumParams ([\d,]+)", p.get("notes")).group(1)
                       .replace(",", ""))
@@ -343,10 +343,12 @@ def test_validation_error_does_not_regress() -> None:
     assert len(hybrid) == 34 and sum(hybrid) / len(hybrid) <= 0.22  # 21.5%; 31.6% before
     summary = dataclasses.replace(summary, rows=tuple(
         r for r in summary.rows if r.id not in hybrid_ids))
-    assert len(summary.rows) >= 529
-    # 7.77% over 529 since the rest of llm-foundry's MPT tables (112 rows out of sample,
-    # 8.0% among themselves, five beyond 20%); 7.70% over 417 since four Megatron-DeepSpeed
-    # runs (out of sample: BLOOM -0.7%, MT-NLG +28% to +33%); 7.56% over 413
+    assert len(summary.rows) >= 605
+    # 7.69% over 605 since llm-foundry's A100 40GB table (76 rows out of sample, 7.1% among
+    # themselves, two beyond 20%); 7.77% over 529 since the rest of llm-foundry's MPT tables
+    # (112 rows out of sample, 8.0% among themselves, five beyond 20%); 7.70% over 417
+    # since four Megatron-DeepSpeed runs (out of sample: BLOOM -0.7%, MT-NLG +28% to
+    # +33%); 7.56% over 413
     # since MaxText's six DGX H100 runs (out of sample, 8.1%); 7.55% over 407
     # since TorchTitan's ten FSDP2 runs (out of sample, 5.0%); 7.66% over 397
     # since the 26.08 model-verification cards' five runs; 7.65% over 392
@@ -367,7 +369,8 @@ def test_validation_error_does_not_regress() -> None:
     # 8.57% over 154 (8.70% before the unpaired passes; 8.73% over 151 before)
     assert sum(in_sample) / len(in_sample) <= 0.087
     out = [abs(r.error) for r in summary.rows if r.out_of_sample]
-    # 7.48% over 339 since llm-foundry's other 112 rows; 7.21% over 227 since the four
+    # 7.42% over 415 with llm-foundry's A100 40GB rows; 7.48% over 339 since its other 112
+    # rows; 7.21% over 227 since the four
     # Megatron-DeepSpeed runs (MT-NLG's three +28% to +33%; 6.93% over 223 before); 7.00%
     # over 202 (7.14% before the unpaired passes) with the fine-tuning runs; 6.82% over 180
     # (8.03% over 183 before the unbalanced routing, whose three fitted runs left the
@@ -386,11 +389,12 @@ def test_validation_error_does_not_regress() -> None:
     # fast) 5.7% over 224; with the four Megatron-DeepSpeed runs 5.91% over 244 and five
     # beyond (MT-NLG's three, +28% to +33%: docs/performance-model.md, "Megatron-DeepSpeed");
     # with llm-foundry's other 112 rows 6.57% over 356 and ten beyond (five of them MPT
-    # 760M at 512-2,048 tokens and MPT-30B at 8,192: "llm-foundry's MPT tables")
+    # 760M at 512-2,048 tokens and MPT-30B at 8,192: "llm-foundry's MPT tables"); with its
+    # A100 40GB table 6.67% over 432 and twelve beyond
     moe_ids = {p.id for p in load_training_points() if point_shape(p).is_moe}
     dense = [abs(r.error) for r in summary.rows if r.id not in moe_ids]
-    assert len(dense) >= 356 and sum(dense) / len(dense) <= 0.066
-    assert sum(e > 0.20 for e in dense) <= 10
+    assert len(dense) >= 432 and sum(dense) / len(dense) <= 0.068
+    assert sum(e > 0.20 for e in dense) <= 12
     # the v5.1 partners' Llama 3.1 8B runs across four to 32 HGX nodes at one micro-batch per
     # rank read 14-25% slow while their InfiniBand gradient traffic was charged at a share
     # fitted on steps dozens of times longer (docs/performance-model.md, "MLPerf Training
