@@ -101,7 +101,7 @@ from gpuarch.workloads.mtp import mtp_block_params, mtp_forward_flops_per_token,
 from gpuarch.workloads.params import (
     attention_params,
     count_params,
-    embedding_norm_params,
+    first_stage_params,
     latent_projection_params,
     layer_norm_params,
     mlp_params,
@@ -2027,7 +2027,7 @@ def _rank_params(shape: TransformerShape, layout: PipelineLayout, mtp_dense: flo
     if shape.is_hybrid:
         return _hybrid_rank_params(shape, layout, mtp_dense, mtp_expert)
     pc = count_params(shape)
-    first_stage = pc.embedding + embedding_norm_params(shape)  # the embedding and its norm
+    first_stage = first_stage_params(shape)
     final_norm = shape.norm.params_per_width * shape.hidden
     norms = layer_norm_params(shape)
     attention = attention_params(shape)
@@ -2054,7 +2054,7 @@ def _hybrid_rank_params(shape: TransformerShape, layout: PipelineLayout, mtp_den
     norm (an attention block its query-key norms too, an expert block its router, shared
     experts and latent projections outside the routed experts)."""
     pc = count_params(shape)
-    first_stage = pc.embedding + embedding_norm_params(shape)  # the embedding and its norm
+    first_stage = first_stage_params(shape)
     norm = shape.norm.params_per_width * shape.hidden
     # one block of each kind, from the model's count by component
     counts = {b: shape.hybrid_pattern.count(b) or 1 for b in "M*-E"}

@@ -118,6 +118,12 @@ def embedding_norm_params(s: TransformerShape) -> int:
     return s.norm.params_per_width * s.hidden if s.embedding_norm else 0
 
 
+def first_stage_params(s: TransformerShape) -> int:
+    """What the first pipeline stage holds beside its layers: the token embedding (and any
+    position table) and the norm after it."""
+    return count_params(s).embedding + embedding_norm_params(s)
+
+
 @cache
 def count_params(s: TransformerShape) -> ParamCount:
     """Exact parameter count (e.g. Llama-2-7B: 6,738,415,616); cached per shape (shapes are
