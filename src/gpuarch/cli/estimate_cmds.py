@@ -156,7 +156,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         micro_batch=args.micro_batch, tp=args.tp, pp=args.pp, cp=args.cp, ep=args.ep,
         etp=args.etp,
         vpp=args.vpp, sequence_parallel=args.sequence_parallel, zero=args.zero,
-        tp_comm_overlap=args.tp_comm_overlap, fsdp_prefetch=args.fsdp_prefetch,
+        dp_shard=args.dp_shard, tp_comm_overlap=args.tp_comm_overlap,
+        fsdp_prefetch=args.fsdp_prefetch,
         moe_token_drop=args.moe_token_drop, cuda_graphs=args.cuda_graphs,
         dispatcher_wait_s=None if args.dispatcher_wait_us is None
         else to_si(args.dispatcher_wait_us, Unit.US),
@@ -977,6 +978,11 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p.add_argument("--tp-comm-overlap", action="store_true",
                    help="overlap tensor-parallel communication with GEMMs")
     p.add_argument("--zero", type=int, default=1, help="ZeRO / distributed-optimizer stage")
+    p.add_argument("--dp-shard", type=int, default=0, metavar="N",
+                   help="hybrid sharding (FSDP's HSDP, Megatron's --num-distributed-optimizer-"
+                        "instances): ZeRO shards over groups of N data-parallel ranks, e.g. a "
+                        "node's, and the groups' gradient shards are all-reduced across them "
+                        "(default: shard over all DP x CP ranks)")
     p.add_argument("--fsdp-prefetch", action="store_true",
                    help="with --zero 3: parameters gathered a layer ahead and overlapped with "
                         "compute (Megatron-FSDP); without it a fixed share of the ZeRO-3 "

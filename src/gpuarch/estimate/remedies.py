@@ -110,6 +110,14 @@ def _candidates(shape: TransformerShape, cfg: TrainingConfig
             # the two cheap levers together
             out.append((f"--sequence-parallel {out[0][0]}",
                         replace(out[0][1], sequence_parallel=True)))
+    if cfg.dp_shard:
+        # hybrid sharding keeps a copy per group: larger groups (doubling while they divide
+        # the DP x CP ranks), or one group of all of them
+        group = cfg.dp_shard * 2
+        while group < cfg.dp * cfg.cp and not (cfg.dp * cfg.cp) % group:
+            out.append((f"--dp-shard {group}", replace(cfg, dp_shard=group)))
+            group *= 2
+        out.append(("--dp-shard 0", replace(cfg, dp_shard=0)))
     if cfg.zero < 3 and cfg.dp * cfg.cp > 1:
         out.append((f"--zero {cfg.zero + 1}", replace(cfg, zero=cfg.zero + 1)))
     if cfg.micro_batch > 1:

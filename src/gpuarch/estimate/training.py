@@ -266,6 +266,11 @@ class TrainingConfig:
     vpp: int = 1
     sequence_parallel: bool = False
     zero: int = 1
+    # hybrid sharding (PyTorch FSDP's HYBRID_SHARD and FSDP2's HSDP, Megatron's
+    # --num-distributed-optimizer-instances): ZeRO shards over groups of this many ranks of
+    # the DP x CP group, each group a replica of the others whose gradient shards are
+    # all-reduced across the groups; 0 = one group of all DP x CP ranks
+    dp_shard: int = 0
     tp_comm_overlap: bool = False  # Megatron --tp-comm-overlap (userbuffers)
     # ZeRO-3 gathers prefetched a layer ahead (Megatron-FSDP): the per-micro-batch traffic
     # hides behind that micro-batch's compute; off = the exposed fraction of all of it
@@ -385,6 +390,12 @@ class TrainingConfig:
         return self.gpus // (self.tp * self.pp * self.cp)
 
     @property
+    def dp_replicas(self) -> int:
+        """Groups the DP x CP ranks form under hybrid sharding (``dp_shard``), each holding
+        one sharded copy of the weights and optimizer states; 1 without it."""
+        return self.dp * self.cp // self.dp_shard if self.dp_shard else 1
+
+    @property
     def param_bytes(self) -> BytesPerParam:
         """Bytes each parameter costs for weights, gradients and optimizer states."""
         return bytes_per_param(self.precision, fp8_params=self.fp8_params,
@@ -471,6 +482,31 @@ class TrainingConfig:
         """Micro-batches per pipeline per step (gradient accumulation steps)."""
         return self.global_batch // (self.dp * self.micro_batch)
 
+    def _validate_dp_shard(self, shape: TransformerShape) -> None:
+        """``dp_shard`` must split the DP x CP ranks (and a MoE model's expert-data-parallel
+        ranks) into equal groups, under a ZeRO stage that shards something."""
+        if not self.dp_shard:
+            return
+        if not isinstance(self.dp_shard, int) or isinstance(self.dp_shard, bool) \
+                or self.dp_shard < 1:
+            raise GpuarchError(f"--dp-shard: expected a whole number of GPUs >= 1, got "
+                               f"{self.dp_shard!r}")
+        if self.zero < 1:
+            raise GpuarchError("--dp-shard: hybrid sharding needs a ZeRO stage that shards "
+                               "(--zero 1, 2 or 3), got --zero 0")
+        ranks = self.dp * self.cp
+        if ranks % self.dp_shard:
+            raise GpuarchError(
+                f"--dp-shard: {self.dp_shard} does not divide the {ranks} data-parallel ranks "
+                f"(DP {self.dp} x CP {self.cp}); give a divisor of {ranks}")
+        if shape.is_moe:
+            expert_ranks = self.tp * ranks // (self.expert_tp * self.ep)
+            if expert_ranks % self.dp_replicas:
+                raise GpuarchError(
+                    f"--dp-shard: {self.dp_replicas} replicas (DP x CP {ranks} / "
+                    f"{self.dp_shard}) do not divide the {expert_ranks} expert-data-parallel "
+                    f"ranks (TP x DP x CP / (ETP x EP)); give a larger --dp-shard")
+
     def validate(self, shape: TransformerShape) -> None:
         """Raise an error naming the flag when the combination does not divide."""
         for name in ("gpus", "seq_len", "global_batch", "micro_batch", "tp", "pp", "cp", "ep",
@@ -550,6 +586,7 @@ class TrainingConfig:
             raise GpuarchError(
                 f"--gpus: {self.gpus} is not divisible by TP x PP x CP = {self.tp} x {self.pp}"
                 f" x {self.cp} = {model_parallel}")
+        self._validate_dp_shard(shape)
         if self.global_batch % (self.dp * self.micro_batch):
             raise GpuarchError(
                 f"--global-batch: {self.global_batch} is not divisible by DP x micro-batch = "
@@ -1483,12 +1520,18 @@ def _torchtitan_op_time(s: TransformerShape, by_name: dict[str, Num], tp: int) -
 
 
 def _dp_traffic(params: Num, group: Group, cfg: TrainingConfig, m: Num, eff: Efficiency,
-                trained: Num = 0.0) -> Num:
+                trained: Num = 0.0, replicas: Group | None = None) -> Num:
     """Seconds of data-parallel traffic per step for ``params`` replicated over ``group``,
     by each configuration's ZeRO stage (``cfg.zero`` a stage or an array of them; the
     stages share their collectives, each costed once). Under LoRA ``params`` are frozen and
     ``trained`` the adapters beside them: only the adapters' gradients are reduced and their
-    updated weights gathered; ZeRO-3 gathers the frozen weights too."""
+    updated weights gathered; ZeRO-3 gathers the frozen weights too. Under hybrid sharding
+    ``group`` is one replica's shard group and ``replicas`` the ranks holding the same
+    shard in the others: each reduce-scatter in the group is followed by an all-reduce of
+    the rank's gradient shard across them once a step, at the last micro-batch's backward
+    (Megatron's partial distributed optimizer; Megatron-FSDP's HSDP, whose ZeRO-3
+    reduce-scatters run every micro-batch inside the group). PyTorch FSDP's HYBRID_SHARD
+    all-reduces after every backward unless told not to; that is not modelled."""
     per_param = cfg.param_bytes
     memo: dict[tuple[bool, Collective], Num] = {}
 
@@ -1496,6 +1539,12 @@ def _dp_traffic(params: Num, group: Group, cfg: TrainingConfig, m: Num, eff: Eff
         if (frozen_too, kind) not in memo:
             memo[(frozen_too, kind)] = _nccl(kind, size, group, eff)
         return memo[(frozen_too, kind)]
+
+    def across(grad_bytes: Num) -> Num:
+        """The replicas' all-reduce of one rank's gradient shard."""
+        if replicas is None:
+            return 0.0
+        return _nccl(Collective.ALL_REDUCE, grad_bytes / group.size, replicas, eff)
 
     def traffic(stage: int) -> Num:
         if cfg.lora_rank:
@@ -1510,10 +1559,10 @@ def _dp_traffic(params: Num, group: Group, cfg: TrainingConfig, m: Num, eff: Eff
             return run(Collective.ALL_REDUCE, grad_bytes)
         if stage in (1, 2):
             return (run(Collective.REDUCE_SCATTER, grad_bytes)
-                    + run(Collective.ALL_GATHER, weight_bytes))
+                    + run(Collective.ALL_GATHER, weight_bytes) + across(grad_bytes))
         # ZeRO-3: parameters gathered for forward and backward of every micro-batch
         return (m * 2 * run(Collective.ALL_GATHER, weight_bytes, gathered)
-                + m * run(Collective.REDUCE_SCATTER, grad_bytes))
+                + m * run(Collective.REDUCE_SCATTER, grad_bytes) + across(grad_bytes))
 
     return _by_case(cfg.zero, traffic)
 
@@ -1598,7 +1647,12 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     # LM head and loss on the last stage (vocabulary split over TP)
     tokens_mb = cfg.micro_batch * cfg.seq_len // cfg.cp
     tp_group, cp_group, ep_group = _layer_groups(cfg, intra, inter)
-    dp_group = _group(cfg.dp * cfg.cp, cfg.tp, cfg, intra, inter)
+    # ZeRO's group: all DP x CP ranks, or under hybrid sharding the dp_shard nearest of them
+    # (TP apart), its replicas a further dp_shard groups apart
+    replicas = cfg.dp_replicas
+    dp_group = _group(cfg.dp * cfg.cp // replicas, cfg.tp, cfg, intra, inter)
+    replica_group = (None if not cfg.dp_shard else
+                     _group(replicas, cfg.tp * cfg.dp * cfg.cp // replicas, cfg, intra, inter))
     pp_group = _pipeline_send_group(cfg, intra, inter)
     kinds = (layers.kinds if layers is not None and parts is None else
              _layer_times(shape, cfg, device, eff, tp_group, cp_group, ep_group,
@@ -1822,13 +1876,18 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     # data-parallel gradient traffic, stage-correct for ZeRO: dense weights over DP x CP,
     # expert weights over the expert-data-parallel group (DP x CP / EP ranks, spaced EP
     # apart, so across nodes once EP fills a node)
-    shard = cfg.dp * cfg.cp
-    expert_shard = cfg.tp * shard // (cfg.expert_tp * cfg.ep)
-    dp_comm = _dp_traffic(dense_local, dp_group, cfg, m, eff, trained=lora_dense)
+    # (under hybrid sharding each replica group shards as one of DP x CP / replicas ranks)
+    shard = cfg.dp * cfg.cp // replicas
+    expert_shard = cfg.tp * cfg.dp * cfg.cp // (cfg.expert_tp * cfg.ep) // replicas
+    dp_comm = _dp_traffic(dense_local, dp_group, cfg, m, eff, trained=lora_dense,
+                          replicas=replica_group)
     if shape.is_moe:
         edp_group = _group(expert_shard, ep_stride * cfg.ep, cfg, intra, inter)
+        expert_replicas = (None if not cfg.dp_shard else
+                           _group(replicas, ep_stride * cfg.ep * expert_shard, cfg, intra,
+                                  inter))
         dp_comm = dp_comm + _dp_traffic(expert_local, edp_group, cfg, m, eff,
-                                        trained=lora_expert)
+                                        trained=lora_expert, replicas=expert_replicas)
     # the time a micro-batch's layers keep the GPU busy: their compute, and where a pass is
     # shorter than the layer-pass floor, the wait that stands in for its latency-bound chain
     # (the data-parallel collectives run on their own stream through both)
@@ -2317,7 +2376,9 @@ def estimate_training(
             "gpus": cfg.gpus, "tp": cfg.tp, "pp": cfg.pp, "cp": cfg.cp, "dp": cfg.dp,
             "ep": cfg.ep, "etp": int(cfg.expert_tp) if shape.is_moe else None,
             "vpp": cfg.vpp, "sequence_parallel": cfg.sequence_parallel,
-            "zero": cfg.zero, "tp_comm_overlap": cfg.tp_comm_overlap,
+            "zero": cfg.zero, "dp_shard": cfg.dp_shard or None,
+            "dp_replicas": cfg.dp_replicas if cfg.dp_shard else None,
+            "tp_comm_overlap": cfg.tp_comm_overlap,
             "fsdp_prefetch": cfg.fsdp_prefetch,
             "moe_token_drop": cfg.moe_token_drop,
             "cuda_graphs": cfg.cuda_graphs,

@@ -129,7 +129,10 @@ def render_training(e: TrainingEstimate, band: Band | None = None,
               + (f" layout {p['pp_layout']}" if p.get("pp_layout") else "")
               + (f" MTP{p['mtp_layers']}" if p.get("mtp_layers") else "")
               + (" +SP" if p["sequence_parallel"] else "")
-              + f", ZeRO-{p['zero']}, recompute {p['recompute']}"
+              + f", ZeRO-{p['zero']}"
+              + (f" over groups of {p['dp_shard']} ({p['dp_replicas']} replicas, HSDP)"
+                 if p.get("dp_shard") else "")
+              + f", recompute {p['recompute']}"
               + (f" ({', '.join(p['recompute_modules'])})" if p.get("recompute_modules") else "")
               + (f" ({p['recompute_layers']} layers a chunk)" if p.get("recompute_layers")
                  else "")

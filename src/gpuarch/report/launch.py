@@ -248,6 +248,14 @@ def megatron_launch(shape: Any, cfg: Any) -> Launch:
         add("sharding", "optim_grads" if cfg.zero == 2 else "optim_grads_params")
         notes.append(f"ZeRO {cfg.zero} as Megatron-FSDP, which saves checkpoints with "
                      "--ckpt-format fsdp_dtensor")
+    if cfg.dp_shard:
+        add("dp_replicas", cfg.dp_replicas)
+        if cfg.zero >= 2:
+            add("outer_sharding", "no_shard")
+        if shape.is_moe and cfg.ep > 1 and cfg.zero == 1:
+            notes.append("several distributed-optimizer instances with expert parallelism: "
+                         "older Megatron-Core refuses them (its gradient buffer asserts "
+                         "expert-parallel size 1); Megatron-FSDP (--zero 3) takes both")
     add("overlap_grad_reduce")
     if cfg.zero >= 1:
         add("overlap_param_gather")

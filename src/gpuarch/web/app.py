@@ -176,7 +176,7 @@ _FORMS: dict[str, tuple[str, list[tuple[str, str]]]] = {
         ("cp", ""), ("cp_comm_type", ""), ("ep", ""), ("vpp", ""), ("pp_schedule", ""),
         ("seq_len", "4096"),
         ("global_batch", "64"), ("micro_batch", "1"), ("precision", ""), ("zero", ""),
-        ("sequence_parallel", ""), ("recompute", ""), ("recompute_modules", ""),
+        ("dp_shard", ""), ("sequence_parallel", ""), ("recompute", ""), ("recompute_modules", ""),
         ("recompute_layers", ""), ("fp8_attention", ""), ("bf16_layers_at_start", ""),
         ("bf16_layers_at_end", ""), ("lora_rank", ""),
         ("lora_modules", ""), ("packed_doc_len", ""), ("tokens", ""),

@@ -1,0 +1,154 @@
+"""Hybrid sharding (``--dp-shard``: FSDP's HSDP, Megatron's several distributed-optimizer
+instances): ZeRO shards over groups of data-parallel ranks, each group a replica whose
+gradient shards are all-reduced across the groups once a step."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpuarch.catalog import load_catalog
+from gpuarch.cli.main import main
+from gpuarch.errors import GpuarchError
+from gpuarch.estimate import Recompute, TrainingConfig, estimate_training
+from gpuarch.estimate.remedies import memory_remedies
+from gpuarch.report.launch import megatron_launch
+from gpuarch.units import Unit, from_si
+from gpuarch.workloads import preset
+
+CATALOG = load_catalog()
+H100 = CATALOG.product("h100")
+DGX_H100 = CATALOG.system("dgx h100")
+LLAMA_8B = preset("llama-3.1-8b").shape
+MIXTRAL = preset("mixtral-8x7b").shape
+
+
+def estimate(shape=LLAMA_8B, **kw):  # type: ignore[no-untyped-def]
+    base = dict(gpus=64, seq_len=4096, global_batch=256, micro_batch=1, zero=3,
+                recompute=Recompute.FULL)
+    return estimate_training(CATALOG, shape, H100, TrainingConfig(**{**base, **kw}),
+                             system=DGX_H100)
+
+
+@pytest.mark.parametrize("zero", [1, 2, 3])
+def test_one_group_of_all_ranks_is_plain_sharding(zero: int) -> None:
+    """A shard group of all DP x CP ranks is one replica: the same step and memory as
+    leaving --dp-shard unset (the replicas' all-reduce over a group of one costs nothing)."""
+    plain, whole = estimate(zero=zero), estimate(zero=zero, dp_shard=64)
+    assert whole.step_time_s == plain.step_time_s
+    assert whole.memory.total == plain.memory.total
+    assert whole.parallelism["dp_replicas"] == 1 and plain.parallelism["dp_shard"] is None
+
+
+def test_sharded_state_divides_by_the_group_not_all_ranks() -> None:
+    """ZeRO-3 over groups of 8 of 64 ranks: each GPU holds an eighth of the BF16 weights,
+    FP32 gradients and Adam state (2 + 4 + 12 bytes a parameter; Llama 3.1 8B has
+    8,030,261,248, its config.json's shapes), not a sixty-fourth."""
+    e = estimate(dp_shard=8)
+    params = 8_030_261_248
+    assert from_si(e.memory.weights, Unit.GIB) == pytest.approx(params * 2 / 8 / 2**30,
+                                                                 rel=1e-9)
+    assert from_si(e.memory.gradients, Unit.GIB) == pytest.approx(params * 4 / 8 / 2**30,
+                                                                  rel=1e-9)
+    assert from_si(e.memory.optimizer, Unit.GIB) == pytest.approx(params * 12 / 8 / 2**30,
+                                                                  rel=1e-9)
+    assert e.parallelism["dp_replicas"] == 8
+    # ZeRO-1 shards the optimizer alone over the group
+    one = estimate(zero=1, dp_shard=8)
+    assert from_si(one.memory.weights, Unit.GIB) == pytest.approx(params * 2 / 2**30,
+                                                                  rel=1e-9)
+    assert from_si(one.memory.optimizer, Unit.GIB) == pytest.approx(
+        params * 12 / 8 / 2**30, rel=1e-9)
+
+
+@settings(max_examples=20, deadline=None)
+@given(zero=st.sampled_from([1, 2, 3]), small=st.sampled_from([1, 2, 4, 8, 16, 32]),
+       factor=st.sampled_from([2, 4]), moe=st.booleans())
+def test_larger_groups_never_hold_more(zero: int, small: int, factor: int, moe: bool
+                                       ) -> None:
+    """Memory per GPU never rises as the shard group grows (fewer replicas of the state)."""
+    large = small * factor
+    if large > 64:
+        return
+    shape, extra = (MIXTRAL, {"ep": 8}) if moe else (LLAMA_8B, {})
+    if moe and 64 // small > 8:  # the replicas must divide the 8 expert-data-parallel ranks
+        return
+    a = estimate(shape, zero=zero, dp_shard=small, **extra)
+    b = estimate(shape, zero=zero, dp_shard=large, **extra)
+    assert b.memory.total <= a.memory.total * (1 + 1e-12)
+
+
+def _dp_seconds(gpus: int, micro_batches: int, dp_shard: int) -> float:
+    e = estimate(gpus=gpus, global_batch=gpus * micro_batches, dp_shard=dp_shard)
+    return e.time_breakdown.communication_parts["data_parallel"]
+
+
+def test_zero3_inside_a_node_costs_per_micro_batch_what_one_node_does() -> None:
+    """With a node's eight GPUs as the shard group, ZeRO-3's per-micro-batch gathers and
+    reduce-scatters stay on NVLink: each further micro-batch adds what it adds to a job on
+    one node, and only the replicas' once-a-step all-reduce crosses the network. Fully
+    sharded over 64 GPUs, every micro-batch's collectives span eight nodes and each adds
+    more."""
+    one_node = _dp_seconds(8, 8, 0) - _dp_seconds(8, 4, 0)
+    hybrid = _dp_seconds(64, 8, 8) - _dp_seconds(64, 4, 8)
+    full = _dp_seconds(64, 8, 0) - _dp_seconds(64, 4, 0)
+    assert hybrid == pytest.approx(one_node, rel=1e-9)
+    assert full > hybrid
+    # the replicas' all-reduce is paid once a step, whatever the micro-batches
+    assert _dp_seconds(64, 4, 8) > _dp_seconds(8, 4, 0)
+
+
+@pytest.mark.parametrize(("kw", "message"), [
+    ({"dp_shard": 5}, "--dp-shard: 5 does not divide the 64 data-parallel ranks"),
+    ({"dp_shard": -2}, "--dp-shard: expected a whole number of GPUs >= 1, got -2"),
+    ({"dp_shard": 8, "zero": 0}, "--dp-shard: hybrid sharding needs a ZeRO stage"),
+])
+def test_bad_groups_are_refused(kw: dict[str, int], message: str) -> None:
+    with pytest.raises(GpuarchError, match=message):
+        estimate(**kw)
+
+
+def test_replicas_must_split_the_expert_data_parallel_ranks() -> None:
+    """Mixtral at EP 8 on 64 GPUs has 8 expert-data-parallel ranks: 16 replicas (groups of
+    4) cannot split them; 8 replicas can."""
+    with pytest.raises(GpuarchError, match=r"16 replicas .* do not divide the 8 expert"):
+        estimate(MIXTRAL, ep=8, dp_shard=4)
+    assert estimate(MIXTRAL, ep=8, dp_shard=8).parallelism["dp_replicas"] == 8
+
+
+def test_cli_flag_layout_launch_and_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["estimate", "train", "--model", "llama-3.1-8b", "--gpu", "h100", "--gpus", "64",
+            "--system", "dgx h100", "--seq-len", "4096", "--global-batch", "256",
+            "--zero", "3", "--recompute", "full", "--dp-shard", "8", "--launch", "megatron"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "ZeRO-3 over groups of 8 (8 replicas, HSDP)" in out
+    assert "--num-distributed-optimizer-instances 8" in out
+    assert "--outer-dp-sharding-strategy no_shard" in out
+    assert main([*argv[:-4], "--dp-shard", "3"]) == 2
+    err = capsys.readouterr().err
+    assert "--dp-shard: 3 does not divide the 64 data-parallel ranks" in err
+    assert "Traceback" not in err
+
+
+def test_launch_of_the_distributed_optimizer_takes_the_instances_alone() -> None:
+    cfg = TrainingConfig(gpus=64, seq_len=4096, global_batch=256, zero=1, dp_shard=16)
+    argv = megatron_launch(LLAMA_8B, cfg).argv
+    i = argv.index("--num-distributed-optimizer-instances")
+    assert argv[i + 1] == "4"
+    assert "--outer-dp-sharding-strategy" not in argv
+    assert "--use-distributed-optimizer" in argv
+
+
+def test_memory_remedies_widen_the_group() -> None:
+    """Llama 3.1 70B under ZeRO-3 in groups of 2 needs ~600 GiB a GPU; the remedies offer
+    wider groups, those that fit first."""
+    shape = preset("llama-3.1-70b").shape
+    cfg = TrainingConfig(gpus=64, seq_len=4096, global_batch=256, zero=3, dp_shard=2,
+                         recompute=Recompute.FULL)
+    assert not estimate_training(CATALOG, shape, H100, cfg, system=DGX_H100).fits_in_memory
+    remedies = memory_remedies(CATALOG, shape, H100, cfg, system=DGX_H100)
+    fitting = [r.change for r in remedies if r.fits]
+    assert "--dp-shard 32" in fitting and "--dp-shard 0" in fitting
+    assert "--dp-shard 4" not in fitting  # still a sixteenth of 70B's state a GPU
