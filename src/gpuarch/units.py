@@ -39,6 +39,8 @@ class Unit(Enum):
     MS = ("ms", 1e-3)
     US = ("us", 1e-6)
     MB = ("MB", 1e6)  # decimal megabytes
+    GB = ("GB", 1e9)  # decimal gigabytes
+    MINUTE = ("min", 60.0)
     HOUR = ("h", 3600.0)
     DAY = ("days", 86400.0)
     USD = ("USD", 1.0)

@@ -138,6 +138,11 @@ def positive_number(flag: str) -> Callable[[str], float]:
     return _checked(flag, float, lambda v: math.isfinite(v) and v > 0, "a finite number > 0")
 
 
+def non_negative_number(flag: str) -> Callable[[str], float]:
+    """An argparse ``type=`` for a finite number >= 0 (a time that may be nothing)."""
+    return _checked(flag, float, lambda v: math.isfinite(v) and v >= 0, "a finite number >= 0")
+
+
 _SUFFIX = {"": 1.0, "k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
 
 

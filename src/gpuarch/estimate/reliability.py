@@ -5,13 +5,21 @@ confirmed or suspected hardware) in a 54-day snapshot of pre-training on 16,384 
 beside 47 planned ones, and an effective training time above 90% (Dubey et al. 2024, "The
 Llama 3 Herd of Models", section 3.3.4 and Table 5). A training estimate with ``--tokens``
 states how many unexpected interruptions a run of its size and length would see at that
-rate; its time does not include the restarts, whose cost depends on checkpointing and
-recovery the model does not know.
+rate. Given how fast the job writes a checkpoint (``CheckpointPlan``), it also prices
+what those interruptions and the checkpoints against them cost: the saves, the work lost
+since the last one and the restarts (``goodput``), at the checkpoint interval Young's
+first-order optimum gives or at one the user sets.
 """
 
 from __future__ import annotations
 
-__all__ = ["INTERRUPTIONS_PER_GPU_DAY", "RATE_SOURCE", "expected_interruptions"]
+import math
+from dataclasses import dataclass
+
+from gpuarch.errors import GpuarchError
+
+__all__ = ["INTERRUPTIONS_PER_GPU_DAY", "RATE_SOURCE", "CheckpointPlan", "Goodput",
+           "expected_interruptions", "goodput"]
 
 _UNEXPECTED = 419
 _GPUS = 16_384
@@ -29,3 +37,102 @@ def expected_interruptions(gpus: int, days: float,
     """Unexpected interruptions a synchronous job of ``gpus`` GPUs running ``days`` days
     sees at ``rate_per_gpu_day`` (any GPU's failure stops the job)."""
     return rate_per_gpu_day * gpus * days
+
+
+@dataclass(frozen=True)
+class CheckpointPlan:
+    """How a training job checkpoints: the rate its storage takes a checkpoint at (bytes/s
+    for the whole job), the interval between checkpoints (None: Young's optimum), the time
+    from an interruption until the job runs again besides reading the checkpoint back
+    (rescheduling, start-up), and whether saves are asynchronous (training stops only to
+    copy the state to host memory, the write to storage running behind it, as Megatron-Core's
+    async checkpoint save and PyTorch DCP's async_save do)."""
+
+    write_bytes_s: float
+    interval_s: float | None = None
+    restart_s: float = 0.0
+    asynchronous: bool = False
+
+    def validate(self) -> None:
+        """Refuse values no run can have, naming the flag."""
+        for flag, value, least in (("--checkpoint-write-gb-s", self.write_bytes_s, 0.0),
+                                   ("--checkpoint-every-min", self.interval_s, 0.0),
+                                   ("--restart-min", self.restart_s, None)):
+            if value is None:
+                continue
+            bad = not isinstance(value, int | float) or isinstance(value, bool) \
+                or not math.isfinite(value) or value < 0 or (least is not None and value <= least)
+            if bad:
+                bound = "> 0" if least is not None else ">= 0"
+                raise GpuarchError(f"{flag}: expected a number {bound}, got {value!r}")
+
+
+@dataclass(frozen=True)
+class Goodput:
+    """What checkpointing against interruptions costs a run (seconds; first order)."""
+
+    checkpoint_bytes: float
+    save_s: float  # training stopped per checkpoint
+    write_s: float  # the checkpoint's write to storage (= save_s unless asynchronous)
+    load_s: float  # reading it back after an interruption
+    restart_s: float  # an interruption's time before the load
+    interval_s: float  # training between checkpoints
+    mean_time_between_interruptions_s: float
+    wall_s: float  # the run's expected time with saves, lost work and restarts
+    goodput: float  # failure-free time over wall_s
+
+    @property
+    def lost_s(self) -> float:
+        return self.wall_s * (1.0 - self.goodput)
+
+
+def goodput(plan: CheckpointPlan, *, gpus: int, time_s: float, step_s: float,
+            checkpoint_bytes: float, host_copy_s: float | None = None,
+            rate_per_gpu_day: float = INTERRUPTIONS_PER_GPU_DAY) -> Goodput:
+    """The expected time of a run that trains for ``time_s`` without interruptions, on
+    ``gpus`` GPUs that are interrupted at ``rate_per_gpu_day``, checkpointing
+    ``checkpoint_bytes`` at ``plan``.
+
+    A synchronous save stops training for the write (``checkpoint_bytes`` over the job's
+    write rate); an asynchronous one for the copy to host memory (``host_copy_s``), and the
+    interval is then at least the write, which must finish before the next save starts.
+    Reading the checkpoint back after an interruption takes what writing it does. The
+    interval between checkpoints is ``plan.interval_s``, or else Young's first-order optimum
+    sqrt(2 x save x M), M the mean time between interruptions (J. W. Young, "A first order
+    approximation to the optimum checkpoint interval", Comm. ACM 17(9), 1974), in whole
+    steps. Each interruption loses on average half of an interval and its save, then the
+    restart and the load; with failures at rate 1/M during the whole run (J. T. Daly, "A
+    higher order estimate of the optimum checkpoint interval for restart dumps", FGCS
+    22(3), 2006, the first-order model):
+
+        wall = time x (1 + save / interval) / (1 - ((interval + save) / 2 + restart + load) / M)
+
+    A run whose interruptions come faster than it can recover never finishes: an error
+    says so."""
+    plan.validate()
+    per_gpu_s = 86_400.0 / rate_per_gpu_day
+    mtbi = per_gpu_s / gpus
+    write = checkpoint_bytes / plan.write_bytes_s
+    save = write
+    if plan.asynchronous:
+        if host_copy_s is None:
+            raise GpuarchError("--checkpoint-async: the GPU's link to its host is not "
+                               "catalogued, so the copy that stops training cannot be timed")
+        save = host_copy_s
+    interval = plan.interval_s if plan.interval_s is not None \
+        else math.sqrt(2.0 * save * mtbi)
+    interval = max(interval, write if plan.asynchronous else 0.0, step_s)
+    interval = math.ceil(interval / step_s) * step_s if step_s > 0 else interval
+    lost_per_interruption = (interval + save) / 2.0 + plan.restart_s + write
+    share = lost_per_interruption / mtbi
+    if share >= 1.0:
+        raise GpuarchError(
+            f"checkpointing: an interruption every {mtbi / 3600:.3g} h on {gpus:,} GPUs, "
+            f"each costing {lost_per_interruption / 3600:.3g} h (half an interval, the "
+            "restart and the load): the run never finishes; write checkpoints faster or "
+            "more often")
+    wall = time_s * (1.0 + save / interval) / (1.0 - share)
+    return Goodput(checkpoint_bytes=checkpoint_bytes, save_s=save, write_s=write,
+                   load_s=write, restart_s=plan.restart_s, interval_s=interval,
+                   mean_time_between_interruptions_s=mtbi, wall_s=wall,
+                   goodput=time_s / wall)

@@ -19,6 +19,7 @@ from typing import Any
 from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import Product, System
 from gpuarch.errors import GpuarchError
+from gpuarch.estimate.reliability import CheckpointPlan
 from gpuarch.estimate.training import TrainingConfig, TrainingEstimate, estimate_training
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.workloads.shape import TransformerShape
@@ -91,6 +92,7 @@ def scale_gpus(
     tokens: float | None = None,
     price_per_gpu_hour: float | None = None,
     measured: dict[str, str] | None = None,
+    checkpointing: CheckpointPlan | None = None,
 ) -> GpuScaling:
     """``cfg`` estimated at each GPU count of ``counts`` (the layout and global batch kept,
     data parallelism taking up the rest); counts the layout cannot take carry the error.
@@ -108,7 +110,8 @@ def scale_gpus(
         try:
             est = estimate_training(catalog, shape, product, dataclasses.replace(cfg, gpus=n),
                                     system=system, efficiency=efficiency, tokens=tokens,
-                                    price_per_gpu_hour=price_per_gpu_hour, measured=measured)
+                                    price_per_gpu_hour=price_per_gpu_hour, measured=measured,
+                                    checkpointing=checkpointing)
         except GpuarchError as exc:
             points.append(ScalingPoint(n, None, str(exc)))
             continue

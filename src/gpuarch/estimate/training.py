@@ -65,7 +65,9 @@ from gpuarch.estimate.recompute import (
 from gpuarch.estimate.reliability import (
     INTERRUPTIONS_PER_GPU_DAY,
     RATE_SOURCE,
+    CheckpointPlan,
     expected_interruptions,
+    goodput,
 )
 from gpuarch.perf.collectives import (
     Collective,
@@ -768,7 +770,7 @@ class TrainingEstimate:
     bottleneck_reason: str
     matmul_peak_flops: float
     assumptions: dict[str, Any]
-    total: dict[str, float | None] | None = field(default=None)
+    total: dict[str, Any] | None = field(default=None)
 
     def as_json(self) -> dict[str, Any]:
         """The documented JSON keys (issue #3), units in the names."""
@@ -2187,6 +2189,38 @@ def _offload_assumption(cfg: TrainingConfig, core: TrainingCore,
             + ", none of it hidden behind the next step's passes")
 
 
+def _checkpointing(shape: TransformerShape, cfg: TrainingConfig, plan: CheckpointPlan,
+                   seconds: float, step: float, host_link: float | None,
+                   assumptions: dict[str, Any]) -> dict[str, float]:
+    """``reliability.goodput`` for a run: its checkpoint is each trained parameter's
+    weight and optimizer state at the precision's bytes (gradients are not saved; under
+    LoRA only the adapters), spread evenly over the GPUs for an asynchronous save's copy to
+    the host."""
+    per_param = cfg.param_bytes
+    trained = (lora_params(shape, cfg.lora_rank, cfg.adapted).total if cfg.lora_rank
+               else count_params(shape).total)
+    size = float(trained) * (per_param.weights + per_param.optimizer)
+    copy = size / cfg.gpus / host_link if host_link else None
+    g = goodput(plan, gpus=cfg.gpus, time_s=seconds, step_s=step, checkpoint_bytes=size,
+                host_copy_s=copy)
+    assumptions["checkpointing"] = (
+        f"a checkpoint of {from_si(size, Unit.GB):,.0f} GB (weights and optimizer state, "
+        f"{per_param.weights:g} + {per_param.optimizer:g} bytes per trained parameter) "
+        f"written at {from_si(plan.write_bytes_s, Unit.GB_S):,.0f} GB/s"
+        + (f", training stopped only for the copy to host memory ({g.save_s:.3g} s)"
+           if plan.asynchronous else "")
+        + f" and read back as fast after an interruption, plus {plan.restart_s / 60:g} min "
+        "to restart; " + ("every" if plan.interval_s is not None else "at Young's optimum "
+                          "interval, every") + f" {g.interval_s / 60:.3g} min (whole steps); "
+        "first-order model of the saves, the work lost since the last one and the restarts "
+        "(gpuarch.estimate.reliability)")
+    return {"checkpoint_bytes": size, "save_s": g.save_s, "write_s": g.write_s,
+            "load_s": g.load_s, "restart_s": g.restart_s, "interval_s": g.interval_s,
+            "mean_time_between_interruptions_s": g.mean_time_between_interruptions_s,
+            "time_s": g.wall_s, "time_days": from_si(g.wall_s, Unit.DAY),
+            "goodput": g.goodput}
+
+
 def estimate_training(
     catalog: Catalog,
     shape: TransformerShape,
@@ -2198,8 +2232,16 @@ def estimate_training(
     tokens: float | None = None,
     price_per_gpu_hour: float | None = None,
     measured: dict[str, str] | None = None,
+    checkpointing: CheckpointPlan | None = None,
 ) -> TrainingEstimate:
-    """Estimate one training step of ``shape`` on ``cfg.gpus`` x ``product``."""
+    """Estimate one training step of ``shape`` on ``cfg.gpus`` x ``product`` (and with
+    ``tokens``, the whole run; with ``checkpointing`` too, its time with checkpoints,
+    interruptions and restarts)."""
+    if checkpointing is not None:
+        if tokens is None:
+            raise GpuarchError("--checkpoint-write-gb-s: prices a whole run's checkpoints "
+                               "and interruptions; needs --tokens")
+        checkpointing.validate()
     cfg.validate(shape)
     eff = efficiency
     device = Device.of(product, cfg.precision,
@@ -2345,7 +2387,7 @@ def estimate_training(
     if cfg.optimizer_offload:
         assumptions["optimizer_offload"] = _offload_assumption(cfg, core,
                                                                host_link, run_eff)
-    total = None
+    total: dict[str, Any] | None = None
     if tokens is not None:
         seconds = tokens / tokens_per_s
         gpu_hours = from_si(seconds, Unit.HOUR) * cfg.gpus
@@ -2363,7 +2405,12 @@ def estimate_training(
         }
         assumptions["interruptions"] = (
             f"at the rate of {RATE_SOURCE}, {INTERRUPTIONS_PER_GPU_DAY:.2e} per GPU-day; "
-            "the time does not include restarts (gpuarch.estimate.reliability)")
+            + ("the run's time with checkpoints and restarts is total.checkpointing's"
+               if checkpointing is not None else
+               "the time does not include restarts (gpuarch.estimate.reliability)"))
+        if checkpointing is not None:
+            total["checkpointing"] = _checkpointing(shape, cfg, checkpointing, seconds,
+                                                    step, host_link, assumptions)
         assumptions["power_model"] = (
             "board power x min(1, 0.5 + 0.5 x HFU / 0.6) per GPU, plus "
             f"{NODE_OVERHEAD:.0%} for the rest of the node, times a PUE of {PUE} "

@@ -197,8 +197,18 @@ def render_training(e: TrainingEstimate, band: Band | None = None,
                   + (f", ${fmt(t['cost_usd'])}" if t.get("cost_usd") else "")
                   + (f", {fmt(t['energy_kwh'])} kWh" if t.get("energy_kwh") else ""),
                   f"                about {fmt(t['expected_interruptions'])} unexpected "
-                  "interruptions at the Llama 3 run's failure rate (restarts not in the "
-                  "time)"]
+                  "interruptions at the Llama 3 run's failure rate"
+                  + (" (restarts not in the time)" if not t.get("checkpointing") else "")]
+        c = t.get("checkpointing")
+        if c:
+            lines += [
+                f"  with restarts {fmt(c['time_days'])} days, goodput {c['goodput']:.1%}: "
+                f"a {fmt(c['checkpoint_bytes'] / 1e9)} GB checkpoint every "
+                f"{fmt(c['interval_s'] / 60)} min stops training {fmt(c['save_s'])} s;",
+                f"                an interruption every "
+                f"{fmt(c['mean_time_between_interruptions_s'] / 3600)} h costs half an "
+                f"interval, {fmt(c['restart_s'] / 60)} min to restart and "
+                f"{fmt(c['load_s'])} s to load"]
     lines += _origin_lines(e.assumptions)
     return "\n".join(lines)
 
@@ -511,13 +521,14 @@ def render_gpu_scaling(scaling: GpuScaling, band: Band | None = None) -> str:
     par = base.parallelism
     totals = base.total is not None
     cost = base.total is not None and base.total.get("cost_usd") is not None
+    restarts = base.total is not None and base.total.get("checkpointing") is not None
     rows = []
     for p in scaling.points:
         e = p.estimate
         if e is None:
             rows.append([f"{p.gpus:,}", "-", "-", "-", "-", "-", "-", "-", "-", "no"]
-                        + (["-", "-"] if totals else []) + (["-"] if cost else [])
-                        + [f"cannot run: {p.error}"])
+                        + (["-", "-"] if totals else []) + (["-", "-"] if restarts else [])
+                        + (["-"] if cost else []) + [f"cannot run: {p.error}"])
             continue
         q = e.parallelism
         eff = scaling.efficiency(p)
@@ -527,12 +538,16 @@ def render_gpu_scaling(scaling: GpuScaling, band: Band | None = None) -> str:
                "yes" if e.fits_in_memory else "NO"]
         if totals and e.total is not None:
             row += [fmt(e.total["time_days"]), fmt(e.total["gpu_hours"])]
+            if restarts:
+                c = e.total["checkpointing"]
+                row += [fmt(c["time_days"]), f"{c['goodput']:.1%}"]
             if cost:
                 row.append(fmt(e.total["cost_usd"] or 0.0))
         row.append(e.bottleneck)
         rows.append(row)
     head = ["GPUs", "DP", "Micro-batches", "Step s", "tokens/s", "tok/s/GPU", "MFU",
             "Scaling", "GiB/GPU", "Fits"] + (["Days", "GPU-hours"] if totals else []) \
+        + (["Days w/ restarts", "Goodput"] if restarts else []) \
         + (["USD"] if cost else []) + ["Bottleneck"]
     layout = (f"TP{par['tp']} PP{par['pp']} CP{par['cp']} EP{par['ep']}"
               + (f" VPP{par['vpp']}" if par.get("vpp", 1) > 1 else ""))

@@ -180,7 +180,8 @@ _FORMS: dict[str, tuple[str, list[tuple[str, str]]]] = {
         ("recompute_layers", ""), ("fp8_attention", ""), ("bf16_layers_at_start", ""),
         ("bf16_layers_at_end", ""), ("lora_rank", ""),
         ("lora_modules", ""), ("packed_doc_len", ""), ("tokens", ""),
-        ("price_per_gpu_hour", ""), ("launch", "")]),
+        ("price_per_gpu_hour", ""), ("checkpoint_write_gb_s", ""), ("restart_min", ""),
+        ("launch", "")]),
     "estimate/infer": ("Serving estimate", [
         ("model", "llama-3.1-8b"), ("gpu", "h100"), ("tp", "1"), ("input_len", "2048"),
         ("output_len", "256"), ("batch", "32"), ("rate", ""), ("batching", ""),
