@@ -3,6 +3,7 @@ Young's optimum interval, the first-order expected wall time, and the CLI around
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
@@ -154,3 +155,42 @@ def test_usage_errors_name_the_flag(capsys: pytest.CaptureFixture[str], extra: l
     assert status == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
+
+
+def test_the_advisor_ranks_by_the_time_with_restarts() -> None:
+    """With a checkpoint write rate every option's days are its wall time with saves, lost
+    work and restarts: the best option's equal what estimate train gives its configuration
+    with the same checkpointing, and each option takes longer than without."""
+    from gpuarch.advise import TrainingSearch, advise_training, load_prices
+    from gpuarch.advise.train import option_config
+
+    catalog = load_catalog()
+    shape = preset("llama-3.1-8b").shape
+    plan = CheckpointPlan(write_bytes_s=5e9, restart_s=900.0)
+    base = TrainingSearch(tokens=2e12, max_gpus=256, gpus=("h100",), top=3)
+    with_ckpt = dataclasses.replace(base, checkpointing=plan)
+    plain = advise_training(catalog, shape, base, load_prices())
+    adv = advise_training(catalog, shape, with_ckpt, load_prices())
+    assert "checkpointing" in adv.assumptions
+    best = adv.top[0]
+    system = catalog.system("dgx h100")
+    est = estimate_training(catalog, shape, catalog.product(best.gpu),
+                            option_config(with_ckpt, best, system, shape), system=system,
+                            tokens=2e12, checkpointing=plan)
+    assert est.total is not None
+    assert best.time_days == pytest.approx(est.total["checkpointing"]["time_days"], rel=1e-6)
+    assert best.time_days > est.total["time_days"]
+    assert adv.top[0].time_days > plain.top[0].time_days
+
+
+def test_the_advisor_rules_out_runs_that_never_finish() -> None:
+    from gpuarch.advise import TrainingSearch, advise_training, load_prices
+
+    # a 112 GB checkpoint written at 100 kB/s takes 13 days: the larger jobs, interrupted
+    # more often than that, never finish and are ruled out; small ones still run
+    search = TrainingSearch(tokens=2e11, max_gpus=64, gpus=("h100",), top=3,
+                            checkpointing=CheckpointPlan(write_bytes_s=1e5))
+    adv = advise_training(load_catalog(), preset("llama-3.1-8b").shape, search,
+                          load_prices())
+    assert adv.rejected.get("interruptions", 0) > 0
+    assert all(math.isfinite(o.time_days) and o.gpus < 64 for o in adv.top)

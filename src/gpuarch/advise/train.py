@@ -25,10 +25,14 @@ from gpuarch.catalog.model import System, Tier
 from gpuarch.errors import GpuarchError, check_choice
 from gpuarch.estimate.energy import NODE_OVERHEAD, PUE, energy_kwh, facility_power_w
 from gpuarch.estimate.host_link import product_host_link
-from gpuarch.estimate.lora import DEFAULT_LORA_MODULES
+from gpuarch.estimate.lora import DEFAULT_LORA_MODULES, lora_params
 from gpuarch.estimate.memory import Recompute
 from gpuarch.estimate.pipeline_layout import even_segments
-from gpuarch.estimate.reliability import expected_interruptions
+from gpuarch.estimate.reliability import (
+    CheckpointPlan,
+    expected_interruptions,
+    expected_wall_time,
+)
 from gpuarch.estimate.training import (
     PP_SCHEDULES,
     TrainingConfig,
@@ -44,6 +48,7 @@ from gpuarch.perf.roofline import Device
 from gpuarch.units import Unit, from_si, from_si_array, to_si
 from gpuarch.validation.bands import bands_by_architecture
 from gpuarch.validation.nearest import nearest, setup_for
+from gpuarch.workloads.params import count_params
 from gpuarch.workloads.shape import MAX_DIMENSION, TransformerShape
 
 __all__ = ["Objective", "TrainingAdvice", "TrainingOption", "TrainingSearch", "advise_training",
@@ -97,6 +102,9 @@ class TrainingSearch:
     lora_rank: int = 0
     lora_modules: tuple[str, ...] = ()
     packed_doc_len: int = 0  # attention inside packed documents of this length (0: none)
+    # how the run checkpoints (estimate.reliability): each option's time then includes its
+    # saves, the work its interruptions lose and its restarts; None = failure-free time
+    checkpointing: CheckpointPlan | None = None
     # optimizer CPU offload of every option with a distributed optimizer (ZeRO 1-3;
     # TrainingConfig.optimizer_offload): 0 = none
     optimizer_offload: float = 0.0
@@ -273,7 +281,11 @@ def advise_training(
     rows: list[dict[str, np.ndarray]] = []
     evaluated = 0
     feasible = 0
-    rejected = dict.fromkeys(("memory", "deadline", "budget", "power"), 0)
+    rejected = dict.fromkeys(("memory", "interruptions", "deadline", "budget", "power"), 0)
+    # what a checkpoint holds: each trained parameter's weight and optimizer state
+    trained_params = float(lora_params(shape, search.lora_rank, search.lora_modules
+                                       or DEFAULT_LORA_MODULES).total
+                           if search.lora_rank else count_params(shape).total)
     least: tuple[float, str, float, float] | None = None  # (share of memory, GPU, need, have)
     best_seen = {"days": np.inf, "usd": np.inf, "power_kw": np.inf}  # over what fits memory
     assumed_network: list[str] = []
@@ -319,6 +331,11 @@ def advise_training(
             single_node.append(product.key)
         systems[product.key] = system
         host_link = product_host_link(catalog, product)
+        plan = search.checkpointing
+        if plan is not None and plan.asynchronous and not host_link:
+            skipped.append((product.key, "--checkpoint-async: no catalogued link to the "
+                                         "host to time the copy a save stops training for"))
+            continue
         layouts = _layouts(shape, search, gpn, multi_node=inter is not None)
         gen = catalog.chip_of(product).sm.tensor_core_generation
         # BF16 is FP16 on a GPU without it (before Ampere), as frameworks run it there; a
@@ -407,6 +424,23 @@ def advise_training(
                           if product.tdp_w else np.full_like(seconds, np.nan))
                 power_w = (facility_power_w(product.tdp_w, part["gpus"])
                            if product.tdp_w else np.full_like(seconds, np.nan))
+                if plan is not None:
+                    # the run's wall time with saves, lost work and restarts (GPU-hours
+                    # and cost with it: the GPUs are held throughout; energy stays the
+                    # training's own)
+                    size = trained_params * (cfg.param_bytes.weights
+                                             + cfg.param_bytes.optimizer)
+                    write = size / plan.write_bytes_s
+                    save = (size / part["gpus"] / host_link
+                            if plan.asynchronous and host_link else write)
+                    seconds = expected_wall_time(plan, part["gpus"], seconds, step, save,
+                                                 write)[2]
+                    gpu_hours = from_si_array(seconds, Unit.HOUR) * part["gpus"]
+                    cost = (gpu_hours * price if price is not None
+                            else np.full_like(seconds, np.nan))
+                    finishes = np.isfinite(seconds)
+                    rejected["interruptions"] += int(np.count_nonzero(fits & ~finishes))
+                    fits = fits & finishes
                 if fits.any():
                     for name, values in (("days", seconds), ("usd", cost),
                                          ("power_kw", power_w)):
@@ -485,6 +519,17 @@ def advise_training(
     pareto_opts = [_explain(catalog, shape, search, o, first, rivals, efficiency, systems)
                    for o in pareto_opts]
     assumptions = _assumptions(prices, search, assumed_network, single_node)
+    if search.checkpointing is not None:
+        plan = search.checkpointing
+        assumptions["checkpointing"] = (
+            "each option's time (and GPU-hours and cost with it) includes its checkpoints, "
+            f"written at {from_si(plan.write_bytes_s, Unit.GB_S):,.0f} GB/s"
+            + (" behind a copy to host memory" if plan.asynchronous else "")
+            + ", the work lost to its interruptions at the Llama 3 run's rate and "
+            f"{plan.restart_s / 60:g} min plus the load per restart, at "
+            + ("Young's optimum interval" if plan.interval_s is None
+               else f"a checkpoint every {plan.interval_s / 60:g} min")
+            + " (gpuarch.estimate.reliability); energy is the training's alone")
     assumptions["error_bands"] = bands_by_architecture(
         "training", shape, (catalog.product(g) for g in rivals))
     best = top[0]

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuarch.catalog.loader import load_catalog
+from gpuarch.cli.checkpointing import add_checkpoint_flags, checkpoint_plan
 from gpuarch.cli.estimate_cmds import (
     SERVING_LAUNCH,
     TRAINING_LAUNCH,
@@ -170,7 +171,7 @@ def cmd_advise_train(args: argparse.Namespace) -> int:
         assumed_network_gbit_s=args.network, mtp_layers=args.mtp_layers,
         lora_rank=args.lora_rank, lora_modules=args.lora_modules,
         packed_doc_len=args.packed_doc_len, pp_schedule=args.pp_schedule,
-        optimizer_offload=args.optimizer_offload)
+        optimizer_offload=args.optimizer_offload, checkpointing=checkpoint_plan(args))
     return _answer(args, lambda: advise_training(catalog, shape, search,
                                                  _prices(catalog, args),
                                                  progress=_progress(args)),
@@ -301,6 +302,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p.add_argument("--budget-usd", type=positive_number("--budget-usd"), help="total cost cap")
     p.add_argument("--deadline-days", type=positive_number("--deadline-days"),
                    help="wall-clock cap")
+    add_checkpoint_flags(p)
     p.add_argument("--launch", type=engine_choice("--launch", TRAINING_LAUNCH),
                    metavar="megatron",
                    help="also print Megatron-LM's command for the best option")

@@ -13,12 +13,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpuarch.catalog.loader import load_catalog
+from gpuarch.cli.checkpointing import add_checkpoint_flags, checkpoint_plan
 from gpuarch.cli.options import (
     at_least_one,
     lazy_enum_value,
     name_list,
     non_negative,
-    non_negative_number,
     number_or_word,
     parse_quantity,
     positive_number,
@@ -194,7 +194,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     est = estimate_training(catalog, shape, product, cfg, system=system,
                             tokens=args.tokens, price_per_gpu_hour=args.price_per_gpu_hour,
                             efficiency=eff, measured=measured,
-                            checkpointing=_checkpoint_plan(args))
+                            checkpointing=checkpoint_plan(args))
     remedies = () if est.fits_in_memory else memory_remedies(
         catalog, shape, product, cfg, system=system, efficiency=eff)
     launch = None
@@ -205,28 +205,6 @@ def cmd_train(args: argparse.Namespace) -> int:
     return _print_estimate(args, est, "training", shape, product, measured,
                            "tokens_per_s_per_gpu", render_training, remedies,
                            training_setup(shape, product, cfg), launch)
-
-
-def _checkpoint_plan(args: argparse.Namespace) -> Any:
-    """The run's checkpointing from --checkpoint-write-gb-s and the flags beside it (None
-    without it; the others alone are a usage error naming it)."""
-    from gpuarch.estimate.reliability import CheckpointPlan
-    from gpuarch.units import Unit, to_si
-
-    if args.checkpoint_write_gb_s is None:
-        for flag, value in (("--checkpoint-every-min", args.checkpoint_every_min),
-                            ("--restart-min", args.restart_min),
-                            ("--checkpoint-async", args.checkpoint_async or None)):
-            if value is not None:
-                raise GpuarchError(f"{flag}: needs --checkpoint-write-gb-s (how fast the job "
-                                   "writes a checkpoint)")
-        return None
-    return CheckpointPlan(
-        write_bytes_s=to_si(args.checkpoint_write_gb_s, Unit.GB_S),
-        interval_s=None if args.checkpoint_every_min is None
-        else to_si(args.checkpoint_every_min, Unit.MINUTE),
-        restart_s=to_si(args.restart_min or 0.0, Unit.MINUTE),
-        asynchronous=args.checkpoint_async)
 
 
 def _gpu_scaling(args: argparse.Namespace, catalog: Any, shape: TransformerShape,
@@ -240,7 +218,7 @@ def _gpu_scaling(args: argparse.Namespace, catalog: Any, shape: TransformerShape
 
     result = scale_gpus(catalog, shape, product, cfg, counts, system=system, efficiency=eff,
                         tokens=args.tokens, price_per_gpu_hour=args.price_per_gpu_hour,
-                        measured=measured, checkpointing=_checkpoint_plan(args))
+                        measured=measured, checkpointing=checkpoint_plan(args))
     band = None if measured else band_for("training", shape, product)
     return _print_table(args, result, band, render_gpu_scaling, "plot_gpu_scaling")
 
@@ -1169,20 +1147,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                    "energy)")
     p.add_argument("--price-per-gpu-hour", type=positive_number("--price-per-gpu-hour"),
                    help="USD per GPU-hour")
-    p.add_argument("--checkpoint-write-gb-s", type=positive_number("--checkpoint-write-gb-s"),
-                   metavar="GB_S",
-                   help="with --tokens: how fast the whole job writes a checkpoint (GB/s); "
-                        "adds the run's time with checkpoints, the interruptions expected at "
-                        "the Llama 3 run's rate and the restarts, and its goodput")
-    p.add_argument("--checkpoint-every-min", type=positive_number("--checkpoint-every-min"),
-                   metavar="MIN",
-                   help="minutes of training between checkpoints (default: Young's optimum)")
-    p.add_argument("--restart-min", type=non_negative_number("--restart-min"), metavar="MIN",
-                   help="minutes from an interruption until the job runs again, besides "
-                        "reading the checkpoint back (default 0)")
-    p.add_argument("--checkpoint-async", action="store_true",
-                   help="saves stop training only to copy the state to host memory (async "
-                        "save), the write running behind")
+    add_checkpoint_flags(p)
     p.add_argument("--calibration", type=Path, metavar="FILE",
                    help="measured efficiencies from 'gpuarch probe --bench --save FILE'")
     p.add_argument("--launch", type=engine_choice("--launch", TRAINING_LAUNCH), metavar="megatron",

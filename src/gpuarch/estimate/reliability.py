@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
 
 from gpuarch.errors import GpuarchError
 
 __all__ = ["INTERRUPTIONS_PER_GPU_DAY", "RATE_SOURCE", "CheckpointPlan", "Goodput",
-           "expected_interruptions", "goodput"]
+           "expected_interruptions", "expected_wall_time", "goodput"]
 
 _UNEXPECTED = 419
 _GPUS = 16_384
@@ -110,8 +113,6 @@ def goodput(plan: CheckpointPlan, *, gpus: int, time_s: float, step_s: float,
     A run whose interruptions come faster than it can recover never finishes: an error
     says so."""
     plan.validate()
-    per_gpu_s = 86_400.0 / rate_per_gpu_day
-    mtbi = per_gpu_s / gpus
     write = checkpoint_bytes / plan.write_bytes_s
     save = write
     if plan.asynchronous:
@@ -119,20 +120,38 @@ def goodput(plan: CheckpointPlan, *, gpus: int, time_s: float, step_s: float,
             raise GpuarchError("--checkpoint-async: the GPU's link to its host is not "
                                "catalogued, so the copy that stops training cannot be timed")
         save = host_copy_s
-    interval = plan.interval_s if plan.interval_s is not None \
-        else math.sqrt(2.0 * save * mtbi)
-    interval = max(interval, write if plan.asynchronous else 0.0, step_s)
-    interval = math.ceil(interval / step_s) * step_s if step_s > 0 else interval
-    lost_per_interruption = (interval + save) / 2.0 + plan.restart_s + write
-    share = lost_per_interruption / mtbi
-    if share >= 1.0:
+    interval, mtbi, wall = expected_wall_time(plan, gpus, time_s, step_s, save, write,
+                                              rate_per_gpu_day)
+    if not math.isfinite(float(wall)):
+        lost = (float(interval) + save) / 2.0 + plan.restart_s + write
         raise GpuarchError(
-            f"checkpointing: an interruption every {mtbi / 3600:.3g} h on {gpus:,} GPUs, "
-            f"each costing {lost_per_interruption / 3600:.3g} h (half an interval, the "
-            "restart and the load): the run never finishes; write checkpoints faster or "
-            "more often")
-    wall = time_s * (1.0 + save / interval) / (1.0 - share)
+            f"checkpointing: an interruption every {float(mtbi) / 3600:.3g} h on {gpus:,} "
+            f"GPUs, each costing {lost / 3600:.3g} h (half an interval, the restart and the "
+            "load): the run never finishes; write checkpoints faster or more often")
+    interval, mtbi, wall = float(interval), float(mtbi), float(wall)
     return Goodput(checkpoint_bytes=checkpoint_bytes, save_s=save, write_s=write,
                    load_s=write, restart_s=plan.restart_s, interval_s=interval,
                    mean_time_between_interruptions_s=mtbi, wall_s=wall,
                    goodput=time_s / wall)
+
+
+def expected_wall_time(plan: CheckpointPlan, gpus: Any, time_s: Any, step_s: Any,
+                       save_s: Any, write_s: Any,
+                       rate_per_gpu_day: float = INTERRUPTIONS_PER_GPU_DAY
+                       ) -> tuple[Any, Any, Any]:
+    """``goodput``'s arithmetic on numbers or arrays of them (the advisor prices every
+    option at once): the checkpoint interval in whole steps, the mean time between
+    interruptions and the run's expected wall time, infinite where the interruptions cost
+    more than the time between them."""
+    mtbi = 86_400.0 / rate_per_gpu_day / np.asarray(gpus, dtype=float)
+    step = np.asarray(step_s, dtype=float)
+    interval = (np.full_like(mtbi, plan.interval_s) if plan.interval_s is not None
+                else np.sqrt(2.0 * save_s * mtbi))
+    interval = np.maximum(np.maximum(interval, write_s if plan.asynchronous else 0.0), step)
+    interval = np.where(step > 0, np.ceil(interval / np.where(step > 0, step, 1.0)) * step,
+                        interval)
+    share = ((interval + save_s) / 2.0 + plan.restart_s + write_s) / mtbi
+    with np.errstate(divide="ignore"):
+        wall = np.where(share < 1.0, np.asarray(time_s, dtype=float) * (1.0 + save_s / interval)
+                        / np.maximum(1.0 - share, 1e-300), np.inf)
+    return interval, mtbi, wall

@@ -123,6 +123,8 @@ def _render(advice: Any, elapsed: float, *, heading: str, empty: str, head: list
 
 
 _RULED_OUT = {"memory": "do not fit in the GPU's memory",
+              "interruptions": "are interrupted faster than they recover from it "
+                               "(write checkpoints faster: --checkpoint-write-gb-s)",
               "deadline": "miss the deadline (--deadline-days)",
               "budget": "exceed the budget (--budget-usd)",
               "power": "exceed the power limit (--max-power-kw)"}

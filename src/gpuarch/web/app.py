@@ -198,7 +198,8 @@ _FORMS: dict[str, tuple[str, list[tuple[str, str]]]] = {
     "advise/train": ("Training advice", [
         ("model", "llama-3.1-8b"), ("tokens", "1T"), ("gpu", "h100,h200,b200"),
         ("max_gpus", "256"), ("objective", "time"), ("deadline_days", ""), ("lora_rank", ""),
-        ("lora_modules", ""), ("pp_schedule", ""), ("launch", "")]),
+        ("lora_modules", ""), ("pp_schedule", ""), ("checkpoint_write_gb_s", ""),
+        ("restart_min", ""), ("launch", "")]),
     "advise/infer": ("Serving advice", [
         ("model", "llama-3.1-8b"), ("input_len", "2048"), ("output_len", "256"),
         ("rate", "10"), ("tpot_ms", "50"), ("ttft_ms", ""), ("gpu", ""),
