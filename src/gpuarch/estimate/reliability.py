@@ -84,10 +84,6 @@ class Goodput:
     wall_s: float  # the run's expected time with saves, lost work and restarts
     goodput: float  # failure-free time over wall_s
 
-    @property
-    def lost_s(self) -> float:
-        return self.wall_s * (1.0 - self.goodput)
-
 
 def goodput(plan: CheckpointPlan, *, gpus: int, time_s: float, step_s: float,
             checkpoint_bytes: float, host_copy_s: float | None = None,
