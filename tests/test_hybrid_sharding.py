@@ -152,3 +152,32 @@ def test_memory_remedies_widen_the_group() -> None:
     fitting = [r.change for r in remedies if r.fits]
     assert "--dp-shard 32" in fitting and "--dp-shard 0" in fitting
     assert "--dp-shard 4" not in fitting  # still a sixteenth of 70B's state a GPU
+
+
+def test_hybrid_fsdp_shards_the_optimizer_over_every_rank() -> None:
+    """Megatron-FSDP's Hybrid-FSDP (--outer-optimizer-sharding): weights and gradients over
+    the group of 8 as HSDP holds them, the 12 bytes of optimizer state per parameter over
+    all 64 ranks; its once-a-step reduce-scatter and gather across the replicas move what
+    HSDP's all-reduce does, so the communication is HSDP's, and the optimizer step runs on
+    an eighth of the elements."""
+    hsdp, hfsdp = estimate(dp_shard=8), estimate(dp_shard=8, outer_optimizer_sharding=True)
+    assert hfsdp.memory.weights == hsdp.memory.weights
+    assert hfsdp.memory.gradients == hsdp.memory.gradients
+    assert hfsdp.memory.optimizer == pytest.approx(estimate().memory.optimizer, rel=1e-12)
+    assert hfsdp.time_breakdown.exposed_communication == \
+        hsdp.time_breakdown.exposed_communication
+    assert hfsdp.step_time_s < hsdp.step_time_s
+    assert "optimizer over all: HFSDP" in render_layout(hfsdp)
+    cfg = TrainingConfig(gpus=64, seq_len=4096, global_batch=256, zero=3, dp_shard=8,
+                         outer_optimizer_sharding=True)
+    argv = megatron_launch(LLAMA_8B, cfg).argv
+    assert argv[argv.index("--outer-dp-sharding-strategy") + 1] == "optim"
+    with pytest.raises(GpuarchError, match=r"--outer-optimizer-sharding: .* needs --dp-shard "
+                                           r"and --zero 3, got --dp-shard 8 --zero 2"):
+        estimate(zero=2, dp_shard=8, outer_optimizer_sharding=True)
+
+
+def render_layout(e) -> str:  # type: ignore[no-untyped-def]
+    from gpuarch.report.estimate_text import render_training
+
+    return render_training(e)

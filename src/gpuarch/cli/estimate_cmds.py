@@ -157,7 +157,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         micro_batch=args.micro_batch, tp=args.tp, pp=args.pp, cp=args.cp, ep=args.ep,
         etp=args.etp,
         vpp=args.vpp, sequence_parallel=args.sequence_parallel, zero=args.zero,
-        dp_shard=args.dp_shard, tp_comm_overlap=args.tp_comm_overlap,
+        dp_shard=args.dp_shard, outer_optimizer_sharding=args.outer_optimizer_sharding,
+        tp_comm_overlap=args.tp_comm_overlap,
         fsdp_prefetch=args.fsdp_prefetch,
         moe_token_drop=args.moe_token_drop, cuda_graphs=args.cuda_graphs,
         dispatcher_wait_s=None if args.dispatcher_wait_us is None
@@ -985,6 +986,10 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                         "instances): ZeRO shards over groups of N data-parallel ranks, e.g. a "
                         "node's, and the groups' gradient shards are all-reduced across them "
                         "(default: shard over all DP x CP ranks)")
+    p.add_argument("--outer-optimizer-sharding", action="store_true",
+                   help="with --dp-shard and --zero 3: the optimizer state sharded over all "
+                        "DP x CP ranks, weights and gradients over the group (Megatron-FSDP's "
+                        "Hybrid-FSDP, --outer-dp-sharding-strategy optim)")
     p.add_argument("--fsdp-prefetch", action="store_true",
                    help="with --zero 3: parameters gathered a layer ahead and overlapped with "
                         "compute (Megatron-FSDP); without it a fixed share of the ZeRO-3 "

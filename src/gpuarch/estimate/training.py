@@ -273,6 +273,11 @@ class TrainingConfig:
     # the DP x CP group, each group a replica of the others whose gradient shards are
     # all-reduced across the groups; 0 = one group of all DP x CP ranks
     dp_shard: int = 0
+    # with dp_shard and ZeRO-3: the optimizer state sharded over all DP x CP ranks, the
+    # weights and gradients over the group (Megatron-FSDP's Hybrid-FSDP,
+    # --outer-dp-sharding-strategy optim); the replicas' gradient reduce-scatter and weight
+    # gather once a step move what their all-reduce would
+    outer_optimizer_sharding: bool = False
     tp_comm_overlap: bool = False  # Megatron --tp-comm-overlap (userbuffers)
     # ZeRO-3 gathers prefetched a layer ahead (Megatron-FSDP): the per-micro-batch traffic
     # hides behind that micro-batch's compute; off = the exposed fraction of all of it
@@ -487,6 +492,10 @@ class TrainingConfig:
     def _validate_dp_shard(self, shape: TransformerShape) -> None:
         """``dp_shard`` must split the DP x CP ranks (and a MoE model's expert-data-parallel
         ranks) into equal groups, under a ZeRO stage that shards something."""
+        if self.outer_optimizer_sharding and (not self.dp_shard or self.zero != 3):
+            raise GpuarchError("--outer-optimizer-sharding: shards the optimizer over the "
+                               "replicas of hybrid sharding; needs --dp-shard and --zero 3, got "
+                               f"--dp-shard {self.dp_shard} --zero {self.zero}")
         if not self.dp_shard:
             return
         if not isinstance(self.dp_shard, int) or isinstance(self.dp_shard, bool) \
@@ -1926,6 +1935,9 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     # copy or moments); the adapters are trained as weights are
     trained = ((lora_dense, lora_expert) if cfg.lora_rank else (dense_local, expert_local))
     opt_params = sharded(1, *trained)
+    if cfg.outer_optimizer_sharding:
+        # Hybrid-FSDP: the optimizer state sharded over the replicas too (every DP x CP rank)
+        opt_params = opt_params / replicas
     # optimizer offload: these elements' Adam runs on the host (a distributed optimizer's
     # only: the advisor's ZeRO-0 variants keep theirs)
     opt_offloaded = where(cfg.zero >= 1, cfg.optimizer_offload, 0.0) * opt_params
@@ -2425,6 +2437,7 @@ def estimate_training(
             "vpp": cfg.vpp, "sequence_parallel": cfg.sequence_parallel,
             "zero": cfg.zero, "dp_shard": cfg.dp_shard or None,
             "dp_replicas": cfg.dp_replicas if cfg.dp_shard else None,
+            "outer_optimizer_sharding": cfg.outer_optimizer_sharding,
             "tp_comm_overlap": cfg.tp_comm_overlap,
             "fsdp_prefetch": cfg.fsdp_prefetch,
             "moe_token_drop": cfg.moe_token_drop,

@@ -130,8 +130,9 @@ def render_training(e: TrainingEstimate, band: Band | None = None,
               + (f" MTP{p['mtp_layers']}" if p.get("mtp_layers") else "")
               + (" +SP" if p["sequence_parallel"] else "")
               + f", ZeRO-{p['zero']}"
-              + (f" over groups of {p['dp_shard']} ({p['dp_replicas']} replicas, HSDP)"
-                 if p.get("dp_shard") else "")
+              + (f" over groups of {p['dp_shard']} ({p['dp_replicas']} replicas, "
+                 + ("optimizer over all: HFSDP)" if p.get("outer_optimizer_sharding")
+                    else "HSDP)") if p.get("dp_shard") else "")
               + f", recompute {p['recompute']}"
               + (f" ({', '.join(p['recompute_modules'])})" if p.get("recompute_modules") else "")
               + (f" ({p['recompute_layers']} layers a chunk)" if p.get("recompute_layers")

@@ -251,7 +251,7 @@ def megatron_launch(shape: Any, cfg: Any) -> Launch:
     if cfg.dp_shard:
         add("dp_replicas", cfg.dp_replicas)
         if cfg.zero >= 2:
-            add("outer_sharding", "no_shard")
+            add("outer_sharding", "optim" if cfg.outer_optimizer_sharding else "no_shard")
         if shape.is_moe and cfg.ep > 1 and cfg.zero == 1:
             notes.append("several distributed-optimizer instances with expert parallelism: "
                          "older Megatron-Core refuses them (its gradient buffer asserts "

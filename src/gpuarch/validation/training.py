@@ -109,7 +109,8 @@ POINT_KEYS = frozenset({
     "network_bandwidth_per_gpu_gbit_s",
     # the run
     "seq_len", "global_batch", "micro_batch", "tp", "pp", "cp", "dp", "ep", "etp", "vpp",
-    "sequence_parallel", "zero", "dp_shard", "fsdp_prefetch", "tp_comm_overlap",
+    "sequence_parallel", "zero", "dp_shard", "outer_optimizer_sharding", "fsdp_prefetch",
+    "tp_comm_overlap",
     "cp_comm_type",
     "ep_dispatcher", "ep_comm_overlap", "expert_launches", "moe_routing", "moe_token_drop",
     "dispatcher_wait_us", "cuda_graphs", "pp_comm_overlap", "pp_edge_layers", "pp_layout",
@@ -216,6 +217,7 @@ def point_config(point: TrainingPoint, system: System | None) -> TrainingConfig:
         sequence_parallel=bool(point.get("sequence_parallel", False)),
         zero=int(point.get("zero", 1)),
         dp_shard=int(point.get("dp_shard") or 0),
+        outer_optimizer_sharding=bool(point.get("outer_optimizer_sharding", False)),
         tp_comm_overlap=bool(point.get("tp_comm_overlap",
                                        any(f in framework for f in _TP_OVERLAP_FRAMEWORKS))),
         fsdp_prefetch=bool(point.get("fsdp_prefetch", False)),
