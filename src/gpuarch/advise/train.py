@@ -434,7 +434,7 @@ def advise_training(
                     save = (size / part["gpus"] / host_link
                             if plan.asynchronous and host_link else write)
                     seconds = expected_wall_time(plan, part["gpus"], seconds, step, save,
-                                                 write)[2]
+                                                 write).wall_s
                     gpu_hours = from_si_array(seconds, Unit.HOUR) * part["gpus"]
                     cost = (gpu_hours * price if price is not None
                             else np.full_like(seconds, np.nan))
@@ -526,9 +526,9 @@ def advise_training(
             f"written at {from_si(plan.write_bytes_s, Unit.GB_S):,.0f} GB/s"
             + (" behind a copy to host memory" if plan.asynchronous else "")
             + ", the work lost to its interruptions at the Llama 3 run's rate and "
-            f"{plan.restart_s / 60:g} min plus the load per restart, at "
+            f"{from_si(plan.restart_s, Unit.MINUTE):g} min plus the load per restart, at "
             + ("Young's optimum interval" if plan.interval_s is None
-               else f"a checkpoint every {plan.interval_s / 60:g} min")
+               else f"a checkpoint every {from_si(plan.interval_s, Unit.MINUTE):g} min")
             + " (gpuarch.estimate.reliability); energy is the training's alone")
     assumptions["error_bands"] = bands_by_architecture(
         "training", shape, (catalog.product(g) for g in rivals))

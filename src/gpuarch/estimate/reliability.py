@@ -15,14 +15,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from gpuarch.errors import GpuarchError
+from gpuarch.units import Unit, from_si, to_si
 
 __all__ = ["INTERRUPTIONS_PER_GPU_DAY", "RATE_SOURCE", "CheckpointPlan", "Goodput",
-           "expected_interruptions", "expected_wall_time", "goodput"]
+           "WallTime", "expected_interruptions", "expected_wall_time", "goodput"]
 
 _UNEXPECTED = 419
 _GPUS = 16_384
@@ -116,38 +117,44 @@ def goodput(plan: CheckpointPlan, *, gpus: int, time_s: float, step_s: float,
             raise GpuarchError("--checkpoint-async: the GPU's link to its host is not "
                                "catalogued, so the copy that stops training cannot be timed")
         save = host_copy_s
-    interval, mtbi, wall = expected_wall_time(plan, gpus, time_s, step_s, save, write,
-                                              rate_per_gpu_day)
-    if not math.isfinite(float(wall)):
-        lost = (float(interval) + save) / 2.0 + plan.restart_s + write
+    w = expected_wall_time(plan, gpus, time_s, step_s, save, write, rate_per_gpu_day)
+    interval, mtbi, wall = float(w.interval_s), float(w.mtbi_s), float(w.wall_s)
+    if not math.isfinite(wall):
         raise GpuarchError(
-            f"checkpointing: an interruption every {float(mtbi) / 3600:.3g} h on {gpus:,} "
-            f"GPUs, each costing {lost / 3600:.3g} h (half an interval, the restart and the "
-            "load): the run never finishes; write checkpoints faster or more often")
-    interval, mtbi, wall = float(interval), float(mtbi), float(wall)
+            f"checkpointing: an interruption every {from_si(mtbi, Unit.HOUR):.3g} h on "
+            f"{gpus:,} GPUs, each costing {from_si(float(w.lost_s), Unit.HOUR):.3g} h (half "
+            "an interval, the restart and the load): the run never finishes; write "
+            "checkpoints faster or more often")
     return Goodput(checkpoint_bytes=checkpoint_bytes, save_s=save, write_s=write,
                    load_s=write, restart_s=plan.restart_s, interval_s=interval,
                    mean_time_between_interruptions_s=mtbi, wall_s=wall,
                    goodput=time_s / wall)
 
 
+class WallTime(NamedTuple):
+    """``expected_wall_time``'s result (numbers or arrays of them, seconds)."""
+
+    interval_s: Any  # training between checkpoints, in whole steps
+    mtbi_s: Any  # mean time between interruptions
+    lost_s: Any  # what one interruption costs: half an interval and a save, restart, load
+    wall_s: Any  # the run's expected time; infinite where lost_s reaches mtbi_s
+
+
 def expected_wall_time(plan: CheckpointPlan, gpus: Any, time_s: Any, step_s: Any,
                        save_s: Any, write_s: Any,
-                       rate_per_gpu_day: float = INTERRUPTIONS_PER_GPU_DAY
-                       ) -> tuple[Any, Any, Any]:
+                       rate_per_gpu_day: float = INTERRUPTIONS_PER_GPU_DAY) -> WallTime:
     """``goodput``'s arithmetic on numbers or arrays of them (the advisor prices every
-    option at once): the checkpoint interval in whole steps, the mean time between
-    interruptions and the run's expected wall time, infinite where the interruptions cost
-    more than the time between them."""
-    mtbi = 86_400.0 / rate_per_gpu_day / np.asarray(gpus, dtype=float)
+    option at once)."""
+    mtbi = to_si(1.0, Unit.DAY) / rate_per_gpu_day / np.asarray(gpus, dtype=float)
     step = np.asarray(step_s, dtype=float)
     interval = (np.full_like(mtbi, plan.interval_s) if plan.interval_s is not None
                 else np.sqrt(2.0 * save_s * mtbi))
     interval = np.maximum(np.maximum(interval, write_s if plan.asynchronous else 0.0), step)
     interval = np.where(step > 0, np.ceil(interval / np.where(step > 0, step, 1.0)) * step,
                         interval)
-    share = ((interval + save_s) / 2.0 + plan.restart_s + write_s) / mtbi
+    lost = (interval + save_s) / 2.0 + plan.restart_s + write_s
+    share = lost / mtbi
     with np.errstate(divide="ignore"):
         wall = np.where(share < 1.0, np.asarray(time_s, dtype=float) * (1.0 + save_s / interval)
                         / np.maximum(1.0 - share, 1e-300), np.inf)
-    return interval, mtbi, wall
+    return WallTime(interval, mtbi, lost, wall)

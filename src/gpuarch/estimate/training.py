@@ -2221,9 +2221,10 @@ def _checkpointing(shape: TransformerShape, cfg: TrainingConfig, plan: Checkpoin
         f"written at {from_si(plan.write_bytes_s, Unit.GB_S):,.0f} GB/s"
         + (f", training stopped only for the copy to host memory ({g.save_s:.3g} s)"
            if plan.asynchronous else "")
-        + f" and read back as fast after an interruption, plus {plan.restart_s / 60:g} min "
-        "to restart; " + ("every" if plan.interval_s is not None else "at Young's optimum "
-                          "interval, every") + f" {g.interval_s / 60:.3g} min (whole steps); "
+        + " and read back as fast after an interruption, plus "
+        f"{from_si(plan.restart_s, Unit.MINUTE):g} min to restart; "
+        + ("every" if plan.interval_s is not None else "at Young's optimum interval, every")
+        + f" {from_si(g.interval_s, Unit.MINUTE):.3g} min (whole steps); "
         "first-order model of the saves, the work lost since the last one and the restarts "
         "(gpuarch.estimate.reliability)")
     return {"checkpoint_bytes": size, "save_s": g.save_s, "write_s": g.write_s,

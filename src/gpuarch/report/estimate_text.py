@@ -204,11 +204,12 @@ def render_training(e: TrainingEstimate, band: Band | None = None,
         if c:
             lines += [
                 f"  with restarts {fmt(c['time_days'])} days, goodput {c['goodput']:.1%}: "
-                f"a {fmt(c['checkpoint_bytes'] / 1e9)} GB checkpoint every "
-                f"{fmt(c['interval_s'] / 60)} min stops training {fmt(c['save_s'])} s;",
+                f"a {fmt(from_si(c['checkpoint_bytes'], Unit.GB))} GB checkpoint every "
+                f"{fmt(from_si(c['interval_s'], Unit.MINUTE))} min stops training "
+                f"{fmt(c['save_s'])} s;",
                 f"                an interruption every "
-                f"{fmt(c['mean_time_between_interruptions_s'] / 3600)} h costs half an "
-                f"interval, {fmt(c['restart_s'] / 60)} min to restart and "
+                f"{fmt(from_si(c['mean_time_between_interruptions_s'], Unit.HOUR))} h costs "
+                f"half an interval, {fmt(from_si(c['restart_s'], Unit.MINUTE))} min to restart and "
                 f"{fmt(c['load_s'])} s to load"]
     lines += _origin_lines(e.assumptions)
     return "\n".join(lines)
