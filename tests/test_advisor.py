@@ -34,9 +34,10 @@ CATALOG = load_catalog()
        recompute=st.sampled_from(list(Recompute)),
        precision=st.sampled_from([Precision.BF16, Precision.FP8]),
        dispatcher=st.sampled_from(["alltoall", "deepep"]), graphs=st.booleans(),
-       mtp=st.sampled_from([0, 1]))
+       mtp=st.sampled_from([0, 1]), shard=st.sampled_from([0, 2, 4]))
 def test_array_model_agrees_with_the_scalar_estimate(**kw: Any) -> None:
-    """Any valid configuration: the array path gives the estimate's numbers to 1e-9."""
+    """Any valid configuration: the array path gives the estimate's numbers to 1e-9 (hybrid
+    sharding as the advisor passes it, an array with 0 where a configuration has none)."""
     shape = preset(kw["model"]).shape
     product = CATALOG.product(kw["gpu"])
     system = CATALOG.system_for(product)
@@ -48,7 +49,8 @@ def test_array_model_agrees_with_the_scalar_estimate(**kw: Any) -> None:
         vpp=kw["vpp"] if kw["pp"] > 1 else 1, sequence_parallel=kw["sp"] and kw["tp"] > 1,
         zero=kw["zero"], fsdp_prefetch=kw["prefetch"] and kw["zero"] == 3,
         recompute=kw["recompute"], precision=kw["precision"], gpus_per_node=gpn,
-        ep_dispatcher=kw["dispatcher"], cuda_graphs=kw["graphs"], mtp_layers=kw["mtp"])
+        ep_dispatcher=kw["dispatcher"], cuda_graphs=kw["graphs"], mtp_layers=kw["mtp"],
+        dp_shard=kw["shard"] if kw["zero"] and kw["shard"] < kw["dp"] * kw["cp"] else 0)
     try:
         est = estimate_training(CATALOG, shape, product, cfg, system=system)
     except GpuarchError:
@@ -61,6 +63,7 @@ def test_array_model_agrees_with_the_scalar_estimate(**kw: Any) -> None:
         arrays[name] = np.array([getattr(cfg, name), 1, getattr(cfg, name)])
     arrays["gpus"][1] = 1
     arrays["global_batch"][1] = cfg.micro_batch
+    arrays["dp_shard"] = np.array([cfg.dp_shard, 0, cfg.dp_shard])
     core = evaluate_training(shape, product, device, intra, inter, TrainingConfig(**arrays),
                              DEFAULT_EFFICIENCY)
     assert core.step[0] == pytest.approx(est.step_time_s, rel=1e-9)
@@ -615,6 +618,7 @@ def test_zero3_with_prefetch_is_searched_and_costed_as_the_estimate(tmp_path: Pa
                              micro_batch=o.micro_batch, tp=o.tp, pp=o.pp, cp=o.cp, ep=o.ep,
                              vpp=o.vpp, sequence_parallel=o.sequence_parallel,
                              tp_comm_overlap=o.tp_comm_overlap, zero=3, fsdp_prefetch=True,
+                             dp_shard=o.dp_shard,
                              recompute=Recompute(o.recompute),
                              precision=Precision(o.precision),
                              gpus_per_node=system.gpus_per_node if system else 8,

@@ -181,3 +181,49 @@ def render_layout(e) -> str:  # type: ignore[no-untyped-def]
     from gpuarch.report.estimate_text import render_training
 
     return render_training(e)
+
+
+def test_the_advisor_searches_zero3_inside_each_node() -> None:
+    """The training advisor has hybrid ZeRO-3 (and with prefetch) as stages of its own:
+    such options shard inside the data-parallel ranks of one node (8 GPUs / TP), label it
+    '3/N', and carry the step time estimate train gives their configuration, whose launch
+    spells the replicas as distributed-optimizer instances."""
+    from gpuarch.advise import TrainingSearch, advise_training, load_prices
+    from gpuarch.advise.train import option_config
+
+    search = TrainingSearch(tokens=1e12, max_gpus=256, gpus=("h100",), top=60)
+    adv = advise_training(CATALOG, LLAMA_8B, search, load_prices())
+    hybrid = [o for o in (*adv.top, *adv.pareto) if o.dp_shard]
+    assert hybrid
+    for o in hybrid[:4]:
+        assert o.zero == 3 and o.dp_shard == 8 // o.tp
+        assert o.zero_label.endswith(f"/{o.dp_shard}")
+        cfg = option_config(search, o, DGX_H100, LLAMA_8B)
+        est = estimate_training(CATALOG, LLAMA_8B, H100, cfg, system=DGX_H100)
+        assert o.step_time_s == pytest.approx(est.step_time_s, rel=1e-9)
+        assert est.parallelism["dp_replicas"] == cfg.dp * cfg.cp // o.dp_shard
+        argv = megatron_launch(LLAMA_8B, cfg).argv
+        i = argv.index("--num-distributed-optimizer-instances")
+        assert argv[i + 1] == str(cfg.dp_replicas)
+
+
+def test_the_advisors_hybrid_groups_are_proper_parts_of_the_ranks() -> None:
+    """A layout has a hybrid variant only where one node's DP x CP ranks split its DP x CP
+    group into two or more groups (and, for a MoE model, the replicas split the
+    expert-data-parallel ranks); elsewhere none is costed."""
+    import numpy as np
+
+    from gpuarch.advise.train import _hybrid_groups
+
+    layouts = {"gpus": np.array([256, 64, 32, 16, 8]), "tp": np.array([2, 8, 1, 2, 1]),
+               "pp": np.array([1, 1, 1, 1, 1]), "cp": np.array([1, 1, 1, 2, 1]),
+               "ep": np.array([1, 1, 1, 1, 1])}
+    # TP 2: groups of 4 of 128; TP 8 fills the node (one rank each); 32 GPUs at TP 1:
+    # groups of 8; TP 2 x CP 2 on 16 GPUs: its 8 DP x CP ranks sit 4 to a node; one node
+    # of 8 at TP 1 is one group of all its ranks (plain ZeRO-3)
+    assert _hybrid_groups(LLAMA_8B, layouts, 8).tolist() == [4, 0, 8, 4, 0]
+    # Mixtral at EP 8 on 16 GPUs at TP 1: groups of 8 leave 2 replicas over 2 expert-data-
+    # parallel ranks (a configuration); at EP 16, 1 expert-data-parallel rank for 2 (not)
+    moe = {"gpus": np.array([16, 16]), "tp": np.array([1, 1]), "pp": np.array([1, 1]),
+           "cp": np.array([1, 1]), "ep": np.array([8, 16])}
+    assert _hybrid_groups(MIXTRAL, moe, 8).tolist() == [8, 0]

@@ -21,7 +21,7 @@ import numpy as np
 from gpuarch.advise.candidates import candidate_gpus
 from gpuarch.advise.prices import PriceBook
 from gpuarch.catalog.loader import Catalog
-from gpuarch.catalog.model import System, Tier
+from gpuarch.catalog.model import Product, System, Tier
 from gpuarch.errors import GpuarchError, check_choice
 from gpuarch.estimate.energy import NODE_OVERHEAD, PUE, energy_kwh, facility_power_w
 from gpuarch.estimate.host_link import product_host_link
@@ -35,13 +35,14 @@ from gpuarch.estimate.reliability import (
 )
 from gpuarch.estimate.training import (
     PP_SCHEDULES,
+    LayerCosts,
     TrainingConfig,
     estimate_training,
     evaluate_training,
     layer_costs,
     schedule_runs,
 )
-from gpuarch.perf.collectives import link_for
+from gpuarch.perf.collectives import Link, link_for
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.perf.precision import Precision, matmul_peak, sixteen_bit
 from gpuarch.perf.roofline import Device
@@ -58,6 +59,15 @@ CHUNK = 200_000
 """Configurations evaluated per array (bounds memory however large the space)."""
 
 MOE_DISPATCHER = "deepep"
+ZERO_STAGES = ((0, False), (1, False), (2, False), (3, False), (3, True))
+"""The ZeRO variants every layout is costed under, as (stage, ZeRO-3 prefetch): stages 0-3,
+and ZeRO-3 with each layer's parameters gathered a layer ahead (Megatron-FSDP)."""
+HYBRID_STAGES = ((3, True),)
+"""The variants costed under hybrid sharding (HSDP) where a layout has it
+(``_hybrid_groups``): ZeRO-3 inside each node's data-parallel ranks, the nodes' groups
+replicas of each other, with each layer's parameters gathered a layer ahead, as PyTorch
+FSDP2 and Megatron-FSDP do by default (the unprefetched variant too made the default
+search about a fifth slower; ``estimate train --dp-shard`` costs either)."""
 """The expert dispatcher every option assumes: one that sends a token once per destination
 node and GPU (DeepEP, HybridEP; Megatron's flex dispatcher), which the current Megatron
 Bridge MoE recipes use and which never moves more than the plain all-to-all. (It changes
@@ -148,11 +158,16 @@ class TrainingOption:
     # unexpected interruptions at the Llama 3 pre-training rate (estimate.reliability)
     expected_interruptions: float = 0.0
     fsdp_prefetch: bool = False  # ZeRO-3 gathers prefetched a layer ahead (Megatron-FSDP)
+    # hybrid sharding (TrainingConfig.dp_shard): ZeRO-3 inside groups of this many DP x CP
+    # ranks (a node's), the groups replicas of each other; 0 = over all of them
+    dp_shard: int = 0
 
     @property
     def zero_label(self) -> str:
-        """The ZeRO stage, '3+pf' when ZeRO-3 prefetches each layer's parameters."""
-        return f"{self.zero}+pf" if self.fsdp_prefetch else str(self.zero)
+        """The ZeRO stage, '3+pf' when ZeRO-3 prefetches each layer's parameters, and
+        '/N' when it shards inside groups of N ranks (hybrid sharding)."""
+        label = f"{self.zero}+pf" if self.fsdp_prefetch else str(self.zero)
+        return f"{label}/{self.dp_shard}" if self.dp_shard else label
 
 
 @dataclass(frozen=True)
@@ -295,12 +310,11 @@ def advise_training(
     candidates = candidate_gpus(catalog, search.gpus, search.tiers)
     if not candidates:
         raise GpuarchError("--gpu: no GPU to search (check the names or --tier)")
-    # ZeRO stages, and ZeRO-3 with its parameter gathers prefetched a layer ahead
-    stages = ((0, False), (1, False), (2, False), (3, False), (3, True))
+    stages = len(ZERO_STAGES) + len(HYBRID_STAGES)
     # ZeRO innermost: its stages share a layout chunk's layer costing
     variants = list(itertools.product(search.precisions, list(Recompute), (False, True),
                                       (False, True)))
-    combos = len(variants) * len(stages)
+    combos = len(variants) * stages
     total = len(candidates) * combos
     done = 0
     for product, system in candidates:
@@ -351,7 +365,7 @@ def advise_training(
                             + ", ".join(p.value for p in search.precisions)
                             + ") on its Tensor Cores"))
         for searched, recompute, sp, overlap in variants:
-            done += len(stages)
+            done += stages
             if progress:
                 progress(done, total, product.name)
             if searched not in runs:
@@ -377,39 +391,30 @@ def advise_training(
             shared = (layer_costs(shape, device, intra, inter,
                                   TrainingConfig(**every, **common), efficiency)
                 if shape.is_hybrid and 0 < len(lay["gpus"]) <= CHUNK else None)
-            for span, chunk in _chunks(lay, by_pp=shape.is_hybrid,
-                                       size=CHUNK // len(stages)):
-                # the chunk's layouts under every ZeRO variant in one call, the ZeRO fields
-                # along a first axis and the layouts along a second: what does not depend on
-                # the stage (the layers' costing) is computed once per layout
-                n = len(chunk["gpus"])
-                part = chunk
-                zeros = np.array([z for z, _ in stages])[:, None]
-                prefetches = np.array([p for _, p in stages])[:, None]
-                # integer fields as arrays: one configuration per element (the masks in
-                # _layouts stand for TrainingConfig.validate)
-                fields: dict[str, Any] = {
-                    "gpus": part["gpus"], "global_batch": part["gb"],
-                    "micro_batch": part["mb"], "tp": part["tp"], "cp": part["cp"],
-                    "ep": part["ep"],
-                    # a hybrid's pipeline split is one per chunk (_chunks)
-                    **(_hybrid_split(shape, int(part["pp"][0]), int(part["vpp"][0]))
-                       if shape.is_hybrid else {"pp": part["pp"], "vpp": part["vpp"]}),
-                    "zero": zeros, "fsdp_prefetch": prefetches, **common}
-                cfg = TrainingConfig(**fields)
-                core = evaluate_training(shape, product, device, intra, inter, cfg, efficiency,
-                                         layers=shared.take(span) if shared else None,
-                                         host_link_bytes_s=host_link)
-                # flat, stage by stage, the layouts in their order within each; one
-                # shortlist over them all
-                grid = (len(stages), n)
-                part = {k: np.broadcast_to(v, grid).ravel() for k, v in chunk.items()}
-                zeros, prefetches = (np.broadcast_to(v, grid).ravel()
-                                     for v in (zeros, prefetches))
-                step, tokens_per_s, mfu, hfu, memory = (
-                    np.broadcast_to(v, grid).ravel() for v in (
-                        core.step, core.tokens_per_s, core.mfu, core.hfu, core.memory_total))
-                evaluated += len(part["gpus"])
+            for span, chunk in _chunks(lay, by_pp=shape.is_hybrid, size=CHUNK // stages):
+                # the chunk's layouts under every ZeRO variant, one call for the stages over
+                # all of them and one for hybrid sharding over those it applies to
+                # (_hybrid_groups); flat, variant by variant, the layouts in their order
+                # within each; one shortlist over them all
+                # (their layers' costing does not depend on the ZeRO variant: made once)
+                layers = shared.take(span) if shared else layer_costs(
+                    shape, device, intra, inter, layout_config(shape, chunk, common),
+                    efficiency)
+                blocks = [_cost_variants(shape, product, device, intra, inter, efficiency,
+                                         host_link, common, chunk, ZERO_STAGES, layers)]
+                group = _hybrid_groups(shape, chunk, gpn)
+                inside = np.flatnonzero(group)
+                if len(inside):
+                    blocks.append(_cost_variants(
+                        shape, product, device, intra, inter, efficiency, host_link, common,
+                        {k: v[inside] for k, v in chunk.items()}, HYBRID_STAGES,
+                        layers.take(inside), shards=group[inside],
+                        first=len(ZERO_STAGES)))
+                flat = {k: np.concatenate([b[0][k] for b in blocks]) for k in blocks[0][0]}
+                cfg = blocks[0][1]
+                step, tokens_per_s, hfu, memory = (flat[k] for k in ("step", "tps", "hfu",
+                                                                        "mem"))
+                evaluated += len(step)
                 fits = memory <= product.memory_bytes
                 rejected["memory"] += int(np.count_nonzero(~fits))
                 need = float(np.min(memory))
@@ -417,12 +422,12 @@ def advise_training(
                     least = (need / product.memory_bytes, product.key, need,
                              float(product.memory_bytes))
                 seconds = search.tokens / tokens_per_s
-                gpu_hours = from_si_array(seconds, Unit.HOUR) * part["gpus"]
+                gpu_hours = from_si_array(seconds, Unit.HOUR) * flat["gpus"]
                 cost = (gpu_hours * price if price is not None
                         else np.full_like(seconds, np.nan))
-                energy = (energy_kwh(product.tdp_w, hfu, part["gpus"], seconds)
+                energy = (energy_kwh(product.tdp_w, hfu, flat["gpus"], seconds)
                           if product.tdp_w else np.full_like(seconds, np.nan))
-                power_w = (facility_power_w(product.tdp_w, part["gpus"])
+                power_w = (facility_power_w(product.tdp_w, flat["gpus"])
                            if product.tdp_w else np.full_like(seconds, np.nan))
                 if plan is not None:
                     # the run's wall time with saves, lost work and restarts (GPU-hours
@@ -431,11 +436,11 @@ def advise_training(
                     size = trained_params * (cfg.param_bytes.weights
                                              + cfg.param_bytes.optimizer)
                     write = size / plan.write_bytes_s
-                    save = (size / part["gpus"] / host_link
+                    save = (size / flat["gpus"] / host_link
                             if plan.asynchronous and host_link else write)
-                    seconds = expected_wall_time(plan, part["gpus"], seconds, step, save,
+                    seconds = expected_wall_time(plan, flat["gpus"], seconds, step, save,
                                                  write).wall_s
-                    gpu_hours = from_si_array(seconds, Unit.HOUR) * part["gpus"]
+                    gpu_hours = from_si_array(seconds, Unit.HOUR) * flat["gpus"]
                     cost = (gpu_hours * price if price is not None
                             else np.full_like(seconds, np.nan))
                     finishes = np.isfinite(seconds)
@@ -455,13 +460,10 @@ def advise_training(
                     continue
                 feasible += len(sel)
                 kept_rows = {
-                    **{k: part[k][sel] for k in ("gpus", "tp", "pp", "cp", "ep", "vpp", "mb",
+                    **{k: flat[k][sel] for k in ("gpus", "tp", "pp", "cp", "ep", "vpp", "mb",
                                                  "gb")},
-                    "zero": zeros[sel], "prefetch": prefetches[sel],
-                    "step": step[sel],
-                    "tps": np.asarray(tokens_per_s)[sel],
-                    "mfu": mfu[sel],
-                    "mem": memory[sel],
+                    **{k: flat[k][sel] for k in ("zero", "prefetch", "shard", "step", "tps",
+                                                 "mfu", "mem")},
                     "time": np.asarray(seconds)[sel],
                     "cost": np.asarray(cost)[sel],
                     "energy": np.asarray(energy)[sel],
@@ -470,12 +472,12 @@ def advise_training(
                 # shortlisting each stage alone would need (copies: the stages with a row)
                 idx = _shortlist(kept_rows["time"], kept_rows["cost"], kept_rows["energy"],
                                  search, kept_rows["gpus"],
-                                 copies=len(np.unique(sel // n)))
+                                 copies=len(np.unique(flat["variant"][sel])))
                 kept = {k: v[idx] for k, v in kept_rows.items()}
                 rows.append({
                     "key": np.array([product.key] * len(idx), dtype=object),
                     **{k: kept[k] for k in ("gpus", "tp", "pp", "cp", "ep", "vpp", "mb", "gb",
-                                            "zero", "prefetch")},
+                                            "zero", "prefetch", "shard")},
                     "recompute": np.array([recompute.value] * len(idx), dtype=object),
                     "sp": np.full(len(idx), sp), "overlap": np.full(len(idx), overlap),
                     "precision": np.array([precision.value] * len(idx), dtype=object),
@@ -739,6 +741,7 @@ def _option(catalog: Catalog, t: dict[str, np.ndarray], i: int, pareto: bool,
         global_batch=int(t["gb"][i]), zero=int(t["zero"][i]),
         recompute=str(t["recompute"][i]), sequence_parallel=bool(t["sp"][i]),
         tp_comm_overlap=bool(t["overlap"][i]), fsdp_prefetch=bool(t["prefetch"][i]),
+        dp_shard=int(t["shard"][i]),
         precision=str(t["precision"][i]), step_time_s=float(t["step"][i]),
         tokens_per_s=float(t["tps"][i]), mfu=float(t["mfu"][i]),
         memory_per_gpu_gib=from_si(t["mem"][i], Unit.GIB),
@@ -766,6 +769,66 @@ def _hardware(catalog: Catalog, o: TrainingOption, system: System | None) -> str
     return ", ".join(p for p in parts if p)
 
 
+def _hybrid_groups(shape: TransformerShape, layouts: dict[str, np.ndarray], gpn: int
+                   ) -> np.ndarray:
+    """Each layout's hybrid-sharding group (``TrainingConfig.dp_shard``), 0 where it has
+    none. The group is the DP x CP ranks one node holds (TP apart, Megatron's rank order);
+    a layout has one where that is a proper divisor of its DP x CP ranks above one (else
+    it is full sharding, or none) and, for a MoE model, the replicas also split the
+    expert-data-parallel ranks."""
+    tp, cp = layouts["tp"], layouts["cp"]
+    ranks = layouts["gpus"] // (tp * layouts["pp"] * cp) * cp
+    group = np.where(tp < gpn, np.minimum(ranks, gpn // tp), 1)
+    ok = (group > 1) & (group < ranks) & (ranks % np.maximum(group, 1) == 0)
+    if shape.is_moe:
+        replicas = ranks // np.maximum(group, 1)
+        # (expert TP is TP in the advisor's layouts)
+        ok &= (ranks // layouts["ep"]) % np.maximum(replicas, 1) == 0
+    return np.where(ok, group, 0)
+
+
+def layout_config(shape: TransformerShape, layouts: dict[str, np.ndarray],
+                  common: dict[str, Any], **more: Any) -> TrainingConfig:
+    """The configurations of ``layouts`` (``_layouts``'s arrays) with the search's
+    ``common`` fields and ``more``: integer fields as arrays, one configuration per element
+    (the masks in ``_layouts`` stand for ``TrainingConfig.validate``)."""
+    fields: dict[str, Any] = {
+        "gpus": layouts["gpus"], "global_batch": layouts["gb"], "micro_batch": layouts["mb"],
+        "tp": layouts["tp"], "cp": layouts["cp"], "ep": layouts["ep"],
+        # a hybrid's pipeline split is one per chunk (_chunks)
+        **(_hybrid_split(shape, int(layouts["pp"][0]), int(layouts["vpp"][0]))
+           if shape.is_hybrid else {"pp": layouts["pp"], "vpp": layouts["vpp"]})}
+    return TrainingConfig(**fields, **common, **more)
+
+
+def _cost_variants(shape: TransformerShape, product: Product, device: Device, intra: Link,
+                   inter: Link | None, efficiency: Efficiency, host_link: float | None,
+                   common: dict[str, Any], layouts: dict[str, np.ndarray],
+                   stages: tuple[tuple[int, bool], ...], layers: LayerCosts,
+                   shards: np.ndarray | None = None, first: int = 0
+                   ) -> tuple[dict[str, np.ndarray], TrainingConfig]:
+    """``layouts`` under each of ``stages`` (with hybrid sharding over ``shards`` ranks,
+    one per layout) in one call, the ZeRO fields along a first axis and the layouts along a
+    second, so that what does not depend on the stage (the layers' costing) is computed
+    once per layout. Returned flat, stage by stage (``variant``: the stage's index from
+    ``first``), with the configuration costed."""
+    n = len(layouts["gpus"])
+    zeros = np.array([z for z, _ in stages])[:, None]
+    prefetches = np.array([p for _, p in stages])[:, None]
+    cfg = layout_config(shape, layouts, common, zero=zeros, fsdp_prefetch=prefetches,
+                        **({"dp_shard": shards} if shards is not None else {}))
+    core = evaluate_training(shape, product, device, intra, inter, cfg, efficiency,
+                             layers=layers, host_link_bytes_s=host_link)
+    grid = (len(stages), n)
+    flat = {k: np.broadcast_to(v, grid).ravel() for k, v in layouts.items()}
+    flat.update(zip(("zero", "prefetch", "shard", "step", "tps", "mfu", "hfu", "mem"), (
+        np.broadcast_to(v, grid).ravel() for v in (
+            zeros, prefetches, 0 if shards is None else shards, core.step,
+            core.tokens_per_s, core.mfu, core.hfu, core.memory_total)), strict=True))
+    flat["variant"] = np.repeat(np.arange(first, first + len(stages)), n)
+    return flat, cfg
+
+
 def _hybrid_split(shape: TransformerShape, pp: int, vpp: int) -> dict[str, Any]:
     """A hybrid model's pipeline fields: interleaved as its pattern cut into PP x VPP equal
     '|' segments (Megatron-Core's only way to interleave a hybrid)."""
@@ -783,7 +846,7 @@ def option_config(search: TrainingSearch, o: TrainingOption, system: System | No
                           micro_batch=o.micro_batch, tp=o.tp, cp=o.cp, ep=o.ep, **split,
                           sequence_parallel=o.sequence_parallel,
                           tp_comm_overlap=o.tp_comm_overlap, zero=o.zero,
-                          fsdp_prefetch=o.fsdp_prefetch,
+                          fsdp_prefetch=o.fsdp_prefetch, dp_shard=o.dp_shard,
                           recompute=Recompute(o.recompute),
                           precision=Precision(o.precision),
                           gpus_per_node=system.gpus_per_node if system else 8,

@@ -79,7 +79,7 @@ from gpuarch.perf.collectives import (
     nccl_protocols,
 )
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
-from gpuarch.perf.num import ceil, maximum, minimum, where
+from gpuarch.perf.num import any_of, ceil, maximum, minimum, where
 from gpuarch.perf.precision import Precision
 from gpuarch.perf.roofline import (
     ATTENTION_OPS,
@@ -397,10 +397,11 @@ class TrainingConfig:
         return self.gpus // (self.tp * self.pp * self.cp)
 
     @property
-    def dp_replicas(self) -> int:
+    def dp_replicas(self) -> Any:
         """Groups the DP x CP ranks form under hybrid sharding (``dp_shard``), each holding
-        one sharded copy of the weights and optimizer states; 1 without it."""
-        return self.dp * self.cp // self.dp_shard if self.dp_shard else 1
+        one sharded copy of the weights and optimizer states; 1 without it (an array of
+        them where ``dp_shard`` is one: the advisor's hybrid variants, 0 where not hybrid)."""
+        return where(self.dp_shard > 0, self.dp * self.cp // maximum(self.dp_shard, 1), 1)
 
     @property
     def param_bytes(self) -> BytesPerParam:
@@ -1130,8 +1131,8 @@ class LayerCosts:
 
     kinds: dict[Any, _Layer]
 
-    def take(self, part: slice) -> LayerCosts:
-        """The configurations ``part`` picks, in their order."""
+    def take(self, part: slice | np.ndarray) -> LayerCosts:
+        """The configurations ``part`` (a slice or an index array) picks, in their order."""
         def cut(x: Num) -> Num:
             return x[part] if isinstance(x, np.ndarray) and x.ndim else x
 
@@ -1644,9 +1645,10 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
                       eff: Efficiency, parts: dict[str, Num] | None = None,
                       host_link_bytes_s: float | None = None,
                       layers: LayerCosts | None = None) -> TrainingCore:
-    """The step model. ``cfg``'s parallelism, batch and micro-batch fields, its ZeRO stage
-    and ZeRO-3 prefetch may be NumPy arrays (one configuration per element: the advisor
-    costs a layout chunk's ZeRO variants in one call); precision, recomputation, sequence
+    """The step model. ``cfg``'s parallelism, batch and micro-batch fields, its ZeRO stage,
+    ZeRO-3 prefetch and hybrid-sharding group (``dp_shard``, 0 where none) may be NumPy
+    arrays (one configuration per element: the advisor costs a layout chunk's ZeRO variants
+    in one call); precision, recomputation, sequence
     parallelism and the overlap switches are scalars. No validation here: the caller
     (``estimate_training``, or the advisor with its masks) has done it. With ``parts``, the
     average layer's seconds by kind are left there (``_layer_time``).
@@ -1662,8 +1664,9 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     # (TP apart), its replicas a further dp_shard groups apart
     replicas = cfg.dp_replicas
     dp_group = _group(cfg.dp * cfg.cp // replicas, cfg.tp, cfg, intra, inter)
-    replica_group = (None if not cfg.dp_shard else
-                     _group(replicas, cfg.tp * cfg.dp * cfg.cp // replicas, cfg, intra, inter))
+    hybrid = any_of(cfg.dp_shard)
+    replica_group = (_group(replicas, cfg.tp * cfg.dp * cfg.cp // replicas, cfg, intra, inter)
+                     if hybrid else None)
     pp_group = _pipeline_send_group(cfg, intra, inter)
     kinds = (layers.kinds if layers is not None and parts is None else
              _layer_times(shape, cfg, device, eff, tp_group, cp_group, ep_group,
@@ -1894,9 +1897,8 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
                           replicas=replica_group)
     if shape.is_moe:
         edp_group = _group(expert_shard, ep_stride * cfg.ep, cfg, intra, inter)
-        expert_replicas = (None if not cfg.dp_shard else
-                           _group(replicas, ep_stride * cfg.ep * expert_shard, cfg, intra,
-                                  inter))
+        expert_replicas = (_group(replicas, ep_stride * cfg.ep * expert_shard, cfg, intra,
+                                  inter) if hybrid else None)
         dp_comm = dp_comm + _dp_traffic(expert_local, edp_group, cfg, m, eff,
                                         trained=lora_expert, replicas=expert_replicas)
     # the time a micro-batch's layers keep the GPU busy: their compute, and where a pass is

@@ -212,8 +212,9 @@ def render_training_advice(advice: Any, elapsed: float = 0.0) -> str:
         per_gpu=f"best plan on each GPU, by {advice.objective}:",
         front="Pareto front over time, cost and energy, fastest first; P marks members above",
         extra=["key: ZeRO 3+pf = ZeRO-3 with each layer's parameters gathered a layer ahead "
-               "(Megatron-FSDP); TP comm SP = sequence parallelism, +ov = TP communication "
-               "overlapped with GEMMs"])
+               "(Megatron-FSDP), 3+pf/N = that inside groups of N data-parallel ranks (a "
+               "node's), the groups replicas of each other (HSDP); TP comm SP = sequence "
+               "parallelism, +ov = TP communication overlapped with GEMMs"])
 
 
 _INF_HEAD = ["#", "GPU", "GPUs", "replicas", "TP", "PP", "EP", "batch", "formats", "TTFT ms",
