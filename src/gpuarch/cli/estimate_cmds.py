@@ -248,12 +248,14 @@ def _print_table(args: argparse.Namespace, result: Any, band: Any,
 def _print_estimate(args: argparse.Namespace, est: Any, task: str, shape: TransformerShape,
                     product: Any, measured: Any, metric: str,
                     render: Callable[..., str], remedies: Any = (),
-                    setup: Setup | None = None, launch: Any = None) -> int:
+                    setup: Setup | None = None, launch: Any = None,
+                    simulation: Any = None) -> int:
     """Print an estimate (text or --json) with its error band under 'validation' and the
     published runs nearest ``setup`` under 'nearest_published': neither when --calibration
     replaced the fitted efficiencies they were measured with; a run that does not fit also
     gets the changes that would make it fit (``memory_remedies``); with ``launch``
-    (``report.launch.Launch``), the framework's command for it under 'launch'."""
+    (``report.launch.Launch``), the framework's command for it under 'launch'; with
+    ``simulation`` (``estimate.simulate.Simulation``), its figures under 'simulation'."""
     from gpuarch.report.estimate_text import launch_lines
     from gpuarch.validation.bands import band_for
     from gpuarch.validation.nearest import nearest
@@ -268,9 +270,15 @@ def _print_estimate(args: argparse.Namespace, est: Any, task: str, shape: Transf
             doc["memory_remedies"] = [r.as_json() for r in remedies]
         if launch is not None:
             doc["launch"] = launch.as_json()
+        if simulation is not None:
+            doc["simulation"] = simulation.as_json()
         print(to_json(doc))
     else:
         text = render(est, band, remedies, near)
+        if simulation is not None:
+            from gpuarch.report.estimate_text import simulation_lines
+
+            text = "\n".join([text, "", *simulation_lines(simulation)])
         print(text if launch is None else "\n".join([text, "", *launch_lines(launch)]))
     return 0
 
@@ -548,6 +556,14 @@ def cmd_infer(args: argparse.Namespace) -> int:
                              price_per_gpu_hour=args.price_per_gpu_hour)
     if load is not None:
         est.assumptions["load"] = load.as_json()
+    simulation = None
+    if args.simulate is not None:
+        from gpuarch.estimate.simulate import simulate_serving
+
+        simulation = simulate_serving(catalog, shape, product, cfg, args.rate,
+                                      requests=args.simulate, seed=args.seed or 0,
+                                      arrivals=args.arrivals or "poisson", system=system,
+                                      efficiency=eff)
     remedies = () if est.fits_in_memory else serving_remedies(
         catalog, shape, product, cfg, system=system, efficiency=eff)
     launch = None
@@ -558,7 +574,7 @@ def cmd_infer(args: argparse.Namespace) -> int:
                                 est.batch, checkpoint)
     return _print_estimate(args, est, "serving", shape, product, measured,
                            "output_tokens_per_s", render_inference, remedies,
-                           serving_setup(shape, product, cfg), launch)
+                           serving_setup(shape, product, cfg), launch, simulation)
 
 
 def _batch_sweep(args: argparse.Namespace, catalog: Any, shape: TransformerShape,
@@ -696,8 +712,16 @@ def _check_load_flags(args: argparse.Namespace) -> None:
     if args.plot and not isinstance(args.batch, tuple):
         raise GpuarchError("--plot: draws a batch sweep; give --batch a list (e.g. "
                            "1,8,64,max) or 'sweep'")
+    if args.simulate is None and (args.arrivals is not None or args.seed is not None):
+        raise GpuarchError("--arrivals/--seed: they shape the simulation of --simulate, "
+                           "which is not given")
     if args.rate is None:
+        if args.simulate is not None:
+            raise GpuarchError("--simulate: replays requests arriving at a rate; give --rate")
         return
+    if args.simulate is not None and args.prefill_gpus is not None:
+        raise GpuarchError("--simulate: simulates one aggregated deployment; not with the "
+                           "disaggregated estimate (--prefill-gpus)")
     if args.batching is Batching.STATIC:
         raise GpuarchError("--rate: a stream of requests is served with --batching "
                            "continuous (the default with --rate), not static")
@@ -1199,6 +1223,16 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                    help="requests per second arriving at the whole deployment (this or "
                         "--batch): continuous batching at the batch that load settles at, "
                         "by Little's law; refused beyond what the replicas can carry")
+    p.add_argument("--simulate", type=at_least_one("--simulate"), metavar="N",
+                   help="with --rate: also replay N requests per replica (10 to 200,000) "
+                        "arriving at random through the engine, pass by pass, and report the "
+                        "mean and 50th/90th/99th percentiles of TTFT, TPOT, latency and "
+                        "queueing (estimate.simulate; the first tenth warm up)")
+    p.add_argument("--arrivals", metavar="poisson|uniform",
+                   help="with --simulate: a Poisson stream (default) or evenly spaced "
+                        "arrivals (the steady state's view)")
+    p.add_argument("--seed", type=non_negative("--seed"), metavar="S",
+                   help="with --simulate: the random stream's seed (default 0)")
     fmt = "gpuarch.perf.quant:QuantFormat"
     for flag, text in (
             ("--weight-precision",

@@ -97,6 +97,7 @@ __all__ = [
     "InferenceConfig",
     "InferenceCore",
     "InferenceEstimate",
+    "PassTimes",
     "admission_starts",
     "check_cached_prefix",
     "decode_attention_time",
@@ -113,6 +114,7 @@ __all__ = [
     "moe_block_floor_s",
     "moe_module_time",
     "moe_rank_tokens",
+    "pass_times",
     "with_expert_options",
 ]
 
@@ -1915,6 +1917,46 @@ def evaluate_inference(catalog: Catalog, shape: TransformerShape, product: Produ
     runner = _Runner(catalog, shape, product, cfg, system, efficiency)
     return _evaluate(runner, cfg, product, _max_batch(shape, cfg, product),
                      np.asarray(batches))
+
+
+@dataclass(frozen=True)
+class PassTimes:
+    """What one replica's passes take, as a request-level simulation replays them: a
+    prefill pass of ``n`` prompts ``prefill_s[n - 1]`` (n up to ``prompts_per_pass``) and a
+    decode step of ``b`` sequences at the mean decode context ``decode_s[b - 1]`` (b up to
+    ``max_batch``, what fits and the engine's cap)."""
+
+    prefill_s: np.ndarray
+    decode_s: np.ndarray
+    prompts_per_pass: int
+    max_batch: int
+    tokens_per_step: float
+
+
+def pass_times(catalog: Catalog, shape: TransformerShape, product: Product,
+               cfg: InferenceConfig, *, system: System | None = None,
+               efficiency: Efficiency = DEFAULT_EFFICIENCY) -> PassTimes:
+    """The estimate's own pass costs for ``cfg`` (continuous batching), for every pass size
+    a replica can run: the prefill pass of up to ``max_num_tokens`` // new prompt tokens
+    whole prompts (chunked as configured) and the decode step of up to the batch that fits
+    (``max_batch_size`` where set)."""
+    cfg.validate(shape)
+    _check_kv_cache(catalog, product, cfg)
+    if cfg.tp * cfg.pp > cfg.gpus_per_node and system is None:
+        raise GpuarchError(f"--tp/--pp: a replica of {cfg.tp * cfg.pp} GPUs spans nodes; "
+                           "give --system with an inter-node network")
+    runner = _Runner(catalog, shape, product, cfg, system, efficiency)
+    limit = _max_batch(shape, cfg, product)
+    if cfg.max_batch_size:
+        limit = min(limit, cfg.max_batch_size)
+    per_pass = max(1, cfg.max_num_tokens // cfg.new_prompt_tokens)
+    prompts = np.arange(1, max(1, min(per_pass, limit)) + 1, dtype=float)
+    batches = np.arange(1, max(1, limit) + 1, dtype=float)
+    prefill = np.broadcast_to(runner.prefill(prompts).total, prompts.shape)
+    decode = np.broadcast_to(runner.decode_step(batches, cfg.mean_decode_context).total,
+                             batches.shape)
+    return PassTimes(np.array(prefill, dtype=float), np.array(decode, dtype=float),
+                     len(prompts), limit, cfg.tokens_per_step)
 
 
 def _cpu_offload_note(cfg: InferenceConfig, runner: _Runner) -> str:

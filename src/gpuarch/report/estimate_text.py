@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
     from gpuarch.estimate.remedies import Remedy
+    from gpuarch.estimate.simulate import Simulation
     from gpuarch.report.launch import Launch
     from gpuarch.validation.bands import Band
     from gpuarch.validation.nearest import PublishedFigure
@@ -35,6 +36,7 @@ __all__ = [
     "render_roofline",
     "render_training",
     "render_validation",
+    "simulation_lines",
 ]
 
 
@@ -579,6 +581,23 @@ def launch_lines(launch: Launch) -> list[str]:
         lines += [f"{pad}  {line}" for line in text.splitlines()]
     lines += [f"{pad}note: {note}" for note in launch.notes]
     return lines
+
+
+def simulation_lines(sim: Simulation) -> list[str]:
+    """A request-level simulation's figures (``estimate.simulate``): a table of the mean and
+    percentiles of what each request saw, and what the run delivered."""
+    rows = [[name, *(f"{from_si(v, Unit.MS):,.1f}" for v in (p.mean, p.p50, p.p90, p.p99))]
+            for name, p in (("TTFT", sim.ttft_s), ("TPOT", sim.tpot_s),
+                            ("latency", sim.latency_s), ("queued", sim.queue_s))
+            if p is not None]
+    arrivals = "a Poisson stream" if sim.arrivals == "poisson" else "evenly spaced arrivals"
+    return [f"simulated: {sim.requests:,} requests per replica as {arrivals} at "
+            f"{sim.rate_per_s:g}/s in all (seed {sim.seed}; the last {sim.measured:,} "
+            "counted), the estimate's own pass times",
+            table(["ms", "mean", "p50", "p90", "p99"], rows,
+                  right=[False, True, True, True, True]),
+            f"  a decode step held {sim.mean_batch:.1f} sequences on average (at most "
+            f"{sim.max_batch:,}); {sim.output_tokens_per_s:,.0f} output tokens/s in all"]
 
 
 def render_roofline(r: dict[str, Any]) -> str:

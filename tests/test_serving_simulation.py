@@ -1,0 +1,183 @@
+"""The request-level serving simulation (``estimate infer --rate R --simulate N``): requests
+arriving at random replayed through one replica's continuous batching, pass by pass, at
+the estimate's own pass times."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpuarch.catalog import load_catalog
+from gpuarch.cli.main import main
+from gpuarch.errors import GpuarchError
+from gpuarch.estimate.inference import (
+    Batching,
+    InferenceConfig,
+    PassTimes,
+    estimate_inference,
+    pass_times,
+)
+from gpuarch.estimate.load import batch_for_rate
+from gpuarch.estimate.simulate import replay, simulate_serving
+from gpuarch.workloads import preset
+
+CATALOG = load_catalog()
+H100 = CATALOG.product("h100")
+LLAMA_8B = preset("llama-3.1-8b").shape
+SERVE = InferenceConfig(input_len=2048, output_len=256)
+
+
+@pytest.mark.parametrize(("rho", "tolerance"), [(0.5, 0.03), (0.8, 0.05)])
+def test_one_prompt_at_a_time_is_an_md1_queue(rho: float, tolerance: float) -> None:
+    """One-token answers and one prompt per prefill pass make the engine a single server of
+    constant service time S under Poisson arrivals: the mean wait is the
+    Pollaczek-Khinchine value rho / (2 (1 - rho)) x S, so the mean TTFT is S times
+    1 + rho / (2 (1 - rho)) (1.5 at rho 0.5, 3 at 0.8; 50,000 requests, the tolerance
+    several standard errors of the simulated mean)."""
+    cfg = InferenceConfig(input_len=1024, output_len=1, max_num_tokens=1024)
+    service = float(pass_times(CATALOG, LLAMA_8B, H100, cfg).prefill_s[0])
+    sim = simulate_serving(CATALOG, LLAMA_8B, H100, cfg, rho / service, requests=50_000,
+                           seed=1)
+    assert sim.ttft_s.mean / service == pytest.approx(1 + rho / (2 * (1 - rho)),
+                                                      rel=tolerance)
+    assert sim.tpot_s is None  # no answer has a second token
+
+
+def test_a_lone_request_sees_one_prefill_pass_and_one_sequence_steps() -> None:
+    """At a rate far below what one request takes, most requests find the engine idle:
+    their TTFT is exactly the one-prompt prefill pass and their TPOT the one-sequence
+    decode step (the medians)."""
+    times = pass_times(CATALOG, LLAMA_8B, H100, SERVE)
+    sim = simulate_serving(CATALOG, LLAMA_8B, H100, SERVE, 0.01, requests=500)
+    assert sim.ttft_s.p50 == pytest.approx(float(times.prefill_s[0]), rel=1e-9)
+    assert sim.tpot_s is not None
+    assert sim.tpot_s.p50 == pytest.approx(float(times.decode_s[0]), rel=1e-9)
+
+
+@pytest.mark.parametrize("share", [0.1, 0.4])
+def test_evenly_spaced_arrivals_give_the_steady_states_tpot(share: float) -> None:
+    """Arrivals evenly spaced are the steady state's own view: at a tenth and at 40% of
+    the deployment's capacity the simulated mean TPOT is the estimate's at the batch the
+    rate settles at, within 5% (the steady state batches its prompts' prefills per answer
+    cycle, the simulation as they come)."""
+    capacity = batch_for_rate(CATALOG, LLAMA_8B, H100, SERVE, 0.01).capacity_per_s
+    rate = share * capacity
+    load = batch_for_rate(CATALOG, LLAMA_8B, H100, SERVE, rate)
+    est = estimate_inference(CATALOG, LLAMA_8B, H100, dataclasses.replace(
+        SERVE, batch=load.batch, batching=Batching.CONTINUOUS))
+    sim = simulate_serving(CATALOG, LLAMA_8B, H100, SERVE, rate, arrivals="uniform")
+    assert sim.tpot_s is not None
+    assert sim.tpot_s.mean == pytest.approx(est.tpot_s, rel=0.05)
+    # and the deployment delivers what arrives: the rate's output tokens
+    assert sim.output_tokens_per_s == pytest.approx(rate * SERVE.output_len, rel=0.05)
+
+
+def test_bursts_cost_percentiles_the_steady_state_does_not_show() -> None:
+    """The same rate as a Poisson stream queues in its bursts: the 99th-percentile TTFT is
+    well above the evenly spaced one, and a higher rate raises the mean TTFT."""
+    capacity = batch_for_rate(CATALOG, LLAMA_8B, H100, SERVE, 0.01).capacity_per_s
+    even = simulate_serving(CATALOG, LLAMA_8B, H100, SERVE, 0.6 * capacity,
+                            arrivals="uniform")
+    bursty = simulate_serving(CATALOG, LLAMA_8B, H100, SERVE, 0.6 * capacity)
+    busier = simulate_serving(CATALOG, LLAMA_8B, H100, SERVE, 0.85 * capacity)
+    assert bursty.ttft_s.p99 > 1.5 * even.ttft_s.p99
+    assert busier.ttft_s.mean > bursty.ttft_s.mean
+    # evenly spaced, a request waits only for the pass in progress to end
+    assert bursty.queue_s.p99 > 2 * even.queue_s.p99
+
+
+@settings(max_examples=60, deadline=None)
+@given(slots=st.integers(1, 64), per_pass=st.integers(1, 16),
+       prefill=st.floats(1e-3, 1.0), decode=st.floats(1e-4, 0.1),
+       growth=st.floats(0.0, 0.05), rate=st.floats(0.1, 1000.0),
+       outputs=st.lists(st.integers(1, 300), min_size=10, max_size=120),
+       per_step=st.sampled_from([1.0, 1.7, 3.0]), seed=st.integers(0, 2**31),
+       arrivals=st.sampled_from(["poisson", "uniform"]))
+def test_every_request_is_served_in_order_and_every_token_decoded(
+        slots: int, per_pass: int, prefill: float, decode: float, growth: float,
+        rate: float, outputs: list[int], per_step: float, seed: int, arrivals: str) -> None:
+    """Any pass times, rate and answer lengths: every request is admitted no earlier than
+    it arrives and in arrival order, gets its first token a prefill pass later and its last
+    no earlier; no decode step holds more than the slots; the steps decode every token after
+    the first (and less than a step's worth more per request)."""
+    passes = min(per_pass, slots)
+    times = PassTimes(prefill * np.arange(1, passes + 1) ** 0.5,
+                      decode * (1 + growth * np.arange(slots)), passes, slots, per_step)
+    out = np.array(outputs, dtype=float)
+    run = replay(times, rate, out, arrivals=arrivals, seed=seed)
+    assert np.all(np.isfinite(run.finish))
+    assert np.all(run.admitted >= run.arrival - 1e-12)
+    assert np.all(np.diff(run.admitted) >= -1e-12)  # first come, first served
+    assert np.all(run.first - run.admitted >= float(times.prefill_s[0]) - 1e-9)
+    assert np.all(run.finish >= run.first)
+    assert np.array_equal(run.finish == run.first, out == 1)
+    needed = float(np.sum(out - 1))
+    assert run.decoded_sequences <= run.decode_steps * slots
+    assert needed <= run.decoded_sequences * per_step + 1e-6
+    assert run.decoded_sequences * per_step < needed + len(out) * per_step + 1e-6
+
+
+def test_answers_of_varying_length_keep_their_mean() -> None:
+    """With --output-len-cv the answers are drawn around the mean output length (a gamma
+    of that mean and spread): the run delivers about the mean per request, and the
+    latency spreads with the answers (its p99 several times its median)."""
+    cfg = dataclasses.replace(SERVE, output_len_cv=0.8)
+    plain = simulate_serving(CATALOG, LLAMA_8B, H100, SERVE, 1.0, requests=5_000)
+    varied = simulate_serving(CATALOG, LLAMA_8B, H100, cfg, 1.0, requests=5_000)
+    assert varied.output_tokens_per_s == pytest.approx(256.0, rel=0.05)
+    assert varied.latency_s.p99 > 3 * varied.latency_s.p50
+    assert plain.latency_s.p99 < 1.5 * plain.latency_s.p50
+
+
+def _run(capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[int, str, str]:
+    argv = ["estimate", "infer", "--model", "llama-3.1-8b", "--gpu", "h100",
+            "--input-len", "2048", "--output-len", "256", *extra]
+    try:
+        status = main(argv)
+    except SystemExit as exc:  # argparse's own type errors
+        status = int(exc.code or 0)
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_cli_json_and_text(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = _run(capsys, "--rate", "4", "--simulate", "300", "--seed", "7",
+                          "--json")
+    assert status == 0
+    sim = json.loads(out)["simulation"]
+    assert sim["requests_per_replica"] == 300 and sim["measured"] == 270
+    assert sim["seed"] == 7 and sim["arrivals"] == "poisson"
+    for key in ("ttft_s", "tpot_s", "latency_s", "queue_s"):
+        assert set(sim[key]) == {"mean", "p50", "p90", "p99"}
+        assert sim[key]["p50"] <= sim[key]["p90"] <= sim[key]["p99"]
+    status, out, _ = _run(capsys, "--rate", "4", "--simulate", "300")
+    assert status == 0 and "simulated: 300 requests per replica" in out and "TTFT" in out
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (("--batch", "8", "--simulate", "100"), "--simulate: replays requests arriving at a rate"),
+    (("--rate", "4", "--arrivals", "uniform"), "--arrivals/--seed"),
+    (("--rate", "4", "--simulate", "5"), "--simulate: expected a number of requests"),
+    (("--rate", "4", "--simulate", "100", "--arrivals", "bursts"),
+     "--arrivals: expected one of poisson, uniform"),
+    (("--rate", "4", "--simulate", "100", "--gpus", "2", "--pp", "2"), "give --pp 1"),
+    (("--rate", "4", "--simulate", "100", "--prefill-gpus", "1"), "disaggregated"),
+    (("--rate", "4", "--simulate", "100", "--seed", "-1"), "--seed"),
+])
+def test_cli_usage_errors(capsys: pytest.CaptureFixture[str], extra: tuple[str, ...],
+                          message: str) -> None:
+    status, out, err = _run(capsys, *extra)
+    assert status == 2 and out == ""
+    assert message in err and "Traceback" not in err
+
+
+def test_library_errors_name_the_flag() -> None:
+    with pytest.raises(GpuarchError, match=r"--rate"):
+        simulate_serving(CATALOG, LLAMA_8B, H100, SERVE, float("nan"))
+    with pytest.raises(GpuarchError, match=r"--seed"):
+        simulate_serving(CATALOG, LLAMA_8B, H100, SERVE, 1.0, seed=True)  # type: ignore[arg-type]
