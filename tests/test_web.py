@@ -40,6 +40,8 @@ def client() -> Any:
      "&weight_precision=bf16&expert_weight_precision=mxfp4", "ttft_s"),
     ("/api/estimate/infer?model=llama-3.1-8b&gpu=h100&input_len=512&output_len=64&rate=4",
      "ttft_s"),
+    ("/api/estimate/infer?model=llama-3.1-8b&gpu=h100&input_len=512&output_len=64&rate=4"
+     "&simulate=200", "simulation"),
     ("/api/estimate/infer?model=llama-3.1-8b&gpu=h100&input_len=512&output_len=64&batch=max"
      "&prefill_gpus=2", "disaggregated"),
     ("/api/estimate/infer?model=llama-3.1-8b&gpu=h100&input_len=512&output_len=64&batch=max"

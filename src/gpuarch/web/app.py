@@ -184,7 +184,8 @@ _FORMS: dict[str, tuple[str, list[tuple[str, str]]]] = {
         ("launch", "")]),
     "estimate/infer": ("Serving estimate", [
         ("model", "llama-3.1-8b"), ("gpu", "h100"), ("tp", "1"), ("input_len", "2048"),
-        ("output_len", "256"), ("batch", "32"), ("rate", ""), ("batching", ""),
+        ("output_len", "256"), ("batch", "32"), ("rate", ""), ("simulate", ""),
+        ("batching", ""),
         ("weight_precision", ""), ("activation_precision", ""), ("kv_precision", ""),
         ("expert_weight_precision", ""), ("expert_activation_precision", ""),
         ("max_batch_size", ""), ("max_num_tokens", ""), ("engine_limits", ""),
