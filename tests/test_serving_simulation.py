@@ -59,18 +59,22 @@ def test_a_lone_request_sees_one_prefill_pass_and_one_sequence_steps() -> None:
     assert sim.tpot_s.p50 == pytest.approx(float(times.decode_s[0]), rel=1e-9)
 
 
+@pytest.mark.parametrize("schedule", ["separate", "mixed"])
 @pytest.mark.parametrize("share", [0.1, 0.4])
-def test_evenly_spaced_arrivals_give_the_steady_states_tpot(share: float) -> None:
+def test_evenly_spaced_arrivals_give_the_steady_states_tpot(share: float,
+                                                            schedule: str) -> None:
     """Arrivals evenly spaced are the steady state's own view: at a tenth and at 40% of
     the deployment's capacity the simulated mean TPOT is the estimate's at the batch the
-    rate settles at, within 5% (the steady state batches its prompts' prefills per answer
+    rate settles at, within 5%, whether prompts are prefilled in passes of their own or
+    beside the decode steps (the steady state batches its prompts' prefills per answer
     cycle, the simulation as they come)."""
     capacity = batch_for_rate(CATALOG, LLAMA_8B, H100, SERVE, 0.01).capacity_per_s
     rate = share * capacity
     load = batch_for_rate(CATALOG, LLAMA_8B, H100, SERVE, rate)
     est = estimate_inference(CATALOG, LLAMA_8B, H100, dataclasses.replace(
         SERVE, batch=load.batch, batching=Batching.CONTINUOUS))
-    sim = simulate_serving(CATALOG, LLAMA_8B, H100, SERVE, rate, arrivals="uniform")
+    sim = simulate_serving(CATALOG, LLAMA_8B, H100, SERVE, rate, arrivals="uniform",
+                           schedule=schedule)
     assert sim.tpot_s is not None
     assert sim.tpot_s.mean == pytest.approx(est.tpot_s, rel=0.05)
     # and the deployment delivers what arrives: the rate's output tokens
@@ -97,10 +101,12 @@ def test_bursts_cost_percentiles_the_steady_state_does_not_show() -> None:
        growth=st.floats(0.0, 0.05), rate=st.floats(0.1, 1000.0),
        outputs=st.lists(st.integers(1, 300), min_size=10, max_size=120),
        per_step=st.sampled_from([1.0, 1.7, 3.0]), seed=st.integers(0, 2**31),
-       arrivals=st.sampled_from(["poisson", "uniform"]))
+       arrivals=st.sampled_from(["poisson", "uniform"]),
+       schedule=st.sampled_from(["separate", "mixed"]))
 def test_every_request_is_served_in_order_and_every_token_decoded(
         slots: int, per_pass: int, prefill: float, decode: float, growth: float,
-        rate: float, outputs: list[int], per_step: float, seed: int, arrivals: str) -> None:
+        rate: float, outputs: list[int], per_step: float, seed: int, arrivals: str,
+        schedule: str) -> None:
     """Any pass times, rate and answer lengths: every request is admitted no earlier than
     it arrives and in arrival order, gets its first token a prefill pass later and its last
     no earlier; no decode step holds more than the slots; the steps decode every token after
@@ -109,7 +115,7 @@ def test_every_request_is_served_in_order_and_every_token_decoded(
     times = PassTimes(prefill * np.arange(1, passes + 1) ** 0.5,
                       decode * (1 + growth * np.arange(slots)), passes, slots, per_step)
     out = np.array(outputs, dtype=float)
-    run = replay(times, rate, out, arrivals=arrivals, seed=seed)
+    run = replay(times, rate, out, arrivals=arrivals, seed=seed, schedule=schedule)
     assert np.all(np.isfinite(run.finish))
     assert np.all(run.admitted >= run.arrival - 1e-12)
     assert np.all(np.diff(run.admitted) >= -1e-12)  # first come, first served
@@ -120,6 +126,22 @@ def test_every_request_is_served_in_order_and_every_token_decoded(
     assert run.decoded_sequences <= run.decode_steps * slots
     assert needed <= run.decoded_sequences * per_step + 1e-6
     assert run.decoded_sequences * per_step < needed + len(out) * per_step + 1e-6
+
+
+@pytest.mark.parametrize(("schedule", "first_b"), [("separate", 5.15), ("mixed", 5.25)])
+def test_a_prompt_arriving_mid_decode_waits_for_the_step_and_then_its_iteration(
+        schedule: str, first_b: float) -> None:
+    """Hand-worked: prefill passes of 1 s, decode steps of 0.1 s (one sequence), requests
+    every 2.05 s. A arrives at 2.05, has its first token at 3.05 and decodes from there; B
+    arrives at 4.1, during A's 11th step, and is admitted at its end (4.15): its first token
+    comes after its own pass (5.15), or, mixed, after a pass that also runs A's step
+    (5.25)."""
+    times = PassTimes(np.array([1.0, 1.5]), np.array([0.1, 0.15]), 2, 2, 1.0)
+    run = replay(times, 1 / 2.05, np.array([30.0, 30.0]), arrivals="uniform",
+                 schedule=schedule)
+    assert run.first[0] == pytest.approx(3.05, abs=1e-9)
+    assert run.admitted[1] == pytest.approx(4.15, abs=1e-9)
+    assert run.first[1] == pytest.approx(first_b, abs=1e-9)
 
 
 def test_answers_of_varying_length_keep_their_mean() -> None:
@@ -161,7 +183,9 @@ def test_cli_json_and_text(capsys: pytest.CaptureFixture[str]) -> None:
 
 @pytest.mark.parametrize(("extra", "message"), [
     (("--batch", "8", "--simulate", "100"), "--simulate: replays requests arriving at a rate"),
-    (("--rate", "4", "--arrivals", "uniform"), "--arrivals/--seed"),
+    (("--rate", "4", "--arrivals", "uniform"), "--arrivals/--schedule/--seed"),
+    (("--rate", "4", "--simulate", "100", "--schedule", "chunked"),
+     "--schedule: expected one of separate, mixed"),
     (("--rate", "4", "--simulate", "5"), "--simulate: expected a number of requests"),
     (("--rate", "4", "--simulate", "100", "--arrivals", "bursts"),
      "--arrivals: expected one of poisson, uniform"),

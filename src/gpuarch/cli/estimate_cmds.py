@@ -562,7 +562,8 @@ def cmd_infer(args: argparse.Namespace) -> int:
 
         simulation = simulate_serving(catalog, shape, product, cfg, args.rate,
                                       requests=args.simulate, seed=args.seed or 0,
-                                      arrivals=args.arrivals or "poisson", system=system,
+                                      arrivals=args.arrivals or "poisson",
+                                      schedule=args.schedule or "separate", system=system,
                                       efficiency=eff)
     remedies = () if est.fits_in_memory else serving_remedies(
         catalog, shape, product, cfg, system=system, efficiency=eff)
@@ -712,9 +713,10 @@ def _check_load_flags(args: argparse.Namespace) -> None:
     if args.plot and not isinstance(args.batch, tuple):
         raise GpuarchError("--plot: draws a batch sweep; give --batch a list (e.g. "
                            "1,8,64,max) or 'sweep'")
-    if args.simulate is None and (args.arrivals is not None or args.seed is not None):
-        raise GpuarchError("--arrivals/--seed: they shape the simulation of --simulate, "
-                           "which is not given")
+    if args.simulate is None and (args.arrivals is not None or args.seed is not None
+                                  or args.schedule is not None):
+        raise GpuarchError("--arrivals/--schedule/--seed: they shape the simulation of "
+                           "--simulate, which is not given")
     if args.rate is None:
         if args.simulate is not None:
             raise GpuarchError("--simulate: replays requests arriving at a rate; give --rate")
@@ -1231,6 +1233,12 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p.add_argument("--arrivals", metavar="poisson|uniform",
                    help="with --simulate: a Poisson stream (default) or evenly spaced "
                         "arrivals (the steady state's view)")
+    p.add_argument("--schedule", metavar="separate|mixed",
+                   help="with --simulate: new prompts prefilled in a pass of their own between "
+                        "decode steps (separate, default: the steady state's schedule, "
+                        "SGLang's default) or in the same iteration as the running "
+                        "sequences' decode step (mixed: TensorRT-LLM's in-flight batching, "
+                        "vLLM's V1 scheduler)")
     p.add_argument("--seed", type=non_negative("--seed"), metavar="S",
                    help="with --simulate: the random stream's seed (default 0)")
     fmt = "gpuarch.perf.quant:QuantFormat"

@@ -38,9 +38,16 @@ from gpuarch.estimate.inference import Batching, InferenceConfig, PassTimes, pas
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.workloads.shape import TransformerShape
 
-__all__ = ["ARRIVALS", "DEFAULT_REQUESTS", "MAX_REQUESTS", "Percentiles", "Simulation",
-           "replay", "simulate_serving"]
+__all__ = ["ARRIVALS", "DEFAULT_REQUESTS", "MAX_REQUESTS", "SCHEDULES", "Percentiles",
+           "Simulation", "replay", "simulate_serving"]
 
+SCHEDULES = ("separate", "mixed")
+"""How a replica's engine fits new prompts in: ``separate``, a prefill pass of its own
+between decode steps (the steady state's schedule; SGLang's default, vLLM's before chunked
+prefill), or ``mixed``, the prompts' prefill in the same iteration as the running
+sequences' decode step, each new prompt's first token at the iteration's end (TensorRT-LLM's
+in-flight batching, vLLM's V1 scheduler); an iteration takes the prefill pass's time plus
+the decode step's."""
 ARRIVALS = ("poisson", "uniform")
 """How requests arrive: a Poisson stream (exponential gaps), or evenly spaced (the steady
 state's fluid view, against which the simulation can be checked)."""
@@ -88,9 +95,10 @@ class Replay:
 
 
 def replay(times: PassTimes, rate_per_s: float, output: np.ndarray, *,
-           arrivals: str = "poisson", seed: int = 0) -> Replay:
+           arrivals: str = "poisson", seed: int = 0, schedule: str = "separate") -> Replay:
     """Run ``len(output)`` requests (each generating ``output[i]`` tokens) arriving at
-    ``rate_per_s`` through one replica whose passes take ``times``."""
+    ``rate_per_s`` through one replica whose passes take ``times``, on ``schedule``
+    (``SCHEDULES``)."""
     n = len(output)
     rng = np.random.default_rng(seed)
     gaps = (rng.exponential(1.0 / rate_per_s, n) if arrivals == "poisson"
@@ -114,6 +122,18 @@ def replay(times: PassTimes, rate_per_s: float, output: np.ndarray, *,
             queued += take
             admitted[new] = t
             t += float(times.prefill_s[take - 1])
+            if schedule == "mixed" and len(running):
+                # the running sequences decode a step in the same iteration
+                b = len(running)
+                t += float(times.decode_s[b - 1])
+                steps += 1
+                held += b
+                left = left - per_step
+                ended = left <= 1e-9
+                if ended.any():
+                    finish[running[ended]] = t
+                    done += int(np.count_nonzero(ended))
+                    running, left = running[~ended], left[~ended]
             first[new] = t
             rest = output[new] - 1.0
             ended = rest <= 0
@@ -151,6 +171,7 @@ class Simulation:
 
     rate_per_s: float  # requests per second offered to the whole deployment
     arrivals: str
+    schedule: str
     requests: int  # simulated per replica
     measured: int  # of them, counted in the statistics (after the warm-up)
     seed: int
@@ -164,6 +185,7 @@ class Simulation:
 
     def as_json(self) -> dict[str, Any]:
         return {"rate_per_s": self.rate_per_s, "arrivals": self.arrivals,
+                "schedule": self.schedule,
                 "requests_per_replica": self.requests, "measured": self.measured,
                 "seed": self.seed, "ttft_s": self.ttft_s.as_json(),
                 "tpot_s": self.tpot_s.as_json() if self.tpot_s else None,
@@ -183,12 +205,13 @@ def _outputs(cfg: InferenceConfig, n: int, rng: np.random.Generator) -> np.ndarr
 
 def simulate_serving(catalog: Catalog, shape: TransformerShape, product: Product,
                      cfg: InferenceConfig, rate: float, *, requests: int = DEFAULT_REQUESTS,
-                     seed: int = 0, arrivals: str = "poisson", system: System | None = None,
+                     seed: int = 0, arrivals: str = "poisson", schedule: str = "separate",
+                     system: System | None = None,
                      efficiency: Efficiency = DEFAULT_EFFICIENCY) -> Simulation:
     """Simulate ``requests`` requests per replica arriving at ``rate`` per second at the
     whole deployment (continuous batching; ``cfg.batch`` is ignored). Errors name the
     flag: ``--simulate`` for the request count and unsupported deployments, ``--seed``,
-    ``--arrivals``, ``--rate``."""
+    ``--arrivals``, ``--schedule``, ``--rate``."""
     if isinstance(requests, bool) or not isinstance(requests, int) \
             or not 10 <= requests <= MAX_REQUESTS:
         raise GpuarchError(f"--simulate: expected a number of requests from 10 to "
@@ -196,6 +219,7 @@ def simulate_serving(catalog: Catalog, shape: TransformerShape, product: Product
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise GpuarchError(f"--seed: expected a whole number >= 0, got {seed!r}")
     check_choice("--arrivals", arrivals, ARRIVALS)
+    check_choice("--schedule", schedule, SCHEDULES)
     if not (isinstance(rate, int | float) and rate > 0 and math.isfinite(rate)):
         raise GpuarchError(f"--rate: expected a positive number of requests per second, "
                            f"got {rate!r}")
@@ -209,7 +233,7 @@ def simulate_serving(catalog: Catalog, shape: TransformerShape, product: Product
                            "these formats and parallelism (not even one sequence)")
     share = rate / cfg.replicas
     output = _outputs(cfg, requests, np.random.default_rng([seed, 1]))
-    run = replay(times, share, output, arrivals=arrivals, seed=seed)
+    run = replay(times, share, output, arrivals=arrivals, seed=seed, schedule=schedule)
     counted = slice(int(requests * WARMUP_SHARE), None)
     arrival, first, finish = run.arrival[counted], run.first[counted], run.finish[counted]
     out = run.output[counted]
@@ -219,7 +243,8 @@ def simulate_serving(catalog: Catalog, shape: TransformerShape, product: Product
     queue = Percentiles.of(run.admitted[counted] - arrival)
     assert ttft is not None and latency is not None and queue is not None  # every request ran
     return Simulation(
-        rate_per_s=rate, arrivals=arrivals, requests=requests, measured=len(out), seed=seed,
+        rate_per_s=rate, arrivals=arrivals, schedule=schedule, requests=requests,
+        measured=len(out), seed=seed,
         ttft_s=ttft, tpot_s=Percentiles.of(tpot), latency_s=latency, queue_s=queue,
         mean_batch=run.decoded_sequences / run.decode_steps if run.decode_steps else 0.0,
         max_batch=times.max_batch,

@@ -593,7 +593,9 @@ def simulation_lines(sim: Simulation) -> list[str]:
     arrivals = "a Poisson stream" if sim.arrivals == "poisson" else "evenly spaced arrivals"
     return [f"simulated: {sim.requests:,} requests per replica as {arrivals} at "
             f"{sim.rate_per_s:g}/s in all (seed {sim.seed}; the last {sim.measured:,} "
-            "counted), the estimate's own pass times",
+            f"counted), the estimate's own pass times, prompts prefilled "
+            + ("beside the decode steps" if sim.schedule == "mixed" else
+               "in passes of their own"),
             table(["ms", "mean", "p50", "p90", "p99"], rows,
                   right=[False, True, True, True, True]),
             f"  a decode step held {sim.mean_batch:.1f} sequences on average (at most "
