@@ -1904,17 +1904,25 @@ def _check_kv_cache(catalog: Catalog, product: Product, cfg: InferenceConfig) ->
                            f"{run.format.value} (perf.kv_formats.kv_cache_run resolves it)")
 
 
-def evaluate_inference(catalog: Catalog, shape: TransformerShape, product: Product,
-                       cfg: InferenceConfig, batches: Num, *, system: System | None = None,
-                       efficiency: Efficiency = DEFAULT_EFFICIENCY) -> InferenceCore:
-    """``estimate_inference``'s numbers for an array of batch sizes at once (``cfg.batch``
-    is ignored); the advisor's search evaluates a whole batch axis per call."""
+def _checked_runner(catalog: Catalog, shape: TransformerShape, product: Product,
+                    cfg: InferenceConfig, system: System | None, efficiency: Efficiency
+                    ) -> _Runner:
+    """``cfg`` validated for ``shape`` (its KV cache format resolved for ``product``, a
+    replica beyond a node given a system), and the runner that costs its passes."""
     cfg.validate(shape)
     _check_kv_cache(catalog, product, cfg)
     if cfg.tp * cfg.pp > cfg.gpus_per_node and system is None:
         raise GpuarchError(f"--tp/--pp: a replica of {cfg.tp * cfg.pp} GPUs spans nodes; "
                            "give --system with an inter-node network")
-    runner = _Runner(catalog, shape, product, cfg, system, efficiency)
+    return _Runner(catalog, shape, product, cfg, system, efficiency)
+
+
+def evaluate_inference(catalog: Catalog, shape: TransformerShape, product: Product,
+                       cfg: InferenceConfig, batches: Num, *, system: System | None = None,
+                       efficiency: Efficiency = DEFAULT_EFFICIENCY) -> InferenceCore:
+    """``estimate_inference``'s numbers for an array of batch sizes at once (``cfg.batch``
+    is ignored); the advisor's search evaluates a whole batch axis per call."""
+    runner = _checked_runner(catalog, shape, product, cfg, system, efficiency)
     return _evaluate(runner, cfg, product, _max_batch(shape, cfg, product),
                      np.asarray(batches))
 
@@ -1940,12 +1948,7 @@ def pass_times(catalog: Catalog, shape: TransformerShape, product: Product,
     a replica can run: the prefill pass of up to ``max_num_tokens`` // new prompt tokens
     whole prompts (chunked as configured) and the decode step of up to the batch that fits
     (``max_batch_size`` where set)."""
-    cfg.validate(shape)
-    _check_kv_cache(catalog, product, cfg)
-    if cfg.tp * cfg.pp > cfg.gpus_per_node and system is None:
-        raise GpuarchError(f"--tp/--pp: a replica of {cfg.tp * cfg.pp} GPUs spans nodes; "
-                           "give --system with an inter-node network")
-    runner = _Runner(catalog, shape, product, cfg, system, efficiency)
+    runner = _checked_runner(catalog, shape, product, cfg, system, efficiency)
     limit = _max_batch(shape, cfg, product)
     if cfg.max_batch_size:
         limit = min(limit, cfg.max_batch_size)
@@ -2012,12 +2015,7 @@ def estimate_inference(
     """Estimate serving ``shape`` on ``cfg.gpus`` x ``product`` (``formats_origin``: where
     the formats came from when not from the caller, e.g. the checkpoint's config.json;
     ``price_per_gpu_hour``: USD, for the cost per million output tokens)."""
-    cfg.validate(shape)
-    _check_kv_cache(catalog, product, cfg)
-    if cfg.tp * cfg.pp > cfg.gpus_per_node and system is None:
-        raise GpuarchError(f"--tp/--pp: a replica of {cfg.tp * cfg.pp} GPUs spans nodes; "
-                           "give --system with an inter-node network")
-    runner = _Runner(catalog, shape, product, cfg, system, efficiency)
+    runner = _checked_runner(catalog, shape, product, cfg, system, efficiency)
     max_batch = _max_batch(shape, cfg, product)
     requested = cfg.batch if cfg.batch is not None else max(1, max_batch)
     if cfg.batch is None and cfg.max_batch_size:
