@@ -129,6 +129,16 @@ def main() -> None:
     per = _time(batch_sweep, max(1, args.runs // 20))
     print(f"{'serve llama-3.1-70b FP8, --batch sweep':46} {from_si(per, Unit.MS):8.2f} ms "
           f"per sweep ({points} estimates, {from_si(per / points, Unit.US):.0f} us each)")
+    from gpuarch.estimate.simulate import simulate_serving
+
+    for schedule in ("separate", "mixed"):
+        def simulated(schedule: str = schedule) -> object:  # --rate 2 --simulate 20000
+            return simulate_serving(catalog, shape, h100, cfg, 2.0, requests=20_000,
+                                    schedule=schedule, system=dgx)
+
+        per = _time(simulated, 3)
+        print(f"{'simulate 20,000 requests at 2/s, ' + schedule:46} "
+              f"{from_si(per, Unit.MS):8.1f} ms per simulation (pass times and replay)")
 
 
 if __name__ == "__main__":
