@@ -1071,7 +1071,9 @@ def test_per_query_head_reads_never_speed_decode(model: str, tp: int, batch: int
                                                  input_len: int, output_len: int,
                                                  continuous: bool) -> None:
     """Reading the KV cache once per query head in decode never shortens a decode step nor
-    raises throughput and never touches the prompt's pass; on H200, whose DRAM reads the
+    raises throughput and never changes how a prompt is prefilled (under continuous
+    batching a first token's pass may hold more prompts, as more arrive during a longer
+    decode step, never fewer); on H200, whose DRAM reads the
     cache faster than a multi-head kernel streams two reads of it, it lengthens decode
     attention wherever query heads share a KV head (at any TP: a GPU's query heads still
     share its KV heads) and changes nothing for a multi-head model."""
@@ -1084,7 +1086,11 @@ def test_per_query_head_reads_never_speed_decode(model: str, tp: int, batch: int
         **base, decode_kv_reads=r)) for r in ("shared", "per-query-head"))
     assert per_head.decode_step_parts_s["attention"] >= shared.decode_step_parts_s["attention"]
     assert per_head.output_tokens_per_s <= shared.output_tokens_per_s * (1 + 1e-12)
-    assert per_head.prefill_parts_s == shared.prefill_parts_s
+    if continuous:
+        assert all(per_head.prefill_parts_s[k] >= v * (1 - 1e-12)
+                   for k, v in shared.prefill_parts_s.items())
+    else:
+        assert per_head.prefill_parts_s == shared.prefill_parts_s
     if shape.n_kv_heads == shape.heads:
         assert per_head.decode_step_parts_s == shared.decode_step_parts_s
     else:

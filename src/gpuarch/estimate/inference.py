@@ -1727,10 +1727,16 @@ def _evaluate(runner: _Runner, cfg: InferenceConfig, product: Product, max_batch
             per_replica = _offline_rate(runner, cfg, batch, cycle, mean_ctx, per_step,
                                         step.total)
         # a new prompt is prefilled in a pass with the others that arrived with it, after
-        # waiting for the pass in progress: M/D/1 waiting time at the prefill load rho
+        # waiting for the pass in progress: M/D/1 waiting time at the prefill load rho.
+        # Passes start at decode-step boundaries, so a pass holds the prompts that arrived
+        # during about one step (requests arrive at batch / cycle a second): at least one,
+        # at most what a pass takes and what is in flight (estimate.simulate replays it:
+        # tests/test_serving_simulation.py holds the two together)
         prompts_per_pass = max(1, cfg.max_num_tokens // cfg.new_prompt_tokens)
         runner.parts = {} if parts is not None else None
-        prefill = runner.prefill(minimum(batch, prompts_per_pass))
+        arriving = ceil(batch / cycle * step.total)
+        prefill = runner.prefill(maximum(1.0, minimum(arriving,
+                                                      minimum(batch, prompts_per_pass))))
         service = prefill.total
         rho = minimum(MAX_PREFILL_LOAD, all_prefills.total / lanes / cycle)
         wait = rho / (2 * (1 - rho)) * service + step.total / 2

@@ -19,8 +19,9 @@ after the first. The first tenth of the requests (in arrival order) warm the eng
 are left out of the statistics.
 
 Not modelled: requests preempted or swapped out when the KV cache runs short (the batch is
-capped at what fits with every sequence at its full length, so none is), chunked prefill
-mixed into decode steps, and a pipeline's micro-batches (PP 1 only).
+capped at what fits with every sequence at its full length, so none is), a long prompt's
+chunks spread over iterations, and a pipeline's micro-batches (PP 1 only). ``SCHEDULES``
+also offers prompts prefilled in the decode step's iteration (``mixed``).
 """
 
 from __future__ import annotations
