@@ -81,21 +81,25 @@ def test_evenly_spaced_arrivals_give_the_steady_states_tpot(share: float,
     assert sim.output_tokens_per_s == pytest.approx(rate * SERVE.output_len, rel=0.05)
 
 
+@pytest.mark.parametrize("schedule", ["separate", "mixed"])
 @pytest.mark.parametrize(("model", "gpu", "cfg"), [
     ("llama-3.1-8b", "h100", SERVE),
     ("llama-3.1-8b", "h100", InferenceConfig(input_len=512, output_len=512)),
     ("llama-3.1-70b", "h100", InferenceConfig(input_len=2048, output_len=512, gpus=4, tp=4)),
 ])
 def test_the_steady_states_ttft_is_the_simulated_mean(model: str, gpu: str,
-                                                      cfg: InferenceConfig) -> None:
+                                                      cfg: InferenceConfig,
+                                                      schedule: str) -> None:
     """The steady state's TTFT at a rate (its pass holding the prompts that arrive during
     about one decode step, plus the M/D/1 wait) is the mean TTFT of a Poisson stream
     replayed through its own schedule within 20% from a fifth of capacity to 80% (at 90%
     the stream's bursts queue more than the M/D/1 wait carries: 13-21% under). (Before
     the pass was sized so, it held min(batch, prompts a pass) prompts and read 3-30 times
     the simulated mean: 1.3 s for Llama 2 70B on H200 at MLPerf's Server rate, whose log
-    measures a mean of 198 ms.)"""
+    measures a mean of 198 ms.) So too with prompts mixed into the decode iteration, whose
+    first tokens also wait for the running sequences' step."""
     shape, product = preset(model).shape, CATALOG.product(gpu)
+    cfg = dataclasses.replace(cfg, schedule=schedule)
     capacity = batch_for_rate(CATALOG, shape, product, cfg, 0.001).capacity_per_s
     for share in (0.2, 0.5, 0.8):
         rate = share * capacity
@@ -208,7 +212,9 @@ def test_cli_json_and_text(capsys: pytest.CaptureFixture[str]) -> None:
 
 @pytest.mark.parametrize(("extra", "message"), [
     (("--batch", "8", "--simulate", "100"), "--simulate: replays requests arriving at a rate"),
-    (("--rate", "4", "--arrivals", "uniform"), "--arrivals/--schedule/--seed"),
+    (("--rate", "4", "--arrivals", "uniform"), "--arrivals/--seed"),
+    (("--batch", "8", "--batching", "static", "--schedule", "mixed"),
+     "--schedule mixed: how a continuous-batching engine"),
     (("--rate", "4", "--simulate", "100", "--schedule", "chunked"),
      "--schedule: expected one of separate, mixed"),
     (("--rate", "4", "--simulate", "5"), "--simulate: expected a number of requests"),

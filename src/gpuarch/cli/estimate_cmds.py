@@ -514,6 +514,7 @@ def cmd_infer(args: argparse.Namespace) -> int:
         kv_cache_fraction=args.kv_cache_fraction,
         max_batch_size=args.max_batch_size, speculative_tokens=args.speculative_tokens,
         acceptance_length=args.acceptance_length, executor=args.executor,
+        schedule=args.schedule or "separate",
         window_kv_cache=args.window_kv_cache, decode_kv_reads=args.decode_kv_reads,
         fp8_mla_decode=not args.no_fp8_mla_decode, moe_comm=args.moe_comm,
         moe_kernels=args.moe_kernels, moe_imbalance=args.moe_imbalance,
@@ -562,8 +563,7 @@ def cmd_infer(args: argparse.Namespace) -> int:
 
         simulation = simulate_serving(catalog, shape, product, cfg, args.rate,
                                       requests=args.simulate, seed=args.seed or 0,
-                                      arrivals=args.arrivals or "poisson",
-                                      schedule=args.schedule or "separate", system=system,
+                                      arrivals=args.arrivals or "poisson", system=system,
                                       efficiency=eff)
     remedies = () if est.fits_in_memory else serving_remedies(
         catalog, shape, product, cfg, system=system, efficiency=eff)
@@ -713,10 +713,9 @@ def _check_load_flags(args: argparse.Namespace) -> None:
     if args.plot and not isinstance(args.batch, tuple):
         raise GpuarchError("--plot: draws a batch sweep; give --batch a list (e.g. "
                            "1,8,64,max) or 'sweep'")
-    if args.simulate is None and (args.arrivals is not None or args.seed is not None
-                                  or args.schedule is not None):
-        raise GpuarchError("--arrivals/--schedule/--seed: they shape the simulation of "
-                           "--simulate, which is not given")
+    if args.simulate is None and (args.arrivals is not None or args.seed is not None):
+        raise GpuarchError("--arrivals/--seed: they shape the simulation of --simulate, "
+                           "which is not given")
     if args.rate is None:
         if args.simulate is not None:
             raise GpuarchError("--simulate: replays requests arriving at a rate; give --rate")
@@ -1234,11 +1233,11 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                    help="with --simulate: a Poisson stream (default) or evenly spaced "
                         "arrivals (the steady state's view)")
     p.add_argument("--schedule", metavar="separate|mixed",
-                   help="with --simulate: new prompts prefilled in a pass of their own between "
-                        "decode steps (separate, default: the steady state's schedule, "
-                        "SGLang's default) or in the same iteration as the running "
-                        "sequences' decode step (mixed: TensorRT-LLM's in-flight batching, "
-                        "vLLM's V1 scheduler)")
+                   help="continuous batching: new prompts prefilled in a pass of their own "
+                        "between decode steps (separate, default; SGLang's default) or in "
+                        "the same iteration as the running sequences' decode step (mixed: "
+                        "TensorRT-LLM's in-flight batching, vLLM's V1 scheduler), which "
+                        "adds that step to TTFT; --simulate replays the same schedule")
     p.add_argument("--seed", type=non_negative("--seed"), metavar="S",
                    help="with --simulate: the random stream's seed (default 0)")
     fmt = "gpuarch.perf.quant:QuantFormat"

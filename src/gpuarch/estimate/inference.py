@@ -92,6 +92,7 @@ __all__ = [
     "MOE_KERNEL_ENGINES",
     "OP_PARTS",
     "RESERVE_FRACTION",
+    "SCHEDULES",
     "WINDOW_KV_CACHES",
     "Batching",
     "InferenceConfig",
@@ -188,6 +189,12 @@ COMBINE_BYTES = 2.0
 """Bytes per element an all-to-all combine returns the experts' outputs in: 16 bits
 (DeepEP's and TensorRT-LLM's default combine, BF16, whatever format the dispatch sent)."""
 
+SCHEDULES = ("separate", "mixed")
+"""How a continuous-batching engine fits new prompts in: ``separate``, a prefill pass of its
+own between decode steps (SGLang's default, vLLM's before chunked prefill), or ``mixed``,
+the prompts' prefill in the same iteration as the running sequences' decode step, each new
+prompt's first token at the iteration's end (TensorRT-LLM's in-flight batching, vLLM's V1
+scheduler): an iteration takes the prefill pass's time plus the decode step's."""
 EXECUTORS = ("python", "cpp")
 """Serving executors: a Python loop with per-request host time each step (TensorRT-LLM's
 PyTorch backend, vLLM, SGLang), or a C++ executor whose host time is not modelled
@@ -294,6 +301,10 @@ class InferenceConfig:
     # the engine's executor loop: "python" (per-request host time each step, overlapped with
     # the GPU) or "cpp" (none modelled); see EXECUTORS
     executor: str = "python"
+    # how new prompts are fitted in under continuous batching (SCHEDULES): in passes of their
+    # own between decode steps, or in the decode step's iteration; it moves TTFT, not the
+    # steady state's TPOT or throughput
+    schedule: str = "separate"
     # a sliding-window layer's KV cache: its window only ("ring") or every position ("full");
     # see WINDOW_KV_CACHES
     window_kv_cache: str = "ring"
@@ -480,6 +491,10 @@ class InferenceConfig:
             raise GpuarchError(f"--chunk: expected tokens >= 0, got {self.chunk}")
         check_cached_prefix(self.cached_prefix, self.input_len)
         check_choice("--executor", self.executor, EXECUTORS)
+        check_choice("--schedule", self.schedule, SCHEDULES)
+        if self.schedule != "separate" and self.batching is not Batching.CONTINUOUS:
+            raise GpuarchError(f"--schedule {self.schedule}: how a continuous-batching engine "
+                               "fits new prompts in; give --batching continuous")
         check_choice("--window-kv-cache", self.window_kv_cache, WINDOW_KV_CACHES)
         check_choice("--decode-kv-reads", self.decode_kv_reads, DECODE_KV_READS)
         check_choice("--moe-comm", self.moe_comm, MOE_COMMS)
@@ -1738,6 +1753,11 @@ def _evaluate(runner: _Runner, cfg: InferenceConfig, product: Product, max_batch
         prefill = runner.prefill(maximum(1.0, minimum(arriving,
                                                       minimum(batch, prompts_per_pass))))
         service = prefill.total
+        if cfg.schedule == "mixed":
+            # mixed into the decode iteration, a prompt's pass also runs the running
+            # sequences' step (none run beside a lone request), and so does the pass in
+            # progress it waits for
+            service = service + where(batch > 1, step.total, 0.0)
         rho = minimum(MAX_PREFILL_LOAD, all_prefills.total / lanes / cycle)
         wait = rho / (2 * (1 - rho)) * service + step.total / 2
         ttft = service + wait
@@ -2090,6 +2110,8 @@ def estimate_inference(
         / cfg.pp,
         "ssm_state_precision": cfg.ssm_state_precision if shape.mamba is not None else None,
         "batching": cfg.batching.value,
+        # how new prompts meet the decode steps (continuous batching; SCHEDULES)
+        "schedule": cfg.schedule if cfg.batching is Batching.CONTINUOUS else None,
         "prefill_chunk_tokens": cfg.chunk,
         "replicas": cfg.replicas,
         "parallelism": {"tp": cfg.tp, "pp": cfg.pp, "ep": cfg.ep,

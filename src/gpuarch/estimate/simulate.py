@@ -35,20 +35,19 @@ import numpy as np
 from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import Product, System
 from gpuarch.errors import GpuarchError, check_choice
-from gpuarch.estimate.inference import Batching, InferenceConfig, PassTimes, pass_times
+from gpuarch.estimate.inference import (
+    SCHEDULES,
+    Batching,
+    InferenceConfig,
+    PassTimes,
+    pass_times,
+)
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.workloads.shape import TransformerShape
 
 __all__ = ["ARRIVALS", "DEFAULT_REQUESTS", "MAX_REQUESTS", "SCHEDULES", "Percentiles",
            "Simulation", "replay", "simulate_serving"]
 
-SCHEDULES = ("separate", "mixed")
-"""How a replica's engine fits new prompts in: ``separate``, a prefill pass of its own
-between decode steps (the steady state's schedule; SGLang's default, vLLM's before chunked
-prefill), or ``mixed``, the prompts' prefill in the same iteration as the running
-sequences' decode step, each new prompt's first token at the iteration's end (TensorRT-LLM's
-in-flight batching, vLLM's V1 scheduler); an iteration takes the prefill pass's time plus
-the decode step's."""
 ARRIVALS = ("poisson", "uniform")
 """How requests arrive: a Poisson stream (exponential gaps), or evenly spaced (the steady
 state's fluid view, against which the simulation can be checked)."""
@@ -99,7 +98,7 @@ def replay(times: PassTimes, rate_per_s: float, output: np.ndarray, *,
            arrivals: str = "poisson", seed: int = 0, schedule: str = "separate") -> Replay:
     """Run ``len(output)`` requests (each generating ``output[i]`` tokens) arriving at
     ``rate_per_s`` through one replica whose passes take ``times``, on ``schedule``
-    (``SCHEDULES``)."""
+    (``inference.SCHEDULES``)."""
     n = len(output)
     rng = np.random.default_rng(seed)
     gaps = (rng.exponential(1.0 / rate_per_s, n) if arrivals == "poisson"
@@ -206,11 +205,12 @@ def _outputs(cfg: InferenceConfig, n: int, rng: np.random.Generator) -> np.ndarr
 
 def simulate_serving(catalog: Catalog, shape: TransformerShape, product: Product,
                      cfg: InferenceConfig, rate: float, *, requests: int = DEFAULT_REQUESTS,
-                     seed: int = 0, arrivals: str = "poisson", schedule: str = "separate",
+                     seed: int = 0, arrivals: str = "poisson", schedule: str | None = None,
                      system: System | None = None,
                      efficiency: Efficiency = DEFAULT_EFFICIENCY) -> Simulation:
     """Simulate ``requests`` requests per replica arriving at ``rate`` per second at the
-    whole deployment (continuous batching; ``cfg.batch`` is ignored). Errors name the
+    whole deployment (continuous batching; ``cfg.batch`` is ignored) on ``schedule``
+    (default: ``cfg.schedule``). Errors name the
     flag: ``--simulate`` for the request count and unsupported deployments, ``--seed``,
     ``--arrivals``, ``--schedule``, ``--rate``."""
     if isinstance(requests, bool) or not isinstance(requests, int) \
@@ -220,6 +220,7 @@ def simulate_serving(catalog: Catalog, shape: TransformerShape, product: Product
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise GpuarchError(f"--seed: expected a whole number >= 0, got {seed!r}")
     check_choice("--arrivals", arrivals, ARRIVALS)
+    schedule = cfg.schedule if schedule is None else schedule
     check_choice("--schedule", schedule, SCHEDULES)
     if not (isinstance(rate, int | float) and rate > 0 and math.isfinite(rate)):
         raise GpuarchError(f"--rate: expected a positive number of requests per second, "
