@@ -236,3 +236,31 @@ def test_library_errors_name_the_flag() -> None:
         simulate_serving(CATALOG, LLAMA_8B, H100, SERVE, float("nan"))
     with pytest.raises(GpuarchError, match=r"--seed"):
         simulate_serving(CATALOG, LLAMA_8B, H100, SERVE, 1.0, seed=True)  # type: ignore[arg-type]
+
+
+def test_the_serving_advisor_prices_the_schedule_it_is_given() -> None:
+    """advise infer --schedule mixed: each deployment's TTFT is estimate infer's with the
+    same schedule (its option_config carries it), and no lower than the same deployment's
+    with prompts in passes of their own; TPOT does not move."""
+    from gpuarch.advise import load_prices
+    from gpuarch.advise.infer import InferenceSearch, advise_inference, option_config
+
+    shape = preset("llama-3.1-8b").shape
+    base = InferenceSearch(input_len=1024, output_len=128, rate=4.0, max_gpus=8,
+                           gpus=("h100",), top=5)
+    mixed = dataclasses.replace(base, schedule="mixed")
+    adv = advise_inference(CATALOG, shape, mixed, load_prices())
+    assert adv.top and adv.assumptions["schedule"] == "mixed"
+    for o in adv.top:
+        cfg = option_config(mixed, o)
+        assert cfg.schedule == "mixed"
+        est = estimate_inference(CATALOG, shape, CATALOG.product(o.gpu), cfg,
+                                 system=CATALOG.system_for(CATALOG.product(o.gpu)))
+        assert o.ttft_ms == pytest.approx(est.ttft_s * 1e3, rel=1e-9)
+        apart = estimate_inference(CATALOG, shape, CATALOG.product(o.gpu),
+                                   dataclasses.replace(cfg, schedule="separate"),
+                                   system=CATALOG.system_for(CATALOG.product(o.gpu)))
+        assert est.ttft_s >= apart.ttft_s and est.tpot_s == apart.tpot_s
+    with pytest.raises(GpuarchError, match=r"--schedule"):
+        advise_inference(CATALOG, shape, dataclasses.replace(base, schedule="chunked"),
+                         load_prices())

@@ -292,6 +292,12 @@ def engine_flags(p: argparse.ArgumentParser) -> None:
                         "is longer; a dense model none) or cpp "
                         "(a C++ executor, e.g. TensorRT-LLM's TensorRT engines: none "
                         "modelled)")
+    p.add_argument("--schedule", default="separate", metavar="separate|mixed",
+                   help="continuous batching: new prompts prefilled in a pass of their own "
+                        "between decode steps (separate, default; SGLang's default) or in "
+                        "the same iteration as the running sequences' decode step (mixed: "
+                        "TensorRT-LLM's in-flight batching, vLLM's V1 scheduler), which "
+                        "adds that step to TTFT; --simulate replays the same schedule")
     p.add_argument("--window-kv-cache", default="ring", metavar="ring|full",
                    help="a sliding-window layer's KV cache: ring (default: its window only, "
                         "as vLLM and SGLang keep it) or full (every position, as "
@@ -514,7 +520,7 @@ def cmd_infer(args: argparse.Namespace) -> int:
         kv_cache_fraction=args.kv_cache_fraction,
         max_batch_size=args.max_batch_size, speculative_tokens=args.speculative_tokens,
         acceptance_length=args.acceptance_length, executor=args.executor,
-        schedule=args.schedule or "separate",
+        schedule=args.schedule,
         window_kv_cache=args.window_kv_cache, decode_kv_reads=args.decode_kv_reads,
         fp8_mla_decode=not args.no_fp8_mla_decode, moe_comm=args.moe_comm,
         moe_kernels=args.moe_kernels, moe_imbalance=args.moe_imbalance,
@@ -1232,12 +1238,6 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p.add_argument("--arrivals", metavar="poisson|uniform",
                    help="with --simulate: a Poisson stream (default) or evenly spaced "
                         "arrivals (the steady state's view)")
-    p.add_argument("--schedule", metavar="separate|mixed",
-                   help="continuous batching: new prompts prefilled in a pass of their own "
-                        "between decode steps (separate, default; SGLang's default) or in "
-                        "the same iteration as the running sequences' decode step (mixed: "
-                        "TensorRT-LLM's in-flight batching, vLLM's V1 scheduler), which "
-                        "adds that step to TTFT; --simulate replays the same schedule")
     p.add_argument("--seed", type=non_negative("--seed"), metavar="S",
                    help="with --simulate: the random stream's seed (default 0)")
     fmt = "gpuarch.perf.quant:QuantFormat"
