@@ -72,7 +72,7 @@ def prefill_curves(catalog: Catalog, shape: TransformerShape, product: Product,
                    system: System | None, efficiency: Efficiency) -> list[PrefillCurve]:
     """A curve for each (TP, EP) split in ``splits`` that is valid for the model and holds
     its weights, in ``decode``'s formats and engine settings."""
-    per_pass = max(1, decode.max_num_tokens // decode.new_prompt_tokens)
+    per_pass = decode.prompts_per_pass
     out = []
     for tp, ep in splits:
         cfg = prefill_pool_config(decode, gpus=max(tp, ep), tp=tp, ep=ep)

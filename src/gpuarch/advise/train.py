@@ -40,6 +40,7 @@ from gpuarch.estimate.training import (
     estimate_training,
     evaluate_training,
     layer_costs,
+    ranks_per_node,
     schedule_runs,
 )
 from gpuarch.perf.collectives import Link, link_for
@@ -385,11 +386,8 @@ def advise_training(
                 "optimizer_offload": search.optimizer_offload, **_fine_tuning(search)}
             # a hybrid's layouts come in a chunk per pipeline split; their layers cost the
             # same whatever the split, so they are costed once for all of them
-            every: dict[str, Any] = {"gpus": lay["gpus"], "global_batch": lay["gb"],
-                                     "micro_batch": lay["mb"], "tp": lay["tp"],
-                                     "cp": lay["cp"], "ep": lay["ep"]}
             shared = (layer_costs(shape, device, intra, inter,
-                                  TrainingConfig(**every, **common), efficiency)
+                                  TrainingConfig(**_layout_fields(lay), **common), efficiency)
                 if shape.is_hybrid and 0 < len(lay["gpus"]) <= CHUNK else None)
             for span, chunk in _chunks(lay, by_pp=shape.is_hybrid, size=CHUNK // stages):
                 # the chunk's layouts under every ZeRO variant, one call for the stages over
@@ -778,7 +776,7 @@ def _hybrid_groups(shape: TransformerShape, layouts: dict[str, np.ndarray], gpn:
     expert-data-parallel ranks."""
     tp, cp = layouts["tp"], layouts["cp"]
     ranks = layouts["gpus"] // (tp * layouts["pp"] * cp) * cp
-    group = np.where(tp < gpn, np.minimum(ranks, gpn // tp), 1)
+    group = ranks_per_node(ranks, tp, gpn)
     ok = (group > 1) & (group < ranks) & (ranks % np.maximum(group, 1) == 0)
     if shape.is_moe:
         replicas = ranks // np.maximum(group, 1)
@@ -792,13 +790,17 @@ def layout_config(shape: TransformerShape, layouts: dict[str, np.ndarray],
     """The configurations of ``layouts`` (``_layouts``'s arrays) with the search's
     ``common`` fields and ``more``: integer fields as arrays, one configuration per element
     (the masks in ``_layouts`` stand for ``TrainingConfig.validate``)."""
-    fields: dict[str, Any] = {
-        "gpus": layouts["gpus"], "global_batch": layouts["gb"], "micro_batch": layouts["mb"],
-        "tp": layouts["tp"], "cp": layouts["cp"], "ep": layouts["ep"],
-        # a hybrid's pipeline split is one per chunk (_chunks)
-        **(_hybrid_split(shape, int(layouts["pp"][0]), int(layouts["vpp"][0]))
-           if shape.is_hybrid else {"pp": layouts["pp"], "vpp": layouts["vpp"]})}
-    return TrainingConfig(**fields, **common, **more)
+    # a hybrid's pipeline split is one per chunk (_chunks)
+    split = (_hybrid_split(shape, int(layouts["pp"][0]), int(layouts["vpp"][0]))
+             if shape.is_hybrid else {"pp": layouts["pp"], "vpp": layouts["vpp"]})
+    return TrainingConfig(**_layout_fields(layouts), **split, **common, **more)
+
+
+def _layout_fields(layouts: dict[str, np.ndarray]) -> dict[str, Any]:
+    """``layouts``' fields other than the pipeline split, as ``TrainingConfig`` fields."""
+    return {"gpus": layouts["gpus"], "global_batch": layouts["gb"],
+            "micro_batch": layouts["mb"], "tp": layouts["tp"], "cp": layouts["cp"],
+            "ep": layouts["ep"]}
 
 
 def _cost_variants(shape: TransformerShape, product: Product, device: Device, intra: Link,

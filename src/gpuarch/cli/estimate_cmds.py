@@ -567,10 +567,12 @@ def cmd_infer(args: argparse.Namespace) -> int:
     if args.simulate is not None:
         from gpuarch.estimate.simulate import simulate_serving
 
+        # (--seed and --arrivals only where given: the library's defaults otherwise)
+        given = {k: v for k, v in (("seed", args.seed), ("arrivals", args.arrivals))
+                 if v is not None}
         simulation = simulate_serving(catalog, shape, product, cfg, args.rate,
-                                      requests=args.simulate, seed=args.seed or 0,
-                                      arrivals=args.arrivals or "poisson", system=system,
-                                      efficiency=eff)
+                                      requests=args.simulate, system=system, efficiency=eff,
+                                      **given)
     remedies = () if est.fits_in_memory else serving_remedies(
         catalog, shape, product, cfg, system=system, efficiency=eff)
     launch = None

@@ -255,7 +255,7 @@ def estimate_disaggregated(catalog: Catalog, shape: TransformerShape, product: P
         raise GpuarchError(re.sub(r"^--(tp|ep|gpus)\b", r"--prefill-\1", str(exc))) from None
 
     # prefill: passes of 1 .. per_pass prompts; a pass of k prompts serves k requests
-    per_pass = max(1, cfg.max_num_tokens // cfg.new_prompt_tokens)
+    per_pass = cfg.prompts_per_pass
     held = max_batch_that_fits(shape, prefill, prefill_product)
     if held < 1:
         raise GpuarchError(f"--prefill-gpus: {shape.name} does not fit a prefill replica of "

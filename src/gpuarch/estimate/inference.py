@@ -103,6 +103,7 @@ __all__ = [
     "check_cached_prefix",
     "decode_attention_time",
     "engine_of",
+    "engine_slots",
     "estimate_inference",
     "evaluate_inference",
     "fp8_scaling_of",
@@ -399,6 +400,11 @@ class InferenceConfig:
     def new_prompt_tokens(self) -> int:
         """Prompt tokens each request prefills (the rest were cached)."""
         return self.input_len - self.cached_prefix
+
+    @property
+    def prompts_per_pass(self) -> int:
+        """Whole prompts one prefill pass of ``max_num_tokens`` takes (at least one)."""
+        return max(1, self.max_num_tokens // self.new_prompt_tokens)
 
     @property
     def drains_offline(self) -> bool:
@@ -1613,6 +1619,13 @@ def max_batch_that_fits(shape: TransformerShape, cfg: InferenceConfig, product: 
     return _max_batch(shape, cfg, product)
 
 
+def engine_slots(shape: TransformerShape, cfg: InferenceConfig, product: Product) -> int:
+    """Sequences a continuous-batching replica can hold: the largest batch that fits, or the
+    engine's ``max_batch_size`` where that is smaller (0: none fits)."""
+    limit = _max_batch(shape, cfg, product)
+    return min(limit, cfg.max_batch_size) if cfg.max_batch_size else limit
+
+
 MAX_CONTEXT_SEARCH = 2**24
 """Upper end of the search for the longest context that fits (16.8 M tokens); a model whose
 every layer attends to a sliding window can hold any context, reported as no limit."""
@@ -1747,11 +1760,10 @@ def _evaluate(runner: _Runner, cfg: InferenceConfig, product: Product, max_batch
         # during about one step (requests arrive at batch / cycle a second): at least one,
         # at most what a pass takes and what is in flight (estimate.simulate replays it:
         # tests/test_serving_simulation.py holds the two together)
-        prompts_per_pass = max(1, cfg.max_num_tokens // cfg.new_prompt_tokens)
         runner.parts = {} if parts is not None else None
         arriving = ceil(batch / cycle * step.total)
         prefill = runner.prefill(maximum(1.0, minimum(arriving,
-                                                      minimum(batch, prompts_per_pass))))
+                                                      minimum(batch, cfg.prompts_per_pass))))
         service = prefill.total
         if cfg.schedule == "mixed":
             # mixed into the decode iteration, a prompt's pass also runs the running
@@ -1975,11 +1987,8 @@ def pass_times(catalog: Catalog, shape: TransformerShape, product: Product,
     whole prompts (chunked as configured) and the decode step of up to the batch that fits
     (``max_batch_size`` where set)."""
     runner = _checked_runner(catalog, shape, product, cfg, system, efficiency)
-    limit = _max_batch(shape, cfg, product)
-    if cfg.max_batch_size:
-        limit = min(limit, cfg.max_batch_size)
-    per_pass = max(1, cfg.max_num_tokens // cfg.new_prompt_tokens)
-    prompts = np.arange(1, max(1, min(per_pass, limit)) + 1, dtype=float)
+    limit = engine_slots(shape, cfg, product)
+    prompts = np.arange(1, max(1, min(cfg.prompts_per_pass, limit)) + 1, dtype=float)
     batches = np.arange(1, max(1, limit) + 1, dtype=float)
     prefill = np.broadcast_to(runner.prefill(prompts).total, prompts.shape)
     decode = np.broadcast_to(runner.decode_step(batches, cfg.mean_decode_context).total,

@@ -27,13 +27,13 @@ from gpuarch.errors import GpuarchError
 from gpuarch.estimate.inference import (
     Batching,
     InferenceConfig,
+    engine_slots,
     evaluate_inference,
-    max_batch_that_fits,
 )
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.workloads.shape import TransformerShape
 
-__all__ = ["Load", "batch_for_rate"]
+__all__ = ["Load", "batch_for_rate", "check_rate", "stream_config"]
 
 
 @dataclass(frozen=True)
@@ -52,21 +52,31 @@ class Load:
                 "capacity_per_s": self.capacity_per_s, "utilization": self.utilization}
 
 
+def check_rate(rate: object) -> None:
+    """Refuse a request rate that is not a positive finite number, naming ``--rate``."""
+    if isinstance(rate, bool) or not isinstance(rate, int | float) \
+            or not (rate > 0 and math.isfinite(rate)):
+        raise GpuarchError(f"--rate: expected a positive number of requests per second, "
+                           f"got {rate!r}")
+
+
+def stream_config(cfg: InferenceConfig) -> InferenceConfig:
+    """``cfg`` serving a stream of requests: continuous batching at whatever batch the load
+    settles at (no fixed batch, no offline run)."""
+    return replace(cfg, batch=None, batching=Batching.CONTINUOUS, num_requests=0,
+                   max_output_len=0)
+
+
 def batch_for_rate(catalog: Catalog, shape: TransformerShape, product: Product,
                    cfg: InferenceConfig, rate: float, *, system: System | None = None,
                    efficiency: Efficiency = DEFAULT_EFFICIENCY) -> Load:
     """The steady state of ``rate`` requests per second on ``cfg``'s deployment (continuous
     batching; ``cfg.batch`` is ignored). Raises :class:`GpuarchError` naming ``--rate``
     when nothing fits or the rate exceeds the deployment's capacity."""
-    if not (rate > 0 and math.isfinite(rate)):
-        raise GpuarchError(f"--rate: expected a positive number of requests per second, "
-                           f"got {rate}")
-    cfg = replace(cfg, batch=None, batching=Batching.CONTINUOUS, num_requests=0,
-                  max_output_len=0)
+    check_rate(rate)
+    cfg = stream_config(cfg)
     cfg.validate(shape)
-    limit = max_batch_that_fits(shape, cfg, product)
-    if cfg.max_batch_size:
-        limit = min(limit, cfg.max_batch_size)
+    limit = engine_slots(shape, cfg, product)
     if limit < 1:
         raise GpuarchError(f"--rate: {shape.name} does not fit on {product.name} with these "
                            "formats and parallelism (not even one sequence)")

@@ -27,7 +27,7 @@ also offers prompts prefilled in the decode step's iteration (``mixed``).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -37,11 +37,11 @@ from gpuarch.catalog.model import Product, System
 from gpuarch.errors import GpuarchError, check_choice
 from gpuarch.estimate.inference import (
     SCHEDULES,
-    Batching,
     InferenceConfig,
     PassTimes,
     pass_times,
 )
+from gpuarch.estimate.load import check_rate, stream_config
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.workloads.shape import TransformerShape
 
@@ -222,13 +222,11 @@ def simulate_serving(catalog: Catalog, shape: TransformerShape, product: Product
     check_choice("--arrivals", arrivals, ARRIVALS)
     schedule = cfg.schedule if schedule is None else schedule
     check_choice("--schedule", schedule, SCHEDULES)
-    if not (isinstance(rate, int | float) and rate > 0 and math.isfinite(rate)):
-        raise GpuarchError(f"--rate: expected a positive number of requests per second, "
-                           f"got {rate!r}")
+    check_rate(rate)
     if cfg.pp > 1:
         raise GpuarchError(f"--simulate: a replica's pipeline stages are not simulated; "
                            f"give --pp 1 (got --pp {cfg.pp})")
-    cfg = replace(cfg, batch=None, batching=Batching.CONTINUOUS, num_requests=0)
+    cfg = stream_config(cfg)
     times = pass_times(catalog, shape, product, cfg, system=system, efficiency=efficiency)
     if times.max_batch < 1:
         raise GpuarchError(f"--simulate: {shape.name} does not fit on {product.name} with "

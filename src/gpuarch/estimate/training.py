@@ -126,6 +126,7 @@ __all__ = [
     "estimate_training",
     "evaluate_training",
     "layer_costs",
+    "ranks_per_node",
 ]
 
 COMPUTE_PARTS = ("dense_gemms", "expert_gemms", "lora_adapters", "attention", "mamba_scan",
@@ -851,12 +852,16 @@ def _nccl(kind: Collective, size_bytes: Num, group: Group, eff: Efficiency,
     return collective_time(kind, size_bytes, group, eff, nccl_protocols(), dedupe_copies,
                            routing_groups)
 
+def ranks_per_node(size: Num, inner: Num, gpus_per_node: int) -> Num:
+    """How many of a communicator's ``size`` ranks, neighbours ``inner`` ranks apart, share
+    a node of ``gpus_per_node`` GPUs (Megatron's rank order fills nodes in turn)."""
+    return where(inner < gpus_per_node, maximum(1, minimum(size, gpus_per_node // inner)), 1)
+
+
 def _group(size: Num, inner: Num, cfg: TrainingConfig, intra: Link, inter: Link | None
            ) -> Group:
     """A communicator of ``size`` ranks whose neighbours are ``inner`` ranks apart."""
-    per_node = where(inner < cfg.gpus_per_node,
-                     maximum(1, minimum(size, cfg.gpus_per_node // inner)), 1)
-    return Group(size, per_node, intra, inter)
+    return Group(size, ranks_per_node(size, inner, cfg.gpus_per_node), intra, inter)
 
 
 def _pipeline_send_group(cfg: TrainingConfig, intra: Link, inter: Link | None) -> Group:
