@@ -126,7 +126,8 @@ def test_the_joint_fit_weighs_both_validations_equally() -> None:
 def test_the_multihead_decode_rate_is_the_scans_least() -> None:
     """scripts/fit_multihead_decode.py: the shipped rate of a multi-head decode kernel's
     repeated KV reads (4.5 TB/s) fits its 49 figures better than 4.0 or 5.0 TB/s, and far
-    better than reading the cache once a group (mean |ln| 0.098 against 0.267)."""
+    better than reading the cache once a group (mean |ln| 0.102 against 0.267; 0.098 before
+    the roofline's GEMMs carried the memory stream's share near the ridge)."""
     from gpuarch.catalog import load_catalog
     from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY
 
@@ -137,4 +138,4 @@ def test_the_multihead_decode_rate_is_the_scans_least() -> None:
     at = {rate: fit.mean(fit.scan(catalog, rate, points)) for rate in (4.0, 4.5, 5.0, 1e9)}
     assert sum(len(v) for v in fit.scan(catalog, 4.5, points).values()) == 49
     assert at[4.5] < min(at[4.0], at[5.0])
-    assert at[4.5] < 0.1 < 0.25 < at[1e9]
+    assert at[4.5] < 0.105 < 0.25 < at[1e9]

@@ -170,7 +170,9 @@ def test_weight_only_gemms_of_few_rows_fill_every_sm() -> None:
     per_layer = (shape.hidden * (shape.heads + 2 * shape.n_kv_heads) * head
                  + shape.heads * head * shape.hidden + 3 * shape.hidden * shape.d_ffn)
     read_s = per_layer * shape.layers * weight / (1.008e12 * eff.memory)
-    assert e.decode_step_parts_s["dense_gemms"] == pytest.approx(read_s, rel=0.01)
+    # (2.2% over it: the 16-row tile's math, a fifth to two fifths of the read, adds its
+    # share near the ridge, Efficiency.gemm_overlap)
+    assert e.decode_step_parts_s["dense_gemms"] == pytest.approx(read_s, rel=0.03)
 
 
 def test_fp8_falls_back_on_a100_with_a_reason() -> None:
@@ -495,7 +497,10 @@ def test_inference_validation_does_not_regress() -> None:
     # the 16-bit LM head and v0.17's KV share of free memory, 11.78% before the multi-head
     # kernel's L2 reads, 11.97% before v0.5's per-query-head reads; 13.06% over 804, 12.25%
     # over 751, 11.78% over the 687 before the rest of TensorRT-LLM 0.9's tables)
-    assert s.median_abs_error <= 0.072  # 7.14% (7.22% before the staggered admission)
+    # 7.22% since a GEMM near the ridge carries its memory stream's share (gemm_overlap;
+    # 10.13% -> 10.10% mean, 97.18% -> 97.64% within), 7.14% before, 7.22% before the
+    # staggered admission
+    assert s.median_abs_error <= 0.0725
     assert s.by("metric")["tpot_s"] <= 0.07
     assert s.share_within >= 0.971  # 97.18% (97.09% before the weight-only spread, 97.00%
     # before the 4-GPU board, 96.82%
@@ -513,10 +518,13 @@ def test_inference_validation_does_not_regress() -> None:
     r1_v6 = {r.id: r.error for r in s.rows if r.source.startswith("mlperf-inference-v6")
              and r.model == "deepseek-v3"}
     google = r1_v6.pop("mlperf-inf60-gb200-deepseek-r1-fp4-google")
-    assert len(r1_v6) == 12 and max(map(abs, r1_v6.values())) <= 0.12
+    # (B200 Nebius -13.5% since a GEMM near the ridge carries its memory stream's share,
+    # gemm_overlap, and the NVFP4 experts' rate set again with it; within 12% before)
+    assert len(r1_v6) == 12 and max(map(abs, r1_v6.values())) <= 0.14
     r1_v51 = [r.error for r in s.rows if r.source == "mlperf-inference-v5.1"
               and r.model == "deepseek-v3"]
-    assert len(r1_v51) == 2 and all(0.6 < e < 1.05 for e in [*r1_v51, google])
+    # (+59%, +79% and +69% since gemm_overlap; +69%, +89% and +78% before)
+    assert len(r1_v51) == 2 and all(0.55 < e < 1.05 for e in [*r1_v51, google])
     # the PCIe-card and 96 GB GH200 runs, which the model reads far too fast where they are
     # compute-bound (docs/performance-model.md, "MLPerf Inference: the partners' runs")
     power_limited = ("h100-nvl-94gb", "h100-pcie-80gb", "gh200-96gb")
@@ -526,8 +534,10 @@ def test_inference_validation_does_not_regress() -> None:
     # five, then five more (NVIDIA's v5.0 Llama 2 70B on one B200 and one GH200, 405B on 8
     # H200 and 8 B200; Cisco's v6.0 Llama 3.1 8B on four H200 NVL): 6.9% -> 8.1%; then the
     # partners' v5.0, v5.1 and v6.0 runs on H100, H200, H200 NVL, GH200, B200 and GB200: 59
-    # at 6.4%, none beyond 16%; 6.6% since the LM head and embedding table are 16-bit
-    assert len(mlperf_llama) == 59 and sum(mlperf_llama) / len(mlperf_llama) <= 0.066
+    # at 6.4%, none beyond 16%; 6.6% since the LM head and embedding table are 16-bit; 7.0%
+    # since a decode GEMM near the ridge carries its memory stream's share (gemm_overlap: the
+    # group, already low, -5.2% -> -5.7% on average)
+    assert len(mlperf_llama) == 59 and sum(mlperf_llama) / len(mlperf_llama) <= 0.070
     assert max(mlperf_llama) <= 0.16
     slow = [r.error for r in s.rows if r.gpu in power_limited and r.source.startswith("mlperf")
             and r.source[-3:] != "4.0"]
@@ -535,13 +545,17 @@ def test_inference_validation_does_not_regress() -> None:
     # the catalog (its GEMMs no longer priced with wave quantization); +25..+51% since the
     # PCIe and NVL boards' Tensor Core math runs at their measured fraction of the peak
     # (perf/data/sibling_rates.toml, [[board]])
-    assert len(slow) == 4 and all(0.25 < e < 0.55 for e in slow)
+    # (+22..+49% since a decode GEMM near the ridge carries its memory stream's share,
+    # gemm_overlap)
+    assert len(slow) == 4 and all(0.2 < e < 0.55 for e in slow)
     # the v4.1 round on Hopper (Llama 2 70B, Mixtral 8x7B) within 6% on average, v4.0's older
     # software 24%
     v41 = [abs(r.error) for r in s.rows if r.source == "mlperf-inference-v4.1"]
     # 4.3%, at most 9.8%, since Dell's XE8640 runs on the HGX 4-GPU board's pair links
     # (+20.0% -> +3.9%; 5.2% and 20.0% before)
-    assert len(v41) == 18 and sum(v41) / 18 <= 0.045 and max(v41) <= 0.10
+    # (4.8% since a decode GEMM near the ridge carries its memory stream's share,
+    # gemm_overlap)
+    assert len(v41) == 18 and sum(v41) / 18 <= 0.049 and max(v41) <= 0.10
     v40 = [abs(r.error) for r in s.rows if r.source == "mlperf-inference-v4.0"]
     # 22.2% with Quanta's unbridged cards; 22.5% without H100 NVL's unpublished SM count;
     # 17.4% since the 4-GPU boards' pair links (Dell XE9640 +41.6% -> +22.4%, Fujitsu
@@ -580,8 +594,10 @@ def test_inference_validation_does_not_regress() -> None:
     assert len(in_sample) == 172 and sum(in_sample) / len(in_sample) <= 0.1  # 8.8%
     v017 = [r for r in s.rows if r.source == "trtllm-perf-overview-v0.17"]
     fitted = [abs(r.error) for r in v017 if not r.out_of_sample]
-    assert len(fitted) == 76 and sum(fitted) / len(fitted) <= 0.066  # 6.55% (7.4% before
-    # the table's KV cache took trtllm-bench's 0.9 of free memory, not the 10% reserve)
+    assert len(fitted) == 76 and sum(fitted) / len(fitted) <= 0.069  # 6.82% since a
+    # decode GEMM near the ridge carries its memory stream's share (gemm_overlap), 6.55%
+    # before (7.4% before the table's KV cache took trtllm-bench's 0.9 of free memory, not
+    # the 10% reserve)
     # every other cell of the v0.17 table (seven more lengths and the GH200 column, entered
     # after the fit): 9.0%, median 6.8%, four beyond 35%; 8.2%, one beyond, with the KV
     # share; Mistral 7B at 20000/2000 within 12% with every position attended (+98..+172%
@@ -592,8 +608,9 @@ def test_inference_validation_does_not_regress() -> None:
     v10 = [abs(r.error) for r in s.rows if r.source == "trtllm-perf-overview-v1.0"]
     # every cell of v1.0's table with a preset: 30 entered first, 134 with the rest of the
     # table after every parameter was fitted (22.4% on those alone)
-    assert len(v10) == 164 and sum(v10) / len(v10) <= 0.109  # 10.8% (11.0% before the
-    # staggered admission, 11.5% before the
+    assert len(v10) == 164 and sum(v10) / len(v10) <= 0.113  # 11.1% since a decode GEMM
+    # near the ridge carries its memory stream's share (gemm_overlap), 10.8% before (11.0%
+    # before the staggered admission, 11.5% before the
     # host's time followed the expert layers)
     # the later perf overview, all out of sample: DeepSeek-R1, GPT-OSS, Llama 3.3, Qwen3
     # and (with its preset, added later) Llama 4 Maverick

@@ -219,7 +219,9 @@ def test_calibration_fits_the_gemm_size_curve_of_a_measured_h200() -> None:
     cal = load_calibration(H200_CALIBRATION)
     eff, notes = apply_calibration(cal, DEFAULT_EFFICIENCY, CATALOG, h200, use_reference=False)
     assert "size curve fitted to 6 measured bf16 GEMM sizes" in notes["gemm_half_dim"]
-    assert 0.70 <= eff.gemm_by_generation[3] <= 0.78  # 765 TFLOP/s best of 990
+    # 765 TFLOP/s best of 990; 0.698 fitted since the roofline's GEMMs carry the memory
+    # stream's share near the ridge (Efficiency.gemm_overlap), 0.70-0.78 before
+    assert 0.69 <= eff.gemm_by_generation[3] <= 0.78
     assert 64 <= eff.gemm_half_dim <= 1024
     device = Device.of(h200, Precision.BF16, 4)
     errors = [op_cost(Gemm(*shape), device, eff).time_s / seconds - 1

@@ -73,6 +73,7 @@ def client() -> Any:
      "&lora_rank=16&lora_modules=linear_qkv&packed_doc_len=512&precision=fp8"
      "&fp8_attention=true", "compute_breakdown_s"),
     ("/api/validate/gemm-kernels", "groups"),
+    ("/api/validate/gemm-ridge", "groups"),
     ("/api/validate/attention-kernels", "groups"),
     ("/api/validate/collectives", "groups"),
 ])
@@ -153,6 +154,8 @@ def test_pages_render_forms_results_and_the_comparison_chart(client: Any) -> Non
     assert b"NVIDIA H200" in ops and b"grouped_gemm" in ops
     short_k = client.get("/validate/gemm-kernels").data
     assert b"aiconfigurator" in short_k and b"Unscaled K" in short_k
+    ridge = client.get("/validate/gemm-ridge").data
+    assert b"aiconfigurator" in ridge and b"Ridge, max" in ridge
     attention = client.get("/validate/attention-kernels").data
     assert b"Head dim 64 over 128" in attention and b"gb300" in attention
 

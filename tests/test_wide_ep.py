@@ -91,7 +91,9 @@ def test_redundant_experts_need_experts() -> None:
 def test_two_batch_overlap_hides_a_share_of_the_exchange() -> None:
     """With nothing hidden, two half batches only cost more (each re-reads the weights its
     GEMMs stream); with everything hidden, only the part of each half's exchange that
-    outlasts the other half's work remains (a few percent of the exchange here); in between,
+    outlasts the other half's work remains (none here since the roofline's GEMMs carry the
+    memory stream's share near the ridge, ``Efficiency.gemm_overlap``; a few percent of the
+    exchange before); in between,
     the step shrinks as the share grows."""
     whole = _estimate(_decode(64))
     plain = whole.tpot_s
@@ -102,7 +104,7 @@ def test_two_batch_overlap_hides_a_share_of_the_exchange() -> None:
         steps.append(_estimate(_decode(64, tbo=True), eff))
     assert steps[0].tpot_s > plain
     assert all(a.tpot_s > b.tpot_s for a, b in itertools.pairwise(steps))
-    assert 0.0 < steps[-1].as_json()["decode_step_parts_s"]["expert_parallel"] \
+    assert 0.0 <= steps[-1].as_json()["decode_step_parts_s"]["expert_parallel"] \
         < 0.1 * exchange
     assert steps[-1].tpot_s < plain
 
@@ -175,7 +177,8 @@ def test_deepgemm_experts_run_at_deepgemms_published_rate() -> None:
     """DeepGEMM's README timed its grouped FP8 GEMMs for DeepSeek-V3's experts on H800 at
     815-1,297 TFLOPS; SGLang's wide-EP path (``sglang-deepep``) prices the experts there
     within 10% on average (``moe_gemm_deepgemm``, scripts/fit_deepgemm.py), where the
-    block-scaled rate of TensorRT-LLM's CUTLASS layers is 2.2-3 times slower."""
+    block-scaled rate of TensorRT-LLM's CUTLASS layers is 2.0-2.7 times slower (2.2-3 before
+    ``Efficiency.gemm_overlap`` and the rates set again with it)."""
     from gpuarch.validation.deepgemm import compare as deepgemm_rows
     from gpuarch.validation.measured import mean_abs_log_ratio
 
@@ -185,7 +188,7 @@ def test_deepgemm_experts_run_at_deepgemms_published_rate() -> None:
     cutlass = deepgemm_rows(CATALOG, DEFAULT_EFFICIENCY.with_overrides(
         {"moe_gemm_deepgemm": DEFAULT_EFFICIENCY.moe_gemm * DEFAULT_EFFICIENCY.moe_gemm_fine
          * DEFAULT_EFFICIENCY.moe_gemm_fp8_block}))
-    assert all(2.1 < r.ratio < 3.1 for r in cutlass)
+    assert all(1.9 < r.ratio < 3.1 for r in cutlass)
 
 
 def test_the_deepep_path_only_changes_hoppers_block_scaled_experts() -> None:

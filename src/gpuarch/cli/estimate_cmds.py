@@ -911,6 +911,15 @@ def cmd_validate_gemm_kernels(args: argparse.Namespace) -> int:
                                    render_gemm_kernels)
 
 
+def cmd_validate_gemm_ridge(args: argparse.Namespace) -> int:
+    from gpuarch.report.estimate_text import render_gemm_ridge
+    from gpuarch.validation.gemm_ridge import SOURCE, compare, summarize
+
+    rows = compare(load_catalog())
+    return _print_measured_kernels(args, SOURCE, "gemms", rows, summarize(rows),
+                                   render_gemm_ridge)
+
+
 def cmd_validate_attention_kernels(args: argparse.Namespace) -> int:
     from gpuarch.report.estimate_text import render_attention_kernels
     from gpuarch.validation.attention_kernels import (
@@ -1366,6 +1375,10 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
              "how TensorRT-LLM's GEMMs slow down at short K in BF16, FP8 and NVFP4 on H100, "
              "H200, B200, GB200, B300 and GB300 (NVIDIA aiconfigurator's measurements) "
              "against the roofline"),
+            ("gemm-ridge", cmd_validate_gemm_ridge,
+             "how TensorRT-LLM's BF16 and FP8 GEMMs on H100, H200, B200 and GB200 run near "
+             "the roofline's ridge point, where their math and their weights' stream take "
+             "about as long (NVIDIA aiconfigurator's measurements), against the roofline"),
             ("attention-kernels", cmd_validate_attention_kernels,
              "TensorRT-LLM's attention kernels as NVIDIA's aiconfigurator measured them (MLA "
              "and grouped-query decode, context attention, head dim 64 against 128 on six "

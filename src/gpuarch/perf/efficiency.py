@@ -56,6 +56,17 @@ class Efficiency:
     the H200's measured FP8 GEMMs and TensorRT-LLM's GEMMs on six GPUs (``gpuarch validate
     gemm-kernels``; docs/performance-model.md)."""
 
+    gemm_overlap: float = 3.0
+    """How a GEMM's math and its operands' memory stream combine: its time is
+    (compute^p + memory^p)^(1/p) with this p, the larger of the two far from the ridge point
+    and 2^(1/p) times it where they are equal (1.26 at p = 3): near the ridge a GEMM's
+    pipeline does not hide the weights' stream wholly behind the math (the decode GEMMs of a
+    batch of one or two hundred sequences, FP8 on Hopper). ``math.inf`` is the plain roofline's
+    maximum. Set from NVIDIA aiconfigurator's measured GEMMs, not from end-to-end results:
+    3 gives the least error over TensorRT-LLM's BF16 and FP8 GEMMs of 0.1 ms and longer on
+    H100, H200, B200 and GB200 (``gpuarch validate gemm-ridge``; docs/performance-model.md,
+    "Near the ridge")."""
+
     gemm_min_tile: int = 16
     """Smallest output tile edge: M and N are padded up to a multiple of it, so a decode
     GEMM with M = 1 row does a 16-row tile's work (the m16 shape of the mma instruction that
@@ -178,19 +189,21 @@ class Efficiency:
     factor, ``moe_gemm_nvfp4``); the factor applies on every architecture, as ``moe_gemm``
     does (docs/performance-model.md)."""
 
-    moe_gemm_nvfp4: float = 0.82
+    moe_gemm_nvfp4: float = 0.88
     """A further multiplier on ``moe_gemm`` x ``moe_gemm_fine`` where a fine-grained
     mixture-of-experts model's routed experts run in NVFP4 (4-bit weights and activations):
     TensorRT-LLM's NVFP4 MoE layers as NVIDIA's aiconfigurator measured them on B200 and
     GB200 (``gpuarch validate moe-kernels``; Qwen3-30B-A3B, Qwen3-235B-A22B and DeepSeek-V3,
     160 layers at 2,048-16,384 tokens) run no faster than its FP8 ones at Qwen3-30B-A3B's
     width and barely at the others, where the model's FP4 rate made them much faster. Set
-    where the mean absolute log ratio of model to measured over those layers is least (0.82
-    within 0.78-0.84, flat; median ratio 0.86 -> 0.94), with Blackwell's own MoE block floor
-    (``moe_block_floor_blackwell_s``; at the Hopper floor it was 0.70); not fitted on the
+    where the mean absolute log ratio of model to measured over those layers is least (0.88,
+    median ratio 0.95, since the GEMMs near the ridge carry their memory stream's share,
+    ``gemm_overlap``; 0.82 before, within 0.78-0.84, flat; median ratio 0.86 -> 0.94),
+    with Blackwell's own MoE block floor (``moe_block_floor_blackwell_s``; at the Hopper
+    floor it was 0.70); not fitted on the
     validation figures. Serving only (docs/performance-model.md)."""
 
-    moe_gemm_mxfp4_fp8: float = 1.93
+    moe_gemm_mxfp4_fp8: float = 2.08
     """A further multiplier on ``moe_gemm`` x ``moe_gemm_fine`` where a fine-grained
     mixture-of-experts model's routed experts run MXFP4 weights against FP8 activations
     (TensorRT-LLM's W4A8 MXFP4 x MXFP8 MoE on Blackwell, which it picks for GPT-OSS's MXFP4
@@ -199,21 +212,23 @@ class Efficiency:
     1-16, 32 layers at 2,048-16,384 tokens) run about twice the rate ``moe_gemm`` x
     ``moe_gemm_fine`` gives (median model/measured 1.29 at 1), near the dense GEMMs' own
     rate. Set as ``moe_gemm_nvfp4`` is, where the mean absolute log ratio of model to
-    measured over those layers is least (1.93, within 0.002 of it from 1.85 to 2.0; median
-    ratio 0.95); SGLang's measured layers of the same format put it at 1.81. Not fitted on
-    the validation figures (``python scripts/fit_moe_formats.py``). Serving only."""
+    measured over those layers is least (2.08, median ratio 0.99, since ``gemm_overlap``;
+    1.93 before); SGLang's measured layers of the same format put it at 2.14 (1.81
+    before). Not fitted on the validation figures (``python scripts/fit_moe_formats.py``).
+    Serving only."""
 
-    moe_gemm_deepgemm: float = 1.02
+    moe_gemm_deepgemm: float = 1.06
     """The multiplier on GEMM efficiency, in place of ``moe_gemm`` and the fine-grained and
     format factors, for the routed experts' GEMMs where they run as DeepGEMM's grouped FP8
     GEMMs (block-scaled FP8 on Hopper under ``--moe-kernels sglang-deepep``, SGLang's wide-EP
     path): set from the ten grouped GEMMs DeepGEMM's README published for DeepSeek-V3's
     expert shapes on H800, 815-1,297 TFLOPS (``python scripts/fit_deepgemm.py``: mean
-    |ln(model/measured)| 0.072; contiguous layout 1.05, masked 0.94). About the dense GEMM
-    rate: 2.7 times the block-scaled rate TensorRT-LLM's CUTLASS layers reach
-    (``moe_gemm_fp8_block``). Serving only; no validation figure used."""
+    |ln(model/measured)| 0.034; contiguous layout 1.02, masked 1.00; 1.02 before
+    ``gemm_overlap``). About the dense GEMM rate: 2.0-2.7 times the block-scaled rate
+    TensorRT-LLM's CUTLASS layers reach (``moe_gemm_fp8_block``). Serving only; no
+    validation figure used."""
 
-    moe_gemm_fp8_block: float = 0.75
+    moe_gemm_fp8_block: float = 0.82
     """A further multiplier on ``moe_gemm`` x ``moe_gemm_fine`` where a fine-grained
     mixture-of-experts model's routed experts run FP8 with 128 x 128 weight blocks
     (``InferenceConfig.fp8_scaling`` "block": DeepSeek-V3's and Kimi K2's own checkpoints,
@@ -222,9 +237,9 @@ class Efficiency:
     layers of Qwen3-30B-A3B, Qwen3-235B-A22B and DeepSeek-V3 at 2,048-16,384 tokens) run
     slower than the per-tensor FP8 rate ``moe_gemm_fine`` was set from (median
     model/measured 0.81 at 1). Set as ``moe_gemm_nvfp4`` is, where the mean absolute log
-    ratio over those layers is least (0.75, within 0.002 from 0.7 to 0.8; median 0.96);
-    SGLang's 312 block-scaled layers on Hopper and Blackwell put it at 0.80. Not fitted on the
-    validation figures (``python scripts/fit_moe_formats.py``). Serving only."""
+    ratio over those layers is least (0.82, median 0.96, since ``gemm_overlap``; 0.75
+    before); SGLang's 312 block-scaled layers on Hopper and Blackwell put it at 0.81. Not
+    fitted on the validation figures (``python scripts/fit_moe_formats.py``). Serving only."""
 
     mla_decode_attention: float = 0.65
     """Fraction of the 16-bit peak that absorbed multi-head latent attention (DeepSeek's MLA
@@ -381,14 +396,15 @@ class Efficiency:
     domain (fitted with ``moe_dispatch_latency_s`` on the same rows); the share for other
     nodes crosses the network at ``network_bus``."""
 
-    tbo_exchange_hidden: float = 0.43
+    tbo_exchange_hidden: float = 0.473
     """Under two-batch overlap (``InferenceConfig.two_batch_overlap``: each expert layer runs
     its batch as two micro-batches), the share of the shorter of one micro-batch's expert
     all-to-all and the other micro-batch's work in the layer that is hidden; the rest of the
     exchange stays on the critical path (its kernels' sending and receiving hold the SMs;
     only the time in flight overlaps). Fitted on one figure, SGLang's decode of DeepSeek-V3
     on 72 H100s with the overlap (LMSYS blog, 2025-05-05; ``python scripts/fit_tbo.py``:
-    0.426, with the experts at DeepGEMM's rate, ``moe_gemm_deepgemm``); checked on the same
+    0.473 since ``gemm_overlap`` and the experts' rates set again with it, 0.426 before,
+    with the experts at DeepGEMM's rate, ``moe_gemm_deepgemm``); checked on the same
     decode without it (+15.6%, the share plays no part) and a prefill with it (-1.7%).
     Serving only."""
 

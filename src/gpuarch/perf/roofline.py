@@ -392,7 +392,26 @@ def op_time(op: Op, device: Device, eff: Efficiency) -> tuple[Num, Num, Num, Num
         repeated = op.kv_bytes(element) * reads
         t_mem = where(reads > 1,
                       maximum(t_mem, repeated / eff.multihead_decode_read_bytes_s), t_mem)
-    return maximum(t_cmp, t_mem) + eff.kernel_overhead_s, t_cmp, t_mem, flops, moved
+    if isinstance(op, Gemm):
+        t = ridge_time(t_cmp, t_mem, eff.gemm_overlap)
+    else:
+        t = maximum(t_cmp, t_mem)
+    return t + eff.kernel_overhead_s, t_cmp, t_mem, flops, moved
+
+
+def ridge_time(compute: Num, memory: Num, p: float) -> Num:
+    """A GEMM's time from its compute and memory times: (compute^p + memory^p)^(1/p), the
+    larger of the two where p is infinite (``Efficiency.gemm_overlap``)."""
+    if math.isinf(p):
+        return maximum(compute, memory)
+    if isinstance(compute, np.ndarray) or isinstance(memory, np.ndarray):
+        hi = np.maximum(compute, memory)
+        share = np.minimum(compute, memory) / np.where(hi > 0.0, hi, 1.0)
+        return hi * (1.0 + share ** p) ** (1.0 / p)
+    hi_f, lo_f = (compute, memory) if compute >= memory else (memory, compute)
+    if hi_f <= 0.0:
+        return hi_f
+    return hi_f * (1.0 + (lo_f / hi_f) ** p) ** (1.0 / p)
 
 
 def window_attention_floor(op: Attention, eff: Efficiency) -> Num:

@@ -754,6 +754,38 @@ def render_gemm_kernels(summary: Sequence[Mapping[str, Any]]) -> str:
         "formats'."])
 
 
+def render_gemm_ridge(summary: Sequence[Mapping[str, Any]]) -> str:
+    """TensorRT-LLM's measured GEMMs across M beside the roofline's with its overlap
+    exponent and with the plain maximum, by GPU and format, and every exponent's score
+    (``validation.gemm_ridge.summarize``)."""
+    def cell(x: float | None) -> str:
+        return "-" if x is None else f"{x:.2f}"
+
+    groups = [d for d in summary if d["device"] != "all"]
+    total = next(d for d in summary if d["device"] == "all")
+    rows = [[d["device"], d["format"], str(d["gemms"]), str(d["ridge_gemms"]),
+             f"{d['mean_abs_log_ratio']:.3f}", cell(d["ridge_median_ratio"]),
+             f"{d['max_mean_abs_log_ratio']:.3f}", cell(d["max_ridge_median_ratio"])]
+            for d in groups]
+    p = f"{total['overlap']:g}"
+    scores = ", ".join(f"{k} {v:.4f}" for k, v in total["by_overlap"].items())
+    return "\n".join([
+        "TensorRT-LLM 1.3.0rc20's dense GEMMs, N and K 4,096-16,384, M 1-32,768, 0.1 ms and "
+        "longer (NVIDIA aiconfigurator), beside the roofline's, each over its GPU and "
+        "format's median",
+        "",
+        table(["GPU", "Format", "GEMMs", "At ridge", f"Mean |ln|, p {p}",
+               f"Ridge, p {p}", "Mean |ln|, max", "Ridge, max"], rows,
+              right=[False, False, True, True, True, True, True, True]),
+        "",
+        f"Mean |ln| over all {total['gemms']} GEMMs by exponent p: {scores}.",
+        "p: the roofline's time is (compute^p + memory^p)^(1/p) (Efficiency.gemm_overlap); "
+        "max: the larger of the two. Ridge: the median model/measured ratio (over the "
+        "group's) of the GEMMs whose compute and memory times are within 2x; below 1 the "
+        "roofline is faster there than at its level elsewhere.",
+        "Source and what the comparison says: docs/performance-model.md, 'Near the ridge'."])
+
+
 def render_attention_kernels(summary: Sequence[Mapping[str, Any]]) -> str:
     """TensorRT-LLM's measured attention kernels beside the model's attention cores: MLA
     decode and context attention by GPU and format, and the narrow-head rate by GPU

@@ -45,6 +45,7 @@ API_COMMANDS: dict[str, list[str]] = {
     "validate/ops": ["validate", "ops"],
     "validate/moe-kernels": ["validate", "moe-kernels"],
     "validate/gemm-kernels": ["validate", "gemm-kernels"],
+    "validate/gemm-ridge": ["validate", "gemm-ridge"],
     "validate/attention-kernels": ["validate", "attention-kernels"],
     "validate/collectives": ["validate", "collectives"],
 }
@@ -166,6 +167,7 @@ nav a{{margin-right:1rem}} .err{{color:#a00}}</style></head><body><nav><a href="
 <a href="/advise/train">advise train</a><a href="/advise/infer">advise infer</a>
 <a href="/validate/bands">error bands</a> <a href="/validate/ops">operators</a>
 <a href="/validate/moe-kernels">MoE kernels</a> <a href="/validate/gemm-kernels">GEMM short K</a>
+<a href="/validate/gemm-ridge">GEMM ridge</a>
 <a href="/validate/attention-kernels">attention kernels</a>
 <a href="/validate/collectives">collectives</a></nav>
 <h1>{title}</h1>{body}</body></html>"""
@@ -219,6 +221,8 @@ _FORMS: dict[str, tuple[str, list[tuple[str, str]]]] = {
                              "beside the model's MoE module", [("moe_kernels", "trtllm")]),
     "validate/gemm-kernels": ("TensorRT-LLM's measured GEMMs at short K beside the roofline, "
                               "by format", []),
+    "validate/gemm-ridge": ("TensorRT-LLM's measured GEMMs across M beside the roofline, "
+                            "near its ridge point", []),
     "validate/attention-kernels": ("TensorRT-LLM's measured attention kernels beside the "
                                    "model's attention cores", []),
     "validate/collectives": ("NCCL's measured collectives beside the collectives model", []),
