@@ -74,6 +74,7 @@ def client() -> Any:
      "&fp8_attention=true", "compute_breakdown_s"),
     ("/api/validate/gemm-kernels", "groups"),
     ("/api/validate/gemm-ridge", "groups"),
+    ("/api/validate/load", "summary"),
     ("/api/validate/attention-kernels", "groups"),
     ("/api/validate/collectives", "groups"),
 ])

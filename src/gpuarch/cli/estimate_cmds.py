@@ -911,6 +911,34 @@ def cmd_validate_gemm_kernels(args: argparse.Namespace) -> int:
                                    render_gemm_kernels)
 
 
+def cmd_validate_load(args: argparse.Namespace) -> int:
+    from gpuarch.estimate.inference import SCHEDULES
+    from gpuarch.estimate.simulate import MAX_REQUESTS
+    from gpuarch.report.estimate_text import render_load
+    from gpuarch.validation.serving_load import (
+        LOAD_REQUESTS,
+        load_runs,
+        summarize_load,
+        validate_load,
+    )
+
+    requests = LOAD_REQUESTS if args.requests is None else args.requests
+    if not 10 <= requests <= MAX_REQUESTS:
+        raise GpuarchError(f"--requests: expected a number of requests from 10 to "
+                           f"{MAX_REQUESTS:,}, got {requests}")
+    if args.schedule is not None:
+        check_choice("--schedule", args.schedule, SCHEDULES)
+    rows = validate_load(load_catalog(), requests=requests, schedule=args.schedule)
+    summary = summarize_load(rows)
+    if args.json:
+        print(to_json({"runs": len(load_runs()), "requests_per_replica": requests,
+                       "rows": [{**dataclasses.asdict(r), "error": r.error} for r in rows],
+                       "summary": summary}))
+    else:
+        print(render_load(rows, summary))
+    return 0
+
+
 def cmd_validate_gemm_ridge(args: argparse.Namespace) -> int:
     from gpuarch.report.estimate_text import render_gemm_ridge
     from gpuarch.validation.gemm_ridge import SOURCE, compare, summarize
@@ -1354,6 +1382,15 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                            "results")
     p.set_defaults(handler=cmd_validate_inference)
     _selection_flags(p)
+    p = val_sub.add_parser("load", parents=[common],
+                           help="serving under load: MLPerf Inference's Llama 2 70B Server runs "
+                           "(TTFT and TPOT means and 99th percentiles at a scheduled Poisson "
+                           "rate) against the serving simulation")
+    p.add_argument("--requests", type=int, default=None, metavar="N",
+                   help="requests per replica each run is replayed with (default 20,000)")
+    p.add_argument("--schedule", help="replay every run on this schedule: separate or mixed "
+                   "(default: each run's own, mixed for TensorRT-LLM's in-flight batching)")
+    p.set_defaults(handler=cmd_validate_load)
     p = val_sub.add_parser("ops", parents=[common],
                            help="single operators timed on a real GPU (GEMMs, attention, "
                            "grouped experts, elementwise) against the model's per-operator "

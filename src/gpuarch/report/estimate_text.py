@@ -754,6 +754,49 @@ def render_gemm_kernels(summary: Sequence[Mapping[str, Any]]) -> str:
         "formats'."])
 
 
+def render_load(rows: Sequence[Any], summary: Mapping[str, Any]) -> str:
+    """Published Server runs beside the serving simulation, at the scheduled rate and at
+    the measured load (``validation.serving_load``)."""
+    metrics = ("ttft_mean_s", "ttft_p99_s", "tpot_mean_s", "tpot_p99_s", "latency_mean_s")
+    heads = ("TTFT mean", "TTFT p99", "TPOT mean", "TPOT p99", "Latency")
+    out = ["MLPerf Inference Llama 2 70B Server runs (LoadGen's logged means and 99th "
+           "percentiles) beside the serving simulation of the same deployment", ""]
+    titles = {"scheduled": "At the scheduled rate",
+              "measured": "At the measured load (the scheduled rate times the model's Offline "
+                          "figure over the published one for the same system)"}
+    for load, title in titles.items():
+        by_run: dict[str, dict[str, Any]] = {}
+        for r in rows:
+            if r.load == load:
+                by_run.setdefault(r.id, {"row": r})[r.metric] = r
+        table_rows = []
+        for run_id, cells in by_run.items():
+            first = cells["row"]
+            line = [run_id, f"{first.gpus} x {first.gpu}", f"{first.rate_per_s:.1f}",
+                    f"{first.mean_batch:.0f}"]
+            for key in metrics:
+                c = cells.get(key)
+                line.append("-" if c is None else
+                            f"{c.published * (1 if key.startswith('latency') else 1e3):.0f} "
+                            f"{c.error:+.0%}")
+            table_rows.append(line)
+        out += [title, table(["Run", "GPUs", "Rate/s", "Batch",
+                              *(f"{h} (pub., err.)" for h in heads)], table_rows,
+                             right=[False, False, True, True, True, True, True, True, True]),
+                ""]
+        per = summary.get(load, {})
+        parts = [f"{h}: median |error| {per[k]['median_abs_error']:.0%}, "
+                 f"{per[k]['within_25_percent']} of {per[k]['figures']} within 25%"
+                 for k, h in zip(metrics, heads, strict=True) if k in per]
+        out += ["; ".join(parts) + ".", ""]
+    out += ["Published figures in ms (latency in s); error: simulated over published, minus 1. "
+            "Batch: the simulation's mean sequences a decode step. A run past the model's "
+            "capacity queues without end: its first token is late by minutes.",
+            "Source and what the comparison says: docs/performance-model.md, 'Serving under "
+            "random arrivals'."]
+    return "\n".join(out)
+
+
 def render_gemm_ridge(summary: Sequence[Mapping[str, Any]]) -> str:
     """TensorRT-LLM's measured GEMMs across M beside the roofline's with its overlap
     exponent and with the plain maximum, by GPU and format, and every exponent's score

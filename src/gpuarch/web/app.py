@@ -46,6 +46,7 @@ API_COMMANDS: dict[str, list[str]] = {
     "validate/moe-kernels": ["validate", "moe-kernels"],
     "validate/gemm-kernels": ["validate", "gemm-kernels"],
     "validate/gemm-ridge": ["validate", "gemm-ridge"],
+    "validate/load": ["validate", "load"],
     "validate/attention-kernels": ["validate", "attention-kernels"],
     "validate/collectives": ["validate", "collectives"],
 }
@@ -168,6 +169,7 @@ nav a{{margin-right:1rem}} .err{{color:#a00}}</style></head><body><nav><a href="
 <a href="/validate/bands">error bands</a> <a href="/validate/ops">operators</a>
 <a href="/validate/moe-kernels">MoE kernels</a> <a href="/validate/gemm-kernels">GEMM short K</a>
 <a href="/validate/gemm-ridge">GEMM ridge</a>
+<a href="/validate/load">serving under load</a>
 <a href="/validate/attention-kernels">attention kernels</a>
 <a href="/validate/collectives">collectives</a></nav>
 <h1>{title}</h1>{body}</body></html>"""
@@ -223,6 +225,8 @@ _FORMS: dict[str, tuple[str, list[tuple[str, str]]]] = {
                               "by format", []),
     "validate/gemm-ridge": ("TensorRT-LLM's measured GEMMs across M beside the roofline, "
                             "near its ridge point", []),
+    "validate/load": ("MLPerf Inference's Llama 2 70B Server runs (TTFT and TPOT at a "
+                      "scheduled Poisson rate) beside the serving simulation", []),
     "validate/attention-kernels": ("TensorRT-LLM's measured attention kernels beside the "
                                    "model's attention cores", []),
     "validate/collectives": ("NCCL's measured collectives beside the collectives model", []),

@@ -1,0 +1,198 @@
+"""Serving under load against published latency percentiles: MLPerf Inference's Server runs.
+
+A Server run offers requests as a Poisson stream at a scheduled rate and logs what they saw:
+the mean and percentiles of the time to first token, of the time per output token and of
+the whole request. ``data/serving-load.toml`` holds such runs with their setup (GPU, count,
+tensor parallelism, formats, the engine's batch cap, the dataset's mean lengths); each is
+replayed through the serving simulation (``estimate.simulate.simulate_serving``) at its
+scheduled rate and the simulated figures are set beside the logged ones
+(``gpuarch validate load``; tests/test_serving_load.py). Nothing is fitted to them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+import tomllib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from gpuarch.catalog.loader import Catalog
+from gpuarch.errors import GpuarchError
+from gpuarch.estimate.inference import SCHEDULES
+from gpuarch.estimate.simulate import Simulation, simulate_serving
+from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
+from gpuarch.validation.inference import (
+    POINT_KEYS,
+    compare_point,
+    load_inference_points,
+    point_config,
+)
+from gpuarch.validation.training import (
+    TrainingPoint,
+    check_point_keys,
+    point_shape,
+    point_system,
+    sources_by_id,
+)
+
+__all__ = ["LOADS", "LOAD_FILE", "LOAD_REQUESTS", "METRICS", "LoadComparison",
+           "compare_run", "load_runs", "offline_ratio", "simulate_run", "summarize_load",
+           "validate_load"]
+
+LOAD_FILE = Path(__file__).with_name("data") / "serving-load.toml"
+
+METRICS = {
+    "ttft_mean_s": ("ttft_s", "mean"),
+    "ttft_p99_s": ("ttft_s", "p99"),
+    "tpot_mean_s": ("tpot_s", "mean"),
+    "tpot_p99_s": ("tpot_s", "p99"),
+    "latency_mean_s": ("latency_s", "mean"),
+}
+"""The logged figures a run may carry and the simulation's figure for each."""
+
+LOAD_REQUESTS = 20_000
+"""Requests per replica each run is replayed with (the first tenth warm up): enough that a
+run's 99th percentiles move by a few percent from seed to seed."""
+
+RUN_KEYS = POINT_KEYS | frozenset({"rate_per_s", "schedule", "offline", *METRICS})
+
+LOADS = ("scheduled", "measured")
+"""The two rates a run is replayed at: its scheduled rate, and the load it had on the
+measured engine (the scheduled rate times the model's Offline figure over the published
+one for the same system, where the run names its Offline point: ``offline``)."""
+"""Every key a run may carry; another is a typo the loader names."""
+
+
+@dataclass(frozen=True)
+class LoadComparison:
+    """One logged figure of one run beside the simulation's."""
+
+    id: str
+    source: str
+    gpu: str
+    gpus: int
+    rate_per_s: float  # the rate replayed
+    load: str  # LOADS
+    schedule: str
+    metric: str
+    published: float
+    predicted: float
+    mean_batch: float
+
+    @property
+    def error(self) -> float:
+        """Predicted over published, minus 1."""
+        return self.predicted / self.published - 1.0
+
+
+@cache
+def load_runs(path: Path = LOAD_FILE) -> tuple[TrainingPoint, ...]:
+    """The published Server runs with their sources; a key no reader knows is an error
+    naming it (with the nearest known key)."""
+    with path.open("rb") as fh:
+        raw = tomllib.load(fh)
+    sources = sources_by_id(raw, path)
+    runs = []
+    for entry in raw.get("point", []):
+        src = sources.get(entry.get("source"))
+        if src is None:
+            raise GpuarchError(f"{path.name}: run {entry.get('id')!r}: unknown source")
+        check_point_keys(path, entry, RUN_KEYS)
+        runs.append(TrainingPoint(entry["id"], src["id"], src["title"], src["url"],
+                                  entry.get("where", ""), entry))
+    return tuple(runs)
+
+
+def offline_ratio(catalog: Catalog, run: TrainingPoint,
+                  efficiency: Efficiency = DEFAULT_EFFICIENCY) -> float | None:
+    """The model's Offline throughput over the published one for the run's system (its
+    ``offline`` point in inference.toml), or None where the run names none."""
+    name = run.get("offline")
+    if not name:
+        return None
+    points = {p.id: p for p in load_inference_points()}
+    if name not in points:
+        raise GpuarchError(f"run {run.id}: offline: no inference point {name!r}")
+    rows = [r for r in compare_point(catalog, points[name], efficiency)
+            if r.metric == "output_tokens_per_s"]
+    if len(rows) != 1:
+        raise GpuarchError(f"run {run.id}: offline: {name!r} has no output_tokens_per_s")
+    return rows[0].predicted / rows[0].published
+
+
+def simulate_run(catalog: Catalog, run: TrainingPoint, *, requests: int = LOAD_REQUESTS,
+                 schedule: str | None = None, seed: int = 0, rate_scale: float = 1.0,
+                 efficiency: Efficiency = DEFAULT_EFFICIENCY) -> Simulation:
+    """One run replayed at its scheduled rate times ``rate_scale`` on its schedule (or
+    ``schedule``)."""
+    product = catalog.product(run.get("gpu"))
+    system = point_system(catalog, run, product)
+    cfg = point_config(run, system.gpus_per_node if system else 8, product)
+    chosen = schedule or str(run.get("schedule", SCHEDULES[0]))
+    cfg = dataclasses.replace(cfg, schedule=chosen)
+    return simulate_serving(catalog, point_shape(run), product, cfg,
+                            float(run.get("rate_per_s")) * rate_scale, requests=requests,
+                            seed=seed,
+                            system=system, efficiency=efficiency)
+
+
+def compare_run(catalog: Catalog, run: TrainingPoint, *, requests: int = LOAD_REQUESTS,
+                schedule: str | None = None, load: str = "scheduled",
+                efficiency: Efficiency = DEFAULT_EFFICIENCY) -> list[LoadComparison]:
+    """Every logged figure of one run beside the simulation's at ``load`` (``LOADS``; none
+    at the measured load where the run names no Offline point)."""
+    scale = 1.0
+    if load == "measured":
+        ratio = offline_ratio(catalog, run, efficiency)
+        if ratio is None:
+            return []
+        scale = ratio
+    sim = simulate_run(catalog, run, requests=requests, schedule=schedule, rate_scale=scale,
+                       efficiency=efficiency)
+    rows = []
+    for key, (figure, stat) in METRICS.items():
+        published = run.get(key)
+        percentiles = getattr(sim, figure)
+        if published is None or percentiles is None:
+            continue
+        rows.append(LoadComparison(run.id, run.source, str(run.get("gpu")),
+                                   int(run.get("gpus")), sim.rate_per_s, load, sim.schedule,
+                                   key,
+                                   float(published), float(getattr(percentiles, stat)),
+                                   sim.mean_batch))
+    if not rows:
+        raise GpuarchError(f"run {run.id}: no logged figure to compare")
+    return rows
+
+
+def validate_load(catalog: Catalog, *, requests: int = LOAD_REQUESTS,
+                  schedule: str | None = None,
+                  efficiency: Efficiency = DEFAULT_EFFICIENCY) -> list[LoadComparison]:
+    """Every run's figures beside the simulation's, at both loads (``LOADS``)."""
+    if schedule is not None and schedule not in SCHEDULES:
+        raise GpuarchError(f"--schedule: expected one of {', '.join(SCHEDULES)}, "
+                           f"got {schedule!r}")
+    return [row for load in LOADS for run in load_runs()
+            for row in compare_run(catalog, run, requests=requests, schedule=schedule,
+                                   load=load, efficiency=efficiency)]
+
+
+def summarize_load(rows: Sequence[LoadComparison]) -> dict[str, Any]:
+    """Per load and metric: how many figures, the mean signed and the median absolute error
+    and how many within 25% (a run past the model's capacity has a first token minutes
+    late, so means are for reading beside the medians)."""
+    out: dict[str, Any] = {}
+    for load in LOADS:
+        per: dict[str, Any] = {}
+        for key in METRICS:
+            errors = [r.error for r in rows if r.metric == key and r.load == load]
+            if errors:
+                per[key] = {"figures": len(errors), "mean_error": sum(errors) / len(errors),
+                            "median_abs_error": statistics.median(map(abs, errors)),
+                            "within_25_percent": sum(abs(e) <= 0.25 for e in errors)}
+        out[load] = per
+    return out
