@@ -776,9 +776,12 @@ def render_load(rows: Sequence[Any], summary: Mapping[str, Any]) -> str:
                     f"{first.mean_batch:.0f}"]
             for key in metrics:
                 c = cells.get(key)
-                line.append("-" if c is None else
-                            f"{c.published * (1 if key.startswith('latency') else 1e3):.0f} "
-                            f"{c.error:+.0%}")
+                if c is None:
+                    line.append("-")
+                    continue
+                shown = c.published if key.startswith("latency") \
+                    else from_si(c.published, Unit.MS)
+                line.append(f"{shown:.0f} {c.error:+.0%}")
             table_rows.append(line)
         out += [title, table(["Run", "GPUs", "Rate/s", "Batch",
                               *(f"{h} (pub., err.)" for h in heads)], table_rows,

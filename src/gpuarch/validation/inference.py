@@ -10,8 +10,7 @@ fits.
 
 from __future__ import annotations
 
-import tomllib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -39,11 +38,10 @@ from gpuarch.validation.stats import ErrorSummary, MemoryFit, summarize
 from gpuarch.validation.training import (
     SHAPE_KEYS,
     TrainingPoint,
-    check_point_keys,
     memory_fit,
     point_shape,
     point_system,
-    sources_by_id,
+    read_points,
 )
 
 __all__ = [
@@ -109,26 +107,16 @@ another is a typo the loader names, which would otherwise be ignored."""
 def load_inference_points(path: Path = INFERENCE_FILE) -> tuple[TrainingPoint, ...]:
     """The published inference points with their sources (same record type as training);
     a key no reader knows is an error naming it (with the nearest known key)."""
-    with path.open("rb") as fh:
-        raw = tomllib.load(fh)
-    sources = sources_by_id(raw, path)
-    for source in sources.values():
+    def engine(source: Mapping[str, Any]) -> Mapping[str, Any]:
+        # engine settings a source's runs share (its benchmark options), unless a point
+        # says otherwise
         for key in source.get("engine", {}):
             if key not in ENGINE_KEYS:
                 raise GpuarchError(f"{path.name}: source {source['id']!r}: engine: unknown "
                                    f"setting {key!r}{suggestion(key, ENGINE_KEYS)}")
-    points = []
-    for entry in raw.get("point", []):
-        src = sources.get(entry.get("source"))
-        if src is None:
-            raise GpuarchError(f"{path.name}: point {entry.get('id')!r}: unknown source")
-        # engine settings a source's runs share (its benchmark options), unless a point
-        # says otherwise
-        entry = {**src.get("engine", {}), **entry}
-        check_point_keys(path, entry, POINT_KEYS)
-        points.append(TrainingPoint(entry["id"], src["id"], src["title"], src["url"],
-                                    entry.get("where", ""), entry))
-    return tuple(points)
+        return dict(source.get("engine", {}))
+
+    return read_points(path, POINT_KEYS, engine)
 
 
 @dataclass(frozen=True)

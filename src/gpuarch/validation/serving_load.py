@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import dataclasses
 import statistics
-import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -33,10 +32,9 @@ from gpuarch.validation.inference import (
 )
 from gpuarch.validation.training import (
     TrainingPoint,
-    check_point_keys,
     point_shape,
     point_system,
-    sources_by_id,
+    read_points,
 )
 
 __all__ = ["LOADS", "LOAD_FILE", "LOAD_REQUESTS", "METRICS", "LoadComparison",
@@ -93,18 +91,7 @@ class LoadComparison:
 def load_runs(path: Path = LOAD_FILE) -> tuple[TrainingPoint, ...]:
     """The published Server runs with their sources; a key no reader knows is an error
     naming it (with the nearest known key)."""
-    with path.open("rb") as fh:
-        raw = tomllib.load(fh)
-    sources = sources_by_id(raw, path)
-    runs = []
-    for entry in raw.get("point", []):
-        src = sources.get(entry.get("source"))
-        if src is None:
-            raise GpuarchError(f"{path.name}: run {entry.get('id')!r}: unknown source")
-        check_point_keys(path, entry, RUN_KEYS)
-        runs.append(TrainingPoint(entry["id"], src["id"], src["title"], src["url"],
-                                  entry.get("where", ""), entry))
-    return tuple(runs)
+    return read_points(path, RUN_KEYS)
 
 
 def offline_ratio(catalog: Catalog, run: TrainingPoint,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import tomllib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -132,10 +132,13 @@ def check_point_keys(path: Path, entry: Mapping[str, Any], known: frozenset[str]
                            f"{key!r}{suggestion(key, known)}")
 
 
-@cache
-def load_training_points(path: Path = TRAINING_FILE) -> tuple[TrainingPoint, ...]:
-    """The published points, with their sources resolved; a key no reader knows is an error
-    naming it (with the nearest known key)."""
+def read_points(path: Path, known: frozenset[str],
+                source_defaults: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None
+                ) -> tuple[TrainingPoint, ...]:
+    """A validation file's points with their sources resolved: an unknown source or a key
+    outside ``known`` is an error naming it (with the nearest known key). With
+    ``source_defaults``, what it gives for a point's source fills the keys the point leaves
+    out (settings a source's runs share)."""
     with path.open("rb") as fh:
         raw = tomllib.load(fh)
     sources = sources_by_id(raw, path)
@@ -145,10 +148,19 @@ def load_training_points(path: Path = TRAINING_FILE) -> tuple[TrainingPoint, ...
         if src is None:
             raise GpuarchError(f"{path.name}: point {entry.get('id')!r}: unknown source "
                                f"{entry.get('source')!r}")
-        check_point_keys(path, entry, POINT_KEYS)
+        if source_defaults is not None:
+            entry = {**source_defaults(src), **entry}
+        check_point_keys(path, entry, known)
         points.append(TrainingPoint(entry["id"], src["id"], src["title"], src["url"],
                                     entry.get("where", ""), entry))
     return tuple(points)
+
+
+@cache
+def load_training_points(path: Path = TRAINING_FILE) -> tuple[TrainingPoint, ...]:
+    """The published points, with their sources resolved; a key no reader knows is an error
+    naming it (with the nearest known key)."""
+    return read_points(path, POINT_KEYS)
 
 
 def point_system(catalog: Catalog, point: TrainingPoint, product: Product) -> System | None:
