@@ -807,8 +807,9 @@ def render_gemm_ridge(summary: Sequence[Mapping[str, Any]]) -> str:
     def cell(x: float | None) -> str:
         return "-" if x is None else f"{x:.2f}"
 
-    groups = [d for d in summary if d["device"] != "all"]
+    groups = [d for d in summary if d["format"] != "all"]
     total = next(d for d in summary if d["device"] == "all")
+    held = next((d for d in summary if d["device"] == "held out"), None)
     rows = [[d["device"], d["format"], str(d["gemms"]), str(d["ridge_gemms"]),
              f"{d['mean_abs_log_ratio']:.3f}", cell(d["ridge_median_ratio"]),
              f"{d['max_mean_abs_log_ratio']:.3f}", cell(d["max_ridge_median_ratio"])]
@@ -824,7 +825,10 @@ def render_gemm_ridge(summary: Sequence[Mapping[str, Any]]) -> str:
                f"Ridge, p {p}", "Mean |ln|, max", "Ridge, max"], rows,
               right=[False, False, True, True, True, True, True, True]),
         "",
-        f"Mean |ln| over all {total['gemms']} GEMMs by exponent p: {scores}.",
+        f"Mean |ln| over the {total['gemms']} GEMMs of H100, H200, B200 and GB200, which set "
+        f"p, by exponent: {scores}.",
+        *([f"Held out, the {held['gemms']} GEMMs of A100 and L40S: " + ", ".join(
+            f"{k} {v:.4f}" for k, v in held["by_overlap"].items()) + "."] if held else []),
         "p: the roofline's time is (compute^p + memory^p)^(1/p) (Efficiency.gemm_overlap); "
         "max: the larger of the two. Ridge: the median model/measured ratio (over the "
         "group's) of the GEMMs whose compute and memory times are within 2x; below 1 the "

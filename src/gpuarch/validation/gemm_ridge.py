@@ -3,8 +3,9 @@ the roofline against TensorRT-LLM's measured GEMMs across M.
 
 NVIDIA's aiconfigurator times dense GEMMs with one TensorRT-LLM release on every GPU it
 supports. ``data/gemm-m-trtllm.csv`` holds its rows with N and K each 4,096, 8,192 or 16,384
-and M from 1 to 32,768, in BF16 and FP8, on H100, H200, B200 and GB200; its header names the
-source. A GEMM of few rows is its weights' stream, one of many rows its math; between them,
+and M from 1 to 32,768, in BF16 and FP8, on H100, H200, B200 and GB200, which set the
+exponent, and held out, L40S (BF16, FP8) and A100 (BF16, TensorRT-LLM 1.0.0); its header names
+the source. A GEMM of few rows is its weights' stream, one of many rows its math; between them,
 where the two take about as long, the measured GEMMs run slower than either (the pipeline
 does not hide one wholly behind the other). The roofline prices a GEMM as
 (compute^p + memory^p)^(1/p) (``Efficiency.gemm_overlap``); this module sets each measured
@@ -32,7 +33,7 @@ from gpuarch.perf.precision import Precision
 from gpuarch.perf.roofline import Device, Gemm, op_time, ridge_time
 from gpuarch.validation.measured import aiconfigurator_devices, read_commented_csv
 
-__all__ = ["GEMM_M_FILE", "MIN_MEASURED_S", "OVERLAPS", "RIDGE_BAND", "SOURCE", "MRow",
+__all__ = ["GEMM_M_FILE", "HELD_OUT", "MIN_MEASURED_S", "OVERLAPS", "RIDGE_BAND", "SOURCE", "MRow",
            "compare", "load_m_rows", "overlap_errors", "summarize"]
 
 GEMM_M_FILE = Path(__file__).with_name("data") / "gemm-m-trtllm.csv"
@@ -42,8 +43,12 @@ SOURCE = ("NVIDIA aiconfigurator's collected database, TensorRT-LLM 1.3.0rc20 de
           "1.3.0rc20/gemm_perf.parquet), N and K 4,096-16,384, M 1-32,768")
 """Where the rows come from (the file's header says more)."""
 
-DEVICES = aiconfigurator_devices("h100_sxm", "h200_sxm", "b200_sxm", "gb200")
+DEVICES = aiconfigurator_devices("h100_sxm", "h200_sxm", "b200_sxm", "gb200", "a100_sxm",
+                                 "l40s")
 """The file's aiconfigurator systems and the catalog's keys."""
+
+HELD_OUT = ("a100_sxm", "l40s")
+"""Systems whose GEMMs did not set the exponent: a check on GPUs it was not chosen on."""
 
 FORMATS = {"bfloat16": Precision.BF16, "fp8": Precision.FP8}
 """The file's formats and the precision the roofline prices each at."""
@@ -132,7 +137,8 @@ def summarize(rows: Sequence[MRow],
     """Per GPU and format: how many GEMMs, how many at the ridge, and with the exponent
     ``overlap`` and with the plain maximum the mean |ln| of the level-free ratio over all of
     them and its median at the ridge (below 1: the roofline faster there than its own level
-    elsewhere says); one last entry scores every exponent of ``OVERLAPS`` over all groups."""
+    elsewhere says); two last entries score every exponent of ``OVERLAPS`` over the groups
+    that set it ("all") and over the ``HELD_OUT`` ones ("held out")."""
     lo, hi = RIDGE_BAND
     out: list[dict[str, object]] = []
     for (device, dtype), members in _groups(rows).items():
@@ -145,7 +151,11 @@ def summarize(rows: Sequence[MRow],
             doc[f"{prefix}ridge_median_ratio"] = statistics.median(rel[i] for i in ridge) \
                 if ridge else None
         out.append(doc)
-    out.append({"device": "all", "format": "all", "gemms": len(rows), "overlap": overlap,
-                "by_overlap": {("max" if math.isinf(p) else f"{p:g}"): overlap_errors(rows, p)
-                               for p in OVERLAPS}})
+    for name, part in (("all", [r for r in rows if r.device not in HELD_OUT]),
+                       ("held out", [r for r in rows if r.device in HELD_OUT])):
+        if part:
+            out.append({"device": name, "format": "all", "gemms": len(part),
+                        "overlap": overlap,
+                        "by_overlap": {("max" if math.isinf(p) else f"{p:g}"):
+                                       overlap_errors(part, p) for p in OVERLAPS}})
     return out

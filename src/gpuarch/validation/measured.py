@@ -17,7 +17,7 @@ __all__ = ["AICONFIGURATOR_SYSTEMS", "HasRatio", "ModelOverMeasured", "aiconfigu
 
 AICONFIGURATOR_SYSTEMS = {"h100_sxm": "h100-sxm5-80gb", "h200_sxm": "h200-sxm-141gb",
                           "b200_sxm": "b200", "b300_sxm": "b300", "gb200": "gb200",
-                          "gb300": "gb300"}
+                          "gb300": "gb300", "a100_sxm": "a100-sxm4-80gb", "l40s": "l40s"}
 """NVIDIA aiconfigurator's system names (its ``systems/data/<name>`` folders) and the
 catalog's keys, for the kernel tables taken from it."""
 
