@@ -26,6 +26,7 @@ from gpuarch.validation.serving_load import (
     summarize_load,
     validate_load,
 )
+from tests.test_cli import run as run_cli
 
 CATALOG = load_catalog()
 
@@ -118,9 +119,5 @@ def test_validate_load_command(capsys: pytest.CaptureFixture[str]) -> None:
 ])
 def test_validate_load_usage_errors(capsys: pytest.CaptureFixture[str],
                                     extra: tuple[str, ...], message: str) -> None:
-    try:
-        status = main(["validate", "load", *extra])
-    except SystemExit as exc:
-        status = int(exc.code or 0)
-    out, err = capsys.readouterr()
+    status, out, err = run_cli(capsys, "validate", "load", *extra)
     assert status == 2 and out == "" and message in err and "Traceback" not in err

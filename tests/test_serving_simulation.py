@@ -13,7 +13,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpuarch.catalog import load_catalog
-from gpuarch.cli.main import main
 from gpuarch.errors import GpuarchError
 from gpuarch.estimate.inference import (
     Batching,
@@ -25,6 +24,7 @@ from gpuarch.estimate.inference import (
 from gpuarch.estimate.load import batch_for_rate
 from gpuarch.estimate.simulate import replay, simulate_serving
 from gpuarch.workloads import preset
+from tests.test_cli import run
 
 CATALOG = load_catalog()
 H100 = CATALOG.product("h100")
@@ -186,14 +186,8 @@ def test_answers_of_varying_length_keep_their_mean() -> None:
 
 
 def _run(capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[int, str, str]:
-    argv = ["estimate", "infer", "--model", "llama-3.1-8b", "--gpu", "h100",
-            "--input-len", "2048", "--output-len", "256", *extra]
-    try:
-        status = main(argv)
-    except SystemExit as exc:  # argparse's own type errors
-        status = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return status, out, err
+    return run(capsys, "estimate", "infer", "--model", "llama-3.1-8b", "--gpu", "h100",
+               "--input-len", "2048", "--output-len", "256", *extra)
 
 
 def test_cli_json_and_text(capsys: pytest.CaptureFixture[str]) -> None:

@@ -28,16 +28,23 @@ from gpuarch.catalog.loader import Catalog
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.perf.precision import Precision
 from gpuarch.perf.roofline import Device, Gemm, op_time
-from gpuarch.validation.measured import aiconfigurator_devices, read_commented_csv
+from gpuarch.validation.measured import (
+    AICONFIGURATOR_SYSTEMS,
+    aiconfigurator_devices,
+    read_commented_csv,
+)
 
-__all__ = ["GEMM_K_FILE", "PLATEAU_K", "SHORT_K", "SOURCE", "KRow", "compare",
-           "load_k_rows", "summarize"]
+__all__ = ["DATABASE", "GEMM_K_FILE", "PLATEAU_K", "SHORT_K", "SOURCE", "KRow", "compare",
+           "gemm_device", "load_k_rows", "summarize"]
 
 GEMM_K_FILE = Path(__file__).with_name("data") / "gemm-k-trtllm.csv"
 
-SOURCE = ("NVIDIA aiconfigurator's collected database, TensorRT-LLM 1.3.0rc20 dense GEMMs "
-          "(PyPI aiconfigurator-core 0.12.0: aiconfigurator_core/systems/data/<gpu>/gemm/trtllm/"
-          "1.3.0rc20/gemm_perf.parquet), M = N = 8,192")
+DATABASE = ("NVIDIA aiconfigurator's collected database, TensorRT-LLM 1.3.0rc20 dense GEMMs "
+            "(PyPI aiconfigurator-core 0.12.0: aiconfigurator_core/systems/data/<gpu>/gemm/"
+            "trtllm/1.3.0rc20/gemm_perf.parquet)")
+"""The dense GEMM timings this module's and ``gemm_ridge``'s rows are taken from."""
+
+SOURCE = f"{DATABASE}, M = N = 8,192"
 """Where the rows come from (the file's header says more)."""
 
 DEVICES = aiconfigurator_devices("h100_sxm", "h200_sxm", "b200_sxm", "gb200", "b300_sxm",
@@ -79,6 +86,14 @@ class KRow:
         return self.unscaled_rel / self.measured_rel
 
 
+def gemm_device(catalog: Catalog, system: str, dtype: str) -> Device:
+    """The roofline's device for one of aiconfigurator's systems (``AICONFIGURATOR_SYSTEMS``)
+    and one of the database's GEMM formats (``FORMATS``)."""
+    product = catalog.product(AICONFIGURATOR_SYSTEMS[system])
+    generation = catalog.chip_of(product).sm.tensor_core_generation
+    return Device.of(product, FORMATS[dtype], generation)
+
+
 @cache
 def load_k_rows(path: Path = GEMM_K_FILE) -> tuple[dict[str, str], ...]:
     """The file's rows as read (comment lines skipped)."""
@@ -99,9 +114,7 @@ def compare(catalog: Catalog, efficiency: Efficiency = DEFAULT_EFFICIENCY,
         curves[(r["device"], r["gemm_dtype"])][int(r["k"])] = float(r["latency_ms"]) / int(r["k"])
     out: list[KRow] = []
     for (device, dtype), measured in sorted(curves.items()):
-        product = catalog.product(DEVICES[device])
-        generation = catalog.chip_of(product).sm.tensor_core_generation
-        scaled = Device.of(product, FORMATS[dtype], generation)
+        scaled = gemm_device(catalog, device, dtype)
         plain = dataclasses.replace(scaled, math_over_16bit=1.0)
         model = {k: float(op_time(Gemm(8192, 8192, k), scaled, efficiency)[0]) / k
                  for k in measured}

@@ -29,8 +29,10 @@ from pathlib import Path
 
 from gpuarch.catalog.loader import Catalog
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
-from gpuarch.perf.precision import Precision
 from gpuarch.perf.roofline import Device, Gemm, op_time, ridge_time
+from gpuarch.units import Unit, to_si
+from gpuarch.validation.gemm_kernels import DATABASE, gemm_device
+from gpuarch.validation.gemm_kernels import FORMATS as KERNEL_FORMATS
 from gpuarch.validation.measured import aiconfigurator_devices, read_commented_csv
 
 __all__ = ["GEMM_M_FILE", "HELD_OUT", "MIN_MEASURED_S", "OVERLAPS", "RIDGE_BAND", "SOURCE", "MRow",
@@ -38,9 +40,7 @@ __all__ = ["GEMM_M_FILE", "HELD_OUT", "MIN_MEASURED_S", "OVERLAPS", "RIDGE_BAND"
 
 GEMM_M_FILE = Path(__file__).with_name("data") / "gemm-m-trtllm.csv"
 
-SOURCE = ("NVIDIA aiconfigurator's collected database, TensorRT-LLM 1.3.0rc20 dense GEMMs "
-          "(PyPI aiconfigurator-core 0.12.0: aiconfigurator_core/systems/data/<gpu>/gemm/trtllm/"
-          "1.3.0rc20/gemm_perf.parquet), N and K 4,096-16,384, M 1-32,768")
+SOURCE = f"{DATABASE}, N and K 4,096-16,384, M 1-32,768 (A100's from TensorRT-LLM 1.0.0)"
 """Where the rows come from (the file's header says more)."""
 
 DEVICES = aiconfigurator_devices("h100_sxm", "h200_sxm", "b200_sxm", "gb200", "a100_sxm",
@@ -50,7 +50,7 @@ DEVICES = aiconfigurator_devices("h100_sxm", "h200_sxm", "b200_sxm", "gb200", "a
 HELD_OUT = ("a100_sxm", "l40s")
 """Systems whose GEMMs did not set the exponent: a check on GPUs it was not chosen on."""
 
-FORMATS = {"bfloat16": Precision.BF16, "fp8": Precision.FP8}
+FORMATS = {name: KERNEL_FORMATS[name] for name in ("bfloat16", "fp8")}
 """The file's formats and the precision the roofline prices each at."""
 
 MIN_MEASURED_S = 100e-6
@@ -97,14 +97,12 @@ def compare(catalog: Catalog, efficiency: Efficiency = DEFAULT_EFFICIENCY,
     devices: dict[tuple[str, str], Device] = {}
     out: list[MRow] = []
     for r in load_m_rows() if rows is None else rows:
-        measured = float(r["latency_ms"]) * 1e-3
+        measured = to_si(float(r["latency_ms"]), Unit.MS)
         if measured < MIN_MEASURED_S:
             continue
         key = (r["device"], r["gemm_dtype"])
         if key not in devices:
-            product = catalog.product(DEVICES[key[0]])
-            generation = catalog.chip_of(product).sm.tensor_core_generation
-            devices[key] = Device.of(product, FORMATS[key[1]], generation)
+            devices[key] = gemm_device(catalog, *key)
         m, n, k = int(r["m"]), int(r["n"]), int(r["k"])
         _, compute, memory, _, _ = op_time(Gemm(m, n, k), devices[key], efficiency)
         out.append(MRow(key[0], key[1], m, n, k, measured, float(compute), float(memory)))
