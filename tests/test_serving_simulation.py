@@ -22,7 +22,7 @@ from gpuarch.estimate.inference import (
     pass_times,
 )
 from gpuarch.estimate.load import batch_for_rate
-from gpuarch.estimate.simulate import replay, simulate_serving
+from gpuarch.estimate.simulate import quantile_mean, replay, simulate_serving
 from gpuarch.workloads import preset
 from tests.test_cli import run
 
@@ -185,6 +185,105 @@ def test_answers_of_varying_length_keep_their_mean() -> None:
     assert plain.latency_s.p99 < 1.5 * plain.latency_s.p50
 
 
+def _linear_times(budget: int, per_token_s: float = 1e-3) -> PassTimes:
+    """Pass times linear in tokens (no fixed part), whole prompts of 100 tokens, so that a
+    pass by tokens and a pass of whole prompts cost the same."""
+    per_pass = budget // 100
+    return PassTimes(per_token_s * 100 * np.arange(1, per_pass + 1), np.array([0.01] * 8),
+                     per_pass, 8, 1.0, budget, np.array([1.0, 1e6]),
+                     np.array([per_token_s, per_token_s * 1e6]))
+
+
+@pytest.mark.parametrize("schedule", ["separate", "mixed"])
+def test_prompts_of_the_configured_length_replay_as_whole_prompts(schedule: str) -> None:
+    """Prompts given one by one, each of the configured 100 tokens, fill a pass of 1,000
+    tokens with ten of them, as whole prompts do: the same replay, request for request."""
+    times = _linear_times(1000)
+    out = np.random.default_rng(3).integers(1, 40, 400).astype(float)
+    plain = replay(times, 40.0, out, seed=5, schedule=schedule)
+    given = replay(times, 40.0, out, seed=5, schedule=schedule, prompts=np.full(400, 100.0))
+    for a, b in ((plain.first, given.first), (plain.finish, given.finish),
+                 (plain.admitted, given.admitted)):
+        assert np.allclose(a, b, rtol=1e-12, atol=1e-12)
+
+
+def test_a_pass_takes_waiting_prompts_while_their_tokens_fit_its_budget() -> None:
+    """Hand-worked, one-token answers, every request arriving at once, a pass of 1,000
+    tokens at a millisecond a token: prompts of 600, 600, 200, 900 and 1,500 tokens run as
+    passes of 600 (the second would not fit), 600 + 200, 900, and 1,500 (longer than the
+    budget, alone): first tokens at 0.6, 1.4, 1.4, 2.3 and 3.8 s."""
+    run = replay(_linear_times(1000), 1e9, np.ones(5), arrivals="uniform",
+                 prompts=np.array([600.0, 600, 200, 900, 1500]))
+    assert run.first == pytest.approx([0.6, 1.4, 1.4, 2.3, 3.8], abs=1e-6)
+
+
+def test_a_pass_by_tokens_is_the_whole_prompt_pass_within_a_few_percent() -> None:
+    """The grid of a pass's seconds by its tokens (``pass_times(max_prompt_tokens=...)``)
+    holds each whole-prompt pass exactly, falls between them within 3% of the passes of
+    whole prompts the tokens lie between (the teeth of wave quantization), rises with the
+    tokens (never 15% below a shorter pass) and reaches past the budget to the longest
+    prompt."""
+    for cfg in (SERVE, InferenceConfig(input_len=222, output_len=256, max_num_tokens=4096)):
+        times = pass_times(CATALOG, LLAMA_8B, H100, cfg, max_prompt_tokens=9000)
+        whole = cfg.new_prompt_tokens * np.arange(1, times.prompts_per_pass + 1)
+        by_tokens = np.array([times.prefill_for_tokens(t) for t in whole])
+        assert by_tokens == pytest.approx(times.prefill_s, rel=1e-9)
+        middle = np.array([times.prefill_for_tokens(t) for t in whole[:-1] + whole[0] / 2])
+        assert np.all(middle >= times.prefill_s[:-1] * 0.97)
+        assert np.all(middle <= times.prefill_s[1:] * 1.03)
+        # rising, but for teeth: the deepest, 12%, where a pass passes 128 rows and its
+        # GEMMs leave the few-row path
+        grid_s = times.prefill_tokens_s
+        assert np.all(grid_s >= 0.85 * np.maximum.accumulate(grid_s))
+        assert grid_s[-1] > 10 * grid_s[0]
+        assert times.prefill_tokens[-1] == 9000 and times.token_budget == cfg.max_num_tokens
+    with pytest.raises(ValueError, match="token grid"):
+        pass_times(CATALOG, LLAMA_8B, H100, SERVE).prefill_for_tokens(100)
+
+
+def test_prompts_that_vary_in_length_keep_their_mean_and_lengthen_the_tail() -> None:
+    """--input-len-cv: prompts drawn around --input-len (a gamma of that mean and spread)
+    keep the mean and leave the mean TPOT within a few percent, while the long prompts'
+    passes lengthen the TTFT's tail: its p99 grows with the spread."""
+    plain = simulate_serving(CATALOG, LLAMA_8B, H100, SERVE, 5.0, requests=3_000)
+    assert plain.prompts is None
+    runs = [simulate_serving(CATALOG, LLAMA_8B, H100, SERVE, 5.0, requests=3_000,
+                             input_len_cv=cv) for cv in (0.5, 1.0)]
+    for sim, cv in zip(runs, (0.5, 1.0), strict=True):
+        assert sim.prompts is not None and sim.prompts["input_len_cv"] == cv
+        assert sim.prompts["mean"] == pytest.approx(2048, rel=0.05)
+        assert sim.tpot_s is not None and plain.tpot_s is not None
+        assert sim.tpot_s.mean == pytest.approx(plain.tpot_s.mean, rel=0.05)
+    assert plain.ttft_s.p99 < runs[0].ttft_s.p99 < runs[1].ttft_s.p99
+
+
+def test_prompts_drawn_from_a_datasets_quantiles() -> None:
+    """input_quantiles: whole prompts drawn linearly between evenly spaced quantiles keep
+    the distribution's mean (``quantile_mean``: the midpoint of each span on average) and
+    stay within its range; --input-len must be that mean within 5%."""
+    quantiles = [20.0, 80.0, 150.0, 300.0, 1000.0]
+    mean = quantile_mean(quantiles)
+    assert mean == pytest.approx((100 + 230 + 450 + 1300) / 8)
+    assert quantile_mean([1, 3]) == 2
+    cfg = InferenceConfig(input_len=round(mean), output_len=64)
+    sim = simulate_serving(CATALOG, LLAMA_8B, H100, cfg, 5.0, requests=20_000,
+                           input_quantiles=quantiles)
+    assert sim.prompts is not None and sim.prompts["drawn_from"] == "quantiles"
+    assert sim.prompts["mean"] == pytest.approx(mean, rel=0.02)
+    assert sim.prompts["max"] <= 1000
+    with pytest.raises(GpuarchError, match=r"--input-len: expected the prompts' mean"):
+        simulate_serving(CATALOG, LLAMA_8B, H100, SERVE, 5.0, input_quantiles=quantiles)
+    with pytest.raises(GpuarchError, match=r"--input-len-cv: the prompts' lengths"):
+        simulate_serving(CATALOG, LLAMA_8B, H100, cfg, 5.0, input_quantiles=quantiles,
+                         input_len_cv=0.5)
+    for bad in ([300.0, 200.0], [0.0, 10.0], [5.0], "many"):
+        with pytest.raises(GpuarchError, match=r"input_quantiles: expected two or more"):
+            simulate_serving(CATALOG, LLAMA_8B, H100, cfg, 5.0, input_quantiles=bad)
+    with pytest.raises(GpuarchError, match=r"--cached-prefix: the shortest prompt"):
+        simulate_serving(CATALOG, LLAMA_8B, H100, dataclasses.replace(cfg, cached_prefix=30),
+                         5.0, input_quantiles=quantiles)
+
+
 def _run(capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[int, str, str]:
     return run(capsys, "estimate", "infer", "--model", "llama-3.1-8b", "--gpu", "h100",
                "--input-len", "2048", "--output-len", "256", *extra)
@@ -204,6 +303,21 @@ def test_cli_json_and_text(capsys: pytest.CaptureFixture[str]) -> None:
     assert status == 0 and "simulated: 300 requests per replica" in out and "TTFT" in out
 
 
+def test_cli_prompt_spread(capsys: pytest.CaptureFixture[str]) -> None:
+    """--input-len-cv reaches the simulation: the JSON's simulation says how the prompts
+    were drawn, the text prints their mean, median and longest."""
+    status, out, _ = _run(capsys, "--rate", "4", "--simulate", "300", "--input-len-cv", "0.7",
+                          "--json")
+    assert status == 0
+    prompts = json.loads(out)["simulation"]["prompts"]
+    assert prompts["drawn_from"] == "gamma" and prompts["input_len_cv"] == 0.7
+    assert prompts["max"] > 2048 > prompts["p50"]
+    status, out, _ = _run(capsys, "--rate", "4", "--simulate", "300", "--input-len-cv", "0.7")
+    assert status == 0 and "prompts       spread 0.7 (sd / mean, gamma): mean " in out
+    status, out, _ = _run(capsys, "--rate", "4", "--simulate", "300", "--json")
+    assert json.loads(out)["simulation"]["prompts"] is None
+
+
 @pytest.mark.parametrize(("extra", "message"), [
     (("--batch", "8", "--simulate", "100"), "--simulate: replays requests arriving at a rate"),
     (("--rate", "4", "--arrivals", "uniform"), "--arrivals/--seed"),
@@ -217,6 +331,8 @@ def test_cli_json_and_text(capsys: pytest.CaptureFixture[str]) -> None:
     (("--rate", "4", "--simulate", "100", "--gpus", "2", "--pp", "2"), "give --pp 1"),
     (("--rate", "4", "--simulate", "100", "--prefill-gpus", "1"), "disaggregated"),
     (("--rate", "4", "--simulate", "100", "--seed", "-1"), "--seed"),
+    (("--rate", "4", "--input-len-cv", "0.5"), "--arrivals/--seed/--input-len-cv"),
+    (("--rate", "4", "--simulate", "100", "--input-len-cv", "11"), "--input-len-cv: expected"),
 ])
 def test_cli_usage_errors(capsys: pytest.CaptureFixture[str], extra: tuple[str, ...],
                           message: str) -> None:

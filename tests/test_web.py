@@ -84,6 +84,17 @@ def test_every_endpoint_answers_with_the_cli_json(client: Any, url: str, key: st
     assert key in response.get_json()
 
 
+def test_the_simulation_form_takes_the_length_spreads(client: Any) -> None:
+    """The serving form's input_len_cv and output_len_cv reach --simulate."""
+    response = client.get("/api/estimate/infer?model=llama-3.1-8b&gpu=h100&input_len=512"
+                          "&output_len=64&rate=4&simulate=200&input_len_cv=0.5"
+                          "&output_len_cv=0.5")
+    assert response.status_code == 200, response.data
+    doc = response.get_json()
+    assert doc["simulation"]["prompts"]["drawn_from"] == "gamma"
+    assert doc["assumptions"]["output_len_cv"] == 0.5
+
+
 def test_api_matches_the_command_line(client: Any, capsys: pytest.CaptureFixture[str]) -> None:
     """Same keys and values as ``gpuarch ... --json`` (the API runs the CLI)."""
     import json

@@ -568,8 +568,8 @@ def cmd_infer(args: argparse.Namespace) -> int:
         from gpuarch.estimate.simulate import simulate_serving
 
         # (--seed and --arrivals only where given: the library's defaults otherwise)
-        given = {k: v for k, v in (("seed", args.seed), ("arrivals", args.arrivals))
-                 if v is not None}
+        given = {k: v for k, v in (("seed", args.seed), ("arrivals", args.arrivals),
+                                   ("input_len_cv", args.input_len_cv)) if v is not None}
         simulation = simulate_serving(catalog, shape, product, cfg, args.rate,
                                       requests=args.simulate, system=system, efficiency=eff,
                                       **given)
@@ -721,9 +721,10 @@ def _check_load_flags(args: argparse.Namespace) -> None:
     if args.plot and not isinstance(args.batch, tuple):
         raise GpuarchError("--plot: draws a batch sweep; give --batch a list (e.g. "
                            "1,8,64,max) or 'sweep'")
-    if args.simulate is None and (args.arrivals is not None or args.seed is not None):
-        raise GpuarchError("--arrivals/--seed: they shape the simulation of --simulate, "
-                           "which is not given")
+    if args.simulate is None and (args.arrivals is not None or args.seed is not None
+                                  or args.input_len_cv is not None):
+        raise GpuarchError("--arrivals/--seed/--input-len-cv: they shape the simulation of "
+                           "--simulate, which is not given")
     if args.rate is None:
         if args.simulate is not None:
             raise GpuarchError("--simulate: replays requests arriving at a rate; give --rate")
@@ -1279,6 +1280,11 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                         "arrivals (the steady state's view)")
     p.add_argument("--seed", type=non_negative("--seed"), metavar="S",
                    help="with --simulate: the random stream's seed (default 0)")
+    p.add_argument("--input-len-cv", type=float, metavar="CV",
+                   help="with --simulate: prompts vary in length around --input-len, a gamma "
+                        "spread of this standard deviation over mean (the uncached tokens "
+                        "with --cached-prefix); a prefill pass then takes waiting prompts "
+                        "while their tokens fit --max-num-tokens (default 0: one length)")
     fmt = "gpuarch.perf.quant:QuantFormat"
     for flag, text in (
             ("--weight-precision",

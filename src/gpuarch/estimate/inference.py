@@ -1372,6 +1372,18 @@ class _Runner:
             phase = phase + self._scaled(times, one)
         return phase
 
+    def prefill_tokens(self, tokens: np.ndarray) -> np.ndarray:
+        """Seconds of one prefill pass of ``tokens`` new prompt tokens in all (an array), as
+        prompts of the configured length: the pass's fixed time and the model over that many
+        rows, attention at the configured prompt's context (a pass of prompts whose lengths
+        vary, ``estimate.simulate``; the rows carry the GEMMs, the quadratic part of
+        attention is the mean prompt's). Equal to ``prefill`` for whole prompts within one
+        pass's budget."""
+        new = self.cfg.new_prompt_tokens
+        rows = np.asarray(tokens, dtype=float) / new
+        return self.eff.prefill_overhead_s + np.broadcast_to(
+            self.forward(rows, new, self.cfg.input_len, prefill=True).total, rows.shape)
+
     def decode_step(self, seqs: Num, ctx: float) -> _Phase:
         """One target step: one new token per sequence, or with speculative decoding the k
         drafted tokens and the target's own verified together (k + 1 queries at the end of
@@ -1977,15 +1989,39 @@ class PassTimes:
     prompts_per_pass: int
     max_batch: int
     tokens_per_step: float
+    # for prompts whose lengths vary: one prefill pass's token budget (max_num_tokens) and
+    # the seconds of a pass of ``prefill_tokens`` new tokens in all (a grid to interpolate
+    # on, ``prefill_for_tokens``); empty when every prompt has the configured length
+    token_budget: int = 0
+    prefill_tokens: np.ndarray = field(default_factory=lambda: np.empty(0))
+    prefill_tokens_s: np.ndarray = field(default_factory=lambda: np.empty(0))
+
+    def prefill_for_tokens(self, tokens: float) -> float:
+        """Seconds of a prefill pass of ``tokens`` new prompt tokens in all (linear between
+        the grid's points, which are geometrically spaced)."""
+        if not self.prefill_tokens.size:
+            raise ValueError("pass_times was built without a token grid (max_prompt_tokens)")
+        return float(np.interp(tokens, self.prefill_tokens, self.prefill_tokens_s))
+
+
+TOKEN_GRID_POINTS = 512
+"""Points of the prefill-seconds-by-tokens grid, geometrically spaced from one token to the
+longest pass (``pass_times(max_prompt_tokens=...)``), about 2% apart for a pass of 10,000
+tokens, besides the passes of whole prompts of the configured length (exact there);
+between points a pass's time is linear, which misses the teeth of wave quantization by a
+few percent."""
 
 
 def pass_times(catalog: Catalog, shape: TransformerShape, product: Product,
                cfg: InferenceConfig, *, system: System | None = None,
-               efficiency: Efficiency = DEFAULT_EFFICIENCY) -> PassTimes:
+               efficiency: Efficiency = DEFAULT_EFFICIENCY,
+               max_prompt_tokens: int = 0) -> PassTimes:
     """The estimate's own pass costs for ``cfg`` (continuous batching), for every pass size
     a replica can run: the prefill pass of up to ``max_num_tokens`` // new prompt tokens
     whole prompts (chunked as configured) and the decode step of up to the batch that fits
-    (``max_batch_size`` where set)."""
+    (``max_batch_size`` where set). With ``max_prompt_tokens`` (the longest new prompt of
+    prompts whose lengths vary), also a pass's seconds by its tokens, up to the larger of
+    that and the budget (``_Runner.prefill_tokens``)."""
     runner = _checked_runner(catalog, shape, product, cfg, system, efficiency)
     limit = engine_slots(shape, cfg, product)
     prompts = np.arange(1, max(1, min(cfg.prompts_per_pass, limit)) + 1, dtype=float)
@@ -1993,8 +2029,17 @@ def pass_times(catalog: Catalog, shape: TransformerShape, product: Product,
     prefill = np.broadcast_to(runner.prefill(prompts).total, prompts.shape)
     decode = np.broadcast_to(runner.decode_step(batches, cfg.mean_decode_context).total,
                              batches.shape)
+    grid = np.empty(0)
+    grid_s = np.empty(0)
+    if max_prompt_tokens:
+        top = max(max_prompt_tokens, cfg.max_num_tokens)
+        # geometric points, and the whole-prompt passes themselves (exact there)
+        grid = np.unique(np.concatenate([np.round(np.geomspace(1, top, TOKEN_GRID_POINTS)),
+                                         prompts * cfg.new_prompt_tokens]))
+        grid_s = np.array(runner.prefill_tokens(grid), dtype=float)
     return PassTimes(np.array(prefill, dtype=float), np.array(decode, dtype=float),
-                     len(prompts), limit, cfg.tokens_per_step)
+                     len(prompts), limit, cfg.tokens_per_step, cfg.max_num_tokens, grid,
+                     grid_s)
 
 
 def _cpu_offload_note(cfg: InferenceConfig, runner: _Runner) -> str:

@@ -18,6 +18,13 @@ end of its prefill pass, its TPOT is the time from then to its last token over t
 after the first. The first tenth of the requests (in arrival order) warm the engine up and
 are left out of the statistics.
 
+Prompts can vary in length (``input_len_cv``, a gamma spread; ``input_quantiles``, a
+dataset's distribution): a prefill pass then takes the longest-waiting prompts while their
+tokens fit its budget and lasts what that many tokens take (``inference.pass_times`` by
+tokens: the GEMMs over the pass's rows, attention's quadratic part at the mean prompt,
+linear between grid points a few percent apart, where a pass's time has the teeth of wave
+quantization). A prompt longer than the budget runs in one pass of its own.
+
 Not modelled: requests preempted or swapped out when the KV cache runs short (the batch is
 capped at what fits with every sequence at its full length, so none is), a long prompt's
 chunks spread over iterations, and a pipeline's micro-batches (PP 1 only). ``SCHEDULES``
@@ -34,7 +41,7 @@ import numpy as np
 
 from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import Product, System
-from gpuarch.errors import GpuarchError, check_choice
+from gpuarch.errors import GpuarchError, check_choice, check_number
 from gpuarch.estimate.inference import (
     SCHEDULES,
     InferenceConfig,
@@ -46,7 +53,7 @@ from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.workloads.shape import TransformerShape
 
 __all__ = ["ARRIVALS", "DEFAULT_REQUESTS", "MAX_REQUESTS", "SCHEDULES", "Percentiles",
-           "Simulation", "replay", "simulate_serving"]
+           "Simulation", "check_input_len_cv", "quantile_mean", "replay", "simulate_serving"]
 
 ARRIVALS = ("poisson", "uniform")
 """How requests arrive: a Poisson stream (exponential gaps), or evenly spaced (the steady
@@ -95,10 +102,14 @@ class Replay:
 
 
 def replay(times: PassTimes, rate_per_s: float, output: np.ndarray, *,
-           arrivals: str = "poisson", seed: int = 0, schedule: str = "separate") -> Replay:
+           arrivals: str = "poisson", seed: int = 0, schedule: str = "separate",
+           prompts: np.ndarray | None = None) -> Replay:
     """Run ``len(output)`` requests (each generating ``output[i]`` tokens) arriving at
     ``rate_per_s`` through one replica whose passes take ``times``, on ``schedule``
-    (``inference.SCHEDULES``)."""
+    (``inference.SCHEDULES``). With ``prompts`` (each request's new prompt tokens; ``times``
+    then holds a pass's seconds by its tokens), a prefill pass takes the longest-waiting
+    prompts while their tokens fit the pass's budget (at least one prompt) and lasts what
+    that many tokens take; without, every prompt has the configured length."""
     n = len(output)
     rng = np.random.default_rng(seed)
     gaps = (rng.exponential(1.0 / rate_per_s, n) if arrivals == "poisson"
@@ -117,11 +128,18 @@ def replay(times: PassTimes, rate_per_s: float, output: np.ndarray, *,
         free = slots - len(running)
         if arrived > queued and free > 0:
             # a prefill pass of the longest-waiting prompts
-            take = min(arrived - queued, free, per_pass)
-            new = np.arange(queued, queued + take)
+            if prompts is None:
+                take = min(arrived - queued, free, per_pass)
+                new = np.arange(queued, queued + take)
+                pass_s = float(times.prefill_s[take - 1])
+            else:
+                waiting = np.cumsum(prompts[queued:queued + min(arrived - queued, free)])
+                take = max(1, int(np.searchsorted(waiting, times.token_budget, "right")))
+                new = np.arange(queued, queued + take)
+                pass_s = times.prefill_for_tokens(float(waiting[take - 1]))
             queued += take
             admitted[new] = t
-            t += float(times.prefill_s[take - 1])
+            t += pass_s
             if schedule == "mixed" and len(running):
                 # the running sequences decode a step in the same iteration
                 b = len(running)
@@ -182,10 +200,13 @@ class Simulation:
     mean_batch: float  # sequences a decode step held, on average over the steps
     max_batch: int  # the slots: what fits, or the engine's cap
     output_tokens_per_s: float  # the whole deployment, over the run
+    # the prompts' lengths when they vary (PromptLengths.as_json of what was drawn); None
+    # when every prompt has the configured length
+    prompts: dict[str, Any] | None = None
 
     def as_json(self) -> dict[str, Any]:
         return {"rate_per_s": self.rate_per_s, "arrivals": self.arrivals,
-                "schedule": self.schedule,
+                "schedule": self.schedule, "prompts": self.prompts,
                 "requests_per_replica": self.requests, "measured": self.measured,
                 "seed": self.seed, "ttft_s": self.ttft_s.as_json(),
                 "tpot_s": self.tpot_s.as_json() if self.tpot_s else None,
@@ -203,16 +224,67 @@ def _outputs(cfg: InferenceConfig, n: int, rng: np.random.Generator) -> np.ndarr
     return np.maximum(1.0, np.round(rng.gamma(k, cfg.output_len / k, n)))
 
 
+def check_input_len_cv(cv: Any) -> None:
+    """The spread of prompt lengths is a number from 0 (one length) to 10."""
+    check_number("--input-len-cv", cv, 0, maximum=10,
+                 note="standard deviation over mean of the prompt lengths")
+
+
+def _check_quantiles(quantiles: Any) -> np.ndarray:
+    """Evenly spaced quantiles of prompt lengths (the 0th to the 100th percentile, at least
+    two values, none below one token, none falling)."""
+    try:
+        q = np.asarray(quantiles, dtype=float)
+    except (TypeError, ValueError):
+        q = np.empty(0)
+    if q.ndim != 1 or q.size < 2 or not np.all(np.isfinite(q)) or q[0] < 1 \
+            or np.any(np.diff(q) < 0):
+        raise GpuarchError("input_quantiles: expected two or more prompt lengths in tokens, "
+                           "the 0th to the 100th percentile evenly spaced, at least 1 and "
+                           f"never falling, got {quantiles!r}")
+    return q
+
+
+def quantile_mean(quantiles: Any) -> float:
+    """The mean of the distribution whose evenly spaced quantiles these are (linear
+    between them, as ``_prompts`` draws from it)."""
+    q = _check_quantiles(quantiles)
+    return float((q[:-1] + q[1:]).sum() / (2 * (q.size - 1)))
+
+
+def _prompts(cfg: InferenceConfig, n: int, rng: np.random.Generator, cv: float,
+             quantiles: np.ndarray | None) -> np.ndarray | None:
+    """Each request's new prompt tokens when prompt lengths vary: whole prompts drawn from
+    the quantiles (linear between them), less the cached prefix; or with ``cv`` a gamma
+    draw of the configured new tokens' mean and spread; at least one token. None when
+    every prompt has the configured length."""
+    if quantiles is not None:
+        drawn = np.interp(rng.random(n), np.linspace(0, 1, quantiles.size), quantiles)
+        whole: np.ndarray = np.maximum(1.0, np.round(drawn) - cfg.cached_prefix)
+        return whole
+    if not cv:
+        return None
+    k = 1.0 / cv ** 2
+    return np.maximum(1.0, np.round(rng.gamma(k, cfg.new_prompt_tokens / k, n)))
+
+
 def simulate_serving(catalog: Catalog, shape: TransformerShape, product: Product,
                      cfg: InferenceConfig, rate: float, *, requests: int = DEFAULT_REQUESTS,
                      seed: int = 0, arrivals: str = "poisson", schedule: str | None = None,
                      system: System | None = None,
-                     efficiency: Efficiency = DEFAULT_EFFICIENCY) -> Simulation:
+                     efficiency: Efficiency = DEFAULT_EFFICIENCY,
+                     input_len_cv: float = 0.0,
+                     input_quantiles: Any = None) -> Simulation:
     """Simulate ``requests`` requests per replica arriving at ``rate`` per second at the
     whole deployment (continuous batching; ``cfg.batch`` is ignored) on ``schedule``
-    (default: ``cfg.schedule``). Errors name the
-    flag: ``--simulate`` for the request count and unsupported deployments, ``--seed``,
-    ``--arrivals``, ``--schedule``, ``--rate``."""
+    (default: ``cfg.schedule``). Prompts have ``cfg.input_len`` tokens, or vary: with
+    ``input_len_cv`` (a gamma spread of the uncached tokens around their mean) or drawn from
+    ``input_quantiles`` (evenly spaced quantiles of whole prompts' lengths, whose mean
+    ``cfg.input_len`` must be within 5% of). The decode step stays at the estimate's mean
+    context and the batch at what fits with every sequence at the configured lengths.
+    Errors name the flag: ``--simulate`` for the request count and unsupported deployments,
+    ``--seed``, ``--arrivals``, ``--schedule``, ``--rate``, ``--input-len-cv``,
+    ``--input-len`` against the quantiles' mean."""
     if isinstance(requests, bool) or not isinstance(requests, int) \
             or not 10 <= requests <= MAX_REQUESTS:
         raise GpuarchError(f"--simulate: expected a number of requests from 10 to "
@@ -226,14 +298,32 @@ def simulate_serving(catalog: Catalog, shape: TransformerShape, product: Product
     if cfg.pp > 1:
         raise GpuarchError(f"--simulate: a replica's pipeline stages are not simulated; "
                            f"give --pp 1 (got --pp {cfg.pp})")
+    check_input_len_cv(input_len_cv)
+    quantiles = None
+    if input_quantiles is not None:
+        if input_len_cv:
+            raise GpuarchError("--input-len-cv: the prompts' lengths are drawn from the "
+                               "given quantiles; give one or the other")
+        quantiles = _check_quantiles(input_quantiles)
+        mean = quantile_mean(quantiles)
+        if abs(cfg.input_len - mean) > 0.05 * mean:
+            raise GpuarchError(f"--input-len: expected the prompts' mean, {mean:,.1f} tokens "
+                               f"from the quantiles (within 5%), got {cfg.input_len}")
+        if cfg.cached_prefix >= quantiles[0]:
+            raise GpuarchError(f"--cached-prefix: the shortest prompt, {quantiles[0]:g} "
+                               f"tokens, must be longer than it (got {cfg.cached_prefix})")
     cfg = stream_config(cfg)
-    times = pass_times(catalog, shape, product, cfg, system=system, efficiency=efficiency)
+    prompts = _prompts(cfg, requests, np.random.default_rng([seed, 2]), input_len_cv,
+                       quantiles)
+    times = pass_times(catalog, shape, product, cfg, system=system, efficiency=efficiency,
+                       max_prompt_tokens=0 if prompts is None else int(prompts.max()))
     if times.max_batch < 1:
         raise GpuarchError(f"--simulate: {shape.name} does not fit on {product.name} with "
                            "these formats and parallelism (not even one sequence)")
     share = rate / cfg.replicas
     output = _outputs(cfg, requests, np.random.default_rng([seed, 1]))
-    run = replay(times, share, output, arrivals=arrivals, seed=seed, schedule=schedule)
+    run = replay(times, share, output, arrivals=arrivals, seed=seed, schedule=schedule,
+                 prompts=prompts)
     counted = slice(int(requests * WARMUP_SHARE), None)
     arrival, first, finish = run.arrival[counted], run.first[counted], run.finish[counted]
     out = run.output[counted]
@@ -248,4 +338,15 @@ def simulate_serving(catalog: Catalog, shape: TransformerShape, product: Product
         ttft_s=ttft, tpot_s=Percentiles.of(tpot), latency_s=latency, queue_s=queue,
         mean_batch=run.decoded_sequences / run.decode_steps if run.decode_steps else 0.0,
         max_batch=times.max_batch,
-        output_tokens_per_s=float(run.output.sum() / run.finish.max()) * cfg.replicas)
+        output_tokens_per_s=float(run.output.sum() / run.finish.max()) * cfg.replicas,
+        prompts=None if prompts is None else _prompt_summary(
+            prompts + cfg.cached_prefix, input_len_cv, quantiles is not None))
+
+
+def _prompt_summary(lengths: np.ndarray, cv: float, quantiles: bool) -> dict[str, Any]:
+    """What the simulation drew: how, and the drawn whole prompts' mean, median and
+    longest."""
+    return {"drawn_from": "quantiles" if quantiles else "gamma",
+            "input_len_cv": None if quantiles else cv,
+            "mean": float(lengths.mean()), "p50": float(np.median(lengths)),
+            "max": float(lengths.max())}

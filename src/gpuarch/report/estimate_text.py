@@ -599,7 +599,19 @@ def simulation_lines(sim: Simulation) -> list[str]:
             table(["ms", "mean", "p50", "p90", "p99"], rows,
                   right=[False, True, True, True, True]),
             f"  a decode step held {sim.mean_batch:.1f} sequences on average (at most "
-            f"{sim.max_batch:,}); {sim.output_tokens_per_s:,.0f} output tokens/s in all"]
+            f"{sim.max_batch:,}); {sim.output_tokens_per_s:,.0f} output tokens/s in all",
+            *prompt_lines(sim.prompts)]
+
+
+def prompt_lines(prompts: dict[str, Any] | None) -> list[str]:
+    """How a simulation's prompt lengths varied (``Simulation.prompts``); nothing when every
+    prompt had the configured length."""
+    if not prompts:
+        return []
+    how = ("drawn from the given quantiles" if prompts["drawn_from"] == "quantiles" else
+           f"spread {prompts['input_len_cv']:g} (sd / mean, gamma)")
+    return [f"  prompts       {how}: mean {prompts['mean']:,.0f} tokens, median "
+            f"{prompts['p50']:,.0f}, longest {prompts['max']:,.0f}"]
 
 
 def render_roofline(r: dict[str, Any]) -> str:
