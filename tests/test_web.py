@@ -75,6 +75,7 @@ def client() -> Any:
     ("/api/validate/gemm-kernels", "groups"),
     ("/api/validate/gemm-ridge", "groups"),
     ("/api/validate/load", "summary"),
+    ("/api/validate/load?prompts=mean", "prompts"),
     ("/api/validate/attention-kernels", "groups"),
     ("/api/validate/collectives", "groups"),
 ])

@@ -918,6 +918,8 @@ def cmd_validate_load(args: argparse.Namespace) -> int:
     from gpuarch.report.estimate_text import render_load
     from gpuarch.validation.serving_load import (
         LOAD_REQUESTS,
+        PROMPT_LENGTHS,
+        load_prompt_lengths,
         load_runs,
         summarize_load,
         validate_load,
@@ -929,14 +931,20 @@ def cmd_validate_load(args: argparse.Namespace) -> int:
                            f"{MAX_REQUESTS:,}, got {requests}")
     if args.schedule is not None:
         check_choice("--schedule", args.schedule, SCHEDULES)
-    rows = validate_load(load_catalog(), requests=requests, schedule=args.schedule)
+    check_choice("--prompts", args.prompts, PROMPT_LENGTHS)
+    rows = validate_load(load_catalog(), requests=requests, schedule=args.schedule,
+                         prompts=args.prompts)
     summary = summarize_load(rows)
+    lengths = load_prompt_lengths()
+    prompts = {"drawn_from": args.prompts,
+               "source": lengths.source if args.prompts == "dataset" else None}
     if args.json:
         print(to_json({"runs": len(load_runs()), "requests_per_replica": requests,
+                       "prompts": prompts,
                        "rows": [{**dataclasses.asdict(r), "error": r.error} for r in rows],
                        "summary": summary}))
     else:
-        print(render_load(rows, summary))
+        print(render_load(rows, summary, prompts))
     return 0
 
 
@@ -1396,6 +1404,9 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                    help="requests per replica each run is replayed with (default 20,000)")
     p.add_argument("--schedule", help="replay every run on this schedule: separate or mixed "
                    "(default: each run's own, mixed for TensorRT-LLM's in-flight batching)")
+    p.add_argument("--prompts", default="dataset", metavar="dataset|mean",
+                   help="each request's prompt: drawn from the dataset's 24,576 prompt "
+                        "lengths (default, as LoadGen draws them) or every one the mean (222)")
     p.set_defaults(handler=cmd_validate_load)
     p = val_sub.add_parser("ops", parents=[common],
                            help="single operators timed on a real GPU (GEMMs, attention, "

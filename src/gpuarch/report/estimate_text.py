@@ -766,13 +766,19 @@ def render_gemm_kernels(summary: Sequence[Mapping[str, Any]]) -> str:
         "formats'."])
 
 
-def render_load(rows: Sequence[Any], summary: Mapping[str, Any]) -> str:
+def render_load(rows: Sequence[Any], summary: Mapping[str, Any],
+                prompts: Mapping[str, Any]) -> str:
     """Published Server runs beside the serving simulation, at the scheduled rate and at
-    the measured load (``validation.serving_load``)."""
+    the measured load (``validation.serving_load``), the prompts as ``prompts`` says
+    (``drawn_from``: dataset or mean, and the dataset's ``source``)."""
     metrics = ("ttft_mean_s", "ttft_p99_s", "tpot_mean_s", "tpot_p99_s", "latency_mean_s")
     heads = ("TTFT mean", "TTFT p99", "TPOT mean", "TPOT p99", "Latency")
+    drawn = (f"each prompt drawn from the dataset's lengths ({prompts['source']})"
+             if prompts["drawn_from"] == "dataset" else
+             "every prompt the dataset's mean length (--prompts mean)")
     out = ["MLPerf Inference Llama 2 70B Server runs (LoadGen's logged means and 99th "
-           "percentiles) beside the serving simulation of the same deployment", ""]
+           "percentiles) beside the serving simulation of the same deployment, "
+           f"{drawn}", ""]
     titles = {"scheduled": "At the scheduled rate",
               "measured": "At the measured load (the scheduled rate times the model's Offline "
                           "figure over the published one for the same system)"}

@@ -5,7 +5,8 @@ the mean and percentiles of the time to first token, of the time per output toke
 the whole request. ``data/serving-load.toml`` holds such runs with their setup (GPU, count,
 tensor parallelism, formats, the engine's batch cap, the dataset's mean lengths); each is
 replayed through the serving simulation (``estimate.simulate.simulate_serving``) at its
-scheduled rate and the simulated figures are set beside the logged ones
+scheduled rate, its prompts drawn from the dataset's lengths (``PROMPTS_FILE``), and the
+simulated figures are set beside the logged ones
 (``gpuarch validate load``; tests/test_serving_load.py). Nothing is fitted to them.
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import statistics
+import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -20,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from gpuarch.catalog.loader import Catalog
-from gpuarch.errors import GpuarchError
+from gpuarch.errors import GpuarchError, check_choice
 from gpuarch.estimate.inference import SCHEDULES
-from gpuarch.estimate.simulate import Simulation, simulate_serving
+from gpuarch.estimate.simulate import Simulation, quantile_mean, simulate_serving
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.validation.inference import (
     POINT_KEYS,
@@ -37,9 +39,9 @@ from gpuarch.validation.training import (
     read_points,
 )
 
-__all__ = ["LOADS", "LOAD_FILE", "LOAD_REQUESTS", "METRICS", "LoadComparison",
-           "compare_run", "load_runs", "offline_ratio", "simulate_run", "summarize_load",
-           "validate_load"]
+__all__ = ["LOADS", "LOAD_FILE", "LOAD_REQUESTS", "METRICS", "PROMPTS_FILE", "PROMPT_LENGTHS",
+           "LoadComparison", "PromptLengths", "compare_run", "load_prompt_lengths",
+           "load_runs", "offline_ratio", "simulate_run", "summarize_load", "validate_load"]
 
 LOAD_FILE = Path(__file__).with_name("data") / "serving-load.toml"
 
@@ -57,12 +59,51 @@ LOAD_REQUESTS = 20_000
 run's 99th percentiles move by a few percent from seed to seed."""
 
 RUN_KEYS = POINT_KEYS | frozenset({"rate_per_s", "schedule", "offline", *METRICS})
+"""Every key a run may carry; another is a typo the loader names."""
 
 LOADS = ("scheduled", "measured")
 """The two rates a run is replayed at: its scheduled rate, and the load it had on the
 measured engine (the scheduled rate times the model's Offline figure over the published
 one for the same system, where the run names its Offline point: ``offline``)."""
-"""Every key a run may carry; another is a typo the loader names."""
+
+PROMPTS_FILE = Path(__file__).with_name("data") / "mlperf-llama2-70b-prompts.toml"
+
+PROMPT_LENGTHS = ("dataset", "mean")
+"""What a replayed request's prompt is: drawn from the dataset's prompt lengths
+(``PROMPTS_FILE``, as LoadGen draws a Server run's queries from it), or every one the
+dataset's mean (the run's ``input_len``)."""
+
+
+@dataclass(frozen=True)
+class PromptLengths:
+    """The benchmark dataset's prompt lengths as evenly spaced quantiles, with their
+    source."""
+
+    quantiles: tuple[float, ...]
+    samples: int
+    source: str  # title and address
+
+
+@cache
+def load_prompt_lengths(path: Path = PROMPTS_FILE) -> PromptLengths:
+    """The dataset's prompt lengths (``PROMPTS_FILE``); a file without its source or with
+    quantiles the simulation refuses is an error naming it."""
+    with path.open("rb") as f:
+        raw = tomllib.load(f)
+    try:
+        source = raw["source"]
+        prompts = raw["prompts"]
+        quantiles = tuple(float(q) for q in prompts["quantiles"])
+        lengths = PromptLengths(quantiles, int(prompts["samples"]),
+                                f"{source['title']} ({source['url']})")
+    except (KeyError, TypeError, ValueError) as exc:
+        raise GpuarchError(f"{path.name}: expected [source] title and url and [prompts] "
+                           f"samples and quantiles ({exc})") from None
+    mean = quantile_mean(quantiles)
+    if abs(mean - float(prompts.get("mean", mean))) > 0.01 * mean:
+        raise GpuarchError(f"{path.name}: the quantiles' mean, {mean:.2f}, is not the "
+                           f"recorded mean {prompts.get('mean')}")
+    return lengths
 
 
 @dataclass(frozen=True)
@@ -113,9 +154,10 @@ def offline_ratio(catalog: Catalog, run: TrainingPoint,
 
 def simulate_run(catalog: Catalog, run: TrainingPoint, *, requests: int = LOAD_REQUESTS,
                  schedule: str | None = None, seed: int = 0, rate_scale: float = 1.0,
+                 prompts: str = PROMPT_LENGTHS[0],
                  efficiency: Efficiency = DEFAULT_EFFICIENCY) -> Simulation:
     """One run replayed at its scheduled rate times ``rate_scale`` on its schedule (or
-    ``schedule``)."""
+    ``schedule``), its prompts as ``prompts`` says (``PROMPT_LENGTHS``)."""
     product = catalog.product(run.get("gpu"))
     system = point_system(catalog, run, product)
     cfg = point_config(run, system.gpus_per_node if system else 8, product)
@@ -123,12 +165,14 @@ def simulate_run(catalog: Catalog, run: TrainingPoint, *, requests: int = LOAD_R
     cfg = dataclasses.replace(cfg, schedule=chosen)
     return simulate_serving(catalog, point_shape(run), product, cfg,
                             float(run.get("rate_per_s")) * rate_scale, requests=requests,
-                            seed=seed,
-                            system=system, efficiency=efficiency)
+                            seed=seed, system=system, efficiency=efficiency,
+                            input_quantiles=load_prompt_lengths().quantiles
+                            if prompts == "dataset" else None)
 
 
 def compare_run(catalog: Catalog, run: TrainingPoint, *, requests: int = LOAD_REQUESTS,
                 schedule: str | None = None, load: str = "scheduled",
+                prompts: str = PROMPT_LENGTHS[0],
                 efficiency: Efficiency = DEFAULT_EFFICIENCY) -> list[LoadComparison]:
     """Every logged figure of one run beside the simulation's at ``load`` (``LOADS``; none
     at the measured load where the run names no Offline point)."""
@@ -139,7 +183,7 @@ def compare_run(catalog: Catalog, run: TrainingPoint, *, requests: int = LOAD_RE
             return []
         scale = ratio
     sim = simulate_run(catalog, run, requests=requests, schedule=schedule, rate_scale=scale,
-                       efficiency=efficiency)
+                       prompts=prompts, efficiency=efficiency)
     rows = []
     for key, (figure, stat) in METRICS.items():
         published = run.get(key)
@@ -157,15 +201,17 @@ def compare_run(catalog: Catalog, run: TrainingPoint, *, requests: int = LOAD_RE
 
 
 def validate_load(catalog: Catalog, *, requests: int = LOAD_REQUESTS,
-                  schedule: str | None = None,
+                  schedule: str | None = None, prompts: str = PROMPT_LENGTHS[0],
                   efficiency: Efficiency = DEFAULT_EFFICIENCY) -> list[LoadComparison]:
-    """Every run's figures beside the simulation's, at both loads (``LOADS``)."""
+    """Every run's figures beside the simulation's, at both loads (``LOADS``), the prompts
+    as ``prompts`` says (``PROMPT_LENGTHS``)."""
     if schedule is not None and schedule not in SCHEDULES:
         raise GpuarchError(f"--schedule: expected one of {', '.join(SCHEDULES)}, "
                            f"got {schedule!r}")
+    check_choice("--prompts", prompts, PROMPT_LENGTHS)
     return [row for load in LOADS for run in load_runs()
             for row in compare_run(catalog, run, requests=requests, schedule=schedule,
-                                   load=load, efficiency=efficiency)]
+                                   load=load, prompts=prompts, efficiency=efficiency)]
 
 
 def summarize_load(rows: Sequence[LoadComparison]) -> dict[str, Any]:

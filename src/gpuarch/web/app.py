@@ -226,7 +226,8 @@ _FORMS: dict[str, tuple[str, list[tuple[str, str]]]] = {
     "validate/gemm-ridge": ("TensorRT-LLM's measured GEMMs across M beside the roofline, "
                             "near its ridge point", []),
     "validate/load": ("MLPerf Inference's Llama 2 70B Server runs (TTFT and TPOT at a "
-                      "scheduled Poisson rate) beside the serving simulation", []),
+                      "scheduled Poisson rate) beside the serving simulation",
+                      [("prompts", "dataset")]),
     "validate/attention-kernels": ("TensorRT-LLM's measured attention kernels beside the "
                                    "model's attention cores", []),
     "validate/collectives": ("NCCL's measured collectives beside the collectives model", []),
