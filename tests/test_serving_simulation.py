@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,7 +23,7 @@ from gpuarch.estimate.inference import (
     pass_times,
 )
 from gpuarch.estimate.load import batch_for_rate
-from gpuarch.estimate.simulate import quantile_mean, replay, simulate_serving
+from gpuarch.estimate.simulate import quantile_mean, read_lengths, replay, simulate_serving
 from gpuarch.workloads import preset
 from tests.test_cli import run
 
@@ -284,6 +285,105 @@ def test_prompts_drawn_from_a_datasets_quantiles() -> None:
                          5.0, input_quantiles=quantiles)
 
 
+def _lengths_file(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "lengths.csv"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_a_lengths_file_is_read_by_its_header(tmp_path: Path) -> None:
+    """--lengths: the columns named input_len and output_len (any case, any order, other
+    columns ignored, blank lines skipped), one request a row."""
+    lengths = read_lengths(_lengths_file(
+        tmp_path, "id,Output_Len,input_len\n1,10,100\n\n2,30,300\n"))
+    assert lengths.rows == 2
+    assert lengths.input is not None and lengths.output is not None
+    assert list(lengths.input) == [100, 300] and list(lengths.output) == [10, 30]
+    only = read_lengths(_lengths_file(tmp_path, "input_len\n5\n"))
+    assert only.output is None and only.as_json()["input_len"]["mean"] == 5
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("", "is empty; expected a header naming input_len and/or output_len"),
+    ("prompt,answer\n1,2\n", "has no column input_len or output_len in its header"),
+    ("input_length\n5\n", "; did you mean 'input_len'?"),
+    ("input_len\n", "has a header but no request rows"),
+    ("input_len,output_len\n5,7\n6,x\n", "row 3, output_len: expected a whole number of "
+                                            "tokens >= 1, got 'x'"),
+    ("input_len\n0\n", "row 2, input_len: expected a whole number of tokens >= 1, got '0'"),
+    ("input_len,output_len\n5\n", "row 2, output_len: expected a whole number"),
+])
+def test_a_bad_lengths_file_is_named_with_its_row(tmp_path: Path, text: str,
+                                                  message: str) -> None:
+    with pytest.raises(GpuarchError, match=r"^--lengths: ") as caught:
+        read_lengths(_lengths_file(tmp_path, text))
+    assert message in str(caught.value)
+    with pytest.raises(GpuarchError, match=r"--lengths: cannot read .*missing.csv"):
+        read_lengths(tmp_path / "missing.csv")
+
+
+def test_requests_drawn_from_a_file_of_one_row_replay_the_configured_lengths(
+        tmp_path: Path) -> None:
+    """A lengths file whose every row is the configured prompt and answer replays exactly
+    what the configured lengths do (the pass by tokens is exact at whole prompts), and
+    a file's rows give the drawn prompts' mean and the answers' spread."""
+    one = read_lengths(_lengths_file(tmp_path, "input_len,output_len\n" + "2048,256\n" * 3))
+    plain = simulate_serving(CATALOG, LLAMA_8B, H100, SERVE, 4.0, requests=1_000)
+    drawn = simulate_serving(CATALOG, LLAMA_8B, H100, SERVE, 4.0, requests=1_000,
+                             lengths=one)
+    assert drawn.ttft_s == plain.ttft_s and drawn.latency_s == plain.latency_s
+    assert drawn.prompts is not None and drawn.prompts["drawn_from"] == "lengths"
+    assert drawn.lengths is not None and drawn.lengths["rows"] == 3
+    rows = "".join(f"{1000 + 2 * i},{100 + i}\n" for i in range(200))  # means 1,199 and 199.5
+    mixed = read_lengths(_lengths_file(tmp_path, "input_len,output_len\n" + rows))
+    cfg = InferenceConfig(input_len=1199, output_len=200)
+    sim = simulate_serving(CATALOG, LLAMA_8B, H100, cfg, 4.0, requests=4_000, lengths=mixed)
+    assert sim.prompts is not None
+    assert sim.prompts["mean"] == pytest.approx(1199, rel=0.01)
+    assert 1000 <= sim.prompts["p50"] <= 1398 and sim.prompts["max"] <= 1398
+    assert sim.output_tokens_per_s == pytest.approx(4.0 * 199.5, rel=0.05)
+
+
+def test_a_lengths_file_must_match_the_configured_means(tmp_path: Path) -> None:
+    lengths = read_lengths(_lengths_file(tmp_path, "input_len,output_len\n1000,100\n"))
+    with pytest.raises(GpuarchError, match=r"--input-len: expected the mean of --lengths' "
+                                           r"column, 1,000.0 tokens \(within 5%\), got 2048"):
+        simulate_serving(CATALOG, LLAMA_8B, H100, SERVE, 4.0, lengths=lengths)
+    cfg = InferenceConfig(input_len=1000, output_len=256)
+    with pytest.raises(GpuarchError, match=r"--output-len: expected the mean"):
+        simulate_serving(CATALOG, LLAMA_8B, H100, cfg, 4.0, lengths=lengths)
+    cfg = InferenceConfig(input_len=1000, output_len=100)
+    with pytest.raises(GpuarchError, match=r"--lengths: the file gives the prompts"):
+        simulate_serving(CATALOG, LLAMA_8B, H100, cfg, 4.0, lengths=lengths, input_len_cv=0.5)
+    spread = read_lengths(_lengths_file(tmp_path, "input_len\n500\n1500\n"))
+    with pytest.raises(GpuarchError, match=r"--cached-prefix: the shortest prompt in"):
+        simulate_serving(CATALOG, LLAMA_8B, H100, dataclasses.replace(cfg, cached_prefix=600),
+                         4.0, lengths=spread)
+
+
+def test_cli_lengths_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """--lengths FILE reaches the simulation, and its answers' spread the steady state's
+    output_len_cv; --output-len-cv beside a file of answers, or --lengths without
+    --simulate, is a usage error."""
+    rows = "".join(f"{2048 + (i % 3 - 1) * 512},{256 + (i % 2) * 128 - 64}\n"
+                   for i in range(60))
+    path = _lengths_file(tmp_path, "input_len,output_len\n" + rows)
+    status, out, _ = _run(capsys, "--rate", "4", "--simulate", "300", "--lengths", str(path),
+                          "--json")
+    assert status == 0
+    doc = json.loads(out)
+    assert doc["simulation"]["lengths"]["rows"] == 60
+    assert doc["simulation"]["prompts"]["drawn_from"] == "lengths"
+    assert doc["assumptions"]["output_len_cv"] == pytest.approx(0.25)
+    status, out, _ = _run(capsys, "--rate", "4", "--simulate", "300", "--lengths", str(path))
+    assert status == 0 and "lengths       each request a row of" in out
+    for extra, message in ((("--simulate", "300", "--output-len-cv", "0.5"),
+                            "--output-len-cv: the answers' lengths come from --lengths"),
+                           ((), "--arrivals/--seed/--input-len-cv/--lengths")):
+        status, out, err = _run(capsys, "--rate", "4", "--lengths", str(path), *extra)
+        assert status == 2 and out == "" and message in err and "Traceback" not in err
+
+
 def _run(capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[int, str, str]:
     return run(capsys, "estimate", "infer", "--model", "llama-3.1-8b", "--gpu", "h100",
                "--input-len", "2048", "--output-len", "256", *extra)
@@ -331,7 +431,7 @@ def test_cli_prompt_spread(capsys: pytest.CaptureFixture[str]) -> None:
     (("--rate", "4", "--simulate", "100", "--gpus", "2", "--pp", "2"), "give --pp 1"),
     (("--rate", "4", "--simulate", "100", "--prefill-gpus", "1"), "disaggregated"),
     (("--rate", "4", "--simulate", "100", "--seed", "-1"), "--seed"),
-    (("--rate", "4", "--input-len-cv", "0.5"), "--arrivals/--seed/--input-len-cv"),
+    (("--rate", "4", "--input-len-cv", "0.5"), "--arrivals/--seed/--input-len-cv/--lengths"),
     (("--rate", "4", "--simulate", "100", "--input-len-cv", "11"), "--input-len-cv: expected"),
 ])
 def test_cli_usage_errors(capsys: pytest.CaptureFixture[str], extra: tuple[str, ...],

@@ -505,6 +505,18 @@ def cmd_infer(args: argparse.Namespace) -> int:
     kv = kv_run.format
     _check_load_flags(args)
     _check_model_flags(args, shape)
+    lengths = None
+    output_len_cv = args.output_len_cv
+    if args.lengths is not None:
+        from gpuarch.estimate.simulate import read_lengths
+
+        lengths = read_lengths(args.lengths)
+        if lengths.output is not None:
+            if args.output_len_cv:
+                raise GpuarchError("--output-len-cv: the answers' lengths come from "
+                                   "--lengths; leave it out")
+            # the steady state's requests in flight as the file's answers spread
+            output_len_cv = float(lengths.output.std() / lengths.output.mean())
     sweep = isinstance(args.batch, tuple)
     cfg = InferenceConfig(
         input_len=args.input_len, output_len=args.output_len,
@@ -525,7 +537,7 @@ def cmd_infer(args: argparse.Namespace) -> int:
         fp8_mla_decode=not args.no_fp8_mla_decode, moe_comm=args.moe_comm,
         moe_kernels=args.moe_kernels, moe_imbalance=args.moe_imbalance,
         redundant_experts=args.redundant_experts, two_batch_overlap=args.two_batch_overlap,
-        num_requests=args.num_requests, output_len_cv=args.output_len_cv,
+        num_requests=args.num_requests, output_len_cv=output_len_cv,
         max_output_len=args.max_output_len,
         fp8_context_attention=args.fp8_context_attention, nvls=not args.no_nvls,
         fp8_scaling=args.fp8_scaling or fp8_scaling_of(
@@ -568,8 +580,10 @@ def cmd_infer(args: argparse.Namespace) -> int:
         from gpuarch.estimate.simulate import simulate_serving
 
         # (--seed and --arrivals only where given: the library's defaults otherwise)
-        given = {k: v for k, v in (("seed", args.seed), ("arrivals", args.arrivals),
-                                   ("input_len_cv", args.input_len_cv)) if v is not None}
+        given: dict[str, Any] = {
+            k: v for k, v in (("seed", args.seed), ("arrivals", args.arrivals),
+                              ("input_len_cv", args.input_len_cv), ("lengths", lengths))
+            if v is not None}
         simulation = simulate_serving(catalog, shape, product, cfg, args.rate,
                                       requests=args.simulate, system=system, efficiency=eff,
                                       **given)
@@ -722,9 +736,10 @@ def _check_load_flags(args: argparse.Namespace) -> None:
         raise GpuarchError("--plot: draws a batch sweep; give --batch a list (e.g. "
                            "1,8,64,max) or 'sweep'")
     if args.simulate is None and (args.arrivals is not None or args.seed is not None
-                                  or args.input_len_cv is not None):
-        raise GpuarchError("--arrivals/--seed/--input-len-cv: they shape the simulation of "
-                           "--simulate, which is not given")
+                                  or args.input_len_cv is not None
+                                  or args.lengths is not None):
+        raise GpuarchError("--arrivals/--seed/--input-len-cv/--lengths: they shape the "
+                           "simulation of --simulate, which is not given")
     if args.rate is None:
         if args.simulate is not None:
             raise GpuarchError("--simulate: replays requests arriving at a rate; give --rate")
@@ -1293,6 +1308,12 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                         "spread of this standard deviation over mean (the uncached tokens "
                         "with --cached-prefix); a prefill pass then takes waiting prompts "
                         "while their tokens fit --max-num-tokens (default 0: one length)")
+    p.add_argument("--lengths", metavar="FILE",
+                   help="with --simulate: a CSV of requests' lengths (a header naming "
+                        "input_len and/or output_len, then one request a row, e.g. from a "
+                        "service's log); each simulated request takes a row at random, its "
+                        "means within 5%% of --input-len and --output-len (the answers' "
+                        "spread then sets the steady state's --output-len-cv)")
     fmt = "gpuarch.perf.quant:QuantFormat"
     for flag, text in (
             ("--weight-precision",

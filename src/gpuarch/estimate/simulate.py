@@ -33,15 +33,17 @@ also offers prompts prefilled in the decode step's iteration (``mixed``).
 
 from __future__ import annotations
 
+import csv
 import math
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import Product, System
-from gpuarch.errors import GpuarchError, check_choice, check_number
+from gpuarch.errors import GpuarchError, check_choice, check_number, suggestion
 from gpuarch.estimate.inference import (
     SCHEDULES,
     InferenceConfig,
@@ -52,8 +54,9 @@ from gpuarch.estimate.load import check_rate, stream_config
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.workloads.shape import TransformerShape
 
-__all__ = ["ARRIVALS", "DEFAULT_REQUESTS", "MAX_REQUESTS", "SCHEDULES", "Percentiles",
-           "Simulation", "check_input_len_cv", "quantile_mean", "replay", "simulate_serving"]
+__all__ = ["ARRIVALS", "DEFAULT_REQUESTS", "LENGTH_COLUMNS", "MAX_REQUESTS", "SCHEDULES",
+           "Percentiles", "RequestLengths", "Simulation", "check_input_len_cv",
+           "quantile_mean", "read_lengths", "replay", "simulate_serving"]
 
 ARRIVALS = ("poisson", "uniform")
 """How requests arrive: a Poisson stream (exponential gaps), or evenly spaced (the steady
@@ -200,13 +203,15 @@ class Simulation:
     mean_batch: float  # sequences a decode step held, on average over the steps
     max_batch: int  # the slots: what fits, or the engine's cap
     output_tokens_per_s: float  # the whole deployment, over the run
-    # the prompts' lengths when they vary (PromptLengths.as_json of what was drawn); None
-    # when every prompt has the configured length
+    # the prompts' lengths when they vary (what was drawn, and how); None when every prompt
+    # has the configured length
     prompts: dict[str, Any] | None = None
+    # the lengths file the requests were drawn from (RequestLengths.as_json); None without
+    lengths: dict[str, Any] | None = None
 
     def as_json(self) -> dict[str, Any]:
         return {"rate_per_s": self.rate_per_s, "arrivals": self.arrivals,
-                "schedule": self.schedule, "prompts": self.prompts,
+                "schedule": self.schedule, "prompts": self.prompts, "lengths": self.lengths,
                 "requests_per_replica": self.requests, "measured": self.measured,
                 "seed": self.seed, "ttft_s": self.ttft_s.as_json(),
                 "tpot_s": self.tpot_s.as_json() if self.tpot_s else None,
@@ -222,6 +227,81 @@ def _outputs(cfg: InferenceConfig, n: int, rng: np.random.Generator) -> np.ndarr
         return np.full(n, float(cfg.output_len))
     k = 1.0 / cfg.output_len_cv ** 2
     return np.maximum(1.0, np.round(rng.gamma(k, cfg.output_len / k, n)))
+
+
+LENGTH_COLUMNS = ("input_len", "output_len")
+"""The columns of a lengths file (``read_lengths``): each request's prompt tokens and
+generated tokens; either may be missing."""
+
+
+@dataclass(frozen=True)
+class RequestLengths:
+    """Requests' prompt and answer lengths to draw from, one row a request (a service's log,
+    a dataset): each simulated request takes a row at random, its prompt and answer
+    together. A column the file lacks is None."""
+
+    input: np.ndarray | None
+    output: np.ndarray | None
+    source: str  # where the rows came from (the file's name)
+
+    @property
+    def rows(self) -> int:
+        column = self.input if self.input is not None else self.output
+        assert column is not None
+        return len(column)
+
+    def as_json(self) -> dict[str, Any]:
+        def stats(x: np.ndarray | None) -> dict[str, float] | None:
+            if x is None:
+                return None
+            return {"mean": float(x.mean()), "p50": float(np.median(x)),
+                    "max": float(x.max()), "cv": float(x.std() / x.mean())}
+        return {"source": self.source, "rows": self.rows, "input_len": stats(self.input),
+                "output_len": stats(self.output)}
+
+
+def read_lengths(path: str | Path) -> RequestLengths:
+    """A CSV file of requests' lengths for ``--lengths``: a header naming ``input_len``
+    and/or ``output_len`` (other columns are ignored), then one request a row, whole
+    numbers of tokens from 1. Errors name the flag, the file and, for a bad value, its
+    row and column."""
+    flag = "--lengths"
+    name = str(path)
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            table = list(csv.reader(f))
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc)
+        raise GpuarchError(f"{flag}: cannot read {name!r}: {reason}") from None
+    except csv.Error as exc:
+        raise GpuarchError(f"{flag}: {name!r} is not a CSV file: {exc}") from None
+    if not table:
+        raise GpuarchError(f"{flag}: {name!r} is empty; expected a header naming "
+                           f"{' and/or '.join(LENGTH_COLUMNS)}, then one request a row")
+    header = [h.strip().lower() for h in table[0]]
+    columns = {c: header.index(c) for c in LENGTH_COLUMNS if c in header}
+    if not columns:
+        hints = [h for h in (suggestion(cell, LENGTH_COLUMNS) for cell in header) if h]
+        raise GpuarchError(f"{flag}: {name!r} has no column {' or '.join(LENGTH_COLUMNS)} "
+                           f"in its header {table[0]!r}" + (hints[0] if hints else ""))
+    rows = [r for r in table[1:] if any(cell.strip() for cell in r)]
+    if not rows:
+        raise GpuarchError(f"{flag}: {name!r} has a header but no request rows")
+    values: dict[str, np.ndarray] = {}
+    for column, at in columns.items():
+        out = np.empty(len(rows))
+        for i, row in enumerate(rows):
+            cell = row[at].strip() if at < len(row) else ""
+            try:
+                number = int(cell)
+            except ValueError:
+                number = 0
+            if number < 1:
+                raise GpuarchError(f"{flag}: {name!r} row {i + 2}, {column}: expected a whole "
+                                   f"number of tokens >= 1, got {cell!r}")
+            out[i] = number
+        values[column] = out
+    return RequestLengths(values.get("input_len"), values.get("output_len"), name)
 
 
 def check_input_len_cv(cv: Any) -> None:
@@ -274,17 +354,22 @@ def simulate_serving(catalog: Catalog, shape: TransformerShape, product: Product
                      system: System | None = None,
                      efficiency: Efficiency = DEFAULT_EFFICIENCY,
                      input_len_cv: float = 0.0,
-                     input_quantiles: Any = None) -> Simulation:
+                     input_quantiles: Any = None,
+                     lengths: RequestLengths | None = None) -> Simulation:
     """Simulate ``requests`` requests per replica arriving at ``rate`` per second at the
     whole deployment (continuous batching; ``cfg.batch`` is ignored) on ``schedule``
     (default: ``cfg.schedule``). Prompts have ``cfg.input_len`` tokens, or vary: with
     ``input_len_cv`` (a gamma spread of the uncached tokens around their mean) or drawn from
     ``input_quantiles`` (evenly spaced quantiles of whole prompts' lengths, whose mean
-    ``cfg.input_len`` must be within 5% of). The decode step stays at the estimate's mean
-    context and the batch at what fits with every sequence at the configured lengths.
-    Errors name the flag: ``--simulate`` for the request count and unsupported deployments,
-    ``--seed``, ``--arrivals``, ``--schedule``, ``--rate``, ``--input-len-cv``,
-    ``--input-len`` against the quantiles' mean."""
+    ``cfg.input_len`` must be within 5% of). With ``lengths`` each request takes a row of
+    the file at random: its prompt and, where the file has them, its answer (their means
+    within 5% of ``cfg.input_len`` and ``cfg.output_len``; answers from the file leave
+    ``cfg.output_len_cv`` to describe their spread). The decode step stays at the
+    estimate's mean context and the batch at what fits with every sequence at the
+    configured lengths. Errors name the flag: ``--simulate`` for the request count and
+    unsupported deployments, ``--seed``, ``--arrivals``, ``--schedule``, ``--rate``,
+    ``--input-len-cv``, ``--lengths``, ``--input-len`` and ``--output-len`` against the
+    means they must match."""
     if isinstance(requests, bool) or not isinstance(requests, int) \
             or not 10 <= requests <= MAX_REQUESTS:
         raise GpuarchError(f"--simulate: expected a number of requests from 10 to "
@@ -312,9 +397,26 @@ def simulate_serving(catalog: Catalog, shape: TransformerShape, product: Product
         if cfg.cached_prefix >= quantiles[0]:
             raise GpuarchError(f"--cached-prefix: the shortest prompt, {quantiles[0]:g} "
                                f"tokens, must be longer than it (got {cfg.cached_prefix})")
+    if lengths is not None:
+        if lengths.input is not None and (input_len_cv or quantiles is not None):
+            raise GpuarchError("--lengths: the file gives the prompts' lengths; leave out "
+                               "--input-len-cv (and the quantiles)")
+        for flag, column, configured in (("--input-len", lengths.input, cfg.input_len),
+                                         ("--output-len", lengths.output, cfg.output_len)):
+            if column is not None and abs(configured - column.mean()) > 0.05 * column.mean():
+                raise GpuarchError(f"{flag}: expected the mean of --lengths' column, "
+                                   f"{column.mean():,.1f} tokens (within 5%), got {configured}")
+        if lengths.input is not None and cfg.cached_prefix >= lengths.input.min():
+            raise GpuarchError(f"--cached-prefix: the shortest prompt in --lengths, "
+                               f"{lengths.input.min():g} tokens, must be longer than it "
+                               f"(got {cfg.cached_prefix})")
     cfg = stream_config(cfg)
     prompts = _prompts(cfg, requests, np.random.default_rng([seed, 2]), input_len_cv,
                        quantiles)
+    rows = None if lengths is None else np.random.default_rng([seed, 3]).integers(
+        0, lengths.rows, requests)
+    if lengths is not None and lengths.input is not None:
+        prompts = np.maximum(1.0, lengths.input[rows] - cfg.cached_prefix)
     times = pass_times(catalog, shape, product, cfg, system=system, efficiency=efficiency,
                        max_prompt_tokens=0 if prompts is None else int(prompts.max()))
     if times.max_batch < 1:
@@ -322,6 +424,8 @@ def simulate_serving(catalog: Catalog, shape: TransformerShape, product: Product
                            "these formats and parallelism (not even one sequence)")
     share = rate / cfg.replicas
     output = _outputs(cfg, requests, np.random.default_rng([seed, 1]))
+    if lengths is not None and lengths.output is not None:
+        output = lengths.output[rows]
     run = replay(times, share, output, arrivals=arrivals, seed=seed, schedule=schedule,
                  prompts=prompts)
     counted = slice(int(requests * WARMUP_SHARE), None)
@@ -340,13 +444,16 @@ def simulate_serving(catalog: Catalog, shape: TransformerShape, product: Product
         max_batch=times.max_batch,
         output_tokens_per_s=float(run.output.sum() / run.finish.max()) * cfg.replicas,
         prompts=None if prompts is None else _prompt_summary(
-            prompts + cfg.cached_prefix, input_len_cv, quantiles is not None))
+            prompts + cfg.cached_prefix, input_len_cv,
+            "lengths" if lengths is not None and lengths.input is not None else
+            "quantiles" if quantiles is not None else "gamma"),
+        lengths=None if lengths is None else lengths.as_json())
 
 
-def _prompt_summary(lengths: np.ndarray, cv: float, quantiles: bool) -> dict[str, Any]:
-    """What the simulation drew: how, and the drawn whole prompts' mean, median and
-    longest."""
-    return {"drawn_from": "quantiles" if quantiles else "gamma",
-            "input_len_cv": None if quantiles else cv,
+def _prompt_summary(lengths: np.ndarray, cv: float, drawn_from: str) -> dict[str, Any]:
+    """What the simulation drew: how (gamma, quantiles or a lengths file), and the drawn
+    whole prompts' mean, median and longest."""
+    return {"drawn_from": drawn_from,
+            "input_len_cv": cv if drawn_from == "gamma" else None,
             "mean": float(lengths.mean()), "p50": float(np.median(lengths)),
             "max": float(lengths.max())}

@@ -600,18 +600,30 @@ def simulation_lines(sim: Simulation) -> list[str]:
                   right=[False, True, True, True, True]),
             f"  a decode step held {sim.mean_batch:.1f} sequences on average (at most "
             f"{sim.max_batch:,}); {sim.output_tokens_per_s:,.0f} output tokens/s in all",
-            *prompt_lines(sim.prompts)]
+            *prompt_lines(sim.prompts, sim.lengths)]
 
 
-def prompt_lines(prompts: dict[str, Any] | None) -> list[str]:
-    """How a simulation's prompt lengths varied (``Simulation.prompts``); nothing when every
-    prompt had the configured length."""
-    if not prompts:
-        return []
-    how = ("drawn from the given quantiles" if prompts["drawn_from"] == "quantiles" else
-           f"spread {prompts['input_len_cv']:g} (sd / mean, gamma)")
-    return [f"  prompts       {how}: mean {prompts['mean']:,.0f} tokens, median "
-            f"{prompts['p50']:,.0f}, longest {prompts['max']:,.0f}"]
+def prompt_lines(prompts: dict[str, Any] | None, lengths: dict[str, Any] | None
+                 ) -> list[str]:
+    """How a simulation's prompt (and answer) lengths varied (``Simulation.prompts`` and
+    ``lengths``); nothing when every request had the configured lengths."""
+    lines = []
+    if lengths:
+        lines.append(f"  lengths       each request a row of {lengths['source']} "
+                     f"({lengths['rows']:,} rows) at random")
+        answers = lengths["output_len"]
+        if answers:
+            lines.append(f"  answers       mean {answers['mean']:,.0f} tokens, median "
+                         f"{answers['p50']:,.0f}, longest {answers['max']:,.0f} (spread "
+                         f"{answers['cv']:.2f} sd / mean)")
+    if prompts:
+        drawn = prompts["drawn_from"]
+        how = ("drawn from the given quantiles" if drawn == "quantiles" else
+               "from the file" if drawn == "lengths" else
+               f"spread {prompts['input_len_cv']:g} (sd / mean, gamma)")
+        lines.append(f"  prompts       {how}: mean {prompts['mean']:,.0f} tokens, median "
+                     f"{prompts['p50']:,.0f}, longest {prompts['max']:,.0f}")
+    return lines
 
 
 def render_roofline(r: dict[str, Any]) -> str:
