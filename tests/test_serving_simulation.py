@@ -23,7 +23,13 @@ from gpuarch.estimate.inference import (
     pass_times,
 )
 from gpuarch.estimate.load import batch_for_rate
-from gpuarch.estimate.simulate import quantile_mean, read_lengths, replay, simulate_serving
+from gpuarch.estimate.simulate import (
+    RequestLengths,
+    quantile_mean,
+    read_lengths,
+    replay,
+    simulate_serving,
+)
 from gpuarch.workloads import preset
 from tests.test_cli import run
 
@@ -304,13 +310,16 @@ def test_a_lengths_file_is_read_by_its_header(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("text", "message"), [
-    ("", "is empty; expected a header naming input_len and/or output_len"),
-    ("prompt,answer\n1,2\n", "has no column input_len or output_len in its header"),
+    ("", "is empty; expected a header naming input_len, output_len, arrival_s (any of"),
+    ("prompt,answer\n1,2\n", "has no column input_len or output_len or arrival_s in its"),
     ("input_length\n5\n", "; did you mean 'input_len'?"),
     ("input_len\n", "has a header but no request rows"),
     ("input_len,output_len\n5,7\n6,x\n", "row 3, output_len: expected a whole number of "
                                             "tokens >= 1, got 'x'"),
     ("input_len\n0\n", "row 2, input_len: expected a whole number of tokens >= 1, got '0'"),
+    ("arrival_s\n1.5\n0.5\n", "row 3, arrival_s: 0.5 s is earlier than the row before's 1.5"),
+    ("arrival_s\nnoon\n", "row 2, arrival_s: expected seconds (a number), got 'noon'"),
+    ("arrival_s\ninf\n", "row 2, arrival_s: expected seconds"),
     ("input_len,output_len\n5\n", "row 2, output_len: expected a whole number"),
 ])
 def test_a_bad_lengths_file_is_named_with_its_row(tmp_path: Path, text: str,
@@ -359,6 +368,51 @@ def test_a_lengths_file_must_match_the_configured_means(tmp_path: Path) -> None:
     with pytest.raises(GpuarchError, match=r"--cached-prefix: the shortest prompt in"):
         simulate_serving(CATALOG, LLAMA_8B, H100, dataclasses.replace(cfg, cached_prefix=600),
                          4.0, lengths=spread)
+
+
+def _trace(tmp_path: Path, times: list[float]) -> RequestLengths:
+    rows = "".join(f"{t:.6f},2048,256\n" for t in times)
+    return read_lengths(_lengths_file(tmp_path, "arrival_s,input_len,output_len\n" + rows))
+
+
+def test_a_trace_of_even_arrivals_replays_as_evenly_spaced_arrivals(tmp_path: Path) -> None:
+    """--arrivals trace: a trace whose requests come every 3 s, scaled to 4 requests a
+    second, is the evenly spaced stream at 4 a second, request for request; the trace's
+    own rate is reported."""
+    trace = _trace(tmp_path, [100 + 3.0 * i for i in range(2_000)])
+    assert trace.arrival_rate == pytest.approx(1 / 3)
+    even = simulate_serving(CATALOG, LLAMA_8B, H100, SERVE, 4.0, requests=2_000,
+                            arrivals="uniform")
+    replayed = simulate_serving(CATALOG, LLAMA_8B, H100, SERVE, 4.0, requests=2_000,
+                                arrivals="trace", lengths=trace)
+    for a, b in ((even.ttft_s, replayed.ttft_s), (even.latency_s, replayed.latency_s)):
+        assert b.mean == pytest.approx(a.mean, rel=1e-9) and b.p99 == pytest.approx(a.p99,
+                                                                                  rel=1e-9)
+    assert replayed.arrivals == "trace" and replayed.lengths is not None
+    assert replayed.lengths["arrival_rate_per_s"] == pytest.approx(1 / 3)
+
+
+def test_bursts_in_a_trace_cost_the_tail(tmp_path: Path) -> None:
+    """Requests in bursts of 20 within half a second every 10 s, scaled to 4 a second: the
+    same mean load as a Poisson stream, a far longer TTFT tail (its p99 more than three
+    times the stream's); with two replicas each takes about half the trace, and asking for
+    more requests than a replica's share is an error naming --simulate."""
+    rng = np.random.default_rng(0)
+    times = sorted(10.0 * b + 0.5 * float(rng.random()) for b in range(200) for _ in range(20))
+    trace = _trace(tmp_path, times)
+    poisson = simulate_serving(CATALOG, LLAMA_8B, H100, SERVE, 4.0, requests=3_000)
+    bursts = simulate_serving(CATALOG, LLAMA_8B, H100, SERVE, 4.0, requests=3_000,
+                              arrivals="trace", lengths=trace)
+    assert bursts.ttft_s.p99 > 3 * poisson.ttft_s.p99
+    two = dataclasses.replace(SERVE, gpus=2)
+    simulate_serving(CATALOG, LLAMA_8B, H100, two, 8.0, requests=1_900, arrivals="trace",
+                     lengths=trace)
+    with pytest.raises(GpuarchError, match=r"--simulate: --lengths holds 4,000 arrivals, "
+                                           r"[0-9,]+ of them for one replica of 2"):
+        simulate_serving(CATALOG, LLAMA_8B, H100, two, 8.0, requests=2_100, arrivals="trace",
+                         lengths=trace)
+    with pytest.raises(GpuarchError, match=r"--arrivals trace: replays the arrival_s column"):
+        simulate_serving(CATALOG, LLAMA_8B, H100, SERVE, 4.0, arrivals="trace")
 
 
 def test_cli_lengths_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -427,7 +481,9 @@ def test_cli_prompt_spread(capsys: pytest.CaptureFixture[str]) -> None:
      "--schedule: expected one of separate, mixed"),
     (("--rate", "4", "--simulate", "5"), "--simulate: expected a number of requests"),
     (("--rate", "4", "--simulate", "100", "--arrivals", "bursts"),
-     "--arrivals: expected one of poisson, uniform"),
+     "--arrivals: expected one of poisson, uniform, trace"),
+    (("--rate", "4", "--simulate", "100", "--arrivals", "trace"),
+     "--arrivals trace: replays the arrival_s column of --lengths"),
     (("--rate", "4", "--simulate", "100", "--gpus", "2", "--pp", "2"), "give --pp 1"),
     (("--rate", "4", "--simulate", "100", "--prefill-gpus", "1"), "disaggregated"),
     (("--rate", "4", "--simulate", "100", "--seed", "-1"), "--seed"),

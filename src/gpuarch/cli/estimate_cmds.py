@@ -1298,9 +1298,10 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                         "arriving at random through the engine, pass by pass, and report the "
                         "mean and 50th/90th/99th percentiles of TTFT, TPOT, latency and "
                         "queueing (estimate.simulate; the first tenth warm up)")
-    p.add_argument("--arrivals", metavar="poisson|uniform",
-                   help="with --simulate: a Poisson stream (default) or evenly spaced "
-                        "arrivals (the steady state's view)")
+    p.add_argument("--arrivals", metavar="poisson|uniform|trace",
+                   help="with --simulate: a Poisson stream (default), evenly spaced "
+                        "arrivals (the steady state's view), or --lengths' arrival_s column "
+                        "in order, its times scaled so that it arrives at --rate (trace)")
     p.add_argument("--seed", type=non_negative("--seed"), metavar="S",
                    help="with --simulate: the random stream's seed (default 0)")
     p.add_argument("--input-len-cv", type=float, metavar="CV",
@@ -1309,11 +1310,12 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                         "with --cached-prefix); a prefill pass then takes waiting prompts "
                         "while their tokens fit --max-num-tokens (default 0: one length)")
     p.add_argument("--lengths", metavar="FILE",
-                   help="with --simulate: a CSV of requests' lengths (a header naming "
-                        "input_len and/or output_len, then one request a row, e.g. from a "
-                        "service's log); each simulated request takes a row at random, its "
-                        "means within 5%% of --input-len and --output-len (the answers' "
-                        "spread then sets the steady state's --output-len-cv)")
+                   help="with --simulate: a CSV of requests (a header naming input_len, "
+                        "output_len and/or arrival_s, then one request a row, e.g. from a "
+                        "service's log); each simulated request takes a row at random (in "
+                        "order with --arrivals trace), its means within 5%% of --input-len "
+                        "and --output-len (the answers' spread then sets the steady state's "
+                        "--output-len-cv)")
     fmt = "gpuarch.perf.quant:QuantFormat"
     for flag, text in (
             ("--weight-precision",

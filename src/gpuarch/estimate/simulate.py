@@ -23,7 +23,10 @@ dataset's distribution): a prefill pass then takes the longest-waiting prompts w
 tokens fit its budget and lasts what that many tokens take (``inference.pass_times`` by
 tokens: the GEMMs over the pass's rows, attention's quadratic part at the mean prompt,
 linear between grid points a few percent apart, where a pass's time has the teeth of wave
-quantization). A prompt longer than the budget runs in one pass of its own.
+quantization). A prompt longer than the budget runs in one pass of its own. A file of
+requests (``read_lengths``: a service's log) can give each request's prompt and answer
+(rows drawn at random) and, replayed as a trace (``arrivals="trace"``), their arrival
+times, scaled to the rate so that the bursts keep their shape.
 
 Not modelled: requests preempted or swapped out when the KV cache runs short (the batch is
 capped at what fits with every sequence at its full length, so none is), a long prompt's
@@ -58,9 +61,10 @@ __all__ = ["ARRIVALS", "DEFAULT_REQUESTS", "LENGTH_COLUMNS", "MAX_REQUESTS", "SC
            "Percentiles", "RequestLengths", "Simulation", "check_input_len_cv",
            "quantile_mean", "read_lengths", "replay", "simulate_serving"]
 
-ARRIVALS = ("poisson", "uniform")
-"""How requests arrive: a Poisson stream (exponential gaps), or evenly spaced (the steady
-state's fluid view, against which the simulation can be checked)."""
+ARRIVALS = ("poisson", "uniform", "trace")
+"""How requests arrive: a Poisson stream (exponential gaps), evenly spaced (the steady
+state's fluid view, against which the simulation can be checked), or at the times a lengths
+file records (its ``arrival_s`` column, scaled to the rate: ``trace``)."""
 DEFAULT_REQUESTS = 2_000
 MAX_REQUESTS = 200_000
 WARMUP_SHARE = 0.1
@@ -106,18 +110,21 @@ class Replay:
 
 def replay(times: PassTimes, rate_per_s: float, output: np.ndarray, *,
            arrivals: str = "poisson", seed: int = 0, schedule: str = "separate",
-           prompts: np.ndarray | None = None) -> Replay:
+           prompts: np.ndarray | None = None, arrival: np.ndarray | None = None) -> Replay:
     """Run ``len(output)`` requests (each generating ``output[i]`` tokens) arriving at
     ``rate_per_s`` through one replica whose passes take ``times``, on ``schedule``
     (``inference.SCHEDULES``). With ``prompts`` (each request's new prompt tokens; ``times``
     then holds a pass's seconds by its tokens), a prefill pass takes the longest-waiting
     prompts while their tokens fit the pass's budget (at least one prompt) and lasts what
-    that many tokens take; without, every prompt has the configured length."""
+    that many tokens take; without, every prompt has the configured length. ``arrival``
+    (seconds from the start, not falling) replaces the stream ``arrivals`` and the rate
+    would make."""
     n = len(output)
-    rng = np.random.default_rng(seed)
-    gaps = (rng.exponential(1.0 / rate_per_s, n) if arrivals == "poisson"
-            else np.full(n, 1.0 / rate_per_s))
-    arrival = np.cumsum(gaps)
+    if arrival is None:
+        rng = np.random.default_rng(seed)
+        gaps = (rng.exponential(1.0 / rate_per_s, n) if arrivals == "poisson"
+                else np.full(n, 1.0 / rate_per_s))
+        arrival = np.cumsum(gaps)
     admitted, first, finish = (np.full(n, np.nan) for _ in range(3))
     per_step, slots, per_pass = times.tokens_per_step, times.max_batch, times.prompts_per_pass
     running = np.empty(0, dtype=np.int64)  # requests decoding, and the tokens each has left
@@ -229,9 +236,10 @@ def _outputs(cfg: InferenceConfig, n: int, rng: np.random.Generator) -> np.ndarr
     return np.maximum(1.0, np.round(rng.gamma(k, cfg.output_len / k, n)))
 
 
-LENGTH_COLUMNS = ("input_len", "output_len")
-"""The columns of a lengths file (``read_lengths``): each request's prompt tokens and
-generated tokens; either may be missing."""
+LENGTH_COLUMNS = ("input_len", "output_len", "arrival_s")
+"""The columns of a lengths file (``read_lengths``): each request's prompt tokens,
+generated tokens and arrival (seconds from any start, never falling from row to row); any
+of them may be missing, not all."""
 
 
 @dataclass(frozen=True)
@@ -243,12 +251,21 @@ class RequestLengths:
     input: np.ndarray | None
     output: np.ndarray | None
     source: str  # where the rows came from (the file's name)
+    arrival: np.ndarray | None = None  # seconds, not falling (a trace of arrivals)
 
     @property
     def rows(self) -> int:
-        column = self.input if self.input is not None else self.output
-        assert column is not None
+        column = next(c for c in (self.input, self.output, self.arrival) if c is not None)
         return len(column)
+
+    @property
+    def arrival_rate(self) -> float:
+        """Requests a second over the trace's span (rows - 1 over the last arrival less the
+        first); 0 without arrivals or a span."""
+        if self.arrival is None or self.rows < 2:
+            return 0.0
+        span = float(self.arrival[-1] - self.arrival[0])
+        return (self.rows - 1) / span if span > 0 else 0.0
 
     def as_json(self) -> dict[str, Any]:
         def stats(x: np.ndarray | None) -> dict[str, float] | None:
@@ -257,14 +274,15 @@ class RequestLengths:
             return {"mean": float(x.mean()), "p50": float(np.median(x)),
                     "max": float(x.max()), "cv": float(x.std() / x.mean())}
         return {"source": self.source, "rows": self.rows, "input_len": stats(self.input),
-                "output_len": stats(self.output)}
+                "output_len": stats(self.output),
+                "arrival_rate_per_s": self.arrival_rate or None}
 
 
 def read_lengths(path: str | Path) -> RequestLengths:
-    """A CSV file of requests' lengths for ``--lengths``: a header naming ``input_len``
-    and/or ``output_len`` (other columns are ignored), then one request a row, whole
-    numbers of tokens from 1. Errors name the flag, the file and, for a bad value, its
-    row and column."""
+    """A CSV file of requests for ``--lengths``: a header naming ``input_len``,
+    ``output_len`` and/or ``arrival_s`` (other columns are ignored), then one request a
+    row: whole numbers of tokens from 1, arrivals in seconds from any start, never falling.
+    Errors name the flag, the file and, for a bad value, its row and column."""
     flag = "--lengths"
     name = str(path)
     try:
@@ -277,7 +295,8 @@ def read_lengths(path: str | Path) -> RequestLengths:
         raise GpuarchError(f"{flag}: {name!r} is not a CSV file: {exc}") from None
     if not table:
         raise GpuarchError(f"{flag}: {name!r} is empty; expected a header naming "
-                           f"{' and/or '.join(LENGTH_COLUMNS)}, then one request a row")
+                           f"{', '.join(LENGTH_COLUMNS)} (any of them), then one request a "
+                           "row")
     header = [h.strip().lower() for h in table[0]]
     columns = {c: header.index(c) for c in LENGTH_COLUMNS if c in header}
     if not columns:
@@ -292,16 +311,34 @@ def read_lengths(path: str | Path) -> RequestLengths:
         out = np.empty(len(rows))
         for i, row in enumerate(rows):
             cell = row[at].strip() if at < len(row) else ""
-            try:
-                number = int(cell)
-            except ValueError:
-                number = 0
-            if number < 1:
-                raise GpuarchError(f"{flag}: {name!r} row {i + 2}, {column}: expected a whole "
-                                   f"number of tokens >= 1, got {cell!r}")
-            out[i] = number
+            out[i] = _cell(cell, column, out[i - 1] if i else None,
+                           f"{flag}: {name!r} row {i + 2}, {column}")
         values[column] = out
-    return RequestLengths(values.get("input_len"), values.get("output_len"), name)
+    return RequestLengths(values.get("input_len"), values.get("output_len"), name,
+                          values.get("arrival_s"))
+
+
+def _cell(cell: str, column: str, before: float | None, where: str) -> float:
+    """One value of a lengths file: tokens a whole number from 1, an arrival a finite
+    number of seconds no earlier than the row before's."""
+    if column != "arrival_s":
+        try:
+            number = int(cell)
+        except ValueError:
+            number = 0
+        if number < 1:
+            raise GpuarchError(f"{where}: expected a whole number of tokens >= 1, got {cell!r}")
+        return float(number)
+    try:
+        seconds = float(cell)
+    except ValueError:
+        seconds = math.nan
+    if not math.isfinite(seconds):
+        raise GpuarchError(f"{where}: expected seconds (a number), got {cell!r}")
+    if before is not None and seconds < before:
+        raise GpuarchError(f"{where}: {seconds:g} s is earlier than the row before's "
+                           f"{before:g} s (rows in order of arrival)")
+    return seconds
 
 
 def check_input_len_cv(cv: Any) -> None:
@@ -364,9 +401,10 @@ def simulate_serving(catalog: Catalog, shape: TransformerShape, product: Product
     ``cfg.input_len`` must be within 5% of). With ``lengths`` each request takes a row of
     the file at random: its prompt and, where the file has them, its answer (their means
     within 5% of ``cfg.input_len`` and ``cfg.output_len``; answers from the file leave
-    ``cfg.output_len_cv`` to describe their spread). The decode step stays at the
-    estimate's mean context and the batch at what fits with every sequence at the
-    configured lengths. Errors name the flag: ``--simulate`` for the request count and
+    ``cfg.output_len_cv`` to describe their spread); with ``arrivals`` "trace" the rows in
+    order, at the file's arrival times scaled to ``rate`` (``_file_rows``). The decode step
+    stays at the estimate's mean context and the batch at what fits with every sequence at
+    the configured lengths. Errors name the flag: ``--simulate`` for the request count and
     unsupported deployments, ``--seed``, ``--arrivals``, ``--schedule``, ``--rate``,
     ``--input-len-cv``, ``--lengths``, ``--input-len`` and ``--output-len`` against the
     means they must match."""
@@ -410,11 +448,14 @@ def simulate_serving(catalog: Catalog, shape: TransformerShape, product: Product
             raise GpuarchError(f"--cached-prefix: the shortest prompt in --lengths, "
                                f"{lengths.input.min():g} tokens, must be longer than it "
                                f"(got {cfg.cached_prefix})")
+    if arrivals == "trace" and (lengths is None or lengths.arrival_rate <= 0):
+        raise GpuarchError("--arrivals trace: replays the arrival_s column of --lengths; "
+                           "give --lengths FILE with two or more arrivals over a span of time")
     cfg = stream_config(cfg)
     prompts = _prompts(cfg, requests, np.random.default_rng([seed, 2]), input_len_cv,
                        quantiles)
-    rows = None if lengths is None else np.random.default_rng([seed, 3]).integers(
-        0, lengths.rows, requests)
+    rows, arrival = _file_rows(lengths, requests, cfg.replicas, rate, seed,
+                               arrivals == "trace")
     if lengths is not None and lengths.input is not None:
         prompts = np.maximum(1.0, lengths.input[rows] - cfg.cached_prefix)
     times = pass_times(catalog, shape, product, cfg, system=system, efficiency=efficiency,
@@ -427,7 +468,7 @@ def simulate_serving(catalog: Catalog, shape: TransformerShape, product: Product
     if lengths is not None and lengths.output is not None:
         output = lengths.output[rows]
     run = replay(times, share, output, arrivals=arrivals, seed=seed, schedule=schedule,
-                 prompts=prompts)
+                 prompts=prompts, arrival=arrival)
     counted = slice(int(requests * WARMUP_SHARE), None)
     arrival, first, finish = run.arrival[counted], run.first[counted], run.finish[counted]
     out = run.output[counted]
@@ -448,6 +489,29 @@ def simulate_serving(catalog: Catalog, shape: TransformerShape, product: Product
             "lengths" if lengths is not None and lengths.input is not None else
             "quantiles" if quantiles is not None else "gamma"),
         lengths=None if lengths is None else lengths.as_json())
+
+
+def _file_rows(lengths: RequestLengths | None, requests: int, replicas: int, rate: float,
+               seed: int, trace: bool) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """The rows of a lengths file one replica's requests take, and with ``trace`` their
+    arrivals: rows drawn at random, or, replaying the trace, the rows in order that a random
+    spread over ``replicas`` gives the simulated one (each with chance 1 / replicas), the
+    first ``requests`` of them, at the trace's times scaled so that the whole trace arrives
+    at ``rate`` (the burst pattern kept, its pace set)."""
+    if lengths is None:
+        return None, None
+    if not trace:
+        return np.random.default_rng([seed, 3]).integers(0, lengths.rows, requests), None
+    assert lengths.arrival is not None
+    mine = np.flatnonzero(np.random.default_rng([seed, 4]).random(lengths.rows)
+                          < 1.0 / replicas)
+    if len(mine) < requests:
+        raise GpuarchError(f"--simulate: --lengths holds {lengths.rows:,} arrivals, "
+                           f"{len(mine):,} of them for one replica of {replicas}; give "
+                           f"--simulate {len(mine)} or fewer")
+    rows = mine[:requests]
+    scale = lengths.arrival_rate / rate
+    return rows, (lengths.arrival[rows] - lengths.arrival[0]) * scale
 
 
 def _prompt_summary(lengths: np.ndarray, cv: float, drawn_from: str) -> dict[str, Any]:

@@ -590,7 +590,8 @@ def simulation_lines(sim: Simulation) -> list[str]:
             for name, p in (("TTFT", sim.ttft_s), ("TPOT", sim.tpot_s),
                             ("latency", sim.latency_s), ("queued", sim.queue_s))
             if p is not None]
-    arrivals = "a Poisson stream" if sim.arrivals == "poisson" else "evenly spaced arrivals"
+    arrivals = {"poisson": "a Poisson stream", "uniform": "evenly spaced arrivals",
+                "trace": "the trace's arrivals"}.get(sim.arrivals, sim.arrivals)
     return [f"simulated: {sim.requests:,} requests per replica as {arrivals} at "
             f"{sim.rate_per_s:g}/s in all (seed {sim.seed}; the last {sim.measured:,} "
             f"counted), the estimate's own pass times, prompts prefilled "
@@ -600,17 +601,20 @@ def simulation_lines(sim: Simulation) -> list[str]:
                   right=[False, True, True, True, True]),
             f"  a decode step held {sim.mean_batch:.1f} sequences on average (at most "
             f"{sim.max_batch:,}); {sim.output_tokens_per_s:,.0f} output tokens/s in all",
-            *prompt_lines(sim.prompts, sim.lengths)]
+            *prompt_lines(sim.prompts, sim.lengths, sim.arrivals == "trace", sim.rate_per_s)]
 
 
-def prompt_lines(prompts: dict[str, Any] | None, lengths: dict[str, Any] | None
-                 ) -> list[str]:
+def prompt_lines(prompts: dict[str, Any] | None, lengths: dict[str, Any] | None,
+                 trace: bool = False, rate: float = 0.0) -> list[str]:
     """How a simulation's prompt (and answer) lengths varied (``Simulation.prompts`` and
-    ``lengths``); nothing when every request had the configured lengths."""
+    ``lengths``), and with ``trace`` how its arrivals were paced to ``rate``; nothing when
+    every request had the configured lengths."""
     lines = []
     if lengths:
+        how = (f"in order, at its arrival times scaled from {lengths['arrival_rate_per_s']:.3g}"
+               f" to {rate:g} requests/s" if trace else "at random")
         lines.append(f"  lengths       each request a row of {lengths['source']} "
-                     f"({lengths['rows']:,} rows) at random")
+                     f"({lengths['rows']:,} rows) {how}")
         answers = lengths["output_len"]
         if answers:
             lines.append(f"  answers       mean {answers['mean']:,.0f} tokens, median "
