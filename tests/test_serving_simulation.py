@@ -321,6 +321,7 @@ def test_a_lengths_file_is_read_by_its_header(tmp_path: Path) -> None:
     ("arrival_s\nnoon\n", "row 2, arrival_s: expected seconds (a number), got 'noon'"),
     ("arrival_s\ninf\n", "row 2, arrival_s: expected seconds"),
     ("input_len,output_len\n5\n", "row 2, output_len: expected a whole number"),
+    ("input_len\n5\n\n0\n", "row 4, input_len: expected a whole number"),  # blank row 3
 ])
 def test_a_bad_lengths_file_is_named_with_its_row(tmp_path: Path, text: str,
                                                   message: str) -> None:

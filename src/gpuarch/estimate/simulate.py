@@ -303,16 +303,17 @@ def read_lengths(path: str | Path) -> RequestLengths:
         hints = [h for h in (suggestion(cell, LENGTH_COLUMNS) for cell in header) if h]
         raise GpuarchError(f"{flag}: {name!r} has no column {' or '.join(LENGTH_COLUMNS)} "
                            f"in its header {table[0]!r}" + (hints[0] if hints else ""))
-    rows = [r for r in table[1:] if any(cell.strip() for cell in r)]
+    # (the file's row number, the header being row 1; blank rows skipped)
+    rows = [(n, r) for n, r in enumerate(table[1:], start=2) if any(c.strip() for c in r)]
     if not rows:
         raise GpuarchError(f"{flag}: {name!r} has a header but no request rows")
     values: dict[str, np.ndarray] = {}
     for column, at in columns.items():
         out = np.empty(len(rows))
-        for i, row in enumerate(rows):
+        for i, (n, row) in enumerate(rows):
             cell = row[at].strip() if at < len(row) else ""
             out[i] = _cell(cell, column, out[i - 1] if i else None,
-                           f"{flag}: {name!r} row {i + 2}, {column}")
+                           f"{flag}: {name!r} row {n}, {column}")
         values[column] = out
     return RequestLengths(values.get("input_len"), values.get("output_len"), name,
                           values.get("arrival_s"))
