@@ -139,6 +139,16 @@ def main() -> None:
         per = _time(simulated, 3)
         print(f"{'simulate 20,000 requests at 2/s, ' + schedule:46} "
               f"{from_si(per, Unit.MS):8.1f} ms per simulation (pass times and replay)")
+    plain = per
+
+    def spread() -> object:  # --input-len-cv 1: prompts of varying length, passes by tokens
+        return simulate_serving(catalog, shape, h100, cfg, 2.0, requests=20_000,
+                                schedule="mixed", system=dgx, input_len_cv=1.0)
+
+    per = _time(spread, 3)
+    print(f"{'the same, mixed, prompts spread 1 (sd / mean)':46} "
+          f"{from_si(per, Unit.MS):8.1f} ms per simulation ({per / plain:.2f}x one length: "
+          f"the token grid and the budget's cumulative sums)")
 
 
 if __name__ == "__main__":
