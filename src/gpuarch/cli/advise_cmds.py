@@ -23,6 +23,7 @@ from gpuarch.cli.estimate_cmds import (
     sixteen_bit_kv,
 )
 from gpuarch.cli.options import (
+    at_least_one,
     lazy_enum_value,
     name_list,
     non_negative,
@@ -111,10 +112,12 @@ def _progress(args: argparse.Namespace) -> Any:
 
 def _answer(args: argparse.Namespace, search: Callable[[], Any],
             render: Callable[[Any, float], str],
-            launch: Callable[[Any], Any] | None = None) -> int:
+            launch: Callable[[Any], Any] | None = None,
+            after: Callable[[Any], tuple[str, Any, list[str]]] | None = None) -> int:
     """Run a search (after checking --plot, so a bad path fails at once), draw the front if
     asked, print text or JSON; with --launch, ``launch(advice)`` (a ``report.launch.Launch``
-    for the best option, or a line saying why there is none) under it or as 'launch'."""
+    for the best option, or a line saying why there is none) under it or as 'launch'.
+    ``after(advice)`` adds a JSON key, its value and text lines (``--simulate``)."""
     if args.plot:
         from gpuarch.report.plot import check_plot_path
 
@@ -127,13 +130,18 @@ def _answer(args: argparse.Namespace, search: Callable[[], Any],
 
         plot_pareto(advice, args.plot)
     command: Any = launch(advice) if launch is not None and args.launch else None
+    added = after(advice) if after is not None else None
     if args.json:
         doc = to_jsonable(advice)
         if args.launch:
             doc["launch"] = command if isinstance(command, str) else command.as_json()
+        if added is not None:
+            doc[added[0]] = to_jsonable(added[1])
         print(to_json(doc))
         return 0
     text = render(advice, elapsed)
+    if added is not None:
+        text = "\n".join([text, "", *added[2]])
     if args.launch:
         from gpuarch.report.estimate_text import launch_lines
 
@@ -207,12 +215,40 @@ def cmd_advise_infer(args: argparse.Namespace) -> int:
         disaggregated=args.disaggregated,
         prefill_gpus=prefill_keys,
         cuda_graph_batch_sizes=args.cuda_graph_batch_sizes, **checkpoint)
+    after = _simulated(args, catalog, shape, search) \
+        if args.simulate is not None or args.seed is not None else None
     return _answer(args, lambda: advise_inference(catalog, shape, search,
                                                   _prices(catalog, args),
                                                   progress=_progress(args)),
                    render_inference_advice,
                    lambda advice: best_serving_launch(args.launch, shape, search, advice,
-                                                      args.model, model_checkpoint(args.model)))
+                                                      args.model, model_checkpoint(args.model)),
+                   after)
+
+
+def _simulated(args: argparse.Namespace, catalog: Any, shape: Any, search: Any
+               ) -> Callable[[Any], tuple[str, Any, list[str]]]:
+    """--simulate N: checked before the search (a rate, a count in range), then each top
+    option replayed (``advise.simulated``) as JSON 'simulated' and a table."""
+    from gpuarch.estimate.simulate import MAX_REQUESTS
+
+    if args.simulate is None:
+        raise GpuarchError("--seed: it seeds --simulate, which is not given")
+    if args.rate is None:
+        raise GpuarchError("--simulate: replays requests arriving at a rate; give --rate "
+                           "(not --concurrency)")
+    if not 10 <= args.simulate <= MAX_REQUESTS:
+        raise GpuarchError(f"--simulate: expected a number of requests from 10 to "
+                           f"{MAX_REQUESTS:,}, got {args.simulate}")
+
+    def run(advice: Any) -> tuple[str, Any, list[str]]:
+        from gpuarch.advise.simulated import simulate_options
+        from gpuarch.report.advise_text import simulated_lines
+
+        rows = simulate_options(catalog, shape, search, advice.top, requests=args.simulate,
+                                seed=args.seed or 0)
+        return "simulated", rows, simulated_lines(rows, search.rate, args.simulate)
+    return run
 
 
 def _checkpoint(model: str, moe: bool) -> dict[str, Any]:
@@ -339,4 +375,11 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p.add_argument("--launch", type=engine_choice("--launch", SERVING_LAUNCH),
                    metavar="vllm|sglang|trtllm",
                    help="also print that engine's server command for the best option")
+    p.add_argument("--simulate", type=at_least_one("--simulate"), metavar="N",
+                   help="with --rate: replay each top option with N requests per replica "
+                        "(10 to 200,000) arriving as a Poisson stream and print the median "
+                        "and 99th percentile of its TTFT and TPOT beside the caps (the "
+                        "ranking stays the steady state's means)")
+    p.add_argument("--seed", type=non_negative("--seed"), metavar="S",
+                   help="with --simulate: the random stream's seed (default 0)")
     p.set_defaults(handler=cmd_advise_infer)

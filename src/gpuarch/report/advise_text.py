@@ -266,3 +266,34 @@ def render_inference_advice(advice: Any, elapsed: float = 0.0) -> str:
         per_gpu=f"best deployment on each GPU, by {label}:",
         front="Pareto front over latency, cost and energy, lowest latency first",
         extra=extra)
+
+
+def simulated_lines(rows: Sequence[Any], rate: float | None, requests: int) -> list[str]:
+    """``advise infer --simulate``: each top option's simulated TTFT and TPOT median and
+    99th percentile (ms), '*' where a 99th percentile exceeds its cap, or why the option
+    was not replayed (``advise.simulated.SimulatedOption``)."""
+    def cell(value: float | None, within: bool | None = None) -> str:
+        if value is None:
+            return "-"
+        return f"{value:,.1f}" + ("*" if within is False else "")
+
+    table_rows = []
+    for r in rows:
+        if r.skipped:
+            table_rows.append([str(r.rank), r.deployment, "-", "-", "-", "-", "-",
+                               f"not replayed: {r.skipped}"])
+            continue
+        table_rows.append([str(r.rank), r.deployment, cell(r.ttft_p50_ms),
+                           cell(r.ttft_p99_ms, r.ttft_p99_within_cap), cell(r.tpot_p50_ms),
+                           cell(r.tpot_p99_ms, r.tpot_p99_within_cap),
+                           f"{r.mean_batch:,.1f}", ""])
+    head = ["#", "deployment", "TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99", "batch"]
+    right = [True, False, True, True, True, True, True]
+    if any(r.skipped for r in rows):
+        head, right = [*head, ""], [*right, False]
+    else:
+        table_rows = [row[:-1] for row in table_rows]
+    return [f"the top options replayed under random arrivals ({requests:,} requests per "
+            f"replica, a Poisson stream at {rate:g}/s in all; estimate.simulate): "
+            "TTFT and TPOT in ms, '*' = a 99th percentile over its cap",
+            table(head, table_rows, right=right)]
