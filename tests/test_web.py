@@ -55,6 +55,7 @@ def client() -> Any:
     ("/api/advise/train?gpu=h100&max_gpus=16&tokens=1e10", "top"),
     ("/api/advise/infer?gpu=h100,l40s&rate=2&tpot_ms=60", "pareto"),
     ("/api/advise/infer?gpu=h100&rate=2&max_gpus=8&disaggregated=true", "pareto"),
+    ("/api/advise/infer?gpu=h100&rate=2&max_gpus=8&top=2&simulate=200", "simulated"),
     ("/api/validate/bands", "serving/fine-moe/hopper"),
     ("/api/validate/ops?kind=gemm", "by_kind"),
     ("/api/validate/moe-kernels", "groups"),
