@@ -46,10 +46,16 @@ def test_each_option_is_the_simulation_of_its_configuration(advice: object) -> N
         assert row.mean_batch == pytest.approx(sim.mean_batch)
         assert row.ttft_p99_within_cap == (row.ttft_p99_ms <= 500.0)
         assert row.tpot_p99_within_cap == (row.tpot_p99_ms <= 50.0)
+        capped = simulate_serving(CATALOG, SHAPE, product, option_config(SEARCH, option),
+                                  10.0, requests=500, seed=3,
+                                  system=CATALOG.system_for(product), ttft_slo_s=0.5,
+                                  tpot_slo_s=0.05)
+        assert capped.slo is not None and row.attained == capped.slo["attained"]
         assert option.gpu in row.deployment and option.formats in row.deployment
     uncapped = dataclasses.replace(SEARCH, ttft_ms=None, tpot_ms=None)
     rows = simulate_options(CATALOG, SHAPE, uncapped, top[:1], requests=200)
     assert rows[0].ttft_p99_within_cap is None and rows[0].tpot_p99_within_cap is None
+    assert rows[0].attained is None
 
 
 def test_a_disaggregated_or_pipelined_option_is_not_replayed(advice: object) -> None:
@@ -79,9 +85,10 @@ def test_cli(capsys: pytest.CaptureFixture[str]) -> None:
     doc = json.loads(out)
     assert [r["rank"] for r in doc["simulated"]] == [1, 2, 3]
     assert all(r["ttft_p99_ms"] >= r["ttft_p50_ms"] > 0 for r in doc["simulated"])
+    assert all(0 <= r["attained"] <= 1 for r in doc["simulated"])
     status, out, _ = run(capsys, *base, "--simulate", "300", "--seed", "2")
     assert status == 0 and "the top options replayed under random arrivals" in out
-    assert "TTFT p99" in out
+    assert "TTFT p99" in out and "within caps" in out
 
 
 @pytest.mark.parametrize(("extra", "message"), [

@@ -439,6 +439,44 @@ def test_cli_lengths_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) ->
         assert status == 2 and out == "" and message in err and "Traceback" not in err
 
 
+def test_the_share_of_requests_within_the_objectives() -> None:
+    """--slo-ttft-ms/--slo-tpot-ms: the share of the counted requests that met every
+    objective, and the goodput (that share of the rate): all of them under generous
+    objectives, none under one below the shortest TTFT, about half at the median TTFT,
+    never more with a second objective; one-token answers meet any TPOT objective."""
+    def share(**slo: float) -> float:
+        sim = simulate_serving(CATALOG, LLAMA_8B, H100, SERVE, 5.0, requests=2_000, **slo)
+        assert sim.slo is not None
+        assert sim.slo["goodput_requests_per_s"] == pytest.approx(5.0 * sim.slo["attained"])
+        return float(sim.slo["attained"])
+
+    plain = simulate_serving(CATALOG, LLAMA_8B, H100, SERVE, 5.0, requests=2_000)
+    assert plain.slo is None and plain.tpot_s is not None
+    assert share(ttft_slo_s=60.0, tpot_slo_s=1.0) == 1.0
+    assert share(ttft_slo_s=1e-6) == 0.0
+    assert share(ttft_slo_s=plain.ttft_s.p50) == pytest.approx(0.5, abs=0.01)
+    both = share(ttft_slo_s=plain.ttft_s.p90, tpot_slo_s=plain.tpot_s.p90)
+    assert both <= share(ttft_slo_s=plain.ttft_s.p90) and both < 0.9
+    one_token = InferenceConfig(input_len=1024, output_len=1)
+    sim = simulate_serving(CATALOG, LLAMA_8B, H100, one_token, 5.0, requests=500,
+                           tpot_slo_s=1e-9)
+    assert sim.slo is not None and sim.slo["attained"] == 1.0
+    for bad in (0.0, -1.0, float("nan"), True):
+        with pytest.raises(GpuarchError, match=r"--slo-ttft-ms: expected a time over 0"):
+            simulate_serving(CATALOG, LLAMA_8B, H100, SERVE, 5.0, ttft_slo_s=bad)
+
+
+def test_cli_objectives(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = _run(capsys, "--rate", "4", "--simulate", "300", "--slo-ttft-ms", "200",
+                          "--slo-tpot-ms", "15", "--json")
+    assert status == 0
+    slo = json.loads(out)["simulation"]["slo"]
+    assert slo["ttft_s"] == pytest.approx(0.2) and slo["tpot_s"] == pytest.approx(0.015)
+    assert 0 <= slo["attained"] <= 1
+    status, out, _ = _run(capsys, "--rate", "4", "--simulate", "300", "--slo-ttft-ms", "200")
+    assert status == 0 and "objectives    TTFT <= 200 ms: " in out and "goodput" in out
+
+
 def _run(capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[int, str, str]:
     return run(capsys, "estimate", "infer", "--model", "llama-3.1-8b", "--gpu", "h100",
                "--input-len", "2048", "--output-len", "256", *extra)
@@ -489,6 +527,8 @@ def test_cli_prompt_spread(capsys: pytest.CaptureFixture[str]) -> None:
     (("--rate", "4", "--simulate", "100", "--prefill-gpus", "1"), "disaggregated"),
     (("--rate", "4", "--simulate", "100", "--seed", "-1"), "--seed"),
     (("--rate", "4", "--input-len-cv", "0.5"), "--arrivals/--seed/--input-len-cv/--lengths"),
+    (("--rate", "4", "--slo-tpot-ms", "20"), "--lengths/--slo-*: they shape the simulation"),
+    (("--rate", "4", "--simulate", "100", "--slo-ttft-ms", "0"), "--slo-ttft-ms"),
     (("--rate", "4", "--simulate", "100", "--input-len-cv", "11"), "--input-len-cv: expected"),
 ])
 def test_cli_usage_errors(capsys: pytest.CaptureFixture[str], extra: tuple[str, ...],

@@ -4,7 +4,8 @@
 service's promise is a percentile. ``simulate_options`` replays each ranked aggregated
 deployment through the request-level simulation (``estimate.simulate``) at the search's
 rate and reports the median and 99th percentile of its TTFT and TPOT beside the caps
-(``advise infer --simulate N``). Nothing is re-ranked: the simulation checks the ranking's
+and the share of requests that met every cap (``advise infer --simulate N``). Nothing is
+re-ranked: the simulation checks the ranking's
 latencies at the tail.
 """
 
@@ -18,7 +19,7 @@ from gpuarch.advise.serving_options import InferenceOption
 from gpuarch.catalog.loader import Catalog
 from gpuarch.errors import GpuarchError
 from gpuarch.estimate.simulate import simulate_serving
-from gpuarch.units import Unit, from_si
+from gpuarch.units import Unit, from_si, to_si
 from gpuarch.workloads.shape import TransformerShape
 
 __all__ = ["SimulatedOption", "simulate_options"]
@@ -29,7 +30,8 @@ class SimulatedOption:
     """One ranked deployment replayed at the search's rate: its rank among the top
     options, the median and 99th percentile of TTFT and TPOT (ms; TPOT None for one-token
     answers), the mean batch a decode step held, and whether the 99th percentiles keep the
-    search's caps (None without a cap); or why it was not replayed (``skipped``)."""
+    search's caps (None without a cap), and the share of requests that met every cap
+    (``attained``; None without caps); or why it was not replayed (``skipped``)."""
 
     rank: int
     deployment: str
@@ -40,6 +42,7 @@ class SimulatedOption:
     mean_batch: float | None = None
     ttft_p99_within_cap: bool | None = None
     tpot_p99_within_cap: bool | None = None
+    attained: float | None = None
     skipped: str | None = None
 
 
@@ -67,7 +70,9 @@ def simulate_options(catalog: Catalog, shape: TransformerShape, search: Inferenc
         product = catalog.product(option.gpu)
         sim = simulate_serving(catalog, shape, product, option_config(search, option),
                                search.rate, requests=requests, seed=seed,
-                               system=catalog.system_for(product))
+                               system=catalog.system_for(product),
+                               ttft_slo_s=_seconds(search.ttft_ms),
+                               tpot_slo_s=_seconds(search.tpot_ms))
         tpot = sim.tpot_s
         out.append(SimulatedOption(
             rank, name,
@@ -78,7 +83,8 @@ def simulate_options(catalog: Catalog, shape: TransformerShape, search: Inferenc
             mean_batch=sim.mean_batch,
             ttft_p99_within_cap=_within(from_si(sim.ttft_s.p99, Unit.MS), search.ttft_ms),
             tpot_p99_within_cap=None if tpot is None
-            else _within(from_si(tpot.p99, Unit.MS), search.tpot_ms)))
+            else _within(from_si(tpot.p99, Unit.MS), search.tpot_ms),
+            attained=None if sim.slo is None else sim.slo["attained"]))
     return tuple(out)
 
 
@@ -93,3 +99,7 @@ def _deployment(option: InferenceOption) -> str:
 
 def _within(value: float, cap: Any) -> bool | None:
     return None if cap is None else value <= cap
+
+
+def _seconds(ms: float | None) -> float | None:
+    return None if ms is None else to_si(ms, Unit.MS)

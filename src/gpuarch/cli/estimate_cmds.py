@@ -582,7 +582,9 @@ def cmd_infer(args: argparse.Namespace) -> int:
         # (--seed and --arrivals only where given: the library's defaults otherwise)
         given: dict[str, Any] = {
             k: v for k, v in (("seed", args.seed), ("arrivals", args.arrivals),
-                              ("input_len_cv", args.input_len_cv), ("lengths", lengths))
+                              ("input_len_cv", args.input_len_cv), ("lengths", lengths),
+                              ("ttft_slo_s", _ms(args.slo_ttft_ms)),
+                              ("tpot_slo_s", _ms(args.slo_tpot_ms)))
             if v is not None}
         simulation = simulate_serving(catalog, shape, product, cfg, args.rate,
                                       requests=args.simulate, system=system, efficiency=eff,
@@ -598,6 +600,13 @@ def cmd_infer(args: argparse.Namespace) -> int:
     return _print_estimate(args, est, "serving", shape, product, measured,
                            "output_tokens_per_s", render_inference, remedies,
                            serving_setup(shape, product, cfg), launch, simulation)
+
+
+def _ms(value: float | None) -> float | None:
+    """Milliseconds from a flag as seconds; None stays None."""
+    from gpuarch.units import Unit, to_si
+
+    return None if value is None else to_si(value, Unit.MS)
 
 
 def _batch_sweep(args: argparse.Namespace, catalog: Any, shape: TransformerShape,
@@ -735,11 +744,11 @@ def _check_load_flags(args: argparse.Namespace) -> None:
     if args.plot and not isinstance(args.batch, tuple):
         raise GpuarchError("--plot: draws a batch sweep; give --batch a list (e.g. "
                            "1,8,64,max) or 'sweep'")
-    if args.simulate is None and (args.arrivals is not None or args.seed is not None
-                                  or args.input_len_cv is not None
-                                  or args.lengths is not None):
-        raise GpuarchError("--arrivals/--seed/--input-len-cv/--lengths: they shape the "
-                           "simulation of --simulate, which is not given")
+    if args.simulate is None and any(
+            v is not None for v in (args.arrivals, args.seed, args.input_len_cv, args.lengths,
+                                    args.slo_ttft_ms, args.slo_tpot_ms)):
+        raise GpuarchError("--arrivals/--seed/--input-len-cv/--lengths/--slo-*: they shape "
+                           "the simulation of --simulate, which is not given")
     if args.rate is None:
         if args.simulate is not None:
             raise GpuarchError("--simulate: replays requests arriving at a rate; give --rate")
@@ -1309,6 +1318,13 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                         "spread of this standard deviation over mean (the uncached tokens "
                         "with --cached-prefix); a prefill pass then takes waiting prompts "
                         "while their tokens fit --max-num-tokens (default 0: one length)")
+    p.add_argument("--slo-ttft-ms", type=positive_number("--slo-ttft-ms"), metavar="MS",
+                   help="with --simulate: a time-to-first-token objective; the simulation "
+                        "says what share of requests met every objective given and the "
+                        "goodput (that share of --rate)")
+    p.add_argument("--slo-tpot-ms", type=positive_number("--slo-tpot-ms"), metavar="MS",
+                   help="with --simulate: a time-per-output-token objective (each request's "
+                        "own TPOT), as --slo-ttft-ms")
     p.add_argument("--lengths", metavar="FILE",
                    help="with --simulate: a CSV of requests (a header naming input_len, "
                         "output_len and/or arrival_s, then one request a row, e.g. from a "

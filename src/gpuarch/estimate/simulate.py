@@ -215,10 +215,15 @@ class Simulation:
     prompts: dict[str, Any] | None = None
     # the lengths file the requests were drawn from (RequestLengths.as_json); None without
     lengths: dict[str, Any] | None = None
+    # with objectives: each (seconds, None where not given), the share of the counted
+    # requests that met all of them ("attained") and that share of the rate
+    # ("goodput_requests_per_s"); None without
+    slo: dict[str, Any] | None = None
 
     def as_json(self) -> dict[str, Any]:
         return {"rate_per_s": self.rate_per_s, "arrivals": self.arrivals,
                 "schedule": self.schedule, "prompts": self.prompts, "lengths": self.lengths,
+                "slo": self.slo,
                 "requests_per_replica": self.requests, "measured": self.measured,
                 "seed": self.seed, "ttft_s": self.ttft_s.as_json(),
                 "tpot_s": self.tpot_s.as_json() if self.tpot_s else None,
@@ -393,7 +398,9 @@ def simulate_serving(catalog: Catalog, shape: TransformerShape, product: Product
                      efficiency: Efficiency = DEFAULT_EFFICIENCY,
                      input_len_cv: float = 0.0,
                      input_quantiles: Any = None,
-                     lengths: RequestLengths | None = None) -> Simulation:
+                     lengths: RequestLengths | None = None,
+                     ttft_slo_s: float | None = None,
+                     tpot_slo_s: float | None = None) -> Simulation:
     """Simulate ``requests`` requests per replica arriving at ``rate`` per second at the
     whole deployment (continuous batching; ``cfg.batch`` is ignored) on ``schedule``
     (default: ``cfg.schedule``). Prompts have ``cfg.input_len`` tokens, or vary: with
@@ -403,10 +410,13 @@ def simulate_serving(catalog: Catalog, shape: TransformerShape, product: Product
     the file at random: its prompt and, where the file has them, its answer (their means
     within 5% of ``cfg.input_len`` and ``cfg.output_len``; answers from the file leave
     ``cfg.output_len_cv`` to describe their spread); with ``arrivals`` "trace" the rows in
-    order, at the file's arrival times scaled to ``rate`` (``_file_rows``). The decode step
-    stays at the estimate's mean context and the batch at what fits with every sequence at
-    the configured lengths. Errors name the flag: ``--simulate`` for the request count and
-    unsupported deployments, ``--seed``, ``--arrivals``, ``--schedule``, ``--rate``,
+    order, at the file's arrival times scaled to ``rate`` (``_file_rows``). With a TTFT
+    and/or TPOT objective (``ttft_slo_s``, ``tpot_slo_s``) the result also says what share
+    of the counted requests met every one given, and the goodput: that share of the rate
+    (``Simulation.slo``). The decode step stays at the estimate's mean context and the
+    batch at what fits with every sequence at the configured lengths. Errors name the flag:
+    ``--simulate`` for the request count and unsupported deployments, ``--seed``,
+    ``--arrivals``, ``--schedule``, ``--rate``, ``--slo-ttft-ms``, ``--slo-tpot-ms``,
     ``--input-len-cv``, ``--lengths``, ``--input-len`` and ``--output-len`` against the
     means they must match."""
     if isinstance(requests, bool) or not isinstance(requests, int) \
@@ -452,6 +462,11 @@ def simulate_serving(catalog: Catalog, shape: TransformerShape, product: Product
     if arrivals == "trace" and (lengths is None or lengths.arrival_rate <= 0):
         raise GpuarchError("--arrivals trace: replays the arrival_s column of --lengths; "
                            "give --lengths FILE with two or more arrivals over a span of time")
+    for flag, objective in (("--slo-ttft-ms", ttft_slo_s), ("--slo-tpot-ms", tpot_slo_s)):
+        if objective is not None and (isinstance(objective, bool)
+                                      or not isinstance(objective, int | float)
+                                      or not 0 < objective < math.inf):
+            raise GpuarchError(f"{flag}: expected a time over 0, got {objective!r}")
     cfg = stream_config(cfg)
     prompts = _prompts(cfg, requests, np.random.default_rng([seed, 2]), input_len_cv,
                        quantiles)
@@ -474,6 +489,7 @@ def simulate_serving(catalog: Catalog, shape: TransformerShape, product: Product
     arrival, first, finish = run.arrival[counted], run.first[counted], run.finish[counted]
     out = run.output[counted]
     tpot = np.where(out > 1, (finish - first) / np.maximum(out - 1, 1), np.nan)
+    slo = _attainment(first - arrival, tpot, ttft_slo_s, tpot_slo_s, rate)
     ttft = Percentiles.of(first - arrival)
     latency = Percentiles.of(finish - arrival)
     queue = Percentiles.of(run.admitted[counted] - arrival)
@@ -489,7 +505,24 @@ def simulate_serving(catalog: Catalog, shape: TransformerShape, product: Product
             prompts + cfg.cached_prefix, input_len_cv,
             "lengths" if lengths is not None and lengths.input is not None else
             "quantiles" if quantiles is not None else "gamma"),
-        lengths=None if lengths is None else lengths.as_json())
+        lengths=None if lengths is None else lengths.as_json(), slo=slo)
+
+
+def _attainment(ttft: np.ndarray, tpot: np.ndarray, ttft_slo: float | None,
+                tpot_slo: float | None, rate: float) -> dict[str, Any] | None:
+    """The share of requests that met every objective given (a one-token answer has no
+    TPOT and meets that one), and the goodput: that share of the offered rate; None
+    without an objective."""
+    if ttft_slo is None and tpot_slo is None:
+        return None
+    met = np.ones(len(ttft), dtype=bool)
+    if ttft_slo is not None:
+        met &= ttft <= ttft_slo
+    if tpot_slo is not None:
+        met &= ~(tpot > tpot_slo)  # NaN (one token) meets it
+    share = float(met.mean())
+    return {"ttft_s": ttft_slo, "tpot_s": tpot_slo, "attained": share,
+            "goodput_requests_per_s": share * rate}
 
 
 def _file_rows(lengths: RequestLengths | None, requests: int, replicas: int, rate: float,

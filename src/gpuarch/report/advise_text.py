@@ -280,20 +280,23 @@ def simulated_lines(rows: Sequence[Any], rate: float | None, requests: int) -> l
     table_rows = []
     for r in rows:
         if r.skipped:
-            table_rows.append([str(r.rank), r.deployment, "-", "-", "-", "-", "-",
+            table_rows.append([str(r.rank), r.deployment, "-", "-", "-", "-", "-", "-",
                                f"not replayed: {r.skipped}"])
             continue
         table_rows.append([str(r.rank), r.deployment, cell(r.ttft_p50_ms),
                            cell(r.ttft_p99_ms, r.ttft_p99_within_cap), cell(r.tpot_p50_ms),
                            cell(r.tpot_p99_ms, r.tpot_p99_within_cap),
-                           f"{r.mean_batch:,.1f}", ""])
-    head = ["#", "deployment", "TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99", "batch"]
-    right = [True, False, True, True, True, True, True]
+                           f"{r.mean_batch:,.1f}",
+                           "-" if r.attained is None else f"{r.attained:.1%}", ""])
+    head = ["#", "deployment", "TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99", "batch",
+            "within caps"]
+    right = [True, False, True, True, True, True, True, True]
     if any(r.skipped for r in rows):
         head, right = [*head, ""], [*right, False]
     else:
         table_rows = [row[:-1] for row in table_rows]
     return [f"the top options replayed under random arrivals ({requests:,} requests per "
             f"replica, a Poisson stream at {rate:g}/s in all; estimate.simulate): "
-            "TTFT and TPOT in ms, '*' = a 99th percentile over its cap",
+            "TTFT and TPOT in ms, '*' = a 99th percentile over its cap; within caps: the "
+            "share of requests that met every cap",
             table(head, table_rows, right=right)]

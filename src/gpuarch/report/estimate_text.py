@@ -601,7 +601,19 @@ def simulation_lines(sim: Simulation) -> list[str]:
                   right=[False, True, True, True, True]),
             f"  a decode step held {sim.mean_batch:.1f} sequences on average (at most "
             f"{sim.max_batch:,}); {sim.output_tokens_per_s:,.0f} output tokens/s in all",
-            *prompt_lines(sim.prompts, sim.lengths, sim.arrivals == "trace", sim.rate_per_s)]
+            *prompt_lines(sim.prompts, sim.lengths, sim.arrivals == "trace", sim.rate_per_s),
+            *slo_lines(sim.slo)]
+
+
+def slo_lines(slo: dict[str, Any] | None) -> list[str]:
+    """What share of a simulation's requests met its objectives, and the goodput
+    (``Simulation.slo``); nothing without objectives."""
+    if not slo:
+        return []
+    caps = [f"{name} <= {from_si(slo[key], Unit.MS):g} ms"
+            for name, key in (("TTFT", "ttft_s"), ("TPOT", "tpot_s")) if slo[key] is not None]
+    return [f"  objectives    {' and '.join(caps)}: {slo['attained']:.1%} of the requests met "
+            f"them; goodput {slo['goodput_requests_per_s']:.3g} requests/s"]
 
 
 def prompt_lines(prompts: dict[str, Any] | None, lengths: dict[str, Any] | None,
