@@ -87,14 +87,15 @@ def test_every_endpoint_answers_with_the_cli_json(client: Any, url: str, key: st
 
 
 def test_the_simulation_form_takes_the_length_spreads(client: Any) -> None:
-    """The serving form's input_len_cv and output_len_cv reach --simulate."""
+    """The serving form's length spreads and objectives reach --simulate."""
     response = client.get("/api/estimate/infer?model=llama-3.1-8b&gpu=h100&input_len=512"
                           "&output_len=64&rate=4&simulate=200&input_len_cv=0.5"
-                          "&output_len_cv=0.5")
+                          "&output_len_cv=0.5&slo_ttft_ms=300&slo_tpot_ms=20")
     assert response.status_code == 200, response.data
     doc = response.get_json()
     assert doc["simulation"]["prompts"]["drawn_from"] == "gamma"
     assert doc["assumptions"]["output_len_cv"] == 0.5
+    assert doc["simulation"]["slo"]["tpot_s"] == 0.02
 
 
 def test_api_matches_the_command_line(client: Any, capsys: pytest.CaptureFixture[str]) -> None:
