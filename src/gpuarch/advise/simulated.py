@@ -22,7 +22,7 @@ from gpuarch.estimate.simulate import simulate_serving
 from gpuarch.units import Unit, from_si, to_si
 from gpuarch.workloads.shape import TransformerShape
 
-__all__ = ["SimulatedOption", "simulate_options"]
+__all__ = ["SimulatedOption", "require_rate", "simulate_options"]
 
 
 @dataclass(frozen=True)
@@ -53,9 +53,7 @@ def simulate_options(catalog: Catalog, shape: TransformerShape, search: Inferenc
     with ``requests`` requests per replica (``estimate.simulate.simulate_serving``; errors
     name ``--simulate`` and ``--seed``). A disaggregated deployment or a pipeline is not
     replayed (the simulation runs one aggregated replica without pipeline stages)."""
-    if search.rate is None:
-        raise GpuarchError("--simulate: replays requests arriving at a rate; give --rate "
-                           "(not --concurrency)")
+    rate = require_rate(search.rate)
     out = []
     for rank, option in enumerate(options, start=1):
         name = _deployment(option)
@@ -69,7 +67,7 @@ def simulate_options(catalog: Catalog, shape: TransformerShape, search: Inferenc
             continue
         product = catalog.product(option.gpu)
         sim = simulate_serving(catalog, shape, product, option_config(search, option),
-                               search.rate, requests=requests, seed=seed,
+                               rate, requests=requests, seed=seed,
                                system=catalog.system_for(product),
                                ttft_slo_s=_seconds(search.ttft_ms),
                                tpot_slo_s=_seconds(search.tpot_ms))
@@ -86,6 +84,15 @@ def simulate_options(catalog: Catalog, shape: TransformerShape, search: Inferenc
             else _within(from_si(tpot.p99, Unit.MS), search.tpot_ms),
             attained=None if sim.slo is None else sim.slo["attained"]))
     return tuple(out)
+
+
+def require_rate(rate: float | None) -> float:
+    """The search's arrival rate, which the replay needs (a search by concurrency has
+    none)."""
+    if rate is None:
+        raise GpuarchError("--simulate: replays requests arriving at a rate; give --rate "
+                           "(not --concurrency)")
+    return rate
 
 
 def _deployment(option: InferenceOption) -> str:

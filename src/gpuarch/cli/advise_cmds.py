@@ -230,16 +230,13 @@ def _simulated(args: argparse.Namespace, catalog: Any, shape: Any, search: Any
                ) -> Callable[[Any], tuple[str, Any, list[str]]]:
     """--simulate N: checked before the search (a rate, a count in range), then each top
     option replayed (``advise.simulated``) as JSON 'simulated' and a table."""
-    from gpuarch.estimate.simulate import MAX_REQUESTS
+    from gpuarch.advise.simulated import require_rate
+    from gpuarch.estimate.simulate import check_requests
 
     if args.simulate is None:
         raise GpuarchError("--seed: it seeds --simulate, which is not given")
-    if args.rate is None:
-        raise GpuarchError("--simulate: replays requests arriving at a rate; give --rate "
-                           "(not --concurrency)")
-    if not 10 <= args.simulate <= MAX_REQUESTS:
-        raise GpuarchError(f"--simulate: expected a number of requests from 10 to "
-                           f"{MAX_REQUESTS:,}, got {args.simulate}")
+    require_rate(args.rate)
+    check_requests(args.simulate)
 
     def run(advice: Any) -> tuple[str, Any, list[str]]:
         from gpuarch.advise.simulated import simulate_options

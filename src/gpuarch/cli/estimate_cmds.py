@@ -938,7 +938,7 @@ def cmd_validate_gemm_kernels(args: argparse.Namespace) -> int:
 
 def cmd_validate_load(args: argparse.Namespace) -> int:
     from gpuarch.estimate.inference import SCHEDULES
-    from gpuarch.estimate.simulate import MAX_REQUESTS
+    from gpuarch.estimate.simulate import check_requests
     from gpuarch.report.estimate_text import render_load
     from gpuarch.validation.serving_load import (
         LOAD_REQUESTS,
@@ -950,9 +950,7 @@ def cmd_validate_load(args: argparse.Namespace) -> int:
     )
 
     requests = LOAD_REQUESTS if args.requests is None else args.requests
-    if not 10 <= requests <= MAX_REQUESTS:
-        raise GpuarchError(f"--requests: expected a number of requests from 10 to "
-                           f"{MAX_REQUESTS:,}, got {requests}")
+    check_requests(requests, "--requests")
     if args.schedule is not None:
         check_choice("--schedule", args.schedule, SCHEDULES)
     check_choice("--prompts", args.prompts, PROMPT_LENGTHS)

@@ -58,7 +58,7 @@ from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.workloads.shape import TransformerShape
 
 __all__ = ["ARRIVALS", "DEFAULT_REQUESTS", "LENGTH_COLUMNS", "MAX_REQUESTS", "SCHEDULES",
-           "Percentiles", "RequestLengths", "Simulation", "check_input_len_cv",
+           "Percentiles", "RequestLengths", "Simulation", "check_input_len_cv", "check_requests",
            "quantile_mean", "read_lengths", "replay", "simulate_serving"]
 
 ARRIVALS = ("poisson", "uniform", "trace")
@@ -347,6 +347,14 @@ def _cell(cell: str, column: str, before: float | None, where: str) -> float:
     return seconds
 
 
+def check_requests(requests: Any, flag: str = "--simulate") -> None:
+    """A simulation's requests per replica: a whole number from 10 to ``MAX_REQUESTS``."""
+    if isinstance(requests, bool) or not isinstance(requests, int) \
+            or not 10 <= requests <= MAX_REQUESTS:
+        raise GpuarchError(f"{flag}: expected a number of requests from 10 to "
+                           f"{MAX_REQUESTS:,}, got {requests!r}")
+
+
 def check_input_len_cv(cv: Any) -> None:
     """The spread of prompt lengths is a number from 0 (one length) to 10."""
     check_number("--input-len-cv", cv, 0, maximum=10,
@@ -419,10 +427,7 @@ def simulate_serving(catalog: Catalog, shape: TransformerShape, product: Product
     ``--arrivals``, ``--schedule``, ``--rate``, ``--slo-ttft-ms``, ``--slo-tpot-ms``,
     ``--input-len-cv``, ``--lengths``, ``--input-len`` and ``--output-len`` against the
     means they must match."""
-    if isinstance(requests, bool) or not isinstance(requests, int) \
-            or not 10 <= requests <= MAX_REQUESTS:
-        raise GpuarchError(f"--simulate: expected a number of requests from 10 to "
-                           f"{MAX_REQUESTS:,}, got {requests!r}")
+    check_requests(requests)
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise GpuarchError(f"--seed: expected a whole number >= 0, got {seed!r}")
     check_choice("--arrivals", arrivals, ARRIVALS)
