@@ -58,6 +58,20 @@ def test_each_option_is_the_simulation_of_its_configuration(advice: object) -> N
     assert rows[0].attained is None
 
 
+def test_prompts_spread_reach_the_replay(advice: object) -> None:
+    """--input-len-cv: each option replayed with prompts spread around --input-len, as
+    estimate infer --simulate --input-len-cv replays it."""
+    option = advice.top[0]  # type: ignore[attr-defined]
+    (row,) = simulate_options(CATALOG, SHAPE, SEARCH, (option,), requests=500,
+                              input_len_cv=1.0)
+    product = CATALOG.product(option.gpu)
+    sim = simulate_serving(CATALOG, SHAPE, product, option_config(SEARCH, option), 10.0,
+                           requests=500, system=CATALOG.system_for(product), input_len_cv=1.0)
+    assert row.ttft_p99_ms == pytest.approx(from_si(sim.ttft_s.p99, Unit.MS))
+    (plain,) = simulate_options(CATALOG, SHAPE, SEARCH, (option,), requests=500)
+    assert plain.ttft_p99_ms != row.ttft_p99_ms
+
+
 def test_a_disaggregated_or_pipelined_option_is_not_replayed(advice: object) -> None:
     """The simulation runs one aggregated replica without pipeline stages: such options
     say why they were not replayed; a search by concurrency has no rate to replay."""
@@ -93,7 +107,9 @@ def test_cli(capsys: pytest.CaptureFixture[str]) -> None:
 
 @pytest.mark.parametrize(("extra", "message"), [
     (("--concurrency", "64", "--simulate", "300"), "--simulate: replays requests arriving"),
-    (("--rate", "10", "--seed", "1"), "--seed: it seeds --simulate, which is not given"),
+    (("--rate", "10", "--seed", "1"), "--seed/--input-len-cv: they shape --simulate, which"),
+    (("--rate", "10", "--input-len-cv", "1"), "--seed/--input-len-cv: they shape --simulate"),
+    (("--rate", "10", "--simulate", "300", "--input-len-cv", "-1"), "--input-len-cv: expected"),
     (("--rate", "10", "--simulate", "5"), "--simulate: expected a number of requests from 10"),
 ])
 def test_cli_usage_errors(capsys: pytest.CaptureFixture[str], extra: tuple[str, ...],

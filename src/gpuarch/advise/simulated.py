@@ -48,10 +48,12 @@ class SimulatedOption:
 
 def simulate_options(catalog: Catalog, shape: TransformerShape, search: InferenceSearch,
                      options: tuple[InferenceOption, ...], *, requests: int,
-                     seed: int = 0) -> tuple[SimulatedOption, ...]:
+                     seed: int = 0, input_len_cv: float = 0.0
+                     ) -> tuple[SimulatedOption, ...]:
     """Replay each of ``options`` (the advice's top, in rank order) at ``search.rate``
     with ``requests`` requests per replica (``estimate.simulate.simulate_serving``; errors
-    name ``--simulate`` and ``--seed``). A disaggregated deployment or a pipeline is not
+    name ``--simulate``, ``--seed`` and ``--input-len-cv``), prompts of the search's length
+    or spread ``input_len_cv`` around it. A disaggregated deployment or a pipeline is not
     replayed (the simulation runs one aggregated replica without pipeline stages)."""
     rate = require_rate(search.rate)
     out = []
@@ -68,7 +70,7 @@ def simulate_options(catalog: Catalog, shape: TransformerShape, search: Inferenc
         product = catalog.product(option.gpu)
         sim = simulate_serving(catalog, shape, product, option_config(search, option),
                                rate, requests=requests, seed=seed,
-                               system=catalog.system_for(product),
+                               system=catalog.system_for(product), input_len_cv=input_len_cv,
                                ttft_slo_s=_seconds(search.ttft_ms),
                                tpot_slo_s=_seconds(search.tpot_ms))
         tpot = sim.tpot_s

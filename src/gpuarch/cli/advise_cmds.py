@@ -216,7 +216,7 @@ def cmd_advise_infer(args: argparse.Namespace) -> int:
         prefill_gpus=prefill_keys,
         cuda_graph_batch_sizes=args.cuda_graph_batch_sizes, **checkpoint)
     after = _simulated(args, catalog, shape, search) \
-        if args.simulate is not None or args.seed is not None else None
+        if any(v is not None for v in (args.simulate, args.seed, args.input_len_cv)) else None
     return _answer(args, lambda: advise_inference(catalog, shape, search,
                                                   _prices(catalog, args),
                                                   progress=_progress(args)),
@@ -231,20 +231,22 @@ def _simulated(args: argparse.Namespace, catalog: Any, shape: Any, search: Any
     """--simulate N: checked before the search (a rate, a count in range), then each top
     option replayed (``advise.simulated``) as JSON 'simulated' and a table."""
     from gpuarch.advise.simulated import require_rate
-    from gpuarch.estimate.simulate import check_requests
+    from gpuarch.estimate.simulate import check_input_len_cv, check_requests
 
     if args.simulate is None:
-        raise GpuarchError("--seed: it seeds --simulate, which is not given")
+        raise GpuarchError("--seed/--input-len-cv: they shape --simulate, which is not given")
     require_rate(args.rate)
     check_requests(args.simulate)
+    check_input_len_cv(args.input_len_cv or 0.0)
 
     def run(advice: Any) -> tuple[str, Any, list[str]]:
         from gpuarch.advise.simulated import simulate_options
         from gpuarch.report.advise_text import simulated_lines
 
         rows = simulate_options(catalog, shape, search, advice.top, requests=args.simulate,
-                                seed=args.seed or 0)
-        return "simulated", rows, simulated_lines(rows, search.rate, args.simulate)
+                                seed=args.seed or 0, input_len_cv=args.input_len_cv or 0.0)
+        return "simulated", rows, simulated_lines(rows, search.rate, args.simulate,
+                                                  args.input_len_cv or 0.0)
     return run
 
 
@@ -379,4 +381,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                         "ranking stays the steady state's means)")
     p.add_argument("--seed", type=non_negative("--seed"), metavar="S",
                    help="with --simulate: the random stream's seed (default 0)")
+    p.add_argument("--input-len-cv", type=float, metavar="CV",
+                   help="with --simulate: prompts vary in length around --input-len, a gamma "
+                        "spread of this standard deviation over mean (as estimate infer's)")
     p.set_defaults(handler=cmd_advise_infer)

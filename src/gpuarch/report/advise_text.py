@@ -268,7 +268,8 @@ def render_inference_advice(advice: Any, elapsed: float = 0.0) -> str:
         extra=extra)
 
 
-def simulated_lines(rows: Sequence[Any], rate: float | None, requests: int) -> list[str]:
+def simulated_lines(rows: Sequence[Any], rate: float | None, requests: int,
+                    input_len_cv: float = 0.0) -> list[str]:
     """``advise infer --simulate``: each top option's simulated TTFT and TPOT median and
     99th percentile (ms), '*' where a 99th percentile exceeds its cap, or why the option
     was not replayed (``advise.simulated.SimulatedOption``)."""
@@ -296,7 +297,9 @@ def simulated_lines(rows: Sequence[Any], rate: float | None, requests: int) -> l
     else:
         table_rows = [row[:-1] for row in table_rows]
     return [f"the top options replayed under random arrivals ({requests:,} requests per "
-            f"replica, a Poisson stream at {rate:g}/s in all; estimate.simulate): "
+            f"replica, a Poisson stream at {rate:g}/s in all"
+            + (f", prompts spread {input_len_cv:g} sd / mean" if input_len_cv else "")
+            + "; estimate.simulate): "
             "TTFT and TPOT in ms, '*' = a 99th percentile over its cap; within caps: the "
             "share of requests that met every cap",
             table(head, table_rows, right=right)]
