@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
 
-__all__ = ["Unit", "from_si", "from_si_array", "to_si"]
+__all__ = ["Unit", "from_si", "from_si_array", "optional_to_si", "to_si"]
 
 
 class Unit(Enum):
@@ -57,6 +57,11 @@ class Unit(Enum):
 def to_si(value: float, unit: Unit) -> float:
     """Convert ``value`` given in ``unit`` to SI."""
     return float(value) * unit.factor
+
+
+def optional_to_si(value: float | None, unit: Unit) -> float | None:
+    """``to_si`` for a value that may be absent (an optional flag): None stays None."""
+    return None if value is None else to_si(value, unit)
 
 
 def from_si(value: float, unit: Unit) -> float:

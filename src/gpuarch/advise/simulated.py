@@ -19,7 +19,7 @@ from gpuarch.advise.serving_options import InferenceOption
 from gpuarch.catalog.loader import Catalog
 from gpuarch.errors import GpuarchError
 from gpuarch.estimate.simulate import simulate_serving
-from gpuarch.units import Unit, from_si, to_si
+from gpuarch.units import Unit, from_si, optional_to_si
 from gpuarch.workloads.shape import TransformerShape
 
 __all__ = ["SimulatedOption", "require_rate", "simulate_options"]
@@ -71,8 +71,8 @@ def simulate_options(catalog: Catalog, shape: TransformerShape, search: Inferenc
         sim = simulate_serving(catalog, shape, product, option_config(search, option),
                                rate, requests=requests, seed=seed,
                                system=catalog.system_for(product), input_len_cv=input_len_cv,
-                               ttft_slo_s=_seconds(search.ttft_ms),
-                               tpot_slo_s=_seconds(search.tpot_ms))
+                               ttft_slo_s=optional_to_si(search.ttft_ms, Unit.MS),
+                               tpot_slo_s=optional_to_si(search.tpot_ms, Unit.MS))
         tpot = sim.tpot_s
         out.append(SimulatedOption(
             rank, name,
@@ -108,7 +108,3 @@ def _deployment(option: InferenceOption) -> str:
 
 def _within(value: float, cap: Any) -> bool | None:
     return None if cap is None else value <= cap
-
-
-def _seconds(ms: float | None) -> float | None:
-    return None if ms is None else to_si(ms, Unit.MS)

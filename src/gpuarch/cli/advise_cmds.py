@@ -20,6 +20,7 @@ from gpuarch.cli.estimate_cmds import (
     model_checkpoint,
     model_flags,
     resolve_model,
+    simulation_flags,
     sixteen_bit_kv,
 )
 from gpuarch.cli.options import (
@@ -379,9 +380,5 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                         "(10 to 200,000) arriving as a Poisson stream and print the median "
                         "and 99th percentile of its TTFT and TPOT beside the caps (the "
                         "ranking stays the steady state's means)")
-    p.add_argument("--seed", type=non_negative("--seed"), metavar="S",
-                   help="with --simulate: the random stream's seed (default 0)")
-    p.add_argument("--input-len-cv", type=float, metavar="CV",
-                   help="with --simulate: prompts vary in length around --input-len, a gamma "
-                        "spread of this standard deviation over mean (as estimate infer's)")
+    simulation_flags(p)
     p.set_defaults(handler=cmd_advise_infer)

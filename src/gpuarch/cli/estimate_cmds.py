@@ -578,13 +578,14 @@ def cmd_infer(args: argparse.Namespace) -> int:
     simulation = None
     if args.simulate is not None:
         from gpuarch.estimate.simulate import simulate_serving
+        from gpuarch.units import Unit, optional_to_si
 
         # (--seed and --arrivals only where given: the library's defaults otherwise)
         given: dict[str, Any] = {
             k: v for k, v in (("seed", args.seed), ("arrivals", args.arrivals),
                               ("input_len_cv", args.input_len_cv), ("lengths", lengths),
-                              ("ttft_slo_s", _ms(args.slo_ttft_ms)),
-                              ("tpot_slo_s", _ms(args.slo_tpot_ms)))
+                              ("ttft_slo_s", optional_to_si(args.slo_ttft_ms, Unit.MS)),
+                              ("tpot_slo_s", optional_to_si(args.slo_tpot_ms, Unit.MS)))
             if v is not None}
         simulation = simulate_serving(catalog, shape, product, cfg, args.rate,
                                       requests=args.simulate, system=system, efficiency=eff,
@@ -602,11 +603,16 @@ def cmd_infer(args: argparse.Namespace) -> int:
                            serving_setup(shape, product, cfg), launch, simulation)
 
 
-def _ms(value: float | None) -> float | None:
-    """Milliseconds from a flag as seconds; None stays None."""
-    from gpuarch.units import Unit, to_si
-
-    return None if value is None else to_si(value, Unit.MS)
+def simulation_flags(p: argparse.ArgumentParser) -> None:
+    """--seed and --input-len-cv, which shape a --simulate replay (estimate infer's and
+    advise infer's alike)."""
+    p.add_argument("--seed", type=non_negative("--seed"), metavar="S",
+                   help="with --simulate: the random stream's seed (default 0)")
+    p.add_argument("--input-len-cv", type=float, metavar="CV",
+                   help="with --simulate: prompts vary in length around --input-len, a gamma "
+                        "spread of this standard deviation over mean (the uncached tokens "
+                        "with --cached-prefix); a prefill pass then takes waiting prompts "
+                        "while their tokens fit --max-num-tokens (default 0: one length)")
 
 
 def _batch_sweep(args: argparse.Namespace, catalog: Any, shape: TransformerShape,
@@ -1309,13 +1315,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                    help="with --simulate: a Poisson stream (default), evenly spaced "
                         "arrivals (the steady state's view), or --lengths' arrival_s column "
                         "in order, its times scaled so that it arrives at --rate (trace)")
-    p.add_argument("--seed", type=non_negative("--seed"), metavar="S",
-                   help="with --simulate: the random stream's seed (default 0)")
-    p.add_argument("--input-len-cv", type=float, metavar="CV",
-                   help="with --simulate: prompts vary in length around --input-len, a gamma "
-                        "spread of this standard deviation over mean (the uncached tokens "
-                        "with --cached-prefix); a prefill pass then takes waiting prompts "
-                        "while their tokens fit --max-num-tokens (default 0: one length)")
+    simulation_flags(p)
     p.add_argument("--slo-ttft-ms", type=positive_number("--slo-ttft-ms"), metavar="MS",
                    help="with --simulate: a time-to-first-token objective; the simulation "
                         "says what share of requests met every objective given and the "

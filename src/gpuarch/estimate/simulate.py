@@ -276,8 +276,7 @@ class RequestLengths:
         def stats(x: np.ndarray | None) -> dict[str, float] | None:
             if x is None:
                 return None
-            return {"mean": float(x.mean()), "p50": float(np.median(x)),
-                    "max": float(x.max()), "cv": float(x.std() / x.mean())}
+            return {**_length_stats(x), "cv": float(x.std() / x.mean())}
         return {"source": self.source, "rows": self.rows, "input_len": stats(self.input),
                 "output_len": stats(self.output),
                 "arrival_rate_per_s": self.arrival_rate or None}
@@ -557,6 +556,10 @@ def _prompt_summary(lengths: np.ndarray, cv: float, drawn_from: str) -> dict[str
     """What the simulation drew: how (gamma, quantiles or a lengths file), and the drawn
     whole prompts' mean, median and longest."""
     return {"drawn_from": drawn_from,
-            "input_len_cv": cv if drawn_from == "gamma" else None,
-            "mean": float(lengths.mean()), "p50": float(np.median(lengths)),
+            "input_len_cv": cv if drawn_from == "gamma" else None, **_length_stats(lengths)}
+
+
+def _length_stats(lengths: np.ndarray) -> dict[str, float]:
+    """Token counts' mean, median (``p50``) and longest (``max``)."""
+    return {"mean": float(lengths.mean()), "p50": float(np.median(lengths)),
             "max": float(lengths.max())}
