@@ -53,6 +53,7 @@ from gpuarch.estimate.inference import (
     moe_block_floor_s,
     with_expert_options,
 )
+from gpuarch.estimate.simulate import Traffic
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.perf.quant import QuantFormat, QuantScheme, gemm_peak
 from gpuarch.units import Unit, from_si
@@ -124,6 +125,28 @@ class InferenceSearch:
     checkpoint_expert_weights: QuantFormat | None = None
     checkpoint_fp8_blocks: bool = False  # its FP8 weights scaled per 128 x 128 block
     checkpoint_origin: str | None = None  # where they were read
+    # caps (ms) on the 99th percentile of each request's TTFT and TPOT under a rate: the
+    # ranked deployments are replayed under ``traffic`` (default ``Traffic()``) until
+    # ``top`` keep them (``advise.simulated.tail_checked``)
+    ttft_p99_ms: float | None = None
+    tpot_p99_ms: float | None = None
+    traffic: Traffic | None = None
+
+    @property
+    def tail_capped(self) -> bool:
+        """Whether a 99th-percentile cap is given (the ranking then replays)."""
+        return self.ttft_p99_ms is not None or self.tpot_p99_ms is not None
+
+    @property
+    def ttft_cap_ms(self) -> float | None:
+        """The cap on the steady state's TTFT: --ttft-ms, or --ttft-p99-ms where lower (a
+        deployment whose steady state already misses a percentile cap is not replayed)."""
+        return _lowest(self.ttft_ms, self.ttft_p99_ms)
+
+    @property
+    def tpot_cap_ms(self) -> float | None:
+        """The cap on the steady state's TPOT, as ``ttft_cap_ms``."""
+        return _lowest(self.tpot_ms, self.tpot_p99_ms)
 
     def validate(self) -> None:
         """Usage errors name the flag."""
@@ -156,8 +179,16 @@ class InferenceSearch:
         check_output_len_cv(self.output_len_cv)
         if self.checkpoint_quant is not None:
             self.checkpoint_quant.validate()
-        for name in ("rate", "concurrency", "ttft_ms", "tpot_ms", "min_throughput",
-                     "budget_usd_per_hour", "max_power_kw"):
+        if self.tail_capped:
+            flag = "--ttft-p99-ms" if self.ttft_p99_ms is not None else "--tpot-p99-ms"
+            if self.rate is None:
+                raise GpuarchError(f"{flag}: a percentile is checked by replaying requests "
+                                   "arriving at a rate; give --rate (not --concurrency)")
+            if self.disaggregated:
+                raise GpuarchError(f"{flag}: the replay simulates aggregated deployments; "
+                                   "not with --disaggregated")
+        for name in ("rate", "concurrency", "ttft_ms", "tpot_ms", "ttft_p99_ms",
+                     "tpot_p99_ms", "min_throughput", "budget_usd_per_hour", "max_power_kw"):
             value = getattr(self, name)
             if value is not None and value <= 0:
                 raise GpuarchError(f"--{name.replace('_', '-')}: expected > 0, got {value}")
@@ -182,8 +213,11 @@ class InferenceAdvice:
     # (the batch does not fit), "gpus", "ttft", "tpot", "throughput", "budget", "power"
     rejected: dict[str, int] = field(default_factory=dict)
     # over the aggregated deployments whose batch fits, the lowest TTFT and TPOT (ms), to
-    # say how far a missed latency cap is from being met
+    # say how far a missed latency cap is from being met (and, under percentile caps, the
+    # lowest 99th percentiles replayed)
     best_fitting: dict[str, float] = field(default_factory=dict)
+    # under percentile caps: the top deployments' replays (advise.simulated.SimulatedOption)
+    simulated: tuple[Any, ...] = ()
 
 
 WIDE_EP = (2, 4, 8, 16, 32, 64)
@@ -405,6 +439,10 @@ def advise_inference(
     best_fitting = {name: from_si(value, Unit.MS) for name, value in lowest_s.items()
                     if math.isfinite(value)}
     if not rows:
+        if search.tail_capped:
+            from gpuarch.advise.simulated import TailCheck
+
+            assumptions["tail"] = TailCheck((), (), 0, {}, {}, False).describe(search)
         return InferenceAdvice(shape.name, search.input_len, search.output_len,
                                search.objective.value, (), (), evaluated, 0, tuple(skipped),
                                assumptions, rejected=rejected, best_fitting=best_fitting)
@@ -416,6 +454,25 @@ def advise_inference(
               "energy": [_inf(r.kwh_per_million_tokens) for r in rows]}
     # ties (same GPUs for the same load cost the same) go to the lower latency
     order = np.lexsort((np.array(metric["time"]), np.array(metric[search.objective.value])))
+    replays: tuple[Any, ...] = ()
+    if search.tail_capped:
+        # advise.simulated imports this module
+        from gpuarch.advise.simulated import tail_checked
+
+        tail = tail_checked(catalog, shape, search, rows, [int(i) for i in order],
+                            efficiency=efficiency)
+        rejected.update(tail.rejected)
+        best_fitting.update(tail.lowest_p99_ms)
+        assumptions["tail"] = tail.describe(search)
+        if not tail.kept:
+            return InferenceAdvice(shape.name, search.input_len, search.output_len,
+                                   search.objective.value, (), (), evaluated, feasible,
+                                   tuple(skipped), assumptions, rejected=rejected,
+                                   best_fitting=best_fitting)
+        rows = [rows[i] for i in tail.kept]
+        metric = {name: [values[i] for i in tail.kept] for name, values in metric.items()}
+        order = np.arange(len(rows))
+        replays = tail.replays
     front = set(np.nonzero(pareto_mask(np.array(
         [metric["time"], metric["cost"], metric["energy"]]).T))[0].tolist())
     rows = [replace(r, pareto=i in front) for i, r in enumerate(rows)]
@@ -441,7 +498,7 @@ def advise_inference(
     return InferenceAdvice(shape.name, search.input_len, search.output_len,
                            search.objective.value, tuple(top), tuple(pareto), evaluated,
                            feasible, tuple(skipped), assumptions, per_gpu, rejected,
-                           best_fitting)
+                           best_fitting, replays)
 
 
 def _fp8_scaling(search: InferenceSearch, label: str) -> str:
@@ -471,6 +528,11 @@ def option_config(search: InferenceSearch, o: InferenceOption) -> InferenceConfi
         output_len_cv=search.output_len_cv,
         cuda_graph_batch_sizes=search.cuda_graph_batch_sizes), search.moe_imbalance,
         search.redundant_experts, search.two_batch_overlap)
+
+
+def _lowest(*caps: float | None) -> float | None:
+    given = [c for c in caps if c is not None]
+    return min(given) if given else None
 
 
 def _smallest_batches(rows: list[InferenceOption]) -> list[InferenceOption]:

@@ -186,9 +186,10 @@ def deployment(where: Candidate, search: InferenceSearch, split: tuple[int, int,
 
     if gpus > search.max_gpus:
         return miss("gpus")
-    if search.ttft_ms is not None and from_si(est.ttft_s, Unit.MS) > search.ttft_ms:
+    ttft_cap, tpot_cap = search.ttft_cap_ms, search.tpot_cap_ms
+    if ttft_cap is not None and from_si(est.ttft_s, Unit.MS) > ttft_cap:
         return miss("ttft")
-    if search.tpot_ms is not None and from_si(est.tpot_s, Unit.MS) > search.tpot_ms:
+    if tpot_cap is not None and from_si(est.tpot_s, Unit.MS) > tpot_cap:
         return miss("tpot")
     if search.min_throughput is not None and tps < search.min_throughput:
         return miss("throughput")

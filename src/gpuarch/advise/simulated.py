@@ -4,13 +4,16 @@
 service's promise is a percentile. ``simulate_options`` replays each ranked aggregated
 deployment through the request-level simulation (``estimate.simulate``) at the search's
 rate and reports the median and 99th percentile of its TTFT and TPOT beside the caps
-and the share of requests that met every cap (``advise infer --simulate N``). Nothing is
-re-ranked: the simulation checks the ranking's
-latencies at the tail.
+and the share of requests that met every cap (``advise infer --simulate N``): nothing is
+re-ranked, the simulation checks the ranking's latencies at the tail. With caps on the
+99th percentiles (``--ttft-p99-ms``, ``--tpot-p99-ms``) the ranking itself is walked
+(``tail_checked``): each deployment in order is replayed, and only those whose 99th
+percentiles keep the caps are advised.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,11 +21,13 @@ from gpuarch.advise.infer import InferenceSearch, option_config
 from gpuarch.advise.serving_options import InferenceOption
 from gpuarch.catalog.loader import Catalog
 from gpuarch.errors import GpuarchError
-from gpuarch.estimate.simulate import simulate_serving
+from gpuarch.estimate.simulate import Traffic, simulate_serving
+from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.units import Unit, from_si, optional_to_si
 from gpuarch.workloads.shape import TransformerShape
 
-__all__ = ["SimulatedOption", "require_rate", "simulate_options"]
+__all__ = ["MAX_TAIL_REPLAYS", "SimulatedOption", "TailCheck", "replay_option",
+           "request_caps_ms", "require_rate", "simulate_options", "tail_checked"]
 
 
 @dataclass(frozen=True)
@@ -48,44 +53,132 @@ class SimulatedOption:
 
 def simulate_options(catalog: Catalog, shape: TransformerShape, search: InferenceSearch,
                      options: tuple[InferenceOption, ...], *, requests: int,
-                     seed: int = 0, input_len_cv: float = 0.0
+                     seed: int = 0, input_len_cv: float = 0.0,
+                     traffic: Traffic | None = None,
+                     efficiency: Efficiency = DEFAULT_EFFICIENCY
                      ) -> tuple[SimulatedOption, ...]:
     """Replay each of ``options`` (the advice's top, in rank order) at ``search.rate``
-    with ``requests`` requests per replica (``estimate.simulate.simulate_serving``; errors
-    name ``--simulate``, ``--seed`` and ``--input-len-cv``), prompts of the search's length
-    or spread ``input_len_cv`` around it. A disaggregated deployment or a pipeline is not
-    replayed (the simulation runs one aggregated replica without pipeline stages)."""
+    under ``traffic`` (default: ``requests`` requests per replica of a Poisson stream with
+    ``seed``, prompts of the search's length or spread ``input_len_cv`` around it;
+    ``estimate.simulate.simulate_serving``, whose errors name ``--simulate``, ``--seed``,
+    ``--input-len-cv``, ``--arrivals`` and ``--lengths``). A disaggregated deployment or a
+    pipeline is not replayed (the simulation runs one aggregated replica without pipeline
+    stages)."""
     rate = require_rate(search.rate)
-    out = []
-    for rank, option in enumerate(options, start=1):
-        name = _deployment(option)
-        if option.prefill is not None:
-            out.append(SimulatedOption(rank, name, skipped="disaggregated: the simulation "
-                                                           "runs one aggregated pool"))
+    traffic = traffic or Traffic(requests=requests, seed=seed, input_len_cv=input_len_cv)
+    return tuple(replay_option(catalog, shape, search, option, rank, rate, traffic, efficiency)
+                 for rank, option in enumerate(options, start=1))
+
+
+def replay_option(catalog: Catalog, shape: TransformerShape, search: InferenceSearch,
+                  option: InferenceOption, rank: int, rate: float, traffic: Traffic,
+                  efficiency: Efficiency = DEFAULT_EFFICIENCY) -> SimulatedOption:
+    """One ranked deployment replayed at ``rate`` under ``traffic``; its 99th percentiles
+    held against the percentile caps where given, else the mean caps, and each request
+    against the same caps for the share within them."""
+    name = _deployment(option)
+    if option.prefill is not None:
+        return SimulatedOption(rank, name, skipped="disaggregated: the simulation runs one "
+                                                   "aggregated pool")
+    if option.pp > 1:
+        return SimulatedOption(rank, name, skipped="pipeline stages are not simulated")
+    product = catalog.product(option.gpu)
+    ttft_cap, tpot_cap = request_caps_ms(search)
+    sim = simulate_serving(catalog, shape, product, option_config(search, option), rate,
+                           system=catalog.system_for(product), efficiency=efficiency,
+                           ttft_slo_s=optional_to_si(ttft_cap, Unit.MS),
+                           tpot_slo_s=optional_to_si(tpot_cap, Unit.MS),
+                           **traffic.simulate_kwargs())
+    tpot = sim.tpot_s
+    return SimulatedOption(
+        rank, name,
+        ttft_p50_ms=from_si(sim.ttft_s.p50, Unit.MS),
+        ttft_p99_ms=from_si(sim.ttft_s.p99, Unit.MS),
+        tpot_p50_ms=None if tpot is None else from_si(tpot.p50, Unit.MS),
+        tpot_p99_ms=None if tpot is None else from_si(tpot.p99, Unit.MS),
+        mean_batch=sim.mean_batch,
+        ttft_p99_within_cap=_within(from_si(sim.ttft_s.p99, Unit.MS), ttft_cap),
+        tpot_p99_within_cap=None if tpot is None
+        else _within(from_si(tpot.p99, Unit.MS), tpot_cap),
+        attained=None if sim.slo is None else sim.slo["attained"])
+
+
+def request_caps_ms(search: InferenceSearch) -> tuple[float | None, float | None]:
+    """The caps a replayed request's TTFT and TPOT are held to (ms): the percentile caps
+    where given, else the mean caps."""
+    return (search.ttft_ms if search.ttft_p99_ms is None else search.ttft_p99_ms,
+            search.tpot_ms if search.tpot_p99_ms is None else search.tpot_p99_ms)
+
+
+MAX_TAIL_REPLAYS = 40
+"""Deployments replayed at most, in rank order, to find ``top`` that keep the percentile
+caps; the rest of the ranking is left unchecked (the advice says so)."""
+
+
+@dataclass(frozen=True)
+class TailCheck:
+    """The ranking under percentile caps: the positions (in ``rows``) of the deployments
+    that kept them, best first, with their replays; how many were replayed, how many each
+    cap ruled out (the first missed: "ttft_p99", "tpot_p99"; "pipeline" for a deployment
+    the simulation cannot replay), the lowest 99th percentiles seen (ms), and whether the
+    replay limit stopped the walk before ``top`` were found."""
+
+    kept: tuple[int, ...]
+    replays: tuple[SimulatedOption, ...]
+    replayed: int
+    rejected: dict[str, int]
+    lowest_p99_ms: dict[str, float]
+    limit_reached: bool
+
+    def describe(self, search: InferenceSearch) -> dict[str, Any]:
+        traffic = search.traffic or Traffic()
+        return {"percentile": 99, "ttft_p99_ms": search.ttft_p99_ms,
+                "tpot_p99_ms": search.tpot_p99_ms,
+                "traffic": traffic.describe(require_rate(search.rate)),
+                "replayed": self.replayed, "replay_limit": MAX_TAIL_REPLAYS,
+                "limit_reached": self.limit_reached,
+                "method": "the steady state's ranking walked in order; each deployment "
+                          "replayed under random arrivals (estimate.simulate) and kept "
+                          "where its 99th percentiles are within the caps"}
+
+
+def tail_checked(catalog: Catalog, shape: TransformerShape, search: InferenceSearch,
+                 rows: list[InferenceOption], order: list[int], *,
+                 efficiency: Efficiency = DEFAULT_EFFICIENCY) -> TailCheck:
+    """Walk ``order`` (positions in ``rows``, best first), replaying each deployment at the
+    search's rate under its traffic, until ``search.top`` keep the 99th-percentile caps
+    or ``MAX_TAIL_REPLAYS`` have run."""
+    rate = require_rate(search.rate)
+    traffic = search.traffic or Traffic()
+    kept: list[int] = []
+    replays: list[SimulatedOption] = []
+    missed: list[str] = []
+    lowest = {"ttft_p99_ms": math.inf, "tpot_p99_ms": math.inf}
+    replayed = 0
+    for i in order:
+        if len(kept) >= search.top or replayed >= MAX_TAIL_REPLAYS:
+            break
+        row = replay_option(catalog, shape, search, rows[i], len(kept) + 1, rate, traffic,
+                            efficiency)
+        if row.skipped:
+            missed.append("pipeline")
             continue
-        if option.pp > 1:
-            out.append(SimulatedOption(rank, name, skipped="pipeline stages are not "
-                                                           "simulated"))
-            continue
-        product = catalog.product(option.gpu)
-        sim = simulate_serving(catalog, shape, product, option_config(search, option),
-                               rate, requests=requests, seed=seed,
-                               system=catalog.system_for(product), input_len_cv=input_len_cv,
-                               ttft_slo_s=optional_to_si(search.ttft_ms, Unit.MS),
-                               tpot_slo_s=optional_to_si(search.tpot_ms, Unit.MS))
-        tpot = sim.tpot_s
-        out.append(SimulatedOption(
-            rank, name,
-            ttft_p50_ms=from_si(sim.ttft_s.p50, Unit.MS),
-            ttft_p99_ms=from_si(sim.ttft_s.p99, Unit.MS),
-            tpot_p50_ms=None if tpot is None else from_si(tpot.p50, Unit.MS),
-            tpot_p99_ms=None if tpot is None else from_si(tpot.p99, Unit.MS),
-            mean_batch=sim.mean_batch,
-            ttft_p99_within_cap=_within(from_si(sim.ttft_s.p99, Unit.MS), search.ttft_ms),
-            tpot_p99_within_cap=None if tpot is None
-            else _within(from_si(tpot.p99, Unit.MS), search.tpot_ms),
-            attained=None if sim.slo is None else sim.slo["attained"]))
-    return tuple(out)
+        replayed += 1
+        for key in lowest:
+            value = getattr(row, key)
+            if value is not None:
+                lowest[key] = min(lowest[key], value)
+        if search.ttft_p99_ms is not None and not row.ttft_p99_within_cap:
+            missed.append("ttft_p99")
+        elif search.tpot_p99_ms is not None and row.tpot_p99_within_cap is False:
+            missed.append("tpot_p99")
+        else:
+            kept.append(i)
+            replays.append(row)
+    return TailCheck(tuple(kept), tuple(replays), replayed,
+                     {name: missed.count(name) for name in dict.fromkeys(missed)},
+                     {k: v for k, v in lowest.items() if math.isfinite(v)},
+                     len(kept) < search.top and replayed >= MAX_TAIL_REPLAYS)
 
 
 def require_rate(rate: float | None) -> float:

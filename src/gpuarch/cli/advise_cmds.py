@@ -17,6 +17,7 @@ from gpuarch.cli.estimate_cmds import (
     declared_formats,
     engine_choice,
     engine_flags,
+    lengths_flag,
     model_checkpoint,
     model_flags,
     resolve_model,
@@ -198,9 +199,11 @@ def cmd_advise_infer(args: argparse.Namespace) -> int:
     keys, tiers = _gpu_filter(catalog, args)
     prefill_keys = _gpu_keys(catalog, "--prefill-gpu", args.prefill_gpu, list(tiers))
     checkpoint = _checkpoint(args.model, shape.is_moe)
+    traffic, output_len_cv = _traffic(args)
     search = InferenceSearch(
         input_len=args.input_len, output_len=args.output_len, rate=args.rate,
         concurrency=args.concurrency, ttft_ms=args.ttft_ms, tpot_ms=args.tpot_ms,
+        ttft_p99_ms=args.ttft_p99_ms, tpot_p99_ms=args.tpot_p99_ms, traffic=traffic,
         min_throughput=args.min_throughput, max_gpus=args.max_gpus, gpus=keys, tiers=tiers,
         budget_usd_per_hour=args.budget_usd_per_hour, max_power_kw=args.max_power_kw,
         objective=args.objective or Objective.COST, top=args.top, executor=args.executor,
@@ -212,12 +215,11 @@ def cmd_advise_infer(args: argparse.Namespace) -> int:
         fp8_context_attention=args.fp8_context_attention, nvls=not args.no_nvls,
         fp8_mla_decode=not args.no_fp8_mla_decode,
         adp_balance=args.adp_balance,
-        cached_prefix=args.cached_prefix, output_len_cv=args.output_len_cv,
+        cached_prefix=args.cached_prefix, output_len_cv=output_len_cv,
         disaggregated=args.disaggregated,
         prefill_gpus=prefill_keys,
         cuda_graph_batch_sizes=args.cuda_graph_batch_sizes, **checkpoint)
-    after = _simulated(args, catalog, shape, search) \
-        if any(v is not None for v in (args.simulate, args.seed, args.input_len_cv)) else None
+    after = None if traffic is None else _simulated(catalog, shape, search, traffic)
     return _answer(args, lambda: advise_inference(catalog, shape, search,
                                                   _prices(catalog, args),
                                                   progress=_progress(args)),
@@ -227,27 +229,48 @@ def cmd_advise_infer(args: argparse.Namespace) -> int:
                    after)
 
 
-def _simulated(args: argparse.Namespace, catalog: Any, shape: Any, search: Any
-               ) -> Callable[[Any], tuple[str, Any, list[str]]]:
-    """--simulate N: checked before the search (a rate, a count in range), then each top
-    option replayed (``advise.simulated``) as JSON 'simulated' and a table."""
+def _traffic(args: argparse.Namespace) -> tuple[Any, float]:
+    """The replays' requests (``estimate.simulate.Traffic``; None when neither --simulate nor
+    a percentile cap asks for replays), checked before the search, and the answers' spread
+    the steady state takes (--lengths' where the file gives answers)."""
     from gpuarch.advise.simulated import require_rate
-    from gpuarch.estimate.simulate import check_input_len_cv, check_requests
+    from gpuarch.estimate.simulate import DEFAULT_REQUESTS, Traffic, check_requests
 
-    if args.simulate is None:
-        raise GpuarchError("--seed/--input-len-cv: they shape --simulate, which is not given")
-    require_rate(args.rate)
-    check_requests(args.simulate)
-    check_input_len_cv(args.input_len_cv or 0.0)
+    lengths, output_len_cv = lengths_flag(args)
+    percentile = args.ttft_p99_ms is not None or args.tpot_p99_ms is not None
+    if args.simulate is None and not percentile:
+        if any(v is not None for v in (args.seed, args.input_len_cv, args.arrivals,
+                                       args.lengths)):
+            raise GpuarchError("--seed/--input-len-cv/--arrivals/--lengths: they shape the "
+                               "replays of --simulate or --ttft-p99-ms/--tpot-p99-ms, "
+                               "neither given")
+        return None, output_len_cv
+    if args.simulate is not None:
+        require_rate(args.rate)
+        check_requests(args.simulate)
+    traffic = Traffic(requests=DEFAULT_REQUESTS if args.simulate is None else args.simulate,
+                      seed=args.seed or 0, arrivals=args.arrivals or "poisson",
+                      input_len_cv=args.input_len_cv or 0.0, lengths=lengths)
+    traffic.check(args.input_len, args.output_len, args.cached_prefix)
+    return traffic, output_len_cv
 
+
+def _simulated(catalog: Any, shape: Any, search: Any, traffic: Any
+               ) -> Callable[[Any], tuple[str, Any, list[str]]]:
+    """The top options' replays (``advise.simulated``) as JSON 'simulated' and a table:
+    those the percentile caps kept them by, else each top option replayed (--simulate)."""
     def run(advice: Any) -> tuple[str, Any, list[str]]:
         from gpuarch.advise.simulated import simulate_options
-        from gpuarch.report.advise_text import simulated_lines
+        from gpuarch.report.advise_text import simulated_lines, tail_summary
 
-        rows = simulate_options(catalog, shape, search, advice.top, requests=args.simulate,
-                                seed=args.seed or 0, input_len_cv=args.input_len_cv or 0.0)
-        return "simulated", rows, simulated_lines(rows, search.rate, args.simulate,
-                                                  args.input_len_cv or 0.0)
+        if not search.tail_capped:
+            rows = simulate_options(catalog, shape, search, advice.top,
+                                    requests=traffic.requests, traffic=traffic)
+            return "simulated", rows, simulated_lines(rows, traffic.describe(search.rate))
+        lines = [tail_summary(advice)] if advice.top else []
+        if advice.simulated:
+            lines += simulated_lines(advice.simulated, traffic.describe(search.rate), True)
+        return "simulated", advice.simulated, lines
     return run
 
 
@@ -356,8 +379,18 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     load.add_argument("--rate", type=positive_number("--rate"),
                       help="requests per second to sustain")
     load.add_argument("--concurrency", type=int, help="requests in flight to hold")
-    p.add_argument("--ttft-ms", type=positive_number("--ttft-ms"), help="time-to-first-token cap")
-    p.add_argument("--tpot-ms", type=positive_number("--tpot-ms"), help="time-per-output-token cap")
+    p.add_argument("--ttft-ms", type=positive_number("--ttft-ms"),
+                   help="time-to-first-token cap (on the steady state's mean)")
+    p.add_argument("--tpot-ms", type=positive_number("--tpot-ms"),
+                   help="time-per-output-token cap (on the steady state's mean)")
+    p.add_argument("--ttft-p99-ms", type=positive_number("--ttft-p99-ms"), metavar="MS",
+                   help="with --rate: a cap on the 99th percentile of each request's "
+                        "time to first token: the ranked deployments are replayed under "
+                        "random arrivals (--simulate N requests each, default 2,000) until "
+                        "--top keep it")
+    p.add_argument("--tpot-p99-ms", type=positive_number("--tpot-p99-ms"), metavar="MS",
+                   help="with --rate: a cap on the 99th percentile of each request's time "
+                        "per output token, as --ttft-p99-ms")
     p.add_argument("--min-throughput", type=positive_number("--min-throughput"),
                    help="output tokens/s over the whole deployment")
     engine_flags(p)
@@ -379,6 +412,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                    help="with --rate: replay each top option with N requests per replica "
                         "(10 to 200,000) arriving as a Poisson stream and print the median "
                         "and 99th percentile of its TTFT and TPOT beside the caps (the "
-                        "ranking stays the steady state's means)")
+                        "ranking stays the steady state's means, unless --ttft-p99-ms or "
+                        "--tpot-p99-ms is given)")
     simulation_flags(p)
     p.set_defaults(handler=cmd_advise_infer)

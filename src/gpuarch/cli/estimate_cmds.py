@@ -505,18 +505,7 @@ def cmd_infer(args: argparse.Namespace) -> int:
     kv = kv_run.format
     _check_load_flags(args)
     _check_model_flags(args, shape)
-    lengths = None
-    output_len_cv = args.output_len_cv
-    if args.lengths is not None:
-        from gpuarch.estimate.simulate import read_lengths
-
-        lengths = read_lengths(args.lengths)
-        if lengths.output is not None:
-            if args.output_len_cv:
-                raise GpuarchError("--output-len-cv: the answers' lengths come from "
-                                   "--lengths; leave it out")
-            # the steady state's requests in flight as the file's answers spread
-            output_len_cv = float(lengths.output.std() / lengths.output.mean())
+    lengths, output_len_cv = lengths_flag(args)
     sweep = isinstance(args.batch, tuple)
     cfg = InferenceConfig(
         input_len=args.input_len, output_len=args.output_len,
@@ -603,9 +592,27 @@ def cmd_infer(args: argparse.Namespace) -> int:
                            serving_setup(shape, product, cfg), launch, simulation)
 
 
+def lengths_flag(args: argparse.Namespace) -> tuple[Any, float]:
+    """--lengths FILE read (``estimate.simulate.RequestLengths``, or None without it), and
+    the answers' spread the steady state takes: the file's, where it gives answers, else
+    --output-len-cv."""
+    if args.lengths is None:
+        return None, args.output_len_cv
+    from gpuarch.estimate.simulate import read_lengths
+
+    lengths = read_lengths(args.lengths)
+    if lengths.output is None:
+        return lengths, args.output_len_cv
+    if args.output_len_cv:
+        raise GpuarchError("--output-len-cv: the answers' lengths come from --lengths; "
+                           "leave it out")
+    # the steady state's requests in flight as the file's answers spread
+    return lengths, float(lengths.output.std() / lengths.output.mean())
+
+
 def simulation_flags(p: argparse.ArgumentParser) -> None:
-    """--seed and --input-len-cv, which shape a --simulate replay (estimate infer's and
-    advise infer's alike)."""
+    """--seed, --input-len-cv, --arrivals and --lengths, which shape a --simulate replay
+    (estimate infer's and advise infer's alike)."""
     p.add_argument("--seed", type=non_negative("--seed"), metavar="S",
                    help="with --simulate: the random stream's seed (default 0)")
     p.add_argument("--input-len-cv", type=float, metavar="CV",
@@ -613,6 +620,17 @@ def simulation_flags(p: argparse.ArgumentParser) -> None:
                         "spread of this standard deviation over mean (the uncached tokens "
                         "with --cached-prefix); a prefill pass then takes waiting prompts "
                         "while their tokens fit --max-num-tokens (default 0: one length)")
+    p.add_argument("--arrivals", metavar="poisson|uniform|trace",
+                   help="with --simulate: a Poisson stream (default), evenly spaced "
+                        "arrivals (the steady state's view), or --lengths' arrival_s column "
+                        "in order, its times scaled so that it arrives at --rate (trace)")
+    p.add_argument("--lengths", metavar="FILE",
+                   help="with --simulate: a CSV of requests (a header naming input_len, "
+                        "output_len and/or arrival_s, then one request a row, e.g. from a "
+                        "service's log); each simulated request takes a row at random (in "
+                        "order with --arrivals trace), its means within 5%% of --input-len "
+                        "and --output-len (the answers' spread then sets the steady state's "
+                        "--output-len-cv)")
 
 
 def _batch_sweep(args: argparse.Namespace, catalog: Any, shape: TransformerShape,
@@ -1311,10 +1329,6 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                         "arriving at random through the engine, pass by pass, and report the "
                         "mean and 50th/90th/99th percentiles of TTFT, TPOT, latency and "
                         "queueing (estimate.simulate; the first tenth warm up)")
-    p.add_argument("--arrivals", metavar="poisson|uniform|trace",
-                   help="with --simulate: a Poisson stream (default), evenly spaced "
-                        "arrivals (the steady state's view), or --lengths' arrival_s column "
-                        "in order, its times scaled so that it arrives at --rate (trace)")
     simulation_flags(p)
     p.add_argument("--slo-ttft-ms", type=positive_number("--slo-ttft-ms"), metavar="MS",
                    help="with --simulate: a time-to-first-token objective; the simulation "
@@ -1323,13 +1337,6 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p.add_argument("--slo-tpot-ms", type=positive_number("--slo-tpot-ms"), metavar="MS",
                    help="with --simulate: a time-per-output-token objective (each request's "
                         "own TPOT), as --slo-ttft-ms")
-    p.add_argument("--lengths", metavar="FILE",
-                   help="with --simulate: a CSV of requests (a header naming input_len, "
-                        "output_len and/or arrival_s, then one request a row, e.g. from a "
-                        "service's log); each simulated request takes a row at random (in "
-                        "order with --arrivals trace), its means within 5%% of --input-len "
-                        "and --output-len (the answers' spread then sets the steady state's "
-                        "--output-len-cv)")
     fmt = "gpuarch.perf.quant:QuantFormat"
     for flag, text in (
             ("--weight-precision",

@@ -58,7 +58,8 @@ from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.workloads.shape import TransformerShape
 
 __all__ = ["ARRIVALS", "DEFAULT_REQUESTS", "LENGTH_COLUMNS", "MAX_REQUESTS", "SCHEDULES",
-           "Percentiles", "RequestLengths", "Simulation", "check_input_len_cv", "check_requests",
+           "Percentiles", "RequestLengths", "Simulation", "Traffic", "check_input_len_cv",
+           "check_requests", "check_traffic",
            "quantile_mean", "read_lengths", "replay", "simulate_serving"]
 
 ARRIVALS = ("poisson", "uniform", "trace")
@@ -282,6 +283,44 @@ class RequestLengths:
                 "arrival_rate_per_s": self.arrival_rate or None}
 
 
+@dataclass(frozen=True)
+class Traffic:
+    """How a replay's requests come: how many per replica, the random stream's seed, how
+    they arrive (``ARRIVALS``), and their lengths (one each, spread ``input_len_cv`` around
+    the configured prompt, or rows of a file). ``simulate_serving`` checks them."""
+
+    requests: int = DEFAULT_REQUESTS
+    seed: int = 0
+    arrivals: str = "poisson"
+    input_len_cv: float = 0.0
+    lengths: RequestLengths | None = None
+
+    def check(self, input_len: int, output_len: int, cached_prefix: int = 0) -> None:
+        """``check_traffic`` against the configured lengths, before any replay."""
+        check_traffic(self.requests, self.seed, self.arrivals, self.input_len_cv,
+                      self.lengths, input_len, output_len, cached_prefix)
+
+    def simulate_kwargs(self) -> dict[str, Any]:
+        """``simulate_serving``'s keyword arguments for this traffic."""
+        return {"requests": self.requests, "seed": self.seed, "arrivals": self.arrivals,
+                "input_len_cv": self.input_len_cv, "lengths": self.lengths}
+
+    def describe(self, rate: float) -> str:
+        """'2,000 requests per replica, a Poisson stream at 10/s in all, ...'."""
+        stream = {"poisson": f"a Poisson stream at {rate:g}/s in all",
+                  "uniform": f"evenly spaced at {rate:g}/s in all",
+                  "trace": f"{self.lengths.source if self.lengths else 'a'} trace's arrivals "
+                           f"scaled to {rate:g}/s"}[self.arrivals]
+        parts = [f"{self.requests:,} requests per replica", stream]
+        if self.input_len_cv:
+            parts.append(f"prompts spread {self.input_len_cv:g} sd / mean")
+        if self.lengths is not None:
+            parts.append(f"lengths drawn from {self.lengths.source}")
+        if self.seed:
+            parts.append(f"seed {self.seed}")
+        return ", ".join(parts)
+
+
 def read_lengths(path: str | Path) -> RequestLengths:
     """A CSV file of requests for ``--lengths``: a header naming ``input_len``,
     ``output_len`` and/or ``arrival_s`` (other columns are ignored), then one request a
@@ -426,46 +465,14 @@ def simulate_serving(catalog: Catalog, shape: TransformerShape, product: Product
     ``--arrivals``, ``--schedule``, ``--rate``, ``--slo-ttft-ms``, ``--slo-tpot-ms``,
     ``--input-len-cv``, ``--lengths``, ``--input-len`` and ``--output-len`` against the
     means they must match."""
-    check_requests(requests)
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise GpuarchError(f"--seed: expected a whole number >= 0, got {seed!r}")
-    check_choice("--arrivals", arrivals, ARRIVALS)
     schedule = cfg.schedule if schedule is None else schedule
     check_choice("--schedule", schedule, SCHEDULES)
     check_rate(rate)
     if cfg.pp > 1:
         raise GpuarchError(f"--simulate: a replica's pipeline stages are not simulated; "
                            f"give --pp 1 (got --pp {cfg.pp})")
-    check_input_len_cv(input_len_cv)
-    quantiles = None
-    if input_quantiles is not None:
-        if input_len_cv:
-            raise GpuarchError("--input-len-cv: the prompts' lengths are drawn from the "
-                               "given quantiles; give one or the other")
-        quantiles = _check_quantiles(input_quantiles)
-        mean = quantile_mean(quantiles)
-        if abs(cfg.input_len - mean) > 0.05 * mean:
-            raise GpuarchError(f"--input-len: expected the prompts' mean, {mean:,.1f} tokens "
-                               f"from the quantiles (within 5%), got {cfg.input_len}")
-        if cfg.cached_prefix >= quantiles[0]:
-            raise GpuarchError(f"--cached-prefix: the shortest prompt, {quantiles[0]:g} "
-                               f"tokens, must be longer than it (got {cfg.cached_prefix})")
-    if lengths is not None:
-        if lengths.input is not None and (input_len_cv or quantiles is not None):
-            raise GpuarchError("--lengths: the file gives the prompts' lengths; leave out "
-                               "--input-len-cv (and the quantiles)")
-        for flag, column, configured in (("--input-len", lengths.input, cfg.input_len),
-                                         ("--output-len", lengths.output, cfg.output_len)):
-            if column is not None and abs(configured - column.mean()) > 0.05 * column.mean():
-                raise GpuarchError(f"{flag}: expected the mean of --lengths' column, "
-                                   f"{column.mean():,.1f} tokens (within 5%), got {configured}")
-        if lengths.input is not None and cfg.cached_prefix >= lengths.input.min():
-            raise GpuarchError(f"--cached-prefix: the shortest prompt in --lengths, "
-                               f"{lengths.input.min():g} tokens, must be longer than it "
-                               f"(got {cfg.cached_prefix})")
-    if arrivals == "trace" and (lengths is None or lengths.arrival_rate <= 0):
-        raise GpuarchError("--arrivals trace: replays the arrival_s column of --lengths; "
-                           "give --lengths FILE with two or more arrivals over a span of time")
+    quantiles = check_traffic(requests, seed, arrivals, input_len_cv, lengths, cfg.input_len,
+                              cfg.output_len, cfg.cached_prefix, input_quantiles)
     for flag, objective in (("--slo-ttft-ms", ttft_slo_s), ("--slo-tpot-ms", tpot_slo_s)):
         if objective is not None and (isinstance(objective, bool)
                                       or not isinstance(objective, int | float)
@@ -510,6 +517,50 @@ def simulate_serving(catalog: Catalog, shape: TransformerShape, product: Product
             "lengths" if lengths is not None and lengths.input is not None else
             "quantiles" if quantiles is not None else "gamma"),
         lengths=None if lengths is None else lengths.as_json(), slo=slo)
+
+
+def check_traffic(requests: Any, seed: Any, arrivals: Any, input_len_cv: Any,
+                  lengths: RequestLengths | None, input_len: int, output_len: int,
+                  cached_prefix: int = 0, input_quantiles: Any = None) -> np.ndarray | None:
+    """Check a replay's requests against the configured lengths (``simulate_serving``'s
+    rules; errors name ``--simulate``, ``--seed``, ``--arrivals``, ``--input-len-cv``,
+    ``--lengths``, ``--input-len``, ``--output-len`` and ``--cached-prefix``); returns the
+    prompt quantiles checked, or None."""
+    check_requests(requests)
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise GpuarchError(f"--seed: expected a whole number >= 0, got {seed!r}")
+    check_choice("--arrivals", arrivals, ARRIVALS)
+    check_input_len_cv(input_len_cv)
+    quantiles = None
+    if input_quantiles is not None:
+        if input_len_cv:
+            raise GpuarchError("--input-len-cv: the prompts' lengths are drawn from the "
+                               "given quantiles; give one or the other")
+        quantiles = _check_quantiles(input_quantiles)
+        mean = quantile_mean(quantiles)
+        if abs(input_len - mean) > 0.05 * mean:
+            raise GpuarchError(f"--input-len: expected the prompts' mean, {mean:,.1f} tokens "
+                               f"from the quantiles (within 5%), got {input_len}")
+        if cached_prefix >= quantiles[0]:
+            raise GpuarchError(f"--cached-prefix: the shortest prompt, {quantiles[0]:g} "
+                               f"tokens, must be longer than it (got {cached_prefix})")
+    if lengths is not None:
+        if lengths.input is not None and (input_len_cv or quantiles is not None):
+            raise GpuarchError("--lengths: the file gives the prompts' lengths; leave out "
+                               "--input-len-cv (and the quantiles)")
+        for flag, column, configured in (("--input-len", lengths.input, input_len),
+                                         ("--output-len", lengths.output, output_len)):
+            if column is not None and abs(configured - column.mean()) > 0.05 * column.mean():
+                raise GpuarchError(f"{flag}: expected the mean of --lengths' column, "
+                                   f"{column.mean():,.1f} tokens (within 5%), got {configured}")
+        if lengths.input is not None and cached_prefix >= lengths.input.min():
+            raise GpuarchError(f"--cached-prefix: the shortest prompt in --lengths, "
+                               f"{lengths.input.min():g} tokens, must be longer than it "
+                               f"(got {cached_prefix})")
+    if arrivals == "trace" and (lengths is None or lengths.arrival_rate <= 0):
+        raise GpuarchError("--arrivals trace: replays the arrival_s column of --lengths; "
+                           "give --lengths FILE with two or more arrivals over a span of time")
+    return quantiles
 
 
 def _attainment(ttft: np.ndarray, tpot: np.ndarray, ttft_slo: float | None,

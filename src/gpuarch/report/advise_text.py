@@ -163,6 +163,9 @@ _MISSED = {"memory": "do not fit in the GPU's memory at any batch searched",
            "gpus": "need more GPUs than --max-gpus",
            "ttft": "miss the TTFT cap (--ttft-ms)",
            "tpot": "miss the TPOT cap (--tpot-ms)",
+           "ttft_p99": "keep the steady state's caps but miss --ttft-p99-ms when replayed",
+           "tpot_p99": "keep the steady state's caps but miss --tpot-p99-ms when replayed",
+           "pipeline": "have pipeline stages, which the replay cannot check",
            "throughput": "deliver less than --min-throughput",
            "budget": "exceed the hourly budget (--budget-usd-per-hour)",
            "power": "exceed the power limit (--max-power-kw)"}
@@ -178,14 +181,28 @@ def inference_empty(advice: Any) -> str:
     nearest = {"ttft": f"; the lowest TTFT of any that fits is {fmt(best['ttft_ms'])} ms"
                if "ttft_ms" in best else "",
                "tpot": f"; the lowest TPOT of any that fits is {fmt(best['tpot_ms'])} ms"
-               if "tpot_ms" in best else ""}
+               if "tpot_ms" in best else "",
+               "ttft_p99": f"; the lowest TTFT p99 replayed is {fmt(best['ttft_p99_ms'])} ms"
+               if "ttft_p99_ms" in best else "",
+               "tpot_p99": f"; the lowest TPOT p99 replayed is {fmt(best['tpot_p99_ms'])} ms"
+               if "tpot_p99_ms" in best else ""}
+    missed = dict(_MISSED)
+    tail = (getattr(advice, "assumptions", {}) or {}).get("tail")
+    if tail:
+        # under percentile caps the steady state's mean is held to the lower cap too
+        for name in ("ttft", "tpot"):
+            missed[name] = (f"miss the {name.upper()} cap at the steady state's mean "
+                            f"(--{name}-ms or --{name}-p99-ms, whichever is lower)")
     if rejected:
         lines.append(f"Of the {sum(rejected.values()):,} aggregated deployments evaluated, "
                      "by the first constraint each misses:")
-        lines += [f"  {count:,} {_MISSED.get(name, name)}{nearest.get(name, '')}"
+        lines += [f"  {count:,} {missed.get(name, name)}{nearest.get(name, '')}"
                   for name, count in rejected.items()]
-    lines.append("Relax --ttft-ms, --tpot-ms, --min-throughput, --budget-usd-per-hour, "
-                 "--max-power-kw or --max-gpus.")
+    if tail and tail["limit_reached"]:
+        lines.append(f"The first {tail['replayed']:,} deployments in rank order were replayed "
+                     "(the limit); none kept the percentile caps.")
+    lines.append("Relax --ttft-ms, --tpot-ms, --ttft-p99-ms, --tpot-p99-ms, --min-throughput, "
+                 "--budget-usd-per-hour, --max-power-kw or --max-gpus.")
     return "\n".join(lines)
 
 
@@ -260,7 +277,7 @@ def render_inference_advice(advice: Any, elapsed: float = 0.0) -> str:
                 + f" / {advice.output_len} output tokens"
                 + (f" (spread {advice.assumptions['output_len_cv']:g} sd / mean)"
                    if advice.assumptions.get("output_len_cv") else "")
-                + f", ranked by {label}",
+                + f", ranked by {label}" + _percentile_caps(advice),
         empty=inference_empty(advice),
         head=head, right=right, row=row, why=lambda o: str(o.reason),
         per_gpu=f"best deployment on each GPU, by {label}:",
@@ -268,11 +285,36 @@ def render_inference_advice(advice: Any, elapsed: float = 0.0) -> str:
         extra=extra)
 
 
-def simulated_lines(rows: Sequence[Any], rate: float | None, requests: int,
-                    input_len_cv: float = 0.0) -> list[str]:
+def _percentile_caps(advice: Any) -> str:
+    """', kept where replays keep TTFT p99 <= 300 ms, TPOT p99 <= 30 ms' under percentile
+    caps, else ''."""
+    tail = advice.assumptions.get("tail")
+    if not tail:
+        return ""
+    caps = [f"{name} p99 <= {fmt(tail[key])} ms" for name, key in
+            (("TTFT", "ttft_p99_ms"), ("TPOT", "tpot_p99_ms")) if tail[key] is not None]
+    return ", kept where replays keep " + " and ".join(caps)
+
+
+def tail_summary(advice: Any) -> str:
+    """Under percentile caps: how many deployments the ranking's walk replayed and what
+    ruled the others out."""
+    tail = advice.assumptions["tail"]
+    rejected = advice.rejected
+    parts = [f"{rejected[name]:,} {what}" for name, what in (
+        ("ttft_p99", "missed the TTFT p99 cap"), ("tpot_p99", "missed the TPOT p99 cap"),
+        ("pipeline", "had pipeline stages (not replayed)")) if rejected.get(name)]
+    return (f"percentile caps: {tail['replayed']:,} deployments replayed in rank order (at "
+            f"most {tail['replay_limit']:,}), {len(advice.top):,} kept"
+            + (f"; {', '.join(parts)}" if parts else ""))
+
+
+def simulated_lines(rows: Sequence[Any], traffic: str, percentile_caps: bool = False
+                    ) -> list[str]:
     """``advise infer --simulate``: each top option's simulated TTFT and TPOT median and
     99th percentile (ms), '*' where a 99th percentile exceeds its cap, or why the option
-    was not replayed (``advise.simulated.SimulatedOption``)."""
+    was not replayed (``advise.simulated.SimulatedOption``); under ``percentile_caps`` the
+    replays that kept each option. ``traffic``: the replays' requests, described."""
     def cell(value: float | None, within: bool | None = None) -> str:
         if value is None:
             return "-"
@@ -296,10 +338,9 @@ def simulated_lines(rows: Sequence[Any], rate: float | None, requests: int,
         head, right = [*head, ""], [*right, False]
     else:
         table_rows = [row[:-1] for row in table_rows]
-    return [f"the top options replayed under random arrivals ({requests:,} requests per "
-            f"replica, a Poisson stream at {rate:g}/s in all"
-            + (f", prompts spread {input_len_cv:g} sd / mean" if input_len_cv else "")
-            + "; estimate.simulate): "
-            "TTFT and TPOT in ms, '*' = a 99th percentile over its cap; within caps: the "
-            "share of requests that met every cap",
+    caps = ("--ttft-p99-ms/--tpot-p99-ms, each option kept because its 99th percentiles are "
+            "within them" if percentile_caps else "'*' = a 99th percentile over its cap")
+    return [f"the top options replayed under random arrivals ({traffic}; estimate.simulate): "
+            f"TTFT and TPOT in ms; caps: {caps}; within caps: the share of requests that met "
+            "every cap",
             table(head, table_rows, right=right)]

@@ -209,8 +209,9 @@ _FORMS: dict[str, tuple[str, list[tuple[str, str]]]] = {
         ("restart_min", ""), ("launch", "")]),
     "advise/infer": ("Serving advice", [
         ("model", "llama-3.1-8b"), ("input_len", "2048"), ("output_len", "256"),
-        ("rate", "10"), ("tpot_ms", "50"), ("ttft_ms", ""), ("gpu", ""),
-        ("disaggregated", ""), ("simulate", ""), ("launch", "")]),
+        ("rate", "10"), ("tpot_ms", "50"), ("ttft_ms", ""), ("ttft_p99_ms", ""),
+        ("tpot_p99_ms", ""), ("gpu", ""), ("disaggregated", ""), ("simulate", ""),
+        ("launch", "")]),
     "gpus": ("GPUs", [("arch", ""), ("tier", ""), ("sort", "year")]),
     "gpu": ("One GPU: peaks, features explained, sources", [("name", "h100")]),
     "compare": ("Compare GPUs", [("gpus", "a100 h100 b200")]),
