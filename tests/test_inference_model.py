@@ -1916,3 +1916,33 @@ def test_sandwich_norms_add_two_norm_passes_to_serving() -> None:
         assert a["memory_bound"] > b["memory_bound"], phase
         assert a["dense_gemms"] == b["dense_gemms"] and a["attention"] == b["attention"]
     assert four.tpot_s > two.tpot_s and four.ttft_s > two.ttft_s
+
+
+def test_max_utilization_holds_each_sequence_at_its_mean_context() -> None:
+    """--scheduler-policy max_utilization: a running sequence holds the KV of its prompt and
+    half its answer (the mean so far; hand-computed here for Llama-2-70B FP8 on an H100,
+    80 layers x 8 KV heads x 128 x 2 (K and V) x 1 byte = 163,840 bytes a token), so more
+    sequences fit than when each holds its whole prompt and answer (guaranteed_no_evict,
+    the default); a static batch holds every sequence to its end under either."""
+    from dataclasses import replace
+
+    fp8 = QuantScheme(QuantFormat.FP8, QuantFormat.FP8, QuantFormat.FP8)
+    base = InferenceConfig(input_len=222, output_len=292, batch=None, quant=fp8, tp=2,
+                           gpus=2, batching=Batching.CONTINUOUS, kv_cache_fraction=0.9)
+    paged = replace(base, scheduler_policy="max_utilization")
+    per_token = 80 * 8 * 128 * 2 * 1 / 2  # the TP 2 shard's
+    whole = float(_memory(LLAMA2_70B, base, 100, H100)["kv_cache"])
+    held = float(_memory(LLAMA2_70B, paged, 100, H100)["kv_cache"])
+    assert whole == pytest.approx(100 * (222 + 292) * per_token)
+    assert held == pytest.approx(100 * (222 + round(293 / 2)) * per_token)
+    e = estimate_inference(CATALOG, LLAMA2_70B, H100, base)
+    p = estimate_inference(CATALOG, LLAMA2_70B, H100, paged)
+    assert p.max_batch > e.max_batch
+    assert p.max_batch == pytest.approx(e.max_batch * (222 + 292) / (222 + 146.5), rel=0.02)
+    assert p.assumptions["scheduler_policy"] == "max_utilization"
+    static = replace(base, batching=Batching.STATIC, batch=64)
+    assert float(_memory(LLAMA2_70B, static, 64, H100)["kv_cache"]) == pytest.approx(float(
+        _memory(LLAMA2_70B, replace(static, scheduler_policy="max_utilization"), 64,
+                H100)["kv_cache"]))
+    with pytest.raises(GpuarchError, match="--scheduler-policy: expected one of"):
+        estimate_inference(CATALOG, LLAMA2_70B, H100, replace(base, scheduler_policy="fifo"))

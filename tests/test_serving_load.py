@@ -90,28 +90,30 @@ def test_offline_ratio_is_the_offline_comparison() -> None:
 
 def test_at_the_measured_load_the_step_reads_right(rows: list[LoadComparison],
                                                   mean_rows: list[LoadComparison]) -> None:
-    """Measured today (20,000 requests a replica, prompts drawn from the dataset): at the
-    measured load the simulated TPOT's mean has a median |error| of 5% (15 of 17 runs within
-    25%), its 99th percentile 13% (15 of 17) and the mean latency 7% (13 of 17). With every
-    prompt at the mean length (--prompts mean, the reading before the dataset's lengths)
-    10% (13), 8% (16) and 14% (12): the long prompts' passes slow the decode steps they
-    share an iteration with. The first token reads worse with the dataset's prompts (mean
-    48% against 40%, p99 308% against 45%): near capacity the queue is steep in the load,
-    and the spread of the prefill passes adds to it."""
+    """Measured today (20,000 requests a replica, prompts drawn from the dataset; the
+    harness's max_utilization admission, so a replica holds what the running sequences'
+    mean context fills): at the measured load the simulated TPOT's mean has a median
+    |error| of 8% (15 of 17 runs within 25%), its 99th percentile 16% (13 of 17), the mean
+    latency 17% (14 of 17), the first token's mean 48% and its 99th percentile 45% (6 of 17
+    each). With every prompt at the mean length (--prompts mean) 10% (13), 18% (15), 13%
+    (12), 34% and 43%. Before the admission policy (every sequence held at its full length)
+    the first token's 99th percentile read 308%: the replicas ran out of slots near the
+    measured load and the queue grew without end."""
     s = summarize_load(rows)["measured"]
     assert s["tpot_mean_s"]["figures"] == 17
-    assert s["tpot_mean_s"]["median_abs_error"] <= 0.07
+    assert s["tpot_mean_s"]["median_abs_error"] <= 0.10
     assert s["tpot_mean_s"]["within_25_percent"] >= 14
-    assert s["tpot_p99_s"]["within_25_percent"] >= 14
-    assert s["latency_mean_s"]["median_abs_error"] <= 0.09
+    assert s["tpot_p99_s"]["within_25_percent"] >= 12
+    assert s["latency_mean_s"]["median_abs_error"] <= 0.20
+    assert s["ttft_p99_s"]["median_abs_error"] <= 0.55
     m = summarize_load(mean_rows)["measured"]
     assert m["tpot_mean_s"]["median_abs_error"] <= 0.12
     assert m["tpot_mean_s"]["within_25_percent"] >= 12
-    assert m["tpot_p99_s"]["within_25_percent"] >= 15
+    assert m["tpot_p99_s"]["within_25_percent"] >= 14
     assert m["latency_mean_s"]["median_abs_error"] <= 0.16
-    for key in ("tpot_mean_s", "latency_mean_s"):
-        assert s[key]["median_abs_error"] < m[key]["median_abs_error"]
-    assert s["ttft_p99_s"]["median_abs_error"] > m["ttft_p99_s"]["median_abs_error"]
+    assert m["ttft_p99_s"]["median_abs_error"] <= 0.55
+    # the long prompts' passes slow the decode steps they share an iteration with
+    assert s["tpot_mean_s"]["median_abs_error"] < m["tpot_mean_s"]["median_abs_error"]
 
 
 def test_at_the_scheduled_rate_a_few_percent_of_capacity_decide(

@@ -41,6 +41,7 @@ from gpuarch.estimate.inference import (
     EXECUTORS,
     MOE_COMMS,
     MOE_KERNELS,
+    SCHEDULER_POLICIES,
     SCHEDULES,
     WINDOW_KV_CACHES,
     Batching,
@@ -99,6 +100,7 @@ class InferenceSearch:
     top: int = 10
     executor: str = "python"  # the engine's executor loop (InferenceConfig.executor)
     schedule: str = "separate"  # how new prompts meet decode steps (InferenceConfig.schedule)
+    scheduler_policy: str = "guaranteed_no_evict"  # InferenceConfig.scheduler_policy
     window_kv_cache: str = "ring"  # sliding-window layers' KV (InferenceConfig.window_kv_cache)
     decode_kv_reads: str = "shared"  # GQA decode reads (InferenceConfig.decode_kv_reads)
     moe_comm: str = "alltoall"  # expert dispatch with attention DP (InferenceConfig.moe_comm)
@@ -153,6 +155,7 @@ class InferenceSearch:
         # checked here: the search skips configurations whose own validation fails
         check_choice("--executor", self.executor, EXECUTORS)
         check_choice("--schedule", self.schedule, SCHEDULES)
+        check_choice("--scheduler-policy", self.scheduler_policy, SCHEDULER_POLICIES)
         check_choice("--window-kv-cache", self.window_kv_cache, WINDOW_KV_CACHES)
         check_choice("--decode-kv-reads", self.decode_kv_reads, DECODE_KV_READS)
         check_choice("--moe-comm", self.moe_comm, MOE_COMMS)
@@ -328,6 +331,7 @@ def advise_inference(
                     gpus=unit, tp=tp, pp=pp, ep=ep, quant=scheme, expert_weights=experts,
                     batching=Batching.CONTINUOUS, gpus_per_node=gpn,
                     executor=search.executor, schedule=search.schedule,
+                    scheduler_policy=search.scheduler_policy,
                     window_kv_cache=search.window_kv_cache,
                     decode_kv_reads=search.decode_kv_reads,
                     moe_comm=search.moe_comm, moe_kernels=search.moe_kernels,
@@ -400,6 +404,7 @@ def advise_inference(
     assumptions = {"prices": prices.describe(), "node_overhead": NODE_OVERHEAD, "pue": PUE,
                    "batching": "continuous (in-flight), steady state",
                    "executor": search.executor, "schedule": search.schedule,
+                   "scheduler_policy": search.scheduler_policy,
                    "window_kv_cache": search.window_kv_cache,
                    "decode_kv_reads": search.decode_kv_reads,
                    "moe_comm": search.moe_comm,
@@ -519,6 +524,7 @@ def option_config(search: InferenceSearch, o: InferenceOption) -> InferenceConfi
         gpus=o.gpus, tp=o.tp, pp=o.pp, ep=o.ep, quant=quant,
         expert_weights=QuantFormat(o.expert_weights) if o.expert_weights else None,
         batching=Batching.CONTINUOUS, executor=search.executor, schedule=search.schedule,
+        scheduler_policy=search.scheduler_policy,
         window_kv_cache=search.window_kv_cache, decode_kv_reads=search.decode_kv_reads,
         moe_comm=search.moe_comm,
         moe_kernels=search.moe_kernels, fp8_context_attention=search.fp8_context_attention,

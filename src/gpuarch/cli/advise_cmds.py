@@ -207,7 +207,7 @@ def cmd_advise_infer(args: argparse.Namespace) -> int:
         min_throughput=args.min_throughput, max_gpus=args.max_gpus, gpus=keys, tiers=tiers,
         budget_usd_per_hour=args.budget_usd_per_hour, max_power_kw=args.max_power_kw,
         objective=args.objective or Objective.COST, top=args.top, executor=args.executor,
-        schedule=args.schedule,
+        schedule=args.schedule, scheduler_policy=args.scheduler_policy,
         window_kv_cache=args.window_kv_cache, decode_kv_reads=args.decode_kv_reads,
         moe_comm=args.moe_comm,
         moe_kernels=args.moe_kernels, moe_imbalance=args.moe_imbalance,

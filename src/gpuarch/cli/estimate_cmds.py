@@ -298,6 +298,13 @@ def engine_flags(p: argparse.ArgumentParser) -> None:
                         "the same iteration as the running sequences' decode step (mixed: "
                         "TensorRT-LLM's in-flight batching, vLLM's V1 scheduler), which "
                         "adds that step to TTFT; --simulate replays the same schedule")
+    p.add_argument("--scheduler-policy", default="guaranteed_no_evict",
+                   metavar="guaranteed_no_evict|max_utilization",
+                   help="continuous batching: admit a sequence while its whole prompt and "
+                        "answer's KV cache fits (guaranteed_no_evict, TensorRT-LLM's default) "
+                        "or while the tokens so far fit (max_utilization, as vLLM's paged "
+                        "scheduler and NVIDIA's MLPerf runs): the batch that fits is then what "
+                        "the running sequences' mean context fills")
     p.add_argument("--window-kv-cache", default="ring", metavar="ring|full",
                    help="a sliding-window layer's KV cache: ring (default: its window only, "
                         "as vLLM and SGLang keep it) or full (every position, as "
@@ -521,7 +528,7 @@ def cmd_infer(args: argparse.Namespace) -> int:
         kv_cache_fraction=args.kv_cache_fraction,
         max_batch_size=args.max_batch_size, speculative_tokens=args.speculative_tokens,
         acceptance_length=args.acceptance_length, executor=args.executor,
-        schedule=args.schedule,
+        schedule=args.schedule, scheduler_policy=args.scheduler_policy,
         window_kv_cache=args.window_kv_cache, decode_kv_reads=args.decode_kv_reads,
         fp8_mla_decode=not args.no_fp8_mla_decode, moe_comm=args.moe_comm,
         moe_kernels=args.moe_kernels, moe_imbalance=args.moe_imbalance,

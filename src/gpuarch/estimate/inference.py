@@ -92,6 +92,7 @@ __all__ = [
     "MOE_KERNEL_ENGINES",
     "OP_PARTS",
     "RESERVE_FRACTION",
+    "SCHEDULER_POLICIES",
     "SCHEDULES",
     "WINDOW_KV_CACHES",
     "Batching",
@@ -196,6 +197,18 @@ own between decode steps (SGLang's default, vLLM's before chunked prefill), or `
 the prompts' prefill in the same iteration as the running sequences' decode step, each new
 prompt's first token at the iteration's end (TensorRT-LLM's in-flight batching, vLLM's V1
 scheduler): an iteration takes the prefill pass's time plus the decode step's."""
+SCHEDULER_POLICIES = ("guaranteed_no_evict", "max_utilization")
+"""How a continuous-batching engine admits sequences against its KV cache (TensorRT-LLM's
+capacity scheduler policies, by their names there): ``guaranteed_no_evict``, the default, a
+sequence is admitted only while the KV cache of its whole prompt and answer fits beside the
+running ones', so the batch that fits holds every sequence at its full length; or
+``max_utilization``, admitted while the blocks of the tokens so far fit (pausing a sequence
+when the cache runs short, as vLLM preempts one), so the batch that fits is what the running
+sequences' mean context fills: prompt plus half the answer (``mean_decode_context``). NVIDIA's
+MLPerf Inference harness runs Llama 2 70B with ``max_util`` (closed/NVIDIA/code/harness/
+harness_llm/main_llm.cc in inference_results_v4.0: ``trtllm_batch_sched_policy`` defaults
+to it; the v5.1 B200 configs set ``'batch_scheduler_policy': 'max_util'``). A static batch
+holds every sequence to its end either way."""
 EXECUTORS = ("python", "cpp")
 """Serving executors: a Python loop with per-request host time each step (TensorRT-LLM's
 PyTorch backend, vLLM, SGLang), or a C++ executor whose host time is not modelled
@@ -309,6 +322,8 @@ class InferenceConfig:
     # a sliding-window layer's KV cache: its window only ("ring") or every position ("full");
     # see WINDOW_KV_CACHES
     window_kv_cache: str = "ring"
+    # admission against the KV cache under continuous batching: SCHEDULER_POLICIES
+    scheduler_policy: str = "guaranteed_no_evict"
     # how decode attention reads a grouped-query model's KV cache: see DECODE_KV_READS
     decode_kv_reads: str = "shared"
     # expert dispatch with data-parallel attention: see MOE_COMMS
@@ -498,6 +513,7 @@ class InferenceConfig:
         check_cached_prefix(self.cached_prefix, self.input_len)
         check_choice("--executor", self.executor, EXECUTORS)
         check_choice("--schedule", self.schedule, SCHEDULES)
+        check_choice("--scheduler-policy", self.scheduler_policy, SCHEDULER_POLICIES)
         if self.schedule != "separate" and self.batching is not Batching.CONTINUOUS:
             raise GpuarchError(f"--schedule {self.schedule}: how a continuous-batching engine "
                                "fits new prompts in; give --batching continuous")
@@ -1535,13 +1551,16 @@ def _kv_and_activation_sizer(shape: TransformerShape, cfg: InferenceConfig
     longest context that fit call it a dozen times an estimate)."""
     element = cfg.quant.kv_cache.bytes
     per_token = kv_bytes_per_token(shape, element, cfg.tp)
-    out_tokens = round(cfg.output_in_flight)
+    # the answer's positions a running sequence holds: all of them (reserved at admission), or
+    # under max_utilization the mean so far of the sequences in flight
+    static = cfg.batching is Batching.STATIC
+    out_tokens = round(cfg.output_in_flight) if static or \
+        cfg.scheduler_policy == SCHEDULER_POLICIES[0] else round((cfg.output_in_flight + 1) / 2)
     # the shared prefix's blocks are held once, not once per sequence, in the layers that
     # keep every position (a sliding-window layer's ring moves past the prefix)
     windowed = 0.0 if cfg.window_kv_cache == "full" \
         else shape.windowed_layers / shape.layers
     shared_per_token = (1 - windowed) * per_token / cfg.pp
-    static = cfg.batching is Batching.STATIC
     if shape.is_moe:
         # the expert buffers hold every routed row of the tokens that reach a GPU's experts
         # (which experts a token picks is known only at run time; the width split only by
@@ -2166,6 +2185,9 @@ def estimate_inference(
         "batching": cfg.batching.value,
         # how new prompts meet the decode steps (continuous batching; SCHEDULES)
         "schedule": cfg.schedule if cfg.batching is Batching.CONTINUOUS else None,
+        # what the batch that fits holds each sequence at (SCHEDULER_POLICIES)
+        "scheduler_policy": cfg.scheduler_policy if cfg.batching is Batching.CONTINUOUS
+        else None,
         "prefill_chunk_tokens": cfg.chunk,
         "replicas": cfg.replicas,
         "parallelism": {"tp": cfg.tp, "pp": cfg.pp, "ep": cfg.ep,

@@ -29,7 +29,10 @@ requests (``read_lengths``: a service's log) can give each request's prompt and 
 times, scaled to the rate so that the bursts keep their shape.
 
 Not modelled: requests preempted or swapped out when the KV cache runs short (the batch is
-capped at what fits with every sequence at its full length, so none is), a long prompt's
+capped at what fits with every sequence at its full length, so none is; under the
+``max_utilization`` scheduler policy at what the running sequences' mean context fills, and
+a moment above the mean, which a real engine meets by pausing a sequence, is not), a long
+prompt's
 chunks spread over iterations, and a pipeline's micro-batches (PP 1 only). ``SCHEDULES``
 also offers prompts prefilled in the decode step's iteration (``mixed``).
 """

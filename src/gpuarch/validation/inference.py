@@ -26,6 +26,7 @@ from gpuarch.estimate.inference import (
     MAX_PREFILL_TOKENS,
     MOE_COMMS,
     MOE_KERNELS,
+    SCHEDULER_POLICIES,
     WINDOW_KV_CACHES,
     Batching,
     InferenceConfig,
@@ -79,7 +80,8 @@ def _phase_rates(doc: dict[str, Any], cfg: InferenceConfig) -> dict[str, float]:
                 doc["batch"] * cfg.new_prompt_tokens / doc["ttft_s"] / gpus}
 
 
-ENGINE_KEYS = ("cuda_graph_batch_sizes", "executor", "window_kv_cache", "decode_kv_reads",
+ENGINE_KEYS = ("cuda_graph_batch_sizes", "executor", "scheduler_policy", "window_kv_cache",
+               "decode_kv_reads",
                "moe_comm", "moe_kernels",
                "kv_cache_fraction", "max_batch_size", "max_num_tokens",
                "fp8_context_attention", "fp8_mla_decode", "num_requests", "limits")
@@ -182,6 +184,7 @@ def point_config(point: TrainingPoint, gpus_per_node: int, product: Product | No
         kv_cache_fraction=float(point.get("kv_cache_fraction") or 0.0),
         max_batch_size=int(point.get("max_batch_size") or 0),
         executor=str(point.get("executor", EXECUTORS[0])),
+        scheduler_policy=str(point.get("scheduler_policy", SCHEDULER_POLICIES[0])),
         window_kv_cache=str(point.get("window_kv_cache", WINDOW_KV_CACHES[0])),
         decode_kv_reads=str(point.get("decode_kv_reads", DECODE_KV_READS[0])),
         moe_comm=str(point.get("moe_comm", MOE_COMMS[0])),

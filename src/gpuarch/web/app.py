@@ -190,7 +190,7 @@ _FORMS: dict[str, tuple[str, list[tuple[str, str]]]] = {
         ("model", "llama-3.1-8b"), ("gpu", "h100"), ("tp", "1"), ("input_len", "2048"),
         ("output_len", "256"), ("batch", "32"), ("rate", ""), ("simulate", ""),
         ("input_len_cv", ""), ("output_len_cv", ""), ("slo_ttft_ms", ""), ("slo_tpot_ms", ""),
-        ("schedule", ""),
+        ("schedule", ""), ("scheduler_policy", ""),
         ("batching", ""),
         ("weight_precision", ""), ("activation_precision", ""), ("kv_precision", ""),
         ("expert_weight_precision", ""), ("expert_activation_precision", ""),
