@@ -1946,3 +1946,26 @@ def test_max_utilization_holds_each_sequence_at_its_mean_context() -> None:
                 H100)["kv_cache"]))
     with pytest.raises(GpuarchError, match="--scheduler-policy: expected one of"):
         estimate_inference(CATALOG, LLAMA2_70B, H100, replace(base, scheduler_policy="fifo"))
+
+
+@settings(max_examples=30, deadline=None)
+@given(model=st.sampled_from(["llama-3.1-8b", "llama-2-70b", "mixtral-8x7b", "qwen3-30b-a3b"]),
+       input_len=st.integers(16, 8192), output_len=st.integers(1, 4096),
+       quant=st.sampled_from([BF16, FP8]), cv=st.sampled_from([0.0, 0.5, 1.0]))
+def test_max_utilization_never_fits_fewer_sequences(model: str, input_len: int,
+                                                    output_len: int, quant: QuantScheme,
+                                                    cv: float) -> None:
+    """Holding a sequence at its mean context instead of its whole length never lowers the
+    batch that fits, nor raises the KV cache of a given batch."""
+    from dataclasses import replace
+
+    shape = preset(model).shape
+    cfg = InferenceConfig(input_len=input_len, output_len=output_len, batch=None,
+                          quant=quant, batching=Batching.CONTINUOUS, output_len_cv=cv,
+                          gpus=2, tp=2)
+    paged = replace(cfg, scheduler_policy="max_utilization")
+    from gpuarch.estimate.inference import max_batch_that_fits
+
+    assert max_batch_that_fits(shape, paged, H100) >= max_batch_that_fits(shape, cfg, H100)
+    assert float(_memory(shape, paged, 8, H100)["kv_cache"]) \
+        <= float(_memory(shape, cfg, 8, H100)["kv_cache"])
