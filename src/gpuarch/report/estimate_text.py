@@ -447,7 +447,10 @@ def render_inference(e: InferenceEstimate, band: Band | None = None,
         "",
         f"  memory/GPU    {_gib(sum(mem.values()))} GiB of {_gib(e.gpu_memory_bytes)} GiB: "
         + ("fits" if e.fits_in_memory else "DOES NOT FIT")
-        + f"; largest batch that fits: {e.max_batch}; longest context at batch {e.batch}: "
+        + f"; largest batch that fits: {e.max_batch}"
+        + (" (each sequence at its mean context: max_utilization)"
+           if a.get("scheduler_policy") == "max_utilization" else "")
+        + f"; longest context at batch {e.batch}: "
         + (("no limit (no KV cache: Mamba-2 blocks only)"
             if not a["kv_bytes_per_token_per_gpu"] else "no limit (sliding-window KV cache)")
            if e.max_context is None else f"{e.max_context:,} tokens"),
