@@ -1139,3 +1139,20 @@ def test_norm_flags_override_a_preset(capsys: pytest.CaptureFixture[str]) -> Non
     assert status == 0
     status, _, err = run(capsys, *base, "--qk-norm", "sideways")
     assert status == 2 and "--qk-norm: unknown value 'sideways'" in err
+
+
+def test_estimate_infer_names_the_admission_policy(capsys: pytest.CaptureFixture[str]) -> None:
+    """--scheduler-policy max_utilization: the text says the largest batch holds each
+    sequence at its mean context, and JSON's assumptions name the policy; a typo gets the
+    choices and a suggestion, exit 2."""
+    base = ("estimate", "infer", "--model", "llama-2-70b", "--gpu", "h200", "--input-len",
+            "222", "--output-len", "292", "--batch", "max", "--batching", "continuous",
+            "--weight-precision", "fp8", "--kv-precision", "fp8")
+    status, out, _ = run(capsys, *base, "--scheduler-policy", "max_utilization")
+    assert status == 0 and "(each sequence at its mean context: max_utilization)" in out
+    status, out, _ = run(capsys, *base)
+    assert status == 0 and "mean context" not in out
+    status, out, _ = run(capsys, *base, "--scheduler-policy", "max_utilization", "--json")
+    assert json.loads(out)["assumptions"]["scheduler_policy"] == "max_utilization"
+    status, out, err = run(capsys, *base, "--scheduler-policy", "max_util")
+    assert status == 2 and out == "" and "did you mean 'max_utilization'" in err
