@@ -445,9 +445,9 @@ def advise_inference(
                     if math.isfinite(value)}
     if not rows:
         if search.tail_capped:
-            from gpuarch.advise.simulated import TailCheck
+            from gpuarch.advise.simulated import tail_assumptions
 
-            assumptions["tail"] = TailCheck((), (), 0, {}, {}, False).describe(search)
+            assumptions["tail"] = tail_assumptions(search)
         return InferenceAdvice(shape.name, search.input_len, search.output_len,
                                search.objective.value, (), (), evaluated, 0, tuple(skipped),
                                assumptions, rejected=rejected, best_fitting=best_fitting)

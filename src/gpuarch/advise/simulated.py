@@ -27,7 +27,8 @@ from gpuarch.units import Unit, from_si, optional_to_si
 from gpuarch.workloads.shape import TransformerShape
 
 __all__ = ["MAX_TAIL_REPLAYS", "SimulatedOption", "TailCheck", "replay_option",
-           "request_caps_ms", "require_rate", "simulate_options", "tail_checked"]
+           "request_caps_ms", "require_rate", "simulate_options", "tail_assumptions",
+           "tail_checked"]
 
 
 @dataclass(frozen=True)
@@ -131,15 +132,22 @@ class TailCheck:
     limit_reached: bool
 
     def describe(self, search: InferenceSearch) -> dict[str, Any]:
-        traffic = search.traffic or Traffic()
-        return {"percentile": 99, "ttft_p99_ms": search.ttft_p99_ms,
-                "tpot_p99_ms": search.tpot_p99_ms,
-                "traffic": traffic.describe(require_rate(search.rate)),
-                "replayed": self.replayed, "replay_limit": MAX_TAIL_REPLAYS,
-                "limit_reached": self.limit_reached,
-                "method": "the steady state's ranking walked in order; each deployment "
-                          "replayed under random arrivals (estimate.simulate) and kept "
-                          "where its 99th percentiles are within the caps"}
+        return tail_assumptions(search, self.replayed, self.limit_reached)
+
+
+def tail_assumptions(search: InferenceSearch, replayed: int = 0,
+                     limit_reached: bool = False) -> dict[str, Any]:
+    """The advice's ``assumptions.tail``: the percentile caps, the replays' requests, how
+    many were replayed (none where the steady state ruled every deployment out)."""
+    traffic = search.traffic or Traffic()
+    return {"percentile": 99, "ttft_p99_ms": search.ttft_p99_ms,
+            "tpot_p99_ms": search.tpot_p99_ms,
+            "traffic": traffic.describe(require_rate(search.rate)),
+            "replayed": replayed, "replay_limit": MAX_TAIL_REPLAYS,
+            "limit_reached": limit_reached,
+            "method": "the steady state's ranking walked in order; each deployment "
+                      "replayed under random arrivals (estimate.simulate) and kept "
+                      "where its 99th percentiles are within the caps"}
 
 
 def tail_checked(catalog: Catalog, shape: TransformerShape, search: InferenceSearch,

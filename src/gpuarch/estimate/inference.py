@@ -1555,7 +1555,8 @@ def _kv_and_activation_sizer(shape: TransformerShape, cfg: InferenceConfig
     # under max_utilization the mean so far of the sequences in flight
     static = cfg.batching is Batching.STATIC
     out_tokens = round(cfg.output_in_flight) if static or \
-        cfg.scheduler_policy == SCHEDULER_POLICIES[0] else round((cfg.output_in_flight + 1) / 2)
+        cfg.scheduler_policy == SCHEDULER_POLICIES[0] \
+        else round(cfg.mean_decode_context - cfg.input_len)
     # the shared prefix's blocks are held once, not once per sequence, in the layers that
     # keep every position (a sliding-window layer's ring moves past the prefix)
     windowed = 0.0 if cfg.window_kv_cache == "full" \
