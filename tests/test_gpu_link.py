@@ -77,17 +77,19 @@ def test_a_bad_cli_link_exits_2_naming_the_flag(capsys: pytest.CaptureFixture[st
 
 def test_quantas_unbridged_h100_pcie_run_over_its_gen4_links() -> None:
     """MLPerf Inference v4.0, QCT D54U-3U, 4 H100 PCIe without a bridge, Llama 2 70B at TP 2
-    (4,407.75 tokens/s): within 9% over its PCIe Gen4 links (-8.1%; -2.0% before the
-    PCIe board's Tensor Core math ran at its measured sustained fraction, 0.821 of the SXM
-    board's, which slows its prefill and GEMMs while the all-reduces over Gen4 still bound
-    decode); the catalog's bridge would make it twice as fast as published."""
+    (4,407.75 tokens/s): within 11% over its PCIe Gen4 links (-9.8%; -8.1% before a
+    stream's prefill passes held only the prompts arriving during a step and a pass, -2.0%
+    before the PCIe board's Tensor Core math ran at its measured sustained fraction, 0.821
+    of the SXM board's, which slows its prefill and GEMMs while the all-reduces over Gen4
+    still bound decode); the catalog's bridge would make it 1.75 times as fast as
+    published (1.8 before the stream's passes)."""
     point = next(p for p in load_inference_points()
                  if p.id == "mlperf-inf40-h100-pcie-80gb-llama-2-70b-fp8-quanta")
     assert point.get("gpu_link") == "pcie4"
     row = compare_point(CATALOG, point, DEFAULT_EFFICIENCY)[0]
-    assert abs(row.error) < 0.09
+    assert abs(row.error) < 0.11
     bridged = dict(point.raw)
     bridged.pop("gpu_link")
     as_bridged = compare_point(CATALOG, dataclasses.replace(point, raw=bridged),
                                DEFAULT_EFFICIENCY)[0]
-    assert as_bridged.error > 0.8
+    assert as_bridged.error > 0.7

@@ -488,7 +488,9 @@ def test_inference_validation_does_not_regress() -> None:
     assert len(hybrid) == 13 and sum(hybrid) / len(hybrid) <= 0.36  # 35.5%; 36.5% before
     s = dataclasses.replace(s, rows=tuple(r for r in s.rows if r.id not in hybrid_ids))
     assert len(s.rows) >= 1101
-    assert s.mean_abs_error <= 0.1015  # 10.13% over 1,101 figures since a weight-only GEMM
+    assert s.mean_abs_error <= 0.1005  # 10.02% since a stream's prefill passes hold the
+    # prompts that arrive during a step and a pass (10.09% before: whole-budget passes once
+    # a cycle); 10.13% over 1,101 figures since a weight-only GEMM
     # of few rows spreads over every SM (10.15% before, since the HGX H100 4-GPU
     # board's pair links; 10.21% before, since H100 PCIe and NVL
     # sustain their boards' measured fraction of the peak; 10.32% before, since an offline
@@ -500,7 +502,9 @@ def test_inference_validation_does_not_regress() -> None:
     # 7.22% since a GEMM near the ridge carries its memory stream's share (gemm_overlap;
     # 10.13% -> 10.10% mean, 97.18% -> 97.64% within), 7.14% before, 7.22% before the
     # staggered admission
-    assert s.median_abs_error <= 0.0725
+    # 7.27% since a stream's prefill passes hold the prompts arriving during a step and a
+    # pass (pipelined engines' micro-batches each theirs)
+    assert s.median_abs_error <= 0.0730
     assert s.by("metric")["tpot_s"] <= 0.07
     assert s.share_within >= 0.971  # 97.18% (97.09% before the weight-only spread, 97.00%
     # before the 4-GPU board, 96.82%
@@ -536,9 +540,12 @@ def test_inference_validation_does_not_regress() -> None:
     # partners' v5.0, v5.1 and v6.0 runs on H100, H200, H200 NVL, GH200, B200 and GB200: 59
     # at 6.4%, none beyond 16%; 6.6% since the LM head and embedding table are 16-bit; 7.0%
     # since a decode GEMM near the ridge carries its memory stream's share (gemm_overlap: the
-    # group, already low, -5.2% -> -5.7% on average)
-    assert len(mlperf_llama) == 59 and sum(mlperf_llama) / len(mlperf_llama) <= 0.070
-    assert max(mlperf_llama) <= 0.16
+    # group, already low, -5.2% -> -5.7% on average); 7.5%, at most 16.6%, since a
+    # stream's prefill passes hold only the prompts that arrive during a step and a pass
+    # (signed -5.4% -> -6.8%: these later rounds' engines run bigger passes than that,
+    # while v4.0's and v4.1's rows come closer, below)
+    assert len(mlperf_llama) == 59 and sum(mlperf_llama) / len(mlperf_llama) <= 0.076
+    assert max(mlperf_llama) <= 0.17
     slow = [r.error for r in s.rows if r.gpu in power_limited and r.source.startswith("mlperf")
             and r.source[-3:] != "4.0"]
     # +27..+70%; +27..+86% since H100 NVL's SM count, which NVIDIA does not publish, left
@@ -554,13 +561,15 @@ def test_inference_validation_does_not_regress() -> None:
     # 4.3%, at most 9.8%, since Dell's XE8640 runs on the HGX 4-GPU board's pair links
     # (+20.0% -> +3.9%; 5.2% and 20.0% before)
     # (4.8% since a decode GEMM near the ridge carries its memory stream's share,
-    # gemm_overlap)
-    assert len(v41) == 18 and sum(v41) / 18 <= 0.049 and max(v41) <= 0.10
+    # gemm_overlap; 3.5% since a stream's prefill passes hold the prompts that arrive
+    # during a step and a pass)
+    assert len(v41) == 18 and sum(v41) / 18 <= 0.036 and max(v41) <= 0.10
     v40 = [abs(r.error) for r in s.rows if r.source == "mlperf-inference-v4.0"]
     # 22.2% with Quanta's unbridged cards; 22.5% without H100 NVL's unpublished SM count;
     # 17.4% since the 4-GPU boards' pair links (Dell XE9640 +41.6% -> +22.4%, Fujitsu
-    # +56.4% -> +35.0%)
-    assert len(v40) == 15 and sum(v40) / 15 <= 0.175
+    # +56.4% -> +35.0%); 12.4% since a stream's prefill passes hold the prompts that
+    # arrive during a step and a pass (the DGX H100's +15..+22% -> +3..+10%)
+    assert len(v40) == 15 and sum(v40) / 15 <= 0.125
     b300: dict[str, list[float]] = {}
     for r in s.rows:
         if r.gpu == "b300" and r.model != "deepseek-v3" \
@@ -911,13 +920,19 @@ def test_a_gpu_permutes_only_the_copies_its_experts_take(moe_comm: str) -> None:
 
 
 def test_a_smaller_prefill_budget_takes_more_passes() -> None:
-    """--max-num-tokens bounds the prompt tokens per prefill pass: with 64 prompts of 1,024
-    tokens, a 2,048-token budget needs 32 passes instead of 8, each reading the weights, so
-    the continuous-batching throughput falls; a static batch's prefill activations shrink."""
-    wide = _est(batch=64, input_len=1024, output_len=128, batching=Batching.CONTINUOUS)
-    narrow = _est(batch=64, input_len=1024, output_len=128, batching=Batching.CONTINUOUS,
-                  max_num_tokens=2048)
+    """--max-num-tokens bounds the prompt tokens per prefill pass: an offline run of 640
+    requests has its prompts waiting, and 64 prompts of 1,024 tokens need 32 passes of a
+    2,048-token budget instead of 8, each reading the weights, so the continuous-batching
+    throughput falls. A stream's passes hold the prompts that arrive during a decode step
+    and a pass (here one), which neither budget bounds. A static batch's prefill
+    activations shrink."""
+    run = {"batch": 64, "input_len": 1024, "output_len": 128,
+           "batching": Batching.CONTINUOUS}
+    wide = _est(**run, num_requests=640)
+    narrow = _est(**run, num_requests=640, max_num_tokens=2048)
     assert narrow.output_tokens_per_s < wide.output_tokens_per_s
+    assert _est(**run, max_num_tokens=2048).output_tokens_per_s == \
+        pytest.approx(_est(**run).output_tokens_per_s, rel=1e-12)
     assert narrow.assumptions["max_prefill_tokens_per_pass"] == 2048
     static_wide = _est(batch=64, input_len=1024, output_len=128)
     static_narrow = _est(batch=64, input_len=1024, output_len=128, max_num_tokens=2048)
@@ -1304,7 +1319,9 @@ def test_allgather_dispatch_moves_every_token_to_every_gpu() -> None:
 
 def test_offline_runs_end_with_a_part_full_wave() -> None:
     """--num-requests N: fixed-length requests pass through the batch in waves; a whole
-    number of full waves runs at the steady-state rate, a last part-full wave lowers it, and
+    number of full waves runs at one rate, that of the steady cycle with its prompts in
+    whole-budget passes (they wait from the start), above a stream's, whose passes hold
+    the prompts that arrive during a step and a pass; a last part-full wave lowers it, and
     fewer requests than slots shrink the batch to them. Split over replicas (data-parallel
     attention ranks count as replicas), each holds its share. Static batching refuses it.
     (With chunked prefill the waves start together: the staggered start below is not
@@ -1315,9 +1332,11 @@ def test_offline_runs_end_with_a_part_full_wave() -> None:
     b = steady.batch
     rate = steady.output_tokens_per_s
     whole = _est(**base, batch=None, num_requests=3 * b)
-    assert whole.output_tokens_per_s == pytest.approx(rate, rel=1e-9)
+    assert whole.output_tokens_per_s > rate
+    assert _est(**base, batch=None, num_requests=5 * b).output_tokens_per_s == \
+        pytest.approx(whole.output_tokens_per_s, rel=1e-9)
     tail = _est(**base, batch=None, num_requests=3 * b + b // 3)
-    assert tail.output_tokens_per_s < rate
+    assert tail.output_tokens_per_s < whole.output_tokens_per_s
     few = _est(**base, batch=None, num_requests=b // 4)
     assert few.batch == b // 4 and few.output_tokens_per_s < tail.output_tokens_per_s
     assert few.assumptions["num_requests"] == b // 4
@@ -1371,15 +1390,20 @@ def test_offline_runs_admit_whole_prompts_a_few_an_iteration() -> None:
 
 def test_offline_runs_with_varying_answers_end_with_a_drain() -> None:
     """--num-requests with --output-len-cv and --max-output-len: while requests wait the run
-    goes at the steady rate, then the batch in flight drains, the longest answer running to
-    the cap. The drain is a fixed time: more requests add only their work at the steady
-    rate. A higher cap lengthens it by a step's fixed part a token, less than a full step.
+    goes at the steady rate (of a cycle with its waiting prompts in whole-budget passes:
+    the estimate's batch over its TPOT), then the batch in flight drains, the longest
+    answer running to the cap. The drain is a fixed time: more requests add only their
+    work at the steady rate. A higher cap lengthens it by a step's fixed part a token, less
+    than a full step.
     Fewer requests than slots start together and drain from the start. Without the cap the
     waves take one length, as before."""
     base = {"input_len": 1000, "output_len": 1000, "batching": Batching.CONTINUOUS,
             "output_len_cv": 1.0}
-    steady = _est(**base, batch=None)
-    b, rate = steady.batch, steady.output_tokens_per_s
+    b = _est(**base, batch=None).batch
+    offline = _est(**base, batch=None, num_requests=3 * b, max_output_len=8000)
+    rate = offline.batch / offline.tpot_s
+    steady = _est(**base, batch=None)  # a stream's, in smaller passes
+    assert offline.batch == b and steady.output_tokens_per_s < rate
 
     def seconds(requests: int, cap: int = 8000) -> float:
         e = _est(**base, batch=None, num_requests=requests, max_output_len=cap)

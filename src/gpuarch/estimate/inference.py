@@ -94,6 +94,7 @@ __all__ = [
     "RESERVE_FRACTION",
     "SCHEDULER_POLICIES",
     "SCHEDULES",
+    "STREAM_PASS_ROUNDS",
     "WINDOW_KV_CACHES",
     "Batching",
     "InferenceConfig",
@@ -128,6 +129,10 @@ fragmentation: vLLM's default gpu_memory_utilization of 0.9 leaves the same 10%.
 MAX_PREFILL_LOAD = 0.95
 """Highest load the M/D/1 wait for a prefill pass is taken at: an engine run flat out keeps
 its prefill busy nearly all the time, and the wait grows without bound at full load."""
+
+STREAM_PASS_ROUNDS = 16
+"""Most rounds taken to find a stream's prefill pass and the cycle it sets together (over
+the validation's points, four settle every one)."""
 
 CHUNK_PASSES_COSTED = 256
 """Most passes of one prompt costed one by one; a prompt that needs more (a long prompt in
@@ -1777,32 +1782,29 @@ def _evaluate(runner: _Runner, cfg: InferenceConfig, product: Product, max_batch
         per_replica = batch * cfg.output_len / latency
     else:
         # every output_len / per_step steps, `batch` new prompts are prefilled between decode
-        # steps, in passes of up to max_num_tokens tokens (engines batch waiting prompts)
-        # (pipelined, the micro-batches' passes overlap across the stages)
-        all_prefills = runner.prefill(batch)
-        cycle = cfg.output_len / per_step * step.total + all_prefills.total / lanes
+        # steps (pipelined, the micro-batches' passes overlap across the stages): in passes
+        # of the prompts that arrived during a step and the pass before it (a request
+        # arrives every cycle / batch seconds), at least one and at most what a pass takes
+        # and what is in flight; an offline run of num_requests has its prompts waiting
+        # from the start and fills passes of whole budgets (estimate.simulate replays
+        # both: tests/test_serving_simulation.py holds the two together)
+        cycle, passes, pass_prompts = _prefill_cycle(runner, cfg, batch, lanes, step.total)
         tpot = cycle / cfg.output_len
         per_replica = batch * cfg.output_len / cycle
         if cfg.num_requests:
             per_replica = _offline_rate(runner, cfg, batch, cycle, mean_ctx, per_step,
                                         step.total)
-        # a new prompt is prefilled in a pass with the others that arrived with it, after
-        # waiting for the pass in progress: M/D/1 waiting time at the prefill load rho.
-        # Passes start at decode-step boundaries, so a pass holds the prompts that arrived
-        # during about one step (requests arrive at batch / cycle a second): at least one,
-        # at most what a pass takes and what is in flight (estimate.simulate replays it:
-        # tests/test_serving_simulation.py holds the two together)
+        # a new prompt is prefilled in such a pass, after waiting for the pass in progress:
+        # M/D/1 waiting time at the prefill load rho; passes start at decode-step boundaries
         runner.parts = {} if parts is not None else None
-        arriving = ceil(batch / cycle * step.total)
-        prefill = runner.prefill(maximum(1.0, minimum(arriving,
-                                                      minimum(batch, cfg.prompts_per_pass))))
+        prefill = runner.prefill(pass_prompts)
         service = prefill.total
         if cfg.schedule == "mixed":
             # mixed into the decode iteration, a prompt's pass also runs the running
             # sequences' step (none run beside a lone request), and so does the pass in
             # progress it waits for
             service = service + where(batch > 1, step.total, 0.0)
-        rho = minimum(MAX_PREFILL_LOAD, all_prefills.total / lanes / cycle)
+        rho = minimum(MAX_PREFILL_LOAD, passes / lanes / cycle)
         wait = rho / (2 * (1 - rho)) * service + step.total / 2
         ttft = service + wait
         latency = ttft + (cfg.output_len - 1) * tpot
@@ -1817,6 +1819,37 @@ def _evaluate(runner: _Runner, cfg: InferenceConfig, product: Product, max_batch
     memory_total = sum(_memory(runner.s, cfg, batch, product).values())
     return InferenceCore(batch, ttft, tpot, latency, per_replica, queue, prefill, step,
                          memory_total, max_batch)
+
+
+def _prefill_cycle(runner: _Runner, cfg: InferenceConfig, batch: Num, lanes: Num,
+                   step_s: Num) -> tuple[Num, Num, Num]:
+    """One continuous batch's answer cycle (``output_len`` tokens of decode steps and the
+    prefill passes of ``batch`` new prompts), the seconds of those passes and the prompts
+    one pass holds. Requests arrive every ``cycle / batch`` seconds, a pipeline's spread over
+    its micro-batches (``lanes``), each admitting to its own slots, and passes start at step
+    boundaries, so a stream's pass holds the prompts that arrived during the decode step and
+    the pass before it (at least one, at most ``prompts_per_pass`` and ``batch``): small
+    passes, each with its weight reads and fixed time, lengthen the cycle, and a longer pass
+    gathers more prompts, so the pass and the cycle are found together, from whole-budget
+    passes, in at most ``STREAM_PASS_ROUNDS`` rounds. An offline run of ``num_requests`` has
+    every prompt waiting and prefills whole budgets."""
+    decoding = cfg.output_len / runner.tokens_per_step * step_s
+    passes = runner.prefill(batch).total
+    cycle = decoding + passes / lanes
+    most = minimum(batch, cfg.prompts_per_pass)
+    # each micro-batch of a pipeline admits to its own slots, between its own steps
+    prompts = maximum(1.0, minimum(ceil(batch / lanes / cycle * step_s), most))
+    if cfg.num_requests:
+        return cycle, passes, prompts
+    for _ in range(STREAM_PASS_ROUNDS):
+        one = runner.prefill(prompts).total
+        passes = batch / prompts * one
+        cycle = decoding + passes / lanes
+        gathered = maximum(1.0, minimum(ceil(batch / lanes / cycle * (step_s + one)), most))
+        if not any_of(gathered != prompts):
+            break
+        prompts = gathered
+    return cycle, passes, prompts
 
 
 def _lanes(batch: Num, micro_batches: int) -> Num:
