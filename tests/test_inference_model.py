@@ -939,6 +939,29 @@ def test_a_smaller_prefill_budget_takes_more_passes() -> None:
     assert static_narrow.memory["activations"] < static_wide.memory["activations"]
 
 
+@settings(max_examples=30, deadline=None)
+@given(input_len=st.integers(16, 4096), output_len=st.integers(2, 1024),
+       batch=st.integers(1, 512), budget=st.sampled_from([2048, 8192]))
+def test_a_streams_prefill_pass_holds_what_arrives_during_a_step_and_a_pass(
+        input_len: int, output_len: int, batch: int, budget: int) -> None:
+    """Under continuous batching the cycle is output_len decode steps plus batch / n
+    passes of n prompts (exactly), and n is what arrives during a decode step and the pass
+    before it at the cycle's rate (batch / cycle a second), rounded up: at least one, at
+    most what a pass's budget takes and what is in flight."""
+    e = _est(input_len=input_len, output_len=output_len, batch=batch,
+             batching=Batching.CONTINUOUS, max_num_tokens=budget)
+    n = e.assumptions["prefill_pass_prompts"]
+    step = sum(e.decode_step_parts_s.values())
+    one = sum(e.prefill_parts_s.values())
+    cycle = e.tpot_s * output_len
+    assert cycle == pytest.approx(output_len * step + e.batch / n * one, rel=1e-9)
+    most = min(e.batch, max(1, budget // input_len))
+    assert 1 <= n <= most
+    arriving = e.batch / cycle * (step + one)
+    assert n == most or n == 1 or n - 1 < arriving * (1 + 1e-9)
+    assert n == most or arriving * (1 - 1e-9) <= n
+
+
 def test_in_flight_batching_holds_activations_for_its_token_budget() -> None:
     """Continuous batching reserves prefill activations for a whole pass of max_num_tokens
     (TensorRT-LLM profiles its peak with dummy context requests filling it, vLLM with a

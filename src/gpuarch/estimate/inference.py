@@ -1731,6 +1731,8 @@ class InferenceCore:
     step: _Phase
     memory_total: Num
     max_batch: int
+    # prompts one prefill pass holds: a continuous batch's (its TTFT's pass), else the batch
+    pass_prompts: Num = 1.0
 
     def decode_limiter(self) -> Num:
         """What bounds decode: one name, or an array of names."""
@@ -1775,7 +1777,8 @@ def _evaluate(runner: _Runner, cfg: InferenceConfig, product: Product, max_batch
         # passes follow each other through the stages, the last done after (micro-batches +
         # stages - 1) stage times of one micro-batch's pass
         runner.parts = {} if parts is not None else None
-        prefill = runner.prefill(batch / lanes)
+        pass_prompts = batch / lanes
+        prefill = runner.prefill(pass_prompts)
         ttft = prefill.total * (lanes + cfg.pp - 1) / cfg.pp
         tpot = step.total / per_step
         latency = ttft + (cfg.output_len - 1) * tpot
@@ -1818,7 +1821,7 @@ def _evaluate(runner: _Runner, cfg: InferenceConfig, product: Product, max_batch
     runner.parts = None
     memory_total = sum(_memory(runner.s, cfg, batch, product).values())
     return InferenceCore(batch, ttft, tpot, latency, per_replica, queue, prefill, step,
-                         memory_total, max_batch)
+                         memory_total, max_batch, pass_prompts)
 
 
 def _prefill_cycle(runner: _Runner, cfg: InferenceConfig, batch: Num, lanes: Num,
@@ -2234,6 +2237,11 @@ def estimate_inference(
         "reserve_fraction": RESERVE_FRACTION if not cfg.kv_cache_fraction else None,
         "kv_cache_fraction": cfg.kv_cache_fraction or None,
         "max_prefill_tokens_per_pass": cfg.max_num_tokens,
+        # the prompts in a new request's prefill pass: a static batch's micro-batch; under
+        # continuous batching those that arrive during a decode step and the pass before
+        # it (the steady cycle is made of such passes, but for an offline run of
+        # num_requests, whose cycle fills whole budgets)
+        "prefill_pass_prompts": round(float(core.pass_prompts), 2),
         "max_batch_size": cfg.max_batch_size or None,
         "pipeline_micro_batches": cfg.micro_batches,
         "engine_limits": cfg.limits_source or None,

@@ -463,7 +463,10 @@ def render_inference(e: InferenceEstimate, band: Band | None = None,
         *_serving_remedy_lines(remedies),
         "",
         f"  prefill       {e.bottleneck_reason['prefill']}",
-        "                one pass: "
+        "                one pass"
+        + (f" ({fmt(a['prefill_pass_prompts'])} "
+           f"prompt{'' if a['prefill_pass_prompts'] == 1 else 's'})"
+           if a.get("prefill_pass_prompts") is not None else "") + ": "
         + _shares(e.prefill_parts_s, sum(e.prefill_parts_s.values())),
         f"  decode        {e.bottleneck_reason['decode']}",
         "                one step: "
