@@ -524,11 +524,13 @@ def test_inference_validation_does_not_regress() -> None:
     google = r1_v6.pop("mlperf-inf60-gb200-deepseek-r1-fp4-google")
     # (B200 Nebius -13.5% since a GEMM near the ridge carries its memory stream's share,
     # gemm_overlap, and the NVFP4 experts' rate set again with it; within 12% before)
-    assert len(r1_v6) == 12 and max(map(abs, r1_v6.values())) <= 0.14
+    # (B200 Nebius -14.2% since the drain's steps are costed at the batch still running)
+    assert len(r1_v6) == 12 and max(map(abs, r1_v6.values())) <= 0.145
     r1_v51 = [r.error for r in s.rows if r.source == "mlperf-inference-v5.1"
               and r.model == "deepseek-v3"]
-    # (+59%, +79% and +69% since gemm_overlap; +69%, +89% and +78% before)
-    assert len(r1_v51) == 2 and all(0.55 < e < 1.05 for e in [*r1_v51, google])
+    # (+59%, +79% and +69% since gemm_overlap; +69%, +89% and +78% before; +54%, +72% and
+    # +62% since the drain's steps are costed at the batch still running)
+    assert len(r1_v51) == 2 and all(0.5 < e < 1.05 for e in [*r1_v51, google])
     # the PCIe-card and 96 GB GH200 runs, which the model reads far too fast where they are
     # compute-bound (docs/performance-model.md, "MLPerf Inference: the partners' runs")
     power_limited = ("h100-nvl-94gb", "h100-pcie-80gb", "gh200-96gb")
@@ -946,8 +948,9 @@ def test_a_streams_prefill_pass_holds_what_arrives_during_a_step_and_a_pass(
         input_len: int, output_len: int, batch: int, budget: int) -> None:
     """Under continuous batching the cycle is output_len decode steps plus batch / n
     passes of n prompts (exactly), and n is what arrives during a decode step and the pass
-    before it at the cycle's rate (batch / cycle a second), rounded up: at least one, at
-    most what a pass's budget takes and what is in flight."""
+    before it at the cycle's rate (batch / cycle a second), within one prompt (rounded up,
+    or where the rounding makes the pass swing between two sizes, the last one costed): at
+    least one, at most what a pass's budget takes and what is in flight."""
     e = _est(input_len=input_len, output_len=output_len, batch=batch,
              batching=Batching.CONTINUOUS, max_num_tokens=budget)
     n = e.assumptions["prefill_pass_prompts"]
@@ -959,7 +962,7 @@ def test_a_streams_prefill_pass_holds_what_arrives_during_a_step_and_a_pass(
     assert 1 <= n <= most
     arriving = e.batch / cycle * (step + one)
     assert n == most or n == 1 or n - 1 < arriving * (1 + 1e-9)
-    assert n == most or arriving * (1 - 1e-9) <= n
+    assert n == most or arriving * (1 - 1e-9) < n + 1
 
 
 def test_in_flight_batching_holds_activations_for_its_token_budget() -> None:

@@ -30,6 +30,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -132,7 +133,8 @@ its prefill busy nearly all the time, and the wait grows without bound at full l
 
 STREAM_PASS_ROUNDS = 16
 """Most rounds taken to find a stream's prefill pass and the cycle it sets together (over
-the validation's points, four settle every one)."""
+the validation's points, four settle every one; where rounding makes the pass swing
+between two sizes, the last one costed is kept)."""
 
 CHUNK_PASSES_COSTED = 256
 """Most passes of one prompt costed one by one; a prompt that needs more (a long prompt in
@@ -1844,13 +1846,13 @@ def _prefill_cycle(runner: _Runner, cfg: InferenceConfig, batch: Num, lanes: Num
     prompts = maximum(1.0, minimum(ceil(batch / lanes / cycle * step_s), most))
     if cfg.num_requests:
         return cycle, passes, prompts
-    for _ in range(STREAM_PASS_ROUNDS):
+    for round_ in range(STREAM_PASS_ROUNDS):
         one = runner.prefill(prompts).total
         passes = batch / prompts * one
         cycle = decoding + passes / lanes
         gathered = maximum(1.0, minimum(ceil(batch / lanes / cycle * (step_s + one)), most))
-        if not any_of(gathered != prompts):
-            break
+        if not any_of(gathered != prompts) or round_ == STREAM_PASS_ROUNDS - 1:
+            break  # (the last round keeps the cycle of the pass it costed)
         prompts = gathered
     return cycle, passes, prompts
 
@@ -1957,30 +1959,71 @@ def _staggered_offline_rate(runner: _Runner, cfg: InferenceConfig, batch: int,
     return share * cfg.output_len / (decode + prefill)
 
 
+DRAIN_POINTS = 48
+"""Slices of the answer lengths (0 to ``max_output_len``) a drain's steps are costed in."""
+
+ANSWER_DRAWS = 4096
+"""Answers drawn (a fixed seed: the same every estimate) for the shares of a batch still
+decoding as a drain goes on."""
+
+
+@lru_cache(maxsize=64)
+def drain_shares(mean: float, cv: float, longest: int, residual: bool
+                 ) -> tuple[np.ndarray, float]:
+    """The share of a batch still decoding at the middle of each of ``DRAIN_POINTS`` equal
+    slices of 0 to ``longest`` tokens, and the tokens per sequence that leaves: answers of
+    gamma-distributed length (``mean``, ``cv``; at least 1, at most ``longest``), either
+    started together (whole answers) or caught in flight when the queue empties
+    (``residual``: a length-biased answer's remaining part, whose survival at k tokens is
+    E[max(L - k, 0)] / E[L])."""
+    shape = 1.0 / cv ** 2
+    answers = np.clip(np.random.default_rng(0).gamma(shape, mean / shape, ANSWER_DRAWS),
+                      1.0, float(longest))
+    width = longest / DRAIN_POINTS
+    middles = (np.arange(DRAIN_POINTS) + 0.5) * width
+    if residual:
+        shares = np.maximum(answers[None, :] - middles[:, None], 0.0).mean(axis=1) \
+            / answers.mean()
+    else:
+        shares = (answers[None, :] > middles[:, None]).mean(axis=1)
+    return shares, float(shares.sum() * width)
+
+
+def _drain_seconds(runner: _Runner, cfg: InferenceConfig, start: Num, mean_ctx: float,
+                   per_step: float, residual: bool) -> tuple[Num, Num]:
+    """Seconds for ``start`` sequences to drain (``drain_shares``: each slice of the
+    answer lengths costs its steps at the decode step of the sequences still running, at
+    least one, since some answer runs to ``max_output_len``) and the tokens they generate
+    meanwhile."""
+    shares, per_sequence = drain_shares(float(cfg.output_len), float(cfg.output_len_cv),
+                                        int(cfg.max_output_len), residual)
+    width = cfg.max_output_len / DRAIN_POINTS
+    # every slice's batch at once: (slices,) for one start, (starts, slices) for several
+    running = maximum(np.multiply.outer(start, shares), 1.0)
+    lanes = _lanes(running, cfg.micro_batches)
+    steps = runner.decode_step(running / lanes, mean_ctx).total
+    seconds = width / per_step * np.sum(steps, axis=-1)
+    return seconds, start * per_sequence
+
+
 def _drained_offline_rate(runner: _Runner, cfg: InferenceConfig, share: float, batch: Num,
                           cycle: Num, mean_ctx: float, per_step: float, step_s: Num) -> Num:
     """Output tokens/s of one replica over an offline run of ``share`` requests whose
     answers vary in length, at most ``cfg.max_output_len``. While requests wait, every slot
     is busy and the run goes at the steady cycle's rate. Once the last is admitted, the
-    ``batch`` in flight drain: each has half a length-biased answer left on average
-    (``output_in_flight`` / 2, the renewal residual), and the run lasts until the longest
-    finishes, taken as the cap (some answer admitted last runs to it). A decode step costs
-    a fixed part, the step at one sequence, plus a part per sequence, so the drain's steps
-    cost the fixed part once each (cap / tokens per step of them) and the per-sequence part
-    once per token left: against the steady rate the run gains the fixed part times the
-    steps beyond the mean residual's. A share within one batch starts together: its prefill,
-    then the same drain over whole answers."""
-    longest = float(cfg.max_output_len)
-    one = runner.decode_step(1.0, mean_ctx).total
-    per_seq = maximum(0.0, step_s - one) / batch
+    ``batch`` in flight drain, each with the rest of a length-biased answer left (the
+    renewal residual), and the run lasts until the longest finishes, taken as the cap (some
+    answer admitted last runs to it): the drain's steps are costed at the batch still
+    running as it thins (``_drain_seconds``), so a step whose weight reads or fixed costs do
+    not shrink with the batch (a MoE layer touches every expert until few sequences are
+    left) costs what it costs. A share within one batch starts together: its prefill, then
+    the same drain over whole answers."""
     work = share * cfg.output_len
-    # tokens still to generate when the queue empties
-    left = batch * minimum(cfg.output_in_flight / 2, longest)
-    queued = (work - left) * cycle / (batch * cfg.output_len) \
-        + (one * longest + per_seq * left) / per_step
+    drain_s, left = _drain_seconds(runner, cfg, batch, mean_ctx, per_step, residual=True)
+    queued = maximum(0.0, work - left) * cycle / (batch * cfg.output_len) + drain_s
     lanes = _lanes(batch, cfg.micro_batches)
-    together = runner.prefill(batch).total / lanes \
-        + (one * longest + per_seq * work) / per_step
+    alone_s, _ = _drain_seconds(runner, cfg, share, mean_ctx, per_step, residual=False)
+    together = runner.prefill(batch).total / lanes + alone_s
     return work / where(share > batch, queued, together)
 
 
