@@ -1960,33 +1960,40 @@ def _staggered_offline_rate(runner: _Runner, cfg: InferenceConfig, batch: int,
 
 
 DRAIN_POINTS = 48
-"""Slices of the answer lengths (0 to ``max_output_len``) a drain's steps are costed in."""
+"""Slices of the answer lengths (0 to ``max_output_len``) a drain's steps are costed in:
+narrow at the start, where most sequences are still running, wider towards the cap (the
+k-th slice ends at cap x (k / DRAIN_POINTS)^2)."""
 
-ANSWER_DRAWS = 4096
+ANSWER_DRAWS = 65536
 """Answers drawn (a fixed seed: the same every estimate) for the shares of a batch still
 decoding as a drain goes on."""
 
 
 @lru_cache(maxsize=64)
 def drain_shares(mean: float, cv: float, longest: int, residual: bool
-                 ) -> tuple[np.ndarray, float]:
-    """The share of a batch still decoding at the middle of each of ``DRAIN_POINTS`` equal
-    slices of 0 to ``longest`` tokens, and the tokens per sequence that leaves: answers of
-    gamma-distributed length (``mean``, ``cv``; at least 1, at most ``longest``), either
-    started together (whole answers) or caught in flight when the queue empties
-    (``residual``: a length-biased answer's remaining part, whose survival at k tokens is
-    E[max(L - k, 0)] / E[L])."""
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """The tokens in each of ``DRAIN_POINTS`` slices of 0 to ``longest`` and the share of a
+    batch still decoding at the middle of each: answers of gamma-distributed length
+    (``mean``, ``cv``; at least 1, at most ``longest``), either started together (whole
+    answers, whose survival at k tokens is P(L > k)) or caught in flight when the queue
+    empties (``residual``: a length-biased answer's remaining part, E[max(L - k, 0)] /
+    E[L]). The tokens a sequence still generates are the sum of the slices' tokens times
+    their shares."""
     shape = 1.0 / cv ** 2
-    answers = np.clip(np.random.default_rng(0).gamma(shape, mean / shape, ANSWER_DRAWS),
-                      1.0, float(longest))
-    width = longest / DRAIN_POINTS
-    middles = (np.arange(DRAIN_POINTS) + 0.5) * width
+    answers = np.sort(np.clip(np.random.default_rng(0).gamma(shape, mean / shape,
+                                                               ANSWER_DRAWS),
+                              1.0, float(longest)))
+    edges = longest * (np.arange(DRAIN_POINTS + 1) / DRAIN_POINTS) ** 2
+    middles = (edges[1:] + edges[:-1]) / 2
+    first = np.searchsorted(answers, middles, side="right")  # the first answer beyond k
+    longer = ANSWER_DRAWS - first
     if residual:
-        shares = np.maximum(answers[None, :] - middles[:, None], 0.0).mean(axis=1) \
-            / answers.mean()
+        # the tokens beyond k of the answers longer than k, from the sorted answers' sums
+        beyond = np.concatenate([np.cumsum(answers[::-1])[::-1], [0.0]])[first]
+        shares = (beyond - middles * longer) / answers.sum()
     else:
-        shares = (answers[None, :] > middles[:, None]).mean(axis=1)
-    return shares, float(shares.sum() * width)
+        shares = longer / ANSWER_DRAWS
+    return np.diff(edges), shares
 
 
 def _drain_seconds(runner: _Runner, cfg: InferenceConfig, start: Num, mean_ctx: float,
@@ -1995,15 +2002,14 @@ def _drain_seconds(runner: _Runner, cfg: InferenceConfig, start: Num, mean_ctx: 
     answer lengths costs its steps at the decode step of the sequences still running, at
     least one, since some answer runs to ``max_output_len``) and the tokens they generate
     meanwhile."""
-    shares, per_sequence = drain_shares(float(cfg.output_len), float(cfg.output_len_cv),
-                                        int(cfg.max_output_len), residual)
-    width = cfg.max_output_len / DRAIN_POINTS
+    widths, shares = drain_shares(float(cfg.output_len), float(cfg.output_len_cv),
+                                  int(cfg.max_output_len), residual)
     # every slice's batch at once: (slices,) for one start, (starts, slices) for several
     running = maximum(np.multiply.outer(start, shares), 1.0)
     lanes = _lanes(running, cfg.micro_batches)
     steps = runner.decode_step(running / lanes, mean_ctx).total
-    seconds = width / per_step * np.sum(steps, axis=-1)
-    return seconds, start * per_sequence
+    seconds = np.sum(widths * steps, axis=-1) / per_step
+    return seconds, start * float(np.dot(widths, shares))
 
 
 def _drained_offline_rate(runner: _Runner, cfg: InferenceConfig, share: float, batch: Num,
