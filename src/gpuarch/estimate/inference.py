@@ -82,8 +82,10 @@ from gpuarch.workloads.params import count_params
 from gpuarch.workloads.shape import MAX_DIMENSION, TransformerShape
 
 __all__ = [
+    "ANSWER_DRAWS",
     "BLACKWELL_TENSOR_CORES",
     "DECODE_KV_READS",
+    "DRAIN_POINTS",
     "EXECUTORS",
     "FP8_SCALINGS",
     "HOPPER_TENSOR_CORES",
@@ -105,6 +107,7 @@ __all__ = [
     "admission_starts",
     "check_cached_prefix",
     "decode_attention_time",
+    "drain_shares",
     "engine_of",
     "engine_slots",
     "estimate_inference",
@@ -1875,8 +1878,7 @@ def _offline_rate(runner: _Runner, cfg: InferenceConfig, batch: Num, cycle: Num,
     (``_drained_offline_rate``)."""
     share = cfg.num_requests / cfg.replicas
     if cfg.drains_offline:
-        return _drained_offline_rate(runner, cfg, share, batch, cycle, mean_ctx, per_step,
-                                     step_s)
+        return _drained_offline_rate(runner, cfg, share, batch, cycle, mean_ctx, per_step)
     if np.ndim(batch):  # several batches at once: each on its own (the staggered start)
         return np.array([_offline_rate(runner, cfg, b, c, mean_ctx, per_step, s)
                          for b, c, s in np.broadcast(batch, cycle, step_s)])
@@ -2013,7 +2015,7 @@ def _drain_seconds(runner: _Runner, cfg: InferenceConfig, start: Num, mean_ctx: 
 
 
 def _drained_offline_rate(runner: _Runner, cfg: InferenceConfig, share: float, batch: Num,
-                          cycle: Num, mean_ctx: float, per_step: float, step_s: Num) -> Num:
+                          cycle: Num, mean_ctx: float, per_step: float) -> Num:
     """Output tokens/s of one replica over an offline run of ``share`` requests whose
     answers vary in length, at most ``cfg.max_output_len``. While requests wait, every slot
     is busy and the run goes at the steady cycle's rate. Once the last is admitted, the
