@@ -91,16 +91,15 @@ def replay_option(catalog: Catalog, shape: TransformerShape, search: InferenceSe
                            tpot_slo_s=optional_to_si(tpot_cap, Unit.MS),
                            **traffic.simulate_kwargs())
     tpot = sim.tpot_s
+    ttft_p99 = from_si(sim.ttft_s.p99, Unit.MS)
+    tpot_p99 = None if tpot is None else from_si(tpot.p99, Unit.MS)
     return SimulatedOption(
         rank, name,
-        ttft_p50_ms=from_si(sim.ttft_s.p50, Unit.MS),
-        ttft_p99_ms=from_si(sim.ttft_s.p99, Unit.MS),
+        ttft_p50_ms=from_si(sim.ttft_s.p50, Unit.MS), ttft_p99_ms=ttft_p99,
         tpot_p50_ms=None if tpot is None else from_si(tpot.p50, Unit.MS),
-        tpot_p99_ms=None if tpot is None else from_si(tpot.p99, Unit.MS),
-        mean_batch=sim.mean_batch,
-        ttft_p99_within_cap=_within(from_si(sim.ttft_s.p99, Unit.MS), ttft_cap),
-        tpot_p99_within_cap=None if tpot is None
-        else _within(from_si(tpot.p99, Unit.MS), tpot_cap),
+        tpot_p99_ms=tpot_p99, mean_batch=sim.mean_batch,
+        ttft_p99_within_cap=_within(ttft_p99, ttft_cap),
+        tpot_p99_within_cap=None if tpot_p99 is None else _within(tpot_p99, tpot_cap),
         attained=None if sim.slo is None else sim.slo["attained"])
 
 

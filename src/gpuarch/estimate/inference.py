@@ -113,6 +113,7 @@ __all__ = [
     "estimate_inference",
     "evaluate_inference",
     "fp8_scaling_of",
+    "gamma_lengths",
     "kv_bytes_per_sequence",
     "kv_bytes_per_token",
     "max_batch_that_fits",
@@ -1971,6 +1972,14 @@ ANSWER_DRAWS = 65536
 decoding as a drain goes on."""
 
 
+def gamma_lengths(rng: np.random.Generator, mean: float, cv: float, n: int) -> np.ndarray:
+    """``n`` lengths drawn from the gamma distribution of this ``mean`` and spread ``cv``
+    (standard deviation over mean: shape 1 / cv^2, scale mean x cv^2), unrounded: the one
+    shape every varying prompt or answer length here is drawn with."""
+    shape = 1.0 / cv ** 2
+    return rng.gamma(shape, mean / shape, n)
+
+
 @lru_cache(maxsize=64)
 def drain_shares(mean: float, cv: float, longest: int, residual: bool
                  ) -> tuple[np.ndarray, np.ndarray]:
@@ -1981,9 +1990,7 @@ def drain_shares(mean: float, cv: float, longest: int, residual: bool
     empties (``residual``: a length-biased answer's remaining part, E[max(L - k, 0)] /
     E[L]). The tokens a sequence still generates are the sum of the slices' tokens times
     their shares."""
-    shape = 1.0 / cv ** 2
-    answers = np.sort(np.clip(np.random.default_rng(0).gamma(shape, mean / shape,
-                                                               ANSWER_DRAWS),
+    answers = np.sort(np.clip(gamma_lengths(np.random.default_rng(0), mean, cv, ANSWER_DRAWS),
                               1.0, float(longest)))
     edges = longest * (np.arange(DRAIN_POINTS + 1) / DRAIN_POINTS) ** 2
     middles = (edges[1:] + edges[:-1]) / 2

@@ -54,6 +54,7 @@ from gpuarch.estimate.inference import (
     SCHEDULES,
     InferenceConfig,
     PassTimes,
+    gamma_lengths,
     pass_times,
 )
 from gpuarch.estimate.load import check_rate, stream_config
@@ -241,8 +242,7 @@ def _outputs(cfg: InferenceConfig, n: int, rng: np.random.Generator) -> np.ndarr
     draw of that mean and spread (at least one token)."""
     if not cfg.output_len_cv:
         return np.full(n, float(cfg.output_len))
-    k = 1.0 / cfg.output_len_cv ** 2
-    return np.maximum(1.0, np.round(rng.gamma(k, cfg.output_len / k, n)))
+    return np.maximum(1.0, np.round(gamma_lengths(rng, cfg.output_len, cfg.output_len_cv, n)))
 
 
 LENGTH_COLUMNS = ("input_len", "output_len", "arrival_s")
@@ -436,8 +436,7 @@ def _prompts(cfg: InferenceConfig, n: int, rng: np.random.Generator, cv: float,
         return whole
     if not cv:
         return None
-    k = 1.0 / cv ** 2
-    return np.maximum(1.0, np.round(rng.gamma(k, cfg.new_prompt_tokens / k, n)))
+    return np.maximum(1.0, np.round(gamma_lengths(rng, cfg.new_prompt_tokens, cv, n)))
 
 
 def simulate_serving(catalog: Catalog, shape: TransformerShape, product: Product,
