@@ -2058,3 +2058,28 @@ def test_max_utilization_never_fits_fewer_sequences(model: str, input_len: int,
     assert max_batch_that_fits(shape, paged, H100) >= max_batch_that_fits(shape, cfg, H100)
     assert float(_memory(shape, paged, 8, H100)["kv_cache"]) \
         <= float(_memory(shape, cfg, 8, H100)["kv_cache"])
+
+
+def test_ampere_style_expert_gemms_are_slower_only_where_tensor_cores_run_async() -> None:
+    """``moe_gemm_kernel="ampere"`` (TensorRT-LLM 0.9's SM80 grouped GEMMs on Hopper): a
+    compute-bound Mixtral prefill's expert GEMMs take longer on H100 and B200, by no more than
+    1 / ``moe_gemm_ampere_kernel``; on A100 (the kernels' own generation) and L40S (Ada keeps
+    the synchronous instructions) nothing changes, nor for a dense model; a bad name is
+    refused by field."""
+    mixtral = preset("mixtral-8x7b").shape
+    run = {"input_len": 4096, "output_len": 2, "batch": 4, "gpus": 2, "tp": 2}
+
+    def expert_s(product, shape=mixtral, kernel="native"):  # type: ignore[no-untyped-def]
+        e = _est(shape=shape, product=product, moe_gemm_kernel=kernel, **run)
+        return e.prefill_parts_s["expert_gemms"] + e.prefill_parts_s["dense_gemms"]
+
+    for key in ("h100", "b200"):
+        native, ampere = expert_s(CATALOG.product(key)), expert_s(CATALOG.product(key),
+                                                                  kernel="ampere")
+        assert native < ampere <= native / DEFAULT_EFFICIENCY.moe_gemm_ampere_kernel * 1.0001
+    for key in ("a100", "l40s"):
+        product = CATALOG.product(key)
+        assert expert_s(product, kernel="ampere") == expert_s(product)
+    assert expert_s(H100, LLAMA_8B, "ampere") == expert_s(H100, LLAMA_8B)
+    with pytest.raises(GpuarchError, match=r"--moe-gemm-kernel.*'amper'"):
+        _est(moe_gemm_kernel="amper")

@@ -40,6 +40,7 @@ from gpuarch.estimate.inference import (
     DECODE_KV_READS,
     EXECUTORS,
     MOE_COMMS,
+    MOE_GEMM_KERNELS,
     MOE_KERNELS,
     SCHEDULER_POLICIES,
     SCHEDULES,
@@ -105,6 +106,7 @@ class InferenceSearch:
     decode_kv_reads: str = "shared"  # GQA decode reads (InferenceConfig.decode_kv_reads)
     moe_comm: str = "alltoall"  # expert dispatch with attention DP (InferenceConfig.moe_comm)
     moe_kernels: str = "trtllm"  # whose fused MoE kernels (InferenceConfig.moe_kernels)
+    moe_gemm_kernel: str = "native"  # the experts' grouped GEMMs (InferenceConfig's)
     # expert-parallel options, applied to every split with EP > 1 (InferenceConfig's
     # moe_imbalance, redundant_experts, two_batch_overlap; with_expert_options)
     moe_imbalance: float = 1.0
@@ -160,6 +162,7 @@ class InferenceSearch:
         check_choice("--decode-kv-reads", self.decode_kv_reads, DECODE_KV_READS)
         check_choice("--moe-comm", self.moe_comm, MOE_COMMS)
         check_choice("--moe-kernels", self.moe_kernels, MOE_KERNELS)
+        check_choice("--moe-gemm-kernel", self.moe_gemm_kernel, MOE_GEMM_KERNELS)
         check_number("--moe-imbalance", self.moe_imbalance, 1,
                      "the busiest rank's load over the mean, a number")
         check_count("--redundant-experts", self.redundant_experts)
@@ -335,6 +338,7 @@ def advise_inference(
                     window_kv_cache=search.window_kv_cache,
                     decode_kv_reads=search.decode_kv_reads,
                     moe_comm=search.moe_comm, moe_kernels=search.moe_kernels,
+                    moe_gemm_kernel=search.moe_gemm_kernel,
                     fp8_context_attention=search.fp8_context_attention,
                     fp8_scaling=_fp8_scaling(search, label),
                     nvls=search.nvls, adp_balance=search.adp_balance,
@@ -409,6 +413,7 @@ def advise_inference(
                    "decode_kv_reads": search.decode_kv_reads,
                    "moe_comm": search.moe_comm,
                    "moe_kernels": search.moe_kernels if shape.is_moe else None,
+                   "moe_gemm_kernel": search.moe_gemm_kernel if shape.is_moe else None,
                    # the fixed time those kernels take per expert layer and pass, by
                    # architecture (InferenceConfig.moe_kernels)
                    "moe_block_floor_s": {
@@ -527,7 +532,8 @@ def option_config(search: InferenceSearch, o: InferenceOption) -> InferenceConfi
         scheduler_policy=search.scheduler_policy,
         window_kv_cache=search.window_kv_cache, decode_kv_reads=search.decode_kv_reads,
         moe_comm=search.moe_comm,
-        moe_kernels=search.moe_kernels, fp8_context_attention=search.fp8_context_attention,
+        moe_kernels=search.moe_kernels, moe_gemm_kernel=search.moe_gemm_kernel,
+        fp8_context_attention=search.fp8_context_attention,
         fp8_scaling=_fp8_scaling(search, o.scheme),
         nvls=search.nvls, adp_balance=search.adp_balance, cached_prefix=search.cached_prefix,
         fp8_mla_decode=search.fp8_mla_decode,

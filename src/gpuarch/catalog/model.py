@@ -19,6 +19,7 @@ from gpuarch.catalog.peaks import PeakKey
 from gpuarch.units import Unit, to_si
 
 __all__ = [
+    "ASYNC_MMA_MAJORS",
     "Architecture",
     "Chip",
     "Feature",
@@ -30,6 +31,7 @@ __all__ = [
     "SourceKind",
     "System",
     "Tier",
+    "drives_tensor_cores_async",
     "parse_compute_capability",
 ]
 
@@ -126,6 +128,21 @@ def parse_compute_capability(text: str) -> tuple[int, int] | None:
     """``"9.0"`` -> ``(9, 0)``: a compute capability as (major, minor), None if malformed."""
     match = re.fullmatch(r"\s*(\d+)\.(\d+)\s*", text)
     return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+ASYNC_MMA_MAJORS = (9, 10)
+"""Compute capability majors whose Tensor Cores are driven by asynchronous warpgroup
+instructions (wgmma on Hopper, sm_90; tcgen05 on datacenter Blackwell, sm_100 and sm_103),
+where a kernel written for Ampere's synchronous ``mma`` (attention, grouped GEMMs) runs
+slower than the generation's own; Ada (8.9) and GeForce/RTX Blackwell (12.x) keep Ampere's
+synchronous instructions."""
+
+
+def drives_tensor_cores_async(compute_capability: str | None) -> bool:
+    """Whether a chip of this compute capability drives its Tensor Cores asynchronously
+    (``ASYNC_MMA_MAJORS``); False for a malformed or missing one."""
+    parsed = parse_compute_capability(compute_capability or "")
+    return parsed is not None and parsed[0] in ASYNC_MMA_MAJORS
 
 
 @dataclass(frozen=True, kw_only=True)

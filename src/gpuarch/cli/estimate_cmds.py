@@ -336,6 +336,12 @@ def engine_flags(p: argparse.ArgumentParser) -> None:
                         "Blackwell alike); sglang-deepep: SGLang's wide-EP path (DeepEP), "
                         "whose block-scaled FP8 experts on Hopper run as DeepGEMM's grouped "
                         "GEMMs at their published rate")
+    p.add_argument("--moe-gemm-kernel", default="native", metavar="native|ampere",
+                   help="the routed experts' grouped GEMM kernels: native (default: the "
+                        "GPU's own) or ampere (written for Ampere's synchronous Tensor Core "
+                        "instructions, as TensorRT-LLM before 0.10 ran 16-bit experts on "
+                        "Hopper: on Hopper and datacenter Blackwell 0.73 of the native "
+                        "rate)")
     p.add_argument("--moe-imbalance", type=float, default=1.0, metavar="X",
                    help="routed tokens on the busiest expert-parallel rank over the mean "
                         "(default 1: balanced): its expert GEMMs, permutation and "
@@ -531,7 +537,8 @@ def cmd_infer(args: argparse.Namespace) -> int:
         schedule=args.schedule, scheduler_policy=args.scheduler_policy,
         window_kv_cache=args.window_kv_cache, decode_kv_reads=args.decode_kv_reads,
         fp8_mla_decode=not args.no_fp8_mla_decode, moe_comm=args.moe_comm,
-        moe_kernels=args.moe_kernels, moe_imbalance=args.moe_imbalance,
+        moe_kernels=args.moe_kernels, moe_gemm_kernel=args.moe_gemm_kernel,
+        moe_imbalance=args.moe_imbalance,
         redundant_experts=args.redundant_experts, two_batch_overlap=args.two_batch_overlap,
         num_requests=args.num_requests, output_len_cv=output_len_cv,
         max_output_len=args.max_output_len,

@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from gpuarch.catalog.loader import Catalog
-from gpuarch.catalog.model import Product, System
+from gpuarch.catalog.model import Product, System, drives_tensor_cores_async
 from gpuarch.errors import GpuarchError, check_choice, check_count, check_number
 from gpuarch.estimate.energy import seconds_per_token_at_peak, serving_energy_kwh
 from gpuarch.estimate.host_link import product_host_link
@@ -91,6 +91,7 @@ __all__ = [
     "HOPPER_TENSOR_CORES",
     "MAX_PREFILL_LOAD",
     "MOE_COMMS",
+    "MOE_GEMM_KERNELS",
     "MOE_KERNELS",
     "MOE_KERNEL_ENGINES",
     "OP_PARTS",
@@ -247,6 +248,12 @@ the same for the three. "sglang-deepep" is SGLang's wide-EP path (its DeepEP all
 ``--moe-a2a-backend deepep``), whose expert GEMMs on Hopper are DeepGEMM's grouped FP8 GEMMs:
 block-scaled FP8 experts there run at ``Efficiency.moe_gemm_deepgemm``."""
 
+MOE_GEMM_KERNELS = ("native", "ampere")
+"""The routed experts' grouped GEMM kernels: the GPU generation's own, or ones written for
+Ampere's synchronous Tensor Core instructions, which on Hopper and datacenter Blackwell run
+at ``Efficiency.moe_gemm_ampere_kernel`` of the native rate (TensorRT-LLM before 0.10 ran
+16-bit experts on Hopper so); no change on Ampere, Ada or GeForce/RTX Blackwell."""
+
 MOE_KERNEL_ENGINES = {"trtllm": "TensorRT-LLM", "vllm": "vLLM", "sglang": "SGLang",
                       "sglang-deepep": "SGLang (DeepEP, DeepGEMM)"}
 """Each of ``MOE_KERNELS`` by the engine's name, as reports print it."""
@@ -341,6 +348,9 @@ class InferenceConfig:
     moe_comm: str = "alltoall"
     # whose fused MoE kernels set the block's fixed time per expert layer: see MOE_KERNELS
     moe_kernels: str = "trtllm"
+    # the routed experts' grouped GEMMs: the generation's own kernels or Ampere-style ones,
+    # see MOE_GEMM_KERNELS
+    moe_gemm_kernel: str = "native"
     # routed tokens on the busiest expert-parallel rank over the mean (1 = balanced): that
     # rank's expert GEMMs, permutation and all-to-alls carry this many times the mean
     # tokens (its weight reads do not change), and the step waits for it
@@ -532,6 +542,7 @@ class InferenceConfig:
         check_choice("--decode-kv-reads", self.decode_kv_reads, DECODE_KV_READS)
         check_choice("--moe-comm", self.moe_comm, MOE_COMMS)
         check_choice("--moe-kernels", self.moe_kernels, MOE_KERNELS)
+        check_choice("--moe-gemm-kernel", self.moe_gemm_kernel, MOE_GEMM_KERNELS)
         check_choice("--fp8-scaling", self.fp8_scaling, FP8_SCALINGS)
         check_choice("--ssm-state-precision", self.ssm_state_precision,
                      tuple(SSM_STATE_BYTES))
@@ -965,6 +976,12 @@ class _Runner:
             elif block_fp8:
                 factor *= eff.moe_gemm_fp8_block
             self.expert_eff = dataclasses.replace(eff, moe_gemm=eff.moe_gemm * factor)
+        # grouped GEMMs written for Ampere's synchronous Tensor Core instructions, on a GPU
+        # that drives its Tensor Cores asynchronously (MOE_GEMM_KERNELS)
+        if cfg.moe_gemm_kernel == MOE_GEMM_KERNELS[1] and drives_tensor_cores_async(
+                catalog.chip_of(product).compute_capability):
+            self.expert_eff = dataclasses.replace(
+                self.expert_eff, moe_gemm=self.expert_eff.moe_gemm * eff.moe_gemm_ampere_kernel)
         self.peak, self.device = _gemm_device(product, cfg.quant, generation)
         # the LM head in 16 bits (EMBEDDING_BYTES) unless the whole model runs wider
         sixteen = QuantScheme(QuantFormat.BF16, QuantFormat.BF16, cfg.quant.kv_cache)
@@ -2320,6 +2337,7 @@ def estimate_inference(
         "moe_exchange": _exchange_note(runner) if shape.is_moe and cfg.ep > cfg.tp
         and cfg.moe_comm == "alltoall" else None,
         "moe_kernels": cfg.moe_kernels if shape.is_moe else None,
+        "moe_gemm_kernel": cfg.moe_gemm_kernel if shape.is_moe else None,
         # the routed experts as DeepGEMM's grouped GEMMs (SGLang's wide-EP path on Hopper)
         "deepgemm_experts": True if runner.deepgemm else None,
         "moe_block_floor_s": runner.moe_floor if shape.is_moe else None,

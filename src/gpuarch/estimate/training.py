@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from gpuarch.catalog.loader import Catalog
-from gpuarch.catalog.model import Product, System, parse_compute_capability, spec
+from gpuarch.catalog.model import Product, System, drives_tensor_cores_async, spec
 from gpuarch.errors import GpuarchError, check_choice, check_count
 from gpuarch.estimate.energy import NODE_OVERHEAD, PUE, energy_kwh
 from gpuarch.estimate.host_link import product_host_link
@@ -216,12 +216,6 @@ ATTENTION_KERNELS = ("native", "ampere")
 """Fused attention kernels: the GPU generation's own, or one written for Ampere's
 synchronous Tensor Core instructions (FlashAttention-2, 2023's Triton flash attention)."""
 
-ASYNC_MMA_MAJORS = (9, 10)
-"""Compute capability majors whose Tensor Cores are driven by asynchronous warpgroup
-instructions (wgmma on Hopper, sm_90; tcgen05 on datacenter Blackwell, sm_100 and sm_103),
-where an Ampere-style attention kernel is slower than the native one; Ada (8.9) and
-GeForce/RTX Blackwell (12.x) keep Ampere's synchronous instructions."""
-
 
 def attention_efficiency(eff: Efficiency, cfg: TrainingConfig, compute_capability: str
                          ) -> Efficiency:
@@ -232,8 +226,7 @@ def attention_efficiency(eff: Efficiency, cfg: TrainingConfig, compute_capabilit
     Hopper, where the FP8 peak is twice the 16-bit one); that ratio is measured on
     TensorRT-LLM's prompt attention, taken for Transformer Engine's FP8 attention forward
     and backward, which no published kernel timing here checks."""
-    capability = parse_compute_capability(compute_capability or "")
-    if cfg.attention_kernel == "ampere" and capability and capability[0] in ASYNC_MMA_MAJORS:
+    if cfg.attention_kernel == "ampere" and drives_tensor_cores_async(compute_capability):
         eff = dataclasses.replace(eff, attention=eff.attention * eff.attention_ampere_kernel)
     if cfg.fp8_attention:
         eff = dataclasses.replace(eff, attention=eff.attention * eff.context_attention_fp8

@@ -241,6 +241,21 @@ class Efficiency:
     before); SGLang's 312 block-scaled layers on Hopper and Blackwell put it at 0.81. Not
     fitted on the validation figures (``python scripts/fit_moe_formats.py``). Serving only."""
 
+    moe_gemm_ampere_kernel: float = 0.73
+    """A further multiplier on the routed experts' GEMM efficiency where their grouped GEMMs
+    are kernels written for Ampere's synchronous Tensor Core instructions on a GPU that
+    drives its Tensor Cores asynchronously (Hopper, datacenter Blackwell:
+    ``catalog.model.ASYNC_MMA_MAJORS``; ``InferenceConfig.moe_gemm_kernel`` "ampere"):
+    TensorRT-LLM before 0.10 sent 16-bit expert GEMMs on SM90 to its SM80 CUTLASS grouped
+    kernels (``moe_gemm_kernels_template.h`` at commit 250d9c29, the Hopper branch marked
+    to wait for CUTLASS's Hopper specialisations; the SM90 launcher first appears with 0.10's
+    FP8 Mixtral). Set from a published comparison on H100 of the same two kinds of CUTLASS
+    grouped GEMM at one MoE shape (tgale96/grouped_gemm pull request #37, 128 experts,
+    K 2,048, N 1,536): SM80 kernels 116.9, 109.2 and 113.2 TFLOPS against the SM90
+    cooperative kernel's 160.5, 151.5 and 154.3 (0.73, 0.72, 0.73); NVIDIA/cutlass issue
+    #1280 reports the SM80 grouped GEMM about 30% slower than a loop of cuBLAS's Hopper GEMMs
+    on H100. Not fitted. Serving only."""
+
     mla_decode_attention: float = 0.65
     """Fraction of the 16-bit peak that absorbed multi-head latent attention (DeepSeek's MLA
     in decode: every query head against one shared latent KV "head") sustains in serving.

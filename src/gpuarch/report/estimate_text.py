@@ -336,6 +336,10 @@ def _serving_setup_lines(a: dict[str, Any]) -> list[str]:
         lines.append(f"  MoE kernels   {name}: "
                      f"{fmt(from_si(a['moe_block_floor_s'], Unit.US))} us fixed per expert "
                      f"layer and pass (--moe-kernels {others} for theirs)")
+    if a.get("moe_gemm_kernel") == "ampere":
+        lines.append("                expert GEMMs in kernels written for Ampere: slower on "
+                     "Hopper and datacenter Blackwell (--moe-gemm-kernel native for the "
+                     "GPU's own)")
     if a.get("moe_exchange"):
         x = a["moe_exchange"]
         lines.append(f"  EP exchange   {x['path']}: "

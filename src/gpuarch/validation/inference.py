@@ -25,6 +25,7 @@ from gpuarch.estimate.inference import (
     EXECUTORS,
     MAX_PREFILL_TOKENS,
     MOE_COMMS,
+    MOE_GEMM_KERNELS,
     MOE_KERNELS,
     SCHEDULER_POLICIES,
     WINDOW_KV_CACHES,
@@ -82,7 +83,7 @@ def _phase_rates(doc: dict[str, Any], cfg: InferenceConfig) -> dict[str, float]:
 
 ENGINE_KEYS = ("cuda_graph_batch_sizes", "executor", "scheduler_policy", "window_kv_cache",
                "decode_kv_reads",
-               "moe_comm", "moe_kernels",
+               "moe_comm", "moe_kernels", "moe_gemm_kernel",
                "kv_cache_fraction", "max_batch_size", "max_num_tokens",
                "fp8_context_attention", "fp8_mla_decode", "num_requests", "limits")
 """Point settings a source may set once for all its points (``engine`` on the source)."""
@@ -189,6 +190,7 @@ def point_config(point: TrainingPoint, gpus_per_node: int, product: Product | No
         decode_kv_reads=str(point.get("decode_kv_reads", DECODE_KV_READS[0])),
         moe_comm=str(point.get("moe_comm", MOE_COMMS[0])),
         moe_kernels=str(point.get("moe_kernels", MOE_KERNELS[0])),
+        moe_gemm_kernel=str(point.get("moe_gemm_kernel", MOE_GEMM_KERNELS[0])),
         redundant_experts=int(point.get("redundant_experts") or 0),
         two_batch_overlap=bool(point.get("two_batch_overlap", False)),
         moe_imbalance=float(point.get("moe_imbalance") or 1.0),
