@@ -983,6 +983,9 @@ class _Runner:
             self.expert_eff = dataclasses.replace(
                 self.expert_eff, moe_gemm=self.expert_eff.moe_gemm * eff.moe_gemm_ampere_kernel)
         self.peak, self.device = _gemm_device(product, cfg.quant, generation)
+        # the Python executor's host time per request: measured on a Grace host, an x86
+        # host's shorter (Efficiency.host_time_x86_speedup)
+        self.host_speed = 1.0 if product.grace_host else eff.host_time_x86_speedup
         # the LM head in 16 bits (EMBEDDING_BYTES) unless the whole model runs wider
         sixteen = QuantScheme(QuantFormat.BF16, QuantFormat.BF16, cfg.quant.kv_cache)
         self.head_device = self.device if cfg.quant.weights.bytes >= EMBEDDING_BYTES \
@@ -1448,7 +1451,7 @@ class _Runner:
             # stage's expert layers, overlaps the GPU's step (overlap scheduler); the step
             # lasts as long as the longer of the two
             per_request = self.eff.host_time_per_request_expert_layer_s \
-                * self.s.moe_layers / self.cfg.pp
+                * self.s.moe_layers / self.cfg.pp / self.host_speed
             host = maximum(0.0, per_request * seqs - step.total)
             self._add("host", host)
             step = step + _Phase(host=host)

@@ -566,7 +566,20 @@ class Efficiency:
     known mechanism: GPT-OSS-20B (24 expert layers) on one GPU caps the cost per request at
     16.4-19.3 us, GPT-OSS-120B (36) runs at 29.4 us, Qwen3-30B-A3B (48) needs 33-57 us,
     and dense models show no such floor (docs/performance-model.md, "The executor's host
-    time"). Not fitted."""
+    time"). Not fitted. Measured on a Grace host; an x86 host's is this over
+    ``host_time_x86_speedup``."""
+
+    host_time_x86_speedup: float = 1.19
+    """How many times faster an x86 host (Intel Xeon, AMD EPYC: every GPU here that is not on
+    a Grace superchip, ``Product.grace_host``) runs the Python executor loop than the Grace
+    CPU ``host_time_per_request_expert_layer_s`` was measured on. Read from published pairs
+    of the same run on a B200 or B300 (x86 hosts) and a GB200 or GB300 (Grace) in
+    TensorRT-LLM's performance overviews, where the model's decode step waits on the host on
+    both sides: the median ratio of their throughputs per GPU (``python
+    scripts/host_pairs.py``). Microbenchmarks bracket it: a bare CPython call 1.08x slower on
+    GB200 than on an H100 host (PyTorch issue #187862), the host time of an eager
+    ``torch.nn.Linear`` 37.1 us on GB200 against 13.5 us on a DGX H100 (Xeon 8480C), 2.75x
+    (TransformerEngine issue #2053). Not fitted on the model's errors."""
 
     adp_prefill_balance: float = 0.5411
     """Mean balance ratio (average over largest tokens per rank in the attention module,
