@@ -64,6 +64,8 @@ def client() -> Any:
      "&moe_kernels=sglang", "ttft_s"),
     ("/api/estimate/infer?model=qwen3-30b-a3b&gpu=h100&input_len=512&output_len=64&batch=8"
      "&weight_precision=fp8&fp8_scaling=block", "ttft_s"),
+    ("/api/estimate/infer?model=mixtral-8x7b&gpu=h100&gpus=2&tp=2&input_len=512"
+     "&output_len=64&batch=8&moe_gemm_kernel=ampere", "ttft_s"),
     ("/api/estimate/infer?model=llama-3.1-8b&gpu=h100&input_len=512&output_len=64"
      "&batch=1,8,max&batching=continuous", "frontier_batches"),
     ("/api/estimate/infer?model=llama-3.1-8b&gpu=h100&input_len=512&output_len=64&batch=8"

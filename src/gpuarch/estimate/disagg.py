@@ -339,6 +339,7 @@ def estimate_disaggregated(catalog: Catalog, shape: TransformerShape, product: P
             # whose MoE kernels, and the fixed time per expert layer they take on each
             # pool's GPU (estimate.inference.moe_block_floor_s)
             "moe_kernels": cfg.moe_kernels if shape.is_moe else None,
+            "moe_gemm_kernel": cfg.moe_gemm_kernel if shape.is_moe else None,
             "moe_block_floor_s": {
                 role: moe_block_floor_s(catalog.chip_of(p).sm.tensor_core_generation,
                                         cfg.moe_kernels, efficiency)
