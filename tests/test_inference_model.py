@@ -1267,6 +1267,10 @@ def test_python_executor_is_host_bound_at_large_batch() -> None:
     assert py.decode_step_breakdown_s["host"] > 0 == cpp.decode_step_breakdown_s["host"]
     assert py.bottleneck["decode"] == "host" and "host work" in py.bottleneck_reason["decode"]
     assert py.assumptions["executor"] == "python"
+    assert py.assumptions["executor_host"] == {
+        "cpu": "x86", "s_per_request_expert_layer": pytest.approx(host / 48 / 3000)}
+    assert grace.assumptions["executor_host"]["cpu"] == "grace"
+    assert cpp.assumptions["executor_host"] is None
     # a dense model at the same batch: no host floor, the GPU's step as with a C++ loop
     dense = {**big, "shape": LLAMA_8B}
     assert _est(**dense).tpot_s == _est(**dense, executor="cpp").tpot_s

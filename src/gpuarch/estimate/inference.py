@@ -2324,6 +2324,13 @@ def estimate_inference(
         "pipeline_micro_batches": cfg.micro_batches,
         "engine_limits": cfg.limits_source or None,
         "executor": cfg.executor,
+        # a Python executor's host time per request in flight and expert layer, on this
+        # GPU's host: measured on Grace, an x86 host's shorter (host_time_x86_speedup)
+        "executor_host": {
+            "cpu": "grace" if product.grace_host else "x86",
+            "s_per_request_expert_layer": efficiency.host_time_per_request_expert_layer_s
+            / runner.host_speed}
+        if cfg.executor == "python" and shape.is_moe else None,
         "cuda_graph_padding": {
             "batch_sizes": sorted(cfg.cuda_graph_batch_sizes),
             "decode_rows": int(runner.graph_rows(int(core.batch)))}
