@@ -1270,6 +1270,8 @@ def test_python_executor_is_host_bound_at_large_batch() -> None:
     assert py.assumptions["executor_host"] == {
         "cpu": "x86", "s_per_request_expert_layer": pytest.approx(host / 48 / 3000)}
     assert grace.assumptions["executor_host"]["cpu"] == "grace"
+    assert "(an x86 host: 0.69 us a request" in py.bottleneck_reason["decode"]
+    assert "(a Grace host: 0.82 us a request" in grace.bottleneck_reason["decode"]
     assert cpp.assumptions["executor_host"] is None
     # a dense model at the same batch: no host floor, the GPU's step as with a C++ loop
     dense = {**big, "shape": LLAMA_8B}

@@ -2262,6 +2262,12 @@ def estimate_inference(
             kind = max(("tensor_parallel", "expert_parallel", "pipeline_p2p",
                         "weight_offload"), key=lambda k: parts.get(k, 0.0))
             return _REASONS.get(f"communication:{kind}", _REASONS[part])
+        if part == "host":  # whose host, at what cost (host_time_x86_speedup)
+            per_us = from_si(efficiency.host_time_per_request_expert_layer_s
+                             / runner.host_speed, Unit.US)
+            host = "Grace" if product.grace_host else "x86"
+            return f"{_REASONS[part]} (a{'n' if host == 'x86' else ''} {host} host: " \
+                f"{per_us:.2g} us a request and expert layer)"
         return _REASONS[part]
 
     reasons = {k: f"{share(k, v)}: {why(k)}" for k, v in phases.items()}
