@@ -983,9 +983,11 @@ class _Runner:
             self.expert_eff = dataclasses.replace(
                 self.expert_eff, moe_gemm=self.expert_eff.moe_gemm * eff.moe_gemm_ampere_kernel)
         self.peak, self.device = _gemm_device(product, cfg.quant, generation)
-        # the Python executor's host time per request: measured on a Grace host, an x86
-        # host's shorter (Efficiency.host_time_x86_speedup)
-        self.host_speed = 1.0 if product.grace_host else eff.host_time_x86_speedup
+        # the Python executor's host and its time per request in flight and expert layer:
+        # measured on a Grace host, an x86 host's shorter (Efficiency.host_time_x86_speedup)
+        self.host_cpu = "grace" if product.grace_host else "x86"
+        self.host_s_per_request_layer = eff.host_time_per_request_expert_layer_s / (
+            1.0 if product.grace_host else eff.host_time_x86_speedup)
         # the LM head in 16 bits (EMBEDDING_BYTES) unless the whole model runs wider
         sixteen = QuantScheme(QuantFormat.BF16, QuantFormat.BF16, cfg.quant.kv_cache)
         self.head_device = self.device if cfg.quant.weights.bytes >= EMBEDDING_BYTES \
@@ -1450,8 +1452,7 @@ class _Runner:
             # the executor's host work for every request in flight, in proportion to the
             # stage's expert layers, overlaps the GPU's step (overlap scheduler); the step
             # lasts as long as the longer of the two
-            per_request = self.eff.host_time_per_request_expert_layer_s \
-                * self.s.moe_layers / self.cfg.pp / self.host_speed
+            per_request = self.host_s_per_request_layer * self.s.moe_layers / self.cfg.pp
             host = maximum(0.0, per_request * seqs - step.total)
             self._add("host", host)
             step = step + _Phase(host=host)
@@ -2263,11 +2264,9 @@ def estimate_inference(
                         "weight_offload"), key=lambda k: parts.get(k, 0.0))
             return _REASONS.get(f"communication:{kind}", _REASONS[part])
         if part == "host":  # whose host, at what cost (host_time_x86_speedup)
-            per_us = from_si(efficiency.host_time_per_request_expert_layer_s
-                             / runner.host_speed, Unit.US)
-            host = "Grace" if product.grace_host else "x86"
-            return f"{_REASONS[part]} (a{'n' if host == 'x86' else ''} {host} host: " \
-                f"{per_us:.2g} us a request and expert layer)"
+            per_us = from_si(runner.host_s_per_request_layer, Unit.US)
+            host = "a Grace" if runner.host_cpu == "grace" else "an x86"
+            return f"{_REASONS[part]} ({host} host: {per_us:.2g} us a request and expert layer)"
         return _REASONS[part]
 
     reasons = {k: f"{share(k, v)}: {why(k)}" for k, v in phases.items()}
@@ -2333,9 +2332,7 @@ def estimate_inference(
         # a Python executor's host time per request in flight and expert layer, on this
         # GPU's host: measured on Grace, an x86 host's shorter (host_time_x86_speedup)
         "executor_host": {
-            "cpu": "grace" if product.grace_host else "x86",
-            "s_per_request_expert_layer": efficiency.host_time_per_request_expert_layer_s
-            / runner.host_speed}
+            "cpu": runner.host_cpu, "s_per_request_expert_layer": runner.host_s_per_request_layer}
         if cfg.executor == "python" and shape.is_moe else None,
         "cuda_graph_padding": {
             "batch_sizes": sorted(cfg.cuda_graph_batch_sizes),
