@@ -57,22 +57,27 @@ def mamba_mixer_ops(m: MambaShape, tp: Any, tokens: Num, element: float) -> list
     then reads its input and output gradient and writes the input gradient); the chunked
     scan, the longer of its memory traffic (``mamba_scan_bytes``) and its matrix products
     (``mamba_scan_flops``, at ``Efficiency.mamba_scan`` of the 16-bit peak), its backward
-    likewise; the gated RMSNorm, a module of its own (reads y, writes its output). All of
-    them ``mamba_kernel``s (``Efficiency.mamba_blackwell``)."""
+    likewise; the gated RMSNorm, a module of its own (reads y, writes its output; its
+    backward reads y, its output's gradient and writes y's, a pass of twice the bytes). All
+    of them ``mamba_kernel``s (``Efficiency.mamba_blackwell``), the backward ones
+    ``mamba_backward`` (``Efficiency.mamba_backward_for``)."""
     conv = 1.0 * tokens * (m.conv_width // tp) * element
     forward, backward = mamba_scan_bytes(m, tp, element)
     fwd_flops, bwd_flops = mamba_scan_flops(m, tp)
     scan = Elementwise(tokens * forward, name="mamba_scan", matmul_flops=tokens * fwd_flops,
                        backward=Elementwise(tokens * backward, name="mamba_scan",
                                             matmul_flops=tokens * bwd_flops,
-                                            mamba_kernel=True),
+                                            mamba_kernel=True, mamba_backward=True),
                        mamba_kernel=True)
+    norm = 2.0 * tokens * (m.inner // tp) * element
     return [Elementwise(2 * conv, name="mamba_conv",
-                        backward=Elementwise(5 * conv, name="mamba_conv", mamba_kernel=True),
+                        backward=Elementwise(5 * conv, name="mamba_conv", mamba_kernel=True,
+                                             mamba_backward=True),
                         mamba_kernel=True),
             scan,
-            Elementwise(2.0 * tokens * (m.inner // tp) * element, name="mamba_norm",
-                        mamba_kernel=True)]
+            Elementwise(norm, name="mamba_norm", mamba_kernel=True,
+                        backward=Elementwise(2 * norm, name="mamba_norm", mamba_kernel=True,
+                                             mamba_backward=True))]
 
 
 def mamba_decode_ops(m: MambaShape, tp: Any, seqs: Num, element: float,

@@ -127,11 +127,33 @@ class Efficiency:
     kernels, tuned on Hopper, do not gain Blackwell's bandwidth and Tensor Core throughput.
     Set from state-spaces/mamba issue 904 (2026-04-06, mamba_ssm 2.3.1): a Mamba-2 model of
     48 layers, width 2,048 (1.4B), batch 4 x 4,096 tokens in BF16 on one GPU trains at
-    360.4 TFLOP/s on GB200 against 239.2 on H200, 1.51x, where the model gives 2.05x with
-    the kernels at the roofline's rate and 1.51x at this one (tests/test_mamba_blackwell.py).
-    Beside it, vLLM's tuned Triton decode state update (PR 43083) moves its state at 50-58%
-    of a Blackwell GPU's bandwidth against 72-77% of H100's. Not fitted to the validation
+    360.4 TFLOP/s on GB200 against 239.2 on H200, 1.51x, where the model gave 2.05x with
+    the kernels at the roofline's rate and 1.51x at this one, the backward kernels then at
+    the forward's rate. The backward rates (``mamba_backward_*``), set later from the same
+    issue's absolute figures, keep the ratio; this value now says how Blackwell's forward
+    kernels (prefill's too) compare with Hopper's, which no measurement isolates. Beside
+    it, vLLM's tuned Triton decode state update (PR 43083) moves its state at 50-58% of a
+    Blackwell GPU's bandwidth against 72-77% of H100's. Not fitted to the validation
     rows (hybrid training and serving stay out of sample)."""
+
+    mamba_backward_ampere: float = 0.795
+    """The rate a Mamba-2 block's backward kernels of training (mamba_ssm's Triton SSD scan
+    backward, causal_conv1d's backward, the gated RMSNorm's backward: ``Elementwise.
+    mamba_backward``) reach over the rate the roofline gives them (their bytes at
+    ``memory`` of the bandwidth, the scan's products at ``mamba_scan`` of the peak, and on
+    Blackwell ``mamba_blackwell`` besides), on Ampere and every GPU that is neither Hopper nor
+    Blackwell. The forward kernels keep the roofline's rate: ``mamba_scan`` is the measured
+    forward scan's (TileOPs, H200), and prefill runs only those. Set, with the Hopper and
+    Blackwell values, so that the model gives state-spaces/mamba issue 904's measured
+    training throughput of a pure Mamba-2 model on one A100, H200 and GB200
+    (``python scripts/mamba_backward.py``; tests/test_mamba_blackwell.py). Not fitted to the
+    validation rows (hybrid training stays out of sample)."""
+
+    mamba_backward_hopper: float = 0.493
+    """The same on Hopper (issue 904's H200 run)."""
+
+    mamba_backward_blackwell: float = 0.554
+    """The same on Blackwell (issue 904's GB200 run), on top of ``mamba_blackwell``."""
 
     attention_backward_flops_factor: float = 2.5
     """Backward attention FLOPs over forward: five matrix multiplies against two, since the
@@ -634,6 +656,15 @@ class Efficiency:
             if isinstance(value, list):
                 values = {**values, key: tuple(value)}
         return replace(self, **values)
+
+    def mamba_backward_for(self, architecture: str) -> float:
+        """``mamba_backward_hopper`` or ``_blackwell`` on those architectures, else
+        ``mamba_backward_ampere``."""
+        if architecture == "hopper":
+            return self.mamba_backward_hopper
+        if architecture == "blackwell":
+            return self.mamba_backward_blackwell
+        return self.mamba_backward_ampere
 
     def gemm_for(self, tensor_core_generation: int | None) -> float:
         """GEMM efficiency for a chip's Tensor Core generation (``gemm`` without one)."""

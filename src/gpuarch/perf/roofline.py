@@ -168,7 +168,8 @@ class Elementwise:
     ``Efficiency.mamba_scan`` of their peak, and its backward kernels as ``backward`` where
     known (training takes twice the forward's time otherwise). ``mamba_kernel``: one of a
     Mamba-2 block's kernels of training and prefill, which reach ``Efficiency.mamba_blackwell``
-    of the roofline's rate on Blackwell."""
+    of the roofline's rate on Blackwell; ``mamba_backward``: one of its backward kernels,
+    which reach ``Efficiency.mamba_backward_for`` its architecture of that rate."""
 
     bytes_moved: Num
     flops: Num = 0.0
@@ -176,6 +177,7 @@ class Elementwise:
     matmul_flops: Num | None = None
     backward: Elementwise | None = None
     mamba_kernel: bool = False
+    mamba_backward: bool = False
 
 
 Op = Gemm | Attention | Elementwise
@@ -354,6 +356,8 @@ def op_time(op: Op, device: Device, eff: Efficiency) -> tuple[Num, Num, Num, Num
         t = maximum(t_mem, t_cmp)
         if op.mamba_kernel and device.product.architecture == "blackwell":
             t = t / eff.mamba_blackwell
+        if op.mamba_backward:
+            t = t / eff.mamba_backward_for(device.product.architecture)
         return (t + eff.kernel_overhead_s, t_cmp, t_mem, flops, op.bytes_moved)
     peak = device.matmul.flops
     decode = False
