@@ -124,3 +124,20 @@ def test_only_mamba_kernels_on_blackwell() -> None:
     assert derated.decode_step_parts_s == plain.decode_step_parts_s
     assert derated.prefill_parts_s["mamba_scan"] > 1.5 * plain.prefill_parts_s["mamba_scan"]
     assert derated.prefill_parts_s["dense_gemms"] == plain.prefill_parts_s["dense_gemms"]
+
+
+def test_a_hybrid_estimate_names_the_mamba_rates_it_used() -> None:
+    """A hybrid's training estimate says at what rates its Mamba-2 kernels ran, the
+    architecture's own backward parameter by name; a transformer's says nothing of them."""
+    nano = preset("nemotron-3-nano-30b-a3b").shape
+    cfg = TrainingConfig(gpus=8, seq_len=4096, global_batch=64, micro_batch=1, ep=8,
+                         precision=Precision.BF16)
+    for gpu, name, blackwell in (("b200", "mamba_backward_blackwell", True),
+                                 ("h100-sxm5-80gb", "mamba_backward_hopper", False),
+                                 ("a100-sxm4-80gb", "mamba_backward_ampere", False)):
+        note = estimate_training(CATALOG, nano, CATALOG.product(gpu), cfg
+                                 ).assumptions["mamba_kernels"]
+        assert name in note and ("mamba_blackwell" in note) == blackwell
+    llama = estimate_training(CATALOG, preset("llama-3.1-8b").shape,
+                              CATALOG.product("b200"), dataclasses.replace(cfg, ep=1))
+    assert "mamba_kernels" not in llama.assumptions

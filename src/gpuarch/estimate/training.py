@@ -2347,6 +2347,19 @@ def estimate_training(
             f"(layer_pass_floor_s), {float(core.layer_floor):.3g} s of this step: the floor "
             "MLPerf's Llama 3.1 8B runs with 2,048 tokens a GPU (TP 2-4, CP 4, 512-1,024 "
             "GB200/GB300) show; what sets it is not measured")
+    if shape.mamba is not None:
+        arch = product.architecture
+        on_blackwell = arch == "blackwell"
+        assumptions["mamba_kernels"] = (
+            f"Mamba-2 blocks: the chunked scan's products at {eff.mamba_scan:g} of the 16-bit "
+            "peak (mamba_scan, TileOPs' measured forward scan on H200)"
+            + (f", every Mamba-2 kernel at {eff.mamba_blackwell:g} of the roofline's rate on "
+               "Blackwell (mamba_blackwell)" if on_blackwell else "")
+            + f"; the backward kernels a further {eff.mamba_backward_for(arch):g} of their "
+            "rate "
+            f"(mamba_backward_{arch if arch in ('hopper', 'blackwell') else 'ampere'}: "
+            "state-spaces/mamba issue 904's measured A100, H200 and GB200 training of a "
+            "Mamba-2 model; scripts/mamba_backward.py)")
     if cfg.cuda_graphs and (not shape.is_moe or cfg.moe_token_drop):
         assumptions["cuda_graphs"] = (
             "CUDA graphs change nothing in this estimate: the model charges host time only "

@@ -191,6 +191,8 @@ def render_training(e: TrainingEstimate, band: Band | None = None,
         lines.append(f"  note          {e.assumptions['precision_fallback']}")
     if e.assumptions.get("layer_pass_floor"):
         lines.append(f"  note          {e.assumptions['layer_pass_floor']}")
+    if e.assumptions.get("mamba_kernels"):
+        lines.append(f"  note          {e.assumptions['mamba_kernels']}")
     if e.assumptions.get("cuda_graphs"):
         lines.append(f"  note          {e.assumptions['cuda_graphs']}")
     if e.total:
