@@ -2357,7 +2357,7 @@ def estimate_training(
                "Blackwell (mamba_blackwell)" if on_blackwell else "")
             + f"; the backward kernels a further {eff.mamba_backward_for(arch):g} of their "
             "rate "
-            f"(mamba_backward_{arch if arch in ('hopper', 'blackwell') else 'ampere'}: "
+            f"({eff.mamba_backward_name(arch)}: "
             "state-spaces/mamba issue 904's measured A100, H200 and GB200 training of a "
             "Mamba-2 model; scripts/mamba_backward.py)")
     if cfg.cuda_graphs and (not shape.is_moe or cfg.moe_token_drop):

@@ -657,14 +657,17 @@ class Efficiency:
                 values = {**values, key: tuple(value)}
         return replace(self, **values)
 
+    @staticmethod
+    def mamba_backward_name(architecture: str) -> str:
+        """The backward-rate parameter an architecture takes: ``mamba_backward_hopper`` or
+        ``_blackwell`` on those, else ``mamba_backward_ampere``."""
+        own = architecture if architecture in ("hopper", "blackwell") else "ampere"
+        return f"mamba_backward_{own}"
+
     def mamba_backward_for(self, architecture: str) -> float:
-        """``mamba_backward_hopper`` or ``_blackwell`` on those architectures, else
-        ``mamba_backward_ampere``."""
-        if architecture == "hopper":
-            return self.mamba_backward_hopper
-        if architecture == "blackwell":
-            return self.mamba_backward_blackwell
-        return self.mamba_backward_ampere
+        """The value of ``mamba_backward_name(architecture)``."""
+        value: float = getattr(self, self.mamba_backward_name(architecture))
+        return value
 
     def gemm_for(self, tensor_core_generation: int | None) -> float:
         """GEMM efficiency for a chip's Tensor Core generation (``gemm`` without one)."""
