@@ -35,6 +35,10 @@ ISSUE_904_TFLOPS = {"a100-sxm4-80gb": ("ampere", 102.5), "h200-sxm-141gb": ("hop
                     "gb200": ("blackwell", 360.4)}
 """Each GPU of the issue's Mamba-2 runs: the factor it sets and its measured TFLOP/s."""
 
+ISSUE_904_RUN = TrainingConfig(gpus=1, seq_len=4096, global_batch=4, micro_batch=4,
+                               precision=Precision.BF16)
+"""The issue's run: batch 4 x 4,096 tokens in BF16 on one GPU, one micro-batch a step."""
+
 FLOPS_PER_PARAMETER_TOKEN = 6
 """The issue's count (read from its Mamba-3 kernel table, module docstring)."""
 
@@ -56,9 +60,7 @@ def issue_904_tokens_per_s(gpu: str, shape: TransformerShape | None = None,
     """(model, measured) tokens/s of the issue's run on ``gpu``."""
     shape = shape or mamba2_1p4b()
     catalog = load_catalog()
-    cfg = TrainingConfig(gpus=1, seq_len=4096, global_batch=4, micro_batch=4,
-                         precision=Precision.BF16)
-    model = estimate_training(catalog, shape, catalog.product(gpu), cfg,
+    model = estimate_training(catalog, shape, catalog.product(gpu), ISSUE_904_RUN,
                               efficiency=eff).tokens_per_s
     measured = ISSUE_904_TFLOPS[gpu][1] * 1e12 / (FLOPS_PER_PARAMETER_TOKEN
                                                   * count_params(shape).total)

@@ -48,11 +48,10 @@ def _mamba2_1p4b() -> TransformerShape:
     return shape
 
 
-def _tokens_per_s(gpu: str, shape: TransformerShape, eff: object = DEFAULT_EFFICIENCY,
-                  precision: Precision = Precision.BF16) -> float:
-    cfg = TrainingConfig(gpus=1, seq_len=4096, global_batch=4, micro_batch=4,
-                         precision=precision)
-    return estimate_training(CATALOG, shape, CATALOG.product(gpu), cfg,
+def _tokens_per_s(gpu: str, shape: TransformerShape, eff: object = DEFAULT_EFFICIENCY
+                  ) -> float:
+    """Tokens/s of ``shape`` trained as the issue's run is (``ISSUE_904_RUN``)."""
+    return estimate_training(CATALOG, shape, CATALOG.product(gpu), SCRIPT.ISSUE_904_RUN,
                              efficiency=eff).tokens_per_s  # type: ignore[arg-type]
 
 

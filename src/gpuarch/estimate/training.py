@@ -2349,12 +2349,11 @@ def estimate_training(
             "GB200/GB300) show; what sets it is not measured")
     if shape.mamba is not None:
         arch = product.architecture
-        on_blackwell = arch == "blackwell"
         assumptions["mamba_kernels"] = (
             f"Mamba-2 blocks: the chunked scan's products at {eff.mamba_scan:g} of the 16-bit "
             "peak (mamba_scan, TileOPs' measured forward scan on H200)"
             + (f", every Mamba-2 kernel at {eff.mamba_blackwell:g} of the roofline's rate on "
-               "Blackwell (mamba_blackwell)" if on_blackwell else "")
+               "Blackwell (mamba_blackwell)" if arch == "blackwell" else "")
             + f"; the backward kernels a further {eff.mamba_backward_for(arch):g} of their "
             "rate "
             f"({eff.mamba_backward_name(arch)}: "
