@@ -370,3 +370,19 @@ def test_a_row_names_the_board_it_ran_on() -> None:
     typo = TrainingPoint("t-row", "s", "t", "https://x", "w", {"system": "hgx-h100-4gpux"})
     with pytest.raises(GpuarchError, match="hgx-h100-4gpu"):
         point_system(catalog, typo, h100)
+
+
+def test_a_row_whose_notes_turn_tp_overlap_off_runs_without_it() -> None:
+    """Notes that say a recipe runs without userbuffers overlap ("TP overlap off
+    (tp_comm_overlap = false)") and the field the model reads agree; Megatron Bridge's
+    Nemotron 3 Super recipes build no comm_overlap, so every Super row at TP > 1 in its
+    tables (GB200's TP 2) runs without it, though the framework's default is on."""
+    rows = load_training_points()
+    said = [p for p in rows if "TP overlap off (tp_comm_overlap = false)" in p.get("notes", "")]
+    assert len(said) >= 7
+    assert all(p.get("tp_comm_overlap") is False for p in said), \
+        [p.id for p in said if p.get("tp_comm_overlap") is not False]
+    super_tp = [p for p in rows if p.get("preset") == "nemotron-3-super-120b-a12b"
+                and "Bridge" in p.get("framework", "") and int(p.get("tp") or 1) > 1]
+    assert len(super_tp) == 6
+    assert all(p in said for p in super_tp)
