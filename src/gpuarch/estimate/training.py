@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from gpuarch.catalog.loader import Catalog
-from gpuarch.catalog.model import Product, System, drives_tensor_cores_async, spec
+from gpuarch.catalog.model import Product, System, spec
 from gpuarch.errors import GpuarchError, check_choice, check_count
 from gpuarch.estimate.energy import NODE_OVERHEAD, PUE, energy_kwh
 from gpuarch.estimate.host_link import product_host_link
@@ -226,8 +226,7 @@ def attention_efficiency(eff: Efficiency, cfg: TrainingConfig, compute_capabilit
     Hopper, where the FP8 peak is twice the 16-bit one); that ratio is measured on
     TensorRT-LLM's prompt attention, taken for Transformer Engine's FP8 attention forward
     and backward, which no published kernel timing here checks."""
-    if cfg.attention_kernel == "ampere" and drives_tensor_cores_async(compute_capability):
-        eff = dataclasses.replace(eff, attention=eff.attention * eff.attention_ampere_kernel)
+    eff = eff.with_attention_kernel(cfg.attention_kernel, compute_capability)
     if cfg.fp8_attention:
         eff = dataclasses.replace(eff, attention=eff.attention * eff.context_attention_fp8
                                   / eff.context_attention)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, fields, replace
 from functools import lru_cache
 from typing import Any
 
+from gpuarch.catalog.model import drives_tensor_cores_async
 from gpuarch.errors import GpuarchError, suggestion
 
 __all__ = ["DEFAULT_EFFICIENCY", "Efficiency"]
@@ -656,6 +657,17 @@ class Efficiency:
             if isinstance(value, list):
                 values = {**values, key: tuple(value)}
         return replace(self, **values)
+
+    def with_attention_kernel(self, kernel: str, compute_capability: str | None
+                              ) -> Efficiency:
+        """This efficiency with fused attention run by ``kernel``: "native" (the GPU
+        generation's own) as it is; "ampere" (written for Ampere's synchronous Tensor Core
+        instructions) at ``attention_ampere_kernel`` of it on a chip that drives its Tensor
+        Cores asynchronously (``catalog.model.drives_tensor_cores_async``), as it is on any
+        other."""
+        if kernel == "ampere" and drives_tensor_cores_async(compute_capability):
+            return replace(self, attention=self.attention * self.attention_ampere_kernel)
+        return self
 
     @staticmethod
     def mamba_backward_name(architecture: str) -> str:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuarch.catalog.loader import Catalog
-from gpuarch.catalog.model import Product, drives_tensor_cores_async
+from gpuarch.catalog.model import Product
 from gpuarch.errors import GpuarchError, check_choice
 from gpuarch.jsonfile import read_schema_file
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
@@ -40,7 +40,7 @@ ATTENTION_KERNELS = ("native", "ampere")
 """How fused attention is priced: the GPU generation's own kernel (``attention``), or one
 written for Ampere's synchronous Tensor Core instructions (FlashAttention-2, as torch's
 flash backend is), at ``attention_ampere_kernel`` of it on a GPU that drives its Tensor
-Cores asynchronously (``catalog.model.drives_tensor_cores_async``)."""
+Cores asynchronously (``Efficiency.with_attention_kernel``)."""
 
 _GEMM_KEYS = ("m", "n", "k", "batch", "name")
 _ATTENTION_KEYS = ("batch", "seq_q", "seq_kv", "heads", "kv_heads", "head_dim", "causal")
@@ -99,8 +99,7 @@ def model_time(row: OpRow, catalog: Catalog, product: Product,
     chip = catalog.chip_of(product)
     device = Device.of(product, row.precision, chip.sm.tensor_core_generation)
     # as training prices it: slower only where the Tensor Cores are driven asynchronously
-    if row.attention_kernel == "ampere" and drives_tensor_cores_async(chip.compute_capability):
-        eff = dataclasses.replace(eff, attention=eff.attention * eff.attention_ampere_kernel)
+    eff = eff.with_attention_kernel(row.attention_kernel, chip.compute_capability)
     seconds = op_cost(row.op, device, eff).time_s
     if row.forward_backward and isinstance(row.op, Attention):
         seconds += op_cost(dataclasses.replace(row.op, backward=True), device, eff).time_s
