@@ -287,3 +287,20 @@ def test_query_key_norms_and_sandwich_norms() -> None:
     assert "--qk-layernorm" in gemma.argv and "--swiglu" not in gemma.argv
     assert any("after attention and MLP" in note for note in gemma.notes)
     assert any("GeGLU" in note for note in gemma.notes)
+
+
+def test_megatron_cuda_graph_scope() -> None:
+    """A scope is spelled as Megatron's: TE graphs over modules, or the whole iteration with
+    the local implementation (as MLPerf's logs print it)."""
+    nano = preset("nemotron-3-nano-30b-a3b").shape
+    cfg = TrainingConfig(gpus=16, seq_len=8192, global_batch=1024, ep=8,
+                         cuda_graph_scope=("mamba",))
+    got = pairs(megatron_launch(nano, cfg).argv)
+    assert got["--cuda-graph-impl"] == ["transformer_engine"]
+    assert got["--cuda-graph-scope"] == ["mamba"]
+    full = TrainingConfig(gpus=16, seq_len=8192, global_batch=1024, ep=8,
+                          cuda_graph_scope=("full_iteration",))
+    got = pairs(megatron_launch(nano, full).argv)
+    assert got["--cuda-graph-impl"] == ["local"]
+    assert got["--cuda-graph-scope"] == ["full_iteration"]
+    assert set(got) - TORCHRUN <= known_flags("megatron")

@@ -161,6 +161,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         tp_comm_overlap=args.tp_comm_overlap,
         fsdp_prefetch=args.fsdp_prefetch,
         moe_token_drop=args.moe_token_drop, cuda_graphs=args.cuda_graphs,
+        cuda_graph_scope=args.cuda_graph_scope,
         dispatcher_wait_s=None if args.dispatcher_wait_us is None
         else to_si(args.dispatcher_wait_us, Unit.US),
         pp_edge_layers=args.pp_edge_layers, pp_layout=args.pp_layout,
@@ -1170,6 +1171,12 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                         "preprocessing (Megatron cuda_graph_impl transformer_engine): no "
                         "per-layer host wait of the dropless dispatcher (nothing else is "
                         "modelled: on a dense model the estimate is unchanged and says so)")
+    p.add_argument("--cuda-graph-scope", type=name_list, default=(), metavar="M,M",
+                   help="instead of --cuda-graphs, the modules graphed, comma-separated "
+                        "(Megatron --cuda-graph-scope): attn, mamba, mlp, moe, moe_router, "
+                        "moe_preprocess, full_iteration; the dropless dispatcher's host wait "
+                        "is charged to the expert layers whose preceding block is not graphed "
+                        "(e.g. mamba alone on a hybrid model: those after attention)")
     p.add_argument("--cp-comm-type", default="p2p", metavar="p2p|all_gather|a2a",
                    help="how context-parallel ranks exchange attention inputs (Megatron "
                         "--cp-comm-type): p2p (default: a ring of key/value chunks, largely "

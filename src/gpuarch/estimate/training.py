@@ -164,6 +164,16 @@ for them; "a2a" (DeepSpeed-Ulysses style) swaps the sequence split for a head sp
 all-to-all of the queries, keys and values before the core and of its output after it, in
 the forward pass and again for their gradients in the backward, none of it overlapped."""
 
+CUDA_GRAPH_SCOPES = ("attn", "mamba", "mlp", "moe", "moe_router", "moe_preprocess",
+                     "full_iteration")
+"""Megatron-Core's ``--cuda-graph-scope`` modules. What the model draws from a scope is
+where a dropless MoE dispatcher's host wait goes (``TrainingConfig.ungraphed_expert_share``):
+an expert block pays it only when the block before it (attention, or in a hybrid model the
+Mamba-2, attention or MLP block) is launched kernel by kernel; ``moe`` (an expert layer
+graphed whole, which needs padded, fixed-size expert inputs) and ``full_iteration`` leave no
+wait anywhere; ``moe_router`` and ``moe_preprocess`` alone leave it, as the runs that graph
+only those read (docs/performance-model.md, "CUDA graph scopes")."""
+
 EXPERT_LAUNCHES = ("per-expert", "grouped", "fused-mlp")
 """How a GPU's expert GEMMs are launched: one GEMM (and, in low precision, one quantization)
 per local expert, as Transformer Engine's grouped linear layers do by default (multi-stream
@@ -282,6 +292,10 @@ class TrainingConfig:
     # attn, moe_router and moe_preprocess): the host no longer launches the kernels before a
     # dropless dispatcher's sync one by one, so the forward does not wait on it
     cuda_graphs: bool = False
+    # the CUDA graph scope when it is not that standard one (CUDA_GRAPH_SCOPES; e.g. a
+    # hybrid model's ("mamba",)): the wait is charged to the expert blocks whose preceding
+    # block the scope leaves out (ungraphed_expert_share); empty = cuda_graphs decides
+    cuda_graph_scope: tuple[str, ...] = ()
     # the dropless dispatcher's host wait per expert layer and forward pass, when the
     # framework's own is measured (seconds; None = Megatron-Core's, fitted:
     # Efficiency.moe_layer_overhead_s or moe_layer_overhead_c2c_s by the host's link)
@@ -427,6 +441,25 @@ class TrainingConfig:
                                    fp8_params=False, bf16_layers_start=0, bf16_layers_end=0,
                                    mtp_bf16=False)
 
+    def ungraphed_expert_share(self, shape: TransformerShape) -> float:
+        """The share of ``shape``'s expert blocks whose preceding block runs outside a CUDA
+        graph, so that the host, launching it kernel by kernel, falls behind before the
+        dropless dispatcher's sync (CUDA_GRAPH_SCOPES): 1 without graphs, 0 with
+        ``cuda_graphs`` (attention graphed before every expert layer) or a scope holding the
+        blocks before them all. In a hybrid model each expert block's own predecessor in
+        ``hybrid_pattern`` decides (the first block has none graphed before it)."""
+        scope = set(self.cuda_graph_scope)
+        if self.cuda_graphs or scope & {"moe", "full_iteration"}:
+            return 0.0
+        graphed = {block for block, module in (("*", "attn"), ("M", "mamba"), ("-", "mlp"))
+                   if module in scope}
+        if not shape.is_hybrid:
+            return 0.0 if "*" in graphed else 1.0
+        pattern = shape.hybrid_pattern
+        before = [pattern[i - 1] if i else "" for i, block in enumerate(pattern)
+                  if block == "E"]
+        return sum(block not in graphed for block in before) / len(before) if before else 1.0
+
     def layout(self, shape: TransformerShape) -> PipelineLayout | None:
         """The parsed ``pp_layout`` checked against ``shape`` and the run (for a hybrid
         model, ``hybrid_layout``: its pattern cut by the layout's '|', or split evenly over
@@ -569,6 +602,11 @@ class TrainingConfig:
         if self.zero not in (0, 1, 2, 3):
             raise GpuarchError(f"--zero: expected 0, 1, 2 or 3, got {self.zero!r}")
         check_choice("--ep-dispatcher", self.ep_dispatcher, EP_DISPATCHERS)
+        for module in self.cuda_graph_scope:
+            check_choice("--cuda-graph-scope", module, CUDA_GRAPH_SCOPES)
+        if self.cuda_graph_scope and self.cuda_graphs:
+            raise GpuarchError("--cuda-graph-scope: give it or --cuda-graphs (the scope attn, "
+                               "moe_router, moe_preprocess), not both")
         check_choice("--cp-comm-type", self.cp_comm_type, CP_COMM_TYPES)
         if self.cp_comm_type == "a2a" and self.cp > 1:
             # the all-to-all hands each rank whole heads: every tensor-parallel rank's query
@@ -1233,7 +1271,8 @@ def pipeline_bubble(schedule: str, pp: Num, vpp: Num, stage_s: Num, forward_s: N
     return (pp - 1) * pair / 2
 
 
-def dispatcher_host_time(product: Product, cfg: TrainingConfig, eff: Efficiency) -> float:
+def dispatcher_host_time(product: Product, cfg: TrainingConfig, eff: Efficiency,
+                         shape: TransformerShape | None = None) -> float:
     """Fixed time per expert layer per forward pass that a dropless MoE dispatcher waits on
     its host: the per-expert token counts go to the CPU before buffers can be sized (the
     backward reuses them). Over NVLink-C2C
@@ -1243,14 +1282,17 @@ def dispatcher_host_time(product: Product, cfg: TrainingConfig, eff: Efficiency)
     preprocessing kernels before the sync replay from one graph launch instead of many
     (docs/performance-model.md: the 10% that NVIDIA measured them to gain on DeepSeek-V3
     on GB200 is what this wait costs there). Those fitted waits are Megatron-Core's; a
-    framework whose own wait is measured gives it as ``dispatcher_wait_s``."""
+    framework whose own wait is measured gives it as ``dispatcher_wait_s``. Given the
+    ``shape``, the wait is averaged over its expert blocks, those after a graphed block
+    paying none (``TrainingConfig.ungraphed_expert_share``, for a ``cuda_graph_scope``)."""
     if cfg.moe_token_drop or cfg.cuda_graphs:
         return 0.0
+    share = 1.0 if shape is None else cfg.ungraphed_expert_share(shape)
     if cfg.dispatcher_wait_s is not None:
-        return cfg.dispatcher_wait_s
+        return share * cfg.dispatcher_wait_s
     if product.grace_host:
-        return eff.moe_layer_overhead_c2c_s
-    return eff.moe_layer_overhead_s
+        return share * eff.moe_layer_overhead_c2c_s
+    return share * eff.moe_layer_overhead_s
 
 
 EXPERT_LAUNCHES_PER_EXPERT = {"forward": (2, 2), "backward": (4, 2)}
@@ -1429,7 +1471,7 @@ def _one_layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device,
     # the dropless dispatcher's host wait falls in the forward pass (and a recomputed one):
     # the backward's all-to-alls and grouped GEMMs reuse the split sizes the forward copied
     # to the CPU, so the host runs ahead there as in a dense layer
-    wait = dispatcher_host_time(device.product, cfg, eff) if moe else 0.0
+    wait = dispatcher_host_time(device.product, cfg, eff, s) if moe else 0.0
     # many small experts per GPU: the expert section waits on the host's launches
     host_fwd: Num = 0.0
     host_bwd: Num = 0.0
@@ -2358,7 +2400,18 @@ def estimate_training(
             f"({eff.mamba_backward_name(arch)}: "
             "state-spaces/mamba issue 904's measured A100, H200 and GB200 training of a "
             "Mamba-2 model; scripts/mamba_backward.py)")
-    if cfg.cuda_graphs and (not shape.is_moe or cfg.moe_token_drop):
+    graphs = cfg.cuda_graphs or bool(cfg.cuda_graph_scope)
+    if graphs and shape.is_moe and not cfg.moe_token_drop and cfg.cuda_graph_scope:
+        share = cfg.ungraphed_expert_share(shape)
+        blocks = shape.hybrid_pattern.count("E") if shape.is_hybrid else shape.moe_layers
+        scope = f"CUDA graphs over {', '.join(cfg.cuda_graph_scope)}: "
+        assumptions["cuda_graphs"] = scope + (
+            "no expert layer pays the dropless dispatcher's host wait (the blocks before "
+            "them all replay from graphs)" if not share else
+            f"the dropless dispatcher's host wait is charged to {round(share * blocks)} of "
+            f"{blocks} expert layers, those whose preceding block runs outside a graph "
+            "(launched kernel by kernel, the host falls behind before the dispatcher's sync)")
+    elif graphs and (not shape.is_moe or cfg.moe_token_drop):
         assumptions["cuda_graphs"] = (
             "CUDA graphs change nothing in this estimate: the model charges host time only "
             "to a dropless MoE dispatcher's wait per expert layer, which graphs hide, and "
@@ -2454,6 +2507,7 @@ def estimate_training(
             "fsdp_prefetch": cfg.fsdp_prefetch,
             "moe_token_drop": cfg.moe_token_drop,
             "cuda_graphs": cfg.cuda_graphs,
+            "cuda_graph_scope": list(cfg.cuda_graph_scope) or None,
             "dispatcher_wait_s": cfg.dispatcher_wait_s,
             "ep_dispatcher": cfg.ep_dispatcher if shape.is_moe else None,
             "cp_comm_type": cfg.cp_comm_type if cfg.cp > 1 else None,

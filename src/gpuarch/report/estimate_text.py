@@ -120,6 +120,8 @@ def render_training(e: TrainingEstimate, band: Band | None = None,
               + (f" ETP{p['etp']}" if p.get("etp") and p["etp"] != p["tp"] else "")
               + (" token-drop" if p.get("moe_token_drop") else "")
               + (" CUDA-graphs" if p.get("cuda_graphs") else "")
+              + (f" CUDA-graphs({','.join(p['cuda_graph_scope'])})"
+                 if p.get("cuda_graph_scope") else "")
               + (" DeepEP" if p.get("ep_dispatcher") == "deepep" and p["ep"] > 1 else "")
               + (" grouped-GEMM" if p.get("expert_launches") == "grouped" else "")
               + (" fused-MLP" if p.get("expert_launches") == "fused-mlp" else "")

@@ -326,6 +326,10 @@ def megatron_launch(shape: Any, cfg: Any) -> Launch:
         notes.append("CUDA graphs over attention and the MoE router and preprocessing: the "
                      "scope flag differs by Megatron version (--cuda-graph-scope attn, or "
                      "newer releases' modules)")
+    elif cfg.cuda_graph_scope:
+        full = cfg.cuda_graph_scope == ("full_iteration",)
+        add("cuda_graph_impl", "local" if full else "transformer_engine")
+        add("cuda_graph_scope", *cfg.cuda_graph_scope)
     if cfg.dispatcher_wait_s is not None:
         notes.append("the dispatcher's host wait is a measured input to the estimate, not a "
                      "setting")
