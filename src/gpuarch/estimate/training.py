@@ -1287,12 +1287,11 @@ def dispatcher_host_time(product: Product, cfg: TrainingConfig, eff: Efficiency,
     paying none (``TrainingConfig.ungraphed_expert_share``, for a ``cuda_graph_scope``)."""
     if cfg.moe_token_drop or cfg.cuda_graphs:
         return 0.0
-    share = 1.0 if shape is None else cfg.ungraphed_expert_share(shape)
     if cfg.dispatcher_wait_s is not None:
-        return share * cfg.dispatcher_wait_s
-    if product.grace_host:
-        return share * eff.moe_layer_overhead_c2c_s
-    return share * eff.moe_layer_overhead_s
+        wait = cfg.dispatcher_wait_s
+    else:
+        wait = eff.moe_layer_overhead_c2c_s if product.grace_host else eff.moe_layer_overhead_s
+    return wait if shape is None else wait * cfg.ungraphed_expert_share(shape)
 
 
 EXPERT_LAUNCHES_PER_EXPERT = {"forward": (2, 2), "backward": (4, 2)}
@@ -2401,9 +2400,9 @@ def estimate_training(
             "state-spaces/mamba issue 904's measured A100, H200 and GB200 training of a "
             "Mamba-2 model; scripts/mamba_backward.py)")
     graphs = cfg.cuda_graphs or bool(cfg.cuda_graph_scope)
-    if graphs and shape.is_moe and not cfg.moe_token_drop and cfg.cuda_graph_scope:
+    if cfg.cuda_graph_scope and shape.is_moe and not cfg.moe_token_drop:
         share = cfg.ungraphed_expert_share(shape)
-        blocks = shape.hybrid_pattern.count("E") if shape.is_hybrid else shape.moe_layers
+        blocks = shape.moe_layers
         scope = f"CUDA graphs over {', '.join(cfg.cuda_graph_scope)}: "
         assumptions["cuda_graphs"] = scope + (
             "no expert layer pays the dropless dispatcher's host wait (the blocks before "
