@@ -641,8 +641,9 @@ def test_inference_validation_does_not_regress() -> None:
     # 17.2%; 17.5% at moe_gemm_nvfp4 (its B200 NVFP4 rows, slow, slower); 17.7% with the
     # prompt's attention at its kernel's rate (its long-prompt Hopper rows, fast, faster);
     # 18.0% with Blackwell's MoE floor and the NVFP4 factor re-set (its B200 rows, slow,
-    # slower)
-    assert len(maverick) == 31 and sum(maverick) / len(maverick) <= 0.18
+    # slower); 13.0% with its chunked layers' attention counted by chunk (the long rows,
+    # slow, faster)
+    assert len(maverick) == 31 and sum(maverick) / len(maverick) <= 0.135
     # release 1.2's overview, all out of sample
     r12 = [r for r in s.rows if r.source == "trtllm-perf-overview-1.2"]
     assert len(r12) == 130 and all(r.out_of_sample for r in r12)

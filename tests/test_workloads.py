@@ -372,6 +372,7 @@ def test_hf_llama4_configs(tmp_path: Path) -> None:
     assert (maverick.moe_layers, maverick.windowed_layers, maverick.sliding_window) == \
         (expected.moe_layers, expected.windowed_layers, expected.sliding_window) == \
         (24, 36, 8192)
+    assert maverick.attention_chunked and expected.attention_chunked
     scout = shape_from_hf_config(_write(tmp_path, {
         **LLAMA4_TEXT, "num_local_experts": 16, "interleave_moe_layer_step": 1}))
     assert scout.moe_layers == 48 and scout.dense_layers == 0

@@ -30,7 +30,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any
 
 import numpy as np
@@ -70,6 +70,7 @@ from gpuarch.perf.roofline import (
     Elementwise,
     Gemm,
     Op,
+    mean_keys,
     moe_permute,
     op_kind,
     op_time,
@@ -1125,7 +1126,7 @@ class _Runner:
         return [self._gemm(tokens, m.in_proj_width // t, s.hidden, "mamba_in_proj"), *mixer,
                 self._gemm(tokens, s.hidden, m.inner // t, "mamba_out_proj")]
 
-    def _attention_ops(self, tokens: Num, seqs: Num, q_len: int, ctx: Num, window: int,
+    def _attention_ops(self, tokens: Num, seqs: Num, q_len: int, ctx: Num, window: Num,
                        prefill: bool) -> list[Op]:
         """An attention block's projections and core."""
         s, cfg, t = self.s, self.cfg, self.cfg.tp
@@ -1148,15 +1149,31 @@ class _Runner:
             if not prefill and cfg.decode_kv_reads == "per-query-head":
                 # a multi-head decode kernel: each query head reads its KV head's cache
                 reads = heads / kv
+        chunked = bool(window) and s.attention_chunked
+        if chunked and not prefill:
+            # a decode step runs at the mean context; a chunked layer's queries see their
+            # chunk's positions, whose mean over the decode steps stands in as the window
+            window, chunked = self.decode_chunk_keys, False
         projections = attention_projections(s, t)
         ops: list[Op] = [self._gemm(tokens, n, k, name) for name, n, k in projections[:-1]]
         ops.append(Attention(seqs, q_len, ctx, heads, kv, d, causal=True,
-                             kv_element=kv_element, window=window, kv_head_reads=reads,
+                             kv_element=kv_element, window=window, chunked=chunked,
+                             kv_head_reads=reads,
                              name=MLA_DECODE if absorbed else CONTEXT_ATTENTION if prefill
                              else "attention"))
         name, n, k = projections[-1]
         ops.append(self._gemm(tokens, n, k, name))
         return ops
+
+    @cached_property
+    def decode_chunk_keys(self) -> float:
+        """Mean positions a chunked-attention layer's decode query sees over a request's
+        decode steps (its positions after the input, ``output_in_flight`` of them): its own
+        chunk's up to itself; with ``sliding_window`` the chunk size."""
+        cfg = self.cfg
+        steps = max(1.0, cfg.output_in_flight)
+        return float(mean_keys(steps, cfg.input_len + steps, self.s.sliding_window,
+                               chunked=True))
 
     def _ffn_ops(self, tokens: Num, experts_touched: Num, moe: bool
                  ) -> tuple[list[Op], Num]:

@@ -97,6 +97,9 @@ class Attention:
     kv_element: float | None = None  # bytes per KV-cache element, if not the activations'
     share: Num = 1.0  # fraction of the work on this GPU (context parallelism splits it)
     window: Num = 0  # sliding window: each query sees at most this many positions; 0 = all
+    # the window is a chunk (Llama 4's attention_chunk_size): each query sees the positions
+    # of its own ``window``-position chunk up to itself, not the last ``window`` positions
+    chunked: bool = False
     kv_head_reads: Num = 1
     """Times a decode kernel reads each KV head's cache in one step: 1 (a GQA-aware kernel
     reads it once for all its query heads), or the query heads per KV head (a multi-head
@@ -107,8 +110,8 @@ class Attention:
     def forward_flops(self) -> Num:
         """QK^T and AV. Causal: the queries are the last ``seq_q`` of ``seq_kv`` positions,
         each attending to the positions before it (half the square when they coincide), or
-        to at most ``window`` of them."""
-        keys = mean_keys(self.seq_q, self.seq_kv, self.window) if self.causal \
+        to at most ``window`` of them (those of its own chunk if ``chunked``)."""
+        keys = mean_keys(self.seq_q, self.seq_kv, self.window, self.chunked) if self.causal \
             else self.seq_kv
         return 4.0 * self.batch * self.heads * self.seq_q * keys * self.head_dim * self.share
 
@@ -119,9 +122,12 @@ class Attention:
         return 2 * traffic if self.backward else traffic
 
     def kv_bytes(self, element: float) -> Num:
-        """The KV cache's bytes read once: every held position's keys and values."""
+        """The KV cache's bytes read once: every held position's keys and values (from the
+        first query's chunk on if ``chunked``)."""
         kv_el = self.kv_element if self.kv_element is not None else element
-        if isinstance(self.window, np.ndarray) or isinstance(self.seq_kv, np.ndarray):
+        if self.chunked:
+            held = chunk_span(self.seq_q, self.seq_kv, self.window)
+        elif isinstance(self.window, np.ndarray) or isinstance(self.seq_kv, np.ndarray):
             held = np.where(np.asarray(self.window) > 0, np.minimum(self.seq_kv, self.window),
                             self.seq_kv)
         else:
@@ -129,11 +135,20 @@ class Attention:
         return kv_el * 2 * self.batch * held * self.kv_heads * self.head_dim
 
 
-def mean_keys(seq_q: Num, seq_kv: Num, window: Num = 0) -> Num:
+def mean_keys(seq_q: Num, seq_kv: Num, window: Num = 0, chunked: bool = False) -> Num:
     """Mean positions a causal query attends to, for the last ``seq_q`` of ``seq_kv``
     positions (continuous approximation): the query at position p sees min(p, window) keys,
     so the mean is (F(seq_kv) - F(seq_kv - seq_q)) / seq_q with F the integral of
-    min(x, window); without a window that is seq_kv - seq_q / 2."""
+    min(x, window); without a window that is seq_kv - seq_q / 2. ``chunked``: the query
+    sees p mod window keys (its own chunk's), whose integral is whole chunks' window^2 / 2
+    each and the last part's (p mod window)^2 / 2."""
+    if chunked:
+        def chunk_integral(p: Num) -> Num:
+            done = np.floor(np.asarray(p, dtype=float) / window) * window
+            return done * window / 2 + (p - done) ** 2 / 2
+
+        keys = (chunk_integral(seq_kv) - chunk_integral(np.asarray(seq_kv) - seq_q)) / seq_q
+        return float(keys) if np.ndim(keys) == 0 else keys
     if not any(isinstance(x, np.ndarray) for x in (seq_q, seq_kv, window)):
         return _mean_keys_one(float(seq_q), float(seq_kv), float(window))
     w = np.asarray(window, dtype=float)
@@ -146,6 +161,14 @@ def mean_keys(seq_q: Num, seq_kv: Num, window: Num = 0) -> Num:
 
     keys = (integral(np.asarray(seq_kv, dtype=float)) - integral(start)) / seq_q
     return float(keys) if np.ndim(keys) == 0 else keys
+
+
+def chunk_span(seq_q: Num, seq_kv: Num, chunk: Num) -> Num:
+    """Positions a pass of the last ``seq_q`` of ``seq_kv`` causal queries reads in a
+    chunked-attention layer: from the start of the first query's chunk to the end."""
+    first = np.floor((np.asarray(seq_kv, dtype=float) - seq_q) / chunk) * chunk
+    held = seq_kv - first
+    return float(held) if np.ndim(held) == 0 else held
 
 
 def _mean_keys_one(seq_q: float, seq_kv: float, window: float) -> float:

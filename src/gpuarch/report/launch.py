@@ -166,7 +166,8 @@ def megatron_launch(shape: Any, cfg: Any) -> Launch:
         notes.append("multi-head latent attention's shape (its low-rank projections) is not "
                      "emitted: take those flags from the model's own Megatron recipe")
     if shape.sliding_window:
-        notes.append(f"sliding-window attention ({shape.sliding_window:,} tokens on "
+        kind = "chunked" if shape.attention_chunked else "sliding-window"
+        notes.append(f"{kind} attention ({shape.sliding_window:,} tokens on "
                      f"{shape.windowed_layers} of {shape.layers} layers) is not emitted")
     if shape.is_moe:
         add("experts", shape.experts)

@@ -91,8 +91,9 @@ def render_preset(p: Preset) -> str:
                      f"{m.q_lora_rank}, heads of {m.qk_nope_head_dim}+{m.qk_rope_head_dim} "
                      f"(query, key) and {m.v_head_dim} (value)")
     if s.sliding_window:
-        lines.append(f"  window        {s.windowed_layers} layers attend to "
-                     f"{s.sliding_window} tokens")
+        reach = (f"within {s.sliding_window}-token chunks" if s.attention_chunked
+                 else f"to {s.sliding_window} tokens")
+        lines.append(f"  window        {s.windowed_layers} layers attend {reach}")
     kind = "RMSNorm" if s.norm is NormKind.RMSNORM else "LayerNorm"
     norms = [f"{s.layer_norms} {kind}s a layer"
              + (" (before and after attention and MLP)" if s.sandwich_norms else "")]

@@ -104,6 +104,15 @@ def _window_keys(seq_len: int, window: int, causal: bool) -> float:
     return window - window * window / (2 * seq_len)
 
 
+def _chunk_keys(seq_len: int, chunk: int, causal: bool) -> float:
+    """Mean positions a query of a chunked-attention layer sees (Llama 4's
+    attention_chunk_size): its own chunk's, all of them when counted in full, with causal
+    masking half of each whole chunk's and of the last part's."""
+    whole, rest = divmod(seq_len, chunk)
+    span = (whole * chunk * chunk + rest * rest) / seq_len
+    return span / 2 if causal else span
+
+
 def forward_flops_per_token(s: TransformerShape, seq_len: int, *, causal: bool = False
                             ) -> ForwardFlops:
     """Forward FLOPs per token for sequences of ``seq_len`` tokens."""
@@ -111,7 +120,10 @@ def forward_flops_per_token(s: TransformerShape, seq_len: int, *, causal: bool =
     qk_dim, v_dim = _core_dims(s)
     windowed = s.windowed_layers
     full_keys = seq_len / 2 if causal else seq_len
-    window_keys = _window_keys(seq_len, s.sliding_window, causal) if windowed else 0.0
+    if s.attention_chunked:
+        window_keys = _chunk_keys(seq_len, s.sliding_window, causal)
+    else:
+        window_keys = _window_keys(seq_len, s.sliding_window, causal) if windowed else 0.0
     core = 2.0 * s.heads * (qk_dim + v_dim) * (
         (s.attention_layers - windowed) * full_keys + windowed * window_keys)
     per_token_mlp = s.mlp_layers * mlp_params(s, s.d_ffn) + s.moe_layers * (

@@ -551,9 +551,8 @@ def _llama4(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
     """Llama 4 (the text model of a ``llama4`` config, or a ``llama4_text`` one): experts on
     every ``interleave_moe_layer_step``-th layer (top-k of ``num_local_experts`` plus one
     shared expert of ``intermediate_size``), dense layers of ``intermediate_size_mlp``;
-    layers with RoPE attend within ``attention_chunk_size``-token chunks, entered as a
-    sliding window of the chunk (the same KV cache at most; up to twice the chunked
-    attention work at long prompts). Layers are counted by kind, not placed."""
+    layers with RoPE attend within ``attention_chunk_size``-token chunks (the window layers,
+    ``attention_chunked``). Layers are counted by kind, not placed."""
     if not isinstance(cfg, dict):
         raise GpuarchError("text_config: expected an object")
     layers = _get(cfg, path, "num_hidden_layers")
@@ -588,6 +587,7 @@ def _llama4(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
         dense_layers=layers - expert_layers if experts else 0,
         sliding_window=chunk if chunked else 0,
         sliding_layers=chunked if chunk and chunked != layers else 0,
+        attention_chunked=bool(chunk and chunked),
     )
 
 

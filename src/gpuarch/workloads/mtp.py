@@ -24,7 +24,8 @@ def mtp_layer_shape(s: TransformerShape) -> TransformerShape:
     """A one-layer model whose layer is the MTP block's: an expert layer in an MoE model,
     full attention (a hybrid model's attention and expert blocks as one layer)."""
     return dataclasses.replace(s, name=f"{s.name} MTP layer", layers=1, dense_layers=0,
-                               sliding_window=0, sliding_layers=0, hybrid_pattern="",
+                               sliding_window=0, sliding_layers=0, attention_chunked=False,
+                               hybrid_pattern="",
                                mamba=None)
 
 

@@ -201,6 +201,10 @@ class TransformerShape:
     dense_layers: int = 0  # leading layers that stay dense in an MoE model
     sliding_window: int = 0  # tokens a query sees in sliding-window layers; 0 = none
     sliding_layers: int = 0  # how many layers use the window; 0 with a window = all
+    # the windowed layers attend within fixed chunks of ``sliding_window`` positions (Llama
+    # 4's attention_chunk_size: a query sees its own chunk up to itself), not to the last
+    # ``sliding_window`` positions; the KV cache they hold is the same at most
+    attention_chunked: bool = False
     # a clamped GLU (GPT-OSS's swiglu_limit): both halves of the up projection's output are
     # clamped at this value before the activation; 0 = none
     glu_limit: float = 0.0
@@ -227,6 +231,8 @@ class TransformerShape:
         check_number("glu_limit", self.glu_limit, 0)
         if self.sliding_layers and not self.sliding_window:
             raise GpuarchError("sliding_layers: needs sliding_window > 0")
+        if self.attention_chunked and not self.sliding_window:
+            raise GpuarchError("attention_chunked: needs sliding_window > 0 (the chunk size)")
         if self.sliding_layers > self.layers:
             raise GpuarchError(f"sliding_layers: {self.sliding_layers} exceeds layers "
                                f"{self.layers}")
