@@ -101,3 +101,30 @@ def test_a_chunked_shape_needs_its_chunk() -> None:
     with pytest.raises(GpuarchError, match="attention_chunked: needs sliding_window"):
         dataclasses.replace(MAVERICK, sliding_window=0, sliding_layers=0)
     assert not mtp_layer_shape(MAVERICK).attention_chunked
+
+
+def test_the_chunked_flag_overrides_a_preset(capsys: pytest.CaptureFixture[str]) -> None:
+    """--no-attention-chunked turns Maverick's chunks back into a sliding window, which reads
+    more of the cache at 8192/1024 (a longer TPOT); --attention-chunked on a model without a
+    window is a usage error that names the flag."""
+    import json
+
+    from gpuarch.cli.estimate_cmds import resolve_model
+    from gpuarch.cli.main import build_parser, main
+
+    base = ["estimate", "infer", "--model", "llama-4-maverick", "--gpu", "h200", "--gpus",
+            "8", "--tp", "8", "--input-len", "8192", "--output-len", "1024", "--batch", "16",
+            "--json"]
+    assert resolve_model(build_parser().parse_args(base)).attention_chunked
+    assert not resolve_model(build_parser().parse_args(
+        [*base, "--no-attention-chunked"])).attention_chunked
+    tpot = []
+    for extra in ([], ["--no-attention-chunked"]):
+        assert main([*base, *extra]) == 0
+        tpot.append(json.loads(capsys.readouterr().out)["tpot_s"])
+    assert tpot[0] < tpot[1]
+    status = main(["estimate", "infer", "--model", "llama-3.1-8b", "--attention-chunked",
+                   "--gpu", "h200", "--input-len", "100", "--output-len", "10", "--batch",
+                   "1"])
+    err = capsys.readouterr().err
+    assert status == 2 and "--attention-chunked: needs sliding-window > 0" in err

@@ -64,9 +64,12 @@ def resolve_model(args: argparse.Namespace) -> TransformerShape:
     shape = shape_from_hf_config(Path(name)) if names_file(name) else preset(name).shape
     changes: dict[str, Any] = {k: getattr(args, k) for k in _OVERRIDES
                                if getattr(args, k) is not None}
-    for key in ("ffn_kind", "qk_norm", "sandwich_norms"):
+    for key in ("ffn_kind", "qk_norm", "sandwich_norms", "attention_chunked"):
         if getattr(args, key, None) is not None:
             changes[key] = getattr(args, key)
+    if changes.get("sliding_window") == 0:
+        # no window left: a chunked model's layers attend to everything
+        changes.setdefault("attention_chunked", False)
     if changes:
         try:
             shape = dataclasses.replace(shape, **changes)
@@ -861,6 +864,10 @@ def model_flags(p: argparse.ArgumentParser, default: str | None = None) -> None:
     p.add_argument("--sandwich-norms", action=argparse.BooleanOptionalAction, default=None,
                    help="norms after the attention and MLP too, four a layer (Gemma 2 and "
                         "3); --no-sandwich-norms for two")
+    p.add_argument("--attention-chunked", action=argparse.BooleanOptionalAction, default=None,
+                   help="the window layers attend within fixed chunks of --sliding-window "
+                        "positions (Llama 4), not to the last ones; --no-attention-chunked "
+                        "for a sliding window")
 
 
 def parse_op(text: str) -> Op:
