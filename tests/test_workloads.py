@@ -378,6 +378,10 @@ def test_hf_llama4_configs(tmp_path: Path) -> None:
     assert scout.moe_layers == 48 and scout.dense_layers == 0
     assert count_params(scout).active(scout) / 1e9 == pytest.approx(17, rel=0.03)
     assert count_params(scout).total / 1e9 == pytest.approx(107.77, rel=1e-3)
+    scout_preset = preset("llama-4-scout").shape  # the preset is the config's text model
+    assert count_params(scout_preset).total == count_params(scout).total
+    assert (scout_preset.windowed_layers, scout_preset.attention_chunked) == \
+        (scout.windowed_layers, scout.attention_chunked) == (36, True)
     listed = shape_from_hf_config(_write(tmp_path, {
         **LLAMA4_TEXT, "num_local_experts": 16, "moe_layers": [1, 3],
         "no_rope_layers": [1, 0] * 24}))
