@@ -97,8 +97,8 @@ class Attention:
     kv_element: float | None = None  # bytes per KV-cache element, if not the activations'
     share: Num = 1.0  # fraction of the work on this GPU (context parallelism splits it)
     window: Num = 0  # sliding window: each query sees at most this many positions; 0 = all
-    # the window is a chunk (Llama 4's attention_chunk_size): each query sees the positions
-    # of its own ``window``-position chunk up to itself, not the last ``window`` positions
+    # the window (> 0) is a chunk (Llama 4's attention_chunk_size): each query sees the
+    # positions of its own ``window``-position chunk up to itself, not the last ``window``
     chunked: bool = False
     kv_head_reads: Num = 1
     """Times a decode kernel reads each KV head's cache in one step: 1 (a GQA-aware kernel
