@@ -487,11 +487,12 @@ def test_inference_validation_does_not_regress() -> None:
                   if "nemotron-3-" in str(p.get("preset", ""))}
     hybrid = [abs(r.error) for r in s.rows if r.id in hybrid_ids]
     assert len(hybrid) == 13 and sum(hybrid) / len(hybrid) <= 0.36  # 35.5%; 36.5% before
-    # Llama 4 Scout's 18 Hopper figures of TensorRT-LLM 1.0's overview (out of sample,
-    # entered when the preset came) are held to their own bound too: 19.0%, too fast on H100
-    # (+19..+43% but its prompt-heavy rows) and on most H200 rows
+    # Llama 4 Scout's 38 figures of TensorRT-LLM 1.0's overview (out of sample, entered when
+    # the preset came) are held to their own bound too: 17.9%, too fast on H100 (+19..+43%
+    # but its prompt-heavy rows), on most H200 rows and on Blackwell's decode-heavy rows
+    # (GB200's 1000/1000 +70%, a cell below the same table's B200 one)
     scout = [abs(r.error) for r in s.rows if "llama-4-scout" in r.id]
-    assert len(scout) == 18 and sum(scout) / len(scout) <= 0.195
+    assert len(scout) == 38 and sum(scout) / len(scout) <= 0.18
     s = dataclasses.replace(s, rows=tuple(r for r in s.rows if r.id not in hybrid_ids
                                           and "llama-4-scout" not in r.id))
     assert len(s.rows) >= 1101
@@ -1278,7 +1279,10 @@ def test_python_executor_is_host_bound_at_large_batch() -> None:
     assert py.assumptions["executor_host"] == {
         "cpu": "x86", "s_per_request_expert_layer": pytest.approx(host / 48 / 3000)}
     assert grace.assumptions["executor_host"]["cpu"] == "grace"
-    assert "(an x86 host: 0.69 us a request" in py.bottleneck_reason["decode"]
+    x86_us = 1e6 * DEFAULT_EFFICIENCY.host_time_per_request_expert_layer_s \
+        / DEFAULT_EFFICIENCY.host_time_x86_speedup  # 0.816 us / 1.20
+    assert f"(an x86 host: {x86_us:.2f} us a request" in py.bottleneck_reason["decode"]
+    assert f"{x86_us:.2f}" == "0.68"
     assert "(a Grace host: 0.82 us a request" in grace.bottleneck_reason["decode"]
     assert cpp.assumptions["executor_host"] is None
     # a dense model at the same batch: no host floor, the GPU's step as with a C++ loop

@@ -592,7 +592,7 @@ class Efficiency:
     time"). Not fitted. Measured on a Grace host; an x86 host's is this over
     ``host_time_x86_speedup``."""
 
-    host_time_x86_speedup: float = 1.19
+    host_time_x86_speedup: float = 1.20
     """How many times faster an x86 host (Intel Xeon, AMD EPYC: every GPU here that is not on
     a Grace superchip, ``Product.grace_host``) runs the Python executor loop than the Grace
     CPU ``host_time_per_request_expert_layer_s`` was measured on. Read from published pairs
