@@ -627,8 +627,9 @@ def test_inference_validation_does_not_regress() -> None:
     v10 = [abs(r.error) for r in s.rows if r.source == "trtllm-perf-overview-v1.0"]
     # every cell of v1.0's table with a preset: 30 entered first, 134 with the rest of the
     # table after every parameter was fitted (22.4% on those alone)
-    # (Llama 4 Scout's 18 cells, entered with its preset, are held to their own bound above)
-    assert len(v10) == 164 and sum(v10) / len(v10) <= 0.113  # 11.1% since a decode GEMM
+    # (Llama 4 Scout's cells, entered with its preset, are held to their own bound above;
+    # Maverick's B200 FP4 column, 8 cells entered 2026-12-04, took the 164 from 11.1% to 11.0%)
+    assert len(v10) == 172 and sum(v10) / len(v10) <= 0.111  # 11.1% since a decode GEMM
     # near the ridge carries its memory stream's share (gemm_overlap), 10.8% before (11.0%
     # before the staggered admission, 11.5% before the
     # host's time followed the expert layers)
@@ -650,8 +651,8 @@ def test_inference_validation_does_not_regress() -> None:
     # prompt's attention at its kernel's rate (its long-prompt Hopper rows, fast, faster);
     # 18.0% with Blackwell's MoE floor and the NVFP4 factor re-set (its B200 rows, slow,
     # slower); 13.0% with its chunked layers' attention counted by chunk (the long rows,
-    # slow, faster)
-    assert len(maverick) == 31 and sum(maverick) / len(maverick) <= 0.135
+    # slow, faster); 12.2% over 39 with v1.0's B200 FP4 column (9.0% on its 8 cells)
+    assert len(maverick) == 39 and sum(maverick) / len(maverick) <= 0.125
     # release 1.2's overview, all out of sample
     r12 = [r for r in s.rows if r.source == "trtllm-perf-overview-1.2"]
     assert len(r12) == 130 and all(r.out_of_sample for r in r12)
