@@ -1149,7 +1149,7 @@ class _Runner:
             if not prefill and cfg.decode_kv_reads == "per-query-head":
                 # a multi-head decode kernel: each query head reads its KV head's cache
                 reads = heads / kv
-        chunked = bool(window) and s.attention_chunked
+        chunked = s.chunks(window)
         if chunked and not prefill:
             # a decode step runs at the mean context; a chunked layer's queries see their
             # chunk's positions, whose mean over the decode steps stands in as the window

@@ -964,7 +964,7 @@ def _attention_ops(s: TransformerShape, cfg: TrainingConfig, tokens: Num, window
         span = cfg.attention_span
         ops.append(Attention(cfg.micro_batch * cfg.seq_len / span, span, span, heads, kv,
                              d, causal=True, share=1 / cfg.cp, window=window,
-                             chunked=bool(window) and s.attention_chunked))
+                             chunked=s.chunks(window)))
     else:
         # unfused attention (Megatron-LM before FlashAttention): the full score matrix is
         # computed (masked, not skipped), softmaxed and dropped out in memory

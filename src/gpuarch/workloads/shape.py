@@ -428,6 +428,11 @@ class TransformerShape:
         per_rank = (self.experts + redundant) // ep
         return ep * min(self.experts_per_token, per_rank) / self.experts_per_token
 
+    def chunks(self, window: int) -> bool:
+        """Whether a layer kind's attention of ``window`` (``layer_kinds``; 0 = full) attends
+        by chunks: a window layer of a chunked model (``attention_chunked``)."""
+        return bool(window) and self.attention_chunked
+
     @property
     def windowed_layers(self) -> int:
         """Layers whose attention is limited to the last ``sliding_window`` positions."""
