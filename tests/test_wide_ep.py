@@ -70,7 +70,11 @@ def test_redundant_slots_let_ep_72_split_deepseek_v3() -> None:
 @pytest.mark.parametrize("kw,message", [
     ({"redundant_experts": -1}, "--redundant-experts: expected an integer >= 0"),
     ({"redundant_experts": 32, "ep": 1, "gpus": 8}, "--redundant-experts: .* give --ep > 1"),
-    ({"two_batch_overlap": True, "ep": 1, "gpus": 8}, "--two-batch-overlap: .*--ep > 1"),
+    ({"two_batch_overlap": True, "ep": 1, "gpus": 8},
+     "--two-batch-overlap: .*--ep wider than --tp"),
+    # EP inside the TP group exchanges nothing for the overlap to hide
+    ({"two_batch_overlap": True, "ep": 8, "tp": 8, "gpus": 8},
+     "--two-batch-overlap: .*--ep wider than --tp"),
     ({"two_batch_overlap": True, "moe_comm": "allgather"},
      "--two-batch-overlap: .*--moe-comm alltoall"),
 ])
@@ -78,6 +82,26 @@ def test_bad_wide_ep_settings_say_which(kw: dict[str, object], message: str) -> 
     cfg = dataclasses.replace(_decode(64), **kw)  # type: ignore[arg-type]
     with pytest.raises(GpuarchError, match=message):
         cfg.validate(SHAPE)
+
+
+def test_experts_inside_a_tp_group_exchange_no_tokens() -> None:
+    """With EP no wider than TP every GPU of the group holds every token after the
+    attention's all-reduce: the experts' partial outputs are summed by the layer's
+    all-reduce (TensorRT-LLM and vLLM gather or exchange tokens only with data-parallel
+    attention), so splitting the experts over the group (--ep 8) rather than their width
+    (--ep 1) adds no expert-parallel traffic and leaves the all-reduces as they are."""
+    def parts(ep: int) -> dict[str, float]:
+        cfg = InferenceConfig(input_len=1024, output_len=256, batch=8, gpus=8, tp=8, ep=ep,
+                              quant=FP8, fp8_scaling="block", batching=Batching.STATIC)
+        return _estimate(cfg).as_json()["decode_step_parts_s"]  # type: ignore[no-any-return]
+    split, sliced, narrower = parts(8), parts(1), parts(2)
+    assert split["expert_parallel"] == sliced["expert_parallel"] == 0.0
+    assert narrower["expert_parallel"] == 0.0
+    assert split["tensor_parallel"] == pytest.approx(sliced["tensor_parallel"], rel=1e-12)
+    assert split["tensor_parallel"] > 0.0
+    # wider than TP (data-parallel attention over 8 ranks) the tokens do move
+    wide = _estimate(_decode(8)).as_json()["decode_step_parts_s"]
+    assert wide["expert_parallel"] > 0.0
 
 
 def test_redundant_experts_need_experts() -> None:

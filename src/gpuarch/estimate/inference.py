@@ -485,9 +485,23 @@ class InferenceConfig:
     @property
     def exchanges_all_to_all(self) -> bool:
         """Whether expert layers send routed tokens to their experts' GPUs and back (an
-        all-to-all) rather than all-gather every rank's tokens (``moe_comm`` "allgather"
-        with EP wider than TP)."""
-        return not (self.moe_comm == "allgather" and self.ep > self.tp)
+        all-to-all) rather than all-gather every rank's tokens (``moe_comm`` "allgather"),
+        or exchange none: with EP no wider than TP every GPU of the tensor-parallel group
+        already holds every token (``exchanges_tokens``)."""
+        return self.exchanges_tokens and self.moe_comm == "alltoall"
+
+    @property
+    def exchanges_tokens(self) -> bool:
+        """Whether expert layers move tokens between GPUs: only where EP is wider than TP
+        (data-parallel attention), each rank holding its own requests' tokens. With EP
+        inside a TP group the attention's all-reduce leaves every token on every GPU of the
+        group, each runs its own experts (and its share of their width) on all of them, and
+        the layer's all-reduce sums the partial outputs, as after a dense MLP: TensorRT-LLM
+        gathers or exchanges tokens only with attention DP ("alltoall should only enabled
+        with attention dp", its fused MoE modules' ``use_dp`` checks), vLLM runs its
+        all-to-all kernels only where ``dp_size > 1`` (``FusedMoEParallelConfig.
+        use_all2all_kernels``, vllm/model_executor/layers/fused_moe/config.py)."""
+        return self.ep > self.tp
 
     @property
     def expert_quant(self) -> QuantScheme:
@@ -615,11 +629,11 @@ class InferenceConfig:
         if shape.layers < self.pp:
             raise GpuarchError(f"--pp: {self.pp} exceeds the {shape.layers} layers")
         shape.check_expert_parallel(self.ep, self.moe_imbalance, self.redundant_experts)
-        if self.two_batch_overlap and not (shape.is_moe and self.ep > 1
-                                           and self.exchanges_all_to_all):
+        if self.two_batch_overlap and not (shape.is_moe and self.exchanges_all_to_all):
             raise GpuarchError("--two-batch-overlap: overlaps an expert all-to-all with "
-                               "computation; needs a mixture-of-experts model with --ep > 1 "
-                               "and --moe-comm alltoall")
+                               "computation; needs a mixture-of-experts model with --ep "
+                               "wider than --tp (data-parallel attention) and --moe-comm "
+                               "alltoall")
         if self.ep > self.tp * self.replicas:
             raise GpuarchError(f"--ep: {self.ep} exceeds the {self.tp * self.replicas} "
                                "GPUs that can hold experts (TP x replicas)")
@@ -1259,7 +1273,7 @@ class _Runner:
             # model's block)
             tp_comm = (1 if block else s.tp_reductions) * collective_time(
                 Collective.ALL_REDUCE, hidden_bytes, self.tp_group, self.eff, nvls=cfg.nvls)
-        if moe and cfg.ep > 1 and cfg.moe_comm == "allgather" and cfg.ep > t:
+        if moe and cfg.exchanges_tokens and cfg.moe_comm == "allgather":
             # every GPU of the group gathers all its ranks' tokens (quantized as the GEMMs
             # take them), and the 16-bit partial outputs are reduce-scattered back
             every = tokens * gathered * s.expert_width
@@ -1267,7 +1281,7 @@ class _Runner:
                                       self.ep_group, self.eff) \
                 + collective_time(Collective.REDUCE_SCATTER, every * 2.0, self.ep_group,
                                   self.eff)
-        elif moe and cfg.ep > 1:
+        elif moe and cfg.exchanges_tokens:
             # a one-shot dispatch kernel sends each routed copy, quantized as the GEMMs take
             # it, and the combine returns the experts' outputs in 16 bits
             copies = tokens * s.experts_per_token * s.expert_width / t * cfg.moe_imbalance
@@ -1302,7 +1316,7 @@ class _Runner:
         one over the balance ratio its scheduler reaches (``Efficiency.adp_prefill_balance``,
         or ``adp_prefill_balance_lined_up`` with ``InferenceConfig.adp_balance``); else 1."""
         cfg, eff = self.cfg, self.eff
-        if self.s.is_moe and cfg.ep > cfg.tp and cfg.batching is Batching.CONTINUOUS:
+        if self.s.is_moe and cfg.exchanges_tokens and cfg.batching is Batching.CONTINUOUS:
             return 1.0 / (eff.adp_prefill_balance_lined_up if cfg.adp_balance
                           else eff.adp_prefill_balance)
         return 1.0
@@ -2329,7 +2343,7 @@ def estimate_inference(
         "replicas": cfg.replicas,
         "parallelism": {"tp": cfg.tp, "pp": cfg.pp, "ep": cfg.ep,
                         "expert_split_gpus": max(cfg.tp, cfg.ep) if shape.is_moe else 1,
-                        "attention_data_parallel": shape.is_moe and cfg.ep > cfg.tp,
+                        "attention_data_parallel": shape.is_moe and cfg.exchanges_tokens,
                         "redundant_experts": cfg.redundant_experts or None,
                         "expert_slots": shape.experts + cfg.redundant_experts
                         if shape.is_moe else None,
@@ -2363,8 +2377,8 @@ def estimate_inference(
         "mla_decode_math": ("fp8" if runner.mla_decode_device is not runner.device
                             else "16-bit") if shape.mla is not None else None,
         "fp8_mla_decode": cfg.fp8_mla_decode if shape.mla is not None else None,
-        "moe_comm": cfg.moe_comm if shape.is_moe and cfg.ep > cfg.tp else None,
-        "moe_exchange": _exchange_note(runner) if shape.is_moe and cfg.ep > cfg.tp
+        "moe_comm": cfg.moe_comm if shape.is_moe and cfg.exchanges_tokens else None,
+        "moe_exchange": _exchange_note(runner) if shape.is_moe and cfg.exchanges_tokens
         and cfg.moe_comm == "alltoall" else None,
         "moe_kernels": cfg.moe_kernels if shape.is_moe else None,
         "moe_gemm_kernel": cfg.moe_gemm_kernel if shape.is_moe else None,
