@@ -100,7 +100,7 @@ POINT_KEYS = frozenset({
     "expert_weight_precision", "expert_activation_precision", "fp8_scaling",
     "ssm_state_precision", "input_len", "output_len", "output_len_cv", "max_output_len",
     "mode", "batch", "concurrency", "adp_balance", "moe_imbalance", "redundant_experts",
-    "two_batch_overlap", *ENGINE_KEYS,
+    "two_batch_overlap", "speculative_tokens", "acceptance_length", *ENGINE_KEYS,
 })
 """Every key an inference point may carry (its source's ``engine`` settings included);
 another is a typo the loader names, which would otherwise be ignored."""
@@ -203,6 +203,8 @@ def point_config(point: TrainingPoint, gpus_per_node: int, product: Product | No
         ssm_state_precision=str(point.get("ssm_state_precision",
                                           InferenceConfig.ssm_state_precision)),
         adp_balance=bool(point.get("adp_balance", False)),
+        speculative_tokens=int(point.get("speculative_tokens") or 0),
+        acceptance_length=float(point.get("acceptance_length") or 0.0),
         cuda_graph_batch_sizes=tuple(int(b) for b in point.get("cuda_graph_batch_sizes", ())))
     # where the engine's max_batch_size and max_num_tokens came from when the point does
     # not give them (``limits``: a key of LIMIT_SOURCES); without it, only what the point
