@@ -583,8 +583,8 @@ def test_validate_explain(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 @pytest.mark.parametrize(("argv", "message"), [
-    (["inference", "--match", "qwen4"], "--match: no compared point has 'qwen4' in its id, "
-     "source, model or GPU; did you mean 'qwen3'?"),
+    (["inference", "--match", "mixtrel"], "--match: no compared point has 'mixtrel' in its "
+     "id, source, model or GPU; did you mean 'mixtral'?"),
     (["training", "--match", "h100", "--match", "b300"],
      "--match: no compared point matches all of 'h100', 'b300'"),
     (["training", "--worst", "0"], "--worst: expected an integer >= 1, got 0"),

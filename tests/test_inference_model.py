@@ -493,8 +493,15 @@ def test_inference_validation_does_not_regress() -> None:
     # (GB200's 1000/1000 +70%, a cell below the same table's B200 one)
     scout = [abs(r.error) for r in s.rows if "llama-4-scout" in r.id]
     assert len(scout) == 38 and sum(scout) / len(scout) <= 0.18
+    # Neural Magic's single-stream vLLM 0.7.2 tables of its INT8, INT4 and FP8 checkpoints
+    # (108 request latencies, out of sample, the first INT8 and datacenter INT4 figures) are
+    # held to theirs: 18.2%, the quantized checkpoints on A100 and H100 slower than the
+    # model (INT4 weight-only on H100 -37..-57%), the 10,240-token prompts slower throughout
+    nm = [abs(r.error) for r in s.rows if r.id.startswith("nm-vllm072-")]
+    assert len(nm) == 108 and sum(nm) / len(nm) <= 0.19
     s = dataclasses.replace(s, rows=tuple(r for r in s.rows if r.id not in hybrid_ids
-                                          and "llama-4-scout" not in r.id))
+                                          and "llama-4-scout" not in r.id
+                                          and not r.id.startswith("nm-vllm072-")))
     assert len(s.rows) >= 1101
     assert s.mean_abs_error <= 0.1005  # 10.02% since a stream's prefill passes hold the
     # prompts that arrive during a step and a pass (10.09% before: whole-budget passes once
