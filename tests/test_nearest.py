@@ -17,6 +17,7 @@ from gpuarch.validation import inference as vi
 from gpuarch.validation import training as vt
 from gpuarch.validation.nearest import (
     DISTANCE_WEIGHTS,
+    LATENCY_AS_THROUGHPUT,
     Setup,
     compute_figures,
     distance,
@@ -66,12 +67,37 @@ def test_every_serving_run_finds_itself_first() -> None:
     by_id = {f.id: f for f in load_figures() if f.setup.task == "serving"}
     for point in vi.load_inference_points():
         if point.id not in by_id:
-            continue  # only latency figures
+            continue  # a TTFT or TPOT figure: not one of the bands'
         product = CATALOG.product(point.get("gpu"))
         query = serving_setup(vt.point_shape(point), product, vi.point_config(point, 8))
         d, first = nearest(query)[0]
         assert d == 0.0, point.id
         assert first.setup == by_id[point.id].setup, point.id
+
+
+def test_a_static_batch_latency_counts_as_the_rate_it_implies() -> None:
+    """A published request latency of a static batch is a figure: the output rate it
+    implies (batch x output length / latency), so the model's error there is published /
+    predicted - 1 on the latency; latencies of nothing else (TTFT, TPOT) are not."""
+    rows = {r.id: r for r in vi.validate_inference(CATALOG).rows}
+    figures = {f.id: f for f in load_figures() if f.setup.task == "serving"}
+    points = {p.id: p for p in vi.load_inference_points()}
+    latency = [i for i, r in rows.items() if r.metric == "request_latency_s"]
+    assert len(latency) >= 100
+    for pid in latency:
+        row, figure = rows[pid], figures[pid]
+        cfg = vi.point_config(points[pid], 8)
+        assert figure.metric == LATENCY_AS_THROUGHPUT
+        tokens = cfg.batch * cfg.output_len
+        assert figure.published == pytest.approx(tokens / row.published, rel=1e-12)
+        # (the file keeps six digits of the prediction)
+        assert figure.error == pytest.approx(row.published / row.predicted - 1, abs=1e-5)
+    # Llama 3.1 8B in INT4 on one H100 at 1,024/1,024 tokens, one request at a time: the
+    # card's 5.7 s (Neural Magic's DeepSeek-R1-Distill-Llama-8B-quantized.w4a16 model card,
+    # vLLM 0.7.2 single-stream table) is 1,024 / 5.7 = 179.6 output tokens/s
+    card = figures["nm-vllm072-h100x1-r1-distill-llama-8b-w4a16-1024-1024"]
+    assert card.published == pytest.approx(1024 / 5.7, rel=1e-9)
+    assert not any(f.metric in ("ttft_s", "tpot_s") for f in figures.values())
 
 
 def _setup(**kw: object) -> Setup:

@@ -2,11 +2,12 @@
 kind of workload: the error band an estimate carries.
 
 Every throughput figure of the validation data (training tokens/s per GPU; serving output
-tokens/s, in all or per GPU) falls in a *regime*: the task (training or serving), the kind
-of model (dense; coarse MoE, at most ``FINE_GRAINED_EXPERTS`` routed experts, like
-Mixtral; fine-grained MoE, more, like DeepSeek-V3, Qwen3 MoE or GPT-OSS) and the GPU's
-architecture, narrowed to one GPU (its catalog key) where that GPU has enough figures of
-its own: products of one architecture can sit on different sides of the model (GB300 runs
+tokens/s, in all or per GPU, and a static batch's request latency as the output rate it
+implies, ``nearest.LATENCY_AS_THROUGHPUT``) falls in a *regime*: the task (training or
+serving), the kind of model (dense; coarse MoE, at most ``FINE_GRAINED_EXPERTS`` routed
+experts, like Mixtral; fine-grained MoE, more, like DeepSeek-V3, Qwen3 MoE or GPT-OSS) and
+the GPU's architecture, narrowed to one GPU (its catalog key) where that GPU has enough
+figures of its own: products of one architecture can sit on different sides of the model (GB300 runs
 faster than GB200 at the same datasheet peaks). The signed errors of a regime (predicted /
 published - 1) give its median (the model's bias there) and its 10th-90th percentile range;
 an estimate in that regime can then say which published figures would have been consistent
@@ -263,7 +264,8 @@ def render_bands(bands: Mapping[str, Band]) -> str:
         lines.append(f"{key:{width}} {b.figures:7d} {b.out_of_sample:5d} {b.p10_error:+7.1%} "
                      f"{b.median_error:+7.1%} {b.p90_error:+7.1%}{mark}")
     lines += ["", "signed error = predicted / published - 1 on throughput (training tokens/s "
-              "per GPU, serving output tokens/s); oos = figures added after the fit; an "
+              "per GPU, serving output tokens/s, a static batch's latency as the rate it "
+              "implies); oos = figures added after the fit; an "
               "estimate uses the narrowest regime with at least "
               f"{MIN_FIGURES} figures"]
     return "\n".join(lines)

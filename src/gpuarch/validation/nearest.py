@@ -8,7 +8,8 @@ error there: a user asking about a setup that was measured sees the measurement 
 miss, not only the regime's average.
 
 Each throughput figure of the validation data (training tokens/s per GPU; serving output
-tokens/s, in all or per GPU: the figures the bands count) is stored with its setup in
+tokens/s, in all or per GPU, and a static batch's request latency as the output rate it
+implies: the figures the bands count) is stored with its setup in
 ``data/error_bands.json`` under ``figures``, written by ``scripts/error_bands.py`` with the
 bands and checked by the same test.
 
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DISTANCE_WEIGHTS",
+    "LATENCY_AS_THROUGHPUT",
     "MAX_DISTANCE",
     "PublishedFigure",
     "Setup",
@@ -73,8 +75,15 @@ DISTANCE_WEIGHTS: Mapping[str, float] = {
 MAX_DISTANCE = 3.0
 """Farthest a figure may be and still be listed."""
 
-# serving figures that are throughputs (time figures err the other way and are left out)
+# serving figures that are throughputs (time figures err the other way and are left out,
+# but for a static batch's request latency, which is one exactly: ``LATENCY_AS_THROUGHPUT``)
 _THROUGHPUT_METRICS = ("output_tokens_per_s", "output_tokens_per_s_per_gpu")
+
+LATENCY_AS_THROUGHPUT = "output_tokens_per_s_from_request_latency"
+"""The metric of a static batch's published request latency L taken as the output tokens
+per second it implies, batch x output length x replicas / L (the published and the
+predicted latency alike), so that its error counts with the throughputs': predicted /
+published - 1 on the throughput is published / predicted - 1 on the latency."""
 
 
 @dataclass(frozen=True)
@@ -258,21 +267,27 @@ def _training_figures(catalog: Catalog, points: Iterable[Any], rows: Iterable[An
 
 def _serving_figures(catalog: Catalog, points: Iterable[Any], rows: Iterable[Any],
                      point_config: Any) -> list[PublishedFigure]:
+    from gpuarch.estimate.inference import Batching
     from gpuarch.validation.training import point_shape
 
     by_id = {p.id: p for p in points}
     out = []
     for r in rows:
-        if r.metric not in _THROUGHPUT_METRICS:
-            continue
         p = by_id[r.id]
         cfg = point_config(p, 8)
+        metric, published, predicted = r.metric, float(r.published), float(r.predicted)
+        if metric == "request_latency_s" and cfg.batching is Batching.STATIC \
+                and cfg.batch is not None:
+            tokens = cfg.batch * cfg.output_len * cfg.replicas
+            metric, published, predicted = \
+                LATENCY_AS_THROUGHPUT, tokens / published, tokens / predicted
+        elif metric not in _THROUGHPUT_METRICS:
+            continue
         weights = cfg.expert_weights or cfg.quant.weights
         setup = _setup(catalog, "serving", p, point_shape(p), precision=weights.value,
                        input_len=cfg.input_len, output_len=cfg.output_len)
-        out.append(PublishedFigure(r.id, r.source, setup, r.formats, r.metric,
-                                   float(r.published), float(r.predicted),
-                                   bool(r.out_of_sample)))
+        out.append(PublishedFigure(r.id, r.source, setup, r.formats, metric, published,
+                                   predicted, bool(r.out_of_sample)))
     return out
 
 
