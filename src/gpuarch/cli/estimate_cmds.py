@@ -404,6 +404,12 @@ def engine_flags(p: argparse.ArgumentParser) -> None:
                         "(TensorRT-LLM's cuda_graph_config batch_sizes + enable_padding, e.g. "
                         "1,2,4,8,16,32,64,128,256,384,512,1024,2048,4096,8192): a decode step "
                         "runs the GEMMs and experts for the next size up; default: no padding")
+    p.add_argument("--cuda-graph-max-context", type=int, default=0, metavar="N",
+                   help="the longest context a captured CUDA graph covers: decode steps "
+                        "with a sequence beyond it run eagerly, waiting on the host to "
+                        "launch every kernel (vLLM before V1, 0.7 and earlier: "
+                        "--max-seq-len-to-capture, 8192 by default); default: graphs cover "
+                        "every context (TensorRT-LLM, vLLM V1, SGLang)")
 
 
 def _gpu_counts(text: str) -> int | tuple[int, ...]:
@@ -552,6 +558,7 @@ def cmd_infer(args: argparse.Namespace) -> int:
         adp_balance=args.adp_balance,
         ssm_state_precision=args.ssm_state_precision or InferenceConfig.ssm_state_precision,
         cached_prefix=args.cached_prefix, cuda_graph_batch_sizes=args.cuda_graph_batch_sizes,
+        cuda_graph_max_context=args.cuda_graph_max_context,
         cpu_offload_gib=args.cpu_offload_gb,
         gpus_per_node=_gpus_per_node(args, catalog, product, system),
         kv_cache_fallback=kv_run.reason)

@@ -420,8 +420,13 @@ class InferenceConfig:
     # cuda_graph_config batch_sizes with enable_padding): a decode step of b sequences is
     # replayed as the smallest captured size >= b, dummy requests filling the rest, whose
     # GEMM, expert and LM-head rows are computed like real ones; beyond the largest size the
-    # step runs eagerly at b; () = no padding
+    # step runs eagerly at b (its host launching every kernel:
+    # Efficiency.eager_decode_host_s_per_layer); () = no padding
     cuda_graph_batch_sizes: tuple[int, ...] = ()
+    # the longest context a captured CUDA graph covers: a decode step whose longest sequence
+    # is beyond it runs eagerly (vLLM before V1: max_seq_len_to_capture, 8,192 by default);
+    # 0 = graphs cover every context (TensorRT-LLM, vLLM V1, SGLang)
+    cuda_graph_max_context: int = 0
     # where max_batch_size and max_num_tokens came from when an engine chose them itself (a
     # key of engine_limits.LIMIT_SOURCES, set by engine_limits.apply_limits); reported only
     limits_source: str = ""
@@ -612,6 +617,7 @@ class InferenceConfig:
             if not isinstance(size, int) or isinstance(size, bool) or size < 1:
                 raise GpuarchError(f"--cuda-graph-batch-sizes: expected batch sizes >= 1, "
                                    f"got {size!r}")
+        check_count("--cuda-graph-max-context", self.cuda_graph_max_context, zero_unset=True)
         check_count("--speculative-tokens", self.speculative_tokens)
         if self.speculative_tokens:
             top = self.speculative_tokens + 1
@@ -829,14 +835,15 @@ class _Phase:
 
 OP_PARTS = ("dense_gemms", "expert_gemms", "attention", "mamba_scan", "memory_bound",
             "lm_head", "tensor_parallel", "expert_parallel", "pipeline_p2p", "overhead",
-            "host", "attention_dp_wait", "weight_offload")
+            "host", "eager_launch", "attention_dp_wait", "weight_offload")
 """How ``prefill_parts_s`` and ``decode_step_parts_s`` split a phase's seconds: the dense
 GEMMs (in decode mostly their weight reads), the experts' GEMMs with the router, attention
 (in decode mostly its KV-cache reads), a hybrid model's Mamba-2 convolution and scan (in
 decode mostly its recurrent state's read and write), memory-bound elementwise work (norms,
 residuals, activation, MoE permutation), the LM head, the tensor-parallel all-reduces, the expert
 all-to-alls, the pipeline sends, fixed per-layer/per-step/per-pass overheads, the
-executor's host time beyond the GPU's step, the time an attention-data-parallel group's
+executor's host time beyond the GPU's step, the wait of eager decode steps on the host
+launching their kernels (``eager_share``), the time an attention-data-parallel group's
 prefill passes wait for its busiest rank (``_Runner.prefill_skew``), and the copies of
 weights kept in host memory (``cpu_offload_gib``)."""
 
@@ -1489,7 +1496,43 @@ class _Runner:
             host = maximum(0.0, per_request * seqs - step.total)
             self._add("host", host)
             step = step + _Phase(host=host)
+        eager = self.eager_share(seqs)
+        if np.any(eager > 0.0):
+            # a step run eagerly lasts at least as long as its host takes to launch the
+            # stage's kernels: on average over the steps, that share of them waits on it
+            launch = self.eff.eager_decode_host_s_per_layer * self.s.layers / self.cfg.pp
+            wait: Num = eager * maximum(0.0, launch - step.total)
+            if np.ndim(seqs) == 0:
+                wait = float(wait)
+            self._add("eager_launch", wait)
+            step = step + _Phase(host=wait)
         return step
+
+    def eager_share(self, seqs: Num) -> np.ndarray:
+        """The share of decode steps of ``seqs`` sequences that run eagerly, without a
+        captured CUDA graph: every step of more sequences than the largest captured batch
+        (``cuda_graph_batch_sizes``), and those whose longest sequence is beyond the context
+        a graph covers (``cuda_graph_max_context``). A static batch's sequences advance
+        together, so its steps past that context are eager; in a continuous batch each
+        sequence spends the share of its answer past it there, and a step is eager when
+        any of the ``seqs`` is (independently: 1 - p^seqs)."""
+        cfg = self.cfg
+        rows = np.asarray(seqs, dtype=float)
+        share = np.zeros_like(rows)
+        cap = cfg.cuda_graph_max_context
+        if cap:
+            start, out = cfg.input_len, cfg.output_len
+            if cfg.batching is Batching.STATIC:
+                # the step that makes token j + 1 runs over a sequence of I + j tokens
+                steps = out - 1
+                beyond = min(max(start + out - 1 - cap, 0), steps)
+                share = share + (beyond / steps if steps > 0 else 0.0)
+            else:
+                within = min(max((cap - start) / out, 0.0), 1.0)
+                share = share + 1.0 - within ** rows
+        if cfg.cuda_graph_batch_sizes:
+            share = np.where(rows > max(cfg.cuda_graph_batch_sizes), 1.0, share)
+        return share
 
     def graph_rows(self, seqs: Num) -> Num:
         """The sequences a decode step of ``seqs`` runs for: the smallest captured CUDA-graph
@@ -2249,6 +2292,9 @@ _REASONS = {
     "host": "the executor's host work per request in flight and expert layer (a Python "
             "loop) sets the pace; fewer requests per replica, more replicas or a C++ "
             "executor shorten it",
+    "eager_launch": "decode steps run without a CUDA graph wait on the host launching "
+                    "every kernel; graphs that cover the context (vLLM before V1: "
+                    "--max-seq-len-to-capture) or the batch shorten them",
 }
 
 
@@ -2300,6 +2346,11 @@ def estimate_inference(
             kind = max(("tensor_parallel", "expert_parallel", "pipeline_p2p",
                         "weight_offload"), key=lambda k: parts.get(k, 0.0))
             return _REASONS.get(f"communication:{kind}", _REASONS[part])
+        if part == "host" and phase_parts[phase].get("eager_launch", 0.0) \
+                > phase_parts[phase].get("host", 0.0):
+            per_us = from_si(runner.eff.eager_decode_host_s_per_layer, Unit.US)
+            return (f"{_REASONS['eager_launch']} ({per_us:.3g} us a layer; "
+                    f"{float(runner.eager_share(core.batch)):.0%} of the steps eager)")
         if part == "host":  # whose host, at what cost (host_time_x86_speedup)
             per_us = from_si(runner.host_s_per_request_layer, Unit.US)
             host = "a Grace" if runner.host_cpu == "grace" else "an x86"
@@ -2375,6 +2426,15 @@ def estimate_inference(
             "batch_sizes": sorted(cfg.cuda_graph_batch_sizes),
             "decode_rows": int(runner.graph_rows(int(core.batch)))}
         if cfg.cuda_graph_batch_sizes else None,
+        # decode steps run without a captured graph (past cuda_graph_max_context, or more
+        # sequences than the largest captured batch) wait on the host's launches
+        "eager_decode": {
+            "graph_max_context": cfg.cuda_graph_max_context or None,
+            "share_of_steps": float(runner.eager_share(core.batch)),
+            "host_s_per_layer": efficiency.eager_decode_host_s_per_layer,
+            "host_s_per_step": efficiency.eager_decode_host_s_per_layer * shape.layers
+            / cfg.pp}
+        if cfg.cuda_graph_max_context or cfg.cuda_graph_batch_sizes else None,
         "window_kv_cache": cfg.window_kv_cache if shape.windowed_layers else None,
         "decode_kv_reads": cfg.decode_kv_reads
         if shape.mla is None and shape.n_kv_heads < shape.heads else None,

@@ -604,6 +604,21 @@ class Efficiency:
     ``torch.nn.Linear`` 37.1 us on GB200 against 13.5 us on a DGX H100 (Xeon 8480C), 2.75x
     (TransformerEngine issue #2053). Not fitted on the model's errors."""
 
+    eager_decode_host_s_per_layer: float = 2.57e-4
+    """Host time per decoder layer of a decode step run eagerly (no CUDA graph replayed:
+    the host launches every kernel, so the step lasts at least this times the stage's
+    layers). Used only for such steps: those of a sequence beyond the context a captured
+    graph covers (``InferenceConfig.cuda_graph_max_context``: vLLM before V1 runs any
+    decode step whose longest sequence exceeds ``max_seq_len_to_capture``, 8,192 tokens
+    by default, eagerly) and those of more sequences than the largest captured batch
+    (``cuda_graph_batch_sizes``). From SGLang pull request #1401's Llama-3-8B decode at
+    batch 1 with its FlashInfer backend and ``--disable-cuda-graph``: 8.23 ms a step over
+    32 layers (7.35 ms with graphs, so the eager step waits on the host). Its Triton
+    backend's step, 9.28 ms (0.29 ms a layer), launches Python-side Triton kernels; the
+    FlashInfer one, compiled kernels as vLLM's FlashAttention backend launches, is taken.
+    One machine's host; an MoE layer launches more kernels than a dense one and is charged
+    the same (a lower bound). Not fitted."""
+
     adp_prefill_balance: float = 0.5411
     """Mean balance ratio (average over largest tokens per rank in the attention module,
     per iteration) of TensorRT-LLM's baseline scheduling with attention data parallelism

@@ -1061,6 +1061,7 @@ _PART_LABELS = {"dense_gemms": "dense GEMMs", "expert_gemms": "expert GEMMs",
                 "tied_embedding": "tied embedding grads",
                 "activation_offload": "activation offload",
                 "overhead": "fixed overhead", "host": "host wait",
+                "eager_launch": "eager launches",
                 "attention_dp_wait": "attention-DP wait",
                 "weight_offload": "weights from host memory"}
 

@@ -81,8 +81,8 @@ def _phase_rates(doc: dict[str, Any], cfg: InferenceConfig) -> dict[str, float]:
                 doc["batch"] * cfg.new_prompt_tokens / doc["ttft_s"] / gpus}
 
 
-ENGINE_KEYS = ("cuda_graph_batch_sizes", "executor", "scheduler_policy", "window_kv_cache",
-               "decode_kv_reads",
+ENGINE_KEYS = ("cuda_graph_batch_sizes", "cuda_graph_max_context", "executor",
+               "scheduler_policy", "window_kv_cache", "decode_kv_reads",
                "moe_comm", "moe_kernels", "moe_gemm_kernel",
                "kv_cache_fraction", "max_batch_size", "max_num_tokens",
                "fp8_context_attention", "fp8_mla_decode", "num_requests", "limits")
@@ -205,7 +205,8 @@ def point_config(point: TrainingPoint, gpus_per_node: int, product: Product | No
         adp_balance=bool(point.get("adp_balance", False)),
         speculative_tokens=int(point.get("speculative_tokens") or 0),
         acceptance_length=float(point.get("acceptance_length") or 0.0),
-        cuda_graph_batch_sizes=tuple(int(b) for b in point.get("cuda_graph_batch_sizes", ())))
+        cuda_graph_batch_sizes=tuple(int(b) for b in point.get("cuda_graph_batch_sizes", ())),
+        cuda_graph_max_context=int(point.get("cuda_graph_max_context") or 0))
     # where the engine's max_batch_size and max_num_tokens came from when the point does
     # not give them (``limits``: a key of LIMIT_SOURCES); without it, only what the point
     # gives limits the engine
