@@ -494,11 +494,13 @@ def test_inference_validation_does_not_regress() -> None:
     scout = [abs(r.error) for r in s.rows if "llama-4-scout" in r.id]
     assert len(scout) == 38 and sum(scout) / len(scout) <= 0.18
     # Neural Magic's single-stream vLLM 0.7.2 tables of its INT8, INT4 and FP8 checkpoints
-    # (108 request latencies, out of sample, the first INT8 and datacenter INT4 figures) are
-    # held to theirs: 18.2%, the quantized checkpoints on A100 and H100 slower than the
-    # model (INT4 weight-only on H100 -37..-57%), the 10,240-token prompts slower throughout
+    # (144 request latencies of four cards, out of sample, the first INT8 and datacenter INT4
+    # figures) are held to theirs: 17.0%, the quantized checkpoints on A100 and H100 slower
+    # than the model (INT4 weight-only on H100 -37..-47%), the 10,240-token prompts slower
+    # on A100 (18.2% over the first three cards' 108 before the eager decode steps, 16.8%
+    # since; the Qwen-7B card's 36, entered after them, 17.7%)
     nm = [abs(r.error) for r in s.rows if r.id.startswith("nm-vllm072-")]
-    assert len(nm) == 108 and sum(nm) / len(nm) <= 0.19
+    assert len(nm) == 144 and sum(nm) / len(nm) <= 0.175
     s = dataclasses.replace(s, rows=tuple(r for r in s.rows if r.id not in hybrid_ids
                                           and "llama-4-scout" not in r.id
                                           and not r.id.startswith("nm-vllm072-")))
