@@ -1500,6 +1500,8 @@ class _Runner:
         if np.any(eager > 0.0):
             # a step run eagerly lasts at least as long as its host takes to launch the
             # stage's kernels: on average over the steps, that share of them waits on it
+            # (one micro-batch's: with several in flight through pipeline stages each
+            # stage's host launches them all in turn, so this is a lower bound there)
             launch = self.eff.eager_decode_host_s_per_layer * self.s.layers / self.cfg.pp
             wait: Num = eager * maximum(0.0, launch - step.total)
             if np.ndim(seqs) == 0:
