@@ -168,3 +168,24 @@ def test_neural_magics_vllm_072_runs_carry_the_default_cap() -> None:
 
 def _est_of(point, cfg: InferenceConfig):  # type: ignore[no-untyped-def]
     return estimate_inference(CATALOG, point_shape(point), H100, cfg)
+
+
+def test_the_advisor_takes_the_cap(capsys: pytest.CaptureFixture[str]) -> None:
+    """advise infer searches with the same engine setting: its batch-1 option for 10,240 +
+    1,536 tokens waits on the host's launches and says so; a bad value is refused."""
+    args = ["advise", "infer", "--model", "llama-3.1-8b", "--gpu", "h100", "--input-len",
+            "10240", "--output-len", "1536", "--max-gpus", "1", "--json"]
+
+    def batch_one(extra: list[str]) -> dict:  # type: ignore[type-arg]
+        assert main([*args, *extra]) == 0
+        doc = json.loads(capsys.readouterr().out)
+        return min((o for o in doc["pareto"] if o["batch"] == 1),
+                   key=lambda o: o["tpot_ms"])
+
+    graphed, eager = batch_one([]), batch_one(["--cuda-graph-max-context", "8192"])
+    assert eager["tpot_ms"] >= LAUNCH * 1e3 * (1 - 1e-9) > graphed["tpot_ms"]
+    assert eager["bottleneck"]["decode"] == "host"
+    assert "without a CUDA graph" in eager["reason"]
+    assert main([*args, "--cuda-graph-max-context", "-1"]) == 2
+    assert "--cuda-graph-max-context: expected an integer >= 1, got -1" \
+        in capsys.readouterr().err

@@ -123,6 +123,7 @@ class InferenceSearch:
     # with disaggregated: the prefill pools' GPUs (catalog keys; default: the decode GPU's)
     prefill_gpus: tuple[str, ...] = ()
     cuda_graph_batch_sizes: tuple[int, ...] = ()  # InferenceConfig.cuda_graph_batch_sizes
+    cuda_graph_max_context: int = 0  # InferenceConfig.cuda_graph_max_context
     # the formats the model's checkpoint declares (a config.json's quantization_config),
     # searched as one more scheme, with its routed experts' weights where they differ
     checkpoint_quant: QuantScheme | None = None
@@ -172,6 +173,7 @@ class InferenceSearch:
         if any(not isinstance(b, int) or b < 1 for b in self.cuda_graph_batch_sizes):
             raise GpuarchError(f"--cuda-graph-batch-sizes: expected batch sizes >= 1, got "
                                f"{self.cuda_graph_batch_sizes}")
+        check_count("--cuda-graph-max-context", self.cuda_graph_max_context, zero_unset=True)
         for name in ("input_len", "output_len", "max_gpus", "top"):
             if getattr(self, name) < 1:
                 raise GpuarchError(f"--{name.replace('_', '-')}: expected >= 1, got "
@@ -345,7 +347,8 @@ def advise_inference(
                     fp8_mla_decode=search.fp8_mla_decode,
                     cached_prefix=search.cached_prefix,
                     output_len_cv=search.output_len_cv,
-                    cuda_graph_batch_sizes=search.cuda_graph_batch_sizes)
+                    cuda_graph_batch_sizes=search.cuda_graph_batch_sizes,
+                    cuda_graph_max_context=search.cuda_graph_max_context)
                 cfg = with_expert_options(cfg, search.moe_imbalance,
                                           search.redundant_experts, search.two_batch_overlap)
                 try:
@@ -492,10 +495,14 @@ def advise_inference(
         rivals.setdefault(rows[int(i)].gpu, rows[int(i)])
     first = top[0]
     hybrid = shape.is_hybrid
-    top = [replace(o, reason=_reason(catalog, o, first, rivals, search.objective, hybrid))
-           for o in top]
-    per_gpu = tuple(replace(o, reason=_reason(catalog, o, first, rivals, search.objective, hybrid))
-                    for o in rivals.values())
+    # what a host-bound decode step waits on: the executor's work per request and expert
+    # layer (MoE), or launching every kernel of a step run without a CUDA graph
+    host = ("executor" if shape.is_moe else "") + (
+        "eager" if search.cuda_graph_max_context or search.cuda_graph_batch_sizes else "")
+    top = [replace(o, reason=_reason(catalog, o, first, rivals, search.objective, hybrid,
+                                     host)) for o in top]
+    per_gpu = tuple(replace(o, reason=_reason(catalog, o, first, rivals, search.objective,
+                                              hybrid, host)) for o in rivals.values())
     assumptions["error_bands"] = bands_by_architecture(
         "serving", shape, (catalog.product(g) for g in rivals))
     best = first  # one serving unit of the best deployment
@@ -503,7 +510,8 @@ def advise_inference(
         "serving", shape, catalog.product(best.gpu), best.gpus // best.replicas,
         best.expert_weights or best.weights, tp=best.tp, pp=best.pp, ep=best.ep,
         input_len=search.input_len, output_len=search.output_len))]
-    pareto = [replace(o, reason=_reason(catalog, o, first, rivals, search.objective, hybrid))
+    pareto = [replace(o, reason=_reason(catalog, o, first, rivals, search.objective, hybrid,
+                                        host))
               for o in sorted((rows[i] for i in front), key=lambda r: r.request_latency_s)]
     return InferenceAdvice(shape.name, search.input_len, search.output_len,
                            search.objective.value, tuple(top), tuple(pareto), evaluated,
@@ -538,7 +546,8 @@ def option_config(search: InferenceSearch, o: InferenceOption) -> InferenceConfi
         nvls=search.nvls, adp_balance=search.adp_balance, cached_prefix=search.cached_prefix,
         fp8_mla_decode=search.fp8_mla_decode,
         output_len_cv=search.output_len_cv,
-        cuda_graph_batch_sizes=search.cuda_graph_batch_sizes), search.moe_imbalance,
+        cuda_graph_batch_sizes=search.cuda_graph_batch_sizes,
+        cuda_graph_max_context=search.cuda_graph_max_context), search.moe_imbalance,
         search.redundant_experts, search.two_batch_overlap)
 
 
@@ -597,9 +606,10 @@ def _metric(o: InferenceOption, objective: Objective) -> float | None:
 
 def _reason(catalog: Catalog, o: InferenceOption, best: InferenceOption,
             rivals: dict[str, InferenceOption], objective: Objective,
-            hybrid: bool = False) -> str:
+            hybrid: bool = False, host: str = "executor") -> str:
     """One line grounded in the hardware: what limits decode, the resource that sets it on
-    this GPU, and for the best option how the best deployment on another GPU compares."""
+    this GPU, and for the best option how the best deployment on another GPU compares
+    (``host``: what a host-bound step can wait on, "executor", "eager" or both)."""
     product = catalog.product(o.gpu)
     limit = o.bottleneck.get("decode", "memory")
     bw = _tb_s(product)
@@ -617,6 +627,14 @@ def _reason(catalog: Catalog, o: InferenceOption, best: InferenceOption,
     elif limit == "compute":
         text = (f"decode is compute-bound at batch {o.batch}: the {o.scheme} Tensor Core rate "
                 f"of {product.name} sets the pace")
+    elif limit == "host" and host == "eager":
+        text = (f"decode is host-bound at batch {o.batch}: steps run without a CUDA graph "
+                f"wait on the host launching every kernel; graphs that cover the context "
+                f"or the batch run faster")
+    elif limit == "host" and host == "executoreager":
+        text = (f"decode is host-bound at batch {o.batch}: the host's work (the executor's "
+                f"per request and expert layer, and launching every kernel of a step run "
+                f"without a CUDA graph) outlasts the GPU's step")
     elif limit == "host":
         text = (f"decode is host-bound at batch {o.batch}: the executor's per-request work "
                 f"(per expert layer) outlasts the GPU's step; more replicas "

@@ -219,7 +219,8 @@ def cmd_advise_infer(args: argparse.Namespace) -> int:
         cached_prefix=args.cached_prefix, output_len_cv=output_len_cv,
         disaggregated=args.disaggregated,
         prefill_gpus=prefill_keys,
-        cuda_graph_batch_sizes=args.cuda_graph_batch_sizes, **checkpoint)
+        cuda_graph_batch_sizes=args.cuda_graph_batch_sizes,
+        cuda_graph_max_context=args.cuda_graph_max_context, **checkpoint)
     after = None if traffic is None else _simulated(catalog, shape, search, traffic)
     return _answer(args, lambda: advise_inference(catalog, shape, search,
                                                   _prices(catalog, args),
