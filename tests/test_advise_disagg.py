@@ -198,3 +198,31 @@ def test_prefill_pools_on_another_gpu_type() -> None:
     with pytest.raises(GpuarchError, match=r"--prefill-gpu: .* add --disaggregated"):
         advise_inference(CATALOG, SHAPE, _search(disaggregated=False,
                                                  prefill_gpus=("h100-sxm5-80gb",)), prices)
+
+
+def test_advise_infer_uses_or_refuses_every_engine_option(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The serving options advise infer shares with estimate infer reach its search or are
+    refused by name, never dropped: FP8 weights scaled per block run a fine-grained MoE's
+    experts slower; a 16-bit recurrent state holds more sequences of a hybrid model; weights
+    in host memory are estimate infer's alone."""
+    def fp8_option(*extra: str) -> dict:  # type: ignore[type-arg]
+        status, out, _ = run(capsys, "advise", "infer", "--model", "qwen3-30b-a3b", "--gpu",
+                             "h100", "--max-gpus", "2", "--json", *extra)
+        assert status == 0
+        return next(o for o in json.loads(out)["pareto"] if o["weights"] == "fp8")
+
+    tensor, block = fp8_option(), fp8_option("--fp8-scaling", "block")
+    assert block["output_tokens_per_s"] < tensor["output_tokens_per_s"]
+
+    def hybrid(*extra: str) -> dict:  # type: ignore[type-arg]
+        status, out, _ = run(capsys, "advise", "infer", "--model", "nemotron-h-8b", "--gpu",
+                             "h100", "--max-gpus", "1", "--json", *extra)
+        assert status == 0
+        return json.loads(out)["top"][0]
+
+    assert hybrid("--ssm-state-precision", "bf16")["batch"] > hybrid()["batch"]
+    status, _, err = run(capsys, "advise", "infer", "--gpu", "h100", "--cpu-offload-gb", "10")
+    assert status == 2 and "--cpu-offload-gb: 10 given" in err and "Traceback" not in err
+    status, _, err = run(capsys, "advise", "infer", "--gpu", "h100", "--fp8-scaling", "blok")
+    assert status == 2 and "did you mean 'block'?" in err

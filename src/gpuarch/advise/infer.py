@@ -39,6 +39,7 @@ from gpuarch.estimate.inference import (
     BLACKWELL_TENSOR_CORES,
     DECODE_KV_READS,
     EXECUTORS,
+    FP8_SCALINGS,
     MOE_COMMS,
     MOE_GEMM_KERNELS,
     MOE_KERNELS,
@@ -55,6 +56,7 @@ from gpuarch.estimate.inference import (
     moe_block_floor_s,
     with_expert_options,
 )
+from gpuarch.estimate.mamba import SSM_STATE_BYTES
 from gpuarch.estimate.simulate import Traffic
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.perf.quant import QuantFormat, QuantScheme, gemm_peak
@@ -124,6 +126,11 @@ class InferenceSearch:
     prefill_gpus: tuple[str, ...] = ()
     cuda_graph_batch_sizes: tuple[int, ...] = ()  # InferenceConfig.cuda_graph_batch_sizes
     cuda_graph_max_context: int = 0  # InferenceConfig.cuda_graph_max_context
+    # a hybrid model's recurrent state format (InferenceConfig.ssm_state_precision)
+    ssm_state_precision: str = InferenceConfig.ssm_state_precision
+    # how FP8 weights carry their scales in every searched FP8 scheme ("tensor" or
+    # "block"); None: the checkpoint's own scheme per its config, per tensor otherwise
+    fp8_scaling: str | None = None
     # the formats the model's checkpoint declares (a config.json's quantization_config),
     # searched as one more scheme, with its routed experts' weights where they differ
     checkpoint_quant: QuantScheme | None = None
@@ -174,6 +181,9 @@ class InferenceSearch:
             raise GpuarchError(f"--cuda-graph-batch-sizes: expected batch sizes >= 1, got "
                                f"{self.cuda_graph_batch_sizes}")
         check_count("--cuda-graph-max-context", self.cuda_graph_max_context, zero_unset=True)
+        check_choice("--ssm-state-precision", self.ssm_state_precision, tuple(SSM_STATE_BYTES))
+        if self.fp8_scaling is not None:
+            check_choice("--fp8-scaling", self.fp8_scaling, FP8_SCALINGS)
         for name in ("input_len", "output_len", "max_gpus", "top"):
             if getattr(self, name) < 1:
                 raise GpuarchError(f"--{name.replace('_', '-')}: expected >= 1, got "
@@ -348,7 +358,8 @@ def advise_inference(
                     cached_prefix=search.cached_prefix,
                     output_len_cv=search.output_len_cv,
                     cuda_graph_batch_sizes=search.cuda_graph_batch_sizes,
-                    cuda_graph_max_context=search.cuda_graph_max_context)
+                    cuda_graph_max_context=search.cuda_graph_max_context,
+                    ssm_state_precision=search.ssm_state_precision)
                 cfg = with_expert_options(cfg, search.moe_imbalance,
                                           search.redundant_experts, search.two_batch_overlap)
                 try:
@@ -520,8 +531,11 @@ def advise_inference(
 
 
 def _fp8_scaling(search: InferenceSearch, label: str) -> str:
-    """How a searched scheme's FP8 weights carry their scales: per block for the checkpoint
-    as shipped when it declares weight blocks, else per tensor."""
+    """How a searched scheme's FP8 weights carry their scales: as --fp8-scaling says where
+    given, else per block for the checkpoint as shipped when it declares weight blocks,
+    else per tensor."""
+    if search.fp8_scaling is not None:
+        return search.fp8_scaling
     return fp8_scaling_of(label == CHECKPOINT_SCHEME and search.checkpoint_fp8_blocks)
 
 
@@ -547,7 +561,8 @@ def option_config(search: InferenceSearch, o: InferenceOption) -> InferenceConfi
         fp8_mla_decode=search.fp8_mla_decode,
         output_len_cv=search.output_len_cv,
         cuda_graph_batch_sizes=search.cuda_graph_batch_sizes,
-        cuda_graph_max_context=search.cuda_graph_max_context), search.moe_imbalance,
+        cuda_graph_max_context=search.cuda_graph_max_context,
+        ssm_state_precision=search.ssm_state_precision), search.moe_imbalance,
         search.redundant_experts, search.two_batch_overlap)
 
 

@@ -194,6 +194,11 @@ def cmd_advise_infer(args: argparse.Namespace) -> int:
     from gpuarch.advise.train import Objective
     from gpuarch.report.advise_text import render_inference_advice
 
+    if args.cpu_offload_gb:
+        raise GpuarchError(f"--cpu-offload-gb: {args.cpu_offload_gb:g} given, but the advisor "
+                           "searches deployments whose weights fit on their GPUs; estimate "
+                           "one with weights in host memory with 'gpuarch estimate infer "
+                           "--cpu-offload-gb'")
     catalog = load_catalog()
     shape = resolve_model(args)
     keys, tiers = _gpu_filter(catalog, args)
@@ -220,7 +225,9 @@ def cmd_advise_infer(args: argparse.Namespace) -> int:
         disaggregated=args.disaggregated,
         prefill_gpus=prefill_keys,
         cuda_graph_batch_sizes=args.cuda_graph_batch_sizes,
-        cuda_graph_max_context=args.cuda_graph_max_context, **checkpoint)
+        cuda_graph_max_context=args.cuda_graph_max_context,
+        ssm_state_precision=args.ssm_state_precision or InferenceSearch.ssm_state_precision,
+        fp8_scaling=args.fp8_scaling, **checkpoint)
     after = None if traffic is None else _simulated(catalog, shape, search, traffic)
     return _answer(args, lambda: advise_inference(catalog, shape, search,
                                                   _prices(catalog, args),
