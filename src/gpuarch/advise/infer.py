@@ -508,8 +508,8 @@ def advise_inference(
     hybrid = shape.is_hybrid
     # what a host-bound decode step waits on: the executor's work per request and expert
     # layer (MoE), or launching every kernel of a step run without a CUDA graph
-    host = ("executor" if shape.is_moe else "") + (
-        "eager" if search.cuda_graph_max_context or search.cuda_graph_batch_sizes else "")
+    host = frozenset(("executor",) * shape.is_moe + ("eager",) * bool(
+        search.cuda_graph_max_context or search.cuda_graph_batch_sizes))
     top = [replace(o, reason=_reason(catalog, o, first, rivals, search.objective, hybrid,
                                      host)) for o in top]
     per_gpu = tuple(replace(o, reason=_reason(catalog, o, first, rivals, search.objective,
@@ -621,10 +621,10 @@ def _metric(o: InferenceOption, objective: Objective) -> float | None:
 
 def _reason(catalog: Catalog, o: InferenceOption, best: InferenceOption,
             rivals: dict[str, InferenceOption], objective: Objective,
-            hybrid: bool = False, host: str = "executor") -> str:
+            hybrid: bool = False, host: frozenset[str] = frozenset(("executor",))) -> str:
     """One line grounded in the hardware: what limits decode, the resource that sets it on
     this GPU, and for the best option how the best deployment on another GPU compares
-    (``host``: what a host-bound step can wait on, "executor", "eager" or both)."""
+    (``host``: what a host-bound step can wait on, of "executor" and "eager")."""
     product = catalog.product(o.gpu)
     limit = o.bottleneck.get("decode", "memory")
     bw = _tb_s(product)
@@ -642,11 +642,11 @@ def _reason(catalog: Catalog, o: InferenceOption, best: InferenceOption,
     elif limit == "compute":
         text = (f"decode is compute-bound at batch {o.batch}: the {o.scheme} Tensor Core rate "
                 f"of {product.name} sets the pace")
-    elif limit == "host" and host == "eager":
+    elif limit == "host" and host == {"eager"}:
         text = (f"decode is host-bound at batch {o.batch}: steps run without a CUDA graph "
                 f"wait on the host launching every kernel; graphs that cover the context "
                 f"or the batch run faster")
-    elif limit == "host" and host == "executoreager":
+    elif limit == "host" and host == {"executor", "eager"}:
         text = (f"decode is host-bound at batch {o.batch}: the host's work (the executor's "
                 f"per request and expert layer, and launching every kernel of a step run "
                 f"without a CUDA graph) outlasts the GPU's step")
