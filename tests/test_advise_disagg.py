@@ -226,3 +226,25 @@ def test_advise_infer_uses_or_refuses_every_engine_option(
     assert status == 2 and "--cpu-offload-gb: 10 given" in err and "Traceback" not in err
     status, _, err = run(capsys, "advise", "infer", "--gpu", "h100", "--fp8-scaling", "blok")
     assert status == 2 and "did you mean 'block'?" in err
+
+
+def test_every_shared_engine_flag_has_a_home_in_the_advisor() -> None:
+    """engine_flags() adds the serving engine's options to estimate infer and advise infer
+    alike: each must be a field of the advisor's search (under its own name, or the
+    positive of a --no- flag) or be refused by it, so that a new option cannot be accepted
+    and silently dropped again (--cuda-graph-max-context, --fp8-scaling and
+    --ssm-state-precision were)."""
+    import argparse
+    import dataclasses
+
+    from gpuarch.advise.infer import InferenceSearch
+    from gpuarch.cli.estimate_cmds import engine_flags
+
+    parser = argparse.ArgumentParser()
+    engine_flags(parser)
+    dests = {a.dest for a in parser._actions if a.dest != "help"}
+    fields = {f.name for f in dataclasses.fields(InferenceSearch)}
+    refused = {"cpu_offload_gb"}  # weights in host memory: estimate infer's alone
+    homeless = {d for d in dests if d not in fields and d.removeprefix("no_") not in fields
+                and d not in refused}
+    assert not homeless, homeless
