@@ -224,7 +224,8 @@ def _gpu_scaling(args: argparse.Namespace, catalog: Any, shape: TransformerShape
     result = scale_gpus(catalog, shape, product, cfg, counts, system=system, efficiency=eff,
                         tokens=args.tokens, price_per_gpu_hour=args.price_per_gpu_hour,
                         measured=measured, checkpointing=checkpoint_plan(args))
-    band = None if measured else band_for("training", shape, product)
+    band = None if measured else band_for("training", shape, product,
+                                          precision=cfg.precision.value)
     return _print_table(args, result, band, render_gpu_scaling, "plot_gpu_scaling")
 
 
@@ -264,7 +265,8 @@ def _print_estimate(args: argparse.Namespace, est: Any, task: str, shape: Transf
     from gpuarch.validation.bands import band_for
     from gpuarch.validation.nearest import nearest
 
-    band = None if measured else band_for(task, shape, product)
+    band = None if measured else band_for(task, shape, product,
+                                          precision=setup.precision if setup else None)
     near = [] if measured or setup is None else nearest(setup)
     if args.json:
         doc = est.as_json()
@@ -674,7 +676,8 @@ def _batch_sweep(args: argparse.Namespace, catalog: Any, shape: TransformerShape
     result = sweep_batches(catalog, shape, product, cfg, args.batch, system=system,
                            efficiency=eff, measured=measured, formats_origin=origin,
                            price_per_gpu_hour=args.price_per_gpu_hour)
-    band = None if measured else band_for("serving", shape, product)
+    band = None if measured else band_for(
+        "serving", shape, product, precision=(cfg.expert_weights or cfg.quant.weights).value)
 
     def each_band(doc: dict[str, Any]) -> None:  # each batch's likely range
         for point, entry in zip(result.points, doc["sweep"], strict=True):

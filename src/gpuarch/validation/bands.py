@@ -7,12 +7,14 @@ implies, ``nearest.LATENCY_AS_THROUGHPUT``) falls in a *regime*: the task (train
 serving), the kind of model (dense; coarse MoE, at most ``FINE_GRAINED_EXPERTS`` routed
 experts, like Mixtral; fine-grained MoE, more, like DeepSeek-V3, Qwen3 MoE or GPT-OSS) and
 the GPU's architecture, narrowed to one GPU (its catalog key) where that GPU has enough
-figures of its own: products of one architecture can sit on different sides of the model (GB300 runs
-faster than GB200 at the same datasheet peaks). The signed errors of a regime (predicted /
+figures of its own (products of one architecture can sit on different sides of the model:
+GB300 runs faster than GB200 at the same datasheet peaks), and to one format on that GPU
+(training's compute format, serving's weight format: INT4 weight-only decode on H100 reads
+far from the 16-bit runs there). The signed errors of a regime (predicted /
 published - 1) give its median (the model's bias there) and its 10th-90th percentile range;
 an estimate in that regime can then say which published figures would have been consistent
-with it. A regime with fewer than ``MIN_FIGURES`` figures falls back to the architecture,
-then to the task and model kind, then to the task.
+with it. A regime with fewer than ``MIN_FIGURES`` figures falls back to the GPU, then to
+the architecture, then to the task and model kind, then to the task.
 
 The bands live in ``data/error_bands.json``, written by ``scripts/error_bands.py`` from the
 model as it stands; a test recomputes them, so a change to the model or the data that moves
@@ -85,17 +87,23 @@ def model_kind(shape: TransformerShape) -> str:
 
 
 def regime_keys(task: str, shape: TransformerShape, architecture: str,
-                gpu: str | None = None) -> tuple[str, ...]:
-    """The regime of a workload, narrowest first: task/kind/architecture/GPU (with ``gpu``,
-    a catalog product key), task/kind/architecture, task/kind, task."""
-    return _keys(task, model_kind(shape), architecture, gpu)
+                gpu: str | None = None, precision: str | None = None) -> tuple[str, ...]:
+    """The regime of a workload, narrowest first: task/kind/architecture/GPU/format (with
+    ``gpu``, a catalog product key, and ``precision``: training's compute format, serving's
+    (expert) weight format), task/kind/architecture/GPU, task/kind/architecture, task/kind,
+    task."""
+    return _keys(task, model_kind(shape), architecture, gpu, precision)
 
 
-def _keys(task: str, kind: str, architecture: str, gpu: str | None) -> tuple[str, ...]:
+def _keys(task: str, kind: str, architecture: str, gpu: str | None,
+          precision: str | None = None) -> tuple[str, ...]:
     if task not in TASKS:
         raise GpuarchError(f"task: expected one of {', '.join(TASKS)}, got {task!r}")
-    keys = (f"{task}/{kind}/{architecture}", f"{task}/{kind}", task)
-    return keys if gpu is None else (f"{keys[0]}/{gpu}", *keys)
+    keys: tuple[str, ...] = (f"{task}/{kind}/{architecture}", f"{task}/{kind}", task)
+    if gpu is None:
+        return keys
+    keys = (f"{keys[0]}/{gpu}", *keys)
+    return keys if precision is None else (f"{keys[0]}/{precision}", *keys)
 
 
 @dataclass(frozen=True)
@@ -118,6 +126,8 @@ class Band:
         if len(parts) == 1:
             return f"all {task}"
         text = f"{KIND_LABELS.get(parts[1], parts[1])} {task}"
+        if len(parts) > 4:
+            return f"{text} on {parts[3]} ({parts[2].capitalize()}) in {parts[4]}"
         if len(parts) > 3:
             return f"{text} on {parts[3]} ({parts[2].capitalize()})"
         return f"{text} on {parts[2].capitalize()}" if len(parts) > 2 else text
@@ -189,7 +199,7 @@ def bands_from_figures(figures: Iterable[PublishedFigure]) -> dict[str, Band]:
     samples: dict[str, list[tuple[float, bool]]] = {}
     for f in figures:
         s = f.setup
-        for key in _keys(s.task, s.kind, s.architecture, s.gpu):
+        for key in _keys(s.task, s.kind, s.architecture, s.gpu, s.precision):
             samples.setdefault(key, []).append((f.error, f.out_of_sample))
     return _bands_from(samples)
 
@@ -227,12 +237,14 @@ def load_bands(path: Path = BANDS_FILE) -> dict[str, Band]:
 
 
 def band_for(task: str, shape: TransformerShape, product: Product,
-             bands: Mapping[str, Band] | None = None, per_gpu: bool = True) -> Band | None:
+             bands: Mapping[str, Band] | None = None, per_gpu: bool = True,
+             precision: str | None = None) -> Band | None:
     """The narrowest regime of the workload with at least ``MIN_FIGURES`` figures, the GPU's
-    own first unless ``per_gpu`` is off (None if not even the task has that many)."""
+    own in the format first (``precision``: training's compute format, serving's (expert)
+    weight format) unless ``per_gpu`` is off (None if not even the task has that many)."""
     table = load_bands() if bands is None else bands
     gpu = product.key if per_gpu else None
-    for key in regime_keys(task, shape, product.architecture, gpu):
+    for key in regime_keys(task, shape, product.architecture, gpu, precision):
         band = table.get(key)
         if band is not None and band.figures >= MIN_FIGURES:
             return band
