@@ -189,3 +189,15 @@ def test_the_advisor_takes_the_cap(capsys: pytest.CaptureFixture[str]) -> None:
     assert main([*args, "--cuda-graph-max-context", "-1"]) == 2
     assert "--cuda-graph-max-context: expected an integer >= 1, got -1" \
         in capsys.readouterr().err
+
+
+def test_a_launch_command_says_the_cap_is_not_its_engines(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The engines --launch writes commands for (vLLM V1, SGLang, TensorRT-LLM) replay graphs
+    by batch size at any context, so the command cannot carry the cap: it says so."""
+    args = ["estimate", "infer", "--model", "llama-3.1-8b", "--gpu", "h100", "--input-len",
+            "10240", "--output-len", "1536", "--batch", "4", "--launch", "sglang", "--json"]
+    for extra, expect in (([], False), (["--cuda-graph-max-context", "8192"], True)):
+        assert main([*args, *extra]) == 0
+        notes = json.loads(capsys.readouterr().out)["launch"]["notes"]
+        assert any("without a CUDA graph" in n for n in notes) is expect

@@ -530,6 +530,11 @@ def serving_launch(engine: str, shape: Any, cfg: Any, model: str, batch: int,
     if cfg.speculative_tokens:
         notes.append(f"speculative decoding with {cfg.speculative_tokens} draft tokens: the "
                      "draft method (MTP, EAGLE, n-gram) is yours to set")
+    if cfg.cuda_graph_max_context:
+        notes.append(f"the estimate ran decode steps past {cfg.cuda_graph_max_context:,} "
+                     "tokens without a CUDA graph (--cuda-graph-max-context), as vLLM "
+                     f"before V1 did; {info['name']} as launched here replays graphs by "
+                     "batch size at any context")
     if cfg.batching.value == "static":
         notes.append("the estimate batched statically, a benchmark mode; servers batch in "
                      "flight (estimate with --batching continuous)")
