@@ -668,6 +668,7 @@ def _batch_sweep(args: argparse.Namespace, catalog: Any, shape: TransformerShape
     from gpuarch.estimate.sweep import sweep_batches
     from gpuarch.report.estimate_text import render_batch_sweep
     from gpuarch.validation.bands import band_for
+    from gpuarch.validation.nearest import serving_setup
 
     if args.plot:
         from gpuarch.report.plot import check_plot_path
@@ -677,7 +678,7 @@ def _batch_sweep(args: argparse.Namespace, catalog: Any, shape: TransformerShape
                            efficiency=eff, measured=measured, formats_origin=origin,
                            price_per_gpu_hour=args.price_per_gpu_hour)
     band = None if measured else band_for(
-        "serving", shape, product, precision=(cfg.expert_weights or cfg.quant.weights).value)
+        "serving", shape, product, precision=serving_setup(shape, product, cfg).precision)
 
     def each_band(doc: dict[str, Any]) -> None:  # each batch's likely range
         for point, entry in zip(result.points, doc["sweep"], strict=True):

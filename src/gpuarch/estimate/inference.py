@@ -1502,13 +1502,18 @@ class _Runner:
             # stage's kernels: on average over the steps, that share of them waits on it
             # (one micro-batch's: with several in flight through pipeline stages each
             # stage's host launches them all in turn, so this is a lower bound there)
-            launch = self.eff.eager_decode_host_s_per_layer * self.s.layers / self.cfg.pp
-            wait: Num = eager * maximum(0.0, launch - step.total)
+            wait: Num = eager * maximum(0.0, self.eager_launch_s - step.total)
             if np.ndim(seqs) == 0:
                 wait = float(wait)
             self._add("eager_launch", wait)
             step = step + _Phase(host=wait)
         return step
+
+    @property
+    def eager_launch_s(self) -> float:
+        """The host's time to launch one micro-batch's kernels for the stage's layers, the
+        least a decode step run without a captured CUDA graph lasts."""
+        return self.eff.eager_decode_host_s_per_layer * self.s.layers / self.cfg.pp
 
     def eager_share(self, seqs: Num) -> np.ndarray:
         """The share of decode steps of ``seqs`` sequences that run eagerly, without a
@@ -2434,8 +2439,7 @@ def estimate_inference(
             "graph_max_context": cfg.cuda_graph_max_context or None,
             "share_of_steps": float(runner.eager_share(core.batch)),
             "host_s_per_layer": efficiency.eager_decode_host_s_per_layer,
-            "host_s_per_step": efficiency.eager_decode_host_s_per_layer * shape.layers
-            / cfg.pp}
+            "host_s_per_step": runner.eager_launch_s}
         if cfg.cuda_graph_max_context or cfg.cuda_graph_batch_sizes else None,
         "window_kv_cache": cfg.window_kv_cache if shape.windowed_layers else None,
         "decode_kv_reads": cfg.decode_kv_reads
