@@ -201,3 +201,14 @@ def test_a_launch_command_says_the_cap_is_not_its_engines(
         assert main([*args, *extra]) == 0
         notes = json.loads(capsys.readouterr().out)["launch"]["notes"]
         assert any("without a CUDA graph" in n for n in notes) is expect
+
+
+def test_the_reported_share_is_that_of_the_micro_batch_the_step_ran() -> None:
+    """With two pipeline stages a continuous batch of 8 runs as micro-batches of 4, and the
+    eager share the estimate reports is theirs (1 - 0.192^4), as the step charged it, not
+    the whole batch's (1 - 0.192^8); the launch floor is one stage's 16 layers."""
+    cfg = _cfg(8000, 1000, cap=8192, batch=8, batching=Batching.CONTINUOUS, pp=2)
+    cfg = dataclasses.replace(cfg, gpus=2)
+    eager = _est(cfg).assumptions["eager_decode"]
+    assert eager["share_of_steps"] == pytest.approx(1 - 0.192 ** 4, rel=1e-12)
+    assert eager["host_s_per_step"] == pytest.approx(LAUNCH / 2, rel=1e-12)

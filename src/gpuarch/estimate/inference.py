@@ -2339,6 +2339,8 @@ def estimate_inference(
 
     phases = {"prefill": prefill, "decode": step}
     bottleneck = {k: v.limiter() for k, v in phases.items()}
+    # the share of decode steps run eagerly, for the micro-batch the step ran (_evaluate)
+    eager_share = float(runner.eager_share(batch / _lanes(batch, cfg.micro_batches)))
     def share(phase: str, v: _Phase) -> str:
         part = bottleneck[phase]
         if part == "host":  # the host's time is the whole step; the GPU's part is hidden
@@ -2357,7 +2359,7 @@ def estimate_inference(
                 > phase_parts[phase].get("host", 0.0):
             per_us = from_si(runner.eff.eager_decode_host_s_per_layer, Unit.US)
             return (f"{_REASONS['eager_launch']} ({per_us:.3g} us a layer; "
-                    f"{float(runner.eager_share(core.batch)):.0%} of the steps eager)")
+                    f"{eager_share:.0%} of the steps eager)")
         if part == "host":  # whose host, at what cost (host_time_x86_speedup)
             per_us = from_si(runner.host_s_per_request_layer, Unit.US)
             host = "a Grace" if runner.host_cpu == "grace" else "an x86"
@@ -2437,7 +2439,7 @@ def estimate_inference(
         # sequences than the largest captured batch) wait on the host's launches
         "eager_decode": {
             "graph_max_context": cfg.cuda_graph_max_context or None,
-            "share_of_steps": float(runner.eager_share(core.batch)),
+            "share_of_steps": eager_share,
             "host_s_per_layer": efficiency.eager_decode_host_s_per_layer,
             "host_s_per_step": runner.eager_launch_s}
         if cfg.cuda_graph_max_context or cfg.cuda_graph_batch_sizes else None,
