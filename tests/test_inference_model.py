@@ -176,6 +176,98 @@ def test_weight_only_gemms_of_few_rows_fill_every_sm() -> None:
     assert e.decode_step_parts_s["dense_gemms"] == pytest.approx(read_s, rel=0.03)
 
 
+def test_a_few_rows_of_4bit_weights_dequantize_no_faster_than_the_kernel_does() -> None:
+    """humming pull request #2 times Marlin's W4A16 GEMM at M = 1 (8,192 x 8,192) on an
+    H100 at 5.81 TFLOPS beside PyTorch's 16-bit GEMV at 2.68 in the same run: 2.17x, where
+    the bytes would allow 4x. The model reads a 16-bit GEMV there at 2.68 TB/s (0.80 of
+    3.35), so it must time that INT4 GEMM at 5.81 TFLOPS, not at the weights' bytes over
+    the bandwidth; on an RTX A6000 (768 GB/s of GDDR6, where Marlin reaches its ideal
+    speedup) memory still sets the time, and from 16 rows on the floor is gone."""
+    from gpuarch.perf.precision import Precision
+    from gpuarch.perf.roofline import SPREAD_ROWS, Device, Gemm, op_time
+
+    eff = DEFAULT_EFFICIENCY
+    h100 = Device.of(CATALOG.product("h100"), Precision.BF16, 2)
+    int4, int8 = QuantFormat.INT4.bytes, QuantFormat.INT8.bytes
+    n = k = 8192
+
+    def gemm(m: int, weight: float, bits: int) -> Gemm:
+        return Gemm(m, n, k, weight_element=weight, spread=True, weight_bits=bits)
+
+    sixteen = op_time(Gemm(1, n, k), h100, eff)
+    assert 2 * n * k / sixteen[2] / 1e12 == pytest.approx(2.68, rel=0.001)
+    t, _, t_mem, flops, _ = op_time(gemm(1, int4, 4), h100, eff)
+    assert t_mem == pytest.approx(n * k / 2.905e12, rel=1e-9) and t >= t_mem
+    assert t_mem > n * k * int4 / (3.35e12 * eff.memory)  # the bytes alone: 13.3 us
+    assert flops / t_mem / 1e12 == pytest.approx(5.81, rel=0.001)
+    assert flops / op_time(gemm(1, int8, 8), h100, eff)[2] / 1e12 == pytest.approx(4.29,
+                                                                                  rel=0.001)
+    # from 16 rows, and for a GEMM that is not a weight-only kernel's, the bytes again
+    for op in (gemm(SPREAD_ROWS, int4, 4), Gemm(1, n, k, weight_element=int4)):
+        assert op_time(op, h100, eff)[2] == pytest.approx(
+            op.bytes(2.0) / (h100.bandwidth * eff.memory), rel=1e-9)
+    # GDDR6 delivers the weights slower than the kernel dequantizes them
+    a6000 = Device.of(CATALOG.product("rtx-a6000"), Precision.BF16, 2)
+    op = gemm(1, int4, 4)
+    assert a6000.bandwidth == pytest.approx(768e9, rel=0.001)
+    assert op_time(op, a6000, eff)[2] == pytest.approx(
+        op.bytes(2.0) / (a6000.bandwidth * eff.memory), rel=1e-9)
+    # off at 0
+    off = eff.with_overrides({"weight_only_4bit_weights_s": 0})
+    assert op_time(op, h100, off)[2] == pytest.approx(
+        op.bytes(2.0) / (h100.bandwidth * eff.memory), rel=1e-9)
+
+
+def test_an_estimate_says_when_the_dequantization_rate_sets_its_decode(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """INT4 weight-only decode at batch 1 on an H100 runs at the kernel's rate, and the
+    estimate says so (assumptions and a line under the formats); at batch 32, on an A6000,
+    or with 16-bit weights it does not."""
+    from gpuarch.cli.main import main
+
+    shape = preset("llama-3.1-8b").shape
+    int4 = QuantScheme(QuantFormat.INT4, QuantFormat.BF16, QuantFormat.BF16)
+
+    def floor(gpu: str, batch: int, quant: QuantScheme | None = int4) -> object:
+        cfg = InferenceConfig(input_len=1024, output_len=1024, batch=batch,
+                              **({"quant": quant} if quant else {}))
+        e = estimate_inference(CATALOG, shape, CATALOG.product(gpu), cfg)
+        return e.assumptions["weight_only_dequant"]
+
+    assert floor("h100", 1) == {"weights_per_s": 2.905e12, "bits": 4, "binds_in_decode": True}
+    assert floor("h100", 32)["binds_in_decode"] is False  # type: ignore[index]
+    assert floor("rtx-a6000", 1)["binds_in_decode"] is False  # type: ignore[index]
+    assert floor("h100", 1, None) is None
+    args = ["estimate", "infer", "--model", "llama-3.1-8b", "--input-len", "1024",
+            "--output-len", "1024", "--batch", "1", "--weight-precision", "int4"]
+    assert main([*args, "--gpu", "h100"]) == 0
+    assert "dequantization rate, 2.9e12 weights/s" in capsys.readouterr().out
+    assert main([*args, "--gpu", "rtx-a6000"]) == 0
+    assert "dequantization rate" not in capsys.readouterr().out
+
+
+@settings(max_examples=60, deadline=None)
+@given(m=st.integers(1, 64), n=st.sampled_from([1024, 4096, 14336]),
+       k=st.sampled_from([1024, 4096, 8192]), bits=st.sampled_from([4, 8]),
+       gpu=st.sampled_from(["h100", "h200", "a100", "rtx-a6000", "l40s", "b200"]),
+       rate=st.floats(1e11, 1e13))
+def test_the_dequantization_floor_never_shortens_a_gemm(m: int, n: int, k: int, bits: int,
+                                                        gpu: str, rate: float) -> None:
+    """Bounding a weight-only GEMM by its kernel's dequantization rate only lengthens it, and
+    a slower kernel never makes it shorter."""
+    from gpuarch.perf.precision import Precision
+    from gpuarch.perf.roofline import Device, Gemm, op_time
+
+    device = Device.of(CATALOG.product(gpu), Precision.BF16, 2)
+    weight = (QuantFormat.INT4 if bits == 4 else QuantFormat.INT8).bytes
+    name = f"weight_only_{bits}bit_weights_s"
+    op = Gemm(m, n, k, weight_element=weight, spread=True, weight_bits=bits)
+    off = op_time(op, device, DEFAULT_EFFICIENCY.with_overrides({name: 0}))[0]
+    fast = op_time(op, device, DEFAULT_EFFICIENCY.with_overrides({name: rate}))[0]
+    slow = op_time(op, device, DEFAULT_EFFICIENCY.with_overrides({name: rate / 2}))[0]
+    assert off <= fast <= slow
+
+
 def test_fp8_falls_back_on_a100_with_a_reason() -> None:
     """A100 has no FP8 Tensor Cores: FP8 weights are dequantized, the reason is stated."""
     e = _est(product=A100, quant=FP8)
@@ -495,12 +587,13 @@ def test_inference_validation_does_not_regress() -> None:
     assert len(scout) == 38 and sum(scout) / len(scout) <= 0.18
     # Neural Magic's single-stream vLLM 0.7.2 tables of its INT8, INT4 and FP8 checkpoints
     # (144 request latencies of four cards, out of sample, the first INT8 and datacenter INT4
-    # figures) are held to theirs: 17.0%, the quantized checkpoints on A100 and H100 slower
-    # than the model (INT4 weight-only on H100 -37..-47%), the 10,240-token prompts slower
-    # on A100 (18.2% over the first three cards' 108 before the eager decode steps, 16.8%
-    # since; the Qwen-7B card's 36, entered after them, 17.7%)
+    # figures) are held to theirs: 14.7%, the quantized checkpoints on A100 and H100 slower
+    # than the model (INT4 weight-only on H100 -14..-27%, -37..-47% before a few rows'
+    # dequantization rate bounded a weight-only GEMM, 17.0% then), the 10,240-token prompts
+    # slower on A100 (18.2% over the first three cards' 108 before the eager decode steps,
+    # 16.8% since; the Qwen-7B card's 36, entered after them, 17.7%)
     nm = [abs(r.error) for r in s.rows if r.id.startswith("nm-vllm072-")]
-    assert len(nm) == 144 and sum(nm) / len(nm) <= 0.175
+    assert len(nm) == 144 and sum(nm) / len(nm) <= 0.148
     s = dataclasses.replace(s, rows=tuple(r for r in s.rows if r.id not in hybrid_ids
                                           and "llama-4-scout" not in r.id
                                           and not r.id.startswith("nm-vllm072-")))

@@ -65,6 +65,7 @@ from gpuarch.perf.quant import GemmPeak, QuantFormat, QuantScheme, gemm_peak
 from gpuarch.perf.roofline import (
     CONTEXT_ATTENTION,
     MLA_DECODE,
+    SPREAD_ROWS,
     Attention,
     Device,
     Elementwise,
@@ -1104,8 +1105,10 @@ class _Runner:
         if name.startswith(EXPERT_GEMM_PREFIX):  # the fused MoE block's grouped GEMMs
             return Gemm(m, n, k, batch=batch, name=name, weight_element=self.expert_weight_bytes)
         # weight-only kernels spread a GEMM of few rows over every SM (roofline.SPREAD_ROWS)
+        weight_only = self.cfg.quant.weight_only
         return Gemm(m, n, k, batch=batch, name=name, weight_element=self.weight_bytes,
-                    spread=self.cfg.quant.weight_only)
+                    spread=weight_only,
+                    weight_bits=self.cfg.quant.weights.bits if weight_only else None)
 
     def layer(self, tokens: Num, seqs: Num, q_len: int, ctx: Num, experts_touched: Num,
               moe: bool | None = None, window: int = 0, prefill: bool = False,
@@ -1601,6 +1604,23 @@ def slot_spread(shape: TransformerShape, cfg: InferenceConfig) -> float:
     if not shape.is_moe or not cfg.redundant_experts:
         return 1.0
     return (shape.experts + cfg.redundant_experts) / shape.experts
+
+
+def _dequant_floor(runner: _Runner, rows: float) -> dict[str, Any] | None:
+    """What ``assumptions.weight_only_dequant`` says of a weight-only format's GEMMs: the
+    kernel's weights a second at that width, and whether it binds on the decode step's
+    ``rows`` (fewer than SPREAD_ROWS, and slower than the GPU reads those weights); None
+    for a format that is not weight-only or has no such rate."""
+    quant, eff = runner.cfg.quant, runner.eff
+    if not quant.weight_only:
+        return None
+    rate = {4: eff.weight_only_4bit_weights_s,
+            8: eff.weight_only_8bit_weights_s}.get(quant.weights.bits, 0.0)
+    if rate <= 0.0:
+        return None
+    read = runner.device.bandwidth * eff.memory / quant.weights.bytes
+    return {"weights_per_s": rate, "bits": quant.weights.bits,
+            "binds_in_decode": bool(rows < SPREAD_ROWS and rate < read)}
 
 
 def _weight_bytes(shape: TransformerShape, cfg: InferenceConfig) -> float:
@@ -2443,6 +2463,11 @@ def estimate_inference(
             "host_s_per_layer": efficiency.eager_decode_host_s_per_layer,
             "host_s_per_step": runner.eager_launch_s}
         if cfg.cuda_graph_max_context or cfg.cuda_graph_batch_sizes else None,
+        # a weight-only kernel's dequantization rate, the floor of its GEMMs of few rows
+        # (roofline.weight_only_floor), and whether it is slower than the weights' read in
+        # this decode step
+        "weight_only_dequant": _dequant_floor(runner, batch / _lanes(batch, cfg.micro_batches)
+                                              * (1 + cfg.speculative_tokens)),
         "window_kv_cache": cfg.window_kv_cache if shape.windowed_layers else None,
         "decode_kv_reads": cfg.decode_kv_reads
         if shape.mla is None and shape.n_kv_heads < shape.heads else None,

@@ -314,6 +314,12 @@ def _serving_setup_lines(a: dict[str, Any]) -> list[str]:
         f"({a['gemm_peak_source']})" + (", weights dequantized" if a["weights_dequantized"]
                                        else ""),
     ]
+    floor = a.get("weight_only_dequant")
+    if floor and floor["binds_in_decode"]:
+        rate = fmt(floor["weights_per_s"] / 1e12)
+        lines.append(f"                decode GEMMs at the {floor['bits']}-bit weight-only "
+                     f"kernel's dequantization rate, {rate}e12 weights/s (slower than the "
+                     "weights' read at fewer than 16 rows)")
     if a.get("expert_formats"):
         x = a["expert_formats"]
         lines.append(f"  experts       weights {x['weights']}, activations {x['activations']}; "
