@@ -268,6 +268,30 @@ def test_the_dequantization_floor_never_shortens_a_gemm(m: int, n: int, k: int, 
     assert off <= fast <= slow
 
 
+@pytest.mark.parametrize(("batch", "scheme", "published"), [
+    (1, QuantFormat.FP8, 1.51), (8, QuantFormat.FP8, 1.40),
+    (1, QuantFormat.INT8, 1.47), (8, QuantFormat.INT8, 1.32)])
+def test_w8a8_speedup_at_small_batch_matches_tensorrt_llms(batch: int, scheme: QuantFormat,
+                                                           published: float) -> None:
+    """TensorRT-LLM's quantization blog (docs/source/blogs/quantization-in-TRT-LLM.md,
+    'Performance'): LLaMA-v2-7B on one H100, 1,024 prompt and 128 output tokens, FP8 and
+    INT8 SmoothQuant over FP16 at batch 1 and 8: 1.51x, 1.40x, 1.47x, 1.32x. The model gives
+    1.56, 1.42, 1.56 and 1.45: W8A8 at a few rows gains what its bytes allow in that engine,
+    so vLLM 0.7.2's smaller FP8 gains on Neural Magic's cards (1.33-1.54x) are its kernels',
+    not a ceiling like the weight-only one's."""
+    shape = preset("llama-2-7b").shape
+    h100 = CATALOG.product("h100")
+
+    def latency(quant: QuantScheme | None) -> float:
+        cfg = InferenceConfig(input_len=1024, output_len=128, batch=batch, executor="cpp",
+                              **({"quant": quant} if quant else {}))
+        return estimate_inference(CATALOG, shape, h100, cfg).request_latency_s
+
+    fp16 = QuantScheme(QuantFormat.FP16, QuantFormat.FP16, QuantFormat.FP16)
+    w8a8 = QuantScheme(scheme, scheme, QuantFormat.FP16)
+    assert latency(fp16) / latency(w8a8) == pytest.approx(published, rel=0.11)
+
+
 def test_fp8_falls_back_on_a100_with_a_reason() -> None:
     """A100 has no FP8 Tensor Cores: FP8 weights are dequantized, the reason is stated."""
     e = _est(product=A100, quant=FP8)
