@@ -2322,6 +2322,9 @@ _REASONS = {
     "eager_launch": "decode steps run without a CUDA graph wait on the host launching "
                     "every kernel; graphs that cover the context (vLLM before V1: "
                     "--max-seq-len-to-capture) or the batch shorten them",
+    "dequant": "the weight-only kernel's dequantization of a few rows' weights dominates "
+               "(slower than the memory delivers them); 16 or more rows a step (a larger "
+               "batch) or a W8A8 format shortens it",
 }
 
 
@@ -2359,6 +2362,8 @@ def estimate_inference(
 
     phases = {"prefill": prefill, "decode": step}
     bottleneck = {k: v.limiter() for k, v in phases.items()}
+    dequant = _dequant_floor(runner, batch / _lanes(batch, cfg.micro_batches)
+                             * (1 + cfg.speculative_tokens))
     # the share of decode steps run eagerly, for the micro-batch the step ran (_evaluate)
     eager_share = float(runner.eager_share(batch / _lanes(batch, cfg.micro_batches)))
     def share(phase: str, v: _Phase) -> str:
@@ -2380,6 +2385,8 @@ def estimate_inference(
             per_us = from_si(runner.eff.eager_decode_host_s_per_layer, Unit.US)
             return (f"{_REASONS['eager_launch']} ({per_us:.3g} us a layer; "
                     f"{eager_share:.0%} of the steps eager)")
+        if part == "memory" and phase == "decode" and dequant and dequant["binds_in_decode"]:
+            return _REASONS["dequant"]
         if part == "host":  # whose host, at what cost (host_time_x86_speedup)
             per_us = from_si(runner.host_s_per_request_layer, Unit.US)
             host = "a Grace" if runner.host_cpu == "grace" else "an x86"
@@ -2466,8 +2473,7 @@ def estimate_inference(
         # a weight-only kernel's dequantization rate, the floor of its GEMMs of few rows
         # (roofline.weight_only_floor), and whether it is slower than the weights' read in
         # this decode step
-        "weight_only_dequant": _dequant_floor(runner, batch / _lanes(batch, cfg.micro_batches)
-                                              * (1 + cfg.speculative_tokens)),
+        "weight_only_dequant": dequant,
         "window_kv_cache": cfg.window_kv_cache if shape.windowed_layers else None,
         "decode_kv_reads": cfg.decode_kv_reads
         if shape.mla is None and shape.n_kv_heads < shape.heads else None,
