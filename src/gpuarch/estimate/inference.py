@@ -1614,8 +1614,7 @@ def _dequant_floor(runner: _Runner, rows: float) -> dict[str, Any] | None:
     quant, eff = runner.cfg.quant, runner.eff
     if not quant.weight_only:
         return None
-    rate = {4: eff.weight_only_4bit_weights_s,
-            8: eff.weight_only_8bit_weights_s}.get(quant.weights.bits, 0.0)
+    rate = eff.weight_only_weights_s(quant.weights.bits)
     if rate <= 0.0:
         return None
     read = runner.device.bandwidth * eff.memory / quant.weights.bytes

@@ -703,6 +703,13 @@ class Efficiency:
             return replace(self, attention=self.attention * self.attention_ampere_kernel)
         return self
 
+    def weight_only_weights_s(self, bits: int | None) -> float:
+        """The dequantization rate of a weight-only kernel at ``bits`` a weight
+        (``weight_only_4bit_weights_s`` or ``weight_only_8bit_weights_s``); 0, no bound, at
+        any other width or where the parameter is 0."""
+        return {4: self.weight_only_4bit_weights_s,
+                8: self.weight_only_8bit_weights_s}.get(bits or 0, 0.0)
+
     @staticmethod
     def mamba_backward_name(architecture: str) -> str:
         """The backward-rate parameter an architecture takes: ``mamba_backward_hopper`` or

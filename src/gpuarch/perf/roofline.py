@@ -451,8 +451,7 @@ def weight_only_floor(op: Gemm, eff: Efficiency) -> Num:
     quantized weights at the most a mixed-input kernel dequantizes a second at that width
     (``Efficiency.weight_only_4bit_weights_s``, ``weight_only_8bit_weights_s``), however
     fast the GPU's memory would deliver them."""
-    rate = {4: eff.weight_only_4bit_weights_s,
-            8: eff.weight_only_8bit_weights_s}.get(op.weight_bits or 0, 0.0)
+    rate = eff.weight_only_weights_s(op.weight_bits)
     if rate <= 0.0:
         return 0.0
     return where(op.m < SPREAD_ROWS, 1.0 * op.k * op.n * op.batch / rate, 0.0)
