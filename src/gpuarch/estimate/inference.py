@@ -1104,11 +1104,12 @@ class _Runner:
     def _gemm(self, m: Num, n: int, k: int, name: str, batch: Num = 1) -> Gemm:
         if name.startswith(EXPERT_GEMM_PREFIX):  # the fused MoE block's grouped GEMMs
             return Gemm(m, n, k, batch=batch, name=name, weight_element=self.expert_weight_bytes)
-        # weight-only kernels spread a GEMM of few rows over every SM (roofline.SPREAD_ROWS)
-        weight_only = self.cfg.quant.weight_only
+        # weight-only kernels spread a GEMM of few rows over every SM (roofline.SPREAD_ROWS);
+        # a kernel that converts its weights (weight-only, or W4A8 without the Tensor Cores'
+        # mixed-input MMA) dequantizes a few rows' weights at its own rate (mixed_input_floor)
         return Gemm(m, n, k, batch=batch, name=name, weight_element=self.weight_bytes,
-                    spread=weight_only,
-                    weight_bits=self.cfg.quant.weights.bits if weight_only else None)
+                    spread=self.cfg.quant.weight_only,
+                    weight_bits=self.cfg.quant.weights.bits if self.peak.dequantize else None)
 
     def layer(self, tokens: Num, seqs: Num, q_len: int, ctx: Num, experts_touched: Num,
               moe: bool | None = None, window: int = 0, prefill: bool = False,
@@ -1607,14 +1608,15 @@ def slot_spread(shape: TransformerShape, cfg: InferenceConfig) -> float:
 
 
 def _dequant_floor(runner: _Runner, rows: float) -> dict[str, Any] | None:
-    """What ``assumptions.weight_only_dequant`` says of a weight-only format's GEMMs: the
+    """What ``assumptions.mixed_input_dequant`` says of the dense GEMMs of a format whose
+    weights the kernel converts (weight-only, or W4A8 without mixed-input MMA): the
     kernel's weights a second at that width, and whether it binds on the decode step's
     ``rows`` (fewer than SPREAD_ROWS, and slower than the GPU reads those weights); None
-    for a format that is not weight-only or has no such rate."""
+    for a format whose weights are not converted or that has no such rate."""
     quant, eff = runner.cfg.quant, runner.eff
-    if not quant.weight_only:
+    if not runner.peak.dequantize:
         return None
-    rate = eff.weight_only_weights_s(quant.weights.bits)
+    rate = eff.mixed_input_weights_s(quant.weights.bits)
     if rate <= 0.0:
         return None
     read = runner.device.bandwidth * eff.memory / quant.weights.bytes
@@ -2321,9 +2323,9 @@ _REASONS = {
     "eager_launch": "decode steps run without a CUDA graph wait on the host launching "
                     "every kernel; graphs that cover the context (vLLM before V1: "
                     "--max-seq-len-to-capture) or the batch shorten them",
-    "dequant": "the weight-only kernel's dequantization of a few rows' weights dominates "
+    "dequant": "the mixed-input kernel's dequantization of a few rows' weights dominates "
                "(slower than the memory delivers them); 16 or more rows a step (a larger "
-               "batch) or a W8A8 format shortens it",
+               "batch) or a format the Tensor Cores take as stored shortens it",
 }
 
 
@@ -2469,10 +2471,10 @@ def estimate_inference(
             "host_s_per_layer": efficiency.eager_decode_host_s_per_layer,
             "host_s_per_step": runner.eager_launch_s}
         if cfg.cuda_graph_max_context or cfg.cuda_graph_batch_sizes else None,
-        # a weight-only kernel's dequantization rate, the floor of its GEMMs of few rows
-        # (roofline.weight_only_floor), and whether it is slower than the weights' read in
+        # a mixed-input kernel's dequantization rate, the floor of its GEMMs of few rows
+        # (roofline.mixed_input_floor), and whether it is slower than the weights' read in
         # this decode step
-        "weight_only_dequant": dequant,
+        "mixed_input_dequant": dequant,
         "window_kv_cache": cfg.window_kv_cache if shape.windowed_layers else None,
         "decode_kv_reads": cfg.decode_kv_reads
         if shape.mla is None and shape.n_kv_heads < shape.heads else None,

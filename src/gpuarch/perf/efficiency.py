@@ -641,22 +641,25 @@ class Efficiency:
     """Fixed time per prefill (scheduling and launch; tokenisation outside the engine is
     not included). Fitted on inference measurements."""
 
-    weight_only_4bit_weights_s: float = 2.905e12
-    """Most 4-bit weights a second that a weight-only (mixed-input) GEMM of fewer than
-    ``roofline.SPREAD_ROWS`` rows dequantizes, however fast the GPU's memory delivers them:
-    its time is at least the GEMM's weights over this. Inclusion AI's humming pull request
-    #2 times Marlin's W4A16 kernel on an H100 at M = 1 (N = K = 8,192, one scale a
-    channel) at 5.81 TFLOPS, 2.905e12 weights a second, beside PyTorch's 16-bit GEMV at
-    2.68 TFLOPS in the same run (2.68 TB/s, this model's 16-bit streaming rate on H100,
-    0.80 of 3.35 TB/s): 2.17x, not the 4x the bytes allow (the PR's first run, 4.98 and
-    2.30 TFLOPS, the same 2.17x). Not a fraction of the bandwidth: Marlin reaches its ideal
-    3.87x on an A10's GDDR6 (IST-DASLab/marlin README), and the ceiling binds only where
-    memory would outrun it (H100, H200, A100's 1.63 TB/s in part; no GDDR GPU). Dense
-    layers only (fused MoE kernels are their own; ``moe_gemm``). One kernel on one GPU,
-    applied to every weight-only kernel (vLLM's Machete on Hopper, Marlin elsewhere,
-    TensorRT-LLM's and LMDeploy's GEMVs). Not fitted; 0 turns it off."""
+    mixed_input_4bit_weights_s: float = 2.905e12
+    """Most 4-bit weights a second that a mixed-input GEMM (one whose kernel converts its weights:
+    weight-only W4A16, or W4A8 where the Tensor Cores do not take the 4-bit operand) of
+    fewer than ``roofline.SPREAD_ROWS`` rows dequantizes, however fast the GPU's memory
+    delivers them: its time is at least the GEMM's weights over this. Inclusion AI's humming
+    pull request #2 times Marlin's W4A16 kernel on an H100 at M = 1 (N = K = 8,192, one
+    scale a channel) at 5.81 TFLOPS, 2.905e12 weights a second, beside PyTorch's 16-bit GEMV
+    at 2.68 TFLOPS in the same run (2.68 TB/s, this model's 16-bit streaming rate on H100,
+    0.80 of 3.35 TB/s): 2.17x, not the 4x the bytes allow (the PR's first run, 4.98 and 2.30
+    TFLOPS, the same 2.17x). Not a fraction of the bandwidth: Marlin reaches its ideal 3.87x
+    on an A10's GDDR6 (IST-DASLab/marlin README), and the ceiling binds only where memory
+    would outrun it (H100, H200, A100's 1.63 TB/s in part; no GDDR GPU). Dense layers only
+    (fused MoE kernels are their own; ``moe_gemm``). One kernel on one GPU, applied to every
+    kernel that converts 4-bit weights (vLLM's Machete on Hopper, Marlin elsewhere,
+    TensorRT-LLM's and LMDeploy's GEMVs; W4A8 too, assumed: its INT4-to-FP8 conversion is
+    the same work a weight, and no one-row time of it is stored). Not fitted; 0 turns it
+    off."""
 
-    weight_only_8bit_weights_s: float = 2.145e12
+    mixed_input_8bit_weights_s: float = 2.145e12
     """The same at 8 bits a weight: the same run's Marlin W8A16, 4.29 TFLOPS at M = 1, 1.60x
     PyTorch's 16-bit GEMV (the first run's 3.46 TFLOPS, 1.50x)."""
 
@@ -703,12 +706,12 @@ class Efficiency:
             return replace(self, attention=self.attention * self.attention_ampere_kernel)
         return self
 
-    def weight_only_weights_s(self, bits: int | None) -> float:
-        """The dequantization rate of a weight-only kernel at ``bits`` a weight
-        (``weight_only_4bit_weights_s`` or ``weight_only_8bit_weights_s``); 0, no bound, at
+    def mixed_input_weights_s(self, bits: int | None) -> float:
+        """The dequantization rate of a mixed-input kernel at ``bits`` a weight
+        (``mixed_input_4bit_weights_s`` or ``mixed_input_8bit_weights_s``); 0, no bound, at
         any other width or where the parameter is 0."""
-        return {4: self.weight_only_4bit_weights_s,
-                8: self.weight_only_8bit_weights_s}.get(bits or 0, 0.0)
+        return {4: self.mixed_input_4bit_weights_s,
+                8: self.mixed_input_8bit_weights_s}.get(bits or 0, 0.0)
 
     @staticmethod
     def mamba_backward_name(architecture: str) -> str:

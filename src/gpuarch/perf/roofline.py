@@ -60,8 +60,9 @@ class Gemm:
     # a weight-only kernel that spreads a GEMM of fewer than SPREAD_ROWS rows over every SM
     # (a GEMV grid over N, or split-K), so no wave of output tiles runs part-empty
     spread: bool = False
-    # bits per weight of such a kernel's quantized B (4 or 8), which bound how fast it
-    # dequantizes a few rows' weights (weight_only_floor); None for any other GEMM
+    # bits per weight of B where the kernel converts it (a weight-only kernel's, or W4A8's
+    # without mixed-input MMA), which bound how fast it dequantizes a few rows' weights
+    # (mixed_input_floor); None for a GEMM that takes its weights as stored
     weight_bits: int | None = None
 
     @property
@@ -415,8 +416,8 @@ def op_time(op: Op, device: Device, eff: Efficiency) -> tuple[Num, Num, Num, Num
     elif isinstance(op, Attention) and op.name == "attention" and not decode:
         t_cmp = maximum(t_cmp, window_attention_floor(op, eff))
     t_mem = moved / bw
-    if isinstance(op, Gemm) and op.spread and op.weight_bits is not None:
-        t_mem = maximum(t_mem, weight_only_floor(op, eff))
+    if isinstance(op, Gemm) and op.weight_bits is not None:
+        t_mem = maximum(t_mem, mixed_input_floor(op, eff))
     reads = op.kv_head_reads if decode and isinstance(op, Attention) else 1
     if isinstance(op, Attention) and (np.any(reads > 1) if isinstance(reads, np.ndarray)
                                       else reads > 1):
@@ -446,12 +447,13 @@ def ridge_time(compute: Num, memory: Num, p: float) -> Num:
     return hi_f * (1.0 + (lo_f / hi_f) ** p) ** (1.0 / p)
 
 
-def weight_only_floor(op: Gemm, eff: Efficiency) -> Num:
-    """Least time of a weight-only GEMM of fewer than SPREAD_ROWS rows (0 otherwise): its
-    quantized weights at the most a mixed-input kernel dequantizes a second at that width
-    (``Efficiency.weight_only_4bit_weights_s``, ``weight_only_8bit_weights_s``), however
+def mixed_input_floor(op: Gemm, eff: Efficiency) -> Num:
+    """Least time of a GEMM whose kernel converts its weights (``Gemm.weight_bits``), at
+    fewer than SPREAD_ROWS rows (0 otherwise): its weights at the most such a kernel
+    dequantizes a second at that width
+    (``Efficiency.mixed_input_4bit_weights_s``, ``mixed_input_8bit_weights_s``), however
     fast the GPU's memory would deliver them."""
-    rate = eff.weight_only_weights_s(op.weight_bits)
+    rate = eff.mixed_input_weights_s(op.weight_bits)
     if rate <= 0.0:
         return 0.0
     return where(op.m < SPREAD_ROWS, 1.0 * op.k * op.n * op.batch / rate, 0.0)

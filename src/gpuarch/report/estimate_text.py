@@ -314,10 +314,10 @@ def _serving_setup_lines(a: dict[str, Any]) -> list[str]:
         f"({a['gemm_peak_source']})" + (", weights dequantized" if a["weights_dequantized"]
                                        else ""),
     ]
-    floor = a.get("weight_only_dequant")
+    floor = a.get("mixed_input_dequant")
     if floor and floor["binds_in_decode"]:
         rate = fmt(floor["weights_per_s"] / 1e12)
-        lines.append(f"                decode GEMMs at the {floor['bits']}-bit weight-only "
+        lines.append(f"                decode GEMMs at the {floor['bits']}-bit mixed-input "
                      f"kernel's dequantization rate, {rate}e12 weights/s (slower than the "
                      "weights' read at fewer than 16 rows)")
     if a.get("expert_formats"):
