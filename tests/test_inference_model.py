@@ -255,6 +255,30 @@ def test_an_estimate_says_when_the_dequantization_rate_sets_its_decode(
     assert "dequantization rate" not in out and "reading weights and KV cache" in out
 
 
+def test_the_advisor_says_when_a_deployment_waits_on_dequantization() -> None:
+    """The advisor's line for an INT4 deployment at batch 1 on an H100 names the kernel's
+    conversion, as the estimate does; the same format on an L40S (GDDR6, 0.86 TB/s) and FP8
+    on the H100 are bandwidth-bound."""
+    from gpuarch.advise import load_prices
+    from gpuarch.advise.infer import InferenceSearch, advise_inference
+
+    search = InferenceSearch(input_len=2048, output_len=256, concurrency=1,
+                             gpus=("h100", "l40s"), top=30)
+    advice = advise_inference(CATALOG, preset("llama-3.1-8b").shape, search, load_prices())
+    seen = set()
+    for o in advice.top:
+        if o.batch != 1 or o.tp * o.pp != 1:
+            continue
+        dequant = o.reason is not None and o.reason.startswith("decode waits on dequantizing")
+        if o.gpu.startswith("h100") and o.weights == "int4":
+            assert dequant, o.reason
+            seen.add("h100-int4")
+        elif o.weights in ("int4", "fp8"):
+            assert not dequant and "bandwidth-bound" in (o.reason or ""), o.reason
+            seen.add(f"{o.gpu}-{o.weights}")
+    assert "h100-int4" in seen and len(seen) >= 3
+
+
 @settings(max_examples=60, deadline=None)
 @given(m=st.integers(1, 64), n=st.sampled_from([1024, 4096, 14336]),
        k=st.sampled_from([1024, 4096, 8192]), bits=st.sampled_from([4, 8]),

@@ -53,6 +53,7 @@ from gpuarch.estimate.inference import (
     evaluate_inference,
     fp8_scaling_of,
     max_batch_that_fits,
+    mixed_input_dequant,
     moe_block_floor_s,
     with_expert_options,
 )
@@ -511,9 +512,10 @@ def advise_inference(
     host = frozenset(("executor",) * shape.is_moe + ("eager",) * bool(
         search.cuda_graph_max_context or search.cuda_graph_batch_sizes))
     top = [replace(o, reason=_reason(catalog, o, first, rivals, search.objective, hybrid,
-                                     host)) for o in top]
+                                     host, efficiency)) for o in top]
     per_gpu = tuple(replace(o, reason=_reason(catalog, o, first, rivals, search.objective,
-                                              hybrid, host)) for o in rivals.values())
+                                              hybrid, host, efficiency))
+                    for o in rivals.values())
     assumptions["error_bands"] = bands_by_architecture(
         "serving", shape, (catalog.product(g) for g in rivals))
     best = first  # one serving unit of the best deployment
@@ -522,7 +524,7 @@ def advise_inference(
         best.expert_weights or best.weights, tp=best.tp, pp=best.pp, ep=best.ep,
         input_len=search.input_len, output_len=search.output_len))]
     pareto = [replace(o, reason=_reason(catalog, o, first, rivals, search.objective, hybrid,
-                                        host))
+                                        host, efficiency))
               for o in sorted((rows[i] for i in front), key=lambda r: r.request_latency_s)]
     return InferenceAdvice(shape.name, search.input_len, search.output_len,
                            search.objective.value, tuple(top), tuple(pareto), evaluated,
@@ -621,13 +623,18 @@ def _metric(o: InferenceOption, objective: Objective) -> float | None:
 
 def _reason(catalog: Catalog, o: InferenceOption, best: InferenceOption,
             rivals: dict[str, InferenceOption], objective: Objective,
-            hybrid: bool = False, host: frozenset[str] = frozenset(("executor",))) -> str:
+            hybrid: bool = False, host: frozenset[str] = frozenset(("executor",)),
+            efficiency: Efficiency = DEFAULT_EFFICIENCY) -> str:
     """One line grounded in the hardware: what limits decode, the resource that sets it on
     this GPU, and for the best option how the best deployment on another GPU compares
     (``host``: what a host-bound step can wait on, of "executor" and "eager")."""
     product = catalog.product(o.gpu)
     limit = o.bottleneck.get("decode", "memory")
     bw = _tb_s(product)
+    quant = QuantScheme(QuantFormat(o.weights), QuantFormat(o.activations),
+                        QuantFormat(o.kv_cache))
+    dequant = mixed_input_dequant(product, quant, o.batch / min(o.pp, max(o.batch, 1)),
+                                  efficiency)
     pool = ""
     if o.prefill is not None:
         p = o.prefill
@@ -636,7 +643,11 @@ def _reason(catalog: Catalog, o: InferenceOption, best: InferenceOption,
                 f"{p.prompts_per_pass} prompt{'s' if p.prompts_per_pass > 1 else ''} a "
                 f"pass, KV cache{' and Mamba-2 state' if hybrid else ''} handed over "
                 f"{p.kv_link} in {p.kv_transfer_ms:.2g} ms; ")
-    if limit == "memory":
+    if limit == "memory" and dequant and dequant["binds_in_decode"]:
+        text = (f"decode waits on dequantizing {o.weights} weights at batch {o.batch}: "
+                f"the mixed-input kernel converts {dequant['weights_per_s'] / 1e12:.2g}e12 "
+                f"weights/s, slower than {bw:.2f} TB/s delivers them below 16 rows")
+    elif limit == "memory":
         text = (f"decode is bandwidth-bound: {o.weights} weights and a {o.kv_cache} KV cache "
                 f"streamed at {bw:.2f} TB/s, batch {o.batch} per read")
     elif limit == "compute":

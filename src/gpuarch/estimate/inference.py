@@ -1607,21 +1607,28 @@ def slot_spread(shape: TransformerShape, cfg: InferenceConfig) -> float:
     return (shape.experts + cfg.redundant_experts) / shape.experts
 
 
-def _dequant_floor(runner: _Runner, rows: float) -> dict[str, Any] | None:
+def mixed_input_dequant(product: Product, quant: QuantScheme, rows: float,
+                        eff: Efficiency = DEFAULT_EFFICIENCY) -> dict[str, Any] | None:
     """What ``assumptions.mixed_input_dequant`` says of the dense GEMMs of a format whose
-    weights the kernel converts (weight-only, or W4A8 without mixed-input MMA): the
-    kernel's weights a second at that width, and whether it binds on the decode step's
-    ``rows`` (fewer than SPREAD_ROWS, and slower than the GPU reads those weights); None
-    for a format whose weights are not converted or that has no such rate."""
-    quant, eff = runner.cfg.quant, runner.eff
-    if not runner.peak.dequantize:
+    weights the kernel converts on ``product`` (weight-only, or W4A8 without mixed-input
+    MMA): the kernel's weights a second at that width, and whether it binds on a decode
+    step of ``rows`` rows (fewer than SPREAD_ROWS, and slower than the GPU reads those
+    weights); None for a format whose weights are not converted or that has no such
+    rate."""
+    if not gemm_peak(product, quant).dequantize:
         return None
     rate = eff.mixed_input_weights_s(quant.weights.bits)
     if rate <= 0.0:
         return None
-    read = runner.device.bandwidth * eff.memory / quant.weights.bytes
+    read = (product.memory_bandwidth_bytes_s or 0.0) * eff.memory / quant.weights.bytes
     return {"weights_per_s": rate, "bits": quant.weights.bits,
             "binds_in_decode": bool(rows < SPREAD_ROWS and rate < read)}
+
+
+def decode_rows(cfg: InferenceConfig, batch: float) -> float:
+    """Rows of a decode step's dense GEMMs at ``batch`` sequences: one micro-batch's
+    sequences, each with its drafted tokens under speculative decoding."""
+    return float(batch / _lanes(batch, cfg.micro_batches) * (1 + cfg.speculative_tokens))
 
 
 def _weight_bytes(shape: TransformerShape, cfg: InferenceConfig) -> float:
@@ -2363,8 +2370,7 @@ def estimate_inference(
 
     phases = {"prefill": prefill, "decode": step}
     bottleneck = {k: v.limiter() for k, v in phases.items()}
-    dequant = _dequant_floor(runner, batch / _lanes(batch, cfg.micro_batches)
-                             * (1 + cfg.speculative_tokens))
+    dequant = mixed_input_dequant(product, cfg.quant, decode_rows(cfg, batch), runner.eff)
     # the share of decode steps run eagerly, for the micro-batch the step ran (_evaluate)
     eager_share = float(runner.eager_share(batch / _lanes(batch, cfg.micro_batches)))
     def share(phase: str, v: _Phase) -> str:
