@@ -1608,14 +1608,15 @@ def slot_spread(shape: TransformerShape, cfg: InferenceConfig) -> float:
 
 
 def mixed_input_dequant(product: Product, quant: QuantScheme, rows: float,
-                        eff: Efficiency = DEFAULT_EFFICIENCY) -> dict[str, Any] | None:
+                        eff: Efficiency = DEFAULT_EFFICIENCY,
+                        converts: bool | None = None) -> dict[str, Any] | None:
     """What ``assumptions.mixed_input_dequant`` says of the dense GEMMs of a format whose
     weights the kernel converts on ``product`` (weight-only, or W4A8 without mixed-input
     MMA): the kernel's weights a second at that width, and whether it binds on a decode
     step of ``rows`` rows (fewer than SPREAD_ROWS, and slower than the GPU reads those
     weights); None for a format whose weights are not converted or that has no such
-    rate."""
-    if not gemm_peak(product, quant).dequantize:
+    rate. ``converts``: whether they are, where the caller has the GEMM peak already."""
+    if not (gemm_peak(product, quant).dequantize if converts is None else converts):
         return None
     rate = eff.mixed_input_weights_s(quant.weights.bits)
     if rate <= 0.0:
@@ -2370,7 +2371,8 @@ def estimate_inference(
 
     phases = {"prefill": prefill, "decode": step}
     bottleneck = {k: v.limiter() for k, v in phases.items()}
-    dequant = mixed_input_dequant(product, cfg.quant, decode_rows(cfg, batch), runner.eff)
+    dequant = mixed_input_dequant(product, cfg.quant, decode_rows(cfg, batch), runner.eff,
+                                  runner.peak.dequantize)
     # the share of decode steps run eagerly, for the micro-batch the step ran (_evaluate)
     eager_share = float(runner.eager_share(batch / _lanes(batch, cfg.micro_batches)))
     def share(phase: str, v: _Phase) -> str:
