@@ -34,6 +34,7 @@ class Unit(Enum):
     GIB_PER_TFLOPS = ("GiB per TFLOPS", 2**30 / 1e12)
     GB_S_PER_TFLOPS = ("GB/s per TFLOPS", 1e9 / 1e12)
     TB_S = ("TB/s", 1e12)
+    TERA_PER_S = ("e12", 1e12)  # a count per second in units of 10^12 (weights a kernel converts)
     WATT = ("W", 1.0)
     KW = ("kW", 1e3)
     MS = ("ms", 1e-3)

@@ -50,6 +50,7 @@ from gpuarch.estimate.inference import (
     InferenceConfig,
     check_cached_prefix,
     check_output_len_cv,
+    decode_rows,
     evaluate_inference,
     fp8_scaling_of,
     max_batch_that_fits,
@@ -633,8 +634,7 @@ def _reason(catalog: Catalog, o: InferenceOption, best: InferenceOption,
     bw = _tb_s(product)
     quant = QuantScheme(QuantFormat(o.weights), QuantFormat(o.activations),
                         QuantFormat(o.kv_cache))
-    dequant = mixed_input_dequant(product, quant, o.batch / min(o.pp, max(o.batch, 1)),
-                                  efficiency)
+    dequant = mixed_input_dequant(product, quant, decode_rows(o.batch, o.pp), efficiency)
     pool = ""
     if o.prefill is not None:
         p = o.prefill
@@ -645,8 +645,10 @@ def _reason(catalog: Catalog, o: InferenceOption, best: InferenceOption,
                 f"{p.kv_link} in {p.kv_transfer_ms:.2g} ms; ")
     if limit == "memory" and dequant and dequant["binds_in_decode"]:
         text = (f"decode waits on dequantizing {o.weights} weights at batch {o.batch}: "
-                f"the mixed-input kernel converts {dequant['weights_per_s'] / 1e12:.2g}e12 "
-                f"weights/s, slower than {bw:.2f} TB/s delivers them below 16 rows")
+                f"the mixed-input kernel converts "
+                f"{from_si(dequant['weights_per_s'], Unit.TERA_PER_S):.2g}"
+                f"{Unit.TERA_PER_S.label} weights/s, slower "
+                f"than {bw:.2f} TB/s delivers them below 16 rows")
     elif limit == "memory":
         text = (f"decode is bandwidth-bound: {o.weights} weights and a {o.kv_cache} KV cache "
                 f"streamed at {bw:.2f} TB/s, batch {o.batch} per read")

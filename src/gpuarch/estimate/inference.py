@@ -1626,10 +1626,11 @@ def mixed_input_dequant(product: Product, quant: QuantScheme, rows: float,
             "binds_in_decode": bool(rows < SPREAD_ROWS and rate < read)}
 
 
-def decode_rows(cfg: InferenceConfig, batch: float) -> float:
-    """Rows of a decode step's dense GEMMs at ``batch`` sequences: one micro-batch's
-    sequences, each with its drafted tokens under speculative decoding."""
-    return float(batch / _lanes(batch, cfg.micro_batches) * (1 + cfg.speculative_tokens))
+def decode_rows(batch: float, micro_batches: int, speculative_tokens: int = 0) -> float:
+    """Rows of a decode step's dense GEMMs at ``batch`` sequences split into up to
+    ``micro_batches`` (``InferenceConfig.micro_batches``): one micro-batch's sequences,
+    each with its drafted tokens under speculative decoding."""
+    return float(batch / _lanes(batch, micro_batches) * (1 + speculative_tokens))
 
 
 def _weight_bytes(shape: TransformerShape, cfg: InferenceConfig) -> float:
@@ -2371,8 +2372,8 @@ def estimate_inference(
 
     phases = {"prefill": prefill, "decode": step}
     bottleneck = {k: v.limiter() for k, v in phases.items()}
-    dequant = mixed_input_dequant(product, cfg.quant, decode_rows(cfg, batch), runner.eff,
-                                  runner.peak.dequantize)
+    rows = decode_rows(batch, cfg.micro_batches, cfg.speculative_tokens)
+    dequant = mixed_input_dequant(product, cfg.quant, rows, runner.eff, runner.peak.dequantize)
     # the share of decode steps run eagerly, for the micro-batch the step ran (_evaluate)
     eager_share = float(runner.eager_share(batch / _lanes(batch, cfg.micro_batches)))
     def share(phase: str, v: _Phase) -> str:

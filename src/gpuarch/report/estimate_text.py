@@ -316,9 +316,10 @@ def _serving_setup_lines(a: dict[str, Any]) -> list[str]:
     ]
     floor = a.get("mixed_input_dequant")
     if floor and floor["binds_in_decode"]:
-        rate = fmt(floor["weights_per_s"] / 1e12)
+        rate = (f"{fmt(from_si(floor['weights_per_s'], Unit.TERA_PER_S))}"
+                f"{Unit.TERA_PER_S.label}")
         lines.append(f"                decode GEMMs at the {floor['bits']}-bit mixed-input "
-                     f"kernel's dequantization rate, {rate}e12 weights/s (slower than the "
+                     f"kernel's dequantization rate, {rate} weights/s (slower than the "
                      "weights' read at fewer than 16 rows)")
     if a.get("expert_formats"):
         x = a["expert_formats"]
