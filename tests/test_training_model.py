@@ -326,7 +326,11 @@ def test_validation_error_does_not_regress() -> None:
     1F1B, and the zero-bubble fork's interleaving) and split over TP ranks in Megatron-LM
     before Megatron-Core, 8.0% / 7.7% / 94.1%, 23 beyond; a pipeline across nodes paced by
     its network sends, 7.7% / 7.2% / 94.9%, 20 beyond; a tied embedding's gradient
-    all-reduce between first and last stage, 7.72% / 7.18%.)
+    all-reduce between first and last stage, 7.72% / 7.18%; fused attention's rate rising
+    with the span of a kernel call (attention_half_span 1,100 positions, from cuDNN's
+    timings) with its long-sequence rate refitted (0.329 -> 0.457) and MPT's 2023 Triton
+    kernel at 1 / 1.3 of FlashAttention-2's speed, 7.50% -> 6.64% over 605 (MPT's 201 runs
+    7.3% -> 4.5%, the rest 7.8% -> 7.9%), out of sample 7.38% -> 6.14%.)
     The earlier 356 points are held to their own figures below: no schedule change moved
     them, and the pipeline sends moved their mean by under 0.01 points (7.68%)."""
     summary = validate_training(CATALOG)
@@ -352,7 +356,8 @@ def test_validation_error_does_not_regress() -> None:
     # since MaxText's six DGX H100 runs (out of sample, 8.1%); 7.55% over 407
     # since TorchTitan's ten FSDP2 runs (out of sample, 5.0%); 7.66% over 397
     # since the 26.08 model-verification cards' five runs; 7.65% over 392
-    assert summary.mean_abs_error <= 0.0780  # since the 25.11
+    # 6.64% since fused attention's rate follows the span of a kernel call (7.50% before)
+    assert summary.mean_abs_error <= 0.0680  # since the 25.11
     # Qwen3-235B H100 row takes its recipe's EP overlap (7.72% before; 7.73% before the tied
     # embedding's all-reduce; 8.007% while every
     # pipeline inside a node was charged NVLink's sends; 8.08% while no
@@ -363,11 +368,13 @@ def test_validation_error_does_not_regress() -> None:
     summary = dataclasses.replace(summary, rows=tuple(
         r for r in summary.rows if r.source != "zero-bubble-iclr2024"))
     assert len(summary.rows) == len(everything.rows) - 36
-    # 7.68% over 356 points (7.82% before the unpaired passes; 8.34% before routing)
-    assert summary.mean_abs_error <= 0.078
+    # 6.61% over 569 points with the attention span (7.52% before); 7.68% over 356 points
+    # (7.82% before the unpaired passes; 8.34% before routing)
+    assert summary.mean_abs_error <= 0.068
     in_sample = [abs(r.error) for r in summary.rows if not r.out_of_sample]
-    # 8.57% over 154 (8.70% before the unpaired passes; 8.73% over 151 before)
-    assert sum(in_sample) / len(in_sample) <= 0.087
+    # 7.87% over 154 (7.89% before the attention span; 8.57% before the unpaired passes;
+    # 8.73% over 151 before)
+    assert sum(in_sample) / len(in_sample) <= 0.080
     out = [abs(r.error) for r in summary.rows if r.out_of_sample]
     # 7.42% over 415 with llm-foundry's A100 40GB rows; 7.48% over 339 since its other 112
     # rows; 7.21% over 227 since the four
@@ -375,12 +382,13 @@ def test_validation_error_does_not_regress() -> None:
     # over 202 (7.14% before the unpaired passes) with the fine-tuning runs; 6.82% over 180
     # (8.03% over 183 before the unbalanced routing, whose three fitted runs left the
     # out-of-sample set; 9.84% before the overlap)
-    assert sum(out) / len(out) <= 0.075
-    assert summary.by("gpu")["a100-sxm4-80gb"] <= 0.07
+    # 6.14% over 415 with the attention span (7.38% before)
+    assert sum(out) / len(out) <= 0.065
+    assert summary.by("gpu")["a100-sxm4-80gb"] <= 0.062  # 5.8% (6.7% before the span)
     within_20 = sum(abs(r.error) <= 0.20 for r in summary.rows) / len(summary.rows)
     # 93.96% since the Megatron-DeepSpeed runs (94.7% before); 94.1% (93.7% before the
     # fine-tuning runs, all within 20%)
-    assert within_20 >= 0.939
+    assert within_20 >= 0.95  # 95.6% with the attention span (95.3% before)
     # dense runs: 5.4% with one beyond 20% (inside the issue's goal) until the v5.1 partners'
     # runs, 6.1% with seven beyond since (the six HGX runs below and Nemotron 22B); MoE 14.2%;
     # with the overlap by its physics 5.2% and three beyond (Cisco's v5.1 H100 run without
@@ -393,8 +401,9 @@ def test_validation_error_does_not_regress() -> None:
     # A100 40GB table 6.67% over 432 and twelve beyond
     moe_ids = {p.id for p in load_training_points() if point_shape(p).is_moe}
     dense = [abs(r.error) for r in summary.rows if r.id not in moe_ids]
-    assert len(dense) >= 432 and sum(dense) / len(dense) <= 0.068
-    assert sum(e > 0.20 for e in dense) <= 12
+    # ... with the attention span 5.47% over 432 and ten beyond (6.65% and twelve before)
+    assert len(dense) >= 432 and sum(dense) / len(dense) <= 0.058
+    assert sum(e > 0.20 for e in dense) <= 10
     # the v5.1 partners' Llama 3.1 8B runs across four to 32 HGX nodes at one micro-batch per
     # rank read 14-25% slow while their InfiniBand gradient traffic was charged at a share
     # fitted on steps dozens of times longer (docs/performance-model.md, "MLPerf Training
@@ -410,8 +419,10 @@ def test_validation_error_does_not_regress() -> None:
     # 4.8% and 11.8% at most; 5.7% and 11.6% with the overlap by its physics (the GPT-3 175B
     # runs of v3.1 and v4.0 two to seven points slower: their stage's traffic outlasts one
     # micro-batch's compute); 5.8% with the tied embedding's gradient all-reduce between the
-    # first and last stage (GPT-3 175B is tied; the runs, already slow, 0.1-0.7 points more)
-    assert sum(earlier_rounds) / 34 <= 0.059 and max(earlier_rounds) <= 0.12
+    # first and last stage (GPT-3 175B is tied; the runs, already slow, 0.1-0.7 points more);
+    # 5.9% and 12.0% with the attention span (GPT-3 175B's 2,048 positions run its attention
+    # slower, the runs 0.3-0.7 points slower; Llama 3.1 405B's 8,192 faster)
+    assert sum(earlier_rounds) / 34 <= 0.060 and max(earlier_rounds) <= 0.121
     b300_fp4 = [abs(r.error) for r in summary.rows
                 if r.gpu == "b300" and r.precision == "nvfp4"]
     assert len(b300_fp4) == 9 and max(b300_fp4) <= 0.15  # -0.4% to -13%
@@ -424,7 +435,8 @@ def test_an_ampere_attention_kernel_is_slower_only_where_tensor_cores_run_async(
         gpu: str, applies: bool) -> None:
     """FlashAttention-2 (35% of H100's peak) against FlashAttention-3 (75%): with the
     Ampere-style kernel the attention time grows by 0.75 / 0.35 on Hopper and datacenter
-    Blackwell and nowhere else; nothing else in the step changes."""
+    Blackwell and nowhere else; 2023's Triton kernel takes 1.3 times that everywhere;
+    nothing else in the step changes."""
     product = CATALOG.product(gpu)
 
     def parts(kernel: str) -> dict[str, float]:
@@ -432,12 +444,16 @@ def test_an_ampere_attention_kernel_is_slower_only_where_tensor_cores_run_async(
         e = estimate_training(CATALOG, LLAMA_8B, product, cfg)
         return e.time_breakdown.compute_parts
 
-    native, ampere = parts("native"), parts("ampere")
+    native, ampere, triton = parts("native"), parts("ampere"), parts("triton")
     factor = 0.75 / 0.35 if applies else 1.0
     assert ampere["attention"] == pytest.approx(native["attention"] * factor, rel=1e-9)
     assert ampere["dense_gemms"] == pytest.approx(native["dense_gemms"], rel=1e-12)
+    # 2023's Triton flash attention: FlashAttention-2 is 1.3-2.5x faster (FlashAttention-2
+    # paper, section 4.1), everywhere; the model takes 1.3x
+    assert triton["attention"] == pytest.approx(ampere["attention"] * 1.3, rel=1e-9)
+    assert triton["dense_gemms"] == pytest.approx(native["dense_gemms"], rel=1e-12)
     with pytest.raises(GpuarchError, match="--attention-kernel: expected one of native, "
-                                            "ampere, got 'fa3'"):
+                                            "ampere, triton, got 'fa3'"):
         _est(attention_kernel="fa3")
 
 
@@ -1213,7 +1229,7 @@ def test_mlperf_v60_moe_runs_where_the_model_holds() -> None:
     sequences) within 7.5% each (6% until GB300's FP8 GEMM factor took in aiconfigurator's
     tables, 1.138 -> 1.122: the 4,096-GPU run -5.3% -> -6.1%; 6.5% until the overlapped
     all-to-alls of the unpaired passes were charged: -5.0% -> -7.1%), and GPT-OSS-20B on one node of
-    GB300, GB200, B200 or B300 within 15% each (13 runs of eight submitters), and on 64-128
+    GB300, GB200, B200 or B300 within 16% each (13 runs of eight submitters), and on 64-128
     H100 with capacity-bounded routing within 10% (docs/performance-model.md, "MLPerf Training
     v6.0's MoE benchmarks"; the multi-GPU-expert GPT-OSS runs and NVIDIA's GB200 DeepSeek-V3
     runs at scale are documented misses, not pinned)."""
@@ -1222,7 +1238,9 @@ def test_mlperf_v60_moe_runs_where_the_model_holds() -> None:
     coreweave = [e for k, e in errors.items() if k.startswith("mlperf60-coreweave-")]
     assert len(coreweave) == 3 and all(abs(e) <= 0.075 for e in coreweave), coreweave
     one_node = [e for k, e in errors.items() if "gpt-oss-20b" in k and k.endswith("-8")]
-    assert len(one_node) >= 13 and all(abs(e) <= 0.15 for e in one_node), one_node
+    # within 16% (15% while attention ran at one rate at every length: the full-attention
+    # layers' 8,192 positions run faster now, every run 2-3 points; GB200 +12% -> +15%)
+    assert len(one_node) >= 13 and all(abs(e) <= 0.16 for e in one_node), one_node
     # Cisco's GPT-OSS-20B on 64 and 128 H100 with EP 4 and capacity-bounded routing (0.42589
     # and 0.41584 s a step): -4% and -8%, then +16% and +8% with the data-parallel overlap
     # by its physics

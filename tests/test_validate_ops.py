@@ -131,21 +131,26 @@ def test_per_expert_fp8_gemms_launched_from_python_run_at_the_hosts_pace() -> No
 def test_effective_efficiencies_are_slower_than_the_kernels() -> None:
     """What docs/performance-model.md says of the fitted attention efficiency and training's
     grouped-GEMM multiplier: both are effective values, the model being slower than the
-    kernels alone (cuDNN attention by 1.3x or more, grouped GEMMs by 1.35x or more)."""
+    kernels alone (cuDNN attention forward and backward at 4k-16k positions by 1.2x or more,
+    1.3x or more while its rate was one for every length; grouped GEMMs by 1.35x or more)."""
     by_kind = validate_ops(CATALOG).by_kind
-    assert by_kind["attention_fwd_bwd"]["min_ratio"] >= 1.3
+    assert by_kind["attention_fwd_bwd"]["min_ratio"] >= 1.2
     assert by_kind["grouped_gemm"]["min_ratio"] >= 1.35
 
 
-def test_small_attention_runs_below_the_fitted_rate() -> None:
+def test_short_ring_steps_run_at_the_rate_their_span_gives() -> None:
     """cuDNN's fused attention at a context-parallel ring step of the latency-bound runs (8
-    heads, 1,024-2,048 queries and keys) loses the lead it has at 4k-16k tokens: the
-    fitted, effective attention rate is no longer slow for it (forward + backward median
-    ratio below 1, against 1.4 and more at the large shapes)."""
+    heads, 1,024-2,048 queries and keys) runs at a lower share of the peak than at 4k-16k
+    positions; with the rate following the keys a row sees (attention_half_span) the model
+    prices those steps, forward and backward, within 20% (median 0.96 of the measured time,
+    against 1.2-1.3 at the long shapes), where one rate for every length read them at a
+    median 0.86 (0.74-1.11) below the long shapes' 1.42-2.02."""
     by_kind = validate_ops(CATALOG).by_kind
-    assert by_kind["attention_cp_fwd_bwd"]["n"] == 3
-    assert by_kind["attention_cp_fwd_bwd"]["median_ratio"] < 1.0
-    assert by_kind["attention_fwd_bwd"]["min_ratio"] >= 1.3
+    ring = by_kind["attention_cp_fwd_bwd"]
+    assert ring["n"] == 3
+    assert 0.9 <= ring["median_ratio"] <= 1.05
+    assert ring["min_ratio"] >= 0.8 and ring["max_ratio"] <= 1.1
+    assert by_kind["attention_fwd_bwd"]["min_ratio"] >= 1.2
 
 
 def test_model_times_follow_the_efficiencies() -> None:

@@ -33,9 +33,11 @@ def test_window_128_attention_takes_what_cudnn_measured_on_gb200(
     bwd = op_cost(dataclasses.replace(op, backward=True), device, DEFAULT_EFFICIENCY).time_s
     assert fwd == pytest.approx(fwd_ms * 1e-3, rel=0.06)
     assert bwd == pytest.approx(bwd_ms * 1e-3, rel=0.06)
-    # the window's math alone, at the fitted attention efficiency, is several times faster
+    # the window's math alone, at the rate a 256-position span reaches
+    # (attention_half_span, set on full-length sequences), comes to three quarters of it:
+    # the short span's own cost per row, the floor the rest
     without = dataclasses.replace(DEFAULT_EFFICIENCY, window_attention_row_s=0.0)
-    assert op_cost(op, device, without).time_s < fwd / 3
+    assert 0.6 * fwd < op_cost(op, device, without).time_s < 0.9 * fwd
 
 
 def test_the_floor_leaves_attention_without_a_window_or_with_a_wide_one_alone() -> None:

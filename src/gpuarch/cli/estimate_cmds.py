@@ -1233,11 +1233,12 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                         "chunks (Megatron --no-overlap-p2p-communication, or a Megatron "
                         "before 2024 without --overlap-p2p-communication); non-interleaved "
                         "1F1B always waits on them")
-    p.add_argument("--attention-kernel", default="native", metavar="native|ampere",
+    p.add_argument("--attention-kernel", default="native", metavar="native|ampere|triton",
                    help="fused attention kernel: native (default: the GPU's own, e.g. "
-                        "FlashAttention-3 or cuDNN on Hopper) or ampere (FlashAttention-2 or "
-                        "2023's Triton flash attention, written for Ampere: on Hopper and "
-                        "datacenter Blackwell it keeps 0.47 of the native speed)")
+                        "FlashAttention-3 or cuDNN on Hopper), ampere (FlashAttention-2, "
+                        "written for Ampere: on Hopper and datacenter Blackwell it keeps 0.47 "
+                        "of the native speed) or triton (2023's Triton flash attention: 1/1.3 "
+                        "of ampere's)")
     p.add_argument("--bf16-layers-at-start", type=int, default=0, metavar="N",
                    help="with --precision fp8 or nvfp4: the model's first N layers (a hybrid's "
                         "blocks) run in BF16, weights and all (Megatron's "

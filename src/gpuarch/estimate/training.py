@@ -89,6 +89,7 @@ from gpuarch.perf.roofline import (
     Elementwise,
     Gemm,
     Op,
+    attention_span_share,
     op_kind,
     op_time,
 )
@@ -222,9 +223,10 @@ DUALPIPE_SCHEDULES = ("dualpipe", "dualpipev")
 """DeepSeek's bidirectional schedules (DualPipe and its V-shaped half): they hold their own
 count of micro-batches in flight, and pair chunks so that their sends hide behind compute."""
 
-ATTENTION_KERNELS = ("native", "ampere")
-"""Fused attention kernels: the GPU generation's own, or one written for Ampere's
-synchronous Tensor Core instructions (FlashAttention-2, 2023's Triton flash attention)."""
+ATTENTION_KERNELS = ("native", "ampere", "triton")
+"""Fused attention kernels: the GPU generation's own, one written for Ampere's synchronous
+Tensor Core instructions (FlashAttention-2), or 2023's flash attention in Triton (slower
+than FlashAttention-2 everywhere: ``Efficiency.attention_triton_kernel``)."""
 
 
 def attention_efficiency(eff: Efficiency, cfg: TrainingConfig, compute_capability: str
@@ -349,9 +351,10 @@ class TrainingConfig:
     mtp_shared_weights: bool = False
     fused_attention: bool = True  # FlashAttention-style; False = scores materialised
     # the fused attention kernel: "native" (the GPU generation's own: FlashAttention-2 on
-    # Ampere and Ada, FlashAttention-3 or cuDNN on Hopper and datacenter Blackwell) or
+    # Ampere and Ada, FlashAttention-3 or cuDNN on Hopper and datacenter Blackwell),
     # "ampere" (written for Ampere: on Hopper and datacenter Blackwell it keeps
-    # Efficiency.attention_ampere_kernel of the native speed); see ATTENTION_KERNELS
+    # Efficiency.attention_ampere_kernel of the native speed) or "triton" (2023's Triton
+    # flash attention: Efficiency.attention_triton_kernel of "ampere"); see ATTENTION_KERNELS
     attention_kernel: str = "native"
     # fused attention in FP8, forward and backward (Transformer Engine's FP8 dot-product
     # attention, NVTE_FP8_DPA; MLPerf's FP8_DPA): at the FP8 peak (attention_efficiency)
@@ -2374,6 +2377,11 @@ def estimate_training(
         "unfused: full score matrix in memory (softmax and dropout as memory-bound work)",
         "attention_kernel": cfg.attention_kernel,
         "attention_efficiency": run_eff.attention,
+        # that rate at this run's span of a kernel call (a sequence or packed document; one
+        # GPU's chunk under context parallelism): roofline.attention_span_share
+        "attention_efficiency_at_span": run_eff.attention * attention_span_share(
+            Attention(1, cfg.attention_span, cfg.attention_span, 1, 1, 1,
+                      share=1 / cfg.cp), run_eff),
         "sibling_rates": sibling_notes(product.key, (
             ("gemm", device.matmul.key), ("attention_forward", device.attention_key),
             ("attention_backward", device.attention_key)))

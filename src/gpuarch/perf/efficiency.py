@@ -77,11 +77,37 @@ class Efficiency:
     """Output tile edge used for wave quantisation (a partial last wave of tiles over the
     SMs is paid in full). Typical cuBLAS/CUTLASS tile on Ampere and Hopper."""
 
-    attention: float = 0.329
+    attention: float = 0.457
     """Fraction of the Tensor Core peak the GPU generation's own FlashAttention-style fused
-    attention reaches in the forward pass (FlashAttention-2 reports 50-73% on A100). Fitted
-    jointly on the training and serving measurements (scripts/fit_shared_efficiency.py; 0.25
-    when fitted on training alone)."""
+    attention reaches in training over long sequences (FlashAttention-2 reports 50-73% on
+    A100 in the forward pass); shorter ones run at less (``attention_half_span``: 0.36 at
+    4,096 positions, 0.40 at 8,192). Fitted on the in-sample training points (``python
+    scripts/fit_training_efficiency.py --only attention``: 0.457; each fold alone 0.445 and
+    0.471); 0.329 while it stood for every length alike. An effective value, below what
+    cuDNN's kernel reaches alone (0.52 of H200's peak forward and backward at 8,192
+    positions, where this gives 0.40; docs/performance-model.md)."""
+
+    attention_half_span: float = 1100.0
+    """Sequence length (the positions one fused attention kernel call spans: a packed
+    document, or under context parallelism one GPU's chunk of the sequence) at which
+    training's fused attention runs at half its long-sequence rate (``attention``): at
+    ``L`` positions the rate is ``attention * L / (L + attention_half_span)``. Each query
+    row carries a fixed cost (loading it, the softmax bookkeeping, storing its output)
+    beside its share of the math, which grows with the keys it sees, so short sequences run
+    at a lower share of the peak. Set from timings of cuDNN's fused attention, forward and
+    backward, causal, BF16, head dim 128: our H200 kernel check
+    (validation/data/ops-h200-sxm-141gb.json, 32 heads) reads 0.47 / 0.52 / 0.52 of the
+    peak at 4,096 / 8,192 / 16,384 positions, which L / (L + 1,100) follows (0.79 / 0.88 /
+    0.94 of its limit: 0.89 of the 8,192 rate at 4,096, measured 0.90); NVIDIA cuDNN
+    frontend's benchmark on GB200 (Llama 3.1 heads, batch 2, cuDNN 9.26,
+    benchmark/sdpa_benchmark_training/results/llama3.1/gb200/llama3.1_20260724_040930.csv)
+    reads 0.38 / 0.49 / 0.57 / 0.57 at 2,048 to 16,384, a steeper rise (about 1,600; the
+    forward alone, 0.44 / 0.56 / 0.66 / 0.69, about 1,500). The model takes H200's: the
+    end-to-end runs outside llm-foundry's tables read 0.13 points worse with it than with
+    one rate for every length, 0.15 with GB200's (docs/performance-model.md). Not fitted.
+    A sequence spans twice the keys its rows see (``roofline.attention_span_share``: a
+    window's rows see the window). Training's fused attention only (serving's prompt
+    attention has ``context_attention_row_s``; decode streams its cache)."""
 
     attention_ampere_kernel: float = 0.35 / 0.75
     """The fraction of the native fused attention's speed that a kernel written for Ampere's
@@ -89,7 +115,18 @@ class Efficiency:
     asynchronously (wgmma on Hopper, tcgen05 on datacenter Blackwell): FlashAttention-2 and
     2023's Triton flash attention run there without them. FlashAttention-2 reaches 35% of
     H100's peak, FlashAttention-3 up to 75% (Shah et al. 2024, FlashAttention-3, abstract):
-    0.35 / 0.75. Applied with ``attention_kernel = "ampere"``. Not fitted."""
+    0.35 / 0.75. Applied with ``attention_kernel = "ampere"`` (and ``"triton"``). Not
+    fitted."""
+
+    attention_triton_kernel: float = 1 / 1.3
+    """The fraction of a FlashAttention-2-class kernel's speed that the flash attention
+    written in Triton in 2022-2023 keeps (what MosaicML's llm-foundry ran MPT with, its
+    ``attn_impl: triton``): the FlashAttention-2 paper measured FlashAttention-2 "1.3-2.5x
+    faster than FlashAttention in Triton" on A100 (Dao 2023, arXiv:2307.08691, section 4.1:
+    1.3-1.5x in the forward pass, about 2x in the backward). The model takes the low end,
+    1 / 1.3: MPT's published long-sequence runs, where attention is most of the step, bear
+    out no more (1 / 1.5 reads them 10-20% slow). Applied with ``attention_kernel =
+    "triton"``, on top of ``attention_ampere_kernel`` where that applies. Not fitted."""
 
     window_attention_row_s: float = 2.0e-10
     """Least time of a fused attention forward over a sliding window, per query row and head
@@ -699,12 +736,17 @@ class Efficiency:
                               ) -> Efficiency:
         """This efficiency with fused attention run by ``kernel``: "native" (the GPU
         generation's own) as it is; "ampere" (written for Ampere's synchronous Tensor Core
-        instructions) at ``attention_ampere_kernel`` of it on a chip that drives its Tensor
-        Cores asynchronously (``catalog.model.drives_tensor_cores_async``), as it is on any
-        other."""
-        if kernel == "ampere" and drives_tensor_cores_async(compute_capability):
-            return replace(self, attention=self.attention * self.attention_ampere_kernel)
-        return self
+        instructions, FlashAttention-2's class) at ``attention_ampere_kernel`` of it on a
+        chip that drives its Tensor Cores asynchronously
+        (``catalog.model.drives_tensor_cores_async``), as it is on any other; "triton"
+        (2023's flash attention in Triton) at ``attention_triton_kernel`` of the "ampere"
+        kernel's speed."""
+        share = 1.0
+        if kernel in ("ampere", "triton") and drives_tensor_cores_async(compute_capability):
+            share = self.attention_ampere_kernel
+        if kernel == "triton":
+            share *= self.attention_triton_kernel
+        return self if share == 1.0 else replace(self, attention=self.attention * share)
 
     def mixed_input_weights_s(self, bits: int | None) -> float:
         """The dequantization rate of a mixed-input kernel at ``bits`` a weight

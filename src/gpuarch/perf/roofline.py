@@ -25,8 +25,9 @@ from gpuarch.perf.sibling import sibling_factor
 from gpuarch.units import Unit, from_si
 
 __all__ = ["ATTENTION_OPS", "CONTEXT_ATTENTION", "LORA_OPS", "MLA_DECODE", "Attention",
-           "Bound", "Device", "Elementwise", "Gemm", "Op", "OpCost", "moe_permute", "op_cost",
-           "op_kind", "op_time", "roofline_summary", "transformer_ops"]
+           "Bound", "Device", "Elementwise", "Gemm", "Op", "OpCost", "attention_span_share",
+           "moe_permute", "op_cost", "op_kind", "op_time", "roofline_summary",
+           "transformer_ops"]
 
 Num = Any  # a float, or a NumPy array of floats
 
@@ -396,18 +397,20 @@ def op_time(op: Op, device: Device, eff: Efficiency) -> tuple[Num, Num, Num, Num
         flops, moved = op.forward_flops * factor, op.bytes(element)
         mla_decode = op.name == MLA_DECODE
         fp8 = device.attention_key is PeakKey.TENSOR_FP8
+        decode = bool(np.all(op.seq_q == 1)) if isinstance(op.seq_q, np.ndarray) \
+            else op.seq_q == 1
         if mla_decode:
             e = eff.mla_decode_attention_fp8 if fp8 else eff.mla_decode_attention
         elif op.name == CONTEXT_ATTENTION:
             e = eff.context_attention_fp8 if fp8 else eff.context_attention
-        else:
+        elif decode:
             e = eff.attention
+        else:
+            e = eff.attention * attention_span_share(op, eff)
         if eff.sibling_rates and not mla_decode:
             e *= sibling_factor(device.product.key, "attention_backward" if op.backward
                                 else "attention_forward", device.attention_key)
         peak = device.attention_flops
-        decode = bool(np.all(op.seq_q == 1)) if isinstance(op.seq_q, np.ndarray) \
-            else op.seq_q == 1
         if decode:  # one query row streams the KV cache
             bw = device.bandwidth * eff.kv_read
     t_cmp = flops / (peak * e)
@@ -457,6 +460,18 @@ def mixed_input_floor(op: Gemm, eff: Efficiency) -> Num:
     if rate <= 0.0:
         return 0.0
     return where(op.m < SPREAD_ROWS, 1.0 * op.k * op.n * op.batch / rate, 0.0)
+
+
+def attention_span_share(op: Attention, eff: Efficiency) -> Num:
+    """The share of its long-sequence rate (``Efficiency.attention``) a fused attention
+    pass reaches, ``L / (L + attention_half_span)``, with ``L`` twice the keys a query row
+    sees in one kernel call: a causal sequence (or packed document) of ``L`` positions,
+    whose rows see ``L / 2`` keys on average, is the calibration's case; a sliding window
+    gives its rows the window's keys, a non-causal pass all of ``seq_kv``, and under context
+    parallelism (``share``) each call of the ring covers one GPU's chunk."""
+    keys = mean_keys(op.seq_q, op.seq_kv, op.window, op.chunked) if op.causal else op.seq_kv
+    span = 2.0 * keys * op.share
+    return span / (span + eff.attention_half_span)
 
 
 def window_attention_floor(op: Attention, eff: Efficiency) -> Num:

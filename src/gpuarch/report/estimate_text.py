@@ -156,8 +156,9 @@ def render_training(e: TrainingEstimate, band: Band | None = None,
                  if p.get("packed_doc_len") else "")
               + (", BF16 weights, gradients and Adam states" if p.get("bf16_optimizer") else
                  ", BF16 gradients" if p.get("bf16_grads") else "")
-              + (", Ampere-style attention kernel"
-                 if e.assumptions.get("attention_kernel") == "ampere" else ""))
+              + {"ampere": ", Ampere-style attention kernel",
+                 "triton": ", 2023's Triton attention kernel"}.get(
+                  str(e.assumptions.get("attention_kernel")), ""))
     b = e.time_breakdown
     lines = [
         f"{e.model} on {p['gpus']} x {e.gpu}" + (f" ({e.system})" if e.system else ""),
