@@ -104,3 +104,21 @@ def test_an_estimate_states_the_rate_at_its_span(capsys: pytest.CaptureFixture[s
         assert a["attention_efficiency"] == EFF.attention
         assert a["attention_efficiency_at_span"] == pytest.approx(
             EFF.attention * span / (span + half), rel=1e-5)
+
+
+def test_all_to_all_and_all_gather_context_parallelism_run_whole_sequence_calls() -> None:
+    """Under context parallelism the p2p ring runs one call per GPU's chunk; the all-to-all
+    exchange (a head split) and the all-gather one (each chunk's queries over the gathered
+    keys) run calls over the whole sequence, at the whole sequence's rate."""
+    from gpuarch.estimate import TrainingConfig
+    from gpuarch.estimate.training import cp_call_share
+
+    assert cp_call_share(TrainingConfig(gpus=4, seq_len=16384, global_batch=4, cp=4)) is None
+    for kind in ("a2a", "all_gather"):
+        cfg = TrainingConfig(gpus=4, seq_len=16384, global_batch=4, cp=4, cp_comm_type=kind)
+        assert cp_call_share(cfg) == 1.0
+    chunk = Attention(1, 16384, 16384, 8, 8, 128, share=0.25)
+    whole = dataclasses.replace(chunk, call_share=1.0)
+    half = EFF.attention_half_span
+    assert attention_span_share(whole, EFF) == pytest.approx(16384 / (16384 + half))
+    assert attention_span_share(chunk, EFF) == pytest.approx(4096 / (4096 + half))

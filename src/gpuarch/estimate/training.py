@@ -165,6 +165,14 @@ for them; "a2a" (DeepSpeed-Ulysses style) swaps the sequence split for a head sp
 all-to-all of the queries, keys and values before the core and of its output after it, in
 the forward pass and again for their gradients in the backward, none of it overlapped."""
 
+
+def cp_call_share(cfg: TrainingConfig) -> float | None:
+    """The share of the sequence one fused attention call spans under ``cfg``'s context
+    parallelism (``Attention.call_share``): None, the GPU's share, for the p2p ring's calls
+    over one chunk (and without context parallelism, where that share is 1); 1 for "a2a"
+    and "all_gather", whose calls span the whole sequence."""
+    return None if cfg.cp_comm_type == "p2p" else 1.0
+
 CUDA_GRAPH_SCOPES = ("attn", "mamba", "mlp", "moe", "moe_router", "moe_preprocess",
                      "full_iteration")
 """Megatron-Core's ``--cuda-graph-scope`` modules. What the model draws from a scope is
@@ -962,12 +970,14 @@ def _attention_ops(s: TransformerShape, cfg: TrainingConfig, tokens: Num, window
     projections = attention_projections(s, t)
     ops: list[Op] = [Gemm(tokens, n, k, name=name) for name, n, k in projections[:-1]]
     if cfg.fused_attention:
-        # with context parallelism each GPU does 1/CP of the (load-balanced) causal work;
-        # packed documents are so many short sequences to the kernel
+        # with context parallelism each GPU does 1/CP of the (load-balanced) causal work,
+        # in calls over its chunk around a ring (p2p) or over the whole sequence (a2a's
+        # head split, all_gather's gathered keys); packed documents are so many short
+        # sequences to the kernel
         span = cfg.attention_span
         ops.append(Attention(cfg.micro_batch * cfg.seq_len / span, span, span, heads, kv,
                              d, causal=True, share=1 / cfg.cp, window=window,
-                             chunked=s.chunks(window)))
+                             chunked=s.chunks(window), call_share=cp_call_share(cfg)))
     else:
         # unfused attention (Megatron-LM before FlashAttention): the full score matrix is
         # computed (masked, not skipped), softmaxed and dropped out in memory
@@ -2381,7 +2391,7 @@ def estimate_training(
         # GPU's chunk under context parallelism): roofline.attention_span_share
         "attention_efficiency_at_span": run_eff.attention * attention_span_share(
             Attention(1, cfg.attention_span, cfg.attention_span, 1, 1, 1,
-                      share=1 / cfg.cp), run_eff),
+                      share=1 / cfg.cp, call_share=cp_call_share(cfg)), run_eff),
         "sibling_rates": sibling_notes(product.key, (
             ("gemm", device.matmul.key), ("attention_forward", device.attention_key),
             ("attention_backward", device.attention_key)))

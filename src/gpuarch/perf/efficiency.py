@@ -89,7 +89,7 @@ class Efficiency:
 
     attention_half_span: float = 1100.0
     """Sequence length (the positions one fused attention kernel call spans: a packed
-    document, or under context parallelism one GPU's chunk of the sequence) at which
+    document, or around a context-parallel p2p ring one GPU's chunk of the sequence) at which
     training's fused attention runs at half its long-sequence rate (``attention``): at
     ``L`` positions the rate is ``attention * L / (L + attention_half_span)``. Each query
     row carries a fixed cost (loading it, the softmax bookkeeping, storing its output)

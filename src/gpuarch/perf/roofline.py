@@ -110,6 +110,11 @@ class Attention:
     reads it once for all its query heads), or the query heads per KV head (a multi-head
     kernel, one thread block per query head: the repeats are served from L2 at
     ``Efficiency.multihead_decode_read_bytes_s``)."""
+    call_share: Num | None = None
+    """The share of the sequence one kernel call spans where ``share`` splits the work:
+    ``share`` itself (None) for a ring that runs one call per GPU's chunk; 1 where each GPU
+    runs whole-sequence calls on its part (context parallelism by all-to-all, a head
+    split, or by all-gather, each chunk's queries over every earlier key)."""
 
     @property
     def forward_flops(self) -> Num:
@@ -468,9 +473,10 @@ def attention_span_share(op: Attention, eff: Efficiency) -> Num:
     sees in one kernel call: a causal sequence (or packed document) of ``L`` positions,
     whose rows see ``L / 2`` keys on average, is the calibration's case; a sliding window
     gives its rows the window's keys, a non-causal pass all of ``seq_kv``, and under context
-    parallelism (``share``) each call of the ring covers one GPU's chunk."""
+    parallelism (``share``) each call of the ring covers one GPU's chunk (``call_share``:
+    whole-sequence calls under an all-to-all or all-gather exchange)."""
     keys = mean_keys(op.seq_q, op.seq_kv, op.window, op.chunked) if op.causal else op.seq_kv
-    span = 2.0 * keys * op.share
+    span = 2.0 * keys * (op.share if op.call_share is None else op.call_share)
     return span / (span + eff.attention_half_span)
 
 
