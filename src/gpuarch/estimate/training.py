@@ -173,6 +173,7 @@ def cp_call_share(cfg: TrainingConfig) -> float | None:
     and "all_gather", whose calls span the whole sequence."""
     return None if cfg.cp_comm_type == "p2p" else 1.0
 
+
 CUDA_GRAPH_SCOPES = ("attn", "mamba", "mlp", "moe", "moe_router", "moe_preprocess",
                      "full_iteration")
 """Megatron-Core's ``--cuda-graph-scope`` modules. What the model draws from a scope is
