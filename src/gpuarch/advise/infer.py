@@ -62,6 +62,7 @@ from gpuarch.estimate.mamba import SSM_STATE_BYTES
 from gpuarch.estimate.simulate import Traffic
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.perf.quant import QuantFormat, QuantScheme, gemm_peak
+from gpuarch.perf.roofline import SPREAD_ROWS
 from gpuarch.units import Unit, from_si
 from gpuarch.validation.bands import bands_by_architecture
 from gpuarch.validation.nearest import nearest, setup_for
@@ -648,7 +649,7 @@ def _reason(catalog: Catalog, o: InferenceOption, best: InferenceOption,
                 f"the mixed-input kernel converts "
                 f"{from_si(dequant['weights_per_s'], Unit.TERA_PER_S):.2g}"
                 f"{Unit.TERA_PER_S.label} weights/s, slower "
-                f"than {bw:.2f} TB/s delivers them below 16 rows")
+                f"than {bw:.2f} TB/s delivers them below {SPREAD_ROWS} rows")
     elif limit == "memory":
         text = (f"decode is bandwidth-bound: {o.weights} weights and a {o.kv_cache} KV cache "
                 f"streamed at {bw:.2f} TB/s, batch {o.batch} per read")

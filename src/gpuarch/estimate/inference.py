@@ -2333,8 +2333,8 @@ _REASONS = {
                     "every kernel; graphs that cover the context (vLLM before V1: "
                     "--max-seq-len-to-capture) or the batch shorten them",
     "dequant": "the mixed-input kernel's dequantization of a few rows' weights dominates "
-               "(slower than the memory delivers them); 16 or more rows a step (a larger "
-               "batch) or a format the Tensor Cores take as stored shortens it",
+               f"(slower than the memory delivers them); {SPREAD_ROWS} or more rows a step (a "
+               "larger batch) or a format the Tensor Cores take as stored shortens it",
 }
 
 

@@ -174,6 +174,17 @@ def cp_call_share(cfg: TrainingConfig) -> float | None:
     return None if cfg.cp_comm_type == "p2p" else 1.0
 
 
+def fused_attention(cfg: TrainingConfig, heads: Num = 1, kv_heads: Num = 1, head_dim: Num = 1,
+                    window: Num = 0, chunked: bool = False) -> Attention:
+    """One GPU's fused attention core of a layer's forward pass under ``cfg``: its
+    micro-batch's sequences (packed documents as so many short ones), 1/CP of the causal
+    work, in kernel calls over a chunk or the whole sequence (``cp_call_share``)."""
+    span = cfg.attention_span
+    return Attention(cfg.micro_batch * cfg.seq_len / span, span, span, heads, kv_heads,
+                     head_dim, causal=True, share=1 / cfg.cp, window=window, chunked=chunked,
+                     call_share=cp_call_share(cfg))
+
+
 CUDA_GRAPH_SCOPES = ("attn", "mamba", "mlp", "moe", "moe_router", "moe_preprocess",
                      "full_iteration")
 """Megatron-Core's ``--cuda-graph-scope`` modules. What the model draws from a scope is
@@ -975,10 +986,7 @@ def _attention_ops(s: TransformerShape, cfg: TrainingConfig, tokens: Num, window
         # in calls over its chunk around a ring (p2p) or over the whole sequence (a2a's
         # head split, all_gather's gathered keys); packed documents are so many short
         # sequences to the kernel
-        span = cfg.attention_span
-        ops.append(Attention(cfg.micro_batch * cfg.seq_len / span, span, span, heads, kv,
-                             d, causal=True, share=1 / cfg.cp, window=window,
-                             chunked=s.chunks(window), call_share=cp_call_share(cfg)))
+        ops.append(fused_attention(cfg, heads, kv, d, window, s.chunks(window)))
     else:
         # unfused attention (Megatron-LM before FlashAttention): the full score matrix is
         # computed (masked, not skipped), softmaxed and dropped out in memory
@@ -2391,8 +2399,7 @@ def estimate_training(
         # that rate at this run's span of a kernel call (a sequence or packed document; one
         # GPU's chunk under context parallelism): roofline.attention_span_share
         "attention_efficiency_at_span": run_eff.attention * attention_span_share(
-            Attention(1, cfg.attention_span, cfg.attention_span, 1, 1, 1,
-                      share=1 / cfg.cp, call_share=cp_call_share(cfg)), run_eff),
+            fused_attention(cfg), run_eff),
         "sibling_rates": sibling_notes(product.key, (
             ("gemm", device.matmul.key), ("attention_forward", device.attention_key),
             ("attention_backward", device.attention_key)))

@@ -9,6 +9,7 @@ from gpuarch.estimate.inference import MOE_KERNEL_ENGINES, InferenceEstimate
 from gpuarch.estimate.scaling import GpuScaling
 from gpuarch.estimate.sweep import BatchSweep
 from gpuarch.estimate.training import TrainingEstimate
+from gpuarch.perf.roofline import SPREAD_ROWS
 from gpuarch.report.text import fmt, table
 from gpuarch.units import Unit, from_si
 from gpuarch.validation.inference import InferenceSummary
@@ -321,7 +322,7 @@ def _serving_setup_lines(a: dict[str, Any]) -> list[str]:
                 f"{Unit.TERA_PER_S.label}")
         lines.append(f"                decode GEMMs at the {floor['bits']}-bit mixed-input "
                      f"kernel's dequantization rate, {rate} weights/s (slower than the "
-                     "weights' read at fewer than 16 rows)")
+                     f"weights' read at fewer than {SPREAD_ROWS} rows)")
     if a.get("expert_formats"):
         x = a["expert_formats"]
         lines.append(f"  experts       weights {x['weights']}, activations {x['activations']}; "
