@@ -698,11 +698,15 @@ def test_inference_validation_does_not_regress() -> None:
     # (B200 Nebius -13.5% since a GEMM near the ridge carries its memory stream's share,
     # gemm_overlap, and the NVFP4 experts' rate set again with it; within 12% before)
     # (B200 Nebius -14.2% since the drain's steps are costed at the batch still running)
-    assert len(r1_v6) == 12 and max(map(abs, r1_v6.values())) <= 0.145
+    # (all twelve -10.7..+11.5%, 4.0% on average, since they are entered with their configs'
+    # max_util admission; 9.5% on average under no-evict admission, the B200 runs -14%)
+    assert len(r1_v6) == 12 and max(map(abs, r1_v6.values())) <= 0.12
+    assert sum(map(abs, r1_v6.values())) / len(r1_v6) <= 0.045
     r1_v51 = [r.error for r in s.rows if r.source == "mlperf-inference-v5.1"
               and r.model == "deepseek-v3"]
     # (+59%, +79% and +69% since gemm_overlap; +69%, +89% and +78% before; +54%, +72% and
-    # +62% since the drain's steps are costed at the batch still running)
+    # +62% since the drain's steps are costed at the batch still running; +66%, +87% and
+    # +76% under their configs' max_util admission, which holds bigger batches)
     assert len(r1_v51) == 2 and all(0.5 < e < 1.05 for e in [*r1_v51, google])
     # the PCIe-card and 96 GB GH200 runs, which the model reads far too fast where they are
     # compute-bound (docs/performance-model.md, "MLPerf Inference: the partners' runs")
