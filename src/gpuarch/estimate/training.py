@@ -79,8 +79,13 @@ from gpuarch.perf.collectives import (
     nccl_protocols,
 )
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
+from gpuarch.perf.fp8_attention import (
+    fp8_attention_sources,
+    fp8_training_attention_speedup,
+    has_fp8_attention_timings,
+)
 from gpuarch.perf.num import any_of, ceil, maximum, minimum, where
-from gpuarch.perf.precision import Precision
+from gpuarch.perf.precision import Precision, matmul_peak
 from gpuarch.perf.roofline import (
     ATTENTION_OPS,
     LORA_OPS,
@@ -89,6 +94,7 @@ from gpuarch.perf.roofline import (
     Elementwise,
     Gemm,
     Op,
+    attention_span,
     attention_span_share,
     op_kind,
     op_time,
@@ -249,26 +255,27 @@ Tensor Core instructions (FlashAttention-2), or 2023's flash attention in Triton
 than FlashAttention-2 everywhere: ``Efficiency.attention_triton_kernel``)."""
 
 
-def attention_efficiency(eff: Efficiency, cfg: TrainingConfig, compute_capability: str
-                         ) -> Efficiency:
+def attention_efficiency(eff: Efficiency, cfg: TrainingConfig, compute_capability: str,
+                         gpu: str = "") -> Efficiency:
     """``eff`` with the attention efficiency the configured kernel reaches on a GPU of this
-    compute capability. FP8 attention (``fp8_attention``) runs at the FP8 peak times the
-    share of it that measured FP8 fused attention reaches against the 16-bit kernel's share
-    of its own peak (``context_attention_fp8`` over ``context_attention``: 1.39x faster on
-    Hopper, where the FP8 peak is twice the 16-bit one); that ratio is measured on
-    TensorRT-LLM's prompt attention, taken for Transformer Engine's FP8 attention forward
-    and backward, which no published kernel timing here checks."""
+    compute capability. FP8 attention (``fp8_attention``) on a GPU (catalog key ``gpu``)
+    whose chip has published FP8 training-attention timings runs each pass at its 16-bit
+    rate times the measured speedup (the roofline's, perf/fp8_attention.py), so the 16-bit
+    efficiency is kept here; elsewhere it runs at the FP8 peak times the share of it that
+    the serving kernels' FP8 prompt attention reaches against the 16-bit kernel's share of
+    its own peak (``context_attention_fp8`` over ``context_attention``: 1.39x faster where
+    the FP8 peak is twice the 16-bit one), which no training kernel timing checks."""
     eff = eff.with_attention_kernel(cfg.attention_kernel, compute_capability)
-    if cfg.fp8_attention:
+    if cfg.fp8_attention and not has_fp8_attention_timings(gpu):
         eff = dataclasses.replace(eff, attention=eff.attention * eff.context_attention_fp8
                                   / eff.context_attention)
     return eff
 
 
-def bf16_efficiency(eff: Efficiency, cfg: TrainingConfig) -> Efficiency:
+def bf16_efficiency(eff: Efficiency, cfg: TrainingConfig, gpu: str = "") -> Efficiency:
     """``eff`` (``attention_efficiency``'s, for ``cfg``) for the layers ``cfg`` runs in BF16:
     their attention outside the FP8 autocast, at the 16-bit kernel's efficiency."""
-    if cfg.fp8_attention:
+    if cfg.fp8_attention and not has_fp8_attention_timings(gpu):
         return dataclasses.replace(eff, attention=eff.attention * eff.context_attention
                                    / eff.context_attention_fp8)
     return eff
@@ -1748,7 +1755,7 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     # the layers (and MTP blocks) run in BF16 beside the low-precision recipe, costed as a
     # BF16 run's
     in_bf16 = (cfg.in_bf16, Device.of(product, Precision.BF16, device.tensor_core_generation),
-               bf16_efficiency(eff, cfg)) \
+               bf16_efficiency(eff, cfg, product.key)) \
         if cfg.mtp_bf16 or (layout is not None and layout.bf16_virtual) else None
     kinds16 = (_layer_times(shape, *in_bf16, tp_group, cp_group, ep_group,
                             with_parts=parts is not None)
@@ -2297,6 +2304,28 @@ def _checkpointing(shape: TransformerShape, cfg: TrainingConfig, plan: Checkpoin
             "goodput": g.goodput}
 
 
+def _fp8_attention_note(shape: TransformerShape, product: Product, device: Device,
+                        cfg: TrainingConfig, eff: Efficiency) -> str:
+    """What FP8 fused attention runs at in this estimate, and from what."""
+    span = float(attention_span(fused_attention(cfg)))
+    head_dim = attention_core_dims(shape)[1]
+    forward, backward = (fp8_training_attention_speedup(product.key, head_dim, span, b)
+                         for b in (False, True))
+    if forward is not None and backward is not None:
+        return (f"FP8 fused attention forward {float(forward):.2f}x and backward "
+                f"{float(backward):.2f}x as fast as the 16-bit kernel at this run's span "
+                f"({span:,.0f} positions, head size {head_dim:g}): NVIDIA cuDNN frontend's "
+                "training-attention timings on this chip ("
+                + "; ".join(fp8_attention_sources(product.key, head_dim)) + ")")
+    sixteen = matmul_peak(product, Precision.BF16)
+    ratio = eff.context_attention_fp8 / eff.context_attention * (
+        device.attention_flops / sixteen.flops if sixteen else 2.0)
+    return (f"FP8 fused attention {ratio:.2f}x as fast as the 16-bit kernel: the serving "
+            "kernels' FP8 prompt attention over their 16-bit one (context_attention_fp8 / "
+            "context_attention at the two peaks); no training-attention timing of this chip "
+            "is published")
+
+
 def estimate_training(
     catalog: Catalog,
     shape: TransformerShape,
@@ -2336,7 +2365,8 @@ def estimate_training(
             f"--gpus: {cfg.gpus} GPUs span several nodes of {cfg.gpus_per_node}; give "
             "--system with an inter-node network (see 'gpuarch systems')")
     layer_parts: dict[str, Num] = {}
-    run_eff = attention_efficiency(eff, cfg, catalog.chip_of(product).compute_capability)
+    run_eff = attention_efficiency(eff, cfg, catalog.chip_of(product).compute_capability,
+                                   product.key)
     host_link = product_host_link(catalog, product)
     core = evaluate_training(shape, product, device, intra, inter, cfg, run_eff, layer_parts,
                              host_link_bytes_s=host_link)
@@ -2407,6 +2437,8 @@ def estimate_training(
         "intra_node_link": intra.fabric.value,
         "layer_forward_flops_per_gpu": layer_flops,
     }
+    if cfg.fp8_attention:
+        assumptions["fp8_attention"] = _fp8_attention_note(shape, product, device, cfg, eff)
     if float(core.layer_floor) > 0:
         assumptions["layer_pass_floor"] = (
             f"each layer's forward pass is charged at least "

@@ -19,13 +19,15 @@ from gpuarch.catalog.model import Product
 from gpuarch.catalog.peaks import PeakKey
 from gpuarch.errors import GpuarchError
 from gpuarch.perf.efficiency import Efficiency
+from gpuarch.perf.fp8_attention import fp8_training_attention_speedup
 from gpuarch.perf.num import ceil, maximum, where
 from gpuarch.perf.precision import MatmulPeak, Precision, matmul_peak
 from gpuarch.perf.sibling import sibling_factor
 from gpuarch.units import Unit, from_si
 
 __all__ = ["ATTENTION_OPS", "CONTEXT_ATTENTION", "LORA_OPS", "MLA_DECODE", "Attention",
-           "Bound", "Device", "Elementwise", "Gemm", "Op", "OpCost", "attention_span_share",
+           "Bound", "Device", "Elementwise", "Gemm", "Op", "OpCost", "attention_span",
+           "attention_span_share",
            "moe_permute", "op_cost", "op_kind", "op_time", "roofline_summary",
            "transformer_ops"]
 
@@ -412,9 +414,20 @@ def op_time(op: Op, device: Device, eff: Efficiency) -> tuple[Num, Num, Num, Num
             e = eff.attention
         else:
             e = eff.attention * attention_span_share(op, eff)
+        sibling_key = device.attention_key
+        if fp8 and op.name == "attention" and not decode:
+            # training's FP8 fused attention: the 16-bit pass's rate times the measured FP8
+            # speedup of that pass on this chip, where published (perf/fp8_attention.py)
+            bf16_peak = matmul_peak(device.product, Precision.BF16)
+            speedup = fp8_training_attention_speedup(device.product.key, op.head_dim,
+                                                     attention_span(op), op.backward) \
+                if bf16_peak is not None else None
+            if bf16_peak is not None and speedup is not None:
+                e = e * speedup * bf16_peak.flops / device.attention_flops
+                sibling_key = bf16_peak.key
         if eff.sibling_rates and not mla_decode:
             e *= sibling_factor(device.product.key, "attention_backward" if op.backward
-                                else "attention_forward", device.attention_key)
+                                else "attention_forward", sibling_key)
         peak = device.attention_flops
         if decode:  # one query row streams the KV cache
             bw = device.bandwidth * eff.kv_read
@@ -475,9 +488,16 @@ def attention_span_share(op: Attention, eff: Efficiency) -> Num:
     gives its rows the window's keys, a non-causal pass all of ``seq_kv``, and under context
     parallelism (``share``) each call of the ring covers one GPU's chunk (``call_share``:
     whole-sequence calls under an all-to-all or all-gather exchange)."""
-    keys = mean_keys(op.seq_q, op.seq_kv, op.window, op.chunked) if op.causal else op.seq_kv
-    span = 2.0 * keys * (op.share if op.call_share is None else op.call_share)
+    span = attention_span(op)
     return span / (span + eff.attention_half_span)
+
+
+def attention_span(op: Attention) -> Num:
+    """Twice the keys a query row of ``op`` sees in one kernel call (its causal sequence or
+    packed document's length; a window's rows 2 x the window; all of ``seq_kv`` twice when
+    not causal), over one GPU's chunk where a context-parallel ring splits the calls."""
+    keys = mean_keys(op.seq_q, op.seq_kv, op.window, op.chunked) if op.causal else op.seq_kv
+    return 2.0 * keys * (op.share if op.call_share is None else op.call_share)
 
 
 def window_attention_floor(op: Attention, eff: Efficiency) -> Num:
