@@ -163,3 +163,22 @@ def test_a_bad_timing_is_refused_naming_the_field(tmp_path: Path, edit: dict,  #
             fp8_attention_timings(path)
     finally:
         fp8_attention_timings.cache_clear()
+
+
+def test_fp8_attention_pays_the_casts_of_its_inputs() -> None:
+    """Transformer Engine quantizes the FP8 kernel's inputs (read 16 bits, write 8): the
+    query, key and value before the forward, the output and its gradient before the
+    backward; Llama 3.1 8B at TP 2, 8,192 tokens: 32 query and 8 KV heads of 128."""
+    from gpuarch.estimate.training import _layer_ops
+    from gpuarch.perf.roofline import Elementwise
+
+    shape = preset("llama-3.1-8b").shape
+    cfg = TrainingConfig(gpus=8, seq_len=8192, global_batch=8, tp=2, precision=Precision.FP8,
+                         fp8_attention=True)
+    ops, _ = _layer_ops(shape, cfg, moe=False)
+    (cast,) = [op for op in ops if op.name == "fp8_attention_cast"]
+    assert isinstance(cast, Elementwise) and cast.backward is not None
+    assert cast.bytes_moved == 3 * 8192 * (32 + 2 * 8) * 128 / 2
+    assert cast.backward.bytes_moved == 3 * 8192 * 2 * 32 * 128 / 2
+    plain, _ = _layer_ops(shape, dataclasses.replace(cfg, fp8_attention=False), moe=False)
+    assert not [op for op in plain if op.name == "fp8_attention_cast"]

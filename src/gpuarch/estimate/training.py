@@ -1095,6 +1095,15 @@ def _layer_ops(s: TransformerShape, cfg: TrainingConfig, moe: bool, window: int 
         cast = sum((2.0 + cfg.precision.bytes) * operands(op) * op.batch
                    for op in ops if isinstance(op, Gemm))
         ops.append(Elementwise(cast, name=f"{cfg.precision.value}_cast"))
+    if cfg.fp8_attention and block in ("", "*"):
+        # Transformer Engine's FP8 attention quantizes the kernel's inputs (read 16 bits,
+        # write 8): the query, key and value before the forward, the output and its
+        # gradient before the backward
+        kv, d = attention_core_dims(s)
+        per_token = 3.0 * tokens * d / t
+        ops.append(Elementwise(per_token * (s.heads + 2 * kv), name="fp8_attention_cast",
+                               backward=Elementwise(per_token * 2 * s.heads,
+                                                    name="fp8_attention_cast")))
     if cfg.lora_rank:
         ops += lora_adapter_ops(ops, cfg.lora_rank, adapted_gemms(s, cfg.adapted))
     return ops, 1.0 * tokens
