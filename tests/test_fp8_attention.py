@@ -182,3 +182,15 @@ def test_fp8_attention_pays_the_casts_of_its_inputs() -> None:
     assert cast.backward.bytes_moved == 3 * 8192 * 2 * 32 * 128 / 2
     plain, _ = _layer_ops(shape, dataclasses.replace(cfg, fp8_attention=False), moe=False)
     assert not [op for op in plain if op.name == "fp8_attention_cast"]
+
+
+def test_gb300_reports_the_16_bit_sibling_factors_its_fp8_attention_takes() -> None:
+    """FP8 attention priced from GB300's own speedup over its 16-bit kernel keeps that
+    kernel's sibling factor over GB200, and the estimate names it."""
+    cfg = TrainingConfig(gpus=8, seq_len=8192, global_batch=8, precision=Precision.FP8,
+                         fp8_attention=True)
+    est = estimate_training(CATALOG, preset("llama-3.1-8b").shape, CATALOG.product("gb300"),
+                            cfg)
+    notes = est.assumptions["sibling_rates"]
+    assert any(n.startswith("attention_forward at bf16") for n in notes)
+    assert any(n.startswith("attention_backward at bf16") for n in notes)

@@ -2373,6 +2373,11 @@ def estimate_training(
         raise GpuarchError(
             f"--gpus: {cfg.gpus} GPUs span several nodes of {cfg.gpus_per_node}; give "
             "--system with an inter-node network (see 'gpuarch systems')")
+    # the peak whose sibling factors attention takes: FP8 attention priced from its measured
+    # speedup over the 16-bit kernel keeps the 16-bit kernel's (roofline.op_time)
+    sixteen = matmul_peak(product, Precision.BF16)
+    attention_key = sixteen.key if sixteen is not None and cfg.fp8_attention \
+        and has_fp8_attention_timings(product.key) else device.attention_key
     layer_parts: dict[str, Num] = {}
     run_eff = attention_efficiency(eff, cfg, catalog.chip_of(product).compute_capability,
                                    product.key)
@@ -2440,8 +2445,8 @@ def estimate_training(
         "attention_efficiency_at_span": run_eff.attention * attention_span_share(
             fused_attention(cfg), run_eff),
         "sibling_rates": sibling_notes(product.key, (
-            ("gemm", device.matmul.key), ("attention_forward", device.attention_key),
-            ("attention_backward", device.attention_key)))
+            ("gemm", device.matmul.key), ("attention_forward", attention_key),
+            ("attention_backward", attention_key)))
         if eff.sibling_rates else [],
         "intra_node_link": intra.fabric.value,
         "layer_forward_flops_per_gpu": layer_flops,
