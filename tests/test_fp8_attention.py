@@ -83,11 +83,13 @@ def test_nearest_head_size_picks_the_timing() -> None:
 
 @settings(max_examples=50, deadline=None)
 @given(span=st.floats(1, 1e6), head=st.sampled_from([64, 96, 128, 160, 192, 256]),
-       backward=st.booleans(), gpu=st.sampled_from(["gb200", "gb300", "b200", "b300"]))
-def test_speedup_is_positive_and_within_the_published_range(span: float, head: int,
-                                                           backward: bool, gpu: str) -> None:
-    value = float(fp8_training_attention_speedup(gpu, head, span, backward))
-    ratios = [r for t in fp8_attention_timings() for r in (*t.forward, *t.backward)]
+       backward=st.booleans(), gpu=st.sampled_from(["gb200", "gb300", "b200", "b300"]),
+       scaling=st.sampled_from(["tensor", "mxfp8"]))
+def test_speedup_is_positive_and_within_the_published_range(
+        span: float, head: int, backward: bool, gpu: str, scaling: str) -> None:
+    value = float(fp8_training_attention_speedup(gpu, head, span, backward, scaling))
+    ratios = [r for t in fp8_attention_timings()
+              for series in (*t.forward.values(), *t.backward.values()) for r in series]
     assert min(ratios) - 1e-12 <= value <= max(ratios) + 1e-12
 
 
@@ -150,7 +152,8 @@ def test_a_bad_timing_is_refused_naming_the_field(tmp_path: Path, edit: dict,  #
                                                  message: str) -> None:
     row = {"gpu": "gb200", "head_dim_qk": 128, "head_dim_vo": 128, "source_url": "u",
            "seq": [2048, 4096], "bf16_fwd_ms": [1.0, 2.0], "bf16_bwd_ms": [1.0, 2.0],
-           "fp8_fwd_ms": [1.0, 2.0], "fp8_bwd_ms": [1.0, 2.0], **edit}
+           "fp8_fwd_ms": [1.0, 2.0], "fp8_bwd_ms": [1.0, 2.0], "mxfp8_fwd_ms": [1.0, 2.0],
+           "mxfp8_bwd_ms": [1.0, 2.0], **edit}
 
     def value(v: object) -> str:
         return f'"{v}"' if isinstance(v, str) else str(v)
@@ -194,3 +197,36 @@ def test_gb300_reports_the_16_bit_sibling_factors_its_fp8_attention_takes() -> N
     notes = est.assumptions["sibling_rates"]
     assert any(n.startswith("attention_forward at bf16") for n in notes)
     assert any(n.startswith("attention_backward at bf16") for n in notes)
+
+
+def test_an_mxfp8_run_takes_the_block_scaled_kernel() -> None:
+    """cuDNN's MXFP8 attention (GB200, DeepSeek-V3 heads, 4,096 positions: 0.679 ms forward,
+    2.505 ms backward against BF16's 0.944 and 3.262) is slower than the per-tensor FP8
+    kernel (0.640 and 2.079)."""
+    mx = fp8_training_attention_speedup("gb200", 160, 4096, True, "mxfp8")
+    assert mx == pytest.approx(3.262 / 2.505, rel=1e-12)
+    assert fp8_training_attention_speedup("gb200", 160, 4096, False, "mxfp8") == \
+        pytest.approx(0.944 / 0.679, rel=1e-12)
+    assert mx < fp8_training_attention_speedup("gb200", 160, 4096, True, "tensor")
+    op = Attention(2, 4096, 4096, 128, 128, 160, causal=True, backward=True)
+    bf16 = _device("gb200", Precision.FP8)
+    tensor, block = bf16.with_fp8_attention(), bf16.with_fp8_attention("mxfp8")
+    assert tensor is not None and block is not None
+    assert op_cost(op, block, EFF).time_s > op_cost(op, tensor, EFF).time_s
+    shape = preset("llama-3.1-8b").shape
+    cfg = TrainingConfig(gpus=8, seq_len=8192, global_batch=8, precision=Precision.FP8,
+                         fp8_attention=True, fp8_attention_scaling="mxfp8")
+    note = estimate_training(CATALOG, shape, CATALOG.product("b200"), cfg).assumptions[
+        "fp8_attention"]
+    assert note.startswith(f"MXFP8 fused attention forward {1.336 / 1.125:.2f}x")
+
+
+@pytest.mark.parametrize(("kw", "message"), [
+    ({"fp8_attention_scaling": "mxfp8"}, "--fp8-attention-scaling: needs --fp8-attention"),
+    ({"fp8_attention": True, "fp8_attention_scaling": "block"},
+     "--fp8-attention-scaling: expected one of tensor, mxfp8, got 'block'"),
+])
+def test_a_bad_fp8_attention_scaling_is_refused(kw: dict, message: str) -> None:  # type: ignore[type-arg]
+    cfg = TrainingConfig(gpus=8, seq_len=8192, global_batch=8, precision=Precision.FP8, **kw)
+    with pytest.raises(GpuarchError, match=message):
+        estimate_training(CATALOG, preset("llama-3.1-8b").shape, CATALOG.product("b200"), cfg)

@@ -185,6 +185,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         bf16_grads=args.bf16_grads, bf16_optimizer=args.bf16_optimizer,
         lora_rank=args.lora_rank, packed_doc_len=args.packed_doc_len,
         fp8_attention=args.fp8_attention,
+        fp8_attention_scaling=args.fp8_attention_scaling,
         bf16_layers_start=args.bf16_layers_at_start, bf16_layers_end=args.bf16_layers_at_end,
         mtp_bf16=args.mtp_bf16,
         lora_modules=args.lora_modules)
@@ -1259,6 +1260,11 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                         "on Blackwell at cuDNN's measured FP8 speedup of each training pass "
                         "(0.9-1.9x by head size and span), elsewhere at FP8 prompt "
                         "attention's, 1.39x the 16-bit kernel's on Hopper")
+    p.add_argument("--fp8-attention-scaling", default="tensor", metavar="tensor|mxfp8",
+                   help="with --fp8-attention: the FP8 attention kernel where measured: "
+                        "tensor (default; per-tensor scales, the current- and delayed-"
+                        "scaling recipes, NVFP4 runs pinned to current scaling) or mxfp8 "
+                        "(an MXFP8 recipe's own block-scaled attention, slower)")
     p.add_argument("--recompute", type=lazy_enum_value("gpuarch.estimate.memory:Recompute",
                                                        "--recompute"),
                    help="none (default), selective or full")

@@ -80,6 +80,7 @@ from gpuarch.perf.collectives import (
 )
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.perf.fp8_attention import (
+    FP8_ATTENTION_SCALINGS,
     fp8_attention_sources,
     fp8_training_attention_speedup,
     has_fp8_attention_timings,
@@ -386,6 +387,9 @@ class TrainingConfig:
     # fused attention in FP8, forward and backward (Transformer Engine's FP8 dot-product
     # attention, NVTE_FP8_DPA; MLPerf's FP8_DPA): at the FP8 peak (attention_efficiency)
     fp8_attention: bool = False
+    # its kernel where measured (perf/fp8_attention.py FP8_ATTENTION_SCALINGS): "tensor",
+    # per-tensor scales, or "mxfp8", an MXFP8 recipe's own block-scaled attention
+    fp8_attention_scaling: str = "tensor"
     recompute: Recompute = Recompute.NONE
     # with selective recomputation, the modules recomputed (Megatron-Core's
     # recompute_modules; estimate/recompute.py); () = the attention core
@@ -608,6 +612,10 @@ class TrainingConfig:
             raise GpuarchError("--fp8-attention: needs --precision fp8 or nvfp4 (FP8 "
                                "attention runs inside the FP8 autocast), got --precision "
                                f"{self.precision.value}")
+        check_choice("--fp8-attention-scaling", self.fp8_attention_scaling,
+                     FP8_ATTENTION_SCALINGS)
+        if self.fp8_attention_scaling != FP8_ATTENTION_SCALINGS[0] and not self.fp8_attention:
+            raise GpuarchError("--fp8-attention-scaling: needs --fp8-attention")
         check_count("--packed-doc-len", self.packed_doc_len)
         if self.packed_doc_len > self.seq_len:
             raise GpuarchError(f"--packed-doc-len: expected at most --seq-len "
@@ -2318,10 +2326,13 @@ def _fp8_attention_note(shape: TransformerShape, product: Product, device: Devic
     """What FP8 fused attention runs at in this estimate, and from what."""
     span = float(attention_span(fused_attention(cfg)))
     head_dim = attention_core_dims(shape)[1]
-    forward, backward = (fp8_training_attention_speedup(product.key, head_dim, span, b)
+    scaling = cfg.fp8_attention_scaling
+    forward, backward = (fp8_training_attention_speedup(product.key, head_dim, span, b,
+                                                        scaling)
                          for b in (False, True))
+    kernel = "MXFP8" if scaling == "mxfp8" else "FP8"
     if forward is not None and backward is not None:
-        return (f"FP8 fused attention forward {float(forward):.2f}x and backward "
+        return (f"{kernel} fused attention forward {float(forward):.2f}x and backward "
                 f"{float(backward):.2f}x as fast as the 16-bit kernel at this run's span "
                 f"({span:,.0f} positions, head size {head_dim:g}): NVIDIA cuDNN frontend's "
                 "training-attention timings on this chip ("
@@ -2361,7 +2372,7 @@ def estimate_training(
     device = Device.of(product, cfg.precision,
                        catalog.chip_of(product).sm.tensor_core_generation)
     if cfg.fp8_attention:
-        fp8_device = device.with_fp8_attention()
+        fp8_device = device.with_fp8_attention(cfg.fp8_attention_scaling)
         if fp8_device is None:
             raise GpuarchError(f"--fp8-attention: {product.name} has no FP8 Tensor Cores "
                                "(Ada, Hopper and newer do)")
@@ -2609,6 +2620,7 @@ def estimate_training(
             "lora_modules": list(cfg.adapted) or None,
             "packed_doc_len": cfg.packed_doc_len or None,
             "fp8_attention": cfg.fp8_attention,
+            "fp8_attention_scaling": cfg.fp8_attention_scaling if cfg.fp8_attention else None,
             "bf16_layers": list(cfg.bf16_layers) if any(cfg.bf16_layers) else None,
             "mtp_bf16": cfg.mtp_bf16 or None,
             "gpus_per_node": cfg.gpus_per_node}),  # type: ignore[arg-type]

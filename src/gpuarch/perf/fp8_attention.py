@@ -24,13 +24,21 @@ from gpuarch.catalog.loader import load_catalog
 from gpuarch.errors import GpuarchError
 from gpuarch.perf.num import Num
 
-__all__ = ["FP8_ATTENTION_FILE", "FP8AttentionTiming", "fp8_attention_sources",
+__all__ = ["FP8_ATTENTION_FILE", "FP8_ATTENTION_SCALINGS", "FP8AttentionTiming",
+           "fp8_attention_sources",
            "fp8_attention_timings",
            "fp8_training_attention_speedup", "has_fp8_attention_timings"]
 
 FP8_ATTENTION_FILE = Path(__file__).with_name("data") / "fp8_training_attention.toml"
 
-_SERIES = ("bf16_fwd_ms", "bf16_bwd_ms", "fp8_fwd_ms", "fp8_bwd_ms")
+FP8_ATTENTION_SCALINGS = ("tensor", "mxfp8")
+"""FP8 attention kernels a training run can take: "tensor", one scale per tensor (the current-
+and delayed-scaling recipes, and what NVFP4 runs pin attention to with
+``NVTE_DPA_FP8_RECIPE=Float8CurrentScaling``), or "mxfp8", MXFP8's scale per 32 elements (an
+MXFP8 recipe's own attention)."""
+
+_SERIES = ("bf16_fwd_ms", "bf16_bwd_ms", "fp8_fwd_ms", "fp8_bwd_ms", "mxfp8_fwd_ms",
+           "mxfp8_bwd_ms")
 
 
 @dataclass(frozen=True)
@@ -41,14 +49,15 @@ class FP8AttentionTiming:
     chip: str
     head_dim: float  # the mean of the query-key and value head sizes, as the roofline's
     seq: tuple[float, ...]
-    forward: tuple[float, ...]  # 16-bit time over FP8 time, per sequence length
-    backward: tuple[float, ...]
+    # 16-bit time over FP8 time, per sequence length, by kernel (FP8_ATTENTION_SCALINGS)
+    forward: dict[str, tuple[float, ...]]
+    backward: dict[str, tuple[float, ...]]
     source_url: str
 
-    def speedup(self, span: Num, backward: bool) -> Num:
-        """The ratio at ``span`` positions, interpolated in log2 of the span between the
-        timed lengths and held at the ends."""
-        ratios = self.backward if backward else self.forward
+    def speedup(self, span: Num, backward: bool, scaling: str = "tensor") -> Num:
+        """The ratio at ``span`` positions for the ``scaling`` kernel, interpolated in log2
+        of the span between the timed lengths and held at the ends."""
+        ratios = (self.backward if backward else self.forward)[scaling]
         return np.interp(np.log2(np.maximum(span, 1.0)), np.log2(self.seq), ratios)
 
 
@@ -77,11 +86,16 @@ def _timing(row: dict[str, Any], where: str, chips: dict[str, str]) -> FP8Attent
         raise GpuarchError(f"{where}: every time list must have one value per seq")
     if any(b <= a for a, b in pairwise(seq)):
         raise GpuarchError(f"{where}: seq must increase")
-    bf16_fwd, bf16_bwd, fp8_fwd, fp8_bwd = series
+    bf16_fwd, bf16_bwd, fp8_fwd, fp8_bwd, mx_fwd, mx_bwd = series
+
+    def ratio(sixteen: list[float], eight: list[float]) -> tuple[float, ...]:
+        return tuple(a / b for a, b in zip(sixteen, eight, strict=True))
+
     return FP8AttentionTiming(
         row["gpu"], chips[row["gpu"]], (heads[0] + heads[1]) / 2, tuple(seq),
-        tuple(a / b for a, b in zip(bf16_fwd, fp8_fwd, strict=True)),
-        tuple(a / b for a, b in zip(bf16_bwd, fp8_bwd, strict=True)), row["source_url"])
+        {"tensor": ratio(bf16_fwd, fp8_fwd), "mxfp8": ratio(bf16_fwd, mx_fwd)},
+        {"tensor": ratio(bf16_bwd, fp8_bwd), "mxfp8": ratio(bf16_bwd, mx_bwd)},
+        row["source_url"])
 
 
 @lru_cache(maxsize=4)
@@ -123,10 +137,11 @@ def fp8_attention_sources(gpu: str, head_dim: float) -> tuple[str, ...]:
     return tuple(dict.fromkeys(t.source_url for t in timings if t.head_dim == nearest))
 
 
-def fp8_training_attention_speedup(gpu: str, head_dim: Num, span: Num, backward: bool
-                                   ) -> Num | None:
-    """How many times faster FP8 fused attention runs a training pass (forward, or
-    ``backward``) of ``span`` positions than the 16-bit kernel on ``gpu`` (a catalog key):
+def fp8_training_attention_speedup(gpu: str, head_dim: Num, span: Num, backward: bool,
+                                   scaling: str = "tensor") -> Num | None:
+    """How many times faster the ``scaling`` FP8 fused attention kernel
+    (``FP8_ATTENTION_SCALINGS``) runs a training pass (forward, or ``backward``) of ``span``
+    positions than the 16-bit kernel on ``gpu`` (a catalog key):
     the timings of its chip at the nearest head size (the mean of the query-key and value
     sizes, as ``Attention.head_dim`` takes a latent attention's: DeepSeek-V3's 192 and 128
     are 160), the mean over the chip's boards timed at it; None where the chip has none."""
@@ -134,7 +149,8 @@ def fp8_training_attention_speedup(gpu: str, head_dim: Num, span: Num, backward:
     if not timings:
         return None
     heads = sorted({t.head_dim for t in timings})
-    per_head = [np.mean([t.speedup(span, backward) for t in timings if t.head_dim == h],
+    per_head = [np.mean([t.speedup(span, backward, scaling) for t in timings
+                         if t.head_dim == h],
                         axis=0) for h in heads]
     if len(heads) == 1:
         return per_head[0]

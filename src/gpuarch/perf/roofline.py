@@ -276,6 +276,10 @@ class Device:
     """How many times the 16-bit matrix peak ``matmul`` is (FP8 2, NVFP4 4-6; at least 1).
     The reduction length at which GEMM efficiency halves scales with it: a tile's fixed
     cost (pipeline fill, epilogue) stays while its K loop runs that much faster."""
+    fp8_attention_scaling: str = "tensor"
+    """Training's FP8 fused attention kernel (``FP8_ATTENTION_SCALINGS``): "tensor", one
+    scale per tensor (current or delayed scaling), or "mxfp8", a scale per 32-element block
+    (an MXFP8 recipe's own attention)."""
 
     @classmethod
     def of(cls, product: Product, precision: Precision,
@@ -297,13 +301,15 @@ class Device:
                    max(1.0, peak.flops / attention))
 
 
-    def with_fp8_attention(self) -> Device | None:
+    def with_fp8_attention(self, scaling: str = "tensor") -> Device | None:
         """This device with fused attention at the FP8 Tensor Core rate (FP8 context FMHA,
-        FP8 MLA kernels); None where the GPU has no FP8 Tensor Cores."""
+        FP8 MLA kernels; in training the ``scaling`` kernel); None where the GPU has no FP8
+        Tensor Cores."""
         fp8 = matmul_peak(self.product, Precision.FP8)
         if fp8 is None or fp8.fallback_reason:
             return None
-        return dataclasses.replace(self, attention_flops=fp8.flops, attention_key=fp8.key)
+        return dataclasses.replace(self, attention_flops=fp8.flops, attention_key=fp8.key,
+                                   fp8_attention_scaling=scaling)
 
 
 @dataclass(frozen=True)
@@ -420,7 +426,8 @@ def op_time(op: Op, device: Device, eff: Efficiency) -> tuple[Num, Num, Num, Num
             # speedup of that pass on this chip, where published (perf/fp8_attention.py)
             bf16_peak = matmul_peak(device.product, Precision.BF16)
             speedup = fp8_training_attention_speedup(device.product.key, op.head_dim,
-                                                     attention_span(op), op.backward) \
+                                                     attention_span(op), op.backward,
+                                                     device.fp8_attention_scaling) \
                 if bf16_peak is not None else None
             if bf16_peak is not None and speedup is not None:
                 e = e * speedup * bf16_peak.flops / device.attention_flops

@@ -118,8 +118,8 @@ POINT_KEYS = frozenset({
     "mtp_bf16", "fused_attention",
     "attention_kernel", "recompute", "recompute_modules", "recompute_layers",
     "offload_layers", "precision", "fp8_params", "bf16_grads", "bf16_optimizer",
-    "fp8_attention", "bf16_layers_start", "bf16_layers_end", "lora_rank", "lora_modules",
-    "packed_doc_len",
+    "fp8_attention", "fp8_attention_scaling", "bf16_layers_start", "bf16_layers_end",
+    "lora_rank", "lora_modules", "packed_doc_len",
 })
 """Every key a training point may carry; another is a typo the loader names (it would be
 silently ignored and the run modelled without it)."""
@@ -266,6 +266,7 @@ def point_config(point: TrainingPoint, system: System | None) -> TrainingConfig:
         lora_modules=tuple(point.get("lora_modules", ())),
         packed_doc_len=int(point.get("packed_doc_len", 0)),
         fp8_attention=bool(point.get("fp8_attention", False)),
+        fp8_attention_scaling=str(point.get("fp8_attention_scaling", "tensor")),
         bf16_layers_start=int(point.get("bf16_layers_start", 0)),
         bf16_layers_end=int(point.get("bf16_layers_end", 0)),
         mtp_bf16=bool(point.get("mtp_bf16", False)),
