@@ -76,7 +76,8 @@ def client() -> Any:
      "&lora_rank=16&lora_modules=linear_qkv&packed_doc_len=512&precision=fp8"
      "&fp8_attention=true", "compute_breakdown_s"),
     ("/api/estimate/train?model=llama-3.1-8b&gpu=b200&gpus=8&seq_len=8192&global_batch=16"
-     "&precision=fp8&fp8_attention=true&fp8_attention_scaling=mxfp8", "compute_breakdown_s"),
+     "&precision=fp8&fp8_recipe=mxfp8&fp8_attention=true&fp8_attention_scaling=mxfp8",
+     "compute_breakdown_s"),
     ("/api/validate/gemm-kernels", "groups"),
     ("/api/validate/gemm-ridge", "groups"),
     ("/api/validate/load", "summary"),

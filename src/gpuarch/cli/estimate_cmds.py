@@ -185,7 +185,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         bf16_grads=args.bf16_grads, bf16_optimizer=args.bf16_optimizer,
         lora_rank=args.lora_rank, packed_doc_len=args.packed_doc_len,
         fp8_attention=args.fp8_attention,
-        fp8_attention_scaling=args.fp8_attention_scaling,
+        fp8_attention_scaling=args.fp8_attention_scaling, fp8_recipe=args.fp8_recipe,
         bf16_layers_start=args.bf16_layers_at_start, bf16_layers_end=args.bf16_layers_at_end,
         mtp_bf16=args.mtp_bf16,
         lora_modules=args.lora_modules)
@@ -1260,6 +1260,11 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                         "on Blackwell at cuDNN's measured FP8 speedup of each training pass "
                         "(0.9-1.9x by head size and span), elsewhere at FP8 prompt "
                         "attention's, 1.39x the 16-bit kernel's on Hopper")
+    p.add_argument("--fp8-recipe", default="tensor", metavar="tensor|mxfp8",
+                   help="with --precision fp8: how the GEMM operands are scaled: tensor "
+                        "(default; one scale per tensor, delayed or current scaling) or "
+                        "mxfp8 (one per 32 elements); MXFP8, NVFP4 and any FP8 on Hopper cast "
+                        "each GEMM input into two copies, row-wise and column-wise")
     p.add_argument("--fp8-attention-scaling", default="tensor", metavar="tensor|mxfp8",
                    help="with --fp8-attention: the FP8 attention kernel where measured: "
                         "tensor (default; per-tensor scales, the current- and delayed-"

@@ -390,6 +390,9 @@ class TrainingConfig:
     # its kernel where measured (perf/fp8_attention.py FP8_ATTENTION_SCALINGS): "tensor",
     # per-tensor scales, or "mxfp8", an MXFP8 recipe's own block-scaled attention
     fp8_attention_scaling: str = "tensor"
+    # with --precision fp8, how the GEMM operands are scaled (FP8_RECIPES): "tensor", one
+    # scale per tensor (delayed or current scaling), or "mxfp8", one per 32 elements
+    fp8_recipe: str = "tensor"
     recompute: Recompute = Recompute.NONE
     # with selective recomputation, the modules recomputed (Megatron-Core's
     # recompute_modules; estimate/recompute.py); () = the attention core
@@ -614,6 +617,10 @@ class TrainingConfig:
                                f"{self.precision.value}")
         check_choice("--fp8-attention-scaling", self.fp8_attention_scaling,
                      FP8_ATTENTION_SCALINGS)
+        check_choice("--fp8-recipe", self.fp8_recipe, FP8_RECIPES)
+        if self.fp8_recipe != FP8_RECIPES[0] and self.precision is not Precision.FP8:
+            raise GpuarchError("--fp8-recipe: needs --precision fp8, got --precision "
+                               f"{self.precision.value}")
         if self.fp8_attention_scaling != FP8_ATTENTION_SCALINGS[0] and not self.fp8_attention:
             raise GpuarchError("--fp8-attention-scaling: needs --fp8-attention")
         check_count("--packed-doc-len", self.packed_doc_len)
@@ -1061,8 +1068,27 @@ def _ffn_ops(s: TransformerShape, cfg: TrainingConfig, moe: bool, tokens: Num
             Gemm(tokens, s.hidden, f // t, name="mlp_down")], tokens * f // t
 
 
+FP8_RECIPES = ("tensor", "mxfp8")
+"""How an FP8 run scales its GEMM operands (Transformer Engine's recipes): "tensor", one scale
+per tensor (DelayedScaling, Float8CurrentScaling), or "mxfp8", one per 32 elements along the
+reduction (MXFP8BlockScaling)."""
+
+
+def quantized_copies(cfg: TrainingConfig, tensor_core_generation: int | None) -> int:
+    """FP8/FP4 copies written when a GEMM operand is cast in training: two, the row-wise one
+    the GEMM takes and the column-wise (transposed) one its gradient GEMM takes, where the
+    format's scales run along the reduction (MXFP8, NVFP4) or the GPU runs FP8 GEMMs only
+    with both operands K-major (Hopper and Ada: cuBLASLt's "TN" requirement, for which
+    Transformer Engine keeps a transposed copy); one for per-tensor FP8 on Blackwell, whose
+    FP8 GEMMs take any layout (Transformer Engine's nvte_is_non_tn_fp8_gemm_supported)."""
+    if cfg.precision is Precision.NVFP4 or cfg.fp8_recipe == "mxfp8":
+        return 2
+    return 1 if (tensor_core_generation or 0) >= 5 else 2
+
+
 def _layer_ops(s: TransformerShape, cfg: TrainingConfig, moe: bool, window: int = 0,
-               block: str = "") -> tuple[list[Op], float]:
+               block: str = "", tensor_core_generation: int | None = None
+               ) -> tuple[list[Op], float]:
     """Forward operators of one layer (an expert layer if ``moe``, else a dense one; with
     sliding-window attention if ``window``) on one GPU, and the tokens each GPU holds. A
     hybrid model's ``block`` (``HYBRID_BLOCKS``: "M" Mamba-2, "*" attention, "-" MLP, "E"
@@ -1091,17 +1117,21 @@ def _layer_ops(s: TransformerShape, cfg: TrainingConfig, moe: bool, window: int 
     if block in ("", "-", "E"):
         ops.append(Elementwise(3.0 * inner * element, name="activation"))
     if cfg.precision.low_precision:
-        # each GEMM operand is cast (read 16-bit, write the narrow format) before the GEMM,
-        # but a fused grouped MLP's up projection writes the down projection's input in it,
-        # and frozen weights held in FP8 (LoRA with fp8_params) are never cast again
+        # each GEMM operand is cast (read 16-bit, write the narrow format: once, or row-wise
+        # and column-wise, quantized_copies) before the GEMM, but a fused grouped MLP's up
+        # projection writes the down projection's input in it, and frozen weights held in
+        # FP8 (LoRA with fp8_params) are never cast again
         frozen_fp8 = bool(cfg.lora_rank) and cfg.fp8_params
 
-        def operands(op: Gemm) -> Num:
-            fused_input = fused_mlp and op.name == "grouped_expert_down"
-            return (0 if fused_input else op.m * op.k) + (0 if frozen_fp8 else op.k * op.n)
+        copies = quantized_copies(cfg, tensor_core_generation)
+        narrow = cfg.precision.bytes
 
-        cast = sum((2.0 + cfg.precision.bytes) * operands(op) * op.batch
-                   for op in ops if isinstance(op, Gemm))
+        def cast_bytes(op: Gemm) -> Num:
+            inputs = 0 if fused_mlp and op.name == "grouped_expert_down" else op.m * op.k
+            weights = 0 if frozen_fp8 else op.k * op.n
+            return (2.0 + copies * narrow) * inputs + (2.0 + narrow) * weights
+
+        cast = sum(cast_bytes(op) * op.batch for op in ops if isinstance(op, Gemm))
         ops.append(Elementwise(cast, name=f"{cfg.precision.value}_cast"))
     if cfg.fp8_attention and block in ("", "*"):
         # Transformer Engine's FP8 attention quantizes the kernel's inputs (read 16 bits,
@@ -1417,7 +1447,7 @@ def _one_layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device,
                     eff: Efficiency, tp_group: Group, cp_group: Group, ep_group: Group,
                     moe: bool, window: int = 0, parts: dict[str, Num] | None = None,
                     block: str = "") -> tuple[_Pass, _Pass, _Pass, Num, Num, Num]:
-    ops, tokens = _layer_ops(s, cfg, moe, window, block)
+    ops, tokens = _layer_ops(s, cfg, moe, window, block, device.tensor_core_generation)
     element = cfg.precision.activation_bytes
     fwd: Num = 0.0
     bwd: Num = 0.0
@@ -2621,6 +2651,7 @@ def estimate_training(
             "packed_doc_len": cfg.packed_doc_len or None,
             "fp8_attention": cfg.fp8_attention,
             "fp8_attention_scaling": cfg.fp8_attention_scaling if cfg.fp8_attention else None,
+            "fp8_recipe": cfg.fp8_recipe if cfg.precision is Precision.FP8 else None,
             "bf16_layers": list(cfg.bf16_layers) if any(cfg.bf16_layers) else None,
             "mtp_bf16": cfg.mtp_bf16 or None,
             "gpus_per_node": cfg.gpus_per_node}),  # type: ignore[arg-type]

@@ -118,7 +118,8 @@ POINT_KEYS = frozenset({
     "mtp_bf16", "fused_attention",
     "attention_kernel", "recompute", "recompute_modules", "recompute_layers",
     "offload_layers", "precision", "fp8_params", "bf16_grads", "bf16_optimizer",
-    "fp8_attention", "fp8_attention_scaling", "bf16_layers_start", "bf16_layers_end",
+    "fp8_attention", "fp8_attention_scaling", "fp8_recipe", "bf16_layers_start",
+    "bf16_layers_end",
     "lora_rank", "lora_modules", "packed_doc_len",
 })
 """Every key a training point may carry; another is a typo the loader names (it would be
@@ -267,6 +268,7 @@ def point_config(point: TrainingPoint, system: System | None) -> TrainingConfig:
         packed_doc_len=int(point.get("packed_doc_len", 0)),
         fp8_attention=bool(point.get("fp8_attention", False)),
         fp8_attention_scaling=str(point.get("fp8_attention_scaling", "tensor")),
+        fp8_recipe=str(point.get("fp8_recipe", "tensor")),
         bf16_layers_start=int(point.get("bf16_layers_start", 0)),
         bf16_layers_end=int(point.get("bf16_layers_end", 0)),
         mtp_bf16=bool(point.get("mtp_bf16", False)),

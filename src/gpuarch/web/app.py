@@ -182,6 +182,7 @@ _FORMS: dict[str, tuple[str, list[tuple[str, str]]]] = {
         ("global_batch", "64"), ("micro_batch", "1"), ("precision", ""), ("zero", ""),
         ("dp_shard", ""), ("sequence_parallel", ""), ("recompute", ""), ("recompute_modules", ""),
         ("recompute_layers", ""), ("fp8_attention", ""), ("fp8_attention_scaling", ""),
+        ("fp8_recipe", ""),
         ("bf16_layers_at_start", ""),
         ("bf16_layers_at_end", ""), ("lora_rank", ""),
         ("lora_modules", ""), ("packed_doc_len", ""), ("tokens", ""),

@@ -1,0 +1,82 @@
+"""How many low-precision copies a cast GEMM input is written into, by recipe and GPU.
+
+Transformer Engine's cuBLASLt GEMM wrapper (transformer_engine/common/gemm/cublaslt_gemm.cu,
+CanonicalizeGemmInput): "Hopper only supports TN GEMMs for FP8. 'Column-wise data' is
+transpose of data", while "Blackwell supports any GEMM layout for FP8"; cuBLASLt's
+documentation: FP8 kernels need "A transposed and B non-transposed (the 'TN' format)". MXFP8
+and NVFP4 scale along the reduction, so the weight-gradient GEMM needs a column-wise copy
+with its own scales on any GPU.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from gpuarch.catalog import load_catalog
+from gpuarch.errors import GpuarchError
+from gpuarch.estimate.training import (
+    FP8_RECIPES,
+    TrainingConfig,
+    _layer_ops,
+    estimate_training,
+    quantized_copies,
+)
+from gpuarch.perf.precision import Precision
+from gpuarch.perf.roofline import Elementwise, Gemm
+from gpuarch.workloads.presets import preset
+
+CATALOG = load_catalog()
+LLAMA_8B = preset("llama-3.1-8b").shape
+BASE = TrainingConfig(gpus=8, seq_len=4096, global_batch=8, precision=Precision.FP8)
+
+
+@pytest.mark.parametrize(("precision", "recipe", "generation", "copies"), [
+    (Precision.FP8, "tensor", 4, 2),    # Hopper: TN-only FP8 GEMMs, a transposed copy
+    (Precision.FP8, "tensor", 5, 1),    # Blackwell: any layout
+    (Precision.FP8, "mxfp8", 5, 2),     # block scales along the reduction
+    (Precision.NVFP4, "tensor", 5, 2),  # NVFP4's block scales likewise
+])
+def test_copies_by_recipe_and_gpu(precision: Precision, recipe: str, generation: int,
+                                  copies: int) -> None:
+    cfg = dataclasses.replace(BASE, precision=precision, fp8_recipe=recipe
+                              if precision is Precision.FP8 else "tensor")
+    assert quantized_copies(cfg, generation) == copies
+
+
+def test_the_cast_writes_each_input_copy_and_the_weights_once() -> None:
+    """Read 2 bytes and write one byte a copy for each GEMM input (m x k), read 2 and write 1
+    for the weights (k x n), every micro-batch."""
+    ops, _ = _layer_ops(LLAMA_8B, BASE, moe=False, tensor_core_generation=4)
+    gemms = [op for op in ops if isinstance(op, Gemm)]
+    inputs = sum(op.m * op.k * op.batch for op in gemms)
+    weights = sum(op.k * op.n * op.batch for op in gemms)
+    (cast,) = [op for op in ops if isinstance(op, Elementwise) and op.name == "fp8_cast"]
+    assert cast.bytes_moved == pytest.approx((2 + 2) * inputs + (2 + 1) * weights)
+    ops1, _ = _layer_ops(LLAMA_8B, BASE, moe=False, tensor_core_generation=5)
+    (cast1,) = [op for op in ops1 if isinstance(op, Elementwise) and op.name == "fp8_cast"]
+    assert cast1.bytes_moved == pytest.approx((2 + 1) * inputs + (2 + 1) * weights)
+
+
+def test_mxfp8_costs_more_than_per_tensor_fp8_on_blackwell_and_says_so() -> None:
+    b200 = CATALOG.product("b200")
+    tensor = estimate_training(CATALOG, LLAMA_8B, b200, BASE)
+    mx = estimate_training(CATALOG, LLAMA_8B, b200, dataclasses.replace(BASE,
+                                                                        fp8_recipe="mxfp8"))
+    assert mx.step_time_s > tensor.step_time_s
+    assert mx.time_breakdown.compute_parts["memory_bound"] > \
+        tensor.time_breakdown.compute_parts["memory_bound"]
+    assert mx.as_json()["parallelism"]["fp8_recipe"] == "mxfp8"
+    assert tensor.as_json()["parallelism"]["fp8_recipe"] == FP8_RECIPES[0] == "tensor"
+
+
+@pytest.mark.parametrize(("kw", "message"), [
+    ({"fp8_recipe": "mxfp8", "precision": Precision.BF16},
+     "--fp8-recipe: needs --precision fp8, got --precision bf16"),
+    ({"fp8_recipe": "block"}, "--fp8-recipe: expected one of tensor, mxfp8, got 'block'"),
+])
+def test_a_bad_recipe_is_refused_naming_the_flag(kw: dict, message: str) -> None:  # type: ignore[type-arg]
+    with pytest.raises(GpuarchError, match=message):
+        estimate_training(CATALOG, LLAMA_8B, CATALOG.product("b200"),
+                          dataclasses.replace(BASE, **kw))
