@@ -25,9 +25,8 @@ from gpuarch.errors import GpuarchError
 from gpuarch.perf.num import Num
 
 __all__ = ["FP8_ATTENTION_FILE", "FP8_ATTENTION_SCALINGS", "FP8AttentionTiming",
-           "fp8_attention_sources",
-           "fp8_attention_timings",
-           "fp8_training_attention_speedup", "has_fp8_attention_timings"]
+           "fp8_attention_sources", "fp8_attention_timings", "fp8_training_attention_speedup",
+           "has_fp8_attention_timings"]
 
 FP8_ATTENTION_FILE = Path(__file__).with_name("data") / "fp8_training_attention.toml"
 
@@ -47,7 +46,7 @@ class FP8AttentionTiming:
 
     gpu: str
     chip: str
-    head_dim: float  # the mean of the query-key and value head sizes, as the roofline's
+    head_dim: float  # the mean of the query-key and value head sizes (Attention.head_dim's)
     seq: tuple[float, ...]
     # 16-bit time over FP8 time, per sequence length, by kernel (FP8_ATTENTION_SCALINGS)
     forward: dict[str, tuple[float, ...]]
