@@ -80,3 +80,18 @@ def test_a_bad_recipe_is_refused_naming_the_flag(kw: dict, message: str) -> None
     with pytest.raises(GpuarchError, match=message):
         estimate_training(CATALOG, LLAMA_8B, CATALOG.product("b200"),
                           dataclasses.replace(BASE, **kw))
+
+
+def test_fp8_attention_takes_the_recipes_kernel_unless_told() -> None:
+    """An MXFP8 run's FP8 attention is MXFP8's own kernel; per-tensor runs and NVFP4 (pinned
+    to current scaling) take the per-tensor one; --fp8-attention-scaling overrides."""
+    fp8 = dataclasses.replace(BASE, fp8_attention=True)
+    assert fp8.attention_fp8_kernel == "tensor"
+    assert dataclasses.replace(fp8, fp8_recipe="mxfp8").attention_fp8_kernel == "mxfp8"
+    assert dataclasses.replace(fp8, precision=Precision.NVFP4).attention_fp8_kernel == "tensor"
+    told = dataclasses.replace(fp8, fp8_recipe="mxfp8", fp8_attention_scaling="tensor")
+    assert told.attention_fp8_kernel == "tensor"
+    b200 = CATALOG.product("b200")
+    mx = estimate_training(CATALOG, LLAMA_8B, b200, dataclasses.replace(fp8, fp8_recipe="mxfp8"))
+    assert mx.assumptions["fp8_attention"].startswith("MXFP8 fused attention")
+    assert mx.as_json()["parallelism"]["fp8_attention_scaling"] == "mxfp8"

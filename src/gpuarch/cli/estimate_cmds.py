@@ -1265,11 +1265,12 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                         "(default; one scale per tensor, delayed or current scaling) or "
                         "mxfp8 (one per 32 elements); MXFP8, NVFP4 and any FP8 on Hopper cast "
                         "each GEMM input into two copies, row-wise and column-wise")
-    p.add_argument("--fp8-attention-scaling", default="tensor", metavar="tensor|mxfp8",
+    p.add_argument("--fp8-attention-scaling", default="", metavar="tensor|mxfp8",
                    help="with --fp8-attention: the FP8 attention kernel where measured: "
-                        "tensor (default; per-tensor scales, the current- and delayed-"
-                        "scaling recipes, NVFP4 runs pinned to current scaling) or mxfp8 "
-                        "(an MXFP8 recipe's own block-scaled attention, slower)")
+                        "tensor (per-tensor scales: the current- and delayed-scaling "
+                        "recipes, NVFP4 runs pinned to current scaling) or mxfp8 (an MXFP8 "
+                        "recipe's own block-scaled attention, slower); default: the "
+                        "--fp8-recipe's")
     p.add_argument("--recompute", type=lazy_enum_value("gpuarch.estimate.memory:Recompute",
                                                        "--recompute"),
                    help="none (default), selective or full")

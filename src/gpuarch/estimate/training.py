@@ -388,8 +388,10 @@ class TrainingConfig:
     # attention, NVTE_FP8_DPA; MLPerf's FP8_DPA): at the FP8 peak (attention_efficiency)
     fp8_attention: bool = False
     # its kernel where measured (perf/fp8_attention.py FP8_ATTENTION_SCALINGS): "tensor",
-    # per-tensor scales, or "mxfp8", an MXFP8 recipe's own block-scaled attention
-    fp8_attention_scaling: str = "tensor"
+    # per-tensor scales, or "mxfp8", an MXFP8 recipe's own block-scaled attention; "" (the
+    # default) the recipe's: mxfp8 under fp8_recipe "mxfp8", else tensor (NVFP4 runs pin
+    # attention to current scaling)
+    fp8_attention_scaling: str = ""
     # with --precision fp8, how the GEMM operands are scaled (FP8_RECIPES): "tensor", one
     # scale per tensor (delayed or current scaling), or "mxfp8", one per 32 elements
     fp8_recipe: str = "tensor"
@@ -477,6 +479,14 @@ class TrainingConfig:
         return dataclasses.replace(self, precision=Precision.BF16, fp8_attention=False,
                                    fp8_params=False, bf16_layers_start=0, bf16_layers_end=0,
                                    mtp_bf16=False)
+
+    @property
+    def attention_fp8_kernel(self) -> str:
+        """The FP8 attention kernel this run takes (``FP8_ATTENTION_SCALINGS``): the one
+        asked for, else its recipe's (MXFP8's own under ``fp8_recipe`` "mxfp8", per-tensor
+        otherwise)."""
+        return self.fp8_attention_scaling or (
+            "mxfp8" if self.fp8_recipe == "mxfp8" else FP8_ATTENTION_SCALINGS[0])
 
     def ungraphed_expert_share(self, shape: TransformerShape) -> float:
         """The share of ``shape``'s expert blocks whose preceding block runs outside a CUDA
@@ -615,13 +625,14 @@ class TrainingConfig:
             raise GpuarchError("--fp8-attention: needs --precision fp8 or nvfp4 (FP8 "
                                "attention runs inside the FP8 autocast), got --precision "
                                f"{self.precision.value}")
-        check_choice("--fp8-attention-scaling", self.fp8_attention_scaling,
-                     FP8_ATTENTION_SCALINGS)
+        if self.fp8_attention_scaling:
+            check_choice("--fp8-attention-scaling", self.fp8_attention_scaling,
+                         FP8_ATTENTION_SCALINGS)
         check_choice("--fp8-recipe", self.fp8_recipe, FP8_RECIPES)
         if self.fp8_recipe != FP8_RECIPES[0] and self.precision is not Precision.FP8:
             raise GpuarchError("--fp8-recipe: needs --precision fp8, got --precision "
                                f"{self.precision.value}")
-        if self.fp8_attention_scaling != FP8_ATTENTION_SCALINGS[0] and not self.fp8_attention:
+        if self.fp8_attention_scaling and not self.fp8_attention:
             raise GpuarchError("--fp8-attention-scaling: needs --fp8-attention")
         check_count("--packed-doc-len", self.packed_doc_len)
         if self.packed_doc_len > self.seq_len:
@@ -2356,7 +2367,7 @@ def _fp8_attention_note(shape: TransformerShape, product: Product, device: Devic
     """What FP8 fused attention runs at in this estimate, and from what."""
     span = float(attention_span(fused_attention(cfg)))
     head_dim = attention_core_dims(shape)[1]
-    scaling = cfg.fp8_attention_scaling
+    scaling = cfg.attention_fp8_kernel
     forward, backward = (fp8_training_attention_speedup(product.key, head_dim, span, b,
                                                         scaling)
                          for b in (False, True))
@@ -2402,7 +2413,7 @@ def estimate_training(
     device = Device.of(product, cfg.precision,
                        catalog.chip_of(product).sm.tensor_core_generation)
     if cfg.fp8_attention:
-        fp8_device = device.with_fp8_attention(cfg.fp8_attention_scaling)
+        fp8_device = device.with_fp8_attention(cfg.attention_fp8_kernel)
         if fp8_device is None:
             raise GpuarchError(f"--fp8-attention: {product.name} has no FP8 Tensor Cores "
                                "(Ada, Hopper and newer do)")
@@ -2650,7 +2661,7 @@ def estimate_training(
             "lora_modules": list(cfg.adapted) or None,
             "packed_doc_len": cfg.packed_doc_len or None,
             "fp8_attention": cfg.fp8_attention,
-            "fp8_attention_scaling": cfg.fp8_attention_scaling if cfg.fp8_attention else None,
+            "fp8_attention_scaling": cfg.attention_fp8_kernel if cfg.fp8_attention else None,
             "fp8_recipe": cfg.fp8_recipe if cfg.precision is Precision.FP8 else None,
             "bf16_layers": list(cfg.bf16_layers) if any(cfg.bf16_layers) else None,
             "mtp_bf16": cfg.mtp_bf16 or None,

@@ -267,7 +267,7 @@ def point_config(point: TrainingPoint, system: System | None) -> TrainingConfig:
         lora_modules=tuple(point.get("lora_modules", ())),
         packed_doc_len=int(point.get("packed_doc_len", 0)),
         fp8_attention=bool(point.get("fp8_attention", False)),
-        fp8_attention_scaling=str(point.get("fp8_attention_scaling", "tensor")),
+        fp8_attention_scaling=str(point.get("fp8_attention_scaling", "")),
         fp8_recipe=str(point.get("fp8_recipe", "tensor")),
         bf16_layers_start=int(point.get("bf16_layers_start", 0)),
         bf16_layers_end=int(point.get("bf16_layers_end", 0)),
