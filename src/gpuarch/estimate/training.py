@@ -257,7 +257,7 @@ than FlashAttention-2 everywhere: ``Efficiency.attention_triton_kernel``)."""
 
 
 def attention_efficiency(eff: Efficiency, cfg: TrainingConfig, compute_capability: str,
-                         gpu: str = "") -> Efficiency:
+                         gpu: str) -> Efficiency:
     """``eff`` with the attention efficiency the configured kernel reaches on a GPU of this
     compute capability. FP8 attention (``fp8_attention``) on a GPU (catalog key ``gpu``)
     whose chip has published FP8 training-attention timings runs each pass at its 16-bit
@@ -273,7 +273,7 @@ def attention_efficiency(eff: Efficiency, cfg: TrainingConfig, compute_capabilit
     return eff
 
 
-def bf16_efficiency(eff: Efficiency, cfg: TrainingConfig, gpu: str = "") -> Efficiency:
+def bf16_efficiency(eff: Efficiency, cfg: TrainingConfig, gpu: str) -> Efficiency:
     """``eff`` (``attention_efficiency``'s, for ``cfg``) for the layers ``cfg`` runs in BF16:
     their attention outside the FP8 autocast, at the 16-bit kernel's efficiency."""
     if cfg.fp8_attention and not has_fp8_attention_timings(gpu):
@@ -482,11 +482,10 @@ class TrainingConfig:
 
     @property
     def attention_fp8_kernel(self) -> str:
-        """The FP8 attention kernel this run takes (``FP8_ATTENTION_SCALINGS``): the one
-        asked for, else its recipe's (MXFP8's own under ``fp8_recipe`` "mxfp8", per-tensor
-        otherwise)."""
-        return self.fp8_attention_scaling or (
-            "mxfp8" if self.fp8_recipe == "mxfp8" else FP8_ATTENTION_SCALINGS[0])
+        """The FP8 attention kernel this run takes (``FP8_ATTENTION_SCALINGS``, named as the
+        recipes are): the one asked for, else its recipe's (per-tensor for NVFP4, whose
+        recipe field stays "tensor")."""
+        return self.fp8_attention_scaling or self.fp8_recipe
 
     def ungraphed_expert_share(self, shape: TransformerShape) -> float:
         """The share of ``shape``'s expert blocks whose preceding block runs outside a CUDA
@@ -1079,10 +1078,11 @@ def _ffn_ops(s: TransformerShape, cfg: TrainingConfig, moe: bool, tokens: Num
             Gemm(tokens, s.hidden, f // t, name="mlp_down")], tokens * f // t
 
 
-FP8_RECIPES = ("tensor", "mxfp8")
-"""How an FP8 run scales its GEMM operands (Transformer Engine's recipes): "tensor", one scale
-per tensor (DelayedScaling, Float8CurrentScaling), or "mxfp8", one per 32 elements along the
-reduction (MXFP8BlockScaling)."""
+FP8_RECIPES = FP8_ATTENTION_SCALINGS
+"""How an FP8 run scales its GEMM operands (Transformer Engine's recipes), named as the
+attention kernel each takes by default (``TrainingConfig.attention_fp8_kernel``): "tensor",
+one scale per tensor (DelayedScaling, Float8CurrentScaling), or "mxfp8", one per 32 elements
+along the reduction (MXFP8BlockScaling)."""
 
 
 def quantized_copies(cfg: TrainingConfig, tensor_core_generation: int | None) -> int:
@@ -1149,7 +1149,7 @@ def _layer_ops(s: TransformerShape, cfg: TrainingConfig, moe: bool, window: int 
         # write 8): the query, key and value before the forward, the output and its
         # gradient before the backward
         kv, d = attention_core_dims(s)
-        per_token = 3.0 * tokens * d / t
+        per_token = (Precision.BF16.bytes + Precision.FP8.bytes) * tokens * d / t
         ops.append(Elementwise(per_token * (s.heads + 2 * kv), name="fp8_attention_cast",
                                backward=Elementwise(per_token * 2 * s.heads,
                                                     name="fp8_attention_cast")))
@@ -2379,12 +2379,12 @@ def _fp8_attention_note(shape: TransformerShape, product: Product, device: Devic
                 "training-attention timings on this chip ("
                 + "; ".join(fp8_attention_sources(product.key, head_dim)) + ")")
     sixteen = matmul_peak(product, Precision.BF16)
-    ratio = eff.context_attention_fp8 / eff.context_attention * (
-        device.attention_flops / sixteen.flops if sixteen else 2.0)
-    return (f"FP8 fused attention {ratio:.2f}x as fast as the 16-bit kernel: the serving "
-            "kernels' FP8 prompt attention over their 16-bit one (context_attention_fp8 / "
-            "context_attention at the two peaks); no training-attention timing of this chip "
-            "is published")
+    ratio = "" if sixteen is None else " {:.2f}x as fast as the 16-bit kernel".format(
+        eff.context_attention_fp8 / eff.context_attention
+        * device.attention_flops / sixteen.flops)
+    return (f"FP8 fused attention{ratio}: the serving kernels' FP8 prompt attention over "
+            "their 16-bit one (context_attention_fp8 / context_attention at the two peaks); "
+            "no training-attention timing of this chip is published")
 
 
 def estimate_training(
