@@ -20,7 +20,14 @@ from gpuarch.perf import DEFAULT_EFFICIENCY
 from gpuarch.perf.precision import Precision
 from gpuarch.perf.roofline import Attention, Device, Elementwise, Gemm, op_time
 from gpuarch.units import Unit, from_si
-from gpuarch.validation.ops import load_op_check, op_from_spec, op_spec, validate_ops
+from gpuarch.validation.ops import (
+    OpRow,
+    load_op_check,
+    model_time,
+    op_from_spec,
+    op_spec,
+    validate_ops,
+)
 
 CATALOG = load_catalog()
 
@@ -175,6 +182,68 @@ def test_gemm_spec_round_trips(m: int, n: int, k: int, batch: int) -> None:
     """An operator written to JSON and read back is the same operator."""
     op = Gemm(m, n, k, batch, "expert_up")
     assert op_from_spec(json.loads(json.dumps(op_spec(op)))) == op
+
+
+@given(st.integers(1, 64), st.sampled_from([(4, 0.53125), (8, 1.0)]))
+def test_weight_only_gemm_spec_round_trips(m: int, width: tuple[int, float]) -> None:
+    """A weight-only kernel's GEMM keeps its stored bytes per weight, its spread over the
+    SMs and the width it converts, so the model prices it with its conversion floor."""
+    bits, element = width
+    op = Gemm(m, 8192, 8192, weight_element=element, spread=True, weight_bits=bits)
+    assert op_from_spec(json.loads(json.dumps(op_spec(op)))) == op
+
+
+def test_weight_only_gemm_is_priced_with_its_conversion_floor() -> None:
+    """One row of a 4-bit weight-only GEMM on an H200: the model's time is the weights over
+    the conversion rate (8,192^2 / 2.905e12 = 23.1 us), not the 35.7 MB over the memory
+    (9.3 us at 80% of 4.8 TB/s)."""
+    op = Gemm(1, 8192, 8192, weight_element=0.53125, spread=True, weight_bits=4)
+    row = OpRow("mixed_input", "int4", op_from_spec(op_spec(op)), Precision.BF16, "native",
+                False, 20e-6)
+    product = CATALOG.product("h200-sxm-141gb")
+    assert model_time(row, CATALOG, product) == pytest.approx(8192 * 8192 / 2.905e12,
+                                                              rel=0.02)
+    no_floor = dataclasses.replace(row, op=dataclasses.replace(op, weight_bits=None))
+    assert model_time(no_floor, CATALOG, product) == pytest.approx(
+        8192 * 8192 * 0.53125 / (4.8e12 * DEFAULT_EFFICIENCY.memory), rel=0.05)
+
+
+RUN_2026_12_04 = Path(__file__).resolve().parents[1] / "docs" / "measured" / \
+    "h200-2026-12-04" / "op_check-run2.json"
+
+
+def test_a_second_converting_kernel_on_a_second_gpu_keeps_the_4bit_floor() -> None:
+    """The conversion floor (``mixed_input_4bit_weights_s``, 2.905e12 weights a second) was
+    read off Marlin on an H100. torch's tinygemm INT4 kernel on an H200 (2026-12-04, raw
+    file in docs/measured/h200-2026-12-04) converts 3.1-3.5e12 weights a second at one row,
+    well short of what its memory would deliver (4.8 TB/s at 0.53 bytes a weight, 9e12):
+    the model's one-row times are 1.07-1.21 of the measured ones. At 16 rows, where the
+    model stops applying the floor, this kernel runs 5x and more slower than the model (it
+    is a GEMV-style kernel; Marlin keeps its one-row time to 16 rows and beyond)."""
+    summary = validate_ops(CATALOG, path=RUN_2026_12_04, kinds=("mixed_input",))
+    one_row = [(r, m) for r, m in summary.rows if r.op.m == 1]
+    assert len(one_row) == 3
+    for row, modelled in one_row:
+        assert modelled is not None
+        assert 1.0 <= modelled / row.measured_s <= 1.25, row.label
+        weights = row.op.n * row.op.k
+        assert 3.0e12 <= weights / row.measured_s <= 3.6e12, row.label
+        assert row.measured_s > 2.5 * weights * 0.53125 / 4.8e12, row.label
+    sixteen = [m / r.measured_s for r, m in summary.rows if r.op.m == 16 and m is not None]
+    assert len(sixteen) == 3 and max(sixteen) < 0.2
+
+
+@pytest.mark.parametrize(("key", "value", "message"), [
+    ("weight_bits", 3, "weight_bits must be one of 4, 8"),
+    ("weight_bits", 4.5, "weight_bits must be one of 4, 8"),
+    ("spread", 1, "spread must be true or false"),
+    ("weight_element", 0, "weight_element must be positive"),
+    ("weight_element", -1, "weight_element must be a non-negative number"),
+])
+def test_bad_weight_only_fields_are_refused(key: str, value: Any, message: str) -> None:
+    spec = {**op_spec(Gemm(1, 64, 64)), key: value}
+    with pytest.raises(GpuarchError, match=message):
+        op_from_spec(spec)
 
 
 def test_attention_and_elementwise_specs_round_trip() -> None:

@@ -693,7 +693,10 @@ class Efficiency:
     (fused MoE kernels are their own; ``moe_gemm``). One kernel on one GPU, applied to every
     kernel that converts 4-bit weights (vLLM's Machete on Hopper, Marlin elsewhere,
     TensorRT-LLM's and LMDeploy's GEMVs; W4A8 too, assumed: its INT4-to-FP8 conversion is
-    the same work a weight, and no one-row time of it is stored). Not fitted; 0 turns it
+    the same work a weight, and no one-row time of it is stored). A second kernel on a
+    second GPU agrees: torch's tinygemm INT4 kernel on an H200 converts 3.1-3.5e12 weights a
+    second at one row, a third of what that GPU's memory delivers (our op check,
+    docs/measured/h200-2026-12-04; tests/test_validate_ops.py). Not fitted; 0 turns it
     off."""
 
     mixed_input_8bit_weights_s: float = 2.145e12

@@ -6,7 +6,8 @@ efficiencies fitted to published end-to-end measurements; this checks the operat
 themselves: GEMMs at transformer training shapes (whole and tensor-parallel shards, short K,
 partial waves, the small forward and backward GEMMs of a latency-bound run in BF16 and FP8),
 weight-streaming decode GEMMs, FP8 scaled GEMMs, grouped expert GEMMs at training and serving
-sizes (FP8 ones too, grouped and per expert), INT8 and 2:4 sparse GEMMs (measured only),
+sizes (FP8 ones too, grouped and per expert), weight-only INT4 GEMMs at 1-16 rows (a kernel
+that converts its weights), INT8 and 2:4 sparse GEMMs and INT8 weight-only ones (measured only),
 fused attention forward and backward through torch's FlashAttention-2 and cuDNN backends (and
 the latency-bound run's ring-attention steps), decode attention over a long KV cache,
 elementwise adds large and small, and what a kernel costs beyond its work (an eager launch, a
@@ -326,6 +327,96 @@ def serving_grouped_cases(torch: Any, dev: str, quick: bool) -> list[Case]:
     return cases
 
 
+MIXED_INPUT_SHAPES: tuple[tuple[str, int, int], ...] = (
+    ("square", 8192, 8192), ("8B gate_up", 28672, 4096), ("8B down", 4096, 14336))
+"""Weight matrices (N, K) of the weight-only GEMMs: the 8,192^2 square Marlin's one-row
+timing was published at (``Efficiency.mixed_input_4bit_weights_s``), and Llama-3-8B's
+largest two."""
+
+MIXED_INPUT_ROWS = (1, 4, 16)
+"""Rows (tokens) of the weight-only GEMMs: a decode step's, below and at
+``roofline.SPREAD_ROWS``, where the model's conversion floor stops applying."""
+
+INT4_GROUP = 128
+INT4_INNER_K_TILES = 8
+
+
+def _int4_weights(torch: Any, dev: str, n: int, k: int) -> tuple[Any, Any]:
+    """A random INT4 weight matrix packed for torch's tinygemm kernel (``[N, K]``, two 4-bit
+    values a byte on CUDA, INT32 on the CPU) and its BF16 scales and zero points, one pair a
+    group of INT4_GROUP along K."""
+    w = torch.randint(0, 16, (n, k), device=dev, dtype=torch.int32)
+    if dev == "cuda":
+        pairs = (w[:, ::2] << 4 | w[:, 1::2]).to(torch.uint8)
+        packed = torch._convert_weight_to_int4pack(pairs, INT4_INNER_K_TILES)
+    else:
+        packed = torch._convert_weight_to_int4pack_for_cpu(w, 2)
+    scales = torch.empty(k // INT4_GROUP, n, 2, device=dev, dtype=torch.bfloat16)
+    scales[..., 0] = 0.01
+    scales[..., 1] = 0.0
+    return packed, scales
+
+
+def mixed_input_cases(torch: Any, dev: str, quick: bool) -> list[Case]:
+    """Weight-only GEMMs whose kernel converts its weights to BF16 as it goes, at 1-16 rows:
+    INT4 (group 128, a BF16 scale and zero point a group) through torch's tinygemm kernel
+    (``torch._weight_int4pack_mm``, torchao's and gpt-fast's INT4 weight-only path), beside
+    the model's conversion floor (``roofline.mixed_input_floor``: at most
+    ``mixed_input_4bit_weights_s`` weights a second below SPREAD_ROWS rows, however fast the
+    memory delivers them), which was read off another kernel (Marlin) on another GPU (an
+    H100). Whether that rate is a property of dequantizing, or of one kernel, is what these
+    rows ask. And INT8 weight-only (a BF16 scale a channel) through
+    ``torch._weight_int8pack_mm``, measured only: torch's CUDA path for it is no serving
+    kernel (0.03-0.16 TB/s on the lent H200, 2026-12-04)."""
+    from gpuarch.perf.quant import QuantFormat
+
+    shapes = MIXED_INPUT_SHAPES if not quick else (("tiny", 64, 256),)
+    rows_list = MIXED_INPUT_ROWS if not quick else (1, 4)
+    group = INT4_GROUP if not quick else 32
+    cases = []
+    for label, n, k in shapes:
+        copies = _copies(QuantFormat.INT4.bytes * n * k, quick)
+        if quick:
+            w = [torch.randint(0, 16, (n, k), dtype=torch.int32)]
+            weights = [(torch._convert_weight_to_int4pack_for_cpu(w[0], 2),
+                        torch.zeros(k // group, n, 2, dtype=torch.bfloat16))]
+        else:
+            weights = [_int4_weights(torch, dev, n, k) for _ in range(copies)]
+        mm = torch._weight_int4pack_mm if dev == "cuda" else torch._weight_int4pack_mm_for_cpu
+        for rows in rows_list:
+            x = torch.randn(rows, k, device=dev, dtype=torch.bfloat16)
+
+            def run(i: int, x: Any = x, weights: list[Any] = weights, mm: Any = mm) -> object:
+                packed, scales = weights[i]
+                return mm(x, packed, group, scales)
+
+            op = Gemm(rows, n, k, weight_element=QuantFormat.INT4.bytes, spread=True,
+                      weight_bits=4)
+            cases.append(Case("mixed_input", f"int4 tinygemm {label} {rows}x{n}x{k}", op,
+                              Precision.BF16, run, copies, graph=True,
+                              note="INT4 group 128 weight-only (torch._weight_int4pack_mm)"))
+    if quick:
+        return cases
+    for label, n, k in shapes:
+        copies = _copies(1.0 * n * k, quick)
+        w8 = [torch.randint(-128, 128, (n, k), device=dev, dtype=torch.int8)
+              for _ in range(copies)]
+        scales = torch.full((n,), 0.01, device=dev, dtype=torch.bfloat16)
+        for rows in rows_list:
+            x = torch.randn(rows, k, device=dev, dtype=torch.bfloat16)
+
+            def run8(i: int, x: Any = x, w8: list[Any] = w8, scales: Any = scales) -> object:
+                return torch._weight_int8pack_mm(x, w8[i], scales)
+
+            op = Gemm(rows, n, k, weight_element=QuantFormat.INT8.bytes, spread=True,
+                      weight_bits=8)
+            cases.append(Case("weight_only_int8", f"int8 weight-only {label} {rows}x{n}x{k}",
+                              op, None, run8, copies, graph=True,
+                              note="measured only: torch's CUDA path for this op ran at "
+                                   "0.03-0.16 TB/s on an H200, not a serving kernel"))
+    return cases
+
+
 def unmodelled_cases(torch: Any, dev: str, quick: bool) -> list[Case]:
     """Measured only (the serving model prices these through its quantization schemes, not
     a per-operator precision): INT8 GEMMs through torch._int_mm with B row- and
@@ -562,8 +653,8 @@ def run_op_check(gpu: str, quick: bool = False) -> dict[str, Any]:
     measure = _timer(torch, cuda)
     rows: list[dict[str, Any]] = []
     builders = (gemm_cases, shard_cases, fp8_cases, grouped_cases, fp8_grouped_cases,
-                serving_grouped_cases, unmodelled_cases, attention_cases, cp_attention_cases,
-                elementwise_cases, launch_cases)
+                serving_grouped_cases, mixed_input_cases, unmodelled_cases, attention_cases,
+                cp_attention_cases, elementwise_cases, launch_cases)
     for build in builders:
         try:
             cases = build(torch, dev, quick)
@@ -610,10 +701,14 @@ def run_op_check(gpu: str, quick: bool = False) -> dict[str, Any]:
             if flops:
                 row["measured_tflops"] = from_si(flops / measured, Unit.TFLOPS)
             if case.precision and (case.kind.endswith("decode") or case.kind in (
-                    "elementwise", "elementwise_small", "serve_grouped")):
+                    "elementwise", "elementwise_small", "serve_grouped", "mixed_input")):
                 moved = (case.op.bytes_moved if isinstance(case.op, Elementwise)
                          else case.op.bytes(case.precision.bytes))
                 row["measured_tb_s"] = from_si(moved / measured, Unit.TB_S)
+            if case.kind == "mixed_input" and isinstance(case.op, Gemm):
+                # the rate the model's conversion floor is stated in
+                row["measured_weights_per_s"] = case.op.n * case.op.k * case.op.batch \
+                    / measured
             rows.append(row)
         if cuda:
             torch.cuda.empty_cache()

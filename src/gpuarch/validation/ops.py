@@ -3,7 +3,8 @@
 The training and serving validations compare whole runs with published figures; this one
 checks the parts. A measurement file (JSON, schema ``gpuarch-op-check``) holds operators
 timed on one GPU by ``scripts/device_op_check.py``: each row names its operator (a GEMM's
-M, N, K, batch and name, fused attention's dimensions, an elementwise op's bytes), the
+M, N, K, batch and name, and for a weight-only kernel its stored bytes per weight and the
+width it converts; fused attention's dimensions; an elementwise op's bytes), the
 precision the model prices it in, the attention kernel family and the measured median time.
 ``validate_ops`` recomputes the model's time for each with the current efficiencies, so a
 change to the model shows here as it does in the other validations. The package ships the
@@ -43,13 +44,24 @@ flash backend is), at ``attention_ampere_kernel`` of it on a GPU that drives its
 Cores asynchronously (``Efficiency.with_attention_kernel``)."""
 
 _GEMM_KEYS = ("m", "n", "k", "batch", "name")
+_MIXED_INPUT_BITS = (4, 8)
+"""Weight widths a converting GEMM's row may give (``Gemm.weight_bits``: the kernel
+dequantizes them, ``roofline.mixed_input_floor``)."""
 _ATTENTION_KEYS = ("batch", "seq_q", "seq_kv", "heads", "kv_heads", "head_dim", "causal")
 
 
 def op_spec(op: Op) -> dict[str, Any]:
     """An operator as JSON: its type and the dimensions the roofline prices."""
     if isinstance(op, Gemm):
-        return {"type": "gemm", **{k: getattr(op, k) for k in _GEMM_KEYS}}
+        spec = {"type": "gemm", **{k: getattr(op, k) for k in _GEMM_KEYS}}
+        # a weight-only kernel's GEMM: its stored weight width, spread and conversion
+        if op.weight_element is not None:
+            spec["weight_element"] = op.weight_element
+        if op.spread:
+            spec["spread"] = True
+        if op.weight_bits is not None:
+            spec["weight_bits"] = op.weight_bits
+        return spec
     if isinstance(op, Attention):
         return {"type": "attention", **{k: getattr(op, k) for k in _ATTENTION_KEYS}}
     return {"type": "elementwise", "bytes": op.bytes_moved, "flops": op.flops}
@@ -59,13 +71,13 @@ def op_from_spec(spec: dict[str, Any], where: str = "op") -> Op:
     """The operator an ``op_spec`` dictionary describes; a clear error names what is wrong."""
     kind = spec.get("type") if isinstance(spec, dict) else None
     for key, value in (spec.items() if isinstance(spec, dict) else ()):
-        if key not in ("type", "name", "causal") and (
+        if key not in ("type", "name", "causal", "spread") and (
                 isinstance(value, bool) or not isinstance(value, int | float)
                 or not math.isfinite(value) or value < 0):
             raise GpuarchError(f"{where}: {key} must be a non-negative number, got {value!r}")
     try:
         if kind == "gemm":
-            return Gemm(*(spec[k] for k in _GEMM_KEYS))
+            return _gemm_from_spec(spec, where)
         if kind == "attention":
             return Attention(*(spec[k] for k in _ATTENTION_KEYS))
         if kind == "elementwise":
@@ -74,6 +86,23 @@ def op_from_spec(spec: dict[str, Any], where: str = "op") -> Op:
         raise GpuarchError(f"{where}: a {kind} operator lacks {exc.args[0]!r}") from None
     raise GpuarchError(f"{where}: unknown operator type {kind!r} "
                        "(expected gemm, attention or elementwise)")
+
+
+def _gemm_from_spec(spec: dict[str, Any], where: str) -> Gemm:
+    """A GEMM from its spec, with a weight-only kernel's optional fields checked."""
+    spread = spec.get("spread", False)
+    if not isinstance(spread, bool):
+        raise GpuarchError(f"{where}: spread must be true or false, got {spread!r}")
+    bits = spec.get("weight_bits")
+    if bits is not None and (not isinstance(bits, int) or bits not in _MIXED_INPUT_BITS):
+        raise GpuarchError(f"{where}: weight_bits must be one of "
+                           f"{', '.join(map(str, _MIXED_INPUT_BITS))}, got {bits!r}")
+    element = spec.get("weight_element")
+    if element is not None and element <= 0:
+        raise GpuarchError(f"{where}: weight_element must be positive, got {element!r}")
+    m, n, k, batch, name = (spec[key] for key in _GEMM_KEYS)
+    return Gemm(m, n, k, batch, name, weight_element=element, spread=spread,
+                weight_bits=bits)
 
 
 @dataclass(frozen=True)
