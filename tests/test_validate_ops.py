@@ -18,6 +18,7 @@ from gpuarch.catalog import load_catalog
 from gpuarch.errors import GpuarchError
 from gpuarch.perf import DEFAULT_EFFICIENCY
 from gpuarch.perf.precision import Precision
+from gpuarch.perf.quant import QuantFormat
 from gpuarch.perf.roofline import Attention, Device, Elementwise, Gemm, op_time
 from gpuarch.units import Unit, from_si
 from gpuarch.validation.ops import (
@@ -30,6 +31,7 @@ from gpuarch.validation.ops import (
 )
 
 CATALOG = load_catalog()
+INT4_BYTES = QuantFormat.INT4.bytes  # 4 bits and a 16-bit scale and zero a group of 128
 
 
 def test_shipped_file_has_every_kind_and_models_each_priced_row() -> None:
@@ -184,7 +186,7 @@ def test_gemm_spec_round_trips(m: int, n: int, k: int, batch: int) -> None:
     assert op_from_spec(json.loads(json.dumps(op_spec(op)))) == op
 
 
-@given(st.integers(1, 64), st.sampled_from([(4, 0.53125), (8, 1.0)]))
+@given(st.integers(1, 64), st.sampled_from([(4, INT4_BYTES), (8, 1.0)]))
 def test_weight_only_gemm_spec_round_trips(m: int, width: tuple[int, float]) -> None:
     """A weight-only kernel's GEMM keeps its stored bytes per weight, its spread over the
     SMs and the width it converts, so the model prices it with its conversion floor."""
@@ -197,7 +199,7 @@ def test_weight_only_gemm_is_priced_with_its_conversion_floor() -> None:
     """One row of a 4-bit weight-only GEMM on an H200: the model's time is the weights over
     the conversion rate (8,192^2 / 2.905e12 = 23.1 us), not the 35.7 MB over the memory
     (9.3 us at 80% of 4.8 TB/s)."""
-    op = Gemm(1, 8192, 8192, weight_element=0.53125, spread=True, weight_bits=4)
+    op = Gemm(1, 8192, 8192, weight_element=INT4_BYTES, spread=True, weight_bits=4)
     row = OpRow("mixed_input", "int4", op_from_spec(op_spec(op)), Precision.BF16, "native",
                 False, 20e-6)
     product = CATALOG.product("h200-sxm-141gb")
@@ -205,7 +207,7 @@ def test_weight_only_gemm_is_priced_with_its_conversion_floor() -> None:
                                                               rel=0.02)
     no_floor = dataclasses.replace(row, op=dataclasses.replace(op, weight_bits=None))
     assert model_time(no_floor, CATALOG, product) == pytest.approx(
-        8192 * 8192 * 0.53125 / (4.8e12 * DEFAULT_EFFICIENCY.memory), rel=0.05)
+        8192 * 8192 * INT4_BYTES / (4.8e12 * DEFAULT_EFFICIENCY.memory), rel=0.05)
 
 
 RUN_2026_12_04 = Path(__file__).resolve().parents[1] / "docs" / "measured" / \
@@ -228,7 +230,7 @@ def test_a_second_converting_kernel_on_a_second_gpu_keeps_the_4bit_floor() -> No
         assert 1.0 <= modelled / row.measured_s <= 1.25, row.label
         weights = row.op.n * row.op.k
         assert 3.0e12 <= weights / row.measured_s <= 3.6e12, row.label
-        assert row.measured_s > 2.5 * weights * 0.53125 / 4.8e12, row.label
+        assert row.measured_s > 2.5 * weights * INT4_BYTES / 4.8e12, row.label
     sixteen = [m / r.measured_s for r, m in summary.rows if r.op.m == 16 and m is not None]
     assert len(sixteen) == 3 and max(sixteen) < 0.2
 

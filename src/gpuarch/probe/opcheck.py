@@ -341,17 +341,17 @@ INT4_GROUP = 128
 INT4_INNER_K_TILES = 8
 
 
-def _int4_weights(torch: Any, dev: str, n: int, k: int) -> tuple[Any, Any]:
+def _int4_weights(torch: Any, dev: str, n: int, k: int, group: int) -> tuple[Any, Any]:
     """A random INT4 weight matrix packed for torch's tinygemm kernel (``[N, K]``, two 4-bit
     values a byte on CUDA, INT32 on the CPU) and its BF16 scales and zero points, one pair a
-    group of INT4_GROUP along K."""
+    ``group`` of K."""
     w = torch.randint(0, 16, (n, k), device=dev, dtype=torch.int32)
     if dev == "cuda":
         pairs = (w[:, ::2] << 4 | w[:, 1::2]).to(torch.uint8)
         packed = torch._convert_weight_to_int4pack(pairs, INT4_INNER_K_TILES)
     else:
         packed = torch._convert_weight_to_int4pack_for_cpu(w, 2)
-    scales = torch.empty(k // INT4_GROUP, n, 2, device=dev, dtype=torch.bfloat16)
+    scales = torch.empty(k // group, n, 2, device=dev, dtype=torch.bfloat16)
     scales[..., 0] = 0.01
     scales[..., 1] = 0.0
     return packed, scales
@@ -376,12 +376,7 @@ def mixed_input_cases(torch: Any, dev: str, quick: bool) -> list[Case]:
     cases = []
     for label, n, k in shapes:
         copies = _copies(QuantFormat.INT4.bytes * n * k, quick)
-        if quick:
-            w = [torch.randint(0, 16, (n, k), dtype=torch.int32)]
-            weights = [(torch._convert_weight_to_int4pack_for_cpu(w[0], 2),
-                        torch.zeros(k // group, n, 2, dtype=torch.bfloat16))]
-        else:
-            weights = [_int4_weights(torch, dev, n, k) for _ in range(copies)]
+        weights = [_int4_weights(torch, dev, n, k, group) for _ in range(copies)]
         mm = torch._weight_int4pack_mm if dev == "cuda" else torch._weight_int4pack_mm_for_cpu
         for rows in rows_list:
             x = torch.randn(rows, k, device=dev, dtype=torch.bfloat16)
@@ -412,8 +407,8 @@ def mixed_input_cases(torch: Any, dev: str, quick: bool) -> list[Case]:
                       weight_bits=8)
             cases.append(Case("weight_only_int8", f"int8 weight-only {label} {rows}x{n}x{k}",
                               op, None, run8, copies, graph=True,
-                              note="measured only: torch's CUDA path for this op ran at "
-                                   "0.03-0.16 TB/s on an H200, not a serving kernel"))
+                              note="measured only: torch's path for this op is no serving "
+                                   "kernel (docs/measured/h200-2026-12-04)"))
     return cases
 
 
