@@ -114,6 +114,63 @@ def test_a_packed_nvfp4_checkpoint_counts_fewer_elements() -> None:
         is not None
 
 
+NVFP4 = QuantScheme(QuantFormat.FP4, QuantFormat.FP4, QuantFormat.FP8)
+
+
+def test_2026_heuristic_sizes_mla_and_attention_dp_ranks_apart() -> None:
+    """DeepSeek-V3 NVFP4 (FP8 cache) on four 180 GiB B200 (193,273,528,320 bytes) with
+    attention DP, 1,024/8,192. TensorRT-LLM 1.x: 2 x 61 layers x 128 heads x 56 (its head
+    size, hidden / heads) = 874,496 bytes a token, the whole engine's memory: 96 a rank. The
+    July 2026 rule: checkpoint 1,960,670,208 x 2 + 669,065,734,144 x 0.5625 =
+    380,270,815,872 bytes, a quarter of it on a rank (95,067,703,968), leaving
+    98,205,824,352 x 0.90 = 88,385,241,917 bytes at 61 x (512 + 64) = 35,136 bytes a token,
+    323,813,376 a request of 9,216 tokens: 272.96 requests, a batch of 384 (a multiple of 128
+    at and above 256) and 2,048 tokens (the floor over 307, and over 1,024 + 384)."""
+    shape = preset("deepseek-v3").shape
+    b200 = CATALOG.product("b200")
+    old = trtllm_bench_limits(shape, NVFP4, 4, 1, 1024, 8192, b200.memory_bytes, "pytorch",
+                              attention_dp=True)
+    new = trtllm_bench_limits(shape, NVFP4, 4, 1, 1024, 8192, b200.memory_bytes,
+                              "pytorch-2026-07", attention_dp=True)
+    assert old == EngineLimits(96, 2048)
+    assert new == EngineLimits(384, 2048)
+
+
+def test_2026_heuristic_without_attention_dp_sizes_the_whole_engine() -> None:
+    """Without attention DP the new rule keeps the whole engine's memory; for a dense GQA
+    model in FP8 it differs from 1.x only in the checkpoint's 16-bit embeddings and LM head
+    (Llama-3.1-8B on one H100 at 1000/1000: 1,050,673,152 of its 8,030,261,248 weights in
+    16 bits, 1.0 GiB more than 1.x counts), so never more sequences."""
+    shape = preset("llama-3.1-8b").shape
+    for isl, osl in ((1000, 1000), (128, 2048), (5000, 500)):
+        old = trtllm_bench_limits(shape, FP8, 1, 1, isl, osl, H100.memory_bytes)
+        new = trtllm_bench_limits(shape, FP8, 1, 1, isl, osl, H100.memory_bytes,
+                                  "pytorch-2026-07")
+        assert old is not None and new is not None
+        assert new.max_batch_size <= old.max_batch_size
+
+
+def test_the_2026_source_is_offered_and_named_in_estimates(capsys: pytest.CaptureFixture[str]
+                                                            ) -> None:
+    import json
+
+    from gpuarch.cli.main import main
+
+    args = ["estimate", "infer", "--model", "deepseek-v3", "--gpu", "b200", "--gpus", "4",
+            "--tp", "1", "--ep", "4", "--input-len", "1024", "--output-len", "8192",
+            "--weight-precision", "fp4", "--activation-precision", "fp4",
+            "--kv-precision", "fp8", "--batch", "max", "--json"]
+    docs = {}
+    for source in ("trtllm-bench-pytorch", "trtllm-bench-pytorch-2026-07"):
+        assert main([*args, "--engine-limits", source]) == 0
+        docs[source] = json.loads(capsys.readouterr().out)
+    old, new = (docs[k]["assumptions"] for k in docs)
+    assert old["max_batch_size"] == 96 and new["max_batch_size"] == 384
+    assert new["engine_limits"] == "trtllm-bench-pytorch-2026-07"
+    assert main([*args, "--engine-limits", "trtllm-bench-pytorch-2025"]) == 2
+    assert "did you mean 'trtllm-bench-pytorch-2026-07'" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
     ("quant", "expert_weights"),
     [

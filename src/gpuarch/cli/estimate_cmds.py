@@ -1453,11 +1453,14 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                         "max_num_batched_tokens; default 8192); under continuous batching "
                         "the engine holds activations for a whole pass of it")
     p.add_argument("--engine-limits", default=None,
-                   metavar="trtllm-bench-pytorch|trtllm-bench-build",
+                   metavar="trtllm-bench-pytorch|trtllm-bench-pytorch-2026-07|"
+                           "trtllm-bench-build",
                    help="take --max-batch-size and --max-num-tokens, where not given, as "
                         "trtllm-bench chooses them from the model, formats, GPUs and the "
-                        "requests' lengths: on the PyTorch backend (throughput command) or "
-                        "for a TensorRT engine built by 'trtllm-bench build --dataset'")
+                        "requests' lengths: on the PyTorch backend (throughput command) of "
+                        "TensorRT-LLM 1.x, of its main branch from July 2026 (checkpoint "
+                        "bytes, attention-DP ranks and MLA's cache sized apart), or for a "
+                        "TensorRT engine built by 'trtllm-bench build --dataset'")
     p.add_argument("--calibration", type=Path, metavar="FILE",
                    help="measured efficiencies from 'gpuarch probe --bench --save FILE'")
     p.add_argument("--price-per-gpu-hour", type=positive_number("--price-per-gpu-hour"),

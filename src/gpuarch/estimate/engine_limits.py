@@ -24,6 +24,18 @@ how many sequences it decodes together, so reproducing those runs needs them:
   longest prompt plus a decode token for every sequence of the batch
   (``tensorrt_llm/bench/benchmark/utils/general.py``, ``get_settings``).
 
+Later TensorRT-LLM (the ``trtllm-bench-pytorch-2026-07`` source: its main branch from July
+2026, ``tensorrt_llm/bench/tuning/heuristics.py``) sizes three things apart: the weights as
+the checkpoint's bytes (each tensor at its own width: a prequantized checkpoint's linear
+layers in its format, scales included, the rest in 16 bits; pull request #13498, merged
+2026-04-27, which found the element count had taken NVFP4 models for half their size); with
+attention data parallelism each rank's own KV cache and batch (one GPU's memory less the
+weights over the tensor-parallel ranks, the same PR); and MLA's compressed cache, one entry of
+kv_lora_rank + qk_rope_head_dim a layer and token (pull request #16707, merged 2026-07-22,
+which found the old rule had capped DeepSeek-V3.2 at 64 sequences where 242 fit). The
+rounding is the same. Its hybrid (Mamba) models' state cache, which that version also sizes,
+is not modelled here.
+
 The device memory is the catalog's (trtllm-bench reads NVML's total, a little less). The
 parameter count is the checkpoint's tensor elements (safetensors metadata): the model's
 parameters where the engine quantizes at build time, but on the PyTorch backend
@@ -53,16 +65,24 @@ if TYPE_CHECKING:
 __all__ = ["LIMIT_SOURCES", "TRTLLM_BENCH_PATHS", "EngineLimits", "apply_limits",
            "round_limits", "trtllm_bench_limits"]
 
-TRTLLM_BENCH_PATHS = {"build": 0.95, "pytorch": 0.90}
-"""trtllm-bench's two ways of choosing limits, with the KV fraction each sizes them at:
-``build`` (TensorRT engines: ``trtllm-bench build --dataset``, the heuristic's default 0.95)
-and ``pytorch`` (the PyTorch backend's ``throughput`` command: its
-``--kv_cache_free_gpu_mem_fraction``, 0.90 unless given)."""
+TRTLLM_BENCH_PATHS = {"build": 0.95, "pytorch": 0.90, "pytorch-2026-07": 0.90}
+"""trtllm-bench's ways of choosing limits, with the KV fraction each sizes them at:
+``build`` (TensorRT engines: ``trtllm-bench build --dataset``, the heuristic's default 0.95),
+``pytorch`` (the PyTorch backend's ``throughput`` command: its
+``--kv_cache_free_gpu_mem_fraction``, 0.90 unless given; TensorRT-LLM 1.x releases) and
+``pytorch-2026-07`` (the same command on TensorRT-LLM's main branch from July 2026, which
+sizes the checkpoint's bytes, attention-data-parallel ranks and MLA's cache apart; see the
+module's notes)."""
+
+LATEST_PATH = "pytorch-2026-07"
+"""The path whose heuristic sizes checkpoints, attention-DP ranks and MLA apart."""
 
 LIMIT_SOURCES = {f"trtllm-bench-{path}": path for path in TRTLLM_BENCH_PATHS}
 """Names for where an engine's limits come from (``--engine-limits``, a validation point's
-``limits``): "trtllm-bench-pytorch" (the PyTorch backend's throughput command),
-"trtllm-bench-build" (a TensorRT engine built by ``trtllm-bench build --dataset``)."""
+``limits``): "trtllm-bench-pytorch" (the PyTorch backend's throughput command, TensorRT-LLM
+1.x), "trtllm-bench-build" (a TensorRT engine built by ``trtllm-bench build --dataset``),
+"trtllm-bench-pytorch-2026-07" (the throughput command of TensorRT-LLM's main branch from
+July 2026)."""
 
 MAX_REQUESTS = 4096
 """trtllm-bench's cap on the requests the KV cache is taken to hold (decoder buffers)."""
@@ -127,15 +147,37 @@ def _checkpoint_elements(shape: TransformerShape, weights: QuantFormat, path: st
     return pc.total - linear + linear * (1 / 2 + 1 / 16)
 
 
+def _checkpoint_bytes(shape: TransformerShape, weights: QuantFormat) -> float:
+    """A checkpoint's bytes, each tensor at its own width (the 2026-07 heuristic): the
+    linear layers in ``weights`` (block scales included), the rest in 16 bits."""
+    pc = count_params(shape)
+    linear = pc.attention + pc.mlp_dense + pc.mlp_experts + pc.mlp_shared
+    return (pc.total - linear) * QuantFormat.BF16.bytes + linear * weights.bytes
+
+
+def _kv_bytes_per_token(shape: TransformerShape, tp: int, kv_bytes: float, path: str) -> float:
+    """The KV bytes a token costs in trtllm-bench's estimate: keys and values of
+    max(TP, KV heads) heads of the config's head size in every layer, also for MLA, on the
+    1.x paths; MLA's one compressed entry a layer, and attention layers only, on the 2026-07
+    one."""
+    if path == LATEST_PATH and shape.mla is not None:
+        return shape.attention_layers * (shape.mla.kv_lora_rank + shape.mla.qk_rope_head_dim) \
+            * kv_bytes
+    layers = shape.attention_layers if path == LATEST_PATH else shape.layers
+    return 2 * layers * max(tp, shape.n_kv_heads) * shape.d_head * kv_bytes
+
+
 def trtllm_bench_limits(shape: TransformerShape, quant: QuantScheme, gpus: int, pp: int,
                         input_len: int, output_len: int, device_bytes: float,
                         path: str = "pytorch", chunked_prefill: bool = False,
-                        expert_quant: QuantScheme | None = None) -> EngineLimits | None:
+                        expert_quant: QuantScheme | None = None,
+                        attention_dp: bool = False) -> EngineLimits | None:
     """The limits trtllm-bench picks for ``shape`` on ``gpus`` GPUs of ``device_bytes``
     each (``pp`` pipeline stages, the rest tensor-parallel as trtllm-bench's ``--tp``, with
-    or without attention data-parallel) for requests of ``input_len`` + ``output_len``
-    tokens; ``path`` is "build" or "pytorch" (see TRTLLM_BENCH_PATHS). None where the
-    quantization is one trtllm-bench does not tune (the engine's defaults apply)."""
+    or without attention data-parallel: ``attention_dp``, which only the 2026-07 path sizes
+    apart) for requests of ``input_len`` + ``output_len`` tokens; ``path`` is a key of
+    TRTLLM_BENCH_PATHS. None where the quantization is one trtllm-bench does not tune (the
+    engine's defaults apply)."""
     if path not in TRTLLM_BENCH_PATHS:
         raise GpuarchError(f"engine limits: unknown trtllm-bench path {path!r} (expected "
                            f"one of {', '.join(TRTLLM_BENCH_PATHS)})")
@@ -145,15 +187,22 @@ def trtllm_bench_limits(shape: TransformerShape, quant: QuantScheme, gpus: int, 
     tp = gpus // pp
     kv_bytes = _TUNED_BYTES.get(quant.kv_cache, 2.0)  # the same table, 2 for the rest
     # in bytes (trtllm-bench's GiB cancel out of the request count)
-    per_token = 2 * shape.layers * max(tp, shape.n_kv_heads) * shape.d_head * kv_bytes
-    weights = _checkpoint_elements(shape, quant.weights, path) * weight_bytes
-    cache = (gpus * device_bytes - weights) * TRTLLM_BENCH_PATHS[path]
+    per_token = _kv_bytes_per_token(shape, tp, kv_bytes, path)
+    if path == LATEST_PATH:
+        weights = _checkpoint_bytes(shape, quant.weights)
+        memory = gpus * device_bytes
+        if attention_dp:  # one rank: its GPU, the weights over the tensor-parallel ranks
+            weights, memory = weights / tp, pp * device_bytes
+    else:
+        weights = _checkpoint_elements(shape, quant.weights, path) * weight_bytes
+        memory = gpus * device_bytes
+    cache = (memory - weights) * TRTLLM_BENCH_PATHS[path]
     requests = cache / (per_token * (input_len + output_len))
     if requests < 1:
         raise GpuarchError(f"engine limits: {shape.name} leaves no room for a request's KV "
                            f"cache on {gpus} GPUs of {from_si(device_bytes, Unit.GIB):.0f} GiB")
     limits = round_limits(requests, input_len, output_len, pp)
-    if path == "pytorch" and not chunked_prefill:
+    if path != "build" and not chunked_prefill:
         return EngineLimits(limits.max_batch_size,
                             max(limits.max_num_tokens, input_len + limits.max_batch_size))
     return limits
@@ -173,7 +222,8 @@ def apply_limits(shape: TransformerShape, cfg: InferenceConfig, device_bytes: fl
     limits = trtllm_bench_limits(shape, cfg.quant, cfg.gpus, cfg.pp, cfg.input_len,
                                  cfg.output_len, device_bytes, LIMIT_SOURCES[source],
                                  chunked_prefill=cfg.chunk > 0,
-                                 expert_quant=cfg.expert_quant)
+                                 expert_quant=cfg.expert_quant,
+                                 attention_dp=cfg.exchanges_tokens)
     if limits is None:
         return cfg
     return replace(cfg, max_batch_size=max_batch_size or limits.max_batch_size,
