@@ -33,8 +33,9 @@ attention data parallelism each rank's own KV cache and batch (one GPU's memory 
 weights over the tensor-parallel ranks, the same PR); and MLA's compressed cache, one entry of
 kv_lora_rank + qk_rope_head_dim a layer and token (pull request #16707, merged 2026-07-22,
 which found the old rule had capped DeepSeek-V3.2 at 64 sequences where 242 fit). The
-rounding is the same. Its hybrid (Mamba) models' state cache, which that version also sizes,
-is not modelled here.
+rounding is the same. The Mamba state that trtllm-bench also sets aside for hybrid models
+(since July 2025, pull request #5371, which also turns the optimistic rounding off for them)
+is not modelled on any path; their KV counts their attention blocks alone.
 
 The device memory is the catalog's (trtllm-bench reads NVML's total, a little less). The
 parameter count is the checkpoint's tensor elements (safetensors metadata): the model's
@@ -157,14 +158,13 @@ def _checkpoint_bytes(shape: TransformerShape, weights: QuantFormat) -> float:
 
 def _kv_bytes_per_token(shape: TransformerShape, tp: int, kv_bytes: float, path: str) -> float:
     """The KV bytes a token costs in trtllm-bench's estimate: keys and values of
-    max(TP, KV heads) heads of the config's head size in every layer, also for MLA, on the
-    1.x paths; MLA's one compressed entry a layer, and attention layers only, on the 2026-07
-    one."""
+    max(TP, KV heads) heads of the config's head size in every attention layer (a hybrid's
+    attention blocks alone, as trtllm-bench counts them since July 2025), also for MLA on
+    the 1.x paths; MLA's one compressed entry a layer on the 2026-07 one."""
     if path == LATEST_PATH and shape.mla is not None:
         return shape.attention_layers * (shape.mla.kv_lora_rank + shape.mla.qk_rope_head_dim) \
             * kv_bytes
-    layers = shape.attention_layers if path == LATEST_PATH else shape.layers
-    return 2 * layers * max(tp, shape.n_kv_heads) * shape.d_head * kv_bytes
+    return 2 * shape.attention_layers * max(tp, shape.n_kv_heads) * shape.d_head * kv_bytes
 
 
 def trtllm_bench_limits(shape: TransformerShape, quant: QuantScheme, gpus: int, pp: int,
