@@ -27,9 +27,8 @@ from gpuarch.units import Unit, from_si
 
 __all__ = ["ATTENTION_OPS", "CONTEXT_ATTENTION", "LORA_OPS", "MLA_DECODE", "Attention",
            "Bound", "Device", "Elementwise", "Gemm", "Op", "OpCost", "attention_span",
-           "attention_span_share",
-           "moe_permute", "op_cost", "op_kind", "op_time", "roofline_summary",
-           "transformer_ops"]
+           "attention_span_share", "moe_permute", "op_cost", "op_kind", "op_time",
+           "roofline_summary", "transformer_ops"]
 
 Num = Any  # a float, or a NumPy array of floats
 

@@ -119,8 +119,7 @@ POINT_KEYS = frozenset({
     "attention_kernel", "recompute", "recompute_modules", "recompute_layers",
     "offload_layers", "precision", "fp8_params", "bf16_grads", "bf16_optimizer",
     "fp8_attention", "fp8_attention_scaling", "fp8_recipe", "bf16_layers_start",
-    "bf16_layers_end",
-    "lora_rank", "lora_modules", "packed_doc_len",
+    "bf16_layers_end", "lora_rank", "lora_modules", "packed_doc_len",
 })
 """Every key a training point may carry; another is a typo the loader names (it would be
 silently ignored and the run modelled without it)."""
