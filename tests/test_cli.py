@@ -468,7 +468,8 @@ def test_estimate_infer(capsys: pytest.CaptureFixture[str]) -> None:
                            "h200", "--input-len", "512", "--output-len", "128", "--batch",
                            "8", "--decode-kv-reads", "per-head")
     assert status == 2 and out == "" and "Traceback" not in err
-    assert "--decode-kv-reads: expected one of shared, per-query-head, got 'per-head'" in err
+    assert "--decode-kv-reads: expected one of shared, per-query-head, " \
+        "chunked-per-query-head, got 'per-head'" in err
     assert "did you mean 'per-query-head'" in err
     status, out, err = run(capsys, "estimate", "infer", "--model", "deepseek-v3", "--gpu",
                            "b200", "--gpus", "8", "--ep", "8", "--weight-precision", "fp4",
@@ -1054,6 +1055,8 @@ def test_a_gpu_with_no_published_peak_cannot_be_estimated(
     ("llama-3.1-8b", ("--no-fp8-mla-decode",), "no multi-head latent attention"),
     ("llama-3.1-8b", ("--window-kv-cache", "full"), "no sliding-window layers"),
     ("llama-2-7b", ("--decode-kv-reads", "per-query-head"), "a KV head per query head"),
+    ("gpt-oss-20b", ("--decode-kv-reads", "chunked-per-query-head"),
+     "gpt-oss-20b has no chunked-attention layers"),
 ])
 def test_flags_for_another_kind_of_model_are_refused(
         capsys: pytest.CaptureFixture[str], model: str, flags: tuple[str, ...],
@@ -1070,7 +1073,9 @@ def test_the_same_flags_apply_to_models_that_have_the_parts(
     for model, flags in (("gpt-oss-20b", ("--window-kv-cache", "full")),
                          ("mixtral-8x7b", ("--moe-imbalance", "1.2", "--gpus", "2", "--ep",
                                            "2", "--tp", "2")),
-                         ("llama-3.1-8b", ("--decode-kv-reads", "per-query-head"))):
+                         ("llama-3.1-8b", ("--decode-kv-reads", "per-query-head")),
+                         ("llama-4-scout", ("--decode-kv-reads", "chunked-per-query-head",
+                                            "--gpus", "4", "--tp", "4"))):
         status, _, _ = run(capsys, "estimate", "infer", "--model", model, "--gpu", "h100",
                            "--input-len", "1000", "--output-len", "100", "--batch", "8",
                            *flags)

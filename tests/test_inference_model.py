@@ -17,6 +17,7 @@ from gpuarch.catalog.model import Product
 from gpuarch.catalog.peaks import PeakKey
 from gpuarch.errors import GpuarchError
 from gpuarch.estimate.inference import (
+    DECODE_KV_READS,
     OP_PARTS,
     RESERVE_FRACTION,
     Batching,
@@ -31,7 +32,7 @@ from gpuarch.estimate.inference import (
 )
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY
 from gpuarch.perf.quant import QuantFormat, QuantScheme, gemm_peak
-from gpuarch.workloads import count_params, preset
+from gpuarch.workloads import TransformerShape, count_params, preset
 
 CATALOG = load_catalog()
 H100 = CATALOG.product("h100")
@@ -1285,9 +1286,51 @@ def test_per_query_head_decode_reads_each_kv_head_once_per_query_head() -> None:
         assert a.decode_step_parts_s == b.decode_step_parts_s, name
         assert a.assumptions["decode_kv_reads"] is None, name
     with pytest.raises(GpuarchError, match="--decode-kv-reads: expected one of shared, "
-                                           "per-query-head, got 'per-head'"):
+                                           "per-query-head, chunked-per-query-head, got "
+                                           "'per-head'"):
         estimate_inference(CATALOG, LLAMA_8B, h200, InferenceConfig(
             **base, decode_kv_reads="per-head"))
+
+
+def test_chunked_layers_alone_decode_per_query_head() -> None:
+    """--decode-kv-reads chunked-per-query-head (TensorRT-LLM 0.21 and later on Hopper: XQA
+    refuses a layer with chunked attention, which then decodes on the masked multi-head
+    kernel, while the layers without chunks stay on XQA): Llama 4 Scout's 36 chunked layers
+    read their current chunk once per query head (40 over 8 KV heads), its 12 NoPE layers the
+    whole context once a KV head, so decode attention lies strictly between every layer read
+    shared and every layer read per query head. A model whose every windowed layer is chunked
+    reads exactly as per-query-head; one whose windows slide (GPT-OSS-20B) or that has none
+    reads as shared and reports no setting. The prompt's pass, the weights' reads and the
+    memory held do not move."""
+    h200 = CATALOG.product("h200")
+    base = {"input_len": 20000, "output_len": 2000, "batch": 16, "quant": FP8, "gpus": 4,
+            "tp": 4}
+    scout = preset("llama-4-scout").shape
+
+    def run(shape: TransformerShape) -> dict[str, InferenceEstimate]:
+        ep = {"ep": 4} if shape.is_moe else {}
+        return {r: estimate_inference(CATALOG, shape, h200, InferenceConfig(
+            **base, **ep, decode_kv_reads=r)) for r in DECODE_KV_READS}
+
+    est = run(scout)
+    attn = {r: e.decode_step_parts_s["attention"] for r, e in est.items()}
+    assert attn["shared"] < attn["chunked-per-query-head"] < attn["per-query-head"]
+    chunked = est["chunked-per-query-head"]
+    assert chunked.prefill_parts_s == est["shared"].prefill_parts_s
+    assert chunked.memory == est["shared"].memory
+    assert chunked.decode_step_parts_s["expert_gemms"] == \
+        est["shared"].decode_step_parts_s["expert_gemms"]
+    assert chunked.assumptions["decode_kv_reads"] == "chunked-per-query-head"
+    # every windowed layer chunked: the same as reading every layer per query head
+    all_chunked = run(dataclasses.replace(scout, sliding_layers=scout.layers))
+    assert all_chunked["chunked-per-query-head"].decode_step_parts_s \
+        == all_chunked["per-query-head"].decode_step_parts_s
+    # sliding windows (not chunks) or none: the same as shared, and no setting reported
+    for name in ("gpt-oss-20b", "llama-3.1-8b"):
+        other = run(preset(name).shape)
+        assert other["chunked-per-query-head"].decode_step_parts_s \
+            == other["shared"].decode_step_parts_s, name
+        assert other["chunked-per-query-head"].assumptions["decode_kv_reads"] is None, name
 
 
 def test_repeated_kv_reads_price_only_single_query_decode() -> None:

@@ -226,6 +226,37 @@ def test_trtllm_0_9_cells_decode_with_the_kernel_its_xqa_rule_leaves_them() -> N
     assert multi_head == {"mistral-7b", "mixtral-8x7b", "falcon-180b"}
 
 
+def test_llama4_chunked_layers_decode_on_the_multi_head_kernel_on_hopper() -> None:
+    """From TensorRT-LLM 0.21 Llama 4 keeps its chunked attention whenever the model's
+    max_seq_len is at least the chunk (Llama4Attention drops the chunks only below it, PR
+    #6306), and trtllm-bench's PyTorch flow sets max_seq_len to the dataset's longest input
+    plus output (throughput.py). On Hopper XQA refuses a chunked layer (supportConfigCommon
+    in decoderXQAImplJIT/kernelUtils.cpp), so those layers decode on the masked multi-head
+    kernel, per query head (decode_kv_reads chunked-per-query-head); Blackwell's trtllm-gen
+    kernels take the chunks. Every Llama 4 row of the 1.x performance overviews says which,
+    by that rule and nothing else."""
+    from gpuarch.validation.inference import point_config
+    from gpuarch.validation.training import point_shape
+
+    catalog = load_catalog()
+    rows = [p for p in load_inference_points()
+            if p.source in ("trtllm-perf-overview-v1.0", "trtllm-perf-overview-03e27c7")
+            and str(p.get("preset")).startswith("llama-4")]
+    assert len(rows) == 77
+    multi_head = []
+    for p in rows:
+        shape = point_shape(p)
+        assert shape.attention_chunked and shape.sliding_window == 8192, p.id
+        hopper = catalog.product(p.get("gpu")).architecture == "hopper"
+        keeps_chunks = p.get("input_len") + p.get("output_len") >= shape.sliding_window
+        reads = point_config(p, 8).decode_kv_reads
+        assert reads == ("chunked-per-query-head" if hopper and keeps_chunks
+                         else "shared"), p.id
+        if reads != "shared":
+            multi_head.append(p.id)
+    assert len(multi_head) == 5
+
+
 @pytest.mark.parametrize(("kind", "name"), [("source", "s"), ("point", "p")])
 def test_an_id_used_twice_in_a_validation_file_is_an_error(tmp_path, kind: str,
                                                             name: str) -> None:

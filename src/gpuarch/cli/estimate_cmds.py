@@ -322,13 +322,17 @@ def engine_flags(p: argparse.ArgumentParser) -> None:
                         "Blackwell computes in 16 bits, as TensorRT-LLM 1.0.0rc6's generation "
                         "kernel ran in NVIDIA aiconfigurator's tables (default: in FP8, as "
                         "its 1.2 and 1.3 kernels run)")
-    p.add_argument("--decode-kv-reads", default="shared", metavar="shared|per-query-head",
+    p.add_argument("--decode-kv-reads", default="shared",
+                   metavar="shared|per-query-head|chunked-per-query-head",
                    help="how decode attention reads a grouped-query model's KV cache: "
                         "shared (default: each KV head once a step for its query heads, as "
-                        "GQA-aware kernels such as TensorRT-LLM's XQA and FlashInfer do) or "
+                        "GQA-aware kernels such as TensorRT-LLM's XQA and FlashInfer do), "
                         "per-query-head (once for every query head, as a multi-head kernel "
                         "does, the repeats from L2: TensorRT-LLM before v0.7, and up to 0.10 "
-                        "for groups other than 8 query heads per KV head)")
+                        "for groups other than 8 query heads per KV head) or "
+                        "chunked-per-query-head (only the chunked-attention layers so: "
+                        "TensorRT-LLM 0.21 and later on Hopper, whose XQA refuses Llama 4's "
+                        "chunked layers when max_seq_len is at least the chunk)")
     p.add_argument("--moe-comm", default="alltoall", metavar="alltoall|allgather",
                    help="expert dispatch when EP exceeds TP (data-parallel attention): "
                         "alltoall (default: each token to its top-k experts' GPUs and back, "
@@ -780,6 +784,10 @@ def _check_model_flags(args: argparse.Namespace, shape: TransformerShape) -> Non
                            f"head shared by several query heads; {shape.name} has "
                            + ("latent attention" if shape.mla is not None
                               else "a KV head per query head"))
+    if args.decode_kv_reads == "chunked-per-query-head" and not shape.attention_chunked:
+        raise GpuarchError(f"--decode-kv-reads chunked-per-query-head: reads the "
+                           f"chunked-attention layers' cache per query head; {shape.name} has "
+                           "no chunked-attention layers (per-query-head for every layer)")
 
 
 def _check_load_flags(args: argparse.Namespace) -> None:

@@ -169,7 +169,7 @@ False}``, in FP8_DEFAULT_CFG, INT4_AWQ_CFG, NVFP4_DEFAULT_CFG and the rest;
 modelopt/torch/quantization/config.py), and an embedding is a table lookup, not a GEMM a
 quantizer is attached to. So the LM head's GEMM runs in 16 bits too."""
 
-DECODE_KV_READS = ("shared", "per-query-head")
+DECODE_KV_READS = ("shared", "per-query-head", "chunked-per-query-head")
 """How an engine's decode attention reads a grouped-query (GQA or MQA) model's KV cache:
 "shared", each KV head once a step for all the query heads it serves (a GQA-aware decode
 kernel: TensorRT-LLM's XQA, FlashInfer, FlashAttention's packed GQA), or "per-query-head",
@@ -180,7 +180,16 @@ any but 8 or 1 query heads per KV head). The repeats come from L2: DRAM sees the
 the kernel streams it once per query head at ``Efficiency.multihead_decode_read_bytes_s``,
 whichever takes longer. A model with as many KV heads as query heads reads the same either
 way; a prompt's attention is not affected, nor is the verification of drafted tokens (several
-query rows a sequence: TensorRT-LLM runs those on XQA, which takes any group in that mode)."""
+query rows a sequence: TensorRT-LLM runs those on XQA, which takes any group in that mode).
+"chunked-per-query-head" reads a chunked-attention layer's cache (Llama 4's local layers)
+per query head and every other layer's shared: TensorRT-LLM from 0.21 on Hopper and older
+GPUs, whose XQA refuses a layer with chunked attention (``supportConfigCommon`` in
+decoderXQAImplJIT/kernelUtils.cpp: "chunked attention is not supported yet"), so those
+layers decode on the masked multi-head kernel, reading their current chunk, while the
+layers without chunks (Llama 4's NoPE layers) stay on XQA; from PR #6306 (August 2025) only
+when the model's max_seq_len (trtllm-bench: the dataset's longest input plus output) is at
+least the chunk, below it the chunks are dropped and every layer takes XQA. Blackwell's
+trtllm-gen kernels take chunked attention: "shared" there."""
 
 WINDOW_KV_CACHES = ("ring", "full")
 """How an engine keeps a sliding-window layer's KV cache: "ring", only the last window of
@@ -1162,6 +1171,7 @@ class _Runner:
         m = None if prefill else s.mla
         absorbed = m is not None
         reads = 1.0
+        chunked = s.chunks(window)
         if m is not None:
             # decode (a drafted token's verification too) with the up-projections absorbed:
             # one shared latent "head" of kv_lora + rope width is both key and value (values
@@ -1173,10 +1183,10 @@ class _Runner:
         else:
             core_kv, d = attention_core_dims(s)
             kv = max(1, core_kv // t)
-            if not prefill and cfg.decode_kv_reads == "per-query-head":
+            if not prefill and (cfg.decode_kv_reads == "per-query-head" or (
+                    chunked and cfg.decode_kv_reads == "chunked-per-query-head")):
                 # a multi-head decode kernel: each query head reads its KV head's cache
                 reads = heads / kv
-        chunked = s.chunks(window)
         if chunked and not prefill:
             # a decode step runs at the mean context; a chunked layer's queries see their
             # chunk's positions, whose mean over the decode steps stands in as the window
@@ -2486,7 +2496,8 @@ def estimate_inference(
         "mixed_input_dequant": dequant,
         "window_kv_cache": cfg.window_kv_cache if shape.windowed_layers else None,
         "decode_kv_reads": cfg.decode_kv_reads
-        if shape.mla is None and shape.n_kv_heads < shape.heads else None,
+        if shape.mla is None and shape.n_kv_heads < shape.heads
+        and (shape.attention_chunked or cfg.decode_kv_reads != DECODE_KV_READS[2]) else None,
         # latent attention in decode: the precision its math runs in (FP8 over an FP8 cache
         # on Blackwell unless fp8_mla_decode is off)
         "mla_decode_math": ("fp8" if runner.mla_decode_device is not runner.device

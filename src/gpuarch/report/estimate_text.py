@@ -375,6 +375,10 @@ def _serving_setup_lines(a: dict[str, Any]) -> list[str]:
         lines.append("  decode attn   each KV head's cache read once for every query head it "
                      "serves, the repeats from L2 (a multi-head decode kernel; "
                      "--decode-kv-reads shared for GQA-aware kernels)")
+    elif a.get("decode_kv_reads") == "chunked-per-query-head":
+        lines.append("  decode attn   the chunked-attention layers' cache read once for every "
+                     "query head (a multi-head decode kernel, the repeats from L2), the other "
+                     "layers' once a KV head")
     if a.get("output_len_cv"):
         lines.append(f"  lengths       output lengths spread {a['output_len_cv']:g} (sd / mean): "
                      f"the requests in flight average {fmt(a['mean_output_in_flight'])} "
