@@ -2497,7 +2497,8 @@ def estimate_inference(
         "window_kv_cache": cfg.window_kv_cache if shape.windowed_layers else None,
         "decode_kv_reads": cfg.decode_kv_reads
         if shape.mla is None and shape.n_kv_heads < shape.heads
-        and (shape.attention_chunked or cfg.decode_kv_reads != DECODE_KV_READS[2]) else None,
+        and (shape.attention_chunked or cfg.decode_kv_reads != "chunked-per-query-head")
+        else None,
         # latent attention in decode: the precision its math runs in (FP8 over an FP8 cache
         # on Blackwell unless fp8_mla_decode is off)
         "mla_decode_math": ("fp8" if runner.mla_decode_device is not runner.device
