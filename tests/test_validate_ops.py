@@ -250,8 +250,35 @@ def test_bad_weight_only_fields_are_refused(key: str, value: Any, message: str) 
 
 def test_attention_and_elementwise_specs_round_trip() -> None:
     for op in (Attention(2, 4096, 4096, 32, 8, 128, causal=True),
-               Attention(64, 1, 4096, 32, 32, 128), Elementwise(3.0 * 2**30)):
+               Attention(64, 1, 4096, 32, 32, 128), Elementwise(3.0 * 2**30),
+               Attention(32, 1, 4096, 64, 8, 128, kv_head_reads=8)):
         assert op_from_spec(json.loads(json.dumps(op_spec(op)))) == op
+    # a GQA-aware kernel's decode (one read a KV head) writes no reads field
+    assert "kv_head_reads" not in op_spec(Attention(32, 1, 4096, 64, 8, 128))
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    (0.5, "kv_head_reads must be at least 1"),
+    (-2, "kv_head_reads must be a non-negative number"),
+    ("8", "kv_head_reads must be a non-negative number"),
+])
+def test_bad_kv_head_reads_are_refused(value: Any, message: str) -> None:
+    spec = {**op_spec(Attention(32, 1, 4096, 64, 8, 128)), "kv_head_reads": value}
+    with pytest.raises(GpuarchError, match=message):
+        op_from_spec(spec)
+
+
+def test_a_multi_head_decode_row_is_priced_per_query_head() -> None:
+    """A grouped-query decode row read once per query head (the op check's enable_gqa case)
+    is priced at its group's bytes over the multi-head kernel's rate, where that is longer
+    than the cache read once from DRAM: Llama-3.1-70B's 8 query heads a KV head at 4,096
+    positions and 32 sequences on an H200 take 8 x 537 MB / 4.5 TB/s, about 0.95 ms."""
+    op = Attention(32, 1, 4096, 64, 8, 128, kv_head_reads=8)
+    row = OpRow("gqa_decode", "per head", op_from_spec(op_spec(op)), Precision.BF16,
+                "native", False, 1e-3)
+    cache = 2 * 2 * 32 * 8 * 4096 * 128
+    assert model_time(row, CATALOG, CATALOG.product("h200-sxm-141gb")) == pytest.approx(
+        8 * cache / DEFAULT_EFFICIENCY.multihead_decode_read_bytes_s, rel=0.02)
 
 
 def _file(tmp_path: Path, **over: Any) -> Path:

@@ -9,7 +9,8 @@ weight-streaming decode GEMMs, FP8 scaled GEMMs, grouped expert GEMMs at trainin
 sizes (FP8 ones too, grouped and per expert), weight-only INT4 GEMMs at 1-16 rows (a kernel
 that converts its weights), INT8 and 2:4 sparse GEMMs and INT8 weight-only ones (measured only),
 fused attention forward and backward through torch's FlashAttention-2 and cuDNN backends (and
-the latency-bound run's ring-attention steps), decode attention over a long KV cache,
+the latency-bound run's ring-attention steps), decode attention over a long KV cache (and a
+grouped-query model's, its cache read once a group, once a query head, or copied),
 elementwise adds large and small, and what a kernel costs beyond its work (an eager launch, a
 kernel inside a replayed CUDA graph). Each row carries the operator's dimensions, the measured
 median time, the model's time with the shipped efficiencies, and their ratio.
@@ -519,6 +520,81 @@ def attention_cases(torch: Any, dev: str, quick: bool) -> list[Case]:
     return cases
 
 
+GQA_DECODE_SHAPES = ((32, 4096), (8, 16384))
+"""Sequences and cached positions of the grouped-query decode cases (Llama-3.1-70B's
+attention at TP 1: 64 query heads over 8 KV heads, head dim 128, a 16-bit cache)."""
+
+
+def gqa_decode_cases(torch: Any, dev: str, quick: bool) -> list[Case]:
+    """Decode attention of a grouped-query model three ways through torch's SDPA
+    (FlashAttention-2 on CUDA): each KV head's cache read once for all the query heads it
+    serves, the group's queries packed as one query of several rows, as GQA-aware decode
+    kernels do (the model's ``shared`` reads); every query head run as its own block over its
+    KV head's cache (``enable_gqa``: FlashAttention-2's grid has a block per query head,
+    each reading the cache of the KV head it maps to, so the repeats can come from L2: the
+    model's ``per-query-head`` reads); and the cache copied to every query head in memory
+    (multi-head attention over eight times the bytes). Where CUDA runs it, the per-head
+    case's note gives the memory its call allocated, which tells a kernel that reads the
+    shared cache from one that copies it first."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.nn.functional import scaled_dot_product_attention as sdpa
+
+    dt = torch.bfloat16
+    heads, kv, d = (64, 8, 128) if not quick else (4, 2, 16)
+    group = heads // kv
+    backend = SDPBackend.FLASH_ATTENTION if dev == "cuda" else SDPBackend.MATH
+    cases = []
+    for batch, ctx in GQA_DECODE_SHAPES if not quick else ((2, 128),):
+        per_copy = 2.0 * 2 * batch * kv * ctx * d
+        copies = _copies(per_copy, quick)
+        qs = [torch.randn(batch, heads, 1, d, device=dev, dtype=dt) for _ in range(copies)]
+        ks = [torch.randn(batch, kv, ctx, d, device=dev, dtype=dt) for _ in range(copies)]
+        vs = [torch.randn(batch, kv, ctx, d, device=dev, dtype=dt) for _ in range(copies)]
+
+        def packed(i: int, qs: list[Any] = qs, ks: list[Any] = ks, vs: list[Any] = vs,
+                   shape: tuple[int, ...] = (batch, kv, group, d)) -> object:
+            # query head h serves KV head h // group: consecutive heads form a group
+            with sdpa_kernel(backend), torch.no_grad():
+                return sdpa(qs[i].view(shape), ks[i], vs[i])
+
+        def per_head(i: int, qs: list[Any] = qs, ks: list[Any] = ks,
+                     vs: list[Any] = vs) -> object:
+            with sdpa_kernel(backend), torch.no_grad():
+                return sdpa(qs[i], ks[i], vs[i], enable_gqa=True)
+
+        note = "one call's allocations not measured (no CUDA)"
+        if dev == "cuda":
+            torch.cuda.synchronize()
+            before = torch.cuda.memory_allocated()
+            torch.cuda.reset_peak_memory_stats()
+            per_head(0)
+            torch.cuda.synchronize()
+            extra = torch.cuda.max_memory_allocated() - before
+            note = (f"one call allocated {from_si(extra, Unit.MB):.0f} MB beyond its "
+                    f"inputs (a copy of the cache: {from_si(per_copy * group, Unit.MB):.0f})")
+        shape = f"b{batch} ctx{ctx} h{heads}/{kv} d{d}"
+        cases.append(Case("gqa_decode", f"decode {shape} shared (packed)",
+                          Attention(batch, 1, ctx, heads, kv, d), Precision.BF16, packed,
+                          copies, note="the group's query heads as one query of "
+                          f"{group} rows, unmasked"))
+        cases.append(Case("gqa_decode", f"decode {shape} per query head",
+                          Attention(batch, 1, ctx, heads, kv, d, kv_head_reads=group),
+                          Precision.BF16, per_head, copies, note=note))
+        kr = [k.repeat_interleave(group, dim=1) for k in ks[:2]]
+        vr = [v.repeat_interleave(group, dim=1) for v in vs[:2]]
+
+        def repeated(i: int, qs: list[Any] = qs, kr: list[Any] = kr,
+                     vr: list[Any] = vr) -> object:
+            with sdpa_kernel(backend), torch.no_grad():
+                return sdpa(qs[i], kr[i], vr[i])
+
+        cases.append(Case("gqa_decode", f"decode {shape} cache repeated",
+                          Attention(batch, 1, ctx, heads, heads, d), Precision.BF16,
+                          repeated, len(kr), note="multi-head attention over the cache "
+                          f"copied to each of the {heads} query heads"))
+    return cases
+
+
 CP_RING_STEPS: tuple[tuple[str, int, int, bool], ...] = (
     ("diagonal", 2048, 2048, True), ("half keys", 2048, 1024, False),
     ("half queries", 1024, 2048, False))
@@ -649,7 +725,7 @@ def run_op_check(gpu: str, quick: bool = False) -> dict[str, Any]:
     rows: list[dict[str, Any]] = []
     builders = (gemm_cases, shard_cases, fp8_cases, grouped_cases, fp8_grouped_cases,
                 serving_grouped_cases, mixed_input_cases, unmodelled_cases, attention_cases,
-                cp_attention_cases, elementwise_cases, launch_cases)
+                gqa_decode_cases, cp_attention_cases, elementwise_cases, launch_cases)
     for build in builders:
         try:
             cases = build(torch, dev, quick)

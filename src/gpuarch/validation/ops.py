@@ -63,7 +63,11 @@ def op_spec(op: Op) -> dict[str, Any]:
             spec["weight_bits"] = op.weight_bits
         return spec
     if isinstance(op, Attention):
-        return {"type": "attention", **{k: getattr(op, k) for k in _ATTENTION_KEYS}}
+        spec = {"type": "attention", **{k: getattr(op, k) for k in _ATTENTION_KEYS}}
+        # a multi-head decode kernel: each KV head's cache read once per query head
+        if op.kv_head_reads != 1:
+            spec["kv_head_reads"] = op.kv_head_reads
+        return spec
     return {"type": "elementwise", "bytes": op.bytes_moved, "flops": op.flops}
 
 
@@ -79,7 +83,11 @@ def op_from_spec(spec: dict[str, Any], where: str = "op") -> Op:
         if kind == "gemm":
             return _gemm_from_spec(spec, where)
         if kind == "attention":
-            return Attention(*(spec[k] for k in _ATTENTION_KEYS))
+            reads = spec.get("kv_head_reads", 1)
+            if reads < 1:
+                raise GpuarchError(f"{where}: kv_head_reads must be at least 1 (the times a "
+                                   f"decode kernel reads each KV head), got {reads!r}")
+            return Attention(**{k: spec[k] for k in _ATTENTION_KEYS}, kv_head_reads=reads)
         if kind == "elementwise":
             return Elementwise(float(spec["bytes"]), float(spec.get("flops", 0.0)))
     except KeyError as exc:
