@@ -45,7 +45,7 @@ def test_op_check_times_each_operator_and_models_it() -> None:
     # a grouped-query decode three ways: read once a group, once a query head, or copied
     gqa = [r["op"] for r in rows if r["kind"] == "gqa_decode"]
     assert [(o["kv_heads"], o.get("kv_head_reads", 1)) for o in gqa] == [
-        (2, 1), (2, 2), (4, 1)]
+        (2, 1), (2, 1), (2, 2), (4, 1), (4, 1)]
     # each latency-bound forward GEMM comes with its two backward GEMMs
     shard = [r["op"] for r in rows if r["kind"] == "gemm_shard"]
     fwd = shard[0]

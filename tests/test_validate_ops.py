@@ -235,6 +235,34 @@ def test_a_second_converting_kernel_on_a_second_gpu_keeps_the_4bit_floor() -> No
     assert len(sixteen) == 3 and max(sixteen) < 0.2
 
 
+RUN3_2026_12_04 = RUN_2026_12_04.with_name("op_check-run3.json")
+
+
+def test_flash_attention_reads_a_grouped_cache_once_a_group() -> None:
+    """A grouped-query decode timed three ways on an H200 (2026-12-04, raw file in
+    docs/measured/h200-2026-12-04): FlashAttention-2 packs a group's query heads itself for one
+    query a sequence (enable_gqa within 5% of the group packed by hand, and no copy of the
+    cache allocated), which is the model's shared reads; with dropout, a block per query head
+    over the shared cache takes, once the dropout's own cost (the same dropout over eight
+    copies of the cache, less those copies without it) is taken out, within 10% of reading
+    eight copies from DRAM in this kernel."""
+    summary = validate_ops(CATALOG, path=RUN3_2026_12_04, kinds=("gqa_decode",))
+    rows = {row.label: row for row, _ in summary.rows}
+    assert len(rows) == 10
+    for shape in ("b32 ctx4096", "b8 ctx16384"):
+        by_hand, swapped, per_head, copies, copies_dropout = (
+            rows[f"decode {shape} h64/8 d128 {case}"] for case in (
+                "shared (packed by hand)", "shared (enable_gqa)",
+                "per query head (enable_gqa, dropout)", "cache repeated",
+                "cache repeated, dropout"))
+        assert swapped.measured_s == pytest.approx(by_hand.measured_s, rel=0.05), shape
+        assert "allocated 1 MB" in swapped.note or "allocated 0 MB" in swapped.note
+        assert swapped.op.kv_head_reads == 1 and per_head.op.kv_head_reads == 8
+        dropout = copies_dropout.measured_s - copies.measured_s
+        assert 0.2 * copies.measured_s < dropout < 0.5 * copies.measured_s, shape
+        assert per_head.measured_s - dropout == pytest.approx(copies.measured_s, rel=0.1)
+
+
 @pytest.mark.parametrize(("key", "value", "message"), [
     ("weight_bits", 3, "weight_bits must be one of 4, 8"),
     ("weight_bits", 4.5, "weight_bits must be one of 4, 8"),

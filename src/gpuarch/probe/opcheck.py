@@ -524,18 +524,24 @@ GQA_DECODE_SHAPES = ((32, 4096), (8, 16384))
 """Sequences and cached positions of the grouped-query decode cases (Llama-3.1-70B's
 attention at TP 1: 64 query heads over 8 KV heads, head dim 128, a 16-bit cache)."""
 
+GQA_DROPOUT = 0.01
+"""Dropout that keeps FlashAttention-2 from packing a group's query heads (its forward swaps
+them into the query rows for one query a sequence only without dropout: mha_fwd's
+``seqlenq_ngroups_swapped``), so that each query head runs as its own block."""
+
 
 def gqa_decode_cases(torch: Any, dev: str, quick: bool) -> list[Case]:
-    """Decode attention of a grouped-query model three ways through torch's SDPA
-    (FlashAttention-2 on CUDA): each KV head's cache read once for all the query heads it
-    serves, the group's queries packed as one query of several rows, as GQA-aware decode
-    kernels do (the model's ``shared`` reads); every query head run as its own block over its
-    KV head's cache (``enable_gqa``: FlashAttention-2's grid has a block per query head,
-    each reading the cache of the KV head it maps to, so the repeats can come from L2: the
-    model's ``per-query-head`` reads); and the cache copied to every query head in memory
-    (multi-head attention over eight times the bytes). Where CUDA runs it, the per-head
-    case's note gives the memory its call allocated, which tells a kernel that reads the
-    shared cache from one that copies it first."""
+    """Decode attention of a grouped-query model through torch's SDPA (FlashAttention-2 on
+    CUDA): each KV head's cache read once for all the query heads it serves, the group's
+    queries packed as one query of several rows, by hand and by FlashAttention-2 itself
+    (``enable_gqa``: for one query a sequence its forward swaps the group into the query
+    rows), as GQA-aware decode kernels do (the model's ``shared`` reads); every query head
+    its own block over its KV head's cache (``enable_gqa`` with dropout, which turns the swap
+    off: the per-query-head reads of a multi-head decode kernel, the repeats from L2); and
+    the cache copied to every query head (multi-head attention over eight times the bytes),
+    with and without the same dropout, whose difference is what the dropout itself costs.
+    Where CUDA runs it, the GQA rows' notes give the memory a call allocated beyond its
+    inputs (a copy of the cache would show)."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
     from torch.nn.functional import scaled_dot_product_attention as sdpa
 
@@ -550,6 +556,8 @@ def gqa_decode_cases(torch: Any, dev: str, quick: bool) -> list[Case]:
         qs = [torch.randn(batch, heads, 1, d, device=dev, dtype=dt) for _ in range(copies)]
         ks = [torch.randn(batch, kv, ctx, d, device=dev, dtype=dt) for _ in range(copies)]
         vs = [torch.randn(batch, kv, ctx, d, device=dev, dtype=dt) for _ in range(copies)]
+        kr = [k.repeat_interleave(group, dim=1) for k in ks[:2]]
+        vr = [v.repeat_interleave(group, dim=1) for v in vs[:2]]
 
         def packed(i: int, qs: list[Any] = qs, ks: list[Any] = ks, vs: list[Any] = vs,
                    shape: tuple[int, ...] = (batch, kv, group, d)) -> object:
@@ -557,41 +565,54 @@ def gqa_decode_cases(torch: Any, dev: str, quick: bool) -> list[Case]:
             with sdpa_kernel(backend), torch.no_grad():
                 return sdpa(qs[i].view(shape), ks[i], vs[i])
 
-        def per_head(i: int, qs: list[Any] = qs, ks: list[Any] = ks,
-                     vs: list[Any] = vs) -> object:
-            with sdpa_kernel(backend), torch.no_grad():
-                return sdpa(qs[i], ks[i], vs[i], enable_gqa=True)
+        def gqa(dropout: float, qs: list[Any] = qs, ks: list[Any] = ks, vs: list[Any] = vs
+                ) -> Callable[[int], object]:
+            def run(i: int) -> object:
+                with sdpa_kernel(backend), torch.no_grad():
+                    return sdpa(qs[i], ks[i], vs[i], dropout_p=dropout, enable_gqa=True)
+            return run
 
-        note = "one call's allocations not measured (no CUDA)"
-        if dev == "cuda":
+        def repeated(dropout: float, qs: list[Any] = qs, kr: list[Any] = kr,
+                     vr: list[Any] = vr) -> Callable[[int], object]:
+            def run(i: int) -> object:
+                with sdpa_kernel(backend), torch.no_grad():
+                    return sdpa(qs[i], kr[i], vr[i], dropout_p=dropout)
+            return run
+
+        def allocated(fn: Callable[[int], object], cache: float = per_copy * group) -> str:
+            if dev != "cuda":
+                return "one call's allocations not measured (no CUDA)"
             torch.cuda.synchronize()
             before = torch.cuda.memory_allocated()
             torch.cuda.reset_peak_memory_stats()
-            per_head(0)
+            fn(0)
             torch.cuda.synchronize()
             extra = torch.cuda.max_memory_allocated() - before
-            note = (f"one call allocated {from_si(extra, Unit.MB):.0f} MB beyond its "
-                    f"inputs (a copy of the cache: {from_si(per_copy * group, Unit.MB):.0f})")
+            return (f"one call allocated {from_si(extra, Unit.MB):.0f} MB beyond its inputs "
+                    f"(a copy of the cache: {from_si(cache, Unit.MB):.0f})")
+
         shape = f"b{batch} ctx{ctx} h{heads}/{kv} d{d}"
-        cases.append(Case("gqa_decode", f"decode {shape} shared (packed)",
-                          Attention(batch, 1, ctx, heads, kv, d), Precision.BF16, packed,
-                          copies, note="the group's query heads as one query of "
-                          f"{group} rows, unmasked"))
-        cases.append(Case("gqa_decode", f"decode {shape} per query head",
-                          Attention(batch, 1, ctx, heads, kv, d, kv_head_reads=group),
-                          Precision.BF16, per_head, copies, note=note))
-        kr = [k.repeat_interleave(group, dim=1) for k in ks[:2]]
-        vr = [v.repeat_interleave(group, dim=1) for v in vs[:2]]
-
-        def repeated(i: int, qs: list[Any] = qs, kr: list[Any] = kr,
-                     vr: list[Any] = vr) -> object:
-            with sdpa_kernel(backend), torch.no_grad():
-                return sdpa(qs[i], kr[i], vr[i])
-
-        cases.append(Case("gqa_decode", f"decode {shape} cache repeated",
-                          Attention(batch, 1, ctx, heads, heads, d), Precision.BF16,
-                          repeated, len(kr), note="multi-head attention over the cache "
-                          f"copied to each of the {heads} query heads"))
+        shared = Attention(batch, 1, ctx, heads, kv, d)
+        mha = Attention(batch, 1, ctx, heads, heads, d)
+        swapped, per_head = gqa(0.0), gqa(GQA_DROPOUT)
+        cases += [
+            Case("gqa_decode", f"decode {shape} shared (packed by hand)", shared,
+                 Precision.BF16, packed, copies,
+                 note=f"the group's query heads as one query of {group} rows, unmasked"),
+            Case("gqa_decode", f"decode {shape} shared (enable_gqa)", shared, Precision.BF16,
+                 swapped, copies, note="FlashAttention-2 packs the group itself for one query "
+                 "a sequence; " + allocated(swapped)),
+            Case("gqa_decode", f"decode {shape} per query head (enable_gqa, dropout)",
+                 dataclasses.replace(shared, kv_head_reads=group), Precision.BF16, per_head,
+                 copies, note=f"dropout {GQA_DROPOUT} keeps the group unpacked: a block per "
+                 "query head; " + allocated(per_head)),
+            Case("gqa_decode", f"decode {shape} cache repeated", mha, Precision.BF16,
+                 repeated(0.0), len(kr),
+                 note=f"multi-head attention over the cache copied to each of {heads} heads"),
+            Case("gqa_decode", f"decode {shape} cache repeated, dropout", mha,
+                 Precision.BF16, repeated(GQA_DROPOUT), len(kr),
+                 note="the same with the dropout: the difference is the dropout's cost"),
+        ]
     return cases
 
 
