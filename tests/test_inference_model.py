@@ -1333,6 +1333,31 @@ def test_chunked_layers_alone_decode_per_query_head() -> None:
         assert other["chunked-per-query-head"].assumptions["decode_kv_reads"] is None, name
 
 
+def test_a_chunked_model_on_hopper_says_what_tensorrt_llm_would_run() -> None:
+    """Read once a KV head, a chunked-attention model's estimate says when TensorRT-LLM (0.21
+    and later) would decode its chunked layers on the multi-head kernel instead: a GPU before
+    Blackwell and a longest sequence (input plus output) of at least the chunk. Not below the
+    chunk, not on Blackwell, not when the estimate already reads those layers per query head,
+    nor for a model without chunks."""
+    scout = preset("llama-4-scout").shape
+    base = {"batch": 8, "quant": FP8, "gpus": 4, "tp": 4, "ep": 4}
+
+    def hint(shape: TransformerShape, gpu: str, input_len: int, output_len: int,
+             reads: str = "shared") -> str | None:
+        e = estimate_inference(CATALOG, shape, CATALOG.product(gpu), InferenceConfig(
+            **base, input_len=input_len, output_len=output_len, decode_kv_reads=reads))
+        return e.assumptions["chunked_decode_on_trtllm"]
+
+    text = hint(scout, "h100", 20000, 2000)
+    assert text is not None and "22,000" in text and "8,192" in text
+    assert "chunked-per-query-head" in text
+    assert hint(scout, "h200", 6192, 2000) is not None  # exactly the chunk
+    assert hint(scout, "h200", 6191, 2000) is None
+    assert hint(scout, "b200", 20000, 2000) is None
+    assert hint(scout, "h100", 20000, 2000, "chunked-per-query-head") is None
+    assert hint(preset("gpt-oss-120b").shape, "h100", 20000, 2000) is None
+
+
 def test_repeated_kv_reads_price_only_single_query_decode() -> None:
     """The multi-head kernel's repeated reads apply to a decode op of one query row a
     sequence; several rows a sequence (drafted tokens verified together, which TensorRT-LLM

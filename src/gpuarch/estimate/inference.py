@@ -2348,6 +2348,27 @@ _REASONS = {
 }
 
 
+def _chunked_decode_hint(catalog: Catalog, shape: TransformerShape, product: Product,
+                         cfg: InferenceConfig) -> str | None:
+    """What TensorRT-LLM would do with a chunked-attention model's decode where the estimate
+    reads every layer once a KV head: from 0.21 on a GPU before Blackwell its XQA kernel
+    refuses the chunked layers, so they run on the multi-head kernel whenever the model's
+    max_seq_len (the longest input plus output) is at least the chunk (DECODE_KV_READS);
+    None where that does not arise."""
+    if not shape.attention_chunked or cfg.decode_kv_reads != "shared" \
+            or shape.n_kv_heads >= shape.heads:
+        return None
+    if (catalog.chip_of(product).sm.tensor_core_generation or 0) >= BLACKWELL_TENSOR_CORES:
+        return None
+    longest = cfg.input_len + max(cfg.output_len, cfg.max_output_len)
+    if longest < shape.sliding_window:
+        return None
+    return (f"TensorRT-LLM 0.21 and later decode this model's chunked layers on its "
+            f"multi-head kernel on this GPU at a max_seq_len of {longest:,} (at least the "
+            f"{shape.sliding_window:,}-token chunk): --decode-kv-reads "
+            "chunked-per-query-head prices that")
+
+
 def estimate_inference(
     catalog: Catalog,
     shape: TransformerShape,
@@ -2499,6 +2520,9 @@ def estimate_inference(
         if shape.mla is None and shape.n_kv_heads < shape.heads
         and (shape.attention_chunked or cfg.decode_kv_reads != "chunked-per-query-head")
         else None,
+        # a chunked model's decode read once a KV head on a GPU whose TensorRT-LLM (0.21 and
+        # later) would run its chunked layers on the multi-head kernel at this length
+        "chunked_decode_on_trtllm": _chunked_decode_hint(catalog, shape, product, cfg),
         # latent attention in decode: the precision its math runs in (FP8 over an FP8 cache
         # on Blackwell unless fp8_mla_decode is off)
         "mla_decode_math": ("fp8" if runner.mla_decode_device is not runner.device

@@ -375,6 +375,9 @@ def _serving_setup_lines(a: dict[str, Any]) -> list[str]:
         lines.append("  decode attn   each KV head's cache read once for every query head it "
                      "serves, the repeats from L2 (a multi-head decode kernel; "
                      "--decode-kv-reads shared for GQA-aware kernels)")
+    elif a.get("chunked_decode_on_trtllm"):
+        lines.append(f"  decode attn   each KV head's cache read once for its query heads; "
+                     f"{a['chunked_decode_on_trtllm']}")
     elif a.get("decode_kv_reads") == "chunked-per-query-head":
         lines.append("  decode attn   the chunked-attention layers' cache read once for every "
                      "query head (a multi-head decode kernel, the repeats from L2), the other "
