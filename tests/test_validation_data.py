@@ -234,7 +234,8 @@ def test_llama4_chunked_layers_decode_on_the_multi_head_kernel_on_hopper() -> No
     in decoderXQAImplJIT/kernelUtils.cpp), so those layers decode on the masked multi-head
     kernel, per query head (decode_kv_reads chunked-per-query-head); Blackwell's trtllm-gen
     kernels take the chunks. Every Llama 4 row of the 1.x performance overviews says which,
-    by that rule and nothing else."""
+    by that rule and nothing else (for the v1.0 table's rows below the chunk the rule assumes
+    release 1.0 carries PR #6306, which is not established: docs/performance-model.md)."""
     from gpuarch.validation.inference import point_config
     from gpuarch.validation.training import point_shape
 
