@@ -32,11 +32,10 @@ from gpuarch.advise.serving_options import (
 )
 from gpuarch.advise.train import MAX_TOP, Objective, pareto_mask
 from gpuarch.catalog.loader import Catalog
-from gpuarch.catalog.model import Product, Tier
+from gpuarch.catalog.model import BLACKWELL_TENSOR_CORES, Product, Tier
 from gpuarch.errors import GpuarchError, check_choice, check_count, check_number
 from gpuarch.estimate.energy import NODE_OVERHEAD, PUE, seconds_per_token_at_peak
 from gpuarch.estimate.inference import (
-    BLACKWELL_TENSOR_CORES,
     DECODE_KV_READS,
     EXECUTORS,
     FP8_SCALINGS,

@@ -20,6 +20,8 @@ from gpuarch.units import Unit, to_si
 
 __all__ = [
     "ASYNC_MMA_MAJORS",
+    "BLACKWELL_TENSOR_CORES",
+    "HOPPER_TENSOR_CORES",
     "Architecture",
     "Chip",
     "Feature",
@@ -136,6 +138,12 @@ instructions (wgmma on Hopper, sm_90; tcgen05 on datacenter Blackwell, sm_100 an
 where a kernel written for Ampere's synchronous ``mma`` (attention, grouped GEMMs) runs
 slower than the generation's own; Ada (8.9) and GeForce/RTX Blackwell (12.x) keep Ampere's
 synchronous instructions."""
+
+HOPPER_TENSOR_CORES = 4
+"""Hopper's Tensor Core generation (a chip's ``tensor_core_generation``)."""
+
+BLACKWELL_TENSOR_CORES = 5
+"""Blackwell's Tensor Core generation (a chip's ``tensor_core_generation``)."""
 
 
 def drives_tensor_cores_async(compute_capability: str | None) -> bool:

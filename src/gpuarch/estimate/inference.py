@@ -36,7 +36,13 @@ from typing import Any
 import numpy as np
 
 from gpuarch.catalog.loader import Catalog
-from gpuarch.catalog.model import Product, System, drives_tensor_cores_async
+from gpuarch.catalog.model import (
+    BLACKWELL_TENSOR_CORES,
+    HOPPER_TENSOR_CORES,
+    Product,
+    System,
+    drives_tensor_cores_async,
+)
 from gpuarch.errors import GpuarchError, check_choice, check_count, check_number
 from gpuarch.estimate.energy import seconds_per_token_at_peak, serving_energy_kwh
 from gpuarch.estimate.host_link import product_host_link
@@ -85,12 +91,10 @@ from gpuarch.workloads.shape import MAX_DIMENSION, TransformerShape
 
 __all__ = [
     "ANSWER_DRAWS",
-    "BLACKWELL_TENSOR_CORES",
     "DECODE_KV_READS",
     "DRAIN_POINTS",
     "EXECUTORS",
     "FP8_SCALINGS",
-    "HOPPER_TENSOR_CORES",
     "MAX_PREFILL_LOAD",
     "MOE_COMMS",
     "MOE_GEMM_KERNELS",
@@ -280,13 +284,6 @@ def engine_of(kernels: str) -> str:
 
 MAX_BATCH_SEARCH = 4096
 """Upper end of the search for the largest batch that fits (``--batch max``)."""
-
-
-HOPPER_TENSOR_CORES = 4
-"""Hopper's Tensor Core generation (the catalog's ``tensor_core_generation``)."""
-
-BLACKWELL_TENSOR_CORES = 5
-"""Blackwell's Tensor Core generation (the catalog's ``tensor_core_generation``)."""
 
 
 def moe_block_floor_s(tensor_core_generation: int | None, kernels: str,

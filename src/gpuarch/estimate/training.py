@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from gpuarch.catalog.loader import Catalog
-from gpuarch.catalog.model import Product, System, spec
+from gpuarch.catalog.model import BLACKWELL_TENSOR_CORES, Product, System, spec
 from gpuarch.errors import GpuarchError, check_choice, check_count
 from gpuarch.estimate.energy import NODE_OVERHEAD, PUE, energy_kwh
 from gpuarch.estimate.host_link import product_host_link
@@ -1094,7 +1094,7 @@ def quantized_copies(cfg: TrainingConfig, tensor_core_generation: int | None) ->
     FP8 GEMMs take any layout (Transformer Engine's nvte_is_non_tn_fp8_gemm_supported)."""
     if cfg.precision is Precision.NVFP4 or cfg.fp8_recipe == "mxfp8":
         return 2
-    return 1 if (tensor_core_generation or 0) >= 5 else 2
+    return 1 if (tensor_core_generation or 0) >= BLACKWELL_TENSOR_CORES else 2
 
 
 def _layer_ops(s: TransformerShape, cfg: TrainingConfig, moe: bool, window: int = 0,
@@ -2427,9 +2427,8 @@ def estimate_training(
             "--system with an inter-node network (see 'gpuarch systems')")
     # the peak whose sibling factors attention takes: FP8 attention priced from its measured
     # speedup over the 16-bit kernel keeps the 16-bit kernel's (roofline.op_time)
-    sixteen = matmul_peak(product, Precision.BF16)
-    attention_key = sixteen.key if sixteen is not None and cfg.fp8_attention \
-        and has_fp8_attention_timings(product.key) else device.attention_key
+    base = device.measured_fp8_attention_base()
+    attention_key = device.attention_key if base is None else base.key
     layer_parts: dict[str, Num] = {}
     run_eff = attention_efficiency(eff, cfg, catalog.chip_of(product).compute_capability,
                                    product.key)

@@ -19,7 +19,10 @@ from gpuarch.catalog.model import Product
 from gpuarch.catalog.peaks import PeakKey
 from gpuarch.errors import GpuarchError
 from gpuarch.perf.efficiency import Efficiency
-from gpuarch.perf.fp8_attention import fp8_training_attention_speedup
+from gpuarch.perf.fp8_attention import (
+    fp8_training_attention_speedup,
+    has_fp8_attention_timings,
+)
 from gpuarch.perf.num import ceil, maximum, where
 from gpuarch.perf.precision import MatmulPeak, Precision, matmul_peak
 from gpuarch.perf.sibling import sibling_factor
@@ -310,6 +313,15 @@ class Device:
         return dataclasses.replace(self, attention_flops=fp8.flops, attention_key=fp8.key,
                                    fp8_attention_scaling=scaling)
 
+    def measured_fp8_attention_base(self) -> MatmulPeak | None:
+        """The 16-bit peak this device's FP8 training attention is priced from, at the
+        chip's measured FP8 speedup over the 16-bit kernel (perf/fp8_attention.py), where
+        its attention runs in FP8 and that chip's timings are published; None otherwise."""
+        if self.attention_key is not PeakKey.TENSOR_FP8 \
+                or not has_fp8_attention_timings(self.product.key):
+            return None
+        return matmul_peak(self.product, Precision.BF16)
+
 
 @dataclass(frozen=True)
 class OpCost:
@@ -420,17 +432,17 @@ def op_time(op: Op, device: Device, eff: Efficiency) -> tuple[Num, Num, Num, Num
         else:
             e = eff.attention * attention_span_share(op, eff)
         sibling_key = device.attention_key
-        if fp8 and op.name == "attention" and not decode:
+        base = device.measured_fp8_attention_base() \
+            if fp8 and op.name == "attention" and not decode else None
+        if base is not None:
             # training's FP8 fused attention: the 16-bit pass's rate times the measured FP8
-            # speedup of that pass on this chip, where published (perf/fp8_attention.py)
-            bf16_peak = matmul_peak(device.product, Precision.BF16)
+            # speedup of that pass on this chip (perf/fp8_attention.py)
             speedup = fp8_training_attention_speedup(device.product.key, op.head_dim,
                                                      attention_span(op), op.backward,
-                                                     device.fp8_attention_scaling) \
-                if bf16_peak is not None else None
-            if bf16_peak is not None and speedup is not None:
-                e = e * speedup * bf16_peak.flops / device.attention_flops
-                sibling_key = bf16_peak.key
+                                                     device.fp8_attention_scaling)
+            if speedup is not None:  # the chip's timings exist (the base's condition)
+                e = e * speedup * base.flops / device.attention_flops
+                sibling_key = base.key
         if eff.sibling_rates and not mla_decode:
             e *= sibling_factor(device.product.key, "attention_backward" if op.backward
                                 else "attention_forward", sibling_key)
