@@ -843,7 +843,7 @@ def test_unbalanced_routing_is_the_fitted_load_within_what_a_rank_can_receive() 
 
 UNBALANCED_EP_RUNS = {
     "mlperf60-gb300-gpt-oss-20b-72": (-0.05, 0.05), "mlperf60-gb200-gpt-oss-20b-72":
-    (-0.07, 0.03), "mlperf60-gb300-gpt-oss-20b-512": (0.15, 0.25),
+    (-0.07, 0.03), "mlperf60-gb300-gpt-oss-20b-512": (0.11, 0.21),
     "mlperf60-lambda-gb300-gpt-oss-20b-72": (-0.05, 0.05),
     "mlperf60-nebius-gb300-gpt-oss-20b-72": (-0.05, 0.05),
     "mlperf60-hpe-gb300-gpt-oss-20b-72": (-0.06, 0.04),
@@ -853,7 +853,9 @@ UNBALANCED_EP_RUNS = {
 }
 """The MLPerf v6.0 GPT-OSS-20B runs with expert parallelism whose routing nothing balances,
 and the signed error each reads (MLPerf Training v6.0 result logs; the 512-GPU run at EP 8
-stays fast: its passes are at the layer-pass floor, where the imbalance changes little)."""
+stays fast: its passes are at the layer-pass floor, where the imbalance changes little;
++16% since its TP 2 runs without userbuffers overlap, as the benchmark's pretrain.py builds
+it)."""
 
 
 def test_unbalanced_routing_rows_are_the_reference_gpt_oss_runs() -> None:
