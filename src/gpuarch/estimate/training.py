@@ -2373,11 +2373,19 @@ def _fp8_attention_note(shape: TransformerShape, product: Product, device: Devic
                          for b in (False, True))
     kernel = "MXFP8" if scaling == "mxfp8" else "FP8"
     if forward is not None and backward is not None:
+        windowed = ""
+        if shape.sliding_window and not shape.attention_chunked \
+                and shape.sliding_window < cfg.seq_len:
+            windowed = ("; its backward over the sliding-window layers costs the unwindowed "
+                        "pass (cuDNN's FP8 backward works through every causal key block: "
+                        "its GPT-OSS timings, cudnn-frontend "
+                        "benchmark/sdpa_benchmark_training/results/gpt_oss/, grow with the "
+                        "square of the sequence)")
         return (f"{kernel} fused attention forward {float(forward):.2f}x and backward "
                 f"{float(backward):.2f}x as fast as the 16-bit kernel at this run's span "
                 f"({span:,.0f} positions, head size {head_dim:g}): NVIDIA cuDNN frontend's "
                 "training-attention timings on this chip ("
-                + "; ".join(fp8_attention_sources(product.key, head_dim)) + ")")
+                + "; ".join(fp8_attention_sources(product.key, head_dim)) + ")" + windowed)
     sixteen = matmul_peak(product, Precision.BF16)
     ratio = "" if sixteen is None else " {:.2f}x as fast as the 16-bit kernel".format(
         eff.context_attention_fp8 / eff.context_attention

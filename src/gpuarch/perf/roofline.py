@@ -415,6 +415,7 @@ def op_time(op: Op, device: Device, eff: Efficiency) -> tuple[Num, Num, Num, Num
     decode = False
     if isinstance(op, Gemm):
         flops, moved = op.flops, op.bytes(device.precision.bytes)
+        work = flops
         e = _gemm_efficiency(op, device, eff)
     else:
         factor = eff.attention_backward_flops_factor if op.backward else 1.0
@@ -423,6 +424,13 @@ def op_time(op: Op, device: Device, eff: Efficiency) -> tuple[Num, Num, Num, Num
         fp8 = device.attention_key is PeakKey.TENSOR_FP8
         decode = bool(np.all(op.seq_q == 1)) if isinstance(op.seq_q, np.ndarray) \
             else op.seq_q == 1
+        base = device.measured_fp8_attention_base() \
+            if fp8 and op.name == "attention" and not decode else None
+        # the pass as the kernel runs it: training's FP8 backward over a sliding window
+        # costs the unwindowed pass (fp8_backward_ignores_window)
+        priced = dataclasses.replace(op, window=0) \
+            if base is not None and fp8_backward_ignores_window(op) else op
+        work = priced.forward_flops * factor
         if mla_decode:
             e = eff.mla_decode_attention_fp8 if fp8 else eff.mla_decode_attention
         elif op.name == CONTEXT_ATTENTION:
@@ -430,15 +438,13 @@ def op_time(op: Op, device: Device, eff: Efficiency) -> tuple[Num, Num, Num, Num
         elif decode:
             e = eff.attention
         else:
-            e = eff.attention * attention_span_share(op, eff)
+            e = eff.attention * attention_span_share(priced, eff)
         sibling_key = device.attention_key
-        base = device.measured_fp8_attention_base() \
-            if fp8 and op.name == "attention" and not decode else None
         if base is not None:
             # training's FP8 fused attention: the 16-bit pass's rate times the measured FP8
             # speedup of that pass on this chip (perf/fp8_attention.py)
             speedup = fp8_training_attention_speedup(device.product.key, op.head_dim,
-                                                     attention_span(op), op.backward,
+                                                     attention_span(priced), op.backward,
                                                      device.fp8_attention_scaling)
             if speedup is not None:  # the chip's timings exist (the base's condition)
                 e = e * speedup * base.flops / device.attention_flops
@@ -449,7 +455,7 @@ def op_time(op: Op, device: Device, eff: Efficiency) -> tuple[Num, Num, Num, Num
         peak = device.attention_flops
         if decode:  # one query row streams the KV cache
             bw = device.bandwidth * eff.kv_read
-    t_cmp = flops / (peak * e)
+    t_cmp = work / (peak * e)
     if isinstance(op, Attention) and op.name == CONTEXT_ATTENTION:
         t_cmp = t_cmp + eff.context_attention_row_s * op.batch * op.seq_q * op.heads * op.share
     elif isinstance(op, Attention) and op.name == "attention" and not decode:
@@ -516,6 +522,25 @@ def attention_span(op: Attention) -> Num:
     not causal), over one GPU's chunk where a context-parallel ring splits the calls."""
     keys = mean_keys(op.seq_q, op.seq_kv, op.window, op.chunked) if op.causal else op.seq_kv
     return 2.0 * keys * (op.share if op.call_share is None else op.call_share)
+
+
+def fp8_backward_ignores_window(op: Attention) -> bool:
+    """Whether ``op``, a training attention pass run by cuDNN's FP8 (or MXFP8) fused
+    attention, costs what the same pass costs without its sliding window: the backward
+    over a window does. NVIDIA's cuDNN frontend benchmark of GPT-OSS's windowed layers
+    (128-token window, 128 heads of 64, causal, batch 2; cuDNN 9.22 to 9.27, April-August
+    2026, on GB200 and GB300: benchmark/sdpa_benchmark_training/results/gpt_oss/) times
+    the FP8 and MXFP8 backward growing with the square of the sequence (GB200 MXFP8: 0.64,
+    2.08, 7.43, 27.9 and 108 ms from 2,048 to 32,768 positions) where the 16-bit backward
+    and every forward grow with it linearly (16-bit backward 0.24 to 3.7 ms): the FP8
+    backward kernel works through every causal key block, not those inside the window.
+    Priced as the unwindowed pass the model gives 1.2x (4,096) to 1.6x (32,768) less than
+    those timings (the rest is head size 64, which the timings of head size 128 the speedups
+    come from do not carry). Not for chunked attention (Llama 4's chunks), which the
+    benchmark does not time."""
+    if not op.backward or op.chunked:
+        return False
+    return bool(np.any(np.asarray(op.window) > 0))
 
 
 def window_attention_floor(op: Attention, eff: Efficiency) -> Num:
