@@ -1416,3 +1416,21 @@ def test_cuda_graphs_say_when_they_change_nothing() -> None:
     assert "cuda_graphs" not in moe_graphed.assumptions
     dropped = _est(mixtral, **kw, cuda_graphs=True, moe_token_drop=True)
     assert "token dropping" in dropped.assumptions["cuda_graphs"]
+
+
+def test_deepseek_v3_runs_at_tp2_are_entered_without_tp_overlap() -> None:
+    """Megatron Bridge's DeepSeek-V3 recipe builds CommOverlapConfig(tp_comm_overlap=False)
+    (src/megatron/bridge/recipes/deepseek/deepseek_v3.py), which MLPerf v6.0's pretrain.py
+    and the performance configs keep: every DeepSeek-V3 row at TP > 1 from those frameworks
+    says so, and reads faster were the overlap taken as on (the framework default the
+    validation assumes otherwise), the sequence-parallel traffic then charged nothing."""
+    rows = [p for p in load_training_points() if p.get("preset") == "deepseek-v3"
+            and int(p.get("tp") or 1) > 1
+            and ("bridge" in p.get("framework", "").lower()
+                 or "nemo" in p.get("framework", "").lower())]
+    assert len(rows) >= 7
+    assert all(p.get("tp_comm_overlap") is False for p in rows)
+    gb200 = next(p for p in rows if p.id == "mlperf60-gb200-deepseek-v3-512")
+    on = dataclasses.replace(gb200, raw={**gb200.raw, "tp_comm_overlap": True})
+    off_error, on_error = (r.error for r in validate_training(CATALOG, points=[gb200, on]).rows)
+    assert on_error > off_error + 0.03
