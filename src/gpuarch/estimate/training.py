@@ -97,6 +97,7 @@ from gpuarch.perf.roofline import (
     Op,
     attention_span,
     attention_span_share,
+    fp8_backward_ignores_window,
     op_kind,
     op_time,
 )
@@ -2374,8 +2375,10 @@ def _fp8_attention_note(shape: TransformerShape, product: Product, device: Devic
     kernel = "MXFP8" if scaling == "mxfp8" else "FP8"
     if forward is not None and backward is not None:
         windowed = ""
-        if shape.sliding_window and not shape.attention_chunked \
-                and shape.sliding_window < cfg.seq_len:
+        window_pass = fused_attention(cfg, window=shape.sliding_window,
+                                      chunked=shape.attention_chunked)
+        window_pass.backward = True
+        if shape.sliding_window < cfg.seq_len and fp8_backward_ignores_window(window_pass):
             windowed = ("; its backward over the sliding-window layers costs the unwindowed "
                         "pass (cuDNN's FP8 backward works through every causal key block: "
                         "its GPT-OSS timings, cudnn-frontend "

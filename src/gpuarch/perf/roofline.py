@@ -530,9 +530,10 @@ def fp8_backward_ignores_window(op: Attention) -> bool:
     over a window does. NVIDIA's cuDNN frontend benchmark of GPT-OSS's windowed layers
     (128-token window, 128 heads of 64, causal, batch 2; cuDNN 9.22 to 9.27, April-August
     2026, on GB200 and GB300: benchmark/sdpa_benchmark_training/results/gpt_oss/) times
-    the FP8 and MXFP8 backward growing with the square of the sequence (GB200 MXFP8: 0.64,
-    2.08, 7.43, 27.9 and 108 ms from 2,048 to 32,768 positions) where the 16-bit backward
-    and every forward grow with it linearly (16-bit backward 0.24 to 3.7 ms): the FP8
+    the FP8 and MXFP8 backward growing with the square of the sequence (GB200 MXFP8, cuDNN
+    9.27: 0.64, 2.07, 7.38, 27.7 and 107.5 ms from 2,048 to 32,768 positions) where the
+    16-bit backward and every forward grow with it linearly (16-bit backward 0.24 to 3.6
+    ms): the FP8
     backward kernel works through every causal key block, not those inside the window.
     Priced as the unwindowed pass the model gives 1.2x (4,096) to 1.6x (32,768) less than
     those timings (the rest is head size 64, which the timings of head size 128 the speedups
