@@ -719,8 +719,9 @@ def test_advice_carries_each_architectures_error_band(tmp_path: Path) -> None:
     assert bands["ampere"]["regime"] == "serving/fine-moe"
     text = render_inference_advice(adv)
     assert "error band, Hopper: the model's error on" in text
-    assert (f"error band, Ampere: the model's error on {bands['ampere']['figures']} "
-            "published figures of fine-grained MoE serving was") in text
+    assert ("error band, Ampere: too few published figures on Ampere for a band of its own;"
+            f" the model's error on all {bands['ampere']['figures']} figures of "
+            "fine-grained MoE serving, every GPU pooled, was") in text
     train = advise_training(CATALOG, preset("llama-3.1-8b").shape,
                             TrainingSearch(tokens=1e11, max_gpus=8, gpus=("a100",)), prices)
     assert set(train.assumptions["error_bands"]) == {"ampere"}

@@ -284,8 +284,17 @@ def render_bands(bands: Mapping[str, Band]) -> str:
 
 
 def band_sentence(architecture: str, band: Mapping[str, Any]) -> str:
-    """One architecture's band (``Band.as_json``) in words, as advice answers print it."""
-    return (f"{architecture.capitalize()}: the model's error on {band['figures']} published "
-            f"figures of {band['label']} was {_pct(band['p10_error'])} to "
-            f"{_pct(band['p90_error'])} (10th-90th percentile), median "
-            f"{_pct(band['median_error'])}: {band['bias']}")
+    """One architecture's band (``Band.as_json``) in words, as advice answers print it. A
+    band of a broader regime, standing in where the architecture has too few figures of its
+    own (``MIN_FIGURES``), says so rather than reading as that architecture's."""
+    name = architecture.capitalize()
+    errors = (f"{_pct(band['p10_error'])} to {_pct(band['p90_error'])} (10th-90th "
+              f"percentile), median {_pct(band['median_error'])}: {band['bias']}")
+    parts = str(band["regime"]).split("/")
+    if len(parts) > 2 and parts[2] == architecture:
+        return (f"{name}: the model's error on {band['figures']} published figures of "
+                f"{band['label']} was {errors}")
+    pooled = str(band["label"]).removeprefix("all ")
+    return (f"{name}: too few published figures on {name} for a band of its own; the "
+            f"model's error on all {band['figures']} figures of {pooled}, every GPU "
+            f"pooled, was {errors}")
