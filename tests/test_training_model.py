@@ -1339,6 +1339,34 @@ def test_data_parallel_traffic_hides_behind_one_micro_batch() -> None:
     assert dp(dataclasses.replace(cfg, global_batch=64)) == pytest.approx(hidden, rel=1e-9)
 
 
+def test_the_data_parallel_traffic_is_reported_by_part() -> None:
+    """assumptions.data_parallel_traffic_s gives the step's parameter gathers and gradient
+    reductions and what of them is exposed: ZeRO-0 (DDP) only all-reduces; ZeRO-1 gathers
+    the updated parameters as well; the exposed seconds are the breakdown's data-parallel
+    part, and what outlasts one micro-batch's compute is exposed."""
+    shape = preset("llama-3.1-8b").shape
+    cfg = TrainingConfig(gpus=16, seq_len=8192, global_batch=16, tp=1, pp=1, zero=0)
+    quiet = DEFAULT_EFFICIENCY.with_overrides({"dp_comm_exposed": 0.0})
+
+    def run(c: TrainingConfig, eff: Any = quiet) -> Any:
+        return estimate_training(CATALOG, shape, H100, c, system=DGX_H100, efficiency=eff)
+
+    ddp = run(cfg).assumptions["data_parallel_traffic_s"]
+    assert ddp["gather"] == 0.0 and ddp["reduce"] > 0.0
+    zero1 = run(dataclasses.replace(cfg, zero=1)).assumptions["data_parallel_traffic_s"]
+    assert zero1["gather"] > 0.0 and zero1["reduce"] > 0.0
+    # a network a hundred times slower: the traffic outlasts the one micro-batch
+    slow = run(cfg, quiet.with_overrides({"network_bus": quiet.network_bus / 100}))
+    traffic = slow.assumptions["data_parallel_traffic_s"]
+    exposed = slow.time_breakdown.communication_parts["data_parallel"]
+    assert exposed == pytest.approx(traffic["exposed"])
+    window = slow.time_breakdown.compute  # one micro-batch a step
+    assert exposed == pytest.approx(traffic["gather"] + traffic["reduce"] - window,
+                                    rel=1e-6)
+    assert "ZeRO-3" in run(dataclasses.replace(cfg, zero=3)).assumptions[
+        "data_parallel_traffic_s"]["how"]
+
+
 def test_a_step_pays_a_fixed_time_beside_its_layers() -> None:
     """step_overhead_s is added once per step whatever the configuration, reported under
     'other', and named as the bottleneck where a step is that short."""

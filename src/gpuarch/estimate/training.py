@@ -1659,7 +1659,7 @@ def _torchtitan_op_time(s: TransformerShape, by_name: dict[str, Num], tp: int) -
 
 
 def _dp_traffic(params: Num, group: Group, cfg: TrainingConfig, m: Num, eff: Efficiency,
-                trained: Num = 0.0, replicas: Group | None = None) -> Num:
+                trained: Num = 0.0, replicas: Group | None = None) -> tuple[Num, Num]:
     """Seconds of data-parallel traffic per step for ``params`` replicated over ``group``,
     by each configuration's ZeRO stage (``cfg.zero`` a stage or an array of them; the
     stages share their collectives, each costed once). Under LoRA ``params`` are frozen and
@@ -1670,7 +1670,11 @@ def _dp_traffic(params: Num, group: Group, cfg: TrainingConfig, m: Num, eff: Eff
     the rank's gradient shard across them once a step, at the last micro-batch's backward
     (Megatron's partial distributed optimizer; Megatron-FSDP's HSDP, whose ZeRO-3
     reduce-scatters run every micro-batch inside the group). PyTorch FSDP's HYBRID_SHARD
-    all-reduces after every backward unless told not to; that is not modelled."""
+    all-reduces after every backward unless told not to; that is not modelled.
+
+    Returned as (gather, reduce): the parameters' all-gathers, which run beside a forward
+    pass, and the gradients' reductions, which run beside a backward pass (ZeRO-3's
+    per-micro-batch gathers, never overlapped that way, count as gathers)."""
     per_param = cfg.param_bytes
     memo: dict[tuple[bool, Collective], Num] = {}
 
@@ -1685,7 +1689,7 @@ def _dp_traffic(params: Num, group: Group, cfg: TrainingConfig, m: Num, eff: Eff
             return 0.0
         return _nccl(Collective.ALL_REDUCE, grad_bytes / group.size, replicas, eff)
 
-    def traffic(stage: int) -> Num:
+    def traffic(stage: int, part: int) -> Num:
         if cfg.lora_rank:
             grad_bytes = trained * per_param.gradients
             # ZeRO-3's gather under LoRA moves the frozen weights too
@@ -1695,15 +1699,21 @@ def _dp_traffic(params: Num, group: Group, cfg: TrainingConfig, m: Num, eff: Eff
             weight_bytes = params * per_param.weights
         gathered = bool(cfg.lora_rank) and stage == 3
         if stage == 0:
-            return run(Collective.ALL_REDUCE, grad_bytes)
+            return 0.0 if part == GATHER else run(Collective.ALL_REDUCE, grad_bytes)
         if stage in (1, 2):
-            return (run(Collective.REDUCE_SCATTER, grad_bytes)
-                    + run(Collective.ALL_GATHER, weight_bytes) + across(grad_bytes))
+            return (run(Collective.ALL_GATHER, weight_bytes) if part == GATHER else
+                    run(Collective.REDUCE_SCATTER, grad_bytes) + across(grad_bytes))
         # ZeRO-3: parameters gathered for forward and backward of every micro-batch
-        return (m * 2 * run(Collective.ALL_GATHER, weight_bytes, gathered)
-                + m * run(Collective.REDUCE_SCATTER, grad_bytes) + across(grad_bytes))
+        if part == GATHER:
+            return m * 2 * run(Collective.ALL_GATHER, weight_bytes, gathered)
+        return m * run(Collective.REDUCE_SCATTER, grad_bytes) + across(grad_bytes)
 
-    return _by_case(cfg.zero, traffic)
+    return (_by_case(cfg.zero, lambda stage: traffic(stage, GATHER)),
+            _by_case(cfg.zero, lambda stage: traffic(stage, REDUCE)))
+
+
+GATHER, REDUCE = range(2)
+"""The two parts of a step's data-parallel traffic (``_dp_traffic``)."""
 
 
 OVERLAPPED, PREFETCHED, GATHERED = range(3)
@@ -1755,6 +1765,10 @@ class TrainingCore:
     stage_head_time: Num = 0.0
     p2p_exposed: Num = 0.0  # pipeline sends per micro-batch
     dp_exposed: Num = 0.0  # exposed data-parallel traffic per step
+    # the data-parallel traffic per step, the parameters' gathers and the gradients'
+    # reductions (the most any pipeline rank moves)
+    dp_gather: Num = 0.0
+    dp_reduce: Num = 0.0
     tied_sync: Num = 0.0  # the tied word embedding's gradient all-reduce per step
     offload_exposed: Num = 0.0  # activation offloading not hidden, per micro-batch
     offloaded_elements: Num = 0.0  # optimizer elements updated on the host (the most a rank)
@@ -2020,14 +2034,17 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     # (under hybrid sharding each replica group shards as one of DP x CP / replicas ranks)
     shard = cfg.dp * cfg.cp // replicas
     expert_shard = cfg.tp * cfg.dp * cfg.cp // (cfg.expert_tp * cfg.ep) // replicas
-    dp_comm = _dp_traffic(dense_local, dp_group, cfg, m, eff, trained=lora_dense,
-                          replicas=replica_group)
+    dp_gather, dp_reduce = _dp_traffic(dense_local, dp_group, cfg, m, eff,
+                                       trained=lora_dense, replicas=replica_group)
     if shape.is_moe:
         edp_group = _group(expert_shard, ep_stride * cfg.ep, cfg, intra, inter)
         expert_replicas = (_group(replicas, ep_stride * cfg.ep * expert_shard, cfg, intra,
                                   inter) if hybrid else None)
-        dp_comm = dp_comm + _dp_traffic(expert_local, edp_group, cfg, m, eff,
-                                        trained=lora_expert, replicas=expert_replicas)
+        expert_gather, expert_reduce = _dp_traffic(expert_local, edp_group, cfg, m, eff,
+                                                   trained=lora_expert,
+                                                   replicas=expert_replicas)
+        dp_gather, dp_reduce = dp_gather + expert_gather, dp_reduce + expert_reduce
+    dp_comm = dp_gather + dp_reduce
     # the time a micro-batch's layers keep the GPU busy: their compute, and where a pass is
     # shorter than the layer-pass floor, the wait that stands in for its latency-bound chain
     # (the data-parallel collectives run on their own stream through both)
@@ -2046,7 +2063,10 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
             # (Megatron-Core's overlap_grad_reduce and overlap_param_gather; DDP's bucketed
             # all-reduce likewise during the backward): what outlasts one micro-batch's
             # compute is exposed, plus a share of one layer's bucket, which nothing precedes
-            # or follows
+            # or follows. (Each part behind its own pass alone, the gather beside the
+            # forward's share and the reduction beside the backward's, was tried on
+            # 2026-12-04 and reads the multi-node runs of one micro-batch a rank 6-8 points
+            # slower, no better on the whole: docs/performance-model.md.)
             return maximum(0.0, dp_comm - window) \
                 + eff.dp_comm_exposed * dp_comm / layers_per_stage
         return dp_comm * eff.dp_comm_exposed  # ZeRO-3 gathering layer by layer unprefetched
@@ -2085,6 +2105,7 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
         # gradient traffic and optimizer; memory is the rank holding the most
         nd = _batch_ndim(cfg)
         dp_exposed, optimizer = _slowest_rank(dp_exposed, nd), _slowest_rank(optimizer, nd)
+        dp_gather, dp_reduce = _slowest_rank(dp_gather, nd), _slowest_rank(dp_reduce, nd)
         held_parts = np.broadcast_arrays(weights, gradients, optimizer_states)
         heaviest = np.argmax(sum(held_parts), axis=0)
         weights, gradients, optimizer_states = (_pick(heaviest, list(x)) for x in held_parts)
@@ -2173,6 +2194,8 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
         stage_head_time=stage_head_time,
         p2p_exposed=p2p,
         dp_exposed=dp_exposed,
+        dp_gather=dp_gather,
+        dp_reduce=dp_reduce,
         tied_sync=tied_sync,
         offload_exposed=offload,
         offloaded_elements=np.max(opt_offloaded) if layout is not None else opt_offloaded,
@@ -2494,6 +2517,17 @@ def estimate_training(
                               "host_overhead": float(core.host_overhead),
                               "layer_pass_floor": float(core.layer_floor),
                               "step_overhead": float(core.step_overhead)},
+        "data_parallel_traffic_s": {
+            "gather": float(core.dp_gather), "reduce": float(core.dp_reduce),
+            "exposed": float(core.dp_exposed),
+            "how": "ZeRO-3: the parameters gathered for every micro-batch's forward and "
+                   "backward" + (", a layer ahead" if cfg.fsdp_prefetch else
+                                 ", layer by layer in the open") if cfg.zero == 3 else
+                   "the parameters' all-gather runs during the first micro-batch's forward "
+                   "and the gradients' reduction during the last one's backward "
+                   "(Megatron-Core's overlap_param_gather and overlap_grad_reduce): what "
+                   "outlasts one micro-batch's compute is exposed, plus dp_comm_exposed of "
+                   "one layer's bucket, which nothing precedes or follows"},
         "bytes_per_param": {"weights": per_param.weights,
                             "gradients": per_param.gradients,
                             "optimizer": per_param.optimizer},
