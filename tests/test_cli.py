@@ -222,6 +222,24 @@ def test_estimate_train_json(capsys: pytest.CaptureFixture[str], tmp_path: Path)
     assert status == 0 and "on 64 x H100 SXM5 80GB" in out
 
 
+def test_estimate_train_text_shows_the_data_parallel_traffic(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """With data parallelism the text says how much gradient and parameter traffic a step
+    moves and how much of it the compute leaves exposed, the figures of the JSON; one GPU
+    has none and no line."""
+    argv = ["estimate", "train", "--model", "llama-3.1-8b", "--gpu", "h100", "--seq-len",
+            "8192", "--global-batch", "16"]
+    status, out, _ = run(capsys, *argv, "--gpus", "16")
+    assert status == 0
+    line = next(x for x in out.splitlines() if "data-parallel traffic" in x)
+    _, doc, _ = run(capsys, *argv, "--gpus", "16", "--json")
+    traffic = json.loads(doc)["assumptions"]["data_parallel_traffic_s"]
+    assert traffic["gather"] > 0 and traffic["reduce"] > 0
+    assert "gathers" in line and "reductions" in line and "exposed" in line
+    status, out, _ = run(capsys, *argv, "--gpus", "1")
+    assert status == 0 and "data-parallel traffic" not in out
+
+
 def test_estimate_train_tokens_take_suffixes_and_errors_name_the_flag_once(
         capsys: pytest.CaptureFixture[str]) -> None:
     """--tokens 2T is 2e12 tokens, as in advise train; a bad value is refused naming the

@@ -171,6 +171,7 @@ def render_training(e: TrainingEstimate, band: Band | None = None,
         f"    compute             {fmt(b.compute)} s" + _parts(b.compute_parts, b.compute),
         f"    exposed comm.       {fmt(b.exposed_communication)} s"
         + _parts(b.communication_parts, b.exposed_communication),
+        *_dp_traffic_line(e.assumptions.get("data_parallel_traffic_s")),
         f"    pipeline bubble     {fmt(b.pipeline_bubble)} s",
         f"    other               {fmt(b.other)} s"
         + _other_detail(e.assumptions.get("other_breakdown_s", {})),
@@ -1103,6 +1104,17 @@ def _held_lines(held: dict[str, Any] | None) -> list[str]:
     return [f"    activations: {fmt(held['layer_passes'])} layer-passes of "
             f"{fmt(held['gib_per_layer_pass'])} GiB (a layer's for one micro-batch) held "
             "at once"]
+
+
+def _dp_traffic_line(traffic: dict[str, Any] | None) -> list[str]:
+    """The step's data-parallel traffic and how much of it the compute hides, where there is
+    any: how near the layout is to the edge of the overlap."""
+    if not traffic or not traffic["gather"] + traffic["reduce"]:
+        return []
+    total = traffic["gather"] + traffic["reduce"]
+    return [f"      data-parallel traffic {fmt(total)} s a step (gathers "
+            f"{fmt(traffic['gather'])} s, reductions {fmt(traffic['reduce'])} s), "
+            f"{fmt(traffic['exposed'])} s of it exposed"]
 
 
 def _other_detail(parts: dict[str, float]) -> str:
