@@ -407,7 +407,10 @@ def test_validation_error_does_not_regress() -> None:
     dense = [abs(r.error) for r in summary.rows if r.id not in moe_ids]
     # ... with the attention span 5.49% over 432 and ten beyond (6.65% and twelve before)
     assert len(dense) >= 432 and sum(dense) / len(dense) <= 0.058
-    assert sum(e > 0.20 for e in dense) <= 10
+    # 11 since NVIDIA's DGX Cloud Llama 3.1 405B rows (NeMo 25.04): BF16 on 128 GB200 +24.5%,
+    # out of sample, nothing refitted (docs/performance-model.md, "NVIDIA's DGX Cloud
+    # recipes: Llama 3.1 405B in BF16 and FP8")
+    assert sum(e > 0.20 for e in dense) <= 11
     # the v5.1 partners' Llama 3.1 8B runs across four to 32 HGX nodes at one micro-batch per
     # rank read 14-25% slow while their InfiniBand gradient traffic was charged at a share
     # fitted on steps dozens of times longer (docs/performance-model.md, "MLPerf Training

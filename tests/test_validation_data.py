@@ -418,3 +418,28 @@ def test_a_row_whose_notes_turn_tp_overlap_off_runs_without_it() -> None:
                 and "Bridge" in p.get("framework", "") and int(p.get("tp") or 1) > 1]
     assert len(super_tp) == 7
     assert all(p in said for p in super_tp)
+
+
+def test_dgx_cloud_405b_rows_give_the_tables_own_throughput() -> None:
+    """NVIDIA's DGX Cloud Benchmarking llama3.1/README.md @60d6fd33 prints, beside each step
+    time, the tokens per second it makes at the table's global batch: the rows' step times,
+    sequence and global batch give those figures back (GB200 BF16 56,092 / 110,563 / 220,567
+    and FP8 85,514 / 169,590 / 335,867 on 128 / 256 / 512 GPUs; H100 BF16 105,863 and FP8
+    161,072 on 512), so the batch entered is the one that was run."""
+    published = {
+        "dgxc2504-gb200-llama31-405b-bf16-128": 56092,
+        "dgxc2504-gb200-llama31-405b-bf16-256": 110563,
+        "dgxc2504-gb200-llama31-405b-bf16-512": 220567,
+        "dgxc2504-gb200-llama31-405b-fp8-128": 85514,
+        "dgxc2504-gb200-llama31-405b-fp8-256": 169590,
+        "dgxc2504-gb200-llama31-405b-fp8-512": 335867,
+        "dgxc2504-h100-llama31-405b-bf16-512": 105863,
+        "dgxc2504-h100-llama31-405b-fp8-512": 161072,
+    }
+    rows = {p.id: p for p in load_training_points() if p.source == "dgxc-nemo-llama31-405b-25.04"}
+    assert set(rows) == set(published)
+    for pid, tokens_per_s in published.items():
+        p = rows[pid]
+        got = p.get("seq_len") * p.get("global_batch") / p.get("step_time_s")
+        assert got == pytest.approx(tokens_per_s, abs=1.0), pid
+        assert p.get("gpus") == p.get("tp") * p.get("pp") * p.get("cp") * p.get("dp")

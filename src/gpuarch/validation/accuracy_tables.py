@@ -36,7 +36,8 @@ TASK_BOUNDS = {"training": 0.20, "serving": 0.35}
 
 TRAINING_FAMILIES = (
     ("MLPerf Training step times (v3.0-v6.0)", ("mlperf-training",)),
-    ("Megatron Bridge and NeMo performance tables and cards", ("mbridge-", "nemo-")),
+    ("Megatron Bridge and NeMo performance tables, cards and DGX Cloud recipes",
+     ("mbridge-", "nemo-", "dgxc-nemo")),
     ("papers: Megatron-LM, Korthikanti et al., Llama 3, MT-NLG, BLOOM, zero bubble, "
      "Megatron Core MoE", ("megatron-", "korthikanti", "llama3-", "mt-nlg", "bigscience",
                           "zero-bubble", "mcore-moe")),
