@@ -430,6 +430,14 @@ def test_validate_training(capsys: pytest.CaptureFixture[str]) -> None:
     assert len(mpt) == 23 and doc["mean_abs_error_by_model"]["mpt-7b"] == pytest.approx(
         sum(mpt) / len(mpt), rel=1e-5)
     assert "by model:  " in out and " mpt-7b " in out
+    # how many points are beyond the 20%, in the JSON and in the summary line
+    beyond = sum(abs(p["error"]) > 0.20 for p in doc["points"])
+    assert doc["beyond_20_percent"] == beyond
+    assert f"of points within 20%, {beyond} beyond" in out
+    status, out, _ = run(capsys, "validate", "inference", "--json")
+    figures = json.loads(out)
+    assert figures["beyond_35_percent"] == sum(abs(f["error"]) > 0.35
+                                               for f in figures["figures"])
 
 
 def test_estimate_infer(capsys: pytest.CaptureFixture[str]) -> None:

@@ -703,7 +703,8 @@ def render_validation(s: ValidationSummary, explain: bool = False) -> str:
              "",
              f"{len(s.rows)} points: mean absolute error {_pct(s.mean_abs_error)}, "
              f"median {_pct(s.median_abs_error)}, max {_pct(s.max_abs_error)}; "
-             f"{_pct(s.share_within)} of points within 20%",
+             f"{_pct(s.share_within)} of points within 20%, "
+             f"{s.beyond} beyond",
              "by GPU:    " + ", ".join(f"{k} {_pct(v)}" for k, v in s.by("gpu").items()),
              "by source: " + ", ".join(f"{k} {_pct(v)}" for k, v in s.by("source").items()),
              "by model:  " + ", ".join(f"{k} {_pct(v)}" for k, v in s.by("model").items()),
@@ -1013,7 +1014,8 @@ def render_inference_validation(s: InferenceSummary, explain: bool = False) -> s
              "",
              f"{len(s.rows)} published figures: mean absolute error {_pct(s.mean_abs_error)}, "
              f"median {_pct(s.median_abs_error)}, max {_pct(s.max_abs_error)}; "
-             f"{_pct(s.share_within)} within 35%",
+             f"{_pct(s.share_within)} within 35%, "
+             f"{s.beyond} beyond",
              "by figure: " + ", ".join(f"{k} {_pct(v)}" for k, v in s.by("metric").items()),
              "by GPU:    " + ", ".join(f"{k} {_pct(v)}" for k, v in s.by("gpu").items()),
              "by source: " + ", ".join(f"{k} {_pct(v)}" for k, v in s.by("source").items()),

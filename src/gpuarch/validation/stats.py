@@ -57,6 +57,11 @@ class ErrorSummary:
         return (sum(abs(r.error) <= self.bound for r in self.rows) / len(self.rows)
                 if self.rows else 0.0)
 
+    @property
+    def beyond(self) -> int:
+        """How many rows are beyond ``bound``."""
+        return sum(abs(r.error) > self.bound for r in self.rows)
+
     def by(self, attr: str) -> dict[str, float]:
         """Mean absolute error grouped by a row attribute (``gpu``, ``source``...)."""
         groups: dict[str, list[float]] = {}
@@ -111,6 +116,7 @@ class ErrorSummary:
             "median_abs_error": self.median_abs_error,
             "max_abs_error": self.max_abs_error,
             f"share_within_{round(self.bound * 100)}_percent": self.share_within,
+            f"beyond_{round(self.bound * 100)}_percent": self.beyond,
             **{f"mean_abs_error_by_{g}": self.by(g) for g in groups},
         }
 
