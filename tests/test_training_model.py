@@ -1370,6 +1370,33 @@ def test_the_data_parallel_traffic_is_reported_by_part() -> None:
         "data_parallel_traffic_s"]["how"]
 
 
+def test_a_16_bit_run_with_tp_overlap_also_gives_its_step_without_it() -> None:
+    """The published 16-bit runs with userbuffers TP overlap read as if it hid nothing, so a
+    BF16 estimate with --tp-comm-overlap carries the same run's step without the overlap
+    (assumptions.tp_overlap_16_bit) and prints it as a note; the estimate itself is the
+    overlapped one, and the step without is the estimate run with the overlap off. FP8 runs,
+    which read right with it, and runs without TP get no such note."""
+    shape = preset("llama-3.1-70b").shape
+    cfg = TrainingConfig(gpus=64, seq_len=8192, global_batch=64, tp=4, pp=2,
+                         sequence_parallel=True, tp_comm_overlap=True)
+
+    def run(c: TrainingConfig) -> Any:
+        return estimate_training(CATALOG, shape, H100, c, system=DGX_H100)
+
+    bf16 = run(cfg)
+    without = run(dataclasses.replace(cfg, tp_comm_overlap=False))
+    extra = bf16.assumptions["tp_overlap_16_bit"]
+    assert extra["step_time_s_without_overlap"] == pytest.approx(without.step_time_s,
+                                                                 rel=1e-12)
+    assert without.step_time_s > bf16.step_time_s
+    assert "--tp-comm-overlap" in extra["note"]
+    assert "tp_overlap_16_bit" not in run(dataclasses.replace(
+        cfg, precision=Precision.FP8)).assumptions
+    assert "tp_overlap_16_bit" not in without.assumptions
+    assert "tp_overlap_16_bit" not in run(dataclasses.replace(
+        cfg, tp=1, sequence_parallel=False, tp_comm_overlap=False)).assumptions
+
+
 def test_a_step_pays_a_fixed_time_beside_its_layers() -> None:
     """step_overhead_s is added once per step whatever the configuration, reported under
     'other', and named as the bottleneck where a step is that short."""

@@ -194,6 +194,8 @@ def render_training(e: TrainingEstimate, band: Band | None = None,
     ]
     if e.assumptions.get("precision_fallback"):
         lines.append(f"  note          {e.assumptions['precision_fallback']}")
+    if e.assumptions.get("tp_overlap_16_bit"):
+        lines.append(f"  note          {e.assumptions['tp_overlap_16_bit']['note']}")
     if e.assumptions.get("layer_pass_floor"):
         lines.append(f"  note          {e.assumptions['layer_pass_floor']}")
     if e.assumptions.get("mamba_kernels"):
