@@ -705,7 +705,7 @@ def render_validation(s: ValidationSummary, explain: bool = False) -> str:
              "",
              f"{len(s.rows)} points: mean absolute error {_pct(s.mean_abs_error)}, "
              f"median {_pct(s.median_abs_error)}, max {_pct(s.max_abs_error)}; "
-             f"{_pct(s.share_within)} of points within 20%, "
+             f"{_pct(s.share_within)} of points within {s.bound:.0%}, "
              f"{s.beyond} beyond",
              "by GPU:    " + ", ".join(f"{k} {_pct(v)}" for k, v in s.by("gpu").items()),
              "by source: " + ", ".join(f"{k} {_pct(v)}" for k, v in s.by("source").items()),
@@ -1016,7 +1016,7 @@ def render_inference_validation(s: InferenceSummary, explain: bool = False) -> s
              "",
              f"{len(s.rows)} published figures: mean absolute error {_pct(s.mean_abs_error)}, "
              f"median {_pct(s.median_abs_error)}, max {_pct(s.max_abs_error)}; "
-             f"{_pct(s.share_within)} within 35%, "
+             f"{_pct(s.share_within)} within {s.bound:.0%}, "
              f"{s.beyond} beyond",
              "by figure: " + ", ".join(f"{k} {_pct(v)}" for k, v in s.by("metric").items()),
              "by GPU:    " + ", ".join(f"{k} {_pct(v)}" for k, v in s.by("gpu").items()),
@@ -1113,9 +1113,9 @@ def _held_lines(held: dict[str, Any] | None) -> list[str]:
 def _dp_traffic_line(traffic: dict[str, Any] | None) -> list[str]:
     """The step's data-parallel traffic and how much of it the compute hides, where there is
     any: how near the layout is to the edge of the overlap."""
-    if not traffic or not traffic["gather"] + traffic["reduce"]:
+    total = traffic["gather"] + traffic["reduce"] if traffic else 0.0
+    if not traffic or not total:
         return []
-    total = traffic["gather"] + traffic["reduce"]
     return [f"      data-parallel traffic {fmt(total)} s a step (gathers "
             f"{fmt(traffic['gather'])} s, reductions {fmt(traffic['reduce'])} s), "
             f"{fmt(traffic['exposed'])} s of it exposed"]

@@ -12,7 +12,6 @@ figure there is one the validation measures today.
 from __future__ import annotations
 
 import re
-import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +19,18 @@ from typing import Any
 from gpuarch.catalog import Catalog
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.validation.bands import KIND_LABELS, model_kind
+from gpuarch.validation.inference import (
+    SERVING_BOUND,
+    load_inference_points,
+    validate_inference,
+)
+from gpuarch.validation.stats import ErrorSummary
+from gpuarch.validation.training import (
+    TRAINING_BOUND,
+    load_training_points,
+    point_shape,
+    validate_training,
+)
 
 __all__ = [
     "TASK_BOUNDS",
@@ -31,8 +42,8 @@ __all__ = [
     "task_tables",
 ]
 
-TASK_BOUNDS = {"training": 0.20, "serving": 0.35}
-"""Each issue's per-point bound: no training run beyond 20%, no serving figure beyond 35%."""
+TASK_BOUNDS = {"training": TRAINING_BOUND, "serving": SERVING_BOUND}
+"""Each issue's per-point bound, as its validation counts it."""
 
 TRAINING_FAMILIES = (
     ("MLPerf Training step times (v3.0-v6.0)", ("mlperf-training",)),
@@ -77,12 +88,10 @@ class AccuracyRow:
     beyond: int
 
 
-def _row(label: str, errors: Sequence[float], bound: float) -> AccuracyRow:
-    absolute = [abs(e) for e in errors]
-    return AccuracyRow(label, len(absolute), statistics.fmean(absolute),
-                       statistics.median(absolute),
-                       sum(a <= bound for a in absolute) / len(absolute),
-                       sum(a > bound for a in absolute))
+def _row(label: str, rows: Sequence[Any], bound: float) -> AccuracyRow:
+    summary = ErrorSummary(rows, (), bound)
+    return AccuracyRow(label, len(rows), summary.mean_abs_error, summary.median_abs_error,
+                       summary.share_within, summary.beyond)
 
 
 def _family(source: str, families: Sequence[tuple[str, tuple[str, ...]]]) -> str:
@@ -98,8 +107,6 @@ def accuracy_rows(task: str, rows: Sequence[Any], points: Iterable[Any],
     ``error``, ``out_of_sample``, and ``metric`` for serving), its ``points`` giving each
     row's model and GPU: all, fitted and not, by metric (serving), by kind of model, by
     architecture, by family of sources; empty groups left out."""
-    from gpuarch.validation.training import point_shape
-
     bound = TASK_BOUNDS[task]
     by_id = {p.id: p for p in points}
     families = TRAINING_FAMILIES if task == "training" else SERVING_FAMILIES
@@ -110,7 +117,7 @@ def accuracy_rows(task: str, rows: Sequence[Any], points: Iterable[Any],
     order += [f"{label} models" for label in KIND_LABELS.values()]
     order += [f"on {a.capitalize()}" for a in ARCHITECTURES]
     order += [label for label, _ in families]
-    errors: dict[str, list[float]] = {label: [] for label in order}
+    groups_rows: dict[str, list[Any]] = {label: [] for label in order}
     for r in rows:
         point = by_id[r.id]
         arch = catalog.product(str(point.get("gpu"))).architecture
@@ -121,8 +128,8 @@ def accuracy_rows(task: str, rows: Sequence[Any], points: Iterable[Any],
         if task == "serving":
             groups.append(METRIC_LABELS[r.metric])
         for label in groups:
-            errors[label].append(r.error)
-    return [_row(label, errors[label], bound) for label in order if errors[label]]
+            groups_rows[label].append(r)
+    return [_row(label, groups_rows[label], bound) for label in order if groups_rows[label]]
 
 
 def _pct(x: float) -> str:
@@ -156,9 +163,6 @@ class TaskAccuracy:
 def task_tables(catalog: Catalog, efficiency: Efficiency = DEFAULT_EFFICIENCY
                 ) -> dict[str, TaskAccuracy]:
     """Both tasks' Markdown blocks, keyed by task (runs both validations)."""
-    from gpuarch.validation.inference import load_inference_points, validate_inference
-    from gpuarch.validation.training import load_training_points, validate_training
-
     out = {}
     for task, validate, load in (("training", validate_training, load_training_points),
                                  ("serving", validate_inference, load_inference_points)):
