@@ -340,10 +340,17 @@ def test_validation_error_does_not_regress() -> None:
     # Super's three tuned runs of the model-verification card, entered out of sample on
     # 2026-12-04: H100 BF16 +0.1%, GB200 BF16 at TP 2 +15.3%, GB300 NVFP4 +11.3%) are held
     # to their own bound: the model reads Super's GB200 TP2 runs the fastest
-    # (docs/performance-model.md, "Hybrid Mamba-2 models"); the bounds below are the rest's
+    # (docs/performance-model.md, "Hybrid Mamba-2 models"); the bounds below are the rest's.
+    # Nemotron-H 56B's seven FP8 runs on 32-2,048 H100 of NVIDIA's DGX Cloud recipe (NeMo
+    # 25.04), the first dense hybrid, entered out of sample on 2026-12-04 with nothing
+    # refitted, read 12-18% fast (15.2%), taking the hybrids to 10.4% over 44; the 37 before
+    # them are held to their own figure
     hybrid_ids = {p.id for p in load_training_points() if point_shape(p).is_hybrid}
     hybrid = [abs(r.error) for r in summary.rows if r.id in hybrid_ids]
-    assert len(hybrid) == 37 and sum(hybrid) / len(hybrid) <= 0.10  # 9.5% (9.6% over 34)
+    assert len(hybrid) == 44 and sum(hybrid) / len(hybrid) <= 0.105  # 10.4%
+    earlier = [abs(r.error) for r in summary.rows
+               if r.id in hybrid_ids and "nemotron-h-56b" not in r.id]
+    assert len(earlier) == 37 and sum(earlier) / len(earlier) <= 0.10  # 9.5% (9.6% over 34)
     summary = dataclasses.replace(summary, rows=tuple(
         r for r in summary.rows if r.id not in hybrid_ids))
     assert len(summary.rows) >= 605

@@ -443,3 +443,22 @@ def test_dgx_cloud_405b_rows_give_the_tables_own_throughput() -> None:
         got = p.get("seq_len") * p.get("global_batch") / p.get("step_time_s")
         assert got == pytest.approx(tokens_per_s, abs=1.0), pid
         assert p.get("gpus") == p.get("tp") * p.get("pp") * p.get("cp") * p.get("dp")
+
+
+def test_dgx_cloud_nemotron_h_rows_give_the_tables_own_throughput() -> None:
+    """NVIDIA's DGX Cloud Benchmarking nemotronh/README.md @1f6d9f40 prints, beside each
+    H100 step time of Nemotron-H 56B in FP8, the tokens per second it makes at GBS = 3 x GPUs
+    (52,016 / 104,454 / 203,003 / 395,888 / 807,321 / 1,605,168 / 3,201,148 on 32 to 2,048
+    GPUs): the rows' step times, sequence and global batch give those figures back, and each
+    row's layout is the table's TP 8, PP 1, CP 1."""
+    published = {32: 52016, 64: 104454, 128: 203003, 256: 395888, 512: 807321,
+                 1024: 1605168, 2048: 3201148}
+    rows = {p.get("gpus"): p for p in load_training_points()
+            if p.source == "dgxc-nemo-nemotronh-56b-25.04"}
+    assert set(rows) == set(published)
+    for gpus, tokens_per_s in published.items():
+        p = rows[gpus]
+        assert p.get("global_batch") == 3 * gpus
+        got = p.get("seq_len") * p.get("global_batch") / p.get("step_time_s")
+        assert got == pytest.approx(tokens_per_s, abs=1.0), p.id
+        assert (p.get("tp"), p.get("pp"), p.get("cp"), p.get("dp")) == (8, 1, 1, gpus // 8)
