@@ -378,8 +378,9 @@ def test_validation_error_does_not_regress() -> None:
     assert len(summary.rows) == len(everything.rows) - 36
     # 6.62% over 569 points with the attention span (7.52% before); 7.68% over 356 points
     # (7.82% before the unpaired passes; 8.34% before routing); 6.80% since the runs with
-    # FP8 attention carry it
-    assert summary.mean_abs_error <= 0.0685
+    # FP8 attention carry it; 6.85% since DGX Cloud's Llama 4 Maverick rows (NeMo 25.04,
+    # out of sample, nothing refitted: 512 H100 +5%, 128-512 GB200 +23% to +29%)
+    assert summary.mean_abs_error <= 0.069
     in_sample = [abs(r.error) for r in summary.rows if not r.out_of_sample]
     # 7.92% over 154 (7.89% before the attention span; 8.57% before the unpaired passes;
     # 8.73% over 151 before)
@@ -392,8 +393,8 @@ def test_validation_error_does_not_regress() -> None:
     # (8.03% over 183 before the unbalanced routing, whose three fitted runs left the
     # out-of-sample set; 9.84% before the overlap)
     # 6.13% over 415 with the attention span (7.38% before); 6.42% since the runs with FP8
-    # attention carry it
-    assert sum(out) / len(out) <= 0.065
+    # attention carry it; 6.59% over 432 since DGX Cloud's eight Llama 4 Maverick rows
+    assert sum(out) / len(out) <= 0.066
     assert summary.by("gpu")["a100-sxm4-80gb"] <= 0.062  # 5.8% (6.7% before the span)
     within_20 = sum(abs(r.error) <= 0.20 for r in summary.rows) / len(summary.rows)
     # 93.96% since the Megatron-DeepSpeed runs (94.7% before); 94.1% (93.7% before the

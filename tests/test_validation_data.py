@@ -462,3 +462,32 @@ def test_dgx_cloud_nemotron_h_rows_give_the_tables_own_throughput() -> None:
         got = p.get("seq_len") * p.get("global_batch") / p.get("step_time_s")
         assert got == pytest.approx(tokens_per_s, abs=1.0), p.id
         assert (p.get("tp"), p.get("pp"), p.get("cp"), p.get("dp")) == (8, 1, 1, gpus // 8)
+
+
+def test_dgx_cloud_llama4_maverick_rows_give_the_tables_own_throughput() -> None:
+    """NVIDIA's DGX Cloud Benchmarking llama4/README.md @1f6d9f40 prints, beside each Llama 4
+    Maverick step time, the tokens per second it makes (GB200 BF16 1,077,749 / 2,135,388 /
+    4,197,507 and FP8 1,376,867 / 2,695,569 / 5,306,935 on 128 / 256 / 512 GPUs; H100 BF16
+    1,895,847 and FP8 2,176,574 on 512), computed from step times it rounds to the
+    millisecond: the rows' step times, sequence and global batch give them back within
+    0.1%, so the GB200 rows' global batch is eight sequences a GPU (the launch script's
+    default of 1,024 is the 128-GPU row's alone) and the H100 rows' 1,024."""
+    published = {
+        "dgxc2504-gb200-llama4-maverick-bf16-128": 1077749,
+        "dgxc2504-gb200-llama4-maverick-bf16-256": 2135388,
+        "dgxc2504-gb200-llama4-maverick-bf16-512": 4197507,
+        "dgxc2504-gb200-llama4-maverick-fp8-128": 1376867,
+        "dgxc2504-gb200-llama4-maverick-fp8-256": 2695569,
+        "dgxc2504-gb200-llama4-maverick-fp8-512": 5306935,
+        "dgxc2504-h100-llama4-maverick-bf16-512": 1895847,
+        "dgxc2504-h100-llama4-maverick-fp8-512": 2176574,
+    }
+    rows = {p.id: p for p in load_training_points()
+            if p.source == "dgxc-nemo-llama4-maverick-25.04"}
+    assert set(rows) == set(published)
+    for pid, tokens_per_s in published.items():
+        p = rows[pid]
+        got = p.get("seq_len") * p.get("global_batch") / p.get("step_time_s")
+        assert got == pytest.approx(tokens_per_s, rel=1e-3), pid
+        assert p.get("gpus") == p.get("tp") * p.get("pp") * p.get("cp") * p.get("dp")
+        assert p.get("gpus") % (p.get("ep") * p.get("etp")) == 0
