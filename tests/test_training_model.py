@@ -364,8 +364,10 @@ def test_validation_error_does_not_regress() -> None:
     # since the 26.08 model-verification cards' five runs; 7.65% over 392
     # 6.66% since fused attention's rate follows the span of a kernel call (7.50% before)
     # 6.83% since 54 runs are entered with the FP8 attention their configs turn on, at
-    # cuDNN's measured speedups and with its input casts (6.65% before)
-    assert summary.mean_abs_error <= 0.069  # since the 25.11
+    # cuDNN's measured speedups and with its input casts (6.65% before); 6.96% over 630
+    # since NVIDIA DGX Cloud's NeMo 25.04 Llama 4 Maverick and Grok-1 rows (GB200 13-29%
+    # fast, as that release's other GB200 runs read)
+    assert summary.mean_abs_error <= 0.070  # since the 25.11
     # Qwen3-235B H100 row takes its recipe's EP overlap (7.72% before; 7.73% before the tied
     # embedding's all-reduce; 8.007% while every
     # pipeline inside a node was charged NVLink's sends; 8.08% while no
@@ -379,11 +381,12 @@ def test_validation_error_does_not_regress() -> None:
     # 6.62% over 569 points with the attention span (7.52% before); 7.68% over 356 points
     # (7.82% before the unpaired passes; 8.34% before routing); 6.80% since the runs with
     # FP8 attention carry it; 6.85% since DGX Cloud's Llama 4 Maverick rows (NeMo 25.04,
-    # out of sample, nothing refitted: 512 H100 +5%, 128-512 GB200 +23% to +29%)
-    assert summary.mean_abs_error <= 0.069
+    # out of sample, nothing refitted: 512 H100 +5%, 128-512 GB200 +23% to +29%); 6.94%
+    # over 594 with the Grok-1 rows (in sample: they prompted moe_grouped_gemm_coarse)
+    assert summary.mean_abs_error <= 0.0695
     in_sample = [abs(r.error) for r in summary.rows if not r.out_of_sample]
     # 7.92% over 154 (7.89% before the attention span; 8.57% before the unpaired passes;
-    # 8.73% over 151 before)
+    # 8.73% over 151 before); 7.87% over 162 with DGX Cloud's eight Grok-1 rows
     assert sum(in_sample) / len(in_sample) <= 0.080
     out = [abs(r.error) for r in summary.rows if r.out_of_sample]
     # 7.42% over 415 with llm-foundry's A100 40GB rows; 7.48% over 339 since its other 112
@@ -1500,3 +1503,34 @@ def test_deepseek_v3_runs_at_tp2_are_entered_without_tp_overlap() -> None:
     on = dataclasses.replace(gb200, raw={**gb200.raw, "tp_comm_overlap": True})
     off_error, on_error = (r.error for r in validate_training(CATALOG, points=[gb200, on]).rows)
     assert on_error > off_error + 0.03
+
+
+@pytest.mark.parametrize(("name", "coarse"), [("mixtral-8x7b", True), ("qwen3-30b-a3b", False),
+                                              ("deepseek-v3", False)])
+def test_coarse_experts_run_their_gemms_at_the_dense_rate(name: str, coarse: bool) -> None:
+    """A coarse mixture of experts (16 routed experts or fewer) runs its grouped expert
+    GEMMs at moe_grouped_gemm_coarse (the dense GEMMs' rate), a fine-grained one at the
+    fitted moe_grouped_gemm: changing the one it does not use changes nothing, and the
+    expert GEMMs' time scales as the inverse of the one it does."""
+    from gpuarch.estimate.training import expert_efficiency
+    from gpuarch.perf import DEFAULT_EFFICIENCY
+
+    shape = preset(name).shape
+    assert shape.is_moe and shape.is_fine_grained_moe is not coarse
+    used, unused = (("moe_grouped_gemm_coarse", "moe_grouped_gemm") if coarse
+                    else ("moe_grouped_gemm", "moe_grouped_gemm_coarse"))
+    assert expert_efficiency(DEFAULT_EFFICIENCY, shape).moe_grouped_gemm == \
+        getattr(DEFAULT_EFFICIENCY, used)
+    cfg = TrainingConfig(gpus=8, seq_len=4096, global_batch=64, ep=8, precision=Precision.BF16)
+
+    def experts(eff) -> float:  # type: ignore[no-untyped-def]
+        e = estimate_training(CATALOG, shape, H100, cfg, system=DGX_H100, efficiency=eff)
+        return e.time_breakdown.compute_parts["expert_gemms"]
+
+    base = experts(DEFAULT_EFFICIENCY)
+    half = getattr(DEFAULT_EFFICIENCY, used) / 2
+    assert experts(DEFAULT_EFFICIENCY.with_overrides({unused: 0.3})) == pytest.approx(base)
+    slower = experts(DEFAULT_EFFICIENCY.with_overrides({used: half}))
+    # the router's GEMM takes no expert multiplier, so the grouped GEMMs' part doubles
+    assert base < slower < 2 * base + 1e-12
+    assert slower == pytest.approx(2 * base, rel=0.05)

@@ -491,3 +491,31 @@ def test_dgx_cloud_llama4_maverick_rows_give_the_tables_own_throughput() -> None
         assert got == pytest.approx(tokens_per_s, rel=1e-3), pid
         assert p.get("gpus") == p.get("tp") * p.get("pp") * p.get("cp") * p.get("dp")
         assert p.get("gpus") % (p.get("ep") * p.get("etp")) == 0
+
+
+def test_dgx_cloud_grok1_rows_give_the_tables_own_figures() -> None:
+    """NVIDIA's DGX Cloud Benchmarking grok1/README.md @1f6d9f40 prints, beside each Grok-1
+    314B step time, its tokens per second (128 and 256 GB200: BF16 286,300.61 / 567,564.82,
+    FP8 395,838.43 / 802,891.27; 512 H100: BF16 526,493, FP8 624,478) and its MFU at 4.27e15
+    FLOPs a sequence over 2.45 (BF16) or 4.9 (FP8) PFLOPS on GB200: the rows give those back.
+    At 512 GB200 the printed tokens/s (572,679 and 807,684) are what half the batch would
+    make, while the MFU (47.6% and 33.6%) and the launch script (GBS = 2 x GPUs) give GBS
+    1,024, the batch entered; the model the rows build has 8 experts, top-2."""
+    rows = {p.id: p for p in load_training_points() if p.source == "dgxc-nemo-grok1-314b-25.04"}
+    assert len(rows) == 8
+    tokens = {"gb200-grok1-314b-bf16-128": 286300.61, "gb200-grok1-314b-bf16-256": 567564.82,
+              "gb200-grok1-314b-fp8-128": 395838.43, "gb200-grok1-314b-fp8-256": 802891.27,
+              "h100-grok1-314b-bf16-512": 526493, "h100-grok1-314b-fp8-512": 624478}
+    for key, tokens_per_s in tokens.items():
+        p = rows["dgxc2504-" + key]
+        got = p.get("seq_len") * p.get("global_batch") / p.get("step_time_s")
+        assert got == pytest.approx(tokens_per_s, rel=2e-4), key
+    mfu = {"bf16": (0.476, 2.45e15), "fp8": (0.336, 4.9e15)}
+    for precision, (published, peak) in mfu.items():
+        p = rows[f"dgxc2504-gb200-grok1-314b-{precision}-512"]
+        assert p.get("global_batch") == 2 * p.get("gpus") == 1024
+        got = p.get("global_batch") * 4.27e15 / p.get("step_time_s") / p.get("gpus") / peak
+        assert got == pytest.approx(published, abs=5e-4), precision
+    for p in rows.values():
+        assert (p.get("experts"), p.get("experts_per_token")) == (8, 2)
+        assert p.get("gpus") == p.get("tp") * p.get("pp") * p.get("cp") * p.get("dp")

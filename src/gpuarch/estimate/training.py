@@ -274,6 +274,16 @@ def attention_efficiency(eff: Efficiency, cfg: TrainingConfig, compute_capabilit
     return eff
 
 
+def expert_efficiency(eff: Efficiency, shape: TransformerShape) -> Efficiency:
+    """``eff`` with the grouped expert GEMMs' multiplier ``shape``'s experts run at: the
+    fitted ``moe_grouped_gemm`` for a fine-grained mixture of experts, and
+    ``moe_grouped_gemm_coarse`` (the dense GEMMs' rate) for a coarse one."""
+    if shape.is_moe and not shape.is_fine_grained_moe \
+            and eff.moe_grouped_gemm != eff.moe_grouped_gemm_coarse:
+        return dataclasses.replace(eff, moe_grouped_gemm=eff.moe_grouped_gemm_coarse)
+    return eff
+
+
 def bf16_efficiency(eff: Efficiency, cfg: TrainingConfig, gpu: str) -> Efficiency:
     """``eff`` (``attention_efficiency``'s, for ``cfg``) for the layers ``cfg`` runs in BF16:
     their attention outside the FP8 autocast, at the 16-bit kernel's efficiency."""
@@ -1295,6 +1305,7 @@ def _layer_times(s: TransformerShape, cfg: TrainingConfig, device: Device, eff: 
     """Each kind of layer the model has (True: expert layer, False: dense), its sliding-
     window layers taken as spread evenly over both kinds; a hybrid model's blocks by kind
     (their ``HYBRID_BLOCKS`` letter)."""
+    eff = expert_efficiency(eff, s)
     if s.is_hybrid:
         blocks: dict[Any, _Layer] = {}
         for block in sorted(set(s.hybrid_pattern)):

@@ -399,7 +399,19 @@ class Efficiency:
     the 25.09-25.11 rows alone); it also carries what the model does not charge separately
     in an expert layer (router, permutation, imperfectly overlapped dispatch): the grouped
     GEMM kernels alone reach 56-66% of the H100's BF16 peak at 2,048-4,096 tokens per
-    expert (TransformerEngine pull request #2045)."""
+    expert (TransformerEngine pull request #2045). Every MoE run it was fitted on is
+    fine-grained (more than 16 routed experts); coarse ones take
+    ``moe_grouped_gemm_coarse``."""
+
+    moe_grouped_gemm_coarse: float = 1.0
+    """The same for a coarse mixture of experts (16 routed experts or fewer: Mixtral,
+    Grok-1, DBRX; ``TransformerShape.is_fine_grained_moe`` false): an expert-parallel rank
+    holds one or two experts whose GEMMs are as large as a dense layer's (Grok-1's 6,144 x
+    32,768 on EP 8: one expert a rank, a plain GEMM), so they run at the dense GEMMs' rate.
+    Not fitted: 1 by construction. The validation's only coarse MoE training runs, NVIDIA
+    DGX Cloud's Grok-1 314B on NeMo 25.04, read 20-28% slow at ``moe_grouped_gemm`` and
+    within +2.4/+5.3% on H100 at 1 (+13% to +20% on GB200, as that release's other GB200
+    runs read fast); they prompted the rule and are counted in sample."""
 
     nvlink_bus: float = 0.82
     """NCCL bus bandwidth over NVLink/NVSwitch as a fraction of the per-direction link rate,
