@@ -180,7 +180,8 @@ def point_system(catalog: Catalog, point: TrainingPoint, product: Product) -> Sy
 def point_shape(point: TrainingPoint) -> TransformerShape:
     """The model a point trained: its explicit shape if given (named by its ``model`` key,
     else its preset or id), else its preset with the fields the point gives replacing the
-    preset's (a benchmark's own vocabulary, say)."""
+    preset's (a benchmark's own vocabulary, say; named by its ``model`` key where the
+    fields make another model, a fine-grained twin of the preset, say)."""
     given = {k: point.get(k) for k in SHAPE_KEYS if point.get(k) is not None}
     if {"layers", "hidden", "heads", "vocab"} <= set(given):
         if given.get("ffn_kind") == "gelu" and "ffn_hidden" not in given:
@@ -196,6 +197,8 @@ def point_shape(point: TrainingPoint) -> TransformerShape:
             for key, kind in _SHAPE_ENUMS.items():
                 if key in given:
                     given[key] = kind(given[key])
+            if point.get("model"):
+                given["name"] = point.get("model")
             return dataclasses.replace(base, **given)
         except (GpuarchError, ValueError) as exc:
             raise GpuarchError(f"point {point.id}: {exc}") from None
