@@ -1544,7 +1544,8 @@ def test_the_folding_papers_coarse_and_fine_twins_read_right_with_their_own_rate
     at the fine-grained runs' fitted moe_grouped_gemm; the twin reads within 7% at it."""
     from gpuarch.perf import DEFAULT_EFFICIENCY
 
-    points = [p for p in load_training_points() if p.source == "mcore-folding-2025"]
+    points = [p for p in load_training_points() if p.source == "mcore-folding-2025"
+              and p.get("preset") == "mixtral-8x22b"]
     coarse = [p for p in points if not point_shape(p).is_fine_grained_moe]
     fine = [p for p in points if point_shape(p).is_fine_grained_moe]
     assert len(coarse) == 10 and len(fine) == 10

@@ -358,6 +358,24 @@ def test_hf_qwen2_moe(tmp_path: Path) -> None:
         shape_from_hf_config(_write(tmp_path, {**q, "shared_expert_intermediate_size": 5000}))
 
 
+def test_hf_qwen2_57b_a14b_gives_the_preset(tmp_path: Path) -> None:
+    """Qwen/Qwen2-57B-A14B's config.json values (64 experts of 2,560, top 8, a shared expert
+    of 20,480 = 8 routed widths, 28 layers, hidden 3,584, 28 heads in 4 KV groups, vocabulary
+    151,936) import as the qwen2-57b-a14b preset, 57,408,558,592 parameters (the card's 57B;
+    its shared-expert gates, one 3,584-vector a layer, are not in the shape)."""
+    q = {"model_type": "qwen2_moe", "architectures": ["Qwen2MoeForCausalLM"],
+         "hidden_size": 3584, "intermediate_size": 18944, "moe_intermediate_size": 2560,
+         "shared_expert_intermediate_size": 20480, "num_attention_heads": 28,
+         "num_key_value_heads": 4, "num_hidden_layers": 28, "num_experts": 64,
+         "num_experts_per_tok": 8, "decoder_sparse_step": 1, "vocab_size": 151936,
+         "max_position_embeddings": 131072, "tie_word_embeddings": False,
+         "use_sliding_window": False}
+    shape = shape_from_hf_config(_write(tmp_path, q))
+    expected = preset("qwen2-57b-a14b").shape
+    assert dataclasses.replace(shape, name=expected.name) == expected
+    assert count_params(shape).total == 57_408_558_592
+
+
 def test_hf_llama4_configs(tmp_path: Path) -> None:
     """Llama 4 configs (text_config of a llama4 config.json, as published): Maverick's
     (128 experts on every other layer) gives the preset's shape, 400.7B parameters; Scout's
