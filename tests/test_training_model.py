@@ -1548,7 +1548,7 @@ def test_the_folding_papers_coarse_and_fine_twins_read_right_with_their_own_rate
               and p.get("preset") == "mixtral-8x22b"]
     coarse = [p for p in points if not point_shape(p).is_fine_grained_moe]
     fine = [p for p in points if point_shape(p).is_fine_grained_moe]
-    assert len(coarse) == 10 and len(fine) == 10
+    assert len(coarse) == 12 and len(fine) == 10
     rows = validate_training(CATALOG, points=points).rows
     errors = {r.id: r.error for r in rows}
     assert all(abs(errors[p.id]) < 0.15 for p in coarse)
