@@ -1528,6 +1528,10 @@ def test_coarse_experts_run_their_gemms_at_the_dense_rate(name: str, coarse: boo
         return e.time_breakdown.compute_parts["expert_gemms"]
 
     base = experts(DEFAULT_EFFICIENCY)
+    note = estimate_training(CATALOG, shape, H100, cfg, system=DGX_H100).assumptions[
+        "expert_gemms"]
+    assert used in note and f"{shape.experts} experts" in note
+    assert ("moe_grouped_gemm_coarse" in note) is coarse
     half = getattr(DEFAULT_EFFICIENCY, used) / 2
     assert experts(DEFAULT_EFFICIENCY.with_overrides({unused: 0.3})) == pytest.approx(base)
     slower = experts(DEFAULT_EFFICIENCY.with_overrides({used: half}))

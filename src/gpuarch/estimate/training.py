@@ -2583,6 +2583,16 @@ def estimate_training(
             f"(layer_pass_floor_s), {float(core.layer_floor):.3g} s of this step: the floor "
             "MLPerf's Llama 3.1 8B runs with 2,048 tokens a GPU (TP 2-4, CP 4, 512-1,024 "
             "GB200/GB300) show; what sets it is not measured")
+    if shape.is_moe:
+        assumptions["expert_gemms"] = (
+            f"routed experts' GEMMs at the dense GEMMs' rate x {eff.moe_grouped_gemm_coarse:g} "
+            f"(moe_grouped_gemm_coarse: {shape.experts} experts, a coarse MoE whose "
+            "experts' GEMMs are as large as a dense layer's)"
+            if not shape.is_fine_grained_moe else
+            f"routed experts' grouped GEMMs at the dense GEMMs' rate x "
+            f"{eff.moe_grouped_gemm:g} (moe_grouped_gemm, fitted on the published "
+            f"fine-grained MoE runs, {shape.experts} experts here; it also carries the "
+            "router, permutation and dispatch work the model does not charge apart)")
     if shape.mamba is not None:
         arch = product.architecture
         assumptions["mamba_kernels"] = (
