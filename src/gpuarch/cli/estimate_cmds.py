@@ -1132,7 +1132,11 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                    help="with a --gpus list: draw tokens/s against GPUs beside the ideal "
                         "line, to .png or .svg")
     p.add_argument("--gpus-per-node", type=int,
-                   help="default: the system's, else the GPU's reference system's, else 8")
+                   help="GPUs that share one NVLink domain; beyond it traffic takes the "
+                        "network (default: the system's, else the GPU's reference "
+                        "system's, else 8; on a GB200/GB300 NVL72 rack, 4 prices its "
+                        "compute trays talking over InfiniBand, as when multi-node NVLink "
+                        "is not set up)")
     p.add_argument("--system", help="reference system (see 'gpuarch systems')")
     _add_gpu_link(p)
     p.add_argument("--tp", type=int, default=1)
@@ -1354,7 +1358,11 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p.add_argument("--gpus", type=int, help="GPUs in all; replicas = GPUs / (TP x PP) "
                    "(default: TP x PP)")
     p.add_argument("--gpus-per-node", type=int,
-                   help="default: the system's, else the GPU's reference system's, else 8")
+                   help="GPUs that share one NVLink domain; beyond it traffic takes the "
+                        "network (default: the system's, else the GPU's reference "
+                        "system's, else 8; on a GB200/GB300 NVL72 rack, 4 prices its "
+                        "compute trays talking over InfiniBand, as when multi-node NVLink "
+                        "is not set up)")
     p.add_argument("--system", help="reference system (see 'gpuarch systems')")
     _add_gpu_link(p)
     p.add_argument("--tp", type=int, default=1)
