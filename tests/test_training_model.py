@@ -1382,7 +1382,8 @@ def test_the_data_parallel_traffic_is_reported_by_part() -> None:
 
 
 def test_a_16_bit_run_with_tp_overlap_also_gives_its_step_without_it() -> None:
-    """The published 16-bit runs with userbuffers TP overlap read as if it hid nothing, so a
+    """The published dense 16-bit runs with userbuffers TP overlap at TP 8 read as if it hid
+    nothing (MoE ones at TP 2-4 read right with it), so a
     BF16 estimate with --tp-comm-overlap carries the same run's step without the overlap
     (assumptions.tp_overlap_16_bit) and prints it as a note; the estimate itself is the
     overlapped one, and the step without is the estimate run with the overlap off. FP8 runs,

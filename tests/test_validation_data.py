@@ -445,6 +445,19 @@ def test_dgx_cloud_405b_rows_give_the_tables_own_throughput() -> None:
         assert p.get("gpus") == p.get("tp") * p.get("pp") * p.get("cp") * p.get("dp")
 
 
+def test_dgx_cloud_nemotron4_340b_rows_give_the_tables_own_throughput() -> None:
+    """NVIDIA's DGX Cloud Benchmarking nemotron/README.md @1f6d9f40 prints, beside the 340B's
+    H100 step times (BF16 4.606 s, FP8 3.107 s on 256 GPUs), 56,913 and 84,372 tokens/s:
+    the rows' step times, 4,096-token sequences and global batch 64 give them back."""
+    rows = {p.id: p for p in load_training_points() if p.source == "dgxc-nemo-nemotron4-25.04"}
+    published = {"dgxc2504-h100-nemotron4-340b-bf16-256": 56913,
+                 "dgxc2504-h100-nemotron4-340b-fp8-256": 84372}
+    assert set(rows) == set(published)
+    for pid, tokens_per_s in published.items():
+        p = rows[pid]
+        got = p.get("seq_len") * p.get("global_batch") / p.get("step_time_s")
+        assert got == pytest.approx(tokens_per_s, abs=1.0), pid
+        assert (p.get("tp"), p.get("pp"), p.get("vpp"), p.get("dp")) == (8, 8, 12, 4)
 def test_dgx_cloud_nemotron_h_rows_give_the_tables_own_throughput() -> None:
     """NVIDIA's DGX Cloud Benchmarking nemotronh/README.md @1f6d9f40 prints, beside each
     H100 step time of Nemotron-H 56B in FP8, the tokens per second it makes at GBS = 3 x GPUs
