@@ -2432,6 +2432,20 @@ def _fp8_attention_note(shape: TransformerShape, product: Product, device: Devic
             "no training-attention timing of this chip is published")
 
 
+def _dp_traffic_how(cfg: TrainingConfig) -> str:
+    """How the step's data-parallel traffic meets the compute (``data_parallel_traffic_s``),
+    as ``evaluate_training``'s exposed() cases price it."""
+    if cfg.zero == 3:
+        return ("ZeRO-3: the parameters gathered for every micro-batch's forward and "
+                "backward" + (", a layer ahead" if cfg.fsdp_prefetch else
+                              ", layer by layer in the open"))
+    return ("the parameters' all-gather runs during the first micro-batch's forward and "
+            "the gradients' reduction during the last one's backward (Megatron-Core's "
+            "overlap_param_gather and overlap_grad_reduce): what outlasts one micro-batch's "
+            "compute is exposed, plus dp_comm_exposed of one layer's bucket, which nothing "
+            "precedes or follows")
+
+
 def estimate_training(
     catalog: Catalog,
     shape: TransformerShape,
@@ -2531,14 +2545,7 @@ def estimate_training(
         "data_parallel_traffic_s": {
             "gather": float(core.dp_gather), "reduce": float(core.dp_reduce),
             "exposed": float(core.dp_exposed),
-            "how": "ZeRO-3: the parameters gathered for every micro-batch's forward and "
-                   "backward" + (", a layer ahead" if cfg.fsdp_prefetch else
-                                 ", layer by layer in the open") if cfg.zero == 3 else
-                   "the parameters' all-gather runs during the first micro-batch's forward "
-                   "and the gradients' reduction during the last one's backward "
-                   "(Megatron-Core's overlap_param_gather and overlap_grad_reduce): what "
-                   "outlasts one micro-batch's compute is exposed, plus dp_comm_exposed of "
-                   "one layer's bucket, which nothing precedes or follows"},
+            "how": _dp_traffic_how(cfg)},
         "bytes_per_param": {"weights": per_param.weights,
                             "gradients": per_param.gradients,
                             "optimizer": per_param.optimizer},
@@ -2586,15 +2593,15 @@ def estimate_training(
             "MLPerf's Llama 3.1 8B runs with 2,048 tokens a GPU (TP 2-4, CP 4, 512-1,024 "
             "GB200/GB300) show; what sets it is not measured")
     if shape.is_moe:
+        rate = expert_efficiency(eff, shape).moe_grouped_gemm
+        why = (f"moe_grouped_gemm, fitted on the published fine-grained MoE runs, "
+               f"{shape.experts} experts here; it also carries the router, permutation and "
+               "dispatch work the model does not charge apart" if shape.is_fine_grained_moe
+               else f"moe_grouped_gemm_coarse: {shape.experts} experts, a coarse MoE whose "
+               "experts' GEMMs are as large as a dense layer's")
+        gemms = "grouped GEMMs" if shape.is_fine_grained_moe else "GEMMs"
         assumptions["expert_gemms"] = (
-            f"routed experts' GEMMs at the dense GEMMs' rate x {eff.moe_grouped_gemm_coarse:g} "
-            f"(moe_grouped_gemm_coarse: {shape.experts} experts, a coarse MoE whose "
-            "experts' GEMMs are as large as a dense layer's)"
-            if not shape.is_fine_grained_moe else
-            f"routed experts' grouped GEMMs at the dense GEMMs' rate x "
-            f"{eff.moe_grouped_gemm:g} (moe_grouped_gemm, fitted on the published "
-            f"fine-grained MoE runs, {shape.experts} experts here; it also carries the "
-            "router, permutation and dispatch work the model does not charge apart)")
+            f"routed experts' {gemms} at the dense GEMMs' rate x {rate:g} ({why})")
     if shape.mamba is not None:
         arch = product.architecture
         assumptions["mamba_kernels"] = (
