@@ -77,6 +77,8 @@ def test_flops_match_the_megatron_formula() -> None:
     # TFLOP/s per GPU and tokens/s per GPU at sequence length 4,096
     ("nemotron-8b", 653, 12701),
     ("nemotron-22b", 554, 4256),
+    # NeMo 25.04 performance summary, DGX-GB200 pre-training table, 'Nemotron-15B' (64 GPUs)
+    ("nemotron-4-15b", 1674, 17809),
 ])
 def test_nemotron_recipes_match_nemo_published_flops_per_token(name: str, tflops: int,
                                                               tokens: int) -> None:
@@ -85,6 +87,17 @@ def test_nemotron_recipes_match_nemo_published_flops_per_token(name: str, tflops
     shape = preset(name).shape
     assert training_flops_per_token(shape, 4096) == pytest.approx(tflops * 1e12 / tokens,
                                                                  rel=2e-3)
+
+
+def test_nemotron_4_15b_has_the_reports_parameter_split() -> None:
+    """The Nemotron-4 15B report (arXiv:2402.16819, section 2) gives 12.5 billion
+    non-embedding parameters and untied embeddings of its 256,000-entry vocabulary at width
+    6,144: the preset's layers hold 12.48 billion, and its embedding and output layer
+    2 x 256,000 x 6,144 = 3.15 billion (the report says 3.2)."""
+    params = count_params(preset("nemotron-4-15b").shape)
+    non_embedding = params.total - params.embedding - params.lm_head
+    assert round(non_embedding / 1e9, 1) == 12.5
+    assert params.embedding == params.lm_head == 256_000 * 6_144
 
 
 def test_causal_halves_attention_core_only() -> None:
