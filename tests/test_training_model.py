@@ -366,8 +366,17 @@ def test_validation_error_does_not_regress() -> None:
     # 6.83% since 54 runs are entered with the FP8 attention their configs turn on, at
     # cuDNN's measured speedups and with its input casts (6.65% before); 6.96% over 630
     # since NVIDIA DGX Cloud's NeMo 25.04 Llama 4 Maverick and Grok-1 rows (GB200 13-29%
-    # fast, as that release's other GB200 runs read)
-    assert summary.mean_abs_error <= 0.070  # since the 25.11
+    # fast, as that release's other GB200 runs read); 7.07% over 684 since NeMo's 25.04
+    # (GB200) and 25.02 (B200, one H100) performance-summary tables, 16 FP8 runs entered
+    # out of sample with nothing refitted (12.9% among themselves, four beyond 20%: the
+    # 65,536-token Mixtral-8x22B runs +26% and +37%, and B200's 25.02 Mixtral-8x7B and
+    # Nemotron-4 15B +25% and +24%), and DGX Cloud's Nemotron-4 15B H100 pair (BF16 +12.7%,
+    # FP8 +3.7%) once the model had a preset; the 666 before them are held to their own figure
+    assert summary.mean_abs_error <= 0.071
+    nemo_summaries = ("nemo-perf-25.04", "nemo-perf-25.02")
+    before = [abs(r.error) for r in summary.rows
+              if r.source not in nemo_summaries and "nemotron4-15b" not in r.id]
+    assert len(before) == 666 and sum(before) / len(before) <= 0.070  # 6.92%
     # Qwen3-235B H100 row takes its recipe's EP overlap (7.72% before; 7.73% before the tied
     # embedding's all-reduce; 8.007% while every
     # pipeline inside a node was charged NVLink's sends; 8.08% while no
@@ -382,8 +391,10 @@ def test_validation_error_does_not_regress() -> None:
     # (7.82% before the unpaired passes; 8.34% before routing); 6.80% since the runs with
     # FP8 attention carry it; 6.85% since DGX Cloud's Llama 4 Maverick rows (NeMo 25.04,
     # out of sample, nothing refitted: 512 H100 +5%, 128-512 GB200 +23% to +29%); 6.94%
-    # over 594 with the Grok-1 rows (in sample: they prompted moe_grouped_gemm_coarse)
-    assert summary.mean_abs_error <= 0.0695
+    # over 594 with the Grok-1 rows (in sample: they prompted moe_grouped_gemm_coarse);
+    # 7.06% over 648 with NeMo's 25.04 and 25.02 performance-summary rows and DGX Cloud's
+    # Nemotron-4 15B pair
+    assert summary.mean_abs_error <= 0.0706
     in_sample = [abs(r.error) for r in summary.rows if not r.out_of_sample]
     # 7.92% over 154 (7.89% before the attention span; 8.57% before the unpaired passes;
     # 8.73% over 151 before); 7.87% over 162 with DGX Cloud's eight Grok-1 rows
@@ -396,14 +407,18 @@ def test_validation_error_does_not_regress() -> None:
     # (8.03% over 183 before the unbalanced routing, whose three fitted runs left the
     # out-of-sample set; 9.84% before the overlap)
     # 6.13% over 415 with the attention span (7.38% before); 6.42% since the runs with FP8
-    # attention carry it; 6.59% over 432 since DGX Cloud's eight Llama 4 Maverick rows
-    assert sum(out) / len(out) <= 0.066
+    # attention carry it; 6.59% over 432 since DGX Cloud's eight Llama 4 Maverick rows;
+    # 6.79% over 486 since NeMo's 25.04 and 25.02 performance-summary rows and DGX Cloud's
+    # Nemotron-4 15B pair
+    assert sum(out) / len(out) <= 0.068
     assert summary.by("gpu")["a100-sxm4-80gb"] <= 0.062  # 5.8% (6.7% before the span)
     within_20 = sum(abs(r.error) <= 0.20 for r in summary.rows) / len(summary.rows)
     # 93.96% since the Megatron-DeepSpeed runs (94.7% before); 94.1% (93.7% before the
     # fine-tuning runs, all within 20%)
-    assert within_20 >= 0.95  # 95.6% with the attention span (95.3% before), and since the
-    # runs with FP8 attention carry it
+    # 95.6% with the attention span (95.3% before), and since the runs with FP8 attention
+    # carry it; 94.7% with NeMo's 25.04 and 25.02 performance-summary rows (four of the 16
+    # beyond 20%)
+    assert within_20 >= 0.947
     # dense runs: 5.4% with one beyond 20% (inside the issue's goal) until the v5.1 partners'
     # runs, 6.1% with seven beyond since (the six HGX runs below and Nemotron 22B); MoE 14.2%;
     # with the overlap by its physics 5.2% and three beyond (Cisco's v5.1 H100 run without
@@ -416,12 +431,16 @@ def test_validation_error_does_not_regress() -> None:
     # A100 40GB table 6.67% over 432 and twelve beyond
     moe_ids = {p.id for p in load_training_points() if point_shape(p).is_moe}
     dense = [abs(r.error) for r in summary.rows if r.id not in moe_ids]
-    # ... with the attention span 5.49% over 432 and ten beyond (6.65% and twelve before)
-    assert len(dense) >= 432 and sum(dense) / len(dense) <= 0.058
+    # ... with the attention span 5.49% over 432 and ten beyond (6.65% and twelve before);
+    # 5.84% over 454 with NeMo's 25.04 and 25.02 performance-summary rows (their 12 dense
+    # runs 8.8% among themselves, B200's 25.02 Nemotron-4 15B +23.5% beyond 20%); 5.85%
+    # over 456 with DGX Cloud's Nemotron-4 15B pair
+    assert len(dense) >= 456 and sum(dense) / len(dense) <= 0.059
     # 11 since NVIDIA's DGX Cloud Llama 3.1 405B rows (NeMo 25.04): BF16 on 128 GB200 +24.5%,
     # out of sample, nothing refitted (docs/performance-model.md, "NVIDIA's DGX Cloud
-    # recipes: Llama 3.1 405B in BF16 and FP8")
-    assert sum(e > 0.20 for e in dense) <= 11
+    # recipes: Llama 3.1 405B in BF16 and FP8"); 12 since NeMo 25.02's Nemotron-4 15B run
+    # on 64 B200 (+23.5%, out of sample)
+    assert sum(e > 0.20 for e in dense) <= 12
     # the v5.1 partners' Llama 3.1 8B runs across four to 32 HGX nodes at one micro-batch per
     # rank read 14-25% slow while their InfiniBand gradient traffic was charged at a share
     # fitted on steps dozens of times longer (docs/performance-model.md, "MLPerf Training

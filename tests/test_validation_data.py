@@ -17,6 +17,8 @@ from gpuarch.errors import GpuarchError
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.validation.inference import compare_point, load_inference_points
 from gpuarch.validation.training import TrainingPoint, load_training_points, point_system
+from gpuarch.workloads.flops import training_flops_per_token
+from gpuarch.workloads.presets import preset
 
 TOLERANCE = 0.15
 
@@ -121,9 +123,11 @@ def test_a_row_without_its_global_batch_says_so() -> None:
 def test_published_flops_per_token_match_the_model_with_its_mtp_blocks() -> None:
     """A row printing both TFLOP/s and tokens/s per GPU gives the FLOPs per token its
     framework counted. Megatron Bridge, the Megatron Core MoE report and NeMo AutoModel count
-    causal attention at half; NeMo 24.07 and llm-foundry count it whole. The model's count
-    (with the row's MTP blocks) agrees within 1.5% on every such row but three, each for a
-    stated reason: this pins the presets and says which runs had DeepSeek-V3's MTP block."""
+    causal attention at half; NeMo 24.07, 25.02 and 25.04 (to 8,192 tokens) and llm-foundry
+    count it whole. The model's count
+    (with the row's MTP blocks) agrees within 1.5% on every such row but the few named below,
+    each for a stated reason: this pins the presets and says which runs had DeepSeek-V3's MTP
+    block."""
     from gpuarch.validation.training import point_shape
     from gpuarch.workloads import forward_flops_per_token
     from gpuarch.workloads.mtp import mtp_forward_flops_per_token
@@ -134,6 +138,9 @@ def test_published_flops_per_token_match_the_model_with_its_mtp_blocks() -> None
         "mcore-moe-gb200-deepseek-v3-bf16": 1.038,
         # the excluded row: its two figures disagree by 2x
         "mbridge2602-h100-qwen3-30b-a3b-fp8cs": 1.999,
+        # NeMo 25.02 at 65,536 tokens counts causal attention at half (369 of 504 GFLOP),
+        # where its rows at 8,192 tokens or fewer count it whole
+        "nemo2502-b200-mixtral-8x22b-256": 0.732,
     }
     checked = 0
     for p in load_training_points():
@@ -445,19 +452,35 @@ def test_dgx_cloud_405b_rows_give_the_tables_own_throughput() -> None:
         assert p.get("gpus") == p.get("tp") * p.get("pp") * p.get("cp") * p.get("dp")
 
 
-def test_dgx_cloud_nemotron4_340b_rows_give_the_tables_own_throughput() -> None:
-    """NVIDIA's DGX Cloud Benchmarking nemotron/README.md @1f6d9f40 prints, beside the 340B's
-    H100 step times (BF16 4.606 s, FP8 3.107 s on 256 GPUs), 56,913 and 84,372 tokens/s:
-    the rows' step times, 4,096-token sequences and global batch 64 give them back."""
+def test_dgx_cloud_nemotron4_rows_give_the_tables_own_figures() -> None:
+    """NVIDIA's DGX Cloud Benchmarking nemotron/README.md @1f6d9f40 prints, beside the H100
+    step times, tokens/s: the 340B's (BF16 4.606 s, FP8 3.107 s on 256 GPUs) 56,913 and
+    84,372, the 15B's (BF16 2.746 s, FP8 1.988 s on 16 GPUs) 95,463 and 131,863; the rows'
+    step times, 4,096-token sequences and global batches give them back, and their layouts
+    are the README's H100 tables. For the 15B it also prints MFU, 56.7% (BF16, of 989
+    TFLOPS) and 39.1% (FP8, of 1,979), at 3.85e14 FLOPs a sequence, which is the preset's
+    count: 4,096 tokens at its training FLOPs per token with attention counted whole."""
     rows = {p.id: p for p in load_training_points() if p.source == "dgxc-nemo-nemotron4-25.04"}
     published = {"dgxc2504-h100-nemotron4-340b-bf16-256": 56913,
-                 "dgxc2504-h100-nemotron4-340b-fp8-256": 84372}
+                 "dgxc2504-h100-nemotron4-340b-fp8-256": 84372,
+                 "dgxc2504-h100-nemotron4-15b-bf16-16": 95463,
+                 "dgxc2504-h100-nemotron4-15b-fp8-16": 131863}
     assert set(rows) == set(published)
     for pid, tokens_per_s in published.items():
         p = rows[pid]
         got = p.get("seq_len") * p.get("global_batch") / p.get("step_time_s")
         assert got == pytest.approx(tokens_per_s, abs=1.0), pid
-        assert (p.get("tp"), p.get("pp"), p.get("vpp"), p.get("dp")) == (8, 8, 12, 4)
+        layout = (8, 8, 12, 4, 1, 64) if "340b" in pid else (2, 1, 1, 8, 2, 64)
+        assert (p.get("tp"), p.get("pp"), p.get("vpp") or 1, p.get("dp"),
+                p.get("micro_batch"), p.get("global_batch")) == layout, pid
+    flops = training_flops_per_token(preset("nemotron-4-15b").shape, 4096) * 4096
+    assert flops == pytest.approx(3.85e14, rel=2e-3)
+    for precision, (mfu, peak) in {"bf16": (0.567, 989e12), "fp8": (0.391, 1979e12)}.items():
+        p = rows[f"dgxc2504-h100-nemotron4-15b-{precision}-16"]
+        got = p.get("global_batch") * 3.85e14 / p.get("step_time_s") / p.get("gpus") / peak
+        assert got == pytest.approx(mfu, abs=5e-4), precision
+
+
 def test_dgx_cloud_nemotron_h_rows_give_the_tables_own_throughput() -> None:
     """NVIDIA's DGX Cloud Benchmarking nemotronh/README.md @1f6d9f40 prints, beside each
     H100 step time of Nemotron-H 56B in FP8, the tokens per second it makes at GBS = 3 x GPUs
@@ -504,6 +527,44 @@ def test_dgx_cloud_llama4_maverick_rows_give_the_tables_own_throughput() -> None
         assert got == pytest.approx(tokens_per_s, rel=1e-3), pid
         assert p.get("gpus") == p.get("tp") * p.get("pp") * p.get("cp") * p.get("dp")
         assert p.get("gpus") % (p.get("ep") * p.get("etp")) == 0
+
+
+def test_nemo_performance_summary_rows_give_the_pages_own_figures() -> None:
+    """NeMo's performance summaries for NeMo 25.04 (DGX-GB200) and 25.02 (DGX-B200, and the
+    one DGX-H100 row the stored page reaches) print each FP8 pre-training run's tokens/s and
+    model TFLOP/s per GPU and its gradient accumulation (GA): the rows keep those figures,
+    and their layouts give the page's GA back (GBS over MBS x DP). (Their TFLOP/s over
+    tokens/s, the FLOPs per token NeMo counted, is checked with every other row's in
+    test_published_flops_per_token_match_the_model_with_its_mtp_blocks: Nemotron-4 15B's
+    94.0 GFLOP pins its new preset.)"""
+    # id: (tokens/s per GPU, model TFLOP/s per GPU or None where the stored page cuts it, GA)
+    published = {
+        "nemo2504-gb200-gpt3-175b-128": (1804, 1942, 16),
+        "nemo2504-gb200-llama3-8b-8": (33099, 1917, 8),
+        "nemo2504-gb200-llama3-70b-64": (4035, 1943, 2),
+        "nemo2504-gb200-nemotron4-15b-64": (17809, 1674, 2),
+        "nemo2504-gb200-nemotron4-340b-128": (737, 1551, 8),
+        "nemo2504-gb200-mixtral-8x7b-64": (19275, 1598, 2),
+        "nemo2504-gb200-mixtral-8x22b-256": (2731, None, 16),
+        "nemo2502-b200-gpt3-175b-512": (1600, 1722, 32),
+        "nemo2502-b200-llama3-8b-8": (26006, 1506, 8),
+        "nemo2502-b200-llama3-70b-64": (3062, 1474, 32),
+        "nemo2502-b200-llama31-405b-128": (625, 1658, 32),
+        "nemo2502-b200-nemotron4-15b-64": (14760, 1387, 2),
+        "nemo2502-b200-nemotron4-340b-128": (602, 1268, 8),
+        "nemo2502-b200-mixtral-8x7b-64": (15457, 1282, 2),
+        "nemo2502-b200-mixtral-8x22b-256": (2232, 824, 16),
+        "nemo2502-h100-gpt3-175b-512": (866, 932, 64),
+    }
+    rows = {p.id: p for p in load_training_points()
+            if p.source in ("nemo-perf-25.04", "nemo-perf-25.02")}
+    assert set(rows) == set(published)
+    for pid, (tokens, tflops, ga) in published.items():
+        p = rows[pid]
+        assert p.get("tokens_per_s_per_gpu") == tokens, pid
+        assert p.get("tflops_per_gpu") == tflops, pid
+        assert p.get("gpus") == p.get("tp") * p.get("pp") * p.get("cp") * p.get("dp"), pid
+        assert p.get("global_batch") == ga * p.get("micro_batch") * p.get("dp"), pid
 
 
 def test_dgx_cloud_grok1_rows_give_the_tables_own_figures() -> None:

@@ -2568,8 +2568,8 @@ def estimate_training(
     if cfg.fp8_attention:
         assumptions["fp8_attention"] = _fp8_attention_note(shape, product, device, cfg, eff)
     if cfg.tp_comm_overlap and cfg.tp > 1 and cfg.precision in (Precision.BF16, Precision.FP16):
-        # the published dense 16-bit runs with userbuffers overlap at TP 8 read as if it hid
-        # nothing: the same run priced without it, beside the estimate
+        # the published dense 16-bit runs with userbuffers overlap at TP 2 and 8 read as if
+        # it hid nothing: the same run priced without it, beside the estimate
         # (docs/performance-model.md, "NVIDIA's DGX Cloud recipes")
         without = evaluate_training(shape, product, device, intra, inter,
                                     dataclasses.replace(cfg, tp_comm_overlap=False), run_eff,
@@ -2579,9 +2579,10 @@ def estimate_training(
             "note": (
                 f"the tensor-parallel traffic is taken as hidden by the userbuffers overlap "
                 f"(--tp-comm-overlap); without it the step is {float(without.step):.3g} s. "
-                "Of the published 16-bit runs with the overlap on, the dense ones at TP 8 "
-                "(NVIDIA's DGX Cloud Llama 3.1 405B and Nemotron-4 340B on H100) read as if "
-                "it hid nothing, the Megatron Core MoE report's Qwen3-235B-A22B at TP 2 "
+                "Of the published 16-bit runs with the overlap on, the dense ones "
+                "(NVIDIA's DGX Cloud Llama 3.1 405B and Nemotron-4 340B at TP 8 and "
+                "Nemotron-4 15B at TP 2, on H100) read as if it hid nothing or little, the "
+                "Megatron Core MoE report's Qwen3-235B-A22B at TP 2 "
                 "in between, while MoE runs at TP 2-4 (the MoE Parallel Folding paper's, "
                 "Llama 4 Maverick and Grok-1 on H100) and FP8 runs read as if it hid it "
                 "all; no mechanism is known")}
