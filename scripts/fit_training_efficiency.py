@@ -14,7 +14,9 @@ The MoE terms (moe_grouped_gemm, moe_layer_overhead_s, moe_layer_overhead_c2c_s,
 moe_expert_launch_s) were fitted with a grid (``--grid moe`` runs MOE_GRID, the last one; its
 docstring says which terms it holds and why), the other parameters by the coordinate search;
 ``moe_unbalanced_load`` alone (``--only moe_unbalanced_load``), on the three in-sample runs
-whose routing nothing balances and that use expert parallelism, the only ones it moves.
+whose routing nothing balances and that use expert parallelism, the only ones it moves;
+``tp_comm_exposed_16_bit_dense`` alone (``--only tp_comm_exposed_16_bit_dense``), which moves
+only the dense 16-bit runs with the TP overlap on (ten in sample).
 """
 
 from __future__ import annotations
@@ -33,9 +35,9 @@ SCALARS = ["gemm_fp8", "gemm_fp4", "attention", "layer_overhead_s", "dp_comm_exp
            "tp_comm_exposed", "pp_comm_exposed", "gemm_half_dim", "memory", "kernel_overhead_s",
            "moe_grouped_gemm", "moe_layer_overhead_s", "moe_layer_overhead_c2c_s",
            "moe_expert_launch_s", "layer_pass_floor_s", "step_overhead_s",
-           "moe_unbalanced_load"]
+           "moe_unbalanced_load", "tp_comm_exposed_16_bit_dense"]
 FRACTIONS = {"gemm_fp8", "gemm_fp4", "attention", "dp_comm_exposed", "tp_comm_exposed",
-             "pp_comm_exposed", "memory", "moe_grouped_gemm"}
+             "pp_comm_exposed", "memory", "moe_grouped_gemm", "tp_comm_exposed_16_bit_dense"}
 MOE_GRID = ("moe_grouped_gemm=0.3,0.4,0.45,0.5,0.55,0.6,0.65,0.7,0.85;"
             "moe_layer_overhead_s=0.004;"
             "moe_layer_overhead_c2c_s=0.0015;"

@@ -25,7 +25,7 @@ from gpuarch.estimate.training import (
     unbalanced_routing_load,
 )
 from gpuarch.perf import Precision
-from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY
+from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.validation import load_training_points, validate_training
 from gpuarch.validation.training import (
     TrainingPoint,
@@ -371,12 +371,18 @@ def test_validation_error_does_not_regress() -> None:
     # out of sample with nothing refitted (12.9% among themselves, four beyond 20%: the
     # 65,536-token Mixtral-8x22B runs +26% and +37%, and B200's 25.02 Mixtral-8x7B and
     # Nemotron-4 15B +25% and +24%), and DGX Cloud's Nemotron-4 15B H100 pair (BF16 +12.7%,
-    # FP8 +3.7%) once the model had a preset; the 666 before them are held to their own figure
+    # FP8 +3.7%) once the model had a preset; 6.95% over 706 with DGX Cloud's NeMo 24.09
+    # Llama 3.1 8B and 70B runs on 8-2,048 H100 (22, nothing refitted) and a dense 16-bit
+    # run's TP overlap taken to hide none of its traffic (tp_comm_exposed_16_bit_dense, set
+    # on the ten dense BF16 runs with the overlap on, which become in sample: 16.0% -> 2.9%
+    # among them); the 666 before the day's rows are held to their own figure (6.92% before
+    # the overlap rule, 6.88% with it)
     assert summary.mean_abs_error <= 0.071
-    nemo_summaries = ("nemo-perf-25.04", "nemo-perf-25.02")
+    days_rows = ("nemo-perf-25.04", "nemo-perf-25.02", "dgxc-nemo-llama31-8b-24.09",
+                 "dgxc-nemo-llama31-70b-24.09")
     before = [abs(r.error) for r in summary.rows
-              if r.source not in nemo_summaries and "nemotron4-15b" not in r.id]
-    assert len(before) == 666 and sum(before) / len(before) <= 0.070  # 6.92%
+              if r.source not in days_rows and "nemotron4-15b" not in r.id]
+    assert len(before) == 666 and sum(before) / len(before) <= 0.070  # 6.88%
     # Qwen3-235B H100 row takes its recipe's EP overlap (7.72% before; 7.73% before the tied
     # embedding's all-reduce; 8.007% while every
     # pipeline inside a node was charged NVLink's sends; 8.08% while no
@@ -393,11 +399,13 @@ def test_validation_error_does_not_regress() -> None:
     # out of sample, nothing refitted: 512 H100 +5%, 128-512 GB200 +23% to +29%); 6.94%
     # over 594 with the Grok-1 rows (in sample: they prompted moe_grouped_gemm_coarse);
     # 7.06% over 648 with NeMo's 25.04 and 25.02 performance-summary rows and DGX Cloud's
-    # Nemotron-4 15B pair
+    # Nemotron-4 15B pair; 6.93% over 670 with DGX Cloud's NeMo 24.09 Llama 3.1 rows and
+    # the dense 16-bit overlap rule
     assert summary.mean_abs_error <= 0.0706
     in_sample = [abs(r.error) for r in summary.rows if not r.out_of_sample]
     # 7.92% over 154 (7.89% before the attention span; 8.57% before the unpaired passes;
-    # 8.73% over 151 before); 7.87% over 162 with DGX Cloud's eight Grok-1 rows
+    # 8.73% over 151 before); 7.87% over 162 with DGX Cloud's eight Grok-1 rows; 7.58% over
+    # 172 with the ten dense 16-bit runs that set tp_comm_exposed_16_bit_dense
     assert sum(in_sample) / len(in_sample) <= 0.080
     out = [abs(r.error) for r in summary.rows if r.out_of_sample]
     # 7.42% over 415 with llm-foundry's A100 40GB rows; 7.48% over 339 since its other 112
@@ -409,7 +417,8 @@ def test_validation_error_does_not_regress() -> None:
     # 6.13% over 415 with the attention span (7.38% before); 6.42% since the runs with FP8
     # attention carry it; 6.59% over 432 since DGX Cloud's eight Llama 4 Maverick rows;
     # 6.79% over 486 since NeMo's 25.04 and 25.02 performance-summary rows and DGX Cloud's
-    # Nemotron-4 15B pair
+    # Nemotron-4 15B pair; 6.70% over 498 with DGX Cloud's NeMo 24.09 Llama 3.1 rows (the
+    # 70B BF16 six among them moved in sample by the dense 16-bit overlap rule)
     assert sum(out) / len(out) <= 0.068
     assert summary.by("gpu")["a100-sxm4-80gb"] <= 0.062  # 5.8% (6.7% before the span)
     within_20 = sum(abs(r.error) <= 0.20 for r in summary.rows) / len(summary.rows)
@@ -417,8 +426,9 @@ def test_validation_error_does_not_regress() -> None:
     # fine-tuning runs, all within 20%)
     # 95.6% with the attention span (95.3% before), and since the runs with FP8 attention
     # carry it; 94.7% with NeMo's 25.04 and 25.02 performance-summary rows (four of the 16
-    # beyond 20%)
-    assert within_20 >= 0.947
+    # beyond 20%); 95.07% with DGX Cloud's Nemotron-4 15B pair and NeMo 24.09 Llama 3.1
+    # rows and the dense 16-bit overlap rule
+    assert within_20 >= 0.95
     # dense runs: 5.4% with one beyond 20% (inside the issue's goal) until the v5.1 partners'
     # runs, 6.1% with seven beyond since (the six HGX runs below and Nemotron 22B); MoE 14.2%;
     # with the overlap by its physics 5.2% and three beyond (Cisco's v5.1 H100 run without
@@ -434,13 +444,15 @@ def test_validation_error_does_not_regress() -> None:
     # ... with the attention span 5.49% over 432 and ten beyond (6.65% and twelve before);
     # 5.84% over 454 with NeMo's 25.04 and 25.02 performance-summary rows (their 12 dense
     # runs 8.8% among themselves, B200's 25.02 Nemotron-4 15B +23.5% beyond 20%); 5.85%
-    # over 456 with DGX Cloud's Nemotron-4 15B pair
-    assert len(dense) >= 456 and sum(dense) / len(dense) <= 0.059
+    # over 456 with DGX Cloud's Nemotron-4 15B pair; 5.73% over 478 with its NeMo 24.09
+    # Llama 3.1 runs and the dense 16-bit overlap rule
+    assert len(dense) >= 478 and sum(dense) / len(dense) <= 0.059
     # 11 since NVIDIA's DGX Cloud Llama 3.1 405B rows (NeMo 25.04): BF16 on 128 GB200 +24.5%,
     # out of sample, nothing refitted (docs/performance-model.md, "NVIDIA's DGX Cloud
     # recipes: Llama 3.1 405B in BF16 and FP8"); 12 since NeMo 25.02's Nemotron-4 15B run
-    # on 64 B200 (+23.5%, out of sample)
-    assert sum(e > 0.20 for e in dense) <= 12
+    # on 64 B200 (+23.5%, out of sample); 11 since the dense 16-bit overlap rule (DGX
+    # Cloud's 405B BF16 run on 128 GB200 +24.5% -> +12.3%)
+    assert sum(e > 0.20 for e in dense) <= 11
     # the v5.1 partners' Llama 3.1 8B runs across four to 32 HGX nodes at one micro-batch per
     # rank read 14-25% slow while their InfiniBand gradient traffic was charged at a share
     # fitted on steps dozens of times longer (docs/performance-model.md, "MLPerf Training
@@ -1400,32 +1412,42 @@ def test_the_data_parallel_traffic_is_reported_by_part() -> None:
         "data_parallel_traffic_s"]["how"]
 
 
-def test_a_16_bit_run_with_tp_overlap_also_gives_its_step_without_it() -> None:
-    """The published dense 16-bit runs with userbuffers TP overlap at TP 8 read as if it hid
-    nothing (MoE ones at TP 2-4 read right with it), so a
-    BF16 estimate with --tp-comm-overlap carries the same run's step without the overlap
-    (assumptions.tp_overlap_16_bit) and prints it as a note; the estimate itself is the
-    overlapped one, and the step without is the estimate run with the overlap off. FP8 runs,
-    which read right with it, and runs without TP get no such note."""
+def test_a_dense_16_bit_run_takes_the_tp_overlap_as_hiding_none_of_its_traffic() -> None:
+    """Every published dense 16-bit run with userbuffers TP overlap reads as if it hid none of
+    the tensor-parallel traffic, while FP8 runs and MoE runs in 16-bit read right with it
+    hidden: a dense BF16 estimate with --tp-comm-overlap leaves
+    ``tp_comm_exposed_16_bit_dense`` of the traffic exposed (all of it), and says what the
+    step would be were it hidden; the FP8 run of the same layout and a BF16 MoE run do not
+    read that parameter, and the MoE one carries its step without the overlap instead."""
     shape = preset("llama-3.1-70b").shape
     cfg = TrainingConfig(gpus=64, seq_len=8192, global_batch=64, tp=4, pp=2,
                          sequence_parallel=True, tp_comm_overlap=True)
+    hiding = dataclasses.replace(DEFAULT_EFFICIENCY, tp_comm_exposed_16_bit_dense=0.0)
 
-    def run(c: TrainingConfig) -> Any:
-        return estimate_training(CATALOG, shape, H100, c, system=DGX_H100)
+    def run(c: TrainingConfig, eff: Efficiency = DEFAULT_EFFICIENCY,
+            model: Any = shape) -> Any:
+        return estimate_training(CATALOG, model, H100, c, system=DGX_H100, efficiency=eff)
 
-    bf16 = run(cfg)
-    without = run(dataclasses.replace(cfg, tp_comm_overlap=False))
+    bf16, hidden = run(cfg), run(cfg, hiding)
+    assert DEFAULT_EFFICIENCY.tp_comm_exposed_16_bit_dense == 1.0
+    assert bf16.step_time_s > hidden.step_time_s
+    assert bf16.time_breakdown.exposed_communication > hidden.time_breakdown.exposed_communication
     extra = bf16.assumptions["tp_overlap_16_bit"]
-    assert extra["step_time_s_without_overlap"] == pytest.approx(without.step_time_s,
-                                                                 rel=1e-12)
-    assert without.step_time_s > bf16.step_time_s
-    assert "--tp-comm-overlap" in extra["note"]
-    assert "tp_overlap_16_bit" not in run(dataclasses.replace(
-        cfg, precision=Precision.FP8)).assumptions
-    assert "tp_overlap_16_bit" not in without.assumptions
-    assert "tp_overlap_16_bit" not in run(dataclasses.replace(
-        cfg, tp=1, sequence_parallel=False, tp_comm_overlap=False)).assumptions
+    assert extra["step_time_s_with_overlap_hidden"] == pytest.approx(hidden.step_time_s,
+                                                                     rel=1e-12)
+    off = run(dataclasses.replace(cfg, tp_comm_overlap=False))
+    assert extra["step_time_s_without_overlap"] == pytest.approx(off.step_time_s, rel=1e-12)
+    assert "--tp-comm-overlap" in extra["note"] and "100%" in extra["note"]
+    fp8 = dataclasses.replace(cfg, precision=Precision.FP8)
+    assert run(fp8).step_time_s == run(fp8, hiding).step_time_s
+    assert "tp_overlap_16_bit" not in run(fp8).assumptions
+    mixtral = preset("mixtral-8x7b").shape
+    moe = dataclasses.replace(cfg, ep=2)
+    moe_run = run(moe, model=mixtral)
+    assert moe_run.step_time_s == run(moe, hiding, mixtral).step_time_s
+    moe_extra = moe_run.assumptions["tp_overlap_16_bit"]
+    assert "step_time_s_with_overlap_hidden" not in moe_extra
+    assert moe_extra["step_time_s_without_overlap"] > moe_run.step_time_s
 
 
 def test_a_step_pays_a_fixed_time_beside_its_layers() -> None:

@@ -452,6 +452,48 @@ def test_dgx_cloud_405b_rows_give_the_tables_own_throughput() -> None:
         assert p.get("gpus") == p.get("tp") * p.get("pp") * p.get("cp") * p.get("dp")
 
 
+def test_dgx_cloud_llama31_24_09_rows_give_the_tables_own_figures() -> None:
+    """NVIDIA's DGX Cloud Benchmarking llama3.1/README_8b.md and README_70b.md @143b90dd
+    (NeMo 24.09) print, beside each H100 step time, the tokens/s it makes at GBS 16 x GPUs
+    (8B) or 2 x GPUs (70B) and its MFU at 4.74e14 (8B) or 3.94e15 (70B) FLOPs a sequence
+    over 989 (BF16) or 1,979 (FP8) TFLOPS: the rows' step times, sequence and global batch
+    give both back, and their layouts are the tables' headers (8B: TP 1, PP 1, CP 2, MBS 1,
+    GA 32; 70B: TP 4, PP 4, CP 2, VP 5, MBS 1, GA 64)."""
+    # size, precision: (GPUs, tokens/s, MFU) per column
+    published = {
+        ("8b", "bf16"): [(8, 81222, 0.5937), (16, 161319, 0.5896), (32, 321403, 0.5873),
+                         (64, 641331, 0.5860), (128, 1280704, 0.5851)],
+        ("8b", "fp8"): [(8, 108436, 0.3963), (16, 215535, 0.3939), (32, 430185, 0.3931),
+                        (64, 855980, 0.3910), (128, 1708474, 0.3902)],
+        ("70b", "bf16"): [(64, 71235, 0.5410), (128, 142373, 0.5406), (256, 283399, 0.5381),
+                          (512, 563372, 0.5348), (1024, 1124478, 0.5338),
+                          (2048, 2248957, 0.5338)],
+        ("70b", "fp8"): [(64, 95239, 0.3617), (128, 191871, 0.3643), (256, 375834, 0.3568),
+                         (512, 750323, 0.3562), (1024, 1487342, 0.3530),
+                         (2048, 2945955, 0.3496)],
+    }
+    rows = {p.id: p for p in load_training_points()
+            if p.source in ("dgxc-nemo-llama31-8b-24.09", "dgxc-nemo-llama31-70b-24.09")}
+    assert len(rows) == sum(len(v) for v in published.values())
+    for (size, precision), columns in published.items():
+        flops, peak = {"8b": 4.74e14, "70b": 3.94e15}[size], {"bf16": 989e12,
+                                                               "fp8": 1979e12}[precision]
+        layout = (4, 4, 2, 5, 64) if size == "70b" else (1, 1, 2, 1, 32)
+        for gpus, tokens_per_s, mfu in columns:
+            p = rows[f"dgxc2501-h100-llama31-{size}-{precision}-{gpus}"]
+            step = p.get("step_time_s")
+            # the 70B BF16 2,048-GPU column prints 14.98 s beside the 1,024 column's
+            # tokens/s doubled and its MFU (what 14.92 s makes); the step time is entered
+            tol = 5e-3 if p.id == "dgxc2501-h100-llama31-70b-bf16-2048" else 0.0
+            assert p.get("seq_len") * p.get("global_batch") / step == pytest.approx(
+                tokens_per_s, rel=tol, abs=1.0), p.id
+            got = p.get("global_batch") * flops / step / gpus / peak
+            assert got == pytest.approx(mfu, abs=5e-4 + tol * mfu), p.id
+            ga = p.get("global_batch") // (p.get("micro_batch") * p.get("dp"))
+            assert (p.get("tp"), p.get("pp"), p.get("cp"), p.get("vpp") or 1, ga) == layout
+            assert p.get("gpus") == p.get("tp") * p.get("pp") * p.get("cp") * p.get("dp")
+
+
 def test_dgx_cloud_nemotron4_rows_give_the_tables_own_figures() -> None:
     """NVIDIA's DGX Cloud Benchmarking nemotron/README.md @1f6d9f40 prints, beside the H100
     step times, tokens/s: the 340B's (BF16 4.606 s, FP8 3.107 s on 256 GPUs) 56,913 and
