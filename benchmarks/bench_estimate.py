@@ -97,8 +97,8 @@ def main() -> None:
         print(f"{label:46} {from_si(per, Unit.US):8.1f} us per estimate  "
               f"({per / GOAL_S:.2f} of the 1 ms goal; fastest round "
               f"{from_si(min(rounds), Unit.US):.1f} us)")
-    # a 16-bit run with userbuffers TP overlap also prices its step without the overlap
-    # (assumptions.tp_overlap_16_bit): two step models in one estimate
+    # a dense 16-bit run with userbuffers TP overlap also prices its step with the traffic
+    # hidden (assumptions.tp_overlap_16_bit): two step models in one estimate
     overlapped = TrainingConfig(gpus=64, seq_len=8192, global_batch=128, tp=4, pp=4,
                                 sequence_parallel=True, recompute=Recompute.SELECTIVE,
                                 tp_comm_overlap=True)
@@ -110,8 +110,8 @@ def main() -> None:
     rounds = _rounds(with_overlap, args.runs)
     per = statistics.median(rounds)
     print(f"{'the same 70B step, BF16 --tp-comm-overlap':46} {from_si(per, Unit.US):8.1f} us "
-          f"per estimate  ({per / GOAL_S:.2f} of the 1 ms goal; the step without the "
-          "overlap priced too)")
+          f"per estimate  ({per / GOAL_S:.2f} of the 1 ms goal; the step with the "
+          "traffic hidden priced too)")
     # --rate: the whole batch axis evaluated at once, then the estimate at the batch found
     cfg = InferenceConfig(input_len=2048, output_len=512, gpus=2, tp=2, quant=fp8)
     shape = preset("llama-3.1-70b").shape

@@ -1468,25 +1468,24 @@ def _tp_overlap_16_bit_note(shape: TransformerShape, product: Product, device: D
                             intra: Link, inter: Link | None, cfg: TrainingConfig,
                             eff: Efficiency, host_link: float | None) -> dict[str, Any]:
     """What the userbuffers overlap is taken to hide in a 16-bit run, and the step priced the
-    other way: a dense model's with the traffic hidden (``tp_comm_exposed``), an MoE model's
-    with the overlap off (docs/performance-model.md, "Dense 16-bit runs and the TP
-    overlap")."""
-    without = evaluate_training(shape, product, device, intra, inter,
-                                dataclasses.replace(cfg, tp_comm_overlap=False), eff,
-                                host_link_bytes_s=host_link)
-    doc: dict[str, Any] = {"step_time_s_without_overlap": float(without.step)}
+    other way: a dense model's with the traffic hidden (``tp_comm_exposed``:
+    ``step_time_s_with_overlap_hidden``), an MoE model's with the overlap off
+    (``step_time_s_without_overlap``; docs/performance-model.md, "Dense 16-bit runs and the
+    TP overlap")."""
     if shape.is_moe:
-        doc["note"] = (
+        without = evaluate_training(shape, product, device, intra, inter,
+                                    dataclasses.replace(cfg, tp_comm_overlap=False), eff,
+                                    host_link_bytes_s=host_link)
+        return {"step_time_s_without_overlap": float(without.step), "note": (
             f"the tensor-parallel traffic is taken as hidden by the userbuffers overlap "
             f"(--tp-comm-overlap), as the published MoE runs in 16-bit read (the MoE "
             f"Parallel Folding paper's at TP 2-4, Llama 4 Maverick and Grok-1 on H100); "
             f"without it the step is {float(without.step):.3g} s. The dense 16-bit runs "
-            f"read as if it hid none of theirs, and a dense model is priced so")
-        return doc
+            f"read as if it hid none of theirs, and a dense model is priced so")}
     hidden = evaluate_training(shape, product, device, intra, inter, cfg,
                                dataclasses.replace(eff, tp_comm_exposed_16_bit_dense=(
                                    eff.tp_comm_exposed)), host_link_bytes_s=host_link)
-    doc["step_time_s_with_overlap_hidden"] = float(hidden.step)
+    doc: dict[str, Any] = {"step_time_s_with_overlap_hidden": float(hidden.step)}
     doc["note"] = (
         f"in a dense 16-bit run the userbuffers overlap (--tp-comm-overlap) is taken to "
         f"leave {eff.tp_comm_exposed_16_bit_dense:.0%} of the tensor-parallel traffic "
