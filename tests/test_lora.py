@@ -204,13 +204,14 @@ def test_fine_tuning_validation_rows() -> None:
     attention ran at one rate for every length); one beyond 20%, MLPerf v6.0's 72-GPU GB300
     run at context parallelism 8 (-25%, -18% before: its 1,024-position chunks now cost
     what short spans do, while the same layout's v5.0 GB200 run reads -1.5%, published 1.43x
-    slower than it); the Megatron Bridge LoRA runs read fast (4-16%, 7-18% before)."""
+    slower than it); the Megatron Bridge LoRA runs read fast (4-16%, 7-18% before; 2-13%
+    since a low-precision run's LM head is priced in BF16, 7.6% over the 22)."""
     rows = [r for r in validate_training(CATALOG).rows if "-lora" in r.id or "-sft-" in r.id]
     assert len(rows) == 22 and all(r.out_of_sample for r in rows)
     assert sum(abs(r.error) for r in rows) / len(rows) <= 0.092
     assert [r.id for r in rows if abs(r.error) > 0.20] == ["mlperf60-gb300-llama2-70b-lora-72"]
     mbridge_lora = [r.error for r in rows if r.id.startswith("mbridge") and "-lora-" in r.id]
-    assert len(mbridge_lora) == 5 and all(0.03 < e < 0.17 for e in mbridge_lora)
+    assert len(mbridge_lora) == 5 and all(0.01 < e < 0.17 for e in mbridge_lora)
 
 
 def test_cli(capsys: pytest.CaptureFixture[str]) -> None:

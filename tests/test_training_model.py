@@ -347,10 +347,11 @@ def test_validation_error_does_not_regress() -> None:
     # them are held to their own figure
     hybrid_ids = {p.id for p in load_training_points() if point_shape(p).is_hybrid}
     hybrid = [abs(r.error) for r in summary.rows if r.id in hybrid_ids]
-    assert len(hybrid) == 44 and sum(hybrid) / len(hybrid) <= 0.105  # 10.4%
+    # 9.7% since a low-precision run's LM head is priced in BF16
+    assert len(hybrid) == 44 and sum(hybrid) / len(hybrid) <= 0.098  # 9.7% (10.4% before)
     earlier = [abs(r.error) for r in summary.rows
                if r.id in hybrid_ids and "nemotron-h-56b" not in r.id]
-    assert len(earlier) == 37 and sum(earlier) / len(earlier) <= 0.10  # 9.5% (9.6% over 34)
+    assert len(earlier) == 37 and sum(earlier) / len(earlier) <= 0.09  # 8.8% (9.5% before)
     summary = dataclasses.replace(summary, rows=tuple(
         r for r in summary.rows if r.id not in hybrid_ids))
     assert len(summary.rows) >= 605
@@ -377,12 +378,15 @@ def test_validation_error_does_not_regress() -> None:
     # on the ten dense BF16 runs with the overlap on, which become in sample: 16.0% -> 2.9%
     # among them); the 666 before the day's rows are held to their own figure (6.92% before
     # the overlap rule, 6.88% with it)
-    assert summary.mean_abs_error <= 0.071
+    # 6.73% since a low-precision run's LM head is priced in BF16 (Megatron-Core's output
+    # layer runs outside Transformer Engine's FP8 autocast), nothing refitted: the FP8 and
+    # NVFP4 rows 7.95% -> 7.50%
+    assert summary.mean_abs_error <= 0.068
     days_rows = ("nemo-perf-25.04", "nemo-perf-25.02", "dgxc-nemo-llama31-8b-24.09",
                  "dgxc-nemo-llama31-70b-24.09")
     before = [abs(r.error) for r in summary.rows
               if r.source not in days_rows and "nemotron4-15b" not in r.id]
-    assert len(before) == 666 and sum(before) / len(before) <= 0.070  # 6.88%
+    assert len(before) == 666 and sum(before) / len(before) <= 0.068  # 6.69% (6.88%)
     # Qwen3-235B H100 row takes its recipe's EP overlap (7.72% before; 7.73% before the tied
     # embedding's all-reduce; 8.007% while every
     # pipeline inside a node was charged NVLink's sends; 8.08% while no
@@ -401,12 +405,14 @@ def test_validation_error_does_not_regress() -> None:
     # 7.06% over 648 with NeMo's 25.04 and 25.02 performance-summary rows and DGX Cloud's
     # Nemotron-4 15B pair; 6.93% over 670 with DGX Cloud's NeMo 24.09 Llama 3.1 rows and
     # the dense 16-bit overlap rule
-    assert summary.mean_abs_error <= 0.0706
+    # 6.71% since a low-precision run's LM head is priced in BF16
+    assert summary.mean_abs_error <= 0.068
     in_sample = [abs(r.error) for r in summary.rows if not r.out_of_sample]
     # 7.92% over 154 (7.89% before the attention span; 8.57% before the unpaired passes;
     # 8.73% over 151 before); 7.87% over 162 with DGX Cloud's eight Grok-1 rows; 7.58% over
     # 172 with the ten dense 16-bit runs that set tp_comm_exposed_16_bit_dense
-    assert sum(in_sample) / len(in_sample) <= 0.080
+    # 7.52% since a low-precision run's LM head is priced in BF16
+    assert sum(in_sample) / len(in_sample) <= 0.076
     out = [abs(r.error) for r in summary.rows if r.out_of_sample]
     # 7.42% over 415 with llm-foundry's A100 40GB rows; 7.48% over 339 since its other 112
     # rows; 7.21% over 227 since the four
@@ -419,7 +425,8 @@ def test_validation_error_does_not_regress() -> None:
     # 6.79% over 486 since NeMo's 25.04 and 25.02 performance-summary rows and DGX Cloud's
     # Nemotron-4 15B pair; 6.70% over 498 with DGX Cloud's NeMo 24.09 Llama 3.1 rows (the
     # 70B BF16 six among them moved in sample by the dense 16-bit overlap rule)
-    assert sum(out) / len(out) <= 0.068
+    # 6.43% since a low-precision run's LM head is priced in BF16
+    assert sum(out) / len(out) <= 0.065
     assert summary.by("gpu")["a100-sxm4-80gb"] <= 0.062  # 5.8% (6.7% before the span)
     within_20 = sum(abs(r.error) <= 0.20 for r in summary.rows) / len(summary.rows)
     # 93.96% since the Megatron-DeepSpeed runs (94.7% before); 94.1% (93.7% before the
@@ -428,7 +435,8 @@ def test_validation_error_does_not_regress() -> None:
     # carry it; 94.7% with NeMo's 25.04 and 25.02 performance-summary rows (four of the 16
     # beyond 20%); 95.07% with DGX Cloud's Nemotron-4 15B pair and NeMo 24.09 Llama 3.1
     # rows and the dense 16-bit overlap rule
-    assert within_20 >= 0.95
+    # 95.7% since a low-precision run's LM head is priced in BF16
+    assert within_20 >= 0.955
     # dense runs: 5.4% with one beyond 20% (inside the issue's goal) until the v5.1 partners'
     # runs, 6.1% with seven beyond since (the six HGX runs below and Nemotron 22B); MoE 14.2%;
     # with the overlap by its physics 5.2% and three beyond (Cisco's v5.1 H100 run without
@@ -446,13 +454,14 @@ def test_validation_error_does_not_regress() -> None:
     # runs 8.8% among themselves, B200's 25.02 Nemotron-4 15B +23.5% beyond 20%); 5.85%
     # over 456 with DGX Cloud's Nemotron-4 15B pair; 5.73% over 478 with its NeMo 24.09
     # Llama 3.1 runs and the dense 16-bit overlap rule
-    assert len(dense) >= 478 and sum(dense) / len(dense) <= 0.059
+    # 5.40% over 478 and nine beyond since a low-precision run's LM head is priced in BF16
+    assert len(dense) >= 478 and sum(dense) / len(dense) <= 0.055
     # 11 since NVIDIA's DGX Cloud Llama 3.1 405B rows (NeMo 25.04): BF16 on 128 GB200 +24.5%,
     # out of sample, nothing refitted (docs/performance-model.md, "NVIDIA's DGX Cloud
     # recipes: Llama 3.1 405B in BF16 and FP8"); 12 since NeMo 25.02's Nemotron-4 15B run
     # on 64 B200 (+23.5%, out of sample); 11 since the dense 16-bit overlap rule (DGX
     # Cloud's 405B BF16 run on 128 GB200 +24.5% -> +12.3%)
-    assert sum(e > 0.20 for e in dense) <= 11
+    assert sum(e > 0.20 for e in dense) <= 9
     # the v5.1 partners' Llama 3.1 8B runs across four to 32 HGX nodes at one micro-batch per
     # rank read 14-25% slow while their InfiniBand gradient traffic was charged at a share
     # fitted on steps dozens of times longer (docs/performance-model.md, "MLPerf Training
@@ -472,8 +481,10 @@ def test_validation_error_does_not_regress() -> None:
     # 5.9% and 12.0% with the attention span (GPT-3 175B's 2,048 positions run its attention
     # slower, the runs 0.2-0.4 points slower; Llama 3.1 405B's 8,192 faster); 6.4% and 13.2%
     # since an FP8 GEMM input's cast writes the transposed copy Hopper's FP8 GEMMs need
-    # (quantized_copies: the GPT-3 175B runs on H100, already slow, slower)
-    assert sum(earlier_rounds) / 34 <= 0.065 and max(earlier_rounds) <= 0.133
+    # (quantized_copies: the GPT-3 175B runs on H100, already slow, slower); 6.6% and 14.2%
+    # since a low-precision run's LM head is priced in BF16 (Megatron-Core's output layer
+    # runs outside Transformer Engine's FP8 autocast; the same runs 0.1-1 point slower)
+    assert sum(earlier_rounds) / 34 <= 0.066 and max(earlier_rounds) <= 0.142
     b300_fp4 = [abs(r.error) for r in summary.rows
                 if r.gpu == "b300" and r.precision == "nvfp4"]
     assert len(b300_fp4) == 9 and max(b300_fp4) <= 0.15  # -0.4% to -13%
@@ -1410,6 +1421,23 @@ def test_the_data_parallel_traffic_is_reported_by_part() -> None:
                                     rel=1e-6)
     assert "ZeRO-3" in run(dataclasses.replace(cfg, zero=3)).assumptions[
         "data_parallel_traffic_s"]["how"]
+
+
+@pytest.mark.parametrize(("gpu", "precision"), [("h100", Precision.FP8),
+                                               ("b200", Precision.FP8),
+                                               ("b200", Precision.NVFP4)])
+def test_a_low_precision_runs_lm_head_runs_in_bf16(gpu: str, precision: Precision) -> None:
+    """Megatron-Core's output layer is its own ColumnParallelLinear, outside Transformer
+    Engine's FP8/FP4 autocast, so an FP8 or NVFP4 run's LM head and loss take what the BF16
+    run's do, while its layers run faster."""
+    shape = preset("llama-3.1-8b").shape
+    product = CATALOG.product(gpu)
+    cfg = TrainingConfig(gpus=8, seq_len=8192, global_batch=64, precision=precision)
+    low = estimate_training(CATALOG, shape, product, cfg).as_json()["compute_breakdown_s"]
+    bf16 = estimate_training(CATALOG, shape, product, dataclasses.replace(
+        cfg, precision=Precision.BF16)).as_json()["compute_breakdown_s"]
+    assert low["lm_head_and_loss"] == pytest.approx(bf16["lm_head_and_loss"], rel=1e-12)
+    assert low["dense_gemms"] < bf16["dense_gemms"]
 
 
 def test_a_dense_16_bit_run_takes_the_tp_overlap_as_hiding_none_of_its_traffic() -> None:

@@ -1868,8 +1868,15 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     kinds = (layers.kinds if layers is not None and parts is None else
              _layer_times(shape, cfg, device, eff, tp_group, cp_group, ep_group,
                           with_parts=parts is not None))
+    # the LM head runs in BF16 in an FP8 or FP4 run: Megatron-Core's output layer is its own
+    # ColumnParallelLinear, outside Transformer Engine's autocast (docs/performance-model.md,
+    # "A low-precision run's LM head")
+    head_device, head_eff = (device, eff)
+    if cfg.precision.low_precision:
+        head_device = Device.of(product, Precision.BF16, device.tensor_core_generation)
+        head_eff = bf16_efficiency(eff, cfg, product.key)
     head = op_time(Gemm(tokens_mb, shape.vocab // cfg.tp, shape.hidden, name="lm_head"),
-                   device, eff)[0]
+                   head_device, head_eff)[0]
     loss = op_time(Elementwise(3.0 * tokens_mb * shape.vocab / cfg.tp * 4, name="loss"),
                    device, eff)[0]
     # forward, data gradient and (unless frozen under LoRA) weight gradient
