@@ -2071,6 +2071,10 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     # whatever the recipe keeps the others' in
     dense16, expert16 = (_rank_local_params(shape, layout.bf16_part(), cfg, 0.0, 0.0)
                          if layout is not None and layout.bf16_virtual else (0.0, 0.0))
+    # the embedding and the output layer keep BF16 weights under FP8 (or FP4) ones:
+    # Megatron-Core builds them outside Transformer Engine, whose modules alone hold the
+    # narrow copy (fp8_param_gather)
+    dense16 = dense16 + _edge_params_local(shape, layout, cfg)
     if cfg.mtp_bf16:
         # the MTP blocks' on the rank holding them (the last)
         on_rank = 1.0 if layout is None else _over_ranks(
@@ -2291,6 +2295,21 @@ def _slowest_rank(values: Num, ndim: int) -> Num:
     """The largest rank's value for each configuration (values without a rank axis, the
     same on every rank, as they are)."""
     return np.max(values, axis=0) if np.ndim(values) > ndim else values
+
+
+def _edge_params_local(shape: TransformerShape, layout: PipelineLayout | None,
+                       cfg: TrainingConfig) -> Any:
+    """The embedding's and the output layer's parameters on each GPU (split over TP): the
+    first rank's embedding and the last rank's head (the heaviest rank's, the last, without a
+    layout), one value per rank along a first axis with a layout."""
+    pc = count_params(shape)
+    if layout is None:
+        return where(cfg.pp > 1, (pc.lm_head or pc.embedding) / cfg.tp,
+                     (pc.embedding + pc.lm_head) / cfg.tp)
+    edges = np.array([r.embedding * pc.embedding
+                      + r.loss * (pc.lm_head or (0 if r.embedding else pc.embedding))
+                      for r in layout.ranks], dtype=float)
+    return _over_ranks(edges, _batch_ndim(cfg)) / cfg.tp
 
 
 def _rank_local_params(shape: TransformerShape, layout: PipelineLayout, cfg: TrainingConfig,
