@@ -380,10 +380,11 @@ def test_validation_error_does_not_regress() -> None:
     # the overlap rule, 6.88% with it)
     # 6.73% since a low-precision run's LM head is priced in BF16 (Megatron-Core's output
     # layer runs outside Transformer Engine's FP8 autocast), nothing refitted: the FP8 and
-    # NVFP4 rows 7.95% -> 7.50%
+    # NVFP4 rows 7.95% -> 7.50%; 6.77% over 716 with DGX Cloud's GPT-3 175B runs on
+    # nemo:24.05 (ten, out of sample: BF16 +14%, reading +28% were the TP traffic hidden)
     assert summary.mean_abs_error <= 0.068
     days_rows = ("nemo-perf-25.04", "nemo-perf-25.02", "dgxc-nemo-llama31-8b-24.09",
-                 "dgxc-nemo-llama31-70b-24.09")
+                 "dgxc-nemo-llama31-70b-24.09", "dgxc-nemo-gpt3-175b-24.05")
     before = [abs(r.error) for r in summary.rows
               if r.source not in days_rows and "nemotron4-15b" not in r.id]
     assert len(before) == 666 and sum(before) / len(before) <= 0.068  # 6.69% (6.88%)

@@ -494,6 +494,32 @@ def test_dgx_cloud_llama31_24_09_rows_give_the_tables_own_figures() -> None:
             assert p.get("gpus") == p.get("tp") * p.get("pp") * p.get("cp") * p.get("dp")
 
 
+def test_dgx_cloud_gpt3_175b_rows_give_the_tables_own_figures() -> None:
+    """NVIDIA's DGX Cloud Benchmarking nemo_megatron/README_175b.md @35a9aecc prints, beside
+    each H100 step time of GPT-3 175B (TP 4, PP 8, VP 12, MBS 1, GBS 2 x GPUs), its tokens/s
+    and its MFU at 2.20e15 FLOPs a sequence over 989 (BF16) or 1,979 (FP8) TFLOPS: the rows
+    give both back."""
+    published = {
+        "bf16": [(128, 58843, 0.4993), (256, 117159, 0.4971), (512, 230710, 0.4894),
+                 (1024, 465517, 0.4938), (2048, 930001, 0.4932)],
+        "fp8": [(128, 88562, 0.3756), (256, 175936, 0.3730), (512, 325645, 0.3452),
+                (1024, 624152, 0.3309), (2048, 1344328, 0.3563)],
+    }
+    rows = {p.id: p for p in load_training_points() if p.source == "dgxc-nemo-gpt3-175b-24.05"}
+    assert len(rows) == 10
+    for precision, columns in published.items():
+        peak = {"bf16": 989e12, "fp8": 1979e12}[precision]
+        for gpus, tokens_per_s, mfu in columns:
+            p = rows[f"dgxc2411-h100-gpt3-175b-{precision}-{gpus}"]
+            step = p.get("step_time_s")
+            assert p.get("seq_len") * p.get("global_batch") / step == pytest.approx(
+                tokens_per_s, abs=1.0), p.id
+            assert p.get("global_batch") * 2.20e15 / step / gpus / peak == pytest.approx(
+                mfu, abs=5e-4), p.id
+            assert (p.get("tp"), p.get("pp"), p.get("vpp"), p.get("micro_batch")) == (4, 8, 12, 1)
+            assert p.get("gpus") == p.get("tp") * p.get("pp") * p.get("dp")
+
+
 def test_dgx_cloud_nemotron4_rows_give_the_tables_own_figures() -> None:
     """NVIDIA's DGX Cloud Benchmarking nemotron/README.md @1f6d9f40 prints, beside the H100
     step times, tokens/s: the 340B's (BF16 4.606 s, FP8 3.107 s on 256 GPUs) 56,913 and
