@@ -427,6 +427,17 @@ def test_a_row_whose_notes_turn_tp_overlap_off_runs_without_it() -> None:
     assert all(p in said for p in super_tp)
 
 
+def _step_tokens_per_s(p: TrainingPoint) -> float:
+    """The tokens a second a row's step time makes at its sequence and global batch."""
+    return float(p.get("seq_len") * p.get("global_batch") / p.get("step_time_s"))
+
+
+def _step_mfu(p: TrainingPoint, flops_per_sequence: float, peak: float) -> float:
+    """The MFU a row's step time gives at a source's FLOPs a sequence and peak a GPU."""
+    return float(p.get("global_batch") * flops_per_sequence / p.get("step_time_s")
+                 / p.get("gpus") / peak)
+
+
 def test_dgx_cloud_405b_rows_give_the_tables_own_throughput() -> None:
     """NVIDIA's DGX Cloud Benchmarking llama3.1/README.md @60d6fd33 prints, beside each step
     time, the tokens per second it makes at the table's global batch: the rows' step times,
@@ -447,7 +458,7 @@ def test_dgx_cloud_405b_rows_give_the_tables_own_throughput() -> None:
     assert set(rows) == set(published)
     for pid, tokens_per_s in published.items():
         p = rows[pid]
-        got = p.get("seq_len") * p.get("global_batch") / p.get("step_time_s")
+        got = _step_tokens_per_s(p)
         assert got == pytest.approx(tokens_per_s, abs=1.0), pid
         assert p.get("gpus") == p.get("tp") * p.get("pp") * p.get("cp") * p.get("dp")
 
@@ -481,14 +492,11 @@ def test_dgx_cloud_llama31_24_09_rows_give_the_tables_own_figures() -> None:
         layout = (4, 4, 2, 5, 64) if size == "70b" else (1, 1, 2, 1, 32)
         for gpus, tokens_per_s, mfu in columns:
             p = rows[f"dgxc2501-h100-llama31-{size}-{precision}-{gpus}"]
-            step = p.get("step_time_s")
             # the 70B BF16 2,048-GPU column prints 14.98 s beside the 1,024 column's
             # tokens/s doubled and its MFU (what 14.92 s makes); the step time is entered
             tol = 5e-3 if p.id == "dgxc2501-h100-llama31-70b-bf16-2048" else 0.0
-            assert p.get("seq_len") * p.get("global_batch") / step == pytest.approx(
-                tokens_per_s, rel=tol, abs=1.0), p.id
-            got = p.get("global_batch") * flops / step / gpus / peak
-            assert got == pytest.approx(mfu, abs=5e-4 + tol * mfu), p.id
+            assert _step_tokens_per_s(p) == pytest.approx(tokens_per_s, rel=tol, abs=1.0), p.id
+            assert _step_mfu(p, flops, peak) == pytest.approx(mfu, abs=5e-4 + tol * mfu), p.id
             ga = p.get("global_batch") // (p.get("micro_batch") * p.get("dp"))
             assert (p.get("tp"), p.get("pp"), p.get("cp"), p.get("vpp") or 1, ga) == layout
             assert p.get("gpus") == p.get("tp") * p.get("pp") * p.get("cp") * p.get("dp")
@@ -511,11 +519,8 @@ def test_dgx_cloud_gpt3_175b_rows_give_the_tables_own_figures() -> None:
         peak = {"bf16": 989e12, "fp8": 1979e12}[precision]
         for gpus, tokens_per_s, mfu in columns:
             p = rows[f"dgxc2411-h100-gpt3-175b-{precision}-{gpus}"]
-            step = p.get("step_time_s")
-            assert p.get("seq_len") * p.get("global_batch") / step == pytest.approx(
-                tokens_per_s, abs=1.0), p.id
-            assert p.get("global_batch") * 2.20e15 / step / gpus / peak == pytest.approx(
-                mfu, abs=5e-4), p.id
+            assert _step_tokens_per_s(p) == pytest.approx(tokens_per_s, abs=1.0), p.id
+            assert _step_mfu(p, 2.20e15, peak) == pytest.approx(mfu, abs=5e-4), p.id
             assert (p.get("tp"), p.get("pp"), p.get("vpp"), p.get("micro_batch")) == (4, 8, 12, 1)
             assert p.get("gpus") == p.get("tp") * p.get("pp") * p.get("dp")
 
@@ -536,7 +541,7 @@ def test_dgx_cloud_nemotron4_rows_give_the_tables_own_figures() -> None:
     assert set(rows) == set(published)
     for pid, tokens_per_s in published.items():
         p = rows[pid]
-        got = p.get("seq_len") * p.get("global_batch") / p.get("step_time_s")
+        got = _step_tokens_per_s(p)
         assert got == pytest.approx(tokens_per_s, abs=1.0), pid
         layout = (8, 8, 12, 4, 1, 64) if "340b" in pid else (2, 1, 1, 8, 2, 64)
         assert (p.get("tp"), p.get("pp"), p.get("vpp") or 1, p.get("dp"),
@@ -545,7 +550,7 @@ def test_dgx_cloud_nemotron4_rows_give_the_tables_own_figures() -> None:
     assert flops == pytest.approx(3.85e14, rel=2e-3)
     for precision, (mfu, peak) in {"bf16": (0.567, 989e12), "fp8": (0.391, 1979e12)}.items():
         p = rows[f"dgxc2504-h100-nemotron4-15b-{precision}-16"]
-        got = p.get("global_batch") * 3.85e14 / p.get("step_time_s") / p.get("gpus") / peak
+        got = _step_mfu(p, 3.85e14, peak)
         assert got == pytest.approx(mfu, abs=5e-4), precision
 
 
@@ -563,7 +568,7 @@ def test_dgx_cloud_nemotron_h_rows_give_the_tables_own_throughput() -> None:
     for gpus, tokens_per_s in published.items():
         p = rows[gpus]
         assert p.get("global_batch") == 3 * gpus
-        got = p.get("seq_len") * p.get("global_batch") / p.get("step_time_s")
+        got = _step_tokens_per_s(p)
         assert got == pytest.approx(tokens_per_s, abs=1.0), p.id
         assert (p.get("tp"), p.get("pp"), p.get("cp"), p.get("dp")) == (8, 1, 1, gpus // 8)
 
@@ -591,7 +596,7 @@ def test_dgx_cloud_llama4_maverick_rows_give_the_tables_own_throughput() -> None
     assert set(rows) == set(published)
     for pid, tokens_per_s in published.items():
         p = rows[pid]
-        got = p.get("seq_len") * p.get("global_batch") / p.get("step_time_s")
+        got = _step_tokens_per_s(p)
         assert got == pytest.approx(tokens_per_s, rel=1e-3), pid
         assert p.get("gpus") == p.get("tp") * p.get("pp") * p.get("cp") * p.get("dp")
         assert p.get("gpus") % (p.get("ep") * p.get("etp")) == 0
@@ -650,13 +655,13 @@ def test_dgx_cloud_grok1_rows_give_the_tables_own_figures() -> None:
               "h100-grok1-314b-bf16-512": 526493, "h100-grok1-314b-fp8-512": 624478}
     for key, tokens_per_s in tokens.items():
         p = rows["dgxc2504-" + key]
-        got = p.get("seq_len") * p.get("global_batch") / p.get("step_time_s")
+        got = _step_tokens_per_s(p)
         assert got == pytest.approx(tokens_per_s, rel=2e-4), key
     mfu = {"bf16": (0.476, 2.45e15), "fp8": (0.336, 4.9e15)}
     for precision, (published, peak) in mfu.items():
         p = rows[f"dgxc2504-gb200-grok1-314b-{precision}-512"]
         assert p.get("global_batch") == 2 * p.get("gpus") == 1024
-        got = p.get("global_batch") * 4.27e15 / p.get("step_time_s") / p.get("gpus") / peak
+        got = _step_mfu(p, 4.27e15, peak)
         assert got == pytest.approx(published, abs=5e-4), precision
     for p in rows.values():
         assert (p.get("experts"), p.get("experts_per_token")) == (8, 2)

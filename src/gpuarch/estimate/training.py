@@ -110,6 +110,7 @@ from gpuarch.workloads.flops import (
 )
 from gpuarch.workloads.mtp import mtp_block_params, mtp_forward_flops_per_token, mtp_layer_shape
 from gpuarch.workloads.params import (
+    ParamCount,
     attention_params,
     count_params,
     first_stage_params,
@@ -1868,15 +1869,15 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     kinds = (layers.kinds if layers is not None and parts is None else
              _layer_times(shape, cfg, device, eff, tp_group, cp_group, ep_group,
                           with_parts=parts is not None))
-    # the LM head runs in BF16 in an FP8 or FP4 run: Megatron-Core's output layer is its own
-    # ColumnParallelLinear, outside Transformer Engine's autocast (docs/performance-model.md,
-    # "A low-precision run's LM head")
-    head_device, head_eff = (device, eff)
-    if cfg.precision.low_precision:
-        head_device = Device.of(product, Precision.BF16, device.tensor_core_generation)
-        head_eff = bf16_efficiency(eff, cfg, product.key)
+    # what an FP8 or FP4 run keeps in BF16 runs on the BF16 device at the 16-bit
+    # efficiencies: the LM head always (Megatron-Core's output layer is its own
+    # ColumnParallelLinear, outside Transformer Engine's autocast: docs/performance-model.md,
+    # "A low-precision run's LM head"), and the layers and MTP blocks asked for (below)
+    bf16 = ((Device.of(product, Precision.BF16, device.tensor_core_generation),
+             bf16_efficiency(eff, cfg, product.key))
+            if cfg.precision.low_precision else (device, eff))
     head = op_time(Gemm(tokens_mb, shape.vocab // cfg.tp, shape.hidden, name="lm_head"),
-                   head_device, head_eff)[0]
+                   *bf16)[0]
     loss = op_time(Elementwise(3.0 * tokens_mb * shape.vocab / cfg.tp * 4, name="loss"),
                    device, eff)[0]
     # forward, data gradient and (unless frozen under LoRA) weight gradient
@@ -1890,8 +1891,7 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     layout = cfg.layout(shape)
     # the layers (and MTP blocks) run in BF16 beside the low-precision recipe, costed as a
     # BF16 run's
-    in_bf16 = (cfg.in_bf16, Device.of(product, Precision.BF16, device.tensor_core_generation),
-               bf16_efficiency(eff, cfg, product.key)) \
+    in_bf16 = (cfg.in_bf16, *bf16) \
         if cfg.mtp_bf16 or (layout is not None and layout.bf16_virtual) else None
     kinds16 = (_layer_times(shape, *in_bf16, tp_group, cp_group, ep_group,
                             with_parts=parts is not None)
@@ -2058,10 +2058,8 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     if layout is None:
         # latent experts' projections are duplicated over TP
         dense_body = pc.total - pc.embedding - pc.lm_head - expert_params - pc.moe_latent
-        head_params = (pc.lm_head or pc.embedding) / cfg.tp
-        dense_local = dense_body / (cfg.tp * cfg.pp) + pc.moe_latent / cfg.pp + where(
-            cfg.pp > 1, head_params, (pc.embedding + pc.lm_head) / cfg.tp) \
-            + cfg.mtp_layers * mtp_dense / cfg.tp
+        dense_local = dense_body / (cfg.tp * cfg.pp) + pc.moe_latent / cfg.pp \
+            + _edge_params_local(shape, None, cfg) + cfg.mtp_layers * mtp_dense / cfg.tp
         expert_local = (expert_params / cfg.pp + cfg.mtp_layers * mtp_expert) \
             / (cfg.expert_tp * cfg.ep)
     else:
@@ -2304,12 +2302,17 @@ def _edge_params_local(shape: TransformerShape, layout: PipelineLayout | None,
     layout), one value per rank along a first axis with a layout."""
     pc = count_params(shape)
     if layout is None:
-        return where(cfg.pp > 1, (pc.lm_head or pc.embedding) / cfg.tp,
+        return where(cfg.pp > 1, _head_params(pc, False) / cfg.tp,
                      (pc.embedding + pc.lm_head) / cfg.tp)
-    edges = np.array([r.embedding * pc.embedding
-                      + r.loss * (pc.lm_head or (0 if r.embedding else pc.embedding))
+    edges = np.array([r.embedding * pc.embedding + r.loss * _head_params(pc, r.embedding)
                       for r in layout.ranks], dtype=float)
     return _over_ranks(edges, _batch_ndim(cfg)) / cfg.tp
+
+
+def _head_params(pc: ParamCount, with_embedding: Any) -> int:
+    """The output layer's parameters on the rank holding it: its own, or a tied head's copy of
+    the embedding where the rank does not hold the embedding already."""
+    return pc.lm_head or (0 if with_embedding else pc.embedding)
 
 
 def _rank_local_params(shape: TransformerShape, layout: PipelineLayout, cfg: TrainingConfig,
@@ -2347,7 +2350,7 @@ def _rank_params(shape: TransformerShape, layout: PipelineLayout, mtp_dense: flo
         routed = shape.experts * routed_expert_params(shape)
     dense, experts = [], []
     for r in layout.ranks:
-        head = pc.lm_head or (0 if r.embedding else pc.embedding)  # a tied head's own copy
+        head = _head_params(pc, r.embedding)
         dense.append(r.dense_layers * dense_layer + r.expert_layers * expert_layer
                      + r.mtp * mtp_dense + r.embedding * first_stage
                      + r.loss * (head + final_norm))
@@ -2373,7 +2376,7 @@ def _hybrid_rank_params(shape: TransformerShape, layout: PipelineLayout, mtp_den
     routed = pc.mlp_experts // counts["E"]
     dense, experts = [], []
     for r in layout.ranks:
-        head = pc.lm_head or (0 if r.embedding else pc.embedding)  # a tied head's own copy
+        head = _head_params(pc, r.embedding)
         dense.append(sum(n * (outside[block] + norm) for block, n in r.blocks)
                      + r.mtp * mtp_dense + r.embedding * first_stage
                      + r.loss * (head + norm))
