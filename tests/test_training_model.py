@@ -347,10 +347,17 @@ def test_validation_error_does_not_regress() -> None:
     # them are held to their own figure
     hybrid_ids = {p.id for p in load_training_points() if point_shape(p).is_hybrid}
     hybrid = [abs(r.error) for r in summary.rows if r.id in hybrid_ids]
-    # 9.7% since a low-precision run's LM head is priced in BF16
-    assert len(hybrid) == 44 and sum(hybrid) / len(hybrid) <= 0.098  # 9.7% (10.4% before)
+    # 9.7% since a low-precision run's LM head is priced in BF16; 10.5% over 46 with NeMo
+    # AutoModel's Nemotron 3 Nano and Super runs on nemo:26.02 (out of sample, nothing
+    # refitted: -23% and -34%, as the framework's other runs read slow), the 44 before them
+    # held to their own figure
+    assert len(hybrid) == 46 and sum(hybrid) / len(hybrid) <= 0.106  # 10.5%
+    before_automodel = [abs(r.error) for r in summary.rows
+                        if r.id in hybrid_ids and r.source != "automodel-perf-2026"]
+    assert len(before_automodel) == 44 and sum(before_automodel) / 44 <= 0.098  # 9.7%
     earlier = [abs(r.error) for r in summary.rows
-               if r.id in hybrid_ids and "nemotron-h-56b" not in r.id]
+               if r.id in hybrid_ids and "nemotron-h-56b" not in r.id
+               and r.source != "automodel-perf-2026"]
     assert len(earlier) == 37 and sum(earlier) / len(earlier) <= 0.09  # 8.8% (9.5% before)
     summary = dataclasses.replace(summary, rows=tuple(
         r for r in summary.rows if r.id not in hybrid_ids))

@@ -666,3 +666,35 @@ def test_dgx_cloud_grok1_rows_give_the_tables_own_figures() -> None:
     for p in rows.values():
         assert (p.get("experts"), p.get("experts_per_token")) == (8, 2)
         assert p.get("gpus") == p.get("tp") * p.get("pp") * p.get("cp") * p.get("dp")
+
+
+def test_automodel_2026_hybrid_rows_give_the_pages_own_figures() -> None:
+    """NeMo AutoModel's current performance summary prints Nemotron 3 Nano (8 H100) and
+    Super (64 H100) on nemo:26.02 with their step times, TFLOP/s and tokens/s per GPU: the
+    rows' step times, batch and sequence give the tokens/s back (16,789 and 4,497), their
+    accumulation is the page's GA (16 and 4), and the page's FLOPs a token (19.5 and 74.3
+    GFLOP) are AutoModel's count; Super's sits 2% under the model's count without MTP
+    depths (75.9) and far from it with two (85.7), so no MTP block ran."""
+    from gpuarch.validation.training import point_shape
+    from gpuarch.workloads import forward_flops_per_token
+    from gpuarch.workloads.mtp import mtp_forward_flops_per_token
+
+    rows = {p.id: p for p in load_training_points() if p.source == "automodel-perf-2026"}
+    assert set(rows) == {"automodel2602-h100-nemotron-3-nano-8",
+                         "automodel2602-h100-nemotron-3-super-64"}
+    page = {"nano-8": (16789, 16, 19.5), "super-64": (4497, 4, 74.3)}
+    for key, (tokens, ga, gflop) in page.items():
+        p = rows["automodel2602-h100-nemotron-3-" + key]
+        assert round(_step_tokens_per_s(p) / p.get("gpus")) == tokens == p.get(
+            "tokens_per_s_per_gpu"), key
+        assert p.get("global_batch") // (p.get("micro_batch") * p.get("dp")) == ga, key
+        assert _implied_flops_per_token(p) / 1e9 == pytest.approx(gflop, abs=0.05), key
+        assert p.get("out_of_sample") and p.get("recompute") == "full", key
+    p = rows["automodel2602-h100-nemotron-3-super-64"]
+    shape, seq = point_shape(p), int(p.get("seq_len"))
+    forward = forward_flops_per_token(shape, seq, causal=True).total
+    without = 3 * forward
+    with_two = 3 * (forward + 2 * mtp_forward_flops_per_token(shape, seq, causal=True))
+    implied = _implied_flops_per_token(p)
+    assert implied == pytest.approx(without, rel=0.025)
+    assert implied < 0.9 * with_two
