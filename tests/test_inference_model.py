@@ -1203,6 +1203,24 @@ def test_a_sequence_past_the_configured_context_is_estimated_and_said() -> None:
     assert "configured context" not in render_inference(within)
 
 
+def test_a_longest_context_past_the_configured_one_is_called_memorys_bound() -> None:
+    """Llama-3.1-8B on one H100 at batch 1 has room for far more KV cache than its 131,072
+    configured positions: the text says the longest context that fits is the memory's bound,
+    not the model's; Llama-3.1-70B over four GPUs at batch 64 fits fewer tokens than that, and
+    no note follows."""
+    from gpuarch.report.estimate_text import render_inference
+
+    wide = _est(shape=preset("llama-3.1-8b").shape, input_len=1024, output_len=256, batch=1)
+    assert wide.max_context is not None and wide.max_context > 131_072
+    assert (f"longest context at batch 1: {wide.max_context:,} tokens (memory's bound; the "
+            "checkpoint is configured for 131,072)") in render_inference(wide)
+    tight = estimate_inference(CATALOG, preset("llama-3.1-70b").shape, H100,
+                               InferenceConfig(input_len=1024, output_len=256, batch=64,
+                                               gpus=4, tp=4))
+    assert tight.max_context is not None and tight.max_context < 131_072
+    assert "memory's bound" not in render_inference(tight)
+
+
 def test_one_gpu_needs_no_interconnect_in_the_catalog() -> None:
     """The RTX 4090's catalog entry has no NVLink or sourced PCIe rate: serving on one of
     them communicates nothing and must work; splitting a model over two must say what is

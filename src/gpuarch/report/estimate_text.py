@@ -49,6 +49,14 @@ def _band_line(band: Band | None, predicted: float, unit: str) -> list[str]:
     return [f"  error band    {band.describe(predicted, unit)}"] if band else []
 
 
+def _beyond_window(tokens: int, window: dict[str, Any] | None) -> str:
+    """A note after the longest context memory allows where it passes the context the
+    checkpoint is configured for (the memory's bound, not the model's)."""
+    if not window or tokens <= window["tokens"]:
+        return ""
+    return f" (memory's bound; the checkpoint is configured for {window['tokens']:,})"
+
+
 def _cost_line(cost: dict[str, Any]) -> list[str]:
     """A serving estimate's cost per million output tokens (with a price) and energy."""
     parts = []
@@ -482,7 +490,8 @@ def render_inference(e: InferenceEstimate, band: Band | None = None,
         + f"; longest context at batch {e.batch}: "
         + (("no limit (no KV cache: Mamba-2 blocks only)"
             if not a["kv_bytes_per_token_per_gpu"] else "no limit (sliding-window KV cache)")
-           if e.max_context is None else f"{e.max_context:,} tokens"),
+           if e.max_context is None else f"{e.max_context:,} tokens"
+           + _beyond_window(e.max_context, a.get("context_window"))),
         f"    weights {_gib(mem['weights'])}, KV cache {_gib(mem['kv_cache'])} "
         f"({fmt(from_si(a['kv_bytes_per_token_per_gpu'], Unit.KIB))} KiB per token"
         + (f" and {fmt(from_si(a['mamba_state_bytes_per_sequence_per_gpu'], Unit.MIB))} MiB "
