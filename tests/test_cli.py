@@ -1187,3 +1187,28 @@ def test_estimate_infer_names_the_admission_policy(capsys: pytest.CaptureFixture
     assert json.loads(out)["assumptions"]["scheduler_policy"] == "max_utilization"
     status, out, err = run(capsys, *base, "--scheduler-policy", "max_util")
     assert status == 2 and out == "" and "did you mean 'max_utilization'" in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["advise", "train", "--gpus", "64"],
+         "gpuarch advise train: error: unrecognized arguments: --gpus 64; --gpus: did you "
+         "mean --gpu or --max-gpus?"),
+        (["estimate", "infer", "--model", "llama-3.1-8b", "--input-len", "8",
+          "--output-len", "8", "--weight-precison", "fp8"],
+         "gpuarch estimate infer: error: unrecognized arguments: --weight-precison fp8; "
+         "--weight-precison: did you mean --weight-precision or --expert-weight-precision?"),
+        (["show", "h100", "extra"], "gpuarch show: error: unrecognized arguments: extra"),
+    ],
+)
+def test_an_unknown_flag_is_refused_by_its_subcommand_with_the_nearest_flags(
+        capsys: pytest.CaptureFixture[str], argv: list[str], said: str) -> None:
+    """A word no parser takes is a usage error (status 2) said by the subcommand it was
+    given to, with that subcommand's usage, and a misspelt flag names the nearest real ones;
+    nothing runs and no traceback is printed."""
+    status, out, err = run(capsys, *argv)
+    assert status == 2 and out == ""
+    assert said in err
+    assert f"usage: gpuarch {' '.join(said.split(':')[0].split()[1:])}" in err
+    assert "Traceback" not in err

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import re
 import sys
 from typing import NoReturn, cast
@@ -59,10 +60,41 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _invoked(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.ArgumentParser:
+    """The (sub)command parser ``argv`` selects: each word naming a subcommand of the parser
+    reached so far descends into it."""
+    for word in argv:
+        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        if subs and word in subs[0].choices:
+            parser = subs[0].choices[word]
+    return parser
+
+
+def _refuse_unknown(parser: argparse.ArgumentParser, argv: list[str],
+                    extras: list[str]) -> NoReturn:
+    """Fail on words no parser took, from the subcommand they were given to (its usage, not
+    the top level's), naming each unknown flag with the subcommand's nearest ones."""
+    command = _invoked(parser, argv)
+    flags = [opt for action in command._actions for opt in action.option_strings
+             if opt.startswith("--")]
+    hints = []
+    for word in extras:
+        flag = word.split("=", 1)[0]
+        if flag.startswith("-"):
+            near = difflib.get_close_matches(flag, flags, n=2, cutoff=0.6)
+            if near:
+                hints.append(f"{flag}: did you mean {' or '.join(near)}?")
+    message = "unrecognized arguments: " + " ".join(extras)
+    command.error(message + ("; " + "; ".join(hints) if hints else ""))
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit status (2 for usage errors)."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    words = sys.argv[1:] if argv is None else argv
+    args, extras = parser.parse_known_args(words)
+    if extras:
+        _refuse_unknown(parser, words, extras)
     try:
         status: int = args.handler(args)
     except GpuarchError as exc:
