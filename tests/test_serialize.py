@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from gpuarch.catalog import Product, load_catalog
 from gpuarch.report.serialize import to_json, to_jsonable
-from gpuarch.report.text import fmt
+from gpuarch.report.text import fmt, fmt_seconds
 from gpuarch.units import Unit
 
 CATALOG = load_catalog()
@@ -45,3 +45,12 @@ def test_fmt() -> None:
     assert [fmt(None), fmt(989.4), fmt(19.5), fmt(0.518), fmt(64.0), fmt(2039.0)] == \
         ["-", "989", "19.5", "0.518", "64", "2,039"]
     assert fmt(3.1622, ratio=True) == "3.16x"
+
+
+def test_fmt_seconds_picks_a_readable_unit() -> None:
+    """Durations read in seconds from 1 s, milliseconds from 1 ms, microseconds below, with
+    fmt's digits and never an exponent (the training text's traffic and host-time details)."""
+    assert [fmt_seconds(x) for x in (0.0, 12.8, 1.0, 0.0692, 5.14e-3, 3.2e-5)] == \
+        ["0 s", "12.8 s", "1 s", "69.2 ms", "5.14 ms", "32 us"]
+    assert all("e-" not in fmt_seconds(10.0 ** -k) for k in range(9))
+

@@ -10,7 +10,7 @@ from gpuarch.estimate.scaling import GpuScaling
 from gpuarch.estimate.sweep import BatchSweep
 from gpuarch.estimate.training import TrainingEstimate
 from gpuarch.perf.roofline import SPREAD_ROWS
-from gpuarch.report.text import fmt, table
+from gpuarch.report.text import fmt, fmt_seconds, table
 from gpuarch.units import Unit, from_si
 from gpuarch.validation.inference import InferenceSummary
 from gpuarch.validation.moe_kernels import RELEASES
@@ -175,13 +175,13 @@ def render_training(e: TrainingEstimate, band: Band | None = None,
         f"  batch         {p['global_batch']} sequences = {p['micro_batches']} micro-batches "
         f"of {p['micro_batch']} per pipeline",
         "",
-        f"  step time     {fmt(e.step_time_s)} s",
-        f"    compute             {fmt(b.compute)} s" + _parts(b.compute_parts, b.compute),
-        f"    exposed comm.       {fmt(b.exposed_communication)} s"
+        f"  step time     {fmt_seconds(e.step_time_s)}",
+        f"    compute             {fmt_seconds(b.compute)}" + _parts(b.compute_parts, b.compute),
+        f"    exposed comm.       {fmt_seconds(b.exposed_communication)}"
         + _parts(b.communication_parts, b.exposed_communication),
         *_dp_traffic_line(e.assumptions.get("data_parallel_traffic_s")),
-        f"    pipeline bubble     {fmt(b.pipeline_bubble)} s",
-        f"    other               {fmt(b.other)} s"
+        f"    pipeline bubble     {fmt_seconds(b.pipeline_bubble)}",
+        f"    other               {fmt_seconds(b.other)}"
         + _other_detail(e.assumptions.get("other_breakdown_s", {})),
         f"  throughput    {fmt(e.tokens_per_s)} tokens/s, {fmt(e.tokens_per_s_per_gpu)} per GPU",
         *_band_line(band, e.tokens_per_s_per_gpu, "tokens/s per GPU"),
@@ -1019,7 +1019,9 @@ def render_moe_dispatch(summary: Sequence[Mapping[str, Any]], overall: Mapping[s
 
 def render_inference_validation(s: InferenceSummary, explain: bool = False) -> str:
     rows = [[r.id + (" *" if r.out_of_sample else ""), r.gpu, str(r.gpus), r.formats,
-             r.lengths, r.batching, r.metric, fmt(r.published), fmt(r.predicted),
+             r.lengths, r.batching, r.metric, *(
+                 fmt_seconds(v) if r.metric.endswith("_s") else fmt(v)
+                 for v in (r.published, r.predicted)),
              f"{r.error:+.1%}"] for r in s.rows]
     lines = [table(["Point", "GPU", "GPUs", "Formats", "In/out", "Batching", "Figure",
                     "Published", "Predicted", "Error"], rows,
@@ -1076,8 +1078,8 @@ def _infer_explained(x: dict[str, Any]) -> str:
     chosen = (f" (limits {limits['max_batch_size']:,} sequences, {limits['max_num_tokens']:,} "
               f"tokens: {limits['source']})") if limits else ""
     run = x.get("offline_run")
-    offline = (f"; a run of {run['requests']:,} requests {fmt(run['run_s'])} s, "
-               f"{fmt(run['beyond_steady_s'])} s of it beyond the steady rate "
+    offline = (f"; a run of {run['requests']:,} requests {fmt_seconds(run['run_s'])}, "
+               f"{fmt_seconds(run['beyond_steady_s'])} of it beyond the steady rate "
                f"({run['ends_with']})") if run else ""
     return (f"batch {x['batch']}{chosen}; prefill ({b['prefill']}) "
             f"{_shares(pre, sum(pre.values()))}; "
@@ -1127,9 +1129,9 @@ def _dp_traffic_line(traffic: dict[str, Any] | None) -> list[str]:
     total = traffic["gather"] + traffic["reduce"] if traffic else 0.0
     if not traffic or not total:
         return []
-    return [f"      data-parallel traffic {fmt(total)} s a step (gathers "
-            f"{fmt(traffic['gather'])} s, reductions {fmt(traffic['reduce'])} s), "
-            f"{fmt(traffic['exposed'])} s of it exposed"]
+    return [f"      data-parallel traffic {fmt_seconds(total)} a step (gathers "
+            f"{fmt_seconds(traffic['gather'])}, reductions {fmt_seconds(traffic['reduce'])}), "
+            f"{fmt_seconds(traffic['exposed'])} of it exposed"]
 
 
 def _other_detail(parts: dict[str, float]) -> str:
@@ -1140,8 +1142,8 @@ def _other_detail(parts: dict[str, float]) -> str:
              ("layer-pass floor", parts.get("layer_pass_floor", 0.0))]
     if not any(seconds for _, seconds in shown):
         return "   (optimizer step)"
-    return "   (" + ", ".join([f"optimizer {fmt(parts['optimizer'])} s"] + [
-        f"{label} {fmt(seconds)} s" for label, seconds in shown if seconds]) + ")"
+    return "   (" + ", ".join([f"optimizer {fmt_seconds(parts['optimizer'])}"] + [
+        f"{label} {fmt_seconds(seconds)}" for label, seconds in shown if seconds]) + ")"
 
 
 def _expert_split(par: dict[str, Any]) -> str:

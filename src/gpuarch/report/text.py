@@ -29,6 +29,17 @@ def fmt(value: float | str | None, ratio: bool = False) -> str:
     return f"{value:.2e}"
 
 
+def fmt_seconds(value: float) -> str:
+    """A duration with the unit that keeps it readable: seconds from 1 s, milliseconds from
+    1 ms, microseconds below (``fmt``'s digits; never exponent notation)."""
+    a = abs(value)
+    if a == 0 or a >= 1:
+        return f"{fmt(value)} s"
+    if a >= 1e-3:
+        return f"{fmt(value * 1e3)} ms"
+    return f"{fmt(value * 1e6)} us"
+
+
 def table(headers: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence[bool] = ()
           ) -> str:
     """Columns padded to their widest cell; ``right[i]`` right-aligns column ``i``."""
