@@ -1221,6 +1221,23 @@ def test_a_longest_context_past_the_configured_one_is_called_memorys_bound() -> 
     assert "memory's bound" not in render_inference(tight)
 
 
+def test_batch_max_that_nothing_fits_says_so() -> None:
+    """--batch max asks for the largest batch that fits; where none does (Llama-3.1-70B in
+    BF16 on one H100) the estimate is shown at one sequence and the text says why, and the
+    JSON keeps the batch as asked; a batch asked by number reads as before."""
+    from gpuarch.report.estimate_text import render_inference
+
+    shape = preset("llama-3.1-70b").shape
+    none = _est(shape=shape, input_len=2048, output_len=512, batch=None)
+    assert none.max_batch == 0 and none.batch == 1 and not none.fits_in_memory
+    assert none.assumptions["batch_asked"] == "max"
+    assert "batch 1 (--batch max, but no batch fits: shown at 1; static batching)" \
+        in render_inference(none)
+    one = _est(shape=shape, input_len=2048, output_len=512, batch=1)
+    assert one.assumptions["batch_asked"] == 1
+    assert "no batch fits" not in render_inference(one)
+
+
 def test_one_gpu_needs_no_interconnect_in_the_catalog() -> None:
     """The RTX 4090's catalog entry has no NVLink or sourced PCIe rate: serving on one of
     them communicates nothing and must work; splitting a model over two must say what is

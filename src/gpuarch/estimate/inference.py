@@ -2465,6 +2465,8 @@ def estimate_inference(
         / cfg.pp,
         "ssm_state_precision": cfg.ssm_state_precision if shape.mamba is not None else None,
         "batching": cfg.batching.value,
+        # the batch as asked: a number, or "max" (the largest that fits)
+        "batch_asked": "max" if cfg.batch is None else cfg.batch,
         # how new prompts meet the decode steps (continuous batching; SCHEDULES)
         "schedule": cfg.schedule if cfg.batching is Batching.CONTINUOUS else None,
         # what the batch that fits holds each sequence at (SCHEDULER_POLICIES)

@@ -452,7 +452,10 @@ def render_inference(e: InferenceEstimate, band: Band | None = None,
     a = e.assumptions
     mem = e.memory
     lines = [
-        f"{e.model} on {e.gpus} x {e.gpu}: batch {e.batch} ({a['batching']} batching"
+        f"{e.model} on {e.gpus} x {e.gpu}: batch {e.batch} ("
+        + ("--batch max, but no batch fits: shown at 1; "
+           if a.get("batch_asked") == "max" and e.max_batch < 1 else "")
+        + f"{a['batching']} batching"
         + (", the engine's cap" if a.get("max_batch_size") == e.batch else "")
         + (f", {a['pipeline_micro_batches']} pipeline micro-batches in flight"
            if a.get("pipeline_micro_batches", 1) > 1 else "") + "), "
