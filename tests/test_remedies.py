@@ -102,6 +102,32 @@ def test_no_single_change_says_what_the_states_take(capsys: pytest.CaptureFixtur
     assert "no single change fits" in out and "states alone take 148 GiB" in out
 
 
+def test_an_moe_run_without_expert_parallelism_is_offered_it(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Mixtral-8x7B on 16 H100 without EP keeps every expert's weights, FP32 gradients and
+    Adam states on each GPU (325 GiB of 80); splitting the eight experts over the
+    data-parallel ranks is the lever that shrinks them most (--ep 8: the largest EP dividing
+    both the 16 ranks and the 8 experts), and the suggestion is what its flags estimate."""
+    args = ["estimate", "train", "--model", "mixtral-8x7b", "--gpu", "h100", "--gpus", "16",
+            "--seq-len", "4096", "--global-batch", "64"]
+    doc = _json(args, capsys)
+    changes = {r["change"]: r for r in doc["memory_remedies"]}
+    assert "--ep 8" in changes
+    closest = min(doc["memory_remedies"], key=lambda r: r["memory_per_gpu_gib"])
+    assert closest["change"] == "--ep 8"
+    again = _json([*args, "--ep", "8"], capsys)
+    assert again["memory_per_gpu_gib"]["total"] == pytest.approx(
+        changes["--ep 8"]["memory_per_gpu_gib"], rel=1e-3)
+    # a dense model, or an MoE run already split over experts, is not offered it
+    dense = _json(["estimate", "train", "--model", "llama-3.1-70b", "--gpu", "h100", "--gpus",
+                   "8", "--tp", "8", "--seq-len", "8192", "--global-batch", "64",
+                   "--micro-batch", "2"], capsys)
+    assert not any(r["change"].startswith("--ep") for r in dense["memory_remedies"])
+    split = _json([*args, "--ep", "2"], capsys)
+    assert not any(r["change"].startswith("--ep")
+                   for r in split.get("memory_remedies", []))
+
+
 SERVE_70B = ["estimate", "infer", "--model", "llama-3.1-70b", "--gpu", "h100",
              "--input-len", "2048", "--output-len", "256", "--batch", "8"]
 SERVE_8B_A100 = ["estimate", "infer", "--model", "llama-3.1-8b", "--gpu", "a100",

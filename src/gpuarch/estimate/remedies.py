@@ -7,7 +7,8 @@ the experts' activation, the dense MLPs or latent attention's up-projections whe
 model has them), full recomputation of the fewest layers per stage that fits (Megatron's
 block method) or of every layer, sequence parallelism where TP > 1 (alone and with those
 modules), a higher ZeRO stage, half the micro-batch, the whole optimizer offloaded to the
-CPU where the optimizer is distributed, and activation offloading where the run allows it.
+CPU where the optimizer is distributed, activation offloading where the run allows it, and,
+for a mixture-of-experts run without it, expert parallelism over its data-parallel ranks.
 Each is estimated with the same model (no rule of thumb), and the ones that fit come first,
 fastest first.
 
@@ -128,7 +129,22 @@ def _candidates(shape: TransformerShape, cfg: TrainingConfig
     if cfg.pp == 1 and cfg.recompute is Recompute.NONE and not cfg.offload_layers:
         out.append((f"--offload-layers {shape.layers - 1}",
                     replace(cfg, offload_layers=shape.layers - 1)))
+    out.extend((f"--ep {ep}", replace(cfg, ep=ep)) for ep in _expert_splits(shape, cfg))
     return out
+
+
+def _expert_splits(shape: TransformerShape, cfg: TrainingConfig) -> tuple[int, ...]:
+    """Expert-parallel sizes an MoE run without expert parallelism can take on the same GPUs
+    (Megatron carves EP out of the data-parallel ranks: it must divide DP x CP and the
+    experts): the largest, which splits the experts' weights, gradients and optimizer states
+    the most, and 8, one HGX node's all-to-all, where that is smaller."""
+    if not shape.is_moe or cfg.ep > 1:
+        return ()
+    ranks, experts = cfg.dp * cfg.cp, shape.experts
+    largest = max((n for n in range(2, min(ranks, experts) + 1)
+                   if not ranks % n and not experts % n), default=1)
+    return tuple(n for n in dict.fromkeys((8, largest))
+                 if 1 < n <= largest and not ranks % n and not experts % n)
 
 
 def memory_remedies(catalog: Catalog, shape: TransformerShape, product: Product,
