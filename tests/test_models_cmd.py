@@ -128,3 +128,15 @@ def test_a_hybrid_config_is_counted_trained_served_and_refused_where_not_modelle
                    "--prefill-gpus", "1"])
     out, _ = capsys.readouterr()
     assert status == 0 and "KV and Mamba-2 state hand-off" in out
+
+
+def test_a_leading_show_or_list_is_read_as_other_tools_use_it(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """'models show NAME' prints what 'models NAME' does, 'models list' what 'models' does;
+    two names at once are a usage error naming them (status 2, no traceback)."""
+    assert _run(capsys, "show", "llama-2-7b")[:2] == _run(capsys, "llama-2-7b")[:2]
+    assert _run(capsys, "list")[:2] == _run(capsys)[:2]
+    status, out, err = _run(capsys, "show", "llama-2-7b", "mixtral-8x7b")
+    assert status == 2 and out == ""
+    assert "one preset at a time, got 'llama-2-7b mixtral-8x7b'" in err
+    assert "Traceback" not in err

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from gpuarch.errors import GpuarchError
 from gpuarch.report.serialize import to_json
 
 __all__ = ["add_commands"]
@@ -39,13 +40,23 @@ def _config_preset(name: str) -> Any:
                   checkpoint=checkpoint_formats(path))
 
 
+VERBS = ("show", "list")
+"""Words a user may put before the name, as in other tools' listing commands."""
+
+
 def cmd_models(args: argparse.Namespace) -> int:
     from gpuarch.cli.estimate_cmds import names_file
     from gpuarch.report.models_text import render_preset, render_presets
     from gpuarch.workloads.presets import load_presets, preset
 
-    if args.name:
-        one = _config_preset(args.name) if names_file(args.name) else preset(args.name)
+    words = list(args.name)
+    if words and words[0] in VERBS:  # "models show X" and "models list", as other tools say
+        words = words[1:]
+    if len(words) > 1:
+        raise GpuarchError(f"models: one preset at a time, got {' '.join(words)!r}")
+    name = words[0] if words else None
+    if name:
+        one = _config_preset(name) if names_file(name) else preset(name)
         print(to_json({"models": [_record(one)]}) if args.json else render_preset(one))
         return 0
     every = list(load_presets().by_name.values())
@@ -59,6 +70,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     """Register ``models``."""
     p = sub.add_parser("models", parents=[common],
                        help="model presets: shapes, parameters, checkpoint formats, sources")
-    p.add_argument("name", nargs="?", help="one preset in full, e.g. llama-3.1-70b, or a local "
-                   "Hugging Face config.json read as --model reads it")
+    p.add_argument("name", nargs="*", metavar="name",
+                   help="one preset in full, e.g. llama-3.1-70b, or a local Hugging Face "
+                   "config.json read as --model reads it (a leading 'show' or 'list' is "
+                   "allowed: 'models show llama-3.1-70b', 'models list')")
     p.set_defaults(handler=cmd_models)
