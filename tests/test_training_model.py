@@ -388,10 +388,16 @@ def test_validation_error_does_not_regress() -> None:
     # 6.73% since a low-precision run's LM head is priced in BF16 (Megatron-Core's output
     # layer runs outside Transformer Engine's FP8 autocast), nothing refitted: the FP8 and
     # NVFP4 rows 7.95% -> 7.50%; 6.77% over 716 with DGX Cloud's GPT-3 175B runs on
-    # nemo:24.05 (ten, out of sample: BF16 +14%, reading +28% were the TP traffic hidden)
-    assert summary.mean_abs_error <= 0.068
+    # nemo:24.05 (ten, out of sample: BF16 +14%, reading +28% were the TP traffic hidden);
+    # 6.80% over 718 with NeMo AutoModel's own DeepEP/HybridEP pair (Qwen3-30B-A3B on 8
+    # H100, out of sample: -17% and -21%, as its other runs read slow), the 716 before them
+    # held to their own figure
+    assert summary.mean_abs_error <= 0.0681
+    pair = "automodel-deepep-hybridep-2026-07"
+    assert sum(abs(r.error) for r in summary.rows if r.source != pair) / (
+        len(summary.rows) - 2) <= 0.068  # 6.71%
     days_rows = ("nemo-perf-25.04", "nemo-perf-25.02", "dgxc-nemo-llama31-8b-24.09",
-                 "dgxc-nemo-llama31-70b-24.09", "dgxc-nemo-gpt3-175b-24.05")
+                 "dgxc-nemo-llama31-70b-24.09", "dgxc-nemo-gpt3-175b-24.05", pair)
     before = [abs(r.error) for r in summary.rows
               if r.source not in days_rows and "nemotron4-15b" not in r.id]
     assert len(before) == 666 and sum(before) / len(before) <= 0.068  # 6.69% (6.88%)
@@ -433,8 +439,12 @@ def test_validation_error_does_not_regress() -> None:
     # 6.79% over 486 since NeMo's 25.04 and 25.02 performance-summary rows and DGX Cloud's
     # Nemotron-4 15B pair; 6.70% over 498 with DGX Cloud's NeMo 24.09 Llama 3.1 rows (the
     # 70B BF16 six among them moved in sample by the dense 16-bit overlap rule)
-    # 6.43% since a low-precision run's LM head is priced in BF16
-    assert sum(out) / len(out) <= 0.065
+    # 6.43% since a low-precision run's LM head is priced in BF16; 6.53% over 510 with
+    # NeMo AutoModel's DeepEP/HybridEP pair (-17% and -21%), the 508 before held to theirs
+    assert sum(out) / len(out) <= 0.0655
+    held = [abs(r.error) for r in summary.rows
+            if r.out_of_sample and r.source != pair]
+    assert len(held) == 508 and sum(held) / len(held) <= 0.065
     assert summary.by("gpu")["a100-sxm4-80gb"] <= 0.062  # 5.8% (6.7% before the span)
     within_20 = sum(abs(r.error) <= 0.20 for r in summary.rows) / len(summary.rows)
     # 93.96% since the Megatron-DeepSpeed runs (94.7% before); 94.1% (93.7% before the

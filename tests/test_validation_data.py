@@ -698,3 +698,23 @@ def test_automodel_2026_hybrid_rows_give_the_pages_own_figures() -> None:
     implied = _implied_flops_per_token(p)
     assert implied == pytest.approx(without, rel=0.025)
     assert implied < 0.9 * with_two
+
+
+def test_automodel_deepep_hybridep_pair_gives_the_pages_own_figures() -> None:
+    """NeMo AutoModel's DeepEP-against-HybridEP study runs its Qwen3-30B-A3B recipe on one
+    H100 node at GBS 128 and LBS 4 (GA 4), changing only the dispatcher: 5.366 s and 5.085 s
+    a step, 12,211 and 12,885 tokens/s a GPU (97,689 and 103,081 in all), HybridEP 5.5%
+    ahead. The rows give those figures back (the tokens/s entered, the step times within
+    their printed digits); HybridEP needs no CPU sync, so its row has no dispatcher wait."""
+    rows = {p.id: p for p in load_training_points()
+            if p.source == "automodel-deepep-hybridep-2026-07"}
+    deepep = rows["automodel2607-h100-qwen3-30b-a3b-8-deepep"]
+    hybrid = rows["automodel2607-h100-qwen3-30b-a3b-8-hybridep"]
+    for p, tokens in ((deepep, 12211), (hybrid, 12885)):
+        # the step times are printed to a millisecond: 12,213 and 12,888 from them
+        assert _step_tokens_per_s(p) / p.get("gpus") == pytest.approx(tokens, rel=3e-4)
+        assert p.get("tokens_per_s_per_gpu") == tokens, p.id
+        assert p.get("global_batch") // (p.get("micro_batch") * p.get("dp")) == 4, p.id
+    assert hybrid.get("tokens_per_s_per_gpu") / deepep.get("tokens_per_s_per_gpu") == \
+        pytest.approx(1.055, abs=0.001)
+    assert deepep.get("dispatcher_wait_us") == 74 and hybrid.get("dispatcher_wait_us") == 0
