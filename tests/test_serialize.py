@@ -52,5 +52,6 @@ def test_fmt_seconds_picks_a_readable_unit() -> None:
     fmt's digits and never an exponent (the training text's traffic and host-time details)."""
     assert [fmt_seconds(x) for x in (0.0, 12.8, 1.0, 0.0692, 5.14e-3, 3.2e-5)] == \
         ["0 s", "12.8 s", "1 s", "69.2 ms", "5.14 ms", "32 us"]
-    assert all("e-" not in fmt_seconds(10.0 ** -k) for k in range(9))
+    assert fmt_seconds(2.5e-9) == "2.5 ns"
+    assert all("e-" not in fmt_seconds(10.0 ** -k) for k in range(12))
 

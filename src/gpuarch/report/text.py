@@ -31,13 +31,15 @@ def fmt(value: float | str | None, ratio: bool = False) -> str:
 
 def fmt_seconds(value: float) -> str:
     """A duration with the unit that keeps it readable: seconds from 1 s, milliseconds from
-    1 ms, microseconds below (``fmt``'s digits; never exponent notation)."""
+    1 ms, microseconds from 1 us, nanoseconds below (``fmt``'s digits; no exponent down to
+    0.01 ns)."""
     a = abs(value)
     if a == 0 or a >= 1:
         return f"{fmt(value)} s"
-    if a >= 1e-3:
-        return f"{fmt(value * 1e3)} ms"
-    return f"{fmt(value * 1e6)} us"
+    for scale, unit in ((1e-3, "ms"), (1e-6, "us")):
+        if a >= scale:
+            return f"{fmt(value / scale)} {unit}"
+    return f"{fmt(value * 1e9)} ns"
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence[bool] = ()
