@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -583,6 +584,21 @@ def test_validate_inference(capsys: pytest.CaptureFixture[str]) -> None:
     worst = json.loads(out)["figures"]
     top = sorted((abs(f["error"]) for f in doc["figures"]), reverse=True)[:5]
     assert [abs(f["error"]) for f in worst] == pytest.approx(top, rel=1e-5)
+
+
+def test_validate_inference_text_units(capsys: pytest.CaptureFixture[str]) -> None:
+    """The text table gives a duration (TTFT, TPOT, request latency) a unit of time and a
+    rate none: a throughput of 19,954 tokens/s is not '19,954 s' (its name ends in _per_s,
+    which a test for a '_s' suffix took for seconds)."""
+    status, out, _ = run(capsys, "validate", "inference", "--match",
+                         "trtllm10-gb200-llama-4-scout-fp4-tp1-128-128")
+    (line,) = [ln for ln in out.splitlines() if ln.startswith("trtllm10-gb200")]
+    assert status == 0 and "output_tokens_per_s" in line
+    assert re.search(r"output_tokens_per_s\s+19,954\s+\S+\s+[-+]", line), line
+    status, out, _ = run(capsys, "validate", "inference", "--match",
+                         "trtllm090-h100-llama-2-7b-tp1-ttft-128")
+    (line,) = [ln for ln in out.splitlines() if ln.startswith("trtllm090-h100")]
+    assert status == 0 and re.search(r"ttft_s\s+6\.3 ms\s+\S+ ms\s+[-+]", line), line
 
 
 def test_validate_explain(capsys: pytest.CaptureFixture[str]) -> None:

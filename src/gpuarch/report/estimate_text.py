@@ -1020,10 +1020,15 @@ def render_moe_dispatch(summary: Sequence[Mapping[str, Any]], overall: Mapping[s
         "kernels, measured'.")
 
 
+_SECONDS_METRICS = ("ttft_s", "tpot_s", "request_latency_s")
+"""The serving validation's figures that are durations (the others are rates, whose names
+end in ``_per_s``)."""
+
+
 def render_inference_validation(s: InferenceSummary, explain: bool = False) -> str:
     rows = [[r.id + (" *" if r.out_of_sample else ""), r.gpu, str(r.gpus), r.formats,
              r.lengths, r.batching, r.metric, *(
-                 fmt_seconds(v) if r.metric.endswith("_s") else fmt(v)
+                 fmt_seconds(v) if r.metric in _SECONDS_METRICS else fmt(v)
                  for v in (r.published, r.predicted)),
              f"{r.error:+.1%}"] for r in s.rows]
     lines = [table(["Point", "GPU", "GPUs", "Formats", "In/out", "Batching", "Figure",
