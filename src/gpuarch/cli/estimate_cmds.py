@@ -942,7 +942,15 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from gpuarch.report.estimate_text import render_validation
     from gpuarch.validation.training import validate_training
 
-    summary = validate_training(load_catalog()).select(args.match, args.worst)
+    points = None
+    if args.data is not None:
+        from gpuarch.validation.user_data import load_user_points
+        points = load_user_points(args.data, "training")
+    summary = validate_training(load_catalog(), points=points)
+    if args.data is not None:
+        from gpuarch.validation.user_data import require_all_compared
+        require_all_compared(summary, args.data)
+    summary = summary.select(args.match, args.worst)
     if args.json:
         print(to_json(summary.as_json("points", ("gpu", "source", "model"), args.explain)))
     else:
@@ -954,7 +962,15 @@ def cmd_validate_inference(args: argparse.Namespace) -> int:
     from gpuarch.report.estimate_text import render_inference_validation
     from gpuarch.validation.inference import validate_inference
 
-    summary = validate_inference(load_catalog()).select(args.match, args.worst)
+    points = None
+    if args.data is not None:
+        from gpuarch.validation.user_data import load_user_points
+        points = load_user_points(args.data, "inference")
+    summary = validate_inference(load_catalog(), points=points)
+    if args.data is not None:
+        from gpuarch.validation.user_data import require_all_compared
+        require_all_compared(summary, args.data)
+    summary = summary.select(args.match, args.worst)
     if args.json:
         print(to_json(summary.as_json("figures", ("metric", "gpu", "source", "model"),
                                       args.explain)))
@@ -1110,6 +1126,14 @@ def _selection_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--explain", action="store_true",
                    help="where each prediction's time goes (the estimate's breakdown), "
                         "under the table or as each row's 'explain' in --json")
+
+
+def _data_flag(p: argparse.ArgumentParser, what: str) -> None:
+    """validate's --data: a file of the user's own measured runs instead of the shipped ones."""
+    p.add_argument("--data", type=Path, metavar="FILE",
+                   help=f"compare your own measured {what} runs instead of the published "
+                        "ones: a TOML file of [[point]] tables in the shipped files' format "
+                        "(docs/your-measurements.md); every point must be comparable")
 
 
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
@@ -1507,11 +1531,13 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                            help="training throughput against published results")
     p.set_defaults(handler=cmd_validate)
     _selection_flags(p)
+    _data_flag(p, "training")
     p = val_sub.add_parser("inference", parents=[common],
                            help="inference TTFT, TPOT and throughput against published "
                            "results")
     p.set_defaults(handler=cmd_validate_inference)
     _selection_flags(p)
+    _data_flag(p, "serving")
     p = val_sub.add_parser("load", parents=[common],
                            help="serving under load: MLPerf Inference's Llama 2 70B Server runs "
                            "(TTFT and TPOT means and 99th percentiles at a scheduled Poisson "

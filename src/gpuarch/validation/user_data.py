@@ -1,0 +1,207 @@
+"""Your own measured runs against the model: a file in the shipped validation files' format
+(``[[point]]`` tables, optional ``[[source]]`` tables) read strictly, for
+``gpuarch validate training --data FILE`` and ``gpuarch validate inference --data FILE``.
+
+The shipped files are held to their format by the test suite; a user's file is not, so every
+field is checked here before the model sees it: its name (with the nearest known one), its
+type (``data/point-fields.toml``), and for the fields whose value is one of a fixed set, the
+value (with the nearest allowed one). A point the model then cannot compare (an unknown GPU,
+a layout that does not divide) is an error too, naming the point: a user asked about every
+row of the file, so none is quietly left out.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping
+from enum import Enum
+from functools import cache
+from pathlib import Path
+from typing import Any, Literal
+
+from gpuarch.errors import GpuarchError, check_choice, suggestion
+from gpuarch.estimate.memory import Recompute
+from gpuarch.perf.precision import Precision
+from gpuarch.perf.quant import QuantFormat
+from gpuarch.validation.stats import ErrorSummary
+from gpuarch.validation.training import TrainingPoint, check_point_keys
+from gpuarch.workloads.shape import FfnKind, NormKind, Position
+
+__all__ = ["CHOICES", "FIELDS_FILE", "REQUIRED", "Kind", "field_types", "load_user_points",
+           "require_all_compared"]
+
+Kind = Literal["training", "inference"]
+
+FIELDS_FILE = Path(__file__).with_name("data") / "point-fields.toml"
+
+_TYPE_NAMES = {"int": "a whole number", "number": "a number", "bool": "true or false",
+               "text": "text in quotes", "texts": "a list of texts",
+               "ints": "a list of whole numbers"}
+
+
+@cache
+def field_types(kind: Kind) -> dict[str, str]:
+    """Each field a point of ``kind`` may carry, and its type (a key of the file's table:
+    int, number, bool, text, texts, ints)."""
+    with FIELDS_FILE.open("rb") as fh:
+        table = tomllib.load(fh)[kind]
+    return {key: type_name for type_name, keys in table.items() for key in keys}
+
+
+def _values(enum: type[Enum]) -> tuple[str, ...]:
+    return tuple(str(member.value) for member in enum)
+
+
+_SHAPE_CHOICES = {"ffn_kind": _values(FfnKind), "norm": _values(NormKind),
+                  "position": _values(Position)}
+_QUANT = _values(QuantFormat)
+CHOICES: dict[Kind, dict[str, tuple[str, ...]]] = {
+    "training": {**_SHAPE_CHOICES, "precision": _values(Precision),
+                 "recompute": _values(Recompute),
+                 "tflops_convention": ("model-flops", "megatron-hfu", "unspecified")},
+    "inference": {**_SHAPE_CHOICES, "weight_precision": _QUANT, "activation_precision": _QUANT,
+                  "kv_precision": _QUANT, "expert_weight_precision": _QUANT,
+                  "expert_activation_precision": _QUANT,
+                  "mode": ("static-batch", "serving", "max-throughput")},
+}
+"""Fields whose readers convert the value without a message of their own (an enum, or a
+mode the reader tells apart by ``if``): checked here. The other fixed-set fields (a
+dispatcher, a schedule, an engine's option) are checked by the configuration they fill,
+which names the allowed values."""
+
+
+REQUIRED: dict[Kind, tuple[str, ...]] = {
+    "training": ("gpu", "gpus", "seq_len", "global_batch"),
+    "inference": ("gpu", "gpus", "input_len", "output_len"),
+}
+"""Fields a point of a user's file must give (besides its id, its model and a figure, which
+the comparison asks for by name)."""
+
+
+def _check_required(where: str, entry: Mapping[str, Any], kind: Kind) -> None:
+    """Raise GpuarchError naming the first required field ``entry`` leaves out; a static
+    batch needs its ``batch`` and a serving run its ``concurrency`` (an offline
+    max-throughput run fills the memory, as ``--batch max``)."""
+    for key in REQUIRED[kind]:
+        if key not in entry:
+            raise GpuarchError(f"{where}: give {key}")
+    if kind == "inference":
+        mode = entry.get("mode", "static-batch")
+        if mode == "static-batch" and "batch" not in entry:
+            raise GpuarchError(f"{where}: give batch, the static batch's sequences (or mode "
+                               "= \"serving\" with concurrency, or \"max-throughput\")")
+        if mode == "serving" and "concurrency" not in entry and "batch" not in entry:
+            raise GpuarchError(f"{where}: give concurrency, the requests in flight")
+
+
+def _is(type_name: str, value: Any) -> bool:
+    if type_name == "bool":
+        return isinstance(value, bool)
+    if type_name == "int":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if type_name == "number":
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if type_name == "text":
+        return isinstance(value, str)
+    if type_name == "texts":
+        return isinstance(value, list) and all(isinstance(v, str) for v in value)
+    return isinstance(value, list) and all(isinstance(v, int) and not isinstance(v, bool)
+                                           for v in value)
+
+
+def _check_fields(where: str, entry: Mapping[str, Any], kind: Kind) -> None:
+    """Raise GpuarchError at the first field of ``entry`` whose type or value is wrong."""
+    types = field_types(kind)
+    for key, value in entry.items():
+        type_name = types[key]
+        if not _is(type_name, value):
+            raise GpuarchError(f"{where}: {key} = {value!r}: expected "
+                               f"{_TYPE_NAMES[type_name]}")
+        choices = CHOICES[kind].get(key)
+        if choices is not None:
+            check_choice(f"{where}: {key}", value, choices)
+
+
+def load_user_points(path: Path, kind: Kind) -> tuple[TrainingPoint, ...]:
+    """The points of a user's file of measured ``kind`` runs (the record the shipped files
+    load into). A point without ``source`` is cited as the file itself; a ``[[source]]``
+    needs an ``id`` and a ``title`` (``url`` optional), and a point naming one must find it.
+    ``out_of_sample``, the shipped files' note of which rows a fit saw, is set false: the
+    in- and out-of-sample split of the report is about the published points."""
+    try:
+        with path.open("rb") as fh:
+            raw = tomllib.load(fh)
+    except FileNotFoundError:
+        raise GpuarchError(f"--data: no such file: {path}") from None
+    except IsADirectoryError:
+        raise GpuarchError(f"--data: {path} is a directory, not a file") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise GpuarchError(f"--data: {path.name} is not valid TOML: {exc}") from None
+    name = path.name
+    for key, value in raw.items():
+        if key not in ("point", "source"):
+            what = "table" if isinstance(value, dict | list) else "key outside a [[point]] table:"
+            raise GpuarchError(f"{name}: unknown {what} {key!r}"
+                               f"{suggestion(key, ('point', 'source'))} (a file holds "
+                               "[[point]] tables and, optionally, [[source]] tables)")
+    entries = raw.get("point", [])
+    if not isinstance(entries, list) or not entries:
+        raise GpuarchError(f"{name}: no [[point]] tables: give one per measured run")
+    sources = _sources(name, raw.get("source", []))
+    fallback: Mapping[str, Any] = {"id": path.stem, "title": name, "url": ""}
+    known = frozenset(field_types(kind))
+    seen: set[str] = set()
+    points = []
+    for n, entry in enumerate(entries, 1):
+        if not isinstance(entry.get("id"), str) or not entry["id"]:
+            raise GpuarchError(f"{name}: point {n} has no id (give id = \"...\", a name "
+                               "for the run)")
+        pid = entry["id"]
+        if pid in seen:
+            raise GpuarchError(f"{name}: point id {pid!r} is used twice")
+        seen.add(pid)
+        check_point_keys(path, entry, known)
+        _check_fields(f"{name}: point {pid!r}", entry, kind)
+        _check_required(f"{name}: point {pid!r}", entry, kind)
+        cited = entry.get("source")
+        if cited is None:
+            src = fallback
+        elif cited in sources:
+            src = sources[cited]
+        else:
+            raise GpuarchError(f"{name}: point {pid!r}: source {cited!r} is not a "
+                               f"[[source]] id of the file{suggestion(cited, sources)}")
+        points.append(TrainingPoint(pid, src["id"], src["title"], src.get("url", ""),
+                                    entry.get("where", ""), {**entry, "out_of_sample": False}))
+    return tuple(points)
+
+
+def _sources(name: str, entries: Any) -> dict[str, Mapping[str, Any]]:
+    if not isinstance(entries, list):
+        raise GpuarchError(f"{name}: source: expected [[source]] tables")
+    sources: dict[str, Mapping[str, Any]] = {}
+    for n, source in enumerate(entries, 1):
+        sid = source.get("id")
+        if not isinstance(sid, str) or not sid:
+            raise GpuarchError(f"{name}: source {n} has no id")
+        if sid in sources:
+            raise GpuarchError(f"{name}: source id {sid!r} is used twice")
+        for key in sorted(set(source) - {"id", "title", "url", "authors", "year", "engine"}):
+            raise GpuarchError(f"{name}: source {sid!r}: unknown key {key!r}"
+                               f"{suggestion(key, ('id', 'title', 'url', 'authors', 'year'))}")
+        if "engine" in source:
+            raise GpuarchError(f"{name}: source {sid!r}: engine settings belong on each "
+                               "point in a file of your own")
+        if not isinstance(source.get("title"), str):
+            raise GpuarchError(f"{name}: source {sid!r}: give its title (title = \"...\")")
+        sources[sid] = source
+    return sources
+
+
+def require_all_compared(summary: ErrorSummary, path: Path) -> None:
+    """Raise GpuarchError naming every point of a user's file the model could not compare,
+    with the reason; a user's file has no points to leave out."""
+    if summary.skipped:
+        reasons = "; ".join(f"point {pid!r}: {why}" for pid, why in summary.skipped)
+        raise GpuarchError(f"{path.name}: {len(summary.skipped)} of the file's points "
+                           f"cannot be compared: {reasons}")

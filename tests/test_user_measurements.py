@@ -1,0 +1,209 @@
+"""Your own measured runs against the model: ``gpuarch validate training|inference --data
+FILE`` (gpuarch/validation/user_data.py, docs/your-measurements.md)."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from gpuarch.cli.main import main
+from gpuarch.validation.inference import INFERENCE_FILE
+from gpuarch.validation.inference import POINT_KEYS as INFERENCE_KEYS
+from gpuarch.validation.training import POINT_KEYS as TRAINING_KEYS
+from gpuarch.validation.training import TRAINING_FILE
+from gpuarch.validation.user_data import _check_fields, field_types
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    try:
+        status = main(list(argv))
+    except SystemExit as exc:  # argparse usage errors
+        status = int(exc.code or 0)
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+TRAINING_RUNS = """
+[[source]]
+id = "ours"
+title = "Our cluster's November runs"
+
+[[point]]
+id = "llama8b-64"
+source = "ours"
+preset = "llama-3.1-8b"
+gpu = "h100"
+gpus = 64
+seq_len = 8192
+global_batch = 512
+micro_batch = 1
+precision = "bf16"
+recompute = "selective"
+tokens_per_s_per_gpu = 10500
+
+[[point]]
+id = "llama70b-64"
+preset = "llama-3.1-70b"
+gpu = "h100"
+gpus = 64
+seq_len = 8192
+global_batch = 128
+tp = 4
+pp = 4
+vpp = 5
+cp = 2
+sequence_parallel = true
+precision = "bf16"
+step_time_s = 14.2
+"""
+
+SERVING_RUN = """
+[[point]]
+id = "vllm-8b-c32"
+preset = "llama-3.1-8b"
+gpu = "h100"
+gpus = 1
+weight_precision = "bf16"
+input_len = 1024
+output_len = 256
+mode = "serving"
+concurrency = 32
+output_tokens_per_s = 3100
+tpot_s = 0.0098
+"""
+
+
+def _file(tmp_path: Path, text: str, name: str = "runs.toml") -> str:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+def test_the_fields_file_covers_what_the_loaders_accept() -> None:
+    """Every key a loader accepts has a type in data/point-fields.toml, and nothing else
+    does (a key there that no loader reads would be refused as unknown)."""
+    assert set(field_types("training")) == set(TRAINING_KEYS)
+    assert set(field_types("inference")) == set(INFERENCE_KEYS)
+
+
+@pytest.mark.parametrize("kind, path", [("training", TRAINING_FILE),
+                                        ("inference", INFERENCE_FILE)])
+def test_every_published_point_passes_the_user_files_checks(kind: str, path: Path) -> None:
+    """The shipped points pass the checks a user's file gets (types, fixed sets): the
+    types file describes the data as it is, and the checks refuse nothing the model reads."""
+    with path.open("rb") as fh:
+        raw = tomllib.load(fh)
+    engines = {s["id"]: s.get("engine", {}) for s in raw["source"]}
+    for entry in raw["point"]:
+        _check_fields(entry["id"], {**engines[entry["source"]], **entry}, kind)  # type: ignore[arg-type]
+
+
+def test_own_training_runs_are_compared_as_the_estimate_predicts_them(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """Each run of the file is predicted by the estimate its settings make (the same tokens/s
+    per GPU as `estimate train` with those flags), its published figure read as the
+    shipped points' are (a step time over the batch's tokens), and a point without a source
+    is cited as the file."""
+    data = _file(tmp_path, TRAINING_RUNS)
+    status, out, err = run(capsys, "validate", "training", "--data", data, "--json")
+    assert status == 0 and err == ""
+    doc = json.loads(out)
+    rows = {p["id"]: p for p in doc["points"]}
+    assert list(rows) == ["llama8b-64", "llama70b-64"]
+    assert rows["llama8b-64"]["source"] == "ours" and rows["llama70b-64"]["source"] == "runs"
+    assert rows["llama70b-64"]["published"] == pytest.approx(128 * 8192 / 14.2 / 64, rel=1e-5)
+    status, est, _ = run(capsys, "estimate", "train", "--model", "llama-3.1-70b", "--gpu",
+                         "h100", "--gpus", "64", "--seq-len", "8192", "--global-batch", "128",
+                         "--tp", "4", "--pp", "4", "--vpp", "5", "--cp", "2",
+                         "--sequence-parallel", "--json")
+    assert status == 0
+    assert rows["llama70b-64"]["predicted"] == pytest.approx(
+        json.loads(est)["tokens_per_s_per_gpu"], rel=1e-5)
+    assert doc["mean_abs_error"] == pytest.approx(
+        sum(abs(p["error"]) for p in rows.values()) / 2, rel=1e-5)
+    # nothing of the published points, and no in/out-of-sample split (no fit saw them
+    # either way); --match selects among the file's points
+    status, out, _ = run(capsys, "validate", "training", "--data", data)
+    assert status == 0 and "2 points:" in out and "out of sample" not in out
+    status, out, _ = run(capsys, "validate", "training", "--data", data, "--json", "--match",
+                         "70b")
+    assert status == 0 and [p["id"] for p in json.loads(out)["points"]] == ["llama70b-64"]
+
+
+def test_own_serving_runs_are_compared_figure_by_figure(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """A serving run's figures (here throughput and TPOT) are each compared with the
+    estimate `estimate infer` gives for the same settings."""
+    data = _file(tmp_path, SERVING_RUN)
+    status, out, err = run(capsys, "validate", "inference", "--data", data, "--json")
+    assert status == 0 and err == ""
+    figures = {f["metric"]: f for f in json.loads(out)["figures"]}
+    assert set(figures) == {"output_tokens_per_s", "tpot_s"}
+    status, est, _ = run(capsys, "estimate", "infer", "--model", "llama-3.1-8b", "--gpu",
+                         "h100", "--input-len", "1024", "--output-len", "256", "--batch",
+                         "32", "--batching", "continuous", "--json")
+    assert status == 0
+    assert figures["tpot_s"]["predicted"] == pytest.approx(json.loads(est)["tpot_s"],
+                                                           rel=1e-5)
+    assert figures["output_tokens_per_s"]["predicted"] == pytest.approx(
+        json.loads(est)["output_tokens_per_s"], rel=1e-5)
+
+
+POINT = TRAINING_RUNS.split("[[point]]")[2]  # the 70B run, without a source
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("[[point]\nid = 'x'", "is not valid TOML"),
+    ("[[points]]" + POINT, "unknown table 'points'; did you mean 'point'?"),
+    (POINT, "unknown key outside a [[point]] table: 'id'"),
+    ("[[source]]\nid = 's'\ntitle = 't'\n", "no [[point]] tables"),
+    ("[[point]]" + POINT.replace('id = "llama70b-64"', ""), "point 1 has no id"),
+    ("[[point]]" + POINT + "[[point]]" + POINT, "point id 'llama70b-64' is used twice"),
+    ("[[point]]" + POINT.replace("gpus = 64", "gpus = 64\ngpu_count = 64"),
+     "unknown key 'gpu_count'"),
+    ("[[point]]" + POINT.replace("gpus = 64", 'gpus = "sixty-four"'),
+     "gpus = 'sixty-four': expected a whole number"),
+    ("[[point]]" + POINT.replace("sequence_parallel = true", 'sequence_parallel = "no"'),
+     "sequence_parallel = 'no': expected true or false"),
+    ("[[point]]" + POINT.replace('precision = "bf16"', 'precision = "bf61"'),
+     "precision: expected one of"),
+    ("[[point]]" + POINT.replace("step_time_s = 14.2", 'source = "mine"\nstep_time_s = 14.2'),
+     "source 'mine' is not a [[source]] id of the file"),
+    ("[[point]]" + POINT.replace('gpu = "h100"', 'gpu = "h1000"'),
+     "point 'llama70b-64': unknown GPU 'h1000'; did you mean 'h100'"),
+    ("[[point]]" + POINT.replace("tp = 4", "tp = 3"), "point 'llama70b-64': --gpus: 64 is "
+     "not divisible by TP x PP x CP"),
+    ("[[point]]" + POINT.replace("step_time_s = 14.2", ""), "no throughput figure"),
+    ("[[point]]" + POINT.replace("seq_len = 8192", ""), "point 'llama70b-64': give seq_len"),
+])
+def test_a_bad_file_is_refused_naming_what_is_wrong(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, text: str, expected: str) -> None:
+    """A file the model cannot read, or a point it cannot compare, is a usage error (status
+    2) that names the file, the point and the field, with the nearest name where there is
+    one; nothing is printed on stdout and no traceback."""
+    status, out, err = run(capsys, "validate", "training", "--data", _file(tmp_path, text))
+    assert status == 2 and out == "" and "Traceback" not in err
+    assert expected in err and "runs.toml" in err
+
+
+def test_a_missing_file_and_a_bad_serving_field(capsys: pytest.CaptureFixture[str],
+                                                tmp_path: Path) -> None:
+    """A file that is not there is named; a serving run's format and mode are checked
+    against the formats and modes the model knows, with the nearest one."""
+    status, out, err = run(capsys, "validate", "inference", "--data",
+                           str(tmp_path / "nowhere.toml"))
+    assert status == 2 and out == "" and "--data: no such file" in err
+    for old, new, expected in (
+            ('weight_precision = "bf16"', 'weight_precision = "fp9"',
+             "weight_precision: expected one of"),
+            ('mode = "serving"', 'mode = "serve"', "mode: expected one of static-batch, "
+             "serving, max-throughput, got 'serve'; did you mean 'serving'?"),
+            # a static batch (the default mode) names its batch, a serving run its load
+            ('mode = "serving"\nconcurrency = 32', "", "give batch, the static batch's"),
+            ("concurrency = 32", "", "give concurrency, the requests in flight")):
+        data = _file(tmp_path, SERVING_RUN.replace(old, new))
+        status, out, err = run(capsys, "validate", "inference", "--data", data)
+        assert status == 2 and out == "" and expected in err, err
