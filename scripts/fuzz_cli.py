@@ -164,6 +164,26 @@ def flag_calls(commands: dict[str, list[str]]) -> Iterator[list[str]]:
                 yield [*name.split(), *base, flag, value]
 
 
+SMALL_SIZES = ("1", "2", "3", "5", "7")
+"""Model widths and counts below a tensor-parallel size of 8: a rank's share of them rounds
+down to nothing unless the model refuses the split or pads it."""
+
+MODEL_SIZE_FLAGS = ("--layers", "--hidden", "--heads", "--kv-heads", "--ffn-hidden", "--vocab",
+                    "--experts", "--experts-per-token")
+
+
+def small_dimension_calls() -> Iterator[list[str]]:
+    """Each model size flag at a few values below TP 8, in training and in serving."""
+    train = ["estimate", "train", "--model", "llama-3.1-8b", "--gpu", "h100", "--gpus", "8",
+             "--tp", "8", "--seq-len", "2048", "--global-batch", "64"]
+    infer = ["estimate", "infer", "--model", "llama-3.1-8b", "--gpu", "h100", "--gpus", "8",
+             "--tp", "8", "--input-len", "100", "--output-len", "10", "--batch", "4"]
+    for flag in MODEL_SIZE_FLAGS:
+        for value in SMALL_SIZES:
+            yield [*train, flag, value]
+            yield [*infer, flag, value]
+
+
 def config_calls(folder: Path) -> Iterator[list[str]]:
     path = folder / "config.json"
     train = ["estimate", "train", "--model", str(path), "--gpu", "h100", "--gpus", "8",
@@ -192,7 +212,8 @@ def main_(argv: list[str] | None = None) -> int:
     found = calls = 0
     with tempfile.TemporaryDirectory() as tmp:
         # lazily: each config.json is written just before the two calls that read it
-        for call in itertools.chain(flag_calls(commands), config_calls(Path(tmp))):
+        for call in itertools.chain(flag_calls(commands), small_dimension_calls(),
+                                    config_calls(Path(tmp))):
             calls += 1
             outcome = run(call, args.seconds)
             if outcome is not None:

@@ -495,6 +495,18 @@ def test_invalid_configs(kw: dict, message: str) -> None:  # type: ignore[type-a
         _est(**kw)
 
 
+def test_tp_must_divide_the_mlp_and_a_small_vocabulary_is_padded() -> None:
+    """As in training: a TP size that does not divide the MLP's hidden units is refused
+    naming --ffn-hidden (the engines' merged column-parallel layers refuse it), and a
+    vocabulary of fewer columns than TP ranks is padded to one a rank instead of dividing
+    by a zero-wide LM head."""
+    with pytest.raises(GpuarchError, match=r"--tp: 4 does not divide the MLP's 14,?334 "
+                                           r"hidden units \(--ffn-hidden\)"):
+        _est(dataclasses.replace(LLAMA_8B, ffn_hidden=14334), gpus=4, tp=4)
+    tiny_vocab = _est(dataclasses.replace(LLAMA_8B, vocab=3), gpus=4, tp=4)
+    assert 0 < tiny_vocab.tpot_s < _est(gpus=4, tp=4).tpot_s
+
+
 def test_result_keys() -> None:
     """The JSON keys other tools script against (issue #4)."""
     doc = _est().as_json()

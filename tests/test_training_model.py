@@ -114,6 +114,18 @@ def test_invalid_layouts_fail_clearly(kw: dict, message: str) -> None:  # type: 
         _est(**kw)
 
 
+def test_tp_must_divide_the_mlp_and_a_small_vocabulary_is_padded() -> None:
+    """A TP size that does not divide the MLP's hidden units is refused naming the flag
+    (Megatron-Core's column-parallel layers refuse it too), where a rank's share of a narrow
+    MLP used to round down to nothing and the roofline divided by zero; a vocabulary split
+    over more ranks than it has columns is padded to one a rank, as Megatron pads it."""
+    with pytest.raises(GpuarchError, match=r"--tp: 4 does not divide the MLP's 28,?670 "
+                                           r"hidden units \(--ffn-hidden\)"):
+        _est(dataclasses.replace(LLAMA_70B, ffn_hidden=28670))
+    tiny_vocab = _est(dataclasses.replace(LLAMA_70B, vocab=3))
+    assert 0 < tiny_vocab.step_time_s < _est().step_time_s
+
+
 def test_multi_node_needs_a_network() -> None:
     """Without a system the job cannot span nodes."""
     cfg = TrainingConfig(gpus=16, seq_len=2048, global_batch=16, tp=8)

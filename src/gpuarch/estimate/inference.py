@@ -605,6 +605,11 @@ class InferenceConfig:
                                f"{self.tp} x {self.pp}")
         if shape.heads % self.tp:
             raise GpuarchError(f"--tp: {self.tp} does not divide the {shape.heads} heads")
+        if shape.d_ffn % self.tp:
+            # a column-parallel MLP splits its hidden units evenly (Megatron-Core's and the
+            # serving engines' linear layers refuse a width the TP size does not divide)
+            raise GpuarchError(f"--tp: {self.tp} does not divide the MLP's {shape.d_ffn} "
+                               "hidden units (--ffn-hidden)")
         if not isinstance(self.kv_cache_fraction, (int, float)) or isinstance(
                 self.kv_cache_fraction, bool) or not 0 <= self.kv_cache_fraction <= 1:
             raise GpuarchError("--kv-cache-fraction: expected a fraction in (0, 1], got "
@@ -1342,7 +1347,7 @@ class _Runner:
         return 1.0
 
     def head(self, tokens: Num) -> _Phase:
-        gemm = Gemm(tokens, self.s.vocab // self.cfg.tp, self.s.hidden, name="lm_head",
+        gemm = Gemm(tokens, -(-self.s.vocab // self.cfg.tp), self.s.hidden, name="lm_head",
                     weight_element=max(self.weight_bytes, EMBEDDING_BYTES))
         time, compute = _split(gemm, self.head_device, self.eff)
         self._add("lm_head", time)

@@ -727,6 +727,11 @@ class TrainingConfig:
         self._check_schedule()
         if shape.heads % self.tp:
             raise GpuarchError(f"--tp: {self.tp} does not divide the {shape.heads} heads")
+        if shape.d_ffn % self.tp:
+            # a column-parallel MLP splits its hidden units evenly (Megatron-Core's and the
+            # serving engines' linear layers refuse a width the TP size does not divide)
+            raise GpuarchError(f"--tp: {self.tp} does not divide the MLP's {shape.d_ffn} "
+                               "hidden units (--ffn-hidden)")
         if self.seq_len % self.cp:
             raise GpuarchError(f"--cp: {self.cp} does not divide --seq-len {self.seq_len}")
         if self.sequence_parallel and self.tp == 1:
@@ -1876,7 +1881,7 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     bf16 = ((Device.of(product, Precision.BF16, device.tensor_core_generation),
              bf16_efficiency(eff, cfg, product.key))
             if cfg.precision.low_precision else (device, eff))
-    head = op_time(Gemm(tokens_mb, shape.vocab // cfg.tp, shape.hidden, name="lm_head"),
+    head = op_time(Gemm(tokens_mb, -(-shape.vocab // cfg.tp), shape.hidden, name="lm_head"),
                    *bf16)[0]
     loss = op_time(Elementwise(3.0 * tokens_mb * shape.vocab / cfg.tp * 4, name="loss"),
                    device, eff)[0]
