@@ -161,6 +161,9 @@ POINT = TRAINING_RUNS.split("[[point]]")[2]  # the 70B run, without a source
     (POINT, "unknown key outside a [[point]] table: 'id'"),
     ("[[source]]\nid = 's'\ntitle = 't'\n", "no [[point]] tables"),
     ("[[point]]" + POINT.replace('id = "llama70b-64"', ""), "point 1 has no id"),
+    ("[[point]]" + POINT.replace('id = "llama70b-64"', "id = 7"), "point 1: id = 7 is not a "
+     "name"),
+    ("point = [1, 2]", "point: expected [[point]] tables"),
     ("[[point]]" + POINT + "[[point]]" + POINT, "point id 'llama70b-64' is used twice"),
     ("[[point]]" + POINT.replace("gpus = 64", "gpus = 64\ngpu_count = 64"),
      "unknown key 'gpu_count'"),
@@ -178,6 +181,13 @@ POINT = TRAINING_RUNS.split("[[point]]")[2]  # the 70B run, without a source
      "not divisible by TP x PP x CP"),
     ("[[point]]" + POINT.replace("step_time_s = 14.2", ""), "no throughput figure"),
     ("[[point]]" + POINT.replace("seq_len = 8192", ""), "point 'llama70b-64': give seq_len"),
+    ("[[point]]" + POINT.replace("step_time_s = 14.2", "step_time_s = -14.2"),
+     "step_time_s = -14.2: expected a measured figure > 0"),
+    ("[[point]]" + POINT.replace("step_time_s = 14.2", "mfu = 45"),
+     "mfu = 45: expected a fraction of the peak, at most 1"),
+    # the comparison's reason, without the point named twice
+    ("[[point]]" + POINT.replace('preset = "llama-3.1-70b"', ""),
+     "point 'llama70b-64': neither a complete shape nor a preset"),
 ])
 def test_a_bad_file_is_refused_naming_what_is_wrong(
         capsys: pytest.CaptureFixture[str], tmp_path: Path, text: str, expected: str) -> None:

@@ -12,6 +12,7 @@ row of the file, so none is quietly left out.
 
 from __future__ import annotations
 
+import math
 import tomllib
 from collections.abc import Mapping
 from enum import Enum
@@ -27,8 +28,8 @@ from gpuarch.validation.stats import ErrorSummary
 from gpuarch.validation.training import TrainingPoint, check_point_keys
 from gpuarch.workloads.shape import FfnKind, NormKind, Position
 
-__all__ = ["CHOICES", "FIELDS_FILE", "REQUIRED", "Kind", "field_types", "load_user_points",
-           "require_all_compared"]
+__all__ = ["CHOICES", "FIELDS_FILE", "FIGURES", "REQUIRED", "Kind", "field_types",
+           "load_user_points", "require_all_compared"]
 
 Kind = Literal["training", "inference"]
 
@@ -69,6 +70,16 @@ mode the reader tells apart by ``if``): checked here. The other fixed-set fields
 dispatcher, a schedule, an engine's option) are checked by the configuration they fill,
 which names the allowed values."""
 
+
+FIGURES: dict[Kind, tuple[str, ...]] = {
+    "training": ("tokens_per_s_per_gpu", "tokens_per_s", "step_time_s", "tflops_per_gpu",
+                 "mfu", "hfu"),
+    "inference": ("output_tokens_per_s", "output_tokens_per_s_per_gpu", "ttft_s", "tpot_s",
+                  "request_latency_s", "decode_tokens_per_s_per_gpu",
+                  "prefill_tokens_per_s_per_gpu"),
+}
+"""The measured figures a point may give: each a positive, finite number (MFU and HFU at
+most 1, fractions of the peak)."""
 
 REQUIRED: dict[Kind, tuple[str, ...]] = {
     "training": ("gpu", "gpus", "seq_len", "global_batch"),
@@ -117,6 +128,11 @@ def _check_fields(where: str, entry: Mapping[str, Any], kind: Kind) -> None:
         if not _is(type_name, value):
             raise GpuarchError(f"{where}: {key} = {value!r}: expected "
                                f"{_TYPE_NAMES[type_name]}")
+        if key in FIGURES[kind] and not 0 < value < math.inf:
+            raise GpuarchError(f"{where}: {key} = {value!r}: expected a measured figure > 0")
+        if key in ("mfu", "hfu") and value > 1:
+            raise GpuarchError(f"{where}: {key} = {value!r}: expected a fraction of the peak, "
+                               "at most 1 (0.45 for 45%)")
         choices = CHOICES[kind].get(key)
         if choices is not None:
             check_choice(f"{where}: {key}", value, choices)
@@ -145,7 +161,9 @@ def load_user_points(path: Path, kind: Kind) -> tuple[TrainingPoint, ...]:
                                f"{suggestion(key, ('point', 'source'))} (a file holds "
                                "[[point]] tables and, optionally, [[source]] tables)")
     entries = raw.get("point", [])
-    if not isinstance(entries, list) or not entries:
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        raise GpuarchError(f"{name}: point: expected [[point]] tables")
+    if not entries:
         raise GpuarchError(f"{name}: no [[point]] tables: give one per measured run")
     sources = _sources(name, raw.get("source", []))
     fallback: Mapping[str, Any] = {"id": path.stem, "title": name, "url": ""}
@@ -154,8 +172,9 @@ def load_user_points(path: Path, kind: Kind) -> tuple[TrainingPoint, ...]:
     points = []
     for n, entry in enumerate(entries, 1):
         if not isinstance(entry.get("id"), str) or not entry["id"]:
-            raise GpuarchError(f"{name}: point {n} has no id (give id = \"...\", a name "
-                               "for the run)")
+            got = f": id = {entry['id']!r} is not a name" if "id" in entry else " has no id"
+            raise GpuarchError(f"{name}: point {n}{got} (give id = \"...\", a name for the "
+                               "run)")
         pid = entry["id"]
         if pid in seen:
             raise GpuarchError(f"{name}: point id {pid!r} is used twice")
@@ -177,7 +196,7 @@ def load_user_points(path: Path, kind: Kind) -> tuple[TrainingPoint, ...]:
 
 
 def _sources(name: str, entries: Any) -> dict[str, Mapping[str, Any]]:
-    if not isinstance(entries, list):
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
         raise GpuarchError(f"{name}: source: expected [[source]] tables")
     sources: dict[str, Mapping[str, Any]] = {}
     for n, source in enumerate(entries, 1):
@@ -202,6 +221,8 @@ def require_all_compared(summary: ErrorSummary, path: Path) -> None:
     """Raise GpuarchError naming every point of a user's file the model could not compare,
     with the reason; a user's file has no points to leave out."""
     if summary.skipped:
-        reasons = "; ".join(f"point {pid!r}: {why}" for pid, why in summary.skipped)
+        # the comparison's own messages may already name the point
+        reasons = "; ".join(f"point {pid!r}: {why.removeprefix(f'point {pid}: ')}"
+                            for pid, why in summary.skipped)
         raise GpuarchError(f"{path.name}: {len(summary.skipped)} of the file's points "
                            f"cannot be compared: {reasons}")
