@@ -217,3 +217,28 @@ def test_a_missing_file_and_a_bad_serving_field(capsys: pytest.CaptureFixture[st
         data = _file(tmp_path, SERVING_RUN.replace(old, new))
         status, out, err = run(capsys, "validate", "inference", "--data", data)
         assert status == 2 and out == "" and expected in err, err
+
+
+def test_the_bias_is_the_median_signed_error_on_rates(capsys: pytest.CaptureFixture[str],
+                                                      tmp_path: Path) -> None:
+    """Which way the model errs over a file's runs: the median of the signed errors, a
+    duration's (TPOT here) read as the rate it implies (published / predicted - 1), so that
+    positive always means the model is faster than the measurements."""
+    status, out, _ = run(capsys, "validate", "inference", "--data",
+                         _file(tmp_path, SERVING_RUN), "--json")
+    doc = json.loads(out)
+    figures = {f["metric"]: f for f in doc["figures"]}
+    on_rates = sorted([figures["output_tokens_per_s"]["error"],
+                       figures["tpot_s"]["published"] / figures["tpot_s"]["predicted"] - 1])
+    assert status == 0
+    assert doc["median_rate_error"] == pytest.approx(sum(on_rates) / 2, rel=1e-4)
+    status, out, _ = run(capsys, "validate", "inference", "--data",
+                         _file(tmp_path, SERVING_RUN))
+    way = "faster" if doc["median_rate_error"] > 0 else "slower"
+    assert status == 0 and (f"bias:      the model is {way} than these figures by a median "
+                            f"{abs(doc['median_rate_error']):.1%}") in out
+    status, out, _ = run(capsys, "validate", "training", "--data",
+                         _file(tmp_path, TRAINING_RUNS), "--json")
+    doc = json.loads(out)
+    errors = sorted(p["error"] for p in doc["points"])
+    assert doc["median_rate_error"] == pytest.approx(sum(errors) / 2, rel=1e-4)

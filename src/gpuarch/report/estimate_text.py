@@ -15,6 +15,7 @@ from gpuarch.units import Unit, from_si
 from gpuarch.validation.inference import InferenceSummary
 from gpuarch.validation.moe_kernels import RELEASES
 from gpuarch.validation.ops import OpSummary
+from gpuarch.validation.stats import DURATION_METRICS
 from gpuarch.validation.training import ValidationSummary
 
 if TYPE_CHECKING:
@@ -721,6 +722,7 @@ def render_validation(s: ValidationSummary, explain: bool = False) -> str:
              f"median {_pct(s.median_abs_error)}, max {_pct(s.max_abs_error)}; "
              f"{_pct(s.share_within)} of points within {s.bound:.0%}, "
              f"{s.beyond} beyond",
+             _bias_line(s, "points"),
              "by GPU:    " + ", ".join(f"{k} {_pct(v)}" for k, v in s.by("gpu").items()),
              "by source: " + ", ".join(f"{k} {_pct(v)}" for k, v in s.by("source").items()),
              "by model:  " + ", ".join(f"{k} {_pct(v)}" for k, v in s.by("model").items()),
@@ -1020,15 +1022,10 @@ def render_moe_dispatch(summary: Sequence[Mapping[str, Any]], overall: Mapping[s
         "kernels, measured'.")
 
 
-_SECONDS_METRICS = ("ttft_s", "tpot_s", "request_latency_s")
-"""The serving validation's figures that are durations (the others are rates, whose names
-end in ``_per_s``)."""
-
-
 def render_inference_validation(s: InferenceSummary, explain: bool = False) -> str:
     rows = [[r.id + (" *" if r.out_of_sample else ""), r.gpu, str(r.gpus), r.formats,
              r.lengths, r.batching, r.metric, *(
-                 fmt_seconds(v) if r.metric in _SECONDS_METRICS else fmt(v)
+                 fmt_seconds(v) if r.metric in DURATION_METRICS else fmt(v)
                  for v in (r.published, r.predicted)),
              f"{r.error:+.1%}"] for r in s.rows]
     lines = [table(["Point", "GPU", "GPUs", "Formats", "In/out", "Batching", "Figure",
@@ -1039,6 +1036,7 @@ def render_inference_validation(s: InferenceSummary, explain: bool = False) -> s
              f"median {_pct(s.median_abs_error)}, max {_pct(s.max_abs_error)}; "
              f"{_pct(s.share_within)} within {s.bound:.0%}, "
              f"{s.beyond} beyond",
+             _bias_line(s, "figures"),
              "by figure: " + ", ".join(f"{k} {_pct(v)}" for k, v in s.by("metric").items()),
              "by GPU:    " + ", ".join(f"{k} {_pct(v)}" for k, v in s.by("gpu").items()),
              "by source: " + ", ".join(f"{k} {_pct(v)}" for k, v in s.by("source").items()),
@@ -1052,6 +1050,14 @@ def render_inference_validation(s: InferenceSummary, explain: bool = False) -> s
                 seen.add(r.id)
                 lines.append(f"  {r.id}: {_infer_explained(r.explain)}")
     return "\n".join(lines + _validation_footer(s, "figures", "inference"))
+
+
+def _bias_line(s: Any, noun: str) -> str:
+    """Which way the model errs over the rows: the median signed error on rates."""
+    bias = s.median_rate_error
+    way = ("faster than" if bias > 0 else "slower than") if abs(bias) >= 0.0005 else "as fast as"
+    return (f"bias:      the model is {way} these {noun} by a median {abs(bias):.1%} "
+            "(signed, on rates: a duration is read as the rate it implies)")
 
 
 def _memory_lines(rows: Any) -> list[str]:

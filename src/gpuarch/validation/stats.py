@@ -7,7 +7,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
-__all__ = ["ErrorSummary", "HasError", "MemoryFit", "summarize"]
+__all__ = ["DURATION_METRICS", "ErrorSummary", "HasError", "MemoryFit", "rate_error",
+           "summarize"]
 
 
 class HasError(Protocol):
@@ -15,6 +16,20 @@ class HasError(Protocol):
 
     @property
     def error(self) -> float: ...
+
+
+DURATION_METRICS = ("ttft_s", "tpot_s", "request_latency_s")
+"""Serving figures that are durations (the others are rates, whose names end in
+``_per_s``); training figures are all read as tokens/s per GPU."""
+
+
+def rate_error(row: Any) -> float:
+    """A row's signed error on the rate it describes, positive where the model is faster
+    than the measurement: a duration's error read as the rate it implies
+    (published / predicted - 1), a rate's as it is."""
+    if getattr(row, "metric", "") in DURATION_METRICS:
+        return float(1.0 / (1.0 + row.error) - 1.0)
+    return float(row.error)
 
 
 @dataclass(frozen=True)
@@ -46,6 +61,12 @@ class ErrorSummary:
     @property
     def median_abs_error(self) -> float:
         return statistics.median(abs(r.error) for r in self.rows) if self.rows else 0.0
+
+    @property
+    def median_rate_error(self) -> float:
+        """The median signed error on rates (``rate_error``): positive where the model is
+        faster than the measurements, its bias over these rows."""
+        return statistics.median(rate_error(r) for r in self.rows) if self.rows else 0.0
 
     @property
     def max_abs_error(self) -> float:
@@ -115,6 +136,7 @@ class ErrorSummary:
             "mean_abs_error": self.mean_abs_error,
             "median_abs_error": self.median_abs_error,
             "max_abs_error": self.max_abs_error,
+            "median_rate_error": self.median_rate_error,
             f"share_within_{round(self.bound * 100)}_percent": self.share_within,
             f"beyond_{round(self.bound * 100)}_percent": self.beyond,
             **{f"mean_abs_error_by_{g}": self.by(g) for g in groups},
