@@ -9,22 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from gpuarch.cli.main import main
 from gpuarch.validation.inference import INFERENCE_FILE
 from gpuarch.validation.inference import POINT_KEYS as INFERENCE_KEYS
 from gpuarch.validation.training import POINT_KEYS as TRAINING_KEYS
 from gpuarch.validation.training import TRAINING_FILE
 from gpuarch.validation.user_data import _check_fields, field_types
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    try:
-        status = main(list(argv))
-    except SystemExit as exc:  # argparse usage errors
-        status = int(exc.code or 0)
-    out, err = capsys.readouterr()
-    return status, out, err
-
+from tests.test_cli import run
 
 TRAINING_RUNS = """
 [[source]]
@@ -155,38 +145,44 @@ def test_own_serving_runs_are_compared_figure_by_figure(
 POINT = TRAINING_RUNS.split("[[point]]")[2]  # the 70B run, without a source
 
 
+def _with(old: str, new: str) -> str:
+    """A file of the 70B run with one piece of its text replaced."""
+    assert old in POINT
+    return "[[point]]" + POINT.replace(old, new)
+
+
 @pytest.mark.parametrize("text, expected", [
     ("[[point]\nid = 'x'", "is not valid TOML"),
     ("[[points]]" + POINT, "unknown table 'points'; did you mean 'point'?"),
     (POINT, "unknown key outside a [[point]] table: 'id'"),
     ("[[source]]\nid = 's'\ntitle = 't'\n", "no [[point]] tables"),
-    ("[[point]]" + POINT.replace('id = "llama70b-64"', ""), "point 1 has no id"),
-    ("[[point]]" + POINT.replace('id = "llama70b-64"', "id = 7"), "point 1: id = 7 is not a "
+    (_with('id = "llama70b-64"', ""), "point 1 has no id"),
+    (_with('id = "llama70b-64"', "id = 7"), "point 1: id = 7 is not a "
      "name"),
     ("point = [1, 2]", "point: expected [[point]] tables"),
     ("[[point]]" + POINT + "[[point]]" + POINT, "point id 'llama70b-64' is used twice"),
-    ("[[point]]" + POINT.replace("gpus = 64", "gpus = 64\ngpu_count = 64"),
+    (_with("gpus = 64", "gpus = 64\ngpu_count = 64"),
      "unknown key 'gpu_count'"),
-    ("[[point]]" + POINT.replace("gpus = 64", 'gpus = "sixty-four"'),
+    (_with("gpus = 64", 'gpus = "sixty-four"'),
      "gpus = 'sixty-four': expected a whole number"),
-    ("[[point]]" + POINT.replace("sequence_parallel = true", 'sequence_parallel = "no"'),
+    (_with("sequence_parallel = true", 'sequence_parallel = "no"'),
      "sequence_parallel = 'no': expected true or false"),
-    ("[[point]]" + POINT.replace('precision = "bf16"', 'precision = "bf61"'),
+    (_with('precision = "bf16"', 'precision = "bf61"'),
      "precision: expected one of"),
-    ("[[point]]" + POINT.replace("step_time_s = 14.2", 'source = "mine"\nstep_time_s = 14.2'),
+    (_with("step_time_s = 14.2", 'source = "mine"\nstep_time_s = 14.2'),
      "source 'mine' is not a [[source]] id of the file"),
-    ("[[point]]" + POINT.replace('gpu = "h100"', 'gpu = "h1000"'),
+    (_with('gpu = "h100"', 'gpu = "h1000"'),
      "point 'llama70b-64': unknown GPU 'h1000'; did you mean 'h100'"),
-    ("[[point]]" + POINT.replace("tp = 4", "tp = 3"), "point 'llama70b-64': --gpus: 64 is "
+    (_with("tp = 4", "tp = 3"), "point 'llama70b-64': --gpus: 64 is "
      "not divisible by TP x PP x CP"),
-    ("[[point]]" + POINT.replace("step_time_s = 14.2", ""), "no throughput figure"),
-    ("[[point]]" + POINT.replace("seq_len = 8192", ""), "point 'llama70b-64': give seq_len"),
-    ("[[point]]" + POINT.replace("step_time_s = 14.2", "step_time_s = -14.2"),
+    (_with("step_time_s = 14.2", ""), "no throughput figure"),
+    (_with("seq_len = 8192", ""), "point 'llama70b-64': give seq_len"),
+    (_with("step_time_s = 14.2", "step_time_s = -14.2"),
      "step_time_s = -14.2: expected a measured figure > 0"),
-    ("[[point]]" + POINT.replace("step_time_s = 14.2", "mfu = 45"),
+    (_with("step_time_s = 14.2", "mfu = 45"),
      "mfu = 45: expected a fraction of the peak, at most 1"),
     # the comparison's reason, without the point named twice
-    ("[[point]]" + POINT.replace('preset = "llama-3.1-70b"', ""),
+    (_with('preset = "llama-3.1-70b"', ""),
      "point 'llama70b-64': neither a complete shape nor a preset"),
 ])
 def test_a_bad_file_is_refused_naming_what_is_wrong(

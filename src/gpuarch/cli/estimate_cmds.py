@@ -31,6 +31,7 @@ from gpuarch.report.serialize import to_json
 if TYPE_CHECKING:
     from gpuarch.perf.roofline import Op
     from gpuarch.validation.nearest import Setup
+    from gpuarch.validation.user_data import Kind
     from gpuarch.workloads.shape import TransformerShape
 
 __all__ = ["add_commands"]
@@ -938,19 +939,25 @@ def cmd_roofline(args: argparse.Namespace) -> int:
     return 0
 
 
+def _validated(args: argparse.Namespace, kind: Kind, validate: Any) -> Any:
+    """The published points (or with ``--data`` the user's file's, every one of which must
+    be comparable) compared by ``validate``, then ``--match`` and ``--worst``."""
+    points = None
+    if args.data is not None:
+        from gpuarch.validation.user_data import load_user_points
+        points = load_user_points(args.data, kind)
+    summary = validate(load_catalog(), points=points)
+    if args.data is not None:
+        from gpuarch.validation.user_data import require_all_compared
+        require_all_compared(summary, args.data)
+    return summary.select(args.match, args.worst)
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     from gpuarch.report.estimate_text import render_validation
     from gpuarch.validation.training import validate_training
 
-    points = None
-    if args.data is not None:
-        from gpuarch.validation.user_data import load_user_points
-        points = load_user_points(args.data, "training")
-    summary = validate_training(load_catalog(), points=points)
-    if args.data is not None:
-        from gpuarch.validation.user_data import require_all_compared
-        require_all_compared(summary, args.data)
-    summary = summary.select(args.match, args.worst)
+    summary = _validated(args, "training", validate_training)
     if args.json:
         print(to_json(summary.as_json("points", ("gpu", "source", "model"), args.explain)))
     else:
@@ -962,15 +969,7 @@ def cmd_validate_inference(args: argparse.Namespace) -> int:
     from gpuarch.report.estimate_text import render_inference_validation
     from gpuarch.validation.inference import validate_inference
 
-    points = None
-    if args.data is not None:
-        from gpuarch.validation.user_data import load_user_points
-        points = load_user_points(args.data, "inference")
-    summary = validate_inference(load_catalog(), points=points)
-    if args.data is not None:
-        from gpuarch.validation.user_data import require_all_compared
-        require_all_compared(summary, args.data)
-    summary = summary.select(args.match, args.worst)
+    summary = _validated(args, "inference", validate_inference)
     if args.json:
         print(to_json(summary.as_json("figures", ("metric", "gpu", "source", "model"),
                                       args.explain)))
