@@ -410,9 +410,14 @@ def test_validation_error_does_not_regress() -> None:
         len(summary.rows) - 2) <= 0.068  # 6.71%
     days_rows = ("nemo-perf-25.04", "nemo-perf-25.02", "dgxc-nemo-llama31-8b-24.09",
                  "dgxc-nemo-llama31-70b-24.09", "dgxc-nemo-gpt3-175b-24.05", pair)
+    # 6.81% over 720 with MLPerf v5.1's two LoRA rack runs (GB200 -7.5%, GB300 -12.4%) and
+    # the LoRA rows' FP8 attention and all-to-all context parallelism (2026-12-05), which
+    # the 666 below take too (6.68%)
+    lora_v51 = ("mlperf51-gb200-llama2-70b-lora-72", "mlperf51-gb300-llama2-70b-lora-72")
     before = [abs(r.error) for r in summary.rows
-              if r.source not in days_rows and "nemotron4-15b" not in r.id]
-    assert len(before) == 666 and sum(before) / len(before) <= 0.068  # 6.69% (6.88%)
+              if r.source not in days_rows and "nemotron4-15b" not in r.id
+              and r.id not in lora_v51]
+    assert len(before) == 666 and sum(before) / len(before) <= 0.068  # 6.68% (6.88%)
     # Qwen3-235B H100 row takes its recipe's EP overlap (7.72% before; 7.73% before the tied
     # embedding's all-reduce; 8.007% while every
     # pipeline inside a node was charged NVLink's sends; 8.08% while no
@@ -455,7 +460,9 @@ def test_validation_error_does_not_regress() -> None:
     # NeMo AutoModel's DeepEP/HybridEP pair (-17% and -21%), the 508 before held to theirs
     assert sum(out) / len(out) <= 0.0655
     held = [abs(r.error) for r in summary.rows
-            if r.out_of_sample and r.source != pair]
+            if r.out_of_sample and r.source != pair
+            and r.id not in ("mlperf51-gb200-llama2-70b-lora-72",
+                             "mlperf51-gb300-llama2-70b-lora-72")]
     assert len(held) == 508 and sum(held) / len(held) <= 0.065
     assert summary.by("gpu")["a100-sxm4-80gb"] <= 0.062  # 5.8% (6.7% before the span)
     within_20 = sum(abs(r.error) <= 0.20 for r in summary.rows) / len(summary.rows)
