@@ -115,10 +115,11 @@ def test_own_training_runs_are_compared_as_the_estimate_predicts_them(
     assert doc["mean_abs_error"] == pytest.approx(
         sum(abs(p["error"]) for p in rows.values()) / 2, rel=1e-5)
     # nothing of the published points, and no in/out-of-sample split (no fit saw them
-    # either way); --match selects among the file's points
+    # either way); --match selects among the file's points (given as --file here, the
+    # name validate ops uses for its measurements)
     status, out, _ = run(capsys, "validate", "training", "--data", data)
     assert status == 0 and "2 points:" in out and "out of sample" not in out
-    status, out, _ = run(capsys, "validate", "training", "--data", data, "--json", "--match",
+    status, out, _ = run(capsys, "validate", "training", "--file", data, "--json", "--match",
                          "70b")
     assert status == 0 and [p["id"] for p in json.loads(out)["points"]] == ["llama70b-64"]
 

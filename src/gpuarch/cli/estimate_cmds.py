@@ -1129,10 +1129,11 @@ def _selection_flags(p: argparse.ArgumentParser) -> None:
 
 def _data_flag(p: argparse.ArgumentParser, what: str) -> None:
     """validate's --data: a file of the user's own measured runs instead of the shipped ones."""
-    p.add_argument("--data", type=Path, metavar="FILE",
+    p.add_argument("--data", "--file", dest="data", type=Path, metavar="FILE",
                    help=f"compare your own measured {what} runs instead of the published "
                         "ones: a TOML file of [[point]] tables in the shipped files' format "
-                        "(docs/your-measurements.md); every point must be comparable")
+                        "(docs/your-measurements.md); every point must be comparable "
+                        "(--file, as validate ops names its measurements, works too)")
 
 
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
