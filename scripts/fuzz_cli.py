@@ -4,7 +4,8 @@ see: a traceback, an exit status other than 0, 1 or 2, or a call that runs past 
 limit. Not a test (it takes a while): run it after changing how input is read.
 
     python scripts/fuzz_cli.py              # the estimate, roofline, catalog and numerics
-                                            # commands, and config.json (about a minute)
+                                            # commands, config.json and --data files (a few
+                                            # minutes)
     python scripts/fuzz_cli.py --advisors   # the two advisors too (longer)
 
 Exit status 1 when anything turned up, each finding printed with the command line.
@@ -184,6 +185,45 @@ def small_dimension_calls() -> Iterator[list[str]]:
             yield [*infer, flag, value]
 
 
+MEASURED_RUNS: dict[str, dict[str, Any]] = {
+    "training": {"id": "run", "preset": "llama-3.1-8b", "gpu": "h100", "gpus": 8,
+                 "seq_len": 4096, "global_batch": 64, "tokens_per_s_per_gpu": 9000},
+    "inference": {"id": "run", "preset": "llama-3.1-8b", "gpu": "h100", "gpus": 1,
+                  "input_len": 1000, "output_len": 100, "batch": 8, "tpot_s": 0.01},
+}
+"""One measured run of each kind, the base of the ``--data`` files below."""
+
+FIELD_VALUES: tuple[Any, ...] = ("x", -1, 0, 1.5, True, ["x"], 10**30)
+"""Values each field of a measured run gets in turn: text, negative, zero, a fraction, a
+boolean, a list, past int64 (TOML has no null)."""
+
+
+def _toml(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    return repr(value)
+
+
+def measured_run_calls(folder: Path) -> Iterator[list[str]]:
+    """``validate training|inference --data FILE`` on one run with each field the file may
+    carry set, in turn, to each of ``FIELD_VALUES`` (a file of your own measurements is read
+    strictly: every such call should end in a table or a usage error)."""
+    from gpuarch.validation.user_data import field_types
+
+    path = folder / "runs.toml"
+    for kind, base in MEASURED_RUNS.items():
+        for key in sorted(field_types(kind)):  # type: ignore[arg-type]
+            for value in FIELD_VALUES:
+                run_ = {**base, key: value}
+                path.write_text("[[point]]\n" + "".join(f"{k} = {_toml(v)}\n"
+                                                         for k, v in run_.items()))
+                yield ["validate", kind, "--data", str(path)]
+
+
 def config_calls(folder: Path) -> Iterator[list[str]]:
     path = folder / "config.json"
     train = ["estimate", "train", "--model", str(path), "--gpu", "h100", "--gpus", "8",
@@ -213,7 +253,7 @@ def main_(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         # lazily: each config.json is written just before the two calls that read it
         for call in itertools.chain(flag_calls(commands), small_dimension_calls(),
-                                    config_calls(Path(tmp))):
+                                    measured_run_calls(Path(tmp)), config_calls(Path(tmp))):
             calls += 1
             outcome = run(call, args.seconds)
             if outcome is not None:

@@ -239,3 +239,16 @@ def test_the_bias_is_the_median_signed_error_on_rates(capsys: pytest.CaptureFixt
     doc = json.loads(out)
     errors = sorted(p["error"] for p in doc["points"])
     assert doc["median_rate_error"] == pytest.approx(sum(errors) / 2, rel=1e-4)
+
+
+def test_a_duration_far_above_the_models_still_gives_a_bias(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """The bias of a duration is taken from the figures (published over predicted), not
+    through the error: a TPOT 1e30 s long made 1 + error round to zero and the summary
+    divide by it (found by make fuzz's --data calls)."""
+    data = _file(tmp_path, SERVING_RUN.replace("tpot_s = 0.0098", "tpot_s = 1e30"))
+    status, out, err = run(capsys, "validate", "inference", "--data", data, "--json")
+    assert status == 0 and "Traceback" not in err
+    figures = {f["metric"]: f for f in json.loads(out)["figures"]}
+    assert figures["tpot_s"]["error"] == pytest.approx(-1.0)
+    assert json.loads(out)["median_rate_error"] > 1e20

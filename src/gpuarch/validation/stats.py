@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
@@ -28,7 +29,9 @@ def rate_error(row: Any) -> float:
     than the measurement: a duration's error read as the rate it implies
     (published / predicted - 1), a rate's as it is."""
     if getattr(row, "metric", "") in DURATION_METRICS:
-        return float(1.0 / (1.0 + row.error) - 1.0)
+        # from the figures themselves: through the error, a published duration many orders
+        # above the model's rounds 1 + error to zero
+        return float(row.published / row.predicted - 1.0) if row.predicted > 0 else math.inf
     return float(row.error)
 
 
