@@ -166,6 +166,28 @@ def test_calibration_errors_name_the_problem(tmp_path: Path) -> None:
         apply_calibration(cal, DEFAULT_EFFICIENCY, CATALOG, CATALOG.product("a100"))
 
 
+@pytest.mark.parametrize(("over", "message"), [
+    ({"gemm": [{"precision": "bf16", "m": 8192, "tflops": "fast"}]},
+     r"gemm\[0\]: tflops = 'fast': expected a measured rate above zero"),
+    ({"bandwidth": [{"kind": "device_copy", "gb_s": -5}]},
+     r"bandwidth\[0\]: gb_s = -5: expected a measured rate above zero"),
+    # a zero bus bandwidth divided a collective's bytes by zero in the estimate
+    ({"collectives": [{"op": "all_reduce", "ranks": 8, "busbw_gb_s": 0}]},
+     r"collectives\[0\]: busbw_gb_s = 0: expected a measured rate above zero"),
+    ({"collectives": [{"op": "all_reduce", "ranks": 1.5, "busbw_gb_s": 360}]},
+     r"collectives\[0\]: ranks = 1.5: expected a whole number above zero"),
+    ({"gemm": [{"precision": "bf17", "tflops": 700}]},
+     r"gemm\[0\]: precision: expected one of .*got 'bf17'; did you mean 'bf16'\?"),
+])
+def test_calibration_values_are_checked(tmp_path: Path, over: dict[str, Any],
+                                        message: str) -> None:
+    """A calibration value the models cannot use is refused naming the row and key (a
+    string rate was a ValueError traceback, a zero bus bandwidth a ZeroDivisionError, a
+    negative copy rate an error about an efficiency the file does not name)."""
+    with pytest.raises(GpuarchError, match=message):
+        load_calibration(_calibration(tmp_path, **over))
+
+
 def test_calibrated_estimate_says_what_was_measured(tmp_path: Path,
                                                     capsys: pytest.CaptureFixture[str]) -> None:
     """estimate train --calibration lists the measured parameters in its assumptions."""

@@ -27,6 +27,7 @@ which parameters came from measurement.
 from __future__ import annotations
 
 import datetime as _dt
+import math
 import statistics
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,11 +36,12 @@ from typing import Any
 from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import Product
 from gpuarch.catalog.peaks import PeakKey
-from gpuarch.errors import GpuarchError
+from gpuarch.errors import GpuarchError, check_choice
 from gpuarch.jsonfile import read_schema_file
 from gpuarch.perf.efficiency import Efficiency
 from gpuarch.perf.precision import sixteen_bit
 from gpuarch.perf.sibling import sibling_notes
+from gpuarch.probe.bench import GEMM_PRECISIONS
 from gpuarch.units import Unit, from_si, to_si
 
 __all__ = ["CURVE_MIN_OUTPUT", "REFERENCE_DIR", "SCHEMA", "VERSION", "Calibration",
@@ -101,6 +103,35 @@ def _need(doc: dict[str, Any], key: str, kind: type, path: Path) -> Any:
     return doc[key]
 
 
+_MEASURED = ("tflops", "gb_s", "busbw_gb_s")
+"""A calibration row's measured rates: each a number above zero."""
+_COUNTS = ("m", "n", "k", "bytes", "ranks")
+"""A calibration row's sizes: each a whole number above zero where given."""
+
+
+def _check_row(path: Path, where: str, row: dict[str, Any]) -> None:
+    """Raise GpuarchError naming the row and key of a calibration file whose value the
+    models cannot use: a rate that is not a number above zero, a size that is not a whole
+    number above zero, a GEMM precision the probe does not measure (nearest named)."""
+    for key in _MEASURED:
+        value = row.get(key)
+        if key in row and not (isinstance(value, int | float) and not isinstance(value, bool)
+                               and 0 < value < math.inf):
+            raise GpuarchError(f"{path}: {where}: {key} = {value!r}: expected a measured "
+                               "rate above zero")
+    for key in _COUNTS:
+        value = row.get(key)
+        if key in row and not (isinstance(value, int) and not isinstance(value, bool)
+                               and value > 0):
+            raise GpuarchError(f"{path}: {where}: {key} = {value!r}: expected a whole number "
+                               "above zero")
+    if "precision" in row:
+        check_choice(f"{path}: {where}: precision", row["precision"], GEMM_PRECISIONS)
+    for key in ("kind", "op"):
+        if key in row and not isinstance(row[key], str):
+            raise GpuarchError(f"{path}: {where}: {key} = {row[key]!r}: expected text")
+
+
 def load_calibration(path: Path) -> Calibration:
     """Read and validate a calibration file (errors name the file and the key)."""
     doc = read_schema_file(path, "--calibration", SCHEMA, VERSION, "calibration")
@@ -111,6 +142,7 @@ def load_calibration(path: Path) -> Calibration:
             for key in keys:
                 if not isinstance(row, dict) or key not in row:
                     raise GpuarchError(f"{path}: {section}[{i}] lacks {key!r}")
+            _check_row(path, f"{section}[{i}]", row)
     return Calibration(str(path), str(doc.get("created", "")), str(device.get("name", "")),
                        device.get("product"), tuple(doc["gemm"]), tuple(doc["bandwidth"]),
                        tuple(doc["collectives"]))
