@@ -4,8 +4,8 @@ see: a traceback, an exit status other than 0, 1 or 2, or a call that runs past 
 limit. Not a test (it takes a while): run it after changing how input is read.
 
     python scripts/fuzz_cli.py              # the estimate, roofline, catalog and numerics
-                                            # commands, config.json and --data files (a few
-                                            # minutes)
+                                            # commands, config.json, --data and
+                                            # --calibration files (a few minutes)
     python scripts/fuzz_cli.py --advisors   # the two advisors too (longer)
 
 Exit status 1 when anything turned up, each finding printed with the command line.
@@ -224,6 +224,33 @@ def measured_run_calls(folder: Path) -> Iterator[list[str]]:
                 yield ["validate", kind, "--data", str(path)]
 
 
+CALIBRATION: dict[str, Any] = {
+    "schema": "gpuarch-calibration", "version": 1, "created": "2026-12-05T00:00:00Z",
+    "device": {"name": "NVIDIA H100 80GB HBM3", "product": "h100-sxm5-80gb"},
+    "gemm": [{"precision": "bf16", "m": 8192, "n": 8192, "k": 8192, "tflops": 700.0}],
+    "bandwidth": [{"kind": "device_copy", "gb_s": 3000.0}],
+    "collectives": [{"op": "all_reduce", "bytes": 2**26, "ranks": 8, "busbw_gb_s": 360.0}]}
+"""A probe's calibration file (``gpuarch probe --bench --save``), the base of the
+``--calibration`` files below."""
+
+
+def calibration_calls(folder: Path) -> Iterator[list[str]]:
+    """``estimate train --calibration FILE`` with each value of a calibration file set, in
+    turn, to each of ``FIELD_VALUES`` (and to null, which JSON has)."""
+    path = folder / "calibration.json"
+    train = ["estimate", "train", "--model", "llama-3.1-8b", "--gpu", "h100", "--gpus", "8",
+             "--seq-len", "4096", "--global-batch", "64", "--calibration", str(path)]
+    for section in ("device", "gemm", "bandwidth", "collectives"):
+        row = CALIBRATION[section] if section == "device" else CALIBRATION[section][0]
+        for key in row:
+            for value in (*FIELD_VALUES, None):
+                doc = copy.deepcopy(CALIBRATION)
+                target = doc[section] if section == "device" else doc[section][0]
+                target[key] = value
+                path.write_text(json.dumps(doc))
+                yield train
+
+
 def config_calls(folder: Path) -> Iterator[list[str]]:
     path = folder / "config.json"
     train = ["estimate", "train", "--model", str(path), "--gpu", "h100", "--gpus", "8",
@@ -253,7 +280,8 @@ def main_(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         # lazily: each config.json is written just before the two calls that read it
         for call in itertools.chain(flag_calls(commands), small_dimension_calls(),
-                                    measured_run_calls(Path(tmp)), config_calls(Path(tmp))):
+                                    measured_run_calls(Path(tmp)),
+                                    calibration_calls(Path(tmp)), config_calls(Path(tmp))):
             calls += 1
             outcome = run(call, args.seconds)
             if outcome is not None:
