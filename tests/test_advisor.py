@@ -472,6 +472,31 @@ def test_price_book_overrides_and_user_file(tmp_path: Path) -> None:
         load_prices(extra=bad)
 
 
+def test_a_user_price_names_its_gpu_as_the_flags_do(tmp_path: Path) -> None:
+    """A user's price for 'h100' prices the H100 SXM (the name resolved as --gpu resolves
+    it; it used to be filed under 'h100' and never looked up), and a misspelt GPU, a price
+    that is not above zero, an unknown kind or a source that is not a table are refused
+    naming the row (they were ignored, taken, or a traceback)."""
+    mine = tmp_path / "mine.toml"
+    mine.write_text("[[price]]\ngpu = 'h100'\nusd_per_gpu_hour = 0.25\n")
+    rows = load_prices(extra=mine).listed["h100-sxm5-80gb"]
+    assert {"gpu": "h100-sxm5-80gb", "usd_per_gpu_hour": 0.25, "date": ""} in rows
+    for text, message in (
+            ("[[price]]\ngpu = 'h1000'\nusd_per_gpu_hour = 2\n",
+             r"price\[0\]: gpu: unknown GPU 'h1000'; did you mean 'h100'"),
+            ("[[price]]\ngpu = 'h100'\nusd_per_gpu_hour = 'cheap'\n",
+             r"price\[0\]: usd_per_gpu_hour = 'cheap': expected a price above zero"),
+            ("[[price]]\ngpu = 'h100'\nusd_per_gpu_hour = -1\n",
+             r"usd_per_gpu_hour = -1: expected a price above zero"),
+            ("[[price]]\ngpu = 'h100'\nusd_per_gpu_hour = 2\nkind = 'spto'\n",
+             r"price\[0\]: kind: expected one of .*did you mean 'spot'\?"),
+            ("source = 3\n[[price]]\ngpu = 'h100'\nusd_per_gpu_hour = 2\n",
+             r"source: expected \[\[source\]\] tables")):
+        mine.write_text(text)
+        with pytest.raises(GpuarchError, match=message):
+            load_prices(extra=mine)
+
+
 def test_chunked_evaluation_gives_the_same_answer(tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """Memory is bounded by evaluating in chunks; the chunk size must not change the answer."""

@@ -3,15 +3,16 @@ and date; overridable per GPU on the command line or by a user file of the same 
 
 from __future__ import annotations
 
+import math
 import statistics
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpuarch.errors import GpuarchError
+from gpuarch.errors import GpuarchError, check_choice
 
-__all__ = ["PRICES_FILE", "PriceBook", "load_prices"]
+__all__ = ["PRICES_FILE", "PRICE_KINDS", "PriceBook", "load_prices"]
 
 PRICES_FILE = Path(__file__).with_name("data") / "prices.toml"
 
@@ -61,12 +62,46 @@ def load_prices(path: Path = PRICES_FILE, overrides: dict[str, float] | None = N
             raise GpuarchError(f"--prices: {p} is not valid TOML ({exc})") from None
         except UnicodeDecodeError as exc:  # a binary file, or text in another encoding
             raise GpuarchError(f"--prices: {p} is not UTF-8 text (byte {exc.start})") from None
-        sources = {s["id"]: s for s in raw.get("source", [])}
-        for i, row in enumerate(raw.get("price", [])):
+        sources = {s["id"]: s for s in _tables(raw, "source", p) if "id" in s}
+        for i, row in enumerate(_tables(raw, "price", p)):
             for key in ("gpu", "usd_per_gpu_hour"):
                 if key not in row:
                     raise GpuarchError(f"{p.name}: price[{i}] lacks {key!r}")
+            gpu = _product_key(row["gpu"], f"{p.name}: price[{i}]: gpu")
+            usd = row["usd_per_gpu_hour"]
+            if not (isinstance(usd, int | float) and not isinstance(usd, bool)
+                    and 0 < usd < math.inf):
+                raise GpuarchError(f"{p.name}: price[{i}]: usd_per_gpu_hour = {usd!r}: "
+                                   "expected a price above zero")
+            check_choice(f"{p.name}: price[{i}]: kind", row.get("kind", "on-demand"),
+                         PRICE_KINDS)
             src = sources.get(row.get("source", ""), {})
-            listed.setdefault(str(row["gpu"]), []).append(
-                {**row, "date": row.get("date", src.get("date", ""))})
+            listed.setdefault(gpu, []).append(
+                {**row, "gpu": gpu, "date": row.get("date", src.get("date", ""))})
     return PriceBook(listed, dict(overrides or {}))
+
+
+PRICE_KINDS = ("on-demand", "community", "spot", "reserved-1y", "reserved-3y")
+"""How a price is sold (data/prices.toml's header): list price, RunPod's community cloud,
+interruptible, or a one- or three-year commitment. The searches take on-demand prices."""
+
+
+def _tables(raw: dict[str, Any], name: str, path: Path) -> list[dict[str, Any]]:
+    """A price file's ``[[name]]`` tables; anything else under that name is an error."""
+    rows = raw.get(name, [])
+    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+        raise GpuarchError(f"{path.name}: {name}: expected [[{name}]] tables")
+    return rows
+
+
+def _product_key(name: Any, where: str) -> str:
+    """The catalog key of a price's GPU (a name or alias, as the other flags take), so that
+    a user's 'h100' prices the H100 SXM and a misspelt name is refused, not ignored."""
+    from gpuarch.catalog.loader import load_catalog
+
+    if not isinstance(name, str):
+        raise GpuarchError(f"{where} = {name!r}: expected a GPU name")
+    try:
+        return load_catalog().product(name).key
+    except GpuarchError as exc:
+        raise GpuarchError(f"{where}: {exc}") from None
