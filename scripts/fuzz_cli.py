@@ -6,7 +6,8 @@ limit. Not a test (it takes a while): run it after changing how input is read.
     python scripts/fuzz_cli.py              # the estimate, roofline, catalog and numerics
                                             # commands, config.json, --data and
                                             # --calibration files (a few minutes)
-    python scripts/fuzz_cli.py --advisors   # the two advisors too (longer)
+    python scripts/fuzz_cli.py --advisors   # the two advisors and --prices files too
+                                            # (longer)
 
 Exit status 1 when anything turned up, each finding printed with the command line.
 """
@@ -251,6 +252,21 @@ def calibration_calls(folder: Path) -> Iterator[list[str]]:
                 yield train
 
 
+def price_calls(folder: Path) -> Iterator[list[str]]:
+    """``advise train --prices FILE`` with each field of one price set, in turn, to each of
+    ``FIELD_VALUES`` (advisor calls, so with ``--advisors`` only)."""
+    path = folder / "prices.toml"
+    base = {"gpu": "h100", "usd_per_gpu_hour": 2.5, "kind": "on-demand"}
+    advise = ["advise", "train", "--model", "llama-3.1-8b", "--tokens", "1e9", "--max-gpus",
+              "16", "--prices", str(path)]
+    for key in base:
+        for value in FIELD_VALUES:
+            row = {**base, key: value}
+            path.write_text("[[price]]\n" + "".join(f"{k} = {_toml(v)}\n"
+                                                     for k, v in row.items()))
+            yield advise
+
+
 def config_calls(folder: Path) -> Iterator[list[str]]:
     path = folder / "config.json"
     train = ["estimate", "train", "--model", str(path), "--gpu", "h100", "--gpus", "8",
@@ -281,7 +297,8 @@ def main_(argv: list[str] | None = None) -> int:
         # lazily: each config.json is written just before the two calls that read it
         for call in itertools.chain(flag_calls(commands), small_dimension_calls(),
                                     measured_run_calls(Path(tmp)),
-                                    calibration_calls(Path(tmp)), config_calls(Path(tmp))):
+                                    calibration_calls(Path(tmp)), config_calls(Path(tmp)),
+                                    price_calls(Path(tmp)) if args.advisors else ()):
             calls += 1
             outcome = run(call, args.seconds)
             if outcome is not None:
