@@ -276,6 +276,22 @@ def test_bad_weight_only_fields_are_refused(key: str, value: Any, message: str) 
         op_from_spec(spec)
 
 
+@pytest.mark.parametrize(("op", "key", "value", "message"), [
+    (Gemm(64, 64, 64), "m", 0, "m must be at least 1, got 0"),
+    (Gemm(64, 64, 64), "name", 7, "name must be text, got 7"),
+    (Attention(2, 4096, 4096, 32, 8, 128), "seq_kv", 10**30,
+     "seq_kv must be at most 2,147,483,647"),
+    (Attention(2, 4096, 4096, 32, 8, 128), "heads", 0, "heads must be at least 1"),
+])
+def test_sizes_an_operator_is_priced_by_are_checked(op: Any, key: str, value: Any,
+                                                     message: str) -> None:
+    """A zero or overflowing size, or a name that is not text, is refused naming the key
+    (a zero GEMM dimension and a 1e30-token attention divided by zero in the roofline, a
+    numeric name failed on .startswith: found by sweeping an op-check file's fields)."""
+    with pytest.raises(GpuarchError, match=message):
+        op_from_spec({**op_spec(op), key: value})
+
+
 def test_attention_and_elementwise_specs_round_trip() -> None:
     for op in (Attention(2, 4096, 4096, 32, 8, 128, causal=True),
                Attention(64, 1, 4096, 32, 32, 128), Elementwise(3.0 * 2**30),

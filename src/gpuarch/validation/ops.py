@@ -79,6 +79,18 @@ def op_from_spec(spec: dict[str, Any], where: str = "op") -> Op:
                 isinstance(value, bool) or not isinstance(value, int | float)
                 or not math.isfinite(value) or value < 0):
             raise GpuarchError(f"{where}: {key} must be a non-negative number, got {value!r}")
+    if isinstance(spec, dict) and "name" in spec and not isinstance(spec["name"], str):
+        raise GpuarchError(f"{where}: name must be text, got {spec['name']!r}")
+    # the dimensions an operator is priced by: a zero one left the roofline nothing to
+    # divide by
+    sizes = {"gemm": ("m", "n", "k", "batch"),
+             "attention": ("batch", "seq_q", "seq_kv", "heads", "kv_heads", "head_dim")}
+    for key in sizes.get(str(kind), ()):
+        if key in spec and spec[key] == 0:
+            raise GpuarchError(f"{where}: {key} must be at least 1, got 0")
+        if key in spec and spec[key] > 2**31 - 1:
+            raise GpuarchError(f"{where}: {key} must be at most 2,147,483,647 (a kernel's "
+                               f"32-bit size), got {spec[key]!r}")
     try:
         if kind == "gemm":
             return _gemm_from_spec(spec, where)
