@@ -4,8 +4,9 @@ see: a traceback, an exit status other than 0, 1 or 2, or a call that runs past 
 limit. Not a test (it takes a while): run it after changing how input is read.
 
     python scripts/fuzz_cli.py              # the estimate, roofline, catalog and numerics
-                                            # commands, config.json, --data and
-                                            # --calibration files (a few minutes)
+                                            # commands, config.json, --data,
+                                            # --calibration and validate ops --file files
+                                            # (a few minutes)
     python scripts/fuzz_cli.py --advisors   # the two advisors and --prices files too
                                             # (longer)
 
@@ -252,6 +253,30 @@ def calibration_calls(folder: Path) -> Iterator[list[str]]:
                 yield train
 
 
+def op_check_calls(folder: Path) -> Iterator[list[str]]:
+    """``validate ops --file FILE`` on one row of each operator type of the shipped op check,
+    with each of the row's fields and its operator's set, in turn, to each of
+    ``FIELD_VALUES`` (and null)."""
+    from gpuarch.validation.ops import OP_CHECK_FILE
+
+    path = folder / "op_check.json"
+    doc = json.loads(OP_CHECK_FILE.read_text())
+    firsts = {}
+    for row in doc["rows"]:
+        if isinstance(row.get("op"), dict):
+            firsts.setdefault(row["op"].get("type"), row)
+    for row in firsts.values():
+        for key in [*row, *(f"op.{k}" for k in row["op"])]:
+            for value in (*FIELD_VALUES, None):
+                changed = copy.deepcopy(row)
+                if key.startswith("op."):
+                    changed["op"][key[3:]] = value
+                else:
+                    changed[key] = value
+                path.write_text(json.dumps({**doc, "rows": [changed]}))
+                yield ["validate", "ops", "--file", str(path)]
+
+
 def price_calls(folder: Path) -> Iterator[list[str]]:
     """``advise train --prices FILE`` with each field of one price set, in turn, to each of
     ``FIELD_VALUES`` (advisor calls, so with ``--advisors`` only)."""
@@ -297,7 +322,8 @@ def main_(argv: list[str] | None = None) -> int:
         # lazily: each config.json is written just before the two calls that read it
         for call in itertools.chain(flag_calls(commands), small_dimension_calls(),
                                     measured_run_calls(Path(tmp)),
-                                    calibration_calls(Path(tmp)), config_calls(Path(tmp)),
+                                    calibration_calls(Path(tmp)), op_check_calls(Path(tmp)),
+                                    config_calls(Path(tmp)),
                                     price_calls(Path(tmp)) if args.advisors else ()):
             calls += 1
             outcome = run(call, args.seconds)
