@@ -4,6 +4,7 @@ calibration files."""
 from __future__ import annotations
 
 import json
+import re
 import statistics
 from pathlib import Path
 from typing import Any
@@ -382,3 +383,29 @@ def test_a_machine_slower_than_the_reference_is_never_estimated_faster(gemm: flo
     serve = InferenceConfig(input_len=1024, output_len=256, batch=16)
     assert estimate_inference(CATALOG, shape, h200, serve, efficiency=eff).tpot_s >= \
         estimate_inference(CATALOG, shape, h200, serve).tpot_s * (1 - 1e-9)
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (lambda d: d["gpus"][0].update(memory_total="80GB"),
+     r"gpus\[0\]\.memory_total = '80GB': expected a whole number >= 0"),
+    (lambda d: d["gpus"][0].update(memory_used=None),
+     r"gpus\[0\]\.memory_used = None: expected a whole number >= 0"),
+    (lambda d: d["gpus"][0].update(clocks={"sm": "fast"}),
+     r"gpus\[0\]\.clocks = \{'sm': 'fast'\}: expected whole numbers >= 0"),
+    (lambda d: d.update(gpus=2), r"gpus: expected a list of objects"),
+])
+def test_a_fake_machine_nvml_could_not_describe_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], change: Any, message: str) -> None:
+    """probe --fake FILE refuses a value of a kind NVML never returns, naming the GPU and
+    key (a text memory size was a ValueError traceback, a number for the GPU list a
+    TypeError: found by sweeping the demo machine's fields)."""
+    from gpuarch.cli.main import main
+
+    doc = json.loads(DEMO.read_text())
+    change(doc)
+    path = tmp_path / "machine.json"
+    path.write_text(json.dumps(doc))
+    assert main(["probe", "--fake", str(path)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "Traceback" not in err
+    assert f"--fake: {path.name}: " in err and re.search(message, err), err

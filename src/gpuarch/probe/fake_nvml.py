@@ -28,11 +28,60 @@ from typing import Any
 
 from gpuarch.jsonfile import read_json
 
-__all__ = ["FakeNvml", "NVMLError"]
+__all__ = ["FakeNvml", "NVMLError", "check_machine"]
 
 
 class NVMLError(Exception):
     """Stands for pynvml.NVMLError."""
+
+
+_GPU_KINDS: dict[str, str] = {
+    "name": "text", "uuid": "text", "bus_id": "text", "device_id": "count",
+    "cc": "counts", "memory_total": "count", "memory_used": "count", "clocks": "counts",
+    "max_clocks": "counts", "power_mw": "count", "power_limit_mw": "count",
+    "power_default_mw": "count", "power_range_mw": "counts", "temperature": "count",
+    "ecc": "counts", "persistence": "count", "mig": "counts", "mig_instances": "count",
+    "pcie": "counts", "clock_event_reasons": "count", "nvlinks": "texts",
+}
+"""What each GPU key of a machine description holds, as pynvml returns it: a whole number
+of at least zero (``count``), text, or a list (or for clocks and PCIe an object) of them."""
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _fits(kind: str, value: Any) -> bool:
+    items = list(value.values()) if isinstance(value, dict) else value
+    if kind == "count":
+        return _is_count(value)
+    if kind == "text":
+        return isinstance(value, str)
+    if kind == "counts":
+        return isinstance(value, list | dict) and all(_is_count(v) for v in items)
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def check_machine(machine: Any, where: str) -> None:
+    """Raise GpuarchError at the first value of a machine description that NVML would
+    never return (``_GPU_KINDS``; ``gpus`` a list of objects, ``cuda_driver`` a count)."""
+    from gpuarch.errors import GpuarchError
+
+    if not isinstance(machine, dict):
+        raise GpuarchError(f"{where}: expected a JSON object describing the machine")
+    gpus = machine.get("gpus", [])
+    if not isinstance(gpus, list) or not all(isinstance(g, dict) for g in gpus):
+        raise GpuarchError(f"{where}: gpus: expected a list of objects, one per GPU")
+    if "cuda_driver" in machine and not _is_count(machine["cuda_driver"]):
+        raise GpuarchError(f"{where}: cuda_driver = {machine['cuda_driver']!r}: expected a "
+                           "whole number (12040 for CUDA 12.4)")
+    for i, gpu in enumerate(gpus):
+        for key, value in gpu.items():
+            kind = _GPU_KINDS.get(key)
+            if kind is not None and not _fits(kind, value):
+                what = {"count": "a whole number >= 0", "text": "text",
+                        "counts": "whole numbers >= 0", "texts": "a list of texts"}[kind]
+                raise GpuarchError(f"{where}: gpus[{i}].{key} = {value!r}: expected {what}")
 
 
 class FakeNvml:
@@ -50,8 +99,11 @@ class FakeNvml:
 
     @classmethod
     def from_file(cls, path: Path, flag: str | None = None) -> FakeNvml:
-        """A recorded machine from a JSON file (errors name ``flag`` when one gave it)."""
-        return cls(read_json(path, flag))
+        """A recorded machine from a JSON file (errors name ``flag`` when one gave it); a
+        value of a kind NVML never returns is refused naming its GPU and key."""
+        machine = read_json(path, flag)
+        check_machine(machine, f"{flag}: {path.name}" if flag else path.name)
+        return cls(machine)
 
     def _get(self, h: int, key: str) -> Any:
         gpu = self.gpus[h]
