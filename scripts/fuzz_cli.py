@@ -5,8 +5,8 @@ limit. Not a test (it takes a while): run it after changing how input is read.
 
     python scripts/fuzz_cli.py              # the estimate, roofline, catalog and numerics
                                             # commands, config.json, --data,
-                                            # --calibration and validate ops --file files
-                                            # (a few minutes)
+                                            # --calibration, validate ops --file and
+                                            # probe --fake files (a few minutes)
     python scripts/fuzz_cli.py --advisors   # the two advisors and --prices files too
                                             # (longer)
 
@@ -277,6 +277,25 @@ def op_check_calls(folder: Path) -> Iterator[list[str]]:
                 yield ["validate", "ops", "--file", str(path)]
 
 
+def fake_machine_calls(folder: Path) -> Iterator[list[str]]:
+    """``probe`` and ``doctor --fake FILE`` with each field of the demo machine's first GPU,
+    and each top-level field, set in turn to each of ``FIELD_VALUES`` (and null)."""
+    from gpuarch.cli.probe_cmds import DEMO_MACHINE
+
+    path = folder / "machine.json"
+    demo = json.loads(DEMO_MACHINE.read_text())
+    for key in [*(f"gpu.{k}" for k in demo["gpus"][0]), *demo]:
+        for value in (*FIELD_VALUES, None):
+            doc = copy.deepcopy(demo)
+            if key.startswith("gpu."):
+                doc["gpus"][0][key[4:]] = value
+            else:
+                doc[key] = value
+            path.write_text(json.dumps(doc))
+            yield ["probe", "--fake", str(path)]
+            yield ["doctor", "--fake", str(path)]
+
+
 def price_calls(folder: Path) -> Iterator[list[str]]:
     """``advise train --prices FILE`` with each field of one price set, in turn, to each of
     ``FIELD_VALUES`` (advisor calls, so with ``--advisors`` only)."""
@@ -323,6 +342,7 @@ def main_(argv: list[str] | None = None) -> int:
         for call in itertools.chain(flag_calls(commands), small_dimension_calls(),
                                     measured_run_calls(Path(tmp)),
                                     calibration_calls(Path(tmp)), op_check_calls(Path(tmp)),
+                                    fake_machine_calls(Path(tmp)),
                                     config_calls(Path(tmp)),
                                     price_calls(Path(tmp)) if args.advisors else ()):
             calls += 1
