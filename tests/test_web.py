@@ -203,3 +203,28 @@ def test_fuzzed_inputs_never_cause_a_server_error(client: Any, endpoint: str,
     assert response.status_code < 500, (endpoint, params, response.data[:300])
     if response.status_code >= 400:
         assert response.get_json()["error"]
+
+
+def test_no_option_that_reads_or_writes_a_file_is_open_to_the_web() -> None:
+    """Every command-line option whose value is a path (argparse type Path) is refused as
+    a web parameter, so a request cannot make the server read or write a file of its
+    choosing; a new file option must join the list (validate's --data did not)."""
+    import argparse
+    from pathlib import Path
+
+    from gpuarch.cli.main import build_parser
+    from gpuarch.web.app import _FORBIDDEN
+
+    def walk(parser: argparse.ArgumentParser) -> set[str]:
+        found = set()
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for sub in action.choices.values():
+                    found |= walk(sub)
+            elif action.type is Path:
+                found |= {opt.lstrip("-").replace("-", "_") for opt in action.option_strings}
+        return found
+
+    paths = walk(build_parser())
+    assert {"data", "file", "calibration", "prices", "out", "plot"} <= paths
+    assert paths <= _FORBIDDEN, sorted(paths - _FORBIDDEN)
