@@ -338,7 +338,8 @@ def main_(argv: list[str] | None = None) -> int:
     commands = {**COMMANDS, **(ADVISORS if args.advisors else {})}
     found = calls = 0
     with tempfile.TemporaryDirectory() as tmp:
-        # lazily: each config.json is written just before the two calls that read it
+        # lazily: each file (config.json, a --data, --calibration, op-check, fake machine or
+        # price file) is written just before the calls that read it
         for call in itertools.chain(flag_calls(commands), small_dimension_calls(),
                                     measured_run_calls(Path(tmp)),
                                     calibration_calls(Path(tmp)), op_check_calls(Path(tmp)),
