@@ -252,3 +252,17 @@ def test_a_duration_far_above_the_models_still_gives_a_bias(
     figures = {f["metric"]: f for f in json.loads(out)["figures"]}
     assert figures["tpot_s"]["error"] == pytest.approx(-1.0)
     assert json.loads(out)["median_rate_error"] > 1e20
+
+
+def test_the_documents_examples_run(capsys: pytest.CaptureFixture[str],
+                                    tmp_path: Path) -> None:
+    """docs/your-measurements.md's two example files (training, then serving) are read and
+    compared as they stand."""
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "your-measurements.md").read_text()
+    blocks = doc.split("```toml\n")[1:]
+    training, serving = (block.split("```")[0] for block in blocks[:2])
+    for kind, text in (("training", training), ("inference", serving)):
+        status, out, err = run(capsys, "validate", kind, "--data",
+                               _file(tmp_path, text, f"{kind}.toml"), "--json")
+        rows = json.loads(out)["points" if kind == "training" else "figures"]
+        assert status == 0 and err == "" and rows
