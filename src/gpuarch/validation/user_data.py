@@ -92,10 +92,16 @@ the comparison asks for by name)."""
 def _check_required(where: str, entry: Mapping[str, Any], kind: Kind) -> None:
     """Raise GpuarchError naming the first required field ``entry`` leaves out; a static
     batch needs its ``batch`` and a serving run its ``concurrency`` (an offline
-    max-throughput run fills the memory, as ``--batch max``)."""
+    max-throughput run fills the memory, as ``--batch max``); a training run's ``dp``, where
+    given, must be its GPUs over TP x PP x CP."""
     for key in REQUIRED[kind]:
         if key not in entry:
             raise GpuarchError(f"{where}: give {key}")
+    if kind == "training" and "dp" in entry:
+        split = (entry.get("tp") or 1) * (entry.get("pp") or 1) * (entry.get("cp") or 1)
+        if entry["dp"] * split != entry["gpus"]:
+            raise GpuarchError(f"{where}: dp = {entry['dp']}: GPUs / (TP x PP x CP) = "
+                               f"{entry['gpus']} / {split} (leave dp out to take that)")
     if kind == "inference":
         mode = entry.get("mode", "static-batch")
         if mode == "static-batch" and "batch" not in entry:
