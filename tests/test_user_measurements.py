@@ -179,6 +179,8 @@ def _with(old: str, new: str) -> str:
     (_with("step_time_s = 14.2", ""), "no throughput figure"),
     (_with("seq_len = 8192", ""), "point 'llama70b-64': give seq_len"),
     (_with("cp = 2", "cp = 2\ndp = 4"), "dp = 4: GPUs / (TP x PP x CP) = 64 / 32"),
+    # the readers take a 0 for 'not given' and would run TP 1
+    (_with("tp = 4", "tp = 0"), "tp = 0: expected a whole number >= 1"),
     (_with("step_time_s = 14.2", "step_time_s = -14.2"),
      "step_time_s = -14.2: expected a measured figure > 0"),
     (_with("step_time_s = 14.2", "mfu = 45"),

@@ -28,8 +28,8 @@ from gpuarch.validation.stats import ErrorSummary
 from gpuarch.validation.training import TrainingPoint, check_point_keys
 from gpuarch.workloads.shape import FfnKind, NormKind, Position
 
-__all__ = ["CHOICES", "FIELDS_FILE", "FIGURES", "REQUIRED", "Kind", "field_types",
-           "load_user_points", "require_all_compared"]
+__all__ = ["AT_LEAST_ONE", "CHOICES", "FIELDS_FILE", "FIGURES", "REQUIRED", "Kind",
+           "field_types", "load_user_points", "require_all_compared"]
 
 Kind = Literal["training", "inference"]
 
@@ -80,6 +80,11 @@ FIGURES: dict[Kind, tuple[str, ...]] = {
 }
 """The measured figures a point may give: each a positive, finite number (MFU and HFU at
 most 1, fractions of the peak)."""
+
+AT_LEAST_ONE = frozenset({"gpus", "tp", "pp", "cp", "ep", "vpp", "dp", "micro_batch",
+                          "global_batch", "seq_len", "input_len", "output_len", "batch",
+                          "concurrency"})
+"""Counts a run has at least one of (the readers take a 0 here for 'not given', 1)."""
 
 REQUIRED: dict[Kind, tuple[str, ...]] = {
     "training": ("gpu", "gpus", "seq_len", "global_batch"),
@@ -136,6 +141,8 @@ def _check_fields(where: str, entry: Mapping[str, Any], kind: Kind) -> None:
                                f"{_TYPE_NAMES[type_name]}")
         if key in FIGURES[kind] and not 0 < value < math.inf:
             raise GpuarchError(f"{where}: {key} = {value!r}: expected a measured figure > 0")
+        if key in AT_LEAST_ONE and value < 1:
+            raise GpuarchError(f"{where}: {key} = {value!r}: expected a whole number >= 1")
         if key in ("mfu", "hfu") and value > 1:
             raise GpuarchError(f"{where}: {key} = {value!r}: expected a fraction of the peak, "
                                "at most 1 (0.45 for 45%)")
