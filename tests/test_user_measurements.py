@@ -164,6 +164,8 @@ def _with(old: str, new: str) -> str:
     ("[[point]]" + POINT + "[[point]]" + POINT, "point id 'llama70b-64' is used twice"),
     (_with("gpus = 64", "gpus = 64\ngpu_count = 64"),
      "unknown key 'gpu_count'"),
+    (_with("global_batch = 128", "global_batch_size = 128"),
+     "unknown key 'global_batch_size'; did you mean 'global_batch'?"),
     (_with("gpus = 64", 'gpus = "sixty-four"'),
      "gpus = 'sixty-four': expected a whole number"),
     (_with("sequence_parallel = true", 'sequence_parallel = "no"'),
