@@ -271,3 +271,56 @@ def test_the_documents_examples_run(capsys: pytest.CaptureFixture[str],
                                _file(tmp_path, text, f"{kind}.toml"), "--json")
         rows = json.loads(out)["points" if kind == "training" else "figures"]
         assert status == 0 and err == "" and rows
+
+
+AS_POINT_RUNS = [
+    ("--model", "llama-3.1-70b", "--gpu", "h100", "--gpus", "64", "--tp", "4", "--pp", "4",
+     "--vpp", "5", "--cp", "2", "--sequence-parallel", "--seq-len", "8192",
+     "--global-batch", "128"),
+    ("--model", "mixtral-8x7b", "--gpu", "h100", "--gpus", "16", "--ep", "8",
+     "--precision", "fp8", "--fp8-params", "--moe-token-drop", "--recompute", "selective",
+     "--seq-len", "4096", "--global-batch", "256", "--micro-batch", "2"),
+    ("--model", "qwen3-30b-a3b", "--gpu", "b200", "--gpus", "8", "--ep", "8",
+     "--ep-dispatcher", "deepep", "--cuda-graph-scope", "attn,moe_router",
+     "--dispatcher-wait-us", "74", "--moe-imbalance", "unbalanced", "--bf16-grads",
+     "--seq-len", "4096", "--global-batch", "64"),
+    ("--model", "llama-3.1-8b", "--gpu", "a100", "--gpus", "8", "--lora-rank", "16",
+     "--lora-modules", "linear_qkv,linear_proj", "--packed-doc-len", "512",
+     "--layers", "24", "--seq-len", "4096", "--global-batch", "32"),
+]
+
+
+@pytest.mark.parametrize("flags", AS_POINT_RUNS)
+def test_a_run_written_as_a_point_is_compared_as_estimated(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, flags: tuple[str, ...]) -> None:
+    """estimate train --as-point writes the run as a [[point]] that, with a measured figure
+    added, validate --data predicts exactly as estimate train did (layouts, MoE routing and
+    dispatch, FP8 and LoRA settings, a shape flag over the preset)."""
+    status, out, _ = run(capsys, "estimate", "train", *flags, "--json")
+    assert status == 0
+    estimated = json.loads(out)["tokens_per_s_per_gpu"]
+    status, text, err = run(capsys, "estimate", "train", *flags, "--as-point", "mine")
+    assert status == 0 and err == "" and text.startswith('[[point]]\nid = "mine"\n')
+    data = _file(tmp_path, text + "tokens_per_s_per_gpu = 5000\n")
+    status, out, err = run(capsys, "validate", "training", "--data", data, "--json")
+    assert status == 0 and err == "", err
+    (row,) = json.loads(out)["points"]
+    assert row["predicted"] == pytest.approx(estimated, rel=1e-6)
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (("--head-dim", "64"), "the model's head_dim (64) has no place in a point"),
+    (("--moe-imbalance", "1.5"), "moe-imbalance = 1.5 has no place in a point"),
+    (("--gpus-per-node", "4"), "gpus-per-node = 4 has no place in a point"),
+    (("--optimizer-offload", "0.5", "--zero", "1"),
+     "optimizer-offload = 0.5 has no place in a point"),
+    (("--gpus", "8,16"), "not with a list of --gpus"),
+])
+def test_a_setting_a_point_cannot_hold_is_refused(
+        capsys: pytest.CaptureFixture[str], extra: tuple[str, ...], message: str) -> None:
+    """What a measured-runs file has no field for is refused by name rather than dropped
+    (the point would be read back as another run)."""
+    flags = ["--model", "mixtral-8x7b", "--gpu", "h100", "--gpus", "8", "--ep", "8",
+             "--seq-len", "4096", "--global-batch", "64"]
+    status, out, err = run(capsys, "estimate", "train", *flags, *extra, "--as-point")
+    assert status == 2 and out == "" and message in err, err

@@ -190,6 +190,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         bf16_layers_start=args.bf16_layers_at_start, bf16_layers_end=args.bf16_layers_at_end,
         mtp_bf16=args.mtp_bf16,
         lora_modules=args.lora_modules)
+    if args.as_point is not None:
+        return _print_point(args, shape, product, cfg, counts)
     if system is None and max(counts or (cfg.gpus,)) > gpus_per_node:
         system = catalog.system_for(product)
     eff, measured = _calibrated(args, catalog, product, system)
@@ -212,6 +214,28 @@ def cmd_train(args: argparse.Namespace) -> int:
     return _print_estimate(args, est, "training", shape, product, measured,
                            "tokens_per_s_per_gpu", render_training, remedies,
                            training_setup(shape, product, cfg), launch)
+
+
+def _print_point(args: argparse.Namespace, shape: TransformerShape, product: Any, cfg: Any,
+                 counts: tuple[int, ...] | None) -> int:
+    """estimate train --as-point: the run as a [[point]] of a measured-runs file, for
+    validate training --data (docs/your-measurements.md), instead of the estimate."""
+    from gpuarch.validation.user_data import point_toml, training_point
+
+    for given, flag in ((counts, "a list of --gpus"), (args.launch, "--launch"),
+                        (args.calibration, "--calibration"), (args.plot, "--plot")):
+        if given:
+            raise GpuarchError(f"--as-point: writes one run as a point; not with {flag}")
+    if names_file(args.model):
+        raise GpuarchError("--as-point: a point names a model preset; give --model a preset "
+                           "name (gpuarch models list), with shape flags over it")
+    point = training_point(args.as_point, args.model, shape, product.key, cfg,
+                           system=args.system, gpu_link=args.gpu_link,
+                           unbalanced=args.moe_imbalance == "unbalanced")
+    print(point_toml(point, "tokens_per_s_per_gpu = ...  (or step_time_s, tokens_per_s, "
+                            "tflops_per_gpu with tflops_convention, mfu): what you measured"),
+          end="")
+    return 0
 
 
 def _gpu_scaling(args: argparse.Namespace, catalog: Any, shape: TransformerShape,
@@ -1369,6 +1393,10 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     add_checkpoint_flags(p)
     p.add_argument("--calibration", type=Path, metavar="FILE",
                    help="measured efficiencies from 'gpuarch probe --bench --save FILE'")
+    p.add_argument("--as-point", nargs="?", const="run", metavar="ID",
+                   help="print this run as a [[point]] of a measured-runs file (id ID, "
+                        "default 'run') instead of the estimate: add your measured figure "
+                        "and compare with 'gpuarch validate training --data FILE'")
     p.add_argument("--launch", type=engine_choice("--launch", TRAINING_LAUNCH), metavar="megatron",
                    help="also print Megatron-LM's command for this run (torchrun "
                         "pretrain_gpt.py with the model, layout, batch, recomputation and "

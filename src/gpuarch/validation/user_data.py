@@ -239,3 +239,101 @@ def require_all_compared(summary: ErrorSummary, path: Path) -> None:
                             for pid, why in summary.skipped)
         raise GpuarchError(f"{path.name}: {len(summary.skipped)} of the file's points "
                            f"cannot be compared: {reasons}")
+
+
+_TRAINING_FIELDS = (
+    "gpus", "seq_len", "global_batch", "micro_batch", "tp", "pp", "cp", "ep", "etp", "vpp",
+    "sequence_parallel", "zero", "dp_shard", "outer_optimizer_sharding", "tp_comm_overlap",
+    "fsdp_prefetch", "moe_token_drop", "cuda_graphs", "cuda_graph_scope", "ep_dispatcher",
+    "cp_comm_type", "expert_launches", "ep_comm_overlap", "pp_comm_overlap", "pp_edge_layers",
+    "pp_layout", "pp_schedule", "mtp_layers", "mtp_shared_weights", "fused_attention",
+    "attention_kernel", "recompute", "recompute_modules", "recompute_layers", "precision",
+    "offload_layers", "fp8_params", "bf16_grads", "bf16_optimizer", "lora_rank",
+    "lora_modules", "packed_doc_len", "fp8_attention", "fp8_attention_scaling", "fp8_recipe",
+    "bf16_layers_start", "bf16_layers_end", "mtp_bf16")
+"""The training settings a point carries under the name of TrainingConfig's field."""
+_ALWAYS = ("gpus", "seq_len", "global_batch", "micro_batch", "tp", "pp", "cp", "precision")
+"""Settings a written point states even at their defaults, so that it reads whole."""
+
+
+def _plain(value: Any) -> Any:
+    """A config value as a data file holds it: an enum's value, a tuple as a list."""
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+def training_point(run_id: str, model: str, shape: Any, gpu: str, cfg: Any,
+                   system: str | None = None, gpu_link: str | None = None,
+                   unbalanced: bool = False) -> dict[str, Any]:
+    """A ``[[point]]`` of a measured-runs file for the training run ``cfg`` of ``shape``
+    (``model``, a preset, with the shape fields a point takes over it) on ``gpu``: every
+    setting that differs from the default, and the ones in ``_ALWAYS``, without a figure
+    (the run's own measurement goes there). Read back as a file's point (``point_shape``,
+    ``point_config``), it must give the same shape and configuration; where it does not, a
+    setting has no place in a point, and the error names it."""
+    import dataclasses
+
+    from gpuarch.catalog.loader import load_catalog
+    from gpuarch.estimate.training import TrainingConfig
+    from gpuarch.units import Unit, from_si
+    from gpuarch.validation.training import SHAPE_KEYS, point_config, point_shape, point_system
+    from gpuarch.workloads.presets import preset
+
+    base = preset(model).shape
+    defaults = TrainingConfig(gpus=1, seq_len=1, global_batch=1)
+    point: dict[str, Any] = {"id": run_id, "preset": model, "gpu": gpu}
+    point |= {key: _plain(getattr(shape, key)) for key in SHAPE_KEYS
+              if getattr(shape, key, None) != getattr(base, key, None)}
+    if system:
+        point["system"] = system
+    if gpu_link:
+        point["gpu_link"] = gpu_link
+    for name in _TRAINING_FIELDS:
+        value = getattr(cfg, name)
+        if name in _ALWAYS or value != getattr(defaults, name):
+            point[name] = _plain(value)
+    if cfg.dispatcher_wait_s is not None:
+        point["dispatcher_wait_us"] = from_si(cfg.dispatcher_wait_s, Unit.US)
+    if unbalanced:
+        point["moe_routing"] = "unbalanced"
+    record = TrainingPoint(run_id, "run", "run", "", "", point)
+    catalog = load_catalog()
+    product = catalog.product(gpu)
+    again_shape = point_shape(record)
+    for field_ in dataclasses.fields(shape):
+        if getattr(again_shape, field_.name) != getattr(shape, field_.name):
+            raise GpuarchError(f"--as-point: the model's {field_.name} "
+                               f"({getattr(shape, field_.name)!r}) has no place in a point, "
+                               f"which takes a preset and {', '.join(SHAPE_KEYS)}")
+    again = point_config(record, catalog.system_with_link(
+        product, point_system(catalog, record, product), gpu_link))
+    for field_ in dataclasses.fields(cfg):
+        if field_.name == "moe_imbalance" and unbalanced:
+            continue  # moe_routing, which the comparison turns into the same load
+        if getattr(again, field_.name) != getattr(cfg, field_.name):
+            raise GpuarchError(f"--as-point: {field_.name.replace('_', '-')} = "
+                               f"{_plain(getattr(cfg, field_.name))!r} has no place in a "
+                               "point of a measured-runs file (docs/your-measurements.md)")
+    return point
+
+
+def point_toml(point: Mapping[str, Any], figure_hint: str) -> str:
+    """A point as a ``[[point]]`` table, with ``figure_hint`` (the figures the run's
+    measurement may be given as) commented where the figure goes."""
+    import json
+
+    def value(v: Any) -> str:
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, str):
+            return json.dumps(v)
+        if isinstance(v, list):
+            return "[" + ", ".join(value(x) for x in v) + "]"
+        return repr(v)
+
+    lines = ["[[point]]", *(f"{key} = {value(v)}" for key, v in point.items()),
+             f"# {figure_hint}"]
+    return "\n".join(lines) + "\n"
