@@ -315,6 +315,7 @@ def test_a_run_written_as_a_point_is_compared_as_estimated(
     (("--optimizer-offload", "0.5", "--zero", "1"),
      "optimizer-offload = 0.5 has no place in a point"),
     (("--gpus", "8,16"), "not with a list of --gpus"),
+    (("--as-point", " "), "--as-point: give the run a name"),
 ])
 def test_a_setting_a_point_cannot_hold_is_refused(
         capsys: pytest.CaptureFixture[str], extra: tuple[str, ...], message: str) -> None:
@@ -322,5 +323,6 @@ def test_a_setting_a_point_cannot_hold_is_refused(
     (the point would be read back as another run)."""
     flags = ["--model", "mixtral-8x7b", "--gpu", "h100", "--gpus", "8", "--ep", "8",
              "--seq-len", "4096", "--global-batch", "64"]
-    status, out, err = run(capsys, "estimate", "train", *flags, *extra, "--as-point")
+    point = () if "--as-point" in extra else ("--as-point",)
+    status, out, err = run(capsys, "estimate", "train", *flags, *extra, *point)
     assert status == 2 and out == "" and message in err, err

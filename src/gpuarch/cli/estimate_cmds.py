@@ -226,6 +226,9 @@ def _print_point(args: argparse.Namespace, shape: TransformerShape, product: Any
                         (args.calibration, "--calibration"), (args.plot, "--plot")):
         if given:
             raise GpuarchError(f"--as-point: writes one run as a point; not with {flag}")
+    if not args.as_point.strip():
+        raise GpuarchError("--as-point: give the run a name (its point's id), or no value "
+                           "for 'run'")
     if names_file(args.model):
         raise GpuarchError("--as-point: a point names a model preset; give --model a preset "
                            "name (gpuarch models list), with shape flags over it")
