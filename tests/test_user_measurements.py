@@ -326,3 +326,55 @@ def test_a_setting_a_point_cannot_hold_is_refused(
     point = () if "--as-point" in extra else ("--as-point",)
     status, out, err = run(capsys, "estimate", "train", *flags, *extra, *point)
     assert status == 2 and out == "" and message in err, err
+
+
+SERVING_POINT_RUNS = [
+    ("--model", "llama-3.1-8b", "--gpu", "h100", "--input-len", "1024", "--output-len", "256",
+     "--batch", "32", "--batching", "continuous"),
+    ("--model", "llama-3.1-70b", "--gpu", "h200", "--gpus", "2", "--tp", "2",
+     "--weight-precision", "fp8", "--kv-precision", "fp8", "--input-len", "2048",
+     "--output-len", "128", "--batch", "8", "--fp8-context-attention"),
+    ("--model", "mixtral-8x7b", "--gpu", "h100", "--gpus", "4", "--tp", "4", "--ep", "4",
+     "--weight-precision", "fp8", "--input-len", "1000", "--output-len", "1000",
+     "--batch", "max", "--batching", "continuous", "--engine-limits", "trtllm-bench-pytorch",
+     "--num-requests", "3000"),
+    ("--model", "nemotron-3-nano-30b-a3b", "--gpu", "b200", "--input-len", "1024",
+     "--output-len", "1024", "--batch", "64", "--batching", "continuous",
+     "--ssm-state-precision", "bf16", "--cuda-graph-batch-sizes", "1,8,32,64"),
+]
+
+
+@pytest.mark.parametrize("flags", SERVING_POINT_RUNS)
+def test_a_serving_run_written_as_a_point_is_compared_as_estimated(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, flags: tuple[str, ...]) -> None:
+    """estimate infer --as-point: a static batch, a continuous one, an offline run at the
+    engine's limits with expert parallelism and a hybrid with its state format and graph
+    sizes each come back from validate --data with the estimate's own figures."""
+    status, out, _ = run(capsys, "estimate", "infer", *flags, "--json")
+    assert status == 0
+    estimated = json.loads(out)
+    status, text, err = run(capsys, "estimate", "infer", *flags, "--as-point")
+    assert status == 0 and err == "" and text.startswith('[[point]]\nid = "run"\n')
+    data = _file(tmp_path, text + "output_tokens_per_s = 1000\ntpot_s = 0.02\n")
+    status, out, err = run(capsys, "validate", "inference", "--data", data, "--json")
+    assert status == 0 and err == "", err
+    figures = {f["metric"]: f["predicted"] for f in json.loads(out)["figures"]}
+    assert figures["output_tokens_per_s"] == pytest.approx(
+        estimated["output_tokens_per_s"], rel=1e-6)
+    assert figures["tpot_s"] == pytest.approx(estimated["tpot_s"], rel=1e-6)
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (("--batch", "max"), "a measured static batch had a size"),
+    (("--chunk", "512"), "chunk = 512 has no place in a point"),
+    (("--cached-prefix", "256"), "cached-prefix = 256 has no place in a point"),
+    (("--rate", "2"), "not with --rate"),
+])
+def test_a_serving_setting_a_point_cannot_hold_is_refused(
+        capsys: pytest.CaptureFixture[str], extra: tuple[str, ...], message: str) -> None:
+    flags = ["--model", "llama-3.1-8b", "--gpu", "h100", "--input-len", "1024",
+             "--output-len", "256"]
+    if "--batch" not in extra and "--rate" not in extra:
+        flags += ["--batch", "8"]
+    status, out, err = run(capsys, "estimate", "infer", *flags, *extra, "--as-point")
+    assert status == 2 and out == "" and message in err, err

@@ -222,8 +222,38 @@ def _print_point(args: argparse.Namespace, shape: TransformerShape, product: Any
     validate training --data (docs/your-measurements.md), instead of the estimate."""
     from gpuarch.validation.user_data import point_toml, training_point
 
-    for given, flag in ((counts, "a list of --gpus"), (args.launch, "--launch"),
-                        (args.calibration, "--calibration"), (args.plot, "--plot")):
+    _check_point_run(args, ((counts, "a list of --gpus"), (args.launch, "--launch"),
+                            (args.calibration, "--calibration"), (args.plot, "--plot")))
+    point = training_point(args.as_point, args.model, shape, product.key, cfg,
+                           system=args.system, gpu_link=args.gpu_link,
+                           unbalanced=args.moe_imbalance == "unbalanced")
+    print(point_toml(point, "tokens_per_s_per_gpu = ...  (or step_time_s, tokens_per_s, "
+                            "tflops_per_gpu with tflops_convention, mfu): what you measured"),
+          end="")
+    return 0
+
+
+def _print_serving_point(args: argparse.Namespace, shape: TransformerShape, product: Any,
+                         cfg: Any, sweep: bool) -> int:
+    """estimate infer --as-point: the serving run as a [[point]] of a measured-runs file."""
+    from gpuarch.validation.user_data import inference_point, point_toml
+
+    _check_point_run(args, ((sweep, "a list of --batch"), (args.launch, "--launch"),
+                            (args.calibration, "--calibration"),
+                            (args.prefill_gpus is not None, "--prefill-gpus"),
+                            (args.rate is not None, "--rate"),
+                            (args.simulate is not None, "--simulate")))
+    point = inference_point(args.as_point, args.model, shape, product.key, cfg,
+                            system=args.system, gpu_link=args.gpu_link)
+    print(point_toml(point, "output_tokens_per_s = ...  (or output_tokens_per_s_per_gpu, "
+                            "ttft_s, tpot_s, request_latency_s): what you measured"), end="")
+    return 0
+
+
+def _check_point_run(args: argparse.Namespace, excluded: Any) -> None:
+    """--as-point's refusals: another kind of answer asked for, no run name, a model that
+    is not a preset."""
+    for given, flag in excluded:
         if given:
             raise GpuarchError(f"--as-point: writes one run as a point; not with {flag}")
     if not args.as_point.strip():
@@ -232,13 +262,6 @@ def _print_point(args: argparse.Namespace, shape: TransformerShape, product: Any
     if names_file(args.model):
         raise GpuarchError("--as-point: a point names a model preset; give --model a preset "
                            "name (gpuarch models list), with shape flags over it")
-    point = training_point(args.as_point, args.model, shape, product.key, cfg,
-                           system=args.system, gpu_link=args.gpu_link,
-                           unbalanced=args.moe_imbalance == "unbalanced")
-    print(point_toml(point, "tokens_per_s_per_gpu = ...  (or step_time_s, tokens_per_s, "
-                            "tflops_per_gpu with tflops_convention, mfu): what you measured"),
-          end="")
-    return 0
 
 
 def _gpu_scaling(args: argparse.Namespace, catalog: Any, shape: TransformerShape,
@@ -602,6 +625,8 @@ def cmd_infer(args: argparse.Namespace) -> int:
 
         cfg = apply_limits(shape, cfg, product.memory_bytes, args.engine_limits,
                            args.max_batch_size, args.max_num_tokens or 0)
+    if args.as_point is not None:
+        return _print_serving_point(args, shape, product, cfg, sweep)
     eff, measured = _calibrated(args, catalog, product, system)
     if args.launch and (sweep or args.prefill_gpus is not None):
         raise GpuarchError("--launch: gives one server's command; not with a --batch list or "
@@ -1537,6 +1562,10 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p.add_argument("--price-per-gpu-hour", type=positive_number("--price-per-gpu-hour"),
                    help="USD per GPU-hour: adds the hourly cost and the cost per million "
                         "output tokens (energy per million is always given)")
+    p.add_argument("--as-point", nargs="?", const="run", metavar="ID",
+                   help="print this serving run as a [[point]] of a measured-runs file (id "
+                        "ID, default 'run') instead of the estimate: add your measured figure "
+                        "and compare with 'gpuarch validate inference --data FILE'")
     p.add_argument("--launch", type=engine_choice("--launch", SERVING_LAUNCH),
                    metavar="vllm|sglang|trtllm",
                    help="also print that engine's server command for this deployment "

@@ -337,3 +337,82 @@ def point_toml(point: Mapping[str, Any], figure_hint: str) -> str:
     lines = ["[[point]]", *(f"{key} = {value(v)}" for key, v in point.items()),
              f"# {figure_hint}"]
     return "\n".join(lines) + "\n"
+
+
+_SERVING_FIELDS = (
+    "gpus", "tp", "pp", "ep", "max_num_tokens", "kv_cache_fraction", "max_batch_size",
+    "speculative_tokens", "acceptance_length", "executor", "window_kv_cache",
+    "scheduler_policy", "decode_kv_reads", "moe_comm", "moe_kernels", "moe_gemm_kernel",
+    "moe_imbalance", "redundant_experts", "two_batch_overlap", "fp8_context_attention",
+    "fp8_scaling", "ssm_state_precision", "fp8_mla_decode", "adp_balance", "num_requests",
+    "output_len_cv", "max_output_len", "cuda_graph_batch_sizes", "cuda_graph_max_context")
+"""The serving settings a point carries under the name of InferenceConfig's field."""
+
+
+def inference_point(run_id: str, model: str, shape: Any, gpu: str, cfg: Any,
+                    system: str | None = None, gpu_link: str | None = None) -> dict[str, Any]:
+    """A ``[[point]]`` of a measured-runs file for the serving run ``cfg`` of ``shape`` on
+    ``gpu``, as ``training_point`` writes a training run's: the formats, lengths, how it
+    batched (a static batch's ``batch``, a continuous batch's ``concurrency``, or an offline
+    ``max-throughput`` run) and every engine setting off its default, checked by reading it
+    back (``validation.inference.point_config``)."""
+    import dataclasses
+
+    from gpuarch.catalog.loader import load_catalog
+    from gpuarch.estimate.inference import Batching, InferenceConfig
+    from gpuarch.validation.inference import point_config
+    from gpuarch.validation.training import SHAPE_KEYS, point_shape, point_system
+    from gpuarch.workloads.presets import preset
+
+    base = preset(model).shape
+    defaults = InferenceConfig(input_len=1, output_len=1)
+    point: dict[str, Any] = {"id": run_id, "preset": model, "gpu": gpu}
+    point |= {key: _plain(getattr(shape, key)) for key in SHAPE_KEYS
+              if getattr(shape, key, None) != getattr(base, key, None)}
+    if system:
+        point["system"] = system
+    if gpu_link:
+        point["gpu_link"] = gpu_link
+    q = cfg.quant
+    point |= {"weight_precision": q.weights.value, "activation_precision": q.activations.value,
+              "kv_precision": q.kv_cache.value}
+    if cfg.expert_weights is not None:
+        point["expert_weight_precision"] = cfg.expert_weights.value
+    if cfg.expert_activations is not None:
+        point["expert_activation_precision"] = cfg.expert_activations.value
+    point |= {"input_len": cfg.input_len, "output_len": cfg.output_len}
+    if cfg.batching is Batching.STATIC:
+        if cfg.batch is None:
+            raise GpuarchError("--as-point: a measured static batch had a size; give --batch "
+                               "the one your run used (not max)")
+        point |= {"mode": "static-batch", "batch": cfg.batch}
+    elif cfg.batch is None:
+        point["mode"] = "max-throughput"
+    else:
+        point |= {"mode": "serving", "concurrency": cfg.batch}
+    for name in _SERVING_FIELDS:
+        value = getattr(cfg, name)
+        if name == "gpus" or value != getattr(defaults, name):
+            point[name] = _plain(value)
+    if cfg.limits_source:
+        point["limits"] = cfg.limits_source
+    record = TrainingPoint(run_id, "run", "run", "", "", point)
+    catalog = load_catalog()
+    product = catalog.product(gpu)
+    again_shape = point_shape(record)
+    for field_ in dataclasses.fields(shape):
+        if getattr(again_shape, field_.name) != getattr(shape, field_.name):
+            raise GpuarchError(f"--as-point: the model's {field_.name} "
+                               f"({getattr(shape, field_.name)!r}) has no place in a point, "
+                               f"which takes a preset and {', '.join(SHAPE_KEYS)}")
+    run_system = catalog.system_with_link(product, point_system(catalog, record, product),
+                                          gpu_link)
+    again = point_config(record, run_system.gpus_per_node if run_system else 8, product)
+    for field_ in dataclasses.fields(cfg):
+        if field_.name == "kv_cache_fallback":
+            continue  # why the KV cache's format changed: the formats themselves compare
+        if getattr(again, field_.name) != getattr(cfg, field_.name):
+            raise GpuarchError(f"--as-point: {field_.name.replace('_', '-')} = "
+                               f"{_plain(getattr(cfg, field_.name))!r} has no place in a "
+                               "point of a measured-runs file (docs/your-measurements.md)")
+    return point
