@@ -225,6 +225,12 @@ def test_no_option_that_reads_or_writes_a_file_is_open_to_the_web() -> None:
                 found |= {opt.lstrip("-").replace("-", "_") for opt in action.option_strings}
         return found
 
+    # an output switch the app cannot answer in JSON is refused by name as well
+    client = create_app().test_client()
+    answer = client.get("/api/estimate/train?model=llama-3.1-8b&gpu=h100&gpus=8&seq_len=4096"
+                        "&global_batch=64&as_point=x")
+    assert answer.status_code == 400
+    assert answer.get_json()["error"] == "as_point: not available over the web"
     paths = walk(build_parser())
     assert {"data", "file", "calibration", "prices", "out", "plot"} <= paths
     assert paths <= _FORBIDDEN, sorted(paths - _FORBIDDEN)
