@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuarch.cli.main import main
+from gpuarch.validation.run_points import toml_value
 
 ODD_VALUES = ("", "-1", "0", "nan", "inf", "1e400", "abc", str(10**20), "0.5", "1,2", "h100",
               ":", "gemm:1,2", "x" * 300)
@@ -200,16 +201,6 @@ FIELD_VALUES: tuple[Any, ...] = ("x", -1, 0, 1.5, True, ["x"], 10**30)
 boolean, a list, past int64 (TOML has no null)."""
 
 
-def _toml(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return json.dumps(value)
-    if isinstance(value, list):
-        return "[" + ", ".join(_toml(v) for v in value) + "]"
-    return repr(value)
-
-
 def measured_run_calls(folder: Path) -> Iterator[list[str]]:
     """``validate training|inference --data FILE`` on one run with each field the file may
     carry set, in turn, to each of ``FIELD_VALUES`` (a file of your own measurements is read
@@ -221,7 +212,7 @@ def measured_run_calls(folder: Path) -> Iterator[list[str]]:
         for key in sorted(field_types(kind)):  # type: ignore[arg-type]
             for value in FIELD_VALUES:
                 run_ = {**base, key: value}
-                path.write_text("[[point]]\n" + "".join(f"{k} = {_toml(v)}\n"
+                path.write_text("[[point]]\n" + "".join(f"{k} = {toml_value(v)}\n"
                                                          for k, v in run_.items()))
                 yield ["validate", kind, "--data", str(path)]
 
@@ -306,7 +297,7 @@ def price_calls(folder: Path) -> Iterator[list[str]]:
     for key in base:
         for value in FIELD_VALUES:
             row = {**base, key: value}
-            path.write_text("[[price]]\n" + "".join(f"{k} = {_toml(v)}\n"
+            path.write_text("[[price]]\n" + "".join(f"{k} = {toml_value(v)}\n"
                                                      for k, v in row.items()))
             yield advise
 

@@ -220,7 +220,7 @@ def _print_point(args: argparse.Namespace, shape: TransformerShape, product: Any
                  counts: tuple[int, ...] | None) -> int:
     """estimate train --as-point: the run as a [[point]] of a measured-runs file, for
     validate training --data (docs/your-measurements.md), instead of the estimate."""
-    from gpuarch.validation.user_data import point_toml, training_point
+    from gpuarch.validation.run_points import point_toml, training_point
 
     _check_point_run(args, ((counts, "a list of --gpus"), (args.launch, "--launch"),
                             (args.calibration, "--calibration"), (args.plot, "--plot")))
@@ -236,7 +236,7 @@ def _print_point(args: argparse.Namespace, shape: TransformerShape, product: Any
 def _print_serving_point(args: argparse.Namespace, shape: TransformerShape, product: Any,
                          cfg: Any, sweep: bool) -> int:
     """estimate infer --as-point: the serving run as a [[point]] of a measured-runs file."""
-    from gpuarch.validation.user_data import inference_point, point_toml
+    from gpuarch.validation.run_points import inference_point, point_toml
 
     _check_point_run(args, ((sweep, "a list of --batch"), (args.launch, "--launch"),
                             (args.calibration, "--calibration"),
