@@ -7,6 +7,7 @@ one-line message and exit status 2, with no traceback.
 from __future__ import annotations
 
 import difflib
+import math
 from collections.abc import Iterable
 
 __all__ = [
@@ -16,7 +17,9 @@ __all__ = [
     "UnknownNameError",
     "check_choice",
     "check_count",
+    "check_number",
     "did_you_mean",
+    "is_positive_number",
     "suggestion",
 ]
 
@@ -99,6 +102,13 @@ def check_number(flag: str, value: object, minimum: float, what: str = "a number
         bound = f">= {minimum:g}" if maximum is None else f"from {minimum:g} to {maximum:g}"
         raise GpuarchError(f"{flag}: expected {what} {bound}"
                            + (f" ({note})" if note else "") + f", got {value!r}")
+
+
+def is_positive_number(value: object) -> bool:
+    """Whether ``value`` is a real number (bools refused) above zero and finite: what a
+    measured figure, a rate or a price must be. The callers word their own messages."""
+    return (isinstance(value, int | float) and not isinstance(value, bool)
+            and 0 < value < math.inf)
 
 
 def _quote_list(items: list[str]) -> str:

@@ -3,14 +3,13 @@ and date; overridable per GPU on the command line or by a user file of the same 
 
 from __future__ import annotations
 
-import math
 import statistics
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpuarch.errors import GpuarchError, check_choice
+from gpuarch.errors import GpuarchError, check_choice, is_positive_number
 
 __all__ = ["PRICES_FILE", "PRICE_KINDS", "PriceBook", "load_prices"]
 
@@ -69,8 +68,7 @@ def load_prices(path: Path = PRICES_FILE, overrides: dict[str, float] | None = N
                     raise GpuarchError(f"{p.name}: price[{i}] lacks {key!r}")
             gpu = _product_key(row["gpu"], f"{p.name}: price[{i}]: gpu")
             usd = row["usd_per_gpu_hour"]
-            if not (isinstance(usd, int | float) and not isinstance(usd, bool)
-                    and 0 < usd < math.inf):
+            if not is_positive_number(usd):
                 raise GpuarchError(f"{p.name}: price[{i}]: usd_per_gpu_hour = {usd!r}: "
                                    "expected a price above zero")
             check_choice(f"{p.name}: price[{i}]: kind", row.get("kind", "on-demand"),

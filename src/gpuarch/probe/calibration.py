@@ -36,7 +36,7 @@ from typing import Any
 from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import Product
 from gpuarch.catalog.peaks import PeakKey
-from gpuarch.errors import GpuarchError, check_choice
+from gpuarch.errors import GpuarchError, check_choice, is_positive_number
 from gpuarch.jsonfile import read_schema_file
 from gpuarch.perf.efficiency import Efficiency
 from gpuarch.perf.precision import sixteen_bit
@@ -115,8 +115,7 @@ def _check_row(path: Path, where: str, row: dict[str, Any]) -> None:
     number above zero, a GEMM precision the probe does not measure (nearest named)."""
     for key in _MEASURED:
         value = row.get(key)
-        if key in row and not (isinstance(value, int | float) and not isinstance(value, bool)
-                               and 0 < value < math.inf):
+        if key in row and not is_positive_number(value):
             raise GpuarchError(f"{path}: {where}: {key} = {value!r}: expected a measured "
                                "rate above zero")
     for key in _COUNTS:
@@ -153,7 +152,6 @@ def _fit_curve(rates: dict[tuple[int, int, int], float], product: Product, gener
     """Base efficiency and the K at which it halves, fitted (least squares in log) to the
     measured rates (TFLOP/s by M, N, K) at several GEMM sizes, through the roofline's own
     size model."""
-    import math
 
     from gpuarch.perf.precision import Precision
     from gpuarch.perf.roofline import Device, Gemm, op_cost

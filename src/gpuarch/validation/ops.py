@@ -23,7 +23,7 @@ from typing import Any
 
 from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import Product
-from gpuarch.errors import GpuarchError, check_choice
+from gpuarch.errors import GpuarchError, check_choice, is_positive_number
 from gpuarch.jsonfile import read_schema_file
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.perf.precision import Precision
@@ -172,8 +172,7 @@ def _row(raw: Any, i: int, path: Path) -> OpRow:
         raise GpuarchError(f"{where}: attention_kernel {kernel!r} is not one of "
                            f"{', '.join(ATTENTION_KERNELS)}")
     measured = raw["measured_us"]
-    if isinstance(measured, bool) or not isinstance(measured, int | float) \
-            or not math.isfinite(measured) or measured <= 0:
+    if not is_positive_number(measured):
         raise GpuarchError(f"{where}: measured_us must be a positive number, got {measured!r}")
     op = op_from_spec(raw["op"], f"{where}.op") if raw.get("op") is not None else None
     return OpRow(str(raw["kind"]), str(raw["label"]), op, prec, kernel,

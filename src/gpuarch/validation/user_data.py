@@ -12,7 +12,6 @@ row of the file, so none is quietly left out.
 
 from __future__ import annotations
 
-import math
 import tomllib
 from collections.abc import Mapping
 from enum import Enum
@@ -20,7 +19,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
-from gpuarch.errors import GpuarchError, check_choice, suggestion
+from gpuarch.errors import GpuarchError, check_choice, is_positive_number, suggestion
 from gpuarch.estimate.memory import Recompute
 from gpuarch.perf.precision import Precision
 from gpuarch.perf.quant import QuantFormat
@@ -139,7 +138,7 @@ def _check_fields(where: str, entry: Mapping[str, Any], kind: Kind) -> None:
         if not _is(type_name, value):
             raise GpuarchError(f"{where}: {key} = {value!r}: expected "
                                f"{_TYPE_NAMES[type_name]}")
-        if key in FIGURES[kind] and not 0 < value < math.inf:
+        if key in FIGURES[kind] and not is_positive_number(value):
             raise GpuarchError(f"{where}: {key} = {value!r}: expected a measured figure > 0")
         if key in AT_LEAST_ONE and value < 1:
             raise GpuarchError(f"{where}: {key} = {value!r}: expected a whole number >= 1")
