@@ -4,7 +4,8 @@ see: a traceback, an exit status other than 0, 1 or 2, or a call that runs past 
 limit. Not a test (it takes a while): run it after changing how input is read.
 
     python scripts/fuzz_cli.py              # the estimate, roofline, catalog and numerics
-                                            # commands, config.json, --data,
+                                            # commands, config.json, --data (and
+                                            # load runs and their writer),
                                             # --calibration, validate ops --file and
                                             # probe --fake files (a few minutes)
     python scripts/fuzz_cli.py --advisors   # the two advisors and --prices files too
@@ -193,8 +194,13 @@ MEASURED_RUNS: dict[str, dict[str, Any]] = {
                  "seq_len": 4096, "global_batch": 64, "tokens_per_s_per_gpu": 9000},
     "inference": {"id": "run", "preset": "llama-3.1-8b", "gpu": "h100", "gpus": 1,
                   "input_len": 1000, "output_len": 100, "batch": 8, "tpot_s": 0.01},
+    "load": {"id": "run", "preset": "llama-3.1-8b", "gpu": "h100", "gpus": 1,
+             "input_len": 1000, "output_len": 100, "rate_per_s": 2, "tpot_mean_s": 0.01},
 }
 """One measured run of each kind, the base of the ``--data`` files below."""
+
+VALIDATE_FLAGS = {"load": ["--requests", "200"]}
+"""What each kind's validate call adds to ``--data FILE`` (a short replay for load runs)."""
 
 FIELD_VALUES: tuple[Any, ...] = ("x", -1, 0, 1.5, True, ["x"], 10**30)
 """Values each field of a measured run gets in turn: text, negative, zero, a fraction, a
@@ -214,7 +220,21 @@ def measured_run_calls(folder: Path) -> Iterator[list[str]]:
                 run_ = {**base, key: value}
                 path.write_text("[[point]]\n" + "".join(f"{k} = {toml_value(v)}\n"
                                                          for k, v in run_.items()))
-                yield ["validate", kind, "--data", str(path)]
+                yield ["validate", kind, "--data", str(path), *VALIDATE_FLAGS.get(kind, [])]
+
+
+LOAD_POINT_FLAGS = ("--rate", "--input-len-cv", "--schedule", "--as-point", "--simulate",
+                    "--max-batch-size", "--output-len-cv")
+
+
+def load_point_calls() -> Iterator[list[str]]:
+    """``estimate infer --rate R --as-point``, the writer of a load run, with each flag that
+    shapes the run at each odd value."""
+    base = ["estimate", "infer", "--model", "llama-3.1-8b", "--gpu", "h100", "--input-len",
+            "1000", "--output-len", "100", "--rate", "5", "--simulate", "100", "--as-point"]
+    for flag in LOAD_POINT_FLAGS:
+        for value in ODD_VALUES:
+            yield [*base, flag, value]
 
 
 CALIBRATION: dict[str, Any] = {
@@ -332,7 +352,7 @@ def main_(argv: list[str] | None = None) -> int:
         # lazily: each file (config.json, a --data, --calibration, op-check, fake machine or
         # price file) is written just before the calls that read it
         for call in itertools.chain(flag_calls(commands), small_dimension_calls(),
-                                    measured_run_calls(Path(tmp)),
+                                    measured_run_calls(Path(tmp)), load_point_calls(),
                                     calibration_calls(Path(tmp)), op_check_calls(Path(tmp)),
                                     fake_machine_calls(Path(tmp)),
                                     config_calls(Path(tmp)),

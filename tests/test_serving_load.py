@@ -18,8 +18,8 @@ from gpuarch.estimate.simulate import quantile_mean
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY
 from gpuarch.validation.inference import compare_point, load_inference_points
 from gpuarch.validation.serving_load import (
+    LOADGEN_FIGURES,
     LOADS,
-    METRICS,
     LoadComparison,
     compare_run,
     load_prompt_lengths,
@@ -66,7 +66,7 @@ def test_runs_are_complete_and_consistent() -> None:
     assert len(runs) == 20 and len({r.id for r in runs}) == 20
     inference = {p.id for p in load_inference_points()}
     for run in runs:
-        for key in METRICS:
+        for key in LOADGEN_FIGURES:
             assert run.get(key) > 0, (run.id, key)
         assert run.get("ttft_mean_s") < run.get("ttft_p99_s"), run.id
         assert run.get("tpot_mean_s") < run.get("tpot_p99_s"), run.id

@@ -338,6 +338,8 @@ SERVING_POINT_RUNS = [
      "--weight-precision", "fp8", "--input-len", "1000", "--output-len", "1000",
      "--batch", "max", "--batching", "continuous", "--engine-limits", "trtllm-bench-pytorch",
      "--num-requests", "3000"),
+    ("--model", "llama-3.1-8b", "--gpu", "h100", "--input-len", "4096", "--output-len", "512",
+     "--batch", "64", "--batching", "continuous", "--schedule", "mixed"),
     ("--model", "nemotron-3-nano-30b-a3b", "--gpu", "b200", "--input-len", "1024",
      "--output-len", "1024", "--batch", "64", "--batching", "continuous",
      "--ssm-state-precision", "bf16", "--cuda-graph-batch-sizes", "1,8,32,64"),
@@ -347,9 +349,10 @@ SERVING_POINT_RUNS = [
 @pytest.mark.parametrize("flags", SERVING_POINT_RUNS)
 def test_a_serving_run_written_as_a_point_is_compared_as_estimated(
         capsys: pytest.CaptureFixture[str], tmp_path: Path, flags: tuple[str, ...]) -> None:
-    """estimate infer --as-point: a static batch, a continuous one, an offline run at the
-    engine's limits with expert parallelism and a hybrid with its state format and graph
-    sizes each come back from validate --data with the estimate's own figures."""
+    """estimate infer --as-point: a static batch, a continuous one (on either schedule), an
+    offline run at the engine's limits with expert parallelism and a hybrid with its state
+    format and graph sizes each come back from validate --data with the estimate's own
+    figures."""
     status, out, _ = run(capsys, "estimate", "infer", *flags, "--json")
     assert status == 0
     estimated = json.loads(out)
@@ -368,13 +371,12 @@ def test_a_serving_run_written_as_a_point_is_compared_as_estimated(
     (("--batch", "max"), "a measured static batch had a size"),
     (("--chunk", "512"), "chunk = 512 has no place in a point"),
     (("--cached-prefix", "256"), "cached-prefix = 256 has no place in a point"),
-    (("--rate", "2"), "not with --rate"),
 ])
 def test_a_serving_setting_a_point_cannot_hold_is_refused(
         capsys: pytest.CaptureFixture[str], extra: tuple[str, ...], message: str) -> None:
     flags = ["--model", "llama-3.1-8b", "--gpu", "h100", "--input-len", "1024",
              "--output-len", "256"]
-    if "--batch" not in extra and "--rate" not in extra:
+    if "--batch" not in extra:
         flags += ["--batch", "8"]
     status, out, err = run(capsys, "estimate", "infer", *flags, *extra, "--as-point")
     assert status == 2 and out == "" and message in err, err

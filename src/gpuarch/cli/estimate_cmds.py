@@ -241,12 +241,27 @@ def _print_serving_point(args: argparse.Namespace, shape: TransformerShape, prod
     _check_point_run(args, ((sweep, "a list of --batch"), (args.launch, "--launch"),
                             (args.calibration, "--calibration"),
                             (args.prefill_gpus is not None, "--prefill-gpus"),
-                            (args.rate is not None, "--rate"),
-                            (args.simulate is not None, "--simulate")))
+                            *((given, f"{flag} (a load run is replayed as a Poisson stream of "
+                                      "requests of the run's lengths)")
+                              for given, flag in ((args.arrivals is not None, "--arrivals"),
+                                                  (args.lengths is not None, "--lengths"))),
+                            (args.slo_ttft_ms is not None or args.slo_tpot_ms is not None,
+                             "--slo-ttft-ms/--slo-tpot-ms (a point holds what was measured)")))
     point = inference_point(args.as_point, args.model, shape, product.key, cfg,
                             system=args.system, gpu_link=args.gpu_link)
-    print(point_toml(point, "output_tokens_per_s = ...  (or output_tokens_per_s_per_gpu, "
-                            "ttft_s, tpot_s, request_latency_s): what you measured"), end="")
+    if args.rate is None:
+        print(point_toml(point, "output_tokens_per_s = ...  (or output_tokens_per_s_per_gpu, "
+                                "ttft_s, tpot_s, request_latency_s): what you measured"),
+              end="")
+        return 0
+    # a load run batches continuously, its mode the loader's default
+    del point["mode"]
+    point["rate_per_s"] = args.rate
+    if args.input_len_cv:
+        point["input_len_cv"] = args.input_len_cv
+    print(point_toml(point, "ttft_mean_s = ...  tpot_p99_s = ...  (the mean, p50, p90 or p99 "
+                            "of ttft, tpot or latency, in seconds): what your requests saw; "
+                            "compare with 'gpuarch validate load --data FILE'"), end="")
     return 0
 
 
@@ -1076,6 +1091,7 @@ def cmd_validate_load(args: argparse.Namespace) -> int:
     from gpuarch.validation.serving_load import (
         LOAD_REQUESTS,
         PROMPT_LENGTHS,
+        compare_user_runs,
         load_prompt_lengths,
         load_runs,
         summarize_load,
@@ -1086,20 +1102,38 @@ def cmd_validate_load(args: argparse.Namespace) -> int:
     check_requests(requests, "--requests")
     if args.schedule is not None:
         check_choice("--schedule", args.schedule, SCHEDULES)
-    check_choice("--prompts", args.prompts, PROMPT_LENGTHS)
-    rows = validate_load(load_catalog(), requests=requests, schedule=args.schedule,
-                         prompts=args.prompts)
-    summary = summarize_load(rows)
-    lengths = load_prompt_lengths()
-    prompts = {"drawn_from": args.prompts,
-               "source": lengths.source if args.prompts == "dataset" else None}
-    if args.json:
-        print(to_json({"runs": len(load_runs()), "requests_per_replica": requests,
-                       "prompts": prompts,
-                       "rows": [{**dataclasses.asdict(r), "error": r.error} for r in rows],
-                       "summary": summary}))
+    if args.data is not None:
+        from gpuarch.validation.user_data import load_user_points
+
+        if args.prompts is not None:
+            raise GpuarchError("--prompts: draws the shipped runs' prompts from MLPerf's "
+                               "dataset; a file's runs take their own input_len (spread by "
+                               "input_len_cv where given)")
+        runs = load_user_points(args.data, "load")
+        rows = compare_user_runs(load_catalog(), runs, args.data.name, requests=requests,
+                                 schedule=args.schedule)
+        prompts: dict[str, Any] = {"drawn_from": "file", "source": None}
+        title = (f"Your measured runs ({args.data.name}) beside the serving simulation of the "
+                 "same deployment at each run's rate, each prompt the run's input_len")
     else:
-        print(render_load(rows, summary, prompts))
+        drawn = args.prompts or PROMPT_LENGTHS[0]
+        check_choice("--prompts", drawn, PROMPT_LENGTHS)
+        runs = load_runs()
+        rows = validate_load(load_catalog(), requests=requests, schedule=args.schedule,
+                             prompts=drawn)
+        prompts = {"drawn_from": drawn,
+                   "source": load_prompt_lengths().source if drawn == "dataset" else None}
+        title = None
+    summary = summarize_load(rows)
+    if args.json:
+        doc = {"runs": len(runs), "requests_per_replica": requests, "prompts": prompts,
+               "rows": [{**dataclasses.asdict(r), "error": r.error} for r in rows],
+               "summary": summary}
+        if args.data is not None:
+            doc = {"data": str(args.data), **doc}
+        print(to_json(doc))
+    else:
+        print(render_load(rows, summary, prompts, title))
     return 0
 
 
@@ -1179,12 +1213,14 @@ def _selection_flags(p: argparse.ArgumentParser) -> None:
                         "under the table or as each row's 'explain' in --json")
 
 
-def _data_flag(p: argparse.ArgumentParser, what: str) -> None:
-    """validate's --data: a file of the user's own measured runs instead of the shipped ones."""
+def _data_flag(p: argparse.ArgumentParser, what: str, each: str = "") -> None:
+    """validate's --data: a file of the user's own measured runs instead of the shipped ones
+    (``each``: what a point of it gives, where the shipped format needs saying)."""
     p.add_argument("--data", "--file", dest="data", type=Path, metavar="FILE",
                    help=f"compare your own measured {what} runs instead of the published "
-                        "ones: a TOML file of [[point]] tables in the shipped files' format "
-                        "(docs/your-measurements.md); every point must be comparable "
+                        "ones: a TOML file of [[point]] tables in the shipped files' format"
+                        + (f", each {each}" if each else "")
+                        + " (docs/your-measurements.md); every point must be comparable "
                         "(--file, as validate ops names its measurements, works too)")
 
 
@@ -1565,7 +1601,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p.add_argument("--as-point", nargs="?", const="run", metavar="ID",
                    help="print this serving run as a [[point]] of a measured-runs file (id "
                         "ID, default 'run') instead of the estimate: add your measured figure "
-                        "and compare with 'gpuarch validate inference --data FILE'")
+                        "and compare with 'gpuarch validate inference --data FILE' (with "
+                        "--rate, a load run for 'gpuarch validate load --data FILE')")
     p.add_argument("--launch", type=engine_choice("--launch", SERVING_LAUNCH),
                    metavar="vllm|sglang|trtllm",
                    help="also print that engine's server command for this deployment "
@@ -1606,10 +1643,11 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                    help="requests per replica each run is replayed with (default 20,000)")
     p.add_argument("--schedule", help="replay every run on this schedule: separate or mixed "
                    "(default: each run's own, mixed for TensorRT-LLM's in-flight batching)")
-    p.add_argument("--prompts", default="dataset", metavar="dataset|mean",
+    p.add_argument("--prompts", metavar="dataset|mean",
                    help="each request's prompt: drawn from the dataset's 24,576 prompt "
                         "lengths (default, as LoadGen draws them) or every one the mean (222)")
     p.set_defaults(handler=cmd_validate_load)
+    _data_flag(p, "load-test", "a run at a rate: rate_per_s and ttft_mean_s, tpot_p99_s, ...")
     p = val_sub.add_parser("ops", parents=[common],
                            help="single operators timed on a real GPU (GEMMs, attention, "
                            "grouped experts, elementwise) against the model's per-operator "

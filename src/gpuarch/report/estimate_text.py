@@ -845,30 +845,39 @@ def render_gemm_kernels(summary: Sequence[Mapping[str, Any]]) -> str:
 
 
 def render_load(rows: Sequence[Any], summary: Mapping[str, Any],
-                prompts: Mapping[str, Any]) -> str:
-    """Published Server runs beside the serving simulation, at the scheduled rate and at
-    the measured load (``validation.serving_load``), the prompts as ``prompts`` says
-    (``drawn_from``: dataset or mean, and the dataset's ``source``)."""
-    metrics = ("ttft_mean_s", "ttft_p99_s", "tpot_mean_s", "tpot_p99_s", "latency_mean_s")
-    heads = ("TTFT mean", "TTFT p99", "TPOT mean", "TPOT p99", "Latency")
-    drawn = (f"each prompt drawn from the dataset's lengths ({prompts['source']})"
-             if prompts["drawn_from"] == "dataset" else
-             "every prompt the dataset's mean length (--prompts mean)")
-    out = ["MLPerf Inference Llama 2 70B Server runs (LoadGen's logged means and 99th "
-           "percentiles) beside the serving simulation of the same deployment, "
-           f"{drawn}", ""]
+                prompts: Mapping[str, Any], title: str | None = None) -> str:
+    """Serving runs under load beside the serving simulation (``validation.serving_load``):
+    the shipped Server runs at the scheduled rate and at the measured load, the prompts as
+    ``prompts`` says (``drawn_from``: dataset or mean, and the dataset's ``source``), or with
+    ``title`` a user's file of runs at their own rates. A column for each figure any run
+    gives."""
+    from gpuarch.validation.serving_load import METRICS
+
+    given = {r.metric for r in rows}
+    metrics = [key for key in METRICS if key in given]
+    heads = [key.removesuffix("_s").replace("_", " ").replace("ttft", "TTFT")
+             .replace("tpot", "TPOT").replace("latency", "Latency") for key in metrics]
+    if title is None:
+        drawn = (f"each prompt drawn from the dataset's lengths ({prompts['source']})"
+                 if prompts["drawn_from"] == "dataset" else
+                 "every prompt the dataset's mean length (--prompts mean)")
+        title = ("MLPerf Inference Llama 2 70B Server runs (LoadGen's logged means and 99th "
+                 f"percentiles) beside the serving simulation of the same deployment, {drawn}")
+    out = [title, ""]
     titles = {"scheduled": "At the scheduled rate",
               "measured": "At the measured load (the scheduled rate times the model's Offline "
                           "figure over the published one for the same system)"}
-    for load, title in titles.items():
+    for load, load_title in titles.items():
         by_run: dict[str, dict[str, Any]] = {}
         for r in rows:
             if r.load == load:
                 by_run.setdefault(r.id, {"row": r})[r.metric] = r
+        if not by_run:
+            continue
         table_rows = []
         for run_id, cells in by_run.items():
             first = cells["row"]
-            line = [run_id, f"{first.gpus} x {first.gpu}", f"{first.rate_per_s:.1f}",
+            line = [run_id, f"{first.gpus} x {first.gpu}", fmt(first.rate_per_s),
                     f"{first.mean_batch:.0f}"]
             for key in metrics:
                 c = cells.get(key)
@@ -877,11 +886,11 @@ def render_load(rows: Sequence[Any], summary: Mapping[str, Any],
                     continue
                 shown = c.published if key.startswith("latency") \
                     else from_si(c.published, Unit.MS)
-                line.append(f"{shown:.0f} {c.error:+.0%}")
+                line.append(f"{fmt(shown)} {c.error:+.0%}")
             table_rows.append(line)
-        out += [title, table(["Run", "GPUs", "Rate/s", "Batch",
-                              *(f"{h} (pub., err.)" for h in heads)], table_rows,
-                             right=[False, False, True, True, True, True, True, True, True]),
+        out += [load_title, table(["Run", "GPUs", "Rate/s", "Batch",
+                                   *(f"{h} (pub., err.)" for h in heads)], table_rows,
+                                  right=[False, False] + [True] * (2 + len(metrics))),
                 ""]
         per = summary.get(load, {})
         parts = [f"{h}: median |error| {per[k]['median_abs_error']:.0%}, "
@@ -892,7 +901,8 @@ def render_load(rows: Sequence[Any], summary: Mapping[str, Any],
             "Batch: the simulation's mean sequences a decode step. A run past the model's "
             "capacity queues without end: its first token is late by minutes.",
             "Source and what the comparison says: docs/performance-model.md, 'Serving under "
-            "random arrivals'."]
+            "random arrivals'" + ("; your own runs: docs/your-measurements.md." if prompts.get(
+                "drawn_from") == "file" else ".")]
     return "\n".join(out)
 
 

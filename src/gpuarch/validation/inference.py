@@ -28,6 +28,7 @@ from gpuarch.estimate.inference import (
     MOE_GEMM_KERNELS,
     MOE_KERNELS,
     SCHEDULER_POLICIES,
+    SCHEDULES,
     WINDOW_KV_CACHES,
     Batching,
     InferenceConfig,
@@ -99,8 +100,9 @@ POINT_KEYS = frozenset({
     "tp", "pp", "ep", "weight_precision", "activation_precision", "kv_precision",
     "expert_weight_precision", "expert_activation_precision", "fp8_scaling",
     "ssm_state_precision", "input_len", "output_len", "output_len_cv", "max_output_len",
-    "mode", "batch", "concurrency", "adp_balance", "moe_imbalance", "redundant_experts",
-    "two_batch_overlap", "speculative_tokens", "acceptance_length", *ENGINE_KEYS,
+    "mode", "batch", "concurrency", "schedule", "adp_balance", "moe_imbalance",
+    "redundant_experts", "two_batch_overlap", "speculative_tokens", "acceptance_length",
+    *ENGINE_KEYS,
 })
 """Every key an inference point may carry (its source's ``engine`` settings included);
 another is a typo the loader names, which would otherwise be ignored."""
@@ -186,6 +188,7 @@ def point_config(point: TrainingPoint, gpus_per_node: int, product: Product | No
         max_batch_size=int(point.get("max_batch_size") or 0),
         executor=str(point.get("executor", EXECUTORS[0])),
         scheduler_policy=str(point.get("scheduler_policy", SCHEDULER_POLICIES[0])),
+        schedule=str(point.get("schedule", SCHEDULES[0])),
         window_kv_cache=str(point.get("window_kv_cache", WINDOW_KV_CACHES[0])),
         decode_kv_reads=str(point.get("decode_kv_reads", DECODE_KV_READS[0])),
         moe_comm=str(point.get("moe_comm", MOE_COMMS[0])),

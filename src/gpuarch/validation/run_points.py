@@ -42,7 +42,8 @@ _SERVING_FIELDS = (
     "scheduler_policy", "decode_kv_reads", "moe_comm", "moe_kernels", "moe_gemm_kernel",
     "moe_imbalance", "redundant_experts", "two_batch_overlap", "fp8_context_attention",
     "fp8_scaling", "ssm_state_precision", "fp8_mla_decode", "adp_balance", "num_requests",
-    "output_len_cv", "max_output_len", "cuda_graph_batch_sizes", "cuda_graph_max_context")
+    "output_len_cv", "max_output_len", "cuda_graph_batch_sizes", "cuda_graph_max_context",
+    "schedule")
 """The serving settings a point carries under the name of InferenceConfig's field."""
 
 

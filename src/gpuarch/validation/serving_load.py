@@ -7,7 +7,9 @@ tensor parallelism, formats, the engine's batch cap, the dataset's mean lengths)
 replayed through the serving simulation (``estimate.simulate.simulate_serving``) at its
 scheduled rate, its prompts drawn from the dataset's lengths (``PROMPTS_FILE``), and the
 simulated figures are set beside the logged ones
-(``gpuarch validate load``; tests/test_serving_load.py). Nothing is fitted to them.
+(``gpuarch validate load``; tests/test_serving_load.py). Nothing is fitted to them. A file
+of your own load tests in the same format (``gpuarch validate load --data FILE``) is
+replayed the same way at each run's rate (``compare_user_runs``).
 """
 
 from __future__ import annotations
@@ -39,27 +41,30 @@ from gpuarch.validation.training import (
     read_points,
 )
 
-__all__ = ["LOADS", "LOAD_FILE", "LOAD_REQUESTS", "METRICS", "PROMPTS_FILE", "PROMPT_LENGTHS",
-           "LoadComparison", "PromptLengths", "compare_run", "load_prompt_lengths",
-           "load_runs", "offline_ratio", "simulate_run", "summarize_load", "validate_load"]
+__all__ = ["LOADGEN_FIGURES", "LOADS", "LOAD_FILE", "LOAD_REQUESTS", "METRICS", "PROMPTS_FILE",
+           "PROMPT_LENGTHS", "LoadComparison", "PromptLengths", "compare_run",
+           "compare_user_runs", "load_prompt_lengths", "load_runs", "offline_ratio",
+           "simulate_run", "summarize_load", "validate_load"]
 
 LOAD_FILE = Path(__file__).with_name("data") / "serving-load.toml"
 
-METRICS = {
-    "ttft_mean_s": ("ttft_s", "mean"),
-    "ttft_p99_s": ("ttft_s", "p99"),
-    "tpot_mean_s": ("tpot_s", "mean"),
-    "tpot_p99_s": ("tpot_s", "p99"),
-    "latency_mean_s": ("latency_s", "mean"),
-}
-"""The logged figures a run may carry and the simulation's figure for each."""
+METRICS = {f"{figure.removesuffix('_s')}_{stat}_s": (figure, stat)
+           for figure in ("ttft_s", "tpot_s", "latency_s")
+           for stat in ("mean", "p50", "p90", "p99")}
+"""The figures a run may carry (``ttft_mean_s``, ``tpot_p99_s``, ``latency_p50_s``, ...: the
+mean or the 50th, 90th or 99th percentile of the time to first token, the time per output
+token or the whole request) and the simulation's figure and statistic for each."""
+
+LOADGEN_FIGURES = ("ttft_mean_s", "ttft_p99_s", "tpot_mean_s", "tpot_p99_s", "latency_mean_s")
+"""The figures every shipped MLPerf Server run carries (LoadGen's summary lines)."""
 
 LOAD_REQUESTS = 20_000
 """Requests per replica each run is replayed with (the first tenth warm up): enough that a
 run's 99th percentiles move by a few percent from seed to seed."""
 
-RUN_KEYS = POINT_KEYS | frozenset({"rate_per_s", "schedule", "offline", *METRICS})
-"""Every key a run may carry; another is a typo the loader names."""
+RUN_KEYS = POINT_KEYS | frozenset({"rate_per_s", "input_len_cv", "offline", *METRICS})
+"""Every key a run may carry; another is a typo the loader names. ``input_len_cv``: the
+prompts vary in length around ``input_len`` (a gamma spread, as ``--input-len-cv``)."""
 
 LOADS = ("scheduled", "measured")
 """The two rates a run is replayed at: its scheduled rate, and the load it had on the
@@ -161,11 +166,12 @@ def simulate_run(catalog: Catalog, run: TrainingPoint, *, requests: int = LOAD_R
     product = catalog.product(run.get("gpu"))
     system = point_system(catalog, run, product)
     cfg = point_config(run, system.gpus_per_node if system else 8, product)
-    chosen = schedule or str(run.get("schedule", SCHEDULES[0]))
-    cfg = dataclasses.replace(cfg, schedule=chosen)
+    if schedule is not None:
+        cfg = dataclasses.replace(cfg, schedule=schedule)
     return simulate_serving(catalog, point_shape(run), product, cfg,
                             float(run.get("rate_per_s")) * rate_scale, requests=requests,
                             seed=seed, system=system, efficiency=efficiency,
+                            input_len_cv=float(run.get("input_len_cv") or 0.0),
                             input_quantiles=load_prompt_lengths().quantiles
                             if prompts == "dataset" else None)
 
@@ -197,6 +203,24 @@ def compare_run(catalog: Catalog, run: TrainingPoint, *, requests: int = LOAD_RE
                                    sim.mean_batch))
     if not rows:
         raise GpuarchError(f"run {run.id}: no logged figure to compare")
+    return rows
+
+
+def compare_user_runs(catalog: Catalog, runs: Sequence[TrainingPoint], file_name: str, *,
+                      requests: int = LOAD_REQUESTS, schedule: str | None = None,
+                      efficiency: Efficiency = DEFAULT_EFFICIENCY) -> list[LoadComparison]:
+    """Every figure of a user's measured runs (``user_data.load_user_points(path, "load")``)
+    beside the simulation's at the run's own rate, each prompt the run's ``input_len`` (or
+    spread around it by its ``input_len_cv``). A run the simulation cannot replay is an
+    error naming the file and the run: a user asked about every run of the file."""
+    rows = []
+    for run in runs:
+        try:
+            rows += compare_run(catalog, run, requests=requests, schedule=schedule,
+                                prompts="mean", efficiency=efficiency)
+        except GpuarchError as exc:
+            raise GpuarchError(f"{file_name}: point {run.id!r}: "
+                               f"{str(exc).removeprefix(f'run {run.id}: ')}") from None
     return rows
 
 

@@ -1,6 +1,7 @@
 """Your own measured runs against the model: a file in the shipped validation files' format
 (``[[point]]`` tables, optional ``[[source]]`` tables) read strictly, for
-``gpuarch validate training --data FILE`` and ``gpuarch validate inference --data FILE``.
+``gpuarch validate training --data FILE``, ``gpuarch validate inference --data FILE`` and
+``gpuarch validate load --data FILE`` (serving runs under a stream of requests at a rate).
 
 The shipped files are held to their format by the test suite; a user's file is not, so every
 field is checked here before the model sees it: its name (with the nearest known one), its
@@ -12,6 +13,7 @@ row of the file, so none is quietly left out.
 
 from __future__ import annotations
 
+import itertools
 import tomllib
 from collections.abc import Mapping
 from enum import Enum
@@ -20,9 +22,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 from gpuarch.errors import GpuarchError, check_choice, is_positive_number, suggestion
+from gpuarch.estimate.inference import SCHEDULES
 from gpuarch.estimate.memory import Recompute
 from gpuarch.perf.precision import Precision
 from gpuarch.perf.quant import QuantFormat
+from gpuarch.validation.serving_load import METRICS
 from gpuarch.validation.stats import ErrorSummary
 from gpuarch.validation.training import TrainingPoint, check_point_keys
 from gpuarch.workloads.shape import FfnKind, NormKind, Position
@@ -30,7 +34,7 @@ from gpuarch.workloads.shape import FfnKind, NormKind, Position
 __all__ = ["AT_LEAST_ONE", "CHOICES", "FIELDS_FILE", "FIGURES", "REQUIRED", "Kind",
            "field_types", "load_user_points", "require_all_compared"]
 
-Kind = Literal["training", "inference"]
+Kind = Literal["training", "inference", "load"]
 
 FIELDS_FILE = Path(__file__).with_name("data") / "point-fields.toml"
 
@@ -42,10 +46,13 @@ _TYPE_NAMES = {"int": "a whole number", "number": "a number", "bool": "true or f
 @cache
 def field_types(kind: Kind) -> dict[str, str]:
     """Each field a point of ``kind`` may carry, and its type (a key of the file's table:
-    int, number, bool, text, texts, ints)."""
+    int, number, bool, text, texts, ints); a load run takes a serving point's fields and
+    the ``[load]`` table's."""
     with FIELDS_FILE.open("rb") as fh:
-        table = tomllib.load(fh)[kind]
-    return {key: type_name for type_name, keys in table.items() for key in keys}
+        tables = tomllib.load(fh)
+    kinds = ("inference", "load") if kind == "load" else (kind,)
+    return {key: type_name for k in kinds for type_name, keys in tables[k].items()
+            for key in keys}
 
 
 def _values(enum: type[Enum]) -> tuple[str, ...]:
@@ -55,14 +62,16 @@ def _values(enum: type[Enum]) -> tuple[str, ...]:
 _SHAPE_CHOICES = {"ffn_kind": _values(FfnKind), "norm": _values(NormKind),
                   "position": _values(Position)}
 _QUANT = _values(QuantFormat)
+_SERVING_CHOICES = {**_SHAPE_CHOICES, "weight_precision": _QUANT, "activation_precision": _QUANT,
+                    "kv_precision": _QUANT, "expert_weight_precision": _QUANT,
+                    "expert_activation_precision": _QUANT, "schedule": SCHEDULES}
 CHOICES: dict[Kind, dict[str, tuple[str, ...]]] = {
     "training": {**_SHAPE_CHOICES, "precision": _values(Precision),
                  "recompute": _values(Recompute),
                  "tflops_convention": ("model-flops", "megatron-hfu", "unspecified")},
-    "inference": {**_SHAPE_CHOICES, "weight_precision": _QUANT, "activation_precision": _QUANT,
-                  "kv_precision": _QUANT, "expert_weight_precision": _QUANT,
-                  "expert_activation_precision": _QUANT,
-                  "mode": ("static-batch", "serving", "max-throughput")},
+    "inference": {**_SERVING_CHOICES, "mode": ("static-batch", "serving", "max-throughput")},
+    # (a load run's mode: _check_load_run)
+    "load": _SERVING_CHOICES,
 }
 """Fields whose readers convert the value without a message of their own (an enum, or a
 mode the reader tells apart by ``if``): checked here. The other fixed-set fields (a
@@ -76,6 +85,7 @@ FIGURES: dict[Kind, tuple[str, ...]] = {
     "inference": ("output_tokens_per_s", "output_tokens_per_s_per_gpu", "ttft_s", "tpot_s",
                   "request_latency_s", "decode_tokens_per_s_per_gpu",
                   "prefill_tokens_per_s_per_gpu"),
+    "load": tuple(METRICS),
 }
 """The measured figures a point may give: each a positive, finite number (MFU and HFU at
 most 1, fractions of the peak)."""
@@ -88,6 +98,7 @@ AT_LEAST_ONE = frozenset({"gpus", "tp", "pp", "cp", "ep", "vpp", "dp", "micro_ba
 REQUIRED: dict[Kind, tuple[str, ...]] = {
     "training": ("gpu", "gpus", "seq_len", "global_batch"),
     "inference": ("gpu", "gpus", "input_len", "output_len"),
+    "load": ("gpu", "gpus", "input_len", "output_len", "rate_per_s"),
 }
 """Fields a point of a user's file must give (besides its id, its model and a figure, which
 the comparison asks for by name)."""
@@ -113,6 +124,46 @@ def _check_required(where: str, entry: Mapping[str, Any], kind: Kind) -> None:
                                "= \"serving\" with concurrency, or \"max-throughput\")")
         if mode == "serving" and "concurrency" not in entry and "batch" not in entry:
             raise GpuarchError(f"{where}: give concurrency, the requests in flight")
+    if kind == "load":
+        _check_load_run(where, entry)
+
+
+def _check_load_run(where: str, entry: Mapping[str, Any]) -> None:
+    """Raise GpuarchError where a load run gives what its rate decides (a batch, the
+    requests in flight), a figure of a run without a rate, or the shipped runs' Offline
+    reference; or where its figures and rate cannot be a run's."""
+    if entry.get("mode", "max-throughput") != "max-throughput":
+        raise GpuarchError(f"{where}: mode = {entry['mode']!r}: a run at a rate batches "
+                           "continuously, up to max_batch_size or what fits; leave mode out")
+    for key in ("batch", "concurrency"):
+        if key in entry:
+            raise GpuarchError(f"{where}: {key}: a run at a rate holds what its requests "
+                               "leave in flight; leave it out (max_batch_size caps it)")
+    for key in FIGURES["inference"]:
+        if key in entry:
+            raise GpuarchError(f"{where}: {key}: a load run gives the latencies its "
+                               f"requests saw ({', '.join(FIGURES['load'][:4])}, ...)"
+                               f"{suggestion(key, FIGURES['load'])}")
+    if "offline" in entry:
+        raise GpuarchError(f"{where}: offline names a shipped Offline point; a run of your "
+                           "own is replayed at its own rate_per_s (leave it out)")
+    if not any(key in entry for key in FIGURES["load"]):
+        raise GpuarchError(f"{where}: give a measured figure: "
+                           f"{', '.join(FIGURES['load'])}")
+    if not is_positive_number(entry["rate_per_s"]):
+        raise GpuarchError(f"{where}: rate_per_s = {entry['rate_per_s']!r}: expected "
+                           "requests per second > 0")
+    cv = entry.get("input_len_cv", 0)
+    if not (cv == 0 or is_positive_number(cv)):
+        raise GpuarchError(f"{where}: input_len_cv = {cv!r}: expected a spread >= 0 (the "
+                           "prompts' standard deviation over their mean)")
+    for figure in ("ttft", "tpot", "latency"):
+        given = [(stat, entry[f"{figure}_{stat}_s"]) for stat in ("p50", "p90", "p99")
+                 if f"{figure}_{stat}_s" in entry]
+        for (low, a), (high, b) in itertools.pairwise(given):
+            if a > b:
+                raise GpuarchError(f"{where}: {figure}_{low}_s = {a!r} is above "
+                                   f"{figure}_{high}_s = {b!r}: a percentile cannot fall")
 
 
 def _is(type_name: str, value: Any) -> bool:
@@ -202,8 +253,10 @@ def load_user_points(path: Path, kind: Kind) -> tuple[TrainingPoint, ...]:
         else:
             raise GpuarchError(f"{name}: point {pid!r}: source {cited!r} is not a "
                                f"[[source]] id of the file{suggestion(cited, sources)}")
+        # a load run batches continuously (_check_load_run allows no other mode)
+        raw = {"mode": "max-throughput", **entry} if kind == "load" else dict(entry)
         points.append(TrainingPoint(pid, src["id"], src["title"], src.get("url", ""),
-                                    entry.get("where", ""), {**entry, "out_of_sample": False}))
+                                    entry.get("where", ""), {**raw, "out_of_sample": False}))
     return tuple(points)
 
 
