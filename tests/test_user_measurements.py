@@ -287,6 +287,15 @@ AS_POINT_RUNS = [
     ("--model", "llama-3.1-8b", "--gpu", "a100", "--gpus", "8", "--lora-rank", "16",
      "--lora-modules", "linear_qkv,linear_proj", "--packed-doc-len", "512",
      "--layers", "24", "--seq-len", "4096", "--global-batch", "32"),
+    # every shape flag a preset takes has a point field of the same name
+    ("--model", "mixtral-8x7b", "--gpu", "h100", "--gpus", "8", "--ep", "8", "--head-dim", "64",
+     "--shared-experts", "1", "--moe-ffn-hidden", "7168", "--dense-layers", "1",
+     "--sliding-window", "4096", "--sliding-layers", "16", "--seq-len", "4096",
+     "--global-batch", "64"),
+    # a given routing load, a node size other than the system's, the optimizer on the CPU
+    ("--model", "mixtral-8x7b", "--gpu", "h100", "--gpus", "16", "--ep", "8",
+     "--moe-imbalance", "1.5", "--gpus-per-node", "4", "--optimizer-offload", "0.5",
+     "--optimizer-offload-overlap", "--seq-len", "4096", "--global-batch", "64"),
 ]
 
 
@@ -295,7 +304,7 @@ def test_a_run_written_as_a_point_is_compared_as_estimated(
         capsys: pytest.CaptureFixture[str], tmp_path: Path, flags: tuple[str, ...]) -> None:
     """estimate train --as-point writes the run as a [[point]] that, with a measured figure
     added, validate --data predicts exactly as estimate train did (layouts, MoE routing and
-    dispatch, FP8 and LoRA settings, a shape flag over the preset)."""
+    dispatch, FP8 and LoRA settings, the shape flags over the preset)."""
     status, out, _ = run(capsys, "estimate", "train", *flags, "--json")
     assert status == 0
     estimated = json.loads(out)["tokens_per_s_per_gpu"]
@@ -308,12 +317,22 @@ def test_a_run_written_as_a_point_is_compared_as_estimated(
     assert row["predicted"] == pytest.approx(estimated, rel=1e-6)
 
 
+def test_a_config_json_model_is_refused(capsys: pytest.CaptureFixture[str],
+                                       tmp_path: Path) -> None:
+    """A point names a preset (with shape fields over it): a model read from a config.json
+    may carry what no point field holds (latent attention, a hybrid's blocks)."""
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({
+        "model_type": "llama", "hidden_size": 2048, "num_hidden_layers": 16,
+        "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256,
+        "intermediate_size": 8192}))
+    status, out, err = run(capsys, "estimate", "train", "--model", str(config), "--gpu", "h100",
+                           "--gpus", "8", "--seq-len", "4096", "--global-batch", "64",
+                           "--as-point")
+    assert status == 2 and out == "" and "a point names a model preset" in err, err
+
+
 @pytest.mark.parametrize(("extra", "message"), [
-    (("--head-dim", "64"), "the model's head_dim (64) has no place in a point"),
-    (("--moe-imbalance", "1.5"), "moe-imbalance = 1.5 has no place in a point"),
-    (("--gpus-per-node", "4"), "gpus-per-node = 4 has no place in a point"),
-    (("--optimizer-offload", "0.5", "--zero", "1"),
-     "optimizer-offload = 0.5 has no place in a point"),
     (("--gpus", "8,16"), "not with a list of --gpus"),
     (("--as-point", " "), "--as-point: give the run a name"),
 ])
@@ -340,6 +359,8 @@ SERVING_POINT_RUNS = [
      "--num-requests", "3000"),
     ("--model", "llama-3.1-8b", "--gpu", "h100", "--input-len", "4096", "--output-len", "512",
      "--batch", "64", "--batching", "continuous", "--schedule", "mixed"),
+    ("--model", "llama-3.1-70b", "--gpu", "gb200", "--gpus", "8", "--tp", "4",
+     "--gpus-per-node", "4", "--input-len", "1024", "--output-len", "128", "--batch", "16"),
     ("--model", "nemotron-3-nano-30b-a3b", "--gpu", "b200", "--input-len", "1024",
      "--output-len", "1024", "--batch", "64", "--batching", "continuous",
      "--ssm-state-precision", "bf16", "--cuda-graph-batch-sizes", "1,8,32,64"),

@@ -102,7 +102,7 @@ POINT_KEYS = frozenset({
     "ssm_state_precision", "input_len", "output_len", "output_len_cv", "max_output_len",
     "mode", "batch", "concurrency", "schedule", "adp_balance", "moe_imbalance",
     "redundant_experts", "two_batch_overlap", "speculative_tokens", "acceptance_length",
-    *ENGINE_KEYS,
+    "gpus_per_node", *ENGINE_KEYS,
 })
 """Every key an inference point may carry (its source's ``engine`` settings included);
 another is a typo the loader names, which would otherwise be ignored."""
@@ -159,8 +159,9 @@ def _fmt(value: Any, default: Any) -> Any:
 
 def point_config(point: TrainingPoint, gpus_per_node: int, product: Product | None = None
                  ) -> InferenceConfig:
-    """The serving setup a point ran; with ``product``, its engine limits where the point
-    names how they were chosen (``limits``) and does not give them."""
+    """The serving setup a point ran (``gpus_per_node`` the system's, where the point does
+    not give its own); with ``product``, its engine limits where the point names how they
+    were chosen (``limits``) and does not give them."""
     weights = _fmt(point.get("weight_precision"), QuantFormat.FP16)
     activations = _fmt(point.get("activation_precision"), weights)
     if activations.bits > weights.bits and not activations.is_16bit \
@@ -182,7 +183,7 @@ def point_config(point: TrainingPoint, gpus_per_node: int, product: Product | No
         ep=int(point.get("ep") or 1), quant=QuantScheme(weights, activations, kv),
         expert_weights=_fmt(point.get("expert_weight_precision"), None),
         expert_activations=_fmt(point.get("expert_activation_precision"), None),
-        batching=batching, gpus_per_node=gpus_per_node,
+        batching=batching, gpus_per_node=int(point.get("gpus_per_node") or gpus_per_node),
         max_num_tokens=int(point.get("max_num_tokens") or MAX_PREFILL_TOKENS),
         kv_cache_fraction=float(point.get("kv_cache_fraction") or 0.0),
         max_batch_size=int(point.get("max_batch_size") or 0),

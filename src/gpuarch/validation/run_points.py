@@ -30,7 +30,8 @@ _TRAINING_FIELDS = (
     "attention_kernel", "recompute", "recompute_modules", "recompute_layers", "precision",
     "offload_layers", "fp8_params", "bf16_grads", "bf16_optimizer", "lora_rank",
     "lora_modules", "packed_doc_len", "fp8_attention", "fp8_attention_scaling", "fp8_recipe",
-    "bf16_layers_start", "bf16_layers_end", "mtp_bf16")
+    "bf16_layers_start", "bf16_layers_end", "mtp_bf16", "optimizer_offload",
+    "optimizer_offload_overlap")
 """The training settings a point carries under the name of TrainingConfig's field."""
 
 _ALWAYS = ("gpus", "seq_len", "global_batch", "micro_batch", "tp", "pp", "cp", "precision")
@@ -73,26 +74,40 @@ def _head(run_id: str, model: str, shape: Any, gpu: str, system: str | None,
     return point
 
 
+def _read_config(point: dict[str, Any], gpu_link: str | None,
+                 config: Callable[[TrainingPoint, Any, Any], Any]) -> Any:
+    """The configuration a file's point reads as (``config(record, system, product)``)."""
+    from gpuarch.catalog.loader import load_catalog
+
+    record = TrainingPoint(point["id"], "run", "run", "", "", point)
+    catalog = load_catalog()
+    product = catalog.product(point["gpu"])
+    system = catalog.system_with_link(product, point_system(catalog, record, product),
+                                      gpu_link)
+    return config(record, system, product)
+
+
+def _node_size(point: dict[str, Any], cfg: Any, gpu_link: str | None,
+               config: Callable[[TrainingPoint, Any, Any], Any]) -> None:
+    """Add ``gpus_per_node`` to ``point`` where the run's differs from its system's, which a
+    point without it takes."""
+    if _read_config(point, gpu_link, config).gpus_per_node != cfg.gpus_per_node:
+        point["gpus_per_node"] = cfg.gpus_per_node
+
+
 def _read_back(point: dict[str, Any], shape: Any, cfg: Any, gpu_link: str | None,
                config: Callable[[TrainingPoint, Any, Any], Any],
                skip: tuple[str, ...] = ()) -> None:
     """Read ``point`` back as a file's point (``config(record, system, product)`` its
     configuration) and raise GpuarchError naming the first field of the shape or of ``cfg``
     (``skip`` apart) that does not come back the same."""
-    from gpuarch.catalog.loader import load_catalog
-
-    record = TrainingPoint(point["id"], "run", "run", "", "", point)
-    again_shape = point_shape(record)
+    again_shape = point_shape(TrainingPoint(point["id"], "run", "run", "", "", point))
     for field_ in dataclasses.fields(shape):
         if getattr(again_shape, field_.name) != getattr(shape, field_.name):
             raise GpuarchError(f"--as-point: the model's {field_.name} "
                                f"({getattr(shape, field_.name)!r}) has no place in a point, "
                                f"which takes a preset and {', '.join(SHAPE_KEYS)}")
-    catalog = load_catalog()
-    product = catalog.product(point["gpu"])
-    system = catalog.system_with_link(product, point_system(catalog, record, product),
-                                      gpu_link)
-    again = config(record, system, product)
+    again = _read_config(point, gpu_link, config)
     for field_ in dataclasses.fields(cfg):
         if field_.name not in skip and getattr(again, field_.name) != getattr(cfg, field_.name):
             raise GpuarchError(f"--as-point: {field_.name.replace('_', '-')} = "
@@ -120,9 +135,15 @@ def training_point(run_id: str, model: str, shape: Any, gpu: str, cfg: Any,
         point["dispatcher_wait_us"] = from_si(cfg.dispatcher_wait_s, Unit.US)
     if unbalanced:
         point["moe_routing"] = "unbalanced"
+    elif cfg.moe_imbalance != defaults.moe_imbalance:
+        point["moe_imbalance"] = cfg.moe_imbalance
+
+    def config(record: TrainingPoint, system_: Any, _: Any) -> Any:
+        return point_config(record, system_)
+
+    _node_size(point, cfg, gpu_link, config)
     # moe_routing comes back as the same load when the comparison computes it
-    _read_back(point, shape, cfg, gpu_link,
-               lambda record, system_, _: point_config(record, system_),
+    _read_back(point, shape, cfg, gpu_link, config,
                skip=("moe_imbalance",) if unbalanced else ())
     return point
 
@@ -161,11 +182,13 @@ def inference_point(run_id: str, model: str, shape: Any, gpu: str, cfg: Any,
             point[name] = _plain(value)
     if cfg.limits_source:
         point["limits"] = cfg.limits_source
+
+    def config(record: TrainingPoint, system_: Any, product: Any) -> Any:
+        return point_config(record, system_.gpus_per_node if system_ else 8, product)
+
+    _node_size(point, cfg, gpu_link, config)
     # why the KV cache's format changed is not a setting: the formats themselves compare
-    _read_back(point, shape, cfg, gpu_link,
-               lambda record, system_, product: point_config(
-                   record, system_.gpus_per_node if system_ else 8, product),
-               skip=("kv_cache_fallback",))
+    _read_back(point, shape, cfg, gpu_link, config, skip=("kv_cache_fallback",))
     return point
 
 

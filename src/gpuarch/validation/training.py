@@ -54,9 +54,10 @@ __all__ = [
 
 TRAINING_FILE = Path(__file__).with_name("data") / "training.toml"
 
-SHAPE_KEYS = ("layers", "hidden", "heads", "kv_heads", "ffn_hidden", "ffn_kind", "vocab",
-               "experts", "experts_per_token", "norm", "position", "max_positions", "bias",
-               "tied_embeddings", "parallel_attention", "sliding_window")
+SHAPE_KEYS = ("layers", "hidden", "heads", "kv_heads", "head_dim", "ffn_hidden", "ffn_kind",
+              "vocab", "experts", "experts_per_token", "shared_experts", "moe_ffn_hidden",
+              "moe_latent", "dense_layers", "norm", "position", "max_positions", "bias",
+              "tied_embeddings", "parallel_attention", "sliding_window", "sliding_layers")
 """The model fields a point may give instead of (or beside) a preset."""
 _SHAPE_ENUMS = {"ffn_kind": FfnKind, "norm": NormKind, "position": Position}
 
@@ -119,7 +120,8 @@ POINT_KEYS = frozenset({
     "attention_kernel", "recompute", "recompute_modules", "recompute_layers",
     "offload_layers", "precision", "fp8_params", "bf16_grads", "bf16_optimizer",
     "fp8_attention", "fp8_attention_scaling", "fp8_recipe", "bf16_layers_start",
-    "bf16_layers_end", "lora_rank", "lora_modules", "packed_doc_len",
+    "bf16_layers_end", "lora_rank", "lora_modules", "packed_doc_len", "moe_imbalance",
+    "gpus_per_node", "optimizer_offload", "optimizer_offload_overlap",
 })
 """Every key a training point may carry; another is a typo the loader names (it would be
 silently ignored and the run modelled without it)."""
@@ -260,7 +262,8 @@ def point_config(point: TrainingPoint, system: System | None) -> TrainingConfig:
         recompute_modules=tuple(point.get("recompute_modules", ())),
         recompute_layers=int(point.get("recompute_layers", 0)),
         precision=Precision(point.get("precision", "bf16")),
-        gpus_per_node=system.gpus_per_node if system else 8,
+        gpus_per_node=int(point.get("gpus_per_node")
+                          or (system.gpus_per_node if system else 8)),
         offload_layers=int(point.get("offload_layers", 0)),
         fp8_params=bool(point.get("fp8_params", False)),
         bf16_grads=bool(point.get("bf16_grads", False)),
@@ -274,6 +277,9 @@ def point_config(point: TrainingPoint, system: System | None) -> TrainingConfig:
         bf16_layers_start=int(point.get("bf16_layers_start", 0)),
         bf16_layers_end=int(point.get("bf16_layers_end", 0)),
         mtp_bf16=bool(point.get("mtp_bf16", False)),
+        moe_imbalance=float(point.get("moe_imbalance") or 1.0),
+        optimizer_offload=float(point.get("optimizer_offload") or 0.0),
+        optimizer_offload_overlap=bool(point.get("optimizer_offload_overlap", False)),
     )
 
 
@@ -365,6 +371,9 @@ def compare_point(catalog: Catalog, point: TrainingPoint, efficiency: Efficiency
     routing = point.get("moe_routing", MOE_ROUTINGS[0])
     check_choice(f"point {point.id}: moe_routing", routing, MOE_ROUTINGS)
     if routing == MOE_ROUTINGS[1]:  # unbalanced
+        if point.get("moe_imbalance") is not None:
+            raise GpuarchError(f"point {point.id}: moe_routing = 'unbalanced' computes the "
+                               "busiest rank's load; give it or moe_imbalance, not both")
         cfg = dataclasses.replace(cfg, moe_imbalance=unbalanced_routing_load(
             shape, cfg.ep, efficiency))
     est = estimate_training(catalog, shape, product, cfg, system=system,

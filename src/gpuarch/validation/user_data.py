@@ -92,7 +92,7 @@ most 1, fractions of the peak)."""
 
 AT_LEAST_ONE = frozenset({"gpus", "tp", "pp", "cp", "ep", "vpp", "dp", "micro_batch",
                           "global_batch", "seq_len", "input_len", "output_len", "batch",
-                          "concurrency"})
+                          "concurrency", "gpus_per_node"})
 """Counts a run has at least one of (the readers take a 0 here for 'not given', 1)."""
 
 REQUIRED: dict[Kind, tuple[str, ...]] = {
