@@ -5,7 +5,7 @@ limit. Not a test (it takes a while): run it after changing how input is read.
 
     python scripts/fuzz_cli.py              # the estimate, roofline, catalog and numerics
                                             # commands, config.json, --data (and
-                                            # load runs and their writer),
+                                            # load runs and their writer), --measured,
                                             # --calibration, validate ops --file and
                                             # probe --fake files (a few minutes)
     python scripts/fuzz_cli.py --advisors   # the two advisors and --prices files too
@@ -223,6 +223,34 @@ def measured_run_calls(folder: Path) -> Iterator[list[str]]:
                 yield ["validate", kind, "--data", str(path), *VALIDATE_FLAGS.get(kind, [])]
 
 
+BENCH_RESULT: dict[str, Any] = {
+    "backend": "vllm", "request_rate": 4.0, "burstiness": 1.0, "max_concurrency": None,
+    "completed": 100, "total_input_tokens": 100000, "total_output_tokens": 10000,
+    "output_throughput": 400.0, "mean_ttft_ms": 50.0, "median_ttft_ms": 45.0,
+    "p99_ttft_ms": 120.0, "mean_tpot_ms": 12.0, "p99_tpot_ms": 15.0, "mean_e2el_ms": 1300.0,
+    "input_lens": [1000] * 100, "output_lens": [100] * 100}
+"""A saved ``vllm bench serve`` result, the base of the ``--measured`` files below."""
+
+BENCH_VALUES: tuple[Any, ...] = (*FIELD_VALUES, None, "inf", float("nan"), [], {})
+"""What each key of a saved result gets in turn: FIELD_VALUES, null, the text a rate of
+inf is saved as, NaN (Python's JSON writes it), an empty list and object."""
+
+
+def bench_result_calls(folder: Path) -> Iterator[list[str]]:
+    """``estimate infer --as-point --measured FILE`` with each key of a saved benchmark
+    result set, in turn, to each of ``BENCH_VALUES``, or left out."""
+    path = folder / "result.json"
+    base = ["estimate", "infer", "--model", "llama-3.1-8b", "--gpu", "h100", "--input-len",
+            "1000", "--output-len", "100", "--as-point", "--measured", str(path)]
+    for key in BENCH_RESULT:
+        for value in (*BENCH_VALUES, "<left out>"):
+            result = {k: v for k, v in BENCH_RESULT.items() if k != key}
+            if value != "<left out>":
+                result[key] = value
+            path.write_text(json.dumps(result))
+            yield base
+
+
 LOAD_POINT_FLAGS = ("--rate", "--input-len-cv", "--schedule", "--as-point", "--simulate",
                     "--max-batch-size", "--output-len-cv")
 
@@ -353,6 +381,7 @@ def main_(argv: list[str] | None = None) -> int:
         # price file) is written just before the calls that read it
         for call in itertools.chain(flag_calls(commands), small_dimension_calls(),
                                     measured_run_calls(Path(tmp)), load_point_calls(),
+                                    bench_result_calls(Path(tmp)),
                                     calibration_calls(Path(tmp)), op_check_calls(Path(tmp)),
                                     fake_machine_calls(Path(tmp)),
                                     config_calls(Path(tmp)),

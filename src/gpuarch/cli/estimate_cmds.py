@@ -233,9 +233,56 @@ def _print_point(args: argparse.Namespace, shape: TransformerShape, product: Any
     return 0
 
 
+def _measured_run(args: argparse.Namespace) -> Any:
+    """--measured FILE read (``validation.bench_results.BenchResult``, or None without it),
+    and how the run sent its requests set on ``args`` where not given: its rate, the
+    requests it held in flight (a continuous batch), or every request at once (an offline
+    run of the ones that completed); given, they must agree with the file, as must
+    --input-len and --output-len with its mean lengths."""
+    if args.measured is None:
+        return None
+    from gpuarch.estimate.inference import Batching
+    from gpuarch.validation.bench_results import LENGTH_TOLERANCE, read_bench_result
+
+    if args.as_point is None:
+        raise GpuarchError("--measured: fills the figures of a point; give --as-point [ID]")
+    bench = read_bench_result(args.measured)
+    name = args.measured.name
+    for flag, given, mean in (("--input-len", args.input_len, bench.input_len),
+                              ("--output-len", args.output_len, bench.output_len)):
+        if abs(mean / given - 1) > LENGTH_TOLERANCE:
+            raise GpuarchError(f"{flag} {given}: the requests of {name} averaged {mean:,.1f} "
+                               "tokens; give the run's mean (SGLang's random dataset draws "
+                               "lengths below --random-input-len and --random-output-len "
+                               "unless --random-range-ratio is 1)")
+    sent = bench.how_sent()
+    given_batch = args.batch != NO_BATCH
+    if bench.kind == "rate":
+        if given_batch or (args.rate is not None
+                           and abs(args.rate / bench.rate_per_s - 1) > 0.005):
+            raise GpuarchError(f"--measured: {name} sent its requests {sent}; give --rate "
+                               f"{bench.rate_per_s:g} (or leave --rate and --batch out)")
+        args.rate = bench.rate_per_s
+        return bench
+    wanted = bench.max_concurrency if bench.kind == "concurrency" else None
+    if args.rate is not None or (given_batch and args.batch != wanted) \
+            or args.batching not in (None, Batching.CONTINUOUS) \
+            or (bench.kind == "offline" and args.num_requests not in (0, bench.completed)):
+        flags = (f"--batch {wanted}" if wanted else
+                 f"--batch max --num-requests {bench.completed}")
+        raise GpuarchError(f"--measured: {name} sent its requests {sent}; give {flags} "
+                           "--batching continuous (or leave --batch, --rate and --batching "
+                           "out)")
+    args.batch, args.batching = wanted, Batching.CONTINUOUS
+    if bench.kind == "offline":
+        args.num_requests = bench.completed
+    return bench
+
+
 def _print_serving_point(args: argparse.Namespace, shape: TransformerShape, product: Any,
-                         cfg: Any, sweep: bool) -> int:
-    """estimate infer --as-point: the serving run as a [[point]] of a measured-runs file."""
+                         cfg: Any, sweep: bool, bench: Any = None) -> int:
+    """estimate infer --as-point: the serving run as a [[point]] of a measured-runs file;
+    with ``bench`` (--measured) its figures and spreads filled from the saved result."""
     from gpuarch.validation.run_points import inference_point, point_toml
 
     _check_point_run(args, ((sweep, "a list of --batch"), (args.launch, "--launch"),
@@ -247,22 +294,48 @@ def _print_serving_point(args: argparse.Namespace, shape: TransformerShape, prod
                                                   (args.lengths is not None, "--lengths"))),
                             (args.slo_ttft_ms is not None or args.slo_tpot_ms is not None,
                              "--slo-ttft-ms/--slo-tpot-ms (a point holds what was measured)")))
+    spread = _SPREAD_FLOOR
+    if bench is not None and not args.output_len_cv and (bench.output_len_cv or 0) > spread:
+        # the answers' spread the run had, as --output-len-cv gives it
+        cfg = dataclasses.replace(cfg, output_len_cv=round(bench.output_len_cv, 3))
     point = inference_point(args.as_point, args.model, shape, product.key, cfg,
                             system=args.system, gpu_link=args.gpu_link)
+    if bench is not None:
+        point = {"id": point.pop("id"), "where": args.measured.name,
+                 "framework": bench.tool, **point}
     if args.rate is None:
-        print(point_toml(point, "output_tokens_per_s = ...  (or output_tokens_per_s_per_gpu, "
-                                "ttft_s, tpot_s, request_latency_s): what you measured"),
-              end="")
+        hint = ("output_tokens_per_s = ...  (or output_tokens_per_s_per_gpu, ttft_s, tpot_s, "
+                "request_latency_s): what you measured")
+    else:
+        # a load run batches continuously, its mode the loader's default
+        del point["mode"]
+        point["rate_per_s"] = args.rate
+        cv = args.input_len_cv
+        if bench is not None and cv is None and (bench.input_len_cv or 0) > spread:
+            cv = round(bench.input_len_cv, 3)
+        if cv:
+            point["input_len_cv"] = cv
+        hint = ("ttft_mean_s = ...  tpot_p99_s = ...  (the mean, p50, p90 or p99 of ttft, "
+                "tpot or latency, in seconds): what your requests saw; compare with "
+                "'gpuarch validate load --data FILE'")
+    if bench is None:
+        print(point_toml(point, hint), end="")
         return 0
-    # a load run batches continuously, its mode the loader's default
-    del point["mode"]
-    point["rate_per_s"] = args.rate
-    if args.input_len_cv:
-        point["input_len_cv"] = args.input_len_cv
-    print(point_toml(point, "ttft_mean_s = ...  tpot_p99_s = ...  (the mean, p50, p90 or p99 "
-                            "of ttft, tpot or latency, in seconds): what your requests saw; "
-                            "compare with 'gpuarch validate load --data FILE'"), end="")
+    figures = bench.figures()
+    if not figures:
+        raise GpuarchError(f"--measured: {args.measured.name} saved no figure a point takes "
+                           "(mean, median, p90 or p99 of TTFT, TPOT or the end-to-end latency)")
+    point |= {key: round(value, 6) for key, value in figures.items()}
+    print(point_toml(point, f"measured: {bench.tool}, {bench.completed:,} requests "
+                            f"({args.measured.name}); compare with 'gpuarch validate "
+                            f"{'load' if args.rate is not None else 'inference'} --data "
+                            "FILE'"), end="")
     return 0
+
+
+_SPREAD_FLOOR = 0.01
+"""A saved run's lengths vary by more than this (standard deviation over mean) before its
+spread is written to the point: fixed-length requests come back a token or two apart."""
 
 
 def _check_point_run(args: argparse.Namespace, excluded: Any) -> None:
@@ -599,6 +672,7 @@ def cmd_infer(args: argparse.Namespace) -> int:
     # asked of a Hopper), and why
     kv_run = kv_cache_run(catalog, product, kv)
     kv = kv_run.format
+    bench = _measured_run(args)
     _check_load_flags(args)
     _check_model_flags(args, shape)
     lengths, output_len_cv = lengths_flag(args)
@@ -641,7 +715,7 @@ def cmd_infer(args: argparse.Namespace) -> int:
         cfg = apply_limits(shape, cfg, product.memory_bytes, args.engine_limits,
                            args.max_batch_size, args.max_num_tokens or 0)
     if args.as_point is not None:
-        return _print_serving_point(args, shape, product, cfg, sweep)
+        return _print_serving_point(args, shape, product, cfg, sweep, bench)
     eff, measured = _calibrated(args, catalog, product, system)
     if args.launch and (sweep or args.prefill_gpus is not None):
         raise GpuarchError("--launch: gives one server's command; not with a --batch list or "
@@ -1603,6 +1677,12 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                         "ID, default 'run') instead of the estimate: add your measured figure "
                         "and compare with 'gpuarch validate inference --data FILE' (with "
                         "--rate, a load run for 'gpuarch validate load --data FILE')")
+    p.add_argument("--measured", type=Path, metavar="FILE",
+                   help="with --as-point: fill the point's figures from a saved benchmark "
+                        "result (vLLM's 'vllm bench serve --save-result' JSON, or one line "
+                        "of SGLang's 'bench_serving --output-file'): its rate, concurrency "
+                        "or all-at-once run, and its lengths' spread, checked against "
+                        "--input-len and --output-len")
     p.add_argument("--launch", type=engine_choice("--launch", SERVING_LAUNCH),
                    metavar="vllm|sglang|trtllm",
                    help="also print that engine's server command for this deployment "

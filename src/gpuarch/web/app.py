@@ -56,7 +56,7 @@ API_COMMANDS: dict[str, list[str]] = {
 _POSITIONAL = {"compare": "gpus", "systems": "name", "gpu": "name", "models": "name"}
 _PAGE_COMMANDS = {**API_COMMANDS, "gpu": ["show"]}
 _FORBIDDEN = {"out", "plot", "prices", "calibration", "save", "fake", "json", "help",
-              "version", "fresh", "file", "data", "ops", "as_point"}
+              "version", "fresh", "file", "data", "ops", "as_point", "measured"}
 """Parameters refused over the web: every option that reads or writes a file
 (tests/test_web.py checks each file-path option of the command line is here), and the
 output switches the app sets itself."""

@@ -1,0 +1,177 @@
+"""A serving benchmark's saved result as a measured run: ``estimate infer ... --as-point
+--measured FILE`` (validation/bench_results.py, docs/your-measurements.md). The files here
+are written in the tools' formats (vLLM's ``vllm bench serve --save-result`` JSON, SGLang's
+``bench_serving --output-file`` lines, whose infinite rate is JSON's ``Infinity``); their
+figures are made up for the test, not measurements."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpuarch.validation.bench_results import read_bench_result
+from tests.test_cli import run
+
+REQUESTS = "2000"
+
+VLLM_RATE: dict[str, Any] = {
+    "date": "20261201-101500", "backend": "vllm", "model_id": "meta-llama/Llama-3.1-8B",
+    "num_prompts": 1000, "request_rate": 8.0, "burstiness": 1.0, "max_concurrency": None,
+    "duration": 126.1, "completed": 1000, "total_input_tokens": 1024000,
+    "total_output_tokens": 255870, "request_throughput": 7.93, "output_throughput": 2029.1,
+    "mean_ttft_ms": 48.2, "median_ttft_ms": 44.9, "std_ttft_ms": 12.0, "p99_ttft_ms": 101.5,
+    "mean_tpot_ms": 11.8, "median_tpot_ms": 11.7, "std_tpot_ms": 0.9, "p99_tpot_ms": 14.2,
+    "mean_itl_ms": 11.8, "median_itl_ms": 11.2, "p99_itl_ms": 30.1, "mean_e2el_ms": 3061.0,
+    "median_e2el_ms": 3050.2, "p99_e2el_ms": 3420.7, "p99.9_ttft_ms": 140.0,
+}
+
+SGLANG_CONCURRENCY = (
+    '{"backend": "sglang", "dataset_name": "random", "request_rate": Infinity, '
+    '"max_concurrency": 64, "random_input_len": 2048, "random_output_len": 512, '
+    '"completed": 640, "total_input_tokens": 1310720, "total_output_tokens": 327680, '
+    '"output_throughput": 4096.0, "mean_e2e_latency_ms": 8000.0, '
+    '"median_e2e_latency_ms": 7990.0, "p99_e2e_latency_ms": 8200.0, "mean_ttft_ms": 350.0, '
+    '"median_ttft_ms": 300.0, "p99_ttft_ms": 900.0, "mean_tpot_ms": 15.0, '
+    '"median_tpot_ms": 14.8, "p99_tpot_ms": 18.0, "p95_itl_ms": 20.0}\n')
+
+LLAMA_8B = ("--model", "llama-3.1-8b", "--gpu", "h100")
+
+
+def _write(tmp_path: Path, content: dict[str, Any] | str, name: str = "result.json") -> str:
+    path = tmp_path / name
+    path.write_text(content if isinstance(content, str) else json.dumps(content))
+    return str(path)
+
+
+def _point(capsys: pytest.CaptureFixture[str], tmp_path: Path, flags: tuple[str, ...],
+           measured: str) -> str:
+    status, text, err = run(capsys, "estimate", "infer", *flags, "--as-point", "mine",
+                            "--measured", measured)
+    assert status == 0 and err == "", err
+    path = tmp_path / "runs.toml"
+    path.write_text(text)
+    return str(path)
+
+
+def test_a_vllm_run_at_a_rate_becomes_a_load_run(capsys: pytest.CaptureFixture[str],
+                                                 tmp_path: Path) -> None:
+    """A Poisson stream's result is a load run at its rate, every mean, median and 90th or
+    99th percentile of TTFT, TPOT and end-to-end latency in seconds (the standard
+    deviations, the inter-token latency and the 99.9th percentile have no simulated
+    counterpart); replayed, it gives what estimate infer --rate --simulate gives."""
+    data = _point(capsys, tmp_path, (*LLAMA_8B, "--input-len", "1024", "--output-len", "256",
+                                     "--schedule", "mixed"), _write(tmp_path, VLLM_RATE))
+    text = Path(data).read_text()
+    assert 'framework = "vLLM bench serve"' in text and "rate_per_s = 8.0" in text
+    assert "ttft_p50_s = 0.0449" in text and "latency_p99_s = 3.4207" in text
+    assert "itl" not in text and "std" not in text and "mode" not in text
+    status, out, err = run(capsys, "validate", "load", "--data", data, "--requests", REQUESTS,
+                           "--json")
+    assert status == 0 and err == "", err
+    rows = {r["metric"]: r for r in json.loads(out)["rows"]}
+    assert set(rows) == {f"{f}_{s}_s" for f in ("ttft", "tpot", "latency")
+                         for s in ("mean", "p50", "p99")}
+    status, out, _ = run(capsys, "estimate", "infer", *LLAMA_8B, "--input-len", "1024",
+                         "--output-len", "256", "--schedule", "mixed", "--rate", "8",
+                         "--simulate", REQUESTS, "--json")
+    sim = json.loads(out)["simulation"]
+    assert rows["tpot_p99_s"]["predicted"] == pytest.approx(sim["tpot_s"]["p99"], rel=1e-5)
+    assert rows["latency_p50_s"]["predicted"] == pytest.approx(sim["latency_s"]["p50"],
+                                                               rel=1e-5)
+    assert rows["ttft_mean_s"]["published"] == pytest.approx(0.0482)
+
+
+def test_an_sglang_run_at_a_concurrency_becomes_a_serving_point(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """Requests held at 64 in flight (rate inf, max_concurrency 64) are a continuous batch
+    of 64: the point's throughput and mean TTFT, TPOT and latency, compared as estimate
+    infer --batch 64 --batching continuous predicts them."""
+    data = _point(capsys, tmp_path, (*LLAMA_8B, "--input-len", "2048", "--output-len", "512"),
+                  _write(tmp_path, SGLANG_CONCURRENCY, "sglang.jsonl"))
+    text = Path(data).read_text()
+    assert 'mode = "serving"' in text and "concurrency = 64" in text
+    assert 'framework = "SGLang bench_serving"' in text and "request_latency_s = 8.0" in text
+    status, out, err = run(capsys, "validate", "inference", "--data", data, "--json")
+    assert status == 0 and err == "", err
+    figures = {f["metric"]: f["predicted"] for f in json.loads(out)["figures"]}
+    assert set(figures) == {"output_tokens_per_s", "ttft_s", "tpot_s", "request_latency_s"}
+    status, out, _ = run(capsys, "estimate", "infer", *LLAMA_8B, "--input-len", "2048",
+                         "--output-len", "512", "--batch", "64", "--batching", "continuous",
+                         "--json")
+    estimated = json.loads(out)
+    for key in ("output_tokens_per_s", "tpot_s", "ttft_s"):
+        assert figures[key] == pytest.approx(estimated[key], rel=1e-5)
+
+
+def test_every_request_at_once_is_an_offline_run_with_the_files_spreads(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """Rate inf without a cap is an offline run of the requests that completed, compared on
+    its throughput; where the file saved each request's lengths (--save-detailed), the
+    answers' spread goes to the point as output_len_cv."""
+    lengths = {"input_lens": [1000, 1048] * 500, "output_lens": [128, 384] * 500}
+    result = {**VLLM_RATE, "request_rate": "inf", **lengths}
+    data = _point(capsys, tmp_path, (*LLAMA_8B, "--input-len", "1024", "--output-len", "256"),
+                  _write(tmp_path, result))
+    text = Path(data).read_text()
+    assert 'mode = "max-throughput"' in text and "num_requests = 1000" in text
+    assert "output_len_cv = 0.5" in text and "ttft" not in text
+    status, out, err = run(capsys, "validate", "inference", "--data", data, "--json")
+    assert status == 0 and err == "", err
+    (figure,) = json.loads(out)["figures"]
+    assert figure["metric"] == "output_tokens_per_s" and figure["published"] == 2029.1
+    # at a rate, the prompts' spread is a load run's input_len_cv
+    bench = read_bench_result(Path(_write(tmp_path, {**VLLM_RATE, **lengths})))
+    assert bench.input_len_cv == pytest.approx(24 / 1024)
+    assert bench.output_len_cv == pytest.approx(0.5)
+
+
+def test_a_one_token_answers_tpot_of_zero_is_left_out(tmp_path: Path) -> None:
+    result = {**VLLM_RATE, "total_output_tokens": 1000, "mean_tpot_ms": 0.0,
+              "median_tpot_ms": 0.0, "p99_tpot_ms": 0.0}
+    figures = read_bench_result(Path(_write(tmp_path, result))).figures()
+    assert "ttft_mean_s" in figures and not any(k.startswith("tpot") for k in figures)
+
+
+@pytest.mark.parametrize(("content", "flags", "message"), [
+    (SGLANG_CONCURRENCY * 2, (), "holds 2 runs (64 in flight, 64 in flight); write the one "
+     "run to a file of its own"),
+    (SGLANG_CONCURRENCY, ("--input-len", "1024"), "--input-len 1024: the requests of "
+     "result.json averaged 2,048.0 tokens; give the run's mean (SGLang's random dataset"),
+    (SGLANG_CONCURRENCY, ("--batch", "32"), "sent its requests with 64 requests in flight; "
+     "give --batch 64 --batching continuous"),
+    (SGLANG_CONCURRENCY, ("--rate", "3"), "give --batch 64 --batching continuous"),
+    ({**VLLM_RATE, "burstiness": 0.5}, (), "burstiness = 0.5: the simulation sends a Poisson "
+     "stream"),
+    ({**VLLM_RATE, "max_concurrency": 16}, (), "request_rate 8/s with max_concurrency 16: a "
+     "stream capped in flight is not simulated"),
+    ({**VLLM_RATE, "request_rate": "trace"}, (), "request_rate = 'trace': expected requests "
+     "per second"),
+    ({k: v for k, v in VLLM_RATE.items() if k != "completed"}, (), "completed = None"),
+    ({k: v for k, v in VLLM_RATE.items() if k != "output_throughput"}, (),
+     "no 'output_throughput'"),
+    ({**VLLM_RATE, "p99_ttft_ms": -3}, (), "p99_ttft_ms = -3: expected a number above zero"),
+    ({**VLLM_RATE, "input_lens": ["x"]}, (), "input_lens: expected a list of token counts"),
+    ("{not json", (), "line 1 is not JSON"),
+])
+def test_a_result_that_is_not_one_run_the_model_can_compare_is_refused(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, content: Any,
+        flags: tuple[str, ...], message: str) -> None:
+    """Each refusal is a usage error naming the file and what is wrong, nothing on stdout."""
+    base = ["--input-len", "2048" if isinstance(content, str) and "sglang" in content
+            else "1024", "--output-len", "512" if isinstance(content, str) else "256"]
+    if "--input-len" in flags:
+        base = base[2:]
+    status, out, err = run(capsys, "estimate", "infer", *LLAMA_8B, *base, *flags,
+                           "--as-point", "--measured", _write(tmp_path, content))
+    assert status == 2 and out == "" and message in err, err
+
+
+def test_measured_needs_a_point(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    status, out, err = run(capsys, "estimate", "infer", *LLAMA_8B, "--input-len", "1024",
+                           "--output-len", "256", "--rate", "8", "--measured",
+                           _write(tmp_path, VLLM_RATE))
+    assert status == 2 and out == ""
+    assert "--measured: fills the figures of a point; give --as-point" in err
