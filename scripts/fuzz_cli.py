@@ -5,7 +5,8 @@ limit. Not a test (it takes a while): run it after changing how input is read.
 
     python scripts/fuzz_cli.py              # the estimate, roofline, catalog and numerics
                                             # commands, config.json, --data (and
-                                            # load runs and their writer), --measured,
+                                            # load runs and their writer), --measured
+                                            # (benchmark results, training logs),
                                             # --calibration, validate ops --file and
                                             # probe --fake files (a few minutes)
     python scripts/fuzz_cli.py --advisors   # the two advisors and --prices files too
@@ -251,6 +252,34 @@ def bench_result_calls(folder: Path) -> Iterator[list[str]]:
             yield base
 
 
+LOG_LINES = (
+    " iteration {step}/ 100 | elapsed time per iteration (ms): {value} | global batch size: 64 |",
+    "Training epoch 0, iteration {step}/99 | global_batch_size: 64 | train_step_timing in s: "
+    "{value} |",
+    "step: {step}  loss: 7.0  tps: {value}  mfu: 30%",
+)
+"""One step's line of each training log the reader knows (Megatron-LM, NeMo, torchtitan)."""
+
+LOG_VALUES = ("0", "-1", "nan", "inf", "1e400", "1,2", "", "9" * 400, "0.0000001", "x")
+"""What a logged figure (and, in turn, a step's number) is written as."""
+
+
+def training_log_calls(folder: Path) -> Iterator[list[str]]:
+    """``estimate train --as-point --measured LOG`` on logs of ten steps, one of whose
+    figures or step numbers takes each of ``LOG_VALUES``."""
+    path = folder / "train.log"
+    base = ["estimate", "train", "--model", "llama-3.1-8b", "--gpu", "h100", "--gpus", "8",
+            "--seq-len", "4096", "--global-batch", "64", "--as-point", "--measured", str(path)]
+    for line in LOG_LINES:
+        for value in LOG_VALUES:
+            for odd in ("value", "step"):
+                steps = [line.format(step=step if odd == "value" or step != 5 else value,
+                                     value=value if odd == "value" and step == 5 else "1500")
+                         for step in range(1, 11)]
+                path.write_text("\n".join(steps) + "\n")
+                yield base
+
+
 LOAD_POINT_FLAGS = ("--rate", "--input-len-cv", "--schedule", "--as-point", "--simulate",
                     "--max-batch-size", "--output-len-cv")
 
@@ -382,6 +411,7 @@ def main_(argv: list[str] | None = None) -> int:
         for call in itertools.chain(flag_calls(commands), small_dimension_calls(),
                                     measured_run_calls(Path(tmp)), load_point_calls(),
                                     bench_result_calls(Path(tmp)),
+                                    training_log_calls(Path(tmp)),
                                     calibration_calls(Path(tmp)), op_check_calls(Path(tmp)),
                                     fake_machine_calls(Path(tmp)),
                                     config_calls(Path(tmp)),

@@ -141,6 +141,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     from gpuarch.validation.nearest import training_setup
 
     catalog = load_catalog()
+    if args.measured is not None and args.as_point is None:
+        raise GpuarchError("--measured: fills the figure of a point; give --as-point [ID]")
     shape = resolve_model(args)
     _check_train_model_flags(args, shape)
     product, system = _gpu_and_system(args, catalog)
@@ -227,9 +229,19 @@ def _print_point(args: argparse.Namespace, shape: TransformerShape, product: Any
     point = training_point(args.as_point, args.model, shape, product.key, cfg,
                            system=args.system, gpu_link=args.gpu_link,
                            unbalanced=args.moe_imbalance == "unbalanced")
-    print(point_toml(point, "tokens_per_s_per_gpu = ...  (or step_time_s, tokens_per_s, "
-                            "tflops_per_gpu with tflops_convention, mfu): what you measured"),
-          end="")
+    if args.measured is None:
+        print(point_toml(point, "tokens_per_s_per_gpu = ...  (or step_time_s, tokens_per_s, "
+                                "tflops_per_gpu with tflops_convention, mfu): what you "
+                                "measured"), end="")
+        return 0
+    from gpuarch.validation.train_logs import read_training_log
+
+    log = read_training_log(args.measured, cfg.global_batch)
+    # (no framework field: a point's framework sets its TP-overlap default)
+    point = {"id": point.pop("id"), "where": f"{args.measured.name}: {log.summary()}",
+             **point, log.figure: round(log.value, 6)}
+    print(point_toml(point, f"measured: {log.summary()}; compare with 'gpuarch validate "
+                            "training --data FILE'"), end="")
     return 0
 
 
@@ -1535,6 +1547,11 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                    help="print this run as a [[point]] of a measured-runs file (id ID, "
                         "default 'run') instead of the estimate: add your measured figure "
                         "and compare with 'gpuarch validate training --data FILE'")
+    p.add_argument("--measured", type=Path, metavar="LOG",
+                   help="with --as-point: the point's figure from the run's training log "
+                        "(Megatron-LM's 'elapsed time per iteration', NeMo's "
+                        "'train_step_timing', torchtitan's 'tps'): the median of the logged "
+                        "steps at --global-batch after the first tenth")
     p.add_argument("--launch", type=engine_choice("--launch", TRAINING_LAUNCH), metavar="megatron",
                    help="also print Megatron-LM's command for this run (torchrun "
                         "pretrain_gpt.py with the model, layout, batch, recomputation and "
