@@ -128,7 +128,9 @@ def _bad(extra: str, drop: str = "") -> str:
 @pytest.mark.parametrize(("text", "expected"), [
     (_bad("batch = 8"), "batch: a run at a rate holds what its requests leave in flight"),
     (_bad("concurrency = 8"), "concurrency: a run at a rate"),
-    (_bad("ttft_s = 0.05"), "ttft_s: a load run gives the latencies its requests saw"),
+    (_bad("ttft_s = 0.05"), "ttft_s: a load run gives the latencies its requests saw "
+     "(ttft_mean_s, ttft_p50_s, ttft_p90_s, ttft_p99_s, ...); did you mean 'ttft_mean_s'?"),
+    (_bad("output_tokens_per_s = 900"), "its throughput follows from rate_per_s"),
     (_bad('mode = "static-batch"'), "mode = 'static-batch': a run at a rate batches "
      "continuously"),
     (_bad('schedule = "mixd"'), "schedule: expected one of separate, mixed, got 'mixd'; "
@@ -193,6 +195,8 @@ def test_a_run_at_a_rate_written_as_a_point_is_replayed_as_simulated(
 
 @pytest.mark.parametrize(("extra", "message"), [
     (("--simulate", "100", "--arrivals", "uniform"), "not with --arrivals"),
+    (("--model", "llama-3.1-70b"), "does not fit on H100 SXM5 80GB with these formats and "
+     "parallelism (not even one sequence), so a stream of its requests cannot be replayed"),
     (("--simulate", "100", "--slo-ttft-ms", "200"), "not with --slo-ttft-ms/--slo-tpot-ms"),
 ])
 def test_what_a_load_run_cannot_hold_is_refused(capsys: pytest.CaptureFixture[str],

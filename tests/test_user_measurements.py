@@ -334,6 +334,8 @@ def test_a_config_json_model_is_refused(capsys: pytest.CaptureFixture[str],
 
 @pytest.mark.parametrize(("extra", "message"), [
     (("--gpus", "8,16"), "not with a list of --gpus"),
+    # what the estimate refuses, a point is not written for
+    (("--seq-len", "0"), "--seq-len: expected an integer >= 1, got 0"),
     (("--as-point", " "), "--as-point: give the run a name"),
 ])
 def test_a_setting_a_point_cannot_hold_is_refused(
@@ -392,6 +394,7 @@ def test_a_serving_run_written_as_a_point_is_compared_as_estimated(
     (("--batch", "max"), "a measured static batch had a size"),
     (("--chunk", "512"), "chunk = 512 has no place in a point"),
     (("--cached-prefix", "256"), "cached-prefix = 256 has no place in a point"),
+    (("--tp", "3", "--gpus", "3"), "--tp: 3 does not divide the 32 heads"),
 ])
 def test_a_serving_setting_a_point_cannot_hold_is_refused(
         capsys: pytest.CaptureFixture[str], extra: tuple[str, ...], message: str) -> None:

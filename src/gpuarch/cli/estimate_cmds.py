@@ -192,10 +192,12 @@ def cmd_train(args: argparse.Namespace) -> int:
         bf16_layers_start=args.bf16_layers_at_start, bf16_layers_end=args.bf16_layers_at_end,
         mtp_bf16=args.mtp_bf16,
         lora_modules=args.lora_modules)
-    if args.as_point is not None:
-        return _print_point(args, shape, product, cfg, counts)
     if system is None and max(counts or (cfg.gpus,)) > gpus_per_node:
         system = catalog.system_for(product)
+    if args.as_point is not None:
+        return _print_point(args, shape, product, cfg, counts,
+                            lambda: estimate_training(catalog, shape, product, cfg,
+                                                      system=system))
     eff, measured = _calibrated(args, catalog, product, system)
     if args.moe_imbalance == "unbalanced":
         cfg = dataclasses.replace(cfg, moe_imbalance=unbalanced_routing_load(shape, cfg.ep, eff))
@@ -219,13 +221,15 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def _print_point(args: argparse.Namespace, shape: TransformerShape, product: Any, cfg: Any,
-                 counts: tuple[int, ...] | None) -> int:
+                 counts: tuple[int, ...] | None, estimate: Callable[[], Any]) -> int:
     """estimate train --as-point: the run as a [[point]] of a measured-runs file, for
-    validate training --data (docs/your-measurements.md), instead of the estimate."""
+    validate training --data (docs/your-measurements.md), instead of the estimate; written
+    only for a run ``estimate`` (the estimate's own call) does not refuse."""
     from gpuarch.validation.run_points import point_toml, training_point
 
     _check_point_run(args, ((counts, "a list of --gpus"), (args.launch, "--launch"),
                             (args.calibration, "--calibration"), (args.plot, "--plot")))
+    estimate()
     point = training_point(args.as_point, args.model, shape, product.key, cfg,
                            system=args.system, gpu_link=args.gpu_link,
                            unbalanced=args.moe_imbalance == "unbalanced")
@@ -262,7 +266,8 @@ def _measured_run(args: argparse.Namespace) -> Any:
     name = args.measured.name
     for flag, given, mean in (("--input-len", args.input_len, bench.input_len),
                               ("--output-len", args.output_len, bench.output_len)):
-        if abs(mean / given - 1) > LENGTH_TOLERANCE:
+        # (a length below 1 is the estimate's own error to give)
+        if given >= 1 and abs(mean / given - 1) > LENGTH_TOLERANCE:
             raise GpuarchError(f"{flag} {given}: the requests of {name} averaged {mean:,.1f} "
                                "tokens; give the run's mean (SGLang's random dataset draws "
                                "lengths below --random-input-len and --random-output-len "
@@ -292,9 +297,11 @@ def _measured_run(args: argparse.Namespace) -> Any:
 
 
 def _print_serving_point(args: argparse.Namespace, shape: TransformerShape, product: Any,
-                         cfg: Any, sweep: bool, bench: Any = None) -> int:
+                         cfg: Any, sweep: bool, bench: Any, estimate: Callable[[], Any]
+                         ) -> int:
     """estimate infer --as-point: the serving run as a [[point]] of a measured-runs file;
-    with ``bench`` (--measured) its figures and spreads filled from the saved result."""
+    with ``bench`` (--measured) its figures and spreads filled from the saved result;
+    written only for a run ``estimate`` (the estimate's own call) does not refuse."""
     from gpuarch.validation.run_points import inference_point, point_toml
 
     _check_point_run(args, ((sweep, "a list of --batch"), (args.launch, "--launch"),
@@ -306,6 +313,10 @@ def _print_serving_point(args: argparse.Namespace, shape: TransformerShape, prod
                                                   (args.lengths is not None, "--lengths"))),
                             (args.slo_ttft_ms is not None or args.slo_tpot_ms is not None,
                              "--slo-ttft-ms/--slo-tpot-ms (a point holds what was measured)")))
+    if not estimate().max_batch and args.rate is not None:
+        raise GpuarchError(f"--as-point: {shape.name} does not fit on {product.name} with "
+                           "these formats and parallelism (not even one sequence), so a "
+                           "stream of its requests cannot be replayed")
     spread = _SPREAD_FLOOR
     if bench is not None and not args.output_len_cv and (bench.output_len_cv or 0) > spread:
         # the answers' spread the run had, as --output-len-cv gives it
@@ -727,7 +738,9 @@ def cmd_infer(args: argparse.Namespace) -> int:
         cfg = apply_limits(shape, cfg, product.memory_bytes, args.engine_limits,
                            args.max_batch_size, args.max_num_tokens or 0)
     if args.as_point is not None:
-        return _print_serving_point(args, shape, product, cfg, sweep, bench)
+        return _print_serving_point(args, shape, product, cfg, sweep, bench,
+                                    lambda: estimate_inference(catalog, shape, product, cfg,
+                                                               system=system))
     eff, measured = _calibrated(args, catalog, product, system)
     if args.launch and (sweep or args.prefill_gpus is not None):
         raise GpuarchError("--launch: gives one server's command; not with a --batch list or "

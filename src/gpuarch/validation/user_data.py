@@ -128,6 +128,11 @@ def _check_required(where: str, entry: Mapping[str, Any], kind: Kind) -> None:
         _check_load_run(where, entry)
 
 
+_LOAD_MEANS = {"ttft_s": "ttft_mean_s", "tpot_s": "tpot_mean_s",
+               "request_latency_s": "latency_mean_s"}
+"""A serving point's latency and the load run's figure a user giving it most likely means."""
+
+
 def _check_load_run(where: str, entry: Mapping[str, Any]) -> None:
     """Raise GpuarchError where a load run gives what its rate decides (a batch, the
     requests in flight), a figure of a run without a rate, or the shipped runs' Offline
@@ -141,9 +146,11 @@ def _check_load_run(where: str, entry: Mapping[str, Any]) -> None:
                                "leave in flight; leave it out (max_batch_size caps it)")
     for key in FIGURES["inference"]:
         if key in entry:
+            mean = _LOAD_MEANS.get(key)
             raise GpuarchError(f"{where}: {key}: a load run gives the latencies its "
                                f"requests saw ({', '.join(FIGURES['load'][:4])}, ...)"
-                               f"{suggestion(key, FIGURES['load'])}")
+                               + (f"; did you mean {mean!r}?" if mean else
+                                  "; its throughput follows from rate_per_s"))
     if "offline" in entry:
         raise GpuarchError(f"{where}: offline names a shipped Offline point; a run of your "
                            "own is replayed at its own rate_per_s (leave it out)")
