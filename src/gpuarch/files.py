@@ -1,5 +1,6 @@
 """Writing output files whole or not at all: into a temporary file beside the target, then
-renamed over it, so an interrupted or failed write never leaves half a file."""
+renamed over it, so an interrupted or failed write never leaves half a file; and reading an
+input file's text with an error that names the flag that gave it."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 
 from gpuarch.errors import GpuarchError
 
-__all__ = ["check_output_path", "write_whole", "write_whole_text"]
+__all__ = ["check_output_path", "read_input_text", "write_whole", "write_whole_text"]
 
 
 def check_output_path(path: Path, flag: str, suffixes: tuple[str, ...] = ()) -> Path:
@@ -33,6 +34,22 @@ def check_output_path(path: Path, flag: str, suffixes: tuple[str, ...] = ()) -> 
         reason = getattr(exc, "strerror", None) or str(exc)
         raise GpuarchError(f"{flag}: cannot write {str(path)!r}: {reason}") from None
     return folder
+
+
+def read_input_text(path: Path, flag: str, errors: str = "strict") -> str:
+    """The UTF-8 text of the file ``flag`` named, or a usage error naming the flag and the
+    path: not there, a folder, not text (with ``errors`` "strict"), or unreadable (a name
+    too long, no permission)."""
+    try:
+        return path.read_text(encoding="utf-8", errors=errors)
+    except FileNotFoundError:
+        raise GpuarchError(f"{flag}: no such file: {path}") from None
+    except IsADirectoryError:
+        raise GpuarchError(f"{flag}: {path} is a directory, not a file") from None
+    except UnicodeDecodeError:
+        raise GpuarchError(f"{flag}: {path.name} is not text") from None
+    except OSError as exc:
+        raise GpuarchError(f"{flag}: cannot read {path}: {exc.strerror}") from None
 
 
 def write_whole(path: Path, write: Callable[[str], Any]) -> None:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuarch.errors import GpuarchError, is_positive_number
+from gpuarch.files import read_input_text
 
 __all__ = ["LENGTH_TOLERANCE", "BenchResult", "read_bench_result"]
 
@@ -87,16 +88,7 @@ class BenchResult:
 def _lines(path: Path) -> list[dict[str, Any]]:
     """The file's result objects: one JSON object, or JSON lines (SGLang appends a line per
     run)."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise GpuarchError(f"--measured: no such file: {path}") from None
-    except IsADirectoryError:
-        raise GpuarchError(f"--measured: {path} is a directory, not a file") from None
-    except UnicodeDecodeError:
-        raise GpuarchError(f"--measured: {path.name} is not text") from None
-    except OSError as exc:
-        raise GpuarchError(f"--measured: cannot read {path}: {exc.strerror}") from None
+    text = read_input_text(path, "--measured")
     try:
         whole = json.loads(text)
     except json.JSONDecodeError:

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpuarch.errors import GpuarchError
+from gpuarch.files import read_input_text
 
 __all__ = ["MIN_STEPS", "TrainingLog", "read_training_log"]
 
@@ -71,14 +72,8 @@ class TrainingLog:
 def _records(path: Path) -> tuple[str, list[tuple[int, float, int | None]]]:
     """The log's framework and its (step, figure, global batch) records, the first one
     printed for each step (a multi-rank log repeats them)."""
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except FileNotFoundError:
-        raise GpuarchError(f"--measured: no such file: {path}") from None
-    except IsADirectoryError:
-        raise GpuarchError(f"--measured: {path} is a directory, not a file") from None
-    except OSError as exc:
-        raise GpuarchError(f"--measured: cannot read {path}: {exc.strerror}") from None
+    # (a log with a stray byte is still read: only its step lines matter)
+    text = read_input_text(path, "--measured", errors="replace")
     lines = [_ANSI.sub("", line) for line in text.splitlines()]
     for framework, step_re, figure_re, scale, batch_re in _FORMATS:
         seen: dict[int, tuple[int, float, int | None]] = {}
