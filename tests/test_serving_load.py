@@ -170,3 +170,15 @@ def test_validate_load_usage_errors(capsys: pytest.CaptureFixture[str],
                                     extra: tuple[str, ...], message: str) -> None:
     status, out, err = run_cli(capsys, "validate", "load", *extra)
     assert status == 2 and out == "" and message in err and "Traceback" not in err
+
+
+def test_match_simulates_only_the_runs_it_names(capsys: pytest.CaptureFixture[str]) -> None:
+    """validate load --match gh200: the GH200 runs alone, at both loads where they name
+    their Offline point."""
+    status, out, err = run_cli(capsys, "validate", "load", "--match", "gh200", "--requests",
+                               "200", "--json")
+    assert status == 0 and err == "", err
+    doc = json.loads(out)
+    ids = {r["id"] for r in doc["rows"]}
+    assert ids and all("gh200" in i for i in ids)
+    assert doc["runs"] == len({r.id for r in load_runs() if "gh200" in r.id})

@@ -219,3 +219,19 @@ def test_the_documents_load_example_runs(capsys: pytest.CaptureFixture[str],
     assert status == 0 and err == "", err
     assert {r["metric"] for r in json.loads(out)["rows"]} == {
         "ttft_mean_s", "ttft_p99_s", "tpot_p50_s", "latency_p90_s"}
+
+
+def test_match_keeps_the_runs_it_names(capsys: pytest.CaptureFixture[str],
+                                       tmp_path: Path) -> None:
+    """--match selects runs by id, source or GPU before any is simulated; a text no run
+    has is a usage error with the nearest GPU or source."""
+    data = _file(tmp_path, LOAD_RUNS)
+    status, out, err = run(capsys, "validate", "load", "--data", data, "--match", "h200",
+                           "--requests", REQUESTS, "--json")
+    assert status == 0 and err == "", err
+    assert {r["id"] for r in json.loads(out)["rows"]} == {"70b-tp2-rate3"}
+    assert json.loads(out)["runs"] == 1
+    status, out, err = run(capsys, "validate", "load", "--data", data, "--match", "h2000",
+                           "--requests", REQUESTS)
+    assert status == 2 and out == ""
+    assert "--match: no run has all of 'h2000' in its id, source or GPU; did you mean" in err

@@ -1193,6 +1193,7 @@ def cmd_validate_load(args: argparse.Namespace) -> int:
         compare_user_runs,
         load_prompt_lengths,
         load_runs,
+        select_runs,
         summarize_load,
         validate_load,
     )
@@ -1208,7 +1209,7 @@ def cmd_validate_load(args: argparse.Namespace) -> int:
             raise GpuarchError("--prompts: draws the shipped runs' prompts from MLPerf's "
                                "dataset; a file's runs take their own input_len (spread by "
                                "input_len_cv where given)")
-        runs = load_user_points(args.data, "load")
+        runs = select_runs(load_user_points(args.data, "load"), args.match)
         rows = compare_user_runs(load_catalog(), runs, args.data.name, requests=requests,
                                  schedule=args.schedule)
         prompts: dict[str, Any] = {"drawn_from": "file", "source": None}
@@ -1217,9 +1218,9 @@ def cmd_validate_load(args: argparse.Namespace) -> int:
     else:
         drawn = args.prompts or PROMPT_LENGTHS[0]
         check_choice("--prompts", drawn, PROMPT_LENGTHS)
-        runs = load_runs()
+        runs = select_runs(load_runs(), args.match)
         rows = validate_load(load_catalog(), requests=requests, schedule=args.schedule,
-                             prompts=drawn)
+                             prompts=drawn, match=args.match)
         prompts = {"drawn_from": drawn,
                    "source": load_prompt_lengths().source if drawn == "dataset" else None}
         title = None
@@ -1756,6 +1757,9 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p.add_argument("--prompts", metavar="dataset|mean",
                    help="each request's prompt: drawn from the dataset's 24,576 prompt "
                         "lengths (default, as LoadGen draws them) or every one the mean (222)")
+    p.add_argument("--match", action="append", default=[], metavar="TEXT",
+                   help="only runs whose id, source or GPU contains TEXT (case ignored; "
+                        "repeat to require several); only those are simulated")
     p.set_defaults(handler=cmd_validate_load)
     _data_flag(p, "load-test", "a run at a rate: rate_per_s and ttft_mean_s, tpot_p99_s, ...")
     p = val_sub.add_parser("ops", parents=[common],

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuarch.catalog.loader import Catalog
-from gpuarch.errors import GpuarchError, check_choice
+from gpuarch.errors import GpuarchError, check_choice, suggestion
 from gpuarch.estimate.inference import SCHEDULES
 from gpuarch.estimate.simulate import Simulation, quantile_mean, simulate_serving
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
@@ -44,7 +44,7 @@ from gpuarch.validation.training import (
 __all__ = ["LOADGEN_FIGURES", "LOADS", "LOAD_FILE", "LOAD_REQUESTS", "METRICS", "PROMPTS_FILE",
            "PROMPT_LENGTHS", "LoadComparison", "PromptLengths", "compare_run",
            "compare_user_runs", "load_prompt_lengths", "load_runs", "offline_ratio",
-           "simulate_run", "summarize_load", "validate_load"]
+           "select_runs", "simulate_run", "summarize_load", "validate_load"]
 
 LOAD_FILE = Path(__file__).with_name("data") / "serving-load.toml"
 
@@ -224,16 +224,34 @@ def compare_user_runs(catalog: Catalog, runs: Sequence[TrainingPoint], file_name
     return rows
 
 
+def select_runs(runs: Sequence[TrainingPoint], match: Sequence[str]) -> list[TrainingPoint]:
+    """The runs whose id, source or GPU contains every text of ``match`` (case ignored);
+    none left is an error naming ``--match`` (with the nearest GPU or source)."""
+    def fields(run: TrainingPoint) -> str:
+        return f"{run.id} {run.source} {run.get('gpu')}".lower()
+
+    chosen = [r for r in runs if all(t.lower() in fields(r) for t in match)]
+    if not chosen:
+        names = sorted({part for r in runs for v in (r.source, r.get("gpu"))
+                        for part in (str(v), *str(v).split("-"))})
+        raise GpuarchError(f"--match: no run has all of {', '.join(map(repr, match))} in its "
+                           f"id, source or GPU{suggestion(match[0], names)}")
+    return chosen
+
+
 def validate_load(catalog: Catalog, *, requests: int = LOAD_REQUESTS,
                   schedule: str | None = None, prompts: str = PROMPT_LENGTHS[0],
+                  match: Sequence[str] = (),
                   efficiency: Efficiency = DEFAULT_EFFICIENCY) -> list[LoadComparison]:
-    """Every run's figures beside the simulation's, at both loads (``LOADS``), the prompts
-    as ``prompts`` says (``PROMPT_LENGTHS``)."""
+    """Every run's figures (of the runs ``match`` selects, ``select_runs``) beside the
+    simulation's, at both loads (``LOADS``), the prompts as ``prompts`` says
+    (``PROMPT_LENGTHS``)."""
     if schedule is not None and schedule not in SCHEDULES:
         raise GpuarchError(f"--schedule: expected one of {', '.join(SCHEDULES)}, "
                            f"got {schedule!r}")
     check_choice("--prompts", prompts, PROMPT_LENGTHS)
-    return [row for load in LOADS for run in load_runs()
+    runs = select_runs(load_runs(), match)
+    return [row for load in LOADS for run in runs
             for row in compare_run(catalog, run, requests=requests, schedule=schedule,
                                    load=load, prompts=prompts, efficiency=efficiency)]
 
