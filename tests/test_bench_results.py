@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from gpuarch.validation.bench_results import read_bench_result
+from gpuarch.validation.bench_results import read_bench_results
 from tests.test_cli import run
 
 REQUESTS = "2000"
@@ -123,7 +123,7 @@ def test_every_request_at_once_is_an_offline_run_with_the_files_spreads(
     (figure,) = json.loads(out)["figures"]
     assert figure["metric"] == "output_tokens_per_s" and figure["published"] == 2029.1
     # at a rate, the prompts' spread is a load run's input_len_cv
-    bench = read_bench_result(Path(_write(tmp_path, {**VLLM_RATE, **lengths})))
+    (bench,) = read_bench_results(Path(_write(tmp_path, {**VLLM_RATE, **lengths})))
     assert bench.input_len_cv == pytest.approx(24 / 1024)
     assert bench.output_len_cv == pytest.approx(0.5)
 
@@ -131,13 +131,18 @@ def test_every_request_at_once_is_an_offline_run_with_the_files_spreads(
 def test_a_one_token_answers_tpot_of_zero_is_left_out(tmp_path: Path) -> None:
     result = {**VLLM_RATE, "total_output_tokens": 1000, "mean_tpot_ms": 0.0,
               "median_tpot_ms": 0.0, "p99_tpot_ms": 0.0}
-    figures = read_bench_result(Path(_write(tmp_path, result))).figures()
+    (bench,) = read_bench_results(Path(_write(tmp_path, result)))
+    figures = bench.figures()
     assert "ttft_mean_s" in figures and not any(k.startswith("tpot") for k in figures)
 
 
 @pytest.mark.parametrize(("content", "flags", "message"), [
-    (SGLANG_CONCURRENCY * 2, (), "holds 2 runs (64 in flight, 64 in flight); write the one "
-     "run to a file of its own"),
+    (SGLANG_CONCURRENCY + SGLANG_CONCURRENCY.replace('"max_concurrency": 64',
+                                                     '"max_concurrency": null'),
+     (), "the runs mix result.json line 1 with 64 requests in flight, result.json line 2 all "
+     "640 requests at once"),
+    (SGLANG_CONCURRENCY * 2, ("--batching", "continuous"), "--batching: with 2 measured runs "
+     "each keeps its own rate, concurrency or request count; leave it out"),
     (SGLANG_CONCURRENCY, ("--input-len", "1024"), "--input-len 1024: the requests of "
      "result.json averaged 2,048.0 tokens; give the run's mean (SGLang's random dataset"),
     (SGLANG_CONCURRENCY, ("--batch", "32"), "sent its requests with 64 requests in flight; "
@@ -175,3 +180,41 @@ def test_measured_needs_a_point(capsys: pytest.CaptureFixture[str], tmp_path: Pa
                            _write(tmp_path, VLLM_RATE))
     assert status == 2 and out == ""
     assert "--measured: fills the figures of a point; give --as-point" in err
+
+
+def test_a_sweep_gives_a_point_a_run(capsys: pytest.CaptureFixture[str],
+                                     tmp_path: Path) -> None:
+    """SGLang's file of three concurrencies is three serving points named by their
+    concurrency, each compared as the estimate at its own batch; two vLLM files at two
+    rates are two load runs; two runs sent alike are numbered."""
+    lines = "".join(SGLANG_CONCURRENCY.replace('"max_concurrency": 64',
+                                               f'"max_concurrency": {n}') for n in (16, 32, 64))
+    data = _point(capsys, tmp_path, (*LLAMA_8B, "--input-len", "2048", "--output-len", "512"),
+                  _write(tmp_path, lines, "sweep.jsonl"))
+    text = Path(data).read_text()
+    assert [line for line in text.splitlines() if line.startswith("id = ")] == [
+        'id = "mine-c16"', 'id = "mine-c32"', 'id = "mine-c64"']
+    assert 'where = "sweep.jsonl line 2"' in text and "concurrency = 32" in text
+    status, out, err = run(capsys, "validate", "inference", "--data", data, "--json")
+    assert status == 0 and err == "", err
+    rates = {f["id"]: f["predicted"] for f in json.loads(out)["figures"]
+             if f["metric"] == "output_tokens_per_s"}
+    for n in (16, 32, 64):
+        status, out, _ = run(capsys, "estimate", "infer", *LLAMA_8B, "--input-len", "2048",
+                             "--output-len", "512", "--batch", str(n), "--batching",
+                             "continuous", "--json")
+        assert rates[f"mine-c{n}"] == pytest.approx(json.loads(out)["output_tokens_per_s"],
+                                                     rel=1e-5)
+    files = [_write(tmp_path, {**VLLM_RATE, "request_rate": r}, f"rate{r}.json")
+             for r in (4.0, 8.0, 8.0)]
+    status, text, err = run(capsys, "estimate", "infer", *LLAMA_8B, "--input-len", "1024",
+                            "--output-len", "256", "--as-point", "mine", "--measured", *files)
+    assert status == 0 and err == "", err
+    assert [line for line in text.splitlines() if line.startswith(("id = ", "rate_per_s"))] == [
+        'id = "mine-r4"', "rate_per_s = 4.0", 'id = "mine-r8-1"', "rate_per_s = 8.0",
+        'id = "mine-r8-2"', "rate_per_s = 8.0"]
+    data = tmp_path / "load.toml"
+    data.write_text(text)
+    status, out, err = run(capsys, "validate", "load", "--data", str(data), "--requests",
+                           REQUESTS, "--json")
+    assert status == 0 and err == "" and json.loads(out)["runs"] == 3

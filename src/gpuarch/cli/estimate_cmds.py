@@ -250,58 +250,74 @@ def _print_point(args: argparse.Namespace, shape: TransformerShape, product: Any
 
 
 def _measured_run(args: argparse.Namespace) -> Any:
-    """--measured FILE read (``validation.bench_results.BenchResult``, or None without it),
-    and how the run sent its requests set on ``args`` where not given: its rate, the
-    requests it held in flight (a continuous batch), or every request at once (an offline
-    run of the ones that completed); given, they must agree with the file, as must
-    --input-len and --output-len with its mean lengths."""
+    """--measured FILE... read (a tuple of ``validation.bench_results.BenchResult``, every
+    run of every file, or None without it), and how the runs sent their requests set on
+    ``args``: their rate, the requests held in flight (a continuous batch), or every request
+    at once (an offline run of the ones that completed). One run's may be given and must
+    agree with the file; several runs must be of one kind and each keeps its own, so none
+    is given. Every run's mean lengths must match --input-len and --output-len."""
     if args.measured is None:
         return None
     from gpuarch.estimate.inference import Batching
-    from gpuarch.validation.bench_results import LENGTH_TOLERANCE, read_bench_result
+    from gpuarch.validation.bench_results import LENGTH_TOLERANCE, read_bench_results
 
     if args.as_point is None:
         raise GpuarchError("--measured: fills the figures of a point; give --as-point [ID]")
-    bench = read_bench_result(args.measured)
-    name = args.measured.name
-    for flag, given, mean in (("--input-len", args.input_len, bench.input_len),
-                              ("--output-len", args.output_len, bench.output_len)):
-        # (a length below 1 is the estimate's own error to give)
-        if given >= 1 and abs(mean / given - 1) > LENGTH_TOLERANCE:
-            raise GpuarchError(f"{flag} {given}: the requests of {name} averaged {mean:,.1f} "
-                               "tokens; give the run's mean (SGLang's random dataset draws "
-                               "lengths below --random-input-len and --random-output-len "
-                               "unless --random-range-ratio is 1)")
-    sent = bench.how_sent()
-    given_batch = args.batch != NO_BATCH
-    if bench.kind == "rate":
+    benches = tuple(b for path in args.measured for b in read_bench_results(path))
+    for bench in benches:
+        for flag, given, mean in (("--input-len", args.input_len, bench.input_len),
+                                  ("--output-len", args.output_len, bench.output_len)):
+            # (a length below 1 is the estimate's own error to give)
+            if given >= 1 and abs(mean / given - 1) > LENGTH_TOLERANCE:
+                raise GpuarchError(f"{flag} {given}: the requests of {bench.where} averaged "
+                                   f"{mean:,.1f} tokens; give the run's mean (SGLang's random "
+                                   "dataset draws lengths below --random-input-len and "
+                                   "--random-output-len unless --random-range-ratio is 1)")
+    kinds = {b.kind for b in benches}
+    if len(kinds) > 1:
+        raise GpuarchError("--measured: the runs mix "
+                           + ", ".join(f"{b.where} {b.how_sent()}" for b in benches[:4])
+                           + ("..." if len(benches) > 4 else "")
+                           + "; a run at a rate is a load run and one at a concurrency a "
+                           "serving point: write each kind with its own command")
+    first, given_batch = benches[0], args.batch != NO_BATCH
+    if len(benches) > 1:
+        for given, flag in ((args.rate is not None, "--rate"), (given_batch, "--batch"),
+                            (args.batching is not None, "--batching"),
+                            (bool(args.num_requests), "--num-requests")):
+            if given:
+                raise GpuarchError(f"{flag}: with {len(benches)} measured runs each keeps "
+                                   "its own rate, concurrency or request count; leave it out")
+    sent = first.how_sent()
+    if first.kind == "rate":
         if given_batch or (args.rate is not None
-                           and abs(args.rate / bench.rate_per_s - 1) > 0.005):
-            raise GpuarchError(f"--measured: {name} sent its requests {sent}; give --rate "
-                               f"{bench.rate_per_s:g} (or leave --rate and --batch out)")
-        args.rate = bench.rate_per_s
-        return bench
-    wanted = bench.max_concurrency if bench.kind == "concurrency" else None
+                           and abs(args.rate / first.rate_per_s - 1) > 0.005):
+            raise GpuarchError(f"--measured: {first.where} sent its requests {sent}; give "
+                               f"--rate {first.rate_per_s:g} (or leave --rate and --batch out)")
+        args.rate = first.rate_per_s
+        return benches
+    wanted = first.max_concurrency if first.kind == "concurrency" else None
     if args.rate is not None or (given_batch and args.batch != wanted) \
             or args.batching not in (None, Batching.CONTINUOUS) \
-            or (bench.kind == "offline" and args.num_requests not in (0, bench.completed)):
+            or (first.kind == "offline" and args.num_requests not in (0, first.completed)):
         flags = (f"--batch {wanted}" if wanted else
-                 f"--batch max --num-requests {bench.completed}")
-        raise GpuarchError(f"--measured: {name} sent its requests {sent}; give {flags} "
+                 f"--batch max --num-requests {first.completed}")
+        raise GpuarchError(f"--measured: {first.where} sent its requests {sent}; give {flags} "
                            "--batching continuous (or leave --batch, --rate and --batching "
                            "out)")
     args.batch, args.batching = wanted, Batching.CONTINUOUS
-    if bench.kind == "offline":
-        args.num_requests = bench.completed
-    return bench
+    if first.kind == "offline":
+        args.num_requests = first.completed
+    return benches
 
 
 def _print_serving_point(args: argparse.Namespace, shape: TransformerShape, product: Any,
-                         cfg: Any, sweep: bool, bench: Any, estimate: Callable[[], Any]
+                         cfg: Any, sweep: bool, benches: Any, estimate: Callable[[], Any]
                          ) -> int:
-    """estimate infer --as-point: the serving run as a [[point]] of a measured-runs file;
-    with ``bench`` (--measured) its figures and spreads filled from the saved result;
-    written only for a run ``estimate`` (the estimate's own call) does not refuse."""
+    """estimate infer --as-point: the serving run as a [[point]] of a measured-runs file
+    (with ``benches``, --measured, one point a measured run, its figures and spreads filled
+    from the saved result); written only for a run ``estimate`` (the estimate's own call)
+    does not refuse."""
     from gpuarch.validation.run_points import inference_point, point_toml
 
     _check_point_run(args, ((sweep, "a list of --batch"), (args.launch, "--launch"),
@@ -317,43 +333,79 @@ def _print_serving_point(args: argparse.Namespace, shape: TransformerShape, prod
         raise GpuarchError(f"--as-point: {shape.name} does not fit on {product.name} with "
                            "these formats and parallelism (not even one sequence), so a "
                            "stream of its requests cannot be replayed")
-    spread = _SPREAD_FLOOR
-    if bench is not None and not args.output_len_cv and (bench.output_len_cv or 0) > spread:
-        # the answers' spread the run had, as --output-len-cv gives it
-        cfg = dataclasses.replace(cfg, output_len_cv=round(bench.output_len_cv, 3))
-    point = inference_point(args.as_point, args.model, shape, product.key, cfg,
-                            system=args.system, gpu_link=args.gpu_link)
-    if bench is not None:
-        point = {"id": point.pop("id"), "where": args.measured.name,
-                 "framework": bench.tool, **point}
-    if args.rate is None:
-        hint = ("output_tokens_per_s = ...  (or output_tokens_per_s_per_gpu, ttft_s, tpot_s, "
-                "request_latency_s): what you measured")
-    else:
-        # a load run batches continuously, its mode the loader's default
-        del point["mode"]
-        point["rate_per_s"] = args.rate
-        cv = args.input_len_cv
-        if bench is not None and cv is None and (bench.input_len_cv or 0) > spread:
-            cv = round(bench.input_len_cv, 3)
-        if cv:
-            point["input_len_cv"] = cv
-        hint = ("ttft_mean_s = ...  tpot_p99_s = ...  (the mean, p50, p90 or p99 of ttft, "
-                "tpot or latency, in seconds): what your requests saw; compare with "
-                "'gpuarch validate load --data FILE'")
-    if bench is None:
+    if benches is None:
+        point = inference_point(args.as_point, args.model, shape, product.key, cfg,
+                                system=args.system, gpu_link=args.gpu_link)
+        if args.rate is None:
+            hint = ("output_tokens_per_s = ...  (or output_tokens_per_s_per_gpu, ttft_s, "
+                    "tpot_s, request_latency_s): what you measured")
+        else:
+            _as_load_run(point, args.rate, args.input_len_cv)
+            hint = ("ttft_mean_s = ...  tpot_p99_s = ...  (the mean, p50, p90 or p99 of "
+                    "ttft, tpot or latency, in seconds): what your requests saw; compare "
+                    "with 'gpuarch validate load --data FILE'")
         print(point_toml(point, hint), end="")
         return 0
-    figures = bench.figures()
-    if not figures:
-        raise GpuarchError(f"--measured: {args.measured.name} saved no figure a point takes "
-                           "(mean, median, p90 or p99 of TTFT, TPOT or the end-to-end latency)")
-    point |= {key: round(value, 6) for key, value in figures.items()}
-    print(point_toml(point, f"measured: {bench.tool}, {bench.completed:,} requests "
-                            f"({args.measured.name}); compare with 'gpuarch validate "
-                            f"{'load' if args.rate is not None else 'inference'} --data "
-                            "FILE'"), end="")
+    names = _run_names(args.as_point, benches)
+    tables = []
+    for name, bench in zip(names, benches, strict=True):
+        run_cfg = cfg
+        if bench.kind == "concurrency":
+            run_cfg = dataclasses.replace(run_cfg, batch=bench.max_concurrency)
+        elif bench.kind == "offline":
+            run_cfg = dataclasses.replace(run_cfg, num_requests=bench.completed)
+        if not args.output_len_cv and (bench.output_len_cv or 0) > _SPREAD_FLOOR:
+            # the answers' spread the run had, as --output-len-cv gives it
+            run_cfg = dataclasses.replace(run_cfg, output_len_cv=round(bench.output_len_cv, 3))
+        point = inference_point(name, args.model, shape, product.key, run_cfg,
+                                system=args.system, gpu_link=args.gpu_link)
+        point = {"id": point.pop("id"), "where": bench.where, "framework": bench.tool, **point}
+        if bench.kind == "rate":
+            cv = args.input_len_cv
+            if cv is None and (bench.input_len_cv or 0) > _SPREAD_FLOOR:
+                cv = round(bench.input_len_cv, 3)
+            _as_load_run(point, bench.rate_per_s, cv)
+        figures = bench.figures()
+        if not figures:
+            raise GpuarchError(f"--measured: {bench.where} saved no figure a point takes "
+                               "(mean, median, p90 or p99 of TTFT, TPOT or the end-to-end "
+                               "latency)")
+        point |= {key: round(value, 6) for key, value in figures.items()}
+        command = "load" if bench.kind == "rate" else "inference"
+        tables.append(point_toml(point, f"measured: {bench.tool}, {bench.completed:,} "
+                                        f"requests ({bench.where}); compare with 'gpuarch "
+                                        f"validate {command} --data FILE'"))
+    print("\n".join(tables), end="")
     return 0
+
+
+def _as_load_run(point: dict[str, Any], rate: float, input_len_cv: float | None) -> None:
+    """Turn a written serving point into a load run at ``rate``: no mode (the loader's
+    default; the rate decides the batch), the rate, the prompts' spread where given."""
+    del point["mode"]
+    point["rate_per_s"] = rate
+    if input_len_cv:
+        point["input_len_cv"] = input_len_cv
+
+
+def _run_names(base: str, benches: Any) -> list[str]:
+    """Each measured run's point id: ``base`` for one run; for several, ``base`` with how
+    the run sent its requests (``-r8`` at 8 requests/s, ``-c64`` at 64 in flight, ``-n1000``
+    for 1,000 at once), numbered where two would be the same."""
+    if len(benches) == 1:
+        return [base]
+    names = [base + (f"-r{b.rate_per_s:g}" if b.kind == "rate" else
+                     f"-c{b.max_concurrency}" if b.kind == "concurrency" else
+                     f"-n{b.completed}") for b in benches]
+    repeated = {n for n in names if names.count(n) > 1}
+    seen: dict[str, int] = {}
+    out = []
+    for n in names:
+        if n in repeated:
+            seen[n] = seen.get(n, 0) + 1
+            n = f"{n}-{seen[n]}"
+        out.append(n)
+    return out
 
 
 _SPREAD_FLOOR = 0.01
@@ -1708,12 +1760,12 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                         "ID, default 'run') instead of the estimate: add your measured figure "
                         "and compare with 'gpuarch validate inference --data FILE' (with "
                         "--rate, a load run for 'gpuarch validate load --data FILE')")
-    p.add_argument("--measured", type=Path, metavar="FILE",
-                   help="with --as-point: fill the point's figures from a saved benchmark "
-                        "result (vLLM's 'vllm bench serve --save-result' JSON, or one line "
-                        "of SGLang's 'bench_serving --output-file'): its rate, concurrency "
-                        "or all-at-once run, and its lengths' spread, checked against "
-                        "--input-len and --output-len")
+    p.add_argument("--measured", type=Path, nargs="+", metavar="FILE",
+                   help="with --as-point: fill the point's figures from saved benchmark "
+                        "results (vLLM's 'vllm bench serve --save-result' JSON, SGLang's "
+                        "'bench_serving --output-file' lines): a point a run, at its rate, "
+                        "concurrency or all at once, with its lengths' spread, checked "
+                        "against --input-len and --output-len")
     p.add_argument("--launch", type=engine_choice("--launch", SERVING_LAUNCH),
                    metavar="vllm|sglang|trtllm",
                    help="also print that engine's server command for this deployment "

@@ -1,6 +1,6 @@
 """A serving benchmark's saved result read as a measured run: vLLM's ``vllm bench serve
 --save-result`` JSON (also ``benchmarks/benchmark_serving.py``'s) and SGLang's
-``python -m sglang.bench_serving --output-file`` JSON line.
+``python -m sglang.bench_serving --output-file`` JSON lines.
 
 Both tools send requests to a running server and save what they saw: how the requests were
 sent (a Poisson rate, every request at once, and at most so many in flight), how many
@@ -10,7 +10,8 @@ median and percentiles of the time to first token (TTFT), the time per output to
 FILE`` writes such a run as a point of a measured-runs file (docs/your-measurements.md):
 a run at a rate as a load run (``validate load --data``), a run of so many requests in
 flight as a serving point with that concurrency, and every request at once as an offline
-run (``validate inference --data``).
+run (``validate inference --data``). A file of several runs (SGLang appends a line a run; a
+sweep of rates saved file by file) gives a point for each.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import Any
 from gpuarch.errors import GpuarchError, is_positive_number
 from gpuarch.files import read_input_text
 
-__all__ = ["LENGTH_TOLERANCE", "BenchResult", "read_bench_result"]
+__all__ = ["LENGTH_TOLERANCE", "BenchResult", "read_bench_results"]
 
 LENGTH_TOLERANCE = 0.05
 """How far a run's mean prompt or answer may be from the lengths the estimate is given."""
@@ -44,6 +45,7 @@ class BenchResult:
     """One saved benchmark run, its times in seconds."""
 
     tool: str
+    where: str  # the file, and the line where it holds several runs
     rate_per_s: float | None  # None: every request sent at once (rate inf)
     max_concurrency: int | None  # requests in flight at most; None: no cap
     completed: int
@@ -85,16 +87,16 @@ class BenchResult:
         return figures
 
 
-def _lines(path: Path) -> list[dict[str, Any]]:
-    """The file's result objects: one JSON object, or JSON lines (SGLang appends a line per
-    run)."""
+def _lines(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    """The file's result objects with their line (0 for a file that is one object): one
+    JSON object, or JSON lines (SGLang appends a line per run)."""
     text = read_input_text(path, "--measured")
     try:
         whole = json.loads(text)
     except json.JSONDecodeError:
         whole = None
     if isinstance(whole, dict):
-        return [whole]
+        return [(0, whole)]
     results = []
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
@@ -107,7 +109,7 @@ def _lines(path: Path) -> list[dict[str, Any]]:
                                "lines") from None
         if not isinstance(result, dict):
             raise GpuarchError(f"--measured: {path.name}: line {n} is not a JSON object")
-        results.append(result)
+        results.append((n, result))
     if not results:
         raise GpuarchError(f"--measured: {path.name} holds no result")
     return results
@@ -145,21 +147,18 @@ def _rate(name: str, result: dict[str, Any]) -> float | None:
     return float(raw)
 
 
-def read_bench_result(path: Path) -> BenchResult:
-    """The one run a saved benchmark result holds. Refused, naming the file and the key: a
-    file of several runs (each line of SGLang's file is one), a result without the counts
-    and figures both tools save, a stream that is not Poisson (vLLM's burstiness other
-    than 1), and a rate with a cap on the requests in flight (neither the steady state nor
-    the simulation models both)."""
-    results = _lines(path)
-    name = path.name
-    if len(results) > 1:
-        sent = ", ".join(f"{r.get('request_rate', '?')}/s" if r.get("max_concurrency") is None
-                         else f"{r.get('max_concurrency')} in flight" for r in results[:6])
-        raise GpuarchError(f"--measured: {name} holds {len(results)} runs ({sent}"
-                           f"{', ...' if len(results) > 6 else ''}); write the one run to a "
-                           "file of its own (e.g. sed -n 2p FILE > run.json)")
-    result = results[0]
+def read_bench_results(path: Path) -> tuple[BenchResult, ...]:
+    """Every run a saved benchmark result holds, in the file's order. Refused, naming the
+    file (and line) and the key: a result without the counts and figures both tools save, a
+    stream that is not Poisson (vLLM's burstiness other than 1), and a rate with a cap on the
+    requests in flight (neither the steady state nor the simulation models both)."""
+    lines = _lines(path)
+    return tuple(_result(path.name if n == 0 or len(lines) == 1 else f"{path.name} line {n}",
+                         result) for n, result in lines)
+
+
+def _result(name: str, result: dict[str, Any]) -> BenchResult:
+    """One run's saved object (``name`` says where it is, for messages and the point)."""
     tool = "SGLang bench_serving" if "mean_e2e_latency_ms" in result else "vLLM bench serve"
     completed = result.get("completed")
     if not isinstance(completed, int) or isinstance(completed, bool) or completed < 1:
@@ -189,7 +188,8 @@ def read_bench_result(path: Path) -> BenchResult:
             latencies[f"{_LATENCY[figure]}_{_STATISTICS[stat]}_s"] = \
                 _number(name, result, key) / 1000
     return BenchResult(
-        tool=tool, rate_per_s=rate, max_concurrency=concurrency, completed=completed,
+        tool=tool, where=name, rate_per_s=rate, max_concurrency=concurrency,
+        completed=completed,
         input_len=_number(name, result, "total_input_tokens") / completed,
         output_len=_number(name, result, "total_output_tokens") / completed,
         input_len_cv=_spread(name, result, "input_lens"),
