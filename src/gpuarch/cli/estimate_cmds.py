@@ -253,9 +253,10 @@ def _measured_run(args: argparse.Namespace) -> Any:
     """--measured FILE... read (a tuple of ``validation.bench_results.BenchResult``, every
     run of every file, or None without it), and how the runs sent their requests set on
     ``args``: their rate, the requests held in flight (a continuous batch), or every request
-    at once (an offline run of the ones that completed). One run's may be given and must
-    agree with the file; several runs must be of one kind and each keeps its own, so none
-    is given. Every run's mean lengths must match --input-len and --output-len."""
+    at once (an offline run of the ones that completed). For one run these flags may be
+    given and must agree with the file; several runs must be of one kind and each keeps its
+    own, so the flags are refused. Every run's mean lengths must match --input-len and
+    --output-len."""
     if args.measured is None:
         return None
     from gpuarch.estimate.inference import Batching
@@ -278,8 +279,8 @@ def _measured_run(args: argparse.Namespace) -> Any:
         raise GpuarchError("--measured: the runs mix "
                            + ", ".join(f"{b.where} {b.how_sent()}" for b in benches[:4])
                            + ("..." if len(benches) > 4 else "")
-                           + "; a run at a rate is a load run and one at a concurrency a "
-                           "serving point: write each kind with its own command")
+                           + "; give the runs of each kind (at a rate, at a concurrency, "
+                           "all at once) to a command of their own")
     first, given_batch = benches[0], args.batch != NO_BATCH
     if len(benches) > 1:
         for given, flag in ((args.rate is not None, "--rate"), (given_batch, "--batch"),
