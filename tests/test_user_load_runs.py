@@ -235,3 +235,18 @@ def test_match_keeps_the_runs_it_names(capsys: pytest.CaptureFixture[str],
                            "--requests", REQUESTS)
     assert status == 2 and out == ""
     assert "--match: no run has all of 'h2000' in its id, source or GPU; did you mean" in err
+
+
+def test_plot_draws_the_runs_against_their_rate(capsys: pytest.CaptureFixture[str],
+                                                tmp_path: Path) -> None:
+    """--plot writes the chart (and still prints the table); a path it cannot write is a
+    usage error before any run is simulated."""
+    pytest.importorskip("matplotlib")
+    data, target = _file(tmp_path, LOAD_RUNS), tmp_path / "load.png"
+    status, out, err = run(capsys, "validate", "load", "--data", data, "--requests", REQUESTS,
+                           "--plot", str(target))
+    assert status == 0 and "Your measured runs" in out
+    assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    status, out, err = run(capsys, "validate", "load", "--data", data, "--plot",
+                           str(tmp_path / "load.txt"))
+    assert status == 2 and out == "" and "--plot" in err and "must end in .png or .svg" in err

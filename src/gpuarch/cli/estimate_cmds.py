@@ -1255,6 +1255,10 @@ def cmd_validate_load(args: argparse.Namespace) -> int:
     check_requests(requests, "--requests")
     if args.schedule is not None:
         check_choice("--schedule", args.schedule, SCHEDULES)
+    if args.plot is not None:
+        from gpuarch.report.plot import check_plot_path
+
+        check_plot_path(args.plot)
     if args.data is not None:
         from gpuarch.validation.user_data import load_user_points
 
@@ -1278,6 +1282,10 @@ def cmd_validate_load(args: argparse.Namespace) -> int:
                    "source": load_prompt_lengths().source if drawn == "dataset" else None}
         title = None
     summary = summarize_load(rows)
+    if args.plot is not None:
+        from gpuarch.report.plot import plot_load
+
+        plot_load(rows, args.plot)
     if args.json:
         doc = {"runs": len(runs), "requests_per_replica": requests, "prompts": prompts,
                "rows": [{**dataclasses.asdict(r), "error": r.error} for r in rows],
@@ -1813,6 +1821,10 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p.add_argument("--match", action="append", default=[], metavar="TEXT",
                    help="only runs whose id, source or GPU contains TEXT (case ignored; "
                         "repeat to require several); only those are simulated")
+    p.add_argument("--plot", type=Path, metavar="FILE",
+                   help="also draw TTFT, TPOT and latency against the rate, measured beside "
+                        "simulated, to .png or .svg (a rate sweep of one deployment as "
+                        "curves)")
     p.set_defaults(handler=cmd_validate_load)
     _data_flag(p, "load-test", "a run at a rate: rate_per_s and ttft_mean_s, tpot_p99_s, ...")
     p = val_sub.add_parser("ops", parents=[common],

@@ -198,6 +198,53 @@ def plot_batch_sweep(sweep: Any, path: Path) -> None:
     _save(fig, plt, path)
 
 
+def plot_load(rows: Sequence[Any], path: Path) -> None:
+    """Serving runs under load beside the simulation (``validation.serving_load``'s rows at
+    each run's own rate): a panel for each of TTFT, TPOT and the whole request, seconds
+    against the rate, the published figure filled and the simulated one hollow, a colour a
+    statistic; where every run is of one GPU and count (a sweep of one deployment), each
+    statistic's points joined in rate order."""
+    plt = _pyplot(path)
+    from matplotlib.ticker import FuncFormatter
+
+    from gpuarch.validation.serving_load import METRICS
+
+    rows = [r for r in rows if r.load == "scheduled"]
+    families = [f for f in ("ttft_s", "tpot_s", "latency_s")
+                if any(METRICS[r.metric][0] == f for r in rows)]
+    colours = {"mean": "#4c78a8", "p50": "#54a24b", "p90": "#f58518", "p99": "#e45756"}
+    one_deployment = len({(r.gpu, r.gpus) for r in rows}) == 1
+    fig, axes = plt.subplots(1, len(families), figsize=(4.2 * len(families), 4.6),
+                             squeeze=False)
+    plain = FuncFormatter(_plain_number)
+    for ax, family in zip(axes[0], families, strict=True):
+        for stat, colour in colours.items():
+            mine = sorted((r for r in rows if METRICS[r.metric] == (family, stat)),
+                          key=lambda r: r.rate_per_s)
+            if not mine:
+                continue
+            xs = [r.rate_per_s for r in mine]
+            style = "-" if one_deployment and len(mine) > 1 else "none"
+            ax.plot(xs, [r.published for r in mine], marker="o", linestyle=style,
+                    color=colour, label=f"{stat} measured")
+            ax.plot(xs, [r.predicted for r in mine], marker="s", linestyle=style.replace(
+                "-", "--"), color=colour, markerfacecolor="none", label=f"{stat} simulated")
+        ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(plain)
+        ax.yaxis.set_minor_formatter(plain)
+        ax.tick_params(which="minor", labelsize=7)
+        ax.set_xlabel("requests/s")
+        ax.set_ylabel("seconds")
+        ax.set_title({"ttft_s": "time to first token", "tpot_s": "time per output token",
+                      "latency_s": "request latency"}[family], fontsize=10)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.suptitle(f"{len({r.id for r in rows})} run(s) under load: measured (filled) beside "
+                 "the serving simulation (hollow)", fontsize=10)
+    fig.tight_layout()
+    _save(fig, plt, path)
+
+
 def plot_gpu_scaling(scaling: Any, path: Path) -> None:
     """A training scaling table (``estimate.scaling.GpuScaling``): tokens/s against GPUs
     (log-log), the ideal line through the smallest count that ran, each point labelled with
