@@ -404,3 +404,14 @@ def test_a_serving_setting_a_point_cannot_hold_is_refused(
         flags += ["--batch", "8"]
     status, out, err = run(capsys, "estimate", "infer", *flags, *extra, "--as-point")
     assert status == 2 and out == "" and message in err, err
+
+
+def test_as_point_with_json_gives_the_same_points(capsys: pytest.CaptureFixture[str]) -> None:
+    """--json prints the written points as {"points": [...]}, the same fields and values as
+    the [[point]] tables (a script need not parse TOML)."""
+    flags = ("estimate", "infer", *SERVING_POINT_RUNS[1], "--as-point", "mine")
+    status, text, _ = run(capsys, *flags)
+    assert status == 0
+    status, out, err = run(capsys, *flags, "--json")
+    assert status == 0 and err == ""
+    assert json.loads(out) == {"points": tomllib.loads(text)["point"]}

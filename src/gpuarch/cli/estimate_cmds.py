@@ -225,7 +225,7 @@ def _print_point(args: argparse.Namespace, shape: TransformerShape, product: Any
     """estimate train --as-point: the run as a [[point]] of a measured-runs file, for
     validate training --data (docs/your-measurements.md), instead of the estimate; written
     only for a run ``estimate`` (the estimate's own call) does not refuse."""
-    from gpuarch.validation.run_points import point_toml, training_point
+    from gpuarch.validation.run_points import training_point
 
     _check_point_run(args, ((counts, "a list of --gpus"), (args.launch, "--launch"),
                             (args.calibration, "--calibration"), (args.plot, "--plot")))
@@ -234,19 +234,17 @@ def _print_point(args: argparse.Namespace, shape: TransformerShape, product: Any
                            system=args.system, gpu_link=args.gpu_link,
                            unbalanced=args.moe_imbalance == "unbalanced")
     if args.measured is None:
-        print(point_toml(point, "tokens_per_s_per_gpu = ...  (or step_time_s, tokens_per_s, "
-                                "tflops_per_gpu with tflops_convention, mfu): what you "
-                                "measured"), end="")
-        return 0
+        return _emit_points(args, [(point, "tokens_per_s_per_gpu = ...  (or step_time_s, "
+                                           "tokens_per_s, tflops_per_gpu with "
+                                           "tflops_convention, mfu): what you measured")])
     from gpuarch.validation.train_logs import read_training_log
 
     log = read_training_log(args.measured, cfg.global_batch)
     # (no framework field: a point's framework sets its TP-overlap default)
     point = {"id": point.pop("id"), "where": f"{args.measured.name}: {log.summary()}",
              **point, log.figure: round(log.value, 6)}
-    print(point_toml(point, f"measured: {log.summary()}; compare with 'gpuarch validate "
-                            "training --data FILE'"), end="")
-    return 0
+    return _emit_points(args, [(point, f"measured: {log.summary()}; compare with 'gpuarch "
+                                       "validate training --data FILE'")])
 
 
 def _measured_run(args: argparse.Namespace) -> Any:
@@ -319,7 +317,7 @@ def _print_serving_point(args: argparse.Namespace, shape: TransformerShape, prod
     (with ``benches``, --measured, one point a measured run, its figures and spreads filled
     from the saved result); written only for a run ``estimate`` (the estimate's own call)
     does not refuse."""
-    from gpuarch.validation.run_points import inference_point, point_toml
+    from gpuarch.validation.run_points import inference_point
 
     _check_point_run(args, ((sweep, "a list of --batch"), (args.launch, "--launch"),
                             (args.calibration, "--calibration"),
@@ -345,10 +343,9 @@ def _print_serving_point(args: argparse.Namespace, shape: TransformerShape, prod
             hint = ("ttft_mean_s = ...  tpot_p99_s = ...  (the mean, p50, p90 or p99 of "
                     "ttft, tpot or latency, in seconds): what your requests saw; compare "
                     "with 'gpuarch validate load --data FILE'")
-        print(point_toml(point, hint), end="")
-        return 0
+        return _emit_points(args, [(point, hint)])
     names = _run_names(args.as_point, benches)
-    tables = []
+    written = []
     for name, bench in zip(names, benches, strict=True):
         run_cfg = cfg
         if bench.kind == "concurrency":
@@ -373,10 +370,21 @@ def _print_serving_point(args: argparse.Namespace, shape: TransformerShape, prod
                                "latency)")
         point |= {key: round(value, 6) for key, value in figures.items()}
         command = "load" if bench.kind == "rate" else "inference"
-        tables.append(point_toml(point, f"measured: {bench.tool}, {bench.completed:,} "
-                                        f"requests ({bench.where}); compare with 'gpuarch "
-                                        f"validate {command} --data FILE'"))
-    print("\n".join(tables), end="")
+        written.append((point, f"measured: {bench.tool}, {bench.completed:,} requests "
+                               f"({bench.where}); compare with 'gpuarch validate {command} "
+                               "--data FILE'"))
+    return _emit_points(args, written)
+
+
+def _emit_points(args: argparse.Namespace, points: list[tuple[dict[str, Any], str]]) -> int:
+    """Print written points: ``[[point]]`` tables, each with its comment (what to measure,
+    or where its figure came from), or with --json ``{"points": [...]}``."""
+    from gpuarch.validation.run_points import point_toml
+
+    if args.json:
+        print(to_json({"points": [point for point, _ in points]}))
+    else:
+        print("\n".join(point_toml(point, comment) for point, comment in points), end="")
     return 0
 
 
