@@ -317,19 +317,38 @@ def test_a_run_written_as_a_point_is_compared_as_estimated(
     assert row["predicted"] == pytest.approx(estimated, rel=1e-6)
 
 
-def test_a_config_json_model_is_refused(capsys: pytest.CaptureFixture[str],
-                                       tmp_path: Path) -> None:
-    """A point names a preset (with shape fields over it): a model read from a config.json
-    may carry what no point field holds (latent attention, a hybrid's blocks)."""
-    config = tmp_path / "config.json"
+def test_a_config_json_model_is_written_field_by_field(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """A model read from a config.json has no preset: its point gives the shape field by
+    field (named by the model) and reads back to the estimate's prediction; a config whose
+    model has what no point field holds (Qwen3's norm on each head's queries and keys) is
+    refused naming it."""
+    folder = tmp_path / "tiny-llama"
+    folder.mkdir()
+    config = folder / "config.json"
     config.write_text(json.dumps({
         "model_type": "llama", "hidden_size": 2048, "num_hidden_layers": 16,
         "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256,
-        "intermediate_size": 8192}))
-    status, out, err = run(capsys, "estimate", "train", "--model", str(config), "--gpu", "h100",
-                           "--gpus", "8", "--seq-len", "4096", "--global-batch", "64",
-                           "--as-point")
-    assert status == 2 and out == "" and "a point names a model preset" in err, err
+        "intermediate_size": 8192, "max_position_embeddings": 131072,
+        "tie_word_embeddings": True}))
+    flags = ("--model", str(config), "--gpu", "h100", "--gpus", "8", "--seq-len", "4096",
+             "--global-batch", "64")
+    status, text, err = run(capsys, "estimate", "train", *flags, "--as-point", "mine")
+    assert status == 0 and err == "", err
+    assert 'model = "tiny-llama"' in text and "preset" not in text and "layers = 16" in text
+    data = _file(tmp_path, text + "tokens_per_s_per_gpu = 20000\n")
+    status, out, err = run(capsys, "validate", "training", "--data", data, "--json")
+    assert status == 0 and err == "", err
+    (row,) = json.loads(out)["points"]
+    status, out, _ = run(capsys, "estimate", "train", *flags, "--json")
+    assert row["predicted"] == pytest.approx(json.loads(out)["tokens_per_s_per_gpu"], rel=1e-6)
+    config.write_text(json.dumps({
+        "model_type": "qwen3", "hidden_size": 2048, "num_hidden_layers": 8,
+        "num_attention_heads": 16, "num_key_value_heads": 8, "head_dim": 128,
+        "vocab_size": 151936, "intermediate_size": 6144}))
+    status, out, err = run(capsys, "estimate", "train", *flags, "--as-point")
+    assert status == 2 and out == "" and "the model's qk_norm" in err
+    assert "has no place in a point" in err
 
 
 @pytest.mark.parametrize(("extra", "message"), [

@@ -230,7 +230,7 @@ def _print_point(args: argparse.Namespace, shape: TransformerShape, product: Any
     _check_point_run(args, ((counts, "a list of --gpus"), (args.launch, "--launch"),
                             (args.calibration, "--calibration"), (args.plot, "--plot")))
     estimate()
-    point = training_point(args.as_point, args.model, shape, product.key, cfg,
+    point = training_point(args.as_point, _preset_of(args), shape, product.key, cfg,
                            system=args.system, gpu_link=args.gpu_link,
                            unbalanced=args.moe_imbalance == "unbalanced")
     if args.measured is None:
@@ -333,7 +333,7 @@ def _print_serving_point(args: argparse.Namespace, shape: TransformerShape, prod
                            "these formats and parallelism (not even one sequence), so a "
                            "stream of its requests cannot be replayed")
     if benches is None:
-        point = inference_point(args.as_point, args.model, shape, product.key, cfg,
+        point = inference_point(args.as_point, _preset_of(args), shape, product.key, cfg,
                                 system=args.system, gpu_link=args.gpu_link)
         if args.rate is None:
             hint = ("output_tokens_per_s = ...  (or output_tokens_per_s_per_gpu, ttft_s, "
@@ -355,7 +355,7 @@ def _print_serving_point(args: argparse.Namespace, shape: TransformerShape, prod
         if not args.output_len_cv and (bench.output_len_cv or 0) > _SPREAD_FLOOR:
             # the answers' spread the run had, as --output-len-cv gives it
             run_cfg = dataclasses.replace(run_cfg, output_len_cv=round(bench.output_len_cv, 3))
-        point = inference_point(name, args.model, shape, product.key, run_cfg,
+        point = inference_point(name, _preset_of(args), shape, product.key, run_cfg,
                                 system=args.system, gpu_link=args.gpu_link)
         point = {"id": point.pop("id"), "where": bench.where, "framework": bench.tool, **point}
         if bench.kind == "rate":
@@ -422,18 +422,20 @@ _SPREAD_FLOOR = 0.01
 spread is written to the point: fixed-length requests come back a token or two apart."""
 
 
+def _preset_of(args: argparse.Namespace) -> str | None:
+    """The preset --model names, or None for a config.json (its point gives the shape field
+    by field)."""
+    return None if names_file(args.model) else args.model
+
+
 def _check_point_run(args: argparse.Namespace, excluded: Any) -> None:
-    """--as-point's refusals: another kind of answer asked for, no run name, a model that
-    is not a preset."""
+    """--as-point's refusals: another kind of answer asked for, no run name."""
     for given, flag in excluded:
         if given:
             raise GpuarchError(f"--as-point: writes one run as a point; not with {flag}")
     if not args.as_point.strip():
         raise GpuarchError("--as-point: give the run a name (its point's id), or no value "
                            "for 'run'")
-    if names_file(args.model):
-        raise GpuarchError("--as-point: a point names a model preset; give --model a preset "
-                           "name (gpuarch models list), with shape flags over it")
 
 
 def _gpu_scaling(args: argparse.Namespace, catalog: Any, shape: TransformerShape,

@@ -57,16 +57,29 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _head(run_id: str, model: str, shape: Any, gpu: str, system: str | None,
+def _head(run_id: str, model: str | None, shape: Any, gpu: str, system: str | None,
           gpu_link: str | None) -> dict[str, Any]:
-    """A point's name, model (the preset and the shape fields that differ from it) and
-    hardware."""
+    """A point's name, model and hardware: the preset ``model`` and the shape fields that
+    differ from it, or with no preset (a config.json's model) the shape field by field,
+    named by ``model`` as a point with its own shape is (the fields at their defaults left
+    out)."""
     from gpuarch.workloads.presets import preset
+    from gpuarch.workloads.shape import TransformerShape
 
-    base = preset(model).shape
-    point: dict[str, Any] = {"id": run_id, "preset": model, "gpu": gpu}
-    point |= {key: _plain(getattr(shape, key)) for key in SHAPE_KEYS
-              if getattr(shape, key, None) != getattr(base, key, None)}
+    point: dict[str, Any] = {"id": run_id}
+    if model is None:
+        point["model"] = shape.name
+        defaults = {f.name: f.default for f in dataclasses.fields(TransformerShape)}
+        differs = [key for key in SHAPE_KEYS
+                   if key in ("layers", "hidden", "heads", "vocab")
+                   or getattr(shape, key) != defaults[key]]
+    else:
+        base = preset(model).shape
+        point["preset"] = model
+        differs = [key for key in SHAPE_KEYS
+                   if getattr(shape, key, None) != getattr(base, key, None)]
+    point["gpu"] = gpu
+    point |= {key: _plain(getattr(shape, key)) for key in differs}
     if system:
         point["system"] = system
     if gpu_link:
@@ -103,10 +116,14 @@ def _read_back(point: dict[str, Any], shape: Any, cfg: Any, gpu_link: str | None
     (``skip`` apart) that does not come back the same."""
     again_shape = point_shape(TrainingPoint(point["id"], "run", "run", "", "", point))
     for field_ in dataclasses.fields(shape):
-        if getattr(again_shape, field_.name) != getattr(shape, field_.name):
+        # (the context window a config.json declares is informational: no estimate reads
+        # it but to say a run goes past it)
+        if field_.name != "context_window" \
+                and getattr(again_shape, field_.name) != getattr(shape, field_.name):
             raise GpuarchError(f"--as-point: the model's {field_.name} "
                                f"({getattr(shape, field_.name)!r}) has no place in a point, "
-                               f"which takes a preset and {', '.join(SHAPE_KEYS)}")
+                               f"which takes a preset (or a model's name) and "
+                               f"{', '.join(SHAPE_KEYS)}")
     again = _read_config(point, gpu_link, config)
     for field_ in dataclasses.fields(cfg):
         if field_.name not in skip and getattr(again, field_.name) != getattr(cfg, field_.name):
@@ -115,7 +132,7 @@ def _read_back(point: dict[str, Any], shape: Any, cfg: Any, gpu_link: str | None
                                "point of a measured-runs file (docs/your-measurements.md)")
 
 
-def training_point(run_id: str, model: str, shape: Any, gpu: str, cfg: Any,
+def training_point(run_id: str, model: str | None, shape: Any, gpu: str, cfg: Any,
                    system: str | None = None, gpu_link: str | None = None,
                    unbalanced: bool = False) -> dict[str, Any]:
     """The training run ``cfg`` of ``shape`` (``model`` a preset) on ``gpu`` as a point,
@@ -148,7 +165,7 @@ def training_point(run_id: str, model: str, shape: Any, gpu: str, cfg: Any,
     return point
 
 
-def inference_point(run_id: str, model: str, shape: Any, gpu: str, cfg: Any,
+def inference_point(run_id: str, model: str | None, shape: Any, gpu: str, cfg: Any,
                     system: str | None = None, gpu_link: str | None = None) -> dict[str, Any]:
     """The serving run ``cfg`` of ``shape`` on ``gpu`` as a point: the formats, lengths, how
     it batched (a static batch's ``batch``, a continuous batch's ``concurrency``, or an
