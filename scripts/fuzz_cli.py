@@ -396,6 +396,9 @@ def config_calls(folder: Path) -> Iterator[list[str]]:
                 yield train
                 yield infer
                 yield ["models", str(path)]
+                # and the run as a point of a measured-runs file (written or refused)
+                yield [*train, "--as-point"]
+                yield [*infer, "--as-point"]
 
 
 def main_(argv: list[str] | None = None) -> int:
