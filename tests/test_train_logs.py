@@ -71,6 +71,9 @@ def test_torchtitan_gives_tokens_per_gpu(tmp_path: Path) -> None:
     text = _titan(1, "1,234") + "".join(_titan(s, "7,812") for s in range(10, 60, 10))
     log = read_training_log(_log(tmp_path, text), 64)
     assert log.figure == "tokens_per_s_per_gpu" and log.value == 7812
+    # its 2024 releases printed the same figure as wps
+    log = read_training_log(_log(tmp_path, text.replace("tps:", "wps:")), 64)
+    assert log.framework == "torchtitan log" and log.value == 7812
 
 
 def test_a_logged_run_is_compared_as_its_estimate(capsys: pytest.CaptureFixture[str],

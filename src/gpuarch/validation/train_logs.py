@@ -7,7 +7,8 @@ Three families of log line are read, each as its framework prints it every logge
   logging interval; a newer ``T/avg`` form is read by its first figure);
 - NeMo 2 (PyTorch Lightning): ``Training epoch E, iteration N/M | ... | global_batch_size: B
   | ... | train_step_timing in s: T | ...``;
-- torchtitan: ``step: N  loss: ...  tps: X  ...``, X the tokens a second per GPU.
+- torchtitan: ``step: N  loss: ...  tps: X  ...``, X the tokens a second per GPU (``wps``
+  in its 2024 releases).
 
 The first logged steps carry compilation, allocator growth and data-loader warm-up, so the
 first tenth of the records (at least one) is left out and the median of the rest stands for
@@ -44,7 +45,7 @@ _FORMATS = (
      re.compile(r"train_step_timing in s:\s*([0-9.]+(?:[eE][-+]?\d+)?)"), 1.0,
      re.compile(r"global_batch_size:\s*(\d+)")),
     ("torchtitan log", re.compile(r"\bstep:\s*(\d+)\s"),
-     re.compile(r"\btps:\s*([0-9][0-9,]*)"), 1.0, None),
+     re.compile(r"\b[tw]ps:\s*([0-9][0-9,]*)"), 1.0, None),
 )
 
 
