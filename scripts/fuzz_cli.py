@@ -229,8 +229,10 @@ BENCH_RESULT: dict[str, Any] = {
     "completed": 100, "total_input_tokens": 100000, "total_output_tokens": 10000,
     "output_throughput": 400.0, "mean_ttft_ms": 50.0, "median_ttft_ms": 45.0,
     "p99_ttft_ms": 120.0, "mean_tpot_ms": 12.0, "p99_tpot_ms": 15.0, "mean_e2el_ms": 1300.0,
-    "input_lens": [1000] * 100, "output_lens": [100] * 100}
-"""A saved ``vllm bench serve`` result, the base of the ``--measured`` files below."""
+    "input_lens": [1000] * 100, "output_lens": [100] * 100,
+    "server_info": {"enable_mixed_chunk": False, "kv_cache_dtype": "auto"}}
+"""A saved ``vllm bench serve`` result (with SGLang's server_info), the base of the
+``--measured`` files below."""
 
 BENCH_VALUES: tuple[Any, ...] = (*FIELD_VALUES, None, "inf", float("nan"), [], {})
 """What each key of a saved result gets in turn: FIELD_VALUES, null, the text a rate of

@@ -218,3 +218,30 @@ def test_a_sweep_gives_a_point_a_run(capsys: pytest.CaptureFixture[str],
     status, out, err = run(capsys, "validate", "load", "--data", str(data), "--requests",
                            REQUESTS, "--json")
     assert status == 0 and err == "" and json.loads(out)["runs"] == 3
+
+
+def test_sglangs_saved_server_settings_are_held_to_the_flags(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """SGLang saves its server's arguments with each run (server_info): a server that mixed
+    prefill into the decode batch (--enable-mixed-chunk) or kept an FP8 KV cache is refused
+    against flags that say otherwise, naming the flag to give."""
+    server = ('"server_info": {"tp_size": 1, "enable_mixed_chunk": true, '
+              '"kv_cache_dtype": "fp8_e4m3"}, ')
+    data = _write(tmp_path, SGLANG_CONCURRENCY.replace('{"backend"', "{" + server + '"backend"'))
+    flags = [*LLAMA_8B, "--input-len", "2048", "--output-len", "512", "--as-point",
+             "--measured", data]
+    status, out, err = run(capsys, "estimate", "infer", *flags)
+    assert status == 2 and out == ""
+    assert "--schedule separate: the server of result.json ran with enable_mixed_chunk " \
+           "true; give --schedule mixed" in err
+    status, out, err = run(capsys, "estimate", "infer", *flags, "--schedule", "mixed")
+    assert status == 2 and "the server of result.json kept its KV cache in fp8_e4m3; give " \
+                           "--kv-precision fp8" in err
+    status, out, err = run(capsys, "estimate", "infer", *flags, "--schedule", "mixed",
+                           "--kv-precision", "fp8")
+    assert status == 0 and 'schedule = "mixed"' in out and 'kv_precision = "fp8"' in out
+    quiet = SGLANG_CONCURRENCY.replace('{"backend"', '{"server_info": {"enable_mixed_chunk": '
+                                       'false}, "backend"')
+    status, out, err = run(capsys, "estimate", "infer", *flags[:-1],
+                           _write(tmp_path, quiet), "--schedule", "mixed")
+    assert status == 2 and "give --schedule separate" in err

@@ -247,14 +247,15 @@ def _print_point(args: argparse.Namespace, shape: TransformerShape, product: Any
                                        "validate training --data FILE'")])
 
 
-def _measured_run(args: argparse.Namespace) -> Any:
+def _measured_run(args: argparse.Namespace, kv: Any) -> Any:
     """--measured FILE... read (a tuple of ``validation.bench_results.BenchResult``, every
     run of every file, or None without it), and how the runs sent their requests set on
     ``args``: their rate, the requests held in flight (a continuous batch), or every request
     at once (an offline run of the ones that completed). For one run these flags may be
     given and must agree with the file; several runs must be of one kind and each keeps its
     own, so the flags are refused. Every run's mean lengths must match --input-len and
-    --output-len."""
+    --output-len, and the server settings a file saved (SGLang's) --schedule and the KV
+    cache's format ``kv``."""
     if args.measured is None:
         return None
     from gpuarch.estimate.inference import Batching
@@ -262,8 +263,11 @@ def _measured_run(args: argparse.Namespace) -> Any:
 
     if args.as_point is None:
         raise GpuarchError("--measured: fills the figures of a point; give --as-point [ID]")
+    from gpuarch.perf.quant import QuantFormat
+
     benches = tuple(b for path in args.measured for b in read_bench_results(path))
     for bench in benches:
+        bench.check_server(args.schedule, kv is QuantFormat.FP8)
         for flag, given, mean in (("--input-len", args.input_len, bench.input_len),
                                   ("--output-len", args.output_len, bench.output_len)):
             # (a length below 1 is the estimate's own error to give)
@@ -758,7 +762,7 @@ def cmd_infer(args: argparse.Namespace) -> int:
     # asked of a Hopper), and why
     kv_run = kv_cache_run(catalog, product, kv)
     kv = kv_run.format
-    bench = _measured_run(args)
+    bench = _measured_run(args, kv)
     _check_load_flags(args)
     _check_model_flags(args, shape)
     lengths, output_len_cv = lengths_flag(args)

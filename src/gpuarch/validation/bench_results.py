@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import math
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +55,23 @@ class BenchResult:
     output_len_cv: float | None
     output_tokens_per_s: float
     latencies: dict[str, float]  # a load run's figures: ttft_mean_s, tpot_p99_s, ...
+    # the server's settings where the tool saved them (SGLang's server_info: its server
+    # arguments), else empty
+    server: dict[str, Any] = field(default_factory=dict)
+
+    def check_server(self, schedule: str, kv_fp8: bool) -> None:
+        """Raise GpuarchError where the server the run measured had settings the estimate's
+        flags contradict: SGLang's --enable-mixed-chunk (prefill mixed into the decode
+        batch) against --schedule, an FP8 --kv-cache-dtype against a 16-bit KV cache."""
+        mixed = self.server.get("enable_mixed_chunk")
+        if isinstance(mixed, bool) and mixed != (schedule == "mixed"):
+            raise GpuarchError(f"--schedule {schedule}: the server of {self.where} ran with "
+                               f"enable_mixed_chunk {str(mixed).lower()}; give --schedule "
+                               f"{'mixed' if mixed else 'separate'}")
+        kv = self.server.get("kv_cache_dtype")
+        if isinstance(kv, str) and kv.startswith("fp8") and not kv_fp8:
+            raise GpuarchError(f"--kv-precision: the server of {self.where} kept its KV cache "
+                               f"in {kv}; give --kv-precision fp8")
 
     @property
     def kind(self) -> str:
@@ -195,4 +212,5 @@ def _result(name: str, result: dict[str, Any]) -> BenchResult:
         input_len_cv=_spread(name, result, "input_lens"),
         output_len_cv=_spread(name, result, "output_lens"),
         output_tokens_per_s=_number(name, result, "output_throughput"),
-        latencies=latencies)
+        latencies=latencies,
+        server=server if isinstance(server := result.get("server_info"), dict) else {})
