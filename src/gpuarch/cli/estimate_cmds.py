@@ -259,11 +259,11 @@ def _measured_run(args: argparse.Namespace, kv: Any) -> Any:
     if args.measured is None:
         return None
     from gpuarch.estimate.inference import Batching
+    from gpuarch.perf.quant import QuantFormat
     from gpuarch.validation.bench_results import LENGTH_TOLERANCE, read_bench_results
 
     if args.as_point is None:
         raise GpuarchError("--measured: fills the figures of a point; give --as-point [ID]")
-    from gpuarch.perf.quant import QuantFormat
 
     benches = tuple(b for path in args.measured for b in read_bench_results(path))
     for bench in benches:
@@ -1291,7 +1291,7 @@ def cmd_validate_load(args: argparse.Namespace) -> int:
         check_choice("--prompts", drawn, PROMPT_LENGTHS)
         runs = select_runs(load_runs(), args.match)
         rows = validate_load(load_catalog(), requests=requests, schedule=args.schedule,
-                             prompts=drawn, match=args.match)
+                             prompts=drawn, runs=runs)
         prompts = {"drawn_from": drawn,
                    "source": load_prompt_lengths().source if drawn == "dataset" else None}
         title = None

@@ -25,6 +25,7 @@ from typing import Any
 
 from gpuarch.errors import GpuarchError, is_positive_number
 from gpuarch.files import read_input_text
+from gpuarch.units import Unit, to_si
 
 __all__ = ["LENGTH_TOLERANCE", "BenchResult", "read_bench_results"]
 
@@ -203,7 +204,7 @@ def _result(name: str, result: dict[str, Any]) -> BenchResult:
         if stat in _STATISTICS and figure in _LATENCY and rest.endswith("_ms") \
                 and value != 0:
             latencies[f"{_LATENCY[figure]}_{_STATISTICS[stat]}_s"] = \
-                _number(name, result, key) / 1000
+                to_si(_number(name, result, key), Unit.MS)
     return BenchResult(
         tool=tool, where=name, rate_per_s=rate, max_concurrency=concurrency,
         completed=completed,

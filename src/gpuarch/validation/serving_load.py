@@ -241,17 +241,16 @@ def select_runs(runs: Sequence[TrainingPoint], match: Sequence[str]) -> list[Tra
 
 def validate_load(catalog: Catalog, *, requests: int = LOAD_REQUESTS,
                   schedule: str | None = None, prompts: str = PROMPT_LENGTHS[0],
-                  match: Sequence[str] = (),
+                  runs: Sequence[TrainingPoint] | None = None,
                   efficiency: Efficiency = DEFAULT_EFFICIENCY) -> list[LoadComparison]:
-    """Every run's figures (of the runs ``match`` selects, ``select_runs``) beside the
-    simulation's, at both loads (``LOADS``), the prompts as ``prompts`` says
+    """Every run's figures (``runs``, default every shipped one; ``select_runs`` picks some)
+    beside the simulation's, at both loads (``LOADS``), the prompts as ``prompts`` says
     (``PROMPT_LENGTHS``)."""
     if schedule is not None and schedule not in SCHEDULES:
         raise GpuarchError(f"--schedule: expected one of {', '.join(SCHEDULES)}, "
                            f"got {schedule!r}")
     check_choice("--prompts", prompts, PROMPT_LENGTHS)
-    runs = select_runs(load_runs(), match)
-    return [row for load in LOADS for run in runs
+    return [row for load in LOADS for run in (load_runs() if runs is None else runs)
             for row in compare_run(catalog, run, requests=requests, schedule=schedule,
                                    load=load, prompts=prompts, efficiency=efficiency)]
 

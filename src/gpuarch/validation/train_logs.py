@@ -28,6 +28,7 @@ from pathlib import Path
 
 from gpuarch.errors import GpuarchError
 from gpuarch.files import read_input_text
+from gpuarch.units import Unit, to_si
 
 __all__ = ["MIN_STEPS", "TrainingLog", "read_training_log"]
 
@@ -37,15 +38,15 @@ MIN_STEPS = 3
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 _FORMATS = (
-    # (framework, the step's number, the figure, its scale to the point's unit, the batch)
+    # (framework, the step's number, the figure, the unit it is printed in, the batch)
     ("Megatron-LM log", re.compile(r"\biteration\s+(\d+)\s*/\s*\d+\s*\|"),
-     re.compile(r"elapsed time per iteration \(ms\):\s*([0-9.]+)"), 1e-3,
+     re.compile(r"elapsed time per iteration \(ms\):\s*([0-9.]+)"), Unit.MS,
      re.compile(r"global batch size:\s*(\d+)")),
     ("NeMo log", re.compile(r"Training epoch \d+, iteration (\d+)/\d+"),
-     re.compile(r"train_step_timing in s:\s*([0-9.]+(?:[eE][-+]?\d+)?)"), 1.0,
+     re.compile(r"train_step_timing in s:\s*([0-9.]+(?:[eE][-+]?\d+)?)"), Unit.NONE,
      re.compile(r"global_batch_size:\s*(\d+)")),
     ("torchtitan log", re.compile(r"\bstep:\s*(\d+)\s"),
-     re.compile(r"\b[tw]ps:\s*([0-9][0-9,]*)"), 1.0, None),
+     re.compile(r"\b[tw]ps:\s*([0-9][0-9,]*)"), Unit.NONE, None),
 )
 
 
@@ -76,7 +77,7 @@ def _records(path: Path) -> tuple[str, list[tuple[int, float, int | None]]]:
     # (a log with a stray byte is still read: only its step lines matter)
     text = read_input_text(path, "--measured", errors="replace")
     lines = [_ANSI.sub("", line) for line in text.splitlines()]
-    for framework, step_re, figure_re, scale, batch_re in _FORMATS:
+    for framework, step_re, figure_re, unit, batch_re in _FORMATS:
         seen: dict[int, tuple[int, float, int | None]] = {}
         for line in lines:
             if "validat" in line:  # a validation pass's line, not a training step's
@@ -87,7 +88,7 @@ def _records(path: Path) -> tuple[str, list[tuple[int, float, int | None]]]:
             number = int(step.group(1))
             batch = batch_re.search(line) if batch_re else None
             try:
-                value = float(figure.group(1).replace(",", "")) * scale
+                value = to_si(float(figure.group(1).replace(",", "")), unit)
             except ValueError:
                 continue
             if number not in seen and math.isfinite(value) and value > 0:
