@@ -48,6 +48,7 @@ kv_precision = "fp8"
 input_len = 2048
 output_len = 512
 rate_per_s = 3
+arrivals = "uniform"
 tpot_mean_s = 0.02
 latency_mean_s = 12.0
 """
@@ -59,7 +60,7 @@ RUN_FLAGS = {
                   "--rate", "12"),
     "70b-tp2-rate3": ("--model", "llama-3.1-70b", "--gpu", "h200", "--gpus", "2", "--tp", "2",
                       "--weight-precision", "fp8", "--kv-precision", "fp8", "--input-len",
-                      "2048", "--output-len", "512", "--rate", "3"),
+                      "2048", "--output-len", "512", "--rate", "3", "--arrivals", "uniform"),
 }
 
 
@@ -113,6 +114,11 @@ def test_own_load_runs_are_replayed_at_their_own_rate(capsys: pytest.CaptureFixt
             # (the JSON's figures carry six significant digits)
             assert row["error"] == pytest.approx(row["predicted"] / row["published"] - 1,
                                                  abs=1e-5)
+    # evenly spaced arrivals queue less than a Poisson stream of the same rate: the run's
+    # arrivals field is what was replayed
+    poisson = _simulated(capsys, RUN_FLAGS["70b-tp2-rate3"][:-2])
+    uniform = {r["metric"]: r["predicted"] for r in doc["rows"] if r["id"] == "70b-tp2-rate3"}
+    assert uniform["latency_mean_s"] < poisson["latency_mean_s"]
     status, text, err = run(capsys, "validate", "load", "--data", data, "--requests", REQUESTS)
     assert status == 0 and "Your measured runs (runs.toml)" in text
     assert "TPOT p50 (pub., err.)" in text and "At the measured load" not in text
@@ -145,6 +151,10 @@ def _bad(extra: str, drop: str = "") -> str:
     (_bad("").replace("tpot_mean_s = 0.02", "tpot_mean_s = -0.02"),
      "tpot_mean_s = -0.02: expected a measured figure > 0"),
     (_bad("input_len_cv = -0.1"), "input_len_cv = -0.1: expected a spread >= 0"),
+    (_bad("", drop='arrivals = "uniform"\n') + 'arrivals = "unifrom"\n',
+     "arrivals: expected one of poisson, uniform, got 'unifrom'; did you mean 'uniform'?"),
+    (_bad("", drop='arrivals = "uniform"\n') + 'arrivals = "trace"\n',
+     "arrivals: expected one of poisson, uniform, got 'trace'"),
     (_bad('offline = "mlperf-inf40-h100-sxm5-80gb-llama-2-70b-fp8"'),
      "offline names a shipped Offline point"),
     (_bad("tpot_p95_s = 0.03"), "unknown key 'tpot_p95_s'; did you mean"),
@@ -176,12 +186,13 @@ def test_a_run_at_a_rate_written_as_a_point_is_replayed_as_simulated(
     """estimate infer --rate --as-point writes a load run (no mode: the rate decides the
     batch) that validate load --data replays exactly as estimate infer --simulate did."""
     flags = RUN_FLAGS[run_id]
-    # --input-len-cv shapes a --simulate replay, so it is written with one
-    sim = ("--simulate", REQUESTS) if "--input-len-cv" in flags else ()
+    # --input-len-cv and --arrivals shape a --simulate replay, so they are written with one
+    sim = ("--simulate", REQUESTS) if {"--input-len-cv", "--arrivals"} & set(flags) else ()
     status, text, err = run(capsys, "estimate", "infer", *flags, *sim, "--as-point", run_id)
     assert status == 0 and err == "", err
     assert "rate_per_s = " in text and "mode = " not in text
-    assert ("input_len_cv = 0.3" in text) == bool(sim)
+    assert ("input_len_cv = 0.3" in text) == ("--input-len-cv" in flags)
+    assert ('arrivals = "uniform"' in text) == ("--arrivals" in flags)
     data = _file(tmp_path, text + "ttft_mean_s = 0.1\ntpot_p99_s = 0.03\n")
     status, out, err = run(capsys, "validate", "load", "--data", data, "--requests", REQUESTS,
                            "--json")
@@ -194,7 +205,7 @@ def test_a_run_at_a_rate_written_as_a_point_is_replayed_as_simulated(
 
 
 @pytest.mark.parametrize(("extra", "message"), [
-    (("--simulate", "100", "--arrivals", "uniform"), "not with --arrivals"),
+    (("--simulate", "100", "--arrivals", "trace"), "not with --arrivals trace"),
     (("--model", "llama-3.1-70b"), "does not fit on H100 SXM5 80GB with these formats and "
      "parallelism (not even one sequence), so a stream of its requests cannot be replayed"),
     (("--simulate", "100", "--slo-ttft-ms", "200"), "not with --slo-ttft-ms/--slo-tpot-ms"),

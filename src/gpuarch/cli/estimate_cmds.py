@@ -292,6 +292,12 @@ def _measured_run(args: argparse.Namespace, kv: Any) -> Any:
                 raise GpuarchError(f"{flag}: with {len(benches)} measured runs each keeps "
                                    "its own rate, concurrency or request count; leave it out")
     sent = first.how_sent()
+    if args.arrivals is not None:
+        for bench in benches:
+            if bench.kind == "rate" and bench.arrivals != args.arrivals:
+                raise GpuarchError(f"--arrivals {args.arrivals}: {bench.where} sent its "
+                                   f"requests {bench.how_sent()} ({bench.arrivals} arrivals); "
+                                   "leave --arrivals out to take the file's")
     if first.kind == "rate":
         if given_batch or (args.rate is not None
                            and abs(args.rate / first.rate_per_s - 1) > 0.005):
@@ -326,9 +332,9 @@ def _print_serving_point(args: argparse.Namespace, shape: TransformerShape, prod
     _check_point_run(args, ((sweep, "a list of --batch"), (args.launch, "--launch"),
                             (args.calibration, "--calibration"),
                             (args.prefill_gpus is not None, "--prefill-gpus"),
-                            *((given, f"{flag} (a load run is replayed as a Poisson stream of "
-                                      "requests of the run's lengths)")
-                              for given, flag in ((args.arrivals is not None, "--arrivals"),
+                            *((given, f"{flag} (a load run is replayed as a stream of "
+                                      "requests of the run's lengths at its rate)")
+                              for given, flag in ((args.arrivals == "trace", "--arrivals trace"),
                                                   (args.lengths is not None, "--lengths"))),
                             (args.slo_ttft_ms is not None or args.slo_tpot_ms is not None,
                              "--slo-ttft-ms/--slo-tpot-ms (a point holds what was measured)")))
@@ -343,7 +349,7 @@ def _print_serving_point(args: argparse.Namespace, shape: TransformerShape, prod
             hint = ("output_tokens_per_s = ...  (or output_tokens_per_s_per_gpu, ttft_s, "
                     "tpot_s, request_latency_s): what you measured")
         else:
-            _as_load_run(point, args.rate, args.input_len_cv)
+            _as_load_run(point, args.rate, args.input_len_cv, args.arrivals)
             hint = ("ttft_mean_s = ...  tpot_p99_s = ...  (the mean, p50, p90 or p99 of "
                     "ttft, tpot or latency, in seconds): what your requests saw; compare "
                     "with 'gpuarch validate load --data FILE'")
@@ -366,7 +372,7 @@ def _print_serving_point(args: argparse.Namespace, shape: TransformerShape, prod
             cv = args.input_len_cv
             if cv is None and (bench.input_len_cv or 0) > _SPREAD_FLOOR:
                 cv = round(bench.input_len_cv, 3)
-            _as_load_run(point, bench.rate_per_s, cv)
+            _as_load_run(point, bench.rate_per_s, cv, bench.arrivals)
         figures = bench.figures()
         if not figures:
             raise GpuarchError(f"--measured: {bench.where} saved no figure a point takes "
@@ -392,11 +398,17 @@ def _emit_points(args: argparse.Namespace, points: list[tuple[dict[str, Any], st
     return 0
 
 
-def _as_load_run(point: dict[str, Any], rate: float, input_len_cv: float | None) -> None:
+def _as_load_run(point: dict[str, Any], rate: float, input_len_cv: float | None,
+                 arrivals: str | None) -> None:
     """Turn a written serving point into a load run at ``rate``: no mode (the loader's
-    default; the rate decides the batch), the rate, the prompts' spread where given."""
+    default; the rate decides the batch), the rate, how the requests arrived where not the
+    default Poisson stream, the prompts' spread where given."""
+    from gpuarch.validation.serving_load import ARRIVALS
+
     del point["mode"]
     point["rate_per_s"] = rate
+    if arrivals not in (None, ARRIVALS[0]):
+        point["arrivals"] = arrivals
     if input_len_cv:
         point["input_len_cv"] = input_len_cv
 

@@ -59,6 +59,7 @@ class BenchResult:
     # the server's settings where the tool saved them (SGLang's server_info: its server
     # arguments), else empty
     server: dict[str, Any] = field(default_factory=dict)
+    arrivals: str = "poisson"  # a rate's requests: a Poisson stream or evenly spaced (uniform)
 
     def check_server(self, schedule: str, kv_fp8: bool) -> None:
         """Raise GpuarchError where the server the run measured had settings the estimate's
@@ -85,7 +86,8 @@ class BenchResult:
     def how_sent(self) -> str:
         """How the run sent its requests, in words."""
         if self.rate_per_s is not None:
-            return f"at {self.rate_per_s:g} requests/s"
+            spacing = " evenly spaced" if self.arrivals == "uniform" else ""
+            return f"at {self.rate_per_s:g} requests/s{spacing}"
         if self.max_concurrency is not None:
             return f"with {self.max_concurrency} requests in flight"
         return f"all {self.completed} requests at once"

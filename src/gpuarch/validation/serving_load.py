@@ -41,8 +41,8 @@ from gpuarch.validation.training import (
     read_points,
 )
 
-__all__ = ["LOADGEN_FIGURES", "LOADS", "LOAD_FILE", "LOAD_REQUESTS", "METRICS", "PROMPTS_FILE",
-           "PROMPT_LENGTHS", "LoadComparison", "PromptLengths", "compare_run",
+__all__ = ["ARRIVALS", "LOADGEN_FIGURES", "LOADS", "LOAD_FILE", "LOAD_REQUESTS", "METRICS",
+           "PROMPTS_FILE", "PROMPT_LENGTHS", "LoadComparison", "PromptLengths", "compare_run",
            "compare_user_runs", "load_prompt_lengths", "load_runs", "offline_ratio",
            "select_runs", "simulate_run", "summarize_load", "validate_load"]
 
@@ -62,9 +62,17 @@ LOAD_REQUESTS = 20_000
 """Requests per replica each run is replayed with (the first tenth warm up): enough that a
 run's 99th percentiles move by a few percent from seed to seed."""
 
-RUN_KEYS = POINT_KEYS | frozenset({"rate_per_s", "input_len_cv", "offline", *METRICS})
+RUN_KEYS = POINT_KEYS | frozenset({"rate_per_s", "input_len_cv", "arrivals", "offline",
+                                    *METRICS})
 """Every key a run may carry; another is a typo the loader names. ``input_len_cv``: the
-prompts vary in length around ``input_len`` (a gamma spread, as ``--input-len-cv``)."""
+prompts vary in length around ``input_len`` (a gamma spread, as ``--input-len-cv``);
+``arrivals``: how the requests were spaced (``ARRIVALS``)."""
+
+ARRIVALS = ("poisson", "uniform")
+"""How a run's requests arrived at its rate, and are replayed: a Poisson stream (the
+default; MLPerf's Server scenario, vLLM's and SGLang's benchmarks at burstiness 1, AIPerf's
+default) or evenly spaced (AIPerf's constant rate mode), as ``--arrivals`` simulates them. A
+trace's own times are not a point's to hold."""
 
 LOADS = ("scheduled", "measured")
 """The two rates a run is replayed at: its scheduled rate, and the load it had on the
@@ -162,7 +170,8 @@ def simulate_run(catalog: Catalog, run: TrainingPoint, *, requests: int = LOAD_R
                  prompts: str = PROMPT_LENGTHS[0],
                  efficiency: Efficiency = DEFAULT_EFFICIENCY) -> Simulation:
     """One run replayed at its scheduled rate times ``rate_scale`` on its schedule (or
-    ``schedule``), its prompts as ``prompts`` says (``PROMPT_LENGTHS``)."""
+    ``schedule``), its requests arriving as its ``arrivals`` say (``ARRIVALS``), its prompts
+    as ``prompts`` says (``PROMPT_LENGTHS``)."""
     product = catalog.product(run.get("gpu"))
     system = point_system(catalog, run, product)
     cfg = point_config(run, system.gpus_per_node if system else 8, product)
@@ -170,7 +179,8 @@ def simulate_run(catalog: Catalog, run: TrainingPoint, *, requests: int = LOAD_R
         cfg = dataclasses.replace(cfg, schedule=schedule)
     return simulate_serving(catalog, point_shape(run), product, cfg,
                             float(run.get("rate_per_s")) * rate_scale, requests=requests,
-                            seed=seed, system=system, efficiency=efficiency,
+                            seed=seed, arrivals=str(run.get("arrivals") or ARRIVALS[0]),
+                            system=system, efficiency=efficiency,
                             input_len_cv=float(run.get("input_len_cv") or 0.0),
                             input_quantiles=load_prompt_lengths().quantiles
                             if prompts == "dataset" else None)

@@ -26,7 +26,7 @@ from gpuarch.estimate.inference import SCHEDULES
 from gpuarch.estimate.memory import Recompute
 from gpuarch.perf.precision import Precision
 from gpuarch.perf.quant import QuantFormat
-from gpuarch.validation.serving_load import METRICS
+from gpuarch.validation.serving_load import ARRIVALS, METRICS
 from gpuarch.validation.stats import ErrorSummary
 from gpuarch.validation.training import TrainingPoint, check_point_keys
 from gpuarch.workloads.shape import FfnKind, NormKind, Position
@@ -71,7 +71,7 @@ CHOICES: dict[Kind, dict[str, tuple[str, ...]]] = {
                  "tflops_convention": ("model-flops", "megatron-hfu", "unspecified")},
     "inference": {**_SERVING_CHOICES, "mode": ("static-batch", "serving", "max-throughput")},
     # (a load run's mode: _check_load_run)
-    "load": _SERVING_CHOICES,
+    "load": {**_SERVING_CHOICES, "arrivals": ARRIVALS},
 }
 """Fields whose readers convert the value without a message of their own (an enum, or a
 mode the reader tells apart by ``if``): checked here. The other fixed-set fields (a
