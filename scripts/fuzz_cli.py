@@ -254,6 +254,57 @@ def bench_result_calls(folder: Path) -> Iterator[list[str]]:
             yield base
 
 
+AIPERF_RESULT: dict[str, Any] = {
+    "schema_version": "1.2",
+    "time_to_first_token": {"unit": "ms", "avg": 50.0, "p50": 45.0, "p99": 120.0},
+    "inter_token_latency": {"unit": "ms", "avg": 12.0, "p90": 14.0},
+    "request_latency": {"unit": "ms", "avg": 1300.0, "p99": 1500.0},
+    "output_token_throughput": {"unit": "tokens/sec", "avg": 400.0},
+    "input_sequence_length": {"unit": "tokens", "avg": 1000.0, "std": 10.0},
+    "output_sequence_length": {"unit": "tokens", "avg": 100.0, "std": 5.0},
+    "request_count": {"unit": "requests", "avg": 100.0},
+    "input_config": {"loadgen": {"request_rate": 4.0, "request_rate_mode": "poisson"},
+                     "phases": [{"name": "profiling", "type": "poisson", "rate": 4.0,
+                                 "concurrency": None, "requests": 100}]},
+}
+"""An AIPerf ``profile_export_aiperf.json``, both settings layouts (each fuzzed alone: the
+phases are dropped while the loadgen table is, and kept while the phases are)."""
+
+
+def _leaves(doc: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
+    """Every path to a value (and to each table and list) of a JSON document."""
+    if path:
+        yield path
+    items = doc.items() if isinstance(doc, dict) else enumerate(doc) \
+        if isinstance(doc, list) else ()
+    for key, value in items:
+        yield from _leaves(value, (*path, key))
+
+
+def aiperf_result_calls(folder: Path) -> Iterator[list[str]]:
+    """``estimate infer --as-point --measured FILE`` on AIPerf results, each value (table,
+    list) of ``AIPERF_RESULT`` set, in turn, to each of ``BENCH_VALUES``, or left out."""
+    path = folder / "profile_export_aiperf.json"
+    base = ["estimate", "infer", "--model", "llama-3.1-8b", "--gpu", "h100", "--input-len",
+            "1000", "--output-len", "100", "--as-point", "--measured", str(path)]
+    for leaf in _leaves(AIPERF_RESULT):
+        for value in (*BENCH_VALUES, "<left out>"):
+            result = json.loads(json.dumps(AIPERF_RESULT))
+            settings = result["input_config"]
+            del settings["phases" if leaf[:2] != ("input_config", "phases") else "loadgen"]
+            node = result
+            for key in leaf[:-1]:
+                node = node[key]
+            if leaf[-1] not in (node if isinstance(node, dict) else range(len(node))):
+                continue  # the other layout's, dropped above
+            if value == "<left out>":
+                node.pop(leaf[-1])
+            else:
+                node[leaf[-1]] = value
+            path.write_text(json.dumps(result))
+            yield base
+
+
 LOG_LINES = (
     " iteration {step}/ 100 | elapsed time per iteration (ms): {value} | global batch size: 64 |",
     "Training epoch 0, iteration {step}/99 | global_batch_size: 64 | train_step_timing in s: "
@@ -416,6 +467,7 @@ def main_(argv: list[str] | None = None) -> int:
         for call in itertools.chain(flag_calls(commands), small_dimension_calls(),
                                     measured_run_calls(Path(tmp)), load_point_calls(),
                                     bench_result_calls(Path(tmp)),
+                                    aiperf_result_calls(Path(tmp)),
                                     training_log_calls(Path(tmp)),
                                     calibration_calls(Path(tmp)), op_check_calls(Path(tmp)),
                                     fake_machine_calls(Path(tmp)),

@@ -37,8 +37,10 @@ class Unit(Enum):
     TERA_PER_S = ("e12", 1e12)  # a count per second in units of 10^12 (weights a kernel converts)
     WATT = ("W", 1.0)
     KW = ("kW", 1e3)
+    S = ("s", 1.0)
     MS = ("ms", 1e-3)
     US = ("us", 1e-6)
+    NS = ("ns", 1e-9)
     MB = ("MB", 1e6)  # decimal megabytes
     GB = ("GB", 1e9)  # decimal gigabytes
     MINUTE = ("min", 60.0)

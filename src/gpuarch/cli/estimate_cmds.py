@@ -1798,7 +1798,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p.add_argument("--measured", type=Path, nargs="+", metavar="FILE",
                    help="with --as-point: fill the point's figures from saved benchmark "
                         "results (vLLM's 'vllm bench serve --save-result' JSON, SGLang's "
-                        "'bench_serving --output-file' lines): a point a run, at its rate, "
+                        "'bench_serving --output-file' lines, AIPerf's "
+                        "profile_export_aiperf.json): a point a run, at its rate, "
                         "concurrency or all at once, with its lengths' spread, checked "
                         "against --input-len and --output-len")
     p.add_argument("--launch", type=engine_choice("--launch", SERVING_LAUNCH),

@@ -1,6 +1,7 @@
 """A serving benchmark's saved result read as a measured run: vLLM's ``vllm bench serve
---save-result`` JSON (also ``benchmarks/benchmark_serving.py``'s) and SGLang's
-``python -m sglang.bench_serving --output-file`` JSON lines.
+--save-result`` JSON (also ``benchmarks/benchmark_serving.py``'s), SGLang's
+``python -m sglang.bench_serving --output-file`` JSON lines and AIPerf's
+``profile_export_aiperf.json`` (``validation/aiperf_results.py``).
 
 Both tools send requests to a running server and save what they saw: how the requests were
 sent (a Poisson rate, every request at once, and at most so many in flight), how many
@@ -125,8 +126,8 @@ def _lines(path: Path) -> list[tuple[int, dict[str, Any]]]:
             result = json.loads(line)
         except json.JSONDecodeError as exc:
             raise GpuarchError(f"--measured: {path.name}: line {n} is not JSON ({exc.msg}): "
-                               "expected vLLM's --save-result file or SGLang's --output-file "
-                               "lines") from None
+                               "expected vLLM's --save-result file, SGLang's --output-file "
+                               "lines or AIPerf's profile_export_aiperf.json") from None
         if not isinstance(result, dict):
             raise GpuarchError(f"--measured: {path.name}: line {n} is not a JSON object")
         results.append((n, result))
@@ -172,9 +173,23 @@ def read_bench_results(path: Path) -> tuple[BenchResult, ...]:
     file (and line) and the key: a result without the counts and figures both tools save, a
     stream that is not Poisson (vLLM's burstiness other than 1), and a rate with a cap on the
     requests in flight (neither the steady state nor the simulation models both)."""
+    from gpuarch.validation.aiperf_results import (
+        is_aiperf_records,
+        is_aiperf_result,
+        read_aiperf_result,
+    )
+
     lines = _lines(path)
-    return tuple(_result(path.name if n == 0 or len(lines) == 1 else f"{path.name} line {n}",
-                         result) for n, result in lines)
+    runs = []
+    for n, result in lines:
+        name = path.name if n == 0 or len(lines) == 1 else f"{path.name} line {n}"
+        if is_aiperf_records(result):
+            raise GpuarchError(f"--measured: {name}: one of AIPerf's per-request records "
+                               "(profile_export.jsonl); give the run's "
+                               "profile_export_aiperf.json")
+        runs.append(read_aiperf_result(name, result) if is_aiperf_result(result)
+                    else _result(name, result))
+    return tuple(runs)
 
 
 def _result(name: str, result: dict[str, Any]) -> BenchResult:
