@@ -230,7 +230,12 @@ BENCH_RESULT: dict[str, Any] = {
     "output_throughput": 400.0, "mean_ttft_ms": 50.0, "median_ttft_ms": 45.0,
     "p99_ttft_ms": 120.0, "mean_tpot_ms": 12.0, "p99_tpot_ms": 15.0, "mean_e2el_ms": 1300.0,
     "input_lens": [1000] * 100, "output_lens": [100] * 100,
-    "server_info": {"enable_mixed_chunk": False, "kv_cache_dtype": "auto"}}
+    "server_info": {"enable_mixed_chunk": False, "kv_cache_dtype": "auto", "tp_size": 1,
+                    "dp_size": 1, "enable_dp_attention": False, "ep_size": 1, "pp_size": 1,
+                    "max_running_requests": None, "quantization": None,
+                    "enable_two_batch_overlap": False, "ep_num_redundant_experts": 0,
+                    "moe_a2a_backend": "none", "speculative_algorithm": None,
+                    "speculative_num_draft_tokens": None}}
 """A saved ``vllm bench serve`` result (with SGLang's server_info), the base of the
 ``--measured`` files below."""
 
@@ -245,11 +250,16 @@ def bench_result_calls(folder: Path) -> Iterator[list[str]]:
     path = folder / "result.json"
     base = ["estimate", "infer", "--model", "llama-3.1-8b", "--gpu", "h100", "--input-len",
             "1000", "--output-len", "100", "--as-point", "--measured", str(path)]
-    for key in BENCH_RESULT:
+    server = BENCH_RESULT["server_info"]
+    for key in (*BENCH_RESULT, *(("server_info", k) for k in server)):
         for value in (*BENCH_VALUES, "<left out>"):
-            result = {k: v for k, v in BENCH_RESULT.items() if k != key}
+            result = json.loads(json.dumps(BENCH_RESULT))
+            # a key of the result, or of its saved server settings
+            table, name = (result["server_info"], key[1]) if isinstance(key, tuple) \
+                else (result, key)
+            table.pop(name)
             if value != "<left out>":
-                result[key] = value
+                table[name] = value
             path.write_text(json.dumps(result))
             yield base
 

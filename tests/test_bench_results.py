@@ -160,6 +160,8 @@ def test_a_one_token_answers_tpot_of_zero_is_left_out(tmp_path: Path) -> None:
     ({**VLLM_RATE, "p99_ttft_ms": -3}, (), "p99_ttft_ms = -3: expected a number above zero"),
     ({**VLLM_RATE, "input_lens": ["x"]}, (), "input_lens: expected a list of token counts"),
     ("{not json", (), "line 1 is not JSON"),
+    (SGLANG_CONCURRENCY.replace('{"backend"', '{"server_info": {"tp_size": 0}, "backend"'), (),
+     "result.json: server_info.tp_size = 0: expected a whole number >= 1"),
 ])
 def test_a_result_that_is_not_one_run_the_model_can_compare_is_refused(
         capsys: pytest.CaptureFixture[str], tmp_path: Path, content: Any,
@@ -245,3 +247,85 @@ def test_sglangs_saved_server_settings_are_held_to_the_flags(
     status, out, err = run(capsys, "estimate", "infer", *flags[:-1],
                            _write(tmp_path, quiet), "--schedule", "mixed")
     assert status == 2 and "give --schedule separate" in err
+
+
+def _sglang_with(tmp_path: Path, server: dict[str, Any], name: str = "result.json") -> str:
+    """SGLANG_CONCURRENCY's run with ``server`` as its saved server_info."""
+    return _write(tmp_path, SGLANG_CONCURRENCY.replace(
+        '{"backend"', '{"server_info": ' + json.dumps(server) + ', "backend"'), name)
+
+
+DENSE = [*LLAMA_8B, "--input-len", "2048", "--output-len", "512", "--as-point"]
+MOE = ["--model", "qwen3-30b-a3b", "--gpu", "h100", "--input-len", "2048", "--output-len",
+       "512", "--as-point"]
+
+
+MOE8 = [*MOE, "--gpus", "8"]
+ADP = {"tp_size": 8, "dp_size": 8, "enable_dp_attention": True, "ep_size": 8}
+
+
+@pytest.mark.parametrize(("flags", "server", "message", "fixed"), [
+    # a dense model's tensor parallelism, replicas and pipeline
+    (DENSE, {"tp_size": 2}, "--tp 1: the server of result.json ran with tp_size 2; give --tp 2",
+     [*DENSE, "--tp", "2"]),
+    ([*DENSE, "--tp", "2"], {"tp_size": 2, "dp_size": 2},
+     "--gpus 2: the server of result.json ran on 4 GPUs (tp_size 2 x dp_size 2); give --gpus "
+     "4 (or a multiple", [*DENSE, "--tp", "2", "--gpus", "4"]),
+    (DENSE, {"tp_size": 1, "pp_size": 2}, "--pp 1: the server of result.json ran with "
+     "pp_size 2; give --pp 2", [*DENSE, "--pp", "2", "--gpus", "2"]),
+    # the engine's batch cap
+    (DENSE, {"tp_size": 1, "max_running_requests": 128}, "--max-batch-size: the server of "
+     "result.json ran with max_running_requests 128; give --max-batch-size 128",
+     [*DENSE, "--max-batch-size", "128"]),
+    # the weights' format from the quantization method; speculative decoding
+    (DENSE, {"quantization": "fp8"}, "--weight-precision bf16: the server of result.json ran "
+     "with quantization fp8; give --weight-precision fp8",
+     [*DENSE, "--weight-precision", "fp8"]),
+    (DENSE, {"speculative_algorithm": "EAGLE3", "speculative_num_draft_tokens": 4},
+     "--speculative-tokens: the server of result.json decoded speculatively (EAGLE3, 4 draft "
+     "tokens); give --speculative-tokens K",
+     [*DENSE, "--speculative-tokens", "3", "--acceptance-length", "2.5"]),
+    ([*DENSE, "--speculative-tokens", "3", "--acceptance-length", "2.5"],
+     {"speculative_algorithm": None}, "--speculative-tokens 3: the server of result.json "
+     "decoded without speculation; leave it out", DENSE),
+    # a MoE server: DP attention with expert parallelism, as --launch sglang writes it
+    ([*MOE8, "--tp", "8", "--ep", "8"], ADP,
+     "--tp 8 --ep 8: the server of result.json ran with tp_size 8, dp_size 8 with DP "
+     "attention, ep_size 8; give --tp 1 --ep 8", [*MOE8, "--tp", "1", "--ep", "8"]),
+    ([*MOE8, "--tp", "8", "--ep", "8"], {"tp_size": 8, "ep_size": 1},
+     "ran with tp_size 8, ep_size 1; give --tp 8 --ep 1", [*MOE8, "--tp", "8"]),
+    ([*MOE8, "--ep", "8"], {**ADP, "max_running_requests": 512},
+     "max_running_requests 512; give --max-batch-size 512 / 8 DP attention ranks = 64",
+     [*MOE8, "--ep", "8", "--max-batch-size", "64"]),
+    ([*MOE8, "--ep", "8"], {**ADP, "moe_a2a_backend": "deepep"},
+     "moe_a2a_backend deepep; give --moe-kernels sglang-deepep",
+     [*MOE8, "--ep", "8", "--moe-kernels", "sglang-deepep"]),
+    ([*MOE8, "--ep", "8", "--moe-kernels", "sglang-deepep"],
+     {**ADP, "moe_a2a_backend": "deepep", "enable_two_batch_overlap": True},
+     "enable_two_batch_overlap true; give --two-batch-overlap",
+     [*MOE8, "--ep", "8", "--moe-kernels", "sglang-deepep", "--two-batch-overlap"]),
+    ([*MOE8, "--ep", "8"], {**ADP, "ep_num_redundant_experts": 32},
+     "ep_num_redundant_experts 32; give --redundant-experts 32",
+     [*MOE8, "--ep", "8", "--redundant-experts", "32"]),
+])
+def test_a_sglang_servers_settings_are_held_to_the_flags(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, flags: list[str],
+        server: dict[str, Any], message: str, fixed: list[str]) -> None:
+    """Each saved setting the flags contradict is refused naming the flags that price the
+    server; given those, the point is written."""
+    data = _sglang_with(tmp_path, server)
+    status, out, err = run(capsys, "estimate", "infer", *flags, "--measured", data)
+    assert status == 2 and out == "" and message in err, err
+    status, out, err = run(capsys, "estimate", "infer", *fixed, "--measured", data)
+    assert status == 0 and err == "" and "[[point]]" in out, err
+
+
+def test_a_dp_attention_server_with_tensor_parallel_experts_is_priced_as_expert_parallel(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """An older server with DP attention and ep_size 1 (its experts split by TP) is read as
+    expert parallelism over its GPUs, the estimate's DP attention: --tp 1 --ep 8 passes."""
+    data = _sglang_with(tmp_path, {"tp_size": 8, "dp_size": 8, "enable_dp_attention": True,
+                                   "ep_size": 1})
+    status, out, err = run(capsys, "estimate", "infer", *MOE, "--gpus", "8", "--tp", "1",
+                           "--ep", "8", "--measured", data)
+    assert status == 0 and err == "" and "ep = 8" in out, err

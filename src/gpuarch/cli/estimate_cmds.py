@@ -247,27 +247,34 @@ def _print_point(args: argparse.Namespace, shape: TransformerShape, product: Any
                                        "validate training --data FILE'")])
 
 
-def _measured_run(args: argparse.Namespace, kv: Any) -> Any:
+def _measured_run(args: argparse.Namespace, weights: Any, kv: Any, moe: bool) -> Any:
     """--measured FILE... read (a tuple of ``validation.bench_results.BenchResult``, every
     run of every file, or None without it), and how the runs sent their requests set on
     ``args``: their rate, the requests held in flight (a continuous batch), or every request
     at once (an offline run of the ones that completed). For one run these flags may be
     given and must agree with the file; several runs must be of one kind and each keeps its
     own, so the flags are refused. Every run's mean lengths must match --input-len and
-    --output-len, and the server settings a file saved (SGLang's) --schedule and the KV
-    cache's format ``kv``."""
+    --output-len, and the server settings a file saved (SGLang's) the deployment's flags:
+    its formats (``weights``, ``kv``), parallelism and engine settings
+    (``validation/sglang_server.py``; ``moe``: the model routes to experts)."""
     if args.measured is None:
         return None
     from gpuarch.estimate.inference import Batching
-    from gpuarch.perf.quant import QuantFormat
     from gpuarch.validation.bench_results import LENGTH_TOLERANCE, read_bench_results
+    from gpuarch.validation.sglang_server import ServerFlags
 
     if args.as_point is None:
         raise GpuarchError("--measured: fills the figures of a point; give --as-point [ID]")
 
     benches = tuple(b for path in args.measured for b in read_bench_results(path))
+    server_flags = ServerFlags(
+        schedule=args.schedule, kv=kv, weights=weights, moe=moe,
+        gpus=args.gpus or args.tp * args.pp, tp=args.tp, pp=args.pp, ep=args.ep,
+        max_batch_size=args.max_batch_size, two_batch_overlap=args.two_batch_overlap,
+        redundant_experts=args.redundant_experts,
+        deepep=args.moe_kernels == "sglang-deepep", speculative_tokens=args.speculative_tokens)
     for bench in benches:
-        bench.check_server(args.schedule, kv is QuantFormat.FP8)
+        bench.check_server(server_flags)
         for flag, given, mean in (("--input-len", args.input_len, bench.input_len),
                                   ("--output-len", args.output_len, bench.output_len)):
             # (a length below 1 is the estimate's own error to give)
@@ -774,7 +781,7 @@ def cmd_infer(args: argparse.Namespace) -> int:
     # asked of a Hopper), and why
     kv_run = kv_cache_run(catalog, product, kv)
     kv = kv_run.format
-    bench = _measured_run(args, kv)
+    bench = _measured_run(args, weights, kv, shape.is_moe)
     _check_load_flags(args)
     _check_model_flags(args, shape)
     lengths, output_len_cv = lengths_flag(args)

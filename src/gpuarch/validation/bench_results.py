@@ -27,6 +27,7 @@ from typing import Any
 from gpuarch.errors import GpuarchError, is_positive_number
 from gpuarch.files import read_input_text
 from gpuarch.units import Unit, to_si
+from gpuarch.validation.sglang_server import ServerFlags, check_sglang_server
 
 __all__ = ["LENGTH_TOLERANCE", "BenchResult", "read_bench_results"]
 
@@ -62,19 +63,12 @@ class BenchResult:
     server: dict[str, Any] = field(default_factory=dict)
     arrivals: str = "poisson"  # a rate's requests: a Poisson stream or evenly spaced (uniform)
 
-    def check_server(self, schedule: str, kv_fp8: bool) -> None:
-        """Raise GpuarchError where the server the run measured had settings the estimate's
-        flags contradict: SGLang's --enable-mixed-chunk (prefill mixed into the decode
-        batch) against --schedule, an FP8 --kv-cache-dtype against a 16-bit KV cache."""
-        mixed = self.server.get("enable_mixed_chunk")
-        if isinstance(mixed, bool) and mixed != (schedule == "mixed"):
-            raise GpuarchError(f"--schedule {schedule}: the server of {self.where} ran with "
-                               f"enable_mixed_chunk {str(mixed).lower()}; give --schedule "
-                               f"{'mixed' if mixed else 'separate'}")
-        kv = self.server.get("kv_cache_dtype")
-        if isinstance(kv, str) and kv.startswith("fp8") and not kv_fp8:
-            raise GpuarchError(f"--kv-precision: the server of {self.where} kept its KV cache "
-                               f"in {kv}; give --kv-precision fp8")
+    def check_server(self, flags: ServerFlags) -> None:
+        """Raise GpuarchError where the server the run measured, as the tool saved its
+        settings (SGLang's server_info), had settings the estimate's ``flags`` contradict
+        (``validation/sglang_server.py``)."""
+        if self.server:
+            check_sglang_server(self.server, self.where, flags)
 
     @property
     def kind(self) -> str:
