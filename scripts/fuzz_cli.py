@@ -28,7 +28,7 @@ import signal
 import sys
 import tempfile
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -291,28 +291,76 @@ def _leaves(doc: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
         yield from _leaves(value, (*path, key))
 
 
-def aiperf_result_calls(folder: Path) -> Iterator[list[str]]:
-    """``estimate infer --as-point --measured FILE`` on AIPerf results, each value (table,
-    list) of ``AIPERF_RESULT`` set, in turn, to each of ``BENCH_VALUES``, or left out."""
-    path = folder / "profile_export_aiperf.json"
-    base = ["estimate", "infer", "--model", "llama-3.1-8b", "--gpu", "h100", "--input-len",
-            "1000", "--output-len", "100", "--as-point", "--measured", str(path)]
-    for leaf in _leaves(AIPERF_RESULT):
+def _json_leaf_calls(path: Path, doc: dict[str, Any], argv: list[str],
+                     prepare: Callable[[dict[str, Any], tuple[Any, ...]], None] | None = None
+                     ) -> Iterator[list[str]]:
+    """``argv`` on ``path`` holding ``doc`` with each of its values (tables, lists) set, in
+    turn, to each of ``BENCH_VALUES``, or left out; ``prepare`` first shapes the copy for
+    the value's path (a leaf it removes is skipped)."""
+    for leaf in _leaves(doc):
         for value in (*BENCH_VALUES, "<left out>"):
-            result = json.loads(json.dumps(AIPERF_RESULT))
-            settings = result["input_config"]
-            del settings["phases" if leaf[:2] != ("input_config", "phases") else "loadgen"]
+            result = json.loads(json.dumps(doc))
+            if prepare is not None:
+                prepare(result, leaf)
             node = result
             for key in leaf[:-1]:
                 node = node[key]
             if leaf[-1] not in (node if isinstance(node, dict) else range(len(node))):
-                continue  # the other layout's, dropped above
+                continue
             if value == "<left out>":
                 node.pop(leaf[-1])
             else:
                 node[leaf[-1]] = value
             path.write_text(json.dumps(result))
-            yield base
+            yield argv
+
+
+def _one_aiperf_layout(result: dict[str, Any], leaf: tuple[Any, ...]) -> None:
+    """Keep one of AIPerf's settings layouts: the phases for a value under them, else the
+    loadgen table."""
+    settings = result["input_config"]
+    del settings["phases" if leaf[:2] != ("input_config", "phases") else "loadgen"]
+
+
+def aiperf_result_calls(folder: Path) -> Iterator[list[str]]:
+    """``estimate infer --as-point --measured FILE`` on AIPerf results, each value of
+    ``AIPERF_RESULT`` odd or left out in turn."""
+    path = folder / "profile_export_aiperf.json"
+    yield from _json_leaf_calls(
+        path, AIPERF_RESULT,
+        ["estimate", "infer", "--model", "llama-3.1-8b", "--gpu", "h100", "--input-len",
+         "1000", "--output-len", "100", "--as-point", "--measured", str(path)],
+        _one_aiperf_layout)
+
+
+TRTLLM_REPORT: dict[str, Any] = {
+    "engine": {"backend": "Pytorch", "kv_cache_dtype": "FP8", "quantization": "FP8"},
+    "world_info": {"tp_size": 1, "pp_size": 1, "ep_size": 1, "max_batch_size": 64,
+                   "max_num_tokens": 2048, "issue_rate": 10.0},
+    "request_info": {"num_requests": 100, "avg_num_concurrent_requests": 30.0,
+                     "avg_input_length": 1000.0, "avg_output_length": 100.0},
+    "performance": {"avg_request_latency_ms": 900.0, "system_output_throughput_tok_s": 400.0,
+                    "request_latency_percentiles_ms": {"p50": 890.0, "p99": 990.0,
+                                                       "average": 900.0}},
+    "streaming_metrics": {"avg_ttft_ms": 50.0, "avg_tpot_ms": 9.0,
+                          "ttft_percentiles": {"p90": 70.0, "average": 50.0}},
+    "decoding_stats": {"num_draft_tokens_percentiles": {"average": 3.0},
+                       "acceptance_length_percentiles": {"average": 2.0}},
+}
+"""A trtllm-bench --report_json at a concurrency, streaming, with speculative decoding."""
+
+
+def trtllm_report_calls(folder: Path) -> Iterator[list[str]]:
+    """``estimate infer --as-point --measured FILE --batch 32`` on trtllm-bench reports, each
+    value of ``TRTLLM_REPORT`` odd or left out in turn."""
+    path = folder / "report.json"
+    yield from _json_leaf_calls(
+        path, TRTLLM_REPORT,
+        ["estimate", "infer", "--model", "llama-3.1-8b", "--gpu", "h100", "--input-len",
+         "1000", "--output-len", "100", "--weight-precision", "fp8", "--kv-precision", "fp8",
+         "--max-batch-size", "64", "--max-num-tokens", "2048", "--speculative-tokens", "3",
+         "--acceptance-length", "2", "--batch", "32", "--batching", "continuous",
+         "--as-point", "--measured", str(path)])
 
 
 LOG_LINES = (
@@ -478,6 +526,7 @@ def main_(argv: list[str] | None = None) -> int:
                                     measured_run_calls(Path(tmp)), load_point_calls(),
                                     bench_result_calls(Path(tmp)),
                                     aiperf_result_calls(Path(tmp)),
+                                    trtllm_report_calls(Path(tmp)),
                                     training_log_calls(Path(tmp)),
                                     calibration_calls(Path(tmp)), op_check_calls(Path(tmp)),
                                     fake_machine_calls(Path(tmp)),

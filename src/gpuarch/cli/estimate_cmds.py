@@ -256,23 +256,25 @@ def _measured_run(args: argparse.Namespace, weights: Any, kv: Any, moe: bool) ->
     own, so the flags are refused. Every run's mean lengths must match --input-len and
     --output-len, and the server settings a file saved (SGLang's) the deployment's flags:
     its formats (``weights``, ``kv``), parallelism and engine settings
-    (``validation/sglang_server.py``; ``moe``: the model routes to experts)."""
+    (``validation/server_settings.py``; ``moe``: the model routes to experts)."""
     if args.measured is None:
         return None
     from gpuarch.estimate.inference import Batching
     from gpuarch.validation.bench_results import LENGTH_TOLERANCE, read_bench_results
-    from gpuarch.validation.sglang_server import ServerFlags
+    from gpuarch.validation.server_settings import ServerFlags
 
     if args.as_point is None:
         raise GpuarchError("--measured: fills the figures of a point; give --as-point [ID]")
 
-    benches = tuple(b for path in args.measured for b in read_bench_results(path))
+    given = args.batch if isinstance(args.batch, int) and args.batch != NO_BATCH else None
+    benches = tuple(b for path in args.measured for b in read_bench_results(path, given))
     server_flags = ServerFlags(
         schedule=args.schedule, kv=kv, weights=weights, moe=moe,
         gpus=args.gpus or args.tp * args.pp, tp=args.tp, pp=args.pp, ep=args.ep,
         max_batch_size=args.max_batch_size, two_batch_overlap=args.two_batch_overlap,
         redundant_experts=args.redundant_experts,
-        deepep=args.moe_kernels == "sglang-deepep", speculative_tokens=args.speculative_tokens)
+        deepep=args.moe_kernels == "sglang-deepep", speculative_tokens=args.speculative_tokens,
+        max_num_tokens=args.max_num_tokens, executor=args.executor)
     for bench in benches:
         bench.check_server(server_flags)
         for flag, given, mean in (("--input-len", args.input_len, bench.input_len),
@@ -1806,7 +1808,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                    help="with --as-point: fill the point's figures from saved benchmark "
                         "results (vLLM's 'vllm bench serve --save-result' JSON, SGLang's "
                         "'bench_serving --output-file' lines, AIPerf's "
-                        "profile_export_aiperf.json): a point a run, at its rate, "
+                        "profile_export_aiperf.json, trtllm-bench's --report_json): a "
+                        "point a run, at its rate, "
                         "concurrency or all at once, with its lengths' spread, checked "
                         "against --input-len and --output-len")
     p.add_argument("--launch", type=engine_choice("--launch", SERVING_LAUNCH),

@@ -27,7 +27,12 @@ from typing import Any
 from gpuarch.errors import GpuarchError, is_positive_number
 from gpuarch.files import read_input_text
 from gpuarch.units import Unit, to_si
-from gpuarch.validation.sglang_server import ServerFlags, check_sglang_server
+from gpuarch.validation.server_settings import (
+    ServerFlags,
+    TrtllmEngine,
+    check_sglang_server,
+    check_trtllm_engine,
+)
 
 __all__ = ["LENGTH_TOLERANCE", "BenchResult", "read_bench_results"]
 
@@ -62,13 +67,16 @@ class BenchResult:
     # arguments), else empty
     server: dict[str, Any] = field(default_factory=dict)
     arrivals: str = "poisson"  # a rate's requests: a Poisson stream or evenly spaced (uniform)
+    engine: TrtllmEngine | None = None  # the engine a trtllm-bench report describes
 
     def check_server(self, flags: ServerFlags) -> None:
         """Raise GpuarchError where the server the run measured, as the tool saved its
-        settings (SGLang's server_info), had settings the estimate's ``flags`` contradict
-        (``validation/sglang_server.py``)."""
+        settings (SGLang's server_info, trtllm-bench's engine), had settings the estimate's
+        ``flags`` contradict (``validation/server_settings.py``)."""
         if self.server:
             check_sglang_server(self.server, self.where, flags)
+        if self.engine is not None:
+            check_trtllm_engine(self.engine, self.where, flags)
 
     @property
     def kind(self) -> str:
@@ -162,16 +170,20 @@ def _rate(name: str, result: dict[str, Any]) -> float | None:
     return float(raw)
 
 
-def read_bench_results(path: Path) -> tuple[BenchResult, ...]:
+def read_bench_results(path: Path, concurrency: int | None = None
+                       ) -> tuple[BenchResult, ...]:
     """Every run a saved benchmark result holds, in the file's order. Refused, naming the
     file (and line) and the key: a result without the counts and figures both tools save, a
     stream that is not Poisson (vLLM's burstiness other than 1), and a rate with a cap on the
-    requests in flight (neither the steady state nor the simulation models both)."""
+    requests in flight (neither the steady state nor the simulation models both).
+    ``concurrency`` (the --batch given) is a trtllm-bench run's, which its report does not
+    keep."""
     from gpuarch.validation.aiperf_results import (
         is_aiperf_records,
         is_aiperf_result,
         read_aiperf_result,
     )
+    from gpuarch.validation.trtllm_bench_results import is_trtllm_report, read_trtllm_report
 
     lines = _lines(path)
     runs = []
@@ -181,8 +193,11 @@ def read_bench_results(path: Path) -> tuple[BenchResult, ...]:
             raise GpuarchError(f"--measured: {name}: one of AIPerf's per-request records "
                                "(profile_export.jsonl); give the run's "
                                "profile_export_aiperf.json")
-        runs.append(read_aiperf_result(name, result) if is_aiperf_result(result)
-                    else _result(name, result))
+        if is_trtllm_report(result):
+            runs.append(read_trtllm_report(name, result, concurrency))
+        else:
+            runs.append(read_aiperf_result(name, result) if is_aiperf_result(result)
+                        else _result(name, result))
     return tuple(runs)
 
 

@@ -1,4 +1,5 @@
-"""A measured SGLang server's own settings held to the estimate's flags.
+"""A measured server's own settings held to the estimate's flags: SGLang's saved server
+arguments and the engine a trtllm-bench report describes.
 
 SGLang's ``bench_serving`` saves, with every run, the server's arguments as its
 ``/get_server_info`` returned them (``server_info``: ``tp_size``, ``dp_size``,
@@ -24,7 +25,7 @@ from typing import Any
 from gpuarch.errors import GpuarchError
 from gpuarch.perf.quant import QuantFormat
 
-__all__ = ["ServerFlags", "check_sglang_server"]
+__all__ = ["ServerFlags", "TrtllmEngine", "check_sglang_server", "check_trtllm_engine"]
 
 _WEIGHTS = {"fp8": QuantFormat.FP8, "w8a8_fp8": QuantFormat.FP8,
             "modelopt_fp8": QuantFormat.FP8, "modelopt_fp4": QuantFormat.FP4,
@@ -53,6 +54,8 @@ class ServerFlags:
     redundant_experts: int
     deepep: bool  # --moe-kernels sglang-deepep
     speculative_tokens: int
+    max_num_tokens: int | None = None  # --max-num-tokens, None = not given
+    executor: str = "python"  # --executor
 
     @property
     def attention_dp(self) -> bool:
@@ -172,3 +175,75 @@ def check_sglang_server(server: dict[str, Any], where: str, flags: ServerFlags) 
     if algorithm is None and "speculative_algorithm" in server and flags.speculative_tokens:
         raise GpuarchError(f"--speculative-tokens {flags.speculative_tokens}: the server of "
                            f"{where} decoded without speculation; leave it out")
+
+
+@dataclass(frozen=True)
+class TrtllmEngine:
+    """What a trtllm-bench report says of its engine (validation/trtllm_bench_results.py)."""
+
+    backend: str  # "Pytorch" or "TRT"
+    weights: QuantFormat | None  # from quant_algo, None where not one of the estimate's
+    kv: QuantFormat | None  # from kv_cache_quant_algo, None: 16-bit
+    tp_size: int
+    pp_size: int
+    ep_size: int
+    max_batch_size: int | None
+    max_num_tokens: int | None
+    speculative: tuple[float, float] | None  # (draft tokens, acceptance length) means
+
+
+def check_trtllm_engine(engine: TrtllmEngine, where: str, flags: ServerFlags) -> None:
+    """Raise GpuarchError at the first of a trtllm-bench engine's settings that ``flags``
+    contradict, naming what to give: the backend against --executor (the TensorRT engines'
+    C++ executor, cpp; the PyTorch backend, python), the weights' and KV cache's formats,
+    ``tp_size`` against the GPUs of a stage (max(TP, EP): the report does not say whether
+    attention ran data-parallel), ``ep_size`` against --ep, ``pp_size``, the engine's
+    max_batch_size and max_num_tokens, and speculative decoding (with the report's mean
+    draft tokens and acceptance length)."""
+    executor = {"TRT": "cpp", "Pytorch": "python"}.get(engine.backend)
+    if executor is not None and executor != flags.executor:
+        raise GpuarchError(f"--executor {flags.executor}: {where} ran the {engine.backend} "
+                           f"backend; give --executor {executor}")
+    if engine.weights is not None and engine.weights is not flags.weights:
+        raise GpuarchError(f"--weight-precision {flags.weights.value}: {where} ran "
+                           f"{engine.weights.value} weights; give --weight-precision "
+                           f"{engine.weights.value}")
+    kv = engine.kv or (flags.kv if flags.kv.is_16bit else QuantFormat.BF16)
+    if kv is not flags.kv and not (kv.is_16bit and flags.kv.is_16bit):
+        raise GpuarchError(f"--kv-precision {flags.kv.value}: {where} kept its KV cache in "
+                           f"{kv.value if engine.kv else '16 bits'}; give --kv-precision "
+                           f"{kv.value if engine.kv else 'bf16'}")
+    group = max(flags.tp, flags.ep if flags.moe else 1)
+    ep = flags.ep if flags.moe else 1
+    if (engine.tp_size, engine.pp_size) != (group, flags.pp) \
+            or (flags.moe and engine.ep_size != ep):
+        attention_dp = (f" (or --tp 1 --ep {engine.tp_size} where attention ran "
+                        "data-parallel)" if flags.moe and engine.ep_size == engine.tp_size
+                        and engine.tp_size > 1 else "")
+        raise GpuarchError(f"--tp {flags.tp} --pp {flags.pp}"
+                           + (f" --ep {flags.ep}" if flags.moe else "")
+                           + f": {where} ran tp_size {engine.tp_size}, pp_size "
+                           f"{engine.pp_size}, ep_size {engine.ep_size}; give --tp "
+                           f"{engine.tp_size} --pp {engine.pp_size}"
+                           + (f" --ep {engine.ep_size}" if flags.moe else "") + attention_dp)
+    if engine.tp_size * engine.pp_size and flags.gpus % (engine.tp_size * engine.pp_size):
+        raise GpuarchError(f"--gpus {flags.gpus}: {where} ran on "
+                           f"{engine.tp_size * engine.pp_size} GPUs; give --gpus "
+                           f"{engine.tp_size * engine.pp_size}")
+    if engine.max_batch_size is not None and engine.max_batch_size != flags.max_batch_size:
+        raise GpuarchError(f"--max-batch-size: {where}'s engine ran with max_batch_size "
+                           f"{engine.max_batch_size}; give --max-batch-size "
+                           f"{engine.max_batch_size}")
+    if engine.max_num_tokens is not None and engine.max_num_tokens != flags.max_num_tokens:
+        raise GpuarchError(f"--max-num-tokens: {where}'s engine ran with max_num_tokens "
+                           f"{engine.max_num_tokens}; give --max-num-tokens "
+                           f"{engine.max_num_tokens}")
+    if engine.speculative is not None and not flags.speculative_tokens:
+        drafts, accepted = engine.speculative
+        raise GpuarchError(f"--speculative-tokens: {where} decoded speculatively ({drafts:g} "
+                           f"draft tokens and an acceptance length of {accepted:g} on "
+                           f"average); give --speculative-tokens {max(1, round(drafts))} "
+                           f"--acceptance-length {accepted:.3g}")
+    if engine.speculative is None and flags.speculative_tokens:
+        raise GpuarchError(f"--speculative-tokens {flags.speculative_tokens}: {where} decoded "
+                           "without speculation; leave it out")
