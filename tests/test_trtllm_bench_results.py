@@ -186,5 +186,5 @@ def test_a_moe_engines_layout_names_attention_data_parallel(
         assert status == 0 and err == "", err
     status, out, err = run(capsys, "estimate", "infer", *moe, "--tp", "4", "--ep", "2",
                            "--measured", _write(tmp_path, doc))
-    assert status == 2 and "give --tp 4 --pp 1 --ep 4 (or --tp 1 --ep 4 where attention ran " \
-                           "data-parallel)" in err, err
+    assert status == 2 and out == "" and "give --tp 4 --pp 1 --ep 4 (or --tp 1 --ep 4 where " \
+                                         "attention ran data-parallel)" in err, err
