@@ -134,6 +134,9 @@ def test_the_percentile_blocks_are_read_in_milliseconds(tmp_path: Path) -> None:
      "--executor python: report.json ran the TRT backend; give --executor cpp"),
     (OFFLINE, ["--weight-precision", "bf16"],
      "--weight-precision bf16: report.json ran fp8 weights; give --weight-precision fp8"),
+    # (a null quant_algo: an unquantized engine)
+    ({**OFFLINE, "engine": {**OFFLINE["engine"], "quantization": None}}, [],
+     "--weight-precision fp8: report.json ran 16-bit weights; give --weight-precision bf16"),
     (_with(OFFLINE, "engine.kv_cache_dtype", None), [],
      "--kv-precision fp8: report.json kept its KV cache in 16 bits; give --kv-precision bf16"),
     (_with(OFFLINE, "world_info.tp_size", 2), [],

@@ -182,7 +182,7 @@ class TrtllmEngine:
     """What a trtllm-bench report says of its engine (validation/trtllm_bench_results.py)."""
 
     backend: str  # "Pytorch" or "TRT"
-    weights: QuantFormat | None  # from quant_algo, None where not one of the estimate's
+    weights: QuantFormat | None  # from quant_algo (bf16: none), None: not the estimate's
     kv: QuantFormat | None  # from kv_cache_quant_algo, None: 16-bit
     tp_size: int
     pp_size: int
@@ -204,10 +204,11 @@ def check_trtllm_engine(engine: TrtllmEngine, where: str, flags: ServerFlags) ->
     if executor is not None and executor != flags.executor:
         raise GpuarchError(f"--executor {flags.executor}: {where} ran the {engine.backend} "
                            f"backend; give --executor {executor}")
-    if engine.weights is not None and engine.weights is not flags.weights:
-        raise GpuarchError(f"--weight-precision {flags.weights.value}: {where} ran "
-                           f"{engine.weights.value} weights; give --weight-precision "
-                           f"{engine.weights.value}")
+    if engine.weights is not None and engine.weights is not flags.weights \
+            and not (engine.weights.is_16bit and flags.weights.is_16bit):
+        ran = "16-bit" if engine.weights.is_16bit else engine.weights.value
+        raise GpuarchError(f"--weight-precision {flags.weights.value}: {where} ran {ran} "
+                           f"weights; give --weight-precision {engine.weights.value}")
     kv = engine.kv or (flags.kv if flags.kv.is_16bit else QuantFormat.BF16)
     if kv is not flags.kv and not (kv.is_16bit and flags.kv.is_16bit):
         raise GpuarchError(f"--kv-precision {flags.kv.value}: {where} kept its KV cache in "

@@ -173,9 +173,12 @@ def _engine(name: str, engine: dict[str, Any], world: dict[str, Any], decoding: 
                 _number(name, accepted, "decoding_stats.acceptance_length_percentiles",
                         "average") or 0.0)
     quant, kv = engine.get("quantization"), engine.get("kv_cache_dtype")
+    # no quant_algo (saved as null): a 16-bit engine
+    unquantized = "quantization" in engine and quant is None
     return TrtllmEngine(
         backend=str(engine.get("backend", "")),
-        weights=_WEIGHTS.get(quant) if isinstance(quant, str) else None,
+        weights=QuantFormat.BF16 if unquantized else
+        _WEIGHTS.get(quant) if isinstance(quant, str) else None,
         kv=_KV.get(kv) if isinstance(kv, str) else None,
         tp_size=sizes[0], pp_size=sizes[1], ep_size=sizes[2],
         max_batch_size=_count(name, world, "world_info", "max_batch_size"),
