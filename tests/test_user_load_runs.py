@@ -122,6 +122,9 @@ def test_own_load_runs_are_replayed_at_their_own_rate(capsys: pytest.CaptureFixt
     status, text, err = run(capsys, "validate", "load", "--data", data, "--requests", REQUESTS)
     assert status == 0 and "Your measured runs (runs.toml)" in text
     assert "TPOT p50 (pub., err.)" in text and "At the measured load" not in text
+    # the evenly spaced run is marked, the Poisson one not
+    assert "3 even" in text and "12 even" not in text
+    assert {r["arrivals"] for r in doc["rows"]} == {"poisson", "uniform"}
 
 
 def _bad(extra: str, drop: str = "") -> str:

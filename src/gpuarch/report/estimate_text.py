@@ -877,7 +877,8 @@ def render_load(rows: Sequence[Any], summary: Mapping[str, Any],
         table_rows = []
         for run_id, cells in by_run.items():
             first = cells["row"]
-            line = [run_id, f"{first.gpus} x {first.gpu}", fmt(first.rate_per_s),
+            even = " even" if first.arrivals == "uniform" else ""
+            line = [run_id, f"{first.gpus} x {first.gpu}", fmt(first.rate_per_s) + even,
                     f"{first.mean_batch:.0f}"]
             for key in metrics:
                 c = cells.get(key)
@@ -898,6 +899,8 @@ def render_load(rows: Sequence[Any], summary: Mapping[str, Any],
                  for k, h in zip(metrics, heads, strict=True) if k in per]
         out += ["; ".join(parts) + ".", ""]
     out += ["Published figures in ms (latency in s); error: simulated over published, minus 1. "
+            "Rate: requests a second arriving as a Poisson stream ('even': evenly spaced, "
+            "the run's arrivals = \"uniform\"). "
             "Batch: the simulation's mean sequences a decode step. A run past the model's "
             "capacity queues without end: its first token is late by minutes.",
             "Source and what the comparison says: docs/performance-model.md, 'Serving under "

@@ -134,6 +134,7 @@ class LoadComparison:
     published: float
     predicted: float
     mean_batch: float
+    arrivals: str = ARRIVALS[0]  # how the replayed requests arrived (ARRIVALS)
 
     @property
     def error(self) -> float:
@@ -210,7 +211,7 @@ def compare_run(catalog: Catalog, run: TrainingPoint, *, requests: int = LOAD_RE
                                    int(run.get("gpus")), sim.rate_per_s, load, sim.schedule,
                                    key,
                                    float(published), float(getattr(percentiles, stat)),
-                                   sim.mean_batch))
+                                   sim.mean_batch, sim.arrivals))
     if not rows:
         raise GpuarchError(f"run {run.id}: no logged figure to compare")
     return rows
