@@ -251,3 +251,20 @@ def test_an_aiperf_run_the_model_cannot_compare_is_refused(
                            "--measured", _write(tmp_path, doc))
     assert status == 2 and out == "" and message in err, err
     assert "profile_export_aiperf.json" in err and "Traceback" not in err
+
+
+def test_a_sweep_of_runs_saved_under_one_name_is_told_apart_by_path(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """AIPerf names every run's file profile_export_aiperf.json (in its own artifact folder):
+    a sweep of them gives a point a run, each named by its rate and its where by its path."""
+    files = []
+    for rate in (4.0, 8.0):
+        folder = tmp_path / f"rate{rate:g}"
+        folder.mkdir()
+        files.append(_write(folder, _with(LOADGEN_RATE, "input_config.loadgen.request_rate",
+                                          rate)))
+    status, out, err = run(capsys, "estimate", "infer", *LLAMA_8B, "--as-point", "h100",
+                           "--measured", *files)
+    assert status == 0 and err == "", err
+    assert 'id = "h100-r4"' in out and 'id = "h100-r8"' in out
+    assert f'where = "{files[0]}"' in out and f'where = "{files[1]}"' in out

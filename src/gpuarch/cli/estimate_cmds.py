@@ -267,7 +267,10 @@ def _measured_run(args: argparse.Namespace, weights: Any, kv: Any, moe: bool) ->
         raise GpuarchError("--measured: fills the figures of a point; give --as-point [ID]")
 
     given = args.batch if isinstance(args.batch, int) and args.batch != NO_BATCH else None
-    benches = tuple(b for path in args.measured for b in read_bench_results(path, given))
+    # files of one name (AIPerf names every run's alike) are told apart by their path
+    names = [path.name for path in args.measured]
+    benches = tuple(b for path in args.measured for b in read_bench_results(
+        path, given, str(path) if names.count(path.name) > 1 else path.name))
     server_flags = ServerFlags(
         schedule=args.schedule, kv=kv, weights=weights, moe=moe,
         gpus=args.gpus or args.tp * args.pp, tp=args.tp, pp=args.pp, ep=args.ep,

@@ -110,9 +110,10 @@ class BenchResult:
         return figures
 
 
-def _lines(path: Path) -> list[tuple[int, dict[str, Any]]]:
+def _lines(path: Path, label: str) -> list[tuple[int, dict[str, Any]]]:
     """The file's result objects with their line (0 for a file that is one object): one
-    JSON object, or JSON lines (SGLang appends a line per run)."""
+    JSON object, or JSON lines (SGLang appends a line per run); ``label`` names the file in
+    messages."""
     text = read_input_text(path, "--measured")
     try:
         whole = json.loads(text)
@@ -127,14 +128,15 @@ def _lines(path: Path) -> list[tuple[int, dict[str, Any]]]:
         try:
             result = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise GpuarchError(f"--measured: {path.name}: line {n} is not JSON ({exc.msg}): "
+            raise GpuarchError(f"--measured: {label}: line {n} is not JSON ({exc.msg}): "
                                "expected vLLM's --save-result file, SGLang's --output-file "
-                               "lines or AIPerf's profile_export_aiperf.json") from None
+                               "lines, AIPerf's profile_export_aiperf.json or trtllm-bench's "
+                               "--report_json") from None
         if not isinstance(result, dict):
-            raise GpuarchError(f"--measured: {path.name}: line {n} is not a JSON object")
+            raise GpuarchError(f"--measured: {label}: line {n} is not a JSON object")
         results.append((n, result))
     if not results:
-        raise GpuarchError(f"--measured: {path.name} holds no result")
+        raise GpuarchError(f"--measured: {label} holds no result")
     return results
 
 
@@ -170,14 +172,15 @@ def _rate(name: str, result: dict[str, Any]) -> float | None:
     return float(raw)
 
 
-def read_bench_results(path: Path, concurrency: int | None = None
+def read_bench_results(path: Path, concurrency: int | None = None, label: str | None = None
                        ) -> tuple[BenchResult, ...]:
     """Every run a saved benchmark result holds, in the file's order. Refused, naming the
     file (and line) and the key: a result without the counts and figures both tools save, a
     stream that is not Poisson (vLLM's burstiness other than 1), and a rate with a cap on the
     requests in flight (neither the steady state nor the simulation models both).
     ``concurrency`` (the --batch given) is a trtllm-bench run's, which its report does not
-    keep."""
+    keep; ``label`` names the file in messages and points (default: its name; the path
+    where several files share a name, as AIPerf's runs do)."""
     from gpuarch.validation.aiperf_results import (
         is_aiperf_records,
         is_aiperf_result,
@@ -185,10 +188,11 @@ def read_bench_results(path: Path, concurrency: int | None = None
     )
     from gpuarch.validation.trtllm_bench_results import is_trtllm_report, read_trtllm_report
 
-    lines = _lines(path)
+    label = label or path.name
+    lines = _lines(path, label)
     runs = []
     for n, result in lines:
-        name = path.name if n == 0 or len(lines) == 1 else f"{path.name} line {n}"
+        name = label if n == 0 or len(lines) == 1 else f"{label} line {n}"
         if is_aiperf_records(result):
             raise GpuarchError(f"--measured: {name}: one of AIPerf's per-request records "
                                "(profile_export.jsonl); give the run's "
