@@ -363,6 +363,33 @@ def trtllm_report_calls(folder: Path) -> Iterator[list[str]]:
          "--as-point", "--measured", str(path)])
 
 
+def _guidellm_summary(mean: float) -> dict[str, Any]:
+    return {"successful": {"mean": mean, "median": mean, "std_dev": mean / 10,
+                           "percentiles": {"p90": mean, "p99": mean}}}
+
+
+GUIDELLM_REPORT: dict[str, Any] = {"benchmarks": [{
+    "config": {"strategy": {"type_": "constant", "rate": 4.0, "max_concurrency": None}},
+    "metrics": {"request_totals": {"successful": 100},
+                "time_to_first_token_ms": _guidellm_summary(50.0),
+                "inter_token_latency_ms": _guidellm_summary(9.0),
+                "request_latency": _guidellm_summary(1.0),
+                "prompt_token_count": _guidellm_summary(1000.0),
+                "output_token_count": _guidellm_summary(100.0),
+                "output_tokens_per_second": {"total": {"mean": 400.0}}}}]}
+"""A GuideLLM report of one constant-rate benchmark (the statistics the reader takes)."""
+
+
+def guidellm_report_calls(folder: Path) -> Iterator[list[str]]:
+    """``estimate infer --as-point --measured FILE`` on GuideLLM reports, each value of
+    ``GUIDELLM_REPORT`` odd or left out in turn."""
+    path = folder / "benchmarks.json"
+    yield from _json_leaf_calls(
+        path, GUIDELLM_REPORT,
+        ["estimate", "infer", "--model", "llama-3.1-8b", "--gpu", "h100", "--input-len",
+         "1000", "--output-len", "100", "--as-point", "--measured", str(path)])
+
+
 LOG_LINES = (
     " iteration {step}/ 100 | elapsed time per iteration (ms): {value} | global batch size: 64 |",
     "Training epoch 0, iteration {step}/99 | global_batch_size: 64 | train_step_timing in s: "
@@ -527,6 +554,7 @@ def main_(argv: list[str] | None = None) -> int:
                                     bench_result_calls(Path(tmp)),
                                     aiperf_result_calls(Path(tmp)),
                                     trtllm_report_calls(Path(tmp)),
+                                    guidellm_report_calls(Path(tmp)),
                                     training_log_calls(Path(tmp)),
                                     calibration_calls(Path(tmp)), op_check_calls(Path(tmp)),
                                     fake_machine_calls(Path(tmp)),

@@ -258,6 +258,9 @@ def _measured_run(args: argparse.Namespace, weights: Any, kv: Any, moe: bool) ->
     its formats (``weights``, ``kv``), parallelism and engine settings
     (``validation/server_settings.py``; ``moe``: the model routes to experts)."""
     if args.measured is None:
+        if args.measured_kind is not None:
+            raise GpuarchError("--measured-kind: keeps some runs of --measured, which is not "
+                               "given")
         return None
     from gpuarch.estimate.inference import Batching
     from gpuarch.validation.bench_results import LENGTH_TOLERANCE, read_bench_results
@@ -271,6 +274,12 @@ def _measured_run(args: argparse.Namespace, weights: Any, kv: Any, moe: bool) ->
     names = [path.name for path in args.measured]
     benches = tuple(b for path in args.measured for b in read_bench_results(
         path, given, str(path) if names.count(path.name) > 1 else path.name))
+    if args.measured_kind is not None:
+        check_choice("--measured-kind", args.measured_kind, MEASURED_KINDS)
+        benches = tuple(b for b in benches if b.kind == args.measured_kind)
+        if not benches:
+            raise GpuarchError(f"--measured-kind {args.measured_kind}: no run of the files "
+                               "was sent so")
     server_flags = ServerFlags(
         schedule=args.schedule, kv=kv, weights=weights, moe=moe,
         gpus=args.gpus or args.tp * args.pp, tp=args.tp, pp=args.pp, ep=args.ep,
@@ -294,7 +303,8 @@ def _measured_run(args: argparse.Namespace, weights: Any, kv: Any, moe: bool) ->
                            + ", ".join(f"{b.where} {b.how_sent()}" for b in benches[:4])
                            + ("..." if len(benches) > 4 else "")
                            + "; give the runs of each kind (at a rate, at a concurrency, "
-                           "all at once) to a command of their own")
+                           "all at once) to a command of their own, or keep one kind with "
+                           "--measured-kind rate|concurrency|offline")
     first, given_batch = benches[0], args.batch != NO_BATCH
     if len(benches) > 1:
         for given, flag in ((args.rate is not None, "--rate"), (given_batch, "--batch"),
@@ -709,6 +719,9 @@ def engine_choice(flag: str, choices: tuple[str, ...]) -> Callable[[str], str]:
 
 
 NO_BATCH = 0
+
+MEASURED_KINDS = ("rate", "concurrency", "offline")
+"""How a measured run sent its requests (``BenchResult.kind``), for --measured-kind."""
 """--batch's value when it is not given (``max`` parses to None)."""
 
 SWEEP = 0
@@ -1807,12 +1820,16 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                         "ID, default 'run') instead of the estimate: add your measured figure "
                         "and compare with 'gpuarch validate inference --data FILE' (with "
                         "--rate, a load run for 'gpuarch validate load --data FILE')")
+    p.add_argument("--measured-kind", default=None, metavar="rate|concurrency|offline",
+                   help="with --measured: keep only the runs sent at a rate, at a "
+                        "concurrency, or all at once (a GuideLLM sweep saves all three in "
+                        "one file)")
     p.add_argument("--measured", type=Path, nargs="+", metavar="FILE",
                    help="with --as-point: fill the point's figures from saved benchmark "
                         "results (vLLM's 'vllm bench serve --save-result' JSON, SGLang's "
                         "'bench_serving --output-file' lines, AIPerf's "
-                        "profile_export_aiperf.json, trtllm-bench's --report_json): a "
-                        "point a run, at its rate, "
+                        "profile_export_aiperf.json, trtllm-bench's --report_json, "
+                        "GuideLLM's benchmarks.json): a point a run, at its rate, "
                         "concurrency or all at once, with its lengths' spread, checked "
                         "against --input-len and --output-len")
     p.add_argument("--launch", type=engine_choice("--launch", SERVING_LAUNCH),

@@ -1,9 +1,11 @@
 """A serving benchmark's saved result read as a measured run: vLLM's ``vllm bench serve
 --save-result`` JSON (also ``benchmarks/benchmark_serving.py``'s), SGLang's
-``python -m sglang.bench_serving --output-file`` JSON lines and AIPerf's
-``profile_export_aiperf.json`` (``validation/aiperf_results.py``).
+``python -m sglang.bench_serving --output-file`` JSON lines, AIPerf's
+``profile_export_aiperf.json`` (``validation/aiperf_results.py``), trtllm-bench's
+``--report_json`` (``validation/trtllm_bench_results.py``) and GuideLLM's report
+(``validation/guidellm_results.py``).
 
-Both tools send requests to a running server and save what they saw: how the requests were
+The tools send requests to a running server and save what they saw: how the requests were
 sent (a Poisson rate, every request at once, and at most so many in flight), how many
 completed with how many prompt and generated tokens, the output throughput, and the mean,
 median and percentiles of the time to first token (TTFT), the time per output token after it
@@ -130,8 +132,8 @@ def _lines(path: Path, label: str) -> list[tuple[int, dict[str, Any]]]:
         except json.JSONDecodeError as exc:
             raise GpuarchError(f"--measured: {label}: line {n} is not JSON ({exc.msg}): "
                                "expected vLLM's --save-result file, SGLang's --output-file "
-                               "lines, AIPerf's profile_export_aiperf.json or trtllm-bench's "
-                               "--report_json") from None
+                               "lines, AIPerf's profile_export_aiperf.json, trtllm-bench's "
+                               "--report_json or GuideLLM's benchmarks.json") from None
         if not isinstance(result, dict):
             raise GpuarchError(f"--measured: {label}: line {n} is not a JSON object")
         results.append((n, result))
@@ -186,6 +188,7 @@ def read_bench_results(path: Path, concurrency: int | None = None, label: str | 
         is_aiperf_result,
         read_aiperf_result,
     )
+    from gpuarch.validation.guidellm_results import is_guidellm_report, read_guidellm_report
     from gpuarch.validation.trtllm_bench_results import is_trtllm_report, read_trtllm_report
 
     label = label or path.name
@@ -199,6 +202,8 @@ def read_bench_results(path: Path, concurrency: int | None = None, label: str | 
                                "profile_export_aiperf.json")
         if is_trtllm_report(result):
             runs.append(read_trtllm_report(name, result, concurrency))
+        elif is_guidellm_report(result):
+            runs += read_guidellm_report(name, result)
         else:
             runs.append(read_aiperf_result(name, result) if is_aiperf_result(result)
                         else _result(name, result))
