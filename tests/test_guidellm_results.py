@@ -184,12 +184,14 @@ def test_measured_kind_needs_measured_runs_of_that_kind(capsys: pytest.CaptureFi
                                                         tmp_path: Path) -> None:
     status, out, err = run(capsys, "estimate", "infer", *LLAMA_8B, "--batch", "8",
                            "--measured-kind", "rate")
-    assert status == 2 and "--measured-kind: keeps some runs of --measured" in err
+    assert status == 2 and out == "" and "--measured-kind: keeps some runs of --measured" in err
     one = {"benchmarks": [SWEEP["benchmarks"][2]]}
     status, out, err = run(capsys, "estimate", "infer", *LLAMA_8B, "--measured",
                            _write(tmp_path, one), "--measured-kind", "offline")
-    assert status == 2 and "--measured-kind offline: no run of the files was sent so" in err
+    assert status == 2 and out == "" and \
+        "--measured-kind offline: no run of the files was sent so" in err
     status, out, err = run(capsys, "estimate", "infer", *LLAMA_8B, "--measured",
                            _write(tmp_path, one), "--measured-kind", "rates")
-    assert status == 2 and "--measured-kind: expected one of rate, concurrency, offline, " \
-                           "got 'rates'; did you mean 'rate'?" in err
+    assert status == 2 and out == "" and "--measured-kind: expected one of rate, " \
+                                         "concurrency, offline, got 'rates'; did you mean " \
+                                         "'rate'?" in err
