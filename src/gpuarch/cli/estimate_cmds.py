@@ -269,11 +269,13 @@ def _measured_run(args: argparse.Namespace, weights: Any, kv: Any, moe: bool) ->
     if args.as_point is None:
         raise GpuarchError("--measured: fills the figures of a point; give --as-point [ID]")
 
-    given = args.batch if isinstance(args.batch, int) and args.batch != NO_BATCH else None
+    # (a trtllm-bench report keeps no concurrency: the --batch given is the run's)
+    concurrency = args.batch if isinstance(args.batch, int) and args.batch != NO_BATCH \
+        else None
     # files of one name (AIPerf names every run's alike) are told apart by their path
     names = [path.name for path in args.measured]
     benches = tuple(b for path in args.measured for b in read_bench_results(
-        path, given, str(path) if names.count(path.name) > 1 else path.name))
+        path, concurrency, str(path) if names.count(path.name) > 1 else path.name))
     if args.measured_kind is not None:
         check_choice("--measured-kind", args.measured_kind, MEASURED_KINDS)
         benches = tuple(b for b in benches if b.kind == args.measured_kind)

@@ -124,7 +124,8 @@ def read_trtllm_report(name: str, doc: dict[str, Any], concurrency: int | None
         measured = f" (it measured {in_flight:,.1f} in flight on average)" if in_flight else ""
         raise GpuarchError(f"--batch: {name} was sent at a concurrency, which trtllm-bench's "
                            f"report does not keep{measured}; give --batch N --batching "
-                           "continuous, N the --concurrency the run was given")
+                           "continuous, N the --concurrency the run was given (one such "
+                           "report a command)")
     elif in_flight is not None and in_flight > concurrency * 1.001:
         raise GpuarchError(f"--batch {concurrency}: {name} measured {in_flight:,.1f} requests "
                            "in flight on average, more than that; give the --concurrency the "
