@@ -434,3 +434,26 @@ def test_as_point_with_json_gives_the_same_points(capsys: pytest.CaptureFixture[
     status, out, err = run(capsys, *flags, "--json")
     assert status == 0 and err == ""
     assert json.loads(out) == {"points": tomllib.loads(text)["point"]}
+
+
+@pytest.mark.parametrize("kind", ["training", "inference"])
+def test_plot_draws_the_errors_and_a_bad_path_is_refused_first(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, kind: str) -> None:
+    """validate training|inference --plot writes the errors' strip chart (the JSON names the
+    file) for the shipped points and for a user's file; a path no plot can be written to is
+    a usage error before any point is compared, nothing written."""
+    pytest.importorskip("matplotlib")
+    target = tmp_path / f"{kind}.png"
+    status, out, err = run(capsys, "validate", kind, "--match", "h100", "--plot", str(target),
+                           "--json")
+    assert status == 0 and err == "", err
+    assert json.loads(out)["plot"] == str(target)
+    assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    data = tmp_path / "runs.toml"
+    data.write_text(TRAINING_RUNS if kind == "training" else SERVING_RUN)
+    svg = tmp_path / "mine.svg"
+    status, out, err = run(capsys, "validate", kind, "--data", str(data), "--plot", str(svg))
+    assert status == 0 and svg.read_text().startswith("<?xml"), err
+    status, out, err = run(capsys, "validate", kind, "--plot", str(tmp_path / "errors.txt"))
+    assert status == 2 and out == "" and "--plot" in err and "must end in .png or .svg" in err
+    assert not (tmp_path / "errors.txt").exists()

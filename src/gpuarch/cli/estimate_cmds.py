@@ -1225,15 +1225,35 @@ def _validated(args: argparse.Namespace, kind: Kind, validate: Any) -> Any:
     return summary.select(args.match, args.worst)
 
 
+def _plotted(args: argparse.Namespace, summary: Any, what: str, doc: dict[str, Any]
+             ) -> dict[str, Any]:
+    """--plot: the summary's errors drawn (``report.plot.plot_errors``); the JSON document
+    names the file."""
+    if args.plot is None:
+        return doc
+    from gpuarch.report.plot import plot_errors
+
+    plot_errors(summary, args.plot, what)
+    return {**doc, "plot": str(args.plot)}
+
+
+def _check_plot_first(args: argparse.Namespace) -> None:
+    """A --plot path no plot can be written to is refused before any point is compared."""
+    if args.plot is not None:
+        from gpuarch.report.plot import check_plot_path
+
+        check_plot_path(args.plot)
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     from gpuarch.report.estimate_text import render_validation
     from gpuarch.validation.training import validate_training
 
+    _check_plot_first(args)
     summary = _validated(args, "training", validate_training)
-    if args.json:
-        print(to_json(summary.as_json("points", ("gpu", "source", "model"), args.explain)))
-    else:
-        print(render_validation(summary, args.explain))
+    doc = _plotted(args, summary, "training points", summary.as_json(
+        "points", ("gpu", "source", "model"), args.explain) if args.json else {})
+    print(to_json(doc) if args.json else render_validation(summary, args.explain))
     return 0
 
 
@@ -1241,12 +1261,11 @@ def cmd_validate_inference(args: argparse.Namespace) -> int:
     from gpuarch.report.estimate_text import render_inference_validation
     from gpuarch.validation.inference import validate_inference
 
+    _check_plot_first(args)
     summary = _validated(args, "inference", validate_inference)
-    if args.json:
-        print(to_json(summary.as_json("figures", ("metric", "gpu", "source", "model"),
-                                      args.explain)))
-    else:
-        print(render_inference_validation(summary, args.explain))
+    doc = _plotted(args, summary, "serving figures", summary.as_json(
+        "figures", ("metric", "gpu", "source", "model"), args.explain) if args.json else {})
+    print(to_json(doc) if args.json else render_inference_validation(summary, args.explain))
     return 0
 
 
@@ -1425,6 +1444,9 @@ def _selection_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--explain", action="store_true",
                    help="where each prediction's time goes (the estimate's breakdown), "
                         "under the table or as each row's 'explain' in --json")
+    p.add_argument("--plot", type=Path, metavar="FILE",
+                   help="also draw each compared figure's signed error as a strip per GPU, "
+                        "the bound shaded (.png or .svg; needs matplotlib)")
 
 
 def _data_flag(p: argparse.ArgumentParser, what: str, each: str = "") -> None:

@@ -10,8 +10,8 @@ from gpuarch.catalog.evolution import EvolutionRow, Metric
 from gpuarch.errors import GpuarchError
 from gpuarch.files import check_output_path, write_whole
 
-__all__ = ["PLOT_SUFFIXES", "check_plot_path", "plot_batch_sweep", "plot_evolution",
-           "plot_gpu_scaling", "plot_pareto", "plot_roofline"]
+__all__ = ["PLOT_SUFFIXES", "check_plot_path", "plot_batch_sweep", "plot_errors",
+           "plot_evolution", "plot_gpu_scaling", "plot_pareto", "plot_roofline"]
 
 PLOT_SUFFIXES = (".png", ".svg")
 
@@ -194,6 +194,53 @@ def plot_batch_sweep(sweep: Any, path: Path) -> None:
                  f"{sweep.output_len:,} out, {first.assumptions['batching']} batching\n"
                  "labels: requests in flight; hollow: does not fit", fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
+    fig.tight_layout()
+    _save(fig, plt, path)
+
+
+def plot_errors(summary: Any, path: Path, what: str) -> None:
+    """A validation's signed errors (``validation.stats.ErrorSummary``'s rows: the model over
+    the measurement, minus 1, as the table prints and the bound counts them) as a strip per
+    GPU: the band of the issue's bound shaded, a figure beyond it drawn red and, past twice
+    the bound, as a triangle on the plot's edge; squares are durations (TTFT, TPOT,
+    latency: + is the model slower), circles rates (+ is the model faster); hollow points
+    were added after the fit they test (out of sample). ``what`` names the figures."""
+    plt = _pyplot(path)
+    import math
+
+    from gpuarch.validation.stats import DURATION_METRICS
+
+    rows = summary.rows
+    gpus = sorted({r.gpu for r in rows}, key=lambda g: (-sum(r.gpu == g for r in rows), g))
+    bound = summary.bound * 100
+    edge = 2 * bound
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(gpus) + 2.5), 4.8))
+    ax.axhspan(-bound, bound, color="#54a24b", alpha=0.12, zorder=0)
+    ax.axhline(0, color="black", linewidth=0.8, zorder=1)
+    durations = False
+    for i, gpu in enumerate(gpus):
+        for j, r in enumerate(r for r in rows if r.gpu == gpu):
+            error = r.error * 100
+            shown = max(-edge, min(edge, error)) if math.isfinite(error) else edge
+            x = i + ((j * 0.618) % 1 - 0.5) * 0.6  # spread evenly, not at random
+            colour = "#e45756" if abs(error) > bound else "#4c78a8"
+            duration = getattr(r, "metric", "") in DURATION_METRICS
+            durations = durations or duration
+            ax.scatter([x], [shown], s=16, zorder=2, edgecolors=colour, linewidths=0.8,
+                       facecolors="none" if getattr(r, "out_of_sample", False) else colour,
+                       marker="^" if shown != error else "s" if duration else "o")
+    ax.set_xticks(range(len(gpus)))
+    ax.set_xticklabels([f"{g}\n({sum(r.gpu == g for r in rows)})" for g in gpus],
+                       fontsize=7, rotation=30, ha="right")
+    ax.set_xlim(-0.7, len(gpus) - 0.3)
+    ax.set_ylim(-edge * 1.08, edge * 1.08)
+    ax.set_ylabel("model over measured, minus 1 (%)")
+    ax.grid(True, axis="y", alpha=0.3)
+    kinds = "; squares: durations, + slower" if durations else ""
+    ax.set_title(f"{len(rows)} {what}: mean |error| {summary.mean_abs_error:.1%}, "
+                 f"{summary.beyond} beyond ±{bound:.0f}% (red; past ±{edge:.0f}% at the "
+                 f"edge); circles: rates, + faster{kinds}; hollow: out of sample",
+                 fontsize=8)
     fig.tight_layout()
     _save(fig, plt, path)
 
