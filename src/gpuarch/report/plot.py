@@ -217,18 +217,23 @@ def plot_errors(summary: Any, path: Path, what: str) -> None:
     fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(gpus) + 2.5), 4.8))
     ax.axhspan(-bound, bound, color="#54a24b", alpha=0.12, zorder=0)
     ax.axhline(0, color="black", linewidth=0.8, zorder=1)
-    durations = False
+    # points grouped by how they are drawn (one scatter a group keeps an SVG small)
+    groups: dict[tuple[str, str, bool], tuple[list[float], list[float]]] = {}
     for i, gpu in enumerate(gpus):
         for j, r in enumerate(r for r in rows if r.gpu == gpu):
             error = r.error * 100
             shown = max(-edge, min(edge, error)) if math.isfinite(error) else edge
-            x = i + ((j * 0.618) % 1 - 0.5) * 0.6  # spread evenly, not at random
-            colour = "#e45756" if abs(error) > bound else "#4c78a8"
-            duration = getattr(r, "metric", "") in DURATION_METRICS
-            durations = durations or duration
-            ax.scatter([x], [shown], s=16, zorder=2, edgecolors=colour, linewidths=0.8,
-                       facecolors="none" if getattr(r, "out_of_sample", False) else colour,
-                       marker="^" if shown != error else "s" if duration else "o")
+            marker = "^" if shown != error else \
+                "s" if getattr(r, "metric", "") in DURATION_METRICS else "o"
+            key = (marker, "#e45756" if abs(error) > bound else "#4c78a8",
+                   bool(getattr(r, "out_of_sample", False)))
+            xs, ys = groups.setdefault(key, ([], []))
+            xs.append(i + ((j * 0.618) % 1 - 0.5) * 0.6)  # spread evenly, not at random
+            ys.append(shown)
+    for (marker, colour, late), (xs, ys) in groups.items():
+        ax.scatter(xs, ys, s=16, zorder=2, edgecolors=colour, linewidths=0.8,
+                   facecolors="none" if late else colour, marker=marker)
+    durations = any(marker == "s" for marker, _, _ in groups)
     ax.set_xticks(range(len(gpus)))
     ax.set_xticklabels([f"{g}\n({sum(r.gpu == g for r in rows)})" for g in gpus],
                        fontsize=7, rotation=30, ha="right")
