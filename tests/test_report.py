@@ -7,7 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from gpuarch.catalog import load_catalog
 from gpuarch.cli.main import main
+from gpuarch.validation.inference import validate_inference
+from gpuarch.validation.training import validate_training
 
 
 class _Collect(HTMLParser):
@@ -37,13 +40,14 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 
 def test_report_is_self_contained_and_has_every_section(report: str) -> None:
-    """No scripts and nothing fetched: every src/href is a fragment; four inline charts
-    (training front, serving front, roofline, evolution); the tables name GPUs and the
+    """No scripts and nothing fetched: every src/href is a fragment; six inline charts
+    (training front, serving front, roofline, evolution, and the training and serving
+    models' errors on the published measurements); the tables name GPUs and the
     architectures of the feature matrix."""
     page = _Collect()
     page.feed(report)
     assert page.external == [] and "script" not in page.tags
-    assert page.tags.count("svg") == 4 and "table" in page.tags
+    assert page.tags.count("svg") == 6 and "table" in page.tags
     text = " ".join(page.text)
     for heading in ("Training llama-3.1-8b", "Serving llama-3.1-8b", "roofline",
                     "How the architectures grew", "Which architecture brought what",
@@ -59,6 +63,17 @@ def test_report_is_self_contained_and_has_every_section(report: str) -> None:
     assert "published figures of dense serving on Blackwell" in text
     # and the measured runs nearest each answer's best plan
     assert "training, a measured run near the best plan:" in text
+    # the models' accuracy on every shipped measurement, as validate prints it
+    assert "Accuracy against published measurements" in text
+    catalog = load_catalog()
+    for task, what, summary in (
+            ("Training (gpuarch validate training)", "training points",
+             validate_training(catalog)),
+            ("Serving (gpuarch validate inference)", "serving figures",
+             validate_inference(catalog))):
+        assert f"{task}: {len(summary.rows):,} published {what}, mean |error| " \
+               f"{summary.mean_abs_error:.1%}" in text
+        assert f"{summary.beyond} beyond ±{summary.bound:.0%}" in text
     # the parts: operators timed on a real GPU beside the model's times
     assert "checked on a real GPU (gpuarch validate ops)" in text
     assert "NVIDIA H200" in text and "grouped_gemm" in text

@@ -27,7 +27,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     from gpuarch.perf.precision import Precision
     from gpuarch.perf.roofline import Device, roofline_summary, transformer_ops
     from gpuarch.report.html import ReportInputs, check_report_path, write_report
+    from gpuarch.validation.inference import validate_inference
     from gpuarch.validation.ops import validate_ops
+    from gpuarch.validation.training import validate_training
 
     check_report_path(args.out)
     if args.max_gpus < 1:
@@ -56,6 +58,8 @@ def cmd_report(args: argparse.Namespace) -> int:
         training=training, serving=serving,
         roofline=roofline_summary(device, ops, DEFAULT_EFFICIENCY),
         ops=validate_ops(catalog),
+        accuracy={"training": validate_training(catalog),
+                  "serving": validate_inference(catalog)},
         launches=_launches(catalog, shape, args.model, train_search, training, serve_search,
                            serving))
     write_report(inputs, args.out)
@@ -81,7 +85,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                  common: argparse.ArgumentParser) -> None:
     """Register report."""
     p = sub.add_parser("report", help="one self-contained HTML page: advice, roofline, "
-                       "architecture evolution, feature matrix")
+                       "architecture evolution, feature matrix, accuracy")
     p.add_argument("--out", type=Path, required=True, metavar="FILE.html")
     model_flags(p, DEFAULT_MODEL)
     p.add_argument("--tokens", type=parse_quantity("--tokens"), default=1e12,

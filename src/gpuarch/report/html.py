@@ -4,6 +4,7 @@ summary) and computes nothing itself."""
 
 from __future__ import annotations
 
+import functools
 import html
 import tempfile
 from collections.abc import Callable, Sequence
@@ -49,6 +50,8 @@ class ReportInputs:
     serving: Any  # advise.infer.InferenceAdvice
     roofline: dict[str, Any]  # perf.roofline.roofline_summary of the training pick
     ops: Any = None  # validation.ops.OpSummary: operators timed on a real GPU
+    # validation.stats.ErrorSummary of the shipped points, by "training" and "serving"
+    accuracy: dict[str, Any] = field(default_factory=dict)
     # report.launch.Launch of each pick, by "training" and "serving" (absent: none)
     launches: dict[str, Any] = field(default_factory=dict)
 
@@ -232,6 +235,28 @@ def _ops(summary: Any) -> str:
                      rows))
 
 
+def _accuracy(accuracy: dict[str, Any]) -> str:
+    """How far the models are from every published measurement shipped: a line and a strip
+    chart of the signed errors (``report.plot.plot_errors``) for training and serving."""
+    from gpuarch.report.plot import plot_errors
+
+    parts = []
+    for task, what, command in (("training", "training points", "validate training"),
+                                ("serving", "serving figures", "validate inference")):
+        summary = accuracy.get(task)
+        if summary is None:
+            continue
+        parts.append(
+            f"<p class=\"note\">{_e(task.capitalize())} (gpuarch {command}): "
+            f"{len(summary.rows):,} published {what}, mean |error| "
+            f"{summary.mean_abs_error:.1%}, median {summary.median_abs_error:.1%}, "
+            f"{summary.beyond} beyond ±{summary.bound:.0%}. Each figure's error, by GPU "
+            "(red: beyond the bound):</p>"
+            + inline_svg(functools.partial(plot_errors, summary, what=what)))
+    return "<h2>Accuracy against published measurements</h2>" + "".join(parts) \
+        if parts else ""
+
+
 def render_report(inputs: ReportInputs) -> str:
     """The whole page."""
     assumptions = inputs.training.assumptions
@@ -248,6 +273,7 @@ def render_report(inputs: ReportInputs) -> str:
         _roofline(inputs.roofline),
         _evolution(inputs),
         _features(inputs.features),
+        _accuracy(inputs.accuracy),
         "<h2>Assumptions</h2>",
         _bands(inputs),
         _ops(inputs.ops),
