@@ -322,17 +322,6 @@ def _one_aiperf_layout(result: dict[str, Any], leaf: tuple[Any, ...]) -> None:
     del settings["phases" if leaf[:2] != ("input_config", "phases") else "loadgen"]
 
 
-def aiperf_result_calls(folder: Path) -> Iterator[list[str]]:
-    """``estimate infer --as-point --measured FILE`` on AIPerf results, each value of
-    ``AIPERF_RESULT`` odd or left out in turn."""
-    path = folder / "profile_export_aiperf.json"
-    yield from _json_leaf_calls(
-        path, AIPERF_RESULT,
-        ["estimate", "infer", "--model", "llama-3.1-8b", "--gpu", "h100", "--input-len",
-         "1000", "--output-len", "100", "--as-point", "--measured", str(path)],
-        _one_aiperf_layout)
-
-
 TRTLLM_REPORT: dict[str, Any] = {
     "engine": {"backend": "Pytorch", "kv_cache_dtype": "FP8", "quantization": "FP8"},
     "world_info": {"tp_size": 1, "pp_size": 1, "ep_size": 1, "max_batch_size": 64,
@@ -348,19 +337,6 @@ TRTLLM_REPORT: dict[str, Any] = {
                        "acceptance_length_percentiles": {"average": 2.0}},
 }
 """A trtllm-bench --report_json at a concurrency, streaming, with speculative decoding."""
-
-
-def trtllm_report_calls(folder: Path) -> Iterator[list[str]]:
-    """``estimate infer --as-point --measured FILE --batch 32`` on trtllm-bench reports, each
-    value of ``TRTLLM_REPORT`` odd or left out in turn."""
-    path = folder / "report.json"
-    yield from _json_leaf_calls(
-        path, TRTLLM_REPORT,
-        ["estimate", "infer", "--model", "llama-3.1-8b", "--gpu", "h100", "--input-len",
-         "1000", "--output-len", "100", "--weight-precision", "fp8", "--kv-precision", "fp8",
-         "--max-batch-size", "64", "--max-num-tokens", "2048", "--speculative-tokens", "3",
-         "--acceptance-length", "2", "--batch", "32", "--batching", "continuous",
-         "--as-point", "--measured", str(path)])
 
 
 def _guidellm_summary(mean: float) -> dict[str, Any]:
@@ -380,14 +356,28 @@ GUIDELLM_REPORT: dict[str, Any] = {"benchmarks": [{
 """A GuideLLM report of one constant-rate benchmark (the statistics the reader takes)."""
 
 
-def guidellm_report_calls(folder: Path) -> Iterator[list[str]]:
-    """``estimate infer --as-point --measured FILE`` on GuideLLM reports, each value of
-    ``GUIDELLM_REPORT`` odd or left out in turn."""
-    path = folder / "benchmarks.json"
-    yield from _json_leaf_calls(
-        path, GUIDELLM_REPORT,
-        ["estimate", "infer", "--model", "llama-3.1-8b", "--gpu", "h100", "--input-len",
-         "1000", "--output-len", "100", "--as-point", "--measured", str(path)])
+SAVED_REPORTS: tuple[tuple[str, dict[str, Any], tuple[str, ...], Any], ...] = (
+    ("profile_export_aiperf.json", AIPERF_RESULT, (), _one_aiperf_layout),
+    ("report.json", TRTLLM_REPORT,
+     ("--weight-precision", "fp8", "--kv-precision", "fp8", "--max-batch-size", "64",
+      "--max-num-tokens", "2048", "--speculative-tokens", "3", "--acceptance-length", "2",
+      "--batch", "32", "--batching", "continuous"), None),
+    ("benchmarks.json", GUIDELLM_REPORT, (), None),
+)
+"""Each other tool's saved result: its file name, the document, the flags its run needs and
+how a copy is shaped for a value's path (AIPerf's two settings layouts)."""
+
+
+def saved_report_calls(folder: Path) -> Iterator[list[str]]:
+    """``estimate infer --as-point --measured FILE`` on AIPerf, trtllm-bench and GuideLLM
+    results, each value of each document odd or left out in turn."""
+    for name, doc, flags, prepare in SAVED_REPORTS:
+        path = folder / name
+        yield from _json_leaf_calls(
+            path, doc,
+            ["estimate", "infer", "--model", "llama-3.1-8b", "--gpu", "h100", "--input-len",
+             "1000", "--output-len", "100", *flags, "--as-point", "--measured", str(path)],
+            prepare)
 
 
 LOG_LINES = (
@@ -552,9 +542,7 @@ def main_(argv: list[str] | None = None) -> int:
         for call in itertools.chain(flag_calls(commands), small_dimension_calls(),
                                     measured_run_calls(Path(tmp)), load_point_calls(),
                                     bench_result_calls(Path(tmp)),
-                                    aiperf_result_calls(Path(tmp)),
-                                    trtllm_report_calls(Path(tmp)),
-                                    guidellm_report_calls(Path(tmp)),
+                                    saved_report_calls(Path(tmp)),
                                     training_log_calls(Path(tmp)),
                                     calibration_calls(Path(tmp)), op_check_calls(Path(tmp)),
                                     fake_machine_calls(Path(tmp)),

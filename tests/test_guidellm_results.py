@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from gpuarch.validation.bench_results import read_bench_results
+from tests.test_aiperf_results import _with
 from tests.test_cli import run
 
 LLAMA_8B = ["--model", "llama-3.1-8b", "--gpu", "h100", "--input-len", "1024",
@@ -139,17 +140,8 @@ def test_guidellm_02s_layout_is_read_alike(tmp_path: Path) -> None:
 
 
 def _broken(path: str, value: Any, index: int = 2) -> dict[str, Any]:
-    """SWEEP's benchmark ``index`` alone, the value at a dotted ``path`` replaced."""
-    doc = {"benchmarks": [copy.deepcopy(SWEEP["benchmarks"][index])]}
-    node = doc["benchmarks"][0]
-    *parents, last = path.split(".")
-    for key in parents:
-        node = node[key]
-    if value is None:
-        node.pop(last)
-    else:
-        node[last] = value
-    return doc
+    """SWEEP's benchmark ``index`` alone, the value at a dotted ``path`` in it replaced."""
+    return _with({"benchmarks": [SWEEP["benchmarks"][index]]}, f"benchmarks.0.{path}", value)
 
 
 @pytest.mark.parametrize(("doc", "message"), [

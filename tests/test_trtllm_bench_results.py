@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from gpuarch.validation.bench_results import read_bench_results
+from tests.test_aiperf_results import _with
 from tests.test_cli import run
 
 LLAMA_8B = ["--model", "llama-3.1-8b", "--gpu", "h100", "--input-len", "1024",
@@ -57,19 +58,6 @@ STREAMING_CONCURRENCY["streaming_metrics"] = {
     "token_output_speed_tok_s": 49.0, "avg_ttft_ms": 61.0, "avg_tpot_ms": 20.5,
     "ttft_percentiles": _percentiles(61.0), "tpot_percentiles": _percentiles(20.5),
     "gen_tps_percentiles": _percentiles(49.0)}
-
-
-def _with(base: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
-    doc = copy.deepcopy(base)
-    *parents, last = path.split(".")
-    node = doc
-    for key in parents:
-        node = node[key]
-    if value is None:
-        node.pop(last)
-    else:
-        node[last] = value
-    return doc
 
 
 def _write(tmp_path: Path, doc: dict[str, Any], name: str = "report.json") -> str:
