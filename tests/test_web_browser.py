@@ -91,16 +91,17 @@ def test_comparison_renders_its_chart(browser: Any, base_url: str) -> None:
 
 
 def test_report_opens_from_disk(browser: Any, tmp_path: Any) -> None:
-    """The HTML report, opened as a file: no console errors, its four charts drawn."""
+    """The HTML report, opened as a file: no console errors, its six charts drawn (the
+    advice's two fronts, the roofline, the evolution, the two models' errors)."""
     from gpuarch.cli.main import main
 
     out = tmp_path / "report.html"
     assert main(["report", "--out", str(out), "--max-gpus", "16", "--tokens", "1e10"]) == 0
     page, errors = _page(browser)
     page.goto(out.resolve().as_uri())
-    assert page.locator("svg").count() == 4
-    assert page.locator("h2").count() >= 5
-    for i in range(4):
+    assert page.locator("svg").count() == 6
+    assert page.locator("h2").count() >= 6
+    for i in range(6):
         box = page.locator("svg").nth(i).bounding_box()
         assert box is not None and box["width"] > 200
     assert errors == []
