@@ -56,6 +56,8 @@ def client() -> Any:
     ("/api/advise/infer?gpu=h100,l40s&rate=2&tpot_ms=60", "pareto"),
     ("/api/advise/infer?gpu=h100&rate=2&max_gpus=8&disaggregated=true", "pareto"),
     ("/api/advise/infer?gpu=h100&rate=2&max_gpus=8&top=2&simulate=200", "simulated"),
+    ("/api/validate/training?match=a100&worst=5", "points"),
+    ("/api/validate/inference?match=h200&match=fp8", "figures"),
     ("/api/validate/bands", "serving/fine-moe/hopper"),
     ("/api/validate/ops?kind=gemm", "by_kind"),
     ("/api/validate/moe-kernels", "groups"),
@@ -178,6 +180,13 @@ def test_pages_render_forms_results_and_the_comparison_chart(client: Any) -> Non
     assert b"aiconfigurator" in ridge and b"Ridge, max" in ridge
     attention = client.get("/validate/attention-kernels").data
     assert b"Head dim 64 over 128" in attention and b"gb300" in attention
+    # the headline validations: the table and the errors' strip per GPU, over what the
+    # match keeps; a match nothing has draws no chart and says so
+    training = client.get("/validate/training?match=a100-sxm4-40gb").data
+    assert b'id="result"' in training and b"<svg" in training and b"within 20%" in training
+    assert b"a100-sxm4-40gb" in training and b"h100-sxm5-80gb" not in training
+    missing = client.get("/validate/inference?match=h1000")
+    assert b"<svg" not in missing.data and b"no compared point" in missing.data
 
 
 _FAST = ["gpus", "compare", "systems", "features", "evolution", "roofline", "estimate/train",

@@ -41,6 +41,8 @@ API_COMMANDS: dict[str, list[str]] = {
     "estimate/infer": ["estimate", "infer"],
     "advise/train": ["advise", "train"],
     "advise/infer": ["advise", "infer"],
+    "validate/training": ["validate", "training"],
+    "validate/inference": ["validate", "inference"],
     "validate/bands": ["validate", "bands"],
     "validate/ops": ["validate", "ops"],
     "validate/moe-kernels": ["validate", "moe-kernels"],
@@ -169,6 +171,8 @@ nav a{{margin-right:1rem}} .err{{color:#a00}}</style></head><body><nav><a href="
 <a href="/evolution">evolution</a><a href="/models">models</a>
 <a href="/estimate/train">train</a><a href="/estimate/infer">infer</a>
 <a href="/advise/train">advise train</a><a href="/advise/infer">advise infer</a>
+<a href="/validate/training">training accuracy</a>
+<a href="/validate/inference">serving accuracy</a>
 <a href="/validate/bands">error bands</a> <a href="/validate/ops">operators</a>
 <a href="/validate/moe-kernels">MoE kernels</a> <a href="/validate/gemm-kernels">GEMM short K</a>
 <a href="/validate/gemm-ridge">GEMM ridge</a>
@@ -223,6 +227,10 @@ _FORMS: dict[str, tuple[str, list[tuple[str, str]]]] = {
     "evolution": ("Architecture evolution", [("tier", "")]),
     "models": ("Model presets: shapes, parameters, checkpoint formats, sources",
                [("name", "")]),
+    "validate/training": ("Training model against published training runs",
+                          [("match", ""), ("worst", "")]),
+    "validate/inference": ("Serving model against published serving figures",
+                           [("match", ""), ("worst", "")]),
     "validate/bands": ("Error bands: how far the model has been from published figures", []),
     "validate/ops": ("Operators timed on an H200 beside the model's per-operator times",
                      [("kind", "")]),
@@ -315,6 +323,37 @@ def _evolution_chart(params: Mapping[str, Any]) -> str:
     return inline_svg(lambda p: plot_evolution(rows, DEFAULT_METRICS, p))
 
 
+def _accuracy_chart(path: str, params: Mapping[str, Any]) -> str:
+    """A validation page's errors as a strip per GPU (inline SVG; needs matplotlib), over the
+    points --match and --worst keep; nothing where they are not valid (the command below
+    says why)."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return '<p class="err">Install matplotlib for the chart.</p>'
+    from gpuarch.catalog.loader import load_catalog
+    from gpuarch.errors import GpuarchError
+    from gpuarch.report.html import inline_svg
+    from gpuarch.report.plot import plot_errors
+    from gpuarch.validation.inference import validate_inference
+    from gpuarch.validation.training import validate_training
+
+    training = path == "validate/training"
+    validate = validate_training if training else validate_inference
+    match = params.get("match", [])
+    try:
+        worst = int(params["worst"]) if params.get("worst") else None
+        summary = validate(load_catalog()).select(
+            match if isinstance(match, list) else [match], worst if worst and worst > 0
+            else None)
+    except (GpuarchError, ValueError):
+        return ""
+    if not summary.rows:
+        return ""
+    what = "training points" if training else "serving figures"
+    return inline_svg(lambda p: plot_errors(summary, p, what))
+
+
 def create_app() -> Flask:
     """The app; ``gpuarch serve`` runs it on 127.0.0.1."""
     app = Flask("gpuarch")
@@ -384,6 +423,8 @@ def create_app() -> Flask:
                 body += _compare_chart(run_command(["compare"], params, positional))
             if path == "evolution":
                 body += _evolution_chart(params)
+            if path in ("validate/training", "validate/inference"):
+                body += _accuracy_chart(path, params)
             text = run_command(_PAGE_COMMANDS[path], params, positional, as_json=False)
             body += f'<pre id="result">{html.escape(text)}</pre>'
             api = (f"/api/gpus/{quote(str(params.get('name', '')))}" if path == "gpu"
