@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from gpuarch.validation.bench_results import read_bench_results
+from tests.test_bench_results import _point
 from tests.test_cli import run
 
 REQUESTS = "2000"
@@ -89,16 +90,6 @@ def _write(tmp_path: Path, content: dict[str, Any] | str,
     return str(path)
 
 
-def _point(capsys: pytest.CaptureFixture[str], tmp_path: Path, measured: str,
-           *flags: str) -> str:
-    status, text, err = run(capsys, "estimate", "infer", *LLAMA_8B, *flags, "--as-point",
-                            "mine", "--measured", measured)
-    assert status == 0 and err == "", err
-    path = tmp_path / "runs.toml"
-    path.write_text(text)
-    return str(path)
-
-
 def test_a_rate_without_a_mode_is_a_poisson_load_run(capsys: pytest.CaptureFixture[str],
                                                      tmp_path: Path) -> None:
     """AIPerf's default arrival pattern is a Poisson stream: a rate whose mode the file
@@ -106,7 +97,8 @@ def test_a_rate_without_a_mode_is_a_poisson_load_run(capsys: pytest.CaptureFixtu
     90th and 99th percentiles of TTFT, ITL (the TPOT) and request latency in seconds; the
     other statistics and metrics have no simulated counterpart. Replayed, it is estimate
     infer --rate 8 --simulate."""
-    data = _point(capsys, tmp_path, _write(tmp_path, LOADGEN_RATE), "--schedule", "mixed")
+    data = _point(capsys, tmp_path, (*LLAMA_8B, "--schedule", "mixed"),
+                  _write(tmp_path, LOADGEN_RATE))
     text = Path(data).read_text()
     assert 'framework = "AIPerf"' in text and "rate_per_s = 8.0" in text
     assert "ttft_mean_s = 0.0482" in text and "tpot_p90_s = 0.0129" in text
@@ -145,7 +137,7 @@ def test_an_evenly_spaced_run_is_replayed_evenly_spaced(capsys: pytest.CaptureFi
     """A constant-rate run's point says arrivals = "uniform" and is replayed with the
     simulation's evenly spaced arrivals, as estimate infer --simulate --arrivals uniform."""
     doc = _with(LOADGEN_RATE, "input_config.loadgen.request_rate_mode", "constant")
-    data = _point(capsys, tmp_path, _write(tmp_path, doc))
+    data = _point(capsys, tmp_path, LLAMA_8B, _write(tmp_path, doc))
     assert 'arrivals = "uniform"' in Path(data).read_text()
     status, out, err = run(capsys, "validate", "load", "--data", data, "--requests", REQUESTS,
                            "--json")
@@ -170,7 +162,7 @@ def test_a_concurrency_phase_is_a_serving_point(capsys: pytest.CaptureFixture[st
     """The benchmark-config era's profiling phase (the warm-up phase beside it ignored) at
     64 in flight is a serving point with concurrency 64, compared as estimate infer --batch
     64 --batching continuous."""
-    data = _point(capsys, tmp_path, _write(tmp_path, PHASES_CONCURRENCY))
+    data = _point(capsys, tmp_path, LLAMA_8B, _write(tmp_path, PHASES_CONCURRENCY))
     text = Path(data).read_text()
     assert 'mode = "serving"' in text and "concurrency = 64" in text
     assert "output_tokens_per_s = 2029.1" in text and "ttft_s = 0.0482" in text

@@ -26,6 +26,7 @@ from gpuarch.cli.estimate_cmds import (
 )
 from gpuarch.cli.options import (
     at_least_one,
+    check_plot_flag,
     lazy_enum_value,
     name_list,
     non_negative,
@@ -120,10 +121,7 @@ def _answer(args: argparse.Namespace, search: Callable[[], Any],
     asked, print text or JSON; with --launch, ``launch(advice)`` (a ``report.launch.Launch``
     for the best option, or a line saying why there is none) under it or as 'launch'.
     ``after(advice)`` adds a JSON key, its value and text lines (``--simulate``)."""
-    if args.plot:
-        from gpuarch.report.plot import check_plot_path
-
-        check_plot_path(args.plot)
+    check_plot_flag(args)
     start = time.perf_counter()
     advice = search()
     elapsed = time.perf_counter() - start

@@ -16,6 +16,7 @@ from gpuarch.catalog.loader import load_catalog
 from gpuarch.cli.checkpointing import add_checkpoint_flags, checkpoint_plan
 from gpuarch.cli.options import (
     at_least_one,
+    check_plot_flag,
     lazy_enum_value,
     name_list,
     non_negative,
@@ -154,9 +155,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         if not counts:
             raise GpuarchError("--plot: draws a scaling table; give --gpus a list (e.g. "
                                "64,128,256)")
-        from gpuarch.report.plot import check_plot_path
-
-        check_plot_path(args.plot)
+        check_plot_flag(args)
     cfg = TrainingConfig(
         gpus=counts[0] if counts else args.gpus, seq_len=args.seq_len,
         global_batch=args.global_batch,
@@ -263,7 +262,11 @@ def _measured_run(args: argparse.Namespace, weights: Any, kv: Any, moe: bool) ->
                                "given")
         return None
     from gpuarch.estimate.inference import Batching
-    from gpuarch.validation.bench_results import LENGTH_TOLERANCE, read_bench_results
+    from gpuarch.validation.bench_results import (
+        LENGTH_TOLERANCE,
+        RUN_KINDS,
+        read_bench_results,
+    )
     from gpuarch.validation.server_settings import ServerFlags
 
     if args.as_point is None:
@@ -277,7 +280,7 @@ def _measured_run(args: argparse.Namespace, weights: Any, kv: Any, moe: bool) ->
     benches = tuple(b for path in args.measured for b in read_bench_results(
         path, concurrency, str(path) if names.count(path.name) > 1 else path.name))
     if args.measured_kind is not None:
-        check_choice("--measured-kind", args.measured_kind, MEASURED_KINDS)
+        check_choice("--measured-kind", args.measured_kind, RUN_KINDS)
         benches = tuple(b for b in benches if b.kind == args.measured_kind)
         if not benches:
             raise GpuarchError(f"--measured-kind {args.measured_kind}: no run of the files "
@@ -721,9 +724,6 @@ def engine_choice(flag: str, choices: tuple[str, ...]) -> Callable[[str], str]:
 
 
 NO_BATCH = 0
-
-MEASURED_KINDS = ("rate", "concurrency", "offline")
-"""How a measured run sent its requests (``BenchResult.kind``), for --measured-kind."""
 """--batch's value when it is not given (``max`` parses to None)."""
 
 SWEEP = 0
@@ -948,10 +948,7 @@ def _batch_sweep(args: argparse.Namespace, catalog: Any, shape: TransformerShape
     from gpuarch.validation.bands import band_for
     from gpuarch.validation.nearest import serving_setup
 
-    if args.plot:
-        from gpuarch.report.plot import check_plot_path
-
-        check_plot_path(args.plot)
+    check_plot_flag(args)
     result = sweep_batches(catalog, shape, product, cfg, args.batch, system=system,
                            efficiency=eff, measured=measured, formats_origin=origin,
                            price_per_gpu_hour=args.price_per_gpu_hour)
@@ -1237,19 +1234,11 @@ def _plotted(args: argparse.Namespace, summary: Any, what: str, doc: dict[str, A
     return {**doc, "plot": str(args.plot)}
 
 
-def _check_plot_first(args: argparse.Namespace) -> None:
-    """A --plot path no plot can be written to is refused before any point is compared."""
-    if args.plot is not None:
-        from gpuarch.report.plot import check_plot_path
-
-        check_plot_path(args.plot)
-
-
 def cmd_validate(args: argparse.Namespace) -> int:
     from gpuarch.report.estimate_text import render_validation
     from gpuarch.validation.training import validate_training
 
-    _check_plot_first(args)
+    check_plot_flag(args)
     summary = _validated(args, "training", validate_training)
     doc = _plotted(args, summary, "training points", summary.as_json(
         "points", ("gpu", "source", "model"), args.explain) if args.json else {})
@@ -1261,7 +1250,7 @@ def cmd_validate_inference(args: argparse.Namespace) -> int:
     from gpuarch.report.estimate_text import render_inference_validation
     from gpuarch.validation.inference import validate_inference
 
-    _check_plot_first(args)
+    check_plot_flag(args)
     summary = _validated(args, "inference", validate_inference)
     doc = _plotted(args, summary, "serving figures", summary.as_json(
         "figures", ("metric", "gpu", "source", "model"), args.explain) if args.json else {})
@@ -1327,10 +1316,7 @@ def cmd_validate_load(args: argparse.Namespace) -> int:
     check_requests(requests, "--requests")
     if args.schedule is not None:
         check_choice("--schedule", args.schedule, SCHEDULES)
-    if args.plot is not None:
-        from gpuarch.report.plot import check_plot_path
-
-        check_plot_path(args.plot)
+    check_plot_flag(args)
     if args.data is not None:
         from gpuarch.validation.user_data import load_user_points
 

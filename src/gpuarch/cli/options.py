@@ -180,3 +180,12 @@ def size_list(flag: str) -> Callable[[str], tuple[int, ...]]:
 
     parse.__name__ = flag
     return parse
+
+
+def check_plot_flag(args: argparse.Namespace) -> None:
+    """--plot given a path no plot can be written to: a usage error naming --plot, raised
+    before any long work (report.plot, imported only when --plot is given)."""
+    if args.plot is not None:
+        from gpuarch.report.plot import check_plot_path
+
+        check_plot_path(args.plot)

@@ -131,6 +131,7 @@ __all__ = [
     "moe_module_time",
     "moe_rank_tokens",
     "pass_times",
+    "server_layout",
     "with_expert_options",
 ]
 
@@ -304,6 +305,16 @@ class Batching(Enum):
 
     STATIC = "static"  # one batch, prefilled together, decoded to the end
     CONTINUOUS = "continuous"  # in-flight batching, steady state
+
+
+def server_layout(tp: int, ep: int, moe: bool) -> tuple[int, int]:
+    """(GPUs of one pipeline stage of a serving engine, its data-parallel attention ranks)
+    for TP and EP: a stage spans max(TP, EP) GPUs (the engines' tensor-parallel size), and
+    where EP is above TP on a MoE model attention runs data-parallel over EP / TP ranks
+    (``InferenceConfig.attention_dp``). The engines' launch flags and the checks of a
+    measured server's saved settings both map the estimate's layout so."""
+    ep = ep if moe else 1
+    return max(tp, ep), ep // tp if ep > tp else 1
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -406,8 +406,9 @@ def serving_launch(engine: str, shape: Any, cfg: Any, model: str, batch: int,
     moe = shape.is_moe
     ep = cfg.ep if moe else 1
     attention_dp = moe and ep > cfg.tp
-    group = max(cfg.tp, ep)  # GPUs of one pipeline stage of one server
-    dp = ep // cfg.tp if attention_dp else 1
+    from gpuarch.estimate.inference import server_layout
+
+    group, dp = server_layout(cfg.tp, cfg.ep, moe)  # GPUs of one stage of one server
     servers = cfg.gpus // (group * cfg.pp)
     # parallelism
     if engine == "vllm":

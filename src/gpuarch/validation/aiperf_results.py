@@ -22,6 +22,7 @@ from typing import Any
 from gpuarch.errors import GpuarchError, is_positive_number
 from gpuarch.units import Unit, to_si
 from gpuarch.validation.bench_results import BenchResult
+from gpuarch.validation.saved_fields import held_in_flight, saved_count, saved_figure
 
 __all__ = ["is_aiperf_result", "read_aiperf_result"]
 
@@ -75,12 +76,7 @@ def _stat(name: str, metrics: dict[str, Any], metric: str, stat: str) -> float |
                            "statistics")
     if stat not in block:
         return None
-    value = block[stat]
-    if not isinstance(value, int | float) or isinstance(value, bool) \
-            or not is_positive_number(value):
-        raise GpuarchError(f"--measured: {name}: {metric}.{stat} = {value!r}: expected a "
-                           "number above zero")
-    return float(value)
+    return saved_figure(name, f"{metric}.{stat}", block[stat])
 
 
 def _needed(name: str, metrics: dict[str, Any], metric: str) -> float:
@@ -149,10 +145,8 @@ def _how_sent(name: str, config: dict[str, Any]) -> tuple[float | None, int | No
             kind = "burst"
     if kind == "gamma" and smooth == 1.0:
         kind = "poisson"  # a gamma stream of smoothness 1 is a Poisson stream
-    if concurrency is not None and (not isinstance(concurrency, int)
-                                    or isinstance(concurrency, bool) or concurrency < 1):
-        raise GpuarchError(f"--measured: {name}: {where}: concurrency = {concurrency!r}: "
-                           "expected a whole number >= 1")
+    if concurrency is not None:
+        concurrency = saved_count(name, f"{where}: concurrency", concurrency)
     if kind == "burst":
         if concurrency is None:
             raise GpuarchError(f"--measured: {name}: {where}: neither a request rate nor a "
@@ -163,8 +157,7 @@ def _how_sent(name: str, config: dict[str, Any]) -> tuple[float | None, int | No
                            "simulation replays a Poisson stream, evenly spaced requests "
                            "(constant) or so many in flight (concurrency); not a trace, "
                            "users or a gamma stream")
-    if not isinstance(rate, int | float) or isinstance(rate, bool) \
-            or not is_positive_number(rate):
+    if rate is None or not is_positive_number(rate):
         raise GpuarchError(f"--measured: {name}: {where}: request rate = {rate!r}: expected "
                            "requests per second above zero")
     if concurrency is not None:
@@ -191,8 +184,6 @@ def read_aiperf_result(name: str, doc: dict[str, Any]) -> BenchResult:
     if abs(completed - count) > 1e-6:
         raise GpuarchError(f"--measured: {name}: request_count.avg = {count!r}: expected a "
                            "whole number of requests")
-    if concurrency is not None and concurrency >= completed:
-        concurrency = None  # every request in flight at once
     latencies = {}
     for metric, figure in _LATENCIES.items():
         for stat, point_stat in _STATISTICS.items():
@@ -206,7 +197,8 @@ def read_aiperf_result(name: str, doc: dict[str, Any]) -> BenchResult:
         lengths.append((mean, None if std is None else std / mean))
     (input_len, input_cv), (output_len, output_cv) = lengths
     return BenchResult(
-        tool=TOOL, where=name, rate_per_s=rate, max_concurrency=concurrency,
+        tool=TOOL, where=name, rate_per_s=rate,
+        max_concurrency=held_in_flight(concurrency, completed),
         completed=completed, input_len=input_len, output_len=output_len,
         input_len_cv=input_cv, output_len_cv=output_cv,
         output_tokens_per_s=_needed(name, metrics, "output_token_throughput"),

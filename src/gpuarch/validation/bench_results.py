@@ -29,6 +29,7 @@ from typing import Any
 from gpuarch.errors import GpuarchError, is_positive_number
 from gpuarch.files import read_input_text
 from gpuarch.units import Unit, to_si
+from gpuarch.validation.saved_fields import saved_figure
 from gpuarch.validation.server_settings import (
     ServerFlags,
     TrtllmEngine,
@@ -36,7 +37,11 @@ from gpuarch.validation.server_settings import (
     check_trtllm_engine,
 )
 
-__all__ = ["LENGTH_TOLERANCE", "BenchResult", "read_bench_results"]
+__all__ = ["LENGTH_TOLERANCE", "RUN_KINDS", "BenchResult", "read_bench_results"]
+
+RUN_KINDS = ("rate", "concurrency", "offline")
+"""How a measured run sent its requests (``BenchResult.kind``): at a rate, so many in
+flight, or every one at once."""
 
 LENGTH_TOLERANCE = 0.05
 """How far a run's mean prompt or answer may be from the lengths the estimate is given."""
@@ -143,13 +148,10 @@ def _lines(path: Path, label: str) -> list[tuple[int, dict[str, Any]]]:
 
 
 def _number(name: str, result: dict[str, Any], key: str) -> float:
-    value = result.get(key)
-    if not isinstance(value, int | float) or not is_positive_number(value):
-        raise GpuarchError(f"--measured: {name}: {key} = {value!r}: expected a number above "
-                           "zero" if key in result else f"--measured: {name}: no {key!r}: "
-                           "expected a result of vllm bench serve --save-result or "
-                           "sglang.bench_serving --output-file")
-    return float(value)
+    if key not in result:
+        raise GpuarchError(f"--measured: {name}: no {key!r}: expected a result of vllm bench "
+                           "serve --save-result or sglang.bench_serving --output-file")
+    return saved_figure(name, key, result[key])
 
 
 def _spread(name: str, result: dict[str, Any], key: str) -> float | None:

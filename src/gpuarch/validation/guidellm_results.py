@@ -21,9 +21,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpuarch.errors import GpuarchError, is_positive_number
+from gpuarch.errors import GpuarchError
 from gpuarch.units import Unit, to_si
 from gpuarch.validation.bench_results import BenchResult
+from gpuarch.validation.saved_fields import held_in_flight, saved_count, saved_figure
 
 __all__ = ["is_guidellm_report", "read_guidellm_report"]
 
@@ -54,14 +55,6 @@ def _table(where: str, node: Any, key: str, path: str) -> dict[str, Any]:
     return value
 
 
-def _positive(where: str, value: Any, path: str) -> float:
-    if not isinstance(value, int | float) or isinstance(value, bool) \
-            or not is_positive_number(value):
-        raise GpuarchError(f"--measured: {where}: {path} = {value!r}: expected a number above "
-                           "zero")
-    return float(value)
-
-
 def _successful(where: str, metrics: dict[str, Any], key: str) -> dict[str, Any]:
     return _table(where, _table(where, metrics, key, "metrics."), "successful",
                   f"metrics.{key}.")
@@ -83,9 +76,8 @@ def _how_sent(where: str, benchmark: dict[str, Any]
     path, strategy = _strategy(where, benchmark)
     kind = strategy.get("type_")
     cap = strategy.get("max_concurrency")
-    if cap is not None and (not isinstance(cap, int) or isinstance(cap, bool) or cap < 1):
-        raise GpuarchError(f"--measured: {where}: {path}.max_concurrency = {cap!r}: expected "
-                           "a whole number >= 1")
+    if cap is not None:
+        cap = saved_count(where, f"{path}.max_concurrency", cap)
     if kind == "synchronous":
         return None, 1, "poisson"
     if kind == "concurrent":
@@ -97,7 +89,7 @@ def _how_sent(where: str, benchmark: dict[str, Any]
     if kind == "throughput":
         return None, cap, "poisson"
     if kind in ("constant", "poisson"):
-        rate = _positive(where, strategy.get("rate"), f"{path}.rate")
+        rate = saved_figure(where, f"{path}.rate", strategy.get("rate"))
         if cap is not None:
             raise GpuarchError(f"--measured: {where}: {path}: a rate of {rate:g}/s capped at "
                                f"{cap} in flight: a stream capped in flight is not simulated")
@@ -121,8 +113,6 @@ def _benchmark(where: str, benchmark: Any) -> BenchResult:
     metrics = _table(where, benchmark, "metrics", "")
     rate, concurrency, arrivals = _how_sent(where, benchmark)
     completed = _completed(where, benchmark, metrics)
-    if concurrency is not None and concurrency >= completed:
-        concurrency = None  # every request in flight at once
     latencies: dict[str, float] = {}
     for key, (figure, unit) in _LATENCIES.items():
         if key not in metrics:
@@ -135,24 +125,25 @@ def _benchmark(where: str, benchmark: Any) -> BenchResult:
         for stat, value in values.items():
             if value is not None:
                 latencies[f"{figure}_{stat}_s"] = to_si(
-                    _positive(where, value, f"metrics.{key}.successful.{stat}"), unit)
+                    saved_figure(where, f"metrics.{key}.successful.{stat}", value), unit)
     lengths = []  # (mean, spread) of the prompts, then the answers
     for key in ("prompt_token_count", "output_token_count"):
         summary = _successful(where, metrics, key)
-        mean = _positive(where, summary.get("mean"), f"metrics.{key}.successful.mean")
+        mean = saved_figure(where, f"metrics.{key}.successful.mean", summary.get("mean"))
         std = summary.get("std_dev")
-        spread = _positive(where, std, f"metrics.{key}.successful.std_dev") / mean \
+        spread = saved_figure(where, f"metrics.{key}.successful.std_dev", std) / mean \
             if std else None
         lengths.append((mean, spread))
     (input_len, input_cv), (output_len, output_cv) = lengths
     throughput = _table(where, _table(where, metrics, "output_tokens_per_second", "metrics."),
                         "total", "metrics.output_tokens_per_second.")
     return BenchResult(
-        tool=TOOL, where=where, rate_per_s=rate, max_concurrency=concurrency,
+        tool=TOOL, where=where, rate_per_s=rate,
+        max_concurrency=held_in_flight(concurrency, completed),
         completed=completed, input_len=input_len, output_len=output_len,
         input_len_cv=input_cv, output_len_cv=output_cv,
-        output_tokens_per_s=_positive(where, throughput.get("mean"),
-                                      "metrics.output_tokens_per_second.total.mean"),
+        output_tokens_per_s=saved_figure(where, "metrics.output_tokens_per_second.total.mean",
+                                         throughput.get("mean")),
         latencies=latencies, arrivals=arrivals)
 
 

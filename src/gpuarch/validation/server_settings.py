@@ -23,7 +23,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpuarch.errors import GpuarchError
+from gpuarch.estimate.inference import server_layout
 from gpuarch.perf.quant import QuantFormat
+from gpuarch.validation.saved_fields import saved_count
 
 __all__ = ["ServerFlags", "TrtllmEngine", "check_sglang_server", "check_trtllm_engine"]
 
@@ -57,25 +59,16 @@ class ServerFlags:
     max_num_tokens: int | None = None  # --max-num-tokens, None = not given
     executor: str = "python"  # --executor
 
-    @property
-    def attention_dp(self) -> bool:
-        return self.moe and self.ep > self.tp
-
     def sglang_parallelism(self) -> tuple[int, int, int]:
         """(``--tp-size``, ``--dp-size``, ``--ep-size``) of the server these flags price."""
-        ep = self.ep if self.moe else 1
-        return (max(self.tp, ep), ep // self.tp if self.attention_dp else 1, ep)
+        group, ranks = server_layout(self.tp, self.ep, self.moe)
+        return group, ranks, self.ep if self.moe else 1
 
 
 def _int(server: dict[str, Any], where: str, key: str, low: int = 1) -> int | None:
     """A saved count, or None where the server saved none (left out or null)."""
     value = server.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, int) or isinstance(value, bool) or value < low:
-        raise GpuarchError(f"--measured: {where}: server_info.{key} = {value!r}: expected a "
-                           f"whole number >= {low}")
-    return value
+    return None if value is None else saved_count(where, f"server_info.{key}", value, low)
 
 
 def _flags_for(tp_size: int, dp_size: int, dp_attention: bool, ep_size: int,
@@ -214,8 +207,7 @@ def check_trtllm_engine(engine: TrtllmEngine, where: str, flags: ServerFlags) ->
         raise GpuarchError(f"--kv-precision {flags.kv.value}: {where} kept its KV cache in "
                            f"{kv.value if engine.kv else '16 bits'}; give --kv-precision "
                            f"{kv.value if engine.kv else 'bf16'}")
-    group = max(flags.tp, flags.ep if flags.moe else 1)
-    ep = flags.ep if flags.moe else 1
+    group, _, ep = flags.sglang_parallelism()
     if (engine.tp_size, engine.pp_size) != (group, flags.pp) \
             or (flags.moe and engine.ep_size != ep):
         attention_dp = (f" (or --tp 1 --ep {engine.tp_size} where attention ran "

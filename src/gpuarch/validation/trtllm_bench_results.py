@@ -22,10 +22,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpuarch.errors import GpuarchError, is_positive_number
+from gpuarch.errors import GpuarchError
 from gpuarch.perf.quant import QuantFormat
 from gpuarch.units import Unit, to_si
 from gpuarch.validation.bench_results import BenchResult
+from gpuarch.validation.saved_fields import saved_count, saved_figure
 from gpuarch.validation.server_settings import TrtllmEngine
 
 __all__ = ["is_trtllm_report", "read_trtllm_report"]
@@ -69,23 +70,15 @@ def _number(name: str, section: dict[str, Any], where: str, key: str,
     value = section.get(key)
     if value is None and not required:
         return None
-    if not isinstance(value, int | float) or isinstance(value, bool) \
-            or not is_positive_number(value):
-        raise GpuarchError(f"--measured: {name}: {where}.{key} = {value!r}: expected a number "
-                           "above zero" if key in section else
-                           f"--measured: {name}: no {where}.{key}: expected trtllm-bench "
+    if key not in section:
+        raise GpuarchError(f"--measured: {name}: no {where}.{key}: expected trtllm-bench "
                            "throughput's --report_json file")
-    return float(value)
+    return saved_figure(name, f"{where}.{key}", value)
 
 
 def _count(name: str, section: dict[str, Any], where: str, key: str) -> int | None:
     value = section.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise GpuarchError(f"--measured: {name}: {where}.{key} = {value!r}: expected a whole "
-                           "number >= 1")
-    return value
+    return None if value is None else saved_count(name, f"{where}.{key}", value)
 
 
 def _percentiles(name: str, section: dict[str, Any], where: str, key: str, figure: str
