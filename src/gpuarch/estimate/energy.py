@@ -13,8 +13,19 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["NODE_OVERHEAD", "PUE", "energy_kwh", "facility_power_w", "gpu_power_w",
-           "seconds_per_token_at_peak", "serving_energy_kwh"]
+__all__ = ["FULL_POWER_HFU", "GPU_POWER_MODEL", "LOW_LOAD_SHARE", "NODE_OVERHEAD", "PUE",
+           "energy_kwh", "facility_power_w", "gpu_power_w", "seconds_per_token_at_peak",
+           "serving_energy_kwh"]
+
+LOW_LOAD_SHARE = 0.5
+"""A GPU's power as a share of its board power with its Tensor Cores all but idle (assumed)."""
+
+FULL_POWER_HFU = 0.6
+"""The hardware FLOP utilisation from which a GPU draws its full board power (assumed)."""
+
+GPU_POWER_MODEL = (f"board power x min(1, {LOW_LOAD_SHARE:g} + {1 - LOW_LOAD_SHARE:g} x HFU / "
+                   f"{FULL_POWER_HFU:g}) per GPU")
+"""The GPU power model in words, for the assumptions an answer lists."""
 
 NODE_OVERHEAD = 0.35
 """Non-GPU node power as a fraction of GPU power (assumed; a DGX H100's 10.2 kW maximum
@@ -29,7 +40,8 @@ Num = Any
 
 def gpu_power_w(tdp_w: float, hfu: Num) -> Num:
     """Average power of one GPU at hardware FLOP utilisation ``hfu``."""
-    return tdp_w * np.minimum(1.0, 0.5 + 0.5 * np.asarray(hfu) / 0.6)
+    return tdp_w * np.minimum(1.0, LOW_LOAD_SHARE
+                              + (1 - LOW_LOAD_SHARE) * np.asarray(hfu) / FULL_POWER_HFU)
 
 
 def facility_power_w(tdp_w: float, gpus: Num) -> Num:

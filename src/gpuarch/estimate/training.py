@@ -29,7 +29,7 @@ import numpy as np
 from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import BLACKWELL_TENSOR_CORES, Product, System, spec
 from gpuarch.errors import GpuarchError, check_choice, check_count
-from gpuarch.estimate.energy import NODE_OVERHEAD, PUE, energy_kwh
+from gpuarch.estimate.energy import GPU_POWER_MODEL, NODE_OVERHEAD, PUE, energy_kwh
 from gpuarch.estimate.host_link import product_host_link
 from gpuarch.estimate.lora import (
     DEFAULT_LORA_MODULES,
@@ -2767,9 +2767,8 @@ def estimate_training(
             total["checkpointing"] = _checkpointing(shape, cfg, checkpointing, seconds,
                                                     step, host_link, assumptions)
         assumptions["power_model"] = (
-            "board power x min(1, 0.5 + 0.5 x HFU / 0.6) per GPU, plus "
-            f"{NODE_OVERHEAD:.0%} for the rest of the node, times a PUE of {PUE} "
-            "(assumptions, gpuarch.estimate.energy)")
+            f"{GPU_POWER_MODEL}, plus {NODE_OVERHEAD:.0%} for the rest of the node, times a "
+            f"PUE of {PUE} (assumptions, gpuarch.estimate.energy)")
     return TrainingEstimate(
         model=shape.name,
         gpu=product.name,

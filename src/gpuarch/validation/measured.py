@@ -9,10 +9,13 @@ import math
 import statistics
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
-__all__ = ["AICONFIGURATOR_SYSTEMS", "HasRatio", "ModelOverMeasured", "aiconfigurator_devices",
-           "band_cells", "band_named", "mean_abs_log_ratio", "read_commented_csv"]
+from gpuarch.errors import GpuarchError, suggestion
+
+__all__ = ["AICONFIGURATOR_SYSTEMS", "HasRatio", "ModelOverMeasured", "NamedRun",
+           "aiconfigurator_devices", "band_cells", "band_named", "mean_abs_log_ratio",
+           "read_commented_csv", "select_runs"]
 
 
 AICONFIGURATOR_SYSTEMS = {"h100_sxm": "h100-sxm5-80gb", "h200_sxm": "h200-sxm-141gb",
@@ -30,6 +33,36 @@ def aiconfigurator_devices(*names: str) -> dict[str, str]:
 class HasRatio(Protocol):
     @property
     def ratio(self) -> float: ...
+
+
+class NamedRun(Protocol):
+    """A measured run as ``select_runs`` reads it: its id, its source and its fields."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def source(self) -> str: ...
+
+    def get(self, key: str, default: Any = None) -> Any: ...
+
+
+Run = TypeVar("Run", bound=NamedRun)
+
+
+def select_runs(runs: Sequence[Run], match: Sequence[str]) -> list[Run]:
+    """The runs whose id, source or GPU contains every text of ``match`` (case ignored);
+    none left is an error naming ``--match`` (with the nearest GPU or source)."""
+    def fields(run: Run) -> str:
+        return f"{run.id} {run.source} {run.get('gpu')}".lower()
+
+    chosen = [r for r in runs if all(t.lower() in fields(r) for t in match)]
+    if not chosen:
+        names = sorted({part for r in runs for v in (r.source, r.get("gpu"))
+                        for part in (str(v), *str(v).split("-"))})
+        raise GpuarchError(f"--match: no run has all of {', '.join(map(repr, match))} in its "
+                           f"id, source or GPU{suggestion(match[0], names)}")
+    return chosen
 
 
 class ModelOverMeasured:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuarch.catalog.loader import Catalog
-from gpuarch.errors import GpuarchError, check_choice, suggestion
+from gpuarch.errors import GpuarchError, check_choice
 from gpuarch.estimate.inference import SCHEDULES
 from gpuarch.estimate.simulate import Simulation, quantile_mean, simulate_serving
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
@@ -34,6 +34,7 @@ from gpuarch.validation.inference import (
     load_inference_points,
     point_config,
 )
+from gpuarch.validation.measured import select_runs
 from gpuarch.validation.training import (
     TrainingPoint,
     point_shape,
@@ -233,21 +234,6 @@ def compare_user_runs(catalog: Catalog, runs: Sequence[TrainingPoint], file_name
             raise GpuarchError(f"{file_name}: point {run.id!r}: "
                                f"{str(exc).removeprefix(f'run {run.id}: ')}") from None
     return rows
-
-
-def select_runs(runs: Sequence[TrainingPoint], match: Sequence[str]) -> list[TrainingPoint]:
-    """The runs whose id, source or GPU contains every text of ``match`` (case ignored);
-    none left is an error naming ``--match`` (with the nearest GPU or source)."""
-    def fields(run: TrainingPoint) -> str:
-        return f"{run.id} {run.source} {run.get('gpu')}".lower()
-
-    chosen = [r for r in runs if all(t.lower() in fields(r) for t in match)]
-    if not chosen:
-        names = sorted({part for r in runs for v in (r.source, r.get("gpu"))
-                        for part in (str(v), *str(v).split("-"))})
-        raise GpuarchError(f"--match: no run has all of {', '.join(map(repr, match))} in its "
-                           f"id, source or GPU{suggestion(match[0], names)}")
-    return chosen
 
 
 def validate_load(catalog: Catalog, *, requests: int = LOAD_REQUESTS,

@@ -28,6 +28,7 @@ from gpuarch.estimate.training import (
     MOE_ROUTINGS,
     PP_SCHEDULES,
     TrainingConfig,
+    TrainingEstimate,
     estimate_training,
     unbalanced_routing_load,
 )
@@ -43,10 +44,12 @@ __all__ = [
     "POINT_KEYS",
     "SHAPE_KEYS",
     "TRAINING_FILE",
+    "PointEstimate",
     "TrainingComparison",
     "TrainingPoint",
     "ValidationSummary",
     "check_point_keys",
+    "estimate_point",
     "load_training_points",
     "sources_by_id",
     "validate_training",
@@ -348,12 +351,22 @@ def memory_fit(point: TrainingPoint, doc: Mapping[str, Any]) -> MemoryFit:
                      bool(doc["fits_in_memory"]), str(point.get("memory_exception", "")))
 
 
-def compare_point(catalog: Catalog, point: TrainingPoint, efficiency: Efficiency
-                  ) -> TrainingComparison:
-    """Predict one point (raises GpuarchError when it cannot be modelled, or when the data
-    file marks it ``excluded`` with the reason: its source's own figures disagree, or the
-    measured run is not stationary)."""
-    point.refuse_excluded()
+@dataclass(frozen=True)
+class PointEstimate:
+    """A point's run as the model sees it: the model trained, the GPU, the layout and the
+    estimate at that layout."""
+
+    shape: TransformerShape
+    product: Product
+    config: TrainingConfig
+    estimate: TrainingEstimate
+
+
+def estimate_point(catalog: Catalog, point: TrainingPoint, efficiency: Efficiency
+                   ) -> PointEstimate:
+    """The model's estimate of a point's run at its layout (raises GpuarchError when it
+    cannot be modelled: no global batch, a system that does not hold the GPU, an unknown
+    routing)."""
     if not point.get("global_batch"):
         raise GpuarchError("the source does not publish the global batch, which sets the "
                            "micro-batches per step")
@@ -378,6 +391,17 @@ def compare_point(catalog: Catalog, point: TrainingPoint, efficiency: Efficiency
             shape, cfg.ep, efficiency))
     est = estimate_training(catalog, shape, product, cfg, system=system,
                             efficiency=efficiency)
+    return PointEstimate(shape, product, cfg, est)
+
+
+def compare_point(catalog: Catalog, point: TrainingPoint, efficiency: Efficiency
+                  ) -> TrainingComparison:
+    """Predict one point (raises GpuarchError when it cannot be modelled, or when the data
+    file marks it ``excluded`` with the reason: its source's own figures disagree, or the
+    measured run is not stationary)."""
+    point.refuse_excluded()
+    run = estimate_point(catalog, point, efficiency)
+    shape, product, cfg, est = run.shape, run.product, run.config, run.estimate
     published, origin = published_tokens_per_s_per_gpu(point, shape, est.matmul_peak_flops)
     layout = f"TP{cfg.tp} PP{cfg.pp} CP{cfg.cp} DP{cfg.dp}" + (
         f" EP{cfg.ep}" if cfg.ep > 1 else "") + (f" VPP{cfg.vpp}" if cfg.vpp > 1 else "") + (
