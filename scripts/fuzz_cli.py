@@ -56,6 +56,7 @@ COMMANDS: dict[str, list[str]] = {
     "numerics recipe-sim": [],
     "numerics sparsity": ["--gpu", "h100"],
     "models": [],
+    "validate power": [],
 }
 ADVISORS: dict[str, list[str]] = {
     "advise train": ["--model", "llama-3.1-8b", "--tokens", "1e9", "--max-gpus", "64"],

@@ -86,6 +86,8 @@ def client() -> Any:
     ("/api/validate/load?prompts=mean", "prompts"),
     ("/api/validate/attention-kernels", "groups"),
     ("/api/validate/collectives", "groups"),
+    ("/api/validate/power", "runs"),
+    ("/api/validate/power?match=b200", "mean_abs_error"),
 ])
 def test_every_endpoint_answers_with_the_cli_json(client: Any, url: str, key: str) -> None:
     response = client.get(url)

@@ -1397,6 +1397,18 @@ def cmd_validate_collectives(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_validate_power(args: argparse.Namespace) -> int:
+    from gpuarch.report.estimate_text import render_power_validation
+    from gpuarch.validation.measured import select_runs
+    from gpuarch.validation.power import load_power_runs, summary, validate_power
+
+    rows = validate_power(load_catalog(), runs=select_runs(load_power_runs(), args.match))
+    doc = {"runs": [{**dataclasses.asdict(r), "error": r.error} for r in rows],
+           **summary(rows)}
+    print(to_json(doc) if args.json else render_power_validation(rows, summary(rows)))
+    return 0
+
+
 def cmd_validate_moe_dispatch(args: argparse.Namespace) -> int:
     from gpuarch.report.estimate_text import render_moe_dispatch
     from gpuarch.validation.moe_dispatch import FITTED_SOURCES, compare, source_errors, summarize
@@ -1940,6 +1952,14 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                                 "vLLM 0.24.0's, SGLang 0.5.14's or SGLang 0.5.10's wide-EP "
                                 "path (DeepEP, DeepGEMM), each against the model with that "
                                 "engine's kernels")
+    p = val_sub.add_parser("power", parents=[common],
+                           help="node power metered during MLPerf Training runs (Llama 2 70B "
+                           "LoRA on 8 B200 and on 64 H100) against the power model at each "
+                           "run's measured step time")
+    p.add_argument("--match", action="append", default=[], metavar="TEXT",
+                   help="only runs whose id, source or GPU contains TEXT (case ignored; "
+                        "repeat to require several)")
+    p.set_defaults(handler=cmd_validate_power)
     p = val_sub.add_parser("bands", parents=[common],
                            help="the model's error bands by regime (task, model kind, "
                            "architecture): what estimates report under 'error band'")

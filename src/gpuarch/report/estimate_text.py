@@ -1224,3 +1224,35 @@ def _bf16_layers(counts: list[int] | None) -> str:
     parts = [f"the {end} {n} layer{'s' if n > 1 else ''}"
              for end, n in zip(("first", "last"), counts, strict=True) if n]
     return ", " + " and ".join(parts) + " in BF16"
+
+
+def render_power_validation(rows: Sequence[Any], summary: Mapping[str, Any]) -> str:
+    """Metered node power of MLPerf Training runs beside the power model at each run's
+    measured pace (``validation.power``)."""
+    from gpuarch.estimate.energy import GPU_POWER_MODEL, NODE_OVERHEAD
+    from gpuarch.validation.power import METERS
+
+    body = [[r.id, r.gpu, str(r.gpus), str(r.nodes), r.precision, f"{r.step_time_s:.4g} s",
+             f"{r.hfu:.1%}", f"{r.gpu_power_w:.0f} W", r.meter,
+             f"{from_si(r.measured_w, Unit.KW):.2f} kW", f"{from_si(r.model_w, Unit.KW):.2f} kW",
+             _pct(r.error)] for r in rows]
+    lines = ["Node power metered during MLPerf Training runs beside the power model at each "
+             "run's measured step time", "",
+             table(["Run", "GPU", "GPUs", "Nodes", "Prec.", "Step", "HFU", "GPU (model)",
+                    "Meter", "Measured/node", "Model/node", "Error"], body,
+                   right=[False, False, True, True, False, True, True, True, False, True,
+                          True, True]), ""]
+    if rows:
+        runs = summary["compared"]
+        lines.append(f"{runs} run{'' if runs == 1 else 's'}: mean absolute error "
+                     f"{summary['mean_abs_error']:.1%}, mean {_pct(summary['mean_error'])}, "
+                     f"max {summary['max_abs_error']:.1%} (negative: the model draws less)")
+    for r in rows:
+        spread = (f"; nodes {from_si(r.node_spread_w[0], Unit.KW):.2f}-"
+                  f"{from_si(r.node_spread_w[1], Unit.KW):.2f} kW" if r.node_spread_w else "")
+        lines.append(f"  {r.id}: {METERS[r.meter]}, averaged over {r.averaged_over}{spread}")
+    lines += ["", f"The model: {GPU_POWER_MODEL}, HFU taken at the run's measured step time, "
+              f"plus {NODE_OVERHEAD:.0%} for the rest of the node, no PUE "
+              "(gpuarch.estimate.energy). Sources and what the rows say: docs/advisor.md, "
+              "'Power against metered runs'."]
+    return "\n".join(lines)

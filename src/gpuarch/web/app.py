@@ -51,6 +51,7 @@ API_COMMANDS: dict[str, list[str]] = {
     "validate/load": ["validate", "load"],
     "validate/attention-kernels": ["validate", "attention-kernels"],
     "validate/collectives": ["validate", "collectives"],
+    "validate/power": ["validate", "power"],
 }
 """API path -> the gpuarch command it runs."""
 
@@ -178,7 +179,8 @@ nav a{{margin-right:1rem}} .err{{color:#a00}}</style></head><body><nav><a href="
 <a href="/validate/gemm-ridge">GEMM ridge</a>
 <a href="/validate/load">serving under load</a>
 <a href="/validate/attention-kernels">attention kernels</a>
-<a href="/validate/collectives">collectives</a></nav>
+<a href="/validate/collectives">collectives</a>
+<a href="/validate/power">power</a></nav>
 <h1>{title}</h1>{body}</body></html>"""
 
 _FORMS: dict[str, tuple[str, list[tuple[str, str]]]] = {
@@ -246,6 +248,8 @@ _FORMS: dict[str, tuple[str, list[tuple[str, str]]]] = {
     "validate/attention-kernels": ("TensorRT-LLM's measured attention kernels beside the "
                                    "model's attention cores", []),
     "validate/collectives": ("NCCL's measured collectives beside the collectives model", []),
+    "validate/power": ("Node power metered during MLPerf Training runs beside the power model",
+                       [("match", "")]),
 }
 
 

@@ -1,0 +1,213 @@
+"""The power model against node power metered during MLPerf Training runs.
+
+MLPerf Training's power category meters whole nodes (at the wall, AC, or at the rack's power
+shelf, DC) for the length of a timed run. ``data/power.toml`` holds such runs on NVIDIA GPUs:
+each names the training point of ``data/training.toml`` whose workload and layout it shares
+(fields of its own replace the point's), the step time of the metered run itself, and the
+node power it drew: the mean of the meter's readings, shipped beside it
+(``data/power-*.csv``), over the window the row names, taken as MLPerf's result summarizer
+takes it.
+
+The model's node power for the row is the power model's (``estimate.energy``): each GPU's
+board power at the run's hardware FLOP utilisation, plus ``NODE_OVERHEAD`` for the rest of
+the node, times the GPUs in a node; no PUE (the meter sits inside the data centre). The
+utilisation is the estimate's FLOPs per step over the *measured* step time, so a row tests
+the power model, not the step-time model (``validate training`` tests that).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from gpuarch.catalog.loader import Catalog
+from gpuarch.errors import GpuarchError, check_choice
+from gpuarch.estimate.energy import NODE_OVERHEAD, gpu_power_w
+from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
+from gpuarch.validation.measured import read_commented_csv
+from gpuarch.validation.training import (
+    POINT_KEYS,
+    TrainingPoint,
+    check_point_keys,
+    estimate_point,
+    load_training_points,
+    sources_by_id,
+)
+
+__all__ = ["METERS", "POWER_FILE", "PowerComparison", "PowerRun", "compare_run",
+           "load_power_runs", "load_readings", "mean_power_w", "validate_power"]
+
+DATA = Path(__file__).with_name("data")
+POWER_FILE = DATA / "power.toml"
+
+METERS = {"node-ac": "each node at the wall (AC)",
+          "node-dc": "each node at the rack's DC power shelf"}
+"""Where a row's meter reads, as MLPerf's power rules allow it."""
+
+RUN_KEYS = frozenset({
+    "id", "source", "where", "point", "step_time_s", "nodes", "meter",
+    "readings", "window_ms", "averaged_over", "notes",
+})
+"""A run's own keys; any training point key (``training.POINT_KEYS``) may follow them and
+replaces the named point's."""
+
+
+@dataclass(frozen=True)
+class PowerRun:
+    """One metered run: its workload and layout (a training point's fields, the run's
+    own over the named point's), its step time, and where its power figure comes from."""
+
+    id: str
+    source: str
+    source_title: str
+    where: str
+    training: TrainingPoint
+    step_time_s: float
+    nodes: int
+    meter: str
+    averaged_over: str
+    readings: str
+    window_ms: tuple[int, int]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """A field of the run's workload and layout (its training point's, its own over)."""
+        return self.training.get(key, default)
+
+
+@cache
+def load_power_runs(path: Path = POWER_FILE) -> tuple[PowerRun, ...]:
+    """The metered runs, each with its training point resolved (an unknown key, source,
+    point or meter is an error naming it)."""
+    with path.open("rb") as fh:
+        raw = tomllib.load(fh)
+    sources = sources_by_id({"source": raw.get("source", []), "point": raw.get("run", [])},
+                            path)
+    points = {p.id: p for p in load_training_points()}
+    runs = []
+    for entry in raw.get("run", []):
+        name = entry.get("id")
+        check_point_keys(path, entry, RUN_KEYS | POINT_KEYS)
+        src = sources.get(entry.get("source"))
+        if src is None:
+            raise GpuarchError(f"{path.name}: run {name!r}: unknown source "
+                               f"{entry.get('source')!r}")
+        base = points.get(entry.get("point"))
+        if base is None:
+            raise GpuarchError(f"{path.name}: run {name!r}: unknown training point "
+                               f"{entry.get('point')!r}")
+        check_choice(f"{path.name}: run {name!r}: meter", entry.get("meter"), METERS)
+        if not entry.get("readings") or not entry.get("step_time_s"):
+            raise GpuarchError(f"{path.name}: run {name!r}: readings (a file of the meter's "
+                               "readings) and step_time_s (the run's own) are required")
+        own = {k: v for k, v in entry.items() if k in POINT_KEYS and k != "id"}
+        training = dataclasses.replace(base, id=name, raw={**base.raw, **own,
+                                                           "step_time_s": entry["step_time_s"]})
+        window = entry.get("window_ms")
+        if not isinstance(window, list) or len(window) != 2 or window[0] >= window[1]:
+            raise GpuarchError(f"{path.name}: run {name!r}: window_ms must be [start, end] "
+                               f"in ms with start before end, not {window!r}")
+        runs.append(PowerRun(
+            name, src["id"], src["title"], entry.get("where", ""), training,
+            float(entry["step_time_s"]), int(entry.get("nodes", 1)), entry["meter"],
+            str(entry.get("averaged_over", "")),
+            str(entry["readings"]), (int(window[0]), int(window[1]))))
+    return tuple(runs)
+
+
+@cache
+def load_readings(name: str) -> Mapping[str, tuple[tuple[int, float], ...]]:
+    """A readings file's (time in ms, watts) pairs by node, in the file's order."""
+    by_node: dict[str, list[tuple[int, float]]] = defaultdict(list)
+    for row in read_commented_csv(DATA / name):
+        by_node[row["node"]].append((int(row["time_ms"]), float(row["watts"])))
+    return {node: tuple(rows) for node, rows in by_node.items()}
+
+
+def mean_power_w(readings: Sequence[tuple[int, float]], window_ms: tuple[int, int]) -> float:
+    """The mean of a meter's readings over ``window_ms`` (start, end; ms) as MLPerf's result
+    summarizer takes it: each reading inside holds for the time since the one before it (the
+    window's start for the first), summed over the time to the last reading inside."""
+    start, end = window_ms
+    energy, last = 0.0, start
+    for t, watts in sorted(readings):
+        if start < t <= end:
+            energy += watts * (t - last)
+            last = t
+    if last <= start:
+        raise GpuarchError(f"no meter reading in the window {start}-{end} ms")
+    return energy / (last - start)
+
+
+@dataclass(frozen=True)
+class PowerComparison:
+    """One metered run beside the power model: a node's mean power, measured and model."""
+
+    id: str
+    source: str
+    where: str
+    model: str
+    gpu: str
+    gpus: int
+    nodes: int
+    precision: str
+    step_time_s: float
+    hfu: float
+    gpu_power_w: float
+    meter: str
+    averaged_over: str
+    measured_w: float
+    model_w: float
+    node_spread_w: tuple[float, float] | None
+
+    @property
+    def error(self) -> float:
+        """Signed relative error of the model's node power."""
+        return self.model_w / self.measured_w - 1.0
+
+
+def compare_run(catalog: Catalog, run: PowerRun,
+                efficiency: Efficiency = DEFAULT_EFFICIENCY) -> PowerComparison:
+    """The model's node power at the run's measured pace beside the metered one."""
+    point = estimate_point(catalog, run.training, efficiency)
+    est, product = point.estimate, point.product
+    if not product.tdp_w:
+        raise GpuarchError(f"run {run.id}: {product.key} has no board power in the catalog")
+    if run.nodes * (point.config.gpus_per_node) != point.config.gpus:
+        raise GpuarchError(f"run {run.id}: {run.nodes} nodes of {point.config.gpus_per_node} "
+                           f"GPUs are not the layout's {point.config.gpus}")
+    # the estimate's hardware FLOPs per step at the measured step time
+    hfu = est.hfu * est.step_time_s / run.step_time_s
+    per_gpu = float(gpu_power_w(product.tdp_w, hfu))
+    model_w = per_gpu * (1 + NODE_OVERHEAD) * point.config.gpus_per_node
+    nodes = [mean_power_w(r, run.window_ms) for r in load_readings(run.readings).values()]
+    if len(nodes) != run.nodes:
+        raise GpuarchError(f"run {run.id}: {run.readings} holds {len(nodes)} nodes' readings, "
+                           f"not the run's {run.nodes}")
+    measured = sum(nodes) / len(nodes)
+    spread = (min(nodes), max(nodes)) if len(nodes) > 1 else None
+    return PowerComparison(run.id, run.source, run.where, point.shape.name, product.key,
+                           point.config.gpus, run.nodes, point.config.precision.value,
+                           run.step_time_s, hfu, per_gpu, run.meter,
+                           run.averaged_over, measured, model_w, spread)
+
+
+def validate_power(catalog: Catalog, efficiency: Efficiency = DEFAULT_EFFICIENCY,
+                   runs: Iterable[PowerRun] | None = None) -> list[PowerComparison]:
+    """Every metered run beside the power model."""
+    return [compare_run(catalog, r, efficiency)
+            for r in (load_power_runs() if runs is None else runs)]
+
+
+def summary(rows: Sequence[PowerComparison]) -> dict[str, Any]:
+    """Mean absolute and signed errors over the rows, and the largest."""
+    errors = [r.error for r in rows]
+    return {"compared": len(rows),
+            "mean_abs_error": sum(abs(e) for e in errors) / len(errors) if errors else None,
+            "mean_error": sum(errors) / len(errors) if errors else None,
+            "max_abs_error": max((abs(e) for e in errors), default=None)}
