@@ -19,14 +19,20 @@ from gpuarch.cli.main import main
 from gpuarch.errors import GpuarchError
 from gpuarch.estimate.energy import NODE_OVERHEAD, gpu_power_w
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY
+from gpuarch.perf.precision import Precision, matmul_peak
 from gpuarch.validation.power import (
     compare_run,
+    compare_serving,
     load_power_runs,
     load_readings,
+    load_serving_power,
     mean_power_w,
+    serving_summary,
     validate_power,
 )
 from gpuarch.validation.training import estimate_point
+from gpuarch.workloads.params import count_params
+from gpuarch.workloads.presets import preset
 
 CATALOG = load_catalog()
 RUNS = {r.id: r for r in load_power_runs()}
@@ -153,14 +159,57 @@ def test_nodes_must_match_the_readings(tmp_path: Path) -> None:
         compare_run(CATALOG, run)
 
 
+def test_serving_rows_are_the_leaderboards() -> None:
+    # public/data/models/meta-llama__Llama-3.1-8B-Instruct__lm-arena-chat.json, H100,
+    # max_num_seqs 128: avg_batch_size 127.62, output_throughput_tokens_per_sec 7036.53,
+    # avg_power_watts 669.244
+    table, rows = load_serving_power()
+    assert len(rows) == 328 and table["source"] == "ml-energy-leaderboard-v3"
+    (row,) = [r for r in rows if r.model_id == "meta-llama/Llama-3.1-8B-Instruct"
+              and r.gpu == "h100-sxm5-80gb" and r.max_num_seqs == 128]
+    assert (row.batch, row.output_tokens_per_s, row.power_w) == (127.62, 7036.53, 669.244)
+    # every model is a preset of this catalog (an unknown name raises)
+    assert len({preset(r.preset).shape.name for r in rows}) == 16
+
+
+def test_serving_model_is_the_serving_energy_models_utilisation() -> None:
+    _, rows = load_serving_power()
+    row = next(r for r in rows if r.preset == "llama-3.1-70b" and r.gpus == 4)
+    (got,) = compare_serving(CATALOG, [row])
+    shape = preset("llama-3.1-70b").shape
+    h100 = CATALOG.product("h100-sxm5-80gb")
+    peak = matmul_peak(h100, Precision.BF16)
+    assert peak is not None
+    busy = row.output_tokens_per_s * 2 * count_params(shape).active(shape) / peak.flops / 4
+    assert got.utilisation == pytest.approx(busy)
+    assert got.model_w == pytest.approx(float(gpu_power_w(700, busy)))
+    assert got.measured_w == pytest.approx(row.power_w / 4)
+
+
+def test_where_the_serving_model_stands() -> None:
+    # docs/advisor.md, "Power against metered runs": the GPUs draw about a quarter more than
+    # the model gives them, on both GPUs and at every batch
+    total = serving_summary(compare_serving(CATALOG))
+    assert total["compared"] == 328
+    assert total["mean_error"] == pytest.approx(-0.242, abs=0.005)
+    for bands in total["by_gpu_and_batch"].values():
+        assert all(cell["mean_error"] < -0.1 for cell in bands.values())
+
+
 def test_validate_power_command(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["validate", "power", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["compared"] == len(RUNS) == len(doc["runs"])
     assert {"measured_w", "model_w", "hfu", "error", "meter"} <= set(doc["runs"][0])
+    assert len(doc["serving"]["configurations"]) == 328
+    assert {"model_w_per_gpu", "measured_w_per_gpu", "utilisation", "error"} <= set(
+        doc["serving"]["configurations"][0])
     assert main(["validate", "power", "--match", "h100"]) == 0
     out = capsys.readouterr().out
     assert DELL in out and LENOVO not in out and "1 run:" in out
-    assert main(["validate", "power", "--match", "h10"]) == 0
+    assert "Llama-3.1-8B-Instruct" in out
+    assert main(["validate", "power", "--match", "maverick"]) == 0
+    out = capsys.readouterr().out
+    assert "Training:" not in out and "Maverick" in out
     assert main(["validate", "power", "--match", "tpu"]) == 2
     assert "--match: no run has all of 'tpu'" in capsys.readouterr().err

@@ -1400,12 +1400,39 @@ def cmd_validate_collectives(args: argparse.Namespace) -> int:
 def cmd_validate_power(args: argparse.Namespace) -> int:
     from gpuarch.report.estimate_text import render_power_validation
     from gpuarch.validation.measured import select_runs
-    from gpuarch.validation.power import load_power_runs, summary, validate_power
+    from gpuarch.validation.power import (
+        compare_serving,
+        load_power_runs,
+        load_serving_power,
+        serving_groups,
+        serving_summary,
+        summary,
+        validate_power,
+    )
 
-    rows = validate_power(load_catalog(), runs=select_runs(load_power_runs(), args.match))
+    texts = [m.lower() for m in args.match]
+    table, configurations = load_serving_power()
+    runs = [r for r in load_power_runs()
+            if all(t in f"{r.id} {r.source} {r.get('gpu')}".lower() for t in texts)]
+    chosen = [c for c in configurations
+              if all(t in f"{c.model_id} {c.preset} {c.gpu} {table['source']}".lower()
+                     for t in texts)]
+    if not runs and not chosen:
+        select_runs(load_power_runs(), args.match)  # raises, naming --match
+    catalog = load_catalog()
+    rows = validate_power(catalog, runs=runs)
+    serving = compare_serving(catalog, chosen)
     doc = {"runs": [{**dataclasses.asdict(r), "error": r.error} for r in rows],
-           **summary(rows)}
-    print(to_json(doc) if args.json else render_power_validation(rows, summary(rows)))
+           **summary(rows),
+           "serving": {"source": table["source_title"], "url": table["source_url"],
+                       "configurations": [{**dataclasses.asdict(c.row),
+                                           "utilisation": c.utilisation,
+                                           "measured_w_per_gpu": c.measured_w,
+                                           "model_w_per_gpu": c.model_w, "error": c.error}
+                                          for c in serving],
+                       "groups": serving_groups(serving), **serving_summary(serving)}}
+    print(to_json(doc) if args.json else render_power_validation(
+        rows, summary(rows), serving, table))
     return 0
 
 
@@ -1954,10 +1981,12 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                                 "engine's kernels")
     p = val_sub.add_parser("power", parents=[common],
                            help="node power metered during MLPerf Training runs (Llama 2 70B "
-                           "LoRA on 8 B200 and on 64 H100) against the power model at each "
-                           "run's measured step time")
+                           "LoRA on 8 B200 and on 64 H100) and GPU power of vLLM serving 18 "
+                           "models on H100 and B200 (ML.ENERGY), against the power model at "
+                           "each run's measured pace")
     p.add_argument("--match", action="append", default=[], metavar="TEXT",
-                   help="only runs whose id, source or GPU contains TEXT (case ignored; "
+                   help="only training runs whose id, source or GPU, and serving "
+                        "configurations whose model or GPU, contain TEXT (case ignored; "
                         "repeat to require several)")
     p.set_defaults(handler=cmd_validate_power)
     p = val_sub.add_parser("bands", parents=[common],

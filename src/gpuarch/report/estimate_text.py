@@ -46,6 +46,10 @@ def _pct(x: float) -> str:
     return f"{x:.1%}"
 
 
+def _signed(x: float) -> str:
+    return f"{x:+.1%}"
+
+
 def _band_line(band: Band | None, predicted: float, unit: str) -> list[str]:
     return [f"  error band    {band.describe(predicted, unit)}"] if band else []
 
@@ -1226,33 +1230,65 @@ def _bf16_layers(counts: list[int] | None) -> str:
     return ", " + " and ".join(parts) + " in BF16"
 
 
-def render_power_validation(rows: Sequence[Any], summary: Mapping[str, Any]) -> str:
-    """Metered node power of MLPerf Training runs beside the power model at each run's
-    measured pace (``validation.power``)."""
+def render_power_validation(rows: Sequence[Any], summary: Mapping[str, Any],
+                            serving: Sequence[Any] = (), source: Mapping[str, Any] | None = None
+                            ) -> str:
+    """Metered node power of MLPerf Training runs, and GPU power of serving configurations,
+    beside the power model at each one's measured pace (``validation.power``)."""
     from gpuarch.estimate.energy import GPU_POWER_MODEL, NODE_OVERHEAD
-    from gpuarch.validation.power import METERS
+    from gpuarch.validation.power import BATCH_BANDS, METERS, serving_groups, serving_summary
 
-    body = [[r.id, r.gpu, str(r.gpus), str(r.nodes), r.precision, f"{r.step_time_s:.4g} s",
-             f"{r.hfu:.1%}", f"{r.gpu_power_w:.0f} W", r.meter,
-             f"{from_si(r.measured_w, Unit.KW):.2f} kW", f"{from_si(r.model_w, Unit.KW):.2f} kW",
-             _pct(r.error)] for r in rows]
-    lines = ["Node power metered during MLPerf Training runs beside the power model at each "
-             "run's measured step time", "",
-             table(["Run", "GPU", "GPUs", "Nodes", "Prec.", "Step", "HFU", "GPU (model)",
-                    "Meter", "Measured/node", "Model/node", "Error"], body,
-                   right=[False, False, True, True, False, True, True, True, False, True,
-                          True, True]), ""]
+    lines: list[str] = []
     if rows:
+        body = [[r.id, r.gpu, str(r.gpus), str(r.nodes), r.precision,
+                 f"{r.step_time_s:.4g} s", f"{r.hfu:.1%}", f"{r.gpu_power_w:.0f} W", r.meter,
+                 f"{from_si(r.measured_w, Unit.KW):.2f} kW",
+                 f"{from_si(r.model_w, Unit.KW):.2f} kW", _signed(r.error)] for r in rows]
         runs = summary["compared"]
-        lines.append(f"{runs} run{'' if runs == 1 else 's'}: mean absolute error "
-                     f"{summary['mean_abs_error']:.1%}, mean {_pct(summary['mean_error'])}, "
-                     f"max {summary['max_abs_error']:.1%} (negative: the model draws less)")
-    for r in rows:
-        spread = (f"; nodes {from_si(r.node_spread_w[0], Unit.KW):.2f}-"
-                  f"{from_si(r.node_spread_w[1], Unit.KW):.2f} kW" if r.node_spread_w else "")
-        lines.append(f"  {r.id}: {METERS[r.meter]}, averaged over {r.averaged_over}{spread}")
-    lines += ["", f"The model: {GPU_POWER_MODEL}, HFU taken at the run's measured step time, "
-              f"plus {NODE_OVERHEAD:.0%} for the rest of the node, no PUE "
-              "(gpuarch.estimate.energy). Sources and what the rows say: docs/advisor.md, "
-              "'Power against metered runs'."]
+        lines += ["Training: node power metered during MLPerf Training runs beside the power "
+                  "model at each run's measured step time", "",
+                  table(["Run", "GPU", "GPUs", "Nodes", "Prec.", "Step", "HFU", "GPU (model)",
+                         "Meter", "Measured/node", "Model/node", "Error"], body,
+                        right=[False, False, True, True, False, True, True, True, False, True,
+                               True, True]), "",
+                  f"{runs} run{'' if runs == 1 else 's'}: mean absolute error "
+                  f"{summary['mean_abs_error']:.1%}, mean {_signed(summary['mean_error'])}, "
+                  f"max {summary['max_abs_error']:.1%} (negative: the model draws less)"]
+        for r in rows:
+            spread = (f"; nodes {from_si(r.node_spread_w[0], Unit.KW):.2f}-"
+                      f"{from_si(r.node_spread_w[1], Unit.KW):.2f} kW"
+                      if r.node_spread_w else "")
+            lines.append(f"  {r.id}: {METERS[r.meter]}, averaged over {r.averaged_over}"
+                         f"{spread}")
+        lines.append("")
+    if serving:
+        def pair(values: Sequence[float], form: str) -> str:
+            return "-".join(format(v, form) for v in values)
+
+        body = [[g["model_id"], g["gpu"], str(g["gpus"]), g["weights"],
+                 str(g["configurations"]), pair(g["batch"], ".0f"),
+                 pair(g["measured_w"], ".0f"), pair(g["model_w"], ".0f"),
+                 _signed(g["mean_error"])] for g in serving_groups(serving)]
+        total = serving_summary(serving)
+        origin = f" ({source['source_title'].split(':')[0]})" if source else ""
+        lines += ["Serving: GPU power of vLLM serving chat at each batch cap beside the power "
+                  f"model at the measured output rate{origin}", "",
+                  table(["Model", "GPU", "GPUs", "Weights", "Runs", "Batch", "Measured W/GPU",
+                         "Model W/GPU", "Mean error"], body,
+                        right=[False, False, True, False, True, True, True, True, True]), "",
+                  f"{total['compared']} configurations: mean absolute error "
+                  f"{total['mean_abs_error']:.1%}, mean {_signed(total['mean_error'])}; "
+                  "mean error by GPU and batch (" + ", ".join(b for b, *_ in BATCH_BANDS)
+                  + "):"]
+        for gpu, bands in total["by_gpu_and_batch"].items():
+            lines.append(f"  {gpu}: " + ", ".join(
+                f"{_signed(cell['mean_error'])} ({cell['configurations']})"
+                for cell in bands.values()))
+        lines += ["  (batch: the mean sequences in flight, smallest-largest of the sweep; W: "
+                  "at the smallest and the largest batch; output tokens only, the prompts' "
+                  "lengths are not published)", ""]
+    lines += [f"The model: {GPU_POWER_MODEL}, the utilisation taken at each run's measured "
+              f"pace, plus {NODE_OVERHEAD:.0%} for the rest of a node (training rows; none "
+              "for the GPUs alone), no PUE (gpuarch.estimate.energy). Sources and what the "
+              "rows say: docs/advisor.md, 'Power against metered runs'."]
     return "\n".join(lines)

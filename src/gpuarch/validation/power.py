@@ -30,7 +30,8 @@ from gpuarch.catalog.loader import Catalog
 from gpuarch.errors import GpuarchError, check_choice
 from gpuarch.estimate.energy import NODE_OVERHEAD, gpu_power_w
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
-from gpuarch.validation.measured import read_commented_csv
+from gpuarch.perf.precision import Precision, matmul_peak
+from gpuarch.validation.measured import band_named, read_commented_csv
 from gpuarch.validation.training import (
     POINT_KEYS,
     TrainingPoint,
@@ -39,9 +40,13 @@ from gpuarch.validation.training import (
     load_training_points,
     sources_by_id,
 )
+from gpuarch.workloads.params import count_params
+from gpuarch.workloads.presets import preset
 
-__all__ = ["METERS", "POWER_FILE", "PowerComparison", "PowerRun", "compare_run",
-           "load_power_runs", "load_readings", "mean_power_w", "validate_power"]
+__all__ = ["BATCH_BANDS", "METERS", "POWER_FILE", "PowerComparison", "PowerRun",
+           "ServingPower", "ServingPowerComparison", "compare_run", "compare_serving",
+           "load_power_runs", "load_readings", "load_serving_power", "mean_power_w",
+           "serving_groups", "validate_power"]
 
 DATA = Path(__file__).with_name("data")
 POWER_FILE = DATA / "power.toml"
@@ -80,14 +85,20 @@ class PowerRun:
         return self.training.get(key, default)
 
 
+def _read(path: Path) -> tuple[dict[str, Any], dict[str, Mapping[str, Any]]]:
+    """The file as read, and its sources by id (each cited by a run or the serving table)."""
+    with path.open("rb") as fh:
+        raw = tomllib.load(fh)
+    citing = [*raw.get("run", []),
+              *([{"id": "serving", **raw["serving"]}] if "serving" in raw else [])]
+    return raw, sources_by_id({"source": raw.get("source", []), "point": citing}, path)
+
+
 @cache
 def load_power_runs(path: Path = POWER_FILE) -> tuple[PowerRun, ...]:
     """The metered runs, each with its training point resolved (an unknown key, source,
     point or meter is an error naming it)."""
-    with path.open("rb") as fh:
-        raw = tomllib.load(fh)
-    sources = sources_by_id({"source": raw.get("source", []), "point": raw.get("run", [])},
-                            path)
+    raw, sources = _read(path)
     points = {p.id: p for p in load_training_points()}
     runs = []
     for entry in raw.get("run", []):
@@ -211,3 +222,117 @@ def summary(rows: Sequence[PowerComparison]) -> dict[str, Any]:
             "mean_abs_error": sum(abs(e) for e in errors) / len(errors) if errors else None,
             "mean_error": sum(errors) / len(errors) if errors else None,
             "max_abs_error": max((abs(e) for e in errors), default=None)}
+
+
+BATCH_BANDS = (("1-16", 0, 16.5, "1-16"), ("17-128", 16.5, 128.5, "17-128"),
+               ("129+", 128.5, float("inf"), "129+"))
+"""Batch bands (mean sequences in flight) the serving rows are summed up in."""
+
+
+@dataclass(frozen=True)
+class ServingPower:
+    """One serving configuration's measured GPU power at its measured output rate."""
+
+    model_id: str
+    preset: str
+    gpu: str
+    gpus: int
+    weights: str
+    max_num_seqs: int
+    batch: float
+    output_tokens_per_s: float
+    power_w: float  # summed over the GPUs
+
+
+@cache
+def load_serving_power(path: Path = POWER_FILE
+                       ) -> tuple[Mapping[str, Any], tuple[ServingPower, ...]]:
+    """The serving table's source and where, and its configurations (``serving.readings``, a
+    CSV file beside the data file)."""
+    raw, sources = _read(path)
+    table = raw.get("serving")
+    if table is None:
+        return {}, ()
+    src = sources.get(table.get("source"))
+    if src is None:
+        raise GpuarchError(f"{path.name}: serving: unknown source {table.get('source')!r}")
+    rows = tuple(ServingPower(r["model_id"], r["preset"], r["gpu"], int(r["gpus"]),
+                              r["weights"], int(r["max_num_seqs"]), float(r["avg_batch_size"]),
+                              float(r["output_tokens_per_s"]), float(r["avg_power_w"]))
+                 for r in read_commented_csv(path.with_name(table["readings"])))
+    return {**table, "source_title": src["title"], "source_url": src["url"]}, rows
+
+
+@dataclass(frozen=True)
+class ServingPowerComparison:
+    """A serving configuration's measured power per GPU beside the power model's at the
+    utilisation its measured output gives."""
+
+    row: ServingPower
+    utilisation: float
+    measured_w: float
+    model_w: float
+
+    @property
+    def error(self) -> float:
+        """Signed relative error of the model's power per GPU."""
+        return self.model_w / self.measured_w - 1.0
+
+
+def compare_serving(catalog: Catalog, rows: Iterable[ServingPower] | None = None
+                    ) -> list[ServingPowerComparison]:
+    """Each configuration's GPU power beside the power model's at the utilisation the
+    serving energy model takes (``energy.serving_energy_kwh``): the tokens' 2 x
+    active-parameter FLOPs at the weights' format's dense peak, over the GPUs. Only output
+    tokens are counted (the prompts' lengths are not published), so the utilisation is a
+    lower bound; at these rates it is a few percent of the peak either way."""
+    out = []
+    for r in load_serving_power()[1] if rows is None else rows:
+        product = catalog.product(r.gpu)
+        peak = matmul_peak(product, Precision(r.weights))
+        if peak is None or not product.tdp_w:
+            raise GpuarchError(f"{r.gpu}: no {r.weights} peak or board power in the catalog")
+        shape = preset(r.preset).shape
+        busy = min(1.0, r.output_tokens_per_s * 2 * count_params(shape).active(shape)
+                   / peak.flops / r.gpus)
+        out.append(ServingPowerComparison(r, busy, r.power_w / r.gpus,
+                                          float(gpu_power_w(product.tdp_w, busy))))
+    return out
+
+
+def serving_groups(rows: Sequence[ServingPowerComparison]) -> list[dict[str, Any]]:
+    """Per model, GPU, GPU count and weights: the batches swept, the measured and model
+    power per GPU at the smallest and the largest batch, and the mean signed error."""
+    groups: dict[tuple[str, str, int, str], list[ServingPowerComparison]] = defaultdict(list)
+    for r in rows:
+        groups[(r.row.model_id, r.row.gpu, r.row.gpus, r.row.weights)].append(r)
+    out = []
+    for (model, gpu, gpus, weights), members in groups.items():
+        members = sorted(members, key=lambda m: m.row.batch)
+        low, high = members[0], members[-1]
+        out.append({"model_id": model, "gpu": gpu, "gpus": gpus, "weights": weights,
+                    "configurations": len(members),
+                    "batch": [low.row.batch, high.row.batch],
+                    "measured_w": [low.measured_w, high.measured_w],
+                    "model_w": [low.model_w, high.model_w],
+                    "mean_error": sum(m.error for m in members) / len(members)})
+    return out
+
+
+def serving_summary(rows: Sequence[ServingPowerComparison]) -> dict[str, Any]:
+    """Mean signed and absolute errors by GPU and batch band (``BATCH_BANDS``)."""
+    cells: dict[str, dict[str, Any]] = {}
+    for gpu in sorted({r.row.gpu for r in rows}):
+        for band, *_ in BATCH_BANDS:
+            chosen = [r for r in rows if r.row.gpu == gpu
+                      and band_named(BATCH_BANDS, r.row.batch) == band]
+            if chosen:
+                cells.setdefault(gpu, {})[band] = {
+                    "configurations": len(chosen),
+                    "mean_error": sum(r.error for r in chosen) / len(chosen),
+                    "mean_abs_error": sum(abs(r.error) for r in chosen) / len(chosen)}
+    errors = [r.error for r in rows]
+    return {"compared": len(rows),
+            "mean_error": sum(errors) / len(errors) if errors else None,
+            "mean_abs_error": sum(abs(e) for e in errors) / len(errors) if errors else None,
+            "by_gpu_and_batch": cells}
