@@ -154,3 +154,13 @@ def test_the_x86_host_speedup_is_the_published_pairs_median() -> None:
     assert all(" / g" in label for label, _ in pairs)
     assert DEFAULT_EFFICIENCY.host_time_x86_speedup == round(statistics.median(ratios), 2)
     assert 1.08 < DEFAULT_EFFICIENCY.host_time_x86_speedup < 2.75
+
+
+def test_the_gpu_power_curve_is_the_serving_fit() -> None:
+    """scripts/fit_power.py: the shipped low-load share and full-power utilisation of
+    estimate/energy.py are the grid's best on the H100 serving power ML.ENERGY measured
+    (validation/data/power.toml), not set by hand."""
+    from gpuarch.catalog import load_catalog
+    from gpuarch.estimate.energy import FULL_POWER_HFU, LOW_LOAD_SHARE
+
+    assert _script("fit_power").fit(load_catalog()) == (LOW_LOAD_SHARE, FULL_POWER_HFU)

@@ -97,6 +97,17 @@ def test_model_is_the_power_model_at_the_measured_pace() -> None:
     assert row.node_spread_w[0] <= row.measured_w <= row.node_spread_w[1]
 
 
+@pytest.mark.parametrize("layout", [{"tp": 8, "cp": 1}, {"tp": 2, "cp": 4},
+                                    {"tp": 4, "cp": 1, "pp": 2}])
+def test_the_assumed_layout_does_not_move_the_utilisation(layout: dict[str, int]) -> None:
+    # Dell's 8-node config is not stored (TP 4 x CP 2 taken): the LoRA step's FLOPs, and so
+    # the utilisation at the measured step time, are the same at any layout of the 64 GPUs
+    run = RUNS[DELL]
+    other = dataclasses.replace(run, training=dataclasses.replace(
+        run.training, raw={**run.training.raw, **layout}))
+    assert compare_run(CATALOG, other).hfu == pytest.approx(compare_run(CATALOG, run).hfu)
+
+
 def test_a_slower_step_never_draws_more() -> None:
     run = RUNS[LENOVO]
     fast = compare_run(CATALOG, run)
@@ -107,12 +118,13 @@ def test_a_slower_step_never_draws_more() -> None:
 
 
 def test_where_the_model_stands() -> None:
-    # docs/advisor.md, "Power against metered runs": the water-cooled B200 node within 6%,
-    # the air-cooled H100 nodes 30% above the model
+    # docs/advisor.md, "Power against metered runs": out of sample for the power curve
+    # (fitted on H100 serving power), the model 13% above the water-cooled B200 node and
+    # 8.5% below the air-cooled H100 nodes
     rows = {r.id: r for r in validate_power(CATALOG)}
     assert set(rows) == set(RUNS)
-    assert rows[LENOVO].error == pytest.approx(-0.055, abs=0.005)
-    assert rows[DELL].error == pytest.approx(-0.301, abs=0.005)
+    assert rows[LENOVO].error == pytest.approx(0.128, abs=0.005)
+    assert rows[DELL].error == pytest.approx(-0.085, abs=0.005)
 
 
 RUN = """
@@ -187,13 +199,14 @@ def test_serving_model_is_the_serving_energy_models_utilisation() -> None:
 
 
 def test_where_the_serving_model_stands() -> None:
-    # docs/advisor.md, "Power against metered runs": the GPUs draw about a quarter more than
-    # the model gives them, on both GPUs and at every batch
+    # docs/advisor.md, "Power against metered runs": the curve is fitted on the H100 rows
+    # (scripts/fit_power.py); over all 328 the mean error is -3.1%, mean |error| 12.3%, and
+    # the B200 rows, out of sample, read below the model at every batch
     total = serving_summary(compare_serving(CATALOG))
     assert total["compared"] == 328
-    assert total["mean_error"] == pytest.approx(-0.242, abs=0.005)
-    for bands in total["by_gpu_and_batch"].values():
-        assert all(cell["mean_error"] < -0.1 for cell in bands.values())
+    assert total["mean_error"] == pytest.approx(-0.031, abs=0.005)
+    assert total["mean_abs_error"] == pytest.approx(0.123, abs=0.005)
+    assert all(cell["mean_error"] < 0 for cell in total["by_gpu_and_batch"]["b200"].values())
 
 
 def test_validate_power_command(capsys: pytest.CaptureFixture[str]) -> None:
