@@ -44,7 +44,11 @@ from gpuarch.catalog.model import (
     drives_tensor_cores_async,
 )
 from gpuarch.errors import GpuarchError, check_choice, check_count, check_number
-from gpuarch.estimate.energy import seconds_per_token_at_peak, serving_energy_kwh
+from gpuarch.estimate.energy import (
+    GPU_POWER_MODEL,
+    seconds_per_token_at_peak,
+    serving_energy_kwh,
+)
 from gpuarch.estimate.host_link import product_host_link
 from gpuarch.estimate.mamba import (
     DEFAULT_SSM_STATE,
@@ -2621,9 +2625,10 @@ def serving_cost(product: Product, cfg: InferenceConfig, output_tokens_per_s: fl
         "kwh_per_million_output_tokens": serving_energy_kwh(
             product.tdp_w, cfg.gpus, processed, seconds_per_token_at_peak, seconds)
         if product.tdp_w else None,
-        "power_model": "board power at the utilisation the processed tokens' 2 x active-"
-                       "parameter FLOPs give at the format's peak, plus node overhead, times "
-                       "PUE (gpuarch.estimate.energy)"}
+        "power_model": f"{GPU_POWER_MODEL} at the utilisation the processed tokens' 2 x "
+                       "active-parameter FLOPs give at the format's peak, plus node overhead, "
+                       "times PUE (gpuarch.estimate.energy; measured serving power beside it: "
+                       "gpuarch validate power)"}
     if price_per_gpu_hour is not None:
         per_hour = cfg.gpus * price_per_gpu_hour
         out.update(usd_per_gpu_hour=price_per_gpu_hour, usd_per_hour=per_hour,

@@ -2768,7 +2768,8 @@ def estimate_training(
                                                     step, host_link, assumptions)
         assumptions["power_model"] = (
             f"{GPU_POWER_MODEL}, plus {NODE_OVERHEAD:.0%} for the rest of the node, times a "
-            f"PUE of {PUE} (assumptions, gpuarch.estimate.energy)")
+            f"PUE of {PUE} (gpuarch.estimate.energy; metered MLPerf Training nodes beside it: "
+            "gpuarch validate power)")
     return TrainingEstimate(
         model=shape.name,
         gpu=product.name,
