@@ -154,10 +154,14 @@ window_ms = [1745519750000, 1745520408000]
     (("window_ms = [1745519750000, 1745520408000]", "window_ms = [2, 1]"),
      r"window_ms must be \[start, end\]"),
     (("step_time_s = 1.5\n", ""), "step_time_s .* required"),
+    (("readings = \"power-mlperf50-lenovo-b200-lora-r0.csv\"", "readings = \"nope.csv\""),
+     "readings file 'nope.csv' not found beside it"),
 ])
 def test_bad_rows_are_refused_by_name(tmp_path: Path, change: tuple[str, str],
                                       message: str) -> None:
     path = tmp_path / "power.toml"
+    (tmp_path / "power-mlperf50-lenovo-b200-lora-r0.csv").write_text(
+        RUNS[LENOVO].readings.read_text())
     path.write_text(RUN.replace(*change))
     with pytest.raises(GpuarchError, match=message):
         load_power_runs(path)
@@ -165,6 +169,8 @@ def test_bad_rows_are_refused_by_name(tmp_path: Path, change: tuple[str, str],
 
 def test_nodes_must_match_the_readings(tmp_path: Path) -> None:
     path = tmp_path / "power.toml"
+    (tmp_path / "power-mlperf50-lenovo-b200-lora-r0.csv").write_text(
+        RUNS[LENOVO].readings.read_text())
     path.write_text(RUN.replace("nodes = 1", "nodes = 2\ngpus = 16\ndp = 8\ncp = 2"))
     (run,) = load_power_runs(path)
     with pytest.raises(GpuarchError, match="holds 1 nodes' readings, not the run's 2"):

@@ -48,8 +48,7 @@ __all__ = ["BATCH_BANDS", "METERS", "POWER_FILE", "PowerComparison", "PowerRun",
            "load_power_runs", "load_readings", "load_serving_power", "mean_power_w",
            "serving_groups", "validate_power"]
 
-DATA = Path(__file__).with_name("data")
-POWER_FILE = DATA / "power.toml"
+POWER_FILE = Path(__file__).with_name("data") / "power.toml"
 
 METERS = {"node-ac": "each node at the wall (AC)",
           "node-dc": "each node at the rack's DC power shelf"}
@@ -77,7 +76,7 @@ class PowerRun:
     nodes: int
     meter: str
     averaged_over: str
-    readings: str
+    readings: Path
     window_ms: tuple[int, int]
 
     def get(self, key: str, default: Any = None) -> Any:
@@ -116,7 +115,7 @@ def load_power_runs(path: Path = POWER_FILE) -> tuple[PowerRun, ...]:
         if not entry.get("readings") or not entry.get("step_time_s"):
             raise GpuarchError(f"{path.name}: run {name!r}: readings (a file of the meter's "
                                "readings) and step_time_s (the run's own) are required")
-        own = {k: v for k, v in entry.items() if k in POINT_KEYS and k != "id"}
+        own = {k: v for k, v in entry.items() if k in POINT_KEYS and k not in RUN_KEYS}
         training = dataclasses.replace(base, id=name, raw={**base.raw, **own,
                                                            "step_time_s": entry["step_time_s"]})
         window = entry.get("window_ms")
@@ -127,15 +126,24 @@ def load_power_runs(path: Path = POWER_FILE) -> tuple[PowerRun, ...]:
             name, src["id"], src["title"], entry.get("where", ""), training,
             float(entry["step_time_s"]), int(entry.get("nodes", 1)), entry["meter"],
             str(entry.get("averaged_over", "")),
-            str(entry["readings"]), (int(window[0]), int(window[1]))))
+            _beside(path, entry["readings"], f"run {name!r}"),
+            (int(window[0]), int(window[1]))))
     return tuple(runs)
 
 
+def _beside(path: Path, name: str, what: str) -> Path:
+    """The file ``name`` in the data file's folder (a missing one is an error naming it)."""
+    found = path.with_name(str(name))
+    if not found.is_file():
+        raise GpuarchError(f"{path.name}: {what}: readings file {name!r} not found beside it")
+    return found
+
+
 @cache
-def load_readings(name: str) -> Mapping[str, tuple[tuple[int, float], ...]]:
+def load_readings(path: Path) -> Mapping[str, tuple[tuple[int, float], ...]]:
     """A readings file's (time in ms, watts) pairs by node, in the file's order."""
     by_node: dict[str, list[tuple[int, float]]] = defaultdict(list)
-    for row in read_commented_csv(DATA / name):
+    for row in read_commented_csv(path):
         by_node[row["node"]].append((int(row["time_ms"]), float(row["watts"])))
     return {node: tuple(rows) for node, rows in by_node.items()}
 
@@ -198,8 +206,8 @@ def compare_run(catalog: Catalog, run: PowerRun,
     model_w = per_gpu * (1 + NODE_OVERHEAD) * point.config.gpus_per_node
     nodes = [mean_power_w(r, run.window_ms) for r in load_readings(run.readings).values()]
     if len(nodes) != run.nodes:
-        raise GpuarchError(f"run {run.id}: {run.readings} holds {len(nodes)} nodes' readings, "
-                           f"not the run's {run.nodes}")
+        raise GpuarchError(f"run {run.id}: {run.readings.name} holds {len(nodes)} nodes' "
+                           f"readings, not the run's {run.nodes}")
     measured = sum(nodes) / len(nodes)
     spread = (min(nodes), max(nodes)) if len(nodes) > 1 else None
     return PowerComparison(run.id, run.source, run.where, point.shape.name, product.key,
@@ -259,7 +267,8 @@ def load_serving_power(path: Path = POWER_FILE
     rows = tuple(ServingPower(r["model_id"], r["preset"], r["gpu"], int(r["gpus"]),
                               r["weights"], int(r["max_num_seqs"]), float(r["avg_batch_size"]),
                               float(r["output_tokens_per_s"]), float(r["avg_power_w"]))
-                 for r in read_commented_csv(path.with_name(table["readings"])))
+                 for r in read_commented_csv(_beside(path, table.get("readings", ""),
+                                                     "serving")))
     return {**table, "source_title": src["title"], "source_url": src["url"]}, rows
 
 
