@@ -37,6 +37,7 @@ class Unit(Enum):
     TERA_PER_S = ("e12", 1e12)  # a count per second in units of 10^12 (weights a kernel converts)
     WATT = ("W", 1.0)
     KW = ("kW", 1e3)
+    KWH = ("kWh", 3.6e6)  # energy, to joules
     S = ("s", 1.0)
     MS = ("ms", 1e-3)
     US = ("us", 1e-6)

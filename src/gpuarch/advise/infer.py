@@ -34,7 +34,7 @@ from gpuarch.advise.train import MAX_TOP, Objective, pareto_mask
 from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import BLACKWELL_TENSOR_CORES, Product, Tier
 from gpuarch.errors import GpuarchError, check_choice, check_count, check_number
-from gpuarch.estimate.energy import NODE_OVERHEAD, PUE, seconds_per_token_at_peak
+from gpuarch.estimate.energy import DEFAULT_FACILITY, Facility, seconds_per_token_at_peak
 from gpuarch.estimate.inference import (
     DECODE_KV_READS,
     EXECUTORS,
@@ -103,6 +103,8 @@ class InferenceSearch:
     max_power_kw: float | None = None
     objective: Objective = Objective.COST
     top: int = 10
+    # the node and data centre around the GPUs: energy and the power cap
+    facility: Facility = DEFAULT_FACILITY
     executor: str = "python"  # the engine's executor loop (InferenceConfig.executor)
     schedule: str = "separate"  # how new prompts meet decode steps (InferenceConfig.schedule)
     scheduler_policy: str = "guaranteed_no_evict"  # InferenceConfig.scheduler_policy
@@ -421,7 +423,8 @@ def advise_inference(
                                 evaluated += 1
                                 if option is not None:
                                     rows.append(option)
-    assumptions = {"prices": prices.describe(), "node_overhead": NODE_OVERHEAD, "pue": PUE,
+    assumptions = {"prices": prices.describe(),
+                   "node_overhead": search.facility.node_overhead, "pue": search.facility.pue,
                    "batching": "continuous (in-flight), steady state",
                    "executor": search.executor, "schedule": search.schedule,
                    "scheduler_policy": search.scheduler_policy,

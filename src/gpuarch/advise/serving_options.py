@@ -209,8 +209,8 @@ def deployment(where: Candidate, search: InferenceSearch, split: tuple[int, int,
                                                    or per_hour > search.budget_usd_per_hour):
         return miss("budget")
     known = all(p.tdp_w for p, _, _, _, _ in pools)
-    power = from_si(sum(facility_power_w(p.tdp_w, n) for p, _, n, _, _ in pools if p.tdp_w),
-                    Unit.KW) if known else None
+    power = from_si(sum(facility_power_w(p.tdp_w, n, search.facility)
+                        for p, _, n, _, _ in pools if p.tdp_w), Unit.KW) if known else None
     if search.max_power_kw is not None and (power is None or power > search.max_power_kw):
         return miss("power")
     seconds_per_million = 1e6 / tps
@@ -218,7 +218,8 @@ def deployment(where: Candidate, search: InferenceSearch, split: tuple[int, int,
     if known:
         # utilisation: the 2 x active-parameter FLOPs of the tokens a pool processes, against
         # its GPUs' peak for the scheme
-        kwh = sum(serving_energy_kwh(p.tdp_w, n, tokens, spt, seconds_per_million)
+        kwh = sum(serving_energy_kwh(p.tdp_w, n, tokens, spt, seconds_per_million,
+                                     search.facility)
                   for p, _, n, tokens, spt in pools if p.tdp_w)
     price = where.price
     scheme = where.scheme

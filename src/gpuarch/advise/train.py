@@ -23,7 +23,7 @@ from gpuarch.advise.prices import PriceBook
 from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import Product, System, Tier
 from gpuarch.errors import GpuarchError, check_choice
-from gpuarch.estimate.energy import NODE_OVERHEAD, PUE, energy_kwh, facility_power_w
+from gpuarch.estimate.energy import DEFAULT_FACILITY, Facility, energy_kwh, facility_power_w
 from gpuarch.estimate.host_link import product_host_link
 from gpuarch.estimate.lora import DEFAULT_LORA_MODULES, lora_params
 from gpuarch.estimate.memory import Recompute
@@ -122,6 +122,8 @@ class TrainingSearch:
     # the pipeline schedule of every option with a pipeline (PP_SCHEDULES); the layouts
     # searched are those it can run
     pp_schedule: str = "1f1b"
+    # the node and data centre around the GPUs: energy and the power cap
+    facility: Facility = DEFAULT_FACILITY
 
 
 @dataclass(frozen=True)
@@ -423,9 +425,10 @@ def advise_training(
                 gpu_hours = from_si_array(seconds, Unit.HOUR) * flat["gpus"]
                 cost = (gpu_hours * price if price is not None
                         else np.full_like(seconds, np.nan))
-                energy = (energy_kwh(product.tdp_w, hfu, flat["gpus"], seconds)
+                energy = (energy_kwh(product.tdp_w, hfu, flat["gpus"], seconds,
+                                     search.facility)
                           if product.tdp_w else np.full_like(seconds, np.nan))
-                power_w = (facility_power_w(product.tdp_w, flat["gpus"])
+                power_w = (facility_power_w(product.tdp_w, flat["gpus"], search.facility)
                            if product.tdp_w else np.full_like(seconds, np.nan))
                 if plan is not None:
                     # the run's wall time with saves, lost work and restarts (GPU-hours
@@ -564,8 +567,9 @@ def _assumptions(prices: PriceBook, search: TrainingSearch, assumed: list[str],
         network["assumed_for"] = assumed
     if single:
         network["one_node_only"] = single
-    return {"network": network, "prices": prices.describe(), "node_overhead": NODE_OVERHEAD,
-            "pue": PUE, "mtp_layers": search.mtp_layers,
+    return {"network": network, "prices": prices.describe(),
+            "node_overhead": search.facility.node_overhead, "pue": search.facility.pue,
+            "mtp_layers": search.mtp_layers,
             "lora_rank": search.lora_rank or None,
             "lora_modules": (list(search.lora_modules or DEFAULT_LORA_MODULES)
                              if search.lora_rank else None),

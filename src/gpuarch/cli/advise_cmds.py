@@ -25,8 +25,10 @@ from gpuarch.cli.estimate_cmds import (
     sixteen_bit_kv,
 )
 from gpuarch.cli.options import (
+    add_facility_flags,
     at_least_one,
     check_plot_flag,
+    facility_of,
     lazy_enum_value,
     name_list,
     non_negative,
@@ -179,7 +181,8 @@ def cmd_advise_train(args: argparse.Namespace) -> int:
         assumed_network_gbit_s=args.network, mtp_layers=args.mtp_layers,
         lora_rank=args.lora_rank, lora_modules=args.lora_modules,
         packed_doc_len=args.packed_doc_len, pp_schedule=args.pp_schedule,
-        optimizer_offload=args.optimizer_offload, checkpointing=checkpoint_plan(args))
+        optimizer_offload=args.optimizer_offload, checkpointing=checkpoint_plan(args),
+        facility=facility_of(args))
     return _answer(args, lambda: advise_training(catalog, shape, search,
                                                  _prices(catalog, args),
                                                  progress=_progress(args)),
@@ -209,6 +212,7 @@ def cmd_advise_infer(args: argparse.Namespace) -> int:
         ttft_p99_ms=args.ttft_p99_ms, tpot_p99_ms=args.tpot_p99_ms, traffic=traffic,
         min_throughput=args.min_throughput, max_gpus=args.max_gpus, gpus=keys, tiers=tiers,
         budget_usd_per_hour=args.budget_usd_per_hour, max_power_kw=args.max_power_kw,
+        facility=facility_of(args),
         objective=args.objective or Objective.COST, top=args.top, executor=args.executor,
         schedule=args.schedule, scheduler_policy=args.scheduler_policy,
         window_kv_cache=args.window_kv_cache, decode_kv_reads=args.decode_kv_reads,
@@ -313,6 +317,7 @@ def _common_flags(p: argparse.ArgumentParser, objective_help: str) -> None:
     p.add_argument("--max-power-kw", type=positive_number("--max-power-kw"),
                    help="facility power cap (GPUs, node "
                    "overhead and PUE)")
+    add_facility_flags(p)
     p.add_argument("--objective", type=lazy_enum_value("gpuarch.advise.train:Objective",
                                                        "--objective"), help=objective_help)
     p.add_argument("--price", type=_price, action="append", metavar="GPU=USD",

@@ -15,8 +15,10 @@ from typing import TYPE_CHECKING, Any
 from gpuarch.catalog.loader import load_catalog
 from gpuarch.cli.checkpointing import add_checkpoint_flags, checkpoint_plan
 from gpuarch.cli.options import (
+    add_facility_flags,
     at_least_one,
     check_plot_flag,
+    facility_of,
     lazy_enum_value,
     name_list,
     non_negative,
@@ -206,7 +208,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     est = estimate_training(catalog, shape, product, cfg, system=system,
                             tokens=args.tokens, price_per_gpu_hour=args.price_per_gpu_hour,
                             efficiency=eff, measured=measured,
-                            checkpointing=checkpoint_plan(args))
+                            checkpointing=checkpoint_plan(args), facility=facility_of(args))
     remedies = () if est.fits_in_memory else memory_remedies(
         catalog, shape, product, cfg, system=system, efficiency=eff)
     launch = None
@@ -492,7 +494,8 @@ def _gpu_scaling(args: argparse.Namespace, catalog: Any, shape: TransformerShape
 
     result = scale_gpus(catalog, shape, product, cfg, counts, system=system, efficiency=eff,
                         tokens=args.tokens, price_per_gpu_hour=args.price_per_gpu_hour,
-                        measured=measured, checkpointing=checkpoint_plan(args))
+                        measured=measured, checkpointing=checkpoint_plan(args),
+                        facility=facility_of(args))
     band = None if measured else band_for("training", shape, product,
                                           precision=cfg.precision.value)
     return _print_table(args, result, band, render_gpu_scaling, "plot_gpu_scaling")
@@ -866,7 +869,8 @@ def cmd_infer(args: argparse.Namespace) -> int:
     est = estimate_inference(catalog, shape, product, cfg, system=system, efficiency=eff,
                              measured=measured,
                              formats_origin=checkpoint.origin if checkpoint else None,
-                             price_per_gpu_hour=args.price_per_gpu_hour)
+                             price_per_gpu_hour=args.price_per_gpu_hour,
+                             facility=facility_of(args))
     if load is not None:
         est.assumptions["load"] = load.as_json()
     simulation = None
@@ -951,7 +955,8 @@ def _batch_sweep(args: argparse.Namespace, catalog: Any, shape: TransformerShape
     check_plot_flag(args)
     result = sweep_batches(catalog, shape, product, cfg, args.batch, system=system,
                            efficiency=eff, measured=measured, formats_origin=origin,
-                           price_per_gpu_hour=args.price_per_gpu_hour)
+                           price_per_gpu_hour=args.price_per_gpu_hour,
+                           facility=facility_of(args))
     band = None if measured else band_for(
         "serving", shape, product, precision=serving_setup(shape, product, cfg).precision)
 
@@ -1715,6 +1720,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                    "energy)")
     p.add_argument("--price-per-gpu-hour", type=positive_number("--price-per-gpu-hour"),
                    help="USD per GPU-hour")
+    add_facility_flags(p)
     add_checkpoint_flags(p)
     p.add_argument("--calibration", type=Path, metavar="FILE",
                    help="measured efficiencies from 'gpuarch probe --bench --save FILE'")
@@ -1864,6 +1870,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p.add_argument("--price-per-gpu-hour", type=positive_number("--price-per-gpu-hour"),
                    help="USD per GPU-hour: adds the hourly cost and the cost per million "
                         "output tokens (energy per million is always given)")
+    add_facility_flags(p)
     p.add_argument("--as-point", nargs="?", const="run", metavar="ID",
                    help="print this serving run as a [[point]] of a measured-runs file (id "
                         "ID, default 'run') instead of the estimate: add your measured figure "

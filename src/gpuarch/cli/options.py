@@ -7,7 +7,7 @@ import math
 import re
 from collections.abc import Callable
 from enum import Enum
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from gpuarch.errors import suggestion
 
@@ -141,6 +141,36 @@ def positive_number(flag: str) -> Callable[[str], float]:
 def non_negative_number(flag: str) -> Callable[[str], float]:
     """An argparse ``type=`` for a finite number >= 0 (a time that may be nothing)."""
     return _checked(flag, float, lambda v: math.isfinite(v) and v >= 0, "a finite number >= 0")
+
+
+def number_from(flag: str, low: float, below: float) -> Callable[[str], float]:
+    """An argparse ``type=`` for a finite number from ``low`` and below ``below``."""
+    return _checked(flag, float, lambda v: math.isfinite(v) and low <= v < below,
+                    f"a number from {low:g} and below {below:g}")
+
+
+def add_facility_flags(p: argparse.ArgumentParser) -> None:
+    """--node-overhead and --pue: the node and data centre around the GPUs, for energy (and
+    an advisor's power cap); ``facility_of`` reads them."""
+    p.add_argument("--node-overhead", type=number_from("--node-overhead", 0, 10),
+                   metavar="FRACTION",
+                   help="the node's power beyond its GPUs, as a fraction of theirs (default "
+                        "0.35; the metered runs of 'gpuarch validate power' imply about 0.2 "
+                        "for a water-cooled 8 x B200 node, 0.5 for air-cooled 8 x H100s)")
+    p.add_argument("--pue", type=number_from("--pue", 1, 10), metavar="X",
+                   help="the data centre's power usage effectiveness: facility power over IT "
+                        "power (default 1.25)")
+
+
+def facility_of(args: argparse.Namespace) -> Any:
+    """The ``estimate.energy.Facility`` of --node-overhead and --pue (defaults where not
+    given)."""
+    from gpuarch.estimate.energy import DEFAULT_FACILITY, Facility
+
+    overhead = getattr(args, "node_overhead", None)
+    pue = getattr(args, "pue", None)
+    return Facility(DEFAULT_FACILITY.node_overhead if overhead is None else overhead,
+                    DEFAULT_FACILITY.pue if pue is None else pue)
 
 
 _SUFFIX = {"": 1.0, "k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}

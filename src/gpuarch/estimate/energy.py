@@ -10,13 +10,17 @@ the GPU power, and the data centre's PUE multiplies the total.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-__all__ = ["FULL_POWER_HFU", "GPU_POWER_MODEL", "LOW_LOAD_SHARE", "NODE_OVERHEAD", "PUE",
-           "energy_kwh", "facility_power_w", "gpu_power_w", "seconds_per_token_at_peak",
-           "serving_energy_kwh"]
+from gpuarch.errors import GpuarchError
+from gpuarch.units import Unit
+
+__all__ = ["DEFAULT_FACILITY", "FULL_POWER_HFU", "GPU_POWER_MODEL", "LOW_LOAD_SHARE",
+           "NODE_OVERHEAD", "PUE", "Facility", "energy_kwh", "facility_power_w", "gpu_power_w",
+           "seconds_per_token_at_peak", "serving_energy_kwh"]
 
 LOW_LOAD_SHARE = 0.61
 """A GPU's power as a share of its board power with its Tensor Cores all but idle: fitted,
@@ -39,11 +43,43 @@ GPU_POWER_MODEL = (f"board power x min(1, {LOW_LOAD_SHARE:g} + {1 - LOW_LOAD_SHA
 
 NODE_OVERHEAD = 0.35
 """Non-GPU node power as a fraction of GPU power (assumed; a DGX H100's 10.2 kW maximum
-against 8 x 700 W of GPUs is a ratio of 0.8 at full load, of which part is headroom)."""
+against 8 x 700 W of GPUs is a ratio of 0.8 at full load, of which part is headroom). Against
+metered MLPerf Training nodes (``gpuarch validate power``) it reads a water-cooled 8 x B200
+node 13% high and air-cooled 8 x H100 nodes 8.5% low: ``--node-overhead`` sets a site's own."""
 
 PUE = 1.25
 """Power usage effectiveness of the data centre (assumed; large AI data centres report
-1.1 to 1.4)."""
+1.1 to 1.4): ``--pue`` sets a site's own."""
+
+
+@dataclass(frozen=True)
+class Facility:
+    """What surrounds the GPUs: the node's power beyond them, as a fraction of theirs, and
+    the data centre's power usage effectiveness."""
+
+    node_overhead: float = NODE_OVERHEAD
+    pue: float = PUE
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.node_overhead < 10:  # also refuses nan
+            raise GpuarchError(f"--node-overhead: expected a fraction of the GPUs' power "
+                               f"from 0 (e.g. 0.35), got {self.node_overhead!r}")
+        if not 1 <= self.pue < 10:
+            raise GpuarchError(f"--pue: expected a power usage effectiveness of 1 or more "
+                               f"(e.g. 1.25), got {self.pue!r}")
+
+    @property
+    def factor(self) -> float:
+        """Facility power over GPU power."""
+        return (1 + self.node_overhead) * self.pue
+
+    def describe(self) -> str:
+        """The two in words, for the assumptions an answer lists."""
+        return (f"plus {self.node_overhead:.0%} for the rest of the node, times a PUE of "
+                f"{self.pue:g}")
+
+
+DEFAULT_FACILITY = Facility()
 
 Num = Any
 
@@ -56,19 +92,17 @@ def gpu_power_w(tdp_w: float, hfu: Num, low_load_share: float = LOW_LOAD_SHARE,
                               + (1 - low_load_share) * np.asarray(hfu) / full_power_hfu)
 
 
-def facility_power_w(tdp_w: float, gpus: Num) -> Num:
+def facility_power_w(tdp_w: float, gpus: Num, facility: Facility = DEFAULT_FACILITY) -> Num:
     """Most a job can draw from the facility: every GPU at its board power, plus the node
     overhead, times PUE (what a power cap is checked against)."""
-    return gpus * tdp_w * (1 + NODE_OVERHEAD) * PUE
+    return gpus * tdp_w * facility.factor
 
 
-def energy_kwh(tdp_w: float, hfu: Num, gpus: Num, seconds: Num, *,
-               facility: bool = True) -> Num:
-    """Energy of a job: GPUs, plus node overhead and PUE when ``facility``."""
-    power = gpu_power_w(tdp_w, hfu) * gpus
-    if facility:
-        power = power * (1 + NODE_OVERHEAD) * PUE
-    return power * seconds / 3.6e6
+def energy_kwh(tdp_w: float, hfu: Num, gpus: Num, seconds: Num,
+               facility: Facility = DEFAULT_FACILITY) -> Num:
+    """Energy of a job at the facility: its GPUs' power, plus node overhead, times PUE."""
+    joules = gpu_power_w(tdp_w, hfu) * gpus * facility.factor * seconds
+    return joules / Unit.KWH.factor  # arrays too (the advisor's whole search space)
 
 
 def seconds_per_token_at_peak(active_params: float, peak_flops: float) -> float:
@@ -78,9 +112,10 @@ def seconds_per_token_at_peak(active_params: float, peak_flops: float) -> float:
 
 
 def serving_energy_kwh(tdp_w: float, gpus: int, tokens_per_s: float,
-                       seconds_per_token_at_peak: float, seconds: float) -> float:
+                       seconds_per_token_at_peak: float, seconds: float,
+                       facility: Facility = DEFAULT_FACILITY) -> float:
     """Energy of ``gpus`` serving for ``seconds`` while they process ``tokens_per_s``
     tokens (prompts and outputs): their utilisation is the tokens' 2 x active-parameter
     FLOPs at the format's peak (``seconds_per_token_at_peak``) over the GPUs, capped at 1."""
     busy = min(1.0, tokens_per_s * seconds_per_token_at_peak / gpus)
-    return float(energy_kwh(tdp_w, busy, gpus, seconds))
+    return float(energy_kwh(tdp_w, busy, gpus, seconds, facility))

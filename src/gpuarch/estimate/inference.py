@@ -45,7 +45,9 @@ from gpuarch.catalog.model import (
 )
 from gpuarch.errors import GpuarchError, check_choice, check_count, check_number
 from gpuarch.estimate.energy import (
+    DEFAULT_FACILITY,
     GPU_POWER_MODEL,
+    Facility,
     seconds_per_token_at_peak,
     serving_energy_kwh,
 )
@@ -2397,10 +2399,12 @@ def estimate_inference(
     measured: dict[str, str] | None = None,
     formats_origin: str | None = None,
     price_per_gpu_hour: float | None = None,
+    facility: Facility = DEFAULT_FACILITY,
 ) -> InferenceEstimate:
     """Estimate serving ``shape`` on ``cfg.gpus`` x ``product`` (``formats_origin``: where
     the formats came from when not from the caller, e.g. the checkpoint's config.json;
-    ``price_per_gpu_hour``: USD, for the cost per million output tokens)."""
+    ``price_per_gpu_hour``: USD, for the cost per million output tokens; ``facility``: the
+    node and data centre around the GPUs, for the energy per million)."""
     runner = _checked_runner(catalog, shape, product, cfg, system, efficiency)
     max_batch = _max_batch(shape, cfg, product)
     requested = cfg.batch if cfg.batch is not None else max(1, max_batch)
@@ -2597,7 +2601,7 @@ def estimate_inference(
     cost = serving_cost(product, cfg, throughput,
                         seconds_per_token_at_peak(count_params(shape).active(shape),
                                                   runner.peak.peak.flops),
-                        price_per_gpu_hour)
+                        price_per_gpu_hour, facility)
     return InferenceEstimate(
         model=shape.name, gpu=product.name, batch=batch, max_batch=max_batch,
         max_context=max_context_that_fits(shape, cfg, product, max(1, batch)),
@@ -2613,8 +2617,8 @@ def estimate_inference(
 
 
 def serving_cost(product: Product, cfg: InferenceConfig, output_tokens_per_s: float,
-                 seconds_per_token_at_peak: float, price_per_gpu_hour: float | None
-                 ) -> dict[str, Any]:
+                 seconds_per_token_at_peak: float, price_per_gpu_hour: float | None,
+                 facility: Facility = DEFAULT_FACILITY) -> dict[str, Any]:
     """Energy and cost of a deployment's output, as the advisor prices its options: the
     GPUs' energy per million output tokens at the utilisation the prompt and output tokens
     they process imply (``energy.serving_energy_kwh``; None without a board power), and with
@@ -2623,12 +2627,12 @@ def serving_cost(product: Product, cfg: InferenceConfig, output_tokens_per_s: fl
     processed = output_tokens_per_s * (1 + cfg.input_len / cfg.output_len)
     out: dict[str, Any] = {
         "kwh_per_million_output_tokens": serving_energy_kwh(
-            product.tdp_w, cfg.gpus, processed, seconds_per_token_at_peak, seconds)
+            product.tdp_w, cfg.gpus, processed, seconds_per_token_at_peak, seconds, facility)
         if product.tdp_w else None,
         "power_model": f"{GPU_POWER_MODEL} at the utilisation the processed tokens' 2 x "
-                       "active-parameter FLOPs give at the format's peak, plus node overhead, "
-                       "times PUE (gpuarch.estimate.energy; measured serving power beside it: "
-                       "gpuarch validate power)"}
+                       f"active-parameter FLOPs give at the format's peak, "
+                       f"{facility.describe()} (gpuarch.estimate.energy; measured serving "
+                       "power beside it: gpuarch validate power)"}
     if price_per_gpu_hour is not None:
         per_hour = cfg.gpus * price_per_gpu_hour
         out.update(usd_per_gpu_hour=price_per_gpu_hour, usd_per_hour=per_hour,

@@ -19,6 +19,7 @@ from typing import Any
 from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import Product, System
 from gpuarch.errors import GpuarchError
+from gpuarch.estimate.energy import DEFAULT_FACILITY, Facility
 from gpuarch.estimate.reliability import CheckpointPlan
 from gpuarch.estimate.training import TrainingConfig, TrainingEstimate, estimate_training
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
@@ -93,6 +94,7 @@ def scale_gpus(
     price_per_gpu_hour: float | None = None,
     measured: dict[str, str] | None = None,
     checkpointing: CheckpointPlan | None = None,
+    facility: Facility = DEFAULT_FACILITY,
 ) -> GpuScaling:
     """``cfg`` estimated at each GPU count of ``counts`` (the layout and global batch kept,
     data parallelism taking up the rest); counts the layout cannot take carry the error.
@@ -111,7 +113,7 @@ def scale_gpus(
             est = estimate_training(catalog, shape, product, dataclasses.replace(cfg, gpus=n),
                                     system=system, efficiency=efficiency, tokens=tokens,
                                     price_per_gpu_hour=price_per_gpu_hour, measured=measured,
-                                    checkpointing=checkpointing)
+                                    checkpointing=checkpointing, facility=facility)
         except GpuarchError as exc:
             points.append(ScalingPoint(n, None, str(exc)))
             continue

@@ -17,6 +17,7 @@ from typing import Any
 from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import Product, System
 from gpuarch.errors import GpuarchError
+from gpuarch.estimate.energy import DEFAULT_FACILITY, Facility
 from gpuarch.estimate.inference import InferenceConfig, InferenceEstimate, estimate_inference
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.workloads.shape import TransformerShape
@@ -117,6 +118,7 @@ def sweep_batches(
     measured: dict[str, str] | None = None,
     formats_origin: str | None = None,
     price_per_gpu_hour: float | None = None,
+    facility: Facility = DEFAULT_FACILITY,
 ) -> BatchSweep:
     """``cfg`` estimated at each batch of ``asked`` (a number, None for the largest that
     fits, 0 for powers of two up to it; ``sweep_values``), with the frontier marked."""
@@ -127,7 +129,7 @@ def sweep_batches(
         return estimate_inference(catalog, shape, product, dataclasses.replace(cfg, batch=batch),
                                   system=system, efficiency=efficiency, measured=measured,
                                   formats_origin=formats_origin,
-                                  price_per_gpu_hour=price_per_gpu_hour)
+                                  price_per_gpu_hour=price_per_gpu_hour, facility=facility)
 
     largest = at(None)
     estimates: list[tuple[int | None, InferenceEstimate]] = []

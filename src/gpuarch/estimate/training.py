@@ -29,7 +29,7 @@ import numpy as np
 from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import BLACKWELL_TENSOR_CORES, Product, System, spec
 from gpuarch.errors import GpuarchError, check_choice, check_count
-from gpuarch.estimate.energy import GPU_POWER_MODEL, NODE_OVERHEAD, PUE, energy_kwh
+from gpuarch.estimate.energy import DEFAULT_FACILITY, GPU_POWER_MODEL, Facility, energy_kwh
 from gpuarch.estimate.host_link import product_host_link
 from gpuarch.estimate.lora import (
     DEFAULT_LORA_MODULES,
@@ -2537,10 +2537,11 @@ def estimate_training(
     price_per_gpu_hour: float | None = None,
     measured: dict[str, str] | None = None,
     checkpointing: CheckpointPlan | None = None,
+    facility: Facility = DEFAULT_FACILITY,
 ) -> TrainingEstimate:
     """Estimate one training step of ``shape`` on ``cfg.gpus`` x ``product`` (and with
-    ``tokens``, the whole run; with ``checkpointing`` too, its time with checkpoints,
-    interruptions and restarts)."""
+    ``tokens``, the whole run, its energy at ``facility``; with ``checkpointing`` too, its
+    time with checkpoints, interruptions and restarts)."""
     if checkpointing is not None:
         if tokens is None:
             raise GpuarchError("--checkpoint-write-gb-s: prices a whole run's checkpoints "
@@ -2747,7 +2748,7 @@ def estimate_training(
         seconds = tokens / tokens_per_s
         gpu_hours = from_si(seconds, Unit.HOUR) * cfg.gpus
         days = from_si(seconds, Unit.DAY)
-        energy = (float(energy_kwh(product.tdp_w, hfu, cfg.gpus, seconds))
+        energy = (float(energy_kwh(product.tdp_w, hfu, cfg.gpus, seconds, facility))
                   if product.tdp_w else None)
         total = {
             "tokens": tokens,
@@ -2767,9 +2768,8 @@ def estimate_training(
             total["checkpointing"] = _checkpointing(shape, cfg, checkpointing, seconds,
                                                     step, host_link, assumptions)
         assumptions["power_model"] = (
-            f"{GPU_POWER_MODEL}, plus {NODE_OVERHEAD:.0%} for the rest of the node, times a "
-            f"PUE of {PUE} (gpuarch.estimate.energy; metered MLPerf Training nodes beside it: "
-            "gpuarch validate power)")
+            f"{GPU_POWER_MODEL}, {facility.describe()} (gpuarch.estimate.energy; metered "
+            "MLPerf Training nodes beside it: gpuarch validate power)")
     return TrainingEstimate(
         model=shape.name,
         gpu=product.name,
