@@ -87,6 +87,8 @@ def client() -> Any:
     ("/api/validate/attention-kernels", "groups"),
     ("/api/validate/collectives", "groups"),
     ("/api/validate/power", "runs"),
+    ("/api/estimate/train?model=llama-3.1-8b&gpu=h100&gpus=8&seq_len=4096&global_batch=16"
+     "&tokens=1e9&node_overhead=0.2&pue=1.1", "total"),
     ("/api/validate/power?match=b200", "mean_abs_error"),
 ])
 def test_every_endpoint_answers_with_the_cli_json(client: Any, url: str, key: str) -> None:
