@@ -74,6 +74,9 @@ def test_report_is_self_contained_and_has_every_section(report: str) -> None:
         assert f"{task}: {len(summary.rows):,} published {what}, mean |error| " \
                f"{summary.mean_abs_error:.1%}" in text
         assert f"{summary.beyond} beyond ±{summary.bound:.0%}" in text
+    # how far the energy model is from measured power, under the energy assumptions
+    assert "Against measured power (gpuarch validate power): 328 serving configurations'" \
+        in text and "3 metered training runs' node power" in text
     # the parts: operators timed on a real GPU beside the model's times
     assert "checked on a real GPU (gpuarch validate ops)" in text
     assert "NVIDIA H200" in text and "grouped_gemm" in text

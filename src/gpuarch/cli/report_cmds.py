@@ -10,7 +10,12 @@ from typing import Any
 from gpuarch.catalog.loader import load_catalog
 from gpuarch.cli.advise_cmds import DEFAULT_MODEL
 from gpuarch.cli.estimate_cmds import model_flags, resolve_model
-from gpuarch.cli.options import parse_quantity, positive_number
+from gpuarch.cli.options import (
+    add_facility_flags,
+    facility_of,
+    parse_quantity,
+    positive_number,
+)
 
 __all__ = ["add_commands"]
 
@@ -29,6 +34,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from gpuarch.report.html import ReportInputs, check_report_path, write_report
     from gpuarch.validation.inference import validate_inference
     from gpuarch.validation.ops import validate_ops
+    from gpuarch.validation.power import power_accuracy
     from gpuarch.validation.training import validate_training
 
     check_report_path(args.out)
@@ -37,11 +43,13 @@ def cmd_report(args: argparse.Namespace) -> int:
     catalog = load_catalog()
     shape = resolve_model(args)
     prices = load_prices()
+    facility = facility_of(args)
     train_search = TrainingSearch(tokens=args.tokens, max_gpus=args.max_gpus,
                                   objective=Objective.TIME,
-                                  assumed_network_gbit_s=args.network)
+                                  assumed_network_gbit_s=args.network, facility=facility)
     training = advise_training(catalog, shape, train_search, prices)
-    serve_search = InferenceSearch(input_len=args.input_len, output_len=args.output_len)
+    serve_search = InferenceSearch(input_len=args.input_len, output_len=args.output_len,
+                                   facility=facility)
     serving = advise_inference(catalog, shape, serve_search, prices)
     pick = catalog.product(training.top[0].gpu if training.top else "h100")
     precision = Precision(training.top[0].precision) if training.top else Precision.BF16
@@ -59,7 +67,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         roofline=roofline_summary(device, ops, DEFAULT_EFFICIENCY),
         ops=validate_ops(catalog),
         accuracy={"training": validate_training(catalog),
-                  "serving": validate_inference(catalog)},
+                  "serving": validate_inference(catalog), "power": power_accuracy(catalog)},
         launches=_launches(catalog, shape, args.model, train_search, training, serve_search,
                            serving))
     write_report(inputs, args.out)
@@ -96,4 +104,5 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p.add_argument("--input-len", type=int, default=2048, help="prompt tokens (default 2048)")
     p.add_argument("--output-len", type=int, default=256,
                    help="generated tokens (default 256)")
+    add_facility_flags(p)
     p.set_defaults(handler=cmd_report)

@@ -257,6 +257,18 @@ def _accuracy(accuracy: dict[str, Any]) -> str:
         if parts else ""
 
 
+def _power(power: dict[str, Any] | None) -> str:
+    """A sentence on how far the power model is from measured power (gpuarch validate
+    power), or nothing without it."""
+    if not power:
+        return ""
+    serving, training = power["serving"], power["training"]
+    return (f" Against measured power (gpuarch validate power): {serving['compared']} "
+            f"serving configurations' GPU power, mean |error| {serving['mean_abs_error']:.0%} "
+            f"(mean {serving['mean_error']:+.0%}); {training['compared']} metered training "
+            f"runs' node power, mean |error| {training['mean_abs_error']:.0%}.")
+
+
 def render_report(inputs: ReportInputs) -> str:
     """The whole page."""
     assumptions = inputs.training.assumptions
@@ -279,7 +291,8 @@ def render_report(inputs: ReportInputs) -> str:
         _ops(inputs.ops),
         f"<p class=\"note\">Energy: GPU board power at the modelled utilisation, plus "
         f"{assumptions.get('node_overhead', 0):.0%} node overhead, times PUE "
-        f"{assumptions.get('pue', '')}. Prices: {_e(prices)}.</p>",
+        f"{assumptions.get('pue', '')}.{_power(inputs.accuracy.get('power'))} "
+        f"Prices: {_e(prices)}.</p>",
         "</body></html>",
     ]
     return "\n".join(parts)

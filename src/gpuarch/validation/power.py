@@ -46,7 +46,8 @@ from gpuarch.workloads.presets import preset
 __all__ = ["BATCH_BANDS", "METERS", "POWER_FILE", "PowerComparison", "PowerRun",
            "ServingPower", "ServingPowerComparison", "compare_run", "compare_serving",
            "load_power_runs", "load_readings", "load_serving_power", "mean_power_w",
-           "serving_groups", "validate_power"]
+           "power_accuracy", "serving_groups", "serving_summary", "summary",
+           "validate_power"]
 
 POWER_FILE = Path(__file__).with_name("data") / "power.toml"
 
@@ -326,6 +327,13 @@ def serving_groups(rows: Sequence[ServingPowerComparison]) -> list[dict[str, Any
                     "model_w": [low.model_w, high.model_w],
                     "mean_error": sum(m.error for m in members) / len(members)})
     return out
+
+
+def power_accuracy(catalog: Catalog) -> dict[str, Any]:
+    """Where the power model stands on every shipped measurement: the training runs'
+    ``summary`` and the serving configurations' ``serving_summary``."""
+    return {"training": summary(validate_power(catalog)),
+            "serving": serving_summary(compare_serving(catalog))}
 
 
 def serving_summary(rows: Sequence[ServingPowerComparison]) -> dict[str, Any]:
