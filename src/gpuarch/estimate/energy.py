@@ -20,7 +20,7 @@ from gpuarch.units import Unit
 
 __all__ = ["DEFAULT_FACILITY", "FULL_POWER_HFU", "GPU_POWER_MODEL", "LOW_LOAD_SHARE",
            "NODE_OVERHEAD", "PUE", "Facility", "energy_kwh", "facility_power_w", "gpu_power_w",
-           "seconds_per_token_at_peak", "serving_energy_kwh"]
+           "seconds_per_token_at_peak", "serving_energy_kwh", "serving_utilisation"]
 
 LOW_LOAD_SHARE = 0.61
 """A GPU's power as a share of its board power with its Tensor Cores all but idle: fitted,
@@ -111,11 +111,18 @@ def seconds_per_token_at_peak(active_params: float, peak_flops: float) -> float:
     return 2 * active_params / peak_flops
 
 
+def serving_utilisation(tokens_per_s: float, seconds_per_token_at_peak: float,
+                        gpus: int) -> float:
+    """The hardware FLOP utilisation of ``gpus`` processing ``tokens_per_s`` tokens: their
+    2 x active-parameter FLOPs at the format's peak (``seconds_per_token_at_peak``) over
+    the GPUs, capped at 1."""
+    return min(1.0, tokens_per_s * seconds_per_token_at_peak / gpus)
+
+
 def serving_energy_kwh(tdp_w: float, gpus: int, tokens_per_s: float,
                        seconds_per_token_at_peak: float, seconds: float,
                        facility: Facility = DEFAULT_FACILITY) -> float:
     """Energy of ``gpus`` serving for ``seconds`` while they process ``tokens_per_s``
-    tokens (prompts and outputs): their utilisation is the tokens' 2 x active-parameter
-    FLOPs at the format's peak (``seconds_per_token_at_peak``) over the GPUs, capped at 1."""
-    busy = min(1.0, tokens_per_s * seconds_per_token_at_peak / gpus)
+    tokens (prompts and outputs), at their ``serving_utilisation``."""
+    busy = serving_utilisation(tokens_per_s, seconds_per_token_at_peak, gpus)
     return float(energy_kwh(tdp_w, busy, gpus, seconds, facility))

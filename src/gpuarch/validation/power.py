@@ -28,7 +28,12 @@ from typing import Any
 
 from gpuarch.catalog.loader import Catalog
 from gpuarch.errors import GpuarchError, check_choice
-from gpuarch.estimate.energy import NODE_OVERHEAD, gpu_power_w
+from gpuarch.estimate.energy import (
+    NODE_OVERHEAD,
+    gpu_power_w,
+    seconds_per_token_at_peak,
+    serving_utilisation,
+)
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.perf.precision import Precision, matmul_peak
 from gpuarch.validation.measured import band_named, read_commented_csv
@@ -303,8 +308,8 @@ def compare_serving(catalog: Catalog, rows: Iterable[ServingPower] | None = None
         if peak is None or not product.tdp_w:
             raise GpuarchError(f"{r.gpu}: no {r.weights} peak or board power in the catalog")
         shape = preset(r.preset).shape
-        busy = min(1.0, r.output_tokens_per_s * 2 * count_params(shape).active(shape)
-                   / peak.flops / r.gpus)
+        busy = serving_utilisation(r.output_tokens_per_s, seconds_per_token_at_peak(
+            count_params(shape).active(shape), peak.flops), r.gpus)
         out.append(ServingPowerComparison(r, busy, r.power_w / r.gpus,
                                           float(gpu_power_w(product.tdp_w, busy))))
     return out
