@@ -225,6 +225,43 @@ def measured_run_calls(folder: Path) -> Iterator[list[str]]:
                 yield ["validate", kind, "--data", str(path), *VALIDATE_FLAGS.get(kind, [])]
 
 
+POWER_RUN: dict[str, Any] = {
+    "id": "node", "preset": "llama-3.1-8b", "gpu": "h100", "gpus": 8, "seq_len": 4096,
+    "global_batch": 64, "step_time_s": 2.0, "nodes": 1, "meter": "node-ac",
+    "readings": "readings.csv", "window_ms": [0, 3000]}
+"""One metered training run, the base of the ``validate power --data`` files below."""
+
+POWER_READINGS = ("node,time_ms,watts\n0,1000,7000\n0,2000,7100\n0,3000,7200\n",
+                  "node,time_ms\n0,1000\n", "node,time_ms,watts\n0,x,7000\n",
+                  "node,time_ms,watts\n0,1000,-5\n", "node,time_ms,watts\n0,1000,nan\n",
+                  "node,time_ms,watts\n", "\xff\xfe")
+"""A readings file as it should be, then without watts, with a time that is not one, a
+negative and a not-a-number power, no rows, and bytes that are not text."""
+
+
+def power_run_calls(folder: Path) -> Iterator[list[str]]:
+    """``validate power --data FILE`` on one metered run with each key it may carry set, in
+    turn, to each of ``FIELD_VALUES``, then with each of ``POWER_READINGS`` as its
+    readings."""
+    from gpuarch.validation.power import RUN_KEYS
+    from gpuarch.validation.user_data import field_types
+
+    path, readings = folder / "power.toml", folder / "readings.csv"
+
+    def write(run_: dict[str, Any], text: str = POWER_READINGS[0]) -> list[str]:
+        readings.write_bytes(text.encode("utf-8", "surrogateescape")
+                             if text.isascii() else text.encode("latin-1"))
+        path.write_text("[[run]]\n" + "".join(f"{k} = {toml_value(v)}\n"
+                                               for k, v in run_.items()))
+        return ["validate", "power", "--data", str(path)]
+
+    for key in sorted(RUN_KEYS | set(field_types("training"))):
+        for value in FIELD_VALUES:
+            yield write({**POWER_RUN, key: value})
+    for text in POWER_READINGS:
+        yield write(POWER_RUN, text)
+
+
 BENCH_RESULT: dict[str, Any] = {
     "backend": "vllm", "request_rate": 4.0, "burstiness": 1.0, "max_concurrency": None,
     "completed": 100, "total_input_tokens": 100000, "total_output_tokens": 10000,
@@ -542,6 +579,7 @@ def main_(argv: list[str] | None = None) -> int:
         # price file) is written just before the calls that read it
         for call in itertools.chain(flag_calls(commands), small_dimension_calls(),
                                     measured_run_calls(Path(tmp)), load_point_calls(),
+                                    power_run_calls(Path(tmp)),
                                     bench_result_calls(Path(tmp)),
                                     saved_report_calls(Path(tmp)),
                                     training_log_calls(Path(tmp)),

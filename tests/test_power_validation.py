@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -26,6 +27,7 @@ from gpuarch.validation.power import (
     load_power_runs,
     load_readings,
     load_serving_power,
+    load_user_power_runs,
     mean_power_w,
     serving_summary,
     validate_power,
@@ -232,3 +234,104 @@ def test_validate_power_command(capsys: pytest.CaptureFixture[str]) -> None:
     assert "Training:" not in out and "Maverick" in out
     assert main(["validate", "power", "--match", "tpu"]) == 2
     assert "--match: no run has all of 'tpu'" in capsys.readouterr().err
+
+
+USER_RUN = """
+[[run]]
+id = "mine"
+preset = "llama-2-70b"
+gpu = "b200"
+gpus = 8
+seq_len = 8192
+global_batch = 8
+precision = "fp8"
+fp8_params = true
+lora_rank = 16
+lora_modules = ["linear_qkv", "linear_proj"]
+step_time_s = 1.5243
+nodes = 1
+meter = "node-ac"
+readings = "node.csv"
+window_ms = [1745519750000, 1745520408000]
+"""
+
+
+@pytest.fixture
+def user_file(tmp_path: Path) -> Path:
+    """A user's file of one metered run: Lenovo's result_0 with its layout written out."""
+    (tmp_path / "node.csv").write_text(RUNS[LENOVO].readings.read_text())
+    path = tmp_path / "mine.toml"
+    path.write_text(USER_RUN)
+    return path
+
+
+def test_a_users_run_reads_as_the_shipped_one(user_file: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    (mine,) = _compare_users(user_file)
+    shipped = compare_run(CATALOG, RUNS[LENOVO])
+    assert (mine.measured_w, mine.model_w) == pytest.approx((shipped.measured_w,
+                                                              shipped.model_w))
+    # naming a shipped training point instead of the layout gives the same
+    user_file.write_text(USER_RUN + USER_RUN.replace('id = "mine"', 'id = "by-point"').replace(
+        'preset = "llama-2-70b"\ngpu = "b200"', 'point = "mlperf50-b200-llama2-70b-lora"'))
+    assert main(["validate", "power", "--data", str(user_file), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [r["id"] for r in doc["runs"]] == ["mine", "by-point"]
+    assert doc["runs"][0]["error"] == pytest.approx(doc["runs"][1]["error"])
+    assert doc["serving"]["configurations"] == []
+
+
+def _compare_users(path: Path) -> list[Any]:
+    """A user's file's runs beside the model."""
+    return validate_power(CATALOG, runs=load_user_power_runs(path))
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (('meter = "node-ac"', 'meter = "nodeac"'), "meter: .*did you mean 'node-ac'"),
+    (("gpus = 8", "gpus = 8\ngpuz = 1"), "unknown key 'gpuz'; did you mean 'gpu'"),
+    (("step_time_s = 1.5243\n", ""), r"give step_time_s \(a step time in seconds > 0\)"),
+    (("step_time_s = 1.5243", 'step_time_s = "x"'), "step_time_s = 'x': expected a step time"),
+    (("nodes = 1", "nodes = 0"), "nodes = 0: expected a whole number >= 1"),
+    (('preset = "llama-2-70b"\n', ""), "give the model"),
+    (('preset = "llama-2-70b"', 'point = "mlperf50-b200-llama2-70b-lor"'),
+     "not a shipped training point; did you mean 'mlperf50-b200-llama2-70b-lora'"),
+    (("lora_rank = 16", 'lora_rank = "a"'), "lora_rank = 'a': expected a whole number"),
+    (('readings = "node.csv"', 'readings = "none.csv"'), "'none.csv' not found beside it"),
+    (('id = "mine"', "id = 3"), "run 1 has no id"),
+])
+def test_a_users_bad_run_is_refused_by_name(user_file: Path, change: tuple[str, str],
+                                            message: str) -> None:
+    user_file.write_text(USER_RUN.replace(*change))
+    with pytest.raises(GpuarchError, match=message):
+        _compare_users(user_file)
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("node,time_ms\n0,1\n", "row 1 .*expected the columns node, time_ms, watts"),
+    ("node,time_ms,watts\n0,1,-3\n", "row 1: watts = '-3': expected a power >= 0"),
+    ("node,time_ms,watts\n", "no readings"),
+])
+def test_a_users_bad_readings_are_refused_by_row(user_file: Path, text: str,
+                                                 message: str) -> None:
+    (user_file.parent / "node.csv").write_text(text)
+    with pytest.raises(GpuarchError, match=message):
+        _compare_users(user_file)
+
+
+def test_the_node_overhead_is_the_users(capsys: pytest.CaptureFixture[str]) -> None:
+    # the air-cooled H100 nodes read right at about half the GPUs' power for the rest
+    row = compare_run(CATALOG, RUNS[DELL], node_overhead=0.5)
+    assert row.model_w == pytest.approx(700 * 8 * 1.5)
+    assert row.error == pytest.approx(0.016, abs=0.005)
+    assert main(["validate", "power", "--match", "dell", "--node-overhead", "0.5",
+                 "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["node_overhead"] == 0.5 and doc["runs"][0]["model_w"] == pytest.approx(8400)
+
+
+def test_data_flag_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["validate", "power", "--data", str(tmp_path / "none.toml")]) == 2
+    assert "--data: no such file" in capsys.readouterr().err
+    (tmp_path / "x.toml").write_text("x = 1\n")
+    assert main(["validate", "power", "--data", str(tmp_path / "x.toml")]) == 2
+    assert "unknown key or table 'x'" in capsys.readouterr().err

@@ -22,6 +22,7 @@ from gpuarch.cli.options import (
     lazy_enum_value,
     name_list,
     non_negative,
+    number_from,
     number_or_word,
     parse_quantity,
     positive_number,
@@ -1409,6 +1410,7 @@ def cmd_validate_power(args: argparse.Namespace) -> int:
         compare_serving,
         load_power_runs,
         load_serving_power,
+        load_user_power_runs,
         serving_groups,
         serving_summary,
         summary,
@@ -1417,27 +1419,32 @@ def cmd_validate_power(args: argparse.Namespace) -> int:
 
     texts = [m.lower() for m in args.match]
     table, configurations = load_serving_power()
-    runs = [r for r in load_power_runs()
+    every = load_power_runs()
+    if args.data is not None:  # the user's own metered runs instead of the shipped ones
+        table, configurations, every = {}, (), load_user_power_runs(args.data)
+    runs = [r for r in every
             if all(t in f"{r.id} {r.source} {r.get('gpu')}".lower() for t in texts)]
     chosen = [c for c in configurations
               if all(t in f"{c.model_id} {c.preset} {c.gpu} {table['source']}".lower()
                      for t in texts)]
     if not runs and not chosen:
-        select_runs(load_power_runs(), args.match)  # raises, naming --match
+        select_runs(every, args.match)  # raises, naming --match
     catalog = load_catalog()
-    rows = validate_power(catalog, runs=runs)
+    overhead = facility_of(args).node_overhead
+    rows = validate_power(catalog, runs=runs, node_overhead=overhead)
     serving = compare_serving(catalog, chosen)
     doc = {"runs": [{**dataclasses.asdict(r), "error": r.error} for r in rows],
            **summary(rows),
-           "serving": {"source": table["source_title"], "url": table["source_url"],
+           "serving": {"source": table.get("source_title"), "url": table.get("source_url"),
                        "configurations": [{**dataclasses.asdict(c.row),
                                            "utilisation": c.utilisation,
                                            "measured_w_per_gpu": c.measured_w,
                                            "model_w_per_gpu": c.model_w, "error": c.error}
                                           for c in serving],
                        "groups": serving_groups(serving), **serving_summary(serving)}}
+    doc["node_overhead"] = overhead
     print(to_json(doc) if args.json else render_power_validation(
-        rows, summary(rows), serving, table))
+        rows, summary(rows), serving, table, overhead))
     return 0
 
 
@@ -1995,6 +2002,15 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                    help="only training runs whose id, source or GPU, and serving "
                         "configurations whose model or GPU, contain TEXT (case ignored; "
                         "repeat to require several)")
+    p.add_argument("--data", "--file", dest="data", type=Path, metavar="FILE",
+                   help="compare your own metered training runs instead of the shipped ones: "
+                        "a TOML file of [[run]] tables in the shipped power.toml's format, "
+                        "each with its meter's readings in a CSV file beside it (columns "
+                        "node, time_ms, watts; docs/your-measurements.md)")
+    p.add_argument("--node-overhead", type=number_from("--node-overhead", 0, 10),
+                   metavar="FRACTION",
+                   help="the node's power beyond its GPUs as a fraction of theirs, for the "
+                        "training rows' model (default 0.35, the energy model's)")
     p.set_defaults(handler=cmd_validate_power)
     p = val_sub.add_parser("bands", parents=[common],
                            help="the model's error bands by regime (task, model kind, "

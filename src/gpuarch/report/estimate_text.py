@@ -1231,11 +1231,13 @@ def _bf16_layers(counts: list[int] | None) -> str:
 
 
 def render_power_validation(rows: Sequence[Any], summary: Mapping[str, Any],
-                            serving: Sequence[Any] = (), source: Mapping[str, Any] | None = None
-                            ) -> str:
+                            serving: Sequence[Any] = (), source: Mapping[str, Any] | None = None,
+                            node_overhead: float | None = None) -> str:
     """Metered node power of MLPerf Training runs, and GPU power of serving configurations,
     beside the power model at each one's measured pace (``validation.power``)."""
     from gpuarch.estimate.energy import GPU_POWER_MODEL, NODE_OVERHEAD
+
+    overhead = NODE_OVERHEAD if node_overhead is None else node_overhead
     from gpuarch.validation.power import BATCH_BANDS, METERS, serving_groups, serving_summary
 
     lines: list[str] = []
@@ -1245,8 +1247,8 @@ def render_power_validation(rows: Sequence[Any], summary: Mapping[str, Any],
                  f"{from_si(r.measured_w, Unit.KW):.2f} kW",
                  f"{from_si(r.model_w, Unit.KW):.2f} kW", _signed(r.error)] for r in rows]
         runs = summary["compared"]
-        lines += ["Training: node power metered during MLPerf Training runs beside the power "
-                  "model at each run's measured step time", "",
+        lines += ["Training: metered node power beside the power model at each run's "
+                  "measured step time", "",
                   table(["Run", "GPU", "GPUs", "Nodes", "Prec.", "Step", "HFU", "GPU (model)",
                          "Meter", "Measured/node", "Model/node", "Error"], body,
                         right=[False, False, True, True, False, True, True, True, False, True,
@@ -1288,7 +1290,7 @@ def render_power_validation(rows: Sequence[Any], summary: Mapping[str, Any],
                   "at the smallest and the largest batch; output tokens only, the prompts' "
                   "lengths are not published)", ""]
     lines += [f"The model: {GPU_POWER_MODEL}, the utilisation taken at each run's measured "
-              f"pace, plus {NODE_OVERHEAD:.0%} for the rest of a node (training rows; none "
+              f"pace, plus {overhead:.0%} for the rest of a node (training rows; none "
               "for the GPUs alone), no PUE (gpuarch.estimate.energy). Sources and what the "
               "rows say: docs/advisor.md, 'Power against metered runs'."]
     return "\n".join(lines)

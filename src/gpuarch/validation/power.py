@@ -18,6 +18,7 @@ the power model, not the step-time model (``validate training`` tests that).
 from __future__ import annotations
 
 import dataclasses
+import math
 import tomllib
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -27,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuarch.catalog.loader import Catalog
-from gpuarch.errors import GpuarchError, check_choice
+from gpuarch.errors import GpuarchError, check_choice, is_positive_number, suggestion
 from gpuarch.estimate.energy import (
     NODE_OVERHEAD,
     gpu_power_w,
@@ -50,7 +51,8 @@ from gpuarch.workloads.presets import preset
 
 __all__ = ["BATCH_BANDS", "METERS", "POWER_FILE", "PowerComparison", "PowerRun",
            "ServingPower", "ServingPowerComparison", "compare_run", "compare_serving",
-           "load_power_runs", "load_readings", "load_serving_power", "mean_power_w",
+           "load_power_runs", "load_readings", "load_serving_power", "load_user_power_runs",
+           "mean_power_w",
            "power_accuracy", "serving_groups", "serving_summary", "summary",
            "validate_power"]
 
@@ -145,12 +147,141 @@ def _beside(path: Path, name: str, what: str) -> Path:
     return found
 
 
+READING_COLUMNS = ("node", "time_ms", "watts")
+"""A readings file's columns: the node the meter reads, the reading's time (ms) and watts."""
+
+
+_RUN_TYPES = {"step_time_s": "a step time in seconds > 0", "nodes": "a whole number >= 1",
+              "meter": "text in quotes", "readings": "a file name in quotes",
+              "window_ms": "[start, end] in whole ms", "averaged_over": "text in quotes",
+              "point": "a shipped training point's id in quotes"}
+"""A user's run's own keys (beside a training point's fields) and what each takes."""
+
+
+def load_user_power_runs(path: Path) -> tuple[PowerRun, ...]:
+    """The metered runs of a user's file (``validate power --data FILE``): ``[[run]]`` tables
+    as the shipped file's, each giving its workload and layout as a training point's fields
+    (checked as ``validate training --data`` checks them) or naming a shipped training point
+    (``point``), its measured step time, the meter's readings file beside it, and the window
+    to average them over; ``[[source]]`` tables optional (a run without one is cited as the
+    file). Every key's name, type and value is checked, naming the run and the key."""
+    from gpuarch.validation.user_data import (
+        _check_fields,
+        _check_required,
+        _sources,
+        field_types,
+    )
+
+    try:
+        with path.open("rb") as fh:
+            raw = tomllib.load(fh)
+    except FileNotFoundError:
+        raise GpuarchError(f"--data: no such file: {path}") from None
+    except IsADirectoryError:
+        raise GpuarchError(f"--data: {path} is a directory, not a file") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise GpuarchError(f"--data: {path.name} is not valid TOML: {exc}") from None
+    name = path.name
+    for key in raw:
+        if key not in ("run", "source"):
+            raise GpuarchError(f"{name}: unknown key or table {key!r}"
+                               f"{suggestion(key, ('run', 'source'))} (a file holds [[run]] "
+                               "tables and, optionally, [[source]] tables)")
+    entries = raw.get("run", [])
+    if not isinstance(entries, list) or not entries or \
+            not all(isinstance(e, dict) for e in entries):
+        raise GpuarchError(f"{name}: give one [[run]] table per metered run")
+    sources = _sources(name, raw.get("source", []))
+    points = {p.id: p for p in load_training_points()}
+    training_keys = frozenset(field_types("training")) - {"step_time_s"}
+    runs: list[PowerRun] = []
+    for n, entry in enumerate(entries, 1):
+        rid = entry.get("id")
+        if not isinstance(rid, str) or not rid:
+            raise GpuarchError(f"{name}: run {n} has no id (give id = \"...\")")
+        if any(r.id == rid for r in runs):
+            raise GpuarchError(f"{name}: run id {rid!r} is used twice")
+        where = f"{name}: run {rid!r}"
+        for key in sorted(set(entry) - RUN_KEYS - training_keys):
+            raise GpuarchError(f"{where}: unknown key {key!r}"
+                               f"{suggestion(key, RUN_KEYS | training_keys)}")
+        _check_run_values(where, entry)
+        fields = {k: v for k, v in entry.items() if k in training_keys and k != "id"}
+        _check_fields(where, fields, "training")
+        if "point" in entry:
+            base = points.get(entry["point"])
+            if base is None:
+                raise GpuarchError(f"{where}: point {entry['point']!r} is not a shipped "
+                                   f"training point{suggestion(entry['point'], points)}")
+            raw_fields = {**base.raw, **fields}
+        else:
+            _check_required(where, fields, "training")
+            if "preset" not in fields and "layers" not in fields:
+                raise GpuarchError(f"{where}: give the model: preset = \"...\" or its "
+                                   "shape fields, or point = a shipped training point's id")
+            raw_fields = dict(fields)
+        cited = entry.get("source")
+        src = sources.get(cited) if cited is not None else {"id": path.stem, "title": name,
+                                                             "url": ""}
+        if src is None:
+            raise GpuarchError(f"{where}: source {cited!r} is not a [[source]] id of the "
+                               f"file{suggestion(str(cited), sources)}")
+        training = TrainingPoint(rid, src["id"], src["title"], src.get("url", ""),
+                                 str(entry.get("where", "")),
+                                 {**raw_fields, "step_time_s": entry["step_time_s"],
+                                  "out_of_sample": False})
+        window = entry["window_ms"]
+        runs.append(PowerRun(rid, src["id"], src["title"], str(entry.get("where", "")),
+                             training, float(entry["step_time_s"]), int(entry["nodes"]),
+                             entry["meter"], str(entry.get("averaged_over", "the window")),
+                             _beside(path, entry["readings"], f"run {rid!r}"),
+                             (int(window[0]), int(window[1]))))
+    return tuple(runs)
+
+
+def _check_run_values(where: str, entry: Mapping[str, Any]) -> None:
+    """Raise GpuarchError at the first of a user's run's own keys that is missing or
+    wrong (``_RUN_TYPES``)."""
+    for key in ("step_time_s", "nodes", "meter", "readings", "window_ms"):
+        if key not in entry:
+            raise GpuarchError(f"{where}: give {key} ({_RUN_TYPES[key]})")
+    for key, value in entry.items():
+        if key not in _RUN_TYPES:
+            continue
+        window = key == "window_ms" and isinstance(value, list) and len(value) == 2 and all(
+            isinstance(v, int) and not isinstance(v, bool) for v in value) and \
+            value[0] < value[1]
+        good = {"step_time_s": is_positive_number(value),
+                "nodes": isinstance(value, int) and not isinstance(value, bool) and value >= 1,
+                "window_ms": window}.get(key, isinstance(value, str) and bool(value))
+        if not good:
+            raise GpuarchError(f"{where}: {key} = {value!r}: expected {_RUN_TYPES[key]}")
+    check_choice(f"{where}: meter", entry["meter"], METERS)
+
+
 @cache
 def load_readings(path: Path) -> Mapping[str, tuple[tuple[int, float], ...]]:
-    """A readings file's (time in ms, watts) pairs by node, in the file's order."""
+    """A readings file's (time in ms, watts) pairs by node, in the file's order (a missing
+    column or a value that is not a time or a power is an error naming the file and row)."""
+    try:
+        rows = read_commented_csv(path)
+    except UnicodeDecodeError as exc:
+        raise GpuarchError(f"{path.name}: not a text file: {exc}") from None
     by_node: dict[str, list[tuple[int, float]]] = defaultdict(list)
-    for row in read_commented_csv(path):
-        by_node[row["node"]].append((int(row["time_ms"]), float(row["watts"])))
+    for n, row in enumerate(rows, 1):
+        try:
+            node, time_ms, watts = (row[c] for c in READING_COLUMNS)
+            reading = (int(time_ms), float(watts))
+        except (KeyError, TypeError, ValueError):
+            raise GpuarchError(
+                f"{path.name}: row {n} ({dict(row)!r}): expected the columns "
+                f"{', '.join(READING_COLUMNS)}, a time in whole ms and watts") from None
+        if not (math.isfinite(reading[1]) and reading[1] >= 0):
+            raise GpuarchError(f"{path.name}: row {n}: watts = {watts!r}: expected a power "
+                               ">= 0")
+        by_node[str(node)].append(reading)
+    if not by_node:
+        raise GpuarchError(f"{path.name}: no readings (columns {', '.join(READING_COLUMNS)})")
     return {node: tuple(rows) for node, rows in by_node.items()}
 
 
@@ -197,8 +328,10 @@ class PowerComparison:
 
 
 def compare_run(catalog: Catalog, run: PowerRun,
-                efficiency: Efficiency = DEFAULT_EFFICIENCY) -> PowerComparison:
-    """The model's node power at the run's measured pace beside the metered one."""
+                efficiency: Efficiency = DEFAULT_EFFICIENCY,
+                node_overhead: float = NODE_OVERHEAD) -> PowerComparison:
+    """The model's node power at the run's measured pace, with ``node_overhead`` for the
+    rest of the node, beside the metered one."""
     point = estimate_point(catalog, run.training, efficiency)
     est, product = point.estimate, point.product
     if not product.tdp_w:
@@ -209,7 +342,7 @@ def compare_run(catalog: Catalog, run: PowerRun,
     # the estimate's hardware FLOPs per step at the measured step time
     hfu = est.hfu * est.step_time_s / run.step_time_s
     per_gpu = float(gpu_power_w(product.tdp_w, hfu))
-    model_w = per_gpu * (1 + NODE_OVERHEAD) * point.config.gpus_per_node
+    model_w = per_gpu * (1 + node_overhead) * point.config.gpus_per_node
     nodes = [mean_power_w(r, run.window_ms) for r in load_readings(run.readings).values()]
     if len(nodes) != run.nodes:
         raise GpuarchError(f"run {run.id}: {run.readings.name} holds {len(nodes)} nodes' "
@@ -223,10 +356,19 @@ def compare_run(catalog: Catalog, run: PowerRun,
 
 
 def validate_power(catalog: Catalog, efficiency: Efficiency = DEFAULT_EFFICIENCY,
-                   runs: Iterable[PowerRun] | None = None) -> list[PowerComparison]:
-    """Every metered run beside the power model."""
-    return [compare_run(catalog, r, efficiency)
-            for r in (load_power_runs() if runs is None else runs)]
+                   runs: Iterable[PowerRun] | None = None,
+                   node_overhead: float = NODE_OVERHEAD) -> list[PowerComparison]:
+    """Every metered run beside the power model (one that cannot be compared is an error
+    naming it)."""
+    out = []
+    for run in load_power_runs() if runs is None else runs:
+        try:
+            out.append(compare_run(catalog, run, efficiency, node_overhead))
+        except GpuarchError as exc:
+            message = str(exc)
+            raise GpuarchError(message if message.startswith(f"run {run.id}")
+                               else f"run {run.id}: {message}") from None
+    return out
 
 
 def summary(rows: Sequence[PowerComparison]) -> dict[str, Any]:
