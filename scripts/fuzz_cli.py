@@ -57,6 +57,8 @@ COMMANDS: dict[str, list[str]] = {
     "numerics sparsity": ["--gpu", "h100"],
     "models": [],
     "validate power": [],
+    "validate training": [],
+    "validate inference": [],
 }
 ADVISORS: dict[str, list[str]] = {
     "advise train": ["--model", "llama-3.1-8b", "--tokens", "1e9", "--max-gpus", "64"],

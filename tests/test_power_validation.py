@@ -332,6 +332,11 @@ def test_the_node_overhead_is_the_users(capsys: pytest.CaptureFixture[str]) -> N
 def test_data_flag_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["validate", "power", "--data", str(tmp_path / "none.toml")]) == 2
     assert "--data: no such file" in capsys.readouterr().err
+    # a name no file system takes is a usage error too, here and in validate training's
+    # --data (both read a user's file through files.read_input_text)
+    for what in ("power", "training"):
+        assert main(["validate", what, "--data", "x" * 300]) == 2
+        assert "--data: cannot read" in capsys.readouterr().err
     (tmp_path / "x.toml").write_text("x = 1\n")
     assert main(["validate", "power", "--data", str(tmp_path / "x.toml")]) == 2
     assert "unknown key or table 'x'" in capsys.readouterr().err

@@ -142,7 +142,11 @@ def load_power_runs(path: Path = POWER_FILE) -> tuple[PowerRun, ...]:
 def _beside(path: Path, name: str, what: str) -> Path:
     """The file ``name`` in the data file's folder (a missing one is an error naming it)."""
     found = path.with_name(str(name))
-    if not found.is_file():
+    try:
+        there = found.is_file()
+    except (OSError, ValueError):  # a name too long, a NUL byte
+        there = False
+    if not there:
         raise GpuarchError(f"{path.name}: {what}: readings file {name!r} not found beside it")
     return found
 
@@ -170,17 +174,10 @@ def load_user_power_runs(path: Path) -> tuple[PowerRun, ...]:
         _check_required,
         _sources,
         field_types,
+        read_user_toml,
     )
 
-    try:
-        with path.open("rb") as fh:
-            raw = tomllib.load(fh)
-    except FileNotFoundError:
-        raise GpuarchError(f"--data: no such file: {path}") from None
-    except IsADirectoryError:
-        raise GpuarchError(f"--data: {path} is a directory, not a file") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise GpuarchError(f"--data: {path.name} is not valid TOML: {exc}") from None
+    raw = read_user_toml(path)
     name = path.name
     for key in raw:
         if key not in ("run", "source"):

@@ -24,6 +24,7 @@ from typing import Any, Literal
 from gpuarch.errors import GpuarchError, check_choice, is_positive_number, suggestion
 from gpuarch.estimate.inference import SCHEDULES
 from gpuarch.estimate.memory import Recompute
+from gpuarch.files import read_input_text
 from gpuarch.perf.precision import Precision
 from gpuarch.perf.quant import QuantFormat
 from gpuarch.validation.serving_load import ARRIVALS, METRICS
@@ -32,7 +33,7 @@ from gpuarch.validation.training import TrainingPoint, check_point_keys
 from gpuarch.workloads.shape import FfnKind, NormKind, Position
 
 __all__ = ["AT_LEAST_ONE", "CHOICES", "FIELDS_FILE", "FIGURES", "REQUIRED", "Kind",
-           "field_types", "load_user_points", "require_all_compared"]
+           "field_types", "load_user_points", "read_user_toml", "require_all_compared"]
 
 Kind = Literal["training", "inference", "load"]
 
@@ -214,15 +215,7 @@ def load_user_points(path: Path, kind: Kind) -> tuple[TrainingPoint, ...]:
     needs an ``id`` and a ``title`` (``url`` optional), and a point naming one must find it.
     ``out_of_sample``, the shipped files' note of which rows a fit saw, is set false: the
     in- and out-of-sample split of the report is about the published points."""
-    try:
-        with path.open("rb") as fh:
-            raw = tomllib.load(fh)
-    except FileNotFoundError:
-        raise GpuarchError(f"--data: no such file: {path}") from None
-    except IsADirectoryError:
-        raise GpuarchError(f"--data: {path} is a directory, not a file") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise GpuarchError(f"--data: {path.name} is not valid TOML: {exc}") from None
+    raw = read_user_toml(path)
     name = path.name
     for key, value in raw.items():
         if key not in ("point", "source"):
@@ -265,6 +258,16 @@ def load_user_points(path: Path, kind: Kind) -> tuple[TrainingPoint, ...]:
         points.append(TrainingPoint(pid, src["id"], src["title"], src.get("url", ""),
                                     entry.get("where", ""), {**raw, "out_of_sample": False}))
     return tuple(points)
+
+
+def read_user_toml(path: Path) -> dict[str, Any]:
+    """A user's --data file as TOML, or a usage error naming --data: not there, a folder,
+    not text, unreadable (a name too long, no permission), or not TOML."""
+    text = read_input_text(path, "--data")
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise GpuarchError(f"--data: {path.name} is not valid TOML: {exc}") from None
 
 
 def _sources(name: str, entries: Any) -> dict[str, Mapping[str, Any]]:
