@@ -1405,7 +1405,7 @@ def cmd_validate_collectives(args: argparse.Namespace) -> int:
 
 def cmd_validate_power(args: argparse.Namespace) -> int:
     from gpuarch.report.estimate_text import render_power_validation
-    from gpuarch.validation.measured import select_runs
+    from gpuarch.validation.measured import runs_matching, select_runs
     from gpuarch.validation.power import (
         compare_serving,
         load_power_runs,
@@ -1422,8 +1422,7 @@ def cmd_validate_power(args: argparse.Namespace) -> int:
     every = load_power_runs()
     if args.data is not None:  # the user's own metered runs instead of the shipped ones
         table, configurations, every = {}, (), load_user_power_runs(args.data)
-    runs = [r for r in every
-            if all(t in f"{r.id} {r.source} {r.get('gpu')}".lower() for t in texts)]
+    runs = runs_matching(every, args.match)
     chosen = [c for c in configurations
               if all(t in f"{c.model_id} {c.preset} {c.gpu} {table['source']}".lower()
                      for t in texts)]
@@ -1444,7 +1443,7 @@ def cmd_validate_power(args: argparse.Namespace) -> int:
                        "groups": serving_groups(serving), **serving_summary(serving)}}
     doc["node_overhead"] = overhead
     print(to_json(doc) if args.json else render_power_validation(
-        rows, summary(rows), serving, table, overhead))
+        rows, doc, doc["serving"], overhead))
     return 0
 
 

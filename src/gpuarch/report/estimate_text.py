@@ -1231,14 +1231,13 @@ def _bf16_layers(counts: list[int] | None) -> str:
 
 
 def render_power_validation(rows: Sequence[Any], summary: Mapping[str, Any],
-                            serving: Sequence[Any] = (), source: Mapping[str, Any] | None = None,
-                            node_overhead: float | None = None) -> str:
-    """Metered node power of MLPerf Training runs, and GPU power of serving configurations,
-    beside the power model at each one's measured pace (``validation.power``)."""
-    from gpuarch.estimate.energy import GPU_POWER_MODEL, NODE_OVERHEAD
-
-    overhead = NODE_OVERHEAD if node_overhead is None else node_overhead
-    from gpuarch.validation.power import BATCH_BANDS, METERS, serving_groups, serving_summary
+                            serving: Mapping[str, Any], node_overhead: float) -> str:
+    """Metered node power of training runs, and GPU power of serving configurations, beside
+    the power model at each one's measured pace (``validation.power``): the training
+    comparisons and their ``summary``, and ``validate power --json``'s ``serving`` (its
+    ``groups``, ``serving_summary`` and source)."""
+    from gpuarch.estimate.energy import GPU_POWER_MODEL
+    from gpuarch.validation.power import BATCH_BANDS, METERS
 
     lines: list[str] = []
     if rows:
@@ -1263,16 +1262,16 @@ def render_power_validation(rows: Sequence[Any], summary: Mapping[str, Any],
             lines.append(f"  {r.id}: {METERS[r.meter]}, averaged over {r.averaged_over}"
                          f"{spread}")
         lines.append("")
-    if serving:
+    if serving["groups"]:
         def pair(values: Sequence[float], form: str) -> str:
             return "-".join(format(v, form) for v in values)
 
         body = [[g["model_id"], g["gpu"], str(g["gpus"]), g["weights"],
                  str(g["configurations"]), pair(g["batch"], ".0f"),
                  pair(g["measured_w"], ".0f"), pair(g["model_w"], ".0f"),
-                 _signed(g["mean_error"])] for g in serving_groups(serving)]
-        total = serving_summary(serving)
-        origin = f" ({source['source_title'].split(':')[0]})" if source else ""
+                 _signed(g["mean_error"])] for g in serving["groups"]]
+        total = serving
+        origin = f" ({serving['source'].split(':')[0]})" if serving["source"] else ""
         lines += ["Serving: GPU power of vLLM serving chat at each batch cap beside the power "
                   f"model at the measured output rate{origin}", "",
                   table(["Model", "GPU", "GPUs", "Weights", "Runs", "Batch", "Measured W/GPU",
@@ -1290,7 +1289,7 @@ def render_power_validation(rows: Sequence[Any], summary: Mapping[str, Any],
                   "at the smallest and the largest batch; output tokens only, the prompts' "
                   "lengths are not published)", ""]
     lines += [f"The model: {GPU_POWER_MODEL}, the utilisation taken at each run's measured "
-              f"pace, plus {overhead:.0%} for the rest of a node (training rows; none "
+              f"pace, plus {node_overhead:.0%} for the rest of a node (training rows; none "
               "for the GPUs alone), no PUE (gpuarch.estimate.energy). Sources and what the "
               "rows say: docs/advisor.md, 'Power against metered runs'."]
     return "\n".join(lines)

@@ -15,7 +15,7 @@ from gpuarch.errors import GpuarchError, suggestion
 
 __all__ = ["AICONFIGURATOR_SYSTEMS", "HasRatio", "ModelOverMeasured", "NamedRun",
            "aiconfigurator_devices", "band_cells", "band_named", "mean_abs_log_ratio",
-           "read_commented_csv", "select_runs"]
+           "read_commented_csv", "runs_matching", "select_runs"]
 
 
 AICONFIGURATOR_SYSTEMS = {"h100_sxm": "h100-sxm5-80gb", "h200_sxm": "h200-sxm-141gb",
@@ -50,13 +50,18 @@ class NamedRun(Protocol):
 Run = TypeVar("Run", bound=NamedRun)
 
 
-def select_runs(runs: Sequence[Run], match: Sequence[str]) -> list[Run]:
-    """The runs whose id, source or GPU contains every text of ``match`` (case ignored);
-    none left is an error naming ``--match`` (with the nearest GPU or source)."""
+def runs_matching(runs: Sequence[Run], match: Sequence[str]) -> list[Run]:
+    """The runs whose id, source or GPU contains every text of ``match`` (case ignored)."""
     def fields(run: Run) -> str:
         return f"{run.id} {run.source} {run.get('gpu')}".lower()
 
-    chosen = [r for r in runs if all(t.lower() in fields(r) for t in match)]
+    return [r for r in runs if all(t.lower() in fields(r) for t in match)]
+
+
+def select_runs(runs: Sequence[Run], match: Sequence[str]) -> list[Run]:
+    """``runs_matching``; none left is an error naming ``--match`` (with the nearest GPU or
+    source)."""
+    chosen = runs_matching(runs, match)
     if not chosen:
         names = sorted({part for r in runs for v in (r.source, r.get("gpu"))
                         for part in (str(v), *str(v).split("-"))})

@@ -49,7 +49,8 @@ from gpuarch.validation.training import (
 from gpuarch.workloads.params import count_params
 from gpuarch.workloads.presets import preset
 
-__all__ = ["BATCH_BANDS", "METERS", "POWER_FILE", "PowerComparison", "PowerRun",
+__all__ = ["BATCH_BANDS", "METERS", "POWER_FILE", "ModelOverMeasuredPower", "PowerComparison",
+           "PowerRun",
            "ServingPower", "ServingPowerComparison", "compare_run", "compare_serving",
            "load_power_runs", "load_readings", "load_serving_power", "load_user_power_runs",
            "mean_power_w",
@@ -104,39 +105,46 @@ def _read(path: Path) -> tuple[dict[str, Any], dict[str, Mapping[str, Any]]]:
 @cache
 def load_power_runs(path: Path = POWER_FILE) -> tuple[PowerRun, ...]:
     """The metered runs, each with its training point resolved (an unknown key, source,
-    point or meter is an error naming it)."""
+    point or meter is an error naming it; a run's own keys are checked as a user's are)."""
     raw, sources = _read(path)
     points = {p.id: p for p in load_training_points()}
     runs = []
     for entry in raw.get("run", []):
-        name = entry.get("id")
         check_point_keys(path, entry, RUN_KEYS | POINT_KEYS)
         src = sources.get(entry.get("source"))
         if src is None:
-            raise GpuarchError(f"{path.name}: run {name!r}: unknown source "
+            raise GpuarchError(f"{path.name}: run {entry.get('id')!r}: unknown source "
                                f"{entry.get('source')!r}")
-        base = points.get(entry.get("point"))
-        if base is None:
-            raise GpuarchError(f"{path.name}: run {name!r}: unknown training point "
-                               f"{entry.get('point')!r}")
-        check_choice(f"{path.name}: run {name!r}: meter", entry.get("meter"), METERS)
-        if not entry.get("readings") or not entry.get("step_time_s"):
-            raise GpuarchError(f"{path.name}: run {name!r}: readings (a file of the meter's "
-                               "readings) and step_time_s (the run's own) are required")
-        own = {k: v for k, v in entry.items() if k in POINT_KEYS and k not in RUN_KEYS}
-        training = dataclasses.replace(base, id=name, raw={**base.raw, **own,
-                                                           "step_time_s": entry["step_time_s"]})
-        window = entry.get("window_ms")
-        if not isinstance(window, list) or len(window) != 2 or window[0] >= window[1]:
-            raise GpuarchError(f"{path.name}: run {name!r}: window_ms must be [start, end] "
-                               f"in ms with start before end, not {window!r}")
-        runs.append(PowerRun(
-            name, src["id"], src["title"], entry.get("where", ""), training,
-            float(entry["step_time_s"]), int(entry.get("nodes", 1)), entry["meter"],
-            str(entry.get("averaged_over", "")),
-            _beside(path, entry["readings"], f"run {name!r}"),
-            (int(window[0]), int(window[1]))))
+        fields = {k: v for k, v in entry.items() if k in POINT_KEYS and k not in RUN_KEYS}
+        runs.append(_power_run(path, entry, src, fields, points))
     return tuple(runs)
+
+
+def _power_run(path: Path, entry: Mapping[str, Any], src: Mapping[str, Any],
+               fields: Mapping[str, Any], points: Mapping[str, TrainingPoint]) -> PowerRun:
+    """A ``[[run]]`` table as a run: its own keys checked (``_check_run_values``), its
+    workload and layout the named training point's with ``fields`` over them, or ``fields``
+    alone where it names none."""
+    rid = entry["id"]
+    where = f"{path.name}: run {rid!r}"
+    _check_run_values(where, entry)
+    record = {**fields, "step_time_s": entry["step_time_s"]}
+    if "point" in entry:
+        base = points.get(entry["point"])
+        if base is None:
+            raise GpuarchError(f"{where}: unknown training point {entry['point']!r}: not a "
+                               f"shipped training point{suggestion(entry['point'], points)}")
+        # the point's source stays the record's: it says how its layout is read
+        training = dataclasses.replace(base, id=rid, raw={**base.raw, **record})
+    else:
+        training = TrainingPoint(rid, src["id"], src["title"], src.get("url", ""),
+                                 str(entry.get("where", "")), record)
+    window = entry["window_ms"]
+    return PowerRun(rid, src["id"], src["title"], str(entry.get("where", "")), training,
+                    float(entry["step_time_s"]), int(entry["nodes"]), entry["meter"],
+                    str(entry.get("averaged_over", "the window")),
+                    _beside(path, entry["readings"], f"run {rid!r}"),
+                    (int(window[0]), int(window[1])))
 
 
 def _beside(path: Path, name: str, what: str) -> Path:
@@ -173,6 +181,7 @@ def load_user_power_runs(path: Path) -> tuple[PowerRun, ...]:
         _check_fields,
         _check_required,
         _sources,
+        cited_source,
         field_types,
         read_user_toml,
     )
@@ -202,46 +211,24 @@ def load_user_power_runs(path: Path) -> tuple[PowerRun, ...]:
         for key in sorted(set(entry) - RUN_KEYS - training_keys):
             raise GpuarchError(f"{where}: unknown key {key!r}"
                                f"{suggestion(key, RUN_KEYS | training_keys)}")
-        _check_run_values(where, entry)
         fields = {k: v for k, v in entry.items() if k in training_keys and k != "id"}
         _check_fields(where, fields, "training")
-        if "point" in entry:
-            base = points.get(entry["point"])
-            if base is None:
-                raise GpuarchError(f"{where}: point {entry['point']!r} is not a shipped "
-                                   f"training point{suggestion(entry['point'], points)}")
-            raw_fields = {**base.raw, **fields}
-        else:
+        if "point" not in entry:
             _check_required(where, fields, "training")
             if "preset" not in fields and "layers" not in fields:
                 raise GpuarchError(f"{where}: give the model: preset = \"...\" or its "
                                    "shape fields, or point = a shipped training point's id")
-            raw_fields = dict(fields)
-        cited = entry.get("source")
-        src = sources.get(cited) if cited is not None else {"id": path.stem, "title": name,
-                                                             "url": ""}
-        if src is None:
-            raise GpuarchError(f"{where}: source {cited!r} is not a [[source]] id of the "
-                               f"file{suggestion(str(cited), sources)}")
-        training = TrainingPoint(rid, src["id"], src["title"], src.get("url", ""),
-                                 str(entry.get("where", "")),
-                                 {**raw_fields, "step_time_s": entry["step_time_s"],
-                                  "out_of_sample": False})
-        window = entry["window_ms"]
-        runs.append(PowerRun(rid, src["id"], src["title"], str(entry.get("where", "")),
-                             training, float(entry["step_time_s"]), int(entry["nodes"]),
-                             entry["meter"], str(entry.get("averaged_over", "the window")),
-                             _beside(path, entry["readings"], f"run {rid!r}"),
-                             (int(window[0]), int(window[1]))))
+        src = cited_source(path, where, entry.get("source"), sources)
+        runs.append(_power_run(path, entry, src, fields, points))
     return tuple(runs)
 
 
 def _check_run_values(where: str, entry: Mapping[str, Any]) -> None:
-    """Raise GpuarchError at the first of a user's run's own keys that is missing or
-    wrong (``_RUN_TYPES``)."""
+    """Raise GpuarchError at the first of a run's own keys that is missing or wrong
+    (``_RUN_TYPES``)."""
     for key in ("step_time_s", "nodes", "meter", "readings", "window_ms"):
         if key not in entry:
-            raise GpuarchError(f"{where}: give {key} ({_RUN_TYPES[key]})")
+            raise GpuarchError(f"{where}: give {key} ({_RUN_TYPES[key]}): it is required")
     for key, value in entry.items():
         if key not in _RUN_TYPES:
             continue
@@ -251,6 +238,9 @@ def _check_run_values(where: str, entry: Mapping[str, Any]) -> None:
         good = {"step_time_s": is_positive_number(value),
                 "nodes": isinstance(value, int) and not isinstance(value, bool) and value >= 1,
                 "window_ms": window}.get(key, isinstance(value, str) and bool(value))
+        if not good and key == "window_ms":
+            raise GpuarchError(f"{where}: window_ms must be [start, end] in whole ms with "
+                               f"start before end, not {value!r}")
         if not good:
             raise GpuarchError(f"{where}: {key} = {value!r}: expected {_RUN_TYPES[key]}")
     check_choice(f"{where}: meter", entry["meter"], METERS)
@@ -297,8 +287,21 @@ def mean_power_w(readings: Sequence[tuple[int, float]], window_ms: tuple[int, in
     return energy / (last - start)
 
 
+class ModelOverMeasuredPower:
+    """A row with a measured power and the model's for the same thing (W); the dataclasses
+    that use it declare the two fields."""
+
+    measured_w: float
+    model_w: float
+
+    @property
+    def error(self) -> float:
+        """Signed relative error of the model's power."""
+        return self.model_w / self.measured_w - 1.0
+
+
 @dataclass(frozen=True)
-class PowerComparison:
+class PowerComparison(ModelOverMeasuredPower):
     """One metered run beside the power model: a node's mean power, measured and model."""
 
     id: str
@@ -317,11 +320,6 @@ class PowerComparison:
     measured_w: float
     model_w: float
     node_spread_w: tuple[float, float] | None
-
-    @property
-    def error(self) -> float:
-        """Signed relative error of the model's node power."""
-        return self.model_w / self.measured_w - 1.0
 
 
 def compare_run(catalog: Catalog, run: PowerRun,
@@ -418,7 +416,7 @@ def load_serving_power(path: Path = POWER_FILE
 
 
 @dataclass(frozen=True)
-class ServingPowerComparison:
+class ServingPowerComparison(ModelOverMeasuredPower):
     """A serving configuration's measured power per GPU beside the power model's at the
     utilisation its measured output gives."""
 
@@ -426,11 +424,6 @@ class ServingPowerComparison:
     utilisation: float
     measured_w: float
     model_w: float
-
-    @property
-    def error(self) -> float:
-        """Signed relative error of the model's power per GPU."""
-        return self.model_w / self.measured_w - 1.0
 
 
 def compare_serving(catalog: Catalog, rows: Iterable[ServingPower] | None = None

@@ -32,7 +32,7 @@ from gpuarch.validation.stats import ErrorSummary
 from gpuarch.validation.training import TrainingPoint, check_point_keys
 from gpuarch.workloads.shape import FfnKind, NormKind, Position
 
-__all__ = ["AT_LEAST_ONE", "CHOICES", "FIELDS_FILE", "FIGURES", "REQUIRED", "Kind",
+__all__ = ["AT_LEAST_ONE", "CHOICES", "FIELDS_FILE", "FIGURES", "REQUIRED", "Kind", "cited_source",
            "field_types", "load_user_points", "read_user_toml", "require_all_compared"]
 
 Kind = Literal["training", "inference", "load"]
@@ -229,7 +229,6 @@ def load_user_points(path: Path, kind: Kind) -> tuple[TrainingPoint, ...]:
     if not entries:
         raise GpuarchError(f"{name}: no [[point]] tables: give one per measured run")
     sources = _sources(name, raw.get("source", []))
-    fallback: Mapping[str, Any] = {"id": path.stem, "title": name, "url": ""}
     known = frozenset(field_types(kind))
     seen: set[str] = set()
     points = []
@@ -245,14 +244,7 @@ def load_user_points(path: Path, kind: Kind) -> tuple[TrainingPoint, ...]:
         check_point_keys(path, entry, known)
         _check_fields(f"{name}: point {pid!r}", entry, kind)
         _check_required(f"{name}: point {pid!r}", entry, kind)
-        cited = entry.get("source")
-        if cited is None:
-            src = fallback
-        elif cited in sources:
-            src = sources[cited]
-        else:
-            raise GpuarchError(f"{name}: point {pid!r}: source {cited!r} is not a "
-                               f"[[source]] id of the file{suggestion(cited, sources)}")
+        src = cited_source(path, f"{name}: point {pid!r}", entry.get("source"), sources)
         # a load run batches continuously (_check_load_run allows no other mode)
         raw = {"mode": "max-throughput", **entry} if kind == "load" else dict(entry)
         points.append(TrainingPoint(pid, src["id"], src["title"], src.get("url", ""),
@@ -268,6 +260,18 @@ def read_user_toml(path: Path) -> dict[str, Any]:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise GpuarchError(f"--data: {path.name} is not valid TOML: {exc}") from None
+
+
+def cited_source(path: Path, where: str, cited: Any,
+                 sources: Mapping[str, Mapping[str, Any]]) -> Mapping[str, Any]:
+    """The ``[[source]]`` a run of a user's file cites (the file itself where it cites
+    none), or an error naming the run and the nearest source id."""
+    if cited is None:
+        return {"id": path.stem, "title": path.name, "url": ""}
+    if cited not in sources:
+        raise GpuarchError(f"{where}: source {cited!r} is not a [[source]] id of the "
+                           f"file{suggestion(str(cited), sources)}")
+    return sources[cited]
 
 
 def _sources(name: str, entries: Any) -> dict[str, Mapping[str, Any]]:
