@@ -78,7 +78,6 @@ class PowerRun:
 
     id: str
     source: str
-    source_title: str
     where: str
     training: TrainingPoint
     step_time_s: float
@@ -140,7 +139,7 @@ def _power_run(path: Path, entry: Mapping[str, Any], src: Mapping[str, Any],
         training = TrainingPoint(rid, src["id"], src["title"], src.get("url", ""),
                                  str(entry.get("where", "")), record)
     window = entry["window_ms"]
-    return PowerRun(rid, src["id"], src["title"], str(entry.get("where", "")), training,
+    return PowerRun(rid, src["id"], str(entry.get("where", "")), training,
                     float(entry["step_time_s"]), int(entry["nodes"]), entry["meter"],
                     str(entry.get("averaged_over", "the window")),
                     _beside(path, entry["readings"], f"run {rid!r}"),
