@@ -38,6 +38,7 @@ from gpuarch.estimate.energy import (
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.perf.precision import Precision, matmul_peak
 from gpuarch.validation.measured import band_named, read_commented_csv
+from gpuarch.validation.mlenergy import ServingRun, load_serving_runs
 from gpuarch.validation.training import (
     POINT_KEYS,
     TrainingPoint,
@@ -51,7 +52,7 @@ from gpuarch.workloads.presets import preset
 
 __all__ = ["BATCH_BANDS", "METERS", "POWER_FILE", "ModelOverMeasuredPower", "PowerComparison",
            "PowerRun",
-           "ServingPower", "ServingPowerComparison", "compare_run", "compare_serving",
+           "ServingPowerComparison", "compare_run", "compare_serving",
            "load_power_runs", "load_readings", "load_serving_power", "load_user_power_runs",
            "mean_power_w",
            "power_accuracy", "serving_groups", "serving_summary", "summary",
@@ -379,26 +380,11 @@ BATCH_BANDS = (("1-16", 0, 16.5, "1-16"), ("17-128", 16.5, 128.5, "17-128"),
 """Batch bands (mean sequences in flight) the serving rows are summed up in."""
 
 
-@dataclass(frozen=True)
-class ServingPower:
-    """One serving configuration's measured GPU power at its measured output rate."""
-
-    model_id: str
-    preset: str
-    gpu: str
-    gpus: int
-    weights: str
-    max_num_seqs: int
-    batch: float
-    output_tokens_per_s: float
-    power_w: float  # summed over the GPUs
-
-
 @cache
 def load_serving_power(path: Path = POWER_FILE
-                       ) -> tuple[Mapping[str, Any], tuple[ServingPower, ...]]:
+                       ) -> tuple[Mapping[str, Any], tuple[ServingRun, ...]]:
     """The serving table's source and where, and its configurations (``serving.readings``, a
-    CSV file beside the data file)."""
+    CSV file beside the data file, read by ``validation.mlenergy``)."""
     raw, sources = _read(path)
     table = raw.get("serving")
     if table is None:
@@ -406,11 +392,7 @@ def load_serving_power(path: Path = POWER_FILE
     src = sources.get(table.get("source"))
     if src is None:
         raise GpuarchError(f"{path.name}: serving: unknown source {table.get('source')!r}")
-    rows = tuple(ServingPower(r["model_id"], r["preset"], r["gpu"], int(r["gpus"]),
-                              r["weights"], int(r["max_num_seqs"]), float(r["avg_batch_size"]),
-                              float(r["output_tokens_per_s"]), float(r["avg_power_w"]))
-                 for r in read_commented_csv(_beside(path, table.get("readings", ""),
-                                                     "serving")))
+    rows = load_serving_runs(_beside(path, table.get("readings", ""), "serving"))
     return {**table, "source_title": src["title"], "source_url": src["url"]}, rows
 
 
@@ -419,13 +401,13 @@ class ServingPowerComparison(ModelOverMeasuredPower):
     """A serving configuration's measured power per GPU beside the power model's at the
     utilisation its measured output gives."""
 
-    row: ServingPower
+    row: ServingRun
     utilisation: float
     measured_w: float
     model_w: float
 
 
-def compare_serving(catalog: Catalog, rows: Iterable[ServingPower] | None = None
+def compare_serving(catalog: Catalog, rows: Iterable[ServingRun] | None = None
                     ) -> list[ServingPowerComparison]:
     """Each configuration's GPU power beside the power model's at the utilisation the
     serving energy model takes (``energy.serving_energy_kwh``): the tokens' 2 x
