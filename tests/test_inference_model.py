@@ -645,6 +645,19 @@ def test_inference_validation_does_not_regress() -> None:
     from gpuarch.validation.inference import validate_inference
 
     s = validate_inference(CATALOG)
+    # ML.ENERGY v3's vLLM 0.11.1 runs (328 output rates, docs/performance-model.md, "vLLM
+    # as ML.ENERGY ran it") are held to their own bounds and left out of the rest: the
+    # dense models' 88 H100 runs the prompts' mean length was fitted on 7.4%, the 89 MoE
+    # and hybrid H100 runs 25.3% (vLLM's block-FP8 experts and expert parallelism at small
+    # batches slower than the model), the 151 B200 runs 43.2% (vLLM 0.11.1 on B200 below
+    # what the GPU allows from 16 sequences up, an H100's rate or less in places)
+    ml = [r for r in s.rows if r.source == "mlenergy-v3-lm-arena-chat"]
+    fitted = [abs(r.error) for r in ml if not r.out_of_sample]
+    h100 = [abs(r.error) for r in ml if r.out_of_sample and r.gpu == "h100-sxm5-80gb"]
+    b200 = [abs(r.error) for r in ml if r.gpu == "b200"]
+    assert (len(fitted), len(h100), len(b200)) == (88, 89, 151)
+    assert sum(fitted) / 88 <= 0.075 and sum(h100) / 89 <= 0.254 and sum(b200) / 151 <= 0.433
+    s = dataclasses.replace(s, rows=tuple(r for r in s.rows if r not in ml))
     # hybrid Mamba-2 serving (Nemotron 3 Nano's 12 vLLM and SGLang figures and Nemotron 3
     # Super's SGLang one, entered out of sample when hybrid serving was first compared) is
     # held to its own bound: the vLLM 0.16 sweep within 17% but at one point, the SGLang

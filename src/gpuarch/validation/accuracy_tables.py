@@ -62,6 +62,7 @@ SERVING_FAMILIES = (
     ("Neural Magic's vLLM 0.7.2 model cards", ("nm-card",)),
     ("SGLang, vLLM, LMDeploy and NIM publications",
      ("lmsys-", "sglang-", "vllm-", "vultr-", "lmdeploy-", "nim-")),
+    ("ML.ENERGY's vLLM 0.11.1 sweeps (LM Arena chat)", ("mlenergy-",)),
 )
 METRIC_LABELS = {
     "output_tokens_per_s": "output tokens/s",

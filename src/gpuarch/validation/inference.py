@@ -37,6 +37,7 @@ from gpuarch.estimate.inference import (
 )
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.perf.quant import QuantFormat, QuantScheme
+from gpuarch.validation.mlenergy import mlenergy_points
 from gpuarch.validation.stats import ErrorSummary, MemoryFit, summarize
 from gpuarch.validation.training import (
     SHAPE_KEYS,
@@ -83,7 +84,7 @@ def _phase_rates(doc: dict[str, Any], cfg: InferenceConfig) -> dict[str, float]:
 
 
 ENGINE_KEYS = ("cuda_graph_batch_sizes", "cuda_graph_max_context", "executor",
-               "scheduler_policy", "window_kv_cache", "decode_kv_reads",
+               "scheduler_policy", "schedule", "window_kv_cache", "decode_kv_reads",
                "moe_comm", "moe_kernels", "moe_gemm_kernel",
                "kv_cache_fraction", "max_batch_size", "max_num_tokens",
                "fp8_context_attention", "fp8_mla_decode", "num_requests", "limits")
@@ -121,7 +122,7 @@ def load_inference_points(path: Path = INFERENCE_FILE) -> tuple[TrainingPoint, .
                                    f"setting {key!r}{suggestion(key, ENGINE_KEYS)}")
         return dict(source.get("engine", {}))
 
-    return read_points(path, POINT_KEYS, engine)
+    return read_points(path, POINT_KEYS, engine, mlenergy_points)
 
 
 @dataclass(frozen=True)

@@ -139,14 +139,19 @@ def check_point_keys(path: Path, entry: Mapping[str, Any], known: frozenset[str]
 
 
 def read_points(path: Path, known: frozenset[str],
-                source_defaults: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None
-                ) -> tuple[TrainingPoint, ...]:
+                source_defaults: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None,
+                source_points: Callable[[Path, Mapping[str, Any]], list[dict[str, Any]]]
+                | None = None) -> tuple[TrainingPoint, ...]:
     """A validation file's points with their sources resolved: an unknown source or a key
     outside ``known`` is an error naming it (with the nearest known key). With
     ``source_defaults``, what it gives for a point's source fills the keys the point leaves
-    out (settings a source's runs share)."""
+    out (settings a source's runs share); with ``source_points``, the points it builds for a
+    source (from a table of runs the source names) follow the file's own."""
     with path.open("rb") as fh:
         raw = tomllib.load(fh)
+    if source_points is not None:
+        built = [p for src in raw.get("source", []) for p in source_points(path, src)]
+        raw = {**raw, "point": [*raw.get("point", []), *built]}
     sources = sources_by_id(raw, path)
     points = []
     for entry in raw.get("point", []):
