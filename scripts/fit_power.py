@@ -4,7 +4,9 @@
 but idle, rising linearly to the full board power at ``full_power_hfu`` of the format's dense
 peak. The pair is chosen on a grid to minimise the mean |model / measured - 1| of the H100
 configurations of ML.ENERGY's v3 serving measurements (validation/data/power.toml,
-[serving]), each at the utilisation its measured output rate gives. Printed: the best pair,
+[serving]), each at the utilisation its measured output rate and its prompts give (the
+prompts' mean length as the serving validation fits it on the same runs:
+scripts/fit_mlenergy_prompt.py). Printed: the best pair,
 its error on those rows, and its error on what it was not fitted on: the B200
 configurations and the three metered MLPerf Training runs (node power, with the node
 overhead), beside the error of the constants in the code.

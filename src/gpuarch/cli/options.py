@@ -156,7 +156,7 @@ def add_facility_flags(p: argparse.ArgumentParser) -> None:
                    metavar="FRACTION",
                    help="the node's power beyond its GPUs, as a fraction of theirs (default "
                         "0.35; the metered runs of 'gpuarch validate power' imply about 0.2 "
-                        "for a water-cooled 8 x B200 node, 0.5 for air-cooled 8 x H100s)")
+                        "for a water-cooled 8 x B200 node, 0.55 for air-cooled 8 x H100s)")
     p.add_argument("--pue", type=number_from("--pue", 1, 10), metavar="X",
                    help="the data centre's power usage effectiveness: facility power over IT "
                         "power (default 1.25)")

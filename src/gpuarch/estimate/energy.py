@@ -22,20 +22,22 @@ __all__ = ["DEFAULT_FACILITY", "FULL_POWER_HFU", "GPU_POWER_MODEL", "LOW_LOAD_SH
            "NODE_OVERHEAD", "PUE", "Facility", "energy_kwh", "facility_power_w", "gpu_power_w",
            "seconds_per_token_at_peak", "serving_energy_kwh", "serving_utilisation"]
 
-LOW_LOAD_SHARE = 0.61
+LOW_LOAD_SHARE = 0.6
 """A GPU's power as a share of its board power with its Tensor Cores all but idle: fitted,
 with ``FULL_POWER_HFU``, on the GPU power ML.ENERGY measured (NVML) for vLLM serving on H100s
-at 177 batch caps (validation/data/power.toml, [serving]; scripts/fit_power.py: mean |error|
-24.6% -> 11.2% against the assumed 0.5 and 0.6 this replaced). A serving GPU streams its
-weights and KV cache through HBM while its Tensor Cores are a few percent busy, and draws
-60-70% of its board power doing it. Out of sample: the 151 B200 configurations, 27.0% ->
-13.5% (mean -6.0%), and the three metered MLPerf Training runs' node power, -5.5%/-5.3%/-30.1%
--> +12.8%/+12.9%/-8.5%."""
+at 177 batch caps (validation/data/power.toml, [serving]; scripts/fit_power.py), each at the
+utilisation of its output and its prompts (the prompts' mean length fitted on the same runs'
+output rates: scripts/fit_mlenergy_prompt.py). A serving GPU streams its weights and KV cache
+through HBM while its Tensor Cores are a few percent busy, and draws 60-70% of its board
+power doing it. Mean |error| on the 177: 11.5% (24.6% for the assumed 0.5 and 0.6 first used,
+counting outputs only). Out of sample: the 151 B200 configurations 13.4% (mean -6.0%), and
+the three metered MLPerf Training runs' node power +12.8%/+12.9%/-13.3%. (Fitted on output
+tokens alone, as before the prompts' length was known: 0.61 and 0.235.)"""
 
-FULL_POWER_HFU = 0.235
+FULL_POWER_HFU = 0.365
 """The hardware FLOP utilisation from which a GPU draws its full board power: fitted with
-``LOW_LOAD_SHARE`` (above). Training steps run above it, so a training estimate's GPUs draw
-their board power, as large training runs are reported to."""
+``LOW_LOAD_SHARE`` (above). Large training steps run above it, so a training estimate's GPUs
+draw their board power, as large training runs are reported to."""
 
 GPU_POWER_MODEL = (f"board power x min(1, {LOW_LOAD_SHARE:g} + {1 - LOW_LOAD_SHARE:g} x HFU / "
                    f"{FULL_POWER_HFU:g}) per GPU")
@@ -45,7 +47,7 @@ NODE_OVERHEAD = 0.35
 """Non-GPU node power as a fraction of GPU power (assumed; a DGX H100's 10.2 kW maximum
 against 8 x 700 W of GPUs is a ratio of 0.8 at full load, of which part is headroom). Against
 metered MLPerf Training nodes (``gpuarch validate power``) it reads a water-cooled 8 x B200
-node 13% high and air-cooled 8 x H100 nodes 8.5% low: ``--node-overhead`` sets a site's own."""
+node 13% high and air-cooled 8 x H100 nodes 13% low: ``--node-overhead`` sets a site's own."""
 
 PUE = 1.25
 """Power usage effectiveness of the data centre (assumed; large AI data centres report

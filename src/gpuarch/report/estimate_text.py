@@ -1286,8 +1286,9 @@ def render_power_validation(rows: Sequence[Any], summary: Mapping[str, Any],
                 f"{_signed(cell['mean_error'])} ({cell['configurations']})"
                 for cell in bands.values()))
         lines += ["  (batch: the mean sequences in flight, smallest-largest of the sweep; W: "
-                  "at the smallest and the largest batch; output tokens only, the prompts' "
-                  "lengths are not published)", ""]
+                  "at the smallest and the largest batch; tokens: the output and a prompt a "
+                  f"request of {serving['prompt_len']:,} tokens, the mean the serving "
+                  "validation fits on these runs: the prompts' lengths are not published)", ""]
     lines += [f"The model: {GPU_POWER_MODEL}, the utilisation taken at each run's measured "
               f"pace, plus {node_overhead:.0%} for the rest of a node (training rows; none "
               "for the GPUs alone), no PUE (gpuarch.estimate.energy). Sources and what the "

@@ -55,7 +55,7 @@ __all__ = ["BATCH_BANDS", "METERS", "POWER_FILE", "ModelOverMeasuredPower", "Pow
            "ServingPowerComparison", "compare_run", "compare_serving",
            "load_power_runs", "load_readings", "load_serving_power", "load_user_power_runs",
            "mean_power_w",
-           "power_accuracy", "serving_groups", "serving_summary", "summary",
+           "power_accuracy", "serving_groups", "serving_prompt_len", "serving_summary", "summary",
            "validate_power"]
 
 POWER_FILE = Path(__file__).with_name("data") / "power.toml"
@@ -399,31 +399,49 @@ def load_serving_power(path: Path = POWER_FILE
 @dataclass(frozen=True)
 class ServingPowerComparison(ModelOverMeasuredPower):
     """A serving configuration's measured power per GPU beside the power model's at the
-    utilisation its measured output gives."""
+    utilisation its measured output and its prompts give."""
 
     row: ServingRun
+    prompt_tokens_per_s: float
     utilisation: float
     measured_w: float
     model_w: float
 
 
+def serving_prompt_len(table: Mapping[str, Any]) -> int:
+    """The prompts' mean length in tokens the serving table's runs are taken at: the one the
+    serving validation fitted on the same runs (``prompts``, the source of
+    data/inference.toml whose points carry it; scripts/fit_mlenergy_prompt.py)."""
+    from gpuarch.validation.inference import load_inference_points
+
+    lengths = {p.get("input_len") for p in load_inference_points()
+               if p.source == table.get("prompts")}
+    if len(lengths) != 1:
+        raise GpuarchError(f"power.toml: serving: prompts: {table.get('prompts')!r} names no "
+                           "inference source whose runs share one prompt length")
+    return int(lengths.pop())
+
+
 def compare_serving(catalog: Catalog, rows: Iterable[ServingRun] | None = None
                     ) -> list[ServingPowerComparison]:
     """Each configuration's GPU power beside the power model's at the utilisation the
-    serving energy model takes (``energy.serving_energy_kwh``): the tokens' 2 x
-    active-parameter FLOPs at the weights' format's dense peak, over the GPUs. Only output
-    tokens are counted (the prompts' lengths are not published), so the utilisation is a
-    lower bound; at these rates it is a few percent of the peak either way."""
+    serving energy model takes (``energy.serving_energy_kwh``): its tokens' 2 x
+    active-parameter FLOPs at the weights' format's dense peak, over the GPUs; the tokens
+    are its output and its prompts (a request per mean answer, each of the prompts' mean
+    length, ``serving_prompt_len``)."""
+    table, shipped = load_serving_power()
+    prompt_len = serving_prompt_len(table)
     out = []
-    for r in load_serving_power()[1] if rows is None else rows:
+    for r in shipped if rows is None else rows:
         product = catalog.product(r.gpu)
         peak = matmul_peak(product, Precision(r.weights))
         if peak is None or not product.tdp_w:
             raise GpuarchError(f"{r.gpu}: no {r.weights} peak or board power in the catalog")
         shape = preset(r.preset).shape
-        busy = serving_utilisation(r.output_tokens_per_s, seconds_per_token_at_peak(
+        prompts = r.output_tokens_per_s / r.output_len * prompt_len
+        busy = serving_utilisation(r.output_tokens_per_s + prompts, seconds_per_token_at_peak(
             count_params(shape).active(shape), peak.flops), r.gpus)
-        out.append(ServingPowerComparison(r, busy, r.power_w / r.gpus,
+        out.append(ServingPowerComparison(r, prompts, busy, r.power_w / r.gpus,
                                           float(gpu_power_w(product.tdp_w, busy))))
     return out
 
