@@ -234,8 +234,9 @@ def test_validate_power_command(capsys: pytest.CaptureFixture[str]) -> None:
     assert doc["compared"] == len(RUNS) == len(doc["runs"])
     assert {"measured_w", "model_w", "hfu", "error", "meter"} <= set(doc["runs"][0])
     assert len(doc["serving"]["configurations"]) == 328
-    assert {"model_w_per_gpu", "measured_w_per_gpu", "utilisation", "error"} <= set(
-        doc["serving"]["configurations"][0])
+    assert {"model_w_per_gpu", "measured_w_per_gpu", "utilisation", "error",
+            "prompt_tokens_per_s"} <= set(doc["serving"]["configurations"][0])
+    assert doc["serving"]["prompt_len"] == 400
     assert main(["validate", "power", "--match", "h100"]) == 0
     out = capsys.readouterr().out
     assert DELL in out and LENOVO not in out and "1 run:" in out

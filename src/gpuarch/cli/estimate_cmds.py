@@ -1438,6 +1438,7 @@ def cmd_validate_power(args: argparse.Namespace) -> int:
            "serving": {"source": table.get("source_title"), "url": table.get("source_url"),
                        "prompt_len": serving_prompt_len(table) if table else None,
                        "configurations": [{**dataclasses.asdict(c.row),
+                                           "prompt_tokens_per_s": c.prompt_tokens_per_s,
                                            "utilisation": c.utilisation,
                                            "measured_w_per_gpu": c.measured_w,
                                            "model_w_per_gpu": c.model_w, "error": c.error}
