@@ -166,13 +166,14 @@ def test_the_gpu_power_curve_is_the_serving_fit() -> None:
     assert _script("fit_power").fit(load_catalog()) == (LOW_LOAD_SHARE, FULL_POWER_HFU)
 
 
-def test_the_lm_arena_prompt_length_is_the_fit() -> None:
-    """scripts/fit_mlenergy_prompt.py: the LM Arena prompts' mean length that ML.ENERGY's
+def test_the_ml_energy_prompt_lengths_are_the_fit() -> None:
+    """scripts/fit_mlenergy_prompt.py: each ML.ENERGY task's prompts' mean length that its
     vLLM rows are entered with (validation/data/inference.toml) is the grid's best on the
-    dense models' H100 runs, not set by hand."""
+    task's dense H100 runs, not set by hand."""
     from gpuarch.catalog import load_catalog
-    from gpuarch.validation.inference import load_inference_points
 
-    shipped = {p.get("input_len") for p in load_inference_points()
-               if p.source == "mlenergy-v3-lm-arena-chat"}
-    assert shipped == {_script("fit_mlenergy_prompt").fit(load_catalog())}
+    script = _script("fit_mlenergy_prompt")
+    by_source = script.sources()
+    assert "mlenergy-v3-lm-arena-chat" in by_source
+    for points in by_source.values():
+        assert {p.get("input_len") for p in points} == {script.fit(load_catalog(), points)}

@@ -75,8 +75,8 @@ def test_the_prompt_length_is_fitted_on_the_dense_h100_runs_only() -> None:
 
 
 def test_a_misspelt_table_key_is_named(tmp_path: Path) -> None:
-    source = {"id": "x", "mlenergy": {"file": MLENERGY_FILE.name, "input_len": 400,
-                                       "inputlen": 1}}
+    source = {"id": "x", "mlenergy": {"file": MLENERGY_FILE.name, "id_prefix": "x",
+                                       "input_len": 400, "inputlen": 1}}
     with pytest.raises(GpuarchError, match="unknown key 'inputlen'"):
         mlenergy_points(MLENERGY_FILE, source)
     assert mlenergy_points(MLENERGY_FILE, {"id": "y"}) == []

@@ -61,8 +61,8 @@ def load_serving_runs(path: Path = MLENERGY_FILE) -> tuple[ServingRun, ...]:
         for r in read_commented_csv(path))
 
 
-_SPEC_KEYS = frozenset({"file", "input_len", "kv_precision", "framework", "fit_gpu",
-                        "fit_presets"})
+_SPEC_KEYS = frozenset({"file", "id_prefix", "input_len", "kv_precision", "framework",
+                        "fit_gpu", "fit_presets"})
 
 
 def mlenergy_points(path: Path, source: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -85,7 +85,7 @@ def mlenergy_points(path: Path, source: Mapping[str, Any]) -> list[dict[str, Any
     points = []
     for run in runs:
         name = re.sub(r"[^a-z0-9.]+", "-", run.model_id.split("/")[-1].lower())
-        base = f"mlenergy3-{run.gpu}-x{run.gpus}-{name}-seqs{run.max_num_seqs}"
+        base = f"{spec['id_prefix']}-{run.gpu}-x{run.gpus}-{name}-seqs{run.max_num_seqs}"
         seen[base] += 1
         point: dict[str, Any] = {
             "id": base if seen[base] == 1 else f"{base}-run{seen[base]}",
