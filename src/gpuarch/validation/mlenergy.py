@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuarch.errors import GpuarchError
+from gpuarch.units import Unit, from_si, to_si
 from gpuarch.validation.measured import read_commented_csv
 
 __all__ = ["MLENERGY_FILE", "ServingRun", "load_serving_runs", "mlenergy_points"]
@@ -56,7 +57,8 @@ def load_serving_runs(path: Path = MLENERGY_FILE) -> tuple[ServingRun, ...]:
     return tuple(ServingRun(
         r["model_id"], r["preset"], r["gpu"], int(r["gpus"]), r["weights"], r["fp8_scaling"],
         int(r["tp"]), int(r["ep"]), int(r["max_num_seqs"]), float(r["avg_batch_size"]),
-        float(r["avg_output_len"]), float(r["output_len_cv"]), float(r["median_itl_ms"]) / 1e3,
+        float(r["avg_output_len"]), float(r["output_len_cv"]),
+        to_si(float(r["median_itl_ms"]), Unit.MS),
         float(r["output_tokens_per_s"]), float(r["avg_power_w"]))
         for r in read_commented_csv(path))
 
@@ -93,7 +95,7 @@ def mlenergy_points(path: Path, source: Mapping[str, Any]) -> list[dict[str, Any
             "where": (f"{run.model_id}, {run.gpus} x {run.gpu}, max_num_seqs "
                       f"{run.max_num_seqs}: output_throughput_tokens_per_sec (mean batch "
                       f"{run.batch:g}, mean answer {run.output_len:g} tokens, median "
-                      f"inter-token latency {run.median_itl_s * 1e3:g} ms)"),
+                      f"inter-token latency {from_si(run.median_itl_s, Unit.MS):g} ms)"),
             "framework": spec["framework"], "preset": run.preset, "gpu": run.gpu,
             "gpus": run.gpus, "tp": run.tp, "ep": run.ep,
             "weight_precision": run.weights, "activation_precision": run.weights,
