@@ -80,3 +80,25 @@ def test_a_misspelt_table_key_is_named(tmp_path: Path) -> None:
     with pytest.raises(GpuarchError, match="unknown key 'inputlen'"):
         mlenergy_points(MLENERGY_FILE, source)
     assert mlenergy_points(MLENERGY_FILE, {"id": "y"}) == []
+
+
+def test_where_a_larger_batch_drew_less_power() -> None:
+    """docs/performance-model.md, "vLLM as ML.ENERGY ran it": in 21 sweeps a larger batch drew
+    at least 10% less GPU power than a smaller one of the same sweep had (the GPU waiting on
+    the host), 17 of them small models on one B200; Llama 3.1 8B on one B200 drew 667 W at 16
+    sequences and 449 W at 128."""
+    sweeps: dict[tuple[str, str, int, str], list] = {}
+    for r in RUNS:
+        sweeps.setdefault((r.model_id, r.gpu, r.gpus, r.weights), []).append(r)
+    drops = []
+    for runs in sweeps.values():
+        peak = 0.0
+        for r in sorted(runs, key=lambda r: r.max_num_seqs):
+            if r.power_w / r.gpus < 0.9 * peak:
+                drops.append(r)
+            peak = max(peak, r.power_w / r.gpus)
+    assert len(drops) == 21
+    assert sum(r.gpu == "b200" and r.gpus == 1 for r in drops) == 17
+    llama = {r.max_num_seqs: r.power_w for r in RUNS
+             if r.model_id == "meta-llama/Llama-3.1-8B-Instruct" and r.gpu == "b200"}
+    assert round(llama[16]) == 667 and round(llama[128]) == 449
