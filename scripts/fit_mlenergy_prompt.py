@@ -18,24 +18,27 @@ from __future__ import annotations
 
 import dataclasses
 import statistics
+import tomllib
 from collections import defaultdict
 from collections.abc import Sequence
 
 from gpuarch.catalog import load_catalog
 from gpuarch.catalog.loader import Catalog
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY
-from gpuarch.validation.inference import compare_point, load_inference_points
+from gpuarch.validation.inference import INFERENCE_FILE, compare_point, load_inference_points
 from gpuarch.validation.training import TrainingPoint
 
 GRID = range(100, 1501, 25)
 
 
 def sources() -> dict[str, list[TrainingPoint]]:
-    """The points of every source built from ML.ENERGY rows (its ``mlenergy`` table), by
-    source."""
+    """The points of every source built from ML.ENERGY rows (a source with an ``mlenergy``
+    table in the inference data file), by source."""
+    with INFERENCE_FILE.open("rb") as fh:
+        built = {s["id"] for s in tomllib.load(fh).get("source", []) if "mlenergy" in s}
     by_source: dict[str, list[TrainingPoint]] = defaultdict(list)
     for p in load_inference_points():
-        if str(p.id).startswith("mlenergy"):
+        if p.source in built:
             by_source[p.source].append(p)
     return dict(by_source)
 
