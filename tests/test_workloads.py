@@ -341,6 +341,54 @@ def test_hf_glm4_moe(tmp_path: Path) -> None:
     assert count_params(normed).total == expected + 46 * 2 * 128
 
 
+# MiniMax-M2's config.json keys (MiniMaxAI/MiniMax-M2, as Transformers' MiniMaxM2Config
+# reads them; the MTP, routing and rotary keys are the released checkpoint's)
+MINIMAX_M2 = {"model_type": "minimax_m2", "architectures": ["MiniMaxM2ForCausalLM"],
+              "hidden_size": 3072, "intermediate_size": 1536, "num_hidden_layers": 62,
+              "num_attention_heads": 48, "num_key_value_heads": 8, "head_dim": 128,
+              "num_local_experts": 256, "num_experts_per_tok": 8,
+              "shared_intermediate_size": 0, "scoring_func": "sigmoid",
+              "use_routing_bias": True, "use_qk_norm": True, "qk_norm_type": "per_layer",
+              "rotary_dim": 64, "use_mtp": True, "num_mtp_modules": 3,
+              "attn_type_list": [1] * 62, "vocab_size": 200064,
+              "tie_word_embeddings": False, "max_position_embeddings": 196608}
+
+
+def test_hf_minimax_m2(tmp_path: Path) -> None:
+    """MiniMax-M2 (model_type minimax_m2): Mixtral's experts (intermediate_size is the
+    expert width; no shared expert, no dense layer) under sigmoid routing, and FlexOlmo's
+    attention, whose q_norm and k_norm span the whole projections. To the parameter:
+    embedding and LM head 2 x 200,064 x 3,072; attention 62 x (3,072 x 6,144 x 2 + 3,072 x
+    1,024 x 2); experts 62 x 256 x 3 x 3,072 x 1,536; routers 62 x 256 x 3,072; norms 62 x
+    (2 x 3,072 + 6,144 + 1,024) + 3,072 (the routing bias is a buffer in Transformers'
+    MiniMaxM2SparseMoeBlock). That is within 1% of the README's "230 billion total
+    parameters with 10 billion active" (MiniMax-AI/MiniMax-M2); active without the
+    embedding 10.4 billion. The preset is the same shape."""
+    shape = shape_from_hf_config(_write(tmp_path, MINIMAX_M2))
+    assert (shape.experts, shape.experts_per_token, shape.shared_experts) == (256, 8, 0)
+    assert shape.d_expert == 1536 and shape.dense_layers == 0 and shape.qk_norm is QkNorm.FULL
+    expected = (2 * 200064 * 3072 + 62 * (3072 * 6144 * 2 + 3072 * 1024 * 2)
+                + 62 * 256 * 3 * 3072 * 1536 + 62 * 256 * 3072
+                + 62 * (2 * 3072 + 6144 + 1024) + 3072)
+    counted = count_params(shape)
+    assert counted.total == expected == 228_689_748_992
+    assert from_si(expected, Unit.BILLION) == pytest.approx(230, rel=0.01)
+    active = counted.active(shape) - counted.embedding
+    assert from_si(active, Unit.BILLION) == pytest.approx(10, rel=0.05)
+    assert count_params(preset("minimax-m2").shape).total == expected
+    assert preset("minimax-m2").shape.qk_norm is QkNorm.FULL
+
+
+@pytest.mark.parametrize(("key", "value", "named"), [
+    ("attn_type_list", [0] * 7 + [1], "attn_type_list"),  # MiniMax-01's lightning layers
+    ("qk_norm_type", "per_head", "qk_norm_type"),
+])
+def test_hf_minimax_m2_refuses_what_it_cannot_hold(tmp_path: Path, key: str, value: object,
+                                                   named: str) -> None:
+    with pytest.raises(GpuarchError, match=named):
+        shape_from_hf_config(_write(tmp_path, {**MINIMAX_M2, key: value}))
+
+
 def test_hf_qwen2_moe(tmp_path: Path) -> None:
     """Qwen2-MoE (Qwen1.5-MoE-A2.7B's config.json values, Qwen/Qwen1.5-MoE-A2.7B): 60
     experts of 1,408, top 4, and one shared expert of 5,632 = 4 routed widths, on every

@@ -2,7 +2,8 @@
 
 Supported families (by ``model_type``): bloom, llama, llama4 / llama4_text, mistral, mixtral,
 qwen2, qwen2_moe, qwen3, qwen3_moe, gemma, gemma2, gemma3 (its text model) / gemma3_text,
-deepseek_v3 / deepseek_v2, kimi_k2, gpt_oss, glm4_moe (GLM-4.5 to 4.7), phi3 (Phi-3, Phi-4),
+deepseek_v3 / deepseek_v2, kimi_k2, gpt_oss, glm4_moe (GLM-4.5 to 4.7), minimax_m2 (MiniMax-M2
+and its point releases), phi3 (Phi-3, Phi-4),
 olmo2, granite, gpt2, nemotron, nemotron_h (hybrid Mamba-2, no position encoding),
 granitemoehybrid (IBM Granite 4.0: Mamba-2 or attention layers, each with a shared MLP and,
 in the MoE models, experts), mamba2 (pure Mamba-2: Mamba-Codestral), and the
@@ -38,8 +39,8 @@ from gpuarch.workloads.shape import (
 __all__ = ["SUPPORTED_MODEL_TYPES", "read_json_object", "shape_from_hf_config"]
 
 _LLAMA_LIKE = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe",
-               "deepseek_v2", "deepseek_v3", "kimi_k2", "gpt_oss", "glm4_moe", "phi3",
-               "olmo2", "granite"}
+               "deepseek_v2", "deepseek_v3", "kimi_k2", "gpt_oss", "glm4_moe", "minimax_m2",
+               "phi3", "olmo2", "granite"}
 _GEMMA = {"gemma", "gemma2", "gemma3", "gemma3_text"}
 _MLA = {"deepseek_v2", "deepseek_v3", "kimi_k2"}  # multi-head latent attention families
 _LLAMA4 = {"llama4", "llama4_text"}
@@ -229,6 +230,8 @@ def _llama_like(cfg: dict[str, Any], path: Path, label: str, model_type: str
             v_head_dim=_get(cfg, path, "v_head_dim"),
         )
     layers = _get(cfg, path, "num_hidden_layers")
+    if model_type == "minimax_m2":
+        _check_minimax_m2(cfg)
     window, windowed = _sliding_window(cfg, path, layers)
     groups, groups_per_token = _routing_groups(cfg, path, experts)
     ffn_kind = FfnKind.RELU2 if model_type == "nemotron" else FfnKind.SWIGLU
@@ -255,12 +258,32 @@ def _llama_like(cfg: dict[str, Any], path: Path, label: str, model_type: str
     )
 
 
+def _check_minimax_m2(cfg: dict[str, Any]) -> None:
+    """Refuse what a minimax_m2 config could say that the shape does not hold: layers of
+    MiniMax-01's linear (lightning) attention (``attn_type_list`` entries 0; MiniMax-M2's
+    are all 1, softmax attention) and query-key norms other than over the whole projection
+    (``qk_norm_type`` "per_layer", the released checkpoints' and what Transformers'
+    MiniMaxM2Attention builds)."""
+    kinds = cfg.get("attn_type_list")
+    if kinds is not None and (not isinstance(kinds, list) or any(k != 1 for k in kinds)):
+        found = sorted({repr(k) for k in kinds}) if isinstance(kinds, list) else [repr(kinds)]
+        raise GpuarchError("attn_type_list: only softmax-attention layers (1) are modelled, "
+                           "not linear (lightning) attention layers (0); the list holds "
+                           + ", ".join(found))
+    norm = cfg.get("qk_norm_type", "per_layer")
+    if norm != "per_layer":
+        raise GpuarchError(f"qk_norm_type: expected 'per_layer' (a norm over the whole query "
+                           f"and key projections), got {norm!r}")
+
+
 def _qk_norm(cfg: dict[str, Any], model_type: str) -> QkNorm:
     """Query-key norms: Qwen3's (dense and MoE) and GLM-4.5's where ``use_qk_norm`` is set
-    normalise each head's queries and keys; OLMo 2 normalises the whole query and key
-    projections (q_norm over heads x head size, k_norm over KV heads x head size; its two
-    norms a layer sit after the attention and MLP rather than before, the same count)."""
-    if model_type == "olmo2":
+    normalise each head's queries and keys; OLMo 2 and MiniMax-M2 normalise the whole query
+    and key projections (q_norm over heads x head size, k_norm over KV heads x head size;
+    OLMo 2's two norms a layer sit after the attention and MLP rather than before, the same
+    count). MiniMax-M2's configs set ``use_qk_norm``, which Transformers' model (its
+    attention is FlexOlmo's, norms always built) does not read; neither is it read here."""
+    if model_type in ("olmo2", "minimax_m2"):
         return QkNorm.FULL
     if model_type in ("qwen3", "qwen3_moe") or (model_type == "glm4_moe"
                                                  and _flag(cfg, "use_qk_norm", False)):
