@@ -51,6 +51,7 @@ from gpuarch.estimate.energy import (
     seconds_per_token_at_peak,
     serving_energy_kwh,
 )
+from gpuarch.estimate.expert_load import busiest_rank_experts
 from gpuarch.estimate.host_link import product_host_link
 from gpuarch.estimate.mamba import (
     DEFAULT_SSM_STATE,
@@ -954,6 +955,7 @@ def moe_module_time(catalog: Catalog, shape: TransformerShape, product: Product,
         raise GpuarchError(f"--model: {shape.name} has no experts")
     runner = _Runner(catalog, shape, product, cfg, system, efficiency)
     runner.parts = {}
+    runner.balanced_routing = True
     per_rank = moe_rank_tokens(tokens, cfg.tp, cfg.ep)
     runner.layer(per_rank, 1, per_rank, per_rank, runner.experts_touched(per_rank), moe=True,
                  prefill=True)
@@ -1091,6 +1093,9 @@ class _Runner:
         self.trtllm_deepep = cfg.moe_kernels == "trtllm" and cfg.gpus_per_node <= HGX_GPUS
         self.a2a_latency = exchange_latencies(eff, self.trtllm_deepep)
         self.spread = slot_spread(shape, cfg)
+        # True where every rank runs the same number of experts (the measured kernels'
+        # balanced routing): moe_module_time sets it
+        self.balanced_routing = False
         # a token crosses every stage boundary in turn: those between nodes over the network
         # (stages TP ranks apart, gpus_per_node // TP of them in a node), the rest inside one
         stages_per_node = max(1, cfg.gpus_per_node // cfg.tp)
@@ -1248,8 +1253,13 @@ class _Runner:
                 self.experts_touched(tokens * gathered)
             # redundant copies of an expert share its tokens: the slots touched grow with
             # them, and each rank holds its share of the slots
+            # the layer waits for the rank whose local experts the tokens touched most
+            # (expert_load.py), not the average rank; the measured kernels' balanced
+            # routing (moe_module_time) spreads them evenly
+            local = touched / cfg.ep if self.balanced_routing else busiest_rank_experts(
+                s.experts // cfg.ep, touched / s.experts, cfg.ep)
             touched = touched * self.spread
-            local = maximum(1.0, touched / cfg.ep)
+            local = maximum(1.0, local * self.spread)
             routed = tokens * gathered * s.experts_per_token * cfg.moe_imbalance
             per_expert = maximum(1, ceil(routed / maximum(touched, 1.0)))
             width = s.d_expert
