@@ -648,15 +648,16 @@ def test_inference_validation_does_not_regress() -> None:
     # ML.ENERGY v3's vLLM 0.11.1 runs (328 output rates, docs/performance-model.md, "vLLM
     # as ML.ENERGY ran it") are held to their own bounds and left out of the rest: the
     # dense models' 88 H100 runs the prompts' mean length was fitted on 7.4%, the 89 MoE
-    # and hybrid H100 runs 25.3% (vLLM's block-FP8 experts and expert parallelism at small
-    # batches slower than the model), the 151 B200 runs 43.2% (vLLM 0.11.1 on B200 below
-    # what the GPU allows from 16 sequences up, an H100's rate or less in places)
+    # and hybrid H100 runs 22.2% (vLLM's block-FP8 experts slower than the model; 25.3%
+    # before an expert-parallel step waited for its busiest rank), the 151 B200 runs 42.3%
+    # (vLLM 0.11.1 on B200 below what the GPU allows from 16 sequences up, an H100's rate or
+    # less in places; 43.2% before)
     ml = [r for r in s.rows if r.source == "mlenergy-v3-lm-arena-chat"]
     fitted = [abs(r.error) for r in ml if not r.out_of_sample]
     h100 = [abs(r.error) for r in ml if r.out_of_sample and r.gpu == "h100-sxm5-80gb"]
     b200 = [abs(r.error) for r in ml if r.gpu == "b200"]
     assert (len(fitted), len(h100), len(b200)) == (88, 89, 151)
-    assert sum(fitted) / 88 <= 0.075 and sum(h100) / 89 <= 0.254 and sum(b200) / 151 <= 0.433
+    assert sum(fitted) / 88 <= 0.075 and sum(h100) / 89 <= 0.223 and sum(b200) / 151 <= 0.424
     s = dataclasses.replace(s, rows=tuple(r for r in s.rows
                                           if r.source != "mlenergy-v3-lm-arena-chat"))
     # hybrid Mamba-2 serving (Nemotron 3 Nano's 12 vLLM and SGLang figures and Nemotron 3
@@ -684,11 +685,19 @@ def test_inference_validation_does_not_regress() -> None:
     # 16.8% since; the Qwen-7B card's 36, entered after them, 17.7%)
     nm = [abs(r.error) for r in s.rows if r.id.startswith("nm-vllm072-")]
     assert len(nm) == 144 and sum(nm) / len(nm) <= 0.148
+    # the SGLang cookbook's MiniMax-M2.5 runs (9, out of sample, entered with the preset):
+    # 80.2%, its B200 rows slower than its own H100 ones (a Blackwell MoE path the model
+    # does not price), the H100 rows +9/+35/+52% (SGLang's prefill steps between decode
+    # steps); docs/performance-model.md, "MiniMax-M2.5 in SGLang's cookbook"
+    minimax = [abs(r.error) for r in s.rows if r.source == "sglang-cookbook-minimax-m2.5"]
+    assert len(minimax) == 9 and sum(minimax) / len(minimax) <= 0.81
     s = dataclasses.replace(s, rows=tuple(r for r in s.rows if r.id not in hybrid_ids
                                           and "llama-4-scout" not in r.id
-                                          and not r.id.startswith("nm-vllm072-")))
+                                          and not r.id.startswith("nm-vllm072-")
+                                          and r.source != "sglang-cookbook-minimax-m2.5"))
     assert len(s.rows) >= 1101
-    assert s.mean_abs_error <= 0.1005  # 10.02% since a stream's prefill passes hold the
+    assert s.mean_abs_error <= 0.0975  # 9.74% since an expert-parallel decode step waits
+    # for its busiest rank (10.02% before); 10.02% since a stream's prefill passes hold the
     # prompts that arrive during a step and a pass (10.09% before: whole-budget passes once
     # a cycle); 10.13% over 1,101 figures since a weight-only GEMM
     # of few rows spreads over every SM (10.15% before, since the HGX H100 4-GPU
