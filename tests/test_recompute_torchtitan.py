@@ -98,7 +98,7 @@ def test_between_no_recompute_and_full() -> None:
     ((TORCHTITAN_OP, "layernorm"), "llama-3-8b", "give it alone, not with layernorm"),
     ((TORCHTITAN_OP,), "qwen3-30b-a3b", "has expert layers"),
     ((TORCHTITAN_OP,), "deepseek-v3", "has expert layers"),
-    ((TORCHTITAN_OP,), "nemotron-3-nano-30b-a3b", "has Mamba-2 hybrid blocks"),
+    ((TORCHTITAN_OP,), "nemotron-3-nano-30b-a3b", "has hybrid recurrent blocks"),
 ])
 def test_where_it_does_not_apply(modules: tuple[str, ...], model: str, message: str) -> None:
     with pytest.raises(GpuarchError, match="--recompute-modules") as err:

@@ -660,7 +660,7 @@ def test_a_multimodal_wrapper_reads_its_language_model(tmp_path: Path) -> None:
     assert shape.name == "mistral-small-3.1"
     assert shape == dataclasses.replace(shape_from_hf_config(_write(tmp_path, text)),
                                         name=shape.name)
-    unknown = {**wrapped, "text_config": {**text, "model_type": "qwen3_next"}}
+    unknown = {**wrapped, "text_config": {**text, "model_type": "kimi_linear"}}
     with pytest.raises(GpuarchError, match="model_type 'mistral3' is not supported"):
         shape_from_hf_config(_write(tmp_path, unknown))
 
@@ -749,9 +749,10 @@ def test_hf_nemotron_h_counts_each_block(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("change", "message"), [
     ({"hybrid_pattern": "M*X"}, "unknown block 'X'"),
     ({"hybrid_pattern": "M*"}, "2 blocks, but layers is 3"),
-    ({"mamba": None}, "Mamba-2 blocks \\(M\\) and the mamba shape go together"),
+    ({"mamba": None}, "recurrent blocks \\(M\\) and the mamba shape go together"),
     ({"sliding_window": 128}, "sliding_window: not with a hybrid_pattern"),
-    ({"hybrid_pattern": ""}, "mamba: Mamba-2 blocks need a hybrid_pattern"),
+    ({"hybrid_pattern": ""}, "mamba: recurrent \\(Mamba-2 or Gated DeltaNet\\) blocks need a "
+                             "hybrid_pattern"),
 ])
 def test_hybrid_shapes_are_checked(change: dict[str, Any], message: str) -> None:
     from gpuarch.workloads.shape import MambaShape

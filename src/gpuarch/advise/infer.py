@@ -644,7 +644,7 @@ def _reason(catalog: Catalog, o: InferenceOption, best: InferenceOption,
         pool = (f"disaggregated: {p.gpus} {p.gpu_name + ' ' if p.gpu_name else ''}prefill "
                 f"GPUs ({p.label}) {p.busy:.0%} busy, "
                 f"{p.prompts_per_pass} prompt{'s' if p.prompts_per_pass > 1 else ''} a "
-                f"pass, KV cache{' and Mamba-2 state' if hybrid else ''} handed over "
+                f"pass, KV cache{' and recurrent state' if hybrid else ''} handed over "
                 f"{p.kv_link} in {p.kv_transfer_ms:.2g} ms; ")
     if limit == "memory" and dequant and dequant["binds_in_decode"]:
         text = (f"decode waits on dequantizing {o.weights} weights at batch {o.batch}: "

@@ -2498,6 +2498,8 @@ def estimate_inference(
         "mamba_state_bytes_per_sequence_per_gpu": _mamba_state_per_sequence(shape, cfg)
         / cfg.pp,
         "ssm_state_precision": cfg.ssm_state_precision if shape.mamba is not None else None,
+        # a hybrid model's recurrent mixer: "Mamba-2" or "Gated DeltaNet" (None without)
+        "recurrent_mixer": shape.mamba.label if shape.mamba is not None else None,
         "batching": cfg.batching.value,
         # the batch as asked: a number, or "max" (the largest that fits)
         "batch_asked": "max" if cfg.batch is None else cfg.batch,

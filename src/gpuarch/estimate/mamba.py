@@ -1,6 +1,10 @@
-"""A Mamba-2 block's operators (hybrid models: Nemotron-H, Nemotron 3 Nano) on one GPU:
-the chunked scan a training step and a prefill run over every token, the one-token state
-update a decode step runs per sequence, and the state a sequence holds between steps.
+"""A hybrid model's recurrent block's operators on one GPU, Mamba-2 (Nemotron-H, Nemotron 3
+Nano) or Gated DeltaNet (Qwen3-Next, Qwen3.5): the chunked scan a training step and a
+prefill run over every token, the one-token state update a decode step runs per sequence,
+and the state a sequence holds between steps. The two share their structure (a convolution
+over the inputs, a chunked linear recurrence with a per-head matrix state, a gated norm,
+the projections) and differ in the scan's arithmetic (``mamba_scan_flops``,
+``mamba_scan_bytes``).
 
 Heads and B/C groups are split over tensor parallelism, as Megatron-Core's MambaMixer and
 the serving engines split them; the input and output projections are GEMMs the caller
@@ -15,7 +19,8 @@ from gpuarch.perf.num import Num
 from gpuarch.perf.roofline import Elementwise, Gemm, Op
 from gpuarch.workloads.shape import MambaShape, TransformerShape
 
-__all__ = ["DEFAULT_SSM_STATE", "MAMBA_CHUNK", "MAMBA_SERVING_STATE_BYTES", "SSM_STATE_BYTES",
+__all__ = ["DEFAULT_SSM_STATE", "GDN_CHUNK", "MAMBA_CHUNK", "MAMBA_SERVING_STATE_BYTES",
+           "SSM_STATE_BYTES", "gated_delta_scan_bytes", "gated_delta_scan_flops",
            "hybrid_state_bytes", "mamba_decode_ops", "mamba_mixer_ops", "mamba_ops",
            "mamba_scan_bytes", "mamba_scan_flops", "mamba_state_bytes"]
 
@@ -125,6 +130,51 @@ def mamba_state_bytes(m: MambaShape, tp: Any, element: float,
     return conv + (m.heads // tp) * m.head_dim * m.state * state_element
 
 
+GDN_CHUNK = 64
+"""Tokens per chunk of the chunked gated delta rule: the chunk size of Transformers'
+reference ``torch_chunk_gated_delta_rule`` (models/qwen3_next/modular_qwen3_next.py
+@043bb8dd), the block flash-linear-attention's ``chunk_gated_delta_rule`` kernels work in,
+which vLLM, SGLang and Megatron-Core's GatedDeltaNet call."""
+
+
+def gated_delta_scan_flops(m: MambaShape, tp: Any) -> tuple[Any, Any]:
+    """Matrix FLOPs per token of the chunked gated delta rule on one of ``tp`` GPUs, forward
+    and backward, counted from the products flash-linear-attention's kernels form over
+    chunks of ``GDN_CHUNK`` tokens C, key width K (``state``) and value width V
+    (``head_dim``), per value head at 2 FLOP a multiply-add: forward, the chunk's beta K K^T
+    (CK), its triangular inverse (about C^2 / 3), the WY factors W and U (CK + CV), the
+    state's passing, U - W S and the update K^T V (2KV), and the outputs Q S (KV) and the
+    chunk's own masked Q K^T V (CK + CV); backward, those recomputed, then the gradients
+    through the outputs, the state recurrence and the WY factors, about 8CK + 4CV + 8KV +
+    C^2 in all. An estimate from the algorithm (Yang et al., "Gated Delta Networks", ICLR
+    2025, section 3), not a count of the kernels' instructions."""
+    c, k, v = GDN_CHUNK, m.state, m.head_dim
+    heads = m.heads // tp
+    forward = heads * 2 * (3 * c * k + 2 * c * v + 3 * k * v + c * c / 3)
+    backward = heads * 2 * (8 * c * k + 4 * c * v + 8 * k * v + c * c)
+    return forward, backward
+
+
+def gated_delta_scan_bytes(m: MambaShape, tp: Any, element: float) -> tuple[Any, Any]:
+    """Bytes per token the chunked gated delta rule's kernels move on one of ``tp`` GPUs,
+    forward and backward, an estimate from the kernels' passes: forward, the keys read by
+    the K K^T, WY, state and output passes and the queries by the output pass, the values by
+    the WY pass, W and U written and read, the new values written and read, the output
+    written (keys 7 passes, values 6, ``element`` bytes); per value head the decay and beta
+    (FP32, about four reads each), the chunk's C x C matrix (FP32, written, inverted in
+    place and read) and the chunk states (K x V in ``element`` bytes, written and read once
+    a chunk). Backward, taken as three times the forward (the passes recomputed, then about
+    twice as many for the gradients; Mamba-2's backward moves 2.9 times its forward)."""
+    f = 4.0  # FP32
+    keys = m.groups * m.state // tp
+    values = m.inner // tp
+    heads = m.heads // tp
+    states = m.state * m.head_dim / GDN_CHUNK
+    forward = ((7 * keys + 6 * values) * element
+               + heads * (8 * f + 4 * GDN_CHUNK * f + 2 * states * element))
+    return forward, 3.0 * forward
+
+
 def mamba_scan_flops(m: MambaShape, tp: Any, chunk: int = MAMBA_CHUNK) -> tuple[Any, Any]:
     """Matrix FLOPs per token of the chunked scan on one of ``tp`` GPUs, forward and
     backward (the SSD algorithm, Dao and Gu 2024, section 6, as mamba_ssm's kernels run it
@@ -133,6 +183,8 @@ def mamba_scan_flops(m: MambaShape, tp: Any, chunk: int = MAMBA_CHUNK) -> tuple[
     outputs from the passed states (2NP); backward, C B^T and the chunk states again, then
     the gradients of the outputs' two products (2QP + 2NP ... six 2NP products and two 2QP
     ones a head in all) and C B^T's gradient back to B and C (two more 2QN a group)."""
+    if m.gated_delta:
+        return gated_delta_scan_flops(m, tp)
     q, n, p = chunk, m.state, m.head_dim
     groups, heads = m.groups // tp, m.heads // tp
     forward = groups * 2 * q * n + heads * (2 * q * p + 4 * n * p)
@@ -163,6 +215,8 @@ def mamba_scan_bytes(m: MambaShape, tp: Any, element: float) -> tuple[Any, Any]:
     13 passes, B and C 5.5, the states 24 + 8 x element bytes an element, B C^T five FP32
     passes, the per-head values some fifteen FP32 ones (about 2.9 x the forward's bytes
     for Nemotron 3 Nano)."""
+    if m.gated_delta:
+        return gated_delta_scan_bytes(m, tp, element)
     f = 4.0  # FP32
     inner = m.inner // tp
     bc = 2 * m.groups * m.state // tp

@@ -125,7 +125,7 @@ def check_recompute_modules(modules: Iterable[str], shape: TransformerShape | No
                            f"(TorchTitan's per-op checkpointing); give it alone, not with "
                            f"{', '.join(n for n in out if n != TORCHTITAN_OP)}")
     if shape is not None and TORCHTITAN_OP in out:
-        kind = ("Mamba-2 hybrid blocks" if shape.is_hybrid else "expert layers"
+        kind = ("hybrid recurrent blocks" if shape.is_hybrid else "expert layers"
                 if shape.is_moe else "multi-head latent attention" if shape.mla is not None
                 else "")
         if kind:

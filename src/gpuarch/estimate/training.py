@@ -2669,16 +2669,19 @@ def estimate_training(
             f"routed experts' {gemms} at the dense GEMMs' rate x {rate:g} ({why})")
     if shape.mamba is not None:
         arch = product.architecture
+        label = shape.mamba.label
         assumptions["mamba_kernels"] = (
-            f"Mamba-2 blocks: the chunked scan's products at {eff.mamba_scan:g} of the 16-bit "
+            f"{label} blocks: the chunked scan's products at {eff.mamba_scan:g} of the 16-bit "
             "peak (mamba_scan, TileOPs' measured forward scan on H200)"
-            + (f", every Mamba-2 kernel at {eff.mamba_blackwell:g} of the roofline's rate on "
+            + (f", every {label} kernel at {eff.mamba_blackwell:g} of the roofline's rate on "
                "Blackwell (mamba_blackwell)" if arch == "blackwell" else "")
             + f"; the backward kernels a further {eff.mamba_backward_for(arch):g} of their "
             "rate "
             f"({eff.mamba_backward_name(arch)}: "
             "state-spaces/mamba issue 904's measured A100, H200 and GB200 training of a "
-            "Mamba-2 model; scripts/mamba_backward.py)")
+            "Mamba-2 model; scripts/mamba_backward.py)"
+            + ("; Mamba-2's measured rates taken for the gated delta rule's kernels, which "
+               "no published measurement here times" if shape.mamba.gated_delta else ""))
     graphs = cfg.cuda_graphs or bool(cfg.cuda_graph_scope)
     if cfg.cuda_graph_scope and shape.is_moe and not cfg.moe_token_drop:
         share = cfg.ungraphed_expert_share(shape)

@@ -284,7 +284,8 @@ def render_disaggregated(e: DisaggEstimate) -> str:
         f"  TTFT          {fmt(from_si(e.ttft_s, Unit.MS))} ms   (a pass of "
         f"{pre['prompts_per_pass']} prompt(s) {fmt(from_si(pre['pass_s'], Unit.MS))} ms, "
         f"waiting {fmt(from_si(pre['wait_s'], Unit.MS))} ms, "
-        + ("KV and Mamba-2 state" if a.get("mamba_state_sent_bytes_per_gpu") else "KV")
+        + (f"KV and {a.get('recurrent_mixer') or 'Mamba-2'} state"
+           if a.get("mamba_state_sent_bytes_per_gpu") else "KV")
         + " hand-off "
         f"{fmt(from_si(e.kv_transfer_s, Unit.MS))} ms over {e.kv_link})",
         f"  TPOT          {fmt(from_si(e.tpot_s, Unit.MS))} ms   (decode batch {e.batch} per "
@@ -496,14 +497,15 @@ def render_inference(e: InferenceEstimate, band: Band | None = None,
         + (" (each sequence at its mean context: max_utilization)"
            if a.get("scheduler_policy") == "max_utilization" else "")
         + f"; longest context at batch {e.batch}: "
-        + (("no limit (no KV cache: Mamba-2 blocks only)"
+        + ((f"no limit (no KV cache: {a.get('recurrent_mixer') or 'Mamba-2'} blocks only)"
             if not a["kv_bytes_per_token_per_gpu"] else "no limit (sliding-window KV cache)")
            if e.max_context is None else f"{e.max_context:,} tokens"
            + _beyond_window(e.max_context, a.get("context_window"))),
         f"    weights {_gib(mem['weights'])}, KV cache {_gib(mem['kv_cache'])} "
         f"({fmt(from_si(a['kv_bytes_per_token_per_gpu'], Unit.KIB))} KiB per token"
         + (f" and {fmt(from_si(a['mamba_state_bytes_per_sequence_per_gpu'], Unit.MIB))} MiB "
-           "of Mamba-2 state per sequence" if a.get("mamba_state_bytes_per_sequence_per_gpu")
+           f"of {a.get('recurrent_mixer') or 'Mamba-2'} state per sequence"
+           if a.get("mamba_state_bytes_per_sequence_per_gpu")
            else "") + "), "
         f"activations {_gib(mem['activations'])}, reserve {_gib(mem['other'])} GiB",
         *_serving_remedy_lines(remedies),

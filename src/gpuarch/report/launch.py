@@ -87,6 +87,12 @@ def megatron_launch(shape: Any, cfg: Any) -> Launch:
     from gpuarch.perf.precision import Precision
     from gpuarch.workloads.shape import FfnKind, NormKind, Position, QkNorm
 
+    if shape.mamba is not None and shape.mamba.gated_delta:
+        raise GpuarchError(f"--launch: {shape.name} is a Gated DeltaNet hybrid, which "
+                           "Megatron-LM trains as a GPT model with a linear-attention "
+                           "variant, not the MambaModel this command writes; its launch "
+                           "command is not written here (run without --launch for the "
+                           "estimate)")
     info = engine_info("megatron")
     f = info["flags"]
     notes = [f"data, tokenizer (a vocabulary of {shape.vocab:,}), optimizer, learning-rate "
@@ -543,7 +549,8 @@ def serving_launch(engine: str, shape: Any, cfg: Any, model: str, batch: int,
     from gpuarch.estimate.mamba import DEFAULT_SSM_STATE
 
     if shape.mamba is not None and cfg.ssm_state_precision != DEFAULT_SSM_STATE:
-        notes.append(f"the Mamba-2 state in {cfg.ssm_state_precision} is an engine setting "
+        notes.append(f"the {shape.mamba.label} state in {cfg.ssm_state_precision} is an "
+                     "engine setting "
                      "not emitted (vLLM --mamba-ssm-cache-dtype, SGLang --mamba-ssm-dtype; "
                      "both keep NVIDIA's hybrids' state in FP32 by default)")
 

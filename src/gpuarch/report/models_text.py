@@ -76,12 +76,18 @@ def render_preset(p: Preset) -> str:
                                 if s.dense_layers else "")
                      + (f"; GLU inputs clamped at {s.glu_limit:g}" if s.glu_limit else ""))
     if s.mamba is not None or s.is_hybrid:
-        blocks = [f"{s.mamba_layers} Mamba-2", f"{s.attention_layers} attention",
+        mixer = s.mamba.label if s.mamba is not None else "Mamba-2"
+        blocks = [f"{s.mamba_layers} {mixer}", f"{s.attention_layers} attention",
                   f"{s.mlp_layers} MLP", f"{s.moe_layers} expert"]
         kept = [b for b in blocks if not b.startswith("0 ")]
         listed = ", ".join(kept[:-1]) + " and " + kept[-1] if len(kept) > 1 else kept[0]
         lines.append(f"  blocks        hybrid: {listed} blocks, one norm each")
-        if s.mamba is not None:
+        if s.mamba is not None and s.mamba.gated_delta:
+            mb = s.mamba
+            lines.append(f"  Gated Delta   {mb.heads} value heads of {mb.head_dim}, {mb.groups} "
+                         f"query/key heads of {mb.state} (a {mb.state} x {mb.head_dim} state "
+                         f"per value head), convolution of {mb.conv_kernel}")
+        elif s.mamba is not None:
             mb = s.mamba
             lines.append(f"  Mamba-2       {mb.heads} heads of {mb.head_dim}, state {mb.state}, "
                          f"{mb.groups} groups, convolution of {mb.conv_kernel}")
@@ -90,6 +96,9 @@ def render_preset(p: Preset) -> str:
         lines.append(f"  attention     multi-head latent: KV rank {m.kv_lora_rank}, query rank "
                      f"{m.q_lora_rank}, heads of {m.qk_nope_head_dim}+{m.qk_rope_head_dim} "
                      f"(query, key) and {m.v_head_dim} (value)")
+    if s.attention_gate:
+        lines.append("  attention     gated: a sigmoid gate on each output channel, made by the "
+                     "query projection (twice as wide)")
     if s.sliding_window:
         reach = (f"within {s.sliding_window}-token chunks" if s.attention_chunked
                  else f"to {s.sliding_window} tokens")

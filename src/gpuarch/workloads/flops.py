@@ -89,7 +89,8 @@ def attention_projections(s: TransformerShape, tp: Any = 1) -> list[tuple[str, A
                 ("attn_out", s.hidden, heads * m.v_head_dim)]
     kv = s.n_kv_heads // tp
     kv = kv + (kv < 1)  # at least one head; written so NumPy arrays of TP work too
-    return [("qkv", (heads + 2 * kv) * s.d_head, s.hidden),
+    q = heads * (2 if s.attention_gate else 1)  # a gated attention's queries and gates
+    return [("qkv", (q + 2 * kv) * s.d_head, s.hidden),
             ("attn_out", s.hidden, heads * s.d_head)]
 
 
@@ -146,13 +147,21 @@ comment says the count predates the SSD kernels of Mamba-2)."""
 
 
 def mamba_forward_flops_per_token(s: TransformerShape) -> float:
-    """One Mamba-2 block's forward FLOPs per token: the input projection (to z, x, B, C and
-    dt) and the output projection at 2 FLOP per weight, and the scan
-    (``MAMBA_SCAN_FLOPS_PER_STATE``); 0 without Mamba blocks."""
+    """One recurrent block's forward FLOPs per token, as Megatron-LM counts them
+    (megatron/training/training.py @001b00c2). Mamba-2 (``mamba_layer_flops``): the input
+    projection (to z, x, B, C and dt) and the output projection at 2 FLOP per weight, and
+    the scan (``MAMBA_SCAN_FLOPS_PER_STATE``). Gated DeltaNet (``gdn_layer_flops``): the
+    input projection (q, k, v, z, beta, a), the convolution's taps over q, k and v, four
+    products of each value head's state (K K^T, V K^T, the state's update and S Q; Megatron
+    writes the state as v_head_dim^2, here key width x value width, equal in every released
+    model) and the output projection, all at 2 FLOP a multiply-add. 0 without such blocks."""
     m = s.mamba
     if m is None:
         return 0.0
     projections = 2.0 * s.hidden * (m.in_proj_width + m.inner)
+    if m.gated_delta:
+        return projections + 2.0 * (m.conv_kernel * m.conv_width
+                                    + 4 * m.heads * m.head_dim * m.state)
     return projections + MAMBA_SCAN_FLOPS_PER_STATE * m.inner * m.state
 
 

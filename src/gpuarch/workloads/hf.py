@@ -6,7 +6,10 @@ deepseek_v3 / deepseek_v2, kimi_k2, gpt_oss, glm4_moe (GLM-4.5 to 4.7), minimax_
 and its point releases), phi3 (Phi-3, Phi-4),
 olmo2, granite, gpt2, nemotron, nemotron_h (hybrid Mamba-2, no position encoding),
 granitemoehybrid (IBM Granite 4.0: Mamba-2 or attention layers, each with a shared MLP and,
-in the MoE models, experts), mamba2 (pure Mamba-2: Mamba-Codestral), and the
+in the MoE models, experts), mamba2 (pure Mamba-2: Mamba-Codestral), qwen3_next and
+qwen3_5_text / qwen3_5_moe_text (Qwen3-Next and Qwen3.5: Gated DeltaNet or gated attention
+layers, each with an MLP or experts; the multimodal qwen3_5 / qwen3_5_moe checkpoints through
+their text_config), and the
 families whose attention and MLP run side by side
 (``parallel_attention``): gptj, gpt_neox (unless ``use_parallel_residual`` is false) and
 falcon (unless ``parallel_attn`` is false; ALiBi where ``alibi`` is set).
@@ -44,7 +47,8 @@ _LLAMA_LIKE = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qw
 _GEMMA = {"gemma", "gemma2", "gemma3", "gemma3_text"}
 _MLA = {"deepseek_v2", "deepseek_v3", "kimi_k2"}  # multi-head latent attention families
 _LLAMA4 = {"llama4", "llama4_text"}
-SUPPORTED_MODEL_TYPES = frozenset(_LLAMA_LIKE | _LLAMA4 | _GEMMA
+_GATED_DELTA = {"qwen3_next", "qwen3_5_text", "qwen3_5_moe_text"}  # Gated DeltaNet hybrids
+SUPPORTED_MODEL_TYPES = frozenset(_LLAMA_LIKE | _LLAMA4 | _GEMMA | _GATED_DELTA
                                   | {"gpt2", "nemotron", "nemotron_h", "granitemoehybrid",
                                      "mamba2", "gptj", "gpt_neox", "falcon", "bloom"})
 
@@ -113,6 +117,8 @@ def shape_from_hf_config(path: Path, name: str | None = None) -> TransformerShap
             return _granite_hybrid(cfg, path, label)
         if model_type == "mamba2":
             return _mamba2(cfg, path, label)
+        if model_type in _GATED_DELTA:
+            return _gated_delta_hybrid(cfg, path, label)
         if model_type in _LLAMA4:
             return _llama4(cfg.get("text_config", cfg) if model_type == "llama4" else cfg,
                            path, label)
@@ -462,6 +468,66 @@ def _granite_hybrid(cfg: dict[str, Any], path: Path, label: str) -> TransformerS
         experts_per_token=_get(cfg, path, "num_experts_per_tok") if experts else 0,
         shared_experts=shared_width // width if experts else 0,
         moe_ffn_hidden=width,
+        hybrid_pattern=pattern,
+        mamba=mamba,
+    )
+
+
+def _gated_delta_hybrid(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
+    """Qwen3-Next (``qwen3_next``) and Qwen3.5's language models (``qwen3_5_text``, dense;
+    ``qwen3_5_moe_text``; the multimodal ``qwen3_5`` and ``qwen3_5_moe`` checkpoints through
+    their ``text_config``): each of ``num_hidden_layers`` layers is a token mixer, a Gated
+    DeltaNet or a gated attention as ``layer_types`` says (else every
+    ``full_attention_interval``-th, default 4, is attention, as Transformers' configs
+    default), and a SwiGLU MLP or an expert block (Qwen2-MoE's placement keys; a shared
+    expert of ``shared_expert_intermediate_size``, whose one-output gate is not counted); an
+    RMSNorm before each (Transformers' modular_qwen3_next.py and modular_qwen3_5.py). Read
+    as blocks, two a layer: the mixer (M or *) and the MLP (-) or experts (E). The attention
+    normalises each head's queries and keys and gates its output (the query projection
+    twice as wide; Qwen3.5's configs say so in ``attn_output_gate``, Qwen3-Next always
+    gates); its RoPE covers a quarter of each head (``partial_rotary_factor``), which holds
+    no parameters. Lightning-style or other linear attentions are not
+    these."""
+    layers = _get(cfg, path, "num_hidden_layers")
+    kinds = cfg.get("layer_types")
+    if kinds is None:
+        interval = _get(cfg, path, "full_attention_interval", default=4)
+        kinds = ["full_attention" if (i + 1) % interval == 0 else "linear_attention"
+                 for i in range(layers)]
+    if not isinstance(kinds, list) or len(kinds) != layers \
+            or any(k not in ("linear_attention", "full_attention") for k in kinds):
+        raise GpuarchError(f"layer_types: expected {layers} entries (num_hidden_layers), "
+                           f"each \"linear_attention\" or \"full_attention\", got "
+                           f"{str(kinds)[:120]}")
+    experts = _get(cfg, path, "num_experts", "num_local_experts", default=0) or 0
+    only = cfg.get("mlp_only_layers") or []
+    step = cfg.get("decoder_sparse_step") or 1
+    if not isinstance(step, int) or step < 1 or not isinstance(only, list):
+        raise GpuarchError(f"decoder_sparse_step / mlp_only_layers: expected a positive "
+                           f"integer and a list, got {step!r} and {only!r}")
+    moe = [bool(experts) and i not in only and (i + 1) % step == 0 for i in range(layers)]
+    pattern = "".join(("M" if kind == "linear_attention" else "*") + ("E" if m else "-")
+                      for kind, m in zip(kinds, moe, strict=True))
+    heads = _get(cfg, path, "num_attention_heads")
+    fields = _decoder_fields(cfg, path, label, 2 * layers, heads)
+    mamba = MambaShape(kind="gated_delta",
+                       heads=_get(cfg, path, "linear_num_value_heads"),
+                       head_dim=_get(cfg, path, "linear_value_head_dim"),
+                       state=_get(cfg, path, "linear_key_head_dim"),
+                       groups=_get(cfg, path, "linear_num_key_heads"),
+                       conv_kernel=_get(cfg, path, "linear_conv_kernel_dim", default=4),
+                       conv_bias=False, proj_bias=False) if "M" in pattern else None
+    return TransformerShape(
+        **fields,
+        ffn_hidden=_get(cfg, path, "intermediate_size") if "-" in pattern else 0,
+        ffn_kind=FfnKind.SWIGLU,
+        qkv_bias=_flag(cfg, "attention_bias", False),
+        qk_norm=QkNorm.HEAD,
+        attention_gate=_flag(cfg, "attn_output_gate", True),  # Qwen3.5 names it; Qwen3-Next always
+        experts=experts,
+        experts_per_token=_get(cfg, path, "num_experts_per_tok") if experts else 0,
+        shared_experts=_shared_experts(cfg, path) if experts else 0,
+        moe_ffn_hidden=(_get(cfg, path, "moe_intermediate_size") if experts else 0),
         hybrid_pattern=pattern,
         mamba=mamba,
     )

@@ -51,12 +51,13 @@ def attention_params(s: TransformerShape) -> int:
         kv_part = (h * m.latent_width + m.kv_lora_rank
                    + m.kv_lora_rank * heads * (m.qk_nope_head_dim + m.v_head_dim))
         return q + kv_part + heads * m.v_head_dim * h
-    weights = h * heads * d + 2 * h * kv * d + heads * d * h
+    q = heads * d * (2 if s.attention_gate else 1)  # the query projection makes the gate too
+    weights = h * q + 2 * h * kv * d + heads * d * h
     biases = 0
     if s.bias:
-        biases = heads * d + 2 * kv * d + h
+        biases = q + 2 * kv * d + h
     elif s.qkv_bias:
-        biases = heads * d + 2 * kv * d
+        biases = q + 2 * kv * d
     return weights + biases
 
 
@@ -83,9 +84,12 @@ def latent_projection_params(s: TransformerShape) -> int:
 
 
 def mamba_params(s: TransformerShape) -> int:
-    """One Mamba-2 mixer block: the input projection (z, x, B, C and dt), the depthwise
-    convolution's taps and bias, dt_bias, A_log and D per head, the gated norm and the
-    output projection (Transformers' NemotronHMamba2Mixer); 0 without Mamba blocks."""
+    """One recurrent mixer block. Mamba-2: the input projection (z, x, B, C and dt), the
+    depthwise convolution's taps and bias, dt_bias, A_log and D per head, the gated norm
+    over the inner width and the output projection (Transformers' NemotronHMamba2Mixer).
+    Gated DeltaNet: the input projections (q, k, v, z, beta and a), the convolution's taps,
+    dt_bias and A_log per value head, the gated norm's one head-wide weight and the output
+    projection (Transformers' Qwen3NextGatedDeltaNet). 0 without such blocks."""
     m = s.mamba
     if m is None:
         return 0
@@ -93,6 +97,8 @@ def mamba_params(s: TransformerShape) -> int:
     if m.proj_bias:
         proj += m.in_proj_width + s.hidden
     conv = m.conv_width * m.conv_kernel + (m.conv_width if m.conv_bias else 0)
+    if m.gated_delta:
+        return proj + conv + 2 * m.heads + m.head_dim
     return proj + conv + 3 * m.heads + m.inner
 
 

@@ -92,19 +92,37 @@ class MlaShape:
         return self.kv_lora_rank + self.qk_rope_head_dim
 
 
-HYBRID_BLOCKS = {"M": "Mamba-2", "*": "attention", "-": "MLP", "E": "mixture of experts"}
+HYBRID_BLOCKS = {"M": "recurrent mixer (Mamba-2 or Gated DeltaNet)", "*": "attention",
+                 "-": "MLP", "E": "mixture of experts"}
 """The block kinds of a hybrid layer pattern (Nemotron-H's ``hybrid_override_pattern``):
-each character is one block with its own pre-norm and residual."""
+each character is one block with its own pre-norm and residual. A model's recurrent blocks
+are all of one kind, its ``MambaShape.kind``."""
+
+MIXER_KINDS = {"mamba2": "Mamba-2", "gated_delta": "Gated DeltaNet"}
+"""The recurrent mixers a hybrid model's "M" blocks can be, and their names: Mamba-2's
+state-space duality (Nemotron-H, Granite 4.0) and the gated delta rule (Yang et al., "Gated
+Delta Networks", ICLR 2025: Qwen3-Next, Qwen3.5)."""
 
 
 @dataclass(frozen=True, kw_only=True)
 class MambaShape:
-    """A Mamba-2 mixer block (Nemotron-H): ``heads`` SSM heads of ``head_dim`` channels
-    (together the inner width), a state of ``state`` per head shared by ``groups`` groups of
-    B and C, a depthwise causal convolution of ``conv_kernel`` taps over x, B and C.
-    Weights (Transformers' NemotronHMamba2Mixer): the input projection to z, x, B, C and
-    one dt per head; the convolution's taps (and bias); dt_bias, A_log and D per head; a
-    gated RMSNorm over the inner width; the output projection."""
+    """A hybrid model's recurrent mixer block, ``kind`` one of ``MIXER_KINDS``.
+
+    Mamba-2 (Nemotron-H): ``heads`` SSM heads of ``head_dim`` channels (together the inner
+    width), a state of ``state`` per head shared by ``groups`` groups of B and C, a
+    depthwise causal convolution of ``conv_kernel`` taps over x, B and C. Weights
+    (Transformers' NemotronHMamba2Mixer): the input projection to z, x, B, C and one dt per
+    head; the convolution's taps (and bias); dt_bias, A_log and D per head; a gated RMSNorm
+    over the inner width; the output projection.
+
+    Gated DeltaNet (Qwen3-Next, Qwen3.5), the same sizes under other names: ``heads`` value
+    heads of ``head_dim`` channels, ``groups`` key heads (queries and keys) of ``state``
+    channels, so that each value head keeps a ``state`` x ``head_dim`` matrix; the
+    convolution runs over q, k and v. Weights (Transformers' Qwen3NextGatedDeltaNet): the
+    input projection to q, k, v, the output gate z and two per value head (beta and the
+    decay's a); the convolution's taps, no bias; dt_bias and A_log per value head; a gated
+    RMSNorm whose weight is one head's width, shared by the heads; the output
+    projection."""
 
     heads: int
     head_dim: int
@@ -113,13 +131,27 @@ class MambaShape:
     conv_kernel: int = 4
     conv_bias: bool = True
     proj_bias: bool = False
+    kind: str = "mamba2"
 
     def __post_init__(self) -> None:
         for name in ("heads", "head_dim", "state", "groups", "conv_kernel"):
             _positive(f"mamba.{name}", getattr(self, name))
+        if self.kind not in MIXER_KINDS:
+            raise GpuarchError(f"mamba.kind: expected one of {', '.join(MIXER_KINDS)}, got "
+                               f"{self.kind!r}")
         if self.heads % self.groups:
             raise GpuarchError(f"mamba.groups: {self.groups} must divide mamba.heads "
                                f"{self.heads}")
+
+    @property
+    def label(self) -> str:
+        """The mixer's name: Mamba-2 or Gated DeltaNet."""
+        return MIXER_KINDS[self.kind]
+
+    @property
+    def gated_delta(self) -> bool:
+        """Whether the mixer is a Gated DeltaNet rather than a Mamba-2 block."""
+        return self.kind == "gated_delta"
 
     @property
     def inner(self) -> int:
@@ -133,8 +165,9 @@ class MambaShape:
 
     @property
     def in_proj_width(self) -> int:
-        """The input projection's outputs: z, then x, B and C, then one dt per head."""
-        return self.inner + self.conv_width + self.heads
+        """The input projection's outputs: z, then x, B and C (q, k, v), then one dt per
+        head (a Gated DeltaNet's beta and a, two)."""
+        return self.inner + self.conv_width + self.heads * (2 if self.gated_delta else 1)
 
 
 MAX_DIMENSION = 2**24
@@ -181,6 +214,10 @@ class TransformerShape:
     # layer instead of two
     sandwich_norms: bool = False
     qk_norm: QkNorm = QkNorm.NONE
+    # a sigmoid gate on each attention output channel (Qwen3-Next's and Qwen3.5's gated
+    # attention, Megatron-Core's attention_output_gate): the query projection also makes the
+    # gate, twice as wide
+    attention_gate: bool = False
     # the attention and MLP blocks of a layer read the same input and their outputs are
     # added into the residual together (GPT-J, GPT-NeoX, Falcon, PaLM), so a tensor-parallel
     # layer reduces its output once, not after each block
@@ -273,7 +310,8 @@ class TransformerShape:
     def _check_hybrid(self) -> None:
         pattern = self.hybrid_pattern
         if not pattern:
-            raise GpuarchError("mamba: Mamba-2 blocks need a hybrid_pattern placing them")
+            raise GpuarchError("mamba: recurrent (Mamba-2 or Gated DeltaNet) blocks need a "
+                               "hybrid_pattern placing them")
         unknown = sorted(set(pattern) - set(HYBRID_BLOCKS))
         if unknown:
             raise GpuarchError(f"hybrid_pattern: unknown block {unknown[0]!r} (expected "
@@ -282,7 +320,7 @@ class TransformerShape:
             raise GpuarchError(f"hybrid_pattern: {len(pattern)} blocks, but layers is "
                                f"{self.layers}")
         if ("M" in pattern) != (self.mamba is not None):
-            raise GpuarchError("hybrid_pattern: Mamba-2 blocks (M) and the mamba shape go "
+            raise GpuarchError("hybrid_pattern: recurrent blocks (M) and the mamba shape go "
                                "together")
         if ("E" in pattern) != self.is_moe:
             raise GpuarchError("hybrid_pattern: expert blocks (E) and experts > 0 go together")
@@ -324,8 +362,10 @@ class TransformerShape:
         ``what`` name the setting in the message. Nothing to check without Mamba-2 blocks."""
         m = self.mamba
         if m is not None and (m.heads % ways or m.groups % ways):
-            raise GpuarchError(f"{flag}: {what} must divide the Mamba-2 heads ({m.heads}) "
-                               f"and groups ({m.groups}) of {self.name}")
+            heads, groups = ("value heads", "key heads") if m.gated_delta else \
+                ("heads", "groups")
+            raise GpuarchError(f"{flag}: {what} must divide the {m.label} {heads} "
+                               f"({m.heads}) and {groups} ({m.groups}) of {self.name}")
 
     @property
     def tp_reductions(self) -> int:

@@ -1,0 +1,176 @@
+"""Gated DeltaNet hybrids (Qwen3-Next, Qwen3.5): read from config.json, counted to the
+parameter, their FLOPs as Megatron-LM counts them, and costed in training and serving as the
+recurrent blocks they are (a convolution, a chunked recurrence with a matrix state per value
+head, a gated norm), beside gated attention."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpuarch.catalog import load_catalog
+from gpuarch.cli.main import main
+from gpuarch.errors import GpuarchError
+from gpuarch.estimate.inference import InferenceConfig, estimate_inference
+from gpuarch.estimate.mamba import gated_delta_scan_flops, mamba_scan_flops
+from gpuarch.perf.quant import QuantFormat, QuantScheme
+from gpuarch.units import Unit, from_si
+from gpuarch.workloads import count_params, preset
+from gpuarch.workloads.flops import attention_projections, mamba_forward_flops_per_token
+from gpuarch.workloads.hf import shape_from_hf_config
+
+CATALOG = load_catalog()
+
+# Qwen3-Next-80B-A3B's config.json keys (Transformers' Qwen3NextConfig defaults, "the
+# Qwen3-Next-80B-A3B style configuration"; the released file adds intermediate_size 5120,
+# unused where every layer has experts)
+QWEN3_NEXT: dict[str, Any] = {
+    "model_type": "qwen3_next", "architectures": ["Qwen3NextForCausalLM"],
+    "hidden_size": 2048, "intermediate_size": 5120, "num_hidden_layers": 48,
+    "num_attention_heads": 16, "num_key_value_heads": 2, "head_dim": 256,
+    "linear_conv_kernel_dim": 4, "linear_key_head_dim": 128, "linear_value_head_dim": 128,
+    "linear_num_key_heads": 16, "linear_num_value_heads": 32, "decoder_sparse_step": 1,
+    "moe_intermediate_size": 512, "shared_expert_intermediate_size": 512,
+    "num_experts_per_tok": 10, "num_experts": 512, "mlp_only_layers": [],
+    "full_attention_interval": 4, "vocab_size": 151936, "tie_word_embeddings": False,
+    "max_position_embeddings": 262144, "attention_bias": False}
+
+# Qwen3.5-35B-A3B (Transformers' Qwen3_5MoeTextConfig defaults), inside its multimodal wrapper
+QWEN35_TEXT: dict[str, Any] = {
+    "model_type": "qwen3_5_moe_text", "hidden_size": 2048, "num_hidden_layers": 40,
+    "num_attention_heads": 16, "num_key_value_heads": 2, "head_dim": 256,
+    "attn_output_gate": True, "linear_num_key_heads": 16, "linear_num_value_heads": 32,
+    "linear_key_head_dim": 128, "linear_value_head_dim": 128, "linear_conv_kernel_dim": 4,
+    "num_experts": 256, "num_experts_per_tok": 8, "moe_intermediate_size": 512,
+    "shared_expert_intermediate_size": 512, "vocab_size": 248320,
+    "tie_word_embeddings": False, "full_attention_interval": 4}
+
+
+def _write(tmp_path: Path, cfg: dict[str, Any]) -> Path:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg), encoding="utf-8")
+    return path
+
+
+def test_qwen3_next_is_counted_to_the_parameter(tmp_path: Path) -> None:
+    """Per Gated DeltaNet layer: the input projections 2,048 x (2 x 2,048 + 2 x 4,096 + 2 x
+    32), the output projection 4,096 x 2,048, the convolution 8,192 x 4 (no bias), dt_bias
+    and A_log 2 x 32, the gated norm 128; per gated attention layer: queries and their gates
+    2,048 x 16 x 256 x 2, keys and values 2 x 2,048 x 2 x 256, output 4,096 x 2,048, query
+    and key norms 2 x 256; per layer 512 experts and one shared of 3 x 2,048 x 512 and a
+    router 512 x 2,048; embedding and head 2 x 151,936 x 2,048; 97 norms of 2,048. Within
+    0.5% of the release's 80B (the multi-token-prediction layer is not in the shape)."""
+    shape = shape_from_hf_config(_write(tmp_path, QWEN3_NEXT))
+    gdn = 2048 * (2 * 2048 + 2 * 4096 + 2 * 32) + 4096 * 2048 + 8192 * 4 + 2 * 32 + 128
+    attention = 2048 * 16 * 256 * 2 + 2 * 2048 * 2 * 256 + 4096 * 2048 + 2 * 256
+    moe = (512 + 1) * 3 * 2048 * 512 + 512 * 2048
+    expected = 36 * gdn + 12 * attention + 48 * moe + 2 * 151936 * 2048 + 97 * 2048
+    assert count_params(shape).total == expected == 79_674_292_992
+    assert from_si(expected, Unit.BILLION) == pytest.approx(80, rel=5e-3)
+    assert (shape.mamba_layers, shape.attention_layers, shape.moe_layers) == (36, 12, 48)
+    assert shape.hybrid_pattern.startswith("MEMEME*E") and shape.attention_gate
+    assert shape.mamba is not None and shape.mamba.gated_delta
+    assert shape == dataclasses.replace(preset("qwen3-next").shape, name=shape.name)
+
+
+def test_qwen3_5_reads_through_its_multimodal_wrapper(tmp_path: Path) -> None:
+    """Qwen3.5-35B-A3B's checkpoint wraps its language model (model_type qwen3_5_moe, a
+    text_config of qwen3_5_moe_text); the language model is read, 30 Gated DeltaNet and 10
+    gated attention layers with 256 experts of 512 (top 8) and one shared: 34,660,528,768
+    parameters without the vision tower (the published 35B counts it)."""
+    wrapped = {"model_type": "qwen3_5_moe", "_name_or_path": "Qwen3.5-35B-A3B",
+               "text_config": QWEN35_TEXT, "vision_config": {"depth": 27}}
+    shape = shape_from_hf_config(_write(tmp_path, wrapped))
+    gdn = 2048 * (2 * 2048 + 2 * 4096 + 2 * 32) + 4096 * 2048 + 8192 * 4 + 2 * 32 + 128
+    attention = 2048 * 16 * 256 * 2 + 2 * 2048 * 2 * 256 + 4096 * 2048 + 2 * 256
+    moe = (256 + 1) * 3 * 2048 * 512 + 256 * 2048
+    expected = 30 * gdn + 10 * attention + 40 * moe + 2 * 248320 * 2048 + 81 * 2048
+    assert count_params(shape).total == expected == 34_660_528_768
+    assert shape == dataclasses.replace(preset("qwen3.5-35b-a3b").shape, name=shape.name)
+
+
+def test_dense_qwen3_5_layers_and_the_gate_come_from_the_config(tmp_path: Path) -> None:
+    """A dense Qwen3.5 (qwen3_5_text) has an MLP block after each mixer; explicit
+    layer_types place the mixers as the interval does; attn_output_gate false drops the
+    gate (the query projection then its plain width); a layer type it does not know is
+    refused by key."""
+    dense = {**QWEN35_TEXT, "model_type": "qwen3_5_text", "num_experts": 0,
+             "intermediate_size": 12288, "num_hidden_layers": 8}
+    shape = shape_from_hf_config(_write(tmp_path, dense))
+    assert shape.hybrid_pattern == "M-M-M-*-" * 2 and not shape.is_moe
+    listed = {**dense, "layer_types": (["linear_attention"] * 3 + ["full_attention"]) * 2}
+    assert shape_from_hf_config(_write(tmp_path, listed)) == shape
+    plain = shape_from_hf_config(_write(tmp_path, {**dense, "attn_output_gate": False}))
+    assert not plain.attention_gate
+    assert count_params(shape).total - count_params(plain).total == 2 * 2048 * 16 * 256
+    with pytest.raises(GpuarchError, match="layer_types"):
+        shape_from_hf_config(_write(tmp_path, {**listed, "layer_types": ["sliding"] * 8}))
+
+
+def test_flops_are_megatrons() -> None:
+    """Megatron-LM's gdn_layer_flops (megatron/training/training.py @001b00c2): 2 x (hidden
+    x (2 x 2,048 + 2 x 4,096 + 2 x 32) + 4 x (2 x 2,048 + 4,096) + 32 x 128^2 x 4 + hidden x
+    4,096) a token; the gated attention's query projection counts its gate, as Megatron's
+    gate_projection_size does."""
+    shape = preset("qwen3-next-80b-a3b").shape
+    megatron = 2 * (2048 * (2 * 2048 + 2 * 4096 + 2 * 32) + 4 * (2 * 2048 + 4096)
+                    + 32 * 128 ** 2 * 4 + 2048 * 4096)
+    assert mamba_forward_flops_per_token(shape) == megatron
+    (name, width, k), _ = attention_projections(shape, 1)
+    assert (name, width, k) == ("qkv", (2 * 16 + 2 * 2) * 256, 2048)
+
+
+def test_the_chunked_scan_is_the_gated_delta_rule() -> None:
+    """The scan of a Gated DeltaNet block is priced as the chunked delta rule (chunks of 64):
+    per value head forward 2 x (3CK + 2CV + 3KV + C^2/3) FLOPs a token, split over TP."""
+    m = preset("qwen3-next-80b-a3b").shape.mamba
+    assert m is not None
+    forward, backward = mamba_scan_flops(m, 1)
+    assert (forward, backward) == gated_delta_scan_flops(m, 1)
+    c, k = 64, 128
+    assert forward == pytest.approx(32 * 2 * (3 * c * k + 2 * c * k + 3 * k * k + c * c / 3))
+    assert backward > 2 * forward
+    assert mamba_scan_flops(m, 4)[0] == pytest.approx(forward / 4)
+
+
+def test_serving_holds_each_sequences_state() -> None:
+    """A sequence holds, in each of Qwen3-Next's 36 Gated DeltaNet blocks, its last three
+    convolution inputs over q, k and v (3 x 8,192, 16-bit) and a 128 x 128 state per value
+    head (32 heads, FP32, the engines' default), split over TP; attention keeps its KV cache
+    in the 12 attention blocks only."""
+    shape = preset("qwen3-next-80b-a3b").shape
+    bf16 = QuantScheme(QuantFormat.BF16, QuantFormat.BF16, QuantFormat.BF16)
+    for tp in (1, 2):
+        cfg = InferenceConfig(input_len=4096, output_len=512, batch=8, gpus=tp, tp=tp,
+                              quant=bf16)
+        est = estimate_inference(CATALOG, shape, CATALOG.product("h200-sxm-141gb"), cfg)
+        a = est.as_json()["assumptions"]
+        state = 36 * (3 * 8192 * 2 + 32 * 128 * 128 * 4) / tp
+        assert a["mamba_state_bytes_per_sequence_per_gpu"] == pytest.approx(state)
+        assert a["kv_bytes_per_token_per_gpu"] == pytest.approx(12 * 2 * 2 * 256 * 2 / tp)
+        assert a["recurrent_mixer"] == "Gated DeltaNet"
+        assert est.decode_step_parts_s["mamba_scan"] > 0
+
+
+def test_the_cli_trains_serves_and_refuses_what_it_does_not_write(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The presets estimate end to end; a TP that does not split the value and key heads is
+    refused naming them; no Megatron launch command is written for a Gated DeltaNet model
+    (Megatron-LM trains it as a GPT model with a linear-attention variant)."""
+    assert main(["estimate", "infer", "--model", "qwen3.5-35b-a3b", "--gpu", "h100",
+                 "--input-len", "2048", "--output-len", "256", "--batch", "16"]) == 0
+    assert "Gated DeltaNet state per sequence" in capsys.readouterr().out
+    train = ["estimate", "train", "--model", "qwen3-next", "--gpu", "h100", "--gpus", "32",
+             "--tp", "2", "--pp", "2", "--ep", "8", "--seq-len", "4096", "--global-batch",
+             "128", "--micro-batch", "1"]
+    assert main(train) == 0
+    out = capsys.readouterr().out
+    assert "Gated DeltaNet blocks" in out and "gated delta rule" in out
+    assert main([*train, "--launch", "megatron"]) == 2
+    assert "Gated DeltaNet hybrid" in capsys.readouterr().err
+    with pytest.raises(GpuarchError, match="value heads"):
+        preset("qwen3-next").shape.check_mamba_split(3, "--tp", "TP")
