@@ -663,13 +663,15 @@ def test_inference_validation_does_not_regress() -> None:
     # hybrid Mamba-2 serving (Nemotron 3 Nano's 12 vLLM and SGLang figures and Nemotron 3
     # Super's SGLang one, entered out of sample when hybrid serving was first compared) is
     # held to its own bound: the vLLM 0.16 sweep within 17% but at one point, the SGLang
-    # cookbooks' +59%, +129% and +126%, the vLLM recipe's +52% (docs/performance-model.md,
+    # cookbooks' +22%, +69% and +74%, the vLLM recipe's +50% (docs/performance-model.md,
     # "Hybrid Mamba-2 models in serving"); the bounds below are the rest's, unchanged
     from gpuarch.validation.inference import load_inference_points
     hybrid_ids = {p.id for p in load_inference_points()
                   if "nemotron-3-" in str(p.get("preset", ""))}
     hybrid = [abs(r.error) for r in s.rows if r.id in hybrid_ids]
-    assert len(hybrid) == 13 and sum(hybrid) / len(hybrid) <= 0.36  # 35.5%; 36.5% before
+    assert len(hybrid) == 13 and sum(hybrid) / len(hybrid) <= 0.241  # 24.0% since varying
+    # answers free their slots one by one (the SGLang rows' uniform lengths entered); 35.5%
+    # before, 36.5% before that
     # Llama 4 Scout's 38 figures of TensorRT-LLM 1.0's overview (out of sample, entered when
     # the preset came) are held to their own bound too: 17.9%, too fast on H100 (+19..+43%
     # but its prompt-heavy rows), on most H200 rows and on Blackwell's decode-heavy rows
@@ -686,17 +688,18 @@ def test_inference_validation_does_not_regress() -> None:
     nm = [abs(r.error) for r in s.rows if r.id.startswith("nm-vllm072-")]
     assert len(nm) == 144 and sum(nm) / len(nm) <= 0.148
     # the SGLang cookbook's MiniMax-M2.5 runs (9, out of sample, entered with the preset):
-    # 80.2%, its B200 rows slower than its own H100 ones (a Blackwell MoE path the model
-    # does not price), the H100 rows +9/+35/+52% (SGLang's prefill steps between decode
-    # steps); docs/performance-model.md, "MiniMax-M2.5 in SGLang's cookbook"
+    # its B200 rows slower than its own H100 ones (a Blackwell MoE path the model does not
+    # price), the H100 rows +9/+18/+20% (SGLang's prefill steps between decode steps, not
+    # all priced); docs/performance-model.md, "MiniMax-M2.5 in SGLang's cookbook"
     minimax = [abs(r.error) for r in s.rows if r.source == "sglang-cookbook-minimax-m2.5"]
-    assert len(minimax) == 9 and sum(minimax) / len(minimax) <= 0.81
+    assert len(minimax) == 9 and sum(minimax) / len(minimax) <= 0.581  # 58.0% since
+    # varying answers free their slots one by one (80.2% as entered)
     s = dataclasses.replace(s, rows=tuple(r for r in s.rows if r.id not in hybrid_ids
                                           and "llama-4-scout" not in r.id
                                           and not r.id.startswith("nm-vllm072-")
                                           and r.source != "sglang-cookbook-minimax-m2.5"))
     assert len(s.rows) >= 1101
-    assert s.mean_abs_error <= 0.0975  # 9.74% since an expert-parallel decode step waits
+    assert s.mean_abs_error <= 0.0975  # 9.73%; 9.74% since an expert-parallel decode step waits
     # for its busiest rank (10.02% before); 10.02% since a stream's prefill passes hold the
     # prompts that arrive during a step and a pass (10.09% before: whole-budget passes once
     # a cycle); 10.13% over 1,101 figures since a weight-only GEMM
@@ -736,7 +739,10 @@ def test_inference_validation_does_not_regress() -> None:
     # (B200 Nebius -14.2% since the drain's steps are costed at the batch still running)
     # (all twelve -10.7..+11.5%, 4.0% on average, since they are entered with their configs'
     # max_util admission; 9.5% on average under no-evict admission, the B200 runs -14%)
-    assert len(r1_v6) == 12 and max(map(abs, r1_v6.values())) <= 0.12
+    # (B300 Cisco -12.7% since waiting prompts are admitted as varying answers free their
+    # slots, a few a pass, not in whole budgets: -10.8% before; the twelve's mean 3.97%,
+    # 3.93% before)
+    assert len(r1_v6) == 12 and max(map(abs, r1_v6.values())) <= 0.13
     assert sum(map(abs, r1_v6.values())) / len(r1_v6) <= 0.045
     r1_v51 = [r.error for r in s.rows if r.source == "mlperf-inference-v5.1"
               and r.model == "deepseek-v3"]
@@ -1755,11 +1761,12 @@ def test_offline_runs_admit_whole_prompts_a_few_an_iteration() -> None:
 
 def test_offline_runs_with_varying_answers_end_with_a_drain() -> None:
     """--num-requests with --output-len-cv and --max-output-len: while requests wait the run
-    goes at the steady rate (of a cycle with its waiting prompts in whole-budget passes:
-    the estimate's batch over its TPOT), then the batch in flight drains, the longest
-    answer running to the cap. The drain is a fixed time: more requests add only their
-    work at the steady rate. A higher cap lengthens it by a step's fixed part a token, less
-    than a full step.
+    goes at the steady rate (the estimate's batch over its TPOT; answers of varying length
+    free their slots one by one, so the waiting prompts are admitted a few a pass as they
+    free, as a stream's arrive, not in whole budgets), then the batch in flight drains, a
+    step lasting while any of them still runs. The drain is a fixed time: more requests add
+    only their work at the steady rate. A higher cap lengthens it by a step's fixed part a
+    token, less than a full step.
     Fewer requests than slots start together and drain from the start. Without the cap the
     waves take one length, as before."""
     base = {"input_len": 1000, "output_len": 1000, "batching": Batching.CONTINUOUS,
@@ -1767,8 +1774,9 @@ def test_offline_runs_with_varying_answers_end_with_a_drain() -> None:
     b = _est(**base, batch=None).batch
     offline = _est(**base, batch=None, num_requests=3 * b, max_output_len=8000)
     rate = offline.batch / offline.tpot_s
-    steady = _est(**base, batch=None)  # a stream's, in smaller passes
-    assert offline.batch == b and steady.output_tokens_per_s < rate
+    steady = _est(**base, batch=None)  # a stream's: the same small passes
+    assert offline.batch == b
+    assert steady.output_tokens_per_s == pytest.approx(rate, rel=1e-9)
 
     def seconds(requests: int, cap: int = 8000) -> float:
         e = _est(**base, batch=None, num_requests=requests, max_output_len=cap)
@@ -1823,7 +1831,9 @@ def test_a_moe_drain_costs_more_than_a_line_from_one_sequence_to_the_batch() -> 
     expert until few sequences are left, so a Mixtral 8x7B drain (two H100s, TP 2, answers
     of 1,000 +- 100%, capped at 8,000) takes longer beyond the steady rate than the line
     from the one-sequence step to the full batch's gave (the one-sequence step times the
-    cap's steps beyond the mean residual: 60 s; the drain priced slice by slice: 93 s)."""
+    cap's steps beyond the mean residual: 60 s; the drain priced slice by slice, each slice
+    for as long as any sequence is still running in it: 69 s; 93 s while the drain was
+    taken to run to the cap whatever the batch)."""
     mixtral = preset("mixtral-8x7b").shape
     base = {"input_len": 1000, "output_len": 1000, "batching": Batching.CONTINUOUS,
             "output_len_cv": 1.0, "gpus": 2, "tp": 2}
@@ -1834,7 +1844,7 @@ def test_a_moe_drain_costs_more_than_a_line_from_one_sequence_to_the_batch() -> 
         input_len=1000, output_len=1000, batch=1, gpus=2, tp=2)).tpot_s
     line = one * (8000 - 1000)  # the mean residual at a spread of 1: 1,000 tokens
     assert run["ends_with"] == "drain"
-    assert run["beyond_steady_s"] > 1.3 * line
+    assert run["beyond_steady_s"] > 1.1 * line
 
 
 def test_fp8_context_attention_speeds_long_prefill_only_where_it_applies() -> None:

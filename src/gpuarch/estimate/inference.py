@@ -2021,7 +2021,7 @@ def _prefill_cycle(runner: _Runner, cfg: InferenceConfig, batch: Num, lanes: Num
     most = minimum(batch, cfg.prompts_per_pass)
     # each micro-batch of a pipeline admits to its own slots, between its own steps
     prompts = maximum(1.0, minimum(ceil(batch / lanes / cycle * step_s), most))
-    if cfg.num_requests:
+    if cfg.num_requests and not cfg.output_len_cv:
         return cycle, passes, prompts
     before = prompts
     for round_ in range(STREAM_PASS_ROUNDS):
@@ -2190,11 +2190,14 @@ def _drain_seconds(runner: _Runner, cfg: InferenceConfig, start: Num, mean_ctx: 
     meanwhile."""
     widths, shares = drain_shares(float(cfg.output_len), float(cfg.output_len_cv),
                                   int(cfg.max_output_len), residual)
-    # every slice's batch at once: (slices,) for one start, (starts, slices) for several
+    # every slice's batch at once: (slices,) for one start, (starts, slices) for several;
+    # a slice's steps run while any of the ``start`` sequences is still decoding
     running = maximum(np.multiply.outer(start, shares), 1.0)
     lanes = _lanes(running, cfg.micro_batches)
     steps = runner.decode_step(running / lanes, mean_ctx).total
-    seconds = np.sum(widths * steps, axis=-1) / per_step
+    anyone = 1.0 - np.power.outer(1.0 - shares, start).T if np.ndim(start) \
+        else 1.0 - (1.0 - shares) ** start
+    seconds = np.sum(widths * steps * anyone, axis=-1) / per_step
     return seconds, start * float(np.dot(widths, shares))
 
 
