@@ -691,13 +691,22 @@ def test_inference_validation_does_not_regress() -> None:
     # its B200 rows slower than its own H100 ones (a Blackwell MoE path the model does not
     # price), the H100 rows +9/+18/+20% (SGLang's prefill steps between decode steps, not
     # all priced); docs/performance-model.md, "MiniMax-M2.5 in SGLang's cookbook"
+    # Qwen3-Next's three (out of sample, entered with the Gated DeltaNet models): the SGLang
+    # cookbook's 0.5.6 runs on 8 B200 +24% at one request and +433% at 100 (its measured
+    # 50.9 ms TPOT against the model's 9.6), the vLLM recipe's 4 B200 run +62%
+    # (docs/performance-model.md, "Gated DeltaNet hybrids")
+    qwen3_next = [r.error for r in s.rows if r.source in ("sglang-cookbook-qwen3-next",
+                                                            "vllm-recipe-qwen3-next")]
+    assert len(qwen3_next) == 3 and all(0.2 < e < 4.4 for e in qwen3_next)
     minimax = [abs(r.error) for r in s.rows if r.source == "sglang-cookbook-minimax-m2.5"]
     assert len(minimax) == 9 and sum(minimax) / len(minimax) <= 0.581  # 58.0% since
     # varying answers free their slots one by one (80.2% as entered)
     s = dataclasses.replace(s, rows=tuple(r for r in s.rows if r.id not in hybrid_ids
                                           and "llama-4-scout" not in r.id
                                           and not r.id.startswith("nm-vllm072-")
-                                          and r.source != "sglang-cookbook-minimax-m2.5"))
+                                          and r.source != "sglang-cookbook-minimax-m2.5"
+                                          and r.source not in ("sglang-cookbook-qwen3-next",
+                                                               "vllm-recipe-qwen3-next")))
     assert len(s.rows) >= 1101
     assert s.mean_abs_error <= 0.0975  # 9.73%; 9.74% since an expert-parallel decode step waits
     # for its busiest rank (10.02% before); 10.02% since a stream's prefill passes hold the
@@ -1461,7 +1470,10 @@ def test_per_query_head_reads_never_speed_decode(model: str, tp: int, batch: int
     """Reading the KV cache once per query head in decode never shortens a decode step nor
     raises throughput and never changes how a prompt is prefilled (under continuous
     batching a first token's pass may hold more prompts, as more arrive during a longer
-    decode step, never fewer); on H200, whose DRAM reads the
+    decode step, never fewer; a pass that gathers one more prompt saves a pass's weight
+    reads and fixed time over the cycle, so the throughput is compared where the passes
+    hold the same prompts: found by this test, llama-3.1-8b on 2 H200 at 112 sequences,
+    7 prompts a pass then 8, +1.5%); on H200, whose DRAM reads the
     cache faster than a multi-head kernel streams two reads of it, it lengthens decode
     attention wherever query heads share a KV head (at any TP: a GPU's query heads still
     share its KV heads) and changes nothing for a multi-head model."""
@@ -1473,7 +1485,11 @@ def test_per_query_head_reads_never_speed_decode(model: str, tp: int, batch: int
     shared, per_head = (estimate_inference(CATALOG, shape, h200, InferenceConfig(
         **base, decode_kv_reads=r)) for r in ("shared", "per-query-head"))
     assert per_head.decode_step_parts_s["attention"] >= shared.decode_step_parts_s["attention"]
-    assert per_head.output_tokens_per_s <= shared.output_tokens_per_s * (1 + 1e-12)
+    gathered = [e.assumptions.get("prefill_pass_prompts") for e in (shared, per_head)]
+    if gathered[0] == gathered[1]:
+        assert per_head.output_tokens_per_s <= shared.output_tokens_per_s * (1 + 1e-12)
+    else:
+        assert gathered[1] > gathered[0]
     if continuous:
         assert all(per_head.prefill_parts_s[k] >= v * (1 - 1e-12)
                    for k, v in shared.prefill_parts_s.items())

@@ -357,7 +357,15 @@ def test_validation_error_does_not_regress() -> None:
     # 25.04), the first dense hybrid, entered out of sample on 2026-12-04 with nothing
     # refitted, read 12-18% fast (15.2%), taking the hybrids to 10.4% over 44; the 37 before
     # them are held to their own figure
-    hybrid_ids = {p.id for p in load_training_points() if point_shape(p).is_hybrid}
+    shapes = {p.id: point_shape(p) for p in load_training_points()}
+    # the Gated DeltaNet hybrids (Qwen3.5-35B-A3B's verification-card run -0.3%, Qwen3-Next's
+    # untuned Megatron-MoE ModelZoo run +18.3%, entered out of sample when they came,
+    # 2026-12-05) are held to theirs; the Mamba-2 hybrids' bounds below are as before
+    gated = [abs(r.error) for r in summary.rows
+             if (m := shapes[r.id].mamba) is not None and m.gated_delta]
+    assert len(gated) == 2 and max(gated) <= 0.19
+    hybrid_ids = {i for i, shape in shapes.items() if shape.is_hybrid
+                  and not (shape.mamba is not None and shape.mamba.gated_delta)}
     hybrid = [abs(r.error) for r in summary.rows if r.id in hybrid_ids]
     # 9.7% since a low-precision run's LM head is priced in BF16; 10.5% over 46 with NeMo
     # AutoModel's Nemotron 3 Nano and Super runs on nemo:26.02 (out of sample, nothing
@@ -372,7 +380,7 @@ def test_validation_error_does_not_regress() -> None:
                and r.source != "automodel-perf-2026"]
     assert len(earlier) == 37 and sum(earlier) / len(earlier) <= 0.09  # 8.8% (9.5% before)
     summary = dataclasses.replace(summary, rows=tuple(
-        r for r in summary.rows if r.id not in hybrid_ids))
+        r for r in summary.rows if not shapes[r.id].is_hybrid))
     assert len(summary.rows) >= 605
     # 7.69% over 605 since llm-foundry's A100 40GB table (76 rows out of sample, 7.1% among
     # themselves, two beyond 20%); 7.77% over 529 since the rest of llm-foundry's MPT tables

@@ -73,12 +73,13 @@ CLEAR_BIAS = 0.05
 """A median error this large or larger is called a bias (optimistic or pessimistic)."""
 
 KIND_LABELS = {"dense": "dense", "coarse-moe": "coarse MoE",
-               "fine-moe": "fine-grained MoE", "hybrid": "hybrid Mamba-2"}
+               "fine-moe": "fine-grained MoE",
+               "hybrid": "hybrid (Mamba-2, Gated DeltaNet)"}
 
 
 def model_kind(shape: TransformerShape) -> str:
-    """"hybrid" (Mamba-2 blocks among the attention ones), "dense", "coarse-moe" or
-    "fine-moe" (more than ``FINE_GRAINED_EXPERTS`` experts)."""
+    """"hybrid" (recurrent blocks, Mamba-2 or Gated DeltaNet, among the attention ones),
+    "dense", "coarse-moe" or "fine-moe" (more than ``FINE_GRAINED_EXPERTS`` experts)."""
     if shape.is_hybrid:
         return "hybrid"
     if not shape.is_moe:
