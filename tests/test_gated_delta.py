@@ -50,6 +50,21 @@ QWEN35_TEXT: dict[str, Any] = {
     "tie_word_embeddings": False, "full_attention_interval": 4}
 
 
+# Both models' mixers have the same sizes (hidden 2,048): per Gated DeltaNet layer the input
+# projections 2,048 x (2 x 2,048 + 2 x 4,096 + 2 x 32), the output projection 4,096 x 2,048,
+# the convolution 8,192 x 4 (no bias), dt_bias and A_log 2 x 32, the gated norm 128; per gated
+# attention layer queries and their gates 2,048 x 16 x 256 x 2, keys and values 2 x 2,048 x 2
+# x 256, output 4,096 x 2,048, query and key norms 2 x 256
+GDN_LAYER = 2048 * (2 * 2048 + 2 * 4096 + 2 * 32) + 4096 * 2048 + 8192 * 4 + 2 * 32 + 128
+ATTENTION_LAYER = 2048 * 16 * 256 * 2 + 2 * 2048 * 2 * 256 + 4096 * 2048 + 2 * 256
+
+
+def _moe_layer(experts: int) -> int:
+    """An expert block by hand: the routed experts and one shared one of 3 x 2,048 x 512 and
+    the router experts x 2,048."""
+    return (experts + 1) * 3 * 2048 * 512 + experts * 2048
+
+
 def _write(tmp_path: Path, cfg: dict[str, Any]) -> Path:
     path = tmp_path / "config.json"
     path.write_text(json.dumps(cfg), encoding="utf-8")
@@ -57,18 +72,13 @@ def _write(tmp_path: Path, cfg: dict[str, Any]) -> Path:
 
 
 def test_qwen3_next_is_counted_to_the_parameter(tmp_path: Path) -> None:
-    """Per Gated DeltaNet layer: the input projections 2,048 x (2 x 2,048 + 2 x 4,096 + 2 x
-    32), the output projection 4,096 x 2,048, the convolution 8,192 x 4 (no bias), dt_bias
-    and A_log 2 x 32, the gated norm 128; per gated attention layer: queries and their gates
-    2,048 x 16 x 256 x 2, keys and values 2 x 2,048 x 2 x 256, output 4,096 x 2,048, query
-    and key norms 2 x 256; per layer 512 experts and one shared of 3 x 2,048 x 512 and a
-    router 512 x 2,048; embedding and head 2 x 151,936 x 2,048; 97 norms of 2,048. Within
-    0.5% of the release's 80B (the multi-token-prediction layer is not in the shape)."""
+    """36 Gated DeltaNet and 12 gated attention layers (GDN_LAYER, ATTENTION_LAYER), each
+    with 512 experts and one shared (``_moe_layer``); embedding and head 2 x 151,936 x 2,048;
+    97 norms of 2,048. Within 0.5% of the release's 80B (the multi-token-prediction layer is
+    not in the shape)."""
     shape = shape_from_hf_config(_write(tmp_path, QWEN3_NEXT))
-    gdn = 2048 * (2 * 2048 + 2 * 4096 + 2 * 32) + 4096 * 2048 + 8192 * 4 + 2 * 32 + 128
-    attention = 2048 * 16 * 256 * 2 + 2 * 2048 * 2 * 256 + 4096 * 2048 + 2 * 256
-    moe = (512 + 1) * 3 * 2048 * 512 + 512 * 2048
-    expected = 36 * gdn + 12 * attention + 48 * moe + 2 * 151936 * 2048 + 97 * 2048
+    expected = (36 * GDN_LAYER + 12 * ATTENTION_LAYER + 48 * _moe_layer(512)
+                + 2 * 151936 * 2048 + 97 * 2048)
     assert count_params(shape).total == expected == 79_674_292_992
     assert from_si(expected, Unit.BILLION) == pytest.approx(80, rel=5e-3)
     assert (shape.mamba_layers, shape.attention_layers, shape.moe_layers) == (36, 12, 48)
@@ -85,10 +95,8 @@ def test_qwen3_5_reads_through_its_multimodal_wrapper(tmp_path: Path) -> None:
     wrapped = {"model_type": "qwen3_5_moe", "_name_or_path": "Qwen3.5-35B-A3B",
                "text_config": QWEN35_TEXT, "vision_config": {"depth": 27}}
     shape = shape_from_hf_config(_write(tmp_path, wrapped))
-    gdn = 2048 * (2 * 2048 + 2 * 4096 + 2 * 32) + 4096 * 2048 + 8192 * 4 + 2 * 32 + 128
-    attention = 2048 * 16 * 256 * 2 + 2 * 2048 * 2 * 256 + 4096 * 2048 + 2 * 256
-    moe = (256 + 1) * 3 * 2048 * 512 + 256 * 2048
-    expected = 30 * gdn + 10 * attention + 40 * moe + 2 * 248320 * 2048 + 81 * 2048
+    expected = (30 * GDN_LAYER + 10 * ATTENTION_LAYER + 40 * _moe_layer(256)
+                + 2 * 248320 * 2048 + 81 * 2048)
     assert count_params(shape).total == expected == 34_660_528_768
     assert shape == dataclasses.replace(preset("qwen3.5-35b-a3b").shape, name=shape.name)
 
@@ -107,6 +115,9 @@ def test_dense_qwen3_5_layers_and_the_gate_come_from_the_config(tmp_path: Path) 
     plain = shape_from_hf_config(_write(tmp_path, {**dense, "attn_output_gate": False}))
     assert not plain.attention_gate
     assert count_params(shape).total - count_params(plain).total == 2 * 2048 * 16 * 256
+    assert count_params(shape).total == (6 * GDN_LAYER + 2 * ATTENTION_LAYER
+                                         + 8 * 3 * 2048 * 12288 + 2 * 248320 * 2048
+                                         + 17 * 2048)
     with pytest.raises(GpuarchError, match="layer_types"):
         shape_from_hf_config(_write(tmp_path, {**listed, "layer_types": ["sliding"] * 8}))
 

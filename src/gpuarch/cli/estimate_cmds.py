@@ -1851,8 +1851,9 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                    metavar="N",
                    help="the longest answer of the run: the engine's cap (its "
                         "max_output_len or max_tokens) where answers reach it; with "
-                        "--num-requests and --output-len-cv the run ends with the answers "
-                        "admitted last running to it at a shrinking batch, which is priced; "
+                        "--num-requests and --output-len-cv the run ends with the batch in "
+                        "flight draining, the longest toward it, at a shrinking batch, which "
+                        "is priced; "
                         "without it the offline waves take one length")
     p.add_argument("--speculative-tokens", type=int, default=0, metavar="K",
                    help="speculative decoding: draft tokens per step (MTP modules, an EAGLE "

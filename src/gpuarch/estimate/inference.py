@@ -2014,7 +2014,9 @@ def _prefill_cycle(runner: _Runner, cfg: InferenceConfig, batch: Num, lanes: Num
     passes, each with its weight reads and fixed time, lengthen the cycle, and a longer pass
     gathers more prompts, so the pass and the cycle are found together, from whole-budget
     passes, in at most ``STREAM_PASS_ROUNDS`` rounds. An offline run of ``num_requests`` has
-    every prompt waiting and prefills whole budgets."""
+    every prompt waiting: answers of one length end together, in waves, and the waiting
+    prompts go in whole budgets; answers of varying length (``output_len_cv``) free their
+    slots one by one, and the waiting prompts go in as a stream's arrive."""
     decoding = cfg.output_len / runner.tokens_per_step * step_s
     passes = runner.prefill(batch).total
     cycle = decoding + passes / lanes
@@ -2186,7 +2188,8 @@ def _drain_seconds(runner: _Runner, cfg: InferenceConfig, start: Num, mean_ctx: 
                    per_step: float, residual: bool) -> tuple[Num, Num]:
     """Seconds for ``start`` sequences to drain (``drain_shares``: each slice of the
     answer lengths costs its steps at the decode step of the sequences still running, at
-    least one, since some answer runs to ``max_output_len``) and the tokens they generate
+    least one, for as long as any of the ``start`` still runs in it: the chance 1 - (1 -
+    s)^start that one of them outlives the slice, s its share) and the tokens they generate
     meanwhile."""
     widths, shares = drain_shares(float(cfg.output_len), float(cfg.output_len_cv),
                                   int(cfg.max_output_len), residual)
@@ -2207,8 +2210,9 @@ def _drained_offline_rate(runner: _Runner, cfg: InferenceConfig, share: float, b
     answers vary in length, at most ``cfg.max_output_len``. While requests wait, every slot
     is busy and the run goes at the steady cycle's rate. Once the last is admitted, the
     ``batch`` in flight drain, each with the rest of a length-biased answer left (the
-    renewal residual), and the run lasts until the longest finishes, taken as the cap (some
-    answer admitted last runs to it): the drain's steps are costed at the batch still
+    renewal residual), and the run lasts until the longest of them finishes (nearly the cap
+    for a large batch, the expected remainder for one sequence): the drain's steps are
+    costed at the batch still
     running as it thins (``_drain_seconds``), so a step whose weight reads or fixed costs do
     not shrink with the batch (a MoE layer touches every expert until few sequences are
     left) costs what it costs. A share within one batch starts together: its prefill, then
