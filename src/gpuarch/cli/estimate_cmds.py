@@ -668,7 +668,8 @@ def engine_flags(p: argparse.ArgumentParser) -> None:
                         "context FMHA, on when an FP8 or NVFP4 checkpoint's attention output "
                         "is quantized and the KV cache is FP8); default: the 16-bit rate")
     p.add_argument("--ssm-state-precision", metavar="fp32|bf16|fp16",
-                   help="a hybrid model's Mamba-2 recurrent state between steps: fp32 (default, "
+                   help="a hybrid model's recurrent (Mamba-2 or Gated DeltaNet) state between "
+                        "steps: fp32 (default, "
                         "as SGLang's --mamba-ssm-dtype and vLLM 0.13+ keep NVIDIA's hybrids'), "
                         "bf16 or fp16 (vLLM --mamba-ssm-cache-dtype)")
     p.add_argument("--fp8-scaling", metavar="tensor|block",
@@ -1561,7 +1562,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                         "(--pipeline-model-parallel-layout): E embedding, t layer, m MTP "
                         "block, L loss, | between stages, X*n and (...)*n repeat; e.g. "
                         "'Et*4|(t*4|)*14tmL' for DeepSeek-V3 at PP 4 x VPP 4; for a hybrid "
-                        "Mamba-2 model, its block pattern cut by | into the stages (newer "
+                        "model, its block pattern cut by | into the stages (newer "
                         "Megatron's --hybrid-layer-pattern)")
     p.add_argument("--pp-schedule", default="1f1b", metavar="1f1b|zb1p|dualpipe|dualpipev",
                    help="pipeline schedule (default 1f1b, interleaved with --vpp > 1; "
@@ -1858,7 +1859,7 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p.add_argument("--speculative-tokens", type=int, default=0, metavar="K",
                    help="speculative decoding: draft tokens per step (MTP modules, an EAGLE "
                         "head; each costs one target-shaped layer and the LM head, a hybrid "
-                        "Mamba-2 model's its MTP block)")
+                        "model's its MTP block)")
     p.add_argument("--acceptance-length", type=float, default=0.0, metavar="A",
                    help="with --speculative-tokens: mean tokens each sequence emits per "
                         "target step (1 to K + 1; measure it on your data)")
