@@ -1181,7 +1181,7 @@ class _Runner:
         assert m is not None
         # a decode step's state update per sequence, over each one's q_len tokens when it
         # verifies drafted ones
-        mixer = mamba_mixer_ops(m, t, tokens, 2.0) if prefill else \
+        mixer = mamba_mixer_ops(m, t, tokens, 2.0, q_len) if prefill else \
             mamba_decode_ops(m, t, tokens / q_len, 2.0, self.cfg.ssm_state_bytes, q_len)
         return [self._gemm(tokens, m.in_proj_width // t, s.hidden, "mamba_in_proj"), *mixer,
                 self._gemm(tokens, s.hidden, m.inner // t, "mamba_out_proj")]

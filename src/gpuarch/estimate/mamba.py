@@ -45,27 +45,34 @@ MAMBA_SERVING_STATE_BYTES = SSM_STATE_BYTES[DEFAULT_SSM_STATE]
 """Its bytes per element."""
 
 
-def mamba_ops(s: TransformerShape, tp: Any, tokens: Num, element: float) -> list[Op]:
+def mamba_ops(s: TransformerShape, tp: Any, tokens: Num, element: float,
+              seq_len: Num = 0) -> list[Op]:
     """A Mamba-2 block's forward operators in training on one of ``tp`` GPUs: the input
-    projection to z, x, B, C and dt, ``mamba_mixer_ops`` and the output projection."""
+    projection to z, x, B, C and dt, ``mamba_mixer_ops`` over sequences of ``seq_len``
+    tokens and the output projection."""
     m = s.mamba
     assert m is not None
     return [Gemm(tokens, m.in_proj_width // tp, s.hidden, name="mamba_in_proj"),
-            *mamba_mixer_ops(m, tp, tokens, element),
+            *mamba_mixer_ops(m, tp, tokens, element, seq_len),
             Gemm(tokens, s.hidden, m.inner // tp, name="mamba_out_proj")]
 
 
-def mamba_mixer_ops(m: MambaShape, tp: Any, tokens: Num, element: float) -> list[Op]:
+def mamba_mixer_ops(m: MambaShape, tp: Any, tokens: Num, element: float,
+                    seq_len: Num = 0) -> list[Op]:
     """What a Mamba-2 block runs between its projections over ``tokens`` tokens of whole
-    sequences (training, prefill): the depthwise convolution over x, B and C (read and
-    write; its backward runs it again, as mamba_ssm's fused function saves not its output,
-    then reads its input and output gradient and writes the input gradient); the chunked
-    scan, the longer of its memory traffic (``mamba_scan_bytes``) and its matrix products
-    (``mamba_scan_flops``, at ``Efficiency.mamba_scan`` of the 16-bit peak), its backward
-    likewise; the gated RMSNorm, a module of its own (reads y, writes its output; its
-    backward reads y, its output's gradient and writes y's, a pass of twice the bytes). All
-    of them ``mamba_kernel``s (``Efficiency.mamba_blackwell``), the backward ones
-    ``mamba_backward`` (``Efficiency.mamba_backward_for``)."""
+    sequences (training, prefill): the depthwise convolution over x, B and C (read and write;
+    its backward runs it again, as mamba_ssm's fused function saves not its output, then reads
+    its input and output gradient and writes the input gradient); the chunked scan over
+    sequences of at most ``seq_len`` tokens, the longer of its memory traffic
+    (``mamba_scan_bytes``) and its matrix products (``mamba_scan_flops``, at
+    ``Efficiency.mamba_scan`` of the 16-bit peak), its backward likewise; the gated RMSNorm, a
+    module of its own (reads y, writes its output; its backward reads y, its output's gradient
+    and writes y's, a pass of twice the bytes). All of them ``mamba_kernel``s
+    (``Efficiency.mamba_blackwell``), the backward ones ``mamba_backward``
+    (``Efficiency.mamba_backward_for``). A Gated DeltaNet block's forward scan is marked
+    ``gated_delta``: its measured rate (``Efficiency.gated_delta_scan``,
+    ``gated_delta_blackwell``) replaces Mamba-2's, and it takes at least its longest sequence's
+    chunks one after another (``Elementwise.chain_steps``)."""
     conv = 1.0 * tokens * (m.conv_width // tp) * element
     forward, backward = mamba_scan_bytes(m, tp, element)
     fwd_flops, bwd_flops = mamba_scan_flops(m, tp)
@@ -73,7 +80,9 @@ def mamba_mixer_ops(m: MambaShape, tp: Any, tokens: Num, element: float) -> list
                        backward=Elementwise(tokens * backward, name="mamba_scan",
                                             matmul_flops=tokens * bwd_flops,
                                             mamba_kernel=True, mamba_backward=True),
-                       mamba_kernel=True)
+                       mamba_kernel=True, gated_delta=m.gated_delta,
+                       chain_steps=(seq_len + GDN_CHUNK - 1) // GDN_CHUNK
+                       if m.gated_delta else 0.0)
     norm = 2.0 * tokens * (m.inner // tp) * element
     return [Elementwise(2 * conv, name="mamba_conv",
                         backward=Elementwise(5 * conv, name="mamba_conv", mamba_kernel=True,

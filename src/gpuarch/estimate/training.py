@@ -1131,7 +1131,7 @@ def _layer_ops(s: TransformerShape, cfg: TrainingConfig, moe: bool, window: int 
     inner: Num = 0
     fused_mlp = moe and cfg.expert_launches == "fused-mlp"
     if block == "M":
-        ops += mamba_ops(s, t, tokens, element)
+        ops += mamba_ops(s, t, tokens, element, seq)
     elif block != "*":
         ffn, inner = _ffn_ops(s, cfg, moe, tokens)
         ops += ffn
@@ -2670,18 +2670,32 @@ def estimate_training(
     if shape.mamba is not None:
         arch = product.architecture
         label = shape.mamba.label
-        assumptions["mamba_kernels"] = (
+        gated_delta = shape.mamba.gated_delta
+        forward = (
+            f"{label} blocks: the forward chunked scan's products at "
+            f"{eff.gated_delta_scan:g} of the 16-bit peak (gated_delta_scan"
+            + (f", {eff.gated_delta_blackwell:g} of the roofline's rate on Blackwell, "
+               "gated_delta_blackwell" if arch == "blackwell" else "")
+            + f"; at least {eff.gated_delta_chunk_step_s * 1e6:.3g} us a chunk of "
+            "a sequence, gated_delta_chunk_step_s: flash-linear-attention's kernels as "
+            "FlashInfer's GDN pull requests time them on H100 and B300; "
+            "scripts/fit_gated_delta.py), its backward's at Mamba-2's "
+            f"{eff.mamba_scan:g} (mamba_scan: no measurement of the gated delta rule's "
+            "backward was found)"
+            if gated_delta else
             f"{label} blocks: the chunked scan's products at {eff.mamba_scan:g} of the 16-bit "
-            "peak (mamba_scan, TileOPs' measured forward scan on H200)"
-            + (f", every {label} kernel at {eff.mamba_blackwell:g} of the roofline's rate on "
-               "Blackwell (mamba_blackwell)" if arch == "blackwell" else "")
+            "peak (mamba_scan, TileOPs' measured forward scan on H200)")
+        assumptions["mamba_kernels"] = (
+            forward
+            + (f", every {'other ' if gated_delta else ''}{label} kernel at "
+               f"{eff.mamba_blackwell:g} of the roofline's rate on Blackwell "
+               "(mamba_blackwell)" if arch == "blackwell" else "")
             + f"; the backward kernels a further {eff.mamba_backward_for(arch):g} of their "
             "rate "
             f"({eff.mamba_backward_name(arch)}: "
             "state-spaces/mamba issue 904's measured A100, H200 and GB200 training of a "
-            "Mamba-2 model; scripts/mamba_backward.py)"
-            + ("; Mamba-2's measured rates taken for the gated delta rule's kernels, which "
-               "no published measurement here times" if shape.mamba.gated_delta else ""))
+            "Mamba-2 model; scripts/mamba_backward.py"
+            + (", taken for the gated delta rule's" if gated_delta else "") + ")")
     graphs = cfg.cuda_graphs or bool(cfg.cuda_graph_scope)
     if cfg.cuda_graph_scope and shape.is_moe and not cfg.moe_token_drop:
         share = cfg.ungraphed_expert_share(shape)

@@ -157,6 +157,29 @@ class Efficiency:
     count, 59.3 TFLOP/s, 0.060 of H200's 989 TFLOPS. Its backward is not benchmarked; taken
     at the same rate. Not fitted (the training rows of hybrid models are out of sample)."""
 
+    gated_delta_scan: float = 0.091
+    """Fraction of the 16-bit Tensor Core peak that a Gated DeltaNet block's forward chunked
+    scan (flash-linear-attention's Triton ``chunk_gated_delta_rule``, which vLLM, SGLang and
+    Megatron-Core run) reaches on its products (``estimate.mamba.gated_delta_scan_flops``),
+    the rest of the roofline as Mamba-2's scan. Set where the model gives the FLA times
+    FlashInfer's GDN pull requests print for Qwen3.5's heads on H100
+    (``validation.gated_delta_kernels``; ``python scripts/fit_gated_delta.py``). Its backward
+    kernels keep Mamba-2's rates (``mamba_scan``, ``mamba_backward_*``): no measurement of
+    them was found."""
+
+    gated_delta_blackwell: float = 0.59
+    """The rate the Gated DeltaNet forward scan reaches on Blackwell over the roofline's
+    (as ``mamba_blackwell`` for Mamba-2's kernels, which the block's other kernels keep):
+    set from the same tables' B300 rows."""
+
+    gated_delta_chunk_step_s: float = 2.05e-6
+    """Seconds a Gated DeltaNet forward scan takes at least per chunk of its longest
+    sequence (``estimate.mamba.GDN_CHUNK`` tokens): FLA's state pass walks a sequence's
+    chunks one after another, one thread block per slice of a head, so a pass of few
+    sequences and heads (a long prompt on a TP8 slice) is bound by that chain, not by the
+    GPU's throughput. Set from the same tables' narrow rows (one or two sequences of 8 value
+    heads, H100 and B300 alike)."""
+
     mamba_blackwell: float = 0.5
     """The rate a Mamba-2 block's kernels of training and prefill (mamba_ssm's Triton SSD
     scan, causal_conv1d, the gated RMSNorm: ``Elementwise.mamba_kernel``) reach on

@@ -206,7 +206,12 @@ class Elementwise:
     known (training takes twice the forward's time otherwise). ``mamba_kernel``: one of a
     Mamba-2 block's kernels of training and prefill, which reach ``Efficiency.mamba_blackwell``
     of the roofline's rate on Blackwell; ``mamba_backward``: one of its backward kernels,
-    which reach ``Efficiency.mamba_backward_for`` its architecture of that rate."""
+    which reach ``Efficiency.mamba_backward_for`` its architecture of that rate.
+    ``gated_delta``: the forward chunked scan of a Gated DeltaNet block, whose products run at
+    ``Efficiency.gated_delta_scan`` of the peak and which reaches
+    ``Efficiency.gated_delta_blackwell`` of the roofline's rate on Blackwell instead, and
+    which takes at least ``chain_steps`` (its longest sequence's chunks, which the state
+    pass walks one after another) x ``Efficiency.gated_delta_chunk_step_s``."""
 
     bytes_moved: Num
     flops: Num = 0.0
@@ -215,6 +220,8 @@ class Elementwise:
     backward: Elementwise | None = None
     mamba_kernel: bool = False
     mamba_backward: bool = False
+    gated_delta: bool = False
+    chain_steps: Num = 0.0
 
 
 Op = Gemm | Attention | Elementwise
@@ -403,11 +410,14 @@ def op_time(op: Op, device: Device, eff: Efficiency) -> tuple[Num, Num, Num, Num
         flops = op.flops
         if op.matmul_flops is not None:
             sixteen = device.matmul.flops / device.math_over_16bit
-            t_cmp = maximum(t_cmp, op.matmul_flops / (sixteen * eff.mamba_scan))
+            rate = eff.gated_delta_scan if op.gated_delta else eff.mamba_scan
+            t_cmp = maximum(t_cmp, op.matmul_flops / (sixteen * rate))
             flops = flops + op.matmul_flops
         t = maximum(t_mem, t_cmp)
         if op.mamba_kernel and device.product.architecture == "blackwell":
-            t = t / eff.mamba_blackwell
+            t = t / (eff.gated_delta_blackwell if op.gated_delta else eff.mamba_blackwell)
+        if op.gated_delta:
+            t = maximum(t, op.chain_steps * eff.gated_delta_chunk_step_s)
         if op.mamba_backward:
             t = t / eff.mamba_backward_for(device.product.architecture)
         return (t + eff.kernel_overhead_s, t_cmp, t_mem, flops, op.bytes_moved)
