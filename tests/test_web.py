@@ -85,6 +85,7 @@ def client() -> Any:
     ("/api/validate/load", "summary"),
     ("/api/validate/load?prompts=mean", "prompts"),
     ("/api/validate/attention-kernels", "groups"),
+    ("/api/validate/gdn-kernels", "groups"),
     ("/api/validate/collectives", "groups"),
     ("/api/validate/power", "runs"),
     ("/api/estimate/train?model=llama-3.1-8b&gpu=h100&gpus=8&seq_len=4096&global_batch=16"

@@ -1392,6 +1392,15 @@ def cmd_validate_attention_kernels(args: argparse.Namespace) -> int:
                                    render_attention_kernels)
 
 
+def cmd_validate_gdn_kernels(args: argparse.Namespace) -> int:
+    from gpuarch.report.estimate_text import render_gdn_kernels
+    from gpuarch.validation.gated_delta_kernels import SOURCE, compare_gated_delta, summarize
+
+    rows = compare_gated_delta(load_catalog())
+    return _print_measured_kernels(args, SOURCE, "passes", rows, summarize(rows),
+                                   render_gdn_kernels)
+
+
 def cmd_validate_collectives(args: argparse.Namespace) -> int:
     from gpuarch.report.estimate_text import render_collectives
     from gpuarch.validation.collectives import SOURCE, band_errors, compare, summarize
@@ -1980,6 +1989,10 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
              "TensorRT-LLM's attention kernels as NVIDIA's aiconfigurator measured them (MLA "
              "and grouped-query decode, context attention, head dim 64 against 128 on six "
              "GPUs) against the model's attention cores"),
+            ("gdn-kernels", cmd_validate_gdn_kernels,
+             "flash-linear-attention's Gated DeltaNet prefill kernels (Qwen3-Next, Qwen3.5) "
+             "as FlashInfer's pull requests timed them on H100 and B300, against the model's "
+             "forward scan"),
             ("collectives", cmd_validate_collectives,
              "NCCL's all-gather, reduce-scatter, all-reduce and all-to-all over 2-8 GPUs of "
              "A100, H100, H200, B200, B300, GB200 and GB300 as NVIDIA's aiconfigurator "

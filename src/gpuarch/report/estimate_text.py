@@ -951,6 +951,25 @@ def render_gemm_ridge(summary: Sequence[Mapping[str, Any]]) -> str:
         "Source and what the comparison says: docs/performance-model.md, 'Near the ridge'."])
 
 
+def render_gdn_kernels(summary: Sequence[Mapping[str, Any]]) -> str:
+    """flash-linear-attention's measured Gated DeltaNet prefill beside the model's forward
+    scan, by GPU and regime (``validation.gated_delta_kernels.summarize``)."""
+    rows = [[d["device"], d["regime"], str(d["passes"]),
+             f"{d['measured_ns_per_token_head']:.2f}", f"{d['median_ratio']:.2f}",
+             f"{d['mean_abs_log_ratio']:.3f}"] for d in summary]
+    return "\n".join([
+        "flash-linear-attention's chunked gated delta rule (FlashInfer PRs 3481, 3866, 4078) "
+        "beside the model's forward scan, heads of 128",
+        "",
+        table(["GPU", "Passes", "Count", "Measured ns/token/head", "Model/measured",
+               "Mean |ln|"], rows, right=[False, False, True, True, True, True]),
+        "",
+        "wide: 64 value heads, one to 8,192 sequences (the rate, gated_delta_scan and "
+        "gated_delta_blackwell, set on them); narrow: one or two sequences of 8 value heads, "
+        "bound by the chain of a sequence's chunks (gated_delta_chunk_step_s). "
+        "python scripts/fit_gated_delta.py refits them."])
+
+
 def render_attention_kernels(summary: Sequence[Mapping[str, Any]]) -> str:
     """TensorRT-LLM's measured attention kernels beside the model's attention cores: MLA
     decode and context attention by GPU and format, and the narrow-head rate by GPU

@@ -50,6 +50,7 @@ API_COMMANDS: dict[str, list[str]] = {
     "validate/gemm-ridge": ["validate", "gemm-ridge"],
     "validate/load": ["validate", "load"],
     "validate/attention-kernels": ["validate", "attention-kernels"],
+    "validate/gdn-kernels": ["validate", "gdn-kernels"],
     "validate/collectives": ["validate", "collectives"],
     "validate/power": ["validate", "power"],
 }
@@ -179,6 +180,7 @@ nav a{{margin-right:1rem}} .err{{color:#a00}}</style></head><body><nav><a href="
 <a href="/validate/gemm-ridge">GEMM ridge</a>
 <a href="/validate/load">serving under load</a>
 <a href="/validate/attention-kernels">attention kernels</a>
+<a href="/validate/gdn-kernels">Gated DeltaNet kernels</a>
 <a href="/validate/collectives">collectives</a>
 <a href="/validate/power">power</a></nav>
 <h1>{title}</h1>{body}</body></html>"""
@@ -248,6 +250,8 @@ _FORMS: dict[str, tuple[str, list[tuple[str, str]]]] = {
                       [("prompts", "dataset")]),
     "validate/attention-kernels": ("TensorRT-LLM's measured attention kernels beside the "
                                    "model's attention cores", []),
+    "validate/gdn-kernels": ("flash-linear-attention's measured Gated DeltaNet prefill "
+                             "beside the model's forward scan", []),
     "validate/collectives": ("NCCL's measured collectives beside the collectives model", []),
     "validate/power": ("Node power metered during MLPerf Training runs beside the power model",
                        [("match", "")]),
