@@ -110,7 +110,7 @@ def test_a_hybrid_config_is_counted_trained_served_and_refused_where_not_modelle
     status = main(["estimate", "train", "--model", str(path), "--gpu", "h100", "--gpus", "8",
                    "--seq-len", "4096", "--global-batch", "64"])
     out, _ = capsys.readouterr()
-    assert status == 0 and "mamba_scan" in out
+    assert status == 0 and "recurrent scan" in out
     status = main(["estimate", "train", "--model", str(path), "--gpu", "h100", "--gpus", "8",
                    "--seq-len", "4096", "--global-batch", "64", "--pp", "8"])
     _, err = capsys.readouterr()
@@ -122,7 +122,7 @@ def test_a_hybrid_config_is_counted_trained_served_and_refused_where_not_modelle
     status = main(["estimate", "infer", "--model", str(path), "--gpu", "h100",
                    "--input-len", "100", "--output-len", "10", "--batch", "1"])
     out, _ = capsys.readouterr()
-    assert status == 0 and "mamba_scan" in out and "of Mamba-2 state per sequence" in out
+    assert status == 0 and "recurrent scan" in out and "of Mamba-2 state per sequence" in out
     status = main(["estimate", "infer", "--model", str(path), "--gpu", "h100",
                    "--input-len", "100", "--output-len", "10", "--batch", "1",
                    "--prefill-gpus", "1"])

@@ -1141,6 +1141,7 @@ def _infer_explained(x: dict[str, Any]) -> str:
 _PART_LABELS = {"dense_gemms": "dense GEMMs", "expert_gemms": "expert GEMMs",
                 "lora_adapters": "LoRA adapters",
                 "attention": "attention", "memory_bound": "memory-bound",
+                "mamba_scan": "recurrent scan",
                 "recompute": "recompute", "lm_head_and_loss": "LM head + loss",
                 "tensor_parallel": "TP", "context_parallel": "CP", "expert_parallel": "EP",
                 "pipeline_p2p": "PP sends", "data_parallel": "DP", "lm_head": "LM head",
