@@ -964,7 +964,7 @@ def render_gdn_kernels(summary: Sequence[Mapping[str, Any]]) -> str:
         table(["GPU", "Passes", "Count", "Measured ns/token/head", "Model/measured",
                "Mean |ln|"], rows, right=[False, False, True, True, True, True]),
         "",
-        "wide: 64 value heads, one to 8,192 sequences (the rate, gated_delta_scan and "
+        "wide: 64 value heads, one to 16 sequences (the rate, gated_delta_scan and "
         "gated_delta_blackwell, set on them); narrow: one or two sequences of 8 value heads, "
         "bound by the chain of a sequence's chunks (gated_delta_chunk_step_s). "
         "python scripts/fit_gated_delta.py refits them."])

@@ -72,14 +72,19 @@ class GatedDeltaRow(ModelOverMeasured):
 
 
 def parse_seqlens(text: str) -> tuple[int, ...]:
-    """The tables' "Seqlens" cell: "1x65536" (count x length), "6144+2048" (lengths)."""
+    """The tables' "Seqlens" cell: "6144+2048" (the lengths), "2048x4" (length x count: four
+    of 2,048) and "1x65536" (one sequence of 65,536). That is how the tables' rows read: each
+    group of rows holds the same tokens (1x8192, 6144+2048, 2048x4, 1024x8), FLA's time for
+    "8192x8" at 64 heads is its time for "1x65536" (eight sequences of 8,192, not 8,192 of
+    8, which would be eight times the chunks), and at 8 heads "1x65536" takes twice
+    "1x32768", one sequence's chain of chunks."""
     try:
         if "x" in text:
-            count, length = text.split("x")
-            return (int(length),) * int(count)
+            first, second = (int(part) for part in text.split("x"))
+            return (second,) if first == 1 else (first,) * second
         return tuple(int(part) for part in text.split("+"))
     except ValueError:
-        raise GpuarchError(f"seqlens: expected e.g. 1x65536 or 6144+2048, got {text!r}") \
+        raise GpuarchError(f"seqlens: expected e.g. 1x65536, 2048x4 or 6144+2048, got {text!r}") \
             from None
 
 
