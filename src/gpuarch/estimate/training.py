@@ -2676,7 +2676,7 @@ def estimate_training(
             f"{eff.gated_delta_scan:g} of the 16-bit peak (gated_delta_scan"
             + (f", {eff.gated_delta_blackwell:g} of the roofline's rate on Blackwell, "
                "gated_delta_blackwell" if arch == "blackwell" else "")
-            + f"; at least {eff.gated_delta_chunk_step_s * 1e6:.3g} us a chunk of "
+            + f"; at least {from_si(eff.gated_delta_chunk_step_s, Unit.US):.3g} us a chunk of "
             "a sequence, gated_delta_chunk_step_s: flash-linear-attention's kernels as "
             "FlashInfer's GDN pull requests time them on H100 and B300; "
             "scripts/fit_gated_delta.py), its backward's at Mamba-2's "

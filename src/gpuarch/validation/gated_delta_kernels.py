@@ -6,10 +6,11 @@ Qwen3.5's head shapes on H100 and B300 (``data/gated-delta-prefill-fla.csv``; it
 names the pull requests). Each row is set beside the roofline's time for the forward scan
 operator the estimates build (``estimate.mamba.mamba_mixer_ops``) over the same tokens and
 heads. ``Efficiency.gated_delta_scan`` and ``gated_delta_blackwell`` were set where the rows
-with many parallel lanes (sequences x value heads, ``WIDE_LANES`` or more) fit best
-(``python scripts/fit_gated_delta.py``); the narrow rows (one or two sequences of 8 heads, a
-TP8 slice of Qwen3.5-397B) run slower than the roofline prices them, which the model does not
-price (docs/performance-model.md, "Gated DeltaNet's scan measured").
+with many parallel lanes (sequences x value heads, ``WIDE_LANES`` or more) fit best, and
+``gated_delta_chunk_step_s`` where the narrow rows do (one or two sequences of 8 heads, a TP8
+slice of Qwen3.5-397B, bound by each sequence's chain of chunks rather than by the GPU's
+throughput): ``fit_gated_delta``, ``python scripts/fit_gated_delta.py``
+(docs/performance-model.md, "Gated DeltaNet's scan measured").
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from gpuarch.estimate.mamba import mamba_mixer_ops
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.perf.precision import Precision
 from gpuarch.perf.roofline import Device, Elementwise, op_time
-from gpuarch.units import Unit, to_si
+from gpuarch.units import Unit, from_si, to_si
 from gpuarch.validation.measured import ModelOverMeasured, mean_abs_log_ratio, read_commented_csv
 from gpuarch.workloads.shape import MambaShape
 
@@ -108,11 +109,13 @@ def _scan_op(key_heads: int, value_heads: int, seqlens: Sequence[int]) -> Elemen
 def compare_gated_delta(catalog: Catalog, efficiency: Efficiency = DEFAULT_EFFICIENCY,
                         path: Path = GDN_PREFILL_FILE) -> list[GatedDeltaRow]:
     """Each measured pass beside the roofline's time for the same forward scan."""
+    rows = load_gated_delta_rows(path)
+    products = {key: catalog.product(key) for key in dict.fromkeys(r["device"] for r in rows)}
+    devices = {key: Device.of(p, Precision.BF16, catalog.chip_of(p).sm.tensor_core_generation)
+               for key, p in products.items()}
     out = []
-    for r in load_gated_delta_rows(path):
-        product = catalog.product(r["device"])
-        device = Device.of(product, Precision.BF16,
-                           catalog.chip_of(product).sm.tensor_core_generation)
+    for r in rows:
+        device = devices[r["device"]]
         seqlens = parse_seqlens(r["seqlens"])
         kh, vh = int(r["key_heads"]), int(r["value_heads"])
         model = float(op_time(_scan_op(kh, vh, seqlens), device, efficiency)[0])
@@ -143,8 +146,8 @@ def summarize(rows: Sequence[GatedDeltaRow]) -> list[dict[str, object]]:
                 continue
             out.append({
                 "device": device, "regime": regime, "passes": len(members),
-                "measured_ns_per_token_head": statistics.median(
-                    r.measured_s / (r.tokens * r.value_heads) * 1e9 for r in members),
+                "measured_ns_per_token_head": from_si(statistics.median(
+                    r.measured_s / (r.tokens * r.value_heads) for r in members), Unit.NS),
                 "median_ratio": statistics.median(r.ratio for r in members),
                 "mean_abs_log_ratio": mean_abs_log_ratio(members)})
     return out
