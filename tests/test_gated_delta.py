@@ -101,6 +101,68 @@ def test_qwen3_5_reads_through_its_multimodal_wrapper(tmp_path: Path) -> None:
     assert shape == dataclasses.replace(preset("qwen3.5-35b-a3b").shape, name=shape.name)
 
 
+def _gdn_layer(hidden: int, key_heads: int, value_heads: int) -> int:
+    """A Gated DeltaNet layer of heads of 128 by hand: the input projections to queries and
+    keys, values and their gate, and the two per-head scalars; the output projection; the
+    4-tap convolution over queries, keys and values (no bias); dt_bias and A_log; the gated
+    norm of one head's width."""
+    qk, v = 2 * key_heads * 128, value_heads * 128
+    return (hidden * (qk + 2 * v + 2 * value_heads) + v * hidden + (qk + v) * 4
+            + 2 * value_heads + 128)
+
+
+def _attention_layer(hidden: int, heads: int, kv_heads: int) -> int:
+    """A gated attention layer of heads of 256: queries and their gates, keys and values,
+    the output projection, the query and key norms."""
+    return (hidden * heads * 256 * 2 + 2 * hidden * kv_heads * 256 + heads * 256 * hidden
+            + 2 * 256)
+
+
+# Qwen3.5-397B-A17B's language model as NVIDIA's Megatron-LM example configures it
+# (examples/mimo/model_providers/qwen35/configuration.py @7b4416bb, "397b_a17b"), written as
+# the text_config Transformers reads
+QWEN35_397B_TEXT: dict[str, Any] = {
+    **QWEN35_TEXT, "hidden_size": 4096, "num_hidden_layers": 60, "num_attention_heads": 32,
+    "linear_num_value_heads": 64, "num_experts": 512, "num_experts_per_tok": 10,
+    "moe_intermediate_size": 1024, "shared_expert_intermediate_size": 1024,
+    "max_position_embeddings": 262144}
+
+
+def test_qwen3_5_397b_is_counted_to_the_parameter(tmp_path: Path) -> None:
+    """45 Gated DeltaNet layers of 64 value heads and 16 query/key heads, 15 gated attention
+    layers (32 heads, 2 KV heads), each with 512 experts of 1,024 and one shared (the
+    router 512 x 4,096), embedding and head 2 x 248,320 x 4,096, 121 norms:
+    396,346,104,576 without the vision tower, 17.3B active; the release's 397B total and
+    17B activated include the tower (about 0.4B)."""
+    shape = shape_from_hf_config(_write(tmp_path, {
+        "model_type": "qwen3_5_moe", "text_config": QWEN35_397B_TEXT}))
+    moe = 513 * 3 * 4096 * 1024 + 512 * 4096
+    expected = (45 * _gdn_layer(4096, 16, 64) + 15 * _attention_layer(4096, 32, 2)
+                + 60 * moe + 2 * 248320 * 4096 + 121 * 4096)
+    counts = count_params(shape)
+    assert counts.total == expected == 396_346_104_576
+    assert from_si(counts.active(shape), Unit.BILLION) == pytest.approx(17.35, abs=0.01)
+    assert shape == dataclasses.replace(preset("qwen3.5-397b").shape, name=shape.name,
+                                        context_window=shape.context_window)
+    assert preset("qwen3.5-397b-a17b").shape.context_window == 262144
+
+
+def test_qwen3_5_9b_is_counted_to_the_parameter(tmp_path: Path) -> None:
+    """The dense Qwen3.5-9B (Transformers' Qwen3_5TextConfig defaults, NVIDIA's "9b"
+    variant): 24 Gated DeltaNet layers of 32 value heads, 8 gated attention layers (16
+    heads, 4 KV heads), a SwiGLU MLP of 12,288 after each, untied embedding and head of
+    248,320: 8,953,803,264, the published 9B with the vision tower."""
+    dense = {**QWEN35_TEXT, "model_type": "qwen3_5_text", "num_experts": 0,
+             "hidden_size": 4096, "num_hidden_layers": 32, "num_key_value_heads": 4,
+             "intermediate_size": 12288}
+    shape = shape_from_hf_config(_write(tmp_path, dense))
+    expected = (24 * _gdn_layer(4096, 16, 32) + 8 * _attention_layer(4096, 16, 4)
+                + 32 * 3 * 4096 * 12288 + 2 * 248320 * 4096 + 65 * 4096)
+    assert count_params(shape).total == expected == 8_953_803_264
+    assert shape == dataclasses.replace(preset("qwen3.5-9b").shape, name=shape.name,
+                                        context_window=shape.context_window)
+
+
 def test_dense_qwen3_5_layers_and_the_gate_come_from_the_config(tmp_path: Path) -> None:
     """A dense Qwen3.5 (qwen3_5_text) has an MLP block after each mixer; explicit
     layer_types place the mixers as the interval does; attn_output_gate false drops the
