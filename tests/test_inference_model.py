@@ -700,11 +700,17 @@ def test_inference_validation_does_not_regress() -> None:
     assert len(qwen3_next) == 3 and all(0.2 < e < 4.4 for e in qwen3_next)
     minimax = [abs(r.error) for r in s.rows if r.source == "sglang-cookbook-minimax-m2.5"]
     assert len(minimax) == 9 and sum(minimax) / len(minimax) <= 0.581  # 58.0% since
+    # the GPU MODE hackathon's vLLM 0.19.0 baseline of Qwen3.5-35B-A3B on 8 H200 (2, out of
+    # sample, the first Qwen3.5 serving figures; prompt and output tokens a second): -12.0%
+    # at one request, +2.6% at two (docs/performance-model.md, "Gated DeltaNet hybrids")
+    gpumode = [r.error for r in s.rows if r.source == "gpumode-paris-2026-vllm-baseline"]
+    assert len(gpumode) == 2 and all(abs(e) <= 0.13 for e in gpumode)
     # varying answers free their slots one by one (80.2% as entered)
     s = dataclasses.replace(s, rows=tuple(r for r in s.rows if r.id not in hybrid_ids
                                           and "llama-4-scout" not in r.id
                                           and not r.id.startswith("nm-vllm072-")
                                           and r.source != "sglang-cookbook-minimax-m2.5"
+                                          and r.source != "gpumode-paris-2026-vllm-baseline"
                                           and r.source not in ("sglang-cookbook-qwen3-next",
                                                                "vllm-recipe-qwen3-next")))
     assert len(s.rows) >= 1101

@@ -61,7 +61,7 @@ SERVING_FAMILIES = (
     ("MLPerf Inference Offline (v4.0-v6.1)", ("mlperf-inference",)),
     ("Neural Magic's vLLM 0.7.2 model cards", ("nm-card",)),
     ("SGLang, vLLM, LMDeploy and NIM publications",
-     ("lmsys-", "sglang-", "vllm-", "vultr-", "lmdeploy-", "nim-")),
+     ("lmsys-", "sglang-", "vllm-", "vultr-", "lmdeploy-", "nim-", "gpumode-")),
     ("ML.ENERGY's vLLM 0.11.1 sweeps (LM Arena chat)", ("mlenergy-",)),
 )
 METRIC_LABELS = {
@@ -72,6 +72,7 @@ METRIC_LABELS = {
     "request_latency_s": "request latency",
     "decode_tokens_per_s_per_gpu": "decode tokens/s per GPU",
     "prefill_tokens_per_s_per_gpu": "prefill tokens/s per GPU",
+    "total_tokens_per_s": "prompt and output tokens/s",
 }
 """Every metric the serving validation compares, as the table names it (an unknown one is an
 error: a new metric needs a row)."""

@@ -68,9 +68,21 @@ _METRICS = {
     "request_latency_s": "request_latency_s",
     "decode_tokens_per_s_per_gpu": "decode_tokens_per_s_per_gpu",
     "prefill_tokens_per_s_per_gpu": "prefill_tokens_per_s_per_gpu",
+    "total_tokens_per_s": "total_tokens_per_s",
 }
-"""The figures a point may give: the estimate's JSON keys, and two rates of one phase that a
-disaggregated deployment publishes for its prefill or decode GPUs alone (``_phase_rates``)."""
+"""The figures a point may give: the estimate's JSON keys, two rates of one phase that a
+disaggregated deployment publishes for its prefill or decode GPUs alone (``_phase_rates``),
+and the prompt and output tokens a second together that many serving benchmarks print as
+their total throughput (``_total_rate``)."""
+
+
+def _total_rate(doc: dict[str, Any], cfg: InferenceConfig) -> dict[str, float]:
+    """Prompt and output tokens a second together: the output rate with each request's
+    prompt counted beside its answer, (input + output) / output of it (what vLLM's and
+    SGLang's benchmarks print as 'Total token throughput', prompts served from a cache
+    included)."""
+    return {"total_tokens_per_s": doc["output_tokens_per_s"]
+            * (cfg.input_len + cfg.output_len) / cfg.output_len}
 
 
 def _phase_rates(doc: dict[str, Any], cfg: InferenceConfig) -> dict[str, float]:
@@ -262,7 +274,9 @@ def compare_point(catalog: Catalog, point: TrainingPoint, efficiency: Efficiency
     rows = []
     for key, attr in _METRICS.items():
         published = point.get(key)
-        if published and attr not in doc:
+        if published and attr not in doc and key == "total_tokens_per_s":
+            doc = {**doc, **_total_rate(doc, cfg)}
+        elif published and attr not in doc:
             if cfg.batching is not Batching.STATIC:
                 raise GpuarchError(f"point {point.id}: {key} is a static batch's rate in one "
                                    "phase; give mode = \"static-batch\"")

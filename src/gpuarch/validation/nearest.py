@@ -77,7 +77,7 @@ MAX_DISTANCE = 3.0
 
 # serving figures that are throughputs (time figures err the other way and are left out,
 # but for a static batch's request latency, which is one exactly: ``LATENCY_AS_THROUGHPUT``)
-_THROUGHPUT_METRICS = ("output_tokens_per_s", "output_tokens_per_s_per_gpu")
+_THROUGHPUT_METRICS = ("output_tokens_per_s", "output_tokens_per_s_per_gpu", "total_tokens_per_s")
 
 LATENCY_AS_THROUGHPUT = "output_tokens_per_s_from_request_latency"
 """The metric of a static batch's published request latency L taken as the output tokens

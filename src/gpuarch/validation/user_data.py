@@ -85,7 +85,7 @@ FIGURES: dict[Kind, tuple[str, ...]] = {
                  "mfu", "hfu"),
     "inference": ("output_tokens_per_s", "output_tokens_per_s_per_gpu", "ttft_s", "tpot_s",
                   "request_latency_s", "decode_tokens_per_s_per_gpu",
-                  "prefill_tokens_per_s_per_gpu"),
+                  "prefill_tokens_per_s_per_gpu", "total_tokens_per_s"),
     "load": tuple(METRICS),
 }
 """The measured figures a point may give: each a positive, finite number (MFU and HFU at
