@@ -143,6 +143,24 @@ def test_own_serving_runs_are_compared_figure_by_figure(
         json.loads(est)["output_tokens_per_s"], rel=1e-5)
 
 
+def test_a_benchmarks_total_throughput_is_compared_as_a_rate(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """A serving run that gives only its total throughput (prompt and output tokens a
+    second, what vllm bench serve prints as 'Total token throughput') is compared with the
+    estimate's output rate x (input + output) / output."""
+    data = _file(tmp_path, SERVING_RUN.replace("output_tokens_per_s = 3100\ntpot_s = 0.0098",
+                                               "total_tokens_per_s = 15500"))
+    status, out, err = run(capsys, "validate", "inference", "--data", data, "--json")
+    assert status == 0 and err == ""
+    (figure,) = json.loads(out)["figures"]
+    status, est, _ = run(capsys, "estimate", "infer", "--model", "llama-3.1-8b", "--gpu",
+                         "h100", "--input-len", "1024", "--output-len", "256", "--batch",
+                         "32", "--batching", "continuous", "--json")
+    assert status == 0 and figure["metric"] == "total_tokens_per_s"
+    assert figure["predicted"] == pytest.approx(
+        json.loads(est)["output_tokens_per_s"] * (1024 + 256) / 256, rel=1e-5)
+
+
 POINT = TRAINING_RUNS.split("[[point]]")[2]  # the 70B run, without a source
 
 
