@@ -4,6 +4,7 @@ from that engine's argument parser."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -242,8 +243,6 @@ def test_serving_chunked_prefill() -> None:
 def test_megatron_notes_parallel_attention() -> None:
     """A model whose attention and MLP run side by side (Falcon, GPT-J) gets a note: the
     launch's GPT layers run them one after the other, so no flag stands for it."""
-    import dataclasses
-
     cfg = TrainingConfig(gpus=64, seq_len=8192, global_batch=128, tp=4, pp=4)
     side = dataclasses.replace(LLAMA70, parallel_attention=True)
     assert any("parallel attention" in n for n in megatron_launch(side, cfg).notes)
@@ -304,3 +303,25 @@ def test_megatron_cuda_graph_scope() -> None:
     assert got["--cuda-graph-impl"] == ["local"]
     assert got["--cuda-graph-scope"] == ["full_iteration"]
     assert set(got) - TORCHRUN <= known_flags("megatron")
+
+
+def test_sglang_speculative_cap_is_noted() -> None:
+    """SGLang sets --max-running-requests to 48 under speculative decoding when it is not
+    given (ServerArgs._handle_speculative_decoding; the SGLang cookbook's Qwen3.5-397B run
+    at 100 clients decoded about 46 at once for that reason): the launch says so, and says
+    whether the flag it writes lifts the cap (not with data-parallel attention, where the
+    flag counts every rank and is left to a note)."""
+    plain = InferenceConfig(input_len=1000, output_len=1000, batch=100, gpus=8, tp=8,
+                            batching=Batching.CONTINUOUS)
+    spec = dataclasses.replace(plain, speculative_tokens=3, acceptance_length=3.0)
+    launch = serving_launch("sglang", LLAMA70, spec, "m", 100)
+    assert pairs(launch.argv)["--max-running-requests"] == ["100"]
+    cap = [n for n in launch.notes if "48" in n]
+    assert len(cap) == 1 and "written above" in cap[0]
+    assert not any("48" in n for n in serving_launch("sglang", LLAMA70, plain, "m", 100).notes)
+    assert not any("caps running requests" in n
+                   for n in serving_launch("vllm", LLAMA70, spec, "m", 100).notes)
+    dep = dataclasses.replace(spec, tp=1, ep=4, gpus=8)
+    dep_launch = serving_launch("sglang", QWEN235, dep, "m", 256)
+    assert "--max-running-requests" not in pairs(dep_launch.argv)
+    assert any("caps running requests" in n and "give it" in n for n in dep_launch.notes)

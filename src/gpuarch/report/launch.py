@@ -537,6 +537,13 @@ def serving_launch(engine: str, shape: Any, cfg: Any, model: str, batch: int,
     if cfg.speculative_tokens:
         notes.append(f"speculative decoding with {cfg.speculative_tokens} draft tokens: the "
                      "draft method (MTP, EAGLE, n-gram) is yours to set")
+        if engine == "sglang":
+            # ServerArgs._handle_speculative_decoding: EAGLE (NEXTN too) and n-gram drafting
+            # set max_running_requests to 48 when it is not given
+            capped = ("; it is not written here, so give it" if attention_dp
+                      else "; it is written above")
+            notes.append("SGLang caps running requests at 48 under speculative decoding "
+                         f"unless --max-running-requests is given{capped}")
     if cfg.cuda_graph_max_context:
         notes.append(f"the estimate ran decode steps past {cfg.cuda_graph_max_context:,} "
                      "tokens without a CUDA graph (--cuda-graph-max-context), as vLLM "
