@@ -198,6 +198,49 @@ def test_mlperf_offline_rows_take_their_lengths_from_their_logs() -> None:
         assert "Result is : VALID" in p.where or "result_validity: VALID" in p.where, p.id
 
 
+def _one_block_step_time(where: str) -> float | None:
+    """Seconds a step from a ``where`` that quotes one pair of result-log timestamps
+    (``time_ms A -> B``) and one count of optimizer steps between them; None where it
+    quotes something else (several blocks averaged, or no single count)."""
+    import re
+
+    if "mean" in where:
+        return None
+    pairs = re.findall(r"(1[67]\d{11}) -> (1[67]\d{11})", where)
+    if len(pairs) != 1:
+        return None
+    counts = {int(n) for rx in (r"over (\d+) (?:optimizer )?steps", r"= (\d+) optimizer steps",
+                                r"\((\d+) optimizer steps", r"[,(] ?(\d+) steps(?: of|[;)])",
+                                r"/ (\d+) =")
+              for n in re.findall(rx, where)}
+    if not counts:  # "step 238 -> 239": optimizer step numbers (token counts run far larger)
+        counts = {int(b) - int(a)
+                  for a, b in re.findall(r"steps? (\d{1,5}) -> (\d{1,5})\b", where)}
+    if len(counts) != 1:
+        return None
+    start, end = map(int, pairs[0])
+    return (end - start) / counts.pop() / 1000.0
+
+
+def test_mlperf_training_step_times_are_their_quoted_log_lines() -> None:
+    """An MLPerf Training row's step time is the gap between the two result-log lines its
+    ``where`` quotes over the optimizer steps between them, to the last digit entered (a
+    2026-12-05 audit against the logs found one row entering the mean of two logged
+    train_step_time values, 13.135 s, where its quoted gap gives 13.133). Rows that average
+    several blocks are left to their notes; most quote one pair."""
+    rows = [p for p in load_training_points() if p.source.startswith("mlperf-training-")]
+    checked = 0
+    for p in rows:
+        derived, entered = _one_block_step_time(p.where), p.get("step_time_s")
+        if derived is None or entered is None:
+            continue
+        decimals = len(repr(float(entered)).partition(".")[2])
+        # within one unit of the last digit entered (five rows round their last digit up)
+        assert abs(derived - entered) <= 10.0 ** -decimals + 1e-12, (p.id, derived)
+        checked += 1
+    assert checked >= 105, checked  # 109 of the 149 rows quote a single pair
+
+
 def test_mlperf_deepseek_rows_balance_their_attention_ranks() -> None:
     """Every MLPerf DeepSeek-R1 config read (NVIDIA v5.1, CoreWeave, Azure, Cisco, Dell,
     GigaComputing, Nebius, Google, QCT) sets adp_balancing_enable, TensorRT-LLM's attention-DP
