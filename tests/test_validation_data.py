@@ -241,6 +241,28 @@ def test_mlperf_training_step_times_are_their_quoted_log_lines() -> None:
     assert checked >= 105, checked  # 109 of the 149 rows quote a single pair
 
 
+def test_closed_loop_rows_take_their_lengths_from_the_printed_totals() -> None:
+    """A benchmark client run whose page prints its token totals (sglang.bench_serving,
+    vllm bench serve) is entered at the means those totals give: input_len and output_len
+    are the printed input and generated tokens over the requests its notes quote."""
+    import re
+
+    totals = re.compile(r"\(([\d,]+) input and ([\d,]+) (?:generated|output) tokens"
+                        r"(?: over ([\d,]+) requests)?")
+    checked = 0
+    for p in load_inference_points():
+        found = totals.search(f"{p.get('notes', '')} {p.where}")
+        if found is None:
+            continue
+        prompt, answer = (int(g.replace(",", "")) for g in found.groups()[:2])
+        requests = int(found.group(3).replace(",", "")) if found.group(3) \
+            else p.get("num_requests")
+        assert (p.get("input_len"), p.get("output_len")) == (
+            round(prompt / requests), round(answer / requests)), p.id
+        checked += 1
+    assert checked >= 12, checked
+
+
 def test_mlperf_deepseek_rows_balance_their_attention_ranks() -> None:
     """Every MLPerf DeepSeek-R1 config read (NVIDIA v5.1, CoreWeave, Azure, Cisco, Dell,
     GigaComputing, Nebius, Google, QCT) sets adp_balancing_enable, TensorRT-LLM's attention-DP
