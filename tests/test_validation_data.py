@@ -263,6 +263,43 @@ def test_closed_loop_rows_take_their_lengths_from_the_printed_totals() -> None:
     assert checked >= 12, checked
 
 
+def test_tensorrt_llm_overview_rows_are_the_cells_they_name() -> None:
+    """A row of a TensorRT-LLM performance overview runs the lengths and layout its cell
+    names: 'row I/O' (v1.0, 03e27c7, release 1.2) or 'TP t, I, O' (v0.17) are its lengths,
+    a column 'TPn' or 'DEPn' its GPUs. DEPn is attention data-parallel with EP n (tp 1);
+    v1.0's MoE 'TPn' columns are too, as that source's comment explains (the doc's MoE
+    options turn attention data parallelism on), and a dense model's TPn is tensor
+    parallelism over n GPUs. The 2026-12-05 audit matched every such row to its
+    published cell; this keeps them so."""
+    import re
+
+    lengths = re.compile(r"row '(\d+)/(\d+)'")
+    v017 = re.compile(r"TP (\d+), '(\d+), (\d+)'")
+    column = re.compile(r"column '[^']*?\b(TP|DEP)(\d+)")
+    checked = 0
+    for p in load_inference_points():
+        if not p.source.startswith("trtllm-perf-overview-"):
+            continue
+        found = v017.search(p.where)
+        if found:
+            tp, isl, osl = map(int, found.groups())
+            assert (p.get("tp"), p.get("gpus")) == (tp, tp), p.id
+        else:
+            found = lengths.search(p.where)
+            assert found is not None, p.id
+            isl, osl = map(int, found.groups())
+            kind, n = column.search(p.where).groups()  # type: ignore[union-attr]
+            n = int(n)
+            moe = preset(p.get("preset")).shape.is_moe
+            attention_dp = kind == "DEP" or (p.source == "trtllm-perf-overview-v1.0"
+                                             and moe and n > 1)
+            layout = (1, n) if attention_dp else (n, p.get("ep", 1))
+            assert (p.get("gpus"), (p.get("tp"), p.get("ep", 1))) == (n, layout), p.id
+        assert (p.get("input_len"), p.get("output_len")) == (isl, osl), p.id
+        checked += 1
+    assert checked == 813, checked  # 373 + 210 + 100 + 130
+
+
 def test_mlperf_deepseek_rows_balance_their_attention_ranks() -> None:
     """Every MLPerf DeepSeek-R1 config read (NVIDIA v5.1, CoreWeave, Azure, Cisco, Dell,
     GigaComputing, Nebius, Google, QCT) sets adp_balancing_enable, TensorRT-LLM's attention-DP
