@@ -300,6 +300,32 @@ def test_tensorrt_llm_overview_rows_are_the_cells_they_name() -> None:
     assert checked == 813, checked  # 373 + 210 + 100 + 130
 
 
+def test_trtllm_0_9_and_neural_magic_rows_are_the_cells_they_name() -> None:
+    """TensorRT-LLM v0.9.0's rows name 'model | batch | TP | input | output' (peak
+    throughput) or 'model | batch | TP | input' (first-token latency, one token out);
+    Neural Magic's single-stream rows 'GPUxN' and a use case 'input / output' at batch 1.
+    The 2026-12-05 audit matched every one to its published cell; this keeps them so."""
+    import re
+
+    checked = 0
+    for p in load_inference_points():
+        if p.source == "trtllm-perf-v0.9.0":
+            cells = re.search(r"row '[^|']+((?:\| \d+ ?)+)'", p.where).group(1)  # type: ignore[union-attr]
+            numbers = [int(c) for c in cells.split("|") if c.strip()]
+            batch, tp, isl = numbers[:3]
+            osl = numbers[3] if len(numbers) == 4 else 1
+            assert (p.get("batch"), p.get("tp"), p.get("gpus")) == (batch, tp, tp), p.id
+        elif p.source.startswith("nm-card-"):
+            gpus = int(re.search(r"row '[A-Za-z0-9]+x(\d+)'", p.where).group(1))  # type: ignore[union-attr]
+            isl, osl = map(int, re.search(r"(\d+) / (\d+)'", p.where).groups())  # type: ignore[union-attr]
+            assert (p.get("batch"), p.get("tp"), p.get("gpus")) == (1, gpus, gpus), p.id
+        else:
+            continue
+        assert (p.get("input_len"), p.get("output_len")) == (isl, osl), p.id
+        checked += 1
+    assert checked == 288, checked  # 144 + 4 x 36
+
+
 def test_mlperf_deepseek_rows_balance_their_attention_ranks() -> None:
     """Every MLPerf DeepSeek-R1 config read (NVIDIA v5.1, CoreWeave, Azure, Cisco, Dell,
     GigaComputing, Nebius, Google, QCT) sets adp_balancing_enable, TensorRT-LLM's attention-DP
