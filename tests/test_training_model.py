@@ -234,6 +234,23 @@ def test_llm_foundry_rows_count_their_printed_parameters() -> None:
         assert count_params(point_shape(p)).total == printed, p.id
 
 
+def test_llm_foundry_rows_agree_with_their_own_columns() -> None:
+    """Each llm-foundry row's columns agree with each other as the README prints them: the
+    global batch is the GPUs x micro-batch x GradAccum (data parallel over every GPU), and
+    the run's tokens/s is its tokens/s per GPU times the GPUs to the printed digit (the
+    2026-12-05 audit matched all 201 rows to the README at 061f2c7c)."""
+    import re
+
+    rows = [p for p in load_training_points() if p.source == "llm-foundry-bench"]
+    assert len(rows) == 201
+    for p in rows:
+        accumulate = int(re.search(r"GradAccum (\d+)", p.get("notes")).group(1))  # type: ignore[union-attr]
+        assert p.get("dp") == p.get("gpus"), p.id
+        assert p.get("global_batch") == p.get("gpus") * p.get("micro_batch") * accumulate, p.id
+        assert abs(p.get("tokens_per_s") / p.get("gpus") - p.get("tokens_per_s_per_gpu")) <= 1, \
+            p.id
+
+
 def test_validation_error_does_not_regress() -> None:
     """Predicted vs published throughput (gpuarch validate training). These bounds pin the
     current fit so a change that worsens it fails; the goal (issue #3) is 8% mean and no
