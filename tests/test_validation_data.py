@@ -228,6 +228,8 @@ def test_mlperf_training_step_times_are_their_quoted_log_lines() -> None:
     2026-12-05 audit against the logs found one row entering the mean of two logged
     train_step_time values, 13.135 s, where its quoted gap gives 13.133). Rows that average
     several blocks are left to their notes; most quote one pair."""
+    import re
+
     rows = [p for p in load_training_points() if p.source.startswith("mlperf-training-")]
     checked = 0
     for p in rows:
@@ -239,6 +241,12 @@ def test_mlperf_training_step_times_are_their_quoted_log_lines() -> None:
         assert abs(derived - entered) <= 10.0 ** -decimals + 1e-12, (p.id, derived)
         checked += 1
     assert checked >= 105, checked  # 109 of the 149 rows quote a single pair
+    # a row that quotes its log's samples at a global batch runs that batch
+    quoted = [(p, int(m.group(1))) for p in rows
+              if (m := re.search(r"at GBS (\d+)", p.where))]
+    assert len(quoted) >= 100
+    for p, batch in quoted:
+        assert p.get("global_batch") == batch, p.id
 
 
 def test_closed_loop_rows_take_their_lengths_from_the_printed_totals() -> None:
@@ -261,6 +269,13 @@ def test_closed_loop_rows_take_their_lengths_from_the_printed_totals() -> None:
             round(prompt / requests), round(answer / requests)), p.id
         checked += 1
     assert checked >= 12, checked
+    # and the output rate a row's where quotes from the client's printout is its figure
+    rate = re.compile(r"Output token throughput \(tok/s\): ([\d,.]+)")
+    quoted = [(p, float(m.group(1).replace(",", ""))) for p in load_inference_points()
+              if (m := rate.search(p.where))]
+    assert len(quoted) >= 16
+    for p, printed in quoted:
+        assert p.get("output_tokens_per_s") == printed, p.id
 
 
 def test_tensorrt_llm_overview_rows_are_the_cells_they_name() -> None:
