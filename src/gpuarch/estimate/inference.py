@@ -953,9 +953,8 @@ def moe_module_time(catalog: Catalog, shape: TransformerShape, product: Product,
     measured MoE layers time (validation/moe_kernels.py)."""
     if not shape.is_moe:
         raise GpuarchError(f"--model: {shape.name} has no experts")
-    runner = _Runner(catalog, shape, product, cfg, system, efficiency)
+    runner = _Runner(catalog, shape, product, cfg, system, efficiency, balanced_routing=True)
     runner.parts = {}
-    runner.balanced_routing = True
     per_rank = moe_rank_tokens(tokens, cfg.tp, cfg.ep)
     runner.layer(per_rank, 1, per_rank, per_rank, runner.experts_touched(per_rank), moe=True,
                  prefill=True)
@@ -1005,7 +1004,8 @@ class _Runner:
     """Costs the layers of one model on one GPU for one scheme."""
 
     def __init__(self, catalog: Catalog, shape: TransformerShape, product: Product,
-                 cfg: InferenceConfig, system: System | None, eff: Efficiency) -> None:
+                 cfg: InferenceConfig, system: System | None, eff: Efficiency,
+                 balanced_routing: bool = False) -> None:
         self.s, self.cfg, self.eff = shape, cfg, eff
         # the routed experts' GEMMs of a fine-grained MoE in reduced precision run at a
         # further fraction (Efficiency.moe_gemm_fine), in NVFP4 a further one still
@@ -1094,8 +1094,8 @@ class _Runner:
         self.a2a_latency = exchange_latencies(eff, self.trtllm_deepep)
         self.spread = slot_spread(shape, cfg)
         # True where every rank runs the same number of experts (the measured kernels'
-        # balanced routing): moe_module_time sets it
-        self.balanced_routing = False
+        # balanced routing, moe_module_time's)
+        self.balanced_routing = balanced_routing
         # a token crosses every stage boundary in turn: those between nodes over the network
         # (stages TP ranks apart, gpus_per_node // TP of them in a node), the rest inside one
         stages_per_node = max(1, cfg.gpus_per_node // cfg.tp)
@@ -2198,8 +2198,7 @@ def _drain_seconds(runner: _Runner, cfg: InferenceConfig, start: Num, mean_ctx: 
     running = maximum(np.multiply.outer(start, shares), 1.0)
     lanes = _lanes(running, cfg.micro_batches)
     steps = runner.decode_step(running / lanes, mean_ctx).total
-    anyone = 1.0 - np.power.outer(1.0 - shares, start).T if np.ndim(start) \
-        else 1.0 - (1.0 - shares) ** start
+    anyone = 1.0 - (1.0 - shares) ** np.expand_dims(start, -1)
     seconds = np.sum(widths * steps * anyone, axis=-1) / per_step
     return seconds, start * float(np.dot(widths, shares))
 

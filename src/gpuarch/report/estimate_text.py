@@ -54,6 +54,12 @@ def _band_line(band: Band | None, predicted: float, unit: str) -> list[str]:
     return [f"  error band    {band.describe(predicted, unit)}"] if band else []
 
 
+def _mixer(assumptions: dict[str, Any]) -> str:
+    """A hybrid model's recurrent mixer as an estimate's assumptions name it ("Mamba-2" or
+    "Gated DeltaNet"), Mamba-2 where they do not."""
+    return str(assumptions.get("recurrent_mixer") or "Mamba-2")
+
+
 def _beyond_window(tokens: int, window: dict[str, Any] | None) -> str:
     """A note after the longest context memory allows where it passes the context the
     checkpoint is configured for (the memory's bound, not the model's)."""
@@ -284,7 +290,7 @@ def render_disaggregated(e: DisaggEstimate) -> str:
         f"  TTFT          {fmt(from_si(e.ttft_s, Unit.MS))} ms   (a pass of "
         f"{pre['prompts_per_pass']} prompt(s) {fmt(from_si(pre['pass_s'], Unit.MS))} ms, "
         f"waiting {fmt(from_si(pre['wait_s'], Unit.MS))} ms, "
-        + (f"KV and {a.get('recurrent_mixer') or 'Mamba-2'} state"
+        + (f"KV and {_mixer(a)} state"
            if a.get("mamba_state_sent_bytes_per_gpu") else "KV")
         + " hand-off "
         f"{fmt(from_si(e.kv_transfer_s, Unit.MS))} ms over {e.kv_link})",
@@ -497,14 +503,14 @@ def render_inference(e: InferenceEstimate, band: Band | None = None,
         + (" (each sequence at its mean context: max_utilization)"
            if a.get("scheduler_policy") == "max_utilization" else "")
         + f"; longest context at batch {e.batch}: "
-        + ((f"no limit (no KV cache: {a.get('recurrent_mixer') or 'Mamba-2'} blocks only)"
+        + ((f"no limit (no KV cache: {_mixer(a)} blocks only)"
             if not a["kv_bytes_per_token_per_gpu"] else "no limit (sliding-window KV cache)")
            if e.max_context is None else f"{e.max_context:,} tokens"
            + _beyond_window(e.max_context, a.get("context_window"))),
         f"    weights {_gib(mem['weights'])}, KV cache {_gib(mem['kv_cache'])} "
         f"({fmt(from_si(a['kv_bytes_per_token_per_gpu'], Unit.KIB))} KiB per token"
         + (f" and {fmt(from_si(a['mamba_state_bytes_per_sequence_per_gpu'], Unit.MIB))} MiB "
-           f"of {a.get('recurrent_mixer') or 'Mamba-2'} state per sequence"
+           f"of {_mixer(a)} state per sequence"
            if a.get("mamba_state_bytes_per_sequence_per_gpu")
            else "") + "), "
         f"activations {_gib(mem['activations'])}, reserve {_gib(mem['other'])} GiB",
