@@ -705,8 +705,15 @@ def test_inference_validation_does_not_regress() -> None:
     # at one request, +2.6% at two (docs/performance-model.md, "Gated DeltaNet hybrids")
     gpumode = [r.error for r in s.rows if r.source == "gpumode-paris-2026-vllm-baseline"]
     assert len(gpumode) == 2 and all(abs(e) <= 0.13 for e in gpumode)
+    # the rest of LMDeploy's A100 table, entered after the fit: 14.4% over its 180 figures,
+    # the eleven runs the model finds too large to hold at once reading worst
+    # (docs/performance-model.md, "LMDeploy's whole A100 table")
+    lmdeploy = [r.error for r in s.rows if r.source == "lmdeploy-a100-fp16-v0.1.0a1"]
+    assert len(lmdeploy) == 180 and sum(map(abs, lmdeploy)) / 180 <= 0.145
     # varying answers free their slots one by one (80.2% as entered)
     s = dataclasses.replace(s, rows=tuple(r for r in s.rows if r.id not in hybrid_ids
+                                          and not (r.source == "lmdeploy-a100-fp16-v0.1.0a1"
+                                                   and r.out_of_sample)
                                           and "llama-4-scout" not in r.id
                                           and not r.id.startswith("nm-vllm072-")
                                           and r.source != "sglang-cookbook-minimax-m2.5"
@@ -935,7 +942,9 @@ def test_every_published_serving_run_fits_or_says_why() -> None:
     assert len(runs) >= 395
     assert not [i for i, m in runs.items() if not m.fits and not m.exception]
     assert not [i for i, m in runs.items() if m.fits and m.exception]
-    assert sum(not m.fits for m in runs.values()) <= 2
+    # two TensorRT-LLM blog runs and eleven of LMDeploy's A100 table, whose engine hands out
+    # its cache as sessions need it (docs/performance-model.md)
+    assert sum(not m.fits for m in runs.values()) <= 13
 
 
 def test_queueing_when_concurrency_exceeds_what_fits() -> None:

@@ -341,6 +341,31 @@ def test_trtllm_0_9_and_neural_magic_rows_are_the_cells_they_name() -> None:
     assert checked == 288, checked  # 144 + 4 x 36
 
 
+def test_lmdeploy_a100_rows_are_the_whole_llama2_tables() -> None:
+    """LMDeploy v0.1.0a1's static-inference tables on A100 (docs/en/benchmark/a100_fp16.md)
+    run every model at batch 1, 16, 32 and 64 over five prompt/output pairs. All 60 Llama 2
+    cells are entered, each once, and each row runs the batch, TP and lengths its 'where'
+    names, on TP GPUs (the internlm-20b table has no preset and is not entered)."""
+    import re
+
+    cells: dict[str, set[tuple[int, int, int, int]]] = defaultdict(set)
+    for p in load_inference_points():
+        if p.source != "lmdeploy-a100-fp16-v0.1.0a1":
+            continue
+        table = re.search(r"table '(llama2-\d+b)'", p.where).group(1)  # type: ignore[union-attr]
+        batch, tp, isl, osl = map(int, re.search(  # type: ignore[union-attr]
+            r"row 'batch (\d+), tp (\d+), prompt_tokens (\d+), output_tokens (\d+)'",
+            p.where).groups())
+        assert p.get("preset") == table.replace("llama2", "llama-2"), p.id
+        assert (p.get("batch"), p.get("tp"), p.get("gpus")) == (batch, tp, tp), p.id
+        assert (p.get("input_len"), p.get("output_len")) == (isl, osl), p.id
+        assert (batch, tp, isl, osl) not in cells[table], p.id
+        cells[table].add((batch, tp, isl, osl))
+    lengths = {(1, 128), (128, 128), (128, 2048), (2048, 128), (2048, 2048)}
+    for table, tp in (("llama2-7b", 1), ("llama2-13b", 1), ("llama2-70b", 4)):
+        assert cells[table] == {(b, tp, i, o) for b in (1, 16, 32, 64) for i, o in lengths}, table
+
+
 def test_mlperf_deepseek_rows_balance_their_attention_ranks() -> None:
     """Every MLPerf DeepSeek-R1 config read (NVIDIA v5.1, CoreWeave, Azure, Cisco, Dell,
     GigaComputing, Nebius, Google, QCT) sets adp_balancing_enable, TensorRT-LLM's attention-DP
