@@ -710,9 +710,14 @@ def test_inference_validation_does_not_regress() -> None:
     # (docs/performance-model.md, "LMDeploy's whole A100 table")
     lmdeploy = [r.error for r in s.rows if r.source == "lmdeploy-a100-fp16-v0.1.0a1"]
     assert len(lmdeploy) == 180 and sum(map(abs, lmdeploy)) / 180 <= 0.145
+    # NIM's Llama 3.3 70B levels 150-250, saturated, entered after the fit: 11.2% over the
+    # page's 27 figures ("NIM's saturated levels")
+    nim = [r.error for r in s.rows if r.source == "nim-benchmarking-perf"]
+    assert len(nim) == 27 and sum(map(abs, nim)) / 27 <= 0.115
     # varying answers free their slots one by one (80.2% as entered)
     s = dataclasses.replace(s, rows=tuple(r for r in s.rows if r.id not in hybrid_ids
-                                          and not (r.source == "lmdeploy-a100-fp16-v0.1.0a1"
+                                          and not (r.source in ("lmdeploy-a100-fp16-v0.1.0a1",
+                                                                "nim-benchmarking-perf")
                                                    and r.out_of_sample)
                                           and "llama-4-scout" not in r.id
                                           and not r.id.startswith("nm-vllm072-")
