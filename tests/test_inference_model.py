@@ -698,6 +698,11 @@ def test_inference_validation_does_not_regress() -> None:
     qwen3_next = [r.error for r in s.rows if r.source in ("sglang-cookbook-qwen3-next",
                                                             "vllm-recipe-qwen3-next")]
     assert len(qwen3_next) == 3 and all(0.2 < e < 4.4 for e in qwen3_next)
+    # at eight requests on H200 (SGLang's fused-MoE-config pull request #10404, TP 2/4/8,
+    # out of sample) the same model reads -2% to -6%: the misses above are the runs' own
+    # ("Fused-MoE-config pull requests")
+    sglang_pr = [r.error for r in s.rows if r.source == "sglang-pr-10404"]
+    assert len(sglang_pr) == 3 and all(abs(e) <= 0.07 for e in sglang_pr)
     minimax = [abs(r.error) for r in s.rows if r.source == "sglang-cookbook-minimax-m2.5"]
     assert len(minimax) == 9 and sum(minimax) / len(minimax) <= 0.581  # 58.0% since
     # the GPU MODE hackathon's vLLM 0.19.0 baseline of Qwen3.5-35B-A3B on 8 H200 (2, out of
