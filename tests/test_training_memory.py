@@ -184,3 +184,58 @@ def test_memory_settings_reach_the_layout_line(capsys: pytest.CaptureFixture[str
     out = capsys.readouterr().out
     assert "40 layers' activations offloaded, fp8 (FP8 weights), BF16 gradients" in out
     assert "fits" in out
+
+
+def test_zero3_without_resharding_gathers_once_and_holds_the_weights_whole() -> None:
+    """PyTorch FSDP2's reshard_after_forward=False keeps each layer's gathered parameters
+    from its forward to its backward: per micro-batch one all-gather instead of two (the
+    gradients' reduce-scatter unchanged), and at the forward's end every layer's
+    parameters are whole, as ZeRO-2 holds them; the step is never longer."""
+    base = dataclasses.replace(FSDP_70B, fsdp_prefetch=False)
+    kept = dataclasses.replace(base, reshard_after_forward=False)
+    zero2 = dataclasses.replace(base, zero=2)
+    a, b, c = (_est(cfg).as_json() for cfg in (base, kept, zero2))
+    gather_a = a["assumptions"]["data_parallel_traffic_s"]["gather"]
+    gather_b = b["assumptions"]["data_parallel_traffic_s"]["gather"]
+    assert gather_b == pytest.approx(gather_a / 2, rel=1e-9)
+    assert b["assumptions"]["data_parallel_traffic_s"]["reduce"] == pytest.approx(
+        a["assumptions"]["data_parallel_traffic_s"]["reduce"], rel=1e-9)
+    assert b["memory_per_gpu_gib"]["weights"] == pytest.approx(
+        c["memory_per_gpu_gib"]["weights"], rel=1e-9)
+    assert b["memory_per_gpu_gib"]["weights"] > 60 * a["memory_per_gpu_gib"]["weights"]
+    assert b["step_time_s"] <= a["step_time_s"]
+    assert b["parallelism"]["reshard_after_forward"] is False
+    assert "kept for its backward" in b["assumptions"]["data_parallel_traffic_s"]["how"]
+
+
+def test_keeping_parameters_after_the_forward_needs_zero3(capsys) -> None:  # type: ignore[no-untyped-def]
+    """Below ZeRO-3 the parameters are never resharded, so the option is refused by name,
+    in the library and on the command line (exit status 2, no traceback)."""
+    with pytest.raises(GpuarchError, match="--no-reshard-after-forward: needs --zero 3"):
+        _est(dataclasses.replace(FSDP_70B, zero=2, fsdp_prefetch=False,
+                                 reshard_after_forward=False))
+    code = main(["estimate", "train", "--model", "llama-3.1-8b", "--gpu", "h100",
+                 "--gpus", "8", "--seq-len", "4096", "--global-batch", "64", "--zero", "1",
+                 "--no-reshard-after-forward"])
+    assert code == 2
+    assert "needs --zero 3, got --zero 1" in capsys.readouterr().err
+
+
+@settings(max_examples=25, deadline=None)
+@given(gpus=st.sampled_from([8, 16, 64]), micro=st.sampled_from([1, 2, 4]),
+       prefetch=st.booleans())
+def test_keeping_gathered_parameters_trades_memory_for_traffic(gpus: int, micro: int,
+                                                               prefetch: bool) -> None:
+    """Whatever the layout, keeping the parameters after the forward never shortens the
+    memory a GPU needs nor lengthens the step."""
+    base = TrainingConfig(gpus=gpus, seq_len=4096, global_batch=gpus * micro * 2,
+                          micro_batch=micro, zero=3, fsdp_prefetch=prefetch,
+                          precision=Precision.BF16)
+    shape = preset("llama-3.1-8b").shape
+    h100 = CATALOG.product("h100")
+    system = CATALOG.system_for(h100)
+    a = estimate_training(CATALOG, shape, h100, base, system=system)
+    b = estimate_training(CATALOG, shape, h100,
+                          dataclasses.replace(base, reshard_after_forward=False), system=system)
+    assert b.memory.total >= a.memory.total
+    assert b.step_time_s <= a.step_time_s * (1 + 1e-12)

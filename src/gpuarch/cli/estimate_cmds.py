@@ -167,7 +167,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         vpp=args.vpp, sequence_parallel=args.sequence_parallel, zero=args.zero,
         dp_shard=args.dp_shard, outer_optimizer_sharding=args.outer_optimizer_sharding,
         tp_comm_overlap=args.tp_comm_overlap,
-        fsdp_prefetch=args.fsdp_prefetch,
+        fsdp_prefetch=args.fsdp_prefetch, reshard_after_forward=args.reshard_after_forward,
         moe_token_drop=args.moe_token_drop, cuda_graphs=args.cuda_graphs,
         cuda_graph_scope=args.cuda_graph_scope,
         dispatcher_wait_s=None if args.dispatcher_wait_us is None
@@ -1562,6 +1562,11 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                    help="with --zero 3: parameters gathered a layer ahead and overlapped with "
                         "compute (Megatron-FSDP); without it a fixed share of the ZeRO-3 "
                         "traffic is exposed")
+    p.add_argument("--no-reshard-after-forward", dest="reshard_after_forward",
+                   action="store_false",
+                   help="with --zero 3: each layer's gathered parameters kept from its forward "
+                        "to its backward (PyTorch FSDP2's reshard_after_forward=False): one "
+                        "all-gather a micro-batch instead of two, the weights held whole")
     p.add_argument("--pp-edge-layers", action="store_true",
                    help="the first and last pipeline stages hold one layer fewer, counting the "
                         "embedding and the loss as a layer each (Megatron's account_for_"

@@ -327,6 +327,10 @@ class TrainingConfig:
     # ZeRO-3 gathers prefetched a layer ahead (Megatron-FSDP): the per-micro-batch traffic
     # hides behind that micro-batch's compute; off = the exposed fraction of all of it
     fsdp_prefetch: bool = False
+    # ZeRO-3 only: False keeps each layer's gathered parameters from its forward to its
+    # backward (PyTorch FSDP2's fully_shard(reshard_after_forward=False)): one all-gather a
+    # micro-batch instead of two, and the parameters held whole between the passes
+    reshard_after_forward: bool = True
     # MoE routing with a capacity bound (tokens over it dropped): buffer sizes are known
     # ahead, so the dropless dispatcher's per-layer wait for the host is not paid
     moe_token_drop: bool = False
@@ -691,6 +695,9 @@ class TrainingConfig:
         check_choice("--attention-kernel", self.attention_kernel, ATTENTION_KERNELS)
         if self.fsdp_prefetch and self.zero != 3:
             raise GpuarchError(f"--fsdp-prefetch: needs --zero 3, got --zero {self.zero}")
+        if not self.reshard_after_forward and self.zero != 3:
+            raise GpuarchError("--no-reshard-after-forward: needs --zero 3, got --zero "
+                               f"{self.zero}")
         model_parallel = self.tp * self.pp * self.cp
         if self.gpus % model_parallel:
             raise GpuarchError(
@@ -1720,6 +1727,12 @@ def _torchtitan_op_time(s: TransformerShape, by_name: dict[str, Num], tp: int) -
     return time
 
 
+def _held_whole(shard: Num, whole: Num, kept: Num) -> Num:
+    """Parameters per GPU of a state sharded to ``shard`` that a configuration holds whole
+    (``kept`` 1) or sharded (0) at its peak."""
+    return shard + kept * (whole - shard)
+
+
 def _dp_traffic(params: Num, group: Group, cfg: TrainingConfig, m: Num, eff: Efficiency,
                 trained: Num = 0.0, replicas: Group | None = None) -> tuple[Num, Num]:
     """Seconds of data-parallel traffic per step for ``params`` replicated over ``group``,
@@ -1765,9 +1778,11 @@ def _dp_traffic(params: Num, group: Group, cfg: TrainingConfig, m: Num, eff: Eff
         if stage in (1, 2):
             return (run(Collective.ALL_GATHER, weight_bytes) if part == GATHER else
                     run(Collective.REDUCE_SCATTER, grad_bytes) + across(grad_bytes))
-        # ZeRO-3: parameters gathered for forward and backward of every micro-batch
+        # ZeRO-3: parameters gathered for forward and backward of every micro-batch, or
+        # for its forward alone where they are kept for the backward
         if part == GATHER:
-            return m * 2 * run(Collective.ALL_GATHER, weight_bytes, gathered)
+            gathers = where(cfg.reshard_after_forward, 2, 1)
+            return m * gathers * run(Collective.ALL_GATHER, weight_bytes, gathered)
         return m * run(Collective.REDUCE_SCATTER, grad_bytes) + across(grad_bytes)
 
     return (_by_case(cfg.zero, lambda stage: traffic(stage, GATHER)),
@@ -2165,9 +2180,15 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     if cfg.optimizer_offload:
         optimizer = _offloaded_step(opt_offloaded, optimizer, cfg, eff,
                                     host_link_bytes_s)
-    weights = (sharded(3, dense_local, expert_local)
-               + (sharded(3, *trained) if cfg.lora_rank else 0.0)) * per_param.weights \
-        + sharded(3, dense16, expert16) * max(0.0, Precision.BF16.bytes - per_param.weights)
+    # ZeRO-3 without resharding after the forward holds every layer's gathered parameters
+    # until its backward: at the forward's end the weights are whole, as below stage 3
+    kept = where(cfg.reshard_after_forward, 0.0, 1.0)
+    weights = (_held_whole(sharded(3, dense_local, expert_local), dense_local + expert_local,
+                          kept)
+               + (_held_whole(sharded(3, *trained), sum(trained), kept) if cfg.lora_rank
+                  else 0.0)) * per_param.weights \
+        + _held_whole(sharded(3, dense16, expert16), dense16 + expert16, kept) \
+        * max(0.0, Precision.BF16.bytes - per_param.weights)
     gradients = sharded(2, *trained) * per_param.gradients
     optimizer_states = opt_params * per_param.optimizer - opt_offloaded * moment_bytes(cfg)
     if layout is not None:
@@ -2515,9 +2536,11 @@ def _dp_traffic_how(cfg: TrainingConfig) -> str:
     """How the step's data-parallel traffic meets the compute (``data_parallel_traffic_s``),
     as ``evaluate_training``'s exposed() cases price it."""
     if cfg.zero == 3:
-        return ("ZeRO-3: the parameters gathered for every micro-batch's forward and "
-                "backward" + (", a layer ahead" if cfg.fsdp_prefetch else
-                              ", layer by layer in the open"))
+        passes = ("forward and backward" if cfg.reshard_after_forward else
+                  "forward and kept for its backward")
+        return (f"ZeRO-3: the parameters gathered for every micro-batch's {passes}"
+                + (", a layer ahead" if cfg.fsdp_prefetch else
+                   ", layer by layer in the open"))
     return ("the parameters' all-gather runs during the first micro-batch's forward and "
             "the gradients' reduction during the last one's backward (Megatron-Core's "
             "overlap_param_gather and overlap_grad_reduce): what outlasts one micro-batch's "
@@ -2800,6 +2823,7 @@ def estimate_training(
             "outer_optimizer_sharding": cfg.outer_optimizer_sharding,
             "tp_comm_overlap": cfg.tp_comm_overlap,
             "fsdp_prefetch": cfg.fsdp_prefetch,
+            "reshard_after_forward": cfg.reshard_after_forward if cfg.zero == 3 else None,
             "moe_token_drop": cfg.moe_token_drop,
             "cuda_graphs": cfg.cuda_graphs,
             "cuda_graph_scope": list(cfg.cuda_graph_scope) or None,

@@ -24,7 +24,8 @@ __all__ = ["inference_point", "point_toml", "toml_value", "training_point"]
 _TRAINING_FIELDS = (
     "gpus", "seq_len", "global_batch", "micro_batch", "tp", "pp", "cp", "ep", "etp", "vpp",
     "sequence_parallel", "zero", "dp_shard", "outer_optimizer_sharding", "tp_comm_overlap",
-    "fsdp_prefetch", "moe_token_drop", "cuda_graphs", "cuda_graph_scope", "ep_dispatcher",
+    "fsdp_prefetch", "reshard_after_forward", "moe_token_drop", "cuda_graphs",
+    "cuda_graph_scope", "ep_dispatcher",
     "cp_comm_type", "expert_launches", "ep_comm_overlap", "pp_comm_overlap", "pp_edge_layers",
     "pp_layout", "pp_schedule", "mtp_layers", "mtp_shared_weights", "fused_attention",
     "attention_kernel", "recompute", "recompute_modules", "recompute_layers", "precision",

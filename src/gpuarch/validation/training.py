@@ -114,6 +114,7 @@ POINT_KEYS = frozenset({
     # the run
     "seq_len", "global_batch", "micro_batch", "tp", "pp", "cp", "dp", "ep", "etp", "vpp",
     "sequence_parallel", "zero", "dp_shard", "outer_optimizer_sharding", "fsdp_prefetch",
+    "reshard_after_forward",
     "tp_comm_overlap",
     "cp_comm_type",
     "ep_dispatcher", "ep_comm_overlap", "expert_launches", "moe_routing", "moe_token_drop",
@@ -247,6 +248,7 @@ def point_config(point: TrainingPoint, system: System | None) -> TrainingConfig:
         tp_comm_overlap=bool(point.get("tp_comm_overlap",
                                        any(f in framework for f in _TP_OVERLAP_FRAMEWORKS))),
         fsdp_prefetch=bool(point.get("fsdp_prefetch", False)),
+        reshard_after_forward=bool(point.get("reshard_after_forward", True)),
         moe_token_drop=bool(point.get("moe_token_drop", False)),
         cuda_graphs=bool(point.get("cuda_graphs", False)),
         cuda_graph_scope=tuple(point.get("cuda_graph_scope", ())),
