@@ -446,11 +446,13 @@ def test_validation_error_does_not_regress() -> None:
     # nemo:24.05 (ten, out of sample: BF16 +14%, reading +28% were the TP traffic hidden);
     # 6.80% over 718 with NeMo AutoModel's own DeepEP/HybridEP pair (Qwen3-30B-A3B on 8
     # H100, out of sample: -17% and -21%, as its other runs read slow), the 716 before them
-    # held to their own figure
-    assert summary.mean_abs_error <= 0.0681
+    # held to their own figure; 6.90% since the 2026-12-05 settings audit corrected the
+    # settings some rows took from their recipes (BF16 gradient reduction, TP overlap off,
+    # a GB300 preset without recompute): corrections of the data, several moving rows away
+    assert summary.mean_abs_error <= 0.0691
     pair = "automodel-deepep-hybridep-2026-07"
     assert sum(abs(r.error) for r in summary.rows if r.source != pair) / (
-        len(summary.rows) - 2) <= 0.068  # 6.71%
+        len(summary.rows) - 2) <= 0.0687  # 6.71%; 6.86% since the settings audit
     days_rows = ("nemo-perf-25.04", "nemo-perf-25.02", "dgxc-nemo-llama31-8b-24.09",
                  "dgxc-nemo-llama31-70b-24.09", "dgxc-nemo-gpt3-175b-24.05", pair)
     # 6.81% over 720 with MLPerf v5.1's two LoRA rack runs (GB200 -7.5%, GB300 -12.4%) and
@@ -479,8 +481,9 @@ def test_validation_error_does_not_regress() -> None:
     # 7.06% over 648 with NeMo's 25.04 and 25.02 performance-summary rows and DGX Cloud's
     # Nemotron-4 15B pair; 6.93% over 670 with DGX Cloud's NeMo 24.09 Llama 3.1 rows and
     # the dense 16-bit overlap rule
-    # 6.71% since a low-precision run's LM head is priced in BF16
-    assert summary.mean_abs_error <= 0.068
+    # 6.71% since a low-precision run's LM head is priced in BF16; 6.88% since the
+    # 2026-12-05 settings audit's corrections of the data
+    assert summary.mean_abs_error <= 0.0689
     in_sample = [abs(r.error) for r in summary.rows if not r.out_of_sample]
     # 7.92% over 154 (7.89% before the attention span; 8.57% before the unpaired passes;
     # 8.73% over 151 before); 7.87% over 162 with DGX Cloud's eight Grok-1 rows; 7.58% over
@@ -500,13 +503,15 @@ def test_validation_error_does_not_regress() -> None:
     # Nemotron-4 15B pair; 6.70% over 498 with DGX Cloud's NeMo 24.09 Llama 3.1 rows (the
     # 70B BF16 six among them moved in sample by the dense 16-bit overlap rule)
     # 6.43% since a low-precision run's LM head is priced in BF16; 6.53% over 510 with
-    # NeMo AutoModel's DeepEP/HybridEP pair (-17% and -21%), the 508 before held to theirs
-    assert sum(out) / len(out) <= 0.0655
+    # NeMo AutoModel's DeepEP/HybridEP pair (-17% and -21%), the 508 before held to theirs;
+    # 6.65% over 512 since the 2026-12-05 settings audit's corrections of the data (the two
+    # Cisco GPT-OSS-20B runs' BF16 gradient reduction +16%/+8% -> +50%/+47% among them)
+    assert sum(out) / len(out) <= 0.0666
     held = [abs(r.error) for r in summary.rows
             if r.out_of_sample and r.source != pair
             and r.id not in ("mlperf51-gb200-llama2-70b-lora-72",
                              "mlperf51-gb300-llama2-70b-lora-72")]
-    assert len(held) == 508 and sum(held) / len(held) <= 0.065
+    assert len(held) == 508 and sum(held) / len(held) <= 0.0659  # 6.59% since the settings audit
     assert summary.by("gpu")["a100-sxm4-80gb"] <= 0.062  # 5.8% (6.7% before the span)
     within_20 = sum(abs(r.error) <= 0.20 for r in summary.rows) / len(summary.rows)
     # 93.96% since the Megatron-DeepSpeed runs (94.7% before); 94.1% (93.7% before the
@@ -515,8 +520,10 @@ def test_validation_error_does_not_regress() -> None:
     # carry it; 94.7% with NeMo's 25.04 and 25.02 performance-summary rows (four of the 16
     # beyond 20%); 95.07% with DGX Cloud's Nemotron-4 15B pair and NeMo 24.09 Llama 3.1
     # rows and the dense 16-bit overlap rule
-    # 95.7% since a low-precision run's LM head is priced in BF16
-    assert within_20 >= 0.955
+    # 95.7% since a low-precision run's LM head is priced in BF16; 95.47% since the
+    # 2026-12-05 settings audit (the two Cisco GPT-OSS-20B runs beyond 20% with their BF16
+    # gradient reduction)
+    assert within_20 >= 0.9545
     # dense runs: 5.4% with one beyond 20% (inside the issue's goal) until the v5.1 partners'
     # runs, 6.1% with seven beyond since (the six HGX runs below and Nemotron 22B); MoE 14.2%;
     # with the overlap by its physics 5.2% and three beyond (Cisco's v5.1 H100 run without
@@ -1389,9 +1396,12 @@ def test_mlperf_v60_moe_runs_where_the_model_holds() -> None:
     assert len(one_node) >= 13 and all(abs(e) <= 0.16 for e in one_node), one_node
     # Cisco's GPT-OSS-20B on 64 and 128 H100 with EP 4 and capacity-bounded routing (0.42589
     # and 0.41584 s a step): -4% and -8%, then +16% and +8% with the data-parallel overlap
-    # by its physics
+    # by its physics; +50% and +47% since the 2026-12-05 audit read their pretrain.py's BF16
+    # gradient reduction (grad_reduce_in_fp32=False): the FP32 gradient traffic that had
+    # made the model agree was not in the run, and what makes Cisco's H100 runs slow (its
+    # Llama 3.1 8B at TP 2 reads +34% too) is not established
     capped = [e for k, e in errors.items() if k.startswith("mlperf60-cisco-h100-gpt-oss")]
-    assert len(capped) == 2 and all(abs(e) <= 0.17 for e in capped), capped
+    assert len(capped) == 2 and all(0.4 <= e <= 0.55 for e in capped), capped
 
 
 def test_layer_pass_floor_binds_only_on_small_passes() -> None:
