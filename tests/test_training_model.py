@@ -448,11 +448,12 @@ def test_validation_error_does_not_regress() -> None:
     # H100, out of sample: -17% and -21%, as its other runs read slow), the 716 before them
     # held to their own figure; 6.90% since the 2026-12-05 settings audit corrected the
     # settings some rows took from their recipes (BF16 gradient reduction, TP overlap off,
-    # a GB300 preset without recompute): corrections of the data, several moving rows away
-    assert summary.mean_abs_error <= 0.0691
+    # a GB300 preset without recompute, the NVFP4 Llama rows' TP overlap off as their
+    # recipes set it): corrections of the data, several moving rows away (6.93%)
+    assert summary.mean_abs_error <= 0.0694
     pair = "automodel-deepep-hybridep-2026-07"
     assert sum(abs(r.error) for r in summary.rows if r.source != pair) / (
-        len(summary.rows) - 2) <= 0.0687  # 6.71%; 6.86% since the settings audit
+        len(summary.rows) - 2) <= 0.069  # 6.71%; 6.90% since the settings audit
     days_rows = ("nemo-perf-25.04", "nemo-perf-25.02", "dgxc-nemo-llama31-8b-24.09",
                  "dgxc-nemo-llama31-70b-24.09", "dgxc-nemo-gpt3-175b-24.05", pair)
     # 6.81% over 720 with MLPerf v5.1's two LoRA rack runs (GB200 -7.5%, GB300 -12.4%) and
@@ -462,7 +463,8 @@ def test_validation_error_does_not_regress() -> None:
     before = [abs(r.error) for r in summary.rows
               if r.source not in days_rows and "nemotron4-15b" not in r.id
               and r.id not in lora_v51]
-    assert len(before) == 666 and sum(before) / len(before) <= 0.068  # 6.68% (6.88%)
+    # 6.68% (6.88%); 6.83% since the settings audit
+    assert len(before) == 666 and sum(before) / len(before) <= 0.0684
     # Qwen3-235B H100 row takes its recipe's EP overlap (7.72% before; 7.73% before the tied
     # embedding's all-reduce; 8.007% while every
     # pipeline inside a node was charged NVLink's sends; 8.08% while no
@@ -483,13 +485,14 @@ def test_validation_error_does_not_regress() -> None:
     # the dense 16-bit overlap rule
     # 6.71% since a low-precision run's LM head is priced in BF16; 6.88% since the
     # 2026-12-05 settings audit's corrections of the data
-    assert summary.mean_abs_error <= 0.0689
+    assert summary.mean_abs_error <= 0.0692  # 6.92% with the NVFP4 rows' overlap off
     in_sample = [abs(r.error) for r in summary.rows if not r.out_of_sample]
     # 7.92% over 154 (7.89% before the attention span; 8.57% before the unpaired passes;
     # 8.73% over 151 before); 7.87% over 162 with DGX Cloud's eight Grok-1 rows; 7.58% over
     # 172 with the ten dense 16-bit runs that set tp_comm_exposed_16_bit_dense
     # 7.52% since a low-precision run's LM head is priced in BF16
-    assert sum(in_sample) / len(in_sample) <= 0.076
+    # 7.61% with the two in-sample NVFP4 rows' overlap off
+    assert sum(in_sample) / len(in_sample) <= 0.0762
     out = [abs(r.error) for r in summary.rows if r.out_of_sample]
     # 7.42% over 415 with llm-foundry's A100 40GB rows; 7.48% over 339 since its other 112
     # rows; 7.21% over 227 since the four
@@ -506,12 +509,12 @@ def test_validation_error_does_not_regress() -> None:
     # NeMo AutoModel's DeepEP/HybridEP pair (-17% and -21%), the 508 before held to theirs;
     # 6.65% over 512 since the 2026-12-05 settings audit's corrections of the data (the two
     # Cisco GPT-OSS-20B runs' BF16 gradient reduction +16%/+8% -> +50%/+47% among them)
-    assert sum(out) / len(out) <= 0.0666
+    assert sum(out) / len(out) <= 0.0669  # 6.68% with the NVFP4 rows' overlap off
     held = [abs(r.error) for r in summary.rows
             if r.out_of_sample and r.source != pair
             and r.id not in ("mlperf51-gb200-llama2-70b-lora-72",
                              "mlperf51-gb300-llama2-70b-lora-72")]
-    assert len(held) == 508 and sum(held) / len(held) <= 0.0659  # 6.59% since the settings audit
+    assert len(held) == 508 and sum(held) / len(held) <= 0.0663  # 6.62% since the settings audit
     assert summary.by("gpu")["a100-sxm4-80gb"] <= 0.062  # 5.8% (6.7% before the span)
     within_20 = sum(abs(r.error) <= 0.20 for r in summary.rows) / len(summary.rows)
     # 93.96% since the Megatron-DeepSpeed runs (94.7% before); 94.1% (93.7% before the
@@ -542,7 +545,8 @@ def test_validation_error_does_not_regress() -> None:
     # over 456 with DGX Cloud's Nemotron-4 15B pair; 5.73% over 478 with its NeMo 24.09
     # Llama 3.1 runs and the dense 16-bit overlap rule
     # 5.40% over 478 and nine beyond since a low-precision run's LM head is priced in BF16
-    assert len(dense) >= 478 and sum(dense) / len(dense) <= 0.055
+    # 5.51% with the NVFP4 rows' overlap off
+    assert len(dense) >= 478 and sum(dense) / len(dense) <= 0.0551
     # 11 since NVIDIA's DGX Cloud Llama 3.1 405B rows (NeMo 25.04): BF16 on 128 GB200 +24.5%,
     # out of sample, nothing refitted (docs/performance-model.md, "NVIDIA's DGX Cloud
     # recipes: Llama 3.1 405B in BF16 and FP8"); 12 since NeMo 25.02's Nemotron-4 15B run
