@@ -1727,12 +1727,6 @@ def _torchtitan_op_time(s: TransformerShape, by_name: dict[str, Num], tp: int) -
     return time
 
 
-def _held_whole(shard: Num, whole: Num, kept: Num) -> Num:
-    """Parameters per GPU of a state sharded to ``shard`` that a configuration holds whole
-    (``kept`` 1) or sharded (0) at its peak."""
-    return shard + kept * (whole - shard)
-
-
 def _dp_traffic(params: Num, group: Group, cfg: TrainingConfig, m: Num, eff: Efficiency,
                 trained: Num = 0.0, replicas: Group | None = None) -> tuple[Num, Num]:
     """Seconds of data-parallel traffic per step for ``params`` replicated over ``group``,
@@ -2161,9 +2155,11 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
 
     per_param = cfg.param_bytes
 
-    def sharded(stage: int, dense: Num, expert: Num) -> Num:
-        """Parameters per GPU for a state ZeRO shards from ``stage`` on."""
-        return where(cfg.zero < stage, dense + expert, dense / shard + expert / expert_shard)
+    def sharded(stage: int, dense: Num, expert: Num, kept: Num = False) -> Num:
+        """Parameters per GPU for a state ZeRO shards from ``stage`` on (held whole where
+        ``kept``)."""
+        return where(np.logical_or(cfg.zero < stage, kept), dense + expert,
+                     dense / shard + expert / expert_shard)
 
     # under LoRA the frozen weights keep their compute copy alone (no gradient, no master
     # copy or moments); the adapters are trained as weights are
@@ -2182,13 +2178,11 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
                                     host_link_bytes_s)
     # ZeRO-3 without resharding after the forward holds every layer's gathered parameters
     # until its backward: at the forward's end the weights are whole, as below stage 3
-    kept = where(cfg.reshard_after_forward, 0.0, 1.0)
-    weights = (_held_whole(sharded(3, dense_local, expert_local), dense_local + expert_local,
-                          kept)
-               + (_held_whole(sharded(3, *trained), sum(trained), kept) if cfg.lora_rank
-                  else 0.0)) * per_param.weights \
-        + _held_whole(sharded(3, dense16, expert16), dense16 + expert16, kept) \
-        * max(0.0, Precision.BF16.bytes - per_param.weights)
+    kept = np.logical_not(cfg.reshard_after_forward)
+    weights = (sharded(3, dense_local, expert_local, kept)
+               + (sharded(3, trained[0], trained[1], kept) if cfg.lora_rank else 0.0)) \
+        * per_param.weights \
+        + sharded(3, dense16, expert16, kept) * max(0.0, Precision.BF16.bytes - per_param.weights)
     gradients = sharded(2, *trained) * per_param.gradients
     optimizer_states = opt_params * per_param.optimizer - opt_offloaded * moment_bytes(cfg)
     if layout is not None:
