@@ -24,7 +24,8 @@ from __future__ import annotations
 import dataclasses
 
 from gpuarch.catalog import load_catalog
-from gpuarch.estimate.training import TrainingConfig, estimate_training
+from gpuarch.estimate.training import estimate_training
+from gpuarch.estimate.training_config import TrainingConfig
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.perf.precision import Precision
 from gpuarch.workloads import count_params

@@ -12,7 +12,7 @@ from gpuarch.catalog import load_catalog
 from gpuarch.cli.main import main
 from gpuarch.errors import GpuarchError
 from gpuarch.estimate import TrainingConfig, estimate_training
-from gpuarch.estimate import training as training_model
+from gpuarch.estimate import training_layers as training_model
 from gpuarch.perf.collectives import Collective
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY
 from gpuarch.workloads import preset
@@ -34,13 +34,13 @@ def test_a2a_moves_each_gpus_queries_keys_values_and_output(monkeypatch: Any) ->
     16 bits: 4,096 x (8,192 + 2,048) x 2 bytes, over the CP group's two ranks, none of it
     hidden, in the forward and the backward pass of every layer of every micro-batch."""
     calls: list[tuple[Collective, float, Any]] = []
-    real = training_model._nccl
+    real = training_model.nccl_time
 
     def spy(kind: Collective, size: Any, group: Any, *rest: Any) -> Any:
         calls.append((kind, float(size), group))
         return real(kind, size, group, *rest)
 
-    monkeypatch.setattr(training_model, "_nccl", spy)
+    monkeypatch.setattr(training_model, "nccl_time", spy)
     e = _est(cp_comm_type="a2a")
     swapped = 4096 * (2 * 32 * 128 + 2 * 8 * 128) * 2
     found = [g for kind, size, g in calls

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from gpuarch.catalog import load_catalog
 from gpuarch.cli.main import main
 from gpuarch.estimate import TrainingConfig
-from gpuarch.estimate.training import CUDA_GRAPH_SCOPES, dispatcher_host_time
+from gpuarch.estimate.training_config import CUDA_GRAPH_SCOPES
+from gpuarch.estimate.training_layers import dispatcher_host_time
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY as EFF
 from gpuarch.workloads.presets import preset
 

@@ -23,7 +23,8 @@ from hypothesis import strategies as st
 
 from gpuarch.catalog import load_catalog
 from gpuarch.errors import GpuarchError
-from gpuarch.estimate.training import TrainingConfig, estimate_training
+from gpuarch.estimate.training import estimate_training
+from gpuarch.estimate.training_config import TrainingConfig
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY as EFF
 from gpuarch.perf.fp8_attention import (
     fp8_attention_timings,
@@ -172,7 +173,9 @@ def test_fp8_attention_pays_the_casts_of_its_inputs() -> None:
     """Transformer Engine quantizes the FP8 kernel's inputs (read 16 bits, write 8): the
     query, key and value before the forward, the output and its gradient before the
     backward; Llama 3.1 8B at TP 2, 8,192 tokens: 32 query and 8 KV heads of 128."""
-    from gpuarch.estimate.training import _layer_ops
+    from gpuarch.estimate.training_layers import (
+        _layer_ops,
+    )
     from gpuarch.perf.roofline import Elementwise
 
     shape = preset("llama-3.1-8b").shape

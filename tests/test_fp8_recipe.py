@@ -16,13 +16,9 @@ import pytest
 
 from gpuarch.catalog import load_catalog
 from gpuarch.errors import GpuarchError
-from gpuarch.estimate.training import (
-    FP8_RECIPES,
-    TrainingConfig,
-    _layer_ops,
-    estimate_training,
-    quantized_copies,
-)
+from gpuarch.estimate.training import estimate_training
+from gpuarch.estimate.training_config import FP8_RECIPES, TrainingConfig
+from gpuarch.estimate.training_layers import _layer_ops, quantized_copies
 from gpuarch.perf.precision import Precision
 from gpuarch.perf.roofline import Elementwise, Gemm
 from gpuarch.workloads.presets import preset

@@ -15,7 +15,8 @@ from gpuarch.catalog import load_catalog
 from gpuarch.errors import GpuarchError
 from gpuarch.estimate.memory import Recompute
 from gpuarch.estimate.scaling import MAX_SCALING_POINTS, scale_gpus
-from gpuarch.estimate.training import TrainingConfig, estimate_training
+from gpuarch.estimate.training import estimate_training
+from gpuarch.estimate.training_config import TrainingConfig
 from gpuarch.workloads.presets import preset
 from tests.test_cli import run
 

@@ -11,7 +11,7 @@ import pytest
 
 from gpuarch.estimate.inference import Batching, InferenceConfig
 from gpuarch.estimate.memory import Recompute
-from gpuarch.estimate.training import TrainingConfig
+from gpuarch.estimate.training_config import TrainingConfig
 from gpuarch.perf.precision import Precision
 from gpuarch.perf.quant import QuantFormat, QuantScheme
 from gpuarch.report.launch import (

@@ -15,7 +15,7 @@ from gpuarch.catalog import load_catalog
 from gpuarch.cli.main import main
 from gpuarch.errors import GpuarchError
 from gpuarch.estimate import TrainingConfig, estimate_training
-from gpuarch.estimate.training import PP_SCHEDULES, pipeline_bubble, schedule_runs
+from gpuarch.estimate.pipeline_schedule import PP_SCHEDULES, pipeline_bubble, schedule_runs
 from gpuarch.validation import validate_training
 from gpuarch.validation.training import load_training_points, point_config, point_shape
 from gpuarch.workloads import preset

@@ -364,7 +364,12 @@ def test_a_machine_slower_than_the_reference_is_never_estimated_faster(gemm: flo
     """Property: scaling the reference H200's measured rates down by any factors never raises
     an efficiency above the fitted one nor shortens a training or serving estimate."""
     from gpuarch.estimate.inference import InferenceConfig, estimate_inference
-    from gpuarch.estimate.training import TrainingConfig, estimate_training
+    from gpuarch.estimate.training import (
+        estimate_training,
+    )
+    from gpuarch.estimate.training_config import (
+        TrainingConfig,
+    )
     from gpuarch.probe.calibration import Calibration
     from gpuarch.workloads.presets import preset
 

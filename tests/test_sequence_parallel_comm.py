@@ -10,11 +10,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gpuarch.catalog import load_catalog
-from gpuarch.estimate.training import (
-    TrainingConfig,
-    estimate_training,
-    sequence_parallel_tp_comm,
-)
+from gpuarch.estimate.training import estimate_training
+from gpuarch.estimate.training_config import TrainingConfig
+from gpuarch.estimate.training_layers import sequence_parallel_tp_comm
 from gpuarch.perf.collectives import (
     Collective,
     Fabric,

@@ -16,7 +16,8 @@ from gpuarch.catalog.loader import load_catalog
 from gpuarch.catalog.peaks import PeakKey
 from gpuarch.errors import GpuarchError
 from gpuarch.estimate.inference import InferenceConfig, estimate_inference
-from gpuarch.estimate.training import TrainingConfig, estimate_training
+from gpuarch.estimate.training import estimate_training
+from gpuarch.estimate.training_config import TrainingConfig
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY
 from gpuarch.perf.precision import Precision, matmul_peak
 from gpuarch.perf.quant import QuantFormat, QuantScheme

@@ -28,21 +28,11 @@ from gpuarch.estimate.host_link import product_host_link
 from gpuarch.estimate.lora import DEFAULT_LORA_MODULES, lora_params
 from gpuarch.estimate.memory import Recompute
 from gpuarch.estimate.pipeline_layout import even_segments
-from gpuarch.estimate.reliability import (
-    CheckpointPlan,
-    expected_interruptions,
-    expected_wall_time,
-)
-from gpuarch.estimate.training import (
-    PP_SCHEDULES,
-    LayerCosts,
-    TrainingConfig,
-    estimate_training,
-    evaluate_training,
-    layer_costs,
-    ranks_per_node,
-    schedule_runs,
-)
+from gpuarch.estimate.pipeline_schedule import PP_SCHEDULES, schedule_runs
+from gpuarch.estimate.reliability import CheckpointPlan, expected_interruptions, expected_wall_time
+from gpuarch.estimate.training import estimate_training, evaluate_training
+from gpuarch.estimate.training_config import TrainingConfig
+from gpuarch.estimate.training_layers import LayerCosts, layer_costs, ranks_per_node
 from gpuarch.perf.collectives import Link, link_for
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.perf.precision import Precision, matmul_peak, sixteen_bit

@@ -135,8 +135,12 @@ def cmd_train(args: argparse.Namespace) -> int:
     from gpuarch.estimate.memory import Recompute
     from gpuarch.estimate.remedies import memory_remedies
     from gpuarch.estimate.training import (
-        TrainingConfig,
         estimate_training,
+    )
+    from gpuarch.estimate.training_config import (
+        TrainingConfig,
+    )
+    from gpuarch.estimate.training_layers import (
         unbalanced_routing_load,
     )
     from gpuarch.perf.precision import sixteen_bit
@@ -1019,7 +1023,11 @@ def _check_train_model_flags(args: argparse.Namespace, shape: TransformerShape) 
     """estimate train: the expert layers' flags are refused by name on a model without
     routed experts, and --cp-comm-type without context parallelism, rather than ignored
     (after their values are checked, so a misspelt value is named as such first)."""
-    from gpuarch.estimate.training import CP_COMM_TYPES, EP_DISPATCHERS, EXPERT_LAUNCHES
+    from gpuarch.estimate.training_config import (
+        CP_COMM_TYPES,
+        EP_DISPATCHERS,
+        EXPERT_LAUNCHES,
+    )
 
     check_choice("--ep-dispatcher", args.ep_dispatcher, EP_DISPATCHERS)
     check_choice("--expert-launches", args.expert_launches, EXPERT_LAUNCHES)

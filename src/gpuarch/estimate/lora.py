@@ -64,7 +64,7 @@ def check_lora_modules(modules: Iterable[str]) -> tuple[str, ...]:
 
 
 def adapted_gemms(shape: TransformerShape, modules: Iterable[str]) -> frozenset[str]:
-    """The names of the training model's GEMMs (``estimate/training.py``, ``_layer_ops``)
+    """The names of the training model's GEMMs (``estimate/training_layers.py``, ``_layer_ops``)
     that carry an adapter when ``modules`` are adapted."""
     names: set[str] = set()
     projections = [name for name, _, _ in attention_projections(shape)]

@@ -10,7 +10,7 @@ runs ``layernorm``, ``moe_act`` and ``mla_up_proj`` as output-discarding checkpo
 module's output is freed once the next module has used it and recomputed before the
 backward needs it) and the others as ordinary checkpoints (only the module's input is
 kept). What each saves is in ``estimate/memory.py`` (``activation_bytes_per_layer``), what
-each costs in ``estimate/training.py`` (the recompute pass of a layer).
+each costs in ``estimate/training_layers.py`` (the recompute pass of a layer).
 
 One more policy is not Megatron's: ``torchtitan_op``, TorchTitan's per-op selective
 checkpointing (``--activation_checkpoint.selective_ac_option op``). It wraps each block in
@@ -61,7 +61,7 @@ TORCHTITAN_OP = "torchtitan_op"
 class BlockMatmul:
     """One matrix multiply of a dense block, per token: ``n`` outputs from ``k`` inputs
     (whole model width, before tensor parallelism), the fused operator of
-    ``estimate/training.py`` it is part of (``qkv``, ``attn_out``, ``mlp_up``,
+    ``estimate/training_layers.py`` it is part of (``qkv``, ``attn_out``, ``mlp_up``,
     ``mlp_down``), and whether its output is split over tensor-parallel GPUs by width
     (column-parallel) or is a full-width partial sum (row-parallel)."""
 

@@ -34,7 +34,8 @@ from gpuarch.catalog.model import Product, System
 from gpuarch.errors import GpuarchError
 from gpuarch.estimate.inference import InferenceConfig, InferenceEstimate, estimate_inference
 from gpuarch.estimate.memory import Recompute
-from gpuarch.estimate.training import TrainingConfig, TrainingEstimate, estimate_training
+from gpuarch.estimate.training import TrainingEstimate, estimate_training
+from gpuarch.estimate.training_config import TrainingConfig
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.perf.kv_formats import kv_cache_run
 from gpuarch.perf.quant import QuantFormat, QuantScheme

@@ -21,7 +21,8 @@ from gpuarch.catalog.model import Product, System
 from gpuarch.errors import GpuarchError
 from gpuarch.estimate.energy import DEFAULT_FACILITY, Facility
 from gpuarch.estimate.reliability import CheckpointPlan
-from gpuarch.estimate.training import TrainingConfig, TrainingEstimate, estimate_training
+from gpuarch.estimate.training import TrainingEstimate, estimate_training
+from gpuarch.estimate.training_config import TrainingConfig
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.workloads.shape import TransformerShape
 

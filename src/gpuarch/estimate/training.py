@@ -2,18 +2,18 @@
 
 Model (Model x Strategy x System, composed by pure functions):
 
-1. ``TrainingConfig`` (the strategy) is validated: DP = GPUs / (TP x PP x CP), every
-   dimension must divide what it splits.
+1. ``TrainingConfig`` (the strategy, ``training_config``) is validated: DP = GPUs /
+   (TP x PP x CP), every dimension must divide what it splits.
 2. One micro-batch on one pipeline stage is a list of operators (``perf.roofline``) and
    collectives (``perf.collectives``): per layer the QKV, attention, projection and MLP GEMMs,
    fused attention, norms and activations, tensor-parallel all-reduces (or all-gather +
    reduce-scatter with sequence parallelism), context-parallel KV exchange and MoE all-to-all;
    backward costs twice the forward GEMMs and 2.5x the forward attention; recomputation adds
-   forward work. The last stage also runs the LM head.
+   forward work (``training_layers``). The last stage also runs the LM head.
 3. The step is m micro-batches through the slowest stage plus the pipeline schedule's
    bubble (1F1B's (PP-1)/VPP stage times, or a zero-bubble or DualPipe schedule's,
-   ``pipeline_bubble``), the exposed part of the data-parallel gradient traffic (stage-
-   correct for ZeRO 0-3), and the optimizer step.
+   ``pipeline_schedule.pipeline_bubble``), the exposed part of the data-parallel gradient
+   traffic (stage-correct for ZeRO 0-3), and the optimizer step.
 """
 
 from __future__ import annotations
@@ -27,41 +27,20 @@ from typing import Any
 import numpy as np
 
 from gpuarch.catalog.loader import Catalog
-from gpuarch.catalog.model import BLACKWELL_TENSOR_CORES, Product, System, spec
-from gpuarch.errors import GpuarchError, check_choice, check_count
+from gpuarch.catalog.model import Product, System, spec
+from gpuarch.errors import GpuarchError
 from gpuarch.estimate.energy import DEFAULT_FACILITY, GPU_POWER_MODEL, Facility, energy_kwh
 from gpuarch.estimate.host_link import product_host_link
-from gpuarch.estimate.lora import (
-    DEFAULT_LORA_MODULES,
-    adapted_gemms,
-    check_lora_modules,
-    lora_forward_flops_per_token,
-    lora_params,
-)
-from gpuarch.estimate.mamba import mamba_ops
-from gpuarch.estimate.memory import (
-    BytesPerParam,
-    Recompute,
-    activation_bytes_per_layer,
-    bytes_per_param,
-)
+from gpuarch.estimate.lora import lora_forward_flops_per_token, lora_params
+from gpuarch.estimate.memory import Recompute, activation_bytes_per_layer
 from gpuarch.estimate.pipeline_layout import (
     PipelineLayout,
     StageLoad,
-    even_layout,
     held_layer_passes,
-    hybrid_layout,
     layout_held_by_rank,
-    parse_pp_layout,
 )
-from gpuarch.estimate.recompute import (
-    DEFAULT_MODULES,
-    TORCHTITAN_OP,
-    block_matmuls,
-    check_recompute_modules,
-    recompute_flops_per_token,
-    torchtitan_op_split,
-)
+from gpuarch.estimate.pipeline_schedule import DUALPIPE_SCHEDULES, SCHEDULE_BUBBLES, pipeline_bubble
+from gpuarch.estimate.recompute import recompute_flops_per_token
 from gpuarch.estimate.reliability import (
     INTERRUPTIONS_PER_GPU_DAY,
     RATE_SOURCE,
@@ -69,45 +48,47 @@ from gpuarch.estimate.reliability import (
     expected_interruptions,
     goodput,
 )
-from gpuarch.perf.collectives import (
-    Collective,
-    Group,
-    Link,
-    Num,
-    collective_time,
-    link_for,
-    nccl_protocols,
+from gpuarch.estimate.training_config import (
+    CP_COMM_TYPES,
+    EP_DISPATCHERS,
+    EXPERT_LAUNCHES,
+    TrainingConfig,
 )
+from gpuarch.estimate.training_layers import (
+    SIXTEEN_BIT,
+    LayerCosts,
+    LayerPasses,
+    PassSeconds,
+    attention_efficiency,
+    average_layer,
+    bf16_efficiency,
+    comm_group,
+    expert_efficiency,
+    fused_attention,
+    layer_costs,
+    layer_groups,
+    layer_times,
+    nccl_time,
+    one_layer_time,
+    ranks_per_node,
+)
+from gpuarch.perf.collectives import Collective, Group, Link, Num, link_for
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
-from gpuarch.perf.fp8_attention import (
-    FP8_ATTENTION_SCALINGS,
-    fp8_attention_sources,
-    fp8_training_attention_speedup,
-    has_fp8_attention_timings,
-)
-from gpuarch.perf.num import any_of, ceil, maximum, minimum, where
+from gpuarch.perf.fp8_attention import fp8_attention_sources, fp8_training_attention_speedup
+from gpuarch.perf.num import any_of, maximum, minimum, where
 from gpuarch.perf.precision import Precision, matmul_peak
 from gpuarch.perf.roofline import (
-    ATTENTION_OPS,
-    LORA_OPS,
-    Attention,
     Device,
     Elementwise,
     Gemm,
-    Op,
     attention_span,
     attention_span_share,
     fp8_backward_ignores_window,
-    op_kind,
     op_time,
 )
 from gpuarch.perf.sibling import sibling_notes
 from gpuarch.units import Unit, from_si, to_si
-from gpuarch.workloads.flops import (
-    attention_core_dims,
-    attention_projections,
-    forward_flops_per_token,
-)
+from gpuarch.workloads.flops import attention_core_dims, forward_flops_per_token
 from gpuarch.workloads.mtp import mtp_block_params, mtp_forward_flops_per_token, mtp_layer_shape
 from gpuarch.workloads.params import (
     ParamCount,
@@ -120,7 +101,7 @@ from gpuarch.workloads.params import (
     qk_norm_params,
     routed_expert_params,
 )
-from gpuarch.workloads.shape import MAX_DIMENSION, TransformerShape
+from gpuarch.workloads.shape import TransformerShape
 
 __all__ = [
     "COMMUNICATION_PARTS",
@@ -157,687 +138,9 @@ COMMUNICATION_PARTS = ("tensor_parallel", "context_parallel", "expert_parallel",
 (``tied_embedding``: the all-reduce of a tied word embedding's gradient between the first
 and last pipeline stages at the end of the step)."""
 
-UNFUSED_SOFTMAX_BYTES = 9.0
-"""DRAM bytes per attention-score element for unfused softmax and dropout: read and write
-the scores (2 + 2, 16-bit), write the dropout mask (1), read and write the dropped-out
-probabilities (2 + 2); Korthikanti et al. 2022, section 4.1, list the same tensors."""
-
-EP_DISPATCHERS = ("alltoall", "deepep")
-"""MoE token dispatchers: every routed copy sent on its own, or deduplicated by node."""
-
-CP_COMM_TYPES = ("p2p", "all_gather", "a2a")
-"""How context-parallel ranks exchange attention inputs (Megatron-Core's ``--cp-comm-type``,
-Transformer Engine's ``cp_comm_type``): "p2p" passes key/value chunks around a ring while
-each chunk's attention runs (the exchange largely hidden, ``Efficiency.cp_comm_exposed``);
-"all_gather" gathers every rank's keys and values before the attention core, which waits
-for them; "a2a" (DeepSpeed-Ulysses style) swaps the sequence split for a head split with an
-all-to-all of the queries, keys and values before the core and of its output after it, in
-the forward pass and again for their gradients in the backward, none of it overlapped."""
-
-
-def cp_call_share(cfg: TrainingConfig) -> float | None:
-    """The share of the sequence one fused attention call spans under ``cfg``'s context
-    parallelism (``Attention.call_share``): None, the GPU's share, for the p2p ring's calls
-    over one chunk (and without context parallelism, where that share is 1); 1 for "a2a"
-    and "all_gather", whose calls span the whole sequence."""
-    return None if cfg.cp_comm_type == "p2p" else 1.0
-
-
-def fused_attention(cfg: TrainingConfig, heads: Num = 1, kv_heads: Num = 1, head_dim: Num = 1,
-                    window: Num = 0, chunked: bool = False) -> Attention:
-    """One GPU's fused attention core of a layer's forward pass under ``cfg``: its
-    micro-batch's sequences (packed documents as so many short ones), 1/CP of the causal
-    work, in kernel calls over a chunk or the whole sequence (``cp_call_share``)."""
-    span = cfg.attention_span
-    return Attention(cfg.micro_batch * cfg.seq_len / span, span, span, heads, kv_heads,
-                     head_dim, causal=True, share=1 / cfg.cp, window=window, chunked=chunked,
-                     call_share=cp_call_share(cfg))
-
-
-CUDA_GRAPH_SCOPES = ("attn", "mamba", "mlp", "moe", "moe_router", "moe_preprocess",
-                     "full_iteration")
-"""Megatron-Core's ``--cuda-graph-scope`` modules. What the model draws from a scope is
-where a dropless MoE dispatcher's host wait goes (``TrainingConfig.ungraphed_expert_share``):
-an expert block pays it only when the block before it (attention, or in a hybrid model the
-Mamba-2, attention or MLP block) is launched kernel by kernel; ``moe`` (an expert layer
-graphed whole, which needs padded, fixed-size expert inputs) and ``full_iteration`` leave no
-wait anywhere; ``moe_router`` and ``moe_preprocess`` alone leave it, as the runs that graph
-only those read (docs/performance-model.md, "CUDA graph scopes")."""
-
-EXPERT_LAUNCHES = ("per-expert", "grouped", "fused-mlp")
-"""How a GPU's expert GEMMs are launched: one GEMM (and, in low precision, one quantization)
-per local expert, as Transformer Engine's grouped linear layers do by default (multi-stream
-cuBLASLt); one grouped kernel for all of them (CUTLASS or cuBLASLt grouped GEMM with the
-shapes on the device); or a fused grouped MLP, whose up projection applies the activation
-and, in FP8/FP4, quantizes the down projection's input in its epilogue, so neither makes a
-pass through memory of its own (cuDNN frontend's CuTe DSL grouped GEMM + GLU kernels,
-Megatron Bridge's ``cutedsl_fused_grouped_mlp``; NVIDIA's timings of them against
-Transformer Engine's unfused grouped GEMM, activation and MXFP8 quantization on GB200:
-1.25x faster for the SwiGLU forward, 2.0x for its backward, cuDNN frontend
-benchmark/cutedsl_fusion_kernels/results)."""
 
 FRAMEWORK_RESERVE_BYTES = to_si(3, Unit.GIB)
 """CUDA context, NCCL buffers, allocator fragmentation and workspaces: an assumed 3 GiB."""
-
-
-SCHEDULE_BUBBLES = {
-    "1f1b": "1F1B (interleaved over VPP chunks): a bubble of (PP-1)(F+B)/VPP, F and B a "
-            "stage's forward and backward per micro-batch",
-    "zb1p": "zero-bubble ZB-H1 (Qi et al., ICLR 2024): the weight gradients W deferred into "
-            "the bubble, (PP-1)(F+B-2W), W each trained GEMM's forward time again; 1F1B's "
-            "memory",
-    "dualpipe": "DualPipe (DeepSeek-V3 report, Table 2): (PP/2-1)(F&B+B-3W), F&B taken as "
-                "F+B (the pair overlaps communication, not compute); two copies of the "
-                "parameters, their gradients and optimizer states; PP+1 micro-batches' "
-                "activations",
-    "dualpipev": "DualPipeV (DeepSeek's DualPipe README): DualPipe's bubble over 2 x PP "
-                 "chunks of half a GPU's layers; one copy of the parameters; PP+1 chunks' "
-                 "activations",
-}
-"""The pipeline schedules (``TrainingConfig.pp_schedule``) and the bubble each leaves, as an
-estimate's ``assumptions.pp_schedule`` states it (F, B: a stage's forward and whole
-backward per micro-batch, W its weight-gradient GEMMs; ``pipeline_bubble`` computes them)."""
-
-PP_SCHEDULES = tuple(SCHEDULE_BUBBLES)
-"""The schedules' names, 1F1B (the default) first."""
-
-
-def schedule_chunks(schedule: str) -> int:
-    """Model chunks per GPU a non-1F1B schedule runs (its --vpp): DualPipeV's V shape puts
-    two on each GPU, ZB-1P and DualPipe one."""
-    return 2 if schedule == "dualpipev" else 1
-
-
-DUALPIPE_SCHEDULES = ("dualpipe", "dualpipev")
-"""DeepSeek's bidirectional schedules (DualPipe and its V-shaped half): they hold their own
-count of micro-batches in flight, and pair chunks so that their sends hide behind compute."""
-
-ATTENTION_KERNELS = ("native", "ampere", "triton")
-"""Fused attention kernels: the GPU generation's own, one written for Ampere's synchronous
-Tensor Core instructions (FlashAttention-2), or 2023's flash attention in Triton (slower
-than FlashAttention-2 everywhere: ``Efficiency.attention_triton_kernel``)."""
-
-
-def attention_efficiency(eff: Efficiency, cfg: TrainingConfig, compute_capability: str,
-                         gpu: str) -> Efficiency:
-    """``eff`` with the attention efficiency the configured kernel reaches on a GPU of this
-    compute capability. FP8 attention (``fp8_attention``) on a GPU (catalog key ``gpu``)
-    whose chip has published FP8 training-attention timings runs each pass at its 16-bit
-    rate times the measured speedup (the roofline's, perf/fp8_attention.py), so the 16-bit
-    efficiency is kept here; elsewhere it runs at the FP8 peak times the share of it that
-    the serving kernels' FP8 prompt attention reaches against the 16-bit kernel's share of
-    its own peak (``context_attention_fp8`` over ``context_attention``: 1.39x faster where
-    the FP8 peak is twice the 16-bit one), which no training kernel timing checks."""
-    eff = eff.with_attention_kernel(cfg.attention_kernel, compute_capability)
-    if cfg.fp8_attention and not has_fp8_attention_timings(gpu):
-        eff = dataclasses.replace(eff, attention=eff.attention * eff.context_attention_fp8
-                                  / eff.context_attention)
-    return eff
-
-
-def expert_efficiency(eff: Efficiency, shape: TransformerShape) -> Efficiency:
-    """``eff`` with the grouped expert GEMMs' multiplier ``shape``'s experts run at: the
-    fitted ``moe_grouped_gemm`` for a fine-grained mixture of experts, and
-    ``moe_grouped_gemm_coarse`` (the dense GEMMs' rate) for a coarse one."""
-    if shape.is_moe and not shape.is_fine_grained_moe \
-            and eff.moe_grouped_gemm != eff.moe_grouped_gemm_coarse:
-        return dataclasses.replace(eff, moe_grouped_gemm=eff.moe_grouped_gemm_coarse)
-    return eff
-
-
-def bf16_efficiency(eff: Efficiency, cfg: TrainingConfig, gpu: str) -> Efficiency:
-    """``eff`` (``attention_efficiency``'s, for ``cfg``) for the layers ``cfg`` runs in BF16:
-    their attention outside the FP8 autocast, at the 16-bit kernel's efficiency."""
-    if cfg.fp8_attention and not has_fp8_attention_timings(gpu):
-        return dataclasses.replace(eff, attention=eff.attention * eff.context_attention
-                                   / eff.context_attention_fp8)
-    return eff
-
-
-@dataclass(frozen=True, kw_only=True)
-class TrainingConfig:
-    """How the job runs: parallelism, batch, precision, recomputation."""
-
-    gpus: int
-    seq_len: int
-    global_batch: int  # sequences per step
-    micro_batch: int = 1
-    tp: int = 1
-    pp: int = 1
-    cp: int = 1
-    ep: int = 1
-    # expert tensor parallelism (Megatron --expert-tensor-parallel-size): GPUs each expert's
-    # width is split over; 0 = TP (Megatron's default). With fewer than TP, the expert group
-    # (EP x ETP) is laid over the tensor-parallel ranks too.
-    etp: int = 0
-    vpp: int = 1
-    sequence_parallel: bool = False
-    zero: int = 1
-    # hybrid sharding (PyTorch FSDP's HYBRID_SHARD and FSDP2's HSDP, Megatron's
-    # --num-distributed-optimizer-instances): ZeRO shards over groups of this many ranks of
-    # the DP x CP group, each group a replica of the others whose gradient shards are
-    # all-reduced across the groups; 0 = one group of all DP x CP ranks
-    dp_shard: int = 0
-    # with dp_shard and ZeRO-3: the optimizer state sharded over all DP x CP ranks, the
-    # weights and gradients over the group (Megatron-FSDP's Hybrid-FSDP,
-    # --outer-dp-sharding-strategy optim); the replicas' gradient reduce-scatter and weight
-    # gather once a step move what their all-reduce would
-    outer_optimizer_sharding: bool = False
-    tp_comm_overlap: bool = False  # Megatron --tp-comm-overlap (userbuffers)
-    # ZeRO-3 gathers prefetched a layer ahead (Megatron-FSDP): the per-micro-batch traffic
-    # hides behind that micro-batch's compute; off = the exposed fraction of all of it
-    fsdp_prefetch: bool = False
-    # ZeRO-3 only: False keeps each layer's gathered parameters from its forward to its
-    # backward (PyTorch FSDP2's fully_shard(reshard_after_forward=False)): one all-gather a
-    # micro-batch instead of two, and the parameters held whole between the passes
-    reshard_after_forward: bool = True
-    # MoE routing with a capacity bound (tokens over it dropped): buffer sizes are known
-    # ahead, so the dropless dispatcher's per-layer wait for the host is not paid
-    moe_token_drop: bool = False
-    # partial CUDA graphs (Megatron's cuda_graph_impl "transformer_engine" over the scopes
-    # attn, moe_router and moe_preprocess): the host no longer launches the kernels before a
-    # dropless dispatcher's sync one by one, so the forward does not wait on it
-    cuda_graphs: bool = False
-    # the CUDA graph scope when it is not that standard one (CUDA_GRAPH_SCOPES; e.g. a
-    # hybrid model's ("mamba",)): the wait is charged to the expert blocks whose preceding
-    # block the scope leaves out (ungraphed_expert_share); empty = cuda_graphs decides
-    cuda_graph_scope: tuple[str, ...] = ()
-    # the dropless dispatcher's host wait per expert layer and forward pass, when the
-    # framework's own is measured (seconds; None = Megatron-Core's, fitted:
-    # Efficiency.moe_layer_overhead_s or moe_layer_overhead_c2c_s by the host's link)
-    dispatcher_wait_s: float | None = None
-    # MoE token dispatcher: "alltoall" sends every routed copy of a token on its own
-    # (Megatron's alltoall dispatcher); "deepep" deduplicates, a token crossing the network
-    # once per destination node and NVLink once per destination GPU (the flex dispatcher
-    # with DeepEP or HybridEP)
-    ep_dispatcher: str = "alltoall"
-    # how context-parallel ranks exchange attention inputs (CP_COMM_TYPES)
-    cp_comm_type: str = "p2p"
-    # the grouped expert GEMMs launched per local expert (TE's multi-stream cuBLASLt, the
-    # default) or as one grouped kernel: the host's launch floor counts one expert then
-    expert_launches: str = "per-expert"
-    # the expert all-to-alls overlap another micro-batch's compute (Megatron
-    # --overlap-moe-expert-parallel-comm, Megatron Bridge's moe_a2a_overlap)
-    ep_comm_overlap: bool = False
-    # routed tokens on the busiest expert-parallel rank over the mean (1 = balanced, as
-    # force-balanced benchmark runs route; real routing is uneven): every rank waits for
-    # the busiest at the combine, so its expert section and all-to-alls set the pace
-    moe_imbalance: float = 1.0
-    # an interleaved pipeline sends activations between chunks while the next chunk
-    # computes (Megatron's overlap_p2p_comm: on by default since 2024, and in NeMo and
-    # Megatron Bridge recipes; before, the --overlap-p2p-communication flag was off unless
-    # set). Non-interleaved 1F1B waits on its sends either way (Megatron runs overlap only
-    # the interleaved schedule); DualPipe's paired chunks overlap them by design
-    pp_comm_overlap: bool = True
-    # each tensor-parallel rank sends only its 1/TP share of a stage's activations and the
-    # receiving ranks all-gather them over NVLink (Megatron-LM's scatter/gather optimisation,
-    # SC21 section 4.1, default in its pre-Megatron-Core pipeline code); with sequence
-    # parallelism the activations are split that way anyway
-    pp_scatter_gather: bool = False
-    # the embedding and the loss count as a layer each in the pipeline split: the first and
-    # last stages hold one transformer layer fewer (Megatron's account_for_embedding_ and
-    # account_for_loss_in_pipeline_split)
-    pp_edge_layers: bool = False
-    # an explicit pipeline layout in Megatron-Core's notation (--pipeline-model-parallel-
-    # layout, e.g. "Et*4|(t*4|)*14tmL"; estimate/pipeline_layout.py): what each virtual stage
-    # holds; "" = the even split above
-    pp_layout: str = ""
-    # the pipeline schedule (PP_SCHEDULES): "1f1b" (interleaved with vpp > 1), the zero-
-    # bubble "zb1p", DeepSeek's "dualpipe" or its V-shaped half "dualpipev" (vpp 2)
-    pp_schedule: str = "1f1b"
-    # multi-token-prediction blocks trained beside the model (Megatron --mtp-num-layers;
-    # DeepSeek-V3 trains with one): each a layer, a projection and a pass through the shared
-    # head, on the last pipeline stage unless ``pp_layout`` places it
-    mtp_layers: int = 0
-    # the MTP depths run one block, its weights shared (Megatron-Core's
-    # --mtp-use-repeated-layer, as Nemotron 3 Super trains its two): parameters, gradients
-    # and optimizer state held once, the compute of every depth
-    mtp_shared_weights: bool = False
-    fused_attention: bool = True  # FlashAttention-style; False = scores materialised
-    # the fused attention kernel: "native" (the GPU generation's own: FlashAttention-2 on
-    # Ampere and Ada, FlashAttention-3 or cuDNN on Hopper and datacenter Blackwell),
-    # "ampere" (written for Ampere: on Hopper and datacenter Blackwell it keeps
-    # Efficiency.attention_ampere_kernel of the native speed) or "triton" (2023's Triton
-    # flash attention: Efficiency.attention_triton_kernel of "ampere"); see ATTENTION_KERNELS
-    attention_kernel: str = "native"
-    # fused attention in FP8, forward and backward (Transformer Engine's FP8 dot-product
-    # attention, NVTE_FP8_DPA; MLPerf's FP8_DPA): at the FP8 peak (attention_efficiency)
-    fp8_attention: bool = False
-    # its kernel where measured (perf/fp8_attention.py FP8_ATTENTION_SCALINGS): "tensor",
-    # per-tensor scales, or "mxfp8", an MXFP8 recipe's own block-scaled attention; "" (the
-    # default) the recipe's: mxfp8 under fp8_recipe "mxfp8", else tensor (NVFP4 runs pin
-    # attention to current scaling)
-    fp8_attention_scaling: str = ""
-    # with --precision fp8, how the GEMM operands are scaled (FP8_RECIPES): "tensor", one
-    # scale per tensor (delayed or current scaling), or "mxfp8", one per 32 elements
-    fp8_recipe: str = "tensor"
-    recompute: Recompute = Recompute.NONE
-    # with selective recomputation, the modules recomputed (Megatron-Core's
-    # recompute_modules; estimate/recompute.py); () = the attention core
-    recompute_modules: tuple[str, ...] = ()
-    # with full recomputation, only the first this many layers of each pipeline stage's
-    # model chunk are recomputed, the others keep their activations (Megatron's
-    # --recompute-method block --recompute-num-layers N); 0 = every layer
-    recompute_layers: int = 0
-    precision: Precision = Precision.BF16
-    # under a low-precision recipe, how many of the model's first and of its last layers
-    # (a hybrid's blocks) run in BF16, weights and all (Megatron-Core's
-    # --first-last-layers-bf16 with --num-layers-at-start-in-bf16 / -at-end-in-bf16)
-    bf16_layers_start: int = 0
-    bf16_layers_end: int = 0
-    # the MTP blocks too (Megatron Bridge's keep_mtp_spec_in_bf16, as its Nemotron 3 Super
-    # recipes set it)
-    mtp_bf16: bool = False
-    gpus_per_node: int = 8
-    # what the framework keeps per parameter (``bytes_per_param``): FP8 weights (Megatron
-    # fp8_param_gather), BF16 gradients (grad_reduce_in_fp32 off), or BF16 weights,
-    # gradients and Adam moments with no FP32 master copy (PyTorch FSDP2 on a BF16 model)
-    fp8_params: bool = False
-    bf16_grads: bool = False
-    bf16_optimizer: bool = False
-    # activation offloading: the saved activations of this many layers go to CPU memory
-    # after their forward pass and come back for the backward (Megatron-Core's
-    # cpu_offloading_num_layers, activations only)
-    offload_layers: int = 0
-    # optimizer CPU offload (Megatron-Core's --optimizer-cpu-offload with
-    # --optimizer-offload-fraction; the distributed optimizer): the Adam moments of this
-    # share of the optimizer's elements on the CPU, updated there
-    optimizer_offload: float = 0.0
-    optimizer_offload_overlap: bool = False  # --overlap-cpu-optimizer-d2h-h2d
-    # LoRA fine-tuning (estimate/lora.py): the model's weights frozen, adapters of this rank
-    # trained beside the linear layers ``lora_modules`` names (() = all four, Megatron
-    # Bridge's default); 0 = every weight trained
-    lora_rank: int = 0
-    lora_modules: tuple[str, ...] = ()
-    # sequences packed from documents of about this many tokens, attention staying inside
-    # each (Megatron's packed sequences, THD layout with cu_seqlens: fine-tuning sets such
-    # as SQuAD); 0 = attention over the whole sequence, as pre-training runs
-    packed_doc_len: int = 0
-
-    @property
-    def dp(self) -> int:
-        return self.gpus // (self.tp * self.pp * self.cp)
-
-    @property
-    def dp_replicas(self) -> Any:
-        """Groups the DP x CP ranks form under hybrid sharding (``dp_shard``), each holding
-        one sharded copy of the weights and optimizer states; 1 without it (an array of
-        them where ``dp_shard`` is one: the advisor's hybrid variants, 0 where not hybrid)."""
-        return where(self.dp_shard > 0, self.dp * self.cp // maximum(self.dp_shard, 1), 1)
-
-    @property
-    def param_bytes(self) -> BytesPerParam:
-        """Bytes each parameter costs for weights, gradients and optimizer states."""
-        return bytes_per_param(self.precision, fp8_params=self.fp8_params,
-                               bf16_grads=self.bf16_grads,
-                               bf16_optimizer=self.bf16_optimizer)
-
-    @property
-    def edge_layers(self) -> Any:
-        """Layer slots the embedding and the loss take in the pipeline split: two with
-        ``pp_edge_layers`` and more than one stage, else none."""
-        return where(self.pp > 1, 2, 0) if self.pp_edge_layers else 0
-
-    @property
-    def expert_tp(self) -> Any:
-        """GPUs each expert's width is split over (``etp``, or TP by default)."""
-        return self.etp or self.tp
-
-    @property
-    def bf16_layers(self) -> tuple[int, int]:
-        """How many of the first and of the last layers run in BF16."""
-        return (self.bf16_layers_start, self.bf16_layers_end)
-
-    @property
-    def in_bf16(self) -> TrainingConfig:
-        """This run as its BF16 layers run: outside the low-precision autocast, so with
-        BF16 GEMMs, inputs, weights and attention."""
-        return dataclasses.replace(self, precision=Precision.BF16, fp8_attention=False,
-                                   fp8_params=False, bf16_layers_start=0, bf16_layers_end=0,
-                                   mtp_bf16=False)
-
-    @property
-    def attention_fp8_kernel(self) -> str:
-        """The FP8 attention kernel this run takes (``FP8_ATTENTION_SCALINGS``, named as the
-        recipes are): the one asked for, else its recipe's (per-tensor for NVFP4, whose
-        recipe field stays "tensor")."""
-        return self.fp8_attention_scaling or self.fp8_recipe
-
-    def ungraphed_expert_share(self, shape: TransformerShape) -> float:
-        """The share of ``shape``'s expert blocks whose preceding block runs outside a CUDA
-        graph, so that the host, launching it kernel by kernel, falls behind before the
-        dropless dispatcher's sync (CUDA_GRAPH_SCOPES): 1 without graphs, 0 with
-        ``cuda_graphs`` (attention graphed before every expert layer) or a scope holding the
-        blocks before them all. In a hybrid model each expert block's own predecessor in
-        ``hybrid_pattern`` decides (the first block has none graphed before it)."""
-        scope = set(self.cuda_graph_scope)
-        if self.cuda_graphs or scope & {"moe", "full_iteration"}:
-            return 0.0
-        graphed = {block for block, module in (("*", "attn"), ("M", "mamba"), ("-", "mlp"))
-                   if module in scope}
-        if not shape.is_hybrid:
-            return 0.0 if "*" in graphed else 1.0
-        pattern = shape.hybrid_pattern
-        before = [pattern[i - 1] if i else "" for i, block in enumerate(pattern)
-                  if block == "E"]
-        return sum(block not in graphed for block in before) / len(before) if before else 1.0
-
-    def layout(self, shape: TransformerShape) -> PipelineLayout | None:
-        """The parsed ``pp_layout`` checked against ``shape`` and the run (for a hybrid
-        model, ``hybrid_layout``: its pattern cut by the layout's '|', or split evenly over
-        PP > 1 stages), or None. With BF16 layers (``bf16_layers``) the even split is
-        written out (``even_layout``) so that each rank is costed with its own."""
-        mixed = self.bf16_layers != (0, 0)
-        # (the advisor's arrays hold one PP for a hybrid: its chunks are split by PP)
-        if shape.is_hybrid and (self.pp_layout or np.max(self.pp) > 1 or mixed):
-            return hybrid_layout(shape.hybrid_pattern, pp=self.pp, vpp=self.vpp,
-                                 mtp_layers=self.mtp_layers, segments=self.pp_layout,
-                                 bf16=self.bf16_layers)
-        if not self.pp_layout and not mixed:
-            return None
-        text = self.pp_layout or even_layout(shape.layers, pp=self.pp, vpp=self.vpp,
-                                             mtp_layers=self.mtp_layers,
-                                             edge_layers=self.pp_edge_layers)
-        return parse_pp_layout(text, pp=self.pp, vpp=self.vpp, layers=shape.layers,
-                               dense_layers=shape.layers - shape.moe_layers,
-                               mtp_layers=self.mtp_layers, bf16=self.bf16_layers)
-
-    @property
-    def attention_span(self) -> int:
-        """Tokens a sequence's attention spans: a packed document's, or the sequence's."""
-        return min(self.packed_doc_len, self.seq_len) if self.packed_doc_len else self.seq_len
-
-    @property
-    def adapted(self) -> tuple[str, ...]:
-        """The linear layers that carry LoRA adapters (none without ``lora_rank``)."""
-        if not self.lora_rank:
-            return ()
-        return self.lora_modules or DEFAULT_LORA_MODULES
-
-    @property
-    def recomputed(self) -> tuple[str, ...]:
-        """The modules the recompute pass runs again under selective recomputation."""
-        if self.recompute is not Recompute.SELECTIVE:
-            return ()
-        return self.recompute_modules or DEFAULT_MODULES
-
-    def full_recompute_share(self, shape: TransformerShape) -> Any:
-        """The share of each stage's layers that full recomputation recomputes: all of them,
-        or ``recompute_layers`` of each model chunk's (layers + edge slots) / (PP x VPP),
-        rounded up as the even split rounds (with an explicit layout, the same mean chunk);
-        0 without full recomputation."""
-        if self.recompute is not Recompute.FULL:
-            return 0.0
-        if not self.recompute_layers:
-            return 1.0
-        chunk = ceil((shape.layers + self.edge_layers) / (self.pp * self.vpp))
-        return minimum(1.0, self.recompute_layers / chunk)
-
-    @property
-    def micro_batches(self) -> int:
-        """Micro-batches per pipeline per step (gradient accumulation steps)."""
-        return self.global_batch // (self.dp * self.micro_batch)
-
-    def _validate_dp_shard(self, shape: TransformerShape) -> None:
-        """``dp_shard`` must split the DP x CP ranks (and a MoE model's expert-data-parallel
-        ranks) into equal groups, under a ZeRO stage that shards something."""
-        if self.outer_optimizer_sharding and (not self.dp_shard or self.zero != 3):
-            raise GpuarchError("--outer-optimizer-sharding: shards the optimizer over the "
-                               "replicas of hybrid sharding; needs --dp-shard and --zero 3, got "
-                               f"--dp-shard {self.dp_shard} --zero {self.zero}")
-        if not self.dp_shard:
-            return
-        if not isinstance(self.dp_shard, int) or isinstance(self.dp_shard, bool) \
-                or self.dp_shard < 1:
-            raise GpuarchError(f"--dp-shard: expected a whole number of GPUs >= 1, got "
-                               f"{self.dp_shard!r}")
-        if self.zero < 1:
-            raise GpuarchError("--dp-shard: hybrid sharding needs a ZeRO stage that shards "
-                               "(--zero 1, 2 or 3), got --zero 0")
-        ranks = self.dp * self.cp
-        if ranks % self.dp_shard:
-            raise GpuarchError(
-                f"--dp-shard: {self.dp_shard} does not divide the {ranks} data-parallel ranks "
-                f"(DP {self.dp} x CP {self.cp}); give a divisor of {ranks}")
-        if shape.is_moe:
-            expert_ranks = self.tp * ranks // (self.expert_tp * self.ep)
-            if expert_ranks % self.dp_replicas:
-                raise GpuarchError(
-                    f"--dp-shard: {self.dp_replicas} replicas (DP x CP {ranks} / "
-                    f"{self.dp_shard}) do not divide the {expert_ranks} expert-data-parallel "
-                    f"ranks (TP x DP x CP / (ETP x EP)); give a larger --dp-shard")
-
-    def validate(self, shape: TransformerShape) -> None:
-        """Raise an error naming the flag when the combination does not divide."""
-        for name in ("gpus", "seq_len", "global_batch", "micro_batch", "tp", "pp", "cp", "ep",
-                     "vpp", "gpus_per_node"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or value < 1:
-                raise GpuarchError(f"--{name.replace('_', '-')}: expected an integer >= 1, "
-                                   f"got {value!r}")
-        if self.seq_len > MAX_DIMENSION:
-            raise GpuarchError(f"--seq-len: expected at most {MAX_DIMENSION:,} tokens (past "
-                               f"any model's context), got {self.seq_len}")
-        if self.recompute_modules:
-            if self.recompute is not Recompute.SELECTIVE:
-                raise GpuarchError("--recompute-modules: needs --recompute selective, got "
-                                   f"--recompute {self.recompute.value}")
-            check_recompute_modules(self.recompute_modules, shape)
-        check_count("--recompute-layers", self.recompute_layers)
-        check_count("--lora-rank", self.lora_rank)
-        for flag, n in (("--bf16-layers-at-start", self.bf16_layers_start),
-                        ("--bf16-layers-at-end", self.bf16_layers_end)):
-            check_count(flag, n)
-            if n and not self.precision.low_precision:
-                raise GpuarchError(f"{flag}: layers run in BF16 beside a low-precision "
-                                   "recipe; needs --precision fp8 or nvfp4, got --precision "
-                                   f"{self.precision.value}")
-        if sum(self.bf16_layers) > shape.layers:
-            raise GpuarchError(
-                f"--bf16-layers-at-start/--bf16-layers-at-end: {self.bf16_layers_start} + "
-                f"{self.bf16_layers_end} layers in BF16, but the model has {shape.layers}")
-        if self.fp8_attention and not self.precision.low_precision:
-            raise GpuarchError("--fp8-attention: needs --precision fp8 or nvfp4 (FP8 "
-                               "attention runs inside the FP8 autocast), got --precision "
-                               f"{self.precision.value}")
-        if self.fp8_attention_scaling:
-            check_choice("--fp8-attention-scaling", self.fp8_attention_scaling,
-                         FP8_ATTENTION_SCALINGS)
-        check_choice("--fp8-recipe", self.fp8_recipe, FP8_RECIPES)
-        if self.fp8_recipe != FP8_RECIPES[0] and self.precision is not Precision.FP8:
-            raise GpuarchError("--fp8-recipe: needs --precision fp8, got --precision "
-                               f"{self.precision.value}")
-        if self.fp8_attention_scaling and not self.fp8_attention:
-            raise GpuarchError("--fp8-attention-scaling: needs --fp8-attention")
-        check_count("--packed-doc-len", self.packed_doc_len)
-        if self.packed_doc_len > self.seq_len:
-            raise GpuarchError(f"--packed-doc-len: expected at most --seq-len "
-                               f"({self.seq_len:,}), got {self.packed_doc_len:,}")
-        if self.lora_rank > shape.hidden:
-            raise GpuarchError(f"--lora-rank: expected at most the hidden size "
-                               f"({shape.hidden:,}), got {self.lora_rank}")
-        if self.lora_modules:
-            if not self.lora_rank:
-                raise GpuarchError("--lora-modules: needs --lora-rank (the adapters' rank)")
-            check_lora_modules(self.lora_modules)
-        if self.dispatcher_wait_s is not None and not (
-                isinstance(self.dispatcher_wait_s, int | float) and self.dispatcher_wait_s >= 0):
-            got = (f"{from_si(self.dispatcher_wait_s, Unit.US):g}"
-                   if isinstance(self.dispatcher_wait_s, int | float)
-                   else repr(self.dispatcher_wait_s))
-            raise GpuarchError("--dispatcher-wait-us: expected a number of microseconds >= 0, "
-                               f"got {got}")
-        if self.recompute_layers and self.recompute is not Recompute.FULL:
-            raise GpuarchError("--recompute-layers: needs --recompute full, got --recompute "
-                               f"{self.recompute.value}")
-        if self.zero not in (0, 1, 2, 3):
-            raise GpuarchError(f"--zero: expected 0, 1, 2 or 3, got {self.zero!r}")
-        check_choice("--ep-dispatcher", self.ep_dispatcher, EP_DISPATCHERS)
-        for module in self.cuda_graph_scope:
-            check_choice("--cuda-graph-scope", module, CUDA_GRAPH_SCOPES)
-        if self.cuda_graph_scope and self.cuda_graphs:
-            raise GpuarchError("--cuda-graph-scope: give it or --cuda-graphs (the scope attn, "
-                               "moe_router, moe_preprocess), not both")
-        check_choice("--cp-comm-type", self.cp_comm_type, CP_COMM_TYPES)
-        if self.cp_comm_type == "a2a" and self.cp > 1:
-            # the all-to-all hands each rank whole heads: every tensor-parallel rank's query
-            # and key/value heads (at least one, replicated where TP exceeds them) must split
-            # evenly over the CP ranks
-            core_kv, _ = attention_core_dims(shape)
-            for label, count in (("heads", shape.heads), ("KV heads", core_kv)):
-                local = max(1, count // self.tp)
-                if local % self.cp:
-                    raise GpuarchError(
-                        f"--cp-comm-type a2a: the {label} on each tensor-parallel rank "
-                        f"({count} / TP {self.tp}: {local}) do not divide over CP {self.cp};"
-                        " use --cp-comm-type p2p or all_gather")
-        check_choice("--expert-launches", self.expert_launches, EXPERT_LAUNCHES)
-        check_choice("--attention-kernel", self.attention_kernel, ATTENTION_KERNELS)
-        if self.fsdp_prefetch and self.zero != 3:
-            raise GpuarchError(f"--fsdp-prefetch: needs --zero 3, got --zero {self.zero}")
-        if not self.reshard_after_forward and self.zero != 3:
-            raise GpuarchError("--no-reshard-after-forward: needs --zero 3, got --zero "
-                               f"{self.zero}")
-        model_parallel = self.tp * self.pp * self.cp
-        if self.gpus % model_parallel:
-            raise GpuarchError(
-                f"--gpus: {self.gpus} is not divisible by TP x PP x CP = {self.tp} x {self.pp}"
-                f" x {self.cp} = {model_parallel}")
-        self._validate_dp_shard(shape)
-        if self.global_batch % (self.dp * self.micro_batch):
-            raise GpuarchError(
-                f"--global-batch: {self.global_batch} is not divisible by DP x micro-batch = "
-                f"{self.dp} x {self.micro_batch}")
-        if not isinstance(self.mtp_layers, int) or not 0 <= self.mtp_layers <= shape.layers:
-            raise GpuarchError(f"--mtp-layers: expected an integer from 0 to {shape.layers} "
-                               f"(the model's layers), got {self.mtp_layers!r}")
-        if self.mtp_shared_weights and not self.mtp_layers:
-            raise GpuarchError("--mtp-shared-weights: needs --mtp-layers > 0")
-        if self.mtp_bf16 and not (self.mtp_layers and self.precision.low_precision):
-            raise GpuarchError("--mtp-bf16: needs --mtp-layers > 0 and --precision fp8 or "
-                               f"nvfp4, got --mtp-layers {self.mtp_layers} and --precision "
-                               f"{self.precision.value}")
-        if self.pp_layout:
-            if self.pp_edge_layers:
-                raise GpuarchError("--pp-edge-layers: not with --pp-layout, which places the "
-                                   "embedding and the loss itself")
-            self.layout(shape)
-        slots = shape.layers + self.edge_layers
-        if slots < self.pp * self.vpp and not self.pp_layout:
-            raise GpuarchError(f"--pp/--vpp: {shape.layers} layers cannot fill "
-                               f"PP x VPP = {self.pp * self.vpp} stages"
-                               + ("" if self.pp_edge_layers else
-                                  " (--pp-edge-layers counts the embedding and the loss as "
-                                  "a layer each)"))
-        if self.vpp > 1 and self.pp == 1:
-            raise GpuarchError("--vpp: interleaved stages need --pp > 1")
-        self._check_schedule()
-        if shape.heads % self.tp:
-            raise GpuarchError(f"--tp: {self.tp} does not divide the {shape.heads} heads")
-        if shape.d_ffn % self.tp:
-            # a column-parallel MLP splits its hidden units evenly (Megatron-Core's and the
-            # serving engines' linear layers refuse a width the TP size does not divide)
-            raise GpuarchError(f"--tp: {self.tp} does not divide the MLP's {shape.d_ffn} "
-                               "hidden units (--ffn-hidden)")
-        if self.seq_len % self.cp:
-            raise GpuarchError(f"--cp: {self.cp} does not divide --seq-len {self.seq_len}")
-        if self.sequence_parallel and self.tp == 1:
-            raise GpuarchError("--sequence-parallel needs --tp > 1")
-        if self.fp8_params and self.precision is not Precision.FP8:
-            raise GpuarchError(f"--fp8-params: needs --precision fp8, got --precision "
-                               f"{self.precision.value}")
-        if (self.bf16_grads or self.bf16_optimizer) and self.precision in (
-                Precision.FP32, Precision.TF32):
-            flag = "--bf16-optimizer" if self.bf16_optimizer else "--bf16-grads"
-            raise GpuarchError(f"{flag}: needs a 16-bit or lower --precision, got "
-                               f"{self.precision.value}")
-        f = self.optimizer_offload
-        if isinstance(f, bool) or not isinstance(f, (int, float)) or not 0 <= f <= 1:
-            raise GpuarchError(f"--optimizer-offload: expected a fraction from 0 to 1, got "
-                               f"{f!r}")
-        if f and self.zero < 1:
-            raise GpuarchError("--optimizer-offload: needs the distributed optimizer (--zero 1 "
-                               f"or higher), got --zero {self.zero}")
-        if self.optimizer_offload_overlap and not f:
-            raise GpuarchError("--optimizer-offload-overlap: needs --optimizer-offload")
-        if not isinstance(self.offload_layers, int) or self.offload_layers < 0:
-            raise GpuarchError(f"--offload-layers: expected an integer >= 0, got "
-                               f"{self.offload_layers!r}")
-        if self.offload_layers:
-            # Megatron-Core's own conditions for activation offloading
-            if self.offload_layers >= shape.layers:
-                raise GpuarchError(f"--offload-layers: {self.offload_layers} must be fewer "
-                                   f"than the model's {shape.layers} layers")
-            if self.pp > 1:
-                raise GpuarchError(f"--offload-layers: activation offloading needs --pp 1, "
-                                   f"got --pp {self.pp}")
-            if self.recompute is not Recompute.NONE:
-                raise GpuarchError("--offload-layers: activation offloading cannot be "
-                                   f"combined with --recompute {self.recompute.value}")
-        if not isinstance(self.etp, int) or self.etp < 0 or (self.etp and self.tp % self.etp):
-            raise GpuarchError(f"--etp: expected a divisor of --tp {self.tp} (or 0 for TP), "
-                               f"got {self.etp!r}")
-        shape.check_expert_parallel(self.ep, self.moe_imbalance)
-        if self.ep > 1 and (self.tp * self.dp * self.cp) % (self.ep * self.expert_tp):
-            if self.etp:
-                raise GpuarchError(
-                    f"--ep: EP x ETP = {self.ep * self.expert_tp} must divide TP x DP x "
-                    f"CP = {self.tp * self.dp * self.cp}")
-            raise GpuarchError(f"--ep: {self.ep} must divide DP x CP = "
-                               f"{self.dp * self.cp} (or give --etp 1 to lay experts "
-                               "over the tensor-parallel ranks too)")
-        if shape.is_hybrid:
-            self._check_hybrid(shape)
-
-    def _check_hybrid(self, shape: TransformerShape) -> None:
-        """What a hybrid Mamba-2 model's blocks are not costed under: LoRA adapters,
-        embedding and loss slots in the pipeline split (``--pp-edge-layers``; Megatron-Core
-        splits a hybrid's blocks alone, ``hybrid_layout``, which checks the stages); and a TP
-        (with context parallelism, TP x CP, over which the Mamba-2 blocks split their heads)
-        that does not split the Mamba-2 heads and B/C groups evenly."""
-        if self.lora_rank:
-            raise GpuarchError(
-                f"--lora-rank: {shape.name} is a hybrid Mamba-2 model, whose training is "
-                f"modelled only with --lora-rank 0 so far; got {self.lora_rank}")
-        if self.pp_edge_layers:
-            raise GpuarchError(
-                f"--pp-edge-layers: {shape.name} is a hybrid Mamba-2 model, whose pipeline "
-                "stages hold its blocks alone (Megatron-Core's hybrid split; --pp-layout "
-                "takes the pattern cut by '|' into stages)")
-        if not self.pp_layout and np.max(self.pp) > 1:  # (validate checks a layout given)
-            self.layout(shape)
-        flag, what = ("--tp", str(self.tp)) if self.cp == 1 else \
-            ("--cp", f"TP x CP = {self.tp} x {self.cp}")
-        shape.check_mamba_split(self.tp * self.cp, flag, what)
-
-    def _check_schedule(self) -> None:
-        """The pipeline schedule's own conditions (DeepSeek's DualPipe asserts an even
-        number of ranks and of micro-batches, at least twice the ranks; DualPipeV at least
-        twice the ranks)."""
-        check_choice("--pp-schedule", self.pp_schedule, PP_SCHEDULES)
-        if self.pp_schedule == "1f1b":
-            return
-        flag = f"--pp-schedule {self.pp_schedule}"
-        if self.pp == 1:
-            raise GpuarchError(f"{flag}: a pipeline schedule needs --pp > 1")
-        chunks = schedule_chunks(self.pp_schedule)
-        if self.vpp != chunks:
-            raise GpuarchError(f"{flag}: needs --vpp {chunks} ("
-                               + ("its V shape puts two model chunks on each GPU"
-                                  if chunks == 2 else "one model chunk per GPU; "
-                                  "interleaving is 1f1b's") + f"), got --vpp {self.vpp}")
-        if self.pp_schedule == "zb1p":
-            return
-        if self.pp_schedule == "dualpipe" and self.pp % 2:
-            raise GpuarchError(f"{flag}: needs an even --pp (micro-batches enter from both "
-                               f"ends and meet in the middle), got --pp {self.pp}")
-        m = self.micro_batches
-        if m < 2 * self.pp or (self.pp_schedule == "dualpipe" and m % 2):
-            even = " and even" if self.pp_schedule == "dualpipe" else ""
-            raise GpuarchError(
-                f"{flag}: needs at least 2 x PP = {2 * self.pp}{even} micro-batches per "
-                f"pipeline, got {m} (--global-batch / (DP x --micro-batch) = "
-                f"{self.global_batch} / ({self.dp} x {self.micro_batch}))")
 
 
 @dataclass(frozen=True)
@@ -932,47 +235,6 @@ class TrainingEstimate:
         return out
 
 
-@dataclass(frozen=True)
-class _Pass:
-    """Seconds of one micro-batch on one stage, split by kind."""
-
-    compute: Num = 0.0
-    comm: Num = 0.0
-    overhead: Num = 0.0  # fixed host time (launches, the MoE dispatcher's synchronisation)
-    floor: Num = 0.0  # what a short layer pass falls short of ``layer_pass_floor_s`` by
-
-    def __add__(self, other: _Pass) -> _Pass:
-        return _Pass(self.compute + other.compute, self.comm + other.comm,
-                     self.overhead + other.overhead, self.floor + other.floor)
-
-    def scale(self, k: Num) -> _Pass:
-        return _Pass(self.compute * k, self.comm * k, self.overhead * k, self.floor * k)
-
-    @property
-    def total(self) -> Num:
-        return self.compute + self.comm + self.overhead + self.floor
-
-
-
-def _nccl(kind: Collective, size_bytes: Num, group: Group, eff: Efficiency,
-          dedupe_copies: Num = 0, routing_groups: tuple[int, int] = (0, 0)) -> Num:
-    """A training collective's time: NCCL's latency model (base, per-hop latency by fabric,
-    fastest protocol), which training frameworks run their collectives on."""
-    return collective_time(kind, size_bytes, group, eff, nccl_protocols(), dedupe_copies,
-                           routing_groups)
-
-def ranks_per_node(size: Num, inner: Num, gpus_per_node: int) -> Num:
-    """How many of a communicator's ``size`` ranks, neighbours ``inner`` ranks apart, share
-    a node of ``gpus_per_node`` GPUs (Megatron's rank order fills nodes in turn)."""
-    return where(inner < gpus_per_node, maximum(1, minimum(size, gpus_per_node // inner)), 1)
-
-
-def _group(size: Num, inner: Num, cfg: TrainingConfig, intra: Link, inter: Link | None
-           ) -> Group:
-    """A communicator of ``size`` ranks whose neighbours are ``inner`` ranks apart."""
-    return Group(size, ranks_per_node(size, inner, cfg.gpus_per_node), intra, inter)
-
-
 def _pipeline_send_group(cfg: TrainingConfig, intra: Link, inter: Link | None) -> Group:
     """The two neighbouring stages whose send paces the pipeline (no communicator at all
     without pipelining). Stages are TP x CP x DP ranks apart (pipeline outermost in
@@ -996,485 +258,6 @@ def _waits_on_sends(cfg: TrainingConfig) -> Num:
 def _pipeline_spans_nodes(cfg: TrainingConfig) -> Num:
     """Whether each pipeline's stages (TP x CP x DP ranks apart) reach beyond one node."""
     return cfg.tp * cfg.cp * cfg.dp * cfg.pp > cfg.gpus_per_node
-
-
-def _local_experts(s: TransformerShape, cfg: TrainingConfig) -> Num:
-    """Routed experts each GPU holds (at least one)."""
-    return maximum(1, s.experts // cfg.ep)
-
-
-PERMUTATION_PASSES = {"alltoall": (1, 3), "deepep": (1, 1)}
-"""Passes over a hidden-size row per routed token copy (each a read and a write) that an
-expert layer's forward makes in HBM to put tokens in expert order and back, by dispatcher, as
-(one local expert, several): Megatron-Core's all-to-all dispatcher writes each copy once
-before the all-to-all (fused permute) and reads it once after (fused unpermute), and with
-several local experts sorts the received chunks by expert and back (``sort_chunks_by_idxs``,
-one pass each way); the DeepEP and HybridEP dispatchers deliver each token once per
-destination GPU and permute it locally once on the way in and once on the way out, with no
-sort (megatron/core/transformer/moe/token_dispatcher.py; Transformer Engine's permutation
-kernels read a source row once and write it to each routed position; NVIDIA's "Optimizing
-DeepSeek-V3 Training Performance on NVIDIA GB200 NVL72", Megatron-LM
-docs/discussions/deepseek-v3-gb200-optimization, sections 2.2 and 2.5). The all-to-all's own
-traffic is the expert-parallel communication, charged apart."""
-
-
-def dispatch_permutation(routed: Num, hidden: Num, element: float, dispatcher: str,
-                         local_experts: Num) -> Elementwise:
-    """HBM traffic of an expert layer's token permutations for ``routed`` copies of
-    ``hidden``-wide rows of ``element`` bytes (``PERMUTATION_PASSES``)."""
-    one, several = PERMUTATION_PASSES[dispatcher]
-    passes = where(local_experts > 1, several, one)
-    return Elementwise(2.0 * passes * routed * hidden * element, name="moe_permute")
-
-
-def _attention_ops(s: TransformerShape, cfg: TrainingConfig, tokens: Num, window: int
-                   ) -> list[Op]:
-    """An attention block's forward operators on one GPU: projections and core."""
-    t = cfg.tp
-    seq = cfg.seq_len // cfg.cp
-    core_kv, d = attention_core_dims(s)
-    heads = s.heads // t
-    kv = maximum(1, core_kv // t)
-    projections = attention_projections(s, t)
-    ops: list[Op] = [Gemm(tokens, n, k, name=name) for name, n, k in projections[:-1]]
-    if cfg.fused_attention:
-        # with context parallelism each GPU does 1/CP of the (load-balanced) causal work,
-        # in calls over its chunk around a ring (p2p) or over the whole sequence (a2a's
-        # head split, all_gather's gathered keys); packed documents are so many short
-        # sequences to the kernel
-        ops.append(fused_attention(cfg, heads, kv, d, window, s.chunks(window)))
-    else:
-        # unfused attention (Megatron-LM before FlashAttention): the full score matrix is
-        # computed (masked, not skipped), softmaxed and dropped out in memory
-        scores = 1.0 * cfg.micro_batch * heads * seq * cfg.seq_len
-        ops += [Gemm(seq, cfg.seq_len, d, batch=cfg.micro_batch * heads, name="scores"),
-                Elementwise(UNFUSED_SOFTMAX_BYTES * scores, name="softmax"),
-                Gemm(seq, d, cfg.seq_len, batch=cfg.micro_batch * heads, name="context")]
-    name, n, k = projections[-1]
-    ops.append(Gemm(tokens, n, k, name=name))
-    return ops
-
-
-def _ffn_ops(s: TransformerShape, cfg: TrainingConfig, moe: bool, tokens: Num
-             ) -> tuple[list[Op], Num]:
-    """A dense MLP's or an expert block's forward operators on one GPU, and the elements
-    its activation function reads (0 where a fused grouped MLP applies it)."""
-    t = cfg.tp
-    element = cfg.precision.activation_bytes
-    ops: list[Op] = []
-    if moe:
-        # an expert's width is split over ETP GPUs, which share the tokens of ETP of the TP
-        # group's sequence-parallel shards (all of them when ETP = TP)
-        e = cfg.expert_tp
-        routed = tokens * e // t * s.experts_per_token
-        width = s.d_expert
-        local_experts = _local_experts(s, cfg)
-        per_expert = maximum(1, routed * cfg.ep // s.experts)
-        up = 2 * width if s.ffn_kind.gated else width
-        outer = s.expert_width  # what the routed experts read and write
-        ops.append(Gemm(tokens, s.experts, s.hidden, name="router"))
-        if s.moe_latent:
-            # latent experts: each rank projects its own (sequence-parallel) tokens to the
-            # latent width before dispatch and back after the combine, weights duplicated
-            # over TP (Megatron-Core's fc1_latent_proj / fc2_latent_proj)
-            ops += [Gemm(tokens // t, s.moe_latent, s.hidden, name="moe_latent_down"),
-                    Gemm(tokens // t, s.hidden, s.moe_latent, name="moe_latent_up")]
-        ops += [
-            Gemm(per_expert, up // e, outer, batch=local_experts,
-                 name="grouped_expert_up"),
-            Gemm(per_expert, outer, width // e, batch=local_experts,
-                 name="grouped_expert_down"),
-        ]
-        if s.shared_experts:
-            shared = width * s.shared_experts
-            ops += [Gemm(tokens, (2 * shared if s.ffn_kind.gated else shared) // t,
-                         s.hidden, name="shared_up"),
-                    Gemm(tokens, s.hidden, shared // t, name="shared_down")]
-        ops.append(dispatch_permutation(routed, outer, element, cfg.ep_dispatcher,
-                                        local_experts))
-        # a fused grouped MLP applies the routed experts' activation in its epilogue
-        if cfg.expert_launches == "fused-mlp":
-            return ops, 0
-        return ops + _unfused_expert_extras(s, routed, up // e, element), routed * width // e
-    f = s.d_ffn
-    up = 2 * f if s.ffn_kind.gated else f
-    return [Gemm(tokens, up // t, s.hidden, name="mlp_up"),
-            Gemm(tokens, s.hidden, f // t, name="mlp_down")], tokens * f // t
-
-
-FP8_RECIPES = FP8_ATTENTION_SCALINGS
-"""How an FP8 run scales its GEMM operands (Transformer Engine's recipes), named as the
-attention kernel each takes by default (``TrainingConfig.attention_fp8_kernel``): "tensor",
-one scale per tensor (DelayedScaling, Float8CurrentScaling), or "mxfp8", one per 32 elements
-along the reduction (MXFP8BlockScaling)."""
-
-
-def quantized_copies(cfg: TrainingConfig, tensor_core_generation: int | None) -> int:
-    """FP8/FP4 copies written when a GEMM operand is cast in training: two, the row-wise one
-    the GEMM takes and the column-wise (transposed) one its gradient GEMM takes, where the
-    format's scales run along the reduction (MXFP8, NVFP4) or the GPU runs FP8 GEMMs only
-    with both operands K-major (Hopper and Ada: cuBLASLt's "TN" requirement, for which
-    Transformer Engine keeps a transposed copy); one for per-tensor FP8 on Blackwell, whose
-    FP8 GEMMs take any layout (Transformer Engine's nvte_is_non_tn_fp8_gemm_supported)."""
-    if cfg.precision is Precision.NVFP4 or cfg.fp8_recipe == "mxfp8":
-        return 2
-    return 1 if (tensor_core_generation or 0) >= BLACKWELL_TENSOR_CORES else 2
-
-
-def _layer_ops(s: TransformerShape, cfg: TrainingConfig, moe: bool, window: int = 0,
-               block: str = "", tensor_core_generation: int | None = None
-               ) -> tuple[list[Op], float]:
-    """Forward operators of one layer (an expert layer if ``moe``, else a dense one; with
-    sliding-window attention if ``window``) on one GPU, and the tokens each GPU holds. A
-    hybrid model's ``block`` (``HYBRID_BLOCKS``: "M" Mamba-2, "*" attention, "-" MLP, "E"
-    experts) is one part of a layer with one norm and one residual add."""
-    t = cfg.tp
-    seq = cfg.seq_len // cfg.cp
-    tokens = cfg.micro_batch * seq
-    element = cfg.precision.activation_bytes
-    ops: list[Op] = []
-    if block in ("", "*"):
-        ops += _attention_ops(s, cfg, tokens, window)
-    inner: Num = 0
-    fused_mlp = moe and cfg.expert_launches == "fused-mlp"
-    if block == "M":
-        ops += mamba_ops(s, t, tokens, element, seq)
-    elif block != "*":
-        ffn, inner = _ffn_ops(s, cfg, moe, tokens)
-        ops += ffn
-    # the norms (two a layer, four with sandwich norms, one a hybrid block) and residual
-    # adds (read 2, write 1; one a block), and the activation function
-    norm_tokens = tokens // t if cfg.sequence_parallel else tokens
-    hidden_bytes = 1.0 * norm_tokens * s.hidden * element
-    norms, residuals = (s.layer_norms, 2) if not block else (1, 1)
-    ops += [Elementwise(norms * 2 * hidden_bytes, name="norms"),
-            Elementwise(residuals * 3 * hidden_bytes, name="residuals")]
-    if block in ("", "-", "E"):
-        ops.append(Elementwise(3.0 * inner * element, name="activation"))
-    if cfg.precision.low_precision:
-        # each GEMM operand is cast (read 16-bit, write the narrow format: once, or row-wise
-        # and column-wise, quantized_copies) before the GEMM, but a fused grouped MLP's up
-        # projection writes the down projection's input in it, and frozen weights held in
-        # FP8 (LoRA with fp8_params) are never cast again
-        frozen_fp8 = bool(cfg.lora_rank) and cfg.fp8_params
-
-        copies = quantized_copies(cfg, tensor_core_generation)
-        narrow = cfg.precision.bytes
-
-        def cast_bytes(op: Gemm) -> Num:
-            inputs = 0 if fused_mlp and op.name == "grouped_expert_down" else op.m * op.k
-            weights = 0 if frozen_fp8 else op.k * op.n
-            return (2.0 + copies * narrow) * inputs + (2.0 + narrow) * weights
-
-        cast = sum(cast_bytes(op) * op.batch for op in ops if isinstance(op, Gemm))
-        ops.append(Elementwise(cast, name=f"{cfg.precision.value}_cast"))
-    if cfg.fp8_attention and block in ("", "*"):
-        # Transformer Engine's FP8 attention quantizes the kernel's inputs (read 16 bits,
-        # write 8): the query, key and value before the forward, the output and its
-        # gradient before the backward
-        kv, d = attention_core_dims(s)
-        per_token = (Precision.BF16.bytes + Precision.FP8.bytes) * tokens * d / t
-        ops.append(Elementwise(per_token * (s.heads + 2 * kv), name="fp8_attention_cast",
-                               backward=Elementwise(per_token * 2 * s.heads,
-                                                    name="fp8_attention_cast")))
-    if cfg.lora_rank:
-        ops += lora_adapter_ops(ops, cfg.lora_rank, adapted_gemms(s, cfg.adapted))
-    return ops, 1.0 * tokens
-
-
-LORA_ELEMENT = Precision.BF16.bytes
-"""Bytes per element of LoRA's adapters and their inputs and outputs: they run in 16 bits
-whatever the frozen layers' precision (Transformer Engine's FP8 autocast covers its own
-modules; the adapters are plain 16-bit layers beside them)."""
-
-
-def lora_adapter_ops(ops: list[Op], rank: int, adapted: frozenset[str]) -> list[Op]:
-    """The forward operators of the LoRA adapters beside the GEMMs of ``ops`` named in
-    ``adapted``: for a frozen C[m, n] = A[m, k] W[k, n] on this GPU (its tensor-parallel
-    shard, or a routed expert's batch) the down GEMM (k -> rank), the up GEMM (rank -> n)
-    and the add of their output to C (read two, write one). They are thin and memory-bound:
-    the input read again and the output written twice cost more than their FLOPs."""
-    out: list[Op] = []
-    for op in ops:
-        if not (isinstance(op, Gemm) and op.name in adapted):
-            continue
-        # named after the frozen GEMM (a routed expert's keep its prefix, so the busiest
-        # rank takes longer there too, and a recomputed module repeats its adapters)
-        down, up, add = (f"{op.name}.{part}" for part in LORA_OPS)
-        out += [Gemm(op.m, rank, op.k, batch=op.batch, name=down,
-                     weight_element=LORA_ELEMENT, element=LORA_ELEMENT),
-                Gemm(op.m, op.n, rank, batch=op.batch, name=up,
-                     weight_element=LORA_ELEMENT, element=LORA_ELEMENT),
-                Elementwise(3.0 * op.m * op.n * op.batch * LORA_ELEMENT, name=add)]
-    return out
-
-
-ROUTED_OPS = ("moe_permute", "activation", "moe_glu_clamp", "moe_expert_bias")
-"""An expert layer's memory-bound operators over its routed tokens (besides the grouped
-GEMMs), which take longer on the busiest expert-parallel rank (``moe_imbalance``)."""
-
-
-def _unfused_expert_extras(s: TransformerShape, routed: Num, up: Num, element: float
-                           ) -> list[Op]:
-    """What Megatron-Core's unfused expert layer does beyond the grouped GEMMs and the
-    activation for GPT-OSS-style experts (megatron/core/fusions/fused_bias_geglu.py and
-    transformer/moe/experts.py): a clamped GLU splits the up projection's output, clamps
-    both halves and concatenates them again before the fused activation (one read and
-    write of it); expert biases on the down projection are added per local expert with the
-    routing weight, concatenated and cast (``TEGroupedMLP._apply_bias``: three read-and-write
-    passes over the output rows). A fused grouped MLP does both in its kernels."""
-    ops: list[Op] = []
-    if s.glu_limit:
-        ops.append(Elementwise(2.0 * routed * up * element, name="moe_glu_clamp"))
-    if s.bias:
-        ops.append(Elementwise(3 * 2.0 * routed * s.expert_width * element,
-                               name="moe_expert_bias"))
-    return ops
-
-
-@dataclass(frozen=True)
-class _Layer:
-    """One layer's forward, backward and recompute passes for one micro-batch, the forward
-    FLOPs it executes (hardware FLOPs, before recomputation) and, when asked for, its compute
-    and exposed communication seconds by part (``COMPUTE_PARTS``, ``COMMUNICATION_PARTS``)."""
-
-    fwd: _Pass
-    bwd: _Pass
-    rec: _Pass
-    flops: Num
-    parts: dict[str, Num]
-    # compute seconds of the weight-gradient GEMMs inside ``bwd`` (what a zero-bubble
-    # schedule defers: the W of ``pipeline_bubble``)
-    wgrad: Num = 0.0
-    # the expert all-to-all seconds that pairing this micro-batch's passes with another's
-    # hid (``ep_comm_overlap``): a step's first forward and last backward have no partner
-    a2a_hidden: Num = 0.0
-
-    @property
-    def passes(self) -> _Pass:
-        return self.fwd + self.bwd + self.rec
-
-
-def _mix(layers: list[tuple[Num, _Layer]]) -> _Layer:
-    """The weighted mean of layers (weights adding up to 1)."""
-    if len(layers) == 1:
-        return layers[0][1]
-    fwd, bwd, rec, flops, wgrad, hidden = _Pass(), _Pass(), _Pass(), 0.0, 0.0, 0.0
-    parts: dict[str, Num] = {}
-    for w, one in layers:
-        fwd, bwd, rec = fwd + one.fwd.scale(w), bwd + one.bwd.scale(w), rec + one.rec.scale(w)
-        flops = flops + one.flops * w
-        wgrad = wgrad + one.wgrad * w
-        hidden = hidden + one.a2a_hidden * w
-        for key, value in one.parts.items():
-            parts[key] = parts.get(key, 0.0) + w * value
-    return _Layer(fwd, bwd, rec, flops, parts, wgrad, hidden)
-
-
-@dataclass(frozen=True)
-class LayerCosts:
-    """The layers' costing of a set of configurations (``_layer_times``'s kinds), which does
-    not depend on their pipeline split or ZeRO stage; ``take`` picks a run of them."""
-
-    kinds: dict[Any, _Layer]
-
-    def take(self, part: slice | np.ndarray) -> LayerCosts:
-        """The configurations ``part`` (a slice or an index array) picks, in their order."""
-        def cut(x: Num) -> Num:
-            return x[part] if isinstance(x, np.ndarray) and x.ndim else x
-
-        def cut_pass(p: _Pass) -> _Pass:
-            return _Pass(cut(p.compute), cut(p.comm), cut(p.overhead), cut(p.floor))
-
-        return LayerCosts({
-            kind: _Layer(cut_pass(one.fwd), cut_pass(one.bwd), cut_pass(one.rec),
-                         cut(one.flops), {k: cut(v) for k, v in one.parts.items()},
-                         cut(one.wgrad), cut(one.a2a_hidden))
-            for kind, one in self.kinds.items()})
-
-
-def layer_costs(shape: TransformerShape, device: Device, intra: Link, inter: Link | None,
-                cfg: TrainingConfig, eff: Efficiency) -> LayerCosts:
-    """``evaluate_training``'s costing of ``cfg``'s layers, for configurations along one axis
-    whose pipeline splits may differ (the split does not enter it; without
-    ``recompute_layers``, whose share of a chunk does)."""
-    return LayerCosts(_layer_times(shape, cfg, device, eff,
-                                   *_layer_groups(cfg, intra, inter)))
-
-
-def _layer_groups(cfg: TrainingConfig, intra: Link, inter: Link | None
-                  ) -> tuple[Group, Group, Group]:
-    """A layer's tensor-, context- and expert-parallel communicators. Expert-parallel ranks
-    are ETP apart in Megatron's expert grid (TP x CP apart when ETP is TP's default, as
-    before CP folded into it)."""
-    ep_stride = cfg.tp * cfg.cp if not cfg.etp else cfg.etp
-    return (_group(cfg.tp, 1, cfg, intra, inter), _group(cfg.cp, cfg.tp, cfg, intra, inter),
-            _group(cfg.ep, ep_stride, cfg, intra, inter))
-
-
-def _layer_times(s: TransformerShape, cfg: TrainingConfig, device: Device, eff: Efficiency,
-                 tp_group: Group, cp_group: Group, ep_group: Group, with_parts: bool = False
-                 ) -> dict[Any, _Layer]:
-    """Each kind of layer the model has (True: expert layer, False: dense), its sliding-
-    window layers taken as spread evenly over both kinds; a hybrid model's blocks by kind
-    (their ``HYBRID_BLOCKS`` letter)."""
-    eff = expert_efficiency(eff, s)
-    if s.is_hybrid:
-        blocks: dict[Any, _Layer] = {}
-        for block in sorted(set(s.hybrid_pattern)):
-            mine: dict[str, Num] = {}
-            f, b, r, fl, w, h = _one_layer_time(s, cfg, device, eff, tp_group, cp_group,
-                                                ep_group, block == "E", 0,
-                                                mine if with_parts else None, block)
-            blocks[block] = _Layer(f, b, r, fl, mine, w, h)
-        return blocks
-    kinds: dict[bool, list[tuple[Num, _Layer]]] = {}
-    for moe, window, share in s.layer_kinds():
-        own: dict[str, Num] = {}
-        f, b, r, fl, w, h = _one_layer_time(s, cfg, device, eff, tp_group, cp_group,
-                                            ep_group, moe, window,
-                                            own if with_parts else None)
-        kinds.setdefault(moe, []).append((share, _Layer(f, b, r, fl, own, w, h)))
-    return {moe: _mix([(w / sum(x for x, _ in items), one) for w, one in items])
-            for moe, items in kinds.items()}
-
-
-def _average_layer(s: TransformerShape, kinds: dict[Any, _Layer]) -> _Layer:
-    """The model's average layer: its expert and dense layers (a hybrid model's blocks)
-    weighted by their share."""
-    if s.is_hybrid:
-        return _mix([(s.hybrid_pattern.count(block) / s.layers, one)
-                     for block, one in kinds.items()])
-    moe_share = s.moe_layers / s.layers
-    return _mix([(moe_share if moe else 1 - moe_share, one) for moe, one in kinds.items()])
-
-
-def schedule_runs(schedule: str, pp: np.ndarray, vpp: np.ndarray, micro_batches: np.ndarray
-                  ) -> np.ndarray:
-    """Which of the advisor's layouts (arrays) can run a pipeline schedule: the conditions
-    ``TrainingConfig._check_schedule`` refuses with a message, here as a mask (a test holds
-    the two together); a layout without a pipeline runs without one, whatever the
-    schedule."""
-    if schedule == "1f1b":
-        return np.ones_like(pp, dtype=bool)
-    runs = (vpp == schedule_chunks(schedule))
-    if schedule != "zb1p":
-        runs &= micro_batches >= 2 * pp
-    if schedule == "dualpipe":
-        runs &= (pp % 2 == 0) & (micro_batches % 2 == 0)
-    plain = np.logical_and(pp == 1, vpp == 1)
-    return np.asarray(np.logical_or(plain, np.logical_and(pp > 1, runs)))
-
-
-def pipeline_bubble(schedule: str, pp: Num, vpp: Num, stage_s: Num, forward_s: Num,
-                    wgrad_s: Num) -> Num:
-    """Seconds a step's pipeline leaves each GPU idle under ``schedule`` (PP_SCHEDULES),
-    for a stage's time per micro-batch ``stage_s`` (forward, backward, recomputation and
-    their exposed communication), its forward part and its weight-gradient GEMMs (W). The
-    full backward B is the rest of the stage's time."""
-    if schedule == "1f1b":
-        return (pp - 1) / vpp * stage_s
-    if schedule == "zb1p":
-        return (pp - 1) * maximum(0.0, stage_s - 2 * wgrad_s)
-    backward_s = stage_s - forward_s
-    pair = maximum(0.0, stage_s + backward_s - 3 * wgrad_s)
-    if schedule == "dualpipe":
-        return maximum(0.0, pp / 2 - 1) * pair  # nothing without a pipeline (PP 1)
-    # dualpipev: 2 x PP stages of half a GPU's layers each
-    return (pp - 1) * pair / 2
-
-
-def dispatcher_host_time(product: Product, cfg: TrainingConfig, eff: Efficiency,
-                         shape: TransformerShape | None = None) -> float:
-    """Fixed time per expert layer per forward pass that a dropless MoE dispatcher waits on
-    its host: the per-expert token counts go to the CPU before buffers can be sized (the
-    backward reuses them). Over NVLink-C2C
-    to a Grace CPU (a superchip, ``Product.grace_host``) it is ``moe_layer_overhead_c2c_s``,
-    over PCIe ``moe_layer_overhead_s``; token-drop routing (``moe_token_drop``) needs no
-    wait, and with partial CUDA graphs (``cuda_graphs``) the attention, router and
-    preprocessing kernels before the sync replay from one graph launch instead of many
-    (docs/performance-model.md: the 10% that NVIDIA measured them to gain on DeepSeek-V3
-    on GB200 is what this wait costs there). Those fitted waits are Megatron-Core's; a
-    framework whose own wait is measured gives it as ``dispatcher_wait_s``. Given the
-    ``shape``, the wait is averaged over its expert blocks, those after a graphed block
-    paying none (``TrainingConfig.ungraphed_expert_share``, for a ``cuda_graph_scope``)."""
-    if cfg.moe_token_drop or cfg.cuda_graphs:
-        return 0.0
-    if cfg.dispatcher_wait_s is not None:
-        wait = cfg.dispatcher_wait_s
-    else:
-        wait = eff.moe_layer_overhead_c2c_s if product.grace_host else eff.moe_layer_overhead_s
-    return wait if shape is None else wait * cfg.ungraphed_expert_share(shape)
-
-
-EXPERT_LAUNCHES_PER_EXPERT = {"forward": (2, 2), "backward": (4, 2)}
-"""Kernels launched per local expert in each pass of an expert layer, as (GEMMs,
-quantizations in FP8/FP4): Transformer Engine's grouped linear layers issue one cuBLASLt
-GEMM per expert on several streams (NVIDIA's Megatron Core MoE report, arXiv:2603.07685,
-section 4.3.2, implementation (i)): FC1 and FC2 forward, their data and weight gradients
-backward; in low precision each expert's inputs to FC1 and FC2 (forward) and its output
-gradients (backward) are quantized one expert at a time."""
-
-
-def expert_host_floor(local_experts: Num, low_precision: bool, eff: Efficiency
-                      ) -> tuple[Num, Num]:
-    """Host seconds to launch the per-expert kernels of one expert layer, forward and
-    backward: the expert section (between dispatch and combine, which CUDA graphs cannot
-    capture) takes at least this long, however fast the GPU runs its small GEMMs."""
-    low = 1 if low_precision else 0
-    forward, backward = (eff.moe_expert_launch_s * local_experts * (gemms + low * quants)
-                         for gemms, quants in EXPERT_LAUNCHES_PER_EXPERT.values())
-    return forward, backward
-
-
-def sequence_parallel_tp_comm(activation: Num, precision: Precision, group: Group,
-                              eff: Efficiency, column_gemms: tuple[Num, ...]
-                              ) -> tuple[Num, Num]:
-    """Exposed tensor-parallel seconds of one layer's forward and backward pass under
-    sequence parallelism without userbuffers overlap, for ``activation`` bytes of hidden
-    states per GPU (in the precision's activation format, 16 bits for FP8 and NVFP4
-    training) and the forward times of the column-parallel GEMMs of each block that gathers
-    its input: attention and MLP, or one entry for both where they share the gathered input
-    and one reduce-scatter (parallel attention).
-
-    Each block all-gathers its input before the column-parallel GEMM and reduce-scatters
-    the row-parallel GEMM's output (16-bit) in the forward. In the backward the row-parallel
-    GEMM first all-gathers the output gradient, while the column-parallel GEMM all-gathers its
-    saved input shard again (asynchronously, behind its data-gradient GEMM) and
-    reduce-scatters the data gradient (asynchronously, behind its weight-gradient GEMM, which
-    takes as long as the forward GEMM): only what outlasts those GEMMs is exposed
-    (Megatron-Core tensor_parallel/layers.py,
-    LinearWithGradAccumulationAndAsyncCommunication.backward; Transformer Engine's modules
-    likewise). With FP8 or NVFP4, Transformer Engine gathers the quantized tensor, not the
-    16-bit one (transformer_engine/pytorch/distributed.py, gather_along_first_dim:
-    _all_gather_fp8, _all_gather_nvfp4; since TE 1.x for FP8): one byte an element for FP8,
-    whose transpose is made after the gather, and NVFP4's 4.5 bits, the input's row-wise copy
-    in the forward and its column-wise copy in the backward, both copies of the output
-    gradient. Reduce-scatters stay 16-bit."""
-    share = precision.bytes / precision.activation_bytes if precision.low_precision else 1.0
-    grad_share = share * (2 if precision is Precision.NVFP4 else 1)
-    ag = _nccl(Collective.ALL_GATHER, activation * share, group, eff)
-    ag_grad = ag if grad_share == share else \
-        _nccl(Collective.ALL_GATHER, activation * grad_share, group, eff)
-    rs = _nccl(Collective.REDUCE_SCATTER, activation, group, eff)
-    blocks = len(column_gemms)
-    forward = blocks * (ag + rs)
-    backward = blocks * ag_grad
-    for gemm in column_gemms:
-        backward = backward + maximum(0.0, ag - gemm) + maximum(0.0, rs - gemm)
-    return forward, backward
-
-
-SIXTEEN_BIT = (Precision.BF16, Precision.FP16)
-
-
-def tp_overlap_exposed(shape: TransformerShape, cfg: TrainingConfig, eff: Efficiency) -> float:
-    """The share of the tensor-parallel traffic the userbuffers overlap (--tp-comm-overlap)
-    leaves exposed: ``tp_comm_exposed``, but ``tp_comm_exposed_16_bit_dense`` for a dense
-    model in BF16 or FP16, which the published runs show the overlap does not hide."""
-    if cfg.precision in SIXTEEN_BIT and not shape.is_moe:
-        return eff.tp_comm_exposed_16_bit_dense
-    return eff.tp_comm_exposed
 
 
 def _tp_overlap_16_bit_note(shape: TransformerShape, product: Product, device: Device,
@@ -1510,223 +293,6 @@ def _tp_overlap_16_bit_note(shape: TransformerShape, product: Product, device: D
     return doc
 
 
-MOE_ROUTINGS = ("balanced", "unbalanced")
-"""How a run's routing is balanced, as the validation rows record it: balanced (an
-auxiliary loss, an expert bias or forced balancing keeps every expert-parallel rank near
-the mean; ``moe_imbalance`` says otherwise) or unbalanced (nothing does:
-``Efficiency.moe_unbalanced_load``)."""
-
-
-def unbalanced_routing_load(shape: TransformerShape, ep: int, eff: Efficiency) -> float:
-    """``--moe-imbalance unbalanced``: the busiest expert-parallel rank's load when nothing
-    balances the routing, ``Efficiency.moe_unbalanced_load`` capped by what a rank can
-    receive (1 without expert parallelism)."""
-    return min(eff.moe_unbalanced_load, shape.busiest_rank_bound(ep))
-
-
-def _one_layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device,
-                    eff: Efficiency, tp_group: Group, cp_group: Group, ep_group: Group,
-                    moe: bool, window: int = 0, parts: dict[str, Num] | None = None,
-                    block: str = "") -> tuple[_Pass, _Pass, _Pass, Num, Num, Num]:
-    ops, tokens = _layer_ops(s, cfg, moe, window, block, device.tensor_core_generation)
-    element = cfg.precision.activation_bytes
-    fwd: Num = 0.0
-    bwd: Num = 0.0
-    attn_fwd: Num = 0.0
-    flops: Num = 0.0
-    wgrad: Num = 0.0  # the weight-gradient GEMMs' seconds (as long as their forward)
-    expert_section: Num = 0.0  # forward GPU time between dispatch and combine
-    by_name: dict[str, Num] = {}  # forward time of each operator
-    frozen = bool(cfg.lora_rank)  # the model's weights are not trained
-    for op in ops:
-        t, _, _, op_flops, _ = op_time(op, device, eff)
-        if moe and (op.name in ROUTED_OPS or op.name.startswith("grouped_expert_")):
-            t = t * cfg.moe_imbalance  # the busiest rank's routed tokens
-        fwd = fwd + t
-        by_name[op.name] = by_name.get(op.name, 0.0) + t
-        flops = flops + op_flops
-        if op.name.startswith("grouped_expert_") or op.name == "moe_permute":
-            expert_section = expert_section + t
-        if isinstance(op, Attention):
-            attn_fwd = attn_fwd + t
-            back = op_time(dataclasses.replace(op, backward=True), device, eff)[0]
-        else:
-            # a GEMM's data and weight gradients (a frozen one's data gradient alone, under
-            # LoRA); an elementwise op's backward
-            weighted = isinstance(op, Gemm) and op.name not in ATTENTION_OPS
-            trained = weighted and (not frozen or op.name.endswith(LORA_OPS))
-            back = t if weighted and not trained else 2 * t
-            if isinstance(op, Elementwise) and op.backward is not None:
-                back = op_time(op.backward, device, eff)[0]
-            if trained:
-                wgrad = wgrad + t
-            if op.name in ATTENTION_OPS:
-                attn_fwd = attn_fwd + t
-        bwd = bwd + back
-        if parts is not None:
-            key = op_kind(op)
-            parts[key] = parts.get(key, 0.0) + t + back
-    activation = tokens * s.hidden * element
-    # two all-reduces per layer (attention, MLP) each way, one with parallel attention or
-    # in a hybrid block (nothing when TP = 1); with sequence parallelism and no userbuffers
-    # overlap, the all-gathers and reduce-scatters as they run (sequence_parallel_tp_comm)
-    tp_share = tp_overlap_exposed(s, cfg, eff) if cfg.tp_comm_overlap else 1.0
-    one_reduction = s.parallel_attention or bool(block)
-    if cfg.sequence_parallel and not cfg.tp_comm_overlap:
-        column = sum(by_name.get(name, 0.0) for name, _, _ in
-                     attention_projections(s, cfg.tp)[:-1])
-        mlp_column = by_name.get("mlp_up", 0.0) + by_name.get("shared_up", 0.0) \
-            + by_name.get("mamba_in_proj", 0.0)
-        columns = (column + mlp_column,) if one_reduction else (column, mlp_column)
-        tp_fwd, tp_bwd = sequence_parallel_tp_comm(activation, cfg.precision, tp_group,
-                                                   eff, columns)
-    else:
-        tp_fwd = tp_bwd = (1 if one_reduction else s.tp_reductions) * _nccl(
-            Collective.ALL_REDUCE, activation, tp_group, eff)
-    core_kv, core_dim = attention_core_dims(s)
-    kv_bytes = 2 * cfg.micro_batch * cfg.seq_len * maximum(1, core_kv // cfg.tp) \
-        * core_dim * element
-    if cfg.cp_comm_type == "a2a":
-        # queries, keys and values in, the core's output back: each GPU's own tokens over
-        # its tensor-parallel share of the heads, the same again in the backward pass
-        heads = (2 * s.heads / cfg.tp + 2 * maximum(1, core_kv // cfg.tp))
-        swapped = tokens * heads * core_dim * element
-        cp_ag = _nccl(Collective.ALL_TO_ALL, swapped, cp_group, eff)
-    else:
-        share = eff.cp_comm_exposed if cfg.cp_comm_type == "p2p" else 1.0
-        cp_ag = share * _nccl(Collective.ALL_GATHER, kv_bytes, cp_group, eff)
-    if block in ("-", "E"):
-        cp_ag = 0.0  # a hybrid model's MLP and expert blocks exchange nothing over CP
-    elif block == "M":
-        # Megatron-Core's MambaContextParallel: the input projection's output (z, x, B, C,
-        # dt) goes all-to-all from sequence shards to head shards before the convolution
-        # and scan, and the scan's output comes back: each GPU's own tokens, each way, again
-        # in the backward pass
-        m = s.mamba
-        assert m is not None
-        swapped = tokens * (m.in_proj_width // cfg.tp + m.inner // cfg.tp) * element
-        cp_ag = _nccl(Collective.ALL_TO_ALL, swapped, cp_group, eff)
-    exposed = tp_share * tp_fwd + cp_ag
-    exposed_fwd = exposed
-    exposed_bwd = tp_share * tp_bwd + cp_ag
-    a2a: Num = 0.0
-    hidden: Num = 0.0  # the all-to-all seconds a forward-backward pair hides (both passes)
-    if moe:
-        dispatched = tokens * s.experts_per_token * s.expert_width * element / cfg.tp
-        copies = s.experts_per_token if cfg.ep_dispatcher == "deepep" else 0
-        groups = (s.expert_groups, s.groups_per_token)
-        # dispatch and combine
-        a2a = eff.ep_comm_exposed * 2 * cfg.moe_imbalance * _nccl(
-            Collective.ALL_TO_ALL, dispatched, ep_group, eff, copies, groups)
-        if cfg.ep_comm_overlap:
-            # one micro-batch's forward runs beside another's backward, each pair's
-            # all-to-alls hidden behind the pair's compute; only the excess is exposed
-            full = a2a
-            a2a = maximum(0.0, a2a - (fwd + bwd) / 2)
-            hidden = 2 * (full - a2a)
-        exposed_fwd, exposed_bwd = exposed_fwd + a2a, exposed_bwd + a2a
-    # the dropless dispatcher's host wait falls in the forward pass (and a recomputed one):
-    # the backward's all-to-alls and grouped GEMMs reuse the split sizes the forward copied
-    # to the CPU, so the host runs ahead there as in a dense layer
-    wait = dispatcher_host_time(device.product, cfg, eff, s) if moe else 0.0
-    # many small experts per GPU: the expert section waits on the host's launches
-    host_fwd: Num = 0.0
-    host_bwd: Num = 0.0
-    if moe:
-        launched = _local_experts(s, cfg) if cfg.expert_launches == "per-expert" else 1
-        floor_fwd, floor_bwd = expert_host_floor(launched, cfg.precision.low_precision, eff)
-        host_fwd = maximum(0.0, floor_fwd - expert_section)
-        host_bwd = maximum(0.0, floor_bwd - 2 * expert_section)
-    # a hybrid block holds one of a layer's two parts: half its fixed time and floor (so
-    # attention and MLP blocks in pairs cost what the layers they make up do)
-    part = 0.5 if block else 1.0
-    forward = _Pass(fwd, exposed_fwd, part * eff.layer_overhead_s + wait + host_fwd)
-    backward = _Pass(bwd, exposed_bwd, part * eff.layer_overhead_s + host_bwd)
-    # a pass takes at least the layer's floor however little it holds (the backward twice
-    # the forward's)
-    if eff.layer_pass_floor_s:
-        forward = _Pass(forward.compute, forward.comm, forward.overhead,
-                        maximum(0.0, part * eff.layer_pass_floor_s - forward.total))
-        backward = _Pass(backward.compute, backward.comm, backward.overhead,
-                         maximum(0.0, 2 * part * eff.layer_pass_floor_s - backward.total))
-    if cfg.recompute is Recompute.FULL:
-        recompute = forward.scale(cfg.full_recompute_share(s))
-    else:
-        recompute = _recomputed(s, cfg.recomputed, moe, by_name, attn_fwd,
-                                _Pass(0.0, a2a, wait + host_fwd), cfg.tp)
-    if parts is not None:
-        # the forward's communication runs again when the whole layer is recomputed
-        passes = 2 + cfg.full_recompute_share(s)
-        moe_passes = 3 if "moe" in cfg.recomputed else passes
-        parts["recompute"] = recompute.compute
-        parts["tensor_parallel"] = tp_share * ((passes - 1) * tp_fwd + tp_bwd)
-        parts["context_parallel"] = passes * cp_ag
-        parts["expert_parallel"] = moe_passes * a2a if moe else 0.0
-    return forward, backward, recompute, flops, wgrad, hidden
-
-
-RECOMPUTED_OPS = {
-    "layernorm": ("norms",),
-    "mla_up_proj": ("q_up", "kv_up"),
-    "mlp": ("mlp_up", "mlp_down", "activation"),
-    "moe": ("router", "moe_latent_down", "moe_latent_up", "grouped_expert_up",
-            "grouped_expert_down", "shared_up", "shared_down", "moe_permute", "activation",
-            "moe_glu_clamp", "moe_expert_bias"),
-    "shared_experts": ("shared_up", "shared_down"),
-}
-"""The forward operators (estimate/training.py's ``_layer_ops`` names) each recompute module
-runs again; ``core_attn`` is the attention core and ``moe_act`` the routed experts' share of
-the expert layer's activation function, both below."""
-
-
-def _recomputed(s: TransformerShape, modules: tuple[str, ...], moe: bool,
-                by_name: dict[str, Num], attn_fwd: Num, moe_extra: _Pass, tp: int = 1
-                ) -> _Pass:
-    """The recompute pass of one layer under selective recomputation of ``modules``: the
-    forward time of the operators they cover; recomputing a whole expert layer (``moe``)
-    also repeats its dispatch and combine and its host time (``moe_extra``). The dense-layer
-    module (``mlp``) does nothing in an expert layer, the expert ones nothing in a dense
-    layer. TorchTitan's op policy (``torchtitan_op``) reruns the norms, the activation
-    function and its recomputed matrix multiplies, each priced as its share of the fused
-    operator it belongs to (the key projection's share of the QKV GEMM's width on one of
-    ``tp`` GPUs, the up projection half of a gated MLP's)."""
-    if TORCHTITAN_OP in modules:
-        return _Pass(_torchtitan_op_time(s, by_name, tp), 0.0)
-    names: set[str] = set()
-    compute: Num = attn_fwd if "core_attn" in modules else 0.0
-    for module in modules:
-        if (module == "mlp" and moe) or (module in ("moe", "shared_experts") and not moe):
-            continue
-        names.update(RECOMPUTED_OPS.get(module, ()))
-    if moe and "moe_act" in modules and "moe" not in modules:
-        routed = s.experts_per_token / (s.experts_per_token + s.shared_experts)
-        compute = compute + routed * by_name.get("activation", 0.0) \
-            + by_name.get("moe_glu_clamp", 0.0)
-    # a recomputed GEMM's LoRA adapters (``lora_adapter_ops``) run again with it
-    compute = compute + sum((t for name, t in by_name.items()
-                             if name.split(".")[0] in names), 0.0)
-    extra = moe_extra if moe and "moe" in modules else _Pass()
-    return _Pass(compute, 0.0) + extra
-
-
-def _torchtitan_op_time(s: TransformerShape, by_name: dict[str, Num], tp: int) -> Num:
-    """Seconds of one layer's recompute pass under TorchTitan's op policy: the norms, the
-    activation function and the residual adds again, and each recomputed matrix multiply
-    as its share of its fused operator's time (widths on one of ``tp`` GPUs, at least one
-    KV head each, as ``attention_projections`` splits them)."""
-    widths = {mm.name: mm.n for mm in block_matmuls(s)}
-    heads, kv = s.heads // tp, max(1, s.n_kv_heads // tp)
-    widths.update(q=heads * s.d_head, k=kv * s.d_head, v=kv * s.d_head)
-    fused: dict[str, int] = {}
-    for mm in block_matmuls(s):
-        fused[mm.operator] = fused.get(mm.operator, 0) + widths[mm.name]
-    time: Num = sum((by_name.get(name, 0.0) for name in ("norms", "activation", "residuals")),
-                    0.0)
-    for mm in torchtitan_op_split(s)[1]:
-        time = time + by_name.get(mm.operator, 0.0) * widths[mm.name] / fused[mm.operator]
-    return time
-
-
 def _dp_traffic(params: Num, group: Group, cfg: TrainingConfig, m: Num, eff: Efficiency,
                 trained: Num = 0.0, replicas: Group | None = None) -> tuple[Num, Num]:
     """Seconds of data-parallel traffic per step for ``params`` replicated over ``group``,
@@ -1749,14 +315,14 @@ def _dp_traffic(params: Num, group: Group, cfg: TrainingConfig, m: Num, eff: Eff
 
     def run(kind: Collective, size: Num, frozen_too: bool = False) -> Num:
         if (frozen_too, kind) not in memo:
-            memo[(frozen_too, kind)] = _nccl(kind, size, group, eff)
+            memo[(frozen_too, kind)] = nccl_time(kind, size, group, eff)
         return memo[(frozen_too, kind)]
 
     def across(grad_bytes: Num) -> Num:
         """The replicas' all-reduce of one rank's gradient shard."""
         if replicas is None:
             return 0.0
-        return _nccl(Collective.ALL_REDUCE, grad_bytes / group.size, replicas, eff)
+        return nccl_time(Collective.ALL_REDUCE, grad_bytes / group.size, replicas, eff)
 
     def traffic(stage: int, part: int) -> Num:
         if cfg.lora_rank:
@@ -1868,20 +434,20 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     activation and optimizer offloading (None: the transfers are taken as hidden).
     ``layers``: the layers' costing for ``cfg``'s configurations, made by ``layer_costs``
     (the advisor costs a hybrid's layouts once for all its pipeline splits)."""
-    ep_stride = cfg.tp * cfg.cp if not cfg.etp else cfg.etp  # as in _layer_groups
+    ep_stride = cfg.tp * cfg.cp if not cfg.etp else cfg.etp  # as in layer_groups
     # LM head and loss on the last stage (vocabulary split over TP)
     tokens_mb = cfg.micro_batch * cfg.seq_len // cfg.cp
-    tp_group, cp_group, ep_group = _layer_groups(cfg, intra, inter)
+    tp_group, cp_group, ep_group = layer_groups(cfg, intra, inter)
     # ZeRO's group: all DP x CP ranks, or under hybrid sharding the dp_shard nearest of them
     # (TP apart), its replicas a further dp_shard groups apart
     replicas = cfg.dp_replicas
-    dp_group = _group(cfg.dp * cfg.cp // replicas, cfg.tp, cfg, intra, inter)
+    dp_group = comm_group(cfg.dp * cfg.cp // replicas, cfg.tp, cfg, intra, inter)
     hybrid = any_of(cfg.dp_shard)
-    replica_group = (_group(replicas, cfg.tp * cfg.dp * cfg.cp // replicas, cfg, intra, inter)
+    replica_group = (comm_group(replicas, cfg.tp * cfg.dp * cfg.cp // replicas, cfg, intra, inter)
                      if hybrid else None)
     pp_group = _pipeline_send_group(cfg, intra, inter)
     kinds = (layers.kinds if layers is not None and parts is None else
-             _layer_times(shape, cfg, device, eff, tp_group, cp_group, ep_group,
+             layer_times(shape, cfg, device, eff, tp_group, cp_group, ep_group,
                           with_parts=parts is not None))
     # what an FP8 or FP4 run keeps in BF16 runs on the BF16 device at the 16-bit
     # efficiencies: the LM head always (Megatron-Core's output layer is its own
@@ -1896,7 +462,7 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
                    device, eff)[0]
     # forward, data gradient and (unless frozen under LoRA) weight gradient
     head_pass = (2 if cfg.lora_rank else 3) * head + 2 * loss
-    average = _average_layer(shape, kinds)
+    average = average_layer(shape, kinds)
     fwd, bwd = average.fwd, average.bwd
     per_layer, layer_flops = average.passes, average.flops
 
@@ -1907,11 +473,11 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     # BF16 run's
     in_bf16 = (cfg.in_bf16, *bf16) \
         if cfg.mtp_bf16 or (layout is not None and layout.bf16_virtual) else None
-    kinds16 = (_layer_times(shape, *in_bf16, tp_group, cp_group, ep_group,
+    kinds16 = (layer_times(shape, *in_bf16, tp_group, cp_group, ep_group,
                             with_parts=parts is not None)
                if in_bf16 is not None and layout is not None and layout.bf16_virtual else {})
 
-    mtp_layer = _Layer(_Pass(), _Pass(), _Pass(), 0.0, {})
+    mtp_layer = LayerPasses(PassSeconds(), PassSeconds(), PassSeconds(), 0.0, {})
     mtp_extra: Num = 0.0
     if cfg.mtp_layers:
         own: dict[str, Num] = {}
@@ -1919,10 +485,10 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
                                                                                  eff)
         # (a hybrid model's: its attention and expert blocks as one layer)
         mtp_shape = mtp_layer_shape(shape) if shape.is_hybrid else shape
-        f, b, r, fl, w, h = _one_layer_time(mtp_shape, mtp_cfg, mtp_device, mtp_eff, tp_group,
+        f, b, r, fl, w, h = one_layer_time(mtp_shape, mtp_cfg, mtp_device, mtp_eff, tp_group,
                                             cp_group, ep_group, shape.is_moe, 0,
                                             own if parts is not None else None)
-        mtp_layer = _Layer(f, b, r, fl, own, w, h)
+        mtp_layer = LayerPasses(f, b, r, fl, own, w, h)
         projection = op_time(Gemm(tokens_mb, shape.hidden // cfg.tp, 2 * shape.hidden,
                                   name="mtp_projection"), mtp_device, mtp_eff)[0]
         mtp_extra = 3 * projection + head_pass
@@ -1937,11 +503,11 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
         last_layers = layers_per_stage - edge // 2
         last_head = head_pass + cfg.mtp_layers * mtp_extra
         last = (per_layer.scale(last_layers) + mtp_layer.passes.scale(cfg.mtp_layers)
-                + _Pass(last_head, 0.0))
+                + PassSeconds(last_head, 0.0))
         if cfg.pp_edge_layers:
             # the last stage runs one layer fewer plus the head; the middle stages all layers
             slower = last.total >= stage.total
-            stage = _Pass(*(where(slower, a, b) for a, b in
+            stage = PassSeconds(*(where(slower, a, b) for a, b in
                             ((last.compute, stage.compute), (last.comm, stage.comm),
                              (last.overhead, stage.overhead), (last.floor, stage.floor))))
             stage_layers: Num = where(slower, last_layers, layers_per_stage)
@@ -1964,27 +530,27 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     else:
         # each pipeline rank runs its own layers (dense and expert ones as such), MTP blocks
         # and head; the slowest sets the pace
-        def rank_pass(load: StageLoad) -> tuple[_Pass, dict[str, Num], Num]:
+        def rank_pass(load: StageLoad) -> tuple[PassSeconds, dict[str, Num], Num]:
             by_kind = load.blocks or ((False, load.dense_layers), (True, load.expert_layers))
             sixteen = dict(load.bf16)
             counts = (*((n - sixteen.get(kind, 0), kinds.get(kind)) for kind, n in by_kind),
                       *((n, kinds16.get(kind)) for kind, n in load.bf16),
                       (load.mtp, mtp_layer))
             extra = load.loss * head_pass + load.mtp * mtp_extra
-            total = _Pass()
+            total = PassSeconds()
             own_parts: dict[str, Num] = {}
             for n, one in counts:
                 if n and one is not None:
                     total = total + one.passes.scale(n)
                     for key, value in one.parts.items():
                         own_parts[key] = own_parts.get(key, 0.0) + n * value
-            return total + _Pass(extra, 0.0), own_parts, extra
+            return total + PassSeconds(extra, 0.0), own_parts, extra
 
         ranks = [rank_pass(load) for load in layout.ranks]
         # each configuration's slowest rank (the first of equals)
         slowest = np.argmax(np.stack(np.broadcast_arrays(*(p.total for p, _, _ in ranks))),
                             axis=0)
-        stage = _Pass(*(_pick(slowest, [getattr(p, name) for p, _, _ in ranks])
+        stage = PassSeconds(*(_pick(slowest, [getattr(p, name) for p, _, _ in ranks])
                         for name in ("compute", "comm", "overhead", "floor")))
         stage_head_time = _pick(slowest, [extra for _, _, extra in ranks])
         stage_parts = {key: _pick(slowest, [own.get(key, 0.0) for _, own, _ in ranks])
@@ -2005,10 +571,10 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     # transfer then adds to every stage's cycle. Interleaved sends overlapped with the next
     # chunk (pp_comm_overlap) and DualPipe's, hidden in its paired chunks, add nothing
     waits = where(_waits_on_sends(cfg), 1.0, 0.0)
-    p2p = (2 * _nccl(Collective.P2P, act, pp_group, eff) * cfg.vpp * waits
+    p2p = (2 * nccl_time(Collective.P2P, act, pp_group, eff) * cfg.vpp * waits
            * eff.pp_comm_exposed)
     p2p = where(cfg.pp > 1, p2p, 0.0)
-    stage = stage + _Pass(0.0, p2p)
+    stage = stage + PassSeconds(0.0, p2p)
 
     # memory on the most loaded stage
     def layer_act(recompute: Recompute, quantized: bool = cfg.precision.low_precision) -> Num:
@@ -2040,7 +606,7 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
         transfer = per_layer_act / host_link_bytes_s
         offload = cfg.offload_layers * (maximum(0.0, transfer - fwd.compute)
                                         + maximum(0.0, transfer - bwd.compute))
-        stage = stage + _Pass(0.0, offload)
+        stage = stage + PassSeconds(0.0, offload)
 
     m = cfg.micro_batches
     stage_time = stage.total
@@ -2116,8 +682,8 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     dp_gather, dp_reduce = _dp_traffic(dense_local, dp_group, cfg, m, eff,
                                        trained=lora_dense, replicas=replica_group)
     if shape.is_moe:
-        edp_group = _group(expert_shard, ep_stride * cfg.ep, cfg, intra, inter)
-        expert_replicas = (_group(replicas, ep_stride * cfg.ep * expert_shard, cfg, intra,
+        edp_group = comm_group(expert_shard, ep_stride * cfg.ep, cfg, intra, inter)
+        expert_replicas = (comm_group(replicas, ep_stride * cfg.ep * expert_shard, cfg, intra,
                                   inter) if hybrid else None)
         expert_gather, expert_reduce = _dp_traffic(expert_local, edp_group, cfg, m, eff,
                                                    trained=lora_expert,
@@ -2202,7 +768,7 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     # the first stage and the last on one GPU
     tied_sync: Num = 0.0
     if shape.tied_embeddings and not cfg.lora_rank and cfg.pp_schedule != "dualpipev":
-        tied_sync = where(cfg.pp > 1, _nccl(
+        tied_sync = where(cfg.pp > 1, nccl_time(
             Collective.ALL_REDUCE, shape.vocab / cfg.tp * shape.hidden * per_param.gradients,
             pp_group, eff), 0.0)
 

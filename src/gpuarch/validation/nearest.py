@@ -40,7 +40,9 @@ from gpuarch.workloads.shape import TransformerShape
 
 if TYPE_CHECKING:
     from gpuarch.estimate.inference import InferenceConfig
-    from gpuarch.estimate.training import TrainingConfig
+    from gpuarch.estimate.training_config import (
+        TrainingConfig,
+    )
 
 __all__ = [
     "DISTANCE_WEIGHTS",

@@ -139,7 +139,9 @@ def training_point(run_id: str, model: str | None, shape: Any, gpu: str, cfg: An
     """The training run ``cfg`` of ``shape`` (``model`` a preset) on ``gpu`` as a point,
     without a figure (the run's own measurement goes there); ``unbalanced``: the routing
     load ``--moe-imbalance unbalanced`` asked for, written as ``moe_routing``."""
-    from gpuarch.estimate.training import TrainingConfig
+    from gpuarch.estimate.training_config import (
+        TrainingConfig,
+    )
     from gpuarch.units import Unit, from_si
     from gpuarch.validation.training import point_config
 

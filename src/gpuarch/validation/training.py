@@ -21,17 +21,16 @@ from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import Product, System
 from gpuarch.errors import GpuarchError, check_choice, suggestion
 from gpuarch.estimate.memory import Recompute
-from gpuarch.estimate.training import (
+from gpuarch.estimate.pipeline_schedule import PP_SCHEDULES
+from gpuarch.estimate.training import TrainingEstimate, estimate_training
+from gpuarch.estimate.training_config import (
     CP_COMM_TYPES,
     EP_DISPATCHERS,
     EXPERT_LAUNCHES,
     MOE_ROUTINGS,
-    PP_SCHEDULES,
     TrainingConfig,
-    TrainingEstimate,
-    estimate_training,
-    unbalanced_routing_load,
 )
+from gpuarch.estimate.training_layers import unbalanced_routing_load
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.perf.precision import Precision
 from gpuarch.units import Unit, to_si
