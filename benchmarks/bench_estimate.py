@@ -19,7 +19,8 @@ from gpuarch.catalog import load_catalog
 from gpuarch.catalog.loader import Catalog
 from gpuarch.estimate import Recompute, TrainingConfig, estimate_training
 from gpuarch.estimate.disagg import PrefillPool, estimate_disaggregated
-from gpuarch.estimate.inference import Batching, InferenceConfig, estimate_inference
+from gpuarch.estimate.inference import estimate_inference
+from gpuarch.estimate.inference_config import Batching, InferenceConfig
 from gpuarch.estimate.load import batch_for_rate
 from gpuarch.estimate.sweep import sweep_batches
 from gpuarch.perf.quant import QuantFormat, QuantScheme

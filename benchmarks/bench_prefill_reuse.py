@@ -14,11 +14,11 @@ from typing import Any
 
 from bench_estimate import serving_cases
 from gpuarch.catalog import load_catalog
-from gpuarch.estimate.inference import _Runner
+from gpuarch.estimate.inference_passes import ReplicaRunner
 from gpuarch.units import Unit, from_si
 
 
-def _afresh(self: _Runner, seqs: Any, q_len: int, ctx: Any, rows: Any = None,
+def _afresh(self: ReplicaRunner, seqs: Any, q_len: int, ctx: Any, rows: Any = None,
             prefill: bool = False) -> Any:
     return self._forward(seqs, q_len, ctx, seqs if rows is None else rows, prefill)
 
@@ -29,18 +29,18 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=30)
     args = parser.parse_args()
     cases = serving_cases(load_catalog())
-    reuse = _Runner.forward
+    reuse = ReplicaRunner.forward
     for label, run in cases.items():
         times: dict[bool, list[float]] = {True: [], False: []}
         for _ in range(args.rounds):
             for cached in (True, False):
-                _Runner.forward = reuse if cached else _afresh  # type: ignore[method-assign]
+                ReplicaRunner.forward = reuse if cached else _afresh  # type: ignore[method-assign]
                 run()
                 start = time.perf_counter()
                 for _ in range(args.runs):
                     run()
                 times[cached].append((time.perf_counter() - start) / args.runs)
-        _Runner.forward = reuse  # type: ignore[method-assign]
+        ReplicaRunner.forward = reuse  # type: ignore[method-assign]
         ratio = statistics.median(a / b for a, b in zip(times[True], times[False], strict=True))
         print(f"{label:46s} reused/afresh {ratio:.3f} (median of {args.rounds} rounds; "
               f"fastest {from_si(min(times[True]), Unit.US):.0f} us against "

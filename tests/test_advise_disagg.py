@@ -16,7 +16,7 @@ from gpuarch.advise.prefill_pools import prefill_curves, size_prefill
 from gpuarch.catalog import load_catalog
 from gpuarch.errors import GpuarchError
 from gpuarch.estimate.disagg import PrefillPool, best_pass, estimate_disaggregated
-from gpuarch.estimate.inference import MAX_PREFILL_LOAD, Batching, InferenceConfig
+from gpuarch.estimate.inference_config import MAX_PREFILL_LOAD, Batching, InferenceConfig
 from gpuarch.perf import DEFAULT_EFFICIENCY
 from gpuarch.workloads import preset
 from tests.test_cli import run

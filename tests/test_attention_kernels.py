@@ -22,11 +22,9 @@ from hypothesis import strategies as st
 
 from gpuarch.catalog import load_catalog
 from gpuarch.errors import GpuarchError
-from gpuarch.estimate.inference import (
-    InferenceConfig,
-    estimate_inference,
-    mla_decode_attention_time,
-)
+from gpuarch.estimate.inference import estimate_inference
+from gpuarch.estimate.inference_config import InferenceConfig
+from gpuarch.estimate.inference_passes import mla_decode_attention_time
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.perf.quant import QuantFormat, QuantScheme
 from gpuarch.validation.attention_kernels import (

@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from gpuarch.catalog import load_catalog
 from gpuarch.errors import GpuarchError
-from gpuarch.estimate.inference import Batching, InferenceConfig, estimate_inference
+from gpuarch.estimate.inference import estimate_inference
+from gpuarch.estimate.inference_config import Batching, InferenceConfig
 from gpuarch.estimate.sweep import MAX_SWEEP_POINTS, on_frontier, sweep_batches, sweep_values
 from gpuarch.workloads.presets import preset
 from tests.test_cli import run

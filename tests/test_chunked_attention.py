@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 
 from gpuarch.catalog import load_catalog
 from gpuarch.errors import GpuarchError
-from gpuarch.estimate.inference import InferenceConfig, estimate_inference
+from gpuarch.estimate.inference import estimate_inference
+from gpuarch.estimate.inference_config import InferenceConfig
 from gpuarch.perf.roofline import Attention, chunk_span, mean_keys
 from gpuarch.workloads import preset
 from gpuarch.workloads.flops import forward_flops_per_token

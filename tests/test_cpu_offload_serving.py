@@ -11,7 +11,8 @@ import pytest
 from gpuarch.catalog import load_catalog
 from gpuarch.cli.main import main
 from gpuarch.errors import GpuarchError
-from gpuarch.estimate.inference import InferenceConfig, estimate_inference
+from gpuarch.estimate.inference import estimate_inference
+from gpuarch.estimate.inference_config import InferenceConfig
 from gpuarch.estimate.remedies import serving_remedies
 from gpuarch.units import Unit, to_si
 from gpuarch.workloads import preset

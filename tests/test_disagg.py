@@ -11,7 +11,8 @@ import pytest
 from gpuarch.catalog.loader import load_catalog
 from gpuarch.errors import GpuarchError
 from gpuarch.estimate.disagg import DisaggEstimate, PrefillPool, estimate_disaggregated
-from gpuarch.estimate.inference import Batching, InferenceConfig, estimate_inference
+from gpuarch.estimate.inference import estimate_inference
+from gpuarch.estimate.inference_config import Batching, InferenceConfig
 from gpuarch.perf.quant import QuantFormat, QuantScheme
 from gpuarch.workloads.presets import preset
 from tests.test_cli import run

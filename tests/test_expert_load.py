@@ -11,10 +11,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import gpuarch.estimate.inference as inference
+import gpuarch.estimate.inference_passes as inference
 from gpuarch.catalog import load_catalog
 from gpuarch.estimate.expert_load import busiest_rank_experts
-from gpuarch.estimate.inference import InferenceConfig, estimate_inference
+from gpuarch.estimate.inference import estimate_inference
+from gpuarch.estimate.inference_config import InferenceConfig
 from gpuarch.perf.quant import QuantFormat, QuantScheme
 from gpuarch.workloads.presets import preset
 

@@ -15,7 +15,8 @@ import pytest
 from gpuarch.catalog import load_catalog
 from gpuarch.cli.main import main
 from gpuarch.errors import GpuarchError
-from gpuarch.estimate.inference import InferenceConfig, estimate_inference
+from gpuarch.estimate.inference import estimate_inference
+from gpuarch.estimate.inference_config import InferenceConfig
 from gpuarch.estimate.mamba import gated_delta_scan_flops, mamba_scan_flops
 from gpuarch.perf.quant import QuantFormat, QuantScheme
 from gpuarch.units import Unit, from_si

@@ -9,12 +9,9 @@ import pytest
 
 from gpuarch.catalog import load_catalog
 from gpuarch.errors import GpuarchError
-from gpuarch.estimate.inference import (
-    InferenceConfig,
-    estimate_inference,
-    kv_bytes_per_token,
-    memory_per_gpu,
-)
+from gpuarch.estimate.inference import estimate_inference
+from gpuarch.estimate.inference_config import InferenceConfig
+from gpuarch.estimate.inference_memory import kv_bytes_per_token, memory_per_gpu
 from gpuarch.estimate.mamba import mamba_decode_ops, mamba_state_bytes
 from gpuarch.workloads import preset
 
@@ -183,7 +180,9 @@ def test_the_serving_advisor_takes_a_hybrids_cached_prefix() -> None:
     with the prefix, and the prefix shortens its first token."""
     from gpuarch.advise import load_prices
     from gpuarch.advise.infer import _SCHEMES, InferenceSearch, advise_inference
-    from gpuarch.estimate.inference import Batching
+    from gpuarch.estimate.inference_config import (
+        Batching,
+    )
 
     h200 = CATALOG.product("h200")
     system = CATALOG.system_for(h200)

@@ -16,20 +16,16 @@ from gpuarch.catalog import load_catalog
 from gpuarch.catalog.model import Product
 from gpuarch.catalog.peaks import PeakKey
 from gpuarch.errors import GpuarchError
-from gpuarch.estimate.inference import (
+from gpuarch.estimate.inference import InferenceEstimate, estimate_inference
+from gpuarch.estimate.inference_batching import admission_starts, drain_shares
+from gpuarch.estimate.inference_config import (
     DECODE_KV_READS,
-    OP_PARTS,
     RESERVE_FRACTION,
     Batching,
     InferenceConfig,
-    InferenceEstimate,
-    _memory,
-    _Runner,
-    admission_starts,
-    drain_shares,
-    estimate_inference,
-    kv_bytes_per_token,
 )
+from gpuarch.estimate.inference_memory import kv_bytes_per_token, memory_parts
+from gpuarch.estimate.inference_passes import OP_PARTS, ReplicaRunner
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY
 from gpuarch.perf.quant import QuantFormat, QuantScheme, gemm_peak
 from gpuarch.workloads import TransformerShape, count_params, preset
@@ -72,7 +68,7 @@ def test_memory_accounting_by_hand() -> None:
     """Llama-2-70B, TP4, FP8 weights and KV, batch 16 x (2048 + 512) tokens; its embedding
     table and LM head (32,000 x 8,192 each) stay 16-bit."""
     cfg = InferenceConfig(input_len=2048, output_len=512, batch=16, gpus=4, tp=4, quant=FP8)
-    mem = _memory(LLAMA2_70B, cfg, 16, H100)
+    mem = memory_parts(LLAMA2_70B, cfg, 16, H100)
     ends = 2 * 32_000 * 8_192
     assert mem["weights"] == pytest.approx(
         ((count_params(LLAMA2_70B).total - ends) * 1.0 + ends * 2.0) / 4)
@@ -436,7 +432,7 @@ def test_fine_grained_moe_block_against_published_kernel(tokens: int, published_
 
     def bracket(factor: float) -> tuple[float, float]:
         eff = DEFAULT_EFFICIENCY.with_overrides({"moe_gemm_fine": factor, "sibling_rates": 0})
-        runner = _Runner(CATALOG, shape, nvl, cfg, None, eff)
+        runner = ReplicaRunner(CATALOG, shape, nvl, cfg, None, eff)
         runner.parts = {}
         runner.layer(tokens, 1, tokens, tokens, runner.experts_touched(tokens), moe=True,
                      prefill=True)
@@ -1041,12 +1037,15 @@ def test_mla_decode_streams_the_latent_cache() -> None:
     """Decoding DeepSeek-V3 (weights absorbed) reads the 576-wide latent per cached token
     and layer, not per-head keys and values: each extra position of context costs its
     cached bytes over the KV-read bandwidth, on every layer."""
-    from gpuarch.estimate.inference import _Runner
+    from gpuarch.estimate.inference_passes import (
+        ReplicaRunner,
+    )
 
     shape = preset("deepseek-v3").shape
     h200 = CATALOG.product("h200")
     cfg = InferenceConfig(input_len=1024, output_len=1, gpus=8, tp=8, ep=8)
-    runner = _Runner(CATALOG, shape, h200, cfg, CATALOG.system("hgx h200"), DEFAULT_EFFICIENCY)
+    runner = ReplicaRunner(CATALOG, shape, h200, cfg, CATALOG.system("hgx h200"),
+                           DEFAULT_EFFICIENCY)
     short, long = (runner.layer(1.0, 1.0, 1, ctx, 8.0).memory for ctx in (16_384, 32_768))
     latent_bytes = (512 + 64) * 2.0  # BF16 cache, one layer
     per_position = latent_bytes / (h200.memory_bandwidth_bytes_s * DEFAULT_EFFICIENCY.kv_read)
@@ -1057,7 +1056,9 @@ def test_sliding_window_layers_cap_the_kv_cache() -> None:
     """GPT-OSS keeps 128 positions in its 18 windowed layers and every position in the other
     18: at 8,192 tokens a sequence holds (18 x 8,192 + 18 x 128) positions' keys and values,
     2 x 8 heads x 64 dims x 2 bytes each; below the window all 36 layers hold everything."""
-    from gpuarch.estimate.inference import kv_bytes_per_sequence
+    from gpuarch.estimate.inference_memory import (
+        kv_bytes_per_sequence,
+    )
 
     shape = preset("gpt-oss-120b").shape
     per_layer_position = 2 * 8 * 64 * 2
@@ -1079,7 +1080,7 @@ def test_expert_weights_split_over_the_wider_of_tp_and_ep() -> None:
 
     def weights(**kw: int) -> float:
         cfg = InferenceConfig(input_len=128, output_len=128, **kw)
-        return float(_memory(mixtral, cfg, 1, H100)["weights"])
+        return float(memory_parts(mixtral, cfg, 1, H100)["weights"])
 
     assert weights(gpus=8, tp=8) == pytest.approx(weights(gpus=8, tp=8, ep=8))
     assert weights(gpus=8, tp=8, ep=2) == pytest.approx((dense + experts) * 2 / 8)
@@ -1099,7 +1100,7 @@ def test_expert_formats_by_hand() -> None:
     cfg = InferenceConfig(input_len=128, output_len=128, gpus=2, tp=2, quant=FP8,
                           expert_weights=QuantFormat.FP16)
     assert cfg.expert_quant == QuantScheme(QuantFormat.FP16, QuantFormat.FP16, QuantFormat.FP8)
-    assert _memory(mixtral, cfg, 1, H100)["weights"] == pytest.approx(
+    assert memory_parts(mixtral, cfg, 1, H100)["weights"] == pytest.approx(
         ((1_605_636_096 - 262_144_000) * 1 + (262_144_000 + 45_097_156_608) * 2) / 2)
     est = estimate_inference(CATALOG, mixtral, H100, dataclasses.replace(cfg, batch=64))
     x = est.assumptions["expert_formats"]
@@ -1332,7 +1333,10 @@ def test_longest_context_is_the_edge_of_what_fits() -> None:
     """At the reported context the memory fits; one prompt token more does not."""
     from dataclasses import replace
 
-    from gpuarch.estimate.inference import _memory, max_context_that_fits
+    from gpuarch.estimate.inference_memory import (
+        max_context_that_fits,
+        memory_parts,
+    )
 
     cfg = InferenceConfig(input_len=2048, output_len=512, batch=8, gpus=2, tp=2)
     e = estimate_inference(CATALOG, preset("llama-3.1-70b").shape, H100, cfg)
@@ -1341,7 +1345,7 @@ def test_longest_context_is_the_edge_of_what_fits() -> None:
     prompt = e.max_context - 512
 
     def used(p: int) -> float:
-        return sum(_memory(preset("llama-3.1-70b").shape, replace(cfg, input_len=p), 8,
+        return sum(memory_parts(preset("llama-3.1-70b").shape, replace(cfg, input_len=p), 8,
                            H100).values())
 
     assert used(prompt) <= H100.memory_bytes < used(prompt + 1)
@@ -1532,7 +1536,9 @@ def test_full_window_kv_cache_keeps_every_position() -> None:
     largest batch shrinks and the throughput falls, while a model without windows and the
     attention each windowed layer reads are unchanged; a bad value is a usage error naming
     the flag."""
-    from gpuarch.estimate.inference import kv_bytes_per_sequence
+    from gpuarch.estimate.inference_memory import (
+        kv_bytes_per_sequence,
+    )
 
     shape = preset("gpt-oss-120b").shape
     assert kv_bytes_per_sequence(shape, 2.0, 8192, 1, "full") == 36 * 8192 * 2 * 8 * 64 * 2
@@ -1576,7 +1582,9 @@ def test_kv_cache_fraction_follows_tensorrt_llm_policy() -> None:
     batch is the edge of that; 0 keeps the 10%-of-memory reserve."""
     from dataclasses import replace
 
-    from gpuarch.estimate.inference import _memory
+    from gpuarch.estimate.inference_memory import (
+        memory_parts,
+    )
 
     shape = preset("llama-3.1-70b").shape
     base = InferenceConfig(input_len=1000, output_len=1000, batch=None, quant=FP8,
@@ -1587,7 +1595,7 @@ def test_kv_cache_fraction_follows_tensorrt_llm_policy() -> None:
     assert e.max_batch > plain.max_batch  # 10% of what is left is less than 10% of 80 GB
 
     def parts(batch: int) -> dict[str, float]:
-        return {k: float(v) for k, v in _memory(shape, cfg, batch, H100).items()}
+        return {k: float(v) for k, v in memory_parts(shape, cfg, batch, H100).items()}
 
     edge, over = parts(e.max_batch), parts(e.max_batch + 1)
     left = H100.memory_bytes - edge["weights"] - edge["activations"]
@@ -1924,7 +1932,7 @@ def test_a_cached_prefix_is_neither_prefilled_nor_stored_per_sequence() -> None:
     of 2,048 + 256 tokens sharing a 1,024-token prefix hold 10 x 2,304 - 9 x 1,024 = 13,824
     tokens' worth."""
     cfg = InferenceConfig(input_len=2048, output_len=256, batch=10, cached_prefix=1024)
-    assert _memory(LLAMA_8B, cfg, 10, H100)["kv_cache"] == 13_824 * 131_072
+    assert memory_parts(LLAMA_8B, cfg, 10, H100)["kv_cache"] == 13_824 * 131_072
     one = dataclasses.replace(cfg, batch=1)
     ttft = {c: estimate_inference(CATALOG, LLAMA_8B, H100,
                                   dataclasses.replace(one, cached_prefix=c)).ttft_s
@@ -1952,7 +1960,7 @@ def test_a_cached_prefix_is_not_shared_by_sliding_window_layers() -> None:
     for policy, sharing in (("ring", 1 - gpt_oss.windowed_layers / gpt_oss.layers),
                             ("full", 1.0)):
         base = dataclasses.replace(cfg, window_kv_cache=policy)
-        saved = _memory(gpt_oss, base, 4, H100)["kv_cache"] - _memory(
+        saved = memory_parts(gpt_oss, base, 4, H100)["kv_cache"] - memory_parts(
             gpt_oss, dataclasses.replace(base, cached_prefix=1000), 4, H100)["kv_cache"]
         assert saved == pytest.approx(3 * 1000 * sharing * per_token)
 
@@ -1979,7 +1987,9 @@ def test_the_memory_search_finds_what_bisection_finds(
         step: float) -> None:
     """``_largest`` (false position with halving) returns plain bisection's answer for any
     non-increasing margin: straight, with kinks (windows, caps), with a step, or flat."""
-    from gpuarch.estimate.inference import _largest
+    from gpuarch.estimate.inference_memory import (
+        _largest,
+    )
 
     def margin(n: int) -> float:
         m = start - slope * n - (step if n > hi // 3 else 0.0)
@@ -2004,8 +2014,10 @@ def test_max_batch_and_context_are_bisections_answers(
         fraction: float, chunk: int, prefix: int, static: bool, window: str) -> None:
     """On real configurations the largest batch and context are what bisection over the
     'fits' test finds (the search was changed for speed, not for its answers)."""
-    from gpuarch.estimate.inference import (
+    from gpuarch.estimate.inference_config import (
         MAX_BATCH_SEARCH,
+    )
+    from gpuarch.estimate.inference_memory import (
         MAX_CONTEXT_SEARCH,
         _margin,
         max_batch_that_fits,
@@ -2268,7 +2280,7 @@ def test_costing_a_prefill_pass_once_changes_nothing(monkeypatch: pytest.MonkeyP
                                   system=CATALOG.system("dgx h100")).as_json()
 
     reused = run()
-    monkeypatch.setattr(_Runner, "forward", lambda self, seqs, q_len, ctx, rows=None,
+    monkeypatch.setattr(ReplicaRunner, "forward", lambda self, seqs, q_len, ctx, rows=None,
                         prefill=False: self._forward(seqs, q_len, ctx,
                                                      seqs if rows is None else rows, prefill))
     afresh = run()
@@ -2288,17 +2300,17 @@ def test_a_prompt_of_many_chunks_is_costed_at_evenly_spaced_ones(
     is costed at that many evenly spaced chunks, each weighted by the chunks it stands for:
     within 0.1% of costing every chunk, with the same parts; and a prompt of 2^24 one-token
     passes (each costed one by one, minutes) is estimated at once."""
-    import gpuarch.estimate.inference as inference
+    import gpuarch.estimate.inference_passes as inference
 
     kw = {"input_len": 300_000, "output_len": 16, "batch": 1, "max_num_tokens": 1000}
     calls: list[float] = []
-    forward, costed = inference._Runner.forward, inference.CHUNK_PASSES_COSTED
+    forward, costed = inference.ReplicaRunner.forward, inference.CHUNK_PASSES_COSTED
 
     def counted(self, seqs, q_len, ctx, *args, **kwargs):  # type: ignore[no-untyped-def]
         calls.append(ctx)
         return forward(self, seqs, q_len, ctx, *args, **kwargs)
 
-    monkeypatch.setattr(inference._Runner, "forward", counted)
+    monkeypatch.setattr(inference.ReplicaRunner, "forward", counted)
     sampled = _est(**kw)
     sampled_contexts = len(set(calls))
     monkeypatch.setattr(inference, "CHUNK_PASSES_COSTED", 10**6)
@@ -2415,8 +2427,8 @@ def test_max_utilization_holds_each_sequence_at_its_mean_context() -> None:
                            gpus=2, batching=Batching.CONTINUOUS, kv_cache_fraction=0.9)
     paged = replace(base, scheduler_policy="max_utilization")
     per_token = 80 * 8 * 128 * 2 * 1 / 2  # the TP 2 shard's
-    whole = float(_memory(LLAMA2_70B, base, 100, H100)["kv_cache"])
-    held = float(_memory(LLAMA2_70B, paged, 100, H100)["kv_cache"])
+    whole = float(memory_parts(LLAMA2_70B, base, 100, H100)["kv_cache"])
+    held = float(memory_parts(LLAMA2_70B, paged, 100, H100)["kv_cache"])
     assert whole == pytest.approx(100 * (222 + 292) * per_token)
     assert held == pytest.approx(100 * (222 + round(293 / 2)) * per_token)
     e = estimate_inference(CATALOG, LLAMA2_70B, H100, base)
@@ -2425,8 +2437,8 @@ def test_max_utilization_holds_each_sequence_at_its_mean_context() -> None:
     assert p.max_batch == pytest.approx(e.max_batch * (222 + 292) / (222 + 146.5), rel=0.02)
     assert p.assumptions["scheduler_policy"] == "max_utilization"
     static = replace(base, batching=Batching.STATIC, batch=64)
-    assert float(_memory(LLAMA2_70B, static, 64, H100)["kv_cache"]) == pytest.approx(float(
-        _memory(LLAMA2_70B, replace(static, scheduler_policy="max_utilization"), 64,
+    assert float(memory_parts(LLAMA2_70B, static, 64, H100)["kv_cache"]) == pytest.approx(float(
+        memory_parts(LLAMA2_70B, replace(static, scheduler_policy="max_utilization"), 64,
                 H100)["kv_cache"]))
     with pytest.raises(GpuarchError, match="--scheduler-policy: expected one of"):
         estimate_inference(CATALOG, LLAMA2_70B, H100, replace(base, scheduler_policy="fifo"))
@@ -2448,11 +2460,13 @@ def test_max_utilization_never_fits_fewer_sequences(model: str, input_len: int,
                           quant=quant, batching=Batching.CONTINUOUS, output_len_cv=cv,
                           gpus=2, tp=2)
     paged = replace(cfg, scheduler_policy="max_utilization")
-    from gpuarch.estimate.inference import max_batch_that_fits
+    from gpuarch.estimate.inference_memory import (
+        max_batch_that_fits,
+    )
 
     assert max_batch_that_fits(shape, paged, H100) >= max_batch_that_fits(shape, cfg, H100)
-    assert float(_memory(shape, paged, 8, H100)["kv_cache"]) \
-        <= float(_memory(shape, cfg, 8, H100)["kv_cache"])
+    assert float(memory_parts(shape, paged, 8, H100)["kv_cache"]) \
+        <= float(memory_parts(shape, cfg, 8, H100)["kv_cache"])
 
 
 def test_ampere_style_expert_gemms_are_slower_only_where_tensor_cores_run_async() -> None:

@@ -17,7 +17,8 @@ from gpuarch.advise.serving_options import CHECKPOINT_SCHEME, in_gpu_formats
 from gpuarch.catalog import load_catalog
 from gpuarch.cli.main import main
 from gpuarch.errors import GpuarchError
-from gpuarch.estimate.inference import InferenceConfig, estimate_inference
+from gpuarch.estimate.inference import estimate_inference
+from gpuarch.estimate.inference_config import InferenceConfig
 from gpuarch.perf.kv_formats import KV_FORMATS_FILE, kv_cache_run, kv_format_rules
 from gpuarch.perf.quant import QuantFormat as F
 from gpuarch.perf.quant import QuantScheme

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from gpuarch.estimate.inference import Batching, InferenceConfig
+from gpuarch.estimate.inference_config import Batching, InferenceConfig
 from gpuarch.estimate.memory import Recompute
 from gpuarch.estimate.training_config import TrainingConfig
 from gpuarch.perf.precision import Precision

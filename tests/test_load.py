@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from gpuarch.catalog.loader import load_catalog
 from gpuarch.errors import GpuarchError
-from gpuarch.estimate.inference import Batching, InferenceConfig, estimate_inference
+from gpuarch.estimate.inference import estimate_inference
+from gpuarch.estimate.inference_config import Batching, InferenceConfig
 from gpuarch.estimate.load import batch_for_rate
 from gpuarch.workloads.presets import preset
 from tests.test_cli import run

@@ -16,7 +16,8 @@ import pytest
 
 from gpuarch.catalog import load_catalog
 from gpuarch.estimate import TrainingConfig, estimate_training
-from gpuarch.estimate.inference import InferenceConfig, estimate_inference
+from gpuarch.estimate.inference import estimate_inference
+from gpuarch.estimate.inference_config import InferenceConfig
 from gpuarch.perf import Precision
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY
 from gpuarch.workloads import preset

@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from gpuarch.catalog import load_catalog
-from gpuarch.estimate.inference import InferenceConfig, estimate_inference
+from gpuarch.estimate.inference import estimate_inference
+from gpuarch.estimate.inference_config import InferenceConfig
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY
 from gpuarch.perf.quant import QuantFormat, QuantScheme
 from gpuarch.report.estimate_text import render_inference
@@ -118,7 +119,9 @@ def test_disaggregated_pools_each_carry_their_gpus_floor() -> None:
     layers take the floor of its own GPU (estimate.inference.moe_block_floor_s), and the
     estimate says so; with vLLM's both take the Hopper-measured one."""
     from gpuarch.estimate.disagg import PrefillPool, estimate_disaggregated
-    from gpuarch.estimate.inference import Batching
+    from gpuarch.estimate.inference_config import (
+        Batching,
+    )
 
     eff = DEFAULT_EFFICIENCY
     for kernels, decode_floor in (("trtllm", eff.moe_block_floor_blackwell_s),

@@ -16,7 +16,8 @@ import pytest
 from gpuarch.catalog import load_catalog
 from gpuarch.cli.main import main
 from gpuarch.errors import GpuarchError
-from gpuarch.estimate.inference import InferenceConfig, moe_module_time
+from gpuarch.estimate.inference_config import InferenceConfig
+from gpuarch.estimate.inference_passes import moe_module_time
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY
 from gpuarch.validation.moe_kernels import (
     DEVICES,

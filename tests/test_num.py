@@ -9,9 +9,10 @@ from hypothesis import strategies as st
 
 from gpuarch.catalog import load_catalog
 from gpuarch.estimate import TrainingConfig, estimate_training
-from gpuarch.estimate import inference as inference_model
+from gpuarch.estimate import inference_passes as inference_model
 from gpuarch.estimate import training_layers as training_model
-from gpuarch.estimate.inference import InferenceConfig, estimate_inference
+from gpuarch.estimate.inference import estimate_inference
+from gpuarch.estimate.inference_config import InferenceConfig
 from gpuarch.perf import num
 from gpuarch.workloads import preset
 

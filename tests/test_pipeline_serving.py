@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from gpuarch.catalog import load_catalog
 from gpuarch.catalog.peaks import PeakKey
-from gpuarch.estimate.inference import Batching, InferenceConfig, estimate_inference
+from gpuarch.estimate.inference import estimate_inference
+from gpuarch.estimate.inference_config import Batching, InferenceConfig
 from gpuarch.perf.quant import QuantFormat, QuantScheme, gemm_peak
 from gpuarch.workloads import preset
 

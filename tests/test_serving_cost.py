@@ -10,7 +10,8 @@ import pytest
 from gpuarch.advise.infer import InferenceSearch, advise_inference, option_config
 from gpuarch.advise.prices import load_prices
 from gpuarch.catalog import load_catalog
-from gpuarch.estimate.inference import Batching, InferenceConfig, estimate_inference
+from gpuarch.estimate.inference import estimate_inference
+from gpuarch.estimate.inference_config import Batching, InferenceConfig
 from gpuarch.workloads.presets import preset
 from tests.test_cli import run
 

@@ -15,13 +15,8 @@ from hypothesis import strategies as st
 
 from gpuarch.catalog import load_catalog
 from gpuarch.errors import GpuarchError
-from gpuarch.estimate.inference import (
-    Batching,
-    InferenceConfig,
-    PassTimes,
-    estimate_inference,
-    pass_times,
-)
+from gpuarch.estimate.inference import PassTimes, estimate_inference, pass_times
+from gpuarch.estimate.inference_config import Batching, InferenceConfig
 from gpuarch.estimate.load import batch_for_rate
 from gpuarch.estimate.simulate import (
     RequestLengths,

@@ -15,7 +15,8 @@ import pytest
 from gpuarch.catalog.loader import load_catalog
 from gpuarch.catalog.peaks import PeakKey
 from gpuarch.errors import GpuarchError
-from gpuarch.estimate.inference import InferenceConfig, estimate_inference
+from gpuarch.estimate.inference import estimate_inference
+from gpuarch.estimate.inference_config import InferenceConfig
 from gpuarch.estimate.training import estimate_training
 from gpuarch.estimate.training_config import TrainingConfig
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY

@@ -16,12 +16,9 @@ from hypothesis import strategies as st
 from gpuarch.catalog import load_catalog
 from gpuarch.cli.main import main
 from gpuarch.errors import GpuarchError
-from gpuarch.estimate.inference import (
-    Batching,
-    InferenceConfig,
-    estimate_inference,
-    memory_per_gpu,
-)
+from gpuarch.estimate.inference import estimate_inference
+from gpuarch.estimate.inference_config import Batching, InferenceConfig
+from gpuarch.estimate.inference_memory import memory_per_gpu
 from gpuarch.perf.collectives import Group, dispatch_time, link_for, remote_nodes_per_token
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY
 from gpuarch.perf.quant import QuantFormat, QuantScheme

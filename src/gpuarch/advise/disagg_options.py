@@ -10,12 +10,7 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from gpuarch.advise.prefill_pools import (
-    PrefillCurve,
-    PrefillSizing,
-    prefill_curves,
-    size_prefill,
-)
+from gpuarch.advise.prefill_pools import PrefillCurve, PrefillSizing, prefill_curves, size_prefill
 from gpuarch.advise.prices import PriceBook
 from gpuarch.advise.serving_options import (
     CHECKPOINT_SCHEME,
@@ -32,7 +27,7 @@ from gpuarch.catalog.model import Product, System
 from gpuarch.errors import GpuarchError
 from gpuarch.estimate.disagg import PrefillPool, kv_transfer
 from gpuarch.estimate.energy import seconds_per_token_at_peak
-from gpuarch.estimate.inference import InferenceConfig
+from gpuarch.estimate.inference_config import InferenceConfig
 from gpuarch.perf.efficiency import Efficiency
 from gpuarch.perf.quant import gemm_peak
 from gpuarch.units import Unit, from_si, to_si

@@ -35,7 +35,8 @@ from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import BLACKWELL_TENSOR_CORES, Product, Tier
 from gpuarch.errors import GpuarchError, check_choice, check_count, check_number
 from gpuarch.estimate.energy import DEFAULT_FACILITY, Facility, seconds_per_token_at_peak
-from gpuarch.estimate.inference import (
+from gpuarch.estimate.inference import evaluate_inference
+from gpuarch.estimate.inference_config import (
     DECODE_KV_READS,
     EXECUTORS,
     FP8_SCALINGS,
@@ -49,14 +50,11 @@ from gpuarch.estimate.inference import (
     InferenceConfig,
     check_cached_prefix,
     check_output_len_cv,
-    decode_rows,
-    evaluate_inference,
     fp8_scaling_of,
-    max_batch_that_fits,
-    mixed_input_dequant,
     moe_block_floor_s,
-    with_expert_options,
 )
+from gpuarch.estimate.inference_memory import max_batch_that_fits
+from gpuarch.estimate.inference_passes import decode_rows, mixed_input_dequant, with_expert_options
 from gpuarch.estimate.mamba import SSM_STATE_BYTES
 from gpuarch.estimate.simulate import Traffic
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency

@@ -21,12 +21,9 @@ from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import Product, System
 from gpuarch.errors import GpuarchError
 from gpuarch.estimate.disagg import best_pass, prefill_pool_config
-from gpuarch.estimate.inference import (
-    MAX_PREFILL_LOAD,
-    InferenceConfig,
-    evaluate_inference,
-    max_batch_that_fits,
-)
+from gpuarch.estimate.inference import evaluate_inference
+from gpuarch.estimate.inference_config import MAX_PREFILL_LOAD, InferenceConfig
+from gpuarch.estimate.inference_memory import max_batch_that_fits
 from gpuarch.perf.efficiency import Efficiency
 from gpuarch.workloads.shape import TransformerShape
 

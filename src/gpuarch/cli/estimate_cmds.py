@@ -268,7 +268,9 @@ def _measured_run(args: argparse.Namespace, weights: Any, kv: Any, moe: bool) ->
             raise GpuarchError("--measured-kind: keeps some runs of --measured, which is not "
                                "given")
         return None
-    from gpuarch.estimate.inference import Batching
+    from gpuarch.estimate.inference_config import (
+        Batching,
+    )
     from gpuarch.validation.bench_results import (
         LENGTH_TOLERANCE,
         RUN_KINDS,
@@ -765,10 +767,12 @@ def _one_batch(text: str) -> int | None:
 
 def cmd_infer(args: argparse.Namespace) -> int:
     from gpuarch.estimate.inference import (
+        estimate_inference,
+    )
+    from gpuarch.estimate.inference_config import (
         MAX_PREFILL_TOKENS,
         Batching,
         InferenceConfig,
-        estimate_inference,
         fp8_scaling_of,
     )
     from gpuarch.estimate.remedies import serving_remedies
@@ -979,7 +983,9 @@ def _disaggregated(args: argparse.Namespace, catalog: Any, shape: TransformerSha
                    product: Any, system: Any, cfg: Any, eff: Any) -> int:
     """estimate infer with --prefill-gpus: prefill and decode on separate pools."""
     from gpuarch.estimate.disagg import PrefillPool, estimate_disaggregated
-    from gpuarch.estimate.inference import Batching
+    from gpuarch.estimate.inference_config import (
+        Batching,
+    )
     from gpuarch.perf.kv_formats import kv_cache_run
     from gpuarch.report.estimate_text import render_disaggregated
 
@@ -1077,7 +1083,9 @@ def _check_model_flags(args: argparse.Namespace, shape: TransformerShape) -> Non
 
 def _check_load_flags(args: argparse.Namespace) -> None:
     """--batch or --rate, one of them; --rate means a steady stream: continuous batching."""
-    from gpuarch.estimate.inference import Batching
+    from gpuarch.estimate.inference_config import (
+        Batching,
+    )
 
     if args.prefill_gpus is None and (args.prefill_tp or args.prefill_ep or args.prefill_gpu):
         raise GpuarchError("--prefill-tp/--prefill-ep/--prefill-gpu: they shape the prefill "
@@ -1313,7 +1321,9 @@ def cmd_validate_gemm_kernels(args: argparse.Namespace) -> int:
 
 
 def cmd_validate_load(args: argparse.Namespace) -> int:
-    from gpuarch.estimate.inference import SCHEDULES
+    from gpuarch.estimate.inference_config import (
+        SCHEDULES,
+    )
     from gpuarch.estimate.simulate import check_requests
     from gpuarch.report.estimate_text import render_load
     from gpuarch.validation.serving_load import (

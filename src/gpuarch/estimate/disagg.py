@@ -36,18 +36,20 @@ import numpy as np
 from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import Product, System
 from gpuarch.errors import GpuarchError
-from gpuarch.estimate.inference import (
+from gpuarch.estimate.inference import evaluate_inference
+from gpuarch.estimate.inference_config import (
     MAX_PREFILL_LOAD,
     RESERVE_FRACTION,
     Batching,
     InferenceConfig,
-    evaluate_inference,
+    moe_block_floor_s,
+)
+from gpuarch.estimate.inference_memory import (
     kv_bytes_per_sequence,
     max_batch_that_fits,
     memory_per_gpu,
-    moe_block_floor_s,
-    with_expert_options,
 )
+from gpuarch.estimate.inference_passes import with_expert_options
 from gpuarch.estimate.mamba import hybrid_state_bytes
 from gpuarch.perf.collectives import Collective, Group, collective_time, link_for
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency

@@ -24,12 +24,9 @@ import numpy as np
 from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import Product, System
 from gpuarch.errors import GpuarchError
-from gpuarch.estimate.inference import (
-    Batching,
-    InferenceConfig,
-    engine_slots,
-    evaluate_inference,
-)
+from gpuarch.estimate.inference import evaluate_inference
+from gpuarch.estimate.inference_config import Batching, InferenceConfig
+from gpuarch.estimate.inference_memory import engine_slots
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.workloads.shape import TransformerShape
 

@@ -32,7 +32,8 @@ from typing import TypeVar
 from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import Product, System
 from gpuarch.errors import GpuarchError
-from gpuarch.estimate.inference import InferenceConfig, InferenceEstimate, estimate_inference
+from gpuarch.estimate.inference import InferenceEstimate, estimate_inference
+from gpuarch.estimate.inference_config import InferenceConfig
 from gpuarch.estimate.memory import Recompute
 from gpuarch.estimate.training import TrainingEstimate, estimate_training
 from gpuarch.estimate.training_config import TrainingConfig

@@ -50,13 +50,9 @@ import numpy as np
 from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import Product, System
 from gpuarch.errors import GpuarchError, check_choice, check_number, suggestion
-from gpuarch.estimate.inference import (
-    SCHEDULES,
-    InferenceConfig,
-    PassTimes,
-    gamma_lengths,
-    pass_times,
-)
+from gpuarch.estimate.inference import PassTimes, pass_times
+from gpuarch.estimate.inference_batching import gamma_lengths
+from gpuarch.estimate.inference_config import SCHEDULES, InferenceConfig
 from gpuarch.estimate.load import check_rate, stream_config
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.workloads.shape import TransformerShape

@@ -18,7 +18,8 @@ from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import Product, System
 from gpuarch.errors import GpuarchError
 from gpuarch.estimate.energy import DEFAULT_FACILITY, Facility
-from gpuarch.estimate.inference import InferenceConfig, InferenceEstimate, estimate_inference
+from gpuarch.estimate.inference import InferenceEstimate, estimate_inference
+from gpuarch.estimate.inference_config import InferenceConfig
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.workloads.shape import TransformerShape
 

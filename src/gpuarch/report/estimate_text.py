@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from gpuarch.estimate.disagg import DisaggEstimate
-from gpuarch.estimate.inference import MOE_KERNEL_ENGINES, InferenceEstimate
+from gpuarch.estimate.inference import InferenceEstimate
+from gpuarch.estimate.inference_config import MOE_KERNEL_ENGINES
 from gpuarch.estimate.scaling import GpuScaling
 from gpuarch.estimate.sweep import BatchSweep
 from gpuarch.estimate.training import TrainingEstimate

@@ -123,7 +123,9 @@ def compare_mla(catalog: Catalog, efficiency: Efficiency = DEFAULT_EFFICIENCY,
                 path: Path = MLA_KERNELS_FILE, fp8_math: bool = True) -> list[MlaRow]:
     """Each measured step of ``path`` beside the model's time for DeepSeek-V3's latent
     attention, its math in FP8 over an FP8 cache on Blackwell if ``fp8_math``."""
-    from gpuarch.estimate.inference import mla_decode_attention_time
+    from gpuarch.estimate.inference_passes import (
+        mla_decode_attention_time,
+    )
 
     shape = preset("deepseek-v3").shape
     out = []
@@ -177,7 +179,9 @@ def compare_decode(catalog: Catalog, efficiency: Efficiency = DEFAULT_EFFICIENCY
                    ) -> list[DecodeRow]:
     """Each measured generation-attention step beside the model's decode attention for the
     same heads, head dim, window and cache."""
-    from gpuarch.estimate.inference import decode_attention_time
+    from gpuarch.estimate.inference_passes import (
+        decode_attention_time,
+    )
 
     base = preset("llama-3.1-8b").shape
     out = []
@@ -220,7 +224,7 @@ def load_context_rows(path: Path = CONTEXT_FILE) -> tuple[dict[str, str], ...]:
 
 def _context_device(catalog: Catalog, key: str, fp8: bool) -> Device:
     """The device the serving model runs a prompt's attention on: the 16-bit one, or with
-    FP8 context FMHA its FP8 rate (``_Runner.context_device``)."""
+    FP8 context FMHA its FP8 rate (``ReplicaRunner.context_device``)."""
     product = catalog.product(key)
     device = Device.of(product, Precision.BF16, catalog.chip_of(product).sm.tensor_core_generation)
     return (device.with_fp8_attention() or device) if fp8 else device

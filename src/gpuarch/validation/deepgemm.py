@@ -6,7 +6,7 @@ experts as DeepGEMM's grouped GEMMs: contiguous layout in prefill, masked layout
 under CUDA graphs. ``data/grouped-gemm-deepgemm.csv`` holds the rates DeepGEMM's README
 published for DeepSeek-V3's expert shapes on H800 (its header names the source). Each row is
 set beside the roofline's time for the same grouped GEMM as the serving model costs a routed
-expert's GEMM there (``estimate.inference._Runner``'s expert device and efficiency;
+expert's GEMM there (``estimate.inference.ReplicaRunner``'s expert device and efficiency;
 ``Efficiency.moe_gemm_deepgemm``, set from these rows by ``scripts/fit_deepgemm.py``;
 tests/test_wide_ep.py pins where the model stands).
 """
@@ -63,7 +63,13 @@ def compare(catalog: Catalog, efficiency: Efficiency = DEFAULT_EFFICIENCY
     """Each published grouped GEMM beside the model's time for it: ``groups`` experts' GEMMs
     of ``m_per_group`` x ``n`` x ``k`` as one launch, FP8 weights of one byte, on the expert
     path of a DeepSeek-V3 estimate under ``--moe-kernels sglang-deepep``."""
-    from gpuarch.estimate.inference import Batching, InferenceConfig, _Runner
+    from gpuarch.estimate.inference_config import (
+        Batching,
+        InferenceConfig,
+    )
+    from gpuarch.estimate.inference_passes import (
+        ReplicaRunner,
+    )
     from gpuarch.perf.quant import QuantFormat, QuantScheme
     from gpuarch.workloads.presets import preset
 
@@ -72,7 +78,7 @@ def compare(catalog: Catalog, efficiency: Efficiency = DEFAULT_EFFICIENCY
                           quant=QuantScheme(QuantFormat.FP8, QuantFormat.FP8, QuantFormat.FP8),
                           batching=Batching.STATIC, fp8_scaling="block",
                           moe_kernels="sglang-deepep")
-    runner = _Runner(catalog, preset("deepseek-v3").shape, product, cfg,
+    runner = ReplicaRunner(catalog, preset("deepseek-v3").shape, product, cfg,
                      catalog.system_for(product), efficiency)
     out = []
     for r in load_rows():

@@ -20,7 +20,8 @@ from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import Product
 from gpuarch.errors import GpuarchError, suggestion
 from gpuarch.estimate.engine_limits import apply_limits
-from gpuarch.estimate.inference import (
+from gpuarch.estimate.inference import estimate_inference
+from gpuarch.estimate.inference_config import (
     DECODE_KV_READS,
     EXECUTORS,
     MAX_PREFILL_TOKENS,
@@ -32,9 +33,8 @@ from gpuarch.estimate.inference import (
     WINDOW_KV_CACHES,
     Batching,
     InferenceConfig,
-    estimate_inference,
-    memory_per_gpu,
 )
+from gpuarch.estimate.inference_memory import memory_per_gpu
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.perf.quant import QuantFormat, QuantScheme
 from gpuarch.validation.mlenergy import mlenergy_points

@@ -24,7 +24,7 @@ from functools import cache
 from pathlib import Path
 
 from gpuarch.catalog.loader import Catalog
-from gpuarch.estimate.inference import MOE_KERNEL_ENGINES
+from gpuarch.estimate.inference_config import MOE_KERNEL_ENGINES
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.perf.quant import QuantFormat, QuantScheme
 from gpuarch.units import Unit, to_si
@@ -115,7 +115,13 @@ def compare(catalog: Catalog, efficiency: Efficiency = DEFAULT_EFFICIENCY,
             ) -> list[KernelRow]:
     """Each measured row of an engine's (default: its file's) beside the model's
     ``moe_module_time`` for the same module with that engine's kernels."""
-    from gpuarch.estimate.inference import InferenceConfig, moe_module_time, moe_rank_tokens
+    from gpuarch.estimate.inference_config import (
+        InferenceConfig,
+    )
+    from gpuarch.estimate.inference_passes import (
+        moe_module_time,
+        moe_rank_tokens,
+    )
 
     out = []
     for r in load_kernel_rows(FILES[kernels]) if rows is None else rows:

@@ -39,7 +39,9 @@ from gpuarch.workloads.params import count_params
 from gpuarch.workloads.shape import TransformerShape
 
 if TYPE_CHECKING:
-    from gpuarch.estimate.inference import InferenceConfig
+    from gpuarch.estimate.inference_config import (
+        InferenceConfig,
+    )
     from gpuarch.estimate.training_config import (
         TrainingConfig,
     )
@@ -269,7 +271,9 @@ def _training_figures(catalog: Catalog, points: Iterable[Any], rows: Iterable[An
 
 def _serving_figures(catalog: Catalog, points: Iterable[Any], rows: Iterable[Any],
                      point_config: Any) -> list[PublishedFigure]:
-    from gpuarch.estimate.inference import Batching
+    from gpuarch.estimate.inference_config import (
+        Batching,
+    )
     from gpuarch.validation.training import point_shape
 
     by_id = {p.id: p for p in points}

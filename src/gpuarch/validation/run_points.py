@@ -174,7 +174,10 @@ def inference_point(run_id: str, model: str | None, shape: Any, gpu: str, cfg: A
     it batched (a static batch's ``batch``, a continuous batch's ``concurrency``, or an
     offline ``max-throughput`` run), the engine-limits source and every engine setting off
     its default."""
-    from gpuarch.estimate.inference import Batching, InferenceConfig
+    from gpuarch.estimate.inference_config import (
+        Batching,
+        InferenceConfig,
+    )
     from gpuarch.validation.inference import point_config
 
     defaults = InferenceConfig(input_len=1, output_len=1)

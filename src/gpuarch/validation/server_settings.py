@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpuarch.errors import GpuarchError
-from gpuarch.estimate.inference import server_layout
+from gpuarch.estimate.inference_config import server_layout
 from gpuarch.perf.quant import QuantFormat
 from gpuarch.validation.saved_fields import saved_count
 

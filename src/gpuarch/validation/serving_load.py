@@ -25,7 +25,7 @@ from typing import Any
 
 from gpuarch.catalog.loader import Catalog
 from gpuarch.errors import GpuarchError, check_choice
-from gpuarch.estimate.inference import SCHEDULES
+from gpuarch.estimate.inference_config import SCHEDULES
 from gpuarch.estimate.simulate import Simulation, quantile_mean, simulate_serving
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.validation.inference import (
@@ -35,12 +35,7 @@ from gpuarch.validation.inference import (
     point_config,
 )
 from gpuarch.validation.measured import select_runs
-from gpuarch.validation.training import (
-    TrainingPoint,
-    point_shape,
-    point_system,
-    read_points,
-)
+from gpuarch.validation.training import TrainingPoint, point_shape, point_system, read_points
 
 __all__ = ["ARRIVALS", "LOADGEN_FIGURES", "LOADS", "LOAD_FILE", "LOAD_REQUESTS", "METRICS",
            "PROMPTS_FILE", "PROMPT_LENGTHS", "LoadComparison", "PromptLengths", "compare_run",

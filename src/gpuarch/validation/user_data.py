@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from gpuarch.errors import GpuarchError, check_choice, is_positive_number, suggestion
-from gpuarch.estimate.inference import SCHEDULES
+from gpuarch.estimate.inference_config import SCHEDULES
 from gpuarch.estimate.memory import Recompute
 from gpuarch.files import read_input_text
 from gpuarch.perf.precision import Precision
