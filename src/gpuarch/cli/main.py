@@ -17,6 +17,8 @@ from gpuarch.cli import (
     numerics_cmds,
     probe_cmds,
     report_cmds,
+    roofline_cmds,
+    validate_cmds,
     web_cmds,
 )
 from gpuarch.errors import GpuarchError
@@ -51,6 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
                parser.add_subparsers(dest="command", metavar="COMMAND", required=True))
     catalog_cmds.add_commands(sub, common)
     estimate_cmds.add_commands(sub, common)
+    roofline_cmds.add_commands(sub, common)
+    validate_cmds.add_commands(sub, common)
     models_cmds.add_commands(sub, common)
     numerics_cmds.add_commands(sub, common)
     probe_cmds.add_commands(sub, common)
