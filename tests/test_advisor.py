@@ -225,13 +225,8 @@ def test_inference_options_are_the_estimates_own_numbers(tmp_path: Path) -> None
     ``estimate_inference`` gives for that configuration (one source of truth); the fleet
     delivers the offered load; the front is non-dominated."""
     from gpuarch.advise.infer import _SCHEMES, InferenceSearch, advise_inference
-    from gpuarch.estimate.inference import (
-        estimate_inference,
-    )
-    from gpuarch.estimate.inference_config import (
-        Batching,
-        InferenceConfig,
-    )
+    from gpuarch.estimate.inference import estimate_inference
+    from gpuarch.estimate.inference_config import Batching, InferenceConfig
 
     shape = preset("llama-3.1-8b").shape
     search = InferenceSearch(input_len=1024, output_len=128, rate=4.0, ttft_ms=1500,
@@ -345,13 +340,8 @@ def test_moe_serving_searches_expert_parallel_units(tmp_path: Path) -> None:
     the unit's EP replicas together) and the fleet holds the concurrency in units of
     EP x batch sequences. Dense models get no EP units."""
     from gpuarch.advise.infer import _SCHEMES, InferenceSearch, advise_inference
-    from gpuarch.estimate.inference import (
-        estimate_inference,
-    )
-    from gpuarch.estimate.inference_config import (
-        Batching,
-        InferenceConfig,
-    )
+    from gpuarch.estimate.inference import estimate_inference
+    from gpuarch.estimate.inference_config import Batching, InferenceConfig
 
     shape = preset("mixtral-8x7b").shape
     search = InferenceSearch(input_len=1024, output_len=256, concurrency=600, max_gpus=32,
@@ -406,13 +396,8 @@ def test_a_checkpoints_own_formats_are_searched_too(tmp_path: Path,
 
     from gpuarch.advise.infer import InferenceSearch, advise_inference
     from gpuarch.cli.main import main
-    from gpuarch.estimate.inference import (
-        estimate_inference,
-    )
-    from gpuarch.estimate.inference_config import (
-        Batching,
-        InferenceConfig,
-    )
+    from gpuarch.estimate.inference import estimate_inference
+    from gpuarch.estimate.inference_config import Batching, InferenceConfig
     from gpuarch.perf.quant import QuantFormat, QuantScheme
     from gpuarch.workloads.hf import shape_from_hf_config
 
@@ -544,14 +529,8 @@ def test_inference_array_path_agrees_with_the_scalar_estimate(**kw: Any) -> None
     """Any batch sizes: ``evaluate_inference`` over an array gives, element by element, the
     numbers ``estimate_inference`` gives for each batch alone, to 1e-9."""
     from gpuarch.advise.infer import _SCHEMES
-    from gpuarch.estimate.inference import (
-        estimate_inference,
-        evaluate_inference,
-    )
-    from gpuarch.estimate.inference_config import (
-        Batching,
-        InferenceConfig,
-    )
+    from gpuarch.estimate.inference import estimate_inference, evaluate_inference
+    from gpuarch.estimate.inference_config import Batching, InferenceConfig
 
     shape = preset(kw["model"]).shape
     product = CATALOG.product(kw["gpu"])
@@ -795,13 +774,8 @@ def test_engine_switches_reach_every_configuration_searched(tmp_path: Path) -> N
     set up the estimate: an attention-DP option's figures are the estimate's with the same
     switches, a tensor-parallel one's with NVLS off, and the assumptions say which."""
     from gpuarch.advise.infer import _SCHEMES, InferenceSearch, advise_inference
-    from gpuarch.estimate.inference import (
-        estimate_inference,
-    )
-    from gpuarch.estimate.inference_config import (
-        Batching,
-        InferenceConfig,
-    )
+    from gpuarch.estimate.inference import estimate_inference
+    from gpuarch.estimate.inference_config import Batching, InferenceConfig
 
     shape = preset("mixtral-8x7b").shape
     search = InferenceSearch(input_len=1024, output_len=256, concurrency=600, max_gpus=16,

@@ -111,9 +111,7 @@ def test_all_to_all_and_all_gather_context_parallelism_run_whole_sequence_calls(
     exchange (a head split) and the all-gather one (each chunk's queries over the gathered
     keys) run calls over the whole sequence, at the whole sequence's rate."""
     from gpuarch.estimate import TrainingConfig
-    from gpuarch.estimate.training_layers import (
-        cp_call_share,
-    )
+    from gpuarch.estimate.training_layers import cp_call_share
 
     assert cp_call_share(TrainingConfig(gpus=4, seq_len=16384, global_batch=4, cp=4)) is None
     for kind in ("a2a", "all_gather"):

@@ -173,9 +173,7 @@ def test_fp8_attention_pays_the_casts_of_its_inputs() -> None:
     """Transformer Engine quantizes the FP8 kernel's inputs (read 16 bits, write 8): the
     query, key and value before the forward, the output and its gradient before the
     backward; Llama 3.1 8B at TP 2, 8,192 tokens: 32 query and 8 KV heads of 128."""
-    from gpuarch.estimate.training_layers import (
-        _layer_ops,
-    )
+    from gpuarch.estimate.training_layers import _layer_ops
     from gpuarch.perf.roofline import Elementwise
 
     shape = preset("llama-3.1-8b").shape

@@ -180,9 +180,7 @@ def test_the_serving_advisor_takes_a_hybrids_cached_prefix() -> None:
     with the prefix, and the prefix shortens its first token."""
     from gpuarch.advise import load_prices
     from gpuarch.advise.infer import _SCHEMES, InferenceSearch, advise_inference
-    from gpuarch.estimate.inference_config import (
-        Batching,
-    )
+    from gpuarch.estimate.inference_config import Batching
 
     h200 = CATALOG.product("h200")
     system = CATALOG.system_for(h200)

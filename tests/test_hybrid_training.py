@@ -401,9 +401,7 @@ def test_latent_experts_compute_and_send_the_latent_width() -> None:
     duplicated over TP): the routed experts' GEMMs read and write 1,024-wide rows, the
     projections run on each rank's own sequence-parallel tokens, the router and the shared
     expert see the 4,096-wide hidden state, and the permutation moves latent rows."""
-    from gpuarch.estimate.training_layers import (
-        _ffn_ops,
-    )
+    from gpuarch.estimate.training_layers import _ffn_ops
     shape = preset("nemotron-3-super").shape
     cfg = TrainingConfig(gpus=16, seq_len=8192, global_batch=64, tp=2, ep=8, etp=1,
                          gpus_per_node=72, sequence_parallel=True)
@@ -491,12 +489,8 @@ def test_layers_costed_once_serve_every_pipeline_split() -> None:
     (``layer_costs``) and hands each split its run of them (``LayerCosts.take``): each
     split's estimate is what it is when it costs its own layers."""
     from gpuarch.estimate.pipeline_layout import even_segments
-    from gpuarch.estimate.training import (
-        evaluate_training,
-    )
-    from gpuarch.estimate.training_layers import (
-        layer_costs,
-    )
+    from gpuarch.estimate.training import evaluate_training
+    from gpuarch.estimate.training_layers import layer_costs
     from gpuarch.perf import Device, link_for
 
     shape = preset("nemotron-h-8b").shape

@@ -1037,9 +1037,7 @@ def test_mla_decode_streams_the_latent_cache() -> None:
     """Decoding DeepSeek-V3 (weights absorbed) reads the 576-wide latent per cached token
     and layer, not per-head keys and values: each extra position of context costs its
     cached bytes over the KV-read bandwidth, on every layer."""
-    from gpuarch.estimate.inference_passes import (
-        ReplicaRunner,
-    )
+    from gpuarch.estimate.inference_passes import ReplicaRunner
 
     shape = preset("deepseek-v3").shape
     h200 = CATALOG.product("h200")
@@ -1056,9 +1054,7 @@ def test_sliding_window_layers_cap_the_kv_cache() -> None:
     """GPT-OSS keeps 128 positions in its 18 windowed layers and every position in the other
     18: at 8,192 tokens a sequence holds (18 x 8,192 + 18 x 128) positions' keys and values,
     2 x 8 heads x 64 dims x 2 bytes each; below the window all 36 layers hold everything."""
-    from gpuarch.estimate.inference_memory import (
-        kv_bytes_per_sequence,
-    )
+    from gpuarch.estimate.inference_memory import kv_bytes_per_sequence
 
     shape = preset("gpt-oss-120b").shape
     per_layer_position = 2 * 8 * 64 * 2
@@ -1333,10 +1329,7 @@ def test_longest_context_is_the_edge_of_what_fits() -> None:
     """At the reported context the memory fits; one prompt token more does not."""
     from dataclasses import replace
 
-    from gpuarch.estimate.inference_memory import (
-        max_context_that_fits,
-        memory_parts,
-    )
+    from gpuarch.estimate.inference_memory import max_context_that_fits, memory_parts
 
     cfg = InferenceConfig(input_len=2048, output_len=512, batch=8, gpus=2, tp=2)
     e = estimate_inference(CATALOG, preset("llama-3.1-70b").shape, H100, cfg)
@@ -1536,9 +1529,7 @@ def test_full_window_kv_cache_keeps_every_position() -> None:
     largest batch shrinks and the throughput falls, while a model without windows and the
     attention each windowed layer reads are unchanged; a bad value is a usage error naming
     the flag."""
-    from gpuarch.estimate.inference_memory import (
-        kv_bytes_per_sequence,
-    )
+    from gpuarch.estimate.inference_memory import kv_bytes_per_sequence
 
     shape = preset("gpt-oss-120b").shape
     assert kv_bytes_per_sequence(shape, 2.0, 8192, 1, "full") == 36 * 8192 * 2 * 8 * 64 * 2
@@ -1582,9 +1573,7 @@ def test_kv_cache_fraction_follows_tensorrt_llm_policy() -> None:
     batch is the edge of that; 0 keeps the 10%-of-memory reserve."""
     from dataclasses import replace
 
-    from gpuarch.estimate.inference_memory import (
-        memory_parts,
-    )
+    from gpuarch.estimate.inference_memory import memory_parts
 
     shape = preset("llama-3.1-70b").shape
     base = InferenceConfig(input_len=1000, output_len=1000, batch=None, quant=FP8,
@@ -1987,9 +1976,7 @@ def test_the_memory_search_finds_what_bisection_finds(
         step: float) -> None:
     """``_largest`` (false position with halving) returns plain bisection's answer for any
     non-increasing margin: straight, with kinks (windows, caps), with a step, or flat."""
-    from gpuarch.estimate.inference_memory import (
-        _largest,
-    )
+    from gpuarch.estimate.inference_memory import _largest
 
     def margin(n: int) -> float:
         m = start - slope * n - (step if n > hi // 3 else 0.0)
@@ -2014,9 +2001,7 @@ def test_max_batch_and_context_are_bisections_answers(
         fraction: float, chunk: int, prefix: int, static: bool, window: str) -> None:
     """On real configurations the largest batch and context are what bisection over the
     'fits' test finds (the search was changed for speed, not for its answers)."""
-    from gpuarch.estimate.inference_config import (
-        MAX_BATCH_SEARCH,
-    )
+    from gpuarch.estimate.inference_config import MAX_BATCH_SEARCH
     from gpuarch.estimate.inference_memory import (
         MAX_CONTEXT_SEARCH,
         _margin,
@@ -2460,9 +2445,7 @@ def test_max_utilization_never_fits_fewer_sequences(model: str, input_len: int,
                           quant=quant, batching=Batching.CONTINUOUS, output_len_cv=cv,
                           gpus=2, tp=2)
     paged = replace(cfg, scheduler_policy="max_utilization")
-    from gpuarch.estimate.inference_memory import (
-        max_batch_that_fits,
-    )
+    from gpuarch.estimate.inference_memory import max_batch_that_fits
 
     assert max_batch_that_fits(shape, paged, H100) >= max_batch_that_fits(shape, cfg, H100)
     assert float(memory_parts(shape, paged, 8, H100)["kv_cache"]) \

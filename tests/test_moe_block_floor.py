@@ -119,9 +119,7 @@ def test_disaggregated_pools_each_carry_their_gpus_floor() -> None:
     layers take the floor of its own GPU (estimate.inference.moe_block_floor_s), and the
     estimate says so; with vLLM's both take the Hopper-measured one."""
     from gpuarch.estimate.disagg import PrefillPool, estimate_disaggregated
-    from gpuarch.estimate.inference_config import (
-        Batching,
-    )
+    from gpuarch.estimate.inference_config import Batching
 
     eff = DEFAULT_EFFICIENCY
     for kernels, decode_floor in (("trtllm", eff.moe_block_floor_blackwell_s),

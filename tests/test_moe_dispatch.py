@@ -133,13 +133,8 @@ def test_tensorrt_llm_without_multi_node_nvlink_pays_its_deepep_path() -> None:
     DeepEP's kernels under SGLang take 13-14 us. A decode step of DeepSeek-V3 at EP 8 on B200
     pays that difference in each of its 58 expert layers; vLLM's and SGLang's kernels, and
     TensorRT-LLM on an NVL72 rack, do not."""
-    from gpuarch.estimate.inference import (
-        estimate_inference,
-    )
-    from gpuarch.estimate.inference_config import (
-        Batching,
-        InferenceConfig,
-    )
+    from gpuarch.estimate.inference import estimate_inference
+    from gpuarch.estimate.inference_config import Batching, InferenceConfig
     from gpuarch.perf.quant import QuantFormat, QuantScheme
     from gpuarch.workloads.presets import preset
 

@@ -363,18 +363,10 @@ def test_a_machine_slower_than_the_reference_is_never_estimated_faster(gemm: flo
                                                                        copy: float) -> None:
     """Property: scaling the reference H200's measured rates down by any factors never raises
     an efficiency above the fitted one nor shortens a training or serving estimate."""
-    from gpuarch.estimate.inference import (
-        estimate_inference,
-    )
-    from gpuarch.estimate.inference_config import (
-        InferenceConfig,
-    )
-    from gpuarch.estimate.training import (
-        estimate_training,
-    )
-    from gpuarch.estimate.training_config import (
-        TrainingConfig,
-    )
+    from gpuarch.estimate.inference import estimate_inference
+    from gpuarch.estimate.inference_config import InferenceConfig
+    from gpuarch.estimate.training import estimate_training
+    from gpuarch.estimate.training_config import TrainingConfig
     from gpuarch.probe.calibration import Calibration
     from gpuarch.workloads.presets import preset
 

@@ -723,9 +723,7 @@ def test_token_drop_and_grace_host_shorten_the_dispatcher_wait() -> None:
     """A dropless dispatcher waits on its host per expert layer and pass: longer over PCIe
     than over NVLink-C2C to a Grace CPU, not at all with token-drop routing; dense models
     never."""
-    from gpuarch.estimate.training_layers import (
-        dispatcher_host_time,
-    )
+    from gpuarch.estimate.training_layers import dispatcher_host_time
     from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY as eff
 
     qwen = preset("qwen3-30b-a3b").shape
@@ -768,9 +766,7 @@ def test_partial_cuda_graphs_gain_what_nvidia_measured() -> None:
     arXiv:2603.07685, section 4.3.6); on that paper's GB200 layout (Table 20: TP 1, PP 4,
     VPP 4, EP 64, MBS 1, GBS 8192, MXFP8, HybridEP) the model gains 10% +- 3%, a check on
     the fitted C2C host wait, which was fitted on other runs. Dense models gain nothing."""
-    from gpuarch.estimate.training_layers import (
-        dispatcher_host_time,
-    )
+    from gpuarch.estimate.training_layers import dispatcher_host_time
     from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY as eff
 
     dsv3 = preset("deepseek-v3").shape
@@ -866,10 +862,7 @@ def test_many_small_experts_wait_on_their_launches() -> None:
     small experts at small micro-batches runs at the host's pace (NVIDIA's Megatron Core
     MoE report, arXiv:2603.07685, 4.3.1); a few large experts, or enough tokens per expert,
     hide the launches behind the GEMMs."""
-    from gpuarch.estimate.training_layers import (
-        EXPERT_LAUNCHES_PER_EXPERT,
-        expert_host_floor,
-    )
+    from gpuarch.estimate.training_layers import EXPERT_LAUNCHES_PER_EXPERT, expert_host_floor
 
     eff = DEFAULT_EFFICIENCY
     assert EXPERT_LAUNCHES_PER_EXPERT == {"forward": (2, 2), "backward": (4, 2)}
@@ -1680,9 +1673,7 @@ def test_coarse_experts_run_their_gemms_at_the_dense_rate(name: str, coarse: boo
     GEMMs at moe_grouped_gemm_coarse (the dense GEMMs' rate), a fine-grained one at the
     fitted moe_grouped_gemm: changing the one it does not use changes nothing, and the
     expert GEMMs' time scales as the inverse of the one it does."""
-    from gpuarch.estimate.training_layers import (
-        expert_efficiency,
-    )
+    from gpuarch.estimate.training_layers import expert_efficiency
     from gpuarch.perf import DEFAULT_EFFICIENCY
 
     shape = preset(name).shape

@@ -769,12 +769,8 @@ def test_hybrid_models_train_and_serve(tmp_path: Path) -> None:
     (disaggregated serving, the serving advisor); nothing half-computed comes back."""
     from gpuarch.catalog import load_catalog
     from gpuarch.estimate import TrainingConfig, estimate_training
-    from gpuarch.estimate.inference import (
-        estimate_inference,
-    )
-    from gpuarch.estimate.inference_config import (
-        InferenceConfig,
-    )
+    from gpuarch.estimate.inference import estimate_inference
+    from gpuarch.estimate.inference_config import InferenceConfig
 
     catalog = load_catalog()
     shape = shape_from_hf_config(_write(tmp_path, NEMOTRON_H_8B))

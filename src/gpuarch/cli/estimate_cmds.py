@@ -131,15 +131,9 @@ def _gpus_per_node(args: argparse.Namespace, catalog: Any, product: Any, system:
 def cmd_train(args: argparse.Namespace) -> int:
     from gpuarch.estimate.memory import Recompute
     from gpuarch.estimate.remedies import memory_remedies
-    from gpuarch.estimate.training import (
-        estimate_training,
-    )
-    from gpuarch.estimate.training_config import (
-        TrainingConfig,
-    )
-    from gpuarch.estimate.training_layers import (
-        unbalanced_routing_load,
-    )
+    from gpuarch.estimate.training import estimate_training
+    from gpuarch.estimate.training_config import TrainingConfig
+    from gpuarch.estimate.training_layers import unbalanced_routing_load
     from gpuarch.perf.precision import sixteen_bit
     from gpuarch.report.estimate_text import render_training
     from gpuarch.units import Unit, to_si
@@ -265,14 +259,8 @@ def _measured_run(args: argparse.Namespace, weights: Any, kv: Any, moe: bool) ->
             raise GpuarchError("--measured-kind: keeps some runs of --measured, which is not "
                                "given")
         return None
-    from gpuarch.estimate.inference_config import (
-        Batching,
-    )
-    from gpuarch.validation.bench_results import (
-        LENGTH_TOLERANCE,
-        RUN_KINDS,
-        read_bench_results,
-    )
+    from gpuarch.estimate.inference_config import Batching
+    from gpuarch.validation.bench_results import LENGTH_TOLERANCE, RUN_KINDS, read_bench_results
     from gpuarch.validation.server_settings import ServerFlags
 
     if args.as_point is None:
@@ -761,9 +749,7 @@ def _one_batch(text: str) -> int | None:
 
 
 def cmd_infer(args: argparse.Namespace) -> int:
-    from gpuarch.estimate.inference import (
-        estimate_inference,
-    )
+    from gpuarch.estimate.inference import estimate_inference
     from gpuarch.estimate.inference_config import (
         MAX_PREFILL_TOKENS,
         Batching,
@@ -978,9 +964,7 @@ def _disaggregated(args: argparse.Namespace, catalog: Any, shape: TransformerSha
                    product: Any, system: Any, cfg: Any, eff: Any) -> int:
     """estimate infer with --prefill-gpus: prefill and decode on separate pools."""
     from gpuarch.estimate.disagg import PrefillPool, estimate_disaggregated
-    from gpuarch.estimate.inference_config import (
-        Batching,
-    )
+    from gpuarch.estimate.inference_config import Batching
     from gpuarch.perf.kv_formats import kv_cache_run
     from gpuarch.report.estimate_text import render_disaggregated
 
@@ -1024,11 +1008,7 @@ def _check_train_model_flags(args: argparse.Namespace, shape: TransformerShape) 
     """estimate train: the expert layers' flags are refused by name on a model without
     routed experts, and --cp-comm-type without context parallelism, rather than ignored
     (after their values are checked, so a misspelt value is named as such first)."""
-    from gpuarch.estimate.training_config import (
-        CP_COMM_TYPES,
-        EP_DISPATCHERS,
-        EXPERT_LAUNCHES,
-    )
+    from gpuarch.estimate.training_config import CP_COMM_TYPES, EP_DISPATCHERS, EXPERT_LAUNCHES
 
     check_choice("--ep-dispatcher", args.ep_dispatcher, EP_DISPATCHERS)
     check_choice("--expert-launches", args.expert_launches, EXPERT_LAUNCHES)
@@ -1078,9 +1058,7 @@ def _check_model_flags(args: argparse.Namespace, shape: TransformerShape) -> Non
 
 def _check_load_flags(args: argparse.Namespace) -> None:
     """--batch or --rate, one of them; --rate means a steady stream: continuous batching."""
-    from gpuarch.estimate.inference_config import (
-        Batching,
-    )
+    from gpuarch.estimate.inference_config import Batching
 
     if args.prefill_gpus is None and (args.prefill_tp or args.prefill_ep or args.prefill_gpu):
         raise GpuarchError("--prefill-tp/--prefill-ep/--prefill-gpu: they shape the prefill "

@@ -111,9 +111,7 @@ def cmd_validate_gemm_kernels(args: argparse.Namespace) -> int:
 
 
 def cmd_validate_load(args: argparse.Namespace) -> int:
-    from gpuarch.estimate.inference_config import (
-        SCHEDULES,
-    )
+    from gpuarch.estimate.inference_config import SCHEDULES
     from gpuarch.estimate.simulate import check_requests
     from gpuarch.report.estimate_text import render_load
     from gpuarch.validation.serving_load import (

@@ -61,9 +61,7 @@ from gpuarch.workloads.params import count_params
 from gpuarch.workloads.shape import TransformerShape
 
 if TYPE_CHECKING:
-    from gpuarch.estimate.inference_config import (
-        InferenceConfig,
-    )
+    from gpuarch.estimate.inference_config import InferenceConfig
 
 __all__ = ["LIMIT_SOURCES", "TRTLLM_BENCH_PATHS", "EngineLimits", "apply_limits",
            "round_limits", "trtllm_bench_limits"]

@@ -412,9 +412,7 @@ def serving_launch(engine: str, shape: Any, cfg: Any, model: str, batch: int,
     moe = shape.is_moe
     ep = cfg.ep if moe else 1
     attention_dp = moe and ep > cfg.tp
-    from gpuarch.estimate.inference_config import (
-        server_layout,
-    )
+    from gpuarch.estimate.inference_config import server_layout
 
     group, dp = server_layout(cfg.tp, cfg.ep, moe)  # GPUs of one stage of one server
     servers = cfg.gpus // (group * cfg.pp)
@@ -554,9 +552,7 @@ def serving_launch(engine: str, shape: Any, cfg: Any, model: str, batch: int,
     if cfg.batching.value == "static":
         notes.append("the estimate batched statically, a benchmark mode; servers batch in "
                      "flight (estimate with --batching continuous)")
-    from gpuarch.estimate.inference_config import (
-        engine_of,
-    )
+    from gpuarch.estimate.inference_config import engine_of
     from gpuarch.estimate.mamba import DEFAULT_SSM_STATE
 
     if shape.mamba is not None and cfg.ssm_state_precision != DEFAULT_SSM_STATE:

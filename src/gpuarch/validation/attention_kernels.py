@@ -123,9 +123,7 @@ def compare_mla(catalog: Catalog, efficiency: Efficiency = DEFAULT_EFFICIENCY,
                 path: Path = MLA_KERNELS_FILE, fp8_math: bool = True) -> list[MlaRow]:
     """Each measured step of ``path`` beside the model's time for DeepSeek-V3's latent
     attention, its math in FP8 over an FP8 cache on Blackwell if ``fp8_math``."""
-    from gpuarch.estimate.inference_passes import (
-        mla_decode_attention_time,
-    )
+    from gpuarch.estimate.inference_passes import mla_decode_attention_time
 
     shape = preset("deepseek-v3").shape
     out = []
@@ -179,9 +177,7 @@ def compare_decode(catalog: Catalog, efficiency: Efficiency = DEFAULT_EFFICIENCY
                    ) -> list[DecodeRow]:
     """Each measured generation-attention step beside the model's decode attention for the
     same heads, head dim, window and cache."""
-    from gpuarch.estimate.inference_passes import (
-        decode_attention_time,
-    )
+    from gpuarch.estimate.inference_passes import decode_attention_time
 
     base = preset("llama-3.1-8b").shape
     out = []

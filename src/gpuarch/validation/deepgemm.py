@@ -63,13 +63,8 @@ def compare(catalog: Catalog, efficiency: Efficiency = DEFAULT_EFFICIENCY
     """Each published grouped GEMM beside the model's time for it: ``groups`` experts' GEMMs
     of ``m_per_group`` x ``n`` x ``k`` as one launch, FP8 weights of one byte, on the expert
     path of a DeepSeek-V3 estimate under ``--moe-kernels sglang-deepep``."""
-    from gpuarch.estimate.inference_config import (
-        Batching,
-        InferenceConfig,
-    )
-    from gpuarch.estimate.inference_passes import (
-        ReplicaRunner,
-    )
+    from gpuarch.estimate.inference_config import Batching, InferenceConfig
+    from gpuarch.estimate.inference_passes import ReplicaRunner
     from gpuarch.perf.quant import QuantFormat, QuantScheme
     from gpuarch.workloads.presets import preset
 

@@ -115,13 +115,8 @@ def compare(catalog: Catalog, efficiency: Efficiency = DEFAULT_EFFICIENCY,
             ) -> list[KernelRow]:
     """Each measured row of an engine's (default: its file's) beside the model's
     ``moe_module_time`` for the same module with that engine's kernels."""
-    from gpuarch.estimate.inference_config import (
-        InferenceConfig,
-    )
-    from gpuarch.estimate.inference_passes import (
-        moe_module_time,
-        moe_rank_tokens,
-    )
+    from gpuarch.estimate.inference_config import InferenceConfig
+    from gpuarch.estimate.inference_passes import moe_module_time, moe_rank_tokens
 
     out = []
     for r in load_kernel_rows(FILES[kernels]) if rows is None else rows:

@@ -39,12 +39,8 @@ from gpuarch.workloads.params import count_params
 from gpuarch.workloads.shape import TransformerShape
 
 if TYPE_CHECKING:
-    from gpuarch.estimate.inference_config import (
-        InferenceConfig,
-    )
-    from gpuarch.estimate.training_config import (
-        TrainingConfig,
-    )
+    from gpuarch.estimate.inference_config import InferenceConfig
+    from gpuarch.estimate.training_config import TrainingConfig
 
 __all__ = [
     "DISTANCE_WEIGHTS",
@@ -209,11 +205,7 @@ def compute_figures(catalog: Catalog, efficiency: Efficiency = DEFAULT_EFFICIENC
                     ) -> list[PublishedFigure]:
     """Every throughput figure of the validation data with its setup and the model's value
     as it stands (the whole validation: about as long as ``compute_bands``)."""
-    from gpuarch.validation.inference import (
-        load_inference_points,
-        point_config,
-        validate_inference,
-    )
+    from gpuarch.validation.inference import load_inference_points, point_config, validate_inference
     from gpuarch.validation.training import load_training_points, validate_training
 
     return [*_training_figures(catalog, load_training_points(),
@@ -271,9 +263,7 @@ def _training_figures(catalog: Catalog, points: Iterable[Any], rows: Iterable[An
 
 def _serving_figures(catalog: Catalog, points: Iterable[Any], rows: Iterable[Any],
                      point_config: Any) -> list[PublishedFigure]:
-    from gpuarch.estimate.inference_config import (
-        Batching,
-    )
+    from gpuarch.estimate.inference_config import Batching
     from gpuarch.validation.training import point_shape
 
     by_id = {p.id: p for p in points}

@@ -139,9 +139,7 @@ def training_point(run_id: str, model: str | None, shape: Any, gpu: str, cfg: An
     """The training run ``cfg`` of ``shape`` (``model`` a preset) on ``gpu`` as a point,
     without a figure (the run's own measurement goes there); ``unbalanced``: the routing
     load ``--moe-imbalance unbalanced`` asked for, written as ``moe_routing``."""
-    from gpuarch.estimate.training_config import (
-        TrainingConfig,
-    )
+    from gpuarch.estimate.training_config import TrainingConfig
     from gpuarch.units import Unit, from_si
     from gpuarch.validation.training import point_config
 
@@ -174,10 +172,7 @@ def inference_point(run_id: str, model: str | None, shape: Any, gpu: str, cfg: A
     it batched (a static batch's ``batch``, a continuous batch's ``concurrency``, or an
     offline ``max-throughput`` run), the engine-limits source and every engine setting off
     its default."""
-    from gpuarch.estimate.inference_config import (
-        Batching,
-        InferenceConfig,
-    )
+    from gpuarch.estimate.inference_config import Batching, InferenceConfig
     from gpuarch.validation.inference import point_config
 
     defaults = InferenceConfig(input_len=1, output_len=1)
