@@ -14,13 +14,16 @@ from gpuarch.catalog import load_catalog
 from gpuarch.cli.main import main
 from gpuarch.errors import GpuarchError
 from gpuarch.validation.bands import (
+    ENGINES,
     MIN_FIGURES,
     Band,
     band_for,
     compute_bands,
+    engine_family,
     load_bands,
     model_kind,
     regime_keys,
+    render_bands,
     write_bands,
 )
 from gpuarch.workloads.presets import preset
@@ -41,7 +44,8 @@ def test_shipped_bands_match_the_model() -> None:
 def test_bands_count_every_throughput_figure() -> None:
     """The task bands hold every training point and every serving throughput figure, and
     each regime's figures add up to its broader regime's, down to a GPU's by format."""
-    bands = load_bands()
+    shipped = load_bands()
+    bands = {k: b for k, b in shipped.items() if "@" not in k}  # (engines': the next test)
     assert bands["training"].figures >= 100
     assert bands["serving"].figures >= 300
     for task in ("training", "serving"):
@@ -61,6 +65,68 @@ def test_bands_count_every_throughput_figure() -> None:
     for band in bands.values():
         assert band.p10_error <= band.median_error <= band.p90_error
         assert 0 <= band.out_of_sample <= band.figures
+
+
+def test_every_serving_figure_counts_in_its_engines_regimes_too() -> None:
+    """Every serving row names an engine (``engine_family`` of its framework text; a new row
+    whose framework names none fails here), and each serving regime down to the
+    architecture splits exactly into its engines' regimes; training has none."""
+    from gpuarch.validation.inference import load_inference_points
+
+    unnamed = [p.id for p in load_inference_points()
+               if not engine_family(str(p.get("framework") or ""))]
+    assert unnamed == []
+    bands = load_bands()
+    pooled = [k for k in bands if "@" not in k and k.startswith("serving/") and k.count("/") >= 2]
+    assert pooled
+    for key in pooled:
+        engines = [b for k, b in bands.items() if k.partition("@")[0] == key and "@" in k]
+        assert {b.engine for b in engines} <= set(ENGINES), key
+        assert sum(b.figures for b in engines) == bands[key].figures, key
+    assert not [k for k in bands if "@" in k and not k.startswith("serving/")]
+
+
+def test_engine_family_reads_the_framework_text() -> None:
+    """NVIDIA's MLPerf harness runs TensorRT-LLM engines; a GuideLLM client drove vLLM; the
+    most specific name wins; a text naming no engine gives none."""
+    cases = {"TensorRT 10.8, CUDA 12.8 (NVIDIA's MLPerf harness, TensorRT-LLM engines)":
+             "trtllm",
+             "vLLM 0.7.2, GuideLLM (emulated prompts of fixed length)": "vllm",
+             "SGLang 0.5.8 (TP 8, EP 8; the FP8 checkpoint)": "sglang",
+             "LMDeploy v0.1.0a1 (TurboMind engine), CUDA 11.8": "lmdeploy",
+             "NVIDIA NIM llama-3.3-70b-instruct 1.8.0 (AIPerf client)": "nim",
+             "a homegrown server": ""}
+    for text, engine in cases.items():
+        assert engine_family(text) == engine, text
+
+
+def test_an_estimate_naming_its_engine_takes_that_engines_band() -> None:
+    """On one B200 in BF16 the dense figures are all vLLM's (ML.ENERGY): a vLLM estimate
+    gets that regime with its engine's label; a TensorRT-LLM one has no BF16 runs of its
+    engine there and takes its engine's B200 band (FP4 runs) before any pooled one; without
+    an engine the pooled regime, as before."""
+    shape, b200 = preset("llama-3.1-8b").shape, CATALOG.product("b200")
+    pooled = band_for("serving", shape, b200, precision="bf16")
+    vllm = band_for("serving", shape, b200, precision="bf16", engine="vllm")
+    trtllm = band_for("serving", shape, b200, precision="bf16", engine="trtllm")
+    assert pooled is not None and vllm is not None and trtllm is not None
+    assert pooled.key == "serving/dense/blackwell/b200/bf16" and pooled.engine == ""
+    assert vllm.key == "serving/dense/blackwell/b200/bf16@vllm"
+    assert vllm.label.endswith("in bf16 with vLLM")
+    assert trtllm.key == "serving/dense/blackwell/b200@trtllm"
+    assert trtllm.median_error != vllm.median_error
+    # an engine with too few runs anywhere on the architecture falls back to the pooled
+    thin = band_for("serving", shape, CATALOG.product("h100"), precision="fp8", engine="nim")
+    assert thin is not None and thin.engine == ""
+
+
+def test_the_table_lists_an_engines_regime_only_beside_another_engines() -> None:
+    """A regime whose runs are all one engine's is not listed twice."""
+    bands = load_bands()
+    text = render_bands(bands)
+    assert "serving/dense/blackwell/b200/bf16@vllm " not in text  # all of b200/bf16's
+    assert "serving/dense/blackwell/b200@vllm " in text  # beside TensorRT-LLM's FP4 runs
+    assert "serving/dense/blackwell/b200@trtllm " in text
 
 
 def test_model_kinds() -> None:
@@ -200,6 +266,28 @@ def test_estimates_carry_their_band(capsys: pytest.CaptureFixture[str]) -> None:
     assert status == 0
     assert "error band" in out
     assert "published figures of dense training on h100-sxm5-80gb (Hopper)" in out
+
+
+def test_an_estimate_takes_the_engine_it_names(capsys: pytest.CaptureFixture[str]) -> None:
+    """--engine (or --launch's engine) narrows the band to that engine's runs, in the JSON
+    and the text, and the nearest published runs say whose they were; a bad --engine is a
+    usage error that suggests the name; a batch list takes the engine's band too."""
+    base = ("estimate", "infer", "--model", "llama-3.1-8b", "--gpu", "b200", "--input-len",
+            "2048", "--output-len", "256", "--batching", "continuous")
+    status, out = _run(capsys, *base, "--batch", "64", "--engine", "trtllm", "--json")
+    assert status == 0
+    v = json.loads(out)["validation"]
+    assert (v["regime"], v["engine"]) == ("serving/dense/blackwell/b200@trtllm", "trtllm")
+    status, out = _run(capsys, *base, "--batch", "64", "--launch", "vllm")
+    assert status == 0
+    assert "in bf16 with vLLM (10th-90th percentile" in out
+    assert ", vLLM\n" in out  # a nearest run's engine
+    status, out = _run(capsys, *base, "--batch", "8,64", "--engine", "trtllm", "--json")
+    assert status == 0
+    assert json.loads(out)["validation"]["engine"] == "trtllm"
+    status = main([*base, "--batch", "64", "--engine", "vlm"])
+    err = capsys.readouterr().err
+    assert status == 2 and "--engine" in err and "did you mean 'vllm'" in err
 
 
 def test_a_calibrated_estimate_has_no_band(capsys: pytest.CaptureFixture[str],

@@ -15,6 +15,7 @@ from gpuarch.catalog import load_catalog
 from gpuarch.cli.main import main
 from gpuarch.validation import inference as vi
 from gpuarch.validation import training as vt
+from gpuarch.validation.bands import engine_family
 from gpuarch.validation.nearest import (
     DISTANCE_WEIGHTS,
     LATENCY_AS_THROUGHPUT,
@@ -69,7 +70,8 @@ def test_every_serving_run_finds_itself_first() -> None:
         if point.id not in by_id:
             continue  # a TTFT or TPOT figure: not one of the bands'
         product = CATALOG.product(point.get("gpu"))
-        query = serving_setup(vt.point_shape(point), product, vi.point_config(point, 8))
+        query = serving_setup(vt.point_shape(point), product, vi.point_config(point, 8),
+                              engine_family(str(point.get("framework"))))
         d, first = nearest(query)[0]
         assert d == 0.0, point.id
         assert first.setup == by_id[point.id].setup, point.id
@@ -140,6 +142,10 @@ def test_distance_ranks_what_differs() -> None:
     assert distance(q, dataclasses.replace(q, task="serving")) == math.inf
     assert distance(q, _setup(gpus=128)) == DISTANCE_WEIGHTS["scale"]
     assert distance(q, _setup(tp=2, cp=2)) == 2 * DISTANCE_WEIGHTS["parallel"]
+    # another engine counts only where both setups name one
+    trt, vllm = _setup(engine="trtllm"), _setup(engine="vllm")
+    assert distance(trt, vllm) == DISTANCE_WEIGHTS["engine"]
+    assert distance(trt, _setup(engine="trtllm")) == distance(q, vllm) == 0.0
 
 
 def test_nothing_close_lists_nothing() -> None:

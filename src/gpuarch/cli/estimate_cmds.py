@@ -530,7 +530,8 @@ def _print_estimate(args: argparse.Namespace, est: Any, task: str, shape: Transf
     from gpuarch.validation.nearest import nearest
 
     band = None if measured else band_for(task, shape, product,
-                                          precision=setup.precision if setup else None)
+                                          precision=setup.precision if setup else None,
+                                          engine=setup.engine if setup else "")
     near = [] if measured or setup is None else nearest(setup)
     if args.json:
         doc = est.as_json()
@@ -768,6 +769,7 @@ def cmd_infer(args: argparse.Namespace) -> int:
     from gpuarch.report.estimate_text import render_inference
     from gpuarch.validation.nearest import serving_setup
 
+    serving_engine(args)  # (a bad --engine is refused before any costing)
     catalog = load_catalog()
     shape = resolve_model(args)
     product, system = _gpu_and_system(args, catalog)
@@ -889,7 +891,19 @@ def cmd_infer(args: argparse.Namespace) -> int:
                                 est.batch, checkpoint)
     return _print_estimate(args, est, "serving", shape, product, measured,
                            "output_tokens_per_s", render_inference, remedies,
-                           serving_setup(shape, product, cfg), launch, simulation)
+                           serving_setup(shape, product, cfg, serving_engine(args)), launch,
+                           simulation)
+
+
+def serving_engine(args: argparse.Namespace) -> str:
+    """The engine a serving estimate names (``validation.bands.ENGINES``): --engine, else
+    --launch's, else none ("": the pooled bands and every engine's runs)."""
+    from gpuarch.validation.bands import ENGINES
+
+    if args.engine is not None:
+        check_choice("--engine", args.engine, tuple(ENGINES))
+        return str(args.engine)
+    return str(args.launch or "")
 
 
 def lengths_flag(args: argparse.Namespace) -> tuple[Any, float]:
@@ -948,8 +962,9 @@ def _batch_sweep(args: argparse.Namespace, catalog: Any, shape: TransformerShape
                            efficiency=eff, measured=measured, formats_origin=origin,
                            price_per_gpu_hour=args.price_per_gpu_hour,
                            facility=facility_of(args))
-    band = None if measured else band_for(
-        "serving", shape, product, precision=serving_setup(shape, product, cfg).precision)
+    setup = serving_setup(shape, product, cfg, serving_engine(args))
+    band = None if measured else band_for("serving", shape, product,
+                                          precision=setup.precision, engine=setup.engine)
 
     def each_band(doc: dict[str, Any]) -> None:  # each batch's likely range
         for point, entry in zip(result.points, doc["sweep"], strict=True):
@@ -1560,6 +1575,11 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                         "GuideLLM's benchmarks.json): a point a run, at its rate, "
                         "concurrency or all at once, with its lengths' spread, checked "
                         "against --input-len and --output-len")
+    p.add_argument("--engine", metavar="trtllm|vllm|sglang|lmdeploy|nim",
+                   help="the serving engine you run: the error band is then the model's "
+                        "error on that engine's published runs (narrowest regime down to the "
+                        "GPU architecture; else every engine's, pooled) and the nearest "
+                        "published runs prefer it (default: --launch's engine, else none)")
     p.add_argument("--launch", type=engine_choice("--launch", SERVING_LAUNCH),
                    metavar="vllm|sglang|trtllm",
                    help="also print that engine's server command for this deployment "

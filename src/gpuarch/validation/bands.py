@@ -10,7 +10,11 @@ the GPU's architecture, narrowed to one GPU (its catalog key) where that GPU has
 figures of its own (products of one architecture can sit on different sides of the model:
 GB300 runs faster than GB200 at the same datasheet peaks), and to one format on that GPU
 (training's compute format, serving's weight format: INT4 weight-only decode on H100 reads
-far from the 16-bit runs there). The signed errors of a regime (predicted /
+far from the 16-bit runs there). A serving figure also counts in the same regimes of its
+engine (``ENGINES``: TensorRT-LLM, vLLM, SGLang, ...; "regime@engine" keys): an estimate that
+names its engine takes the engine's band, narrowest first down to the architecture, before
+the pooled ones, so that a vLLM deployment is not read against TensorRT-LLM's runs, nor the
+other way round. The signed errors of a regime (predicted /
 published - 1) give its median (the model's bias there) and its 10th-90th percentile range;
 an estimate in that regime can then say which published figures would have been consistent
 with it. A regime with fewer than ``MIN_FIGURES`` figures falls back to the GPU, then to
@@ -43,6 +47,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BANDS_FILE",
+    "ENGINES",
     "FINE_GRAINED_EXPERTS",
     "KIND_LABELS",
     "MIN_FIGURES",
@@ -53,6 +58,8 @@ __all__ = [
     "bands_by_architecture",
     "bands_from_figures",
     "compute_bands",
+    "engine_family",
+    "engine_keys",
     "load_bands",
     "model_kind",
     "regime_keys",
@@ -71,6 +78,25 @@ PERCENTILES = (10.0, 50.0, 90.0)
 
 CLEAR_BIAS = 0.05
 """A median error this large or larger is called a bias (optimistic or pessimistic)."""
+
+ENGINES = {"trtllm": "TensorRT-LLM", "vllm": "vLLM", "sglang": "SGLang",
+           "lmdeploy": "LMDeploy", "nim": "NVIDIA NIM"}
+"""The serving engines the validation's figures were measured on, by the name reports print
+(``engine_family`` reads a row's ``framework`` text into one): a serving regime's band can be
+narrowed to one engine's runs."""
+
+# words of a framework text that name its engine family, the most specific first (NVIDIA's
+# MLPerf harness and TensorRT engines run TensorRT-LLM's; a GuideLLM client drove vLLM)
+_ENGINE_WORDS = (("sglang", "sglang"), ("lmdeploy", "lmdeploy"), ("turbomind", "lmdeploy"),
+                 ("nim ", "nim"), ("vllm", "vllm"), ("tensorrt", "trtllm"))
+
+
+def engine_family(framework: str) -> str:
+    """The engine (a key of ``ENGINES``) a validation row's ``framework`` text names, or ""
+    where it names none of them."""
+    text = f"{framework.lower()} "
+    return next((engine for word, engine in _ENGINE_WORDS if word in text), "")
+
 
 KIND_LABELS = {"dense": "dense", "coarse-moe": "coarse MoE",
                "fine-moe": "fine-grained MoE",
@@ -96,6 +122,12 @@ def regime_keys(task: str, shape: TransformerShape, architecture: str,
     return _keys(task, model_kind(shape), architecture, gpu, precision)
 
 
+def engine_keys(keys: Sequence[str], engine: str) -> tuple[str, ...]:
+    """The engine's own regimes of a pooled chain ``keys`` (narrowest first), down to the
+    task, kind and architecture: what an estimate naming its engine tries first."""
+    return tuple(f"{key}@{engine}" for key in keys if key.count("/") >= 2) if engine else ()
+
+
 def _keys(task: str, kind: str, architecture: str, gpu: str | None,
           precision: str | None = None) -> tuple[str, ...]:
     if task not in TASKS:
@@ -119,19 +151,27 @@ class Band:
     p90_error: float
 
     @property
+    def engine(self) -> str:
+        """The engine whose runs alone the band counts (``ENGINES``), or "" for all."""
+        return self.key.partition("@")[2]
+
+    @property
     def label(self) -> str:
         """The regime in words, e.g. "fine-grained MoE serving on Hopper" or, for one GPU,
-        "dense training on gb300 (Blackwell)"."""
-        parts = self.key.split("/")
+        "dense training on gb300 (Blackwell)"; an engine's, "... with vLLM"."""
+        regime, _, engine = self.key.partition("@")
+        parts = regime.split("/")
         task = parts[0]
         if len(parts) == 1:
             return f"all {task}"
         text = f"{KIND_LABELS.get(parts[1], parts[1])} {task}"
         if len(parts) > 4:
-            return f"{text} on {parts[3]} ({parts[2].capitalize()}) in {parts[4]}"
-        if len(parts) > 3:
-            return f"{text} on {parts[3]} ({parts[2].capitalize()})"
-        return f"{text} on {parts[2].capitalize()}" if len(parts) > 2 else text
+            text = f"{text} on {parts[3]} ({parts[2].capitalize()}) in {parts[4]}"
+        elif len(parts) > 3:
+            text = f"{text} on {parts[3]} ({parts[2].capitalize()})"
+        elif len(parts) > 2:
+            text = f"{text} on {parts[2].capitalize()}"
+        return f"{text} with {ENGINES.get(engine, engine)}" if engine else text
 
     @property
     def bias(self) -> str:
@@ -151,7 +191,8 @@ class Band:
         out: dict[str, Any] = {
             "regime": self.key, "label": self.label, "figures": self.figures,
             "out_of_sample": self.out_of_sample, "median_error": self.median_error,
-            "p10_error": self.p10_error, "p90_error": self.p90_error, "bias": self.bias}
+            "p10_error": self.p10_error, "p90_error": self.p90_error, "bias": self.bias,
+            "engine": self.engine or None}
         if predicted is not None:
             low, high = self.likely_range(predicted)
             out["metric"] = metric
@@ -200,7 +241,8 @@ def bands_from_figures(figures: Iterable[PublishedFigure]) -> dict[str, Band]:
     samples: dict[str, list[tuple[float, bool]]] = {}
     for f in figures:
         s = f.setup
-        for key in _keys(s.task, s.kind, s.architecture, s.gpu, s.precision):
+        keys = _keys(s.task, s.kind, s.architecture, s.gpu, s.precision)
+        for key in (*engine_keys(keys, s.engine), *keys):
             samples.setdefault(key, []).append((f.error, f.out_of_sample))
     return _bands_from(samples)
 
@@ -239,13 +281,16 @@ def load_bands(path: Path = BANDS_FILE) -> dict[str, Band]:
 
 def band_for(task: str, shape: TransformerShape, product: Product,
              bands: Mapping[str, Band] | None = None, per_gpu: bool = True,
-             precision: str | None = None) -> Band | None:
+             precision: str | None = None, engine: str = "") -> Band | None:
     """The narrowest regime of the workload with at least ``MIN_FIGURES`` figures, the GPU's
     own in the format first (``precision``: training's compute format, serving's (expert)
-    weight format) unless ``per_gpu`` is off (None if not even the task has that many)."""
+    weight format) unless ``per_gpu`` is off (None if not even the task has that many); with
+    ``engine`` (a key of ``ENGINES``), that engine's own regimes first, down to the
+    architecture's."""
     table = load_bands() if bands is None else bands
     gpu = product.key if per_gpu else None
-    for key in regime_keys(task, shape, product.architecture, gpu, precision):
+    keys = regime_keys(task, shape, product.architecture, gpu, precision)
+    for key in (*engine_keys(keys, engine), *keys):
         band = table.get(key)
         if band is not None and band.figures >= MIN_FIGURES:
             return band
@@ -267,11 +312,18 @@ def bands_by_architecture(task: str, shape: TransformerShape, products: Iterable
 
 
 def render_bands(bands: Mapping[str, Band]) -> str:
-    """The bands as a table, broad regimes first within each task; the thin ones marked."""
-    width = max([len("regime"), *map(len, bands)])
+    """The bands as a table, broad regimes first within each task; the thin ones marked; an
+    engine's regime only where the regime holds other engines' runs too (else it is the
+    pooled row again)."""
+    def shown(key: str) -> bool:  # an engine's regime where it is not all of the regime
+        pooled = bands.get(key.partition("@")[0])
+        return pooled is None or pooled.figures != bands[key].figures or "@" not in key
+
+    keys = [key for key in bands if shown(key)]
+    width = max([len("regime"), *map(len, keys)])
     head = f"{'regime':{width}} {'figures':>7} {'oos':>5} {'p10':>7} {'median':>7} {'p90':>7}"
     lines = [head]
-    for key in sorted(bands, key=lambda k: (k.split("/")[0], k)):
+    for key in sorted(keys, key=lambda k: (k.split("/")[0], k)):
         b = bands[key]
         mark = "" if b.figures >= MIN_FIGURES else "  (too few: the broader band is used)"
         lines.append(f"{key:{width}} {b.figures:7d} {b.out_of_sample:5d} {b.p10_error:+7.1%} "
@@ -280,7 +332,9 @@ def render_bands(bands: Mapping[str, Band]) -> str:
               "per GPU, serving output tokens/s, a static batch's latency as the rate it "
               "implies); oos = figures added after the fit; an "
               "estimate uses the narrowest regime with at least "
-              f"{MIN_FIGURES} figures"]
+              f"{MIN_FIGURES} figures; regime@engine: that engine's runs alone (listed where "
+              "the regime holds another engine's too), which an estimate naming its engine "
+              "(--engine) tries first"]
     return "\n".join(lines)
 
 
@@ -291,7 +345,7 @@ def band_sentence(architecture: str, band: Mapping[str, Any]) -> str:
     name = architecture.capitalize()
     errors = (f"{_pct(band['p10_error'])} to {_pct(band['p90_error'])} (10th-90th "
               f"percentile), median {_pct(band['median_error'])}: {band['bias']}")
-    parts = str(band["regime"]).split("/")
+    parts = str(band["regime"]).partition("@")[0].split("/")
     if len(parts) > 2 and parts[2] == architecture:
         return (f"{name}: the model's error on {band['figures']} published figures of "
                 f"{band['label']} was {errors}")

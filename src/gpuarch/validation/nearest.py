@@ -34,7 +34,7 @@ from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import Product
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.units import Unit, from_si
-from gpuarch.validation.bands import model_kind
+from gpuarch.validation.bands import ENGINES, engine_family, model_kind
 from gpuarch.workloads.params import count_params
 from gpuarch.workloads.shape import TransformerShape
 
@@ -66,6 +66,7 @@ DISTANCE_WEIGHTS: Mapping[str, float] = {
     "architecture": 1.5,  # another GPU architecture
     "gpu": 0.75,  # another GPU of the same architecture
     "precision": 0.5,  # another compute or weight format
+    "engine": 0.5,  # another serving engine (where the estimate names its own)
     "parallel": 0.3,  # each of TP, PP, CP, EP that differs
     "scale": 0.3,  # per doubling of the GPU count
     "length": 0.2,  # per doubling of the sequence (serving: prompt, then output) length
@@ -105,6 +106,7 @@ class Setup:
     seq_len: int = 0  # training
     input_len: int = 0  # serving
     output_len: int = 0  # serving
+    engine: str = ""  # serving: bands.ENGINES' key of the engine that ran it ("" unknown)
 
 
 @dataclass(frozen=True)
@@ -136,6 +138,8 @@ class PublishedFigure:
             experts = "" if self.layout.startswith(f"W{s.precision}/") else \
                 f" (experts {s.precision})"
             what = f"{self.layout}{experts}, {s.input_len:,}/{s.output_len:,} tokens"
+            if s.engine:
+                what += f", {ENGINES.get(s.engine, s.engine)}"
         # a point with its own shape is named after itself: say its size instead
         model = s.model if s.model != self.id \
             else f"a {from_si(s.params, Unit.BILLION):,.3g}B-parameter model"
@@ -173,6 +177,7 @@ def distance(query: Setup, figure: Setup) -> float:
     if query.gpu != figure.gpu:
         d += w["gpu"] if query.architecture == figure.architecture else w["architecture"]
     d += w["precision"] * (query.precision != figure.precision)
+    d += w["engine"] * bool(query.engine and figure.engine and query.engine != figure.engine)
     d += w["parallel"] * sum((query.tp != figure.tp, query.pp != figure.pp,
                               query.cp != figure.cp, query.ep != figure.ep))
     d += w["scale"] * _log2_ratio(query.gpus, figure.gpus)
@@ -215,9 +220,9 @@ def compute_figures(catalog: Catalog, efficiency: Efficiency = DEFAULT_EFFICIENC
 
 
 def setup_for(task: str, shape: TransformerShape, product: Product, gpus: int,
-              precision: str, **layout: int) -> Setup:
+              precision: str, **layout: Any) -> Setup:
     """The setup of a workload of ``shape`` on ``gpus`` of ``product``; ``layout`` gives
-    any of tp, pp, cp, ep, seq_len, input_len, output_len."""
+    any of tp, pp, cp, ep, seq_len, input_len, output_len and engine."""
     return Setup(task=task, model=shape.name, params=count_params(shape).total,
                  kind=model_kind(shape), gpu=product.key, architecture=product.architecture,
                  gpus=gpus, precision=precision, **layout)
@@ -229,12 +234,15 @@ def training_setup(shape: TransformerShape, product: Product, cfg: TrainingConfi
                      pp=cfg.pp, cp=cfg.cp, ep=cfg.ep, seq_len=cfg.seq_len)
 
 
-def serving_setup(shape: TransformerShape, product: Product, cfg: InferenceConfig) -> Setup:
+def serving_setup(shape: TransformerShape, product: Product, cfg: InferenceConfig,
+                  engine: str = "") -> Setup:
     """The setup of a serving estimate, for ``nearest``: its precision is the routed
-    experts' weight format where it has one, else the weights'."""
+    experts' weight format where it has one, else the weights'; ``engine`` the one it
+    names (``bands.ENGINES``), if any."""
     return setup_for("serving", shape, product, cfg.gpus,
                      (cfg.expert_weights or cfg.quant.weights).value, tp=cfg.tp, pp=cfg.pp,
-                     ep=cfg.ep, input_len=cfg.input_len, output_len=cfg.output_len)
+                     ep=cfg.ep, input_len=cfg.input_len, output_len=cfg.output_len,
+                     engine=engine)
 
 
 def _setup(catalog: Catalog, task: str, point: Any, shape: Any, **rest: Any) -> Setup:
@@ -281,7 +289,8 @@ def _serving_figures(catalog: Catalog, points: Iterable[Any], rows: Iterable[Any
             continue
         weights = cfg.expert_weights or cfg.quant.weights
         setup = _setup(catalog, "serving", p, point_shape(p), precision=weights.value,
-                       input_len=cfg.input_len, output_len=cfg.output_len)
+                       input_len=cfg.input_len, output_len=cfg.output_len,
+                       engine=engine_family(str(p.get("framework") or "")))
         out.append(PublishedFigure(r.id, r.source, setup, r.formats, metric, published,
                                    predicted, bool(r.out_of_sample)))
     return out
