@@ -570,7 +570,7 @@ def test_validate_inference(capsys: pytest.CaptureFixture[str]) -> None:
     status, out, _ = run(capsys, "validate", "inference")
     assert status == 0 and "by model:  " in out and "by source: " in out
 
-    # --match keeps the figures whose id, source, model or GPU contain every text, and the
+    # --match keeps the figures whose id, source, model, GPU or engine contain every text, and the
     # statistics are over those; --worst keeps the largest errors of them
     status, out, _ = run(capsys, "validate", "inference", "--json", "--match", "MAVERICK",
                          "--match", "h200")
@@ -584,6 +584,20 @@ def test_validate_inference(capsys: pytest.CaptureFixture[str]) -> None:
     worst = json.loads(out)["figures"]
     top = sorted((abs(f["error"]) for f in doc["figures"]), reverse=True)[:5]
     assert [abs(f["error"]) for f in worst] == pytest.approx(top, rel=1e-5)
+    # each figure names its engine; --match takes an engine too, and the errors are
+    # grouped by it (in the JSON and the text)
+    assert {f["engine"] for f in doc["figures"]} == {"trtllm", "vllm", "sglang", "lmdeploy",
+                                                      "nim"}
+    status, out, _ = run(capsys, "validate", "inference", "--json", "--match", "sglang")
+    picked = json.loads(out)["figures"]
+    assert status == 0 and [f["id"] for f in picked] == [
+        f["id"] for f in doc["figures"] if f["engine"] == "sglang" or "sglang" in f["id"]
+        or "sglang" in f["source"]]
+    sglang = [abs(f["error"]) for f in doc["figures"] if f["engine"] == "sglang"]
+    assert doc["mean_abs_error_by_engine"]["sglang"] == pytest.approx(
+        sum(sglang) / len(sglang), rel=1e-5)
+    status, out, _ = run(capsys, "validate", "inference")
+    assert status == 0 and "by engine: trtllm " in out
 
 
 def test_validate_inference_text_units(capsys: pytest.CaptureFixture[str]) -> None:
@@ -627,7 +641,7 @@ def test_validate_explain(capsys: pytest.CaptureFixture[str]) -> None:
 
 @pytest.mark.parametrize(("argv", "message"), [
     (["inference", "--match", "mixtrel"], "--match: no compared point has 'mixtrel' in its "
-     "id, source, model or GPU; did you mean 'mixtral'?"),
+     "id, source, model, GPU or engine; did you mean 'mixtral'?"),
     (["training", "--match", "h100", "--match", "b300"],
      "--match: no compared point matches all of 'h100', 'b300'"),
     (["training", "--worst", "0"], "--worst: expected an integer >= 1, got 0"),

@@ -66,7 +66,8 @@ def cmd_validate_inference(args: argparse.Namespace) -> int:
     check_plot_flag(args)
     summary = _validated(args, "inference", validate_inference)
     doc = _plotted(args, summary, "serving figures", summary.as_json(
-        "figures", ("metric", "gpu", "source", "model"), args.explain) if args.json else {})
+        "figures", ("metric", "gpu", "source", "model", "engine"), args.explain)
+        if args.json else {})
     print(to_json(doc) if args.json else render_inference_validation(summary, args.explain))
     return 0
 
@@ -292,8 +293,9 @@ def cmd_validate_bands(args: argparse.Namespace) -> int:
 def _selection_flags(p: argparse.ArgumentParser) -> None:
     """validate's --match and --worst: which compared points to show and summarise."""
     p.add_argument("--match", action="append", default=[], metavar="TEXT",
-                   help="only points whose id, source, model or GPU contains TEXT (case "
-                        "ignored; repeat to require several); the statistics are over them")
+                   help="only points whose id, source, model, GPU or (serving) engine "
+                        "(trtllm, vllm, sglang, lmdeploy, nim) contains TEXT (case ignored; "
+                        "repeat to require several); the statistics are over them")
     p.add_argument("--worst", type=at_least_one("--worst"), metavar="N",
                    help="only the N points with the largest absolute error")
     p.add_argument("--explain", action="store_true",

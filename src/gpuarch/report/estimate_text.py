@@ -1086,6 +1086,7 @@ def render_inference_validation(s: InferenceSummary, explain: bool = False) -> s
              "by GPU:    " + ", ".join(f"{k} {_pct(v)}" for k, v in s.by("gpu").items()),
              "by source: " + ", ".join(f"{k} {_pct(v)}" for k, v in s.by("source").items()),
              "by model:  " + ", ".join(f"{k} {_pct(v)}" for k, v in s.by("model").items()),
+             "by engine: " + ", ".join(f"{k} {_pct(v)}" for k, v in s.by("engine").items()),
              *_memory_lines(s.rows)]
     if explain:
         lines += ["", "where each prediction's time goes (one prefill pass; one decode step):"]

@@ -37,6 +37,7 @@ from gpuarch.estimate.inference_config import (
 from gpuarch.estimate.inference_memory import memory_per_gpu
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.perf.quant import QuantFormat, QuantScheme
+from gpuarch.validation.bands import engine_family
 from gpuarch.validation.mlenergy import mlenergy_points
 from gpuarch.validation.stats import ErrorSummary, MemoryFit, summarize
 from gpuarch.validation.training import (
@@ -156,6 +157,8 @@ class InferenceComparison:
     # the estimate's phases and where their time goes (``validate --explain``)
     explain: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
     memory: MemoryFit = field(default_factory=MemoryFit)
+    # the engine that ran it (validation.bands.ENGINES' key, read from the point's framework)
+    engine: str = ""
 
     @property
     def error(self) -> float:
@@ -287,7 +290,8 @@ def compare_point(catalog: Catalog, point: TrainingPoint, efficiency: Efficiency
                 f"W{q.weights.value}/A{q.activations.value}/KV{q.kv_cache.value}",
                 f"{cfg.input_len}/{cfg.output_len}",
                 f"{cfg.batching.value} {est.batch}", key, float(published), float(doc[attr]),
-                bool(point.get("out_of_sample", False)), explain, memory_fit(point, doc)))
+                bool(point.get("out_of_sample", False)), explain, memory_fit(point, doc),
+                engine_family(str(point.get("framework") or ""))))
     if not rows:
         raise GpuarchError(f"point {point.id}: no published figure to compare")
     return rows
