@@ -746,6 +746,17 @@ def test_advice_carries_each_architectures_error_band(tmp_path: Path) -> None:
     assert ("error band, Ampere: too few published figures on Ampere for a band of its own;"
             f" the model's error on all {bands['ampere']['figures']} figures of "
             "fine-grained MoE serving, every GPU pooled, was") in text
+    # naming the engine: Hopper's band is then vLLM's fine-grained MoE runs' there (53),
+    # Ampere has none of that engine's and keeps the pooled band; the text names it
+    vllm = advise_inference(CATALOG, shape, InferenceSearch(1024, 256, gpus=("h100", "a100"),
+                                                            engine="vllm"), prices)
+    named = vllm.assumptions["error_bands"]
+    assert named["hopper"]["regime"] == "serving/fine-moe/hopper@vllm"
+    assert named["hopper"]["median_error"] != bands["hopper"]["median_error"]
+    assert named["ampere"] == bands["ampere"]
+    assert "fine-grained MoE serving on Hopper with vLLM" in render_inference_advice(vllm)
+    with pytest.raises(GpuarchError, match="--engine: expected one of"):
+        InferenceSearch(1024, 256, engine="vlm").validate()
     train = advise_training(CATALOG, preset("llama-3.1-8b").shape,
                             TrainingSearch(tokens=1e11, max_gpus=8, gpus=("a100",)), prices)
     assert set(train.assumptions["error_bands"]) == {"ampere"}

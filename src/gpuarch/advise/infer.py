@@ -61,7 +61,7 @@ from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.perf.quant import QuantFormat, QuantScheme, gemm_peak
 from gpuarch.perf.roofline import SPREAD_ROWS
 from gpuarch.units import Unit, from_si
-from gpuarch.validation.bands import bands_by_architecture
+from gpuarch.validation.bands import ENGINES, bands_by_architecture
 from gpuarch.validation.nearest import nearest, setup_for
 from gpuarch.workloads.params import count_params
 from gpuarch.workloads.shape import TransformerShape
@@ -145,6 +145,9 @@ class InferenceSearch:
     ttft_p99_ms: float | None = None
     tpot_p99_ms: float | None = None
     traffic: Traffic | None = None
+    # the serving engine the user runs (validation.bands.ENGINES' key): the error bands and
+    # the nearest published runs are that engine's first; "" every engine's
+    engine: str = ""
 
     @property
     def tail_capped(self) -> bool:
@@ -183,6 +186,8 @@ class InferenceSearch:
             raise GpuarchError(f"--cuda-graph-batch-sizes: expected batch sizes >= 1, got "
                                f"{self.cuda_graph_batch_sizes}")
         check_count("--cuda-graph-max-context", self.cuda_graph_max_context, zero_unset=True)
+        if self.engine:
+            check_choice("--engine", self.engine, tuple(ENGINES))
         check_choice("--ssm-state-precision", self.ssm_state_precision, tuple(SSM_STATE_BYTES))
         if self.fp8_scaling is not None:
             check_choice("--fp8-scaling", self.fp8_scaling, FP8_SCALINGS)
@@ -519,12 +524,12 @@ def advise_inference(
                                               hybrid, host, efficiency))
                     for o in rivals.values())
     assumptions["error_bands"] = bands_by_architecture(
-        "serving", shape, (catalog.product(g) for g in rivals))
+        "serving", shape, (catalog.product(g) for g in rivals), engine=search.engine)
     best = first  # one serving unit of the best deployment
     assumptions["nearest_published"] = [f.as_json(d) for d, f in nearest(setup_for(
         "serving", shape, catalog.product(best.gpu), best.gpus // best.replicas,
         best.expert_weights or best.weights, tp=best.tp, pp=best.pp, ep=best.ep,
-        input_len=search.input_len, output_len=search.output_len))]
+        input_len=search.input_len, output_len=search.output_len, engine=search.engine))]
     pareto = [replace(o, reason=_reason(catalog, o, first, rivals, search.objective, hybrid,
                                         host, efficiency))
               for o in sorted((rows[i] for i in front), key=lambda r: r.request_latency_s)]

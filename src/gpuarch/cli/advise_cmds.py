@@ -229,7 +229,7 @@ def cmd_advise_infer(args: argparse.Namespace) -> int:
         cuda_graph_batch_sizes=args.cuda_graph_batch_sizes,
         cuda_graph_max_context=args.cuda_graph_max_context,
         ssm_state_precision=args.ssm_state_precision or InferenceSearch.ssm_state_precision,
-        fp8_scaling=args.fp8_scaling, **checkpoint)
+        fp8_scaling=args.fp8_scaling, engine=args.engine or args.launch or "", **checkpoint)
     after = None if traffic is None else _simulated(catalog, shape, search, traffic)
     return _answer(args, lambda: advise_inference(catalog, shape, search,
                                                   _prices(catalog, args),
@@ -417,6 +417,11 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                    help="with --disaggregated: GPUs or architectures for the prefill pools, "
                    "comma-separated (e.g. h100 to prefill on H100 whatever decodes); "
                    "default: each decode GPU's own type")
+    p.add_argument("--engine", metavar="trtllm|vllm|sglang|lmdeploy|nim",
+                   help="the serving engine you run: each architecture's error band is then "
+                        "the model's error on that engine's published runs where it has "
+                        "enough, and the nearest published runs prefer it (default: "
+                        "--launch's engine, else every engine's, pooled)")
     p.add_argument("--launch", type=engine_choice("--launch", SERVING_LAUNCH),
                    metavar="vllm|sglang|trtllm",
                    help="also print that engine's server command for the best option")

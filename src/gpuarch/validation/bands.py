@@ -298,14 +298,15 @@ def band_for(task: str, shape: TransformerShape, product: Product,
 
 
 def bands_by_architecture(task: str, shape: TransformerShape, products: Iterable[Product],
-                          bands: Mapping[str, Band] | None = None) -> dict[str, dict[str, Any]]:
+                          bands: Mapping[str, Band] | None = None, engine: str = ""
+                          ) -> dict[str, dict[str, Any]]:
     """The band (``Band.as_json``) of each architecture among ``products`` that has one,
     keyed by the architecture: what an advisor comparing GPUs of several generations
-    reports under ``assumptions.error_bands``."""
+    reports under ``assumptions.error_bands`` (``engine``'s own first, as ``band_for``)."""
     out: dict[str, dict[str, Any]] = {}
     for product in products:
         if product.architecture not in out:
-            band = band_for(task, shape, product, bands, per_gpu=False)
+            band = band_for(task, shape, product, bands, per_gpu=False, engine=engine)
             if band is not None:
                 out[product.architecture] = band.as_json()
     return out
