@@ -435,6 +435,17 @@ def test_validate_training(capsys: pytest.CaptureFixture[str]) -> None:
     beyond = sum(abs(p["error"]) > 0.20 for p in doc["points"])
     assert doc["beyond_20_percent"] == beyond
     assert f"of points within 20%, {beyond} beyond" in out
+    # each point names its framework's family (every one of them: a new row whose framework
+    # text names none fails here); --match takes it; the errors are summed up by it
+    assert {p["framework"] for p in doc["points"]} == {"megatron", "fsdp", "deepspeed",
+                                                       "maxtext", "meta"}
+    fsdp = [abs(p["error"]) for p in doc["points"] if p["framework"] == "fsdp"]
+    assert doc["mean_abs_error_by_framework"]["fsdp"] == pytest.approx(
+        sum(fsdp) / len(fsdp), rel=1e-5)
+    assert "by framework: megatron " in out
+    status, out, _ = run(capsys, "validate", "training", "--json", "--match", "deepspeed")
+    assert status == 0 and {p["id"] for p in json.loads(out)["points"]} == {
+        p["id"] for p in doc["points"] if p["framework"] == "deepspeed"}
     status, out, _ = run(capsys, "validate", "inference", "--json")
     figures = json.loads(out)
     assert figures["beyond_35_percent"] == sum(abs(f["error"]) > 0.35
@@ -641,7 +652,7 @@ def test_validate_explain(capsys: pytest.CaptureFixture[str]) -> None:
 
 @pytest.mark.parametrize(("argv", "message"), [
     (["inference", "--match", "mixtrel"], "--match: no compared point has 'mixtrel' in its "
-     "id, source, model, GPU or engine; did you mean 'mixtral'?"),
+     "id, source, model, GPU, engine or framework; did you mean 'mixtral'?"),
     (["training", "--match", "h100", "--match", "b300"],
      "--match: no compared point matches all of 'h100', 'b300'"),
     (["training", "--worst", "0"], "--worst: expected an integer >= 1, got 0"),

@@ -54,7 +54,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     check_plot_flag(args)
     summary = _validated(args, "training", validate_training)
     doc = _plotted(args, summary, "training points", summary.as_json(
-        "points", ("gpu", "source", "model"), args.explain) if args.json else {})
+        "points", ("gpu", "source", "model", "framework"), args.explain) if args.json else {})
     print(to_json(doc) if args.json else render_validation(summary, args.explain))
     return 0
 
@@ -293,9 +293,10 @@ def cmd_validate_bands(args: argparse.Namespace) -> int:
 def _selection_flags(p: argparse.ArgumentParser) -> None:
     """validate's --match and --worst: which compared points to show and summarise."""
     p.add_argument("--match", action="append", default=[], metavar="TEXT",
-                   help="only points whose id, source, model, GPU or (serving) engine "
-                        "(trtllm, vllm, sglang, lmdeploy, nim) contains TEXT (case ignored; "
-                        "repeat to require several); the statistics are over them")
+                   help="only points whose id, source, model, GPU, serving engine "
+                        "(trtllm, vllm, sglang, lmdeploy, nim) or training framework "
+                        "(megatron, fsdp, deepspeed, maxtext, meta) contains TEXT (case "
+                        "ignored; repeat to require several); the statistics are over them")
     p.add_argument("--worst", type=at_least_one("--worst"), metavar="N",
                    help="only the N points with the largest absolute error")
     p.add_argument("--explain", action="store_true",

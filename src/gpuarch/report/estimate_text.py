@@ -739,6 +739,8 @@ def render_validation(s: ValidationSummary, explain: bool = False) -> str:
              "by GPU:    " + ", ".join(f"{k} {_pct(v)}" for k, v in s.by("gpu").items()),
              "by source: " + ", ".join(f"{k} {_pct(v)}" for k, v in s.by("source").items()),
              "by model:  " + ", ".join(f"{k} {_pct(v)}" for k, v in s.by("model").items()),
+             "by framework: " + ", ".join(f"{k} {_pct(v)}"
+                                          for k, v in s.by("framework").items()),
              *_memory_lines(s.rows)]
     if explain:
         lines += ["", "where each predicted step goes:"]

@@ -94,9 +94,10 @@ class ErrorSummary:
         return {k: statistics.fmean(v) for k, v in groups.items()}
 
     def select(self, match: Sequence[str] = (), worst: int | None = None) -> ErrorSummary:
-        """The rows whose id, source, model, GPU or engine (serving rows') contain every
-        text of ``match`` (case ignored), then the ``worst`` of them by absolute error
-        (largest first); the skipped points whose id contains every text. Raises
+        """The rows whose id, source, model, GPU, engine (serving rows') or framework
+        (training rows') contain every text of ``match`` (case ignored), then the
+        ``worst`` of them by absolute error (largest first); the skipped points whose id
+        contains every text. Raises
         GpuarchError (naming ``--match``) when nothing is left, with the closest model, GPU,
         source or engine as a suggestion."""
         from gpuarch.errors import GpuarchError, suggestion
@@ -105,18 +106,19 @@ class ErrorSummary:
 
         def fields(r: Any) -> str:
             return " ".join(str(getattr(r, a, ""))
-                            for a in ("id", "source", "model", "gpu", "engine"))
+                            for a in ("id", "source", "model", "gpu", "engine", "framework"))
 
         rows = [r for r in self.rows if all(t in fields(r).lower() for t in texts)]
         if not rows:
-            names = sorted({part for r in self.rows for a in ("source", "model", "gpu", "engine")
+            names = sorted({part for r in self.rows
+                            for a in ("source", "model", "gpu", "engine", "framework")
                             for name in [str(getattr(r, a, ""))]
                             for part in (name, *name.split("-"))})
             alone = [t for t in match
                      if not any(t.lower() in fields(r).lower() for r in self.rows)]
             if alone:
                 raise GpuarchError(f"--match: no compared point has {alone[0]!r} in its "
-                                   f"id, source, model, GPU or engine"
+                                   f"id, source, model, GPU, engine or framework"
                                    f"{suggestion(alone[0], names)}")
             raise GpuarchError(f"--match: no compared point matches all of "
                                f"{', '.join(repr(t) for t in match)}")

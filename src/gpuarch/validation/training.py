@@ -40,6 +40,7 @@ from gpuarch.workloads.presets import preset, shape_from_mapping
 from gpuarch.workloads.shape import FfnKind, NormKind, Position, TransformerShape
 
 __all__ = [
+    "FRAMEWORKS",
     "POINT_KEYS",
     "SHAPE_KEYS",
     "TRAINING_FILE",
@@ -49,6 +50,7 @@ __all__ = [
     "ValidationSummary",
     "check_point_keys",
     "estimate_point",
+    "framework_family",
     "load_training_points",
     "sources_by_id",
     "validate_training",
@@ -339,11 +341,33 @@ class TrainingComparison:
     # the prediction's step time and where it goes (``validate --explain``)
     explain: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
     memory: MemoryFit = field(default_factory=MemoryFit)
+    # the training framework's family (``framework_family`` of the point's framework text)
+    framework: str = ""
 
     @property
     def error(self) -> float:
         """Signed relative error of the prediction."""
         return self.predicted / self.published - 1.0
+
+
+FRAMEWORKS = {"megatron": "Megatron (Megatron-LM, Megatron-Core, NeMo, Megatron Bridge)",
+              "fsdp": "PyTorch FSDP (llm-foundry, TorchTitan, NeMo AutoModel)",
+              "deepspeed": "Megatron-DeepSpeed", "maxtext": "MaxText (JAX)",
+              "meta": "Meta's own (the Llama 3 report)"}
+"""The training frameworks' families the validation's points ran on (``framework_family``)."""
+
+# words of a framework text naming its family, the most specific first (Megatron-DeepSpeed
+# before Megatron; NeMo AutoModel, PyTorch FSDP2, before NeMo)
+_FRAMEWORK_WORDS = (("megatron-deepspeed", "deepspeed"), ("automodel", "fsdp"),
+                    ("llm-foundry", "fsdp"), ("torchtitan", "fsdp"), ("maxtext", "maxtext"),
+                    ("meta internal", "meta"), ("megatron", "megatron"), ("nemo", "megatron"))
+
+
+def framework_family(framework: str) -> str:
+    """The family (a key of ``FRAMEWORKS``) a training point's ``framework`` text names, or
+    "" where it names none."""
+    text = framework.lower()
+    return next((family for word, family in _FRAMEWORK_WORDS if word in text), "")
 
 
 ValidationSummary = ErrorSummary
@@ -425,7 +449,8 @@ def compare_point(catalog: Catalog, point: TrainingPoint, efficiency: Efficiency
                               cfg.gpus, layout, cfg.precision.value, origin, published,
                               est.tokens_per_s_per_gpu,
                               bool(point.get("out_of_sample", False)), explain,
-                              memory_fit(point, doc))
+                              memory_fit(point, doc),
+                              framework_family(str(point.get("framework") or "")))
 
 
 TRAINING_BOUND = 0.20
