@@ -15,11 +15,13 @@ from gpuarch.cli.main import main
 from gpuarch.errors import GpuarchError
 from gpuarch.validation.bands import (
     ENGINES,
+    FRAMEWORKS,
     MIN_FIGURES,
     Band,
     band_for,
     compute_bands,
     engine_family,
+    framework_family,
     load_bands,
     model_kind,
     regime_keys,
@@ -67,23 +69,28 @@ def test_bands_count_every_throughput_figure() -> None:
         assert 0 <= band.out_of_sample <= band.figures
 
 
-def test_every_serving_figure_counts_in_its_engines_regimes_too() -> None:
-    """Every serving row names an engine (``engine_family`` of its framework text; a new row
-    whose framework names none fails here), and each serving regime down to the
-    architecture splits exactly into its engines' regimes; training has none."""
+def test_every_figure_counts_in_its_engines_or_frameworks_regimes_too() -> None:
+    """Every serving row names an engine and every training point a framework family
+    (``engine_family``, ``framework_family`` of the framework text; a new row naming none
+    fails here), and each regime down to the architecture splits exactly into its
+    engines' (frameworks') regimes."""
     from gpuarch.validation.inference import load_inference_points
+    from gpuarch.validation.training import load_training_points
 
     unnamed = [p.id for p in load_inference_points()
                if not engine_family(str(p.get("framework") or ""))]
+    unnamed += [p.id for p in load_training_points()
+                if not framework_family(str(p.get("framework") or ""))]
     assert unnamed == []
     bands = load_bands()
-    pooled = [k for k in bands if "@" not in k and k.startswith("serving/") and k.count("/") >= 2]
-    assert pooled
-    for key in pooled:
-        engines = [b for k, b in bands.items() if k.partition("@")[0] == key and "@" in k]
-        assert {b.engine for b in engines} <= set(ENGINES), key
-        assert sum(b.figures for b in engines) == bands[key].figures, key
-    assert not [k for k in bands if "@" in k and not k.startswith("serving/")]
+    for task, names in (("serving", ENGINES), ("training", FRAMEWORKS)):
+        pooled = [k for k in bands
+                  if "@" not in k and k.startswith(f"{task}/") and k.count("/") >= 2]
+        assert pooled
+        for key in pooled:
+            split = [b for k, b in bands.items() if k.partition("@")[0] == key and "@" in k]
+            assert {b.engine for b in split} <= set(names), key
+            assert sum(b.figures for b in split) == bands[key].figures, key
 
 
 def test_engine_family_reads_the_framework_text() -> None:
@@ -118,6 +125,31 @@ def test_an_estimate_naming_its_engine_takes_that_engines_band() -> None:
     # an engine with too few runs anywhere on the architecture falls back to the pooled
     thin = band_for("serving", shape, CATALOG.product("h100"), precision="fp8", engine="nim")
     assert thin is not None and thin.engine == ""
+
+
+def test_a_training_estimate_takes_the_framework_it_names(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """estimate train --framework fsdp takes PyTorch FSDP's runs' band (llm-foundry's and
+    TorchTitan's on H100 in BF16); --launch megatron names Megatron; without either the
+    pooled band; a bad --framework is a usage error."""
+    base = ("estimate", "train", "--model", "llama-3.1-8b", "--gpu", "h100", "--gpus", "8",
+            "--seq-len", "4096", "--global-batch", "64", "--json")
+    regimes = {}
+    for extra in ((), ("--framework", "fsdp", "--zero", "3"), ("--launch", "megatron")):
+        status, out = _run(capsys, *base, *extra)
+        assert status == 0
+        v = json.loads(out)["validation"]
+        regimes[extra[:2]] = (v["regime"], v["engine"])
+    assert regimes[()] == ("training/dense/hopper/h100-sxm5-80gb/bf16", None)
+    assert regimes[("--framework", "fsdp")] == (
+        "training/dense/hopper/h100-sxm5-80gb/bf16@fsdp", "fsdp")
+    assert regimes[("--launch", "megatron")] == (
+        "training/dense/hopper/h100-sxm5-80gb/bf16@megatron", "megatron")
+    assert band_for("training", preset("llama-3.1-8b").shape, CATALOG.product("h100"),
+                    precision="bf16", engine="fsdp").label.endswith("with PyTorch FSDP")
+    status = main([*base, "--framework", "fdsp"])
+    err = capsys.readouterr().err
+    assert status == 2 and "--framework" in err and "did you mean 'fsdp'" in err
 
 
 def test_the_table_lists_an_engines_regime_only_beside_another_engines() -> None:

@@ -139,6 +139,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     from gpuarch.units import Unit, to_si
     from gpuarch.validation.nearest import training_setup
 
+    framework = training_framework(args)  # (a bad --framework is refused before costing)
     catalog = load_catalog()
     if args.measured is not None and args.as_point is None:
         raise GpuarchError("--measured: fills the figure of a point; give --as-point [ID]")
@@ -214,7 +215,18 @@ def cmd_train(args: argparse.Namespace) -> int:
         launch = megatron_launch(shape, cfg)
     return _print_estimate(args, est, "training", shape, product, measured,
                            "tokens_per_s_per_gpu", render_training, remedies,
-                           training_setup(shape, product, cfg), launch)
+                           training_setup(shape, product, cfg, framework), launch)
+
+
+def training_framework(args: argparse.Namespace) -> str:
+    """The framework family a training estimate names (``validation.bands.FRAMEWORKS``):
+    --framework, else --launch's (megatron), else none ("": the pooled bands)."""
+    from gpuarch.validation.bands import FRAMEWORKS
+
+    if args.framework is not None:
+        check_choice("--framework", args.framework, tuple(FRAMEWORKS))
+        return str(args.framework)
+    return str(args.launch or "")
 
 
 def _print_point(args: argparse.Namespace, shape: TransformerShape, product: Any, cfg: Any,
@@ -489,7 +501,8 @@ def _gpu_scaling(args: argparse.Namespace, catalog: Any, shape: TransformerShape
                         measured=measured, checkpointing=checkpoint_plan(args),
                         facility=facility_of(args))
     band = None if measured else band_for("training", shape, product,
-                                          precision=cfg.precision.value)
+                                          precision=cfg.precision.value,
+                                          engine=training_framework(args))
     return _print_table(args, result, band, render_gpu_scaling, "plot_gpu_scaling")
 
 
@@ -1419,6 +1432,13 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                         "(Megatron-LM's 'elapsed time per iteration', NeMo's "
                         "'train_step_timing', torchtitan's 'tps'): the median of the logged "
                         "steps at --global-batch after the first tenth")
+    p.add_argument("--framework", metavar="megatron|fsdp|deepspeed|maxtext|meta",
+                   help="the training framework you run (megatron: Megatron-LM, NeMo, "
+                        "Megatron Bridge; fsdp: PyTorch FSDP, e.g. llm-foundry or "
+                        "TorchTitan): the error band is then the model's error on that "
+                        "family's published runs (narrowest regime down to the GPU "
+                        "architecture; else every family's, pooled) and the nearest "
+                        "published runs prefer it (default: --launch's, else none)")
     p.add_argument("--launch", type=engine_choice("--launch", TRAINING_LAUNCH), metavar="megatron",
                    help="also print Megatron-LM's command for this run (torchrun "
                         "pretrain_gpt.py with the model, layout, batch, recomputation and "

@@ -11,10 +11,11 @@ figures of its own (products of one architecture can sit on different sides of t
 GB300 runs faster than GB200 at the same datasheet peaks), and to one format on that GPU
 (training's compute format, serving's weight format: INT4 weight-only decode on H100 reads
 far from the 16-bit runs there). A serving figure also counts in the same regimes of its
-engine (``ENGINES``: TensorRT-LLM, vLLM, SGLang, ...; "regime@engine" keys): an estimate that
-names its engine takes the engine's band, narrowest first down to the architecture, before
-the pooled ones, so that a vLLM deployment is not read against TensorRT-LLM's runs, nor the
-other way round. The signed errors of a regime (predicted /
+engine (``ENGINES``: TensorRT-LLM, vLLM, SGLang, ...; "regime@engine" keys), a training point
+in those of its framework's family (``FRAMEWORKS``: Megatron, PyTorch FSDP, ...): an estimate
+that names its engine or framework takes that one's band, narrowest first down to the
+architecture, before the pooled ones, so that a vLLM deployment is not read against
+TensorRT-LLM's runs, nor an FSDP job against Megatron's. The signed errors of a regime (predicted /
 published - 1) give its median (the model's bias there) and its 10th-90th percentile range;
 an estimate in that regime can then say which published figures would have been consistent
 with it. A regime with fewer than ``MIN_FIGURES`` figures falls back to the GPU, then to
@@ -49,6 +50,7 @@ __all__ = [
     "BANDS_FILE",
     "ENGINES",
     "FINE_GRAINED_EXPERTS",
+    "FRAMEWORKS",
     "KIND_LABELS",
     "MIN_FIGURES",
     "TASKS",
@@ -60,6 +62,7 @@ __all__ = [
     "compute_bands",
     "engine_family",
     "engine_keys",
+    "framework_family",
     "load_bands",
     "model_kind",
     "regime_keys",
@@ -96,6 +99,27 @@ def engine_family(framework: str) -> str:
     where it names none of them."""
     text = f"{framework.lower()} "
     return next((engine for word, engine in _ENGINE_WORDS if word in text), "")
+
+
+FRAMEWORKS = {"megatron": "Megatron", "fsdp": "PyTorch FSDP", "deepspeed": "Megatron-DeepSpeed",
+              "maxtext": "MaxText", "meta": "Meta's own trainer"}
+"""The training frameworks' families the validation's points ran on, by the name reports
+print (``framework_family``): Megatron takes in Megatron-LM, Megatron-Core, NeMo and
+Megatron Bridge; PyTorch FSDP llm-foundry, TorchTitan and NeMo AutoModel. A training
+regime's band can be narrowed to one family's runs, as a serving one to an engine's."""
+
+# words of a framework text naming its family, the most specific first (Megatron-DeepSpeed
+# before Megatron; NeMo AutoModel, PyTorch FSDP2, before NeMo)
+_FRAMEWORK_WORDS = (("megatron-deepspeed", "deepspeed"), ("automodel", "fsdp"),
+                    ("llm-foundry", "fsdp"), ("torchtitan", "fsdp"), ("maxtext", "maxtext"),
+                    ("meta internal", "meta"), ("megatron", "megatron"), ("nemo", "megatron"))
+
+
+def framework_family(framework: str) -> str:
+    """The family (a key of ``FRAMEWORKS``) a training point's ``framework`` text names, or
+    "" where it names none."""
+    text = framework.lower()
+    return next((family for word, family in _FRAMEWORK_WORDS if word in text), "")
 
 
 KIND_LABELS = {"dense": "dense", "coarse-moe": "coarse MoE",
@@ -152,7 +176,8 @@ class Band:
 
     @property
     def engine(self) -> str:
-        """The engine whose runs alone the band counts (``ENGINES``), or "" for all."""
+        """The serving engine (``ENGINES``) or training framework (``FRAMEWORKS``) whose runs
+        alone the band counts, or "" for all."""
         return self.key.partition("@")[2]
 
     @property
@@ -171,7 +196,8 @@ class Band:
             text = f"{text} on {parts[3]} ({parts[2].capitalize()})"
         elif len(parts) > 2:
             text = f"{text} on {parts[2].capitalize()}"
-        return f"{text} with {ENGINES.get(engine, engine)}" if engine else text
+        name = ENGINES.get(engine) if task == "serving" else FRAMEWORKS.get(engine)
+        return f"{text} with {name or engine}" if engine else text
 
     @property
     def bias(self) -> str:

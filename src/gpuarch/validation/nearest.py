@@ -106,7 +106,9 @@ class Setup:
     seq_len: int = 0  # training
     input_len: int = 0  # serving
     output_len: int = 0  # serving
-    engine: str = ""  # serving: bands.ENGINES' key of the engine that ran it ("" unknown)
+    # the engine that ran it (serving, bands.ENGINES' key) or its framework's family
+    # (training, bands.FRAMEWORKS' key); "" where not known or not named
+    engine: str = ""
 
 
 @dataclass(frozen=True)
@@ -228,10 +230,12 @@ def setup_for(task: str, shape: TransformerShape, product: Product, gpus: int,
                  gpus=gpus, precision=precision, **layout)
 
 
-def training_setup(shape: TransformerShape, product: Product, cfg: TrainingConfig) -> Setup:
-    """The setup of a training estimate, for ``nearest``."""
+def training_setup(shape: TransformerShape, product: Product, cfg: TrainingConfig,
+                   framework: str = "") -> Setup:
+    """The setup of a training estimate, for ``nearest`` (``framework``: the family it
+    names, ``bands.FRAMEWORKS``, if any)."""
     return setup_for("training", shape, product, cfg.gpus, cfg.precision.value, tp=cfg.tp,
-                     pp=cfg.pp, cp=cfg.cp, ep=cfg.ep, seq_len=cfg.seq_len)
+                     pp=cfg.pp, cp=cfg.cp, ep=cfg.ep, seq_len=cfg.seq_len, engine=framework)
 
 
 def serving_setup(shape: TransformerShape, product: Product, cfg: InferenceConfig,
@@ -262,7 +266,8 @@ def _training_figures(catalog: Catalog, points: Iterable[Any], rows: Iterable[An
     for r in rows:
         p = by_id[r.id]
         setup = _setup(catalog, "training", p, point_shape(p), cp=int(p.get("cp") or 1),
-                       precision=r.precision, seq_len=int(p.get("seq_len")))
+                       precision=r.precision, seq_len=int(p.get("seq_len")),
+                       engine=r.framework)
         out.append(PublishedFigure(r.id, r.source, setup, r.layout, "tokens_per_s_per_gpu",
                                    float(r.published), float(r.predicted),
                                    bool(r.out_of_sample)))

@@ -34,13 +34,13 @@ from gpuarch.estimate.training_layers import unbalanced_routing_load
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.perf.precision import Precision
 from gpuarch.units import Unit, to_si
+from gpuarch.validation.bands import framework_family
 from gpuarch.validation.stats import ErrorSummary, MemoryFit, summarize
 from gpuarch.workloads.flops import forward_flops_per_token
 from gpuarch.workloads.presets import preset, shape_from_mapping
 from gpuarch.workloads.shape import FfnKind, NormKind, Position, TransformerShape
 
 __all__ = [
-    "FRAMEWORKS",
     "POINT_KEYS",
     "SHAPE_KEYS",
     "TRAINING_FILE",
@@ -50,7 +50,6 @@ __all__ = [
     "ValidationSummary",
     "check_point_keys",
     "estimate_point",
-    "framework_family",
     "load_training_points",
     "sources_by_id",
     "validate_training",
@@ -348,26 +347,6 @@ class TrainingComparison:
     def error(self) -> float:
         """Signed relative error of the prediction."""
         return self.predicted / self.published - 1.0
-
-
-FRAMEWORKS = {"megatron": "Megatron (Megatron-LM, Megatron-Core, NeMo, Megatron Bridge)",
-              "fsdp": "PyTorch FSDP (llm-foundry, TorchTitan, NeMo AutoModel)",
-              "deepspeed": "Megatron-DeepSpeed", "maxtext": "MaxText (JAX)",
-              "meta": "Meta's own (the Llama 3 report)"}
-"""The training frameworks' families the validation's points ran on (``framework_family``)."""
-
-# words of a framework text naming its family, the most specific first (Megatron-DeepSpeed
-# before Megatron; NeMo AutoModel, PyTorch FSDP2, before NeMo)
-_FRAMEWORK_WORDS = (("megatron-deepspeed", "deepspeed"), ("automodel", "fsdp"),
-                    ("llm-foundry", "fsdp"), ("torchtitan", "fsdp"), ("maxtext", "maxtext"),
-                    ("meta internal", "meta"), ("megatron", "megatron"), ("nemo", "megatron"))
-
-
-def framework_family(framework: str) -> str:
-    """The family (a key of ``FRAMEWORKS``) a training point's ``framework`` text names, or
-    "" where it names none."""
-    text = framework.lower()
-    return next((family for word, family in _FRAMEWORK_WORDS if word in text), "")
 
 
 ValidationSummary = ErrorSummary
