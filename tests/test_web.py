@@ -98,6 +98,18 @@ def test_every_endpoint_answers_with_the_cli_json(client: Any, url: str, key: st
     assert key in response.get_json()
 
 
+def test_the_forms_take_the_engine_and_the_framework(client: Any) -> None:
+    """The serving form's engine and the training form's framework reach the band."""
+    response = client.get("/api/estimate/infer?model=llama-3.1-8b&gpu=b200&input_len=2048"
+                          "&output_len=256&batch=64&engine=trtllm")
+    assert response.status_code == 200, response.data
+    assert response.get_json()["validation"]["engine"] == "trtllm"
+    response = client.get("/api/estimate/train?model=llama-3.1-8b&gpu=h100&gpus=8"
+                          "&seq_len=4096&global_batch=64&framework=fsdp&zero=3")
+    assert response.status_code == 200, response.data
+    assert response.get_json()["validation"]["engine"] == "fsdp"
+
+
 def test_the_simulation_form_takes_the_length_spreads(client: Any) -> None:
     """The serving form's length spreads and objectives reach --simulate."""
     response = client.get("/api/estimate/infer?model=llama-3.1-8b&gpu=h100&input_len=512"

@@ -197,7 +197,7 @@ _FORMS: dict[str, tuple[str, list[tuple[str, str]]]] = {
         ("lora_rank", ""),
         ("lora_modules", ""), ("packed_doc_len", ""), ("tokens", ""),
         ("price_per_gpu_hour", ""), ("node_overhead", ""), ("pue", ""),
-        ("checkpoint_write_gb_s", ""), ("restart_min", ""), ("launch", "")]),
+        ("checkpoint_write_gb_s", ""), ("restart_min", ""), ("framework", ""), ("launch", "")]),
     "estimate/infer": ("Serving estimate", [
         ("model", "llama-3.1-8b"), ("gpu", "h100"), ("tp", "1"), ("input_len", "2048"),
         ("output_len", "256"), ("batch", "32"), ("rate", ""), ("simulate", ""),
@@ -214,7 +214,8 @@ _FORMS: dict[str, tuple[str, list[tuple[str, str]]]] = {
         ("prefill_gpus", ""), ("prefill_tp", ""),
         ("fp8_context_attention", ""), ("no_fp8_mla_decode", ""), ("fp8_scaling", ""),
         ("cuda_graph_batch_sizes", ""),
-        ("price_per_gpu_hour", ""), ("node_overhead", ""), ("pue", ""), ("launch", "")]),
+        ("price_per_gpu_hour", ""), ("node_overhead", ""), ("pue", ""), ("engine", ""),
+        ("launch", "")]),
     "advise/train": ("Training advice", [
         ("model", "llama-3.1-8b"), ("tokens", "1T"), ("gpu", "h100,h200,b200"),
         ("max_gpus", "256"), ("objective", "time"), ("deadline_days", ""), ("lora_rank", ""),
@@ -225,7 +226,8 @@ _FORMS: dict[str, tuple[str, list[tuple[str, str]]]] = {
         ("model", "llama-3.1-8b"), ("input_len", "2048"), ("output_len", "256"),
         ("rate", "10"), ("tpot_ms", "50"), ("ttft_ms", ""), ("ttft_p99_ms", ""),
         ("tpot_p99_ms", ""), ("gpu", ""), ("disaggregated", ""), ("simulate", ""),
-        ("max_power_kw", ""), ("node_overhead", ""), ("pue", ""), ("launch", "")]),
+        ("max_power_kw", ""), ("node_overhead", ""), ("pue", ""), ("engine", ""),
+        ("launch", "")]),
     "gpus": ("GPUs", [("arch", ""), ("tier", ""), ("sort", "year")]),
     "gpu": ("One GPU: peaks, features explained, sources", [("name", "h100")]),
     "compare": ("Compare GPUs", [("gpus", "a100 h100 b200")]),
