@@ -220,7 +220,7 @@ def test_points_take_the_limits_their_benchmark_chose() -> None:
 def test_validation_explains_the_limits_a_row_ran_with() -> None:
     """validate inference --explain names the limits trtllm-bench chose for a row (the v0.17
     Llama-3.1-70B FP8 row on one H100 at 1000/1000: 64 and 2,048, as worked above)."""
-    from gpuarch.report.estimate_text import render_inference_validation
+    from gpuarch.report.validation_text import render_inference_validation
     from gpuarch.validation.inference import load_inference_points, validate_inference
 
     point = [p for p in load_inference_points()

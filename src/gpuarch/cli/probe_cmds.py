@@ -146,7 +146,7 @@ def _op_check(args: argparse.Namespace, report: Any, doc: dict[str, Any]) -> str
     """``--ops FILE``: time single operators on the matched GPU, write the op-check file and
     set each beside the model's time (what ``gpuarch validate ops --file`` prints)."""
     from gpuarch.probe.opcheck import run_op_check
-    from gpuarch.report.estimate_text import render_ops_validation
+    from gpuarch.report.validation_text import render_ops_validation
     from gpuarch.validation.ops import validate_ops
 
     if report.torch is None or not report.torch.cuda_available:

@@ -48,7 +48,7 @@ def _plotted(args: argparse.Namespace, summary: Any, what: str, doc: dict[str, A
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from gpuarch.report.estimate_text import render_validation
+    from gpuarch.report.validation_text import render_validation
     from gpuarch.validation.training import validate_training
 
     check_plot_flag(args)
@@ -60,7 +60,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_validate_inference(args: argparse.Namespace) -> int:
-    from gpuarch.report.estimate_text import render_inference_validation
+    from gpuarch.report.validation_text import render_inference_validation
     from gpuarch.validation.inference import validate_inference
 
     check_plot_flag(args)
@@ -73,7 +73,7 @@ def cmd_validate_inference(args: argparse.Namespace) -> int:
 
 
 def cmd_validate_ops(args: argparse.Namespace) -> int:
-    from gpuarch.report.estimate_text import render_ops_validation
+    from gpuarch.report.validation_text import render_ops_validation
     from gpuarch.validation.ops import validate_ops
 
     summary = validate_ops(load_catalog(), path=args.file, kinds=tuple(args.kind))
@@ -91,7 +91,7 @@ def _print_measured_kernels(args: argparse.Namespace, source: str, count_key: st
 
 
 def cmd_validate_moe_kernels(args: argparse.Namespace) -> int:
-    from gpuarch.report.estimate_text import render_moe_kernels
+    from gpuarch.report.validation_text import render_moe_kernels
     from gpuarch.validation.moe_kernels import FILES, SOURCES, compare, summarize
 
     # the engines whose measured MoE layers are held (not SGLang's wide-EP path)
@@ -103,7 +103,7 @@ def cmd_validate_moe_kernels(args: argparse.Namespace) -> int:
 
 
 def cmd_validate_gemm_kernels(args: argparse.Namespace) -> int:
-    from gpuarch.report.estimate_text import render_gemm_kernels
+    from gpuarch.report.validation_text import render_gemm_kernels
     from gpuarch.validation.gemm_kernels import SOURCE, compare, summarize
 
     rows = compare(load_catalog())
@@ -114,7 +114,7 @@ def cmd_validate_gemm_kernels(args: argparse.Namespace) -> int:
 def cmd_validate_load(args: argparse.Namespace) -> int:
     from gpuarch.estimate.inference_config import SCHEDULES
     from gpuarch.estimate.simulate import check_requests
-    from gpuarch.report.estimate_text import render_load
+    from gpuarch.report.validation_text import render_load
     from gpuarch.validation.serving_load import (
         LOAD_REQUESTS,
         PROMPT_LENGTHS,
@@ -171,7 +171,7 @@ def cmd_validate_load(args: argparse.Namespace) -> int:
 
 
 def cmd_validate_gemm_ridge(args: argparse.Namespace) -> int:
-    from gpuarch.report.estimate_text import render_gemm_ridge
+    from gpuarch.report.validation_text import render_gemm_ridge
     from gpuarch.validation.gemm_ridge import SOURCE, compare, summarize
 
     rows = compare(load_catalog())
@@ -180,7 +180,7 @@ def cmd_validate_gemm_ridge(args: argparse.Namespace) -> int:
 
 
 def cmd_validate_attention_kernels(args: argparse.Namespace) -> int:
-    from gpuarch.report.estimate_text import render_attention_kernels
+    from gpuarch.report.validation_text import render_attention_kernels
     from gpuarch.validation.attention_kernels import (
         HEAD_DIM_FILE,
         MLA_KERNELS_1_0_FILE,
@@ -200,7 +200,7 @@ def cmd_validate_attention_kernels(args: argparse.Namespace) -> int:
 
 
 def cmd_validate_gdn_kernels(args: argparse.Namespace) -> int:
-    from gpuarch.report.estimate_text import render_gdn_kernels
+    from gpuarch.report.validation_text import render_gdn_kernels
     from gpuarch.validation.gated_delta_kernels import SOURCE, compare_gated_delta, summarize
 
     rows = compare_gated_delta(load_catalog())
@@ -209,7 +209,7 @@ def cmd_validate_gdn_kernels(args: argparse.Namespace) -> int:
 
 
 def cmd_validate_collectives(args: argparse.Namespace) -> int:
-    from gpuarch.report.estimate_text import render_collectives
+    from gpuarch.report.validation_text import render_collectives
     from gpuarch.validation.collectives import SOURCE, band_errors, compare, summarize
 
     rows = compare(load_catalog())
@@ -221,7 +221,7 @@ def cmd_validate_collectives(args: argparse.Namespace) -> int:
 
 
 def cmd_validate_power(args: argparse.Namespace) -> int:
-    from gpuarch.report.estimate_text import render_power_validation
+    from gpuarch.report.validation_text import render_power_validation
     from gpuarch.validation.measured import runs_matching, select_runs
     from gpuarch.validation.power import (
         compare_serving,
@@ -268,7 +268,7 @@ def cmd_validate_power(args: argparse.Namespace) -> int:
 
 
 def cmd_validate_moe_dispatch(args: argparse.Namespace) -> int:
-    from gpuarch.report.estimate_text import render_moe_dispatch
+    from gpuarch.report.validation_text import render_moe_dispatch
     from gpuarch.validation.moe_dispatch import FITTED_SOURCES, compare, source_errors, summarize
 
     rows = compare(load_catalog())
