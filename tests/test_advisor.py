@@ -760,6 +760,15 @@ def test_advice_carries_each_architectures_error_band(tmp_path: Path) -> None:
     train = advise_training(CATALOG, preset("llama-3.1-8b").shape,
                             TrainingSearch(tokens=1e11, max_gpus=8, gpus=("a100",)), prices)
     assert set(train.assumptions["error_bands"]) == {"ampere"}
+    # a training framework named: Ampere's band is PyTorch FSDP's runs' there (llm-foundry's)
+    fsdp = advise_training(CATALOG, preset("llama-3.1-8b").shape,
+                           TrainingSearch(tokens=1e11, max_gpus=8, gpus=("a100",),
+                                          framework="fsdp"), prices)
+    assert fsdp.assumptions["error_bands"]["ampere"]["regime"] == "training/dense/ampere@fsdp"
+    with pytest.raises(GpuarchError, match="--framework: expected one of"):
+        advise_training(CATALOG, preset("llama-3.1-8b").shape,
+                        TrainingSearch(tokens=1e11, max_gpus=8, gpus=("a100",),
+                                       framework="fdsp"), prices)
     assert "dense training on Ampere" in render_training_advice(train)
 
 

@@ -38,7 +38,7 @@ from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.perf.precision import Precision, matmul_peak, sixteen_bit
 from gpuarch.perf.roofline import Device
 from gpuarch.units import Unit, from_si, from_si_array, to_si
-from gpuarch.validation.bands import bands_by_architecture
+from gpuarch.validation.bands import FRAMEWORKS, bands_by_architecture
 from gpuarch.validation.nearest import nearest, setup_for
 from gpuarch.workloads.params import count_params
 from gpuarch.workloads.shape import MAX_DIMENSION, TransformerShape
@@ -114,6 +114,9 @@ class TrainingSearch:
     pp_schedule: str = "1f1b"
     # the node and data centre around the GPUs: energy and the power cap
     facility: Facility = DEFAULT_FACILITY
+    # the training framework's family the user runs (validation.bands.FRAMEWORKS' key): the
+    # error bands and the nearest published runs are that family's first; "" every one's
+    framework: str = ""
 
 
 @dataclass(frozen=True)
@@ -286,6 +289,8 @@ def advise_training(
                    packed_doc_len=search.packed_doc_len, mtp_layers=search.mtp_layers,
                    optimizer_offload=search.optimizer_offload).validate(shape)
     check_choice("--pp-schedule", search.pp_schedule, PP_SCHEDULES)
+    if search.framework:
+        check_choice("--framework", search.framework, tuple(FRAMEWORKS))
     rows: list[dict[str, np.ndarray]] = []
     evaluated = 0
     feasible = 0
@@ -524,11 +529,12 @@ def advise_training(
                else f"a checkpoint every {from_si(plan.interval_s, Unit.MINUTE):g} min")
             + " (gpuarch.estimate.reliability); energy is the training's alone")
     assumptions["error_bands"] = bands_by_architecture(
-        "training", shape, (catalog.product(g) for g in rivals))
+        "training", shape, (catalog.product(g) for g in rivals), engine=search.framework)
     best = top[0]
     assumptions["nearest_published"] = [f.as_json(d) for d, f in nearest(setup_for(
         "training", shape, catalog.product(best.gpu), best.gpus, best.precision, tp=best.tp,
-        pp=best.pp, cp=best.cp, ep=best.ep, seq_len=search.seq_len))]
+        pp=best.pp, cp=best.cp, ep=best.ep, seq_len=search.seq_len,
+        engine=search.framework))]
     return TrainingAdvice(shape.name, search.tokens, search.objective.value, tuple(top),
                           tuple(pareto_opts), evaluated, feasible, tuple(skipped),
                           assumptions, tuple(per_gpu), ruled_out, closest, best_fitting)

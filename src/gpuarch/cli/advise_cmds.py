@@ -182,7 +182,7 @@ def cmd_advise_train(args: argparse.Namespace) -> int:
         lora_rank=args.lora_rank, lora_modules=args.lora_modules,
         packed_doc_len=args.packed_doc_len, pp_schedule=args.pp_schedule,
         optimizer_offload=args.optimizer_offload, checkpointing=checkpoint_plan(args),
-        facility=facility_of(args))
+        facility=facility_of(args), framework=args.framework or args.launch or "")
     return _answer(args, lambda: advise_training(catalog, shape, search,
                                                  _prices(catalog, args),
                                                  progress=_progress(args)),
@@ -375,6 +375,11 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p.add_argument("--deadline-days", type=positive_number("--deadline-days"),
                    help="wall-clock cap")
     add_checkpoint_flags(p)
+    p.add_argument("--framework", metavar="megatron|fsdp|deepspeed|maxtext|meta",
+                   help="the training framework you run: each architecture's error band is "
+                        "then the model's error on that family's published runs where it "
+                        "has enough, and the nearest published runs prefer it (default: "
+                        "--launch's, else every family's, pooled)")
     p.add_argument("--launch", type=engine_choice("--launch", TRAINING_LAUNCH),
                    metavar="megatron",
                    help="also print Megatron-LM's command for the best option")

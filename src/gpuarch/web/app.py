@@ -221,7 +221,7 @@ _FORMS: dict[str, tuple[str, list[tuple[str, str]]]] = {
         ("max_gpus", "256"), ("objective", "time"), ("deadline_days", ""), ("lora_rank", ""),
         ("lora_modules", ""), ("pp_schedule", ""), ("checkpoint_write_gb_s", ""),
         ("restart_min", ""), ("max_power_kw", ""), ("node_overhead", ""), ("pue", ""),
-        ("launch", "")]),
+        ("framework", ""), ("launch", "")]),
     "advise/infer": ("Serving advice", [
         ("model", "llama-3.1-8b"), ("input_len", "2048"), ("output_len", "256"),
         ("rate", "10"), ("tpot_ms", "50"), ("ttft_ms", ""), ("ttft_p99_ms", ""),
