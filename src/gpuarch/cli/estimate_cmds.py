@@ -223,10 +223,17 @@ def training_framework(args: argparse.Namespace) -> str:
     --framework, else --launch's (megatron), else none ("": the pooled bands)."""
     from gpuarch.validation.bands import FRAMEWORKS
 
-    if args.framework is not None:
-        check_choice("--framework", args.framework, tuple(FRAMEWORKS))
-        return str(args.framework)
-    return str(args.launch or "")
+    return _named_family(args.framework, "--framework", tuple(FRAMEWORKS), args.launch)
+
+
+def _named_family(given: str | None, flag: str, choices: tuple[str, ...],
+                  launch: str | None) -> str:
+    """The engine or framework an estimate names: ``given`` (checked against ``choices``,
+    the error naming ``flag``), else --launch's, else "" (none)."""
+    if given is not None:
+        check_choice(flag, given, choices)
+        return str(given)
+    return str(launch or "")
 
 
 def _print_point(args: argparse.Namespace, shape: TransformerShape, product: Any, cfg: Any,
@@ -913,10 +920,7 @@ def serving_engine(args: argparse.Namespace) -> str:
     --launch's, else none ("": the pooled bands and every engine's runs)."""
     from gpuarch.validation.bands import ENGINES
 
-    if args.engine is not None:
-        check_choice("--engine", args.engine, tuple(ENGINES))
-        return str(args.engine)
-    return str(args.launch or "")
+    return _named_family(args.engine, "--engine", tuple(ENGINES), args.launch)
 
 
 def lengths_flag(args: argparse.Namespace) -> tuple[Any, float]:

@@ -48,11 +48,8 @@ def render_validation(s: ValidationSummary, explain: bool = False) -> str:
              f"{_pct(s.share_within)} of points within {s.bound:.0%}, "
              f"{s.beyond} beyond",
              _bias_line(s, "points"),
-             "by GPU:    " + ", ".join(f"{k} {_pct(v)}" for k, v in s.by("gpu").items()),
-             "by source: " + ", ".join(f"{k} {_pct(v)}" for k, v in s.by("source").items()),
-             "by model:  " + ", ".join(f"{k} {_pct(v)}" for k, v in s.by("model").items()),
-             "by framework: " + ", ".join(f"{k} {_pct(v)}"
-                                          for k, v in s.by("framework").items()),
+             *_by_lines(s, (("GPU", "gpu"), ("source", "source"), ("model", "model"),
+                            ("framework", "framework"))),
              *_memory_lines(s.rows)]
     if explain:
         lines += ["", "where each predicted step goes:"]
@@ -382,11 +379,8 @@ def render_inference_validation(s: InferenceSummary, explain: bool = False) -> s
              f"{_pct(s.share_within)} within {s.bound:.0%}, "
              f"{s.beyond} beyond",
              _bias_line(s, "figures"),
-             "by figure: " + ", ".join(f"{k} {_pct(v)}" for k, v in s.by("metric").items()),
-             "by GPU:    " + ", ".join(f"{k} {_pct(v)}" for k, v in s.by("gpu").items()),
-             "by source: " + ", ".join(f"{k} {_pct(v)}" for k, v in s.by("source").items()),
-             "by model:  " + ", ".join(f"{k} {_pct(v)}" for k, v in s.by("model").items()),
-             "by engine: " + ", ".join(f"{k} {_pct(v)}" for k, v in s.by("engine").items()),
+             *_by_lines(s, (("figure", "metric"), ("GPU", "gpu"), ("source", "source"),
+                            ("model", "model"), ("engine", "engine"))),
              *_memory_lines(s.rows)]
     if explain:
         lines += ["", "where each prediction's time goes (one prefill pass; one decode step):"]
@@ -396,6 +390,13 @@ def render_inference_validation(s: InferenceSummary, explain: bool = False) -> s
                 seen.add(r.id)
                 lines.append(f"  {r.id}: {_infer_explained(r.explain)}")
     return "\n".join(lines + _validation_footer(s, "figures", "inference"))
+
+
+def _by_lines(s: Any, groups: Sequence[tuple[str, str]]) -> list[str]:
+    """A summary's mean absolute error by each (label, row attribute) of ``groups``, a line
+    each, the labels padded to line the short ones up ("by GPU:    ...")."""
+    return [f"by {label + ':':<7} " + ", ".join(f"{k} {_pct(v)}" for k, v in s.by(attr).items())
+            for label, attr in groups]
 
 
 def _bias_line(s: Any, noun: str) -> str:

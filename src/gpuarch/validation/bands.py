@@ -94,11 +94,17 @@ _ENGINE_WORDS = (("sglang", "sglang"), ("lmdeploy", "lmdeploy"), ("turbomind", "
                  ("nim ", "nim"), ("vllm", "vllm"), ("tensorrt", "trtllm"))
 
 
+def _named_in(framework: str, words: tuple[tuple[str, str], ...]) -> str:
+    """The key of the first of ``words`` (word, key) the ``framework`` text holds (case
+    ignored; a word may end in a space: "nim " at the text's end too), or ""."""
+    text = f"{framework.lower()} "
+    return next((key for word, key in words if word in text), "")
+
+
 def engine_family(framework: str) -> str:
     """The engine (a key of ``ENGINES``) a validation row's ``framework`` text names, or ""
     where it names none of them."""
-    text = f"{framework.lower()} "
-    return next((engine for word, engine in _ENGINE_WORDS if word in text), "")
+    return _named_in(framework, _ENGINE_WORDS)
 
 
 FRAMEWORKS = {"megatron": "Megatron", "fsdp": "PyTorch FSDP", "deepspeed": "Megatron-DeepSpeed",
@@ -118,8 +124,7 @@ _FRAMEWORK_WORDS = (("megatron-deepspeed", "deepspeed"), ("automodel", "fsdp"),
 def framework_family(framework: str) -> str:
     """The family (a key of ``FRAMEWORKS``) a training point's ``framework`` text names, or
     "" where it names none."""
-    text = framework.lower()
-    return next((family for word, family in _FRAMEWORK_WORDS if word in text), "")
+    return _named_in(framework, _FRAMEWORK_WORDS)
 
 
 KIND_LABELS = {"dense": "dense", "coarse-moe": "coarse MoE",

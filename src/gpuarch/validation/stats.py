@@ -35,6 +35,10 @@ def rate_error(row: Any) -> float:
     return float(row.error)
 
 
+_MATCHED = ("source", "model", "gpu", "engine", "framework")
+"""The row attributes besides its id that --match looks in (engine: serving rows';
+framework: training rows'; a row without one has none)."""
+
 @dataclass(frozen=True)
 class MemoryFit:
     """A published run's memory per GPU as the model sees it. The run ran, so it should fit;
@@ -106,12 +110,12 @@ class ErrorSummary:
 
         def fields(r: Any) -> str:
             return " ".join(str(getattr(r, a, ""))
-                            for a in ("id", "source", "model", "gpu", "engine", "framework"))
+                            for a in ("id", *_MATCHED))
 
         rows = [r for r in self.rows if all(t in fields(r).lower() for t in texts)]
         if not rows:
             names = sorted({part for r in self.rows
-                            for a in ("source", "model", "gpu", "engine", "framework")
+                            for a in _MATCHED
                             for name in [str(getattr(r, a, ""))]
                             for part in (name, *name.split("-"))})
             alone = [t for t in match
