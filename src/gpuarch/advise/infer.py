@@ -37,25 +37,16 @@ from gpuarch.errors import GpuarchError, check_choice, check_count, check_number
 from gpuarch.estimate.energy import DEFAULT_FACILITY, Facility, seconds_per_token_at_peak
 from gpuarch.estimate.inference import evaluate_inference
 from gpuarch.estimate.inference_config import (
-    DECODE_KV_READS,
-    EXECUTORS,
-    FP8_SCALINGS,
-    MOE_COMMS,
-    MOE_GEMM_KERNELS,
-    MOE_KERNELS,
-    SCHEDULER_POLICIES,
-    SCHEDULES,
-    WINDOW_KV_CACHES,
     Batching,
     InferenceConfig,
     check_cached_prefix,
+    check_engine_choices,
     check_output_len_cv,
     fp8_scaling_of,
     moe_block_floor_s,
 )
 from gpuarch.estimate.inference_memory import max_batch_that_fits
 from gpuarch.estimate.inference_passes import decode_rows, mixed_input_dequant, with_expert_options
-from gpuarch.estimate.mamba import SSM_STATE_BYTES
 from gpuarch.estimate.simulate import Traffic
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.perf.quant import QuantFormat, QuantScheme, gemm_peak
@@ -168,14 +159,7 @@ class InferenceSearch:
     def validate(self) -> None:
         """Usage errors name the flag."""
         # checked here: the search skips configurations whose own validation fails
-        check_choice("--executor", self.executor, EXECUTORS)
-        check_choice("--schedule", self.schedule, SCHEDULES)
-        check_choice("--scheduler-policy", self.scheduler_policy, SCHEDULER_POLICIES)
-        check_choice("--window-kv-cache", self.window_kv_cache, WINDOW_KV_CACHES)
-        check_choice("--decode-kv-reads", self.decode_kv_reads, DECODE_KV_READS)
-        check_choice("--moe-comm", self.moe_comm, MOE_COMMS)
-        check_choice("--moe-kernels", self.moe_kernels, MOE_KERNELS)
-        check_choice("--moe-gemm-kernel", self.moe_gemm_kernel, MOE_GEMM_KERNELS)
+        check_engine_choices(self)
         check_number("--moe-imbalance", self.moe_imbalance, 1,
                      "the busiest rank's load over the mean, a number")
         check_count("--redundant-experts", self.redundant_experts)
@@ -188,9 +172,6 @@ class InferenceSearch:
         check_count("--cuda-graph-max-context", self.cuda_graph_max_context, zero_unset=True)
         if self.engine:
             check_choice("--engine", self.engine, tuple(ENGINES))
-        check_choice("--ssm-state-precision", self.ssm_state_precision, tuple(SSM_STATE_BYTES))
-        if self.fp8_scaling is not None:
-            check_choice("--fp8-scaling", self.fp8_scaling, FP8_SCALINGS)
         for name in ("input_len", "output_len", "max_gpus", "top"):
             if getattr(self, name) < 1:
                 raise GpuarchError(f"--{name.replace('_', '-')}: expected >= 1, got "

@@ -506,20 +506,10 @@ class InferenceConfig:
         if self.chunk < 0:
             raise GpuarchError(f"--chunk: expected tokens >= 0, got {self.chunk}")
         check_cached_prefix(self.cached_prefix, self.input_len)
-        check_choice("--executor", self.executor, EXECUTORS)
-        check_choice("--schedule", self.schedule, SCHEDULES)
-        check_choice("--scheduler-policy", self.scheduler_policy, SCHEDULER_POLICIES)
+        check_engine_choices(self)
         if self.schedule != "separate" and self.batching is not Batching.CONTINUOUS:
             raise GpuarchError(f"--schedule {self.schedule}: how a continuous-batching engine "
                                "fits new prompts in; give --batching continuous")
-        check_choice("--window-kv-cache", self.window_kv_cache, WINDOW_KV_CACHES)
-        check_choice("--decode-kv-reads", self.decode_kv_reads, DECODE_KV_READS)
-        check_choice("--moe-comm", self.moe_comm, MOE_COMMS)
-        check_choice("--moe-kernels", self.moe_kernels, MOE_KERNELS)
-        check_choice("--moe-gemm-kernel", self.moe_gemm_kernel, MOE_GEMM_KERNELS)
-        check_choice("--fp8-scaling", self.fp8_scaling, FP8_SCALINGS)
-        check_choice("--ssm-state-precision", self.ssm_state_precision,
-                     tuple(SSM_STATE_BYTES))
         check_count("--num-requests", self.num_requests, zero_unset=True)
         check_output_len_cv(self.output_len_cv)
         offload = self.cpu_offload_gib
@@ -630,6 +620,33 @@ HYBRID_PREFIX_NOTE = (
 """What ``estimate infer --cached-prefix`` says of a hybrid model's prefix (vLLM PRs 25752,
 30877 and the hybrid disaggregation post of 2026-04-21; TensorRT-LLM PR 12185; SGLang's
 MambaRadixCache)."""
+
+
+ENGINE_CHOICES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("--executor", "executor", EXECUTORS),
+    ("--schedule", "schedule", SCHEDULES),
+    ("--scheduler-policy", "scheduler_policy", SCHEDULER_POLICIES),
+    ("--window-kv-cache", "window_kv_cache", WINDOW_KV_CACHES),
+    ("--decode-kv-reads", "decode_kv_reads", DECODE_KV_READS),
+    ("--moe-comm", "moe_comm", MOE_COMMS),
+    ("--moe-kernels", "moe_kernels", MOE_KERNELS),
+    ("--moe-gemm-kernel", "moe_gemm_kernel", MOE_GEMM_KERNELS),
+    ("--fp8-scaling", "fp8_scaling", FP8_SCALINGS),
+    ("--ssm-state-precision", "ssm_state_precision", tuple(SSM_STATE_BYTES)),
+)
+"""The engine settings that take one of a set of words: (flag, attribute, choices). An
+estimate (``InferenceConfig``) and the serving advisor's search (``advise.infer.
+InferenceSearch``) hold them under the same attribute names and check them with
+``check_engine_choices``."""
+
+
+def check_engine_choices(options: Any) -> None:
+    """Each of ``ENGINE_CHOICES`` that ``options`` sets (not None) is one of its words; the
+    error names the flag, the bad value and the nearest word."""
+    for flag, attribute, choices in ENGINE_CHOICES:
+        value = getattr(options, attribute)
+        if value is not None:
+            check_choice(flag, value, choices)
 
 
 def check_output_len_cv(cv: Any) -> None:
