@@ -17,7 +17,7 @@ from gpuarch.catalog import load_catalog
 from gpuarch.errors import GpuarchError
 from gpuarch.estimate import Recompute, TrainingConfig, estimate_training
 from gpuarch.estimate.pipeline_layout import even_segments
-from gpuarch.estimate.training import evaluate_training
+from gpuarch.estimate.training_step import evaluate_training
 from gpuarch.perf import DEFAULT_EFFICIENCY, Device, Precision, link_for
 from gpuarch.workloads import preset
 

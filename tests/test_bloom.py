@@ -11,7 +11,7 @@ from pathlib import Path
 
 from gpuarch.estimate import TrainingConfig
 from gpuarch.estimate.pipeline_layout import even_layout, parse_pp_layout
-from gpuarch.estimate.training import _rank_params
+from gpuarch.estimate.training_step import _rank_params
 from gpuarch.report.launch import megatron_launch
 from gpuarch.workloads import Position, count_params, preset
 from gpuarch.workloads.hf import shape_from_hf_config

@@ -249,7 +249,7 @@ def test_a_hybrid_pipelines_ranks_hold_every_parameter_once() -> None:
     with their norms, the embedding on the first and the head with the final norm on the
     last, add up to the model's; the two MTP depths of one shared block sit on the last."""
     from gpuarch.estimate.pipeline_layout import hybrid_layout
-    from gpuarch.estimate.training import _rank_params
+    from gpuarch.estimate.training_step import _rank_params
     from gpuarch.workloads.mtp import mtp_block_params
     shape = preset("nemotron-3-super").shape
     layout = hybrid_layout(shape.hybrid_pattern, pp=4, mtp_layers=2)
@@ -436,7 +436,7 @@ def test_a_hybrid_pipelines_latent_projections_stay_whole_over_tp() -> None:
     """Over a pipeline too, TP 2 halves a rank's weights but its latent experts'
     projections (duplicated over TP), 2 x 4,096 x 1,024 an expert block."""
     from gpuarch.estimate.pipeline_layout import hybrid_layout
-    from gpuarch.estimate.training import _rank_params
+    from gpuarch.estimate.training_step import _rank_params
     shape = preset("nemotron-3-super").shape
     gb300 = CATALOG.product("gb300")
     cfg = TrainingConfig(gpus=64, seq_len=8192, global_batch=64, pp=2, ep=16, etp=1,
@@ -489,8 +489,8 @@ def test_layers_costed_once_serve_every_pipeline_split() -> None:
     (``layer_costs``) and hands each split its run of them (``LayerCosts.take``): each
     split's estimate is what it is when it costs its own layers."""
     from gpuarch.estimate.pipeline_layout import even_segments
-    from gpuarch.estimate.training import evaluate_training
     from gpuarch.estimate.training_layers import layer_costs
+    from gpuarch.estimate.training_step import evaluate_training
     from gpuarch.perf import Device, link_for
 
     shape = preset("nemotron-h-8b").shape

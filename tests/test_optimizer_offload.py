@@ -24,7 +24,7 @@ from gpuarch.catalog import load_catalog
 from gpuarch.cli.main import main
 from gpuarch.errors import GpuarchError
 from gpuarch.estimate import TrainingConfig, estimate_training
-from gpuarch.estimate.training import moment_bytes
+from gpuarch.estimate.training_step import moment_bytes
 from gpuarch.workloads import preset
 
 CATALOG = load_catalog()

@@ -1,7 +1,7 @@
 """Training advice: search GPU type x count x parallelism x precision, rank by time, cost
 and energy, keep the Pareto front, explain the choice.
 
-The search evaluates ``estimate.training.evaluate_training`` -- the estimate's own step
+The search evaluates ``estimate.training_step.evaluate_training`` -- the estimate's own step
 model -- over NumPy arrays: for each GPU and each combination of the categorical choices
 (precision, recomputation, ZeRO stage, sequence parallelism), all integer layouts (GPUs,
 TP, PP, CP, EP, virtual stages, micro-batch) are one array, filtered by the same divisibility
@@ -30,9 +30,10 @@ from gpuarch.estimate.memory import Recompute
 from gpuarch.estimate.pipeline_layout import even_segments
 from gpuarch.estimate.pipeline_schedule import PP_SCHEDULES, schedule_runs
 from gpuarch.estimate.reliability import CheckpointPlan, expected_interruptions, expected_wall_time
-from gpuarch.estimate.training import estimate_training, evaluate_training
+from gpuarch.estimate.training import estimate_training
 from gpuarch.estimate.training_config import TrainingConfig
 from gpuarch.estimate.training_layers import LayerCosts, layer_costs, ranks_per_node
+from gpuarch.estimate.training_step import evaluate_training
 from gpuarch.perf.collectives import Link, link_for
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.perf.precision import Precision, matmul_peak, sixteen_bit
@@ -574,7 +575,7 @@ def _assumptions(prices: PriceBook, search: TrainingSearch, assumed: list[str],
             "pp_schedule": search.pp_schedule,
             "energy": "GPU board power at the modelled utilisation, plus node overhead, "
                       "times PUE (gpuarch.estimate.energy)",
-            "model": "estimate.training.evaluate_training over arrays of configurations"}
+            "model": "estimate.training_step.evaluate_training over arrays of configurations"}
 
 
 def _shortlist(seconds: np.ndarray, cost: np.ndarray, energy: np.ndarray,

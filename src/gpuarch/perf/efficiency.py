@@ -639,7 +639,7 @@ class Efficiency:
 
     moe_expert_launch_s: float = 15e-6
     """Host time per kernel launched for one local expert in training's expert layers
-    (``EXPERT_LAUNCHES_PER_EXPERT`` in estimate/training.py: each expert's GEMMs and, in
+    (``EXPERT_LAUNCHES_PER_EXPERT`` in estimate/training_layers.py: each expert's GEMMs and, in
     FP8/FP4, its quantizations). The expert section of a layer takes the longer of its
     GPU time and these launches, so a GPU holding many small experts runs at the host's
     pace: NVIDIA's Megatron Core MoE report (arXiv:2603.07685) finds fine-grained MoE in
