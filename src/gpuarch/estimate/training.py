@@ -23,6 +23,7 @@ Model (Model x Strategy x System, composed by pure functions):
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -400,24 +401,7 @@ def estimate_training(
     core = evaluate_training(shape, product, device, intra, inter, cfg, run_eff, layer_parts,
                              host_link_bytes_s=host_link)
     step = float(core.step)
-    per_step = float(core.micro_batches)
-    compute_parts = {k: per_step * float(layer_parts.get(k, 0.0)) for k in COMPUTE_PARTS}
-    compute_parts["lm_head_and_loss"] = per_step * float(core.stage_head_time)
-    comm_parts = {k: per_step * float(layer_parts.get(k, 0.0)) for k in COMMUNICATION_PARTS}
-    comm_parts["expert_parallel"] += float(core.unpaired_a2a)
-    comm_parts["pipeline_p2p"] = float(core.micro_batches * core.p2p_exposed)
-    comm_parts["data_parallel"] = float(core.dp_exposed)
-    comm_parts["tied_embedding"] = float(core.tied_sync)
-    comm_parts["activation_offload"] = float(core.micro_batches * core.offload_exposed)
-    breakdown = TimeBreakdown(
-        compute=float(core.compute),
-        exposed_communication=float(core.exposed_communication),
-        pipeline_bubble=float(core.pipeline_bubble),
-        other=float(core.optimizer + core.host_overhead + core.layer_floor
-                    + core.step_overhead),
-        compute_parts=compute_parts,
-        communication_parts=comm_parts,
-    )
+    breakdown = _time_breakdown(core, layer_parts)
     tokens_per_s = float(core.tokens_per_s)
     model_flops = core.model_flops_per_token
     per_gpu_flops = float(core.per_gpu_flops)
@@ -475,6 +459,62 @@ def estimate_training(
     if cfg.tp_comm_overlap and cfg.tp > 1 and cfg.precision in SIXTEEN_BIT:
         assumptions["tp_overlap_16_bit"] = _tp_overlap_16_bit_note(
             shape, product, device, intra, inter, cfg, run_eff, host_link)
+    _add_kernel_notes(assumptions, shape, product, cfg, eff, core)
+    _add_schedule_notes(assumptions, shape, cfg, core, host_link, run_eff)
+    total = (None if tokens is None else
+             _whole_run(shape, product, cfg, tokens, tokens_per_s, hfu, step, price_per_gpu_hour,
+                        checkpointing, facility, host_link, assumptions))
+    return TrainingEstimate(
+        model=shape.name,
+        gpu=product.name,
+        system=system.name if system else None,
+        parallelism=_parallelism(shape, cfg, m),  # type: ignore[arg-type]
+        step_time_s=step,
+        tokens_per_s=tokens_per_s,
+        tokens_per_s_per_gpu=tokens_per_s / cfg.gpus,
+        model_flops_per_token=model_flops,
+        model_tflops_per_gpu=from_si(per_gpu_flops, Unit.TFLOPS),
+        mfu=mfu,
+        hfu=hfu,
+        memory=memory,
+        gpu_memory_bytes=product.memory_bytes,
+        fits_in_memory=fits,
+        time_breakdown=breakdown,
+        bottleneck=bottleneck,
+        bottleneck_reason=reason,
+        matmul_peak_flops=peak,
+        assumptions=assumptions,
+        total=total,
+    )
+
+
+def _time_breakdown(core: TrainingCore, layer_parts: dict[str, Num]) -> TimeBreakdown:
+    """The step's seconds by kind: the average layer's parts (``layer_parts``, per micro-
+    batch on the slowest stage) times the micro-batches, with the head and the step-level
+    communication beside them."""
+    m = float(core.micro_batches)
+    compute_parts = {k: m * float(layer_parts.get(k, 0.0)) for k in COMPUTE_PARTS}
+    compute_parts["lm_head_and_loss"] = m * float(core.stage_head_time)
+    comm_parts = {k: m * float(layer_parts.get(k, 0.0)) for k in COMMUNICATION_PARTS}
+    comm_parts["expert_parallel"] += float(core.unpaired_a2a)
+    comm_parts["pipeline_p2p"] = float(core.micro_batches * core.p2p_exposed)
+    comm_parts["data_parallel"] = float(core.dp_exposed)
+    comm_parts["tied_embedding"] = float(core.tied_sync)
+    comm_parts["activation_offload"] = float(core.micro_batches * core.offload_exposed)
+    return TimeBreakdown(
+        compute=float(core.compute),
+        exposed_communication=float(core.exposed_communication),
+        pipeline_bubble=float(core.pipeline_bubble),
+        other=float(core.optimizer + core.host_overhead + core.layer_floor
+                    + core.step_overhead),
+        compute_parts=compute_parts,
+        communication_parts=comm_parts,
+    )
+
+def _add_kernel_notes(assumptions: dict[str, Any], shape: TransformerShape, product: Product,
+                      cfg: TrainingConfig, eff: Efficiency, core: TrainingCore) -> None:
+    """What the estimate assumed of the layer-pass floor, the experts' GEMMs, a hybrid
+    model's scan kernels and CUDA graphs, added to ``assumptions`` where they apply."""
     if float(core.layer_floor) > 0:
         assumptions["layer_pass_floor"] = (
             f"each layer's forward pass is charged at least "
@@ -538,6 +578,12 @@ def estimate_training(
             "to a dropless MoE dispatcher's wait per expert layer, which graphs hide, and "
             + ("this model has no experts" if not shape.is_moe else
                "token dropping already removes it"))
+
+def _add_schedule_notes(assumptions: dict[str, Any], shape: TransformerShape,
+                        cfg: TrainingConfig, core: TrainingCore, host_link: float | None,
+                        run_eff: Efficiency) -> None:
+    """What the estimate assumed of the activations held, the pipeline's schedule and sends,
+    LoRA and offloading, added to ``assumptions`` where they apply."""
     passes = float(core.activation_layer_passes)
     if passes > 0:
         assumptions["activations_held"] = {
@@ -585,101 +631,92 @@ def estimate_training(
     if cfg.optimizer_offload:
         assumptions["optimizer_offload"] = _offload_assumption(cfg, core,
                                                                host_link, run_eff)
-    total: dict[str, Any] | None = None
-    if tokens is not None:
-        seconds = tokens / tokens_per_s
-        gpu_hours = from_si(seconds, Unit.HOUR) * cfg.gpus
-        days = from_si(seconds, Unit.DAY)
-        energy = (float(energy_kwh(product.tdp_w, hfu, cfg.gpus, seconds, facility))
-                  if product.tdp_w else None)
-        total = {
-            "tokens": tokens,
-            "time_s": seconds,
-            "time_days": days,
-            "gpu_hours": gpu_hours,
-            "energy_kwh": energy,
-            "cost_usd": gpu_hours * price_per_gpu_hour if price_per_gpu_hour else None,
-            "expected_interruptions": expected_interruptions(cfg.gpus, days),
-        }
-        assumptions["interruptions"] = (
-            f"at the rate of {RATE_SOURCE}, {INTERRUPTIONS_PER_GPU_DAY:.2e} per GPU-day; "
-            + ("the run's time with checkpoints and restarts is total.checkpointing's"
-               if checkpointing is not None else
-               "the time does not include restarts (gpuarch.estimate.reliability)"))
-        if checkpointing is not None:
-            total["checkpointing"] = _checkpointing(shape, cfg, checkpointing, seconds,
-                                                    step, host_link, assumptions)
-        assumptions["power_model"] = (
-            f"{GPU_POWER_MODEL}, {facility.describe()} (gpuarch.estimate.energy; metered "
-            "MLPerf Training nodes beside it: gpuarch validate power)")
-    return TrainingEstimate(
-        model=shape.name,
-        gpu=product.name,
-        system=system.name if system else None,
-        parallelism=MappingProxyType({
-            "gpus": cfg.gpus, "tp": cfg.tp, "pp": cfg.pp, "cp": cfg.cp, "dp": cfg.dp,
-            "ep": cfg.ep, "etp": int(cfg.expert_tp) if shape.is_moe else None,
-            "vpp": cfg.vpp, "sequence_parallel": cfg.sequence_parallel,
-            "zero": cfg.zero, "dp_shard": cfg.dp_shard or None,
-            "dp_replicas": cfg.dp_replicas if cfg.dp_shard else None,
-            "outer_optimizer_sharding": cfg.outer_optimizer_sharding,
-            "tp_comm_overlap": cfg.tp_comm_overlap,
-            "fsdp_prefetch": cfg.fsdp_prefetch,
-            "reshard_after_forward": cfg.reshard_after_forward if cfg.zero == 3 else None,
-            "moe_token_drop": cfg.moe_token_drop,
-            "cuda_graphs": cfg.cuda_graphs,
-            "cuda_graph_scope": list(cfg.cuda_graph_scope) or None,
-            "dispatcher_wait_s": cfg.dispatcher_wait_s,
-            "ep_dispatcher": cfg.ep_dispatcher if shape.is_moe else None,
-            "cp_comm_type": cfg.cp_comm_type if cfg.cp > 1 else None,
-            "expert_launches": cfg.expert_launches if shape.is_moe else None,
-            "ep_comm_overlap": cfg.ep_comm_overlap,
-            "pp_comm_overlap": cfg.pp_comm_overlap if cfg.pp > 1 and cfg.vpp > 1 else None,
-            "pp_scatter_gather": cfg.pp_scatter_gather if cfg.pp > 1 else None,
-            "moe_imbalance": cfg.moe_imbalance if shape.is_moe else None,
-            "pp_edge_layers": cfg.pp_edge_layers,
-            "pp_layout": cfg.pp_layout or None,
-            "pp_schedule": cfg.pp_schedule if cfg.pp > 1 else None,
-            "mtp_layers": cfg.mtp_layers,
-            "mtp_shared_weights": cfg.mtp_shared_weights if cfg.mtp_layers else None,
-            "fused_attention": cfg.fused_attention,
-            "micro_batch": cfg.micro_batch,
-            "global_batch": cfg.global_batch, "micro_batches": m,
-            "recompute": cfg.recompute.value,
-            "recompute_modules": list(cfg.recomputed) or None,
-            "recompute_layers": cfg.recompute_layers or None,
-            "precision": cfg.precision.value,
-            "offload_layers": cfg.offload_layers,
-            "optimizer_offload": cfg.optimizer_offload or None,
-            "optimizer_offload_overlap": cfg.optimizer_offload_overlap,
-            "fp8_params": cfg.fp8_params,
-            "bf16_grads": cfg.bf16_grads, "bf16_optimizer": cfg.bf16_optimizer,
-            "lora_rank": cfg.lora_rank or None,
-            "lora_modules": list(cfg.adapted) or None,
-            "packed_doc_len": cfg.packed_doc_len or None,
-            "fp8_attention": cfg.fp8_attention,
-            "fp8_attention_scaling": cfg.attention_fp8_kernel if cfg.fp8_attention else None,
-            "fp8_recipe": cfg.fp8_recipe if cfg.precision is Precision.FP8 else None,
-            "bf16_layers": list(cfg.bf16_layers) if any(cfg.bf16_layers) else None,
-            "mtp_bf16": cfg.mtp_bf16 or None,
-            "gpus_per_node": cfg.gpus_per_node}),  # type: ignore[arg-type]
-        step_time_s=step,
-        tokens_per_s=tokens_per_s,
-        tokens_per_s_per_gpu=tokens_per_s / cfg.gpus,
-        model_flops_per_token=model_flops,
-        model_tflops_per_gpu=from_si(per_gpu_flops, Unit.TFLOPS),
-        mfu=mfu,
-        hfu=hfu,
-        memory=memory,
-        gpu_memory_bytes=product.memory_bytes,
-        fits_in_memory=fits,
-        time_breakdown=breakdown,
-        bottleneck=bottleneck,
-        bottleneck_reason=reason,
-        matmul_peak_flops=peak,
-        assumptions=assumptions,
-        total=total,
-    )
+
+def _whole_run(shape: TransformerShape, product: Product, cfg: TrainingConfig, tokens: float,
+               tokens_per_s: float, hfu: float, step: float,
+               price_per_gpu_hour: float | None, checkpointing: CheckpointPlan | None,
+               facility: Facility, host_link: float | None,
+               assumptions: dict[str, Any]) -> dict[str, Any]:
+    """A run of ``tokens``: its time, GPU-hours, energy, cost and expected interruptions
+    (and with ``checkpointing``, its time with checkpoints and restarts); what it assumed
+    goes into ``assumptions``."""
+    seconds = tokens / tokens_per_s
+    gpu_hours = from_si(seconds, Unit.HOUR) * cfg.gpus
+    days = from_si(seconds, Unit.DAY)
+    energy = (float(energy_kwh(product.tdp_w, hfu, cfg.gpus, seconds, facility))
+              if product.tdp_w else None)
+    total: dict[str, Any] = {
+        "tokens": tokens,
+        "time_s": seconds,
+        "time_days": days,
+        "gpu_hours": gpu_hours,
+        "energy_kwh": energy,
+        "cost_usd": gpu_hours * price_per_gpu_hour if price_per_gpu_hour else None,
+        "expected_interruptions": expected_interruptions(cfg.gpus, days),
+    }
+    assumptions["interruptions"] = (
+        f"at the rate of {RATE_SOURCE}, {INTERRUPTIONS_PER_GPU_DAY:.2e} per GPU-day; "
+        + ("the run's time with checkpoints and restarts is total.checkpointing's"
+           if checkpointing is not None else
+           "the time does not include restarts (gpuarch.estimate.reliability)"))
+    if checkpointing is not None:
+        total["checkpointing"] = _checkpointing(shape, cfg, checkpointing, seconds,
+                                                step, host_link, assumptions)
+    assumptions["power_model"] = (
+        f"{GPU_POWER_MODEL}, {facility.describe()} (gpuarch.estimate.energy; metered "
+        "MLPerf Training nodes beside it: gpuarch validate power)")
+    return total
+
+def _parallelism(shape: TransformerShape, cfg: TrainingConfig, m: int) -> Mapping[str, Any]:
+    """The configuration as the estimate's ``parallelism`` reports it (None where a setting
+    does not apply)."""
+    return MappingProxyType({
+        "gpus": cfg.gpus, "tp": cfg.tp, "pp": cfg.pp, "cp": cfg.cp, "dp": cfg.dp,
+        "ep": cfg.ep, "etp": int(cfg.expert_tp) if shape.is_moe else None,
+        "vpp": cfg.vpp, "sequence_parallel": cfg.sequence_parallel,
+        "zero": cfg.zero, "dp_shard": cfg.dp_shard or None,
+        "dp_replicas": cfg.dp_replicas if cfg.dp_shard else None,
+        "outer_optimizer_sharding": cfg.outer_optimizer_sharding,
+        "tp_comm_overlap": cfg.tp_comm_overlap,
+        "fsdp_prefetch": cfg.fsdp_prefetch,
+        "reshard_after_forward": cfg.reshard_after_forward if cfg.zero == 3 else None,
+        "moe_token_drop": cfg.moe_token_drop,
+        "cuda_graphs": cfg.cuda_graphs,
+        "cuda_graph_scope": list(cfg.cuda_graph_scope) or None,
+        "dispatcher_wait_s": cfg.dispatcher_wait_s,
+        "ep_dispatcher": cfg.ep_dispatcher if shape.is_moe else None,
+        "cp_comm_type": cfg.cp_comm_type if cfg.cp > 1 else None,
+        "expert_launches": cfg.expert_launches if shape.is_moe else None,
+        "ep_comm_overlap": cfg.ep_comm_overlap,
+        "pp_comm_overlap": cfg.pp_comm_overlap if cfg.pp > 1 and cfg.vpp > 1 else None,
+        "pp_scatter_gather": cfg.pp_scatter_gather if cfg.pp > 1 else None,
+        "moe_imbalance": cfg.moe_imbalance if shape.is_moe else None,
+        "pp_edge_layers": cfg.pp_edge_layers,
+        "pp_layout": cfg.pp_layout or None,
+        "pp_schedule": cfg.pp_schedule if cfg.pp > 1 else None,
+        "mtp_layers": cfg.mtp_layers,
+        "mtp_shared_weights": cfg.mtp_shared_weights if cfg.mtp_layers else None,
+        "fused_attention": cfg.fused_attention,
+        "micro_batch": cfg.micro_batch,
+        "global_batch": cfg.global_batch, "micro_batches": m,
+        "recompute": cfg.recompute.value,
+        "recompute_modules": list(cfg.recomputed) or None,
+        "recompute_layers": cfg.recompute_layers or None,
+        "precision": cfg.precision.value,
+        "offload_layers": cfg.offload_layers,
+        "optimizer_offload": cfg.optimizer_offload or None,
+        "optimizer_offload_overlap": cfg.optimizer_offload_overlap,
+        "fp8_params": cfg.fp8_params,
+        "bf16_grads": cfg.bf16_grads, "bf16_optimizer": cfg.bf16_optimizer,
+        "lora_rank": cfg.lora_rank or None,
+        "lora_modules": list(cfg.adapted) or None,
+        "packed_doc_len": cfg.packed_doc_len or None,
+        "fp8_attention": cfg.fp8_attention,
+        "fp8_attention_scaling": cfg.attention_fp8_kernel if cfg.fp8_attention else None,
+        "fp8_recipe": cfg.fp8_recipe if cfg.precision is Precision.FP8 else None,
+        "bf16_layers": list(cfg.bf16_layers) if any(cfg.bf16_layers) else None,
+        "mtp_bf16": cfg.mtp_bf16 or None,
+        "gpus_per_node": cfg.gpus_per_node})
 
 
 def _bottleneck(b: TimeBreakdown, optimizer: float, host: float, floor: float, step: float,
