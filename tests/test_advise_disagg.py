@@ -238,7 +238,7 @@ def test_every_shared_engine_flag_has_a_home_in_the_advisor() -> None:
     import dataclasses
 
     from gpuarch.advise.infer import InferenceSearch
-    from gpuarch.cli.estimate_cmds import engine_flags
+    from gpuarch.cli.estimate_flags import engine_flags
 
     parser = argparse.ArgumentParser()
     engine_flags(parser)

@@ -195,7 +195,7 @@ def test_cli_launch(capsys: pytest.CaptureFixture[str]) -> None:
 def test_cli_engine_lists_match_the_launch_module() -> None:
     """The CLI states --launch's engines without importing the report modules; they must be
     the ones report.launch builds and the data file describes."""
-    from gpuarch.cli.estimate_cmds import SERVING_LAUNCH, TRAINING_LAUNCH
+    from gpuarch.cli.estimate_flags import SERVING_LAUNCH, TRAINING_LAUNCH
     from gpuarch.report.launch import TRAINING_ENGINES
 
     assert SERVING_LAUNCH == SERVING_ENGINES and TRAINING_LAUNCH == TRAINING_ENGINES

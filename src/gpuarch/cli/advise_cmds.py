@@ -12,17 +12,19 @@ from typing import Any
 from gpuarch.catalog.loader import load_catalog
 from gpuarch.cli.checkpointing import add_checkpoint_flags, checkpoint_plan
 from gpuarch.cli.estimate_cmds import (
+    declared_formats,
+    model_checkpoint,
+    resolve_model,
+    sixteen_bit_kv,
+)
+from gpuarch.cli.estimate_flags import (
     SERVING_LAUNCH,
     TRAINING_LAUNCH,
-    declared_formats,
     engine_choice,
     engine_flags,
     lengths_flag,
-    model_checkpoint,
     model_flags,
-    resolve_model,
     simulation_flags,
-    sixteen_bit_kv,
 )
 from gpuarch.cli.options import (
     add_facility_flags,

@@ -9,7 +9,8 @@ from typing import Any
 
 from gpuarch.catalog.loader import load_catalog
 from gpuarch.cli.advise_cmds import DEFAULT_MODEL
-from gpuarch.cli.estimate_cmds import model_flags, resolve_model
+from gpuarch.cli.estimate_cmds import resolve_model
+from gpuarch.cli.estimate_flags import model_flags
 from gpuarch.cli.options import (
     add_facility_flags,
     facility_of,
