@@ -1,0 +1,81 @@
+"""The serving model across GPUs and formats: what the hardware says must hold between two
+estimates of the same deployment of a dense model (property tests over sampled ones).
+
+- A GPU whose every rate the catalog gives at least its predecessor's (A100 -> H100 -> H200
+  -> B200 -> B300) never serves the same batch with a longer time per output token or a
+  lower rate, nor (static batching) a longer first token.
+- FP8 weights, activations and KV cache never lengthen a dense model's time per output
+  token against BF16 at the same batch on a GPU with FP8 Tensor Cores: a decode step reads
+  half the bytes.
+
+Dense models only: a fine-grained MoE's expert block has a measured floor on Blackwell
+(TensorRT-LLM's kernels, ``moe_block_floor_s``) above Hopper's, so at batch 1 such a model
+is rightly slower on B200 than on H200 (docs/performance-model.md).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gpuarch.catalog import load_catalog
+from gpuarch.errors import GpuarchError
+from gpuarch.estimate.inference import InferenceConfig, InferenceEstimate, estimate_inference
+from gpuarch.estimate.inference_config import Batching
+from gpuarch.perf.quant import QuantFormat, QuantScheme
+from gpuarch.workloads import preset
+
+CATALOG = load_catalog()
+SUCCESSORS = ("a100-sxm4-80gb", "h100-sxm5-80gb", "h200-sxm-141gb", "b200", "b300")
+DENSE = ("llama-3.1-8b", "llama-3.1-70b", "qwen3-32b", "mistral-7b", "llama-3.1-405b")
+LENGTHS = ((128, 128), (1024, 1024), (2048, 128), (128, 2048), (8192, 512))
+
+
+def _estimate(model: str, gpu: str, fmt: str, tp: int, lengths: tuple[int, int], batch: int,
+              batching: Batching) -> InferenceEstimate | None:
+    """The estimate where the batch fits, else None."""
+    product = CATALOG.product(gpu)
+    form = QuantFormat(fmt)
+    cfg = InferenceConfig(input_len=lengths[0], output_len=lengths[1], batch=batch, gpus=tp,
+                          tp=tp, quant=QuantScheme(form, form, form), batching=batching)
+    try:
+        e = estimate_inference(CATALOG, preset(model).shape, product, cfg,
+                               system=CATALOG.system_for(product))
+    except GpuarchError as err:
+        assert "FP8" in str(err) or "fp8" in str(err), err  # A100 has no FP8 Tensor Cores
+        return None
+    return e if e.fits_in_memory else None
+
+
+deployments = st.tuples(st.sampled_from(DENSE), st.sampled_from((1, 2, 4, 8)),
+                        st.sampled_from(LENGTHS), st.sampled_from((1, 8, 64, 256)),
+                        st.sampled_from((Batching.STATIC, Batching.CONTINUOUS)))
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(deployments, st.sampled_from(("bf16", "fp8")), st.integers(0, len(SUCCESSORS) - 2))
+def test_a_successor_gpu_never_serves_the_same_batch_slower(
+        deployment: tuple[Any, ...], fmt: str, i: int) -> None:
+    model, tp, lengths, batch, batching = deployment
+    older = _estimate(model, SUCCESSORS[i], fmt, tp, lengths, batch, batching)
+    newer = _estimate(model, SUCCESSORS[i + 1], fmt, tp, lengths, batch, batching)
+    if older is None or newer is None or older.batch != newer.batch:
+        return
+    assert newer.tpot_s <= older.tpot_s * 1.001
+    assert newer.output_tokens_per_s >= older.output_tokens_per_s * 0.999
+    if batching is Batching.STATIC:
+        assert newer.ttft_s <= older.ttft_s * 1.001
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(deployments, st.sampled_from(SUCCESSORS[1:]))
+def test_fp8_never_lengthens_a_dense_decode_step(deployment: tuple[Any, ...],
+                                                 gpu: str) -> None:
+    model, tp, lengths, batch, batching = deployment
+    bf16 = _estimate(model, gpu, "bf16", tp, lengths, batch, batching)
+    fp8 = _estimate(model, gpu, "fp8", tp, lengths, batch, batching)
+    if bf16 is None or fp8 is None or bf16.batch != fp8.batch:
+        return
+    assert fp8.tpot_s <= bf16.tpot_s * 1.001
