@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -327,7 +327,9 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
 
     placed = _local_params(shape, cfg, layout)
 
-    dp_gather, dp_reduce = _dp_gradient_traffic(shape, cfg, placed, m, eff, intra, inter)
+    shards = _zero_shards(cfg)
+    dp_gather, dp_reduce = _dp_gradient_traffic(shape, cfg, placed, shards, m, eff, intra,
+                                                inter)
     # the time a micro-batch's layers keep the GPU busy: their compute, and where a pass is
     # shorter than the layer-pass floor, the wait that stands in for its latency-bound chain
     # (the data-parallel collectives run on their own stream through both)
@@ -335,7 +337,7 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
                              layers_per_stage, eff)
 
     per_param = cfg.param_bytes
-    states = _held_states(cfg, placed, device, eff, host_link_bytes_s)
+    states = _held_states(cfg, placed, shards, device, eff, host_link_bytes_s)
     weights, gradients = states.weights, states.gradients
     optimizer_states, optimizer = states.optimizer_states, states.optimizer_time
     opt_offloaded = states.offloaded
@@ -409,8 +411,7 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     )
 
 
-@dataclass(frozen=True)
-class StagePlan:
+class StagePlan(NamedTuple):
     """The slowest pipeline stage of one micro-batch, and what its layers hold."""
 
     passes: PassSeconds  # forward and backward of its layers, head and MTP blocks
@@ -423,8 +424,7 @@ class StagePlan:
     held_by_rank: list[tuple[Num, Num]] | None = None
 
 
-@dataclass(frozen=True)
-class LocalParams:
+class LocalParams(NamedTuple):
     """Parameters one GPU holds (the most loaded rank's where a layout sets them apart)."""
 
     dense: Num
@@ -643,8 +643,7 @@ def _held_activations(cfg: TrainingConfig, layout: PipelineLayout | None, plan: 
     return held, act_bytes
 
 
-@dataclass(frozen=True)
-class HeldStates:
+class HeldStates(NamedTuple):
     """What one GPU keeps of the model's state, in bytes, and its optimizer step."""
 
     weights: Num
@@ -681,27 +680,34 @@ def _layer_activations(shape: TransformerShape, cfg: TrainingConfig,
     return per_layer_act, bf16_act
 
 
-def _zero_shards(cfg: TrainingConfig) -> tuple[Num, Num]:
+class ZeroShards(NamedTuple):
     """The ranks ZeRO shards a dense and an expert parameter over: DP x CP, and the expert-
-    data-parallel group (TP x DP x CP / (ETP x EP)); under hybrid sharding, one replica
-    group's share of them."""
+    data-parallel group (TP x DP x CP / (ETP x EP)); under hybrid sharding (``replicas``
+    groups of them), one replica group's share of them."""
+
+    replicas: Num
+    dense: Num
+    expert: Num
+
+
+def _zero_shards(cfg: TrainingConfig) -> ZeroShards:
+    """``cfg``'s ``ZeroShards``."""
     replicas = cfg.dp_replicas
-    return (cfg.dp * cfg.cp // replicas,
-            cfg.tp * cfg.dp * cfg.cp // (cfg.expert_tp * cfg.ep) // replicas)
+    return ZeroShards(replicas, cfg.dp * cfg.cp // replicas,
+                      cfg.tp * cfg.dp * cfg.cp // (cfg.expert_tp * cfg.ep) // replicas)
 
 
 def _dp_gradient_traffic(shape: TransformerShape, cfg: TrainingConfig, placed: LocalParams,
-                         m: Num, eff: Efficiency, intra: Link, inter: Link | None
-                         ) -> tuple[Num, Num]:
+                         shards: ZeroShards, m: Num, eff: Efficiency, intra: Link,
+                         inter: Link | None) -> tuple[Num, Num]:
     """Data-parallel traffic per step, stage-correct for ZeRO (the parameters' gathers, the
     gradients' reductions): dense weights over DP x CP, expert weights over the expert-data-
     parallel group (DP x CP / EP ranks, spaced EP apart, so across nodes once EP fills a
     node). ZeRO's group is all DP x CP ranks, or under hybrid sharding the ``dp_shard``
     nearest of them (TP apart), its replicas a further ``dp_shard`` groups apart; each
     replica group shards as one of DP x CP / replicas ranks."""
-    replicas = cfg.dp_replicas
+    replicas, shard, expert_shard = shards
     hybrid = any_of(cfg.dp_shard)
-    shard, expert_shard = _zero_shards(cfg)
     dp_group = comm_group(shard, cfg.tp, cfg, intra, inter)
     replica_group = (comm_group(replicas, cfg.tp * cfg.dp * cfg.cp // replicas, cfg, intra,
                                 inter) if hybrid else None)
@@ -750,12 +756,12 @@ def _dp_exposed(cfg: TrainingConfig, dp_comm: Num, window: Num, layers_per_stage
                           where(cfg.fsdp_prefetch, PREFETCHED, GATHERED)), exposed)
 
 
-def _held_states(cfg: TrainingConfig, placed: LocalParams, device: Device, eff: Efficiency,
-                 host_link_bytes_s: float | None) -> HeldStates:
+def _held_states(cfg: TrainingConfig, placed: LocalParams, shards: ZeroShards, device: Device,
+                 eff: Efficiency, host_link_bytes_s: float | None) -> HeldStates:
     """Weights, gradients and optimizer states per GPU, as ZeRO's stage shards them, and
     the optimizer step's time (per pipeline rank where a layout sets the ranks apart)."""
     per_param = cfg.param_bytes
-    shard, expert_shard = _zero_shards(cfg)
+    replicas, shard, expert_shard = shards
 
     def sharded(stage: int, dense: Num, expert: Num, kept: Num = False) -> Num:
         """Parameters per GPU for a state ZeRO shards from ``stage`` on (held whole where
@@ -770,7 +776,7 @@ def _held_states(cfg: TrainingConfig, placed: LocalParams, device: Device, eff: 
     opt_params = sharded(1, *trained)
     if cfg.outer_optimizer_sharding:
         # Hybrid-FSDP: the optimizer state sharded over the replicas too (every DP x CP rank)
-        opt_params = opt_params / cfg.dp_replicas
+        opt_params = opt_params / replicas
     # optimizer offload: these elements' Adam runs on the host (a distributed optimizer's
     # only: the advisor's ZeRO-0 variants keep theirs)
     opt_offloaded = where(cfg.zero >= 1, cfg.optimizer_offload, 0.0) * opt_params
