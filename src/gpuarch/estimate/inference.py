@@ -415,9 +415,8 @@ def estimate_inference(
     memory = {k: float(v) for k, v in memory_parts(shape, cfg, batch, product).items()}
     fits = sum(memory.values()) <= product.memory_bytes and max_batch >= 1
     ttft, tpot, latency = float(core.ttft), float(core.tpot), float(core.latency)
-    per_replica, queue = float(core.per_replica), float(core.queue)
+    per_replica = float(core.per_replica)
     prefill, step = core.prefill, core.step
-    mean_ctx = cfg.mean_decode_context
 
     throughput = per_replica * cfg.replicas
 
@@ -427,6 +426,36 @@ def estimate_inference(
     dequant = mixed_input_dequant(product, cfg.quant, rows, runner.eff, runner.peak.dequantize)
     # the share of decode steps run eagerly, for the micro-batch the step ran (evaluate_core)
     eager_share = float(runner.eager_share(batch / stage_lanes(batch, cfg.micro_batches)))
+    reasons = _bottleneck_reasons(runner, phases, bottleneck, phase_parts, dequant,
+                                  eager_share)
+    assumptions = _serving_assumptions(
+        catalog, shape, product, cfg, runner, efficiency, core=core, dequant=dequant,
+        eager_share=eager_share, requested=requested, throughput=throughput,
+        measured=measured, formats_origin=formats_origin)
+    cost = serving_cost(product, cfg, throughput,
+                        seconds_per_token_at_peak(count_params(shape).active(shape),
+                                                  runner.peak.peak.flops),
+                        price_per_gpu_hour, facility)
+    return InferenceEstimate(
+        model=shape.name, gpu=product.name, batch=batch, max_batch=max_batch,
+        max_context=max_context_that_fits(shape, cfg, product, max(1, batch)),
+        ttft_s=ttft, tpot_s=tpot, request_latency_s=latency,
+        output_tokens_per_s=throughput, gpus=cfg.gpus, memory=memory,
+        gpu_memory_bytes=product.memory_bytes, fits_in_memory=fits,
+        bottleneck=bottleneck, bottleneck_reason=reasons,
+        prefill_breakdown_s={k: float(v) for k, v in prefill.as_dict().items()},
+        decode_step_breakdown_s={k: float(v) for k, v in step.as_dict().items()},
+        prefill_parts_s={k: phase_parts["prefill"].get(k, 0.0) for k in OP_PARTS},
+        decode_step_parts_s={k: phase_parts["decode"].get(k, 0.0) for k in OP_PARTS},
+        cost=cost, assumptions=assumptions)
+
+
+def _bottleneck_reasons(runner: ReplicaRunner, phases: dict[str, PhaseSeconds],
+                        bottleneck: dict[str, str], phase_parts: dict[str, dict[str, float]],
+                        dequant: dict[str, Any] | None, eager_share: float) -> dict[str, str]:
+    """Each phase's bottleneck (``bottleneck``, its limiter) in words: its share of the
+    phase's time and why (the exchange that takes most of a communication-bound one, whose
+    host a host-bound one waits on)."""
     def share(phase: str, v: PhaseSeconds) -> str:
         part = bottleneck[phase]
         if part == "host":  # the host's time is the whole step; the GPU's part is hidden
@@ -454,8 +483,19 @@ def estimate_inference(
             return f"{_REASONS[part]} ({host} host: {per_us:.2g} us a request and expert layer)"
         return _REASONS[part]
 
-    reasons = {k: f"{share(k, v)}: {why(k)}" for k, v in phases.items()}
-    assumptions: dict[str, Any] = {
+    return {k: f"{share(k, v)}: {why(k)}" for k, v in phases.items()}
+
+
+def _serving_assumptions(catalog: Catalog, shape: TransformerShape, product: Product,
+                         cfg: InferenceConfig, runner: ReplicaRunner, efficiency: Efficiency,
+                         *, core: InferenceCore, dequant: dict[str, Any] | None, eager_share: float,
+                         requested: int, throughput: float, measured: dict[str, str] | None,
+                         formats_origin: str | None) -> dict[str, Any]:
+    """What a serving estimate assumed: peaks and formats, memory accounting, the engine's
+    settings, the kernels and host costs that applied, and the batch's steady state."""
+    batch = int(core.batch)
+    tpot = float(core.tpot)
+    return {
         "gemm_peak_tflops": from_si(runner.peak.peak.flops, Unit.TFLOPS),
         "gemm_peak_source": f"{runner.peak.peak.key.value} ({runner.peak.peak.origin}, "
                             "catalog)",
@@ -593,28 +633,12 @@ def estimate_inference(
         "efficiency_origin": "assumed defaults fitted to published measurements"
         if efficiency is DEFAULT_EFFICIENCY else "calibrated or overridden",
         "measured_parameters": measured or {},
-        "mean_decode_context": mean_ctx,
+        "mean_decode_context": cfg.mean_decode_context,
         "output_len_cv": cfg.output_len_cv,
         "mean_output_in_flight": cfg.output_in_flight,
         "requests_in_flight": requested,
-        "queueing_s": queue,
+        "queueing_s": float(core.queue),
     }
-    cost = serving_cost(product, cfg, throughput,
-                        seconds_per_token_at_peak(count_params(shape).active(shape),
-                                                  runner.peak.peak.flops),
-                        price_per_gpu_hour, facility)
-    return InferenceEstimate(
-        model=shape.name, gpu=product.name, batch=batch, max_batch=max_batch,
-        max_context=max_context_that_fits(shape, cfg, product, max(1, batch)),
-        ttft_s=ttft, tpot_s=tpot, request_latency_s=latency,
-        output_tokens_per_s=throughput, gpus=cfg.gpus, memory=memory,
-        gpu_memory_bytes=product.memory_bytes, fits_in_memory=fits,
-        bottleneck=bottleneck, bottleneck_reason=reasons,
-        prefill_breakdown_s={k: float(v) for k, v in prefill.as_dict().items()},
-        decode_step_breakdown_s={k: float(v) for k, v in step.as_dict().items()},
-        prefill_parts_s={k: phase_parts["prefill"].get(k, 0.0) for k in OP_PARTS},
-        decode_step_parts_s={k: phase_parts["decode"].get(k, 0.0) for k in OP_PARTS},
-        cost=cost, assumptions=assumptions)
 
 
 def serving_cost(product: Product, cfg: InferenceConfig, output_tokens_per_s: float,
