@@ -12,6 +12,7 @@ from typing import Any
 from gpuarch.catalog.loader import load_catalog
 from gpuarch.cli.checkpointing import add_checkpoint_flags, checkpoint_plan
 from gpuarch.cli.estimate_cmds import (
+    apply_engine_settings,
     declared_formats,
     model_checkpoint,
     resolve_model,
@@ -208,6 +209,7 @@ def cmd_advise_infer(args: argparse.Namespace) -> int:
     prefill_keys = _gpu_keys(catalog, "--prefill-gpu", args.prefill_gpu, list(tiers))
     checkpoint = _checkpoint(args.model, shape.is_moe)
     traffic, output_len_cv = _traffic(args)
+    apply_engine_settings(args, args.engine or args.launch or "")
     search = InferenceSearch(
         input_len=args.input_len, output_len=args.output_len, rate=args.rate,
         concurrency=args.concurrency, ttft_ms=args.ttft_ms, tpot_ms=args.tpot_ms,

@@ -577,7 +577,8 @@ def cmd_infer(args: argparse.Namespace) -> int:
     from gpuarch.report.estimate_text import render_inference
     from gpuarch.validation.nearest import serving_setup
 
-    serving_engine(args)  # (a bad --engine is refused before any costing)
+    # (a bad --engine is refused before any costing)
+    apply_engine_settings(args, serving_engine(args))
     catalog = load_catalog()
     shape = resolve_model(args)
     product, system = _gpu_and_system(args, catalog)
@@ -701,6 +702,17 @@ def cmd_infer(args: argparse.Namespace) -> int:
                            "output_tokens_per_s", render_inference, remedies,
                            serving_setup(shape, product, cfg, serving_engine(args)), launch,
                            simulation)
+
+
+def apply_engine_settings(args: argparse.Namespace, engine: str) -> None:
+    """Fill --executor and --moe-kernels, where not given, with what ``engine`` runs
+    (``estimate.inference_config.engine_settings``: vLLM's or SGLang's own MoE kernels,
+    LMDeploy's C++ executor, else the defaults)."""
+    from gpuarch.estimate.inference_config import engine_settings
+
+    for name, value in engine_settings(engine).items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
 
 
 def serving_engine(args: argparse.Namespace) -> str:

@@ -44,13 +44,14 @@ def add_gpu_link(p: argparse.ArgumentParser) -> None:
 
 def engine_flags(p: argparse.ArgumentParser) -> None:
     """The serving engine's properties, shared by estimate infer and advise infer."""
-    p.add_argument("--executor", default="python", metavar="python|cpp",
+    p.add_argument("--executor", metavar="python|cpp",
                    help="the engine's executor loop: python (default: TensorRT-LLM's "
                         "PyTorch backend and engines like it spend host time per request "
                         "and expert layer each step, hidden behind the GPU's step until it "
                         "is longer; a dense model none) or cpp "
                         "(a C++ executor, e.g. TensorRT-LLM's TensorRT engines: none "
-                        "modelled)")
+                        "modelled; the default with --engine lmdeploy, whose TurboMind is "
+                        "one)")
     p.add_argument("--schedule", default="separate", metavar="separate|mixed",
                    help="continuous batching: new prompts prefilled in a pass of their own "
                         "between decode steps (separate, default; SGLang's default) or in "
@@ -91,14 +92,15 @@ def engine_flags(p: argparse.ArgumentParser) -> None:
                         "as DeepEP or TensorRT-LLM on GB200 NVL72) or allgather (every GPU "
                         "gathers all ranks' tokens, outputs reduce-scattered: TensorRT-LLM "
                         "without multi-node NVLink)")
-    p.add_argument("--moe-kernels", default="trtllm",
+    p.add_argument("--moe-kernels",
                    metavar="trtllm|vllm|sglang|sglang-deepep",
                    help="whose fused MoE kernels set an expert layer's fixed time per pass: "
-                        "trtllm (default: TensorRT-LLM's, 26.6 us, 45 us on Blackwell, as "
-                        "its measured layers put them), vllm or sglang (26.6 us on Hopper and "
+                        "trtllm (TensorRT-LLM's, 26.6 us, 45 us on Blackwell, as its "
+                        "measured layers put them), vllm or sglang (26.6 us on Hopper and "
                         "Blackwell alike); sglang-deepep: SGLang's wide-EP path (DeepEP), "
                         "whose block-scaled FP8 experts on Hopper run as DeepGEMM's grouped "
-                        "GEMMs at their published rate")
+                        "GEMMs at their published rate (default: the named engine's, "
+                        "--engine or --launch vllm|sglang, else trtllm)")
     p.add_argument("--moe-gemm-kernel", default="native", metavar="native|ampere",
                    help="the routed experts' grouped GEMM kernels: native (default: the "
                         "GPU's own) or ampere (written for Ampere's synchronous Tensor Core "

@@ -202,6 +202,28 @@ the same for the three. "sglang-deepep" is SGLang's wide-EP path (its DeepEP all
 block-scaled FP8 experts there run at ``Efficiency.moe_gemm_deepgemm``."""
 
 
+ENGINE_SETTINGS: dict[str, dict[str, str]] = {
+    "vllm": {"moe_kernels": "vllm"},
+    "sglang": {"moe_kernels": "sglang"},
+    "lmdeploy": {"executor": "cpp"},
+}
+"""What naming the serving engine (``--engine``, or ``--launch``'s) sets where its own flag
+is not given: vLLM's and SGLang's own fused MoE kernels (``MOE_KERNELS``: their measured
+layers, ``gpuarch validate moe-kernels --moe-kernels vllm|sglang``), LMDeploy's TurboMind,
+a C++ executor (``EXECUTORS``). TensorRT-LLM and NIM (TensorRT-LLM's engines) keep the
+defaults, ``ENGINE_DEFAULTS``."""
+
+ENGINE_DEFAULTS: dict[str, str] = {"executor": "python", "moe_kernels": "trtllm"}
+"""The engine settings of an estimate that names no engine: TensorRT-LLM's fused MoE kernels
+and its PyTorch backend's Python executor."""
+
+
+def engine_settings(engine: str) -> dict[str, str]:
+    """The executor and MoE kernels ``engine`` (``validation.bands.ENGINES``' key, or "" for
+    none) runs: ``ENGINE_SETTINGS`` over ``ENGINE_DEFAULTS``."""
+    return {**ENGINE_DEFAULTS, **ENGINE_SETTINGS.get(engine, {})}
+
+
 MOE_GEMM_KERNELS = ("native", "ampere")
 """The routed experts' grouped GEMM kernels: the GPU generation's own, or ones written for
 Ampere's synchronous Tensor Core instructions, which on Hopper and datacenter Blackwell run
