@@ -272,40 +272,12 @@ def advise_training(
     progress: Callable[[int, int, str], None] | None = None,
 ) -> TrainingAdvice:
     """Search, filter, rank and explain."""
-    if not 1 <= search.max_gpus <= MAX_SEARCH_GPUS:
-        raise GpuarchError(f"--max-gpus: expected an integer from 1 to {MAX_SEARCH_GPUS:,}, "
-                           f"got {search.max_gpus}")
-    if not 1 <= search.top <= MAX_TOP:
-        raise GpuarchError(f"--top: expected an integer from 1 to {MAX_TOP:,}, got "
-                           f"{search.top}")
-    if not 1 <= search.seq_len <= MAX_DIMENSION:
-        raise GpuarchError(f"--seq-len: expected an integer from 1 to {MAX_DIMENSION:,}, got "
-                           f"{search.seq_len}")
-    if not 0 <= search.mtp_layers <= shape.layers:
-        raise GpuarchError(f"--mtp-layers: expected an integer from 0 to {shape.layers} (the "
-                           f"model's layers), got {search.mtp_layers}")
-    # the fine-tuning settings are every option's: checked once, as a scalar estimate would
-    TrainingConfig(gpus=1, seq_len=search.seq_len, global_batch=1,
-                   lora_rank=search.lora_rank, lora_modules=search.lora_modules,
-                   packed_doc_len=search.packed_doc_len, mtp_layers=search.mtp_layers,
-                   optimizer_offload=search.optimizer_offload).validate(shape)
-    check_choice("--pp-schedule", search.pp_schedule, PP_SCHEDULES)
-    if search.framework:
-        check_choice("--framework", search.framework, tuple(FRAMEWORKS))
-    rows: list[dict[str, np.ndarray]] = []
-    evaluated = 0
-    feasible = 0
-    rejected = dict.fromkeys(("memory", "interruptions", "deadline", "budget", "power"), 0)
+    _check_search(shape, search)
+    tally = _Tally()
     # what a checkpoint holds: each trained parameter's weight and optimizer state
     trained_params = float(lora_params(shape, search.lora_rank, search.lora_modules
                                        or DEFAULT_LORA_MODULES).total
                            if search.lora_rank else count_params(shape).total)
-    least: tuple[float, str, float, float] | None = None  # (share of memory, GPU, need, have)
-    best_seen = {"days": np.inf, "usd": np.inf, "power_kw": np.inf}  # over what fits memory
-    assumed_network: list[str] = []
-    single_node: list[str] = []
-    systems: dict[str, System | None] = {}  # the system each GPU was searched in
-    skipped: list[tuple[str, str]] = []
     candidates = candidate_gpus(catalog, search.gpus, search.tiers)
     if not candidates:
         raise GpuarchError("--gpu: no GPU to search (check the names or --tier)")
@@ -318,58 +290,31 @@ def advise_training(
     done = 0
     for product, system in candidates:
         price = prices.price(product.key)
-        if price is None and search.objective is Objective.COST:
-            skipped.append((product.key, "no price in the price book (give --price)"))
+        searched = _searchable(catalog, product, system, search, price, tally)
+        if searched is None:
             done += combos
             if progress:
                 progress(done, total, product.name)
             continue
-        gpn = system.gpus_per_node if system else 8
-        pcie = catalog.pcie_generation(product.pcie_generation or 0)
-        try:
-            intra, inter = link_for(product, system,
-                                    pcie.x16_bandwidth_bytes_s if pcie else None)
-        except GpuarchError:
-            skipped.append((product.key, "no GPU-to-GPU bandwidth in the catalog"))
-            done += combos
-            if progress:
-                progress(done, total, product.name)
-            continue
-        if inter is None and system is not None and search.assumed_network_gbit_s:
-            gbit = search.assumed_network_gbit_s
-            system = system.with_network(gbit, "assumed (--network)")
-            intra, inter = link_for(product, system, None)
-            assumed_network.append(product.key)
-        elif inter is None:
-            single_node.append(product.key)
-        systems[product.key] = system
+        system, intra, inter = searched
         host_link = product_host_link(catalog, product)
         plan = search.checkpointing
         if plan is not None and plan.asynchronous and not host_link:
-            skipped.append((product.key, "--checkpoint-async: no catalogued link to the "
-                                         "host to time the copy a save stops training for"))
+            tally.skipped.append((product.key, "--checkpoint-async: no catalogued link to "
+                                               "the host to time the copy a save stops "
+                                               "training for"))
             continue
+        gpn = system.gpus_per_node if system else 8
         layouts = _layouts(shape, search, gpn, multi_node=inter is not None)
         gen = catalog.chip_of(product).sm.tensor_core_generation
-        # BF16 is FP16 on a GPU without it (before Ampere), as frameworks run it there; a
-        # precision the Tensor Cores do not run (FP8 before Hopper) is not searched
-        runs = {p: sixteen_bit(product) if p is Precision.BF16 else p
-                for p in search.precisions}
-        runs = {p: own for p, own in runs.items()
-                if (peak := matmul_peak(product, own)) is not None
-                and peak.fallback_reason is None
-                and (own is p or own not in search.precisions)}
-        if not runs:
-            skipped.append((product.key, "runs none of the precisions searched ("
-                            + ", ".join(p.value for p in search.precisions)
-                            + ") on its Tensor Cores"))
-        for searched, recompute, sp, overlap in variants:
+        runs = _precisions_run(product, search, tally)
+        for wanted, recompute, sp, overlap in variants:
             done += stages
             if progress:
                 progress(done, total, product.name)
-            if searched not in runs:
+            if wanted not in runs:
                 continue
-            precision = runs[searched]
+            precision = runs[wanted]
             device = Device.of(product, precision, gen)
             lay = layouts
             if sp or overlap:  # both act on tensor-parallel communication only
@@ -407,94 +352,211 @@ def advise_training(
                         layers.take(inside), shards=group[inside],
                         first=len(ZERO_STAGES)))
                 flat = {k: np.concatenate([b[0][k] for b in blocks]) for k in blocks[0][0]}
-                cfg = blocks[0][1]
-                step, tokens_per_s, hfu, memory = (flat[k] for k in ("step", "tps", "hfu",
-                                                                        "mem"))
-                evaluated += len(step)
-                fits = memory <= product.memory_bytes
-                rejected["memory"] += int(np.count_nonzero(~fits))
-                need = float(np.min(memory))
-                if least is None or need / product.memory_bytes < least[0]:
-                    least = (need / product.memory_bytes, product.key, need,
-                             float(product.memory_bytes))
-                seconds = search.tokens / tokens_per_s
-                gpu_hours = from_si_array(seconds, Unit.HOUR) * flat["gpus"]
-                cost = (gpu_hours * price if price is not None
-                        else np.full_like(seconds, np.nan))
-                energy = (energy_kwh(product.tdp_w, hfu, flat["gpus"], seconds,
-                                     search.facility)
-                          if product.tdp_w else np.full_like(seconds, np.nan))
-                power_w = (facility_power_w(product.tdp_w, flat["gpus"], search.facility)
-                           if product.tdp_w else np.full_like(seconds, np.nan))
-                if plan is not None:
-                    # the run's wall time with saves, lost work and restarts (GPU-hours
-                    # and cost with it: the GPUs are held throughout; energy stays the
-                    # training's own)
-                    size = trained_params * (cfg.param_bytes.weights
-                                             + cfg.param_bytes.optimizer)
-                    write = size / plan.write_bytes_s
-                    save = (size / flat["gpus"] / host_link
-                            if plan.asynchronous and host_link else write)
-                    seconds = expected_wall_time(plan, flat["gpus"], seconds, step, save,
-                                                 write).wall_s
-                    gpu_hours = from_si_array(seconds, Unit.HOUR) * flat["gpus"]
-                    cost = (gpu_hours * price if price is not None
-                            else np.full_like(seconds, np.nan))
-                    finishes = np.isfinite(seconds)
-                    rejected["interruptions"] += int(np.count_nonzero(fits & ~finishes))
-                    fits = fits & finishes
-                if fits.any():
-                    for name, values in (("days", seconds), ("usd", cost),
-                                         ("power_kw", power_w)):
-                        best_seen[name] = min(best_seen[name], float(np.nanmin(
-                            np.where(fits, values, np.inf), initial=np.inf)))
-                ok = fits
-                for name, meets in _constraints(search, seconds, cost, power_w):
-                    rejected[name] += int(np.count_nonzero(~meets))
-                    ok &= meets
-                sel = np.nonzero(ok)[0]
-                if not len(sel):
-                    continue
-                feasible += len(sel)
-                kept_rows = {
-                    **{k: flat[k][sel] for k in ("gpus", "tp", "pp", "cp", "ep", "vpp", "mb",
-                                                 "gb")},
-                    **{k: flat[k][sel] for k in ("zero", "prefetch", "shard", "step", "tps",
-                                                 "mfu", "mem")},
-                    "time": np.asarray(seconds)[sel],
-                    "cost": np.asarray(cost)[sel],
-                    "energy": np.asarray(energy)[sel],
-                    "power": np.asarray(power_w)[sel]}
-                # the same GPU at the same price, so what one shortlist keeps is what
-                # shortlisting each stage alone would need (copies: the stages with a row)
-                idx = _shortlist(kept_rows["time"], kept_rows["cost"], kept_rows["energy"],
-                                 search, kept_rows["gpus"],
-                                 copies=len(np.unique(flat["variant"][sel])))
-                kept = {k: v[idx] for k, v in kept_rows.items()}
-                rows.append({
-                    "key": np.array([product.key] * len(idx), dtype=object),
-                    **{k: kept[k] for k in ("gpus", "tp", "pp", "cp", "ep", "vpp", "mb", "gb",
-                                            "zero", "prefetch", "shard")},
-                    "recompute": np.array([recompute.value] * len(idx), dtype=object),
-                    "sp": np.full(len(idx), sp), "overlap": np.full(len(idx), overlap),
-                    "precision": np.array([precision.value] * len(idx), dtype=object),
-                    **{k: kept[k] for k in ("step", "tps", "mfu", "mem", "time", "cost",
-                                            "energy", "power")},
-                    "price": np.full(len(idx), np.nan if price is None else price),
-                })
-    ruled_out = {name: n for name, n in rejected.items() if n}
+                run = _RunPricing(product, price, search, host_link, trained_params,
+                                  blocks[0][1].param_bytes)
+                row = run.keep(flat, tally)
+                if row is not None:
+                    tally.rows.append({
+                        "key": np.array([product.key] * len(row["gpus"]), dtype=object),
+                        **{k: row[k] for k in ("gpus", "tp", "pp", "cp", "ep", "vpp", "mb",
+                                               "gb", "zero", "prefetch", "shard")},
+                        "recompute": np.array([recompute.value] * len(row["gpus"]),
+                                              dtype=object),
+                        "sp": np.full(len(row["gpus"]), sp),
+                        "overlap": np.full(len(row["gpus"]), overlap),
+                        "precision": np.array([precision.value] * len(row["gpus"]),
+                                              dtype=object),
+                        **{k: row[k] for k in ("step", "tps", "mfu", "mem", "time", "cost",
+                                               "energy", "power")},
+                        "price": np.full(len(row["gpus"]), np.nan if price is None else price),
+                    })
+    return _ranked(catalog, shape, search, prices, efficiency, tally)
+
+
+@dataclass
+class _Tally:
+    """What a training search has met so far, over every GPU."""
+
+    rows: list[dict[str, np.ndarray]] = field(default_factory=list)  # the shortlisted options
+    evaluated: int = 0
+    feasible: int = 0
+    # the options each constraint ruled out, by the first they miss
+    rejected: dict[str, int] = field(default_factory=lambda: dict.fromkeys(
+        ("memory", "interruptions", "deadline", "budget", "power"), 0))
+    least: tuple[float, str, float, float] | None = None  # (share of memory, GPU, need, have)
+    # over what fits memory: the least time, cost and power any option reached
+    best_seen: dict[str, float] = field(default_factory=lambda: {
+        "days": np.inf, "usd": np.inf, "power_kw": np.inf})
+    assumed_network: list[str] = field(default_factory=list)
+    single_node: list[str] = field(default_factory=list)
+    systems: dict[str, System | None] = field(default_factory=dict)  # each GPU's system
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+
+
+def _check_search(shape: TransformerShape, search: TrainingSearch) -> None:
+    """Usage errors of a training search, named by their flags."""
+    if not 1 <= search.max_gpus <= MAX_SEARCH_GPUS:
+        raise GpuarchError(f"--max-gpus: expected an integer from 1 to {MAX_SEARCH_GPUS:,}, "
+                           f"got {search.max_gpus}")
+    if not 1 <= search.top <= MAX_TOP:
+        raise GpuarchError(f"--top: expected an integer from 1 to {MAX_TOP:,}, got "
+                           f"{search.top}")
+    if not 1 <= search.seq_len <= MAX_DIMENSION:
+        raise GpuarchError(f"--seq-len: expected an integer from 1 to {MAX_DIMENSION:,}, got "
+                           f"{search.seq_len}")
+    if not 0 <= search.mtp_layers <= shape.layers:
+        raise GpuarchError(f"--mtp-layers: expected an integer from 0 to {shape.layers} (the "
+                           f"model's layers), got {search.mtp_layers}")
+    # the fine-tuning settings are every option's: checked once, as a scalar estimate would
+    TrainingConfig(gpus=1, seq_len=search.seq_len, global_batch=1,
+                   lora_rank=search.lora_rank, lora_modules=search.lora_modules,
+                   packed_doc_len=search.packed_doc_len, mtp_layers=search.mtp_layers,
+                   optimizer_offload=search.optimizer_offload).validate(shape)
+    check_choice("--pp-schedule", search.pp_schedule, PP_SCHEDULES)
+    if search.framework:
+        check_choice("--framework", search.framework, tuple(FRAMEWORKS))
+
+
+def _searchable(catalog: Catalog, product: Product, system: System | None,
+                search: TrainingSearch, price: float | None, tally: _Tally
+                ) -> tuple[System | None, Link, Link | None] | None:
+    """A GPU's system (with the assumed network where it has none and --network gives
+    one) and links, or None where it cannot be searched (said in ``tally.skipped``)."""
+    if price is None and search.objective is Objective.COST:
+        tally.skipped.append((product.key, "no price in the price book (give --price)"))
+        return None
+    pcie = catalog.pcie_generation(product.pcie_generation or 0)
+    try:
+        intra, inter = link_for(product, system, pcie.x16_bandwidth_bytes_s if pcie else None)
+    except GpuarchError:
+        tally.skipped.append((product.key, "no GPU-to-GPU bandwidth in the catalog"))
+        return None
+    if inter is None and system is not None and search.assumed_network_gbit_s:
+        gbit = search.assumed_network_gbit_s
+        system = system.with_network(gbit, "assumed (--network)")
+        intra, inter = link_for(product, system, None)
+        tally.assumed_network.append(product.key)
+    elif inter is None:
+        tally.single_node.append(product.key)
+    tally.systems[product.key] = system
+    return system, intra, inter
+
+
+def _precisions_run(product: Product, search: TrainingSearch, tally: _Tally
+                    ) -> dict[Precision, Precision]:
+    """Each searched precision and what the GPU runs it as: BF16 is FP16 on a GPU without
+    it (before Ampere), as frameworks run it there; a precision the Tensor Cores do not run
+    (FP8 before Hopper) is not searched (said in ``tally.skipped`` where none is left)."""
+    runs = {p: sixteen_bit(product) if p is Precision.BF16 else p
+            for p in search.precisions}
+    runs = {p: own for p, own in runs.items()
+            if (peak := matmul_peak(product, own)) is not None
+            and peak.fallback_reason is None
+            and (own is p or own not in search.precisions)}
+    if not runs:
+        tally.skipped.append((product.key, "runs none of the precisions searched ("
+                              + ", ".join(p.value for p in search.precisions)
+                              + ") on its Tensor Cores"))
+    return runs
+
+
+@dataclass(frozen=True)
+class _RunPricing:
+    """How a chunk of costed options on one GPU become runs: time, cost, energy and power
+    for the search's tokens, checkpoints and restarts included where planned."""
+
+    product: Product
+    price: float | None
+    search: TrainingSearch
+    host_link: float | None
+    trained_params: float
+    param_bytes: Any  # the chunk's bytes per parameter (TrainingConfig.param_bytes)
+
+    def keep(self, flat: dict[str, np.ndarray], tally: _Tally
+             ) -> dict[str, np.ndarray] | None:
+        """The options of ``flat`` (``_cost_variants``' columns) that fit and meet every
+        constraint, shortlisted, with their time, cost, energy and power; what they miss is
+        counted in ``tally``. None where none is left."""
+        product, price, search = self.product, self.price, self.search
+        step, tokens_per_s, hfu, memory = (flat[k] for k in ("step", "tps", "hfu", "mem"))
+        tally.evaluated += len(step)
+        fits = memory <= product.memory_bytes
+        tally.rejected["memory"] += int(np.count_nonzero(~fits))
+        need = float(np.min(memory))
+        if tally.least is None or need / product.memory_bytes < tally.least[0]:
+            tally.least = (need / product.memory_bytes, product.key, need,
+                           float(product.memory_bytes))
+        seconds = search.tokens / tokens_per_s
+        gpu_hours = from_si_array(seconds, Unit.HOUR) * flat["gpus"]
+        cost = (gpu_hours * price if price is not None else np.full_like(seconds, np.nan))
+        energy = (energy_kwh(product.tdp_w, hfu, flat["gpus"], seconds, search.facility)
+                  if product.tdp_w else np.full_like(seconds, np.nan))
+        power_w = (facility_power_w(product.tdp_w, flat["gpus"], search.facility)
+                   if product.tdp_w else np.full_like(seconds, np.nan))
+        plan = search.checkpointing
+        if plan is not None:
+            # the run's wall time with saves, lost work and restarts (GPU-hours and cost
+            # with it: the GPUs are held throughout; energy stays the training's own)
+            size = self.trained_params * (self.param_bytes.weights
+                                          + self.param_bytes.optimizer)
+            write = size / plan.write_bytes_s
+            save = (size / flat["gpus"] / self.host_link
+                    if plan.asynchronous and self.host_link else write)
+            seconds = expected_wall_time(plan, flat["gpus"], seconds, step, save,
+                                         write).wall_s
+            gpu_hours = from_si_array(seconds, Unit.HOUR) * flat["gpus"]
+            cost = (gpu_hours * price if price is not None
+                    else np.full_like(seconds, np.nan))
+            finishes = np.isfinite(seconds)
+            tally.rejected["interruptions"] += int(np.count_nonzero(fits & ~finishes))
+            fits = fits & finishes
+        if fits.any():
+            for name, values in (("days", seconds), ("usd", cost), ("power_kw", power_w)):
+                tally.best_seen[name] = min(tally.best_seen[name], float(np.nanmin(
+                    np.where(fits, values, np.inf), initial=np.inf)))
+        ok = fits
+        for name, meets in _constraints(search, seconds, cost, power_w):
+            tally.rejected[name] += int(np.count_nonzero(~meets))
+            ok &= meets
+        sel = np.nonzero(ok)[0]
+        if not len(sel):
+            return None
+        tally.feasible += len(sel)
+        kept_rows = {
+            **{k: flat[k][sel] for k in ("gpus", "tp", "pp", "cp", "ep", "vpp", "mb", "gb")},
+            **{k: flat[k][sel] for k in ("zero", "prefetch", "shard", "step", "tps", "mfu",
+                                         "mem")},
+            "time": np.asarray(seconds)[sel],
+            "cost": np.asarray(cost)[sel],
+            "energy": np.asarray(energy)[sel],
+            "power": np.asarray(power_w)[sel]}
+        # the same GPU at the same price, so what one shortlist keeps is what shortlisting
+        # each stage alone would need (copies: the stages with a row)
+        idx = _shortlist(kept_rows["time"], kept_rows["cost"], kept_rows["energy"], search,
+                         kept_rows["gpus"], copies=len(np.unique(flat["variant"][sel])))
+        return {k: v[idx] for k, v in kept_rows.items()}
+
+
+def _ranked(catalog: Catalog, shape: TransformerShape, search: TrainingSearch,
+            prices: PriceBook, efficiency: Efficiency, tally: _Tally) -> TrainingAdvice:
+    """The search's options ranked by its objective, the Pareto front, the best on each GPU,
+    each explained, and what was assumed."""
+    ruled_out = {name: n for name, n in tally.rejected.items() if n}
     units = {"days": Unit.DAY, "power_kw": Unit.KW}  # cost is in USD already
     best_fitting = {name: from_si(value, units[name]) if name in units else value
-                    for name, value in best_seen.items() if np.isfinite(value)}
+                    for name, value in tally.best_seen.items() if np.isfinite(value)}
+    least = tally.least
     closest = ({"gpu": least[1], "needed_gib": from_si(least[2], Unit.GIB),
                 "available_gib": from_si(least[3], Unit.GIB)} if least is not None else {})
-    if not rows:
+    systems = tally.systems
+    if not tally.rows:
         return TrainingAdvice(shape.name, search.tokens, search.objective.value, (), (),
-                              evaluated, 0, tuple(skipped),
-                              _assumptions(prices, search, assumed_network, single_node),
+                              tally.evaluated, 0, tuple(tally.skipped),
+                              _assumptions(prices, search, tally.assumed_network,
+                                           tally.single_node),
                               rejected=ruled_out, least_memory=closest,
                               best_fitting=best_fitting)
-    table = {k: np.concatenate([r[k] for r in rows]) for k in rows[0]}
+    table = {k: np.concatenate([r[k] for r in tally.rows]) for k in tally.rows[0]}
     table = _distinct(table)
     metric = {"time": table["time"], "cost": table["cost"], "energy": table["energy"]}
     score = np.nan_to_num(metric[search.objective.value], nan=np.inf)
@@ -517,7 +579,7 @@ def advise_training(
                for o in rivals.values()]
     pareto_opts = [_explain(catalog, shape, search, o, first, rivals, efficiency, systems)
                    for o in pareto_opts]
-    assumptions = _assumptions(prices, search, assumed_network, single_node)
+    assumptions = _assumptions(prices, search, tally.assumed_network, tally.single_node)
     if search.checkpointing is not None:
         plan = search.checkpointing
         assumptions["checkpointing"] = (
@@ -537,8 +599,9 @@ def advise_training(
         pp=best.pp, cp=best.cp, ep=best.ep, seq_len=search.seq_len,
         engine=search.framework))]
     return TrainingAdvice(shape.name, search.tokens, search.objective.value, tuple(top),
-                          tuple(pareto_opts), evaluated, feasible, tuple(skipped),
-                          assumptions, tuple(per_gpu), ruled_out, closest, best_fitting)
+                          tuple(pareto_opts), tally.evaluated, tally.feasible,
+                          tuple(tally.skipped), assumptions, tuple(per_gpu), ruled_out,
+                          closest, best_fitting)
 
 
 def _constraints(search: TrainingSearch, seconds: np.ndarray, cost: np.ndarray,
