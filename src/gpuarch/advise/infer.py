@@ -32,10 +32,10 @@ from gpuarch.advise.serving_options import (
 )
 from gpuarch.advise.train import MAX_TOP, Objective, pareto_mask
 from gpuarch.catalog.loader import Catalog
-from gpuarch.catalog.model import BLACKWELL_TENSOR_CORES, Product, Tier
+from gpuarch.catalog.model import BLACKWELL_TENSOR_CORES, Product, System, Tier
 from gpuarch.errors import GpuarchError, check_choice, check_count, check_number
 from gpuarch.estimate.energy import DEFAULT_FACILITY, Facility, seconds_per_token_at_peak
-from gpuarch.estimate.inference import evaluate_inference
+from gpuarch.estimate.inference import InferenceCore, evaluate_inference
 from gpuarch.estimate.inference_config import (
     Batching,
     InferenceConfig,
@@ -286,11 +286,7 @@ def advise_inference(
     candidates = candidate_gpus(catalog, search.gpus, search.tiers)
     if not candidates:
         raise GpuarchError("--gpu: no GPU to search (check the names or --tier)")
-    rows: list[InferenceOption] = []
-    skipped: list[tuple[str, str]] = []
-    evaluated = 0
-    missed: list[str] = []  # the constraint each aggregated deployment missed first
-    lowest_s = {"ttft_ms": math.inf, "tpot_ms": math.inf}  # over batches that fit, seconds
+    tally = _ServingTally()
     active = count_params(shape).active(shape)
     schemes = _SCHEMES + (((CHECKPOINT_SCHEME, search.checkpoint_quant),)
                           if search.checkpoint_quant is not None else ())
@@ -302,21 +298,10 @@ def advise_inference(
             progress(n, len(candidates), product.name)
         price = prices.price(product.key)
         if price is None and search.objective is Objective.COST:
-            skipped.append((product.key, "no price in the price book (give --price)"))
+            tally.skipped.append((product.key, "no price in the price book (give --price)"))
             continue
         gpn = system.gpus_per_node if system else 8
-        widest = min(8, gpn)
-        networked = system is not None and bool(system.network_bandwidth_per_gpu_bytes_s)
-        # pipeline stages only after tensor parallelism fills the node (common practice)
-        groups = [(tp, pp, 1) for tp in (1, 2, 4, 8) for pp in (1, 2, 4)
-                  if tp <= gpn and tp * pp <= search.max_gpus
-                  and shape.heads % tp == 0 and shape.layers % pp == 0
-                  and (pp == 1 or (tp == widest and networked))]
-        # MoE: expert parallelism with data-parallel attention, wide groups too (an NVL72
-        # rack's NVLink domain, or across nodes over the network), their exchange at the
-        # one-shot kernels' measured cost (perf.collectives.dispatch_time)
-        groups += [(1, 1, ep) for ep in expert_parallel_sizes(shape, search.redundant_experts)
-                   if (ep <= gpn or networked) and ep <= search.max_gpus]
+        groups = _serving_units(shape, search, system)
         peak_scheme: dict[str, float] = {}
         # disaggregated: the prefill pools per format and prefill GPU, with the hand-offs
         # and sizings met
@@ -328,28 +313,7 @@ def advise_inference(
             experts = search.checkpoint_expert_weights \
                 if label == CHECKPOINT_SCHEME and shape.is_moe else None
             for tp, pp, ep in groups:
-                unit = max(tp * pp, ep)  # GPUs of one serving unit
-                cfg = InferenceConfig(
-                    input_len=search.input_len, output_len=search.output_len, batch=None,
-                    gpus=unit, tp=tp, pp=pp, ep=ep, quant=scheme, expert_weights=experts,
-                    batching=Batching.CONTINUOUS, gpus_per_node=gpn,
-                    executor=search.executor, schedule=search.schedule,
-                    scheduler_policy=search.scheduler_policy,
-                    window_kv_cache=search.window_kv_cache,
-                    decode_kv_reads=search.decode_kv_reads,
-                    moe_comm=search.moe_comm, moe_kernels=search.moe_kernels,
-                    moe_gemm_kernel=search.moe_gemm_kernel,
-                    fp8_context_attention=search.fp8_context_attention,
-                    fp8_scaling=_fp8_scaling(search, label),
-                    nvls=search.nvls, adp_balance=search.adp_balance,
-                    fp8_mla_decode=search.fp8_mla_decode,
-                    cached_prefix=search.cached_prefix,
-                    output_len_cv=search.output_len_cv,
-                    cuda_graph_batch_sizes=search.cuda_graph_batch_sizes,
-                    cuda_graph_max_context=search.cuda_graph_max_context,
-                    ssm_state_precision=search.ssm_state_precision)
-                cfg = with_expert_options(cfg, search.moe_imbalance,
-                                          search.redundant_experts, search.two_batch_overlap)
+                cfg = _unit_config(search, scheme, experts, label, (tp, pp, ep), gpn)
                 try:
                     cfg.validate(shape)
                 except GpuarchError:
@@ -363,16 +327,14 @@ def advise_inference(
                                               system=system, efficiency=efficiency)
                 except GpuarchError as exc:  # e.g. no GPU-to-GPU bandwidth in the catalog
                     why = f"not evaluated ({exc})"
-                    if (product.key, why) not in skipped:
-                        skipped.append((product.key, why))
+                    if (product.key, why) not in tally.skipped:
+                        tally.skipped.append((product.key, why))
                     continue
-                evaluated += len(batches)
+                tally.evaluated += len(batches)
                 if label not in peak_scheme:
                     peak_scheme[label] = gemm_peak(product, scheme).peak.flops
                 where = Candidate(product, system, price, label, scheme, experts,
                                    seconds_per_token_at_peak(active, peak_scheme[label]))
-                limiters = core.decode_limiter()
-                width = cfg.replicas  # attention replicas in the unit (1 unless EP > TP)
                 if search.disaggregated:
                     for prefill_product, prefill_system in prefill_candidates or [
                             (product, system)]:
@@ -381,75 +343,162 @@ def advise_inference(
                             pools[key] = prefill_pools(
                                 catalog, shape, search, cfg, where, prefill_product,
                                 prefill_system, prices, efficiency)
-                for i, batch in enumerate(batches):
-                    point = Point(
-                        fits=bool(core.memory_total[i] <= product.memory_bytes),
-                        ttft_s=float(core.ttft[i]), tpot_s=float(core.tpot[i]),
-                        latency_s=float(core.latency[i]),
-                        tokens_per_s=float(core.per_replica[i]) * width,
-                        memory_bytes=float(core.memory_total[i]),
-                        decode_limiter=str(limiters[i]))
-                    if point.fits:
-                        lowest_s["ttft_ms"] = min(lowest_s["ttft_ms"], point.ttft_s)
-                        lowest_s["tpot_ms"] = min(lowest_s["tpot_ms"], point.tpot_s)
-                    option = _option(where, search, (tp, pp, ep), int(batch), point,
-                                     missed)
+                _add_batches(catalog, shape, search, efficiency, tally, where, cfg,
+                             (tp, pp, ep), batches, core,
+                             [pools[k] for k in pools if k[0] == label])
+    return _ranked_inference(catalog, shape, search, prices, efficiency, tally)
+
+
+@dataclass
+class _ServingTally:
+    """What a serving search has met so far, over every GPU."""
+
+    rows: list[InferenceOption] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    evaluated: int = 0
+    missed: list[str] = field(default_factory=list)  # each deployment's first missed cap
+    # over the batches that fit, the lowest TTFT and TPOT, seconds
+    lowest_s: dict[str, float] = field(default_factory=lambda: {
+        "ttft_ms": math.inf, "tpot_ms": math.inf})
+
+
+def _serving_units(shape: TransformerShape, search: InferenceSearch, system: System | None
+                   ) -> list[tuple[int, int, int]]:
+    """The (TP, PP, EP) serving units searched on a GPU of ``system``: tensor parallelism
+    inside a node, pipeline stages only after tensor parallelism fills it (common practice)
+    and where a network joins nodes; for a MoE model, expert parallelism with data-parallel
+    attention, wide groups too (an NVL72 rack's NVLink domain, or across nodes over the
+    network), their exchange at the one-shot kernels' measured cost
+    (perf.collectives.dispatch_time)."""
+    gpn = system.gpus_per_node if system else 8
+    widest = min(8, gpn)
+    networked = system is not None and bool(system.network_bandwidth_per_gpu_bytes_s)
+    groups = [(tp, pp, 1) for tp in (1, 2, 4, 8) for pp in (1, 2, 4)
+              if tp <= gpn and tp * pp <= search.max_gpus
+              and shape.heads % tp == 0 and shape.layers % pp == 0
+              and (pp == 1 or (tp == widest and networked))]
+    groups += [(1, 1, ep) for ep in expert_parallel_sizes(shape, search.redundant_experts)
+               if (ep <= gpn or networked) and ep <= search.max_gpus]
+    return groups
+
+
+def _unit_config(search: InferenceSearch, scheme: QuantScheme, experts: QuantFormat | None,
+                 label: str, unit: tuple[int, int, int], gpn: int) -> InferenceConfig:
+    """One serving unit's configuration under continuous batching, the search's engine
+    settings and expert options (its batch left to the search)."""
+    tp, pp, ep = unit
+    cfg = InferenceConfig(
+        input_len=search.input_len, output_len=search.output_len, batch=None,
+        gpus=max(tp * pp, ep), tp=tp, pp=pp, ep=ep, quant=scheme, expert_weights=experts,
+        batching=Batching.CONTINUOUS, gpus_per_node=gpn,
+        executor=search.executor, schedule=search.schedule,
+        scheduler_policy=search.scheduler_policy,
+        window_kv_cache=search.window_kv_cache,
+        decode_kv_reads=search.decode_kv_reads,
+        moe_comm=search.moe_comm, moe_kernels=search.moe_kernels,
+        moe_gemm_kernel=search.moe_gemm_kernel,
+        fp8_context_attention=search.fp8_context_attention,
+        fp8_scaling=_fp8_scaling(search, label),
+        nvls=search.nvls, adp_balance=search.adp_balance,
+        fp8_mla_decode=search.fp8_mla_decode,
+        cached_prefix=search.cached_prefix,
+        output_len_cv=search.output_len_cv,
+        cuda_graph_batch_sizes=search.cuda_graph_batch_sizes,
+        cuda_graph_max_context=search.cuda_graph_max_context,
+        ssm_state_precision=search.ssm_state_precision)
+    return with_expert_options(cfg, search.moe_imbalance, search.redundant_experts,
+                               search.two_batch_overlap)
+
+
+def _add_batches(catalog: Catalog, shape: TransformerShape, search: InferenceSearch,
+                 efficiency: Efficiency, tally: _ServingTally, where: Candidate,
+                 cfg: InferenceConfig, unit: tuple[int, int, int], batches: np.ndarray,
+                 core: InferenceCore, pools: list[PoolSet]) -> None:
+    """Each batch of a costed serving unit (``core``: ``evaluate_inference`` over
+    ``batches``) as an aggregated deployment, and with ``search.disaggregated`` beside each
+    of its format's prefill ``pools``, into ``tally``."""
+    limiters = core.decode_limiter()
+    width = cfg.replicas  # attention replicas in the unit (1 unless EP > TP)
+    for i, batch in enumerate(batches):
+        point = Point(
+            fits=bool(core.memory_total[i] <= where.product.memory_bytes),
+            ttft_s=float(core.ttft[i]), tpot_s=float(core.tpot[i]),
+            latency_s=float(core.latency[i]),
+            tokens_per_s=float(core.per_replica[i]) * width,
+            memory_bytes=float(core.memory_total[i]),
+            decode_limiter=str(limiters[i]))
+        if point.fits:
+            tally.lowest_s["ttft_ms"] = min(tally.lowest_s["ttft_ms"], point.ttft_s)
+            tally.lowest_s["tpot_ms"] = min(tally.lowest_s["tpot_ms"], point.tpot_s)
+        option = _option(where, search, unit, int(batch), point, tally.missed)
+        if option is not None:
+            tally.rows.append(option)
+        if search.disaggregated and point.fits and search.output_len > 1:
+            decode = DecodeUnit(unit, int(batch), width, float(core.step.total[i]), point)
+            for pool in pools:
+                for n_curve in range(len(pool.curves)):
+                    option = disaggregated_option(catalog, shape, where, search, cfg,
+                                                  decode, pool, n_curve, efficiency)
+                    tally.evaluated += 1
                     if option is not None:
-                        rows.append(option)
-                    if search.disaggregated and point.fits and search.output_len > 1:
-                        decode = DecodeUnit((tp, pp, ep), int(batch), width,
-                                             float(core.step.total[i]), point)
-                        for key in [k for k in pools if k[0] == label]:
-                            for n_curve in range(len(pools[key].curves)):
-                                option = disaggregated_option(catalog, shape, where, search, cfg,
-                                                        decode, pools[key], n_curve,
-                                                        efficiency)
-                                evaluated += 1
-                                if option is not None:
-                                    rows.append(option)
-    assumptions = {"prices": prices.describe(),
-                   "node_overhead": search.facility.node_overhead, "pue": search.facility.pue,
-                   "batching": "continuous (in-flight), steady state",
-                   "executor": search.executor, "schedule": search.schedule,
-                   "scheduler_policy": search.scheduler_policy,
-                   "window_kv_cache": search.window_kv_cache,
-                   "decode_kv_reads": search.decode_kv_reads,
-                   "moe_comm": search.moe_comm,
-                   "moe_kernels": search.moe_kernels if shape.is_moe else None,
-                   "moe_gemm_kernel": search.moe_gemm_kernel if shape.is_moe else None,
-                   # the fixed time those kernels take per expert layer and pass, by
-                   # architecture (InferenceConfig.moe_kernels)
-                   "moe_block_floor_s": {
-                       "before_blackwell": moe_block_floor_s(
-                           BLACKWELL_TENSOR_CORES - 1, search.moe_kernels, efficiency),
-                       "blackwell": moe_block_floor_s(
-                           BLACKWELL_TENSOR_CORES, search.moe_kernels, efficiency)}
-                   if shape.is_moe else None,
-                   # the expert-parallel options every split with EP > 1 took
-                   "moe_imbalance": search.moe_imbalance if shape.is_moe else None,
-                   "redundant_experts": search.redundant_experts or None,
-                   "two_batch_overlap": search.two_batch_overlap or None,
-                   "nvls": search.nvls,
-                   "fp8_mla_decode": search.fp8_mla_decode if shape.mla is not None else None,
-                   "adp_balance": search.adp_balance,
-                   "fleet": ("replicas = ceil(rate x output tokens / replica throughput)"
-                             if search.rate else "replicas = ceil(concurrency / batch)"
-                             if search.concurrency else "one replica"),
-                   "model": "estimate.inference.evaluate_inference over arrays of batch "
-                            "sizes",
-                   "checkpoint_formats": search.checkpoint_origin,
-                   "disaggregated": (
-                       "also searched: a prefill pool in the same formats (TP or EP "
-                       "replicas, on "
-                       + (", ".join(search.prefill_gpus) if search.prefill_gpus
-                          else "the decode GPU's type")
-                       + ") beside each decode pool, sized for the load within the TTFT "
-                       "cap; estimate.disagg's model, unvalidated"
-                       if search.disaggregated else None),
-                   "cached_prefix": search.cached_prefix or None,
-                   "output_len_cv": search.output_len_cv or None}
-    rejected = {name: missed.count(name) for name in dict.fromkeys(missed)}
-    best_fitting = {name: from_si(value, Unit.MS) for name, value in lowest_s.items()
+                        tally.rows.append(option)
+
+
+def _search_assumptions(shape: TransformerShape, search: InferenceSearch, prices: PriceBook,
+                        efficiency: Efficiency) -> dict[str, Any]:
+    """What every deployment of a serving search assumed."""
+    return {"prices": prices.describe(),
+            "node_overhead": search.facility.node_overhead, "pue": search.facility.pue,
+            "batching": "continuous (in-flight), steady state",
+            "executor": search.executor, "schedule": search.schedule,
+            "scheduler_policy": search.scheduler_policy,
+            "window_kv_cache": search.window_kv_cache,
+            "decode_kv_reads": search.decode_kv_reads,
+            "moe_comm": search.moe_comm,
+            "moe_kernels": search.moe_kernels if shape.is_moe else None,
+            "moe_gemm_kernel": search.moe_gemm_kernel if shape.is_moe else None,
+            # the fixed time those kernels take per expert layer and pass, by
+            # architecture (InferenceConfig.moe_kernels)
+            "moe_block_floor_s": {
+                "before_blackwell": moe_block_floor_s(
+                    BLACKWELL_TENSOR_CORES - 1, search.moe_kernels, efficiency),
+                "blackwell": moe_block_floor_s(
+                    BLACKWELL_TENSOR_CORES, search.moe_kernels, efficiency)}
+            if shape.is_moe else None,
+            # the expert-parallel options every split with EP > 1 took
+            "moe_imbalance": search.moe_imbalance if shape.is_moe else None,
+            "redundant_experts": search.redundant_experts or None,
+            "two_batch_overlap": search.two_batch_overlap or None,
+            "nvls": search.nvls,
+            "fp8_mla_decode": search.fp8_mla_decode if shape.mla is not None else None,
+            "adp_balance": search.adp_balance,
+            "fleet": ("replicas = ceil(rate x output tokens / replica throughput)"
+                      if search.rate else "replicas = ceil(concurrency / batch)"
+                      if search.concurrency else "one replica"),
+            "model": "estimate.inference.evaluate_inference over arrays of batch "
+                     "sizes",
+            "checkpoint_formats": search.checkpoint_origin,
+            "disaggregated": (
+                "also searched: a prefill pool in the same formats (TP or EP "
+                "replicas, on "
+                + (", ".join(search.prefill_gpus) if search.prefill_gpus
+                   else "the decode GPU's type")
+                + ") beside each decode pool, sized for the load within the TTFT "
+                "cap; estimate.disagg's model, unvalidated"
+                if search.disaggregated else None),
+            "cached_prefix": search.cached_prefix or None,
+            "output_len_cv": search.output_len_cv or None}
+
+
+def _ranked_inference(catalog: Catalog, shape: TransformerShape, search: InferenceSearch,
+                      prices: PriceBook, efficiency: Efficiency, tally: _ServingTally
+                      ) -> InferenceAdvice:
+    """The search's deployments ranked by its objective (replayed against percentile caps
+    where given), the Pareto front, the best on each GPU, each explained."""
+    rows, skipped, evaluated = tally.rows, tally.skipped, tally.evaluated
+    assumptions = _search_assumptions(shape, search, prices, efficiency)
+    rejected = {name: tally.missed.count(name) for name in dict.fromkeys(tally.missed)}
+    best_fitting = {name: from_si(value, Unit.MS) for name, value in tally.lowest_s.items()
                     if math.isfinite(value)}
     if not rows:
         if search.tail_capped:
