@@ -1215,6 +1215,33 @@ def test_overlapped_all_to_alls_are_exposed_on_the_unpaired_passes() -> None:
         plain.time_breakdown.pipeline_bubble, rel=1e-9)
 
 
+def test_an_estimate_says_whose_dispatcher_wait_it_charged() -> None:
+    """The dropless dispatcher's wait is Megatron-Core's fitted one unless given: the note
+    names its value and source, points another framework at --dispatcher-wait-us, and is
+    absent where no expert layer pays the wait."""
+    from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY as eff
+
+    qwen = preset("qwen3-30b-a3b").shape
+    base = {"gpus": 8, "seq_len": 4096, "global_batch": 512, "ep": 8}
+    b200, gb200 = CATALOG.product("b200"), CATALOG.product("gb200")
+
+    def note(product, **kw):  # type: ignore[no-untyped-def]
+        return estimate_training(CATALOG, qwen, product, TrainingConfig(**base, **kw),
+                                 system=CATALOG.system_for(product)
+                                 ).assumptions.get("dispatcher_wait")
+
+    fitted = note(b200)
+    assert f"{eff.moe_layer_overhead_s * 1e6:,.0f} us" in fitted
+    assert "moe_layer_overhead_s" in fitted and "--dispatcher-wait-us" in fitted
+    assert "moe_layer_overhead_c2c_s" in note(gb200)
+    given = note(b200, dispatcher_wait_s=74e-6)
+    assert "74 us" in given and "as given" in given
+    assert note(b200, moe_token_drop=True) is None
+    assert note(b200, cuda_graphs=True) is None
+    assert note(b200, cuda_graph_scope=("attn",)) is None  # every expert layer follows one
+    assert _est(shape=LLAMA_8B, tp=1, pp=1).assumptions.get("dispatcher_wait") is None
+
+
 def test_token_permutation_passes_by_dispatcher() -> None:
     """Megatron-Core's all-to-all dispatcher permutes each routed copy once on the way in and
     once on the way out, and with several experts per GPU sorts the received chunks by expert

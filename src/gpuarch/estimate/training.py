@@ -52,6 +52,7 @@ from gpuarch.estimate.training_layers import (
     SIXTEEN_BIT,
     LayerCosts,
     attention_efficiency,
+    dispatcher_host_time,
     expert_efficiency,
     fused_attention,
     layer_costs,
@@ -532,6 +533,20 @@ def _add_kernel_notes(assumptions: dict[str, Any], shape: TransformerShape, prod
         gemms = "grouped GEMMs" if shape.is_fine_grained_moe else "GEMMs"
         assumptions["expert_gemms"] = (
             f"routed experts' {gemms} at the dense GEMMs' rate x {rate:g} ({why})")
+        wait = dispatcher_host_time(product, cfg, eff)
+        if dispatcher_host_time(product, cfg, eff, shape) > 0:  # some layer pays it
+            whose = ("--dispatcher-wait-us, as given" if cfg.dispatcher_wait_s is not None
+                     else "Megatron-Core's dropless dispatcher, fitted: "
+                     + ("moe_layer_overhead_c2c_s, a Grace host" if product.grace_host
+                        else "moe_layer_overhead_s")
+                     + "; another framework's differs, e.g. NeMo AutoModel measured 74 us "
+                     "for its DeepEP path: --dispatcher-wait-us gives yours")
+            which = (" whose preceding block runs outside a CUDA graph"
+                     if cfg.cuda_graph_scope else "")
+            assumptions["dispatcher_wait"] = (
+                f"each expert layer{which} waits {from_si(wait, Unit.US):,.0f} us a forward "
+                f"pass on the host for its token counts ({whose}); --moe-token-drop or "
+                "--cuda-graphs remove it")
     if shape.mamba is not None:
         arch = product.architecture
         label = shape.mamba.label
