@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import tomllib
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from enum import Enum
@@ -11,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuarch.catalog.lookup import Resolver
-from gpuarch.errors import GpuarchError, suggestion
+from gpuarch.errors import GpuarchError, UnknownNameError, suggestion
 from gpuarch.workloads.hf_quant import CheckpointFormats, declared_quantization
 from gpuarch.workloads.shape import (
     FfnKind,
@@ -32,8 +34,9 @@ _ENUMS: dict[str, type[Enum]] = {"ffn_kind": FfnKind, "norm": NormKind, "positio
 _SHAPE_KEYS = {f.name for f in fields(TransformerShape)} - {"name", "mla", "mamba"}
 _MLA_KEYS = {f.name for f in fields(MlaShape)}
 _MAMBA_KEYS = {f.name for f in fields(MambaShape)}
-_META_KEYS = {"name", "aliases", "params", "params_billions", "source", "mla", "mamba",
-              "quantization_config"}
+_META_KEYS = {"name", "aliases", "hf_repos", "params", "params_billions", "source", "mla",
+              "mamba", "quantization_config"}
+_HF_MODEL_URL = re.compile(r"https://huggingface\.co/([^/]+/[^/]+)")
 
 
 @dataclass(frozen=True)
@@ -41,7 +44,7 @@ class Preset:
     """A named public model: its shape, its published size and the source of both."""
 
     shape: TransformerShape
-    aliases: tuple[str, ...]
+    aliases: tuple[str, ...]  # other names, Hugging Face repository ids among them
     source_title: str
     source_url: str
     params: int | None  # exact published total, where one is published
@@ -103,6 +106,7 @@ def load_presets(path: Path = MODELS_FILE) -> _Presets:
     with path.open("rb") as fh:
         raw = tomllib.load(fh)
     sources = {s["id"]: s for s in raw.get("source", [])}
+    citing = Counter(entry.get("source", "") for entry in raw.get("model", []))
     out: dict[str, Preset] = {}
     resolver: Resolver[Preset] = Resolver("model")
     for i, entry in enumerate(raw.get("model", [])):
@@ -112,7 +116,8 @@ def load_presets(path: Path = MODELS_FILE) -> _Presets:
             raise GpuarchError(f"{where}.source: unknown source {entry.get('source')!r}")
         item = Preset(
             shape=shape_from_mapping(entry, where),
-            aliases=tuple(entry.get("aliases", ())),
+            aliases=(*entry.get("aliases", ()), *_hf_repos(entry, source,
+                                                             citing[entry["source"]])),
             source_title=source["title"],
             source_url=source["url"],
             params=entry.get("params"),
@@ -124,6 +129,17 @@ def load_presets(path: Path = MODELS_FILE) -> _Presets:
     return _Presets(out, resolver)
 
 
+def _hf_repos(entry: Mapping[str, Any], source: Mapping[str, Any], citing: int
+              ) -> tuple[str, ...]:
+    """The Hugging Face repository ids a preset answers to (``--model Qwen/Qwen3-8B``): its
+    ``hf_repos`` list, else the model page its source is, where no other preset cites that
+    page (a family's shared config is one size's)."""
+    if "hf_repos" in entry:
+        return tuple(entry["hf_repos"])
+    found = _HF_MODEL_URL.fullmatch(str(source.get("url", "")))
+    return (found.group(1),) if found and citing == 1 else ()
+
+
 def _checkpoint(entry: Mapping[str, Any]) -> CheckpointFormats | None:
     """A preset's published checkpoint formats, from its ``quantization_config`` table."""
     q = entry.get("quantization_config")
@@ -133,6 +149,26 @@ def _checkpoint(entry: Mapping[str, Any]) -> CheckpointFormats | None:
                                     "(its config.json quantization_config)")
 
 
+_TUNED_WORDS = re.compile(r"(?<![a-z0-9.])(instruct|chat|it|hf)(?:[-_ ]\d{4})?(?![a-z0-9.])",
+                          re.IGNORECASE)
+"""Words a fine-tune adds to its base model's name (``-Instruct``, ``-Instruct-2507``,
+``-chat-hf``, Gemma's ``-it``): the same shape as the base."""
+
+
 def preset(name: str) -> Preset:
-    """The preset ``name`` means (case and separators ignored; "did you mean" otherwise)."""
-    return load_presets().names.resolve(name)
+    """The preset ``name`` means (case and separators ignored; "did you mean" otherwise).
+    An instruction- or chat-tuned checkpoint's name (``meta-llama/Llama-3.1-8B-Instruct``,
+    ``google/gemma-3-27b-it``) finds its base model's preset, whose shape it shares."""
+    names = load_presets().names
+    try:
+        return names.resolve(name)
+    except UnknownNameError:
+        stem = _TUNED_WORDS.sub(" ", name)
+        if stem == name:
+            raise
+        for base in (stem, stem.split("/", 1)[-1]):  # with and without the organisation
+            try:
+                return names.resolve(base)
+            except GpuarchError:
+                continue
+        raise
