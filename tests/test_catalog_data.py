@@ -175,6 +175,10 @@ def test_family_names_pick_the_flagship_and_typos_get_suggestions() -> None:
     """'h100' is the SXM part; a typo gets 'did you mean'."""
     assert CATALOG.product("h100").key == "h100-sxm5-80gb"
     assert CATALOG.product("NVIDIA H100-SXM5-80GB").key == "h100-sxm5-80gb"
+    # the names nvidia-smi prints, pasted as they are
+    assert CATALOG.product("NVIDIA H100 80GB HBM3").key == "h100-sxm5-80gb"
+    assert CATALOG.product("NVIDIA A100-SXM4-80GB").key == "a100-sxm4-80gb"
+    assert CATALOG.product("NVIDIA H100 PCIe").key == "h100-pcie-80gb"
     with pytest.raises(UnknownNameError, match="did you mean"):
         CATALOG.product("h1000")
 
