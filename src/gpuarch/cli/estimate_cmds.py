@@ -12,7 +12,7 @@ import argparse
 import dataclasses
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from gpuarch.catalog.loader import load_catalog
 from gpuarch.cli.checkpointing import checkpoint_plan
@@ -123,6 +123,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     from gpuarch.validation.nearest import training_setup
 
     framework = training_framework(args)  # (a bad --framework is refused before costing)
+    if (names := gpu_list(args.gpu)) is not None:
+        return _compare_gpus(args, names, cmd_train, "training")
     catalog = load_catalog()
     if args.measured is not None and args.as_point is None:
         raise GpuarchError("--measured: fills the figure of a point; give --as-point [ID]")
@@ -536,7 +538,8 @@ def _print_estimate(args: argparse.Namespace, est: Any, task: str, shape: Transf
                                           precision=setup.precision if setup else None,
                                           engine=setup.engine if setup else "")
     near = [] if measured or setup is None else nearest(setup)
-    if args.json:
+    captured = getattr(args, "captured", None)
+    if args.json or captured is not None:
         doc = est.as_json()
         doc["validation"] = band.as_json(getattr(est, metric), metric) if band else None
         doc["nearest_published"] = [f.as_json(d) for d, f in near]
@@ -546,6 +549,9 @@ def _print_estimate(args: argparse.Namespace, est: Any, task: str, shape: Transf
             doc["launch"] = launch.as_json()
         if simulation is not None:
             doc["simulation"] = simulation.as_json()
+        if captured is not None:  # one GPU of a --gpu list (_compare_gpus)
+            captured.append(ComparedRun(est, band, doc))
+            return 0
         print(to_json(doc))
     else:
         text = render(est, band, remedies, near)
@@ -579,6 +585,8 @@ def cmd_infer(args: argparse.Namespace) -> int:
 
     # (a bad --engine is refused before any costing)
     apply_engine_settings(args, serving_engine(args))
+    if (names := gpu_list(args.gpu)) is not None:
+        return _compare_gpus(args, names, cmd_infer, "serving")
     catalog = load_catalog()
     shape = resolve_model(args)
     product, system = _gpu_and_system(args, catalog)
@@ -702,6 +710,63 @@ def cmd_infer(args: argparse.Namespace) -> int:
                            "output_tokens_per_s", render_inference, remedies,
                            serving_setup(shape, product, cfg, serving_engine(args)), launch,
                            simulation)
+
+
+class ComparedRun(NamedTuple):
+    """One GPU's estimate of a --gpu list: the estimate, its error band, its JSON document
+    (what a single --json prints)."""
+
+    estimate: Any
+    band: Any
+    doc: dict[str, Any]
+
+
+def gpu_list(text: str | None) -> list[str] | None:
+    """The GPUs of a comma-separated --gpu (None for one GPU or none)."""
+    if text is None or "," not in text:
+        return None
+    names = [name.strip() for name in text.split(",")]
+    if any(not name for name in names):
+        raise GpuarchError(f"--gpu: an empty name in the list {text!r}")
+    return names
+
+
+_ONE_RUN_FLAGS = (
+    ("system", "--system", "each GPU is costed in its own reference system"),
+    ("calibration", "--calibration", "a calibration measures one GPU"),
+    ("as_point", "--as-point", "a point is one run"),
+    ("measured", "--measured", "a measured run is one GPU's"),
+    ("launch", "--launch", "a command is one run's"),
+    ("plot", "--plot", "it draws a batch sweep or a scaling table"),
+    ("simulate", "--simulate", "it replays one deployment"),
+    ("prefill_gpus", "--prefill-gpus", "it prices one disaggregated deployment"),
+)
+"""What a --gpu list does not combine with, and why: (attribute, flag, reason)."""
+
+
+def _compare_gpus(args: argparse.Namespace, names: list[str],
+                  handler: Callable[[argparse.Namespace], int], task: str) -> int:
+    """estimate train|infer with a --gpu list: the same run on each GPU, in one table (or
+    --json: each GPU's estimate document as one estimate prints it)."""
+    from gpuarch.report.estimate_text import render_gpu_comparison
+
+    for attribute, flag, why in _ONE_RUN_FLAGS:
+        if getattr(args, attribute, None) not in (None, False, ()):
+            raise GpuarchError(f"--gpu: a list compares one run on each GPU; not with {flag} "
+                               f"({why})")
+    many = ("--batch", getattr(args, "batch", None)), ("--gpus", getattr(args, "gpus", None))
+    for flag, value in many:
+        if isinstance(value, tuple):
+            raise GpuarchError(f"--gpu: a list compares one run on each GPU; not with a "
+                               f"{flag} list")
+    runs: list[ComparedRun] = []
+    for name in names:
+        handler(argparse.Namespace(**{**vars(args), "gpu": name, "captured": runs}))
+    if args.json:
+        print(to_json({"task": task, "gpus": names, "estimates": [r.doc for r in runs]}))
+    else:
+        print(render_gpu_comparison(task, [(r.estimate, r.band) for r in runs]))
+    return 0
 
 
 def apply_engine_settings(args: argparse.Namespace, engine: str) -> None:

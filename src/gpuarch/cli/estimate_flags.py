@@ -313,7 +313,9 @@ def add_train_parser(est_sub: argparse._SubParsersAction[argparse.ArgumentParser
     p.add_argument("--seq-len", type=int, required=True)
     p.add_argument("--global-batch", type=int, required=True, help="sequences per step")
     p.add_argument("--micro-batch", type=int, default=1)
-    p.add_argument("--gpu", help="GPU name (default: the system's GPU)")
+    p.add_argument("--gpu", help="GPU name (default: the system's GPU); a comma-separated "
+                                 "list (e.g. h100,h200,b200) compares the same run on each, "
+                                 "one row a GPU")
     p.add_argument("--gpus", type=gpu_counts, required=True,
                    help="GPUs in all; a comma-separated list (e.g. 64,128,256,512) gives a "
                         "scaling table: the layout and global batch kept, data parallelism "
@@ -570,7 +572,9 @@ def add_infer_parser(est_sub: argparse._SubParsersAction[argparse.ArgumentParser
     p = est_sub.add_parser("infer", parents=[common],
                            help="LLM serving: TTFT, TPOT, throughput, memory, bottleneck")
     model_flags(p)
-    p.add_argument("--gpu", help="GPU name (default: the system's GPU)")
+    p.add_argument("--gpu", help="GPU name (default: the system's GPU); a comma-separated "
+                                 "list (e.g. h100,h200,b200) compares the same run on each, "
+                                 "one row a GPU")
     p.add_argument("--gpus", type=int, help="GPUs in all; replicas = GPUs / (TP x PP) "
                    "(default: TP x PP)")
     p.add_argument("--gpus-per-node", type=int,

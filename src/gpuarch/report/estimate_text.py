@@ -819,3 +819,72 @@ def _bf16_layers(counts: list[int] | None) -> str:
     return ", " + " and ".join(parts) + " in BF16"
 
 
+
+
+def render_gpu_comparison(task: str, runs: Sequence[tuple[Any, Band | None]]) -> str:
+    """The same training or serving run on several GPUs (``estimate ... --gpu a,b``), one
+    row each, with the ratio of its throughput per GPU to the first's and, from each GPU's
+    error band, the range its published runs of this kind put that figure in."""
+    first = runs[0][0]
+    training = task == "training"
+    rows = []
+    for e, band in runs:
+        if training:
+            rate, step = e.tokens_per_s_per_gpu, fmt(e.step_time_s)
+        else:
+            rate, step = e.output_tokens_per_s / e.gpus, ""
+        base = (first.tokens_per_s_per_gpu if training
+                else first.output_tokens_per_s / first.gpus)
+        likely = (f"{fmt(band.likely_range(rate)[0])}-{fmt(band.likely_range(rate)[1])}"
+                  if band is not None else "-")
+        if training:
+            total = e.total or {}
+            rows.append([e.gpu, f"{e.parallelism['gpus']:,}", step, fmt(e.tokens_per_s),
+                         fmt(rate), f"{rate / base:.2f}x", likely, f"{e.mfu:.1%}",
+                         _gib(e.memory.total), "yes" if e.fits_in_memory else "NO",
+                         e.bottleneck]
+                        + ([fmt(total["time_days"])] if first.total else [])
+                        + ([fmt(total.get("cost_usd") or 0.0)]
+                           if first.total and first.total.get("cost_usd") else []))
+        else:
+            cost = e.cost.get("usd_per_million_output_tokens")
+            rows.append([e.gpu, f"{e.gpus:,}", f"{e.batch:,}", fmt(from_si(e.ttft_s, Unit.MS)),
+                         fmt(from_si(e.tpot_s, Unit.MS)), fmt(e.output_tokens_per_s),
+                         fmt(rate), f"{rate / base:.2f}x", likely,
+                         _gib(sum(e.memory.values())), "yes" if e.fits_in_memory else "NO",
+                         e.bottleneck["decode"]]
+                        + ([fmt(cost) if cost is not None else "-"]
+                           if first.cost.get("usd_per_million_output_tokens") is not None
+                           else []))
+    if training:
+        par = first.parallelism
+        head = ["GPU", "GPUs", "Step s", "tokens/s", "tok/s/GPU", "vs first", "likely",
+                "MFU", "GiB/GPU", "Fits", "Bottleneck"] \
+            + (["Days"] if first.total else []) \
+            + (["USD"] if first.total and first.total.get("cost_usd") else [])
+        what = (f"TP{par['tp']} PP{par['pp']} CP{par['cp']} EP{par['ep']}, "
+                f"{par['precision']}, global batch {par['global_batch']:,}")
+        unit = "tok/s/GPU"
+    else:
+        a = first.assumptions
+        head = ["GPU", "GPUs", "Batch", "TTFT ms", "TPOT ms", "tok/s", "tok/s/GPU",
+                "vs first", "likely", "GiB/GPU", "Fits", "Decode bound"] \
+            + (["$/1M tok"] if first.cost.get("usd_per_million_output_tokens") is not None
+               else [])
+        par = a["parallelism"]
+        what = (f"TP{par['tp']} PP{par['pp']} EP{par['ep']}, {a['batching']} batching, "
+                f"weights {a['formats']['weights']}, KV {a['formats']['kv_cache']}")
+        unit = "output tok/s per GPU"
+    right = [False] + [True] * (len(head) - 1)
+    for name in ("Fits", "Bottleneck", "Decode bound"):
+        if name in head:
+            right[head.index(name)] = False
+    lines = [f"{first.model}: the same {'training step' if training else 'serving run'} on "
+             f"{len(runs)} GPUs ({what})", "", table(head, rows, right=right), "",
+             f"  vs first: {unit} over the first GPU's. likely: the {unit} the model's "
+             "10th-90th percentile error on that GPU's published runs of this kind puts "
+             "the measured figure in (`validate bands`; '-' where too few)"]
+    if any(not e.fits_in_memory for e, _ in runs):
+        lines.append("  Fits NO: a single estimate (--gpu NAME) lists the changes that would "
+                     "make it fit")
+    return "\n".join(lines)
