@@ -115,7 +115,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     from gpuarch.estimate.memory import Recompute
     from gpuarch.estimate.remedies import memory_remedies
     from gpuarch.estimate.training import estimate_training
-    from gpuarch.estimate.training_config import TrainingConfig
+    from gpuarch.estimate.training_config import TrainingConfig, framework_settings
     from gpuarch.estimate.training_layers import unbalanced_routing_load
     from gpuarch.perf.precision import sixteen_bit
     from gpuarch.report.estimate_text import render_training
@@ -145,7 +145,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         global_batch=args.global_batch,
         micro_batch=args.micro_batch, tp=args.tp, pp=args.pp, cp=args.cp, ep=args.ep,
         etp=args.etp,
-        vpp=args.vpp, sequence_parallel=args.sequence_parallel, zero=args.zero,
+        vpp=args.vpp, sequence_parallel=args.sequence_parallel,
+        zero=framework_settings(framework)["zero"] if args.zero is None else args.zero,
         dp_shard=args.dp_shard, outer_optimizer_sharding=args.outer_optimizer_sharding,
         tp_comm_overlap=args.tp_comm_overlap,
         fsdp_prefetch=args.fsdp_prefetch, reshard_after_forward=args.reshard_after_forward,

@@ -343,7 +343,10 @@ def add_train_parser(est_sub: argparse._SubParsersAction[argparse.ArgumentParser
     p.add_argument("--sequence-parallel", action="store_true")
     p.add_argument("--tp-comm-overlap", action="store_true",
                    help="overlap tensor-parallel communication with GEMMs")
-    p.add_argument("--zero", type=int, default=1, help="ZeRO / distributed-optimizer stage")
+    p.add_argument("--zero", type=int,
+                   help="ZeRO / distributed-optimizer stage (default 1, Megatron's "
+                        "distributed optimizer; 3 with --framework fsdp or maxtext, which "
+                        "shard everything)")
     p.add_argument("--dp-shard", type=int, default=0, metavar="N",
                    help="hybrid sharding (FSDP's HSDP, Megatron's --num-distributed-optimizer-"
                         "instances): ZeRO shards over groups of N data-parallel ranks, e.g. a "

@@ -82,6 +82,27 @@ Tensor Core instructions (FlashAttention-2), or 2023's flash attention in Triton
 than FlashAttention-2 everywhere: ``Efficiency.attention_triton_kernel``)."""
 
 
+FRAMEWORK_SETTINGS: dict[str, dict[str, Any]] = {
+    "fsdp": {"zero": 3},
+    "maxtext": {"zero": 3},
+}
+"""What naming the training framework family (``--framework``, ``validation.bands.
+FRAMEWORKS``' key) sets where its own flag is not given: PyTorch FSDP (FULL_SHARD, FSDP2)
+and MaxText's fsdp axis shard weights, gradients and optimizer states over the data-parallel
+ranks, ZeRO-3 (every one of the validation's 219 FSDP-family and 6 MaxText runs is entered
+so). Megatron's distributed optimizer (ZeRO-1) is the default, ``FRAMEWORK_DEFAULTS``."""
+
+FRAMEWORK_DEFAULTS: dict[str, Any] = {"zero": 1}
+"""The framework settings of an estimate that names no framework: Megatron's distributed
+optimizer, ZeRO-1."""
+
+
+def framework_settings(framework: str) -> dict[str, Any]:
+    """The settings ``framework`` (a family's key, or "" for none) runs: ``FRAMEWORK_SETTINGS``
+    over ``FRAMEWORK_DEFAULTS``."""
+    return {**FRAMEWORK_DEFAULTS, **FRAMEWORK_SETTINGS.get(framework, {})}
+
+
 @dataclass(frozen=True, kw_only=True)
 class TrainingConfig:
     """How the job runs: parallelism, batch, precision, recomputation."""
