@@ -224,6 +224,16 @@ def test_model_reference() -> None:
     assert model_reference("/models/my-llama/config.json") == "/models/my-llama"
     assert model_reference("llama-3.1-8b") == "meta-llama/Llama-3.1-8B"
     assert model_reference("gpt3-175b") == "gpt3-175b"
+    # a family's presets share one source page (Qwen3 8B's config, GPT-OSS 120B's): each
+    # loads its own repository, never its sibling's
+    assert model_reference("qwen3-14b") == "Qwen/Qwen3-14B"
+    assert model_reference("gpt-oss-20b") == "openai/gpt-oss-20b"
+    assert model_reference("olmo-2-7b") == "allenai/OLMo-2-1124-7B"
+    # a repository id as typed is the checkpoint the user named (an Instruct one whose
+    # shape is its base's), not the base
+    assert model_reference("meta-llama/Llama-3.1-8B-Instruct") == \
+        "meta-llama/Llama-3.1-8B-Instruct"
+    assert model_reference("nemotron-h-8b") == "nemotron-h-8b"  # no repository recorded
 
 
 def test_serving_chunked_prefill() -> None:

@@ -366,20 +366,24 @@ _SCHEDULE_NOTES = {
 
 
 def model_reference(model: str) -> str:
-    """What a serving command loads for ``--model``: a config.json's directory, a preset's
-    Hugging Face repository (from its source), else the name itself."""
+    """What a serving command loads for ``--model``: a config.json's directory; a Hugging
+    Face repository id as typed (``meta-llama/Llama-3.1-8B-Instruct``: the checkpoint the
+    user named, not the base whose preset gives the shape); a preset's own repository
+    (``Preset.hf_repos``; never a family's shared source page, which is another size's);
+    else the name itself."""
     if model.endswith(".json"):
         from pathlib import Path
 
         return str(Path(model).parent)
+    if "/" in model:
+        return model
     from gpuarch.workloads.presets import preset
 
     try:
-        url = preset(model).source_url
+        repos = preset(model).hf_repos
     except GpuarchError:  # not a preset: the name as given
         return model
-    prefix = "https://huggingface.co/"
-    return url[len(prefix):].strip("/") if url.startswith(prefix) else model
+    return repos[0] if repos else model
 
 
 _CHECKPOINTS = {"fp8": "an FP8 checkpoint, e.g. NVIDIA ModelOpt's",

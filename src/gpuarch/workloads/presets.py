@@ -52,6 +52,9 @@ class Preset:
     # the formats the published checkpoint is stored in, where it is not 16-bit (its
     # config.json's quantization_config, as recorded in models.toml)
     checkpoint: CheckpointFormats | None = None
+    # its Hugging Face repository ids (also among ``aliases``), the first the checkpoint a
+    # serving command loads (``report.launch.model_reference``)
+    hf_repos: tuple[str, ...] = ()
 
 
 def shape_from_mapping(raw: Mapping[str, Any], where: str) -> TransformerShape:
@@ -114,10 +117,10 @@ def load_presets(path: Path = MODELS_FILE) -> _Presets:
         source = sources.get(entry.get("source", ""))
         if source is None:
             raise GpuarchError(f"{where}.source: unknown source {entry.get('source')!r}")
+        repos = _hf_repos(entry, source, citing[entry["source"]])
         item = Preset(
             shape=shape_from_mapping(entry, where),
-            aliases=(*entry.get("aliases", ()), *_hf_repos(entry, source,
-                                                             citing[entry["source"]])),
+            aliases=(*entry.get("aliases", ()), *repos), hf_repos=repos,
             source_title=source["title"],
             source_url=source["url"],
             params=entry.get("params"),
