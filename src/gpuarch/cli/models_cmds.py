@@ -16,7 +16,8 @@ def _record(p: Any) -> dict[str, Any]:
     from gpuarch.workloads.params import count_params
 
     counted = count_params(p.shape)
-    return {"name": p.shape.name, "aliases": list(p.aliases), "shape": p.shape,
+    return {"name": p.shape.name, "aliases": list(p.aliases),
+            "hf_repos": list(getattr(p, "hf_repos", ())), "shape": p.shape,
             "params_counted": {"total": counted.total, "active": counted.active(p.shape),
                                "by_component": counted},
             "params_published": p.params, "params_published_billions": p.params_billions,
