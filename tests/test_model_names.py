@@ -3,6 +3,9 @@ id, and an instruction- or chat-tuned checkpoint's name for its base model's sha
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from gpuarch.cli.main import main
@@ -67,3 +70,27 @@ def test_the_cli_takes_a_repository_id(capsys: pytest.CaptureFixture[str]) -> No
     assert capsys.readouterr().out.startswith("llama-3.1-8b on 1 x H100")
     assert main([*argv, "--model", "meta-llama/Llama-3.1-8B-Instruct-FP8"]) == 2
     assert "unknown model" in capsys.readouterr().err
+
+
+def test_a_checkpoints_directory_reads_its_config(capsys: pytest.CaptureFixture[str],
+                                                 tmp_path: Path) -> None:
+    """--model DIR reads DIR/config.json (a downloaded checkpoint), as --model
+    DIR/config.json does; a serve command loads the directory; a directory without one is a
+    usage error naming it."""
+    checkpoint = tmp_path / "My-Llama"
+    checkpoint.mkdir()
+    (checkpoint / "config.json").write_text(json.dumps({
+        "model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336,
+        "num_attention_heads": 32, "num_key_value_heads": 8, "num_hidden_layers": 32,
+        "vocab_size": 128256, "max_position_embeddings": 131072,
+        "tie_word_embeddings": False, "hidden_act": "silu"}))
+    argv = ["estimate", "infer", "--gpu", "h100", "--input-len", "1000", "--output-len",
+            "100", "--batch", "8", "--json"]
+    assert main([*argv, "--model", str(checkpoint)]) == 0
+    by_dir = json.loads(capsys.readouterr().out)
+    assert main([*argv, "--model", str(checkpoint / "config.json")]) == 0
+    assert json.loads(capsys.readouterr().out)["tpot_s"] == by_dir["tpot_s"]
+    assert main([*argv, "--model", str(checkpoint), "--launch", "vllm"]) == 0
+    assert str(checkpoint) in json.loads(capsys.readouterr().out)["launch"]["argv"]
+    assert main([*argv, "--model", str(tmp_path)]) == 2
+    assert "a directory with no config.json" in capsys.readouterr().err

@@ -37,15 +37,35 @@ if TYPE_CHECKING:
 __all__ = ["add_commands"]
 
 
-def names_file(name: str) -> bool:
-    """Whether --model NAME is a config file (ends in .json, or is a file) rather than a
-    preset's name; a name no file system takes (too long, a NUL byte) is a preset's."""
+def model_config(name: str) -> Path | None:
+    """The config.json --model NAME reads, or None for a preset's name: NAME itself where it
+    ends in .json or is a file, NAME/config.json where NAME is a checkpoint's directory
+    holding one; a name no file system takes (too long, a NUL byte) is a preset's."""
     if name.endswith(".json"):
-        return True
+        return Path(name)
+    path = Path(name)
     try:
-        return Path(name).is_file()
+        is_file, is_dir = path.is_file(), path.is_dir()
+        config = is_dir and (path / "config.json").is_file()
     except (OSError, ValueError):
-        return False
+        return None
+    if is_file:
+        return path
+    if config:
+        return path / "config.json"
+    if is_dir:  # no config.json in it: a preset's name that happens to be a directory here
+        from gpuarch.workloads.presets import load_presets
+
+        if load_presets().names.exact(name) is None:
+            raise GpuarchError(f"--model: {name} is a directory with no config.json (give a "
+                               "checkpoint's directory, its config.json, or a preset's name)")
+    return None
+
+
+def names_file(name: str) -> bool:
+    """Whether --model NAME is a config file or a checkpoint's directory rather than a
+    preset's name (``model_config``)."""
+    return model_config(name) is not None
 
 
 def resolve_model(args: argparse.Namespace) -> TransformerShape:
@@ -54,7 +74,8 @@ def resolve_model(args: argparse.Namespace) -> TransformerShape:
     from gpuarch.workloads.presets import preset
 
     name: str = args.model
-    shape = shape_from_hf_config(Path(name)) if names_file(name) else preset(name).shape
+    config = model_config(name)
+    shape = shape_from_hf_config(config) if config is not None else preset(name).shape
     changes: dict[str, Any] = {k: getattr(args, k) for k in MODEL_OVERRIDES
                                if getattr(args, k) is not None}
     for key in ("ffn_kind", "qk_norm", "sandwich_norms", "attention_chunked"):
@@ -984,8 +1005,9 @@ def model_checkpoint(name: str) -> Any:
     from gpuarch.workloads.hf_quant import checkpoint_formats
     from gpuarch.workloads.presets import preset
 
-    if names_file(name):
-        return checkpoint_formats(Path(name))
+    config = model_config(name)
+    if config is not None:
+        return checkpoint_formats(config)
     return preset(name).checkpoint
 
 

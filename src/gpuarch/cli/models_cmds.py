@@ -28,13 +28,13 @@ def _record(p: Any) -> dict[str, Any]:
 def _config_preset(name: str) -> Any:
     """A local config.json read as ``--model`` reads it, shown like a preset: its shape, the
     counted parameters, the formats its checkpoint declares, and the file as the source."""
-    from pathlib import Path
-
+    from gpuarch.cli.estimate_cmds import model_config
     from gpuarch.workloads.hf import shape_from_hf_config
     from gpuarch.workloads.hf_quant import checkpoint_formats
     from gpuarch.workloads.presets import Preset
 
-    path = Path(name)
+    path = model_config(name)
+    assert path is not None  # (cmd_models asks names_file first)
     shape = shape_from_hf_config(path)
     return Preset(shape=shape, aliases=(), source_title=f"{path} (a local config.json)",
                   source_url=str(path.resolve()), params=None, params_billions=None,
