@@ -39,8 +39,27 @@ def test_a_tuned_checkpoint_finds_its_base_shape(typed: str, name: str) -> None:
     assert preset(typed).shape == preset(name).shape
 
 
+@pytest.mark.parametrize(("typed", "base"), [
+    ("meta-llama/Llama-3.1-405B-Instruct-FP8", "llama-3.1-405b"),
+    ("nvidia/Llama-3.3-70B-Instruct-FP4", "llama-3.3-70b"),
+    ("Qwen/Qwen3-30B-A3B-FP8", "qwen3-30b-a3b"),
+    ("hugging-quants/Meta-Llama-3.1-8B-Instruct-AWQ-INT4", "llama-3.1-8b"),
+    ("someorg/Foo-7B-AWQ", None),  # no preset under the words: unknown
+])
+def test_a_quantized_checkpoint_is_refused_with_its_base(typed: str, base: str | None
+                                                         ) -> None:
+    """Its formats differ from the preset's, so the name finds no preset; the error names
+    the base and the flags (or config.json) that give its formats."""
+    with pytest.raises(GpuarchError) as info:
+        preset(typed)
+    if base is None:
+        assert isinstance(info.value, UnknownNameError)
+    else:
+        assert f"a quantized checkpoint of {base}?" in str(info.value)
+        assert "--weight-precision" in str(info.value)
+
+
 @pytest.mark.parametrize("typed", [
-    "meta-llama/Llama-3.1-405B-Instruct-FP8",  # a quantized checkpoint: other formats
     "llama-9-instruct",
 ])
 def test_other_names_stay_unknown(typed: str) -> None:
@@ -69,7 +88,7 @@ def test_the_cli_takes_a_repository_id(capsys: pytest.CaptureFixture[str]) -> No
     assert main([*argv, "--model", "meta-llama/Llama-3.1-8B-Instruct"]) == 0
     assert capsys.readouterr().out.startswith("llama-3.1-8b on 1 x H100")
     assert main([*argv, "--model", "meta-llama/Llama-3.1-8B-Instruct-FP8"]) == 2
-    assert "unknown model" in capsys.readouterr().err
+    assert "a quantized checkpoint of llama-3.1-8b?" in capsys.readouterr().err
 
 
 def test_a_checkpoints_directory_reads_its_config(capsys: pytest.CaptureFixture[str],

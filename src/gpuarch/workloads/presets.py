@@ -161,17 +161,41 @@ _TUNED_WORDS = re.compile(r"(?<![a-z0-9.])(instruct|chat|it|hf)(?:[-_ ]\d{4})?(?
 def preset(name: str) -> Preset:
     """The preset ``name`` means (case and separators ignored; "did you mean" otherwise).
     An instruction- or chat-tuned checkpoint's name (``meta-llama/Llama-3.1-8B-Instruct``,
-    ``google/gemma-3-27b-it``) finds its base model's preset, whose shape it shares."""
+    ``google/gemma-3-27b-it``) finds its base model's preset, whose shape it shares; a
+    quantized checkpoint's (``...-Instruct-FP8``) does not, its formats differing, and the
+    error says which preset and flags describe it."""
     names = load_presets().names
     try:
         return names.resolve(name)
-    except UnknownNameError:
-        stem = _TUNED_WORDS.sub(" ", name)
-        if stem == name:
-            raise
-        for base in (stem, stem.split("/", 1)[-1]):  # with and without the organisation
-            try:
-                return names.resolve(base)
-            except GpuarchError:
-                continue
-        raise
+    except UnknownNameError as unknown:
+        found = _base_of(names, _TUNED_WORDS.sub(" ", name), name)
+        if found is not None:
+            return found
+        quantized = _QUANT_WORDS.sub(" ", _TUNED_WORDS.sub(" ", name))
+        base = _base_of(names, quantized, _TUNED_WORDS.sub(" ", name))
+        if base is not None:
+            raise GpuarchError(
+                f"unknown model {name!r}: a quantized checkpoint of {base.shape.name}? Give "
+                f"--model {base.shape.name} with its formats (--weight-precision, "
+                "--activation-precision, --kv-precision), or the checkpoint's config.json, "
+                "which declares them") from None
+        raise unknown
+
+
+def _base_of(names: Resolver[Preset], stem: str, name: str) -> Preset | None:
+    """The preset ``stem`` (``name`` with words removed) means, with or without its
+    organisation; None where nothing was removed or it means none or several."""
+    if stem == name:
+        return None
+    for base in (stem, stem.split("/", 1)[-1]):
+        try:
+            return names.resolve(base)
+        except GpuarchError:
+            continue
+    return None
+
+
+_QUANT_WORDS = re.compile(
+    r"(?<![a-z0-9.])(fp8|fp4|nvfp4|mxfp4|int4|int8|awq|gptq|w8a8|w4a16|w8a16|bnb|4bit|8bit|"
+    r"dynamic|quantized|quant)(?![a-z0-9.])", re.IGNORECASE)
+"""Words a quantized checkpoint adds to its model's name (``-FP8``, ``-AWQ``, ``-W4A16``)."""
