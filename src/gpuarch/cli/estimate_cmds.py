@@ -153,6 +153,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     _check_train_model_flags(args, shape)
     product, system = _gpu_and_system(args, catalog)
     gpus_per_node = _gpus_per_node(args, catalog, product, system)
+    _fill_unset(args, framework_settings(framework))  # e.g. FSDP's ZeRO-3 under --zero
     counts = args.gpus if isinstance(args.gpus, tuple) else None
     if counts and args.launch:
         raise GpuarchError("--launch: gives one run's command; not with a list of --gpus")
@@ -167,7 +168,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         micro_batch=args.micro_batch, tp=args.tp, pp=args.pp, cp=args.cp, ep=args.ep,
         etp=args.etp,
         vpp=args.vpp, sequence_parallel=args.sequence_parallel,
-        zero=framework_settings(framework)["zero"] if args.zero is None else args.zero,
+        zero=args.zero,
         dp_shard=args.dp_shard, outer_optimizer_sharding=args.outer_optimizer_sharding,
         tp_comm_overlap=args.tp_comm_overlap,
         fsdp_prefetch=args.fsdp_prefetch, reshard_after_forward=args.reshard_after_forward,
@@ -797,7 +798,13 @@ def apply_engine_settings(args: argparse.Namespace, engine: str) -> None:
     LMDeploy's C++ executor, else the defaults)."""
     from gpuarch.estimate.inference_config import engine_settings
 
-    for name, value in engine_settings(engine).items():
+    _fill_unset(args, engine_settings(engine))
+
+
+def _fill_unset(args: argparse.Namespace, settings: dict[str, Any]) -> None:
+    """Set each of ``settings`` (flag attribute -> value) that the command line left unset
+    (None): what a named engine or framework runs, under the user's own flags."""
+    for name, value in settings.items():
         if getattr(args, name) is None:
             setattr(args, name, value)
 

@@ -49,6 +49,7 @@ from gpuarch.estimate.training_config import (
     TrainingConfig,
 )
 from gpuarch.estimate.training_layers import (
+    AUTOMODEL_DEEPEP_WAIT_US,
     SIXTEEN_BIT,
     LayerCosts,
     attention_efficiency,
@@ -539,7 +540,8 @@ def _add_kernel_notes(assumptions: dict[str, Any], shape: TransformerShape, prod
                      else "Megatron-Core's dropless dispatcher, fitted: "
                      + ("moe_layer_overhead_c2c_s, a Grace host" if product.grace_host
                         else "moe_layer_overhead_s")
-                     + "; another framework's differs, e.g. NeMo AutoModel measured 74 us "
+                     + "; another framework's differs, e.g. NeMo AutoModel measured "
+                     f"{AUTOMODEL_DEEPEP_WAIT_US:g} us "
                      "for its DeepEP path: --dispatcher-wait-us gives yours")
             which = (" whose preceding block runs outside a CUDA graph"
                      if cfg.cuda_graph_scope else "")

@@ -538,6 +538,14 @@ def dispatcher_host_time(product: Product, cfg: TrainingConfig, eff: Efficiency,
     return wait if shape is None else wait * cfg.ungraphed_expert_share(shape)
 
 
+AUTOMODEL_DEEPEP_WAIT_US = 74.0
+"""NeMo AutoModel's own measured host wait per MoE layer on its DeepEP path, microseconds:
+"layout kernel 39 us + notify_dispatch with a CPU busy-wait ~35 us per MoE layer
+(measured)" (docs/deepep_vs_hybridep_benchmark.md at NVIDIA-NeMo/Automodel 1800766, section
+3.1; H100). What its validation rows give as ``dispatcher_wait_us``; an estimate names it as
+the example of another framework's wait."""
+
+
 EXPERT_LAUNCHES_PER_EXPERT = {"forward": (2, 2), "backward": (4, 2)}
 """Kernels launched per local expert in each pass of an expert layer, as (GEMMs,
 quantizations in FP8/FP4): Transformer Engine's grouped linear layers issue one cuBLASLt

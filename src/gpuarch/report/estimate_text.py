@@ -827,17 +827,20 @@ def render_gpu_comparison(task: str, runs: Sequence[tuple[Any, Band | None]]) ->
     error band, the range its published runs of this kind put that figure in."""
     first = runs[0][0]
     training = task == "training"
+
+    def per_gpu(e: Any) -> float:
+        return float(e.tokens_per_s_per_gpu if training else e.output_tokens_per_s / e.gpus)
+
+    base = per_gpu(first)
     rows = []
     for e, band in runs:
+        rate = per_gpu(e)
+        likely = "-"
+        if band is not None:
+            low, high = band.likely_range(rate)
+            likely = f"{fmt(low)}-{fmt(high)}"
         if training:
-            rate, step = e.tokens_per_s_per_gpu, fmt(e.step_time_s)
-        else:
-            rate, step = e.output_tokens_per_s / e.gpus, ""
-        base = (first.tokens_per_s_per_gpu if training
-                else first.output_tokens_per_s / first.gpus)
-        likely = (f"{fmt(band.likely_range(rate)[0])}-{fmt(band.likely_range(rate)[1])}"
-                  if band is not None else "-")
-        if training:
+            step = fmt(e.step_time_s)
             total = e.total or {}
             rows.append([e.gpu, f"{e.parallelism['gpus']:,}", step, fmt(e.tokens_per_s),
                          fmt(rate), f"{rate / base:.2f}x", likely, f"{e.mfu:.1%}",

@@ -168,11 +168,11 @@ def preset(name: str) -> Preset:
     try:
         return names.resolve(name)
     except UnknownNameError as unknown:
-        found = _base_of(names, _TUNED_WORDS.sub(" ", name), name)
+        tuned = _TUNED_WORDS.sub(" ", name)
+        found = _base_of(names, tuned, name)
         if found is not None:
             return found
-        quantized = _QUANT_WORDS.sub(" ", _TUNED_WORDS.sub(" ", name))
-        base = _base_of(names, quantized, _TUNED_WORDS.sub(" ", name))
+        base = _base_of(names, _QUANT_WORDS.sub(" ", tuned), tuned)
         if base is not None:
             raise GpuarchError(
                 f"unknown model {name!r}: a quantized checkpoint of {base.shape.name}? Give "
