@@ -233,7 +233,9 @@ def test_model_reference() -> None:
     # shape is its base's), not the base
     assert model_reference("meta-llama/Llama-3.1-8B-Instruct") == \
         "meta-llama/Llama-3.1-8B-Instruct"
-    assert model_reference("nemotron-h-8b") == "nemotron-h-8b"  # no repository recorded
+    # the repository the shape's own framework maps to it (Megatron Bridge's provider test)
+    assert model_reference("nemotron-h-8b") == "nvidia/Nemotron-H-8B-Base-8K"
+    assert model_reference("nemotron-4-15b") == "nemotron-4-15b"  # no repository recorded
 
 
 def test_serving_chunked_prefill() -> None:

@@ -22,6 +22,11 @@ from gpuarch.workloads.presets import load_presets, preset
     ("Qwen/Qwen3-32B", "qwen3-32b"),
     ("openai/gpt-oss-20b", "gpt-oss-20b"),
     ("openai/gpt-oss-120b", "gpt-oss-120b"),
+    ("google/gemma-3-1b-pt", "gemma-3-1b"),  # the pretrained repositories the source names
+    ("google/gemma-2-27b", "gemma-2-27b"),
+    ("nvidia/Nemotron-H-56B-Base-8K", "nemotron-h-56b"),  # Megatron Bridge's mapping
+    ("nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-BF16", "nemotron-3-super-120b-a12b"),
+    ("Qwen/Qwen3.5-397B-A17B", "qwen3.5-397b-a17b"),
 ])
 def test_a_hugging_face_repository_id_finds_its_preset(typed: str, name: str) -> None:
     assert preset(typed).shape.name == name
@@ -33,6 +38,7 @@ def test_a_hugging_face_repository_id_finds_its_preset(typed: str, name: str) ->
     ("meta-llama/Llama-2-7b-chat-hf", "llama-2-7b"),
     ("Qwen/Qwen3-235B-A22B-Instruct-2507", "qwen3-235b-a22b"),
     ("google/gemma-3-27b-it", "gemma-3-27b"),
+    ("google/gemma-2-9b-it", "gemma-2-9b"),
     ("mistralai/Mixtral-8x7B-Instruct-v0.1", "mixtral-8x7b"),
 ])
 def test_a_tuned_checkpoint_finds_its_base_shape(typed: str, name: str) -> None:
@@ -113,3 +119,12 @@ def test_a_checkpoints_directory_reads_its_config(capsys: pytest.CaptureFixture[
     assert str(checkpoint) in json.loads(capsys.readouterr().out)["launch"]["argv"]
     assert main([*argv, "--model", str(tmp_path)]) == 2
     assert "a directory with no config.json" in capsys.readouterr().err
+
+
+def test_only_recipe_and_paper_presets_lack_a_repository() -> None:
+    """A served model loads its preset's Hugging Face repository (--launch): every preset
+    has one recorded but those whose shapes come from a training recipe or a paper, for
+    which no checkpoint in Transformers' format is published (the README says which)."""
+    missing = {name for name, item in load_presets().by_name.items() if not item.hf_repos}
+    assert missing == {"gpt3-5b", "gpt3-20b", "gpt3-175b", "nemotron-8b", "nemotron-22b",
+                       "nemotron-4-15b", "nemotron-4-340b"}
