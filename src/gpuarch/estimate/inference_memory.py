@@ -38,10 +38,13 @@ __all__ = [
 def kv_bytes_per_token(shape: TransformerShape, element: float, tp: int = 1) -> float:
     """KV-cache bytes one token adds per GPU, all layers: 2 (K and V) x KV heads (not fewer
     than one per GPU when TP exceeds them) x head dim x layers x element (a hybrid model's
-    attention blocks only); MLA stores its compressed latent and the rotary key instead."""
+    attention blocks only); MLA stores its compressed latent and the rotary key instead, and
+    a sparse-attention indexer its FP8 key and scale beside them (in FP8 whatever the cache's
+    element: DeepGEMM's MQA-logits kernels read FP8 keys)."""
     if shape.mla is not None:
         per_layer = shape.mla.latent_width
-        return float(per_layer * shape.layers * element)
+        return float(per_layer * shape.layers * element
+                     + shape.mla.index_key_bytes * shape.layers)
     kv_heads = max(1, shape.n_kv_heads // tp) if tp <= shape.n_kv_heads else 1
     return float(2 * kv_heads * shape.d_head * shape.attention_layers * element)
 

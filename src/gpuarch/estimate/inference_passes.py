@@ -53,6 +53,7 @@ from gpuarch.perf.precision import Precision
 from gpuarch.perf.quant import GemmPeak, QuantFormat, QuantScheme, gemm_peak
 from gpuarch.perf.roofline import (
     CONTEXT_ATTENTION,
+    INDEXER,
     MLA_DECODE,
     SPREAD_ROWS,
     Attention,
@@ -66,6 +67,7 @@ from gpuarch.perf.roofline import (
     op_time,
 )
 from gpuarch.workloads.flops import attention_core_dims, attention_projections
+from gpuarch.workloads.params import indexer_projections
 from gpuarch.workloads.shape import TransformerShape
 
 __all__ = [
@@ -345,6 +347,11 @@ class ReplicaRunner:
         if shape.mla is not None and cfg.quant.kv_cache is QuantFormat.FP8 \
                 and (generation or 0) >= BLACKWELL_TENSOR_CORES and cfg.fp8_mla_decode:
             self.mla_decode_device = self.device.with_fp8_attention() or self.device
+        # a sparse-attention indexer's scores run in FP8 over its FP8 keys where the GPU has
+        # FP8 Tensor Cores (DeepGEMM's MQA-logits kernels, which the engines call)
+        self.indexer_device = self.device
+        if shape.mla is not None and shape.mla.sparse:
+            self.indexer_device = self.device.with_fp8_attention() or self.device
         # the fused MoE block's fixed time per expert layer and pass (TensorRT-LLM's kernels
         # on Blackwell their own)
         self.moe_floor = moe_block_floor_s(generation, cfg.moe_kernels, eff)
@@ -492,6 +499,11 @@ class ReplicaRunner:
             window, chunked = self.decode_chunk_keys, False
         projections = attention_projections(s, t)
         ops: list[Op] = [self._gemm(tokens, n, k, name) for name, n, k in projections[:-1]]
+        if s.mla is not None and s.mla.sparse:
+            # DeepSeek Sparse Attention: the indexer scores every held position, and the
+            # attention reads only the index_topk it picks (as a window of that many would)
+            ops += self._indexer_ops(tokens, seqs, q_len, ctx)
+            window = s.mla.index_topk
         ops.append(Attention(seqs, q_len, ctx, heads, kv, d, causal=True,
                              kv_element=kv_element, window=window, chunked=chunked,
                              kv_head_reads=reads,
@@ -500,6 +512,17 @@ class ReplicaRunner:
         name, n, k = projections[-1]
         ops.append(self._gemm(tokens, n, k, name))
         return ops
+
+    def _indexer_ops(self, tokens: Num, seqs: Num, q_len: int, ctx: Num) -> list[Op]:
+        """A sparse-attention layer's indexer: its projections, whole on every tensor-
+        parallel GPU, and its scores of each query's heads against every held position's
+        FP8 key (``INDEXER``)."""
+        m = self.s.mla
+        assert m is not None
+        return [*(self._gemm(tokens, n, k, name) for name, n, k in indexer_projections(self.s)),
+                Attention(seqs, q_len, ctx, m.index_heads, 1, m.index_head_dim, causal=True,
+                          kv_element=m.index_key_bytes / m.index_head_dim, values=False,
+                          name=INDEXER)]
 
     @cached_property
     def decode_chunk_keys(self) -> float:
@@ -581,7 +604,8 @@ class ReplicaRunner:
         for op in ops:
             expert = isinstance(op, Gemm) and op.name.startswith(EXPERT_GEMM_PREFIX)
             device = self.expert_device if expert else self.mla_decode_device \
-                if op.name == MLA_DECODE else self.context_device \
+                if op.name == MLA_DECODE else self.indexer_device if op.name == INDEXER \
+                else self.context_device \
                 if isinstance(op, Attention) and q_len > 1 else self.device
             time, compute = _split(op, device, self.expert_eff if expert else self.eff)
             if isinstance(op, Gemm) and (self.expert_peak if expert else self.peak).dequantize:

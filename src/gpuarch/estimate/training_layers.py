@@ -23,6 +23,7 @@ from gpuarch.perf.num import maximum, minimum, where
 from gpuarch.perf.precision import Precision
 from gpuarch.perf.roofline import (
     ATTENTION_OPS,
+    INDEXER,
     LORA_OPS,
     Attention,
     Device,
@@ -33,6 +34,7 @@ from gpuarch.perf.roofline import (
     op_time,
 )
 from gpuarch.workloads.flops import attention_core_dims, attention_projections
+from gpuarch.workloads.params import indexer_projections
 from gpuarch.workloads.shape import TransformerShape
 
 __all__ = [
@@ -211,6 +213,16 @@ def _attention_ops(s: TransformerShape, cfg: TrainingConfig, tokens: Num, window
     projections = attention_projections(s, t)
     ops: list[Op] = [Gemm(tokens, n, k, name=name) for name, n, k in projections[:-1]]
     if cfg.fused_attention:
+        m = s.mla
+        if m is not None and m.sparse:
+            # DeepSeek Sparse Attention: the indexer (its projections whole on every
+            # tensor-parallel GPU, as the engines run them) scores every earlier position,
+            # and the attention attends to the index_topk it picks, as a window of that size
+            ops += [Gemm(tokens, n, k, name=name) for name, n, k in indexer_projections(s)]
+            indexer = fused_attention(cfg, m.index_heads, 1, m.index_head_dim)
+            indexer.values, indexer.name = False, INDEXER
+            ops.append(indexer)
+            window = m.index_topk
         # with context parallelism each GPU does 1/CP of the (load-balanced) causal work,
         # in calls over its chunk around a ring (p2p) or over the whole sequence (a2a's
         # head split, all_gather's gathered keys); packed documents are so many short

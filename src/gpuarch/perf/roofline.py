@@ -28,8 +28,8 @@ from gpuarch.perf.precision import MatmulPeak, Precision, matmul_peak
 from gpuarch.perf.sibling import sibling_factor
 from gpuarch.units import Unit, from_si
 
-__all__ = ["ATTENTION_OPS", "CONTEXT_ATTENTION", "LORA_OPS", "MLA_DECODE", "Attention",
-           "Bound", "Device", "Elementwise", "Gemm", "Op", "OpCost", "attention_span",
+__all__ = ["ATTENTION_OPS", "CONTEXT_ATTENTION", "INDEXER", "LORA_OPS", "MLA_DECODE",
+           "Attention", "Bound", "Device", "Elementwise", "Gemm", "Op", "OpCost", "attention_span",
            "attention_span_share", "moe_permute", "op_cost", "op_kind", "op_time",
            "roofline_summary", "transformer_ops"]
 
@@ -89,6 +89,13 @@ MLA_DECODE = "mla_decode"
 """Name of an absorbed multi-head latent attention core in decode (one latent KV "head"
 shared by every query head): priced at ``Efficiency.mla_decode_attention``."""
 
+INDEXER = "indexer"
+"""Name of a sparse-attention layer's indexer scores (DeepSeek Sparse Attention's lightning
+indexer: QK^T of its heads against one shared FP8 key per position, no values; its
+``Attention`` has ``values`` False): priced as the engine's fused prompt attention
+(``Efficiency.context_attention``, at the FP8 rate where the GPU has one) over a prompt, and
+by the bytes it streams in decode, as a decode attention is."""
+
 
 @dataclass  # built by the dozen per estimate: a frozen one costs 3x to build
 class Attention:
@@ -114,6 +121,10 @@ class Attention:
     reads it once for all its query heads), or the query heads per KV head (a multi-head
     kernel, one thread block per query head: the repeats are served from L2 at
     ``Efficiency.multihead_decode_read_bytes_s``)."""
+    values: bool = True
+    """False for a scoring kernel that computes QK^T and writes the scores (FP32, each
+    written and read once by the top-k that follows) without a softmax-weighted sum of
+    values: DeepSeek Sparse Attention's indexer (``INDEXER``); its cache holds keys only."""
     call_share: Num | None = None
     """The share of the sequence one kernel call spans where ``share`` splits the work:
     ``share`` itself (None) for a ring that runs one call per GPU's chunk; 1 where each GPU
@@ -125,13 +136,23 @@ class Attention:
         """QK^T and AV. Causal: the queries are the last ``seq_q`` of ``seq_kv`` positions,
         each attending to the positions before it (half the square when they coincide), or
         to at most ``window`` of them (those of its own chunk if ``chunked``)."""
-        keys = mean_keys(self.seq_q, self.seq_kv, self.window, self.chunked) if self.causal \
+        keys = self._keys
+        return (4.0 if self.values else 2.0) * self.batch * self.heads * self.seq_q * keys \
+            * self.head_dim * self.share
+
+    @property
+    def _keys(self) -> Num:
+        return mean_keys(self.seq_q, self.seq_kv, self.window, self.chunked) if self.causal \
             else self.seq_kv
-        return 4.0 * self.batch * self.heads * self.seq_q * keys * self.head_dim * self.share
 
     def bytes(self, element: float) -> Num:
-        q_and_o = element * 2 * self.batch * self.seq_q * self.heads * self.head_dim \
-            * self.share
+        if self.values:
+            q_and_o = element * 2 * self.batch * self.seq_q * self.heads * self.head_dim \
+                * self.share
+        else:
+            # the queries in, and one FP32 score a key out, read back by the top-k
+            rows = self.batch * self.seq_q * self.share
+            q_and_o = element * rows * self.heads * self.head_dim + 2 * 4.0 * rows * self._keys
         traffic = q_and_o + self.kv_bytes(element)
         return 2 * traffic if self.backward else traffic
 
@@ -146,7 +167,8 @@ class Attention:
                             self.seq_kv)
         else:
             held = min(self.seq_kv, self.window) if self.window > 0 else self.seq_kv
-        return kv_el * 2 * self.batch * held * self.kv_heads * self.head_dim
+        return kv_el * (2 if self.values else 1) * self.batch * held * self.kv_heads \
+            * self.head_dim
 
 
 def mean_keys(seq_q: Num, seq_kv: Num, window: Num = 0, chunked: bool = False) -> Num:
@@ -443,7 +465,7 @@ def op_time(op: Op, device: Device, eff: Efficiency) -> tuple[Num, Num, Num, Num
         work = priced.forward_flops * factor
         if mla_decode:
             e = eff.mla_decode_attention_fp8 if fp8 else eff.mla_decode_attention
-        elif op.name == CONTEXT_ATTENTION:
+        elif op.name == CONTEXT_ATTENTION or (op.name == INDEXER and not decode):
             e = eff.context_attention_fp8 if fp8 else eff.context_attention
         elif decode:
             e = eff.attention

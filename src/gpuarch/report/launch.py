@@ -171,6 +171,9 @@ def megatron_launch(shape: Any, cfg: Any) -> Launch:
     if shape.mla is not None:
         notes.append("multi-head latent attention's shape (its low-rank projections) is not "
                      "emitted: take those flags from the model's own Megatron recipe")
+        if shape.mla.sparse:
+            notes.append("DeepSeek Sparse Attention's indexer (heads, head size, top-k) is "
+                         "not emitted either")
     if shape.sliding_window:
         kind = "chunked" if shape.attention_chunked else "sliding-window"
         notes.append(f"{kind} attention ({shape.sliding_window:,} tokens on "

@@ -96,6 +96,12 @@ def render_preset(p: Preset) -> str:
         lines.append(f"  attention     multi-head latent: KV rank {m.kv_lora_rank}, query rank "
                      f"{m.q_lora_rank}, heads of {m.qk_nope_head_dim}+{m.qk_rope_head_dim} "
                      f"(query, key) and {m.v_head_dim} (value)")
+        if m.sparse:
+            lines.append(f"  sparse        DeepSeek Sparse Attention: an indexer of "
+                         f"{m.index_heads} heads of {m.index_head_dim} picks the "
+                         f"{m.index_topk:,} positions each query attends to (its FP8 keys, "
+                         f"{m.index_key_bytes} bytes a position and layer, cached beside "
+                         "the latent)")
     if s.attention_gate:
         lines.append("  attention     gated: a sigmoid gate on each output channel, made by the "
                      "query projection (twice as wide)")

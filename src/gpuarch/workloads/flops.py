@@ -6,6 +6,10 @@ costs 4 x seq x heads x head_dim per layer per token when counted in full, as Me
 ``causal=True`` halves it, as FlashAttention's causal kernels actually compute. Sliding-window
 layers (Mistral 7B v0.1, GPT-OSS) see at most the window: min(seq, window) positions per
 query counted in full, the causal mean otherwise.
+DeepSeek Sparse Attention (DeepSeek-V3.2) counts each query's attention over at most its
+``index_topk`` chosen positions (as a window of that size would), plus its indexer's scores
+over every earlier position (2 x index heads x index head dim a key: QK^T only), and the
+indexer's projections with the attention's.
 Training is forward + backward = 3 x forward; recomputation adds forward work on top
 (hardware FLOPs, HFU), never model FLOPs (MFU).
 
@@ -125,8 +129,18 @@ def forward_flops_per_token(s: TransformerShape, seq_len: int, *, causal: bool =
         window_keys = _chunk_keys(seq_len, s.sliding_window, causal)
     else:
         window_keys = _window_keys(seq_len, s.sliding_window, causal) if windowed else 0.0
+    if s.mla is not None and s.mla.sparse:
+        # DeepSeek Sparse Attention: every query attends to at most index_topk positions
+        # (the keys a window of that size would give), and the indexer scores every earlier
+        # position with its heads (QK^T only: no values)
+        m = s.mla
+        windowed, window_keys = s.attention_layers, _window_keys(seq_len, m.index_topk,
+                                                                 causal)
+        indexer_core = 2.0 * m.index_heads * m.index_head_dim * full_keys * windowed
+    else:
+        indexer_core = 0.0
     core = 2.0 * s.heads * (qk_dim + v_dim) * (
-        (s.attention_layers - windowed) * full_keys + windowed * window_keys)
+        (s.attention_layers - windowed) * full_keys + windowed * window_keys) + indexer_core
     per_token_mlp = s.mlp_layers * mlp_params(s, s.d_ffn) + s.moe_layers * (
         s.experts_per_token * routed_expert_params(s)
         + s.shared_experts * mlp_params(s, s.d_expert) + latent_projection_params(s))

@@ -2,7 +2,8 @@
 
 Supported families (by ``model_type``): bloom, llama, llama4 / llama4_text, mistral, mixtral,
 qwen2, qwen2_moe, qwen3, qwen3_moe, gemma, gemma2, gemma3 (its text model) / gemma3_text,
-deepseek_v3 / deepseek_v2, kimi_k2, gpt_oss, glm4_moe (GLM-4.5 to 4.7), minimax_m2 (MiniMax-M2
+deepseek_v3 / deepseek_v2, deepseek_v32 (DeepSeek-V3.2: DeepSeek Sparse Attention's indexer),
+kimi_k2, gpt_oss, glm4_moe (GLM-4.5 to 4.7), minimax_m2 (MiniMax-M2
 and its point releases), phi3 (Phi-3, Phi-4),
 olmo2, granite, gpt2, nemotron, nemotron_h (hybrid Mamba-2, no position encoding),
 granitemoehybrid (IBM Granite 4.0: Mamba-2 or attention layers, each with a shared MLP and,
@@ -42,10 +43,11 @@ from gpuarch.workloads.shape import (
 __all__ = ["SUPPORTED_MODEL_TYPES", "read_json_object", "shape_from_hf_config"]
 
 _LLAMA_LIKE = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe",
-               "deepseek_v2", "deepseek_v3", "kimi_k2", "gpt_oss", "glm4_moe", "minimax_m2",
-               "phi3", "olmo2", "granite"}
+               "deepseek_v2", "deepseek_v3", "deepseek_v32", "kimi_k2", "gpt_oss", "glm4_moe",
+               "minimax_m2", "phi3", "olmo2", "granite"}
 _GEMMA = {"gemma", "gemma2", "gemma3", "gemma3_text"}
-_MLA = {"deepseek_v2", "deepseek_v3", "kimi_k2"}  # multi-head latent attention families
+# multi-head latent attention families; deepseek_v32 with DeepSeek Sparse Attention's indexer
+_MLA = {"deepseek_v2", "deepseek_v3", "deepseek_v32", "kimi_k2"}
 _LLAMA4 = {"llama4", "llama4_text"}
 _GATED_DELTA = {"qwen3_next", "qwen3_5_text", "qwen3_5_moe_text"}  # Gated DeltaNet hybrids
 SUPPORTED_MODEL_TYPES = frozenset(_LLAMA_LIKE | _LLAMA4 | _GEMMA | _GATED_DELTA
@@ -234,6 +236,7 @@ def _llama_like(cfg: dict[str, Any], path: Path, label: str, model_type: str
             qk_nope_head_dim=_get(cfg, path, "qk_nope_head_dim"),
             qk_rope_head_dim=_get(cfg, path, "qk_rope_head_dim"),
             v_head_dim=_get(cfg, path, "v_head_dim"),
+            **(_indexer(cfg, path) if model_type == "deepseek_v32" else {}),
         )
     layers = _get(cfg, path, "num_hidden_layers")
     if model_type == "minimax_m2":
@@ -262,6 +265,14 @@ def _llama_like(cfg: dict[str, Any], path: Path, label: str, model_type: str
         mla=mla,
         qk_norm=_qk_norm(cfg, model_type),
     )
+
+
+def _indexer(cfg: dict[str, Any], path: Path) -> dict[str, int]:
+    """DeepSeek Sparse Attention's indexer (DeepSeek-V3.2's config.json: index_n_heads,
+    index_head_dim, index_topk)."""
+    return {"index_heads": _get(cfg, path, "index_n_heads"),
+            "index_head_dim": _get(cfg, path, "index_head_dim"),
+            "index_topk": _get(cfg, path, "index_topk")}
 
 
 def _check_minimax_m2(cfg: dict[str, Any]) -> None:

@@ -7,8 +7,9 @@ from functools import cache
 
 from gpuarch.workloads.shape import Position, QkNorm, TransformerShape
 
-__all__ = ["ParamCount", "count_params", "latent_projection_params", "layer_norm_params",
-           "mamba_params", "routed_expert_params"]
+__all__ = ["ParamCount", "count_params", "indexer_params", "indexer_projections",
+           "latent_projection_params", "layer_norm_params", "mamba_params",
+           "routed_expert_params"]
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,7 @@ def attention_params(s: TransformerShape) -> int:
              if m.q_lora_rank else h * heads * qk)
         kv_part = (h * m.latent_width + m.kv_lora_rank
                    + m.kv_lora_rank * heads * (m.qk_nope_head_dim + m.v_head_dim))
-        return q + kv_part + heads * m.v_head_dim * h
+        return q + kv_part + heads * m.v_head_dim * h + indexer_params(s)
     q = heads * d * (2 if s.attention_gate else 1)  # the query projection makes the gate too
     weights = h * q + 2 * h * kv * d + heads * d * h
     biases = 0
@@ -59,6 +60,29 @@ def attention_params(s: TransformerShape) -> int:
     elif s.qkv_bias:
         biases = q + 2 * kv * d
     return weights + biases
+
+
+def indexer_projections(s: TransformerShape) -> list[tuple[str, int, int]]:
+    """A sparse-attention layer's indexer GEMMs per token as (name, N, K): its queries from
+    the compressed query (wq_b), its one key (wk) and its per-head weights (weights_proj)
+    from the hidden state (DeepSeek-V3.2-Exp inference/model.py, ``Indexer``); none without
+    an indexer. The engines and the reference code run them whole on every tensor-parallel
+    GPU: each needs every head's scores to pick the positions."""
+    m = s.mla
+    if m is None or not m.sparse:
+        return []
+    return [("index_q", m.index_heads * m.index_head_dim, m.q_lora_rank),
+            ("index_k", m.index_head_dim, s.hidden),
+            ("index_weights", m.index_heads, s.hidden)]
+
+
+def indexer_params(s: TransformerShape) -> int:
+    """One layer's indexer (DeepSeek Sparse Attention): its three projections and the
+    LayerNorm over its key (weight and bias); 0 without one."""
+    m = s.mla
+    if m is None or not m.sparse:
+        return 0
+    return sum(n * k for _, n, k in indexer_projections(s)) + 2 * m.index_head_dim
 
 
 def mlp_params(s: TransformerShape, width: int, outer: int = 0) -> int:

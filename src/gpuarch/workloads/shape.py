@@ -66,15 +66,33 @@ class Position(Enum):
     NONE = "none"
 
 
+INDEX_KEY_SCALE_BYTES = 4
+"""Bytes of the one FP32 scale stored with each token's FP8 index key per 128 channels
+(DeepSeek-V3.2-Exp inference/model.py: the indexer's ``k_scale_cache`` holds head_dim / 128
+FP32 scales beside its ``float8_e4m3fn`` ``k_cache``)."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class MlaShape:
-    """Multi-head latent attention (DeepSeek-V2/V3): low-rank queries and a compressed KV."""
+    """Multi-head latent attention (DeepSeek-V2/V3): low-rank queries and a compressed KV.
+
+    With ``index_topk`` (DeepSeek Sparse Attention, DeepSeek-V3.2): a lightning indexer in
+    each attention layer scores every earlier position for each query with ``index_heads``
+    heads of ``index_head_dim`` (queries from the compressed query, one shared key per
+    position, ReLU, a learned weight per head), and the attention then attends to the
+    ``index_topk`` best-scoring positions only. Its weights (DeepSeek-V3.2-Exp
+    inference/model.py, ``Indexer``): wq_b (q_lora_rank to heads x head_dim), wk (hidden to
+    head_dim), a LayerNorm over the key (weight and bias) and weights_proj (hidden to
+    heads); it caches one FP8 key of ``index_head_dim`` and its scale per position."""
 
     q_lora_rank: int
     kv_lora_rank: int
     qk_nope_head_dim: int
     qk_rope_head_dim: int
     v_head_dim: int
+    index_heads: int = 0
+    index_head_dim: int = 0
+    index_topk: int = 0  # positions each query attends to; 0 = dense attention (no indexer)
 
     def __post_init__(self) -> None:
         _positive("q_lora_rank", self.q_lora_rank, minimum=0)  # 0: queries not compressed
@@ -82,9 +100,33 @@ class MlaShape:
         _positive("qk_rope_head_dim", self.qk_rope_head_dim, minimum=0)
         for name in ("kv_lora_rank", "v_head_dim"):
             _positive(name, getattr(self, name))
+        for name in ("index_heads", "index_head_dim", "index_topk"):
+            _positive(name, getattr(self, name), minimum=0)
         if self.qk_nope_head_dim + self.qk_rope_head_dim < 1:
             raise GpuarchError("qk_nope_head_dim + qk_rope_head_dim: a query-key head needs "
                                "at least one dimension, got 0")
+        given = [n for n in ("index_heads", "index_head_dim", "index_topk") if getattr(self, n)]
+        if given and len(given) < 3:
+            missing = sorted({"index_heads", "index_head_dim", "index_topk"} - set(given))
+            raise GpuarchError(f"{missing[0]}: sparse attention's indexer needs index_heads, "
+                               "index_head_dim and index_topk together")
+        if given and not self.q_lora_rank:
+            raise GpuarchError("index_topk: sparse attention's indexer reads the compressed "
+                               "query; it needs q_lora_rank > 0")
+
+    @property
+    def sparse(self) -> bool:
+        """DeepSeek Sparse Attention: each query attends to ``index_topk`` positions its
+        indexer picks."""
+        return self.index_topk > 0
+
+    @property
+    def index_key_bytes(self) -> int:
+        """Bytes the indexer caches per position and layer: an FP8 key and its FP32 scale
+        per 128 channels (0 without an indexer)."""
+        if not self.sparse:
+            return 0
+        return self.index_head_dim + INDEX_KEY_SCALE_BYTES * -(-self.index_head_dim // 128)
 
     @property
     def latent_width(self) -> int:
