@@ -185,3 +185,42 @@ def test_the_commands_say_so(capsys: pytest.CaptureFixture[str]) -> None:
                  "256", "--pp", "8", "--ep", "32", "--seq-len", "4096", "--global-batch",
                  "512", "--launch", "megatron"]) == 0
     assert "DeepSeek Sparse Attention's indexer" in capsys.readouterr().out
+
+
+GLM5_CONFIG = {  # GLM-5's config.json fields (Transformers' GlmMoeDsaConfig defaults)
+    "model_type": "glm_moe_dsa", "architectures": ["GlmMoeDsaForCausalLM"],
+    "vocab_size": 154880, "hidden_size": 6144, "intermediate_size": 12288,
+    "moe_intermediate_size": 2048, "num_hidden_layers": 78, "num_attention_heads": 64,
+    "num_key_value_heads": 64, "n_shared_experts": 1, "n_routed_experts": 256,
+    "kv_lora_rank": 512, "q_lora_rank": 2048, "qk_rope_head_dim": 64, "v_head_dim": 256,
+    "qk_nope_head_dim": 192, "n_group": 1, "topk_group": 1, "num_experts_per_tok": 8,
+    "max_position_embeddings": 202752, "tie_word_embeddings": False, "index_topk": 2048,
+    "index_head_dim": 128, "index_n_heads": 32, "first_k_dense_replace": 3}
+
+
+def test_glm5(tmp_path: Path) -> None:
+    """GLM-5: the same indexer with 32 heads; its config.json reads as the preset, whose
+    count is the technical report's 744B (40B activated, embeddings aside)."""
+    glm = preset("glm-5").shape
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(GLM5_CONFIG))
+    shape = shape_from_hf_config(path, name="glm-5")
+    assert shape.mla == glm.mla and count_params(shape).total == count_params(glm).total
+    counted = count_params(glm)
+    assert round(counted.total / 1e9) == 744
+    assert round((counted.active(glm) - counted.embedding - counted.lm_head) / 1e9) == 40
+    assert kv_bytes_per_token(glm, 1.0) == 78 * (576 + 132)
+
+
+@pytest.mark.parametrize(("key", "value"), [
+    ("index_topk_freq", 4),
+    ("indexer_types", ["full", "shared"] * 39),
+    ("index_topk_pattern", "FFSF" * 19 + "FF"),
+])
+def test_shared_indexers_are_refused(tmp_path: Path, key: str, value: object) -> None:
+    """Later GLM-5 releases let layers reuse an earlier layer's choice; the shape holds an
+    indexer in every layer, so such a config is refused naming the field."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**GLM5_CONFIG, key: value}))
+    with pytest.raises(GpuarchError, match=key):
+        shape_from_hf_config(path)

@@ -2,9 +2,9 @@
 
 Supported families (by ``model_type``): bloom, llama, llama4 / llama4_text, mistral, mixtral,
 qwen2, qwen2_moe, qwen3, qwen3_moe, gemma, gemma2, gemma3 (its text model) / gemma3_text,
-deepseek_v3 / deepseek_v2, deepseek_v32 (DeepSeek-V3.2: DeepSeek Sparse Attention's indexer),
-kimi_k2, gpt_oss, glm4_moe (GLM-4.5 to 4.7), minimax_m2 (MiniMax-M2
-and its point releases), phi3 (Phi-3, Phi-4),
+deepseek_v3 / deepseek_v2, deepseek_v32 and glm_moe_dsa (DeepSeek-V3.2 and GLM-5: DeepSeek
+Sparse Attention's indexer, one in every layer), kimi_k2, gpt_oss, glm4_moe (GLM-4.5 to
+4.7), minimax_m2 (MiniMax-M2 and its point releases), phi3 (Phi-3, Phi-4),
 olmo2, granite, gpt2, nemotron, nemotron_h (hybrid Mamba-2, no position encoding),
 granitemoehybrid (IBM Granite 4.0: Mamba-2 or attention layers, each with a shared MLP and,
 in the MoE models, experts), mamba2 (pure Mamba-2: Mamba-Codestral), qwen3_next and
@@ -44,10 +44,12 @@ __all__ = ["SUPPORTED_MODEL_TYPES", "read_json_object", "shape_from_hf_config"]
 
 _LLAMA_LIKE = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe",
                "deepseek_v2", "deepseek_v3", "deepseek_v32", "kimi_k2", "gpt_oss", "glm4_moe",
-               "minimax_m2", "phi3", "olmo2", "granite"}
+               "glm_moe_dsa", "minimax_m2", "phi3", "olmo2", "granite"}
 _GEMMA = {"gemma", "gemma2", "gemma3", "gemma3_text"}
-# multi-head latent attention families; deepseek_v32 with DeepSeek Sparse Attention's indexer
-_MLA = {"deepseek_v2", "deepseek_v3", "deepseek_v32", "kimi_k2"}
+# multi-head latent attention families; deepseek_v32 and glm_moe_dsa with DeepSeek Sparse
+# Attention's indexer
+_MLA = {"deepseek_v2", "deepseek_v3", "deepseek_v32", "glm_moe_dsa", "kimi_k2"}
+_SPARSE_MLA = {"deepseek_v32", "glm_moe_dsa"}
 _LLAMA4 = {"llama4", "llama4_text"}
 _GATED_DELTA = {"qwen3_next", "qwen3_5_text", "qwen3_5_moe_text"}  # Gated DeltaNet hybrids
 SUPPORTED_MODEL_TYPES = frozenset(_LLAMA_LIKE | _LLAMA4 | _GEMMA | _GATED_DELTA
@@ -236,7 +238,7 @@ def _llama_like(cfg: dict[str, Any], path: Path, label: str, model_type: str
             qk_nope_head_dim=_get(cfg, path, "qk_nope_head_dim"),
             qk_rope_head_dim=_get(cfg, path, "qk_rope_head_dim"),
             v_head_dim=_get(cfg, path, "v_head_dim"),
-            **(_indexer(cfg, path) if model_type == "deepseek_v32" else {}),
+            **(_indexer(cfg, path) if model_type in _SPARSE_MLA else {}),
         )
     layers = _get(cfg, path, "num_hidden_layers")
     if model_type == "minimax_m2":
@@ -268,8 +270,23 @@ def _llama_like(cfg: dict[str, Any], path: Path, label: str, model_type: str
 
 
 def _indexer(cfg: dict[str, Any], path: Path) -> dict[str, int]:
-    """DeepSeek Sparse Attention's indexer (DeepSeek-V3.2's config.json: index_n_heads,
-    index_head_dim, index_topk)."""
+    """DeepSeek Sparse Attention's indexer (DeepSeek-V3.2's and GLM-5's config.json:
+    index_n_heads, index_head_dim, index_topk). An indexer in every layer only: later GLM-5
+    releases let some layers reuse an earlier one's choice (``indexer_types`` "shared",
+    ``index_topk_pattern`` "S", ``index_topk_freq`` above 1), which the shape does not hold
+    and so is refused by name."""
+    kinds = cfg.get("indexer_types")
+    if kinds is not None and (not isinstance(kinds, list) or any(k != "full" for k in kinds)):
+        raise GpuarchError(f"indexer_types: only an indexer in every layer ('full') is "
+                           f"modelled, not layers that reuse another's choice; got {kinds!r}")
+    pattern = cfg.get("index_topk_pattern")
+    if pattern is not None and (not isinstance(pattern, str) or set(pattern) - {"F"}):
+        raise GpuarchError(f"index_topk_pattern: only an indexer in every layer ('F') is "
+                           f"modelled, not shared ('S') layers; got {pattern!r}")
+    freq = cfg.get("index_topk_freq", 1)
+    if freq != 1:
+        raise GpuarchError(f"index_topk_freq: only an indexer in every layer (1) is modelled, "
+                           f"not one shared by several layers; got {freq!r}")
     return {"index_heads": _get(cfg, path, "index_n_heads"),
             "index_head_dim": _get(cfg, path, "index_head_dim"),
             "index_topk": _get(cfg, path, "index_topk")}
