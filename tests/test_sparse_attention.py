@@ -24,10 +24,12 @@ from gpuarch.cli.main import main
 from gpuarch.errors import GpuarchError
 from gpuarch.estimate.inference import InferenceConfig, estimate_inference
 from gpuarch.estimate.inference_memory import kv_bytes_per_token
+from gpuarch.estimate.inference_passes import ReplicaRunner
 from gpuarch.estimate.training import estimate_training
 from gpuarch.estimate.training_config import Recompute, TrainingConfig
+from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY
 from gpuarch.perf.quant import QuantFormat, QuantScheme
-from gpuarch.perf.roofline import Attention
+from gpuarch.perf.roofline import INDEXER, Attention
 from gpuarch.workloads import preset
 from gpuarch.workloads.flops import forward_flops_per_token, training_flops_per_token
 from gpuarch.workloads.hf import shape_from_hf_config
@@ -224,3 +226,21 @@ def test_shared_indexers_are_refused(tmp_path: Path, key: str, value: object) ->
     path.write_text(json.dumps({**GLM5_CONFIG, key: value}))
     with pytest.raises(GpuarchError, match=key):
         shape_from_hf_config(path)
+
+
+def test_short_sequences_skip_the_scores() -> None:
+    """Where no more positions are held than the indexer would choose, the engines skip its
+    scores and the top-k (TensorRT-LLM's fast path for short sequences, SGLang's dense
+    prefill below 2,048 tokens): the layer keeps the indexer's projections (its keys are
+    cached) but no scoring kernel; past 2,048 positions the kernel is there, over them all."""
+    product = CATALOG.product("h200-sxm-141gb")
+    cfg = InferenceConfig(input_len=1024, output_len=512, batch=8, gpus=8, tp=8)
+    runner = ReplicaRunner(CATALOG, V32, product, cfg, None, DEFAULT_EFFICIENCY)
+    for ctx, scored in ((1024, False), (2048, False), (2049, True), (100_000, True)):
+        ops = runner._attention_ops(8.0, 8.0, 1, ctx, 0, prefill=False)
+        names = [op.name for op in ops]
+        assert {"index_q", "index_k", "index_weights"} <= set(names)
+        assert (INDEXER in names) is scored
+        if scored:
+            indexer = next(op for op in ops if op.name == INDEXER)
+            assert isinstance(indexer, Attention) and indexer.seq_kv == ctx

@@ -516,13 +516,21 @@ class ReplicaRunner:
     def _indexer_ops(self, tokens: Num, seqs: Num, q_len: int, ctx: Num) -> list[Op]:
         """A sparse-attention layer's indexer: its projections, whole on every tensor-
         parallel GPU, and its scores of each query's heads against every held position's
-        FP8 key (``INDEXER``)."""
+        FP8 key (``INDEXER``). Where no more positions are held than it would choose, the
+        engines skip the scores and the top-k (TensorRT-LLM's fast path for short
+        sequences, PR 9524; SGLang's dense prefill below 2,048 tokens): their work counts
+        for nothing there."""
         m = self.s.mla
         assert m is not None
-        return [*(self._gemm(tokens, n, k, name) for name, n, k in indexer_projections(self.s)),
-                Attention(seqs, q_len, ctx, m.index_heads, 1, m.index_head_dim, causal=True,
-                          kv_element=m.index_key_bytes / m.index_head_dim, values=False,
-                          name=INDEXER)]
+        ops: list[Op] = [self._gemm(tokens, n, k, name)
+                         for name, n, k in indexer_projections(self.s)]
+        if isinstance(ctx, np.ndarray) or ctx > m.index_topk:
+            scored = where(ctx > m.index_topk, 1.0, 0.0)
+            ops.append(Attention(seqs * scored, q_len, ctx, m.index_heads, 1,
+                                 m.index_head_dim, causal=True,
+                                 kv_element=m.index_key_bytes / m.index_head_dim,
+                                 values=False, name=INDEXER))
+        return ops
 
     @cached_property
     def decode_chunk_keys(self) -> float:
