@@ -136,7 +136,8 @@ class Attention:
         """QK^T and AV. Causal: the queries are the last ``seq_q`` of ``seq_kv`` positions,
         each attending to the positions before it (half the square when they coincide), or
         to at most ``window`` of them (those of its own chunk if ``chunked``)."""
-        keys = self._keys
+        keys = mean_keys(self.seq_q, self.seq_kv, self.window, self.chunked) if self.causal \
+            else self.seq_kv
         return (4.0 if self.values else 2.0) * self.batch * self.heads * self.seq_q * keys \
             * self.head_dim * self.share
 
