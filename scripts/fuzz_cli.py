@@ -65,27 +65,21 @@ ADVISORS: dict[str, list[str]] = {
     "advise infer": ["--model", "llama-3.1-8b"],
 }
 
+_DEEPSEEK_V3: dict[str, Any] = {
+    "model_type": "deepseek_v3", "hidden_size": 7168, "num_hidden_layers": 61,
+    "num_attention_heads": 128, "num_key_value_heads": 128, "vocab_size": 129280,
+    "intermediate_size": 18432, "moe_intermediate_size": 2048, "n_routed_experts": 256,
+    "num_experts_per_tok": 8, "n_shared_experts": 1, "first_k_dense_replace": 3,
+    "q_lora_rank": 1536, "kv_lora_rank": 512, "qk_nope_head_dim": 128,
+    "qk_rope_head_dim": 64, "v_head_dim": 128, "n_group": 8, "topk_group": 4}
+
 CONFIGS: dict[str, dict[str, Any]] = {
     "llama": {"model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 32,
               "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256,
               "intermediate_size": 14336, "max_position_embeddings": 131072,
               "tie_word_embeddings": False},
-    "deepseek_v3": {"model_type": "deepseek_v3", "hidden_size": 7168,
-                    "num_hidden_layers": 61, "num_attention_heads": 128,
-                    "num_key_value_heads": 128, "vocab_size": 129280,
-                    "intermediate_size": 18432, "moe_intermediate_size": 2048,
-                    "n_routed_experts": 256, "num_experts_per_tok": 8, "n_shared_experts": 1,
-                    "first_k_dense_replace": 3, "q_lora_rank": 1536, "kv_lora_rank": 512,
-                    "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128,
-                    "n_group": 8, "topk_group": 4},
-    "deepseek_v32": {"model_type": "deepseek_v32", "hidden_size": 7168,
-                     "num_hidden_layers": 61, "num_attention_heads": 128,
-                     "num_key_value_heads": 128, "vocab_size": 129280,
-                     "intermediate_size": 18432, "moe_intermediate_size": 2048,
-                     "n_routed_experts": 256, "num_experts_per_tok": 8, "n_shared_experts": 1,
-                     "first_k_dense_replace": 3, "q_lora_rank": 1536, "kv_lora_rank": 512,
-                     "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128,
-                     "n_group": 8, "topk_group": 4, "index_n_heads": 64,
+    "deepseek_v3": _DEEPSEEK_V3,
+    "deepseek_v32": {**_DEEPSEEK_V3, "model_type": "deepseek_v32", "index_n_heads": 64,
                      "index_head_dim": 128, "index_topk": 2048},
     "gpt_oss": {"model_type": "gpt_oss", "hidden_size": 2880, "num_hidden_layers": 24,
                 "num_attention_heads": 64, "num_key_value_heads": 8, "head_dim": 64,
