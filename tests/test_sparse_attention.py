@@ -244,3 +244,13 @@ def test_short_sequences_skip_the_scores() -> None:
         if scored:
             indexer = next(op for op in ops if op.name == INDEXER)
             assert isinstance(indexer, Attention) and indexer.seq_kv == ctx
+
+
+def test_the_estimate_says_what_it_assumed() -> None:
+    """The serving estimate's assumptions name the sparse attention and where the indexer
+    runs; a dense model's carry none."""
+    sparse = _serve(V32, 8192, 8, 1).assumptions["sparse_attention"]  # type: ignore[attr-defined]
+    assert sparse == {"index_topk": 2048, "index_heads": 64, "index_head_dim": 128,
+                      "index_key_bytes_per_position_layer": 132,
+                      "indexer_replicated_gpus": 8, "indexer_math": "fp8"}
+    assert _serve(V3, 8192, 8, 1).assumptions["sparse_attention"] is None  # type: ignore[attr-defined]

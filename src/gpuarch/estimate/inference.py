@@ -592,6 +592,17 @@ def _serving_assumptions(catalog: Catalog, shape: TransformerShape, product: Pro
         "mla_decode_math": ("fp8" if runner.mla_decode_device is not runner.device
                             else "16-bit") if shape.mla is not None else None,
         "fp8_mla_decode": cfg.fp8_mla_decode if shape.mla is not None else None,
+        # DeepSeek Sparse Attention: the positions a query attends to, the indexer's heads
+        # (run whole on every tensor-parallel GPU) and the precision of its scores, which
+        # are skipped where no more positions are held than it chooses
+        "sparse_attention": {
+            "index_topk": shape.mla.index_topk, "index_heads": shape.mla.index_heads,
+            "index_head_dim": shape.mla.index_head_dim,
+            "index_key_bytes_per_position_layer": shape.mla.index_key_bytes,
+            "indexer_replicated_gpus": cfg.tp,
+            "indexer_math": "fp8" if runner.indexer_device is not runner.device
+            else "16-bit"}
+        if shape.mla is not None and shape.mla.sparse else None,
         "moe_comm": cfg.moe_comm if shape.is_moe and cfg.exchanges_tokens else None,
         "moe_exchange": exchange_note(runner) if shape.is_moe and cfg.exchanges_tokens
         and cfg.moe_comm == "alltoall" else None,

@@ -386,6 +386,13 @@ def _serving_setup_lines(a: dict[str, Any]) -> list[str]:
             lines.append(f"                two-batch overlap: "
                          f"{x['two_batch_overlap_hidden']:.0%} of the shorter of a "
                          "micro-batch's exchange and the other's work is hidden")
+    if a.get("sparse_attention"):
+        x = a["sparse_attention"]
+        lines.append(f"  sparse attn   each query attends to the {x['index_topk']:,} positions "
+                     f"an indexer of {x['index_heads']} heads picks (its scores in "
+                     f"{x['indexer_math']}, skipped up to {x['index_topk']:,} held positions"
+                     + (f"; the indexer whole on each of the {x['indexer_replicated_gpus']} "
+                        "tensor-parallel GPUs)" if x["indexer_replicated_gpus"] > 1 else ")"))
     if a.get("mla_decode_math") == "16-bit" and not a.get("fp8_mla_decode", True) \
             and a["formats"]["kv_cache"] == "fp8":
         lines.append("  decode attn   latent attention computed in 16 bits over the FP8 cache "
