@@ -172,6 +172,8 @@ def test_training_at_long_sequences() -> None:
     assert runs["v3.2"].step_time_s < 0.85 * runs["v3"].step_time_s
     assert runs["v3.2"].model_flops_per_token == pytest.approx(
         training_flops_per_token(V32, 32_768))
+    assert "2,048 positions" in runs["v3.2"].assumptions["sparse_attention"]
+    assert "sparse_attention" not in runs["v3"].assumptions
 
 
 def test_the_commands_say_so(capsys: pytest.CaptureFixture[str]) -> None:

@@ -549,6 +549,15 @@ def _add_kernel_notes(assumptions: dict[str, Any], shape: TransformerShape, prod
                 f"each expert layer{which} waits {from_si(wait, Unit.US):,.0f} us a forward "
                 f"pass on the host for its token counts ({whose}); --moe-token-drop or "
                 "--cuda-graphs remove it")
+    if shape.mla is not None and shape.mla.sparse:
+        m = shape.mla
+        assumptions["sparse_attention"] = (
+            f"DeepSeek Sparse Attention: each query attends to at most {m.index_topk:,} "
+            f"positions (priced as a window of that size), and an indexer of "
+            f"{m.index_heads} heads of {m.index_head_dim} scores every earlier one (an "
+            "attention core without values, its backward as an attention's, in the run's "
+            "precision, whole on each tensor-parallel GPU); its activations are not counted "
+            "in memory")
     if shape.mamba is not None:
         arch = product.architecture
         label = shape.mamba.label
