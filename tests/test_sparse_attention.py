@@ -216,16 +216,65 @@ def test_glm5(tmp_path: Path) -> None:
     assert kv_bytes_per_token(glm, 1.0) == 78 * (576 + 132)
 
 
-@pytest.mark.parametrize(("key", "value"), [
-    ("index_topk_freq", 4),
-    ("indexer_types", ["full", "shared"] * 39),
-    ("index_topk_pattern", "FFSF" * 19 + "FF"),
+# GLM-5.2's schedule as vLLM's check of its configuration spells it: an indexer of their own
+# in the first three layers and every fourth after (layer - 2 a multiple of 4), 21 of 78
+GLM52_KINDS = ["full" if i < 3 or (i - 2) % 4 == 0 else "shared" for i in range(78)]
+
+
+@pytest.mark.parametrize("extra", [
+    {"index_topk_freq": 4, "index_skip_topk_offset": 3},
+    {"indexer_types": GLM52_KINDS},
+    {"index_topk_pattern": "".join("F" if k == "full" else "S" for k in GLM52_KINDS)},
 ])
-def test_shared_indexers_are_refused(tmp_path: Path, key: str, value: object) -> None:
-    """Later GLM-5 releases let layers reuse an earlier layer's choice; the shape holds an
-    indexer in every layer, so such a config is refused naming the field."""
+def test_shared_indexers(tmp_path: Path, extra: dict[str, object],
+                         capsys: pytest.CaptureFixture[str]) -> None:
+    """Later GLM-5 releases let a layer reuse the choice of the last one before it with an
+    indexer: any of the three keys gives the same 21 layers, and only those hold the
+    indexer's weights, its cached keys and its work."""
     path = tmp_path / "config.json"
-    path.write_text(json.dumps({**GLM5_CONFIG, key: value}))
+    path.write_text(json.dumps({**GLM5_CONFIG, **extra}))
+    shared = shape_from_hf_config(path)
+    glm = preset("glm-5").shape
+    assert shared.indexer_layers == 21 and glm.indexer_layers == 78
+    weights = 2048 * 32 * 128 + 6144 * 128 + 6144 * 32 + 2 * 128  # one indexer, by hand
+    assert count_params(glm).total - count_params(shared).total == (78 - 21) * weights
+    assert kv_bytes_per_token(shared, 1.0) == 78 * 576 + 21 * 132
+    seq = 65_536
+    assert forward_flops_per_token(glm, seq, causal=True).attention_core - \
+        forward_flops_per_token(shared, seq, causal=True).attention_core == \
+        pytest.approx(2.0 * 32 * 128 * seq / 2 * (78 - 21))
+    product = CATALOG.product("b300")
+    cfg = InferenceConfig(input_len=100_000, output_len=1000, batch=4, gpus=8, tp=8)
+    step = {name: estimate_inference(CATALOG, shape, product, cfg).tpot_s
+            for name, shape in (("every", glm), ("shared", shared))}
+    assert step["shared"] < step["every"]
+    assert main(["models", str(path)]) == 0
+    assert "in 21 of the 78 layers, the others reusing" in capsys.readouterr().out
+    h100 = CATALOG.product("h100-sxm5-80gb")
+    train = TrainingConfig(gpus=512, seq_len=32_768, global_batch=256, tp=2, pp=8, ep=32,
+                           cp=2, sequence_parallel=True, recompute=Recompute.FULL)
+    runs = {name: estimate_training(CATALOG, shape, h100, train,
+                                    system=CATALOG.system_for(h100))
+            for name, shape in (("every", glm), ("shared", shared))}
+    assert runs["shared"].step_time_s < runs["every"].step_time_s
+    attention = {name: r.time_breakdown.compute_parts["attention"] for name, r in runs.items()}
+    assert attention["shared"] < 0.9 * attention["every"]  # the scores in 21 layers, not 78
+    assert runs["shared"].model_flops_per_token == pytest.approx(
+        training_flops_per_token(shared, 32_768))
+    assert "in 21 of the 78 layers" in runs["shared"].assumptions["sparse_attention"]
+
+
+@pytest.mark.parametrize(("extra", "key"), [
+    ({"indexer_types": ["shared", *GLM52_KINDS[1:]]}, "indexer_types"),
+    ({"indexer_types": GLM52_KINDS[:-1]}, "indexer_types"),
+    ({"indexer_types": ["full", "sparse"] * 39}, "indexer_types"),
+    ({"index_topk_pattern": "FX" * 39}, "index_topk_pattern"),
+    ({"index_topk_freq": 0}, "index_topk_freq"),
+])
+def test_a_bad_indexer_schedule_is_refused(tmp_path: Path, extra: dict[str, object],
+                                           key: str) -> None:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**GLM5_CONFIG, **extra}))
     with pytest.raises(GpuarchError, match=key):
         shape_from_hf_config(path)
 
@@ -253,6 +302,6 @@ def test_the_estimate_says_what_it_assumed() -> None:
     runs; a dense model's carry none."""
     sparse = _serve(V32, 8192, 8, 1).assumptions["sparse_attention"]  # type: ignore[attr-defined]
     assert sparse == {"index_topk": 2048, "index_heads": 64, "index_head_dim": 128,
-                      "index_key_bytes_per_position_layer": 132,
+                      "index_key_bytes_per_position_layer": 132, "indexer_layers": 61,
                       "indexer_replicated_gpus": 8, "indexer_math": "fp8"}
     assert _serve(V3, 8192, 8, 1).assumptions["sparse_attention"] is None  # type: ignore[attr-defined]

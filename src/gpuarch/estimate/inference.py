@@ -599,6 +599,7 @@ def _serving_assumptions(catalog: Catalog, shape: TransformerShape, product: Pro
             "index_topk": shape.mla.index_topk, "index_heads": shape.mla.index_heads,
             "index_head_dim": shape.mla.index_head_dim,
             "index_key_bytes_per_position_layer": shape.mla.index_key_bytes,
+            "indexer_layers": shape.indexer_layers,
             "indexer_replicated_gpus": cfg.tp,
             "indexer_math": "fp8" if runner.indexer_device is not runner.device
             else "16-bit"}

@@ -44,7 +44,7 @@ def kv_bytes_per_token(shape: TransformerShape, element: float, tp: int = 1) -> 
     if shape.mla is not None:
         per_layer = shape.mla.latent_width
         return float(per_layer * shape.layers * element
-                     + shape.mla.index_key_bytes * shape.layers)
+                     + shape.mla.index_key_bytes * shape.indexer_layers)
     kv_heads = max(1, shape.n_kv_heads // tp) if tp <= shape.n_kv_heads else 1
     return float(2 * kv_heads * shape.d_head * shape.attention_layers * element)
 

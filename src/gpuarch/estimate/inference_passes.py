@@ -67,7 +67,7 @@ from gpuarch.perf.roofline import (
     op_time,
 )
 from gpuarch.workloads.flops import attention_core_dims, attention_projections
-from gpuarch.workloads.params import indexer_projections
+from gpuarch.workloads.params import INDEXER_OPS, indexer_projections
 from gpuarch.workloads.shape import TransformerShape
 
 __all__ = [
@@ -350,6 +350,7 @@ class ReplicaRunner:
         # a sparse-attention indexer's scores run in FP8 over its FP8 keys where the GPU has
         # FP8 Tensor Cores (DeepGEMM's MQA-logits kernels, which the engines call)
         self.indexer_device = self.device
+        self.indexer_share = shape.indexer_share if shape.indexer_layers else 1.0
         if shape.mla is not None and shape.mla.sparse:
             self.indexer_device = self.device.with_fp8_attention() or self.device
         # the fused MoE block's fixed time per expert layer and pass (TensorRT-LLM's kernels
@@ -616,6 +617,8 @@ class ReplicaRunner:
                 else self.context_device \
                 if isinstance(op, Attention) and q_len > 1 else self.device
             time, compute = _split(op, device, self.expert_eff if expert else self.eff)
+            if op.name in INDEXER_OPS and self.indexer_share != 1.0:
+                time = time * self.indexer_share  # the layers with an indexer of their own
             if isinstance(op, Gemm) and (self.expert_peak if expert else self.peak).dequantize:
                 time = where(compute, time * (1 + self.eff.dequant_overhead), time)
             self._add(op_kind(op), time)

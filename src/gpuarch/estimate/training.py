@@ -554,7 +554,8 @@ def _add_kernel_notes(assumptions: dict[str, Any], shape: TransformerShape, prod
         assumptions["sparse_attention"] = (
             f"DeepSeek Sparse Attention: each query attends to at most {m.index_topk:,} "
             f"positions (priced as a window of that size), and an indexer of "
-            f"{m.index_heads} heads of {m.index_head_dim} scores every earlier one (an "
+            f"{m.index_heads} heads of {m.index_head_dim} in {shape.indexer_layers} of the "
+            f"{shape.attention_layers} layers scores every earlier one (an "
             "attention core without values, its backward as an attention's, in the run's "
             "precision, whole on each tensor-parallel GPU); its activations are not counted "
             "in memory")

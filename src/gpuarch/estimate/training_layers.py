@@ -34,7 +34,7 @@ from gpuarch.perf.roofline import (
     op_time,
 )
 from gpuarch.workloads.flops import attention_core_dims, attention_projections
-from gpuarch.workloads.params import indexer_projections
+from gpuarch.workloads.params import INDEXER_OPS, indexer_projections
 from gpuarch.workloads.shape import TransformerShape
 
 __all__ = [
@@ -649,8 +649,12 @@ def one_layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device,
     expert_section: Num = 0.0  # forward GPU time between dispatch and combine
     by_name: dict[str, Num] = {}  # forward time of each operator
     frozen = bool(cfg.lora_rank)  # the model's weights are not trained
+    share = s.indexer_share if s.indexer_layers else 1.0
     for op in ops:
         t, _, _, op_flops, _ = op_time(op, device, eff)
+        indexer = share != 1.0 and op.name in INDEXER_OPS
+        if indexer:  # the layers with a sparse-attention indexer of their own
+            t, op_flops = t * share, op_flops * share
         if moe and (op.name in ROUTED_OPS or op.name.startswith("grouped_expert_")):
             t = t * cfg.moe_imbalance  # the busiest rank's routed tokens
         fwd = fwd + t
@@ -660,7 +664,8 @@ def one_layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device,
             expert_section = expert_section + t
         if isinstance(op, Attention):
             attn_fwd = attn_fwd + t
-            back = op_time(dataclasses.replace(op, backward=True), device, eff)[0]
+            back = op_time(dataclasses.replace(op, backward=True), device, eff)[0] \
+                * (share if indexer else 1.0)
         else:
             # a GEMM's data and weight gradients (a frozen one's data gradient alone, under
             # LoRA); an elementwise op's backward

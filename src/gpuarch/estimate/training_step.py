@@ -62,6 +62,7 @@ from gpuarch.workloads.params import (
     attention_params,
     count_params,
     first_stage_params,
+    indexer_params,
     latent_projection_params,
     layer_norm_params,
     mlp_params,
@@ -871,9 +872,12 @@ def _rank_params(shape: TransformerShape, layout: PipelineLayout, mtp_dense: flo
     first_stage = first_stage_params(shape)
     final_norm = shape.norm.params_per_width * shape.hidden
     norms = layer_norm_params(shape)
-    attention = attention_params(shape)
+    # a sparse-attention indexer in its share of the layers (every layer's, or shared)
+    attention: float = attention_params(shape) + shape.indexer_share \
+        * indexer_params(shape) if shape.indexer_layers else attention_params(shape)
     dense_layer = attention + norms + mlp_params(shape, shape.d_ffn)
-    expert_layer, routed = 0, 0
+    expert_layer: float = 0
+    routed = 0
     if shape.moe_layers:
         expert_layer = attention + norms + shape.shared_experts * mlp_params(
             shape, shape.d_expert) + shape.hidden * shape.experts \

@@ -97,11 +97,14 @@ def render_preset(p: Preset) -> str:
                      f"{m.q_lora_rank}, heads of {m.qk_nope_head_dim}+{m.qk_rope_head_dim} "
                      f"(query, key) and {m.v_head_dim} (value)")
         if m.sparse:
+            where = "" if s.indexer_layers == s.attention_layers else (
+                f"; in {s.indexer_layers} of the {s.attention_layers} layers, the others "
+                "reusing the last one's choice")
             lines.append(f"  sparse        DeepSeek Sparse Attention: an indexer of "
                          f"{m.index_heads} heads of {m.index_head_dim} picks the "
                          f"{m.index_topk:,} positions each query attends to (its FP8 keys, "
                          f"{m.index_key_bytes} bytes a position and layer, cached beside "
-                         "the latent)")
+                         f"the latent{where})")
     if s.attention_gate:
         lines.append("  attention     gated: a sigmoid gate on each output channel, made by the "
                      "query projection (twice as wide)")

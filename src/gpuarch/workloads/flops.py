@@ -30,6 +30,7 @@ from typing import Any
 from gpuarch.workloads.params import (
     attention_params,
     count_params,
+    indexer_params,
     latent_projection_params,
     mlp_params,
     routed_expert_params,
@@ -136,7 +137,7 @@ def forward_flops_per_token(s: TransformerShape, seq_len: int, *, causal: bool =
         m = s.mla
         windowed, window_keys = s.attention_layers, _window_keys(seq_len, m.index_topk,
                                                                  causal)
-        indexer_core = 2.0 * m.index_heads * m.index_head_dim * full_keys * windowed
+        indexer_core = 2.0 * m.index_heads * m.index_head_dim * full_keys * s.indexer_layers
     else:
         indexer_core = 0.0
     core = 2.0 * s.heads * (qk_dim + v_dim) * (
@@ -145,7 +146,8 @@ def forward_flops_per_token(s: TransformerShape, seq_len: int, *, causal: bool =
         s.experts_per_token * routed_expert_params(s)
         + s.shared_experts * mlp_params(s, s.d_expert) + latent_projection_params(s))
     return ForwardFlops(
-        attention_proj=2.0 * s.attention_layers * attention_params(s),
+        attention_proj=2.0 * (s.attention_layers * attention_params(s)
+                              + s.indexer_layers * indexer_params(s)),
         attention_core=float(core),
         mlp=2.0 * per_token_mlp,
         router=2.0 * pc.router,

@@ -3,8 +3,9 @@
 Supported families (by ``model_type``): bloom, llama, llama4 / llama4_text, mistral, mixtral,
 qwen2, qwen2_moe, qwen3, qwen3_moe, gemma, gemma2, gemma3 (its text model) / gemma3_text,
 deepseek_v3 / deepseek_v2, deepseek_v32 and glm_moe_dsa (DeepSeek-V3.2 and GLM-5: DeepSeek
-Sparse Attention's indexer, one in every layer), kimi_k2, gpt_oss, glm4_moe (GLM-4.5 to
-4.7), minimax_m2 (MiniMax-M2 and its point releases), phi3 (Phi-3, Phi-4),
+Sparse Attention's indexer, in every layer or, in later GLM-5 releases, in some), kimi_k2,
+gpt_oss, glm4_moe (GLM-4.5 to 4.7), minimax_m2 (MiniMax-M2 and its point releases), phi3
+(Phi-3, Phi-4),
 olmo2, granite, gpt2, nemotron, nemotron_h (hybrid Mamba-2, no position encoding),
 granitemoehybrid (IBM Granite 4.0: Mamba-2 or attention layers, each with a shared MLP and,
 in the MoE models, experts), mamba2 (pure Mamba-2: Mamba-Codestral), qwen3_next and
@@ -238,7 +239,8 @@ def _llama_like(cfg: dict[str, Any], path: Path, label: str, model_type: str
             qk_nope_head_dim=_get(cfg, path, "qk_nope_head_dim"),
             qk_rope_head_dim=_get(cfg, path, "qk_rope_head_dim"),
             v_head_dim=_get(cfg, path, "v_head_dim"),
-            **(_indexer(cfg, path) if model_type in _SPARSE_MLA else {}),
+            **(_indexer(cfg, path, _get(cfg, path, "num_hidden_layers"))
+               if model_type in _SPARSE_MLA else {}),
         )
     layers = _get(cfg, path, "num_hidden_layers")
     if model_type == "minimax_m2":
@@ -269,27 +271,54 @@ def _llama_like(cfg: dict[str, Any], path: Path, label: str, model_type: str
     )
 
 
-def _indexer(cfg: dict[str, Any], path: Path) -> dict[str, int]:
+def _indexer(cfg: dict[str, Any], path: Path, layers: int) -> dict[str, int]:
     """DeepSeek Sparse Attention's indexer (DeepSeek-V3.2's and GLM-5's config.json:
-    index_n_heads, index_head_dim, index_topk). An indexer in every layer only: later GLM-5
-    releases let some layers reuse an earlier one's choice (``indexer_types`` "shared",
-    ``index_topk_pattern`` "S", ``index_topk_freq`` above 1), which the shape does not hold
-    and so is refused by name."""
-    kinds = cfg.get("indexer_types")
-    if kinds is not None and (not isinstance(kinds, list) or any(k != "full" for k in kinds)):
-        raise GpuarchError(f"indexer_types: only an indexer in every layer ('full') is "
-                           f"modelled, not layers that reuse another's choice; got {kinds!r}")
-    pattern = cfg.get("index_topk_pattern")
-    if pattern is not None and (not isinstance(pattern, str) or set(pattern) - {"F"}):
-        raise GpuarchError(f"index_topk_pattern: only an indexer in every layer ('F') is "
-                           f"modelled, not shared ('S') layers; got {pattern!r}")
-    freq = cfg.get("index_topk_freq", 1)
-    if freq != 1:
-        raise GpuarchError(f"index_topk_freq: only an indexer in every layer (1) is modelled, "
-                           f"not one shared by several layers; got {freq!r}")
-    return {"index_heads": _get(cfg, path, "index_n_heads"),
-            "index_head_dim": _get(cfg, path, "index_head_dim"),
-            "index_topk": _get(cfg, path, "index_topk")}
+    index_n_heads, index_head_dim, index_topk), and how many of the ``layers`` have one of
+    their own where later GLM-5 releases let the others reuse an earlier layer's choice:
+    ``indexer_types`` ("full" or "shared" a layer), else ``index_topk_pattern`` ("F" or
+    "S" a layer), else ``index_topk_freq`` with ``index_skip_topk_offset`` (a layer has one
+    where max(layer - offset + 1, 0) is a multiple of the frequency; offset 2 unless given),
+    as Transformers' GlmMoeDsaConfig reads them."""
+    out = {"index_heads": _get(cfg, path, "index_n_heads"),
+           "index_head_dim": _get(cfg, path, "index_head_dim"),
+           "index_topk": _get(cfg, path, "index_topk")}
+    kinds = _indexer_kinds(cfg, path, layers)
+    if kinds is not None and not all(kinds):
+        out["index_layers"] = sum(kinds)
+    return out
+
+
+def _indexer_kinds(cfg: dict[str, Any], path: Path, layers: int) -> list[bool] | None:
+    """Whether each layer runs an indexer of its own, from whichever of GLM's three keys the
+    config sets (``_indexer``); None where it sets none."""
+    kinds: list[bool] | None = None
+    key = ""
+    if cfg.get("indexer_types") is not None:
+        key, raw = "indexer_types", cfg["indexer_types"]
+        if not isinstance(raw, list) or any(k not in ("full", "shared") for k in raw):
+            raise GpuarchError(f"indexer_types: expected a list of 'full' or 'shared', one a "
+                               f"layer; got {raw!r}")
+        kinds = [k == "full" for k in raw]
+    elif cfg.get("index_topk_pattern") is not None:
+        key, raw = "index_topk_pattern", cfg["index_topk_pattern"]
+        if not isinstance(raw, str) or set(raw) - {"F", "S"}:
+            raise GpuarchError(f"index_topk_pattern: expected a string of 'F' (an indexer) and "
+                               f"'S' (shared), one a layer; got {raw!r}")
+        kinds = [c == "F" for c in raw]
+    elif cfg.get("index_topk_freq") is not None:
+        key = "index_topk_freq"
+        freq = _get(cfg, path, "index_topk_freq")
+        offset = _get(cfg, path, "index_skip_topk_offset", default=2)
+        if freq < 1:
+            raise GpuarchError(f"index_topk_freq: expected a positive integer, got {freq!r}")
+        kinds = [max(i - offset + 1, 0) % freq == 0 for i in range(layers)]
+    if kinds is None:
+        return None
+    if len(kinds) != layers:
+        raise GpuarchError(f"{key}: {len(kinds)} layers, but num_hidden_layers is {layers}")
+    if not kinds[0]:
+        raise GpuarchError(f"{key}: the first layer shares an indexer with none before it")
+    return kinds
 
 
 def _check_minimax_m2(cfg: dict[str, Any]) -> None:

@@ -7,9 +7,9 @@ from functools import cache
 
 from gpuarch.workloads.shape import Position, QkNorm, TransformerShape
 
-__all__ = ["ParamCount", "count_params", "indexer_params", "indexer_projections",
-           "latent_projection_params", "layer_norm_params", "mamba_params",
-           "routed_expert_params"]
+__all__ = ["INDEXER_OPS", "ParamCount", "count_params", "indexer_params",
+           "indexer_projections", "latent_projection_params", "layer_norm_params",
+           "mamba_params", "routed_expert_params"]
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,8 @@ class ParamCount:
 
 
 def attention_params(s: TransformerShape) -> int:
-    """One layer's attention projections (and their biases)."""
+    """One layer's attention projections (and their biases); a sparse-attention indexer's
+    weights apart (``indexer_params``, in ``indexer_layers`` of the layers)."""
     h, d, heads, kv = s.hidden, s.d_head, s.heads, s.n_kv_heads
     if s.mla is not None:
         m = s.mla
@@ -51,7 +52,7 @@ def attention_params(s: TransformerShape) -> int:
              if m.q_lora_rank else h * heads * qk)
         kv_part = (h * m.latent_width + m.kv_lora_rank
                    + m.kv_lora_rank * heads * (m.qk_nope_head_dim + m.v_head_dim))
-        return q + kv_part + heads * m.v_head_dim * h + indexer_params(s)
+        return q + kv_part + heads * m.v_head_dim * h
     q = heads * d * (2 if s.attention_gate else 1)  # the query projection makes the gate too
     weights = h * q + 2 * h * kv * d + heads * d * h
     biases = 0
@@ -60,6 +61,11 @@ def attention_params(s: TransformerShape) -> int:
     elif s.qkv_bias:
         biases = q + 2 * kv * d
     return weights + biases
+
+
+INDEXER_OPS = ("index_q", "index_k", "index_weights", "indexer")
+"""Names of a sparse-attention indexer's operators (its three projections and its scores,
+``perf.roofline.INDEXER``), which run in the model's ``indexer_share`` of the layers."""
 
 
 def indexer_projections(s: TransformerShape) -> list[tuple[str, int, int]]:
@@ -169,7 +175,8 @@ def count_params(s: TransformerShape) -> ParamCount:
     return ParamCount(
         embedding=embedding,
         lm_head=lm_head,
-        attention=s.attention_layers * attention_params(s),
+        attention=s.attention_layers * attention_params(s)
+        + s.indexer_layers * indexer_params(s),
         mlp_dense=s.mlp_layers * mlp_params(s, s.d_ffn),
         mlp_experts=s.moe_layers * s.experts * routed_expert_params(s),
         mlp_shared=s.moe_layers * s.shared_experts * mlp_params(s, s.d_expert),

@@ -93,6 +93,10 @@ class MlaShape:
     index_heads: int = 0
     index_head_dim: int = 0
     index_topk: int = 0  # positions each query attends to; 0 = dense attention (no indexer)
+    # layers with an indexer of their own; the others reuse the choice of the last layer
+    # before them that has one (GLM-5.2's shared indexers, indexer_types "shared"); 0 = every
+    # attention layer has its own
+    index_layers: int = 0
 
     def __post_init__(self) -> None:
         _positive("q_lora_rank", self.q_lora_rank, minimum=0)  # 0: queries not compressed
@@ -100,7 +104,7 @@ class MlaShape:
         _positive("qk_rope_head_dim", self.qk_rope_head_dim, minimum=0)
         for name in ("kv_lora_rank", "v_head_dim"):
             _positive(name, getattr(self, name))
-        for name in ("index_heads", "index_head_dim", "index_topk"):
+        for name in ("index_heads", "index_head_dim", "index_topk", "index_layers"):
             _positive(name, getattr(self, name), minimum=0)
         if self.qk_nope_head_dim + self.qk_rope_head_dim < 1:
             raise GpuarchError("qk_nope_head_dim + qk_rope_head_dim: a query-key head needs "
@@ -113,6 +117,9 @@ class MlaShape:
         if given and not self.q_lora_rank:
             raise GpuarchError("index_topk: sparse attention's indexer reads the compressed "
                                "query; it needs q_lora_rank > 0")
+        if self.index_layers and not given:
+            raise GpuarchError("index_layers: layers with an indexer need sparse attention "
+                               "(index_heads, index_head_dim, index_topk)")
 
     @property
     def sparse(self) -> bool:
@@ -344,6 +351,9 @@ class TransformerShape:
                 self.moe_latent:
             raise GpuarchError("experts_per_token / shared_experts / expert_groups / "
                                "moe_latent need experts > 0")
+        if self.mla is not None and self.mla.index_layers > self.layers:
+            raise GpuarchError(f"index_layers: {self.mla.index_layers} exceeds layers "
+                               f"{self.layers}")
         if self.hybrid_pattern or self.mamba is not None:
             self._check_hybrid()
         if self.position is Position.LEARNED and self.max_positions == 0:
@@ -386,6 +396,21 @@ class TransformerShape:
     def attention_layers(self) -> int:
         """Layers (blocks) with attention, and so a KV cache."""
         return self.hybrid_pattern.count("*") if self.hybrid_pattern else self.layers
+
+    @property
+    def indexer_layers(self) -> int:
+        """Attention layers with a sparse-attention indexer of their own (0 without sparse
+        attention)."""
+        m = self.mla
+        if m is None or not m.sparse:
+            return 0
+        return m.index_layers or self.attention_layers
+
+    @property
+    def indexer_share(self) -> float:
+        """The share of the attention layers that run an indexer of their own (1 where each
+        does; 0 without sparse attention)."""
+        return self.indexer_layers / self.attention_layers
 
     @property
     def mamba_layers(self) -> int:
