@@ -617,7 +617,7 @@ class ReplicaRunner:
                 else self.context_device \
                 if isinstance(op, Attention) and q_len > 1 else self.device
             time, compute = _split(op, device, self.expert_eff if expert else self.eff)
-            if op.name in INDEXER_OPS and self.indexer_share != 1.0:
+            if self.indexer_share != 1.0 and op.name in INDEXER_OPS:
                 time = time * self.indexer_share  # the layers with an indexer of their own
             if isinstance(op, Gemm) and (self.expert_peak if expert else self.peak).dequantize:
                 time = where(compute, time * (1 + self.eff.dequant_overhead), time)
