@@ -270,6 +270,7 @@ def test_shared_indexers(tmp_path: Path, extra: dict[str, object],
     ({"indexer_types": ["full", "sparse"] * 39}, "indexer_types"),
     ({"index_topk_pattern": "FX" * 39}, "index_topk_pattern"),
     ({"index_topk_freq": 0}, "index_topk_freq"),
+    ({"index_topk_freq": 4, "num_hidden_layers": 0}, "layers"),  # the layers', not a crash
 ])
 def test_a_bad_indexer_schedule_is_refused(tmp_path: Path, extra: dict[str, object],
                                            key: str) -> None:

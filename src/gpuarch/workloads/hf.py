@@ -312,8 +312,8 @@ def _indexer_kinds(cfg: dict[str, Any], path: Path, layers: int) -> list[bool] |
         if freq < 1:
             raise GpuarchError(f"index_topk_freq: expected a positive integer, got {freq!r}")
         kinds = [max(i - offset + 1, 0) % freq == 0 for i in range(layers)]
-    if kinds is None:
-        return None
+    if kinds is None or layers < 1:
+        return None  # no layers: the shape refuses num_hidden_layers itself
     if len(kinds) != layers:
         raise GpuarchError(f"{key}: {len(kinds)} layers, but num_hidden_layers is {layers}")
     if not kinds[0]:
