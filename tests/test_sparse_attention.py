@@ -29,7 +29,7 @@ from gpuarch.estimate.training import estimate_training
 from gpuarch.estimate.training_config import Recompute, TrainingConfig
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY
 from gpuarch.perf.quant import QuantFormat, QuantScheme
-from gpuarch.perf.roofline import INDEXER, Attention
+from gpuarch.perf.roofline import INDEXER, MLA_DECODE, Attention
 from gpuarch.workloads import preset
 from gpuarch.workloads.flops import forward_flops_per_token, training_flops_per_token
 from gpuarch.workloads.hf import shape_from_hf_config
@@ -278,6 +278,23 @@ def test_a_bad_indexer_schedule_is_refused(tmp_path: Path, extra: dict[str, obje
     path.write_text(json.dumps({**GLM5_CONFIG, **extra}))
     with pytest.raises(GpuarchError, match=key):
         shape_from_hf_config(path)
+
+
+def test_sparse_prefill_runs_absorbed() -> None:
+    """Over more held positions than the indexer chooses, a prefill pass's attention runs in
+    MLA's absorbed (MQA) mode, as FlashMLA's sparse prefill kernels do: one shared latent
+    "head" of 576 against 128 query heads, priced as the absorbed decode kernels; at or
+    below 2,048 the dense MHA-mode prefill (heads of 192 and 128)."""
+    product = CATALOG.product("h200-sxm-141gb")
+    cfg = InferenceConfig(input_len=8192, output_len=512, batch=1, gpus=8, tp=8)
+    runner = ReplicaRunner(CATALOG, V32, product, cfg, None, DEFAULT_EFFICIENCY)
+    for ctx, absorbed in ((2048, False), (8192, True)):
+        ops = runner._attention_ops(float(ctx), 1.0, ctx, ctx, 0, prefill=True)
+        core = next(op for op in ops if isinstance(op, Attention) and op.name != INDEXER)
+        assert (core.name == MLA_DECODE) is absorbed
+        assert (core.kv_heads, core.head_dim) == ((1, (576 + 512) // 2) if absorbed
+                                                  else (16, (192 + 128) // 2))
+        assert core.window == 2048
 
 
 def test_short_sequences_skip_the_scores() -> None:

@@ -475,7 +475,7 @@ class ReplicaRunner:
         s, cfg, t = self.s, self.cfg, self.cfg.tp
         heads = s.heads // t
         kv_element = cfg.quant.kv_cache.bytes
-        m = None if prefill else s.mla
+        m = None if prefill and not self._sparse_prompt(ctx) else s.mla
         absorbed = m is not None
         reads = 1.0
         chunked = s.chunks(window)
@@ -513,6 +513,17 @@ class ReplicaRunner:
         name, n, k = projections[-1]
         ops.append(self._gemm(tokens, n, k, name))
         return ops
+
+    def _sparse_prompt(self, ctx: Num) -> bool:
+        """Whether a prefill pass over ``ctx`` held positions runs sparse attention: more
+        positions than the indexer chooses, where the engines' sparse prefill kernels run
+        the latent attention absorbed (MQA mode: query/key 576, value 512 wide; FlashMLA's
+        sparse prefill, the only mode TensorRT-LLM's DSA runs); at or below it they run the
+        dense MHA-mode prefill (SGLang below 2,048 tokens, TensorRT-LLM's fast path)."""
+        m = self.s.mla
+        if m is None or not m.sparse:
+            return False
+        return bool(np.all(np.asarray(ctx) > m.index_topk))
 
     def _indexer_ops(self, tokens: Num, seqs: Num, q_len: int, ctx: Num) -> list[Op]:
         """A sparse-attention layer's indexer: its projections, whole on every tensor-
