@@ -323,3 +323,19 @@ def test_the_estimate_says_what_it_assumed() -> None:
                       "index_key_bytes_per_position_layer": 132, "indexer_layers": 61,
                       "indexer_replicated_gpus": 8, "indexer_math": "fp8"}
     assert _serve(V3, 8192, 8, 1).assumptions["sparse_attention"] is None  # type: ignore[attr-defined]
+
+
+def test_fewer_layers_than_indexers_is_a_usage_error(tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]
+                                                     ) -> None:
+    """--layers below a shared-indexer schedule's count names the flag, not an internal
+    field, and exits 2."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**GLM5_CONFIG, "index_topk_freq": 4,
+                                "index_skip_topk_offset": 3}))
+    code = main(["estimate", "infer", "--model", str(path), "--gpu", "b300", "--gpus", "8",
+                 "--tp", "8", "--input-len", "8000", "--output-len", "1000", "--batch", "8",
+                 "--layers", "10"])
+    assert code == 2
+    assert "--layers: 10 is fewer than the 21 layers with a sparse-attention indexer" in \
+        capsys.readouterr().err

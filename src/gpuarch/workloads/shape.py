@@ -352,8 +352,9 @@ class TransformerShape:
             raise GpuarchError("experts_per_token / shared_experts / expert_groups / "
                                "moe_latent need experts > 0")
         if self.mla is not None and self.mla.index_layers > self.layers:
-            raise GpuarchError(f"index_layers: {self.mla.index_layers} exceeds layers "
-                               f"{self.layers}")
+            raise GpuarchError(f"layers: {self.layers} is fewer than the "
+                               f"{self.mla.index_layers} layers with a sparse-attention "
+                               "indexer of their own (its config.json's schedule)")
         if self.hybrid_pattern or self.mamba is not None:
             self._check_hybrid()
         if self.position is Position.LEARNED and self.max_positions == 0:
