@@ -27,6 +27,7 @@ from gpuarch.perf.num import ceil, maximum, where
 from gpuarch.perf.precision import MatmulPeak, Precision, matmul_peak
 from gpuarch.perf.sibling import sibling_factor
 from gpuarch.units import Unit, from_si
+from gpuarch.workloads.params import INDEXER_SCORES
 
 __all__ = ["ATTENTION_OPS", "CONTEXT_ATTENTION", "INDEXER", "LORA_OPS", "MLA_DECODE",
            "Attention", "Bound", "Device", "Elementwise", "Gemm", "Op", "OpCost", "attention_span",
@@ -89,7 +90,7 @@ MLA_DECODE = "mla_decode"
 """Name of an absorbed multi-head latent attention core in decode (one latent KV "head"
 shared by every query head): priced at ``Efficiency.mla_decode_attention``."""
 
-INDEXER = "indexer"
+INDEXER = INDEXER_SCORES
 """Name of a sparse-attention layer's indexer scores (DeepSeek Sparse Attention's lightning
 indexer: QK^T of its heads against one shared FP8 key per position, no values; its
 ``Attention`` has ``values`` False): priced as the engine's fused prompt attention
@@ -136,13 +137,12 @@ class Attention:
         """QK^T and AV. Causal: the queries are the last ``seq_q`` of ``seq_kv`` positions,
         each attending to the positions before it (half the square when they coincide), or
         to at most ``window`` of them (those of its own chunk if ``chunked``)."""
-        keys = mean_keys(self.seq_q, self.seq_kv, self.window, self.chunked) if self.causal \
-            else self.seq_kv
-        return (4.0 if self.values else 2.0) * self.batch * self.heads * self.seq_q * keys \
-            * self.head_dim * self.share
+        return (4.0 if self.values else 2.0) * self.batch * self.heads * self.seq_q \
+            * self._keys * self.head_dim * self.share
 
     @property
     def _keys(self) -> Num:
+        """Mean keys a query attends to: ``mean_keys`` under a causal mask, else all."""
         return mean_keys(self.seq_q, self.seq_kv, self.window, self.chunked) if self.causal \
             else self.seq_kv
 

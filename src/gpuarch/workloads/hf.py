@@ -231,6 +231,7 @@ def _llama_like(cfg: dict[str, Any], path: Path, label: str, model_type: str
     heads = _get(cfg, path, "num_attention_heads")
     experts = _get(cfg, path, "num_local_experts", "n_routed_experts", "num_experts",
                    default=0)
+    layers = _get(cfg, path, "num_hidden_layers")
     mla = None
     if model_type in _MLA and cfg.get("kv_lora_rank"):
         mla = MlaShape(
@@ -239,10 +240,8 @@ def _llama_like(cfg: dict[str, Any], path: Path, label: str, model_type: str
             qk_nope_head_dim=_get(cfg, path, "qk_nope_head_dim"),
             qk_rope_head_dim=_get(cfg, path, "qk_rope_head_dim"),
             v_head_dim=_get(cfg, path, "v_head_dim"),
-            **(_indexer(cfg, path, _get(cfg, path, "num_hidden_layers"))
-               if model_type in _SPARSE_MLA else {}),
+            **(_indexer(cfg, path, layers) if model_type in _SPARSE_MLA else {}),
         )
-    layers = _get(cfg, path, "num_hidden_layers")
     if model_type == "minimax_m2":
         _check_minimax_m2(cfg)
     window, windowed = _sliding_window(cfg, path, layers)

@@ -7,7 +7,7 @@ from functools import cache
 
 from gpuarch.workloads.shape import Position, QkNorm, TransformerShape
 
-__all__ = ["INDEXER_OPS", "ParamCount", "count_params", "indexer_params",
+__all__ = ["INDEXER_OPS", "INDEXER_SCORES", "ParamCount", "count_params", "indexer_params",
            "indexer_projections", "latent_projection_params", "layer_norm_params",
            "mamba_params", "routed_expert_params"]
 
@@ -63,9 +63,13 @@ def attention_params(s: TransformerShape) -> int:
     return weights + biases
 
 
-INDEXER_OPS = ("index_q", "index_k", "index_weights", "indexer")
-"""Names of a sparse-attention indexer's operators (its three projections and its scores,
-``perf.roofline.INDEXER``), which run in the model's ``indexer_share`` of the layers."""
+INDEXER_SCORES = "indexer"
+"""Name of a sparse-attention indexer's scoring operator (``perf.roofline.INDEXER``)."""
+
+INDEXER_OPS = ("index_q", "index_k", "index_weights", INDEXER_SCORES)
+"""Names of a sparse-attention indexer's operators (its three projections, as
+``indexer_projections`` names them, and its scores), which run in the model's
+``indexer_share`` of the layers."""
 
 
 def indexer_projections(s: TransformerShape) -> list[tuple[str, int, int]]:
@@ -77,9 +81,10 @@ def indexer_projections(s: TransformerShape) -> list[tuple[str, int, int]]:
     m = s.mla
     if m is None or not m.sparse:
         return []
-    return [("index_q", m.index_heads * m.index_head_dim, m.q_lora_rank),
-            ("index_k", m.index_head_dim, s.hidden),
-            ("index_weights", m.index_heads, s.hidden)]
+    q, k, weights = INDEXER_OPS[:3]
+    return [(q, m.index_heads * m.index_head_dim, m.q_lora_rank),
+            (k, m.index_head_dim, s.hidden),
+            (weights, m.index_heads, s.hidden)]
 
 
 def indexer_params(s: TransformerShape) -> int:

@@ -410,8 +410,8 @@ class TransformerShape:
     @property
     def indexer_share(self) -> float:
         """The share of the attention layers that run an indexer of their own (1 where each
-        does; 0 without sparse attention)."""
-        return self.indexer_layers / self.attention_layers
+        does; 0 without sparse attention, or without attention layers)."""
+        return self.indexer_layers / self.attention_layers if self.indexer_layers else 0.0
 
     @property
     def mamba_layers(self) -> int:
