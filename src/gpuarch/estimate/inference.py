@@ -80,6 +80,7 @@ from gpuarch.estimate.inference_config import (
     server_layout,
 )
 from gpuarch.estimate.inference_memory import (
+    compressed_kv_bytes,
     engine_slots,
     kv_bytes_per_sequence,
     kv_bytes_per_token,
@@ -604,6 +605,10 @@ def _serving_assumptions(catalog: Catalog, shape: TransformerShape, product: Pro
             "indexer_math": "fp8" if runner.indexer_device is not runner.device
             else "16-bit"}
         if shape.mla is not None and shape.mla.sparse else None,
+        # DeepSeek-V4's compressed attention: what a query attends to in each kind of layer,
+        # the cache's layout and the indexer's
+        "compressed_attention": _compressed_note(shape, cfg)
+        if shape.compressed is not None else None,
         "moe_comm": cfg.moe_comm if shape.is_moe and cfg.exchanges_tokens else None,
         "moe_exchange": exchange_note(runner) if shape.is_moe and cfg.exchanges_tokens
         and cfg.moe_comm == "alltoall" else None,
@@ -675,3 +680,22 @@ def serving_cost(product: Product, cfg: InferenceConfig, output_tokens_per_s: fl
         out.update(usd_per_gpu_hour=price_per_gpu_hour, usd_per_hour=per_hour,
                    usd_per_million_output_tokens=per_hour * from_si(seconds, Unit.HOUR))
     return out
+
+
+def _compressed_note(shape: TransformerShape, cfg: InferenceConfig) -> dict[str, Any]:
+    """What a DeepSeek-V4 estimate assumed of its compressed attention."""
+    c = shape.compressed
+    assert c is not None
+    grows, window = compressed_kv_bytes(shape, cfg.quant.kv_cache.bytes)
+    return {
+        "window": c.window,
+        "layers_by_ratio": {str(r): c.layers_of(r) for r, _ in c.kinds()},
+        "index_topk": c.index_topk, "index_heads": c.index_heads,
+        "index_head_dim": c.index_head_dim,
+        "entry_bytes": c.entry_bytes(cfg.quant.kv_cache.bytes, shape.d_head),
+        "index_key_bytes": c.index_key_bytes,
+        "kv_bytes_per_position": grows, "window_bytes_per_position": window,
+        "indexer_replicated_gpus": cfg.tp,
+        "hyper_connections": shape.hyper_connections,
+        "not_counted": "the compressors' buffers of windows not yet closed",
+    }

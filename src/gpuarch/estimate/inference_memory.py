@@ -23,6 +23,7 @@ from gpuarch.workloads.shape import TransformerShape
 
 __all__ = [
     "MAX_CONTEXT_SEARCH",
+    "compressed_kv_bytes",
     "engine_slots",
     "kv_bytes_per_sequence",
     "kv_bytes_per_token",
@@ -40,7 +41,10 @@ def kv_bytes_per_token(shape: TransformerShape, element: float, tp: int = 1) -> 
     than one per GPU when TP exceeds them) x head dim x layers x element (a hybrid model's
     attention blocks only); MLA stores its compressed latent and the rotary key instead, and
     a sparse-attention indexer its FP8 key and scale beside them (in FP8 whatever the cache's
-    element: DeepGEMM's MQA-logits kernels read FP8 keys)."""
+    element: DeepGEMM's MQA-logits kernels read FP8 keys). DeepSeek-V4: the compressed
+    entries a position adds beyond the window rings (``compressed_kv_bytes``)."""
+    if shape.compressed is not None:
+        return compressed_kv_bytes(shape, element)[0]
     if shape.mla is not None:
         per_layer = shape.mla.latent_width
         return float(per_layer * shape.layers * element
@@ -49,11 +53,32 @@ def kv_bytes_per_token(shape: TransformerShape, element: float, tp: int = 1) -> 
     return float(2 * kv_heads * shape.d_head * shape.attention_layers * element)
 
 
+def compressed_kv_bytes(shape: TransformerShape, element: float) -> tuple[float, float]:
+    """DeepSeek-V4's cache per GPU (replicated over tensor parallelism: one key-value head)
+    as (bytes a position adds, all layers; bytes of one window position, all layers): one
+    entry per ``ratio`` positions in each compressed layer and, in the CSA layers, the
+    indexer's FP8 key for each (``CompressedAttention.index_key_bytes``), and every layer's
+    ring of the last ``window`` positions, an entry each (``CompressedAttention.entry_bytes``:
+    the engines' 584-byte FP8 layout in a one-byte cache). The compressors' buffers of a
+    window not yet closed (at most 8 or 128 positions a layer) are not counted."""
+    c = shape.compressed
+    assert c is not None
+    entry = c.entry_bytes(element, shape.d_head)
+    grows = sum((entry + (c.index_key_bytes if c.overlaps(r) else 0)) / r
+                for r in c.ratios if r)
+    return grows, entry * shape.layers
+
+
 def kv_bytes_per_sequence(shape: TransformerShape, element: float, tokens: int,
                           tp: int = 1, window_kv_cache: str = "ring") -> float:
     """KV-cache bytes of one sequence of ``tokens`` per GPU: sliding-window layers keep only
     the last ``sliding_window`` positions (a ring buffer), the others every position; with
-    ``window_kv_cache`` "full" every layer keeps every position."""
+    ``window_kv_cache`` "full" every layer keeps every position (DeepSeek-V4's windows
+    too)."""
+    if shape.compressed is not None:
+        grows, window = compressed_kv_bytes(shape, element)
+        held = tokens if window_kv_cache == "full" else min(tokens, shape.compressed.window)
+        return grows * tokens + window * held
     return kv_bytes_per_token(shape, element, tp) \
         * _positions_held(shape, tokens, window_kv_cache)
 
@@ -131,8 +156,13 @@ def _kv_and_activation_sizer(shape: TransformerShape, cfg: InferenceConfig
     cached_state = hybrid_state_bytes(shape, cfg.tp, cfg.ssm_state_bytes)
 
     def sizes(batch: Num, prompt: int) -> tuple[Num, Num]:
-        kv = batch * (per_token * _positions_held(
-            shape, prompt + out_tokens, cfg.window_kv_cache) + state) / cfg.pp
+        if shape.compressed is not None:
+            held = kv_bytes_per_sequence(shape, element, prompt + out_tokens, cfg.tp,
+                                         cfg.window_kv_cache)
+        else:
+            held = per_token * _positions_held(shape, prompt + out_tokens,
+                                               cfg.window_kv_cache)
+        kv = batch * (held + state) / cfg.pp
         if cfg.cached_prefix:
             # the prefix's attention KV held once, and a hybrid's Mamba state at its end
             # (what a hit starts from) once beside the running sequences' own

@@ -61,14 +61,19 @@ from gpuarch.perf.roofline import (
     Elementwise,
     Gemm,
     Op,
+    hyper_connection_ops,
     mean_keys,
     moe_permute,
     op_kind,
     op_time,
 )
 from gpuarch.workloads.flops import attention_core_dims, attention_projections
-from gpuarch.workloads.params import INDEXER_OPS, indexer_projections
-from gpuarch.workloads.shape import TransformerShape
+from gpuarch.workloads.params import (
+    compressor_projection,
+    indexer_projections,
+    layer_op_shares,
+)
+from gpuarch.workloads.shape import CSA_RATIO, TransformerShape
 
 __all__ = [
     "EXPERT_GEMM_PREFIX",
@@ -350,8 +355,8 @@ class ReplicaRunner:
         # a sparse-attention indexer's scores run in FP8 over its FP8 keys where the GPU has
         # FP8 Tensor Cores (DeepGEMM's MQA-logits kernels, which the engines call)
         self.indexer_device = self.device
-        self.indexer_share = shape.indexer_share if shape.indexer_layers else 1.0
-        if shape.mla is not None and shape.mla.sparse:
+        self.op_shares = layer_op_shares(shape)
+        if shape.indexer_layers:
             self.indexer_device = self.device.with_fp8_attention() or self.device
         # the fused MoE block's fixed time per expert layer and pass (TensorRT-LLM's kernels
         # on Blackwell their own)
@@ -450,6 +455,7 @@ class ReplicaRunner:
             ops += ffn
         hidden_bytes = tokens * s.hidden * 2.0
         ops.append(_norms_residuals(tokens, s, bool(block)))
+        ops += hyper_connection_ops(tokens, s)
         if block in ("", "-", "E"):
             ops.append(Elementwise(3.0 * inner * 2.0, name="activation"))
         return self._run_layer(ops, tokens, q_len, moe, prefill, overlapped, hidden_bytes,
@@ -472,6 +478,8 @@ class ReplicaRunner:
     def _attention_ops(self, tokens: Num, seqs: Num, q_len: int, ctx: Num, window: Num,
                        prefill: bool) -> list[Op]:
         """An attention block's projections and core."""
+        if self.s.compressed is not None:
+            return self._compressed_attention_ops(tokens, seqs, q_len, ctx)
         s, cfg, t = self.s, self.cfg, self.cfg.tp
         heads = s.heads // t
         kv_element = cfg.quant.kv_cache.bytes
@@ -513,6 +521,46 @@ class ReplicaRunner:
         name, n, k = projections[-1]
         ops.append(self._gemm(tokens, n, k, name))
         return ops
+
+    def _compressed_attention_ops(self, tokens: Num, seqs: Num, q_len: int, ctx: Num
+                                  ) -> list[Op]:
+        """A DeepSeek-V4 layer's attention (the mean of its layer kinds): the query's low-rank
+        projections (heads split over TP), the one key-value head and the compressors
+        (whole on every GPU: each needs every entry), the CSA layers' indexer, the core over
+        the window and the compressed entries in the latent attention's MQA form (prefill
+        and decode alike: FlashMLA's sparse kernels, which vLLM and SGLang run for V4, at
+        ``mla_decode_attention``), and the grouped output projection (groups split over
+        TP). The compressors' and indexer's operators count their layers' share
+        (``layer_op_shares``)."""
+        s, cfg, t = self.s, self.cfg, self.cfg.tp
+        c = s.compressed
+        assert c is not None
+        d, heads = s.d_head, s.heads // t
+        ops: list[Op] = [self._gemm(tokens, c.q_lora_rank, s.hidden, "q_down"),
+                         self._gemm(tokens, heads * d, c.q_lora_rank, "q_up"),
+                         self._gemm(tokens, d, s.hidden, "kv_down")]
+        for ratio, _ in c.kinds():
+            if ratio:
+                name, n, k = compressor_projection(s, ratio)
+                ops.append(self._gemm(tokens, n, k, name))
+        kinds = tuple((share, ratio, c.index_topk if c.overlaps(ratio) else 0)
+                      for ratio, share in c.kinds() if ratio)
+        if c.csa_layers:
+            ops += [self._gemm(tokens, n, k, name) for name, n, k in indexer_projections(s)]
+            ops.append(Attention(seqs, q_len, ctx, c.index_heads, 1, c.index_head_dim,
+                                 causal=True, kv_element=c.index_key_bytes / c.index_head_dim,
+                                 values=False, compressed=((1.0, CSA_RATIO, 0),),
+                                 name=INDEXER))
+        # keys and values are one entry, read once: half its bytes an element of each
+        entry = c.entry_bytes(cfg.quant.kv_cache.bytes, d)
+        ops.append(Attention(seqs, q_len, ctx, heads, 1, d, causal=True,
+                             kv_element=entry / (2 * d), window=c.window, compressed=kinds,
+                             name=MLA_DECODE))
+        groups = c.o_groups // t
+        return [*ops,
+                self._gemm(tokens, c.o_lora_rank, s.heads * d // c.o_groups, "o_group",
+                           batch=groups),
+                self._gemm(tokens, s.hidden, groups * c.o_lora_rank, "attn_out")]
 
     def _sparse_prompt(self, ctx: Num) -> bool:
         """Whether a prefill pass over ``ctx`` held positions runs sparse attention: more
@@ -628,8 +676,9 @@ class ReplicaRunner:
                 else self.context_device \
                 if isinstance(op, Attention) and q_len > 1 else self.device
             time, compute = _split(op, device, self.expert_eff if expert else self.eff)
-            if self.indexer_share != 1.0 and op.name in INDEXER_OPS:
-                time = time * self.indexer_share  # the layers with an indexer of their own
+            share = self.op_shares.get(op.name)
+            if share is not None:  # an operator of some of the layers only
+                time = time * share
             if isinstance(op, Gemm) and (self.expert_peak if expert else self.peak).dequantize:
                 time = where(compute, time * (1 + self.eff.dequant_overhead), time)
             self._add(op_kind(op), time)

@@ -94,7 +94,10 @@ def activation_bytes_per_layer(s: TransformerShape, micro_batch: int, seq: int, 
     dense layers' MLP inside, ``moe`` the expert layers' (routed and shared), ``moe_act``
     the routed experts' activation output, ``shared_experts`` the shared experts' inside.
     A model with both kinds of layer is the mean of them, weighted by their counts; a
-    hybrid model is the mean of its blocks (``_hybrid_block_mean``).
+    hybrid model is the mean of its blocks (``_hybrid_block_mean``). DeepSeek-V4: its
+    queries and attention output at the heads' full width, one key-value head, and each
+    block's hyper-connection input streams; the compressors' and indexer's activations are
+    not counted.
 
     ``adapted`` (LoRA fine-tuning, ``estimate/lora.py``; None when every weight is
     trained): a frozen linear layer keeps no input, since its backward needs only its
@@ -104,8 +107,10 @@ def activation_bytes_per_layer(s: TransformerShape, micro_batch: int, seq: int, 
     output the attention kernel keeps anyway.
     """
     sbh = 1.0 * seq * micro_batch * s.hidden * element
+    # hyper-connections (DeepSeek-V4's mHC): a layer's input is its residual streams
+    streams = max(1, s.hyper_connections)
     if recompute is Recompute.FULL:
-        return sbh / (tp if sequence_parallel else 1)
+        return streams * sbh / (tp if sequence_parallel else 1)
     dropped = set(modules or DEFAULT_MODULES) if recompute is Recompute.SELECTIVE else set()
     tokens = 1.0 * seq * micro_batch * element
     if TORCHTITAN_OP in dropped:
@@ -128,6 +133,9 @@ def activation_bytes_per_layer(s: TransformerShape, micro_batch: int, seq: int, 
     # norm inputs (16-bit) and outputs (the QKV and up projections' inputs) of both blocks:
     # replicated unless sequence parallel
     replicated = 2 * sbh + (0.0 if "layernorm" in dropped else sbh * (kept_qkv + kept_up))
+    if s.hyper_connections:
+        # each block keeps its input streams for the mixing's backward
+        replicated += 2 * s.hyper_connections * sbh
     # an MLP keeps the up projection's output (for the activation's backward) and the
     # activation's output (the down projection's input)
     up = 2 if s.ffn_kind.gated else 1

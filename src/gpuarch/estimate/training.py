@@ -559,6 +559,17 @@ def _add_kernel_notes(assumptions: dict[str, Any], shape: TransformerShape, prod
             "attention core without values, its backward as an attention's, in the run's "
             "precision, whole on each tensor-parallel GPU); its activations are not counted "
             "in memory")
+    if shape.compressed is not None:
+        c = shape.compressed
+        assumptions["compressed_attention"] = (
+            f"DeepSeek-V4 compressed attention: each query attends to the last {c.window} "
+            "positions and, in a layer of ratio r, to one compressed entry per r earlier "
+            f"positions (at most {c.index_topk:,} in the {c.csa_layers} CSA layers, picked "
+            f"by an indexer of {c.index_heads} heads of {c.index_head_dim} that scores every "
+            "entry); compressors and indexer whole on each tensor-parallel GPU, in the run's "
+            f"precision; {shape.hyper_connections} hyper-connection streams (their mixing "
+            "GEMMs and traffic priced, their input streams kept for the backward); the "
+            "compressors' and indexer's activations are not counted in memory")
     if shape.mamba is not None:
         arch = product.architecture
         label = shape.mamba.label

@@ -543,6 +543,10 @@ class TrainingConfig:
         self._check_schedule()
         if shape.heads % self.tp:
             raise GpuarchError(f"--tp: {self.tp} does not divide the {shape.heads} heads")
+        if shape.compressed is not None and shape.compressed.o_groups % self.tp:
+            raise GpuarchError(f"--tp: {self.tp} does not divide the "
+                               f"{shape.compressed.o_groups} output groups (o_groups) of "
+                               "compressed attention")
         if shape.d_ffn % self.tp:
             # a column-parallel MLP splits its hidden units evenly (Megatron-Core's and the
             # serving engines' linear layers refuse a width the TP size does not divide)

@@ -30,12 +30,17 @@ from gpuarch.perf.roofline import (
     Elementwise,
     Gemm,
     Op,
+    hyper_connection_ops,
     op_kind,
     op_time,
 )
 from gpuarch.workloads.flops import attention_core_dims, attention_projections
-from gpuarch.workloads.params import INDEXER_OPS, indexer_projections
-from gpuarch.workloads.shape import TransformerShape
+from gpuarch.workloads.params import (
+    compressor_projection,
+    indexer_projections,
+    layer_op_shares,
+)
+from gpuarch.workloads.shape import CSA_RATIO, TransformerShape
 
 __all__ = [
     "EXPERT_LAUNCHES_PER_EXPERT",
@@ -202,9 +207,45 @@ def dispatch_permutation(routed: Num, hidden: Num, element: float, dispatcher: s
     return Elementwise(2.0 * passes * routed * hidden * element, name="moe_permute")
 
 
+def _compressed_attention_ops(s: TransformerShape, cfg: TrainingConfig, tokens: Num
+                              ) -> list[Op]:
+    """A DeepSeek-V4 layer's attention forward on one GPU (the mean of its layer kinds), as
+    serving prices it (``ReplicaRunner._compressed_attention_ops``): the query's low-rank
+    projections (heads split over TP), the key-value head, compressors and CSA indexer
+    whole on every GPU, the fused core over the window and the compressed entries, and the
+    grouped output projection (groups split over TP). The compressors' and indexer's
+    operators count their layers' share (``layer_op_shares``)."""
+    c = s.compressed
+    assert c is not None
+    t, d = cfg.tp, s.d_head
+    heads = s.heads // t
+    ops: list[Op] = [Gemm(tokens, c.q_lora_rank, s.hidden, name="q_down"),
+                     Gemm(tokens, heads * d, c.q_lora_rank, name="q_up"),
+                     Gemm(tokens, d, s.hidden, name="kv_down")]
+    for ratio, _ in c.kinds():
+        if ratio:
+            name, n, k = compressor_projection(s, ratio)
+            ops.append(Gemm(tokens, n, k, name=name))
+    if c.csa_layers:
+        ops += [Gemm(tokens, n, k, name=name) for name, n, k in indexer_projections(s)]
+        indexer = fused_attention(cfg, c.index_heads, 1, c.index_head_dim)
+        ops.append(dataclasses.replace(indexer, values=False, name=INDEXER,
+                                       compressed=((1.0, CSA_RATIO, 0),)))
+    kinds = tuple((share, ratio, c.index_topk if c.overlaps(ratio) else 0)
+                  for ratio, share in c.kinds() if ratio)
+    core = fused_attention(cfg, heads, 1, d, c.window)
+    groups = c.o_groups // t
+    return [*ops, dataclasses.replace(core, compressed=kinds),
+                  Gemm(tokens, c.o_lora_rank, s.heads * d // c.o_groups, batch=groups,
+                       name="o_group"),
+                  Gemm(tokens, s.hidden, groups * c.o_lora_rank, name="attn_out")]
+
+
 def _attention_ops(s: TransformerShape, cfg: TrainingConfig, tokens: Num, window: int
                    ) -> list[Op]:
     """An attention block's forward operators on one GPU: projections and core."""
+    if s.compressed is not None:
+        return _compressed_attention_ops(s, cfg, tokens)
     t = cfg.tp
     seq = cfg.seq_len // cfg.cp
     core_kv, d = attention_core_dims(s)
@@ -327,6 +368,7 @@ def _layer_ops(s: TransformerShape, cfg: TrainingConfig, moe: bool, window: int 
     norms, residuals = (s.layer_norms, 2) if not block else (1, 1)
     ops += [Elementwise(norms * 2 * hidden_bytes, name="norms"),
             Elementwise(residuals * 3 * hidden_bytes, name="residuals")]
+    ops += hyper_connection_ops(norm_tokens, s, element)
     if block in ("", "-", "E"):
         ops.append(Elementwise(3.0 * inner * element, name="activation"))
     if cfg.precision.low_precision:
@@ -649,11 +691,11 @@ def one_layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device,
     expert_section: Num = 0.0  # forward GPU time between dispatch and combine
     by_name: dict[str, Num] = {}  # forward time of each operator
     frozen = bool(cfg.lora_rank)  # the model's weights are not trained
-    share = s.indexer_share if s.indexer_layers else 1.0
+    shares = layer_op_shares(s)
     for op in ops:
         t, _, _, op_flops, _ = op_time(op, device, eff)
-        indexer = share != 1.0 and op.name in INDEXER_OPS
-        if indexer:  # the layers with a sparse-attention indexer of their own
+        share = shares.get(op.name, 1.0)
+        if op.name in shares:  # an operator of some of the layers only
             t, op_flops = t * share, op_flops * share
         if moe and (op.name in ROUTED_OPS or op.name.startswith("grouped_expert_")):
             t = t * cfg.moe_imbalance  # the busiest rank's routed tokens
@@ -664,8 +706,7 @@ def one_layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device,
             expert_section = expert_section + t
         if isinstance(op, Attention):
             attn_fwd = attn_fwd + t
-            back = op_time(dataclasses.replace(op, backward=True), device, eff)[0] \
-                * (share if indexer else 1.0)
+            back = op_time(dataclasses.replace(op, backward=True), device, eff)[0] * share
         else:
             # a GEMM's data and weight gradients (a frozen one's data gradient alone, under
             # LoRA); an elementwise op's backward

@@ -875,12 +875,15 @@ def _rank_params(shape: TransformerShape, layout: PipelineLayout, mtp_dense: flo
     # a sparse-attention indexer in its share of the layers (every layer's, or shared)
     attention: float = attention_params(shape) + shape.indexer_share \
         * indexer_params(shape) if shape.indexer_layers else attention_params(shape)
+    if shape.compressed is not None:
+        # DeepSeek-V4: the mean layer's compressors, indexer and hyper-connections
+        attention = (pc.attention + pc.hyper_connections) / shape.layers
     dense_layer = attention + norms + mlp_params(shape, shape.d_ffn)
     expert_layer: float = 0
     routed = 0
     if shape.moe_layers:
         expert_layer = attention + norms + shape.shared_experts * mlp_params(
-            shape, shape.d_expert) + shape.hidden * shape.experts \
+            shape, shape.d_expert) + pc.router / shape.moe_layers \
             + latent_projection_params(shape)
         routed = shape.experts * routed_expert_params(shape)
     dense, experts = [], []

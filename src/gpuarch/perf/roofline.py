@@ -23,15 +23,17 @@ from gpuarch.perf.fp8_attention import (
     fp8_training_attention_speedup,
     has_fp8_attention_timings,
 )
-from gpuarch.perf.num import ceil, maximum, where
+from gpuarch.perf.num import ceil, maximum, minimum, where
 from gpuarch.perf.precision import MatmulPeak, Precision, matmul_peak
 from gpuarch.perf.sibling import sibling_factor
 from gpuarch.units import Unit, from_si
 from gpuarch.workloads.params import INDEXER_SCORES
+from gpuarch.workloads.shape import TransformerShape
 
 __all__ = ["ATTENTION_OPS", "CONTEXT_ATTENTION", "INDEXER", "LORA_OPS", "MLA_DECODE",
-           "Attention", "Bound", "Device", "Elementwise", "Gemm", "Op", "OpCost", "attention_span",
-           "attention_span_share", "moe_permute", "op_cost", "op_kind", "op_time",
+           "Attention", "Bound", "Device", "Elementwise", "Gemm", "Op", "OpCost",
+           "attention_span", "attention_span_share", "hyper_connection_ops", "moe_permute",
+           "op_cost", "op_kind", "op_time",
            "roofline_summary", "transformer_ops"]
 
 Num = Any  # a float, or a NumPy array of floats
@@ -126,6 +128,12 @@ class Attention:
     """False for a scoring kernel that computes QK^T and writes the scores (FP32, each
     written and read once by the top-k that follows) without a softmax-weighted sum of
     values: DeepSeek Sparse Attention's indexer (``INDEXER``); its cache holds keys only."""
+    compressed: tuple[tuple[Num, int, int], ...] = ()
+    """DeepSeek-V4's compressed keys, beside the window's (``window`` > 0; with compressed
+    keys given, a window of 0 means none, not every position): for each kind of layer the
+    op stands for, (share of those layers, ratio, top-k): each query also attends to one
+    entry per ``ratio`` earlier positions, at most top-k of them (0: all). A CSA layer's
+    indexer is an op with no window and one kind, (1, 4, 0): it scores every entry."""
     call_share: Num | None = None
     """The share of the sequence one kernel call spans where ``share`` splits the work:
     ``share`` itself (None) for a ring that runs one call per GPU's chunk; 1 where each GPU
@@ -142,7 +150,14 @@ class Attention:
 
     @property
     def _keys(self) -> Num:
-        """Mean keys a query attends to: ``mean_keys`` under a causal mask, else all."""
+        """Mean keys a query attends to: ``mean_keys`` under a causal mask, else all; with
+        ``compressed`` keys the window's (if any) and theirs."""
+        if self.compressed:
+            keys: Num = mean_keys(self.seq_q, self.seq_kv, self.window) if self.window \
+                else 0.0
+            for share, ratio, topk in self.compressed:
+                keys = keys + share * mean_keys(self.seq_q, self.seq_kv, topk * ratio) / ratio
+            return keys
         return mean_keys(self.seq_q, self.seq_kv, self.window, self.chunked) if self.causal \
             else self.seq_kv
 
@@ -161,7 +176,12 @@ class Attention:
         """The KV cache's bytes read once: every held position's keys and values (from the
         first query's chunk on if ``chunked``)."""
         kv_el = self.kv_element if self.kv_element is not None else element
-        if self.chunked:
+        if self.compressed:
+            held: Num = minimum(self.seq_kv, self.window) if self.window else 0.0
+            for share, ratio, topk in self.compressed:
+                entries = self.seq_kv / ratio
+                held = held + share * (minimum(entries, topk) if topk else entries)
+        elif self.chunked:
             held = chunk_span(self.seq_q, self.seq_kv, self.window)
         elif isinstance(self.window, np.ndarray) or isinstance(self.seq_kv, np.ndarray):
             held = np.where(np.asarray(self.window) > 0, np.minimum(self.seq_kv, self.window),
@@ -290,6 +310,23 @@ def moe_permute(routed: Num, hidden: Num, element: float,
     expert output's format; default the same)."""
     out = element if out_element is None else out_element
     return Elementwise(2.0 * routed * hidden * (element + out), name="moe_permute")
+
+
+def hyper_connection_ops(tokens: Num, shape: TransformerShape,
+                         element: float = 2.0) -> list[Op]:
+    """A layer's hyper-connections (DeepSeek-V4's mHC; none without) beyond the plain
+    residual adds a layer's norms-and-residuals pass counts: for each of its two blocks the
+    projection of the streams to their mixing logits (a thin GEMM over streams x hidden), the
+    mix of the streams into the block's input (read all, write one) and of its output back
+    into them (read it and all, write all), in place of a residual add (read two, write
+    one)."""
+    n = shape.hyper_connections
+    if not n:
+        return []
+    mix = Gemm(tokens, (2 + n) * n, n * shape.hidden, name="hc_mix")
+    passes = 2 * ((n + 1) + (2 * n + 1) - 3)
+    return [mix, mix, Elementwise(passes * tokens * shape.hidden * element,
+                                  name="hyper_connections")]
 
 
 @dataclass(frozen=True)
@@ -553,8 +590,7 @@ def attention_span(op: Attention) -> Num:
     """Twice the keys a query row of ``op`` sees in one kernel call (its causal sequence or
     packed document's length; a window's rows 2 x the window; all of ``seq_kv`` twice when
     not causal), over one GPU's chunk where a context-parallel ring splits the calls."""
-    keys = mean_keys(op.seq_q, op.seq_kv, op.window, op.chunked) if op.causal else op.seq_kv
-    return 2.0 * keys * (op.share if op.call_share is None else op.call_share)
+    return 2.0 * op._keys * (op.share if op.call_share is None else op.call_share)
 
 
 def fp8_backward_ignores_window(op: Attention) -> bool:
@@ -572,7 +608,7 @@ def fp8_backward_ignores_window(op: Attention) -> bool:
     those timings (the rest is head size 64, which the timings of head size 128 the speedups
     come from do not carry). Not for chunked attention (Llama 4's chunks), which the
     benchmark does not time."""
-    if not op.backward or op.chunked:
+    if not op.backward or op.chunked or op.compressed:
         return False
     return bool(np.any(np.asarray(op.window) > 0))
 

@@ -174,6 +174,10 @@ def megatron_launch(shape: Any, cfg: Any) -> Launch:
         if shape.mla.sparse:
             notes.append("DeepSeek Sparse Attention's indexer (heads, head size, top-k) is "
                          "not emitted either")
+    if shape.compressed is not None:
+        notes.append("DeepSeek-V4's compressed attention (window, compression ratios, "
+                     "indexer, grouped output) and its hyper-connections are not emitted: "
+                     "take those flags from the model's own Megatron recipe")
     if shape.sliding_window:
         kind = "chunked" if shape.attention_chunked else "sliding-window"
         notes.append(f"{kind} attention ({shape.sliding_window:,} tokens on "

@@ -105,6 +105,19 @@ def render_preset(p: Preset) -> str:
                          f"{m.index_topk:,} positions each query attends to (its FP8 keys, "
                          f"{m.index_key_bytes} bytes a position and layer, cached beside "
                          f"the latent{where})")
+    if s.compressed is not None:
+        c = s.compressed
+        kinds = ", ".join(f"{n} of ratio {r}" if r else f"{n} window-only"
+                          for r, n in ((r, c.layers_of(r)) for r, _ in c.kinds()))
+        lines.append(f"  attention     compressed (DeepSeek-V4): a {c.window}-position window "
+                     f"in every layer and one entry per ratio positions ({kinds}); the "
+                     f"ratio-4 layers attend to the {c.index_topk:,} entries an indexer of "
+                     f"{c.index_heads} heads of {c.index_head_dim} picks; query rank "
+                     f"{c.q_lora_rank}, output in {c.o_groups} groups of rank {c.o_lora_rank}")
+    if s.hyper_connections:
+        lines.append(f"  residual      {s.hyper_connections} hyper-connection streams"
+                     + (f"; the first {s.hash_layers} expert layers route by token id"
+                        if s.hash_layers else ""))
     if s.attention_gate:
         lines.append("  attention     gated: a sigmoid gate on each output channel, made by the "
                      "query projection (twice as wide)")

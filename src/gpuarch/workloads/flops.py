@@ -10,6 +10,13 @@ DeepSeek Sparse Attention (DeepSeek-V3.2) counts each query's attention over at 
 ``index_topk`` chosen positions (as a window of that size would), plus its indexer's scores
 over every earlier position (2 x index heads x index head dim a key: QK^T only), and the
 indexer's projections with the attention's.
+DeepSeek-V4's compressed attention counts each query's keys as its kernels attend to them:
+the window's (at most ``window`` earlier positions) plus, in a compressed layer of ratio r,
+one entry per r earlier positions (at most ``index_topk`` of them in CSA layers), at 2 x
+head_dim FLOPs a key and head for the scores and as much for the values (keys and values
+are one vector); the CSA layers' indexer scores every earlier entry (2 x index heads x index
+head dim a key), and the compressors' and indexers' projections count with the attention's.
+Its hyper-connections' mixing projections count 2 FLOP a weight (``ForwardFlops.mixing``).
 Training is forward + backward = 3 x forward; recomputation adds forward work on top
 (hardware FLOPs, HFU), never model FLOPs (MFU).
 
@@ -37,7 +44,7 @@ from gpuarch.workloads.params import (
 )
 from gpuarch.workloads.shape import TransformerShape
 
-__all__ = ["ForwardFlops", "attention_core_dims", "attention_projections",
+__all__ = ["ForwardFlops", "attention_core_dims", "attention_projections", "compressed_keys",
            "forward_flops_per_token", "mamba_forward_flops_per_token",
            "training_flops_per_token"]
 
@@ -52,11 +59,12 @@ class ForwardFlops:
     router: float
     lm_head: float
     mamba: float = 0.0  # a hybrid model's Mamba-2 blocks: projections and scan
+    mixing: float = 0.0  # hyper-connections' mixing projections (DeepSeek-V4's mHC)
 
     @property
     def total(self) -> float:
         return (self.attention_proj + self.attention_core + self.mlp + self.router
-                + self.lm_head + self.mamba)
+                + self.lm_head + self.mamba + self.mixing)
 
 
 def _core_dims(s: TransformerShape) -> tuple[int, int]:
@@ -99,7 +107,7 @@ def attention_projections(s: TransformerShape, tp: Any = 1) -> list[tuple[str, A
             ("attn_out", s.hidden, heads * s.d_head)]
 
 
-def _window_keys(seq_len: int, window: int, causal: bool) -> float:
+def _window_keys(seq_len: float, window: int, causal: bool) -> float:
     """Mean positions a query of a sliding-window layer sees: the whole window (capped by
     the sequence) when counted in full; with causal masking the early queries see fewer,
     w - w^2 / (2 seq) on average once the sequence exceeds the window (seq / 2 before)."""
@@ -119,10 +127,51 @@ def _chunk_keys(seq_len: int, chunk: int, causal: bool) -> float:
     return span / 2 if causal else span
 
 
+def compressed_keys(seq_len: int, ratio: int, topk: int, causal: bool) -> float:
+    """Mean compressed entries a query of a DeepSeek-V4 layer of ``ratio`` attends to (or
+    its indexer scores, ``topk`` 0): one per ``ratio`` earlier positions, at most ``topk``;
+    all of the sequence's when counted in full, the causal mean otherwise."""
+    if not ratio:
+        return 0.0
+    if topk:
+        return _window_keys(seq_len, topk * ratio, causal) / ratio
+    return (seq_len / 2 if causal else seq_len) / ratio
+
+
+def _compressed_core(s: TransformerShape, seq_len: int, causal: bool) -> float:
+    """A DeepSeek-V4 model's attention-core FLOPs per token, all layers: the window's keys
+    and each layer's compressed ones, and the CSA layers' indexer scores."""
+    c = s.compressed
+    assert c is not None
+    window = _window_keys(seq_len, c.window, causal)
+    core = 0.0
+    for ratio in c.ratios:
+        topk = c.index_topk if c.overlaps(ratio) else 0
+        core += 4.0 * s.heads * s.d_head * (window + compressed_keys(seq_len, ratio, topk,
+                                                                     causal))
+        if topk:
+            core += 2.0 * c.index_heads * c.index_head_dim * compressed_keys(
+                seq_len, ratio, 0, causal)
+    return core
+
+
 def forward_flops_per_token(s: TransformerShape, seq_len: int, *, causal: bool = False
                             ) -> ForwardFlops:
     """Forward FLOPs per token for sequences of ``seq_len`` tokens."""
     pc = count_params(s)
+    if s.compressed is not None:
+        per_token_mlp = s.moe_layers * (s.experts_per_token * routed_expert_params(s)
+                                        + s.shared_experts * mlp_params(s, s.d_expert))
+        hc = s.hyper_connections
+        return ForwardFlops(
+            attention_proj=2.0 * (pc.attention - s.attention_layers * s.heads),  # no sinks
+            attention_core=_compressed_core(s, seq_len, causal),
+            mlp=2.0 * per_token_mlp,
+            router=2.0 * s.moe_layers * s.hidden * s.experts,
+            lm_head=2.0 * s.vocab * s.hidden,
+            # each block's streams to (2 + hc) x hc logits, and the last mix's to hc
+            mixing=2.0 * hc * s.hidden * (2 * s.layers * (2 + hc) * hc + hc),
+        )
     qk_dim, v_dim = _core_dims(s)
     windowed = s.windowed_layers
     full_keys = seq_len / 2 if causal else seq_len

@@ -3,7 +3,8 @@
 Supported families (by ``model_type``): bloom, llama, llama4 / llama4_text, mistral, mixtral,
 qwen2, qwen2_moe, qwen3, qwen3_moe, gemma, gemma2, gemma3 (its text model) / gemma3_text,
 deepseek_v3 / deepseek_v2, deepseek_v32 and glm_moe_dsa (DeepSeek-V3.2 and GLM-5: DeepSeek
-Sparse Attention's indexer, in every layer or, in later GLM-5 releases, in some), kimi_k2,
+Sparse Attention's indexer, in every layer or, in later GLM-5 releases, in some),
+deepseek_v4 (DeepSeek-V4 Flash and Pro: compressed attention, hyper-connections), kimi_k2,
 gpt_oss, glm4_moe (GLM-4.5 to 4.7), minimax_m2 (MiniMax-M2 and its point releases), phi3
 (Phi-3, Phi-4),
 olmo2, granite, gpt2, nemotron, nemotron_h (hybrid Mamba-2, no position encoding),
@@ -32,6 +33,7 @@ from gpuarch.errors import GpuarchError, check_number
 from gpuarch.jsonfile import read_json_object
 from gpuarch.workloads.shape import (
     MAX_DIMENSION,
+    CompressedAttention,
     FfnKind,
     MambaShape,
     MlaShape,
@@ -55,7 +57,8 @@ _LLAMA4 = {"llama4", "llama4_text"}
 _GATED_DELTA = {"qwen3_next", "qwen3_5_text", "qwen3_5_moe_text"}  # Gated DeltaNet hybrids
 SUPPORTED_MODEL_TYPES = frozenset(_LLAMA_LIKE | _LLAMA4 | _GEMMA | _GATED_DELTA
                                   | {"gpt2", "nemotron", "nemotron_h", "granitemoehybrid",
-                                     "mamba2", "gptj", "gpt_neox", "falcon", "bloom"})
+                                     "mamba2", "gptj", "gpt_neox", "falcon", "bloom",
+                                     "deepseek_v4"})
 
 
 def _get(cfg: dict[str, Any], path: Path, *keys: str, default: Any = ...) -> Any:
@@ -124,6 +127,8 @@ def shape_from_hf_config(path: Path, name: str | None = None) -> TransformerShap
             return _mamba2(cfg, path, label)
         if model_type in _GATED_DELTA:
             return _gated_delta_hybrid(cfg, path, label)
+        if model_type == "deepseek_v4":
+            return _deepseek_v4(cfg, path, label)
         if model_type in _LLAMA4:
             return _llama4(cfg.get("text_config", cfg) if model_type == "llama4" else cfg,
                            path, label)
@@ -267,6 +272,51 @@ def _llama_like(cfg: dict[str, Any], path: Path, label: str, model_type: str
         glu_limit=_glu_limit(cfg, path),
         mla=mla,
         qk_norm=_qk_norm(cfg, model_type),
+    )
+
+
+def _deepseek_v4(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
+    """DeepSeek-V4 (Flash, Pro): compressed attention over one key-value head, hyper-
+    connections, every layer an expert layer. ``compress_ratios`` lists one ratio a layer
+    and may list the MTP layers' after them (the released configs do: num_hidden_layers +
+    num_nextn_predict_layers entries), which are not counted, as Transformers'
+    DeepseekV4Config keeps the first num_hidden_layers."""
+    layers = _get(cfg, path, "num_hidden_layers")
+    heads = _get(cfg, path, "num_attention_heads")
+    ratios = cfg.get("compress_ratios")
+    if ratios is None:
+        raise GpuarchError("missing compress_ratios")
+    if not isinstance(ratios, list) or any(
+            not isinstance(r, int) or isinstance(r, bool) for r in ratios):
+        raise GpuarchError(f"compress_ratios: expected a list of integers, one a layer; got "
+                           f"{ratios!r}")
+    if isinstance(layers, int) and len(ratios) < layers:
+        raise GpuarchError(f"compress_ratios: {len(ratios)} ratios, but num_hidden_layers is "
+                           f"{layers}")
+    experts = _get(cfg, path, "n_routed_experts")
+    moe = _get(cfg, path, "moe_intermediate_size")
+    compressed = CompressedAttention(
+        q_lora_rank=_get(cfg, path, "q_lora_rank"),
+        rope_head_dim=_get(cfg, path, "qk_rope_head_dim"),
+        o_groups=_get(cfg, path, "o_groups"),
+        o_lora_rank=_get(cfg, path, "o_lora_rank"),
+        window=_get(cfg, path, "sliding_window"),
+        ratios=tuple(ratios[:layers]),
+        index_heads=_get(cfg, path, "index_n_heads"),
+        index_head_dim=_get(cfg, path, "index_head_dim"),
+        index_topk=_get(cfg, path, "index_topk"))
+    return TransformerShape(
+        **_decoder_fields(cfg, path, label, layers, heads),
+        ffn_hidden=moe,
+        experts=experts,
+        experts_per_token=_get(cfg, path, "num_experts_per_tok"),
+        shared_experts=_get(cfg, path, "n_shared_experts", default=0) or 0,
+        moe_ffn_hidden=moe,
+        glu_limit=_glu_limit(cfg, path),
+        compressed=compressed,
+        hyper_connections=_get(cfg, path, "hc_mult", default=0) or 0,
+        hash_layers=_get(cfg, path, "num_hash_layers", default=0) or 0,
+        router_bias=True,
     )
 
 

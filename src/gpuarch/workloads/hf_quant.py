@@ -126,22 +126,30 @@ def checkpoint_formats(config_path: Path) -> CheckpointFormats | None:
             if isinstance(modelopt, dict):
                 return _modelopt(modelopt, f"{beside.name} quantization")
         return None
-    return declared_quantization(q, f"{config_path.name} quantization_config")
+    return declared_quantization(q, f"{config_path.name} quantization_config",
+                                 cfg.get("expert_dtype"))
 
 
-def declared_quantization(q: Any, where: str) -> CheckpointFormats:
+def declared_quantization(q: Any, where: str, expert_dtype: Any = None) -> CheckpointFormats:
     """The formats one ``quantization_config`` object declares (as a ``config.json`` holds
     it, or a preset records its published checkpoint's); errors name ``where`` and the
-    method."""
+    method. ``expert_dtype``: config.json's key of that name beside it (DeepSeek-V4's
+    instruct checkpoints: "fp4", the routed experts' weights in FP4 E2M1 with a UE8M0 scale
+    per 32, MXFP4's layout, the rest FP8)."""
     if not isinstance(q, Mapping):
         raise GpuarchError(f"{where}: expected an object")
     q = dict(q)
     method = str(q.get("quant_method") or "")
+    if expert_dtype not in (None, "fp8", "fp4"):
+        raise GpuarchError(f"{where}: expert_dtype {expert_dtype!r} is not one gpuarch reads "
+                           "(fp8, fp4); give --expert-weight-precision")
     if method == "fp8":
         block = q.get("weight_block_size")
+        experts = "mxfp4" if expert_dtype == "fp4" else None
         return CheckpointFormats("fp8", "fp8", None, f"{where}: quant_method fp8"
-                                 + (f", weight blocks {block}" if block else ""),
-                                 fp8_blocks=bool(block))
+                                 + (f", weight blocks {block}" if block else "")
+                                 + (", experts fp4 (expert_dtype)" if experts else ""),
+                                 expert_weights=experts, fp8_blocks=bool(block))
     if method == "mxfp4":
         return CheckpointFormats("bf16", "bf16", None,
                                  f"{where}: quant_method mxfp4 (the experts' weights in 4 "

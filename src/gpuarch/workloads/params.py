@@ -5,11 +5,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 
-from gpuarch.workloads.shape import Position, QkNorm, TransformerShape
+from gpuarch.workloads.shape import (
+    CSA_RATIO,
+    CompressedAttention,
+    Position,
+    QkNorm,
+    TransformerShape,
+)
 
-__all__ = ["INDEXER_OPS", "INDEXER_SCORES", "ParamCount", "count_params", "indexer_params",
-           "indexer_projections", "latent_projection_params", "layer_norm_params",
-           "mamba_params", "routed_expert_params"]
+__all__ = ["INDEXER_OPS", "INDEXER_SCORES", "ParamCount",
+           "compressor_params", "compressor_projection", "count_params",
+           "hyper_connection_params", "indexer_params", "indexer_projections",
+           "latent_projection_params", "layer_norm_params", "layer_op_shares", "mamba_params",
+           "routed_expert_params"]
 
 
 @dataclass(frozen=True)
@@ -26,12 +34,13 @@ class ParamCount:
     norms: int
     mamba: int = 0  # all Mamba-2 mixer blocks of a hybrid model
     moe_latent: int = 0  # latent experts' projections to and from the latent width
+    hyper_connections: int = 0  # the residual streams' mixing weights (DeepSeek-V4's mHC)
 
     @property
     def total(self) -> int:
         return (self.embedding + self.lm_head + self.attention + self.mlp_dense
                 + self.mlp_experts + self.mlp_shared + self.router + self.norms + self.mamba
-                + self.moe_latent)
+                + self.moe_latent + self.hyper_connections)
 
     def active(self, shape: TransformerShape) -> int:
         """Parameters used per token: routed experts counted experts_per_token of experts."""
@@ -45,6 +54,12 @@ def attention_params(s: TransformerShape) -> int:
     """One layer's attention projections (and their biases); a sparse-attention indexer's
     weights apart (``indexer_params``, in ``indexer_layers`` of the layers)."""
     h, d, heads, kv = s.hidden, s.d_head, s.heads, s.n_kv_heads
+    if s.compressed is not None:
+        c = s.compressed
+        # wq_a and its norm, wq_b, wkv and its norm, wo_a (each group's heads to its rank),
+        # wo_b and a sink logit a head; compressors and indexers apart
+        return (h * c.q_lora_rank + c.q_lora_rank + c.q_lora_rank * heads * d + h * d + d
+                + heads * d * c.o_lora_rank + c.o_groups * c.o_lora_rank * h + heads)
     if s.mla is not None:
         m = s.mla
         qk = m.qk_nope_head_dim + m.qk_rope_head_dim
@@ -72,16 +87,40 @@ INDEXER_OPS = ("index_q", "index_k", "index_weights", INDEXER_SCORES)
 ``indexer_share`` of the layers."""
 
 
+def compressor_projection(s: TransformerShape, ratio: int) -> tuple[str, int, int]:
+    """A DeepSeek-V4 layer's compressor GEMM per token as (name, N, K): wkv and wgate from
+    the hidden state to the head width, twice it where the windows overlap (CSA); named
+    compress_csa or compress_hca, the names ``layer_op_shares`` weights."""
+    width = 2 * s.d_head * (2 if CompressedAttention.overlaps(ratio) else 1)
+    return ("compress_csa" if ratio == CSA_RATIO else "compress_hca", width, s.hidden)
+
+
+def compressor_params(s: TransformerShape, ratio: int) -> int:
+    """One DeepSeek-V4 layer's compressor at ``ratio``: wkv and wgate, a learned bias per
+    position of its window (overlap doubling its width as theirs) and a norm over the head
+    width; 0 for a layer that attends to its window only."""
+    if not ratio:
+        return 0
+    _, n, k = compressor_projection(s, ratio)
+    return n * k + ratio * n // 2 + s.d_head
+
+
 def indexer_projections(s: TransformerShape) -> list[tuple[str, int, int]]:
     """A sparse-attention layer's indexer GEMMs per token as (name, N, K): its queries from
     the compressed query (wq_b), its one key (wk) and its per-head weights (weights_proj)
     from the hidden state (DeepSeek-V3.2-Exp inference/model.py, ``Indexer``); none without
     an indexer. The engines and the reference code run them whole on every tensor-parallel
-    GPU: each needs every head's scores to pick the positions."""
+    GPU: each needs every head's scores to pick the positions. DeepSeek-V4's indexer makes
+    its keys with its own overlapping compressor (wkv and wgate, twice its head width)."""
+    q, k, weights = INDEXER_OPS[:3]
+    c = s.compressed
+    if c is not None:
+        return [(q, c.index_heads * c.index_head_dim, c.q_lora_rank),
+                (k, 4 * c.index_head_dim, s.hidden),
+                (weights, c.index_heads, s.hidden)]
     m = s.mla
     if m is None or not m.sparse:
         return []
-    q, k, weights = INDEXER_OPS[:3]
     return [(q, m.index_heads * m.index_head_dim, m.q_lora_rank),
             (k, m.index_head_dim, s.hidden),
             (weights, m.index_heads, s.hidden)]
@@ -90,10 +129,43 @@ def indexer_projections(s: TransformerShape) -> list[tuple[str, int, int]]:
 def indexer_params(s: TransformerShape) -> int:
     """One layer's indexer (DeepSeek Sparse Attention): its three projections and the
     LayerNorm over its key (weight and bias); 0 without one."""
+    c = s.compressed
+    if c is not None:
+        # its compressor's bias per window position (CSA_RATIO of twice its head width)
+        # and norm beside the projections
+        return sum(n * k for _, n, k in indexer_projections(s)) \
+            + CSA_RATIO * 2 * c.index_head_dim + c.index_head_dim
     m = s.mla
     if m is None or not m.sparse:
         return 0
     return sum(n * k for _, n, k in indexer_projections(s)) + 2 * m.index_head_dim
+
+
+def hyper_connection_params(s: TransformerShape) -> int:
+    """One layer's hyper-connection weights (DeepSeek-V4's mHC, 0 without): for each of its
+    two blocks a projection of the streams (streams x hidden) to (2 + streams) x streams
+    mixing logits, a bias for each and three scales."""
+    n = s.hyper_connections
+    if not n:
+        return 0
+    logits = (2 + n) * n
+    return 2 * (logits * n * s.hidden + logits + 3)
+
+
+def layer_op_shares(s: TransformerShape) -> dict[str, float]:
+    """The operators of a layer that run only in some of the attention layers, by name, and
+    the share of those layers: a sparse-attention indexer's (``INDEXER_OPS``) where not every
+    layer has one, DeepSeek-V4's compressors (``COMPRESSOR_OPS``). Estimates price one mean
+    layer: such an operator's time counts its share."""
+    shares: dict[str, float] = {}
+    if s.indexer_layers and s.indexer_share != 1.0:
+        shares.update(dict.fromkeys(INDEXER_OPS, s.indexer_share))
+    c = s.compressed
+    if c is not None:
+        csa = c.csa_layers / s.layers
+        shares["compress_csa"] = csa
+        shares["compress_hca"] = 1.0 - csa - c.layers_of(0) / s.layers
+    return shares
 
 
 def mlp_params(s: TransformerShape, width: int, outer: int = 0) -> int:
@@ -177,16 +249,24 @@ def count_params(s: TransformerShape) -> ParamCount:
     # blocks any query-key norms)
     norms = s.layers * norm + s.attention_layers * qk_norm_params(s) if s.is_hybrid \
         else s.layers * layer_norm_params(s)
+    c = s.compressed
+    compressors = 0 if c is None else sum(compressor_params(s, r) for r in c.ratios)
+    # a selection bias per expert in the learned-routing layers' routers (not the hashed)
+    router_bias = (s.moe_layers - s.hash_layers) * s.experts if s.router_bias else 0
+    # the hyper-connections' last mix, of the streams into one before the final norm
+    hc_head = s.hyper_connections * s.hyper_connections * h + s.hyper_connections + 1 \
+        if s.hyper_connections else 0
     return ParamCount(
         embedding=embedding,
         lm_head=lm_head,
         attention=s.attention_layers * attention_params(s)
-        + s.indexer_layers * indexer_params(s),
+        + s.indexer_layers * indexer_params(s) + compressors,
         mlp_dense=s.mlp_layers * mlp_params(s, s.d_ffn),
         mlp_experts=s.moe_layers * s.experts * routed_expert_params(s),
         mlp_shared=s.moe_layers * s.shared_experts * mlp_params(s, s.d_expert),
-        router=s.moe_layers * h * s.experts,
+        router=s.moe_layers * h * s.experts + router_bias,
         norms=norms + norm + embedding_norm_params(s),
         mamba=s.mamba_layers * mamba_params(s),
         moe_latent=s.moe_layers * latent_projection_params(s),
+        hyper_connections=s.layers * hyper_connection_params(s) + hc_head,
     )

@@ -16,6 +16,7 @@ from gpuarch.catalog.lookup import Resolver
 from gpuarch.errors import GpuarchError, UnknownNameError, suggestion
 from gpuarch.workloads.hf_quant import CheckpointFormats, declared_quantization
 from gpuarch.workloads.shape import (
+    CompressedAttention,
     FfnKind,
     MambaShape,
     MlaShape,
@@ -31,11 +32,13 @@ MODELS_FILE = Path(__file__).with_name("data") / "models.toml"
 
 _ENUMS: dict[str, type[Enum]] = {"ffn_kind": FfnKind, "norm": NormKind, "position": Position,
                                   "qk_norm": QkNorm}
-_SHAPE_KEYS = {f.name for f in fields(TransformerShape)} - {"name", "mla", "mamba"}
-_MLA_KEYS = {f.name for f in fields(MlaShape)}
-_MAMBA_KEYS = {f.name for f in fields(MambaShape)}
-_META_KEYS = {"name", "aliases", "hf_repos", "params", "params_billions", "source", "mla",
-              "mamba", "quantization_config"}
+_TABLES: dict[str, type[Any]] = {"mla": MlaShape, "mamba": MambaShape,
+                                  "compressed": CompressedAttention}
+"""A shape's parts given as tables of their own, by key."""
+_SHAPE_KEYS = {f.name for f in fields(TransformerShape)} - {"name", *_TABLES}
+_TABLE_KEYS = {key: {f.name for f in fields(kind)} for key, kind in _TABLES.items()}
+_META_KEYS = {"name", "aliases", "hf_repos", "params", "params_billions", "source",
+              "quantization_config", "expert_dtype", *_TABLES}
 _HF_MODEL_URL = re.compile(r"https://huggingface\.co/([^/]+/[^/]+)")
 
 
@@ -61,10 +64,10 @@ def shape_from_mapping(raw: Mapping[str, Any], where: str) -> TransformerShape:
     """Build a shape from plain keys (TOML, JSON, flags); errors name ``where`` and the key."""
     kwargs: dict[str, Any] = {}
     for key, value in raw.items():
-        if key in _META_KEYS - {"name", "mla", "mamba"}:
+        if key in _META_KEYS - {"name", *_TABLES}:
             continue
-        if key in ("mla", "mamba"):
-            known, kind = (_MLA_KEYS, MlaShape) if key == "mla" else (_MAMBA_KEYS, MambaShape)
+        if key in _TABLES:
+            known, kind = _TABLE_KEYS[key], _TABLES[key]
             if not isinstance(value, Mapping):
                 raise GpuarchError(f"{where}.{key}: expected a table, got {value!r}")
             unknown = set(value) - known
@@ -72,6 +75,8 @@ def shape_from_mapping(raw: Mapping[str, Any], where: str) -> TransformerShape:
                 bad = sorted(unknown)[0]
                 raise GpuarchError(f"{where}.{key}: unknown key {bad!r}"
                                    f"{suggestion(bad, known)}")
+            if isinstance(value.get("ratios"), list):  # TOML and JSON give a list
+                value = {**value, "ratios": tuple(value["ratios"])}
             try:
                 kwargs[key] = kind(**value)
             except (TypeError, GpuarchError) as exc:
@@ -149,7 +154,8 @@ def _checkpoint(entry: Mapping[str, Any]) -> CheckpointFormats | None:
     if q is None:
         return None
     return declared_quantization(q, f"preset {entry['name']}'s published checkpoint "
-                                    "(its config.json quantization_config)")
+                                    "(its config.json quantization_config)",
+                                 entry.get("expert_dtype"))
 
 
 _TUNED_WORDS = re.compile(r"(?<![a-z0-9.])(instruct|chat|it|hf)(?:[-_ ]\d{4})?(?![a-z0-9.])",

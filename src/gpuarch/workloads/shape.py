@@ -11,8 +11,9 @@ from enum import Enum
 
 from gpuarch.errors import GpuarchError, check_count, check_number
 
-__all__ = ["FINE_GRAINED_EXPERTS", "HYBRID_BLOCKS", "FfnKind", "MambaShape", "MlaShape",
-           "NormKind", "Position", "QkNorm", "TransformerShape"]
+__all__ = ["CSA_RATIO", "FINE_GRAINED_EXPERTS", "HYBRID_BLOCKS", "CompressedAttention",
+           "FfnKind", "MambaShape", "MlaShape", "NormKind", "Position", "QkNorm",
+           "TransformerShape"]
 
 
 class FfnKind(Enum):
@@ -139,6 +140,101 @@ class MlaShape:
     def latent_width(self) -> int:
         """Width cached per token and layer: the compressed KV plus the shared rotary key."""
         return self.kv_lora_rank + self.qk_rope_head_dim
+
+
+CSA_RATIO = 4
+"""The compression ratio of DeepSeek-V4's compressed sparse attention (CSA) layers: their
+compressor pools overlapping windows (two projections of the head width a token) and an
+indexer picks the entries each query attends to; a layer of any other ratio above 1 is
+heavily compressed (HCA): one projection, disjoint windows, every entry attended to
+(DeepSeek-V4 inference/model.py: ``overlap = compress_ratio == 4``, the indexer built only
+for ratio 4; vLLM's deepseek_v4 attention the same)."""
+
+COMPRESSED_ENTRY_FP8_BYTES = 584
+"""Bytes of one DeepSeek-V4 KV entry (head width 512, 64 of them rotary) in the engines' FP8
+cache: 448 FP8 channels, the 64 rotary ones in BF16 (128 bytes), 7 UE8M0 scales (one per
+64 FP8 channels) and a pad byte (vLLM vllm/models/deepseek_v4/attention.py @0484480b,
+``fp8_ds_mla``: 584 bytes an entry; SGLang deepseek_v4_memory_pool.py @007bddd4, the same
+layout)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class CompressedAttention:
+    """DeepSeek-V4's hybrid attention: every layer attends, with one shared key-value head
+    of the model's ``head_dim`` (keys and values one vector), to the last ``window``
+    positions, and most layers also to compressed entries that each pool ``ratio``
+    positions: a CSA layer (``CSA_RATIO``) to the ``index_topk`` of its entries its
+    lightning indexer picks, an HCA layer to all of them; ``ratios`` gives each layer's
+    ratio (0: the window only). Queries come through a low-rank projection (``q_lora_rank``,
+    as MLA's); the output projection is grouped and low-rank: the heads in ``o_groups``
+    groups, each projected to ``o_lora_rank``, then together to the hidden size.
+
+    Weights a layer (DeepSeek-V4 inference/model.py, the deepseek-ai/DeepSeek-V4-Pro
+    checkpoint's tensors): wq_a, its norm, wq_b, wkv and its norm, wo_a (grouped), wo_b and a
+    sink logit per head; a compressor where the ratio is above 0 (wkv and wgate to the head
+    width, twice it in CSA layers, a learned bias per window position, a norm); in CSA
+    layers an indexer: wq_b from the compressed query to ``index_heads`` x
+    ``index_head_dim``, weights_proj from the hidden state to one weight a head, and its own
+    overlapping compressor of ``index_head_dim`` (its keys: no wk)."""
+
+    q_lora_rank: int
+    rope_head_dim: int
+    o_groups: int
+    o_lora_rank: int
+    window: int
+    ratios: tuple[int, ...]
+    index_heads: int
+    index_head_dim: int
+    index_topk: int
+
+    def __post_init__(self) -> None:
+        for name in ("q_lora_rank", "o_groups", "o_lora_rank", "window", "index_heads",
+                     "index_head_dim", "index_topk"):
+            _positive(f"compressed.{name}", getattr(self, name))
+        _positive("compressed.rope_head_dim", self.rope_head_dim, minimum=0)
+        if not isinstance(self.ratios, tuple) or not self.ratios:
+            raise GpuarchError(f"compressed.ratios: expected one ratio a layer, got "
+                               f"{self.ratios!r}")
+        for ratio in self.ratios:
+            if ratio == 1:
+                raise GpuarchError("compressed.ratios: a ratio of 1 compresses nothing; "
+                                   "give 0 for a layer that attends to its window only")
+            _positive("compressed.ratios", ratio, minimum=0)
+
+    def layers_of(self, ratio: int) -> int:
+        """How many layers have ``ratio`` (0: the window only)."""
+        return self.ratios.count(ratio)
+
+    @property
+    def csa_layers(self) -> int:
+        """Layers of compressed sparse attention (with an indexer)."""
+        return self.layers_of(CSA_RATIO)
+
+    def kinds(self) -> list[tuple[int, float]]:
+        """(ratio, share of the layers) for each ratio the layers have, smallest first."""
+        return [(r, self.ratios.count(r) / len(self.ratios)) for r in sorted(set(self.ratios))]
+
+    @staticmethod
+    def overlaps(ratio: int) -> bool:
+        """Whether a layer of ``ratio`` pools overlapping windows (two projections a token):
+        the CSA layers."""
+        return ratio == CSA_RATIO
+
+    def entry_bytes(self, element: float, head_dim: int) -> float:
+        """Bytes of one cached entry (a window position or a compressed one) of ``head_dim``
+        channels in a cache of ``element`` bytes: the engines' FP8 layout
+        (``COMPRESSED_ENTRY_FP8_BYTES``, for head width 512 with this rotary width) where
+        the cache is one byte, else every channel at the element's width."""
+        if element == 1.0:
+            return float(head_dim - self.rope_head_dim + 2 * self.rope_head_dim
+                         + -(-(head_dim - self.rope_head_dim) // 64) + 1)
+        return float(head_dim * element)
+
+    @property
+    def index_key_bytes(self) -> int:
+        """Bytes the indexer caches per compressed entry: an FP8 key and its FP32 scale per
+        128 channels (vLLM's and SGLang's V4 indexer cache, 132 bytes, as V3.2's)."""
+        return self.index_head_dim + INDEX_KEY_SCALE_BYTES * -(-self.index_head_dim // 128)
 
 
 HYBRID_BLOCKS = {"M": "recurrent mixer (Mamba-2 or Gated DeltaNet)", "*": "attention",
@@ -295,6 +391,19 @@ class TransformerShape:
     # clamped at this value before the activation; 0 = none
     glu_limit: float = 0.0
     mla: MlaShape | None = field(default=None)
+    # DeepSeek-V4's compressed attention (one key-value head of ``head_dim``); None = none
+    compressed: CompressedAttention | None = field(default=None)
+    # residual streams of manifold-constrained hyper-connections (DeepSeek-V4's mHC,
+    # config.json hc_mult): each attention and expert block reads a learned mix of them and
+    # writes its output back into all of them, through a small projection of the streams to
+    # (2 + streams) x streams mixing weights; 0 = a plain residual
+    hyper_connections: int = 0
+    # leading expert layers that route each token by a fixed table of its id (DeepSeek-V4's
+    # num_hash_layers): no learned selection bias there
+    hash_layers: int = 0
+    # each learned-routing expert layer's router carries a selection bias per expert
+    # (DeepSeek-V4's gate.bias, counted in its weights)
+    router_bias: bool = False
     # a hybrid model (Nemotron-H): one character per block, in order, from HYBRID_BLOCKS;
     # ``layers`` counts the blocks, each of which is only a Mamba-2 mixer, an attention, an
     # MLP or an expert block. "" = every layer is attention and MLP (or experts)
@@ -312,7 +421,7 @@ class TransformerShape:
                      "experts_per_token", "shared_experts", "moe_ffn_hidden", "moe_latent",
                      "dense_layers",
                      "sliding_window", "sliding_layers", "expert_groups", "groups_per_token",
-                     "context_window"):
+                     "context_window", "hyper_connections", "hash_layers"):
             _positive(name, getattr(self, name), minimum=0)
         check_number("glu_limit", self.glu_limit, 0)
         if self.sliding_layers and not self.sliding_window:
@@ -355,10 +464,40 @@ class TransformerShape:
             raise GpuarchError(f"layers: {self.layers} is fewer than the "
                                f"{self.mla.index_layers} layers with a sparse-attention "
                                "indexer of their own (its config.json's schedule)")
+        if self.compressed is not None:
+            self._check_compressed()
+        if self.hash_layers > self.moe_layers:
+            raise GpuarchError(f"hash_layers: {self.hash_layers} exceeds the "
+                               f"{self.moe_layers} expert layers")
+        if self.router_bias and not self.is_moe:
+            raise GpuarchError("router_bias: a router bias needs experts > 0")
         if self.hybrid_pattern or self.mamba is not None:
             self._check_hybrid()
         if self.position is Position.LEARNED and self.max_positions == 0:
             raise GpuarchError("max_positions: a learned position table needs its length")
+
+    def _check_compressed(self) -> None:
+        c = self.compressed
+        assert c is not None
+        if len(c.ratios) != self.layers:
+            raise GpuarchError(f"layers: {self.layers}, but compressed attention lists "
+                               f"{len(c.ratios)} compression ratios, one a layer "
+                               "(as its config.json lists them)")
+        if self.n_kv_heads != 1:
+            raise GpuarchError(f"kv_heads: compressed attention has one key-value head, got "
+                               f"{self.n_kv_heads}")
+        if self.heads % c.o_groups:
+            raise GpuarchError(f"compressed.o_groups: {c.o_groups} must divide heads "
+                               f"{self.heads}")
+        if c.rope_head_dim >= self.d_head:
+            raise GpuarchError(f"compressed.rope_head_dim: {c.rope_head_dim} must be below "
+                               f"head_dim {self.d_head}")
+        for name, bad in (("mla", self.mla is not None), ("sliding_window",
+                          self.sliding_window), ("hybrid_pattern", self.hybrid_pattern),
+                          ("parallel_attention", self.parallel_attention)):
+            if bad:
+                raise GpuarchError(f"{name}: not with compressed attention, which has its "
+                                   "own window and latent")
 
     def _check_hybrid(self) -> None:
         pattern = self.hybrid_pattern
@@ -401,7 +540,9 @@ class TransformerShape:
     @property
     def indexer_layers(self) -> int:
         """Attention layers with a sparse-attention indexer of their own (0 without sparse
-        attention)."""
+        attention): DeepSeek-V4's CSA layers, or those of DeepSeek Sparse Attention."""
+        if self.compressed is not None:
+            return self.compressed.csa_layers
         m = self.mla
         if m is None or not m.sparse:
             return 0
