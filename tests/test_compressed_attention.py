@@ -327,3 +327,20 @@ def test_training_prices_the_mean_of_its_layer_kinds() -> None:
     csa, hca, mixed = compute((4,) * 42), compute((128,) * 42), compute((4, 128) * 21)
     assert mixed == pytest.approx((csa + hca) / 2, rel=1e-3)
     assert csa > hca
+
+
+def test_the_training_advisor_splits_only_whole_output_groups(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """GB200's 72-GPU NVLink domain offers TP 16 and 32, which split Flash's 64 heads but
+    not its 8 output groups: the advisor leaves them out (it had priced a zero-group GEMM)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # NumPy's divide-by-zero warnings included
+        code, out, err = run_cli(capsys, "advise", "train", "--model", "deepseek-v4-flash",
+                                 "--tokens", "1e10", "--max-gpus", "128", "--gpu", "gb200",
+                                 "--json")
+    assert code == 0, err
+    result = json.loads(out)
+    assert result["top"] and all(8 % row["tp"] == 0 for row in result["top"] + result["pareto"])
+    assert FLASH.splits_heads(8) and not FLASH.splits_heads(16)

@@ -72,7 +72,7 @@ def prefill_pools(catalog: Catalog, shape: TransformerShape, search: InferenceSe
                              seconds_per_token_at_peak=per_token)
     gpn = system.gpus_per_node if system else 8
     splits = [(tp, 1) for tp in (1, 2, 4, 8)
-              if tp <= gpn and tp <= search.max_gpus and shape.heads % tp == 0]
+              if tp <= gpn and tp <= search.max_gpus and shape.splits_heads(tp)]
     splits += [(1, ep) for ep in (2, 4, 8) if shape.is_moe and ep <= gpn
                and ep <= search.max_gpus and shape.experts % ep == 0]
     curves = prefill_curves(catalog, shape, product, replace(cfg, gpus_per_node=gpn), splits,

@@ -212,7 +212,7 @@ def _layouts(shape: TransformerShape, search: TrainingSearch, gpn: int, multi_no
     # a hybrid Mamba-2 model's pipelines split its blocks evenly (Megatron-Core's split
     # without '|' segments; interleaved, its pattern cut into PP x VPP equal '|' segments),
     # and its Mamba-2 heads and groups split evenly over TP x CP (checked on the grid below)
-    tps = [t for t in _pow2(gpn) if shape.heads % t == 0]
+    tps = [t for t in _pow2(gpn) if shape.splits_heads(t)]
     pps = [p for p in _pow2(64) if p <= shape.layers and (
         not shape.is_hybrid or len(shape.hybrid_pattern) % p == 0)]
     cps = [c for c in (1, 2, 4, 8) if search.seq_len % c == 0 and

@@ -61,6 +61,7 @@ from gpuarch.perf.roofline import (
     Elementwise,
     Gemm,
     Op,
+    compressed_attention_ops,
     hyper_connection_ops,
     mean_keys,
     moe_permute,
@@ -68,12 +69,8 @@ from gpuarch.perf.roofline import (
     op_time,
 )
 from gpuarch.workloads.flops import attention_core_dims, attention_projections
-from gpuarch.workloads.params import (
-    compressor_projection,
-    indexer_projections,
-    layer_op_shares,
-)
-from gpuarch.workloads.shape import CSA_RATIO, TransformerShape
+from gpuarch.workloads.params import indexer_projections, layer_op_shares
+from gpuarch.workloads.shape import TransformerShape
 
 __all__ = [
     "EXPERT_GEMM_PREFIX",
@@ -524,43 +521,19 @@ class ReplicaRunner:
 
     def _compressed_attention_ops(self, tokens: Num, seqs: Num, q_len: int, ctx: Num
                                   ) -> list[Op]:
-        """A DeepSeek-V4 layer's attention (the mean of its layer kinds): the query's low-rank
-        projections (heads split over TP), the one key-value head and the compressors
-        (whole on every GPU: each needs every entry), the CSA layers' indexer, the core over
-        the window and the compressed entries in the latent attention's MQA form (prefill
-        and decode alike: FlashMLA's sparse kernels, which vLLM and SGLang run for V4, at
-        ``mla_decode_attention``), and the grouped output projection (groups split over
-        TP). The compressors' and indexer's operators count their layers' share
-        (``layer_op_shares``)."""
-        s, cfg, t = self.s, self.cfg, self.cfg.tp
-        c = s.compressed
+        """A DeepSeek-V4 layer's attention (``roofline.compressed_attention_ops``): the core
+        in the latent attention's MQA form, prefill and decode alike (FlashMLA's sparse
+        kernels, which vLLM and SGLang run for V4), at ``mla_decode_attention``, reading one
+        entry a key (keys and values one vector) in the cache's layout; the indexer's scores
+        over its FP8 keys."""
+        s, c = self.s, self.s.compressed
         assert c is not None
-        d, heads = s.d_head, s.heads // t
-        ops: list[Op] = [self._gemm(tokens, c.q_lora_rank, s.hidden, "q_down"),
-                         self._gemm(tokens, heads * d, c.q_lora_rank, "q_up"),
-                         self._gemm(tokens, d, s.hidden, "kv_down")]
-        for ratio, _ in c.kinds():
-            if ratio:
-                name, n, k = compressor_projection(s, ratio)
-                ops.append(self._gemm(tokens, n, k, name))
-        kinds = tuple((share, ratio, c.index_topk if c.overlaps(ratio) else 0)
-                      for ratio, share in c.kinds() if ratio)
-        if c.csa_layers:
-            ops += [self._gemm(tokens, n, k, name) for name, n, k in indexer_projections(s)]
-            ops.append(Attention(seqs, q_len, ctx, c.index_heads, 1, c.index_head_dim,
-                                 causal=True, kv_element=c.index_key_bytes / c.index_head_dim,
-                                 values=False, compressed=((1.0, CSA_RATIO, 0),),
-                                 name=INDEXER))
-        # keys and values are one entry, read once: half its bytes an element of each
-        entry = c.entry_bytes(cfg.quant.kv_cache.bytes, d)
-        ops.append(Attention(seqs, q_len, ctx, heads, 1, d, causal=True,
-                             kv_element=entry / (2 * d), window=c.window, compressed=kinds,
-                             name=MLA_DECODE))
-        groups = c.o_groups // t
-        return [*ops,
-                self._gemm(tokens, c.o_lora_rank, s.heads * d // c.o_groups, "o_group",
-                           batch=groups),
-                self._gemm(tokens, s.hidden, groups * c.o_lora_rank, "attn_out")]
+        entry = c.entry_bytes(self.cfg.quant.kv_cache.bytes, s.d_head)
+        core = Attention(seqs, q_len, ctx, s.heads // self.cfg.tp, 1, s.d_head, causal=True,
+                         kv_element=entry / (2 * s.d_head), window=c.window, name=MLA_DECODE)
+        indexer = Attention(seqs, q_len, ctx, c.index_heads, 1, c.index_head_dim,
+                            causal=True, kv_element=c.index_key_bytes / c.index_head_dim)
+        return compressed_attention_ops(s, self.cfg.tp, tokens, self._gemm, core, indexer)
 
     def _sparse_prompt(self, ctx: Num) -> bool:
         """Whether a prefill pass over ``ctx`` held positions runs sparse attention: more

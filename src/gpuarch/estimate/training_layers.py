@@ -30,17 +30,14 @@ from gpuarch.perf.roofline import (
     Elementwise,
     Gemm,
     Op,
+    compressed_attention_ops,
     hyper_connection_ops,
     op_kind,
     op_time,
 )
 from gpuarch.workloads.flops import attention_core_dims, attention_projections
-from gpuarch.workloads.params import (
-    compressor_projection,
-    indexer_projections,
-    layer_op_shares,
-)
-from gpuarch.workloads.shape import CSA_RATIO, TransformerShape
+from gpuarch.workloads.params import indexer_projections, layer_op_shares
+from gpuarch.workloads.shape import TransformerShape
 
 __all__ = [
     "EXPERT_LAUNCHES_PER_EXPERT",
@@ -209,36 +206,18 @@ def dispatch_permutation(routed: Num, hidden: Num, element: float, dispatcher: s
 
 def _compressed_attention_ops(s: TransformerShape, cfg: TrainingConfig, tokens: Num
                               ) -> list[Op]:
-    """A DeepSeek-V4 layer's attention forward on one GPU (the mean of its layer kinds), as
-    serving prices it (``ReplicaRunner._compressed_attention_ops``): the query's low-rank
-    projections (heads split over TP), the key-value head, compressors and CSA indexer
-    whole on every GPU, the fused core over the window and the compressed entries, and the
-    grouped output projection (groups split over TP). The compressors' and indexer's
-    operators count their layers' share (``layer_op_shares``)."""
+    """A DeepSeek-V4 layer's attention forward on one GPU (``roofline.
+    compressed_attention_ops``), its core and indexer fused attention passes as the run's
+    other attention (``fused_attention``)."""
     c = s.compressed
     assert c is not None
-    t, d = cfg.tp, s.d_head
-    heads = s.heads // t
-    ops: list[Op] = [Gemm(tokens, c.q_lora_rank, s.hidden, name="q_down"),
-                     Gemm(tokens, heads * d, c.q_lora_rank, name="q_up"),
-                     Gemm(tokens, d, s.hidden, name="kv_down")]
-    for ratio, _ in c.kinds():
-        if ratio:
-            name, n, k = compressor_projection(s, ratio)
-            ops.append(Gemm(tokens, n, k, name=name))
-    if c.csa_layers:
-        ops += [Gemm(tokens, n, k, name=name) for name, n, k in indexer_projections(s)]
-        indexer = fused_attention(cfg, c.index_heads, 1, c.index_head_dim)
-        ops.append(dataclasses.replace(indexer, values=False, name=INDEXER,
-                                       compressed=((1.0, CSA_RATIO, 0),)))
-    kinds = tuple((share, ratio, c.index_topk if c.overlaps(ratio) else 0)
-                  for ratio, share in c.kinds() if ratio)
-    core = fused_attention(cfg, heads, 1, d, c.window)
-    groups = c.o_groups // t
-    return [*ops, dataclasses.replace(core, compressed=kinds),
-                  Gemm(tokens, c.o_lora_rank, s.heads * d // c.o_groups, batch=groups,
-                       name="o_group"),
-                  Gemm(tokens, s.hidden, groups * c.o_lora_rank, name="attn_out")]
+
+    def gemm(m: Num, n: Num, k: Num, name: str, batch: Num = 1) -> Gemm:
+        return Gemm(m, n, k, batch=batch, name=name)
+
+    return compressed_attention_ops(
+        s, cfg.tp, tokens, gemm, fused_attention(cfg, s.heads // cfg.tp, 1, s.d_head, c.window),
+        fused_attention(cfg, c.index_heads, 1, c.index_head_dim))
 
 
 def _attention_ops(s: TransformerShape, cfg: TrainingConfig, tokens: Num, window: int

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
@@ -27,12 +28,14 @@ from gpuarch.perf.num import ceil, maximum, minimum, where
 from gpuarch.perf.precision import MatmulPeak, Precision, matmul_peak
 from gpuarch.perf.sibling import sibling_factor
 from gpuarch.units import Unit, from_si
-from gpuarch.workloads.params import INDEXER_SCORES
-from gpuarch.workloads.shape import TransformerShape
+from gpuarch.workloads.flops import attention_projections
+from gpuarch.workloads.params import INDEXER_SCORES, compressor_projection, indexer_projections
+from gpuarch.workloads.shape import CSA_RATIO, TransformerShape
 
 __all__ = ["ATTENTION_OPS", "CONTEXT_ATTENTION", "INDEXER", "LORA_OPS", "MLA_DECODE",
            "Attention", "Bound", "Device", "Elementwise", "Gemm", "Op", "OpCost",
-           "attention_span", "attention_span_share", "hyper_connection_ops", "moe_permute",
+           "attention_span", "attention_span_share", "compressed_attention_ops",
+           "hyper_connection_ops", "moe_permute",
            "op_cost", "op_kind", "op_time",
            "roofline_summary", "transformer_ops"]
 
@@ -327,6 +330,37 @@ def hyper_connection_ops(tokens: Num, shape: TransformerShape,
     passes = 2 * ((n + 1) + (2 * n + 1) - 3)
     return [mix, mix, Elementwise(passes * tokens * shape.hidden * element,
                                   name="hyper_connections")]
+
+
+def compressed_attention_ops(shape: TransformerShape, tp: int, tokens: Num,
+                             gemm: Callable[..., Gemm], core: Attention, indexer: Attention
+                             ) -> list[Op]:
+    """A DeepSeek-V4 layer's attention on one of ``tp`` GPUs, the mean of its kinds of
+    layer: the query's projections and the key-value head (``attention_projections``), the
+    compressors and the CSA layers' indexer whole on every GPU (each needs every entry),
+    the indexer's scores over the entries (``indexer``, a scoring core of its heads made by
+    the caller), the core over the window and each kind's compressed entries (``core``,
+    made by the caller with the window), and the grouped output projection, its groups side
+    by side. ``gemm(m, n, k, name, batch=1)`` makes each GEMM in the caller's formats. The
+    compressors' and indexer's operators count their layers' share, which the caller
+    applies by name (``workloads.params.layer_op_shares``)."""
+    c = shape.compressed
+    assert c is not None
+    projections = attention_projections(shape, tp)
+    ops: list[Op] = [gemm(tokens, n, k, name) for name, n, k in projections[:3]]
+    ops += [gemm(tokens, n, k, name) for name, n, k in
+            (compressor_projection(shape, ratio) for ratio, _ in c.kinds() if ratio)]
+    if c.csa_layers:
+        ops += [gemm(tokens, n, k, name) for name, n, k in indexer_projections(shape)]
+        ops.append(dataclasses.replace(indexer, values=False, name=INDEXER,
+                                       compressed=((1.0, CSA_RATIO, 0),)))
+    ops.append(dataclasses.replace(core, compressed=tuple(
+        (share, ratio, c.index_topk if c.overlaps(ratio) else 0)
+        for ratio, share in c.kinds() if ratio)))
+    (name, n, k), out = projections[3], projections[4]
+    groups = c.o_groups // tp
+    return [*ops, gemm(tokens, n // groups, k, name, batch=groups),
+            gemm(tokens, out[1], out[2], out[0])]
 
 
 @dataclass(frozen=True)

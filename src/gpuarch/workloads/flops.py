@@ -87,8 +87,19 @@ def attention_projections(s: TransformerShape, tp: Any = 1) -> list[tuple[str, A
     """The attention block's weight GEMMs per token as (name, N, K) on one of ``tp`` tensor-
     parallel GPUs (heads split; at least one KV head each); ``tp`` may be a NumPy array
     (the advisor's layouts), and then so are the widths. MLA: the low-rank down-projections
-    of queries and keys/values are replicated, their up-projections split by heads."""
+    of queries and keys/values are replicated, their up-projections split by heads.
+    DeepSeek-V4's compressed attention: the query's down-projection and the one key-value
+    head's replicated, the query's up-projection split by heads and the grouped output
+    projection by groups (``o_group``: its groups on the GPU side by side, each from its
+    heads to the output rank), then the output projection from them."""
     heads = s.heads // tp
+    if s.compressed is not None:
+        c = s.compressed
+        groups = c.o_groups // tp
+        return [("q_down", c.q_lora_rank, s.hidden), ("q_up", heads * s.d_head, c.q_lora_rank),
+                ("kv_down", s.d_head, s.hidden),
+                ("o_group", groups * c.o_lora_rank, s.heads * s.d_head // c.o_groups),
+                ("attn_out", s.hidden, groups * c.o_lora_rank)]
     if s.mla is not None:
         m = s.mla
         qk = m.qk_nope_head_dim + m.qk_rope_head_dim

@@ -576,6 +576,13 @@ class TransformerShape:
             raise GpuarchError(f"{flag}: {what} must divide the {m.label} {heads} "
                                f"({m.heads}) and {groups} ({m.groups}) of {self.name}")
 
+    def splits_heads(self, tp: int) -> bool:
+        """Whether ``tp`` tensor-parallel GPUs split the attention evenly: its heads, and
+        compressed attention's output groups."""
+        if self.heads % tp:
+            return False
+        return self.compressed is None or self.compressed.o_groups % tp == 0
+
     @property
     def tp_reductions(self) -> int:
         """How many times a tensor-parallel layer reduces its output across the group: after
