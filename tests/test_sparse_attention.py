@@ -322,7 +322,8 @@ def test_the_estimate_says_what_it_assumed() -> None:
     sparse = _serve(V32, 8192, 8, 1).assumptions["sparse_attention"]  # type: ignore[attr-defined]
     assert sparse == {"index_topk": 2048, "index_heads": 64, "index_head_dim": 128,
                       "index_key_bytes_per_position_layer": 132, "indexer_layers": 61,
-                      "indexer_replicated_gpus": 8, "indexer_math": "fp8"}
+                      "indexer_replicated_gpus": 8, "indexer_math": "fp8",
+                      "latent_cache": "tensor", "latent_bytes_per_position_layer": 576}
     assert _serve(V3, 8192, 8, 1).assumptions["sparse_attention"] is None  # type: ignore[attr-defined]
 
 
@@ -339,4 +340,42 @@ def test_fewer_layers_than_indexers_is_a_usage_error(tmp_path: Path,
                  "--layers", "10"])
     assert code == 2
     assert "--layers: 10 is fewer than the 21 layers with a sparse-attention indexer" in \
+        capsys.readouterr().err
+
+
+def test_flashmla_latent_layout(capsys: pytest.CaptureFixture[str]) -> None:
+    """vLLM and SGLang keep V3.2's FP8 latent in FlashMLA's sparse layout (vLLM's fp8_ds_mla:
+    512 FP8 channels, 4 FP32 scales, 64 rotary channels in BF16 = 656 bytes), TensorRT-LLM
+    under one scale (576); the indexer's 132-byte key beside either. A 16-bit cache and
+    dense latent attention are unaffected."""
+    from gpuarch.estimate.inference_memory import mla_entry_bytes
+
+    assert V32.mla is not None and V32.mla.flashmla_fp8_bytes == 656
+    assert kv_bytes_per_token(V32, 1.0) == 61 * (576 + 132)
+    assert kv_bytes_per_token(V32, 1.0, 1, "flashmla") == 61 * (656 + 132)
+    assert kv_bytes_per_token(V32, 2.0, 1, "flashmla") == kv_bytes_per_token(V32, 2.0)
+    v3 = preset("deepseek-v3").shape
+    assert mla_entry_bytes(v3, 1.0, "flashmla") == 576
+
+    def run(*extra: str) -> dict:
+        assert main(["estimate", "infer", "--model", "deepseek-v3.2", "--gpu", "h200",
+                     "--gpus", "8", "--tp", "8", "--input-len", "32768", "--output-len",
+                     "1024", "--batch", "8", "--kv-precision", "fp8", "--json",
+                     *extra]) == 0
+        return json.loads(capsys.readouterr().out)
+
+    trtllm, vllm, sglang_tensor = run(), run("--engine", "vllm"), \
+        run("--engine", "sglang", "--mla-cache", "tensor")
+    assert trtllm["assumptions"]["kv_bytes_per_token_per_gpu"] == 61 * (576 + 132)
+    assert vllm["assumptions"]["kv_bytes_per_token_per_gpu"] == 61 * (656 + 132)
+    assert vllm["assumptions"]["sparse_attention"]["latent_cache"] == "flashmla"
+    assert sglang_tensor["assumptions"]["sparse_attention"]["latent_cache"] == "tensor"
+    # more bytes a position: fewer sequences fit, each decode step reads a little more
+    assert vllm["max_batch"] < trtllm["max_batch"]
+    assert vllm["tpot_s"] > trtllm["tpot_s"]
+    # a layout of one's own for a model without sparse attention is refused by name
+    assert main(["estimate", "infer", "--model", "deepseek-v3", "--gpu", "h200", "--gpus",
+                 "8", "--input-len", "100", "--output-len", "10", "--batch", "1",
+                 "--mla-cache", "flashmla"]) == 2
+    assert "--mla-cache: sets how a sparse-attention model's FP8 latent" in \
         capsys.readouterr().err

@@ -98,6 +98,7 @@ class InferenceSearch:
     schedule: str = "separate"  # how new prompts meet decode steps (InferenceConfig.schedule)
     scheduler_policy: str = "guaranteed_no_evict"  # InferenceConfig.scheduler_policy
     window_kv_cache: str = "ring"  # sliding-window layers' KV (InferenceConfig.window_kv_cache)
+    mla_cache: str = "tensor"  # a sparse-attention FP8 latent's layout (InferenceConfig's)
     decode_kv_reads: str = "shared"  # GQA decode reads (InferenceConfig.decode_kv_reads)
     moe_comm: str = "alltoall"  # expert dispatch with attention DP (InferenceConfig.moe_comm)
     moe_kernels: str = "trtllm"  # whose fused MoE kernels (InferenceConfig.moe_kernels)
@@ -393,7 +394,7 @@ def _unit_config(search: InferenceSearch, scheme: QuantScheme, experts: QuantFor
         batching=Batching.CONTINUOUS, gpus_per_node=gpn,
         executor=search.executor, schedule=search.schedule,
         scheduler_policy=search.scheduler_policy,
-        window_kv_cache=search.window_kv_cache,
+        window_kv_cache=search.window_kv_cache, mla_cache=search.mla_cache,
         decode_kv_reads=search.decode_kv_reads,
         moe_comm=search.moe_comm, moe_kernels=search.moe_kernels,
         moe_gemm_kernel=search.moe_gemm_kernel,
@@ -453,6 +454,7 @@ def _search_assumptions(shape: TransformerShape, search: InferenceSearch, prices
             "executor": search.executor, "schedule": search.schedule,
             "scheduler_policy": search.scheduler_policy,
             "window_kv_cache": search.window_kv_cache,
+            "mla_cache": search.mla_cache,
             "decode_kv_reads": search.decode_kv_reads,
             "moe_comm": search.moe_comm,
             "moe_kernels": search.moe_kernels if shape.is_moe else None,
@@ -591,7 +593,8 @@ def option_config(search: InferenceSearch, o: InferenceOption) -> InferenceConfi
         expert_weights=QuantFormat(o.expert_weights) if o.expert_weights else None,
         batching=Batching.CONTINUOUS, executor=search.executor, schedule=search.schedule,
         scheduler_policy=search.scheduler_policy,
-        window_kv_cache=search.window_kv_cache, decode_kv_reads=search.decode_kv_reads,
+        window_kv_cache=search.window_kv_cache, mla_cache=search.mla_cache,
+        decode_kv_reads=search.decode_kv_reads,
         moe_comm=search.moe_comm,
         moe_kernels=search.moe_kernels, moe_gemm_kernel=search.moe_gemm_kernel,
         fp8_context_attention=search.fp8_context_attention,

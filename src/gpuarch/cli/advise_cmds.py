@@ -220,7 +220,7 @@ def cmd_advise_infer(args: argparse.Namespace) -> int:
         objective=args.objective or Objective.COST, top=args.top, executor=args.executor,
         schedule=args.schedule, scheduler_policy=args.scheduler_policy,
         window_kv_cache=args.window_kv_cache, decode_kv_reads=args.decode_kv_reads,
-        moe_comm=args.moe_comm,
+        mla_cache=args.mla_cache, moe_comm=args.moe_comm,
         moe_kernels=args.moe_kernels, moe_gemm_kernel=args.moe_gemm_kernel,
         moe_imbalance=args.moe_imbalance,
         redundant_experts=args.redundant_experts, two_batch_overlap=args.two_batch_overlap,

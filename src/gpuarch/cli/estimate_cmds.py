@@ -606,7 +606,10 @@ def cmd_infer(args: argparse.Namespace) -> int:
     from gpuarch.report.estimate_text import render_inference
     from gpuarch.validation.nearest import serving_setup
 
-    # (a bad --engine is refused before any costing)
+    # (a bad --engine is refused before any costing); a --mla-cache of one's own is checked
+    # against the model below, an engine's applies where it has a bearing
+    if not hasattr(args, "mla_cache_given"):  # (each GPU of a --gpu list comes back here)
+        args.mla_cache_given = args.mla_cache is not None
     apply_engine_settings(args, serving_engine(args))
     if (names := gpu_list(args.gpu)) is not None:
         return _compare_gpus(args, names, cmd_infer, "serving")
@@ -658,6 +661,7 @@ def cmd_infer(args: argparse.Namespace) -> int:
         acceptance_length=args.acceptance_length, executor=args.executor,
         schedule=args.schedule, scheduler_policy=args.scheduler_policy,
         window_kv_cache=args.window_kv_cache, decode_kv_reads=args.decode_kv_reads,
+        mla_cache=args.mla_cache,
         fp8_mla_decode=not args.no_fp8_mla_decode, moe_comm=args.moe_comm,
         moe_kernels=args.moe_kernels, moe_gemm_kernel=args.moe_gemm_kernel,
         moe_imbalance=args.moe_imbalance,
@@ -926,6 +930,9 @@ def _check_model_flags(args: argparse.Namespace, shape: TransformerShape) -> Non
     if args.no_fp8_mla_decode and shape.mla is None:
         raise GpuarchError(f"--no-fp8-mla-decode: sets how latent attention decodes; "
                            f"{shape.name} has no multi-head latent attention")
+    if getattr(args, "mla_cache_given", False) and (shape.mla is None or not shape.mla.sparse):
+        raise GpuarchError(f"--mla-cache: sets how a sparse-attention model's FP8 latent is "
+                           f"laid out; {shape.name} has no DeepSeek Sparse Attention")
     if args.window_kv_cache != "ring" and not shape.windowed_layers:
         raise GpuarchError(f"--window-kv-cache: sets what sliding-window layers keep; "
                            f"{shape.name} has no sliding-window layers")

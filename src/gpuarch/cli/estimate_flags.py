@@ -70,6 +70,13 @@ def engine_flags(p: argparse.ArgumentParser) -> None:
                         "as vLLM and SGLang keep it) or full (every position, as "
                         "TensorRT-LLM allocates unless KvCacheConfig.max_attention_window "
                         "lists the windows)")
+    p.add_argument("--mla-cache", metavar="tensor|flashmla",
+                   help="a sparse-attention model's latent in an FP8 cache (DeepSeek-V3.2, "
+                        "GLM-5): tensor (576 bytes a position and layer under one scale, as "
+                        "TensorRT-LLM keeps it) or flashmla (656: FP32 scales per 128 "
+                        "channels and the rotary key in BF16, FlashMLA's layout, which vLLM "
+                        "and SGLang keep; default: the named engine's, --engine or --launch "
+                        "vllm|sglang, else tensor)")
     p.add_argument("--no-fp8-mla-decode", action="store_true",
                    help="latent attention (DeepSeek's MLA) in decode over an FP8 cache on "
                         "Blackwell computes in 16 bits, as TensorRT-LLM 1.0.0rc6's generation "

@@ -202,7 +202,7 @@ def kv_transfer(catalog: Catalog, shape: TransformerShape, product: Product,
     PD transfer of the request's state slot, PR 10912; TensorRT-LLM's cache transceiver, PR
     14060), split as the prefill pool's TP splits it."""
     sent = kv_bytes_per_sequence(shape, cfg.quant.kv_cache.bytes, cfg.input_len, pool.tp,
-                                 cfg.window_kv_cache) \
+                                 cfg.window_kv_cache, cfg.mla_cache) \
         + hybrid_state_bytes(shape, pool.tp, cfg.ssm_state_bytes)
     if pool.product is not None and pool.product.key != product.key:
         # two GPU types sit in two systems: the network, at the slower end's rate

@@ -90,6 +90,7 @@ from gpuarch.estimate.inference_memory import (
     max_context_that_fits,
     memory_parts,
     memory_per_gpu,
+    mla_entry_bytes,
 )
 from gpuarch.estimate.inference_passes import (
     OP_PARTS,
@@ -522,7 +523,7 @@ def _serving_assumptions(catalog: Catalog, shape: TransformerShape, product: Pro
                               "kv_cache": cfg.quant.kv_cache.bytes},
         "kv_cache_fallback": cfg.kv_cache_fallback,
         "kv_bytes_per_token_per_gpu": kv_bytes_per_token(shape, cfg.quant.kv_cache.bytes,
-                                                         cfg.tp) / cfg.pp,
+                                                         cfg.tp, cfg.mla_cache) / cfg.pp,
         # a hybrid model's Mamba-2 convolution and recurrent state, held in the KV cache's
         # memory, per sequence whatever its length (0 without Mamba-2 blocks)
         "mamba_state_bytes_per_sequence_per_gpu": mamba_state_per_sequence(shape, cfg)
@@ -603,7 +604,11 @@ def _serving_assumptions(catalog: Catalog, shape: TransformerShape, product: Pro
             "indexer_layers": shape.indexer_layers,
             "indexer_replicated_gpus": cfg.tp,
             "indexer_math": "fp8" if runner.indexer_device is not runner.device
-            else "16-bit"}
+            else "16-bit",
+            # the latent's layout in the cache (MLA_CACHES) and its bytes a position, layer
+            "latent_cache": cfg.mla_cache,
+            "latent_bytes_per_position_layer": mla_entry_bytes(
+                shape, cfg.quant.kv_cache.bytes, cfg.mla_cache)}
         if shape.mla is not None and shape.mla.sparse else None,
         # DeepSeek-V4's compressed attention: what a query attends to in each kind of layer,
         # the cache's layout and the indexer's

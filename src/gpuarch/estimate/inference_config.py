@@ -31,6 +31,7 @@ __all__ = [
     "MAX_ENGINE_COUNT",
     "MAX_PREFILL_LOAD",
     "MAX_PREFILL_TOKENS",
+    "MLA_CACHES",
     "MOE_COMMS",
     "MOE_GEMM_KERNELS",
     "MOE_KERNELS",
@@ -121,6 +122,14 @@ least the chunk, below it the chunks are dropped and every layer takes XQA. Blac
 trtllm-gen kernels take chunked attention: "shared" there."""
 
 
+MLA_CACHES = ("tensor", "flashmla")
+"""How an engine lays out a sparse-attention model's latent in an FP8 cache (DeepSeek-V3.2,
+GLM-5): "tensor", the 576 bytes of the latent and rotary key in FP8 under one scale
+(TensorRT-LLM's DSA), or "flashmla", FlashMLA's sparse layout: the latent in FP8 with an
+FP32 scale per 128 channels and the rotary key in BF16, 656 bytes (vLLM's ``fp8_ds_mla``
+cache dtype and SGLang's NSA backend, which run FlashMLA's sparse kernels). Either way the
+indexer's FP8 keys sit beside it; other caches and dense latent attention are unaffected."""
+
 WINDOW_KV_CACHES = ("ring", "full")
 """How an engine keeps a sliding-window layer's KV cache: "ring", only the last window of
 positions (vLLM's and SGLang's hybrid KV-cache managers, TensorRT-LLM when
@@ -203,19 +212,21 @@ block-scaled FP8 experts there run at ``Efficiency.moe_gemm_deepgemm``."""
 
 
 ENGINE_SETTINGS: dict[str, dict[str, str]] = {
-    "vllm": {"moe_kernels": "vllm"},
-    "sglang": {"moe_kernels": "sglang"},
+    "vllm": {"moe_kernels": "vllm", "mla_cache": "flashmla"},
+    "sglang": {"moe_kernels": "sglang", "mla_cache": "flashmla"},
     "lmdeploy": {"executor": "cpp"},
 }
 """What naming the serving engine (``--engine``, or ``--launch``'s) sets where its own flag
 is not given: vLLM's and SGLang's own fused MoE kernels (``MOE_KERNELS``: their measured
-layers, ``gpuarch validate moe-kernels --moe-kernels vllm|sglang``), LMDeploy's TurboMind,
-a C++ executor (``EXECUTORS``). TensorRT-LLM and NIM (TensorRT-LLM's engines) keep the
+layers, ``gpuarch validate moe-kernels --moe-kernels vllm|sglang``) and FlashMLA's FP8
+layout of a sparse-attention latent (``MLA_CACHES``), LMDeploy's TurboMind, a C++ executor
+(``EXECUTORS``). TensorRT-LLM and NIM (TensorRT-LLM's engines) keep the
 defaults, ``ENGINE_DEFAULTS``."""
 
-ENGINE_DEFAULTS: dict[str, str] = {"executor": "python", "moe_kernels": "trtllm"}
-"""The engine settings of an estimate that names no engine: TensorRT-LLM's fused MoE kernels
-and its PyTorch backend's Python executor."""
+ENGINE_DEFAULTS: dict[str, str] = {"executor": "python", "moe_kernels": "trtllm",
+                                   "mla_cache": "tensor"}
+"""The engine settings of an estimate that names no engine: TensorRT-LLM's fused MoE kernels,
+its PyTorch backend's Python executor and its one-scale FP8 latent."""
 
 
 def engine_settings(engine: str) -> dict[str, str]:
@@ -317,6 +328,9 @@ class InferenceConfig:
     # a sliding-window layer's KV cache: its window only ("ring") or every position ("full");
     # see WINDOW_KV_CACHES
     window_kv_cache: str = "ring"
+    # a sparse-attention model's FP8 latent: one scale for all ("tensor") or FlashMLA's
+    # layout ("flashmla"); see MLA_CACHES
+    mla_cache: str = "tensor"
     # admission against the KV cache under continuous batching: SCHEDULER_POLICIES
     scheduler_policy: str = "guaranteed_no_evict"
     # how decode attention reads a grouped-query model's KV cache: see DECODE_KV_READS
@@ -653,6 +667,7 @@ ENGINE_CHOICES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("--schedule", "schedule", SCHEDULES),
     ("--scheduler-policy", "scheduler_policy", SCHEDULER_POLICIES),
     ("--window-kv-cache", "window_kv_cache", WINDOW_KV_CACHES),
+    ("--mla-cache", "mla_cache", MLA_CACHES),
     ("--decode-kv-reads", "decode_kv_reads", DECODE_KV_READS),
     ("--moe-comm", "moe_comm", MOE_COMMS),
     ("--moe-kernels", "moe_kernels", MOE_KERNELS),

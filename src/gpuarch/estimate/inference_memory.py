@@ -33,24 +33,38 @@ __all__ = [
     "max_context_that_fits",
     "memory_parts",
     "memory_per_gpu",
+    "mla_entry_bytes",
 ]
 
 
-def kv_bytes_per_token(shape: TransformerShape, element: float, tp: int = 1) -> float:
+def kv_bytes_per_token(shape: TransformerShape, element: float, tp: int = 1,
+                       mla_cache: str = "tensor") -> float:
     """KV-cache bytes one token adds per GPU, all layers: 2 (K and V) x KV heads (not fewer
     than one per GPU when TP exceeds them) x head dim x layers x element (a hybrid model's
     attention blocks only); MLA stores its compressed latent and the rotary key instead, and
     a sparse-attention indexer its FP8 key and scale beside them (in FP8 whatever the cache's
-    element: DeepGEMM's MQA-logits kernels read FP8 keys). DeepSeek-V4: the compressed
-    entries a position adds beyond the window rings (``compressed_kv_bytes``)."""
+    element: DeepGEMM's MQA-logits kernels read FP8 keys), the latent of a one-byte cache
+    in FlashMLA's layout where ``mla_cache`` says so (``MLA_CACHES``). DeepSeek-V4: the
+    compressed entries a position adds beyond the window rings (``compressed_kv_bytes``)."""
     if shape.compressed is not None:
         return compressed_kv_bytes(shape, element)[0]
     if shape.mla is not None:
-        per_layer = shape.mla.latent_width
-        return float(per_layer * shape.layers * element
+        return float(mla_entry_bytes(shape, element, mla_cache) * shape.layers
                      + shape.mla.index_key_bytes * shape.indexer_layers)
     kv_heads = max(1, shape.n_kv_heads // tp) if tp <= shape.n_kv_heads else 1
     return float(2 * kv_heads * shape.d_head * shape.attention_layers * element)
+
+
+def mla_entry_bytes(shape: TransformerShape, element: float, mla_cache: str = "tensor"
+                    ) -> float:
+    """Bytes of one position's latent in one layer of a latent-attention model's cache of
+    ``element`` bytes: the latent and rotary key at that width, or FlashMLA's FP8 layout
+    for a sparse-attention model in a one-byte cache under ``mla_cache`` "flashmla"."""
+    m = shape.mla
+    assert m is not None
+    if mla_cache == "flashmla" and m.sparse and element == 1.0:
+        return float(m.flashmla_fp8_bytes)
+    return float(m.latent_width * element)
 
 
 def compressed_kv_bytes(shape: TransformerShape, element: float) -> tuple[float, float]:
@@ -70,7 +84,8 @@ def compressed_kv_bytes(shape: TransformerShape, element: float) -> tuple[float,
 
 
 def kv_bytes_per_sequence(shape: TransformerShape, element: float, tokens: int,
-                          tp: int = 1, window_kv_cache: str = "ring") -> float:
+                          tp: int = 1, window_kv_cache: str = "ring",
+                          mla_cache: str = "tensor") -> float:
     """KV-cache bytes of one sequence of ``tokens`` per GPU: sliding-window layers keep only
     the last ``sliding_window`` positions (a ring buffer), the others every position; with
     ``window_kv_cache`` "full" every layer keeps every position (DeepSeek-V4's windows
@@ -79,7 +94,7 @@ def kv_bytes_per_sequence(shape: TransformerShape, element: float, tokens: int,
         grows, window = compressed_kv_bytes(shape, element)
         held = tokens if window_kv_cache == "full" else min(tokens, shape.compressed.window)
         return grows * tokens + window * held
-    return kv_bytes_per_token(shape, element, tp) \
+    return kv_bytes_per_token(shape, element, tp, mla_cache) \
         * _positions_held(shape, tokens, window_kv_cache)
 
 
@@ -125,7 +140,7 @@ def _kv_and_activation_sizer(shape: TransformerShape, cfg: InferenceConfig
     the batch or the prompt worked out once (the searches for the largest batch and the
     longest context that fit call it a dozen times an estimate)."""
     element = cfg.quant.kv_cache.bytes
-    per_token = kv_bytes_per_token(shape, element, cfg.tp)
+    per_token = kv_bytes_per_token(shape, element, cfg.tp, cfg.mla_cache)
     # the answer's positions a running sequence holds: all of them (reserved at admission), or
     # under max_utilization the mean so far of the sequences in flight
     static = cfg.batching is Batching.STATIC

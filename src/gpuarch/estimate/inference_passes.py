@@ -35,6 +35,7 @@ from gpuarch.estimate.inference_config import (
     moe_block_floor_s,
     slot_spread,
 )
+from gpuarch.estimate.inference_memory import mla_entry_bytes
 from gpuarch.estimate.mamba import mamba_decode_ops, mamba_mixer_ops
 from gpuarch.perf.collectives import (
     Collective,
@@ -487,11 +488,10 @@ class ReplicaRunner:
         if m is not None:
             # decode (a drafted token's verification too) with the up-projections absorbed:
             # one shared latent "head" of kv_lora + rope width is both key and value (values
-            # use the kv_lora part)
-            width = m.latent_width
-            d = (width + m.kv_lora_rank) // 2
+            # use the kv_lora part), read in the cache's layout (``mla_entry_bytes``)
+            d = (m.latent_width + m.kv_lora_rank) // 2
             kv = 1
-            kv_element = kv_element * width / (2 * d)
+            kv_element = mla_entry_bytes(s, kv_element, cfg.mla_cache) / (2 * d)
         else:
             core_kv, d = attention_core_dims(s)
             kv = max(1, core_kv // t)

@@ -25,6 +25,7 @@ from gpuarch.estimate.inference_config import (
     DECODE_KV_READS,
     EXECUTORS,
     MAX_PREFILL_TOKENS,
+    MLA_CACHES,
     MOE_COMMS,
     MOE_GEMM_KERNELS,
     MOE_KERNELS,
@@ -97,7 +98,8 @@ def _phase_rates(doc: dict[str, Any], cfg: InferenceConfig) -> dict[str, float]:
 
 
 ENGINE_KEYS = ("cuda_graph_batch_sizes", "cuda_graph_max_context", "executor",
-               "scheduler_policy", "schedule", "window_kv_cache", "decode_kv_reads",
+               "scheduler_policy", "schedule", "window_kv_cache", "mla_cache",
+               "decode_kv_reads",
                "moe_comm", "moe_kernels", "moe_gemm_kernel",
                "kv_cache_fraction", "max_batch_size", "max_num_tokens",
                "fp8_context_attention", "fp8_mla_decode", "num_requests", "limits")
@@ -207,6 +209,7 @@ def point_config(point: TrainingPoint, gpus_per_node: int, product: Product | No
         scheduler_policy=str(point.get("scheduler_policy", SCHEDULER_POLICIES[0])),
         schedule=str(point.get("schedule", SCHEDULES[0])),
         window_kv_cache=str(point.get("window_kv_cache", WINDOW_KV_CACHES[0])),
+        mla_cache=str(point.get("mla_cache", MLA_CACHES[0])),
         decode_kv_reads=str(point.get("decode_kv_reads", DECODE_KV_READS[0])),
         moe_comm=str(point.get("moe_comm", MOE_COMMS[0])),
         moe_kernels=str(point.get("moe_kernels", MOE_KERNELS[0])),

@@ -40,7 +40,7 @@ _ALWAYS = ("gpus", "seq_len", "global_batch", "micro_batch", "tp", "pp", "cp", "
 
 _SERVING_FIELDS = (
     "gpus", "tp", "pp", "ep", "max_num_tokens", "kv_cache_fraction", "max_batch_size",
-    "speculative_tokens", "acceptance_length", "executor", "window_kv_cache",
+    "speculative_tokens", "acceptance_length", "executor", "window_kv_cache", "mla_cache",
     "scheduler_policy", "decode_kv_reads", "moe_comm", "moe_kernels", "moe_gemm_kernel",
     "moe_imbalance", "redundant_experts", "two_batch_overlap", "fp8_context_attention",
     "fp8_scaling", "ssm_state_precision", "fp8_mla_decode", "adp_balance", "num_requests",

@@ -141,6 +141,13 @@ class MlaShape:
         """Width cached per token and layer: the compressed KV plus the shared rotary key."""
         return self.kv_lora_rank + self.qk_rope_head_dim
 
+    @property
+    def flashmla_fp8_bytes(self) -> int:
+        """Bytes of one position's latent in FlashMLA's FP8 layout for sparse attention: the
+        compressed KV in FP8 with an FP32 scale per 128 channels, the rotary key in BF16
+        (656 for DeepSeek-V3.2: FlashMLA's README, vLLM's ``fp8_ds_mla``)."""
+        return self.kv_lora_rank + 4 * -(-self.kv_lora_rank // 128) + 2 * self.qk_rope_head_dim
+
 
 CSA_RATIO = 4
 """The compression ratio of DeepSeek-V4's compressed sparse attention (CSA) layers: their
