@@ -142,6 +142,20 @@ def evaluate_core(runner: ReplicaRunner, cfg: InferenceConfig, product: Product,
                          memory_total, max_batch, pass_prompts)
 
 
+COUNT_TOLERANCE = 1e-9
+"""How far above a whole number a count of prompts may come out of floating-point arithmetic
+and still be that number (``_whole``)."""
+
+
+def _whole(count: Num) -> Num:
+    """The prompts a pass holds for ``count`` arrivals: its ceiling, but a count that is a
+    whole number up to rounding stays it. At the stream's fixed point (one-token answers:
+    the cycle is one step and one pass) the count is exactly batch / lanes, which NumPy's
+    and Python's arithmetic can land on either side of: the array path (the advisor's) and
+    a single estimate must agree."""
+    return ceil(count - COUNT_TOLERANCE)
+
+
 def _prefill_cycle(runner: ReplicaRunner, cfg: InferenceConfig, batch: Num, lanes: Num,
                    step_s: Num) -> tuple[Num, Num, Num]:
     """One continuous batch's answer cycle (``output_len`` tokens of decode steps and the
@@ -161,7 +175,7 @@ def _prefill_cycle(runner: ReplicaRunner, cfg: InferenceConfig, batch: Num, lane
     cycle = decoding + passes / lanes
     most = minimum(batch, cfg.prompts_per_pass)
     # each micro-batch of a pipeline admits to its own slots, between its own steps
-    prompts = maximum(1.0, minimum(ceil(batch / lanes / cycle * step_s), most))
+    prompts = maximum(1.0, minimum(_whole(batch / lanes / cycle * step_s), most))
     if cfg.num_requests and not cfg.output_len_cv:
         return cycle, passes, prompts
     before = prompts
@@ -169,7 +183,8 @@ def _prefill_cycle(runner: ReplicaRunner, cfg: InferenceConfig, batch: Num, lane
         one = runner.prefill(prompts).total
         passes = batch / prompts * one
         cycle = decoding + passes / lanes
-        gathered = maximum(1.0, minimum(ceil(batch / lanes / cycle * (step_s + one)), most))
+        gathered = maximum(1.0, minimum(_whole(batch / lanes / cycle * (step_s + one)),
+                                        most))
         moving = gathered != prompts
         # settled, or swinging back to the size before (the last round keeps the cycle of
         # the pass it costed)
