@@ -17,6 +17,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gpuarch.cli.main import main
 from gpuarch.errors import GpuarchError
@@ -344,3 +346,30 @@ def test_the_training_advisor_splits_only_whole_output_groups(
     result = json.loads(out)
     assert result["top"] and all(8 % row["tp"] == 0 for row in result["top"] + result["pareto"])
     assert FLASH.splits_heads(8) and not FLASH.splits_heads(16)
+
+
+@settings(max_examples=60, deadline=None)
+@given(ratios=st.lists(st.sampled_from([0, 4, 128]), min_size=1, max_size=12),
+       tokens=st.integers(1, 2_000_000), more=st.integers(1, 100_000),
+       element=st.sampled_from([1.0, 2.0]))
+def test_cache_and_keys_grow_with_the_sequence(ratios: list[int], tokens: int, more: int,
+                                               element: float) -> None:
+    """Any schedule of window-only, CSA and HCA layers: a longer sequence never holds less
+    cache nor attends to fewer keys; past the window the cache grows by the compressed
+    entries' bytes a position, and a query never sees more keys than the window plus every
+    compressed entry."""
+    c = FLASH.compressed
+    assert c is not None
+    shape = dataclasses.replace(FLASH, layers=len(ratios), hash_layers=0,
+                                compressed=dataclasses.replace(c, ratios=tuple(ratios)))
+    short = kv_bytes_per_sequence(shape, element, tokens)
+    long = kv_bytes_per_sequence(shape, element, tokens + more)
+    assert long >= short
+    if tokens >= c.window:
+        assert long - short == pytest.approx(more * compressed_kv_bytes(shape, element)[0])
+    kinds = tuple((n / len(ratios), r, c.index_topk if r == 4 else 0)
+                  for r, n in ((r, ratios.count(r)) for r in set(ratios)) if r)
+    core = Attention(1, 1, tokens, 1, 1, 64, window=c.window, compressed=kinds)
+    longer = dataclasses.replace(core, seq_kv=tokens + more)
+    assert longer.forward_flops >= core.forward_flops
+    assert core.forward_flops <= 4 * 64 * (min(tokens, c.window) + tokens / 4)
