@@ -373,3 +373,24 @@ def test_cache_and_keys_grow_with_the_sequence(ratios: list[int], tokens: int, m
     longer = dataclasses.replace(core, seq_kv=tokens + more)
     assert longer.forward_flops >= core.forward_flops
     assert core.forward_flops <= 4 * 64 * (min(tokens, c.window) + tokens / 4)
+
+
+def test_the_mtp_block_is_a_window_only_layer(capsys: pytest.CaptureFixture[str]) -> None:
+    """DeepSeek-V4's MTP block (config.json's last compress_ratios entry, 0): a window-only
+    layer with learned routing, e_proj and h_proj, its norms and its own last mix of the
+    streams. Flash with it: 290.9B, the "291B params" Hugging Face's page shows for the
+    checkpoint; and `--mtp-layers` trains it."""
+    from gpuarch.workloads.mtp import mtp_block_params
+
+    d, c, hc = 4096, 512, 4
+    attention = (d * 1024 + 1024 + 1024 * 64 * c + d * c + c + 8 * 1024 * (64 * c // 8)
+                 + d * 8 * 1024 + 64)
+    layer = (attention + 2 * d + 2 * ((2 + hc) * hc * hc * d + (2 + hc) * hc + 3)
+             + 256 * d + 256 + 256 * 3 * d * 2048 + 3 * d * 2048)
+    block = layer + 2 * d * d + 3 * d + hc * hc * d + hc + 1
+    assert sum(mtp_block_params(FLASH)) == block == 6_610_048_891
+    assert round((count_params(FLASH).total + block) / 1e9) == 291
+    assert main(["estimate", "train", "--model", "deepseek-v4-flash", "--gpu", "h100",
+                 "--gpus", "64", "--tp", "1", "--pp", "4", "--ep", "16", "--seq-len", "4096",
+                 "--global-batch", "256", "--mtp-layers", "1", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["step_time_s"] > 0
