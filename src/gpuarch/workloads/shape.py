@@ -157,13 +157,6 @@ heavily compressed (HCA): one projection, disjoint windows, every entry attended
 (DeepSeek-V4 inference/model.py: ``overlap = compress_ratio == 4``, the indexer built only
 for ratio 4; vLLM's deepseek_v4 attention the same)."""
 
-COMPRESSED_ENTRY_FP8_BYTES = 584
-"""Bytes of one DeepSeek-V4 KV entry (head width 512, 64 of them rotary) in the engines' FP8
-cache: 448 FP8 channels, the 64 rotary ones in BF16 (128 bytes), 7 UE8M0 scales (one per
-64 FP8 channels) and a pad byte (vLLM vllm/models/deepseek_v4/attention.py @0484480b,
-``fp8_ds_mla``: 584 bytes an entry; SGLang deepseek_v4_memory_pool.py @007bddd4, the same
-layout)."""
-
 
 @dataclass(frozen=True, kw_only=True)
 class CompressedAttention:
@@ -229,9 +222,12 @@ class CompressedAttention:
 
     def entry_bytes(self, element: float, head_dim: int) -> float:
         """Bytes of one cached entry (a window position or a compressed one) of ``head_dim``
-        channels in a cache of ``element`` bytes: the engines' FP8 layout
-        (``COMPRESSED_ENTRY_FP8_BYTES``, for head width 512 with this rotary width) where
-        the cache is one byte, else every channel at the element's width."""
+        channels in a cache of ``element`` bytes: in a one-byte cache the engines' FP8
+        layout, the non-rotary channels in FP8 with a UE8M0 scale per 64 and a pad byte, the
+        rotary ones in BF16 (584 bytes for V4's 512 with 64 rotary: vLLM
+        vllm/models/deepseek_v4/attention.py @0484480b, ``fp8_ds_mla``; SGLang
+        deepseek_v4_memory_pool.py @007bddd4, the same layout); else every channel at the
+        element's width."""
         if element == 1.0:
             return float(head_dim - self.rope_head_dim + 2 * self.rope_head_dim
                          + -(-(head_dim - self.rope_head_dim) // 64) + 1)
