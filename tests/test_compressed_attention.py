@@ -172,10 +172,18 @@ def test_attention_keys_by_hand() -> None:
 
 def test_layer_op_shares() -> None:
     shares = layer_op_shares(FLASH)
-    assert shares["compress_csa"] == shares["indexer"] == pytest.approx(21 / 43)
-    assert shares["compress_hca"] == pytest.approx(20 / 43)
+    assert shares["compress_4"] == shares["indexer"] == pytest.approx(21 / 43)
+    assert shares["compress_128"] == pytest.approx(20 / 43)
     shares = layer_op_shares(PRO)
-    assert shares["compress_csa"] + shares["compress_hca"] == pytest.approx(1.0)
+    assert shares["compress_4"] + shares["compress_128"] == pytest.approx(1.0)
+    # a schedule of several heavy ratios weights each compressor by its own layers
+    c = PRO.compressed
+    assert c is not None
+    mixed = dataclasses.replace(PRO, compressed=dataclasses.replace(
+        c, ratios=(64,) * 20 + (128,) * 11 + c.ratios[31:]))
+    shares = layer_op_shares(mixed)
+    assert shares["compress_64"] == pytest.approx(20 / 61)
+    assert shares["compress_128"] == pytest.approx((11 + 15) / 61)
 
 
 def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:

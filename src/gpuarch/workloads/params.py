@@ -89,10 +89,10 @@ INDEXER_OPS = ("index_q", "index_k", "index_weights", INDEXER_SCORES)
 
 def compressor_projection(s: TransformerShape, ratio: int) -> tuple[str, int, int]:
     """A DeepSeek-V4 layer's compressor GEMM per token as (name, N, K): wkv and wgate from
-    the hidden state to the head width, twice it where the windows overlap (CSA); named
-    compress_csa or compress_hca, the names ``layer_op_shares`` weights."""
+    the hidden state to the head width, twice it where the windows overlap (CSA); named by
+    its ratio (``compress_4``, ``compress_128``), the names ``layer_op_shares`` weights."""
     width = 2 * s.d_head * (2 if CompressedAttention.overlaps(ratio) else 1)
-    return ("compress_csa" if ratio == CSA_RATIO else "compress_hca", width, s.hidden)
+    return (f"compress_{ratio}", width, s.hidden)
 
 
 def compressor_params(s: TransformerShape, ratio: int) -> int:
@@ -128,7 +128,9 @@ def indexer_projections(s: TransformerShape) -> list[tuple[str, int, int]]:
 
 def indexer_params(s: TransformerShape) -> int:
     """One layer's indexer (DeepSeek Sparse Attention): its three projections and the
-    LayerNorm over its key (weight and bias); 0 without one."""
+    LayerNorm over its key (weight and bias); DeepSeek-V4's: its query and weight
+    projections and its own compressor (wkv and wgate, a bias per window position, a
+    norm); 0 without one."""
     c = s.compressed
     if c is not None:
         # its compressor's bias per window position (CSA_RATIO of twice its head width)
@@ -155,16 +157,15 @@ def hyper_connection_params(s: TransformerShape) -> int:
 def layer_op_shares(s: TransformerShape) -> dict[str, float]:
     """The operators of a layer that run only in some of the attention layers, by name, and
     the share of those layers: a sparse-attention indexer's (``INDEXER_OPS``) where not every
-    layer has one, DeepSeek-V4's compressors (``COMPRESSOR_OPS``). Estimates price one mean
-    layer: such an operator's time counts its share."""
+    layer has one, DeepSeek-V4's compressors (``compressor_projection``, one a ratio).
+    Estimates price one mean layer: such an operator's time counts its share."""
     shares: dict[str, float] = {}
     if s.indexer_layers and s.indexer_share != 1.0:
         shares.update(dict.fromkeys(INDEXER_OPS, s.indexer_share))
     c = s.compressed
     if c is not None:
-        csa = c.csa_layers / s.layers
-        shares["compress_csa"] = csa
-        shares["compress_hca"] = 1.0 - csa - c.layers_of(0) / s.layers
+        shares.update((compressor_projection(s, ratio)[0], share)
+                      for ratio, share in c.kinds() if ratio)
     return shares
 
 
