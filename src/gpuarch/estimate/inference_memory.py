@@ -90,12 +90,23 @@ def kv_bytes_per_sequence(shape: TransformerShape, element: float, tokens: int,
     the last ``sliding_window`` positions (a ring buffer), the others every position; with
     ``window_kv_cache`` "full" every layer keeps every position (DeepSeek-V4's windows
     too)."""
+    return _sequence_bytes(shape, element, tp, window_kv_cache, mla_cache)(tokens)
+
+
+def _sequence_bytes(shape: TransformerShape, element: float, tp: int, window_kv_cache: str,
+                    mla_cache: str) -> Callable[[int], float]:
+    """``kv_bytes_per_sequence`` as a function of the tokens, the bytes a position and a
+    window position cost worked out once (the memory searches size many lengths)."""
     if shape.compressed is not None:
         grows, window = compressed_kv_bytes(shape, element)
-        held = tokens if window_kv_cache == "full" else min(tokens, shape.compressed.window)
-        return grows * tokens + window * held
-    return kv_bytes_per_token(shape, element, tp, mla_cache) \
-        * _positions_held(shape, tokens, window_kv_cache)
+        ring = shape.compressed.window
+
+        def compressed(tokens: int) -> float:
+            held = tokens if window_kv_cache == "full" else min(tokens, ring)
+            return grows * tokens + window * held
+        return compressed
+    per_token = kv_bytes_per_token(shape, element, tp, mla_cache)
+    return lambda tokens: per_token * _positions_held(shape, tokens, window_kv_cache)
 
 
 def _positions_held(shape: TransformerShape, tokens: int, window_kv_cache: str = "ring"
@@ -170,14 +181,11 @@ def _kv_and_activation_sizer(shape: TransformerShape, cfg: InferenceConfig
     state = mamba_state_per_sequence(shape, cfg)
     cached_state = hybrid_state_bytes(shape, cfg.tp, cfg.ssm_state_bytes)
 
+    sequence_bytes = _sequence_bytes(shape, element, cfg.tp, cfg.window_kv_cache,
+                                     cfg.mla_cache)
+
     def sizes(batch: Num, prompt: int) -> tuple[Num, Num]:
-        if shape.compressed is not None:
-            held = kv_bytes_per_sequence(shape, element, prompt + out_tokens, cfg.tp,
-                                         cfg.window_kv_cache)
-        else:
-            held = per_token * _positions_held(shape, prompt + out_tokens,
-                                               cfg.window_kv_cache)
-        kv = batch * (held + state) / cfg.pp
+        kv = batch * (sequence_bytes(prompt + out_tokens) + state) / cfg.pp
         if cfg.cached_prefix:
             # the prefix's attention KV held once, and a hybrid's Mamba state at its end
             # (what a hit starts from) once beside the running sequences' own

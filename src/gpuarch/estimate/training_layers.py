@@ -239,9 +239,9 @@ def _attention_ops(s: TransformerShape, cfg: TrainingConfig, tokens: Num, window
             # tensor-parallel GPU, as the engines run them) scores every earlier position,
             # and the attention attends to the index_topk it picks, as a window of that size
             ops += [Gemm(tokens, n, k, name=name) for name, n, k in indexer_projections(s)]
-            indexer = fused_attention(cfg, m.index_heads, 1, m.index_head_dim)
-            indexer.values, indexer.name = False, INDEXER
-            ops.append(indexer)
+            ops.append(dataclasses.replace(fused_attention(cfg, m.index_heads, 1,
+                                                           m.index_head_dim),
+                                           values=False, name=INDEXER))
             window = m.index_topk
         # with context parallelism each GPU does 1/CP of the (load-balanced) causal work,
         # in calls over its chunk around a ring (p2p) or over the whole sequence (a2a's

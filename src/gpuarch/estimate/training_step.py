@@ -59,10 +59,8 @@ from gpuarch.workloads.flops import forward_flops_per_token
 from gpuarch.workloads.mtp import mtp_block_params, mtp_forward_flops_per_token, mtp_layer_shape
 from gpuarch.workloads.params import (
     ParamCount,
-    attention_params,
     count_params,
     first_stage_params,
-    indexer_params,
     latent_projection_params,
     layer_norm_params,
     mlp_params,
@@ -872,12 +870,9 @@ def _rank_params(shape: TransformerShape, layout: PipelineLayout, mtp_dense: flo
     first_stage = first_stage_params(shape)
     final_norm = shape.norm.params_per_width * shape.hidden
     norms = layer_norm_params(shape)
-    # a sparse-attention indexer in its share of the layers (every layer's, or shared)
-    attention: float = attention_params(shape) + shape.indexer_share \
-        * indexer_params(shape) if shape.indexer_layers else attention_params(shape)
-    if shape.compressed is not None:
-        # DeepSeek-V4: the mean layer's compressors, indexer and hyper-connections
-        attention = (pc.attention + pc.hyper_connections) / shape.layers
+    # the mean layer's attention: a sparse-attention indexer in its share of the layers,
+    # DeepSeek-V4's compressors and hyper-connections in theirs
+    attention = (pc.attention + pc.hyper_connections) / shape.layers
     dense_layer = attention + norms + mlp_params(shape, shape.d_ffn)
     expert_layer: float = 0
     routed = 0

@@ -37,6 +37,7 @@ from typing import Any
 from gpuarch.workloads.params import (
     attention_params,
     count_params,
+    hyper_connection_mix_weights,
     indexer_params,
     latent_projection_params,
     mlp_params,
@@ -170,18 +171,17 @@ def forward_flops_per_token(s: TransformerShape, seq_len: int, *, causal: bool =
                             ) -> ForwardFlops:
     """Forward FLOPs per token for sequences of ``seq_len`` tokens."""
     pc = count_params(s)
+    per_token_mlp = s.mlp_layers * mlp_params(s, s.d_ffn) + s.moe_layers * (
+        s.experts_per_token * routed_expert_params(s)
+        + s.shared_experts * mlp_params(s, s.d_expert) + latent_projection_params(s))
     if s.compressed is not None:
-        per_token_mlp = s.moe_layers * (s.experts_per_token * routed_expert_params(s)
-                                        + s.shared_experts * mlp_params(s, s.d_expert))
-        hc = s.hyper_connections
         return ForwardFlops(
             attention_proj=2.0 * (pc.attention - s.attention_layers * s.heads),  # no sinks
             attention_core=_compressed_core(s, seq_len, causal),
             mlp=2.0 * per_token_mlp,
-            router=2.0 * s.moe_layers * s.hidden * s.experts,
+            router=2.0 * s.moe_layers * s.hidden * s.experts,  # the router bias apart
             lm_head=2.0 * s.vocab * s.hidden,
-            # each block's streams to (2 + hc) x hc logits, and the last mix's to hc
-            mixing=2.0 * hc * s.hidden * (2 * s.layers * (2 + hc) * hc + hc),
+            mixing=2.0 * hyper_connection_mix_weights(s),
         )
     qk_dim, v_dim = _core_dims(s)
     windowed = s.windowed_layers
@@ -202,9 +202,6 @@ def forward_flops_per_token(s: TransformerShape, seq_len: int, *, causal: bool =
         indexer_core = 0.0
     core = 2.0 * s.heads * (qk_dim + v_dim) * (
         (s.attention_layers - windowed) * full_keys + windowed * window_keys) + indexer_core
-    per_token_mlp = s.mlp_layers * mlp_params(s, s.d_ffn) + s.moe_layers * (
-        s.experts_per_token * routed_expert_params(s)
-        + s.shared_experts * mlp_params(s, s.d_expert) + latent_projection_params(s))
     return ForwardFlops(
         attention_proj=2.0 * (s.attention_layers * attention_params(s)
                               + s.indexer_layers * indexer_params(s)),

@@ -15,7 +15,8 @@ from gpuarch.workloads.shape import (
 
 __all__ = ["INDEXER_OPS", "INDEXER_SCORES", "ParamCount",
            "compressor_params", "compressor_projection", "count_params",
-           "hyper_connection_params", "indexer_params", "indexer_projections",
+           "hyper_connection_mix_weights", "hyper_connection_params", "indexer_params",
+           "indexer_projections",
            "latent_projection_params", "layer_norm_params", "layer_op_shares", "mamba_params",
            "routed_expert_params"]
 
@@ -143,15 +144,23 @@ def indexer_params(s: TransformerShape) -> int:
     return sum(n * k for _, n, k in indexer_projections(s)) + 2 * m.index_head_dim
 
 
+def hyper_connection_mix_weights(s: TransformerShape) -> int:
+    """The hyper-connections' projection weights, all layers (DeepSeek-V4's mHC; 0 without):
+    each of a layer's two blocks projects the streams (streams x hidden) to (2 + streams) x
+    streams mixing logits, and the last mix, of the streams into one before the final norm,
+    to one weight a stream (the GEMMs' weights; biases and scales apart)."""
+    n = s.hyper_connections
+    return (2 * s.layers * (2 + n) * n + n) * n * s.hidden
+
+
 def hyper_connection_params(s: TransformerShape) -> int:
-    """One layer's hyper-connection weights (DeepSeek-V4's mHC, 0 without): for each of its
-    two blocks a projection of the streams (streams x hidden) to (2 + streams) x streams
-    mixing logits, a bias for each and three scales."""
+    """The hyper-connections' parameters, all layers: the projections
+    (``hyper_connection_mix_weights``), a bias a logit and three scales for each block, a
+    bias a stream and one scale for the last mix; 0 without."""
     n = s.hyper_connections
     if not n:
         return 0
-    logits = (2 + n) * n
-    return 2 * (logits * n * s.hidden + logits + 3)
+    return hyper_connection_mix_weights(s) + 2 * s.layers * ((2 + n) * n + 3) + n + 1
 
 
 def layer_op_shares(s: TransformerShape) -> dict[str, float]:
@@ -254,9 +263,6 @@ def count_params(s: TransformerShape) -> ParamCount:
     compressors = 0 if c is None else sum(compressor_params(s, r) for r in c.ratios)
     # a selection bias per expert in the learned-routing layers' routers (not the hashed)
     router_bias = (s.moe_layers - s.hash_layers) * s.experts if s.router_bias else 0
-    # the hyper-connections' last mix, of the streams into one before the final norm
-    hc_head = s.hyper_connections * s.hyper_connections * h + s.hyper_connections + 1 \
-        if s.hyper_connections else 0
     return ParamCount(
         embedding=embedding,
         lm_head=lm_head,
@@ -269,5 +275,5 @@ def count_params(s: TransformerShape) -> ParamCount:
         norms=norms + norm + embedding_norm_params(s),
         mamba=s.mamba_layers * mamba_params(s),
         moe_latent=s.moe_layers * latent_projection_params(s),
-        hyper_connections=s.layers * hyper_connection_params(s) + hc_head,
+        hyper_connections=hyper_connection_params(s),
     )
