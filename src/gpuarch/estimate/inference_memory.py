@@ -90,22 +90,22 @@ def kv_bytes_per_sequence(shape: TransformerShape, element: float, tokens: int,
     the last ``sliding_window`` positions (a ring buffer), the others every position; with
     ``window_kv_cache`` "full" every layer keeps every position (DeepSeek-V4's windows
     too)."""
-    return _sequence_bytes(shape, element, tp, window_kv_cache, mla_cache)(tokens)
+    return _sequence_bytes(shape, element, kv_bytes_per_token(shape, element, tp, mla_cache),
+                           window_kv_cache)(tokens)
 
 
-def _sequence_bytes(shape: TransformerShape, element: float, tp: int, window_kv_cache: str,
-                    mla_cache: str) -> Callable[[int], float]:
-    """``kv_bytes_per_sequence`` as a function of the tokens, the bytes a position and a
-    window position cost worked out once (the memory searches size many lengths)."""
+def _sequence_bytes(shape: TransformerShape, element: float, per_token: float,
+                    window_kv_cache: str) -> Callable[[int], float]:
+    """``kv_bytes_per_sequence`` as a function of the tokens, for a cache of ``per_token``
+    bytes a position (``kv_bytes_per_token``, which the memory searches work out once)."""
     if shape.compressed is not None:
-        grows, window = compressed_kv_bytes(shape, element)
+        window = compressed_kv_bytes(shape, element)[1]
         ring = shape.compressed.window
 
         def compressed(tokens: int) -> float:
             held = tokens if window_kv_cache == "full" else min(tokens, ring)
-            return grows * tokens + window * held
+            return per_token * tokens + window * held
         return compressed
-    per_token = kv_bytes_per_token(shape, element, tp, mla_cache)
     return lambda tokens: per_token * _positions_held(shape, tokens, window_kv_cache)
 
 
@@ -181,8 +181,7 @@ def _kv_and_activation_sizer(shape: TransformerShape, cfg: InferenceConfig
     state = mamba_state_per_sequence(shape, cfg)
     cached_state = hybrid_state_bytes(shape, cfg.tp, cfg.ssm_state_bytes)
 
-    sequence_bytes = _sequence_bytes(shape, element, cfg.tp, cfg.window_kv_cache,
-                                     cfg.mla_cache)
+    sequence_bytes = _sequence_bytes(shape, element, per_token, cfg.window_kv_cache)
 
     def sizes(batch: Num, prompt: int) -> tuple[Num, Num]:
         kv = batch * (sequence_bytes(prompt + out_tokens) + state) / cfg.pp
