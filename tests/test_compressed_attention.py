@@ -402,3 +402,44 @@ def test_the_mtp_block_is_a_window_only_layer(capsys: pytest.CaptureFixture[str]
                  "--gpus", "64", "--tp", "1", "--pp", "4", "--ep", "16", "--seq-len", "4096",
                  "--global-batch", "256", "--mtp-layers", "1", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["step_time_s"] > 0
+
+
+def test_up_projection_recompute_in_the_compressed_attention(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Megatron-Core builds DeepSeek-V4's attention (``DSv4HybridAttention``) with the same
+    ``mla_up_proj`` checkpoint as MLA: it recomputes the query's up-projection and the one
+    key-value head's projection, so a layer keeps the query's 1,024-wide latent instead of
+    its 64 heads of 512 and no key-value head, and runs those two GEMMs again. Megatron
+    Bridge's DeepSeek-V4 Flash performance recipes select it."""
+    from gpuarch.estimate.memory import Recompute, activation_bytes_per_layer
+    from gpuarch.estimate.recompute import check_recompute_modules, recompute_flops_per_token
+    seq = 4096
+
+    def kept(modules: tuple[str, ...], fp8: bool) -> float:
+        return activation_bytes_per_layer(FLASH, 1, seq, 1, False, Recompute.SELECTIVE,
+                                          quantized_inputs=fp8, modules=modules)
+    # 16-bit queries (64 x 512) and key and value (2 x 512) a token against the latent,
+    # kept in 16 bits, or in 8 as an FP8 GEMM's input
+    assert kept(("core_attn",), False) - kept(("mla_up_proj",), False) == pytest.approx(
+        seq * 2 * (64 * 512 + 2 * 512 - 1024))
+    assert kept(("core_attn",), True) - kept(("mla_up_proj",), True) == pytest.approx(
+        seq * (2 * (64 * 512 + 2 * 512) - 1024))
+    assert check_recompute_modules(["mla_up_proj"], FLASH) == ("mla_up_proj",)
+    # 1,024 -> 64 x 512 and 4,096 -> 512, again in each of the 43 layers
+    assert recompute_flops_per_token(FLASH, seq, ("mla_up_proj",)) == pytest.approx(
+        2 * 43 * (1024 * 64 * 512 + 4096 * 512))
+
+    def train(*extra: str) -> dict:
+        code, out, err = run_cli(capsys, "estimate", "train", "--model", "deepseek-v4-flash",
+                                 "--gpu", "gb200", "--gpus", "128", "--ep", "64",
+                                 "--seq-len", "4096", "--global-batch", "2048",
+                                 "--micro-batch", "1", "--json", *extra)
+        assert code == 0, err
+        return json.loads(out)
+    plain = train()
+    up = train("--recompute", "selective", "--recompute-modules", "mla_up_proj")
+    assert up["memory_per_gpu_gib"]["activations"] < plain["memory_per_gpu_gib"]["activations"]
+    assert plain["compute_breakdown_s"]["recompute"] == 0
+    # the two projections are a small part of the layer: between 0 and 5% of the step
+    assert 0 < up["compute_breakdown_s"]["recompute"] < 0.05 * up["step_time_s"]
+    assert up["step_time_s"] > plain["step_time_s"]

@@ -90,7 +90,8 @@ def activation_bytes_per_layer(s: TransformerShape, micro_batch: int, seq: int, 
 
     ``modules`` (with selective recomputation; ``estimate/recompute.py``, default the
     attention core) are not kept: ``layernorm`` drops the two norm outputs, ``mla_up_proj``
-    keeps the latents instead of the full-head queries, keys and values, ``mlp`` drops the
+    keeps the latents instead of the full-head queries, keys and values (DeepSeek-V4: the
+    query's latent instead of its full width, and no key-value head), ``mlp`` drops the
     dense layers' MLP inside, ``moe`` the expert layers' (routed and shared), ``moe_act``
     the routed experts' activation output, ``shared_experts`` the shared experts' inside.
     A model with both kinds of layer is the mean of them, weighted by their counts; a
@@ -129,6 +130,11 @@ def activation_bytes_per_layer(s: TransformerShape, micro_batch: int, seq: int, 
         # the up-projections' inputs, the (normed) latents, are what is kept
         q = tokens * s.mla.q_lora_rank * kept if s.mla.q_lora_rank else q
         kv = tokens * s.mla.kv_lora_rank * kept
+    elif "mla_up_proj" in dropped and s.compressed is not None:
+        # DeepSeek-V4: the query's normed latent is kept; the key-value projection's input
+        # is the layer's normed input, kept already
+        q = tokens * s.compressed.q_lora_rank * kept
+        kv = 0.0
     attn_out = tokens * s.heads * s.d_head  # input of the output projection (= saved O)
     # norm inputs (16-bit) and outputs (the QKV and up projections' inputs) of both blocks:
     # replicated unless sequence parallel

@@ -3,7 +3,8 @@
 Megatron-Core's ``recompute_modules`` (with ``recompute_granularity = "selective"``; its
 TransformerConfig documents the choices) names the submodules whose activations are not kept
 for the backward pass but recomputed from their inputs: ``core_attn`` (the default), the
-norms (``layernorm``), multi-head latent attention's up-projections (``mla_up_proj``), the
+norms (``layernorm``), multi-head latent attention's up-projections (``mla_up_proj``; in
+DeepSeek-V4's attention the query's up-projection and the key-value projection), the
 dense layers' MLP (``mlp``), the whole expert layer (``moe``), the routed experts'
 activation function (``moe_act``) and the shared experts (``shared_experts``). Megatron
 runs ``layernorm``, ``moe_act`` and ``mla_up_proj`` as output-discarding checkpoints (the
@@ -35,14 +36,15 @@ from gpuarch.workloads.shape import TransformerShape
 
 __all__ = ["DEFAULT_MODULES", "RECOMPUTE_MODULES", "TORCHTITAN_OP", "BlockMatmul",
            "block_matmuls", "check_recompute_modules", "recompute_flops_per_token",
-           "torchtitan_op_split"]
+           "torchtitan_op_split", "up_projections"]
 
 RECOMPUTE_MODULES: dict[str, str] = {
     "core_attn": "the attention core (QK^T, softmax, AV); what --recompute selective "
                  "recomputes when no module is named",
     "layernorm": "both norms (their outputs are discarded and recomputed)",
     "mla_up_proj": "multi-head latent attention's query and key/value up-projections "
-                   "(their outputs are discarded; the latents are kept)",
+                   "(their outputs are discarded; the latents are kept); DeepSeek-V4's "
+                   "query up-projection and key-value projection",
     "mlp": "the dense layers' MLP (only its input is kept)",
     "moe": "the whole expert layer: router, dispatch and combine, experts",
     "moe_act": "the routed experts' activation function (its output is discarded)",
@@ -103,6 +105,20 @@ def torchtitan_op_split(s: TransformerShape) -> tuple[tuple[BlockMatmul, ...],
     return mms[0::2], mms[1::2]
 
 
+def up_projections(shape: TransformerShape) -> tuple[str, ...]:
+    """The attention projections (``attention_projections``' names) that ``mla_up_proj``
+    recomputes: multi-head latent attention's query and key/value up-projections (the
+    latents are kept); in DeepSeek-V4's attention, which Megatron-Core builds with the same
+    checkpoint (``DSv4HybridAttention``, ``recompute_up_proj``), the query's up-projection
+    and the one key-value head's projection from the hidden state (the normed query latent
+    and the layer's normed input are kept). None without either attention."""
+    if shape.compressed is not None:
+        return ("q_up", "kv_down")
+    if shape.mla is not None:
+        return ("q_up", "kv_up")
+    return ()
+
+
 def check_recompute_modules(modules: Iterable[str], shape: TransformerShape | None = None
                             ) -> tuple[str, ...]:
     """The modules as a tuple without repeats, or an error naming ``--recompute-modules``
@@ -138,7 +154,7 @@ def check_recompute_modules(modules: Iterable[str], shape: TransformerShape | No
                 reason = "has no expert layers"
             elif name == "shared_experts" and not shape.shared_experts:
                 reason = "has no shared experts"
-            elif name == "mla_up_proj" and (shape.mla is None):
+            elif name == "mla_up_proj" and not up_projections(shape):
                 reason = "has no multi-head latent attention"
             elif name == "mlp" and shape.is_moe and shape.moe_layers == shape.layers:
                 reason = "has no dense MLP layers (every layer is an expert layer: 'moe')"
@@ -169,7 +185,8 @@ def recompute_flops_per_token(shape: TransformerShape, seq_len: int,
             flops += expert * shape.shared_experts
     if TORCHTITAN_OP in chosen:
         flops += 2.0 * shape.layers * sum(mm.n * mm.k for mm in torchtitan_op_split(shape)[1])
-    if "mla_up_proj" in chosen and shape.mla is not None:
+    if "mla_up_proj" in chosen:
+        ups = up_projections(shape)
         flops += 2.0 * shape.layers * sum(n * k for name, n, k in attention_projections(shape)
-                                          if name in ("q_up", "kv_up"))
+                                          if name in ups)
     return float(flops)

@@ -35,6 +35,7 @@ from gpuarch.errors import GpuarchError
 from gpuarch.estimate.inference import InferenceEstimate, estimate_inference
 from gpuarch.estimate.inference_config import InferenceConfig
 from gpuarch.estimate.memory import Recompute
+from gpuarch.estimate.recompute import up_projections
 from gpuarch.estimate.training import TrainingEstimate, estimate_training
 from gpuarch.estimate.training_config import TrainingConfig
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
@@ -80,7 +81,7 @@ def _cheap_modules(shape: TransformerShape) -> tuple[str, ...]:
         modules.append("moe_act")
     if shape.layers > shape.moe_layers:
         modules.append("mlp")
-    if shape.mla is not None:
+    if up_projections(shape):
         modules.append("mla_up_proj")
     return tuple(modules)
 

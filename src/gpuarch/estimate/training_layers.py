@@ -14,7 +14,12 @@ from gpuarch.catalog.model import BLACKWELL_TENSOR_CORES, Product
 from gpuarch.estimate.lora import adapted_gemms
 from gpuarch.estimate.mamba import mamba_ops
 from gpuarch.estimate.memory import Recompute
-from gpuarch.estimate.recompute import TORCHTITAN_OP, block_matmuls, torchtitan_op_split
+from gpuarch.estimate.recompute import (
+    TORCHTITAN_OP,
+    block_matmuls,
+    torchtitan_op_split,
+    up_projections,
+)
 from gpuarch.estimate.training_config import TrainingConfig
 from gpuarch.perf.collectives import Collective, Group, Link, Num, collective_time, nccl_protocols
 from gpuarch.perf.efficiency import Efficiency
@@ -803,7 +808,6 @@ def one_layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device,
 
 RECOMPUTED_OPS = {
     "layernorm": ("norms",),
-    "mla_up_proj": ("q_up", "kv_up"),
     "mlp": ("mlp_up", "mlp_down", "activation"),
     "moe": ("router", "moe_latent_down", "moe_latent_up", "grouped_expert_up",
             "grouped_expert_down", "shared_up", "shared_down", "moe_permute", "activation",
@@ -811,8 +815,9 @@ RECOMPUTED_OPS = {
     "shared_experts": ("shared_up", "shared_down"),
 }
 """The forward operators (``_layer_ops``'s names) each recompute module
-runs again; ``core_attn`` is the attention core and ``moe_act`` the routed experts' share of
-the expert layer's activation function, both below."""
+runs again; ``core_attn`` is the attention core, ``mla_up_proj`` the model's
+``recompute.up_projections`` and ``moe_act`` the routed experts' share of the expert layer's
+activation function, all below."""
 
 
 def _recomputed(s: TransformerShape, modules: tuple[str, ...], moe: bool,
@@ -833,7 +838,8 @@ def _recomputed(s: TransformerShape, modules: tuple[str, ...], moe: bool,
     for module in modules:
         if (module == "mlp" and moe) or (module in ("moe", "shared_experts") and not moe):
             continue
-        names.update(RECOMPUTED_OPS.get(module, ()))
+        names.update(up_projections(s) if module == "mla_up_proj"
+                     else RECOMPUTED_OPS.get(module, ()))
     if moe and "moe_act" in modules and "moe" not in modules:
         routed = s.experts_per_token / (s.experts_per_token + s.shared_experts)
         compute = compute + routed * by_name.get("activation", 0.0) \
