@@ -410,6 +410,14 @@ def test_validation_error_does_not_regress() -> None:
     assert len(late) == 3 and max(abs(e) for e in late) <= 0.44 and min(late) >= -0.1
     summary = dataclasses.replace(summary, rows=tuple(
         r for r in summary.rows if r.id not in b300))
+    # DeepSeek-V4 Flash's two tuned 128-GPU runs of Megatron Bridge's card, entered out of
+    # sample on 2026-12-06 with nothing refitted (GB200 +13.8%, GB300 +17.1%: "Compressed
+    # attention: DeepSeek-V4" in docs/performance-model.md), are held to their own bound
+    v4 = {"mbv2608-gb200-deepseek-v4-flash-fp8mx", "mbv2608-gb300-deepseek-v4-flash-fp8mx"}
+    flash = [r.error for r in summary.rows if r.id in v4]
+    assert len(flash) == 2 and 0.10 <= min(flash) and max(flash) <= 0.18
+    summary = dataclasses.replace(summary, rows=tuple(
+        r for r in summary.rows if r.id not in v4))
     assert len(summary.rows) >= 605
     # 7.69% over 605 since llm-foundry's A100 40GB table (76 rows out of sample, 7.1% among
     # themselves, two beyond 20%); 7.77% over 529 since the rest of llm-foundry's MPT tables
