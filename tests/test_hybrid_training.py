@@ -521,3 +521,19 @@ def test_layers_costed_once_serve_every_pipeline_split() -> None:
         assert not np.array_equal(evaluate_training(
             shape, product, device, intra, inter, cfg, DEFAULT_EFFICIENCY,
             layers=shared.take(other)).step, own.step)
+
+
+def test_lightning_is_nanos_backbone_with_a_shared_mtp_block() -> None:
+    """Nemotron 3.5 Lightning is Nemotron 3 Nano's backbone (Megatron Bridge builds every
+    Lightning recipe on Nano's) with one attention-and-experts MTP block run twice with
+    shared weights. Megatron Bridge's verification card for the checkpoint
+    (nemotron-3.5-lightning.mdx @d5d8c192, hf_to_megatron_gpu: 'all 6,513 tensors and
+    32,913,266,240 parameters match the pinned source') counts the whole checkpoint, the MTP
+    block once: the backbone, routers' score-correction biases included, and the block's
+    2h -> h projection, norms, attention and expert layer give it to the last parameter."""
+    from gpuarch.workloads.mtp import mtp_block_params
+    from gpuarch.workloads.presets import preset
+    lightning, nano = preset("nemotron-3.5-lightning").shape, preset("nemotron-3-nano").shape
+    assert count_params(lightning).total == count_params(nano).total
+    dense, routed = mtp_block_params(lightning)
+    assert count_params(lightning).total + dense + routed == 32_913_266_240

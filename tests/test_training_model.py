@@ -382,9 +382,16 @@ def test_validation_error_does_not_regress() -> None:
     # out of sample on 2026-12-05 with nothing refitted, are held to their own bound; the
     # hybrids' bounds below are the 46 before them
     rows2608 = [abs(r.error) for r in summary.rows
-                if r.id in hybrid_ids and r.id.startswith("mbridge2608-")]
+                if r.id in hybrid_ids and r.id.startswith("mbridge2608-")
+                and "nemotron-3.5-lightning" not in r.id]
     assert len(rows2608) == 5 and sum(rows2608) / 5 <= 0.125 and max(rows2608) <= 0.27
     hybrid_ids = {i for i in hybrid_ids if not i.startswith("mbridge2608-")}
+    # Nemotron 3.5 Lightning's two card runs (BF16: GB200 -4.5%, H100 -7.2%) and the 26.08
+    # table's MXFP8 row (GB200 +4.1%), entered out of sample on 2026-12-06 with the preset,
+    # nothing refitted, are held to their own bound
+    lightning = [r.error for r in summary.rows if "nemotron-3.5-lightning" in r.id]
+    assert len(lightning) == 3 and max(abs(e) for e in lightning) <= 0.08
+    hybrid_ids = {i for i in hybrid_ids if "nemotron-3.5-lightning" not in i}
     hybrid = [abs(r.error) for r in summary.rows if r.id in hybrid_ids]
     # 9.7% since a low-precision run's LM head is priced in BF16; 10.5% over 46 with NeMo
     # AutoModel's Nemotron 3 Nano and Super runs on nemo:26.02 (out of sample, nothing
@@ -410,12 +417,12 @@ def test_validation_error_does_not_regress() -> None:
     assert len(late) == 3 and max(abs(e) for e in late) <= 0.44 and min(late) >= -0.1
     summary = dataclasses.replace(summary, rows=tuple(
         r for r in summary.rows if r.id not in b300))
-    # DeepSeek-V4 Flash's two tuned 128-GPU runs of Megatron Bridge's card, entered out of
-    # sample on 2026-12-06 with nothing refitted (GB200 +13.8%, GB300 +17.1%: "Compressed
-    # attention: DeepSeek-V4" in docs/performance-model.md), are held to their own bound
-    v4 = {"mbv2608-gb200-deepseek-v4-flash-fp8mx", "mbv2608-gb300-deepseek-v4-flash-fp8mx"}
+    # DeepSeek-V4 Flash's two 128-GPU rows of the 26.08 table, entered out of sample on
+    # 2026-12-06 with nothing refitted (GB200 +17.9%, GB300 +19.0%: "Compressed attention:
+    # DeepSeek-V4" in docs/performance-model.md), are held to their own bound
+    v4 = {"mbridge2608-gb200-deepseek-v4-flash-fp8mx", "mbridge2608-gb300-deepseek-v4-flash-fp8mx"}
     flash = [r.error for r in summary.rows if r.id in v4]
-    assert len(flash) == 2 and 0.10 <= min(flash) and max(flash) <= 0.18
+    assert len(flash) == 2 and min(flash) >= 0.15 and max(flash) <= 0.20
     summary = dataclasses.replace(summary, rows=tuple(
         r for r in summary.rows if r.id not in v4))
     assert len(summary.rows) >= 605

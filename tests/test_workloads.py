@@ -715,9 +715,10 @@ def test_hf_nemotron_h_counts_each_block(tmp_path: Path) -> None:
     mamba = (2688 * (2 * 4096 + 2 * 8 * 128 + 64) + 4096 * 2688
              + (4096 + 2 * 8 * 128) * 5 + 3 * 64 + 4096 + 2688)
     attention = 2688 * 128 * (2 * 32 + 2 * 2) + 2688
-    experts = 128 * 2 * 2688 * 1856 + 2 * 2688 * 3712 + 128 * 2688 + 2688
+    # (the router's weight and its score-correction bias, one per expert)
+    experts = 128 * 2 * 2688 * 1856 + 2 * 2688 * 3712 + 128 * 2688 + 128 + 2688
     expected = 23 * mamba + 6 * attention + 23 * experts + 2 * 131072 * 2688 + 2688
-    assert count_params(shape).total == expected == 31_577_937_344
+    assert count_params(shape).total == expected == 31_577_940_288
     assert shape.shared_experts == 2 and shape.moe_layers == 23
     # Nemotron 3 Super's latent experts: 512 experts of 2,688 reading and writing 1,024-wide
     # vectors, the projections 4,096 -> 1,024 and back, a shared expert of 5,376 on the
@@ -728,10 +729,10 @@ def test_hf_nemotron_h_counts_each_block(tmp_path: Path) -> None:
              + (8192 + 2 * 8 * 128) * 5 + 3 * 128 + 8192 + 4096)
     attention = 4096 * 128 * (2 * 32 + 2 * 2) + 4096
     routed = 2 * 1024 * 2688
-    experts = 512 * routed + 2 * 4096 * 5376 + 512 * 4096 + 2 * 4096 * 1024 + 4096
+    experts = 512 * routed + 2 * 4096 * 5376 + 512 * 4096 + 512 + 2 * 4096 * 1024 + 4096
     expected = 40 * mamba + 8 * attention + 40 * experts + 2 * 131072 * 4096 + 4096
     counted = count_params(shape)
-    assert counted.total == expected == 120_668_687_360
+    assert counted.total == expected == 120_668_707_840
     assert counted.active(shape) == expected - 40 * (512 - 22) * routed
     assert count_params(preset("nemotron-3-super").shape) == counted
     with pytest.raises(GpuarchError, match="moe_latent: 4096 must be below hidden 4096"):

@@ -528,6 +528,8 @@ def _nemotron_h(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape
         expert_groups=groups, groups_per_token=per_token,
         moe_ffn_hidden=width,
         moe_latent=(_get(cfg, path, "moe_latent_size", default=0) or 0) if experts else 0,
+        # the router's e_score_correction_bias, one per expert (NemotronHTopkRouter)
+        router_bias=bool(experts),
         hybrid_pattern=pattern,
         mamba=mamba,
     )
