@@ -443,3 +443,20 @@ def test_up_projection_recompute_in_the_compressed_attention(
     # the two projections are a small part of the layer: between 0 and 5% of the step
     assert 0 < up["compute_breakdown_s"]["recompute"] < 0.05 * up["step_time_s"]
     assert up["step_time_s"] > plain["step_time_s"]
+
+
+def test_the_attention_core_is_not_a_recompute_module_of_v4(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Megatron-Core refuses to checkpoint the attention core of DeepSeek-V4's attention
+    (DSv4HybridAttention asserts on it), so naming it is a usage error that says what the
+    recipes recompute instead."""
+    from gpuarch.estimate.recompute import check_recompute_modules
+    with pytest.raises(GpuarchError, match="'core_attn' cannot be recomputed.*mla_up_proj"):
+        check_recompute_modules(["mla_up_proj", "core_attn"], FLASH)
+    assert check_recompute_modules(["core_attn"], preset("deepseek-v3.2").shape) == (
+        "core_attn",)
+    code, _, err = run_cli(capsys, "estimate", "train", "--model", "deepseek-v4-flash",
+                           "--gpu", "gb200", "--gpus", "128", "--ep", "64", "--seq-len",
+                           "4096", "--global-batch", "2048", "--micro-batch", "1",
+                           "--recompute", "selective", "--recompute-modules", "core_attn")
+    assert code == 2 and "core_attn" in err and "Traceback" not in err

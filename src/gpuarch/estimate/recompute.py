@@ -147,6 +147,13 @@ def check_recompute_modules(modules: Iterable[str], shape: TransformerShape | No
         if kind:
             raise GpuarchError(f"--recompute-modules: {TORCHTITAN_OP!r} is modelled for "
                                f"dense transformer blocks; {shape.name} has {kind}")
+    if shape is not None and shape.compressed is not None and "core_attn" in out:
+        # Megatron-Core's DSv4HybridAttention asserts "Checkpoint core attention is not
+        # supported in DSv4 Hybrid Attention"
+        raise GpuarchError(f"--recompute-modules: 'core_attn' cannot be recomputed in "
+                           f"{shape.name}'s compressed attention (Megatron-Core's "
+                           "DeepSeek-V4 attention refuses it); its recipes recompute "
+                           "'mla_up_proj'")
     if shape is not None:
         for name in out:
             reason = ""
