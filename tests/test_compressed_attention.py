@@ -451,7 +451,7 @@ def test_the_attention_core_is_not_a_recompute_module_of_v4(
     (DSv4HybridAttention asserts on it), so naming it is a usage error that says what the
     recipes recompute instead."""
     from gpuarch.estimate.recompute import check_recompute_modules
-    with pytest.raises(GpuarchError, match="'core_attn' cannot be recomputed.*mla_up_proj"):
+    with pytest.raises(GpuarchError, match=r"'core_attn' cannot be recomputed.*mla_up_proj"):
         check_recompute_modules(["mla_up_proj", "core_attn"], FLASH)
     assert check_recompute_modules(["core_attn"], preset("deepseek-v3.2").shape) == (
         "core_attn",)
