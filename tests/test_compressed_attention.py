@@ -460,3 +460,47 @@ def test_the_attention_core_is_not_a_recompute_module_of_v4(
                            "4096", "--global-batch", "2048", "--micro-batch", "1",
                            "--recompute", "selective", "--recompute-modules", "core_attn")
     assert code == 2 and "core_attn" in err and "Traceback" not in err
+
+
+def test_selective_recomputation_of_v4_defaults_to_the_up_projections(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """With no module named, selective recomputation recomputes the attention core, which
+    V4's attention cannot: there it takes mla_up_proj, as its recipes do, and says so; the
+    training advisor's selective variants name it too, so each option's figures are the
+    scalar estimate's of its configuration."""
+    from gpuarch.advise.prices import load_prices
+    from gpuarch.advise.train import TrainingSearch, advise_training, option_config
+    from gpuarch.catalog import load_catalog
+    from gpuarch.estimate import estimate_training
+
+    def train(*extra: str) -> dict:
+        code, out, err = run_cli(capsys, "estimate", "train", "--model", "deepseek-v4-flash",
+                                 "--gpu", "gb200", "--gpus", "128", "--ep", "64",
+                                 "--seq-len", "4096", "--global-batch", "2048",
+                                 "--micro-batch", "1", "--recompute", "selective", "--json",
+                                 *extra)
+        assert code == 0, err
+        return json.loads(out)
+    default, named = train(), train("--recompute-modules", "mla_up_proj")
+    assert default["parallelism"]["recompute_modules"] == ["mla_up_proj"]
+    assert default["step_time_s"] == named["step_time_s"]
+    assert default["memory_per_gpu_gib"] == named["memory_per_gpu_gib"]
+    code, out, _ = run_cli(capsys, "estimate", "train", "--model", "deepseek-v3.2", "--gpu",
+                           "gb200", "--gpus", "128", "--ep", "64", "--seq-len", "4096",
+                           "--global-batch", "2048", "--micro-batch", "1", "--recompute",
+                           "selective", "--json")
+    assert code == 0 and json.loads(out)["parallelism"]["recompute_modules"] == ["core_attn"]
+
+    catalog = load_catalog()
+    search = TrainingSearch(tokens=1e10, max_gpus=256, gpus=("a100",), top=40, seq_len=4096)
+    advice = advise_training(catalog, FLASH, search, load_prices())
+    options = [*advice.top, *advice.pareto]
+    assert any(o.recompute == "selective" for o in options), "no selective option to check"
+    product = catalog.product("a100")
+    system = catalog.system_for(product)
+    for o in options:
+        cfg = option_config(search, o, system, FLASH)
+        if o.recompute == "selective":
+            assert cfg.recomputed == ("mla_up_proj",)
+        est = estimate_training(catalog, FLASH, product, cfg, system=system)
+        assert est.step_time_s == pytest.approx(o.step_time_s, rel=1e-9)

@@ -500,7 +500,8 @@ def add_train_parser(est_sub: argparse._SubParsersAction[argparse.ArgumentParser
                         "default every layer")
     p.add_argument("--recompute-modules", type=name_list, default=(), metavar="M,M",
                    help="with --recompute selective: the modules recomputed, comma-separated "
-                        "(Megatron-Core's recompute_modules): core_attn (the default), "
+                        "(Megatron-Core's recompute_modules): core_attn (the default; "
+                        "mla_up_proj for DeepSeek-V4, whose core cannot be), "
                         "layernorm, mla_up_proj, mlp, moe, moe_act, shared_experts; or "
                         "torchtitan_op alone, TorchTitan's per-op policy (every second "
                         "matrix multiply of a block)")

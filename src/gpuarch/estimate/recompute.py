@@ -36,7 +36,7 @@ from gpuarch.workloads.shape import TransformerShape
 
 __all__ = ["DEFAULT_MODULES", "RECOMPUTE_MODULES", "TORCHTITAN_OP", "BlockMatmul",
            "block_matmuls", "check_recompute_modules", "recompute_flops_per_token",
-           "torchtitan_op_split", "up_projections"]
+           "selective_modules", "torchtitan_op_split", "up_projections"]
 
 RECOMPUTE_MODULES: dict[str, str] = {
     "core_attn": "the attention core (QK^T, softmax, AV); what --recompute selective "
@@ -103,6 +103,13 @@ def torchtitan_op_split(s: TransformerShape) -> tuple[tuple[BlockMatmul, ...],
     those it recomputes (the 2nd, 4th, ...)."""
     mms = block_matmuls(s)
     return mms[0::2], mms[1::2]
+
+
+def selective_modules(shape: TransformerShape) -> tuple[str, ...]:
+    """What selective recomputation recomputes when no module is named: the attention core
+    (Megatron-Core's default), except in DeepSeek-V4's compressed attention, whose core
+    Megatron-Core cannot recompute; there ``mla_up_proj``, as its recipes recompute."""
+    return ("mla_up_proj",) if shape.compressed is not None else DEFAULT_MODULES
 
 
 def up_projections(shape: TransformerShape) -> tuple[str, ...]:
