@@ -29,10 +29,9 @@ from gpuarch.estimate.lora import DEFAULT_LORA_MODULES, lora_params
 from gpuarch.estimate.memory import Recompute
 from gpuarch.estimate.pipeline_layout import even_segments
 from gpuarch.estimate.pipeline_schedule import PP_SCHEDULES, schedule_runs
-from gpuarch.estimate.recompute import DEFAULT_MODULES, selective_modules
 from gpuarch.estimate.reliability import CheckpointPlan, expected_interruptions, expected_wall_time
 from gpuarch.estimate.training import estimate_training
-from gpuarch.estimate.training_config import TrainingConfig
+from gpuarch.estimate.training_config import TrainingConfig, named_recompute_modules
 from gpuarch.estimate.training_layers import LayerCosts, layer_costs, ranks_per_node
 from gpuarch.estimate.training_step import evaluate_training
 from gpuarch.perf.collectives import Link, link_for
@@ -324,7 +323,8 @@ def advise_training(
             common: dict[str, Any] = {
                 "seq_len": search.seq_len, "sequence_parallel": sp,
                 "tp_comm_overlap": overlap, "recompute": recompute,
-                "recompute_modules": _default_modules(shape, recompute), "precision": precision,
+                "recompute_modules": named_recompute_modules(shape, recompute),
+                "precision": precision,
                 "gpus_per_node": gpn, "fp8_params": keeps_fp8_weights(precision),
                 "ep_dispatcher": MOE_DISPATCHER, "mtp_layers": search.mtp_layers,
                 "pp_schedule": search.pp_schedule,
@@ -916,8 +916,8 @@ def option_config(search: TrainingSearch, o: TrainingOption, system: System | No
                           tp_comm_overlap=o.tp_comm_overlap, zero=o.zero,
                           fsdp_prefetch=o.fsdp_prefetch, dp_shard=o.dp_shard,
                           recompute=Recompute(o.recompute),
-                          recompute_modules=(() if shape is None else
-                                             _default_modules(shape, Recompute(o.recompute))),
+                          recompute_modules=(() if shape is None else named_recompute_modules(
+                              shape, Recompute(o.recompute))),
                           precision=Precision(o.precision),
                           gpus_per_node=system.gpus_per_node if system else 8,
                           fp8_params=keeps_fp8_weights(Precision(o.precision)),
@@ -925,14 +925,6 @@ def option_config(search: TrainingSearch, o: TrainingOption, system: System | No
                           pp_schedule=search.pp_schedule if o.pp > 1 else PP_SCHEDULES[0],
                           optimizer_offload=search.optimizer_offload if o.zero >= 1 else 0.0,
                           **_fine_tuning(search))
-
-
-def _default_modules(shape: TransformerShape, recompute: Recompute) -> tuple[str, ...]:
-    """The modules a selective variant names: none (the attention core), or where the core
-    cannot be recomputed (DeepSeek-V4) the model's default, as ``estimate_training`` takes
-    it (``recompute.selective_modules``)."""
-    modules = selective_modules(shape)
-    return modules if recompute is Recompute.SELECTIVE and modules != DEFAULT_MODULES else ()
 
 
 def _fine_tuning(search: TrainingSearch) -> dict[str, Any]:

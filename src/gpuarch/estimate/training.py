@@ -34,9 +34,7 @@ from gpuarch.errors import GpuarchError
 from gpuarch.estimate.energy import DEFAULT_FACILITY, GPU_POWER_MODEL, Facility, energy_kwh
 from gpuarch.estimate.host_link import product_host_link
 from gpuarch.estimate.lora import lora_params
-from gpuarch.estimate.memory import Recompute
 from gpuarch.estimate.pipeline_schedule import DUALPIPE_SCHEDULES, SCHEDULE_BUBBLES
-from gpuarch.estimate.recompute import DEFAULT_MODULES, selective_modules
 from gpuarch.estimate.reliability import (
     INTERRUPTIONS_PER_GPU_DAY,
     RATE_SOURCE,
@@ -49,6 +47,7 @@ from gpuarch.estimate.training_config import (
     EP_DISPATCHERS,
     EXPERT_LAUNCHES,
     TrainingConfig,
+    named_recompute_modules,
 )
 from gpuarch.estimate.training_layers import (
     AUTOMODEL_DEEPEP_WAIT_US,
@@ -377,10 +376,8 @@ def estimate_training(
             raise GpuarchError("--checkpoint-write-gb-s: prices a whole run's checkpoints "
                                "and interruptions; needs --tokens")
         checkpointing.validate()
-    if (cfg.recompute is Recompute.SELECTIVE and not cfg.recompute_modules
-            and selective_modules(shape) != DEFAULT_MODULES):
-        # no module named, and the attention core cannot be recomputed (DeepSeek-V4)
-        cfg = dataclasses.replace(cfg, recompute_modules=selective_modules(shape))
+    if not cfg.recompute_modules and (named := named_recompute_modules(shape, cfg.recompute)):
+        cfg = dataclasses.replace(cfg, recompute_modules=named)
     cfg.validate(shape)
     eff = efficiency
     device = Device.of(product, cfg.precision,

@@ -19,7 +19,11 @@ from gpuarch.estimate.pipeline_layout import (
     parse_pp_layout,
 )
 from gpuarch.estimate.pipeline_schedule import PP_SCHEDULES, schedule_chunks
-from gpuarch.estimate.recompute import DEFAULT_MODULES, check_recompute_modules
+from gpuarch.estimate.recompute import (
+    DEFAULT_MODULES,
+    check_recompute_modules,
+    selective_modules,
+)
 from gpuarch.perf.fp8_attention import FP8_ATTENTION_SCALINGS
 from gpuarch.perf.num import ceil, maximum, minimum, where
 from gpuarch.perf.precision import Precision
@@ -95,6 +99,15 @@ so). Megatron's distributed optimizer (ZeRO-1) is the default, ``FRAMEWORK_DEFAU
 FRAMEWORK_DEFAULTS: dict[str, Any] = {"zero": 1}
 """The framework settings of an estimate that names no framework: Megatron's distributed
 optimizer, ZeRO-1."""
+
+
+def named_recompute_modules(shape: TransformerShape, recompute: Recompute
+                            ) -> tuple[str, ...]:
+    """The modules a configuration of ``recompute`` that names none must name for
+    ``shape``: none (selective recomputation's default, the attention core), or, where the
+    core cannot be recomputed (DeepSeek-V4), ``recompute.selective_modules``."""
+    modules = selective_modules(shape)
+    return modules if recompute is Recompute.SELECTIVE and modules != DEFAULT_MODULES else ()
 
 
 def framework_settings(framework: str) -> dict[str, Any]:
