@@ -383,7 +383,7 @@ def test_validation_error_does_not_regress() -> None:
     # hybrids' bounds below are the 46 before them
     rows2608 = [abs(r.error) for r in summary.rows
                 if r.id in hybrid_ids and r.id.startswith("mbridge2608-")
-                and "nemotron-3.5-lightning" not in r.id]
+                and "nemotron-3.5-lightning" not in r.id and "nemotron-3-ultra" not in r.id]
     assert len(rows2608) == 5 and sum(rows2608) / 5 <= 0.125 and max(rows2608) <= 0.27
     hybrid_ids = {i for i in hybrid_ids if not i.startswith("mbridge2608-")}
     # Nemotron 3.5 Lightning's two card runs (BF16: GB200 -4.5%, H100 -7.2%) and the 26.08
@@ -392,6 +392,11 @@ def test_validation_error_does_not_regress() -> None:
     lightning = [r.error for r in summary.rows if "nemotron-3.5-lightning" in r.id]
     assert len(lightning) == 3 and max(abs(e) for e in lightning) <= 0.08
     hybrid_ids = {i for i in hybrid_ids if "nemotron-3.5-lightning" not in i}
+    # Nemotron 3 Ultra's two 256-GPU rows of the 26.08 table (GB300 -5.5%, GB200 at TP 2
+    # +13.7%), entered out of sample on 2026-12-06 with the preset, nothing refitted, are
+    # held to their own bound
+    ultra = [r.error for r in summary.rows if "nemotron-3-ultra" in r.id]
+    assert len(ultra) == 2 and max(abs(e) for e in ultra) <= 0.15
     hybrid = [abs(r.error) for r in summary.rows if r.id in hybrid_ids]
     # 9.7% since a low-precision run's LM head is priced in BF16; 10.5% over 46 with NeMo
     # AutoModel's Nemotron 3 Nano and Super runs on nemo:26.02 (out of sample, nothing

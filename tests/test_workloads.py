@@ -26,6 +26,7 @@ from gpuarch.workloads import (
     training_flops_per_token,
 )
 from gpuarch.workloads.hf import shape_from_hf_config
+from gpuarch.workloads.mtp import mtp_block_params
 
 PRESETS = load_presets().by_name
 
@@ -745,6 +746,60 @@ def test_hf_nemotron_h_counts_each_block(tmp_path: Path) -> None:
         shape_from_hf_config(_write(tmp_path, without))  # MLP blocks need their width
     with pytest.raises(GpuarchError, match="num_hidden_layers: 51, but"):
         shape_from_hf_config(_write(tmp_path, {**NEMOTRON_H_8B, "num_hidden_layers": 51}))
+
+
+# Nemotron 3 Ultra 550B-A55B's config.json lists its blocks by name (layers_block_type, the
+# names "mamba", "moe" and "attention" Transformers' NemotronHConfig remaps), attention at
+# blocks 7, 14, 23, 32, 39, 48, 57, 64, 73, 82, 89 and 98; the shape as NVIDIA/Megatron-LM
+# @453761c5's ModelOpt example loads it (examples/post_training/modelopt/conf/nvidia/
+# NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16.sh)
+ULTRA_PATTERN = ("MEMEMEM*EMEMEM*EMEMEMEM*EMEMEMEM*EMEMEM*EMEMEMEM*EMEMEMEM*EMEMEM*EMEMEMEM*"
+                 "EMEMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME")
+NEMOTRON_3_ULTRA = {
+    **{k: v for k, v in NEMOTRON_3_SUPER.items() if k != "hybrid_override_pattern"},
+    "hidden_size": 8192, "num_hidden_layers": 108, "num_attention_heads": 64,
+    "layers_block_type": [{"M": "mamba", "E": "moe", "*": "attention"}[c]
+                          for c in ULTRA_PATTERN],
+    "mamba_num_heads": 256, "moe_intermediate_size": 5120,
+    "moe_shared_expert_intermediate_size": 10240, "moe_latent_size": 2048}
+
+
+def test_hf_nemotron_h_reads_the_blocks_by_name(tmp_path: Path) -> None:
+    """Nemotron 3 Ultra: 48 Mamba-2 blocks (8,192 -> 2 x 16,384 + 2 x 8 x 128 + 256 input
+    projection, 16,384 x 8,192 out, the convolution, per-head dt_bias, A_log and D, the
+    gated norm), 12 attention blocks of 64 heads over 2 KV heads of 128, 48 expert blocks of
+    512 latent experts of 5,120 over a 2,048 width (top 22) beside a shared expert of 10,240
+    on the hidden state, untied embeddings of 131,072: 549.3B, NVIDIA's "550B" (56.1B
+    active, its "55B"); the checkpoint's MTP block ('*E': the 2h -> h projection, its
+    norms, an attention and an expert block) adds 11.2B. The list names the blocks in
+    current or legacy words alike, and the preset is the same shape."""
+    shape = shape_from_hf_config(_write(tmp_path, NEMOTRON_3_ULTRA))
+    mamba = (8192 * (2 * 16384 + 2 * 8 * 128 + 256) + 16384 * 8192
+             + (16384 + 2 * 8 * 128) * 5 + 3 * 256 + 16384 + 8192)
+    attention = 8192 * 128 * (2 * 64 + 2 * 2) + 8192
+    routed = 2 * 2048 * 5120
+    experts = 512 * routed + 2 * 8192 * 10240 + 512 * 8192 + 512 + 2 * 8192 * 2048 + 8192
+    expected = 48 * mamba + 12 * attention + 48 * experts + 2 * 131072 * 8192 + 8192
+    counted = count_params(shape)
+    assert shape.hybrid_pattern == ULTRA_PATTERN and shape.layers == 108
+    assert counted.total == expected == 549_308_993_536
+    assert counted.active(shape) == expected - 48 * (512 - 22) * routed == 56_058_843_136
+    mtp = (2 * 8192 * 8192 + 2 * 8192 + attention + experts - 512 * routed + 8192,
+           512 * routed)
+    assert mtp_block_params(shape) == mtp and sum(mtp) == 11_215_610_368
+    ultra = preset("nemotron-3-ultra").shape
+    assert count_params(ultra) == counted
+    assert ultra.hybrid_pattern == shape.hybrid_pattern
+    current = {**NEMOTRON_3_ULTRA, "layers_block_type": [
+        {"M": "linear_attention", "E": "moe", "*": "full_attention"}[c] for c in ULTRA_PATTERN]}
+    assert shape_from_hf_config(_write(tmp_path, current)) == shape
+    # the list decides the layer count, as Transformers takes it (num_hidden_layers is
+    # deprecated there); a name it does not know is refused
+    assert shape_from_hf_config(_write(tmp_path, {**NEMOTRON_3_ULTRA,
+                                                  "num_hidden_layers": 52})) == shape
+    bad = {**NEMOTRON_3_ULTRA, "layers_block_type": ["mamba", "moe", "conv"]}
+    with pytest.raises(GpuarchError, match=r"layers_block_type: expected a list of .*\['conv'\]"):
+        shape_from_hf_config(_write(tmp_path, bad))
 
 
 @pytest.mark.parametrize(("change", "message"), [

@@ -476,15 +476,26 @@ _MAMBA_CONFIG_KEYS = {"heads": (("mamba_num_heads",), 128), "head_dim": (("mamba
                "conv_kernel": (("conv_kernel", "mamba_d_conv"), 4)}
 
 
-def _nemotron_h(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
-    """Nemotron-H and Nemotron 3 (hybrid Mamba-2 and attention, with MLP or expert blocks):
-    ``hybrid_override_pattern`` places one block per character (M Mamba-2, * attention,
-    - MLP, E experts), each with one RMSNorm; MLPs and experts have an up and a down
-    projection with squared ReLU; a shared expert of ``moe_shared_expert_intermediate_size``
-    (a whole number of expert widths); untied embeddings unless the config says otherwise
-    (Transformers' modeling_nemotron_h.py @008d9e95); latent experts of
-    ``moe_latent_size`` (Nemotron 3 Super). Its MTP block (``num_nextn_predict_layers``) is
-    a training setting (``--mtp-layers``), not part of the shape."""
+# the block kinds of Transformers' NemotronHConfig.layers_block_type (@13923c63), with the
+# names its checkpoints still carry ("mamba", "attention": remap_legacy_layer_types)
+_NEMOTRON_H_BLOCKS = {"linear_attention": "M", "mamba": "M", "full_attention": "*",
+                      "attention": "*", "moe": "E", "mlp": "-"}
+
+
+def _nemotron_h_pattern(cfg: dict[str, Any], path: Path) -> str:
+    """The blocks as one character each: from ``layers_block_type`` (Transformers' current
+    key, which Nemotron 3 Ultra's config.json uses; its length is the layer count, as the
+    library takes it) or else ``hybrid_override_pattern``, whose length must agree with
+    ``num_hidden_layers``."""
+    kinds = cfg.get("layers_block_type", cfg.get("layer_types"))
+    if kinds is not None:
+        if not isinstance(kinds, list) or not kinds \
+                or any(k not in _NEMOTRON_H_BLOCKS for k in kinds):
+            bad = [k for k in kinds if k not in _NEMOTRON_H_BLOCKS] \
+                if isinstance(kinds, list) else kinds
+            raise GpuarchError(f"layers_block_type: expected a list of "
+                               f"{', '.join(sorted(_NEMOTRON_H_BLOCKS))}, got {bad!r}")
+        return "".join(_NEMOTRON_H_BLOCKS[k] for k in kinds)
     pattern = cfg.get("hybrid_override_pattern")
     if not isinstance(pattern, str) or not pattern:
         raise GpuarchError(f"hybrid_override_pattern: expected a string of M, *, - and E, "
@@ -493,6 +504,22 @@ def _nemotron_h(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape
     if layers != len(pattern):
         raise GpuarchError(f"num_hidden_layers: {layers}, but hybrid_override_pattern has "
                            f"{len(pattern)} blocks")
+    return pattern
+
+
+def _nemotron_h(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
+    """Nemotron-H and Nemotron 3 (hybrid Mamba-2 and attention, with MLP or expert blocks):
+    ``hybrid_override_pattern`` places one block per character (M Mamba-2, * attention,
+    - MLP, E experts), each with one RMSNorm; MLPs and experts have an up and a down
+    projection with squared ReLU; a shared expert of ``moe_shared_expert_intermediate_size``
+    (a whole number of expert widths); untied embeddings unless the config says otherwise
+    (Transformers' modeling_nemotron_h.py @008d9e95); latent experts of
+    ``moe_latent_size`` (Nemotron 3 Super and Ultra). The blocks may be listed by name in
+    ``layers_block_type`` instead (Nemotron 3 Ultra). Its MTP block
+    (``num_nextn_predict_layers``) is a training setting (``--mtp-layers``), not part of
+    the shape."""
+    pattern = _nemotron_h_pattern(cfg, path)
+    layers = len(pattern)
     heads = _get(cfg, path, "num_attention_heads")
     fields = _decoder_fields(cfg, path, label, layers, heads)
     fields["head_dim"] = _get(cfg, path, "head_dim", "attention_head_dim", default=0) or 0
