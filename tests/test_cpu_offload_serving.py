@@ -56,6 +56,19 @@ def test_a_host_link_not_catalogued_counts_no_copy() -> None:
     assert "copies are not counted" in est.assumptions["cpu_offload"]
 
 
+def test_no_offload_remedy_where_the_copies_would_go_uncounted() -> None:
+    """Where the GPU's host link has no catalogued rate (GB300's C2C) the estimate counts no
+    copy, so a remedy offering host memory would read as free: it is not offered there,
+    and is on a board whose PCIe rate is catalogued (Llama 3.1 70B in BF16 on one L40S,
+    below)."""
+    gb300 = CATALOG.product("gb300")
+    cfg = InferenceConfig(input_len=1000, output_len=200, batch=64, executor="cpp")
+    shape = preset("deepseek-v3").shape
+    assert not estimate_inference(CATALOG, shape, gb300, cfg).fits_in_memory
+    changes = [r.change for r in serving_remedies(CATALOG, shape, gb300, cfg)]
+    assert changes and not any(c.startswith("--cpu-offload-gb") for c in changes)
+
+
 @pytest.mark.parametrize("gib, message", [
     (-1.0, "--cpu-offload-gb: expected a size in GiB >= 0, got -1.0"),
     (float("nan"), "--cpu-offload-gb: expected a size in GiB >= 0"),

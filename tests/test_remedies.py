@@ -134,7 +134,11 @@ SERVE_8B_A100 = ["estimate", "infer", "--model", "llama-3.1-8b", "--gpu", "a100"
                  "--input-len", "8192", "--output-len", "256", "--batch", "64"]
 
 
-@pytest.mark.parametrize("args", [SERVE_70B, SERVE_8B_A100])
+# Llama 3.1 70B in BF16 as eight one-GPU replicas on eight H100: 147 GiB of 80
+SERVE_70B_8 = [*SERVE_70B, "--gpus", "8"]
+
+
+@pytest.mark.parametrize("args", [SERVE_70B, SERVE_8B_A100, SERVE_70B_8])
 def test_each_serving_suggestion_is_what_its_flags_estimate(
         args: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     doc = _json(args, capsys)
@@ -161,6 +165,26 @@ def test_serving_levers_respect_the_gpu(capsys: pytest.CaptureFixture[str]) -> N
     assert "--kv-precision fp8" in changes and "--batch 54" in changes
     assert main(SERVE_70B) == 0
     assert "to fit        --weight-precision int4" in capsys.readouterr().out
+
+
+def test_the_same_gpus_are_offered_as_fewer_wider_replicas(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Eight H100 serving Llama 3.1 70B in BF16 one GPU a replica do not fit: the eight
+    are offered as four replicas of TP 2, the narrowest that fits (77.7 GiB), rather than
+    sixteen GPUs at that width; a run already one replica wide is offered a wider one on
+    more GPUs, named by its flags."""
+    changes = [r["change"] for r in _json(SERVE_70B_8, capsys)["memory_remedies"]]
+    assert "--tp 2" in changes and "--tp 2 --gpus 16" not in changes
+    assert not any(c.startswith("--tp 4") for c in changes)
+    one = [*SERVE_70B, "--gpus", "2", "--tp", "2", "--input-len", "32768"]
+    remedies = _json(one, capsys)["memory_remedies"]
+    wider = [r for r in remedies if r["change"].startswith("--tp")]
+    # one replica: only a wider one on more GPUs, which the flags name, so that appending
+    # them to the command runs it
+    assert [r["change"] for r in wider] == ["--tp 4 --gpus 4"]
+    again = _json(one + shlex.split(wider[0]["change"]), capsys)
+    assert again["output_tokens_per_s"] == pytest.approx(wider[0]["output_tokens_per_s"],
+                                                         rel=1e-3)
 
 
 def test_suggestions_replace_the_flags_they_change(capsys: pytest.CaptureFixture[str]

@@ -32,6 +32,7 @@ from typing import TypeVar
 from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import Product, System
 from gpuarch.errors import GpuarchError
+from gpuarch.estimate.host_link import product_host_link
 from gpuarch.estimate.inference import InferenceEstimate, estimate_inference
 from gpuarch.estimate.inference_config import InferenceConfig
 from gpuarch.estimate.memory import Recompute
@@ -252,10 +253,28 @@ def _serving_candidates(catalog: Catalog, product: Product, cfg: InferenceConfig
     replicas = max(1, cfg.gpus // (cfg.tp * cfg.pp))
     if cfg.tp * 2 <= cfg.gpus_per_node:
         tp = cfg.tp * 2
-        out.append((f"--tp {tp}" + (f" --gpus {tp * cfg.pp * replicas}" if replicas > 1
-                                    else ""),
-                    replace(cfg, tp=tp, gpus=tp * cfg.pp * replicas)))
+        gpus = tp * cfg.pp * replicas
+        out.append((f"--tp {tp}" + (f" --gpus {gpus}" if gpus != cfg.gpus else ""),
+                    replace(cfg, tp=tp, gpus=gpus)))
     return out
+
+
+def _same_gpus_tp(cfg: InferenceConfig,
+                  estimate: Callable[[InferenceConfig], InferenceEstimate | None]
+                  ) -> tuple[str, InferenceConfig] | None:
+    """The GPUs a run has, split over fewer, wider replicas: the smallest tensor-parallel
+    size above ``cfg.tp`` (doubling, within a node, dividing the GPUs) at which a replica
+    fits, or the widest if none does; None where the GPUs hold one replica already."""
+    last: tuple[str, InferenceConfig] | None = None
+    tp = cfg.tp * 2
+    while tp <= cfg.gpus_per_node and tp * cfg.pp <= cfg.gpus:
+        if cfg.gpus % (tp * cfg.pp) == 0:
+            last = (f"--tp {tp}", dataclasses.replace(cfg, tp=tp))
+            est = estimate(last[1])
+            if est is not None and est.fits_in_memory:
+                return last
+        tp *= 2
+    return last
 
 
 def serving_remedies(catalog: Catalog, shape: TransformerShape, product: Product,
@@ -286,15 +305,21 @@ def serving_remedies(catalog: Catalog, shape: TransformerShape, product: Product
         return sum(e.memory.values())
 
     candidates = _serving_candidates(catalog, product, cfg)
-    # the weights that do not fit kept in host memory instead (vLLM's --cpu-offload-gb)
+    # the weights that do not fit kept in host memory instead (vLLM's --cpu-offload-gb),
+    # where the GPU's link to its CPU has a catalogued rate (else the copies would be free)
     short = math.ceil(from_si(total(base) - product.memory_bytes, Unit.GIB)) \
         + cfg.cpu_offload_gib
-    if short > cfg.cpu_offload_gib:
+    if short > cfg.cpu_offload_gib and product_host_link(catalog, product) is not None:
         candidates.append((f"--cpu-offload-gb {short:g}",
                            dataclasses.replace(cfg, cpu_offload_gib=short)))
     if cfg.batch and base.max_batch and base.max_batch < cfg.batch:
         candidates.append((f"--batch {base.max_batch}",
                            dataclasses.replace(cfg, batch=base.max_batch)))
+    same_gpus = _same_gpus_tp(cfg, estimate)
+    if same_gpus is not None:
+        # at the same width, the run's own GPUs in fewer replicas, not more GPUs
+        candidates = [c for c in candidates if c[1].tp != same_gpus[1].tp]
+        candidates.append(same_gpus)
     found = _shrinking(candidates, estimate, total, total(base))
     return tuple(Remedy(flags, from_si(total(est), Unit.GIB), est.fits_in_memory,
                         output_tokens_per_s=est.output_tokens_per_s, gpus=est.gpus)
