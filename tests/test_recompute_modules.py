@@ -45,13 +45,14 @@ def test_module_savings_by_hand() -> None:
     """Qwen3-30B-A3B (h 2,048, 32 query heads and 4 KV heads of 128, 128 experts of 768,
     top-8, SwiGLU), one 4,096-token sequence, TP 1, 16-bit. Per token, in bytes: norm inputs
     2 x 2h = 8,192 and outputs another 8,192; Q 8,192, K and V 2,048, attention output
-    8,192; routed experts 8 x 768 x (2 up + 1 activation output) x 2 = 36,864. Total 71,680
-    per token = 293,601,280 bytes. layernorm drops the norm outputs (8,192), moe_act the
-    activation outputs (8 x 768 x 2 = 12,288): 51,200 per token = 209,715,200 bytes; moe
-    drops the whole routed part: 34,816 per token = 142,606,336 bytes."""
-    assert _bytes((), recompute=Recompute.NONE) == 293_601_280
-    assert _bytes(("core_attn",)) == 293_601_280  # fused attention: time only
-    assert _bytes(("moe_act", "layernorm")) == 209_715_200
+    8,192; routed experts 8 x 768 x (2 up + 1 activation output) x 2 = 36,864 and their
+    first projection's input, the 8 dispatched copies of the token, 8 x 2,048 x 2 = 32,768.
+    Total 104,448 per token = 427,819,008 bytes. layernorm drops the norm outputs (8,192),
+    moe_act the activation outputs (8 x 768 x 2 = 12,288): 83,968 per token = 343,932,928
+    bytes; moe drops the whole routed part: 34,816 per token = 142,606,336 bytes."""
+    assert _bytes((), recompute=Recompute.NONE) == 427_819_008
+    assert _bytes(("core_attn",)) == 427_819_008  # fused attention: time only
+    assert _bytes(("moe_act", "layernorm")) == 343_932_928
     assert _bytes(("moe",)) == 142_606_336
 
 

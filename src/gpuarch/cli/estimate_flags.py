@@ -513,6 +513,16 @@ def add_train_parser(est_sub: argparse._SubParsersAction[argparse.ArgumentParser
                    help="activation offloading: the saved activations of N layers go to CPU "
                         "memory and come back for the backward pass (Megatron-Core's "
                         "cpu_offloading_num_layers; needs --pp 1 and no --recompute)")
+    p.add_argument("--offload-modules", type=name_list, default=(), metavar="M,M",
+                   help="fine-grained activation offloading: what these modules keep for the "
+                        "backward pass goes to CPU memory and comes back, comma-separated "
+                        "(Megatron-Core's --fine-grained-activation-offloading "
+                        "--offload-modules): attn_norm, qkv_linear, core_attn, attn_proj "
+                        "(with core_attn), mlp_norm, expert_fc1, moe_act, or fused_group_mlp "
+                        "(with --expert-launches fused-mlp)")
+    p.add_argument("--offload-min-elements", type=int, default=1024 * 1024, metavar="N",
+                   help="with --offload-modules: tensors of fewer elements stay on the GPU "
+                        "(Megatron-Core's min_offloaded_tensor_size, default 1,048,576)")
     p.add_argument("--optimizer-offload", type=float, default=0.0, metavar="F",
                    help="optimizer CPU offload: the Adam moments of this fraction (0-1) of the "
                         "optimizer's elements live on the CPU and are updated there "

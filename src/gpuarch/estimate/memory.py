@@ -10,8 +10,10 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 from enum import Enum
+from typing import cast
 
 from gpuarch.estimate.recompute import DEFAULT_MODULES, TORCHTITAN_OP, torchtitan_op_split
+from gpuarch.perf.num import where
 from gpuarch.perf.precision import Precision
 from gpuarch.workloads.shape import TransformerShape
 
@@ -73,7 +75,9 @@ def activation_bytes_per_layer(s: TransformerShape, micro_batch: int, seq: int, 
                                element: int = 2, *, fused_attention: bool = True,
                                quantized_inputs: bool = False,
                                modules: Collection[str] = (),
-                               adapted: Collection[str] | None = None) -> float:
+                               adapted: Collection[str] | None = None,
+                               offload: Collection[str] = (),
+                               offload_min_elements: float = 0.0) -> float:
     """Bytes of activations one layer keeps for the backward pass, per GPU.
 
     ``seq`` is the sequence length this GPU holds (after context parallelism). Unfused
@@ -106,12 +110,42 @@ def activation_bytes_per_layer(s: TransformerShape, micro_batch: int, seq: int, 
     if ``weight.requires_grad``); an adapted one's input is kept in 16 bits by its adapter,
     for the adapter's weight gradient. The output projection's input is the attention
     output the attention kernel keeps anyway.
+
+    The routed experts keep their first projection's input, the dispatched tokens (top-k
+    copies of each token at the experts' width, the hidden or latent one), for its weight
+    gradient: Transformer Engine's GroupedLinear saves it, in the 8-bit copy the GEMM ran on
+    under FP8; the first projection's output (the activation's input) is kept in 16 bits.
+
+    ``offload`` (Megatron-Core's fine-grained activation offloading, ``offload_modules``)
+    leaves out what the named modules keep, which goes to host memory after the forward
+    pass and comes back for the backward (``estimate_training`` charges the copies):
+    ``attn_norm`` and ``mlp_norm`` the norms' inputs (the residual streams), ``qkv_linear``
+    the attention norm's output, ``core_attn`` the queries, keys and values,
+    ``attn_proj`` the attention output, ``expert_fc1`` the routed experts' first input,
+    ``moe_act`` their first output, ``fused_group_mlp`` everything the fused grouped MLP
+    keeps (both inputs and the first output); a tensor of fewer than
+    ``offload_min_elements`` elements on this GPU stays (``min_offloaded_tensor_size``).
     """
     sbh = 1.0 * seq * micro_batch * s.hidden * element
     # hyper-connections (DeepSeek-V4's mHC): a layer's input is its residual streams
     streams = max(1, s.hyper_connections)
     if recompute is Recompute.FULL:
         return streams * sbh / (tp if sequence_parallel else 1)
+    off = set(offload)
+    # a replicated tensor's share of it on this GPU, and a TP-split one's
+    rep = tp if sequence_parallel else 1
+
+    def kept_unless(names: set[str], nbytes: float, per_gpu_bytes_per_element: float
+                    ) -> float:
+        """``nbytes`` unless a named module is offloaded and the tensor, at
+        ``per_gpu_bytes_per_element`` (its bytes per element times the split it gets on
+        this GPU), holds at least ``offload_min_elements`` elements here."""
+        if not off & names:
+            return nbytes
+        # (an array where the advisor searches micro-batches)
+        return cast(float, where(nbytes / per_gpu_bytes_per_element >= offload_min_elements,
+                                 0.0, nbytes))
+
     dropped = set(modules or DEFAULT_MODULES) if recompute is Recompute.SELECTIVE else set()
     tokens = 1.0 * seq * micro_batch * element
     if TORCHTITAN_OP in dropped:
@@ -126,19 +160,28 @@ def activation_bytes_per_layer(s: TransformerShape, micro_batch: int, seq: int, 
                                         ("linear_qkv", "linear_fc1", "linear_fc2"))
     q = tokens * s.heads * s.d_head
     kv = 2 * tokens * s.n_kv_heads * s.d_head
+    # bytes an element of them (the latents kept instead are GEMM inputs, 8-bit under FP8)
+    q_each = kv_each = float(element)
     if "mla_up_proj" in dropped and s.mla is not None:
         # the up-projections' inputs, the (normed) latents, are what is kept
-        q = tokens * s.mla.q_lora_rank * kept if s.mla.q_lora_rank else q
-        kv = tokens * s.mla.kv_lora_rank * kept
+        if s.mla.q_lora_rank:
+            q, q_each = tokens * s.mla.q_lora_rank * kept, element * kept
+        kv, kv_each = tokens * s.mla.kv_lora_rank * kept, element * kept
     elif "mla_up_proj" in dropped and s.compressed is not None:
         # DeepSeek-V4: the query's normed latent is kept; the key-value projection's input
         # is the layer's normed input, kept already
-        q = tokens * s.compressed.q_lora_rank * kept
+        q, q_each = tokens * s.compressed.q_lora_rank * kept, element * kept
         kv = 0.0
     attn_out = tokens * s.heads * s.d_head  # input of the output projection (= saved O)
+    q = kept_unless({"core_attn"}, q, q_each * tp)
+    kv = kept_unless({"core_attn"}, kv, kv_each * tp)
+    attn_out = kept_unless({"attn_proj"}, attn_out, element * tp)
     # norm inputs (16-bit) and outputs (the QKV and up projections' inputs) of both blocks:
     # replicated unless sequence parallel
-    replicated = 2 * sbh + (0.0 if "layernorm" in dropped else sbh * (kept_qkv + kept_up))
+    attn_in, mlp_in = (kept_unless({name}, sbh, element * rep)
+                       for name in ("attn_norm", "mlp_norm"))
+    qkv_in = kept_unless({"qkv_linear"}, sbh * kept_qkv, element * kept_qkv * rep)
+    replicated = attn_in + mlp_in + (0.0 if "layernorm" in dropped else qkv_in + sbh * kept_up)
     if s.hyper_connections:
         # each block keeps its input streams for the mixing's backward
         replicated += 2 * s.hyper_connections * sbh
@@ -148,8 +191,18 @@ def activation_bytes_per_layer(s: TransformerShape, micro_batch: int, seq: int, 
     mlp_inner = 0.0 if "mlp" in dropped else tokens * s.d_ffn * (up + kept_down)
     dense_inner = mlp_inner
     if s.is_moe:
-        routed = 0.0 if "moe" in dropped else tokens * s.d_expert * s.experts_per_token * (
-            up + (0.0 if "moe_act" in dropped else kept_down))
+        routed = 0.0
+        if "moe" not in dropped:
+            width = s.experts_per_token * tokens
+            fused = {"fused_group_mlp"}
+            routed = (
+                # the first projection's input (the dispatched tokens), output and the
+                # second's input
+                kept_unless(fused | {"expert_fc1"}, width * (s.moe_latent or s.hidden) * kept,
+                            element * kept * tp)
+                + kept_unless(fused | {"moe_act"}, width * s.d_expert * up, element * tp)
+                + (0.0 if "moe_act" in dropped else kept_unless(
+                    fused, width * s.d_expert * kept_down, element * kept_down * tp)))
         shared = 0.0 if dropped & {"moe", "shared_experts"} else \
             tokens * s.d_expert * s.shared_experts * (up + kept_down)
         if s.moe_latent and "moe" not in dropped:
@@ -169,7 +222,8 @@ def activation_bytes_per_layer(s: TransformerShape, micro_batch: int, seq: int, 
     if s.is_hybrid:
         return _hybrid_block_mean(s, tokens, tp, sequence_parallel, kept, dropped, {
             "*": q + kv + attn_out * (1 + (kept if quantized_inputs else 0.0)) + unfused,
-            "-": dense_inner, "E": (routed + shared) if s.is_moe else 0.0}, sbh)
+            "-": dense_inner, "E": (routed + shared) if s.is_moe else 0.0},
+            {"*": (attn_in, qkv_in), "-": (mlp_in, sbh * kept), "E": (mlp_in, sbh * kept)})
     return replicated / (tp if sequence_parallel else 1) + (sharded + unfused) / tp
 
 
@@ -189,19 +243,23 @@ def _torchtitan_op_bytes(s: TransformerShape, tokens: float, sbh: float, tp: int
 
 
 def _hybrid_block_mean(s: TransformerShape, tokens: float, tp: int, sequence_parallel: bool,
-                       kept: float, dropped: set[str], inside: dict[str, float], sbh: float
-                       ) -> float:
+                       kept: float, dropped: set[str], inside: dict[str, float],
+                       norms: dict[str, tuple[float, float]]) -> float:
     """A hybrid model's mean block: each block keeps its norm's input and (unless
     recomputed) output, replicated unless sequence parallel, and what its own part keeps,
     split over TP (``inside`` for attention, MLP and expert blocks). A Mamba-2 block keeps
     the input projection's output (z, x, B, C and dt, which the fused scan saves; it
     recomputes the convolution in its backward), the scan's output (the gated norm's input)
-    and the norm's output (the output projection's input, 8-bit under FP8)."""
+    and the norm's output (the output projection's input, 8-bit under FP8). ``norms``: each
+    kind's norm input and output as offloading leaves them (a Mamba-2 block's are not
+    offloaded: Megatron-Core names no module of it)."""
     m = s.mamba
     if m is not None:
+        sbh = tokens * s.hidden
         inside = {**inside, "M": tokens * (m.in_proj_width + m.inner * (1 + kept))}
-    norm = sbh * (1 + (0.0 if "layernorm" in dropped else kept))
+        norms = {**norms, "M": (sbh, sbh * kept)}
     total = sum(s.hybrid_pattern.count(block) * (
-        norm / (tp if sequence_parallel else 1) + inside[block] / tp)
+        (norms[block][0] + (0.0 if "layernorm" in dropped else norms[block][1]))
+        / (tp if sequence_parallel else 1) + inside[block] / tp)
         for block in set(s.hybrid_pattern))
     return total / s.layers

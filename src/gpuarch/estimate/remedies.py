@@ -7,7 +7,8 @@ the experts' activation, the dense MLPs or latent attention's up-projections whe
 model has them), full recomputation of the fewest layers per stage that fits (Megatron's
 block method) or of every layer, sequence parallelism where TP > 1 (alone and with those
 modules), a higher ZeRO stage, half the micro-batch, the whole optimizer offloaded to the
-CPU where the optimizer is distributed, activation offloading where the run allows it, and,
+CPU where the optimizer is distributed, activation offloading where the run allows it (whole
+layers, or the experts' or the attention core's kept tensors, module by module), and,
 for a mixture-of-experts run without it, expert parallelism over its data-parallel ranks.
 Each is estimated with the same model (no rule of thumb), and the ones that fit come first,
 fastest first.
@@ -15,10 +16,11 @@ fastest first.
 A serving estimate that does not fit gets the same treatment with a server's levers: an FP8
 KV cache, FP8 weights and activations where the Tensor Cores run FP8, 4-bit weights (INT4
 weight-only anywhere, FP4 where the Tensor Cores run it), twice the tensor parallelism
-inside a node, and the largest batch that fits; the ones that fit come first, the most output
-tokens per second and GPU first. Among them: the weights that do not fit kept in host memory
-(``--cpu-offload-gb``), copied over the host link every pass, which fits on the GPUs given
-but runs at the link's pace.
+inside a node on as many replicas, the run's own GPUs as fewer and wider replicas, and the
+largest batch that fits; the ones that fit come first, the most output tokens per second and
+GPU first. Among them, where the GPU's link to its CPU has a catalogued rate: the weights
+that do not fit kept in host memory (``--cpu-offload-gb``), copied over the host link every
+pass, which fits on the GPUs given but runs at the link's pace.
 """
 
 from __future__ import annotations
@@ -130,11 +132,31 @@ def _candidates(shape: TransformerShape, cfg: TrainingConfig
         out.append((f"--micro-batch {half}", replace(cfg, micro_batch=half)))
     if cfg.zero >= 1 and cfg.optimizer_offload < 1:
         out.append(("--optimizer-offload 1", replace(cfg, optimizer_offload=1.0)))
-    if cfg.pp == 1 and cfg.recompute is Recompute.NONE and not cfg.offload_layers:
+    if cfg.pp == 1 and cfg.recompute is Recompute.NONE and not cfg.offload_layers \
+            and not cfg.offload_modules:
         out.append((f"--offload-layers {shape.layers - 1}",
                     replace(cfg, offload_layers=shape.layers - 1)))
+    out.extend((f"--offload-modules {','.join(m)}", replace(cfg, offload_modules=m))
+               for m in _offload_sets(shape, cfg))
     out.extend((f"--ep {ep}", replace(cfg, ep=ep)) for ep in _expert_splits(shape, cfg))
     return out
+
+
+def _offload_sets(shape: TransformerShape, cfg: TrainingConfig
+                  ) -> tuple[tuple[str, ...], ...]:
+    """Fine-grained offloading a run without any can take: the routed experts' kept
+    tensors (``fused_group_mlp`` under the fused grouped MLP, else the first projection's
+    input and output) where the expert layers are not recomputed whole, and the attention
+    core's inputs and output."""
+    if cfg.offload_layers or cfg.offload_modules:
+        return ()
+    out: list[tuple[str, ...]] = []
+    if shape.is_moe and "moe" not in cfg.recomputed:
+        out.append(("fused_group_mlp",) if cfg.expert_launches == "fused-mlp"
+                   else ("expert_fc1", "moe_act"))
+    if not shape.is_hybrid or "*" in shape.hybrid_pattern:
+        out.append(("core_attn", "attn_proj"))
+    return tuple(out)
 
 
 def _expert_splits(shape: TransformerShape, cfg: TrainingConfig) -> tuple[int, ...]:

@@ -669,6 +669,17 @@ def _add_schedule_notes(assumptions: dict[str, Any], shape: TransformerShape,
             if host_link else
             f"{cfg.offload_layers} layers' activations to CPU memory and back; the link's "
             "rate is not catalogued for this GPU, so the transfers are taken as hidden")
+    if cfg.offload_modules:
+        names = ", ".join(cfg.offload_modules)
+        assumptions["activation_offload"] = (
+            f"fine-grained activation offloading of {names} (tensors of at least "
+            f"{cfg.offload_min_elements:,} elements): what they keep goes to CPU memory "
+            "after each layer's forward pass and comes back for its backward, "
+            + (f"at {from_si(host_link, Unit.GB_S):.0f} GB/s per direction (this GPU's "
+               "share of its link to the CPU), exposed where a transfer outlasts a layer's "
+               "pass" if host_link else "taken as hidden (the link's rate is not catalogued "
+               "for this GPU)")
+            + "; one layer-pass's offloaded tensors counted in flight on the GPU")
     if cfg.optimizer_offload:
         assumptions["optimizer_offload"] = _offload_assumption(cfg, core,
                                                                host_link, run_eff)
@@ -745,6 +756,8 @@ def _parallelism(shape: TransformerShape, cfg: TrainingConfig, m: int) -> Mappin
         "recompute_layers": cfg.recompute_layers or None,
         "precision": cfg.precision.value,
         "offload_layers": cfg.offload_layers,
+        "offload_modules": list(cfg.offload_modules) or None,
+        "offload_min_elements": cfg.offload_min_elements if cfg.offload_modules else None,
         "optimizer_offload": cfg.optimizer_offload or None,
         "optimizer_offload_overlap": cfg.optimizer_offload_overlap,
         "fp8_params": cfg.fp8_params,

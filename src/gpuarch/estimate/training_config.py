@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from gpuarch.errors import GpuarchError, check_choice, check_count
+from gpuarch.estimate.activation_offload import DEFAULT_MIN_ELEMENTS, check_offload_modules
 from gpuarch.estimate.lora import DEFAULT_LORA_MODULES, check_lora_modules
 from gpuarch.estimate.memory import BytesPerParam, Recompute, bytes_per_param
 from gpuarch.estimate.pipeline_layout import (
@@ -261,6 +262,12 @@ class TrainingConfig:
     # after their forward pass and come back for the backward (Megatron-Core's
     # cpu_offloading_num_layers, activations only)
     offload_layers: int = 0
+    # fine-grained activation offloading (Megatron-Core's --fine-grained-activation-
+    # offloading --offload-modules; estimate/activation_offload.py): what these modules keep
+    # goes to CPU memory after their forward pass and comes back for the backward, each
+    # tensor of at least ``offload_min_elements`` elements (min_offloaded_tensor_size)
+    offload_modules: tuple[str, ...] = ()
+    offload_min_elements: int = DEFAULT_MIN_ELEMENTS
     # optimizer CPU offload (Megatron-Core's --optimizer-cpu-offload with
     # --optimizer-offload-fraction; the distributed optimizer): the Adam moments of this
     # share of the optimizer's elements on the CPU, updated there
@@ -600,6 +607,11 @@ class TrainingConfig:
             if self.recompute is not Recompute.NONE:
                 raise GpuarchError("--offload-layers: activation offloading cannot be "
                                    f"combined with --recompute {self.recompute.value}")
+        check_offload_modules(self.offload_modules, shape,
+                              recompute_modules=self.recomputed,
+                              offload_layers=self.offload_layers,
+                              fused_mlp=self.expert_launches == "fused-mlp",
+                              min_elements=self.offload_min_elements)
         if not isinstance(self.etp, int) or self.etp < 0 or (self.etp and self.tp % self.etp):
             raise GpuarchError(f"--etp: expected a divisor of --tp {self.tp} (or 0 for TP), "
                                f"got {self.etp!r}")

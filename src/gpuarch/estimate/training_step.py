@@ -305,6 +305,18 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
         offload = cfg.offload_layers * (maximum(0.0, transfer - fwd.compute)
                                         + maximum(0.0, transfer - bwd.compute))
         stage = stage + PassSeconds(0.0, offload)
+    # fine-grained offloading: each layer-pass's offloaded tensors go out during its forward
+    # pass and come back during its backward, the same way; one layer-pass's are in flight
+    module_offload: Num = 0.0
+    if cfg.offload_modules:
+        module_offload = _layer_activations(shape, cfg, layout, offloaded=False)[0] \
+            - per_layer_act
+        if host_link_bytes_s:
+            transfer = module_offload / host_link_bytes_s
+            copies = layers_per_stage * (maximum(0.0, transfer - fwd.compute)
+                                         + maximum(0.0, transfer - bwd.compute))
+            offload = offload + copies
+            stage = stage + PassSeconds(0.0, copies)
 
     m = cfg.micro_batches
     stage_time = stage.total
@@ -372,6 +384,7 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
 
     held_passes, act_bytes = _held_activations(cfg, layout, plan, m, per_layer_act,
                                                bf16_act, offloaded)
+    act_bytes = act_bytes + module_offload
     # FP32 logits for the loss, and for each MTP block's on the last stage
     logits = tokens_mb * shape.vocab / cfg.tp * 4.0 * (1 + cfg.mtp_layers)
     return TrainingCore(
@@ -653,17 +666,21 @@ class HeldStates(NamedTuple):
 
 
 def _layer_activations(shape: TransformerShape, cfg: TrainingConfig,
-                       layout: PipelineLayout | None) -> tuple[Num, Num]:
-    """One layer-pass's activation bytes (the mean over the layers, where only some are
-    fully recomputed), and what a layer run in BF16 adds to that: its GEMMs' inputs kept in
-    16 bits, not the recipe's format (0 without such layers)."""
+                       layout: PipelineLayout | None, offloaded: bool = True
+                       ) -> tuple[Num, Num]:
+    """One layer-pass's activation bytes on the GPU (the mean over the layers, where only
+    some are fully recomputed; with ``offloaded``, less what fine-grained offloading moves
+    to the host), and what a layer run in BF16 adds to that: its GEMMs' inputs kept in 16
+    bits, not the recipe's format (0 without such layers)."""
+    offload = cfg.offload_modules if offloaded else ()
 
     def layer_act(recompute: Recompute, quantized: bool) -> Num:
         return activation_bytes_per_layer(
             shape, cfg.micro_batch, cfg.seq_len // cfg.cp, cfg.tp, cfg.sequence_parallel,
             recompute, cfg.precision.activation_bytes, fused_attention=cfg.fused_attention,
             quantized_inputs=quantized, modules=cfg.recomputed,
-            adapted=cfg.adapted if cfg.lora_rank else None)
+            adapted=cfg.adapted if cfg.lora_rank else None, offload=offload,
+            offload_min_elements=cfg.offload_min_elements)
 
     def mean_layer_act(quantized: bool) -> Num:
         act = layer_act(cfg.recompute, quantized)

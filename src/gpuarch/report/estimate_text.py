@@ -155,6 +155,8 @@ def render_training(e: TrainingEstimate, band: Band | None = None,
                  else "")
               + (f", {p['offload_layers']} layers' activations offloaded"
                  if p.get("offload_layers") else "")
+              + (f", offloaded: {','.join(p['offload_modules'])}"
+                 if p.get("offload_modules") else "")
               + (f", {p['optimizer_offload']:g} of the optimizer on the CPU"
                  if p.get("optimizer_offload") else "")
               + f", {p['precision']}"

@@ -297,6 +297,10 @@ def megatron_launch(shape: Any, cfg: Any) -> Launch:
             add("recompute_layers", 1)
     if cfg.offload_layers:
         add("offload_layers", cfg.offload_layers)
+    if cfg.offload_modules:
+        add("fine_grained_offloading")
+        add("offload_modules", *cfg.offload_modules)
+        add("min_offloaded_tensor_size", cfg.offload_min_elements)
     if cfg.optimizer_offload:
         # Megatron-LM asserts the precision-aware optimizer with CPU offload
         add("optimizer_cpu_offload")

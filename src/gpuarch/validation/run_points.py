@@ -29,10 +29,10 @@ _TRAINING_FIELDS = (
     "cp_comm_type", "expert_launches", "ep_comm_overlap", "pp_comm_overlap", "pp_edge_layers",
     "pp_layout", "pp_schedule", "mtp_layers", "mtp_shared_weights", "fused_attention",
     "attention_kernel", "recompute", "recompute_modules", "recompute_layers", "precision",
-    "offload_layers", "fp8_params", "bf16_grads", "bf16_optimizer", "lora_rank",
-    "lora_modules", "packed_doc_len", "fp8_attention", "fp8_attention_scaling", "fp8_recipe",
-    "bf16_layers_start", "bf16_layers_end", "mtp_bf16", "optimizer_offload",
-    "optimizer_offload_overlap")
+    "offload_layers", "offload_modules", "offload_min_elements", "fp8_params", "bf16_grads",
+    "bf16_optimizer", "lora_rank", "lora_modules", "packed_doc_len", "fp8_attention",
+    "fp8_attention_scaling", "fp8_recipe", "bf16_layers_start", "bf16_layers_end", "mtp_bf16",
+    "optimizer_offload", "optimizer_offload_overlap")
 """The training settings a point carries under the name of TrainingConfig's field."""
 
 _ALWAYS = ("gpus", "seq_len", "global_batch", "micro_batch", "tp", "pp", "cp", "precision")

@@ -20,6 +20,7 @@ from typing import Any
 from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import Product, System
 from gpuarch.errors import GpuarchError, check_choice, suggestion
+from gpuarch.estimate.activation_offload import DEFAULT_MIN_ELEMENTS
 from gpuarch.estimate.memory import Recompute
 from gpuarch.estimate.pipeline_schedule import PP_SCHEDULES
 from gpuarch.estimate.training import TrainingEstimate, estimate_training
@@ -122,10 +123,10 @@ POINT_KEYS = frozenset({
     "pp_edge_layers", "pp_layout", "pp_schedule", "mtp_layers", "mtp_shared_weights",
     "mtp_bf16", "fused_attention",
     "attention_kernel", "recompute", "recompute_modules", "recompute_layers",
-    "offload_layers", "precision", "fp8_params", "bf16_grads", "bf16_optimizer",
-    "fp8_attention", "fp8_attention_scaling", "fp8_recipe", "bf16_layers_start",
-    "bf16_layers_end", "lora_rank", "lora_modules", "packed_doc_len", "moe_imbalance",
-    "gpus_per_node", "optimizer_offload", "optimizer_offload_overlap",
+    "offload_layers", "offload_modules", "offload_min_elements", "precision", "fp8_params",
+    "bf16_grads", "bf16_optimizer", "fp8_attention", "fp8_attention_scaling", "fp8_recipe",
+    "bf16_layers_start", "bf16_layers_end", "lora_rank", "lora_modules", "packed_doc_len",
+    "moe_imbalance", "gpus_per_node", "optimizer_offload", "optimizer_offload_overlap",
 })
 """Every key a training point may carry; another is a typo the loader names (it would be
 silently ignored and the run modelled without it)."""
@@ -275,6 +276,8 @@ def point_config(point: TrainingPoint, system: System | None) -> TrainingConfig:
         gpus_per_node=int(point.get("gpus_per_node")
                           or (system.gpus_per_node if system else 8)),
         offload_layers=int(point.get("offload_layers", 0)),
+        offload_modules=tuple(point.get("offload_modules", ())),
+        offload_min_elements=int(point.get("offload_min_elements", DEFAULT_MIN_ELEMENTS)),
         fp8_params=bool(point.get("fp8_params", False)),
         bf16_grads=bool(point.get("bf16_grads", False)),
         bf16_optimizer=bool(point.get("bf16_optimizer", False)),

@@ -1,0 +1,214 @@
+"""Fine-grained activation offloading (``--offload-modules``, Megatron-Core's
+``offload_modules``): what each module's offloading takes off the GPU, by hand; the size
+threshold; Megatron-Core's rules as usage errors; the copies over the host link; and that
+offloading never raises memory nor shortens a step."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpuarch.catalog import load_catalog
+from gpuarch.cli.main import main
+from gpuarch.errors import GpuarchError
+from gpuarch.estimate import Recompute, TrainingConfig, estimate_training
+from gpuarch.estimate.memory import activation_bytes_per_layer
+from gpuarch.perf import Precision
+from gpuarch.workloads import preset
+
+CATALOG = load_catalog()
+QWEN3_30B = preset("qwen3-30b-a3b").shape
+ULTRA = preset("nemotron-3-ultra").shape
+LLAMA3_8B = preset("llama-3-8b").shape
+TOKENS = 4096
+
+
+def _bytes(offload: tuple[str, ...], shape=QWEN3_30B, min_elements: float = 0.0,
+           recompute: Recompute = Recompute.NONE, modules: tuple[str, ...] = ()
+           ) -> float:  # type: ignore[no-untyped-def]
+    return activation_bytes_per_layer(shape, 1, TOKENS, 1, False, recompute, 2,
+                                      modules=modules, offload=offload,
+                                      offload_min_elements=min_elements)
+
+
+@pytest.mark.parametrize("modules, per_token", [
+    # Qwen3-30B-A3B (h 2,048; 32 query and 4 KV heads of 128; 8 of 128 experts of 768,
+    # SwiGLU), one 4,096-token sequence, 16-bit, in bytes a token: the norms' inputs (the
+    # residual streams) 2 x 2,048 each, the attention norm's output (the QKV projection's
+    # input) 4,096, the queries 8,192 with keys and values 2,048, the attention output
+    # 8,192, the experts' first input (8 dispatched copies) 8 x 2,048 x 2 = 32,768, their
+    # first output 8 x 768 x 2 x 2 = 24,576 and the second's input 8 x 768 x 2 = 12,288
+    (("attn_norm",), 4_096),
+    (("mlp_norm",), 4_096),
+    (("qkv_linear",), 4_096),
+    (("core_attn",), 10_240),
+    (("core_attn", "attn_proj"), 18_432),
+    (("expert_fc1",), 32_768),
+    (("moe_act",), 24_576),
+    (("expert_fc1", "moe_act"), 57_344),
+])
+def test_what_each_module_takes_off_the_gpu_by_hand(modules: tuple[str, ...],
+                                                    per_token: int) -> None:
+    assert _bytes(()) - _bytes(modules) == per_token * TOKENS
+
+
+def test_the_fused_grouped_mlp_takes_everything_the_experts_keep() -> None:
+    """fused_group_mlp: both inputs and the first output, 69,632 bytes a token; with the
+    activation recomputed (moe_act) the second input is not kept and so not offloaded."""
+    assert _bytes(()) - _bytes(("fused_group_mlp",)) == 69_632 * TOKENS
+    selective = dict(recompute=Recompute.SELECTIVE, modules=("moe_act",))
+    assert _bytes((), **selective) - _bytes(("fused_group_mlp",), **selective) \
+        == 57_344 * TOKENS  # type: ignore[arg-type]
+
+
+def test_a_tensor_below_the_size_threshold_stays() -> None:
+    """The experts' first input is 4,096 x 8 x 2,048 = 67,108,864 elements on this GPU: it
+    goes at that threshold and stays one element above it; the first output (4,096 x 8 x
+    1,536 = 50,331,648 elements) stays at both."""
+    fc1_in = 4096 * 8 * 2048
+    assert _bytes(()) - _bytes(("fused_group_mlp",), min_elements=fc1_in) == 32_768 * TOKENS
+    assert _bytes(()) - _bytes(("fused_group_mlp",), min_elements=fc1_in + 1) == 0
+
+
+def test_nemotron_3_ultra_recipes_offload_only_the_expert_outputs() -> None:
+    """Megatron Bridge's Ultra recipes offload the fused grouped MLP's tensors of at least
+    500M elements (GB300, 8,192 tokens a GPU) or 350M (GB200, TP 2 with sequence
+    parallelism: 4,096): only the expert FC1 outputs, 22 x 5,120 a token (923M and 461M
+    elements), not the inputs (22 x 2,048: 369M and 185M); a hybrid's mean block over its
+    108, of which 48 are expert blocks."""
+    def act(tp: int, min_elements: float, offload: tuple[str, ...]) -> float:
+        return activation_bytes_per_layer(ULTRA, 1, 8192, tp, tp > 1, Recompute.SELECTIVE,
+                                          2, quantized_inputs=True, modules=("moe_act",),
+                                          offload=offload, offload_min_elements=min_elements)
+    for tp, threshold in ((1, 500e6), (2, 350e6)):
+        saved = act(tp, threshold, ()) - act(tp, threshold, ("fused_group_mlp",))
+        # FC1 outputs in 16 bits (an FP8 run's activations are; its GEMM inputs 8-bit)
+        assert saved == pytest.approx(8192 / tp * 22 * 5120 * 2 * 48 / 108)
+
+
+def test_mamba_blocks_have_nothing_to_offload() -> None:
+    """A hybrid's norm offloading reaches its attention and expert blocks, not its Mamba-2
+    blocks: attn_norm takes 12 of Ultra's 108 block inputs, mlp_norm 48."""
+    sbh = TOKENS * 8192 * 2
+    assert _bytes((), ULTRA) - _bytes(("attn_norm",), ULTRA) == pytest.approx(sbh * 12 / 108)
+    assert _bytes((), ULTRA) - _bytes(("mlp_norm",), ULTRA) == pytest.approx(sbh * 48 / 108)
+
+
+TRAIN = ["estimate", "train", "--model", "qwen3-30b-a3b", "--gpu", "h100", "--gpus", "8",
+         "--ep", "8", "--seq-len", "4096", "--global-batch", "64", "--micro-batch", "1"]
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--offload-modules", "expert_fc"], "unknown module 'expert_fc'; expected some of "),
+    (["--offload-modules", "expert_fc"], "did you mean 'expert_fc1'"),
+    (["--offload-modules", "attn_proj"], "'attn_proj' needs 'core_attn' too"),
+    (["--offload-modules", "moe_act", "--offload-layers", "4"], "cannot be combined with "
+                                                               "--offload-layers 4"),
+    (["--offload-modules", "fused_group_mlp"], "'fused_group_mlp' needs the fused grouped"),
+    (["--offload-modules", "expert_fc1", "--expert-launches", "fused-mlp"],
+     "offloaded as 'fused_group_mlp'"),
+    (["--offload-modules", "fused_group_mlp,moe_act", "--expert-launches", "fused-mlp"],
+     "already holds the experts' tensors"),
+    (["--offload-modules", "expert_fc1", "--recompute", "selective", "--recompute-modules",
+      "moe"], "while the whole expert layer is recomputed"),
+    (["--offload-modules", "core_attn", "--offload-min-elements", "-1"],
+     "--offload-min-elements: expected an integer >= 0, got -1"),
+])
+def test_megatron_cores_rules_are_usage_errors(extra: list[str], message: str,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([*TRAIN, *extra]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+def test_a_dense_model_has_no_expert_tensors_to_offload() -> None:
+    cfg = TrainingConfig(gpus=8, seq_len=4096, global_batch=64, offload_modules=("moe_act",))
+    with pytest.raises(GpuarchError, match="has no expert layers for 'moe_act'"):
+        estimate_training(CATALOG, LLAMA3_8B, CATALOG.product("h100"), cfg)
+
+
+H100_RUN = TrainingConfig(gpus=8, seq_len=4096, global_batch=64, ep=8)
+
+
+def test_copies_longer_than_a_layer_pass_show_in_the_step() -> None:
+    """On an H100 (PCIe Gen5 x16 to its host) a short pass cannot hide the copies of what
+    the experts and the attention core keep: the step grows by the exposed copies, which
+    the breakdown names (activation_offload), and the layout and JSON say what went."""
+    base = estimate_training(CATALOG, QWEN3_30B, CATALOG.product("h100"), H100_RUN)
+    modules = ("expert_fc1", "moe_act", "core_attn", "attn_proj")
+    off = estimate_training(CATALOG, QWEN3_30B, CATALOG.product("h100"),
+                            dataclasses.replace(H100_RUN, offload_modules=modules))
+    exposed = off.time_breakdown.communication_parts["activation_offload"]
+    assert exposed > 0
+    assert off.step_time_s - base.step_time_s == pytest.approx(exposed, rel=1e-6)
+    # each held layer-pass keeps what is not offloaded, and one layer-pass's offloaded
+    # tensors are in flight
+    held = off.assumptions["activations_held"]["layer_passes"]
+    per, kept = (activation_bytes_per_layer(QWEN3_30B, 1, 4096, 1, False, Recompute.NONE, 2,
+                                            offload=o, offload_min_elements=1024 * 1024)
+                 for o in ((), modules))
+    assert base.memory.activations == pytest.approx(held * per)
+    assert off.memory.activations == pytest.approx(held * kept + (per - kept))
+    assert off.parallelism["offload_modules"] == list(modules)
+    assert "GB/s per direction" in off.assumptions["activation_offload"]
+
+
+def test_an_uncatalogued_host_link_hides_the_copies() -> None:
+    gb300 = CATALOG.product("gb300")  # its NVLink-C2C rate is not catalogued
+    cfg = dataclasses.replace(H100_RUN, offload_modules=("expert_fc1",), gpus_per_node=72)
+    est = estimate_training(CATALOG, QWEN3_30B, gb300, cfg)
+    assert est.time_breakdown.communication_parts["activation_offload"] == 0
+    assert "taken as hidden" in est.assumptions["activation_offload"]
+
+
+def test_the_layout_line_names_the_offloaded_modules(capsys: pytest.CaptureFixture[str]
+                                                     ) -> None:
+    assert main([*TRAIN, "--offload-modules", "expert_fc1,moe_act"]) == 0
+    assert "offloaded: expert_fc1,moe_act" in capsys.readouterr().out
+    assert main([*TRAIN, "--offload-modules", "core_attn", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["parallelism"]["offload_modules"] == ["core_attn"]
+    assert doc["parallelism"]["offload_min_elements"] == 1024 * 1024
+    # Megatron-LM's flags for it in the launch command
+    assert main([*TRAIN, "--offload-modules", "expert_fc1,moe_act", "--offload-min-elements",
+                 "500000000", "--launch", "megatron"]) == 0
+    out = capsys.readouterr().out
+    assert "--fine-grained-activation-offloading" in out
+    assert "--offload-modules expert_fc1 moe_act" in out
+    assert "--min-offloaded-tensor-size 500000000" in out
+
+
+_MODULE_SETS = st.sets(st.sampled_from(["attn_norm", "qkv_linear", "core_attn", "mlp_norm",
+                                        "expert_fc1", "moe_act"]), min_size=1)
+
+
+@settings(max_examples=25, deadline=None)
+@given(modules=_MODULE_SETS, min_elements=st.sampled_from([0, 1024 * 1024, 10**8]),
+       gpu=st.sampled_from(["h100", "gb200"]))
+def test_offloading_never_raises_memory_nor_shortens_the_step(
+        modules: set[str], min_elements: int, gpu: str) -> None:
+    product = CATALOG.product(gpu)
+    base = estimate_training(CATALOG, QWEN3_30B, product, H100_RUN)
+    off = estimate_training(CATALOG, QWEN3_30B, product, dataclasses.replace(
+        H100_RUN, offload_modules=tuple(sorted(modules)), offload_min_elements=min_elements))
+    assert off.memory.activations <= base.memory.activations
+    assert off.step_time_s >= base.step_time_s
+
+
+def test_the_remedies_offer_offloading_the_experts_tensors() -> None:
+    """A run that does not fit is offered the experts' offloading, and under the fused
+    grouped MLP the fused module's (Qwen3-30B-A3B on one GB200 at four 8K sequences)."""
+    from gpuarch.estimate.remedies import memory_remedies
+    cfg = TrainingConfig(gpus=8, seq_len=8192, global_batch=64, micro_batch=8, ep=8,
+                         precision=Precision.FP8, gpus_per_node=72)
+    gb200 = CATALOG.product("gb200")
+    assert not estimate_training(CATALOG, QWEN3_30B, gb200, cfg).fits_in_memory
+    changes = [r.change for r in memory_remedies(CATALOG, QWEN3_30B, gb200, cfg, most=20)]
+    assert "--offload-modules expert_fc1,moe_act" in changes
+    fused = dataclasses.replace(cfg, expert_launches="fused-mlp")
+    changes = [r.change for r in memory_remedies(CATALOG, QWEN3_30B, gb200, fused, most=20)]
+    assert "--offload-modules fused_group_mlp" in changes
