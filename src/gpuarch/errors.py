@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import difflib
 import math
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
 __all__ = [
     "AmbiguousNameError",
@@ -82,6 +82,19 @@ def check_choice(flag: str, value: object, choices: Iterable[str]) -> None:
     if value not in options:
         raise GpuarchError(f"{flag}: expected one of {', '.join(options)}, got {value!r}"
                            f"{suggestion(str(value), options)}")
+
+
+def check_names(flag: str, names: Iterable[str], choices: Collection[str]) -> tuple[str, ...]:
+    """``names`` as a tuple without repeats, in order; raise ``--flag: unknown module 'x';
+    expected some of a, b; did you mean 'y'?`` at the first that is not one of ``choices``."""
+    out: list[str] = []
+    for name in names:
+        if name not in choices:
+            raise GpuarchError(f"{flag}: unknown module {name!r}; expected some of "
+                               f"{', '.join(choices)}{suggestion(name, choices)}")
+        if name not in out:
+            out.append(name)
+    return tuple(out)
 
 
 def check_count(flag: str, value: object, *, zero_unset: bool = False) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from gpuarch.errors import GpuarchError, suggestion
+from gpuarch.errors import GpuarchError, check_names
 from gpuarch.workloads.shape import TransformerShape
 
 __all__ = ["DEFAULT_MIN_ELEMENTS", "OFFLOAD_MODULES", "check_offload_modules"]
@@ -40,14 +40,7 @@ def check_offload_modules(modules: Iterable[str], shape: TransformerShape, *,
     combination Megatron-Core refuses (with layer offloading; ``attn_proj`` without
     ``core_attn``; the expert modules while the whole expert layer is recomputed; the fused
     grouped MLP's module without the fused MLP, or the unfused ones with it)."""
-    out: list[str] = []
-    for name in modules:
-        if name not in OFFLOAD_MODULES:
-            raise GpuarchError(f"--offload-modules: unknown module {name!r}; expected some "
-                               f"of {', '.join(OFFLOAD_MODULES)}"
-                               f"{suggestion(name, OFFLOAD_MODULES)}")
-        if name not in out:
-            out.append(name)
+    out = check_names("--offload-modules", modules, OFFLOAD_MODULES)
     if isinstance(min_elements, bool) or not isinstance(min_elements, int) \
             or min_elements < 0:
         raise GpuarchError(f"--offload-min-elements: expected an integer >= 0, got "
@@ -86,4 +79,4 @@ def check_offload_modules(modules: Iterable[str], shape: TransformerShape, *,
     if attention and shape.is_hybrid and "*" not in shape.hybrid_pattern:
         raise GpuarchError(f"--offload-modules: {shape.name} has no attention blocks for "
                            f"{', '.join(repr(n) for n in attention)}")
-    return tuple(out)
+    return out

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from gpuarch.errors import GpuarchError, suggestion
+from gpuarch.errors import check_names
 from gpuarch.workloads.flops import attention_projections
 from gpuarch.workloads.shape import TransformerShape
 
@@ -53,14 +53,7 @@ _MLP_GEMMS = {"linear_fc1": ("mlp_up", "shared_up", "grouped_expert_up"),
 def check_lora_modules(modules: Iterable[str]) -> tuple[str, ...]:
     """The modules as a tuple without repeats, or an error naming ``--lora-modules`` for a
     name that is not one of ``LORA_MODULES`` (with the closest one)."""
-    out: list[str] = []
-    for name in modules:
-        if name not in LORA_MODULES:
-            raise GpuarchError(f"--lora-modules: unknown module {name!r}; expected some of "
-                               f"{', '.join(LORA_MODULES)}{suggestion(name, LORA_MODULES)}")
-        if name not in out:
-            out.append(name)
-    return tuple(out)
+    return check_names("--lora-modules", modules, LORA_MODULES)
 
 
 def adapted_gemms(shape: TransformerShape, modules: Iterable[str]) -> frozenset[str]:

@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from gpuarch.errors import GpuarchError, suggestion
+from gpuarch.errors import GpuarchError, check_names
 from gpuarch.workloads.flops import attention_projections, forward_flops_per_token
 from gpuarch.workloads.params import count_params, mlp_params, routed_expert_params
 from gpuarch.workloads.shape import TransformerShape
@@ -132,14 +132,7 @@ def check_recompute_modules(modules: Iterable[str], shape: TransformerShape | No
     for a name Megatron does not know (with the closest one) or one the model has nothing
     for (expert modules without experts, ``mla_up_proj`` without latent attention, ``mlp``
     in a model whose every layer is an expert layer)."""
-    out: list[str] = []
-    for name in modules:
-        if name not in RECOMPUTE_MODULES:
-            raise GpuarchError(f"--recompute-modules: unknown module {name!r}; expected "
-                               f"some of {', '.join(RECOMPUTE_MODULES)}"
-                               f"{suggestion(name, RECOMPUTE_MODULES)}")
-        if name not in out:
-            out.append(name)
+    out = check_names("--recompute-modules", modules, RECOMPUTE_MODULES)
     if not out:
         raise GpuarchError("--recompute-modules: expected at least one of "
                            f"{', '.join(RECOMPUTE_MODULES)}")
@@ -175,7 +168,7 @@ def check_recompute_modules(modules: Iterable[str], shape: TransformerShape | No
             if reason:
                 raise GpuarchError(f"--recompute-modules: {name!r} recomputes nothing here: "
                                    f"{shape.name} {reason}")
-    return tuple(out)
+    return out
 
 
 def recompute_flops_per_token(shape: TransformerShape, seq_len: int,
