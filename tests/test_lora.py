@@ -131,6 +131,13 @@ def test_frozen_gemms_keep_no_inputs() -> None:
     assert full - qkv_only == pytest.approx(sbh + 4096 * LLAMA_8B.d_ffn * 2)
     all_four = activation_bytes_per_layer(*args, adapted=DEFAULT_LORA_MODULES)
     assert all_four == pytest.approx(full)  # in 16 bits the adapters keep what the GEMMs did
+    # frozen routed experts keep no dispatched tokens either: adapting linear_fc1 on
+    # Qwen3-30B-A3B keeps the MLP norm's output (2,048 x 2 bytes a token) and the experts'
+    # first input, 8 copies of it (8 x 2,048 x 2)
+    qwen = (preset("qwen3-30b-a3b").shape, 1, 4096, 1, False, Recompute.NONE)
+    fc1 = activation_bytes_per_layer(*qwen, adapted=("linear_qkv", "linear_fc1"))
+    frozen = activation_bytes_per_layer(*qwen, adapted=("linear_qkv",))
+    assert fc1 - frozen == 4096 * (2048 * 2 + 8 * 2048 * 2)
 
 
 def test_frozen_fp8_weights_are_not_cast_again() -> None:

@@ -114,7 +114,8 @@ def activation_bytes_per_layer(s: TransformerShape, micro_batch: int, seq: int, 
     The routed experts keep their first projection's input, the dispatched tokens (top-k
     copies of each token at the experts' width, the hidden or latent one), for its weight
     gradient: Transformer Engine's GroupedLinear saves it, in the 8-bit copy the GEMM ran on
-    under FP8; the first projection's output (the activation's input) is kept in 16 bits.
+    under FP8 (not at all when the experts are frozen under LoRA); the first projection's
+    output (the activation's input) is kept in 16 bits.
 
     ``offload`` (Megatron-Core's fine-grained activation offloading, ``offload_modules``)
     leaves out what the named modules keep, which goes to host memory after the forward
@@ -140,7 +141,7 @@ def activation_bytes_per_layer(s: TransformerShape, micro_batch: int, seq: int, 
         """``nbytes`` unless a named module is offloaded and the tensor, at
         ``per_gpu_bytes_per_element`` (its bytes per element times the split it gets on
         this GPU), holds at least ``offload_min_elements`` elements here."""
-        if not off & names:
+        if not off & names or not per_gpu_bytes_per_element:  # (nothing kept: a frozen GEMM)
             return nbytes
         # (an array where the advisor searches micro-batches)
         return cast(float, where(nbytes / per_gpu_bytes_per_element >= offload_min_elements,
@@ -198,8 +199,8 @@ def activation_bytes_per_layer(s: TransformerShape, micro_batch: int, seq: int, 
             routed = (
                 # the first projection's input (the dispatched tokens), output and the
                 # second's input
-                kept_unless(fused | {"expert_fc1"}, width * (s.moe_latent or s.hidden) * kept,
-                            element * kept * tp)
+                kept_unless(fused | {"expert_fc1"},
+                            width * (s.moe_latent or s.hidden) * kept_up, element * kept_up * tp)
                 + kept_unless(fused | {"moe_act"}, width * s.d_expert * up, element * tp)
                 + (0.0 if "moe_act" in dropped else kept_unless(
                     fused, width * s.d_expert * kept_down, element * kept_down * tp)))
