@@ -212,3 +212,35 @@ def test_the_remedies_offer_offloading_the_experts_tensors() -> None:
     fused = dataclasses.replace(cfg, expert_launches="fused-mlp")
     changes = [r.change for r in memory_remedies(CATALOG, QWEN3_30B, gb200, fused, most=20)]
     assert "--offload-modules fused_group_mlp" in changes
+
+
+def test_the_advisor_searches_with_it(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Qwen3-235B-A22B on at most 256 GB200: offloading what the experts keep lets the
+    search keep twice the micro-batch, so its best plan is faster than without (0.67 days
+    against 0.75 on 1e11 tokens); every option carries the modules, and each row is what
+    the scalar estimate of its configuration gives (the copies over NVLink-C2C included)."""
+    from gpuarch.advise import TrainingSearch, advise_training, load_prices
+    from gpuarch.advise.train import option_config
+
+    path = tmp_path / "prices.toml"
+    path.write_text('[[price]]\ngpu = "gb200"\nusd_per_gpu_hour = 6.0\n')
+    prices = load_prices(path)
+    gb200 = CATALOG.product("gb200")
+    system = CATALOG.system_for(gb200)
+    qwen = preset("qwen3-235b-a22b").shape
+    base = TrainingSearch(tokens=1e11, max_gpus=256, gpus=("gb200",), top=5)
+    plain = advise_training(CATALOG, qwen, base, prices)
+    search = dataclasses.replace(base, offload_modules=("expert_fc1", "moe_act"))
+    advice = advise_training(CATALOG, qwen, search, prices)
+    assert advice.top and advice.assumptions["offload_modules"] == ["expert_fc1", "moe_act"]
+    assert advice.top[0].time_days < 0.95 * plain.top[0].time_days
+    assert advice.top[0].micro_batch > plain.top[0].micro_batch
+    for o in advice.top:
+        cfg = option_config(search, o, system)
+        assert cfg.offload_modules == ("expert_fc1", "moe_act")
+        est = estimate_training(CATALOG, qwen, gb200, cfg, system=system)
+        assert est.fits_in_memory
+        assert est.step_time_s == pytest.approx(o.step_time_s, rel=1e-9)
+    with pytest.raises(GpuarchError, match="has no expert layers for 'moe_act'"):
+        advise_training(CATALOG, LLAMA3_8B, dataclasses.replace(
+            base, offload_modules=("moe_act",)), prices)

@@ -110,6 +110,9 @@ class TrainingSearch:
     # optimizer CPU offload of every option with a distributed optimizer (ZeRO 1-3;
     # TrainingConfig.optimizer_offload): 0 = none
     optimizer_offload: float = 0.0
+    # fine-grained activation offloading of every option (TrainingConfig.offload_modules,
+    # Megatron-Core's module names): () = none
+    offload_modules: tuple[str, ...] = ()
     # the pipeline schedule of every option with a pipeline (PP_SCHEDULES); the layouts
     # searched are those it can run
     pp_schedule: str = "1f1b"
@@ -328,7 +331,8 @@ def advise_training(
                 "gpus_per_node": gpn, "fp8_params": keeps_fp8_weights(precision),
                 "ep_dispatcher": MOE_DISPATCHER, "mtp_layers": search.mtp_layers,
                 "pp_schedule": search.pp_schedule,
-                "optimizer_offload": search.optimizer_offload, **_fine_tuning(search)}
+                "optimizer_offload": search.optimizer_offload,
+                "offload_modules": search.offload_modules, **_fine_tuning(search)}
             # a hybrid's layouts come in a chunk per pipeline split; their layers cost the
             # same whatever the split, so they are costed once for all of them
             shared = (layer_costs(shape, device, intra, inter,
@@ -413,7 +417,8 @@ def _check_search(shape: TransformerShape, search: TrainingSearch) -> None:
     TrainingConfig(gpus=1, seq_len=search.seq_len, global_batch=1,
                    lora_rank=search.lora_rank, lora_modules=search.lora_modules,
                    packed_doc_len=search.packed_doc_len, mtp_layers=search.mtp_layers,
-                   optimizer_offload=search.optimizer_offload).validate(shape)
+                   optimizer_offload=search.optimizer_offload,
+                   offload_modules=search.offload_modules).validate(shape)
     check_choice("--pp-schedule", search.pp_schedule, PP_SCHEDULES)
     if search.framework:
         check_choice("--framework", search.framework, tuple(FRAMEWORKS))
@@ -637,6 +642,7 @@ def _assumptions(prices: PriceBook, search: TrainingSearch, assumed: list[str],
                              if search.lora_rank else None),
             "packed_doc_len": search.packed_doc_len or None,
             "optimizer_offload": search.optimizer_offload or None,
+            "offload_modules": list(search.offload_modules) or None,
             "pp_schedule": search.pp_schedule,
             "energy": "GPU board power at the modelled utilisation, plus node overhead, "
                       "times PUE (gpuarch.estimate.energy)",
@@ -924,7 +930,7 @@ def option_config(search: TrainingSearch, o: TrainingOption, system: System | No
                           ep_dispatcher=MOE_DISPATCHER, mtp_layers=search.mtp_layers,
                           pp_schedule=search.pp_schedule if o.pp > 1 else PP_SCHEDULES[0],
                           optimizer_offload=search.optimizer_offload if o.zero >= 1 else 0.0,
-                          **_fine_tuning(search))
+                          offload_modules=search.offload_modules, **_fine_tuning(search))
 
 
 def _fine_tuning(search: TrainingSearch) -> dict[str, Any]:

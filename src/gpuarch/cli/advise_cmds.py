@@ -184,7 +184,8 @@ def cmd_advise_train(args: argparse.Namespace) -> int:
         assumed_network_gbit_s=args.network, mtp_layers=args.mtp_layers,
         lora_rank=args.lora_rank, lora_modules=args.lora_modules,
         packed_doc_len=args.packed_doc_len, pp_schedule=args.pp_schedule,
-        optimizer_offload=args.optimizer_offload, checkpointing=checkpoint_plan(args),
+        optimizer_offload=args.optimizer_offload, offload_modules=args.offload_modules,
+        checkpointing=checkpoint_plan(args),
         facility=facility_of(args), framework=args.framework or args.launch or "")
     return _answer(args, lambda: advise_training(catalog, shape, search,
                                                  _prices(catalog, args),
@@ -372,6 +373,10 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
                    help="every option with a distributed optimizer (ZeRO 1-3) keeps the Adam "
                         "moments of this fraction (0-1) of its optimizer on the CPU (as "
                         "estimate train --optimizer-offload); default 0")
+    p.add_argument("--offload-modules", type=name_list, default=(), metavar="M,M",
+                   help="every option offloads what these modules keep to CPU memory (as "
+                        "estimate train --offload-modules: attn_norm, qkv_linear, core_attn, "
+                        "attn_proj, mlp_norm, expert_fc1, moe_act); default none")
     p.add_argument("--pp-schedule", default="1f1b", metavar="1f1b|zb1p|dualpipe|dualpipev",
                    help="pipeline schedule of every option with a pipeline (as estimate "
                         "train); only the layouts it can run are searched (default 1f1b)")

@@ -141,10 +141,11 @@ def activation_bytes_per_layer(s: TransformerShape, micro_batch: int, seq: int, 
         """``nbytes`` unless a named module is offloaded and the tensor, at
         ``per_gpu_bytes_per_element`` (its bytes per element times the split it gets on
         this GPU), holds at least ``offload_min_elements`` elements here."""
-        if not off & names or not per_gpu_bytes_per_element:  # (nothing kept: a frozen GEMM)
+        if not off & names:
             return nbytes
-        # (an array where the advisor searches micro-batches)
-        return cast(float, where(nbytes / per_gpu_bytes_per_element >= offload_min_elements,
+        # (arrays where the advisor searches layouts; nothing kept by a frozen GEMM: 0)
+        per = per_gpu_bytes_per_element
+        return cast(float, where((per > 0) & (nbytes >= offload_min_elements * per),
                                  0.0, nbytes))
 
     dropped = set(modules or DEFAULT_MODULES) if recompute is Recompute.SELECTIVE else set()

@@ -222,6 +222,8 @@ def render_training_advice(advice: Any, elapsed: float = 0.0) -> str:
                    if advice.assumptions.get("pp_schedule", "1f1b") != "1f1b" else "")
                 + (f", {advice.assumptions['optimizer_offload']:g} of the optimizer on the "
                    "CPU (ZeRO 1-3)" if advice.assumptions.get("optimizer_offload") else "")
+                + (f", activations of {','.join(advice.assumptions['offload_modules'])} offloaded"
+                   if advice.assumptions.get("offload_modules") else "")
                 + f" on {advice.tokens:.3g} tokens, ranked by {advice.objective}",
         empty=training_empty(advice),
         head=_TRAIN_HEAD, right=_TRAIN_RIGHT, row=_train_row,
