@@ -52,6 +52,8 @@ def client() -> Any:
      "step_time_s"),
     ("/api/estimate/train?model=llama-3.1-8b&gpu=h100&gpus=8&cp=2&cp_comm_type=a2a"
      "&seq_len=8192&global_batch=8", "step_time_s"),
+    ("/api/estimate/train?model=qwen3-30b-a3b&gpu=h100&gpus=8&ep=8&seq_len=4096"
+     "&global_batch=64&offload_modules=expert_fc1,moe_act", "step_time_s"),
     ("/api/advise/train?gpu=h100&max_gpus=16&tokens=1e10", "top"),
     ("/api/advise/infer?gpu=h100,l40s&rate=2&tpot_ms=60", "pareto"),
     ("/api/advise/infer?gpu=h100&rate=2&max_gpus=8&disaggregated=true", "pareto"),
@@ -96,6 +98,14 @@ def test_every_endpoint_answers_with_the_cli_json(client: Any, url: str, key: st
     response = client.get(url)
     assert response.status_code == 200, response.data
     assert key in response.get_json()
+
+
+def test_the_training_forms_take_the_offloaded_modules(client: Any) -> None:
+    response = client.get("/api/estimate/train?model=qwen3-30b-a3b&gpu=h100&gpus=8&ep=8"
+                          "&seq_len=4096&global_batch=64&offload_modules=expert_fc1,moe_act")
+    assert response.get_json()["parallelism"]["offload_modules"] == ["expert_fc1", "moe_act"]
+    for form in ("/estimate/train", "/advise/train"):
+        assert 'name="offload_modules"' in client.get(form).get_data(as_text=True)
 
 
 def test_the_forms_take_the_engine_and_the_framework(client: Any) -> None:

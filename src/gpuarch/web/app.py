@@ -192,8 +192,8 @@ _FORMS: dict[str, tuple[str, list[tuple[str, str]]]] = {
         ("seq_len", "4096"),
         ("global_batch", "64"), ("micro_batch", "1"), ("precision", ""), ("zero", ""),
         ("dp_shard", ""), ("sequence_parallel", ""), ("recompute", ""), ("recompute_modules", ""),
-        ("recompute_layers", ""), ("fp8_attention", ""), ("fp8_attention_scaling", ""),
-        ("fp8_recipe", ""), ("bf16_layers_at_start", ""), ("bf16_layers_at_end", ""),
+        ("recompute_layers", ""), ("offload_modules", ""), ("fp8_attention", ""),
+        ("fp8_attention_scaling", ""), ("fp8_recipe", ""), ("bf16_layers_at_start", ""), ("bf16_layers_at_end", ""),
         ("lora_rank", ""),
         ("lora_modules", ""), ("packed_doc_len", ""), ("tokens", ""),
         ("price_per_gpu_hour", ""), ("node_overhead", ""), ("pue", ""),
@@ -220,7 +220,8 @@ _FORMS: dict[str, tuple[str, list[tuple[str, str]]]] = {
     "advise/train": ("Training advice", [
         ("model", "llama-3.1-8b"), ("tokens", "1T"), ("gpu", "h100,h200,b200"),
         ("max_gpus", "256"), ("objective", "time"), ("deadline_days", ""), ("lora_rank", ""),
-        ("lora_modules", ""), ("pp_schedule", ""), ("checkpoint_write_gb_s", ""),
+        ("lora_modules", ""), ("pp_schedule", ""), ("offload_modules", ""),
+        ("checkpoint_write_gb_s", ""),
         ("restart_min", ""), ("max_power_kw", ""), ("node_overhead", ""), ("pue", ""),
         ("framework", ""), ("launch", "")]),
     "advise/infer": ("Serving advice", [
