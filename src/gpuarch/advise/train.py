@@ -161,6 +161,14 @@ class TrainingOption:
     # hybrid sharding (TrainingConfig.dp_shard): ZeRO-3 inside groups of this many DP x CP
     # ranks (a node's), the groups replicas of each other; 0 = over all of them
     dp_shard: int = 0
+    # fine-grained activation offloading (TrainingConfig.offload_modules): () = none
+    offload_modules: tuple[str, ...] = ()
+
+    @property
+    def recompute_label(self) -> str:
+        """The recomputation, '+offload' where the experts' tensors (or the modules asked
+        for) go to host memory."""
+        return self.recompute + ("+offload" if self.offload_modules else "")
 
     @property
     def zero_label(self) -> str:
@@ -311,10 +319,13 @@ def advise_training(
         layouts = _layouts(shape, search, gpn, multi_node=inter is not None)
         gen = catalog.chip_of(product).sm.tensor_core_generation
         runs = _precisions_run(product, search, tally)
-        for wanted, recompute, sp, overlap in variants:
-            done += stages
-            if progress:
-                progress(done, total, product.name)
+        for wanted, recompute, sp, overlap, offload in (
+                (*v, o) for v in variants for o in _offload_variants(shape, search, v[1],
+                                                                       host_link)):
+            if not offload or offload == search.offload_modules:
+                done += stages
+                if progress:
+                    progress(done, total, product.name)
             if wanted not in runs:
                 continue
             precision = runs[wanted]
@@ -332,7 +343,7 @@ def advise_training(
                 "ep_dispatcher": MOE_DISPATCHER, "mtp_layers": search.mtp_layers,
                 "pp_schedule": search.pp_schedule,
                 "optimizer_offload": search.optimizer_offload,
-                "offload_modules": search.offload_modules, **_fine_tuning(search)}
+                "offload_modules": offload, **_fine_tuning(search)}
             # a hybrid's layouts come in a chunk per pipeline split; their layers cost the
             # same whatever the split, so they are costed once for all of them
             shared = (layer_costs(shape, device, intra, inter,
@@ -369,6 +380,8 @@ def advise_training(
                         "recompute": np.array([recompute.value] * len(row["gpus"]),
                                               dtype=object),
                         "sp": np.full(len(row["gpus"]), sp),
+                        "offload": np.array([",".join(offload)] * len(row["gpus"]),
+                                            dtype=object),
                         "overlap": np.full(len(row["gpus"]), overlap),
                         "precision": np.array([precision.value] * len(row["gpus"]),
                                               dtype=object),
@@ -812,6 +825,7 @@ def _option(catalog: Catalog, t: dict[str, np.ndarray], i: int, pareto: bool,
         recompute=str(t["recompute"][i]), sequence_parallel=bool(t["sp"][i]),
         tp_comm_overlap=bool(t["overlap"][i]), fsdp_prefetch=bool(t["prefetch"][i]),
         dp_shard=int(t["shard"][i]),
+        offload_modules=tuple(m for m in str(t["offload"][i]).split(",") if m),
         precision=str(t["precision"][i]), step_time_s=float(t["step"][i]),
         tokens_per_s=float(t["tps"][i]), mfu=float(t["mfu"][i]),
         memory_per_gpu_gib=from_si(t["mem"][i], Unit.GIB),
@@ -930,7 +944,27 @@ def option_config(search: TrainingSearch, o: TrainingOption, system: System | No
                           ep_dispatcher=MOE_DISPATCHER, mtp_layers=search.mtp_layers,
                           pp_schedule=search.pp_schedule if o.pp > 1 else PP_SCHEDULES[0],
                           optimizer_offload=search.optimizer_offload if o.zero >= 1 else 0.0,
-                          offload_modules=search.offload_modules, **_fine_tuning(search))
+                          offload_modules=o.offload_modules, **_fine_tuning(search))
+
+
+EXPERT_OFFLOAD = ("expert_fc1", "moe_act")
+"""What the search offloads of a mixture-of-experts run (Megatron-Core's module names): the
+routed experts' first projection's input and output, the largest tensors an expert layer
+keeps."""
+
+
+def _offload_variants(shape: TransformerShape, search: TrainingSearch, recompute: Recompute,
+                      host_link: float | None) -> tuple[tuple[str, ...], ...]:
+    """The fine-grained offloading a variant is costed with: the modules the search names,
+    for every option; else, for a mixture-of-experts model on a GPU whose link to its host
+    has a catalogued rate (so that the copies are priced), none and the experts' tensors
+    where nothing is recomputed (offloading as the alternative to recomputation; each
+    variant more costs a search of a hybrid MoE model a quarter of its time); else none."""
+    if search.offload_modules:
+        return (search.offload_modules,)
+    if shape.is_moe and host_link and recompute is Recompute.NONE:
+        return ((), EXPERT_OFFLOAD)
+    return ((),)
 
 
 def _fine_tuning(search: TrainingSearch) -> dict[str, Any]:

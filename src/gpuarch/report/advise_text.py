@@ -37,7 +37,7 @@ def _layout(o: Any) -> str:
 def _train_row(i: str, o: Any) -> list[str]:
     return [i, o.gpu_name, str(o.gpus), _layout(o), str(o.micro_batch),
             o.zero_label,
-            o.recompute, ("SP" if o.sequence_parallel else "")
+            o.recompute_label, ("SP" if o.sequence_parallel else "")
             + ("+ov" if o.tp_comm_overlap else "") or "-", o.precision,
             fmt(o.time_days), _usd(o.cost_usd), fmt(o.energy_mwh), f"{o.mfu * 100:.0f}%",
             fmt(o.memory_per_gpu_gib), o.bottleneck or "-", "*" if o.pareto else ""]
