@@ -257,3 +257,18 @@ def test_the_advisor_searches_with_it(tmp_path) -> None:  # type: ignore[no-unty
     with pytest.raises(GpuarchError, match="has no expert layers for 'moe_act'"):
         advise_training(CATALOG, LLAMA3_8B, dataclasses.replace(
             base, offload_modules=("moe_act",)), prices)
+
+
+def test_the_reports_training_table_says_what_is_offloaded(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The HTML report's training tables show an option's recomputation with '+offload'
+    where the experts' tensors go to host memory, as the text table does."""
+    from gpuarch.advise import TrainingSearch, advise_training, load_prices
+    from gpuarch.report.html import _training
+
+    path = tmp_path / "prices.toml"
+    path.write_text('[[price]]\ngpu = "gb200"\nusd_per_gpu_hour = 6.0\n')
+    search = TrainingSearch(tokens=1e11, max_gpus=256, gpus=("gb200",), top=3)
+    advice = advise_training(CATALOG, preset("qwen3-235b-a22b").shape, search,
+                             load_prices(path))
+    assert advice.per_gpu[0].offload_modules
+    assert "none+offload" in _training(advice)

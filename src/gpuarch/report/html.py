@@ -143,7 +143,7 @@ def _training(advice: Any, launch: Any = None) -> str:
                f"<i>{_e(best.bottleneck)}-bound:</i> {_e(best.reason)}</p>")
     out.append(_launch(launch))
     rows = [[o.gpu_name, o.gpus, f"TP{o.tp} PP{o.pp} CP{o.cp} EP{o.ep}", o.micro_batch,
-             o.zero_label, o.recompute, o.precision,
+             o.zero_label, o.recompute_label, o.precision,
              fmt(o.time_days), _usd(o.cost_usd),
              fmt(o.energy_mwh), f"{o.mfu:.0%}", fmt(o.memory_per_gpu_gib), o.bottleneck]
             for o in advice.per_gpu]
