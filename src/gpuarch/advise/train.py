@@ -23,6 +23,7 @@ from gpuarch.advise.prices import PriceBook
 from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import Product, System, Tier
 from gpuarch.errors import GpuarchError, check_choice
+from gpuarch.estimate.activation_offload import expert_modules
 from gpuarch.estimate.energy import DEFAULT_FACILITY, Facility, energy_kwh, facility_power_w
 from gpuarch.estimate.host_link import product_host_link
 from gpuarch.estimate.lora import DEFAULT_LORA_MODULES, lora_params
@@ -319,13 +320,10 @@ def advise_training(
         layouts = _layouts(shape, search, gpn, multi_node=inter is not None)
         gen = catalog.chip_of(product).sm.tensor_core_generation
         runs = _precisions_run(product, search, tally)
-        for wanted, recompute, sp, overlap, offload in (
-                (*v, o) for v in variants for o in _offload_variants(shape, search, v[1],
-                                                                       host_link)):
-            if not offload or offload == search.offload_modules:
-                done += stages
-                if progress:
-                    progress(done, total, product.name)
+        for wanted, recompute, sp, overlap in variants:
+            done += stages
+            if progress:
+                progress(done, total, product.name)
             if wanted not in runs:
                 continue
             precision = runs[wanted]
@@ -342,8 +340,8 @@ def advise_training(
                 "gpus_per_node": gpn, "fp8_params": keeps_fp8_weights(precision),
                 "ep_dispatcher": MOE_DISPATCHER, "mtp_layers": search.mtp_layers,
                 "pp_schedule": search.pp_schedule,
-                "optimizer_offload": search.optimizer_offload,
-                "offload_modules": offload, **_fine_tuning(search)}
+                "optimizer_offload": search.optimizer_offload, **_fine_tuning(search)}
+            offloads = _offload_variants(shape, search, recompute, host_link)
             # a hybrid's layouts come in a chunk per pipeline split; their layers cost the
             # same whatever the split, so they are costed once for all of them
             shared = (layer_costs(shape, device, intra, inter,
@@ -354,40 +352,45 @@ def advise_training(
                 # all of them and one for hybrid sharding over those it applies to
                 # (_hybrid_groups); flat, variant by variant, the layouts in their order
                 # within each; one shortlist over them all
-                # (their layers' costing does not depend on the ZeRO variant: made once)
+                # (their layers' costing depends on neither the ZeRO variant nor the
+                # offloading, which moves only activation memory and the host copies: made
+                # once)
                 layers = shared.take(span) if shared else layer_costs(
                     shape, device, intra, inter, layout_config(shape, chunk, common),
                     efficiency)
-                blocks = [_cost_variants(shape, product, device, intra, inter, efficiency,
-                                         host_link, common, chunk, ZERO_STAGES, layers)]
                 group = _hybrid_groups(shape, chunk, gpn)
                 inside = np.flatnonzero(group)
-                if len(inside):
-                    blocks.append(_cost_variants(
-                        shape, product, device, intra, inter, efficiency, host_link, common,
-                        {k: v[inside] for k, v in chunk.items()}, HYBRID_STAGES,
-                        layers.take(inside), shards=group[inside],
-                        first=len(ZERO_STAGES)))
-                flat = {k: np.concatenate([b[0][k] for b in blocks]) for k in blocks[0][0]}
-                run = _RunPricing(product, price, search, host_link, trained_params,
-                                  blocks[0][1].param_bytes)
-                row = run.keep(flat, tally)
-                if row is not None:
+                for offload in offloads:
+                    with_offload = {**common, "offload_modules": offload}
+                    blocks = [_cost_variants(shape, product, device, intra, inter, efficiency,
+                                             host_link, with_offload, chunk, ZERO_STAGES,
+                                             layers)]
+                    if len(inside):
+                        blocks.append(_cost_variants(
+                            shape, product, device, intra, inter, efficiency, host_link,
+                            with_offload, {k: v[inside] for k, v in chunk.items()},
+                            HYBRID_STAGES, layers.take(inside), shards=group[inside],
+                            first=len(ZERO_STAGES)))
+                    flat = {k: np.concatenate([b[0][k] for b in blocks])
+                            for k in blocks[0][0]}
+                    run = _RunPricing(product, price, search, host_link, trained_params,
+                                      blocks[0][1].param_bytes)
+                    row = run.keep(flat, tally)
+                    if row is None:
+                        continue
+                    n = len(row["gpus"])
                     tally.rows.append({
-                        "key": np.array([product.key] * len(row["gpus"]), dtype=object),
+                        "key": np.array([product.key] * n, dtype=object),
                         **{k: row[k] for k in ("gpus", "tp", "pp", "cp", "ep", "vpp", "mb",
                                                "gb", "zero", "prefetch", "shard")},
-                        "recompute": np.array([recompute.value] * len(row["gpus"]),
-                                              dtype=object),
-                        "sp": np.full(len(row["gpus"]), sp),
-                        "offload": np.array([",".join(offload)] * len(row["gpus"]),
-                                            dtype=object),
-                        "overlap": np.full(len(row["gpus"]), overlap),
-                        "precision": np.array([precision.value] * len(row["gpus"]),
-                                              dtype=object),
+                        "recompute": np.array([recompute.value] * n, dtype=object),
+                        "sp": np.full(n, sp),
+                        "offload": np.array([",".join(offload)] * n, dtype=object),
+                        "overlap": np.full(n, overlap),
+                        "precision": np.array([precision.value] * n, dtype=object),
                         **{k: row[k] for k in ("step", "tps", "mfu", "mem", "time", "cost",
                                                "energy", "power")},
-                        "price": np.full(len(row["gpus"]), np.nan if price is None else price),
+                        "price": np.full(n, np.nan if price is None else price),
                     })
     return _ranked(catalog, shape, search, prices, efficiency, tally)
 
@@ -947,23 +950,17 @@ def option_config(search: TrainingSearch, o: TrainingOption, system: System | No
                           offload_modules=o.offload_modules, **_fine_tuning(search))
 
 
-EXPERT_OFFLOAD = ("expert_fc1", "moe_act")
-"""What the search offloads of a mixture-of-experts run (Megatron-Core's module names): the
-routed experts' first projection's input and output, the largest tensors an expert layer
-keeps."""
-
-
 def _offload_variants(shape: TransformerShape, search: TrainingSearch, recompute: Recompute,
                       host_link: float | None) -> tuple[tuple[str, ...], ...]:
     """The fine-grained offloading a variant is costed with: the modules the search names,
     for every option; else, for a mixture-of-experts model on a GPU whose link to its host
     has a catalogued rate (so that the copies are priced), none and the experts' tensors
-    where nothing is recomputed (offloading as the alternative to recomputation; each
-    variant more costs a search of a hybrid MoE model a quarter of its time); else none."""
+    (``activation_offload.expert_modules``) where nothing is recomputed (offloading as the
+    alternative to recomputation); else none."""
     if search.offload_modules:
         return (search.offload_modules,)
     if shape.is_moe and host_link and recompute is Recompute.NONE:
-        return ((), EXPERT_OFFLOAD)
+        return ((), expert_modules(fused_mlp=False))  # the search's per-expert launches
     return ((),)
 
 

@@ -16,7 +16,8 @@ from collections.abc import Iterable
 from gpuarch.errors import GpuarchError, check_names
 from gpuarch.workloads.shape import TransformerShape
 
-__all__ = ["DEFAULT_MIN_ELEMENTS", "OFFLOAD_MODULES", "check_offload_modules"]
+__all__ = ["DEFAULT_MIN_ELEMENTS", "OFFLOAD_MODULES", "check_offload_modules",
+           "expert_modules"]
 
 OFFLOAD_MODULES = ("attn_norm", "qkv_linear", "core_attn", "attn_proj", "mlp_norm",
                    "expert_fc1", "moe_act", "fused_group_mlp")
@@ -29,6 +30,13 @@ DEFAULT_MIN_ELEMENTS = 1024 * 1024
 """Megatron-Core's ``min_offloaded_tensor_size``: a tensor of fewer elements stays."""
 
 _EXPERT_MODULES = ("expert_fc1", "moe_act", "fused_group_mlp")
+
+
+def expert_modules(fused_mlp: bool) -> tuple[str, ...]:
+    """The modules that offload what a routed expert layer keeps (its largest tensors: the
+    first projection's input and output): ``fused_group_mlp`` under the fused grouped MLP
+    (``--expert-launches fused-mlp``), else ``expert_fc1`` and ``moe_act``."""
+    return ("fused_group_mlp",) if fused_mlp else ("expert_fc1", "moe_act")
 
 
 def check_offload_modules(modules: Iterable[str], shape: TransformerShape, *,

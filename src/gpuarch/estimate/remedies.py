@@ -34,6 +34,7 @@ from typing import TypeVar
 from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import Product, System
 from gpuarch.errors import GpuarchError
+from gpuarch.estimate.activation_offload import expert_modules
 from gpuarch.estimate.host_link import product_host_link
 from gpuarch.estimate.inference import InferenceEstimate, estimate_inference
 from gpuarch.estimate.inference_config import InferenceConfig
@@ -145,15 +146,13 @@ def _candidates(shape: TransformerShape, cfg: TrainingConfig
 def _offload_sets(shape: TransformerShape, cfg: TrainingConfig
                   ) -> tuple[tuple[str, ...], ...]:
     """Fine-grained offloading a run without any can take: the routed experts' kept
-    tensors (``fused_group_mlp`` under the fused grouped MLP, else the first projection's
-    input and output) where the expert layers are not recomputed whole, and the attention
-    core's inputs and output."""
+    tensors (``activation_offload.expert_modules``) where the expert layers are not
+    recomputed whole, and the attention core's inputs and output."""
     if cfg.offload_layers or cfg.offload_modules:
         return ()
     out: list[tuple[str, ...]] = []
     if shape.is_moe and "moe" not in cfg.recomputed:
-        out.append(("fused_group_mlp",) if cfg.expert_launches == "fused-mlp"
-                   else ("expert_fc1", "moe_act"))
+        out.append(expert_modules(fused_mlp=cfg.expert_launches == "fused-mlp"))
     if not shape.is_hybrid or "*" in shape.hybrid_pattern:
         out.append(("core_attn", "attn_proj"))
     return tuple(out)
