@@ -272,3 +272,32 @@ def test_the_reports_training_table_says_what_is_offloaded(tmp_path) -> None:  #
                              load_prices(path))
     assert advice.per_gpu[0].offload_modules
     assert "none+offload" in _training(advice)
+
+
+def test_the_qwen3_235b_gb200_mxfp8_run_needs_its_offloading() -> None:
+    """The Megatron-MoE ModelZoo (the Megatron-Core MoE report's authors' recipes) prints
+    Qwen3-235B-A22B on 256 GB200 in MXFP8 at TP 1, PP 4 x 6 virtual stages, EP 64, MBS 3
+    with "activation offloading required" and runs it with --offload-modules expert_fc1
+    moe_act (best_practice/qwen3/readme.md at yanring/Megatron-MoE-ModelZoo 020b8136). The
+    model agrees on both sides: the published layout does not fit without the offloading
+    and fits with it, the copies hidden behind the layers on NVLink-C2C."""
+    from gpuarch.estimate.training import DEFAULT_EFFICIENCY
+    from gpuarch.validation.training import estimate_point, load_training_points
+
+    point = next(p for p in load_training_points()
+                 if p.id == "mcore-moe-gb200-qwen3-235b-a22b-mxfp8")
+    run = estimate_point(CATALOG, point, DEFAULT_EFFICIENCY)
+    assert run.config.offload_modules == ("expert_fc1", "moe_act")
+    assert run.estimate.fits_in_memory
+    assert run.estimate.time_breakdown.communication_parts["activation_offload"] == 0.0
+    raw = {k: v for k, v in point.raw.items() if k != "offload_modules"}
+    without = estimate_point(CATALOG, dataclasses.replace(point, raw=raw),
+                             DEFAULT_EFFICIENCY).estimate
+    assert not without.fits_in_memory
+    # what goes: 0.94 GiB a layer-pass (8 dispatched MXFP8 copies of 3 x 4,096 tokens at
+    # 4,096 wide, and their BF16 FC1 outputs, 2 x 1,536 wide), 108 layer-passes held on the
+    # first rank (27 chunks of 4 layers in the interleaved warm-up) less one layer-pass's
+    # tensors in flight
+    freed = without.memory.activations - run.estimate.memory.activations
+    per_pass = 8 * 3 * 4096 * (4096 * 1 + 2 * 1536 * 2)
+    assert freed == pytest.approx(107 * per_pass, rel=1e-9)

@@ -173,9 +173,10 @@ def test_every_published_run_fits_or_says_why() -> None:
     # 281 GiB of 279); seven since NVIDIA's DGX Cloud Llama 3.1 405B BF16 run on 512 H100
     # (84 GiB with FP32 gradient buffers, its precision-aware optimizer not modelled); eight
     # since the same recipes' Nemotron-4 15B BF16 run on 16 H100 (83 GiB, the same reason);
-    # nine since the routed experts' first-projection inputs are counted (the Megatron-Core
-    # MoE report's Qwen3-235B MXFP8 run on 256 GB200 reads 213 GiB of 186)
-    assert sum(not r.memory.fits for r in rows) <= 9
+    # (the Megatron-Core MoE report's Qwen3-235B MXFP8 run on 256 GB200 read 213 GiB of 186
+    # once the routed experts' first-projection inputs were counted, until its authors'
+    # recipe showed it offloads them)
+    assert sum(not r.memory.fits for r in rows) <= 8
 
 
 def test_memory_settings_reach_the_layout_line(capsys: pytest.CaptureFixture[str]) -> None:
