@@ -430,6 +430,15 @@ def test_validation_error_does_not_regress() -> None:
     assert len(flash) == 2 and min(flash) >= 0.15 and max(flash) <= 0.20
     summary = dataclasses.replace(summary, rows=tuple(
         r for r in summary.rows if r.id not in v4))
+    # the Megatron-MoE ModelZoo's nine Qwen3-235B-A22B runs on 256 H100, entered out of
+    # sample on 2026-12-06 with nothing refitted ("The Megatron-MoE ModelZoo's Qwen3-235B
+    # runs" in docs/performance-model.md: the model slower than measured, by 20-23% on the
+    # four long-context runs), are held to their own bound
+    zoo = [r.error for r in summary.rows if r.id.startswith("mcore-zoo-h100-qwen3-235b")]
+    assert len(zoo) == 9 and sum(abs(e) for e in zoo) / 9 <= 0.19  # 18.9%
+    assert min(zoo) >= -0.35 and max(zoo) <= 0.10
+    summary = dataclasses.replace(summary, rows=tuple(
+        r for r in summary.rows if not r.id.startswith("mcore-zoo-h100-qwen3-235b")))
     assert len(summary.rows) >= 605
     # 7.69% over 605 since llm-foundry's A100 40GB table (76 rows out of sample, 7.1% among
     # themselves, two beyond 20%); 7.77% over 529 since the rest of llm-foundry's MPT tables

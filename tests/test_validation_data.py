@@ -891,3 +891,53 @@ def test_automodel_deepep_hybridep_pair_gives_the_pages_own_figures() -> None:
     assert hybrid.get("tokens_per_s_per_gpu") / deepep.get("tokens_per_s_per_gpu") == \
         pytest.approx(1.055, abs=0.001)
     assert deepep.get("dispatcher_wait_us") == 74 and hybrid.get("dispatcher_wait_us") == 0
+
+
+def test_modelzoo_qwen3_235b_rows_are_the_cells_they_name_in_megatrons_causal_count() -> None:
+    """The Megatron-MoE ModelZoo's Qwen3 page (best_practice/Qwen3/readme.md @c1ad0b5c) prints
+    five 4,096-token rows on 256 H100 with a step time and a 'Per GPU TF', and a long-context
+    table with TFLOP/s alone. The 4,096-token rows' TF x step time over their tokens is
+    Megatron-LM's count with the causal attention core halved (148.3 GFLOP a token for
+    Qwen3-235B-A22B; 167.3 not halved) within the rounding of the printed figures, so the
+    long-context rows read their TFLOP/s in that count (``megatron-causal``), which turns
+    each into the tokens/s it names."""
+    from gpuarch.validation.training import published_tokens_per_s_per_gpu
+    from gpuarch.workloads.flops import forward_flops_per_token
+
+    shape = preset("qwen3-235b-a22b").shape
+    step_rows = {  # id: (step time s, Per GPU TF)
+        "mcore-zoo-h100-qwen3-235b-ep32": (19.7, 245),
+        "mcore-zoo-h100-qwen3-235b-ep32-a2a-overlap": (17.6, 276),
+        "mcore-zoo-h100-qwen3-235b-fsdp-ep8": (17.6, 276),
+        "mcore-zoo-h100-qwen3-235b-a2a-pp32": (24.2, 200),
+        "mcore-zoo-h100-qwen3-235b-tp4-ep8": (29.0, 167),
+    }
+    long_rows = {  # sequence: (CP, forced balance TF, dropless TF)
+        16384: (1, 295, 237), 32768: (2, 335, 277), 65536: (4, 368, 320),
+        131072: (8, 389, 357)}
+    rows = {p.id: p for p in load_training_points()
+            if p.id.startswith("mcore-zoo-h100-qwen3-235b")}
+    assert len(rows) == len(step_rows) + len(long_rows)
+    causal = 3 * forward_flops_per_token(shape, 4096, causal=True).total
+    full = 3 * forward_flops_per_token(shape, 4096).total
+    assert causal == pytest.approx(148.3e9, rel=1e-3)
+    assert full == pytest.approx(167.3e9, rel=1e-3)
+    for pid, (step, tf) in step_rows.items():
+        p = rows[pid]
+        assert p.get("step_time_s") == step and p.get("global_batch") == 2048
+        implied = tf * 1e12 * step * p.get("gpus") / (2048 * 4096)
+        # the step to 3 figures and the TF to 3: about 0.5% between them
+        assert implied == pytest.approx(causal, rel=0.007), pid
+        assert p.get("gpus") == p.get("tp") * p.get("pp") * p.get("dp")
+    for seq, (cp, tf, _dropless) in long_rows.items():
+        # the forced-balance figures (the dropless ones, an aux-loss regime the model does
+        # not represent, are not entered)
+        p = rows[f"mcore-zoo-h100-qwen3-235b-{seq // 1024}k-balanced"]
+        assert (p.get("seq_len"), p.get("cp"), p.get("tflops_per_gpu")) == (seq, cp, tf)
+        assert p.get("tflops_convention") == "megatron-causal"
+        assert p.get("moe_routing") is None
+        assert p.get("gpus") == p.get("tp") * p.get("pp") * p.get("cp") * p.get("dp")
+        per_token = 3 * forward_flops_per_token(shape, seq, causal=True).total
+        got, label = published_tokens_per_s_per_gpu(p, shape, 0.0)
+        assert got == pytest.approx(tf * 1e12 / per_token, rel=1e-12)
+        assert "megatron-causal" in label

@@ -50,9 +50,9 @@ TRAINING_FAMILIES = (
     ("Megatron Bridge and NeMo performance tables, cards and DGX Cloud recipes",
      ("mbridge-", "nemo-", "dgxc-nemo")),
     ("papers: Megatron-LM, Korthikanti et al., Llama 3, MT-NLG, BLOOM, zero bubble, "
-     "Megatron Core MoE, MoE Parallel Folding", ("megatron-", "korthikanti", "llama3-", "mt-nlg",
-                                                 "bigscience", "zero-bubble", "mcore-moe",
-                                                 "mcore-folding")),
+     "Megatron Core MoE (and its team's ModelZoo tables), MoE Parallel Folding",
+     ("megatron-", "korthikanti", "llama3-", "mt-nlg", "bigscience", "zero-bubble",
+      "mcore-moe", "mcore-folding")),
     ("llm-foundry's MPT tables", ("llm-foundry",)),
     ("TorchTitan, MaxText, NeMo AutoModel", ("torchtitan", "dgxc-maxtext", "automodel")),
 )

@@ -314,7 +314,16 @@ def published_tokens_per_s_per_gpu(point: TrainingPoint, shape: TransformerShape
     megatron_hfu = (4.0 if recompute == "full" else 3.0) * (fwd.total - fwd.lm_head) \
         + 3.0 * fwd.lm_head
     if point.get("tflops_per_gpu"):
-        per_token = megatron_hfu if point.get("tflops_convention") == "megatron-hfu" else model
+        convention = point.get("tflops_convention")
+        if convention == "megatron-hfu":
+            per_token = megatron_hfu
+        elif convention == "megatron-causal":
+            # Megatron-LM's count since it halves the causal attention core (its
+            # num_floating_point_operations): the model's FLOPs with each query seeing half
+            # the sequence on average
+            per_token = 3.0 * forward_flops_per_token(shape, seq, causal=True).total
+        else:
+            per_token = model
         return to_si(point.get("tflops_per_gpu"), Unit.TFLOPS) / per_token, \
             f"TFLOP/s per GPU ({point.get('tflops_convention') or 'unspecified'})"
     if point.get("mfu"):

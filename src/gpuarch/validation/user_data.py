@@ -69,7 +69,8 @@ _SERVING_CHOICES = {**_SHAPE_CHOICES, "weight_precision": _QUANT, "activation_pr
 CHOICES: dict[Kind, dict[str, tuple[str, ...]]] = {
     "training": {**_SHAPE_CHOICES, "precision": _values(Precision),
                  "recompute": _values(Recompute),
-                 "tflops_convention": ("model-flops", "megatron-hfu", "unspecified")},
+                 "tflops_convention": ("model-flops", "megatron-causal", "megatron-hfu",
+                                       "unspecified")},
     "inference": {**_SERVING_CHOICES, "mode": ("static-batch", "serving", "max-throughput")},
     # (a load run's mode: _check_load_run)
     "load": {**_SERVING_CHOICES, "arrivals": ARRIVALS},
