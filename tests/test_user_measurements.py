@@ -190,6 +190,8 @@ def _with(old: str, new: str) -> str:
      "sequence_parallel = 'no': expected true or false"),
     (_with('precision = "bf16"', 'precision = "bf61"'),
      "precision: expected one of"),
+    (_with("step_time_s = 14.2", 'tflops_per_gpu = 400\ntflops_convention = "megatron"'),
+     "tflops_convention: expected one of"),
     (_with("step_time_s = 14.2", 'source = "mine"\nstep_time_s = 14.2'),
      "source 'mine' is not a [[source]] id of the file"),
     (_with('gpu = "h100"', 'gpu = "h1000"'),
@@ -475,3 +477,28 @@ def test_plot_draws_the_errors_and_a_bad_path_is_refused_first(
     status, out, err = run(capsys, "validate", kind, "--plot", str(tmp_path / "errors.txt"))
     assert status == 2 and out == "" and "--plot" in err and "must end in .png or .svg" in err
     assert not (tmp_path / "errors.txt").exists()
+
+
+def test_tflops_in_megatrons_causal_count_read_as_that_count(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """A run's TFLOP/s per GPU as recent Megatron-LM logs print it (``megatron-causal``: the
+    causal attention core counted at half) turns into tokens/s over the model's FLOPs per
+    token with the core halved; the same figure in the model's own count (``model-flops``,
+    the core whole) gives fewer tokens/s, by the ratio of the two counts."""
+    from gpuarch.workloads.flops import forward_flops_per_token
+    from gpuarch.workloads.presets import preset
+
+    base = _with("step_time_s = 14.2", "tflops_per_gpu = 400")
+    read = {}
+    for convention in ("megatron-causal", "model-flops"):
+        text = base.replace("tflops_per_gpu = 400",
+                            f'tflops_per_gpu = 400\ntflops_convention = "{convention}"')
+        status, out, err = run(capsys, "validate", "training", "--data",
+                               _file(tmp_path, text), "--json")
+        assert status == 0 and err == ""
+        read[convention] = json.loads(out)["points"][0]["published"]
+    shape = preset("llama-3.1-70b").shape
+    halved = 3 * forward_flops_per_token(shape, 8192, causal=True).total
+    whole = 3 * forward_flops_per_token(shape, 8192).total
+    assert read["megatron-causal"] == pytest.approx(400e12 / halved, rel=1e-4)
+    assert read["model-flops"] == pytest.approx(400e12 / whole, rel=1e-4)
