@@ -237,7 +237,7 @@ def test_the_advisor_searches_with_it(tmp_path) -> None:  # type: ignore[no-unty
     advice = advise_training(CATALOG, qwen, base, prices)
     best = advice.top[0]
     assert best.offload_modules == ("expert_fc1", "moe_act")
-    assert best.recompute_label == best.recompute + "+offload"
+    assert best.recompute_label == best.recompute + "+off:moe"
     # the best plan's micro-batch does not fit without the offloading
     plain = dataclasses.replace(option_config(base, best, system), offload_modules=())
     assert not estimate_training(CATALOG, qwen, gb200, plain, system=system).fits_in_memory
@@ -260,7 +260,7 @@ def test_the_advisor_searches_with_it(tmp_path) -> None:  # type: ignore[no-unty
 
 
 def test_the_reports_training_table_says_what_is_offloaded(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    """The HTML report's training tables show an option's recomputation with '+offload'
+    """The HTML report's training tables show an option's recomputation with '+off:moe'
     where the experts' tensors go to host memory, as the text table does."""
     from gpuarch.advise import TrainingSearch, advise_training, load_prices
     from gpuarch.report.html import _training
@@ -271,7 +271,14 @@ def test_the_reports_training_table_says_what_is_offloaded(tmp_path) -> None:  #
     advice = advise_training(CATALOG, preset("qwen3-235b-a22b").shape, search,
                              load_prices(path))
     assert advice.per_gpu[0].offload_modules
-    assert "none+offload" in _training(advice)
+    html = _training(advice)
+    assert "none+off:moe" in html and "moe = the routed experts&#x27; (expert_fc1,moe_act)" in html
+    # a table without offloading carries no key for it
+    from gpuarch.workloads import preset as _preset
+    plain = advise_training(CATALOG, _preset("llama-3.1-8b").shape, dataclasses.replace(
+        search, max_gpus=64), load_prices(path))
+    assert not any(o.offload_modules for o in plain.per_gpu)
+    assert "+off:" not in _training(plain)
 
 
 def test_the_qwen3_235b_gb200_mxfp8_run_needs_its_offloading() -> None:
@@ -301,3 +308,82 @@ def test_the_qwen3_235b_gb200_mxfp8_run_needs_its_offloading() -> None:
     freed = without.memory.activations - run.estimate.memory.activations
     per_pass = 8 * 3 * 4096 * (4096 * 1 + 2 * 1536 * 2)
     assert freed == pytest.approx(107 * per_pass, rel=1e-9)
+
+
+@pytest.mark.parametrize("modules, tag", [
+    (("expert_fc1", "moe_act"), "moe"), (("moe_act", "expert_fc1"), "moe"),
+    (("fused_group_mlp",), "moe"), (("core_attn", "attn_proj"), "attn"),
+    (("expert_fc1", "moe_act", "core_attn", "attn_proj"), "moe,attn"),
+    # anything else by name, in the modules' own order
+    (("core_attn",), "core_attn"), (("moe_act", "attn_norm"), "attn_norm,moe_act"),
+    (("expert_fc1", "moe_act", "core_attn"), "core_attn,expert_fc1,moe_act"),
+])
+def test_the_advisors_short_names_for_what_is_offloaded(modules: tuple[str, ...],
+                                                        tag: str) -> None:
+    from gpuarch.estimate.activation_offload import offload_tag
+    assert offload_tag(modules) == tag
+
+
+def test_the_advisor_offloads_a_dense_models_attention_where_it_pays(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Llama 3.1 70B at 32K tokens on up to 256 H100: the variants that recompute nothing
+    are also searched with the attention core's tensors offloaded (core_attn, attn_proj),
+    and the best plan takes them, at TP 4 where without them it needs TP 8 (13.25 s a step
+    against 13.85: the copies over PCIe priced). Where offloading changes none of time,
+    cost and energy (copies hidden, the same layout) the plan that offloads nothing is kept:
+    Llama 3.1 8B at 4K on up to 64 GB200 offloads nothing. A hybrid's few attention blocks
+    are not offloaded."""
+    from gpuarch.advise import TrainingSearch, advise_training, load_prices
+    from gpuarch.advise.train import option_config
+    from gpuarch.estimate.activation_offload import ATTENTION_MODULES
+
+    path = tmp_path / "prices.toml"
+    path.write_text('[[price]]\ngpu = "h100"\nusd_per_gpu_hour = 3.0\n'
+                    '[[price]]\ngpu = "gb200"\nusd_per_gpu_hour = 6.0\n')
+    prices = load_prices(path)
+    h100 = CATALOG.product("h100")
+    system = CATALOG.system_for(h100)
+    llama70 = preset("llama-3.1-70b").shape
+    search = TrainingSearch(tokens=1e11, max_gpus=256, gpus=("h100",), top=20,
+                            seq_len=32768)
+    advice = advise_training(CATALOG, llama70, search, prices)
+    best = advice.top[0]
+    assert best.offload_modules == ATTENTION_MODULES and best.tp == 4
+    assert best.recompute_label == "none+off:attn"
+    assert best.step_time_s == pytest.approx(13.25, rel=0.01)
+    # the fastest plan that offloads nothing is slower
+    plain_best = min(o.step_time_s for o in advice.top if not o.offload_modules)
+    assert plain_best == pytest.approx(13.85, rel=0.01)
+    plain = dataclasses.replace(option_config(search, best, system), offload_modules=())
+    assert not estimate_training(CATALOG, llama70, h100, plain, system=system).fits_in_memory
+    for o in advice.top:
+        cfg = option_config(search, o, system)
+        est = estimate_training(CATALOG, llama70, h100, cfg, system=system)
+        assert est.fits_in_memory
+        assert est.step_time_s == pytest.approx(o.step_time_s, rel=1e-9)
+    small = TrainingSearch(tokens=1e10, max_gpus=64, gpus=("gb200",), top=5)
+    assert not any(o.offload_modules
+                   for o in advise_training(CATALOG, LLAMA3_8B, small, prices).top)
+    nano = preset("nemotron-3-nano-30b-a3b").shape
+    hybrid = TrainingSearch(tokens=1e10, max_gpus=16, gpus=("gb200",), top=40)
+    assert all(not set(ATTENTION_MODULES) & set(o.offload_modules)
+               for o in advise_training(CATALOG, nano, hybrid, prices).top)
+
+
+def test_a_long_context_moe_plan_offloads_both_the_experts_and_attention(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Qwen3-30B-A3B at 32K tokens on up to 64 GB200: the best plan offloads the experts'
+    and the attention core's tensors together (the search's third variant for a
+    mixture-of-experts model), and is what the scalar estimate of its configuration gives."""
+    from gpuarch.advise import TrainingSearch, advise_training, load_prices
+    from gpuarch.advise.train import option_config
+
+    path = tmp_path / "prices.toml"
+    path.write_text('[[price]]\ngpu = "gb200"\nusd_per_gpu_hour = 6.0\n')
+    gb200 = CATALOG.product("gb200")
+    system = CATALOG.system_for(gb200)
+    search = TrainingSearch(tokens=1e10, max_gpus=64, gpus=("gb200",), top=3, seq_len=32768)
+    best = advise_training(CATALOG, QWEN3_30B, search, load_prices(path)).top[0]
+    assert best.offload_modules == ("expert_fc1", "moe_act", "core_attn", "attn_proj")
+    assert best.recompute_label == "none+off:moe,attn"
+    est = estimate_training(CATALOG, QWEN3_30B, gb200, option_config(search, best, system),
+                            system=system)
+    assert est.step_time_s == pytest.approx(best.step_time_s, rel=1e-9)

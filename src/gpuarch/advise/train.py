@@ -23,7 +23,7 @@ from gpuarch.advise.prices import PriceBook
 from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import Product, System, Tier
 from gpuarch.errors import GpuarchError, check_choice
-from gpuarch.estimate.activation_offload import expert_modules
+from gpuarch.estimate.activation_offload import ATTENTION_MODULES, expert_modules, offload_tag
 from gpuarch.estimate.energy import DEFAULT_FACILITY, Facility, energy_kwh, facility_power_w
 from gpuarch.estimate.host_link import product_host_link
 from gpuarch.estimate.lora import DEFAULT_LORA_MODULES, lora_params
@@ -112,7 +112,7 @@ class TrainingSearch:
     # TrainingConfig.optimizer_offload): 0 = none
     optimizer_offload: float = 0.0
     # fine-grained activation offloading of every option (TrainingConfig.offload_modules,
-    # Megatron-Core's module names): () = none
+    # Megatron-Core's module names): () = the search's own variants (_offload_variants)
     offload_modules: tuple[str, ...] = ()
     # the pipeline schedule of every option with a pipeline (PP_SCHEDULES); the layouts
     # searched are those it can run
@@ -167,9 +167,10 @@ class TrainingOption:
 
     @property
     def recompute_label(self) -> str:
-        """The recomputation, '+offload' where the experts' tensors (or the modules asked
-        for) go to host memory."""
-        return self.recompute + ("+offload" if self.offload_modules else "")
+        """The recomputation, with '+off:' and what goes to host memory where activations
+        are offloaded (``activation_offload.offload_tag``: moe, attn, or the modules)."""
+        return self.recompute + (f"+off:{offload_tag(self.offload_modules)}"
+                                 if self.offload_modules else "")
 
     @property
     def zero_label(self) -> str:
@@ -793,13 +794,14 @@ def _pareto_blocked(points: np.ndarray, block: int) -> np.ndarray:
 
 def _distinct(t: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """One row per distinct (GPU, time, cost, energy): variants that change nothing the
-    objectives see (ZeRO 1 vs 2 often) collapse to the one needing the least memory."""
+    objectives see (ZeRO 1 vs 2 often; activation offloading whose copies hide) collapse to
+    the one that offloads no activations, then to the one needing the least memory."""
     rounded = [np.round(np.nan_to_num(t[k], nan=-1.0), 9 - int(np.log10(max(
         1e-300, float(np.nanmax(np.abs(t[k]))) if np.isfinite(t[k]).any() else 1.0))))
         for k in ("time", "cost", "energy")]
     keys = np.array([f"{a}|{b!r}|{c!r}|{d!r}" for a, b, c, d in zip(t["key"], *rounded,
                                                                     strict=True)])
-    order = np.lexsort((t["mem"], keys))
+    order = np.lexsort((t["mem"], t["offload"] != "", keys))
     _, first = np.unique(keys[order], return_index=True)
     keep = np.sort(order[first])
     return {k: v[keep] for k, v in t.items()}
@@ -953,15 +955,27 @@ def option_config(search: TrainingSearch, o: TrainingOption, system: System | No
 def _offload_variants(shape: TransformerShape, search: TrainingSearch, recompute: Recompute,
                       host_link: float | None) -> tuple[tuple[str, ...], ...]:
     """The fine-grained offloading a variant is costed with: the modules the search names,
-    for every option; else, for a mixture-of-experts model on a GPU whose link to its host
-    has a catalogued rate (so that the copies are priced), none and the experts' tensors
-    (``activation_offload.expert_modules``) where nothing is recomputed (offloading as the
-    alternative to recomputation); else none."""
+    for every option; else, where nothing is recomputed (offloading as the alternative to
+    recomputation) on a GPU whose link to its host has a catalogued rate (so that the copies
+    are priced): none; the attention core's tensors (``ATTENTION_MODULES``) where attention
+    is every other layer's mixer (not a hybrid, whose few attention blocks keep little);
+    and for a mixture-of-experts model the experts' tensors
+    (``activation_offload.expert_modules``), alone and with the attention core's; else
+    none."""
     if search.offload_modules:
         return (search.offload_modules,)
-    if shape.is_moe and host_link and recompute is Recompute.NONE:
-        return ((), expert_modules(fused_mlp=False))  # the search's per-expert launches
-    return ((),)
+    if not host_link or recompute is not Recompute.NONE:
+        return ((),)
+    variants: list[tuple[str, ...]] = [()]
+    attention = ATTENTION_MODULES if shape.attention_layers and not shape.is_hybrid else ()
+    if attention and not shape.is_moe:
+        variants.append(attention)
+    if shape.is_moe:
+        experts = expert_modules(fused_mlp=False)  # the search's per-expert launches
+        variants.append(experts)
+        if attention:
+            variants.append(experts + attention)
+    return tuple(variants)
 
 
 def _fine_tuning(search: TrainingSearch) -> dict[str, Any]:

@@ -376,7 +376,9 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p.add_argument("--offload-modules", type=name_list, default=(), metavar="M,M",
                    help="every option offloads what these modules keep to CPU memory (as "
                         "estimate train --offload-modules: attn_norm, qkv_linear, core_attn, "
-                        "attn_proj, mlp_norm, expert_fc1, moe_act); default none")
+                        "attn_proj, mlp_norm, expert_fc1, moe_act); default: the plans "
+                        "that recompute nothing are also tried with the attention core's "
+                        "and, for MoE, the experts' tensors offloaded")
     p.add_argument("--pp-schedule", default="1f1b", metavar="1f1b|zb1p|dualpipe|dualpipev",
                    help="pipeline schedule of every option with a pipeline (as estimate "
                         "train); only the layouts it can run are searched (default 1f1b)")

@@ -16,8 +16,8 @@ from collections.abc import Iterable
 from gpuarch.errors import GpuarchError, check_names
 from gpuarch.workloads.shape import TransformerShape
 
-__all__ = ["DEFAULT_MIN_ELEMENTS", "OFFLOAD_MODULES", "check_offload_modules",
-           "expert_modules"]
+__all__ = ["ATTENTION_MODULES", "DEFAULT_MIN_ELEMENTS", "OFFLOAD_MODULES", "OFFLOAD_TAG_KEY",
+           "check_offload_modules", "expert_modules", "offload_tag"]
 
 OFFLOAD_MODULES = ("attn_norm", "qkv_linear", "core_attn", "attn_proj", "mlp_norm",
                    "expert_fc1", "moe_act", "fused_group_mlp")
@@ -37,6 +37,30 @@ def expert_modules(fused_mlp: bool) -> tuple[str, ...]:
     first projection's input and output): ``fused_group_mlp`` under the fused grouped MLP
     (``--expert-launches fused-mlp``), else ``expert_fc1`` and ``moe_act``."""
     return ("fused_group_mlp",) if fused_mlp else ("expert_fc1", "moe_act")
+
+
+ATTENTION_MODULES = ("core_attn", "attn_proj")
+"""The modules that offload what an attention layer keeps at the heads' width: the queries,
+keys and values the attention core saves and its output (the output projection's input),
+the pair Megatron-Core's recipes name for attention offloading."""
+
+
+OFFLOAD_TAG_KEY = ("+off: = activations offloaded to host memory, moe = the routed experts' "
+                   "(expert_fc1,moe_act), attn = the attention core's (core_attn,attn_proj)")
+"""What ``offload_tag``'s names mean, for the tables that print them."""
+
+
+def offload_tag(modules: Iterable[str]) -> str:
+    """A short name for a set of offloaded modules: ``moe`` for the experts' set (either
+    form, ``expert_modules``), ``attn`` for ``ATTENTION_MODULES``, ``moe,attn`` for both,
+    else the modules themselves, comma-separated."""
+    mods = set(modules)
+    experts = next((set(expert_modules(f)) for f in (False, True)
+                    if set(expert_modules(f)) <= mods), set())
+    attention = set(ATTENTION_MODULES) if set(ATTENTION_MODULES) <= mods else set()
+    if mods and mods == experts | attention:
+        return ",".join(tag for tag, part in (("moe", experts), ("attn", attention)) if part)
+    return ",".join(m for m in OFFLOAD_MODULES if m in mods)
 
 
 def check_offload_modules(modules: Iterable[str], shape: TransformerShape, *,

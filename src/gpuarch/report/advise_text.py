@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from gpuarch.estimate.activation_offload import OFFLOAD_TAG_KEY
 from gpuarch.report.estimate_text import moe_kernels_named
 from gpuarch.report.text import fmt, table
 from gpuarch.units import Unit, from_si
@@ -233,7 +234,8 @@ def render_training_advice(advice: Any, elapsed: float = 0.0) -> str:
         extra=["key: ZeRO 3+pf = ZeRO-3 with each layer's parameters gathered a layer ahead "
                "(Megatron-FSDP), 3+pf/N = that inside groups of N data-parallel ranks (a "
                "node's), the groups replicas of each other (HSDP); TP comm SP = sequence "
-               "parallelism, +ov = TP communication overlapped with GEMMs"])
+               "parallelism, +ov = TP communication overlapped with GEMMs; recompute "
+               + OFFLOAD_TAG_KEY])
 
 
 _INF_HEAD = ["#", "GPU", "GPUs", "replicas", "TP", "PP", "EP", "batch", "formats", "TTFT ms",

@@ -15,6 +15,7 @@ from typing import Any
 from gpuarch.catalog.evolution import EvolutionRow, Metric
 from gpuarch.catalog.queries import FeatureMatrix
 from gpuarch.errors import GpuarchError
+from gpuarch.estimate.activation_offload import OFFLOAD_TAG_KEY
 from gpuarch.files import check_output_path, write_whole_text
 from gpuarch.report.advise_text import inference_empty, training_empty
 from gpuarch.report.text import fmt
@@ -150,6 +151,8 @@ def _training(advice: Any, launch: Any = None) -> str:
     out.append("<h3>Best plan on each GPU</h3>" + _table(
         ["GPU", "GPUs", "layout", "micro-batch", "ZeRO", "recompute", "precision", "days",
          "cost", "MWh", "MFU", "GiB/GPU", "bound"], rows))
+    if any(o.offload_modules for o in advice.per_gpu):
+        out.append(f"<p>recompute {_e(OFFLOAD_TAG_KEY)}</p>")
     if any(o.cost_usd is not None for o in advice.pareto):
         out.append("<h3>Time, cost and energy: the Pareto front</h3>"
                    + inline_svg(lambda p: plot_pareto(advice, p)))
