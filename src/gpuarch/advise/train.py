@@ -957,9 +957,9 @@ def _offload_variants(shape: TransformerShape, search: TrainingSearch, recompute
     """The fine-grained offloading a variant is costed with: the modules the search names,
     for every option; else, where nothing is recomputed (offloading as the alternative to
     recomputation) on a GPU whose link to its host has a catalogued rate (so that the copies
-    are priced): none; the attention core's tensors (``ATTENTION_MODULES``) where attention
-    is every other layer's mixer (not a hybrid, whose few attention blocks keep little);
-    and for a mixture-of-experts model the experts' tensors
+    are priced): none; the attention core's tensors (``ATTENTION_MODULES``) where every
+    layer has attention (not a hybrid, whose few attention blocks keep little); and for a
+    mixture-of-experts model the experts' tensors
     (``activation_offload.expert_modules``), alone and with the attention core's; else
     none."""
     if search.offload_modules:

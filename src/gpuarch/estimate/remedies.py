@@ -34,7 +34,7 @@ from typing import TypeVar
 from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import Product, System
 from gpuarch.errors import GpuarchError
-from gpuarch.estimate.activation_offload import expert_modules
+from gpuarch.estimate.activation_offload import ATTENTION_MODULES, expert_modules
 from gpuarch.estimate.host_link import product_host_link
 from gpuarch.estimate.inference import InferenceEstimate, estimate_inference
 from gpuarch.estimate.inference_config import InferenceConfig
@@ -154,7 +154,7 @@ def _offload_sets(shape: TransformerShape, cfg: TrainingConfig
     if shape.is_moe and "moe" not in cfg.recomputed:
         out.append(expert_modules(fused_mlp=cfg.expert_launches == "fused-mlp"))
     if not shape.is_hybrid or "*" in shape.hybrid_pattern:
-        out.append(("core_attn", "attn_proj"))
+        out.append(ATTENTION_MODULES)
     return tuple(out)
 
 
