@@ -133,6 +133,7 @@ def _gpus_per_node(args: argparse.Namespace, catalog: Any, product: Any, system:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
+    from gpuarch.estimate.activation_offload import DEFAULT_MIN_ELEMENTS
     from gpuarch.estimate.memory import Recompute
     from gpuarch.estimate.remedies import memory_remedies
     from gpuarch.estimate.training import estimate_training
@@ -189,7 +190,9 @@ def cmd_train(args: argparse.Namespace) -> int:
         recompute_modules=args.recompute_modules,
         precision=args.precision or sixteen_bit(product), gpus_per_node=gpus_per_node,
         offload_layers=args.offload_layers, offload_modules=args.offload_modules,
-        offload_min_elements=args.offload_min_elements, fp8_params=args.fp8_params,
+        offload_min_elements=(DEFAULT_MIN_ELEMENTS if args.offload_min_elements is None
+                              else args.offload_min_elements),
+        fp8_params=args.fp8_params,
         optimizer_offload=args.optimizer_offload,
         optimizer_offload_overlap=args.optimizer_offload_overlap,
         bf16_grads=args.bf16_grads, bf16_optimizer=args.bf16_optimizer,

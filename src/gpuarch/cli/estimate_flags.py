@@ -520,7 +520,7 @@ def add_train_parser(est_sub: argparse._SubParsersAction[argparse.ArgumentParser
                         "--offload-modules): attn_norm, qkv_linear, core_attn, attn_proj "
                         "(with core_attn), mlp_norm, expert_fc1, moe_act, or fused_group_mlp "
                         "(with --expert-launches fused-mlp)")
-    p.add_argument("--offload-min-elements", type=int, default=1024 * 1024, metavar="N",
+    p.add_argument("--offload-min-elements", type=int, default=None, metavar="N",
                    help="with --offload-modules: tensors of fewer elements stay on the GPU "
                         "(Megatron-Core's min_offloaded_tensor_size, default 1,048,576)")
     p.add_argument("--optimizer-offload", type=float, default=0.0, metavar="F",
