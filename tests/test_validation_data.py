@@ -941,3 +941,39 @@ def test_modelzoo_qwen3_235b_rows_are_the_cells_they_name_in_megatrons_causal_co
         got, label = published_tokens_per_s_per_gpu(p, shape, 0.0)
         assert got == pytest.approx(tf * 1e12 / per_token, rel=1e-12)
         assert "megatron-causal" in label
+
+
+def test_megatrons_causal_count_adds_the_mtp_blocks_a_run_trains() -> None:
+    """Megatron-LM's FLOP count adds each multi-token-prediction block it trains. The Megatron
+    Core MoE report (arXiv:2603.07685, Table 11) prints DeepSeek-V3's runs with one MTP block
+    in both TFLOP/s and tokens/s: 1,048 / 4,020 (GB200), 1,233 / 4,730 (GB300) and 368 /
+    1,412 (H100), 260.7, 260.7 and 260.6 GFLOP a token, which is the model's count with the
+    causal core halved and the block added (260.6; 250.5 without it). So a row that prints
+    TFLOP/s alone in that count (``megatron-causal``) with ``mtp_layers`` reads its tokens/s
+    over that sum."""
+    from gpuarch.validation.training import published_tokens_per_s_per_gpu
+    from gpuarch.workloads.flops import forward_flops_per_token
+    from gpuarch.workloads.mtp import mtp_forward_flops_per_token
+
+    shape = preset("deepseek-v3").shape
+    trunk = 3 * forward_flops_per_token(shape, 4096, causal=True).total
+    block = 3 * mtp_forward_flops_per_token(shape, 4096, causal=True)
+    assert trunk == pytest.approx(250.45e9, rel=1e-3)
+    assert trunk + block == pytest.approx(260.64e9, rel=1e-3)
+    rows = {p.id: p for p in load_training_points()
+            if p.id in ("mcore-moe-gb200-deepseek-v3-mxfp8", "mcore-moe-gb300-deepseek-v3-mxfp8",
+                        "mcore-moe-h100-deepseek-v3-fp8")}
+    assert len(rows) == 3
+    for pid, p in rows.items():
+        assert p.get("mtp_layers") == 1
+        printed = p.get("tflops_per_gpu") * 1e12 / p.get("tokens_per_s_per_gpu")
+        # both figures to 3-4 significant digits
+        assert printed == pytest.approx(trunk + block, rel=0.003), pid
+        tf_only = {k: v for k, v in p.raw.items() if k != "tokens_per_s_per_gpu"}
+        for mtp, per_token in ((1, trunk + block), (0, trunk)):
+            row = dataclasses.replace(p, raw={**tf_only, "tflops_convention": "megatron-causal",
+                                              "mtp_layers": mtp})
+            got, label = published_tokens_per_s_per_gpu(row, shape, 0.0)
+            assert got == pytest.approx(p.get("tflops_per_gpu") * 1e12 / per_token,
+                                        rel=1e-12), (pid, mtp)
+            assert "megatron-causal" in label
