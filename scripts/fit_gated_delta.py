@@ -5,8 +5,11 @@ gated-delta-prefill-fla.csv``: Qwen3.5's head shapes on H100 and B300) are set b
 roofline's forward scan (``validation.gated_delta_kernels``). Grids, in turn, minimise the
 mean |ln(model/measured)|: ``gated_delta_scan`` on H100's wide rows (64 value heads),
 ``gated_delta_blackwell`` on B300's wide rows, ``gated_delta_chunk_step_s`` on the narrow
-rows (one or two sequences of 8 heads) of both. The script prints the fitted values and each
-group's error at them; no validation figure is used.
+rows (one or two sequences of 8 heads) of both; then the backward's two rates on the FLA
+backward times QwenLM FlashQLA's tables print (``gated-delta-backward-fla.csv``):
+``gated_delta_backward`` on H200's wide rows, ``gated_delta_backward_blackwell`` on GB200's.
+The script prints the fitted values and each group's error at them; no validation figure is
+used.
 
     python scripts/fit_gated_delta.py
 """
@@ -19,6 +22,7 @@ from gpuarch.catalog import load_catalog
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY
 from gpuarch.validation.gated_delta_kernels import (
     compare_gated_delta,
+    compare_gated_delta_backward,
     fit_gated_delta,
     narrow_rows,
     wide_rows,
@@ -31,10 +35,15 @@ def main() -> None:
     fitted = fit_gated_delta(catalog)
     for name, value in fitted.items():
         print(f"{name} = {value:g} (shipped {getattr(DEFAULT_EFFICIENCY, name):g})")
-    rows = compare_gated_delta(catalog, DEFAULT_EFFICIENCY.with_overrides(fitted))
+    at = DEFAULT_EFFICIENCY.with_overrides(fitted)
+    rows = compare_gated_delta(catalog, at)
+    back = compare_gated_delta_backward(catalog, at)
     for label, group in (("H100 wide", wide_rows(rows, "h100-sxm-80gb")),
                          ("B300 wide", wide_rows(rows, "b300")),
-                         ("narrow", narrow_rows(rows))):
+                         ("narrow", narrow_rows(rows)),
+                         ("backward H200 wide", wide_rows(back, "h200-sxm-141gb")),
+                         ("backward GB200 wide", wide_rows(back, "gb200")),
+                         ("backward narrow", narrow_rows(back))):
         ratios = [r.ratio for r in group]
         print(f"{label}: {len(group)} rows, mean |ln| {mean_abs_log_ratio(group):.3f}, "
               f"model/measured median {statistics.median(ratios):.3f} "

@@ -211,6 +211,33 @@ def test_the_chunked_scan_is_the_gated_delta_rule() -> None:
     assert mamba_scan_flops(m, 4)[0] == pytest.approx(forward / 4)
 
 
+def test_training_counts_megatrons_copies_around_the_scan() -> None:
+    """Megatron-Core's GatedDeltaNet copies q, k and v around the convolution and FLA's scan
+    (gated_delta_net.py @00caa53a): at Qwen3.5-35B-A3B's widths (16 key heads and 32 value
+    heads of 128; QK 2,048, V 4,096, repeated 2x), forward 2(2 x 2,048 + 4,096) transposed
+    + 8 x 2,048 contiguous and normalised + 2 x 2,048 x 3 repeated + 6 x 4,096 (v, the gate,
+    the output) = 69,632 elements a token, backward 8,192 more; a training block carries
+    them as one memory-bound operator, a Mamba-2 block none, and a model whose key and value
+    heads are equal repeats nothing."""
+    from gpuarch.estimate.mamba import gated_delta_glue_elements, mamba_ops
+    from gpuarch.perf.roofline import Elementwise
+
+    shape = preset("qwen3.5-35b-a3b").shape
+    m = shape.mamba
+    assert m is not None and (m.groups, m.heads, m.state, m.head_dim) == (16, 32, 128, 128)
+    assert gated_delta_glue_elements(m, 1) == (69632, 77824)
+    assert gated_delta_glue_elements(m, 2) == (34816, 38912)
+    even = dataclasses.replace(m, groups=32)
+    qk, v = 32 * 128, 4096
+    assert gated_delta_glue_elements(even, 1)[0] == 2 * (2 * qk + v) + 8 * qk + 6 * v
+    glue = [o for o in mamba_ops(shape, 1, 4096, 2.0, 4096) if o.name == "gdn_glue"]
+    assert len(glue) == 1 and isinstance(glue[0], Elementwise)
+    assert glue[0].bytes_moved == 4096 * 69632 * 2.0
+    assert glue[0].backward is not None and glue[0].backward.bytes_moved == 4096 * 77824 * 2.0
+    nano = preset("nemotron-3-nano-30b-a3b").shape
+    assert not [o for o in mamba_ops(nano, 1, 4096, 2.0, 4096) if o.name == "gdn_glue"]
+
+
 def test_serving_holds_each_sequences_state() -> None:
     """A sequence holds, in each of Qwen3-Next's 36 Gated DeltaNet blocks, its last three
     convolution inputs over q, k and v (3 x 8,192, 16-bit) and a 128 x 128 state per value

@@ -201,11 +201,18 @@ def cmd_validate_attention_kernels(args: argparse.Namespace) -> int:
 
 def cmd_validate_gdn_kernels(args: argparse.Namespace) -> int:
     from gpuarch.report.validation_text import render_gdn_kernels
-    from gpuarch.validation.gated_delta_kernels import SOURCE, compare_gated_delta, summarize
+    from gpuarch.validation.gated_delta_kernels import (
+        BACKWARD_SOURCE,
+        SOURCE,
+        compare_gated_delta,
+        compare_gated_delta_backward,
+        summarize,
+    )
 
-    rows = compare_gated_delta(load_catalog())
-    return _print_measured_kernels(args, SOURCE, "passes", rows, summarize(rows),
-                                   render_gdn_kernels)
+    catalog = load_catalog()
+    rows = [*compare_gated_delta(catalog), *compare_gated_delta_backward(catalog)]
+    return _print_measured_kernels(args, f"{SOURCE}; backward: {BACKWARD_SOURCE}", "passes",
+                                   rows, summarize(rows), render_gdn_kernels)
 
 
 def cmd_validate_collectives(args: argparse.Namespace) -> int:

@@ -19,8 +19,9 @@ from gpuarch.perf.num import Num
 from gpuarch.perf.roofline import Elementwise, Gemm, Op
 from gpuarch.workloads.shape import MambaShape, TransformerShape
 
-__all__ = ["DEFAULT_SSM_STATE", "GDN_CHUNK", "MAMBA_CHUNK", "MAMBA_SERVING_STATE_BYTES",
-           "SSM_STATE_BYTES", "gated_delta_scan_bytes", "gated_delta_scan_flops",
+__all__ = ["DEFAULT_SSM_STATE", "GDN_BACKWARD_CHAINS", "GDN_CHUNK", "MAMBA_CHUNK",
+           "MAMBA_SERVING_STATE_BYTES", "SSM_STATE_BYTES", "gated_delta_glue_elements",
+           "gated_delta_scan_bytes", "gated_delta_scan_flops",
            "hybrid_state_bytes", "mamba_decode_ops", "mamba_mixer_ops", "mamba_ops",
            "mamba_scan_bytes", "mamba_scan_flops", "mamba_state_bytes"]
 
@@ -49,12 +50,39 @@ def mamba_ops(s: TransformerShape, tp: Any, tokens: Num, element: float,
               seq_len: Num = 0) -> list[Op]:
     """A Mamba-2 block's forward operators in training on one of ``tp`` GPUs: the input
     projection to z, x, B, C and dt, ``mamba_mixer_ops`` over sequences of ``seq_len``
-    tokens and the output projection."""
+    tokens and the output projection; a Gated DeltaNet block's also the copies around its
+    scan (``gated_delta_glue_elements``)."""
     m = s.mamba
     assert m is not None
+    glue: list[Op] = []
+    if m.gated_delta:
+        forward, backward = gated_delta_glue_elements(m, tp)
+        glue = [Elementwise(tokens * forward * element, name="gdn_glue",
+                            backward=Elementwise(tokens * backward * element,
+                                                 name="gdn_glue"))]
     return [Gemm(tokens, m.in_proj_width // tp, s.hidden, name="mamba_in_proj"),
-            *mamba_mixer_ops(m, tp, tokens, element, seq_len),
+            *mamba_mixer_ops(m, tp, tokens, element, seq_len), *glue,
             Gemm(tokens, s.hidden, m.inner // tp, name="mamba_out_proj")]
+
+
+def gated_delta_glue_elements(m: MambaShape, tp: Any) -> tuple[Any, Any]:
+    """Elements per token that a Gated DeltaNet block's training forward and backward move
+    on one of ``tp`` GPUs in the copies Megatron-Core's GatedDeltaNet makes around the
+    convolution and flash-linear-attention's scan (megatron/core/ssm/gated_delta_net.py
+    @00caa53a, ``forward``), each read once and written once: q, k and v transposed to
+    channels-first for the convolution (2(2QK + V)); q and k made contiguous (4QK) and
+    L2-normalised (4QK); q and k repeated to the value heads, ``r`` = value over key heads,
+    where r > 1 (2QK(1 + r)); v and the output gate made contiguous (4V); the gated norm's
+    output transposed back (2V). QK: the key heads' width, V: the value heads'. The backward
+    moves the same through each copy's gradient, the L2 norm's reading its input beside the
+    gradient (4QK more). Transformers' Qwen3-Next block and vLLM's kernels fuse these; this
+    is training's, which Megatron-Core runs."""
+    qk = m.groups * m.state // tp
+    v = m.inner // tp
+    r = m.heads // m.groups
+    repeat = 2 * qk * (1 + r) if r > 1 else 0
+    forward = 2 * (2 * qk + v) + 8 * qk + repeat + 6 * v
+    return forward, forward + 4 * qk
 
 
 def mamba_mixer_ops(m: MambaShape, tp: Any, tokens: Num, element: float,
@@ -72,17 +100,20 @@ def mamba_mixer_ops(m: MambaShape, tp: Any, tokens: Num, element: float,
     (``Efficiency.mamba_backward_for``). A Gated DeltaNet block's forward scan is marked
     ``gated_delta``: its measured rate (``Efficiency.gated_delta_scan``,
     ``gated_delta_blackwell``) replaces Mamba-2's, and it takes at least its longest sequence's
-    chunks one after another (``Elementwise.chain_steps``)."""
+    chunks one after another (``Elementwise.chain_steps``); its backward, at the Gated DeltaNet
+    backward's measured rate (``Efficiency.gated_delta_backward``), walks them
+    ``GDN_BACKWARD_CHAINS`` times."""
     conv = 1.0 * tokens * (m.conv_width // tp) * element
     forward, backward = mamba_scan_bytes(m, tp, element)
     fwd_flops, bwd_flops = mamba_scan_flops(m, tp)
+    chain = (seq_len + GDN_CHUNK - 1) // GDN_CHUNK if m.gated_delta else 0.0
     scan = Elementwise(tokens * forward, name="mamba_scan", matmul_flops=tokens * fwd_flops,
                        backward=Elementwise(tokens * backward, name="mamba_scan",
                                             matmul_flops=tokens * bwd_flops,
-                                            mamba_kernel=True, mamba_backward=True),
-                       mamba_kernel=True, gated_delta=m.gated_delta,
-                       chain_steps=(seq_len + GDN_CHUNK - 1) // GDN_CHUNK
-                       if m.gated_delta else 0.0)
+                                            mamba_kernel=True, mamba_backward=True,
+                                            gated_delta=m.gated_delta,
+                                            chain_steps=GDN_BACKWARD_CHAINS * chain),
+                       mamba_kernel=True, gated_delta=m.gated_delta, chain_steps=chain)
     norm = 2.0 * tokens * (m.inner // tp) * element
     return [Elementwise(2 * conv, name="mamba_conv",
                         backward=Elementwise(5 * conv, name="mamba_conv", mamba_kernel=True,
@@ -144,6 +175,14 @@ GDN_CHUNK = 64
 reference ``torch_chunk_gated_delta_rule`` (models/qwen3_next/modular_qwen3_next.py
 @043bb8dd), the block flash-linear-attention's ``chunk_gated_delta_rule`` kernels work in,
 which vLLM, SGLang and Megatron-Core's GatedDeltaNet call."""
+
+
+GDN_BACKWARD_CHAINS = 2
+"""Passes along a sequence's chunks, one after another, in the chunked gated delta rule's
+backward: flash-linear-attention's ``chunk_gated_delta_rule_bwd`` recomputes the chunk
+states forward (``chunk_gated_delta_rule_fwd_h``) and then carries their gradients back
+from the last chunk (``chunk_gated_delta_rule_bwd_dhu``), each a chain of the forward
+state pass's length; the other backward kernels work on chunks independently."""
 
 
 def gated_delta_scan_flops(m: MambaShape, tp: Any) -> tuple[Any, Any]:

@@ -164,8 +164,24 @@ class Efficiency:
     the rest of the roofline as Mamba-2's scan. Set where the model gives the FLA times
     FlashInfer's GDN pull requests print for Qwen3.5's heads on H100
     (``validation.gated_delta_kernels``; ``python scripts/fit_gated_delta.py``). Its backward
-    kernels keep Mamba-2's rates (``mamba_scan``, ``mamba_backward_*``): no measurement of
-    them was found."""
+    has its own measured rate (``gated_delta_backward``)."""
+
+    gated_delta_backward: float = 0.079
+    """Fraction of the 16-bit Tensor Core peak that a Gated DeltaNet block's chunked scan
+    backward (flash-linear-attention's ``chunk_gated_delta_rule`` backward: the states
+    recomputed, then the gradients; ``estimate.mamba.gated_delta_scan_flops``) reaches on its
+    products, the rest of the roofline as the forward's (its bytes at ``memory`` of the
+    bandwidth), walking each sequence's chunks twice (``estimate.mamba.GDN_BACKWARD_CHAINS``
+    x ``gated_delta_chunk_step_s``). Set where the model gives the FLA backward times QwenLM
+    FlashQLA's H200 benchmark prints (the rows of ``WIDE_LANES`` lanes or more,
+    ``validation.gated_delta_kernels``; ``python scripts/fit_gated_delta.py``). Until
+    2026-12-06 the backward took Mamba-2's rates (``mamba_scan``, ``mamba_backward_*``),
+    2.8-2.9 times FLA's measured time there."""
+
+    gated_delta_backward_blackwell: float = 0.43
+    """The rate that backward reaches on Blackwell over the roofline's, set the same way from
+    FlashQLA's GB200 rows: FLA's Triton backward runs there in about the time it takes on
+    H200 (head for head), so at a smaller share of the larger peak and bandwidth."""
 
     gated_delta_blackwell: float = 0.59
     """The rate the Gated DeltaNet forward scan reaches on Blackwell over the roofline's

@@ -253,11 +253,14 @@ class Elementwise:
     Mamba-2 block's kernels of training and prefill, which reach ``Efficiency.mamba_blackwell``
     of the roofline's rate on Blackwell; ``mamba_backward``: one of its backward kernels,
     which reach ``Efficiency.mamba_backward_for`` its architecture of that rate.
-    ``gated_delta``: the forward chunked scan of a Gated DeltaNet block, whose products run at
+    ``gated_delta``: the chunked scan of a Gated DeltaNet block, whose products run at
     ``Efficiency.gated_delta_scan`` of the peak and which reaches
     ``Efficiency.gated_delta_blackwell`` of the roofline's rate on Blackwell instead, and
     which takes at least ``chain_steps`` (its longest sequence's chunks, which the state
-    pass walks one after another) x ``Efficiency.gated_delta_chunk_step_s``."""
+    pass walks one after another) x ``Efficiency.gated_delta_chunk_step_s``; with
+    ``mamba_backward`` too, that scan's backward, at ``Efficiency.gated_delta_backward`` of
+    the peak and ``gated_delta_backward_blackwell`` on Blackwell, not Mamba-2's backward
+    rates."""
 
     bytes_moved: Num
     flops: Num = 0.0
@@ -502,17 +505,20 @@ def op_time(op: Op, device: Device, eff: Efficiency) -> tuple[Num, Num, Num, Num
         t_mem = op.bytes_moved / bw
         t_cmp = op.flops / device.vector_flops
         flops = op.flops
+        gdn_backward = op.gated_delta and op.mamba_backward
         if op.matmul_flops is not None:
             sixteen = device.matmul.flops / device.math_over_16bit
-            rate = eff.gated_delta_scan if op.gated_delta else eff.mamba_scan
+            rate = eff.gated_delta_backward if gdn_backward else \
+                eff.gated_delta_scan if op.gated_delta else eff.mamba_scan
             t_cmp = maximum(t_cmp, op.matmul_flops / (sixteen * rate))
             flops = flops + op.matmul_flops
         t = maximum(t_mem, t_cmp)
         if op.mamba_kernel and device.product.architecture == "blackwell":
-            t = t / (eff.gated_delta_blackwell if op.gated_delta else eff.mamba_blackwell)
+            t = t / (eff.gated_delta_backward_blackwell if gdn_backward
+                     else eff.gated_delta_blackwell if op.gated_delta else eff.mamba_blackwell)
         if op.gated_delta:
             t = maximum(t, op.chain_steps * eff.gated_delta_chunk_step_s)
-        if op.mamba_backward:
+        if op.mamba_backward and not gdn_backward:
             t = t / eff.mamba_backward_for(device.product.architecture)
         return (t + eff.kernel_overhead_s, t_cmp, t_mem, flops, op.bytes_moved)
     peak = device.matmul.flops

@@ -256,21 +256,24 @@ def render_gemm_ridge(summary: Sequence[Mapping[str, Any]]) -> str:
 
 
 def render_gdn_kernels(summary: Sequence[Mapping[str, Any]]) -> str:
-    """flash-linear-attention's measured Gated DeltaNet prefill beside the model's forward
-    scan, by GPU and regime (``validation.gated_delta_kernels.summarize``)."""
-    rows = [[d["device"], d["regime"], str(d["passes"]),
+    """flash-linear-attention's measured Gated DeltaNet scan, forward and backward, beside
+    the model's, by direction, GPU and regime (``validation.gated_delta_kernels.summarize``)."""
+    rows = [[d["direction"], d["device"], d["regime"], str(d["passes"]),
              f"{d['measured_ns_per_token_head']:.2f}", f"{d['median_ratio']:.2f}",
              f"{d['mean_abs_log_ratio']:.3f}"] for d in summary]
     return "\n".join([
-        "flash-linear-attention's chunked gated delta rule (FlashInfer PRs 3481, 3866, 4078) "
-        "beside the model's forward scan, heads of 128",
+        "flash-linear-attention's chunked gated delta rule beside the model's scan, heads of "
+        "128: forward as FlashInfer PRs 3481, 3866 and 4078 time it, backward as QwenLM "
+        "FlashQLA's benchmark tables do",
         "",
-        table(["GPU", "Passes", "Count", "Measured ns/token/head", "Model/measured",
-               "Mean |ln|"], rows, right=[False, False, True, True, True, True]),
+        table(["Pass", "GPU", "Rows", "Count", "Measured ns/token/head", "Model/measured",
+               "Mean |ln|"], rows, right=[False, False, False, True, True, True, True]),
         "",
-        "wide: 64 value heads, one to 16 sequences (the rate, gated_delta_scan and "
-        "gated_delta_blackwell, set on them); narrow: one or two sequences of 8 value heads, "
-        "bound by the chain of a sequence's chunks (gated_delta_chunk_step_s). "
+        "wide: sequences x value heads of 32 or more (the forward's 64 heads, one to 16 "
+        "sequences: gated_delta_scan and gated_delta_blackwell set on them; the backward's "
+        "8,192 or 32,768 tokens in one to eight sequences: gated_delta_backward and "
+        "gated_delta_backward_blackwell); narrow: fewer, bound by the chain of a sequence's "
+        "chunks (gated_delta_chunk_step_s, walked twice by the backward). "
         "python scripts/fit_gated_delta.py refits them."])
 
 
