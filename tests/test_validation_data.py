@@ -943,6 +943,39 @@ def test_modelzoo_qwen3_235b_rows_are_the_cells_they_name_in_megatrons_causal_co
         assert "megatron-causal" in label
 
 
+def test_moe_configs_card_rows_are_the_cells_they_name() -> None:
+    """Megatron Bridge's skills/perf-techniques/moe-hardware-configs/card.yaml
+    (@ad4138a1, validated_on 2026-04-01), best_configs: each entered row's GPUs, layout,
+    batch and TFLOP/s as the card prints them (TP, EP, PP, VPP, expert DP where printed,
+    MBS, GBS), its DP the GPUs over TP x PP, and the card's expert DP = TP x DP / EP. The
+    card's rows not entered (DeepSeek-V3 BF16 on 256 B200, whose EDP2 no layout of its
+    printed TP1 EP32 PP8 on 256 GPUs gives; the 671B no-MTP GB200 run and Qwen3.5-397B,
+    whose 32 and 16 virtual stages need a pipeline layout the card does not print; four
+    runs the Megatron Core MoE report's rows already hold) are not here."""
+    card = {  # id suffix: (GPUs, TP, EP, PP, VPP, EDP or None, MBS, GBS, TFLOP/s)
+        "b200-deepseek-v3-mxfp8": (256, 1, 32, 8, 2, None, 1, 8192, 818),
+        "b200-qwen3-235b-a22b-bf16": (128, 2, 16, 4, 12, 2, 2, 2048, 586),
+        "gb200-qwen3-235b-a22b-bf16-128": (128, 1, 32, 4, 12, None, 1, 1024, 698),
+        "h100-qwen3-30b-a3b-bf16": (32, 1, 8, 1, 1, 4, 4, 256, 208),
+        "gb200-qwen3-next-80b-a3b-bf16": (64, 1, 32, 2, 4, None, 2, 1024, 327),
+    }
+    rows = {p.id: p for p in load_training_points() if p.source == "mcore-moe-trackers-card"}
+    assert set(rows) == {f"mcore-card-{k}" for k in card}
+    for key, (gpus, tp, ep, pp, vpp, edp, mbs, gbs, tf) in card.items():
+        p = rows[f"mcore-card-{key}"]
+        assert (p.get("gpus"), p.get("tp"), p.get("ep"), p.get("pp"), p.get("vpp", 1),
+                p.get("micro_batch"), p.get("global_batch"), p.get("tflops_per_gpu")) \
+            == (gpus, tp, ep, pp, vpp, mbs, gbs, tf), key
+        assert p.get("dp") * tp * pp == gpus, key
+        if edp is not None:
+            assert tp * p.get("dp") // ep == edp, key
+        assert p.get("tflops_convention") == "megatron-causal" and p.get("seq_len") == 4096
+        assert p.get("out_of_sample") is True
+    # the DeepSeek-V3 run's layout is the ModelZoo B200 script's: 16 virtual stages (PP 8 x
+    # VPP 2) of the 61 layers, the MTP block and the loss
+    assert rows["mcore-card-b200-deepseek-v3-mxfp8"].get("pp_layout") == "Et*4|(tttt|)*14tmL"
+
+
 def test_megatrons_causal_count_adds_the_mtp_blocks_a_run_trains() -> None:
     """Megatron-LM's FLOP count adds each multi-token-prediction block it trains. The Megatron
     Core MoE report (arXiv:2603.07685, Table 11) prints DeepSeek-V3's runs with one MTP block

@@ -50,7 +50,7 @@ TRAINING_FAMILIES = (
     ("Megatron Bridge and NeMo performance tables, cards and DGX Cloud recipes",
      ("mbridge-", "nemo-", "dgxc-nemo")),
     ("papers: Megatron-LM, Korthikanti et al., Llama 3, MT-NLG, BLOOM, zero bubble, "
-     "Megatron Core MoE (and its team's ModelZoo tables), MoE Parallel Folding",
+     "Megatron Core MoE (and its team's ModelZoo tables and trackers' card), MoE Parallel Folding",
      ("megatron-", "korthikanti", "llama3-", "mt-nlg", "bigscience", "zero-bubble",
       "mcore-moe", "mcore-folding")),
     ("llm-foundry's MPT tables", ("llm-foundry",)),
