@@ -138,6 +138,16 @@ def test_a_hybrid_estimate_names_the_mamba_rates_it_used() -> None:
         note = estimate_training(CATALOG, nano, CATALOG.product(gpu), cfg
                                  ).assumptions["mamba_kernels"]
         assert name in note and ("mamba_blackwell" in note) == blackwell
+    assert "gated_delta" not in note and "gdn_glue" not in note
+    # a Gated DeltaNet hybrid's names its scan's forward and backward rates and the copies
+    # priced around it; Blackwell's factor for that backward only on Blackwell
+    qwen = preset("qwen3-next-80b-a3b").shape
+    for gpu, blackwell in (("gb200", True), ("h100-sxm5-80gb", False)):
+        note = estimate_training(CATALOG, qwen, CATALOG.product(gpu), cfg
+                                 ).assumptions["mamba_kernels"]
+        assert "gated_delta_scan" in note and "gated_delta_backward" in note
+        assert "FlashQLA" in note and "gdn_glue" in note
+        assert ("gated_delta_backward_blackwell" in note) == blackwell
     llama = estimate_training(CATALOG, preset("llama-3.1-8b").shape,
                               CATALOG.product("b200"), dataclasses.replace(cfg, ep=1))
     assert "mamba_kernels" not in llama.assumptions

@@ -585,9 +585,14 @@ def _add_kernel_notes(assumptions: dict[str, Any], shape: TransformerShape, prod
             + f"; at least {from_si(eff.gated_delta_chunk_step_s, Unit.US):.3g} us a chunk of "
             "a sequence, gated_delta_chunk_step_s: flash-linear-attention's kernels as "
             "FlashInfer's GDN pull requests time them on H100 and B300; "
-            "scripts/fit_gated_delta.py), its backward's at Mamba-2's "
-            f"{eff.mamba_scan:g} (mamba_scan: no measurement of the gated delta rule's "
-            "backward was found)"
+            f"scripts/fit_gated_delta.py), its backward's at {eff.gated_delta_backward:g} "
+            "(gated_delta_backward"
+            + (f", {eff.gated_delta_backward_blackwell:g} of the roofline's rate on "
+               "Blackwell, gated_delta_backward_blackwell" if arch == "blackwell" else "")
+            + ", walking each sequence's chunks twice: flash-linear-attention's backward as "
+            "QwenLM FlashQLA's tables time it on H200 and GB200); Megatron-Core's copies "
+            "around the scan (transposes, contiguous copies, the L2 norm of q and k, their "
+            "repeat to the value heads) as memory traffic (gdn_glue)"
             if gated_delta else
             f"{label} blocks: the chunked scan's products at {eff.mamba_scan:g} of the 16-bit "
             "peak (mamba_scan, TileOPs' measured forward scan on H200)")
@@ -596,12 +601,12 @@ def _add_kernel_notes(assumptions: dict[str, Any], shape: TransformerShape, prod
             + (f", every {'other ' if gated_delta else ''}{label} kernel at "
                f"{eff.mamba_blackwell:g} of the roofline's rate on Blackwell "
                "(mamba_blackwell)" if arch == "blackwell" else "")
-            + f"; the backward kernels a further {eff.mamba_backward_for(arch):g} of their "
-            "rate "
+            + f"; the {'other ' if gated_delta else ''}backward kernels a further "
+            f"{eff.mamba_backward_for(arch):g} of their rate "
             f"({eff.mamba_backward_name(arch)}: "
             "state-spaces/mamba issue 904's measured A100, H200 and GB200 training of a "
             "Mamba-2 model; scripts/mamba_backward.py"
-            + (", taken for the gated delta rule's" if gated_delta else "") + ")")
+            + (", taken for the block's convolution and norm" if gated_delta else "") + ")")
     graphs = cfg.cuda_graphs or bool(cfg.cuda_graph_scope)
     if cfg.cuda_graph_scope and shape.is_moe and not cfg.moe_token_drop:
         share = cfg.ungraphed_expert_share(shape)
