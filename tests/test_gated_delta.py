@@ -270,7 +270,7 @@ def test_the_cli_trains_serves_and_refuses_what_it_does_not_write(
              "128", "--micro-batch", "1"]
     assert main(train) == 0
     out = capsys.readouterr().out
-    assert "Gated DeltaNet blocks" in out and "gated delta rule" in out
+    assert "Gated DeltaNet blocks" in out and "gated_delta_backward" in out
     assert main([*train, "--launch", "megatron"]) == 2
     assert "Gated DeltaNet hybrid" in capsys.readouterr().err
     with pytest.raises(GpuarchError, match="value heads"):
