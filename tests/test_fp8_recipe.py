@@ -91,3 +91,23 @@ def test_fp8_attention_takes_the_recipes_kernel_unless_told() -> None:
     mx = estimate_training(CATALOG, LLAMA_8B, b200, dataclasses.replace(fp8, fp8_recipe="mxfp8"))
     assert mx.assumptions["fp8_attention"].startswith("MXFP8 fused attention")
     assert mx.as_json()["parallelism"]["fp8_attention_scaling"] == "mxfp8"
+
+
+def test_the_router_scores_its_sequence_parallel_shard_and_is_not_cast() -> None:
+    """Megatron-Core's MoELayer routes the layer's input as each tensor-parallel rank holds it
+    (a sequence-parallel shard: MoE with TP > 1 requires sequence parallelism), and its
+    TopKRouter is a plain linear (router_gating_linear) outside Transformer Engine, so an
+    FP8 run casts nothing for it: the router GEMM has tokens / TP rows, and the cast's bytes
+    are those of the other GEMMs alone."""
+    moe = preset("qwen3-30b-a3b").shape
+    tokens = BASE.seq_len * BASE.micro_batch
+    for tp, sp, rows in ((1, False, tokens), (2, True, tokens // 2), (2, False, tokens)):
+        cfg = dataclasses.replace(BASE, tp=tp, sequence_parallel=sp, ep=8 // tp)
+        ops, _ = _layer_ops(moe, cfg, moe=True, tensor_core_generation=4)
+        (router,) = [op for op in ops if isinstance(op, Gemm) and op.name == "router"]
+        assert (router.m, router.n, router.k) == (rows, moe.experts, moe.hidden)
+        others = [op for op in ops if isinstance(op, Gemm) and op.name != "router"]
+        inputs = sum(op.m * op.k * op.batch for op in others)
+        weights = sum(op.k * op.n * op.batch for op in others)
+        (cast,) = [op for op in ops if isinstance(op, Elementwise) and op.name == "fp8_cast"]
+        assert cast.bytes_moved == pytest.approx((2 + 2) * inputs + (2 + 1) * weights)

@@ -395,11 +395,13 @@ def test_validation_error_does_not_regress() -> None:
     # the 26.08 table's Nemotron rows (Nano on GB300 +1.0%; Super +9.0% and +7.4% on GB300,
     # +17.8% and +26.7% at TP 2 on GB200, as the earlier releases' GB200 rows read), entered
     # out of sample on 2026-12-05 with nothing refitted, are held to their own bound; the
-    # hybrids' bounds below are the 46 before them
+    # hybrids' bounds below are the 46 before them. (0.125 and 0.27 until 2026-12-06, when
+    # the router was priced as Megatron-Core runs it, on each TP rank's sequence-parallel
+    # shard and uncast: the GB200 TP 2 rows read 0.6-0.7 points faster, +18.7% and +27.4%)
     rows2608 = [abs(r.error) for r in summary.rows
                 if r.id in hybrid_ids and r.id.startswith("mbridge2608-")
                 and "nemotron-3.5-lightning" not in r.id and "nemotron-3-ultra" not in r.id]
-    assert len(rows2608) == 5 and sum(rows2608) / 5 <= 0.125 and max(rows2608) <= 0.27
+    assert len(rows2608) == 5 and sum(rows2608) / 5 <= 0.13 and max(rows2608) <= 0.275
     hybrid_ids = {i for i in hybrid_ids if not i.startswith("mbridge2608-")}
     # Nemotron 3.5 Lightning's two card runs (BF16: GB200 -4.5%, H100 -7.2%) and the 26.08
     # table's MXFP8 row (GB200 +4.1%), entered out of sample on 2026-12-06 with the preset,
@@ -416,11 +418,11 @@ def test_validation_error_does_not_regress() -> None:
     # 9.7% since a low-precision run's LM head is priced in BF16; 10.5% over 46 with NeMo
     # AutoModel's Nemotron 3 Nano and Super runs on nemo:26.02 (out of sample, nothing
     # refitted: -23% and -34%, as the framework's other runs read slow), the 44 before them
-    # held to their own figure
-    assert len(hybrid) == 46 and sum(hybrid) / len(hybrid) <= 0.106  # 10.5%
+    # held to their own figure; 10.6% since the router's shard (2026-12-06)
+    assert len(hybrid) == 46 and sum(hybrid) / len(hybrid) <= 0.107  # 10.6%
     before_automodel = [abs(r.error) for r in summary.rows
                         if r.id in hybrid_ids and r.source != "automodel-perf-2026"]
-    assert len(before_automodel) == 44 and sum(before_automodel) / 44 <= 0.098  # 9.7%
+    assert len(before_automodel) == 44 and sum(before_automodel) / 44 <= 0.099  # 9.8% (router)
     earlier = [abs(r.error) for r in summary.rows
                if r.id in hybrid_ids and "nemotron-h-56b" not in r.id
                and r.source != "automodel-perf-2026"]
@@ -491,7 +493,7 @@ def test_validation_error_does_not_regress() -> None:
     assert summary.mean_abs_error <= 0.0694
     pair = "automodel-deepep-hybridep-2026-07"
     assert sum(abs(r.error) for r in summary.rows if r.source != pair) / (
-        len(summary.rows) - 2) <= 0.069  # 6.71%; 6.90% since the settings audit
+        len(summary.rows) - 2) <= 0.0691  # 6.71%; 6.90% since the settings audit (and the router)
     days_rows = ("nemo-perf-25.04", "nemo-perf-25.02", "dgxc-nemo-llama31-8b-24.09",
                  "dgxc-nemo-llama31-70b-24.09", "dgxc-nemo-gpt3-175b-24.05", pair)
     # 6.81% over 720 with MLPerf v5.1's two LoRA rack runs (GB200 -7.5%, GB300 -12.4%) and
@@ -529,8 +531,9 @@ def test_validation_error_does_not_regress() -> None:
     # 8.73% over 151 before); 7.87% over 162 with DGX Cloud's eight Grok-1 rows; 7.58% over
     # 172 with the ten dense 16-bit runs that set tp_comm_exposed_16_bit_dense
     # 7.52% since a low-precision run's LM head is priced in BF16
-    # 7.61% with the two in-sample NVFP4 rows' overlap off
-    assert sum(in_sample) / len(in_sample) <= 0.0762
+    # 7.61% with the two in-sample NVFP4 rows' overlap off; 7.63% since the router's
+    # shard (2026-12-06), nothing refitted
+    assert sum(in_sample) / len(in_sample) <= 0.0764
     out = [abs(r.error) for r in summary.rows if r.out_of_sample]
     # 7.42% over 415 with llm-foundry's A100 40GB rows; 7.48% over 339 since its other 112
     # rows; 7.21% over 227 since the four
@@ -563,8 +566,9 @@ def test_validation_error_does_not_regress() -> None:
     # rows and the dense 16-bit overlap rule
     # 95.7% since a low-precision run's LM head is priced in BF16; 95.47% since the
     # 2026-12-05 settings audit (the two Cisco GPT-OSS-20B runs beyond 20% with their BF16
-    # gradient reduction)
-    assert within_20 >= 0.9545
+    # gradient reduction); 95.32% since the router's shard (2026-12-06) took Grok-1 in BF16 on
+    # 256 GB200 from +19.7% to +20.1%
+    assert within_20 >= 0.953
     # dense runs: 5.4% with one beyond 20% (inside the issue's goal) until the v5.1 partners'
     # runs, 6.1% with seven beyond since (the six HGX runs below and Nemotron 22B); MoE 14.2%;
     # with the overlap by its physics 5.2% and three beyond (Cisco's v5.1 H100 run without

@@ -282,7 +282,10 @@ def _ffn_ops(s: TransformerShape, cfg: TrainingConfig, moe: bool, tokens: Num
         per_expert = maximum(1, routed * cfg.ep // s.experts)
         up = 2 * width if s.ffn_kind.gated else width
         outer = s.expert_width  # what the routed experts read and write
-        ops.append(Gemm(tokens, s.experts, s.hidden, name="router"))
+        # the router scores each GPU's own tokens: a sequence-parallel shard under TP
+        # (Megatron-Core routes before the dispatch, on the layer's sharded input)
+        routed_here = tokens // t if cfg.sequence_parallel else tokens
+        ops.append(Gemm(routed_here, s.experts, s.hidden, name="router"))
         if s.moe_latent:
             # latent experts: each rank projects its own (sequence-parallel) tokens to the
             # latent width before dispatch and back after the combine, weights duplicated
@@ -370,7 +373,10 @@ def _layer_ops(s: TransformerShape, cfg: TrainingConfig, moe: bool, window: int 
             weights = 0 if frozen_fp8 else op.k * op.n
             return (2.0 + copies * narrow) * inputs + (2.0 + narrow) * weights
 
-        cast = sum(cast_bytes(op) * op.batch for op in ops if isinstance(op, Gemm))
+        # the router is a plain 16-bit (or FP32) linear outside Transformer Engine: nothing
+        # cast for it (Megatron-Core's TopKRouter, router_gating_linear)
+        cast = sum(cast_bytes(op) * op.batch for op in ops
+                   if isinstance(op, Gemm) and op.name != "router")
         ops.append(Elementwise(cast, name=f"{cfg.precision.value}_cast"))
     if cfg.fp8_attention and block in ("", "*"):
         # Transformer Engine's FP8 attention quantizes the kernel's inputs (read 16 bits,
