@@ -337,3 +337,22 @@ def test_sglang_speculative_cap_is_noted() -> None:
     dep_launch = serving_launch("sglang", QWEN235, dep, "m", 256)
     assert "--max-running-requests" not in pairs(dep_launch.argv)
     assert any("caps running requests" in n and "give it" in n for n in dep_launch.notes)
+
+
+def test_megatron_token_drop_is_padded_to_capacity() -> None:
+    """--moe-token-drop is priced as Megatron-Core's drop-and-pad (no host sync), so the
+    launch pads the experts' inputs to the capacity as well as setting the factor: without
+    --moe-pad-expert-input-to-capacity the dispatcher syncs before its first permutation
+    (token_dispatcher.py, preprocess) and the run would pay the wait the estimate left out."""
+    cfg = TrainingConfig(gpus=64, seq_len=4096, global_batch=256, ep=8, moe_token_drop=True,
+                         precision=Precision.BF16)
+    launch = megatron_launch(QWEN235, cfg)
+    got = pairs(launch.argv)
+    assert got["--moe-expert-capacity-factor"] == ["1.0"]
+    assert "--moe-pad-expert-input-to-capacity" in got
+    assert any("padded" in n for n in launch.notes)
+    dropless = pairs(megatron_launch(QWEN235, dataclasses.replace(cfg, moe_token_drop=False))
+                     .argv)
+    assert "--moe-pad-expert-input-to-capacity" not in dropless
+    assert "--moe-expert-capacity-factor" not in dropless
+    assert set(got) - TORCHRUN <= known_flags("megatron")

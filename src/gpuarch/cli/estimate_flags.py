@@ -398,8 +398,10 @@ def add_train_parser(est_sub: argparse._SubParsersAction[argparse.ArgumentParser
                    help="the MTP depths run one block whose weights they share (Megatron "
                         "--mtp-use-repeated-layer; Nemotron 3 Super trains two depths so)")
     p.add_argument("--moe-token-drop", action="store_true",
-                   help="MoE routing with a capacity bound (overflow tokens dropped): no "
-                        "per-layer host wait of the dropless dispatcher")
+                   help="MoE routing with a capacity bound (overflow tokens dropped), the "
+                        "experts' inputs padded to it (Megatron's drop-and-pad): no "
+                        "per-layer host wait of the dropless dispatcher (dropping without "
+                        "the padding still waits: leave this off)")
     p.add_argument("--dispatcher-wait-us", type=float, default=None, metavar="US",
                    help="the dropless MoE dispatcher's host wait per expert layer and forward "
                         "pass, when your framework's is measured (default: Megatron-Core's, "

@@ -154,8 +154,10 @@ class TrainingConfig:
     # backward (PyTorch FSDP2's fully_shard(reshard_after_forward=False)): one all-gather a
     # micro-batch instead of two, and the parameters held whole between the passes
     reshard_after_forward: bool = True
-    # MoE routing with a capacity bound (tokens over it dropped): buffer sizes are known
-    # ahead, so the dropless dispatcher's per-layer wait for the host is not paid
+    # MoE routing with a capacity bound (tokens over it dropped) and the experts' inputs
+    # padded to it (Megatron-Core's drop-and-pad): buffer sizes are known ahead, so the
+    # dropless dispatcher's per-layer wait for the host is not paid (token drop without the
+    # padding syncs before its first permutation and is priced as dropless)
     moe_token_drop: bool = False
     # partial CUDA graphs (Megatron's cuda_graph_impl "transformer_engine" over the scopes
     # attn, moe_router and moe_preprocess): the host no longer launches the kernels before a

@@ -565,9 +565,10 @@ def dispatcher_host_time(product: Product, cfg: TrainingConfig, eff: Efficiency,
     its host: the per-expert token counts go to the CPU before buffers can be sized (the
     backward reuses them). Over NVLink-C2C
     to a Grace CPU (a superchip, ``Product.grace_host``) it is ``moe_layer_overhead_c2c_s``,
-    over PCIe ``moe_layer_overhead_s``; token-drop routing (``moe_token_drop``) needs no
-    wait, and with partial CUDA graphs (``cuda_graphs``) the attention, router and
-    preprocessing kernels before the sync replay from one graph launch instead of many
+    over PCIe ``moe_layer_overhead_s``; token-drop routing padded to the capacity
+    (``moe_token_drop``, Megatron-Core's drop-and-pad) needs no wait, and with partial CUDA
+    graphs (``cuda_graphs``) the attention, router and preprocessing kernels before the
+    sync replay from one graph launch instead of many
     (docs/performance-model.md: the 10% that NVIDIA measured them to gain on DeepSeek-V3
     on GB200 is what this wait costs there). Those fitted waits are Megatron-Core's; a
     framework whose own wait is measured gives it as ``dispatcher_wait_s``. Given the

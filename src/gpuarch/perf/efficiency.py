@@ -640,9 +640,10 @@ class Efficiency:
     megatron/core/transformer/moe/token_dispatcher.py), so the GPU waits while the host
     launches the layer's many small kernels (permutation, top-k, casts, splits). The
     backward pass reuses the split sizes already on the CPU and waits on nothing. Not
-    charged for token-drop routing (``moe_token_drop``). Charged in training only; serving
-    engines capture these in CUDA graphs or fused MoE kernels (their fixed costs are the
-    decode and prefill overheads). Fitted."""
+    charged for token-drop routing padded to the capacity (``moe_token_drop``; without the
+    padding Megatron-Core's dispatcher syncs too, before its first permutation). Charged in
+    training only; serving engines capture these in CUDA graphs or fused MoE kernels (their
+    fixed costs are the decode and prefill overheads). Fitted."""
 
     moe_layer_overhead_c2c_s: float = 1.5e-3
     """The same host wait where the GPU reaches its CPU over NVLink-C2C (Grace: GB200,

@@ -205,9 +205,13 @@ def megatron_launch(shape: Any, cfg: Any) -> Launch:
         if cfg.ep_comm_overlap:
             add("ep_comm_overlap")
         if cfg.moe_token_drop:
+            # padded to the capacity, as the estimate prices it: without the padding
+            # Megatron-Core's dispatcher syncs with the host before its first permutation
             add("capacity_factor", "1.0")
-            notes.append("token dropping at a capacity factor of 1.0 (the estimate prices "
-                         "dropping as no host wait, whatever the factor)")
+            add("pad_to_capacity")
+            notes.append("token dropping at a capacity factor of 1.0, the experts' inputs "
+                         "padded to it (the estimate prices drop-and-pad as no host wait, "
+                         "whatever the factor; dropping without the padding still waits)")
         if cfg.expert_launches != "per-expert":
             notes.append(f"expert launches '{cfg.expert_launches}': one grouped kernel for "
                          "the local experts depends on the Transformer Engine version (no "
