@@ -1072,3 +1072,14 @@ def test_advise_train_searches_the_layouts_a_schedule_runs(tmp_path: Path,
             assert est.time_breakdown.pipeline_bubble <= plain.time_breakdown.pipeline_bubble
     with pytest.raises(GpuarchError, match="--pp-schedule: expected one of"):
         advise_training(CATALOG, shape, dataclasses.replace(base, pp_schedule="zb"), prices)
+
+
+def test_moe_options_at_tp_above_one_run_sequence_parallel(tmp_path: Path) -> None:
+    """Megatron-Core refuses to train an MoE layer at TP > 1 without sequence parallelism
+    (MoELayer.forward), so the search proposes no such layout: every MoE option with TP > 1
+    runs SP, while TP > 1 options do appear."""
+    adv = advise_training(CATALOG, preset("qwen3-30b-a3b").shape,
+                          TrainingSearch(tokens=1e11, max_gpus=16, gpus=("h100",), top=400),
+                          load_prices(_prices(tmp_path)))
+    assert any(o.tp > 1 for o in adv.top)
+    assert all(o.sequence_parallel for o in (*adv.top, *adv.pareto) if o.tp > 1)

@@ -356,3 +356,16 @@ def test_megatron_token_drop_is_padded_to_capacity() -> None:
     assert "--moe-pad-expert-input-to-capacity" not in dropless
     assert "--moe-expert-capacity-factor" not in dropless
     assert set(got) - TORCHRUN <= known_flags("megatron")
+
+
+def test_moe_at_tp_above_one_without_sequence_parallelism_is_flagged() -> None:
+    """Megatron-Core's MoELayer.forward raises in training at TP > 1 without sequence
+    parallelism: the launch says so, as the estimate's notes do, and the advisor does not
+    propose such a layout (tests/test_advisor.py)."""
+    cfg = TrainingConfig(gpus=16, seq_len=4096, global_batch=64, tp=2, ep=8,
+                         precision=Precision.BF16)
+    assert any("refuses" in n for n in megatron_launch(QWEN235, cfg).notes)
+    with_sp = dataclasses.replace(cfg, sequence_parallel=True)
+    assert not any("refuses" in n for n in megatron_launch(QWEN235, with_sp).notes)
+    assert not any("refuses" in n for n in megatron_launch(
+        LLAMA70, dataclasses.replace(cfg, ep=1)).notes)

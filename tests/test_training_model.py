@@ -100,6 +100,9 @@ def test_higher_zero_never_raises_memory(kw: dict) -> None:  # type: ignore[type
         ({"vpp": 2, "pp": 1}, r"--vpp: interleaved stages need --pp > 1"),
         ({"zero": 4}, r"--zero: expected 0, 1, 2 or 3"),
         ({"tp": 1, "sequence_parallel": True}, r"--sequence-parallel needs --tp > 1"),
+        # Megatron-LM's arguments.py: "Tensor parallel communication/GEMM overlap can happen
+        # only when sequence parallelism is enabled"
+        ({"tp_comm_overlap": True}, r"--tp-comm-overlap: .* add --sequence-parallel"),
     ],
 )
 def test_invalid_layouts_fail_clearly(kw: dict, message: str) -> None:  # type: ignore[type-arg]

@@ -296,8 +296,11 @@ def advise_training(
         raise GpuarchError("--gpu: no GPU to search (check the names or --tier)")
     stages = len(ZERO_STAGES) + len(HYBRID_STAGES)
     # ZeRO innermost: its stages share a layout chunk's layer costing
-    variants = list(itertools.product(search.precisions, list(Recompute), (False, True),
-                                      (False, True)))
+    # (sequence parallelism, TP overlap): Megatron's userbuffers overlap runs only with
+    # sequence parallelism (its arguments.py refuses it otherwise), so never without it
+    variants = [v for v in itertools.product(search.precisions, list(Recompute),
+                                             (False, True), (False, True))
+                if v[2] or not v[3]]
     combos = len(variants) * stages
     total = len(candidates) * combos
     done = 0
@@ -330,8 +333,13 @@ def advise_training(
             precision = runs[wanted]
             device = Device.of(product, precision, gen)
             lay = layouts
-            if sp or overlap:  # both act on tensor-parallel communication only
+            if sp:  # it (and the TP overlap) acts on tensor-parallel communication only
                 keep = lay["tp"] > 1
+                lay = {k: v[keep] for k, v in lay.items()}
+            elif shape.is_moe:
+                # Megatron-Core trains an MoE layer at TP > 1 only with sequence parallelism
+                # (MoELayer.forward refuses it otherwise): those layouts take the SP variant
+                keep = lay["tp"] == 1
                 lay = {k: v[keep] for k, v in lay.items()}
             common: dict[str, Any] = {
                 "seq_len": search.seq_len, "sequence_parallel": sp,

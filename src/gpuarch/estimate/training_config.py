@@ -467,6 +467,10 @@ class TrainingConfig:
             raise GpuarchError(
                 f"--bf16-layers-at-start/--bf16-layers-at-end: {self.bf16_layers_start} + "
                 f"{self.bf16_layers_end} layers in BF16, but the model has {shape.layers}")
+        if self.tp_comm_overlap and self.tp > 1 and not self.sequence_parallel:
+            raise GpuarchError("--tp-comm-overlap: Megatron's tensor-parallel overlap "
+                               "(userbuffers) runs only with sequence parallelism, as "
+                               "Megatron-LM's arguments check says; add --sequence-parallel")
         if self.fp8_attention and not self.precision.low_precision:
             raise GpuarchError("--fp8-attention: needs --precision fp8 or nvfp4 (FP8 "
                                "attention runs inside the FP8 autocast), got --precision "

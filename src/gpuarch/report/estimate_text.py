@@ -213,6 +213,8 @@ def render_training(e: TrainingEstimate, band: Band | None = None,
         lines.append(f"  note          {e.assumptions['layer_pass_floor']}")
     if e.assumptions.get("expert_gemms"):
         lines.append(f"  note          {e.assumptions['expert_gemms']}")
+    if e.assumptions.get("moe_without_sp"):
+        lines.append(f"  note          {e.assumptions['moe_without_sp']}")
     if e.assumptions.get("dispatcher_wait"):
         lines.append(f"  note          {e.assumptions['dispatcher_wait']}")
     if e.assumptions.get("mamba_kernels"):

@@ -247,8 +247,11 @@ def point_config(point: TrainingPoint, system: System | None) -> TrainingConfig:
         zero=int(point.get("zero", 1)),
         dp_shard=int(point.get("dp_shard") or 0),
         outer_optimizer_sharding=bool(point.get("outer_optimizer_sharding", False)),
-        tp_comm_overlap=bool(point.get("tp_comm_overlap",
-                                       any(f in framework for f in _TP_OVERLAP_FRAMEWORKS))),
+        # the frameworks' default, where the run has the sequence parallelism it needs (or
+        # no tensor parallelism, where it does nothing)
+        tp_comm_overlap=bool(point.get("tp_comm_overlap", any(
+            f in framework for f in _TP_OVERLAP_FRAMEWORKS) and (
+                bool(point.get("sequence_parallel", False)) or int(point.get("tp") or 1) == 1))),
         fsdp_prefetch=bool(point.get("fsdp_prefetch", False)),
         reshard_after_forward=bool(point.get("reshard_after_forward", True)),
         moe_token_drop=bool(point.get("moe_token_drop", False)),
