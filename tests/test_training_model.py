@@ -1220,8 +1220,8 @@ def test_expert_comm_overlap_and_node_dedup_never_lengthen_the_step(
     qwen = preset("qwen3-235b-a22b").shape
     h100, system = CATALOG.product("h100"), CATALOG.system("dgx h100")
     base = {"gpus": 512, "seq_len": 4096, "global_batch": 512, "micro_batch": micro_batch,
-            "tp": 1, "pp": 8, "ep": ep, "precision": Precision.FP8,
-            "gpus_per_node": gpus_per_node}
+            "tp": 1, "pp": 8, "vpp": 2, "ep": ep, "precision": Precision.FP8,
+            "gpus_per_node": gpus_per_node}  # interleaved: the overlap needs it with PP
 
     def est(**kw):  # type: ignore[no-untyped-def]
         return estimate_training(CATALOG, qwen, h100, TrainingConfig(**{**base, **kw}),
@@ -1259,7 +1259,7 @@ def test_overlapped_all_to_alls_are_exposed_on_the_unpaired_passes() -> None:
     assert full > 0
     assert paired.time_breakdown.communication_parts["expert_parallel"] == pytest.approx(
         full / m, rel=1e-9)
-    piped = {"gpus": 32, "pp": 4, "global_batch": 64 * 4 // 4}
+    piped = {"gpus": 32, "pp": 4, "vpp": 2, "global_batch": 64 * 4 // 4}
     plain, paired = est(**piped), est(**piped, ep_comm_overlap=True)
     # the bubble's stage time still holds the all-to-alls: unchanged by the overlap
     assert paired.time_breakdown.pipeline_bubble == pytest.approx(
@@ -1368,10 +1368,13 @@ def test_compute_and_communication_parts_add_up(kw: dict, recompute: Recompute, 
     edge layers, MTP block or expert overlap; each part is non-negative, attention and the
     dense GEMMs are never zero, and only an MoE model has expert GEMMs or expert traffic."""
     kw = _valid(kw)
-    extra = {"ep": 8, "etp": 1, "ep_comm_overlap": overlap} if moe else {}
-    shape = preset("mixtral-8x7b").shape if moe else LLAMA_70B
     if vpp > 1 and kw["pp"] == 1:
         vpp = 1
+    # the expert overlap where Megatron-Core allows it (no full recomputation; interleaved
+    # with pipeline stages)
+    overlap = overlap and recompute is not Recompute.FULL and (kw["pp"] == 1 or vpp > 1)
+    extra = {"ep": 8, "etp": 1, "ep_comm_overlap": overlap} if moe else {}
+    shape = preset("mixtral-8x7b").shape if moe else LLAMA_70B
     doc = _est(shape, **kw, **extra, recompute=recompute, pp_edge_layers=edge,
                vpp=vpp, mtp_layers=int(mtp)).as_json()
     compute, comm = doc["compute_breakdown_s"], doc["communication_breakdown_s"]
@@ -1800,3 +1803,28 @@ def test_the_folding_papers_coarse_and_fine_twins_read_right_with_their_own_rate
         {"moe_grouped_gemm_coarse": DEFAULT_EFFICIENCY.moe_grouped_gemm})
     slow = validate_training(CATALOG, fine_rate, points=coarse).rows
     assert all(-0.40 < r.error < -0.20 for r in slow)
+
+
+@pytest.mark.parametrize(("kw", "message"), [
+    ({"ep": 1}, r"--ep-comm-overlap: .*needs --ep > 1"),
+    ({"recompute": Recompute.FULL}, r"--ep-comm-overlap: .*full recomputation"),
+    ({"mtp_layers": 2}, r"--ep-comm-overlap: .*at most one MTP depth"),
+    ({"precision": Precision.FP32}, r"--ep-comm-overlap: needs a 16-bit model"),
+    ({"pp": 2, "gpus": 32}, r"--ep-comm-overlap: with --pp > 1 .* give --vpp > 1"),
+])
+def test_ep_comm_overlap_takes_megatron_cores_conditions(kw: dict, message: str  # type: ignore[type-arg]
+                                                         ) -> None:
+    """Megatron-Core's TransformerConfig refuses overlap_moe_expert_parallel_comm without
+    expert parallelism, with full recomputation, with more than one MTP depth, for a model
+    that is not 16-bit, and with pipeline stages but no interleaving; the estimate refuses
+    the same, naming the flag. The base layout (EP 8, PP 1, BF16) estimates."""
+    qwen = preset("qwen3-30b-a3b").shape
+    base = {"gpus": 16, "seq_len": 4096, "global_batch": 64, "ep": 8,
+            "ep_comm_overlap": True, "precision": Precision.BF16}
+    estimate_training(CATALOG, qwen, H100, TrainingConfig(**base), system=DGX_H100)
+    with pytest.raises(GpuarchError, match=message):
+        estimate_training(CATALOG, qwen, H100, TrainingConfig(**{**base, **kw}),
+                          system=DGX_H100)
+    if "pp" in kw:  # interleaved, it estimates
+        estimate_training(CATALOG, qwen, H100, TrainingConfig(**{**base, **kw, "vpp": 2}),
+                          system=DGX_H100)

@@ -449,7 +449,8 @@ def add_train_parser(est_sub: argparse._SubParsersAction[argparse.ArgumentParser
     p.add_argument("--ep-comm-overlap", action="store_true",
                    help="overlap the expert all-to-alls with another micro-batch's compute "
                         "(Megatron --overlap-moe-expert-parallel-comm); only what exceeds "
-                        "that compute is exposed")
+                        "that compute is exposed. Megatron-Core's conditions: --ep > 1, no "
+                        "full recomputation, at most one MTP depth, --vpp > 1 with --pp > 1")
     p.add_argument("--no-pp-comm-overlap", dest="pp_comm_overlap", action="store_false",
                    help="an interleaved pipeline (--vpp > 1) waits on its sends between "
                         "chunks (Megatron --no-overlap-p2p-communication, or a Megatron "

@@ -19,7 +19,7 @@ from gpuarch.estimate.pipeline_layout import (
     hybrid_layout,
     parse_pp_layout,
 )
-from gpuarch.estimate.pipeline_schedule import PP_SCHEDULES, schedule_chunks
+from gpuarch.estimate.pipeline_schedule import DUALPIPE_SCHEDULES, PP_SCHEDULES, schedule_chunks
 from gpuarch.estimate.recompute import (
     DEFAULT_MODULES,
     check_recompute_modules,
@@ -567,6 +567,7 @@ class TrainingConfig:
         if self.vpp > 1 and self.pp == 1:
             raise GpuarchError("--vpp: interleaved stages need --pp > 1")
         self._check_schedule()
+        self._check_ep_comm_overlap()
         if shape.heads % self.tp:
             raise GpuarchError(f"--tp: {self.tp} does not divide the {shape.heads} heads")
         if shape.compressed is not None and shape.compressed.o_groups % self.tp:
@@ -653,6 +654,30 @@ class TrainingConfig:
         flag, what = ("--tp", str(self.tp)) if self.cp == 1 else \
             ("--cp", f"TP x CP = {self.tp} x {self.cp}")
         shape.check_mamba_split(self.tp * self.cp, flag, what)
+
+    def _check_ep_comm_overlap(self) -> None:
+        """Megatron-Core's conditions for overlapping the expert all-to-alls with another
+        micro-batch (TransformerConfig.__post_init__, overlap_moe_expert_parallel_comm):
+        expert parallelism, no full recomputation, one MTP depth at most, a 16-bit model
+        (FP8 and FP4 runs keep 16-bit parameters), and with pipeline stages an interleaved
+        schedule (DualPipe's own overlap aside)."""
+        if not self.ep_comm_overlap:
+            return
+        flag = "--ep-comm-overlap"
+        if self.ep == 1:
+            raise GpuarchError(f"{flag}: overlaps the expert all-to-alls; needs --ep > 1")
+        if self.recompute is Recompute.FULL:
+            raise GpuarchError(f"{flag}: Megatron-Core refuses it with full recomputation; "
+                               "use --recompute selective or none")
+        if self.mtp_layers > 1:
+            raise GpuarchError(f"{flag}: Megatron-Core allows at most one MTP depth with it, "
+                               f"got --mtp-layers {self.mtp_layers}")
+        if self.precision in (Precision.FP32, Precision.TF32):
+            raise GpuarchError(f"{flag}: needs a 16-bit model (bf16, fp16, or fp8/nvfp4 over "
+                               f"16-bit parameters), got --precision {self.precision.value}")
+        if self.pp > 1 and self.vpp == 1 and self.pp_schedule not in DUALPIPE_SCHEDULES:
+            raise GpuarchError(f"{flag}: with --pp > 1 Megatron-Core needs an interleaved "
+                               "schedule: give --vpp > 1")
 
     def _check_schedule(self) -> None:
         """The pipeline schedule's own conditions (DeepSeek's DualPipe asserts an even
