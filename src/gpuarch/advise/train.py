@@ -83,6 +83,11 @@ MAX_SEARCH_GPUS = 131_072
 whole-node count up to the limit (8,192 takes about 40 s on a 2-core machine)."""
 
 
+TP_COMM_VARIANTS = ((False, False), (True, False), (True, True))
+"""The (sequence parallelism, TP overlap) pairs searched: Megatron's userbuffers overlap
+runs only with sequence parallelism (Megatron-LM's arguments check refuses it otherwise)."""
+
+
 @dataclass(frozen=True)
 class TrainingSearch:
     """The space and the constraints of a search."""
@@ -296,11 +301,7 @@ def advise_training(
         raise GpuarchError("--gpu: no GPU to search (check the names or --tier)")
     stages = len(ZERO_STAGES) + len(HYBRID_STAGES)
     # ZeRO innermost: its stages share a layout chunk's layer costing
-    # (sequence parallelism, TP overlap): Megatron's userbuffers overlap runs only with
-    # sequence parallelism (its arguments.py refuses it otherwise), so never without it
-    variants = [v for v in itertools.product(search.precisions, list(Recompute),
-                                             (False, True), (False, True))
-                if v[2] or not v[3]]
+    variants = list(itertools.product(search.precisions, list(Recompute), TP_COMM_VARIANTS))
     combos = len(variants) * stages
     total = len(candidates) * combos
     done = 0
@@ -324,7 +325,7 @@ def advise_training(
         layouts = _layouts(shape, search, gpn, multi_node=inter is not None)
         gen = catalog.chip_of(product).sm.tensor_core_generation
         runs = _precisions_run(product, search, tally)
-        for wanted, recompute, sp, overlap in variants:
+        for wanted, recompute, (sp, overlap) in variants:
             done += stages
             if progress:
                 progress(done, total, product.name)

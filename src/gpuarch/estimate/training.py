@@ -537,12 +537,8 @@ def _add_kernel_notes(assumptions: dict[str, Any], shape: TransformerShape, prod
         gemms = "grouped GEMMs" if shape.is_fine_grained_moe else "GEMMs"
         assumptions["expert_gemms"] = (
             f"routed experts' {gemms} at the dense GEMMs' rate x {rate:g} ({why})")
-        if cfg.tp > 1 and not cfg.sequence_parallel:
-            assumptions["moe_without_sp"] = (
-                f"Megatron-Core refuses to train an MoE layer at TP {cfg.tp} without sequence "
-                "parallelism (MoELayer.forward); priced as asked, every tensor-parallel rank "
-                "routing all the micro-batch's tokens: add --sequence-parallel for the run "
-                "Megatron would make")
+        if refused := cfg.moe_without_sequence_parallel(shape):
+            assumptions["moe_without_sp"] = refused
         wait = dispatcher_host_time(product, cfg, eff)
         if dispatcher_host_time(product, cfg, eff, shape) > 0:  # some layer pays it
             whose = ("--dispatcher-wait-us, as given" if cfg.dispatcher_wait_s is not None

@@ -289,6 +289,16 @@ class TrainingConfig:
     def dp(self) -> int:
         return self.gpus // (self.tp * self.pp * self.cp)
 
+    def moe_without_sequence_parallel(self, shape: TransformerShape) -> str:
+        """Why Megatron-Core would not train this run (its MoELayer.forward refuses an MoE
+        layer at TP > 1 without sequence parallelism), or "" where it would: the note the
+        estimate and ``--launch megatron`` print."""
+        if not shape.is_moe or self.tp == 1 or self.sequence_parallel:
+            return ""
+        return (f"Megatron-Core refuses to train an MoE layer at TP {self.tp} without "
+                "--sequence-parallel (MoELayer.forward); priced as asked, every "
+                "tensor-parallel rank routing all the micro-batch's tokens")
+
     @property
     def dp_replicas(self) -> Any:
         """Groups the DP x CP ranks form under hybrid sharding (``dp_shard``), each holding

@@ -197,10 +197,8 @@ def megatron_launch(shape: Any, cfg: Any) -> Launch:
         else:
             notes.append("the grouped expert GEMMs (--moe-grouped-gemm) need --bf16; at "
                          f"{cfg.precision.value} the experts run one by one")
-        if cfg.tp > 1 and not cfg.sequence_parallel:
-            notes.append(f"Megatron-Core refuses to train MoE layers at TP {cfg.tp} without "
-                         "--sequence-parallel (MoELayer.forward); the estimate priced the "
-                         "run as asked")
+        if refused := cfg.moe_without_sequence_parallel(shape):
+            notes.append(refused)
         if cfg.ep_dispatcher == "deepep":
             add("dispatcher", "flex")
             add("deepep")

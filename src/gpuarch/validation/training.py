@@ -232,26 +232,27 @@ def point_config(point: TrainingPoint, system: System | None) -> TrainingConfig:
     """The layout a point ran at."""
     framework = str(point.get("framework", "")).lower()
     gpus = int(point.get("gpus"))
+    tp = int(point.get("tp") or 1)
+    sp = bool(point.get("sequence_parallel", False))
     return TrainingConfig(
         gpus=gpus,
         seq_len=int(point.get("seq_len")),
         global_batch=int(point.get("global_batch") or 0),
         micro_batch=int(point.get("micro_batch") or 1),
-        tp=int(point.get("tp") or 1),
+        tp=tp,
         pp=int(point.get("pp") or 1),
         cp=int(point.get("cp") or 1),
         ep=int(point.get("ep") or 1),
         etp=int(point.get("etp") or 0),
         vpp=int(point.get("vpp") or 1),
-        sequence_parallel=bool(point.get("sequence_parallel", False)),
+        sequence_parallel=sp,
         zero=int(point.get("zero", 1)),
         dp_shard=int(point.get("dp_shard") or 0),
         outer_optimizer_sharding=bool(point.get("outer_optimizer_sharding", False)),
         # the frameworks' default, where the run has the sequence parallelism it needs (or
         # no tensor parallelism, where it does nothing)
         tp_comm_overlap=bool(point.get("tp_comm_overlap", any(
-            f in framework for f in _TP_OVERLAP_FRAMEWORKS) and (
-                bool(point.get("sequence_parallel", False)) or int(point.get("tp") or 1) == 1))),
+            f in framework for f in _TP_OVERLAP_FRAMEWORKS) and (sp or tp == 1))),
         fsdp_prefetch=bool(point.get("fsdp_prefetch", False)),
         reshard_after_forward=bool(point.get("reshard_after_forward", True)),
         moe_token_drop=bool(point.get("moe_token_drop", False)),
