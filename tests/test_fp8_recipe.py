@@ -16,11 +16,19 @@ import pytest
 
 from gpuarch.catalog import load_catalog
 from gpuarch.errors import GpuarchError
+from gpuarch.estimate import training_layers
 from gpuarch.estimate.training import estimate_training
 from gpuarch.estimate.training_config import FP8_RECIPES, TrainingConfig
-from gpuarch.estimate.training_layers import _layer_ops, quantized_copies
+from gpuarch.estimate.training_layers import (
+    _layer_ops,
+    one_layer_time,
+    quantized_copies,
+    router_device,
+)
+from gpuarch.perf.collectives import Fabric, Group, Link
+from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY
 from gpuarch.perf.precision import Precision
-from gpuarch.perf.roofline import Elementwise, Gemm
+from gpuarch.perf.roofline import Device, Elementwise, Gemm, op_time
 from gpuarch.workloads.presets import preset
 
 CATALOG = load_catalog()
@@ -111,3 +119,36 @@ def test_the_router_scores_its_sequence_parallel_shard_and_is_not_cast() -> None
         weights = sum(op.k * op.n * op.batch for op in others)
         (cast,) = [op for op in ops if isinstance(op, Elementwise) and op.name == "fp8_cast"]
         assert cast.bytes_moved == pytest.approx((2 + 2) * inputs + (2 + 1) * weights)
+
+
+@pytest.mark.parametrize("precision", [Precision.FP8, Precision.BF16])
+def test_the_router_runs_at_the_16_bit_rate_whatever_the_run(
+        precision: Precision, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Megatron-Core's router_gating_linear multiplies BF16 operands outside Transformer
+    Engine's autocast, so in an FP8 run the router GEMM costs what it costs on the 16-bit
+    Tensor Cores (forward, and twice that backward), and in a BF16 run what it did; a dense
+    layer has no router and keeps the run's device."""
+    moe = preset("qwen3-30b-a3b").shape
+    cfg = dataclasses.replace(BASE, precision=precision, ep=8)
+    h100 = CATALOG.product("h100-sxm5-80gb")
+    device = Device.of(h100, precision, 4)
+    sixteen = Device.of(h100, Precision.BF16, 4)
+    assert router_device(device, cfg, moe=True).precision is Precision.BF16
+    assert router_device(device, cfg, moe=False) is device
+    (router,) = [op for op in _layer_ops(moe, cfg, moe=True, tensor_core_generation=4)[0]
+                 if isinstance(op, Gemm) and op.name == "router"]
+    link = Link(Fabric.NVLINK, 450e9)
+    groups = (Group(1, 8, link, None), Group(1, 8, link, None), Group(8, 8, link, None))
+
+    def layer() -> tuple[float, float]:
+        fwd, bwd, *_ = one_layer_time(moe, cfg, device, DEFAULT_EFFICIENCY, *groups, moe=True)
+        return float(fwd.compute), float(bwd.compute)
+
+    priced = layer()
+    monkeypatch.setattr(training_layers, "router_device", lambda d, c, m: d)
+    at_run_rate = layer()
+    extra = op_time(router, sixteen, DEFAULT_EFFICIENCY)[0] \
+        - op_time(router, device, DEFAULT_EFFICIENCY)[0]
+    assert (extra > 0) == (precision is Precision.FP8)
+    assert priced[0] - at_run_rate[0] == pytest.approx(extra, abs=1e-12)
+    assert priced[1] - at_run_rate[1] == pytest.approx(2 * extra, abs=1e-12)

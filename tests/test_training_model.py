@@ -527,8 +527,9 @@ def test_validation_error_does_not_regress() -> None:
     # Nemotron-4 15B pair; 6.93% over 670 with DGX Cloud's NeMo 24.09 Llama 3.1 rows and
     # the dense 16-bit overlap rule
     # 6.71% since a low-precision run's LM head is priced in BF16; 6.88% since the
-    # 2026-12-05 settings audit's corrections of the data
-    assert summary.mean_abs_error <= 0.0692  # 6.92% with the NVFP4 rows' overlap off
+    # 2026-12-05 settings audit's corrections of the data; 6.921% since the router's GEMM
+    # runs at the 16-bit rate in low-precision runs
+    assert summary.mean_abs_error <= 0.0693  # 6.92% with the NVFP4 rows' overlap off
     in_sample = [abs(r.error) for r in summary.rows if not r.out_of_sample]
     # 7.92% over 154 (7.89% before the attention span; 8.57% before the unpaired passes;
     # 8.73% over 151 before); 7.87% over 162 with DGX Cloud's eight Grok-1 rows; 7.58% over

@@ -73,6 +73,7 @@ __all__ = [
     "one_layer_time",
     "quantized_copies",
     "ranks_per_node",
+    "router_device",
     "sequence_parallel_tp_comm",
     "tp_overlap_exposed",
     "unbalanced_routing_load",
@@ -668,6 +669,18 @@ def unbalanced_routing_load(shape: TransformerShape, ep: int, eff: Efficiency) -
     return min(eff.moe_unbalanced_load, shape.busiest_rank_bound(ep))
 
 
+def router_device(device: Device, cfg: TrainingConfig, moe: bool) -> Device:
+    """The device an expert layer's router GEMM runs on: the run's, but a 16-bit one in an
+    FP8 or FP4 run. The router is a plain linear outside Transformer Engine's autocast
+    (Megatron-Core's ``router_gating_linear``: BF16 operands through Transformer Engine's
+    general GEMM, the logits in ``moe_router_dtype``, FP32 where a recipe asks), so it
+    runs at the 16-bit Tensor Core rate whatever the run's precision. (With an FP32
+    ``moe_router_dtype`` its backward multiplies FP32 operands, a rate not priced apart.)"""
+    if not (moe and cfg.precision.low_precision):
+        return device
+    return Device.of(device.product, Precision.BF16, device.tensor_core_generation)
+
+
 def one_layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device,
                     eff: Efficiency, tp_group: Group, cp_group: Group, ep_group: Group,
                     moe: bool, window: int = 0, parts: dict[str, Num] | None = None,
@@ -683,8 +696,9 @@ def one_layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device,
     by_name: dict[str, Num] = {}  # forward time of each operator
     frozen = bool(cfg.lora_rank)  # the model's weights are not trained
     shares = layer_op_shares(s)
+    router_on = router_device(device, cfg, moe)
     for op in ops:
-        t, _, _, op_flops, _ = op_time(op, device, eff)
+        t, _, _, op_flops, _ = op_time(op, router_on if op.name == "router" else device, eff)
         share = shares.get(op.name, 1.0)
         if op.name in shares:  # an operator of some of the layers only
             t, op_flops = t * share, op_flops * share
