@@ -530,8 +530,10 @@ def _add_kernel_notes(assumptions: dict[str, Any], shape: TransformerShape, prod
     if shape.is_moe:
         rate = expert_efficiency(eff, shape).moe_grouped_gemm
         why = (f"moe_grouped_gemm, fitted on the published fine-grained MoE runs, "
-               f"{shape.experts} experts here; it also carries the router, permutation and "
-               "dispatch work the model does not charge apart" if shape.is_fine_grained_moe
+               f"{shape.experts} experts here; it also carries what an expert layer costs "
+               "beyond the operators charged apart (the router's GEMM, the token "
+               "permutations, the all-to-all): its scoring and top-k kernels, the token "
+               "counts' bookkeeping" if shape.is_fine_grained_moe
                else f"moe_grouped_gemm_coarse: {shape.experts} experts, a coarse MoE whose "
                "experts' GEMMs are as large as a dense layer's")
         gemms = "grouped GEMMs" if shape.is_fine_grained_moe else "GEMMs"

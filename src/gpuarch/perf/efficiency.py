@@ -435,8 +435,9 @@ class Efficiency:
     """The same for training's grouped expert GEMMs (Megatron-Core/Transformer Engine grouped
     GEMM over evenly balanced tokens, thousands per expert). Fitted on every published MoE
     training run (scripts/fit_training_efficiency.py --grid moe; 0.40 when it was fitted on
-    the 25.09-25.11 rows alone); it also carries what the model does not charge separately
-    in an expert layer (router, permutation, imperfectly overlapped dispatch): the grouped
+    the 25.09-25.11 rows alone); it also carries what an expert layer costs beyond the
+    operators the model charges apart (the router's GEMM, the token permutations, the
+    all-to-all): its scoring and top-k kernels and the token counts' bookkeeping. The grouped
     GEMM kernels alone reach 56-66% of the H100's BF16 peak at 2,048-4,096 tokens per
     expert (TransformerEngine pull request #2045). Every MoE run it was fitted on is
     fine-grained (more than 16 routed experts); coarse ones take

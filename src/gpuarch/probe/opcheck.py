@@ -277,8 +277,9 @@ def grouped_cases(torch: Any, dev: str, quick: bool) -> list[Case]:
     """Grouped expert GEMMs through torch._grouped_mm at Qwen3-30B-A3B's expert shapes
     (hidden 2,048, expert FFN 768, SwiGLU), evenly routed: 128 experts (EP 1) or 16 (EP 8),
     1,024-4,096 tokens each. The model's row uses training's grouped-GEMM multiplier
-    (moe_grouped_gemm), which also carries router, permutation and dispatch costs, so the
-    kernel alone should beat it; the plain-GEMM row shows the kernel's own efficiency."""
+    (moe_grouped_gemm), which also carries the expert layer's costs the model does not
+    itemise (scoring, top-k, token bookkeeping), so the kernel alone should beat it; the
+    plain-GEMM row shows the kernel's own efficiency."""
     dt = torch.bfloat16
     shapes = [(128, 1024, 1536, 2048), (128, 1024, 2048, 768), (16, 4096, 1536, 2048),
               (16, 4096, 2048, 768), (16, 1024, 1536, 2048)]
