@@ -676,9 +676,7 @@ def router_device(device: Device, cfg: TrainingConfig, moe: bool) -> Device:
     general GEMM, the logits in ``moe_router_dtype``, FP32 where a recipe asks), so it
     runs at the 16-bit Tensor Core rate whatever the run's precision. (With an FP32
     ``moe_router_dtype`` its backward multiplies FP32 operands, a rate not priced apart.)"""
-    if not (moe and cfg.precision.low_precision):
-        return device
-    return Device.of(device.product, Precision.BF16, device.tensor_core_generation)
+    return device.sixteen_bit() if moe and cfg.precision.low_precision else device
 
 
 def one_layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device,

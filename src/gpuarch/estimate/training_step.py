@@ -250,8 +250,7 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     # efficiencies: the LM head always (Megatron-Core's output layer is its own
     # ColumnParallelLinear, outside Transformer Engine's autocast: docs/performance-model.md,
     # "A low-precision run's LM head"), and the layers and MTP blocks asked for (below)
-    bf16 = ((Device.of(product, Precision.BF16, device.tensor_core_generation),
-             bf16_efficiency(eff, cfg, product.key))
+    bf16 = ((device.sixteen_bit(), bf16_efficiency(eff, cfg, product.key))
             if cfg.precision.low_precision else (device, eff))
     head = op_time(Gemm(tokens_mb, -(-shape.vocab // cfg.tp), shape.hidden, name="lm_head"),
                    *bf16)[0]

@@ -407,6 +407,14 @@ class Device:
                    max(1.0, peak.flops / attention))
 
 
+    def sixteen_bit(self) -> Device:
+        """This GPU at its BF16 Tensor Core rate (itself where it runs BF16): what a
+        low-precision run keeps in 16 bits runs on it (the LM head, the router's GEMM, the
+        layers asked for in BF16)."""
+        if self.precision is Precision.BF16:
+            return self
+        return Device.of(self.product, Precision.BF16, self.tensor_core_generation)
+
     def with_fp8_attention(self, scaling: str = "tensor") -> Device | None:
         """This device with fused attention at the FP8 Tensor Core rate (FP8 context FMHA,
         FP8 MLA kernels; in training the ``scaling`` kernel); None where the GPU has no FP8
