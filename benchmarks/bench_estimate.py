@@ -68,8 +68,8 @@ def serving_cases(catalog: Catalog) -> dict[str, Callable[[], object]]:
 
 
 def estimate_cases(catalog: Catalog) -> dict[str, Callable[[], object]]:
-    """The four single estimates timed here: two training steps, two serving estimates
-    (bench_instructions.py counts their instructions)."""
+    """The five single estimates timed here: three training steps (one of them with two
+    step models), two serving estimates (bench_instructions.py counts their instructions)."""
     h100, dgx = catalog.product("h100"), catalog.system("dgx h100")
     return {
         "train llama-3.1-70b, 64 x H100, TP4 PP4 SP": lambda: estimate_training(
@@ -80,6 +80,14 @@ def estimate_cases(catalog: Catalog) -> dict[str, Callable[[], object]]:
         "train mixtral-8x7b, 64 x H100, TP2 PP2 EP8": lambda: estimate_training(
             catalog, preset("mixtral-8x7b").shape, h100,
             TrainingConfig(gpus=64, seq_len=4096, global_batch=256, tp=2, pp=2, ep=8),
+            system=dgx),
+        # a dense 16-bit run with userbuffers TP overlap also prices its step with the
+        # traffic hidden (assumptions.tp_overlap_16_bit): two step models in one estimate
+        "the same 70B step, BF16 --tp-comm-overlap": lambda: estimate_training(
+            catalog, preset("llama-3.1-70b").shape, h100,
+            TrainingConfig(gpus=64, seq_len=8192, global_batch=128, tp=4, pp=4,
+                           sequence_parallel=True, recompute=Recompute.SELECTIVE,
+                           tp_comm_overlap=True),
             system=dgx),
         **serving_cases(catalog),
     }
@@ -98,21 +106,6 @@ def main() -> None:
         print(f"{label:46} {from_si(per, Unit.US):8.1f} us per estimate  "
               f"({per / GOAL_S:.2f} of the 1 ms goal; fastest round "
               f"{from_si(min(rounds), Unit.US):.1f} us)")
-    # a dense 16-bit run with userbuffers TP overlap also prices its step with the traffic
-    # hidden (assumptions.tp_overlap_16_bit): two step models in one estimate
-    overlapped = TrainingConfig(gpus=64, seq_len=8192, global_batch=128, tp=4, pp=4,
-                                sequence_parallel=True, recompute=Recompute.SELECTIVE,
-                                tp_comm_overlap=True)
-
-    def with_overlap() -> object:
-        return estimate_training(catalog, preset("llama-3.1-70b").shape, h100, overlapped,
-                                 system=dgx)
-
-    rounds = _rounds(with_overlap, args.runs)
-    per = statistics.median(rounds)
-    print(f"{'the same 70B step, BF16 --tp-comm-overlap':46} {from_si(per, Unit.US):8.1f} us "
-          f"per estimate  ({per / GOAL_S:.2f} of the 1 ms goal; the step with the "
-          "traffic hidden priced too)")
     # --rate: the whole batch axis evaluated at once, then the estimate at the batch found
     cfg = InferenceConfig(input_len=2048, output_len=512, gpus=2, tp=2, quant=fp8)
     shape = preset("llama-3.1-70b").shape

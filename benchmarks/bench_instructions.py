@@ -5,7 +5,7 @@ so it compares two versions of the code reliably.
 
     python benchmarks/bench_instructions.py [--calls 20]
 
-Each of bench_estimate.py's four single estimates runs in its own Python under callgrind,
+Each of bench_estimate.py's five single estimates runs in its own Python under callgrind,
 once warmed up and then ``--calls`` times more; the difference against a run with the warm
 up only, over ``--calls``, is the count per estimate (imports and catalog loading cancel).
 PYTHONHASHSEED is fixed so that both runs hash alike, NumPy's BLAS runs one thread (its
