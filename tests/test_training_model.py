@@ -8,6 +8,7 @@ import itertools
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -23,10 +24,19 @@ from gpuarch.estimate.training_layers import (
     dispatch_permutation,
     unbalanced_routing_load,
 )
+from gpuarch.estimate.training_step import fixed_costs
 from gpuarch.perf import Precision
+from gpuarch.perf.collectives import link_for
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
+from gpuarch.perf.roofline import Device
 from gpuarch.validation import load_training_points, validate_training
-from gpuarch.validation.training import TrainingPoint, compare_point, point_config, point_shape
+from gpuarch.validation.training import (
+    TrainingPoint,
+    compare_point,
+    point_config,
+    point_shape,
+    point_system,
+)
 from gpuarch.workloads import preset
 
 CATALOG = load_catalog()
@@ -1649,6 +1659,38 @@ def test_a_dense_16_bit_run_takes_the_tp_overlap_as_hiding_none_of_its_traffic()
     assert moe_extra["step_time_s_without_overlap"] == pytest.approx(off.step_time_s,
                                                                      rel=1e-12)
     assert off.step_time_s > moe_run.step_time_s
+
+
+def _leaves(x: Any) -> list[Any]:
+    """The numbers in a (nested) named tuple, in order."""
+    return [leaf for v in x for leaf in _leaves(v)] if isinstance(x, tuple) else [x]
+
+
+def test_what_a_step_takes_beside_its_layers_does_not_read_the_tp_overlap() -> None:
+    """The estimate prices the userbuffers overlap's other case (the step with the traffic
+    hidden, or without the overlap) with the run's ``fixed_costs``: so none of them may read
+    ``tp_comm_overlap`` or the TP exposure parameters. Held over every published layout
+    (dense and MoE, FP8 and FP4, pipeline layouts, LoRA, MTP, offloading), each costed
+    with the overlap on and off and the exposures at their extremes."""
+    moved = dataclasses.replace(DEFAULT_EFFICIENCY, tp_comm_exposed=0.7,
+                                tp_comm_exposed_16_bit_dense=0.0)
+    checked = 0
+    for point in load_training_points():
+        product = CATALOG.product(point.get("gpu"))
+        system = CATALOG.system_with_link(product, point_system(CATALOG, point, product),
+                                          point.get("gpu_link"))
+        shape, cfg = point_shape(point), point_config(point, system)
+        device = Device.of(product, cfg.precision,
+                           CATALOG.chip_of(product).sm.tensor_core_generation)
+        intra, inter = link_for(product, system, None, required=False)
+        costs = [fixed_costs(shape, product, device, intra, inter,
+                             dataclasses.replace(cfg, tp_comm_overlap=overlap), eff, 1e10)
+                 for overlap in (False, True) for eff in (DEFAULT_EFFICIENCY, moved)]
+        flat = [np.concatenate([np.ravel(np.asarray(v, dtype=float)) for v in _leaves(c)])
+                for c in costs]
+        assert all(np.array_equal(f, flat[0]) for f in flat[1:]), point.id
+        checked += 1
+    assert checked == len(load_training_points())
 
 
 def test_a_step_pays_a_fixed_time_beside_its_layers() -> None:

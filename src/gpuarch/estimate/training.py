@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from types import MappingProxyType
 from typing import Any
 
@@ -64,8 +65,10 @@ from gpuarch.estimate.training_step import (
     FRAMEWORK_RESERVE_BYTES,
     OFFLOAD_COPY_BYTES,
     OFFLOAD_HOST_BYTES,
+    FixedCosts,
     TrainingCore,
     evaluate_training,
+    fixed_costs,
     moment_bytes,
     pipeline_spans_nodes,
     waits_on_sends,
@@ -216,18 +219,28 @@ class TrainingEstimate:
         return out
 
 
+@lru_cache(maxsize=16)
+def _dense_overlap_hidden(eff: Efficiency) -> Efficiency:
+    """``eff`` with a dense 16-bit run's TP traffic as hidden as the rest's
+    (``tp_comm_exposed_16_bit_dense`` at ``tp_comm_exposed``); cached, as building an
+    ``Efficiency`` costs a tenth of a step's estimate."""
+    return dataclasses.replace(eff, tp_comm_exposed_16_bit_dense=eff.tp_comm_exposed)
+
+
 def _tp_overlap_16_bit_note(shape: TransformerShape, product: Product, device: Device,
                             intra: Link, inter: Link | None, cfg: TrainingConfig,
-                            eff: Efficiency, host_link: float | None) -> dict[str, Any]:
+                            eff: Efficiency, host_link: float | None,
+                            fixed: FixedCosts) -> dict[str, Any]:
     """What the userbuffers overlap is taken to hide in a 16-bit run, and the step priced the
     other way: a dense model's with the traffic hidden (``tp_comm_exposed``:
     ``step_time_s_with_overlap_hidden``), an MoE model's with the overlap off
     (``step_time_s_without_overlap``; docs/performance-model.md, "Dense 16-bit runs and the
-    TP overlap")."""
+    TP overlap"). Both differ from the run only in the overlap, so they reuse its
+    ``fixed`` costs and price its layers again."""
     if shape.is_moe:
         without = evaluate_training(shape, product, device, intra, inter,
                                     dataclasses.replace(cfg, tp_comm_overlap=False), eff,
-                                    host_link_bytes_s=host_link)
+                                    host_link_bytes_s=host_link, fixed=fixed)
         return {"step_time_s_without_overlap": float(without.step), "note": (
             f"the tensor-parallel traffic is taken as hidden by the userbuffers overlap "
             f"(--tp-comm-overlap), as the published MoE runs in 16-bit read (the MoE "
@@ -235,8 +248,8 @@ def _tp_overlap_16_bit_note(shape: TransformerShape, product: Product, device: D
             f"without it the step is {float(without.step):.3g} s. The dense 16-bit runs "
             f"read as if it hid none of theirs, and a dense model is priced so")}
     hidden = evaluate_training(shape, product, device, intra, inter, cfg,
-                               dataclasses.replace(eff, tp_comm_exposed_16_bit_dense=(
-                                   eff.tp_comm_exposed)), host_link_bytes_s=host_link)
+                               _dense_overlap_hidden(eff), host_link_bytes_s=host_link,
+                               fixed=fixed)
     doc: dict[str, Any] = {"step_time_s_with_overlap_hidden": float(hidden.step)}
     doc["note"] = (
         f"in a dense 16-bit run the userbuffers overlap (--tp-comm-overlap) is taken to "
@@ -403,8 +416,9 @@ def estimate_training(
     run_eff = attention_efficiency(eff, cfg, catalog.chip_of(product).compute_capability,
                                    product.key)
     host_link = product_host_link(catalog, product)
+    fixed = fixed_costs(shape, product, device, intra, inter, cfg, run_eff, host_link)
     core = evaluate_training(shape, product, device, intra, inter, cfg, run_eff, layer_parts,
-                             host_link_bytes_s=host_link)
+                             host_link_bytes_s=host_link, fixed=fixed)
     step = float(core.step)
     breakdown = _time_breakdown(core, layer_parts)
     tokens_per_s = float(core.tokens_per_s)
@@ -463,7 +477,7 @@ def estimate_training(
         assumptions["fp8_attention"] = _fp8_attention_note(shape, product, device, cfg, eff)
     if cfg.tp_comm_overlap and cfg.tp > 1 and cfg.precision in SIXTEEN_BIT:
         assumptions["tp_overlap_16_bit"] = _tp_overlap_16_bit_note(
-            shape, product, device, intra, inter, cfg, run_eff, host_link)
+            shape, product, device, intra, inter, cfg, run_eff, host_link, fixed)
     _add_kernel_notes(assumptions, shape, product, cfg, eff, core)
     _add_schedule_notes(assumptions, shape, cfg, core, host_link, run_eff)
     total = (None if tokens is None else

@@ -223,11 +223,82 @@ class TrainingCore:
                 + self.other)
 
 
+class FixedCosts(NamedTuple):
+    """What ``evaluate_training`` takes that its layers' costs leave alone: the LM head's
+    and loss's passes, one layer-pass's activations, the parameters, gradients and optimizer
+    states one GPU holds, the data-parallel traffic and the FLOPs per token
+    (``fixed_costs``). None of it reads the tensor-parallel overlap (``cfg.tp_comm_overlap``,
+    ``Efficiency.tp_comm_exposed`` and ``tp_comm_exposed_16_bit_dense``, read by the layers'
+    costs alone), so one set serves every variant of a run that differs only there: the
+    estimate's note on the userbuffers overlap prices one beside the step."""
+
+    head_pass: Num  # the LM head's forward and gradients and the loss's, one micro-batch
+    per_layer_act: Num  # one layer-pass's activation bytes (``_layer_activations``)
+    bf16_act: Num  # what a layer run in BF16 adds to them
+    placed: LocalParams
+    dp_gather: Num  # data-parallel traffic per step, every pipeline rank's
+    dp_reduce: Num
+    states: HeldStates
+    tied_sync: Num  # the tied embedding's gradient all-reduce
+    model_flops: float  # per token
+    hw_flops: Num  # per token
+
+
+def fixed_costs(shape: TransformerShape, product: Product, device: Device, intra: Link,
+                inter: Link | None, cfg: TrainingConfig, eff: Efficiency,
+                host_link_bytes_s: float | None = None) -> FixedCosts:
+    """``FixedCosts`` for ``evaluate_training``'s arguments of the same names."""
+    tokens_mb = cfg.micro_batch * cfg.seq_len // cfg.cp
+    # what an FP8 or FP4 run keeps in BF16 runs on the BF16 device at the 16-bit
+    # efficiencies: the LM head always (Megatron-Core's output layer is its own
+    # ColumnParallelLinear, outside Transformer Engine's autocast: docs/performance-model.md,
+    # "A low-precision run's LM head")
+    bf16 = _bf16_costing(device, eff, cfg, product)
+    head = op_time(Gemm(tokens_mb, -(-shape.vocab // cfg.tp), shape.hidden, name="lm_head"),
+                   *bf16)[0]
+    loss = op_time(Elementwise(3.0 * tokens_mb * shape.vocab / cfg.tp * 4, name="loss"),
+                   device, eff)[0]
+    # forward, data gradient and (unless frozen under LoRA) weight gradient
+    head_pass = (2 if cfg.lora_rank else 3) * head + 2 * loss
+    layout = cfg.layout(shape)
+    # memory on the most loaded stage: one layer-pass's activations, and what a layer run
+    # in BF16 adds to it
+    per_layer_act, bf16_act = _layer_activations(shape, cfg, layout)
+    placed = _local_params(shape, cfg, layout)
+    shards = _zero_shards(cfg)
+    dp_gather, dp_reduce = _dp_gradient_traffic(shape, cfg, placed, shards,
+                                                cfg.micro_batches, eff, intra, inter)
+    states = _held_states(cfg, placed, shards, device, eff, host_link_bytes_s)
+    # a word embedding tied to the output layer sits on the first stage and the last, and
+    # Megatron-Core all-reduces its gradient between the two once the step's backward is
+    # done (finalize_model_grads: _allreduce_word_embedding_grads, on the full main_grad):
+    # nothing overlaps it. Frozen under LoRA, it has no gradient to reduce; DualPipeV puts
+    # the first stage and the last on one GPU
+    tied_sync: Num = 0.0
+    if shape.tied_embeddings and not cfg.lora_rank and cfg.pp_schedule != "dualpipev":
+        tied_sync = where(cfg.pp > 1, nccl_time(
+            Collective.ALL_REDUCE, shape.vocab / cfg.tp * shape.hidden
+            * cfg.param_bytes.gradients, _pipeline_send_group(cfg, intra, inter), eff), 0.0)
+    model_flops, hw_flops = _flops_per_token(shape, cfg)
+    return FixedCosts(head_pass, per_layer_act, bf16_act, placed, dp_gather, dp_reduce,
+                      states, tied_sync, model_flops, hw_flops)
+
+
+def _bf16_costing(device: Device, eff: Efficiency, cfg: TrainingConfig,
+                  product: Product) -> tuple[Device, Efficiency]:
+    """The device and efficiencies of what a run keeps in BF16: the BF16 device at the
+    16-bit efficiencies in an FP8 or FP4 run, the run's own otherwise."""
+    if cfg.precision.low_precision:
+        return device.sixteen_bit(), bf16_efficiency(eff, cfg, product.key)
+    return device, eff
+
+
 def evaluate_training(shape: TransformerShape, product: Product, device: Device,
                       intra: Link, inter: Link | None, cfg: TrainingConfig,
                       eff: Efficiency, parts: dict[str, Num] | None = None,
                       host_link_bytes_s: float | None = None,
-                      layers: LayerCosts | None = None) -> TrainingCore:
+                      layers: LayerCosts | None = None,
+                      fixed: FixedCosts | None = None) -> TrainingCore:
     """The step model. ``cfg``'s parallelism, batch and micro-batch fields, its ZeRO stage,
     ZeRO-3 prefetch and hybrid-sharding group (``dp_shard``, 0 where none) may be NumPy
     arrays (one configuration per element: the advisor costs a layout chunk's ZeRO variants
@@ -238,26 +309,21 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     ``host_link_bytes_s``: the GPU's own share of its link to the CPU, one direction, for
     activation and optimizer offloading (None: the transfers are taken as hidden).
     ``layers``: the layers' costing for ``cfg``'s configurations, made by ``layer_costs``
-    (the advisor costs a hybrid's layouts once for all its pipeline splits)."""
-    # LM head and loss on the last stage (vocabulary split over TP)
+    (the advisor costs a hybrid's layouts once for all its pipeline splits). ``fixed``: what
+    the layers' costs leave alone, made by ``fixed_costs`` for this run or for one that
+    differs from it only in the tensor-parallel overlap (``FixedCosts``)."""
+    if fixed is None:
+        fixed = fixed_costs(shape, product, device, intra, inter, cfg, eff,
+                            host_link_bytes_s)
+    head_pass = fixed.head_pass
     tokens_mb = cfg.micro_batch * cfg.seq_len // cfg.cp
     tp_group, cp_group, ep_group = layer_groups(cfg, intra, inter)
     pp_group = _pipeline_send_group(cfg, intra, inter)
     kinds = (layers.kinds if layers is not None and parts is None else
              layer_times(shape, cfg, device, eff, tp_group, cp_group, ep_group,
                           with_parts=parts is not None))
-    # what an FP8 or FP4 run keeps in BF16 runs on the BF16 device at the 16-bit
-    # efficiencies: the LM head always (Megatron-Core's output layer is its own
-    # ColumnParallelLinear, outside Transformer Engine's autocast: docs/performance-model.md,
-    # "A low-precision run's LM head"), and the layers and MTP blocks asked for (below)
-    bf16 = ((device.sixteen_bit(), bf16_efficiency(eff, cfg, product.key))
-            if cfg.precision.low_precision else (device, eff))
-    head = op_time(Gemm(tokens_mb, -(-shape.vocab // cfg.tp), shape.hidden, name="lm_head"),
-                   *bf16)[0]
-    loss = op_time(Elementwise(3.0 * tokens_mb * shape.vocab / cfg.tp * 4, name="loss"),
-                   device, eff)[0]
-    # forward, data gradient and (unless frozen under LoRA) weight gradient
-    head_pass = (2 if cfg.lora_rank else 3) * head + 2 * loss
+    # the layers and MTP blocks asked for in BF16 run as the LM head does (fixed_costs)
+    bf16 = _bf16_costing(device, eff, cfg, product)
     average = average_layer(shape, kinds)
     fwd, bwd = average.fwd, average.bwd
     layer_flops = average.flops
@@ -291,9 +357,7 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     p2p = where(cfg.pp > 1, p2p, 0.0)
     stage = stage + PassSeconds(0.0, p2p)
 
-    # memory on the most loaded stage: one layer-pass's activations, and what a layer run
-    # in BF16 adds to it
-    per_layer_act, bf16_act = _layer_activations(shape, cfg, layout)
+    per_layer_act, bf16_act = fixed.per_layer_act, fixed.bf16_act
     # offloaded layers (PP = 1) leave one layer's activations in flight on the GPU; each
     # goes out during its forward pass and comes back during its backward, behind the
     # layers computed meanwhile: only a transfer longer than a layer's pass is exposed
@@ -335,19 +399,14 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
     bubble = pipeline_bubble(cfg.pp_schedule, cfg.pp, cfg.vpp, stage_time + unpaired,
                              forward, wgrad)
 
-    placed = _local_params(shape, cfg, layout)
-
-    shards = _zero_shards(cfg)
-    dp_gather, dp_reduce = _dp_gradient_traffic(shape, cfg, placed, shards, m, eff, intra,
-                                                inter)
+    dp_gather, dp_reduce = fixed.dp_gather, fixed.dp_reduce
     # the time a micro-batch's layers keep the GPU busy: their compute, and where a pass is
     # shorter than the layer-pass floor, the wait that stands in for its latency-bound chain
     # (the data-parallel collectives run on their own stream through both)
     dp_exposed = _dp_exposed(cfg, dp_gather + dp_reduce, stage.compute + stage.floor,
                              layers_per_stage, eff)
 
-    per_param = cfg.param_bytes
-    states = _held_states(cfg, placed, shards, device, eff, host_link_bytes_s)
+    states = fixed.states
     weights, gradients = states.weights, states.gradients
     optimizer_states, optimizer = states.optimizer_states, states.optimizer_time
     opt_offloaded = states.offloaded
@@ -361,23 +420,13 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
         heaviest = np.argmax(sum(held_parts), axis=0)
         weights, gradients, optimizer_states = (_pick(heaviest, list(x)) for x in held_parts)
 
-    # a word embedding tied to the output layer sits on the first stage and the last, and
-    # Megatron-Core all-reduces its gradient between the two once the step's backward is
-    # done (finalize_model_grads: _allreduce_word_embedding_grads, on the full main_grad):
-    # nothing overlaps it. Frozen under LoRA, it has no gradient to reduce; DualPipeV puts
-    # the first stage and the last on one GPU
-    tied_sync: Num = 0.0
-    if shape.tied_embeddings and not cfg.lora_rank and cfg.pp_schedule != "dualpipev":
-        tied_sync = where(cfg.pp > 1, nccl_time(
-            Collective.ALL_REDUCE, shape.vocab / cfg.tp * shape.hidden * per_param.gradients,
-            pp_group, eff), 0.0)
-
+    tied_sync = fixed.tied_sync
     step = (compute_time + pipeline_comm + unpaired + host_time + floor_time + bubble
             + dp_exposed + tied_sync + optimizer + eff.step_overhead_s)
 
     # throughput and utilisation
     tokens_per_s = cfg.global_batch * cfg.seq_len / step
-    model_flops, hw_flops = _flops_per_token(shape, cfg)
+    model_flops, hw_flops = fixed.model_flops, fixed.hw_flops
     peak = device.matmul.flops
     per_gpu_flops = model_flops * tokens_per_s / cfg.gpus
 

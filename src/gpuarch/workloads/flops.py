@@ -32,6 +32,7 @@ hidden), but 4,096 where Megatron counts 5,376 for Nemotron 3 Nano (2,688 hidden
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from gpuarch.workloads.params import (
@@ -167,9 +168,11 @@ def _compressed_core(s: TransformerShape, seq_len: int, causal: bool) -> float:
     return core
 
 
+@lru_cache(maxsize=256)
 def forward_flops_per_token(s: TransformerShape, seq_len: int, *, causal: bool = False
                             ) -> ForwardFlops:
-    """Forward FLOPs per token for sequences of ``seq_len`` tokens."""
+    """Forward FLOPs per token for sequences of ``seq_len`` tokens (cached: a training
+    estimate asks for the same shape and length several times)."""
     pc = count_params(s)
     per_token_mlp = s.mlp_layers * mlp_params(s, s.d_ffn) + s.moe_layers * (
         s.experts_per_token * routed_expert_params(s)
