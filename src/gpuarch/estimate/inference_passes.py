@@ -301,7 +301,7 @@ class ReplicaRunner:
         self.deepgemm = cfg.moe_kernels == "sglang-deepep" and shape.is_moe \
             and generation == HOPPER_TENSOR_CORES and block_fp8
         if self.deepgemm:
-            self.expert_eff = dataclasses.replace(eff, moe_gemm=eff.moe_gemm_deepgemm)
+            self.expert_eff = eff.with_value("moe_gemm", eff.moe_gemm_deepgemm)
         elif shape.is_fine_grained_moe and not (weights.is_16bit and acts.is_16bit):
             factor = eff.moe_gemm_fine
             if weights is QuantFormat.FP4 and acts is QuantFormat.FP4:
@@ -310,13 +310,13 @@ class ReplicaRunner:
                 factor *= eff.moe_gemm_mxfp4_fp8
             elif block_fp8:
                 factor *= eff.moe_gemm_fp8_block
-            self.expert_eff = dataclasses.replace(eff, moe_gemm=eff.moe_gemm * factor)
+            self.expert_eff = eff.with_value("moe_gemm", eff.moe_gemm * factor)
         # grouped GEMMs written for Ampere's synchronous Tensor Core instructions, on a GPU
         # that drives its Tensor Cores asynchronously (MOE_GEMM_KERNELS)
         if cfg.moe_gemm_kernel == MOE_GEMM_KERNELS[1] and drives_tensor_cores_async(
                 catalog.chip_of(product).compute_capability):
-            self.expert_eff = dataclasses.replace(
-                self.expert_eff, moe_gemm=self.expert_eff.moe_gemm * eff.moe_gemm_ampere_kernel)
+            self.expert_eff = self.expert_eff.with_value(
+                "moe_gemm", self.expert_eff.moe_gemm * eff.moe_gemm_ampere_kernel)
         self.peak, self.device = _gemm_device(product, cfg.quant, generation)
         # the Python executor's host and its time per request in flight and expert layer:
         # measured on a Grace host, an x86 host's shorter (Efficiency.host_time_x86_speedup)

@@ -25,7 +25,6 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
 from types import MappingProxyType
 from typing import Any
 
@@ -219,14 +218,6 @@ class TrainingEstimate:
         return out
 
 
-@lru_cache(maxsize=16)
-def _dense_overlap_hidden(eff: Efficiency) -> Efficiency:
-    """``eff`` with a dense 16-bit run's TP traffic as hidden as the rest's
-    (``tp_comm_exposed_16_bit_dense`` at ``tp_comm_exposed``); cached, as building an
-    ``Efficiency`` costs a tenth of a step's estimate."""
-    return dataclasses.replace(eff, tp_comm_exposed_16_bit_dense=eff.tp_comm_exposed)
-
-
 def _tp_overlap_16_bit_note(shape: TransformerShape, product: Product, device: Device,
                             intra: Link, inter: Link | None, cfg: TrainingConfig,
                             eff: Efficiency, host_link: float | None,
@@ -248,7 +239,9 @@ def _tp_overlap_16_bit_note(shape: TransformerShape, product: Product, device: D
             f"without it the step is {float(without.step):.3g} s. The dense 16-bit runs "
             f"read as if it hid none of theirs, and a dense model is priced so")}
     hidden = evaluate_training(shape, product, device, intra, inter, cfg,
-                               _dense_overlap_hidden(eff), host_link_bytes_s=host_link,
+                               eff.with_value("tp_comm_exposed_16_bit_dense",
+                                              eff.tp_comm_exposed),
+                               host_link_bytes_s=host_link,
                                fixed=fixed)
     doc: dict[str, Any] = {"step_time_s_with_overlap_hidden": float(hidden.step)}
     doc["note"] = (

@@ -116,8 +116,8 @@ def attention_efficiency(eff: Efficiency, cfg: TrainingConfig, compute_capabilit
     the FP8 peak is twice the 16-bit one), which no training kernel timing checks."""
     eff = eff.with_attention_kernel(cfg.attention_kernel, compute_capability)
     if cfg.fp8_attention and not has_fp8_attention_timings(gpu):
-        eff = dataclasses.replace(eff, attention=eff.attention * eff.context_attention_fp8
-                                  / eff.context_attention)
+        eff = eff.with_value("attention", eff.attention * eff.context_attention_fp8
+                             / eff.context_attention)
     return eff
 
 
@@ -127,7 +127,7 @@ def expert_efficiency(eff: Efficiency, shape: TransformerShape) -> Efficiency:
     ``moe_grouped_gemm_coarse`` (the dense GEMMs' rate) for a coarse one."""
     if shape.is_moe and not shape.is_fine_grained_moe \
             and eff.moe_grouped_gemm != eff.moe_grouped_gemm_coarse:
-        return dataclasses.replace(eff, moe_grouped_gemm=eff.moe_grouped_gemm_coarse)
+        return eff.with_value("moe_grouped_gemm", eff.moe_grouped_gemm_coarse)
     return eff
 
 
@@ -135,8 +135,8 @@ def bf16_efficiency(eff: Efficiency, cfg: TrainingConfig, gpu: str) -> Efficienc
     """``eff`` (``attention_efficiency``'s, for ``cfg``) for the layers ``cfg`` runs in BF16:
     their attention outside the FP8 autocast, at the 16-bit kernel's efficiency."""
     if cfg.fp8_attention and not has_fp8_attention_timings(gpu):
-        return dataclasses.replace(eff, attention=eff.attention * eff.context_attention
-                                   / eff.context_attention_fp8)
+        return eff.with_value("attention", eff.attention * eff.context_attention
+                              / eff.context_attention_fp8)
     return eff
 
 

@@ -805,6 +805,13 @@ class Efficiency:
                 values = {**values, key: tuple(value)}
         return replace(self, **values)
 
+    def with_value(self, name: str, value: float) -> Efficiency:
+        """A copy with one parameter replaced (no checks: for the models' own variants; a
+        user's values go through ``with_overrides``). Cached: building an ``Efficiency``
+        costs about a twentieth of an estimate, and the models ask for the same few
+        variants of the same parameters estimate after estimate."""
+        return _with_value(self, name, value)
+
     def with_attention_kernel(self, kernel: str, compute_capability: str | None
                               ) -> Efficiency:
         """This efficiency with fused attention run by ``kernel``: "native" (the GPU
@@ -819,7 +826,7 @@ class Efficiency:
             share = self.attention_ampere_kernel
         if kernel == "triton":
             share *= self.attention_triton_kernel
-        return self if share == 1.0 else replace(self, attention=self.attention * share)
+        return self if share == 1.0 else self.with_value("attention", self.attention * share)
 
     def mixed_input_weights_s(self, bits: int | None) -> float:
         """The dequantization rate of a mixed-input kernel at ``bits`` a weight
@@ -852,6 +859,13 @@ class Efficiency:
         call; the values are read once per set of parameters, ``_parameter_items``)."""
         return {name: list(value) if isinstance(value, tuple) else value
                 for name, value in _parameter_items(self)}
+
+
+@lru_cache(maxsize=64)
+def _with_value(eff: Efficiency, name: str, value: float) -> Efficiency:
+    """``Efficiency.with_value``, memoised."""
+    changes: dict[str, Any] = {name: value}
+    return replace(eff, **changes)
 
 
 @lru_cache(maxsize=64)
