@@ -235,7 +235,6 @@ class FixedCosts(NamedTuple):
     head_pass: Num  # the LM head's forward and gradients and the loss's, one micro-batch
     per_layer_act: Num  # one layer-pass's activation bytes (``_layer_activations``)
     bf16_act: Num  # what a layer run in BF16 adds to them
-    placed: LocalParams
     dp_gather: Num  # data-parallel traffic per step, every pipeline rank's
     dp_reduce: Num
     states: HeldStates
@@ -280,7 +279,7 @@ def fixed_costs(shape: TransformerShape, product: Product, device: Device, intra
             Collective.ALL_REDUCE, shape.vocab / cfg.tp * shape.hidden
             * cfg.param_bytes.gradients, _pipeline_send_group(cfg, intra, inter), eff), 0.0)
     model_flops, hw_flops = _flops_per_token(shape, cfg)
-    return FixedCosts(head_pass, per_layer_act, bf16_act, placed, dp_gather, dp_reduce,
+    return FixedCosts(head_pass, per_layer_act, bf16_act, dp_gather, dp_reduce,
                       states, tied_sync, model_flops, hw_flops)
 
 
