@@ -640,6 +640,80 @@ def test_hf_phi3_and_olmo2_configs(tmp_path: Path) -> None:
     assert count_params(shape).total - plain == 40 * (40 + 40) * 128
 
 
+# Qwen3-VL's config.json (Qwen/Qwen3-VL-8B-Instruct and -2B-Instruct): the language model in
+# text_config, tie_word_embeddings at the top level
+QWEN3_VL_8B_TEXT = {"model_type": "qwen3_vl_text", "hidden_size": 4096,
+                    "intermediate_size": 12288, "num_hidden_layers": 36,
+                    "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128,
+                    "vocab_size": 151936, "max_position_embeddings": 262144}
+
+
+def test_hf_qwen_vl_configs_read_their_language_model(tmp_path: Path) -> None:
+    """Qwen3-VL-8B's language model is Qwen3-8B's shape (its published 8,190,735,360
+    parameters, the vision tower not counted); Qwen3-VL-2B's, tied by the wrapper's
+    tie_word_embeddings, Qwen3-1.7B's; Qwen3-VL-30B-A3B's text_config (qwen3_vl_moe_text)
+    Qwen3-30B-A3B's; a Qwen2.5-VL config with its text fields at the top level (Qwen/
+    Qwen2.5-VL-7B-Instruct) Qwen2.5-7B's."""
+    wrapped = {"model_type": "qwen3_vl", "text_config": QWEN3_VL_8B_TEXT,
+               "tie_word_embeddings": False, "vision_config": {"depth": 27}}
+    shape = shape_from_hf_config(_write(tmp_path, wrapped))
+    assert shape.qk_norm is QkNorm.HEAD and not shape.tied_embeddings
+    assert count_params(shape).total == count_params(preset("qwen3-8b").shape).total \
+        == 8190735360
+    small = {**wrapped, "tie_word_embeddings": True,
+             "text_config": {**QWEN3_VL_8B_TEXT, "hidden_size": 2048, "intermediate_size": 6144,
+                             "num_hidden_layers": 28, "num_attention_heads": 16}}
+    shape = shape_from_hf_config(_write(tmp_path, small))
+    assert shape.tied_embeddings
+    assert count_params(shape).total == count_params(preset("qwen3-1.7b").shape).total
+    # the language model's own setting, where it gives one, decides
+    untied = {**small, "text_config": {**small["text_config"], "tie_word_embeddings": False}}
+    assert not shape_from_hf_config(_write(tmp_path, untied)).tied_embeddings
+    moe = {"model_type": "qwen3_vl_moe", "tie_word_embeddings": False,
+           "text_config": {**QWEN3_VL_8B_TEXT, "model_type": "qwen3_vl_moe_text",
+                           "hidden_size": 2048, "intermediate_size": 6144,
+                           "num_hidden_layers": 48, "num_key_value_heads": 4,
+                           "moe_intermediate_size": 768, "num_experts": 128,
+                           "num_experts_per_tok": 8, "decoder_sparse_step": 1,
+                           "mlp_only_layers": []}}
+    assert count_params(shape_from_hf_config(_write(tmp_path, moe))) \
+        == count_params(preset("qwen3-30b-a3b").shape)
+    qwen25_vl = {"model_type": "qwen2_5_vl", "hidden_size": 3584, "intermediate_size": 18944,
+                 "num_hidden_layers": 28, "num_attention_heads": 28, "num_key_value_heads": 4,
+                 "vocab_size": 152064, "tie_word_embeddings": False,
+                 "max_position_embeddings": 128000, "vision_config": {"depth": 32}}
+    shape = shape_from_hf_config(_write(tmp_path, qwen25_vl))
+    assert shape.qkv_bias
+    assert count_params(shape).total == count_params(preset("qwen2.5-7b").shape).total
+
+
+def test_hf_config_family_by_architectures(tmp_path: Path) -> None:
+    """MiMo-7B (model_type mimo) reads as Qwen2's layers; a model_type no family has is read
+    by its ``architectures`` where those name a supported model class (a re-quantized
+    DeepSeek-V4 published as "deepseek_ref"); neither known, it is refused by name."""
+    mimo = {"model_type": "mimo", "hidden_size": 4096, "intermediate_size": 11008,
+            "num_hidden_layers": 36, "num_attention_heads": 32, "num_key_value_heads": 8,
+            "head_dim": 128, "vocab_size": 151680, "attention_bias": True,
+            "num_nextn_predict_layers": 1, "tie_word_embeddings": False}
+    shape = shape_from_hf_config(_write(tmp_path, mimo))
+    assert shape == shape_from_hf_config(_write(tmp_path, {**mimo, "model_type": "qwen2"}))
+    assert shape.qkv_bias and count_params(shape).total == 7622619136
+    renamed = {**mimo, "model_type": "my_finetune", "architectures": ["Qwen2ForCausalLM"]}
+    assert shape_from_hf_config(_write(tmp_path, renamed)) == shape
+    with pytest.raises(GpuarchError, match="model_type 'my_finetune' is not supported"):
+        shape_from_hf_config(_write(tmp_path, {**renamed, "architectures": ["MyModel"]}))
+
+
+def test_hf_config_named_after_its_file(tmp_path: Path) -> None:
+    """A checkpoint's config.json is named after its directory; a config saved under a name
+    of its own after that name, less a ``_config`` suffix."""
+    cfg = {**QWEN3_VL_8B_TEXT, "model_type": "qwen3"}
+    path = tmp_path / "Qwen--Qwen3-8B_config.json"
+    path.write_text(json.dumps(cfg))
+    assert shape_from_hf_config(path).name == "Qwen--Qwen3-8B"
+    assert shape_from_hf_config(_write(tmp_path, cfg)).name == tmp_path.name
+
+
 def test_geglu_costs_what_swiglu_costs() -> None:
     """The GELU-gated MLP has SwiGLU's three matrices: the same parameters and FLOPs."""
     gemma = preset("gemma-2-9b").shape

@@ -16,8 +16,13 @@ their text_config), and the
 families whose attention and MLP run side by side
 (``parallel_attention``): gptj, gpt_neox (unless ``use_parallel_residual`` is false) and
 falcon (unless ``parallel_attn`` is false; ALiBi where ``alibi`` is set).
+The text models of qwen2_vl, qwen2_5_vl and qwen3_vl / qwen3_vl_moe read as qwen2 and
+qwen3 / qwen3_moe, and mimo (MiMo-7B) as qwen2. A config whose model_type is none of these
+but whose ``architectures`` names a supported family's model class (as vLLM picks its
+model class) is read as that family.
 A multimodal checkpoint whose ``text_config`` names one of these families (Mistral 3,
-LLaVA-style wrappers) is read as that language model; its vision tower is not counted.
+LLaVA-style wrappers, Qwen-VL) is read as that language model; its vision tower is not
+counted.
 Unknown families are refused with the type named, rather than guessed. Sliding-window
 attention is read from ``layer_types`` (layers marked ``sliding_attention``) where the config
 lists them, else from ``sliding_window`` for every layer unless ``use_sliding_window`` is
@@ -59,6 +64,29 @@ SUPPORTED_MODEL_TYPES = frozenset(_LLAMA_LIKE | _LLAMA4 | _GEMMA | _GATED_DELTA
                                   | {"gpt2", "nemotron", "nemotron_h", "granitemoehybrid",
                                      "mamba2", "gptj", "gpt_neox", "falcon", "bloom",
                                      "deepseek_v4"})
+# model_types whose language model is a supported family's, read as that family: the text
+# models of Qwen2-VL, Qwen2.5-VL and Qwen3-VL (dense and MoE; their multimodal rotary
+# positions carry no parameters; the older Qwen2-VL configs put the text fields at the top
+# level) and MiMo-7B (Qwen2's layers; its multi-token prediction layer, a training setting
+# here, --mtp-layers, is not counted)
+_ALIASES = {"qwen2_vl": "qwen2", "qwen2_vl_text": "qwen2", "qwen2_5_vl": "qwen2",
+            "qwen2_5_vl_text": "qwen2", "qwen3_vl_text": "qwen3",
+            "qwen3_vl_moe_text": "qwen3_moe", "mimo": "qwen2"}
+# a config whose model_type is none of these but whose ``architectures`` names a supported
+# family's model class is read as that family, as vLLM picks its model class by
+# ``architectures`` (e.g. a re-quantized DeepSeek-V4 published with model_type
+# "deepseek_ref" and architectures ["DeepseekV4ForCausalLM"])
+_ARCHITECTURES = {
+    "LlamaForCausalLM": "llama", "MistralForCausalLM": "mistral",
+    "MixtralForCausalLM": "mixtral", "Qwen2ForCausalLM": "qwen2",
+    "Qwen2MoeForCausalLM": "qwen2_moe", "Qwen3ForCausalLM": "qwen3",
+    "Qwen3MoeForCausalLM": "qwen3_moe", "DeepseekV2ForCausalLM": "deepseek_v2",
+    "DeepseekV3ForCausalLM": "deepseek_v3", "DeepseekV32ForCausalLM": "deepseek_v32",
+    "DeepseekV4ForCausalLM": "deepseek_v4", "GptOssForCausalLM": "gpt_oss",
+    "Glm4MoeForCausalLM": "glm4_moe", "MiniMaxM2ForCausalLM": "minimax_m2",
+    "Phi3ForCausalLM": "phi3", "Olmo2ForCausalLM": "olmo2", "GraniteForCausalLM": "granite",
+    "Gemma2ForCausalLM": "gemma2", "Gemma3ForCausalLM": "gemma3_text",
+    "NemotronHForCausalLM": "nemotron_h", "MiMoForCausalLM": "qwen2"}
 
 
 def _get(cfg: dict[str, Any], path: Path, *keys: str, default: Any = ...) -> Any:
@@ -94,18 +122,25 @@ def shape_from_hf_config(path: Path, name: str | None = None) -> TransformerShap
     cfg = read_json_object(path)
     model_type = cfg.get("model_type")
     inner = cfg.get("text_config")
+    inner_type = _family(inner.get("model_type")) if isinstance(inner, dict) else None
     if isinstance(model_type, str) and model_type not in SUPPORTED_MODEL_TYPES \
-            and isinstance(inner, dict) and isinstance(inner.get("model_type"), str) \
-            and inner["model_type"] in SUPPORTED_MODEL_TYPES:
+            and inner_type is not None and isinstance(inner, dict):
         # a multimodal wrapper (Mistral 3, LLaVA, Qwen-VL style) around a language model of
-        # a supported family: the language model is read, the vision tower not counted
-        label = name or str(cfg.get("_name_or_path") or path.parent.name or model_type)
-        cfg, model_type = {**inner, "_name_or_path": label}, inner["model_type"]
+        # a supported family: the language model is read, the vision tower not counted.
+        # Whether the LM head shares the embedding is the wrapper's setting where the
+        # language model's config leaves it out (Qwen3-VL's checkpoints)
+        label = name or str(cfg.get("_name_or_path") or _file_label(path) or model_type)
+        tied = {} if "tie_word_embeddings" in inner or "tie_word_embeddings" not in cfg \
+            else {"tie_word_embeddings": cfg["tie_word_embeddings"]}
+        cfg, model_type = {**inner, **tied, "_name_or_path": label}, inner_type
+    else:
+        model_type = _family(model_type) or _family_by_architecture(cfg) or model_type
     if not isinstance(model_type, str) or model_type not in SUPPORTED_MODEL_TYPES:
         raise GpuarchError(
             f"{path}: model_type {model_type!r} is not supported; supported: "
-            f"{', '.join(sorted(SUPPORTED_MODEL_TYPES))} (or give the shape with flags)")
-    label = name or str(cfg.get("_name_or_path") or path.parent.name or model_type)
+            f"{', '.join(sorted(SUPPORTED_MODEL_TYPES | set(_ALIASES)))} (or give the shape "
+            "with flags)")
+    label = name or str(cfg.get("_name_or_path") or _file_label(path) or model_type)
     try:
         if model_type == "gpt2":
             return _gpt2(cfg, path, label)
@@ -135,6 +170,40 @@ def shape_from_hf_config(path: Path, name: str | None = None) -> TransformerShap
         return _llama_like(cfg, path, label, model_type)
     except GpuarchError as exc:
         raise GpuarchError(f"{path}: {exc}") from None
+
+
+def _family(model_type: Any) -> str | None:
+    """The supported family a ``model_type`` is read as (itself, or what it is an alias
+    of); None for any other value."""
+    if not isinstance(model_type, str):
+        return None
+    family = _ALIASES.get(model_type, model_type)
+    return family if family in SUPPORTED_MODEL_TYPES else None
+
+
+def _family_by_architecture(cfg: dict[str, Any]) -> str | None:
+    """The supported family the config's ``architectures`` names, where its model_type
+    names none."""
+    classes = cfg.get("architectures")
+    if not isinstance(classes, list):
+        return None
+    for cls in classes:
+        if isinstance(cls, str) and cls in _ARCHITECTURES:
+            return _ARCHITECTURES[cls]
+    return None
+
+
+def _file_label(path: Path) -> str:
+    """A name for the model of ``path``: its directory's, for a checkpoint's config.json;
+    else the file's own name, less ``.json`` and a ``config`` suffix
+    (``Qwen--Qwen3-8B_config.json`` -> ``Qwen--Qwen3-8B``)."""
+    if path.name == "config.json":
+        return path.parent.name
+    stem = path.name.removesuffix(".json")
+    for suffix in ("_config", "-config", ".config"):
+        if stem.endswith(suffix) and len(stem) > len(suffix):
+            return stem.removesuffix(suffix)
+    return stem
 
 
 def _gpt2_style_fields(cfg: dict[str, Any], path: Path, label: str) -> dict[str, Any]:
