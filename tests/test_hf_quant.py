@@ -14,7 +14,7 @@ from gpuarch.cli.main import main
 from gpuarch.errors import GpuarchError
 from gpuarch.workloads import count_params
 from gpuarch.workloads.hf import shape_from_hf_config
-from gpuarch.workloads.hf_quant import checkpoint_formats
+from gpuarch.workloads.hf_quant import checkpoint_formats, module_role
 
 LLAMA_8B = {"model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336,
             "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 8,
@@ -131,8 +131,15 @@ def test_modelopt_hf_quant_config_beside_the_config(tmp_path: Path) -> None:
         ({"quant_method": "bitsandbytes", "load_in_4bit": True},
          r"quant_method 'bitsandbytes' is not one gpuarch reads"),
         ({"quant_method": "awq", "bits": 3}, r"awq with bits 3; gpuarch reads 4 or 8"),
+        ({"quant_method": "modelopt", "quant_algo": "INT3_AWQ"},
+         r"quant_algo 'INT3_AWQ' is not one gpuarch reads"),
         ({"quant_method": "modelopt", "quant_algo": "MIXED_PRECISION"},
-         r"quant_algo 'MIXED_PRECISION' is not one gpuarch reads"),
+         r"MIXED_PRECISION without quantized_layers"),
+        ({"quant_method": "modelopt", "quant_algo": "MIXED_PRECISION",
+          "quantized_layers": {"model.layers.0.mlp.up_proj": {"quant_algo": "INT3"}}},
+         r"quantized_layers 'model.layers.0.mlp.up_proj': quant_algo 'INT3' is not one"),
+        ({"quant_method": "modelopt", "quant_algo": "NVFP4", "ignore": "lm_head"},
+         r"exclude_modules: expected a list of module names, got 'lm_head'"),
         ({"quant_method": "compressed-tensors",
           "config_groups": {"a": _ct_group((8, "float"), None),
                             "b": _ct_group((4, "int"), None)}},
@@ -275,3 +282,181 @@ def test_a_presets_unreadable_quantization_is_refused_by_name(tmp_path: Path) ->
     with pytest.raises(GpuarchError, match=r"preset tiny's published checkpoint .*"
                                            r"quant_method 'bitsandbytes' is not one"):
         load_presets(models)
+
+
+# NVIDIA's ModelOpt checkpoints, as their hf_quant_config.json and config.json declare them
+# (the nvidia/*-NVFP4 repositories; the files as NVIDIA aiconfigurator-core 0.12.0's
+# model_configs/ ships them): the modules left out, and MIXED_PRECISION's module by module
+QWEN3_MOE_SMALL = {"model_type": "qwen3_moe", "hidden_size": 2048, "intermediate_size": 6144,
+                   "num_attention_heads": 32, "num_key_value_heads": 4, "head_dim": 128,
+                   "num_hidden_layers": 48, "num_experts": 128, "num_experts_per_tok": 8,
+                   "moe_intermediate_size": 768, "vocab_size": 151936,
+                   "tie_word_embeddings": False}
+
+
+def _modelopt_checkpoint(tmp_path: Path, quantization: dict[str, Any],
+                         model: dict[str, Any] | None = None) -> Path:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(model or QWEN3_MOE_SMALL))
+    (tmp_path / "hf_quant_config.json").write_text(json.dumps(
+        {"producer": {"name": "modelopt"}, "quantization": quantization}))
+    return path
+
+
+def _formats(path: Path) -> tuple[Any, ...]:
+    got = checkpoint_formats(path)
+    assert got is not None
+    return (got.weights, got.activations, got.kv_cache, got.expert_weights,
+            got.expert_activations)
+
+
+@pytest.mark.parametrize(("name", "role"), [
+    ("model.layers.7.self_attn*", "attention"),  # GLM-5.1-NVFP4
+    ("model.layers.0.self_attn.kv_a_proj_with_mqa", "attention"),  # DeepSeek-V3.1-NVFP4
+    ("model.layers.3.self_attn.indexer*", "attention"),
+    ("*.attn.*", "attention"),  # DeepSeek-V4-NVFP4
+    ("model.language_model.layers.4.linear_attn.in_proj_qkv", "attention"),  # Qwen3.6
+    ("backbone.layers.0.mixer.in_proj", "attention"),  # Nemotron-H's Mamba-2 mixer
+    ("backbone.layers.5.mixer.q_proj", "attention"),
+    ("model.language_model.layers.0.mlp.down_proj", "mlp"),
+    ("model.language_model.layers.4.mlp*", "mlp"),  # Gemma 4 26B-A4B's dense MLP
+    ("backbone.layers.1.mixer.experts.0.down_proj", "experts"),
+    ("model.language_model.layers.0.mlp.experts", "experts"),
+    ("language_model.model.layers.2.block_sparse_moe.experts.7.w1", "experts"),
+    ("model.layers.10.mlp.shared_experts*", "shared"),
+    ("model.language_model.layers.3.mlp.shared_expert.up_proj", "shared"),
+    ("model.layers.0*", "layer"), ("model.layers.1.*", "layer"),
+    ("model.layers.10.mlp.gate", None), ("backbone.layers.3.mixer.gate", None),
+    ("model.language_model.layers.0.mlp.shared_expert_gate", None),
+    ("model.language_model.layers.0.router*", None), ("backbone.layers.0.mixer.conv1d", None),
+    ("lm_head", None), ("head", None), ("model.embed_tokens", None), ("mtp.layers.0*", None),
+    ("model.vision_tower*", None), ("model.visual*", None),
+])
+def test_modelopt_module_roles(name: str, role: str | None) -> None:
+    assert module_role(name) == role
+
+
+def test_modelopt_modules_left_out(tmp_path: Path) -> None:
+    """NVFP4 with attention left out in every layer (GLM-5-NVFP4, MiniMax-M2.5-NVFP4, Kimi
+    K2.6-NVFP4): an MoE model's attention stays 16-bit and its routed experts are W4A4; a
+    dense model's MLP is 4-bit and its 16-bit attention is named; attention left out in one
+    layer of 48 leaves it 4-bit; a pattern naming no layer covers them all."""
+    every = [f"model.layers.{i}.self_attn*" for i in range(48)]
+    quant = {"quant_algo": "NVFP4", "kv_cache_quant_algo": "FP8",
+             "exclude_modules": ["lm_head", "model.layers.0*", *every,
+                                 *(f"model.layers.{i}.mlp.gate" for i in range(48))]}
+    path = _modelopt_checkpoint(tmp_path, quant)
+    assert _formats(path) == ("bf16", "bf16", "fp8", "fp4", "fp4")
+    got = checkpoint_formats(path)
+    assert got is not None and "attention Wbf16Abf16; routed experts Wfp4Afp4" in got.origin
+    dense = {**LLAMA_8B, "num_hidden_layers": 48}
+    path = _modelopt_checkpoint(tmp_path, quant, dense)
+    assert _formats(path) == ("fp4", "fp4", "fp8", None, None)
+    got = checkpoint_formats(path)
+    assert got is not None and "also attention Wbf16Abf16, priced at the MLP" in got.origin
+    one = {**quant, "exclude_modules": ["lm_head", "model.layers.47.self_attn*"]}
+    assert _formats(_modelopt_checkpoint(tmp_path, one)) == ("fp4", "fp4", "fp8", None, None)
+    glob = {**quant, "exclude_modules": ["*.attn.*", "*.ffn.shared_experts.*", "head"]}
+    assert _formats(_modelopt_checkpoint(tmp_path, glob)) == \
+        ("bf16", "bf16", "fp8", "fp4", "fp4")
+
+
+def test_modelopt_mixed_precision(tmp_path: Path) -> None:
+    """MIXED_PRECISION lists each quantized module's algorithm, the rest unquantized:
+    Qwen3.6-35B-A3B-NVFP4's FP8 attention with weight-only NVFP4 experts and shared experts;
+    Nemotron 3.5 Lightning's experts in 23 of its 52 layers (a hybrid: the others are
+    Mamba-2 or attention blocks) still read as the experts' format; the dense Qwen3.6-27B's
+    weight-only NVFP4 MLP beside FP8 attention."""
+    listed: dict[str, Any] = {}
+    for i in range(48):
+        listed[f"model.language_model.layers.{i}.mlp.experts"] = {"quant_algo": "W4A16_NVFP4"}
+        listed[f"model.language_model.layers.{i}.mlp.shared_expert.up_proj"] = \
+            {"quant_algo": "W4A16_NVFP4"}
+        for proj in ("q", "k", "v", "o"):
+            listed[f"model.language_model.layers.{i}.self_attn.{proj}_proj"] = \
+                {"quant_algo": "FP8"}
+    listed["lm_head"] = {"quant_algo": "W4A16_NVFP4"}
+    quant = {"quant_algo": "MIXED_PRECISION", "kv_cache_quant_algo": "FP8",
+             "quantized_layers": listed, "exclude_modules": ["mtp*"]}
+    path = _modelopt_checkpoint(tmp_path, quant)
+    assert _formats(path) == ("fp8", "fp8", "fp8", "fp4", "bf16")
+    got = checkpoint_formats(path)
+    assert got is not None and "also shared experts Wfp4Abf16" in got.origin
+    hybrid = {f"backbone.layers.{i}.mixer.experts.{e}.up_proj": {"quant_algo": "W4A16_NVFP4"}
+              for i in range(1, 47, 2) for e in range(4)}
+    hybrid |= {f"backbone.layers.{i}.mixer.in_proj": {"quant_algo": "FP8"}
+               for i in range(0, 46, 2)}
+    mixed = {**quant, "quantized_layers": hybrid,
+             "exclude_modules": [f"backbone.layers.{i}.mixer.{p}_proj"
+                                 for i in (5, 12, 19, 26, 33, 42) for p in "qkvo"]}
+    nemotron = {**QWEN3_MOE_SMALL, "num_hidden_layers": 52}
+    assert _formats(_modelopt_checkpoint(tmp_path, mixed, nemotron)) == \
+        ("fp8", "fp8", "fp8", "fp4", "bf16")
+    dense = {f"model.language_model.layers.{i}.{kind}": {"quant_algo": algo}
+             for i in range(64) for kind, algo in (("mlp.up_proj", "W4A16_NVFP4"),
+                                                   ("linear_attn.out_proj", "FP8"))}
+    path = _modelopt_checkpoint(tmp_path, {**quant, "quantized_layers": dense},
+                                {**LLAMA_8B, "num_hidden_layers": 64})
+    assert _formats(path) == ("fp4", "bf16", "fp8", None, None)
+
+
+def test_modelopt_over_an_fp8_checkpoint(tmp_path: Path) -> None:
+    """NVIDIA's DeepSeek-V4-Flash-NVFP4: its config.json keeps DeepSeek's quant_method fp8
+    (128 x 128 blocks) and adds ModelOpt's MIXED_PRECISION with NVFP4 routed experts: the
+    experts are W4A4 NVFP4, not the MXFP4 its expert_dtype names; what ModelOpt left out
+    stays FP8. ModelOpt's hf_quant_config.json beside a config.json that copies ModelOpt's
+    declaration is read first (it carries the KV cache's format); a declaration by
+    ModelOpt's producer that names no method is ModelOpt's."""
+    experts = {f"layers.{i}.ffn.experts": {"quant_algo": "NVFP4", "group_size": 16}
+               for i in range(48)}
+    quant = {"quant_method": "fp8", "weight_block_size": [128, 128], "fmt": "e4m3",
+             "quant_algo": "MIXED_PRECISION", "quantized_layers": experts,
+             "ignore": ["*.attn.*", "*.ffn.shared_experts.*", "head", "mtp.*"],
+             "producer": {"name": "modelopt"}}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**QWEN3_MOE_SMALL, "expert_dtype": "fp4",
+                                "quantization_config": quant}))
+    got = checkpoint_formats(path)
+    assert got is not None and got.fp8_blocks
+    assert _formats(path) == ("fp8", "fp8", None, "fp4", "fp4")
+    copy = {"quant_method": "modelopt", "quant_algo": "NVFP4",
+            "ignore": [f"model.layers.{i}.self_attn*" for i in range(48)]}
+    path.write_text(json.dumps({**QWEN3_MOE_SMALL, "quantization_config": copy}))
+    assert _formats(path) == ("bf16", "bf16", None, "fp4", "fp4")
+    (tmp_path / "hf_quant_config.json").write_text(json.dumps(
+        {"quantization": {**copy, "kv_cache_quant_algo": "FP8",
+                          "exclude_modules": copy["ignore"]}}))
+    assert _formats(path) == ("bf16", "bf16", "fp8", "fp4", "fp4")
+    (tmp_path / "hf_quant_config.json").unlink()
+    unnamed = {"quant_algo": "FP8", "kv_cache_scheme": "FP8", "producer": {"name": "modelopt"},
+               "ignore": ["lm_head"]}
+    assert _formats(_config(tmp_path, unnamed)) == ("fp8", "fp8", "fp8", None, None)
+
+
+def test_estimate_infer_runs_nvfp4_experts_as_the_checkpoint_stores_them(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An MoE checkpoint with 16-bit attention and NVFP4 experts is estimated so: on B200
+    the experts W4A4 at the FP4 rate; on H200, which has no FP4 Tensor Cores, dequantized
+    with 16-bit activations; given expert flags override it; it decodes slower than the
+    same model read as 4-bit throughout, whose attention weights are a quarter the bytes."""
+    quant = {"quant_algo": "NVFP4", "kv_cache_quant_algo": "FP8",
+             "exclude_modules": [f"model.layers.{i}.self_attn*" for i in range(48)]}
+    path = str(_modelopt_checkpoint(tmp_path, quant))
+    run = ("--model", path, "--gpu", "b200", "--json")
+    status, out, _ = _infer(capsys, *run)
+    assert status == 0
+    doc = json.loads(out)["assumptions"]
+    assert doc["formats"]["weights"] == "bf16"
+    assert (doc["expert_formats"]["weights"], doc["expert_formats"]["activations"]) == \
+        ("fp4", "fp4")
+    status, out, _ = _infer(capsys, "--model", path, "--gpu", "h200", "--json")
+    doc = json.loads(out)["assumptions"]
+    assert (doc["expert_formats"]["weights"], doc["expert_formats"]["activations"]) == \
+        ("fp4", "bf16")
+    status, out, _ = _infer(capsys, *run, "--expert-weight-precision", "fp8")
+    doc = json.loads(out)["assumptions"]
+    assert (doc["expert_formats"]["weights"], doc["expert_formats"]["activations"]) == \
+        ("fp8", "bf16")
+    status, mixed, _ = _infer(capsys, *run)
+    status, whole, _ = _infer(capsys, *run, "--weight-precision", "fp4")
+    assert json.loads(mixed)["tpot_s"] > json.loads(whole)["tpot_s"]

@@ -49,7 +49,7 @@ from gpuarch.estimate.inference_memory import max_batch_that_fits
 from gpuarch.estimate.inference_passes import decode_rows, mixed_input_dequant, with_expert_options
 from gpuarch.estimate.simulate import Traffic
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
-from gpuarch.perf.quant import QuantFormat, QuantScheme, gemm_peak
+from gpuarch.perf.quant import QuantFormat, QuantScheme, activations_run, gemm_peak
 from gpuarch.perf.roofline import SPREAD_ROWS
 from gpuarch.units import Unit, from_si
 from gpuarch.validation.bands import ENGINES, bands_by_architecture
@@ -129,6 +129,7 @@ class InferenceSearch:
     # searched as one more scheme, with its routed experts' weights where they differ
     checkpoint_quant: QuantScheme | None = None
     checkpoint_expert_weights: QuantFormat | None = None
+    checkpoint_expert_activations: QuantFormat | None = None  # where the checkpoint gives them
     checkpoint_fp8_blocks: bool = False  # its FP8 weights scaled per 128 x 128 block
     checkpoint_origin: str | None = None  # where they were read
     # caps (ms) on the 99th percentile of each request's TTFT and TPOT under a rate: the
@@ -313,8 +314,11 @@ def advise_inference(
                 continue
             experts = search.checkpoint_expert_weights \
                 if label == CHECKPOINT_SCHEME and shape.is_moe else None
+            expert_acts = activations_run(product, search.checkpoint_expert_activations) \
+                if experts is not None and search.checkpoint_expert_activations else None
             for tp, pp, ep in groups:
-                cfg = _unit_config(search, scheme, experts, label, (tp, pp, ep), gpn)
+                cfg = _unit_config(search, scheme, experts, label, (tp, pp, ep), gpn,
+                                   expert_acts)
                 try:
                     cfg.validate(shape)
                 except GpuarchError:
@@ -335,7 +339,8 @@ def advise_inference(
                 if label not in peak_scheme:
                     peak_scheme[label] = gemm_peak(product, scheme).peak.flops
                 where = Candidate(product, system, price, label, scheme, experts,
-                                   seconds_per_token_at_peak(active, peak_scheme[label]))
+                                   seconds_per_token_at_peak(active, peak_scheme[label]),
+                                   expert_acts)
                 if search.disaggregated:
                     for prefill_product, prefill_system in prefill_candidates or [
                             (product, system)]:
@@ -384,13 +389,15 @@ def _serving_units(shape: TransformerShape, search: InferenceSearch, system: Sys
 
 
 def _unit_config(search: InferenceSearch, scheme: QuantScheme, experts: QuantFormat | None,
-                 label: str, unit: tuple[int, int, int], gpn: int) -> InferenceConfig:
+                 label: str, unit: tuple[int, int, int], gpn: int,
+                 expert_acts: QuantFormat | None = None) -> InferenceConfig:
     """One serving unit's configuration under continuous batching, the search's engine
     settings and expert options (its batch left to the search)."""
     tp, pp, ep = unit
     cfg = InferenceConfig(
         input_len=search.input_len, output_len=search.output_len, batch=None,
         gpus=max(tp * pp, ep), tp=tp, pp=pp, ep=ep, quant=scheme, expert_weights=experts,
+        expert_activations=expert_acts,
         batching=Batching.CONTINUOUS, gpus_per_node=gpn,
         executor=search.executor, schedule=search.schedule,
         scheduler_policy=search.scheduler_policy,
@@ -591,6 +598,8 @@ def option_config(search: InferenceSearch, o: InferenceOption) -> InferenceConfi
         input_len=search.input_len, output_len=search.output_len, batch=o.batch,
         gpus=o.gpus, tp=o.tp, pp=o.pp, ep=o.ep, quant=quant,
         expert_weights=QuantFormat(o.expert_weights) if o.expert_weights else None,
+        expert_activations=QuantFormat(o.expert_activations) if o.expert_activations
+        else None,
         batching=Batching.CONTINUOUS, executor=search.executor, schedule=search.schedule,
         scheduler_policy=search.scheduler_policy,
         window_kv_cache=search.window_kv_cache, mla_cache=search.mla_cache,
@@ -689,8 +698,9 @@ def _reason(catalog: Catalog, o: InferenceOption, best: InferenceOption,
                 f"{Unit.TERA_PER_S.label} weights/s, slower "
                 f"than {bw:.2f} TB/s delivers them below {SPREAD_ROWS} rows")
     elif limit == "memory":
-        text = (f"decode is bandwidth-bound: {o.weights} weights and a {o.kv_cache} KV cache "
-                f"streamed at {bw:.2f} TB/s, batch {o.batch} per read")
+        experts = f" ({o.expert_weights} experts)" if o.expert_weights else ""
+        text = (f"decode is bandwidth-bound: {o.weights} weights{experts} and a {o.kv_cache} "
+                f"KV cache streamed at {bw:.2f} TB/s, batch {o.batch} per read")
     elif limit == "compute":
         text = (f"decode is compute-bound at batch {o.batch}: the {o.scheme} Tensor Core rate "
                 f"of {product.name} sets the pace")

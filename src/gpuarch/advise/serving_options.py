@@ -90,6 +90,8 @@ class InferenceOption:
     ep: int = 1  # expert-parallel GPUs of a unit (attention data-parallel when > TP)
     activations: str = "bf16"
     expert_weights: str | None = None  # the routed experts', where they differ
+    # the routed experts' activations, where the checkpoint gives them (NVFP4 experts: W4A4)
+    expert_activations: str | None = None
     # disaggregated: the prefill pool (the other fields describe the decode pool, except
     # ``gpus``, ``usd_per_hour`` and ``power_kw``, which count both); None: aggregated
     prefill: PrefillPlan | None = None
@@ -108,6 +110,8 @@ class InferenceOption:
         acts = "" if self.activations in ("bf16", "fp16", self.weights) \
             else f" A{self.activations}"
         experts = f" experts W{self.expert_weights}" if self.expert_weights else ""
+        if self.expert_weights and self.expert_activations:
+            experts += f" A{self.expert_activations}"
         return f"W{self.weights}{acts}{experts}/KV {self.kv_cache}"
 
 
@@ -135,6 +139,7 @@ class Candidate:
     scheme: QuantScheme
     expert_weights: QuantFormat | None
     seconds_per_token_at_peak: float  # 2 x active parameters over the scheme's peak
+    expert_activations: QuantFormat | None = None
 
 
 def in_gpu_formats(catalog: Catalog, product: Product, label: str, scheme: QuantScheme
@@ -228,6 +233,8 @@ def deployment(where: Candidate, search: InferenceSearch, split: tuple[int, int,
         ep=ep, batch=batch, scheme=where.label, weights=scheme.weights.value,
         activations=scheme.activations.value, kv_cache=scheme.kv_cache.value,
         expert_weights=where.expert_weights.value if where.expert_weights else None,
+        expert_activations=where.expert_activations.value if where.expert_activations
+        else None,
         ttft_ms=from_si(est.ttft_s, Unit.MS),
         tpot_ms=from_si(est.tpot_s, Unit.MS),
         request_latency_s=est.latency_s, output_tokens_per_s=tps,

@@ -299,10 +299,11 @@ def _checkpoint(model: str, moe: bool) -> dict[str, Any]:
     declared = model_checkpoint(model)
     if declared is None:
         return {}
-    weights, activations, kv, experts = declared_formats(declared, moe)
+    weights, activations, kv, experts, expert_acts = declared_formats(declared, moe)
     return {"checkpoint_quant": QuantScheme(weights, activations,
                                             kv or sixteen_bit_kv(activations)),
             "checkpoint_expert_weights": experts,
+            "checkpoint_expert_activations": expert_acts,
             "checkpoint_fp8_blocks": declared.fp8_blocks,
             "checkpoint_origin": declared.origin}
 

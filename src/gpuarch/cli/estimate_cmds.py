@@ -622,6 +622,7 @@ def cmd_infer(args: argparse.Namespace) -> int:
     product, system = _gpu_and_system(args, catalog)
     checkpoint = _checkpoint_formats(args)
     expert_weights = args.expert_weight_precision
+    expert_activations = args.expert_activation_precision
     # the GPU's 16-bit format: FP16 before Ampere, which has no BF16 (engines run BF16
     # checkpoints there in FP16); BF16 asked for by name stays, at the FP16 rate, noted
     sixteen = sixteen_bit_format(product)
@@ -629,8 +630,12 @@ def cmd_infer(args: argparse.Namespace) -> int:
         declared: tuple[Any, ...] = tuple(
             f if f is None else in_sixteen_bit(f, sixteen)
             for f in declared_formats(checkpoint, shape.is_moe))
-        weights, default_activations, default_kv, declared_experts = declared
+        weights, default_activations, default_kv, declared_experts, declared_acts = declared
         default_activations = activations_run(product, default_activations)
+        if expert_weights is None and expert_activations is None and declared_acts:
+            # the experts' own activations as the checkpoint stores them (NVFP4 experts
+            # beside 16-bit attention: W4A4), as the GPU runs them
+            expert_activations = activations_run(product, declared_acts)
         expert_weights = expert_weights or declared_experts
     else:
         weights = args.weight_precision or sixteen
@@ -655,7 +660,7 @@ def cmd_infer(args: argparse.Namespace) -> int:
         batch=None if args.rate is not None or sweep else args.batch,
         gpus=args.gpus or args.tp * args.pp, tp=args.tp, pp=args.pp, ep=args.ep,
         quant=QuantScheme(weights, activations, kv), expert_weights=expert_weights,
-        expert_activations=args.expert_activation_precision,
+        expert_activations=expert_activations,
         batching=args.batching or (Batching.CONTINUOUS if args.rate is not None
                                    else Batching.STATIC), chunk=args.chunk,
         max_num_tokens=MAX_PREFILL_TOKENS if args.max_num_tokens is None
@@ -988,16 +993,19 @@ def _check_load_flags(args: argparse.Namespace) -> None:
                            "offline run of N requests)")
 
 
-def declared_formats(declared: Any, moe: bool) -> tuple[Any, Any, Any, Any]:
+def declared_formats(declared: Any, moe: bool) -> tuple[Any, Any, Any, Any, Any]:
     """A checkpoint's declared formats (``hf_quant.CheckpointFormats``) as QuantFormats:
-    (weights, activations, KV cache or None, the routed experts' weights or None). A model
-    without routed experts takes a declared expert format (MXFP4) for all of it."""
+    (weights, activations, KV cache or None, the routed experts' weights or None, their
+    activations or None). A model without routed experts takes a declared expert format
+    (MXFP4) for all of it."""
     from gpuarch.perf.quant import QuantFormat
 
     experts = QuantFormat(declared.expert_weights) if declared.expert_weights else None
+    acts = QuantFormat(declared.expert_activations) if declared.expert_activations else None
     weights = QuantFormat(declared.weights) if moe or experts is None else experts
+    activations = QuantFormat(declared.activations) if moe or acts is None else acts
     kv = QuantFormat(declared.kv_cache) if declared.kv_cache else None
-    return weights, QuantFormat(declared.activations), kv, experts if moe else None
+    return weights, activations, kv, experts if moe else None, acts if moe else None
 
 
 def sixteen_bit_kv(activations: Any, sixteen: Any = None) -> Any:

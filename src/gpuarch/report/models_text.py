@@ -19,7 +19,8 @@ def checkpoint_label(c: CheckpointFormats | None) -> str:
     if c is None:
         return "bf16"
     if c.expert_weights:
-        return f"W{c.weights} experts W{c.expert_weights}"
+        acts = f" A{c.expert_activations}" if c.expert_activations else ""
+        return f"W{c.weights} experts W{c.expert_weights}{acts}"
     return f"W{c.weights} A{c.activations}"
 
 
