@@ -61,9 +61,9 @@ ATTENTION_LAYER = 2048 * 16 * 256 * 2 + 2 * 2048 * 2 * 256 + 4096 * 2048 + 2 * 2
 
 
 def _moe_layer(experts: int) -> int:
-    """An expert block by hand: the routed experts and one shared one of 3 x 2,048 x 512 and
-    the router experts x 2,048."""
-    return (experts + 1) * 3 * 2048 * 512 + experts * 2048
+    """An expert block by hand: the routed experts and one shared one of 3 x 2,048 x 512, the
+    router experts x 2,048 and the shared expert's one-output gate 2,048."""
+    return (experts + 1) * 3 * 2048 * 512 + experts * 2048 + 2048
 
 
 def _write(tmp_path: Path, cfg: dict[str, Any]) -> Path:
@@ -80,7 +80,7 @@ def test_qwen3_next_is_counted_to_the_parameter(tmp_path: Path) -> None:
     shape = shape_from_hf_config(_write(tmp_path, QWEN3_NEXT))
     expected = (36 * GDN_LAYER + 12 * ATTENTION_LAYER + 48 * _moe_layer(512)
                 + 2 * 151936 * 2048 + 97 * 2048)
-    assert count_params(shape).total == expected == 79_674_292_992
+    assert count_params(shape).total == expected == 79_674_391_296
     assert from_si(expected, Unit.BILLION) == pytest.approx(80, rel=5e-3)
     assert (shape.mamba_layers, shape.attention_layers, shape.moe_layers) == (36, 12, 48)
     assert shape.hybrid_pattern.startswith("MEMEME*E") and shape.attention_gate
@@ -91,14 +91,15 @@ def test_qwen3_next_is_counted_to_the_parameter(tmp_path: Path) -> None:
 def test_qwen3_5_reads_through_its_multimodal_wrapper(tmp_path: Path) -> None:
     """Qwen3.5-35B-A3B's checkpoint wraps its language model (model_type qwen3_5_moe, a
     text_config of qwen3_5_moe_text); the language model is read, 30 Gated DeltaNet and 10
-    gated attention layers with 256 experts of 512 (top 8) and one shared: 34,660,528,768
-    parameters without the vision tower (the published 35B counts it)."""
+    gated attention layers with 256 experts of 512 (top 8) and one shared: 34,660,610,688
+    parameters without the vision tower (the published 35B counts it), what Transformers
+    5.25 builds from the published config.json (scripts/params_vs_transformers.py)."""
     wrapped = {"model_type": "qwen3_5_moe", "_name_or_path": "Qwen3.5-35B-A3B",
                "text_config": QWEN35_TEXT, "vision_config": {"depth": 27}}
     shape = shape_from_hf_config(_write(tmp_path, wrapped))
     expected = (30 * GDN_LAYER + 10 * ATTENTION_LAYER + 40 * _moe_layer(256)
                 + 2 * 248320 * 2048 + 81 * 2048)
-    assert count_params(shape).total == expected == 34_660_528_768
+    assert count_params(shape).total == expected == 34_660_610_688
     assert shape == dataclasses.replace(preset("qwen3.5-35b-a3b").shape, name=shape.name)
 
 
@@ -132,16 +133,17 @@ QWEN35_397B_TEXT: dict[str, Any] = {
 def test_qwen3_5_397b_is_counted_to_the_parameter(tmp_path: Path) -> None:
     """45 Gated DeltaNet layers of 64 value heads and 16 query/key heads, 15 gated attention
     layers (32 heads, 2 KV heads), each with 512 experts of 1,024 and one shared (the
-    router 512 x 4,096), embedding and head 2 x 248,320 x 4,096, 121 norms:
-    396,346,104,576 without the vision tower, 17.3B active; the release's 397B total and
-    17B activated include the tower (about 0.4B)."""
+    router 512 x 4,096 and the shared expert's gate 4,096), embedding and head 2 x 248,320 x
+    4,096, 121 norms: 396,346,350,336 without the vision tower (what Transformers 5.25 builds
+    from the published config.json), 17.3B active; the release's 397B total and 17B
+    activated include the tower (about 0.4B)."""
     shape = shape_from_hf_config(_write(tmp_path, {
         "model_type": "qwen3_5_moe", "text_config": QWEN35_397B_TEXT}))
-    moe = 513 * 3 * 4096 * 1024 + 512 * 4096
+    moe = 513 * 3 * 4096 * 1024 + 512 * 4096 + 4096
     expected = (45 * _gdn_layer(4096, 16, 64) + 15 * _attention_layer(4096, 32, 2)
                 + 60 * moe + 2 * 248320 * 4096 + 121 * 4096)
     counts = count_params(shape)
-    assert counts.total == expected == 396_346_104_576
+    assert counts.total == expected == 396_346_350_336
     assert from_si(counts.active(shape), Unit.BILLION) == pytest.approx(17.35, abs=0.01)
     assert shape == dataclasses.replace(preset("qwen3.5-397b").shape, name=shape.name,
                                         context_window=shape.context_window)

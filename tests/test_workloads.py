@@ -27,6 +27,7 @@ from gpuarch.workloads import (
 )
 from gpuarch.workloads.hf import shape_from_hf_config
 from gpuarch.workloads.mtp import mtp_block_params
+from gpuarch.workloads.shape import MlaShape
 
 PRESETS = load_presets().by_name
 
@@ -251,7 +252,11 @@ def test_kimi_k2_is_deepseek_v3_shaped(tmp_path: Path) -> None:
 
 def test_hf_gpt_oss_and_qwen3_moe(tmp_path: Path) -> None:
     """GPT-OSS's biases and alternating 128-token windows (from layer_types) and Qwen3 MoE's
-    experts are read; the shapes match the presets (116.8B and 30.5B parameters)."""
+    experts are read; the shapes match the presets (116.8B and 30.5B parameters). GPT-OSS's
+    count holds its attention sinks (a logit a head a layer, 36 x 64) and its routers' biases
+    (36 x 128): 116,829,156,672, what Transformers 5.25 builds from openai/gpt-oss-120b's
+    config.json (scripts/params_vs_transformers.py), and the model card's 116.83B; the sinks
+    are no GEMM's weights, so not in its FLOPs."""
     gpt_oss = {"model_type": "gpt_oss", "hidden_size": 2880, "intermediate_size": 2880,
                "num_attention_heads": 64, "num_key_value_heads": 8, "head_dim": 64,
                "num_hidden_layers": 36, "vocab_size": 201088, "num_local_experts": 128,
@@ -261,7 +266,12 @@ def test_hf_gpt_oss_and_qwen3_moe(tmp_path: Path) -> None:
     shape = shape_from_hf_config(_write(tmp_path, gpt_oss))
     assert (shape.sliding_window, shape.windowed_layers) == (128, 18)
     assert shape.glu_limit == preset("gpt-oss-120b").shape.glu_limit == 7.0
-    assert count_params(shape).total == count_params(preset("gpt-oss-120b").shape).total
+    assert count_params(shape).total == count_params(preset("gpt-oss-120b").shape).total \
+        == 116_829_156_672
+    bare = dataclasses.replace(shape, attention_sinks=False, router_bias=False)
+    assert count_params(shape).total - count_params(bare).total == 36 * 64 + 36 * 128
+    assert forward_flops_per_token(shape, 4096).attention_proj \
+        == forward_flops_per_token(bare, 4096).attention_proj
     with pytest.raises(GpuarchError, match="swiglu_limit: expected a number >= 0, got 'x'"):
         shape_from_hf_config(_write(tmp_path, {**gpt_oss, "swiglu_limit": "x"}))
     with pytest.raises(GpuarchError, match="glu_limit: expected a number >= 0, got -1"):
@@ -395,9 +405,10 @@ def test_hf_qwen2_moe(tmp_path: Path) -> None:
     experts of 1,408, top 4, and one shared expert of 5,632 = 4 routed widths, on every
     layer; biased QKV. To the parameter: embedding and LM head 2 x 151,936 x 2,048;
     attention 24 x (4 x 2,048 x 2,048 + 3 x 2,048); experts 24 x 60 x 3 x 2,048 x 1,408;
-    shared 24 x 3 x 2,048 x 5,632; routers 24 x 60 x 2,048; norms 24 x 2 x 2,048 + 2,048:
-    the card's "14.3B" (its shared-expert gates, one 2,048-vector a layer, are not in the
-    shape). ``decoder_sparse_step`` and ``mlp_only_layers`` place dense layers."""
+    shared 24 x 3 x 2,048 x 5,632; routers 24 x 60 x 2,048 and the shared experts' gates 24
+    x 2,048; norms 24 x 2 x 2,048 + 2,048: the card's "14.3B", and what Transformers 5.25
+    builds from this config (scripts/params_vs_transformers.py). ``decoder_sparse_step`` and
+    ``mlp_only_layers`` place dense layers."""
     q = {"model_type": "qwen2_moe", "architectures": ["Qwen2MoeForCausalLM"],
          "hidden_size": 2048, "intermediate_size": 5632, "moe_intermediate_size": 1408,
          "shared_expert_intermediate_size": 5632, "num_attention_heads": 16,
@@ -409,8 +420,9 @@ def test_hf_qwen2_moe(tmp_path: Path) -> None:
     assert shape.dense_layers == 0 and shape.qkv_bias
     expected = (2 * 151936 * 2048 + 24 * (4 * 2048 * 2048 + 3 * 2048)
                 + 24 * 60 * 3 * 2048 * 1408 + 24 * 3 * 2048 * 5632 + 24 * 60 * 2048
-                + 24 * 2 * 2048 + 2048)
-    assert count_params(shape).total == expected == 14_315_735_040
+                + 24 * 2048 + 24 * 2 * 2048 + 2048)
+    assert shape.shared_expert_gate
+    assert count_params(shape).total == expected == 14_315_784_192
     # experts on every second layer, and never on layer 0: layers 1, 3, ..., 23 keep them
     sparse = shape_from_hf_config(_write(tmp_path, {**q, "decoder_sparse_step": 2,
                                                     "mlp_only_layers": [0]}))
@@ -423,8 +435,8 @@ def test_hf_qwen2_moe(tmp_path: Path) -> None:
 def test_hf_qwen2_57b_a14b_gives_the_preset(tmp_path: Path) -> None:
     """Qwen/Qwen2-57B-A14B's config.json values (64 experts of 2,560, top 8, a shared expert
     of 20,480 = 8 routed widths, 28 layers, hidden 3,584, 28 heads in 4 KV groups, vocabulary
-    151,936) import as the qwen2-57b-a14b preset, 57,408,558,592 parameters (the card's 57B;
-    its shared-expert gates, one 3,584-vector a layer, are not in the shape)."""
+    151,936) import as the qwen2-57b-a14b preset, 57,408,658,944 parameters (the card's 57B;
+    its shared-expert gates, one 3,584-vector a layer, counted)."""
     q = {"model_type": "qwen2_moe", "architectures": ["Qwen2MoeForCausalLM"],
          "hidden_size": 3584, "intermediate_size": 18944, "moe_intermediate_size": 2560,
          "shared_expert_intermediate_size": 20480, "num_attention_heads": 28,
@@ -435,7 +447,7 @@ def test_hf_qwen2_57b_a14b_gives_the_preset(tmp_path: Path) -> None:
     shape = shape_from_hf_config(_write(tmp_path, q))
     expected = preset("qwen2-57b-a14b").shape
     assert dataclasses.replace(shape, name=expected.name) == expected
-    assert count_params(shape).total == 57_408_558_592
+    assert count_params(shape).total == 57_408_558_592 + 28 * 3584 == 57_408_658_944
 
 
 def test_hf_llama4_configs(tmp_path: Path) -> None:
@@ -952,3 +964,16 @@ def test_nemotron_h_family_presets_count_to_their_cards(name: str, published: fl
     shape = preset(name).shape
     assert (shape.mamba_layers, shape.attention_layers, shape.mlp_layers) == blocks
     assert abs(count_params(shape).total - published) <= tolerance
+
+
+@pytest.mark.parametrize(("change", "match"), [
+    ({"shared_expert_gate": True, "shared_experts": 0},
+     "shared_expert_gate: a gate on the shared experts needs shared_experts > 0"),
+    ({"attention_sinks": True, "mla": MlaShape(q_lora_rank=1536, kv_lora_rank=512,
+                                                qk_nope_head_dim=128, qk_rope_head_dim=64,
+                                                v_head_dim=128)},
+     "attention_sinks: counted for grouped-query attention only"),
+])
+def test_gate_and_sinks_need_what_they_act_on(change: dict[str, Any], match: str) -> None:
+    with pytest.raises(GpuarchError, match=match):
+        dataclasses.replace(preset("qwen2-57b-a14b").shape, **change)

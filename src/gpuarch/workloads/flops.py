@@ -37,6 +37,7 @@ from typing import Any
 
 from gpuarch.workloads.params import (
     attention_params,
+    attention_sink_params,
     count_params,
     hyper_connection_mix_weights,
     indexer_params,
@@ -179,7 +180,8 @@ def forward_flops_per_token(s: TransformerShape, seq_len: int, *, causal: bool =
         + s.shared_experts * mlp_params(s, s.d_expert) + latent_projection_params(s))
     if s.compressed is not None:
         return ForwardFlops(
-            attention_proj=2.0 * (pc.attention - s.attention_layers * s.heads),  # no sinks
+            attention_proj=2.0 * (pc.attention
+                                  - s.attention_layers * attention_sink_params(s)),
             attention_core=_compressed_core(s, seq_len, causal),
             mlp=2.0 * per_token_mlp,
             router=2.0 * s.moe_layers * s.hidden * s.experts,  # the router bias apart
@@ -206,7 +208,8 @@ def forward_flops_per_token(s: TransformerShape, seq_len: int, *, causal: bool =
     core = 2.0 * s.heads * (qk_dim + v_dim) * (
         (s.attention_layers - windowed) * full_keys + windowed * window_keys) + indexer_core
     return ForwardFlops(
-        attention_proj=2.0 * (s.attention_layers * attention_params(s)
+        attention_proj=2.0 * (s.attention_layers * (attention_params(s)
+                                                     - attention_sink_params(s))
                               + s.indexer_layers * indexer_params(s)),
         attention_core=float(core),
         mlp=2.0 * per_token_mlp,

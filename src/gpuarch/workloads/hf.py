@@ -341,7 +341,19 @@ def _llama_like(cfg: dict[str, Any], path: Path, label: str, model_type: str
         glu_limit=_glu_limit(cfg, path),
         mla=mla,
         qk_norm=_qk_norm(cfg, model_type),
+        # GPT-OSS's router carries a bias and its attention a sink logit a head
+        router_bias=model_type == "gpt_oss" and bool(experts),
+        attention_sinks=model_type == "gpt_oss",
+        shared_expert_gate=_shared_expert_gate(cfg, model_type, experts),
     )
+
+
+def _shared_expert_gate(cfg: dict[str, Any], model_type: str, experts: int) -> bool:
+    """Whether the shared experts' output passes a sigmoid gate of its own (Qwen2-MoE's
+    ``shared_expert_gate``, which every Qwen2-MoE layer with a shared expert builds, as
+    Qwen3-Next's and Qwen3.5's do)."""
+    return bool(experts) and model_type in ("qwen2_moe", *_GATED_DELTA) \
+        and bool(cfg.get("shared_expert_intermediate_size"))
 
 
 def _deepseek_v4(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
@@ -684,7 +696,7 @@ def _gated_delta_hybrid(cfg: dict[str, Any], path: Path, label: str) -> Transfor
     DeltaNet or a gated attention as ``layer_types`` says (else every
     ``full_attention_interval``-th, default 4, is attention, as Transformers' configs
     default), and a SwiGLU MLP or an expert block (Qwen2-MoE's placement keys; a shared
-    expert of ``shared_expert_intermediate_size``, whose one-output gate is not counted); an
+    expert of ``shared_expert_intermediate_size`` behind its one-output gate); an
     RMSNorm before each (Transformers' modular_qwen3_next.py and modular_qwen3_5.py). Read
     as blocks, two a layer: the mixer (M or *) and the MLP (-) or experts (E). The attention
     normalises each head's queries and keys and gates its output (the query projection
@@ -732,6 +744,7 @@ def _gated_delta_hybrid(cfg: dict[str, Any], path: Path, label: str) -> Transfor
         experts_per_token=_get(cfg, path, "num_experts_per_tok") if experts else 0,
         shared_experts=_shared_experts(cfg, path) if experts else 0,
         moe_ffn_hidden=(_get(cfg, path, "moe_intermediate_size") if experts else 0),
+        shared_expert_gate=_shared_expert_gate(cfg, "qwen3_next", experts),
         hybrid_pattern=pattern,
         mamba=mamba,
     )
@@ -776,9 +789,8 @@ def _mamba_mixer(cfg: dict[str, Any], path: Path, hidden: int, keys: tuple[str, 
 def _shared_experts(cfg: dict[str, Any], path: Path) -> int:
     """Shared experts as a count of routed-expert widths: DeepSeek-style configs give the
     count (``n_shared_experts``); Qwen2-MoE gives one shared expert's width
-    (``shared_expert_intermediate_size``), which must be a whole number of routed widths.
-    (Qwen2-MoE's one-output gate on the shared expert, a hidden-size vector a layer, is not
-    counted.)"""
+    (``shared_expert_intermediate_size``), which must be a whole number of routed widths
+    (its one-output gate: ``shared_expert_gate``)."""
     width = cfg.get("shared_expert_intermediate_size")
     if not width:
         count: int = _get(cfg, path, "n_shared_experts", default=0) or 0

@@ -60,7 +60,8 @@ def attention_params(s: TransformerShape) -> int:
         # wq_a and its norm, wq_b, wkv and its norm, wo_a (each group's heads to its rank),
         # wo_b and a sink logit a head; compressors and indexers apart
         return (h * c.q_lora_rank + c.q_lora_rank + c.q_lora_rank * heads * d + h * d + d
-                + heads * d * c.o_lora_rank + c.o_groups * c.o_lora_rank * h + heads)
+                + heads * d * c.o_lora_rank + c.o_groups * c.o_lora_rank * h
+                + attention_sink_params(s))
     if s.mla is not None:
         m = s.mla
         qk = m.qk_nope_head_dim + m.qk_rope_head_dim
@@ -76,7 +77,13 @@ def attention_params(s: TransformerShape) -> int:
         biases = q + 2 * kv * d + h
     elif s.qkv_bias:
         biases = q + 2 * kv * d
-    return weights + biases
+    return weights + biases + attention_sink_params(s)
+
+
+def attention_sink_params(s: TransformerShape) -> int:
+    """One attention layer's sink logits, one a query head (GPT-OSS's, and DeepSeek-V4's
+    compressed attention's), which take part in no GEMM."""
+    return s.heads if s.attention_sinks or s.compressed is not None else 0
 
 
 INDEXER_SCORES = "indexer"
@@ -261,8 +268,11 @@ def count_params(s: TransformerShape) -> ParamCount:
         else s.layers * layer_norm_params(s)
     c = s.compressed
     compressors = 0 if c is None else sum(compressor_params(s, r) for r in c.ratios)
-    # a selection bias per expert in the learned-routing layers' routers (not the hashed)
+    # a bias per expert in the learned-routing layers' routers (not the hashed), and the
+    # shared experts' gate
     router_bias = (s.moe_layers - s.hash_layers) * s.experts if s.router_bias else 0
+    if s.shared_expert_gate:
+        router_bias += s.moe_layers * h
     return ParamCount(
         embedding=embedding,
         lm_head=lm_head,

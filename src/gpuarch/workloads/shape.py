@@ -404,9 +404,16 @@ class TransformerShape:
     # leading expert layers that route each token by a fixed table of its id (DeepSeek-V4's
     # num_hash_layers): no learned selection bias there
     hash_layers: int = 0
-    # each learned-routing expert layer's router carries a selection bias per expert
-    # (DeepSeek-V4's gate.bias, counted in its weights)
+    # each learned-routing expert layer's router carries a bias per expert (DeepSeek-V4's
+    # selection bias, gate.bias, counted in its weights; GPT-OSS's router's own bias)
     router_bias: bool = False
+    # each expert layer scales its shared experts' output by a sigmoid of a one-output
+    # projection of the hidden state (Qwen2-MoE's, Qwen3-Next's and Qwen3.5's
+    # shared_expert_gate): a hidden-wide vector a layer, beside the router
+    shared_expert_gate: bool = False
+    # each attention layer holds a learned logit a query head that takes a share of the
+    # softmax (GPT-OSS's attention sinks): a parameter a head, no GEMM
+    attention_sinks: bool = False
     # a hybrid model (Nemotron-H): one character per block, in order, from HYBRID_BLOCKS;
     # ``layers`` counts the blocks, each of which is only a Mamba-2 mixer, an attention, an
     # MLP or an expert block. "" = every layer is attention and MLP (or experts)
@@ -474,6 +481,12 @@ class TransformerShape:
                                f"{self.moe_layers} expert layers")
         if self.router_bias and not self.is_moe:
             raise GpuarchError("router_bias: a router bias needs experts > 0")
+        if self.shared_expert_gate and not (self.is_moe and self.shared_experts):
+            raise GpuarchError("shared_expert_gate: a gate on the shared experts needs "
+                               "shared_experts > 0")
+        if self.attention_sinks and (self.compressed is not None or self.mla is not None):
+            raise GpuarchError("attention_sinks: counted for grouped-query attention only "
+                               "(compressed attention counts its own)")
         if self.hybrid_pattern or self.mamba is not None:
             self._check_hybrid()
         if self.position is Position.LEARNED and self.max_positions == 0:
