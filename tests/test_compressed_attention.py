@@ -109,6 +109,27 @@ def test_config_json_reads_as_the_preset(tmp_path: Path) -> None:
         formats, origin=preset("deepseek-v4-flash").checkpoint.origin)  # type: ignore[union-attr]
 
 
+def test_a_transformers_5_config_reads_as_the_release(tmp_path: Path) -> None:
+    """Transformers 5 saves DeepSeek-V4's compression as ``layer_types`` (0, 4 and 128 as
+    sliding, compressed-sparse and heavily compressed attention; DeepseekV4Config) and its
+    hash layers as ``mlp_layer_types``: such a config reads as the release's."""
+    kinds = {0: "sliding_attention", 4: "compressed_sparse_attention",
+             128: "heavily_compressed_attention"}
+    release = _flash_config()
+    saved = {k: v for k, v in release.items() if k not in ("compress_ratios", "num_hash_layers")}
+    saved["layer_types"] = [kinds[r] for r in release["compress_ratios"][:43]]
+    saved["mlp_layer_types"] = ["hash_moe"] * 3 + ["moe"] * 40
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(saved))
+    assert shape_from_hf_config(path, name="deepseek-v4-flash") == FLASH
+    saved["compress_rates"] = {"heavily_compressed_attention": 64}
+    path.write_text(json.dumps(saved))
+    assert shape_from_hf_config(path).compressed.ratios[3] == 64  # type: ignore[union-attr]
+    path.write_text(json.dumps({**saved, "layer_types": ["windowed"] * 43}))
+    with pytest.raises(GpuarchError, match="layer_types: expected a list of"):
+        shape_from_hf_config(path)
+
+
 @pytest.mark.parametrize(("change", "message"), [
     ({"compress_ratios": [0, 4]}, "compress_ratios: 2 ratios, but num_hidden_layers is 43"),
     ({"compress_ratios": "4,128"}, "compress_ratios: expected a list of integers"),

@@ -60,6 +60,18 @@ def test_tiny_counts_to_the_parameter_and_its_blocks(tmp_path: Path) -> None:
     assert shape.position.value == "none" and shape.tied_embeddings
 
 
+def test_transformers_5_layer_names_read_the_same(tmp_path: Path) -> None:
+    """A config saved by Transformers 5 names the blocks "linear_attention" and
+    "full_attention" (remap_legacy_layer_types in its configuration_utils.py): the same
+    model; Transformers 5.25 builds it with the same 6,939,037,248 parameters
+    (scripts/params_vs_transformers.py)."""
+    renamed = {**GRANITE_H_TINY, "layer_types": [
+        {"mamba": "linear_attention", "attention": "full_attention"}[k]
+        for k in GRANITE_H_TINY["layer_types"]]}  # type: ignore[attr-defined]
+    assert shape_from_hf_config(_write(tmp_path, renamed)) \
+        == shape_from_hf_config(_write(tmp_path, GRANITE_H_TINY))
+
+
 def test_a_dense_granite_hybrid_has_mlp_blocks(tmp_path: Path) -> None:
     """Without experts each layer's MLP is the shared one: a block of
     ``shared_intermediate_size``, whatever ``intermediate_size`` says."""

@@ -542,7 +542,9 @@ def test_hf_parallel_attention_families(tmp_path: Path) -> None:
     GPT-NeoX-20B's config counts 20,554,567,680 parameters, its Hugging Face model card's
     figure (EleutherAI/gpt-neox-20b: biases everywhere, two LayerNorms a layer, the padded
     vocabulary of 50,432, untied embeddings); Falcon's attention is multi-query (7B) or
-    grouped (the new decoder architecture of 40B and 180B)."""
+    grouped (the new decoder architecture of 40B and 180B). GPT-J 6B counts 6,050,882,784
+    and Falcon-7B 6,921,720,704, what Transformers 5.25 builds from their configs (one
+    LayerNorm a layer; GPT-J's MLP and LM head biases)."""
     neox = {"model_type": "gpt_neox", "hidden_size": 6144, "num_attention_heads": 64,
             "num_hidden_layers": 44, "intermediate_size": 24576, "vocab_size": 50432,
             "max_position_embeddings": 2048, "use_parallel_residual": True,
@@ -559,17 +561,25 @@ def test_hf_parallel_attention_families(tmp_path: Path) -> None:
         "tie_word_embeddings": False}))
     assert (gptj.parallel_attention, gptj.ffn_hidden, gptj.ffn_kind, gptj.context_window) \
         == (True, 16384, FfnKind.GELU, 2048)
-    assert gptj.tp_reductions == 1
+    assert gptj.tp_reductions == 1 and gptj.layer_norms == 1
+    assert count_params(gptj).total == 6_050_882_784
     falcon = {"model_type": "falcon", "hidden_size": 4544, "num_attention_heads": 71,
               "num_hidden_layers": 32, "vocab_size": 65024, "multi_query": True,
               "parallel_attn": True, "bias": False, "alibi": False}
     seven = shape_from_hf_config(_write(tmp_path, falcon))
     assert (seven.kv_heads, seven.ffn_hidden, seven.parallel_attention, seven.tied_embeddings) \
         == (1, 4 * 4544, True, True)
+    assert seven.shared_norm and count_params(seven).total == 6_921_720_704
     big = shape_from_hf_config(_write(tmp_path, {
         **falcon, "hidden_size": 14848, "num_attention_heads": 232, "num_hidden_layers": 80,
         "new_decoder_architecture": True, "num_kv_heads": 8}))
     assert (big.kv_heads, big.head_dim or big.hidden // big.heads) == (8, 64)
+    assert not big.shared_norm  # ln_attn and ln_mlp
+    assert shape_from_hf_config(_write(tmp_path, {
+        **falcon, "new_decoder_architecture": True, "num_kv_heads": 71,
+        "num_ln_in_parallel_attn": 1})).shared_norm  # Falcon2-11B's one
+    with pytest.raises(GpuarchError, match="num_ln_in_parallel_attn: expected 1 or 2, got 3"):
+        shape_from_hf_config(_write(tmp_path, {**falcon, "num_ln_in_parallel_attn": 3}))
     assert seven.position is Position.ROPE
     assert shape_from_hf_config(_write(tmp_path, {**falcon, "alibi": True})).position \
         is Position.ALIBI

@@ -243,13 +243,15 @@ def _bloom(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
 
 def _gptj(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
     """GPT-J: attention and MLP side by side on one LayerNorm's output, rotary positions,
-    untied embeddings. Its MLP and LM head carry biases and its attention none, which the
-    shape cannot split, so it is taken without them, and with two LayerNorms a layer: GPT-J
-    6B counts 394,464 parameters fewer than its checkpoint's layers hold (of 6.05 B)."""
+    untied embeddings; its MLP and LM head carry biases, its attention none (GPT-J 6B:
+    6,050,882,784 parameters, what Transformers builds from its config)."""
     return TransformerShape(
         **_gpt2_style_fields(cfg, path, label),
         tied_embeddings=bool(_get(cfg, path, "tie_word_embeddings", default=False)),
         parallel_attention=True,
+        shared_norm=True,
+        mlp_bias=True,
+        lm_head_bias=True,
         context_window=_get(cfg, path, "n_positions", "max_position_embeddings",
                             default=0) or 0,
     )
@@ -275,13 +277,18 @@ def _falcon(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
     ``num_kv_heads`` groups; attention and MLP side by side unless ``parallel_attn`` is
     false; a GELU MLP of ``ffn_hidden_size`` (4 x hidden where not given); rotary positions,
     or ALiBi where ``alibi`` is set (Falcon-RW); tied embeddings unless the config says
-    otherwise."""
+    otherwise; one LayerNorm a parallel layer or two (``num_ln_in_parallel_attn``)."""
     heads = _get(cfg, path, "num_attention_heads", "n_head")
     hidden = _get(cfg, path, "hidden_size", "n_embd")
-    if _flag(cfg, "new_decoder_architecture", False):
+    new = _flag(cfg, "new_decoder_architecture", False)
+    if new:
         kv_heads = _get(cfg, path, "num_kv_heads", default=heads)
     else:
         kv_heads = 1 if _flag(cfg, "multi_query", True) else heads
+    parallel = _flag(cfg, "parallel_attn", True)
+    norms = cfg.get("num_ln_in_parallel_attn")
+    if norms not in (None, 1, 2) or isinstance(norms, bool):
+        raise GpuarchError(f"num_ln_in_parallel_attn: expected 1 or 2, got {norms!r}")
     return TransformerShape(
         name=label,
         layers=_get(cfg, path, "num_hidden_layers", "n_layer"),
@@ -295,7 +302,11 @@ def _falcon(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
         position=Position.ALIBI if _flag(cfg, "alibi", False) else Position.ROPE,
         bias=_flag(cfg, "bias", False),
         tied_embeddings=bool(_get(cfg, path, "tie_word_embeddings", default=True)),
-        parallel_attention=_flag(cfg, "parallel_attn", True),
+        parallel_attention=parallel,
+        # a parallel layer reads one LayerNorm (Falcon-7B, Falcon2-11B), or its attention and
+        # MLP one each (ln_attn, ln_mlp: 40B, 180B): num_ln_in_parallel_attn, 2 by default
+        # in the new architecture, as Transformers' FalconDecoderLayer builds them
+        shared_norm=parallel and (norms == 1 if norms is not None else not new),
         context_window=_get(cfg, path, "max_position_embeddings", default=0) or 0,
     )
 
@@ -365,8 +376,10 @@ def _deepseek_v4(cfg: dict[str, Any], path: Path, label: str) -> TransformerShap
     layers = _get(cfg, path, "num_hidden_layers")
     heads = _get(cfg, path, "num_attention_heads")
     ratios = cfg.get("compress_ratios")
+    if ratios is None and cfg.get("layer_types") is not None:
+        ratios = _v4_ratios_from_layer_types(cfg)
     if ratios is None:
-        raise GpuarchError("missing compress_ratios")
+        raise GpuarchError("missing compress_ratios (or layer_types)")
     if not isinstance(ratios, list) or any(
             not isinstance(r, int) or isinstance(r, bool) for r in ratios):
         raise GpuarchError(f"compress_ratios: expected a list of integers, one a layer; got "
@@ -396,9 +409,36 @@ def _deepseek_v4(cfg: dict[str, Any], path: Path, label: str) -> TransformerShap
         glu_limit=_glu_limit(cfg, path),
         compressed=compressed,
         hyper_connections=_get(cfg, path, "hc_mult", default=0) or 0,
-        hash_layers=_get(cfg, path, "num_hash_layers", default=0) or 0,
+        hash_layers=_v4_hash_layers(cfg, path),
         router_bias=True,
     )
+
+
+# DeepSeek-V4's attention kinds as Transformers 5 names them (DeepseekV4Config's
+# layer_types) and the compression each takes unless ``compress_rates`` says otherwise
+_V4_LAYER_RATES = {"sliding_attention": 0, "compressed_sparse_attention": 4,
+                   "heavily_compressed_attention": 128}
+
+
+def _v4_ratios_from_layer_types(cfg: dict[str, Any]) -> list[int]:
+    """A DeepSeek-V4 config saved by Transformers 5 (``layer_types`` and ``compress_rates``
+    in place of the release's ``compress_ratios``) as one compression ratio a layer."""
+    kinds = cfg["layer_types"]
+    rates = {**_V4_LAYER_RATES, **(cfg.get("compress_rates") or {})}
+    if not isinstance(kinds, list) or any(k not in rates for k in kinds):
+        raise GpuarchError(f"layer_types: expected a list of {', '.join(sorted(rates))}, one "
+                           f"a layer; got {kinds!r}")
+    return [rates[k] for k in kinds]
+
+
+def _v4_hash_layers(cfg: dict[str, Any], path: Path) -> int:
+    """DeepSeek-V4's hash-routed layers: ``num_hash_layers``, or the "hash_moe" entries of
+    a Transformers 5 config's ``mlp_layer_types``."""
+    count: int = _get(cfg, path, "num_hash_layers", default=0) or 0
+    kinds = cfg.get("mlp_layer_types")
+    if not count and isinstance(kinds, list):
+        count = sum(1 for k in kinds if k == "hash_moe")
+    return count
 
 
 def _indexer(cfg: dict[str, Any], path: Path, layers: int) -> dict[str, int]:
@@ -654,11 +694,15 @@ def _granite_hybrid(cfg: dict[str, Any], path: Path, label: str) -> TransformerS
     ``position_embedding_type`` is "nope" (the H models), RoPE otherwise. The muP multipliers
     (embedding, residual, attention, logits) hold no parameters and are not costed."""
     layers = _get(cfg, path, "num_hidden_layers")
-    kinds = cfg.get("layer_types")
+    kinds = cfg.get("layer_types", cfg.get("layers_block_type"))
+    if isinstance(kinds, list):  # Transformers 5's names for them
+        kinds = [{"linear_attention": "mamba", "full_attention": "attention"}.get(k, k)
+                 for k in kinds]
     if not isinstance(kinds, list) or len(kinds) != layers \
             or any(k not in ("mamba", "attention") for k in kinds):
         raise GpuarchError(f"layer_types: expected {layers} entries (num_hidden_layers), "
-                           f"each \"mamba\" or \"attention\", got {kinds!r}")
+                           f"each \"mamba\" or \"attention\" (\"linear_attention\" or "
+                           f"\"full_attention\"), got {kinds!r}")
     experts = _get(cfg, path, "num_local_experts", default=0) or 0
     shared_width = _get(cfg, path, "shared_intermediate_size")
     width = _get(cfg, path, "intermediate_size") if experts else 0

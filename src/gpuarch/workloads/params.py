@@ -192,7 +192,7 @@ def mlp_params(s: TransformerShape, width: int, outer: int = 0) -> int:
     outer = outer or s.hidden
     weights = s.ffn_kind.matrices * outer * width
     biases = 0
-    if s.bias:
+    if s.bias or s.mlp_bias:
         biases = (2 if s.ffn_kind.gated else 1) * width + outer
     return weights + biases
 
@@ -260,7 +260,7 @@ def count_params(s: TransformerShape) -> ParamCount:
     frozen, and the serving memory searches ask for the same one many times)."""
     h = s.hidden
     embedding = s.vocab * h + (s.max_positions * h if s.position is Position.LEARNED else 0)
-    lm_head = 0 if s.tied_embeddings else s.vocab * h
+    lm_head = (0 if s.tied_embeddings else s.vocab * h) + (s.vocab if s.lm_head_bias else 0)
     norm = s.norm.params_per_width * h
     # a hybrid model's blocks each hold one part of a layer and one norm (its attention
     # blocks any query-key norms)

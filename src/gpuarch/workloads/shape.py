@@ -414,6 +414,13 @@ class TransformerShape:
     # each attention layer holds a learned logit a query head that takes a share of the
     # softmax (GPT-OSS's attention sinks): a parameter a head, no GEMM
     attention_sinks: bool = False
+    # a parallel layer's attention and MLP read one norm's output (Falcon-7B's and GPT-J's
+    # one LayerNorm a layer), not a norm each
+    shared_norm: bool = False
+    # the MLP's projections carry biases though the attention's do not (GPT-J), and the LM
+    # head a bias a token (GPT-J's)
+    mlp_bias: bool = False
+    lm_head_bias: bool = False
     # a hybrid model (Nemotron-H): one character per block, in order, from HYBRID_BLOCKS;
     # ``layers`` counts the blocks, each of which is only a Mamba-2 mixer, an attention, an
     # MLP or an expert block. "" = every layer is attention and MLP (or experts)
@@ -484,6 +491,9 @@ class TransformerShape:
         if self.shared_expert_gate and not (self.is_moe and self.shared_experts):
             raise GpuarchError("shared_expert_gate: a gate on the shared experts needs "
                                "shared_experts > 0")
+        if self.shared_norm and (not self.parallel_attention or self.sandwich_norms):
+            raise GpuarchError("shared_norm: one norm a layer needs parallel_attention "
+                               "(and no sandwich_norms)")
         if self.attention_sinks and (self.compressed is not None or self.mla is not None):
             raise GpuarchError("attention_sinks: counted for grouped-query attention only "
                                "(compressed attention counts its own)")
@@ -609,8 +619,8 @@ class TransformerShape:
     @property
     def layer_norms(self) -> int:
         """Norms over the hidden width in each layer: before attention and MLP, and after
-        them too with ``sandwich_norms``."""
-        return 4 if self.sandwich_norms else 2
+        them too with ``sandwich_norms``; one where they share it (``shared_norm``)."""
+        return 4 if self.sandwich_norms else 1 if self.shared_norm else 2
 
     @property
     def positions(self) -> int:
