@@ -29,7 +29,12 @@ from typing import Any
 
 def _transformers_count(config_path: Path) -> int:
     import torch
-    from transformers import AutoConfig, AutoModelForCausalLM
+    from transformers import (
+        AutoConfig,
+        AutoModel,
+        AutoModelForCausalLM,
+        AutoModelForImageTextToText,
+    )
 
     raw = json.loads(config_path.read_text())
     raw.pop("quantization_config", None)
@@ -38,13 +43,26 @@ def _transformers_count(config_path: Path) -> int:
         text.pop("quantization_config", None)
     cfg = AutoConfig.for_model(**raw)
     text_cfg = cfg.get_text_config()
+    head = 0  # an LM head the built model lacks (a bare text model's)
     with torch.device("meta"):
-        try:
-            model = AutoModelForCausalLM.from_config(text_cfg)
-        except ValueError:
-            model = AutoModelForCausalLM.from_config(cfg)
+        # the text model with its head where Transformers has one; else the whole
+        # multimodal model (its towers left out by name below); else the bare text model
+        builders = ((AutoModelForCausalLM, text_cfg), (AutoModelForCausalLM, cfg),
+                    (AutoModelForImageTextToText, cfg), (AutoModel, text_cfg))
+        for builder, config in builders:
+            try:
+                model = builder.from_config(config)
+            except ValueError:
+                continue
+            if builder is AutoModel:
+                tied = getattr(cfg, "tie_word_embeddings", False) \
+                    or getattr(text_cfg, "tie_word_embeddings", False)
+                head = 0 if tied else text_cfg.vocab_size * text_cfg.hidden_size
+            break
+        else:
+            raise ValueError("no Transformers model class takes this config")
     seen: set[int] = set()
-    total = 0
+    total = head
     for name, param in model.named_parameters(remove_duplicate=True):
         if "mtp" in name or any(k in name for k in ("vision", "visual", "audio",
                                                     "multi_modal_projector")):
