@@ -177,19 +177,24 @@ def _mixed_roles(quantized: dict[str, Any], excluded: list[str], layers: int, wh
     return roles
 
 
-def _kv_format(q: dict[str, Any]) -> str | None:
+def _kv_format(q: dict[str, Any], where: str) -> str | None:
     """The KV cache's format a ModelOpt declaration gives: ``kv_cache_quant_algo``
-    (hf_quant_config.json) or ``kv_cache_scheme`` (config.json: a name, or bits and type)."""
-    algo = q.get("kv_cache_quant_algo")
+    (hf_quant_config.json) or ``kv_cache_scheme`` (config.json: a name, or bits and type);
+    None where it gives none."""
+    key = "kv_cache_quant_algo" if q.get("kv_cache_quant_algo") is not None \
+        else "kv_cache_scheme"
+    algo = q.get(key)
+    if isinstance(algo, dict):
+        bits, kind = algo.get("num_bits"), algo.get("type")
+        algo = "FP8" if (bits, kind) == (8, "float") else "INT8" if (bits, kind) == (8, "int") \
+            else "NVFP4" if (bits, kind) == (4, "float") else f"{bits!r} bits of {kind!r}"
     if algo is None:
-        scheme = q.get("kv_cache_scheme")
-        if isinstance(scheme, dict):
-            kinds: dict[tuple[Any, Any], str] = {(8, "float"): "FP8", (8, "int"): "INT8"}
-            algo = kinds.get((scheme.get("num_bits"), scheme.get("type")))
-        else:
-            algo = scheme
-    algo = str(algo or "").upper()
-    return "fp8" if algo == "FP8" else "int8" if algo == "INT8" else None
+        return None
+    formats = {"FP8": "fp8", "INT8": "int8", "NVFP4": "fp4"}
+    if not isinstance(algo, str) or algo.upper() not in formats:
+        raise GpuarchError(f"{where}: {key} {algo!r} is not a KV cache format gpuarch reads "
+                           "(FP8, INT8, NVFP4); give --kv-precision")
+    return formats[algo.upper()]
 
 
 def _modelopt(q: dict[str, Any], where: str, model: Mapping[str, Any] | None = None,
@@ -227,7 +232,7 @@ def _modelopt(q: dict[str, Any], where: str, model: Mapping[str, Any] | None = N
     others = [f"{_ROLE_NAMES[role]} W{w}A{a}" for role, (w, a) in named.items()
               if role not in (main, "experts") and (w, a) != roles[main]
               and (role != "shared" or moe)]
-    kv = _kv_format(q)
+    kv = _kv_format(q, where)
     kv_algo = "" if kv is None else f", KV cache {kv}"
     origin = (f"{where}: quant_algo {algo}" + kv_algo
               + (f"; {_ROLE_NAMES[main]} W{weights}A{activations}" if algo == "MIXED_PRECISION"
