@@ -130,6 +130,15 @@ CONFIGS: dict[str, dict[str, Any]] = {
                    "n_groups": 8, "conv_kernel": 4, "n_routed_experts": 128,
                    "num_experts_per_tok": 6, "moe_intermediate_size": 1856,
                    "moe_shared_expert_intermediate_size": 3712, "vocab_size": 131072},
+    "qwen3_vl": {"model_type": "qwen3_vl", "tie_word_embeddings": True,
+                 "text_config": {"model_type": "qwen3_vl_text", "hidden_size": 2048,
+                                 "intermediate_size": 6144, "num_hidden_layers": 28,
+                                 "num_attention_heads": 16, "num_key_value_heads": 8,
+                                 "head_dim": 128, "vocab_size": 151936}},
+    "by_architectures": {"model_type": "a_finetune", "architectures": ["Qwen2ForCausalLM"],
+                         "hidden_size": 3584, "intermediate_size": 18944,
+                         "num_hidden_layers": 28, "num_attention_heads": 28,
+                         "num_key_value_heads": 4, "vocab_size": 152064},
     "mistral3": {"model_type": "mistral3",
                  "text_config": {"model_type": "mistral", "hidden_size": 5120,
                                  "intermediate_size": 32768, "num_hidden_layers": 40,
@@ -586,6 +595,38 @@ def config_calls(folder: Path) -> Iterator[list[str]]:
                 yield [*infer, "--as-point"]
 
 
+MODELOPT_MODEL = {"model_type": "qwen3_moe", "hidden_size": 2048, "intermediate_size": 6144,
+                  "num_attention_heads": 32, "num_key_value_heads": 4, "head_dim": 128,
+                  "num_hidden_layers": 4, "num_experts": 8, "num_experts_per_tok": 2,
+                  "moe_intermediate_size": 768, "vocab_size": 151936}
+MODELOPT_QUANT = {"quant_algo": "MIXED_PRECISION", "kv_cache_quant_algo": "FP8",
+                  "quantized_layers": {f"model.layers.{i}.mlp.experts": {"quant_algo": "NVFP4"}
+                                       for i in range(4)},
+                  "exclude_modules": [f"model.layers.{i}.self_attn*" for i in range(4)]}
+"""A ModelOpt checkpoint (config.json and hf_quant_config.json beside it) whose declaration's
+every key, and one quantized module's entry, gets every value of ``WRONG_KINDS``."""
+
+
+def modelopt_calls(folder: Path) -> Iterator[list[str]]:
+    checkpoint = folder / "modelopt"
+    checkpoint.mkdir(exist_ok=True)
+    (checkpoint / "config.json").write_text(json.dumps(MODELOPT_MODEL))
+    infer = ["estimate", "infer", "--model", str(checkpoint), "--gpu", "b200",
+             "--input-len", "100", "--output-len", "10", "--batch", "4"]
+    first = next(iter(MODELOPT_QUANT["quantized_layers"]))  # type: ignore[call-overload]
+    for key in (*MODELOPT_QUANT, "quantized_layers entry"):
+        for value in WRONG_KINDS:
+            quant = copy.deepcopy(MODELOPT_QUANT)
+            if key == "quantized_layers entry":
+                quant["quantized_layers"][first] = value  # type: ignore[index]
+            else:
+                quant[key] = value
+            (checkpoint / "hf_quant_config.json").write_text(json.dumps(
+                {"producer": {"name": "modelopt"}, "quantization": quant}))
+            yield infer
+            yield ["models", str(checkpoint)]
+
+
 def main_(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--advisors", action="store_true", help="the two advisors too")
@@ -604,7 +645,7 @@ def main_(argv: list[str] | None = None) -> int:
                                     training_log_calls(Path(tmp)),
                                     calibration_calls(Path(tmp)), op_check_calls(Path(tmp)),
                                     fake_machine_calls(Path(tmp)),
-                                    config_calls(Path(tmp)),
+                                    config_calls(Path(tmp)), modelopt_calls(Path(tmp)),
                                     price_calls(Path(tmp)) if args.advisors else ()):
             calls += 1
             outcome = run(call, args.seconds)
