@@ -253,6 +253,7 @@ def _model_layers(model: Mapping[str, Any] | None) -> tuple[int, bool]:
         return 1, False
     text = model.get("text_config")
     cfg = text if isinstance(text, Mapping) else model
+
     def count(key: str) -> int:
         value = cfg.get(key)
         return value if isinstance(value, int) and not isinstance(value, bool) else 0
