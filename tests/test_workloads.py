@@ -726,6 +726,24 @@ def test_hf_config_family_by_architectures(tmp_path: Path) -> None:
         shape_from_hf_config(_write(tmp_path, {**renamed, "architectures": ["MyModel"]}))
 
 
+@pytest.mark.parametrize(("cfg", "why"), [
+    ({"model_type": "gemma4", "text_config": {"model_type": "gemma4_text"}},
+     "Gemma 4's sliding and global layers differ"),
+    ({"model_type": "kimi_k3", "text_config": {"model_type": "kimi_linear"}},
+     "Kimi Delta Attention"),
+    ({"model_type": "a_wrapper", "text_config": {"model_type": "mimo_v2_flash"}},
+     "MiMo-V2-Flash's sliding and full layers"),
+    ({"model_type": "a_wrapper", "text_config": {"model_type": ["gemma4"]}},
+     "model_type 'a_wrapper' is not supported"),
+])
+def test_hf_families_not_read_yet_say_why(tmp_path: Path, cfg: dict[str, Any], why: str
+                                          ) -> None:
+    """Families seen in published checkpoints whose layers the shape cannot hold are refused
+    with what it lacks, not only as unknown."""
+    with pytest.raises(GpuarchError, match=why):
+        shape_from_hf_config(_write(tmp_path, cfg))
+
+
 def test_hf_config_named_after_its_file(tmp_path: Path) -> None:
     """A checkpoint's config.json is named after its directory; a config saved under a name
     of its own after that name, less a ``_config`` suffix."""
