@@ -88,9 +88,9 @@ def test_a_local_config_json_is_shown_like_a_preset(capsys: pytest.CaptureFixtur
     assert status == 0 and "3,821,079,552 counted" in out and "a local config.json" in out
     status, out, _ = _run(capsys, str(path), "--json")
     assert json.loads(out)["models"][0]["params_counted"]["total"] == 3821079552
-    path.write_text(json.dumps({"model_type": "kimi_linear"}))
+    path.write_text(json.dumps({"model_type": "a_new_family"}))
     status, _, err = _run(capsys, str(path))
-    assert status == 2 and "model_type 'kimi_linear' is not supported" in err
+    assert status == 2 and "model_type 'a_new_family' is not supported" in err
     assert "Traceback" not in err
 
 

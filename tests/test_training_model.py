@@ -693,13 +693,14 @@ def test_attention_projections_hold_the_attention_weights(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", ["llama-3.1-8b", "qwen3-30b-a3b", "qwen3-235b-a22b",
-                                  "deepseek-v3", "gpt-oss-120b", "mistral-7b"])
+                                  "deepseek-v3", "gpt-oss-120b", "mistral-7b",
+                                  "qwen2-57b-a14b"])
 def test_layer_flops_add_up_to_the_model_forward(name: str) -> None:
     """The operators costed per layer (dense and MoE layers, sliding-window and full
     attention, weighted by count; MLA with its own projections and head dims) execute
     exactly the forward FLOPs the workloads count for the layers (causal attention, no LM
     head), on one GPU, with balanced expert routing."""
-    from gpuarch.workloads import forward_flops_per_token
+    from gpuarch.workloads import count_params, forward_flops_per_token
 
     shape = preset(name).shape
     seq = 4096
@@ -708,17 +709,20 @@ def test_layer_flops_add_up_to_the_model_forward(name: str) -> None:
                                          precision=Precision.BF16, zero=0),
                           efficiency=_no_overheads())
     from gpuarch.workloads.flops import attention_projections
-    from gpuarch.workloads.params import attention_params, mlp_params
+    from gpuarch.workloads.params import attention_params, attention_sink_params, mlp_params
 
     forward = forward_flops_per_token(shape, seq, causal=True)
     # the workloads count 2 FLOPs for every parameter a token uses, vectors too (biases,
-    # MLA's two norms), which the costed operators leave out as negligible
-    attn_vectors = attention_params(shape) - sum(n * k for _, n, k in
-                                                 attention_projections(shape))
+    # MLA's two norms), which the costed operators leave out as negligible; attention sinks
+    # (GPT-OSS's) are in neither
+    attn_vectors = attention_params(shape) - attention_sink_params(shape) \
+        - sum(n * k for _, n, k in attention_projections(shape))
     width = shape.d_expert if shape.is_moe else shape.d_ffn
     mlp_bias = mlp_params(shape, width) - shape.ffn_kind.matrices * shape.hidden * width
     used = shape.experts_per_token + shape.shared_experts if shape.is_moe else 1
-    vectors = (attn_vectors + mlp_bias * used) * shape.layers
+    # the routers' biases and the shared experts' gates, vectors beside the router GEMM
+    router_vectors = count_params(shape).router - shape.moe_layers * shape.hidden * shape.experts
+    vectors = (attn_vectors + mlp_bias * used) * shape.layers + router_vectors
     expected = (forward.total - forward.lm_head - 2 * vectors) * seq
     costed = e.assumptions["layer_forward_flops_per_gpu"] * shape.layers
     assert costed == pytest.approx(expected, rel=1e-9)

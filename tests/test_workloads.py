@@ -775,7 +775,7 @@ def test_a_multimodal_wrapper_reads_its_language_model(tmp_path: Path) -> None:
     assert shape.name == "mistral-small-3.1"
     assert shape == dataclasses.replace(shape_from_hf_config(_write(tmp_path, text)),
                                         name=shape.name)
-    unknown = {**wrapped, "text_config": {**text, "model_type": "kimi_linear"}}
+    unknown = {**wrapped, "text_config": {**text, "model_type": "a_new_family"}}
     with pytest.raises(GpuarchError, match="model_type 'mistral3' is not supported"):
         shape_from_hf_config(_write(tmp_path, unknown))
 
