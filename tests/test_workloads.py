@@ -1005,3 +1005,37 @@ def test_nemotron_h_family_presets_count_to_their_cards(name: str, published: fl
 def test_gate_and_sinks_need_what_they_act_on(change: dict[str, Any], match: str) -> None:
     with pytest.raises(GpuarchError, match=match):
         dataclasses.replace(preset("qwen2-57b-a14b").shape, **change)
+
+
+LLAMA_2_7B_CONFIG = {"model_type": "llama", "hidden_size": 4096, "intermediate_size": 11008,
+                     "num_hidden_layers": 32, "num_attention_heads": 32,
+                     "num_key_value_heads": 32, "vocab_size": 32000,
+                     "tie_word_embeddings": False}
+
+
+@pytest.mark.parametrize(("model_type", "flag", "per_layer"), [
+    # q, k, v and output biases: 4 x 4,096 a layer
+    ("llama", "attention_bias", 4 * 4096), ("qwen3", "attention_bias", 4 * 4096),
+    ("olmo2", "attention_bias", 4 * 4096), ("granite", "attention_bias", 4 * 4096),
+    # gate and up biases of the MLP's width, the down projection's of the hidden
+    ("llama", "mlp_bias", 2 * 11008 + 4096), ("granite", "mlp_bias", 2 * 11008 + 4096),
+    # the key taken by no projection of these families
+    ("mistral", "attention_bias", 0), ("mixtral", "attention_bias", 0),
+    ("phi3", "attention_bias", 0), ("qwen3", "mlp_bias", 0), ("mistral", "mlp_bias", 0),
+])
+def test_hf_bias_keys_add_what_each_family_builds(tmp_path: Path, model_type: str, flag: str,
+                                                   per_layer: int) -> None:
+    """``attention_bias`` and ``mlp_bias`` add, family by family, the biases Transformers 5.25
+    builds for them (each case's count equal to its, scripts/params_vs_transformers.py):
+    Llama-style attention biases on all four projections, none at all for Mistral, Mixtral
+    and Phi-3, MLP biases for Llama and Granite only."""
+    cfg = {**LLAMA_2_7B_CONFIG, "model_type": model_type}
+    if model_type == "mixtral":
+        cfg |= {"num_local_experts": 8, "num_experts_per_tok": 2}
+    base = count_params(shape_from_hf_config(_write(tmp_path, cfg))).total
+    flagged = count_params(shape_from_hf_config(_write(tmp_path, {**cfg, flag: True}))).total
+    experts = 8 if flag == "mlp_bias" and model_type == "mixtral" else 1
+    assert flagged - base == 32 * per_layer * experts
+    if per_layer:  # a key the family reads refuses a value that is not true or false
+        with pytest.raises(GpuarchError, match=f"{flag}: expected true or false, got 'yes'"):
+            shape_from_hf_config(_write(tmp_path, {**cfg, flag: "yes"}))

@@ -180,6 +180,15 @@ def shape_from_hf_config(path: Path, name: str | None = None) -> TransformerShap
         raise GpuarchError(f"{path}: {exc}") from None
 
 
+# what ``attention_bias`` and ``mlp_bias`` add, family by family, as Transformers 5.25 builds
+# the models (checked by scripts/params_vs_transformers.py): biases on the query, key, value
+# and output projections (_OUT_BIAS; the rest of the llama-like families the QKV ones only,
+# Qwen2's always), none at all (_NO_BIAS_KEY: their attention takes no bias), and the MLP's
+# (_MLP_BIAS_KEY)
+_OUT_BIAS = {"llama", "granite", "olmo2", "qwen3", "qwen3_moe"}
+_NO_BIAS_KEY = {"mistral", "mixtral", "phi3", "minimax_m2"}
+_MLP_BIAS_KEY = {"llama", "granite"}
+
 # families seen in published checkpoints whose layers the shape cannot hold yet, and why
 _NOT_YET = {
     "gemma4": "Gemma 4's sliding and global layers differ in head size and KV heads, its "
@@ -358,6 +367,7 @@ def _llama_like(cfg: dict[str, Any], path: Path, label: str, model_type: str
     groups, groups_per_token = _routing_groups(cfg, path, experts)
     ffn_kind = FfnKind.RELU2 if model_type == "nemotron" else FfnKind.SWIGLU
     norm = NormKind.LAYERNORM if model_type == "nemotron" else NormKind.RMSNORM
+    attention_bias = _flag(cfg, "attention_bias", False) and model_type not in _NO_BIAS_KEY
     return TransformerShape(
         **_decoder_fields(cfg, path, label, layers, heads),
         ffn_hidden=_get(cfg, path, "intermediate_size"),
@@ -365,7 +375,9 @@ def _llama_like(cfg: dict[str, Any], path: Path, label: str, model_type: str
         norm=norm,
         bias=model_type == "gpt_oss",  # attention and expert projections carry biases
         qkv_bias=model_type != "gpt_oss" and (model_type.startswith("qwen2")
-                                               or bool(cfg.get("attention_bias"))),
+                                               or attention_bias),
+        out_bias=attention_bias and model_type in _OUT_BIAS,
+        mlp_bias=model_type in _MLP_BIAS_KEY and _flag(cfg, "mlp_bias", False),
         experts=experts,
         experts_per_token=_get(cfg, path, "num_experts_per_tok", default=0) if experts else 0,
         shared_experts=_shared_experts(cfg, path) if experts else 0,
@@ -606,7 +618,8 @@ def _gemma(cfg: dict[str, Any], path: Path, label: str, model_type: str) -> Tran
         **fields,
         ffn_hidden=_get(cfg, path, "intermediate_size"),
         ffn_kind=FfnKind.GEGLU,
-        qkv_bias=bool(cfg.get("attention_bias")),
+        qkv_bias=_flag(cfg, "attention_bias", False),
+        out_bias=_flag(cfg, "attention_bias", False),
         sandwich_norms=model_type != "gemma",
         qk_norm=QkNorm.HEAD if model_type == "gemma3_text" else QkNorm.NONE,
         sliding_window=window,
@@ -807,6 +820,7 @@ def _gated_delta_hybrid(cfg: dict[str, Any], path: Path, label: str) -> Transfor
         ffn_hidden=_get(cfg, path, "intermediate_size") if "-" in pattern else 0,
         ffn_kind=FfnKind.SWIGLU,
         qkv_bias=_flag(cfg, "attention_bias", False),
+        out_bias=_flag(cfg, "attention_bias", False),
         qk_norm=QkNorm.HEAD,
         attention_gate=_flag(cfg, "attn_output_gate", True),  # Qwen3.5 names it; Qwen3-Next always
         experts=experts,
@@ -953,7 +967,8 @@ def _llama4(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
     return TransformerShape(
         **_decoder_fields(cfg, path, label, layers, heads),
         ffn_hidden=_get(cfg, path, "intermediate_size_mlp", default=width),
-        qkv_bias=bool(cfg.get("attention_bias")),
+        qkv_bias=_flag(cfg, "attention_bias", False),
+        out_bias=_flag(cfg, "attention_bias", False),
         experts=experts,
         experts_per_token=_get(cfg, path, "num_experts_per_tok", default=1) if experts else 0,
         shared_experts=1 if experts else 0,

@@ -75,8 +75,8 @@ def attention_params(s: TransformerShape) -> int:
     biases = 0
     if s.bias:
         biases = q + 2 * kv * d + h
-    elif s.qkv_bias:
-        biases = q + 2 * kv * d
+    else:
+        biases = (q + 2 * kv * d if s.qkv_bias else 0) + (h if s.out_bias else 0)
     return weights + biases + attention_sink_params(s)
 
 

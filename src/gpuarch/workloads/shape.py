@@ -355,6 +355,9 @@ class TransformerShape:
     max_positions: int = 0  # rows of a learned position table
     bias: bool = False  # linear layers carry biases (GPT-2/3, Megatron GPT)
     qkv_bias: bool = False  # only the QKV projection has biases (Qwen2)
+    # the attention's output projection has a bias too (Llama's attention_bias, with
+    # qkv_bias): a hidden-wide vector a layer
+    out_bias: bool = False
     tied_embeddings: bool = False
     # a norm right after the token embedding (BLOOM's word_embeddings_layernorm)
     embedding_norm: bool = False
