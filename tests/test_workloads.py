@@ -1039,3 +1039,29 @@ def test_hf_bias_keys_add_what_each_family_builds(tmp_path: Path, model_type: st
     if per_layer:  # a key the family reads refuses a value that is not true or false
         with pytest.raises(GpuarchError, match=f"{flag}: expected true or false, got 'yes'"):
             shape_from_hf_config(_write(tmp_path, {**cfg, flag: "yes"}))
+
+
+def test_hf_bias_keys_that_remove_biases(tmp_path: Path) -> None:
+    """Keys that take biases away, as Transformers 5.25 builds the models: GPT-NeoX's and
+    GPT-OSS's ``attention_bias`` false drops the attention's biases and keeps the MLP's (the
+    experts'); Qwen2-MoE's ``qkv_bias`` false drops the QKV biases."""
+    neox = {"model_type": "gpt_neox", "hidden_size": 6144, "num_attention_heads": 64,
+            "num_hidden_layers": 44, "intermediate_size": 24576, "vocab_size": 50432,
+            "tie_word_embeddings": False}
+    full = count_params(shape_from_hf_config(_write(tmp_path, neox))).total
+    bare = shape_from_hf_config(_write(tmp_path, {**neox, "attention_bias": False}))
+    assert full - count_params(bare).total == 44 * 4 * 6144 and bare.mlp_bias
+    oss = {"model_type": "gpt_oss", "hidden_size": 2880, "intermediate_size": 2880,
+           "num_attention_heads": 64, "num_key_value_heads": 8, "head_dim": 64,
+           "num_hidden_layers": 4, "vocab_size": 201088, "num_local_experts": 32,
+           "num_experts_per_tok": 4}
+    full = count_params(shape_from_hf_config(_write(tmp_path, oss))).total
+    bare = shape_from_hf_config(_write(tmp_path, {**oss, "attention_bias": False}))
+    assert full - count_params(bare).total == 4 * (64 * 64 + 2 * 8 * 64 + 2880)
+    qwen = {"model_type": "qwen2_moe", "hidden_size": 2048, "num_hidden_layers": 24,
+            "num_attention_heads": 16, "num_key_value_heads": 16, "vocab_size": 151936,
+            "intermediate_size": 5632, "moe_intermediate_size": 1408, "num_experts": 60,
+            "num_experts_per_tok": 4, "shared_expert_intermediate_size": 5632}
+    full = count_params(shape_from_hf_config(_write(tmp_path, qwen))).total
+    bare = count_params(shape_from_hf_config(_write(tmp_path, {**qwen, "qkv_bias": False})))
+    assert full - bare.total == 24 * 3 * 2048

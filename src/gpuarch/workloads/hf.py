@@ -292,16 +292,19 @@ def _gptj(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
 
 
 def _gpt_neox(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
-    """GPT-NeoX (Pythia, GPT-NeoX-20B): biases on every projection, two LayerNorms a layer,
-    rotary positions, untied embeddings, attention and MLP side by side unless
+    """GPT-NeoX (Pythia, GPT-NeoX-20B): biases on every projection (the attention's unless
+    ``attention_bias`` is false, the MLP's always), two LayerNorms a layer, rotary
+    positions, untied embeddings, attention and MLP side by side unless
     ``use_parallel_residual`` is false."""
     heads = _get(cfg, path, "num_attention_heads")
+    attention_bias = _flag(cfg, "attention_bias", True)
     return TransformerShape(
         **_decoder_fields(cfg, path, label, _get(cfg, path, "num_hidden_layers"), heads),
         ffn_hidden=_get(cfg, path, "intermediate_size"),
         ffn_kind=FfnKind.GELU,
         norm=NormKind.LAYERNORM,
-        bias=_flag(cfg, "attention_bias", True),
+        bias=attention_bias,
+        mlp_bias=not attention_bias,
         parallel_attention=_flag(cfg, "use_parallel_residual", True),
     )
 
@@ -367,17 +370,21 @@ def _llama_like(cfg: dict[str, Any], path: Path, label: str, model_type: str
     groups, groups_per_token = _routing_groups(cfg, path, experts)
     ffn_kind = FfnKind.RELU2 if model_type == "nemotron" else FfnKind.SWIGLU
     norm = NormKind.LAYERNORM if model_type == "nemotron" else NormKind.RMSNORM
-    attention_bias = _flag(cfg, "attention_bias", False) and model_type not in _NO_BIAS_KEY
+    attention_bias = _flag(cfg, "attention_bias", model_type == "gpt_oss") \
+        and model_type not in _NO_BIAS_KEY
     return TransformerShape(
         **_decoder_fields(cfg, path, label, layers, heads),
         ffn_hidden=_get(cfg, path, "intermediate_size"),
         ffn_kind=ffn_kind,
         norm=norm,
-        bias=model_type == "gpt_oss",  # attention and expert projections carry biases
-        qkv_bias=model_type != "gpt_oss" and (model_type.startswith("qwen2")
-                                               or attention_bias),
+        # GPT-OSS: the attention's biases with attention_bias (its checkpoints' true), the
+        # experts' always
+        bias=model_type == "gpt_oss" and attention_bias,
+        qkv_bias=model_type != "gpt_oss" and (
+            _flag(cfg, "qkv_bias", True) if model_type.startswith("qwen2") else attention_bias),
         out_bias=attention_bias and model_type in _OUT_BIAS,
-        mlp_bias=model_type in _MLP_BIAS_KEY and _flag(cfg, "mlp_bias", False),
+        mlp_bias=(model_type in _MLP_BIAS_KEY and _flag(cfg, "mlp_bias", False))
+        or (model_type == "gpt_oss" and not attention_bias),
         experts=experts,
         experts_per_token=_get(cfg, path, "num_experts_per_tok", default=0) if experts else 0,
         shared_experts=_shared_experts(cfg, path) if experts else 0,
