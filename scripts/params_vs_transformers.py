@@ -3,9 +3,10 @@ Transformers builds the model, and print both side by side.
 
     python scripts/params_vs_transformers.py DIR [DIR ...]
 
-Each DIR is a checkpoint directory holding a config.json (or a directory of them, each in a
-sub-directory). Transformers builds the model on PyTorch's meta device (no memory, no
-weights), from the config's text model where it has one (a multimodal checkpoint's vision
+Each DIR is a checkpoint directory holding a config.json, a directory of them (each in a
+sub-directory), a directory of ``NAME_config.json`` files, or one config file.
+Transformers builds the model on PyTorch's meta device (no memory, no weights), from the
+config's text model where it has one (a multimodal checkpoint's vision
 and audio towers are not counted, as gpuarch does not count them); parameters whose names
 hold ``mtp`` (multi-token prediction blocks, a training setting in gpuarch) are left out.
 It needs ``torch`` and ``transformers``, which gpuarch itself does not: run it from an
@@ -75,12 +76,19 @@ def _transformers_count(config_path: Path) -> int:
 
 
 def _configs(paths: list[Path]) -> list[Path]:
+    """The config.json files of ``paths``: a checkpoint directory's, each sub-directory's,
+    or files named ``NAME_config.json`` (as aiconfigurator-core's model_configs/ holds
+    them; its ``NAME_hf_quant_config.json`` files are not configs)."""
     found: list[Path] = []
     for path in paths:
-        if (path / "config.json").is_file():
+        if path.is_file():
+            found.append(path)
+        elif (path / "config.json").is_file():
             found.append(path / "config.json")
         else:
             found.extend(sorted(path.glob("*/config.json")))
+            found.extend(sorted(c for c in path.glob("*_config.json")
+                                if not c.name.endswith("_hf_quant_config.json")))
     return found
 
 
@@ -95,7 +103,8 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[tuple[str, str, str, str]] = []
     equal = differ = 0
     for config in _configs(args.dirs):
-        name = config.parent.name
+        name = config.parent.name if config.name == "config.json" \
+            else config.name.removesuffix("_config.json")
         try:
             ours: Any = count_params(shape_from_hf_config(config)).total
         except GpuarchError as exc:
