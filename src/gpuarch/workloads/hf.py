@@ -48,7 +48,12 @@ from gpuarch.workloads.shape import (
     TransformerShape,
 )
 
-__all__ = ["SUPPORTED_MODEL_TYPES", "read_json_object", "shape_from_hf_config"]
+__all__ = ["EXPERT_COUNT_KEYS", "SUPPORTED_MODEL_TYPES", "read_json_object",
+           "shape_from_hf_config"]
+
+EXPERT_COUNT_KEYS = ("num_local_experts", "n_routed_experts", "num_experts")
+"""The keys a config.json names its routed experts' count by (Mixtral and GPT-OSS,
+DeepSeek-style, Qwen-style), the first one set read."""
 
 _LLAMA_LIKE = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe",
                "deepseek_v2", "deepseek_v3", "deepseek_v32", "kimi_k2", "gpt_oss", "glm4_moe",
@@ -351,7 +356,7 @@ def _falcon(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
 def _llama_like(cfg: dict[str, Any], path: Path, label: str, model_type: str
                 ) -> TransformerShape:
     heads = _get(cfg, path, "num_attention_heads")
-    experts = _get(cfg, path, "num_local_experts", "n_routed_experts", "num_experts",
+    experts = _get(cfg, path, *EXPERT_COUNT_KEYS,
                    default=0)
     layers = _get(cfg, path, "num_hidden_layers")
     mla = None
@@ -399,16 +404,15 @@ def _llama_like(cfg: dict[str, Any], path: Path, label: str, model_type: str
         # GPT-OSS's router carries a bias and its attention a sink logit a head
         router_bias=model_type == "gpt_oss" and bool(experts),
         attention_sinks=model_type == "gpt_oss",
-        shared_expert_gate=_shared_expert_gate(cfg, model_type, experts),
+        shared_expert_gate=model_type == "qwen2_moe" and _shared_expert_gate(cfg, experts),
     )
 
 
-def _shared_expert_gate(cfg: dict[str, Any], model_type: str, experts: int) -> bool:
-    """Whether the shared experts' output passes a sigmoid gate of its own (Qwen2-MoE's
-    ``shared_expert_gate``, which every Qwen2-MoE layer with a shared expert builds, as
-    Qwen3-Next's and Qwen3.5's do)."""
-    return bool(experts) and model_type in ("qwen2_moe", *_GATED_DELTA) \
-        and bool(cfg.get("shared_expert_intermediate_size"))
+def _shared_expert_gate(cfg: dict[str, Any], experts: int) -> bool:
+    """Whether a Qwen-style expert layer has a shared expert, which passes a sigmoid gate
+    of its own (``shared_expert_gate``: every Qwen2-MoE, Qwen3-Next and Qwen3.5 layer with a
+    shared expert of ``shared_expert_intermediate_size`` builds one)."""
+    return bool(experts) and bool(cfg.get("shared_expert_intermediate_size"))
 
 
 def _deepseek_v4(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
@@ -834,7 +838,7 @@ def _gated_delta_hybrid(cfg: dict[str, Any], path: Path, label: str) -> Transfor
         experts_per_token=_get(cfg, path, "num_experts_per_tok") if experts else 0,
         shared_experts=_shared_experts(cfg, path) if experts else 0,
         moe_ffn_hidden=(_get(cfg, path, "moe_intermediate_size") if experts else 0),
-        shared_expert_gate=_shared_expert_gate(cfg, "qwen3_next", experts),
+        shared_expert_gate=_shared_expert_gate(cfg, experts),
         hybrid_pattern=pattern,
         mamba=mamba,
     )

@@ -34,12 +34,13 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from gpuarch.errors import GpuarchError
 from gpuarch.jsonfile import read_json_object
+from gpuarch.workloads.hf import EXPERT_COUNT_KEYS
 
 __all__ = ["CheckpointFormats", "checkpoint_formats", "declared_quantization", "module_role"]
 
@@ -258,8 +259,7 @@ def _model_layers(model: Mapping[str, Any] | None) -> tuple[int, bool]:
         value = cfg.get(key)
         return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
-    experts = any(count(k) > 0 for k in ("n_routed_experts", "num_experts",
-                                         "num_local_experts"))
+    experts = any(count(k) > 0 for k in EXPERT_COUNT_KEYS)
     return max(count("num_hidden_layers"), 1), experts
 
 
@@ -352,21 +352,16 @@ def declared_quantization(q: Any, where: str, expert_dtype: Any = None,
     if expert_dtype not in (None, "fp8", "fp4"):
         raise GpuarchError(f"{where}: expert_dtype {expert_dtype!r} is not one gpuarch reads "
                            "(fp8, fp4); give --expert-weight-precision")
-    producer = q.get("producer")
-    if not method and isinstance(producer, Mapping) and producer.get("name") == "modelopt":
-        method = "modelopt"  # ModelOpt's config.json declarations that name no method
+    if _declared_by_modelopt(q):
+        method = "modelopt"  # ModelOpt's config.json declarations may name no method
     if method == "fp8" and q.get("quant_algo") is not None:
         # ModelOpt re-quantizing an FP8 checkpoint in part (NVIDIA's DeepSeek-V4 NVFP4: the
         # routed experts in NVFP4, the modules it leaves out in the original FP8)
         found = _modelopt(q, where, model, rest=("fp8", "fp8"))
         block = q.get("weight_block_size")
-        return CheckpointFormats(found.weights, found.activations, found.kv_cache,
-                                 found.origin.replace(": quant_algo", ": quant_method fp8"
-                                                      + (f", weight blocks {block}" if block
-                                                         else "") + ", quant_algo", 1),
-                                 expert_weights=found.expert_weights,
-                                 fp8_blocks=bool(block),
-                                 expert_activations=found.expert_activations)
+        blocks = f", weight blocks {block}" if block else ""
+        return replace(found, fp8_blocks=bool(block), origin=found.origin.replace(
+            ": quant_algo", f": quant_method fp8{blocks}, quant_algo", 1))
     if method == "fp8":
         block = q.get("weight_block_size")
         experts = "mxfp4" if expert_dtype == "fp4" else None

@@ -420,8 +420,9 @@ class TransformerShape:
     # a parallel layer's attention and MLP read one norm's output (Falcon-7B's and GPT-J's
     # one LayerNorm a layer), not a norm each
     shared_norm: bool = False
-    # the MLP's projections carry biases though the attention's do not (GPT-J), and the LM
-    # head a bias a token (GPT-J's)
+    # the MLP's projections carry biases whether or not the attention's do (GPT-J, GPT-NeoX
+    # and GPT-OSS without attention_bias, Llama and Granite with mlp_bias), and the LM head a
+    # bias a token (GPT-J's)
     mlp_bias: bool = False
     lm_head_bias: bool = False
     # a hybrid model (Nemotron-H): one character per block, in order, from HYBRID_BLOCKS;
