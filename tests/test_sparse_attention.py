@@ -290,7 +290,7 @@ def test_sparse_prefill_runs_absorbed() -> None:
     cfg = InferenceConfig(input_len=8192, output_len=512, batch=1, gpus=8, tp=8)
     runner = ReplicaRunner(CATALOG, V32, product, cfg, None, DEFAULT_EFFICIENCY)
     for ctx, absorbed in ((2048, False), (8192, True)):
-        ops = runner._attention_ops(float(ctx), 1.0, ctx, ctx, 0, prefill=True)
+        ops = runner._attention_ops(V32, float(ctx), 1.0, ctx, ctx, 0, prefill=True)
         core = next(op for op in ops if isinstance(op, Attention) and op.name != INDEXER)
         assert (core.name == MLA_DECODE) is absorbed
         assert (core.kv_heads, core.head_dim) == ((1, (576 + 512) // 2) if absorbed
@@ -307,7 +307,7 @@ def test_short_sequences_skip_the_scores() -> None:
     cfg = InferenceConfig(input_len=1024, output_len=512, batch=8, gpus=8, tp=8)
     runner = ReplicaRunner(CATALOG, V32, product, cfg, None, DEFAULT_EFFICIENCY)
     for ctx, scored in ((1024, False), (2048, False), (2049, True), (100_000, True)):
-        ops = runner._attention_ops(8.0, 8.0, 1, ctx, 0, prefill=False)
+        ops = runner._attention_ops(V32, 8.0, 8.0, 1, ctx, 0, prefill=False)
         names = [op.name for op in ops]
         assert {"index_q", "index_k", "index_weights"} <= set(names)
         assert (INDEXER in names) is scored

@@ -51,8 +51,28 @@ def kv_bytes_per_token(shape: TransformerShape, element: float, tp: int = 1,
     if shape.mla is not None:
         return float(mla_entry_bytes(shape, element, mla_cache) * shape.layers
                      + shape.mla.index_key_bytes * shape.indexer_layers)
+    return float(sum(_layer_kv_width(view, tp) * n for _, n, view in shape.attention_kinds())
+                 * element)
+
+
+def _layer_kv_width(shape: TransformerShape, tp: int) -> int:
+    """Channels one attention layer of grouped-query attention caches per position on one
+    of ``tp`` GPUs: its share of the KV heads (at least one), keys and values (the keys
+    alone where they are also the values)."""
     kv_heads = max(1, shape.n_kv_heads // tp) if tp <= shape.n_kv_heads else 1
-    return float(2 * kv_heads * shape.d_head * shape.attention_layers * element)
+    return kv_heads * shape.kv_width
+
+
+def _window_share(shape: TransformerShape, tp: int) -> float:
+    """The share of the bytes a position adds to the cache that the sliding-window layers
+    hold: their share of the layers, or of the bytes where the full layers have heads of
+    their own (Gemma 4's window layers cache 8 x 2 x 256 channels a position on one GPU,
+    its global ones 2 x 512)."""
+    if shape.full_attention is None:
+        return shape.windowed_layers / shape.layers
+    widths = {window: n * _layer_kv_width(view, tp)
+              for window, n, view in shape.attention_kinds()}
+    return widths[shape.sliding_window] / sum(widths.values())
 
 
 def mla_entry_bytes(shape: TransformerShape, element: float, mla_cache: str = "tensor"
@@ -91,11 +111,11 @@ def kv_bytes_per_sequence(shape: TransformerShape, element: float, tokens: int,
     ``window_kv_cache`` "full" every layer keeps every position (DeepSeek-V4's windows
     too)."""
     return _sequence_bytes(shape, element, kv_bytes_per_token(shape, element, tp, mla_cache),
-                           window_kv_cache)(tokens)
+                           window_kv_cache, tp)(tokens)
 
 
 def _sequence_bytes(shape: TransformerShape, element: float, per_token: float,
-                    window_kv_cache: str) -> Callable[[int], float]:
+                    window_kv_cache: str, tp: int = 1) -> Callable[[int], float]:
     """``kv_bytes_per_sequence`` as a function of the tokens, for a cache of ``per_token``
     bytes a position (``kv_bytes_per_token``, which the memory searches work out once)."""
     if shape.compressed is not None:
@@ -106,17 +126,18 @@ def _sequence_bytes(shape: TransformerShape, element: float, per_token: float,
             held = tokens if window_kv_cache == "full" else min(tokens, ring)
             return per_token * tokens + window * held
         return compressed
-    return lambda tokens: per_token * _positions_held(shape, tokens, window_kv_cache)
+    return lambda tokens: per_token * _positions_held(shape, tokens, window_kv_cache, tp)
 
 
-def _positions_held(shape: TransformerShape, tokens: int, window_kv_cache: str = "ring"
-                    ) -> float:
-    """Positions of one sequence of ``tokens`` the KV cache holds, averaged over the layers
-    (``kv_bytes_per_sequence`` over the bytes a position adds): all of them, but only the
-    last ``sliding_window`` in a sliding-window layer unless ``window_kv_cache`` is "full"."""
+def _positions_held(shape: TransformerShape, tokens: int, window_kv_cache: str = "ring",
+                    tp: int = 1) -> float:
+    """Positions of one sequence of ``tokens`` the KV cache holds, averaged over the layers'
+    bytes (``kv_bytes_per_sequence`` over the bytes a position adds): all of them, but only
+    the last ``sliding_window`` in a sliding-window layer unless ``window_kv_cache`` is
+    "full"."""
     if not shape.windowed_layers or window_kv_cache == "full":
         return tokens
-    share = shape.windowed_layers / shape.layers
+    share = _window_share(shape, tp)
     return (1 - share) * tokens + share * min(tokens, shape.sliding_window)
 
 
@@ -160,8 +181,8 @@ def _kv_and_activation_sizer(shape: TransformerShape, cfg: InferenceConfig
         else round(cfg.mean_decode_context - cfg.input_len)
     # the shared prefix's blocks are held once, not once per sequence, in the layers that
     # keep every position (a sliding-window layer's ring moves past the prefix)
-    windowed = 0.0 if cfg.window_kv_cache == "full" \
-        else shape.windowed_layers / shape.layers
+    windowed = 0.0 if cfg.window_kv_cache == "full" or not shape.windowed_layers \
+        else _window_share(shape, cfg.tp)
     shared_per_token = (1 - windowed) * per_token / cfg.pp
     if shape.is_moe:
         # the expert buffers hold every routed row of the tokens that reach a GPU's experts
@@ -181,7 +202,7 @@ def _kv_and_activation_sizer(shape: TransformerShape, cfg: InferenceConfig
     state = mamba_state_per_sequence(shape, cfg)
     cached_state = hybrid_state_bytes(shape, cfg.tp, cfg.ssm_state_bytes)
 
-    sequence_bytes = _sequence_bytes(shape, element, per_token, cfg.window_kv_cache)
+    sequence_bytes = _sequence_bytes(shape, element, per_token, cfg.window_kv_cache, cfg.tp)
 
     def sizes(batch: Num, prompt: int) -> tuple[Num, Num]:
         kv = batch * (sequence_bytes(prompt + out_tokens) + state) / cfg.pp

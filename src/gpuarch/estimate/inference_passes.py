@@ -444,7 +444,8 @@ class ReplicaRunner:
         s = self.s
         ops: list[Op] = []
         if block in ("", "*"):
-            ops += self._attention_ops(tokens, seqs, q_len, ctx, window, prefill)
+            ops += self._attention_ops(s.attention_kind(window), tokens, seqs, q_len, ctx,
+                                       window, prefill)
         inner: Num = 0.0
         if block == "M":
             ops += self._mamba_ops(tokens, q_len, prefill)
@@ -473,12 +474,13 @@ class ReplicaRunner:
         return [self._gemm(tokens, m.in_proj_width // t, s.hidden, "mamba_in_proj"), *mixer,
                 self._gemm(tokens, s.hidden, m.inner // t, "mamba_out_proj")]
 
-    def _attention_ops(self, tokens: Num, seqs: Num, q_len: int, ctx: Num, window: Num,
-                       prefill: bool) -> list[Op]:
-        """An attention block's projections and core."""
-        if self.s.compressed is not None:
+    def _attention_ops(self, s: TransformerShape, tokens: Num, seqs: Num, q_len: int,
+                       ctx: Num, window: Num, prefill: bool) -> list[Op]:
+        """An attention block's projections and core, with the heads of ``s`` (the model's,
+        or its full layers' where they have their own: ``attention_kind``)."""
+        if s.compressed is not None:
             return self._compressed_attention_ops(tokens, seqs, q_len, ctx)
-        s, cfg, t = self.s, self.cfg, self.cfg.tp
+        cfg, t = self.cfg, self.cfg.tp
         heads = s.heads // t
         kv_element = cfg.quant.kv_cache.bytes
         m = None if prefill and not self._sparse_prompt(ctx) else s.mla
@@ -495,6 +497,8 @@ class ReplicaRunner:
         else:
             core_kv, d = attention_core_dims(s)
             kv = max(1, core_kv // t)
+            if s.keys_are_values:
+                kv_element /= 2  # one vector a KV head and position, read as both
             if not prefill and (cfg.decode_kv_reads == "per-query-head" or (
                     chunked and cfg.decode_kv_reads == "chunked-per-query-head")):
                 # a multi-head decode kernel: each query head reads its KV head's cache

@@ -126,7 +126,17 @@ def activation_bytes_per_layer(s: TransformerShape, micro_batch: int, seq: int, 
     ``moe_act`` their first output, ``fused_group_mlp`` everything the fused grouped MLP
     keeps (both inputs and the first output); a tensor of fewer than
     ``offload_min_elements`` elements on this GPU stays (``min_offloaded_tensor_size``).
+
+    A model whose full layers have heads of their own (``full_attention``): the mean of its
+    window and full layers, weighted by their counts.
     """
+    if s.full_attention is not None:
+        return sum(n / s.layers * activation_bytes_per_layer(
+            view, micro_batch, seq, tp, sequence_parallel, recompute, element,
+            fused_attention=fused_attention, quantized_inputs=quantized_inputs,
+            modules=modules, adapted=adapted, offload=offload,
+            offload_min_elements=offload_min_elements)
+            for _, n, view in s.attention_kinds())
     sbh = 1.0 * seq * micro_batch * s.hidden * element
     # hyper-connections (DeepSeek-V4's mHC): a layer's input is its residual streams
     streams = max(1, s.hyper_connections)
@@ -161,7 +171,7 @@ def activation_bytes_per_layer(s: TransformerShape, micro_batch: int, seq: int, 
         kept_qkv, kept_up, kept_down = (1.0 if module in adapted else 0.0 for module in
                                         ("linear_qkv", "linear_fc1", "linear_fc2"))
     q = tokens * s.heads * s.d_head
-    kv = 2 * tokens * s.n_kv_heads * s.d_head
+    kv = tokens * s.n_kv_heads * s.kv_width
     # bytes an element of them (the latents kept instead are GEMM inputs, 8-bit under FP8)
     q_each = kv_each = float(element)
     if "mla_up_proj" in dropped and s.mla is not None:
@@ -174,7 +184,7 @@ def activation_bytes_per_layer(s: TransformerShape, micro_batch: int, seq: int, 
         # is the layer's normed input, kept already
         q, q_each = tokens * s.compressed.q_lora_rank * kept, element * kept
         kv = 0.0
-    attn_out = tokens * s.heads * s.d_head  # input of the output projection (= saved O)
+    attn_out = tokens * s.heads * s.d_value  # input of the output projection (= saved O)
     q = kept_unless({"core_attn"}, q, q_each * tp)
     kv = kept_unless({"core_attn"}, kv, kv_each * tp)
     attn_out = kept_unless({"attn_proj"}, attn_out, element * tp)
@@ -238,7 +248,7 @@ def _torchtitan_op_bytes(s: TransformerShape, tokens: float, sbh: float, tp: int
     and the attention output are split over TP; the input and full-width outputs are
     replicated unless sequence parallel (the kept reduce-scatter's output)."""
     kept = torchtitan_op_split(s)[0]
-    sharded = tokens * s.heads * s.d_head + sum(tokens * mm.n for mm in kept
+    sharded = tokens * s.heads * s.d_value + sum(tokens * mm.n for mm in kept
                                                 if mm.column_parallel)
     replicated = sbh + sum(tokens * mm.n for mm in kept if not mm.column_parallel)
     return replicated / (tp if sequence_parallel else 1) + sharded / tp

@@ -83,11 +83,13 @@ def block_matmuls(s: TransformerShape) -> tuple[BlockMatmul, ...]:
     """A dense block's matrix multiplies in the order TorchTitan's Llama forward runs them:
     the query, key and value projections (three ``nn.Linear``), the output projection, then
     a gated MLP's gate (w1), up (w3) and down (w2) projections (``w2(silu(w1(x)) * w3(x))``),
-    or a plain MLP's up and down."""
+    or a plain MLP's up and down (no value projection where keys are also the values)."""
     q, kv = s.heads * s.d_head, s.n_kv_heads * s.d_head
     h, f = s.hidden, s.d_ffn
-    mms = [BlockMatmul("q", "qkv", q, h, True), BlockMatmul("k", "qkv", kv, h, True),
-           BlockMatmul("v", "qkv", kv, h, True), BlockMatmul("o", "attn_out", h, q, False)]
+    mms = [BlockMatmul("q", "qkv", q, h, True), BlockMatmul("k", "qkv", kv, h, True)]
+    if not s.keys_are_values:
+        mms.append(BlockMatmul("v", "qkv", s.n_kv_heads * s.d_value, h, True))
+    mms.append(BlockMatmul("o", "attn_out", h, s.heads * s.d_value, False))
     if s.ffn_kind.gated:
         mms += [BlockMatmul("gate", "mlp_up", f, h, True),
                 BlockMatmul("up", "mlp_up", f, h, True)]

@@ -683,6 +683,8 @@ def one_layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device,
                     eff: Efficiency, tp_group: Group, cp_group: Group, ep_group: Group,
                     moe: bool, window: int = 0, parts: dict[str, Num] | None = None,
                     block: str = "") -> tuple[PassSeconds, PassSeconds, PassSeconds, Num, Num, Num]:
+    # the heads of this kind of layer where the full layers have their own
+    s = s.attention_kind(window)
     ops, tokens = _layer_ops(s, cfg, moe, window, block, device.tensor_core_generation)
     element = cfg.precision.activation_bytes
     fwd: Num = 0.0
@@ -744,8 +746,9 @@ def one_layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device,
         tp_fwd = tp_bwd = (1 if one_reduction else s.tp_reductions) * nccl_time(
             Collective.ALL_REDUCE, activation, tp_group, eff)
     core_kv, core_dim = attention_core_dims(s)
-    kv_bytes = 2 * cfg.micro_batch * cfg.seq_len * maximum(1, core_kv // cfg.tp) \
-        * core_dim * element
+    # keys and values (one vector where the keys are also the values)
+    kv_bytes = (1 if s.keys_are_values else 2) * cfg.micro_batch * cfg.seq_len \
+        * maximum(1, core_kv // cfg.tp) * core_dim * element
     if cfg.cp_comm_type == "a2a":
         # queries, keys and values in, the core's output back: each GPU's own tokens over
         # its tensor-parallel share of the heads, the same again in the backward pass
@@ -877,7 +880,7 @@ def _torchtitan_op_time(s: TransformerShape, by_name: dict[str, Num], tp: int) -
     KV head each, as ``attention_projections`` splits them)."""
     widths = {mm.name: mm.n for mm in block_matmuls(s)}
     heads, kv = s.heads // tp, max(1, s.n_kv_heads // tp)
-    widths.update(q=heads * s.d_head, k=kv * s.d_head, v=kv * s.d_head)
+    widths.update(q=heads * s.d_head, k=kv * s.d_head, v=kv * s.d_value)
     fused: dict[str, int] = {}
     for mm in block_matmuls(s):
         fused[mm.operator] = fused.get(mm.operator, 0) + widths[mm.name]

@@ -179,6 +179,18 @@ def megatron_launch(shape: Any, cfg: Any) -> Launch:
         notes.append("DeepSeek-V4's compressed attention (window, compression ratios, "
                      "indexer, grouped output) and its hyper-connections are not emitted: "
                      "take those flags from the model's own Megatron recipe")
+    if shape.full_attention is not None:
+        full = shape.full_attention
+        notes.append(f"the full-attention layers' own heads ({full.kv_heads} KV heads of "
+                     f"{full.head_dim}{', keys as values' if full.keys_are_values else ''}) "
+                     "are not "
+                     "emitted: the flags above give every layer the window layers' heads")
+    if shape.v_head_dim or shape.keys_are_values:
+        notes.append("value heads narrower than the key heads, or keys that are also the "
+                     "values, have no flag here")
+    if shape.expert_layer_norms or shape.router_scales:
+        notes.append("the expert layers' own norms and the router's learned scales "
+                     "(Gemma 4-style) have no flag here")
     if shape.sliding_window:
         kind = "chunked" if shape.attention_chunked else "sliding-window"
         notes.append(f"{kind} attention ({shape.sliding_window:,} tokens on "

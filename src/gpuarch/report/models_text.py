@@ -34,7 +34,17 @@ def _experts(s: TransformerShape) -> str:
 
 
 def _heads(s: TransformerShape) -> str:
-    return f"{s.heads}/latent" if s.mla is not None else f"{s.heads}/{s.n_kv_heads}"
+    if s.mla is not None:
+        return f"{s.heads}/latent"
+    full = f"+{s.full_attention.kv_heads}" if s.full_attention is not None else ""
+    return f"{s.heads}/{s.n_kv_heads}{full}"
+
+
+def _head_widths(s: TransformerShape) -> str:
+    """A grouped-query attention's head width, its values' where they differ, and whether
+    its keys are also its values."""
+    width = f"{s.d_head}" if s.d_value == s.d_head else f"{s.d_head} (values {s.d_value})"
+    return width + (", keys as values" if s.keys_are_values else "")
 
 
 def render_presets(presets: Sequence[Preset]) -> str:
@@ -64,7 +74,7 @@ def render_preset(p: Preset) -> str:
              f"token; published: {published}",
              f"  shape         {s.layers} layers, hidden {s.hidden}, "
              + (f"{s.heads} heads" + ("" if s.mla is not None
-                                      else f" ({s.n_kv_heads} KV) of {s.d_head}")
+                                      else f" ({s.n_kv_heads} KV) of {_head_widths(s)}")
                 if s.attention_layers else "no attention")
              + (f", FFN {s.d_ffn}" if not s.is_hybrid or s.mlp_layers else "")
              + (f" {s.ffn_kind.value}" if not s.is_hybrid or s.mlp_layers or s.is_moe else "")
@@ -73,8 +83,8 @@ def render_preset(p: Preset) -> str:
         lines.append(f"  experts       {_experts(s)}, {s.d_expert} "
                      f"wide" + (f", in a latent width of {s.moe_latent} (projected from and "
                                 f"back to the hidden size)" if s.moe_latent else "")
-                     + (f"; the first {s.dense_layers} layers dense"
-                                if s.dense_layers else "")
+                     + ("" if not s.dense_layers else "; the first layer dense"
+                        if s.dense_layers == 1 else f"; the first {s.dense_layers} layers dense")
                      + (f"; GLU inputs clamped at {s.glu_limit:g}" if s.glu_limit else ""))
     if s.mamba is not None or s.is_hybrid:
         mixer = s.mamba.label if s.mamba is not None else "Mamba-2"
@@ -126,6 +136,13 @@ def render_preset(p: Preset) -> str:
         reach = (f"within {s.sliding_window}-token chunks" if s.attention_chunked
                  else f"to {s.sliding_window} tokens")
         lines.append(f"  window        {s.windowed_layers} layers attend {reach}")
+    if s.full_attention is not None:
+        full = s.attention_kind(0)
+        lines.append(f"  full layers   {s.layers - s.windowed_layers} layers of {full.n_kv_heads}"
+                     f" KV heads of {_head_widths(full)}"
+                     + (", with attention sinks" if full.attention_sinks else "")
+                     + ("; the window layers with sinks" if s.attention_sinks
+                        and not full.attention_sinks else ""))
     kind = "RMSNorm" if s.norm is NormKind.RMSNORM else "LayerNorm"
     norms = [f"{s.layer_norms} {kind}s a layer"
              + (" (before and after attention and MLP)" if s.sandwich_norms else "")]

@@ -73,22 +73,25 @@ class ForwardFlops:
 def _core_dims(s: TransformerShape) -> tuple[int, int]:
     if s.mla is not None:
         return (s.mla.qk_nope_head_dim + s.mla.qk_rope_head_dim, s.mla.v_head_dim)
-    return (s.d_head, s.d_head)
+    return (s.d_head, s.d_value)
 
 
 def attention_core_dims(s: TransformerShape) -> tuple[int, int]:
     """(KV heads, head dim) the attention core runs with, for a roofline: multi-head latent
     attention decompresses its latent to full heads in training and prefill, and its query/key
-    (192) and value (128) widths are averaged (the FLOPs are 2 x seq x heads x (qk + v))."""
+    (192) and value (128) widths are averaged (the FLOPs are 2 x seq x heads x (qk + v)), as
+    are grouped-query attention's where its values are narrower (MiMo-V2-Flash). A model
+    whose full layers have heads of their own: its window layers' (``attention_kind``)."""
+    qk, v = _core_dims(s)
     if s.mla is not None:
-        qk, v = _core_dims(s)
         return s.heads, (qk + v) // 2
-    return s.n_kv_heads, s.d_head
+    return s.n_kv_heads, (qk + v) // 2
 
 
 def attention_projections(s: TransformerShape, tp: Any = 1) -> list[tuple[str, Any, Any]]:
     """The attention block's weight GEMMs per token as (name, N, K) on one of ``tp`` tensor-
-    parallel GPUs (heads split; at least one KV head each); ``tp`` may be a NumPy array
+    parallel GPUs (heads split; at least one KV head each; a window layer's where the full
+    layers have heads of their own, ``attention_kind``); ``tp`` may be a NumPy array
     (the advisor's layouts), and then so are the widths. MLA: the low-rank down-projections
     of queries and keys/values are replicated, their up-projections split by heads.
     DeepSeek-V4's compressed attention: the query's down-projection and the one key-value
@@ -117,8 +120,9 @@ def attention_projections(s: TransformerShape, tp: Any = 1) -> list[tuple[str, A
     kv = s.n_kv_heads // tp
     kv = kv + (kv < 1)  # at least one head; written so NumPy arrays of TP work too
     q = heads * (2 if s.attention_gate else 1)  # a gated attention's queries and gates
-    return [("qkv", (q + 2 * kv) * s.d_head, s.hidden),
-            ("attn_out", s.hidden, heads * s.d_head)]
+    # keys and values (keys alone where they are also the values)
+    return [("qkv", q * s.d_head + kv * s.kv_width, s.hidden),
+            ("attn_out", s.hidden, heads * s.d_value)]
 
 
 def _window_keys(seq_len: float, window: int, causal: bool) -> float:
@@ -188,7 +192,9 @@ def forward_flops_per_token(s: TransformerShape, seq_len: int, *, causal: bool =
             lm_head=2.0 * s.vocab * s.hidden,
             mixing=2.0 * hyper_connection_mix_weights(s),
         )
-    qk_dim, v_dim = _core_dims(s)
+    # the query-key and value widths of the window layers and of the full ones
+    window_dims = sum(_core_dims(s))
+    full_dims = sum(_core_dims(s.attention_kind(0)))
     windowed = s.windowed_layers
     full_keys = seq_len / 2 if causal else seq_len
     if s.attention_chunked:
@@ -205,12 +211,12 @@ def forward_flops_per_token(s: TransformerShape, seq_len: int, *, causal: bool =
         indexer_core = 2.0 * m.index_heads * m.index_head_dim * full_keys * s.indexer_layers
     else:
         indexer_core = 0.0
-    core = 2.0 * s.heads * (qk_dim + v_dim) * (
-        (s.attention_layers - windowed) * full_keys + windowed * window_keys) + indexer_core
+    core = 2.0 * s.heads * ((s.attention_layers - windowed) * full_keys * full_dims
+                            + windowed * window_keys * window_dims) + indexer_core
+    projections = sum(n * (attention_params(v) - attention_sink_params(v))
+                      for _, n, v in s.attention_kinds())
     return ForwardFlops(
-        attention_proj=2.0 * (s.attention_layers * (attention_params(s)
-                                                     - attention_sink_params(s))
-                              + s.indexer_layers * indexer_params(s)),
+        attention_proj=2.0 * (projections + s.indexer_layers * indexer_params(s)),
         attention_core=float(core),
         mlp=2.0 * per_token_mlp,
         router=2.0 * pc.router,

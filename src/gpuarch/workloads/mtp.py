@@ -22,11 +22,13 @@ __all__ = ["mtp_block_params", "mtp_forward_flops_per_token", "mtp_layer_shape"]
 
 def mtp_layer_shape(s: TransformerShape) -> TransformerShape:
     """A one-layer model whose layer is the MTP block's: an expert layer in an MoE model,
-    full attention (a hybrid model's attention and expert blocks as one layer); with
+    full attention (the full layers' heads where they have their own; a hybrid model's
+    attention and expert blocks as one layer); with
     DeepSeek-V4's compressed attention, a layer of the window only, learned routing (its
     config.json's last compress_ratios entry, 0; vLLM builds the MTP layer so)."""
     c = s.compressed
-    return dataclasses.replace(s, name=f"{s.name} MTP layer", layers=1, dense_layers=0,
+    return dataclasses.replace(s.attention_kind(0), name=f"{s.name} MTP layer", layers=1,
+                               dense_layers=0,
                                sliding_window=0, sliding_layers=0, attention_chunked=False,
                                hybrid_pattern="",
                                mamba=None, hash_layers=0,

@@ -53,7 +53,9 @@ class ParamCount:
 
 def attention_params(s: TransformerShape) -> int:
     """One layer's attention projections (and their biases); a sparse-attention indexer's
-    weights apart (``indexer_params``, in ``indexer_layers`` of the layers)."""
+    weights apart (``indexer_params``, in ``indexer_layers`` of the layers). A model whose
+    full layers have heads of their own: a window layer's (``attention_kind`` for the
+    others)."""
     h, d, heads, kv = s.hidden, s.d_head, s.heads, s.n_kv_heads
     if s.compressed is not None:
         c = s.compressed
@@ -71,12 +73,14 @@ def attention_params(s: TransformerShape) -> int:
                    + m.kv_lora_rank * heads * (m.qk_nope_head_dim + m.v_head_dim))
         return q + kv_part + heads * m.v_head_dim * h
     q = heads * d * (2 if s.attention_gate else 1)  # the query projection makes the gate too
-    weights = h * q + 2 * h * kv * d + heads * d * h
+    # keys and values (the keys alone where they are also the values)
+    kv_out = kv * s.kv_width
+    weights = h * q + h * kv_out + heads * s.d_value * h
     biases = 0
     if s.bias:
-        biases = q + 2 * kv * d + h
+        biases = q + kv_out + h
     else:
-        biases = (q + 2 * kv * d if s.qkv_bias else 0) + (h if s.out_bias else 0)
+        biases = (q + kv_out if s.qkv_bias else 0) + (h if s.out_bias else 0)
     return weights + biases + attention_sink_params(s)
 
 
@@ -233,7 +237,8 @@ def layer_norm_params(s: TransformerShape) -> int:
 
 
 def qk_norm_params(s: TransformerShape) -> int:
-    """One attention's query-key norm weights (0 without them)."""
+    """One attention's query-key norm weights (0 without them; Gemma 4's norm over the
+    values has no weight)."""
     qk = 0
     if s.qk_norm is QkNorm.HEAD:
         qk = 2 * s.d_head
@@ -264,19 +269,23 @@ def count_params(s: TransformerShape) -> ParamCount:
     norm = s.norm.params_per_width * h
     # a hybrid model's blocks each hold one part of a layer and one norm (its attention
     # blocks any query-key norms)
-    norms = s.layers * norm + s.attention_layers * qk_norm_params(s) if s.is_hybrid \
-        else s.layers * layer_norm_params(s)
+    kinds = s.attention_kinds()
+    norms = s.layers * norm + sum(n * qk_norm_params(v) for _, n, v in kinds) \
+        if s.is_hybrid else sum(n * layer_norm_params(v) for _, n, v in kinds)
+    norms += s.moe_layers * s.expert_layer_norms * norm
     c = s.compressed
     compressors = 0 if c is None else sum(compressor_params(s, r) for r in c.ratios)
-    # a bias per expert in the learned-routing layers' routers (not the hashed), and the
-    # shared experts' gate
+    # a bias per expert in the learned-routing layers' routers (not the hashed), the
+    # shared experts' gate and the router's scales
     router_bias = (s.moe_layers - s.hash_layers) * s.experts if s.router_bias else 0
     if s.shared_expert_gate:
         router_bias += s.moe_layers * h
+    if s.router_scales:
+        router_bias += s.moe_layers * (h + s.experts)
     return ParamCount(
         embedding=embedding,
         lm_head=lm_head,
-        attention=s.attention_layers * attention_params(s)
+        attention=sum(n * attention_params(v) for _, n, v in kinds)
         + s.indexer_layers * indexer_params(s) + compressors,
         mlp_dense=s.mlp_layers * mlp_params(s, s.d_ffn),
         mlp_experts=s.moe_layers * s.experts * routed_expert_params(s),

@@ -18,6 +18,7 @@ from gpuarch.workloads.hf_quant import CheckpointFormats, declared_quantization
 from gpuarch.workloads.shape import (
     CompressedAttention,
     FfnKind,
+    FullAttention,
     MambaShape,
     MlaShape,
     NormKind,
@@ -33,7 +34,8 @@ MODELS_FILE = Path(__file__).with_name("data") / "models.toml"
 _ENUMS: dict[str, type[Enum]] = {"ffn_kind": FfnKind, "norm": NormKind, "position": Position,
                                   "qk_norm": QkNorm}
 _TABLES: dict[str, type[Any]] = {"mla": MlaShape, "mamba": MambaShape,
-                                  "compressed": CompressedAttention}
+                                  "compressed": CompressedAttention,
+                                  "full_attention": FullAttention}
 """A shape's parts given as tables of their own, by key."""
 _SHAPE_KEYS = {f.name for f in fields(TransformerShape)} - {"name", *_TABLES}
 _TABLE_KEYS = {key: {f.name for f in fields(kind)} for key, kind in _TABLES.items()}

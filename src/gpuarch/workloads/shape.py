@@ -6,13 +6,14 @@ and the bad value.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
+from functools import lru_cache
 
 from gpuarch.errors import GpuarchError, check_count, check_number
 
 __all__ = ["CSA_RATIO", "FINE_GRAINED_EXPERTS", "HYBRID_BLOCKS", "CompressedAttention",
-           "FfnKind", "MambaShape", "MlaShape", "NormKind", "Position", "QkNorm",
+           "FfnKind", "FullAttention", "MambaShape", "MlaShape", "NormKind", "Position", "QkNorm",
            "TransformerShape"]
 
 
@@ -318,6 +319,37 @@ class MambaShape:
         return self.inner + self.conv_width + self.heads * (2 if self.gated_delta else 1)
 
 
+@dataclass(frozen=True, kw_only=True)
+class FullAttention:
+    """The heads of a model's full-attention layers where they differ from its sliding-window
+    layers', which the shape's own ``kv_heads``, ``head_dim``, ``v_head_dim``,
+    ``keys_are_values`` and ``attention_sinks`` describe; the query heads are the same.
+    Gemma 4: its window layers have 8 or 16 KV heads of 256, its global ones 2 or 4 of 512
+    whose keys are also their values (Transformers' Gemma4TextAttention:
+    ``global_head_dim``, ``num_global_key_value_heads``, ``attention_k_eq_v``, no v_proj in
+    those layers). MiMo-V2-Flash: 4 KV heads in its full layers against 8 in its window
+    layers, which alone hold attention sinks (its config.json's ``swa_num_key_value_heads``,
+    ``add_swa_attention_sink_bias``)."""
+
+    kv_heads: int
+    head_dim: int
+    v_head_dim: int = 0  # 0 = head_dim
+    keys_are_values: bool = False
+    sinks: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("kv_heads", "head_dim"):
+            _positive(f"full_attention.{name}", getattr(self, name))
+        _positive("full_attention.v_head_dim", self.v_head_dim, minimum=0)
+        for name in ("keys_are_values", "sinks"):
+            if not isinstance(getattr(self, name), bool):
+                raise GpuarchError(f"full_attention.{name}: expected true or false, got "
+                                   f"{getattr(self, name)!r}")
+        if self.keys_are_values and self.v_head_dim not in (0, self.head_dim):
+            raise GpuarchError(f"full_attention.v_head_dim: keys that are also values have "
+                               f"the keys' width ({self.head_dim}), got {self.v_head_dim}")
+
+
 MAX_DIMENSION = 2**24
 """The largest any of a shape's sizes may be (layers, widths, heads, vocabulary, experts,
 windows): 16,777,216, above every published model's (a 10M-token context window the
@@ -348,6 +380,12 @@ class TransformerShape:
     vocab: int
     kv_heads: int = 0  # 0 = same as heads (multi-head attention)
     head_dim: int = 0  # 0 = hidden // heads
+    # the value heads' width where it differs from the query and key heads'
+    # (MiMo-V2-Flash: 128 against 192); 0 = head_dim
+    v_head_dim: int = 0
+    # the key projection's output is also the values (Gemma 4's global layers,
+    # attention_k_eq_v): no value projection, one vector a KV head cached
+    keys_are_values: bool = False
     ffn_hidden: int = 0  # 0 = 4 * hidden
     ffn_kind: FfnKind = FfnKind.SWIGLU
     norm: NormKind = NormKind.RMSNORM
@@ -397,6 +435,9 @@ class TransformerShape:
     # clamped at this value before the activation; 0 = none
     glu_limit: float = 0.0
     mla: MlaShape | None = field(default=None)
+    # the full-attention layers' heads where they differ from the sliding-window layers'
+    # (Gemma 4, MiMo-V2-Flash); None = every attention layer has the heads above
+    full_attention: FullAttention | None = field(default=None)
     # DeepSeek-V4's compressed attention (one key-value head of ``head_dim``); None = none
     compressed: CompressedAttention | None = field(default=None)
     # residual streams of manifold-constrained hyper-connections (DeepSeek-V4's mHC,
@@ -417,6 +458,13 @@ class TransformerShape:
     # each attention layer holds a learned logit a query head that takes a share of the
     # softmax (GPT-OSS's attention sinks): a parameter a head, no GEMM
     attention_sinks: bool = False
+    # hidden-wide norms each expert layer has beside its two (or four): Gemma 4's MLP
+    # beside the experts and its experts each have their own (the experts' pre-norm and a
+    # post-norm for each output: 3)
+    expert_layer_norms: int = 0
+    # the router scales its (normed) input by a learned hidden-wide vector and each expert's
+    # weight by a learned scalar (Gemma 4's Gemma4TextRouter: scale, per_expert_scale)
+    router_scales: bool = False
     # a parallel layer's attention and MLP read one norm's output (Falcon-7B's and GPT-J's
     # one LayerNorm a layer), not a norm each
     shared_norm: bool = False
@@ -442,7 +490,8 @@ class TransformerShape:
                      "experts_per_token", "shared_experts", "moe_ffn_hidden", "moe_latent",
                      "dense_layers",
                      "sliding_window", "sliding_layers", "expert_groups", "groups_per_token",
-                     "context_window", "hyper_connections", "hash_layers"):
+                     "context_window", "hyper_connections", "hash_layers", "v_head_dim",
+                     "expert_layer_norms"):
             _positive(name, getattr(self, name), minimum=0)
         check_number("glu_limit", self.glu_limit, 0)
         if self.sliding_layers and not self.sliding_window:
@@ -498,6 +547,9 @@ class TransformerShape:
         if self.shared_norm and (not self.parallel_attention or self.sandwich_norms):
             raise GpuarchError("shared_norm: one norm a layer needs parallel_attention "
                                "(and no sandwich_norms)")
+        if (self.expert_layer_norms or self.router_scales) and not self.is_moe:
+            raise GpuarchError("expert_layer_norms / router_scales: need experts > 0")
+        self._check_heads()
         if self.attention_sinks and (self.compressed is not None or self.mla is not None):
             raise GpuarchError("attention_sinks: counted for grouped-query attention only "
                                "(compressed attention counts its own)")
@@ -505,6 +557,28 @@ class TransformerShape:
             self._check_hybrid()
         if self.position is Position.LEARNED and self.max_positions == 0:
             raise GpuarchError("max_positions: a learned position table needs its length")
+
+    def _check_heads(self) -> None:
+        """The value width, keys as values and the full layers' own heads: grouped-query
+        attention's, with sliding-window layers for the full ones to differ from."""
+        if self.keys_are_values and self.v_head_dim not in (0, self.d_head):
+            raise GpuarchError(f"v_head_dim: keys that are also values have the keys' width "
+                               f"({self.d_head}), got {self.v_head_dim}")
+        if (self.v_head_dim or self.keys_are_values or self.full_attention is not None) and \
+                (self.mla is not None or self.compressed is not None):
+            raise GpuarchError("v_head_dim / keys_are_values / full_attention: for grouped-"
+                               "query attention, not latent or compressed attention (which "
+                               "have their own widths)")
+        f = self.full_attention
+        if f is None:
+            return
+        if not self.sliding_window or self.windowed_layers >= self.layers:
+            raise GpuarchError("full_attention: the full layers' own heads need sliding-"
+                               "window layers beside them (sliding_window, and "
+                               "sliding_layers below layers)")
+        if self.heads % f.kv_heads:
+            raise GpuarchError(f"full_attention.kv_heads: {f.kv_heads} must divide heads "
+                               f"{self.heads}")
 
     def _check_compressed(self) -> None:
         c = self.compressed
@@ -643,6 +717,34 @@ class TransformerShape:
         return self.head_dim or self.hidden // self.heads
 
     @property
+    def d_value(self) -> int:
+        """The width of a value head (and of the attention's output per head)."""
+        return self.v_head_dim or self.d_head
+
+    @property
+    def kv_width(self) -> int:
+        """Channels one KV head caches per position: its key and value, or the key alone
+        where keys are values."""
+        return self.d_head + (0 if self.keys_are_values else self.d_value)
+
+    def attention_kind(self, window: int) -> TransformerShape:
+        """The shape as if every attention layer had the heads of the layers of ``window``
+        (0: the full-attention layers; ``layer_kinds``): itself unless its full layers have
+        heads of their own (``full_attention``), and then one without ``full_attention``.
+        What a cost of one layer kind reads."""
+        if self.full_attention is None:
+            return self
+        return _kind_view(self, bool(window))
+
+    def attention_kinds(self) -> list[tuple[int, int, TransformerShape]]:
+        """(window or 0, attention layers, ``attention_kind``) for the sliding-window and the
+        full attention layers the model has (a kind with no layers left out)."""
+        windowed = self.windowed_layers
+        kinds = [(self.sliding_window, windowed, self.attention_kind(self.sliding_window)),
+                 (0, self.attention_layers - windowed, self.attention_kind(0))]
+        return [kind for kind in kinds if kind[1]]
+
+    @property
     def d_ffn(self) -> int:
         return self.ffn_hidden or 4 * self.hidden
 
@@ -739,3 +841,16 @@ class TransformerShape:
                 if w_moe * w_window > 0:
                     kinds.append((moe, window, w_moe * w_window))
         return kinds
+
+
+@lru_cache(maxsize=64)
+def _kind_view(s: TransformerShape, windowed: bool) -> TransformerShape:
+    """``TransformerShape.attention_kind`` of a model whose full layers have heads of their
+    own: the window layers' (the shape's own heads) or the full layers'."""
+    f = s.full_attention
+    assert f is not None
+    if windowed:
+        return replace(s, full_attention=None)
+    return replace(s, kv_heads=f.kv_heads, head_dim=f.head_dim, v_head_dim=f.v_head_dim,
+                   keys_are_values=f.keys_are_values, attention_sinks=f.sinks,
+                   full_attention=None)
