@@ -727,12 +727,10 @@ def test_hf_config_family_by_architectures(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("cfg", "why"), [
-    ({"model_type": "gemma4", "text_config": {"model_type": "gemma4_text"}},
-     "Gemma 4's sliding and global layers differ"),
     ({"model_type": "kimi_k3", "text_config": {"model_type": "kimi_linear"}},
      "Kimi Delta Attention"),
-    ({"model_type": "a_wrapper", "text_config": {"model_type": "mimo_v2_flash"}},
-     "MiMo-V2-Flash's sliding and full layers"),
+    ({"model_type": "a_wrapper", "text_config": {"model_type": "minimax_m3"}},
+     "MiniMax-M3's sparse-attention layers"),
     ({"model_type": "a_wrapper", "text_config": {"model_type": ["gemma4"]}},
      "model_type 'a_wrapper' is not supported"),
 ])

@@ -82,8 +82,11 @@ def resolve_model(args: argparse.Namespace) -> TransformerShape:
         if getattr(args, key, None) is not None:
             changes[key] = getattr(args, key)
     if changes.get("sliding_window") == 0:
-        # no window left: a chunked model's layers attend to everything
+        # no window left: a chunked model's layers attend to everything, and where the full
+        # layers have heads of their own every layer takes theirs
         changes.setdefault("attention_chunked", False)
+        changes.setdefault("sliding_layers", 0)
+        shape = shape.attention_kind(0)
     if changes:
         try:
             shape = dataclasses.replace(shape, **changes)

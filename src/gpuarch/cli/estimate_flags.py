@@ -294,7 +294,10 @@ def model_flags(p: argparse.ArgumentParser, default: str | None = None) -> None:
                    "Hugging Face config.json" + (f" (default {default})" if default else ""))
     for name in MODEL_OVERRIDES:
         p.add_argument(f"--{name.replace('_', '-')}", type=int, dest=name,
-                       help="override the model's " + name.replace("_", " "))
+                       help="override the model's " + name.replace("_", " ")
+                       + (" (its window layers' where its full layers have heads of their "
+                          "own: Gemma 4, MiMo-V2-Flash)" if name in ("kv_heads", "head_dim")
+                          else ""))
     p.add_argument("--ffn-kind", type=lazy_enum_value("gpuarch.workloads.shape:FfnKind",
                                                       "--ffn-kind"),
                    help="gelu, swiglu, geglu or relu2")
