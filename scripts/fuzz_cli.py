@@ -157,6 +157,12 @@ CONFIGS: dict[str, dict[str, Any]] = {
                       "num_experts_per_tok": 2, "moe_intermediate_size": 2048,
                       "sliding_window_size": 128, "add_swa_attention_sink_bias": True,
                       "vocab_size": 152576},
+    "nemotron-nas": {"model_type": "nemotron-nas", "hidden_size": 4096,
+                     "num_hidden_layers": 3, "num_attention_heads": 32,
+                     "vocab_size": 128256, "block_configs": [
+                         {"attention": {"n_heads_in_group": 8}, "ffn": {"ffn_mult": 2.625}},
+                         {"attention": {"no_op": True}, "ffn": {"ffn_mult": 1.0}},
+                         {"attention": {"n_heads_in_group": 8}, "ffn": {"no_op": True}}]},
     "mistral3": {"model_type": "mistral3",
                  "text_config": {"model_type": "mistral", "hidden_size": 5120,
                                  "intermediate_size": 32768, "num_hidden_layers": 40,

@@ -356,3 +356,127 @@ def test_no_window_left_gives_every_layer_the_full_heads(
                  "--gpu", "h100", "--input-len", "1000", "--output-len", "100",
                  "--batch", "1"]) == 2
     assert "--full-attention: the full layers' own heads need" in capsys.readouterr().err
+
+
+# Llama-3.3-Nemotron-Super-49B's block_configs (nvidia/Llama-3_3-Nemotron-Super-49B-v1
+# config.json, as aiconfigurator-core 0.12.0 ships it), as (keeps attention, ffn_mult) and
+# how many layers have each
+SUPER_49B_LAYERS = {(True, 5.25): 48, (False, 1.3125): 10, (False, 1.0): 8, (False, 0.5): 6,
+                    (False, 2.625): 5, (True, 2.625): 1, (False, 3.28125): 1,
+                    (False, 5.25): 1}
+
+
+def _nas_config(layers: list[tuple[bool, float]], **extra: Any) -> dict[str, Any]:
+    return {"model_type": "nemotron-nas", "architectures": ["DeciLMForCausalLM"],
+            "hidden_size": 8192, "num_attention_heads": 64, "num_hidden_layers": len(layers),
+            "vocab_size": 128256, "tie_word_embeddings": False,
+            "max_position_embeddings": 131072, "intermediate_size": None,
+            "num_key_value_heads": None,
+            "block_configs": [{"attention": {"no_op": not attention, "n_heads_in_group":
+                                             8 if attention else None,
+                                             "replace_with_linear": False},
+                               "ffn": {"ffn_mult": mult, "no_op": False,
+                                       "replace_with_linear": False}}
+                              for attention, mult in layers], **extra}
+
+
+def test_nemotron_nas_count_by_hand(tmp_path: Path) -> None:
+    """Each NAS layer's MLP is 2/3 x ffn_mult x hidden, rounded up to a multiple of 256
+    (DeciLM's _ffn_mult_to_intermediate_size: 5.25 -> 28,672, 3.28125 -> 17,920, 2.625 ->
+    14,336, 1.3125 -> 7,168, 1.0 -> 5,632 from 5,461, 0.5 -> 2,816 from 2,730), a gated
+    MLP's three matrices; an attention layer Llama's (64 heads of 128, 8 KV); one norm a
+    present part, the final norm, untied embeddings: 49,867,145,216 for Super-49B."""
+    layers = [key for key, n in SUPER_49B_LAYERS.items() for _ in range(n)]
+    shape = _read(tmp_path, _nas_config(layers))
+    h = 8192
+    width = {5.25: 28672, 3.28125: 17920, 2.625: 14336, 1.3125: 7168, 1.0: 5632, 0.5: 2816}
+    mlp = sum(n * 3 * h * width[mult] for (_, mult), n in SUPER_49B_LAYERS.items())
+    attention = 49 * (2 * h * h + 2 * h * 8 * 128)
+    total = 2 * 128256 * h + attention + mlp + (49 + 80 + 1) * h
+    assert total == 49_867_145_216
+    assert count_params(shape).total == total
+    assert (shape.attention_layers, shape.mlp_layers, shape.layers) == (49, 80, 129)
+    assert sorted(set(shape.mlp_widths)) == sorted(width.values())
+    # the preset holds the published config's layers in their order
+    assert count_params(preset("llama-3.3-nemotron-super-49b").shape).total == total
+
+
+def test_nemotron_nas_widths_cost_their_own() -> None:
+    """MLP blocks of several widths: a model whose widths are all one costs what the model
+    with that ffn_hidden does, and one of two widths costs between its narrow and its wide
+    copies, its FLOPs the sum of its blocks'."""
+    base = TransformerShape(name="nas", layers=4, hidden=2048, heads=16, kv_heads=4,
+                            vocab=32000, hybrid_pattern="*-*-", ffn_hidden=8192)
+    same = dataclasses.replace(base, mlp_widths=(8192, 8192))
+    assert count_params(same) == count_params(base)
+    assert forward_flops_per_token(same, 2048) == forward_flops_per_token(base, 2048)
+    mixed = dataclasses.replace(base, mlp_widths=(2048, 8192))
+    narrow = dataclasses.replace(base, ffn_hidden=2048)
+    f = forward_flops_per_token(mixed, 2048).mlp
+    assert f == pytest.approx((forward_flops_per_token(narrow, 2048).mlp
+                               + forward_flops_per_token(base, 2048).mlp) / 2)
+    product = CATALOG.product("h100")
+    serve = InferenceConfig(input_len=2000, output_len=200, batch=8)
+    tpot = {name: estimate_inference(CATALOG, s, product, serve).tpot_s
+            for name, s in (("same", same), ("base", base), ("mixed", mixed),
+                            ("narrow", narrow))}
+    assert tpot["same"] == pytest.approx(tpot["base"], rel=1e-12)
+    assert tpot["narrow"] < tpot["mixed"] < tpot["base"]
+    train = TrainingConfig(gpus=8, seq_len=4096, global_batch=16, tp=2)
+    step = {name: estimate_training(CATALOG, s, product, train).step_time_s
+            for name, s in (("same", same), ("base", base), ("mixed", mixed),
+                            ("narrow", narrow))}
+    assert step["same"] == pytest.approx(step["base"], rel=1e-12)
+    assert step["narrow"] < step["mixed"] < step["base"]
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (lambda c: c["block_configs"][3]["attention"].update(replace_with_linear=True),
+     r"block_configs\[3\]\.attention\.replace_with_linear: True is not read yet"),
+    (lambda c: c["block_configs"][0]["attention"].update(window_length=4096),
+     r"block_configs\[0\]\.attention\.window_length"),
+    (lambda c: c["block_configs"][0]["attention"].update(n_heads_in_group=4),
+     "n_heads_in_group give \\[8, 16\\] KV heads"),
+    (lambda c: c["block_configs"][1]["attention"].update(n_heads_in_group=7),
+     r"block_configs\[1\]\.attention\.n_heads_in_group: expected a divisor"),
+    (lambda c: c["block_configs"][2]["ffn"].update(ffn_mult="big"),
+     r"block_configs\[2\]\.ffn\.ffn_mult: expected a positive number"),
+    (lambda c: c["block_configs"][2]["ffn"].update(no_op="yes"),
+     r"block_configs\[2\]\.ffn\.no_op: expected true or false"),
+    (lambda c: c.update(num_hidden_layers=5), "block_configs: expected 5 entries"),
+    (lambda c: c["block_configs"].__setitem__(0, ["x"]),
+     r"block_configs\[0\]\.attention: expected an object"),
+])
+def test_nemotron_nas_refusals_name_the_key(tmp_path: Path, change: Any,
+                                            message: str) -> None:
+    cfg = _nas_config([(True, 5.25), (True, 2.625), (False, 1.0), (True, 0.5)])
+    change(cfg)
+    with pytest.raises(GpuarchError, match=message):
+        _read(tmp_path, cfg)
+
+
+def test_mlp_widths_checks() -> None:
+    base = dict(name="t", layers=4, hidden=512, heads=8, vocab=1000, hybrid_pattern="*-*-")
+    with pytest.raises(GpuarchError, match="mlp_widths: 3 widths, but hybrid_pattern has 2"):
+        TransformerShape(**base, mlp_widths=(1024, 512, 256))  # type: ignore[arg-type]
+    with pytest.raises(GpuarchError, match="mlp_widths: MLP blocks of their own widths need"):
+        TransformerShape(name="t", layers=4, hidden=512, heads=8, vocab=1000,
+                         mlp_widths=(1024, 512))
+    with pytest.raises(GpuarchError, match="ffn_hidden: 2048, but the widest of mlp_widths "
+                                           "is 1024"):
+        TransformerShape(**base, ffn_hidden=2048, mlp_widths=(1024, 512))  # type: ignore[arg-type]
+    shape = TransformerShape(**base, mlp_widths=(1024, 768))  # type: ignore[arg-type]
+    assert shape.d_ffn == 1024 and shape.mean_mlp_width == 896
+    with pytest.raises(GpuarchError, match="--tp: 512 does not divide the MLP's 768 hidden"):
+        shape.check_mlp_split(512)
+
+
+def test_nemotron_nas_is_dense_and_says_what_launch_leaves_out() -> None:
+    from gpuarch.validation.bands import model_kind
+
+    shape = preset("llama-3.3-nemotron-super-49b").shape
+    assert model_kind(shape) == "dense"
+    launch = megatron_launch(shape, TrainingConfig(gpus=8, seq_len=4096, global_batch=8,
+                                                   tp=8))
+    assert "pretrain_mamba.py" not in launch.command
+    assert any("--heterogeneous-layers-config-path" in n for n in launch.notes)

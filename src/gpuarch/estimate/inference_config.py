@@ -580,11 +580,7 @@ class InferenceConfig:
             raise GpuarchError(f"--tp: {self.tp} does not divide the "
                                f"{shape.compressed.o_groups} output groups (o_groups) of "
                                "compressed attention")
-        if shape.d_ffn % self.tp:
-            # a column-parallel MLP splits its hidden units evenly (Megatron-Core's and the
-            # serving engines' linear layers refuse a width the TP size does not divide)
-            raise GpuarchError(f"--tp: {self.tp} does not divide the MLP's {shape.d_ffn} "
-                               "hidden units (--ffn-hidden)")
+        shape.check_mlp_split(self.tp)
         if not isinstance(self.kv_cache_fraction, (int, float)) or isinstance(
                 self.kv_cache_fraction, bool) or not 0 <= self.kv_cache_fraction <= 1:
             raise GpuarchError("--kv-cache-fraction: expected a fraction in (0, 1], got "

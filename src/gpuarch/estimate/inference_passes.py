@@ -432,13 +432,14 @@ class ReplicaRunner:
 
     def layer(self, tokens: Num, seqs: Num, q_len: int, ctx: Num, experts_touched: Num,
               moe: bool | None = None, window: int = 0, prefill: bool = False,
-              overlapped: bool = False, block: str = "") -> PhaseSeconds:
+              overlapped: bool = False, block: str = "", ffn_width: int = 0) -> PhaseSeconds:
         """One layer on one GPU: ``tokens`` = seqs x q_len new tokens attending to ``ctx``
         positions each (at most ``window`` of them if given); an expert layer if ``moe``
         (default: if the model has experts); in a prefill pass if ``prefill``; one of two
         micro-batches whose exchanges overlap the other's work if ``overlapped``. A hybrid
         model's ``block`` ("M" Mamba-2, "*" attention, "-" MLP, "E" experts) is one part of
-        a layer, with one norm, one residual add and one tensor-parallel reduction."""
+        a layer, with one norm, one residual add and one tensor-parallel reduction; a dense
+        MLP ``ffn_width`` wide if given (the model's d_ffn otherwise)."""
         if moe is None:
             moe = self.s.is_moe
         s = self.s
@@ -450,7 +451,7 @@ class ReplicaRunner:
         if block == "M":
             ops += self._mamba_ops(tokens, q_len, prefill)
         elif block in ("", "-", "E"):
-            ffn, inner = self._ffn_ops(tokens, experts_touched, moe)
+            ffn, inner = self._ffn_ops(tokens, experts_touched, moe, ffn_width)
             ops += ffn
         hidden_bytes = tokens * s.hidden * 2.0
         ops.append(_norms_residuals(tokens, s, bool(block)))
@@ -579,10 +580,10 @@ class ReplicaRunner:
         return float(mean_keys(steps, cfg.input_len + steps, self.s.sliding_window,
                                chunked=True))
 
-    def _ffn_ops(self, tokens: Num, experts_touched: Num, moe: bool
+    def _ffn_ops(self, tokens: Num, experts_touched: Num, moe: bool, ffn_width: int = 0
                  ) -> tuple[list[Op], Num]:
-        """A dense MLP's or an expert block's operators, and the elements its activation
-        function reads."""
+        """A dense MLP's (``ffn_width`` wide if given, else d_ffn) or an expert block's
+        operators, and the elements its activation function reads."""
         s, cfg, t = self.s, self.cfg, self.cfg.tp
         ops: list[Op] = []
         up_factor = 2 if s.ffn_kind.gated else 1
@@ -628,7 +629,7 @@ class ReplicaRunner:
             ops.append(moe_permute(routed / cfg.ep, outer, self.expert_act_bytes, 2.0))
             inner = routed / cfg.ep * width // moe_tp
         else:
-            f = s.d_ffn
+            f = ffn_width or s.d_ffn
             ops += [self._gemm(tokens, up_factor * f // t, s.hidden, "mlp_up"),
                     self._gemm(tokens, s.hidden, f // t, "mlp_down")]
             inner = tokens * f // t
@@ -763,14 +764,22 @@ class ReplicaRunner:
             self._add(kind, seconds)
         return phase
 
-    def _kinds(self) -> list[tuple[bool, int, float, str]]:
-        """(expert layer?, attention window, share of the layers, hybrid block) for each kind
-        of layer (``TransformerShape.layer_kinds``), or of a hybrid model's block."""
+    def _kinds(self) -> list[tuple[bool, int, float, str, int]]:
+        """(expert layer?, attention window, share of the layers, hybrid block, dense MLP
+        width or 0) for each kind of layer (``TransformerShape.layer_kinds``), or of a hybrid
+        model's block (its MLP blocks by width where they differ: ``mlp_kinds``)."""
         s = self.s
         if s.is_hybrid:
-            return [(block == "E", 0, s.hybrid_pattern.count(block) / s.layers, block)
-                    for block in sorted(set(s.hybrid_pattern))]
-        return [(moe, window, share, "") for moe, window, share in s.layer_kinds()]
+            kinds = []
+            for block in sorted(set(s.hybrid_pattern)):
+                if block == "-" and s.mlp_widths:
+                    kinds += [(False, 0, n / s.layers, block, width)
+                              for width, n, _ in s.mlp_kinds()]
+                else:
+                    kinds.append((block == "E", 0, s.hybrid_pattern.count(block) / s.layers,
+                                  block, 0))
+            return kinds
+        return [(moe, window, share, "", 0) for moe, window, share in s.layer_kinds()]
 
     def _forward(self, seqs: Num, q_len: int, ctx: Num, rows: Num, prefill: bool) -> PhaseSeconds:
         """``forward`` without its cache."""
@@ -783,10 +792,12 @@ class ReplicaRunner:
         body = PhaseSeconds()
         tbo = self.cfg.two_batch_overlap
         half = self.experts_touched(tokens / 2) if tbo else 0.0
-        for moe, window, share, block in self._kinds():
-            def one(moe: bool = moe, window: int = window, block: str = block) -> PhaseSeconds:
+        for moe, window, share, block, width in self._kinds():
+            def one(moe: bool = moe, window: int = window, block: str = block,
+                    width: int = width) -> PhaseSeconds:
                 return self.layer(tokens, seqs, q_len, ctx, touched if moe else 0.0,
-                                  moe=moe, window=window, prefill=prefill, block=block)
+                                  moe=moe, window=window, prefill=prefill, block=block,
+                                  ffn_width=width)
 
             def halves(window: int = window) -> PhaseSeconds:
                 # two-batch overlap: the expert layer runs twice at half the batch

@@ -200,7 +200,7 @@ def activation_bytes_per_layer(s: TransformerShape, micro_batch: int, seq: int, 
     # an MLP keeps the up projection's output (for the activation's backward) and the
     # activation's output (the down projection's input)
     up = 2 if s.ffn_kind.gated else 1
-    mlp_inner = 0.0 if "mlp" in dropped else tokens * s.d_ffn * (up + kept_down)
+    mlp_inner = 0.0 if "mlp" in dropped else tokens * s.mean_mlp_width * (up + kept_down)
     dense_inner = mlp_inner
     if s.is_moe:
         routed = 0.0

@@ -180,9 +180,8 @@ def recompute_flops_per_token(shape: TransformerShape, seq_len: int,
     chosen = set(modules)
     fwd = forward_flops_per_token(shape, seq_len)
     flops = fwd.attention_core if "core_attn" in chosen else 0.0
-    dense_layers = shape.mlp_layers
     if "mlp" in chosen:
-        flops += 2.0 * dense_layers * mlp_params(shape, shape.d_ffn)
+        flops += 2.0 * sum(n * mlp_params(shape, width) for width, n, _ in shape.mlp_kinds())
     if shape.is_moe:
         expert = 2.0 * shape.moe_layers * mlp_params(shape, shape.d_expert)
         if "moe" in chosen:

@@ -584,11 +584,7 @@ class TrainingConfig:
             raise GpuarchError(f"--tp: {self.tp} does not divide the "
                                f"{shape.compressed.o_groups} output groups (o_groups) of "
                                "compressed attention")
-        if shape.d_ffn % self.tp:
-            # a column-parallel MLP splits its hidden units evenly (Megatron-Core's and the
-            # serving engines' linear layers refuse a width the TP size does not divide)
-            raise GpuarchError(f"--tp: {self.tp} does not divide the MLP's {shape.d_ffn} "
-                               "hidden units (--ffn-hidden)")
+        shape.check_mlp_split(self.tp)
         if self.seq_len % self.cp:
             raise GpuarchError(f"--cp: {self.cp} does not divide --seq-len {self.seq_len}")
         if self.sequence_parallel and self.tp == 1:
@@ -652,12 +648,12 @@ class TrainingConfig:
         that does not split the Mamba-2 heads and B/C groups evenly."""
         if self.lora_rank:
             raise GpuarchError(
-                f"--lora-rank: {shape.name} is a hybrid Mamba-2 model, whose training is "
-                f"modelled only with --lora-rank 0 so far; got {self.lora_rank}")
+                f"--lora-rank: {shape.name} is a hybrid model (a pattern of blocks), whose "
+                f"training is modelled only with --lora-rank 0 so far; got {self.lora_rank}")
         if self.pp_edge_layers:
             raise GpuarchError(
-                f"--pp-edge-layers: {shape.name} is a hybrid Mamba-2 model, whose pipeline "
-                "stages hold its blocks alone (Megatron-Core's hybrid split; --pp-layout "
+                f"--pp-edge-layers: {shape.name} is a hybrid model (a pattern of blocks), whose "
+                "pipeline stages hold its blocks alone (Megatron-Core's hybrid split; --pp-layout "
                 "takes the pattern cut by '|' into stages)")
         if not self.pp_layout and np.max(self.pp) > 1:  # (validate checks a layout given)
             self.layout(shape)

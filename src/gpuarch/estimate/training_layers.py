@@ -533,11 +533,17 @@ def layer_times(s: TransformerShape, cfg: TrainingConfig, device: Device, eff: E
     if s.is_hybrid:
         blocks: dict[Any, LayerPasses] = {}
         for block in sorted(set(s.hybrid_pattern)):
-            mine: dict[str, Num] = {}
-            f, b, r, fl, w, h = one_layer_time(s, cfg, device, eff, tp_group, cp_group,
-                                                ep_group, block == "E", 0,
-                                                mine if with_parts else None, block)
-            blocks[block] = LayerPasses(f, b, r, fl, mine, w, h)
+            # MLP blocks of several widths (Llama-Nemotron's NAS layers): their mean
+            widths = [(n, view) for _, n, view in s.mlp_kinds()] if block == "-" else [(1, s)]
+            one_kind: list[tuple[Num, LayerPasses]] = []
+            for n, view in widths:
+                mine: dict[str, Num] = {}
+                f, b, r, fl, w, h = one_layer_time(view, cfg, device, eff, tp_group, cp_group,
+                                                    ep_group, block == "E", 0,
+                                                    mine if with_parts else None, block)
+                one_kind.append((n, LayerPasses(f, b, r, fl, mine, w, h)))
+            total = sum(n for n, _ in one_kind)
+            blocks[block] = _mix([(n / total, one) for n, one in one_kind])
         return blocks
     kinds: dict[bool, list[tuple[Num, LayerPasses]]] = {}
     for moe, window, share in s.layer_kinds():

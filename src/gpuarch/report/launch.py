@@ -106,7 +106,10 @@ def megatron_launch(shape: Any, cfg: Any) -> Launch:
         notes.append(f"one process per GPU, {cfg.gpus:,} in all: HOSTS x GPUS_PER_HOST (the "
                      f"{cfg.gpus_per_node}-GPU NVLink domain spans several hosts; 'gpuarch "
                      "systems' describes its trays)")
-    program = info["hybrid_program"] if shape.is_hybrid else info["program"]
+    # a pattern of attention and MLP blocks alone (Llama-Nemotron's NAS layers) is a GPT
+    # model of heterogeneous layers to Megatron-LM, not a hybrid Mamba model
+    mamba_hybrid = shape.is_hybrid and shape.mamba is not None
+    program = info["hybrid_program"] if mamba_hybrid else info["program"]
     argv: list[str] = ["torchrun", "--nnodes", hosts, "--nproc-per-node", host_gpus, program]
 
     def add(key: str, *values: object) -> None:
@@ -115,7 +118,13 @@ def megatron_launch(shape: Any, cfg: Any) -> Launch:
 
     # the model (a hybrid one as Megatron-LM's MambaModel: its layer spec, the block
     # pattern, whose length is --num-layers, and the Mamba-2 mixer's shape)
-    if shape.is_hybrid:
+    if shape.is_hybrid and not mamba_hybrid:
+        notes.append("the layers' own parts (which hold attention, each MLP's width: "
+                     f"{shape.attention_layers} attention and {shape.mlp_layers} MLP blocks) "
+                     "are not emitted: Megatron-LM builds such heterogeneous layers from the "
+                     "checkpoint's block_configs (--heterogeneous-layers-config-path); "
+                     "--num-layers and --ffn-hidden-size below are placeholders for them")
+    if mamba_hybrid:
         add("spec", *info["hybrid_spec"])
         add("is_hybrid")
         add("hybrid_pattern", shape.hybrid_pattern)

@@ -93,6 +93,9 @@ def render_preset(p: Preset) -> str:
         kept = [b for b in blocks if not b.startswith("0 ")]
         listed = ", ".join(kept[:-1]) + " and " + kept[-1] if len(kept) > 1 else kept[0]
         lines.append(f"  blocks        hybrid: {listed} blocks, one norm each")
+        if s.mlp_widths:
+            widths = ", ".join(f"{n} of {w}" for w, n, _ in reversed(s.mlp_kinds()))
+            lines.append(f"  MLP widths    {widths} (the FFN above the widest)")
         if s.mamba is not None and s.mamba.gated_delta:
             mb = s.mamba
             lines.append(f"  Gated Delta   {mb.heads} value heads of {mb.head_dim}, {mb.groups} "

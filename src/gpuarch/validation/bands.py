@@ -134,8 +134,9 @@ KIND_LABELS = {"dense": "dense", "coarse-moe": "coarse MoE",
 
 def model_kind(shape: TransformerShape) -> str:
     """"hybrid" (recurrent blocks, Mamba-2 or Gated DeltaNet, among the attention ones),
-    "dense", "coarse-moe" or "fine-moe" (more than ``FINE_GRAINED_EXPERTS`` experts)."""
-    if shape.is_hybrid:
+    "dense", "coarse-moe" or "fine-moe" (more than ``FINE_GRAINED_EXPERTS`` experts). A
+    pattern of attention and MLP blocks alone (Llama-Nemotron's NAS layers) is dense."""
+    if shape.mamba is not None:
         return "hybrid"
     if not shape.is_moe:
         return "dense"

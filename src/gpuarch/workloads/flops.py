@@ -179,7 +179,8 @@ def forward_flops_per_token(s: TransformerShape, seq_len: int, *, causal: bool =
     """Forward FLOPs per token for sequences of ``seq_len`` tokens (cached: a training
     estimate asks for the same shape and length several times)."""
     pc = count_params(s)
-    per_token_mlp = s.mlp_layers * mlp_params(s, s.d_ffn) + s.moe_layers * (
+    per_token_mlp = sum(n * mlp_params(s, width) for width, n, _ in s.mlp_kinds()) \
+        + s.moe_layers * (
         s.experts_per_token * routed_expert_params(s)
         + s.shared_experts * mlp_params(s, s.d_expert) + latent_projection_params(s))
     if s.compressed is not None:

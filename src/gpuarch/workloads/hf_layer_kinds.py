@@ -1,9 +1,13 @@
-"""Read the config.json of the families whose full-attention and sliding-window layers have
-heads of their own (``TransformerShape.full_attention``): Gemma 4 (``gemma4`` and its text
-model ``gemma4_text``) and MiMo-V2-Flash (``mimo_v2_flash``). Keys a config leaves out take
-Transformers' defaults (5.25: configuration_gemma4.py, configuration_mimo_v2_flash.py), as
-the library itself does; parameter counts agree with the models Transformers builds
-(scripts/params_vs_transformers.py, docs/models.md).
+"""Read the config.json of the families whose layers differ by kind: full-attention and
+sliding-window layers with heads of their own (``TransformerShape.full_attention``), Gemma 4
+(``gemma4`` and its text model ``gemma4_text``) and MiMo-V2-Flash (``mimo_v2_flash``), whose
+keys a config leaves out take Transformers' defaults (5.25: configuration_gemma4.py,
+configuration_mimo_v2_flash.py), as the library itself does, and whose parameter counts
+agree with the models Transformers builds (scripts/params_vs_transformers.py,
+docs/models.md); and Llama-Nemotron's neural-architecture-search layers (``nemotron-nas``:
+each layer with or without attention and with an MLP of its own width, read as a pattern of
+attention and MLP blocks with ``mlp_widths``), as NVIDIA's DeciLM modeling code builds them
+(the remote code its checkpoints ship; TensorRT-LLM's and vLLM's nemotron_nas models).
 """
 
 from __future__ import annotations
@@ -215,7 +219,98 @@ def _mimo_v2_flash(cfg: dict[str, Any], path: Path, label: str) -> TransformerSh
     )
 
 
-LAYER_KIND_FAMILIES = {"gemma4_text": _gemma4, "mimo_v2_flash": _mimo_v2_flash}
+def _nas_width(ffn_mult: Any, hidden: int, where: str) -> int:
+    """A NAS layer's MLP width from its ``ffn_mult``: 2/3 of ffn_mult x hidden (a gated
+    MLP's), truncated and rounded up to a multiple of 256 (DeciLM's
+    ``_ffn_mult_to_intermediate_size``)."""
+    if not isinstance(ffn_mult, (int, float)) or isinstance(ffn_mult, bool) \
+            or not 0 < ffn_mult <= 1024:
+        raise GpuarchError(f"{where}.ffn_mult: expected a positive number, got {ffn_mult!r}")
+    width = int(2 * ffn_mult * hidden / 3)
+    return -(-width // 256) * 256
+
+
+_NAS_UNREAD = ("replace_with_linear", "window_length", "num_sink_tokens", "sparsify",
+               "unshifted_sink", "use_prefill_window_in_sink_attention")
+"""Block-config keys that change a NAS layer beyond what the shape holds (a linear layer in
+place of the attention or MLP, a windowed or sink attention, sparsity); a config that sets
+one is refused with the key named (Llama-3.3-Nemotron-Super-49B sets none)."""
+
+
+def _nas_part(block: Any, part: str, where: str) -> dict[str, Any]:
+    """One part ("attention" or "ffn") of a NAS layer's block config, refused where it sets
+    a key the shape does not hold (``_NAS_UNREAD``)."""
+    conf = block.get(part, {}) if isinstance(block, dict) else None
+    if not isinstance(conf, dict):
+        raise GpuarchError(f"{where}.{part}: expected an object, got {conf!r}")
+    for key in _NAS_UNREAD:
+        if conf.get(key):
+            raise GpuarchError(f"{where}.{part}.{key}: {conf[key]!r} is not read yet (the "
+                               "shape holds attention of the model's heads or none, and "
+                               "gated MLPs of any width or none)")
+    return conf
+
+
+def _nas_flag(conf: dict[str, Any], key: str, where: str) -> bool:
+    try:
+        return flag(conf, key, False)
+    except GpuarchError as exc:
+        raise GpuarchError(f"{where}.{exc}") from None
+
+
+def _nemotron_nas(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
+    """Llama-Nemotron's NAS models (Llama-3.3-Nemotron-Super-49B, ``DeciLMForCausalLM``):
+    Llama's layers, each as its ``block_configs`` entry says: an attention of
+    ``num_attention_heads`` / ``n_heads_in_group`` KV heads or none (``no_op``), and a SwiGLU
+    MLP of the width its ``ffn_mult`` gives (``_nas_width``) or none. Each present part has
+    its own pre-norm and residual, so the model reads as a hybrid pattern of attention (*)
+    and MLP (-) blocks, the MLPs' widths in ``mlp_widths``; biases as Llama's
+    (``attention_bias`` on all four attention projections, ``mlp_bias``)."""
+    layers = get(cfg, path, "num_hidden_layers")
+    heads = get(cfg, path, "num_attention_heads")
+    hidden = get(cfg, path, "hidden_size")
+    blocks = cfg.get("block_configs")
+    if not isinstance(blocks, list) or len(blocks) != layers:
+        raise GpuarchError(f"{path}: block_configs: expected {layers} entries "
+                           f"(num_hidden_layers), one a layer, got {blocks!r}"[:300])
+    pattern: list[str] = []
+    widths: list[int] = []
+    kv: set[int] = set()
+    for i, block in enumerate(blocks):
+        where = f"block_configs[{i}]"
+        attention, ffn = (_nas_part(block, part, where) for part in ("attention", "ffn"))
+        if not _nas_flag(attention, "no_op", f"{where}.attention"):
+            group = attention.get("n_heads_in_group")
+            if not isinstance(group, int) or isinstance(group, bool) or group < 1 \
+                    or heads % group:
+                raise GpuarchError(f"{where}.attention.n_heads_in_group: expected a divisor "
+                                   f"of num_attention_heads ({heads}), got {group!r}")
+            kv.add(heads // group)
+            pattern.append("*")
+        if not _nas_flag(ffn, "no_op", f"{where}.ffn"):
+            widths.append(_nas_width(ffn.get("ffn_mult"), hidden, f"{where}.ffn"))
+            pattern.append("-")
+    if len(kv) > 1:
+        raise GpuarchError(f"{path}: block_configs: the attention layers' n_heads_in_group "
+                           f"give {sorted(kv)} KV heads; the shape holds one count")
+    if "*" not in pattern or "-" not in pattern:
+        raise GpuarchError(f"{path}: block_configs: no attention or no MLP in any layer")
+    fields = decoder_fields(cfg, path, label, layers, heads)
+    fields.update(layers=len(pattern), kv_heads=kv.pop())
+    attention_bias = flag(cfg, "attention_bias", False)
+    return TransformerShape(
+        **fields,
+        hybrid_pattern="".join(pattern),
+        ffn_hidden=max(widths),
+        mlp_widths=tuple(widths) if len(set(widths)) > 1 else (),
+        qkv_bias=attention_bias,
+        out_bias=attention_bias,
+        mlp_bias=flag(cfg, "mlp_bias", False),
+    )
+
+
+LAYER_KIND_FAMILIES = {"gemma4_text": _gemma4, "mimo_v2_flash": _mimo_v2_flash,
+                       "nemotron-nas": _nemotron_nas}
 """The model_types read here, and their readers."""
 
 

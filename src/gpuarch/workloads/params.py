@@ -287,7 +287,7 @@ def count_params(s: TransformerShape) -> ParamCount:
         lm_head=lm_head,
         attention=sum(n * attention_params(v) for _, n, v in kinds)
         + s.indexer_layers * indexer_params(s) + compressors,
-        mlp_dense=s.mlp_layers * mlp_params(s, s.d_ffn),
+        mlp_dense=sum(n * mlp_params(s, width) for width, n, _ in s.mlp_kinds()),
         mlp_experts=s.moe_layers * s.experts * routed_expert_params(s),
         mlp_shared=s.moe_layers * s.shared_experts * mlp_params(s, s.d_expert),
         router=s.moe_layers * h * s.experts + router_bias,

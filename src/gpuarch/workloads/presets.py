@@ -92,7 +92,9 @@ def shape_from_mapping(raw: Mapping[str, Any], where: str) -> TransformerShape:
                                    f"{suggestion(str(value), members)}")
             kwargs[key] = members[value]
         elif key in _SHAPE_KEYS:
-            kwargs[key] = value
+            # (TOML and JSON give a list where the shape holds a tuple)
+            kwargs[key] = tuple(value) if key == "mlp_widths" and isinstance(value, list) \
+                else value
         else:
             raise GpuarchError(f"{where}: unknown key {key!r}"
                                f"{suggestion(key, _SHAPE_KEYS | _META_KEYS)}")

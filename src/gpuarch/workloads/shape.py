@@ -478,6 +478,10 @@ class TransformerShape:
     # MLP or an expert block. "" = every layer is attention and MLP (or experts)
     hybrid_pattern: str = ""
     mamba: MambaShape | None = field(default=None)
+    # each MLP block's inner width, in the hybrid pattern's order, where they differ
+    # (Llama-Nemotron's NAS layers: each its own ffn_mult); () = every MLP block d_ffn wide.
+    # d_ffn is then the widest
+    mlp_widths: tuple[int, ...] = ()
     # the longest sequence the model is configured for (config.json's
     # max_position_embeddings: trained, or extended by RoPE scaling in the config); 0 = not
     # given. Informational: estimates run past it and say so
@@ -555,8 +559,27 @@ class TransformerShape:
                                "(compressed attention counts its own)")
         if self.hybrid_pattern or self.mamba is not None:
             self._check_hybrid()
+        if self.mlp_widths:
+            self._check_mlp_widths()
         if self.position is Position.LEARNED and self.max_positions == 0:
             raise GpuarchError("max_positions: a learned position table needs its length")
+
+    def _check_mlp_widths(self) -> None:
+        widths = self.mlp_widths
+        if not isinstance(widths, tuple):
+            raise GpuarchError(f"mlp_widths: expected one width a dense MLP block, got "
+                               f"{widths!r}")
+        for width in widths:
+            _positive("mlp_widths", width)
+        if not self.hybrid_pattern:
+            raise GpuarchError("mlp_widths: MLP blocks of their own widths need a "
+                               "hybrid_pattern placing them")
+        if len(widths) != self.mlp_layers:
+            raise GpuarchError(f"mlp_widths: {len(widths)} widths, but hybrid_pattern has "
+                               f"{self.mlp_layers} MLP blocks (-)")
+        if self.ffn_hidden and self.ffn_hidden != max(widths):
+            raise GpuarchError(f"ffn_hidden: {self.ffn_hidden}, but the widest of mlp_widths "
+                               f"is {max(widths)}; give 0 or that")
 
     def _check_heads(self) -> None:
         """The value width, keys as values and the full layers' own heads: grouped-query
@@ -746,7 +769,34 @@ class TransformerShape:
 
     @property
     def d_ffn(self) -> int:
+        """The dense MLP's inner width (the widest, where the MLP blocks differ)."""
+        if self.mlp_widths:
+            return max(self.mlp_widths)
         return self.ffn_hidden or 4 * self.hidden
+
+    def mlp_kinds(self) -> list[tuple[int, int, TransformerShape]]:
+        """(inner width, dense MLP layers or blocks, the shape as if every MLP had that
+        width) for each width the dense MLPs have, narrowest first; none without them."""
+        if not self.mlp_widths:
+            return [(self.d_ffn, self.mlp_layers, self)] if self.mlp_layers else []
+        return [(w, self.mlp_widths.count(w), _width_view(self, w))
+                for w in sorted(set(self.mlp_widths))]
+
+    @property
+    def mean_mlp_width(self) -> float:
+        """The dense MLPs' mean inner width (d_ffn unless their widths differ)."""
+        if not self.mlp_widths:
+            return float(self.d_ffn)
+        return sum(self.mlp_widths) / len(self.mlp_widths)
+
+    def check_mlp_split(self, tp: int) -> None:
+        """Raise unless ``tp`` divides every dense MLP's inner width, as a column-parallel
+        MLP splits its hidden units (Megatron-Core's and the serving engines' linear layers
+        refuse a width the TP size does not divide)."""
+        for width in sorted(set(self.mlp_widths or (self.d_ffn,))):
+            if width % tp:
+                raise GpuarchError(f"--tp: {tp} does not divide the MLP's {width} hidden "
+                                   "units (--ffn-hidden)")
 
     @property
     def d_expert(self) -> int:
@@ -841,6 +891,12 @@ class TransformerShape:
                 if w_moe * w_window > 0:
                     kinds.append((moe, window, w_moe * w_window))
         return kinds
+
+
+@lru_cache(maxsize=256)
+def _width_view(s: TransformerShape, width: int) -> TransformerShape:
+    """``TransformerShape.mlp_kinds``' view: every dense MLP ``width`` wide."""
+    return replace(s, ffn_hidden=width, mlp_widths=())
 
 
 @lru_cache(maxsize=64)
