@@ -480,3 +480,11 @@ def test_nemotron_nas_is_dense_and_says_what_launch_leaves_out() -> None:
                                                    tp=8))
     assert "pretrain_mamba.py" not in launch.command
     assert any("--heterogeneous-layers-config-path" in n for n in launch.notes)
+
+
+def test_nemotron_nas_mtp_layer_is_a_plain_layer() -> None:
+    """A multi-token prediction block on a NAS model (``--mtp-layers``) is one plain layer:
+    attention and the widest MLP, no pattern."""
+    shape = mtp_layer_shape(preset("llama-3.3-nemotron-super-49b").shape)
+    assert (shape.layers, shape.hybrid_pattern, shape.mlp_widths, shape.d_ffn) == \
+        (1, "", (), 28672)

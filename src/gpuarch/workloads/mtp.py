@@ -30,7 +30,7 @@ def mtp_layer_shape(s: TransformerShape) -> TransformerShape:
     return dataclasses.replace(s.attention_kind(0), name=f"{s.name} MTP layer", layers=1,
                                dense_layers=0,
                                sliding_window=0, sliding_layers=0, attention_chunked=False,
-                               hybrid_pattern="",
+                               hybrid_pattern="", mlp_widths=(),
                                mamba=None, hash_layers=0,
                                compressed=None if c is None
                                else dataclasses.replace(c, ratios=(0,)))
