@@ -479,7 +479,9 @@ def test_nemotron_nas_is_dense_and_says_what_launch_leaves_out() -> None:
     launch = megatron_launch(shape, TrainingConfig(gpus=8, seq_len=4096, global_batch=8,
                                                    tp=8))
     assert "pretrain_mamba.py" not in launch.command
-    assert any("--heterogeneous-layers-config-path" in n for n in launch.notes)
+    assert "--num-layers 80 " in launch.command  # the checkpoint's layers, not its blocks
+    assert any("49 attention and 80 MLP blocks in 80 layers" in n
+               and "--heterogeneous-layers-config-path" in n for n in launch.notes)
 
 
 def test_nemotron_nas_mtp_layer_is_a_plain_layer() -> None:

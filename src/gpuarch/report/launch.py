@@ -118,12 +118,17 @@ def megatron_launch(shape: Any, cfg: Any) -> Launch:
 
     # the model (a hybrid one as Megatron-LM's MambaModel: its layer spec, the block
     # pattern, whose length is --num-layers, and the Mamba-2 mixer's shape)
+    layers = shape.layers
     if shape.is_hybrid and not mamba_hybrid:
+        # a layer is an attention block, an MLP block, or the one then the other
+        layers = shape.hybrid_pattern.count("*") + shape.hybrid_pattern.count("-") \
+            - shape.hybrid_pattern.count("*-")
         notes.append("the layers' own parts (which hold attention, each MLP's width: "
-                     f"{shape.attention_layers} attention and {shape.mlp_layers} MLP blocks) "
-                     "are not emitted: Megatron-LM builds such heterogeneous layers from the "
-                     "checkpoint's block_configs (--heterogeneous-layers-config-path); "
-                     "--num-layers and --ffn-hidden-size below are placeholders for them")
+                     f"{shape.attention_layers} attention and {shape.mlp_layers} MLP blocks "
+                     f"in {layers} layers) are not emitted: Megatron-LM builds such "
+                     "heterogeneous layers from the checkpoint's block_configs "
+                     "(--heterogeneous-layers-config-path); --ffn-hidden-size below is the "
+                     "widest MLP's")
     if mamba_hybrid:
         add("spec", *info["hybrid_spec"])
         add("is_hybrid")
@@ -133,7 +138,7 @@ def megatron_launch(shape: Any, cfg: Any) -> Launch:
             add("mamba_head_dim", shape.mamba.head_dim)
             add("mamba_state", shape.mamba.state)
             add("mamba_groups", shape.mamba.groups)
-    add("layers", shape.layers)
+    add("layers", layers)
     add("hidden", shape.hidden)
     add("heads", shape.heads)
     if shape.n_kv_heads != shape.heads:
