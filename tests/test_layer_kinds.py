@@ -35,7 +35,7 @@ from gpuarch.workloads.flops import forward_flops_per_token
 from gpuarch.workloads.hf import shape_from_hf_config
 from gpuarch.workloads.mtp import mtp_layer_shape
 from gpuarch.workloads.params import attention_params, count_params
-from gpuarch.workloads.shape import FullAttention, TransformerShape
+from gpuarch.workloads.shape import BlockSparseAttention, FullAttention, TransformerShape
 
 CATALOG = load_catalog()
 
@@ -490,3 +490,153 @@ def test_nemotron_nas_mtp_layer_is_a_plain_layer() -> None:
     shape = mtp_layer_shape(preset("llama-3.3-nemotron-super-49b").shape)
     assert (shape.layers, shape.hybrid_pattern, shape.mlp_widths, shape.d_ffn) == \
         (1, "", (), 28672)
+
+
+# MiniMax-M3's config.json (MiniMaxAI/MiniMax-M3, as aiconfigurator-core 0.12.0 ships it):
+# the keys that shape its text model
+MINIMAX_M3 = {"model_type": "minimax_m3", "architectures": ["MiniMaxM3ForCausalLM"],
+              "attention_output_gate": False, "dense_intermediate_size": 12288,
+              "first_k_dense_replace": 3, "head_dim": 128, "hidden_act": "swigluoai",
+              "hidden_size": 6144, "intermediate_size": 3072, "max_position_embeddings": 1048576,
+              "moe_intermediate_size": 3072, "moe_layer_freq": [0] * 3 + [1] * 57,
+              "n_shared_experts": 1, "num_attention_heads": 64, "num_experts_per_tok": 4,
+              "num_hidden_layers": 60, "num_key_value_heads": 4, "num_local_experts": 128,
+              "num_mtp_modules": 7, "qk_norm_type": "per_head",
+              "shared_intermediate_size": 3072, "sparse_attention_config": {
+                  "sparse_attention_freq": [0] * 3 + [1] * 57, "sparse_block_size": 128,
+                  "sparse_disable_index_value": [0] * 3 + [1] * 57, "sparse_index_dim": 128,
+                  "sparse_init_block": 0, "sparse_local_block": 1,
+                  "sparse_num_index_heads": 4, "sparse_score_type": "max",
+                  "sparse_topk_blocks": 16, "use_sparse_attention": True},
+              "swiglu_alpha": 1.702, "swiglu_limit": 7.0, "tie_word_embeddings": False,
+              "use_qk_norm": True, "use_routing_bias": True, "vocab_size": 200064}
+
+
+def test_minimax_m3_count_matches_transformers(tmp_path: Path) -> None:
+    """426,174,565,632: what Transformers 5.25 builds from NVIDIA's MiniMax-M3-NVFP4 config
+    (the same text model; scripts/params_vs_transformers.py), and by hand: untied
+    embeddings, 60 attention layers (64 heads and 4 KV heads of 128, a norm a head width for
+    queries and keys), 57 indexers (4 heads of 128 and one key from the hidden state, their
+    norms), 3 dense MLPs of 12,288, 57 expert layers of 128 experts and one shared MLP of
+    3,072 and a router, two norms a layer and the final one. The multimodal wrapper reads
+    the same, and the flat keys Transformers 5 saves as the nested ones."""
+    shape = _read(tmp_path, MINIMAX_M3)
+    h = 6144
+    attention = 60 * (2 * h * 64 * 128 + 2 * h * 4 * 128 + 2 * 128)
+    indexer = 57 * (h * 4 * 128 + h * 128 + 2 * 128)
+    mlp = 3 * 3 * h * 12288 + 57 * (129 * 3 * h * 3072 + 128 * h)
+    total = 2 * 200064 * h + attention + indexer + mlp + (2 * 60 + 1) * h
+    assert total == 426_174_565_632 == count_params(shape).total
+    assert shape.block_sparse is not None and shape.indexer_layers == 57
+    assert shape.block_sparse.positions == 2048
+    wrapped = {"model_type": "minimax_m3_vl", "text_config": {
+        k: v for k, v in MINIMAX_M3.items() if k not in ("model_type", "architectures")}}
+    assert _read(tmp_path, wrapped).block_sparse == shape.block_sparse
+    assert count_params(_read(tmp_path, wrapped)).total == total
+    flat = {k: v for k, v in MINIMAX_M3.items()
+            if k not in ("sparse_attention_config", "moe_layer_freq")}
+    flat |= {"index_n_heads": 4, "index_head_dim": 128, "index_block_size": 128,
+             "index_topk_blocks": 16, "index_local_blocks": 1,
+             "layer_types": ["full_attention"] * 3 + ["minimax_m3_sparse"] * 57,
+             "mlp_layer_types": ["dense"] * 3 + ["sparse"] * 57}
+    assert _read(tmp_path, flat) == shape
+    assert count_params(preset("minimax-m3").shape).total == total
+
+
+def test_block_sparse_costs() -> None:
+    """The sparse layers' attention reads and computes over their blocks' 2,048 positions
+    (as a window of that many) and their indexer scores every earlier position (4 heads of
+    128, QK only); the 3 dense layers attend to all; the cache holds every position's keys
+    and values in every layer and the indexer's key in the sparse ones."""
+    shape = preset("minimax-m3").shape
+    seq = 32768
+    f = forward_flops_per_token(shape, seq)
+    window = 2048  # counted in full: min(seq, window) keys
+    core = 2 * 64 * 256 * (3 * seq + 57 * window) + 2 * 4 * 128 * seq * 57
+    assert f.attention_core == pytest.approx(core)
+    assert kv_bytes_per_token(shape, 2.0) == 60 * 4 * 256 * 2 + 57 * 128 * 2
+    assert kv_bytes_per_sequence(shape, 2.0, seq) == pytest.approx(
+        seq * (60 * 4 * 256 * 2 + 57 * 128 * 2))
+    cfg = InferenceConfig(input_len=seq, output_len=64, batch=4)
+    runner = ReplicaRunner(CATALOG, shape, CATALOG.product("h200"), cfg, None,
+                           DEFAULT_EFFICIENCY)
+    sparse = runner._attention_ops(shape.attention_kind(window), 4.0, 4.0, 1, seq, window,
+                                   prefill=False)
+    dense = runner._attention_ops(shape.attention_kind(0), 4.0, 4.0, 1, seq, 0,
+                                  prefill=False)
+    core_sparse = next(op for op in sparse if isinstance(op, Attention) and op.values)
+    core_dense = next(op for op in dense if isinstance(op, Attention) and op.values)
+    assert core_sparse.kv_bytes(2.0) == pytest.approx(4 * window * 4 * 256 * 2.0)
+    assert core_dense.kv_bytes(2.0) == pytest.approx(4 * seq * 4 * 256 * 2.0)
+    scores = next(op for op in sparse if isinstance(op, Attention) and not op.values)
+    assert scores.kv_bytes(2.0) == pytest.approx(4 * seq * 128 * 2.0)
+    assert not any(isinstance(op, Attention) and not op.values for op in dense)
+
+
+def test_block_sparse_beyond_the_sequence_changes_nothing() -> None:
+    """Where every layer's blocks cover the whole sequence, block-sparse attention costs
+    what dense attention does plus its indexer's projections and scores: the same
+    attention core, more projections; the same KV cache but the indexer's keys."""
+    base = TransformerShape(name="m", layers=8, hidden=2048, heads=16, kv_heads=4,
+                            vocab=32000)
+    sparse = dataclasses.replace(base, block_sparse=BlockSparseAttention(
+        index_heads=4, index_head_dim=64, block=128, topk_blocks=64))
+    seq = 4096  # = 64 blocks of 128
+    fb, fs = forward_flops_per_token(base, seq), forward_flops_per_token(sparse, seq)
+    assert fs.attention_core == pytest.approx(fb.attention_core + 2 * 4 * 64 * seq * 8)
+    indexer = 2048 * 4 * 64 + 2048 * 64 + 2 * 64
+    assert fs.attention_proj == pytest.approx(fb.attention_proj + 2 * 8 * indexer)
+    assert count_params(sparse).total == count_params(base).total + 8 * indexer
+    assert kv_bytes_per_token(sparse, 2.0) == kv_bytes_per_token(base, 2.0) + 8 * 64 * 2.0
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (lambda c: c["sparse_attention_config"].update(sparse_init_block=1),
+     "sparse_init_block: 1 initial blocks"),
+    (lambda c: c["sparse_attention_config"].update(sparse_local_block=20),
+     "index_local_blocks: 20 local blocks do not fit the top 16"),
+    (lambda c: c["sparse_attention_config"].update(
+        sparse_disable_index_value=[0] * 60), "the indexer's value path is not read"),
+    (lambda c: c["sparse_attention_config"].update(sparse_attention_freq=[1] * 59),
+     "sparse_attention_freq: expected 60 entries"),
+    (lambda c: c.update(attention_output_gate=True), "attention_output_gate"),
+    (lambda c: c.update(qk_norm_type="per_layer"), "qk_norm_type: 'per_layer' is not read"),
+    (lambda c: c.update(shared_intermediate_size=4000),
+     "shared_intermediate_size: .* must be a multiple of it, got 4000"),
+    (lambda c: c.update(moe_layer_freq=[2] * 60), "moe_layer_freq: expected 60 entries"),
+])
+def test_minimax_m3_refusals_name_the_key(tmp_path: Path, change: Any, message: str) -> None:
+    cfg = json.loads(json.dumps(MINIMAX_M3))
+    change(cfg)
+    with pytest.raises(GpuarchError, match=message):
+        _read(tmp_path, cfg)
+
+
+def test_block_sparse_checks() -> None:
+    with pytest.raises(GpuarchError, match="sliding_window: not with block_sparse"):
+        TransformerShape(name="t", layers=4, hidden=512, heads=8, vocab=1000,
+                         sliding_window=128, block_sparse=BlockSparseAttention(
+                             index_heads=1, index_head_dim=64, block=64, topk_blocks=4))
+    with pytest.raises(GpuarchError, match=r"block_sparse\.layers: 9 exceeds layers 4"):
+        TransformerShape(name="t", layers=4, hidden=512, heads=8, vocab=1000,
+                         block_sparse=BlockSparseAttention(
+                             index_heads=1, index_head_dim=64, block=64, topk_blocks=4,
+                             layers=9))
+    with pytest.raises(GpuarchError, match=r"block_sparse\.block: expected an integer"):
+        BlockSparseAttention(index_heads=1, index_head_dim=64, block=0, topk_blocks=4)
+
+
+def test_minimax_m3_estimates_and_says_so(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["estimate", "infer", "--model", "minimax-m3", "--gpu", "h200", "--gpus", "8",
+                 "--tp", "8", "--ep", "8", "--input-len", "8000", "--output-len", "500",
+                 "--batch", "8", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    note = out["assumptions"]["block_sparse_attention"]
+    assert (note["positions"], note["sparse_layers"]) == (2048, 57)
+    assert main(["models", "minimax-m3"]) == 0
+    assert "block-sparse in 57 of 60 layers" in capsys.readouterr().out
+    assert main(["estimate", "train", "--model", "minimax-m3", "--gpu", "h100", "--gpus",
+                 "256", "--tp", "2", "--pp", "4", "--ep", "16", "--seq-len", "8192",
+                 "--global-batch", "512", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert "block-sparse attention" in out["assumptions"]["sparse_attention"]

@@ -729,8 +729,8 @@ def test_hf_config_family_by_architectures(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("cfg", "why"), [
     ({"model_type": "kimi_k3", "text_config": {"model_type": "kimi_linear"}},
      "Kimi Delta Attention"),
-    ({"model_type": "a_wrapper", "text_config": {"model_type": "minimax_m3"}},
-     "MiniMax-M3's sparse-attention layers"),
+    ({"model_type": "a_wrapper", "text_config": {"model_type": "step3p7"}},
+     "Step-3.7's head-wise attention gate"),
     ({"model_type": "a_wrapper", "text_config": {"model_type": ["gemma4"]}},
      "model_type 'a_wrapper' is not supported"),
 ])

@@ -610,6 +610,20 @@ def _serving_assumptions(catalog: Catalog, shape: TransformerShape, product: Pro
             "latent_bytes_per_position_layer": mla_entry_bytes(
                 shape, cfg.quant.kv_cache.bytes, cfg.mla_cache)}
         if shape.mla is not None and shape.mla.sparse else None,
+        # block-sparse attention (MiniMax-M3): the positions a sparse layer's query attends
+        # to, its indexer's heads and key, and the precision its scores run in
+        "block_sparse_attention": {
+            "positions": shape.block_sparse.positions,
+            "topk_blocks": shape.block_sparse.topk_blocks,
+            "block": shape.block_sparse.block,
+            "index_heads": shape.block_sparse.index_heads,
+            "index_head_dim": shape.block_sparse.index_head_dim,
+            "index_key_bytes_per_position_layer": shape.block_sparse.index_key_bytes(
+                cfg.quant.kv_cache.bytes),
+            "sparse_layers": shape.indexer_layers,
+            "indexer_replicated_gpus": cfg.tp,
+            "indexer_math": "16-bit"}
+        if shape.block_sparse is not None else None,
         # DeepSeek-V4's compressed attention: what a query attends to in each kind of layer,
         # the cache's layout and the indexer's
         "compressed_attention": _compressed_note(shape, cfg)

@@ -41,7 +41,8 @@ def kv_bytes_per_token(shape: TransformerShape, element: float, tp: int = 1,
                        mla_cache: str = "tensor") -> float:
     """KV-cache bytes one token adds per GPU, all layers: 2 (K and V) x KV heads (not fewer
     than one per GPU when TP exceeds them) x head dim x layers x element (a hybrid model's
-    attention blocks only); MLA stores its compressed latent and the rotary key instead, and
+    attention blocks only; a block-sparse layer's indexer key too, on every GPU); MLA
+    stores its compressed latent and the rotary key instead, and
     a sparse-attention indexer its FP8 key and scale beside them (in FP8 whatever the cache's
     element: DeepGEMM's MQA-logits kernels read FP8 keys), the latent of a one-byte cache
     in FlashMLA's layout where ``mla_cache`` says so (``MLA_CACHES``). DeepSeek-V4: the
@@ -51,8 +52,10 @@ def kv_bytes_per_token(shape: TransformerShape, element: float, tp: int = 1,
     if shape.mla is not None:
         return float(mla_entry_bytes(shape, element, mla_cache) * shape.layers
                      + shape.mla.index_key_bytes * shape.indexer_layers)
+    index_keys = shape.indexer_layers * shape.block_sparse.index_key_bytes(element) \
+        if shape.block_sparse is not None else 0.0
     return float(sum(_layer_kv_width(view, tp) * n for _, n, view in shape.attention_kinds())
-                 * element)
+                 * element) + index_keys
 
 
 def _layer_kv_width(shape: TransformerShape, tp: int) -> int:

@@ -354,7 +354,9 @@ class ReplicaRunner:
         # FP8 Tensor Cores (DeepGEMM's MQA-logits kernels, which the engines call)
         self.indexer_device = self.device
         self.op_shares = layer_op_shares(shape)
-        if shape.indexer_layers:
+        # (a block-sparse model's indexer in the scheme's format: its FP8 kernels are not
+        # published)
+        if shape.indexer_layers and shape.block_sparse is None:
             self.indexer_device = self.device.with_fp8_attention() or self.device
         # the fused MoE block's fixed time per expert layer and pass (TensorRT-LLM's kernels
         # on Blackwell their own)
@@ -513,8 +515,13 @@ class ReplicaRunner:
         if s.mla is not None and s.mla.sparse:
             # DeepSeek Sparse Attention: the indexer scores every held position, and the
             # attention reads only the index_topk it picks (as a window of that many would)
-            ops += self._indexer_ops(tokens, seqs, q_len, ctx)
+            ops += self._indexer_ops(s, tokens, seqs, q_len, ctx)
             window = s.mla.index_topk
+        elif s.block_sparse is not None:
+            # a block-sparse layer (MiniMax-M3; its dense layers' view has none): the indexer
+            # scores every held position, and the attention reads the blocks it picks (the
+            # layer kind's window, their positions)
+            ops += self._indexer_ops(s, tokens, seqs, q_len, ctx)
         ops.append(Attention(seqs, q_len, ctx, heads, kv, d, causal=True,
                              kv_element=kv_element, window=window, chunked=chunked,
                              kv_head_reads=reads,
@@ -551,23 +558,30 @@ class ReplicaRunner:
             return False
         return bool(np.all(np.asarray(ctx) > m.index_topk))
 
-    def _indexer_ops(self, tokens: Num, seqs: Num, q_len: int, ctx: Num) -> list[Op]:
+    def _indexer_ops(self, s: TransformerShape, tokens: Num, seqs: Num, q_len: int, ctx: Num
+                     ) -> list[Op]:
         """A sparse-attention layer's indexer: its projections, whole on every tensor-
         parallel GPU, and its scores of each query's heads against every held position's
         FP8 key (``INDEXER``). Where no more positions are held than it would choose, the
         engines skip the scores and the top-k (TensorRT-LLM's fast path for short
         sequences, PR 9524; SGLang's dense prefill below 2,048 tokens): their work counts
-        for nothing there."""
-        m = self.s.mla
-        assert m is not None
+        for nothing there. A block-sparse layer's (MiniMax-M3) the same, its key at the
+        cache's width, its top-k its blocks' positions."""
+        b = s.block_sparse
+        if b is not None:
+            heads, dim, topk = b.index_heads, b.index_head_dim, b.positions
+            key_bytes = b.index_key_bytes(self.cfg.quant.kv_cache.bytes)
+        else:
+            m = s.mla
+            assert m is not None
+            heads, dim, topk, key_bytes = (m.index_heads, m.index_head_dim, m.index_topk,
+                                           float(m.index_key_bytes))
         ops: list[Op] = [self._gemm(tokens, n, k, name)
-                         for name, n, k in indexer_projections(self.s)]
-        if isinstance(ctx, np.ndarray) or ctx > m.index_topk:
-            scored = where(ctx > m.index_topk, 1.0, 0.0)
-            ops.append(Attention(seqs * scored, q_len, ctx, m.index_heads, 1,
-                                 m.index_head_dim, causal=True,
-                                 kv_element=m.index_key_bytes / m.index_head_dim,
-                                 values=False, name=INDEXER))
+                         for name, n, k in indexer_projections(s)]
+        if isinstance(ctx, np.ndarray) or ctx > topk:
+            scored = where(ctx > topk, 1.0, 0.0)
+            ops.append(Attention(seqs * scored, q_len, ctx, heads, 1, dim, causal=True,
+                                 kv_element=key_bytes / dim, values=False, name=INDEXER))
         return ops
 
     @cached_property

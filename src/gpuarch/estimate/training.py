@@ -573,6 +573,16 @@ def _add_kernel_notes(assumptions: dict[str, Any], shape: TransformerShape, prod
             "attention core without values, its backward as an attention's, in the run's "
             "precision, whole on each tensor-parallel GPU); its activations are not counted "
             "in memory")
+    if shape.block_sparse is not None:
+        b = shape.block_sparse
+        assumptions["sparse_attention"] = (
+            f"block-sparse attention: in {shape.indexer_layers} of the "
+            f"{shape.attention_layers} layers each query attends to its top {b.topk_blocks} "
+            f"blocks of {b.block} positions (priced as a window of {b.positions:,}), which "
+            f"an indexer of {b.index_heads} heads of {b.index_head_dim} picks by scoring "
+            "every earlier position (an attention core without values, its backward as an "
+            "attention's, in the run's precision, whole on each tensor-parallel GPU); its "
+            "activations are not counted in memory")
     if shape.compressed is not None:
         c = shape.compressed
         assumptions["compressed_attention"] = (

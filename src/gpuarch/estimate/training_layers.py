@@ -249,6 +249,15 @@ def _attention_ops(s: TransformerShape, cfg: TrainingConfig, tokens: Num, window
                                                            m.index_head_dim),
                                            values=False, name=INDEXER))
             window = m.index_topk
+        elif s.block_sparse is not None:
+            # a block-sparse layer (MiniMax-M3; its dense layers' view has none): the same
+            # indexer over every earlier position, the attention over the blocks it picks
+            # (the layer kind's window, their positions)
+            b = s.block_sparse
+            ops += [Gemm(tokens, n, k, name=name) for name, n, k in indexer_projections(s)]
+            ops.append(dataclasses.replace(fused_attention(cfg, b.index_heads, 1,
+                                                           b.index_head_dim),
+                                           values=False, name=INDEXER))
         # with context parallelism each GPU does 1/CP of the (load-balanced) causal work,
         # in calls over its chunk around a ring (p2p) or over the whole sequence (a2a's
         # head split, all_gather's gathered keys); packed documents are so many short

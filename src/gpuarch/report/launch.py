@@ -199,6 +199,9 @@ def megatron_launch(shape: Any, cfg: Any) -> Launch:
                      f"{full.head_dim}{', keys as values' if full.keys_are_values else ''}) "
                      "are not "
                      "emitted: the flags above give every layer the window layers' heads")
+    if shape.block_sparse is not None:
+        notes.append("block-sparse attention (MiniMax-M3's indexer and top-k blocks) is not "
+                     "emitted: the flags give every layer dense attention")
     if shape.v_head_dim or shape.keys_are_values:
         notes.append("value heads narrower than the key heads, or keys that are also the "
                      "values, have no flag here")

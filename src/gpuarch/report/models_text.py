@@ -139,6 +139,12 @@ def render_preset(p: Preset) -> str:
         reach = (f"within {s.sliding_window}-token chunks" if s.attention_chunked
                  else f"to {s.sliding_window} tokens")
         lines.append(f"  window        {s.windowed_layers} layers attend {reach}")
+    if s.block_sparse is not None:
+        b = s.block_sparse
+        lines.append(f"  sparse        block-sparse in {s.indexer_layers} of {s.attention_layers} "
+                     f"layers: an indexer of {b.index_heads} heads of {b.index_head_dim} keeps "
+                     f"each query's top {b.topk_blocks} blocks of {b.block} positions "
+                     f"({b.positions:,}; its key cached beside the layer's)")
     if s.full_attention is not None:
         full = s.attention_kind(0)
         lines.append(f"  full layers   {s.layers - s.windowed_layers} layers of {full.n_kv_heads}"

@@ -202,7 +202,14 @@ def forward_flops_per_token(s: TransformerShape, seq_len: int, *, causal: bool =
         window_keys = _chunk_keys(seq_len, s.sliding_window, causal)
     else:
         window_keys = _window_keys(seq_len, s.sliding_window, causal) if windowed else 0.0
-    if s.mla is not None and s.mla.sparse:
+    b = s.block_sparse
+    if b is not None:
+        # block-sparse attention (MiniMax-M3): its sparse layers attend to at most their
+        # blocks' positions (as a window of that many), and their indexer scores every
+        # earlier position with its heads (QK^T only)
+        windowed, window_keys = s.indexer_layers, _window_keys(seq_len, b.positions, causal)
+        indexer_core = 2.0 * b.index_heads * b.index_head_dim * full_keys * s.indexer_layers
+    elif s.mla is not None and s.mla.sparse:
         # DeepSeek Sparse Attention: every query attends to at most index_topk positions
         # (the keys a window of that size would give), and the indexer scores every earlier
         # position with its heads (QK^T only: no values)

@@ -14,7 +14,8 @@ qwen3_5_text / qwen3_5_moe_text (Qwen3-Next and Qwen3.5: Gated DeltaNet or gated
 layers, each with an MLP or experts; the multimodal qwen3_5 / qwen3_5_moe checkpoints through
 their text_config), gemma4 / gemma4_text and mimo_v2_flash (Gemma 4 and MiMo-V2-Flash,
 whose full-attention layers have heads of their own) and nemotron-nas (Llama-Nemotron's NAS
-layers: ``hf_layer_kinds.py``), and the
+layers) and minimax_m3 / minimax_m3_vl (MiniMax-M3's block-sparse attention:
+``hf_layer_kinds.py``), and the
 families whose attention and MLP run side by side
 (``parallel_attention``): gptj, gpt_neox (unless ``use_parallel_residual`` is false) and
 falcon (unless ``parallel_attn`` is false; ALiBi where ``alibi`` is set).
@@ -71,7 +72,7 @@ SUPPORTED_MODEL_TYPES = frozenset(_LLAMA_LIKE | _LLAMA4 | _GEMMA | _GATED_DELTA
                                   | {"gpt2", "nemotron", "nemotron_h", "granitemoehybrid",
                                      "mamba2", "gptj", "gpt_neox", "falcon", "bloom",
                                      "deepseek_v4", "gemma4_text", "mimo_v2_flash",
-                                     "nemotron-nas"})
+                                     "nemotron-nas", "minimax_m3", "minimax_m3_vl"})
 # model_types whose language model is a supported family's, read as that family: the text
 # models of Qwen2-VL, Qwen2.5-VL and Qwen3-VL (dense and MoE; their multimodal rotary
 # positions carry no parameters; the older Qwen2-VL configs put the text fields at the top
@@ -96,7 +97,7 @@ _ARCHITECTURES = {
     "Gemma2ForCausalLM": "gemma2", "Gemma3ForCausalLM": "gemma3_text",
     "NemotronHForCausalLM": "nemotron_h", "MiMoForCausalLM": "qwen2",
     "Gemma4ForCausalLM": "gemma4_text", "MiMoV2FlashForCausalLM": "mimo_v2_flash",
-    "DeciLMForCausalLM": "nemotron-nas"}
+    "DeciLMForCausalLM": "nemotron-nas", "MiniMaxM3ForCausalLM": "minimax_m3"}
 
 
 def _get(cfg: dict[str, Any], path: Path, *keys: str, default: Any = ...) -> Any:
@@ -172,7 +173,8 @@ def shape_from_hf_config(path: Path, name: str | None = None) -> TransformerShap
             return _falcon(cfg, path, label)
         if model_type in _GEMMA:
             return _gemma(cfg, path, label, model_type)
-        if model_type in ("gemma4_text", "mimo_v2_flash", "nemotron-nas"):
+        if model_type in ("gemma4_text", "mimo_v2_flash", "nemotron-nas", "minimax_m3",
+                          "minimax_m3_vl"):
             # (imported here: that module reads configs with this one's helpers)
             from gpuarch.workloads.hf_layer_kinds import shape_of_family
             return shape_of_family(model_type, cfg, path, label)
@@ -206,10 +208,9 @@ _MLP_BIAS_KEY = {"llama", "granite"}
 # families seen in published checkpoints whose layers the shape cannot hold yet, and why
 _NOT_YET = {
     "kimi_linear": "Kimi Linear's Kimi Delta Attention layers beside its MLA layers",
-    "minimax_m3": "MiniMax-M3's sparse-attention layers and its dense and expert widths",
     "step3p7": "Step-3.7's head-wise attention gate and vision model",
 }
-_NOT_YET |= {"kimi_k3": _NOT_YET["kimi_linear"], "minimax_m3_vl": _NOT_YET["minimax_m3"]}
+_NOT_YET |= {"kimi_k3": _NOT_YET["kimi_linear"]}
 
 
 def _family(model_type: Any) -> str | None:

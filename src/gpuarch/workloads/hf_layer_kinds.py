@@ -7,7 +7,9 @@ agree with the models Transformers builds (scripts/params_vs_transformers.py,
 docs/models.md); and Llama-Nemotron's neural-architecture-search layers (``nemotron-nas``:
 each layer with or without attention and with an MLP of its own width, read as a pattern of
 attention and MLP blocks with ``mlp_widths``), as NVIDIA's DeciLM modeling code builds them
-(the remote code its checkpoints ship; TensorRT-LLM's and vLLM's nemotron_nas models).
+(the remote code its checkpoints ship; TensorRT-LLM's and vLLM's nemotron_nas models); and
+MiniMax-M3's block-sparse attention layers beside its dense ones (``minimax_m3``,
+``minimax_m3_vl``: ``TransformerShape.block_sparse``), as Transformers 5.25 builds them.
 """
 
 from __future__ import annotations
@@ -20,7 +22,14 @@ from gpuarch.workloads.hf import EXPERT_COUNT_KEYS
 from gpuarch.workloads.hf import _decoder_fields as decoder_fields
 from gpuarch.workloads.hf import _flag as flag
 from gpuarch.workloads.hf import _get as get
-from gpuarch.workloads.shape import FfnKind, FullAttention, QkNorm, TransformerShape
+from gpuarch.workloads.hf import _glu_limit as glu_limit
+from gpuarch.workloads.shape import (
+    BlockSparseAttention,
+    FfnKind,
+    FullAttention,
+    QkNorm,
+    TransformerShape,
+)
 
 __all__ = ["LAYER_KIND_FAMILIES", "shape_of_family"]
 
@@ -309,8 +318,133 @@ def _nemotron_nas(cfg: dict[str, Any], path: Path, label: str) -> TransformerSha
     )
 
 
+def _flags_list(cfg: dict[str, Any], path: Path, key: str, layers: int,
+                values: dict[Any, bool]) -> list[bool] | None:
+    """A per-layer list of ``key`` whose entries are the keys of ``values`` (read as their
+    values); None where the config gives none."""
+    kinds = cfg.get(key)
+    if kinds is None:
+        return None
+    if not isinstance(kinds, list) or len(kinds) != layers \
+            or any(isinstance(k, bool) or k not in values for k in kinds):
+        raise GpuarchError(f"{path}: {key}: expected {layers} entries (num_hidden_layers), "
+                           f"each one of {', '.join(map(repr, values))}, got {kinds!r}"[:300])
+    return [values[k] for k in kinds]
+
+
+# Transformers' MiniMaxM3VLTextConfig's flat names for the sparse-attention keys the
+# published config nests in sparse_attention_config, and their defaults
+_M3_SPARSE_KEYS = {"index_n_heads": ("sparse_num_index_heads", 4),
+                   "index_head_dim": ("sparse_index_dim", 128),
+                   "index_block_size": ("sparse_block_size", 128),
+                   "index_topk_blocks": ("sparse_topk_blocks", 16),
+                   "index_local_blocks": ("sparse_local_block", 1)}
+
+
+def _m3_block_sparse(cfg: dict[str, Any], path: Path, layers: int
+                     ) -> BlockSparseAttention | None:
+    """MiniMax-M3's sparse layers: ``layer_types`` ("minimax_m3_sparse", Transformers 5),
+    else ``sparse_attention_config``'s ``sparse_attention_freq`` (1 a sparse layer); their
+    indexer from the flat keys, else the nested ones, else Transformers' defaults. Refused:
+    an initial block every query also keeps (``sparse_init_block``, which Transformers does
+    not build), more local blocks than the top-k holds, and a sparse layer with the
+    indexer's value path (``sparse_disable_index_value`` 0; every published layer has it
+    off)."""
+    nested = cfg.get("sparse_attention_config") or {}
+    if not isinstance(nested, dict):
+        raise GpuarchError(f"{path}: sparse_attention_config: expected an object, got "
+                           f"{nested!r}")
+    sparse = _flags_list(cfg, path, "layer_types", layers,
+                         {"minimax_m3_sparse": True, "full_attention": False})
+    if sparse is None:
+        sparse = _flags_list(nested, path, "sparse_attention_freq", layers,
+                             {1: True, 0: False})
+    if sparse is None or not any(sparse) or nested.get("use_sparse_attention") is False:
+        return None
+    sizes = {}
+    for flat, (legacy, default) in _M3_SPARSE_KEYS.items():
+        sizes[flat] = get(cfg, path, flat, default=get(nested, path, legacy, default=default))
+    init = get(nested, path, "sparse_init_block", default=0)
+    if init:
+        raise GpuarchError(f"{path}: sparse_init_block: {init} initial blocks every query "
+                           "keeps are not read (Transformers builds none)")
+    if sizes["index_local_blocks"] > sizes["index_topk_blocks"]:
+        raise GpuarchError(f"{path}: index_local_blocks: {sizes['index_local_blocks']} local "
+                           f"blocks do not fit the top {sizes['index_topk_blocks']}")
+    no_value = _flags_list(nested, path, "sparse_disable_index_value", layers,
+                           {1: True, 0: False})
+    if no_value is not None and any(s and not v for s, v in zip(sparse, no_value,
+                                                                    strict=True)):
+        raise GpuarchError(f"{path}: sparse_disable_index_value: a sparse layer with the "
+                           "indexer's value path is not read (every published layer has it "
+                           "off)")
+    count = sum(sparse)
+    return BlockSparseAttention(index_heads=sizes["index_n_heads"],
+                                index_head_dim=sizes["index_head_dim"],
+                                block=sizes["index_block_size"],
+                                topk_blocks=sizes["index_topk_blocks"],
+                                layers=0 if count == layers else count)
+
+
+def _minimax_m3(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
+    """MiniMax-M3 (``minimax_m3``; the multimodal ``minimax_m3_vl``'s text_config, its
+    vision tower not counted): grouped-query attention with each head's queries and keys
+    normed, block-sparse in most layers (``_m3_block_sparse``); experts of
+    ``intermediate_size`` (top ``num_experts_per_tok`` of ``num_local_experts``) with one
+    shared MLP of ``shared_intermediate_size``, read as shared experts of the routed width;
+    dense layers (``mlp_layer_types`` "dense", else ``moe_layer_freq`` 0, else the first
+    ``first_k_dense_replace``) of ``dense_intermediate_size``; a clamped GLU
+    (``swiglu_limit``, GPT-OSS's). The router's score-correction bias is a buffer, not
+    counted; the multi-token prediction modules are a training setting here. As
+    Transformers' MiniMaxM3VLTextModel builds them (5.25), whose defaults fill what a
+    config leaves out."""
+    if cfg.get("model_type") == "minimax_m3_vl" or "text_config" in cfg:
+        text = cfg.get("text_config")
+        if not isinstance(text, dict):
+            raise GpuarchError(f"{path}: text_config: expected an object, got {text!r}"[:200])
+        tied = {} if "tie_word_embeddings" in text or "tie_word_embeddings" not in cfg \
+            else {"tie_word_embeddings": cfg["tie_word_embeddings"]}
+        cfg = {**text, **tied}
+    if flag(cfg, "attention_output_gate", False):
+        raise GpuarchError("attention_output_gate: the attention's output gate is not read "
+                           "yet (no published MiniMax-M3 sets it)")
+    layers = get(cfg, path, "num_hidden_layers", default=60)
+    heads = get(cfg, path, "num_attention_heads", default=64)
+    defaults = {"hidden_size": 6144, "num_key_value_heads": 4, "head_dim": 128,
+                "vocab_size": 200064, "max_position_embeddings": 524288}
+    fields = decoder_fields({**defaults, **cfg}, path, label, layers, heads)
+    experts = get(cfg, path, "num_local_experts", default=128)
+    width = get(cfg, path, "intermediate_size", default=3072)
+    shared = get(cfg, path, "shared_intermediate_size", default=3072)
+    if width < 1 or shared % width:
+        raise GpuarchError(f"{path}: shared_intermediate_size: the shared MLP is read as "
+                           f"shared experts of intermediate_size ({width}), so it must be a "
+                           f"multiple of it, got {shared}")
+    dense = _flags_list(cfg, path, "mlp_layer_types", layers, {"dense": True, "sparse": False})
+    if dense is None:
+        dense = _flags_list(cfg, path, "moe_layer_freq", layers, {0: True, 1: False})
+    dense_layers = sum(dense) if dense is not None \
+        else get(cfg, path, "first_k_dense_replace", default=0)
+    qk = cfg.get("qk_norm_type", "per_head")
+    if qk != "per_head":
+        raise GpuarchError(f"{path}: qk_norm_type: {qk!r} is not read (per_head is)")
+    moe = {"experts": experts, "experts_per_token": get(cfg, path, "num_experts_per_tok",
+                                                        default=4),
+           "moe_ffn_hidden": width, "shared_experts": shared // width,
+           "dense_layers": dense_layers} if experts else {}
+    return TransformerShape(
+        **fields,
+        ffn_hidden=get(cfg, path, "dense_intermediate_size", default=12288),
+        qk_norm=QkNorm.HEAD if flag(cfg, "use_qk_norm", True) else QkNorm.NONE,
+        glu_limit=glu_limit(cfg, path),
+        block_sparse=_m3_block_sparse(cfg, path, layers),
+        **moe,
+    )
+
+
 LAYER_KIND_FAMILIES = {"gemma4_text": _gemma4, "mimo_v2_flash": _mimo_v2_flash,
-                       "nemotron-nas": _nemotron_nas}
+                       "nemotron-nas": _nemotron_nas, "minimax_m3": _minimax_m3,
+                       "minimax_m3_vl": _minimax_m3}
 """The model_types read here, and their readers."""
 
 

@@ -123,8 +123,13 @@ def indexer_projections(s: TransformerShape) -> list[tuple[str, int, int]]:
     from the hidden state (DeepSeek-V3.2-Exp inference/model.py, ``Indexer``); none without
     an indexer. The engines and the reference code run them whole on every tensor-parallel
     GPU: each needs every head's scores to pick the positions. DeepSeek-V4's indexer makes
-    its keys with its own overlapping compressor (wkv and wgate, twice its head width)."""
+    its keys with its own overlapping compressor (wkv and wgate, twice its head width).
+    MiniMax-M3's block-sparse indexer: its queries and key from the hidden state."""
     q, k, weights = INDEXER_OPS[:3]
+    b = s.block_sparse
+    if b is not None:
+        # MiniMax-M3's: queries and the one key from the hidden state, no weights
+        return [(q, b.index_heads * b.index_head_dim, s.hidden), (k, b.index_head_dim, s.hidden)]
     c = s.compressed
     if c is not None:
         return [(q, c.index_heads * c.index_head_dim, c.q_lora_rank),
@@ -142,7 +147,11 @@ def indexer_params(s: TransformerShape) -> int:
     """One layer's indexer (DeepSeek Sparse Attention): its three projections and the
     LayerNorm over its key (weight and bias); DeepSeek-V4's: its query and weight
     projections and its own compressor (wkv and wgate, a bias per window position, a
-    norm); 0 without one."""
+    norm); MiniMax-M3's: its two projections and their head-wide norms; 0 without one."""
+    b = s.block_sparse
+    if b is not None:
+        # its projections and a norm over the queries' and the key's head width
+        return sum(n * k for _, n, k in indexer_projections(s)) + 2 * b.index_head_dim
     c = s.compressed
     if c is not None:
         # its compressor's bias per window position (CSA_RATIO of twice its head width)
@@ -180,7 +189,8 @@ def layer_op_shares(s: TransformerShape) -> dict[str, float]:
     layer has one, DeepSeek-V4's compressors (``compressor_projection``, one a ratio).
     Estimates price one mean layer: such an operator's time counts its share."""
     shares: dict[str, float] = {}
-    if s.indexer_layers and s.indexer_share != 1.0:
+    # (a block-sparse model's indexer runs in its sparse layers, a kind of their own)
+    if s.indexer_layers and s.indexer_share != 1.0 and s.block_sparse is None:
         shares.update(dict.fromkeys(INDEXER_OPS, s.indexer_share))
     c = s.compressed
     if c is not None:

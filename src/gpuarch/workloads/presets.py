@@ -16,6 +16,7 @@ from gpuarch.catalog.lookup import Resolver
 from gpuarch.errors import GpuarchError, UnknownNameError, suggestion
 from gpuarch.workloads.hf_quant import CheckpointFormats, declared_quantization
 from gpuarch.workloads.shape import (
+    BlockSparseAttention,
     CompressedAttention,
     FfnKind,
     FullAttention,
@@ -35,7 +36,8 @@ _ENUMS: dict[str, type[Enum]] = {"ffn_kind": FfnKind, "norm": NormKind, "positio
                                   "qk_norm": QkNorm}
 _TABLES: dict[str, type[Any]] = {"mla": MlaShape, "mamba": MambaShape,
                                   "compressed": CompressedAttention,
-                                  "full_attention": FullAttention}
+                                  "full_attention": FullAttention,
+                                  "block_sparse": BlockSparseAttention}
 """A shape's parts given as tables of their own, by key."""
 _SHAPE_KEYS = {f.name for f in fields(TransformerShape)} - {"name", *_TABLES}
 _TABLE_KEYS = {key: {f.name for f in fields(kind)} for key, kind in _TABLES.items()}

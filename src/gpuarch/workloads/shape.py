@@ -12,7 +12,8 @@ from functools import lru_cache
 
 from gpuarch.errors import GpuarchError, check_count, check_number
 
-__all__ = ["CSA_RATIO", "FINE_GRAINED_EXPERTS", "HYBRID_BLOCKS", "CompressedAttention",
+__all__ = ["CSA_RATIO", "FINE_GRAINED_EXPERTS", "HYBRID_BLOCKS", "BlockSparseAttention",
+           "CompressedAttention",
            "FfnKind", "FullAttention", "MambaShape", "MlaShape", "NormKind", "Position", "QkNorm",
            "TransformerShape"]
 
@@ -350,6 +351,40 @@ class FullAttention:
                                f"the keys' width ({self.head_dim}), got {self.v_head_dim}")
 
 
+@dataclass(frozen=True, kw_only=True)
+class BlockSparseAttention:
+    """Block-sparse grouped-query attention (MiniMax-M3): in each of ``layers`` attention
+    layers (0: every one; the others attend to every position) a lightning indexer of
+    ``index_heads`` heads of ``index_head_dim`` (its queries from the hidden state, one shared
+    key a position, each normed) scores every earlier position, max-pools the scores into
+    blocks of ``block`` positions and keeps the ``topk_blocks`` best for each query, the
+    query's own block among them; the attention then reads those blocks' keys and values
+    only. Weights a layer (Transformers' MiniMaxM3VLIndexer): q_proj (hidden to heads x
+    head dim), k_proj (hidden to head dim) and a norm over each's head width. Its key is
+    cached beside the layer's keys and values."""
+
+    index_heads: int
+    index_head_dim: int
+    block: int
+    topk_blocks: int
+    layers: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("index_heads", "index_head_dim", "block", "topk_blocks"):
+            _positive(f"block_sparse.{name}", getattr(self, name))
+        _positive("block_sparse.layers", self.layers, minimum=0)
+
+    @property
+    def positions(self) -> int:
+        """The most positions a query attends to: its blocks' (the top-k blocks x block)."""
+        return self.topk_blocks * self.block
+
+    def index_key_bytes(self, element: float) -> float:
+        """Bytes the indexer caches per position and layer: its key at the cache's width (the
+        reference code keeps it in the model's dtype; no engine's layout is published)."""
+        return float(self.index_head_dim * element)
+
+
 MAX_DIMENSION = 2**24
 """The largest any of a shape's sizes may be (layers, widths, heads, vocabulary, experts,
 windows): 16,777,216, above every published model's (a 10M-token context window the
@@ -438,6 +473,9 @@ class TransformerShape:
     # the full-attention layers' heads where they differ from the sliding-window layers'
     # (Gemma 4, MiMo-V2-Flash); None = every attention layer has the heads above
     full_attention: FullAttention | None = field(default=None)
+    # block-sparse grouped-query attention in some or all attention layers (MiniMax-M3);
+    # None = every attention layer attends to every position (or its window)
+    block_sparse: BlockSparseAttention | None = field(default=None)
     # DeepSeek-V4's compressed attention (one key-value head of ``head_dim``); None = none
     compressed: CompressedAttention | None = field(default=None)
     # residual streams of manifold-constrained hyper-connections (DeepSeek-V4's mHC,
@@ -592,6 +630,17 @@ class TransformerShape:
             raise GpuarchError("v_head_dim / keys_are_values / full_attention: for grouped-"
                                "query attention, not latent or compressed attention (which "
                                "have their own widths)")
+        b = self.block_sparse
+        if b is not None:
+            for name, bad in (("mla", self.mla is not None), ("compressed",
+                              self.compressed is not None), ("sliding_window",
+                              self.sliding_window), ("hybrid_pattern", self.hybrid_pattern)):
+                if bad:
+                    raise GpuarchError(f"{name}: not with block_sparse attention (its own "
+                                       "sparse selection over grouped-query heads)")
+            if b.layers > self.layers:
+                raise GpuarchError(f"block_sparse.layers: {b.layers} exceeds layers "
+                                   f"{self.layers}")
         f = self.full_attention
         if f is None:
             return
@@ -667,9 +716,12 @@ class TransformerShape:
     @property
     def indexer_layers(self) -> int:
         """Attention layers with a sparse-attention indexer of their own (0 without sparse
-        attention): DeepSeek-V4's CSA layers, or those of DeepSeek Sparse Attention."""
+        attention): DeepSeek-V4's CSA layers, those of DeepSeek Sparse Attention, or the
+        block-sparse layers (MiniMax-M3)."""
         if self.compressed is not None:
             return self.compressed.csa_layers
+        if self.block_sparse is not None:
+            return self.block_sparse.layers or self.attention_layers
         m = self.mla
         if m is None or not m.sparse:
             return 0
@@ -754,16 +806,29 @@ class TransformerShape:
         """The shape as if every attention layer had the heads of the layers of ``window``
         (0: the full-attention layers; ``layer_kinds``): itself unless its full layers have
         heads of their own (``full_attention``), and then one without ``full_attention``.
-        What a cost of one layer kind reads."""
+        What a cost of one layer kind reads. A block-sparse model's (``block_sparse``)
+        kinds are its sparse layers (``window`` its blocks' positions: the shape itself) and
+        its dense ones (0: the shape without ``block_sparse``)."""
+        if self.block_sparse is not None:
+            return self if window else _dense_view(self)
         if self.full_attention is None:
             return self
         return _kind_view(self, bool(window))
 
+    @property
+    def sparse_window(self) -> int:
+        """The positions a block-sparse layer's query attends to, its blocks' (0 without
+        block-sparse attention): the window its layers are costed with."""
+        return self.block_sparse.positions if self.block_sparse is not None else 0
+
     def attention_kinds(self) -> list[tuple[int, int, TransformerShape]]:
         """(window or 0, attention layers, ``attention_kind``) for the sliding-window and the
         full attention layers the model has (a kind with no layers left out)."""
-        windowed = self.windowed_layers
-        kinds = [(self.sliding_window, windowed, self.attention_kind(self.sliding_window)),
+        if self.block_sparse is not None:
+            window, windowed = self.sparse_window, self.indexer_layers
+        else:
+            window, windowed = self.sliding_window, self.windowed_layers
+        kinds = [(window, windowed, self.attention_kind(window)),
                  (0, self.attention_layers - windowed, self.attention_kind(0))]
         return [kind for kind in kinds if kind[1]]
 
@@ -883,14 +948,24 @@ class TransformerShape:
         layer the model has; windowed layers are taken as spread evenly over dense and
         expert layers. The shares add up to 1."""
         moe_share = self.moe_layers / self.layers
-        window_share = self.windowed_layers / self.layers
+        # a block-sparse model's sparse layers are costed as windows of their blocks'
+        # positions (its KV cache still holds every position: ``windowed_layers`` is 0)
+        if self.block_sparse is not None:
+            reach, window_share = self.sparse_window, self.indexer_layers / self.layers
+        else:
+            reach, window_share = self.sliding_window, self.windowed_layers / self.layers
         kinds = []
         for moe, w_moe in ((True, moe_share), (False, 1 - moe_share)):
-            for window, w_window in ((self.sliding_window, window_share),
-                                     (0, 1 - window_share)):
+            for window, w_window in ((reach, window_share), (0, 1 - window_share)):
                 if w_moe * w_window > 0:
                     kinds.append((moe, window, w_moe * w_window))
         return kinds
+
+
+@lru_cache(maxsize=64)
+def _dense_view(s: TransformerShape) -> TransformerShape:
+    """``TransformerShape.attention_kind``'s view of a block-sparse model's dense layers."""
+    return replace(s, block_sparse=None)
 
 
 @lru_cache(maxsize=256)
