@@ -159,6 +159,7 @@ def test_mimo_reads_its_pattern_and_sinks(tmp_path: Path) -> None:
     ({"use_bidirectional_attention": "all"}, "use_bidirectional_attention"),
     ({"per_layer_config": {}}, "per_layer_config"),
     ({"layer_types": ["full_attention"] * 3}, "layer_types: expected 60 entries"),
+    ({"layer_types": [["sliding_attention"]] * 60}, "layer_types: expected 60 entries"),
     ({"enable_moe_block": True, "num_experts": 8, "top_k_experts": 2,
       "moe_intermediate_size": 1000}, "must be a multiple of it, got 21504"),
     ({"num_global_key_value_heads": 5}, "full_attention.kv_heads: 5 must divide heads 32"),

@@ -36,17 +36,34 @@ __all__ = ["LAYER_KIND_FAMILIES", "shape_of_family"]
 _SLIDING, _FULL = "sliding_attention", "full_attention"
 
 
-def _layer_types(cfg: dict[str, Any], path: Path, key: str, layers: int) -> list[str] | None:
-    """The config's list of "sliding_attention" and "full_attention", one a layer; None
-    where it gives none."""
+def _flags_list(cfg: dict[str, Any], path: Path, key: str, layers: int,
+                values: dict[Any, bool]) -> list[bool] | None:
+    """A per-layer list of ``key`` whose entries are the keys of ``values`` (read as their
+    values); None where the config gives none."""
     kinds = cfg.get(key)
     if kinds is None:
         return None
     if not isinstance(kinds, list) or len(kinds) != layers \
-            or any(k not in (_SLIDING, _FULL) for k in kinds):
+            or any(not isinstance(k, (str, int)) or isinstance(k, bool) or k not in values
+                   for k in kinds):
         raise GpuarchError(f"{path}: {key}: expected {layers} entries (num_hidden_layers), "
-                           f"each \"{_SLIDING}\" or \"{_FULL}\", got {kinds!r}")
-    return list(kinds)
+                           f"each one of {', '.join(map(repr, values))}, got {kinds!r}"[:300])
+    return [values[k] for k in kinds]
+
+
+def _window_flags(cfg: dict[str, Any], path: Path, layers: int) -> list[bool] | None:
+    """Each layer's kind from ``layer_types`` (True: "sliding_attention", False:
+    "full_attention"); None where the config gives none."""
+    return _flags_list(cfg, path, "layer_types", layers, {_SLIDING: True, _FULL: False})
+
+
+def _dense_flags(cfg: dict[str, Any], path: Path, layers: int) -> int | None:
+    """Layers with a dense MLP: ``mlp_layer_types`` ("dense" or "sparse"), else
+    ``moe_layer_freq`` (0 dense, 1 experts); None where the config gives neither."""
+    dense = _flags_list(cfg, path, "mlp_layer_types", layers, {"dense": True, "sparse": False})
+    if dense is None:
+        dense = _flags_list(cfg, path, "moe_layer_freq", layers, {0: True, 1: False})
+    return None if dense is None else sum(dense)
 
 
 def _heads(kv_heads: int, head_dim: int, v_head_dim: int, keys_are_values: bool,
@@ -101,10 +118,9 @@ def _gemma4(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
     if "per_layer_config" in cfg:
         raise GpuarchError("per_layer_config: a layer-by-layer override of the heads is not "
                            "read; give global_head_dim and num_global_key_value_heads")
-    kinds = _layer_types(cfg, path, "layer_types", layers) or [
-        _SLIDING if (i + 1) % 6 else _FULL for i in range(layers)]
-    kinds[-1] = _FULL  # Transformers makes the last layer global whatever the list says
-    windowed = kinds.count(_SLIDING)
+    window = _window_flags(cfg, path, layers) or [bool((i + 1) % 6) for i in range(layers)]
+    window[-1] = False  # Transformers makes the last layer global whatever the list says
+    windowed = sum(window)
     kv = get(cfg, path, "num_key_value_heads", default=4)
     head_dim = get(cfg, path, "head_dim", default=256)
     k_eq_v = flag(cfg, "attention_k_eq_v", False)
@@ -141,46 +157,19 @@ def _gemma4(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
     )
 
 
-def _mimo_pattern(cfg: dict[str, Any], path: Path, layers: int) -> list[str]:
-    """MiMo-V2-Flash's layer kinds: ``layer_types`` (Transformers 5), else the published
-    config's ``hybrid_layer_pattern`` (1 a window layer, 0 a full one), else Transformers'
-    default (the first layer and every sixth full)."""
-    kinds = _layer_types(cfg, path, "layer_types", layers)
-    if kinds is not None:
-        return kinds
-    pattern = cfg.get("hybrid_layer_pattern")
-    if pattern is None:
-        return [_FULL if i == 0 or not (i + 1) % 6 else _SLIDING for i in range(layers)]
-    if not isinstance(pattern, list) or len(pattern) != layers \
-            or any(p not in (0, 1) or isinstance(p, bool) for p in pattern):
-        raise GpuarchError(f"{path}: hybrid_layer_pattern: expected {layers} entries "
-                           f"(num_hidden_layers), each 0 (full) or 1 (sliding window), got "
-                           f"{pattern!r}")
-    return [_SLIDING if p else _FULL for p in pattern]
-
-
-def _mimo_dense_layers(cfg: dict[str, Any], path: Path, layers: int) -> int:
-    """Layers with a dense MLP: ``mlp_layer_types`` ("dense" or "sparse"), else
-    ``moe_layer_freq`` (0 dense, 1 experts), else the first alone (Transformers' default)."""
-    kinds = cfg.get("mlp_layer_types")
-    if kinds is not None:
-        if not isinstance(kinds, list) or len(kinds) != layers \
-                or any(k not in ("dense", "sparse") for k in kinds):
-            raise GpuarchError(f"{path}: mlp_layer_types: expected {layers} entries, each "
-                               f"\"dense\" or \"sparse\", got {kinds!r}")
-        return kinds.count("dense")
-    freq = cfg.get("moe_layer_freq")
-    if freq is None:
-        return 1
-    if not isinstance(freq, list) or len(freq) != layers \
-            or any(f not in (0, 1) or isinstance(f, bool) for f in freq):
-        raise GpuarchError(f"{path}: moe_layer_freq: expected {layers} entries, each 0 "
-                           f"(dense) or 1 (experts), got {freq!r}")
-    return freq.count(0)
+def _mimo_windowed(cfg: dict[str, Any], path: Path, layers: int) -> int:
+    """MiMo-V2-Flash's window layers: from ``layer_types`` (Transformers 5), else the
+    published config's ``hybrid_layer_pattern`` (1 a window layer, 0 a full one), else
+    Transformers' default (the first layer and every sixth full)."""
+    window = _window_flags(cfg, path, layers) or _flags_list(
+        cfg, path, "hybrid_layer_pattern", layers, {1: True, 0: False})
+    if window is None:
+        window = [not (i == 0 or not (i + 1) % 6) for i in range(layers)]
+    return sum(window)
 
 
 def _mimo_v2_flash(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
-    """MiMo-V2-Flash: full-attention and sliding-window layers (``_mimo_pattern``) with the
+    """MiMo-V2-Flash: full-attention and sliding-window layers (``_mimo_windowed``) with the
     same query heads; keys of ``head_dim`` and narrower values of ``v_head_dim`` in both,
     ``num_key_value_heads`` KV heads in the full layers and ``swa_num_key_value_heads``
     (Transformers: twice as many) in the window layers, which alone hold attention sinks
@@ -188,7 +177,7 @@ def _mimo_v2_flash(cfg: dict[str, Any], path: Path, label: str) -> TransformerSh
     query, key and value projections with ``attention_bias``, none on the output. The
     window is ``sliding_window_size`` + 1 positions (the query and as many before it, as
     Transformers reads it), else ``sliding_window``. Experts (``n_routed_experts``, no shared
-    ones) in every layer but the dense ones (``_mimo_dense_layers``); the router's
+    ones) in every layer but the dense ones (``_dense_flags``, else the first); the router's
     score-correction bias is a buffer, not counted (as DeepSeek-V3's)."""
     layers = get(cfg, path, "num_hidden_layers")
     heads = get(cfg, path, "num_attention_heads")
@@ -197,7 +186,6 @@ def _mimo_v2_flash(cfg: dict[str, Any], path: Path, label: str) -> TransformerSh
         raise GpuarchError(f"swa_num_attention_heads: {swa_heads} query heads in the window "
                            f"layers against {heads} in the full ones; the shape holds one "
                            "count of query heads")
-    kinds = _mimo_pattern(cfg, path, layers)
     kv = get(cfg, path, "num_key_value_heads")
     head_dim = get(cfg, path, "head_dim", default=192)
     v_head_dim = get(cfg, path, "v_head_dim", default=128)
@@ -210,16 +198,17 @@ def _mimo_v2_flash(cfg: dict[str, Any], path: Path, label: str) -> TransformerSh
     size = get(cfg, path, "sliding_window_size", default=0)
     window = size + 1 if size else get(cfg, path, "sliding_window", default=129)
     fields = decoder_fields(cfg, path, label, layers, heads)
-    fields.update(_window_fields(window, kinds.count(_SLIDING), layers, sliding, full))
+    fields.update(_window_fields(window, _mimo_windowed(cfg, path, layers), layers, sliding,
+                                 full))
     experts = get(cfg, path, *EXPERT_COUNT_KEYS, default=0)
     moe: dict[str, Any] = {}
     if experts:
-        dense = _mimo_dense_layers(cfg, path, layers)
+        dense = _dense_flags(cfg, path, layers)
         moe = {"experts": experts,
                "experts_per_token": get(cfg, path, "num_experts_per_tok"),
                "moe_ffn_hidden": get(cfg, path, "moe_intermediate_size"),
                "shared_experts": get(cfg, path, "n_shared_experts", default=0),
-               "dense_layers": dense}
+               "dense_layers": 1 if dense is None else dense}  # Transformers: the first
     return TransformerShape(
         **fields,
         ffn_hidden=get(cfg, path, "intermediate_size"),
@@ -318,20 +307,6 @@ def _nemotron_nas(cfg: dict[str, Any], path: Path, label: str) -> TransformerSha
     )
 
 
-def _flags_list(cfg: dict[str, Any], path: Path, key: str, layers: int,
-                values: dict[Any, bool]) -> list[bool] | None:
-    """A per-layer list of ``key`` whose entries are the keys of ``values`` (read as their
-    values); None where the config gives none."""
-    kinds = cfg.get(key)
-    if kinds is None:
-        return None
-    if not isinstance(kinds, list) or len(kinds) != layers \
-            or any(isinstance(k, bool) or k not in values for k in kinds):
-        raise GpuarchError(f"{path}: {key}: expected {layers} entries (num_hidden_layers), "
-                           f"each one of {', '.join(map(repr, values))}, got {kinds!r}"[:300])
-    return [values[k] for k in kinds]
-
-
 # Transformers' MiniMaxM3VLTextConfig's flat names for the sparse-attention keys the
 # published config nests in sparse_attention_config, and their defaults
 _M3_SPARSE_KEYS = {"index_n_heads": ("sparse_num_index_heads", 4),
@@ -420,11 +395,9 @@ def _minimax_m3(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape
         raise GpuarchError(f"{path}: shared_intermediate_size: the shared MLP is read as "
                            f"shared experts of intermediate_size ({width}), so it must be a "
                            f"multiple of it, got {shared}")
-    dense = _flags_list(cfg, path, "mlp_layer_types", layers, {"dense": True, "sparse": False})
-    if dense is None:
-        dense = _flags_list(cfg, path, "moe_layer_freq", layers, {0: True, 1: False})
-    dense_layers = sum(dense) if dense is not None \
-        else get(cfg, path, "first_k_dense_replace", default=0)
+    dense_layers = _dense_flags(cfg, path, layers)
+    if dense_layers is None:
+        dense_layers = get(cfg, path, "first_k_dense_replace", default=0)
     qk = cfg.get("qk_norm_type", "per_head")
     if qk != "per_head":
         raise GpuarchError(f"{path}: qk_norm_type: {qk!r} is not read (per_head is)")
