@@ -634,6 +634,11 @@ def test_minimax_m3_estimates_and_says_so(capsys: pytest.CaptureFixture[str]) ->
     out = json.loads(capsys.readouterr().out)
     note = out["assumptions"]["block_sparse_attention"]
     assert (note["positions"], note["sparse_layers"]) == (2048, 57)
+    assert main(["estimate", "infer", "--model", "minimax-m3", "--gpu", "h200", "--gpus", "8",
+                 "--tp", "8", "--ep", "8", "--input-len", "8000", "--output-len", "500",
+                 "--batch", "8"]) == 0
+    assert "sparse attn   in 57 layers each query attends to the 16 blocks of 128 " \
+        "positions (2,048)" in capsys.readouterr().out
     assert main(["models", "minimax-m3"]) == 0
     assert "block-sparse in 57 of 60 layers" in capsys.readouterr().out
     assert main(["estimate", "train", "--model", "minimax-m3", "--gpu", "h100", "--gpus",

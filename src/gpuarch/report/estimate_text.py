@@ -401,6 +401,14 @@ def _serving_setup_lines(a: dict[str, Any]) -> list[str]:
                         f"{x['latent_bytes_per_position_layer']:g} bytes a position and layer "
                         "(--mla-cache)" if x.get("latent_cache") == "flashmla"
                         and a["formats"]["kv_cache"] == "fp8" else ""))
+    if a.get("block_sparse_attention"):
+        x = a["block_sparse_attention"]
+        lines.append(f"  sparse attn   in {x['sparse_layers']} layers each query attends to the "
+                     f"{x['topk_blocks']} blocks of {x['block']} positions ({x['positions']:,}) "
+                     f"an indexer of {x['index_heads']} heads picks (its scores in "
+                     f"{x['indexer_math']}, skipped up to {x['positions']:,} held positions"
+                     + (f"; the indexer whole on each of the {x['indexer_replicated_gpus']} "
+                        "tensor-parallel GPUs)" if x["indexer_replicated_gpus"] > 1 else ")"))
     if a.get("mla_decode_math") == "16-bit" and not a.get("fp8_mla_decode", True) \
             and a["formats"]["kv_cache"] == "fp8":
         lines.append("  decode attn   latent attention computed in 16 bits over the FP8 cache "
