@@ -328,6 +328,17 @@ def _serving_remedy_lines(remedies: Sequence[Remedy]) -> list[str]:
             for i, r in enumerate(fitting)]
 
 
+
+def _sparse_line(reach: str, x: dict[str, Any], topk: int, extra: str = "") -> str:
+    """The line naming a sparse attention's reach (``reach``), its indexer (``x``: an
+    estimate's ``sparse_attention`` or ``block_sparse_attention`` assumption) and the
+    positions (``topk``) up to which its scores are skipped."""
+    gpus = x["indexer_replicated_gpus"]
+    return (f"  sparse attn   {reach} an indexer of {x['index_heads']} heads picks (its scores "
+            f"in {x['indexer_math']}, skipped up to {topk:,} held positions"
+            + (f"; the indexer whole on each of the {gpus} tensor-parallel GPUs)" if gpus > 1
+               else ")") + extra)
+
 def _serving_setup_lines(a: dict[str, Any]) -> list[str]:
     """A serving estimate's setup under its title, from its assumptions: formats, expert
     formats, whose MoE kernels, output-length spread, context, engine limits, speculative
@@ -392,23 +403,17 @@ def _serving_setup_lines(a: dict[str, Any]) -> list[str]:
                          "micro-batch's exchange and the other's work is hidden")
     if a.get("sparse_attention"):
         x = a["sparse_attention"]
-        lines.append(f"  sparse attn   each query attends to the {x['index_topk']:,} positions "
-                     f"an indexer of {x['index_heads']} heads picks (its scores in "
-                     f"{x['indexer_math']}, skipped up to {x['index_topk']:,} held positions"
-                     + (f"; the indexer whole on each of the {x['indexer_replicated_gpus']} "
-                        "tensor-parallel GPUs)" if x["indexer_replicated_gpus"] > 1 else ")")
-                     + (f"; the FP8 latent in FlashMLA's layout, "
-                        f"{x['latent_bytes_per_position_layer']:g} bytes a position and layer "
-                        "(--mla-cache)" if x.get("latent_cache") == "flashmla"
-                        and a["formats"]["kv_cache"] == "fp8" else ""))
+        lines.append(_sparse_line(
+            f"each query attends to the {x['index_topk']:,} positions", x, x["index_topk"],
+            f"; the FP8 latent in FlashMLA's layout, "
+            f"{x['latent_bytes_per_position_layer']:g} bytes a position and layer "
+            "(--mla-cache)" if x.get("latent_cache") == "flashmla"
+            and a["formats"]["kv_cache"] == "fp8" else ""))
     if a.get("block_sparse_attention"):
         x = a["block_sparse_attention"]
-        lines.append(f"  sparse attn   in {x['sparse_layers']} layers each query attends to the "
-                     f"{x['topk_blocks']} blocks of {x['block']} positions ({x['positions']:,}) "
-                     f"an indexer of {x['index_heads']} heads picks (its scores in "
-                     f"{x['indexer_math']}, skipped up to {x['positions']:,} held positions"
-                     + (f"; the indexer whole on each of the {x['indexer_replicated_gpus']} "
-                        "tensor-parallel GPUs)" if x["indexer_replicated_gpus"] > 1 else ")"))
+        lines.append(_sparse_line(
+            f"in {x['sparse_layers']} layers each query attends to the {x['topk_blocks']} "
+            f"blocks of {x['block']} positions ({x['positions']:,})", x, x["positions"]))
     if a.get("mla_decode_math") == "16-bit" and not a.get("fp8_mla_decode", True) \
             and a["formats"]["kv_cache"] == "fp8":
         lines.append("  decode attn   latent attention computed in 16 bits over the FP8 cache "

@@ -24,6 +24,7 @@ from gpuarch.workloads.hf import _flag as flag
 from gpuarch.workloads.hf import _get as get
 from gpuarch.workloads.hf import _glu_limit as glu_limit
 from gpuarch.workloads.shape import (
+    MAX_DIMENSION,
     BlockSparseAttention,
     FfnKind,
     FullAttention,
@@ -221,9 +222,12 @@ def _nas_width(ffn_mult: Any, hidden: int, where: str) -> int:
     """A NAS layer's MLP width from its ``ffn_mult``: 2/3 of ffn_mult x hidden (a gated
     MLP's), truncated and rounded up to a multiple of 256 (DeciLM's
     ``_ffn_mult_to_intermediate_size``)."""
+    # (the widest a shape takes, MAX_DIMENSION, bounds the multiplier; it also keeps an
+    # infinite or NaN one from the arithmetic)
     if not isinstance(ffn_mult, (int, float)) or isinstance(ffn_mult, bool) \
-            or not 0 < ffn_mult <= 1024:
-        raise GpuarchError(f"{where}.ffn_mult: expected a positive number, got {ffn_mult!r}")
+            or not 0 < 2 * ffn_mult * hidden / 3 <= MAX_DIMENSION:
+        raise GpuarchError(f"{where}.ffn_mult: expected a positive number giving a width of "
+                           f"at most {MAX_DIMENSION:,}, got {ffn_mult!r}")
     width = int(2 * ffn_mult * hidden / 3)
     return -(-width // 256) * 256
 
