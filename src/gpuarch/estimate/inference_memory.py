@@ -50,7 +50,7 @@ def kv_bytes_per_token(shape: TransformerShape, element: float, tp: int = 1,
     if shape.compressed is not None:
         return compressed_kv_bytes(shape, element)[0]
     if shape.mla is not None:
-        return float(mla_entry_bytes(shape, element, mla_cache) * shape.layers
+        return float(mla_entry_bytes(shape, element, mla_cache) * shape.attention_layers
                      + shape.mla.index_key_bytes * shape.indexer_layers)
     index_keys = shape.indexer_layers * shape.block_sparse.index_key_bytes(element) \
         if shape.block_sparse is not None else 0.0

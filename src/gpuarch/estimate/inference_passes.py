@@ -36,7 +36,7 @@ from gpuarch.estimate.inference_config import (
     slot_spread,
 )
 from gpuarch.estimate.inference_memory import mla_entry_bytes
-from gpuarch.estimate.mamba import mamba_decode_ops, mamba_mixer_ops
+from gpuarch.estimate.mamba import mamba_decode_ops, mamba_input_projections, mamba_mixer_ops
 from gpuarch.perf.collectives import (
     Collective,
     Fabric,
@@ -474,7 +474,8 @@ class ReplicaRunner:
         # verifies drafted ones
         mixer = mamba_mixer_ops(m, t, tokens, 2.0, q_len) if prefill else \
             mamba_decode_ops(m, t, tokens / q_len, 2.0, self.cfg.ssm_state_bytes, q_len)
-        return [self._gemm(tokens, m.in_proj_width // t, s.hidden, "mamba_in_proj"), *mixer,
+        return [*(self._gemm(tokens, n, k, name) for name, n, k
+                  in mamba_input_projections(s, t)), *mixer,
                 self._gemm(tokens, s.hidden, m.inner // t, "mamba_out_proj")]
 
     def _attention_ops(self, s: TransformerShape, tokens: Num, seqs: Num, q_len: int,

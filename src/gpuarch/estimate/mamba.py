@@ -22,7 +22,8 @@ from gpuarch.workloads.shape import MambaShape, TransformerShape
 __all__ = ["DEFAULT_SSM_STATE", "GDN_BACKWARD_CHAINS", "GDN_CHUNK", "MAMBA_CHUNK",
            "MAMBA_SERVING_STATE_BYTES", "SSM_STATE_BYTES", "gated_delta_glue_elements",
            "gated_delta_scan_bytes", "gated_delta_scan_flops",
-           "hybrid_state_bytes", "mamba_decode_ops", "mamba_mixer_ops", "mamba_ops",
+           "hybrid_state_bytes", "mamba_decode_ops", "mamba_input_projections",
+           "mamba_mixer_ops", "mamba_ops",
            "mamba_scan_bytes", "mamba_scan_flops", "mamba_state_bytes"]
 
 MAMBA_CHUNK = 128
@@ -60,9 +61,21 @@ def mamba_ops(s: TransformerShape, tp: Any, tokens: Num, element: float,
         glue = [Elementwise(tokens * forward * element, name="gdn_glue",
                             backward=Elementwise(tokens * backward * element,
                                                  name="gdn_glue"))]
-    return [Gemm(tokens, m.in_proj_width // tp, s.hidden, name="mamba_in_proj"),
+    return [*(Gemm(tokens, n, k, name=name) for name, n, k in mamba_input_projections(s, tp)),
             *mamba_mixer_ops(m, tp, tokens, element, seq_len), *glue,
             Gemm(tokens, s.hidden, m.inner // tp, name="mamba_out_proj")]
+
+
+def mamba_input_projections(s: TransformerShape, tp: Any) -> list[tuple[str, Any, int]]:
+    """The GEMMs (name, outputs, inputs) a recurrent block runs before its mixer on one of
+    ``tp`` GPUs: the input projection (``MambaShape.in_proj_per_gpu``) and, for Kimi Delta
+    Attention, its decay's and output gate's up-projections from their low-rank halves."""
+    m = s.mamba
+    assert m is not None
+    out: list[tuple[str, Any, int]] = [("mamba_in_proj", m.in_proj_per_gpu(tp), s.hidden)]
+    if m.kda:
+        out.append(("kda_gate_up", m.gate_up_width // tp, m.low_rank_width))
+    return out
 
 
 def gated_delta_glue_elements(m: MambaShape, tp: Any) -> tuple[Any, Any]:
@@ -133,7 +146,8 @@ def mamba_decode_ops(m: MambaShape, tp: Any, seqs: Num, element: float,
     kernels vLLM and SGLang decode with): the convolution reads each sequence's last
     conv_kernel - 1 inputs and the new one and writes them back with its output; the state
     update reads and writes each sequence's heads x head_dim x state recurrent state, reads
-    x, z, B, C and dt and writes y; the gated RMSNorm as in a prefill.
+    x, z, B, C and dt and writes y (Kimi Delta Attention's per-channel decay read beside);
+    the gated RMSNorm as in a prefill.
     With ``tokens_per_seq`` t > 1 (a speculative step verifying t - 1 drafted tokens and the
     target's own) the same kernels run over the t tokens: the convolution's window widened
     by t - 1 columns, the state read once and written after every token, so that it can go
@@ -145,7 +159,9 @@ def mamba_decode_ops(m: MambaShape, tp: Any, seqs: Num, element: float,
     conv_width = m.conv_width // tp
     conv = 1.0 * seqs * conv_width * element * (2 * (m.conv_kernel - 1 + t - 1) + 2 * t)
     state = (1.0 + t) * seqs * (m.heads // tp) * m.head_dim * m.state * state_element
-    io = 1.0 * seqs * t * (3 * inner + 2 * m.groups * m.state // tp) * element
+    # Kimi Delta Attention also reads its decay, a channel each
+    io = 1.0 * seqs * t * ((4 if m.kda else 3) * inner + 2 * m.groups * m.state // tp) \
+        * element
     return [Elementwise(conv, name="mamba_conv"),
             Elementwise(state + io, name="mamba_scan"),
             Elementwise(2.0 * seqs * t * inner * element, name="mamba_norm")]

@@ -261,14 +261,16 @@ def _hybrid_block_mean(s: TransformerShape, tokens: float, tp: int, sequence_par
     recomputed) output, replicated unless sequence parallel, and what its own part keeps,
     split over TP (``inside`` for attention, MLP and expert blocks). A Mamba-2 block keeps
     the input projection's output (z, x, B, C and dt, which the fused scan saves; it
-    recomputes the convolution in its backward), the scan's output (the gated norm's input)
+    recomputes the convolution in its backward; Kimi Delta Attention's up-projected decay and
+    gate beside), the scan's output (the gated norm's input)
     and the norm's output (the output projection's input, 8-bit under FP8). ``norms``: each
     kind's norm input and output as offloading leaves them (a Mamba-2 block's are not
     offloaded: Megatron-Core names no module of it)."""
     m = s.mamba
     if m is not None:
         sbh = tokens * s.hidden
-        inside = {**inside, "M": tokens * (m.in_proj_width + m.inner * (1 + kept))}
+        inside = {**inside, "M": tokens * (m.in_proj_width + m.gate_up_width
+                                           + m.inner * (1 + kept))}
         norms = {**norms, "M": (sbh, sbh * kept)}
     total = sum(s.hybrid_pattern.count(block) * (
         (norms[block][0] + (0.0 if "layernorm" in dropped else norms[block][1]))

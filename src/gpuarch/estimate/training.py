@@ -614,6 +614,9 @@ def _add_kernel_notes(assumptions: dict[str, Any], shape: TransformerShape, prod
             "QwenLM FlashQLA's tables time it on H200 and GB200); Megatron-Core's copies "
             "around the scan (transposes, contiguous copies, the L2 norm of q and k, their "
             "repeat to the value heads) as memory traffic (gdn_glue)"
+            + ("; Kimi Delta Attention priced as a Gated DeltaNet of its sizes (its decay "
+               "by channel, and the kernels' work for it, not priced apart: no KDA kernel "
+               "timing at stated sizes is in the validation data)" if shape.mamba.kda else "")
             if gated_delta else
             f"{label} blocks: the chunked scan's products at {eff.mamba_scan:g} of the 16-bit "
             "peak (mamba_scan, TileOPs' measured forward scan on H200)")

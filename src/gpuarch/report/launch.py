@@ -88,8 +88,8 @@ def megatron_launch(shape: Any, cfg: Any) -> Launch:
     from gpuarch.workloads.shape import FfnKind, NormKind, Position, QkNorm
 
     if shape.mamba is not None and shape.mamba.gated_delta:
-        raise GpuarchError(f"--launch: {shape.name} is a Gated DeltaNet hybrid, which "
-                           "Megatron-LM trains as a GPT model with a linear-attention "
+        raise GpuarchError(f"--launch: {shape.name} is a {shape.mamba.label} hybrid, which "
+                           "Megatron-LM would train as a GPT model with a linear-attention "
                            "variant, not the MambaModel this command writes; its launch "
                            "command is not written here (run without --launch for the "
                            "estimate)")

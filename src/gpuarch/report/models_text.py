@@ -96,7 +96,13 @@ def render_preset(p: Preset) -> str:
         if s.mlp_widths:
             widths = ", ".join(f"{n} of {w}" for w, n, _ in reversed(s.mlp_kinds()))
             lines.append(f"  MLP widths    {widths} (the FFN above the widest)")
-        if s.mamba is not None and s.mamba.gated_delta:
+        if s.mamba is not None and s.mamba.kda:
+            mb = s.mamba
+            lines.append(f"  Kimi Delta    {mb.heads} heads of {mb.head_dim} (a {mb.state} x "
+                         f"{mb.head_dim} state each, decaying by channel), low-rank decay and "
+                         f"output gates of {mb.low_rank_width}, convolution of "
+                         f"{mb.conv_kernel}")
+        elif s.mamba is not None and s.mamba.gated_delta:
             mb = s.mamba
             lines.append(f"  Gated Delta   {mb.heads} value heads of {mb.head_dim}, {mb.groups} "
                          f"query/key heads of {mb.state} (a {mb.state} x {mb.head_dim} state "
@@ -107,8 +113,10 @@ def render_preset(p: Preset) -> str:
                          f"{mb.groups} groups, convolution of {mb.conv_kernel}")
     if s.mla is not None:
         m = s.mla
-        lines.append(f"  attention     multi-head latent: KV rank {m.kv_lora_rank}, query rank "
-                     f"{m.q_lora_rank}, heads of {m.qk_nope_head_dim}+{m.qk_rope_head_dim} "
+        lines.append(f"  attention     multi-head latent: KV rank {m.kv_lora_rank}, "
+                     + (f"query rank {m.q_lora_rank}" if m.q_lora_rank else
+                        "queries not compressed")
+                     + f", heads of {m.qk_nope_head_dim}+{m.qk_rope_head_dim} "
                      f"(query, key) and {m.v_head_dim} (value)")
         if m.sparse:
             where = "" if s.indexer_layers == s.attention_layers else (

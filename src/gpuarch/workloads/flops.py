@@ -247,11 +247,15 @@ def mamba_forward_flops_per_token(s: TransformerShape) -> float:
     input projection (q, k, v, z, beta, a), the convolution's taps over q, k and v, four
     products of each value head's state (K K^T, V K^T, the state's update and S Q; Megatron
     writes the state as v_head_dim^2, here key width x value width, equal in every released
-    model) and the output projection, all at 2 FLOP a multiply-add. 0 without such blocks."""
+    model) and the output projection, all at 2 FLOP a multiply-add. Kimi Delta Attention
+    (which Megatron-LM does not count) as a Gated DeltaNet of its sizes, its input
+    projection its own (q, k, v, beta and the gates' low-rank halves) and its gates'
+    up-projections beside. 0 without such blocks."""
     m = s.mamba
     if m is None:
         return 0.0
-    projections = 2.0 * s.hidden * (m.in_proj_width + m.inner)
+    projections = 2.0 * (s.hidden * (m.in_proj_width + m.inner)
+                         + m.low_rank_width * m.gate_up_width)
     if m.gated_delta:
         return projections + 2.0 * (m.conv_kernel * m.conv_width
                                     + 4 * m.heads * m.head_dim * m.state)

@@ -14,8 +14,9 @@ qwen3_5_text / qwen3_5_moe_text (Qwen3-Next and Qwen3.5: Gated DeltaNet or gated
 layers, each with an MLP or experts; the multimodal qwen3_5 / qwen3_5_moe checkpoints through
 their text_config), gemma4 / gemma4_text and mimo_v2_flash (Gemma 4 and MiMo-V2-Flash,
 whose full-attention layers have heads of their own) and nemotron-nas (Llama-Nemotron's NAS
-layers) and minimax_m3 / minimax_m3_vl (MiniMax-M3's block-sparse attention:
-``hf_layer_kinds.py``), and the
+layers) and minimax_m3 / minimax_m3_vl (MiniMax-M3's block-sparse attention) and
+kimi_linear (Kimi Linear: Kimi Delta Attention or latent attention layers, each with an MLP
+or experts: ``hf_layer_kinds.py``), and the
 families whose attention and MLP run side by side
 (``parallel_attention``): gptj, gpt_neox (unless ``use_parallel_residual`` is false) and
 falcon (unless ``parallel_attn`` is false; ALiBi where ``alibi`` is set).
@@ -72,7 +73,8 @@ SUPPORTED_MODEL_TYPES = frozenset(_LLAMA_LIKE | _LLAMA4 | _GEMMA | _GATED_DELTA
                                   | {"gpt2", "nemotron", "nemotron_h", "granitemoehybrid",
                                      "mamba2", "gptj", "gpt_neox", "falcon", "bloom",
                                      "deepseek_v4", "gemma4_text", "mimo_v2_flash",
-                                     "nemotron-nas", "minimax_m3", "minimax_m3_vl"})
+                                     "nemotron-nas", "minimax_m3", "minimax_m3_vl",
+                                     "kimi_linear"})
 # model_types whose language model is a supported family's, read as that family: the text
 # models of Qwen2-VL, Qwen2.5-VL and Qwen3-VL (dense and MoE; their multimodal rotary
 # positions carry no parameters; the older Qwen2-VL configs put the text fields at the top
@@ -174,7 +176,7 @@ def shape_from_hf_config(path: Path, name: str | None = None) -> TransformerShap
         if model_type in _GEMMA:
             return _gemma(cfg, path, label, model_type)
         if model_type in ("gemma4_text", "mimo_v2_flash", "nemotron-nas", "minimax_m3",
-                          "minimax_m3_vl"):
+                          "minimax_m3_vl", "kimi_linear"):
             # (imported here: that module reads configs with this one's helpers)
             from gpuarch.workloads.hf_layer_kinds import shape_of_family
             return shape_of_family(model_type, cfg, path, label)
@@ -193,7 +195,10 @@ def shape_from_hf_config(path: Path, name: str | None = None) -> TransformerShap
                            path, label)
         return _llama_like(cfg, path, label, model_type)
     except GpuarchError as exc:
-        raise GpuarchError(f"{path}: {exc}") from None
+        # name the file once (some readers name it themselves)
+        message = str(exc)
+        raise GpuarchError(message if message.startswith(f"{path}: ")
+                           else f"{path}: {message}") from None
 
 
 # what ``attention_bias`` and ``mlp_bias`` add, family by family, as Transformers 5.25 builds
@@ -207,10 +212,8 @@ _MLP_BIAS_KEY = {"llama", "granite"}
 
 # families seen in published checkpoints whose layers the shape cannot hold yet, and why
 _NOT_YET = {
-    "kimi_linear": "Kimi Linear's Kimi Delta Attention layers beside its MLA layers",
     "step3p7": "Step-3.7's head-wise attention gate and vision model",
 }
-_NOT_YET |= {"kimi_k3": _NOT_YET["kimi_linear"]}
 
 
 def _family(model_type: Any) -> str | None:
@@ -389,7 +392,7 @@ def _llama_like(cfg: dict[str, Any], path: Path, label: str, model_type: str
         bias=model_type == "gpt_oss" and attention_bias,
         qkv_bias=model_type != "gpt_oss" and (
             _flag(cfg, "qkv_bias", True) if model_type.startswith("qwen2") else attention_bias),
-        out_bias=attention_bias and model_type in _OUT_BIAS,
+        out_bias=attention_bias and (model_type in _OUT_BIAS or mla is not None),
         mlp_bias=(model_type in _MLP_BIAS_KEY and _flag(cfg, "mlp_bias", False))
         or (model_type == "gpt_oss" and not attention_bias),
         experts=experts,

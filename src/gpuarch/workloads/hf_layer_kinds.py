@@ -9,7 +9,9 @@ each layer with or without attention and with an MLP of its own width, read as a
 attention and MLP blocks with ``mlp_widths``), as NVIDIA's DeciLM modeling code builds them
 (the remote code its checkpoints ship; TensorRT-LLM's and vLLM's nemotron_nas models); and
 MiniMax-M3's block-sparse attention layers beside its dense ones (``minimax_m3``,
-``minimax_m3_vl``: ``TransformerShape.block_sparse``), as Transformers 5.25 builds them.
+``minimax_m3_vl``: ``TransformerShape.block_sparse``), as Transformers 5.25 builds them; and
+Kimi Linear's Kimi Delta Attention and latent attention layers (``kimi_linear``), as
+Transformers 5.25 builds them.
 """
 
 from __future__ import annotations
@@ -28,6 +30,9 @@ from gpuarch.workloads.shape import (
     BlockSparseAttention,
     FfnKind,
     FullAttention,
+    MambaShape,
+    MlaShape,
+    Position,
     QkNorm,
     TransformerShape,
 )
@@ -419,9 +424,126 @@ def _minimax_m3(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape
     )
 
 
+_KIMI_K3_KEYS = {
+    "attn_res_block_size": "attention residuals (Kimi K3's)",
+    "routed_expert_hidden_size": "latent experts (Kimi K3's)",
+    "mla_use_output_gate": "the latent attention's output gate (Kimi K3's)",
+    "use_full_rank_gate": "a full-rank Kimi Delta Attention gate (Kimi K3's)",
+}
+"""Keys of Kimi K3's language model (a ``kimi_linear`` text_config) that Kimi Linear's
+reader does not hold, and what they add."""
+
+
+def _kimi_kinds(cfg: dict[str, Any], linear: dict[str, Any], path: Path, layers: int
+                ) -> list[bool]:
+    """Which of Kimi Linear's layers are Kimi Delta Attention (True) rather than latent
+    attention: ``layer_types``, else ``linear_attn_config``'s ``kda_layers`` and
+    ``full_attn_layers`` (counted from 1, together every layer once), else Transformers'
+    default (every fourth layer from the fifth latent attention)."""
+    kinds = _flags_list(cfg, path, "layer_types", layers,
+                        {"linear_attention": True, "full_attention": False})
+    if kinds is not None:
+        return kinds
+    kda, full = linear.get("kda_layers"), linear.get("full_attn_layers")
+    if kda is None and full is None:
+        return [not (i and i % 4 == 0) for i in range(layers)]
+    ids = [x if isinstance(x, list) and all(isinstance(i, int) and not isinstance(i, bool)
+                                            for i in x) else None for x in (kda, full)]
+    if ids[0] is None or ids[1] is None \
+            or sorted([*ids[0], *ids[1]]) != list(range(1, layers + 1)):
+        raise GpuarchError(f"{path}: linear_attn_config: kda_layers and full_attn_layers "
+                           f"must together list every layer 1..{layers} (num_hidden_layers) "
+                           f"once, got {kda!r} and {full!r}"[:300])
+    kda_ids = set(ids[0])
+    return [i + 1 in kda_ids for i in range(layers)]
+
+
+def _kimi_linear(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
+    """Kimi Linear (``kimi_linear``): each layer a token mixer, Kimi Delta Attention or
+    multi-head latent attention without rotary positions (``mla_use_nope``; its rotary key
+    channels stay, unrotated), then a SwiGLU MLP of ``intermediate_size`` (the first
+    ``first_k_dense_replace`` layers, else ``mlp_layer_types`` "dense") or experts (top
+    ``num_experts_per_token`` of ``num_experts`` of ``moe_intermediate_size``, with
+    ``num_shared_experts`` shared ones of that width); an RMSNorm before each. Read as
+    blocks, two a layer: the mixer (M or *) and the MLP (-) or experts (E). The Kimi Delta
+    Attention layers' sizes come from ``linear_attn_config`` (``num_heads``, ``head_dim``,
+    ``short_conv_kernel_size``). The router's score-correction bias is a buffer, not
+    counted; the LM head is never tied to the embedding. As Transformers' KimiLinearModel
+    builds them (5.25), whose defaults fill what a config leaves out. Kimi K3's additions
+    (``_KIMI_K3_KEYS``) are refused by name."""
+    linear = cfg.get("linear_attn_config") or {}
+    if not isinstance(linear, dict):
+        raise GpuarchError(f"{path}: linear_attn_config: expected an object, got "
+                           f"{linear!r}"[:200])
+    for key, what in _KIMI_K3_KEYS.items():
+        if cfg.get(key) or linear.get(key):
+            raise GpuarchError(f"{path}: {key}: {what} are not read yet; give the shape with "
+                               "flags")
+    layers = get(cfg, path, "num_hidden_layers", default=27)
+    heads = get(cfg, path, "num_attention_heads", default=32)
+    defaults = {"hidden_size": 2304, "vocab_size": 163840, "max_position_embeddings": 1048576}
+    # Transformers' KimiLinearForCausalLM ties no weights, whatever tie_word_embeddings says
+    fields = {**decoder_fields({**defaults, **cfg}, path, label, 2 * layers, heads),
+              "tied_embeddings": False}
+    kda = _kimi_kinds(cfg, linear, path, layers)
+    experts = get(cfg, path, "num_experts", "num_local_experts", default=256)
+    dense = _flags_list(cfg, path, "mlp_layer_types", layers, {"dense": True, "sparse": False})
+    if dense is None:
+        first = get(cfg, path, "first_k_dense_replace", default=1)
+        step = cfg.get("moe_layer_freq", 1)
+        if step != 1:
+            raise GpuarchError(f"{path}: moe_layer_freq: {step!r} is not read (every layer "
+                               "past first_k_dense_replace with experts is)"[:200])
+        dense = [i < first for i in range(layers)]
+    if not experts:
+        dense = [True] * layers
+    pattern = "".join(("M" if k else "*") + ("-" if d else "E")
+                      for k, d in zip(kda, dense, strict=True))
+    width = get(cfg, path, "moe_intermediate_size", default=1024)
+    nope = flag(cfg, "mla_use_nope", True)
+    mixer = MambaShape(
+        kind="kda",
+        heads=get(linear, path, "num_heads", default=get(cfg, path, "linear_num_heads",
+                                                          default=32)),
+        head_dim=(dim := get(linear, path, "head_dim",
+                             default=get(cfg, path, "linear_head_dim", default=128))),
+        state=dim,
+        groups=get(linear, path, "num_heads", default=get(cfg, path, "linear_num_heads",
+                                                           default=32)),
+        conv_kernel=get(linear, path, "short_conv_kernel_size",
+                        default=get(cfg, path, "linear_conv_kernel_dim", default=4)),
+        conv_bias=False) if "M" in pattern else None
+    moe = {"experts": experts,
+           "experts_per_token": get(cfg, path, "num_experts_per_token", "num_experts_per_tok",
+                                    default=8),
+           "moe_ffn_hidden": width,
+           "shared_experts": get(cfg, path, "num_shared_experts", "n_shared_experts",
+                                 default=1)} if "E" in pattern else {}
+    groups = get(cfg, path, "num_expert_group", "n_group", default=1) or 1
+    per_token = get(cfg, path, "topk_group", default=1) or 1
+    if "E" in pattern and groups > 1 and 0 < per_token < groups:
+        moe.update(expert_groups=groups, groups_per_token=per_token)
+    return TransformerShape(
+        **fields,
+        ffn_hidden=get(cfg, path, "intermediate_size", default=9216) if "-" in pattern else 0,
+        position=Position.NONE if nope else Position.ROPE,
+        qkv_bias=flag(cfg, "attention_bias", False),
+        out_bias=flag(cfg, "attention_bias", False),
+        mla=MlaShape(
+            q_lora_rank=get(cfg, path, "q_lora_rank", default=0) or 0,
+            kv_lora_rank=get(cfg, path, "kv_lora_rank", default=512),
+            qk_nope_head_dim=get(cfg, path, "qk_nope_head_dim", default=128),
+            qk_rope_head_dim=get(cfg, path, "qk_rope_head_dim", default=64),
+            v_head_dim=get(cfg, path, "v_head_dim", default=128)) if "*" in pattern else None,
+        hybrid_pattern=pattern,
+        mamba=mixer,
+        **moe,
+    )
+
+
 LAYER_KIND_FAMILIES = {"gemma4_text": _gemma4, "mimo_v2_flash": _mimo_v2_flash,
                        "nemotron-nas": _nemotron_nas, "minimax_m3": _minimax_m3,
-                       "minimax_m3_vl": _minimax_m3}
+                       "minimax_m3_vl": _minimax_m3, "kimi_linear": _kimi_linear}
 """The model_types read here, and their readers."""
 
 

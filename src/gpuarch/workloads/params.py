@@ -71,7 +71,11 @@ def attention_params(s: TransformerShape) -> int:
              if m.q_lora_rank else h * heads * qk)
         kv_part = (h * m.latent_width + m.kv_lora_rank
                    + m.kv_lora_rank * heads * (m.qk_nope_head_dim + m.v_head_dim))
-        return q + kv_part + heads * m.v_head_dim * h
+        # attention_bias: the down-projections' biases (q_a_proj, kv_a_proj_with_mqa) and the
+        # output projection's, as Transformers' DeepSeek and Kimi Linear attentions build them
+        biases = (m.q_lora_rank + m.latent_width if s.bias or s.qkv_bias else 0) \
+            + (h if s.bias or s.out_bias else 0)
+        return q + kv_part + heads * m.v_head_dim * h + biases
     q = heads * d * (2 if s.attention_gate else 1)  # the query projection makes the gate too
     # keys and values (the keys alone where they are also the values)
     kv_out = kv * s.kv_width
@@ -227,14 +231,20 @@ def mamba_params(s: TransformerShape) -> int:
     over the inner width and the output projection (Transformers' NemotronHMamba2Mixer).
     Gated DeltaNet: the input projections (q, k, v, z, beta and a), the convolution's taps,
     dt_bias and A_log per value head, the gated norm's one head-wide weight and the output
-    projection (Transformers' Qwen3NextGatedDeltaNet). 0 without such blocks."""
+    projection (Transformers' Qwen3NextGatedDeltaNet). Kimi Delta Attention: the q, k, v
+    and beta projections and the gates' low-rank halves, their up-projections, the
+    convolution's taps, dt_bias a channel and A_log a head, the gated norm's head-wide
+    weight and the output projection (Transformers' KimiLinearDeltaAttention). 0 without
+    such blocks."""
     m = s.mamba
     if m is None:
         return 0
-    proj = s.hidden * m.in_proj_width + m.inner * s.hidden
+    proj = s.hidden * m.in_proj_width + m.inner * s.hidden + m.low_rank_width * m.gate_up_width
     if m.proj_bias:
         proj += m.in_proj_width + s.hidden
     conv = m.conv_width * m.conv_kernel + (m.conv_width if m.conv_bias else 0)
+    if m.kda:
+        return proj + conv + m.inner + m.heads + m.head_dim
     if m.gated_delta:
         return proj + conv + 2 * m.heads + m.head_dim
     return proj + conv + 3 * m.heads + m.inner

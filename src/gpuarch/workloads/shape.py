@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from functools import lru_cache
+from typing import Any
 
 from gpuarch.errors import GpuarchError, check_count, check_number
 
@@ -248,10 +249,12 @@ HYBRID_BLOCKS = {"M": "recurrent mixer (Mamba-2 or Gated DeltaNet)", "*": "atten
 each character is one block with its own pre-norm and residual. A model's recurrent blocks
 are all of one kind, its ``MambaShape.kind``."""
 
-MIXER_KINDS = {"mamba2": "Mamba-2", "gated_delta": "Gated DeltaNet"}
+MIXER_KINDS = {"mamba2": "Mamba-2", "gated_delta": "Gated DeltaNet",
+               "kda": "Kimi Delta Attention"}
 """The recurrent mixers a hybrid model's "M" blocks can be, and their names: Mamba-2's
-state-space duality (Nemotron-H, Granite 4.0) and the gated delta rule (Yang et al., "Gated
-Delta Networks", ICLR 2025: Qwen3-Next, Qwen3.5)."""
+state-space duality (Nemotron-H, Granite 4.0), the gated delta rule (Yang et al., "Gated
+Delta Networks", ICLR 2025: Qwen3-Next, Qwen3.5) and its refinement with a decay per
+channel rather than per head (Kimi Team, "Kimi Linear", arXiv 2510.26692: Kimi Linear)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -272,7 +275,15 @@ class MambaShape:
     input projection to q, k, v, the output gate z and two per value head (beta and the
     decay's a); the convolution's taps, no bias; dt_bias and A_log per value head; a gated
     RMSNorm whose weight is one head's width, shared by the heads; the output
-    projection."""
+    projection.
+
+    Kimi Delta Attention (Kimi Linear), the same sizes again with as many key heads as value
+    heads (``groups`` = ``heads``, ``state`` = ``head_dim``). Weights (Transformers'
+    KimiLinearDeltaAttention): q, k and v projections; the convolution's taps over them, no
+    bias; beta, one a head; the decay and the output gate each a low-rank pair, hidden to
+    one head's width (the same on every tensor-parallel GPU, as vLLM runs them) and back up
+    to the inner width; dt_bias a channel and A_log a head; the gated RMSNorm's one
+    head-wide weight; the output projection."""
 
     heads: int
     head_dim: int
@@ -292,6 +303,11 @@ class MambaShape:
         if self.heads % self.groups:
             raise GpuarchError(f"mamba.groups: {self.groups} must divide mamba.heads "
                                f"{self.heads}")
+        if self.kind == "kda" and (self.groups != self.heads or self.state != self.head_dim):
+            raise GpuarchError(f"mamba.groups / mamba.state: Kimi Delta Attention has a key "
+                               f"head a value head and keys as wide as values, got "
+                               f"{self.groups} key heads of {self.state} for {self.heads} "
+                               f"value heads of {self.head_dim}")
 
     @property
     def label(self) -> str:
@@ -300,8 +316,20 @@ class MambaShape:
 
     @property
     def gated_delta(self) -> bool:
-        """Whether the mixer is a Gated DeltaNet rather than a Mamba-2 block."""
-        return self.kind == "gated_delta"
+        """Whether the mixer runs the chunked gated delta rule (a Gated DeltaNet or Kimi
+        Delta Attention) rather than Mamba-2's scan."""
+        return self.kind in ("gated_delta", "kda")
+
+    @property
+    def kda(self) -> bool:
+        """Whether the mixer is Kimi Delta Attention (a decay per channel, low-rank gates)."""
+        return self.kind == "kda"
+
+    @property
+    def low_rank_width(self) -> int:
+        """The width of Kimi Delta Attention's two low-rank gate projections (one head's);
+        0 for the other mixers."""
+        return self.head_dim if self.kda else 0
 
     @property
     def inner(self) -> int:
@@ -316,8 +344,23 @@ class MambaShape:
     @property
     def in_proj_width(self) -> int:
         """The input projection's outputs: z, then x, B and C (q, k, v), then one dt per
-        head (a Gated DeltaNet's beta and a, two)."""
+        head (a Gated DeltaNet's beta and a, two). Kimi Delta Attention's: q, k and v, beta
+        a head and the two gates' low-rank halves (``low_rank_width`` each)."""
+        if self.kda:
+            return self.conv_width + self.heads + 2 * self.low_rank_width
         return self.inner + self.conv_width + self.heads * (2 if self.gated_delta else 1)
+
+    def in_proj_per_gpu(self, tp: Any) -> Any:
+        """The input projection's outputs on one of ``tp`` tensor-parallel GPUs: split but
+        for Kimi Delta Attention's low-rank gate halves, which every GPU computes whole."""
+        low_rank = 2 * self.low_rank_width
+        return (self.in_proj_width - low_rank) // tp + low_rank
+
+    @property
+    def gate_up_width(self) -> int:
+        """Outputs of Kimi Delta Attention's two low-rank up-projections (decay and output
+        gate, each from one head's width to the inner width); 0 for the other mixers."""
+        return 2 * self.inner if self.kda else 0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -693,12 +736,14 @@ class TransformerShape:
         if ("E" in pattern) != self.is_moe:
             raise GpuarchError("hybrid_pattern: expert blocks (E) and experts > 0 go together")
         for name, bad in (("dense_layers", self.dense_layers), ("sliding_window",
-                          self.sliding_window), ("mla", self.mla is not None),
-                          ("parallel_attention", self.parallel_attention),
+                          self.sliding_window), ("parallel_attention", self.parallel_attention),
                           ("sandwich_norms", self.sandwich_norms)):
             if bad:
                 raise GpuarchError(f"{name}: not with a hybrid_pattern, whose blocks each "
                                    "hold one part of a layer")
+        if self.mla is not None and self.mla.sparse:
+            raise GpuarchError("index_topk: sparse latent attention is not modelled in a "
+                               "hybrid_pattern's attention blocks (dense latent attention is)")
 
     # -- resolved dimensions ---------------------------------------------------------------
 
