@@ -162,7 +162,8 @@ def test_mimo_reads_its_pattern_and_sinks(tmp_path: Path) -> None:
     ({"layer_types": [["sliding_attention"]] * 60}, "layer_types: expected 60 entries"),
     ({"enable_moe_block": True, "num_experts": 8, "top_k_experts": 2,
       "moe_intermediate_size": 1000}, "must be a multiple of it, got 21504"),
-    ({"num_global_key_value_heads": 5}, "full_attention.kv_heads: 5 must divide heads 32"),
+    ({"num_global_key_value_heads": 5},
+     "full_attention.kv_heads: 5 must divide the full layers' heads 32"),
 ])
 def test_gemma4_refusals_name_the_key(tmp_path: Path, change: dict[str, Any],
                                       message: str) -> None:
@@ -189,7 +190,7 @@ def test_mimo_refusals_name_the_key(tmp_path: Path, change: dict[str, Any],
      "full_attention: the full layers' own heads need"),
     ({"sliding_window": 128, "sliding_layers": 2,
       "full_attention": FullAttention(kv_heads=3, head_dim=64)},
-     "full_attention.kv_heads: 3 must divide heads 8"),
+     "full_attention.kv_heads: 3 must divide the full layers' heads 8"),
     ({"keys_are_values": True, "v_head_dim": 32}, "v_head_dim: keys that are also values"),
     ({"v_head_dim": -1}, "v_head_dim: expected an integer"),
 ])

@@ -574,8 +574,11 @@ class InferenceConfig:
         if self.gpus % (self.tp * self.pp):
             raise GpuarchError(f"--gpus: {self.gpus} is not divisible by TP x PP = "
                                f"{self.tp} x {self.pp}")
-        if shape.heads % self.tp:
-            raise GpuarchError(f"--tp: {self.tp} does not divide the {shape.heads} heads")
+        for heads in sorted({shape.heads, shape.full_heads}):
+            if heads % self.tp:
+                raise GpuarchError(f"--tp: {self.tp} does not divide the {heads} heads"
+                                   + (" of the full-attention layers"
+                                      if heads != shape.heads else ""))
         if shape.compressed is not None and shape.compressed.o_groups % self.tp:
             raise GpuarchError(f"--tp: {self.tp} does not divide the "
                                f"{shape.compressed.o_groups} output groups (o_groups) of "

@@ -529,7 +529,8 @@ class TrainingConfig:
             # and key/value heads (at least one, replicated where TP exceeds them) must split
             # evenly over the CP ranks
             core_kv, _ = attention_core_dims(shape)
-            for label, count in (("heads", shape.heads), ("KV heads", core_kv)):
+            for label, count in (("heads", shape.heads), ("KV heads", core_kv),
+                                 ("full layers' heads", shape.full_heads)):
                 local = max(1, count // self.tp)
                 if local % self.cp:
                     raise GpuarchError(
@@ -578,8 +579,11 @@ class TrainingConfig:
             raise GpuarchError("--vpp: interleaved stages need --pp > 1")
         self._check_schedule()
         self._check_ep_comm_overlap()
-        if shape.heads % self.tp:
-            raise GpuarchError(f"--tp: {self.tp} does not divide the {shape.heads} heads")
+        for heads in sorted({shape.heads, shape.full_heads}):
+            if heads % self.tp:
+                raise GpuarchError(f"--tp: {self.tp} does not divide the {heads} heads"
+                                   + (" of the full-attention layers"
+                                      if heads != shape.heads else ""))
         if shape.compressed is not None and shape.compressed.o_groups % self.tp:
             raise GpuarchError(f"--tp: {self.tp} does not divide the "
                                f"{shape.compressed.o_groups} output groups (o_groups) of "

@@ -195,10 +195,14 @@ def megatron_launch(shape: Any, cfg: Any) -> Launch:
                      "take those flags from the model's own Megatron recipe")
     if shape.full_attention is not None:
         full = shape.full_attention
-        notes.append(f"the full-attention layers' own heads ({full.kv_heads} KV heads of "
+        notes.append("the full-attention layers' own heads ("
+                     + (f"{full.heads} heads, " if full.heads else "")
+                     + f"{full.kv_heads} KV heads of "
                      f"{full.head_dim}{', keys as values' if full.keys_are_values else ''}) "
                      "are not "
                      "emitted: the flags above give every layer the window layers' heads")
+    if shape.head_gate:
+        notes.append("the attention's gate a head (Step-3.5/3.7-style) has no flag here")
     if shape.block_sparse is not None:
         notes.append("block-sparse attention (MiniMax-M3's indexer and top-k blocks) is not "
                      "emitted: the flags give every layer dense attention")

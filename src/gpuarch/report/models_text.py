@@ -36,8 +36,10 @@ def _experts(s: TransformerShape) -> str:
 def _heads(s: TransformerShape) -> str:
     if s.mla is not None:
         return f"{s.heads}/latent"
-    full = f"+{s.full_attention.kv_heads}" if s.full_attention is not None else ""
-    return f"{s.heads}/{s.n_kv_heads}{full}"
+    f = s.full_attention
+    if f is None:
+        return f"{s.heads}/{s.n_kv_heads}"
+    return f"{s.heads}/{s.n_kv_heads}+" + (f"{f.heads}/" if f.heads else "") + f"{f.kv_heads}"
 
 
 def _head_widths(s: TransformerShape) -> str:
@@ -155,8 +157,9 @@ def render_preset(p: Preset) -> str:
                      f"({b.positions:,}; its key cached beside the layer's)")
     if s.full_attention is not None:
         full = s.attention_kind(0)
-        lines.append(f"  full layers   {s.layers - s.windowed_layers} layers of {full.n_kv_heads}"
-                     f" KV heads of {_head_widths(full)}"
+        lines.append(f"  full layers   {s.layers - s.windowed_layers} layers of "
+                     + (f"{full.heads} heads and " if full.heads != s.heads else "")
+                     + f"{full.n_kv_heads} KV heads of {_head_widths(full)}"
                      + (", with attention sinks" if full.attention_sinks else "")
                      + ("; the window layers with sinks" if s.attention_sinks
                         and not full.attention_sinks else ""))
@@ -168,6 +171,9 @@ def render_preset(p: Preset) -> str:
                      + ("each head" if s.qk_norm is QkNorm.HEAD else "all heads together"))
     if s.sandwich_norms or s.qk_norm is not QkNorm.NONE:
         lines.append(f"  norms         {'; '.join(norms)}")
+    if s.head_gate:
+        lines.append("  gate          a sigmoid gate a query head on the attention's output "
+                     "(its own projection from the hidden state)")
     if s.parallel_attention:
         lines.append("  layers        attention and MLP side by side on the same input (one "
                      "tensor-parallel reduction a layer)")

@@ -120,8 +120,10 @@ def attention_projections(s: TransformerShape, tp: Any = 1) -> list[tuple[str, A
     kv = s.n_kv_heads // tp
     kv = kv + (kv < 1)  # at least one head; written so NumPy arrays of TP work too
     q = heads * (2 if s.attention_gate else 1)  # a gated attention's queries and gates
+    # a gate a head (head_gate) read from the same input: counted with the QKV GEMM
+    gates = heads if s.head_gate else 0
     # keys and values (keys alone where they are also the values)
-    return [("qkv", q * s.d_head + kv * s.kv_width, s.hidden),
+    return [("qkv", q * s.d_head + gates + kv * s.kv_width, s.hidden),
             ("attn_out", s.hidden, heads * s.d_value)]
 
 
@@ -219,8 +221,8 @@ def forward_flops_per_token(s: TransformerShape, seq_len: int, *, causal: bool =
         indexer_core = 2.0 * m.index_heads * m.index_head_dim * full_keys * s.indexer_layers
     else:
         indexer_core = 0.0
-    core = 2.0 * s.heads * ((s.attention_layers - windowed) * full_keys * full_dims
-                            + windowed * window_keys * window_dims) + indexer_core
+    core = 2.0 * ((s.attention_layers - windowed) * s.full_heads * full_keys * full_dims
+                  + windowed * s.heads * window_keys * window_dims) + indexer_core
     projections = sum(n * (attention_params(v) - attention_sink_params(v))
                       for _, n, v in s.attention_kinds())
     return ForwardFlops(

@@ -16,7 +16,8 @@ their text_config), gemma4 / gemma4_text and mimo_v2_flash (Gemma 4 and MiMo-V2-
 whose full-attention layers have heads of their own) and nemotron-nas (Llama-Nemotron's NAS
 layers) and minimax_m3 / minimax_m3_vl (MiniMax-M3's block-sparse attention) and
 kimi_linear (Kimi Linear: Kimi Delta Attention or latent attention layers, each with an MLP
-or experts: ``hf_layer_kinds.py``), and the
+or experts) and step3p5 / step3p7 (Step-3.5/3.7-Flash: window layers with more query heads
+than the full ones, a gate a head: ``hf_layer_kinds.py``), and the
 families whose attention and MLP run side by side
 (``parallel_attention``): gptj, gpt_neox (unless ``use_parallel_residual`` is false) and
 falcon (unless ``parallel_attn`` is false; ALiBi where ``alibi`` is set).
@@ -74,7 +75,7 @@ SUPPORTED_MODEL_TYPES = frozenset(_LLAMA_LIKE | _LLAMA4 | _GEMMA | _GATED_DELTA
                                      "mamba2", "gptj", "gpt_neox", "falcon", "bloom",
                                      "deepseek_v4", "gemma4_text", "mimo_v2_flash",
                                      "nemotron-nas", "minimax_m3", "minimax_m3_vl",
-                                     "kimi_linear"})
+                                     "kimi_linear", "step3p7", "step3p5"})
 # model_types whose language model is a supported family's, read as that family: the text
 # models of Qwen2-VL, Qwen2.5-VL and Qwen3-VL (dense and MoE; their multimodal rotary
 # positions carry no parameters; the older Qwen2-VL configs put the text fields at the top
@@ -176,7 +177,7 @@ def shape_from_hf_config(path: Path, name: str | None = None) -> TransformerShap
         if model_type in _GEMMA:
             return _gemma(cfg, path, label, model_type)
         if model_type in ("gemma4_text", "mimo_v2_flash", "nemotron-nas", "minimax_m3",
-                          "minimax_m3_vl", "kimi_linear"):
+                          "minimax_m3_vl", "kimi_linear", "step3p7", "step3p5"):
             # (imported here: that module reads configs with this one's helpers)
             from gpuarch.workloads.hf_layer_kinds import shape_of_family
             return shape_of_family(model_type, cfg, path, label)
@@ -212,7 +213,9 @@ _MLP_BIAS_KEY = {"llama", "granite"}
 
 # families seen in published checkpoints whose layers the shape cannot hold yet, and why
 _NOT_YET = {
-    "step3p7": "Step-3.7's head-wise attention gate and vision model",
+    "gemma3n": "Gemma 3n's per-layer embeddings, AltUp streams and KV-shared layers",
+    "jamba": "Jamba's Mamba-1 mixers (their selective scan, not Mamba-2's)",
+    "falcon_h1": "Falcon-H1's attention and Mamba-2 heads side by side in every layer",
 }
 
 

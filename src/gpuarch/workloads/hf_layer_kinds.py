@@ -10,8 +10,9 @@ attention and MLP blocks with ``mlp_widths``), as NVIDIA's DeciLM modeling code 
 (the remote code its checkpoints ship; TensorRT-LLM's and vLLM's nemotron_nas models); and
 MiniMax-M3's block-sparse attention layers beside its dense ones (``minimax_m3``,
 ``minimax_m3_vl``: ``TransformerShape.block_sparse``), as Transformers 5.25 builds them; and
-Kimi Linear's Kimi Delta Attention and latent attention layers (``kimi_linear``), as
-Transformers 5.25 builds them.
+Kimi Linear's Kimi Delta Attention and latent attention layers (``kimi_linear``), and
+Step-3.5/3.7-Flash's window layers with more query heads than its full ones and a gate a
+head (``step3p5``, ``step3p7``), as Transformers 5.25 builds them.
 """
 
 from __future__ import annotations
@@ -541,9 +542,139 @@ def _kimi_linear(cfg: dict[str, Any], path: Path, label: str) -> TransformerShap
     )
 
 
+def _step_layer_list(cfg: dict[str, Any], key: str, layers: int, mtp: int) -> Any:
+    """A Step-3.5/3.7 per-layer list, less the entries its multi-token prediction layers
+    add past the decoder's (hub configs list ``layers`` + ``num_nextn_predict_layers``)."""
+    value = cfg.get(key)
+    if isinstance(value, list) and mtp and len(value) == layers + mtp:
+        return value[:layers]
+    return value
+
+
+def _step_moe_layers(cfg: dict[str, Any], path: Path, layers: int, mtp: int) -> int:
+    """Step-3.5/3.7's dense layers: ``mlp_layer_types``, else ``moe_layers_enum`` (the expert
+    layers' indices, a comma-separated string or a list), else every layer from the fourth
+    with experts (Transformers' Step3p7TextConfig)."""
+    kinds = _step_layer_list(cfg, "mlp_layer_types", layers, mtp)
+    if kinds is not None:
+        dense = _flags_list({"mlp_layer_types": kinds}, path, "mlp_layer_types", layers,
+                            {"dense": True, "sparse": False})
+        assert dense is not None
+        return sum(dense)
+    enum = cfg.get("moe_layers_enum")
+    if enum is None:
+        return min(3, layers)
+    items = enum.split(",") if isinstance(enum, str) else enum
+    try:
+        indices = {int(str(i).strip()) for i in items if str(i).strip()} \
+            if isinstance(items, list) else None
+    except ValueError:
+        indices = None
+    if indices is None or not indices <= set(range(layers + mtp)):
+        raise GpuarchError(f"{path}: moe_layers_enum: expected the expert layers' indices "
+                           f"(0..{layers - 1}), got {enum!r}"[:300])
+    moe = {i for i in indices if i < layers}
+    if moe != set(range(layers - len(moe), layers)):
+        raise GpuarchError(f"{path}: moe_layers_enum: dense layers are read as the leading "
+                           f"ones, got expert layers {sorted(moe)}"[:300])
+    return layers - len(moe)
+
+
+def _step3p7(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
+    """Step-3.5/3.7-Flash's language model (``step3p5``; ``step3p7``, flat or through its
+    ``text_config``, the vision tower not counted): grouped-query attention with each head's
+    queries and keys normed and a sigmoid gate a query head on its output (``g_proj``:
+    ``head_gate``), in sliding-window layers (``layer_types``, ``sliding_window``) of
+    ``num_sliding_attention_heads`` query heads (else ``attention_other_setting``'s
+    ``num_attention_heads``, else as many as the full layers) and full layers of
+    ``num_attention_heads`` (``full_attention.heads`` where they differ); dense SwiGLU layers
+    of ``intermediate_size`` first (``_step_moe_layers``), then experts (top
+    ``num_experts_per_tok`` of ``n_routed_experts``, ``moe_intermediate_size`` wide) with a
+    shared MLP of ``share_expert_dim`` read as shared experts of that width. The router's
+    score-correction bias is a buffer, not counted; the multi-token prediction layers (the
+    per-layer lists' trailing entries) are a training setting here; the GLU clamps of a few
+    layers (``swiglu_limits``) are not priced. As Transformers 5.25's Step3p7TextModel
+    builds them, whose defaults fill what a config leaves out."""
+    if "text_config" in cfg:
+        text = cfg.get("text_config")
+        if not isinstance(text, dict):
+            raise GpuarchError(f"{path}: text_config: expected an object, got {text!r}"[:200])
+        tied = {} if "tie_word_embeddings" in text or "tie_word_embeddings" not in cfg \
+            else {"tie_word_embeddings": cfg["tie_word_embeddings"]}
+        cfg = {**text, **tied}
+    for key in ("sparse_attention_config", "index_n_heads", "index_topk_blocks"):
+        if cfg.get(key):
+            raise GpuarchError(f"{path}: {key}: Step's block-sparse attention is not read "
+                               "yet; give the shape with flags")
+    if flag(cfg, "mlp_bias", False):
+        raise GpuarchError(f"{path}: mlp_bias: biases on the dense and shared MLPs but not the "
+                           "experts are not read (no published Step config sets it)")
+    if cfg.get("gating") not in (None, True, "per-head"):
+        raise GpuarchError(f"{path}: gating: {cfg['gating']!r} is not read (the per-head "
+                           "gate is)")
+    layers = get(cfg, path, "num_hidden_layers", default=45)
+    mtp = get(cfg, path, "num_nextn_predict_layers", "num_mtp_layers", default=0)
+    full_heads = get(cfg, path, "num_attention_heads", default=64)
+    kv_heads = get(cfg, path, "num_key_value_heads", "num_attention_groups", default=8)
+    head_dim = get(cfg, path, "head_dim", default=128)
+    other = cfg.get("attention_other_setting") or {}
+    if not isinstance(other, dict):
+        raise GpuarchError(f"{path}: attention_other_setting: expected an object, got "
+                           f"{other!r}"[:200])
+    for key, same in (("num_attention_groups", kv_heads), ("head_dim", head_dim)):
+        if other.get(key, same) != same:
+            raise GpuarchError(f"{path}: attention_other_setting.{key}: {other[key]!r} "
+                               f"differs from the full layers' {same} (Transformers builds "
+                               "the window layers with the full layers'; not read)"[:300])
+    window_heads = get(cfg, path, "num_sliding_attention_heads",
+                       default=get(other, path, "num_attention_heads", default=full_heads))
+    kinds = _step_layer_list(cfg, "layer_types", layers, mtp)
+    windowed_flags = _flags_list({"layer_types": kinds}, path, "layer_types", layers,
+                                 {_SLIDING: True, _FULL: False}) if kinds is not None else None
+    windowed = sum(windowed_flags) if windowed_flags else 0
+    window = get(cfg, path, "sliding_window", default=0) if windowed else 0
+    if windowed and not window:
+        raise GpuarchError(f"{path}: sliding_window: {windowed} sliding_attention layers "
+                           "need a window")
+    fields = {**decoder_fields({"hidden_size": 4096, "vocab_size": 128815,
+                                "max_position_embeddings": 128000, **cfg},
+                               path, label, layers, window_heads if windowed else full_heads),
+              "kv_heads": kv_heads, "head_dim": head_dim}
+    if windowed:
+        fields.update(sliding_window=window,
+                      sliding_layers=windowed if windowed < layers else 0)
+        if windowed < layers and window_heads != full_heads:
+            fields["full_attention"] = FullAttention(kv_heads=kv_heads, head_dim=head_dim,
+                                                     heads=full_heads)
+    experts = get(cfg, path, "n_routed_experts", "moe_num_experts", "num_local_experts",
+                  default=288)
+    width = get(cfg, path, "moe_intermediate_size", default=1280)
+    shared = get(cfg, path, "share_expert_dim", "share_expert_dims", default=1280)
+    if width < 1 or shared % width:
+        raise GpuarchError(f"{path}: share_expert_dim: the shared MLP is read as shared "
+                           f"experts of moe_intermediate_size ({width}), so it must be a "
+                           f"multiple of it, got {shared}")
+    dense = _step_moe_layers(cfg, path, layers, mtp)
+    moe = {"experts": experts, "dense_layers": dense,
+           "experts_per_token": get(cfg, path, "num_experts_per_tok", "moe_top_k", default=8),
+           "moe_ffn_hidden": width, "shared_experts": shared // width} \
+        if experts and dense < layers else {}
+    bias = flag(cfg, "attention_bias", False)
+    return TransformerShape(
+        **fields,
+        ffn_hidden=get(cfg, path, "intermediate_size", default=11264),
+        qk_norm=QkNorm.HEAD,
+        head_gate=True,
+        qkv_bias=bias,
+        out_bias=bias,
+        **moe,
+    )
+
+
 LAYER_KIND_FAMILIES = {"gemma4_text": _gemma4, "mimo_v2_flash": _mimo_v2_flash,
                        "nemotron-nas": _nemotron_nas, "minimax_m3": _minimax_m3,
-                       "minimax_m3_vl": _minimax_m3, "kimi_linear": _kimi_linear}
+                       "minimax_m3_vl": _minimax_m3, "kimi_linear": _kimi_linear,
+                       "step3p7": _step3p7, "step3p5": _step3p7}
 """The model_types read here, and their readers."""
 
 

@@ -79,7 +79,8 @@ def attention_params(s: TransformerShape) -> int:
     q = heads * d * (2 if s.attention_gate else 1)  # the query projection makes the gate too
     # keys and values (the keys alone where they are also the values)
     kv_out = kv * s.kv_width
-    weights = h * q + h * kv_out + heads * s.d_value * h
+    # a gate a head: its own projection, no bias
+    weights = h * q + h * kv_out + heads * s.d_value * h + (h * heads if s.head_gate else 0)
     biases = 0
     if s.bias:
         biases = q + kv_out + h

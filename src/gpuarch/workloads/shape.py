@@ -366,8 +366,11 @@ class MambaShape:
 @dataclass(frozen=True, kw_only=True)
 class FullAttention:
     """The heads of a model's full-attention layers where they differ from its sliding-window
-    layers', which the shape's own ``kv_heads``, ``head_dim``, ``v_head_dim``,
-    ``keys_are_values`` and ``attention_sinks`` describe; the query heads are the same.
+    layers', which the shape's own ``heads``, ``kv_heads``, ``head_dim``, ``v_head_dim``,
+    ``keys_are_values`` and ``attention_sinks`` describe; ``heads`` 0 where the query heads
+    are the same. Step-3.5/3.7-Flash: 96 query heads in its window layers, 64 in its full
+    ones, 8 KV heads of 128 in both (its config.json's ``attention_other_setting``,
+    Transformers' ``num_sliding_attention_heads``).
     Gemma 4: its window layers have 8 or 16 KV heads of 256, its global ones 2 or 4 of 512
     whose keys are also their values (Transformers' Gemma4TextAttention:
     ``global_head_dim``, ``num_global_key_value_heads``, ``attention_k_eq_v``, no v_proj in
@@ -380,11 +383,13 @@ class FullAttention:
     v_head_dim: int = 0  # 0 = head_dim
     keys_are_values: bool = False
     sinks: bool = False
+    heads: int = 0  # 0 = the shape's query heads
 
     def __post_init__(self) -> None:
         for name in ("kv_heads", "head_dim"):
             _positive(f"full_attention.{name}", getattr(self, name))
-        _positive("full_attention.v_head_dim", self.v_head_dim, minimum=0)
+        for name in ("v_head_dim", "heads"):
+            _positive(f"full_attention.{name}", getattr(self, name), minimum=0)
         for name in ("keys_are_values", "sinks"):
             if not isinstance(getattr(self, name), bool):
                 raise GpuarchError(f"full_attention.{name}: expected true or false, got "
@@ -485,6 +490,9 @@ class TransformerShape:
     # attention, Megatron-Core's attention_output_gate): the query projection also makes the
     # gate, twice as wide
     attention_gate: bool = False
+    # a sigmoid gate a query head on the attention's output, from a projection of the hidden
+    # state to one value a head (Step-3.5/3.7-Flash's g_proj, use_head_wise_attn_gate)
+    head_gate: bool = False
     # the attention and MLP blocks of a layer read the same input and their outputs are
     # added into the residual together (GPT-J, GPT-NeoX, Falcon, PaLM), so a tensor-parallel
     # layer reduces its output once, not after each block
@@ -668,11 +676,14 @@ class TransformerShape:
         if self.keys_are_values and self.v_head_dim not in (0, self.d_head):
             raise GpuarchError(f"v_head_dim: keys that are also values have the keys' width "
                                f"({self.d_head}), got {self.v_head_dim}")
-        if (self.v_head_dim or self.keys_are_values or self.full_attention is not None) and \
-                (self.mla is not None or self.compressed is not None):
-            raise GpuarchError("v_head_dim / keys_are_values / full_attention: for grouped-"
-                               "query attention, not latent or compressed attention (which "
-                               "have their own widths)")
+        if (self.v_head_dim or self.keys_are_values or self.full_attention is not None
+                or self.head_gate) and (self.mla is not None or self.compressed is not None):
+            raise GpuarchError("v_head_dim / keys_are_values / full_attention / head_gate: "
+                               "for grouped-query attention, not latent or compressed "
+                               "attention (which have their own widths)")
+        if self.head_gate and self.attention_gate:
+            raise GpuarchError("head_gate: a gate a head, or attention_gate's a channel, not "
+                               "both")
         b = self.block_sparse
         if b is not None:
             for name, bad in (("mla", self.mla is not None), ("compressed",
@@ -691,9 +702,10 @@ class TransformerShape:
             raise GpuarchError("full_attention: the full layers' own heads need sliding-"
                                "window layers beside them (sliding_window, and "
                                "sliding_layers below layers)")
-        if self.heads % f.kv_heads:
-            raise GpuarchError(f"full_attention.kv_heads: {f.kv_heads} must divide heads "
-                               f"{self.heads}")
+        heads = f.heads or self.heads
+        if heads % f.kv_heads:
+            raise GpuarchError(f"full_attention.kv_heads: {f.kv_heads} must divide the full "
+                               f"layers' heads {heads}")
 
     def _check_compressed(self) -> None:
         c = self.compressed
@@ -803,9 +815,16 @@ class TransformerShape:
     def splits_heads(self, tp: int) -> bool:
         """Whether ``tp`` tensor-parallel GPUs split the attention evenly: its heads, and
         compressed attention's output groups."""
-        if self.heads % tp:
+        if self.heads % tp or self.full_heads % tp:
             return False
         return self.compressed is None or self.compressed.o_groups % tp == 0
+
+    @property
+    def full_heads(self) -> int:
+        """The full-attention layers' query heads: the shape's unless they have their own
+        (``full_attention.heads``)."""
+        f = self.full_attention
+        return f.heads if f is not None and f.heads else self.heads
 
     @property
     def tp_reductions(self) -> int:
@@ -1027,6 +1046,6 @@ def _kind_view(s: TransformerShape, windowed: bool) -> TransformerShape:
     assert f is not None
     if windowed:
         return replace(s, full_attention=None)
-    return replace(s, kv_heads=f.kv_heads, head_dim=f.head_dim, v_head_dim=f.v_head_dim,
-                   keys_are_values=f.keys_are_values, attention_sinks=f.sinks,
-                   full_attention=None)
+    return replace(s, heads=f.heads or s.heads, kv_heads=f.kv_heads, head_dim=f.head_dim,
+                   v_head_dim=f.v_head_dim, keys_are_values=f.keys_are_values,
+                   attention_sinks=f.sinks, full_attention=None)
