@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from pathlib import Path
 
 import pytest
 
@@ -369,3 +370,42 @@ def test_moe_at_tp_above_one_without_sequence_parallelism_is_flagged() -> None:
     assert not any("refuses" in n for n in megatron_launch(QWEN235, with_sp).notes)
     assert not any("refuses" in n for n in megatron_launch(
         LLAMA70, dataclasses.replace(cfg, ep=1)).notes)
+
+
+@pytest.mark.parametrize("engine", SERVING_ENGINES)
+def test_remote_code_flag(engine: str, tmp_path: Path) -> None:
+    """A checkpoint whose config.json names classes of its own (auto_map) is served with the
+    engine's trust-remote-code flag; one without, or a preset whose checkpoint has none,
+    without it."""
+    flag = engine_info(engine)["flags"]["trust_remote_code"]
+    cfg = InferenceConfig(input_len=1000, output_len=100, batch=8)
+    ours = tmp_path / "ours"
+    ours.mkdir()
+    config = {"model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 32,
+              "num_attention_heads": 32, "vocab_size": 128256, "intermediate_size": 14336}
+    (ours / "config.json").write_text(json.dumps({**config, "auto_map": {
+        "AutoConfig": "configuration_mine.MyConfig"}}))
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "config.json").write_text(json.dumps(config))
+    shape = preset("llama-3.1-8b").shape
+    for model, expected in ((str(ours / "config.json"), True),
+                            (str(plain / "config.json"), False),
+                            ("kimi-linear-48b-a3b", True), ("deepseek-v3", True),
+                            ("llama-3.1-8b", False), ("not-a-model", False)):
+        launch = serving_launch(engine, shape, cfg, model_reference(model), 8)
+        assert (flag in launch.argv) is expected, model
+        assert any("auto_map" in note for note in launch.notes) is expected, model
+    # in the multimodal wrapper's text_config too
+    (ours / "config.json").write_text(json.dumps({
+        "model_type": "kimi_k3", "text_config": {**config, "auto_map": {}}}))
+    assert flag in serving_launch(engine, shape, cfg, str(ours), 8).argv
+
+
+def test_models_says_which_checkpoints_ship_code(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, _ = run(capsys, "models", "kimi-k2", "--json")
+    assert status == 0 and json.loads(out)["models"][0]["remote_code"] is True
+    status, out, _ = run(capsys, "models", "llama-3.1-8b", "--json")
+    assert status == 0 and json.loads(out)["models"][0]["remote_code"] is False
+    status, out, _ = run(capsys, "models", "kimi-linear")
+    assert status == 0 and "ships model code of its own" in out

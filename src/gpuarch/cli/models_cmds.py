@@ -21,7 +21,7 @@ def _record(p: Any) -> dict[str, Any]:
             "params_counted": {"total": counted.total, "active": counted.active(p.shape),
                                "by_component": counted},
             "params_published": p.params, "params_published_billions": p.params_billions,
-            "checkpoint": p.checkpoint,
+            "checkpoint": p.checkpoint, "remote_code": p.remote_code,
             "source": {"title": p.source_title, "url": p.source_url}}
 
 
@@ -29,6 +29,7 @@ def _config_preset(name: str) -> Any:
     """A local config.json read as ``--model`` reads it, shown like a preset: its shape, the
     counted parameters, the formats its checkpoint declares, and the file as the source."""
     from gpuarch.cli.estimate_cmds import model_config
+    from gpuarch.report.launch import needs_remote_code
     from gpuarch.workloads.hf import shape_from_hf_config
     from gpuarch.workloads.hf_quant import checkpoint_formats
     from gpuarch.workloads.presets import Preset
@@ -38,7 +39,7 @@ def _config_preset(name: str) -> Any:
     shape = shape_from_hf_config(path)
     return Preset(shape=shape, aliases=(), source_title=f"{path} (a local config.json)",
                   source_url=str(path.resolve()), params=None, params_billions=None,
-                  checkpoint=checkpoint_formats(path))
+                  checkpoint=checkpoint_formats(path), remote_code=needs_remote_code(str(path)))
 
 
 VERBS = ("show", "list")

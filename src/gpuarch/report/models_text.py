@@ -181,6 +181,9 @@ def render_preset(p: Preset) -> str:
         lines.append(f"  context       {s.positions:,} tokens configured")
     lines.append(f"  checkpoint    {checkpoint_label(p.checkpoint)}"
                  + (f"\n                read from {p.checkpoint.origin}" if p.checkpoint
-                    else " (16-bit: no quantization_config)"))
+                    else " (16-bit: no quantization_config)")
+                 + ("\n                ships model code of its own (config.json's auto_map): "
+                    "engines load it with their trust-remote-code flag"
+                    if getattr(p, "remote_code", False) else ""))
     lines.append(f"  source        {p.source_title}\n                {p.source_url}")
     return "\n".join(lines)

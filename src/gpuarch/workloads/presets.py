@@ -42,7 +42,7 @@ _TABLES: dict[str, type[Any]] = {"mla": MlaShape, "mamba": MambaShape,
 _SHAPE_KEYS = {f.name for f in fields(TransformerShape)} - {"name", *_TABLES}
 _TABLE_KEYS = {key: {f.name for f in fields(kind)} for key, kind in _TABLES.items()}
 _META_KEYS = {"name", "aliases", "hf_repos", "params", "params_billions", "source",
-              "quantization_config", "expert_dtype", *_TABLES}
+              "quantization_config", "expert_dtype", "remote_code", *_TABLES}
 _HF_MODEL_URL = re.compile(r"https://huggingface\.co/([^/]+/[^/]+)")
 
 
@@ -62,6 +62,9 @@ class Preset:
     # its Hugging Face repository ids (also among ``aliases``), the first the checkpoint a
     # serving command loads (``report.launch.model_reference``)
     hf_repos: tuple[str, ...] = ()
+    # the published checkpoint ships model code of its own (its config.json's auto_map), which
+    # a serving engine loads only when told to trust it (``--trust-remote-code``)
+    remote_code: bool = False
 
 
 def shape_from_mapping(raw: Mapping[str, Any], where: str) -> TransformerShape:
@@ -137,10 +140,18 @@ def load_presets(path: Path = MODELS_FILE) -> _Presets:
             params=entry.get("params"),
             params_billions=entry.get("params_billions"),
             checkpoint=_checkpoint(entry),
+            remote_code=_remote_code(entry, where),
         )
         out[item.shape.name] = item
         resolver.add(item.shape.name, item, item.aliases)
     return _Presets(out, resolver)
+
+
+def _remote_code(entry: Mapping[str, Any], where: str) -> bool:
+    value = entry.get("remote_code", False)
+    if not isinstance(value, bool):
+        raise GpuarchError(f"{where}.remote_code: expected true or false, got {value!r}")
+    return value
 
 
 def _hf_repos(entry: Mapping[str, Any], source: Mapping[str, Any], citing: int
