@@ -154,8 +154,7 @@ def test_mimo_reads_its_pattern_and_sinks(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("change", "message"), [
-    ({"hidden_size_per_layer_input": 256}, "per-layer input embeddings"),
-    ({"num_kv_shared_layers": 4}, "num_kv_shared_layers 4"),
+    ({"num_kv_shared_layers": 60}, "num_kv_shared_layers: 60 of 60 layers leaves none"),
     ({"use_bidirectional_attention": "all"}, "use_bidirectional_attention"),
     ({"per_layer_config": {}}, "per_layer_config"),
     ({"layer_types": ["full_attention"] * 3}, "layer_types: expected 60 entries"),

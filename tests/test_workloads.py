@@ -534,7 +534,7 @@ def test_a_window_never_adds_attention_work(seq: int, window: int, share: int,
     for causal in (True, False):
         assert forward_flops_per_token(windowed, seq, causal=causal).attention_core <= \
             forward_flops_per_token(base, seq, causal=causal).attention_core * (1 + 1e-12)
-    assert sum(w for _, _, w in windowed.layer_kinds()) == pytest.approx(1.0)
+    assert sum(w for _, _, w, _ in windowed.layer_kinds()) == pytest.approx(1.0)
 
 
 def test_hf_parallel_attention_families(tmp_path: Path) -> None:

@@ -61,7 +61,10 @@ def kv_bytes_per_token(shape: TransformerShape, element: float, tp: int = 1,
 def _layer_kv_width(shape: TransformerShape, tp: int) -> int:
     """Channels one attention layer of grouped-query attention caches per position on one
     of ``tp`` GPUs: its share of the KV heads (at least one), keys and values (the keys
-    alone where they are also the values)."""
+    alone where they are also the values); none in a layer that reads an earlier layer's
+    (``reuses_kv``)."""
+    if shape.reuses_kv:
+        return 0
     kv_heads = max(1, shape.n_kv_heads // tp) if tp <= shape.n_kv_heads else 1
     return kv_heads * shape.kv_width
 
@@ -71,11 +74,12 @@ def _window_share(shape: TransformerShape, tp: int) -> float:
     hold: their share of the layers, or of the bytes where the full layers have heads of
     their own (Gemma 4's window layers cache 8 x 2 x 256 channels a position on one GPU,
     its global ones 2 x 512)."""
-    if shape.full_attention is None:
+    if shape.full_attention is None and not shape.kv_shared_layers:
         return shape.windowed_layers / shape.layers
-    widths = {window: n * _layer_kv_width(view, tp)
-              for window, n, view in shape.attention_kinds()}
-    return widths[shape.sliding_window] / sum(widths.values())
+    widths: dict[int, float] = {}
+    for window, n, view in shape.attention_kinds():
+        widths[window] = widths.get(window, 0.0) + n * _layer_kv_width(view, tp)
+    return widths.get(shape.sliding_window, 0.0) / sum(widths.values())
 
 
 def mla_entry_bytes(shape: TransformerShape, element: float, mla_cache: str = "tensor"

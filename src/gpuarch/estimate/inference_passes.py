@@ -69,7 +69,11 @@ from gpuarch.perf.roofline import (
     op_kind,
     op_time,
 )
-from gpuarch.workloads.flops import attention_core_dims, attention_projections
+from gpuarch.workloads.flops import (
+    attention_core_dims,
+    attention_projections,
+    per_layer_input_gemms,
+)
 from gpuarch.workloads.params import indexer_projections, layer_op_shares
 from gpuarch.workloads.shape import TransformerShape
 
@@ -434,20 +438,22 @@ class ReplicaRunner:
 
     def layer(self, tokens: Num, seqs: Num, q_len: int, ctx: Num, experts_touched: Num,
               moe: bool | None = None, window: int = 0, prefill: bool = False,
-              overlapped: bool = False, block: str = "", ffn_width: int = 0) -> PhaseSeconds:
+              overlapped: bool = False, block: str = "", ffn_width: int = 0,
+              shared: bool = False) -> PhaseSeconds:
         """One layer on one GPU: ``tokens`` = seqs x q_len new tokens attending to ``ctx``
         positions each (at most ``window`` of them if given); an expert layer if ``moe``
         (default: if the model has experts); in a prefill pass if ``prefill``; one of two
         micro-batches whose exchanges overlap the other's work if ``overlapped``. A hybrid
         model's ``block`` ("M" Mamba-2, "*" attention, "-" MLP, "E" experts) is one part of
         a layer, with one norm, one residual add and one tensor-parallel reduction; a dense
-        MLP ``ffn_width`` wide if given (the model's d_ffn otherwise)."""
+        MLP ``ffn_width`` wide if given (the model's d_ffn otherwise); a KV-shared layer if
+        ``shared`` (``TransformerShape.layer_view``)."""
         if moe is None:
             moe = self.s.is_moe
         s = self.s
         ops: list[Op] = []
         if block in ("", "*"):
-            ops += self._attention_ops(s.attention_kind(window), tokens, seqs, q_len, ctx,
+            ops += self._attention_ops(s.layer_view(window, shared), tokens, seqs, q_len, ctx,
                                        window, prefill)
         inner: Num = 0.0
         if block == "M":
@@ -458,6 +464,12 @@ class ReplicaRunner:
         hidden_bytes = tokens * s.hidden * 2.0
         ops.append(_norms_residuals(tokens, s, bool(block)))
         ops += hyper_connection_ops(tokens, s)
+        if s.per_layer_input:
+            # per-layer inputs (Gemma 4's PLE): their GEMMs, whole on each GPU, the gate's
+            # activation and product, the norm and the residual add
+            ops += [self._gemm(tokens, n, k, name) for name, n, k in per_layer_input_gemms(s)]
+            ops.append(Elementwise(tokens * (4 * s.per_layer_input + 5 * s.hidden) * 2.0,
+                                   name="ple_elementwise"))
         if block in ("", "-", "E"):
             ops.append(Elementwise(3.0 * inner * 2.0, name="activation"))
         return self._run_layer(ops, tokens, q_len, moe, prefill, overlapped, hidden_bytes,
@@ -779,22 +791,24 @@ class ReplicaRunner:
             self._add(kind, seconds)
         return phase
 
-    def _kinds(self) -> list[tuple[bool, int, float, str, int]]:
+    def _kinds(self) -> list[tuple[bool, int, float, str, int, bool]]:
         """(expert layer?, attention window, share of the layers, hybrid block, dense MLP
-        width or 0) for each kind of layer (``TransformerShape.layer_kinds``), or of a hybrid
-        model's block (its MLP blocks by width where they differ: ``mlp_kinds``)."""
+        width or 0, KV-shared?) for each kind of layer (``TransformerShape.layer_kinds``), or
+        of a hybrid model's block (its MLP blocks by width where they differ:
+        ``mlp_kinds``)."""
         s = self.s
         if s.is_hybrid:
             kinds = []
             for block in sorted(set(s.hybrid_pattern)):
                 if block == "-" and s.mlp_widths:
-                    kinds += [(False, 0, n / s.layers, block, width)
+                    kinds += [(False, 0, n / s.layers, block, width, False)
                               for width, n, _ in s.mlp_kinds()]
                 else:
                     kinds.append((block == "E", 0, s.hybrid_pattern.count(block) / s.layers,
-                                  block, 0))
+                                  block, 0, False))
             return kinds
-        return [(moe, window, share, "", 0) for moe, window, share in s.layer_kinds()]
+        return [(moe, window, share, "", s.layer_view(window, True).d_ffn if shared else 0,
+                 shared) for moe, window, share, shared in s.layer_kinds()]
 
     def _forward(self, seqs: Num, q_len: int, ctx: Num, rows: Num, prefill: bool) -> PhaseSeconds:
         """``forward`` without its cache."""
@@ -807,12 +821,12 @@ class ReplicaRunner:
         body = PhaseSeconds()
         tbo = self.cfg.two_batch_overlap
         half = self.experts_touched(tokens / 2) if tbo else 0.0
-        for moe, window, share, block, width in self._kinds():
+        for moe, window, share, block, width, shared in self._kinds():
             def one(moe: bool = moe, window: int = window, block: str = block,
-                    width: int = width) -> PhaseSeconds:
+                    width: int = width, shared: bool = shared) -> PhaseSeconds:
                 return self.layer(tokens, seqs, q_len, ctx, touched if moe else 0.0,
                                   moe=moe, window=window, prefill=prefill, block=block,
-                                  ffn_width=width)
+                                  ffn_width=width, shared=shared)
 
             def halves(window: int = window) -> PhaseSeconds:
                 # two-batch overlap: the expert layer runs twice at half the batch

@@ -127,10 +127,11 @@ def activation_bytes_per_layer(s: TransformerShape, micro_batch: int, seq: int, 
     keeps (both inputs and the first output); a tensor of fewer than
     ``offload_min_elements`` elements on this GPU stays (``min_offloaded_tensor_size``).
 
-    A model whose full layers have heads of their own (``full_attention``): the mean of its
-    window and full layers, weighted by their counts.
+    A model whose full layers have heads of their own (``full_attention``), or with
+    KV-shared layers (``kv_shared_layers``): the mean of its kinds of layers, weighted by
+    their counts.
     """
-    if s.full_attention is not None:
+    if s.full_attention is not None or s.kv_shared_layers:
         return sum(n / s.layers * activation_bytes_per_layer(
             view, micro_batch, seq, tp, sequence_parallel, recompute, element,
             fused_attention=fused_attention, quantized_inputs=quantized_inputs,
@@ -171,7 +172,8 @@ def activation_bytes_per_layer(s: TransformerShape, micro_batch: int, seq: int, 
         kept_qkv, kept_up, kept_down = (1.0 if module in adapted else 0.0 for module in
                                         ("linear_qkv", "linear_fc1", "linear_fc2"))
     q = tokens * s.heads * s.d_head
-    kv = tokens * s.n_kv_heads * s.kv_width
+    # a layer that reads an earlier layer's keys and values keeps none of its own
+    kv = 0.0 if s.reuses_kv else tokens * s.n_kv_heads * s.kv_width
     # bytes an element of them (the latents kept instead are GEMM inputs, 8-bit under FP8)
     q_each = kv_each = float(element)
     if "mla_up_proj" in dropped and s.mla is not None:

@@ -40,7 +40,11 @@ from gpuarch.perf.roofline import (
     op_kind,
     op_time,
 )
-from gpuarch.workloads.flops import attention_core_dims, attention_projections
+from gpuarch.workloads.flops import (
+    attention_core_dims,
+    attention_projections,
+    per_layer_input_gemms,
+)
 from gpuarch.workloads.params import indexer_projections, layer_op_shares
 from gpuarch.workloads.shape import TransformerShape
 
@@ -368,6 +372,12 @@ def _layer_ops(s: TransformerShape, cfg: TrainingConfig, moe: bool, window: int 
     ops += hyper_connection_ops(norm_tokens, s, element)
     if block in ("", "-", "E"):
         ops.append(Elementwise(3.0 * inner * element, name="activation"))
+    if s.per_layer_input:
+        # per-layer inputs: their GEMMs, whole on each GPU, then the gate's activation and
+        # product with the layer's input, the norm and the residual add
+        ops += [Gemm(tokens, n, k, name=name) for name, n, k in per_layer_input_gemms(s)]
+        ops.append(Elementwise(tokens * (4 * s.per_layer_input + 5 * s.hidden) * element,
+                               name="ple_elementwise"))
     if cfg.precision.low_precision:
         # each GEMM operand is cast (read 16-bit, write the narrow format: once, or row-wise
         # and column-wise, quantized_copies) before the GEMM, but a fused grouped MLP's up
@@ -555,9 +565,11 @@ def layer_times(s: TransformerShape, cfg: TrainingConfig, device: Device, eff: E
             blocks[block] = _mix([(n / total, one) for n, one in one_kind])
         return blocks
     kinds: dict[bool, list[tuple[Num, LayerPasses]]] = {}
-    for moe, window, share in s.layer_kinds():
+    for moe, window, share, shared in s.layer_kinds():
         own: dict[str, Num] = {}
-        f, b, r, fl, w, h = one_layer_time(s, cfg, device, eff, tp_group, cp_group,
+        # a model with KV-shared layers: each kind's own view (``layer_view``)
+        view = s.layer_view(window, shared) if s.kv_shared_layers else s
+        f, b, r, fl, w, h = one_layer_time(view, cfg, device, eff, tp_group, cp_group,
                                             ep_group, moe, window,
                                             own if with_parts else None)
         kinds.setdefault(moe, []).append((share, LayerPasses(f, b, r, fl, own, w, h)))

@@ -203,6 +203,9 @@ def megatron_launch(shape: Any, cfg: Any) -> Launch:
                      "emitted: the flags above give every layer the window layers' heads")
     if shape.head_gate:
         notes.append("the attention's gate a head (Step-3.5/3.7-style) has no flag here")
+    if shape.kv_shared_layers or shape.per_layer_input:
+        notes.append("KV-shared layers and per-layer input embeddings (Gemma 4 E2B/E4B-style) "
+                     "have no flags here")
     if shape.block_sparse is not None:
         notes.append("block-sparse attention (MiniMax-M3's indexer and top-k blocks) is not "
                      "emitted: the flags give every layer dense attention")

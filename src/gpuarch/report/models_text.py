@@ -163,6 +163,16 @@ def render_preset(p: Preset) -> str:
                      + (", with attention sinks" if full.attention_sinks else "")
                      + ("; the window layers with sinks" if s.attention_sinks
                         and not full.attention_sinks else ""))
+    if s.kv_shared_layers:
+        lines.append(f"  KV-shared     the last {s.kv_shared_layers} layers ({s.kv_shared_full} "
+                     "full, the rest window) read the keys and values an earlier layer of "
+                     "their kind cached: no K/V projections or cache of their own"
+                     + (f"; their MLPs {s.kv_shared_mlp} wide" if s.kv_shared_mlp else ""))
+    if s.per_layer_input:
+        lines.append(f"  per-layer in  per-layer input embeddings of {s.per_layer_input} a layer "
+                     f"(a table of {s.per_layer_vocab:,} tokens, "
+                     f"{s.per_layer_vocab * s.layers * s.per_layer_input:,} parameters), "
+                     "projected and gated into every layer")
     kind = "RMSNorm" if s.norm is NormKind.RMSNORM else "LayerNorm"
     norms = [f"{s.layer_norms} {kind}s a layer"
              + (" (before and after attention and MLP)" if s.sandwich_norms else "")]

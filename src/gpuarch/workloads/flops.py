@@ -49,6 +49,7 @@ from gpuarch.workloads.shape import TransformerShape
 
 __all__ = ["ForwardFlops", "attention_core_dims", "attention_projections", "compressed_keys",
            "forward_flops_per_token", "mamba_forward_flops_per_token",
+           "per_layer_input_gemms",
            "training_flops_per_token"]
 
 
@@ -63,11 +64,12 @@ class ForwardFlops:
     lm_head: float
     mamba: float = 0.0  # a hybrid model's Mamba-2 blocks: projections and scan
     mixing: float = 0.0  # hyper-connections' mixing projections (DeepSeek-V4's mHC)
+    per_layer_inputs: float = 0.0  # per-layer input embeddings' projections (Gemma 4 PLE)
 
     @property
     def total(self) -> float:
         return (self.attention_proj + self.attention_core + self.mlp + self.router
-                + self.lm_head + self.mamba + self.mixing)
+                + self.lm_head + self.mamba + self.mixing + self.per_layer_inputs)
 
 
 def _core_dims(s: TransformerShape) -> tuple[int, int]:
@@ -122,9 +124,22 @@ def attention_projections(s: TransformerShape, tp: Any = 1) -> list[tuple[str, A
     q = heads * (2 if s.attention_gate else 1)  # a gated attention's queries and gates
     # a gate a head (head_gate) read from the same input: counted with the QKV GEMM
     gates = heads if s.head_gate else 0
-    # keys and values (keys alone where they are also the values)
-    return [("qkv", q * s.d_head + gates + kv * s.kv_width, s.hidden),
+    # keys and values (keys alone where they are also the values; none where the layer
+    # reads another's: reuses_kv)
+    kv_out = 0 if s.reuses_kv else kv * s.kv_width
+    return [("qkv", q * s.d_head + gates + kv_out, s.hidden),
             ("attn_out", s.hidden, heads * s.d_value)]
+
+
+def per_layer_input_gemms(s: TransformerShape) -> list[tuple[str, int, int]]:
+    """A layer's per-layer input GEMMs per token as (name, N, K), whole on every tensor-
+    parallel GPU (Gemma 4's PLE, ``per_layer_input`` d): the layer's share of the projection
+    of the hidden state to every layer's input and its gate (d each, from the hidden
+    state), and the projection back to the hidden width; none without them."""
+    d = s.per_layer_input
+    if not d:
+        return []
+    return [("ple_in", 2 * d, s.hidden), ("ple_out", s.hidden, d)]
 
 
 def _window_keys(seq_len: float, window: int, causal: bool) -> float:
@@ -232,6 +247,8 @@ def forward_flops_per_token(s: TransformerShape, seq_len: int, *, causal: bool =
         router=2.0 * pc.router,
         lm_head=2.0 * s.vocab * s.hidden,
         mamba=s.mamba_layers * mamba_forward_flops_per_token(s),
+        # the projection to every layer's input, each layer's gate and projection back
+        per_layer_inputs=2.0 * 3 * s.layers * s.hidden * s.per_layer_input,
     )
 
 

@@ -108,17 +108,21 @@ def _gemma4(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
     ``moe_intermediate_size``) beside its dense MLP of ``intermediate_size``, read as
     shared experts of the routed width (26B-A4B: 2,112 = 3 x 704), with a pre-norm of
     their own, a post-norm for each output and a router that scales its input and each
-    expert's weight. The small models' per-layer input embeddings and shared KV caches
-    are refused."""
+    expert's weight. The small models (E2B, E4B): per-layer input embeddings
+    (``hidden_size_per_layer_input`` wide, a table of ``vocab_size_per_layer_input``
+    tokens: ``per_layer_input``) and, in the last ``num_kv_shared_layers``, attention that
+    reads the keys and values the last earlier layer of its kind cached
+    (``kv_shared_layers``; with ``use_double_wide_mlp`` their MLPs twice as wide)."""
     layers = get(cfg, path, "num_hidden_layers", default=30)
     heads = get(cfg, path, "num_attention_heads", default=8)
     per_layer = get(cfg, path, "hidden_size_per_layer_input", default=256)
     shared = get(cfg, path, "num_kv_shared_layers", default=0)
-    if per_layer or shared:
-        raise GpuarchError(
-            f"hidden_size_per_layer_input {per_layer} / num_kv_shared_layers {shared}: "
-            "Gemma 4's per-layer input embeddings and layers that reuse another's KV cache "
-            "(its E2B and E4B models) are not read yet; both must be 0")
+    if shared and flag(cfg, "enable_moe_block", False):
+        raise GpuarchError(f"{path}: num_kv_shared_layers: KV-shared layers beside experts are "
+                           "not read (no published Gemma 4 has both)")
+    if shared >= layers:
+        raise GpuarchError(f"{path}: num_kv_shared_layers: {shared} of {layers} layers leaves "
+                           "none to cache what they read")
     if cfg.get("use_bidirectional_attention") == "all":
         raise GpuarchError("use_bidirectional_attention: \"all\" makes every token attend "
                            "both ways (an encoder), which the decoder's costs do not price")
@@ -152,6 +156,14 @@ def _gemma4(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
                "moe_ffn_hidden": routed, "shared_experts": width // routed,
                "expert_layer_norms": 3, "router_scales": True}
     attention_bias = flag(cfg, "attention_bias", False)
+    small: dict[str, Any] = {}
+    if per_layer:
+        small.update(per_layer_input=per_layer,
+                     per_layer_vocab=get(cfg, path, "vocab_size_per_layer_input",
+                                         default=262_144))
+    if shared:
+        small.update(kv_shared_layers=shared, kv_shared_full=window[layers - shared:].count(False),
+                     kv_shared_mlp=2 * width if flag(cfg, "use_double_wide_mlp", False) else 0)
     return TransformerShape(
         **fields,
         ffn_hidden=width,
@@ -161,6 +173,7 @@ def _gemma4(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
         sandwich_norms=True,
         qk_norm=QkNorm.HEAD,
         **moe,
+        **small,
     )
 
 

@@ -18,6 +18,7 @@ __all__ = ["INDEXER_OPS", "INDEXER_SCORES", "ParamCount",
            "hyper_connection_mix_weights", "hyper_connection_params", "indexer_params",
            "indexer_projections",
            "latent_projection_params", "layer_norm_params", "layer_op_shares", "mamba_params",
+           "per_layer_input_params",
            "routed_expert_params"]
 
 
@@ -36,12 +37,16 @@ class ParamCount:
     mamba: int = 0  # all Mamba-2 mixer blocks of a hybrid model
     moe_latent: int = 0  # latent experts' projections to and from the latent width
     hyper_connections: int = 0  # the residual streams' mixing weights (DeepSeek-V4's mHC)
+    # per-layer input embeddings: their table (an embedding) and their projections and norms
+    per_layer_table: int = 0
+    per_layer_inputs: int = 0
 
     @property
     def total(self) -> int:
         return (self.embedding + self.lm_head + self.attention + self.mlp_dense
                 + self.mlp_experts + self.mlp_shared + self.router + self.norms + self.mamba
-                + self.moe_latent + self.hyper_connections)
+                + self.moe_latent + self.hyper_connections + self.per_layer_table
+                + self.per_layer_inputs)
 
     def active(self, shape: TransformerShape) -> int:
         """Parameters used per token: routed experts counted experts_per_token of experts."""
@@ -77,8 +82,9 @@ def attention_params(s: TransformerShape) -> int:
             + (h if s.bias or s.out_bias else 0)
         return q + kv_part + heads * m.v_head_dim * h + biases
     q = heads * d * (2 if s.attention_gate else 1)  # the query projection makes the gate too
-    # keys and values (the keys alone where they are also the values)
-    kv_out = kv * s.kv_width
+    # keys and values (the keys alone where they are also the values; none in a layer
+    # that reads another's, reuses_kv)
+    kv_out = 0 if s.reuses_kv else kv * s.kv_width
     # a gate a head: its own projection, no bias
     weights = h * q + h * kv_out + heads * s.d_value * h + (h * heads if s.head_gate else 0)
     biases = 0
@@ -261,10 +267,11 @@ def qk_norm_params(s: TransformerShape) -> int:
     """One attention's query-key norm weights (0 without them; Gemma 4's norm over the
     values has no weight)."""
     qk = 0
+    keys = 0 if s.reuses_kv else 1  # a layer that reads another's keys has no key norm
     if s.qk_norm is QkNorm.HEAD:
-        qk = 2 * s.d_head
+        qk = (1 + keys) * s.d_head
     elif s.qk_norm is QkNorm.FULL:
-        qk = (s.heads + s.n_kv_heads) * s.d_head
+        qk = (s.heads + keys * s.n_kv_heads) * s.d_head
     return s.norm.params_per_width * qk
 
 
@@ -316,4 +323,18 @@ def count_params(s: TransformerShape) -> ParamCount:
         mamba=s.mamba_layers * mamba_params(s),
         moe_latent=s.moe_layers * latent_projection_params(s),
         hyper_connections=hyper_connection_params(s),
+        per_layer_table=s.per_layer_vocab * s.layers * s.per_layer_input,
+        per_layer_inputs=per_layer_input_params(s),
     )
+
+
+def per_layer_input_params(s: TransformerShape) -> int:
+    """Per-layer input embeddings' weights beside their table (Transformers' Gemma4TextModel
+    and Gemma4TextDecoderLayer): the projection of the hidden state to every layer's input
+    and its norm, then in each layer a gate to the input's width, a projection back and a
+    norm over the hidden width; 0 without them."""
+    d, h = s.per_layer_input, s.hidden
+    if not d:
+        return 0
+    norm = s.norm.params_per_width
+    return h * s.layers * d + norm * d + s.layers * (2 * h * d + norm * h)

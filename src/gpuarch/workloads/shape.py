@@ -571,6 +571,22 @@ class TransformerShape:
     # (Llama-Nemotron's NAS layers: each its own ffn_mult); () = every MLP block d_ffn wide.
     # d_ffn is then the widest
     mlp_widths: tuple[int, ...] = ()
+    # the last layers read the keys and values that the last earlier layer of their kind
+    # cached (Gemma 4 E2B/E4B's num_kv_shared_layers): no key or value projections, no key
+    # norm and no cache of their own. kv_shared_full of them are full-attention layers, the
+    # rest sliding-window ones; kv_shared_mlp their MLP's inner width where it differs
+    # (use_double_wide_mlp: twice d_ffn); 0 = d_ffn
+    kv_shared_layers: int = 0
+    kv_shared_full: int = 0
+    kv_shared_mlp: int = 0
+    # a view's (``layer_view``): every attention layer is such a KV-shared layer
+    reuses_kv: bool = False
+    # per-layer input embeddings (Gemma 4 E2B/E4B's PLE): a table of per_layer_vocab tokens x
+    # layers x per_layer_input, a projection of the hidden state to layers x per_layer_input
+    # and its norm, then in each layer a gate from the hidden state to per_layer_input and a
+    # projection back, and a norm after it; 0 = none
+    per_layer_input: int = 0
+    per_layer_vocab: int = 0
     # the longest sequence the model is configured for (config.json's
     # max_position_embeddings: trained, or extended by RoPE scaling in the config); 0 = not
     # given. Informational: estimates run past it and say so
@@ -584,7 +600,8 @@ class TransformerShape:
                      "dense_layers",
                      "sliding_window", "sliding_layers", "expert_groups", "groups_per_token",
                      "context_window", "hyper_connections", "hash_layers", "v_head_dim",
-                     "expert_layer_norms"):
+                     "expert_layer_norms", "kv_shared_layers", "kv_shared_full",
+                     "kv_shared_mlp", "per_layer_input", "per_layer_vocab"):
             _positive(name, getattr(self, name), minimum=0)
         check_number("glu_limit", self.glu_limit, 0)
         if self.sliding_layers and not self.sliding_window:
@@ -650,8 +667,42 @@ class TransformerShape:
             self._check_hybrid()
         if self.mlp_widths:
             self._check_mlp_widths()
+        if self.kv_shared_layers or self.kv_shared_full or self.kv_shared_mlp \
+                or self.reuses_kv:
+            self._check_kv_shared()
+        if bool(self.per_layer_input) != bool(self.per_layer_vocab):
+            raise GpuarchError("per_layer_input / per_layer_vocab: per-layer input embeddings "
+                               "need both their width and their vocabulary")
+        if self.per_layer_input and self.is_hybrid:
+            raise GpuarchError("per_layer_input: not with a hybrid_pattern")
         if self.position is Position.LEARNED and self.max_positions == 0:
             raise GpuarchError("max_positions: a learned position table needs its length")
+
+    def _check_kv_shared(self) -> None:
+        if self.reuses_kv:
+            if self.kv_shared_layers:
+                raise GpuarchError("reuses_kv: a view's flag, not with kv_shared_layers")
+            return
+        shared, full = self.kv_shared_layers, self.kv_shared_full
+        if not 0 < shared < self.layers:
+            raise GpuarchError(f"kv_shared_layers: expected 1..{self.layers - 1} (some layers "
+                               f"must cache what the others read), got {shared}")
+        for name, bad in (("hybrid_pattern", self.hybrid_pattern), ("experts", self.experts),
+                          ("mla", self.mla is not None), ("compressed",
+                          self.compressed is not None), ("block_sparse",
+                          self.block_sparse is not None), ("mlp_widths", self.mlp_widths)):
+            if bad:
+                raise GpuarchError(f"{name}: not with kv_shared_layers (grouped-query "
+                                   "attention layers of a dense model)")
+        producers_full = self.layers - self.windowed_layers - full
+        producers_window = self.windowed_layers - (shared - full)
+        if full > shared or producers_full < 0 or producers_window < 0:
+            raise GpuarchError(f"kv_shared_full: {full} of the {shared} KV-shared layers "
+                               f"full-attention ones does not fit {self.windowed_layers} "
+                               f"window and {self.layers - self.windowed_layers} full layers")
+        if (full and not producers_full) or (shared - full and not producers_window):
+            raise GpuarchError("kv_shared_layers: each kind of KV-shared layer needs an "
+                               "earlier layer of its kind that caches what it reads")
 
     def _check_mlp_widths(self) -> None:
         widths = self.mlp_widths
@@ -894,6 +945,11 @@ class TransformerShape:
             window, windowed = self.sliding_window, self.windowed_layers
         kinds = [(window, windowed, self.attention_kind(window)),
                  (0, self.attention_layers - windowed, self.attention_kind(0))]
+        if self.kv_shared_layers:
+            # each kind's KV-shared layers apart (``layer_view``)
+            kinds = [split for w, n, _ in kinds
+                     for split in ((w, n - self.kv_shared_of(w), self.layer_view(w)),
+                                   (w, self.kv_shared_of(w), self.layer_view(w, True)))]
         return [kind for kind in kinds if kind[1]]
 
     @property
@@ -906,6 +962,10 @@ class TransformerShape:
     def mlp_kinds(self) -> list[tuple[int, int, TransformerShape]]:
         """(inner width, dense MLP layers or blocks, the shape as if every MLP had that
         width) for each width the dense MLPs have, narrowest first; none without them."""
+        if self.kv_shared_mlp:
+            wide = self.kv_shared_layers
+            return [(self.d_ffn, self.mlp_layers - wide, self),
+                    (self.kv_shared_mlp, wide, _width_view(self, self.kv_shared_mlp))]
         if not self.mlp_widths:
             return [(self.d_ffn, self.mlp_layers, self)] if self.mlp_layers else []
         return [(w, self.mlp_widths.count(w), _width_view(self, w))
@@ -914,9 +974,26 @@ class TransformerShape:
     @property
     def mean_mlp_width(self) -> float:
         """The dense MLPs' mean inner width (d_ffn unless their widths differ)."""
+        if self.kv_shared_mlp:
+            return sum(w * n for w, n, _ in self.mlp_kinds()) / self.mlp_layers
         if not self.mlp_widths:
             return float(self.d_ffn)
         return sum(self.mlp_widths) / len(self.mlp_widths)
+
+    def layer_view(self, window: int, shared: bool = False) -> TransformerShape:
+        """The shape as if every layer were of one kind: ``attention_kind(window)``, and for
+        ``shared`` the KV-shared layers' (``kv_shared_layers``: ``reuses_kv``, their MLP's
+        width)."""
+        view = self.attention_kind(window)
+        if not self.kv_shared_layers:
+            return view
+        return _shared_view(view, self.kv_shared_mlp) if shared else _shared_view(view, -1)
+
+    def kv_shared_of(self, window: int) -> int:
+        """How many of the layers of ``window`` (0: the full ones) are KV-shared."""
+        if not self.kv_shared_layers:
+            return 0
+        return self.kv_shared_layers - self.kv_shared_full if window else self.kv_shared_full
 
     def check_mlp_split(self, tp: int) -> None:
         """Raise unless ``tp`` divides every dense MLP's inner width, as a column-parallel
@@ -1007,10 +1084,14 @@ class TransformerShape:
             return 0
         return self.sliding_layers or self.layers
 
-    def layer_kinds(self) -> list[tuple[bool, int, float]]:
-        """(expert layer?, attention window or 0, share of the layers) for each kind of
-        layer the model has; windowed layers are taken as spread evenly over dense and
-        expert layers. The shares add up to 1."""
+    def layer_kinds(self) -> list[tuple[bool, int, float, bool]]:
+        """(expert layer?, attention window or 0, share of the layers, KV-shared?) for each
+        kind of layer the model has; windowed layers are taken as spread evenly over dense
+        and expert layers, and KV-shared layers (``kv_shared_layers``, in dense models
+        only) counted by their kind of attention. The shares add up to 1."""
+        if self.kv_shared_layers:
+            return [(False, w, n / self.layers, bool(v.reuses_kv))
+                    for w, n, v in self.attention_kinds()]
         moe_share = self.moe_layers / self.layers
         # a block-sparse model's sparse layers are costed as windows of their blocks'
         # positions (its KV cache still holds every position: ``windowed_layers`` is 0)
@@ -1022,7 +1103,7 @@ class TransformerShape:
         for moe, w_moe in ((True, moe_share), (False, 1 - moe_share)):
             for window, w_window in ((reach, window_share), (0, 1 - window_share)):
                 if w_moe * w_window > 0:
-                    kinds.append((moe, window, w_moe * w_window))
+                    kinds.append((moe, window, w_moe * w_window, False))
         return kinds
 
 
@@ -1032,10 +1113,21 @@ def _dense_view(s: TransformerShape) -> TransformerShape:
     return replace(s, block_sparse=None)
 
 
+@lru_cache(maxsize=64)
+def _shared_view(s: TransformerShape, width: int) -> TransformerShape:
+    """``TransformerShape.layer_view``'s layers of a model with KV-shared layers: the
+    layers that cache (``width`` -1) or the KV-shared ones (``reuses_kv``, their MLP
+    ``width`` wide where given), each with no KV-shared layers of its own."""
+    plain = replace(s, kv_shared_layers=0, kv_shared_full=0, kv_shared_mlp=0)
+    if width < 0:
+        return plain
+    return replace(plain, reuses_kv=True, ffn_hidden=width or s.ffn_hidden)
+
+
 @lru_cache(maxsize=256)
 def _width_view(s: TransformerShape, width: int) -> TransformerShape:
     """``TransformerShape.mlp_kinds``' view: every dense MLP ``width`` wide."""
-    return replace(s, ffn_hidden=width, mlp_widths=())
+    return replace(s, ffn_hidden=width, mlp_widths=(), kv_shared_mlp=0)
 
 
 @lru_cache(maxsize=64)
