@@ -43,6 +43,17 @@ __all__ = ["LAYER_KIND_FAMILIES", "shape_of_family"]
 _SLIDING, _FULL = "sliding_attention", "full_attention"
 
 
+def _text_model(cfg: dict[str, Any], path: Path) -> dict[str, Any]:
+    """A multimodal config's language model (its ``text_config``), with the wrapper's
+    ``tie_word_embeddings`` where the language model's leaves it out."""
+    text = cfg.get("text_config")
+    if not isinstance(text, dict):
+        raise GpuarchError(f"{path}: text_config: expected an object, got {text!r}"[:200])
+    tied = {} if "tie_word_embeddings" in text or "tie_word_embeddings" not in cfg \
+        else {"tie_word_embeddings": cfg["tie_word_embeddings"]}
+    return {**text, **tied}
+
+
 def _flags_list(cfg: dict[str, Any], path: Path, key: str, layers: int,
                 values: dict[Any, bool]) -> list[bool] | None:
     """A per-layer list of ``key`` whose entries are the keys of ``values`` (read as their
@@ -397,12 +408,7 @@ def _minimax_m3(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape
     Transformers' MiniMaxM3VLTextModel builds them (5.25), whose defaults fill what a
     config leaves out."""
     if cfg.get("model_type") == "minimax_m3_vl" or "text_config" in cfg:
-        text = cfg.get("text_config")
-        if not isinstance(text, dict):
-            raise GpuarchError(f"{path}: text_config: expected an object, got {text!r}"[:200])
-        tied = {} if "tie_word_embeddings" in text or "tie_word_embeddings" not in cfg \
-            else {"tie_word_embeddings": cfg["tie_word_embeddings"]}
-        cfg = {**text, **tied}
+        cfg = _text_model(cfg, path)
     if flag(cfg, "attention_output_gate", False):
         raise GpuarchError("attention_output_gate: the attention's output gate is not read "
                            "yet (no published MiniMax-M3 sets it)")
@@ -609,12 +615,7 @@ def _step3p7(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
     layers (``swiglu_limits``) are not priced. As Transformers 5.25's Step3p7TextModel
     builds them, whose defaults fill what a config leaves out."""
     if "text_config" in cfg:
-        text = cfg.get("text_config")
-        if not isinstance(text, dict):
-            raise GpuarchError(f"{path}: text_config: expected an object, got {text!r}"[:200])
-        tied = {} if "tie_word_embeddings" in text or "tie_word_embeddings" not in cfg \
-            else {"tie_word_embeddings": cfg["tie_word_embeddings"]}
-        cfg = {**text, **tied}
+        cfg = _text_model(cfg, path)
     for key in ("sparse_attention_config", "index_n_heads", "index_topk_blocks"):
         if cfg.get(key):
             raise GpuarchError(f"{path}: {key}: Step's block-sparse attention is not read "
