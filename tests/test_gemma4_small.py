@@ -152,3 +152,14 @@ def test_commands_say_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert main(["estimate", "train", "--model", str(path), "--gpu", "h100", "--gpus", "8",
                  "--seq-len", "4096", "--global-batch", "64", "--launch", "megatron"]) == 0
     assert "KV-shared layers and per-layer input embeddings" in capsys.readouterr().out
+
+
+def test_shared_layers_without_a_window() -> None:
+    """Every layer full attention, the last 3 of 10 KV-shared: 7 layers cache (2 KV heads of
+    64, keys and values) and the shares of the layer kinds still add up to one."""
+    s = TransformerShape(name="t", layers=10, hidden=256, heads=4, kv_heads=2, vocab=100,
+                         kv_shared_layers=3, kv_shared_full=3)
+    assert [(w, n, v.reuses_kv) for w, n, v in s.attention_kinds()] == [
+        (0, 7, False), (0, 3, True)]
+    assert kv_bytes_per_token(s, 1.0) == 7 * 2 * 2 * 64
+    assert sum(share for _, _, share, _ in s.layer_kinds()) == pytest.approx(1.0)

@@ -943,14 +943,16 @@ class TransformerShape:
             window, windowed = self.sparse_window, self.indexer_layers
         else:
             window, windowed = self.sliding_window, self.windowed_layers
-        kinds = [(window, windowed, self.attention_kind(window)),
-                 (0, self.attention_layers - windowed, self.attention_kind(0))]
+        kinds = [kind for kind in ((window, windowed, self.attention_kind(window)),
+                                   (0, self.attention_layers - windowed,
+                                    self.attention_kind(0))) if kind[1]]
         if self.kv_shared_layers:
             # each kind's KV-shared layers apart (``layer_view``)
             kinds = [split for w, n, _ in kinds
                      for split in ((w, n - self.kv_shared_of(w), self.layer_view(w)),
-                                   (w, self.kv_shared_of(w), self.layer_view(w, True)))]
-        return [kind for kind in kinds if kind[1]]
+                                   (w, self.kv_shared_of(w), self.layer_view(w, True)))
+                     if split[1]]
+        return kinds
 
     @property
     def d_ffn(self) -> int:
