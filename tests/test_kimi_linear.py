@@ -13,13 +13,16 @@ from typing import Any
 
 import pytest
 
+from gpuarch.catalog import load_catalog
 from gpuarch.cli.main import main
 from gpuarch.errors import GpuarchError
+from gpuarch.estimate.inference import InferenceConfig, estimate_inference
 from gpuarch.estimate.inference_memory import kv_bytes_per_token
 from gpuarch.estimate.mamba import hybrid_state_bytes, mamba_input_projections
 from gpuarch.workloads import preset
 from gpuarch.workloads.flops import mamba_forward_flops_per_token
 from gpuarch.workloads.hf import shape_from_hf_config
+from gpuarch.workloads.hf_quant import checkpoint_formats
 from gpuarch.workloads.params import count_params, mamba_params
 from gpuarch.workloads.shape import MambaShape, MlaShape, TransformerShape
 
@@ -124,10 +127,6 @@ def test_kda_shape_checks() -> None:
 
 
 @pytest.mark.parametrize(("change", "message"), [
-    (lambda c: c.update(attn_res_block_size=12), "attn_res_block_size: attention residuals"),
-    (lambda c: c.update(routed_expert_hidden_size=3584), "routed_expert_hidden_size: latent"),
-    (lambda c: c.update(mla_use_output_gate=True), "mla_use_output_gate"),
-    (lambda c: c["linear_attn_config"].update(use_full_rank_gate=True), "use_full_rank_gate"),
     (lambda c: c["linear_attn_config"].update(kda_layers=[1, 2, 3]),
      "kda_layers and full_attn_layers must together list every layer 1..27"),
     (lambda c: c["linear_attn_config"].update(full_attn_layers="4"),
@@ -143,16 +142,113 @@ def test_refusals_name_the_key(tmp_path: Path, change: Any, message: str) -> Non
         _read(tmp_path, cfg)
 
 
-def test_kimi_k3_wrapper_is_refused_once_by_name(tmp_path: Path,
-                                                 capsys: pytest.CaptureFixture[str]) -> None:
-    """Kimi K3's checkpoint wraps a kimi_linear text model with additions of its own: the
-    error names the first and the file once."""
+_K3_FULL = [*range(4, 93, 4), 93]
+# moonshotai/Kimi-K3's text_config (config.json as NVIDIA aiconfigurator-core 0.12.0 ships
+# it), the keys that shape it, and its quantization_config (MXFP4 routed experts)
+KIMI_K3 = {"model_type": "kimi_k3", "text_config": {
+    "model_type": "kimi_linear", "hidden_size": 7168, "intermediate_size": 33792,
+    "num_hidden_layers": 93, "num_attention_heads": 96, "num_key_value_heads": 96,
+    "kv_lora_rank": 512, "q_lora_rank": 1536, "qk_nope_head_dim": 128,
+    "qk_rope_head_dim": 64, "v_head_dim": 128, "mla_use_nope": True,
+    "mla_use_output_gate": True, "first_k_dense_replace": 1, "moe_layer_freq": 1,
+    "moe_intermediate_size": 3072, "routed_expert_hidden_size": 3584,
+    "latent_moe_use_norm": True, "num_experts": 896, "num_experts_per_token": 16,
+    "num_shared_experts": 2, "num_expert_group": 1, "topk_group": 1, "vocab_size": 163840,
+    "tie_word_embeddings": False, "attn_res_block_size": 12, "hidden_act": "situ",
+    "linear_attn_config": {"full_attn_layers": _K3_FULL, "head_dim": 128, "num_heads": 96,
+                           "kda_layers": [i for i in range(1, 94) if i not in _K3_FULL],
+                           "short_conv_kernel_size": 4, "use_full_rank_gate": True,
+                           "gate_lower_bound": -5.0},
+    "quantization_config": {
+        "quant_method": "compressed-tensors", "format": "mxfp4-pack-quantized",
+        "config_groups": {"group_0": {"targets": ["Linear"], "input_activations": None,
+                                      "weights": {"num_bits": 4, "type": "float",
+                                                  "group_size": 32, "strategy": "group"}}},
+        "ignore": ["re:.*self_attn.*", "re:.*shared_experts.*",
+                   "re:.*mlp\\.(gate|up|gate_up|down)_proj.*", "re:.*lm_head.*",
+                   "re:.*vision_tower.*", "re:.*mm_projector.*"]}}}
+
+
+def test_kimi_k3_by_hand(tmp_path: Path) -> None:
+    """Kimi K3 (Transformers 5.25 builds no kimi_k3, so its count is worked out here, module
+    by module as TensorRT-LLM's modeling_kimi_linear.py builds them)."""
+    s = _read(tmp_path, KIMI_K3)
+    h = 7168
+    assert s.hybrid_pattern.count("M") == 69 and s.hybrid_pattern.count("*") == 24
+    counted = count_params(s)
+    # each routed expert reads and writes the latent width: 3 x 3,072 x 3,584
+    assert counted.mlp_experts == 92 * 896 * 3 * 3072 * 3584
+    # the latent's projections from and back to the hidden size, and its norm
+    assert counted.moe_latent == 92 * (2 * h * 3584 + 3584)
+    # a query and a norm a mix: before each of 186 blocks and after the last
+    assert counted.attention_residuals == 187 * 2 * h
+    # latent attention with an output gate a channel (96 x 128) from the hidden state
+    mla = (h * 1536 + 1536 + 1536 * 96 * 192 + h * 576 + 512 + 512 * 96 * 256
+           + 96 * 128 * h + h * 96 * 128)
+    assert counted.attention == 24 * mla
+    # Kimi Delta Attention with a full-rank output gate: q, k, v, beta, the decay's low-rank
+    # pair, the gate (hidden to 12,288), conv taps, dt_bias, A_log, norm, output
+    inner = 96 * 128
+    kda = (h * (3 * inner + 96 + 128 + inner) + 128 * inner + inner * h
+           + 3 * inner * 4 + inner + 96 + 128)
+    assert counted.mamba == 69 * kda
+    # Hugging Face lists the checkpoint (its vision tower too) as 2.8T
+    assert counted.total / 1e12 == pytest.approx(2.8, abs=0.05)
+    # the block summaries a mix reads: 2 + layer // 12, averaged over 93 layers
+    assert s.attention_residual_reads == pytest.approx(2 + 315 / 93)
+
+
+def test_kimi_k3_checkpoint_formats(tmp_path: Path) -> None:
+    """compressed-tensors' ignore list leaves K3's attention, shared experts and dense MLP in
+    16 bits; its 4-bit floats with a scale per 32 are MXFP4."""
     path = tmp_path / "config.json"
-    path.write_text(json.dumps({"model_type": "kimi_k3", "text_config": {
-        **KIMI_LINEAR, "attn_res_block_size": 12}}))
+    path.write_text(json.dumps(KIMI_K3))
+    found = checkpoint_formats(path)
+    assert found is not None
+    assert (found.weights, found.expert_weights) == ("bf16", "mxfp4")
+    assert "attention left out (ignore)" in found.origin
+
+
+def test_kimi_k3_estimates(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(KIMI_K3))
+    assert main(["models", str(path)]) == 0
+    text = capsys.readouterr().out
+    assert "block attention residuals: a summary every 12 layers" in text
+    assert "a full-rank output gate" in text and "normed before the way back" in text
+    assert "gated: a sigmoid gate on each output channel, from a projection of its own" in text
+    args = ["estimate", "infer", "--model", str(path), "--gpu", "gb200", "--system",
+            "NVIDIA GB200 NVL72", "--gpus", "16", "--tp", "1", "--ep", "16", "--input-len",
+            "2000", "--output-len", "500", "--batch", "8", "--json"]
+    assert main(args) == 0
+    assert json.loads(capsys.readouterr().out)["tpot_s"] > 0
+    # the residual mixes are priced: without them the same decode step is shorter
+    s = _read(tmp_path, KIMI_K3)
+    plain = dataclasses.replace(s, attention_residual_block=0)
+    catalog = load_catalog()
+    cfg = InferenceConfig(gpus=8, tp=1, ep=8, input_len=2000, output_len=500, batch=8)
+    b200 = catalog.product("b200")
+    assert estimate_inference(catalog, s, b200, cfg).tpot_s > \
+        estimate_inference(catalog, plain, b200, cfg).tpot_s
+
+
+def test_a_wrapped_error_names_the_file_once(tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """Kimi K3's checkpoint wraps a kimi_linear text model: a bad key in it is named, and
+    the file once."""
+    path = tmp_path / "config.json"
+    cfg = json.loads(json.dumps(KIMI_K3))
+    cfg["text_config"]["linear_attn_config"]["kda_layers"] = [1]
+    path.write_text(json.dumps(cfg))
     assert main(["models", str(path)]) == 2
     err = capsys.readouterr().err
-    assert err.count(str(path)) == 1 and "attn_res_block_size" in err
+    assert err.count(str(path)) == 1 and "kda_layers" in err
+    # (and no heads at all are refused by name, not by a division by zero)
+    cfg = json.loads(json.dumps(KIMI_K3))
+    cfg["text_config"]["num_attention_heads"] = 0
+    path.write_text(json.dumps(cfg))
+    assert main(["models", str(path)]) == 2
+    assert "heads: expected an integer from 1" in capsys.readouterr().err
 
 
 def test_transformers_defaults_fill_a_sparse_config(tmp_path: Path) -> None:

@@ -727,9 +727,6 @@ def test_hf_config_family_by_architectures(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("cfg", "why"), [
-    ({"model_type": "kimi_k3", "text_config": {"model_type": "kimi_linear",
-                                                "attn_res_block_size": 12}},
-     "attn_res_block_size: attention residuals"),
     ({"model_type": "a_wrapper", "text_config": {"model_type": "gemma3n"}},
      "Gemma 3n's per-layer embeddings"),
     ({"model_type": "jamba"}, "Jamba's Mamba-1 mixers"),

@@ -62,6 +62,7 @@ from gpuarch.perf.roofline import (
     Elementwise,
     Gemm,
     Op,
+    attention_residual_op,
     compressed_attention_ops,
     hyper_connection_ops,
     mean_keys,
@@ -464,6 +465,8 @@ class ReplicaRunner:
         hidden_bytes = tokens * s.hidden * 2.0
         ops.append(_norms_residuals(tokens, s, bool(block)))
         ops += hyper_connection_ops(tokens, s)
+        if s.attention_residual_block:
+            ops.append(attention_residual_op(tokens, s, 2.0, bool(block)))
         if s.per_layer_input:
             # per-layer inputs (Gemma 4's PLE): their GEMMs, whole on each GPU, the gate's
             # activation and product, the norm and the residual add

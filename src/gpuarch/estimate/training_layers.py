@@ -35,6 +35,7 @@ from gpuarch.perf.roofline import (
     Elementwise,
     Gemm,
     Op,
+    attention_residual_op,
     compressed_attention_ops,
     hyper_connection_ops,
     op_kind,
@@ -370,6 +371,10 @@ def _layer_ops(s: TransformerShape, cfg: TrainingConfig, moe: bool, window: int 
     ops += [Elementwise(norms * 2 * hidden_bytes, name="norms"),
             Elementwise(residuals * 3 * hidden_bytes, name="residuals")]
     ops += hyper_connection_ops(norm_tokens, s, element)
+    if s.attention_residual_block:
+        # block attention residuals: each mix reads the block summaries so far and writes
+        # its input (one a hybrid block, two a layer)
+        ops.append(attention_residual_op(norm_tokens, s, element, bool(block)))
     if block in ("", "-", "E"):
         ops.append(Elementwise(3.0 * inner * element, name="activation"))
     if s.per_layer_input:

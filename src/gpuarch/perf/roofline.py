@@ -34,7 +34,8 @@ from gpuarch.workloads.shape import CSA_RATIO, TransformerShape
 
 __all__ = ["ATTENTION_OPS", "CONTEXT_ATTENTION", "INDEXER", "LORA_OPS", "MLA_DECODE",
            "Attention", "Bound", "Device", "Elementwise", "Gemm", "Op", "OpCost",
-           "attention_span", "attention_span_share", "compressed_attention_ops",
+           "attention_residual_op", "attention_span", "attention_span_share",
+           "compressed_attention_ops",
            "hyper_connection_ops", "moe_permute",
            "op_cost", "op_kind", "op_time",
            "roofline_summary", "transformer_ops"]
@@ -333,6 +334,18 @@ def hyper_connection_ops(tokens: Num, shape: TransformerShape,
     passes = 2 * ((n + 1) + (2 * n + 1) - 3)
     return [mix, mix, Elementwise(passes * tokens * shape.hidden * element,
                                   name="hyper_connections")]
+
+
+def attention_residual_op(tokens: Num, shape: TransformerShape, element: float = 2.0,
+                          block: bool = False) -> Elementwise:
+    """A layer's block attention residuals (Kimi K3's; ``attention_residual_block``): each
+    mix, one before each of a layer's two blocks (one a hybrid ``block``), reads the block
+    summaries so far and the running sum (``TransformerShape.attention_residual_reads`` on
+    average) and writes the block's input; its scores (a norm and a dot product a summary)
+    are arithmetic this memory traffic hides."""
+    mixes = 1 if block else 2
+    return Elementwise(mixes * (shape.attention_residual_reads + 1) * tokens * shape.hidden
+                       * element, name="attention_residuals")
 
 
 def compressed_attention_ops(shape: TransformerShape, tp: int, tokens: Num,

@@ -84,7 +84,9 @@ def render_preset(p: Preset) -> str:
     if s.is_moe:
         lines.append(f"  experts       {_experts(s)}, {s.d_expert} "
                      f"wide" + (f", in a latent width of {s.moe_latent} (projected from and "
-                                f"back to the hidden size)" if s.moe_latent else "")
+                                f"back to the hidden size"
+                                + (", normed before the way back" if s.moe_latent_norm
+                                   else "") + ")" if s.moe_latent else "")
                      + ("" if not s.dense_layers else "; the first layer dense"
                         if s.dense_layers == 1 else f"; the first {s.dense_layers} layers dense")
                      + (f"; GLU inputs clamped at {s.glu_limit:g}" if s.glu_limit else ""))
@@ -100,10 +102,12 @@ def render_preset(p: Preset) -> str:
             lines.append(f"  MLP widths    {widths} (the FFN above the widest)")
         if s.mamba is not None and s.mamba.kda:
             mb = s.mamba
+            gates = (f"a low-rank decay gate of {mb.low_rank_width} and a full-rank output "
+                     "gate" if mb.full_rank_gate else
+                     f"low-rank decay and output gates of {mb.low_rank_width}")
             lines.append(f"  Kimi Delta    {mb.heads} heads of {mb.head_dim} (a {mb.state} x "
-                         f"{mb.head_dim} state each, decaying by channel), low-rank decay and "
-                         f"output gates of {mb.low_rank_width}, convolution of "
-                         f"{mb.conv_kernel}")
+                         f"{mb.head_dim} state each, decaying by channel), {gates}, "
+                         f"convolution of {mb.conv_kernel}")
         elif s.mamba is not None and s.mamba.gated_delta:
             mb = s.mamba
             lines.append(f"  Gated Delta   {mb.heads} value heads of {mb.head_dim}, {mb.groups} "
@@ -143,8 +147,14 @@ def render_preset(p: Preset) -> str:
                      + (f"; the first {s.hash_layers} expert layers route by token id"
                         if s.hash_layers else ""))
     if s.attention_gate:
-        lines.append("  attention     gated: a sigmoid gate on each output channel, made by the "
-                     "query projection (twice as wide)")
+        lines.append("  attention     gated: a sigmoid gate on each output channel, "
+                     + ("from a projection of its own" if s.mla is not None
+                        else "made by the query projection (twice as wide)"))
+    if s.attention_residual_block:
+        lines.append(f"  residuals     block attention residuals: a summary every "
+                     f"{s.attention_residual_block} layers; each block's input a softmax mix "
+                     f"of the summaries so far and the running sum "
+                     f"({s.attention_residual_reads:.1f} on average)")
     if s.sliding_window:
         reach = (f"within {s.sliding_window}-token chunks" if s.attention_chunked
                  else f"to {s.sliding_window} tokens")

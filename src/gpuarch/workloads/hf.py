@@ -16,8 +16,9 @@ their text_config), gemma4 / gemma4_text and mimo_v2_flash (Gemma 4 and MiMo-V2-
 whose full-attention layers have heads of their own) and nemotron-nas (Llama-Nemotron's NAS
 layers) and minimax_m3 / minimax_m3_vl (MiniMax-M3's block-sparse attention) and
 kimi_linear (Kimi Linear: Kimi Delta Attention or latent attention layers, each with an MLP
-or experts) and step3p5 / step3p7 (Step-3.5/3.7-Flash: window layers with more query heads
-than the full ones, a gate a head: ``hf_layer_kinds.py``), and the
+or experts; Kimi K3's kimi_k3 through its text_config) and step3p5 / step3p7
+(Step-3.5/3.7-Flash: window layers with more query heads than the full ones, a gate a
+head: ``hf_layer_kinds.py``), and the
 families whose attention and MLP run side by side
 (``parallel_attention``): gptj, gpt_neox (unless ``use_parallel_residual`` is false) and
 falcon (unless ``parallel_attn`` is false; ALiBi where ``alibi`` is set).

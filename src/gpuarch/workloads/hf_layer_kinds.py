@@ -444,14 +444,6 @@ def _minimax_m3(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape
     )
 
 
-_KIMI_K3_KEYS = {
-    "attn_res_block_size": "attention residuals (Kimi K3's)",
-    "routed_expert_hidden_size": "latent experts (Kimi K3's)",
-    "mla_use_output_gate": "the latent attention's output gate (Kimi K3's)",
-    "use_full_rank_gate": "a full-rank Kimi Delta Attention gate (Kimi K3's)",
-}
-"""Keys of Kimi K3's language model (a ``kimi_linear`` text_config) that Kimi Linear's
-reader does not hold, and what they add."""
 
 
 def _kimi_kinds(cfg: dict[str, Any], linear: dict[str, Any], path: Path, layers: int
@@ -489,22 +481,30 @@ def _kimi_linear(cfg: dict[str, Any], path: Path, label: str) -> TransformerShap
     Attention layers' sizes come from ``linear_attn_config`` (``num_heads``, ``head_dim``,
     ``short_conv_kernel_size``). The router's score-correction bias is a buffer, not
     counted; the LM head is never tied to the embedding. As Transformers' KimiLinearModel
-    builds them (5.25), whose defaults fill what a config leaves out. Kimi K3's additions
-    (``_KIMI_K3_KEYS``) are refused by name."""
+    builds them (5.25), whose defaults fill what a config leaves out. Kimi K3's language
+    model (a ``kimi_k3`` config's ``kimi_linear`` text_config, which Transformers 5.25 does
+    not build) adds, as TensorRT-LLM's modeling_kimi_linear.py builds it: latent experts
+    (``routed_expert_hidden_size``: ``moe_latent``, with ``latent_moe_use_norm`` a norm of
+    that width), an output gate a channel on the latent attention (``mla_use_output_gate``:
+    ``attention_gate``, a projection of the hidden state to heads x v_head_dim), a full-rank
+    Kimi Delta Attention output gate (``use_full_rank_gate``) and block attention residuals
+    (``attn_res_block_size``: ``attention_residual_block``)."""
     linear = cfg.get("linear_attn_config") or {}
     if not isinstance(linear, dict):
         raise GpuarchError(f"{path}: linear_attn_config: expected an object, got "
                            f"{linear!r}"[:200])
-    for key, what in _KIMI_K3_KEYS.items():
-        if cfg.get(key) or linear.get(key):
-            raise GpuarchError(f"{path}: {key}: {what} are not read yet; give the shape with "
-                               "flags")
     layers = get(cfg, path, "num_hidden_layers", default=27)
     heads = get(cfg, path, "num_attention_heads", default=32)
     defaults = {"hidden_size": 2304, "vocab_size": 163840, "max_position_embeddings": 1048576}
     # Transformers' KimiLinearForCausalLM ties no weights, whatever tie_word_embeddings says
     fields = {**decoder_fields({**defaults, **cfg}, path, label, 2 * layers, heads),
               "tied_embeddings": False}
+    if not fields["head_dim"] and isinstance(heads, int) and heads > 0 \
+            and fields["hidden"] % heads:
+        # (a latent attention's heads need not divide the hidden size: Kimi K3's 96 of
+        # 7,168; its query-key head width stands in)
+        fields["head_dim"] = get(cfg, path, "qk_nope_head_dim", default=128) \
+            + get(cfg, path, "qk_rope_head_dim", default=64)
     kda = _kimi_kinds(cfg, linear, path, layers)
     experts = get(cfg, path, "num_experts", "num_local_experts", default=256)
     dense = _flags_list(cfg, path, "mlp_layer_types", layers, {"dense": True, "sparse": False})
@@ -532,7 +532,8 @@ def _kimi_linear(cfg: dict[str, Any], path: Path, label: str) -> TransformerShap
                                                            default=32)),
         conv_kernel=get(linear, path, "short_conv_kernel_size",
                         default=get(cfg, path, "linear_conv_kernel_dim", default=4)),
-        conv_bias=False) if "M" in pattern else None
+        conv_bias=False, full_rank_gate=flag(linear, "use_full_rank_gate", False)
+    ) if "M" in pattern else None
     moe = {"experts": experts,
            "experts_per_token": get(cfg, path, "num_experts_per_token", "num_experts_per_tok",
                                     default=8),
@@ -543,12 +544,21 @@ def _kimi_linear(cfg: dict[str, Any], path: Path, label: str) -> TransformerShap
     per_token = get(cfg, path, "topk_group", default=1) or 1
     if "E" in pattern and groups > 1 and 0 < per_token < groups:
         moe.update(expert_groups=groups, groups_per_token=per_token)
+    latent = get(cfg, path, "routed_expert_hidden_size", default=0) or 0
+    if "E" in pattern and latent:
+        # Kimi K3's latent experts: the routed experts read and write this width, projected
+        # from and back to the hidden state (the shared experts see the hidden state)
+        moe.update(moe_latent=latent, moe_latent_norm=flag(cfg, "latent_moe_use_norm", False))
     return TransformerShape(
         **fields,
         ffn_hidden=get(cfg, path, "intermediate_size", default=9216) if "-" in pattern else 0,
         position=Position.NONE if nope else Position.ROPE,
         qkv_bias=flag(cfg, "attention_bias", False),
         out_bias=flag(cfg, "attention_bias", False),
+        # Kimi K3: a sigmoid gate a channel on the latent attention's output, and block
+        # attention residuals
+        attention_gate=flag(cfg, "mla_use_output_gate", False),
+        attention_residual_block=get(cfg, path, "attn_res_block_size", default=0) or 0,
         mla=MlaShape(
             q_lora_rank=get(cfg, path, "q_lora_rank", default=0) or 0,
             kv_lora_rank=get(cfg, path, "kv_lora_rank", default=512),

@@ -282,7 +282,12 @@ def _scheme_format(scheme: Any, what: str, where: str) -> str | None:
     return _COMPRESSED_FORMATS[(bits, kind)]
 
 
-def _compressed_tensors(q: dict[str, Any], where: str) -> CheckpointFormats:
+def _compressed_tensors(q: dict[str, Any], where: str,
+                        model: Mapping[str, Any] | None = None) -> CheckpointFormats:
+    """A compressed-tensors declaration: its groups' one format (4-bit floats with a scale
+    per 32, ``mxfp4-pack-quantized``, as MXFP4), its KV cache's, and the modules its
+    ``ignore`` list leaves in 16 bits, sorted by role as a ModelOpt exclusion list is (an MoE
+    model's attention left out: the rest 16-bit, the routed experts in the format)."""
     groups = q.get("config_groups")
     if not isinstance(groups, dict) or not groups:
         raise GpuarchError(f"{where}: compressed-tensors without config_groups; give "
@@ -298,10 +303,27 @@ def _compressed_tensors(q: dict[str, Any], where: str) -> CheckpointFormats:
         raise GpuarchError(f"{where}: compressed-tensors groups of different formats "
                            f"({sorted(seen)}); give --weight-precision")
     weights, activations = seen.pop()
+    sizes = {(g.get("weights") or {}).get("group_size") for g in groups.values()
+             if isinstance(g.get("weights"), dict)}
+    if weights == "fp4" and (sizes == {32} or "mxfp4" in str(q.get("format") or "")):
+        weights = "mxfp4"  # MX scaling: an 8-bit exponent a block of 32 (NVFP4's is 16)
     kv = _scheme_format(q.get("kv_cache_scheme"), "kv_cache_scheme", where)
-    return CheckpointFormats(weights, activations, kv,
-                             f"{where}: compressed-tensors, weights {weights}, activations "
-                             f"{activations}" + (f", KV cache {kv}" if kv else ""))
+    origin = (f"{where}: compressed-tensors, weights {weights}, activations {activations}"
+              + (f", KV cache {kv}" if kv else ""))
+    ignore = q.get("ignore") or []
+    if not isinstance(ignore, list) or not all(isinstance(i, str) for i in ignore):
+        raise GpuarchError(f"{where}: ignore: expected a list of module names, got "
+                           f"{ignore!r}"[:300])
+    layers, moe = _model_layers(model)
+    left_out = _excluded_roles([i.removeprefix("re:") for i in ignore], layers)
+    main = "attention" if moe else "mlp"
+    if main in left_out and not (moe and "experts" in left_out):
+        return CheckpointFormats(
+            "bf16", "bf16", kv, origin + f"; {_ROLE_NAMES[main]} left out (ignore): 16-bit"
+            + (", routed experts in the format" if moe else ""),
+            expert_weights=weights if moe else None,
+            expert_activations=activations if moe else None)
+    return CheckpointFormats(weights, activations, kv, origin)
 
 
 def checkpoint_formats(config_path: Path) -> CheckpointFormats | None:
@@ -384,7 +406,7 @@ def declared_quantization(q: Any, where: str, expert_dtype: Any = None,
     if method == "modelopt":
         return _modelopt(q, where, model)
     if method == "compressed-tensors":
-        return _compressed_tensors(q, where)
+        return _compressed_tensors(q, where, model)
     raise GpuarchError(f"{where}: quant_method {method!r} is not one gpuarch reads (fp8, "
                        "mxfp4, awq, gptq, modelopt, compressed-tensors); give "
                        "--weight-precision")

@@ -13,13 +13,25 @@ from gpuarch.workloads.shape import (
     TransformerShape,
 )
 
-__all__ = ["INDEXER_OPS", "INDEXER_SCORES", "ParamCount",
-           "compressor_params", "compressor_projection", "count_params",
-           "hyper_connection_mix_weights", "hyper_connection_params", "indexer_params",
-           "indexer_projections",
-           "latent_projection_params", "layer_norm_params", "layer_op_shares", "mamba_params",
-           "per_layer_input_params",
-           "routed_expert_params"]
+__all__ = [
+    "INDEXER_OPS",
+    "INDEXER_SCORES",
+    "ParamCount",
+    "attention_residual_params",
+    "compressor_params",
+    "compressor_projection",
+    "count_params",
+    "hyper_connection_mix_weights",
+    "hyper_connection_params",
+    "indexer_params",
+    "indexer_projections",
+    "latent_projection_params",
+    "layer_norm_params",
+    "layer_op_shares",
+    "mamba_params",
+    "per_layer_input_params",
+    "routed_expert_params",
+]
 
 
 @dataclass(frozen=True)
@@ -40,13 +52,15 @@ class ParamCount:
     # per-layer input embeddings: their table (an embedding) and their projections and norms
     per_layer_table: int = 0
     per_layer_inputs: int = 0
+    # block attention residuals' queries and norms (Kimi K3's)
+    attention_residuals: int = 0
 
     @property
     def total(self) -> int:
         return (self.embedding + self.lm_head + self.attention + self.mlp_dense
                 + self.mlp_experts + self.mlp_shared + self.router + self.norms + self.mamba
                 + self.moe_latent + self.hyper_connections + self.per_layer_table
-                + self.per_layer_inputs)
+                + self.per_layer_inputs + self.attention_residuals)
 
     def active(self, shape: TransformerShape) -> int:
         """Parameters used per token: routed experts counted experts_per_token of experts."""
@@ -80,7 +94,9 @@ def attention_params(s: TransformerShape) -> int:
         # output projection's, as Transformers' DeepSeek and Kimi Linear attentions build them
         biases = (m.q_lora_rank + m.latent_width if s.bias or s.qkv_bias else 0) \
             + (h if s.bias or s.out_bias else 0)
-        return q + kv_part + heads * m.v_head_dim * h + biases
+        # attention_gate: an output gate a channel from the hidden state (Kimi K3's g_proj)
+        gate = h * heads * m.v_head_dim if s.attention_gate else 0
+        return q + kv_part + heads * m.v_head_dim * h + biases + gate
     q = heads * d * (2 if s.attention_gate else 1)  # the query projection makes the gate too
     # keys and values (the keys alone where they are also the values; none in a layer
     # that reads another's, reuses_kv)
@@ -228,8 +244,10 @@ def routed_expert_params(s: TransformerShape) -> int:
 
 
 def latent_projection_params(s: TransformerShape) -> int:
-    """One expert block's projections to the latent width and back (0 without)."""
-    return 2 * s.hidden * s.moe_latent
+    """One expert block's projections to the latent width and back, and the latent's norm
+    where it has one (``moe_latent_norm``); 0 without."""
+    norm = s.norm.params_per_width * s.moe_latent if s.moe_latent_norm else 0
+    return 2 * s.hidden * s.moe_latent + norm
 
 
 def mamba_params(s: TransformerShape) -> int:
@@ -325,7 +343,19 @@ def count_params(s: TransformerShape) -> ParamCount:
         hyper_connections=hyper_connection_params(s),
         per_layer_table=s.per_layer_vocab * s.layers * s.per_layer_input,
         per_layer_inputs=per_layer_input_params(s),
+        attention_residuals=attention_residual_params(s),
     )
+
+
+def attention_residual_params(s: TransformerShape) -> int:
+    """Block attention residuals' weights (Kimi K3's; Transformers-free, as TensorRT-LLM's
+    modeling_kimi_linear.py and the HF reference build them): before each of a decoder
+    layer's two blocks and after the last layer, a learned query (a one-output projection
+    of the hidden width) and a norm over the hidden width; 0 without them."""
+    if not s.attention_residual_block:
+        return 0
+    mixes = s.layers if s.is_hybrid else 2 * s.layers  # a hybrid's blocks, two a layer
+    return (mixes + 1) * (1 + s.norm.params_per_width) * s.hidden
 
 
 def per_layer_input_params(s: TransformerShape) -> int:

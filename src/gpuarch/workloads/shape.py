@@ -293,6 +293,9 @@ class MambaShape:
     conv_bias: bool = True
     proj_bias: bool = False
     kind: str = "mamba2"
+    # Kimi Delta Attention's output gate a full-rank projection of the hidden state to the
+    # inner width (Kimi K3's use_full_rank_gate), not a low-rank pair; its decay stays one
+    full_rank_gate: bool = False
 
     def __post_init__(self) -> None:
         for name in ("heads", "head_dim", "state", "groups", "conv_kernel"):
@@ -303,6 +306,8 @@ class MambaShape:
         if self.heads % self.groups:
             raise GpuarchError(f"mamba.groups: {self.groups} must divide mamba.heads "
                                f"{self.heads}")
+        if self.full_rank_gate and self.kind != "kda":
+            raise GpuarchError("mamba.full_rank_gate: Kimi Delta Attention's (kind \"kda\")")
         if self.kind == "kda" and (self.groups != self.heads or self.state != self.head_dim):
             raise GpuarchError(f"mamba.groups / mamba.state: Kimi Delta Attention has a key "
                                f"head a value head and keys as wide as values, got "
@@ -347,20 +352,29 @@ class MambaShape:
         head (a Gated DeltaNet's beta and a, two). Kimi Delta Attention's: q, k and v, beta
         a head and the two gates' low-rank halves (``low_rank_width`` each)."""
         if self.kda:
-            return self.conv_width + self.heads + 2 * self.low_rank_width
+            return (self.conv_width + self.heads + self.replicated_in_proj
+                    + (self.inner if self.full_rank_gate else 0))
         return self.inner + self.conv_width + self.heads * (2 if self.gated_delta else 1)
+
+    @property
+    def replicated_in_proj(self) -> int:
+        """The input projection's outputs every tensor-parallel GPU computes whole: Kimi Delta
+        Attention's low-rank halves (the decay's, and the output gate's unless full rank);
+        0 for the other mixers."""
+        return self.low_rank_width * (1 if self.full_rank_gate else 2)
 
     def in_proj_per_gpu(self, tp: Any) -> Any:
         """The input projection's outputs on one of ``tp`` tensor-parallel GPUs: split but
         for Kimi Delta Attention's low-rank gate halves, which every GPU computes whole."""
-        low_rank = 2 * self.low_rank_width
+        low_rank = self.replicated_in_proj
         return (self.in_proj_width - low_rank) // tp + low_rank
 
     @property
     def gate_up_width(self) -> int:
-        """Outputs of Kimi Delta Attention's two low-rank up-projections (decay and output
-        gate, each from one head's width to the inner width); 0 for the other mixers."""
-        return 2 * self.inner if self.kda else 0
+        """Outputs of Kimi Delta Attention's low-rank up-projections (the decay's and, unless
+        full rank, the output gate's, each from one head's width to the inner width); 0 for
+        the other mixers."""
+        return self.inner * (1 if self.full_rank_gate else 2) if self.kda else 0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -576,6 +590,14 @@ class TransformerShape:
     # norm and no cache of their own. kv_shared_full of them are full-attention layers, the
     # rest sliding-window ones; kv_shared_mlp their MLP's inner width where it differs
     # (use_double_wide_mlp: twice d_ffn); 0 = d_ffn
+    # block attention residuals (Kimi K3's attn_res_block_size): before each of a layer's two
+    # blocks, and after the last layer, the input is a softmax mix of the block summaries so
+    # far (the embedding, then one a block of this many layers, and the running sum), each
+    # mix with a learned query and a norm of its own; 0 = plain residuals
+    attention_residual_block: int = 0
+    # latent experts normalise the combined latent before projecting it back (Kimi K3's
+    # latent_moe_use_norm): a norm of moe_latent's width a layer
+    moe_latent_norm: bool = False
     kv_shared_layers: int = 0
     kv_shared_full: int = 0
     kv_shared_mlp: int = 0
@@ -601,6 +623,7 @@ class TransformerShape:
                      "sliding_window", "sliding_layers", "expert_groups", "groups_per_token",
                      "context_window", "hyper_connections", "hash_layers", "v_head_dim",
                      "expert_layer_norms", "kv_shared_layers", "kv_shared_full",
+                     "attention_residual_block",
                      "kv_shared_mlp", "per_layer_input", "per_layer_vocab"):
             _positive(name, getattr(self, name), minimum=0)
         check_number("glu_limit", self.glu_limit, 0)
@@ -670,6 +693,10 @@ class TransformerShape:
         if self.kv_shared_layers or self.kv_shared_full or self.kv_shared_mlp \
                 or self.reuses_kv:
             self._check_kv_shared()
+        if self.moe_latent_norm and not self.moe_latent:
+            raise GpuarchError("moe_latent_norm: a norm of the latent width needs moe_latent")
+        if self.attention_residual_block and self.hyper_connections:
+            raise GpuarchError("attention_residual_block: not with hyper_connections")
         if bool(self.per_layer_input) != bool(self.per_layer_vocab):
             raise GpuarchError("per_layer_input / per_layer_vocab: per-layer input embeddings "
                                "need both their width and their vocabulary")
@@ -981,6 +1008,18 @@ class TransformerShape:
         if not self.mlp_widths:
             return float(self.d_ffn)
         return sum(self.mlp_widths) / len(self.mlp_widths)
+
+    @property
+    def attention_residual_reads(self) -> float:
+        """The hidden-wide vectors one block attention residual reads a token, averaged over
+        the model's mixes (``attention_residual_block`` B; 0 without): the block summaries
+        before a layer l (the embedding and one a finished block, 1 + l // B) and the running
+        sum. A hybrid pattern's blocks are two to a decoder layer, as Kimi K3's are."""
+        b = self.attention_residual_block
+        if not b:
+            return 0.0
+        layers = self.layers // 2 if self.is_hybrid else self.layers
+        return sum(2 + layer // b for layer in range(layers)) / layers
 
     def layer_view(self, window: int, shared: bool = False) -> TransformerShape:
         """The shape as if every layer were of one kind: ``attention_kind(window)``, and for
