@@ -29,10 +29,9 @@ def _config_preset(name: str) -> Any:
     """A local config.json read as ``--model`` reads it, shown like a preset: its shape, the
     counted parameters, the formats its checkpoint declares, and the file as the source."""
     from gpuarch.cli.estimate_cmds import model_config
-    from gpuarch.report.launch import needs_remote_code
     from gpuarch.workloads.hf import shape_from_hf_config
     from gpuarch.workloads.hf_quant import checkpoint_formats
-    from gpuarch.workloads.presets import Preset
+    from gpuarch.workloads.presets import Preset, needs_remote_code
 
     path = model_config(name)
     assert path is not None  # (cmd_models asks names_file first)

@@ -69,6 +69,7 @@ from gpuarch.perf.roofline import (
     moe_permute,
     op_kind,
     op_time,
+    per_layer_input_op,
 )
 from gpuarch.workloads.flops import (
     attention_core_dims,
@@ -471,8 +472,7 @@ class ReplicaRunner:
             # per-layer inputs (Gemma 4's PLE): their GEMMs, whole on each GPU, the gate's
             # activation and product, the norm and the residual add
             ops += [self._gemm(tokens, n, k, name) for name, n, k in per_layer_input_gemms(s)]
-            ops.append(Elementwise(tokens * (4 * s.per_layer_input + 5 * s.hidden) * 2.0,
-                                   name="ple_elementwise"))
+            ops.append(per_layer_input_op(tokens, s))
         if block in ("", "-", "E"):
             ops.append(Elementwise(3.0 * inner * 2.0, name="activation"))
         return self._run_layer(ops, tokens, q_len, moe, prefill, overlapped, hidden_bytes,

@@ -40,6 +40,7 @@ from gpuarch.perf.roofline import (
     hyper_connection_ops,
     op_kind,
     op_time,
+    per_layer_input_op,
 )
 from gpuarch.workloads.flops import (
     attention_core_dims,
@@ -381,8 +382,7 @@ def _layer_ops(s: TransformerShape, cfg: TrainingConfig, moe: bool, window: int 
         # per-layer inputs: their GEMMs, whole on each GPU, then the gate's activation and
         # product with the layer's input, the norm and the residual add
         ops += [Gemm(tokens, n, k, name=name) for name, n, k in per_layer_input_gemms(s)]
-        ops.append(Elementwise(tokens * (4 * s.per_layer_input + 5 * s.hidden) * element,
-                               name="ple_elementwise"))
+        ops.append(per_layer_input_op(tokens, s, element))
     if cfg.precision.low_precision:
         # each GEMM operand is cast (read 16-bit, write the narrow format: once, or row-wise
         # and column-wise, quantized_copies) before the GEMM, but a fused grouped MLP's up

@@ -32,13 +32,32 @@ from gpuarch.workloads.flops import attention_projections
 from gpuarch.workloads.params import INDEXER_SCORES, compressor_projection, indexer_projections
 from gpuarch.workloads.shape import CSA_RATIO, TransformerShape
 
-__all__ = ["ATTENTION_OPS", "CONTEXT_ATTENTION", "INDEXER", "LORA_OPS", "MLA_DECODE",
-           "Attention", "Bound", "Device", "Elementwise", "Gemm", "Op", "OpCost",
-           "attention_residual_op", "attention_span", "attention_span_share",
-           "compressed_attention_ops",
-           "hyper_connection_ops", "moe_permute",
-           "op_cost", "op_kind", "op_time",
-           "roofline_summary", "transformer_ops"]
+__all__ = [
+    "ATTENTION_OPS",
+    "CONTEXT_ATTENTION",
+    "INDEXER",
+    "LORA_OPS",
+    "MLA_DECODE",
+    "Attention",
+    "Bound",
+    "Device",
+    "Elementwise",
+    "Gemm",
+    "Op",
+    "OpCost",
+    "attention_residual_op",
+    "attention_span",
+    "attention_span_share",
+    "compressed_attention_ops",
+    "hyper_connection_ops",
+    "moe_permute",
+    "op_cost",
+    "op_kind",
+    "op_time",
+    "per_layer_input_op",
+    "roofline_summary",
+    "transformer_ops",
+]
 
 Num = Any  # a float, or a NumPy array of floats
 
@@ -346,6 +365,17 @@ def attention_residual_op(tokens: Num, shape: TransformerShape, element: float =
     mixes = 1 if block else 2
     return Elementwise(mixes * (shape.attention_residual_reads + 1) * tokens * shape.hidden
                        * element, name="attention_residuals")
+
+
+def per_layer_input_op(tokens: Num, shape: TransformerShape, element: float = 2.0
+                       ) -> Elementwise:
+    """A layer's per-layer input work beside its GEMMs (Gemma 4's PLE;
+    ``workloads.flops.per_layer_input_gemms``): the gate's activation and its product with
+    the layer's input (reads two ``per_layer_input``-wide vectors, writes them twice), then
+    the norm over the hidden width (read, write) and the residual add (read two, write
+    one)."""
+    return Elementwise(tokens * (4 * shape.per_layer_input + 5 * shape.hidden) * element,
+                       name="ple_elementwise")
 
 
 def compressed_attention_ops(shape: TransformerShape, tp: int, tokens: Num,

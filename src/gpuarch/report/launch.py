@@ -440,33 +440,6 @@ def model_reference(model: str) -> str:
     return repos[0] if repos else model
 
 
-def needs_remote_code(reference: str) -> bool:
-    """Whether the checkpoint a serving command loads (``model_reference``) ships model code
-    of its own, which vLLM, SGLang and TensorRT-LLM load only with their trust-remote-code
-    flag: a local config.json (or a directory holding one) whose ``auto_map`` names its own
-    classes (at the top or in its ``text_config``), else the preset the name resolves to
-    (``Preset.remote_code``); False for anything else."""
-    import json
-    from pathlib import Path
-
-    from gpuarch.workloads.presets import preset
-
-    path = Path(reference)
-    config = path / "config.json" if path.is_dir() else path
-    if config.suffix == ".json" and config.is_file():
-        try:
-            cfg = json.loads(config.read_text())
-        except (OSError, ValueError):
-            return False
-        text = cfg.get("text_config") if isinstance(cfg, dict) else None
-        return isinstance(cfg, dict) and ("auto_map" in cfg or (
-            isinstance(text, dict) and "auto_map" in text))
-    try:
-        return preset(reference).remote_code
-    except GpuarchError:
-        return False
-
-
 _CHECKPOINTS = {"fp8": "an FP8 checkpoint, e.g. NVIDIA ModelOpt's",
                 "fp4": "NVFP4, e.g. NVIDIA ModelOpt's", "mxfp4": "MXFP4",
                 "int4": "INT4 weight-only, e.g. AWQ or GPTQ",
@@ -493,6 +466,8 @@ def serving_launch(engine: str, shape: Any, cfg: Any, model: str, batch: int,
     def add(key: str, *vals: object) -> None:
         argv.append(f[key])
         argv.extend(str(v) for v in vals)
+
+    from gpuarch.workloads.presets import needs_remote_code
 
     if needs_remote_code(model):
         add("trust_remote_code")

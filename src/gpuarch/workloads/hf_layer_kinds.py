@@ -10,9 +10,10 @@ attention and MLP blocks with ``mlp_widths``), as NVIDIA's DeciLM modeling code 
 (the remote code its checkpoints ship; TensorRT-LLM's and vLLM's nemotron_nas models); and
 MiniMax-M3's block-sparse attention layers beside its dense ones (``minimax_m3``,
 ``minimax_m3_vl``: ``TransformerShape.block_sparse``), as Transformers 5.25 builds them; and
-Kimi Linear's Kimi Delta Attention and latent attention layers (``kimi_linear``), and
-Step-3.5/3.7-Flash's window layers with more query heads than its full ones and a gate a
-head (``step3p5``, ``step3p7``), as Transformers 5.25 builds them.
+Kimi Linear's Kimi Delta Attention and latent attention layers (``kimi_linear``; Kimi K3's
+text model too, as TensorRT-LLM builds it), Step-3.5/3.7-Flash's window layers with more
+query heads than its full ones and a gate a head (``step3p5``, ``step3p7``), and Gemma 4
+E2B/E4B's KV-shared layers and per-layer inputs, as Transformers 5.25 builds them.
 """
 
 from __future__ import annotations
@@ -521,15 +522,13 @@ def _kimi_linear(cfg: dict[str, Any], path: Path, label: str) -> TransformerShap
                       for k, d in zip(kda, dense, strict=True))
     width = get(cfg, path, "moe_intermediate_size", default=1024)
     nope = flag(cfg, "mla_use_nope", True)
+    # KDA: a key head a value head, keys as wide as values
+    kda_heads = get(linear, path, "num_heads",
+                    default=get(cfg, path, "linear_num_heads", default=32))
+    kda_dim = get(linear, path, "head_dim", default=get(cfg, path, "linear_head_dim",
+                                                         default=128))
     mixer = MambaShape(
-        kind="kda",
-        heads=get(linear, path, "num_heads", default=get(cfg, path, "linear_num_heads",
-                                                          default=32)),
-        head_dim=(dim := get(linear, path, "head_dim",
-                             default=get(cfg, path, "linear_head_dim", default=128))),
-        state=dim,
-        groups=get(linear, path, "num_heads", default=get(cfg, path, "linear_num_heads",
-                                                           default=32)),
+        kind="kda", heads=kda_heads, head_dim=kda_dim, state=kda_dim, groups=kda_heads,
         conv_kernel=get(linear, path, "short_conv_kernel_size",
                         default=get(cfg, path, "linear_conv_kernel_dim", default=4)),
         conv_bias=False, full_rank_gate=flag(linear, "use_full_rank_gate", False)

@@ -14,6 +14,7 @@ from typing import Any
 
 from gpuarch.catalog.lookup import Resolver
 from gpuarch.errors import GpuarchError, UnknownNameError, suggestion
+from gpuarch.jsonfile import read_json_object
 from gpuarch.workloads.hf_quant import CheckpointFormats, declared_quantization
 from gpuarch.workloads.shape import (
     BlockSparseAttention,
@@ -28,7 +29,8 @@ from gpuarch.workloads.shape import (
     TransformerShape,
 )
 
-__all__ = ["MODELS_FILE", "Preset", "load_presets", "preset", "shape_from_mapping"]
+__all__ = ["MODELS_FILE", "Preset", "load_presets", "needs_remote_code", "preset",
+           "shape_from_mapping"]
 
 MODELS_FILE = Path(__file__).with_name("data") / "models.toml"
 
@@ -222,3 +224,25 @@ _QUANT_WORDS = re.compile(
     r"(?<![a-z0-9.])(fp8|fp4|nvfp4|mxfp4|int4|int8|awq|gptq|w8a8|w4a16|w8a16|bnb|4bit|8bit|"
     r"dynamic|quantized|quant)(?![a-z0-9.])", re.IGNORECASE)
 """Words a quantized checkpoint adds to its model's name (``-FP8``, ``-AWQ``, ``-W4A16``)."""
+
+
+def needs_remote_code(reference: str) -> bool:
+    """Whether the checkpoint a serving command loads ships model code
+    of its own, which vLLM, SGLang and TensorRT-LLM load only with their trust-remote-code
+    flag: a local config.json (or a directory holding one) whose ``auto_map`` names its own
+    classes (at the top or in its ``text_config``), else the preset the name resolves to
+    (``Preset.remote_code``); False for anything else. (``report.launch.model_reference``
+    names the checkpoint.)"""
+    path = Path(reference)
+    config = path / "config.json" if path.is_dir() else path
+    if config.suffix == ".json" and config.is_file():
+        try:
+            cfg = read_json_object(config)
+        except GpuarchError:  # (the estimate that asked has read it already)
+            return False
+        text = cfg.get("text_config")
+        return "auto_map" in cfg or (isinstance(text, dict) and "auto_map" in text)
+    try:
+        return preset(reference).remote_code
+    except GpuarchError:
+        return False

@@ -1028,7 +1028,7 @@ class TransformerShape:
         view = self.attention_kind(window)
         if not self.kv_shared_layers:
             return view
-        return _shared_view(view, self.kv_shared_mlp) if shared else _shared_view(view, -1)
+        return _shared_view(view, self.kv_shared_mlp) if shared else _caching_view(view)
 
     def kv_shared_of(self, window: int) -> int:
         """How many of the layers of ``window`` (0: the full ones) are KV-shared."""
@@ -1155,14 +1155,17 @@ def _dense_view(s: TransformerShape) -> TransformerShape:
 
 
 @lru_cache(maxsize=64)
+def _caching_view(s: TransformerShape) -> TransformerShape:
+    """``TransformerShape.layer_view``'s layers of a model with KV-shared layers that cache
+    their own keys and values: the shape without KV-shared layers."""
+    return replace(s, kv_shared_layers=0, kv_shared_full=0, kv_shared_mlp=0)
+
+
+@lru_cache(maxsize=64)
 def _shared_view(s: TransformerShape, width: int) -> TransformerShape:
-    """``TransformerShape.layer_view``'s layers of a model with KV-shared layers: the
-    layers that cache (``width`` -1) or the KV-shared ones (``reuses_kv``, their MLP
-    ``width`` wide where given), each with no KV-shared layers of its own."""
-    plain = replace(s, kv_shared_layers=0, kv_shared_full=0, kv_shared_mlp=0)
-    if width < 0:
-        return plain
-    return replace(plain, reuses_kv=True, ffn_hidden=width or s.ffn_hidden)
+    """``TransformerShape.layer_view``'s KV-shared layers (``reuses_kv``), their MLP
+    ``width`` wide where given."""
+    return replace(_caching_view(s), reuses_kv=True, ffn_hidden=width or s.ffn_hidden)
 
 
 @lru_cache(maxsize=256)
