@@ -18,7 +18,11 @@ layers) and minimax_m3 / minimax_m3_vl (MiniMax-M3's block-sparse attention) and
 kimi_linear (Kimi Linear: Kimi Delta Attention or latent attention layers, each with an MLP
 or experts; Kimi K3's kimi_k3 through its text_config) and step3p5 / step3p7
 (Step-3.5/3.7-Flash: window layers with more query heads than the full ones, a gate a
-head: ``hf_layer_kinds.py``), and the
+head: ``hf_layer_kinds.py``), the families of one table of what their layers hold
+(``data/hf_families.toml``, read by ``hf_families.py``: Seed-OSS, SmolLM3, ERNIE 4.5,
+Helium, Ministral, InternLM3, Jais 2, OLMo 3, EXAONE 4.0 and K-EXAONE, GLM-4 and
+GLM-4.7-Flash, Arcee and Arcee Trinity, StarCoder2, Cohere, OLMoE, Phi-3.5-MoE, Granite
+MoE, Hunyuan 3, Solar Open, dots.llm1), and the
 families whose attention and MLP run side by side
 (``parallel_attention``): gptj, gpt_neox (unless ``use_parallel_residual`` is false) and
 falcon (unless ``parallel_attn`` is false; ALiBi where ``alibi`` is set).
@@ -42,6 +46,7 @@ from typing import Any
 
 from gpuarch.errors import GpuarchError, check_number
 from gpuarch.jsonfile import read_json_object
+from gpuarch.workloads.hf_family_table import family_traits
 from gpuarch.workloads.shape import (
     MAX_DIMENSION,
     CompressedAttention,
@@ -71,7 +76,9 @@ _MLA = {"deepseek_v2", "deepseek_v3", "deepseek_v32", "glm_moe_dsa", "kimi_k2"}
 _SPARSE_MLA = {"deepseek_v32", "glm_moe_dsa"}
 _LLAMA4 = {"llama4", "llama4_text"}
 _GATED_DELTA = {"qwen3_next", "qwen3_5_text", "qwen3_5_moe_text"}  # Gated DeltaNet hybrids
-SUPPORTED_MODEL_TYPES = frozenset(_LLAMA_LIKE | _LLAMA4 | _GEMMA | _GATED_DELTA
+# the families of data/hf_families.toml, read by hf_families.py
+_TABLED = frozenset(family_traits())
+SUPPORTED_MODEL_TYPES = frozenset(_LLAMA_LIKE | _LLAMA4 | _GEMMA | _GATED_DELTA | _TABLED
                                   | {"gpt2", "nemotron", "nemotron_h", "granitemoehybrid",
                                      "mamba2", "gptj", "gpt_neox", "falcon", "bloom",
                                      "deepseek_v4", "gemma4_text", "mimo_v2_flash",
@@ -101,7 +108,8 @@ _ARCHITECTURES = {
     "Gemma2ForCausalLM": "gemma2", "Gemma3ForCausalLM": "gemma3_text",
     "NemotronHForCausalLM": "nemotron_h", "MiMoForCausalLM": "qwen2",
     "Gemma4ForCausalLM": "gemma4_text", "MiMoV2FlashForCausalLM": "mimo_v2_flash",
-    "DeciLMForCausalLM": "nemotron-nas", "MiniMaxM3ForCausalLM": "minimax_m3"}
+    "DeciLMForCausalLM": "nemotron-nas", "MiniMaxM3ForCausalLM": "minimax_m3",
+    **{t.architecture: t.model_type for t in family_traits().values() if t.architecture}}
 
 
 def _get(cfg: dict[str, Any], path: Path, *keys: str, default: Any = ...) -> Any:
@@ -182,6 +190,9 @@ def shape_from_hf_config(path: Path, name: str | None = None) -> TransformerShap
             # (imported here: that module reads configs with this one's helpers)
             from gpuarch.workloads.hf_layer_kinds import shape_of_family
             return shape_of_family(model_type, cfg, path, label)
+        if model_type in _TABLED:
+            from gpuarch.workloads.hf_families import shape_of_tabled_family
+            return shape_of_tabled_family(model_type, cfg, path, label)
         if model_type == "nemotron_h":
             return _nemotron_h(cfg, path, label)
         if model_type == "granitemoehybrid":

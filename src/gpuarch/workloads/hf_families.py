@@ -1,0 +1,216 @@
+"""Read the config.json of a family of ``data/hf_families.toml`` (``hf_family_table``) into
+a :class:`TransformerShape`: decoder families whose layers are Llama's with a few named
+differences (biases, norms, MLP kind, query-key norms, window layers, experts and where
+they sit, latent attention), each as Transformers 5.25 builds it; the keys a config leaves
+out take the config class's defaults the table lists."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from gpuarch.errors import GpuarchError
+from gpuarch.workloads.hf import _decoder_fields as decoder_fields
+from gpuarch.workloads.hf import _flag as flag
+from gpuarch.workloads.hf import _get as get
+from gpuarch.workloads.hf import _routing_groups as routing_groups
+from gpuarch.workloads.hf_family_table import FamilyTraits, family_traits
+from gpuarch.workloads.shape import (
+    FfnKind,
+    MlaShape,
+    NormKind,
+    QkNorm,
+    TransformerShape,
+)
+
+__all__ = ["shape_of_tabled_family"]
+
+_FFN = {"swiglu": FfnKind.SWIGLU, "relu2": FfnKind.RELU2, "gelu": FfnKind.GELU}
+_QK = {"none": QkNorm.NONE, "head": QkNorm.HEAD, "full": QkNorm.FULL}
+
+
+def shape_of_tabled_family(model_type: str, cfg: dict[str, Any], path: Path, label: str
+                           ) -> TransformerShape:
+    """The shape of a config.json whose ``model_type`` is one of the table's families."""
+    t = family_traits()[model_type]
+    cfg = {**t.defaults, **cfg}  # (a key set to null stays null: the reader's own default)
+    for key in t.refuse_true:
+        if flag(cfg, key, False):
+            raise GpuarchError(f"{key}: true is not read for {t.name} (what it adds is not "
+                               f"held by the shape; {t.source})")
+    layers = get(cfg, path, "num_hidden_layers")
+    heads = get(cfg, path, "num_attention_heads")
+    fields = decoder_fields(cfg, path, label, layers, heads)
+    mla = _mla(cfg, path) if t.mla else None
+    if mla is not None:
+        # a latent attention's query-key head width (its heads need not divide the hidden
+        # size; GLM-4 MoE Lite's config maps head_dim to qk_rope_head_dim, not read)
+        fields["head_dim"] = mla.qk_nope_head_dim + mla.qk_rope_head_dim
+    window, windowed = _windows(t, cfg, path, layers)
+    experts = get(cfg, path, *t.experts_keys, default=0) or 0
+    moe: dict[str, Any] = {}
+    if experts:
+        moe = _experts(t, cfg, path, layers, experts)
+    if moe.get("dense_layers", 0) >= layers:
+        moe = {}  # no layer routes: a dense model
+    if moe and not moe["dense_layers"]:  # every layer routes: no dense width needed
+        width = get(cfg, path, "intermediate_size", default=moe["moe_ffn_hidden"])
+    else:
+        width = get(cfg, path, "intermediate_size")
+    qk = _QK[t.qk_norm] if not t.qk_norm_key or flag(cfg, t.qk_norm_key, False) \
+        else QkNorm.NONE
+    return TransformerShape(
+        **fields,
+        ffn_hidden=width,
+        ffn_kind=_FFN[t.ffn],
+        norm=NormKind.LAYERNORM if t.norm == "layernorm" else NormKind.RMSNORM,
+        qkv_bias=_bias(t.qkv_bias, cfg),
+        out_bias=_bias(t.out_bias, cfg),
+        mlp_bias=_bias(t.mlp_bias, cfg),
+        lm_head_bias=_bias(t.lm_head_bias, cfg),
+        sandwich_norms=t.norms == 4,
+        parallel_attention=t.norms == 1,
+        shared_norm=t.norms == 1,
+        qk_norm=qk,
+        attention_gate=t.attention_gate,
+        sliding_window=window,
+        sliding_layers=windowed if windowed != layers else 0,
+        mla=mla,
+        router_bias=t.router_bias and bool(moe),
+        **moe,
+    )
+
+
+def _bias(spec: bool | tuple[str, ...], cfg: dict[str, Any]) -> bool:
+    """A bias the table gives as a constant, or as the first of its config keys set."""
+    if isinstance(spec, bool):
+        return spec
+    for key in spec:
+        if cfg.get(key) is not None:
+            return flag(cfg, key, False)
+    return False
+
+
+def _windows(t: FamilyTraits, cfg: dict[str, Any], path: Path, layers: int
+             ) -> tuple[int, int]:
+    """(sliding window, layers that use it): from ``layer_types`` where the config lists
+    them, else by the family's rule; (0, 0) without a window."""
+    window = get(cfg, path, "sliding_window", default=0) or 0
+    kinds = cfg.get("layer_types")
+    if kinds is not None:
+        allowed = ("sliding_attention", "full_attention")
+        if not isinstance(kinds, list) or len(kinds) != layers \
+                or any(k not in allowed for k in kinds):
+            raise GpuarchError(f"layer_types: expected {layers} entries (num_hidden_layers), "
+                               f"each \"sliding_attention\" or \"full_attention\", got "
+                               f"{str(kinds)[:120]}")
+        windowed = sum(1 for k in kinds if k == "sliding_attention")
+    elif not window:
+        return 0, 0
+    elif t.windows == "all":
+        windowed = layers
+    elif t.windows == "pattern":
+        windowed = layers - layers // _window_pattern(t, cfg, path)
+    elif t.windows == "no_rope":
+        windowed = _nope_layers(cfg, path, layers) if flag(cfg, "use_sliding_window",
+                                                           False) else 0
+    elif t.windows == "after_max_window_layers":
+        first = get(cfg, path, "max_window_layers", default=layers)
+        windowed = max(layers - first, 0)
+    else:
+        windowed = 0
+    return (window, windowed) if window and windowed else (0, 0)
+
+
+def _window_pattern(t: FamilyTraits, cfg: dict[str, Any], path: Path) -> int:
+    """Every how many layers one attends to the whole context (the rest windowed)."""
+    if not t.window_pattern_key:
+        return t.window_pattern
+    pattern = get(cfg, path, t.window_pattern_key, default=t.window_pattern)
+    if pattern < 1:
+        raise GpuarchError(f"{t.window_pattern_key}: expected a positive integer, got "
+                           f"{pattern}")
+    return int(pattern)
+
+
+def _nope_layers(cfg: dict[str, Any], path: Path, layers: int) -> int:
+    """SmolLM3's layers without rotary positions (``no_rope_layers`` entries 0; else every
+    ``no_rope_layer_interval``-th layer, 4 unless given), the ones its windows apply to."""
+    flags = cfg.get("no_rope_layers")
+    if flags is None:
+        interval = get(cfg, path, "no_rope_layer_interval", default=4)
+        if interval < 1:
+            raise GpuarchError(f"no_rope_layer_interval: expected a positive integer, got "
+                               f"{interval}")
+        nope: int = layers // interval
+        return nope
+    if not isinstance(flags, list) or len(flags) != layers or any(f not in (0, 1)
+                                                                  for f in flags):
+        raise GpuarchError(f"no_rope_layers: expected {layers} entries (num_hidden_layers), "
+                           f"each 0 or 1, got {str(flags)[:120]}")
+    return sum(1 for f in flags if f == 0)
+
+
+def _experts(t: FamilyTraits, cfg: dict[str, Any], path: Path, layers: int, experts: int
+             ) -> dict[str, Any]:
+    """The expert fields of the shape: the count, top-k, shared experts (a count of expert
+    widths), an expert's width, routing groups and the leading dense layers."""
+    width = get(cfg, path, t.expert_width_key)
+    if width < 1:
+        raise GpuarchError(f"{t.expert_width_key}: expected a positive integer, got {width}")
+    shared = 0
+    if t.shared_width_key:
+        shared_width = get(cfg, path, t.shared_width_key, default=0) or 0
+        if shared_width % width:
+            raise GpuarchError(f"{t.shared_width_key}: expected a multiple of "
+                               f"{t.expert_width_key} ({width}), got {shared_width}")
+        shared = shared_width // width
+    elif t.shared_keys:
+        shared = get(cfg, path, *t.shared_keys, default=0) or 0
+    groups, per_group = routing_groups(cfg, path, experts)
+    return {"experts": experts,
+            "experts_per_token": get(cfg, path, *t.per_token_keys),
+            "shared_experts": shared,
+            "moe_ffn_hidden": width,
+            "expert_groups": groups, "groups_per_token": per_group,
+            "dense_layers": _dense_layers(t, cfg, path, layers)}
+
+
+def _dense_layers(t: FamilyTraits, cfg: dict[str, Any], path: Path, layers: int) -> int:
+    """How many layers keep a dense MLP, by the family's rule (``dense``)."""
+    if t.dense == "first_k_dense_replace":
+        return min(get(cfg, path, "first_k_dense_replace", default=0) or 0, layers)
+    if t.dense == "num_dense_layers":
+        return min(get(cfg, path, "num_dense_layers", default=0) or 0, layers)
+    if t.dense == "mlp_layer_types":
+        kinds = cfg.get("mlp_layer_types")
+        if kinds is None:
+            first = get(cfg, path, t.dense_default_key, default=t.dense_default) \
+                if t.dense_default_key else t.dense_default
+            return min(first, layers)
+        if not isinstance(kinds, list) or len(kinds) != layers \
+                or any(k not in ("dense", "sparse") for k in kinds):
+            raise GpuarchError(f"mlp_layer_types: expected {layers} entries "
+                               f"(num_hidden_layers), each \"dense\" or \"sparse\", got "
+                               f"{str(kinds)[:120]}")
+        return sum(1 for k in kinds if k == "dense")
+    if t.dense == "ernie":
+        start = get(cfg, path, "moe_layer_start_index", default=1)
+        end = get(cfg, path, "moe_layer_end_index", default=-1)
+        interval = get(cfg, path, "moe_layer_interval", default=1)
+        if interval < 1:
+            raise GpuarchError(f"moe_layer_interval: expected a positive integer, got "
+                               f"{interval}")
+        end = layers - 1 if end == -1 else end
+        return layers - sum(1 for i in range(layers)
+                            if (i + 1) % interval == 0 and start <= i <= end)
+    return 0
+
+
+def _mla(cfg: dict[str, Any], path: Path) -> MlaShape:
+    """Multi-head latent attention from DeepSeek-V3's keys."""
+    return MlaShape(q_lora_rank=get(cfg, path, "q_lora_rank", default=0) or 0,
+                    kv_lora_rank=get(cfg, path, "kv_lora_rank"),
+                    qk_nope_head_dim=get(cfg, path, "qk_nope_head_dim"),
+                    qk_rope_head_dim=get(cfg, path, "qk_rope_head_dim"),
+                    v_head_dim=get(cfg, path, "v_head_dim"))

@@ -1,0 +1,110 @@
+"""The table of decoder families one reader takes (``data/hf_families.toml``): what each
+family's layers hold, as Transformers builds them, keyed by config.json ``model_type``.
+Loaded and checked here (every key known, every value of its kind); read into a shape by
+``hf_families.py``."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from gpuarch.errors import GpuarchError
+
+__all__ = ["FAMILIES_FILE", "FamilyTraits", "family_traits"]
+
+FAMILIES_FILE = Path(__file__).with_name("data") / "hf_families.toml"
+
+_CHOICES = {
+    "ffn": ("swiglu", "relu2", "gelu"),
+    "norm": ("rmsnorm", "layernorm", "layernorm_weight"),
+    "qk_norm": ("none", "head", "full"),
+    "windows": ("layer_types", "all", "pattern", "no_rope", "after_max_window_layers"),
+    "dense": ("none", "first_k_dense_replace", "num_dense_layers", "mlp_layer_types",
+              "ernie"),
+}
+_BIAS_KEYS = ("qkv_bias", "out_bias", "mlp_bias", "lm_head_bias")
+_KEY_LISTS = ("experts_keys", "per_token_keys", "shared_keys", "refuse_true")
+
+
+@dataclass(frozen=True)
+class FamilyTraits:
+    """One family's row of the table (its keys are described in the file's header)."""
+
+    model_type: str
+    name: str
+    source: str
+    architecture: str = ""
+    qkv_bias: bool | tuple[str, ...] = False
+    out_bias: bool | tuple[str, ...] = False
+    mlp_bias: bool | tuple[str, ...] = False
+    lm_head_bias: bool | tuple[str, ...] = False
+    defaults: dict[str, Any] = field(default_factory=dict)
+    ffn: str = "swiglu"
+    norm: str = "rmsnorm"
+    norms: int = 2
+    qk_norm: str = "none"
+    qk_norm_key: str = ""
+    windows: str = "layer_types"
+    window_pattern: int = 0
+    window_pattern_key: str = ""
+    attention_gate: bool = False
+    experts_keys: tuple[str, ...] = ("num_local_experts", "n_routed_experts", "num_experts")
+    per_token_keys: tuple[str, ...] = ("num_experts_per_tok",)
+    shared_keys: tuple[str, ...] = ()
+    shared_width_key: str = ""
+    expert_width_key: str = "moe_intermediate_size"
+    dense: str = "none"
+    dense_default: int = 0
+    dense_default_key: str = ""
+    router_bias: bool = False
+    mla: bool = False
+    refuse_true: tuple[str, ...] = ()
+
+
+def _traits(model_type: str, row: Any) -> FamilyTraits:
+    where = f"{FAMILIES_FILE.name} [{model_type}]"
+    if not isinstance(row, dict):
+        raise GpuarchError(f"{where}: expected a table")
+    known = {f for f in FamilyTraits.__dataclass_fields__ if f != "model_type"}
+    unknown = sorted(set(row) - known)
+    if unknown:
+        raise GpuarchError(f"{where}: unknown keys {', '.join(unknown)}")
+    values: dict[str, Any] = {}
+    for key, value in row.items():
+        if key in _BIAS_KEYS:
+            if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+                value = tuple(value)
+            elif not isinstance(value, bool):
+                raise GpuarchError(f"{where}: {key}: expected true, false or a list of "
+                                   f"config keys, got {value!r}")
+        elif key in _KEY_LISTS:
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise GpuarchError(f"{where}: {key}: expected a list of config keys, got "
+                                   f"{value!r}")
+            value = tuple(value)
+        elif key in _CHOICES and value not in _CHOICES[key]:
+            raise GpuarchError(f"{where}: {key}: expected one of {', '.join(_CHOICES[key])}, "
+                               f"got {value!r}")
+        elif key == "norms" and value not in (1, 2, 4):
+            raise GpuarchError(f"{where}: norms: expected 1, 2 or 4, got {value!r}")
+        elif key == "defaults" and not isinstance(value, dict):
+            raise GpuarchError(f"{where}: defaults: expected a table, got {value!r}")
+        values[key] = value
+    for required in ("name", "source"):
+        if not isinstance(values.get(required), str) or not values[required]:
+            raise GpuarchError(f"{where}: {required}: expected a non-empty string")
+    traits = FamilyTraits(model_type=model_type, **values)
+    if traits.windows == "pattern" and traits.window_pattern < 1:
+        raise GpuarchError(f"{where}: windows \"pattern\" needs window_pattern >= 1")
+    return traits
+
+
+@cache
+def family_traits() -> dict[str, FamilyTraits]:
+    """Every family of the table by its config.json ``model_type``."""
+    with FAMILIES_FILE.open("rb") as fh:
+        raw = tomllib.load(fh)
+    return {model_type: _traits(model_type, row) for model_type, row in raw.items()}

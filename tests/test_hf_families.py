@@ -1,0 +1,310 @@
+"""The decoder families read from one table (``workloads/data/hf_families.toml``, read by
+``workloads/hf_families.py``): Seed-OSS, SmolLM3, ERNIE 4.5, Helium, Ministral, InternLM3,
+Jais 2, OLMo 3, EXAONE 4.0, GLM-4, Arcee, StarCoder2, Cohere, OLMoE, Phi-3.5-MoE, Granite
+MoE, Hunyuan 3, K-EXAONE, Solar Open, dots.llm1, Arcee Trinity and GLM-4.7-Flash.
+Parameter counts are pinned to the models Hugging Face Transformers 5.25.0 builds from the
+same configs (``scripts/params_vs_transformers.py``, on PyTorch's meta device); window
+layers and expert layers to what its config classes derive; one count is also worked out
+by hand."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpuarch.catalog import load_catalog
+from gpuarch.cli.main import main
+from gpuarch.errors import GpuarchError
+from gpuarch.estimate.inference import InferenceConfig, estimate_inference
+from gpuarch.estimate.training import estimate_training
+from gpuarch.estimate.training_config import TrainingConfig
+from gpuarch.workloads import hf_family_table
+from gpuarch.workloads.hf import SUPPORTED_MODEL_TYPES, shape_from_hf_config
+from gpuarch.workloads.hf_family_table import FAMILIES_FILE, family_traits
+from gpuarch.workloads.params import count_params
+from gpuarch.workloads.shape import FfnKind, NormKind, QkNorm, TransformerShape
+
+CATALOG = load_catalog()
+
+# ByteDance's Seed-OSS-36B as its config.json gives the shape (Transformers 5.25 builds
+# 36,151,104,512 parameters: "36B")
+SEED_OSS_36B = {"model_type": "seed_oss", "hidden_size": 5120, "num_hidden_layers": 64,
+                "intermediate_size": 27648, "num_attention_heads": 80,
+                "num_key_value_heads": 8, "head_dim": 128, "vocab_size": 155136,
+                "attention_bias": True, "attention_out_bias": False, "mlp_bias": False,
+                "tie_word_embeddings": False}
+# Baidu's ERNIE-4.5-21B-A3B (experts in layers 1-27, two shared widths, e_score_correction
+# _bias a parameter): 21,825,437,888, Baidu's "21B total"
+ERNIE45_21B = {"model_type": "ernie4_5_moe", "hidden_size": 2560, "intermediate_size": 12288,
+               "moe_intermediate_size": 1536, "num_hidden_layers": 28,
+               "num_attention_heads": 20, "num_key_value_heads": 4, "vocab_size": 103424,
+               "use_bias": False, "tie_word_embeddings": True, "moe_num_experts": 64,
+               "moe_num_shared_experts": 2, "moe_k": 6, "moe_layer_start_index": 1,
+               "moe_layer_end_index": 27, "moe_layer_interval": 1}
+# rednote's dots.llm1 (128 experts, top 6, two shared, the first layer dense): 142.8B in
+# all and 14.0B a token, its model card's "142B total, 14B activated"
+DOTS1 = {"model_type": "dots1", "hidden_size": 4096, "intermediate_size": 10944,
+         "moe_intermediate_size": 1408, "num_hidden_layers": 62, "num_attention_heads": 32,
+         "num_key_value_heads": 32, "vocab_size": 152064, "n_routed_experts": 128,
+         "n_shared_experts": 2, "num_experts_per_tok": 6, "first_k_dense_replace": 1,
+         "tie_word_embeddings": False}
+# GLM-4.7-Flash's shape (Transformers' Glm4MoeLiteConfig defaults): latent attention of 20
+# heads on a 2,048-wide model, 64 experts of 1,536 and one shared
+GLM47_FLASH = {"model_type": "glm4_moe_lite", "vocab_size": 154880, "hidden_size": 2048,
+               "intermediate_size": 10240, "moe_intermediate_size": 1536,
+               "num_hidden_layers": 47, "num_attention_heads": 20, "num_key_value_heads": 20,
+               "n_shared_experts": 1, "n_routed_experts": 64, "kv_lora_rank": 512,
+               "q_lora_rank": 768, "qk_rope_head_dim": 64, "v_head_dim": 256,
+               "qk_nope_head_dim": 192, "num_experts_per_tok": 4,
+               "tie_word_embeddings": False}
+TINY_COHERE = {"model_type": "cohere", "hidden_size": 256, "intermediate_size": 512,
+               "num_hidden_layers": 3, "num_attention_heads": 8, "num_key_value_heads": 2,
+               "vocab_size": 1000, "use_qk_norm": True, "attention_bias": True}
+TINY_GLM4 = {"model_type": "glm4", "hidden_size": 256, "intermediate_size": 512,
+             "num_hidden_layers": 3, "num_attention_heads": 8, "num_key_value_heads": 2,
+             "head_dim": 32, "vocab_size": 1000, "attention_bias": True}
+TINY_STARCODER2 = {"model_type": "starcoder2", "hidden_size": 256, "intermediate_size": 1024,
+                   "num_hidden_layers": 2, "num_attention_heads": 8,
+                   "num_key_value_heads": 2, "vocab_size": 1000, "sliding_window": 64}
+TINY_AFMOE = {"model_type": "afmoe", "hidden_size": 256, "intermediate_size": 512,
+              "moe_intermediate_size": 64, "num_hidden_layers": 4, "num_dense_layers": 1,
+              "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64,
+              "vocab_size": 1000, "num_experts": 8, "num_experts_per_tok": 2,
+              "num_shared_experts": 1, "global_attn_every_n_layers": 2, "sliding_window": 128}
+# expert layers every second layer from 2 to 6 (layers 3 and 5), the rest dense; two shared
+# expert widths by the config class's default
+TINY_ERNIE_INTERVAL = {"model_type": "ernie4_5_moe", "hidden_size": 256,
+                       "intermediate_size": 512, "moe_intermediate_size": 64,
+                       "num_hidden_layers": 8, "num_attention_heads": 4,
+                       "num_key_value_heads": 2, "vocab_size": 1000, "moe_num_experts": 8,
+                       "moe_k": 2, "moe_layer_start_index": 2, "moe_layer_end_index": 6,
+                       "moe_layer_interval": 2, "tie_word_embeddings": False}
+TINY_PHIMOE = {"model_type": "phimoe", "hidden_size": 256, "intermediate_size": 128,
+               "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+               "vocab_size": 1000, "num_local_experts": 4, "num_experts_per_tok": 2,
+               "attention_bias": True, "lm_head_bias": True}
+
+
+def _read(tmp_path: Path, cfg: dict[str, Any], name: str = "config.json") -> TransformerShape:
+    path = tmp_path / name
+    path.write_text(json.dumps(cfg))
+    return shape_from_hf_config(path)
+
+
+@pytest.mark.parametrize(("cfg", "total"), [
+    # Transformers 5.25.0 on the meta device, each
+    (SEED_OSS_36B, 36_151_104_512),
+    (ERNIE45_21B, 21_825_437_888),
+    (DOTS1, 142_774_373_888),
+    (GLM47_FLASH, 29_943_390_976),
+    ({**GLM47_FLASH, "q_lora_rank": None}, 30_177_449_472),  # null: no query LoRA
+    (TINY_COHERE, 1_931_072),
+    (TINY_GLM4, 2_187_648),
+    (TINY_STARCODER2, 1_638_656),
+    (TINY_AFMOE, 3_291_928),
+    (TINY_ERNIE_INTERVAL, 5_435_664),
+    (TINY_PHIMOE, 1_698_792),
+])
+def test_counts_equal_what_transformers_builds(tmp_path: Path, cfg: dict[str, Any],
+                                               total: int) -> None:
+    assert count_params(_read(tmp_path, cfg)).total == total
+
+
+def test_cohere_counted_by_hand(tmp_path: Path) -> None:
+    # 256 wide, 8 heads of 32, 2 KV heads; attention and MLP side by side on one LayerNorm
+    # without bias (a weight a channel); use_qk_norm: a norm a head over queries and keys,
+    # weights heads x head size; attention_bias on q, k, v and o; embeddings tied
+    s = _read(tmp_path, TINY_COHERE)
+    assert s.parallel_attention and s.shared_norm and s.norm is NormKind.RMSNORM
+    assert s.qk_norm is QkNorm.FULL and s.tied_embeddings
+    attention = 256 * 256 + 2 * 256 * 64 + 256 * 256 + (256 + 64 + 64) + 256
+    qk_norms = 256 + 64
+    mlp = 3 * 256 * 512
+    layer = attention + qk_norms + mlp + 256
+    assert count_params(s).total == 3 * layer + 256 + 1000 * 256 == 1_931_072
+
+
+def test_shapes_read_as_their_families(tmp_path: Path) -> None:
+    glm4 = _read(tmp_path, TINY_GLM4)
+    assert glm4.sandwich_norms and glm4.qkv_bias and not glm4.out_bias
+    star = _read(tmp_path, TINY_STARCODER2)
+    assert star.ffn_kind is FfnKind.GELU and star.norm is NormKind.LAYERNORM
+    assert star.qkv_bias and star.out_bias and star.mlp_bias and star.tied_embeddings
+    phimoe = _read(tmp_path, TINY_PHIMOE)
+    assert phimoe.lm_head_bias and phimoe.experts == 4 and phimoe.moe_layers == 2
+    afmoe = _read(tmp_path, TINY_AFMOE)
+    assert afmoe.attention_gate and afmoe.sandwich_norms and afmoe.router_bias
+    assert afmoe.qk_norm is QkNorm.HEAD and afmoe.dense_layers == 1
+    assert afmoe.shared_experts == 1
+    glm = _read(tmp_path, GLM47_FLASH)
+    assert glm.mla is not None and glm.dense_layers == 1 and glm.shared_experts == 1
+    arcee = _read(tmp_path, {"model_type": "arcee", "hidden_size": 64,
+                             "intermediate_size": 256, "num_hidden_layers": 2,
+                             "num_attention_heads": 4, "vocab_size": 100})
+    assert arcee.ffn_kind is FfnKind.RELU2
+
+
+def test_dots1_active_parameters(tmp_path: Path) -> None:
+    s = _read(tmp_path, DOTS1)
+    counted = count_params(s)
+    assert (s.dense_layers, s.moe_layers) == (1, 61)
+    assert 13.9e9 < counted.active(s) < 14.1e9  # "14B activated"
+
+
+@pytest.mark.parametrize(("cfg", "window", "windowed"), [
+    # as Transformers 5.25's config classes derive layer_types
+    ({"model_type": "olmo3", "num_hidden_layers": 32, "sliding_window": 4096}, 4096, 24),
+    ({"model_type": "olmo3", "num_hidden_layers": 32}, 0, 0),
+    ({"model_type": "exaone4", "num_hidden_layers": 32, "sliding_window": 4096,
+      "sliding_window_pattern": 3}, 4096, 22),
+    ({"model_type": "exaone4", "num_hidden_layers": 32}, 0, 0),
+    ({"model_type": "cohere2", "num_hidden_layers": 40, "sliding_window": 4096,
+      "sliding_window_pattern": 6}, 4096, 34),
+    ({"model_type": "cohere2", "num_hidden_layers": 40, "sliding_window": 4096}, 4096, 30),
+    ({"model_type": "afmoe", "num_hidden_layers": 32, "sliding_window": 1024,
+      "global_attn_every_n_layers": 2, "num_experts": 8, "num_experts_per_tok": 2,
+      "moe_intermediate_size": 64}, 1024, 16),
+    ({"model_type": "smollm3", "num_hidden_layers": 36, "sliding_window": 4096,
+      "use_sliding_window": True}, 4096, 9),
+    ({"model_type": "smollm3", "num_hidden_layers": 36, "sliding_window": 4096,
+      "use_sliding_window": True, "no_rope_layer_interval": 3}, 4096, 12),
+    ({"model_type": "smollm3", "num_hidden_layers": 36, "sliding_window": 4096}, 0, 0),
+    ({"model_type": "dots1", "num_hidden_layers": 20, "max_window_layers": 12}, 4096, 8),
+    ({"model_type": "dots1", "num_hidden_layers": 62}, 0, 0),
+    ({"model_type": "starcoder2", "num_hidden_layers": 30, "sliding_window": 4096}, 4096, 30),
+    ({"model_type": "ministral", "num_hidden_layers": 36, "sliding_window": 32768}, 32768,
+     36),
+    ({"model_type": "seed_oss", "num_hidden_layers": 8, "sliding_window": 4096}, 0, 0),
+    ({"model_type": "seed_oss", "num_hidden_layers": 4, "sliding_window": 256,
+      "layer_types": ["sliding_attention", "full_attention"] * 2}, 256, 2),
+])
+def test_window_layers(tmp_path: Path, cfg: dict[str, Any], window: int,
+                       windowed: int) -> None:
+    base = {"hidden_size": 256, "intermediate_size": 512, "num_attention_heads": 4,
+            "num_key_value_heads": 2, "vocab_size": 1000}
+    s = _read(tmp_path, {**base, **cfg})
+    assert s.sliding_window == window
+    assert (s.sliding_layers or s.layers if s.sliding_window else 0) == windowed
+
+
+@pytest.mark.parametrize(("cfg", "dense", "moe"), [
+    (TINY_ERNIE_INTERVAL, 6, 2),
+    ({**TINY_ERNIE_INTERVAL, "moe_layer_end_index": -1, "moe_layer_start_index": 0,
+      "moe_layer_interval": 1}, 0, 8),
+    ({**GLM47_FLASH, "mlp_layer_types": ["dense"] * 3 + ["sparse"] * 44}, 3, 44),
+    ({"model_type": "exaone_moe", "hidden_size": 256, "intermediate_size": 512,
+      "moe_intermediate_size": 64, "num_hidden_layers": 8, "num_attention_heads": 4,
+      "vocab_size": 1000, "num_experts": 8, "num_experts_per_tok": 2,
+      "first_k_dense_replace": 3}, 3, 5),
+    ({"model_type": "hy_v3", "hidden_size": 256, "intermediate_size": 512,
+      "moe_intermediate_size": 64, "num_hidden_layers": 8, "num_attention_heads": 4,
+      "num_key_value_heads": 2, "vocab_size": 1000, "num_experts": 8, "num_experts_per_tok": 2,
+      "first_k_dense_replace": 3}, 1, 7),  # HY-V3 reads mlp_layer_types only
+    ({**TINY_ERNIE_INTERVAL, "moe_layer_start_index": 8}, 8, 0),  # no layer routes
+])
+def test_expert_layers(tmp_path: Path, cfg: dict[str, Any], dense: int, moe: int) -> None:
+    s = _read(tmp_path, cfg)
+    assert (s.layers - s.moe_layers, s.moe_layers) == (dense, moe)
+    assert s.is_moe == bool(moe)
+
+
+def test_class_defaults_fill_left_out_keys(tmp_path: Path) -> None:
+    # GLM-4's config class defaults to 2 KV heads and attention biases; ERNIE 4.5 MoE's to
+    # two shared expert widths (what Transformers builds when a config leaves them out)
+    glm = _read(tmp_path, {"model_type": "glm", "hidden_size": 256,
+                           "intermediate_size": 512, "num_hidden_layers": 2,
+                           "num_attention_heads": 8, "vocab_size": 1000})
+    assert glm.kv_heads == 2 and glm.qkv_bias
+    ernie = _read(tmp_path, {k: v for k, v in TINY_ERNIE_INTERVAL.items()
+                             if k != "moe_num_shared_experts"})
+    assert ernie.shared_experts == 2
+
+
+@pytest.mark.parametrize(("cfg", "message"), [
+    ({**ERNIE45_21B, "use_bias": True}, r"use_bias: true is not read for ERNIE 4\.5 MoE"),
+    ({**TINY_AFMOE, "attention_bias": True}, r"attention_bias: true is not read for Arcee"),
+    ({**TINY_ERNIE_INTERVAL, "moe_layer_interval": 0},
+     r"moe_layer_interval: expected a positive integer, got 0"),
+    ({**GLM47_FLASH, "mlp_layer_types": ["dense", "moe"]},
+     r"mlp_layer_types: expected 47 entries"),
+    ({**TINY_STARCODER2, "layer_types": ["sliding_attention", "global"]},
+     r"layer_types: expected 2 entries"),
+    ({"model_type": "granitemoeshared", "hidden_size": 256, "intermediate_size": 128,
+      "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 1000,
+      "num_local_experts": 4, "num_experts_per_tok": 2, "shared_intermediate_size": 200},
+     r"shared_intermediate_size: expected a multiple of intermediate_size \(128\), got 200"),
+    ({"model_type": "exaone4", "hidden_size": 256, "intermediate_size": 512,
+      "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 1000,
+      "sliding_window": 64, "sliding_window_pattern": 0},
+     r"sliding_window_pattern: expected a positive integer, got 0"),
+    ({**TINY_COHERE, "intermediate_size": "512"}, r"intermediate_size: expected an integer"),
+])
+def test_refusals_name_the_key(tmp_path: Path, cfg: dict[str, Any], message: str) -> None:
+    with pytest.raises(GpuarchError, match=message):
+        _read(tmp_path, cfg)
+
+
+def test_cli_refusal_exits_2_without_traceback(tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**ERNIE45_21B, "use_bias": True}))
+    assert main(["models", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "use_bias: true is not read" in err and "Traceback" not in err
+
+
+def test_read_by_architectures(tmp_path: Path) -> None:
+    cfg = {**TINY_GLM4, "model_type": "my_glm4_fork", "architectures": ["Glm4ForCausalLM"]}
+    assert count_params(_read(tmp_path, cfg)).total == 2_187_648
+
+
+@pytest.mark.parametrize("cfg", [TINY_COHERE, TINY_GLM4, TINY_STARCODER2, TINY_AFMOE,
+                                 TINY_ERNIE_INTERVAL, TINY_PHIMOE])
+def test_estimates_run(tmp_path: Path, cfg: dict[str, Any]) -> None:
+    s = _read(tmp_path, cfg)
+    gpu = CATALOG.product("h100")
+    train = estimate_training(CATALOG, s, gpu, TrainingConfig(seq_len=1024, global_batch=16,
+                                                              micro_batch=1, gpus=2, tp=2))
+    assert train.step_time_s > 0 and 0 < train.mfu < 1
+    infer = estimate_inference(CATALOG, s, gpu, InferenceConfig(input_len=512, output_len=64,
+                                                                batch=4, gpus=2, tp=2))
+    assert infer.tpot_s > 0 and infer.ttft_s > 0
+
+
+def test_table_families_are_supported_and_sourced() -> None:
+    traits = family_traits()
+    assert len(traits) >= 25
+    for model_type, t in traits.items():
+        assert model_type in SUPPORTED_MODEL_TYPES
+        assert t.source.startswith("Transformers 5.25.0 models/")
+        assert t.architecture.endswith("ForCausalLM")
+
+
+@pytest.mark.parametrize(("row", "message"), [
+    ({"name": "x", "source": "y", "qkv_biass": True}, r"unknown keys qkv_biass"),
+    ({"name": "x", "source": "y", "ffn": "geglu"}, r"ffn: expected one of swiglu"),
+    ({"name": "x", "source": "y", "norms": 3}, r"norms: expected 1, 2 or 4"),
+    ({"name": "x", "source": "y", "qkv_bias": "attention_bias"},
+     r"qkv_bias: expected true, false or a list"),
+    ({"name": "x", "source": "y", "windows": "pattern"}, r"needs window_pattern"),
+    ({"source": "y"}, r"name: expected a non-empty string"),
+])
+def test_table_rows_are_checked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                row: dict[str, Any], message: str) -> None:
+    path = tmp_path / "families.toml"
+    lines = ["[bad]"] + [f"{k} = {json.dumps(v).lower() if isinstance(v, bool) else json.dumps(v)}"
+                         for k, v in row.items()]
+    path.write_text("\n".join(lines) + "\n")
+    assert tomllib.loads(path.read_text())["bad"] == row
+    monkeypatch.setattr(hf_family_table, "FAMILIES_FILE", path)
+    family_traits.cache_clear()
+    try:
+        with pytest.raises(GpuarchError, match=message):
+            family_traits()
+    finally:
+        family_traits.cache_clear()
+    assert FAMILIES_FILE.name == "hf_families.toml"
