@@ -1,7 +1,8 @@
 """The decoder families read from one table (``workloads/data/hf_families.toml``, read by
 ``workloads/hf_families.py``): Seed-OSS, SmolLM3, ERNIE 4.5, Helium, Ministral, InternLM3,
 Jais 2, OLMo 3, EXAONE 4.0, GLM-4, Arcee, StarCoder2, Cohere, OLMoE, Phi-3.5-MoE, Granite
-MoE, Hunyuan 3, K-EXAONE, Solar Open, dots.llm1, Arcee Trinity and GLM-4.7-Flash.
+MoE, Hunyuan 1 and 3, K-EXAONE, Solar Open, dots.llm1, Arcee Trinity, GLM-4.7-Flash, Phi-2
+and StableLM.
 Parameter counts are pinned to the models Hugging Face Transformers 5.25.0 builds from the
 same configs (``scripts/params_vs_transformers.py``, on PyTorch's meta device); window
 layers and expert layers to what its config classes derive; one count is also worked out
@@ -88,6 +89,17 @@ TINY_PHIMOE = {"model_type": "phimoe", "hidden_size": 256, "intermediate_size": 
                "vocab_size": 1000, "num_local_experts": 4, "num_experts_per_tok": 2,
                "attention_bias": True, "lm_head_bias": True}
 
+TINY_PHI = {"model_type": "phi", "hidden_size": 256, "intermediate_size": 1024,
+            "num_hidden_layers": 2, "num_attention_heads": 8, "vocab_size": 1000,
+            "qk_layernorm": True}
+TINY_STABLELM = {"model_type": "stablelm", "hidden_size": 256, "intermediate_size": 512,
+                 "num_hidden_layers": 2, "num_attention_heads": 8, "num_key_value_heads": 2,
+                 "vocab_size": 1000, "use_qkv_bias": True, "use_parallel_residual": True}
+TINY_HUNYUAN_MOE = {"model_type": "hunyuan_v1_moe", "hidden_size": 256,
+                    "intermediate_size": 128, "num_hidden_layers": 2,
+                    "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64,
+                    "vocab_size": 1000, "num_experts": 8, "moe_topk": 2}
+
 
 def _read(tmp_path: Path, cfg: dict[str, Any], name: str = "config.json") -> TransformerShape:
     path = tmp_path / name
@@ -108,6 +120,9 @@ def _read(tmp_path: Path, cfg: dict[str, Any], name: str = "config.json") -> Tra
     (TINY_AFMOE, 3_291_928),
     (TINY_ERNIE_INTERVAL, 5_435_664),
     (TINY_PHIMOE, 1_698_792),
+    (TINY_PHI, 2_092_264),
+    (TINY_STABLELM, 1_628_416),
+    (TINY_HUNYUAN_MOE, 2_680_320),
 ])
 def test_counts_equal_what_transformers_builds(tmp_path: Path, cfg: dict[str, Any],
                                                total: int) -> None:
@@ -142,6 +157,16 @@ def test_shapes_read_as_their_families(tmp_path: Path) -> None:
     assert afmoe.shared_experts == 1
     glm = _read(tmp_path, GLM47_FLASH)
     assert glm.mla is not None and glm.dense_layers == 1 and glm.shared_experts == 1
+    phi = _read(tmp_path, TINY_PHI)
+    assert phi.parallel_attention and phi.shared_norm and phi.lm_head_bias
+    assert phi.qk_norm is QkNorm.HEAD and phi.ffn_kind is FfnKind.GELU
+    stable = _read(tmp_path, TINY_STABLELM)
+    assert stable.parallel_attention and stable.qkv_bias and not stable.out_bias
+    assert not _read(tmp_path, {**TINY_STABLELM, "use_parallel_residual": False}
+                     ).parallel_attention
+    hunyuan = _read(tmp_path, TINY_HUNYUAN_MOE)
+    assert (hunyuan.experts, hunyuan.experts_per_token, hunyuan.shared_experts) == (8, 2, 1)
+    assert hunyuan.moe_layers == 2 and hunyuan.qk_norm is QkNorm.HEAD
     arcee = _read(tmp_path, {"model_type": "arcee", "hidden_size": 64,
                              "intermediate_size": 256, "num_hidden_layers": 2,
                              "num_attention_heads": 4, "vocab_size": 100})
@@ -242,6 +267,8 @@ def test_class_defaults_fill_left_out_keys(tmp_path: Path) -> None:
       "sliding_window": 64, "sliding_window_pattern": 0},
      r"sliding_window_pattern: expected a positive integer, got 0"),
     ({**TINY_COHERE, "intermediate_size": "512"}, r"intermediate_size: expected an integer"),
+    ({**TINY_STABLELM, "qk_layernorm": True}, r"qk_layernorm: true is not read for StableLM"),
+    ({**TINY_HUNYUAN_MOE, "num_experts": [8, 8]}, r"num_experts: expected an integer"),
 ])
 def test_refusals_name_the_key(tmp_path: Path, cfg: dict[str, Any], message: str) -> None:
     with pytest.raises(GpuarchError, match=message):
@@ -263,7 +290,8 @@ def test_read_by_architectures(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("cfg", [TINY_COHERE, TINY_GLM4, TINY_STARCODER2, TINY_AFMOE,
-                                 TINY_ERNIE_INTERVAL, TINY_PHIMOE])
+                                 TINY_ERNIE_INTERVAL, TINY_PHIMOE, TINY_PHI, TINY_STABLELM,
+                                 TINY_HUNYUAN_MOE])
 def test_estimates_run(tmp_path: Path, cfg: dict[str, Any]) -> None:
     s = _read(tmp_path, cfg)
     gpu = CATALOG.product("h100")

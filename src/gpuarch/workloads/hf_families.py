@@ -59,6 +59,7 @@ def shape_of_tabled_family(model_type: str, cfg: dict[str, Any], path: Path, lab
         width = get(cfg, path, "intermediate_size")
     qk = _QK[t.qk_norm] if not t.qk_norm_key or flag(cfg, t.qk_norm_key, False) \
         else QkNorm.NONE
+    norms = 1 if t.parallel_key and flag(cfg, t.parallel_key, False) else t.norms
     return TransformerShape(
         **fields,
         ffn_hidden=width,
@@ -68,9 +69,9 @@ def shape_of_tabled_family(model_type: str, cfg: dict[str, Any], path: Path, lab
         out_bias=_bias(t.out_bias, cfg),
         mlp_bias=_bias(t.mlp_bias, cfg),
         lm_head_bias=_bias(t.lm_head_bias, cfg),
-        sandwich_norms=t.norms == 4,
-        parallel_attention=t.norms == 1,
-        shared_norm=t.norms == 1,
+        sandwich_norms=norms == 4,
+        parallel_attention=norms == 1,
+        shared_norm=norms == 1,
         qk_norm=qk,
         attention_gate=t.attention_gate,
         sliding_window=window,
@@ -167,6 +168,8 @@ def _experts(t: FamilyTraits, cfg: dict[str, Any], path: Path, layers: int, expe
         shared = shared_width // width
     elif t.shared_keys:
         shared = get(cfg, path, *t.shared_keys, default=0) or 0
+    else:
+        shared = t.shared_count
     groups, per_group = routing_groups(cfg, path, experts)
     return {"experts": experts,
             "experts_per_token": get(cfg, path, *t.per_token_keys),

@@ -45,6 +45,7 @@ class FamilyTraits:
     ffn: str = "swiglu"
     norm: str = "rmsnorm"
     norms: int = 2
+    parallel_key: str = ""
     qk_norm: str = "none"
     qk_norm_key: str = ""
     windows: str = "layer_types"
@@ -55,6 +56,7 @@ class FamilyTraits:
     per_token_keys: tuple[str, ...] = ("num_experts_per_tok",)
     shared_keys: tuple[str, ...] = ()
     shared_width_key: str = ""
+    shared_count: int = 0
     expert_width_key: str = "moe_intermediate_size"
     dense: str = "none"
     dense_default: int = 0
