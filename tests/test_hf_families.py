@@ -1,8 +1,8 @@
 """The decoder families read from one table (``workloads/data/hf_families.toml``, read by
 ``workloads/hf_families.py``): Seed-OSS, SmolLM3, ERNIE 4.5, Helium, Ministral, InternLM3,
 Jais 2, OLMo 3, EXAONE 4.0, GLM-4, Arcee, StarCoder2, Cohere, OLMoE, Phi-3.5-MoE, Granite
-MoE, Hunyuan 1 and 3, K-EXAONE, Solar Open, dots.llm1, Arcee Trinity, GLM-4.7-Flash, Phi-2
-and StableLM.
+MoE, Hunyuan 1 and 3, K-EXAONE, Solar Open, dots.llm1, Arcee Trinity, GLM-4.7-Flash, Phi-2,
+StableLM, Apertus and DBRX.
 Parameter counts are pinned to the models Hugging Face Transformers 5.25.0 builds from the
 same configs (``scripts/params_vs_transformers.py``, on PyTorch's meta device); window
 layers and expert layers to what its config classes derive; one count is also worked out
@@ -100,6 +100,15 @@ TINY_HUNYUAN_MOE = {"model_type": "hunyuan_v1_moe", "hidden_size": 256,
                     "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64,
                     "vocab_size": 1000, "num_experts": 8, "moe_topk": 2}
 
+TINY_APERTUS = {"model_type": "apertus", "hidden_size": 256, "intermediate_size": 1024,
+                "num_hidden_layers": 3, "num_attention_heads": 4, "num_key_value_heads": 2,
+                "vocab_size": 1000}
+# DBRX keeps its sizes under its own names and in nested tables
+TINY_DBRX = {"model_type": "dbrx", "d_model": 256, "n_heads": 8, "n_layers": 2,
+             "max_seq_len": 512, "vocab_size": 1000,
+             "attn_config": {"kv_n_heads": 2, "clip_qkv": 8.0, "rope_theta": 500000.0},
+             "ffn_config": {"ffn_hidden_size": 128, "moe_num_experts": 4, "moe_top_k": 2}}
+
 
 def _read(tmp_path: Path, cfg: dict[str, Any], name: str = "config.json") -> TransformerShape:
     path = tmp_path / name
@@ -123,6 +132,8 @@ def _read(tmp_path: Path, cfg: dict[str, Any], name: str = "config.json") -> Tra
     (TINY_PHI, 2_092_264),
     (TINY_STABLELM, 1_628_416),
     (TINY_HUNYUAN_MOE, 2_680_320),
+    (TINY_APERTUS, 2_676_870),
+    (TINY_DBRX, 1_629_440),
 ])
 def test_counts_equal_what_transformers_builds(tmp_path: Path, cfg: dict[str, Any],
                                                total: int) -> None:
@@ -141,6 +152,21 @@ def test_cohere_counted_by_hand(tmp_path: Path) -> None:
     mlp = 3 * 256 * 512
     layer = attention + qk_norms + mlp + 256
     assert count_params(s).total == 3 * layer + 256 + 1000 * 256 == 1_931_072
+
+
+def test_apertus_counted_by_hand(tmp_path: Path) -> None:
+    # 256 wide, 4 heads of 64, 2 KV heads; a query and key norm a head; an up and a down
+    # projection with xIELU, whose two learned scalars (alpha_p, alpha_n) are parameters too
+    s = _read(tmp_path, TINY_APERTUS)
+    assert s.ffn_kind is FfnKind.XIELU and s.qk_norm is QkNorm.HEAD
+    layer = (2 * 256 * 256 + 2 * 256 * 128) + (64 + 64) + (2 * 256 * 1024 + 2) + 2 * 256
+    assert count_params(s).total == 3 * layer + 256 + 2 * 1000 * 256 == 2_676_870
+
+
+def test_dbrx_reads_its_nested_keys(tmp_path: Path) -> None:
+    s = _read(tmp_path, TINY_DBRX)
+    assert (s.hidden, s.heads, s.n_kv_heads, s.layers) == (256, 8, 2, 2)
+    assert (s.experts, s.experts_per_token, s.d_expert, s.moe_layers) == (4, 2, 128, 2)
 
 
 def test_shapes_read_as_their_families(tmp_path: Path) -> None:
@@ -269,6 +295,10 @@ def test_class_defaults_fill_left_out_keys(tmp_path: Path) -> None:
     ({**TINY_COHERE, "intermediate_size": "512"}, r"intermediate_size: expected an integer"),
     ({**TINY_STABLELM, "qk_layernorm": True}, r"qk_layernorm: true is not read for StableLM"),
     ({**TINY_HUNYUAN_MOE, "num_experts": [8, 8]}, r"num_experts: expected an integer"),
+    ({**TINY_DBRX, "ffn_config": {**TINY_DBRX["ffn_config"], "moe_num_experts": "4"}},
+     r"ffn_config\.moe_num_experts: expected an integer, got '4'"),
+    ({**TINY_APERTUS, "hidden_act": "gelu"},
+     r"hidden_act: only 'xielu' is read for Apertus, got 'gelu'"),
 ])
 def test_refusals_name_the_key(tmp_path: Path, cfg: dict[str, Any], message: str) -> None:
     with pytest.raises(GpuarchError, match=message):
@@ -291,7 +321,7 @@ def test_read_by_architectures(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("cfg", [TINY_COHERE, TINY_GLM4, TINY_STARCODER2, TINY_AFMOE,
                                  TINY_ERNIE_INTERVAL, TINY_PHIMOE, TINY_PHI, TINY_STABLELM,
-                                 TINY_HUNYUAN_MOE])
+                                 TINY_HUNYUAN_MOE, TINY_APERTUS, TINY_DBRX])
 def test_estimates_run(tmp_path: Path, cfg: dict[str, Any]) -> None:
     s = _read(tmp_path, cfg)
     gpu = CATALOG.product("h100")
@@ -320,13 +350,18 @@ def test_table_families_are_supported_and_sourced() -> None:
      r"qkv_bias: expected true, false or a list"),
     ({"name": "x", "source": "y", "windows": "pattern"}, r"needs window_pattern"),
     ({"source": "y"}, r"name: expected a non-empty string"),
+    ({"name": "x", "source": "y", "keys": {"hidden_size": ""}},
+     r"keys: expected a table of config key paths"),
 ])
 def test_table_rows_are_checked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                 row: dict[str, Any], message: str) -> None:
+    def toml(value: Any) -> str:
+        if isinstance(value, dict):
+            return "{ " + ", ".join(f"{k} = {toml(v)}" for k, v in value.items()) + " }"
+        return json.dumps(value)  # strings, numbers, lists and booleans read the same
+
     path = tmp_path / "families.toml"
-    lines = ["[bad]"] + [f"{k} = {json.dumps(v).lower() if isinstance(v, bool) else json.dumps(v)}"
-                         for k, v in row.items()]
-    path.write_text("\n".join(lines) + "\n")
+    path.write_text("[bad]\n" + "".join(f"{k} = {toml(v)}\n" for k, v in row.items()))
     assert tomllib.loads(path.read_text())["bad"] == row
     monkeypatch.setattr(hf_family_table, "FAMILIES_FILE", path)
     family_traits.cache_clear()

@@ -154,6 +154,8 @@ def megatron_launch(shape: Any, cfg: Any) -> Launch:
                      "gated_linear_unit with a GELU activation in the model's config")
     elif shape.ffn_kind is FfnKind.RELU2:
         add("squared_relu")
+    elif shape.ffn_kind is FfnKind.XIELU:
+        notes.append("the xIELU activation (Apertus) has no flag here")
     if shape.qk_norm is QkNorm.HEAD:
         add("qk_layernorm")
     elif shape.qk_norm is QkNorm.FULL:

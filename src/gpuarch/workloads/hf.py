@@ -22,7 +22,7 @@ head: ``hf_layer_kinds.py``), the families of one table of what their layers hol
 (``data/hf_families.toml``, read by ``hf_families.py``: Seed-OSS, SmolLM3, ERNIE 4.5,
 Helium, Ministral, InternLM3, Jais 2, OLMo 3, EXAONE 4.0 and K-EXAONE, GLM-4 and
 GLM-4.7-Flash, Arcee and Arcee Trinity, StarCoder2, Cohere, OLMoE, Phi-3.5-MoE, Granite
-MoE, Hunyuan 1 and 3, Solar Open, dots.llm1, Phi-2, StableLM), and the
+MoE, Hunyuan 1 and 3, Solar Open, dots.llm1, Phi-2, StableLM, Apertus, DBRX), and the
 families whose attention and MLP run side by side
 (``parallel_attention``): gptj, gpt_neox (unless ``use_parallel_residual`` is false) and
 falcon (unless ``parallel_attn`` is false; ALiBi where ``alibi`` is set).

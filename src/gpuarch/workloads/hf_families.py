@@ -25,7 +25,8 @@ from gpuarch.workloads.shape import (
 
 __all__ = ["shape_of_tabled_family"]
 
-_FFN = {"swiglu": FfnKind.SWIGLU, "relu2": FfnKind.RELU2, "gelu": FfnKind.GELU}
+_FFN = {"swiglu": FfnKind.SWIGLU, "relu2": FfnKind.RELU2, "gelu": FfnKind.GELU,
+        "xielu": FfnKind.XIELU}
 _QK = {"none": QkNorm.NONE, "head": QkNorm.HEAD, "full": QkNorm.FULL}
 
 
@@ -33,11 +34,15 @@ def shape_of_tabled_family(model_type: str, cfg: dict[str, Any], path: Path, lab
                            ) -> TransformerShape:
     """The shape of a config.json whose ``model_type`` is one of the table's families."""
     t = family_traits()[model_type]
-    cfg = {**t.defaults, **cfg}  # (a key set to null stays null: the reader's own default)
+    cfg = {**t.defaults, **_renamed(t, cfg)}  # (a key set to null stays null)
     for key in t.refuse_true:
         if flag(cfg, key, False):
             raise GpuarchError(f"{key}: true is not read for {t.name} (what it adds is not "
                                f"held by the shape; {t.source})")
+    for key, wanted in t.require.items():
+        if cfg.get(key, wanted) != wanted:
+            raise GpuarchError(f"{key}: only {wanted!r} is read for {t.name}, got "
+                               f"{cfg[key]!r} ({t.source})")
     layers = get(cfg, path, "num_hidden_layers")
     heads = get(cfg, path, "num_attention_heads")
     fields = decoder_fields(cfg, path, label, layers, heads)
@@ -80,6 +85,23 @@ def shape_of_tabled_family(model_type: str, cfg: dict[str, Any], path: Path, lab
         router_bias=t.router_bias and bool(moe),
         **moe,
     )
+
+
+def _renamed(t: FamilyTraits, cfg: dict[str, Any]) -> dict[str, Any]:
+    """The config with the sizes this reader reads filled from where the family keeps them
+    (``keys``: a reader's key to a dotted path, e.g. DBRX's ``attn_config.kv_n_heads``),
+    each an integer."""
+    out = dict(cfg)
+    for key, where in t.keys.items():
+        value: Any = cfg
+        for part in where.split("."):
+            value = value.get(part) if isinstance(value, dict) else None
+        if value is None or out.get(key) is not None:
+            continue
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise GpuarchError(f"{where}: expected an integer, got {value!r}")
+        out[key] = value
+    return out
 
 
 def _bias(spec: bool | tuple[str, ...], cfg: dict[str, Any]) -> bool:

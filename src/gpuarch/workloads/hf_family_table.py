@@ -18,7 +18,7 @@ __all__ = ["FAMILIES_FILE", "FamilyTraits", "family_traits"]
 FAMILIES_FILE = Path(__file__).with_name("data") / "hf_families.toml"
 
 _CHOICES = {
-    "ffn": ("swiglu", "relu2", "gelu"),
+    "ffn": ("swiglu", "relu2", "gelu", "xielu"),
     "norm": ("rmsnorm", "layernorm", "layernorm_weight"),
     "qk_norm": ("none", "head", "full"),
     "windows": ("layer_types", "all", "pattern", "no_rope", "after_max_window_layers"),
@@ -64,6 +64,8 @@ class FamilyTraits:
     router_bias: bool = False
     mla: bool = False
     refuse_true: tuple[str, ...] = ()
+    require: dict[str, Any] = field(default_factory=dict)
+    keys: dict[str, str] = field(default_factory=dict)
 
 
 def _traits(model_type: str, row: Any) -> FamilyTraits:
@@ -92,8 +94,12 @@ def _traits(model_type: str, row: Any) -> FamilyTraits:
                                f"got {value!r}")
         elif key == "norms" and value not in (1, 2, 4):
             raise GpuarchError(f"{where}: norms: expected 1, 2 or 4, got {value!r}")
-        elif key == "defaults" and not isinstance(value, dict):
-            raise GpuarchError(f"{where}: defaults: expected a table, got {value!r}")
+        elif key in ("defaults", "require") and not isinstance(value, dict):
+            raise GpuarchError(f"{where}: {key}: expected a table, got {value!r}")
+        elif key == "keys" and (not isinstance(value, dict) or not all(
+                isinstance(v, str) and v for v in value.values())):
+            raise GpuarchError(f"{where}: keys: expected a table of config key paths, got "
+                               f"{value!r}")
         values[key] = value
     for required in ("name", "source"):
         if not isinstance(values.get(required), str) or not values[required]:

@@ -333,7 +333,9 @@ def count_params(s: TransformerShape) -> ParamCount:
         lm_head=lm_head,
         attention=sum(n * attention_params(v) for _, n, v in kinds)
         + s.indexer_layers * indexer_params(s) + compressors,
-        mlp_dense=sum(n * mlp_params(s, width) for width, n, _ in s.mlp_kinds()),
+        # (and each dense MLP's learned activation scalars, xIELU's: Apertus)
+        mlp_dense=sum(n * (mlp_params(s, width) + s.ffn_kind.activation_params)
+                      for width, n, _ in s.mlp_kinds()),
         mlp_experts=s.moe_layers * s.experts * routed_expert_params(s),
         mlp_shared=s.moe_layers * s.shared_experts * mlp_params(s, s.d_expert),
         router=s.moe_layers * h * s.experts + router_bias,

@@ -26,6 +26,7 @@ class FfnKind(Enum):
     SWIGLU = "swiglu"  # three matrices: gate and up h -> ffn, down ffn -> h (Llama, Mistral)
     GEGLU = "geglu"  # the same three matrices with a GELU gate (Gemma)
     RELU2 = "relu2"  # squared ReLU, two matrices (Nemotron-4)
+    XIELU = "xielu"  # xIELU, two matrices and two learned scalars (Apertus)
 
     @property
     def gated(self) -> bool:
@@ -35,6 +36,12 @@ class FfnKind(Enum):
     @property
     def matrices(self) -> int:
         return 3 if self.gated else 2
+
+    @property
+    def activation_params(self) -> int:
+        """Learned parameters of one MLP's activation: xIELU's two scalars (alpha_p and
+        alpha_n, Transformers' XIELUActivation); none for the others."""
+        return 2 if self is FfnKind.XIELU else 0
 
 
 class NormKind(Enum):
