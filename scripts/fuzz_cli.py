@@ -262,6 +262,12 @@ CONFIGS: dict[str, dict[str, Any]] = {
              "max_seq_len": 4096, "vocab_size": 32000,
              "attn_config": {"kv_n_heads": 8, "clip_qkv": 8.0},
              "ffn_config": {"ffn_hidden_size": 512, "moe_num_experts": 8, "moe_top_k": 2}},
+    # Falcon-H1: Mamba-2 and attention side by side, one B/C group (held whole a GPU)
+    "falcon_h1": {"model_type": "falcon_h1", "vocab_size": 32000, "hidden_size": 1024,
+                  "intermediate_size": 4096, "num_hidden_layers": 4,
+                  "num_attention_heads": 16, "num_key_value_heads": 8, "mamba_d_ssm": 2048,
+                  "mamba_n_heads": 64, "mamba_n_groups": 1, "mamba_d_state": 128,
+                  "mamba_d_conv": 4, "mamba_rms_norm": True},
     "mistral3": {"model_type": "mistral3",
                  "text_config": {"model_type": "mistral", "hidden_size": 5120,
                                  "intermediate_size": 32768, "num_hidden_layers": 40,

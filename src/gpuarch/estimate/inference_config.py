@@ -645,7 +645,7 @@ class InferenceConfig:
     def _check_hybrid(self, shape: TransformerShape) -> None:
         """What a hybrid Mamba-2 model's serving needs: a TP that splits the Mamba-2 heads and
         groups evenly."""
-        shape.check_mamba_split(self.tp, "--tp", str(self.tp))
+        shape.check_mamba_split(self.tp, "--tp", str(self.tp), one_group_whole=True)
 
 
 HYBRID_PREFIX_NOTE = (
@@ -731,6 +731,10 @@ def model_weight_bytes(shape: TransformerShape, cfg: InferenceConfig) -> float:
                  + ends) / shard + pc.moe_latent * w / cfg.pp \
             + experts * slot_spread(shape, cfg) * cfg.expert_quant.weights.bytes \
             / (cfg.pp * max(cfg.tp, cfg.ep))
+    m = shape.mamba
+    if m is not None:
+        # a single B/C group held whole on every GPU of the TP group
+        model += shape.mamba_layers * m.replicated_params(cfg.tp, shape.hidden) * w / cfg.pp
     if not cfg.speculative_tokens:
         return model
     if shape.is_hybrid:

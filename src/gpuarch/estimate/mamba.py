@@ -7,8 +7,9 @@ the projections) and differ in the scan's arithmetic (``mamba_scan_flops``,
 ``mamba_scan_bytes``).
 
 Heads and B/C groups are split over tensor parallelism, as Megatron-Core's MambaMixer and
-the serving engines split them; the input and output projections are GEMMs the caller
-builds (a serving engine's quantized weights, a training step's casts).
+the serving engines split them (a single group held whole on every GPU in serving, as vLLM
+replicates it: ``MambaShape.groups_per_gpu``); the input and output projections are GEMMs
+the caller builds (a serving engine's quantized weights, a training step's casts).
 """
 
 from __future__ import annotations
@@ -90,7 +91,7 @@ def gated_delta_glue_elements(m: MambaShape, tp: Any) -> tuple[Any, Any]:
     moves the same through each copy's gradient, the L2 norm's reading its input beside the
     gradient (4QK more). Transformers' Qwen3-Next block and vLLM's kernels fuse these; this
     is training's, which Megatron-Core runs."""
-    qk = m.groups * m.state // tp
+    qk = m.groups_per_gpu(tp) * m.state
     v = m.inner // tp
     r = m.heads // m.groups
     repeat = 2 * qk * (1 + r) if r > 1 else 0
@@ -116,7 +117,7 @@ def mamba_mixer_ops(m: MambaShape, tp: Any, tokens: Num, element: float,
     chunks one after another (``Elementwise.chain_steps``); its backward, at the Gated DeltaNet
     backward's measured rate (``Efficiency.gated_delta_backward``), walks them
     ``GDN_BACKWARD_CHAINS`` times."""
-    conv = 1.0 * tokens * (m.conv_width // tp) * element
+    conv = 1.0 * tokens * m.conv_per_gpu(tp) * element
     forward, backward = mamba_scan_bytes(m, tp, element)
     fwd_flops, bwd_flops = mamba_scan_flops(m, tp)
     chain = (seq_len + GDN_CHUNK - 1) // GDN_CHUNK if m.gated_delta else 0.0
@@ -156,11 +157,11 @@ def mamba_decode_ops(m: MambaShape, tp: Any, seqs: Num, element: float,
     back from, sgl-project/sglang PR 13434)."""
     t = tokens_per_seq
     inner = m.inner // tp
-    conv_width = m.conv_width // tp
+    conv_width = m.conv_per_gpu(tp)
     conv = 1.0 * seqs * conv_width * element * (2 * (m.conv_kernel - 1 + t - 1) + 2 * t)
     state = (1.0 + t) * seqs * (m.heads // tp) * m.head_dim * m.state * state_element
     # Kimi Delta Attention also reads its decay, a channel each
-    io = 1.0 * seqs * t * ((4 if m.kda else 3) * inner + 2 * m.groups * m.state // tp) \
+    io = 1.0 * seqs * t * ((4 if m.kda else 3) * inner + 2 * m.groups_per_gpu(tp) * m.state) \
         * element
     return [Elementwise(conv, name="mamba_conv"),
             Elementwise(state + io, name="mamba_scan"),
@@ -182,7 +183,7 @@ def mamba_state_bytes(m: MambaShape, tp: Any, element: float,
     """Bytes one sequence holds per Mamba-2 block on one of ``tp`` GPUs between steps,
     whatever its length: the convolution's last conv_kernel - 1 inputs over x, B and C, and
     the recurrent state, heads x head_dim x state."""
-    conv = (m.conv_kernel - 1) * (m.conv_width // tp) * element
+    conv = (m.conv_kernel - 1) * m.conv_per_gpu(tp) * element
     return conv + (m.heads // tp) * m.head_dim * m.state * state_element
 
 
@@ -230,7 +231,7 @@ def gated_delta_scan_bytes(m: MambaShape, tp: Any, element: float) -> tuple[Any,
     a chunk). Backward, taken as three times the forward (the passes recomputed, then about
     twice as many for the gradients; Mamba-2's backward moves 2.9 times its forward)."""
     f = 4.0  # FP32
-    keys = m.groups * m.state // tp
+    keys = m.groups_per_gpu(tp) * m.state
     values = m.inner // tp
     heads = m.heads // tp
     states = m.state * m.head_dim / GDN_CHUNK
@@ -250,7 +251,7 @@ def mamba_scan_flops(m: MambaShape, tp: Any, chunk: int = MAMBA_CHUNK) -> tuple[
     if m.gated_delta:
         return gated_delta_scan_flops(m, tp)
     q, n, p = chunk, m.state, m.head_dim
-    groups, heads = m.groups // tp, m.heads // tp
+    groups, heads = m.groups_per_gpu(tp), m.heads // tp
     forward = groups * 2 * q * n + heads * (2 * q * p + 4 * n * p)
     backward = 3 * groups * 2 * q * n + heads * (4 * q * p + 12 * n * p)
     return forward, backward
@@ -283,10 +284,10 @@ def mamba_scan_bytes(m: MambaShape, tp: Any, element: float) -> tuple[Any, Any]:
         return gated_delta_scan_bytes(m, tp, element)
     f = 4.0  # FP32
     inner = m.inner // tp
-    bc = 2 * m.groups * m.state // tp
+    bc = 2 * m.groups_per_gpu(tp) * m.state
     heads = m.heads // tp
     state = heads * m.head_dim * m.state / MAMBA_CHUNK
-    products = (m.groups // tp) * MAMBA_CHUNK * f
+    products = m.groups_per_gpu(tp) * MAMBA_CHUNK * f
     forward = ((5 * inner + 2 * bc) * element + heads * (element + 6 * f)
                + state * (2 * f + 2 * element) + 2 * products)
     backward = ((13 * inner + 5.5 * bc) * element + heads * (element + 15 * f)

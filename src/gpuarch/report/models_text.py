@@ -96,7 +96,9 @@ def render_preset(p: Preset) -> str:
                   f"{s.mlp_layers} MLP", f"{s.moe_layers} expert"]
         kept = [b for b in blocks if not b.startswith("0 ")]
         listed = ", ".join(kept[:-1]) + " and " + kept[-1] if len(kept) > 1 else kept[0]
-        lines.append(f"  blocks        hybrid: {listed} blocks, one norm each")
+        shared = (f"one norm each but the {s.shared_norm_pairs} {mixer} and attention pairs "
+                  f"side by side, which share one" if s.parallel_mixers else "one norm each")
+        lines.append(f"  blocks        hybrid: {listed} blocks, {shared}")
         if s.mlp_widths:
             widths = ", ".join(f"{n} of {w}" for w, n, _ in reversed(s.mlp_kinds()))
             lines.append(f"  MLP widths    {widths} (the FFN above the widest)")

@@ -83,7 +83,7 @@ SUPPORTED_MODEL_TYPES = frozenset(_LLAMA_LIKE | _LLAMA4 | _GEMMA | _GATED_DELTA 
                                      "mamba2", "gptj", "gpt_neox", "falcon", "bloom",
                                      "deepseek_v4", "gemma4_text", "mimo_v2_flash",
                                      "nemotron-nas", "minimax_m3", "minimax_m3_vl",
-                                     "kimi_linear", "step3p7", "step3p5"})
+                                     "kimi_linear", "step3p7", "step3p5", "falcon_h1"})
 # model_types whose language model is a supported family's, read as that family: the text
 # models of Qwen2-VL, Qwen2.5-VL and Qwen3-VL (dense and MoE; their multimodal rotary
 # positions carry no parameters; the older Qwen2-VL configs put the text fields at the top
@@ -109,6 +109,7 @@ _ARCHITECTURES = {
     "NemotronHForCausalLM": "nemotron_h", "MiMoForCausalLM": "qwen2",
     "Gemma4ForCausalLM": "gemma4_text", "MiMoV2FlashForCausalLM": "mimo_v2_flash",
     "DeciLMForCausalLM": "nemotron-nas", "MiniMaxM3ForCausalLM": "minimax_m3",
+    "FalconH1ForCausalLM": "falcon_h1",
     **{t.architecture: t.model_type for t in family_traits().values() if t.architecture}}
 
 
@@ -186,7 +187,7 @@ def shape_from_hf_config(path: Path, name: str | None = None) -> TransformerShap
         if model_type in _GEMMA:
             return _gemma(cfg, path, label, model_type)
         if model_type in ("gemma4_text", "mimo_v2_flash", "nemotron-nas", "minimax_m3",
-                          "minimax_m3_vl", "kimi_linear", "step3p7", "step3p5"):
+                          "minimax_m3_vl", "kimi_linear", "step3p7", "step3p5", "falcon_h1"):
             # (imported here: that module reads configs with this one's helpers)
             from gpuarch.workloads.hf_layer_kinds import shape_of_family
             return shape_of_family(model_type, cfg, path, label)
@@ -227,7 +228,6 @@ _MLP_BIAS_KEY = {"llama", "granite"}
 _NOT_YET = {
     "gemma3n": "Gemma 3n's per-layer embeddings, AltUp streams and KV-shared layers",
     "jamba": "Jamba's Mamba-1 mixers (their selective scan, not Mamba-2's)",
-    "falcon_h1": "Falcon-H1's attention and Mamba-2 heads side by side in every layer",
 }
 
 

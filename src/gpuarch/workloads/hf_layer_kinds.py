@@ -13,7 +13,8 @@ MiniMax-M3's block-sparse attention layers beside its dense ones (``minimax_m3``
 Kimi Linear's Kimi Delta Attention and latent attention layers (``kimi_linear``; Kimi K3's
 text model too, as TensorRT-LLM builds it), Step-3.5/3.7-Flash's window layers with more
 query heads than its full ones and a gate a head (``step3p5``, ``step3p7``), and Gemma 4
-E2B/E4B's KV-shared layers and per-layer inputs, as Transformers 5.25 builds them.
+E2B/E4B's KV-shared layers and per-layer inputs, and Falcon-H1's Mamba-2 mixer and
+attention side by side in every layer (``falcon_h1``), as Transformers 5.25 builds them.
 """
 
 from __future__ import annotations
@@ -694,10 +695,71 @@ def _step3p7(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
     )
 
 
+# Transformers' FalconH1Config defaults (configuration_falcon_h1.py, 5.25) for the keys a
+# config may leave out
+_FALCON_H1_DEFAULTS: dict[str, Any] = {
+    "num_key_value_heads": 8, "mamba_d_ssm": 1024, "mamba_n_heads": 128,
+    "mamba_n_groups": 1, "mamba_d_state": 256, "mamba_d_conv": 4, "mamba_expand": 2,
+    "mamba_conv_bias": True, "mamba_rms_norm": False}
+
+
+def _falcon_h1(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
+    """Falcon-H1: every layer a Mamba-2 mixer and an attention side by side on one RMSNorm's
+    output, their outputs summed, then a SwiGLU MLP on its own norm (Transformers'
+    FalconH1DecoderLayer). Read as blocks, three a layer: the mixer and the attention as a
+    pair that shares its norm (``parallel_mixers``: "M*") and the MLP ("-"). The mixer's
+    inner width is ``mamba_d_ssm`` (else ``mamba_expand`` x hidden), ``mamba_n_heads``
+    heads of ``mamba_d_head`` (else the width over the heads); its gated RMSNorm only with
+    ``mamba_rms_norm``. The muP multipliers hold no parameters. Biases on the mixer's
+    projections (``mamba_proj_bias``, ``projectors_bias``) are refused: the shape's
+    ``proj_bias`` puts one on both together."""
+    cfg = {**_FALCON_H1_DEFAULTS, **cfg}
+    for key in ("mamba_proj_bias", "projectors_bias"):
+        if flag(cfg, key, False):
+            raise GpuarchError(f"{key}: true is not read (the mixer's input and output "
+                               f"projection biases apart)")
+    layers = get(cfg, path, "num_hidden_layers")
+    heads = get(cfg, path, "num_attention_heads")
+    fields = decoder_fields(cfg, path, label, 3 * layers, heads)
+    hidden = fields["hidden"]
+    ssm_heads = get(cfg, path, "mamba_n_heads")
+    width = get(cfg, path, "mamba_d_ssm", default=0) \
+        or get(cfg, path, "mamba_expand") * hidden
+    head_dim = cfg.get("mamba_d_head")
+    if head_dim in (None, "auto"):
+        if ssm_heads < 1 or width % ssm_heads:
+            raise GpuarchError(f"mamba_n_heads: {ssm_heads} must divide the mixer's width "
+                               f"{width}")
+        head_dim = width // ssm_heads
+    else:
+        head_dim = get(cfg, path, "mamba_d_head")
+        if ssm_heads * head_dim != width:
+            raise GpuarchError(f"mamba_n_heads x mamba_d_head: expected the mixer's width "
+                               f"{width}, got {ssm_heads * head_dim}")
+    mamba = MambaShape(heads=ssm_heads, head_dim=head_dim,
+                       state=get(cfg, path, "mamba_d_state"),
+                       groups=get(cfg, path, "mamba_n_groups"),
+                       conv_kernel=get(cfg, path, "mamba_d_conv"),
+                       conv_bias=flag(cfg, "mamba_conv_bias", True),
+                       gated_norm=flag(cfg, "mamba_rms_norm", False))
+    attention_bias = flag(cfg, "attention_bias", False)
+    return TransformerShape(
+        **fields,
+        ffn_hidden=get(cfg, path, "intermediate_size"),
+        ffn_kind=FfnKind.SWIGLU,
+        qkv_bias=attention_bias,
+        out_bias=attention_bias,
+        mlp_bias=flag(cfg, "mlp_bias", False),
+        hybrid_pattern="M*-" * layers,
+        mamba=mamba,
+        parallel_mixers=True,
+    )
+
+
 LAYER_KIND_FAMILIES = {"gemma4_text": _gemma4, "mimo_v2_flash": _mimo_v2_flash,
                        "nemotron-nas": _nemotron_nas, "minimax_m3": _minimax_m3,
                        "minimax_m3_vl": _minimax_m3, "kimi_linear": _kimi_linear,
-                       "step3p7": _step3p7, "step3p5": _step3p7}
+                       "step3p7": _step3p7, "step3p5": _step3p7, "falcon_h1": _falcon_h1}
 """The model_types read here, and their readers."""
 
 

@@ -272,7 +272,7 @@ def mamba_params(s: TransformerShape) -> int:
         return proj + conv + m.inner + m.heads + m.head_dim
     if m.gated_delta:
         return proj + conv + 2 * m.heads + m.head_dim
-    return proj + conv + 3 * m.heads + m.inner
+    return proj + conv + 3 * m.heads + (m.inner if m.gated_norm else 0)
 
 
 def layer_norm_params(s: TransformerShape) -> int:
@@ -314,9 +314,11 @@ def count_params(s: TransformerShape) -> ParamCount:
     lm_head = (0 if s.tied_embeddings else s.vocab * h) + (s.vocab if s.lm_head_bias else 0)
     norm = s.norm.params_per_width * h
     # a hybrid model's blocks each hold one part of a layer and one norm (its attention
-    # blocks any query-key norms)
+    # blocks any query-key norms), but for the attention blocks that read the recurrent
+    # block's before them (parallel_mixers: Falcon-H1)
     kinds = s.attention_kinds()
-    norms = s.layers * norm + sum(n * qk_norm_params(v) for _, n, v in kinds) \
+    norms = (s.layers - s.shared_norm_pairs) * norm \
+        + sum(n * qk_norm_params(v) for _, n, v in kinds) \
         if s.is_hybrid else sum(n * layer_norm_params(v) for _, n, v in kinds)
     norms += s.moe_layers * s.expert_layer_norms * norm
     c = s.compressed

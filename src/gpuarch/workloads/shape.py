@@ -303,6 +303,9 @@ class MambaShape:
     # Kimi Delta Attention's output gate a full-rank projection of the hidden state to the
     # inner width (Kimi K3's use_full_rank_gate), not a low-rank pair; its decay stays one
     full_rank_gate: bool = False
+    # Mamba-2's gated RMSNorm over the inner width before the output projection; Falcon-H1
+    # builds it only with mamba_rms_norm (the gate itself still applies)
+    gated_norm: bool = True
 
     def __post_init__(self) -> None:
         for name in ("heads", "head_dim", "state", "groups", "conv_kernel"):
@@ -313,6 +316,9 @@ class MambaShape:
         if self.heads % self.groups:
             raise GpuarchError(f"mamba.groups: {self.groups} must divide mamba.heads "
                                f"{self.heads}")
+        if not self.gated_norm and self.kind != "mamba2":
+            raise GpuarchError("mamba.gated_norm: only a Mamba-2 mixer goes without its "
+                               "gated norm")
         if self.full_rank_gate and self.kind != "kda":
             raise GpuarchError("mamba.full_rank_gate: Kimi Delta Attention's (kind \"kda\")")
         if self.kind == "kda" and (self.groups != self.heads or self.state != self.head_dim):
@@ -372,9 +378,32 @@ class MambaShape:
 
     def in_proj_per_gpu(self, tp: Any) -> Any:
         """The input projection's outputs on one of ``tp`` tensor-parallel GPUs: split but
-        for Kimi Delta Attention's low-rank gate halves, which every GPU computes whole."""
+        for Kimi Delta Attention's low-rank gate halves, which every GPU computes whole, and
+        a single B/C group's (``groups_per_gpu``)."""
         low_rank = self.replicated_in_proj
-        return (self.in_proj_width - low_rank) // tp + low_rank
+        bc = 2 * self.groups * self.state
+        return (self.in_proj_width - low_rank - bc) // tp + low_rank \
+            + 2 * self.groups_per_gpu(tp) * self.state
+
+    def groups_per_gpu(self, tp: Any) -> Any:
+        """B/C groups (a Gated DeltaNet's key heads) on one of ``tp`` tensor-parallel GPUs:
+        an even share, or where there is a single group, that group whole on every GPU, as
+        vLLM's Mamba-2 mixer replicates it (MambaStateShapeCalculator.
+        extra_groups_for_head_shards, vllm/model_executor/layers/mamba/mamba_utils.py;
+        Granite 4.0's and Falcon-H1's one group at TP > 1). Megatron-Core does not
+        ("ngroups must be evenly divisible by tp_size", megatron/core/ssm/mamba_mixer.py)."""
+        return 1 if self.groups == 1 else self.groups // tp
+
+    def conv_per_gpu(self, tp: Any) -> Any:
+        """Channels the convolution runs over on one of ``tp`` GPUs: x split, B and C as
+        ``groups_per_gpu`` has them."""
+        return self.inner // tp + 2 * self.groups_per_gpu(tp) * self.state
+
+    def replicated_params(self, tp: Any, hidden: int) -> Any:
+        """A mixer's weights each of ``tp`` GPUs holds beyond its even share: a single B/C
+        group's input projection rows and convolution taps (and bias) when ``tp`` > 1."""
+        extra = 2 * self.state * (self.groups_per_gpu(tp) - self.groups / tp)
+        return extra * (hidden + self.conv_kernel + (1 if self.conv_bias else 0))
 
     @property
     def gate_up_width(self) -> int:
@@ -620,6 +649,10 @@ class TransformerShape:
     # max_position_embeddings: trained, or extended by RoPE scaling in the config); 0 = not
     # given. Informational: estimates run past it and say so
     context_window: int = 0
+    # each recurrent block of the hybrid_pattern and the attention block right after it
+    # read one norm's output side by side, their outputs summed (Falcon-H1's layers: "M*"
+    # pairs, one norm for the two)
+    parallel_mixers: bool = False
 
     def __post_init__(self) -> None:
         for name in ("layers", "hidden", "heads", "vocab"):
@@ -695,6 +728,9 @@ class TransformerShape:
                                "(compressed attention counts its own)")
         if self.hybrid_pattern or self.mamba is not None:
             self._check_hybrid()
+        elif self.parallel_mixers:
+            raise GpuarchError("parallel_mixers: pairs a hybrid_pattern's blocks; this shape "
+                               "has none")
         if self.mlp_widths:
             self._check_mlp_widths()
         if self.kv_shared_layers or self.kv_shared_full or self.kv_shared_mlp \
@@ -841,6 +877,15 @@ class TransformerShape:
         if self.mla is not None and self.mla.sparse:
             raise GpuarchError("index_topk: sparse latent attention is not modelled in a "
                                "hybrid_pattern's attention blocks (dense latent attention is)")
+        if self.parallel_mixers and "M*" not in pattern:
+            raise GpuarchError("parallel_mixers: the hybrid_pattern has no recurrent block "
+                               "followed by an attention block (\"M*\") to pair")
+
+    @property
+    def shared_norm_pairs(self) -> int:
+        """Blocks that read another's norm: the "M*" pairs of ``parallel_mixers`` (0
+        otherwise)."""
+        return self.hybrid_pattern.count("M*") if self.parallel_mixers else 0
 
     # -- resolved dimensions ---------------------------------------------------------------
 
@@ -886,12 +931,16 @@ class TransformerShape:
             return self.hybrid_pattern.count("-")
         return self.layers - self.moe_layers
 
-    def check_mamba_split(self, ways: int, flag: str, what: str) -> None:
+    def check_mamba_split(self, ways: int, flag: str, what: str,
+                          one_group_whole: bool = False) -> None:
         """Raise unless ``ways`` GPUs (TP, or TP x CP in training) split the Mamba-2 heads
-        and B/C groups evenly, as the engines and Megatron-Core split them; ``flag`` and
-        ``what`` name the setting in the message. Nothing to check without Mamba-2 blocks."""
+        and B/C groups evenly, as Megatron-Core splits them, or with ``one_group_whole``
+        (the serving engines) hold a single group whole each (``groups_per_gpu``); ``flag``
+        and ``what`` name the setting in the message. Nothing to check without Mamba-2
+        blocks."""
         m = self.mamba
-        if m is not None and (m.heads % ways or m.groups % ways):
+        whole = one_group_whole and m is not None and m.groups == 1 and not m.gated_delta
+        if m is not None and (m.heads % ways or (m.groups % ways and not whole)):
             heads, groups = ("value heads", "key heads") if m.gated_delta else \
                 ("heads", "groups")
             raise GpuarchError(f"{flag}: {what} must divide the {m.label} {heads} "
