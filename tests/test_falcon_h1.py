@@ -8,7 +8,6 @@ and worked out by hand."""
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +21,9 @@ from gpuarch.estimate.mamba import mamba_decode_ops
 from gpuarch.estimate.training import estimate_training
 from gpuarch.estimate.training_config import TrainingConfig
 from gpuarch.perf.roofline import Elementwise
-from gpuarch.workloads.hf import shape_from_hf_config
 from gpuarch.workloads.params import count_params
 from gpuarch.workloads.shape import MambaShape, TransformerShape
+from tests.hf_configs import read_config as _read
 
 CATALOG = load_catalog()
 
@@ -40,11 +39,6 @@ TINY = {"model_type": "falcon_h1", "vocab_size": 1000, "hidden_size": 256,
         "mamba_d_head": 32, "mamba_n_groups": 1, "mamba_d_state": 16, "mamba_d_conv": 4,
         "mamba_rms_norm": True, "tie_word_embeddings": True}
 
-
-def _read(tmp_path: Path, cfg: dict[str, Any]) -> TransformerShape:
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(cfg))
-    return shape_from_hf_config(path)
 
 
 @pytest.mark.parametrize(("cfg", "total"), [

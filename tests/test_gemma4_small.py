@@ -22,9 +22,9 @@ from gpuarch.estimate.inference_memory import kv_bytes_per_token
 from gpuarch.estimate.training import estimate_training
 from gpuarch.estimate.training_config import TrainingConfig
 from gpuarch.workloads.flops import forward_flops_per_token
-from gpuarch.workloads.hf import shape_from_hf_config
 from gpuarch.workloads.params import attention_params, count_params, per_layer_input_params
 from gpuarch.workloads.shape import TransformerShape
+from tests.hf_configs import read_config as _read
 
 CATALOG = load_catalog()
 
@@ -45,11 +45,6 @@ _SMALL = {**E2B["text_config"], "hidden_size": 256, "num_hidden_layers": 10,
           "hidden_size_per_layer_input": 32, "num_kv_shared_layers": 4, "head_dim": 64,
           "global_head_dim": 128, "num_key_value_heads": 2, "layer_types": _TYPES[:10]}
 
-
-def _read(tmp_path: Path, cfg: dict[str, Any]) -> TransformerShape:
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(cfg))
-    return shape_from_hf_config(path)
 
 
 @pytest.mark.parametrize(("text", "total"), [

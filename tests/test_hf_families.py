@@ -24,10 +24,11 @@ from gpuarch.estimate.inference import InferenceConfig, estimate_inference
 from gpuarch.estimate.training import estimate_training
 from gpuarch.estimate.training_config import TrainingConfig
 from gpuarch.workloads import hf_family_table
-from gpuarch.workloads.hf import SUPPORTED_MODEL_TYPES, shape_from_hf_config
+from gpuarch.workloads.hf import SUPPORTED_MODEL_TYPES
 from gpuarch.workloads.hf_family_table import FAMILIES_FILE, family_traits
 from gpuarch.workloads.params import count_params
-from gpuarch.workloads.shape import FfnKind, NormKind, QkNorm, TransformerShape
+from gpuarch.workloads.shape import FfnKind, NormKind, QkNorm
+from tests.hf_configs import read_config as _read
 
 CATALOG = load_catalog()
 
@@ -109,11 +110,6 @@ TINY_DBRX = {"model_type": "dbrx", "d_model": 256, "n_heads": 8, "n_layers": 2,
              "attn_config": {"kv_n_heads": 2, "clip_qkv": 8.0, "rope_theta": 500000.0},
              "ffn_config": {"ffn_hidden_size": 128, "moe_num_experts": 4, "moe_top_k": 2}}
 
-
-def _read(tmp_path: Path, cfg: dict[str, Any], name: str = "config.json") -> TransformerShape:
-    path = tmp_path / name
-    path.write_text(json.dumps(cfg))
-    return shape_from_hf_config(path)
 
 
 @pytest.mark.parametrize(("cfg", "total"), [

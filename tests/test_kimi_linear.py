@@ -21,10 +21,10 @@ from gpuarch.estimate.inference_memory import kv_bytes_per_token
 from gpuarch.estimate.mamba import hybrid_state_bytes, mamba_input_projections
 from gpuarch.workloads import preset
 from gpuarch.workloads.flops import mamba_forward_flops_per_token
-from gpuarch.workloads.hf import shape_from_hf_config
 from gpuarch.workloads.hf_quant import checkpoint_formats
 from gpuarch.workloads.params import count_params, mamba_params
-from gpuarch.workloads.shape import MambaShape, MlaShape, TransformerShape
+from gpuarch.workloads.shape import MambaShape, MlaShape
+from tests.hf_configs import read_config as _read
 
 _FULL = [4, 8, 12, 16, 20, 24, 27]
 # moonshotai/Kimi-Linear-48B-A3B-Instruct config.json, the keys that shape it
@@ -50,11 +50,6 @@ SMALL = {**KIMI_LINEAR, "num_hidden_layers": 8, "num_experts": 16, "hidden_size"
          "linear_attn_config": {"full_attn_layers": [4, 8], "kda_layers": [1, 2, 3, 5, 6, 7],
                                 "num_heads": 4, "head_dim": 64, "short_conv_kernel_size": 4}}
 
-
-def _read(tmp_path: Path, cfg: dict[str, Any]) -> TransformerShape:
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(cfg))
-    return shape_from_hf_config(path)
 
 
 def test_count_matches_transformers_and_the_preset(tmp_path: Path) -> None:

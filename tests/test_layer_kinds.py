@@ -32,10 +32,10 @@ from gpuarch.perf.roofline import Attention
 from gpuarch.report.launch import megatron_launch
 from gpuarch.workloads import preset
 from gpuarch.workloads.flops import forward_flops_per_token
-from gpuarch.workloads.hf import shape_from_hf_config
 from gpuarch.workloads.mtp import mtp_layer_shape
 from gpuarch.workloads.params import attention_params, count_params
 from gpuarch.workloads.shape import BlockSparseAttention, FullAttention, TransformerShape
+from tests.hf_configs import read_config as _read
 
 CATALOG = load_catalog()
 
@@ -68,11 +68,6 @@ MIMO_V2_FLASH = {"model_type": "mimo_v2_flash", "num_hidden_layers": 48, "hidden
                  "attention_bias": False, "add_swa_attention_sink_bias": True,
                  "add_full_attention_sink_bias": False, "tie_word_embeddings": False}
 
-
-def _read(tmp_path: Path, cfg: dict[str, Any]) -> TransformerShape:
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(cfg))
-    return shape_from_hf_config(path)
 
 
 @pytest.mark.parametrize(("cfg", "total", "name"), [

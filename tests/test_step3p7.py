@@ -21,9 +21,9 @@ from gpuarch.estimate.inference_memory import kv_bytes_per_token
 from gpuarch.estimate.training import estimate_training
 from gpuarch.estimate.training_config import TrainingConfig
 from gpuarch.workloads.flops import attention_projections, forward_flops_per_token
-from gpuarch.workloads.hf import shape_from_hf_config
 from gpuarch.workloads.params import attention_params, count_params
 from gpuarch.workloads.shape import FullAttention, TransformerShape
+from tests.hf_configs import read_config as _read
 
 CATALOG = load_catalog()
 
@@ -45,11 +45,6 @@ STEP37_96 = {"model_type": "step3p7", "text_config": {
     **STEP37_TEXT, "attention_other_setting": {"num_attention_heads": 96,
                                                "num_attention_groups": 8, "head_dim": 128}}}
 
-
-def _read(tmp_path: Path, cfg: dict[str, Any]) -> TransformerShape:
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(cfg))
-    return shape_from_hf_config(path)
 
 
 @pytest.mark.parametrize(("cfg", "total"), [
