@@ -310,6 +310,18 @@ def test_cli_refusal_exits_2_without_traceback(tmp_path: Path,
     assert "use_bias: true is not read" in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize(("model_type", "hint"), [
+    ("Qwen3MoE", "; did you mean 'qwen3_moe'? Supported: "),
+    ("deepseek-v3", "; did you mean 'deepseek_v3'? Supported: "),
+    ("lfm2", " is not supported; supported: "),  # near olmo2 in spelling, another family
+])
+def test_unknown_model_type_suggests_only_a_respelling(tmp_path: Path, model_type: str,
+                                                     hint: str) -> None:
+    with pytest.raises(GpuarchError) as err:
+        _read(tmp_path, {"model_type": model_type})
+    assert hint in str(err.value) and "seed_oss" in str(err.value)
+
+
 def test_read_by_architectures(tmp_path: Path) -> None:
     cfg = {**TINY_GLM4, "model_type": "my_glm4_fork", "architectures": ["Glm4ForCausalLM"]}
     assert count_params(_read(tmp_path, cfg)).total == 2_187_648

@@ -168,10 +168,12 @@ def shape_from_hf_config(path: Path, name: str | None = None) -> TransformerShap
                                "which the model's shape does not hold (docs/models.md); give "
                                "the shape with flags")
     if not isinstance(model_type, str) or model_type not in SUPPORTED_MODEL_TYPES:
+        read = sorted(SUPPORTED_MODEL_TYPES | set(_ALIASES))
+        close = _spelled_alike(model_type, read)
         raise GpuarchError(
-            f"{path}: model_type {model_type!r} is not supported; supported: "
-            f"{', '.join(sorted(SUPPORTED_MODEL_TYPES | set(_ALIASES)))} (or give the shape "
-            "with flags)")
+            f"{path}: model_type {model_type!r} is not supported"
+            + (f"{close} Supported: " if close else "; supported: ")
+            + f"{', '.join(read)} (or give the shape with flags)")
     label = name or str(cfg.get("_name_or_path") or _file_label(path) or model_type)
     try:
         if model_type == "gpt2":
@@ -229,6 +231,19 @@ _NOT_YET = {
     "gemma3n": "Gemma 3n's per-layer embeddings, AltUp streams and KV-shared layers",
     "jamba": "Jamba's Mamba-1 mixers (their selective scan, not Mamba-2's)",
 }
+
+
+def _spelled_alike(model_type: Any, read: list[str]) -> str:
+    """``"; did you mean 'x'?"`` where ``model_type`` is a family read here spelled with
+    other case or separators ("Qwen3MoE", "deepseek-v3"); else "" (a merely similar name is
+    another family, not a typo: lfm2 is not olmo2)."""
+    if not isinstance(model_type, str):
+        return ""
+    key = "".join(c for c in model_type.lower() if c.isalnum())
+    for name in read:
+        if "".join(c for c in name if c.isalnum()) == key:
+            return f"; did you mean {name!r}?"
+    return ""
 
 
 def _family(model_type: Any) -> str | None:
