@@ -1,4 +1,5 @@
-"""Helpers for tests that read a config.json written from a dict."""
+"""Helpers for tests of the config.json readers: a config written from a dict, read back,
+and the estimates of two shapes that should cost the same."""
 
 from __future__ import annotations
 
@@ -6,12 +7,39 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from gpuarch.catalog.loader import Catalog
+from gpuarch.catalog.model import Product
+from gpuarch.estimate.inference import InferenceConfig, estimate_inference
+from gpuarch.estimate.training import estimate_training
+from gpuarch.estimate.training_config import TrainingConfig
 from gpuarch.workloads.hf import shape_from_hf_config
 from gpuarch.workloads.shape import TransformerShape
 
 
-def read_config(tmp_path: Path, cfg: dict[str, Any]) -> TransformerShape:
-    """The shape of ``cfg`` written as ``tmp_path``/config.json and read back."""
+def write_config(tmp_path: Path, cfg: dict[str, Any]) -> Path:
+    """``cfg`` written as ``tmp_path``/config.json."""
     path = tmp_path / "config.json"
     path.write_text(json.dumps(cfg))
-    return shape_from_hf_config(path)
+    return path
+
+
+def read_config(tmp_path: Path, cfg: dict[str, Any]) -> TransformerShape:
+    """The shape of ``cfg`` written as ``tmp_path``/config.json and read back."""
+    return shape_from_hf_config(write_config(tmp_path, cfg))
+
+
+def assert_same_estimates(catalog: Catalog, base: TransformerShape, same: TransformerShape,
+                          serve: tuple[Product, InferenceConfig],
+                          train: tuple[Product, TrainingConfig]) -> tuple[Any, Any]:
+    """Two shapes of one model serve and train alike: first token, per-token time, step time
+    and activation memory to a part in 10^12; the two training results, for more checks."""
+    product, cfg = serve
+    a, b = (estimate_inference(catalog, s, product, cfg) for s in (base, same))
+    assert (a.ttft_s, a.tpot_s) == pytest.approx((b.ttft_s, b.tpot_s), rel=1e-12)
+    product, tcfg = train
+    ta, tb = (estimate_training(catalog, s, product, tcfg) for s in (base, same))
+    assert ta.step_time_s == pytest.approx(tb.step_time_s, rel=1e-12)
+    assert ta.memory.activations == pytest.approx(tb.memory.activations, rel=1e-12)
+    return ta, tb

@@ -25,6 +25,7 @@ from gpuarch.workloads.flops import forward_flops_per_token
 from gpuarch.workloads.params import attention_params, count_params, per_layer_input_params
 from gpuarch.workloads.shape import TransformerShape
 from tests.hf_configs import read_config as _read
+from tests.hf_configs import write_config
 
 CATALOG = load_catalog()
 
@@ -134,8 +135,7 @@ def test_refuses_shared_layers_beside_experts(tmp_path: Path) -> None:
 
 
 def test_commands_say_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(E2B))
+    path = write_config(tmp_path, E2B)
     assert main(["models", str(path)]) == 0
     text = capsys.readouterr().out
     assert "the last 20 layers (4 full, the rest window)" in text

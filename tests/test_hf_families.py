@@ -29,6 +29,7 @@ from gpuarch.workloads.hf_family_table import FAMILIES_FILE, family_traits
 from gpuarch.workloads.params import count_params
 from gpuarch.workloads.shape import FfnKind, NormKind, QkNorm
 from tests.hf_configs import read_config as _read
+from tests.hf_configs import write_config
 
 CATALOG = load_catalog()
 
@@ -303,8 +304,7 @@ def test_refusals_name_the_key(tmp_path: Path, cfg: dict[str, Any], message: str
 
 def test_cli_refusal_exits_2_without_traceback(tmp_path: Path,
                                                capsys: pytest.CaptureFixture[str]) -> None:
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps({**ERNIE45_21B, "use_bias": True}))
+    path = write_config(tmp_path, {**ERNIE45_21B, "use_bias": True})
     assert main(["models", str(path)]) == 2
     err = capsys.readouterr().err
     assert "use_bias: true is not read" in err and "Traceback" not in err

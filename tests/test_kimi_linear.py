@@ -25,6 +25,7 @@ from gpuarch.workloads.hf_quant import checkpoint_formats
 from gpuarch.workloads.params import count_params, mamba_params
 from gpuarch.workloads.shape import MambaShape, MlaShape
 from tests.hf_configs import read_config as _read
+from tests.hf_configs import write_config
 
 _FULL = [4, 8, 12, 16, 20, 24, 27]
 # moonshotai/Kimi-Linear-48B-A3B-Instruct config.json, the keys that shape it
@@ -196,8 +197,7 @@ def test_kimi_k3_by_hand(tmp_path: Path) -> None:
 def test_kimi_k3_checkpoint_formats(tmp_path: Path) -> None:
     """compressed-tensors' ignore list leaves K3's attention, shared experts and dense MLP in
     16 bits; its 4-bit floats with a scale per 32 are MXFP4."""
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(KIMI_K3))
+    path = write_config(tmp_path, KIMI_K3)
     found = checkpoint_formats(path)
     assert found is not None
     assert (found.weights, found.expert_weights) == ("bf16", "mxfp4")
@@ -205,8 +205,7 @@ def test_kimi_k3_checkpoint_formats(tmp_path: Path) -> None:
 
 
 def test_kimi_k3_estimates(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(KIMI_K3))
+    path = write_config(tmp_path, KIMI_K3)
     assert main(["models", str(path)]) == 0
     text = capsys.readouterr().out
     assert "block attention residuals: a summary every 12 layers" in text

@@ -35,6 +35,7 @@ from gpuarch.workloads.flops import forward_flops_per_token
 from gpuarch.workloads.mtp import mtp_layer_shape
 from gpuarch.workloads.params import attention_params, count_params
 from gpuarch.workloads.shape import BlockSparseAttention, FullAttention, TransformerShape
+from tests.hf_configs import assert_same_estimates
 from tests.hf_configs import read_config as _read
 
 CATALOG = load_catalog()
@@ -289,13 +290,10 @@ def test_estimates_with_the_same_heads_change_nothing() -> None:
     same = dataclasses.replace(base, full_attention=FullAttention(
         kv_heads=base.n_kv_heads, head_dim=base.d_head))
     product = CATALOG.product("h100")
-    serve = InferenceConfig(input_len=4000, output_len=400, batch=16, gpus=2, tp=2)
-    a, b = (estimate_inference(CATALOG, s, product, serve) for s in (base, same))
-    assert (a.ttft_s, a.tpot_s) == pytest.approx((b.ttft_s, b.tpot_s), rel=1e-12)
-    train = TrainingConfig(gpus=8, seq_len=8192, global_batch=32, tp=2)
-    ta, tb = (estimate_training(CATALOG, s, product, train) for s in (base, same))
-    assert ta.step_time_s == pytest.approx(tb.step_time_s, rel=1e-12)
-    assert ta.memory.activations == pytest.approx(tb.memory.activations, rel=1e-12)
+    ta, tb = assert_same_estimates(
+        CATALOG, base, same,
+        (product, InferenceConfig(input_len=4000, output_len=400, batch=16, gpus=2, tp=2)),
+        (product, TrainingConfig(gpus=8, seq_len=8192, global_batch=32, tp=2)))
     assert ta.memory.weights == tb.memory.weights
 
 

@@ -18,11 +18,11 @@ from gpuarch.cli.main import main
 from gpuarch.errors import GpuarchError
 from gpuarch.estimate.inference import InferenceConfig, estimate_inference
 from gpuarch.estimate.inference_memory import kv_bytes_per_token
-from gpuarch.estimate.training import estimate_training
 from gpuarch.estimate.training_config import TrainingConfig
 from gpuarch.workloads.flops import attention_projections, forward_flops_per_token
 from gpuarch.workloads.params import attention_params, count_params
 from gpuarch.workloads.shape import FullAttention, TransformerShape
+from tests.hf_configs import assert_same_estimates, write_config
 from tests.hf_configs import read_config as _read
 
 CATALOG = load_catalog()
@@ -106,14 +106,11 @@ def test_same_heads_change_nothing(tmp_path: Path) -> None:
     same = dataclasses.replace(base, full_attention=FullAttention(kv_heads=8, head_dim=128,
                                                                   heads=64))
     assert count_params(same).total == count_params(base).total
-    h200, h100 = CATALOG.product("h200"), CATALOG.product("h100")
-    cfg = InferenceConfig(gpus=8, tp=8, input_len=2000, output_len=500, batch=32)
-    a, b = (estimate_inference(CATALOG, s, h200, cfg) for s in (base, same))
-    assert (a.ttft_s, a.tpot_s) == pytest.approx((b.ttft_s, b.tpot_s), rel=1e-12)
-    tcfg = TrainingConfig(gpus=8, ep=8, seq_len=4096, global_batch=64)
-    ta, tb = (estimate_training(CATALOG, s, h100, tcfg) for s in (base, same))
-    assert ta.step_time_s == pytest.approx(tb.step_time_s, rel=1e-12)
-    assert ta.memory.activations == pytest.approx(tb.memory.activations, rel=1e-12)
+    assert_same_estimates(
+        CATALOG, base, same,
+        (CATALOG.product("h200"),
+         InferenceConfig(gpus=8, tp=8, input_len=2000, output_len=500, batch=32)),
+        (CATALOG.product("h100"), TrainingConfig(gpus=8, ep=8, seq_len=4096, global_batch=64)))
 
 
 def test_more_window_heads_cost_more(tmp_path: Path) -> None:
@@ -161,8 +158,7 @@ def test_refusals_name_the_key(tmp_path: Path, change: Any, message: str) -> Non
 
 
 def test_commands_say_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(STEP37_96))
+    path = write_config(tmp_path, STEP37_96)
     assert main(["models", str(path)]) == 0
     text = capsys.readouterr().out
     assert "96 heads (8 KV) of 128" in text

@@ -41,12 +41,12 @@ false.
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 from gpuarch.errors import GpuarchError, check_number
 from gpuarch.jsonfile import read_json_object
-from gpuarch.workloads.hf_family_table import family_traits
 from gpuarch.workloads.shape import (
     MAX_DIMENSION,
     CompressedAttention,
@@ -59,8 +59,8 @@ from gpuarch.workloads.shape import (
     TransformerShape,
 )
 
-__all__ = ["EXPERT_COUNT_KEYS", "SUPPORTED_MODEL_TYPES", "read_json_object",
-           "shape_from_hf_config"]
+__all__ = ["EXPERT_COUNT_KEYS", "read_json_object", "shape_from_hf_config",
+           "supported_model_types"]
 
 EXPERT_COUNT_KEYS = ("num_local_experts", "n_routed_experts", "num_experts")
 """The keys a config.json names its routed experts' count by (Mixtral and GPT-OSS,
@@ -76,14 +76,14 @@ _MLA = {"deepseek_v2", "deepseek_v3", "deepseek_v32", "glm_moe_dsa", "kimi_k2"}
 _SPARSE_MLA = {"deepseek_v32", "glm_moe_dsa"}
 _LLAMA4 = {"llama4", "llama4_text"}
 _GATED_DELTA = {"qwen3_next", "qwen3_5_text", "qwen3_5_moe_text"}  # Gated DeltaNet hybrids
-# the families of data/hf_families.toml, read by hf_families.py
-_TABLED = frozenset(family_traits())
-SUPPORTED_MODEL_TYPES = frozenset(_LLAMA_LIKE | _LLAMA4 | _GEMMA | _GATED_DELTA | _TABLED
-                                  | {"gpt2", "nemotron", "nemotron_h", "granitemoehybrid",
-                                     "mamba2", "gptj", "gpt_neox", "falcon", "bloom",
-                                     "deepseek_v4", "gemma4_text", "mimo_v2_flash",
-                                     "nemotron-nas", "minimax_m3", "minimax_m3_vl",
-                                     "kimi_linear", "step3p7", "step3p5", "falcon_h1"})
+# the families read by readers of their own; with the table's (data/hf_families.toml, read
+# by hf_families.py, loaded only when a config is read) they are supported_model_types()
+_OWN_READERS = frozenset(_LLAMA_LIKE | _LLAMA4 | _GEMMA | _GATED_DELTA
+                         | {"gpt2", "nemotron", "nemotron_h", "granitemoehybrid",
+                            "mamba2", "gptj", "gpt_neox", "falcon", "bloom",
+                            "deepseek_v4", "gemma4_text", "mimo_v2_flash",
+                            "nemotron-nas", "minimax_m3", "minimax_m3_vl",
+                            "kimi_linear", "step3p7", "step3p5", "falcon_h1"})
 # model_types whose language model is a supported family's, read as that family: the text
 # models of Qwen2-VL, Qwen2.5-VL and Qwen3-VL (dense and MoE; their multimodal rotary
 # positions carry no parameters; the older Qwen2-VL configs put the text fields at the top
@@ -109,8 +109,28 @@ _ARCHITECTURES = {
     "NemotronHForCausalLM": "nemotron_h", "MiMoForCausalLM": "qwen2",
     "Gemma4ForCausalLM": "gemma4_text", "MiMoV2FlashForCausalLM": "mimo_v2_flash",
     "DeciLMForCausalLM": "nemotron-nas", "MiniMaxM3ForCausalLM": "minimax_m3",
-    "FalconH1ForCausalLM": "falcon_h1",
-    **{t.architecture: t.model_type for t in family_traits().values() if t.architecture}}
+    "FalconH1ForCausalLM": "falcon_h1"}
+
+
+def _table() -> dict[str, Any]:
+    """The family table's rows by model_type (imported and parsed on first use, not when this
+    module is: a preset's estimate never reads it)."""
+    from gpuarch.workloads.hf_family_table import family_traits
+    return family_traits()
+
+
+@cache
+def supported_model_types() -> frozenset[str]:
+    """Every model_type read: the own readers' and the table's."""
+    return _OWN_READERS | frozenset(_table())
+
+
+
+def __getattr__(name: str) -> Any:
+    """``SUPPORTED_MODEL_TYPES`` (``supported_model_types()``), worked out on first use."""
+    if name == "SUPPORTED_MODEL_TYPES":
+        return supported_model_types()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _get(cfg: dict[str, Any], path: Path, *keys: str, default: Any = ...) -> Any:
@@ -147,7 +167,7 @@ def shape_from_hf_config(path: Path, name: str | None = None) -> TransformerShap
     model_type = cfg.get("model_type")
     inner = cfg.get("text_config")
     inner_type = _family(inner.get("model_type")) if isinstance(inner, dict) else None
-    if isinstance(model_type, str) and model_type not in SUPPORTED_MODEL_TYPES \
+    if isinstance(model_type, str) and model_type not in supported_model_types() \
             and inner_type is not None and isinstance(inner, dict):
         # a multimodal wrapper (Mistral 3, LLaVA, Qwen-VL style) around a language model of
         # a supported family: the language model is read, the vision tower not counted.
@@ -159,7 +179,7 @@ def shape_from_hf_config(path: Path, name: str | None = None) -> TransformerShap
         cfg, model_type = {**inner, **tied, "_name_or_path": label}, inner_type
     else:
         model_type = _family(model_type) or _family_by_architecture(cfg) or model_type
-    if isinstance(model_type, str) and model_type not in SUPPORTED_MODEL_TYPES:
+    if isinstance(model_type, str) and model_type not in supported_model_types():
         inner_name = inner.get("model_type") if isinstance(inner, dict) else None
         known = _NOT_YET.get(model_type) or (
             _NOT_YET.get(inner_name) if isinstance(inner_name, str) else None)
@@ -167,8 +187,8 @@ def shape_from_hf_config(path: Path, name: str | None = None) -> TransformerShap
             raise GpuarchError(f"{path}: model_type {model_type!r} is not read yet: {known}, "
                                "which the model's shape does not hold (docs/models.md); give "
                                "the shape with flags")
-    if not isinstance(model_type, str) or model_type not in SUPPORTED_MODEL_TYPES:
-        read = sorted(SUPPORTED_MODEL_TYPES | set(_ALIASES))
+    if not isinstance(model_type, str) or model_type not in supported_model_types():
+        read = sorted(supported_model_types() | set(_ALIASES))
         close = _spelled_alike(model_type, read)
         raise GpuarchError(
             f"{path}: model_type {model_type!r} is not supported"
@@ -193,7 +213,7 @@ def shape_from_hf_config(path: Path, name: str | None = None) -> TransformerShap
             # (imported here: that module reads configs with this one's helpers)
             from gpuarch.workloads.hf_layer_kinds import shape_of_family
             return shape_of_family(model_type, cfg, path, label)
-        if model_type in _TABLED:
+        if model_type in _table():
             from gpuarch.workloads.hf_families import shape_of_tabled_family
             return shape_of_tabled_family(model_type, cfg, path, label)
         if model_type == "nemotron_h":
@@ -252,7 +272,7 @@ def _family(model_type: Any) -> str | None:
     if not isinstance(model_type, str):
         return None
     family = _ALIASES.get(model_type, model_type)
-    return family if family in SUPPORTED_MODEL_TYPES else None
+    return family if family in supported_model_types() else None
 
 
 def _family_by_architecture(cfg: dict[str, Any]) -> str | None:
@@ -261,9 +281,10 @@ def _family_by_architecture(cfg: dict[str, Any]) -> str | None:
     classes = cfg.get("architectures")
     if not isinstance(classes, list):
         return None
+    tabled = {t.architecture: t.model_type for t in _table().values()}
     for cls in classes:
-        if isinstance(cls, str) and cls in _ARCHITECTURES:
-            return _ARCHITECTURES[cls]
+        if isinstance(cls, str) and (cls in _ARCHITECTURES or cls in tabled):
+            return _ARCHITECTURES.get(cls) or tabled[cls]
     return None
 
 
@@ -396,14 +417,8 @@ def _llama_like(cfg: dict[str, Any], path: Path, label: str, model_type: str
     layers = _get(cfg, path, "num_hidden_layers")
     mla = None
     if model_type in _MLA and cfg.get("kv_lora_rank"):
-        mla = MlaShape(
-            q_lora_rank=_get(cfg, path, "q_lora_rank", default=0) or 0,
-            kv_lora_rank=_get(cfg, path, "kv_lora_rank"),
-            qk_nope_head_dim=_get(cfg, path, "qk_nope_head_dim"),
-            qk_rope_head_dim=_get(cfg, path, "qk_rope_head_dim"),
-            v_head_dim=_get(cfg, path, "v_head_dim"),
-            **(_indexer(cfg, path, layers) if model_type in _SPARSE_MLA else {}),
-        )
+        mla = MlaShape(**_mla_fields(cfg, path),
+                       **(_indexer(cfg, path, layers) if model_type in _SPARSE_MLA else {}))
     if model_type == "minimax_m2":
         _check_minimax_m2(cfg)
     window, windowed = _sliding_window(cfg, path, layers)
@@ -441,6 +456,16 @@ def _llama_like(cfg: dict[str, Any], path: Path, label: str, model_type: str
         attention_sinks=model_type == "gpt_oss",
         shared_expert_gate=model_type == "qwen2_moe" and _shared_expert_gate(cfg, experts),
     )
+
+
+def _mla_fields(cfg: dict[str, Any], path: Path) -> dict[str, int]:
+    """Multi-head latent attention's sizes under DeepSeek-V3's keys (no query LoRA where
+    ``q_lora_rank`` is 0 or null)."""
+    return {"q_lora_rank": _get(cfg, path, "q_lora_rank", default=0) or 0,
+            "kv_lora_rank": _get(cfg, path, "kv_lora_rank"),
+            "qk_nope_head_dim": _get(cfg, path, "qk_nope_head_dim"),
+            "qk_rope_head_dim": _get(cfg, path, "qk_rope_head_dim"),
+            "v_head_dim": _get(cfg, path, "v_head_dim")}
 
 
 def _shared_expert_gate(cfg: dict[str, Any], experts: int) -> bool:

@@ -10,11 +10,15 @@ from pathlib import Path
 from typing import Any
 
 from gpuarch.errors import GpuarchError
+from gpuarch.workloads.hf import EXPERT_COUNT_KEYS
 from gpuarch.workloads.hf import _decoder_fields as decoder_fields
 from gpuarch.workloads.hf import _flag as flag
 from gpuarch.workloads.hf import _get as get
+from gpuarch.workloads.hf import _mla_fields as mla_fields
 from gpuarch.workloads.hf import _routing_groups as routing_groups
 from gpuarch.workloads.hf_family_table import FamilyTraits, family_traits
+from gpuarch.workloads.hf_layer_kinds import _flags_list as flags_list
+from gpuarch.workloads.hf_layer_kinds import _window_flags as window_flags
 from gpuarch.workloads.shape import (
     FfnKind,
     MlaShape,
@@ -46,13 +50,13 @@ def shape_of_tabled_family(model_type: str, cfg: dict[str, Any], path: Path, lab
     layers = get(cfg, path, "num_hidden_layers")
     heads = get(cfg, path, "num_attention_heads")
     fields = decoder_fields(cfg, path, label, layers, heads)
-    mla = _mla(cfg, path) if t.mla else None
+    mla = MlaShape(**mla_fields(cfg, path)) if t.mla else None
     if mla is not None:
         # a latent attention's query-key head width (its heads need not divide the hidden
         # size; GLM-4 MoE Lite's config maps head_dim to qk_rope_head_dim, not read)
         fields["head_dim"] = mla.qk_nope_head_dim + mla.qk_rope_head_dim
     window, windowed = _windows(t, cfg, path, layers)
-    experts = get(cfg, path, *t.experts_keys, default=0) or 0
+    experts = get(cfg, path, *(t.experts_keys or EXPERT_COUNT_KEYS), default=0) or 0
     moe: dict[str, Any] = {}
     if experts:
         moe = _experts(t, cfg, path, layers, experts)
@@ -119,15 +123,9 @@ def _windows(t: FamilyTraits, cfg: dict[str, Any], path: Path, layers: int
     """(sliding window, layers that use it): from ``layer_types`` where the config lists
     them, else by the family's rule; (0, 0) without a window."""
     window = get(cfg, path, "sliding_window", default=0) or 0
-    kinds = cfg.get("layer_types")
+    kinds = window_flags(cfg, path, layers)
     if kinds is not None:
-        allowed = ("sliding_attention", "full_attention")
-        if not isinstance(kinds, list) or len(kinds) != layers \
-                or any(k not in allowed for k in kinds):
-            raise GpuarchError(f"layer_types: expected {layers} entries (num_hidden_layers), "
-                               f"each \"sliding_attention\" or \"full_attention\", got "
-                               f"{str(kinds)[:120]}")
-        windowed = sum(1 for k in kinds if k == "sliding_attention")
+        windowed = sum(kinds)
     elif not window:
         return 0, 0
     elif t.windows == "all":
@@ -208,17 +206,13 @@ def _dense_layers(t: FamilyTraits, cfg: dict[str, Any], path: Path, layers: int)
     if t.dense == "num_dense_layers":
         return min(get(cfg, path, "num_dense_layers", default=0) or 0, layers)
     if t.dense == "mlp_layer_types":
-        kinds = cfg.get("mlp_layer_types")
-        if kinds is None:
+        dense = flags_list(cfg, path, "mlp_layer_types", layers,
+                           {"dense": True, "sparse": False})
+        if dense is None:
             first = get(cfg, path, t.dense_default_key, default=t.dense_default) \
                 if t.dense_default_key else t.dense_default
             return min(first, layers)
-        if not isinstance(kinds, list) or len(kinds) != layers \
-                or any(k not in ("dense", "sparse") for k in kinds):
-            raise GpuarchError(f"mlp_layer_types: expected {layers} entries "
-                               f"(num_hidden_layers), each \"dense\" or \"sparse\", got "
-                               f"{str(kinds)[:120]}")
-        return sum(1 for k in kinds if k == "dense")
+        return sum(dense)
     if t.dense == "ernie":
         start = get(cfg, path, "moe_layer_start_index", default=1)
         end = get(cfg, path, "moe_layer_end_index", default=-1)
@@ -230,12 +224,3 @@ def _dense_layers(t: FamilyTraits, cfg: dict[str, Any], path: Path, layers: int)
         return layers - sum(1 for i in range(layers)
                             if (i + 1) % interval == 0 and start <= i <= end)
     return 0
-
-
-def _mla(cfg: dict[str, Any], path: Path) -> MlaShape:
-    """Multi-head latent attention from DeepSeek-V3's keys."""
-    return MlaShape(q_lora_rank=get(cfg, path, "q_lora_rank", default=0) or 0,
-                    kv_lora_rank=get(cfg, path, "kv_lora_rank"),
-                    qk_nope_head_dim=get(cfg, path, "qk_nope_head_dim"),
-                    qk_rope_head_dim=get(cfg, path, "qk_rope_head_dim"),
-                    v_head_dim=get(cfg, path, "v_head_dim"))

@@ -52,7 +52,7 @@ class FamilyTraits:
     window_pattern: int = 0
     window_pattern_key: str = ""
     attention_gate: bool = False
-    experts_keys: tuple[str, ...] = ("num_local_experts", "n_routed_experts", "num_experts")
+    experts_keys: tuple[str, ...] = ()  # () = hf.EXPERT_COUNT_KEYS
     per_token_keys: tuple[str, ...] = ("num_experts_per_tok",)
     shared_keys: tuple[str, ...] = ()
     shared_width_key: str = ""
