@@ -729,7 +729,7 @@ def test_hf_config_family_by_architectures(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("cfg", "why"), [
     ({"model_type": "a_wrapper", "text_config": {"model_type": "gemma3n"}},
      "Gemma 3n's per-layer embeddings"),
-    ({"model_type": "jamba"}, "Jamba's Mamba-1 mixers"),
+    ({"model_type": "gemma3n"}, "Gemma 3n's per-layer embeddings"),
     ({"model_type": "a_wrapper", "text_config": {"model_type": ["gemma4"]}},
      "model_type 'a_wrapper' is not supported"),
 ])

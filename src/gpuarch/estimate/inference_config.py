@@ -574,15 +574,7 @@ class InferenceConfig:
         if self.gpus % (self.tp * self.pp):
             raise GpuarchError(f"--gpus: {self.gpus} is not divisible by TP x PP = "
                                f"{self.tp} x {self.pp}")
-        for heads in sorted({shape.heads, shape.full_heads}):
-            if heads % self.tp:
-                raise GpuarchError(f"--tp: {self.tp} does not divide the {heads} heads"
-                                   + (" of the full-attention layers"
-                                      if heads != shape.heads else ""))
-        if shape.compressed is not None and shape.compressed.o_groups % self.tp:
-            raise GpuarchError(f"--tp: {self.tp} does not divide the "
-                               f"{shape.compressed.o_groups} output groups (o_groups) of "
-                               "compressed attention")
+        shape.check_head_split(self.tp)
         shape.check_mlp_split(self.tp)
         if not isinstance(self.kv_cache_fraction, (int, float)) or isinstance(
                 self.kv_cache_fraction, bool) or not 0 <= self.kv_cache_fraction <= 1:

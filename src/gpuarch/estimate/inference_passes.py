@@ -36,7 +36,12 @@ from gpuarch.estimate.inference_config import (
     slot_spread,
 )
 from gpuarch.estimate.inference_memory import mla_entry_bytes
-from gpuarch.estimate.mamba import mamba_decode_ops, mamba_input_projections, mamba_mixer_ops
+from gpuarch.estimate.mamba import (
+    mamba_decode_ops,
+    mamba_input_projections,
+    mamba_mixer_ops,
+    x_proj_reduce_bytes,
+)
 from gpuarch.perf.collectives import (
     Collective,
     Fabric,
@@ -475,13 +480,15 @@ class ReplicaRunner:
             ops.append(per_layer_input_op(tokens, s))
         if block in ("", "-", "E"):
             ops.append(Elementwise(3.0 * inner * 2.0, name="activation"))
+        # a Mamba-1 block's row-parallel x_proj sums its small output over the group too
+        reduced = x_proj_reduce_bytes(s.mamba, tokens, 2.0) \
+            if block == "M" and s.mamba is not None and s.mamba.selective else None
         return self._run_layer(ops, tokens, q_len, moe, prefill, overlapped, hidden_bytes,
-                               bool(block))
+                               bool(block), reduced)
 
     def _mamba_ops(self, tokens: Num, q_len: int, prefill: bool) -> list[Op]:
-        """A Mamba-2 block: its projections (GEMMs in the scheme's formats) around the
-        chunked scan over a prefill's tokens, or a decode step's state update per
-        sequence."""
+        """A recurrent block: its projections (GEMMs in the scheme's formats) around the
+        scan over a prefill's tokens, or a decode step's state update per sequence."""
         s, t = self.s, self.cfg.tp
         m = s.mamba
         assert m is not None
@@ -666,8 +673,11 @@ class ReplicaRunner:
         return ops, inner
 
     def _run_layer(self, ops: list[Op], tokens: Num, q_len: int, moe: bool, prefill: bool,
-                   overlapped: bool, hidden_bytes: Num, block: bool) -> PhaseSeconds:
-        """A layer's (or hybrid block's) operators, collectives and fixed time."""
+                   overlapped: bool, hidden_bytes: Num, block: bool,
+                   reduced: Num | None = None) -> PhaseSeconds:
+        """A layer's (or hybrid block's) operators, collectives and fixed time; ``reduced``:
+        bytes of a further all-reduce over the tensor-parallel group (a Mamba-1 block's
+        x_proj output)."""
         s, cfg, t = self.s, self.cfg, self.cfg.tp
         if moe:
             gathered = max(1.0, cfg.ep / t)
@@ -703,6 +713,9 @@ class ReplicaRunner:
             # model's block)
             tp_comm = (1 if block else s.tp_reductions) * collective_time(
                 Collective.ALL_REDUCE, hidden_bytes, self.tp_group, self.eff, nvls=cfg.nvls)
+            if reduced is not None:
+                tp_comm = tp_comm + collective_time(Collective.ALL_REDUCE, reduced,
+                                                    self.tp_group, self.eff, nvls=cfg.nvls)
         if moe and cfg.exchanges_tokens and cfg.moe_comm == "allgather":
             # every GPU of the group gathers all its ranks' tokens (quantized as the GEMMs
             # take them), and the 16-bit partial outputs are reduce-scattered back

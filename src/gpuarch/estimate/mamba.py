@@ -4,7 +4,10 @@ prefill run over every token, the one-token state update a decode step runs per 
 and the state a sequence holds between steps. The two share their structure (a convolution
 over the inputs, a chunked linear recurrence with a per-head matrix state, a gated norm,
 the projections) and differ in the scan's arithmetic (``mamba_scan_flops``,
-``mamba_scan_bytes``).
+``mamba_scan_bytes``). Mamba-1 (Jamba, Falcon Mamba) has the convolution and the state
+update too, but its scan is elementwise, a state a channel on the CUDA cores
+(``selective_scan_costs``), and two small projections (x_proj, dt_proj) sit between the
+convolution and the scan.
 
 Heads and B/C groups are split over tensor parallelism, as Megatron-Core's MambaMixer and
 the serving engines split them (a single group held whole on every GPU in serving, as vLLM
@@ -18,6 +21,7 @@ from typing import Any
 
 from gpuarch.perf.num import Num
 from gpuarch.perf.roofline import Elementwise, Gemm, Op
+from gpuarch.workloads.flops import MAMBA_SCAN_FLOPS_PER_STATE
 from gpuarch.workloads.shape import MambaShape, TransformerShape
 
 __all__ = ["DEFAULT_SSM_STATE", "GDN_BACKWARD_CHAINS", "GDN_CHUNK", "MAMBA_CHUNK",
@@ -25,7 +29,8 @@ __all__ = ["DEFAULT_SSM_STATE", "GDN_BACKWARD_CHAINS", "GDN_CHUNK", "MAMBA_CHUNK
            "gated_delta_scan_bytes", "gated_delta_scan_flops",
            "hybrid_state_bytes", "mamba_decode_ops", "mamba_input_projections",
            "mamba_mixer_ops", "mamba_ops",
-           "mamba_scan_bytes", "mamba_scan_flops", "mamba_state_bytes"]
+           "mamba_scan_bytes", "mamba_scan_flops", "mamba_state_bytes",
+           "selective_scan_costs", "x_proj_reduce_bytes"]
 
 MAMBA_CHUNK = 128
 """Tokens per chunk of Mamba-2's chunked scan (SSD): Megatron-Core's MambaMixer default
@@ -70,10 +75,16 @@ def mamba_ops(s: TransformerShape, tp: Any, tokens: Num, element: float,
 def mamba_input_projections(s: TransformerShape, tp: Any) -> list[tuple[str, Any, int]]:
     """The GEMMs (name, outputs, inputs) a recurrent block runs before its mixer on one of
     ``tp`` GPUs: the input projection (``MambaShape.in_proj_per_gpu``) and, for Kimi Delta
-    Attention, its decay's and output gate's up-projections from their low-rank halves."""
+    Attention, its decay's and output gate's up-projections from their low-rank halves;
+    for Mamba-1, x_proj (row-parallel: this GPU's share of x in, the step's rank, B and C
+    out, summed over the group: ``x_proj_reduce_bytes``) and dt_proj (column-parallel: the
+    rank in, this GPU's channels' steps out)."""
     m = s.mamba
     assert m is not None
     out: list[tuple[str, Any, int]] = [("mamba_in_proj", m.in_proj_per_gpu(tp), s.hidden)]
+    if m.selective:
+        out += [("mamba_x_proj", m.x_proj_width, m.inner // tp),
+                ("mamba_dt_proj", m.inner // tp, m.dt_rank)]
     if m.kda:
         out.append(("kda_gate_up", m.gate_up_width // tp, m.low_rank_width))
     return out
@@ -116,8 +127,20 @@ def mamba_mixer_ops(m: MambaShape, tp: Any, tokens: Num, element: float,
     ``gated_delta_blackwell``) replaces Mamba-2's, and it takes at least its longest sequence's
     chunks one after another (``Elementwise.chain_steps``); its backward, at the Gated DeltaNet
     backward's measured rate (``Efficiency.gated_delta_backward``), walks them
-    ``GDN_BACKWARD_CHAINS`` times."""
+    ``GDN_BACKWARD_CHAINS`` times. A Mamba-1 block's: the convolution, then its selective
+    scan (``selective_scan_costs``) at the roofline's rate (no timing of its kernels is in
+    the validation data), the gate applied inside it, no norm."""
     conv = 1.0 * tokens * m.conv_per_gpu(tp) * element
+    conv_op = Elementwise(2 * conv, name="mamba_conv",
+                          backward=Elementwise(5 * conv, name="mamba_conv", mamba_kernel=True,
+                                               mamba_backward=True),
+                          mamba_kernel=True)
+    if m.selective:
+        f_bytes, b_bytes, f_flops, b_flops = selective_scan_costs(m, tp, element)
+        return [conv_op,
+                Elementwise(tokens * f_bytes, tokens * f_flops, name="mamba_scan",
+                            backward=Elementwise(tokens * b_bytes, tokens * b_flops,
+                                                 name="mamba_scan"))]
     forward, backward = mamba_scan_bytes(m, tp, element)
     fwd_flops, bwd_flops = mamba_scan_flops(m, tp)
     chain = (seq_len + GDN_CHUNK - 1) // GDN_CHUNK if m.gated_delta else 0.0
@@ -129,10 +152,7 @@ def mamba_mixer_ops(m: MambaShape, tp: Any, tokens: Num, element: float,
                                             chain_steps=GDN_BACKWARD_CHAINS * chain),
                        mamba_kernel=True, gated_delta=m.gated_delta, chain_steps=chain)
     norm = 2.0 * tokens * (m.inner // tp) * element
-    return [Elementwise(2 * conv, name="mamba_conv",
-                        backward=Elementwise(5 * conv, name="mamba_conv", mamba_kernel=True,
-                                             mamba_backward=True),
-                        mamba_kernel=True),
+    return [conv_op,
             scan,
             Elementwise(norm, name="mamba_norm", mamba_kernel=True,
                         backward=Elementwise(2 * norm, name="mamba_norm", mamba_kernel=True,
@@ -148,7 +168,7 @@ def mamba_decode_ops(m: MambaShape, tp: Any, seqs: Num, element: float,
     conv_kernel - 1 inputs and the new one and writes them back with its output; the state
     update reads and writes each sequence's heads x head_dim x state recurrent state, reads
     x, z, B, C and dt and writes y (Kimi Delta Attention's per-channel decay read beside);
-    the gated RMSNorm as in a prefill.
+    the gated RMSNorm as in a prefill (Mamba-1: its step a channel read too, no norm).
     With ``tokens_per_seq`` t > 1 (a speculative step verifying t - 1 drafted tokens and the
     target's own) the same kernels run over the t tokens: the convolution's window widened
     by t - 1 columns, the state read once and written after every token, so that it can go
@@ -160,12 +180,14 @@ def mamba_decode_ops(m: MambaShape, tp: Any, seqs: Num, element: float,
     conv_width = m.conv_per_gpu(tp)
     conv = 1.0 * seqs * conv_width * element * (2 * (m.conv_kernel - 1 + t - 1) + 2 * t)
     state = (1.0 + t) * seqs * (m.heads // tp) * m.head_dim * m.state * state_element
-    # Kimi Delta Attention also reads its decay, a channel each
-    io = 1.0 * seqs * t * ((4 if m.kda else 3) * inner + 2 * m.groups_per_gpu(tp) * m.state) \
-        * element
-    return [Elementwise(conv, name="mamba_conv"),
-            Elementwise(state + io, name="mamba_scan"),
-            Elementwise(2.0 * seqs * t * inner * element, name="mamba_norm")]
+    # Kimi Delta Attention also reads its decay, and Mamba-1 its step, a channel each
+    io = 1.0 * seqs * t * ((4 if m.kda or m.selective else 3) * inner
+                           + 2 * m.groups_per_gpu(tp) * m.state) * element
+    ops: list[Op] = [Elementwise(conv, name="mamba_conv"),
+                     Elementwise(state + io, name="mamba_scan")]
+    if not m.selective:  # Mamba-1 gates inside the update and has no norm
+        ops.append(Elementwise(2.0 * seqs * t * inner * element, name="mamba_norm"))
+    return ops
 
 
 def hybrid_state_bytes(s: TransformerShape, tp: Any,
@@ -293,3 +315,32 @@ def mamba_scan_bytes(m: MambaShape, tp: Any, element: float) -> tuple[Any, Any]:
     backward = ((13 * inner + 5.5 * bc) * element + heads * (element + 15 * f)
                 + state * (6 * f + 8 * element) + 5 * products)
     return forward, backward
+
+
+def selective_scan_costs(m: MambaShape, tp: Any, element: float) -> tuple[Any, Any, Any, Any]:
+    """Bytes and CUDA-core FLOPs per token of Mamba-1's selective scan on one of ``tp``
+    GPUs, forward and backward (mamba_ssm's selective_scan_fwd and selective_scan_bwd, the
+    kernels vLLM's and SGLang's Mamba-1 mixers and mamba_inner_fn run: the state kept on
+    chip, a chunk's final state written every 2,048 tokens, not counted). Forward: reads x,
+    the step and z (each the GPU's share of the inner width) and B and C, writes the output
+    and its gated copy (the output projection's input): five x-wide passes, B and C one;
+    ``MAMBA_SCAN_FLOPS_PER_STATE`` a channel and state element (discretising A and B,
+    the update and C's product). Backward: reads x, the step, z, the output and its
+    gradient, writes the gradients of x, the step and z (eight x-wide passes), reads B and C
+    and writes their gradients in FP32; its arithmetic taken as three times the forward's
+    (the forward recomputed from the saved chunk states, then the gradients' products, about
+    twice as many), an estimate from the algorithm (Gu and Dao, "Mamba", arXiv 2312.00752,
+    section 3.3.2), not a count of the kernels' instructions."""
+    inner = m.inner // tp
+    bc = 2 * m.state
+    forward = (5 * inner + bc) * element
+    backward = (8 * inner + bc) * element + bc * 4.0
+    flops = MAMBA_SCAN_FLOPS_PER_STATE * inner * m.state
+    return forward, backward, flops, 3.0 * flops
+
+
+def x_proj_reduce_bytes(m: MambaShape, tokens: Num, element: float) -> Num:
+    """Bytes a Mamba-1 block's x_proj all-reduces over its tensor-parallel group for
+    ``tokens`` tokens (its row-parallel output: the step's rank, B and C, vLLM's MambaMixer;
+    the backward reduces the gradients of the same once more); 0 for the other mixers."""
+    return tokens * m.x_proj_width * element

@@ -271,7 +271,10 @@ def _hybrid_block_mean(s: TransformerShape, tokens: float, tp: int, sequence_par
     m = s.mamba
     if m is not None:
         sbh = tokens * s.hidden
-        inside = {**inside, "M": tokens * (m.in_proj_width + m.gate_up_width
+        # Mamba-1 (mamba_ssm's mamba_inner_fn) also keeps the convolution's output, x_proj's
+        # (the step's rank, B and C) and the step; its gated output stands for the norm's
+        selective = 2 * m.inner + m.x_proj_width if m.selective else 0
+        inside = {**inside, "M": tokens * (m.in_proj_width + m.gate_up_width + selective
                                            + m.inner * (1 + kept))}
         norms = {**norms, "M": (sbh, sbh * kept)}
     total = sum(s.hybrid_pattern.count(block) * (

@@ -618,19 +618,26 @@ def _add_kernel_notes(assumptions: dict[str, Any], shape: TransformerShape, prod
                "by channel, and the kernels' work for it, not priced apart: no KDA kernel "
                "timing at stated sizes is in the validation data)" if shape.mamba.kda else "")
             if gated_delta else
+            f"{label} blocks: the selective scan at the roofline's rate, its bytes over the "
+            "memory bandwidth or its arithmetic on the CUDA cores (no timing of its kernels "
+            "is in the validation data), the small x_proj and dt_proj as GEMMs and x_proj's "
+            "output all-reduced over TP"
+            if shape.mamba.selective else
             f"{label} blocks: the chunked scan's products at {eff.mamba_scan:g} of the 16-bit "
             "peak (mamba_scan, TileOPs' measured forward scan on H200)")
+        other = "other " if gated_delta or shape.mamba.selective else ""
         assumptions["mamba_kernels"] = (
             forward
-            + (f", every {'other ' if gated_delta else ''}{label} kernel at "
+            + (f", every {other}{label} kernel at "
                f"{eff.mamba_blackwell:g} of the roofline's rate on Blackwell "
                "(mamba_blackwell)" if arch == "blackwell" else "")
-            + f"; the {'other ' if gated_delta else ''}backward kernels a further "
+            + f"; the {other}backward kernels a further "
             f"{eff.mamba_backward_for(arch):g} of their rate "
             f"({eff.mamba_backward_name(arch)}: "
             "state-spaces/mamba issue 904's measured A100, H200 and GB200 training of a "
             "Mamba-2 model; scripts/mamba_backward.py"
-            + (", taken for the block's convolution and norm" if gated_delta else "") + ")")
+            + (", taken for the block's convolution and norm" if gated_delta else
+               ", taken for the block's convolution" if shape.mamba.selective else "") + ")")
     graphs = cfg.cuda_graphs or bool(cfg.cuda_graph_scope)
     if cfg.cuda_graph_scope and shape.is_moe and not cfg.moe_token_drop:
         share = cfg.ungraphed_expert_share(shape)

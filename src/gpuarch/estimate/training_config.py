@@ -579,15 +579,7 @@ class TrainingConfig:
             raise GpuarchError("--vpp: interleaved stages need --pp > 1")
         self._check_schedule()
         self._check_ep_comm_overlap()
-        for heads in sorted({shape.heads, shape.full_heads}):
-            if heads % self.tp:
-                raise GpuarchError(f"--tp: {self.tp} does not divide the {heads} heads"
-                                   + (" of the full-attention layers"
-                                      if heads != shape.heads else ""))
-        if shape.compressed is not None and shape.compressed.o_groups % self.tp:
-            raise GpuarchError(f"--tp: {self.tp} does not divide the "
-                               f"{shape.compressed.o_groups} output groups (o_groups) of "
-                               "compressed attention")
+        shape.check_head_split(self.tp)
         shape.check_mlp_split(self.tp)
         if self.seq_len % self.cp:
             raise GpuarchError(f"--cp: {self.cp} does not divide --seq-len {self.seq_len}")
@@ -661,6 +653,11 @@ class TrainingConfig:
                 "takes the pattern cut by '|' into stages)")
         if not self.pp_layout and np.max(self.pp) > 1:  # (validate checks a layout given)
             self.layout(shape)
+        if self.cp > 1 and shape.mamba is not None and shape.mamba.selective:
+            raise GpuarchError(
+                f"--cp: {shape.name}'s Mamba-1 blocks are modelled without context "
+                f"parallelism (Megatron-Core's MambaContextParallel is Mamba-2's); use --cp 1, "
+                f"got {self.cp}")
         flag, what = ("--tp", str(self.tp)) if self.cp == 1 else \
             ("--cp", f"TP x CP = {self.tp} x {self.cp}")
         shape.check_mamba_split(self.tp * self.cp, flag, what)

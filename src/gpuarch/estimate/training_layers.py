@@ -12,7 +12,7 @@ import numpy as np
 
 from gpuarch.catalog.model import BLACKWELL_TENSOR_CORES, Product
 from gpuarch.estimate.lora import adapted_gemms
-from gpuarch.estimate.mamba import mamba_ops
+from gpuarch.estimate.mamba import mamba_ops, x_proj_reduce_bytes
 from gpuarch.estimate.memory import Recompute
 from gpuarch.estimate.recompute import (
     TORCHTITAN_OP,
@@ -777,6 +777,12 @@ def one_layer_time(s: TransformerShape, cfg: TrainingConfig, device: Device,
     else:
         tp_fwd = tp_bwd = (1 if one_reduction else s.tp_reductions) * nccl_time(
             Collective.ALL_REDUCE, activation, tp_group, eff)
+    if block == "M" and s.mamba is not None and s.mamba.selective:  # (0 s at TP 1)
+        # a Mamba-1 block's row-parallel x_proj sums the step's rank, B and C over the group
+        # (and the backward their gradients, from dt_proj's and the scan's partial sums)
+        x_proj = nccl_time(Collective.ALL_REDUCE,
+                           x_proj_reduce_bytes(s.mamba, tokens, element), tp_group, eff)
+        tp_fwd, tp_bwd = tp_fwd + x_proj, tp_bwd + x_proj
     core_kv, core_dim = attention_core_dims(s)
     # keys and values (one vector where the keys are also the values)
     kv_bytes = (1 if s.keys_are_values else 2) * cfg.micro_batch * cfg.seq_len \

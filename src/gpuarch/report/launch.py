@@ -93,6 +93,11 @@ def megatron_launch(shape: Any, cfg: Any) -> Launch:
                            "variant, not the MambaModel this command writes; its launch "
                            "command is not written here (run without --launch for the "
                            "estimate)")
+    if shape.mamba is not None and shape.mamba.selective:
+        raise GpuarchError(f"--launch: {shape.name} has Mamba-1 blocks, which Megatron-LM's "
+                           "MambaModel does not build (its mixer is Mamba-2's); its launch "
+                           "command is not written here (run without --launch for the "
+                           "estimate)")
     info = engine_info("megatron")
     f = info["flags"]
     notes = [f"data, tokenizer (a vocabulary of {shape.vocab:,}), optimizer, learning-rate "

@@ -115,6 +115,11 @@ def render_preset(p: Preset) -> str:
             lines.append(f"  Gated Delta   {mb.heads} value heads of {mb.head_dim}, {mb.groups} "
                          f"query/key heads of {mb.state} (a {mb.state} x {mb.head_dim} state "
                          f"per value head), convolution of {mb.conv_kernel}")
+        elif s.mamba is not None and s.mamba.selective:
+            mb = s.mamba
+            lines.append(f"  Mamba-1       {mb.inner} channels, a state of {mb.state} each, "
+                         f"step rank {mb.dt_rank}, convolution of {mb.conv_kernel}"
+                         + ("; norms over the step, B and C" if mb.dt_bc_norms else ""))
         elif s.mamba is not None:
             mb = s.mamba
             lines.append(f"  Mamba-2       {mb.heads} heads of {mb.head_dim}, state {mb.state}, "

@@ -270,10 +270,16 @@ def mamba_forward_flops_per_token(s: TransformerShape) -> float:
     model) and the output projection, all at 2 FLOP a multiply-add. Kimi Delta Attention
     (which Megatron-LM does not count) as a Gated DeltaNet of its sizes, its input
     projection its own (q, k, v, beta and the gates' low-rank halves) and its gates'
-    up-projections beside. 0 without such blocks."""
+    up-projections beside. Mamba-1 (the selective scan Megatron-LM's count was written
+    for): its input, x_proj, dt_proj and output projections at 2 FLOP per weight, and the
+    scan. 0 without such blocks."""
     m = s.mamba
     if m is None:
         return 0.0
+    if m.selective:
+        return 2.0 * (s.hidden * (m.in_proj_width + m.inner)
+                      + m.inner * (m.x_proj_width + m.dt_rank)) \
+            + MAMBA_SCAN_FLOPS_PER_STATE * m.inner * m.state
     projections = 2.0 * (s.hidden * (m.in_proj_width + m.inner)
                          + m.low_rank_width * m.gate_up_width)
     if m.gated_delta:

@@ -18,9 +18,11 @@ layers) and minimax_m3 / minimax_m3_vl (MiniMax-M3's block-sparse attention) and
 kimi_linear (Kimi Linear: Kimi Delta Attention or latent attention layers, each with an MLP
 or experts; Kimi K3's kimi_k3 through its text_config) and step3p5 / step3p7
 (Step-3.5/3.7-Flash: window layers with more query heads than the full ones, a gate a
-head: ``hf_layer_kinds.py``), the families of one table of what their layers hold
-(``data/hf_families.toml``, read by ``hf_families.py``: Seed-OSS, SmolLM3, ERNIE 4.5,
-Helium, Ministral, InternLM3, Jais 2, OLMo 3, EXAONE 4.0 and K-EXAONE, GLM-4 and
+head) and falcon_h1 (Falcon-H1: Mamba-2 and attention side by side) and mamba /
+falcon_mamba / jamba (Mamba-1 mixers: state-spaces' Mamba, Falcon Mamba, AI21's Jamba with
+attention and experts beside them: ``hf_layer_kinds.py``), the families of one table of
+what their layers hold (``data/hf_families.toml``, read by ``hf_families.py``: Seed-OSS,
+SmolLM3, ERNIE 4.5, Helium, Ministral, InternLM3, Jais 2, OLMo 3, EXAONE 4.0 and K-EXAONE, GLM-4 and
 GLM-4.7-Flash, Arcee and Arcee Trinity, StarCoder2, Cohere, OLMoE, Phi-3.5-MoE, Granite
 MoE, Hunyuan 1 and 3, Solar Open, dots.llm1, Phi-2, StableLM, Apertus, DBRX), and the
 families whose attention and MLP run side by side
@@ -76,14 +78,15 @@ _MLA = {"deepseek_v2", "deepseek_v3", "deepseek_v32", "glm_moe_dsa", "kimi_k2"}
 _SPARSE_MLA = {"deepseek_v32", "glm_moe_dsa"}
 _LLAMA4 = {"llama4", "llama4_text"}
 _GATED_DELTA = {"qwen3_next", "qwen3_5_text", "qwen3_5_moe_text"}  # Gated DeltaNet hybrids
+# the families hf_layer_kinds reads (its LAYER_KIND_FAMILIES)
+_LAYER_KINDS = {"gemma4_text", "mimo_v2_flash", "nemotron-nas", "minimax_m3", "minimax_m3_vl",
+                "kimi_linear", "step3p7", "step3p5", "falcon_h1", "mamba", "falcon_mamba",
+                "jamba"}
 # the families read by readers of their own; with the table's (data/hf_families.toml, read
 # by hf_families.py, loaded only when a config is read) they are supported_model_types()
-_OWN_READERS = frozenset(_LLAMA_LIKE | _LLAMA4 | _GEMMA | _GATED_DELTA
+_OWN_READERS = frozenset(_LLAMA_LIKE | _LLAMA4 | _GEMMA | _GATED_DELTA | _LAYER_KINDS
                          | {"gpt2", "nemotron", "nemotron_h", "granitemoehybrid",
-                            "mamba2", "gptj", "gpt_neox", "falcon", "bloom",
-                            "deepseek_v4", "gemma4_text", "mimo_v2_flash",
-                            "nemotron-nas", "minimax_m3", "minimax_m3_vl",
-                            "kimi_linear", "step3p7", "step3p5", "falcon_h1"})
+                            "mamba2", "gptj", "gpt_neox", "falcon", "bloom", "deepseek_v4"})
 # model_types whose language model is a supported family's, read as that family: the text
 # models of Qwen2-VL, Qwen2.5-VL and Qwen3-VL (dense and MoE; their multimodal rotary
 # positions carry no parameters; the older Qwen2-VL configs put the text fields at the top
@@ -109,7 +112,8 @@ _ARCHITECTURES = {
     "NemotronHForCausalLM": "nemotron_h", "MiMoForCausalLM": "qwen2",
     "Gemma4ForCausalLM": "gemma4_text", "MiMoV2FlashForCausalLM": "mimo_v2_flash",
     "DeciLMForCausalLM": "nemotron-nas", "MiniMaxM3ForCausalLM": "minimax_m3",
-    "FalconH1ForCausalLM": "falcon_h1"}
+    "FalconH1ForCausalLM": "falcon_h1", "MambaForCausalLM": "mamba",
+    "FalconMambaForCausalLM": "falcon_mamba", "JambaForCausalLM": "jamba"}
 
 
 def _table() -> dict[str, Any]:
@@ -173,7 +177,7 @@ def shape_from_hf_config(path: Path, name: str | None = None) -> TransformerShap
         # a supported family: the language model is read, the vision tower not counted.
         # Whether the LM head shares the embedding is the wrapper's setting where the
         # language model's config leaves it out (Qwen3-VL's checkpoints)
-        label = name or str(cfg.get("_name_or_path") or _file_label(path) or model_type)
+        label = name or _label(cfg, path, model_type)
         tied = {} if "tie_word_embeddings" in inner or "tie_word_embeddings" not in cfg \
             else {"tie_word_embeddings": cfg["tie_word_embeddings"]}
         cfg, model_type = {**inner, **tied, "_name_or_path": label}, inner_type
@@ -194,7 +198,7 @@ def shape_from_hf_config(path: Path, name: str | None = None) -> TransformerShap
             f"{path}: model_type {model_type!r} is not supported"
             + (f"{close} Supported: " if close else "; supported: ")
             + f"{', '.join(read)} (or give the shape with flags)")
-    label = name or str(cfg.get("_name_or_path") or _file_label(path) or model_type)
+    label = name or _label(cfg, path, model_type)
     try:
         if model_type == "gpt2":
             return _gpt2(cfg, path, label)
@@ -208,8 +212,7 @@ def shape_from_hf_config(path: Path, name: str | None = None) -> TransformerShap
             return _falcon(cfg, path, label)
         if model_type in _GEMMA:
             return _gemma(cfg, path, label, model_type)
-        if model_type in ("gemma4_text", "mimo_v2_flash", "nemotron-nas", "minimax_m3",
-                          "minimax_m3_vl", "kimi_linear", "step3p7", "step3p5", "falcon_h1"):
+        if model_type in _LAYER_KINDS:
             # (imported here: that module reads configs with this one's helpers)
             from gpuarch.workloads.hf_layer_kinds import shape_of_family
             return shape_of_family(model_type, cfg, path, label)
@@ -249,7 +252,6 @@ _MLP_BIAS_KEY = {"llama", "granite"}
 # families seen in published checkpoints whose layers the shape cannot hold yet, and why
 _NOT_YET = {
     "gemma3n": "Gemma 3n's per-layer embeddings, AltUp streams and KV-shared layers",
-    "jamba": "Jamba's Mamba-1 mixers (their selective scan, not Mamba-2's)",
 }
 
 
@@ -286,6 +288,16 @@ def _family_by_architecture(cfg: dict[str, Any]) -> str | None:
         if isinstance(cls, str) and (cls in _ARCHITECTURES or cls in tabled):
             return _ARCHITECTURES.get(cls) or tabled[cls]
     return None
+
+
+def _label(cfg: dict[str, Any], path: Path, model_type: Any) -> str:
+    """The model's name: the config's ``_name_or_path`` unless it names no model (empty, or
+    a directory such as "./", as a config saved from a local directory has it), else the
+    file's (``_file_label``), else its model_type."""
+    saved = str(cfg.get("_name_or_path") or "")
+    if not saved.strip("./\\ "):
+        saved = ""
+    return saved or _file_label(path) or str(model_type)
 
 
 def _file_label(path: Path) -> str:

@@ -13,8 +13,10 @@ MiniMax-M3's block-sparse attention layers beside its dense ones (``minimax_m3``
 Kimi Linear's Kimi Delta Attention and latent attention layers (``kimi_linear``; Kimi K3's
 text model too, as TensorRT-LLM builds it), Step-3.5/3.7-Flash's window layers with more
 query heads than its full ones and a gate a head (``step3p5``, ``step3p7``), and Gemma 4
-E2B/E4B's KV-shared layers and per-layer inputs, and Falcon-H1's Mamba-2 mixer and
-attention side by side in every layer (``falcon_h1``), as Transformers 5.25 builds them.
+E2B/E4B's KV-shared layers and per-layer inputs, Falcon-H1's Mamba-2 mixer and attention
+side by side in every layer (``falcon_h1``), and the Mamba-1 models: state-spaces' Mamba
+and Falcon Mamba (``mamba``, ``falcon_mamba``) and AI21's Jamba with its attention, MLP and
+expert layers (``jamba``), as Transformers 5.25 builds them.
 """
 
 from __future__ import annotations
@@ -756,10 +758,127 @@ def _falcon_h1(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
     )
 
 
+def _mamba1_mixer(cfg: dict[str, Any], path: Path, hidden: int, prefix: str,
+                  names: dict[str, str], dt_bc_norms: bool) -> MambaShape:
+    """A Mamba-1 mixer from a config's keys (``prefix`` + the name ``names`` gives each of
+    state, conv, expand, dt_rank, conv_bias and proj_bias; ``width``, a key for the inner
+    width itself, where the config may give one): the inner width that key gives, else
+    expand x ``hidden``; the step's rank ``dt_rank``, "auto" (or absent) for ceil(hidden /
+    16), as Transformers' MambaConfig, FalconMambaConfig and JambaConfig derive it."""
+    def key(name: str) -> str:
+        return prefix + names[name]
+
+    width = (get(cfg, path, names["width"], default=0) or 0) if "width" in names else 0
+    if not width:
+        expand = get(cfg, path, key("expand"), default=2)
+        if expand < 1:
+            raise GpuarchError(f"{path}: {key('expand')}: expected an integer >= 1, got "
+                               f"{expand}")
+        width = expand * hidden
+    rank = cfg.get(key("dt_rank"))
+    rank = -(-hidden // 16) if rank in (None, "auto") else get(cfg, path, key("dt_rank"))
+    return MambaShape(kind="mamba1", heads=width, head_dim=1,
+                      state=get(cfg, path, key("state"), default=16), groups=1,
+                      conv_kernel=get(cfg, path, key("conv"), default=4),
+                      conv_bias=flag(cfg, key("conv_bias"), True),
+                      proj_bias=flag(cfg, key("proj_bias"), False),
+                      gated_norm=False, dt_rank=rank, dt_bc_norms=dt_bc_norms)
+
+
+_MAMBA1_NAMES = {"state": "state_size", "conv": "conv_kernel", "expand": "expand",
+                 "dt_rank": "time_step_rank", "conv_bias": "use_conv_bias",
+                 "proj_bias": "use_bias", "width": "intermediate_size"}
+"""Where state-spaces' Mamba and Falcon Mamba keep their mixer's sizes (MambaConfig,
+FalconMambaConfig)."""
+
+
+def _mamba1(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
+    """A pure Mamba-1 model (Transformers' ``mamba``: state-spaces' Mamba; ``falcon_mamba``:
+    Falcon Mamba): ``num_hidden_layers`` blocks of an RMSNorm and a Mamba-1 mixer, no
+    attention and no MLP. The mixer is ``intermediate_size`` wide where the config gives it
+    (Falcon Mamba 7B's 8,192 beside an ``expand`` of 16 that Transformers does not apply),
+    else ``expand`` x hidden. Falcon Mamba's norms of the step, B and C have no weights
+    (buffers in Transformers, not parameters). The config class's defaults (5.25) fill what
+    a config leaves out; the embedding is tied unless ``tie_word_embeddings`` is false.
+    The shape's attention heads are the mixer's channels (they set how TP may split it)."""
+    cfg = {"hidden_size": 768, "num_hidden_layers": 32, "vocab_size": 50280,
+           "tie_word_embeddings": True, **cfg}
+    layers = get(cfg, path, "num_hidden_layers")
+    hidden = get(cfg, path, "hidden_size")
+    mamba = _mamba1_mixer(cfg, path, hidden, "", _MAMBA1_NAMES, dt_bc_norms=False)
+    fields = decoder_fields({**cfg, "num_key_value_heads": mamba.heads}, path, label, layers,
+                            mamba.heads)
+    fields.update(head_dim=1, context_window=0)
+    return TransformerShape(**fields, ffn_hidden=0, ffn_kind=FfnKind.SWIGLU,
+                            position=Position.NONE, hybrid_pattern="M" * layers, mamba=mamba)
+
+
+_JAMBA_DEFAULTS: dict[str, Any] = {
+    "vocab_size": 65536, "hidden_size": 4096, "intermediate_size": 14336,
+    "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+    "max_position_embeddings": 262144, "num_experts_per_tok": 2, "num_experts": 16,
+    "expert_layer_period": 2, "expert_layer_offset": 1, "attn_layer_period": 8,
+    "attn_layer_offset": 4, "tie_word_embeddings": False}
+"""JambaConfig's defaults (Transformers 5.25, configuration_jamba.py) for the keys read here."""
+
+_JAMBA_NAMES = {"state": "d_state", "conv": "d_conv", "expand": "expand",
+                "dt_rank": "dt_rank", "conv_bias": "conv_bias", "proj_bias": "proj_bias"}
+
+
+def _jamba(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
+    """Jamba (``jamba``: AI21's Jamba v0.1, 1.5, 1.6 and 1.7, Mini and Large): each layer a
+    token mixer, attention (layer i where i mod ``attn_layer_period`` is
+    ``attn_layer_offset``; no positional encoding) or a Mamba-1 mixer (``mamba_*`` keys,
+    with RMSNorm weights over its step, B and C), then a SwiGLU MLP of ``intermediate_size``
+    or, where i mod ``expert_layer_period`` is ``expert_layer_offset``, the top
+    ``num_experts_per_tok`` of ``num_experts`` experts of that width (a router without
+    bias); an RMSNorm before each. Read as blocks, two a layer: the mixer (M or *) and the
+    MLP (-) or experts (E). As Transformers' JambaModel builds it (5.25), whose config
+    class's defaults fill what a config leaves out (``_JAMBA_DEFAULTS``)."""
+    cfg = {**_JAMBA_DEFAULTS, **cfg}
+    if cfg.get("num_key_value_heads") is None:
+        cfg["num_key_value_heads"] = cfg["num_attention_heads"]
+    layers = get(cfg, path, "num_hidden_layers")
+    heads = get(cfg, path, "num_attention_heads")
+    fields = decoder_fields(cfg, path, label, 2 * layers, heads)
+    periods = {}
+    for kind in ("attn", "expert"):
+        period = get(cfg, path, f"{kind}_layer_period")
+        if period < 1:
+            raise GpuarchError(f"{path}: {kind}_layer_period: expected an integer >= 1, got "
+                               f"{period}")
+        offset = get(cfg, path, f"{kind}_layer_offset")
+        if not 0 <= offset < period:
+            raise GpuarchError(f"{path}: {kind}_layer_offset: expected 0 to "
+                               f"{kind}_layer_period - 1 ({period - 1}), got {offset}")
+        periods[kind] = (period, offset)
+    experts = get(cfg, path, "num_experts")
+    (a_period, a_offset), (e_period, e_offset) = periods["attn"], periods["expert"]
+    pattern = "".join(("*" if i % a_period == a_offset else "M")
+                      + ("E" if experts > 1 and i % e_period == e_offset else "-")
+                      for i in range(layers))
+    mamba = _mamba1_mixer(cfg, path, fields["hidden"], "mamba_", _JAMBA_NAMES,
+                          dt_bc_norms=True) if "M" in pattern else None
+    width = get(cfg, path, "intermediate_size")
+    moe = {"experts": experts,
+           "experts_per_token": get(cfg, path, "num_experts_per_tok"),
+           "moe_ffn_hidden": width} if "E" in pattern else {}
+    return TransformerShape(
+        **fields,
+        ffn_hidden=width,
+        ffn_kind=FfnKind.SWIGLU,
+        position=Position.NONE,
+        hybrid_pattern=pattern,
+        mamba=mamba,
+        **moe,
+    )
+
+
 LAYER_KIND_FAMILIES = {"gemma4_text": _gemma4, "mimo_v2_flash": _mimo_v2_flash,
                        "nemotron-nas": _nemotron_nas, "minimax_m3": _minimax_m3,
                        "minimax_m3_vl": _minimax_m3, "kimi_linear": _kimi_linear,
-                       "step3p7": _step3p7, "step3p5": _step3p7, "falcon_h1": _falcon_h1}
+                       "step3p7": _step3p7, "step3p5": _step3p7, "falcon_h1": _falcon_h1,
+                       "mamba": _mamba1, "falcon_mamba": _mamba1, "jamba": _jamba}
 """The model_types read here, and their readers."""
 
 

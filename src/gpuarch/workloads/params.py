@@ -259,11 +259,22 @@ def mamba_params(s: TransformerShape) -> int:
     projection (Transformers' Qwen3NextGatedDeltaNet). Kimi Delta Attention: the q, k, v
     and beta projections and the gates' low-rank halves, their up-projections, the
     convolution's taps, dt_bias a channel and A_log a head, the gated norm's head-wide
-    weight and the output projection (Transformers' KimiLinearDeltaAttention). 0 without
-    such blocks."""
+    weight and the output projection (Transformers' KimiLinearDeltaAttention). Mamba-1: the
+    input projection (x and z), the convolution's taps and bias over x, x_proj (to the
+    step's rank, B and C), dt_proj and its bias, A_log a channel and state element, D a
+    channel, Jamba's three norm weights and the output projection (Transformers'
+    MambaMixer, JambaMambaMixer). 0 without such blocks."""
     m = s.mamba
     if m is None:
         return 0
+    if m.selective:
+        proj = s.hidden * m.in_proj_width + m.inner * s.hidden \
+            + m.inner * m.x_proj_width + m.dt_rank * m.inner + m.inner
+        if m.proj_bias:
+            proj += m.in_proj_width + s.hidden
+        conv = m.inner * m.conv_kernel + (m.inner if m.conv_bias else 0)
+        return proj + conv + m.inner * m.state + m.inner \
+            + (m.x_proj_width if m.dt_bc_norms else 0)
     proj = s.hidden * m.in_proj_width + m.inner * s.hidden + m.low_rank_width * m.gate_up_width
     if m.proj_bias:
         proj += m.in_proj_width + s.hidden

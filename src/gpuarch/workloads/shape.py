@@ -257,11 +257,12 @@ each character is one block with its own pre-norm and residual. A model's recurr
 are all of one kind, its ``MambaShape.kind``."""
 
 MIXER_KINDS = {"mamba2": "Mamba-2", "gated_delta": "Gated DeltaNet",
-               "kda": "Kimi Delta Attention"}
+               "kda": "Kimi Delta Attention", "mamba1": "Mamba-1"}
 """The recurrent mixers a hybrid model's "M" blocks can be, and their names: Mamba-2's
 state-space duality (Nemotron-H, Granite 4.0), the gated delta rule (Yang et al., "Gated
 Delta Networks", ICLR 2025: Qwen3-Next, Qwen3.5) and its refinement with a decay per
-channel rather than per head (Kimi Team, "Kimi Linear", arXiv 2510.26692: Kimi Linear)."""
+channel rather than per head (Kimi Team, "Kimi Linear", arXiv 2510.26692: Kimi Linear), and
+Mamba-1's selective scan (Gu and Dao, "Mamba", arXiv 2312.00752: Jamba, Falcon Mamba)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -290,7 +291,17 @@ class MambaShape:
     bias; beta, one a head; the decay and the output gate each a low-rank pair, hidden to
     one head's width (the same on every tensor-parallel GPU, as vLLM runs them) and back up
     to the inner width; dt_bias a channel and A_log a head; the gated RMSNorm's one
-    head-wide weight; the output projection."""
+    head-wide weight; the output projection.
+
+    Mamba-1 (Jamba, Falcon Mamba, state-spaces' Mamba): every channel of the inner width has
+    its own state of ``state`` elements and its own step, so the shape holds it as ``heads``
+    = the inner width, ``head_dim`` 1 and one group (B and C, computed from each token, are
+    shared by every channel). Weights (Transformers' MambaMixer, JambaMambaMixer): the input
+    projection to x and z; the convolution's taps over x (and bias); x_proj from x to the
+    step's ``dt_rank`` low-rank input and B and C, no bias; dt_proj from that rank to a step a
+    channel, with bias; A_log (a channel x ``state``) and D a channel; with ``dt_bc_norms``
+    (Jamba) an RMSNorm weight over the step's rank and over B and C each; the output
+    projection. No gated norm: the gate z is applied in the scan."""
 
     heads: int
     head_dim: int
@@ -306,17 +317,34 @@ class MambaShape:
     # Mamba-2's gated RMSNorm over the inner width before the output projection; Falcon-H1
     # builds it only with mamba_rms_norm (the gate itself still applies)
     gated_norm: bool = True
+    # Mamba-1: the step's low rank (x_proj's first outputs, dt_proj's inputs), and whether
+    # the step, B and C each pass an RMSNorm with a weight (Jamba's dt/b/c_layernorm)
+    dt_rank: int = 0
+    dt_bc_norms: bool = False
 
     def __post_init__(self) -> None:
         for name in ("heads", "head_dim", "state", "groups", "conv_kernel"):
             _positive(f"mamba.{name}", getattr(self, name))
+        _positive("mamba.dt_rank", self.dt_rank, minimum=0)
+        if self.kind == "mamba1":
+            if self.head_dim != 1 or self.groups != 1 or self.gated_norm:
+                raise GpuarchError(
+                    f"mamba.head_dim / mamba.groups / mamba.gated_norm: a Mamba-1 mixer is "
+                    f"held as one-channel heads in one group with no gated norm, got "
+                    f"{self.head_dim}, {self.groups}, {self.gated_norm}")
+            if self.dt_rank < 1:
+                raise GpuarchError(f"mamba.dt_rank: a Mamba-1 mixer needs its step's rank "
+                                   f"(>= 1), got {self.dt_rank}")
+        elif self.dt_rank or self.dt_bc_norms:
+            raise GpuarchError("mamba.dt_rank / mamba.dt_bc_norms: a Mamba-1 mixer's "
+                               "(kind \"mamba1\")")
         if self.kind not in MIXER_KINDS:
             raise GpuarchError(f"mamba.kind: expected one of {', '.join(MIXER_KINDS)}, got "
                                f"{self.kind!r}")
         if self.heads % self.groups:
             raise GpuarchError(f"mamba.groups: {self.groups} must divide mamba.heads "
                                f"{self.heads}")
-        if not self.gated_norm and self.kind != "mamba2":
+        if not self.gated_norm and self.kind not in ("mamba2", "mamba1"):
             raise GpuarchError("mamba.gated_norm: only a Mamba-2 mixer goes without its "
                                "gated norm")
         if self.full_rank_gate and self.kind != "kda":
@@ -339,6 +367,18 @@ class MambaShape:
         return self.kind in ("gated_delta", "kda")
 
     @property
+    def selective(self) -> bool:
+        """Whether the mixer is Mamba-1's (a selective scan a channel, B and C from x_proj)."""
+        return self.kind == "mamba1"
+
+    @property
+    def x_proj_width(self) -> int:
+        """Mamba-1's x_proj outputs, the step's low-rank input and B and C, which every
+        tensor-parallel GPU holds whole (vLLM's MambaMixer: a row-parallel x_proj, its output
+        all-reduced); 0 for the other mixers."""
+        return self.dt_rank + 2 * self.state if self.selective else 0
+
+    @property
     def kda(self) -> bool:
         """Whether the mixer is Kimi Delta Attention (a decay per channel, low-rank gates)."""
         return self.kind == "kda"
@@ -356,14 +396,19 @@ class MambaShape:
 
     @property
     def conv_width(self) -> int:
-        """Channels the convolution runs over: x, B and C."""
+        """Channels the convolution runs over: x, B and C (Mamba-1's: x alone)."""
+        if self.selective:
+            return self.inner
         return self.inner + 2 * self.groups * self.state
 
     @property
     def in_proj_width(self) -> int:
         """The input projection's outputs: z, then x, B and C (q, k, v), then one dt per
         head (a Gated DeltaNet's beta and a, two). Kimi Delta Attention's: q, k and v, beta
-        a head and the two gates' low-rank halves (``low_rank_width`` each)."""
+        a head and the two gates' low-rank halves (``low_rank_width`` each). Mamba-1's: x
+        and z."""
+        if self.selective:
+            return 2 * self.inner
         if self.kda:
             return (self.conv_width + self.heads + self.replicated_in_proj
                     + (self.inner if self.full_rank_gate else 0))
@@ -379,7 +424,9 @@ class MambaShape:
     def in_proj_per_gpu(self, tp: Any) -> Any:
         """The input projection's outputs on one of ``tp`` tensor-parallel GPUs: split but
         for Kimi Delta Attention's low-rank gate halves, which every GPU computes whole, and
-        a single B/C group's (``groups_per_gpu``)."""
+        a single B/C group's (``groups_per_gpu``); Mamba-1's x and z split evenly."""
+        if self.selective:
+            return self.in_proj_width // tp
         low_rank = self.replicated_in_proj
         bc = 2 * self.groups * self.state
         return (self.in_proj_width - low_rank - bc) // tp + low_rank \
@@ -396,12 +443,18 @@ class MambaShape:
 
     def conv_per_gpu(self, tp: Any) -> Any:
         """Channels the convolution runs over on one of ``tp`` GPUs: x split, B and C as
-        ``groups_per_gpu`` has them."""
+        ``groups_per_gpu`` has them (Mamba-1's: its share of x)."""
+        if self.selective:
+            return self.inner // tp
         return self.inner // tp + 2 * self.groups_per_gpu(tp) * self.state
 
     def replicated_params(self, tp: Any, hidden: int) -> Any:
         """A mixer's weights each of ``tp`` GPUs holds beyond its even share: a single B/C
-        group's input projection rows and convolution taps (and bias) when ``tp`` > 1."""
+        group's input projection rows and convolution taps (and bias) when ``tp`` > 1.
+        Mamba-1's split evenly (its x_proj by input, dt_proj by output; the three small
+        norms' weights, whole on each GPU, are not counted here)."""
+        if self.selective:
+            return 0.0
         extra = 2 * self.state * (self.groups_per_gpu(tp) - self.groups / tp)
         return extra * (hidden + self.conv_kernel + (1 if self.conv_bias else 0))
 
@@ -937,8 +990,14 @@ class TransformerShape:
         and B/C groups evenly, as Megatron-Core splits them, or with ``one_group_whole``
         (the serving engines) hold a single group whole each (``groups_per_gpu``); ``flag``
         and ``what`` name the setting in the message. Nothing to check without Mamba-2
-        blocks."""
+        blocks. A Mamba-1 mixer splits its channels (``heads``) alone, B and C whole on
+        every GPU."""
         m = self.mamba
+        if m is not None and m.selective:
+            if m.inner % ways:
+                raise GpuarchError(f"{flag}: {what} must divide the {m.label} inner width "
+                                   f"({m.inner}) of {self.name}")
+            return
         whole = one_group_whole and m is not None and m.groups == 1 and not m.gated_delta
         if m is not None and (m.heads % ways or (m.groups % ways and not whole)):
             heads, groups = ("value heads", "key heads") if m.gated_delta else \
@@ -1091,6 +1150,22 @@ class TransformerShape:
         if not self.kv_shared_layers:
             return 0
         return self.kv_shared_layers - self.kv_shared_full if window else self.kv_shared_full
+
+    def check_head_split(self, tp: int) -> None:
+        """Raise unless ``tp`` divides the query heads (the full-attention layers' too, where
+        they have their own) and compressed attention's output groups; a model without
+        attention whose Mamba-1 mixers stand in the heads' place is named by their
+        channels."""
+        for heads in sorted({self.heads, self.full_heads}):
+            if heads % tp:
+                what = (f"{heads} channels of its Mamba-1 mixers"
+                        if not self.attention_layers and self.mamba is not None
+                        and self.mamba.selective else f"{heads} heads"
+                        + (" of the full-attention layers" if heads != self.heads else ""))
+                raise GpuarchError(f"--tp: {tp} does not divide the {what}")
+        if self.compressed is not None and self.compressed.o_groups % tp:
+            raise GpuarchError(f"--tp: {tp} does not divide the {self.compressed.o_groups} "
+                               "output groups (o_groups) of compressed attention")
 
     def check_mlp_split(self, tp: int) -> None:
         """Raise unless ``tp`` divides every dense MLP's inner width, as a column-parallel
