@@ -278,6 +278,12 @@ CONFIGS: dict[str, dict[str, Any]] = {
     "falcon_mamba": {"model_type": "falcon_mamba", "hidden_size": 1024,
                      "intermediate_size": 2048, "num_hidden_layers": 4, "state_size": 16,
                      "time_step_rank": 64, "vocab_size": 32000, "tie_word_embeddings": False},
+    # lightning attention beside softmax attention, experts in every layer (MiniMax-01)
+    "minimax": {"model_type": "minimax", "hidden_size": 1024, "intermediate_size": 2048,
+                "num_hidden_layers": 4, "num_attention_heads": 16, "num_key_value_heads": 4,
+                "head_dim": 64, "num_local_experts": 8, "num_experts_per_tok": 2,
+                "vocab_size": 32000, "block_size": 256,
+                "layer_types": ["linear_attention"] * 3 + ["full_attention"]},
     "mistral3": {"model_type": "mistral3",
                  "text_config": {"model_type": "mistral", "hidden_size": 5120,
                                  "intermediate_size": 32768, "num_hidden_layers": 40,

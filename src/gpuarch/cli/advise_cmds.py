@@ -197,6 +197,7 @@ def cmd_advise_train(args: argparse.Namespace) -> int:
 def cmd_advise_infer(args: argparse.Namespace) -> int:
     from gpuarch.advise.infer import InferenceSearch, advise_inference
     from gpuarch.advise.train import Objective
+    from gpuarch.estimate.mamba import default_state_precision
     from gpuarch.report.advise_text import render_inference_advice
 
     if args.cpu_offload_gb:
@@ -233,7 +234,7 @@ def cmd_advise_infer(args: argparse.Namespace) -> int:
         prefill_gpus=prefill_keys,
         cuda_graph_batch_sizes=args.cuda_graph_batch_sizes,
         cuda_graph_max_context=args.cuda_graph_max_context,
-        ssm_state_precision=args.ssm_state_precision or InferenceSearch.ssm_state_precision,
+        ssm_state_precision=args.ssm_state_precision or default_state_precision(shape),
         fp8_scaling=args.fp8_scaling, engine=args.engine or args.launch or "", **checkpoint)
     after = None if traffic is None else _simulated(catalog, shape, search, traffic)
     return _answer(args, lambda: advise_inference(catalog, shape, search,

@@ -601,6 +601,7 @@ def cmd_infer(args: argparse.Namespace) -> int:
         InferenceConfig,
         fp8_scaling_of,
     )
+    from gpuarch.estimate.mamba import default_state_precision
     from gpuarch.estimate.remedies import serving_remedies
     from gpuarch.perf.kv_formats import kv_cache_run
     from gpuarch.perf.quant import (
@@ -684,7 +685,7 @@ def cmd_infer(args: argparse.Namespace) -> int:
         fp8_scaling=args.fp8_scaling or fp8_scaling_of(
             checkpoint is not None and checkpoint.fp8_blocks),
         adp_balance=args.adp_balance,
-        ssm_state_precision=args.ssm_state_precision or InferenceConfig.ssm_state_precision,
+        ssm_state_precision=args.ssm_state_precision or default_state_precision(shape),
         cached_prefix=args.cached_prefix, cuda_graph_batch_sizes=args.cuda_graph_batch_sizes,
         cuda_graph_max_context=args.cuda_graph_max_context,
         cpu_offload_gib=args.cpu_offload_gb,

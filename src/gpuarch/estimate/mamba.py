@@ -4,7 +4,9 @@ prefill run over every token, the one-token state update a decode step runs per 
 and the state a sequence holds between steps. The two share their structure (a convolution
 over the inputs, a chunked linear recurrence with a per-head matrix state, a gated norm,
 the projections) and differ in the scan's arithmetic (``mamba_scan_flops``,
-``mamba_scan_bytes``). Mamba-1 (Jamba, Falcon Mamba) has the convolution and the state
+``mamba_scan_bytes``); lightning attention (MiniMax-Text-01, MiniMax-M1) is Mamba-2's
+algorithm with a fixed decay a head and no convolution, priced as such over its blocks.
+Mamba-1 (Jamba, Falcon Mamba) has the convolution and the state
 update too, but its scan is elementwise, a state a channel on the CUDA cores
 (``selective_scan_costs``), and two small projections (x_proj, dt_proj) sit between the
 convolution and the scan.
@@ -25,12 +27,11 @@ from gpuarch.workloads.flops import MAMBA_SCAN_FLOPS_PER_STATE
 from gpuarch.workloads.shape import MambaShape, TransformerShape
 
 __all__ = ["DEFAULT_SSM_STATE", "GDN_BACKWARD_CHAINS", "GDN_CHUNK", "MAMBA_CHUNK",
-           "MAMBA_SERVING_STATE_BYTES", "SSM_STATE_BYTES", "gated_delta_glue_elements",
-           "gated_delta_scan_bytes", "gated_delta_scan_flops",
+           "MAMBA_SERVING_STATE_BYTES", "SSM_STATE_BYTES", "default_state_precision",
+           "gated_delta_glue_elements", "gated_delta_scan_bytes", "gated_delta_scan_flops",
            "hybrid_state_bytes", "mamba_decode_ops", "mamba_input_projections",
-           "mamba_mixer_ops", "mamba_ops",
-           "mamba_scan_bytes", "mamba_scan_flops", "mamba_state_bytes",
-           "selective_scan_costs", "x_proj_reduce_bytes"]
+           "mamba_mixer_ops", "mamba_ops", "mamba_scan_bytes", "mamba_scan_flops",
+           "mamba_state_bytes", "selective_scan_costs", "x_proj_reduce_bytes"]
 
 MAMBA_CHUNK = 128
 """Tokens per chunk of Mamba-2's chunked scan (SSD): Megatron-Core's MambaMixer default
@@ -51,6 +52,14 @@ DEFAULT_SSM_STATE = "fp32"
 
 MAMBA_SERVING_STATE_BYTES = SSM_STATE_BYTES[DEFAULT_SSM_STATE]
 """Its bytes per element."""
+
+
+def default_state_precision(shape: TransformerShape) -> str:
+    """The recurrent state's format an engine keeps for ``shape`` unless told: the model's 16
+    bits for lightning attention (vLLM's MambaStateDtypeCalculator.
+    linear_attention_state_dtype takes the model's dtype and refuses float32 for MiniMax),
+    else ``DEFAULT_SSM_STATE``."""
+    return "bf16" if shape.mamba is not None and shape.mamba.lightning else DEFAULT_SSM_STATE
 
 
 def mamba_ops(s: TransformerShape, tp: Any, tokens: Num, element: float,
@@ -131,13 +140,15 @@ def mamba_mixer_ops(m: MambaShape, tp: Any, tokens: Num, element: float,
     scan (``selective_scan_costs``) at the roofline's rate (no timing of its kernels is in
     the validation data), the gate applied inside it, no norm."""
     conv = 1.0 * tokens * m.conv_per_gpu(tp) * element
-    conv_op = Elementwise(2 * conv, name="mamba_conv",
-                          backward=Elementwise(5 * conv, name="mamba_conv", mamba_kernel=True,
-                                               mamba_backward=True),
-                          mamba_kernel=True)
+    # (lightning attention has no convolution)
+    conv_op: list[Op] = [Elementwise(
+        2 * conv, name="mamba_conv",
+        backward=Elementwise(5 * conv, name="mamba_conv", mamba_kernel=True,
+                             mamba_backward=True),
+        mamba_kernel=True)] if m.conv_kernel else []
     if m.selective:
         f_bytes, b_bytes, f_flops, b_flops = selective_scan_costs(m, tp, element)
-        return [conv_op,
+        return [*conv_op,
                 Elementwise(tokens * f_bytes, tokens * f_flops, name="mamba_scan",
                             backward=Elementwise(tokens * b_bytes, tokens * b_flops,
                                                  name="mamba_scan"))]
@@ -152,7 +163,7 @@ def mamba_mixer_ops(m: MambaShape, tp: Any, tokens: Num, element: float,
                                             chain_steps=GDN_BACKWARD_CHAINS * chain),
                        mamba_kernel=True, gated_delta=m.gated_delta, chain_steps=chain)
     norm = 2.0 * tokens * (m.inner // tp) * element
-    return [conv_op,
+    return [*conv_op,
             scan,
             Elementwise(norm, name="mamba_norm", mamba_kernel=True,
                         backward=Elementwise(2 * norm, name="mamba_norm", mamba_kernel=True,
@@ -183,8 +194,8 @@ def mamba_decode_ops(m: MambaShape, tp: Any, seqs: Num, element: float,
     # Kimi Delta Attention also reads its decay, and Mamba-1 its step, a channel each
     io = 1.0 * seqs * t * ((4 if m.kda or m.selective else 3) * inner
                            + 2 * m.groups_per_gpu(tp) * m.state) * element
-    ops: list[Op] = [Elementwise(conv, name="mamba_conv"),
-                     Elementwise(state + io, name="mamba_scan")]
+    ops: list[Op] = [Elementwise(conv, name="mamba_conv")] if m.conv_kernel else []
+    ops.append(Elementwise(state + io, name="mamba_scan"))
     if not m.selective:  # Mamba-1 gates inside the update and has no norm
         ops.append(Elementwise(2.0 * seqs * t * inner * element, name="mamba_norm"))
     return ops
@@ -205,7 +216,7 @@ def mamba_state_bytes(m: MambaShape, tp: Any, element: float,
     """Bytes one sequence holds per Mamba-2 block on one of ``tp`` GPUs between steps,
     whatever its length: the convolution's last conv_kernel - 1 inputs over x, B and C, and
     the recurrent state, heads x head_dim x state."""
-    conv = (m.conv_kernel - 1) * m.conv_per_gpu(tp) * element
+    conv = max(0, m.conv_kernel - 1) * m.conv_per_gpu(tp) * element
     return conv + (m.heads // tp) * m.head_dim * m.state * state_element
 
 
@@ -267,12 +278,14 @@ def mamba_scan_flops(m: MambaShape, tp: Any, chunk: int = MAMBA_CHUNK) -> tuple[
     backward (the SSD algorithm, Dao and Gu 2024, section 6, as mamba_ssm's kernels run it
     over chunks of ``chunk`` tokens Q, ``state`` N, ``head_dim`` P): forward, C B^T
     per group (2QN), the chunk's own outputs (2QP a head), the chunk states (2NP) and the
-    outputs from the passed states (2NP); backward, C B^T and the chunk states again, then
+    outputs from the passed states (2NP); lightning attention, the same algorithm with a
+    fixed decay, over its blocks (``MambaShape.block``: Q K^T a head, a group a head);
+    backward, C B^T and the chunk states again, then
     the gradients of the outputs' two products (2QP + 2NP ... six 2NP products and two 2QP
     ones a head in all) and C B^T's gradient back to B and C (two more 2QN a group)."""
     if m.gated_delta:
         return gated_delta_scan_flops(m, tp)
-    q, n, p = chunk, m.state, m.head_dim
+    q, n, p = m.block or chunk, m.state, m.head_dim
     groups, heads = m.groups_per_gpu(tp), m.heads // tp
     forward = groups * 2 * q * n + heads * (2 * q * p + 4 * n * p)
     backward = 3 * groups * 2 * q * n + heads * (4 * q * p + 12 * n * p)
@@ -286,7 +299,8 @@ def mamba_scan_bytes(m: MambaShape, tp: Any, element: float) -> tuple[Any, Any]:
     the kernels write FP32). Per token: x and z are ``inner`` wide, B and C together
     2 x groups x state, dt and its cumulative sum one each per head (FP32), each chunk's
     state heads x head_dim x state over ``MAMBA_CHUNK`` tokens, and B C^T groups x
-    ``MAMBA_CHUNK``.
+    ``MAMBA_CHUNK`` (lightning attention: q, k, v, its output gate, its decays standing for
+    dt, over blocks of ``MambaShape.block``).
 
     Forward: the cumulative sum (reads dt, writes two FP32); the chunk states (read x, B
     and those, write the states in FP32); the state passing (reads them, writes them in 16
@@ -305,11 +319,12 @@ def mamba_scan_bytes(m: MambaShape, tp: Any, element: float) -> tuple[Any, Any]:
     if m.gated_delta:
         return gated_delta_scan_bytes(m, tp, element)
     f = 4.0  # FP32
+    chunk = m.block or MAMBA_CHUNK
     inner = m.inner // tp
     bc = 2 * m.groups_per_gpu(tp) * m.state
     heads = m.heads // tp
-    state = heads * m.head_dim * m.state / MAMBA_CHUNK
-    products = m.groups_per_gpu(tp) * MAMBA_CHUNK * f
+    state = heads * m.head_dim * m.state / chunk
+    products = m.groups_per_gpu(tp) * chunk * f
     forward = ((5 * inner + 2 * bc) * element + heads * (element + 6 * f)
                + state * (2 * f + 2 * element) + 2 * products)
     backward = ((13 * inner + 5.5 * bc) * element + heads * (element + 15 * f)

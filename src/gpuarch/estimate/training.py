@@ -623,7 +623,12 @@ def _add_kernel_notes(assumptions: dict[str, Any], shape: TransformerShape, prod
             "is in the validation data), the small x_proj and dt_proj as GEMMs and x_proj's "
             "output all-reduced over TP"
             if shape.mamba.selective else
-            f"{label} blocks: the chunked scan's products at {eff.mamba_scan:g} of the 16-bit "
+            f"{label} blocks: " + ("priced as Mamba-2's chunked scan of their sizes over "
+                                   f"blocks of {shape.mamba.block} (the same algorithm with a "
+                                   "fixed decay a head; no timing of the lightning kernels is "
+                                   "in the validation data), "
+                                   if shape.mamba.lightning else "")
+            + f"the chunked scan's products at {eff.mamba_scan:g} of the 16-bit "
             "peak (mamba_scan, TileOPs' measured forward scan on H200)")
         other = "other " if gated_delta or shape.mamba.selective else ""
         assumptions["mamba_kernels"] = (

@@ -653,9 +653,10 @@ class TrainingConfig:
                 "takes the pattern cut by '|' into stages)")
         if not self.pp_layout and np.max(self.pp) > 1:  # (validate checks a layout given)
             self.layout(shape)
-        if self.cp > 1 and shape.mamba is not None and shape.mamba.selective:
+        m = shape.mamba
+        if self.cp > 1 and m is not None and (m.selective or m.lightning):
             raise GpuarchError(
-                f"--cp: {shape.name}'s Mamba-1 blocks are modelled without context "
+                f"--cp: {shape.name}'s {m.label} blocks are modelled without context "
                 f"parallelism (Megatron-Core's MambaContextParallel is Mamba-2's); use --cp 1, "
                 f"got {self.cp}")
         flag, what = ("--tp", str(self.tp)) if self.cp == 1 else \

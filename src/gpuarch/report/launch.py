@@ -93,11 +93,11 @@ def megatron_launch(shape: Any, cfg: Any) -> Launch:
                            "variant, not the MambaModel this command writes; its launch "
                            "command is not written here (run without --launch for the "
                            "estimate)")
-    if shape.mamba is not None and shape.mamba.selective:
-        raise GpuarchError(f"--launch: {shape.name} has Mamba-1 blocks, which Megatron-LM's "
-                           "MambaModel does not build (its mixer is Mamba-2's); its launch "
-                           "command is not written here (run without --launch for the "
-                           "estimate)")
+    if shape.mamba is not None and (shape.mamba.selective or shape.mamba.lightning):
+        raise GpuarchError(f"--launch: {shape.name} has {shape.mamba.label} blocks, which "
+                           "Megatron-LM's MambaModel does not build (its mixer is Mamba-2's); "
+                           "its launch command is not written here (run without --launch for "
+                           "the estimate)")
     info = engine_info("megatron")
     f = info["flags"]
     notes = [f"data, tokenizer (a vocabulary of {shape.vocab:,}), optimizer, learning-rate "
@@ -624,13 +624,14 @@ def serving_launch(engine: str, shape: Any, cfg: Any, model: str, batch: int,
         notes.append("the estimate batched statically, a benchmark mode; servers batch in "
                      "flight (estimate with --batching continuous)")
     from gpuarch.estimate.inference_config import engine_of
-    from gpuarch.estimate.mamba import DEFAULT_SSM_STATE
+    from gpuarch.estimate.mamba import default_state_precision
 
-    if shape.mamba is not None and cfg.ssm_state_precision != DEFAULT_SSM_STATE:
+    if shape.mamba is not None and cfg.ssm_state_precision != default_state_precision(shape):
         notes.append(f"the {shape.mamba.label} state in {cfg.ssm_state_precision} is an "
                      "engine setting "
                      "not emitted (vLLM --mamba-ssm-cache-dtype, SGLang --mamba-ssm-dtype; "
-                     "both keep NVIDIA's hybrids' state in FP32 by default)")
+                     "both keep NVIDIA's hybrids' state in FP32 by default, vLLM "
+                     "MiniMax's lightning attention state in the model's 16 bits)")
 
     if moe and engine_of(cfg.moe_kernels) != engine:  # --moe-kernels names the engines
         notes.append(f"the estimate charged {cfg.moe_kernels}'s MoE kernels; "

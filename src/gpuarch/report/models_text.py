@@ -115,6 +115,11 @@ def render_preset(p: Preset) -> str:
             lines.append(f"  Gated Delta   {mb.heads} value heads of {mb.head_dim}, {mb.groups} "
                          f"query/key heads of {mb.state} (a {mb.state} x {mb.head_dim} state "
                          f"per value head), convolution of {mb.conv_kernel}")
+        elif s.mamba is not None and s.mamba.lightning:
+            mb = s.mamba
+            lines.append(f"  Lightning     {mb.heads} heads of {mb.head_dim} (a {mb.state} x "
+                         f"{mb.head_dim} state each, a fixed decay a head), blocks of "
+                         f"{mb.block}, an output gate")
         elif s.mamba is not None and s.mamba.selective:
             mb = s.mamba
             lines.append(f"  Mamba-1       {mb.inner} channels, a state of {mb.state} each, "

@@ -272,7 +272,8 @@ def mamba_forward_flops_per_token(s: TransformerShape) -> float:
     projection its own (q, k, v, beta and the gates' low-rank halves) and its gates'
     up-projections beside. Mamba-1 (the selective scan Megatron-LM's count was written
     for): its input, x_proj, dt_proj and output projections at 2 FLOP per weight, and the
-    scan. 0 without such blocks."""
+    scan. Lightning attention (which Megatron-LM does not count) as linear attention: its
+    projections and two products of each head's state a token. 0 without such blocks."""
     m = s.mamba
     if m is None:
         return 0.0
@@ -285,6 +286,8 @@ def mamba_forward_flops_per_token(s: TransformerShape) -> float:
     if m.gated_delta:
         return projections + 2.0 * (m.conv_kernel * m.conv_width
                                     + 4 * m.heads * m.head_dim * m.state)
+    if m.lightning:  # the state's update (K^T V) and the output (Q S), a head
+        return projections + 2.0 * 2 * m.heads * m.head_dim * m.state
     return projections + MAMBA_SCAN_FLOPS_PER_STATE * m.inner * m.state
 
 

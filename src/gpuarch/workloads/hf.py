@@ -81,7 +81,7 @@ _GATED_DELTA = {"qwen3_next", "qwen3_5_text", "qwen3_5_moe_text"}  # Gated Delta
 # the families hf_layer_kinds reads (its LAYER_KIND_FAMILIES)
 _LAYER_KINDS = {"gemma4_text", "mimo_v2_flash", "nemotron-nas", "minimax_m3", "minimax_m3_vl",
                 "kimi_linear", "step3p7", "step3p5", "falcon_h1", "mamba", "falcon_mamba",
-                "jamba"}
+                "jamba", "minimax", "minimax_text_01", "minimax_m1"}
 # the families read by readers of their own; with the table's (data/hf_families.toml, read
 # by hf_families.py, loaded only when a config is read) they are supported_model_types()
 _OWN_READERS = frozenset(_LLAMA_LIKE | _LLAMA4 | _GEMMA | _GATED_DELTA | _LAYER_KINDS
@@ -113,7 +113,9 @@ _ARCHITECTURES = {
     "Gemma4ForCausalLM": "gemma4_text", "MiMoV2FlashForCausalLM": "mimo_v2_flash",
     "DeciLMForCausalLM": "nemotron-nas", "MiniMaxM3ForCausalLM": "minimax_m3",
     "FalconH1ForCausalLM": "falcon_h1", "MambaForCausalLM": "mamba",
-    "FalconMambaForCausalLM": "falcon_mamba", "JambaForCausalLM": "jamba"}
+    "FalconMambaForCausalLM": "falcon_mamba", "JambaForCausalLM": "jamba",
+    "MiniMaxForCausalLM": "minimax", "MiniMaxText01ForCausalLM": "minimax_text_01",
+    "MiniMaxM1ForCausalLM": "minimax_m1"}
 
 
 def _table() -> dict[str, Any]:

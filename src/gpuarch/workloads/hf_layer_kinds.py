@@ -874,11 +874,74 @@ def _jamba(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
     )
 
 
+_MINIMAX_DEFAULTS: dict[str, Any] = {
+    "vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 14336,
+    "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+    "max_position_embeddings": 131072, "num_experts_per_tok": 2, "num_local_experts": 8,
+    "block_size": 256, "tie_word_embeddings": False}
+"""MiniMaxConfig's defaults (Transformers 5.25, configuration_minimax.py) for the keys read
+here."""
+
+
+def _minimax(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
+    """MiniMax-Text-01 and MiniMax-M1 (``minimax``, as Transformers 5.25 builds it, and the
+    checkpoints' own ``minimax_text_01`` / ``minimax_m1`` configs, which vLLM reads): each
+    layer lightning attention (``layer_types`` "linear_attention", or ``attn_type_list`` 0)
+    or grouped-query softmax attention ("full_attention", 1; partial rotary positions, no
+    parameters), each with ``num_local_experts`` experts of ``intermediate_size`` (the top
+    ``num_experts_per_tok``, a router without bias); an RMSNorm before each. Read as two
+    blocks a layer: the mixer (M or *) and the experts (E). Lightning attention has the
+    attention's heads and head size (``head_dim``, else hidden over heads), every head its
+    own keys, computed in blocks of ``block_size``. Without a layer list, Transformers'
+    default alternates softmax and lightning layers, softmax first. The DeepNorm factors
+    (``*_alpha_factor``, ``layernorm_*_alpha``, ``postnorm``) hold no parameters. A shared
+    expert (``shared_intermediate_size``) and a sliding window are refused (neither
+    published checkpoint has one)."""
+    cfg = {**_MINIMAX_DEFAULTS, **cfg}
+    if cfg.get("num_key_value_heads") is None:
+        cfg["num_key_value_heads"] = cfg["num_attention_heads"]
+    for key in ("shared_intermediate_size", "sliding_window"):
+        if cfg.get(key):
+            raise GpuarchError(f"{path}: {key}: {cfg[key]!r} is not read (MiniMax-Text-01 "
+                               f"and MiniMax-M1 have none)"[:200])
+    layers = get(cfg, path, "num_hidden_layers")
+    heads = get(cfg, path, "num_attention_heads")
+    fields = decoder_fields(cfg, path, label, 2 * layers, heads)
+    linear = _flags_list(cfg, path, "layer_types", layers,
+                         {"linear_attention": True, _FULL: False})
+    if linear is None:
+        linear = _flags_list(cfg, path, "attn_type_list", layers, {0: True, 1: False})
+    if linear is None:
+        linear = [i % 2 == 1 for i in range(layers)]
+    pattern = "".join(("M" if k else "*") + "E" for k in linear)
+    head_dim = fields["head_dim"]
+    if not head_dim:
+        if fields["hidden"] % heads:
+            raise GpuarchError(f"{path}: head_dim: missing, and num_attention_heads {heads} "
+                               f"does not divide hidden_size {fields['hidden']}")
+        head_dim = fields["hidden"] // heads
+    mixer = MambaShape(kind="lightning", heads=heads, head_dim=head_dim, state=head_dim,
+                       groups=heads, conv_kernel=0, conv_bias=False,
+                       block=get(cfg, path, "block_size")) if "M" in pattern else None
+    return TransformerShape(
+        **fields,
+        ffn_hidden=0,
+        ffn_kind=FfnKind.SWIGLU,
+        experts=get(cfg, path, "num_local_experts", "num_experts"),
+        experts_per_token=get(cfg, path, "num_experts_per_tok"),
+        moe_ffn_hidden=get(cfg, path, "intermediate_size"),
+        hybrid_pattern=pattern,
+        mamba=mixer,
+    )
+
+
 LAYER_KIND_FAMILIES = {"gemma4_text": _gemma4, "mimo_v2_flash": _mimo_v2_flash,
                        "nemotron-nas": _nemotron_nas, "minimax_m3": _minimax_m3,
                        "minimax_m3_vl": _minimax_m3, "kimi_linear": _kimi_linear,
                        "step3p7": _step3p7, "step3p5": _step3p7, "falcon_h1": _falcon_h1,
-                       "mamba": _mamba1, "falcon_mamba": _mamba1, "jamba": _jamba}
+                       "mamba": _mamba1, "falcon_mamba": _mamba1, "jamba": _jamba,
+                       "minimax": _minimax, "minimax_text_01": _minimax,
+                       "minimax_m1": _minimax}
 """The model_types read here, and their readers."""
 
 

@@ -263,7 +263,9 @@ def mamba_params(s: TransformerShape) -> int:
     input projection (x and z), the convolution's taps and bias over x, x_proj (to the
     step's rank, B and C), dt_proj and its bias, A_log a channel and state element, D a
     channel, Jamba's three norm weights and the output projection (Transformers'
-    MambaMixer, JambaMambaMixer). 0 without such blocks."""
+    MambaMixer, JambaMambaMixer). Lightning attention: qkv_proj, the output gate, the norm
+    over the inner width and out_proj (Transformers' MiniMaxLightningAttention). 0 without
+    such blocks."""
     m = s.mamba
     if m is None:
         return 0
@@ -283,6 +285,8 @@ def mamba_params(s: TransformerShape) -> int:
         return proj + conv + m.inner + m.heads + m.head_dim
     if m.gated_delta:
         return proj + conv + 2 * m.heads + m.head_dim
+    if m.lightning:  # its decays are fixed (buffers): the norm over the inner width alone
+        return proj + m.inner
     return proj + conv + 3 * m.heads + (m.inner if m.gated_norm else 0)
 
 

@@ -257,12 +257,15 @@ each character is one block with its own pre-norm and residual. A model's recurr
 are all of one kind, its ``MambaShape.kind``."""
 
 MIXER_KINDS = {"mamba2": "Mamba-2", "gated_delta": "Gated DeltaNet",
-               "kda": "Kimi Delta Attention", "mamba1": "Mamba-1"}
+               "kda": "Kimi Delta Attention", "mamba1": "Mamba-1",
+               "lightning": "lightning attention"}
 """The recurrent mixers a hybrid model's "M" blocks can be, and their names: Mamba-2's
 state-space duality (Nemotron-H, Granite 4.0), the gated delta rule (Yang et al., "Gated
 Delta Networks", ICLR 2025: Qwen3-Next, Qwen3.5) and its refinement with a decay per
 channel rather than per head (Kimi Team, "Kimi Linear", arXiv 2510.26692: Kimi Linear), and
-Mamba-1's selective scan (Gu and Dao, "Mamba", arXiv 2312.00752: Jamba, Falcon Mamba)."""
+Mamba-1's selective scan (Gu and Dao, "Mamba", arXiv 2312.00752: Jamba, Falcon Mamba), and
+lightning attention, linear attention with a fixed decay a head computed block by block
+(MiniMax, "MiniMax-01", arXiv 2501.08313: MiniMax-Text-01, MiniMax-M1)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -301,7 +304,15 @@ class MambaShape:
     step's ``dt_rank`` low-rank input and B and C, no bias; dt_proj from that rank to a step a
     channel, with bias; A_log (a channel x ``state``) and D a channel; with ``dt_bc_norms``
     (Jamba) an RMSNorm weight over the step's rank and over B and C each; the output
-    projection. No gated norm: the gate z is applied in the scan."""
+    projection. No gated norm: the gate z is applied in the scan.
+
+    Lightning attention (MiniMax-Text-01, MiniMax-M1): ``heads`` heads of ``head_dim``, each
+    with its own keys (``groups`` = ``heads``, ``state`` = ``head_dim``) and a ``head_dim`` x
+    ``head_dim`` state decaying at a fixed rate a head, no convolution (``conv_kernel`` 0),
+    computed in blocks of ``block`` tokens. Weights (Transformers'
+    MiniMaxLightningAttention): qkv_proj (hidden to three times the inner width), the
+    output gate (hidden to the inner width: the input projection's "z"), an RMSNorm over
+    the inner width, out_proj; the decays are buffers, not parameters."""
 
     heads: int
     head_dim: int
@@ -321,11 +332,25 @@ class MambaShape:
     # the step, B and C each pass an RMSNorm with a weight (Jamba's dt/b/c_layernorm)
     dt_rank: int = 0
     dt_bc_norms: bool = False
+    # lightning attention: tokens a block of its blocked computation (0 for the others)
+    block: int = 0
 
     def __post_init__(self) -> None:
-        for name in ("heads", "head_dim", "state", "groups", "conv_kernel"):
+        for name in ("heads", "head_dim", "state", "groups"):
             _positive(f"mamba.{name}", getattr(self, name))
+        lightning = self.kind == "lightning"
+        _positive("mamba.conv_kernel", self.conv_kernel, minimum=0 if lightning else 1)
         _positive("mamba.dt_rank", self.dt_rank, minimum=0)
+        _positive("mamba.block", self.block, minimum=1 if lightning else 0)
+        if lightning and (self.groups != self.heads or self.state != self.head_dim
+                          or self.conv_kernel or self.conv_bias or not self.gated_norm):
+            raise GpuarchError(
+                f"mamba.groups / mamba.state / mamba.conv_kernel: lightning attention has a "
+                f"key head a head, keys as wide as values, no convolution and a gated norm, "
+                f"got {self.groups} key heads of {self.state} for {self.heads} heads of "
+                f"{self.head_dim}, a convolution of {self.conv_kernel}")
+        if self.block and not lightning:
+            raise GpuarchError("mamba.block: lightning attention's (kind \"lightning\")")
         if self.kind == "mamba1":
             if self.head_dim != 1 or self.groups != 1 or self.gated_norm:
                 raise GpuarchError(
@@ -367,6 +392,11 @@ class MambaShape:
         return self.kind in ("gated_delta", "kda")
 
     @property
+    def lightning(self) -> bool:
+        """Whether the mixer is lightning attention (no convolution, a fixed decay a head)."""
+        return self.kind == "lightning"
+
+    @property
     def selective(self) -> bool:
         """Whether the mixer is Mamba-1's (a selective scan a channel, B and C from x_proj)."""
         return self.kind == "mamba1"
@@ -404,7 +434,8 @@ class MambaShape:
     @property
     def in_proj_width(self) -> int:
         """The input projection's outputs: z, then x, B and C (q, k, v), then one dt per
-        head (a Gated DeltaNet's beta and a, two). Kimi Delta Attention's: q, k and v, beta
+        head (a Gated DeltaNet's beta and a, two; lightning attention's output gate, q, k
+        and v, none). Kimi Delta Attention's: q, k and v, beta
         a head and the two gates' low-rank halves (``low_rank_width`` each). Mamba-1's: x
         and z."""
         if self.selective:
@@ -412,7 +443,8 @@ class MambaShape:
         if self.kda:
             return (self.conv_width + self.heads + self.replicated_in_proj
                     + (self.inner if self.full_rank_gate else 0))
-        return self.inner + self.conv_width + self.heads * (2 if self.gated_delta else 1)
+        steps = 2 if self.gated_delta else 0 if self.lightning else 1
+        return self.inner + self.conv_width + self.heads * steps
 
     @property
     def replicated_in_proj(self) -> int:
