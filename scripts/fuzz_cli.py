@@ -284,6 +284,11 @@ CONFIGS: dict[str, dict[str, Any]] = {
                 "head_dim": 64, "num_local_experts": 8, "num_experts_per_tok": 2,
                 "vocab_size": 32000, "block_size": 256,
                 "layer_types": ["linear_attention"] * 3 + ["full_attention"]},
+    # Bamba: Mamba-2 or attention layers by index, each with an MLP
+    "bamba": {"model_type": "bamba", "attn_layer_indices": [1], "hidden_size": 1024,
+              "intermediate_size": 2048, "num_hidden_layers": 4, "num_attention_heads": 16,
+              "num_key_value_heads": 4, "mamba_n_heads": 32, "mamba_n_groups": 2,
+              "mamba_d_state": 64, "mamba_expand": 2, "vocab_size": 32000},
     "mistral3": {"model_type": "mistral3",
                  "text_config": {"model_type": "mistral", "hidden_size": 5120,
                                  "intermediate_size": 32768, "num_hidden_layers": 40,

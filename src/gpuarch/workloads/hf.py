@@ -9,7 +9,8 @@ gpt_oss, glm4_moe (GLM-4.5 to 4.7), minimax_m2 (MiniMax-M2 and its point release
 (Phi-3, Phi-4),
 olmo2, granite, gpt2, nemotron, nemotron_h (hybrid Mamba-2, no position encoding),
 granitemoehybrid (IBM Granite 4.0: Mamba-2 or attention layers, each with a shared MLP and,
-in the MoE models, experts), mamba2 (pure Mamba-2: Mamba-Codestral), qwen3_next and
+in the MoE models, experts), bamba (IBM's Bamba: Mamba-2 or attention layers, each with an
+MLP), mamba2 (pure Mamba-2: Mamba-Codestral), qwen3_next and
 qwen3_5_text / qwen3_5_moe_text (Qwen3-Next and Qwen3.5: Gated DeltaNet or gated attention
 layers, each with an MLP or experts; the multimodal qwen3_5 / qwen3_5_moe checkpoints through
 their text_config), gemma4 / gemma4_text and mimo_v2_flash (Gemma 4 and MiMo-V2-Flash,
@@ -85,7 +86,7 @@ _LAYER_KINDS = {"gemma4_text", "mimo_v2_flash", "nemotron-nas", "minimax_m3", "m
 # the families read by readers of their own; with the table's (data/hf_families.toml, read
 # by hf_families.py, loaded only when a config is read) they are supported_model_types()
 _OWN_READERS = frozenset(_LLAMA_LIKE | _LLAMA4 | _GEMMA | _GATED_DELTA | _LAYER_KINDS
-                         | {"gpt2", "nemotron", "nemotron_h", "granitemoehybrid",
+                         | {"gpt2", "nemotron", "nemotron_h", "granitemoehybrid", "bamba",
                             "mamba2", "gptj", "gpt_neox", "falcon", "bloom", "deepseek_v4"})
 # model_types whose language model is a supported family's, read as that family: the text
 # models of Qwen2-VL, Qwen2.5-VL and Qwen3-VL (dense and MoE; their multimodal rotary
@@ -115,7 +116,7 @@ _ARCHITECTURES = {
     "FalconH1ForCausalLM": "falcon_h1", "MambaForCausalLM": "mamba",
     "FalconMambaForCausalLM": "falcon_mamba", "JambaForCausalLM": "jamba",
     "MiniMaxForCausalLM": "minimax", "MiniMaxText01ForCausalLM": "minimax_text_01",
-    "MiniMaxM1ForCausalLM": "minimax_m1"}
+    "MiniMaxM1ForCausalLM": "minimax_m1", "BambaForCausalLM": "bamba"}
 
 
 def _table() -> dict[str, Any]:
@@ -225,6 +226,8 @@ def shape_from_hf_config(path: Path, name: str | None = None) -> TransformerShap
             return _nemotron_h(cfg, path, label)
         if model_type == "granitemoehybrid":
             return _granite_hybrid(cfg, path, label)
+        if model_type == "bamba":
+            return _bamba(cfg, path, label)
         if model_type == "mamba2":
             return _mamba2(cfg, path, label)
         if model_type in _GATED_DELTA:
@@ -851,6 +854,62 @@ def _granite_hybrid(cfg: dict[str, Any], path: Path, label: str) -> TransformerS
         experts_per_token=_get(cfg, path, "num_experts_per_tok") if experts else 0,
         shared_experts=shared_width // width if experts else 0,
         moe_ffn_hidden=width,
+        hybrid_pattern=pattern,
+        mamba=mamba,
+    )
+
+
+_BAMBA_DEFAULTS: dict[str, Any] = {
+    "vocab_size": 128000, "hidden_size": 4096, "intermediate_size": 14336,
+    "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+    "max_position_embeddings": 262144, "mamba_n_heads": 128, "mamba_n_groups": 1,
+    "mamba_d_state": 256, "mamba_d_conv": 4, "mamba_expand": 2}
+"""BambaConfig's defaults (Transformers 5.25, configuration_bamba.py) for the keys read."""
+
+
+def _bamba(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
+    """IBM's Bamba (``bamba``): each layer a mixer, grouped-query attention at the indices
+    ``attn_layer_indices`` lists and a Mamba-2 mixer elsewhere, then a SwiGLU MLP of
+    ``intermediate_size``; an RMSNorm before each (Transformers' modeling_bamba.py). Read as
+    blocks, two a layer: the mixer (M or *) and the MLP (-). The mixer's head size is
+    ``mamba_d_head``, or with "auto" ``mamba_expand`` x hidden over ``mamba_n_heads``; its
+    projections carry biases with ``mamba_proj_bias``; the attention's four projections
+    with ``attention_bias``, the MLP's with ``mlp_bias``. Its partial rotary positions hold
+    no parameters. BambaConfig's defaults fill what a config leaves out."""
+    cfg = {**_BAMBA_DEFAULTS, **cfg}
+    if cfg.get("num_key_value_heads") is None:
+        cfg["num_key_value_heads"] = cfg["num_attention_heads"]
+    layers = _get(cfg, path, "num_hidden_layers")
+    hidden = _get(cfg, path, "hidden_size")
+    attention = cfg.get("attn_layer_indices") or []
+    if not isinstance(attention, list) or any(
+            not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < layers
+            for i in attention):
+        raise GpuarchError(f"attn_layer_indices: expected layer indices from 0 to {layers - 1}"
+                           f", got {attention!r}"[:200])
+    pattern = "".join(("*" if i in attention else "M") + "-" for i in range(layers))
+    heads = _get(cfg, path, "num_attention_heads")
+    fields = _decoder_fields(cfg, path, label, 2 * layers, heads)
+    mamba = None
+    if "M" in pattern:
+        if cfg.get("mamba_d_head") in (None, "auto"):
+            ssm_heads = _get(cfg, path, "mamba_n_heads")
+            width = _get(cfg, path, "mamba_expand") * hidden
+            if ssm_heads < 1 or width % ssm_heads:
+                raise GpuarchError(f"mamba_n_heads: {ssm_heads} must divide mamba_expand x "
+                                   f"hidden_size ({width})")
+            cfg = {**cfg, "mamba_d_head": width // ssm_heads}
+        mamba = _mamba_mixer(cfg, path, hidden, (
+            "mamba_n_heads", "mamba_d_head", "mamba_d_state", "mamba_n_groups",
+            "mamba_d_conv", "mamba_conv_bias", "mamba_proj_bias", "mamba_expand"))
+    bias = _flag(cfg, "attention_bias", False)
+    return TransformerShape(
+        **fields,
+        ffn_hidden=_get(cfg, path, "intermediate_size"),
+        ffn_kind=FfnKind.SWIGLU,
+        qkv_bias=bias,
+        out_bias=bias,
+        mlp_bias=_flag(cfg, "mlp_bias", False),
         hybrid_pattern=pattern,
         mamba=mamba,
     )
