@@ -289,6 +289,12 @@ CONFIGS: dict[str, dict[str, Any]] = {
               "intermediate_size": 2048, "num_hidden_layers": 4, "num_attention_heads": 16,
               "num_key_value_heads": 4, "mamba_n_heads": 32, "mamba_n_groups": 2,
               "mamba_d_state": 64, "mamba_expand": 2, "vocab_size": 32000},
+    # Granite with sliding windows, a learned sink a head and experts (a table row)
+    "granitemoe_swa": {"model_type": "granitemoe_swa", "hidden_size": 1024,
+                       "intermediate_size": 512, "shared_intermediate_size": 1024,
+                       "num_hidden_layers": 4, "num_attention_heads": 16,
+                       "num_key_value_heads": 4, "num_local_experts": 8,
+                       "num_experts_per_tok": 2, "vocab_size": 32000, "sliding_window": 256},
     "mistral3": {"model_type": "mistral3",
                  "text_config": {"model_type": "mistral", "hidden_size": 5120,
                                  "intermediate_size": 32768, "num_hidden_layers": 40,

@@ -111,6 +111,20 @@ TINY_DBRX = {"model_type": "dbrx", "d_model": 256, "n_heads": 8, "n_layers": 2,
              "attn_config": {"kv_n_heads": 2, "clip_qkv": 8.0, "rope_theta": 500000.0},
              "ffn_config": {"ffn_hidden_size": 128, "moe_num_experts": 4, "moe_top_k": 2}}
 
+# Granite with sliding windows and a learned sink a head (granite_swa, granitemoe_swa)
+TINY_GRANITE_SWA = {"model_type": "granite_swa", "hidden_size": 1024,
+                    "intermediate_size": 2048, "num_hidden_layers": 6,
+                    "num_attention_heads": 16, "num_key_value_heads": 4,
+                    "attention_bias": True, "mlp_bias": True, "vocab_size": 1000,
+                    "tie_word_embeddings": False}
+TINY_GRANITEMOE_SWA = {"model_type": "granitemoe_swa", "hidden_size": 1024,
+                       "intermediate_size": 512, "shared_intermediate_size": 1024,
+                       "num_hidden_layers": 5, "num_attention_heads": 16,
+                       "num_key_value_heads": 4, "num_local_experts": 8,
+                       "num_experts_per_tok": 2, "vocab_size": 1000,
+                       "layer_types": ["full_attention", "sliding_attention",
+                                       "sliding_attention", "full_attention",
+                                       "sliding_attention"]}
 
 
 @pytest.mark.parametrize(("cfg", "total"), [
@@ -131,6 +145,10 @@ TINY_DBRX = {"model_type": "dbrx", "d_model": 256, "n_heads": 8, "n_layers": 2,
     (TINY_HUNYUAN_MOE, 2_680_320),
     (TINY_APERTUS, 2_676_870),
     (TINY_DBRX, 1_629_440),
+    ({"model_type": "granite_swa"}, 2_144_463_840),  # GraniteSWAConfig's defaults
+    ({"model_type": "granitemoe_swa"}, 37_039_117_312),
+    (TINY_GRANITE_SWA, 55_584_864),
+    (TINY_GRANITEMOE_SWA, 93_850_704),
 ])
 def test_counts_equal_what_transformers_builds(tmp_path: Path, cfg: dict[str, Any],
                                                total: int) -> None:
@@ -158,6 +176,18 @@ def test_apertus_counted_by_hand(tmp_path: Path) -> None:
     assert s.ffn_kind is FfnKind.XIELU and s.qk_norm is QkNorm.HEAD
     layer = (2 * 256 * 256 + 2 * 256 * 128) + (64 + 64) + (2 * 256 * 1024 + 2) + 2 * 256
     assert count_params(s).total == 3 * layer + 256 + 2 * 1000 * 256 == 2_676_870
+
+
+def test_granite_swa_counted_by_hand(tmp_path: Path) -> None:
+    s = _read(tmp_path, TINY_GRANITE_SWA)
+    attention = (1024 * 1024 + 1024) + 2 * (1024 * 256 + 256) + (1024 * 1024 + 1024)
+    sinks = 16  # one a query head
+    mlp = 3 * 1024 * 2048 + 2 * 2048 + 1024  # with mlp_bias
+    norms = 2 * 1024
+    assert count_params(s).total == 6 * (attention + sinks + mlp + norms) + 1024 \
+        + 2 * 1000 * 1024
+    # all but the first of every four layers attend within the window (0 and 4 do not)
+    assert (s.sliding_window, s.sliding_layers, s.attention_sinks) == (128, 4, True)
 
 
 def test_dbrx_reads_its_nested_keys(tmp_path: Path) -> None:
@@ -229,6 +259,11 @@ def test_dots1_active_parameters(tmp_path: Path) -> None:
     ({"model_type": "seed_oss", "num_hidden_layers": 8, "sliding_window": 4096}, 0, 0),
     ({"model_type": "seed_oss", "num_hidden_layers": 4, "sliding_window": 256,
       "layer_types": ["sliding_attention", "full_attention"] * 2}, 256, 2),
+    # granite_swa: full where i % 4 == 0 (the class's default; 6 of 24, 3 of 9)
+    ({"model_type": "granite_swa", "num_hidden_layers": 24}, 128, 18),
+    ({"model_type": "granitemoe_swa", "num_hidden_layers": 9, "num_local_experts": 4,
+      "intermediate_size": 64}, 128, 6),
+    ({"model_type": "granite_swa", "num_hidden_layers": 8, "sliding_window": None}, 0, 0),
 ])
 def test_window_layers(tmp_path: Path, cfg: dict[str, Any], window: int,
                        windowed: int) -> None:
@@ -329,7 +364,8 @@ def test_read_by_architectures(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("cfg", [TINY_COHERE, TINY_GLM4, TINY_STARCODER2, TINY_AFMOE,
                                  TINY_ERNIE_INTERVAL, TINY_PHIMOE, TINY_PHI, TINY_STABLELM,
-                                 TINY_HUNYUAN_MOE, TINY_APERTUS, TINY_DBRX])
+                                 TINY_HUNYUAN_MOE, TINY_APERTUS, TINY_DBRX, TINY_GRANITE_SWA,
+                                 TINY_GRANITEMOE_SWA])
 def test_estimates_run(tmp_path: Path, cfg: dict[str, Any]) -> None:
     s = _read(tmp_path, cfg)
     gpu = CATALOG.product("h100")
@@ -357,6 +393,8 @@ def test_table_families_are_supported_and_sourced() -> None:
     ({"name": "x", "source": "y", "qkv_bias": "attention_bias"},
      r"qkv_bias: expected true, false or a list"),
     ({"name": "x", "source": "y", "windows": "pattern"}, r"needs window_pattern"),
+    ({"name": "x", "source": "y", "windows": "pattern_first"}, r"needs window_pattern"),
+    ({"name": "x", "source": "y", "sinks": 1}, r"sinks: expected true or false, got 1"),
     ({"source": "y"}, r"name: expected a non-empty string"),
     ({"name": "x", "source": "y", "keys": {"hidden_size": ""}},
      r"keys: expected a table of config key paths"),

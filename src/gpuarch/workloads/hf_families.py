@@ -83,6 +83,7 @@ def shape_of_tabled_family(model_type: str, cfg: dict[str, Any], path: Path, lab
         shared_norm=norms == 1,
         qk_norm=qk,
         attention_gate=t.attention_gate,
+        attention_sinks=t.sinks,
         sliding_window=window,
         sliding_layers=windowed if windowed != layers else 0,
         mla=mla,
@@ -132,6 +133,8 @@ def _windows(t: FamilyTraits, cfg: dict[str, Any], path: Path, layers: int
         windowed = layers
     elif t.windows == "pattern":
         windowed = layers - layers // _window_pattern(t, cfg, path)
+    elif t.windows == "pattern_first":  # the first of every pattern's layers full
+        windowed = layers - -(-layers // _window_pattern(t, cfg, path))
     elif t.windows == "no_rope":
         windowed = _nope_layers(cfg, path, layers) if flag(cfg, "use_sliding_window",
                                                            False) else 0

@@ -21,12 +21,14 @@ _CHOICES = {
     "ffn": ("swiglu", "relu2", "gelu", "xielu"),
     "norm": ("rmsnorm", "layernorm", "layernorm_weight"),
     "qk_norm": ("none", "head", "full"),
-    "windows": ("layer_types", "all", "pattern", "no_rope", "after_max_window_layers"),
+    "windows": ("layer_types", "all", "pattern", "pattern_first", "no_rope",
+                "after_max_window_layers"),
     "dense": ("none", "first_k_dense_replace", "num_dense_layers", "mlp_layer_types",
               "ernie"),
 }
 _BIAS_KEYS = ("qkv_bias", "out_bias", "mlp_bias", "lm_head_bias")
 _KEY_LISTS = ("experts_keys", "per_token_keys", "shared_keys", "refuse_true")
+_FLAGS = ("attention_gate", "sinks", "router_bias", "mla")
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,7 @@ class FamilyTraits:
     window_pattern: int = 0
     window_pattern_key: str = ""
     attention_gate: bool = False
+    sinks: bool = False
     experts_keys: tuple[str, ...] = ()  # () = hf.EXPERT_COUNT_KEYS
     per_token_keys: tuple[str, ...] = ("num_experts_per_tok",)
     shared_keys: tuple[str, ...] = ()
@@ -92,6 +95,8 @@ def _traits(model_type: str, row: Any) -> FamilyTraits:
         elif key in _CHOICES and value not in _CHOICES[key]:
             raise GpuarchError(f"{where}: {key}: expected one of {', '.join(_CHOICES[key])}, "
                                f"got {value!r}")
+        elif key in _FLAGS and not isinstance(value, bool):
+            raise GpuarchError(f"{where}: {key}: expected true or false, got {value!r}")
         elif key == "norms" and value not in (1, 2, 4):
             raise GpuarchError(f"{where}: norms: expected 1, 2 or 4, got {value!r}")
         elif key in ("defaults", "require") and not isinstance(value, dict):
@@ -105,8 +110,8 @@ def _traits(model_type: str, row: Any) -> FamilyTraits:
         if not isinstance(values.get(required), str) or not values[required]:
             raise GpuarchError(f"{where}: {required}: expected a non-empty string")
     traits = FamilyTraits(model_type=model_type, **values)
-    if traits.windows == "pattern" and traits.window_pattern < 1:
-        raise GpuarchError(f"{where}: windows \"pattern\" needs window_pattern >= 1")
+    if traits.windows in ("pattern", "pattern_first") and traits.window_pattern < 1:
+        raise GpuarchError(f"{where}: windows \"{traits.windows}\" needs window_pattern >= 1")
     return traits
 
 
