@@ -126,6 +126,16 @@ TINY_GRANITEMOE_SWA = {"model_type": "granitemoe_swa", "hidden_size": 1024,
                                        "sliding_attention", "full_attention",
                                        "sliding_attention"]}
 
+# Cohere's MoE: parallel layers, a dense prefix of its own width and window pattern, shared
+# experts
+TINY_COHERE2_MOE = {"model_type": "cohere2_moe", "hidden_size": 1024,
+                    "intermediate_size": 512, "prefix_dense_intermediate_size": 3072,
+                    "first_k_dense_replace": 3, "num_hidden_layers": 10,
+                    "num_attention_heads": 16, "num_key_value_heads": 4, "head_dim": 64,
+                    "num_experts": 8, "num_experts_per_tok": 2, "num_shared_experts": 2,
+                    "attention_bias": True, "vocab_size": 1000,
+                    "prefix_dense_sliding_window_pattern": 2, "sliding_window_pattern": 3}
+
 
 @pytest.mark.parametrize(("cfg", "total"), [
     # Transformers 5.25.0 on the meta device, each
@@ -149,6 +159,15 @@ TINY_GRANITEMOE_SWA = {"model_type": "granitemoe_swa", "hidden_size": 1024,
     ({"model_type": "granitemoe_swa"}, 37_039_117_312),
     (TINY_GRANITE_SWA, 55_584_864),
     (TINY_GRANITEMOE_SWA, 93_850_704),
+    ({"model_type": "cohere2_moe"}, 190_004_928_512),  # Cohere2MoeConfig's defaults
+    (TINY_COHERE2_MOE, 165_744_640),
+    ({**TINY_COHERE2_MOE, "first_k_dense_replace": None, "num_hidden_layers": 4,
+      "rms_norm_eps": 1e-6, "tie_word_embeddings": False, "num_shared_experts": 0,
+      "prefix_dense_intermediate_size": None, "num_experts": 4, "num_experts_per_tok": 1,
+      "attention_bias": False,
+      "layer_types": ["full_attention", "sliding_attention", "sliding_attention",
+                      "full_attention"],
+      "mlp_layer_types": ["dense", "sparse", "sparse", "sparse"]}, 32_998_400),
 ])
 def test_counts_equal_what_transformers_builds(tmp_path: Path, cfg: dict[str, Any],
                                                total: int) -> None:
@@ -188,6 +207,19 @@ def test_granite_swa_counted_by_hand(tmp_path: Path) -> None:
         + 2 * 1000 * 1024
     # all but the first of every four layers attend within the window (0 and 4 do not)
     assert (s.sliding_window, s.sliding_layers, s.attention_sinks) == (128, 4, True)
+
+
+def test_cohere2_moe_counted_by_hand(tmp_path: Path) -> None:
+    s = _read(tmp_path, TINY_COHERE2_MOE)
+    assert (s.dense_layers, s.d_ffn, s.moe_ffn_hidden, s.shared_experts) == (3, 3072, 512, 2)
+    attention = 2 * (1024 * 1024 + 1024) + 2 * (1024 * 256 + 256)  # with attention_bias
+    dense = 3 * 1024 * 3072  # the prefix's own width
+    experts = 8 * 3 * 1024 * 512 + 8 * 1024 + 3 * 1024 * 2 * 512  # and the router, shared
+    norm = 1024  # one a layer (parallel), a weight a channel
+    assert count_params(s).total == 3 * (attention + dense + norm) \
+        + 7 * (attention + experts + norm) + 1024 + 1000 * 1024
+    # windows: the prefix every other layer (pattern 2), the rest all but every third
+    assert (s.sliding_window, s.sliding_layers) == (4096, 3 - 1 + 7 - 2)
 
 
 def test_dbrx_reads_its_nested_keys(tmp_path: Path) -> None:
@@ -264,6 +296,9 @@ def test_dots1_active_parameters(tmp_path: Path) -> None:
     ({"model_type": "granitemoe_swa", "num_hidden_layers": 9, "num_local_experts": 4,
       "intermediate_size": 64}, 128, 6),
     ({"model_type": "granite_swa", "num_hidden_layers": 8, "sliding_window": None}, 0, 0),
+    # cohere2_moe's default: no dense prefix, all but every fourth of 40
+    ({"model_type": "cohere2_moe", "num_hidden_layers": 40, "num_experts": 4,
+      "intermediate_size": 64}, 4096, 30),
 ])
 def test_window_layers(tmp_path: Path, cfg: dict[str, Any], window: int,
                        windowed: int) -> None:
@@ -365,7 +400,7 @@ def test_read_by_architectures(tmp_path: Path) -> None:
 @pytest.mark.parametrize("cfg", [TINY_COHERE, TINY_GLM4, TINY_STARCODER2, TINY_AFMOE,
                                  TINY_ERNIE_INTERVAL, TINY_PHIMOE, TINY_PHI, TINY_STABLELM,
                                  TINY_HUNYUAN_MOE, TINY_APERTUS, TINY_DBRX, TINY_GRANITE_SWA,
-                                 TINY_GRANITEMOE_SWA])
+                                 TINY_GRANITEMOE_SWA, TINY_COHERE2_MOE])
 def test_estimates_run(tmp_path: Path, cfg: dict[str, Any]) -> None:
     s = _read(tmp_path, cfg)
     gpu = CATALOG.product("h100")

@@ -161,6 +161,9 @@ def megatron_launch(shape: Any, cfg: Any) -> Launch:
         add("squared_relu")
     elif shape.ffn_kind is FfnKind.XIELU:
         notes.append("the xIELU activation (Apertus) has no flag here")
+    elif shape.ffn_kind is FfnKind.RELU:
+        notes.append("the plain ReLU MLP (OPT) has no flag here (Megatron's default is "
+                     "GELU)")
     if shape.qk_norm is QkNorm.HEAD:
         add("qk_layernorm")
     elif shape.qk_norm is QkNorm.FULL:

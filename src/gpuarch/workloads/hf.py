@@ -7,7 +7,8 @@ Sparse Attention's indexer, in every layer or, in later GLM-5 releases, in some)
 deepseek_v4 (DeepSeek-V4 Flash and Pro: compressed attention, hyper-connections), kimi_k2,
 gpt_oss, glm4_moe (GLM-4.5 to 4.7), minimax_m2 (MiniMax-M2 and its point releases), phi3
 (Phi-3, Phi-4),
-olmo2, granite, gpt2, nemotron, nemotron_h (hybrid Mamba-2, no position encoding),
+olmo2, granite, gpt2, opt, mpt, gpt_bigcode, gpt_neo, nemotron, nemotron_h (hybrid Mamba-2,
+no position encoding),
 granitemoehybrid (IBM Granite 4.0: Mamba-2 or attention layers, each with a shared MLP and,
 in the MoE models, experts), bamba (IBM's Bamba: Mamba-2 or attention layers, each with an
 MLP), mamba2 (pure Mamba-2: Mamba-Codestral), qwen3_next and
@@ -87,7 +88,8 @@ _LAYER_KINDS = {"gemma4_text", "mimo_v2_flash", "nemotron-nas", "minimax_m3", "m
 # by hf_families.py, loaded only when a config is read) they are supported_model_types()
 _OWN_READERS = frozenset(_LLAMA_LIKE | _LLAMA4 | _GEMMA | _GATED_DELTA | _LAYER_KINDS
                          | {"gpt2", "nemotron", "nemotron_h", "granitemoehybrid", "bamba",
-                            "mamba2", "gptj", "gpt_neox", "falcon", "bloom", "deepseek_v4"})
+                            "mamba2", "gptj", "gpt_neox", "falcon", "bloom", "deepseek_v4",
+                            "gpt_bigcode", "gpt_neo", "opt", "mpt"})
 # model_types whose language model is a supported family's, read as that family: the text
 # models of Qwen2-VL, Qwen2.5-VL and Qwen3-VL (dense and MoE; their multimodal rotary
 # positions carry no parameters; the older Qwen2-VL configs put the text fields at the top
@@ -116,7 +118,9 @@ _ARCHITECTURES = {
     "FalconH1ForCausalLM": "falcon_h1", "MambaForCausalLM": "mamba",
     "FalconMambaForCausalLM": "falcon_mamba", "JambaForCausalLM": "jamba",
     "MiniMaxForCausalLM": "minimax", "MiniMaxText01ForCausalLM": "minimax_text_01",
-    "MiniMaxM1ForCausalLM": "minimax_m1", "BambaForCausalLM": "bamba"}
+    "MiniMaxM1ForCausalLM": "minimax_m1", "BambaForCausalLM": "bamba",
+    "GPTBigCodeForCausalLM": "gpt_bigcode", "GPTNeoForCausalLM": "gpt_neo",
+    "OPTForCausalLM": "opt", "MptForCausalLM": "mpt"}
 
 
 def _table() -> dict[str, Any]:
@@ -211,6 +215,8 @@ def shape_from_hf_config(path: Path, name: str | None = None) -> TransformerShap
             return _bloom(cfg, path, label)
         if model_type == "gpt_neox":
             return _gpt_neox(cfg, path, label)
+        if model_type in _GPT_ERA:
+            return _GPT_ERA[model_type](cfg, path, label)
         if model_type == "falcon":
             return _falcon(cfg, path, label)
         if model_type in _GEMMA:
@@ -367,6 +373,139 @@ def _gptj(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
         context_window=_get(cfg, path, "n_positions", "max_position_embeddings",
                             default=0) or 0,
     )
+
+
+def _gpt_bigcode(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
+    """GPTBigCode (StarCoder, SantaCoder): GPT-2's layers, with one key-value head where
+    ``multi_query`` (Transformers' default) is set; biases everywhere, a learned position
+    table, tied embeddings. GPTBigCodeConfig's defaults fill what a config leaves out."""
+    cfg = {"vocab_size": 50257, "n_positions": 1024, "n_embd": 768, "n_layer": 12,
+           "n_head": 12, **cfg}
+    fields = _gpt2_style_fields(cfg, path, label)
+    return TransformerShape(
+        **fields,
+        kv_heads=1 if _flag(cfg, "multi_query", True) else fields["heads"],
+        position=Position.LEARNED,
+        max_positions=_get(cfg, path, "n_positions", "max_position_embeddings"),
+        bias=True,
+        tied_embeddings=bool(_get(cfg, path, "tie_word_embeddings", default=True)),
+    )
+
+
+def _gpt_neo(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
+    """GPT-Neo (EleutherAI): GPT-2's layers with queries, keys and values without biases
+    (the output projection and the MLP keep theirs), a learned position table, and local
+    layers attending within ``window_size`` as ``attention_types`` expands them (Transformers'
+    GPTNeoConfig: [[kinds, repeats], ...]). GPTNeoConfig's defaults fill what a config
+    leaves out."""
+    cfg = {"vocab_size": 50257, "max_position_embeddings": 2048, "hidden_size": 2048,
+           "num_layers": 24, "num_heads": 16, "window_size": 256,
+           "attention_types": [[["global", "local"], 12]], **cfg}
+    layers = _get(cfg, path, "num_layers")
+    kinds = cfg.get("attention_types")
+    expanded: list[Any] = []
+    if isinstance(kinds, list):
+        for item in kinds:
+            if not (isinstance(item, list) and len(item) == 2 and isinstance(item[0], list)
+                    and isinstance(item[1], int) and not isinstance(item[1], bool)):
+                expanded = []
+                break
+            expanded += item[0] * item[1]
+    if len(expanded) != layers or any(k not in ("global", "local") for k in expanded):
+        raise GpuarchError(f"attention_types: expected [[kinds, repeats], ...] expanding to "
+                           f"{layers} \"global\" or \"local\" layers (num_layers), got "
+                           f"{kinds!r}"[:200])
+    hidden = _get(cfg, path, "hidden_size")
+    local = expanded.count("local")
+    return TransformerShape(
+        name=label, layers=layers, hidden=hidden, heads=_get(cfg, path, "num_heads"),
+        vocab=_get(cfg, path, "vocab_size"),
+        ffn_hidden=_get(cfg, path, "intermediate_size", default=None) or 4 * hidden,
+        ffn_kind=FfnKind.GELU, norm=NormKind.LAYERNORM,
+        position=Position.LEARNED,
+        max_positions=_get(cfg, path, "max_position_embeddings"),
+        out_bias=True, mlp_bias=True,
+        tied_embeddings=bool(_get(cfg, path, "tie_word_embeddings", default=True)),
+        sliding_window=_get(cfg, path, "window_size") if local else 0,
+        sliding_layers=local if 0 < local < layers else 0,
+    )
+
+
+_OPT_DEFAULTS: dict[str, Any] = {
+    "vocab_size": 50272, "hidden_size": 768, "num_hidden_layers": 12, "ffn_dim": 3072,
+    "max_position_embeddings": 2048, "num_attention_heads": 12, "tie_word_embeddings": True}
+"""OPTConfig's defaults (Transformers 5.25, configuration_opt.py) for the keys read."""
+
+
+def _opt(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
+    """Meta's OPT: LayerNorms before attention and MLP (and after the last layer), biases on
+    every projection unless ``enable_bias`` is false, a ReLU MLP of ``ffn_dim``, a learned
+    position table of ``max_position_embeddings`` + 2 rows (OPT offsets positions by 2),
+    tied embeddings (Transformers' modeling_opt.py). OPT-350m's post-norm layers
+    (``do_layer_norm_before`` false), its projections between a narrower embedding and the
+    hidden state (``word_embed_proj_dim``) and norms without weights are refused."""
+    cfg = {**_OPT_DEFAULTS, **cfg}
+    hidden = _get(cfg, path, "hidden_size")
+    if _get(cfg, path, "word_embed_proj_dim", default=hidden) != hidden:
+        raise GpuarchError(f"word_embed_proj_dim: {cfg['word_embed_proj_dim']} is not read "
+                           f"(the projections to and from the hidden size {hidden})")
+    for key in ("do_layer_norm_before", "layer_norm_elementwise_affine"):
+        if not _flag(cfg, key, True):
+            raise GpuarchError(f"{key}: false is not read (OPT-350m's post-norm layers and "
+                               f"norms without weights)")
+    activation = cfg.get("activation_function", "relu")
+    kinds = {"relu": FfnKind.RELU, "gelu": FfnKind.GELU, "gelu_new": FfnKind.GELU}
+    if activation not in kinds:
+        raise GpuarchError(f"activation_function: expected one of {', '.join(kinds)}, got "
+                           f"{activation!r}"[:200])
+    return TransformerShape(
+        **_decoder_fields(cfg, path, label, _get(cfg, path, "num_hidden_layers"),
+                          _get(cfg, path, "num_attention_heads")),
+        ffn_hidden=_get(cfg, path, "ffn_dim"),
+        ffn_kind=kinds[activation],
+        norm=NormKind.LAYERNORM,
+        position=Position.LEARNED,
+        max_positions=_get(cfg, path, "max_position_embeddings") + 2,
+        bias=_flag(cfg, "enable_bias", True),
+    )
+
+
+_MPT_DEFAULTS: dict[str, Any] = {
+    "d_model": 2048, "n_heads": 16, "n_layers": 24, "max_seq_len": 2048, "vocab_size": 50368}
+"""MptConfig's defaults (Transformers 5.25, configuration_mpt.py) for the keys read."""
+
+
+def _mpt(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
+    """MosaicML's MPT (``mpt``: MPT-7B, MPT-30B) as Transformers' port builds it: ALiBi, no
+    biases, LayerNorms without bias (a weight a channel), multi-head attention, a GELU MLP of
+    4 x ``d_model``, tied embeddings. The llm-foundry settings the port does not build are
+    refused where a config sets them otherwise (``expansion_ratio`` other than 4, biases,
+    grouped-query or multi-query attention, a learned position table instead of ALiBi)."""
+    cfg = {**_MPT_DEFAULTS, **cfg}
+    attn = cfg.get("attn_config") or {}
+    if not isinstance(attn, dict):
+        raise GpuarchError(f"attn_config: expected an object, got {attn!r}"[:200])
+    refused = {"expansion_ratio": (cfg.get("expansion_ratio", 4), 4),
+               "no_bias": (cfg.get("no_bias", True), True),
+               "attn_config.attn_type": (attn.get("attn_type", "multihead_attention"),
+                                         "multihead_attention"),
+               "attn_config.alibi": (attn.get("alibi", True), True)}
+    for key, (value, wanted) in refused.items():
+        if value != wanted:
+            raise GpuarchError(f"{key}: only {wanted!r} is read (what Transformers' MPT "
+                               f"builds), got {value!r}"[:200])
+    hidden = _get(cfg, path, "d_model")
+    return TransformerShape(
+        name=label, layers=_get(cfg, path, "n_layers"), hidden=hidden,
+        heads=_get(cfg, path, "n_heads"), vocab=_get(cfg, path, "vocab_size"),
+        ffn_hidden=4 * hidden, ffn_kind=FfnKind.GELU, norm=NormKind.RMSNORM,
+        position=Position.ALIBI, tied_embeddings=True,
+        context_window=_get(cfg, path, "max_seq_len"),
+    )
+
+
+_GPT_ERA = {"gpt_bigcode": _gpt_bigcode, "gpt_neo": _gpt_neo, "opt": _opt, "mpt": _mpt}
+"""GPT-2-era families and their readers."""
 
 
 def _gpt_neox(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:

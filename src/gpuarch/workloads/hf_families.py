@@ -66,6 +66,8 @@ def shape_of_tabled_family(model_type: str, cfg: dict[str, Any], path: Path, lab
         width = get(cfg, path, "intermediate_size", default=moe["moe_ffn_hidden"])
     else:
         width = get(cfg, path, "intermediate_size")
+        if t.dense_width_key and moe:  # the dense layers' own width, where given
+            width = get(cfg, path, t.dense_width_key, default=0) or width
     qk = _QK[t.qk_norm] if not t.qk_norm_key or flag(cfg, t.qk_norm_key, False) \
         else QkNorm.NONE
     norms = 1 if t.parallel_key and flag(cfg, t.parallel_key, False) else t.norms
@@ -135,6 +137,16 @@ def _windows(t: FamilyTraits, cfg: dict[str, Any], path: Path, layers: int
         windowed = layers - layers // _window_pattern(t, cfg, path)
     elif t.windows == "pattern_first":  # the first of every pattern's layers full
         windowed = layers - -(-layers // _window_pattern(t, cfg, path))
+    elif t.windows == "prefix_pattern":
+        # Cohere's MoE: the first_k_dense_replace dense layers by their own pattern (every
+        # one full by default), the rest all but every pattern-th
+        first = min(get(cfg, path, "first_k_dense_replace", default=0) or 0, layers)
+        prefix = get(cfg, path, "prefix_dense_sliding_window_pattern", default=1)
+        if prefix < 1:
+            raise GpuarchError(f"prefix_dense_sliding_window_pattern: expected a positive "
+                               f"integer, got {prefix}")
+        rest = layers - first
+        windowed = first - first // prefix + rest - rest // _window_pattern(t, cfg, path)
     elif t.windows == "no_rope":
         windowed = _nope_layers(cfg, path, layers) if flag(cfg, "use_sliding_window",
                                                            False) else 0

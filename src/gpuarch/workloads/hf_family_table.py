@@ -21,8 +21,8 @@ _CHOICES = {
     "ffn": ("swiglu", "relu2", "gelu", "xielu"),
     "norm": ("rmsnorm", "layernorm", "layernorm_weight"),
     "qk_norm": ("none", "head", "full"),
-    "windows": ("layer_types", "all", "pattern", "pattern_first", "no_rope",
-                "after_max_window_layers"),
+    "windows": ("layer_types", "all", "pattern", "pattern_first", "prefix_pattern",
+                "no_rope", "after_max_window_layers"),
     "dense": ("none", "first_k_dense_replace", "num_dense_layers", "mlp_layer_types",
               "ernie"),
 }
@@ -62,6 +62,7 @@ class FamilyTraits:
     shared_count: int = 0
     expert_width_key: str = "moe_intermediate_size"
     dense: str = "none"
+    dense_width_key: str = ""
     dense_default: int = 0
     dense_default_key: str = ""
     router_bias: bool = False
@@ -110,7 +111,8 @@ def _traits(model_type: str, row: Any) -> FamilyTraits:
         if not isinstance(values.get(required), str) or not values[required]:
             raise GpuarchError(f"{where}: {required}: expected a non-empty string")
     traits = FamilyTraits(model_type=model_type, **values)
-    if traits.windows in ("pattern", "pattern_first") and traits.window_pattern < 1:
+    if traits.windows in ("pattern", "pattern_first", "prefix_pattern") \
+            and traits.window_pattern < 1:
         raise GpuarchError(f"{where}: windows \"{traits.windows}\" needs window_pattern >= 1")
     return traits
 

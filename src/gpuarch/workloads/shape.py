@@ -23,6 +23,7 @@ class FfnKind(Enum):
     """The MLP block of a layer."""
 
     GELU = "gelu"  # two matrices: h -> ffn -> h (GPT, Megatron GPT)
+    RELU = "relu"  # the same two matrices with a ReLU (OPT)
     SWIGLU = "swiglu"  # three matrices: gate and up h -> ffn, down ffn -> h (Llama, Mistral)
     GEGLU = "geglu"  # the same three matrices with a GELU gate (Gemma)
     RELU2 = "relu2"  # squared ReLU, two matrices (Nemotron-4)
