@@ -303,6 +303,16 @@ CONFIGS: dict[str, dict[str, Any]] = {
                     "num_experts": 8, "num_experts_per_tok": 2, "num_shared_experts": 1,
                     "vocab_size": 32000, "sliding_window": 512,
                     "prefix_dense_sliding_window_pattern": 1, "sliding_window_pattern": 4},
+    # LFM2: gated short convolutions beside attention; LFM2-MoE with experts
+    "lfm2": {"model_type": "lfm2", "hidden_size": 1024, "intermediate_size": 4096,
+             "num_hidden_layers": 4, "num_attention_heads": 16, "num_key_value_heads": 8,
+             "vocab_size": 32000, "conv_L_cache": 3, "block_multiple_of": 256,
+             "block_ffn_dim_multiplier": 1.0, "full_attn_idxs": [1]},
+    "lfm2_moe": {"model_type": "lfm2_moe", "hidden_size": 1024, "intermediate_size": 4096,
+                 "moe_intermediate_size": 512, "num_experts": 8, "num_experts_per_tok": 2,
+                 "num_dense_layers": 1, "num_hidden_layers": 4, "num_attention_heads": 16,
+                 "num_key_value_heads": 8, "vocab_size": 32000,
+                 "layer_types": ["conv", "full_attention", "conv", "conv"]},
     # the GPT-2-era families: OPT, MPT, GPTBigCode, GPT-Neo
     "opt": {"model_type": "opt", "hidden_size": 1024, "num_hidden_layers": 4,
             "num_attention_heads": 16, "ffn_dim": 4096, "word_embed_proj_dim": 1024,

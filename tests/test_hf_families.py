@@ -383,7 +383,7 @@ def test_cli_refusal_exits_2_without_traceback(tmp_path: Path,
 @pytest.mark.parametrize(("model_type", "hint"), [
     ("Qwen3MoE", "; did you mean 'qwen3_moe'? Supported: "),
     ("deepseek-v3", "; did you mean 'deepseek_v3'? Supported: "),
-    ("lfm2", " is not supported; supported: "),  # near olmo2 in spelling, another family
+    ("olmo", " is not supported; supported: "),  # near olmo2 in spelling: OLMo 1, not read
 ])
 def test_unknown_model_type_suggests_only_a_respelling(tmp_path: Path, model_type: str,
                                                      hint: str) -> None:

@@ -31,7 +31,8 @@ __all__ = ["DEFAULT_SSM_STATE", "GDN_BACKWARD_CHAINS", "GDN_CHUNK", "MAMBA_CHUNK
            "gated_delta_glue_elements", "gated_delta_scan_bytes", "gated_delta_scan_flops",
            "hybrid_state_bytes", "mamba_decode_ops", "mamba_input_projections",
            "mamba_mixer_ops", "mamba_ops", "mamba_scan_bytes", "mamba_scan_flops",
-           "mamba_state_bytes", "selective_scan_costs", "x_proj_reduce_bytes"]
+           "mamba_state_bytes", "selective_scan_costs", "short_conv_gates",
+           "x_proj_reduce_bytes"]
 
 MAMBA_CHUNK = 128
 """Tokens per chunk of Mamba-2's chunked scan (SSD): Megatron-Core's MambaMixer default
@@ -146,6 +147,8 @@ def mamba_mixer_ops(m: MambaShape, tp: Any, tokens: Num, element: float,
         backward=Elementwise(5 * conv, name="mamba_conv", mamba_kernel=True,
                              mamba_backward=True),
         mamba_kernel=True)] if m.conv_kernel else []
+    if m.short_conv:
+        return [*conv_op, short_conv_gates(m, tp, tokens, element)]
     if m.selective:
         f_bytes, b_bytes, f_flops, b_flops = selective_scan_costs(m, tp, element)
         return [*conv_op,
@@ -195,6 +198,8 @@ def mamba_decode_ops(m: MambaShape, tp: Any, seqs: Num, element: float,
     io = 1.0 * seqs * t * ((4 if m.kda or m.selective else 3) * inner
                            + 2 * m.groups_per_gpu(tp) * m.state) * element
     ops: list[Op] = [Elementwise(conv, name="mamba_conv")] if m.conv_kernel else []
+    if m.short_conv:  # no recurrent state: the convolution and its gates
+        return [*ops, short_conv_gates(m, tp, seqs * t, element)]
     ops.append(Elementwise(state + io, name="mamba_scan"))
     if not m.selective:  # Mamba-1 gates inside the update and has no norm
         ops.append(Elementwise(2.0 * seqs * t * inner * element, name="mamba_norm"))
@@ -359,3 +364,14 @@ def x_proj_reduce_bytes(m: MambaShape, tokens: Num, element: float) -> Num:
     ``tokens`` tokens (its row-parallel output: the step's rank, B and C, vLLM's MambaMixer;
     the backward reduces the gradients of the same once more); 0 for the other mixers."""
     return tokens * m.x_proj_width * element
+
+
+def short_conv_gates(m: MambaShape, tp: Any, tokens: Num, element: float) -> Elementwise:
+    """A short convolution's two gates over ``tokens`` tokens on one of ``tp`` GPUs: B x
+    before the convolution and C times its output after it, each reading two of the GPU's
+    share of the inner width and writing one (Transformers' Lfm2ShortConv and vLLM's
+    ShortConv run them as elementwise products); the backward reads and writes about twice
+    as much."""
+    moved = 6.0 * tokens * (m.inner // tp) * element
+    return Elementwise(moved, name="conv_gates",
+                       backward=Elementwise(2.0 * moved, name="conv_gates"))

@@ -623,6 +623,9 @@ def _add_kernel_notes(assumptions: dict[str, Any], shape: TransformerShape, prod
             "is in the validation data), the small x_proj and dt_proj as GEMMs and x_proj's "
             "output all-reduced over TP"
             if shape.mamba.selective else
+            f"{label} blocks: the convolution at Mamba-2's measured kernel rates, its two "
+            "gates as memory traffic (no recurrent state)"
+            if shape.mamba.short_conv else
             f"{label} blocks: " + ("priced as Mamba-2's chunked scan of their sizes over "
                                    f"blocks of {shape.mamba.block} (the same algorithm with a "
                                    "fixed decay a head; no timing of the lightning kernels is "
@@ -630,7 +633,8 @@ def _add_kernel_notes(assumptions: dict[str, Any], shape: TransformerShape, prod
                                    if shape.mamba.lightning else "")
             + f"the chunked scan's products at {eff.mamba_scan:g} of the 16-bit "
             "peak (mamba_scan, TileOPs' measured forward scan on H200)")
-        other = "other " if gated_delta or shape.mamba.selective else ""
+        other = "other " if gated_delta or shape.mamba.selective \
+            or shape.mamba.short_conv else ""
         assumptions["mamba_kernels"] = (
             forward
             + (f", every {other}{label} kernel at "
@@ -642,7 +646,8 @@ def _add_kernel_notes(assumptions: dict[str, Any], shape: TransformerShape, prod
             "state-spaces/mamba issue 904's measured A100, H200 and GB200 training of a "
             "Mamba-2 model; scripts/mamba_backward.py"
             + (", taken for the block's convolution and norm" if gated_delta else
-               ", taken for the block's convolution" if shape.mamba.selective else "") + ")")
+               ", taken for the block's convolution" if shape.mamba.channelwise else "")
+            + ")")
     graphs = cfg.cuda_graphs or bool(cfg.cuda_graph_scope)
     if cfg.cuda_graph_scope and shape.is_moe and not cfg.moe_token_drop:
         share = cfg.ungraphed_expert_share(shape)

@@ -46,6 +46,12 @@ def _band_line(band: Band | None, predicted: float, unit: str) -> list[str]:
     return [f"  error band    {band.describe(predicted, unit)}"] if band else []
 
 
+def _state_size(bytes_: float) -> str:
+    """A recurrent state's size, in MiB, or KiB below one MiB (a short convolution's)."""
+    unit, label = (Unit.MIB, "MiB") if bytes_ >= 2**20 else (Unit.KIB, "KiB")
+    return f"{fmt(from_si(bytes_, unit))} {label}"
+
+
 def _mixer(assumptions: dict[str, Any]) -> str:
     """A hybrid model's recurrent mixer as an estimate's assumptions name it ("Mamba-2" or
     "Gated DeltaNet"), Mamba-2 where they do not."""
@@ -531,7 +537,7 @@ def render_inference(e: InferenceEstimate, band: Band | None = None,
            + _beyond_window(e.max_context, a.get("context_window"))),
         f"    weights {_gib(mem['weights'])}, KV cache {_gib(mem['kv_cache'])} "
         f"({fmt(from_si(a['kv_bytes_per_token_per_gpu'], Unit.KIB))} KiB per token"
-        + (f" and {fmt(from_si(a['mamba_state_bytes_per_sequence_per_gpu'], Unit.MIB))} MiB "
+        + (f" and {_state_size(a['mamba_state_bytes_per_sequence_per_gpu'])} "
            f"of {_mixer(a)} state per sequence"
            if a.get("mamba_state_bytes_per_sequence_per_gpu")
            else "") + "), "

@@ -115,6 +115,10 @@ def render_preset(p: Preset) -> str:
             lines.append(f"  Gated Delta   {mb.heads} value heads of {mb.head_dim}, {mb.groups} "
                          f"query/key heads of {mb.state} (a {mb.state} x {mb.head_dim} state "
                          f"per value head), convolution of {mb.conv_kernel}")
+        elif s.mamba is not None and s.mamba.short_conv:
+            mb = s.mamba
+            lines.append(f"  Short conv.   {mb.inner} channels, gated, a convolution of "
+                         f"{mb.conv_kernel} (no recurrent state)")
         elif s.mamba is not None and s.mamba.lightning:
             mb = s.mamba
             lines.append(f"  Lightning     {mb.heads} heads of {mb.head_dim} (a {mb.state} x "

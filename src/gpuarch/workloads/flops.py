@@ -273,10 +273,13 @@ def mamba_forward_flops_per_token(s: TransformerShape) -> float:
     up-projections beside. Mamba-1 (the selective scan Megatron-LM's count was written
     for): its input, x_proj, dt_proj and output projections at 2 FLOP per weight, and the
     scan. Lightning attention (which Megatron-LM does not count) as linear attention: its
-    projections and two products of each head's state a token. 0 without such blocks."""
+    projections and two products of each head's state a token. A short convolution: its
+    projections and the convolution's taps. 0 without such blocks."""
     m = s.mamba
     if m is None:
         return 0.0
+    if m.short_conv:  # its projections and the convolution's taps
+        return 2.0 * (s.hidden * (m.in_proj_width + m.inner) + m.conv_kernel * m.inner)
     if m.selective:
         return 2.0 * (s.hidden * (m.in_proj_width + m.inner)
                       + m.inner * (m.x_proj_width + m.dt_rank)) \

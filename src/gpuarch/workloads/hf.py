@@ -22,7 +22,8 @@ or experts; Kimi K3's kimi_k3 through its text_config) and step3p5 / step3p7
 (Step-3.5/3.7-Flash: window layers with more query heads than the full ones, a gate a
 head) and falcon_h1 (Falcon-H1: Mamba-2 and attention side by side) and mamba /
 falcon_mamba / jamba (Mamba-1 mixers: state-spaces' Mamba, Falcon Mamba, AI21's Jamba with
-attention and experts beside them: ``hf_layer_kinds.py``), the families of one table of
+attention and experts beside them), minimax (lightning attention) and lfm2 / lfm2_moe (short
+convolutions: ``hf_layer_kinds.py``), the families of one table of
 what their layers hold (``data/hf_families.toml``, read by ``hf_families.py``: Seed-OSS,
 SmolLM3, ERNIE 4.5, Helium, Ministral, InternLM3, Jais 2, OLMo 3, EXAONE 4.0 and K-EXAONE, GLM-4 and
 GLM-4.7-Flash, Arcee and Arcee Trinity, StarCoder2, Cohere, OLMoE, Phi-3.5-MoE, Granite
@@ -83,7 +84,7 @@ _GATED_DELTA = {"qwen3_next", "qwen3_5_text", "qwen3_5_moe_text"}  # Gated Delta
 # the families hf_layer_kinds reads (its LAYER_KIND_FAMILIES)
 _LAYER_KINDS = {"gemma4_text", "mimo_v2_flash", "nemotron-nas", "minimax_m3", "minimax_m3_vl",
                 "kimi_linear", "step3p7", "step3p5", "falcon_h1", "mamba", "falcon_mamba",
-                "jamba", "minimax", "minimax_text_01", "minimax_m1"}
+                "jamba", "minimax", "minimax_text_01", "minimax_m1", "lfm2", "lfm2_moe"}
 # the families read by readers of their own; with the table's (data/hf_families.toml, read
 # by hf_families.py, loaded only when a config is read) they are supported_model_types()
 _OWN_READERS = frozenset(_LLAMA_LIKE | _LLAMA4 | _GEMMA | _GATED_DELTA | _LAYER_KINDS
@@ -120,7 +121,8 @@ _ARCHITECTURES = {
     "MiniMaxForCausalLM": "minimax", "MiniMaxText01ForCausalLM": "minimax_text_01",
     "MiniMaxM1ForCausalLM": "minimax_m1", "BambaForCausalLM": "bamba",
     "GPTBigCodeForCausalLM": "gpt_bigcode", "GPTNeoForCausalLM": "gpt_neo",
-    "OPTForCausalLM": "opt", "MptForCausalLM": "mpt"}
+    "OPTForCausalLM": "opt", "MptForCausalLM": "mpt", "Lfm2ForCausalLM": "lfm2",
+    "Lfm2MoeForCausalLM": "lfm2_moe"}
 
 
 def _table() -> dict[str, Any]:
@@ -269,7 +271,7 @@ _NOT_YET = {
 def _spelled_alike(model_type: Any, read: list[str]) -> str:
     """``"; did you mean 'x'?"`` where ``model_type`` is a family read here spelled with
     other case or separators ("Qwen3MoE", "deepseek-v3"); else "" (a merely similar name is
-    another family, not a typo: lfm2 is not olmo2)."""
+    another family, not a typo: olmo is not olmo2)."""
     if not isinstance(model_type, str):
         return ""
     key = "".join(c for c in model_type.lower() if c.isalnum())

@@ -16,7 +16,8 @@ query heads than its full ones and a gate a head (``step3p5``, ``step3p7``), and
 E2B/E4B's KV-shared layers and per-layer inputs, Falcon-H1's Mamba-2 mixer and attention
 side by side in every layer (``falcon_h1``), and the Mamba-1 models: state-spaces' Mamba
 and Falcon Mamba (``mamba``, ``falcon_mamba``) and AI21's Jamba with its attention, MLP and
-expert layers (``jamba``), as Transformers 5.25 builds them.
+expert layers (``jamba``), MiniMax-Text-01's lightning attention (``minimax``) and Liquid
+AI's LFM2 short convolutions (``lfm2``, ``lfm2_moe``), as Transformers 5.25 builds them.
 """
 
 from __future__ import annotations
@@ -935,13 +936,110 @@ def _minimax(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
     )
 
 
+_LFM2_DEFAULTS: dict[str, Any] = {
+    "vocab_size": 65536, "hidden_size": 2560, "intermediate_size": 12288,
+    "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+    "max_position_embeddings": 128000, "tie_word_embeddings": True, "conv_L_cache": 3,
+    "block_multiple_of": 256, "block_ffn_dim_multiplier": 1.0}
+"""Lfm2Config's defaults (Transformers 5.25, configuration_lfm2.py) for the keys read."""
+
+_LFM2_MOE_DEFAULTS: dict[str, Any] = {
+    "vocab_size": 65536, "hidden_size": 2048, "intermediate_size": 7168,
+    "moe_intermediate_size": 1792, "num_hidden_layers": 32, "num_attention_heads": 32,
+    "num_key_value_heads": 8, "max_position_embeddings": 128000, "tie_word_embeddings": True,
+    "conv_L_cache": 3, "num_dense_layers": 2, "num_experts_per_tok": 4, "num_experts": 32}
+"""Lfm2MoeConfig's defaults (Transformers 5.25, configuration_lfm2_moe.py)."""
+
+
+def _lfm2_width(cfg: dict[str, Any], path: Path) -> int:
+    """LFM2's MLP width as Lfm2MLP derives it: with ``block_auto_adjust_ff_dim`` (the
+    default), two thirds of ``intermediate_size``, times ``block_ffn_dim_multiplier`` and
+    rounded up to ``block_multiple_of`` where the multiplier is set."""
+    width = get(cfg, path, "intermediate_size")
+    if not flag(cfg, "block_auto_adjust_ff_dim", True):
+        return int(width)
+    width = int(2 * width / 3)
+    factor = cfg.get("block_ffn_dim_multiplier")
+    if factor is not None:
+        if not isinstance(factor, (int, float)) or isinstance(factor, bool) or factor <= 0:
+            raise GpuarchError(f"{path}: block_ffn_dim_multiplier: expected a positive number, "
+                               f"got {factor!r}"[:200])
+        multiple = get(cfg, path, "block_multiple_of")
+        if multiple < 1:
+            raise GpuarchError(f"{path}: block_multiple_of: expected a positive integer, got "
+                               f"{multiple}")
+        width = int(factor * width)
+        width = multiple * -(-width // multiple)
+    if width < 1:
+        raise GpuarchError(f"{path}: intermediate_size: {cfg['intermediate_size']} leaves no "
+                           "MLP width after LFM2's adjustment")
+    return int(width)
+
+
+def _lfm2(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
+    """Liquid AI's LFM2 (``lfm2``) and LFM2-MoE (``lfm2_moe``): each layer a token mixer, a
+    gated short convolution (``layer_types`` "conv") or grouped-query attention with a
+    norm over each head's queries and keys ("full_attention"; else the indices
+    ``full_attn_idxs`` lists, every layer where neither is given, as Lfm2Config defaults),
+    then a SwiGLU MLP or, in LFM2-MoE past its first ``num_dense_layers``, the top
+    ``num_experts_per_tok`` of ``num_experts`` experts of ``moe_intermediate_size`` (a
+    router without bias; the expert bias is a buffer); an RMSNorm before each, and one after
+    the last layer. Read as two blocks a layer: the mixer (M or *) and the MLP (-) or
+    experts (E). The convolution: ``conv_L_cache`` taps over the hidden width, biases on it
+    and on its projections with ``conv_bias``. LFM2's dense MLP width follows Lfm2MLP's
+    adjustment (``_lfm2_width``); LFM2-MoE's dense layers are ``intermediate_size`` wide.
+    ``block_ff_dim`` and ``tie_embedding`` are read as the config classes read them."""
+    moe_family = cfg.get("model_type") == "lfm2_moe"
+    renamed = {k: v for k, v in (("intermediate_size", cfg.get("block_ff_dim")),
+                                 ("tie_word_embeddings", cfg.get("tie_embedding")))
+               if v is not None and cfg.get(k) is None}
+    cfg = {**(_LFM2_MOE_DEFAULTS if moe_family else _LFM2_DEFAULTS), **cfg, **renamed}
+    layers = get(cfg, path, "num_hidden_layers")
+    heads = get(cfg, path, "num_attention_heads")
+    fields = decoder_fields(cfg, path, label, 2 * layers, heads)
+    conv = _flags_list(cfg, path, "layer_types", layers, {"conv": True, _FULL: False})
+    if conv is None:
+        idxs = cfg.get("full_attn_idxs")
+        if idxs is None:
+            if moe_family:
+                raise GpuarchError(f"{path}: layer_types: missing (LFM2-MoE's config class "
+                                   "has no default for them)")
+            idxs = list(range(layers))
+        if not isinstance(idxs, list) or any(
+                not isinstance(i, int) or isinstance(i, bool) or not 0 <= i < layers
+                for i in idxs):
+            raise GpuarchError(f"{path}: full_attn_idxs: expected layer indices from 0 to "
+                               f"{layers - 1}, got {idxs!r}"[:200])
+        conv = [i not in idxs for i in range(layers)]
+    experts = get(cfg, path, "num_experts") if moe_family else 0
+    dense = min(get(cfg, path, "num_dense_layers"), layers) if experts else layers
+    pattern = "".join(("M" if c else "*") + ("-" if i < dense else "E")
+                      for i, c in enumerate(conv))
+    bias = flag(cfg, "conv_bias", False)
+    mixer = MambaShape(kind="short_conv", heads=fields["hidden"], head_dim=1, state=0,
+                       groups=1, conv_kernel=get(cfg, path, "conv_L_cache"), conv_bias=bias,
+                       proj_bias=bias, gated_norm=False) if "M" in pattern else None
+    moe = {"experts": experts, "experts_per_token": get(cfg, path, "num_experts_per_tok"),
+           "moe_ffn_hidden": get(cfg, path, "moe_intermediate_size")} if "E" in pattern else {}
+    return TransformerShape(
+        **fields,
+        ffn_hidden=get(cfg, path, "intermediate_size") if moe_family else _lfm2_width(cfg,
+                                                                                     path),
+        ffn_kind=FfnKind.SWIGLU,
+        qk_norm=QkNorm.HEAD,
+        hybrid_pattern=pattern,
+        mamba=mixer,
+        **moe,
+    )
+
+
 LAYER_KIND_FAMILIES = {"gemma4_text": _gemma4, "mimo_v2_flash": _mimo_v2_flash,
                        "nemotron-nas": _nemotron_nas, "minimax_m3": _minimax_m3,
                        "minimax_m3_vl": _minimax_m3, "kimi_linear": _kimi_linear,
                        "step3p7": _step3p7, "step3p5": _step3p7, "falcon_h1": _falcon_h1,
                        "mamba": _mamba1, "falcon_mamba": _mamba1, "jamba": _jamba,
                        "minimax": _minimax, "minimax_text_01": _minimax,
-                       "minimax_m1": _minimax}
+                       "minimax_m1": _minimax, "lfm2": _lfm2, "lfm2_moe": _lfm2}
 """The model_types read here, and their readers."""
 
 

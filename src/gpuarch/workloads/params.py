@@ -264,11 +264,18 @@ def mamba_params(s: TransformerShape) -> int:
     step's rank, B and C), dt_proj and its bias, A_log a channel and state element, D a
     channel, Jamba's three norm weights and the output projection (Transformers'
     MambaMixer, JambaMambaMixer). Lightning attention: qkv_proj, the output gate, the norm
-    over the inner width and out_proj (Transformers' MiniMaxLightningAttention). 0 without
-    such blocks."""
+    over the inner width and out_proj (Transformers' MiniMaxLightningAttention). A short
+    convolution: in_proj (B, C, x), the convolution's taps (and bias) and out_proj, with
+    ``proj_bias`` both projections' biases (Transformers' Lfm2ShortConv). 0 without such
+    blocks."""
     m = s.mamba
     if m is None:
         return 0
+    if m.short_conv:  # B, C and x in; the convolution's taps over B x; out
+        proj = s.hidden * m.in_proj_width + m.inner * s.hidden
+        if m.proj_bias:
+            proj += m.in_proj_width + s.hidden
+        return proj + m.inner * m.conv_kernel + (m.inner if m.conv_bias else 0)
     if m.selective:
         proj = s.hidden * m.in_proj_width + m.inner * s.hidden \
             + m.inner * m.x_proj_width + m.dt_rank * m.inner + m.inner

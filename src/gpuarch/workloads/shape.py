@@ -259,14 +259,15 @@ are all of one kind, its ``MambaShape.kind``."""
 
 MIXER_KINDS = {"mamba2": "Mamba-2", "gated_delta": "Gated DeltaNet",
                "kda": "Kimi Delta Attention", "mamba1": "Mamba-1",
-               "lightning": "lightning attention"}
+               "lightning": "lightning attention", "short_conv": "short convolution"}
 """The recurrent mixers a hybrid model's "M" blocks can be, and their names: Mamba-2's
 state-space duality (Nemotron-H, Granite 4.0), the gated delta rule (Yang et al., "Gated
 Delta Networks", ICLR 2025: Qwen3-Next, Qwen3.5) and its refinement with a decay per
 channel rather than per head (Kimi Team, "Kimi Linear", arXiv 2510.26692: Kimi Linear), and
 Mamba-1's selective scan (Gu and Dao, "Mamba", arXiv 2312.00752: Jamba, Falcon Mamba), and
 lightning attention, linear attention with a fixed decay a head computed block by block
-(MiniMax, "MiniMax-01", arXiv 2501.08313: MiniMax-Text-01, MiniMax-M1)."""
+(MiniMax, "MiniMax-01", arXiv 2501.08313: MiniMax-Text-01, MiniMax-M1), and a gated short
+convolution with no recurrent state (Liquid AI's LFM2)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -313,7 +314,13 @@ class MambaShape:
     computed in blocks of ``block`` tokens. Weights (Transformers'
     MiniMaxLightningAttention): qkv_proj (hidden to three times the inner width), the
     output gate (hidden to the inner width: the input projection's "z"), an RMSNorm over
-    the inner width, out_proj; the decays are buffers, not parameters."""
+    the inner width, out_proj; the decays are buffers, not parameters.
+
+    A gated short convolution (LFM2): the input projection to B, C and x (each the inner
+    width, which is the hidden size), B x through a depthwise causal convolution of
+    ``conv_kernel`` taps, its output times C, the output projection; held as one-channel
+    heads (``head_dim`` 1, one group) with no recurrent state (``state`` 0), its only state
+    between steps the convolution's last inputs."""
 
     heads: int
     head_dim: int
@@ -337,8 +344,15 @@ class MambaShape:
     block: int = 0
 
     def __post_init__(self) -> None:
-        for name in ("heads", "head_dim", "state", "groups"):
+        for name in ("heads", "head_dim", "groups"):
             _positive(f"mamba.{name}", getattr(self, name))
+        _positive("mamba.state", self.state, minimum=0 if self.kind == "short_conv" else 1)
+        if self.kind == "short_conv" and (self.head_dim != 1 or self.groups != 1
+                                          or self.state or self.gated_norm):
+            raise GpuarchError(
+                f"mamba.head_dim / mamba.groups / mamba.state / mamba.gated_norm: a short "
+                f"convolution is held as one-channel heads in one group with no state and no "
+                f"norm, got {self.head_dim}, {self.groups}, {self.state}, {self.gated_norm}")
         lightning = self.kind == "lightning"
         _positive("mamba.conv_kernel", self.conv_kernel, minimum=0 if lightning else 1)
         _positive("mamba.dt_rank", self.dt_rank, minimum=0)
@@ -370,7 +384,7 @@ class MambaShape:
         if self.heads % self.groups:
             raise GpuarchError(f"mamba.groups: {self.groups} must divide mamba.heads "
                                f"{self.heads}")
-        if not self.gated_norm and self.kind not in ("mamba2", "mamba1"):
+        if not self.gated_norm and self.kind not in ("mamba2", "mamba1", "short_conv"):
             raise GpuarchError("mamba.gated_norm: only a Mamba-2 mixer goes without its "
                                "gated norm")
         if self.full_rank_gate and self.kind != "kda":
@@ -391,6 +405,17 @@ class MambaShape:
         """Whether the mixer runs the chunked gated delta rule (a Gated DeltaNet or Kimi
         Delta Attention) rather than Mamba-2's scan."""
         return self.kind in ("gated_delta", "kda")
+
+    @property
+    def short_conv(self) -> bool:
+        """Whether the mixer is a gated short convolution (no recurrent state)."""
+        return self.kind == "short_conv"
+
+    @property
+    def channelwise(self) -> bool:
+        """Whether the mixer splits over tensor parallelism by channel alone, with no B/C
+        groups to hold whole (Mamba-1, the short convolution)."""
+        return self.kind in ("mamba1", "short_conv")
 
     @property
     def lightning(self) -> bool:
@@ -427,8 +452,9 @@ class MambaShape:
 
     @property
     def conv_width(self) -> int:
-        """Channels the convolution runs over: x, B and C (Mamba-1's: x alone)."""
-        if self.selective:
+        """Channels the convolution runs over: x, B and C (Mamba-1's: x alone; a short
+        convolution's: B x)."""
+        if self.channelwise:
             return self.inner
         return self.inner + 2 * self.groups * self.state
 
@@ -438,9 +464,9 @@ class MambaShape:
         head (a Gated DeltaNet's beta and a, two; lightning attention's output gate, q, k
         and v, none). Kimi Delta Attention's: q, k and v, beta
         a head and the two gates' low-rank halves (``low_rank_width`` each). Mamba-1's: x
-        and z."""
-        if self.selective:
-            return 2 * self.inner
+        and z; a short convolution's: B, C and x."""
+        if self.channelwise:
+            return (2 if self.selective else 3) * self.inner
         if self.kda:
             return (self.conv_width + self.heads + self.replicated_in_proj
                     + (self.inner if self.full_rank_gate else 0))
@@ -457,8 +483,9 @@ class MambaShape:
     def in_proj_per_gpu(self, tp: Any) -> Any:
         """The input projection's outputs on one of ``tp`` tensor-parallel GPUs: split but
         for Kimi Delta Attention's low-rank gate halves, which every GPU computes whole, and
-        a single B/C group's (``groups_per_gpu``); Mamba-1's x and z split evenly."""
-        if self.selective:
+        a single B/C group's (``groups_per_gpu``); Mamba-1's and a short convolution's
+        split evenly."""
+        if self.channelwise:
             return self.in_proj_width // tp
         low_rank = self.replicated_in_proj
         bc = 2 * self.groups * self.state
@@ -476,8 +503,8 @@ class MambaShape:
 
     def conv_per_gpu(self, tp: Any) -> Any:
         """Channels the convolution runs over on one of ``tp`` GPUs: x split, B and C as
-        ``groups_per_gpu`` has them (Mamba-1's: its share of x)."""
-        if self.selective:
+        ``groups_per_gpu`` has them (Mamba-1's and a short convolution's: its share)."""
+        if self.channelwise:
             return self.inner // tp
         return self.inner // tp + 2 * self.groups_per_gpu(tp) * self.state
 
@@ -485,8 +512,9 @@ class MambaShape:
         """A mixer's weights each of ``tp`` GPUs holds beyond its even share: a single B/C
         group's input projection rows and convolution taps (and bias) when ``tp`` > 1.
         Mamba-1's split evenly (its x_proj by input, dt_proj by output; the three small
-        norms' weights, whole on each GPU, are not counted here)."""
-        if self.selective:
+        norms' weights, whole on each GPU, are not counted here), and so is a short
+        convolution."""
+        if self.channelwise:
             return 0.0
         extra = 2 * self.state * (self.groups_per_gpu(tp) - self.groups / tp)
         return extra * (hidden + self.conv_kernel + (1 if self.conv_bias else 0))
@@ -1026,7 +1054,7 @@ class TransformerShape:
         blocks. A Mamba-1 mixer splits its channels (``heads``) alone, B and C whole on
         every GPU."""
         m = self.mamba
-        if m is not None and m.selective:
+        if m is not None and m.channelwise:
             if m.inner % ways:
                 raise GpuarchError(f"{flag}: {what} must divide the {m.label} inner width "
                                    f"({m.inner}) of {self.name}")
