@@ -313,6 +313,16 @@ CONFIGS: dict[str, dict[str, Any]] = {
                  "num_dense_layers": 1, "num_hidden_layers": 4, "num_attention_heads": 16,
                  "num_key_value_heads": 8, "vocab_size": 32000,
                  "layer_types": ["conv", "full_attention", "conv", "conv"]},
+    # table rows: latent attention with dense MLPs (Youtu), GLM-4.5's layers (Sarvam MoE)
+    "youtu": {"model_type": "youtu", "hidden_size": 1024, "intermediate_size": 2048,
+              "num_hidden_layers": 4, "num_attention_heads": 16, "kv_lora_rank": 128,
+              "q_lora_rank": 256, "qk_nope_head_dim": 32, "qk_rope_head_dim": 16,
+              "v_head_dim": 32, "vocab_size": 32000},
+    "sarvam_moe": {"model_type": "sarvam_moe", "hidden_size": 1024, "intermediate_size": 2048,
+                   "moe_intermediate_size": 256, "num_hidden_layers": 4,
+                   "num_attention_heads": 16, "num_key_value_heads": 4, "head_dim": 64,
+                   "n_routed_experts": 8, "num_experts_per_tok": 2, "n_shared_experts": 1,
+                   "first_k_dense_replace": 1, "use_qk_norm": True, "vocab_size": 32000},
     # the GPT-2-era families: OPT, MPT, GPTBigCode, GPT-Neo
     "opt": {"model_type": "opt", "hidden_size": 1024, "num_hidden_layers": 4,
             "num_attention_heads": 16, "ffn_dim": 4096, "word_embed_proj_dim": 1024,

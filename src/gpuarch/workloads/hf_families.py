@@ -70,7 +70,8 @@ def shape_of_tabled_family(model_type: str, cfg: dict[str, Any], path: Path, lab
             width = get(cfg, path, t.dense_width_key, default=0) or width
     qk = _QK[t.qk_norm] if not t.qk_norm_key or flag(cfg, t.qk_norm_key, False) \
         else QkNorm.NONE
-    norms = 1 if t.parallel_key and flag(cfg, t.parallel_key, False) else t.norms
+    norms = 1 if t.parallel_key and flag(cfg, t.parallel_key, False) \
+        else 4 if t.sandwich_key and flag(cfg, t.sandwich_key, False) else t.norms
     return TransformerShape(
         **fields,
         ffn_hidden=width,

@@ -48,6 +48,7 @@ class FamilyTraits:
     norm: str = "rmsnorm"
     norms: int = 2
     parallel_key: str = ""
+    sandwich_key: str = ""
     qk_norm: str = "none"
     qk_norm_key: str = ""
     windows: str = "layer_types"
