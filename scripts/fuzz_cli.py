@@ -323,6 +323,9 @@ CONFIGS: dict[str, dict[str, Any]] = {
                    "num_attention_heads": 16, "num_key_value_heads": 4, "head_dim": 64,
                    "n_routed_experts": 8, "num_experts_per_tok": 2, "n_shared_experts": 1,
                    "first_k_dense_replace": 1, "use_qk_norm": True, "vocab_size": 32000},
+    "vaultgemma": {"model_type": "vaultgemma", "hidden_size": 1024, "intermediate_size": 2048,
+                   "num_hidden_layers": 4, "num_attention_heads": 8, "num_key_value_heads": 2,
+                   "head_dim": 128, "vocab_size": 32000, "sliding_window": 512},
     # the GPT-2-era families: OPT, MPT, GPTBigCode, GPT-Neo
     "opt": {"model_type": "opt", "hidden_size": 1024, "num_hidden_layers": 4,
             "num_attention_heads": 16, "ffn_dim": 4096, "word_embed_proj_dim": 1024,

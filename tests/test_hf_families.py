@@ -192,6 +192,16 @@ TINY_COHERE2_MOE = {"model_type": "cohere2_moe", "hidden_size": 1024,
       "num_experts_per_tok": 2, "n_shared_experts": 1, "first_k_dense_replace": 2,
       "use_qk_norm": False, "attention_bias": True, "vocab_size": 1000}, 39_304_192),
     ({"model_type": "param2moe"}, 17_151_124_096),
+    ({"model_type": "minicpm5_moe"}, 15_002_552_320),  # a gate a query channel, experts
+    ({"model_type": "minicpm5_moe", "hidden_size": 1024, "intermediate_size": 2048,
+      "moe_intermediate_size": 256, "num_hidden_layers": 4, "num_attention_heads": 16,
+      "num_key_value_heads": 4, "head_dim": 64, "n_routed_experts": 8,
+      "num_experts_per_tok": 2, "n_shared_experts": 2, "attention_bias": True,
+      "vocab_size": 1000, "first_k_dense_replace": 2}, 45_079_552),
+    ({"model_type": "vaultgemma"}, 2_614_222_080),  # Gemma 2 without its post-norms
+    ({"model_type": "vaultgemma", "hidden_size": 1024, "intermediate_size": 2048,
+      "num_hidden_layers": 5, "num_attention_heads": 8, "num_key_value_heads": 2,
+      "head_dim": 128, "vocab_size": 1000, "attention_bias": True}, 45_612_544),
     ({**TINY_COHERE2_MOE, "first_k_dense_replace": None, "num_hidden_layers": 4,
       "rms_norm_eps": 1e-6, "tie_word_embeddings": False, "num_shared_experts": 0,
       "prefix_dense_intermediate_size": None, "num_experts": 4, "num_experts_per_tok": 1,
@@ -327,6 +337,8 @@ def test_dots1_active_parameters(tmp_path: Path) -> None:
     ({"model_type": "granitemoe_swa", "num_hidden_layers": 9, "num_local_experts": 4,
       "intermediate_size": 64}, 128, 6),
     ({"model_type": "granite_swa", "num_hidden_layers": 8, "sliding_window": None}, 0, 0),
+    # vaultgemma: every other layer windowed from the first (3 of 5)
+    ({"model_type": "vaultgemma", "num_hidden_layers": 5}, 4096, 3),
     # cohere2_moe's default: no dense prefix, all but every fourth of 40
     ({"model_type": "cohere2_moe", "num_hidden_layers": 40, "num_experts": 4,
       "intermediate_size": 64}, 4096, 30),
@@ -456,7 +468,7 @@ def test_table_families_are_supported_and_sourced() -> None:
 
 @pytest.mark.parametrize(("row", "message"), [
     ({"name": "x", "source": "y", "qkv_biass": True}, r"unknown keys qkv_biass"),
-    ({"name": "x", "source": "y", "ffn": "geglu"}, r"ffn: expected one of swiglu"),
+    ({"name": "x", "source": "y", "ffn": "swiglu2"}, r"ffn: expected one of swiglu"),
     ({"name": "x", "source": "y", "norms": 3}, r"norms: expected 1, 2 or 4"),
     ({"name": "x", "source": "y", "qkv_bias": "attention_bias"},
      r"qkv_bias: expected true, false or a list"),

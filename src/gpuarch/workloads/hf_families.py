@@ -29,7 +29,8 @@ from gpuarch.workloads.shape import (
 
 __all__ = ["shape_of_tabled_family"]
 
-_FFN = {"swiglu": FfnKind.SWIGLU, "relu2": FfnKind.RELU2, "gelu": FfnKind.GELU,
+_FFN = {"swiglu": FfnKind.SWIGLU, "geglu": FfnKind.GEGLU, "relu2": FfnKind.RELU2,
+        "gelu": FfnKind.GELU,
         "xielu": FfnKind.XIELU}
 _QK = {"none": QkNorm.NONE, "head": QkNorm.HEAD, "full": QkNorm.FULL}
 

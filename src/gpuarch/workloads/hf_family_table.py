@@ -18,7 +18,7 @@ __all__ = ["FAMILIES_FILE", "FamilyTraits", "family_traits"]
 FAMILIES_FILE = Path(__file__).with_name("data") / "hf_families.toml"
 
 _CHOICES = {
-    "ffn": ("swiglu", "relu2", "gelu", "xielu"),
+    "ffn": ("swiglu", "geglu", "relu2", "gelu", "xielu"),
     "norm": ("rmsnorm", "layernorm", "layernorm_weight"),
     "qk_norm": ("none", "head", "full"),
     "windows": ("layer_types", "all", "pattern", "pattern_first", "prefix_pattern",
