@@ -77,8 +77,9 @@ def test_served(tmp_path: Path) -> None:
     ({"attn_layer_indices": [1, 9]}, r"attn_layer_indices: expected layer indices from 0 "
                                      r"to 3, got \[1, 9\]"),
     ({"attn_layer_indices": "all"}, r"attn_layer_indices: expected layer indices"),
-    ({"mamba_n_heads": 30}, r"mamba_n_heads: 30 must divide mamba_expand x hidden_size "
-                            r"\(2048\)"),
+    ({"mamba_n_heads": 30}, r"mamba_n_heads: 30 must divide the mixer's width 2048"),
+    ({"mamba_d_head": 32}, r"mamba_n_heads x mamba_d_head: expected the mixer's width 2048, "
+                           r"got 1024"),
 ])
 def test_refusals(tmp_path: Path, change: dict[str, Any], message: str) -> None:
     with pytest.raises(GpuarchError, match=message):

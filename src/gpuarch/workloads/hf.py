@@ -1033,13 +1033,8 @@ def _bamba(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
     fields = _decoder_fields(cfg, path, label, 2 * layers, heads)
     mamba = None
     if "M" in pattern:
-        if cfg.get("mamba_d_head") in (None, "auto"):
-            ssm_heads = _get(cfg, path, "mamba_n_heads")
-            width = _get(cfg, path, "mamba_expand") * hidden
-            if ssm_heads < 1 or width % ssm_heads:
-                raise GpuarchError(f"mamba_n_heads: {ssm_heads} must divide mamba_expand x "
-                                   f"hidden_size ({width})")
-            cfg = {**cfg, "mamba_d_head": width // ssm_heads}
+        width = _get(cfg, path, "mamba_expand") * hidden
+        cfg = {**cfg, "mamba_d_head": mamba_head_dim(cfg, path, width)}
         mamba = _mamba_mixer(cfg, path, hidden, (
             "mamba_n_heads", "mamba_d_head", "mamba_d_state", "mamba_n_groups",
             "mamba_d_conv", "mamba_conv_bias", "mamba_proj_bias", "mamba_expand"))
@@ -1132,6 +1127,23 @@ def _mamba2(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
     fields.update(kv_heads=heads, head_dim=mamba.head_dim, context_window=0)
     return TransformerShape(**fields, ffn_hidden=0, ffn_kind=FfnKind.SWIGLU,
                             position=Position.NONE, hybrid_pattern="M" * layers, mamba=mamba)
+
+
+def mamba_head_dim(cfg: dict[str, Any], path: Path, width: int) -> int:
+    """A Mamba-2 mixer's head size from ``mamba_d_head``, or where it is absent or "auto"
+    (Bamba's and Falcon-H1's config classes) the mixer's ``width`` over ``mamba_n_heads``;
+    either way the heads must make up the width."""
+    ssm_heads = _get(cfg, path, "mamba_n_heads")
+    if cfg.get("mamba_d_head") in (None, "auto"):
+        if ssm_heads < 1 or width % ssm_heads:
+            raise GpuarchError(f"mamba_n_heads: {ssm_heads} must divide the mixer's width "
+                               f"{width}")
+        return int(width // ssm_heads)
+    head_dim: int = _get(cfg, path, "mamba_d_head")
+    if ssm_heads * head_dim != width:
+        raise GpuarchError(f"mamba_n_heads x mamba_d_head: expected the mixer's width {width}, "
+                           f"got {ssm_heads * head_dim}")
+    return head_dim
 
 
 def _mamba_mixer(cfg: dict[str, Any], path: Path, hidden: int, keys: tuple[str, ...]

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuarch.errors import GpuarchError
-from gpuarch.workloads.hf import EXPERT_COUNT_KEYS
+from gpuarch.workloads.hf import EXPERT_COUNT_KEYS, mamba_head_dim
 from gpuarch.workloads.hf import _decoder_fields as decoder_fields
 from gpuarch.workloads.hf import _flag as flag
 from gpuarch.workloads.hf import _get as get
@@ -725,21 +725,10 @@ def _falcon_h1(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
     heads = get(cfg, path, "num_attention_heads")
     fields = decoder_fields(cfg, path, label, 3 * layers, heads)
     hidden = fields["hidden"]
-    ssm_heads = get(cfg, path, "mamba_n_heads")
     width = get(cfg, path, "mamba_d_ssm", default=0) \
         or get(cfg, path, "mamba_expand") * hidden
-    head_dim = cfg.get("mamba_d_head")
-    if head_dim in (None, "auto"):
-        if ssm_heads < 1 or width % ssm_heads:
-            raise GpuarchError(f"mamba_n_heads: {ssm_heads} must divide the mixer's width "
-                               f"{width}")
-        head_dim = width // ssm_heads
-    else:
-        head_dim = get(cfg, path, "mamba_d_head")
-        if ssm_heads * head_dim != width:
-            raise GpuarchError(f"mamba_n_heads x mamba_d_head: expected the mixer's width "
-                               f"{width}, got {ssm_heads * head_dim}")
-    mamba = MambaShape(heads=ssm_heads, head_dim=head_dim,
+    mamba = MambaShape(heads=get(cfg, path, "mamba_n_heads"),
+                       head_dim=mamba_head_dim(cfg, path, width),
                        state=get(cfg, path, "mamba_d_state"),
                        groups=get(cfg, path, "mamba_n_groups"),
                        conv_kernel=get(cfg, path, "mamba_d_conv"),
