@@ -73,6 +73,10 @@ def test_counted_by_hand(tmp_path: Path) -> None:
     experts = _read(tmp_path, MOE)
     assert (experts.hybrid_pattern, experts.d_ffn, experts.moe_ffn_hidden) == (
         "M-*EMEME", 4096, 512)
+    # named only by its class, as vLLM picks a model: the same experts
+    renamed = _read(tmp_path, {**MOE, "model_type": "my_lfm2_moe",
+                               "architectures": ["Lfm2MoeForCausalLM"]})
+    assert count_params(renamed).total == count_params(experts).total == 67_127_424
 
 
 def test_no_recurrent_state(tmp_path: Path) -> None:

@@ -965,7 +965,14 @@ def _lfm2_width(cfg: dict[str, Any], path: Path) -> int:
     return int(width)
 
 
-def _lfm2(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
+def _lfm2_moe(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
+    """LFM2-MoE (``_lfm2`` with experts), however the config names its family (its
+    model_type, or only its ``architectures`` class)."""
+    return _lfm2(cfg, path, label, moe_family=True)
+
+
+def _lfm2(cfg: dict[str, Any], path: Path, label: str, moe_family: bool = False
+          ) -> TransformerShape:
     """Liquid AI's LFM2 (``lfm2``) and LFM2-MoE (``lfm2_moe``): each layer a token mixer, a
     gated short convolution (``layer_types`` "conv") or grouped-query attention with a
     norm over each head's queries and keys ("full_attention"; else the indices
@@ -978,7 +985,6 @@ def _lfm2(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
     and on its projections with ``conv_bias``. LFM2's dense MLP width follows Lfm2MLP's
     adjustment (``_lfm2_width``); LFM2-MoE's dense layers are ``intermediate_size`` wide.
     ``block_ff_dim`` and ``tie_embedding`` are read as the config classes read them."""
-    moe_family = cfg.get("model_type") == "lfm2_moe"
     renamed = {k: v for k, v in (("intermediate_size", cfg.get("block_ff_dim")),
                                  ("tie_word_embeddings", cfg.get("tie_embedding")))
                if v is not None and cfg.get(k) is None}
@@ -1028,7 +1034,7 @@ LAYER_KIND_FAMILIES = {"gemma4_text": _gemma4, "mimo_v2_flash": _mimo_v2_flash,
                        "step3p7": _step3p7, "step3p5": _step3p7, "falcon_h1": _falcon_h1,
                        "mamba": _mamba1, "falcon_mamba": _mamba1, "jamba": _jamba,
                        "minimax": _minimax, "minimax_text_01": _minimax,
-                       "minimax_m1": _minimax, "lfm2": _lfm2, "lfm2_moe": _lfm2}
+                       "minimax_m1": _minimax, "lfm2": _lfm2, "lfm2_moe": _lfm2_moe}
 """The model_types read here, and their readers."""
 
 
