@@ -122,7 +122,7 @@ def test_blocked_scan_and_state(tmp_path: Path) -> None:
 def test_state_kept_in_the_models_16_bits_by_default(tmp_path: Path,
                                                      capsys: pytest.CaptureFixture[str]
                                                      ) -> None:
-    """vLLM keeps lightning attention's state in the model's dtype unless told (its 2025
+    """vLLM keeps lightning attention's state in the model's dtype unless told (its earlier
     releases refused float32 for MiniMax); NVIDIA's Mamba-2 hybrids' in FP32, as the engines
     do."""
     s = _read(tmp_path, TEXT_01)

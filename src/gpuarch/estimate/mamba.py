@@ -59,7 +59,7 @@ def default_state_precision(shape: TransformerShape) -> str:
     """The recurrent state's format an engine keeps for ``shape`` unless told: the model's 16
     bits for lightning attention (vLLM's MambaStateDtypeCalculator.
     linear_attention_state_dtype takes --mamba-cache-dtype, the model's dtype by default;
-    releases of 2025 refused float32 for MiniMax), else ``DEFAULT_SSM_STATE``."""
+    earlier releases refused float32 for MiniMax), else ``DEFAULT_SSM_STATE``."""
     return "bf16" if shape.mamba is not None and shape.mamba.lightning else DEFAULT_SSM_STATE
 
 

@@ -81,13 +81,9 @@ _MLA = {"deepseek_v2", "deepseek_v3", "deepseek_v32", "glm_moe_dsa", "kimi_k2"}
 _SPARSE_MLA = {"deepseek_v32", "glm_moe_dsa"}
 _LLAMA4 = {"llama4", "llama4_text"}
 _GATED_DELTA = {"qwen3_next", "qwen3_5_text", "qwen3_5_moe_text"}  # Gated DeltaNet hybrids
-# the families hf_layer_kinds reads (its LAYER_KIND_FAMILIES)
-_LAYER_KINDS = {"gemma4_text", "mimo_v2_flash", "nemotron-nas", "minimax_m3", "minimax_m3_vl",
-                "kimi_linear", "step3p7", "step3p5", "falcon_h1", "mamba", "falcon_mamba",
-                "jamba", "minimax", "minimax_text_01", "minimax_m1", "lfm2", "lfm2_moe"}
 # the families read by readers of their own; with the table's (data/hf_families.toml, read
 # by hf_families.py, loaded only when a config is read) they are supported_model_types()
-_OWN_READERS = frozenset(_LLAMA_LIKE | _LLAMA4 | _GEMMA | _GATED_DELTA | _LAYER_KINDS
+_OWN_READERS = frozenset(_LLAMA_LIKE | _LLAMA4 | _GEMMA | _GATED_DELTA
                          | {"gpt2", "nemotron", "nemotron_h", "granitemoehybrid", "bamba",
                             "mamba2", "gptj", "gpt_neox", "falcon", "bloom", "deepseek_v4",
                             "gpt_bigcode", "gpt_neo", "opt", "mpt"})
@@ -132,10 +128,17 @@ def _table() -> dict[str, Any]:
     return family_traits()
 
 
+def _layer_kinds() -> dict[str, Any]:
+    """The families ``hf_layer_kinds`` reads, by model_type (imported on first use: that
+    module reads configs with this one's helpers)."""
+    from gpuarch.workloads.hf_layer_kinds import LAYER_KIND_FAMILIES
+    return LAYER_KIND_FAMILIES
+
+
 @cache
 def supported_model_types() -> frozenset[str]:
-    """Every model_type read: the own readers' and the table's."""
-    return _OWN_READERS | frozenset(_table())
+    """Every model_type read: the own readers', hf_layer_kinds' and the table's."""
+    return _OWN_READERS | frozenset(_layer_kinds()) | frozenset(_table())
 
 
 
@@ -223,8 +226,7 @@ def shape_from_hf_config(path: Path, name: str | None = None) -> TransformerShap
             return _falcon(cfg, path, label)
         if model_type in _GEMMA:
             return _gemma(cfg, path, label, model_type)
-        if model_type in _LAYER_KINDS:
-            # (imported here: that module reads configs with this one's helpers)
+        if model_type in _layer_kinds():
             from gpuarch.workloads.hf_layer_kinds import shape_of_family
             return shape_of_family(model_type, cfg, path, label)
         if model_type in _table():
