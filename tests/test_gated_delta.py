@@ -48,7 +48,8 @@ QWEN35_TEXT: dict[str, Any] = {
     "linear_key_head_dim": 128, "linear_value_head_dim": 128, "linear_conv_kernel_dim": 4,
     "num_experts": 256, "num_experts_per_tok": 8, "moe_intermediate_size": 512,
     "shared_expert_intermediate_size": 512, "vocab_size": 248320,
-    "tie_word_embeddings": False, "full_attention_interval": 4}
+    "tie_word_embeddings": False, "full_attention_interval": 4,
+    "mamba_ssm_dtype": "float32"}  # as the published configs write it
 
 
 # Both models' mixers have the same sizes (hidden 2,048): per Gated DeltaNet layer the input
@@ -155,7 +156,9 @@ def test_qwen3_5_9b_is_counted_to_the_parameter(tmp_path: Path) -> None:
     variant): 24 Gated DeltaNet layers of 32 value heads, 8 gated attention layers (16
     heads, 4 KV heads), a SwiGLU MLP of 12,288 after each, untied embedding and head of
     248,320: 8,953,803,264, the published 9B with the vision tower."""
-    dense = {**QWEN35_TEXT, "model_type": "qwen3_5_text", "num_experts": 0,
+    # (its own config.json's mamba_ssm_dtype was not read, and the preset names none)
+    sizes = {k: v for k, v in QWEN35_TEXT.items() if k != "mamba_ssm_dtype"}
+    dense = {**sizes, "model_type": "qwen3_5_text", "num_experts": 0,
              "hidden_size": 4096, "num_hidden_layers": 32, "num_key_value_heads": 4,
              "intermediate_size": 12288}
     shape = shape_from_hf_config(_write(tmp_path, dense))
@@ -171,7 +174,9 @@ def test_dense_qwen3_5_layers_and_the_gate_come_from_the_config(tmp_path: Path) 
     layer_types place the mixers as the interval does; attn_output_gate false drops the
     gate (the query projection then its plain width); a layer type it does not know is
     refused by key."""
-    dense = {**QWEN35_TEXT, "model_type": "qwen3_5_text", "num_experts": 0,
+    # (its own config.json's mamba_ssm_dtype was not read, and the preset names none)
+    sizes = {k: v for k, v in QWEN35_TEXT.items() if k != "mamba_ssm_dtype"}
+    dense = {**sizes, "model_type": "qwen3_5_text", "num_experts": 0,
              "intermediate_size": 12288, "num_hidden_layers": 8}
     shape = shape_from_hf_config(_write(tmp_path, dense))
     assert shape.hybrid_pattern == "M-M-M-*-" * 2 and not shape.is_moe

@@ -234,7 +234,8 @@ def cmd_advise_infer(args: argparse.Namespace) -> int:
         prefill_gpus=prefill_keys,
         cuda_graph_batch_sizes=args.cuda_graph_batch_sizes,
         cuda_graph_max_context=args.cuda_graph_max_context,
-        ssm_state_precision=args.ssm_state_precision or default_state_precision(shape),
+        ssm_state_precision=args.ssm_state_precision
+        or default_state_precision(shape, args.engine or args.launch or ""),
         fp8_scaling=args.fp8_scaling, engine=args.engine or args.launch or "", **checkpoint)
     after = None if traffic is None else _simulated(catalog, shape, search, traffic)
     return _answer(args, lambda: advise_inference(catalog, shape, search,

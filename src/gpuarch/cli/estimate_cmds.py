@@ -685,7 +685,8 @@ def cmd_infer(args: argparse.Namespace) -> int:
         fp8_scaling=args.fp8_scaling or fp8_scaling_of(
             checkpoint is not None and checkpoint.fp8_blocks),
         adp_balance=args.adp_balance,
-        ssm_state_precision=args.ssm_state_precision or default_state_precision(shape),
+        ssm_state_precision=args.ssm_state_precision
+        or default_state_precision(shape, serving_engine(args), sixteen.value),
         cached_prefix=args.cached_prefix, cuda_graph_batch_sizes=args.cuda_graph_batch_sizes,
         cuda_graph_max_context=args.cuda_graph_max_context,
         cpu_offload_gib=args.cpu_offload_gb,

@@ -157,10 +157,12 @@ def engine_flags(p: argparse.ArgumentParser) -> None:
                         "context FMHA, on when an FP8 or NVFP4 checkpoint's attention output "
                         "is quantized and the KV cache is FP8); default: the 16-bit rate")
     p.add_argument("--ssm-state-precision", metavar="fp32|bf16|fp16",
-                   help="a hybrid model's recurrent (Mamba-2 or Gated DeltaNet) state between "
-                        "steps: fp32 (default, "
-                        "as SGLang's --mamba-ssm-dtype and vLLM 0.13+ keep NVIDIA's hybrids'), "
-                        "bf16 or fp16 (vLLM --mamba-ssm-cache-dtype)")
+                   help="a hybrid model's recurrent (Mamba or linear-attention) state "
+                        "between steps: fp32, bf16 or fp16 (default: what the named engine, "
+                        "--engine or --launch, keeps for the model: vLLM and TensorRT-LLM the "
+                        "model's 16 bits unless its config.json asks for FP32 (Nemotron-H, "
+                        "Qwen3.5 in vLLM), SGLang FP32; Kimi Delta Attention FP32 in all; "
+                        "with no engine named fp32, lightning attention's 16 bits)")
     p.add_argument("--fp8-scaling", metavar="tensor|block",
                    help="how FP8 weights carry their scales: 'tensor' (one per tensor or "
                         "channel, NVIDIA ModelOpt's FP8 checkpoints) or 'block' (128 x 128 "

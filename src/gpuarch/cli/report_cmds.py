@@ -29,6 +29,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from gpuarch.catalog.evolution import DEFAULT_METRICS, evolution
     from gpuarch.catalog.queries import feature_matrix
     from gpuarch.errors import GpuarchError
+    from gpuarch.estimate.mamba import default_state_precision
     from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY
     from gpuarch.perf.precision import Precision
     from gpuarch.perf.roofline import Device, roofline_summary, transformer_ops
@@ -50,7 +51,8 @@ def cmd_report(args: argparse.Namespace) -> int:
                                   assumed_network_gbit_s=args.network, facility=facility)
     training = advise_training(catalog, shape, train_search, prices)
     serve_search = InferenceSearch(input_len=args.input_len, output_len=args.output_len,
-                                   facility=facility)
+                                   facility=facility,
+                                   ssm_state_precision=default_state_precision(shape))
     serving = advise_inference(catalog, shape, serve_search, prices)
     pick = catalog.product(training.top[0].gpu if training.top else "h100")
     precision = Precision(training.top[0].precision) if training.top else Precision.BF16

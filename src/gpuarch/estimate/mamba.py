@@ -41,26 +41,57 @@ config.json's chunk_size."""
 
 SSM_STATE_BYTES = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0}
 """Bytes per element of the recurrent (SSM) state a serving engine keeps per sequence, by
-its format. FP32 is the engines' default for NVIDIA's hybrids: SGLang's
-``--mamba-ssm-dtype`` defaults to float32 (python/sglang/srt/server_args.py, 0.5.6-0.5.8),
-and vLLM from 0.13 takes the checkpoint's ``mamba_ssm_cache_dtype`` (float32 in Nemotron 3
-Nano's config.json) through its Nemotron-H config hook
-(vllm/model_executor/models/config.py, NemotronHForCausalLMConfig); vLLM 0.11-0.12 kept the
-model's 16 bits unless asked. The convolution's state stays 16-bit in both."""
+its format (which format an engine keeps by default: ``default_state_precision``). The
+convolution's state stays in the model's 16 bits in every engine."""
 
 DEFAULT_SSM_STATE = "fp32"
-"""The engines' default format of the recurrent state (``SSM_STATE_BYTES``)."""
+"""The state's format with no engine named (``default_state_precision``): FP32, SGLang's
+default and the one vLLM and TensorRT-LLM keep for Nemotron-H and Qwen3.5 (vLLM) as their
+checkpoints ask; the larger of the engines' choices, so the memory it leaves is not
+overstated."""
 
 MAMBA_SERVING_STATE_BYTES = SSM_STATE_BYTES[DEFAULT_SSM_STATE]
 """Its bytes per element."""
 
 
-def default_state_precision(shape: TransformerShape) -> str:
-    """The recurrent state's format an engine keeps for ``shape`` unless told: the model's 16
-    bits for lightning attention (vLLM's MambaStateDtypeCalculator.
-    linear_attention_state_dtype takes --mamba-cache-dtype, the model's dtype by default;
-    earlier releases refused float32 for MiniMax), else ``DEFAULT_SSM_STATE``."""
-    return "bf16" if shape.mamba is not None and shape.mamba.lightning else DEFAULT_SSM_STATE
+def default_state_precision(shape: TransformerShape, engine: str = "",
+                            sixteen: str = "bf16") -> str:
+    """The recurrent state's format ``engine`` keeps for ``shape`` unless told (``sixteen``:
+    the model's 16-bit format; "" or another engine: ``DEFAULT_SSM_STATE``, the model's 16
+    bits for lightning attention).
+
+    - Kimi Delta Attention: FP32 (vLLM's ``kda_state_dtype`` and TensorRT-LLM's
+      ``extract_mamba_kv_cache_params`` keep its recurrent state so whatever they are told;
+      SGLang's ``KimiLinearCacheParams`` follows its FP32 default).
+    - vLLM (``MambaStateDtypeCalculator``, vllm/model_executor/layers/mamba/mamba_utils.py):
+      the model's dtype unless ``--mamba-ssm-cache-dtype`` says otherwise, for Mamba-1,
+      Mamba-2, Gated DeltaNet and (``--mamba-cache-dtype``) lightning attention, except
+      where a model's config hook sets it (vllm/model_executor/models/config.py):
+      Nemotron-H's from its config's ``mamba_ssm_cache_dtype`` (float32 if absent),
+      Qwen3.5's from its config's ``mamba_ssm_dtype``.
+    - SGLang: ``--mamba-ssm-dtype``, float32 by default (python/sglang/srt/server_args.py);
+      its lightning attention's state was not read (the model's 16 bits kept).
+    - TensorRT-LLM: ``KvCacheConfig.mamba_ssm_cache_dtype`` "auto" takes the config's
+      ``mamba_ssm_cache_dtype``, else the model's dtype (``resolve_ssm_cache_dtype``,
+      tensorrt_llm/_torch/pyexecutor/config_utils.py; it leaves Qwen3.5's
+      ``mamba_ssm_dtype`` aside on purpose).
+
+    Only Nemotron-H's configs write ``mamba_ssm_cache_dtype`` and only Qwen3.5's
+    ``mamba_ssm_dtype`` among the families read, so each key stands for its family's hook."""
+    m = shape.mamba
+    if m is None:
+        return DEFAULT_SSM_STATE
+    if m.kind == "kda":
+        return "fp32"
+    if engine == "vllm":
+        if m.lightning:
+            return sixteen
+        return m.ssm_cache_dtype or m.ssm_dtype or sixteen
+    if engine == "trtllm":
+        return m.ssm_cache_dtype or sixteen
+    if m.lightning:
+        return sixteen
+    return DEFAULT_SSM_STATE
 
 
 def mamba_ops(s: TransformerShape, tp: Any, tokens: Num, element: float,

@@ -574,9 +574,10 @@ def serving_launch(engine: str, shape: Any, cfg: Any, model: str, batch: int,
         notes.append(f"{cfg.expert_weights.value} experts: a checkpoint that stores them so")
     kv = q.kv_cache.value
     kv_value = values.get(f"kv_{kv}")
+    cache_options: list[str] = []  # TensorRT-LLM's kv_cache_config
     if kv_value is not None:
         if engine == "trtllm":
-            options.append(f"kv_cache_config:\n  dtype: {kv_value}")
+            cache_options.append(f"dtype: {kv_value}")
         else:
             add("kv_cache", kv_value)
         if kv == "fp4":
@@ -585,6 +586,17 @@ def serving_launch(engine: str, shape: Any, cfg: Any, model: str, batch: int,
                          "--kv_cache_quant nvfp4)")
     elif not q.kv_cache.is_16bit:
         notes.append(f"KV cache in {kv}: no {info['name']} setting for it here")
+    state = _state_setting(engine, shape, cfg.ssm_state_precision)
+    if isinstance(state, tuple):
+        key, value = state
+        if engine == "trtllm":
+            cache_options.append(f"mamba_ssm_cache_dtype: {value}")
+        else:
+            add(key, value)
+    elif state:
+        notes.append(state)
+    if cache_options:
+        options.append("kv_cache_config:\n" + "\n".join(f"  {o}" for o in cache_options))
     # engine properties the estimate was made with
     if engine == "trtllm":
         if cfg.kv_cache_fraction:
@@ -627,20 +639,35 @@ def serving_launch(engine: str, shape: Any, cfg: Any, model: str, batch: int,
         notes.append("the estimate batched statically, a benchmark mode; servers batch in "
                      "flight (estimate with --batching continuous)")
     from gpuarch.estimate.inference_config import engine_of
-    from gpuarch.estimate.mamba import default_state_precision
-
-    if shape.mamba is not None and cfg.ssm_state_precision != default_state_precision(shape):
-        notes.append(f"the {shape.mamba.label} state in {cfg.ssm_state_precision} is an "
-                     "engine setting "
-                     "not emitted (vLLM --mamba-ssm-cache-dtype, SGLang --mamba-ssm-dtype; "
-                     "both keep NVIDIA's hybrids' state in FP32 by default, vLLM "
-                     "MiniMax's lightning attention state in the model's 16 bits)")
 
     if moe and engine_of(cfg.moe_kernels) != engine:  # --moe-kernels names the engines
         notes.append(f"the estimate charged {cfg.moe_kernels}'s MoE kernels; "
                      f"--moe-kernels {engine} prices this engine's")
     return Launch(engine, info["name"], info["checked"], tuple(argv), tuple(notes),
                   tuple(files), head)
+
+
+def _state_setting(engine: str, shape: Any, state: str) -> tuple[str, str] | str:
+    """How ``engine`` is told to keep ``shape``'s recurrent state in ``state`` (the
+    estimate's format): the flag's key in launch.toml and its value, or a note where it
+    cannot be, or "" where its default is that format already
+    (``estimate.mamba.default_state_precision``)."""
+    from gpuarch.estimate.mamba import default_state_precision
+
+    m = shape.mamba
+    if m is None or not m.state or state == default_state_precision(shape, engine):
+        return ""
+    info = engine_info(engine)
+    label = f"the {m.label} state in {state}"
+    if m.kind == "kda" and engine != "sglang":  # SGLang's follows --mamba-ssm-dtype
+        return (f"{label}: {info['name']} keeps Kimi Delta Attention's state in FP32 "
+                "whatever it is asked (estimate with --ssm-state-precision fp32)")
+    if m.lightning and engine == "sglang":
+        return f"{label}: SGLang's setting for lightning attention's state was not read"
+    value = info.get("values", {}).get(f"state_{state}")
+    if value is None:
+        return f"{label}: {info['name']} has no such setting"
+    return ("linear_state" if m.lightning and engine == "vllm" else "ssm_state", value)
 
 
 def best_training_launch(catalog: Any, shape: Any, search: Any, advice: Any) -> Launch | str:

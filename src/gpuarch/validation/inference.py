@@ -102,7 +102,8 @@ ENGINE_KEYS = ("cuda_graph_batch_sizes", "cuda_graph_max_context", "executor",
                "decode_kv_reads",
                "moe_comm", "moe_kernels", "moe_gemm_kernel",
                "kv_cache_fraction", "max_batch_size", "max_num_tokens",
-               "fp8_context_attention", "fp8_mla_decode", "num_requests", "limits")
+               "fp8_context_attention", "fp8_mla_decode", "num_requests", "limits",
+               "ssm_state_precision")
 """Point settings a source may set once for all its points (``engine`` on the source)."""
 
 

@@ -46,6 +46,7 @@ false.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -212,47 +213,84 @@ def shape_from_hf_config(path: Path, name: str | None = None) -> TransformerShap
             + f"{', '.join(read)} (or give the shape with flags)")
     label = name or _label(cfg, path, model_type)
     try:
-        if model_type == "gpt2":
-            return _gpt2(cfg, path, label)
-        if model_type == "gptj":
-            return _gptj(cfg, path, label)
-        if model_type == "bloom":
-            return _bloom(cfg, path, label)
-        if model_type == "gpt_neox":
-            return _gpt_neox(cfg, path, label)
-        if model_type in _GPT_ERA:
-            return _GPT_ERA[model_type](cfg, path, label)
-        if model_type == "falcon":
-            return _falcon(cfg, path, label)
-        if model_type in _GEMMA:
-            return _gemma(cfg, path, label, model_type)
-        if model_type in _layer_kinds():
-            from gpuarch.workloads.hf_layer_kinds import shape_of_family
-            return shape_of_family(model_type, cfg, path, label)
-        if model_type in _table():
-            from gpuarch.workloads.hf_families import shape_of_tabled_family
-            return shape_of_tabled_family(model_type, cfg, path, label)
-        if model_type == "nemotron_h":
-            return _nemotron_h(cfg, path, label)
-        if model_type == "granitemoehybrid":
-            return _granite_hybrid(cfg, path, label)
-        if model_type == "bamba":
-            return _bamba(cfg, path, label)
-        if model_type == "mamba2":
-            return _mamba2(cfg, path, label)
-        if model_type in _GATED_DELTA:
-            return _gated_delta_hybrid(cfg, path, label)
-        if model_type == "deepseek_v4":
-            return _deepseek_v4(cfg, path, label)
-        if model_type in _LLAMA4:
-            return _llama4(cfg.get("text_config", cfg) if model_type == "llama4" else cfg,
-                           path, label)
-        return _llama_like(cfg, path, label, model_type)
+        return _state_formats(_shape_of(model_type, cfg, path, label), cfg, model_type)
     except GpuarchError as exc:
         # name the file once (some readers name it themselves)
         message = str(exc)
         raise GpuarchError(message if message.startswith(f"{path}: ")
                            else f"{path}: {message}") from None
+
+
+_TORCH_FORMATS = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
+"""config.json's names for a recurrent state's format (torch dtypes), as the shape's."""
+
+
+def _state_formats(shape: TransformerShape, cfg: dict[str, Any], model_type: str
+                   ) -> TransformerShape:
+    """``shape`` with its recurrent state's formats as the config names them:
+    ``mamba_ssm_cache_dtype`` (Nemotron-H; Transformers' NemotronHConfig defaults it to
+    "float32", as Nemotron 3's checkpoints also write it) and ``mamba_ssm_dtype`` (Qwen3.5's
+    checkpoints write "float32"); "auto" or absent, none."""
+    if shape.mamba is None:
+        return shape
+    cache = _state_format(cfg, "mamba_ssm_cache_dtype",
+                          "float32" if model_type == "nemotron_h" else "auto")
+    state = _state_format(cfg, "mamba_ssm_dtype", "auto")
+    if not cache and not state:
+        return shape
+    return replace(shape, mamba=replace(shape.mamba, ssm_cache_dtype=cache, ssm_dtype=state))
+
+
+def _state_format(cfg: dict[str, Any], key: str, default: str) -> str:
+    """The format config key ``key`` names (``_TORCH_FORMATS``), "" for "auto"."""
+    value = cfg.get(key, default)
+    if value is None or value == "auto":
+        return ""
+    if not isinstance(value, str) or value not in _TORCH_FORMATS:
+        raise GpuarchError(f"{key}: expected one of {', '.join(_TORCH_FORMATS)} or "
+                           f"\"auto\", got {value!r}")
+    return _TORCH_FORMATS[value]
+
+
+def _shape_of(model_type: str, cfg: dict[str, Any], path: Path, label: str
+              ) -> TransformerShape:
+    """The shape a supported family's reader makes of ``cfg``."""
+    if model_type == "gpt2":
+        return _gpt2(cfg, path, label)
+    if model_type == "gptj":
+        return _gptj(cfg, path, label)
+    if model_type == "bloom":
+        return _bloom(cfg, path, label)
+    if model_type == "gpt_neox":
+        return _gpt_neox(cfg, path, label)
+    if model_type in _GPT_ERA:
+        return _GPT_ERA[model_type](cfg, path, label)
+    if model_type == "falcon":
+        return _falcon(cfg, path, label)
+    if model_type in _GEMMA:
+        return _gemma(cfg, path, label, model_type)
+    if model_type in _layer_kinds():
+        from gpuarch.workloads.hf_layer_kinds import shape_of_family
+        return shape_of_family(model_type, cfg, path, label)
+    if model_type in _table():
+        from gpuarch.workloads.hf_families import shape_of_tabled_family
+        return shape_of_tabled_family(model_type, cfg, path, label)
+    if model_type == "nemotron_h":
+        return _nemotron_h(cfg, path, label)
+    if model_type == "granitemoehybrid":
+        return _granite_hybrid(cfg, path, label)
+    if model_type == "bamba":
+        return _bamba(cfg, path, label)
+    if model_type == "mamba2":
+        return _mamba2(cfg, path, label)
+    if model_type in _GATED_DELTA:
+        return _gated_delta_hybrid(cfg, path, label)
+    if model_type == "deepseek_v4":
+        return _deepseek_v4(cfg, path, label)
+    if model_type in _LLAMA4:
+        return _llama4(cfg.get("text_config", cfg) if model_type == "llama4" else cfg,
+                       path, label)
+    return _llama_like(cfg, path, label, model_type)
 
 
 # what ``attention_bias`` and ``mlp_bias`` add, family by family, as Transformers 5.25 builds

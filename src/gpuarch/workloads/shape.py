@@ -13,10 +13,22 @@ from typing import Any
 
 from gpuarch.errors import GpuarchError, check_count, check_number
 
-__all__ = ["CSA_RATIO", "FINE_GRAINED_EXPERTS", "HYBRID_BLOCKS", "BlockSparseAttention",
-           "CompressedAttention",
-           "FfnKind", "FullAttention", "MambaShape", "MlaShape", "NormKind", "Position", "QkNorm",
-           "TransformerShape"]
+__all__ = [
+    "CSA_RATIO",
+    "FINE_GRAINED_EXPERTS",
+    "HYBRID_BLOCKS",
+    "STATE_FORMATS",
+    "BlockSparseAttention",
+    "CompressedAttention",
+    "FfnKind",
+    "FullAttention",
+    "MambaShape",
+    "MlaShape",
+    "NormKind",
+    "Position",
+    "QkNorm",
+    "TransformerShape",
+]
 
 
 class FfnKind(Enum):
@@ -269,6 +281,9 @@ lightning attention, linear attention with a fixed decay a head computed block b
 (MiniMax, "MiniMax-01", arXiv 2501.08313: MiniMax-Text-01, MiniMax-M1), and a gated short
 convolution with no recurrent state (Liquid AI's LFM2)."""
 
+STATE_FORMATS = ("", "fp32", "bf16", "fp16")
+"""The formats a checkpoint's config.json can name for a recurrent state ("" none)."""
+
 
 @dataclass(frozen=True, kw_only=True)
 class MambaShape:
@@ -342,8 +357,20 @@ class MambaShape:
     dt_bc_norms: bool = False
     # lightning attention: tokens a block of its blocked computation (0 for the others)
     block: int = 0
+    # the recurrent state's format as the checkpoint's config.json names it ("fp32", "bf16",
+    # "fp16"; "" where it names none): its mamba_ssm_cache_dtype (Nemotron-H's, which
+    # Transformers' NemotronHConfig defaults to float32) and its mamba_ssm_dtype (Qwen3.5's);
+    # engines read one, the other or neither (estimate.mamba.default_state_precision)
+    ssm_cache_dtype: str = ""
+    ssm_dtype: str = ""
 
     def __post_init__(self) -> None:
+        for name in ("ssm_cache_dtype", "ssm_dtype"):
+            value = getattr(self, name)
+            if value not in STATE_FORMATS:
+                raise GpuarchError(f"mamba.{name}: expected one of "
+                                   f"{', '.join(f for f in STATE_FORMATS if f)} (or none), "
+                                   f"got {value!r}")
         for name in ("heads", "head_dim", "groups"):
             _positive(f"mamba.{name}", getattr(self, name))
         _positive("mamba.state", self.state, minimum=0 if self.kind == "short_conv" else 1)
