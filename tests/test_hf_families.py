@@ -170,6 +170,15 @@ TINY_COHERE2_MOE = {"model_type": "cohere2_moe", "hidden_size": 1024,
     ({"model_type": "hyperclovax", "hidden_size": 1024, "intermediate_size": 2048,
       "num_hidden_layers": 3, "num_attention_heads": 16, "num_key_value_heads": 4,
       "vocab_size": 1000, "use_post_norm": False}, 28_793_856),
+    # OLMo 1 (its LayerNorms without weights): OlmoConfig's defaults (OLMo-7B's sizes), OLMo-1B
+    # as its config.json gives it ("1.18B"), attention biases on a small variant
+    ({"model_type": "olmo"}, 6_888_095_744),
+    ({"model_type": "olmo", "hidden_size": 2048, "intermediate_size": 8192,
+      "num_hidden_layers": 16, "num_attention_heads": 16, "tie_word_embeddings": True},
+     1_176_764_416),
+    ({"model_type": "olmo", "attention_bias": True, "hidden_size": 1024,
+      "intermediate_size": 2816, "num_hidden_layers": 4, "num_attention_heads": 8,
+      "num_key_value_heads": 2, "vocab_size": 1000}, 47_147_008),
     ({"model_type": "flex_olmo"}, 33_270_665_216),
     ({"model_type": "flex_olmo", "hidden_size": 1024, "intermediate_size": 512,
       "num_hidden_layers": 3, "num_attention_heads": 16, "num_key_value_heads": 4,
@@ -426,7 +435,7 @@ def test_cli_refusal_exits_2_without_traceback(tmp_path: Path,
 @pytest.mark.parametrize(("model_type", "hint"), [
     ("Qwen3MoE", "; did you mean 'qwen3_moe'? Supported: "),
     ("deepseek-v3", "; did you mean 'deepseek_v3'? Supported: "),
-    ("olmo", " is not supported; supported: "),  # near olmo2 in spelling: OLMo 1, not read
+    ("olmo_1b", " is not supported; supported: "),  # near olmo in spelling, not a respelling
 ])
 def test_unknown_model_type_suggests_only_a_respelling(tmp_path: Path, model_type: str,
                                                      hint: str) -> None:
@@ -497,3 +506,25 @@ def test_table_rows_are_checked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     finally:
         family_traits.cache_clear()
     assert FAMILIES_FILE.name == "hf_families.toml"
+
+
+def test_olmo_norms_hold_no_parameters(tmp_path: Path,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """OLMo 1's LayerNorms have no weight or bias (Transformers' OlmoLayerNorm): the same
+    sizes read as a model with RMSNorms count two hidden-wide vectors a layer and one at the
+    end more; the models display names them, and Megatron's command, which has no such norm,
+    says so."""
+    from gpuarch.report.launch import megatron_launch
+
+    cfg = {"model_type": "olmo", "hidden_size": 1024, "intermediate_size": 2816,
+           "num_hidden_layers": 4, "num_attention_heads": 8, "vocab_size": 1000}
+    olmo = _read(tmp_path, cfg)
+    llama = _read(tmp_path, {**cfg, "model_type": "llama"})
+    assert olmo.norm is NormKind.LAYERNORM_NO_AFFINE
+    assert count_params(llama).total - count_params(olmo).total == (2 * 4 + 1) * 1024
+    launch = megatron_launch(olmo, TrainingConfig(gpus=8, seq_len=2048, global_batch=16))
+    assert "--normalization" not in launch.argv
+    assert any("LayerNorms without weights (OLMo 1's)" in n for n in launch.notes)
+    path = write_config(tmp_path, cfg)
+    assert main(["models", str(path)]) == 0
+    assert "2 LayerNorms without weights a layer" in capsys.readouterr().out

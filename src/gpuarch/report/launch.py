@@ -193,6 +193,9 @@ def megatron_launch(shape: Any, cfg: Any) -> Launch:
         notes.append("the layer norm after the embedding (BLOOM's) has no Megatron-Core flag")
     if shape.norm is NormKind.RMSNORM:
         add("norm", "RMSNorm")
+    elif shape.norm is NormKind.LAYERNORM_NO_AFFINE:
+        notes.append("LayerNorms without weights (OLMo 1's) have no Megatron-Core flag: "
+                     "the command builds LayerNorms with them")
     if shape.mla is not None:
         notes.append("multi-head latent attention's shape (its low-rank projections) is not "
                      "emitted: take those flags from the model's own Megatron recipe")

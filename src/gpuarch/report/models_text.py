@@ -199,13 +199,13 @@ def render_preset(p: Preset) -> str:
                      f"(a table of {s.per_layer_vocab:,} tokens, "
                      f"{s.per_layer_vocab * s.layers * s.per_layer_input:,} parameters), "
                      "projected and gated into every layer")
-    kind = "RMSNorm" if s.norm is NormKind.RMSNORM else "LayerNorm"
-    norms = [f"{s.layer_norms} {kind}s a layer"
+    norms = [f"{s.layer_norms} {s.norm.plural} a layer"
              + (" (before and after attention and MLP)" if s.sandwich_norms else "")]
     if s.qk_norm is not QkNorm.NONE:
         norms.append("query and key norms over "
                      + ("each head" if s.qk_norm is QkNorm.HEAD else "all heads together"))
-    if s.sandwich_norms or s.qk_norm is not QkNorm.NONE:
+    if s.sandwich_norms or s.qk_norm is not QkNorm.NONE \
+            or s.norm is NormKind.LAYERNORM_NO_AFFINE:
         lines.append(f"  norms         {'; '.join(norms)}")
     if s.head_gate:
         lines.append("  gate          a sigmoid gate a query head on the attention's output "

@@ -311,7 +311,7 @@ _NOT_YET = {
 def _spelled_alike(model_type: Any, read: list[str]) -> str:
     """``"; did you mean 'x'?"`` where ``model_type`` is a family read here spelled with
     other case or separators ("Qwen3MoE", "deepseek-v3"); else "" (a merely similar name is
-    another family, not a typo: olmo is not olmo2)."""
+    another family, not a typo: olmo3 is not olmo2)."""
     if not isinstance(model_type, str):
         return ""
     key = "".join(c for c in model_type.lower() if c.isalnum())

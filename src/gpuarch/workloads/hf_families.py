@@ -33,6 +33,8 @@ _FFN = {"swiglu": FfnKind.SWIGLU, "geglu": FfnKind.GEGLU, "relu2": FfnKind.RELU2
         "gelu": FfnKind.GELU,
         "xielu": FfnKind.XIELU}
 _QK = {"none": QkNorm.NONE, "head": QkNorm.HEAD, "full": QkNorm.FULL}
+_NORMS = {"layernorm": NormKind.LAYERNORM, "layernorm_no_affine": NormKind.LAYERNORM_NO_AFFINE}
+"""The table's norms that are not counted as RMSNorm is ("layernorm_weight" is)."""
 
 
 def shape_of_tabled_family(model_type: str, cfg: dict[str, Any], path: Path, label: str
@@ -77,7 +79,7 @@ def shape_of_tabled_family(model_type: str, cfg: dict[str, Any], path: Path, lab
         **fields,
         ffn_hidden=width,
         ffn_kind=_FFN[t.ffn],
-        norm=NormKind.LAYERNORM if t.norm == "layernorm" else NormKind.RMSNORM,
+        norm=_NORMS.get(t.norm, NormKind.RMSNORM),
         qkv_bias=_bias(t.qkv_bias, cfg),
         out_bias=_bias(t.out_bias, cfg),
         mlp_bias=_bias(t.mlp_bias, cfg),

@@ -58,14 +58,22 @@ class FfnKind(Enum):
 
 
 class NormKind(Enum):
-    """Normalisation layers: LayerNorm has a weight and a bias, RMSNorm a weight only."""
+    """Normalisation layers: LayerNorm has a weight and a bias, RMSNorm a weight only, and a
+    LayerNorm without its affine transform (OLMo 1's OlmoLayerNorm) neither."""
 
     LAYERNORM = "layernorm"
     RMSNORM = "rmsnorm"
+    LAYERNORM_NO_AFFINE = "layernorm_no_affine"
 
     @property
     def params_per_width(self) -> int:
-        return 2 if self is NormKind.LAYERNORM else 1
+        return {NormKind.LAYERNORM: 2, NormKind.RMSNORM: 1}.get(self, 0)
+
+    @property
+    def plural(self) -> str:
+        """Its name in text, for several of them."""
+        return {NormKind.LAYERNORM: "LayerNorms", NormKind.RMSNORM: "RMSNorms"}.get(
+            self, "LayerNorms without weights")
 
 
 class QkNorm(Enum):
