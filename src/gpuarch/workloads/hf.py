@@ -46,6 +46,7 @@ false.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from functools import cache
 from pathlib import Path
@@ -254,43 +255,30 @@ def _state_format(cfg: dict[str, Any], key: str, default: str) -> str:
 
 def _shape_of(model_type: str, cfg: dict[str, Any], path: Path, label: str
               ) -> TransformerShape:
-    """The shape a supported family's reader makes of ``cfg``."""
-    if model_type == "gpt2":
-        return _gpt2(cfg, path, label)
-    if model_type == "gptj":
-        return _gptj(cfg, path, label)
-    if model_type == "bloom":
-        return _bloom(cfg, path, label)
-    if model_type == "gpt_neox":
-        return _gpt_neox(cfg, path, label)
-    if model_type in _GPT_ERA:
-        return _GPT_ERA[model_type](cfg, path, label)
-    if model_type == "falcon":
-        return _falcon(cfg, path, label)
-    if model_type in _GEMMA:
-        return _gemma(cfg, path, label, model_type)
+    """The shape a supported family's reader makes of ``cfg`` (the families' sets are
+    disjoint, so the order of the look-ups does not matter)."""
     if model_type in _layer_kinds():
         from gpuarch.workloads.hf_layer_kinds import shape_of_family
         return shape_of_family(model_type, cfg, path, label)
     if model_type in _table():
         from gpuarch.workloads.hf_families import shape_of_tabled_family
         return shape_of_tabled_family(model_type, cfg, path, label)
-    if model_type == "nemotron_h":
-        return _nemotron_h(cfg, path, label)
-    if model_type == "granitemoehybrid":
-        return _granite_hybrid(cfg, path, label)
-    if model_type == "bamba":
-        return _bamba(cfg, path, label)
-    if model_type == "mamba2":
-        return _mamba2(cfg, path, label)
-    if model_type in _GATED_DELTA:
-        return _gated_delta_hybrid(cfg, path, label)
-    if model_type == "deepseek_v4":
-        return _deepseek_v4(cfg, path, label)
+    if model_type in _GEMMA:
+        return _gemma(cfg, path, label, model_type)
     if model_type in _LLAMA4:
         return _llama4(cfg.get("text_config", cfg) if model_type == "llama4" else cfg,
                        path, label)
-    return _llama_like(cfg, path, label, model_type)
+    reader = _readers().get(model_type)
+    return reader(cfg, path, label) if reader else _llama_like(cfg, path, label, model_type)
+
+
+@cache
+def _readers() -> dict[str, Callable[[dict[str, Any], Path, str], TransformerShape]]:
+    """The families read by a function of their own, by model_type."""
+    return {"gpt2": _gpt2, "gptj": _gptj, "bloom": _bloom, "gpt_neox": _gpt_neox,
+            "falcon": _falcon, "nemotron_h": _nemotron_h, "granitemoehybrid": _granite_hybrid,
+            "bamba": _bamba, "mamba2": _mamba2, "deepseek_v4": _deepseek_v4, **_GPT_ERA,
+            **dict.fromkeys(_GATED_DELTA, _gated_delta_hybrid)}
 
 
 # what ``attention_bias`` and ``mlp_bias`` add, family by family, as Transformers 5.25 builds
