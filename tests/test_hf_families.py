@@ -487,6 +487,8 @@ def test_table_families_are_supported_and_sourced() -> None:
     ({"source": "y"}, r"name: expected a non-empty string"),
     ({"name": "x", "source": "y", "keys": {"hidden_size": ""}},
      r"keys: expected a table of config key paths"),
+    ({"name": "x", "source": "y", "head_vocab_key": 7}, r"head_vocab_key: expected a config key"),
+    ({"name": "x", "source": "y", "sandwich_key": ""}, r"sandwich_key: expected a config key"),
 ])
 def test_table_rows_are_checked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                 row: dict[str, Any], message: str) -> None:
@@ -528,3 +530,60 @@ def test_olmo_norms_hold_no_parameters(tmp_path: Path,
     path = write_config(tmp_path, cfg)
     assert main(["models", str(path)]) == 0
     assert "2 LayerNorms without weights a layer" in capsys.readouterr().out
+
+
+# Apertus 1.5's language model: Apertus's layers over a vocabulary of 266,752 with the LM
+# head pruned to its text tokens (output_vocab_size); counts are Transformers 5.25.0's on
+# the meta device (scripts/params_vs_transformers.py)
+@pytest.mark.parametrize(("cfg", "total", "rows"), [
+    ({"model_type": "apertus1p5_text"}, 8_091_086_912, 0),  # Apertus1p5TextConfig's defaults
+    ({"model_type": "apertus1p5_text", "output_vocab_size": 131072}, 7_535_341_632, 131072),
+    # a full-width output_vocab_size is the unpruned head, as the config class takes it
+    ({"model_type": "apertus1p5_text", "output_vocab_size": 266752, "hidden_size": 1024,
+      "num_hidden_layers": 2, "num_attention_heads": 8, "intermediate_size": 4096},
+     571_479_556, 0),
+    ({"model_type": "apertus1p5_text", "output_vocab_size": 1000, "vocab_size": 5000,
+      "hidden_size": 512, "num_hidden_layers": 3, "num_attention_heads": 8,
+      "num_key_value_heads": 2, "intermediate_size": 1024, "attention_bias": True},
+     8_191_622, 1000),
+    # the multimodal checkpoint's wrapper: its language model read
+    ({"model_type": "apertus1p5", "text_config": {
+        "model_type": "apertus1p5_text", "output_vocab_size": 131072, "hidden_size": 2048,
+        "num_hidden_layers": 4, "num_attention_heads": 16, "num_key_value_heads": 4,
+        "intermediate_size": 8192}}, 990_923_784, 131072),
+])
+def test_apertus_1_5_prunes_its_head(tmp_path: Path, cfg: dict[str, Any], total: int,
+                                     rows: int) -> None:
+    shape = _read(tmp_path, cfg)
+    assert count_params(shape).total == total
+    assert shape.head_vocab == rows
+
+
+def test_a_pruned_head_prices_its_rows(tmp_path: Path) -> None:
+    """The head's rows, not the vocabulary, set its parameters, its GEMM's FLOPs and the
+    logits a sequence holds; the embedding keeps every row."""
+    from gpuarch.workloads.flops import forward_flops_per_token
+
+    base = {"model_type": "apertus1p5_text", "hidden_size": 1024, "num_hidden_layers": 2,
+            "num_attention_heads": 8, "intermediate_size": 4096, "vocab_size": 200_000}
+    whole = _read(tmp_path, base)
+    pruned = _read(tmp_path, {**base, "output_vocab_size": 50_000})
+    assert count_params(whole).lm_head - count_params(pruned).lm_head == 150_000 * 1024
+    assert count_params(whole).embedding == count_params(pruned).embedding
+    assert forward_flops_per_token(whole, 1024).lm_head \
+        == 4 * forward_flops_per_token(pruned, 1024).lm_head
+    h100 = load_catalog().product("h100")
+    cfg = InferenceConfig(input_len=1024, output_len=128, batch=64)
+    assert estimate_inference(load_catalog(), pruned, h100, cfg).tpot_s \
+        < estimate_inference(load_catalog(), whole, h100, cfg).tpot_s
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    ({"output_vocab_size": 300_000}, "head_vocab: the LM head's 300,000 rows exceed the "
+                                     "vocabulary's 266,752"),
+    ({"output_vocab_size": 1000, "tie_word_embeddings": True},
+     "head_vocab: a pruned LM head is a matrix of its own"),
+])
+def test_a_pruned_head_is_checked(tmp_path: Path, extra: dict[str, Any], message: str) -> None:
+    with pytest.raises(GpuarchError, match=message):
+        _read(tmp_path, {"model_type": "apertus1p5_text", **extra})

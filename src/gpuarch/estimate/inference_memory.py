@@ -203,7 +203,7 @@ def _kv_and_activation_sizer(shape: TransformerShape, cfg: InferenceConfig
     else:
         width = shape.d_ffn / cfg.tp
     per_token_activations = (4 * shape.hidden + 3 * width) * 2.0
-    logits_per_sequence = shape.vocab / cfg.tp * 4.0
+    logits_per_sequence = shape.head_rows / cfg.tp * 4.0
 
     # a hybrid model's Mamba-2 blocks hold a fixed state per sequence, whatever its length
     state = mamba_state_per_sequence(shape, cfg)

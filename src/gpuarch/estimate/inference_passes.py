@@ -765,7 +765,7 @@ class ReplicaRunner:
         return 1.0
 
     def head(self, tokens: Num) -> PhaseSeconds:
-        gemm = Gemm(tokens, -(-self.s.vocab // self.cfg.tp), self.s.hidden, name="lm_head",
+        gemm = Gemm(tokens, -(-self.s.head_rows // self.cfg.tp), self.s.hidden, name="lm_head",
                     weight_element=max(self.weight_bytes, EMBEDDING_BYTES))
         time, compute = _split(gemm, self.head_device, self.eff)
         self._add("lm_head", time)

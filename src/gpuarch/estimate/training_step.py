@@ -253,9 +253,9 @@ def fixed_costs(shape: TransformerShape, product: Product, device: Device, intra
     # ColumnParallelLinear, outside Transformer Engine's autocast: docs/performance-model.md,
     # "A low-precision run's LM head")
     bf16 = _bf16_costing(device, eff, cfg, product)
-    head = op_time(Gemm(tokens_mb, -(-shape.vocab // cfg.tp), shape.hidden, name="lm_head"),
+    head = op_time(Gemm(tokens_mb, -(-shape.head_rows // cfg.tp), shape.hidden, name="lm_head"),
                    *bf16)[0]
-    loss = op_time(Elementwise(3.0 * tokens_mb * shape.vocab / cfg.tp * 4, name="loss"),
+    loss = op_time(Elementwise(3.0 * tokens_mb * shape.head_rows / cfg.tp * 4, name="loss"),
                    device, eff)[0]
     # forward, data gradient and (unless frozen under LoRA) weight gradient
     head_pass = (2 if cfg.lora_rank else 3) * head + 2 * loss
@@ -433,7 +433,7 @@ def evaluate_training(shape: TransformerShape, product: Product, device: Device,
                                                bf16_act, offloaded)
     act_bytes = act_bytes + module_offload
     # FP32 logits for the loss, and for each MTP block's on the last stage
-    logits = tokens_mb * shape.vocab / cfg.tp * 4.0 * (1 + cfg.mtp_layers)
+    logits = tokens_mb * shape.head_rows / cfg.tp * 4.0 * (1 + cfg.mtp_layers)
     return TrainingCore(
         step=step,
         compute=compute_time,

@@ -182,6 +182,10 @@ def megatron_launch(shape: Any, cfg: Any) -> Launch:
                      " is not emitted: these layers run the two blocks one after the other")
     if not shape.tied_embeddings:
         add("untie")
+    if shape.head_vocab:
+        notes.append(f"an LM head pruned to {shape.head_vocab:,} of the vocabulary's "
+                     f"{shape.vocab:,} rows (Apertus 1.5's) has no Megatron-Core flag: the "
+                     "command builds the whole head")
     if shape.position is Position.ROPE:
         add("position", "rope")
     elif shape.position is Position.NONE:

@@ -80,7 +80,8 @@ def render_preset(p: Preset) -> str:
                 if s.attention_layers else "no attention")
              + (f", FFN {s.d_ffn}" if not s.is_hybrid or s.mlp_layers else "")
              + (f" {s.ffn_kind.value}" if not s.is_hybrid or s.mlp_layers or s.is_moe else "")
-             + f", vocabulary {s.vocab:,}"]
+             + f", vocabulary {s.vocab:,}"
+             + (f" (an LM head of its first {s.head_vocab:,})" if s.head_vocab else "")]
     if s.is_moe:
         lines.append(f"  experts       {_experts(s)}, {s.d_expert} "
                      f"wide" + (f", in a latent width of {s.moe_latent} (projected from and "

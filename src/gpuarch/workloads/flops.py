@@ -208,7 +208,7 @@ def forward_flops_per_token(s: TransformerShape, seq_len: int, *, causal: bool =
             attention_core=_compressed_core(s, seq_len, causal),
             mlp=2.0 * per_token_mlp,
             router=2.0 * s.moe_layers * s.hidden * s.experts,  # the router bias apart
-            lm_head=2.0 * s.vocab * s.hidden,
+            lm_head=2.0 * s.head_rows * s.hidden,
             mixing=2.0 * hyper_connection_mix_weights(s),
         )
     # the query-key and value widths of the window layers and of the full ones
@@ -246,7 +246,7 @@ def forward_flops_per_token(s: TransformerShape, seq_len: int, *, causal: bool =
         attention_core=float(core),
         mlp=2.0 * per_token_mlp,
         router=2.0 * pc.router,
-        lm_head=2.0 * s.vocab * s.hidden,
+        lm_head=2.0 * s.head_rows * s.hidden,
         mamba=s.mamba_layers * mamba_forward_flops_per_token(s),
         # the projection to every layer's input, each layer's gate and projection back
         per_layer_inputs=2.0 * 3 * s.layers * s.hidden * s.per_layer_input,

@@ -94,8 +94,19 @@ def shape_of_tabled_family(model_type: str, cfg: dict[str, Any], path: Path, lab
         sliding_layers=windowed if windowed != layers else 0,
         mla=mla,
         router_bias=t.router_bias and bool(moe),
+        head_vocab=_head_vocab(t, cfg, path, fields["vocab"]),
         **moe,
     )
+
+
+def _head_vocab(t: FamilyTraits, cfg: dict[str, Any], path: Path, vocab: int) -> int:
+    """The LM head's rows where the family's ``head_vocab_key`` prunes it below the
+    vocabulary (Apertus 1.5's output_vocab_size); 0 where absent, null or the whole
+    vocabulary (as Transformers' config takes a full-width value)."""
+    if not t.head_vocab_key:
+        return 0
+    rows = get(cfg, path, t.head_vocab_key, default=0) or 0
+    return 0 if rows == vocab else rows
 
 
 def _renamed(t: FamilyTraits, cfg: dict[str, Any]) -> dict[str, Any]:

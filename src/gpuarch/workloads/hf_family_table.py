@@ -68,6 +68,7 @@ class FamilyTraits:
     dense_default_key: str = ""
     router_bias: bool = False
     mla: bool = False
+    head_vocab_key: str = ""
     refuse_true: tuple[str, ...] = ()
     require: dict[str, Any] = field(default_factory=dict)
     keys: dict[str, str] = field(default_factory=dict)
@@ -99,6 +100,8 @@ def _traits(model_type: str, row: Any) -> FamilyTraits:
                                f"got {value!r}")
         elif key in _FLAGS and not isinstance(value, bool):
             raise GpuarchError(f"{where}: {key}: expected true or false, got {value!r}")
+        elif key.endswith("_key") and not (isinstance(value, str) and value):
+            raise GpuarchError(f"{where}: {key}: expected a config key, got {value!r}")
         elif key == "norms" and value not in (1, 2, 4):
             raise GpuarchError(f"{where}: norms: expected 1, 2 or 4, got {value!r}")
         elif key in ("defaults", "require") and not isinstance(value, dict):

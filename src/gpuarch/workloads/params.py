@@ -333,7 +333,8 @@ def count_params(s: TransformerShape) -> ParamCount:
     frozen, and the serving memory searches ask for the same one many times)."""
     h = s.hidden
     embedding = s.vocab * h + (s.max_positions * h if s.position is Position.LEARNED else 0)
-    lm_head = (0 if s.tied_embeddings else s.vocab * h) + (s.vocab if s.lm_head_bias else 0)
+    lm_head = (0 if s.tied_embeddings else s.head_rows * h) \
+        + (s.head_rows if s.lm_head_bias else 0)
     norm = s.norm.params_per_width * h
     # a hybrid model's blocks each hold one part of a layer and one norm (its attention
     # blocks any query-key norms), but for the attention blocks that read the recurrent

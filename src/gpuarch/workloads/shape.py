@@ -761,6 +761,10 @@ class TransformerShape:
     # bias a token (GPT-J's)
     mlp_bias: bool = False
     lm_head_bias: bool = False
+    # the LM head's rows where it is pruned to fewer tokens than the embedding holds
+    # (Apertus 1.5's output_vocab_size: the text tokens of a vocabulary that also holds image
+    # and audio codes); 0 = vocab
+    head_vocab: int = 0
     # a hybrid model (Nemotron-H): one character per block, in order, from HYBRID_BLOCKS;
     # ``layers`` counts the blocks, each of which is only a Mamba-2 mixer, an attention, an
     # MLP or an expert block. "" = every layer is attention and MLP (or experts)
@@ -813,9 +817,15 @@ class TransformerShape:
                      "context_window", "hyper_connections", "hash_layers", "v_head_dim",
                      "expert_layer_norms", "kv_shared_layers", "kv_shared_full",
                      "attention_residual_block",
-                     "kv_shared_mlp", "per_layer_input", "per_layer_vocab"):
+                     "kv_shared_mlp", "per_layer_input", "per_layer_vocab", "head_vocab"):
             _positive(name, getattr(self, name), minimum=0)
         check_number("glu_limit", self.glu_limit, 0)
+        if self.head_vocab > self.vocab:
+            raise GpuarchError(f"head_vocab: the LM head's {self.head_vocab:,} rows exceed the "
+                               f"vocabulary's {self.vocab:,}")
+        if self.head_vocab and self.tied_embeddings:
+            raise GpuarchError("head_vocab: a pruned LM head is a matrix of its own, not the "
+                               "tied embedding")
         if self.sliding_layers and not self.sliding_window:
             raise GpuarchError("sliding_layers: needs sliding_window > 0")
         if self.attention_chunked and not self.sliding_window:
@@ -1139,6 +1149,11 @@ class TransformerShape:
     @property
     def n_kv_heads(self) -> int:
         return self.kv_heads or self.heads
+
+    @property
+    def head_rows(self) -> int:
+        """The LM head's rows: the tokens it scores (``head_vocab``, else the vocabulary)."""
+        return self.head_vocab or self.vocab
 
     @property
     def d_head(self) -> int:
