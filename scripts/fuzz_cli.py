@@ -126,6 +126,11 @@ CONFIGS: dict[str, dict[str, Any]] = {
     "apertus1p5_text": {"model_type": "apertus1p5_text", "hidden_size": 1024,
                         "num_hidden_layers": 4, "num_attention_heads": 8,
                         "intermediate_size": 4096, "output_vocab_size": 131072},
+    "gemma3n": {"model_type": "gemma3n", "text_config": {
+        "model_type": "gemma3n_text", "hidden_size": 1024, "num_hidden_layers": 10,
+        "intermediate_size": [4096] * 10, "num_kv_shared_layers": 4, "vocab_size": 5000,
+        "vocab_size_per_layer_input": 4000, "hidden_size_per_layer_input": 64,
+        "altup_num_inputs": 4, "laurel_rank": 32}},
     "olmo": {"model_type": "olmo", "hidden_size": 2048, "intermediate_size": 8192,
              "num_hidden_layers": 16, "num_attention_heads": 16, "clip_qkv": 8.0,
              "tie_word_embeddings": True},

@@ -727,9 +727,9 @@ def test_hf_config_family_by_architectures(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("cfg", "why"), [
-    ({"model_type": "a_wrapper", "text_config": {"model_type": "gemma3n"}},
-     "Gemma 3n's per-layer embeddings"),
-    ({"model_type": "gemma3n"}, "Gemma 3n's per-layer embeddings"),
+    ({"model_type": "a_wrapper", "text_config": {"model_type": "zamba2"}},
+     "Zamba2's shared attention blocks"),
+    ({"model_type": "jetmoe"}, "JetMoE's mixture of attention heads"),
     ({"model_type": "a_wrapper", "text_config": {"model_type": ["gemma4"]}},
      "model_type 'a_wrapper' is not supported"),
 ])

@@ -75,11 +75,13 @@ from gpuarch.perf.roofline import (
     op_kind,
     op_time,
     per_layer_input_op,
+    stream_ops,
 )
 from gpuarch.workloads.flops import (
     attention_core_dims,
     attention_projections,
     per_layer_input_gemms,
+    stream_gemms,
 )
 from gpuarch.workloads.params import indexer_projections, layer_op_shares
 from gpuarch.workloads.shape import TransformerShape
@@ -478,6 +480,9 @@ class ReplicaRunner:
             # activation and product, the norm and the residual add
             ops += [self._gemm(tokens, n, k, name) for name, n, k in per_layer_input_gemms(s)]
             ops.append(per_layer_input_op(tokens, s))
+        # AltUp's and LAuReL's (Gemma 3n's) GEMMs, whole on each GPU, and stream traffic
+        ops += [self._gemm(tokens, n, k, name) for name, n, k in stream_gemms(s)]
+        ops += stream_ops(tokens, s)
         if block in ("", "-", "E"):
             ops.append(Elementwise(3.0 * inner * 2.0, name="activation"))
         # a Mamba-1 block's row-parallel x_proj sums its small output over the group too

@@ -139,8 +139,9 @@ def activation_bytes_per_layer(s: TransformerShape, micro_batch: int, seq: int, 
             offload_min_elements=offload_min_elements)
             for _, n, view in s.attention_kinds())
     sbh = 1.0 * seq * micro_batch * s.hidden * element
-    # hyper-connections (DeepSeek-V4's mHC): a layer's input is its residual streams
-    streams = max(1, s.hyper_connections)
+    # hyper-connections (DeepSeek-V4's mHC) and AltUp (Gemma 3n): a layer's input is its
+    # residual streams
+    streams = max(1, s.hyper_connections, s.altup_streams)
     if recompute is Recompute.FULL:
         return streams * sbh / (tp if sequence_parallel else 1)
     off = set(offload)
@@ -199,6 +200,12 @@ def activation_bytes_per_layer(s: TransformerShape, micro_batch: int, seq: int, 
     if s.hyper_connections:
         # each block keeps its input streams for the mixing's backward
         replicated += 2 * s.hyper_connections * sbh
+    if s.altup_streams:
+        # AltUp keeps the layer's input streams (the prediction's backward) and the
+        # predictions (the correction's); LAuReL its normed output
+        replicated += 2 * s.altup_streams * sbh
+    if s.laurel_rank:
+        replicated += sbh
     # an MLP keeps the up projection's output (for the activation's backward) and the
     # activation's output (the down projection's input)
     up = 2 if s.ffn_kind.gated else 1

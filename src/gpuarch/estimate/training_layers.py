@@ -41,11 +41,13 @@ from gpuarch.perf.roofline import (
     op_kind,
     op_time,
     per_layer_input_op,
+    stream_ops,
 )
 from gpuarch.workloads.flops import (
     attention_core_dims,
     attention_projections,
     per_layer_input_gemms,
+    stream_gemms,
 )
 from gpuarch.workloads.params import indexer_projections, layer_op_shares
 from gpuarch.workloads.shape import TransformerShape
@@ -383,6 +385,9 @@ def _layer_ops(s: TransformerShape, cfg: TrainingConfig, moe: bool, window: int 
         # product with the layer's input, the norm and the residual add
         ops += [Gemm(tokens, n, k, name=name) for name, n, k in per_layer_input_gemms(s)]
         ops.append(per_layer_input_op(tokens, s, element))
+    # AltUp's and LAuReL's (Gemma 3n's) GEMMs, whole on each GPU, and stream traffic
+    ops += [Gemm(tokens, n, k, name=name) for name, n, k in stream_gemms(s)]
+    ops += stream_ops(tokens, s, element)
     if cfg.precision.low_precision:
         # each GEMM operand is cast (read 16-bit, write the narrow format: once, or row-wise
         # and column-wise, quantized_copies) before the GEMM, but a fused grouped MLP's up

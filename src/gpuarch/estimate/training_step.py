@@ -935,8 +935,10 @@ def _rank_params(shape: TransformerShape, layout: PipelineLayout, mtp_dense: flo
     final_norm = shape.norm.params_per_width * shape.hidden
     norms = layer_norm_params(shape)
     # the mean layer's attention: a sparse-attention indexer in its share of the layers,
-    # DeepSeek-V4's compressors and hyper-connections in theirs
-    attention = (pc.attention + pc.hyper_connections) / shape.layers
+    # DeepSeek-V4's compressors and hyper-connections in theirs, and a layer's share of the
+    # per-layer inputs' projections (Gemma 4's), AltUp's and LAuReL's weights (Gemma 3n's)
+    attention = (pc.attention + pc.hyper_connections + pc.per_layer_inputs
+                 + pc.alternating_updates + pc.laurel) / shape.layers
     dense_layer = attention + norms + mlp_params(shape, shape.d_ffn)
     expert_layer: float = 0
     routed = 0

@@ -378,6 +378,19 @@ def per_layer_input_op(tokens: Num, shape: TransformerShape, element: float = 2.
                        name="ple_elementwise")
 
 
+def stream_ops(tokens: Num, shape: TransformerShape, element: float = 2.0) -> list[Op]:
+    """A layer's AltUp and LAuReL work beside their GEMMs (Gemma 3n;
+    ``workloads.flops.stream_gemms``; none without), as memory traffic over the hidden
+    width: AltUp's prediction (read the n streams, write n), its routers' norms (read the
+    active stream twice), the correction (read n and the layer's output, write n), the
+    corrected stream's scale (read, write) and the per-layer input's add into the other
+    streams (read n - 1 and it, write n - 1): 6n + 4 vectors; LAuReL's norm (read, write)
+    and its add beside the attention (read two, write one)."""
+    n, h = shape.altup_streams, shape.hidden
+    passes = (6 * n + 4 if n else 0) + (5 if shape.laurel_rank else 0)
+    return [Elementwise(passes * tokens * h * element, name="streams")] if passes else []
+
+
 def compressed_attention_ops(shape: TransformerShape, tp: int, tokens: Num,
                              gemm: Callable[..., Gemm], core: Attention, indexer: Attention
                              ) -> list[Op]:

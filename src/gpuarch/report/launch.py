@@ -223,6 +223,9 @@ def megatron_launch(shape: Any, cfg: Any) -> Launch:
     if shape.kv_shared_layers or shape.per_layer_input:
         notes.append("KV-shared layers and per-layer input embeddings (Gemma 4 E2B/E4B-style) "
                      "have no flags here")
+    if shape.altup_streams or shape.laurel_rank:
+        notes.append("AltUp's streams and LAuReL's low-rank branches (Gemma 3n's) are not "
+                     "Megatron-Core modules: the command builds plain layers")
     if shape.block_sparse is not None:
         notes.append("block-sparse attention (MiniMax-M3's indexer and top-k blocks) is not "
                      "emitted: the flags give every layer dense attention")

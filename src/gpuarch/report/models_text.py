@@ -200,6 +200,13 @@ def render_preset(p: Preset) -> str:
                      f"(a table of {s.per_layer_vocab:,} tokens, "
                      f"{s.per_layer_vocab * s.layers * s.per_layer_input:,} parameters), "
                      "projected and gated into every layer")
+    if s.altup_streams:
+        lines.append(f"  AltUp         {s.altup_streams} residual streams of the hidden width: "
+                     "the layers run on one, the others predicted and corrected around each "
+                     "layer by routed coefficients")
+    if s.laurel_rank:
+        lines.append(f"  LAuReL        a low-rank residual branch of rank {s.laurel_rank} "
+                     "beside each layer's attention")
     norms = [f"{s.layer_norms} {s.norm.plural} a layer"
              + (" (before and after attention and MLP)" if s.sandwich_norms else "")]
     if s.qk_norm is not QkNorm.NONE:

@@ -36,6 +36,7 @@ from functools import lru_cache
 from typing import Any
 
 from gpuarch.workloads.params import (
+    ALTUP_PROJECTION,
     attention_params,
     attention_sink_params,
     count_params,
@@ -49,7 +50,7 @@ from gpuarch.workloads.shape import TransformerShape
 
 __all__ = ["ForwardFlops", "attention_core_dims", "attention_projections", "compressed_keys",
            "forward_flops_per_token", "mamba_forward_flops_per_token",
-           "per_layer_input_gemms",
+           "per_layer_input_gemms", "stream_flops_per_token", "stream_gemms",
            "training_flops_per_token"]
 
 
@@ -63,7 +64,9 @@ class ForwardFlops:
     router: float
     lm_head: float
     mamba: float = 0.0  # a hybrid model's Mamba-2 blocks: projections and scan
-    mixing: float = 0.0  # hyper-connections' mixing projections (DeepSeek-V4's mHC)
+    # the residual streams' work beside the blocks: hyper-connections' mixing projections
+    # (DeepSeek-V4's mHC), AltUp's and LAuReL's (Gemma 3n: ``stream_flops_per_token``)
+    mixing: float = 0.0
     per_layer_inputs: float = 0.0  # per-layer input embeddings' projections (Gemma 4 PLE)
 
     @property
@@ -250,7 +253,38 @@ def forward_flops_per_token(s: TransformerShape, seq_len: int, *, causal: bool =
         mamba=s.mamba_layers * mamba_forward_flops_per_token(s),
         # the projection to every layer's input, each layer's gate and projection back
         per_layer_inputs=2.0 * 3 * s.layers * s.hidden * s.per_layer_input,
+        mixing=stream_flops_per_token(s),
     )
+
+
+def stream_flops_per_token(s: TransformerShape) -> float:
+    """Forward FLOPs per token of AltUp and LAuReL (Gemma 3n; 0 without): the 2 (n - 1)
+    square projections into and out of the other streams; in each layer the two routings
+    (the hidden width to a logit a stream), the coefficients they make (n to n x n and n to
+    n), the prediction (each stream a mix of all n) and the correction (each stream its
+    coefficient times the layer's change), as Transformers' Gemma3nTextAltUp computes them;
+    and LAuReL's projection to its rank and back."""
+    n, h, r = s.altup_streams, s.hidden, s.laurel_rank
+    altup = 0.0
+    if n:
+        layer = 2 * h * n + n ** 3 + n * n + n * n * h + n * h
+        altup = 2.0 * (2 * (n - 1) * h * h + s.layers * layer)
+    return altup + 2.0 * s.layers * 2 * h * r
+
+
+def stream_gemms(s: TransformerShape) -> list[tuple[str, int, int]]:
+    """A layer's AltUp and LAuReL GEMMs per token as (name, N, K), whole on every
+    tensor-parallel GPU (none without): AltUp's stream projection (its share of a layer,
+    ``workloads.params.layer_op_shares``), its two routers (predict and correct), and
+    LAuReL's projection to its rank and back. The coefficients' tiny GEMMs and the streams'
+    mixing are memory traffic (``perf.roofline.stream_ops``)."""
+    n, h, r = s.altup_streams, s.hidden, s.laurel_rank
+    out: list[tuple[str, int, int]] = []
+    if n:
+        out += [(ALTUP_PROJECTION, h, h), ("altup_router", n, h), ("altup_router", n, h)]
+    if r:
+        out += [("laurel_in", r, h), ("laurel_out", h, r)]
+    return out
 
 
 MAMBA_SCAN_FLOPS_PER_STATE = 7.0

@@ -292,7 +292,16 @@ _MLP_BIAS_KEY = {"llama", "granite"}
 
 # families seen in published checkpoints whose layers the shape cannot hold yet, and why
 _NOT_YET = {
-    "gemma3n": "Gemma 3n's per-layer embeddings, AltUp streams and KV-shared layers",
+    "zamba": "Zamba's shared attention block (one set of weights run after every few Mamba "
+             "layers)",
+    "zamba2": "Zamba2's shared attention blocks (weights run at several depths, with LoRA "
+              "adapters a call)",
+    "jetmoe": "JetMoE's mixture of attention heads (attention experts chosen a token)",
+    "laguna": "Laguna's attention heads a layer (num_attention_heads_per_layer)",
+    "hy_v4": "Hunyuan V4's latent attention with hyper-connections, an indexer and sinks in "
+             "one layer",
+    "rwkv": "RWKV's time-mixing recurrence",
+    "xlstm": "xLSTM's mLSTM blocks",
 }
 
 

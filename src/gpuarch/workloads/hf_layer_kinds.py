@@ -193,6 +193,74 @@ def _gemma4(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
     )
 
 
+def _gemma3n(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
+    """Gemma 3n's language model (a ``gemma3n`` config's ``text_config``, model_type
+    ``gemma3n_text``; the vision and audio towers not counted), as Transformers 5.25.0's
+    modeling_gemma3n.py builds it: Gemma 4's small models' layers (four norms a layer, a
+    query and key norm a head, a GeGLU MLP, per-layer input embeddings of
+    ``hidden_size_per_layer_input`` from a table of ``vocab_size_per_layer_input`` tokens,
+    and in the last ``num_kv_shared_layers`` attention over the keys and values the last
+    earlier layer of its kind cached), every layer's heads alike, four window layers to a
+    full one where ``layer_types`` is absent; and two of its own: AltUp's
+    ``altup_num_inputs`` streams (``altup_streams``) and LAuReL's low-rank branch of
+    ``laurel_rank`` (``laurel_rank``). ``intermediate_size`` may list a width a layer; they
+    must be one width. ``activation_sparsity_pattern`` (a top-k of the MLP's activations
+    kept in its first layers) changes neither the weights nor the GEMMs' sizes, and is not
+    priced."""
+    layers = get(cfg, path, "num_hidden_layers", default=35)
+    heads = get(cfg, path, "num_attention_heads", default=8)
+    shared = get(cfg, path, "num_kv_shared_layers", default=15)
+    if shared >= layers:
+        raise GpuarchError(f"{path}: num_kv_shared_layers: {shared} of {layers} layers leaves "
+                           "none to cache what they read")
+    width: Any = cfg.get("intermediate_size", 16_384)
+    if isinstance(width, list):
+        if len(width) != layers or len(set(width)) != 1 or not isinstance(width[0], int) \
+                or isinstance(width[0], bool):
+            raise GpuarchError(f"{path}: intermediate_size: a width a layer is read only where "
+                               f"all {layers} are one integer, got {str(width)[:120]}")
+        width = width[0]
+    width = get({"intermediate_size": width}, path, "intermediate_size")
+    window = _window_flags(cfg, path, layers) or [bool((i + 1) % 5) for i in range(layers)]
+    if shared and set(window[layers - shared:]) - set(window[:layers - shared]):
+        raise GpuarchError(f"{path}: num_kv_shared_layers: the {shared} last layers hold a "
+                           "kind of attention no earlier layer caches for them")
+    windowed = sum(window)
+    kv = get(cfg, path, "num_key_value_heads", default=2)
+    head_dim = get(cfg, path, "head_dim", default=256)
+    heads_fields = _heads(kv, head_dim, head_dim, False, False)
+    fields = decoder_fields({"tie_word_embeddings": True, "vocab_size": 262_400,
+                             "hidden_size": 2048, **cfg}, path, label, layers, heads)
+    fields.update(_window_fields(get(cfg, path, "sliding_window", default=512), windowed,
+                                 layers, heads_fields, heads_fields))
+    streams = get(cfg, path, "altup_num_inputs", default=4)
+    if streams < 2:
+        raise GpuarchError(f"{path}: altup_num_inputs: AltUp needs 2 streams or more, got "
+                           f"{streams}")
+    attention_bias = flag(cfg, "attention_bias", False)
+    small: dict[str, Any] = {}
+    per_layer = get(cfg, path, "hidden_size_per_layer_input", default=256)
+    if per_layer:
+        small.update(per_layer_input=per_layer,
+                     per_layer_vocab=get(cfg, path, "vocab_size_per_layer_input",
+                                         default=262_144))
+    if shared:
+        small.update(kv_shared_layers=shared,
+                     kv_shared_full=window[layers - shared:].count(False))
+    return TransformerShape(
+        **fields,
+        ffn_hidden=width,
+        ffn_kind=FfnKind.GEGLU,
+        qkv_bias=attention_bias,
+        out_bias=attention_bias,
+        sandwich_norms=True,
+        qk_norm=QkNorm.HEAD,
+        altup_streams=streams,
+        laurel_rank=get(cfg, path, "laurel_rank", default=64),
+        **small,
+    )
+
+
 def _mimo_windowed(cfg: dict[str, Any], path: Path, layers: int) -> int:
     """MiMo-V2-Flash's window layers: from ``layer_types`` (Transformers 5), else the
     published config's ``hybrid_layer_pattern`` (1 a window layer, 0 a full one), else
@@ -1028,7 +1096,8 @@ def _lfm2(cfg: dict[str, Any], path: Path, label: str, moe_family: bool = False
     )
 
 
-LAYER_KIND_FAMILIES = {"gemma4_text": _gemma4, "mimo_v2_flash": _mimo_v2_flash,
+LAYER_KIND_FAMILIES = {"gemma4_text": _gemma4, "gemma3n_text": _gemma3n,
+                       "mimo_v2_flash": _mimo_v2_flash,
                        "nemotron-nas": _nemotron_nas, "minimax_m3": _minimax_m3,
                        "minimax_m3_vl": _minimax_m3, "kimi_linear": _kimi_linear,
                        "step3p7": _step3p7, "step3p5": _step3p7, "falcon_h1": _falcon_h1,

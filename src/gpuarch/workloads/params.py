@@ -14,9 +14,11 @@ from gpuarch.workloads.shape import (
 )
 
 __all__ = [
+    "ALTUP_PROJECTION",
     "INDEXER_OPS",
     "INDEXER_SCORES",
     "ParamCount",
+    "altup_params",
     "attention_residual_params",
     "compressor_params",
     "compressor_projection",
@@ -54,13 +56,18 @@ class ParamCount:
     per_layer_inputs: int = 0
     # block attention residuals' queries and norms (Kimi K3's)
     attention_residuals: int = 0
+    # AltUp's stream projections, routers and coefficients, and LAuReL's low-rank branches
+    # (Gemma 3n's)
+    alternating_updates: int = 0
+    laurel: int = 0
 
     @property
     def total(self) -> int:
         return (self.embedding + self.lm_head + self.attention + self.mlp_dense
                 + self.mlp_experts + self.mlp_shared + self.router + self.norms + self.mamba
                 + self.moe_latent + self.hyper_connections + self.per_layer_table
-                + self.per_layer_inputs + self.attention_residuals)
+                + self.per_layer_inputs + self.attention_residuals
+                + self.alternating_updates + self.laurel)
 
     def active(self, shape: TransformerShape) -> int:
         """Parameters used per token: routed experts counted experts_per_token of experts."""
@@ -210,10 +217,16 @@ def hyper_connection_params(s: TransformerShape) -> int:
     return hyper_connection_mix_weights(s) + 2 * s.layers * ((2 + n) * n + 3) + n + 1
 
 
+ALTUP_PROJECTION = "altup_proj"
+"""The name of AltUp's stream projection, a square GEMM of the hidden width
+(``layer_op_shares``)."""
+
+
 def layer_op_shares(s: TransformerShape) -> dict[str, float]:
     """The operators of a layer that run only in some of the attention layers, by name, and
     the share of those layers: a sparse-attention indexer's (``INDEXER_OPS``) where not every
-    layer has one, DeepSeek-V4's compressors (``compressor_projection``, one a ratio).
+    layer has one, DeepSeek-V4's compressors (``compressor_projection``, one a ratio); and
+    AltUp's stream projection (``ALTUP_PROJECTION``), run 2 x (streams - 1) times a pass.
     Estimates price one mean layer: such an operator's time counts its share."""
     shares: dict[str, float] = {}
     # (a block-sparse model's indexer runs in its sparse layers, a kind of their own)
@@ -223,6 +236,10 @@ def layer_op_shares(s: TransformerShape) -> dict[str, float]:
     if c is not None:
         shares.update((compressor_projection(s, ratio)[0], share)
                       for ratio, share in c.kinds() if ratio)
+    if s.altup_streams:
+        # AltUp's projections into the other streams and out of them run once a pass, 2 x
+        # (n - 1) square GEMMs, priced as a share of every layer's one
+        shares[ALTUP_PROJECTION] = 2 * (s.altup_streams - 1) / s.layers
     return shares
 
 
@@ -323,8 +340,9 @@ def embedding_norm_params(s: TransformerShape) -> int:
 
 def first_stage_params(s: TransformerShape) -> int:
     """What the first pipeline stage holds beside its layers: the token embedding (and any
-    position table) and the norm after it."""
-    return count_params(s).embedding + embedding_norm_params(s)
+    position table), the norm after it and any per-layer input table (Gemma 4's and 3n's,
+    looked up with the token)."""
+    return count_params(s).embedding + embedding_norm_params(s) + count_params(s).per_layer_table
 
 
 @cache
@@ -371,7 +389,22 @@ def count_params(s: TransformerShape) -> ParamCount:
         per_layer_table=s.per_layer_vocab * s.layers * s.per_layer_input,
         per_layer_inputs=per_layer_input_params(s),
         attention_residuals=attention_residual_params(s),
+        alternating_updates=altup_params(s),
+        laurel=s.layers * (2 * h * s.laurel_rank + norm) if s.laurel_rank else 0,
     )
+
+
+def altup_params(s: TransformerShape) -> int:
+    """AltUp's weights (Transformers' Gemma3nTextAltUp and Gemma3nTextModel; 0 without):
+    the projections of the embedding into the other n - 1 streams and out of them (square
+    matrices of the hidden width), and in each layer a router from the hidden width to a
+    logit a stream with its norm, the prediction coefficients (n to n x n), the correction
+    coefficients (n to n) and the corrected output's scale (a hidden-wide vector)."""
+    n, h = s.altup_streams, s.hidden
+    if not n:
+        return 0
+    layer = h * n + s.norm.params_per_width * h + n ** 3 + n * n + h
+    return 2 * (n - 1) * h * h + s.layers * layer
 
 
 def attention_residual_params(s: TransformerShape) -> int:

@@ -798,6 +798,18 @@ class TransformerShape:
     # projection back, and a norm after it; 0 = none
     per_layer_input: int = 0
     per_layer_vocab: int = 0
+    # alternating updates (Gemma 3n's AltUp, altup_num_inputs streams of the hidden width):
+    # the layers run on one stream; before each layer the others are predicted from all of
+    # them by coefficients routed from it (a router of its own a layer: the hidden width to
+    # one logit a stream, with its norm), after it corrected by the layer's change (another
+    # routing), and the corrected stream scaled; the token embedding is projected into the
+    # other streams at the start and out of them at the end (streams - 1 square matrices
+    # each way); 0 = none
+    altup_streams: int = 0
+    # a low-rank residual branch a layer (Gemma 3n's LAuReL, laurel_rank): the attention's
+    # normed input projected to this rank and back, normed and added beside the attention's
+    # output; 0 = none
+    laurel_rank: int = 0
     # the longest sequence the model is configured for (config.json's
     # max_position_embeddings: trained, or extended by RoPE scaling in the config); 0 = not
     # given. Informational: estimates run past it and say so
@@ -817,8 +829,13 @@ class TransformerShape:
                      "context_window", "hyper_connections", "hash_layers", "v_head_dim",
                      "expert_layer_norms", "kv_shared_layers", "kv_shared_full",
                      "attention_residual_block",
-                     "kv_shared_mlp", "per_layer_input", "per_layer_vocab", "head_vocab"):
+                     "kv_shared_mlp", "per_layer_input", "per_layer_vocab", "head_vocab",
+                     "altup_streams", "laurel_rank"):
             _positive(name, getattr(self, name), minimum=0)
+        if self.altup_streams == 1:
+            raise GpuarchError("altup_streams: AltUp needs 2 streams or more (0 = none), got 1")
+        if (self.altup_streams or self.laurel_rank) and self.is_hybrid:
+            raise GpuarchError("altup_streams / laurel_rank: not with a hybrid_pattern")
         check_number("glu_limit", self.glu_limit, 0)
         if self.head_vocab > self.vocab:
             raise GpuarchError(f"head_vocab: the LM head's {self.head_vocab:,} rows exceed the "
