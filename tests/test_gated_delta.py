@@ -156,9 +156,7 @@ def test_qwen3_5_9b_is_counted_to_the_parameter(tmp_path: Path) -> None:
     variant): 24 Gated DeltaNet layers of 32 value heads, 8 gated attention layers (16
     heads, 4 KV heads), a SwiGLU MLP of 12,288 after each, untied embedding and head of
     248,320: 8,953,803,264, the published 9B with the vision tower."""
-    # (its own config.json's mamba_ssm_dtype was not read, and the preset names none)
-    sizes = {k: v for k, v in QWEN35_TEXT.items() if k != "mamba_ssm_dtype"}
-    dense = {**sizes, "model_type": "qwen3_5_text", "num_experts": 0,
+    dense = {**QWEN35_TEXT, "model_type": "qwen3_5_text", "num_experts": 0,
              "hidden_size": 4096, "num_hidden_layers": 32, "num_key_value_heads": 4,
              "intermediate_size": 12288}
     shape = shape_from_hf_config(_write(tmp_path, dense))
@@ -174,9 +172,7 @@ def test_dense_qwen3_5_layers_and_the_gate_come_from_the_config(tmp_path: Path) 
     layer_types place the mixers as the interval does; attn_output_gate false drops the
     gate (the query projection then its plain width); a layer type it does not know is
     refused by key."""
-    # (its own config.json's mamba_ssm_dtype was not read, and the preset names none)
-    sizes = {k: v for k, v in QWEN35_TEXT.items() if k != "mamba_ssm_dtype"}
-    dense = {**sizes, "model_type": "qwen3_5_text", "num_experts": 0,
+    dense = {**QWEN35_TEXT, "model_type": "qwen3_5_text", "num_experts": 0,
              "intermediate_size": 12288, "num_hidden_layers": 8}
     shape = shape_from_hf_config(_write(tmp_path, dense))
     assert shape.hybrid_pattern == "M-M-M-*-" * 2 and not shape.is_moe
