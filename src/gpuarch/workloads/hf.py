@@ -297,7 +297,6 @@ _NOT_YET = {
     "zamba2": "Zamba2's shared attention blocks (weights run at several depths, with LoRA "
               "adapters a call)",
     "jetmoe": "JetMoE's mixture of attention heads (attention experts chosen a token)",
-    "laguna": "Laguna's attention heads a layer (num_attention_heads_per_layer)",
     "hy_v4": "Hunyuan V4's latent attention with hyper-connections, an indexer and sinks in "
              "one layer",
     "rwkv": "RWKV's time-mixing recurrence",

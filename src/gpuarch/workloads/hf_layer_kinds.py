@@ -766,6 +766,88 @@ def _step3p7(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
     )
 
 
+def _laguna(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
+    """Laguna (Poolside), as Transformers 5.25.0's modeling_laguna.py builds it: grouped-query
+    attention with each head's queries and keys normed and a softplus gate on its output
+    (``gating``: true or "per-head", one value a head from its own projection,
+    ``head_gate``; "per-element", one a channel, read as ``attention_gate``), in sliding-
+    window and full layers (``layer_types``, else all full) whose query heads are
+    ``num_attention_heads_per_layer``'s, read a kind of layer at a time (the window layers'
+    as the shape's, the full layers' as ``full_attention.heads``); the first layers' dense
+    SwiGLU MLP of ``intermediate_size`` (``mlp_layer_types``, else one), then experts (top
+    ``num_experts_per_tok`` of ``num_experts``, ``moe_intermediate_size`` wide) beside a shared
+    MLP of ``shared_expert_intermediate_size`` (read as shared experts of the routed width),
+    the router's score-correction bias a parameter. The defaults fill what a config leaves
+    out."""
+    gating = cfg.get("gating", True)
+    if gating not in (True, "per-head", "per-element"):
+        raise GpuarchError(f"{path}: gating: expected true, \"per-head\" or \"per-element\", "
+                           f"got {gating!r} (Transformers builds a gate whatever it says)")
+    if flag(cfg, "moe_apply_router_weight_on_input", False):
+        raise GpuarchError(f"{path}: moe_apply_router_weight_on_input: true is not read "
+                           "(Transformers 5.25 refuses it too)")
+    layers = get(cfg, path, "num_hidden_layers", default=40)
+    default_heads = get(cfg, path, "num_attention_heads", default=48)
+    per_layer = cfg.get("num_attention_heads_per_layer")
+    if per_layer is None:
+        per_layer = [default_heads] * layers
+    if not isinstance(per_layer, list) or len(per_layer) != layers or any(
+            not isinstance(h, int) or isinstance(h, bool) or h < 1 for h in per_layer):
+        raise GpuarchError(f"{path}: num_attention_heads_per_layer: expected {layers} positive "
+                           f"integers, got {str(per_layer)[:120]}")
+    window = _window_flags(cfg, path, layers) or [False] * layers
+    kinds = {w: {h for h, ww in zip(per_layer, window, strict=True) if ww == w}
+             for w in (True, False)}
+    if any(len(heads) > 1 for heads in kinds.values()):
+        raise GpuarchError(f"{path}: num_attention_heads_per_layer: query heads are read a kind "
+                           f"of layer at a time (window or full), got {str(per_layer)[:120]}")
+    windowed = sum(window)
+    window_heads = next(iter(kinds[True]), 0)
+    full_heads = next(iter(kinds[False]), 0)
+    kv = get(cfg, path, "num_key_value_heads", default=8)
+    head_dim = get(cfg, path, "head_dim", default=128)
+    fields = {**decoder_fields({"vocab_size": 100_352, "hidden_size": 2048,
+                                "max_position_embeddings": 131_072, **cfg},
+                               path, label, layers, window_heads or full_heads),
+              "kv_heads": kv, "head_dim": head_dim}
+    if windowed:
+        fields.update(sliding_window=get(cfg, path, "sliding_window", default=512),
+                      sliding_layers=windowed if windowed < layers else 0)
+        if windowed < layers and window_heads != full_heads:
+            fields["full_attention"] = FullAttention(kv_heads=kv, head_dim=head_dim,
+                                                     heads=full_heads)
+    dense_flags = _flags_list(cfg, path, "mlp_layer_types", layers,
+                              {"dense": True, "sparse": False})
+    if dense_flags is None:
+        dense_flags = [True] + [False] * (layers - 1)
+    dense = sum(dense_flags)
+    if dense_flags != [True] * dense + [False] * (layers - dense):
+        raise GpuarchError(f"{path}: mlp_layer_types: dense layers are read as the leading "
+                           "ones")
+    experts = get(cfg, path, "num_experts", default=256)
+    width = get(cfg, path, "moe_intermediate_size", default=512)
+    shared = get(cfg, path, "shared_expert_intermediate_size", default=512)
+    if width < 1 or shared % width:
+        raise GpuarchError(f"{path}: shared_expert_intermediate_size: the shared MLP is read "
+                           f"as shared experts of moe_intermediate_size ({width}), so it must "
+                           f"be a multiple of it, got {shared}")
+    moe = {"experts": experts, "dense_layers": dense, "moe_ffn_hidden": width,
+           "experts_per_token": get(cfg, path, "num_experts_per_tok", default=8),
+           "shared_experts": shared // width, "router_bias": True} \
+        if experts and dense < layers else {}
+    bias = flag(cfg, "attention_bias", False)
+    return TransformerShape(
+        **fields,
+        ffn_hidden=get(cfg, path, "intermediate_size", default=8192),
+        qk_norm=QkNorm.HEAD,
+        head_gate=gating != "per-element",
+        attention_gate=gating == "per-element",
+        qkv_bias=bias,
+        out_bias=bias,
+        **moe,
+    )
+
+
 # Transformers' FalconH1Config defaults (configuration_falcon_h1.py, 5.25) for the keys a
 # config may leave out
 _FALCON_H1_DEFAULTS: dict[str, Any] = {
@@ -1101,6 +1183,7 @@ LAYER_KIND_FAMILIES = {"gemma4_text": _gemma4, "gemma3n_text": _gemma3n,
                        "nemotron-nas": _nemotron_nas, "minimax_m3": _minimax_m3,
                        "minimax_m3_vl": _minimax_m3, "kimi_linear": _kimi_linear,
                        "step3p7": _step3p7, "step3p5": _step3p7, "falcon_h1": _falcon_h1,
+                       "laguna": _laguna,
                        "mamba": _mamba1, "falcon_mamba": _mamba1, "jamba": _jamba,
                        "minimax": _minimax, "minimax_text_01": _minimax,
                        "minimax_m1": _minimax, "lfm2": _lfm2, "lfm2_moe": _lfm2_moe}
