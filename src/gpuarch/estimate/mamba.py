@@ -126,7 +126,7 @@ def mamba_input_projections(s: TransformerShape, tp: Any) -> list[tuple[str, Any
     if m.selective:
         out += [("mamba_x_proj", m.x_proj_width, m.inner // tp),
                 ("mamba_dt_proj", m.inner // tp, m.dt_rank)]
-    if m.kda:
+    if m.gate_up_width:  # (none where both gates are full rank: Ling's)
         out.append(("kda_gate_up", m.gate_up_width // tp, m.low_rank_width))
     return out
 

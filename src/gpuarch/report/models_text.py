@@ -105,7 +105,8 @@ def render_preset(p: Preset) -> str:
             lines.append(f"  MLP widths    {widths} (the FFN above the widest)")
         if s.mamba is not None and s.mamba.kda:
             mb = s.mamba
-            gates = (f"a low-rank decay gate of {mb.low_rank_width} and a full-rank output "
+            gates = ("full-rank decay and output gates" if mb.low_rank_pairs == 0 else
+                     f"a low-rank decay gate of {mb.low_rank_width} and a full-rank output "
                      "gate" if mb.full_rank_gate else
                      f"low-rank decay and output gates of {mb.low_rank_width}")
             lines.append(f"  Kimi Delta    {mb.heads} heads of {mb.head_dim} (a {mb.state} x "

@@ -119,7 +119,8 @@ def attention_projections(s: TransformerShape, tp: Any = 1) -> list[tuple[str, A
             out += [("q_down", m.q_lora_rank, s.hidden), ("q_up", heads * qk, m.q_lora_rank)]
         else:
             out.append(("q", heads * qk, s.hidden))
-        gate = [("attn_gate", heads * m.v_head_dim, s.hidden)] if s.attention_gate else []
+        gate = [("attn_gate", heads * m.v_head_dim, s.hidden)] if s.attention_gate else \
+            [("attn_gate", heads, s.hidden)] if s.head_gate else []
         return [*out, ("kv_down", m.latent_width, s.hidden),
                 ("kv_up", heads * (m.qk_nope_head_dim + m.v_head_dim), m.kv_lora_rank),
                 *gate, ("attn_out", s.hidden, heads * m.v_head_dim)]

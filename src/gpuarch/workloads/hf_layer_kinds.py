@@ -848,6 +848,81 @@ def _laguna(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
     )
 
 
+def _bailing_hybrid(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
+    """Ling's hybrid models (``bailing_hybrid``), as Transformers 5.25.0's
+    modeling_bailing_hybrid.py builds them: each layer a token mixer, a gated delta rule with
+    a decay a channel (``BailingHybridDeltaAttention``: Kimi Delta Attention's structure,
+    its decay and output gate each a full-rank projection of the hidden state,
+    ``full_rank_decay`` and ``full_rank_gate``; ``num_attention_heads`` heads of
+    ``head_dim``, a convolution of ``short_conv_kernel_size`` over q, k and v) or latent
+    attention with rotary positions and a gate a head on its output (``g_proj``:
+    ``head_gate``), by ``layer_types`` (else every ``layer_group_size``-th layer latent
+    attention); then a SwiGLU MLP of ``intermediate_size`` (``mlp_layer_types``, else the
+    first ``first_k_dense_replace``) or experts (top ``num_experts_per_tok`` of
+    ``num_local_experts`` of ``moe_intermediate_size``, in ``n_group`` groups of which a
+    token's come from ``topk_group``, beside ``n_shared_experts`` shared ones of that width);
+    an RMSNorm before each. Read as blocks, two a layer. The LM head is never tied to the
+    embedding; the router's score-correction bias is a buffer, not counted; the MTP layers
+    (``num_mtp_layers``) are a training setting; the SwiGLU clamps (``swiglu_limits``) are
+    not priced."""
+    layers = get(cfg, path, "num_hidden_layers", default=42)
+    heads = get(cfg, path, "num_attention_heads", default=32)
+    group = get(cfg, path, "layer_group_size", default=6)
+    delta = _flags_list(cfg, path, "layer_types", layers,
+                        {"linear_attention": True, "full_attention": False})
+    if delta is None:
+        delta = [bool((i + 1) % group) for i in range(layers)]
+    dense = _flags_list(cfg, path, "mlp_layer_types", layers, {"dense": True, "sparse": False})
+    if dense is None:
+        first = get(cfg, path, "first_k_dense_replace", default=2)
+        dense = [i < first for i in range(layers)]
+    experts = get(cfg, path, "num_local_experts", default=512)
+    if not experts and not all(dense):
+        raise GpuarchError(f"{path}: num_local_experts: 0 experts in the sparse layers "
+                           "(Transformers builds their shared experts alone) is not read")
+    pattern = "".join(("M" if d else "*") + ("-" if m else "E")
+                      for d, m in zip(delta, dense, strict=True))
+    defaults = {"hidden_size": 2560, "vocab_size": 157_184, "max_position_embeddings": 262_144,
+                "head_dim": 0}
+    # Transformers' BailingHybridForCausalLM ties no weights, whatever tie_word_embeddings says
+    fields = {**decoder_fields({**defaults, **cfg}, path, label, 2 * layers, heads),
+              "tied_embeddings": False}
+    head_dim = get(cfg, path, "head_dim", default=128)  # the delta rule's head width
+    nope = get(cfg, path, "qk_nope_head_dim", default=128)
+    rope = get(cfg, path, "qk_rope_head_dim", default=64)
+    fields["head_dim"] = nope + rope
+    width = get(cfg, path, "moe_intermediate_size", default=768)
+    mixer = MambaShape(
+        kind="kda", heads=heads, head_dim=head_dim, state=head_dim, groups=heads,
+        conv_kernel=get(cfg, path, "short_conv_kernel_size", default=4), conv_bias=False,
+        full_rank_gate=True, full_rank_decay=True) if "M" in pattern else None
+    moe: dict[str, Any] = {}
+    if "E" in pattern:
+        moe = {"experts": experts, "moe_ffn_hidden": width,
+               "experts_per_token": get(cfg, path, "num_experts_per_tok", default=8),
+               "shared_experts": get(cfg, path, "n_shared_experts", default=1)}
+        groups = get(cfg, path, "n_group", default=8) or 1
+        per_token = get(cfg, path, "topk_group", default=4) or 1
+        if groups > 1 and 0 < per_token < groups:
+            moe.update(expert_groups=groups, groups_per_token=per_token)
+    bias = flag(cfg, "attention_bias", False)
+    return TransformerShape(
+        **fields,
+        ffn_hidden=get(cfg, path, "intermediate_size", default=6144) if "-" in pattern else 0,
+        qkv_bias=bias,
+        out_bias=bias,
+        head_gate="*" in pattern,
+        mla=MlaShape(
+            q_lora_rank=get(cfg, path, "q_lora_rank", default=0) or 0,
+            kv_lora_rank=get(cfg, path, "kv_lora_rank", default=512),
+            qk_nope_head_dim=nope, qk_rope_head_dim=rope,
+            v_head_dim=get(cfg, path, "v_head_dim", default=128)) if "*" in pattern else None,
+        hybrid_pattern=pattern,
+        mamba=mixer,
+        **moe,
+    )
+
+
 # Transformers' FalconH1Config defaults (configuration_falcon_h1.py, 5.25) for the keys a
 # config may leave out
 _FALCON_H1_DEFAULTS: dict[str, Any] = {
@@ -1183,7 +1258,7 @@ LAYER_KIND_FAMILIES = {"gemma4_text": _gemma4, "gemma3n_text": _gemma3n,
                        "nemotron-nas": _nemotron_nas, "minimax_m3": _minimax_m3,
                        "minimax_m3_vl": _minimax_m3, "kimi_linear": _kimi_linear,
                        "step3p7": _step3p7, "step3p5": _step3p7, "falcon_h1": _falcon_h1,
-                       "laguna": _laguna,
+                       "laguna": _laguna, "bailing_hybrid": _bailing_hybrid,
                        "mamba": _mamba1, "falcon_mamba": _mamba1, "jamba": _jamba,
                        "minimax": _minimax, "minimax_text_01": _minimax,
                        "minimax_m1": _minimax, "lfm2": _lfm2, "lfm2_moe": _lfm2_moe}

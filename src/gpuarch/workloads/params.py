@@ -101,8 +101,9 @@ def attention_params(s: TransformerShape) -> int:
         # output projection's, as Transformers' DeepSeek and Kimi Linear attentions build them
         biases = (m.q_lora_rank + m.latent_width if s.bias or s.qkv_bias else 0) \
             + (h if s.bias or s.out_bias else 0)
-        # attention_gate: an output gate a channel from the hidden state (Kimi K3's g_proj)
-        gate = h * heads * m.v_head_dim if s.attention_gate else 0
+        # attention_gate: an output gate a channel from the hidden state (Kimi K3's g_proj);
+        # head_gate: one a head (Ling 2.5's)
+        gate = h * heads * m.v_head_dim if s.attention_gate else h * heads if s.head_gate else 0
         return q + kv_part + heads * m.v_head_dim * h + biases + gate
     q = heads * d * (2 if s.attention_gate else 1)  # the query projection makes the gate too
     # keys and values (the keys alone where they are also the values; none in a layer

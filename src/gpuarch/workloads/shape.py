@@ -356,6 +356,9 @@ class MambaShape:
     # Kimi Delta Attention's output gate a full-rank projection of the hidden state to the
     # inner width (Kimi K3's use_full_rank_gate), not a low-rank pair; its decay stays one
     full_rank_gate: bool = False
+    # Kimi Delta Attention's decay from a full-rank projection of the hidden state to the
+    # inner width (Ling 2.5's BailingHybridForgetGate f_proj), not a low-rank pair
+    full_rank_decay: bool = False
     # Mamba-2's gated RMSNorm over the inner width before the output projection; Falcon-H1
     # builds it only with mamba_rms_norm (the gate itself still applies)
     gated_norm: bool = True
@@ -422,8 +425,9 @@ class MambaShape:
         if not self.gated_norm and self.kind not in ("mamba2", "mamba1", "short_conv"):
             raise GpuarchError("mamba.gated_norm: only a Mamba-2 mixer goes without its "
                                "gated norm")
-        if self.full_rank_gate and self.kind != "kda":
-            raise GpuarchError("mamba.full_rank_gate: Kimi Delta Attention's (kind \"kda\")")
+        if (self.full_rank_gate or self.full_rank_decay) and self.kind != "kda":
+            raise GpuarchError("mamba.full_rank_gate / mamba.full_rank_decay: Kimi Delta "
+                               "Attention's (kind \"kda\")")
         if self.kind == "kda" and (self.groups != self.heads or self.state != self.head_dim):
             raise GpuarchError(f"mamba.groups / mamba.state: Kimi Delta Attention has a key "
                                f"head a value head and keys as wide as values, got "
@@ -504,16 +508,16 @@ class MambaShape:
             return (2 if self.selective else 3) * self.inner
         if self.kda:
             return (self.conv_width + self.heads + self.replicated_in_proj
-                    + (self.inner if self.full_rank_gate else 0))
+                    + self.inner * (self.full_rank_gate + self.full_rank_decay))
         steps = 2 if self.gated_delta else 0 if self.lightning else 1
         return self.inner + self.conv_width + self.heads * steps
 
     @property
     def replicated_in_proj(self) -> int:
         """The input projection's outputs every tensor-parallel GPU computes whole: Kimi Delta
-        Attention's low-rank halves (the decay's, and the output gate's unless full rank);
+        Attention's low-rank halves (the decay's and the output gate's, each unless full rank);
         0 for the other mixers."""
-        return self.low_rank_width * (1 if self.full_rank_gate else 2)
+        return self.low_rank_width * self.low_rank_pairs
 
     def in_proj_per_gpu(self, tp: Any) -> Any:
         """The input projection's outputs on one of ``tp`` tensor-parallel GPUs: split but
@@ -556,10 +560,16 @@ class MambaShape:
 
     @property
     def gate_up_width(self) -> int:
-        """Outputs of Kimi Delta Attention's low-rank up-projections (the decay's and, unless
-        full rank, the output gate's, each from one head's width to the inner width); 0 for
-        the other mixers."""
-        return self.inner * (1 if self.full_rank_gate else 2) if self.kda else 0
+        """Outputs of Kimi Delta Attention's low-rank up-projections (the decay's and the
+        output gate's, each unless full rank, from one head's width to the inner width); 0
+        for the other mixers."""
+        return self.inner * self.low_rank_pairs if self.kda else 0
+
+    @property
+    def low_rank_pairs(self) -> int:
+        """Kimi Delta Attention's gates made by a low-rank pair of projections: the decay's
+        and the output gate's, but for those made full rank; 0 for the other mixers."""
+        return 2 - self.full_rank_gate - self.full_rank_decay if self.kda else 0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -974,10 +984,12 @@ class TransformerShape:
             raise GpuarchError(f"v_head_dim: keys that are also values have the keys' width "
                                f"({self.d_head}), got {self.v_head_dim}")
         if (self.v_head_dim or self.keys_are_values or self.full_attention is not None
-                or self.head_gate) and (self.mla is not None or self.compressed is not None):
+                or (self.head_gate and self.mla is None)) \
+                and (self.mla is not None or self.compressed is not None):
             raise GpuarchError("v_head_dim / keys_are_values / full_attention / head_gate: "
                                "for grouped-query attention, not latent or compressed "
-                               "attention (which have their own widths)")
+                               "attention (which have their own widths; latent attention may "
+                               "gate a head)")
         if self.head_gate and self.attention_gate:
             raise GpuarchError("head_gate: a gate a head, or attention_gate's a channel, not "
                                "both")
