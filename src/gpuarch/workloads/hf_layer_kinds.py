@@ -171,26 +171,34 @@ def _gemma4(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
         moe = {"experts": experts, "experts_per_token": get(cfg, path, "top_k_experts"),
                "moe_ffn_hidden": routed, "shared_experts": width // routed,
                "expert_layer_norms": 3, "router_scales": True}
-    attention_bias = flag(cfg, "attention_bias", False)
+    small = _gemma_small_model(cfg, path, window, per_layer, shared)
+    if shared and flag(cfg, "use_double_wide_mlp", False):
+        small["kv_shared_mlp"] = 2 * width
+    return TransformerShape(**fields, **_gemma_layers(cfg, width), **moe, **small)
+
+
+def _gemma_small_model(cfg: dict[str, Any], path: Path, window: list[bool], per_layer: int,
+                       shared: int) -> dict[str, Any]:
+    """The shape fields of Gemma 4's small models and Gemma 3n: per-layer input embeddings
+    of ``per_layer`` (from a table of ``vocab_size_per_layer_input`` tokens) and the last
+    ``shared`` layers' KV sharing, as many of them full as ``window`` says."""
     small: dict[str, Any] = {}
     if per_layer:
         small.update(per_layer_input=per_layer,
                      per_layer_vocab=get(cfg, path, "vocab_size_per_layer_input",
                                          default=262_144))
     if shared:
-        small.update(kv_shared_layers=shared, kv_shared_full=window[layers - shared:].count(False),
-                     kv_shared_mlp=2 * width if flag(cfg, "use_double_wide_mlp", False) else 0)
-    return TransformerShape(
-        **fields,
-        ffn_hidden=width,
-        ffn_kind=FfnKind.GEGLU,
-        qkv_bias=attention_bias,
-        out_bias=attention_bias,
-        sandwich_norms=True,
-        qk_norm=QkNorm.HEAD,
-        **moe,
-        **small,
-    )
+        small.update(kv_shared_layers=shared,
+                     kv_shared_full=window[len(window) - shared:].count(False))
+    return small
+
+
+def _gemma_layers(cfg: dict[str, Any], width: int) -> dict[str, Any]:
+    """Gemma's layer traits: a GeGLU MLP of ``width``, four norms a layer, a query and key
+    norm a head, biases on the attention's projections with ``attention_bias``."""
+    bias = flag(cfg, "attention_bias", False)
+    return {"ffn_hidden": width, "ffn_kind": FfnKind.GEGLU, "qkv_bias": bias,
+            "out_bias": bias, "sandwich_norms": True, "qk_norm": QkNorm.HEAD}
 
 
 def _gemma3n(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
@@ -237,27 +245,12 @@ def _gemma3n(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
     if streams < 2:
         raise GpuarchError(f"{path}: altup_num_inputs: AltUp needs 2 streams or more, got "
                            f"{streams}")
-    attention_bias = flag(cfg, "attention_bias", False)
-    small: dict[str, Any] = {}
     per_layer = get(cfg, path, "hidden_size_per_layer_input", default=256)
-    if per_layer:
-        small.update(per_layer_input=per_layer,
-                     per_layer_vocab=get(cfg, path, "vocab_size_per_layer_input",
-                                         default=262_144))
-    if shared:
-        small.update(kv_shared_layers=shared,
-                     kv_shared_full=window[layers - shared:].count(False))
     return TransformerShape(
-        **fields,
-        ffn_hidden=width,
-        ffn_kind=FfnKind.GEGLU,
-        qkv_bias=attention_bias,
-        out_bias=attention_bias,
-        sandwich_norms=True,
-        qk_norm=QkNorm.HEAD,
+        **fields, **_gemma_layers(cfg, width),
         altup_streams=streams,
         laurel_rank=get(cfg, path, "laurel_rank", default=64),
-        **small,
+        **_gemma_small_model(cfg, path, window, per_layer, shared),
     )
 
 
