@@ -91,6 +91,10 @@ def test_refusals(tmp_path: Path) -> None:
     with pytest.raises(GpuarchError, match=r"num_local_experts: 0 experts in the sparse "
                                            r"layers"):
         _read(tmp_path, {**SMALL, "num_local_experts": 0})
+    for group in (0, -3):  # (found by scripts/fuzz_cli.py: 0 had divided by zero)
+        with pytest.raises(GpuarchError, match=rf"layer_group_size: expected a positive "
+                                               rf"integer .*, got {group}"):
+            _read(tmp_path, {**SMALL, "layer_group_size": group})
     with pytest.raises(GpuarchError, match=r"mamba.full_rank_gate / mamba.full_rank_decay: "
                                            r"Kimi Delta Attention's"):
         MambaShape(heads=8, head_dim=64, state=64, groups=8, full_rank_decay=True)

@@ -860,10 +860,13 @@ def _bailing_hybrid(cfg: dict[str, Any], path: Path, label: str) -> TransformerS
     not priced."""
     layers = get(cfg, path, "num_hidden_layers", default=42)
     heads = get(cfg, path, "num_attention_heads", default=32)
-    group = get(cfg, path, "layer_group_size", default=6)
     delta = _flags_list(cfg, path, "layer_types", layers,
                         {"linear_attention": True, "full_attention": False})
     if delta is None:
+        group = get(cfg, path, "layer_group_size", default=6)
+        if group < 1:
+            raise GpuarchError(f"{path}: layer_group_size: expected a positive integer (every "
+                               f"that many layers one latent attention), got {group}")
         delta = [bool((i + 1) % group) for i in range(layers)]
     dense = _flags_list(cfg, path, "mlp_layer_types", layers, {"dense": True, "sparse": False})
     if dense is None:
