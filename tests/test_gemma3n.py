@@ -27,7 +27,7 @@ from tests.hf_configs import write_config
 
 CATALOG = load_catalog()
 
-# Gemma 3n E2B's text model as its published config gives it (30 layers of 2,048, 8 heads of
+# Gemma 3n E2B's text model as public code quotes its config (30 layers of 2,048, 8 heads of
 # 256 with 2 KV heads, a GeGLU MLP of 8,192, the last 10 layers KV-shared, per-layer inputs
 # of 256 from a table of 262,144 tokens, 4 AltUp streams, LAuReL of rank 64)
 E2B = {"model_type": "gemma3n_text", "hidden_size": 2048, "num_hidden_layers": 30,
