@@ -89,6 +89,18 @@ def _dense_flags(cfg: dict[str, Any], path: Path, layers: int) -> int | None:
     return None if dense is None else sum(dense)
 
 
+def _shared_experts(path: Path, shared_key: str, shared: int, width_key: str, width: int
+                    ) -> int:
+    """A shared MLP of ``shared`` (config key ``shared_key``) read as shared experts of the
+    routed width ``width`` (``width_key``): how many, or an error where it is no whole
+    number of them."""
+    if width < 1 or shared % width:
+        raise GpuarchError(f"{path}: {shared_key}: the shared MLP is read as shared experts "
+                           f"of {width_key} ({width}), so it must be a multiple of it, got "
+                           f"{shared}")
+    return shared // width
+
+
 def _heads(kv_heads: int, head_dim: int, v_head_dim: int, keys_are_values: bool,
            sinks: bool) -> dict[str, Any]:
     return {"kv_heads": kv_heads, "head_dim": head_dim,
@@ -486,10 +498,8 @@ def _minimax_m3(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape
     experts = get(cfg, path, "num_local_experts", default=128)
     width = get(cfg, path, "intermediate_size", default=3072)
     shared = get(cfg, path, "shared_intermediate_size", default=3072)
-    if width < 1 or shared % width:
-        raise GpuarchError(f"{path}: shared_intermediate_size: the shared MLP is read as "
-                           f"shared experts of intermediate_size ({width}), so it must be a "
-                           f"multiple of it, got {shared}")
+    shared = _shared_experts(path, "shared_intermediate_size", shared, "intermediate_size",
+                             width)
     dense_layers = _dense_flags(cfg, path, layers)
     if dense_layers is None:
         dense_layers = get(cfg, path, "first_k_dense_replace", default=0)
@@ -498,7 +508,7 @@ def _minimax_m3(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape
         raise GpuarchError(f"{path}: qk_norm_type: {qk!r} is not read (per_head is)")
     moe = {"experts": experts, "experts_per_token": get(cfg, path, "num_experts_per_tok",
                                                         default=4),
-           "moe_ffn_hidden": width, "shared_experts": shared // width,
+           "moe_ffn_hidden": width, "shared_experts": shared,
            "dense_layers": dense_layers} if experts else {}
     return TransformerShape(
         **fields,
@@ -738,14 +748,11 @@ def _step3p7(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
                   default=288)
     width = get(cfg, path, "moe_intermediate_size", default=1280)
     shared = get(cfg, path, "share_expert_dim", "share_expert_dims", default=1280)
-    if width < 1 or shared % width:
-        raise GpuarchError(f"{path}: share_expert_dim: the shared MLP is read as shared "
-                           f"experts of moe_intermediate_size ({width}), so it must be a "
-                           f"multiple of it, got {shared}")
+    shared = _shared_experts(path, "share_expert_dim", shared, "moe_intermediate_size", width)
     dense = _step_moe_layers(cfg, path, layers, mtp)
     moe = {"experts": experts, "dense_layers": dense,
            "experts_per_token": get(cfg, path, "num_experts_per_tok", "moe_top_k", default=8),
-           "moe_ffn_hidden": width, "shared_experts": shared // width} \
+           "moe_ffn_hidden": width, "shared_experts": shared} \
         if experts and dense < layers else {}
     bias = flag(cfg, "attention_bias", False)
     return TransformerShape(
@@ -820,13 +827,11 @@ def _laguna(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
     experts = get(cfg, path, "num_experts", default=256)
     width = get(cfg, path, "moe_intermediate_size", default=512)
     shared = get(cfg, path, "shared_expert_intermediate_size", default=512)
-    if width < 1 or shared % width:
-        raise GpuarchError(f"{path}: shared_expert_intermediate_size: the shared MLP is read "
-                           f"as shared experts of moe_intermediate_size ({width}), so it must "
-                           f"be a multiple of it, got {shared}")
+    shared = _shared_experts(path, "shared_expert_intermediate_size", shared,
+                             "moe_intermediate_size", width)
     moe = {"experts": experts, "dense_layers": dense, "moe_ffn_hidden": width,
            "experts_per_token": get(cfg, path, "num_experts_per_tok", default=8),
-           "shared_experts": shared // width, "router_bias": True} \
+           "shared_experts": shared, "router_bias": True} \
         if experts and dense < layers else {}
     bias = flag(cfg, "attention_bias", False)
     return TransformerShape(

@@ -343,7 +343,8 @@ def first_stage_params(s: TransformerShape) -> int:
     """What the first pipeline stage holds beside its layers: the token embedding (and any
     position table), the norm after it and any per-layer input table (Gemma 4's and 3n's,
     looked up with the token)."""
-    return count_params(s).embedding + embedding_norm_params(s) + count_params(s).per_layer_table
+    pc = count_params(s)
+    return pc.embedding + embedding_norm_params(s) + pc.per_layer_table
 
 
 @cache
