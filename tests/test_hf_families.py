@@ -48,6 +48,13 @@ ERNIE45_21B = {"model_type": "ernie4_5_moe", "hidden_size": 2560, "intermediate_
                "use_bias": False, "tie_word_embeddings": True, "moe_num_experts": 64,
                "moe_num_shared_experts": 2, "moe_k": 6, "moe_layer_start_index": 1,
                "moe_layer_end_index": 27, "moe_layer_interval": 1}
+# a small Mistral 4 (latent attention, 8 experts of 256 and one shared, no dense layer; no
+# num_key_value_heads: Mistral4Config's default, 32, is not read)
+TINY_MISTRAL4 = {"model_type": "mistral4", "hidden_size": 512, "num_hidden_layers": 4,
+                 "num_attention_heads": 8, "vocab_size": 1000, "intermediate_size": 1024,
+                 "moe_intermediate_size": 256, "n_routed_experts": 8, "num_experts_per_tok": 2,
+                 "kv_lora_rank": 64, "q_lora_rank": 128, "qk_rope_head_dim": 32,
+                 "qk_nope_head_dim": 32, "v_head_dim": 64}
 # rednote's dots.llm1 (128 experts, top 6, two shared, the first layer dense): 142.8B in
 # all and 14.0B a token, its model card's "142B total, 14B activated"
 DOTS1 = {"model_type": "dots1", "hidden_size": 4096, "intermediate_size": 10944,
@@ -218,6 +225,23 @@ TINY_COHERE2_MOE = {"model_type": "cohere2_moe", "hidden_size": 1024,
       "layer_types": ["full_attention", "sliding_attention", "sliding_attention",
                       "full_attention"],
       "mlp_layer_types": ["dense", "sparse", "sparse", "sparse"]}, 32_998_400),
+    # Mistral 4: Mistral4Config's defaults, the sizes of Mistral-Small-4-119B-2603 (the
+    # checkpoint its docstring names; Mistral's "119B"); latent attention whose config class
+    # defaults num_key_value_heads to 32 whatever the heads (not read); leading dense layers,
+    # two shared widths and attention biases; no query LoRA, tied; in Mistral 3's wrapper
+    ({"model_type": "mistral4"}, 118_972_826_624),
+    ({**TINY_MISTRAL4, "first_k_dense_replace": 2, "attention_bias": True,
+      "n_shared_experts": 2}, 14_016_640),
+    ({**TINY_MISTRAL4, "q_lora_rank": None, "tie_word_embeddings": True}, 17_179_392),
+    ({"model_type": "mistral3", "tie_word_embeddings": False,
+      "text_config": {**TINY_MISTRAL4, "tie_word_embeddings": False},
+      "vision_config": {"model_type": "pixtral", "hidden_size": 64}}, 17_167_616),
+    # CWM: CwmConfig's defaults (Meta's CWM, "32B"), and an MLP bias on a small variant
+    ({"model_type": "cwm"}, 32_581_097_472),
+    ({"model_type": "cwm", "hidden_size": 512, "num_hidden_layers": 6,
+      "num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 64, "vocab_size": 1000,
+      "intermediate_size": 1024, "sliding_window": 128, "mlp_bias": True,
+      "tie_word_embeddings": True}, 13_903_360),
 ])
 def test_counts_equal_what_transformers_builds(tmp_path: Path, cfg: dict[str, Any],
                                                total: int) -> None:
@@ -348,6 +372,10 @@ def test_dots1_active_parameters(tmp_path: Path) -> None:
     ({"model_type": "granite_swa", "num_hidden_layers": 8, "sliding_window": None}, 0, 0),
     # vaultgemma: every other layer windowed from the first (3 of 5)
     ({"model_type": "vaultgemma", "num_hidden_layers": 5}, 4096, 3),
+    # cwm: full where i % 4 == 0 (CwmConfig's default; 16 of 64), else by layer_types
+    ({"model_type": "cwm", "num_hidden_layers": 64}, 8192, 48),
+    ({"model_type": "cwm", "num_hidden_layers": 6, "sliding_window": 128,
+      "layer_types": ["sliding_attention", "full_attention"] * 3}, 128, 3),
     # cohere2_moe's default: no dense prefix, all but every fourth of 40
     ({"model_type": "cohere2_moe", "num_hidden_layers": 40, "num_experts": 4,
       "intermediate_size": 64}, 4096, 30),

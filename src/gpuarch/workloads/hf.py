@@ -16,7 +16,8 @@ qwen3_5_text / qwen3_5_moe_text (Qwen3-Next and Qwen3.5: Gated DeltaNet or gated
 layers, each with an MLP or experts; the multimodal qwen3_5 / qwen3_5_moe checkpoints through
 their text_config), gemma4 / gemma4_text and mimo_v2_flash (Gemma 4 and MiMo-V2-Flash,
 whose full-attention layers have heads of their own) and nemotron-nas (Llama-Nemotron's NAS
-layers) and minimax_m3 / minimax_m3_vl (MiniMax-M3's block-sparse attention) and
+layers) and olmo_hybrid (OLMo Hybrid: Qwen3-Next's layout with OLMo 3's attention) and
+minimax_m3 / minimax_m3_vl (MiniMax-M3's block-sparse attention) and
 kimi_linear (Kimi Linear: Kimi Delta Attention or latent attention layers, each with an MLP
 or experts; Kimi K3's kimi_k3 through its text_config) and step3p5 / step3p7
 (Step-3.5/3.7-Flash: window layers with more query heads than the full ones, a gate a
@@ -27,7 +28,8 @@ convolutions: ``hf_layer_kinds.py``), the families of one table of
 what their layers hold (``data/hf_families.toml``, read by ``hf_families.py``: Seed-OSS,
 SmolLM3, ERNIE 4.5, Helium, Ministral, InternLM3, Jais 2, OLMo 3, EXAONE 4.0 and K-EXAONE, GLM-4 and
 GLM-4.7-Flash, Arcee and Arcee Trinity, StarCoder2, Cohere, OLMoE, Phi-3.5-MoE, Granite
-MoE, Hunyuan 1 and 3, Solar Open, dots.llm1, Phi-2, StableLM, Apertus, DBRX), and the
+MoE, Hunyuan 1 and 3, Solar Open, dots.llm1, Phi-2, StableLM, Apertus, DBRX, Mistral 4, CWM),
+and the
 families whose attention and MLP run side by side
 (``parallel_attention``): gptj, gpt_neox (unless ``use_parallel_residual`` is false) and
 falcon (unless ``parallel_attn`` is false; ALiBi where ``alibi`` is set).
@@ -88,7 +90,7 @@ _GATED_DELTA = {"qwen3_next", "qwen3_5_text", "qwen3_5_moe_text"}  # Gated Delta
 _OWN_READERS = frozenset(_LLAMA_LIKE | _LLAMA4 | _GEMMA | _GATED_DELTA
                          | {"gpt2", "nemotron", "nemotron_h", "granitemoehybrid", "bamba",
                             "mamba2", "gptj", "gpt_neox", "falcon", "bloom", "deepseek_v4",
-                            "gpt_bigcode", "gpt_neo", "opt", "mpt"})
+                            "gpt_bigcode", "gpt_neo", "opt", "mpt", "olmo_hybrid"})
 # model_types whose language model is a supported family's, read as that family: the text
 # models of Qwen2-VL, Qwen2.5-VL and Qwen3-VL (dense and MoE; their multimodal rotary
 # positions carry no parameters; the older Qwen2-VL configs put the text fields at the top
@@ -120,7 +122,7 @@ _ARCHITECTURES = {
     "MiniMaxM1ForCausalLM": "minimax_m1", "BambaForCausalLM": "bamba",
     "GPTBigCodeForCausalLM": "gpt_bigcode", "GPTNeoForCausalLM": "gpt_neo",
     "OPTForCausalLM": "opt", "MptForCausalLM": "mpt", "Lfm2ForCausalLM": "lfm2",
-    "Lfm2MoeForCausalLM": "lfm2_moe"}
+    "Lfm2MoeForCausalLM": "lfm2_moe", "OlmoHybridForCausalLM": "olmo_hybrid"}
 
 
 def _table() -> dict[str, Any]:
@@ -277,7 +279,8 @@ def _readers() -> dict[str, Callable[[dict[str, Any], Path, str], TransformerSha
     """The families read by a function of their own, by model_type."""
     return {"gpt2": _gpt2, "gptj": _gptj, "bloom": _bloom, "gpt_neox": _gpt_neox,
             "falcon": _falcon, "nemotron_h": _nemotron_h, "granitemoehybrid": _granite_hybrid,
-            "bamba": _bamba, "mamba2": _mamba2, "deepseek_v4": _deepseek_v4, **_GPT_ERA,
+            "bamba": _bamba, "mamba2": _mamba2, "deepseek_v4": _deepseek_v4,
+            "olmo_hybrid": _olmo_hybrid, **_GPT_ERA,
             **dict.fromkeys(_GATED_DELTA, _gated_delta_hybrid)}
 
 
@@ -621,8 +624,11 @@ def _llama_like(cfg: dict[str, Any], path: Path, label: str, model_type: str
     norm = NormKind.LAYERNORM if model_type == "nemotron" else NormKind.RMSNORM
     attention_bias = _flag(cfg, "attention_bias", model_type == "gpt_oss") \
         and model_type not in _NO_BIAS_KEY
+    fields = _decoder_fields(cfg, path, label, layers, heads)
+    if mla is not None:  # latent attention has no key-value heads: num_key_value_heads unread
+        fields["kv_heads"] = heads
     return TransformerShape(
-        **_decoder_fields(cfg, path, label, layers, heads),
+        **fields,
         ffn_hidden=_get(cfg, path, "intermediate_size"),
         ffn_kind=ffn_kind,
         norm=norm,
@@ -1147,6 +1153,49 @@ def _gated_delta_hybrid(cfg: dict[str, Any], path: Path, label: str) -> Transfor
         hybrid_pattern=pattern,
         mamba=mamba,
     )
+
+
+_OLMO_HYBRID_DEFAULTS: dict[str, Any] = {
+    "vocab_size": 100352, "hidden_size": 3840, "intermediate_size": 11008,
+    "num_hidden_layers": 32, "num_attention_heads": 30, "max_position_embeddings": 65536,
+    "tie_word_embeddings": False, "attention_bias": False, "linear_conv_kernel_dim": 4}
+"""OlmoHybridConfig's defaults (Transformers 5.25, configuration_olmo_hybrid.py) for the
+keys read; the linear attention's heads and widths default from the others."""
+
+
+def _olmo_hybrid(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
+    """OLMo Hybrid (Ai2's ``olmo_hybrid``, Olmo-Hybrid-7B): Qwen3-Next's layout without
+    experts, as Transformers' modular_olmo_hybrid.py builds it. A Gated DeltaNet layer's
+    separate query, key, value, gate, alpha and beta projections hold what Qwen3-Next's fused
+    ones do; an attention layer is OLMo 3's (no output gate; query and key norms over the
+    whole projections; ``attention_bias`` on all four projections). Where ``layer_types`` is
+    absent every fourth layer is attention (the last one where none would be); the linear
+    attention's heads default to ``num_attention_heads``, its key width to 0.75 x hidden over
+    them and its value width to twice that, as OlmoHybridConfig derives them."""
+    cfg = {**_OLMO_HYBRID_DEFAULTS, **cfg}
+    heads = _get(cfg, path, "num_attention_heads")
+    layers = _get(cfg, path, "num_hidden_layers")
+    if cfg.get("layer_types") is None:
+        kinds = ["full_attention" if i % 4 == 3 else "linear_attention" for i in range(layers)]
+        if kinds and "full_attention" not in kinds:
+            kinds[-1] = "full_attention"
+        cfg["layer_types"] = kinds
+    if cfg["layer_types"] and isinstance(cfg["layer_types"], list) and (
+            "linear_attention" not in cfg["layer_types"]
+            or "full_attention" not in cfg["layer_types"]):
+        raise GpuarchError("layer_types: OLMo Hybrid needs both \"linear_attention\" and "
+                           "\"full_attention\" layers (as OlmoHybridConfig checks)")
+    for key in ("linear_num_key_heads", "linear_num_value_heads"):
+        if cfg.get(key) is None:
+            cfg[key] = heads
+    if cfg.get("linear_key_head_dim") is None:
+        cfg["linear_key_head_dim"] = int(
+            0.75 * _get(cfg, path, "hidden_size") / _get(cfg, path, "linear_num_key_heads"))
+    if cfg.get("linear_value_head_dim") is None:
+        cfg["linear_value_head_dim"] = 2 * _get(cfg, path, "linear_key_head_dim")
+    cfg = {k: v for k, v in cfg.items() if k not in ("num_experts", "num_local_experts")}
+    shape = _gated_delta_hybrid({**cfg, "attn_output_gate": False}, path, label)
+    return replace(shape, qk_norm=QkNorm.FULL)
 
 
 def _mamba2(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:

@@ -56,8 +56,11 @@ def shape_of_tabled_family(model_type: str, cfg: dict[str, Any], path: Path, lab
     mla = MlaShape(**mla_fields(cfg, path)) if t.mla else None
     if mla is not None:
         # a latent attention's query-key head width (its heads need not divide the hidden
-        # size; GLM-4 MoE Lite's config maps head_dim to qk_rope_head_dim, not read)
+        # size; GLM-4 MoE Lite's config maps head_dim to qk_rope_head_dim, not read), and no
+        # key-value heads of its own (num_key_value_heads is not read: Mistral 4's config
+        # class defaults it to 32 whatever the heads)
         fields["head_dim"] = mla.qk_nope_head_dim + mla.qk_rope_head_dim
+        fields["kv_heads"] = heads
     window, windowed = _windows(t, cfg, path, layers)
     experts = get(cfg, path, *(t.experts_keys or EXPERT_COUNT_KEYS), default=0) or 0
     moe: dict[str, Any] = {}
