@@ -267,7 +267,7 @@ def test_estimate_train_tokens_take_suffixes_and_errors_name_the_flag_once(
         (["--heads", "7"], "heads: 7 does not divide hidden"),
         (["--sliding-layers", "3"], "--sliding-layers: needs sliding-window > 0"),
         (["--sliding-window", "512", "--sliding-layers", "99"],
-         "--sliding-layers: 99 exceeds layers 32"),
+         "--sliding-layers: 99 exceeds the attention layers 32"),
         (["--ep-dispatcher", "nccl"], "--ep-dispatcher: expected one of alltoall, deepep, "
                                       "got 'nccl'"),
         (["--pp", "2", "--pp-layout", "Et*16|t*15L"],

@@ -10,6 +10,7 @@ by hand."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import tomllib
 from pathlib import Path
@@ -55,6 +56,12 @@ TINY_MISTRAL4 = {"model_type": "mistral4", "hidden_size": 512, "num_hidden_layer
                  "moe_intermediate_size": 256, "n_routed_experts": 8, "num_experts_per_tok": 2,
                  "kv_lora_rank": 64, "q_lora_rank": 128, "qk_rope_head_dim": 32,
                  "qk_nope_head_dim": 32, "v_head_dim": 64}
+# a small Flint (8 experts of 128, a shared MLP of two expert widths, windows of 64)
+TINY_FLINT = {"model_type": "flint", "hidden_size": 512, "num_hidden_layers": 6,
+              "num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 64,
+              "intermediate_size": 1024, "moe_intermediate_size": 128, "num_experts": 8,
+              "num_experts_per_tok": 2, "shared_expert_intermediate_size": 256,
+              "vocab_size": 1000, "sliding_window": 64}
 # rednote's dots.llm1 (128 experts, top 6, two shared, the first layer dense): 142.8B in
 # all and 14.0B a token, its model card's "142B total, 14B activated"
 DOTS1 = {"model_type": "dots1", "hidden_size": 4096, "intermediate_size": 10944,
@@ -236,6 +243,28 @@ TINY_COHERE2_MOE = {"model_type": "cohere2_moe", "hidden_size": 1024,
     ({"model_type": "mistral3", "tie_word_embeddings": False,
       "text_config": {**TINY_MISTRAL4, "tie_word_embeddings": False},
       "vision_config": {"model_type": "pixtral", "hidden_size": 64}}, 17_167_616),
+    # Mellum 2, Kolibri-1, A.X K1, Flint, Beam: the config classes' defaults (JetBrains'
+    # Mellum2-12B-A2.5B; Aleph Alpha's "78B"; SK Telecom's "519B"; Reflection's
+    # Beam-1.0-501B-A23B) and a variant of each
+    ({"model_type": "mellum"}, 12_149_923_072),
+    ({"model_type": "mellum", "hidden_size": 512, "num_hidden_layers": 4,
+      "num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 64,
+      "intermediate_size": 1024, "moe_intermediate_size": 128, "num_experts": 8,
+      "num_experts_per_tok": 2, "vocab_size": 1000, "attention_bias": True,
+      "tie_word_embeddings": True, "mlp_layer_types": ["dense", "sparse", "sparse", "dense"],
+      "layer_types": ["sliding_attention", "full_attention"] * 2, "sliding_window": 128},
+     9_443_328),
+    ({"model_type": "kolibri1"}, 78_103_055_360),
+    ({"model_type": "axk1"}, 518_983_052_288),  # a norm after each of 60 expert layers
+    ({"model_type": "flint"}, 39_785_287_456),
+    ({**TINY_FLINT, "decoder_sparse_step": 2, "mlp_only_layers": [0]}, 15_592_752),
+    ({**TINY_FLINT, "mlp_only_layers": []}, 16_784_688),
+    ({"model_type": "beam"}, 501_267_599_808),  # a gate bias a head: 48 x 52
+    ({"model_type": "beam", "hidden_size": 512, "num_hidden_layers": 4,
+      "num_attention_heads": 16, "num_key_value_heads": 4, "head_dim": 32,
+      "intermediate_size": 1024, "moe_intermediate_size": 128, "num_experts": 16,
+      "num_experts_per_tok": 4, "n_group": 4, "topk_group": 2, "vocab_size": 1000,
+      "sliding_window": None, "mlp_layer_types": ["sparse"] * 4}, 17_318_720),
     # CWM: CwmConfig's defaults (Meta's CWM, "32B"), and an MLP bias on a small variant
     ({"model_type": "cwm"}, 32_581_097_472),
     ({"model_type": "cwm", "hidden_size": 512, "num_hidden_layers": 6,
@@ -376,6 +405,13 @@ def test_dots1_active_parameters(tmp_path: Path) -> None:
     ({"model_type": "cwm", "num_hidden_layers": 64}, 8192, 48),
     ({"model_type": "cwm", "num_hidden_layers": 6, "sliding_window": 128,
       "layer_types": ["sliding_attention", "full_attention"] * 3}, 128, 3),
+    # kolibri1: all but every fifth (40 of 50); beam: as many full layers as every sixth
+    # from the first (Transformers: every sixth and the last, 9 of 52)
+    ({"model_type": "kolibri1", "num_hidden_layers": 50, "num_experts": 8}, 513, 40),
+    ({"model_type": "beam", "num_hidden_layers": 52, "num_experts": 8, "n_group": 1,
+      "topk_group": 1}, 512, 43),
+    ({"model_type": "beam", "num_hidden_layers": 48, "num_experts": 8, "n_group": 1,
+      "topk_group": 1}, 512, 40),
     # cohere2_moe's default: no dense prefix, all but every fourth of 40
     ({"model_type": "cohere2_moe", "num_hidden_layers": 40, "num_experts": 4,
       "intermediate_size": 64}, 4096, 30),
@@ -403,6 +439,18 @@ def test_window_layers(tmp_path: Path, cfg: dict[str, Any], window: int,
       "num_key_value_heads": 2, "vocab_size": 1000, "num_experts": 8, "num_experts_per_tok": 2,
       "first_k_dense_replace": 3}, 1, 7),  # HY-V3 reads mlp_layer_types only
     ({**TINY_ERNIE_INTERVAL, "moe_layer_start_index": 8}, 8, 0),  # no layer routes
+    # Qwen2-MoE's placement (Flint): the listed layers, and those whose number from 1 is no
+    # multiple of the sparse step; a null list the class's default, the first two
+    (TINY_FLINT, 2, 4),
+    ({**TINY_FLINT, "mlp_only_layers": None}, 2, 4),
+    ({**TINY_FLINT, "mlp_only_layers": [0], "decoder_sparse_step": 2}, 3, 3),
+    ({**TINY_FLINT, "mlp_only_layers": [], "decoder_sparse_step": 3}, 4, 2),
+    # A.X K1: mlp_layer_types, else from first_k_dense_replace on
+    ({"model_type": "axk1", "hidden_size": 256, "intermediate_size": 512,
+      "moe_intermediate_size": 64, "num_hidden_layers": 6, "num_attention_heads": 4,
+      "kv_lora_rank": 32, "q_lora_rank": 64, "qk_rope_head_dim": 16, "qk_nope_head_dim": 32,
+      "v_head_dim": 32, "n_routed_experts": 8, "n_group": 1, "topk_group": 1,
+      "num_experts_per_tok": 2, "vocab_size": 1000, "first_k_dense_replace": 2}, 2, 4),
 ])
 def test_expert_layers(tmp_path: Path, cfg: dict[str, Any], dense: int, moe: int) -> None:
     s = _read(tmp_path, cfg)
@@ -517,6 +565,11 @@ def test_table_families_are_supported_and_sourced() -> None:
      r"keys: expected a table of config key paths"),
     ({"name": "x", "source": "y", "head_vocab_key": 7}, r"head_vocab_key: expected a config key"),
     ({"name": "x", "source": "y", "sandwich_key": ""}, r"sandwich_key: expected a config key"),
+    ({"name": "x", "source": "y", "expert_layer_norms": -1},
+     r"expert_layer_norms: expected a whole number, got -1"),
+    ({"name": "x", "source": "y", "gate_head_bias": True},
+     r"gate_head_bias needs attention_gate"),
+    ({"name": "x", "source": "y", "dense": "mlp_only"}, r"dense: expected one of none"),
 ])
 def test_table_rows_are_checked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                 row: dict[str, Any], message: str) -> None:
@@ -615,3 +668,30 @@ def test_a_pruned_head_prices_its_rows(tmp_path: Path) -> None:
 def test_a_pruned_head_is_checked(tmp_path: Path, extra: dict[str, Any], message: str) -> None:
     with pytest.raises(GpuarchError, match=message):
         _read(tmp_path, {"model_type": "apertus1p5_text", **extra})
+
+
+def test_axk1_norms_after_its_expert_blocks(tmp_path: Path) -> None:
+    """A.X K1's expert layers each end in a norm of their own (post_mlp_layernorm): the
+    default's 60 expert layers hold 60 x 7168 more than the same layers without it."""
+    s = _read(tmp_path, {"model_type": "axk1"})
+    assert (s.moe_layers, s.expert_layer_norms) == (60, 1)
+    without = dataclasses.replace(s, expert_layer_norms=0)
+    assert count_params(s).total - count_params(without).total == 60 * 7168
+
+
+def test_beam_gate_bias_by_hand(tmp_path: Path) -> None:
+    """Beam's output gate: its own projection without bias and one bias a head, whatever
+    attention_bias says; the query projection alone carries attention_bias's query bias
+    (against a gate made by the query projection, whose bias would cover the gate's
+    channels too)."""
+    cfg = {"model_type": "beam", "hidden_size": 512, "num_hidden_layers": 2,
+           "num_attention_heads": 16, "num_key_value_heads": 4, "head_dim": 32,
+           "intermediate_size": 1024, "vocab_size": 1000, "num_experts": 0}
+    for bias in (False, True):
+        s = _read(tmp_path, {**cfg, "attention_bias": bias})
+        fused = dataclasses.replace(s, gate_head_bias=False)
+        difference = count_params(s).total - count_params(fused).total
+        # a bias a head, less the gate channels' biases a fused projection would carry
+        assert difference == 2 * (16 - (16 * 32 if bias else 0))
+    with pytest.raises(GpuarchError, match="gate_head_bias: a bias a head on the channel"):
+        dataclasses.replace(s, attention_gate=False)

@@ -917,7 +917,12 @@ def test_hf_nemotron_h_reads_the_blocks_by_name(tmp_path: Path) -> None:
     ({"hybrid_pattern": "M*X"}, "unknown block 'X'"),
     ({"hybrid_pattern": "M*"}, "2 blocks, but layers is 3"),
     ({"mamba": None}, "recurrent blocks \\(M\\) and the mamba shape go together"),
-    ({"sliding_window": 128}, "sliding_window: not with a hybrid_pattern"),
+    ({"sliding_window": 128, "hybrid_pattern": "M-E", "experts": 4,
+      "experts_per_token": 1}, "sliding_window: the hybrid_pattern has no attention block"),
+    ({"sliding_window": 128, "sliding_layers": 2}, "sliding_layers: 2 exceeds the attention "
+                                                   "layers 1"),
+    ({"sliding_window": 128, "attention_chunked": True}, "plain sliding windows"),
+    ({"dense_layers": 1}, "dense_layers: not with a hybrid_pattern"),
     ({"hybrid_pattern": ""}, "mamba: recurrent \\(Mamba-2 or Gated DeltaNet\\) blocks need a "
                              "hybrid_pattern"),
 ])

@@ -71,11 +71,11 @@ def _layer_kv_width(shape: TransformerShape, tp: int) -> int:
 
 def _window_share(shape: TransformerShape, tp: int) -> float:
     """The share of the bytes a position adds to the cache that the sliding-window layers
-    hold: their share of the layers, or of the bytes where the full layers have heads of
-    their own (Gemma 4's window layers cache 8 x 2 x 256 channels a position on one GPU,
-    its global ones 2 x 512)."""
+    hold: their share of the attention layers (a hybrid's attention blocks), or of the
+    bytes where the full layers have heads of their own (Gemma 4's window layers cache
+    8 x 2 x 256 channels a position on one GPU, its global ones 2 x 512)."""
     if shape.full_attention is None and not shape.kv_shared_layers:
-        return shape.windowed_layers / shape.layers
+        return shape.windowed_layers / shape.attention_layers
     widths: dict[int, float] = {}
     for window, n, view in shape.attention_kinds():
         widths[window] = widths.get(window, 0.0) + n * _layer_kv_width(view, tp)

@@ -225,8 +225,9 @@ def _norms_residuals(tokens: Num, shape: TransformerShape, block: bool = False
                      ) -> Elementwise:
     """A layer's norms and residual adds: ten 16-bit passes over its tokens' hidden states
     (two norms, each read and written, and two residual adds), four more with sandwich
-    norms; five in a hybrid model's block (one norm, one residual add)."""
-    passes = 5 if block else 10 + 2 * (shape.layer_norms - 2)
+    norms; five in a hybrid model's block (one norm, one residual add), seven with a norm
+    after it too."""
+    passes = 3 + 2 * shape.block_norms if block else 10 + 2 * (shape.layer_norms - 2)
     return Elementwise(passes * tokens * shape.hidden * 2.0, name="norms_residuals")
 
 
@@ -824,6 +825,10 @@ class ReplicaRunner:
                 if block == "-" and s.mlp_widths:
                     kinds += [(False, 0, n / s.layers, block, width, False)
                               for width, n, _ in s.mlp_kinds()]
+                elif block == "*" and s.windowed_layers:
+                    # attention blocks within a window and over every position (LFM3)
+                    kinds += [(False, window, n / s.layers, block, 0, False)
+                              for window, n, _ in s.attention_kinds()]
                 else:
                     kinds.append((block == "E", 0, s.hybrid_pattern.count(block) / s.layers,
                                   block, 0, False))

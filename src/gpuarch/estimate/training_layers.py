@@ -366,11 +366,12 @@ def _layer_ops(s: TransformerShape, cfg: TrainingConfig, moe: bool, window: int 
     elif block != "*":
         ffn, inner = _ffn_ops(s, cfg, moe, tokens)
         ops += ffn
-    # the norms (two a layer, four with sandwich norms, one a hybrid block) and residual
+    # the norms (two a layer, four with sandwich norms, one a hybrid block, two with a norm
+    # after it) and residual
     # adds (read 2, write 1; one a block), and the activation function
     norm_tokens = tokens // t if cfg.sequence_parallel else tokens
     hidden_bytes = 1.0 * norm_tokens * s.hidden * element
-    norms, residuals = (s.layer_norms, 2) if not block else (1, 1)
+    norms, residuals = (s.layer_norms, 2) if not block else (s.block_norms, 1)
     ops += [Elementwise(norms * 2 * hidden_bytes, name="norms"),
             Elementwise(residuals * 3 * hidden_bytes, name="residuals")]
     ops += hyper_connection_ops(norm_tokens, s, element)
@@ -562,13 +563,16 @@ def layer_times(s: TransformerShape, cfg: TrainingConfig, device: Device, eff: E
     if s.is_hybrid:
         blocks: dict[Any, LayerPasses] = {}
         for block in sorted(set(s.hybrid_pattern)):
-            # MLP blocks of several widths (Llama-Nemotron's NAS layers): their mean
-            widths = [(n, view) for _, n, view in s.mlp_kinds()] if block == "-" else [(1, s)]
+            # MLP blocks of several widths (Llama-Nemotron's NAS layers), attention blocks
+            # within a window and over every position (LFM3): their mean
+            widths = [(n, view, 0) for _, n, view in s.mlp_kinds()] if block == "-" \
+                else [(n, s, window) for window, n, _ in s.attention_kinds()] \
+                if block == "*" and s.windowed_layers else [(1, s, 0)]
             one_kind: list[tuple[Num, LayerPasses]] = []
-            for n, view in widths:
+            for n, view, window in widths:
                 mine: dict[str, Num] = {}
                 f, b, r, fl, w, h = one_layer_time(view, cfg, device, eff, tp_group, cp_group,
-                                                    ep_group, block == "E", 0,
+                                                    ep_group, block == "E", window,
                                                     mine if with_parts else None, block)
                 one_kind.append((n, LayerPasses(f, b, r, fl, mine, w, h)))
             total = sum(n for n, _ in one_kind)

@@ -965,6 +965,7 @@ def _hybrid_rank_params(shape: TransformerShape, layout: PipelineLayout, mtp_den
     pc = count_params(shape)
     first_stage = first_stage_params(shape)
     norm = shape.norm.params_per_width * shape.hidden
+    block_norms = norm * shape.block_norms
     # one block of each kind, from the model's count by component
     counts = {b: shape.hybrid_pattern.count(b) or 1 for b in "M*-E"}
     outside = {"M": pc.mamba // counts["M"],
@@ -976,7 +977,7 @@ def _hybrid_rank_params(shape: TransformerShape, layout: PipelineLayout, mtp_den
     dense, experts = [], []
     for r in layout.ranks:
         head = _head_params(pc, r.embedding)
-        dense.append(sum(n * (outside[block] + norm) for block, n in r.blocks)
+        dense.append(sum(n * (outside[block] + block_norms) for block, n in r.blocks)
                      + r.mtp * mtp_dense + r.embedding * first_stage
                      + r.loss * (head + norm))
         experts.append(dict(r.blocks).get("E", 0) * routed + r.mtp * mtp_expert)

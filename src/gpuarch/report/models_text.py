@@ -98,7 +98,8 @@ def render_preset(p: Preset) -> str:
         kept = [b for b in blocks if not b.startswith("0 ")]
         listed = ", ".join(kept[:-1]) + " and " + kept[-1] if len(kept) > 1 else kept[0]
         shared = (f"one norm each but the {s.shared_norm_pairs} {mixer} and attention pairs "
-                  f"side by side, which share one" if s.parallel_mixers else "one norm each")
+                  f"side by side, which share one" if s.parallel_mixers
+                  else "a norm before and after each" if s.sandwich_norms else "one norm each")
         lines.append(f"  blocks        hybrid: {listed} blocks, {shared}")
         if s.mlp_widths:
             widths = ", ".join(f"{n} of {w}" for w, n, _ in reversed(s.mlp_kinds()))
@@ -167,6 +168,8 @@ def render_preset(p: Preset) -> str:
     if s.attention_gate:
         lines.append("  attention     gated: a sigmoid gate on each output channel, "
                      + ("from a projection of its own" if s.mla is not None
+                        else "from a projection of its own without bias and a learned bias a "
+                        "head" if s.gate_head_bias
                         else "made by the query projection (twice as wide)"))
     if s.attention_residual_block:
         lines.append(f"  residuals     block attention residuals: a summary every "

@@ -303,6 +303,7 @@ _NOT_YET = {
     "hy_v4": "Hunyuan V4's latent attention with hyper-connections, an indexer and sinks in "
              "one layer",
     "rwkv": "RWKV's time-mixing recurrence",
+    "ergo": "Ergo's learned residual gates and a norm for each routed expert",
     "xlstm": "xLSTM's mLSTM blocks",
 }
 

@@ -92,11 +92,13 @@ def shape_of_tabled_family(model_type: str, cfg: dict[str, Any], path: Path, lab
         shared_norm=norms == 1,
         qk_norm=qk,
         attention_gate=t.attention_gate,
+        gate_head_bias=t.gate_head_bias,
         attention_sinks=t.sinks,
         sliding_window=window,
         sliding_layers=windowed if windowed != layers else 0,
         mla=mla,
         router_bias=t.router_bias and bool(moe),
+        expert_layer_norms=t.expert_layer_norms if moe else 0,
         head_vocab=_head_vocab(t, cfg, path, fields["vocab"]),
         **moe,
     )
@@ -246,6 +248,19 @@ def _dense_layers(t: FamilyTraits, cfg: dict[str, Any], path: Path, layers: int)
                 if t.dense_default_key else t.dense_default
             return min(first, layers)
         return sum(dense)
+    if t.dense == "mlp_only_layers":
+        # Qwen2-MoE's placement: dense the listed layers and, with a sparse step above 1,
+        # every layer whose number (from 1) is no multiple of it
+        only = cfg.get("mlp_only_layers")
+        if only is None:
+            only = t.defaults.get("mlp_only_layers", [])
+        step = get(cfg, path, "decoder_sparse_step", default=1)
+        if not isinstance(only, list) or any(
+                not isinstance(i, int) or isinstance(i, bool) for i in only) or step < 1:
+            raise GpuarchError(f"mlp_only_layers / decoder_sparse_step: expected a list of "
+                               f"layer indices and a positive integer, got {only!r} and "
+                               f"{step!r}"[:200])
+        return sum(1 for i in range(layers) if i in only or (i + 1) % step)
     if t.dense == "ernie":
         start = get(cfg, path, "moe_layer_start_index", default=1)
         end = get(cfg, path, "moe_layer_end_index", default=-1)

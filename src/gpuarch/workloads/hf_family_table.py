@@ -24,11 +24,11 @@ _CHOICES = {
     "windows": ("layer_types", "all", "pattern", "pattern_first", "prefix_pattern",
                 "no_rope", "after_max_window_layers"),
     "dense": ("none", "first_k_dense_replace", "num_dense_layers", "mlp_layer_types",
-              "ernie"),
+              "mlp_only_layers", "ernie"),
 }
 _BIAS_KEYS = ("qkv_bias", "out_bias", "mlp_bias", "lm_head_bias")
 _KEY_LISTS = ("experts_keys", "per_token_keys", "shared_keys", "refuse_true")
-_FLAGS = ("attention_gate", "sinks", "router_bias", "mla")
+_FLAGS = ("attention_gate", "gate_head_bias", "sinks", "router_bias", "mla")
 
 
 @dataclass(frozen=True)
@@ -55,6 +55,7 @@ class FamilyTraits:
     window_pattern: int = 0
     window_pattern_key: str = ""
     attention_gate: bool = False
+    gate_head_bias: bool = False
     sinks: bool = False
     experts_keys: tuple[str, ...] = ()  # () = hf.EXPERT_COUNT_KEYS
     per_token_keys: tuple[str, ...] = ("num_experts_per_tok",)
@@ -67,6 +68,7 @@ class FamilyTraits:
     dense_default: int = 0
     dense_default_key: str = ""
     router_bias: bool = False
+    expert_layer_norms: int = 0
     mla: bool = False
     head_vocab_key: str = ""
     refuse_true: tuple[str, ...] = ()
@@ -102,6 +104,10 @@ def _traits(model_type: str, row: Any) -> FamilyTraits:
             raise GpuarchError(f"{where}: {key}: expected true or false, got {value!r}")
         elif key.endswith("_key") and not (isinstance(value, str) and value):
             raise GpuarchError(f"{where}: {key}: expected a config key, got {value!r}")
+        elif key == "expert_layer_norms" and (
+                not isinstance(value, int) or isinstance(value, bool) or value < 0):
+            raise GpuarchError(f"{where}: expert_layer_norms: expected a whole number, got "
+                               f"{value!r}")
         elif key == "norms" and value not in (1, 2, 4):
             raise GpuarchError(f"{where}: norms: expected 1, 2 or 4, got {value!r}")
         elif key in ("defaults", "require") and not isinstance(value, dict):
@@ -115,6 +121,8 @@ def _traits(model_type: str, row: Any) -> FamilyTraits:
         if not isinstance(values.get(required), str) or not values[required]:
             raise GpuarchError(f"{where}: {required}: expected a non-empty string")
     traits = FamilyTraits(model_type=model_type, **values)
+    if traits.gate_head_bias and not traits.attention_gate:
+        raise GpuarchError(f"{where}: gate_head_bias needs attention_gate")
     if traits.windows in ("pattern", "pattern_first", "prefix_pattern") \
             and traits.window_pattern < 1:
         raise GpuarchError(f"{where}: windows \"{traits.windows}\" needs window_pattern >= 1")

@@ -1254,6 +1254,67 @@ def _lfm2(cfg: dict[str, Any], path: Path, label: str, moe_family: bool = False
     )
 
 
+_LFM3_DEFAULTS: dict[str, Any] = {
+    "vocab_size": 128000, "hidden_size": 2048, "intermediate_size": 7680,
+    "num_hidden_layers": 24, "num_attention_heads": 16, "num_key_value_heads": 4,
+    "head_dim": 128, "max_position_embeddings": 128000, "tie_word_embeddings": True,
+    "conv_L_cache": 7, "sliding_window": 256}
+"""Lfm3Config's defaults (Transformers 5.25, configuration_lfm3.py) for the keys read."""
+
+_LFM3_KINDS = ("conv", _SLIDING, _FULL)
+
+
+def _lfm3(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
+    """Liquid AI's LFM3 (``lfm3``): LFM2's layers, each a gated short convolution or
+    attention and then a SwiGLU MLP of ``intermediate_size`` (no adjustment), with three
+    changes (Transformers' modular_lfm3.py): attention within ``sliding_window`` in the
+    "sliding_attention" layers, over every position in the "full_attention" ones (where
+    ``layer_types`` is absent the config class makes every fourth layer from the third full
+    and every fourth from the fifth windowed, the rest convolutions); a sigmoid gate a head
+    on the attention's output (``use_attention_gate``, a one-per-head projection of the
+    layer's input) and ``attention_bias`` on its four projections; and a norm after each
+    block too (``use_sandwich_norm``). The config class reads no ``block_*`` keys,
+    ``full_attn_idxs`` or ``tie_embedding``."""
+    cfg = {**_LFM3_DEFAULTS, **cfg}
+    layers = get(cfg, path, "num_hidden_layers")
+    heads = get(cfg, path, "num_attention_heads")
+    fields = decoder_fields(cfg, path, label, 2 * layers, heads)
+    kinds = cfg.get("layer_types")
+    if kinds is None:
+        kinds = [_FULL if i % 4 == 2 else _SLIDING if i % 4 == 0 and i > 0 else "conv"
+                 for i in range(layers)]
+    if not isinstance(kinds, list) or len(kinds) != layers or any(
+            not isinstance(k, str) or k not in _LFM3_KINDS for k in kinds):
+        raise GpuarchError(f"{path}: layer_types: expected {layers} entries "
+                           f"(num_hidden_layers), each one of "
+                           f"{', '.join(map(repr, _LFM3_KINDS))}, got {kinds!r}"[:300])
+    pattern = "".join(("M" if k == "conv" else "*") + "-" for k in kinds)
+    windowed = kinds.count(_SLIDING)
+    window = get(cfg, path, "sliding_window", default=0) or 0 if windowed else 0
+    if windowed and not window:
+        raise GpuarchError(f"{path}: sliding_window: the \"sliding_attention\" layers need "
+                           "a window, got none")
+    bias = flag(cfg, "conv_bias", False)
+    mixer = MambaShape(kind="short_conv", heads=fields["hidden"], head_dim=1, state=0,
+                       groups=1, conv_kernel=get(cfg, path, "conv_L_cache"), conv_bias=bias,
+                       proj_bias=bias, gated_norm=False) if "M" in pattern else None
+    attention_bias = flag(cfg, "attention_bias", False)
+    return TransformerShape(
+        **fields,
+        ffn_hidden=get(cfg, path, "intermediate_size"),
+        ffn_kind=FfnKind.SWIGLU,
+        qk_norm=QkNorm.HEAD,
+        qkv_bias=attention_bias,
+        out_bias=attention_bias,
+        head_gate=flag(cfg, "use_attention_gate", True) and "*" in pattern,
+        sandwich_norms=flag(cfg, "use_sandwich_norm", True),
+        sliding_window=window,
+        sliding_layers=windowed if windowed < pattern.count("*") else 0,
+        hybrid_pattern=pattern,
+        mamba=mixer,
+    )
+
+
 LAYER_KIND_FAMILIES = {"gemma4_text": _gemma4, "gemma3n_text": _gemma3n,
                        "mimo_v2_flash": _mimo_v2_flash,
                        "nemotron-nas": _nemotron_nas, "minimax_m3": _minimax_m3,
@@ -1262,7 +1323,8 @@ LAYER_KIND_FAMILIES = {"gemma4_text": _gemma4, "gemma3n_text": _gemma3n,
                        "laguna": _laguna, "bailing_hybrid": _bailing_hybrid,
                        "mamba": _mamba1, "falcon_mamba": _mamba1, "jamba": _jamba,
                        "minimax": _minimax, "minimax_text_01": _minimax,
-                       "minimax_m1": _minimax, "lfm2": _lfm2, "lfm2_moe": _lfm2_moe}
+                       "minimax_m1": _minimax, "lfm2": _lfm2, "lfm2_moe": _lfm2_moe,
+                       "lfm3": _lfm3}
 """The model_types read here, and their readers."""
 
 

@@ -111,11 +111,14 @@ def attention_params(s: TransformerShape) -> int:
     kv_out = 0 if s.reuses_kv else kv * s.kv_width
     # a gate a head: its own projection, no bias
     weights = h * q + h * kv_out + heads * s.d_value * h + (h * heads if s.head_gate else 0)
-    biases = 0
+    # the query projection's biases cover the gate's channels too where it makes the gate;
+    # a gate of its own has none, but one learned bias a head (gate_head_bias: Beam's)
+    q_biased = heads * d if s.gate_head_bias else q
+    biases = heads if s.gate_head_bias else 0
     if s.bias:
-        biases = q + kv_out + h
+        biases += q_biased + kv_out + h
     else:
-        biases = (q + kv_out if s.qkv_bias else 0) + (h if s.out_bias else 0)
+        biases += (q_biased + kv_out if s.qkv_bias else 0) + (h if s.out_bias else 0)
     return weights + biases + attention_sink_params(s)
 
 
@@ -356,11 +359,11 @@ def count_params(s: TransformerShape) -> ParamCount:
     lm_head = (0 if s.tied_embeddings else s.head_rows * h) \
         + (s.head_rows if s.lm_head_bias else 0)
     norm = s.norm.params_per_width * h
-    # a hybrid model's blocks each hold one part of a layer and one norm (its attention
-    # blocks any query-key norms), but for the attention blocks that read the recurrent
-    # block's before them (parallel_mixers: Falcon-H1)
+    # a hybrid model's blocks each hold one part of a layer and one norm (two with sandwich
+    # norms; its attention blocks any query-key norms), but for the attention blocks that
+    # read the recurrent block's before them (parallel_mixers: Falcon-H1)
     kinds = s.attention_kinds()
-    norms = (s.layers - s.shared_norm_pairs) * norm \
+    norms = (s.layers * s.block_norms - s.shared_norm_pairs) * norm \
         + sum(n * qk_norm_params(v) for _, n, v in kinds) \
         if s.is_hybrid else sum(n * layer_norm_params(v) for _, n, v in kinds)
     norms += s.moe_layers * s.expert_layer_norms * norm

@@ -699,6 +699,10 @@ class TransformerShape:
     # attention, Megatron-Core's attention_output_gate): the query projection also makes the
     # gate, twice as wide
     attention_gate: bool = False
+    # the channel gate (attention_gate) from a projection of its own without bias, and one
+    # learned bias a query head added to it (Beam's gate_proj and gate_bias), rather than
+    # from the query projection (whose attention_bias would bias every gate channel)
+    gate_head_bias: bool = False
     # a sigmoid gate a query head on the attention's output, from a projection of the hidden
     # state to one value a head (Step-3.5/3.7-Flash's g_proj, use_head_wise_attn_gate)
     head_gate: bool = False
@@ -721,7 +725,7 @@ class TransformerShape:
     moe_latent: int = 0
     dense_layers: int = 0  # leading layers that stay dense in an MoE model
     sliding_window: int = 0  # tokens a query sees in sliding-window layers; 0 = none
-    sliding_layers: int = 0  # how many layers use the window; 0 with a window = all
+    sliding_layers: int = 0  # how many layers (attention blocks) use the window; 0 = all
     # the windowed layers attend within fixed chunks of ``sliding_window`` positions (Llama
     # 4's attention_chunk_size: a query sees its own chunk up to itself), not to the last
     # ``sliding_window`` positions; the KV cache they hold is the same at most
@@ -857,9 +861,9 @@ class TransformerShape:
             raise GpuarchError("sliding_layers: needs sliding_window > 0")
         if self.attention_chunked and not self.sliding_window:
             raise GpuarchError("attention_chunked: needs sliding_window > 0 (the chunk size)")
-        if self.sliding_layers > self.layers:
-            raise GpuarchError(f"sliding_layers: {self.sliding_layers} exceeds layers "
-                               f"{self.layers}")
+        if self.sliding_layers > self.attention_layers:
+            raise GpuarchError(f"sliding_layers: {self.sliding_layers} exceeds the attention "
+                               f"layers {self.attention_layers}")
         if self.head_dim == 0 and self.hidden % self.heads:
             raise GpuarchError(
                 f"heads: {self.heads} does not divide hidden {self.hidden}; give head_dim")
@@ -990,6 +994,9 @@ class TransformerShape:
                                "for grouped-query attention, not latent or compressed "
                                "attention (which have their own widths; latent attention may "
                                "gate a head)")
+        if self.gate_head_bias and (not self.attention_gate or self.mla is not None):
+            raise GpuarchError("gate_head_bias: a bias a head on the channel gate of grouped-"
+                               "query attention (needs attention_gate, not latent attention)")
         if self.head_gate and self.attention_gate:
             raise GpuarchError("head_gate: a gate a head, or attention_gate's a channel, not "
                                "both")
@@ -1056,12 +1063,19 @@ class TransformerShape:
                                "together")
         if ("E" in pattern) != self.is_moe:
             raise GpuarchError("hybrid_pattern: expert blocks (E) and experts > 0 go together")
-        for name, bad in (("dense_layers", self.dense_layers), ("sliding_window",
-                          self.sliding_window), ("parallel_attention", self.parallel_attention),
-                          ("sandwich_norms", self.sandwich_norms)):
+        for name, bad in (("dense_layers", self.dense_layers),
+                          ("parallel_attention", self.parallel_attention)):
             if bad:
                 raise GpuarchError(f"{name}: not with a hybrid_pattern, whose blocks each "
                                    "hold one part of a layer")
+        if self.sliding_window and "*" not in pattern:
+            raise GpuarchError("sliding_window: the hybrid_pattern has no attention block (*) "
+                               "to limit")
+        if self.sliding_window and (self.attention_chunked or self.full_attention is not None
+                                    or self.kv_shared_layers):
+            raise GpuarchError("sliding_window: a hybrid_pattern's window blocks are plain "
+                               "sliding windows (no chunks, full layers' own heads or KV "
+                               "sharing)")
         if self.mla is not None and self.mla.sparse:
             raise GpuarchError("index_topk: sparse latent attention is not modelled in a "
                                "hybrid_pattern's attention blocks (dense latent attention is)")
@@ -1160,6 +1174,12 @@ class TransformerShape:
         the attention block and after the MLP, or once where the two run side by side
         (``parallel_attention``)."""
         return 1 if self.parallel_attention else 2
+
+    @property
+    def block_norms(self) -> int:
+        """Norms over the hidden width in each block of a hybrid pattern: one before it, and
+        one after it too with ``sandwich_norms`` (LFM3)."""
+        return 2 if self.sandwich_norms else 1
 
     @property
     def layer_norms(self) -> int:
@@ -1391,10 +1411,11 @@ class TransformerShape:
 
     @property
     def windowed_layers(self) -> int:
-        """Layers whose attention is limited to the last ``sliding_window`` positions."""
+        """Layers (a hybrid pattern's attention blocks) whose attention is limited to the last
+        ``sliding_window`` positions."""
         if not self.sliding_window:
             return 0
-        return self.sliding_layers or self.layers
+        return self.sliding_layers or self.attention_layers
 
     def layer_kinds(self) -> list[tuple[bool, int, float, bool]]:
         """(expert layer?, attention window or 0, share of the layers, KV-shared?) for each
