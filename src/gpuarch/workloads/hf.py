@@ -17,14 +17,16 @@ layers, each with an MLP or experts; the multimodal qwen3_5 / qwen3_5_moe checkp
 their text_config), gemma4 / gemma4_text and mimo_v2_flash (Gemma 4 and MiMo-V2-Flash,
 whose full-attention layers have heads of their own) and nemotron-nas (Llama-Nemotron's NAS
 layers) and olmo_hybrid (OLMo Hybrid: Qwen3-Next's layout with OLMo 3's attention) and
+lara_mini (Lara 4 Mini: Gated DeltaNet, window and full attention, experts) and
 minimax_m3 / minimax_m3_vl (MiniMax-M3's block-sparse attention) and
 kimi_linear (Kimi Linear: Kimi Delta Attention or latent attention layers, each with an MLP
 or experts; Kimi K3's kimi_k3 through its text_config) and step3p5 / step3p7
 (Step-3.5/3.7-Flash: window layers with more query heads than the full ones, a gate a
 head) and falcon_h1 (Falcon-H1: Mamba-2 and attention side by side) and mamba /
 falcon_mamba / jamba (Mamba-1 mixers: state-spaces' Mamba, Falcon Mamba, AI21's Jamba with
-attention and experts beside them), minimax (lightning attention) and lfm2 / lfm2_moe (short
-convolutions: ``hf_layer_kinds.py``), the families of one table of
+attention and experts beside them), minimax (lightning attention) and lfm2 / lfm2_moe / lfm3
+(short convolutions; LFM3's with window attention: ``hf_layer_kinds.py``), the families of
+one table of
 what their layers hold (``data/hf_families.toml``, read by ``hf_families.py``: Seed-OSS,
 SmolLM3, ERNIE 4.5, Helium, Ministral, InternLM3, Jais 2, OLMo 3, EXAONE 4.0 and K-EXAONE, GLM-4 and
 GLM-4.7-Flash, Arcee and Arcee Trinity, StarCoder2, Cohere, OLMoE, Phi-3.5-MoE, Granite
@@ -90,7 +92,8 @@ _GATED_DELTA = {"qwen3_next", "qwen3_5_text", "qwen3_5_moe_text"}  # Gated Delta
 _OWN_READERS = frozenset(_LLAMA_LIKE | _LLAMA4 | _GEMMA | _GATED_DELTA
                          | {"gpt2", "nemotron", "nemotron_h", "granitemoehybrid", "bamba",
                             "mamba2", "gptj", "gpt_neox", "falcon", "bloom", "deepseek_v4",
-                            "gpt_bigcode", "gpt_neo", "opt", "mpt", "olmo_hybrid"})
+                            "gpt_bigcode", "gpt_neo", "opt", "mpt", "olmo_hybrid",
+                            "lara_mini"})
 # model_types whose language model is a supported family's, read as that family: the text
 # models of Qwen2-VL, Qwen2.5-VL and Qwen3-VL (dense and MoE; their multimodal rotary
 # positions carry no parameters; the older Qwen2-VL configs put the text fields at the top
@@ -122,7 +125,8 @@ _ARCHITECTURES = {
     "MiniMaxM1ForCausalLM": "minimax_m1", "BambaForCausalLM": "bamba",
     "GPTBigCodeForCausalLM": "gpt_bigcode", "GPTNeoForCausalLM": "gpt_neo",
     "OPTForCausalLM": "opt", "MptForCausalLM": "mpt", "Lfm2ForCausalLM": "lfm2",
-    "Lfm2MoeForCausalLM": "lfm2_moe", "OlmoHybridForCausalLM": "olmo_hybrid"}
+    "Lfm2MoeForCausalLM": "lfm2_moe", "OlmoHybridForCausalLM": "olmo_hybrid",
+    "LaraMiniForCausalLM": "lara_mini", "Lfm3ForCausalLM": "lfm3"}
 
 
 def _table() -> dict[str, Any]:
@@ -280,7 +284,7 @@ def _readers() -> dict[str, Callable[[dict[str, Any], Path, str], TransformerSha
     return {"gpt2": _gpt2, "gptj": _gptj, "bloom": _bloom, "gpt_neox": _gpt_neox,
             "falcon": _falcon, "nemotron_h": _nemotron_h, "granitemoehybrid": _granite_hybrid,
             "bamba": _bamba, "mamba2": _mamba2, "deepseek_v4": _deepseek_v4,
-            "olmo_hybrid": _olmo_hybrid, **_GPT_ERA,
+            "olmo_hybrid": _olmo_hybrid, "lara_mini": _lara_mini, **_GPT_ERA,
             **dict.fromkeys(_GATED_DELTA, _gated_delta_hybrid)}
 
 
@@ -1197,6 +1201,78 @@ def _olmo_hybrid(cfg: dict[str, Any], path: Path, label: str) -> TransformerShap
     cfg = {k: v for k, v in cfg.items() if k not in ("num_experts", "num_local_experts")}
     shape = _gated_delta_hybrid({**cfg, "attn_output_gate": False}, path, label)
     return replace(shape, qk_norm=QkNorm.FULL)
+
+
+_LARA_MINI_DEFAULTS: dict[str, Any] = {
+    "vocab_size": 151936, "hidden_size": 1024, "num_hidden_layers": 34,
+    "num_attention_heads": 16, "num_key_value_heads": 4, "head_dim": 128,
+    "max_position_embeddings": 131072, "tie_word_embeddings": True, "sliding_window": 512,
+    "linear_conv_kernel_dim": 4, "linear_key_head_dim": 128, "linear_value_head_dim": 128,
+    "linear_num_key_heads": 8, "linear_num_value_heads": 16, "num_experts": 128,
+    "num_experts_per_tok": 4, "moe_intermediate_size": 512,
+    "shared_expert_intermediate_size": 512}
+"""LaraMiniConfig's defaults (Transformers 5.25, configuration_lara_mini.py, over
+Qwen3NextConfig's) for the keys read."""
+
+_LARA_KINDS = ("linear_attention", "sliding_attention", "full_attention")
+_LARA_PATTERN = ("linear_attention", "sliding_attention", "linear_attention",
+                 "full_attention", "sliding_attention")
+"""Lara Mini's layer kinds, and the five its config class repeats where ``layer_types`` is
+absent."""
+
+
+def _lara_mini(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
+    """Lara 4 Mini (``lara_mini``): each layer a Gated DeltaNet (Qwen3.5's), attention within
+    ``sliding_window`` or attention over every position (Qwen3's: a query and key norm a
+    head, no gate, ``attention_bias`` on its four projections; the full layers without
+    rotary positions, which hold no parameters), then an expert block in every layer:
+    ``num_experts`` experts of ``moe_intermediate_size`` and a shared SwiGLU MLP of
+    ``shared_expert_intermediate_size`` added without a gate (Flint's block), as
+    Transformers' modular_lara_mini.py builds it.
+    Where ``layer_types`` is absent the config class repeats linear, window, linear, full,
+    window. Read as blocks, two a layer: the mixer (M or *) and the experts (E)."""
+    cfg = {**_LARA_MINI_DEFAULTS, **cfg}
+    layers = _get(cfg, path, "num_hidden_layers")
+    kinds = cfg.get("layer_types")
+    if kinds is None:
+        kinds = [_LARA_PATTERN[i % len(_LARA_PATTERN)] for i in range(layers)]
+    if not isinstance(kinds, list) or len(kinds) != layers or any(
+            not isinstance(k, str) or k not in _LARA_KINDS for k in kinds):
+        raise GpuarchError(f"layer_types: expected {layers} entries (num_hidden_layers), "
+                           f"each one of {', '.join(map(repr, _LARA_KINDS))}, got "
+                           f"{str(kinds)[:120]}")
+    pattern = "".join(("M" if k == "linear_attention" else "*") + "E" for k in kinds)
+    windowed = kinds.count("sliding_attention")
+    window = (_get(cfg, path, "sliding_window", default=0) or 0) if windowed else 0
+    if windowed and not window:
+        raise GpuarchError("sliding_window: the \"sliding_attention\" layers need a window, "
+                           "got none")
+    heads = _get(cfg, path, "num_attention_heads")
+    mamba = MambaShape(kind="gated_delta",
+                       heads=_get(cfg, path, "linear_num_value_heads"),
+                       head_dim=_get(cfg, path, "linear_value_head_dim"),
+                       state=_get(cfg, path, "linear_key_head_dim"),
+                       groups=_get(cfg, path, "linear_num_key_heads"),
+                       conv_kernel=_get(cfg, path, "linear_conv_kernel_dim"),
+                       conv_bias=False, proj_bias=False) if "M" in pattern else None
+    experts = _get(cfg, path, "num_experts", "num_local_experts")
+    bias = _flag(cfg, "attention_bias", False)
+    return TransformerShape(
+        **_decoder_fields(cfg, path, label, 2 * layers, heads),
+        ffn_hidden=0,
+        ffn_kind=FfnKind.SWIGLU,
+        qkv_bias=bias,
+        out_bias=bias,
+        qk_norm=QkNorm.HEAD,
+        experts=experts,
+        experts_per_token=_get(cfg, path, "num_experts_per_tok"),
+        shared_experts=_shared_experts(cfg, path),
+        moe_ffn_hidden=_get(cfg, path, "moe_intermediate_size"),
+        sliding_window=window,
+        sliding_layers=windowed if windowed < pattern.count("*") else 0,
+        hybrid_pattern=pattern,
+        mamba=mamba,
+    )
 
 
 def _mamba2(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
