@@ -695,3 +695,18 @@ def test_beam_gate_bias_by_hand(tmp_path: Path) -> None:
         assert difference == 2 * (16 - (16 * 32 if bias else 0))
     with pytest.raises(GpuarchError, match="gate_head_bias: a bias a head on the channel"):
         dataclasses.replace(s, attention_gate=False)
+
+
+@pytest.mark.parametrize(("model_type", "why"), [
+    ("ergo", "residual gates"), ("zaya", "CCA"), ("axk2", "gated query projection"),
+    ("kolibri1_1", "pooled-key indexer"), ("qwen4_exp_text", "n-gram"),
+    ("zamba2", "shared attention blocks"),
+])
+def test_families_not_read_yet_say_what_they_lack(tmp_path: Path, model_type: str,
+                                                  why: str) -> None:
+    with pytest.raises(GpuarchError, match=rf"'{model_type}' is not read yet: .*{why}"):
+        _read(tmp_path, {"model_type": model_type, "hidden_size": 512})
+    # a multimodal wrapper around one is refused for it too
+    with pytest.raises(GpuarchError, match=rf"'wrapper_x' \(its text_config's '{model_type}'\) "
+                                           rf"is not read yet: .*{why}"):
+        _read(tmp_path, {"model_type": "wrapper_x", "text_config": {"model_type": model_type}})

@@ -651,7 +651,7 @@ class ReplicaRunner:
             per_expert = maximum(1, ceil(routed / maximum(touched, 1.0)))
             width = s.d_expert
             outer = s.expert_width  # what the routed experts read and write
-            ops.append(Gemm(tokens, s.experts, s.hidden, name="router"))
+            ops.append(Gemm(tokens, s.router_width, s.hidden, name="router"))
             if s.moe_latent:
                 # latent experts: every rank projects its tokens to the latent width and
                 # back (the projections are replicated over TP)

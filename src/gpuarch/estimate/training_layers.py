@@ -303,7 +303,7 @@ def _ffn_ops(s: TransformerShape, cfg: TrainingConfig, moe: bool, tokens: Num
         # the router scores each GPU's own tokens: a sequence-parallel shard under TP
         # (Megatron-Core routes before the dispatch, on the layer's sharded input)
         routed_here = tokens // t if cfg.sequence_parallel else tokens
-        ops.append(Gemm(routed_here, s.experts, s.hidden, name="router"))
+        ops.append(Gemm(routed_here, s.router_width, s.hidden, name="router"))
         if s.moe_latent:
             # latent experts: each rank projects its own (sequence-parallel) tokens to the
             # latent width before dispatch and back after the combine, weights duplicated

@@ -30,7 +30,8 @@ def _experts(s: TransformerShape) -> str:
     shared = f" +{s.shared_experts} shared" if s.shared_experts else ""
     groups = (f" from {s.groups_per_token} of {s.expert_groups} groups"
               if s.expert_groups else "")
-    return f"{s.experts} (top {s.experts_per_token}{groups}){shared}"
+    zero = f" + {s.zero_experts} identity" if s.zero_experts else ""
+    return f"{s.experts}{zero} (top {s.experts_per_token}{groups}){shared}"
 
 
 def _heads(s: TransformerShape) -> str:
@@ -99,6 +100,9 @@ def render_preset(p: Preset) -> str:
         listed = ", ".join(kept[:-1]) + " and " + kept[-1] if len(kept) > 1 else kept[0]
         shared = (f"one norm each but the {s.shared_norm_pairs} {mixer} and attention pairs "
                   f"side by side, which share one" if s.parallel_mixers
+                  else "one norm each but the expert blocks, which read the MLP's before "
+                  "them and join the residual after the next attention and MLP"
+                  if s.shortcut_experts
                   else "a norm before and after each" if s.sandwich_norms else "one norm each")
         lines.append(f"  blocks        hybrid: {listed} blocks, {shared}")
         if s.mlp_widths:

@@ -211,7 +211,7 @@ def forward_flops_per_token(s: TransformerShape, seq_len: int, *, causal: bool =
                                   - s.attention_layers * attention_sink_params(s)),
             attention_core=_compressed_core(s, seq_len, causal),
             mlp=2.0 * per_token_mlp,
-            router=2.0 * s.moe_layers * s.hidden * s.experts,  # the router bias apart
+            router=2.0 * s.moe_layers * s.hidden * s.router_width,  # the router bias apart
             lm_head=2.0 * s.head_rows * s.hidden,
             mixing=2.0 * hyper_connection_mix_weights(s),
         )

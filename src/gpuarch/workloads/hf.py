@@ -25,8 +25,9 @@ or experts; Kimi K3's kimi_k3 through its text_config) and step3p5 / step3p7
 head) and falcon_h1 (Falcon-H1: Mamba-2 and attention side by side) and mamba /
 falcon_mamba / jamba (Mamba-1 mixers: state-spaces' Mamba, Falcon Mamba, AI21's Jamba with
 attention and experts beside them), minimax (lightning attention) and lfm2 / lfm2_moe / lfm3
-(short convolutions; LFM3's with window attention: ``hf_layer_kinds.py``), the families of
-one table of
+(short convolutions; LFM3's with window attention) and longcat_flash (LongCat-Flash: two
+latent attentions and two MLPs a layer beside a shortcut expert block with identity experts:
+``hf_layer_kinds.py``), the families of one table of
 what their layers hold (``data/hf_families.toml``, read by ``hf_families.py``: Seed-OSS,
 SmolLM3, ERNIE 4.5, Helium, Ministral, InternLM3, Jais 2, OLMo 3, EXAONE 4.0 and K-EXAONE, GLM-4 and
 GLM-4.7-Flash, Arcee and Arcee Trinity, StarCoder2, Cohere, OLMoE, Phi-3.5-MoE, Granite
@@ -205,12 +206,14 @@ def shape_from_hf_config(path: Path, name: str | None = None) -> TransformerShap
         model_type = _family(model_type) or _family_by_architecture(cfg) or model_type
     if isinstance(model_type, str) and model_type not in supported_model_types():
         inner_name = inner.get("model_type") if isinstance(inner, dict) else None
-        known = _NOT_YET.get(model_type) or (
-            _NOT_YET.get(inner_name) if isinstance(inner_name, str) else None)
-        if known:
-            raise GpuarchError(f"{path}: model_type {model_type!r} is not read yet: {known}, "
-                               "which the model's shape does not hold (docs/models.md); give "
-                               "the shape with flags")
+        named = model_type if model_type in _NOT_YET else inner_name \
+            if isinstance(inner_name, str) and inner_name in _NOT_YET else None
+        if named is not None:
+            which = repr(model_type) if named == model_type \
+                else f"{model_type!r} (its text_config's {named!r})"
+            raise GpuarchError(f"{path}: model_type {which} is not read yet: "
+                               f"{_NOT_YET[named]}, which the model's shape does not hold "
+                               "(docs/models.md); give the shape with flags")
     if not isinstance(model_type, str) or model_type not in supported_model_types():
         read = sorted(supported_model_types() | set(_ALIASES))
         close = _spelled_alike(model_type, read)
@@ -308,6 +311,16 @@ _NOT_YET = {
              "one layer",
     "rwkv": "RWKV's time-mixing recurrence",
     "ergo": "Ergo's learned residual gates and a norm for each routed expert",
+    "zaya": "ZAYA's convolved query-key attention (CCA), MLP router and learned residual "
+            "scales",
+    "axk2": "A.X K2's gated query projection and low-rank gated norms beside DeepSeek Sparse "
+            "Attention",
+    "kolibri1_1": "Kolibri-1.1's weightless pooled-key indexer and KV-shared layers beside "
+                  "experts",
+    "qwen4_exp": "Qwen4-Exp's low-rank hyper-connections, n-gram per-layer embeddings and "
+                 "pooled-key indexed attention",
+    "qwen4_exp_text": "Qwen4-Exp's low-rank hyper-connections, n-gram per-layer embeddings "
+                      "and pooled-key indexed attention",
     "xlstm": "xLSTM's mLSTM blocks",
 }
 

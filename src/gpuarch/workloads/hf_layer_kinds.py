@@ -31,6 +31,7 @@ from gpuarch.workloads.hf import _decoder_fields as decoder_fields
 from gpuarch.workloads.hf import _flag as flag
 from gpuarch.workloads.hf import _get as get
 from gpuarch.workloads.hf import _glu_limit as glu_limit
+from gpuarch.workloads.hf import _mla_fields as mla_fields
 from gpuarch.workloads.shape import (
     MAX_DIMENSION,
     BlockSparseAttention,
@@ -1315,6 +1316,68 @@ def _lfm3(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
     )
 
 
+_LONGCAT_DEFAULTS: dict[str, Any] = {
+    "vocab_size": 131072, "hidden_size": 6144, "num_layers": 28, "num_attention_heads": 64,
+    "max_position_embeddings": 131072, "tie_word_embeddings": False,
+    "ffn_hidden_size": 12288, "q_lora_rank": 1536, "kv_lora_rank": 512,
+    "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128, "moe_topk": 12,
+    "n_routed_experts": 512, "zero_expert_num": 256, "expert_ffn_hidden_size": 2048}
+"""LongcatFlashConfig's defaults (Transformers 5.25, configuration_longcat_flash.py: the
+sizes of LongCat-Flash-Chat) for the keys read."""
+
+_LONGCAT_NAMES = {"intermediate_size": "ffn_hidden_size",
+                  "moe_intermediate_size": "expert_ffn_hidden_size",
+                  "num_local_experts": "n_routed_experts", "num_experts_per_tok": "moe_topk"}
+"""The standard names LongcatFlashConfig maps onto its own (its attribute_map)."""
+
+
+def _longcat_flash(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
+    """Meituan's LongCat-Flash (``longcat_flash``), as Transformers' modular_longcat_flash.py
+    builds it: each of ``num_layers`` decoder layers holds two latent attentions (always with
+    a query LoRA; their fixed query and key scales hold no parameters), two dense SwiGLU
+    MLPs of ``ffn_hidden_size`` and one expert block, in order attention, MLP beside the
+    expert block (both read the first MLP's norm), attention, MLP, with the expert block's
+    output added after the second MLP (its shortcut-connected MoE). The router scores
+    ``n_routed_experts`` experts of ``expert_ffn_hidden_size`` and ``zero_expert_num``
+    identity experts and sends each token to its top ``moe_topk`` (its score-correction
+    bias a buffer; a bias of its own with ``router_bias``). Read as five blocks a layer,
+    "*-E*-", the expert block sharing its MLP's norm. A config's ``num_hidden_layers``,
+    where given, is twice the decoder layers, as the config class takes it."""
+    cfg = {**_LONGCAT_DEFAULTS, **{own: cfg[name] for name, own in _LONGCAT_NAMES.items()
+                                   if name in cfg and own not in cfg}, **cfg}
+    if cfg.get("zero_expert_type", "identity") not in (None, "identity"):
+        raise GpuarchError(f"{path}: zero_expert_type: only \"identity\" is read, got "
+                           f"{cfg['zero_expert_type']!r}"[:200])
+    if not cfg.get("q_lora_rank"):
+        raise GpuarchError(f"{path}: q_lora_rank: LongCat-Flash's attention always has a "
+                           f"query LoRA, got {cfg.get('q_lora_rank')!r}")
+    hidden_layers = cfg.get("num_hidden_layers")
+    layers = hidden_layers // 2 if isinstance(hidden_layers, int) \
+        and not isinstance(hidden_layers, bool) else get(cfg, path, "num_layers")
+    if layers < 1:
+        raise GpuarchError(f"{path}: num_layers: expected a positive integer, got {layers}")
+    heads = get(cfg, path, "num_attention_heads")
+    fields = decoder_fields(cfg, path, label, 5 * layers, heads)
+    mla = MlaShape(**mla_fields(cfg, path))
+    fields.update(kv_heads=heads, head_dim=mla.qk_nope_head_dim + mla.qk_rope_head_dim)
+    bias = flag(cfg, "attention_bias", False)
+    return TransformerShape(
+        **fields,
+        ffn_hidden=get(cfg, path, "ffn_hidden_size"),
+        ffn_kind=FfnKind.SWIGLU,
+        qkv_bias=bias,
+        out_bias=bias,
+        mla=mla,
+        experts=get(cfg, path, "n_routed_experts"),
+        experts_per_token=get(cfg, path, "moe_topk"),
+        moe_ffn_hidden=get(cfg, path, "expert_ffn_hidden_size"),
+        zero_experts=get(cfg, path, "zero_expert_num"),
+        router_bias=flag(cfg, "router_bias", False),
+        hybrid_pattern="*-E*-" * layers,
+        shortcut_experts=True,
+    )
+
+
 LAYER_KIND_FAMILIES = {"gemma4_text": _gemma4, "gemma3n_text": _gemma3n,
                        "mimo_v2_flash": _mimo_v2_flash,
                        "nemotron-nas": _nemotron_nas, "minimax_m3": _minimax_m3,
@@ -1324,7 +1387,7 @@ LAYER_KIND_FAMILIES = {"gemma4_text": _gemma4, "gemma3n_text": _gemma3n,
                        "mamba": _mamba1, "falcon_mamba": _mamba1, "jamba": _jamba,
                        "minimax": _minimax, "minimax_text_01": _minimax,
                        "minimax_m1": _minimax, "lfm2": _lfm2, "lfm2_moe": _lfm2_moe,
-                       "lfm3": _lfm3}
+                       "lfm3": _lfm3, "longcat_flash": _longcat_flash}
 """The model_types read here, and their readers."""
 
 

@@ -371,7 +371,7 @@ def count_params(s: TransformerShape) -> ParamCount:
     compressors = 0 if c is None else sum(compressor_params(s, r) for r in c.ratios)
     # a bias per expert in the learned-routing layers' routers (not the hashed), the
     # shared experts' gate and the router's scales
-    router_bias = (s.moe_layers - s.hash_layers) * s.experts if s.router_bias else 0
+    router_bias = (s.moe_layers - s.hash_layers) * s.router_width if s.router_bias else 0
     if s.shared_expert_gate:
         router_bias += s.moe_layers * h
     if s.router_scales:
@@ -386,7 +386,7 @@ def count_params(s: TransformerShape) -> ParamCount:
                       for width, n, _ in s.mlp_kinds()),
         mlp_experts=s.moe_layers * s.experts * routed_expert_params(s),
         mlp_shared=s.moe_layers * s.shared_experts * mlp_params(s, s.d_expert),
-        router=s.moe_layers * h * s.experts + router_bias,
+        router=s.moe_layers * h * s.router_width + router_bias,
         norms=norms + norm + embedding_norm_params(s),
         mamba=s.mamba_layers * mamba_params(s),
         moe_latent=s.moe_layers * latent_projection_params(s),

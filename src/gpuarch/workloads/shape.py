@@ -753,6 +753,10 @@ class TransformerShape:
     # each learned-routing expert layer's router carries a bias per expert (DeepSeek-V4's
     # selection bias, gate.bias, counted in its weights; GPT-OSS's router's own bias)
     router_bias: bool = False
+    # identity experts among the router's choices (LongCat-Flash's zero-computation experts,
+    # zero_expert_num): the router scores experts + zero_experts, a token sent to one adds
+    # its own hidden state, scaled, and no weights; experts_per_token counts every slot
+    zero_experts: int = 0
     # each expert layer scales its shared experts' output by a sigmoid of a one-output
     # projection of the hidden state (Qwen2-MoE's, Qwen3-Next's and Qwen3.5's
     # shared_expert_gate): a hidden-wide vector a layer, beside the router
@@ -832,6 +836,10 @@ class TransformerShape:
     # read one norm's output side by side, their outputs summed (Falcon-H1's layers: "M*"
     # pairs, one norm for the two)
     parallel_mixers: bool = False
+    # each expert block of the hybrid_pattern reads the norm of the MLP block before it ("-E"
+    # pairs, one norm for the two) and its output joins the residual after the blocks that
+    # follow it (LongCat-Flash's shortcut-connected MoE); costed in sequence with them
+    shortcut_experts: bool = False
 
     def __post_init__(self) -> None:
         for name in ("layers", "hidden", "heads", "vocab"):
@@ -844,7 +852,7 @@ class TransformerShape:
                      "expert_layer_norms", "kv_shared_layers", "kv_shared_full",
                      "attention_residual_block",
                      "kv_shared_mlp", "per_layer_input", "per_layer_vocab", "head_vocab",
-                     "altup_streams", "laurel_rank"):
+                     "altup_streams", "laurel_rank", "zero_experts"):
             _positive(name, getattr(self, name), minimum=0)
         if self.altup_streams == 1:
             raise GpuarchError("altup_streams: AltUp needs 2 streams or more (0 = none), got 1")
@@ -890,9 +898,9 @@ class TransformerShape:
                 raise GpuarchError(f"moe_latent: {self.moe_latent} must be below hidden "
                                    f"{self.hidden} (a latent width narrows the experts')")
         elif self.experts_per_token or self.shared_experts or self.expert_groups or \
-                self.moe_latent:
+                self.moe_latent or self.zero_experts:
             raise GpuarchError("experts_per_token / shared_experts / expert_groups / "
-                               "moe_latent need experts > 0")
+                               "moe_latent / zero_experts need experts > 0")
         if self.mla is not None and self.mla.index_layers > self.layers:
             raise GpuarchError(f"layers: {self.layers} is fewer than the "
                                f"{self.mla.index_layers} layers with a sparse-attention "
@@ -1079,15 +1087,25 @@ class TransformerShape:
         if self.mla is not None and self.mla.sparse:
             raise GpuarchError("index_topk: sparse latent attention is not modelled in a "
                                "hybrid_pattern's attention blocks (dense latent attention is)")
+        if self.shortcut_experts and "-E" not in pattern:
+            raise GpuarchError("shortcut_experts: the hybrid_pattern has no MLP block followed "
+                               "by an expert block (\"-E\") to pair")
         if self.parallel_mixers and "M*" not in pattern:
             raise GpuarchError("parallel_mixers: the hybrid_pattern has no recurrent block "
                                "followed by an attention block (\"M*\") to pair")
 
     @property
+    def router_width(self) -> int:
+        """The choices an expert layer's router scores: the routed experts and any identity
+        experts (``zero_experts``)."""
+        return self.experts + self.zero_experts
+
+    @property
     def shared_norm_pairs(self) -> int:
-        """Blocks that read another's norm: the "M*" pairs of ``parallel_mixers`` (0
-        otherwise)."""
-        return self.hybrid_pattern.count("M*") if self.parallel_mixers else 0
+        """Blocks that read another's norm: the "M*" pairs of ``parallel_mixers`` and the
+        "-E" pairs of ``shortcut_experts`` (0 otherwise)."""
+        return (self.hybrid_pattern.count("M*") if self.parallel_mixers else 0) \
+            + (self.hybrid_pattern.count("-E") if self.shortcut_experts else 0)
 
     # -- resolved dimensions ---------------------------------------------------------------
 
