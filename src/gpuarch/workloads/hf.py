@@ -31,7 +31,8 @@ latent attentions and two MLPs a layer beside a shortcut expert block with ident
 what their layers hold (``data/hf_families.toml``, read by ``hf_families.py``: Seed-OSS,
 SmolLM3, ERNIE 4.5, Helium, Ministral, InternLM3, Jais 2, OLMo 3, EXAONE 4.0 and K-EXAONE, GLM-4 and
 GLM-4.7-Flash, Arcee and Arcee Trinity, StarCoder2, Cohere, OLMoE, Phi-3.5-MoE, Granite
-MoE, Hunyuan 1 and 3, Solar Open, dots.llm1, Phi-2, StableLM, Apertus, DBRX, Mistral 4, CWM),
+MoE, Hunyuan 1 and 3, Solar Open, dots.llm1, Phi-2, StableLM, Apertus, DBRX, Mistral 4, CWM,
+Mellum 2, Kolibri-1, A.X K1, Flint, Beam, CodeGen, Persimmon, XGLM),
 and the
 families whose attention and MLP run side by side
 (``parallel_attention``): gptj, gpt_neox (unless ``use_parallel_residual`` is false) and
@@ -311,6 +312,12 @@ _NOT_YET = {
              "one layer",
     "rwkv": "RWKV's time-mixing recurrence",
     "ergo": "Ergo's learned residual gates and a norm for each routed expert",
+    "gpt_neox_japanese": "GPT-NeoX Japanese's MLP width as a multiple of the hidden size and "
+                         "its last layer's output bias",
+    "bitnet": "BitNet's sub-norms inside attention and MLP",
+    "diffllama": "DiffLlama's differential attention (two softmax maps and learned lambda "
+                 "vectors a layer)",
+    "doge": "Doge's dynamic mask projection, learned residual scales and product-key experts",
     "zaya": "ZAYA's convolved query-key attention (CCA), MLP router and learned residual "
             "scales",
     "axk2": "A.X K2's gated query projection and low-rank gated norms beside DeepSeek Sparse "
