@@ -281,6 +281,16 @@ TINY_COHERE2_MOE = {"model_type": "cohere2_moe", "hidden_size": 1024,
     ({"model_type": "xglm", "d_model": 512, "attention_heads": 16, "num_layers": 2,
       "ffn_dim": 2048, "vocab_size": 1000, "activation_function": "relu",
       "tie_word_embeddings": True}, 6_817_792),
+    # nanochat: NanoChatConfig's defaults, nanochat-d32's sizes by its depth rule (hidden 64 x
+    # 32 layers, 16 heads, an MLP of 4 x hidden, a 65,536-token vocabulary), and biases with
+    # two KV heads on a small one; its RMSNorms hold no weights
+    ({"model_type": "nanochat"}, 256_573_440),
+    ({"model_type": "nanochat", "hidden_size": 2048, "num_hidden_layers": 32,
+      "num_attention_heads": 16, "intermediate_size": 8192, "vocab_size": 65536},
+     1_879_048_192),
+    ({"model_type": "nanochat", "hidden_size": 512, "num_hidden_layers": 2,
+      "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64,
+      "intermediate_size": 2048, "vocab_size": 1000, "attention_bias": True}, 6_006_784),
     # CWM: CwmConfig's defaults (Meta's CWM, "32B"), and an MLP bias on a small variant
     ({"model_type": "cwm"}, 32_581_097_472),
     ({"model_type": "cwm", "hidden_size": 512, "num_hidden_layers": 6,
@@ -726,3 +736,19 @@ def test_families_not_read_yet_say_what_they_lack(tmp_path: Path, model_type: st
     with pytest.raises(GpuarchError, match=rf"'wrapper_x' \(its text_config's '{model_type}'\) "
                                            rf"is not read yet: .*{why}"):
         _read(tmp_path, {"model_type": "wrapper_x", "text_config": {"model_type": model_type}})
+
+
+def test_nanochat_norms_hold_no_weights(tmp_path: Path) -> None:
+    """nanochat's RMSNorms (and its per-head query and key norms) have no weight: the
+    same model with weighted RMSNorms counts 2 x 768 a layer, the final norm's 768 and 2 x 128
+    a layer for the query and key norms more; Megatron's launch says what it cannot build."""
+    s = _read(tmp_path, {"model_type": "nanochat"})
+    assert s.norm is NormKind.RMSNORM_NO_WEIGHT
+    weighted = dataclasses.replace(s, norm=NormKind.RMSNORM)
+    assert count_params(weighted).total - count_params(s).total == \
+        12 * (2 * 768 + 2 * 128) + 768
+    from gpuarch.report.launch import megatron_launch
+
+    launch = megatron_launch(s, TrainingConfig(gpus=8, seq_len=2048, global_batch=16))
+    assert "RMSNorm" in launch.argv[launch.argv.index("--normalization") + 1]
+    assert any("RMSNorms without weights (nanochat's)" in note for note in launch.notes)

@@ -195,8 +195,11 @@ def megatron_launch(shape: Any, cfg: Any) -> Launch:
                      "no position flag is emitted")
     if shape.embedding_norm:
         notes.append("the layer norm after the embedding (BLOOM's) has no Megatron-Core flag")
-    if shape.norm is NormKind.RMSNORM:
+    if shape.norm in (NormKind.RMSNORM, NormKind.RMSNORM_NO_WEIGHT):
         add("norm", "RMSNorm")
+    if shape.norm is NormKind.RMSNORM_NO_WEIGHT:
+        notes.append("RMSNorms without weights (nanochat's) have no Megatron-Core flag: the "
+                     "command builds RMSNorms with them")
     elif shape.norm is NormKind.LAYERNORM_NO_AFFINE:
         notes.append("LayerNorms without weights (OLMo 1's) have no Megatron-Core flag: "
                      "the command builds LayerNorms with them")

@@ -221,7 +221,7 @@ def render_preset(p: Preset) -> str:
         norms.append("query and key norms over "
                      + ("each head" if s.qk_norm is QkNorm.HEAD else "all heads together"))
     if s.sandwich_norms or s.qk_norm is not QkNorm.NONE \
-            or s.norm is NormKind.LAYERNORM_NO_AFFINE:
+            or not s.norm.params_per_width:
         lines.append(f"  norms         {'; '.join(norms)}")
     if s.head_gate:
         lines.append("  gate          a sigmoid gate a query head on the attention's output "

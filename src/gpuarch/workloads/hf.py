@@ -32,7 +32,7 @@ what their layers hold (``data/hf_families.toml``, read by ``hf_families.py``: S
 SmolLM3, ERNIE 4.5, Helium, Ministral, InternLM3, Jais 2, OLMo 3, EXAONE 4.0 and K-EXAONE, GLM-4 and
 GLM-4.7-Flash, Arcee and Arcee Trinity, StarCoder2, Cohere, OLMoE, Phi-3.5-MoE, Granite
 MoE, Hunyuan 1 and 3, Solar Open, dots.llm1, Phi-2, StableLM, Apertus, DBRX, Mistral 4, CWM,
-Mellum 2, Kolibri-1, A.X K1, Flint, Beam, CodeGen, Persimmon, XGLM),
+Mellum 2, Kolibri-1, A.X K1, Flint, Beam, CodeGen, Persimmon, XGLM, nanochat),
 and the
 families whose attention and MLP run side by side
 (``parallel_attention``): gptj, gpt_neox (unless ``use_parallel_residual`` is false) and

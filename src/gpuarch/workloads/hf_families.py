@@ -33,7 +33,8 @@ _FFN = {"swiglu": FfnKind.SWIGLU, "geglu": FfnKind.GEGLU, "relu2": FfnKind.RELU2
         "gelu": FfnKind.GELU,
         "xielu": FfnKind.XIELU}
 _QK = {"none": QkNorm.NONE, "head": QkNorm.HEAD, "full": QkNorm.FULL}
-_NORMS = {"layernorm": NormKind.LAYERNORM, "layernorm_no_affine": NormKind.LAYERNORM_NO_AFFINE}
+_NORMS = {"layernorm": NormKind.LAYERNORM, "layernorm_no_affine": NormKind.LAYERNORM_NO_AFFINE,
+          "rmsnorm_no_weight": NormKind.RMSNORM_NO_WEIGHT}
 """The table's norms that are not counted as RMSNorm is ("layernorm_weight" is)."""
 
 

@@ -19,7 +19,8 @@ FAMILIES_FILE = Path(__file__).with_name("data") / "hf_families.toml"
 
 _CHOICES = {
     "ffn": ("swiglu", "geglu", "relu2", "gelu", "xielu"),
-    "norm": ("rmsnorm", "layernorm", "layernorm_weight", "layernorm_no_affine"),
+    "norm": ("rmsnorm", "layernorm", "layernorm_weight", "layernorm_no_affine",
+             "rmsnorm_no_weight"),
     "qk_norm": ("none", "head", "full"),
     "windows": ("layer_types", "all", "pattern", "pattern_first", "prefix_pattern",
                 "no_rope", "after_max_window_layers"),

@@ -59,11 +59,13 @@ class FfnKind(Enum):
 
 class NormKind(Enum):
     """Normalisation layers: LayerNorm has a weight and a bias, RMSNorm a weight only, and a
-    LayerNorm without its affine transform (OLMo 1's OlmoLayerNorm) neither."""
+    LayerNorm without its affine transform (OLMo 1's OlmoLayerNorm) or an RMSNorm without its
+    weight (nanochat's NanoChatRMSNorm) neither."""
 
     LAYERNORM = "layernorm"
     RMSNORM = "rmsnorm"
     LAYERNORM_NO_AFFINE = "layernorm_no_affine"
+    RMSNORM_NO_WEIGHT = "rmsnorm_no_weight"
 
     @property
     def params_per_width(self) -> int:
@@ -72,7 +74,8 @@ class NormKind(Enum):
     @property
     def plural(self) -> str:
         """Its name in text, for several of them."""
-        return {NormKind.LAYERNORM: "LayerNorms", NormKind.RMSNORM: "RMSNorms"}.get(
+        return {NormKind.LAYERNORM: "LayerNorms", NormKind.RMSNORM: "RMSNorms",
+                NormKind.RMSNORM_NO_WEIGHT: "RMSNorms without weights"}.get(
             self, "LayerNorms without weights")
 
 
