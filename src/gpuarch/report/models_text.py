@@ -9,7 +9,7 @@ from gpuarch.units import Unit, from_si
 from gpuarch.workloads.hf_quant import CheckpointFormats
 from gpuarch.workloads.params import count_params
 from gpuarch.workloads.presets import Preset
-from gpuarch.workloads.shape import NormKind, QkNorm, TransformerShape
+from gpuarch.workloads.shape import QkNorm, TransformerShape
 
 __all__ = ["checkpoint_label", "render_preset", "render_presets"]
 
