@@ -429,6 +429,8 @@ CONFIGS: dict[str, dict[str, Any]] = {
                   "num_hidden_layers": 4, "intermediate_size": 4096, "vocab_size": 32000},
     "xglm": {"model_type": "xglm", "d_model": 1024, "attention_heads": 16, "num_layers": 4,
              "ffn_dim": 4096, "vocab_size": 32000},
+    "nanochat": {"model_type": "nanochat", "hidden_size": 1024, "num_hidden_layers": 4,
+                 "num_attention_heads": 8, "intermediate_size": 4096, "vocab_size": 32000},
 }
 """One config.json per family the importer reads differently; every key gets every value
 of ``WRONG_KINDS`` in turn."""
