@@ -329,6 +329,13 @@ CONFIGS: dict[str, dict[str, Any]] = {
                     "num_experts": 8, "num_experts_per_tok": 2, "num_shared_experts": 1,
                     "vocab_size": 32000, "sliding_window": 512,
                     "prefix_dense_sliding_window_pattern": 1, "sliding_window_pattern": 4},
+    # Cohere's North's text model: Cohere2's parallel layers, windows by layer_types (a
+    # table row)
+    "cohere_compass_text": {"model_type": "cohere_compass_text", "hidden_size": 1024,
+                            "intermediate_size": 2048, "num_hidden_layers": 4,
+                            "num_attention_heads": 16, "num_key_value_heads": 4,
+                            "vocab_size": 32000, "sliding_window": 512,
+                            "layer_types": ["sliding_attention"] * 3 + ["full_attention"]},
     # LFM2: gated short convolutions beside attention; LFM2-MoE with experts
     "lfm2": {"model_type": "lfm2", "hidden_size": 1024, "intermediate_size": 4096,
              "num_hidden_layers": 4, "num_attention_heads": 16, "num_key_value_heads": 8,

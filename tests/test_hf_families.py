@@ -151,6 +151,21 @@ TINY_COHERE2_MOE = {"model_type": "cohere2_moe", "hidden_size": 1024,
                     "prefix_dense_sliding_window_pattern": 2, "sliding_window_pattern": 3}
 
 
+# Cohere's North text model: Cohere2's parallel layers, windows by layer_types only; the
+# sizes third-party ports of North-Micro-Vision-Instruct give its language model (three
+# window layers to a full one, tied embeddings)
+TINY_COHERE_COMPASS = {"model_type": "cohere_compass_text", "hidden_size": 512,
+                       "intermediate_size": 1024, "num_hidden_layers": 4,
+                       "num_attention_heads": 8, "num_key_value_heads": 2, "vocab_size": 1000,
+                       "sliding_window": 128,
+                       "layer_types": ["sliding_attention"] * 3 + ["full_attention"]}
+NORTH_MICRO_TEXT = {"model_type": "cohere_compass_text", "vocab_size": 262144,
+                    "hidden_size": 2048, "intermediate_size": 6144, "num_hidden_layers": 28,
+                    "num_attention_heads": 16, "num_key_value_heads": 8, "head_dim": 128,
+                    "tie_word_embeddings": True, "sliding_window": 4096,
+                    "layer_types": (["sliding_attention"] * 3 + ["full_attention"]) * 7}
+
+
 @pytest.mark.parametrize(("cfg", "total"), [
     # Transformers 5.25.0 on the meta device, each
     (SEED_OSS_36B, 36_151_104_512),
@@ -297,6 +312,21 @@ TINY_COHERE2_MOE = {"model_type": "cohere2_moe", "hidden_size": 1024,
       "num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 64, "vocab_size": 1000,
       "intermediate_size": 1024, "sliding_window": 128, "mlp_bias": True,
       "tie_word_embeddings": True}, 13_903_360),
+    # Cohere's North: CohereCompassTextConfig's defaults (Cohere2Config's sizes), a small one,
+    # attention biases with a head width of its own, untied; no layer_types (all full);
+    # North-Micro-Vision-Instruct's language model, alone and in its multimodal wrapper
+    # (the vision tower not counted)
+    ({"model_type": "cohere_compass_text"}, 34_980_831_232),
+    (TINY_COHERE_COMPASS, 9_427_456),
+    ({**TINY_COHERE_COMPASS, "num_attention_heads": 16, "num_key_value_heads": 4,
+      "head_dim": 48, "attention_bias": True, "tie_word_embeddings": False}, 11_256_832),
+    ({**TINY_COHERE_COMPASS, "num_hidden_layers": 3, "num_key_value_heads": None,
+      "layer_types": None, "sliding_window_pattern": 2}, 8_378_368),
+    (NORTH_MICRO_TEXT, 1_946_216_448),
+    ({"model_type": "cohere_compass", "tie_word_embeddings": True,
+      "text_config": NORTH_MICRO_TEXT,
+      "vision_config": {"model_type": "cohere_compass_vision", "out_hidden_size": 2048}},
+     1_946_216_448),
 ])
 def test_counts_equal_what_transformers_builds(tmp_path: Path, cfg: dict[str, Any],
                                                total: int) -> None:
@@ -438,6 +468,12 @@ def test_dots1_active_parameters(tmp_path: Path) -> None:
       "topk_group": 1}, 512, 43),
     ({"model_type": "beam", "num_hidden_layers": 48, "num_experts": 8, "n_group": 1,
       "topk_group": 1}, 512, 40),
+    # cohere_compass_text: every layer full where layer_types is absent, whatever
+    # sliding_window_pattern says
+    ({"model_type": "cohere_compass_text", "num_hidden_layers": 40, "sliding_window": 4096,
+      "sliding_window_pattern": 4}, 0, 0),
+    ({"model_type": "cohere_compass_text", "num_hidden_layers": 28,
+      "layer_types": (["sliding_attention"] * 3 + ["full_attention"]) * 7}, 4096, 21),
     # cohere2_moe's default: no dense prefix, all but every fourth of 40
     ({"model_type": "cohere2_moe", "num_hidden_layers": 40, "num_experts": 4,
       "intermediate_size": 64}, 4096, 30),
@@ -554,7 +590,8 @@ def test_read_by_architectures(tmp_path: Path) -> None:
 @pytest.mark.parametrize("cfg", [TINY_COHERE, TINY_GLM4, TINY_STARCODER2, TINY_AFMOE,
                                  TINY_ERNIE_INTERVAL, TINY_PHIMOE, TINY_PHI, TINY_STABLELM,
                                  TINY_HUNYUAN_MOE, TINY_APERTUS, TINY_DBRX, TINY_GRANITE_SWA,
-                                 TINY_GRANITEMOE_SWA, TINY_COHERE2_MOE])
+                                 TINY_GRANITEMOE_SWA, TINY_COHERE2_MOE,
+                                 TINY_COHERE_COMPASS])
 def test_estimates_run(tmp_path: Path, cfg: dict[str, Any]) -> None:
     s = _read(tmp_path, cfg)
     gpu = CATALOG.product("h100")

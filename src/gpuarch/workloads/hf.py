@@ -30,7 +30,8 @@ latent attentions and two MLPs a layer beside a shortcut expert block with ident
 ``hf_layer_kinds.py``), the families of one table of
 what their layers hold (``data/hf_families.toml``, read by ``hf_families.py``: Seed-OSS,
 SmolLM3, ERNIE 4.5, Helium, Ministral, InternLM3, Jais 2, OLMo 3, EXAONE 4.0 and K-EXAONE, GLM-4 and
-GLM-4.7-Flash, Arcee and Arcee Trinity, StarCoder2, Cohere, OLMoE, Phi-3.5-MoE, Granite
+GLM-4.7-Flash, Arcee and Arcee Trinity, StarCoder2, Cohere, Cohere North (its
+cohere_compass checkpoints through their text_config), OLMoE, Phi-3.5-MoE, Granite
 MoE, Hunyuan 1 and 3, Solar Open, dots.llm1, Phi-2, StableLM, Apertus, DBRX, Mistral 4, CWM,
 Mellum 2, Kolibri-1, A.X K1, Flint, Beam, CodeGen, Persimmon, XGLM, nanochat),
 and the
