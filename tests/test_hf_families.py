@@ -764,6 +764,9 @@ def test_beam_gate_bias_by_hand(tmp_path: Path) -> None:
     ("ergo", "residual gates"), ("zaya", "CCA"), ("axk2", "gated query projection"),
     ("kolibri1_1", "pooled-key indexer"), ("qwen4_exp_text", "n-gram"),
     ("zamba2", "shared attention blocks"), ("dots3_note_text", "latent attention of two sizes"),
+    ("inkling_text", "relative position bias"),
+    ("inkling2_text", "attention sinks from a projection"),
+    ("inkling2_loop_text", "looped middle layers"),
 ])
 def test_families_not_read_yet_say_what_they_lack(tmp_path: Path, model_type: str,
                                                   why: str) -> None:

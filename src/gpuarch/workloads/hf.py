@@ -340,6 +340,23 @@ _NOT_YET = {
                     "rank and query-key widths of their own beside the DeepSeek Sparse "
                     "Attention layers, the only ones with an indexer) and a norm over the "
                     "rotary key a layer"),
+    # Thinking Machines' Inkling families (Transformers' modeling_inkling*.py): no rotary
+    # positions, a relative bias instead, and depthwise causal convolutions with a cache
+    # state of their own in every layer
+    **dict.fromkeys(("inkling_mm_model", "inkling_text"),
+                    "Inkling's relative position bias (a projection of the hidden state to "
+                    "d_rel a head and a learned bank of bias-by-distance profiles a layer) and "
+                    "short causal convolutions over the keys, the values and each block's "
+                    "output"),
+    **dict.fromkeys(("inkling2", "inkling2_text"),
+                    "Inkling 2's relative position bias, short convolutions (taps from a "
+                    "projection over the full layers' keys and values), attention sinks from "
+                    "a projection of the hidden state and block attention residuals with a "
+                    "query each for the full layers' queries, keys and values"),
+    **dict.fromkeys(("inkling2_loop", "inkling2_loop_text"),
+                    "Inkling 2 Mini's looped middle layers (run loop_num_passes times a token, "
+                    "message gates in the later passes) beside Inkling 2's relative position "
+                    "bias, short convolutions, projected sinks and block attention residuals"),
 }
 
 
