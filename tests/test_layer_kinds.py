@@ -115,6 +115,37 @@ def test_gemma4_reads_each_kind_of_layer(tmp_path: Path) -> None:
     # without keys as values the global layers keep the window layers' KV heads
     plain = _read(tmp_path, {**GEMMA4_31B, "attention_k_eq_v": False})
     assert plain.full_attention == FullAttention(kv_heads=16, head_dim=512)
+    # as Transformers 5.25 writes the config: the global layers' heads in per_layer_config,
+    # global_head_dim and num_global_key_value_heads left out (and ignored where given)
+    saved = {k: v for k, v in GEMMA4_31B.items()
+             if k not in ("global_head_dim", "num_global_key_value_heads")}
+    saved["per_layer_config"] = {f"{i:02d}": {"head_dim": 512, "num_key_value_heads": 4}
+                                 for i in range(5, 60, 6)}
+    assert _read(tmp_path, saved) == shape
+    assert _read(tmp_path, {**saved, "global_head_dim": 128}) == shape
+    assert _read(tmp_path, {**saved, "per_layer_config": {}}).full_attention == \
+        FullAttention(kv_heads=16, head_dim=256, keys_are_values=True)
+
+
+def test_gemma4_unified_reads_gemma4_layers(tmp_path: Path) -> None:
+    """Gemma 4 12B (google/gemma-4-12B's text_config, gemma4_unified_text): 40 window layers
+    of 8 KV heads of 256 and 8 global ones of 1 of 512, keys as values; 11,907,350,272
+    parameters, as Transformers 5.25 builds it (scripts/params_vs_transformers.py). The
+    per-layer input and expert keys its config class drops are not read."""
+    text = {"model_type": "gemma4_unified_text", "attention_k_eq_v": True,
+            "global_head_dim": 512, "head_dim": 256, "hidden_size": 3840,
+            "intermediate_size": 15360, "num_attention_heads": 16,
+            "num_global_key_value_heads": 1, "num_hidden_layers": 48,
+            "num_key_value_heads": 8, "vocab_size": 262144}
+    shape = _read(tmp_path, {"model_type": "gemma4_unified", "text_config": text})
+    assert count_params(shape).total == 11_907_350_272
+    assert (shape.windowed_layers, shape.sliding_window, shape.context_window) == \
+        (40, 1024, 262144)
+    assert shape.full_attention == FullAttention(kv_heads=1, head_dim=512,
+                                                 keys_are_values=True)
+    ignored = {**text, "hidden_size_per_layer_input": 256, "enable_moe_block": True,
+               "num_experts": 8, "top_k_experts": 2, "moe_intermediate_size": 3840}
+    assert _read(tmp_path, ignored) == _read(tmp_path, text)
 
 
 def test_gemma4_moe_block(tmp_path: Path) -> None:
@@ -152,7 +183,8 @@ def test_mimo_reads_its_pattern_and_sinks(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("change", "message"), [
     ({"num_kv_shared_layers": 60}, "num_kv_shared_layers: 60 of 60 layers leaves none"),
     ({"use_bidirectional_attention": "all"}, "use_bidirectional_attention"),
-    ({"per_layer_config": {}}, "per_layer_config"),
+    ({"per_layer_config": {"5": {"intermediate_size": 1}}}, "per_layer_config"),
+    ({"per_layer_config": {"5": {"head_dim": 128}}}, "per_layer_config: layers of one kind"),
     ({"layer_types": ["full_attention"] * 3}, "layer_types: expected 60 entries"),
     ({"layer_types": [["sliding_attention"]] * 60}, "layer_types: expected 60 entries"),
     ({"enable_moe_block": True, "num_experts": 8, "top_k_experts": 2,
@@ -534,6 +566,10 @@ def test_minimax_m3_count_matches_transformers(tmp_path: Path) -> None:
              "layer_types": ["full_attention"] * 3 + ["minimax_m3_sparse"] * 57,
              "mlp_layer_types": ["dense"] * 3 + ["sparse"] * 57}
     assert _read(tmp_path, flat) == shape
+    # MiniMax-M3 VL's text model reads as minimax_m3; where a config gives both, the nested
+    # keys decide, as MiniMaxM3VLTextConfig sets the flat ones from them
+    assert _read(tmp_path, {**flat, "model_type": "minimax_m3_vl_text"}) == shape
+    assert _read(tmp_path, {**MINIMAX_M3, "index_n_heads": 8, "index_head_dim": 64}) == shape
     assert count_params(preset("minimax-m3").shape).total == total
 
 

@@ -751,6 +751,18 @@ def test_hf_config_named_after_its_file(tmp_path: Path) -> None:
     assert shape_from_hf_config(_write(tmp_path, cfg)).name == tmp_path.name
 
 
+def test_hf_emu3_reads_llama_with_its_defaults(tmp_path: Path) -> None:
+    """Emu3's text model (emu3_text_model) is Llama's layers with Emu3TextConfig's defaults:
+    8,492,011,520 parameters from the bare model_type, as Transformers 5.25's
+    Emu3ForCausalLM builds it; an emu3 config reads its text_config."""
+    bare = shape_from_hf_config(_write(tmp_path, {"model_type": "emu3_text_model"}))
+    assert (bare.layers, bare.hidden, bare.n_kv_heads, bare.vocab) == (32, 4096, 8, 184622)
+    assert count_params(bare).total == 8_492_011_520
+    wrapped = {"model_type": "emu3", "text_config": {"model_type": "emu3_text_model",
+                                                     "num_hidden_layers": 32}}
+    assert shape_from_hf_config(_write(tmp_path, wrapped)) == bare
+
+
 def test_geglu_costs_what_swiglu_costs() -> None:
     """The GELU-gated MLP has SwiGLU's three matrices: the same parameters and FLOPs."""
     gemma = preset("gemma-2-9b").shape

@@ -14,7 +14,8 @@ in the MoE models, experts), bamba (IBM's Bamba: Mamba-2 or attention layers, ea
 MLP), mamba2 (pure Mamba-2: Mamba-Codestral), qwen3_next and
 qwen3_5_text / qwen3_5_moe_text (Qwen3-Next and Qwen3.5: Gated DeltaNet or gated attention
 layers, each with an MLP or experts; the multimodal qwen3_5 / qwen3_5_moe checkpoints through
-their text_config), gemma4 / gemma4_text and mimo_v2_flash (Gemma 4 and MiMo-V2-Flash,
+their text_config), gemma4 / gemma4_text, gemma4_unified_text and mimo_v2_flash (Gemma 4,
+Gemma 4 12B's text model and MiMo-V2-Flash,
 whose full-attention layers have heads of their own) and nemotron-nas (Llama-Nemotron's NAS
 layers) and olmo_hybrid (OLMo Hybrid: Qwen3-Next's layout with OLMo 3's attention) and
 lara_mini (Lara 4 Mini: Gated DeltaNet, window and full attention, experts) and
@@ -39,8 +40,9 @@ families whose attention and MLP run side by side
 (``parallel_attention``): gptj, gpt_neox (unless ``use_parallel_residual`` is false) and
 falcon (unless ``parallel_attn`` is false; ALiBi where ``alibi`` is set).
 The text models of qwen2_vl, qwen2_5_vl and qwen3_vl / qwen3_vl_moe read as qwen2 and
-qwen3 / qwen3_moe, and mimo (MiMo-7B) as qwen2. A config whose model_type is none of these
-but whose ``architectures`` names a supported family's model class (as vLLM picks its
+qwen3 / qwen3_moe, mimo (MiMo-7B) as qwen2, minimax_m3_vl_text (MiniMax-M3's) as minimax_m3,
+and emu3_text_model (Emu3's) as Llama with Emu3's defaults. A config whose model_type is none
+of these but whose ``architectures`` names a supported family's model class (as vLLM picks its
 model class) is read as that family.
 A multimodal checkpoint whose ``text_config`` names one of these families (Mistral 3,
 LLaVA-style wrappers, Qwen-VL) is read as that language model; its vision tower is not
@@ -96,15 +98,17 @@ _OWN_READERS = frozenset(_LLAMA_LIKE | _LLAMA4 | _GEMMA | _GATED_DELTA
                          | {"gpt2", "nemotron", "nemotron_h", "granitemoehybrid", "bamba",
                             "mamba2", "gptj", "gpt_neox", "falcon", "bloom", "deepseek_v4",
                             "gpt_bigcode", "gpt_neo", "opt", "mpt", "olmo_hybrid",
-                            "lara_mini"})
+                            "lara_mini", "emu3_text_model"})
 # model_types whose language model is a supported family's, read as that family: the text
 # models of Qwen2-VL, Qwen2.5-VL and Qwen3-VL (dense and MoE; their multimodal rotary
 # positions carry no parameters; the older Qwen2-VL configs put the text fields at the top
-# level) and MiMo-7B (Qwen2's layers; its multi-token prediction layer, a training setting
-# here, --mtp-layers, is not counted)
+# level), MiMo-7B (Qwen2's layers; its multi-token prediction layer, a training setting
+# here, --mtp-layers, is not counted) and MiniMax-M3 VL's text model (MiniMaxM3VLTextModel,
+# the layers and defaults minimax_m3 is read with)
 _ALIASES = {"qwen2_vl": "qwen2", "qwen2_vl_text": "qwen2", "qwen2_5_vl": "qwen2",
             "qwen2_5_vl_text": "qwen2", "qwen3_vl_text": "qwen3",
-            "qwen3_vl_moe_text": "qwen3_moe", "mimo": "qwen2"}
+            "qwen3_vl_moe_text": "qwen3_moe", "mimo": "qwen2",
+            "minimax_m3_vl_text": "minimax_m3"}
 # a config whose model_type is none of these but whose ``architectures`` names a supported
 # family's model class is read as that family, as vLLM picks its model class by
 # ``architectures`` (e.g. a re-quantized DeepSeek-V4 published with model_type
@@ -129,7 +133,9 @@ _ARCHITECTURES = {
     "GPTBigCodeForCausalLM": "gpt_bigcode", "GPTNeoForCausalLM": "gpt_neo",
     "OPTForCausalLM": "opt", "MptForCausalLM": "mpt", "Lfm2ForCausalLM": "lfm2",
     "Lfm2MoeForCausalLM": "lfm2_moe", "OlmoHybridForCausalLM": "olmo_hybrid",
-    "LaraMiniForCausalLM": "lara_mini", "Lfm3ForCausalLM": "lfm3"}
+    "LaraMiniForCausalLM": "lara_mini", "Lfm3ForCausalLM": "lfm3",
+    "Gemma4UnifiedForCausalLM": "gemma4_unified_text", "MiniMaxM3VLForCausalLM": "minimax_m3",
+    "Emu3ForCausalLM": "emu3_text_model"}
 
 
 def _table() -> dict[str, Any]:
@@ -289,7 +295,8 @@ def _readers() -> dict[str, Callable[[dict[str, Any], Path, str], TransformerSha
     return {"gpt2": _gpt2, "gptj": _gptj, "bloom": _bloom, "gpt_neox": _gpt_neox,
             "falcon": _falcon, "nemotron_h": _nemotron_h, "granitemoehybrid": _granite_hybrid,
             "bamba": _bamba, "mamba2": _mamba2, "deepseek_v4": _deepseek_v4,
-            "olmo_hybrid": _olmo_hybrid, "lara_mini": _lara_mini, **_GPT_ERA,
+            "olmo_hybrid": _olmo_hybrid, "lara_mini": _lara_mini, "emu3_text_model": _emu3,
+            **_GPT_ERA,
             **dict.fromkeys(_GATED_DELTA, _gated_delta_hybrid)}
 
 
@@ -709,6 +716,23 @@ def _llama_like(cfg: dict[str, Any], path: Path, label: str, model_type: str
         attention_sinks=model_type == "gpt_oss",
         shared_expert_gate=model_type == "qwen2_moe" and _shared_expert_gate(cfg, experts),
     )
+
+
+_EMU3_DEFAULTS: dict[str, Any] = {
+    "vocab_size": 184622, "hidden_size": 4096, "intermediate_size": 14336,
+    "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+    "max_position_embeddings": 9216, "tie_word_embeddings": False}
+"""Emu3TextConfig's defaults (Transformers 5.25, configuration_emu3.py: Emu3-Chat's sizes)
+for the keys read."""
+
+
+def _emu3(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
+    """Emu3's language model (``emu3_text_model``; an ``emu3`` config's text_config, its
+    VQ-VAE image tokenizer not counted): Llama's layers, as Transformers' modular_emu3.py
+    builds them from LlamaModel and LlamaDecoderLayer (its added dropout holds no
+    parameters), ``attention_bias`` and ``mlp_bias`` read as Llama's; Emu3TextConfig's
+    defaults fill what a config leaves out."""
+    return _llama_like({**_EMU3_DEFAULTS, **cfg}, path, label, "llama")
 
 
 def _mla_fields(cfg: dict[str, Any], path: Path) -> dict[str, int]:

@@ -1,7 +1,8 @@
 """Read the config.json of the families whose layers differ by kind: full-attention and
 sliding-window layers with heads of their own (``TransformerShape.full_attention``), Gemma 4
-(``gemma4`` and its text model ``gemma4_text``) and MiMo-V2-Flash (``mimo_v2_flash``), whose
-keys a config leaves out take Transformers' defaults (5.25: configuration_gemma4.py,
+(``gemma4`` and its text model ``gemma4_text``; Gemma 4 12B's ``gemma4_unified_text``) and
+MiMo-V2-Flash (``mimo_v2_flash``), whose keys a config leaves out take Transformers' defaults
+(5.25: configuration_gemma4.py, configuration_gemma4_unified.py,
 configuration_mimo_v2_flash.py), as the library itself does, and whose parameter counts
 agree with the models Transformers builds (scripts/params_vs_transformers.py,
 docs/models.md); and Llama-Nemotron's neural-architecture-search layers (``nemotron-nas``:
@@ -131,7 +132,9 @@ def _gemma4(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
     (``layer_types``, else five window layers to one global, the last one global); a
     global layer's heads are ``global_head_dim`` wide (512 unless given) and, with
     ``attention_k_eq_v``, there are ``num_global_key_value_heads`` of them whose keys are
-    also the values (no value projection). Norms: four a layer over the hidden width,
+    also the values (no value projection; each layer's heads from ``per_layer_config``
+    where Transformers 5.25 wrote that instead: ``_gemma4_layer_heads``). Norms: four a
+    layer over the hidden width,
     each head's queries and keys (its values' norm has no weight). With
     ``enable_moe_block`` each layer runs experts (``num_experts``, ``top_k_experts`` of
     ``moe_intermediate_size``) beside its dense MLP of ``intermediate_size``, read as
@@ -155,9 +158,6 @@ def _gemma4(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
     if cfg.get("use_bidirectional_attention") == "all":
         raise GpuarchError("use_bidirectional_attention: \"all\" makes every token attend "
                            "both ways (an encoder), which the decoder's costs do not price")
-    if "per_layer_config" in cfg:
-        raise GpuarchError("per_layer_config: a layer-by-layer override of the heads is not "
-                           "read; give global_head_dim and num_global_key_value_heads")
     window = _window_flags(cfg, path, layers) or [bool((i + 1) % 6) for i in range(layers)]
     window[-1] = False  # Transformers makes the last layer global whatever the list says
     windowed = sum(window)
@@ -165,8 +165,11 @@ def _gemma4(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
     head_dim = get(cfg, path, "head_dim", default=256)
     k_eq_v = flag(cfg, "attention_k_eq_v", False)
     global_kv = get(cfg, path, "num_global_key_value_heads", default=0) if k_eq_v else 0
-    sliding = _heads(kv, head_dim, head_dim, False, False)
     global_dim = get(cfg, path, "global_head_dim", default=512)
+    if "per_layer_config" in cfg:
+        (kv, head_dim), (global_kv, global_dim) = _gemma4_layer_heads(cfg, path, window, kv,
+                                                                      head_dim)
+    sliding = _heads(kv, head_dim, head_dim, False, False)
     full = _heads(global_kv or kv, global_dim, global_dim, k_eq_v, False)
     fields = decoder_fields({"tie_word_embeddings": True, "vocab_size": 262_144,
                              "hidden_size": 2304, **cfg}, path, label, layers, heads)
@@ -188,6 +191,49 @@ def _gemma4(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
     if shared and flag(cfg, "use_double_wide_mlp", False):
         small["kv_shared_mlp"] = 2 * width
     return TransformerShape(**fields, **_gemma_layers(cfg, width), **moe, **small)
+
+
+def _gemma4_layer_heads(cfg: dict[str, Any], path: Path, window: list[bool], kv: int,
+                        head_dim: int) -> tuple[tuple[int, int], tuple[int, int]]:
+    """The window and the full layers' (KV heads, head size) from ``per_layer_config``, as
+    Transformers 5.25 writes a Gemma 4 config in place of ``global_head_dim`` and
+    ``num_global_key_value_heads`` (which it then ignores): a layer index's own
+    ``num_key_value_heads`` and ``head_dim`` over the config's. Refused: any other key a
+    layer overrides, and layers of one kind (``window``) with different heads."""
+    overrides = cfg["per_layer_config"]
+    if not isinstance(overrides, dict):
+        raise GpuarchError(f"{path}: per_layer_config: expected an object, got "
+                           f"{overrides!r}"[:200])
+    heads = [(kv, head_dim)] * len(window)
+    for key, layer in overrides.items():
+        index = int(key) if isinstance(key, str) and key.isdigit() else len(window)
+        if index >= len(window) or not isinstance(layer, dict) \
+                or set(layer) - {"num_key_value_heads", "head_dim"}:
+            raise GpuarchError(f"{path}: per_layer_config: a layer index's num_key_value_heads "
+                               f"and head_dim are read, got {key!r}: {layer!r}"[:200])
+        heads[index] = (get(layer, path, "num_key_value_heads", default=kv),
+                        get(layer, path, "head_dim", default=head_dim))
+    kinds = {kind: {h for h, w in zip(heads, window, strict=True) if w == kind}
+             for kind in (True, False)}
+    if any(len(found) > 1 for found in kinds.values()):
+        raise GpuarchError(f"{path}: per_layer_config: layers of one kind with different heads "
+                           "are not read")
+    full = next(iter(kinds[False]))
+    return next(iter(kinds[True]), (kv, head_dim)), full
+
+
+def _gemma4_unified(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
+    """Gemma 4 12B's language model (``gemma4_unified_text``; a ``gemma4_unified`` config's
+    ``text_config``, its vision and audio embedders not counted): Gemma 4's layers as
+    ``_gemma4`` reads them, global layers' heads and KV sharing included, without per-layer
+    input embeddings or experts (Transformers 5.25's Gemma4UnifiedTextConfig drops their
+    keys and its model builds neither, whatever the config holds: the published config
+    writes ``hidden_size_per_layer_input`` 0 and ``enable_moe_block`` false); where the
+    config leaves them out, a window of 1,024 and a context of 262,144
+    (modular_gemma4_unified.py)."""
+    defaults = {"sliding_window": 1024, "max_position_embeddings": 262_144}
+    return _gemma4({**defaults, **cfg, "hidden_size_per_layer_input": 0,
+                    "enable_moe_block": False}, path, label)
 
 
 def _gemma_small_model(cfg: dict[str, Any], path: Path, window: list[bool], per_layer: int,
@@ -433,7 +479,8 @@ def _m3_block_sparse(cfg: dict[str, Any], path: Path, layers: int
                      ) -> BlockSparseAttention | None:
     """MiniMax-M3's sparse layers: ``layer_types`` ("minimax_m3_sparse", Transformers 5),
     else ``sparse_attention_config``'s ``sparse_attention_freq`` (1 a sparse layer); their
-    indexer from the flat keys, else the nested ones, else Transformers' defaults. Refused:
+    indexer from the nested keys, else the flat ones (MiniMaxM3VLTextConfig sets each flat
+    key from its nested one where a config gives both), else Transformers' defaults. Refused:
     an initial block every query also keeps (``sparse_init_block``, which Transformers does
     not build), more local blocks than the top-k holds, and a sparse layer with the
     indexer's value path (``sparse_disable_index_value`` 0; every published layer has it
@@ -451,7 +498,7 @@ def _m3_block_sparse(cfg: dict[str, Any], path: Path, layers: int
         return None
     sizes = {}
     for flat, (legacy, default) in _M3_SPARSE_KEYS.items():
-        sizes[flat] = get(cfg, path, flat, default=get(nested, path, legacy, default=default))
+        sizes[flat] = get(nested, path, legacy, default=get(cfg, path, flat, default=default))
     init = get(nested, path, "sparse_init_block", default=0)
     if init:
         raise GpuarchError(f"{path}: sparse_init_block: {init} initial blocks every query "
@@ -1378,7 +1425,8 @@ def _longcat_flash(cfg: dict[str, Any], path: Path, label: str) -> TransformerSh
     )
 
 
-LAYER_KIND_FAMILIES = {"gemma4_text": _gemma4, "gemma3n_text": _gemma3n,
+LAYER_KIND_FAMILIES = {"gemma4_text": _gemma4, "gemma4_unified_text": _gemma4_unified,
+                       "gemma3n_text": _gemma3n,
                        "mimo_v2_flash": _mimo_v2_flash,
                        "nemotron-nas": _nemotron_nas, "minimax_m3": _minimax_m3,
                        "minimax_m3_vl": _minimax_m3, "kimi_linear": _kimi_linear,
