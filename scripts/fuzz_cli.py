@@ -438,6 +438,16 @@ CONFIGS: dict[str, dict[str, Any]] = {
              "ffn_dim": 4096, "vocab_size": 32000},
     "nanochat": {"model_type": "nanochat", "hidden_size": 1024, "num_hidden_layers": 4,
                  "num_attention_heads": 8, "intermediate_size": 4096, "vocab_size": 32000},
+    "gemma4_unified_text": {"model_type": "gemma4_unified_text", "hidden_size": 1024,
+                            "num_hidden_layers": 6, "num_attention_heads": 8,
+                            "num_key_value_heads": 4, "head_dim": 128,
+                            "intermediate_size": 2048, "vocab_size": 32000,
+                            "per_layer_config": {"5": {"num_key_value_heads": 1,
+                                                       "head_dim": 256}}},
+    "emu3": {"model_type": "emu3", "text_config": {
+        "model_type": "emu3_text_model", "hidden_size": 1024, "num_hidden_layers": 4,
+        "num_attention_heads": 16, "num_key_value_heads": 4, "intermediate_size": 2048,
+        "vocab_size": 32000}},
 }
 """One config.json per family the importer reads differently; every key gets every value
 of ``WRONG_KINDS`` in turn."""
