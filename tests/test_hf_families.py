@@ -56,6 +56,16 @@ TINY_MISTRAL4 = {"model_type": "mistral4", "hidden_size": 512, "num_hidden_layer
                  "moe_intermediate_size": 256, "n_routed_experts": 8, "num_experts_per_tok": 2,
                  "kv_lora_rank": 64, "q_lora_rank": 128, "qk_rope_head_dim": 32,
                  "qk_nope_head_dim": 32, "v_head_dim": 64}
+# a small A.X K2 (latent attention gated through its query projection, an indexer of 4
+# heads, gated norms of rank 8, a dense first layer)
+TINY_AXK2 = {"model_type": "axk2", "vocab_size": 1000, "hidden_size": 512,
+             "intermediate_size": 1536, "moe_intermediate_size": 128, "num_hidden_layers": 3,
+             "num_attention_heads": 8, "n_shared_experts": 2, "n_routed_experts": 8,
+             "kv_lora_rank": 64, "q_lora_rank": 96, "qk_rope_head_dim": 16, "v_head_dim": 40,
+             "qk_nope_head_dim": 48, "num_experts_per_tok": 2,
+             "mlp_layer_types": ["dense", "sparse", "sparse"], "index_topk": 2048,
+             "index_head_dim": 32, "index_n_heads": 4,
+             "layer_types": ["indexed_attention"] * 3, "gated_norm_rank": 8}
 # a small Flint (8 experts of 128, a shared MLP of two expert widths, windows of 64)
 TINY_FLINT = {"model_type": "flint", "hidden_size": 512, "num_hidden_layers": 6,
               "num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 64,
@@ -270,6 +280,18 @@ NORTH_MICRO_TEXT = {"model_type": "cohere_compass_text", "vocab_size": 262144,
       "layer_types": ["sliding_attention", "full_attention"] * 2, "sliding_window": 128},
      9_443_328),
     ({"model_type": "kolibri1"}, 78_103_055_360),
+    # A.X K2: AXK2Config's defaults (A.X K2 Light's sizes), a gated query projection and
+    # gated norms beside DeepSeek-V3.2's indexer; two small variants (Transformers' counts)
+    ({"model_type": "axk2"}, 20_314_494_976),
+    (TINY_AXK2, 8_837_280),
+    ({**TINY_AXK2, "hidden_size": 512, "intermediate_size": 1024, "moe_intermediate_size": 64,
+      "num_hidden_layers": 5, "num_attention_heads": 4, "n_shared_experts": 1,
+      "n_routed_experts": 16, "kv_lora_rank": 32, "q_lora_rank": 128, "qk_rope_head_dim": 32,
+      "v_head_dim": 32, "qk_nope_head_dim": 32, "n_group": 4, "topk_group": 2,
+      "num_experts_per_tok": 4, "tie_word_embeddings": True, "attention_bias": True,
+      "mlp_layer_types": ["dense", "sparse", "dense", "sparse", "sparse"],
+      "layer_types": ["indexed_attention"] * 5, "index_head_dim": 64, "index_n_heads": 2,
+      "gated_norm_rank": 24}, 10_505_568),
     ({"model_type": "axk1"}, 518_983_052_288),  # a norm after each of 60 expert layers
     ({"model_type": "flint"}, 39_785_287_456),
     ({**TINY_FLINT, "decoder_sparse_step": 2, "mlp_only_layers": [0]}, 15_592_752),
@@ -761,7 +783,7 @@ def test_beam_gate_bias_by_hand(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("model_type", "why"), [
-    ("ergo", "residual gates"), ("zaya", "CCA"), ("axk2", "gated query projection"),
+    ("ergo", "residual gates"), ("zaya", "CCA"),
     ("kolibri1_1", "pooled-key indexer"), ("qwen4_exp_text", "n-gram"),
     ("zamba2", "shared attention blocks"), ("dots3_note_text", "latent attention of two sizes"),
     ("inkling_text", "relative position bias"),
@@ -804,3 +826,24 @@ def test_nanochat_norms_hold_no_weights(tmp_path: Path) -> None:
     launch = megatron_launch(s, TrainingConfig(gpus=8, seq_len=2048, global_batch=16))
     assert "RMSNorm" in launch.argv[launch.argv.index("--normalization") + 1]
     assert any("RMSNorms without weights (nanochat's)" in note for note in launch.notes)
+
+
+def test_axk2_gated_queries_and_norms_by_hand(tmp_path: Path) -> None:
+    """A.X K2's query up-projection reads the latent beside its norm (2 x 384) and writes the
+    queries and a gate a value channel (32 heads x (96 + 64)), where DeepSeek-V3.2's writes
+    the queries from the latent alone (384 to 32 x 96); its norm before attention in all 48
+    layers and before the experts in the 47 expert layers carries a rank-16 gate, 2 x 2048 x
+    16 each: against the same shape without them, 138,346,496 more, as Transformers builds
+    it. Its indexer and its "indexed_attention" layers are DeepSeek Sparse Attention's."""
+    s = _read(tmp_path, {"model_type": "axk2"})
+    assert s.mla is not None and s.mla.q_gate and s.mla.sparse and s.gated_norm_rank == 16
+    assert (s.layers - s.moe_layers, s.sliding_window) == (1, 0)
+    plain = dataclasses.replace(s, mla=dataclasses.replace(s.mla, q_gate=False),
+                                gated_norm_rank=0)
+    gates = 48 * (2 * 384 * 32 * (96 + 64) - 384 * 32 * 96)
+    norms = (48 + 47) * 2 * 2048 * 16
+    assert count_params(s).total - count_params(plain).total == gates + norms == 138_346_496
+    with pytest.raises(GpuarchError, match="q_gate: the gated query projection is the latent"):
+        dataclasses.replace(s, head_gate=True)
+    with pytest.raises(GpuarchError, match="gated_norm_rank: 4096"):
+        dataclasses.replace(s, gated_norm_rank=4096)

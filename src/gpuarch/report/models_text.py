@@ -146,7 +146,9 @@ def render_preset(p: Preset) -> str:
                      + (f"query rank {m.q_lora_rank}" if m.q_lora_rank else
                         "queries not compressed")
                      + f", heads of {m.qk_nope_head_dim}+{m.qk_rope_head_dim} "
-                     f"(query, key) and {m.v_head_dim} (value)")
+                     f"(query, key) and {m.v_head_dim} (value)"
+                     + ("; the queries and a sigmoid gate a value channel from the query "
+                        "latent beside its norm" if m.q_gate else ""))
         if m.sparse:
             where = "" if s.indexer_layers == s.attention_layers else (
                 f"; in {s.indexer_layers} of the {s.attention_layers} layers, the others "
@@ -220,7 +222,10 @@ def render_preset(p: Preset) -> str:
     if s.qk_norm is not QkNorm.NONE:
         norms.append("query and key norms over "
                      + ("each head" if s.qk_norm is QkNorm.HEAD else "all heads together"))
-    if s.sandwich_norms or s.qk_norm is not QkNorm.NONE \
+    if s.gated_norm_rank:
+        norms.append(f"the norm before attention (and before the experts) gated by a rank-"
+                     f"{s.gated_norm_rank} sigmoid MLP")
+    if s.sandwich_norms or s.qk_norm is not QkNorm.NONE or s.gated_norm_rank \
             or not s.norm.params_per_width:
         lines.append(f"  norms         {'; '.join(norms)}")
     if s.head_gate:

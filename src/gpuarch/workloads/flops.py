@@ -115,7 +115,10 @@ def attention_projections(s: TransformerShape, tp: Any = 1) -> list[tuple[str, A
         m = s.mla
         qk = m.qk_nope_head_dim + m.qk_rope_head_dim
         out: list[tuple[str, int, int]] = []
-        if m.q_lora_rank:
+        if m.q_gate:  # queries and the output's gate from the latent beside its norm
+            out += [("q_down", m.q_lora_rank, s.hidden),
+                    ("q_up", heads * (qk + m.v_head_dim), 2 * m.q_lora_rank)]
+        elif m.q_lora_rank:
             out += [("q_down", m.q_lora_rank, s.hidden), ("q_up", heads * qk, m.q_lora_rank)]
         else:
             out.append(("q", heads * qk, s.hidden))

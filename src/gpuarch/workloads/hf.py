@@ -328,8 +328,6 @@ _NOT_YET = {
     "doge": "Doge's dynamic mask projection, learned residual scales and product-key experts",
     "zaya": "ZAYA's convolved query-key attention (CCA), MLP router and learned residual "
             "scales",
-    "axk2": "A.X K2's gated query projection and low-rank gated norms beside DeepSeek Sparse "
-            "Attention",
     "kolibri1_1": "Kolibri-1.1's weightless pooled-key indexer and KV-shared layers beside "
                   "experts",
     "qwen4_exp": "Qwen4-Exp's low-rank hyper-connections, n-gram per-layer embeddings and "
@@ -735,7 +733,7 @@ def _emu3(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
     return _llama_like({**_EMU3_DEFAULTS, **cfg}, path, label, "llama")
 
 
-def _mla_fields(cfg: dict[str, Any], path: Path) -> dict[str, int]:
+def _mla_fields(cfg: dict[str, Any], path: Path) -> dict[str, Any]:
     """Multi-head latent attention's sizes under DeepSeek-V3's keys (no query LoRA where
     ``q_lora_rank`` is 0 or null)."""
     return {"q_lora_rank": _get(cfg, path, "q_lora_rank", default=0) or 0,
@@ -826,7 +824,7 @@ def _v4_hash_layers(cfg: dict[str, Any], path: Path) -> int:
     return count
 
 
-def _indexer(cfg: dict[str, Any], path: Path, layers: int) -> dict[str, int]:
+def _indexer(cfg: dict[str, Any], path: Path, layers: int) -> dict[str, Any]:
     """DeepSeek Sparse Attention's indexer (DeepSeek-V3.2's and GLM-5's config.json:
     index_n_heads, index_head_dim, index_topk), and how many of the ``layers`` have one of
     their own where later GLM-5 releases let the others reuse an earlier layer's choice:

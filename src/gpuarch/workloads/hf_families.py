@@ -14,9 +14,11 @@ from gpuarch.workloads.hf import EXPERT_COUNT_KEYS
 from gpuarch.workloads.hf import _decoder_fields as decoder_fields
 from gpuarch.workloads.hf import _flag as flag
 from gpuarch.workloads.hf import _get as get
+from gpuarch.workloads.hf import _indexer as indexer
 from gpuarch.workloads.hf import _mla_fields as mla_fields
 from gpuarch.workloads.hf import _routing_groups as routing_groups
 from gpuarch.workloads.hf_family_table import FamilyTraits, family_traits
+from gpuarch.workloads.hf_layer_kinds import _FULL as _FULL_KIND
 from gpuarch.workloads.hf_layer_kinds import _flags_list as flags_list
 from gpuarch.workloads.hf_layer_kinds import _window_flags as window_flags
 from gpuarch.workloads.shape import (
@@ -54,7 +56,8 @@ def shape_of_tabled_family(model_type: str, cfg: dict[str, Any], path: Path, lab
     layers = get(cfg, path, "num_hidden_layers")
     heads = get(cfg, path, "num_attention_heads")
     fields = decoder_fields(cfg, path, label, layers, heads)
-    mla = MlaShape(**mla_fields(cfg, path)) if t.mla else None
+    mla = MlaShape(**mla_fields(cfg, path), q_gate=t.mla_q_gate,
+                   **(indexer(cfg, path, layers) if t.indexer else {})) if t.mla else None
     if mla is not None:
         # a latent attention's query-key head width (its heads need not divide the hidden
         # size; GLM-4 MoE Lite's config maps head_dim to qk_rope_head_dim, not read), and no
@@ -100,6 +103,8 @@ def shape_of_tabled_family(model_type: str, cfg: dict[str, Any], path: Path, lab
         mla=mla,
         router_bias=t.router_bias and bool(moe),
         expert_layer_norms=t.expert_layer_norms if moe else 0,
+        gated_norm_rank=(get(cfg, path, t.gated_norm_rank_key, default=0) or 0)
+        if t.gated_norm_rank_key else 0,
         head_vocab=_head_vocab(t, cfg, path, fields["vocab"]),
         **moe,
     )
@@ -147,6 +152,11 @@ def _windows(t: FamilyTraits, cfg: dict[str, Any], path: Path, layers: int
     """(sliding window, layers that use it): from ``layer_types`` where the config lists
     them, else by the family's rule; (0, 0) without a window."""
     window = get(cfg, path, "sliding_window", default=0) or 0
+    if t.indexer and isinstance(cfg.get("layer_types"), list):
+        # a sparse-attention family's "indexed_attention" layers attend over every position
+        # the indexer picks: full layers, as far as a window goes
+        cfg = {**cfg, "layer_types": [_FULL_KIND if k == "indexed_attention" else k
+                                      for k in cfg["layer_types"]]}
     kinds = window_flags(cfg, path, layers)
     if kinds is not None:
         windowed = sum(kinds)

@@ -29,7 +29,8 @@ _CHOICES = {
 }
 _BIAS_KEYS = ("qkv_bias", "out_bias", "mlp_bias", "lm_head_bias")
 _KEY_LISTS = ("experts_keys", "per_token_keys", "shared_keys", "refuse_true")
-_FLAGS = ("attention_gate", "gate_head_bias", "sinks", "router_bias", "mla")
+_FLAGS = ("attention_gate", "gate_head_bias", "sinks", "router_bias", "mla", "indexer",
+          "mla_q_gate")
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,9 @@ class FamilyTraits:
     router_bias: bool = False
     expert_layer_norms: int = 0
     mla: bool = False
+    indexer: bool = False
+    mla_q_gate: bool = False
+    gated_norm_rank_key: str = ""
     head_vocab_key: str = ""
     refuse_true: tuple[str, ...] = ()
     require: dict[str, Any] = field(default_factory=dict)
@@ -124,6 +128,8 @@ def _traits(model_type: str, row: Any) -> FamilyTraits:
     traits = FamilyTraits(model_type=model_type, **values)
     if traits.gate_head_bias and not traits.attention_gate:
         raise GpuarchError(f"{where}: gate_head_bias needs attention_gate")
+    if (traits.indexer or traits.mla_q_gate) and not traits.mla:
+        raise GpuarchError(f"{where}: indexer and mla_q_gate need mla")
     if traits.windows in ("pattern", "pattern_first", "prefix_pattern") \
             and traits.window_pattern < 1:
         raise GpuarchError(f"{where}: windows \"{traits.windows}\" needs window_pattern >= 1")

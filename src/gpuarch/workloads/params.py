@@ -93,8 +93,11 @@ def attention_params(s: TransformerShape) -> int:
     if s.mla is not None:
         m = s.mla
         qk = m.qk_nope_head_dim + m.qk_rope_head_dim
-        q = (h * m.q_lora_rank + m.q_lora_rank + m.q_lora_rank * heads * qk
-             if m.q_lora_rank else h * heads * qk)
+        # the query up-projection: queries, or (q_gate) queries and a gate a value channel
+        # from the latent beside its norm
+        up = 2 * m.q_lora_rank * heads * (qk + m.v_head_dim) if m.q_gate \
+            else m.q_lora_rank * heads * qk
+        q = (h * m.q_lora_rank + m.q_lora_rank + up if m.q_lora_rank else h * heads * qk)
         kv_part = (h * m.latent_width + m.kv_lora_rank
                    + m.kv_lora_rank * heads * (m.qk_nope_head_dim + m.v_head_dim))
         # attention_bias: the down-projections' biases (q_a_proj, kv_a_proj_with_mqa) and the
@@ -367,6 +370,9 @@ def count_params(s: TransformerShape) -> ParamCount:
         + sum(n * qk_norm_params(v) for _, n, v in kinds) \
         if s.is_hybrid else sum(n * layer_norm_params(v) for _, n, v in kinds)
     norms += s.moe_layers * s.expert_layer_norms * norm
+    # gated norms' low-rank gates (hidden -> rank -> hidden): before every layer's attention
+    # and every expert layer's experts
+    norms += (s.layers + s.moe_layers) * 2 * h * s.gated_norm_rank
     c = s.compressed
     compressors = 0 if c is None else sum(compressor_params(s, r) for r in c.ratios)
     # a bias per expert in the learned-routing layers' routers (not the hashed), the

@@ -132,9 +132,16 @@ class MlaShape:
     # before them that has one (GLM-5.2's shared indexers, indexer_types "shared"); 0 = every
     # attention layer has its own
     index_layers: int = 0
+    # the query up-projection reads the query latent beside its norm (2 x q_lora_rank wide)
+    # and writes the queries and a sigmoid gate a channel of the attention's output
+    # (A.X K2's q_gate_proj), in place of a query up-projection of queries alone
+    q_gate: bool = False
 
     def __post_init__(self) -> None:
         _positive("q_lora_rank", self.q_lora_rank, minimum=0)  # 0: queries not compressed
+        if self.q_gate and not self.q_lora_rank:
+            raise GpuarchError("q_gate: the gated query projection reads the query latent; it "
+                               "needs q_lora_rank > 0")
         _positive("qk_nope_head_dim", self.qk_nope_head_dim, minimum=0)
         _positive("qk_rope_head_dim", self.qk_rope_head_dim, minimum=0)
         for name in ("kv_lora_rank", "v_head_dim"):
@@ -756,6 +763,10 @@ class TransformerShape:
     # each learned-routing expert layer's router carries a bias per expert (DeepSeek-V4's
     # selection bias, gate.bias, counted in its weights; GPT-OSS's router's own bias)
     router_bias: bool = False
+    # each layer's norm before attention, and an expert layer's before its experts, gated by
+    # a sigmoid of a low-rank MLP of its output (hidden -> rank -> hidden, no biases: A.X K2's
+    # gated_norm_rank, Megatron's GatedNormWrapper); 0 = plain norms
+    gated_norm_rank: int = 0
     # identity experts among the router's choices (LongCat-Flash's zero-computation experts,
     # zero_expert_num): the router scores experts + zero_experts, a token sent to one adds
     # its own hidden state, scaled, and no weights; experts_per_token counts every slot
@@ -855,7 +866,7 @@ class TransformerShape:
                      "expert_layer_norms", "kv_shared_layers", "kv_shared_full",
                      "attention_residual_block",
                      "kv_shared_mlp", "per_layer_input", "per_layer_vocab", "head_vocab",
-                     "altup_streams", "laurel_rank", "zero_experts"):
+                     "altup_streams", "laurel_rank", "zero_experts", "gated_norm_rank"):
             _positive(name, getattr(self, name), minimum=0)
         if self.altup_streams == 1:
             raise GpuarchError("altup_streams: AltUp needs 2 streams or more (0 = none), got 1")
@@ -927,6 +938,10 @@ class TransformerShape:
         if self.attention_sinks and (self.compressed is not None or self.mla is not None):
             raise GpuarchError("attention_sinks: counted for grouped-query attention only "
                                "(compressed attention counts its own)")
+        if self.gated_norm_rank and (self.gated_norm_rank >= self.hidden or self.is_hybrid):
+            raise GpuarchError(f"gated_norm_rank: {self.gated_norm_rank}: a low rank below "
+                               f"hidden {self.hidden}, in a model of layers (not a "
+                               "hybrid_pattern)")
         if self.hybrid_pattern or self.mamba is not None:
             self._check_hybrid()
         elif self.parallel_mixers:
@@ -1008,6 +1023,9 @@ class TransformerShape:
         if self.gate_head_bias and (not self.attention_gate or self.mla is not None):
             raise GpuarchError("gate_head_bias: a bias a head on the channel gate of grouped-"
                                "query attention (needs attention_gate, not latent attention)")
+        if self.mla is not None and self.mla.q_gate and (self.attention_gate or self.head_gate):
+            raise GpuarchError("q_gate: the gated query projection is the latent attention's "
+                               "gate; not with attention_gate or head_gate")
         if self.head_gate and self.attention_gate:
             raise GpuarchError("head_gate: a gate a head, or attention_gate's a channel, not "
                                "both")
