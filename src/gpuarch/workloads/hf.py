@@ -1312,11 +1312,6 @@ def _lara_mini(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
                            f"each one of {', '.join(map(repr, _LARA_KINDS))}, got "
                            f"{str(kinds)[:120]}")
     pattern = "".join(("M" if k == "linear_attention" else "*") + "E" for k in kinds)
-    windowed = kinds.count("sliding_attention")
-    window = (_get(cfg, path, "sliding_window", default=0) or 0) if windowed else 0
-    if windowed and not window:
-        raise GpuarchError("sliding_window: the \"sliding_attention\" layers need a window, "
-                           "got none")
     heads = _get(cfg, path, "num_attention_heads")
     mamba = MambaShape(kind="gated_delta",
                        heads=_get(cfg, path, "linear_num_value_heads"),
@@ -1338,11 +1333,23 @@ def _lara_mini(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
         experts_per_token=_get(cfg, path, "num_experts_per_tok"),
         shared_experts=_shared_experts(cfg, path),
         moe_ffn_hidden=_get(cfg, path, "moe_intermediate_size"),
-        sliding_window=window,
-        sliding_layers=windowed if windowed < pattern.count("*") else 0,
+        **window_blocks(cfg, path, kinds, pattern.count("*")),
         hybrid_pattern=pattern,
         mamba=mamba,
     )
+
+
+def window_blocks(cfg: dict[str, Any], path: Path, kinds: list[str], attention: int
+                  ) -> dict[str, Any]:
+    """A hybrid pattern's window fields from its layers' kinds: ``sliding_window`` for the
+    "sliding_attention" layers (refused where they have none) and, where some of its
+    ``attention`` blocks attend over every position, how many are windowed."""
+    windowed = kinds.count("sliding_attention")
+    window = (_get(cfg, path, "sliding_window", default=0) or 0) if windowed else 0
+    if windowed and not window:
+        raise GpuarchError("sliding_window: the \"sliding_attention\" layers need a window, "
+                           "got none")
+    return {"sliding_window": window, "sliding_layers": windowed if windowed < attention else 0}
 
 
 def _mamba2(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:

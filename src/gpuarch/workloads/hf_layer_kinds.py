@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuarch.errors import GpuarchError
-from gpuarch.workloads.hf import EXPERT_COUNT_KEYS, mamba_head_dim
+from gpuarch.workloads.hf import EXPERT_COUNT_KEYS, mamba_head_dim, window_blocks
 from gpuarch.workloads.hf import _decoder_fields as decoder_fields
 from gpuarch.workloads.hf import _flag as flag
 from gpuarch.workloads.hf import _get as get
@@ -1239,6 +1239,16 @@ def _lfm2_width(cfg: dict[str, Any], path: Path) -> int:
     return int(width)
 
 
+def _short_conv(cfg: dict[str, Any], path: Path, hidden: int) -> MambaShape:
+    """LFM2's and LFM3's gated short convolution over the ``hidden`` width: ``conv_L_cache``
+    taps, biases on it and its projections with ``conv_bias``; no recurrent state (one-
+    channel heads, ``MambaShape(kind="short_conv")``)."""
+    bias = flag(cfg, "conv_bias", False)
+    return MambaShape(kind="short_conv", heads=hidden, head_dim=1, state=0, groups=1,
+                      conv_kernel=get(cfg, path, "conv_L_cache"), conv_bias=bias,
+                      proj_bias=bias, gated_norm=False)
+
+
 def _lfm2_moe(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
     """LFM2-MoE (``_lfm2`` with experts), however the config names its family (its
     model_type, or only its ``architectures`` class)."""
@@ -1284,10 +1294,7 @@ def _lfm2(cfg: dict[str, Any], path: Path, label: str, moe_family: bool = False
     dense = min(get(cfg, path, "num_dense_layers"), layers) if experts else layers
     pattern = "".join(("M" if c else "*") + ("-" if i < dense else "E")
                       for i, c in enumerate(conv))
-    bias = flag(cfg, "conv_bias", False)
-    mixer = MambaShape(kind="short_conv", heads=fields["hidden"], head_dim=1, state=0,
-                       groups=1, conv_kernel=get(cfg, path, "conv_L_cache"), conv_bias=bias,
-                       proj_bias=bias, gated_norm=False) if "M" in pattern else None
+    mixer = _short_conv(cfg, path, fields["hidden"]) if "M" in pattern else None
     moe = {"experts": experts, "experts_per_token": get(cfg, path, "num_experts_per_tok"),
            "moe_ffn_hidden": get(cfg, path, "moe_intermediate_size")} if "E" in pattern else {}
     return TransformerShape(
@@ -1337,15 +1344,7 @@ def _lfm3(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
                            f"(num_hidden_layers), each one of "
                            f"{', '.join(map(repr, _LFM3_KINDS))}, got {kinds!r}"[:300])
     pattern = "".join(("M" if k == "conv" else "*") + "-" for k in kinds)
-    windowed = kinds.count(_SLIDING)
-    window = get(cfg, path, "sliding_window", default=0) or 0 if windowed else 0
-    if windowed and not window:
-        raise GpuarchError(f"{path}: sliding_window: the \"sliding_attention\" layers need "
-                           "a window, got none")
-    bias = flag(cfg, "conv_bias", False)
-    mixer = MambaShape(kind="short_conv", heads=fields["hidden"], head_dim=1, state=0,
-                       groups=1, conv_kernel=get(cfg, path, "conv_L_cache"), conv_bias=bias,
-                       proj_bias=bias, gated_norm=False) if "M" in pattern else None
+    mixer = _short_conv(cfg, path, fields["hidden"]) if "M" in pattern else None
     attention_bias = flag(cfg, "attention_bias", False)
     return TransformerShape(
         **fields,
@@ -1356,8 +1355,7 @@ def _lfm3(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
         out_bias=attention_bias,
         head_gate=flag(cfg, "use_attention_gate", True) and "*" in pattern,
         sandwich_norms=flag(cfg, "use_sandwich_norm", True),
-        sliding_window=window,
-        sliding_layers=windowed if windowed < pattern.count("*") else 0,
+        **window_blocks(cfg, path, kinds, pattern.count("*")),
         hybrid_pattern=pattern,
         mamba=mixer,
     )
