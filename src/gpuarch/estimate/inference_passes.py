@@ -81,6 +81,7 @@ from gpuarch.workloads.flops import (
     attention_core_dims,
     attention_projections,
     per_layer_input_gemms,
+    router_gemms,
     stream_gemms,
 )
 from gpuarch.workloads.params import indexer_projections, layer_op_shares
@@ -651,7 +652,7 @@ class ReplicaRunner:
             per_expert = maximum(1, ceil(routed / maximum(touched, 1.0)))
             width = s.d_expert
             outer = s.expert_width  # what the routed experts read and write
-            ops.append(Gemm(tokens, s.router_width, s.hidden, name="router"))
+            ops += [Gemm(tokens, n, k, name=name) for name, n, k in router_gemms(s)]
             if s.moe_latent:
                 # latent experts: every rank projects its tokens to the latent width and
                 # back (the projections are replicated over TP)

@@ -241,10 +241,25 @@ def hybrid_state_bytes(s: TransformerShape, tp: Any,
                        state_element: float = MAMBA_SERVING_STATE_BYTES) -> Any:
     """Bytes one sequence holds on one of ``tp`` GPUs in all of a model's Mamba-2 blocks
     between serving steps (the convolution's inputs 16-bit, the recurrent state
-    ``state_element`` bytes an element); 0 without them."""
+    ``state_element`` bytes an element), or in its attention layers' convolutions over
+    queries and keys (``qk_conv_state_bytes``); 0 without them."""
+    if s.qk_conv_depthwise:
+        return s.attention_layers * qk_conv_state_bytes(s, tp)
     if s.mamba is None:
         return 0.0
     return s.mamba_layers * mamba_state_bytes(s.mamba, tp, 2.0, state_element)
+
+
+def qk_conv_state_bytes(s: TransformerShape, tp: Any) -> Any:
+    """Bytes one sequence holds per attention layer on one of ``tp`` GPUs between steps
+    with convolved queries and keys (ZAYA's): the last qk_conv_depthwise + qk_conv_grouped
+    - 2 inputs of its query and key channels (its share of the query heads, at least one
+    KV head) and the previous token's delayed half of its values, 16-bit."""
+    kv = s.n_kv_heads // tp
+    kv = kv + (kv < 1)
+    channels = (s.heads // tp + kv) * s.d_head
+    steps = s.qk_conv_depthwise + s.qk_conv_grouped - 2
+    return (channels * steps + kv * s.d_head // 2) * 2.0
 
 
 def mamba_state_bytes(m: MambaShape, tp: Any, element: float,

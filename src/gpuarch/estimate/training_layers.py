@@ -47,6 +47,7 @@ from gpuarch.workloads.flops import (
     attention_core_dims,
     attention_projections,
     per_layer_input_gemms,
+    router_gemms,
     stream_gemms,
 )
 from gpuarch.workloads.params import indexer_projections, layer_op_shares
@@ -303,7 +304,7 @@ def _ffn_ops(s: TransformerShape, cfg: TrainingConfig, moe: bool, tokens: Num
         # the router scores each GPU's own tokens: a sequence-parallel shard under TP
         # (Megatron-Core routes before the dispatch, on the layer's sharded input)
         routed_here = tokens // t if cfg.sequence_parallel else tokens
-        ops.append(Gemm(routed_here, s.router_width, s.hidden, name="router"))
+        ops += [Gemm(routed_here, n, k, name=name) for name, n, k in router_gemms(s)]
         if s.moe_latent:
             # latent experts: each rank projects its own (sequence-parallel) tokens to the
             # latent width before dispatch and back after the combine, weights duplicated

@@ -30,7 +30,7 @@ def _experts(s: TransformerShape) -> str:
     shared = f" +{s.shared_experts} shared" if s.shared_experts else ""
     groups = (f" from {s.groups_per_token} of {s.expert_groups} groups"
               if s.expert_groups else "")
-    zero = f" + {s.zero_experts} identity" if s.zero_experts else ""
+    zero = f" + {s.zero_experts} without weights" if s.zero_experts else ""
     return f"{s.experts}{zero} (top {s.experts_per_token}{groups}){shared}"
 
 
@@ -228,6 +228,15 @@ def render_preset(p: Preset) -> str:
     if s.sandwich_norms or s.qk_norm is not QkNorm.NONE or s.gated_norm_rank \
             or not s.norm.params_per_width:
         lines.append(f"  norms         {'; '.join(norms)}")
+    if s.qk_conv_depthwise:
+        lines.append(f"  attention     queries and keys convolved over time before it: "
+                     f"{s.qk_conv_depthwise} taps a channel, then {s.qk_conv_grouped} within "
+                     "each head; half of each value head the previous token's")
+    if s.router_hidden:
+        lines.append(f"  router        an MLP of {s.router_hidden} wide (with the previous "
+                     "layer's router state) scoring the experts and a skip")
+    if s.residual_scales:
+        lines.append("  residuals     learned scales and shifts on each residual add's inputs")
     if s.head_gate:
         lines.append("  gate          a sigmoid gate a query head on the attention's output "
                      "(its own projection from the hidden state)")

@@ -45,12 +45,13 @@ from gpuarch.workloads.params import (
     latent_projection_params,
     mlp_params,
     routed_expert_params,
+    router_params,
 )
 from gpuarch.workloads.shape import TransformerShape
 
 __all__ = ["ForwardFlops", "attention_core_dims", "attention_projections", "compressed_keys",
            "forward_flops_per_token", "mamba_forward_flops_per_token",
-           "per_layer_input_gemms", "stream_flops_per_token", "stream_gemms",
+           "per_layer_input_gemms", "router_gemms", "stream_flops_per_token", "stream_gemms",
            "training_flops_per_token"]
 
 
@@ -135,8 +136,24 @@ def attention_projections(s: TransformerShape, tp: Any = 1) -> list[tuple[str, A
     # keys and values (keys alone where they are also the values; none where the layer
     # reads another's: reuses_kv)
     kv_out = 0 if s.reuses_kv else kv * s.kv_width
-    return [("qkv", q * s.d_head + gates + kv_out, s.hidden),
+    # convolved queries and keys (ZAYA's): each head's output channels from its own channels
+    # over qk_conv_grouped steps, as many multiply-adds as a GEMM of that depth (the
+    # depthwise convolution before it, a few taps a channel, left out)
+    conv = [("qk_conv", (heads + kv) * s.d_head, s.d_head * s.qk_conv_grouped)] \
+        if s.qk_conv_depthwise else []
+    return [("qkv", q * s.d_head + gates + kv_out, s.hidden), *conv,
             ("attn_out", s.hidden, heads * s.d_value)]
+
+
+def router_gemms(s: TransformerShape) -> list[tuple[str, int, int]]:
+    """An expert layer's router GEMMs per token as (name, N, K), all named "router" (they
+    run where the router does): one from the hidden state to the choices, or ZAYA's MLP
+    router's four (``router_hidden``)."""
+    r = s.router_hidden
+    if not r:
+        return [("router", s.router_width, s.hidden)]
+    return [("router", r, s.hidden), ("router", r, r), ("router", r, r),
+            ("router", s.router_width, r)]
 
 
 def per_layer_input_gemms(s: TransformerShape) -> list[tuple[str, int, int]]:
@@ -214,7 +231,7 @@ def forward_flops_per_token(s: TransformerShape, seq_len: int, *, causal: bool =
                                   - s.attention_layers * attention_sink_params(s)),
             attention_core=_compressed_core(s, seq_len, causal),
             mlp=2.0 * per_token_mlp,
-            router=2.0 * s.moe_layers * s.hidden * s.router_width,  # the router bias apart
+            router=2.0 * router_params(s),  # the router bias apart
             lm_head=2.0 * s.head_rows * s.hidden,
             mixing=2.0 * hyper_connection_mix_weights(s),
         )

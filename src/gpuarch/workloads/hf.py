@@ -18,7 +18,8 @@ their text_config), gemma4 / gemma4_text, gemma4_unified_text and mimo_v2_flash 
 Gemma 4 12B's text model and MiMo-V2-Flash,
 whose full-attention layers have heads of their own) and nemotron-nas (Llama-Nemotron's NAS
 layers) and olmo_hybrid (OLMo Hybrid: Qwen3-Next's layout with OLMo 3's attention) and
-lara_mini (Lara 4 Mini: Gated DeltaNet, window and full attention, experts) and
+lara_mini (Lara 4 Mini: Gated DeltaNet, window and full attention, experts) and zaya
+(ZAYA: queries and keys convolved over time, an MLP router) and
 minimax_m3 / minimax_m3_vl (MiniMax-M3's block-sparse attention) and
 kimi_linear (Kimi Linear: Kimi Delta Attention or latent attention layers, each with an MLP
 or experts; Kimi K3's kimi_k3 through its text_config) and step3p5 / step3p7
@@ -98,7 +99,7 @@ _OWN_READERS = frozenset(_LLAMA_LIKE | _LLAMA4 | _GEMMA | _GATED_DELTA
                          | {"gpt2", "nemotron", "nemotron_h", "granitemoehybrid", "bamba",
                             "mamba2", "gptj", "gpt_neox", "falcon", "bloom", "deepseek_v4",
                             "gpt_bigcode", "gpt_neo", "opt", "mpt", "olmo_hybrid",
-                            "lara_mini", "emu3_text_model"})
+                            "lara_mini", "emu3_text_model", "zaya"})
 # model_types whose language model is a supported family's, read as that family: the text
 # models of Qwen2-VL, Qwen2.5-VL and Qwen3-VL (dense and MoE; their multimodal rotary
 # positions carry no parameters; the older Qwen2-VL configs put the text fields at the top
@@ -296,6 +297,7 @@ def _readers() -> dict[str, Callable[[dict[str, Any], Path, str], TransformerSha
             "falcon": _falcon, "nemotron_h": _nemotron_h, "granitemoehybrid": _granite_hybrid,
             "bamba": _bamba, "mamba2": _mamba2, "deepseek_v4": _deepseek_v4,
             "olmo_hybrid": _olmo_hybrid, "lara_mini": _lara_mini, "emu3_text_model": _emu3,
+            "zaya": _zaya,
             **_GPT_ERA,
             **dict.fromkeys(_GATED_DELTA, _gated_delta_hybrid)}
 
@@ -326,8 +328,6 @@ _NOT_YET = {
     "diffllama": "DiffLlama's differential attention (two softmax maps and learned lambda "
                  "vectors a layer)",
     "doge": "Doge's dynamic mask projection, learned residual scales and product-key experts",
-    "zaya": "ZAYA's convolved query-key attention (CCA), MLP router and learned residual "
-            "scales",
     "kolibri1_1": "Kolibri-1.1's weightless pooled-key indexer and KV-shared layers beside "
                   "experts",
     "qwen4_exp": "Qwen4-Exp's low-rank hyper-connections, n-gram per-layer embeddings and "
@@ -1350,6 +1350,72 @@ def window_blocks(cfg: dict[str, Any], path: Path, kinds: list[str], attention: 
         raise GpuarchError("sliding_window: the \"sliding_attention\" layers need a window, "
                            "got none")
     return {"sliding_window": window, "sliding_layers": windowed if windowed < attention else 0}
+
+
+_ZAYA_DEFAULTS: dict[str, Any] = {
+    "vocab_size": 262272, "hidden_size": 2048, "num_hidden_layers": 40,
+    "num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 128,
+    "max_position_embeddings": 131072, "tie_word_embeddings": True,
+    "moe_intermediate_size": 2048, "num_experts_per_tok": 1, "num_experts": 16,
+    "router_hidden_size": 256, "cca_time0": 2, "cca_time1": 2}
+"""ZayaConfig's defaults (Transformers 5.25, configuration_zaya.py: ZAYA1-8B's sizes) for the
+keys read."""
+
+_ZAYA_KINDS = {"hybrid": "full_attention", "hybrid_sliding": "sliding_attention"}
+"""ZAYA's layer kinds: attention over every position, or within ``sliding_window``."""
+
+
+def _zaya(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
+    """Zyphra's ZAYA (``zaya``, ZAYA1-8B), as Transformers' modeling_zaya.py builds it: every
+    layer grouped-query attention with its queries and keys mixed by two causal
+    convolutions over time (compressed convolutional attention: ``cca_time0`` depthwise
+    taps, then ``cca_time1`` taps within each head; a temperature a KV head; half of each
+    value head the previous token's projection; ``qk_conv_depthwise`` / ``qk_conv_grouped``
+    on the shape), within ``sliding_window`` in the "hybrid_sliding" layers; then the top
+    one of ``num_experts`` SwiGLU experts of ``moe_intermediate_size`` or a skip expert
+    that adds nothing (an identity-less choice of the router's: ``zero_experts`` 1), chosen
+    by an MLP router of ``router_hidden_size``; learned scales and shifts on every residual
+    add (``residual_scales``); ``attention_bias`` on the four projections, ``lm_head_bias``
+    on the head, tied unless ``tie_word_embeddings`` is false. Refused: a top-k above 1
+    (ZayaConfig's own check) and the legacy Megatron-style config (``cca``, ``ffn_hidden_size``
+    keys), which Transformers 5.25 builds as default-sized layers whatever it says."""
+    legacy = sorted(k for k in ("cca", "ffn_hidden_size", "zaya_mlp_expansion") if k in cfg)
+    if legacy:
+        raise GpuarchError(f"{legacy[0]}: the legacy ZAYA config (Megatron-style keys) is "
+                           "not read; Transformers 5.25 reads only ZayaConfig's keys")
+    cfg = {**_ZAYA_DEFAULTS, **cfg}
+    if _get(cfg, path, "num_experts_per_tok") != 1:
+        raise GpuarchError(f"num_experts_per_tok: ZAYA routes each token to one expert, got "
+                           f"{cfg['num_experts_per_tok']!r}")
+    layers = _get(cfg, path, "num_hidden_layers")
+    kinds = cfg.get("layer_types")
+    if kinds is None:
+        kinds = ["hybrid"] * layers
+    if not isinstance(kinds, list) or len(kinds) != layers or any(
+            not isinstance(k, str) or k not in _ZAYA_KINDS for k in kinds):
+        raise GpuarchError(f"layer_types: expected {layers} entries (num_hidden_layers), "
+                           f"each 'hybrid' or 'hybrid_sliding', got {str(kinds)[:120]}")
+    windows = window_blocks(cfg, path, [_ZAYA_KINDS[k] for k in kinds], layers)
+    heads = _get(cfg, path, "num_attention_heads")
+    bias = _flag(cfg, "attention_bias", False)
+    experts = _get(cfg, path, "num_experts")
+    return TransformerShape(
+        **_decoder_fields(cfg, path, label, layers, heads),
+        ffn_hidden=_get(cfg, path, "moe_intermediate_size"),
+        ffn_kind=FfnKind.SWIGLU,
+        qkv_bias=bias,
+        out_bias=bias,
+        lm_head_bias=_flag(cfg, "lm_head_bias", False),
+        experts=experts,
+        experts_per_token=1,
+        moe_ffn_hidden=_get(cfg, path, "moe_intermediate_size"),
+        zero_experts=1,
+        router_hidden=_get(cfg, path, "router_hidden_size"),
+        residual_scales=True,
+        qk_conv_depthwise=_get(cfg, path, "cca_time0"),
+        qk_conv_grouped=_get(cfg, path, "cca_time1"),
+        **windows,
+    )
 
 
 def _mamba2(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:

@@ -32,7 +32,9 @@ __all__ = [
     "layer_op_shares",
     "mamba_params",
     "per_layer_input_params",
+    "qk_conv_params",
     "routed_expert_params",
+    "router_params",
 ]
 
 
@@ -122,7 +124,30 @@ def attention_params(s: TransformerShape) -> int:
         biases += q_biased + kv_out + h
     else:
         biases += (q_biased + kv_out if s.qkv_bias else 0) + (h if s.out_bias else 0)
-    return weights + biases + attention_sink_params(s)
+    return weights + biases + attention_sink_params(s) + qk_conv_params(s)
+
+
+def router_params(s: TransformerShape) -> int:
+    """The expert layers' routers' weights (their bias apart): a projection of the hidden
+    state to the router's choices, or (``router_hidden`` R) ZAYA's MLP router: hidden to R
+    with a bias, a norm, two R-wide layers with biases, R to the choices, and the scale of
+    the previous layer's router state in all but the first."""
+    r = s.router_hidden
+    if not r:
+        return s.moe_layers * s.hidden * s.router_width
+    return s.moe_layers * (s.hidden * r + 2 * r * r + r * s.router_width + 4 * r) \
+        + max(s.moe_layers - 1, 0) * r
+
+
+def qk_conv_params(s: TransformerShape) -> int:
+    """One attention layer's convolutions over queries and keys (``qk_conv_depthwise``):
+    the depthwise taps and a bias a channel, each head's head-wide taps and a bias a channel,
+    and a temperature a KV head; 0 without them."""
+    c = s.qk_conv_channels
+    if not c:
+        return 0
+    return c * (s.qk_conv_depthwise + 1) + c * (s.d_head * s.qk_conv_grouped + 1) \
+        + s.n_kv_heads
 
 
 def attention_sink_params(s: TransformerShape) -> int:
@@ -373,6 +398,8 @@ def count_params(s: TransformerShape) -> ParamCount:
     # gated norms' low-rank gates (hidden -> rank -> hidden): before every layer's attention
     # and every expert layer's experts
     norms += (s.layers + s.moe_layers) * 2 * h * s.gated_norm_rank
+    if s.residual_scales:  # a scale and a shift for each input of each residual add
+        norms += s.layers * 8 * h + 2 * h
     c = s.compressed
     compressors = 0 if c is None else sum(compressor_params(s, r) for r in c.ratios)
     # a bias per expert in the learned-routing layers' routers (not the hashed), the
@@ -392,7 +419,7 @@ def count_params(s: TransformerShape) -> ParamCount:
                       for width, n, _ in s.mlp_kinds()),
         mlp_experts=s.moe_layers * s.experts * routed_expert_params(s),
         mlp_shared=s.moe_layers * s.shared_experts * mlp_params(s, s.d_expert),
-        router=s.moe_layers * h * s.router_width + router_bias,
+        router=router_params(s) + router_bias,
         norms=norms + norm + embedding_norm_params(s),
         mamba=s.mamba_layers * mamba_params(s),
         moe_latent=s.moe_layers * latent_projection_params(s),

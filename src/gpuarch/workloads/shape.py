@@ -767,9 +767,10 @@ class TransformerShape:
     # a sigmoid of a low-rank MLP of its output (hidden -> rank -> hidden, no biases: A.X K2's
     # gated_norm_rank, Megatron's GatedNormWrapper); 0 = plain norms
     gated_norm_rank: int = 0
-    # identity experts among the router's choices (LongCat-Flash's zero-computation experts,
-    # zero_expert_num): the router scores experts + zero_experts, a token sent to one adds
-    # its own hidden state, scaled, and no weights; experts_per_token counts every slot
+    # experts without weights among the router's choices (LongCat-Flash's zero-computation
+    # experts, zero_expert_num, each adding the token's own hidden state, scaled; ZAYA's skip
+    # expert, adding nothing): the router scores experts + zero_experts; experts_per_token
+    # counts every slot
     zero_experts: int = 0
     # each expert layer scales its shared experts' output by a sigmoid of a one-output
     # projection of the hidden state (Qwen2-MoE's, Qwen3-Next's and Qwen3.5's
@@ -778,6 +779,23 @@ class TransformerShape:
     # each attention layer holds a learned logit a query head that takes a share of the
     # softmax (GPT-OSS's attention sinks): a parameter a head, no GEMM
     attention_sinks: bool = False
+    # queries and keys mixed over time before attention (ZAYA's compressed convolutional
+    # attention: cca_time0, cca_time1): a depthwise causal convolution of qk_conv_depthwise
+    # taps over the query and key channels, then one of qk_conv_grouped taps within each
+    # head (head-wide in and out), both with biases; a learned temperature a KV head; each
+    # value head half the previous token's projection. A sequence keeps the convolutions'
+    # last inputs and that projection between steps. 0 = none
+    qk_conv_depthwise: int = 0
+    qk_conv_grouped: int = 0
+    # the router an MLP (ZAYA's): a projection to router_hidden with bias, a scale of the
+    # previous layer's router state added (all but the first expert layer), a norm, two
+    # router_hidden-wide layers with biases, then the scores of router_width choices;
+    # 0 = a linear router
+    router_hidden: int = 0
+    # every residual add scales and shifts its two inputs by learned hidden-wide vectors,
+    # and the embedding's output too (ZAYA's residual scaling): 8 x hidden a layer, 2 x
+    # hidden once
+    residual_scales: bool = False
     # hidden-wide norms each expert layer has beside its two (or four): Gemma 4's MLP
     # beside the experts and its experts each have their own (the experts' pre-norm and a
     # post-norm for each output: 3)
@@ -866,7 +884,8 @@ class TransformerShape:
                      "expert_layer_norms", "kv_shared_layers", "kv_shared_full",
                      "attention_residual_block",
                      "kv_shared_mlp", "per_layer_input", "per_layer_vocab", "head_vocab",
-                     "altup_streams", "laurel_rank", "zero_experts", "gated_norm_rank"):
+                     "altup_streams", "laurel_rank", "zero_experts", "gated_norm_rank",
+                     "qk_conv_depthwise", "qk_conv_grouped", "router_hidden"):
             _positive(name, getattr(self, name), minimum=0)
         if self.altup_streams == 1:
             raise GpuarchError("altup_streams: AltUp needs 2 streams or more (0 = none), got 1")
@@ -938,6 +957,20 @@ class TransformerShape:
         if self.attention_sinks and (self.compressed is not None or self.mla is not None):
             raise GpuarchError("attention_sinks: counted for grouped-query attention only "
                                "(compressed attention counts its own)")
+        if bool(self.qk_conv_depthwise) != bool(self.qk_conv_grouped):
+            raise GpuarchError("qk_conv_depthwise / qk_conv_grouped: the two convolutions over "
+                               "queries and keys go together")
+        if self.qk_conv_depthwise and (self.mla is not None or self.compressed is not None
+                                       or self.block_sparse is not None or self.is_hybrid
+                                       or self.keys_are_values or self.full_attention
+                                       is not None or self.kv_width % 2):
+            raise GpuarchError("qk_conv_depthwise: convolved queries and keys are grouped-"
+                               "query attention's with keys and values of their own (an even "
+                               "width, values half current and half delayed), in a model of "
+                               "layers")
+        if self.router_hidden and (not self.is_moe or self.router_bias):
+            raise GpuarchError("router_hidden: an MLP router needs experts, and holds its own "
+                               "biases (not router_bias)")
         if self.gated_norm_rank and (self.gated_norm_rank >= self.hidden or self.is_hybrid):
             raise GpuarchError(f"gated_norm_rank: {self.gated_norm_rank}: a low rank below "
                                f"hidden {self.hidden}, in a model of layers (not a "
@@ -1114,6 +1147,12 @@ class TransformerShape:
         if self.parallel_mixers and "M*" not in pattern:
             raise GpuarchError("parallel_mixers: the hybrid_pattern has no recurrent block "
                                "followed by an attention block (\"M*\") to pair")
+
+    @property
+    def qk_conv_channels(self) -> int:
+        """The query and key channels the convolutions over time mix (``qk_conv_depthwise``):
+        every query and key head's; 0 without them."""
+        return (self.heads + self.n_kv_heads) * self.d_head if self.qk_conv_depthwise else 0
 
     @property
     def router_width(self) -> int:
