@@ -1303,14 +1303,8 @@ def _lara_mini(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
     window. Read as blocks, two a layer: the mixer (M or *) and the experts (E)."""
     cfg = {**_LARA_MINI_DEFAULTS, **cfg}
     layers = _get(cfg, path, "num_hidden_layers")
-    kinds = cfg.get("layer_types")
-    if kinds is None:
-        kinds = [_LARA_PATTERN[i % len(_LARA_PATTERN)] for i in range(layers)]
-    if not isinstance(kinds, list) or len(kinds) != layers or any(
-            not isinstance(k, str) or k not in _LARA_KINDS for k in kinds):
-        raise GpuarchError(f"layer_types: expected {layers} entries (num_hidden_layers), "
-                           f"each one of {', '.join(map(repr, _LARA_KINDS))}, got "
-                           f"{str(kinds)[:120]}")
+    kinds = layer_type_list(cfg, layers, _LARA_KINDS,
+                            [_LARA_PATTERN[i % len(_LARA_PATTERN)] for i in range(layers)])
     pattern = "".join(("M" if k == "linear_attention" else "*") + "E" for k in kinds)
     heads = _get(cfg, path, "num_attention_heads")
     mamba = MambaShape(kind="gated_delta",
@@ -1337,6 +1331,20 @@ def _lara_mini(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
         hybrid_pattern=pattern,
         mamba=mamba,
     )
+
+
+def layer_type_list(cfg: dict[str, Any], layers: int, allowed: tuple[str, ...],
+                    default: list[str]) -> list[str]:
+    """A config's ``layer_types``, one of ``allowed`` for each of its ``layers``, else
+    ``default`` (the config class's) where it gives none."""
+    kinds = cfg.get("layer_types")
+    if kinds is None:
+        return default
+    if not isinstance(kinds, list) or len(kinds) != layers or any(
+            not isinstance(k, str) or k not in allowed for k in kinds):
+        raise GpuarchError(f"layer_types: expected {layers} entries (num_hidden_layers), each "
+                           f"one of {', '.join(map(repr, allowed))}, got {str(kinds)[:120]}")
+    return kinds
 
 
 def window_blocks(cfg: dict[str, Any], path: Path, kinds: list[str], attention: int
@@ -1388,13 +1396,7 @@ def _zaya(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
         raise GpuarchError(f"num_experts_per_tok: ZAYA routes each token to one expert, got "
                            f"{cfg['num_experts_per_tok']!r}")
     layers = _get(cfg, path, "num_hidden_layers")
-    kinds = cfg.get("layer_types")
-    if kinds is None:
-        kinds = ["hybrid"] * layers
-    if not isinstance(kinds, list) or len(kinds) != layers or any(
-            not isinstance(k, str) or k not in _ZAYA_KINDS for k in kinds):
-        raise GpuarchError(f"layer_types: expected {layers} entries (num_hidden_layers), "
-                           f"each 'hybrid' or 'hybrid_sliding', got {str(kinds)[:120]}")
+    kinds = layer_type_list(cfg, layers, tuple(_ZAYA_KINDS), ["hybrid"] * layers)
     windows = window_blocks(cfg, path, [_ZAYA_KINDS[k] for k in kinds], layers)
     heads = _get(cfg, path, "num_attention_heads")
     bias = _flag(cfg, "attention_bias", False)

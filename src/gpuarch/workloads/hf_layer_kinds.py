@@ -27,7 +27,12 @@ from pathlib import Path
 from typing import Any
 
 from gpuarch.errors import GpuarchError
-from gpuarch.workloads.hf import EXPERT_COUNT_KEYS, mamba_head_dim, window_blocks
+from gpuarch.workloads.hf import (
+    EXPERT_COUNT_KEYS,
+    layer_type_list,
+    mamba_head_dim,
+    window_blocks,
+)
 from gpuarch.workloads.hf import _decoder_fields as decoder_fields
 from gpuarch.workloads.hf import _flag as flag
 from gpuarch.workloads.hf import _get as get
@@ -1334,15 +1339,9 @@ def _lfm3(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
     layers = get(cfg, path, "num_hidden_layers")
     heads = get(cfg, path, "num_attention_heads")
     fields = decoder_fields(cfg, path, label, 2 * layers, heads)
-    kinds = cfg.get("layer_types")
-    if kinds is None:
-        kinds = [_FULL if i % 4 == 2 else _SLIDING if i % 4 == 0 and i > 0 else "conv"
-                 for i in range(layers)]
-    if not isinstance(kinds, list) or len(kinds) != layers or any(
-            not isinstance(k, str) or k not in _LFM3_KINDS for k in kinds):
-        raise GpuarchError(f"{path}: layer_types: expected {layers} entries "
-                           f"(num_hidden_layers), each one of "
-                           f"{', '.join(map(repr, _LFM3_KINDS))}, got {kinds!r}"[:300])
+    kinds = layer_type_list(cfg, layers, _LFM3_KINDS, [
+        _FULL if i % 4 == 2 else _SLIDING if i % 4 == 0 and i > 0 else "conv"
+        for i in range(layers)])
     pattern = "".join(("M" if k == "conv" else "*") + "-" for k in kinds)
     mixer = _short_conv(cfg, path, fields["hidden"]) if "M" in pattern else None
     attention_bias = flag(cfg, "attention_bias", False)
