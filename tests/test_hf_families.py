@@ -847,3 +847,19 @@ def test_axk2_gated_queries_and_norms_by_hand(tmp_path: Path) -> None:
         dataclasses.replace(s, head_gate=True)
     with pytest.raises(GpuarchError, match="gated_norm_rank: 4096"):
         dataclasses.replace(s, gated_norm_rank=4096)
+
+
+@pytest.mark.parametrize(("model_type", "text"), [
+    ("gemma4_unified", "gemma4_unified_text"), ("emu3", "emu3_text_model"),
+    ("cohere_compass", "cohere_compass_text"), ("qwen3_vl", "qwen3_vl_text"),
+])
+def test_a_wrapper_without_its_text_config_says_so(tmp_path: Path, model_type: str,
+                                                   text: str,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(GpuarchError, match=rf"'{model_type}' is a multimodal checkpoint whose "
+                                           rf"language model \('{text}'\) is read from its "
+                                           "text_config, which this config lacks"):
+        _read(tmp_path, {"model_type": model_type})
+    path = write_config(tmp_path, {"model_type": model_type})
+    assert main(["models", str(path)]) == 2
+    assert "Traceback" not in capsys.readouterr().err

@@ -223,6 +223,16 @@ def shape_from_hf_config(path: Path, name: str | None = None) -> TransformerShap
             raise GpuarchError(f"{path}: model_type {which} is not read yet: "
                                f"{_NOT_YET[named]}, which the model's shape does not hold "
                                "(docs/models.md); give the shape with flags")
+    if isinstance(model_type, str) and model_type not in supported_model_types() \
+            and not isinstance(inner, dict):
+        # a multimodal checkpoint's wrapper type whose language model is read, without the
+        # text_config that holds it
+        text = next((t for t in (f"{model_type}_text", f"{model_type}_text_model")
+                     if t in supported_model_types() or t in _ALIASES), None)
+        if text is not None:
+            raise GpuarchError(f"{path}: model_type {model_type!r} is a multimodal checkpoint "
+                               f"whose language model ({text!r}) is read from its "
+                               "text_config, which this config lacks")
     if not isinstance(model_type, str) or model_type not in supported_model_types():
         read = sorted(supported_model_types() | set(_ALIASES))
         close = _spelled_alike(model_type, read)
