@@ -65,8 +65,7 @@ def _layer_kv_width(shape: TransformerShape, tp: int) -> int:
     (``reuses_kv``)."""
     if shape.reuses_kv:
         return 0
-    kv_heads = max(1, shape.n_kv_heads // tp) if tp <= shape.n_kv_heads else 1
-    return kv_heads * shape.kv_width
+    return int(shape.kv_heads_per_gpu(tp)) * shape.kv_width
 
 
 def _window_share(shape: TransformerShape, tp: int) -> float:

@@ -255,8 +255,7 @@ def qk_conv_state_bytes(s: TransformerShape, tp: Any) -> Any:
     with convolved queries and keys (ZAYA's): the last qk_conv_depthwise + qk_conv_grouped
     - 2 inputs of its query and key channels (its share of the query heads, at least one
     KV head) and the previous token's delayed half of its values, 16-bit."""
-    kv = s.n_kv_heads // tp
-    kv = kv + (kv < 1)
+    kv = s.kv_heads_per_gpu(tp)
     channels = (s.heads // tp + kv) * s.d_head
     steps = s.qk_conv_depthwise + s.qk_conv_grouped - 2
     return (channels * steps + kv * s.d_head // 2) * 2.0

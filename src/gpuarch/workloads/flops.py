@@ -128,8 +128,7 @@ def attention_projections(s: TransformerShape, tp: Any = 1) -> list[tuple[str, A
         return [*out, ("kv_down", m.latent_width, s.hidden),
                 ("kv_up", heads * (m.qk_nope_head_dim + m.v_head_dim), m.kv_lora_rank),
                 *gate, ("attn_out", s.hidden, heads * m.v_head_dim)]
-    kv = s.n_kv_heads // tp
-    kv = kv + (kv < 1)  # at least one head; written so NumPy arrays of TP work too
+    kv = s.kv_heads_per_gpu(tp)
     q = heads * (2 if s.attention_gate else 1)  # a gated attention's queries and gates
     # a gate a head (head_gate) read from the same input: counted with the QKV GEMM
     gates = heads if s.head_gate else 0

@@ -1215,13 +1215,7 @@ def _gated_delta_hybrid(cfg: dict[str, Any], path: Path, label: str) -> Transfor
                       for kind, m in zip(kinds, moe, strict=True))
     heads = _get(cfg, path, "num_attention_heads")
     fields = _decoder_fields(cfg, path, label, 2 * layers, heads)
-    mamba = MambaShape(kind="gated_delta",
-                       heads=_get(cfg, path, "linear_num_value_heads"),
-                       head_dim=_get(cfg, path, "linear_value_head_dim"),
-                       state=_get(cfg, path, "linear_key_head_dim"),
-                       groups=_get(cfg, path, "linear_num_key_heads"),
-                       conv_kernel=_get(cfg, path, "linear_conv_kernel_dim", default=4),
-                       conv_bias=False, proj_bias=False) if "M" in pattern else None
+    mamba = _gated_delta_mixer(cfg, path) if "M" in pattern else None
     return TransformerShape(
         **fields,
         ffn_hidden=_get(cfg, path, "intermediate_size") if "-" in pattern else 0,
@@ -1317,13 +1311,7 @@ def _lara_mini(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
                             [_LARA_PATTERN[i % len(_LARA_PATTERN)] for i in range(layers)])
     pattern = "".join(("M" if k == "linear_attention" else "*") + "E" for k in kinds)
     heads = _get(cfg, path, "num_attention_heads")
-    mamba = MambaShape(kind="gated_delta",
-                       heads=_get(cfg, path, "linear_num_value_heads"),
-                       head_dim=_get(cfg, path, "linear_value_head_dim"),
-                       state=_get(cfg, path, "linear_key_head_dim"),
-                       groups=_get(cfg, path, "linear_num_key_heads"),
-                       conv_kernel=_get(cfg, path, "linear_conv_kernel_dim"),
-                       conv_bias=False, proj_bias=False) if "M" in pattern else None
+    mamba = _gated_delta_mixer(cfg, path) if "M" in pattern else None
     experts = _get(cfg, path, "num_experts", "num_local_experts")
     bias = _flag(cfg, "attention_bias", False)
     return TransformerShape(
@@ -1428,6 +1416,19 @@ def _zaya(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
         qk_conv_grouped=_get(cfg, path, "cca_time1"),
         **windows,
     )
+
+
+def _gated_delta_mixer(cfg: dict[str, Any], path: Path) -> MambaShape:
+    """A Gated DeltaNet mixer under Qwen3-Next's keys (``linear_*``: its value heads and
+    their width, the query-key heads and their width, a convolution of 4 taps unless given),
+    without biases, as Qwen3-Next, Qwen3.5, OLMo Hybrid and Lara 4 Mini build it."""
+    return MambaShape(kind="gated_delta",
+                      heads=_get(cfg, path, "linear_num_value_heads"),
+                      head_dim=_get(cfg, path, "linear_value_head_dim"),
+                      state=_get(cfg, path, "linear_key_head_dim"),
+                      groups=_get(cfg, path, "linear_num_key_heads"),
+                      conv_kernel=_get(cfg, path, "linear_conv_kernel_dim", default=4),
+                      conv_bias=False, proj_bias=False)
 
 
 def _mamba2(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:

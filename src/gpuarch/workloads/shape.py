@@ -1277,6 +1277,12 @@ class TransformerShape:
     def n_kv_heads(self) -> int:
         return self.kv_heads or self.heads
 
+    def kv_heads_per_gpu(self, tp: Any) -> Any:
+        """The KV heads each of ``tp`` tensor-parallel GPUs holds: its share, at least one
+        (replicated where TP exceeds them); ``tp`` may be a NumPy array."""
+        kv = self.n_kv_heads // tp
+        return kv + (kv < 1)
+
     @property
     def head_rows(self) -> int:
         """The LM head's rows: the tokens it scores (``head_vocab``, else the vocabulary)."""
