@@ -1011,14 +1011,24 @@ def test_nemotron_h_family_presets_count_to_their_cards(name: str, published: fl
 @pytest.mark.parametrize(("change", "match"), [
     ({"shared_expert_gate": True, "shared_experts": 0},
      "shared_expert_gate: a gate on the shared experts needs shared_experts > 0"),
-    ({"attention_sinks": True, "mla": MlaShape(q_lora_rank=1536, kv_lora_rank=512,
-                                                qk_nope_head_dim=128, qk_rope_head_dim=64,
-                                                v_head_dim=128)},
-     "attention_sinks: counted for grouped-query attention only"),
 ])
 def test_gate_and_sinks_need_what_they_act_on(change: dict[str, Any], match: str) -> None:
     with pytest.raises(GpuarchError, match=match):
         dataclasses.replace(preset("qwen2-57b-a14b").shape, **change)
+
+
+def test_sinks_beside_latent_attention_count_a_head() -> None:
+    """A sink logit a query head beside latent attention (Hy4's) counts one parameter a
+    head a layer; compressed attention (DeepSeek-V4's) counts its own, and refuses the
+    flag."""
+    mla = MlaShape(q_lora_rank=1536, kv_lora_rank=512, qk_nope_head_dim=128,
+                   qk_rope_head_dim=64, v_head_dim=128)
+    base = dataclasses.replace(preset("qwen2-57b-a14b").shape, mla=mla)
+    sinks = dataclasses.replace(base, attention_sinks=True)
+    assert count_params(sinks).total - count_params(base).total == base.layers * base.heads
+    with pytest.raises(GpuarchError, match="attention_sinks: compressed attention counts "
+                                           "its own"):
+        dataclasses.replace(preset("deepseek-v4-flash").shape, attention_sinks=True)
 
 
 LLAMA_2_7B_CONFIG = {"model_type": "llama", "hidden_size": 4096, "intermediate_size": 11008,

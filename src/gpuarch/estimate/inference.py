@@ -628,6 +628,12 @@ def _serving_assumptions(catalog: Catalog, shape: TransformerShape, product: Pro
         # the cache's layout and the indexer's
         "compressed_attention": _compressed_note(shape, cfg)
         if shape.compressed is not None else None,
+        # hyper-connections beside other attention (Hy4's): the residual streams and the
+        # logits each block's mixing GEMM makes
+        "hyper_connections": {"streams": shape.hyper_connections,
+                              "independent": shape.independent_hyper_connections,
+                              "logits_per_block": shape.hyper_connection_logits}
+        if shape.hyper_connections and shape.compressed is None else None,
         "moe_comm": cfg.moe_comm if shape.is_moe and cfg.exchanges_tokens else None,
         "moe_exchange": exchange_note(runner) if shape.is_moe and cfg.exchanges_tokens
         and cfg.moe_comm == "alltoall" else None,

@@ -594,6 +594,12 @@ def _add_kernel_notes(assumptions: dict[str, Any], shape: TransformerShape, prod
             f"precision; {shape.hyper_connections} hyper-connection streams (their mixing "
             "GEMMs and traffic priced, their input streams kept for the backward); the "
             "compressors' and indexer's activations are not counted in memory")
+    if shape.hyper_connections and shape.compressed is None:
+        kind = "independent (Hy4's iHC)" if shape.independent_hyper_connections else "mHC"
+        assumptions["hyper_connections"] = (
+            f"{shape.hyper_connections} residual streams, {kind}: each block's mixing GEMM "
+            f"({shape.hyper_connection_logits} logits from the streams) and its reads and "
+            "writes of every stream priced, their input streams kept for the backward")
     if shape.mamba is not None:
         arch = product.architecture
         label = shape.mamba.label

@@ -340,7 +340,7 @@ def moe_permute(routed: Num, hidden: Num, element: float,
 
 def hyper_connection_ops(tokens: Num, shape: TransformerShape,
                          element: float = 2.0) -> list[Op]:
-    """A layer's hyper-connections (DeepSeek-V4's mHC; none without) beyond the plain
+    """A layer's hyper-connections (DeepSeek-V4's mHC, Hy4's iHC; none without) beyond the
     residual adds a layer's norms-and-residuals pass counts: for each of its two blocks the
     projection of the streams to their mixing logits (a thin GEMM over streams x hidden), the
     mix of the streams into the block's input (read all, write one) and of its output back
@@ -349,7 +349,7 @@ def hyper_connection_ops(tokens: Num, shape: TransformerShape,
     n = shape.hyper_connections
     if not n:
         return []
-    mix = Gemm(tokens, (2 + n) * n, n * shape.hidden, name="hc_mix")
+    mix = Gemm(tokens, shape.hyper_connection_logits, n * shape.hidden, name="hc_mix")
     passes = 2 * ((n + 1) + (2 * n + 1) - 3)
     return [mix, mix, Elementwise(passes * tokens * shape.hidden * element,
                                   name="hyper_connections")]

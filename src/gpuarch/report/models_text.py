@@ -148,7 +148,8 @@ def render_preset(p: Preset) -> str:
                      + f", heads of {m.qk_nope_head_dim}+{m.qk_rope_head_dim} "
                      f"(query, key) and {m.v_head_dim} (value)"
                      + ("; the queries and a sigmoid gate a value channel from the query "
-                        "latent beside its norm" if m.q_gate else ""))
+                        "latent beside its norm" if m.q_gate else "")
+                     + ("; a learned sink logit a head" if s.attention_sinks else ""))
         if m.sparse:
             where = "" if s.indexer_layers == s.attention_layers else (
                 f"; in {s.indexer_layers} of the {s.attention_layers} layers, the others "
@@ -168,7 +169,9 @@ def render_preset(p: Preset) -> str:
                      f"{c.index_heads} heads of {c.index_head_dim} picks; query rank "
                      f"{c.q_lora_rank}, output in {c.o_groups} groups of rank {c.o_lora_rank}")
     if s.hyper_connections:
-        lines.append(f"  residual      {s.hyper_connections} hyper-connection streams"
+        lines.append(f"  residual      {s.hyper_connections} "
+                     + ("independent " if s.independent_hyper_connections else "")
+                     + "hyper-connection streams"
                      + (f"; the first {s.hash_layers} expert layers route by token id"
                         if s.hash_layers else ""))
     if s.attention_gate:

@@ -328,8 +328,6 @@ _NOT_YET = {
     "zamba2": "Zamba2's shared attention blocks (weights run at several depths, with LoRA "
               "adapters a call)",
     "jetmoe": "JetMoE's mixture of attention heads (attention experts chosen a token)",
-    "hy_v4": "Hunyuan V4's latent attention with hyper-connections, an indexer and sinks in "
-             "one layer",
     "rwkv": "RWKV's time-mixing recurrence",
     "ergo": "Ergo's learned residual gates and a norm for each routed expert",
     "gpt_neox_japanese": "GPT-NeoX Japanese's MLP width as a multiple of the hidden size and "
@@ -834,18 +832,22 @@ def _v4_hash_layers(cfg: dict[str, Any], path: Path) -> int:
     return count
 
 
-def _indexer(cfg: dict[str, Any], path: Path, layers: int) -> dict[str, Any]:
+def _indexer(cfg: dict[str, Any], path: Path, layers: int, every: int = 0
+             ) -> dict[str, Any]:
     """DeepSeek Sparse Attention's indexer (DeepSeek-V3.2's and GLM-5's config.json:
     index_n_heads, index_head_dim, index_topk), and how many of the ``layers`` have one of
     their own where later GLM-5 releases let the others reuse an earlier layer's choice:
     ``indexer_types`` ("full" or "shared" a layer), else ``index_topk_pattern`` ("F" or
     "S" a layer), else ``index_topk_freq`` with ``index_skip_topk_offset`` (a layer has one
     where max(layer - offset + 1, 0) is a multiple of the frequency; offset 2 unless given),
-    as Transformers' GlmMoeDsaConfig reads them."""
+    as Transformers' GlmMoeDsaConfig reads them; where it sets none and ``every`` is given,
+    the first layer and every ``every``-th from the second (HYV4Config's default)."""
     out = {"index_heads": _get(cfg, path, "index_n_heads"),
            "index_head_dim": _get(cfg, path, "index_head_dim"),
            "index_topk": _get(cfg, path, "index_topk")}
     kinds = _indexer_kinds(cfg, path, layers)
+    if kinds is None and every and layers > 0:
+        kinds = [i == 0 or (i - 1) % every == 0 for i in range(layers)]
     if kinds is not None and not all(kinds):
         out["index_layers"] = sum(kinds)
     return out

@@ -6,6 +6,7 @@ out take the config class's defaults the table lists."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +58,8 @@ def shape_of_tabled_family(model_type: str, cfg: dict[str, Any], path: Path, lab
     heads = get(cfg, path, "num_attention_heads")
     fields = decoder_fields(cfg, path, label, layers, heads)
     mla = MlaShape(**mla_fields(cfg, path), q_gate=t.mla_q_gate,
-                   **(indexer(cfg, path, layers) if t.indexer else {})) if t.mla else None
+                   **(indexer(cfg, path, layers, t.indexer_every) if t.indexer else {})) \
+        if t.mla else None
     if mla is not None:
         # a latent attention's query-key head width (its heads need not divide the hidden
         # size; GLM-4 MoE Lite's config maps head_dim to qk_rope_head_dim, not read), and no
@@ -105,9 +107,35 @@ def shape_of_tabled_family(model_type: str, cfg: dict[str, Any], path: Path, lab
         expert_layer_norms=t.expert_layer_norms if moe else 0,
         gated_norm_rank=(get(cfg, path, t.gated_norm_rank_key, default=0) or 0)
         if t.gated_norm_rank_key else 0,
+        **_hyper_connections(t, cfg, path),
+        glu_limit=_glu_limit(t, cfg, path),
         head_vocab=_head_vocab(t, cfg, path, fields["vocab"]),
         **moe,
     )
+
+
+def _hyper_connections(t: FamilyTraits, cfg: dict[str, Any], path: Path) -> dict[str, Any]:
+    """The residual streams of a family with hyper-connections (``hc_mult``; 0 a plain
+    residual) and their kind."""
+    if t.hyper_connections == "none":
+        return {}
+    streams = get(cfg, path, "hc_mult")
+    return {"hyper_connections": streams,
+            "independent_hyper_connections": bool(streams)}
+
+
+def _glu_limit(t: FamilyTraits, cfg: dict[str, Any], path: Path) -> float:
+    """The routed experts' SwiGLU clamp where the family has one (``glu_limit_key``); a
+    value at or below zero, or null, none (as HYV4Config reads swiglu_limit)."""
+    if not t.glu_limit_key:
+        return 0.0
+    value = cfg.get(t.glu_limit_key)
+    if value is None:
+        return 0.0
+    if not isinstance(value, (int, float)) or isinstance(value, bool) \
+            or not math.isfinite(value):
+        raise GpuarchError(f"{t.glu_limit_key}: expected a number, got {value!r}")
+    return max(float(value), 0.0)
 
 
 def _head_vocab(t: FamilyTraits, cfg: dict[str, Any], path: Path, vocab: int) -> int:

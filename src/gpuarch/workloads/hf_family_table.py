@@ -26,6 +26,7 @@ _CHOICES = {
                 "no_rope", "after_max_window_layers"),
     "dense": ("none", "first_k_dense_replace", "num_dense_layers", "mlp_layer_types",
               "mlp_only_layers", "ernie"),
+    "hyper_connections": ("none", "independent"),
 }
 _BIAS_KEYS = ("qkv_bias", "out_bias", "mlp_bias", "lm_head_bias")
 _KEY_LISTS = ("experts_keys", "per_token_keys", "shared_keys", "refuse_true")
@@ -74,6 +75,9 @@ class FamilyTraits:
     mla: bool = False
     indexer: bool = False
     mla_q_gate: bool = False
+    indexer_every: int = 0
+    hyper_connections: str = "none"
+    glu_limit_key: str = ""
     gated_norm_rank_key: str = ""
     head_vocab_key: str = ""
     refuse_true: tuple[str, ...] = ()
@@ -109,10 +113,9 @@ def _traits(model_type: str, row: Any) -> FamilyTraits:
             raise GpuarchError(f"{where}: {key}: expected true or false, got {value!r}")
         elif key.endswith("_key") and not (isinstance(value, str) and value):
             raise GpuarchError(f"{where}: {key}: expected a config key, got {value!r}")
-        elif key == "expert_layer_norms" and (
+        elif key in ("expert_layer_norms", "indexer_every") and (
                 not isinstance(value, int) or isinstance(value, bool) or value < 0):
-            raise GpuarchError(f"{where}: expert_layer_norms: expected a whole number, got "
-                               f"{value!r}")
+            raise GpuarchError(f"{where}: {key}: expected a whole number, got {value!r}")
         elif key == "norms" and value not in (1, 2, 4):
             raise GpuarchError(f"{where}: norms: expected 1, 2 or 4, got {value!r}")
         elif key in ("defaults", "require") and not isinstance(value, dict):
@@ -130,6 +133,8 @@ def _traits(model_type: str, row: Any) -> FamilyTraits:
         raise GpuarchError(f"{where}: gate_head_bias needs attention_gate")
     if (traits.indexer or traits.mla_q_gate) and not traits.mla:
         raise GpuarchError(f"{where}: indexer and mla_q_gate need mla")
+    if traits.indexer_every and not traits.indexer:
+        raise GpuarchError(f"{where}: indexer_every needs indexer")
     if traits.windows in ("pattern", "pattern_first", "prefix_pattern") \
             and traits.window_pattern < 1:
         raise GpuarchError(f"{where}: windows \"{traits.windows}\" needs window_pattern >= 1")

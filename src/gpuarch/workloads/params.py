@@ -109,7 +109,7 @@ def attention_params(s: TransformerShape) -> int:
         # attention_gate: an output gate a channel from the hidden state (Kimi K3's g_proj);
         # head_gate: one a head (Ling 2.5's)
         gate = h * heads * m.v_head_dim if s.attention_gate else h * heads if s.head_gate else 0
-        return q + kv_part + heads * m.v_head_dim * h + biases + gate
+        return q + kv_part + heads * m.v_head_dim * h + biases + gate + attention_sink_params(s)
     q = heads * d * (2 if s.attention_gate else 1)  # the query projection makes the gate too
     # keys and values (the keys alone where they are also the values; none in a layer
     # that reads another's, reuses_kv)
@@ -151,8 +151,8 @@ def qk_conv_params(s: TransformerShape) -> int:
 
 
 def attention_sink_params(s: TransformerShape) -> int:
-    """One attention layer's sink logits, one a query head (GPT-OSS's, and DeepSeek-V4's
-    compressed attention's), which take part in no GEMM."""
+    """One attention layer's sink logits, one a query head (GPT-OSS's, Hy4's latent
+    attention's, and DeepSeek-V4's compressed attention's), which take part in no GEMM."""
     return s.heads if s.attention_sinks or s.compressed is not None else 0
 
 
@@ -231,22 +231,26 @@ def indexer_params(s: TransformerShape) -> int:
 
 
 def hyper_connection_mix_weights(s: TransformerShape) -> int:
-    """The hyper-connections' projection weights, all layers (DeepSeek-V4's mHC; 0 without):
-    each of a layer's two blocks projects the streams (streams x hidden) to (2 + streams) x
-    streams mixing logits, and the last mix, of the streams into one before the final norm,
-    to one weight a stream (the GEMMs' weights; biases and scales apart)."""
+    """The hyper-connections' projection weights, all layers (DeepSeek-V4's mHC, Hy4's iHC;
+    0 without): each of a layer's two blocks projects the streams (streams x hidden) to its
+    mixing logits (``hyper_connection_logits``), and the last mix, of the streams into one
+    before the final norm, to one weight a stream (the GEMMs' weights; biases and scales
+    apart)."""
     n = s.hyper_connections
-    return (2 * s.layers * (2 + n) * n + n) * n * s.hidden
+    return (2 * s.layers * s.hyper_connection_logits + n) * n * s.hidden
 
 
 def hyper_connection_params(s: TransformerShape) -> int:
     """The hyper-connections' parameters, all layers: the projections
-    (``hyper_connection_mix_weights``), a bias a logit and three scales for each block, a
-    bias a stream and one scale for the last mix; 0 without."""
+    (``hyper_connection_mix_weights``), a bias a logit and three scales for each block (two
+    where independent: Hy4's read and write scales), a bias a stream and one scale for the
+    last mix; 0 without."""
     n = s.hyper_connections
     if not n:
         return 0
-    return hyper_connection_mix_weights(s) + 2 * s.layers * ((2 + n) * n + 3) + n + 1
+    scales = 2 if s.independent_hyper_connections else 3
+    return hyper_connection_mix_weights(s) + 2 * s.layers * (s.hyper_connection_logits
+                                                             + scales) + n + 1
 
 
 ALTUP_PROJECTION = "altup_proj"

@@ -757,6 +757,11 @@ class TransformerShape:
     # writes its output back into all of them, through a small projection of the streams to
     # (2 + streams) x streams mixing weights; 0 = a plain residual
     hyper_connections: int = 0
+    # the hyper-connections independent (Hy4's iHC, HYV4HyperConnection): each block's
+    # projection makes 2 x streams logits, a weight a stream to read the block's input with
+    # and one to add its output into each stream with, no stream-to-stream mix, and two
+    # scales a block where mHC has three
+    independent_hyper_connections: bool = False
     # leading expert layers that route each token by a fixed table of its id (DeepSeek-V4's
     # num_hash_layers): no learned selection bias there
     hash_layers: int = 0
@@ -954,9 +959,8 @@ class TransformerShape:
         if (self.expert_layer_norms or self.router_scales) and not self.is_moe:
             raise GpuarchError("expert_layer_norms / router_scales: need experts > 0")
         self._check_heads()
-        if self.attention_sinks and (self.compressed is not None or self.mla is not None):
-            raise GpuarchError("attention_sinks: counted for grouped-query attention only "
-                               "(compressed attention counts its own)")
+        if self.attention_sinks and self.compressed is not None:
+            raise GpuarchError("attention_sinks: compressed attention counts its own")
         if bool(self.qk_conv_depthwise) != bool(self.qk_conv_grouped):
             raise GpuarchError("qk_conv_depthwise / qk_conv_grouped: the two convolutions over "
                                "queries and keys go together")
@@ -989,6 +993,9 @@ class TransformerShape:
             raise GpuarchError("moe_latent_norm: a norm of the latent width needs moe_latent")
         if self.attention_residual_block and self.hyper_connections:
             raise GpuarchError("attention_residual_block: not with hyper_connections")
+        if self.independent_hyper_connections and not self.hyper_connections:
+            raise GpuarchError("independent_hyper_connections: needs hyper_connections "
+                               "(the streams' count)")
         if bool(self.per_layer_input) != bool(self.per_layer_vocab):
             raise GpuarchError("per_layer_input / per_layer_vocab: per-layer input embeddings "
                                "need both their width and their vocabulary")
@@ -1153,6 +1160,14 @@ class TransformerShape:
         """The query and key channels the convolutions over time mix (``qk_conv_depthwise``):
         every query and key head's; 0 without them."""
         return (self.heads + self.n_kv_heads) * self.d_head if self.qk_conv_depthwise else 0
+
+    @property
+    def hyper_connection_logits(self) -> int:
+        """The mixing logits each block's hyper-connection projection makes: (2 + streams) x
+        streams (mHC: a read and a write weight a stream and the stream-to-stream mix), or
+        2 x streams where they are independent (iHC); 0 without."""
+        n = self.hyper_connections
+        return 2 * n if self.independent_hyper_connections else (2 + n) * n
 
     @property
     def router_width(self) -> int:
