@@ -399,6 +399,10 @@ CONFIGS: dict[str, dict[str, Any]] = {
                   "num_experts_per_tok": 2, "shared_expert_intermediate_size": 512,
                   "linear_num_key_heads": 4, "linear_num_value_heads": 8,
                   "sliding_window": 128},
+    # LongCat-Flash-Chat's published sizes: its mean of real experts a token is read
+    "longcat_flash_chat": {"model_type": "longcat_flash", "hidden_size": 6144,
+                           "num_layers": 28, "n_routed_experts": 512, "zero_expert_num": 256,
+                           "moe_topk": 12, "expert_ffn_hidden_size": 2048},
     "longcat_flash": {"model_type": "longcat_flash", "hidden_size": 1024, "num_layers": 2,
                       "num_attention_heads": 16, "ffn_hidden_size": 2048,
                       "expert_ffn_hidden_size": 256, "n_routed_experts": 16,

@@ -656,6 +656,12 @@ def test_table_families_are_supported_and_sourced() -> None:
     ({"name": "x", "source": "y", "gate_head_bias": True},
      r"gate_head_bias needs attention_gate"),
     ({"name": "x", "source": "y", "dense": "mlp_only"}, r"dense: expected one of none"),
+    ({"name": "x", "source": "y", "hyper_connections": "mhc"},
+     r"hyper_connections: expected one of none, independent"),
+    ({"name": "x", "source": "y", "indexer_every": 4}, r"indexer_every needs indexer"),
+    ({"name": "x", "source": "y", "mla": True, "indexer": True, "indexer_every": -4},
+     r"indexer_every: expected a whole number, got -4"),
+    ({"name": "x", "source": "y", "glu_limit_key": ""}, r"glu_limit_key: expected a config key"),
 ])
 def test_table_rows_are_checked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                 row: dict[str, Any], message: str) -> None:

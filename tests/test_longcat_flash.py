@@ -15,9 +15,11 @@ import pytest
 from gpuarch.catalog import load_catalog
 from gpuarch.errors import GpuarchError
 from gpuarch.estimate.inference import InferenceConfig, estimate_inference
+from gpuarch.estimate.inference_config import routed_slots
 from gpuarch.estimate.training import estimate_training
 from gpuarch.estimate.training_config import TrainingConfig
 from gpuarch.perf.quant import QuantFormat, QuantScheme
+from gpuarch.workloads.hf_layer_kinds import LONGCAT_FLASH_REAL_EXPERTS
 from gpuarch.workloads.params import count_params, routed_expert_params
 from tests.hf_configs import read_config as _read
 
@@ -80,6 +82,48 @@ def test_active_parameters_against_the_published_range(tmp_path: Path) -> None:
     assert 18.6e9 <= active - experts < 18.7e9
 
 
+def test_real_experts_on_average(tmp_path: Path) -> None:
+    """Meituan's average, about 27B active a token, is 8 of the 12 slots to real experts
+    (18.69B + 8 x 1.06B = 27.15B; 7 would give 26.1B, 9 28.2B): read for the published
+    sizes only; a config of other sizes (a small one) leaves it unpublished."""
+    s = _read(tmp_path, {"model_type": "longcat_flash"})
+    assert s.mean_real_experts == LONGCAT_FLASH_REAL_EXPERTS == 8.0
+    pc = count_params(s)
+    without = pc.active(s) - pc.embedding - 28 * 12 * routed_expert_params(s)
+    assert 26.5e9 < without + 28 * 8 * routed_expert_params(s) < 27.5e9
+    assert _read(tmp_path, SMALL).mean_real_experts == 0.0
+    # read whatever the file calls its layers
+    assert _read(tmp_path, {"model_type": "longcat_flash",
+                            "num_hidden_layers": 56}).mean_real_experts == 8.0
+
+
+def test_engines_that_skip_identity_slots_run_fewer(tmp_path: Path) -> None:
+    """SGLang's kernels drop the identity slots (their expert id -1) before the experts run:
+    a token's routed copies are the 8 real experts on average; vLLM's map them onto expert
+    0 with zero weight and TensorRT-LLM's path prices every slot, so they run all 12, and
+    the decode step is longer than with SGLang's."""
+    s = _read(tmp_path, {"model_type": "longcat_flash"})
+    h200 = CATALOG.product("h200-sxm-141gb")
+    fp8 = QuantScheme(QuantFormat.FP8, QuantFormat.FP8, QuantFormat.BF16)
+    steps = {}
+    for kernels, slots in (("sglang", 8.0), ("sglang-deepep", 8.0), ("vllm", 12.0),
+                           ("trtllm", 12.0)):
+        cfg = InferenceConfig(gpus=8, tp=8, input_len=2048, output_len=512, batch=32,
+                              quant=fp8, moe_kernels=kernels)
+        assert routed_slots(s, cfg) == slots
+        served = estimate_inference(CATALOG, s, h200, cfg)
+        note = served.assumptions["identity_experts"]
+        assert (note["priced_per_token"], note["skipped_by_kernels"]) == (slots, slots == 8.0)
+        steps[kernels] = served.tpot_s
+    assert steps["sglang"] < steps["vllm"]
+    # without a published mean every engine prices every slot
+    unknown = dataclasses.replace(s, mean_real_experts=0.0)
+    cfg = InferenceConfig(gpus=8, tp=8, input_len=2048, output_len=512, batch=32,
+                          quant=fp8, moe_kernels="sglang")
+    assert routed_slots(unknown, cfg) == 12.0
+    assert estimate_inference(CATALOG, unknown, h200, cfg).tpot_s > steps["sglang"]
+
+
 @pytest.mark.parametrize(("extra", "message"), [
     ({"zero_expert_type": "copy"}, "zero_expert_type: only \"identity\" is read"),
     ({"q_lora_rank": None}, "q_lora_rank: LongCat-Flash's attention always has a query LoRA"),
@@ -97,6 +141,13 @@ def test_shape_checks(tmp_path: Path) -> None:
                             hybrid_pattern="*-*-*-*-*-*-"[:10], zero_experts=8)
     with pytest.raises(GpuarchError, match="shortcut_experts: the hybrid_pattern has no MLP"):
         dataclasses.replace(s, hybrid_pattern="*E-*-" * 2)
+    with pytest.raises(GpuarchError, match="mean_real_experts: 5 real experts a token needs "
+                                           "identity experts"):
+        dataclasses.replace(s, mean_real_experts=5.0)  # above the top 4
+    with pytest.raises(GpuarchError, match="mean_real_experts: 2 real experts"):
+        dataclasses.replace(s, mean_real_experts=2.0, zero_experts=0)
+    with pytest.raises(GpuarchError, match="mean_real_experts: expected a number"):
+        dataclasses.replace(s, mean_real_experts=float("nan"))
 
 
 def test_estimates_run(tmp_path: Path) -> None:

@@ -61,6 +61,7 @@ from gpuarch.estimate.inference_config import (
     EXECUTORS,
     FP8_SCALINGS,
     HYBRID_PREFIX_NOTE,
+    IDENTITY_SKIPPING_KERNELS,
     MAX_PREFILL_LOAD,
     MOE_COMMS,
     MOE_GEMM_KERNELS,
@@ -77,6 +78,7 @@ from gpuarch.estimate.inference_config import (
     engine_of,
     fp8_scaling_of,
     moe_block_floor_s,
+    routed_slots,
     server_layout,
 )
 from gpuarch.estimate.inference_memory import (
@@ -638,6 +640,14 @@ def _serving_assumptions(catalog: Catalog, shape: TransformerShape, product: Pro
         "moe_exchange": exchange_note(runner) if shape.is_moe and cfg.exchanges_tokens
         and cfg.moe_comm == "alltoall" else None,
         "moe_kernels": cfg.moe_kernels if shape.is_moe else None,
+        # identity experts among the router's choices (LongCat-Flash's): the slots a token
+        # fills with real experts' work, all of them unless the kernels skip identity slots
+        "identity_experts": {
+            "slots_per_token": shape.experts_per_token,
+            "real_experts_per_token_published": shape.mean_real_experts or None,
+            "priced_per_token": routed_slots(shape, cfg),
+            "skipped_by_kernels": cfg.moe_kernels in IDENTITY_SKIPPING_KERNELS}
+        if shape.zero_experts else None,
         "moe_gemm_kernel": cfg.moe_gemm_kernel if shape.is_moe else None,
         # the routed experts as DeepGEMM's grouped GEMMs (SGLang's wide-EP path on Hopper)
         "deepgemm_experts": True if runner.deepgemm else None,

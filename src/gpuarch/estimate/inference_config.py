@@ -696,6 +696,21 @@ def check_cached_prefix(cached: Any, input_len: int) -> None:
                            f"got {cached!r}")
 
 
+IDENTITY_SKIPPING_KERNELS = ("sglang", "sglang-deepep")
+"""The MoE kernels that drop a token's identity-expert slots before the experts run
+(SGLang's ``zero_experts_compute_triton`` marks them -1, which its fused MoE and DeepEP
+skip); vLLM's marks them expert 0 with zero weight, and they run."""
+
+
+def routed_slots(shape: TransformerShape, cfg: InferenceConfig) -> float:
+    """Expert slots a token's routed copies fill in the experts' GEMMs and exchange: its
+    ``experts_per_token``, or the mean that go to real experts
+    (``TransformerShape.mean_real_experts``) where the kernels skip identity slots."""
+    if shape.mean_real_experts and cfg.moe_kernels in IDENTITY_SKIPPING_KERNELS:
+        return shape.mean_real_experts
+    return float(shape.experts_per_token)
+
+
 def slot_spread(shape: TransformerShape, cfg: InferenceConfig) -> float:
     """Expert slots over experts: 1 + the redundant copies over the model's experts (1 for a
     model without experts or without redundant copies)."""

@@ -33,6 +33,7 @@ from gpuarch.estimate.inference_config import (
     Batching,
     InferenceConfig,
     moe_block_floor_s,
+    routed_slots,
     slot_spread,
 )
 from gpuarch.estimate.inference_memory import mla_entry_bytes
@@ -396,6 +397,8 @@ class ReplicaRunner:
         self.trtllm_deepep = cfg.moe_kernels == "trtllm" and cfg.gpus_per_node <= HGX_GPUS
         self.a2a_latency = exchange_latencies(eff, self.trtllm_deepep)
         self.spread = slot_spread(shape, cfg)
+        # routed copies a token makes (fewer where the kernels skip identity slots)
+        self.slots = routed_slots(shape, cfg)
         # True where every rank runs the same number of experts (the measured kernels'
         # balanced routing, moe_module_time's)
         self.balanced_routing = balanced_routing
@@ -648,7 +651,7 @@ class ReplicaRunner:
                 s.experts // cfg.ep, touched / s.experts, cfg.ep)
             touched = touched * self.spread
             local = maximum(1.0, local * self.spread)
-            routed = tokens * gathered * s.experts_per_token * cfg.moe_imbalance
+            routed = tokens * gathered * self.slots * cfg.moe_imbalance
             per_expert = maximum(1, ceil(routed / maximum(touched, 1.0)))
             width = s.d_expert
             outer = s.expert_width  # what the routed experts read and write
@@ -734,12 +737,12 @@ class ReplicaRunner:
         elif moe and cfg.exchanges_tokens:
             # a one-shot dispatch kernel sends each routed copy, quantized as the GEMMs take
             # it, and the combine returns the experts' outputs in 16 bits
-            copies = tokens * s.experts_per_token * s.expert_width / t * cfg.moe_imbalance
+            copies = tokens * self.slots * s.expert_width / t * cfg.moe_imbalance
             dispatch, combine = self.a2a_latency
             # a prefill pass's exchange across nodes runs the high-throughput kernels, which
             # send a token over the network once per node (DeepEP's normal mode); decode's
             # low-latency kernels send every copy
-            dedupe = s.experts_per_token if prefill else 0
+            dedupe = self.slots if prefill else 0
             groups = (s.expert_groups, s.groups_per_token)
             ep_comm = dispatch_time(copies * self.expert_act_bytes, self.ep_group, self.eff,
                                     dispatch, dedupe, groups) \
@@ -783,7 +786,7 @@ class ReplicaRunner:
         s = self.s
         if not s.is_moe:
             return 0.0
-        untouched = (1 - s.experts_per_token / s.experts) ** tokens
+        untouched = (1 - self.slots / s.experts) ** tokens
         return s.experts * (1 - untouched)
 
     def forward(self, seqs: Num, q_len: int, ctx: Num, rows: Num | None = None,

@@ -31,7 +31,9 @@ def _experts(s: TransformerShape) -> str:
     groups = (f" from {s.groups_per_token} of {s.expert_groups} groups"
               if s.expert_groups else "")
     zero = f" + {s.zero_experts} without weights" if s.zero_experts else ""
-    return f"{s.experts}{zero} (top {s.experts_per_token}{groups}){shared}"
+    real = (f", {s.mean_real_experts:g} of them real on average" if s.mean_real_experts
+            else "")
+    return f"{s.experts}{zero} (top {s.experts_per_token}{groups}{real}){shared}"
 
 
 def _heads(s: TransformerShape) -> str:

@@ -1369,6 +1369,13 @@ _LONGCAT_DEFAULTS: dict[str, Any] = {
 """LongcatFlashConfig's defaults (Transformers 5.25, configuration_longcat_flash.py: the
 sizes of LongCat-Flash-Chat) for the keys read."""
 
+LONGCAT_FLASH_REAL_EXPERTS = 8.0
+"""Of LongCat-Flash's 12 expert slots a token, how many go to real experts on average:
+Meituan's technical report (arXiv 2509.01322, abstract) gives 18.6B-31.3B parameters active
+a token, about 27B on average; at 1.06B a real expert over the 18.69B a token with none
+(``tests/test_longcat_flash.py``), 27B is 8 of them (27.15B; 7 would be 26.1B, 9 28.2B).
+Read for LongCat-Flash's published sizes only (LongCat-Flash-Chat's and -Thinking's)."""
+
 _LONGCAT_NAMES = {"intermediate_size": "ffn_hidden_size",
                   "moe_intermediate_size": "expert_ffn_hidden_size",
                   "num_local_experts": "n_routed_experts", "num_experts_per_tok": "moe_topk"}
@@ -1405,6 +1412,11 @@ def _longcat_flash(cfg: dict[str, Any], path: Path, label: str) -> TransformerSh
     mla = MlaShape(**mla_fields(cfg, path))
     fields.update(kv_heads=heads, head_dim=mla.qk_nope_head_dim + mla.qk_rope_head_dim)
     bias = flag(cfg, "attention_bias", False)
+    # the published model's sizes: its makers' mean of real experts a token applies
+    published = layers == _LONGCAT_DEFAULTS["num_layers"] and all(
+        cfg.get(key) == _LONGCAT_DEFAULTS[key] for key in _LONGCAT_DEFAULTS
+        if key not in ("num_layers", "vocab_size", "max_position_embeddings",
+                       "tie_word_embeddings"))
     return TransformerShape(
         **fields,
         ffn_hidden=get(cfg, path, "ffn_hidden_size"),
@@ -1412,6 +1424,7 @@ def _longcat_flash(cfg: dict[str, Any], path: Path, label: str) -> TransformerSh
         qkv_bias=bias,
         out_bias=bias,
         mla=mla,
+        mean_real_experts=LONGCAT_FLASH_REAL_EXPERTS if published else 0.0,
         experts=get(cfg, path, "n_routed_experts"),
         experts_per_token=get(cfg, path, "moe_topk"),
         moe_ffn_hidden=get(cfg, path, "expert_ffn_hidden_size"),

@@ -777,6 +777,11 @@ class TransformerShape:
     # expert, adding nothing): the router scores experts + zero_experts; experts_per_token
     # counts every slot
     zero_experts: int = 0
+    # of those slots, how many a token sends to real experts on average where the model's
+    # makers publish it (LongCat-Flash: about 8 of 12); 0 = not published. An engine that
+    # skips the identity slots (SGLang) runs that many a token; one that runs them on a real
+    # expert with zero weight (vLLM) runs all
+    mean_real_experts: float = 0.0
     # each expert layer scales its shared experts' output by a sigmoid of a one-output
     # projection of the hidden state (Qwen2-MoE's, Qwen3-Next's and Qwen3.5's
     # shared_expert_gate): a hidden-wide vector a layer, beside the router
@@ -939,6 +944,13 @@ class TransformerShape:
                 self.moe_latent or self.zero_experts:
             raise GpuarchError("experts_per_token / shared_experts / expert_groups / "
                                "moe_latent / zero_experts need experts > 0")
+        check_number("mean_real_experts", self.mean_real_experts, 0)
+        if self.mean_real_experts and (not self.zero_experts
+                                       or self.mean_real_experts > self.experts_per_token):
+            raise GpuarchError(f"mean_real_experts: {self.mean_real_experts:g} real experts a "
+                               "token needs identity experts (zero_experts) beside at least "
+                               "as many slots (experts_per_token "
+                               f"{self.experts_per_token})")
         if self.mla is not None and self.mla.index_layers > self.layers:
             raise GpuarchError(f"layers: {self.layers} is fewer than the "
                                f"{self.mla.index_layers} layers with a sparse-attention "
