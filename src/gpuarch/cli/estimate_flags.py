@@ -302,7 +302,8 @@ def model_flags(p: argparse.ArgumentParser, default: str | None = None) -> None:
                           else ""))
     p.add_argument("--ffn-kind", type=lazy_enum_value("gpuarch.workloads.shape:FfnKind",
                                                       "--ffn-kind"),
-                   help="gelu, swiglu, geglu or relu2")
+                   help="two matrices: gelu, relu, relu2 (squared ReLU) or xielu; gated, "
+                        "three: swiglu, geglu or relu2_glu (BitNet's)")
     p.add_argument("--qk-norm", type=lazy_enum_value("gpuarch.workloads.shape:QkNorm",
                                                      "--qk-norm"),
                    help="query-key norms: none, head (each head's, Qwen3 and Gemma 3) or "

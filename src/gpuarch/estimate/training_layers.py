@@ -375,6 +375,11 @@ def _layer_ops(s: TransformerShape, cfg: TrainingConfig, moe: bool, window: int 
     norms, residuals = (s.layer_norms, 2) if not block else (s.block_norms, 1)
     ops += [Elementwise(norms * 2 * hidden_bytes, name="norms"),
             Elementwise(residuals * 3 * hidden_bytes, name="residuals")]
+    if s.sub_norms:
+        # BitNet's norms inside attention and MLP: each reads and writes its GPU's share of
+        # the attention's output and of the MLP's gated product
+        ops.append(Elementwise(2.0 * tokens * (s.hidden + s.d_ffn) / t * element,
+                               name="sub_norms"))
     ops += hyper_connection_ops(norm_tokens, s, element)
     if s.attention_residual_block:
         # block attention residuals: each mix reads the block summaries so far and writes

@@ -161,6 +161,11 @@ def megatron_launch(shape: Any, cfg: Any) -> Launch:
         add("squared_relu")
     elif shape.ffn_kind is FfnKind.XIELU:
         notes.append("the xIELU activation (Apertus) has no flag here")
+    elif shape.ffn_kind is FfnKind.RELU2_GLU:
+        notes.append("the MLP gated by a squared ReLU (BitNet) has no flag here")
+    if shape.sub_norms:
+        notes.append("the norms inside attention and MLP (BitNet's sub-norms) have no flag "
+                     "here")
     elif shape.ffn_kind is FfnKind.RELU:
         notes.append("the plain ReLU MLP (OPT) has no flag here (Megatron's default is "
                      "GELU)")

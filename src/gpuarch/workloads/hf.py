@@ -332,7 +332,6 @@ _NOT_YET = {
     "ergo": "Ergo's learned residual gates and a norm for each routed expert",
     "gpt_neox_japanese": "GPT-NeoX Japanese's MLP width as a multiple of the hidden size and "
                          "its last layer's output bias",
-    "bitnet": "BitNet's sub-norms inside attention and MLP",
     "diffllama": "DiffLlama's differential attention (two softmax maps and learned lambda "
                  "vectors a layer)",
     "doge": "Doge's dynamic mask projection, learned residual scales and product-key experts",

@@ -34,7 +34,7 @@ __all__ = ["shape_of_tabled_family"]
 
 _FFN = {"swiglu": FfnKind.SWIGLU, "geglu": FfnKind.GEGLU, "relu2": FfnKind.RELU2,
         "gelu": FfnKind.GELU,
-        "xielu": FfnKind.XIELU}
+        "xielu": FfnKind.XIELU, "relu2_glu": FfnKind.RELU2_GLU}
 _QK = {"none": QkNorm.NONE, "head": QkNorm.HEAD, "full": QkNorm.FULL}
 _NORMS = {"layernorm": NormKind.LAYERNORM, "layernorm_no_affine": NormKind.LAYERNORM_NO_AFFINE,
           "rmsnorm_no_weight": NormKind.RMSNORM_NO_WEIGHT}
@@ -100,6 +100,7 @@ def shape_of_tabled_family(model_type: str, cfg: dict[str, Any], path: Path, lab
         attention_gate=t.attention_gate,
         gate_head_bias=t.gate_head_bias,
         attention_sinks=t.sinks,
+        sub_norms=t.sub_norms,
         sliding_window=window,
         sliding_layers=windowed if windowed != layers else 0,
         mla=mla,

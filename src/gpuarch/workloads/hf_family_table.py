@@ -18,7 +18,7 @@ __all__ = ["FAMILIES_FILE", "FamilyTraits", "family_traits"]
 FAMILIES_FILE = Path(__file__).with_name("data") / "hf_families.toml"
 
 _CHOICES = {
-    "ffn": ("swiglu", "geglu", "relu2", "gelu", "xielu"),
+    "ffn": ("swiglu", "geglu", "relu2", "gelu", "xielu", "relu2_glu"),
     "norm": ("rmsnorm", "layernorm", "layernorm_weight", "layernorm_no_affine",
              "rmsnorm_no_weight"),
     "qk_norm": ("none", "head", "full"),
@@ -31,7 +31,7 @@ _CHOICES = {
 _BIAS_KEYS = ("qkv_bias", "out_bias", "mlp_bias", "lm_head_bias")
 _KEY_LISTS = ("experts_keys", "per_token_keys", "shared_keys", "refuse_true")
 _FLAGS = ("attention_gate", "gate_head_bias", "sinks", "router_bias", "mla", "indexer",
-          "mla_q_gate")
+          "mla_q_gate", "sub_norms")
 
 
 @dataclass(frozen=True)
@@ -60,6 +60,7 @@ class FamilyTraits:
     attention_gate: bool = False
     gate_head_bias: bool = False
     sinks: bool = False
+    sub_norms: bool = False
     experts_keys: tuple[str, ...] = ()  # () = hf.EXPERT_COUNT_KEYS
     per_token_keys: tuple[str, ...] = ("num_experts_per_tok",)
     shared_keys: tuple[str, ...] = ()

@@ -326,6 +326,25 @@ def _compressed_tensors(q: dict[str, Any], where: str,
     return CheckpointFormats(weights, activations, kv, origin)
 
 
+def _bitnet(q: dict[str, Any], where: str) -> CheckpointFormats:
+    """BitNet's declaration (Transformers' BitNetQuantConfig): ``quantization_mode``
+    "online" stores BF16 master weights that every linear makes ternary as it runs (read as
+    16-bit weights: what the GPU reads); "offline" (the default) stores the ternary weights
+    packed four to a byte, which no Tensor Core format here prices."""
+    mode = q.get("quantization_mode", "offline")
+    if mode == "online":
+        return CheckpointFormats("bf16", "bf16", None,
+                                 f"{where}: quant_method bitnet, quantization_mode online "
+                                 "(BF16 master weights, made ternary as each linear runs)")
+    if mode == "offline":
+        raise GpuarchError(f"{where}: quant_method bitnet, quantization_mode offline: ternary "
+                           "weights packed four to a byte (2 bits), a format gpuarch does not "
+                           "price; give --weight-precision (bf16 for the BF16 master weights "
+                           "a quantization_mode online checkpoint stores)")
+    raise GpuarchError(f"{where}: quantization_mode: expected \"online\" or \"offline\" for "
+                       f"quant_method bitnet, got {mode!r}"[:200])
+
+
 def checkpoint_formats(config_path: Path) -> CheckpointFormats | None:
     """The formats the checkpoint of ``config_path`` declares, or None when it declares none
     (a 16-bit checkpoint). Raises :class:`GpuarchError` for a declared method it cannot read,
@@ -403,10 +422,12 @@ def declared_quantization(q: Any, where: str, expert_dtype: Any = None,
             raise GpuarchError(f"{where}: {method} with bits {bits!r}; gpuarch reads 4 or 8")
         return CheckpointFormats(f"int{bits}", "bf16", None,
                                  f"{where}: quant_method {method}, {bits}-bit weights")
+    if method == "bitnet":
+        return _bitnet(q, where)
     if method == "modelopt":
         return _modelopt(q, where, model)
     if method == "compressed-tensors":
         return _compressed_tensors(q, where, model)
     raise GpuarchError(f"{where}: quant_method {method!r} is not one gpuarch reads (fp8, "
-                       "mxfp4, awq, gptq, modelopt, compressed-tensors); give "
+                       "mxfp4, awq, gptq, bitnet, modelopt, compressed-tensors); give "
                        "--weight-precision")

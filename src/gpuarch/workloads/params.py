@@ -352,8 +352,10 @@ def mamba_params(s: TransformerShape) -> int:
 
 def layer_norm_params(s: TransformerShape) -> int:
     """One layer's norm weights: its norms over the hidden width (two, or four with
-    sandwich norms) and any query-key norms."""
-    return s.norm.params_per_width * s.layer_norms * s.hidden + qk_norm_params(s)
+    sandwich norms), any query-key norms, and BitNet's sub-norms over the attention's output
+    (hidden wide) and the MLP's gated product (its width)."""
+    sub = s.hidden + s.d_ffn if s.sub_norms else 0
+    return s.norm.params_per_width * (s.layer_norms * s.hidden + sub) + qk_norm_params(s)
 
 
 def qk_norm_params(s: TransformerShape) -> int:

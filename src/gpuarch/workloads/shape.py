@@ -40,11 +40,12 @@ class FfnKind(Enum):
     GEGLU = "geglu"  # the same three matrices with a GELU gate (Gemma)
     RELU2 = "relu2"  # squared ReLU, two matrices (Nemotron-4)
     XIELU = "xielu"  # xIELU, two matrices and two learned scalars (Apertus)
+    RELU2_GLU = "relu2_glu"  # three matrices with a squared-ReLU gate (BitNet)
 
     @property
     def gated(self) -> bool:
         """A gated linear unit: the up projection is twice the MLP's width (gate and up)."""
-        return self in (FfnKind.SWIGLU, FfnKind.GEGLU)
+        return self in (FfnKind.SWIGLU, FfnKind.GEGLU, FfnKind.RELU2_GLU)
 
     @property
     def matrices(self) -> int:
@@ -704,6 +705,10 @@ class TransformerShape:
     # norms on the attention and MLP outputs as well as their inputs (Gemma 2 and 3): four a
     # layer instead of two
     sandwich_norms: bool = False
+    # a norm inside each block too (BitNet's sub-norms): over the attention's output before
+    # its projection (hidden wide, attn_sub_norm) and over the MLP's gated product before
+    # its down projection (the MLP's width, ffn_sub_norm)
+    sub_norms: bool = False
     qk_norm: QkNorm = QkNorm.NONE
     # a sigmoid gate on each attention output channel (Qwen3-Next's and Qwen3.5's gated
     # attention, Megatron-Core's attention_output_gate): the query projection also makes the
@@ -944,6 +949,10 @@ class TransformerShape:
                 self.moe_latent or self.zero_experts:
             raise GpuarchError("experts_per_token / shared_experts / expert_groups / "
                                "moe_latent / zero_experts need experts > 0")
+        if self.sub_norms and (self.is_moe or self.is_hybrid or self.mlp_widths
+                               or self.parallel_attention):
+            raise GpuarchError("sub_norms: the norms inside attention and MLP are read for "
+                               "dense models of plain layers (BitNet's)")
         check_number("mean_real_experts", self.mean_real_experts, 0)
         if self.mean_real_experts and (not self.zero_experts
                                        or self.mean_real_experts > self.experts_per_token):
