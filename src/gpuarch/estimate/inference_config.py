@@ -699,8 +699,8 @@ def check_cached_prefix(cached: Any, input_len: int) -> None:
 IDENTITY_SKIPPING_KERNELS = ("sglang", "sglang-deepep")
 """The MoE kernels that drop a token's identity-expert slots before the experts run
 (SGLang's ``zero_experts_compute_triton`` marks them -1, which its fused MoE and DeepEP
-skip); vLLM's marks them expert 0 with zero weight, so they run there (a later vLLM
-wrapper, ZeroExpertFusedMoE, was not traced: docs/models.md, LongCat-Flash)."""
+skip); vLLM's marks them expert 0 with zero weight, so they run there (its later
+ZeroExpertRouter remaps them the same way)."""
 
 
 def routed_slots(shape: TransformerShape, cfg: InferenceConfig) -> float:
