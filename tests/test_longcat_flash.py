@@ -100,8 +100,8 @@ def test_real_experts_on_average(tmp_path: Path) -> None:
 def test_engines_that_skip_identity_slots_run_fewer(tmp_path: Path) -> None:
     """SGLang's kernels drop the identity slots (their expert id -1) before the experts run:
     a token's routed copies are the 8 real experts on average; vLLM's map them onto expert
-    0 with zero weight and TensorRT-LLM's path prices every slot, so they run all 12, and
-    the decode step is longer than with SGLang's."""
+    0 with zero weight, so all 12 run (4 of them as expert 0's rows), and the decode step is
+    longer than with SGLang's."""
     s = _read(tmp_path, {"model_type": "longcat_flash"})
     h200 = CATALOG.product("h200-sxm-141gb")
     fp8 = QuantScheme(QuantFormat.FP8, QuantFormat.FP8, QuantFormat.BF16)
@@ -114,8 +114,20 @@ def test_engines_that_skip_identity_slots_run_fewer(tmp_path: Path) -> None:
         served = estimate_inference(CATALOG, s, h200, cfg)
         note = served.assumptions["identity_experts"]
         assert (note["priced_per_token"], note["skipped_by_kernels"]) == (slots, slots == 8.0)
+        assert note["on_expert_0_per_token"] == slots - 8.0
         steps[kernels] = served.tpot_s
     assert steps["sglang"] < steps["vllm"]
+    # vLLM's identity slots are expert 0's rows: under expert parallelism one rank runs
+    # them for every token of the group, so its prefill, unlike SGLang's, is slower with
+    # EP8 than with the experts split over TP8
+    ttft = {}
+    for kernels in ("sglang", "vllm"):
+        for ep in (1, 8):
+            cfg = InferenceConfig(gpus=8, tp=8, ep=ep, input_len=2048, output_len=512,
+                                  batch=64, quant=fp8, moe_kernels=kernels)
+            ttft[kernels, ep] = estimate_inference(CATALOG, s, h200, cfg).ttft_s
+    assert ttft["sglang", 8] < ttft["sglang", 1]
+    assert ttft["vllm", 8] > ttft["vllm", 1] > ttft["sglang", 1]
     # without a published mean every engine prices every slot
     unknown = dataclasses.replace(s, mean_real_experts=0.0)
     cfg = InferenceConfig(gpus=8, tp=8, input_len=2048, output_len=512, batch=32,

@@ -78,6 +78,7 @@ from gpuarch.estimate.inference_config import (
     engine_of,
     fp8_scaling_of,
     moe_block_floor_s,
+    real_slots,
     routed_slots,
     server_layout,
 )
@@ -646,7 +647,9 @@ def _serving_assumptions(catalog: Catalog, shape: TransformerShape, product: Pro
             "slots_per_token": shape.experts_per_token,
             "real_experts_per_token_published": shape.mean_real_experts or None,
             "priced_per_token": routed_slots(shape, cfg),
-            "skipped_by_kernels": cfg.moe_kernels in IDENTITY_SKIPPING_KERNELS}
+            "skipped_by_kernels": cfg.moe_kernels in IDENTITY_SKIPPING_KERNELS,
+            # slots the kernels run as expert 0's rows (vLLM's remapping), on its rank
+            "on_expert_0_per_token": routed_slots(shape, cfg) - real_slots(shape)}
         if shape.zero_experts else None,
         "moe_gemm_kernel": cfg.moe_gemm_kernel if shape.is_moe else None,
         # the routed experts as DeepGEMM's grouped GEMMs (SGLang's wide-EP path on Hopper)

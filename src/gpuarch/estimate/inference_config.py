@@ -700,7 +700,7 @@ IDENTITY_SKIPPING_KERNELS = ("sglang", "sglang-deepep")
 """The MoE kernels that drop a token's identity-expert slots before the experts run
 (SGLang's ``zero_experts_compute_triton`` marks them -1, which its fused MoE and DeepEP
 skip); vLLM's marks them expert 0 with zero weight, so they run there (its later
-ZeroExpertRouter remaps them the same way)."""
+ZeroExpertRouter remaps them the same way); TensorRT-LLM's handling was not read."""
 
 
 def routed_slots(shape: TransformerShape, cfg: InferenceConfig) -> float:
@@ -710,6 +710,14 @@ def routed_slots(shape: TransformerShape, cfg: InferenceConfig) -> float:
     if shape.mean_real_experts and cfg.moe_kernels in IDENTITY_SKIPPING_KERNELS:
         return shape.mean_real_experts
     return float(shape.experts_per_token)
+
+
+def real_slots(shape: TransformerShape) -> float:
+    """Expert slots a token fills with real experts' rows: the published mean where some
+    slots go to identity experts (``TransformerShape.mean_real_experts``), else every one.
+    Where the kernels run the identity slots (``routed_slots`` above this), the rest land
+    on expert 0 with zero weight (vLLM's ZeroExpertRouter)."""
+    return shape.mean_real_experts or float(shape.experts_per_token)
 
 
 def slot_spread(shape: TransformerShape, cfg: InferenceConfig) -> float:

@@ -33,6 +33,7 @@ from gpuarch.estimate.inference_config import (
     Batching,
     InferenceConfig,
     moe_block_floor_s,
+    real_slots,
     routed_slots,
     slot_spread,
 )
@@ -184,7 +185,8 @@ EXPERT_GEMM_PREFIX = "expert_"
 configuration's expert formats (``InferenceConfig.expert_quant``)."""
 
 
-GATHERED_OPS = ("expert_up", "expert_down", "moe_permute", "activation")
+GATHERED_OPS = ("expert_up", "expert_down", "expert_up_identity", "expert_down_identity",
+                "moe_permute", "activation")
 """An expert layer's operators over the tokens its EP group gathers from every rank (the
 routed experts' GEMMs, the permutation and the experts' activation); the rest of the layer
 (projections, attention, norms, router, shared experts) runs on each rank's own tokens."""
@@ -397,8 +399,11 @@ class ReplicaRunner:
         self.trtllm_deepep = cfg.moe_kernels == "trtllm" and cfg.gpus_per_node <= HGX_GPUS
         self.a2a_latency = exchange_latencies(eff, self.trtllm_deepep)
         self.spread = slot_spread(shape, cfg)
-        # routed copies a token makes (fewer where the kernels skip identity slots)
+        # routed copies a token makes (fewer where the kernels skip identity slots), and
+        # those that reach real experts' rows (the rest, where the kernels run identity
+        # slots, all on expert 0)
         self.slots = routed_slots(shape, cfg)
+        self.real_slots = real_slots(shape)
         # True where every rank runs the same number of experts (the measured kernels'
         # balanced routing, moe_module_time's)
         self.balanced_routing = balanced_routing
@@ -656,10 +661,13 @@ class ReplicaRunner:
                 s.experts // cfg.ep, touched / s.experts, cfg.ep)
             touched = touched * self.spread
             local = maximum(1.0, local * self.spread)
-            routed = tokens * gathered * self.slots * cfg.moe_imbalance
+            routed = tokens * gathered * self.real_slots * cfg.moe_imbalance
             per_expert = maximum(1, ceil(routed / maximum(touched, 1.0)))
             width = s.d_expert
             outer = s.expert_width  # what the routed experts read and write
+            # identity slots the kernels run (vLLM's, remapped to expert 0 with zero
+            # weight): every one on expert 0's rows, on the rank that holds it
+            identity = tokens * gathered * (self.slots - self.real_slots)
             ops += [Gemm(tokens, n, k, name=name) for name, n, k in router_gemms(s)]
             if s.moe_latent:
                 # latent experts: every rank projects its tokens to the latent width and
@@ -670,6 +678,11 @@ class ReplicaRunner:
                                batch=ceil(local)),
                     self._gemm(per_expert, outer, width // moe_tp, "expert_down",
                                batch=ceil(local))]
+            if self.slots > self.real_slots:
+                ops += [self._gemm(ceil(identity), up_factor * width // moe_tp, outer,
+                                   "expert_up_identity"),
+                        self._gemm(ceil(identity), outer, width // moe_tp,
+                                   "expert_down_identity")]
             if s.shared_experts:
                 shared = width * s.shared_experts
                 ops += [self._gemm(tokens, up_factor * shared // t, s.hidden, "shared_up"),
@@ -678,8 +691,9 @@ class ReplicaRunner:
             # experts, 1/EP of the group's (TensorRT-LLM's expandInputRowsKernel stops at
             # the local experts' last row); they go in quantized as the GEMMs take them and
             # come out of the down projection in 16 bits
-            ops.append(moe_permute(routed / cfg.ep, outer, self.expert_act_bytes, 2.0))
-            inner = routed / cfg.ep * width // moe_tp
+            ops.append(moe_permute(routed / cfg.ep + identity, outer, self.expert_act_bytes,
+                                   2.0))
+            inner = (routed / cfg.ep + identity) * width // moe_tp
         else:
             f = ffn_width or s.d_ffn
             ops += [self._gemm(tokens, up_factor * f // t, s.hidden, "mlp_up"),
@@ -791,7 +805,7 @@ class ReplicaRunner:
         s = self.s
         if not s.is_moe:
             return 0.0
-        untouched = (1 - self.slots / s.experts) ** tokens
+        untouched = (1 - self.real_slots / s.experts) ** tokens
         return s.experts * (1 - untouched)
 
     def forward(self, seqs: Num, q_len: int, ctx: Num, rows: Num | None = None,
