@@ -78,6 +78,7 @@ from gpuarch.perf.roofline import (
     op_time,
     per_layer_input_op,
     stream_ops,
+    sub_norm_op,
 )
 from gpuarch.workloads.flops import (
     attention_core_dims,
@@ -483,10 +484,7 @@ class ReplicaRunner:
         hidden_bytes = tokens * s.hidden * 2.0
         ops.append(_norms_residuals(tokens, s, bool(block)))
         if s.sub_norms:
-            # BitNet's norms inside attention and MLP: each reads and writes its GPU's share
-            # of the attention's output and of the MLP's gated product
-            ops.append(Elementwise(2.0 * tokens * (s.hidden + s.d_ffn) / self.cfg.tp * 2.0,
-                                   name="sub_norms"))
+            ops.append(sub_norm_op(tokens, s, self.cfg.tp))
         ops += hyper_connection_ops(tokens, s)
         if s.attention_residual_block:
             ops.append(attention_residual_op(tokens, s, 2.0, bool(block)))

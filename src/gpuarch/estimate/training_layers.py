@@ -42,6 +42,7 @@ from gpuarch.perf.roofline import (
     op_time,
     per_layer_input_op,
     stream_ops,
+    sub_norm_op,
 )
 from gpuarch.workloads.flops import (
     attention_core_dims,
@@ -376,10 +377,7 @@ def _layer_ops(s: TransformerShape, cfg: TrainingConfig, moe: bool, window: int 
     ops += [Elementwise(norms * 2 * hidden_bytes, name="norms"),
             Elementwise(residuals * 3 * hidden_bytes, name="residuals")]
     if s.sub_norms:
-        # BitNet's norms inside attention and MLP: each reads and writes its GPU's share of
-        # the attention's output and of the MLP's gated product
-        ops.append(Elementwise(2.0 * tokens * (s.hidden + s.d_ffn) / t * element,
-                               name="sub_norms"))
+        ops.append(sub_norm_op(tokens, s, t, element))
     ops += hyper_connection_ops(norm_tokens, s, element)
     if s.attention_residual_block:
         # block attention residuals: each mix reads the block summaries so far and writes

@@ -56,6 +56,7 @@ __all__ = [
     "op_time",
     "per_layer_input_op",
     "roofline_summary",
+    "sub_norm_op",
     "transformer_ops",
 ]
 
@@ -353,6 +354,15 @@ def hyper_connection_ops(tokens: Num, shape: TransformerShape,
     passes = 2 * ((n + 1) + (2 * n + 1) - 3)
     return [mix, mix, Elementwise(passes * tokens * shape.hidden * element,
                                   name="hyper_connections")]
+
+
+def sub_norm_op(tokens: Num, shape: TransformerShape, tp: int, element: float = 2.0
+                ) -> Elementwise:
+    """A layer's norms inside attention and MLP (BitNet's ``sub_norms``): each reads and
+    writes one GPU's share of ``tp`` of the attention's output (hidden wide) and of the
+    MLP's gated product (its width)."""
+    return Elementwise(2.0 * tokens * (shape.hidden + shape.d_ffn) / tp * element,
+                       name="sub_norms")
 
 
 def attention_residual_op(tokens: Num, shape: TransformerShape, element: float = 2.0,

@@ -195,6 +195,13 @@ def _flag(cfg: dict[str, Any], key: str, default: bool) -> bool:
     return value
 
 
+def _attention_biases(cfg: dict[str, Any]) -> dict[str, Any]:
+    """The shape's ``qkv_bias`` and ``out_bias`` for a family whose ``attention_bias`` puts a
+    bias on all four attention projections (absent: none)."""
+    bias = _flag(cfg, "attention_bias", False)
+    return {"qkv_bias": bias, "out_bias": bias}
+
+
 def shape_from_hf_config(path: Path, name: str | None = None) -> TransformerShape:
     """Parse ``path`` (a config.json); raises :class:`GpuarchError` naming the file."""
     cfg = read_json_object(path)
@@ -840,13 +847,14 @@ def _indexer(cfg: dict[str, Any], path: Path, layers: int, every: int = 0
     "S" a layer), else ``index_topk_freq`` with ``index_skip_topk_offset`` (a layer has one
     where max(layer - offset + 1, 0) is a multiple of the frequency; offset 2 unless given),
     as Transformers' GlmMoeDsaConfig reads them; where it sets none and ``every`` is given,
-    the first layer and every ``every``-th from the second (HYV4Config's default)."""
+    the first layer and every ``every``-th from the second (HYV4Config's default, the same
+    rule at offset 2)."""
     out = {"index_heads": _get(cfg, path, "index_n_heads"),
            "index_head_dim": _get(cfg, path, "index_head_dim"),
            "index_topk": _get(cfg, path, "index_topk")}
     kinds = _indexer_kinds(cfg, path, layers)
     if kinds is None and every and layers > 0:
-        kinds = [i == 0 or (i - 1) % every == 0 for i in range(layers)]
+        kinds = _every_kth_indexer(layers, every, 2)
     if kinds is not None and not all(kinds):
         out["index_layers"] = sum(kinds)
     return out
@@ -875,7 +883,7 @@ def _indexer_kinds(cfg: dict[str, Any], path: Path, layers: int) -> list[bool] |
         offset = _get(cfg, path, "index_skip_topk_offset", default=2)
         if freq < 1:
             raise GpuarchError(f"index_topk_freq: expected a positive integer, got {freq!r}")
-        kinds = [max(i - offset + 1, 0) % freq == 0 for i in range(layers)]
+        kinds = _every_kth_indexer(layers, freq, offset)
     if kinds is None or layers < 1:
         return None  # no layers: the shape refuses num_hidden_layers itself
     if len(kinds) != layers:
@@ -883,6 +891,14 @@ def _indexer_kinds(cfg: dict[str, Any], path: Path, layers: int) -> list[bool] |
     if not kinds[0]:
         raise GpuarchError(f"{key}: the first layer shares an indexer with none before it")
     return kinds
+
+
+def _every_kth_indexer(layers: int, freq: int, offset: int) -> list[bool]:
+    """Which of ``layers`` run an indexer of their own under GlmMoeDsaConfig's
+    ``index_topk_freq`` rule: where max(layer - offset + 1, 0) is a multiple of ``freq``
+    (offset 2: the first layer and every ``freq``-th from the second, HYV4Config's default
+    ``indexer_types``)."""
+    return [max(i - offset + 1, 0) % freq == 0 for i in range(layers)]
 
 
 def _check_minimax_m2(cfg: dict[str, Any]) -> None:
@@ -1166,13 +1182,11 @@ def _bamba(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
         mamba = _mamba_mixer(cfg, path, hidden, (
             "mamba_n_heads", "mamba_d_head", "mamba_d_state", "mamba_n_groups",
             "mamba_d_conv", "mamba_conv_bias", "mamba_proj_bias", "mamba_expand"))
-    bias = _flag(cfg, "attention_bias", False)
     return TransformerShape(
         **fields,
         ffn_hidden=_get(cfg, path, "intermediate_size"),
         ffn_kind=FfnKind.SWIGLU,
-        qkv_bias=bias,
-        out_bias=bias,
+        **_attention_biases(cfg),
         mlp_bias=_flag(cfg, "mlp_bias", False),
         hybrid_pattern=pattern,
         mamba=mamba,
@@ -1314,13 +1328,11 @@ def _lara_mini(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
     heads = _get(cfg, path, "num_attention_heads")
     mamba = _gated_delta_mixer(cfg, path) if "M" in pattern else None
     experts = _get(cfg, path, "num_experts", "num_local_experts")
-    bias = _flag(cfg, "attention_bias", False)
     return TransformerShape(
         **_decoder_fields(cfg, path, label, 2 * layers, heads),
         ffn_hidden=0,
         ffn_kind=FfnKind.SWIGLU,
-        qkv_bias=bias,
-        out_bias=bias,
+        **_attention_biases(cfg),
         qk_norm=QkNorm.HEAD,
         experts=experts,
         experts_per_token=_get(cfg, path, "num_experts_per_tok"),
@@ -1398,14 +1410,12 @@ def _zaya(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
     kinds = layer_type_list(cfg, layers, tuple(_ZAYA_KINDS), ["hybrid"] * layers)
     windows = window_blocks(cfg, path, [_ZAYA_KINDS[k] for k in kinds], layers)
     heads = _get(cfg, path, "num_attention_heads")
-    bias = _flag(cfg, "attention_bias", False)
     experts = _get(cfg, path, "num_experts")
     return TransformerShape(
         **_decoder_fields(cfg, path, label, layers, heads),
         ffn_hidden=_get(cfg, path, "moe_intermediate_size"),
         ffn_kind=FfnKind.SWIGLU,
-        qkv_bias=bias,
-        out_bias=bias,
+        **_attention_biases(cfg),
         lm_head_bias=_flag(cfg, "lm_head_bias", False),
         experts=experts,
         experts_per_token=1,

@@ -33,6 +33,7 @@ from gpuarch.workloads.hf import (
     mamba_head_dim,
     window_blocks,
 )
+from gpuarch.workloads.hf import _attention_biases as attention_biases
 from gpuarch.workloads.hf import _decoder_fields as decoder_fields
 from gpuarch.workloads.hf import _flag as flag
 from gpuarch.workloads.hf import _get as get
@@ -260,9 +261,8 @@ def _gemma_small_model(cfg: dict[str, Any], path: Path, window: list[bool], per_
 def _gemma_layers(cfg: dict[str, Any], width: int) -> dict[str, Any]:
     """Gemma's layer traits: a GeGLU MLP of ``width``, four norms a layer, a query and key
     norm a head, biases on the attention's projections with ``attention_bias``."""
-    bias = flag(cfg, "attention_bias", False)
-    return {"ffn_hidden": width, "ffn_kind": FfnKind.GEGLU, "qkv_bias": bias,
-            "out_bias": bias, "sandwich_norms": True, "qk_norm": QkNorm.HEAD}
+    return {"ffn_hidden": width, "ffn_kind": FfnKind.GEGLU,
+            **attention_biases(cfg), "sandwich_norms": True, "qk_norm": QkNorm.HEAD}
 
 
 def _gemma3n(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
@@ -459,14 +459,12 @@ def _nemotron_nas(cfg: dict[str, Any], path: Path, label: str) -> TransformerSha
         raise GpuarchError(f"{path}: block_configs: no attention or no MLP in any layer")
     fields = decoder_fields(cfg, path, label, layers, heads)
     fields.update(layers=len(pattern), kv_heads=kv.pop())
-    attention_bias = flag(cfg, "attention_bias", False)
     return TransformerShape(
         **fields,
         hybrid_pattern="".join(pattern),
         ffn_hidden=max(widths),
         mlp_widths=tuple(widths) if len(set(widths)) > 1 else (),
-        qkv_bias=attention_bias,
-        out_bias=attention_bias,
+        **attention_biases(cfg),
         mlp_bias=flag(cfg, "mlp_bias", False),
     )
 
@@ -807,14 +805,12 @@ def _step3p7(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
            "experts_per_token": get(cfg, path, "num_experts_per_tok", "moe_top_k", default=8),
            "moe_ffn_hidden": width, "shared_experts": shared} \
         if experts and dense < layers else {}
-    bias = flag(cfg, "attention_bias", False)
     return TransformerShape(
         **fields,
         ffn_hidden=get(cfg, path, "intermediate_size", default=11264),
         qk_norm=QkNorm.HEAD,
         head_gate=True,
-        qkv_bias=bias,
-        out_bias=bias,
+        **attention_biases(cfg),
         **moe,
     )
 
@@ -886,15 +882,13 @@ def _laguna(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
            "experts_per_token": get(cfg, path, "num_experts_per_tok", default=8),
            "shared_experts": shared, "router_bias": True} \
         if experts and dense < layers else {}
-    bias = flag(cfg, "attention_bias", False)
     return TransformerShape(
         **fields,
         ffn_hidden=get(cfg, path, "intermediate_size", default=8192),
         qk_norm=QkNorm.HEAD,
         head_gate=gating != "per-element",
         attention_gate=gating == "per-element",
-        qkv_bias=bias,
-        out_bias=bias,
+        **attention_biases(cfg),
         **moe,
     )
 
@@ -959,12 +953,10 @@ def _bailing_hybrid(cfg: dict[str, Any], path: Path, label: str) -> TransformerS
         per_token = get(cfg, path, "topk_group", default=4) or 1
         if groups > 1 and 0 < per_token < groups:
             moe.update(expert_groups=groups, groups_per_token=per_token)
-    bias = flag(cfg, "attention_bias", False)
     return TransformerShape(
         **fields,
         ffn_hidden=get(cfg, path, "intermediate_size", default=6144) if "-" in pattern else 0,
-        qkv_bias=bias,
-        out_bias=bias,
+        **attention_biases(cfg),
         head_gate="*" in pattern,
         mla=MlaShape(
             q_lora_rank=get(cfg, path, "q_lora_rank", default=0) or 0,
@@ -1013,13 +1005,11 @@ def _falcon_h1(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
                        conv_kernel=get(cfg, path, "mamba_d_conv"),
                        conv_bias=flag(cfg, "mamba_conv_bias", True),
                        gated_norm=flag(cfg, "mamba_rms_norm", False))
-    attention_bias = flag(cfg, "attention_bias", False)
     return TransformerShape(
         **fields,
         ffn_hidden=get(cfg, path, "intermediate_size"),
         ffn_kind=FfnKind.SWIGLU,
-        qkv_bias=attention_bias,
-        out_bias=attention_bias,
+        **attention_biases(cfg),
         mlp_bias=flag(cfg, "mlp_bias", False),
         hybrid_pattern="M*-" * layers,
         mamba=mamba,
@@ -1344,14 +1334,12 @@ def _lfm3(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
         for i in range(layers)])
     pattern = "".join(("M" if k == "conv" else "*") + "-" for k in kinds)
     mixer = _short_conv(cfg, path, fields["hidden"]) if "M" in pattern else None
-    attention_bias = flag(cfg, "attention_bias", False)
     return TransformerShape(
         **fields,
         ffn_hidden=get(cfg, path, "intermediate_size"),
         ffn_kind=FfnKind.SWIGLU,
         qk_norm=QkNorm.HEAD,
-        qkv_bias=attention_bias,
-        out_bias=attention_bias,
+        **attention_biases(cfg),
         head_gate=flag(cfg, "use_attention_gate", True) and "*" in pattern,
         sandwich_norms=flag(cfg, "use_sandwich_norm", True),
         **window_blocks(cfg, path, kinds, pattern.count("*")),
@@ -1411,7 +1399,6 @@ def _longcat_flash(cfg: dict[str, Any], path: Path, label: str) -> TransformerSh
     fields = decoder_fields(cfg, path, label, 5 * layers, heads)
     mla = MlaShape(**mla_fields(cfg, path))
     fields.update(kv_heads=heads, head_dim=mla.qk_nope_head_dim + mla.qk_rope_head_dim)
-    bias = flag(cfg, "attention_bias", False)
     # the published model's sizes: its makers' mean of real experts a token applies
     published = layers == _LONGCAT_DEFAULTS["num_layers"] and all(
         cfg.get(key) == _LONGCAT_DEFAULTS[key] for key in _LONGCAT_DEFAULTS
@@ -1421,8 +1408,7 @@ def _longcat_flash(cfg: dict[str, Any], path: Path, label: str) -> TransformerSh
         **fields,
         ffn_hidden=get(cfg, path, "ffn_hidden_size"),
         ffn_kind=FfnKind.SWIGLU,
-        qkv_bias=bias,
-        out_bias=bias,
+        **attention_biases(cfg),
         mla=mla,
         mean_real_experts=LONGCAT_FLASH_REAL_EXPERTS if published else 0.0,
         experts=get(cfg, path, "n_routed_experts"),
