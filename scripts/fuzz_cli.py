@@ -448,6 +448,18 @@ CONFIGS: dict[str, dict[str, Any]] = {
               "q_lora_rank": 256, "kv_lora_rank": 128, "qk_nope_head_dim": 64,
               "qk_rope_head_dim": 32, "v_head_dim": 64, "index_n_heads": 4,
               "index_head_dim": 64, "index_topk": 512, "hc_mult": 4},
+    # dots3-note in its released layout: window layers of 8 heads and KV rank 256 beside
+    # full layers of 16 heads, KV rank 128 and an indexer
+    "dots3_note": {"model_type": "dots3_note", "vocab_size": 32000, "hidden_size": 1024,
+                   "intermediate_size": 2048, "moe_intermediate_size": 256,
+                   "num_hidden_layers": 6, "num_attention_heads": 16,
+                   "num_key_value_heads": 16, "q_lora_rank": 256, "kv_lora_rank": 128,
+                   "qk_nope_head_dim": 64, "qk_rope_head_dim": 32, "v_head_dim": 64,
+                   "swa_num_attention_heads": 8, "swa_num_key_value_heads": 8,
+                   "swa_kv_lora_rank": 256, "swa_head_dim": 128, "swa_qk_nope_head_dim": 96,
+                   "swa_v_head_dim": 64, "n_routed_experts": 8, "num_experts_per_tok": 2,
+                   "index_n_heads": 4, "index_head_dim": 64, "index_topk": 512,
+                   "sliding_window_size": 256},
     "flint": {"model_type": "flint", "hidden_size": 1024, "num_hidden_layers": 4,
               "num_attention_heads": 16, "num_key_value_heads": 4, "head_dim": 64,
               "intermediate_size": 2048, "moe_intermediate_size": 256, "num_experts": 8,

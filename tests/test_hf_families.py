@@ -792,7 +792,7 @@ def test_beam_gate_bias_by_hand(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("model_type", "why"), [
     ("ergo", "residual gates"),
     ("kolibri1_1", "pooled-key indexer"), ("qwen4_exp_text", "n-gram"),
-    ("zamba2", "shared attention blocks"), ("dots3_note_text", "latent attention of two sizes"),
+    ("zamba2", "shared attention blocks"),
     ("inkling_text", "relative position bias"),
     ("inkling2_text", "attention sinks from a projection"),
     ("inkling2_loop_text", "looped middle layers"),
@@ -805,18 +805,6 @@ def test_families_not_read_yet_say_what_they_lack(tmp_path: Path, model_type: st
     with pytest.raises(GpuarchError, match=rf"'wrapper_x' \(its text_config's '{model_type}'\) "
                                            rf"is not read yet: .*{why}"):
         _read(tmp_path, {"model_type": "wrapper_x", "text_config": {"model_type": model_type}})
-
-
-def test_dots3_note_refused_in_either_layout(tmp_path: Path) -> None:
-    """dots3-note's published config.json keeps the text model's keys at its top level under
-    model_type dots3_note; one Transformers saves nests them in a dots3_note_text
-    text_config. Both are refused naming what the shape lacks."""
-    with pytest.raises(GpuarchError, match=r"'dots3_note' is not read yet: .*two sizes"):
-        _read(tmp_path, {"model_type": "dots3_note", "hidden_size": 5120,
-                         "swa_num_attention_heads": 64})
-    with pytest.raises(GpuarchError, match=r"'dots3_note' is not read yet: .*rotary key"):
-        _read(tmp_path, {"model_type": "dots3_note",
-                         "text_config": {"model_type": "dots3_note_text"}})
 
 
 def test_nanochat_norms_hold_no_weights(tmp_path: Path) -> None:

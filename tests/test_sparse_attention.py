@@ -322,6 +322,7 @@ def test_the_estimate_says_what_it_assumed() -> None:
     sparse = _serve(V32, 8192, 8, 1).assumptions["sparse_attention"]  # type: ignore[attr-defined]
     assert sparse == {"index_topk": 2048, "index_heads": 64, "index_head_dim": 128,
                       "index_key_bytes_per_position_layer": 132, "indexer_layers": 61,
+                      "sparse_layers": 61, "attention_layers": 61,
                       "indexer_replicated_gpus": 8, "indexer_math": "fp8",
                       "latent_cache": "tensor", "latent_bytes_per_position_layer": 576}
     assert _serve(V3, 8192, 8, 1).assumptions["sparse_attention"] is None  # type: ignore[attr-defined]

@@ -944,7 +944,8 @@ def _check_model_flags(args: argparse.Namespace, shape: TransformerShape) -> Non
     if args.no_fp8_mla_decode and shape.mla is None:
         raise GpuarchError(f"--no-fp8-mla-decode: sets how latent attention decodes; "
                            f"{shape.name} has no multi-head latent attention")
-    if getattr(args, "mla_cache_given", False) and (shape.mla is None or not shape.mla.sparse):
+    if getattr(args, "mla_cache_given", False) and (shape.indexer_mla is None
+                                                     or not shape.indexer_mla.sparse):
         raise GpuarchError(f"--mla-cache: sets how a sparse-attention model's FP8 latent is "
                            f"laid out; {shape.name} has no DeepSeek Sparse Attention")
     if args.window_kv_cache != "ring" and not shape.windowed_layers:

@@ -162,8 +162,8 @@ def _kv_bytes_per_token(shape: TransformerShape, tp: int, kv_bytes: float, path:
     attention blocks alone, as trtllm-bench counts them since July 2025), also for MLA on
     the 1.x paths; MLA's one compressed entry a layer on the 2026-07 one."""
     if path == LATEST_PATH and shape.mla is not None:
-        return shape.attention_layers * (shape.mla.kv_lora_rank + shape.mla.qk_rope_head_dim) \
-            * kv_bytes
+        return sum(n * view.mla.latent_width for _, n, view in shape.attention_kinds()
+                   if view.mla is not None) * kv_bytes
     return 2 * shape.attention_layers * max(tp, shape.n_kv_heads) * shape.d_head * kv_bytes
 
 

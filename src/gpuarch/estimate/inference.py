@@ -500,6 +500,7 @@ def _serving_assumptions(catalog: Catalog, shape: TransformerShape, product: Pro
     settings, the kernels and host costs that applied, and the batch's steady state."""
     batch = int(core.batch)
     tpot = float(core.tpot)
+    index = shape.indexer_mla  # the latent attention that holds a sparse indexer, if any
     return {
         "gemm_peak_tflops": from_si(runner.peak.peak.flops, Unit.TFLOPS),
         "gemm_peak_source": f"{runner.peak.peak.key.value} ({runner.peak.peak.origin}, "
@@ -601,18 +602,23 @@ def _serving_assumptions(catalog: Catalog, shape: TransformerShape, product: Pro
         # (run whole on every tensor-parallel GPU) and the precision of its scores, which
         # are skipped where no more positions are held than it chooses
         "sparse_attention": {
-            "index_topk": shape.mla.index_topk, "index_heads": shape.mla.index_heads,
-            "index_head_dim": shape.mla.index_head_dim,
-            "index_key_bytes_per_position_layer": shape.mla.index_key_bytes,
+            "index_topk": index.index_topk, "index_heads": index.index_heads,
+            "index_head_dim": index.index_head_dim,
+            "index_key_bytes_per_position_layer": index.index_key_bytes,
             "indexer_layers": shape.indexer_layers,
+            # the layers whose queries attend to the indexer's picks: every attention layer,
+            # or the full ones where the window layers have latent attention of their own
+            "sparse_layers": shape.attention_layers - (
+                shape.windowed_layers if index is not shape.mla else 0),
+            "attention_layers": shape.attention_layers,
             "indexer_replicated_gpus": cfg.tp,
             "indexer_math": "fp8" if runner.indexer_device is not runner.device
             else "16-bit",
             # the latent's layout in the cache (MLA_CACHES) and its bytes a position, layer
             "latent_cache": cfg.mla_cache,
             "latent_bytes_per_position_layer": mla_entry_bytes(
-                shape, cfg.quant.kv_cache.bytes, cfg.mla_cache)}
-        if shape.mla is not None and shape.mla.sparse else None,
+                shape.attention_kind(0), cfg.quant.kv_cache.bytes, cfg.mla_cache)}
+        if index is not None and index.sparse else None,
         # block-sparse attention (MiniMax-M3): the positions a sparse layer's query attends
         # to, its indexer's heads and key, and the precision its scores run in
         "block_sparse_attention": {

@@ -50,12 +50,26 @@ def kv_bytes_per_token(shape: TransformerShape, element: float, tp: int = 1,
     if shape.compressed is not None:
         return compressed_kv_bytes(shape, element)[0]
     if shape.mla is not None:
-        return float(mla_entry_bytes(shape, element, mla_cache) * shape.attention_layers
-                     + shape.mla.index_key_bytes * shape.indexer_layers)
+        index = shape.indexer_mla
+        assert index is not None
+        return float(sum(_layer_cache_bytes(view, element, tp, mla_cache) * n
+                         for _, n, view in shape.attention_kinds())
+                     + index.index_key_bytes * shape.indexer_layers)
     index_keys = shape.indexer_layers * shape.block_sparse.index_key_bytes(element) \
         if shape.block_sparse is not None else 0.0
     return float(sum(_layer_kv_width(view, tp) * n for _, n, view in shape.attention_kinds())
                  * element) + index_keys
+
+
+def _layer_cache_bytes(shape: TransformerShape, element: float, tp: int,
+                       mla_cache: str = "tensor") -> float:
+    """Bytes one attention layer of ``shape`` (a kind's view, ``attention_kind``) caches a
+    position on one of ``tp`` GPUs: latent attention's entry (``mla_entry_bytes``, the
+    same on every GPU), else its share of the keys and values (``_layer_kv_width``); an
+    indexer's key apart."""
+    if shape.mla is not None:
+        return mla_entry_bytes(shape, element, mla_cache)
+    return float(_layer_kv_width(shape, tp) * element)
 
 
 def _layer_kv_width(shape: TransformerShape, tp: int) -> int:
@@ -68,16 +82,23 @@ def _layer_kv_width(shape: TransformerShape, tp: int) -> int:
     return int(shape.kv_heads_per_gpu(tp)) * shape.kv_width
 
 
-def _window_share(shape: TransformerShape, tp: int) -> float:
+def _window_share(shape: TransformerShape, tp: int, element: float = 2.0,
+                  mla_cache: str = "tensor") -> float:
     """The share of the bytes a position adds to the cache that the sliding-window layers
     hold: their share of the attention layers (a hybrid's attention blocks), or of the
     bytes where the full layers have heads of their own (Gemma 4's window layers cache
-    8 x 2 x 256 channels a position on one GPU, its global ones 2 x 512)."""
+    8 x 2 x 256 channels a position on one GPU, its global ones 2 x 512; dots3-note's
+    window layers a latent of 1,024 + 64 channels, its full ones 512 + 64 and the
+    indexer's key, in a cache of ``element`` bytes laid out as ``mla_cache`` says)."""
     if shape.full_attention is None and not shape.kv_shared_layers:
         return shape.windowed_layers / shape.attention_layers
     widths: dict[int, float] = {}
     for window, n, view in shape.attention_kinds():
-        widths[window] = widths.get(window, 0.0) + n * _layer_kv_width(view, tp)
+        widths[window] = widths.get(window, 0.0) + n * _layer_cache_bytes(
+            view, element, tp, mla_cache)
+    index = shape.indexer_mla
+    if index is not None:  # the indexer's keys, in the full layers
+        widths[0] = widths.get(0, 0.0) + index.index_key_bytes * shape.indexer_layers
     return widths.get(shape.sliding_window, 0.0) / sum(widths.values())
 
 
@@ -117,11 +138,12 @@ def kv_bytes_per_sequence(shape: TransformerShape, element: float, tokens: int,
     ``window_kv_cache`` "full" every layer keeps every position (DeepSeek-V4's windows
     too)."""
     return _sequence_bytes(shape, element, kv_bytes_per_token(shape, element, tp, mla_cache),
-                           window_kv_cache, tp)(tokens)
+                           window_kv_cache, tp, mla_cache)(tokens)
 
 
 def _sequence_bytes(shape: TransformerShape, element: float, per_token: float,
-                    window_kv_cache: str, tp: int = 1) -> Callable[[int], float]:
+                    window_kv_cache: str, tp: int = 1, mla_cache: str = "tensor"
+                    ) -> Callable[[int], float]:
     """``kv_bytes_per_sequence`` as a function of the tokens, for a cache of ``per_token``
     bytes a position (``kv_bytes_per_token``, which the memory searches work out once)."""
     if shape.compressed is not None:
@@ -132,19 +154,11 @@ def _sequence_bytes(shape: TransformerShape, element: float, per_token: float,
             held = tokens if window_kv_cache == "full" else min(tokens, ring)
             return per_token * tokens + window * held
         return compressed
-    return lambda tokens: per_token * _positions_held(shape, tokens, window_kv_cache, tp)
-
-
-def _positions_held(shape: TransformerShape, tokens: int, window_kv_cache: str = "ring",
-                    tp: int = 1) -> float:
-    """Positions of one sequence of ``tokens`` the KV cache holds, averaged over the layers'
-    bytes (``kv_bytes_per_sequence`` over the bytes a position adds): all of them, but only
-    the last ``sliding_window`` in a sliding-window layer unless ``window_kv_cache`` is
-    "full"."""
     if not shape.windowed_layers or window_kv_cache == "full":
-        return tokens
-    share = _window_share(shape, tp)
-    return (1 - share) * tokens + share * min(tokens, shape.sliding_window)
+        return lambda tokens: per_token * tokens
+    share = _window_share(shape, tp, element, mla_cache)
+    window = shape.sliding_window
+    return lambda tokens: per_token * ((1 - share) * tokens + share * min(tokens, window))
 
 
 def _weight_bytes(shape: TransformerShape, cfg: InferenceConfig) -> float:
@@ -188,7 +202,7 @@ def _kv_and_activation_sizer(shape: TransformerShape, cfg: InferenceConfig
     # the shared prefix's blocks are held once, not once per sequence, in the layers that
     # keep every position (a sliding-window layer's ring moves past the prefix)
     windowed = 0.0 if cfg.window_kv_cache == "full" or not shape.windowed_layers \
-        else _window_share(shape, cfg.tp)
+        else _window_share(shape, cfg.tp, element, cfg.mla_cache)
     shared_per_token = (1 - windowed) * per_token / cfg.pp
     if shape.is_moe:
         # the expert buffers hold every routed row of the tokens that reach a GPU's experts
@@ -208,7 +222,8 @@ def _kv_and_activation_sizer(shape: TransformerShape, cfg: InferenceConfig
     state = mamba_state_per_sequence(shape, cfg)
     cached_state = hybrid_state_bytes(shape, cfg.tp, cfg.ssm_state_bytes)
 
-    sequence_bytes = _sequence_bytes(shape, element, per_token, cfg.window_kv_cache, cfg.tp)
+    sequence_bytes = _sequence_bytes(shape, element, per_token, cfg.window_kv_cache, cfg.tp,
+                                     cfg.mla_cache)
 
     def sizes(batch: Num, prompt: int) -> tuple[Num, Num]:
         kv = batch * (sequence_bytes(prompt + out_tokens) + state) / cfg.pp

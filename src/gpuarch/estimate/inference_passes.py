@@ -527,7 +527,7 @@ class ReplicaRunner:
         cfg, t = self.cfg, self.cfg.tp
         heads = s.heads // t
         kv_element = cfg.quant.kv_cache.bytes
-        m = None if prefill and not self._sparse_prompt(ctx) else s.mla
+        m = None if prefill and not self._sparse_prompt(s, ctx) else s.mla
         absorbed = m is not None
         reads = 1.0
         chunked = s.chunks(window)
@@ -588,13 +588,15 @@ class ReplicaRunner:
                             causal=True, kv_element=c.index_key_bytes / c.index_head_dim)
         return compressed_attention_ops(s, self.cfg.tp, tokens, self._gemm, core, indexer)
 
-    def _sparse_prompt(self, ctx: Num) -> bool:
-        """Whether a prefill pass over ``ctx`` held positions runs sparse attention: more
+    @staticmethod
+    def _sparse_prompt(s: TransformerShape, ctx: Num) -> bool:
+        """Whether a prefill pass over ``ctx`` held positions runs sparse attention in a
+        layer of ``s`` (a kind's view: a window layer of dots3-note's has no indexer): more
         positions than the indexer chooses, where the engines' sparse prefill kernels run
         the latent attention absorbed (MQA mode: query/key 576, value 512 wide; FlashMLA's
         sparse prefill, the only mode TensorRT-LLM's DSA runs); at or below it they run the
         dense MHA-mode prefill (SGLang below 2,048 tokens, TensorRT-LLM's fast path)."""
-        m = self.s.mla
+        m = s.mla
         if m is None or not m.sparse:
             return False
         return bool(np.all(np.asarray(ctx) > m.index_topk))

@@ -563,10 +563,12 @@ def _add_kernel_notes(assumptions: dict[str, Any], shape: TransformerShape, prod
                 f"each expert layer{which} waits {from_si(wait, Unit.US):,.0f} us a forward "
                 f"pass on the host for its token counts ({whose}); --moe-token-drop or "
                 "--cuda-graphs remove it")
-    if shape.mla is not None and shape.mla.sparse:
-        m = shape.mla
+    m = shape.indexer_mla
+    if m is not None and m.sparse:
+        where = "" if m is shape.mla else "of a full-attention layer "
         assumptions["sparse_attention"] = (
-            f"DeepSeek Sparse Attention: each query attends to at most {m.index_topk:,} "
+            f"DeepSeek Sparse Attention: each query {where}attends to at most "
+            f"{m.index_topk:,} "
             f"positions (priced as a window of that size), and an indexer of "
             f"{m.index_heads} heads of {m.index_head_dim} in {shape.indexer_layers} of the "
             f"{shape.attention_layers} layers scores every earlier one (an "

@@ -409,8 +409,11 @@ def _serving_setup_lines(a: dict[str, Any]) -> list[str]:
                          "micro-batch's exchange and the other's work is hidden")
     if a.get("sparse_attention"):
         x = a["sparse_attention"]
+        where = f"in {x['sparse_layers']} layers " \
+            if x["sparse_layers"] < x["attention_layers"] else ""
         lines.append(_sparse_line(
-            f"each query attends to the {x['index_topk']:,} positions", x, x["index_topk"],
+            f"{where}each query attends to the {x['index_topk']:,} positions", x,
+            x["index_topk"],
             f"; the FP8 latent in FlashMLA's layout, "
             f"{x['latent_bytes_per_position_layer']:g} bytes a position and layer "
             "(--mla-cache)" if x.get("latent_cache") == "flashmla"

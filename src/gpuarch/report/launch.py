@@ -211,14 +211,17 @@ def megatron_launch(shape: Any, cfg: Any) -> Launch:
     if shape.mla is not None:
         notes.append("multi-head latent attention's shape (its low-rank projections) is not "
                      "emitted: take those flags from the model's own Megatron recipe")
-        if shape.mla.sparse:
+        if shape.indexer_mla is not None and shape.indexer_mla.sparse:
             notes.append("DeepSeek Sparse Attention's indexer (heads, head size, top-k) is "
                          "not emitted either")
     if shape.compressed is not None:
         notes.append("DeepSeek-V4's compressed attention (window, compression ratios, "
                      "indexer, grouped output) and its hyper-connections are not emitted: "
                      "take those flags from the model's own Megatron recipe")
-    if shape.full_attention is not None:
+    if shape.full_attention is not None and shape.full_attention.mla is not None:
+        notes.append("the full-attention layers' own latent attention (its heads, ranks and "
+                     "widths) is not emitted either")
+    elif shape.full_attention is not None:
         full = shape.full_attention
         notes.append("the full-attention layers' own heads ("
                      + (f"{full.heads} heads, " if full.heads else "")

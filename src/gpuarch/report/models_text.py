@@ -9,7 +9,7 @@ from gpuarch.units import Unit, from_si
 from gpuarch.workloads.hf_quant import CheckpointFormats
 from gpuarch.workloads.params import count_params
 from gpuarch.workloads.presets import Preset
-from gpuarch.workloads.shape import QkNorm, TransformerShape
+from gpuarch.workloads.shape import MlaShape, QkNorm, TransformerShape
 
 __all__ = ["checkpoint_label", "render_preset", "render_presets"]
 
@@ -37,12 +37,23 @@ def _experts(s: TransformerShape) -> str:
 
 
 def _heads(s: TransformerShape) -> str:
-    if s.mla is not None:
-        return f"{s.heads}/latent"
     f = s.full_attention
+    if s.mla is not None:
+        return f"{s.heads}/latent" + (f"+{s.full_heads}/latent" if f is not None else "")
     if f is None:
         return f"{s.heads}/{s.n_kv_heads}"
     return f"{s.heads}/{s.n_kv_heads}+" + (f"{f.heads}/" if f.heads else "") + f"{f.kv_heads}"
+
+
+def _latent_sizes(m: MlaShape) -> str:
+    """Multi-head latent attention's sizes as the models listing words them."""
+    return (f"KV rank {m.kv_lora_rank}, "
+            + (f"query rank {m.q_lora_rank}" if m.q_lora_rank else "queries not compressed")
+            + f", heads of {m.qk_nope_head_dim}+{m.qk_rope_head_dim} (query, key) and "
+            f"{m.v_head_dim} (value)"
+            + ("; the queries and a sigmoid gate a value channel from the query latent "
+               "beside its norm" if m.q_gate else "")
+            + ("; a norm over the rotary key" if m.rope_key_norm else ""))
 
 
 def _head_widths(s: TransformerShape) -> str:
@@ -143,19 +154,19 @@ def render_preset(p: Preset) -> str:
             lines.append(f"  Mamba-2       {mb.heads} heads of {mb.head_dim}, state {mb.state}, "
                          f"{mb.groups} groups, convolution of {mb.conv_kernel}")
     if s.mla is not None:
-        m = s.mla
-        lines.append(f"  attention     multi-head latent: KV rank {m.kv_lora_rank}, "
-                     + (f"query rank {m.q_lora_rank}" if m.q_lora_rank else
-                        "queries not compressed")
-                     + f", heads of {m.qk_nope_head_dim}+{m.qk_rope_head_dim} "
-                     f"(query, key) and {m.v_head_dim} (value)"
-                     + ("; the queries and a sigmoid gate a value channel from the query "
-                        "latent beside its norm" if m.q_gate else "")
+        own = s.full_attention is not None  # the full layers' latent attention their own
+        lines.append("  attention     multi-head latent" + (" (window layers)" if own else "")
+                     + f": {_latent_sizes(s.mla)}"
                      + ("; a learned sink logit a head" if s.attention_sinks else ""))
+        m = s.indexer_mla
+        assert m is not None
         if m.sparse:
-            where = "" if s.indexer_layers == s.attention_layers else (
-                f"; in {s.indexer_layers} of the {s.attention_layers} layers, the others "
-                "reusing the last one's choice")
+            kind = s.attention_layers - s.windowed_layers if own else s.attention_layers
+            layers = "full-attention layers" if own else "layers"
+            where = (f"; in the {kind} {layers}" if own else "") \
+                if s.indexer_layers == kind else (
+                f"; in {s.indexer_layers} of the {kind} {layers}, the others reusing the "
+                "last one's choice")
             lines.append(f"  sparse        DeepSeek Sparse Attention: an indexer of "
                          f"{m.index_heads} heads of {m.index_head_dim} picks the "
                          f"{m.index_topk:,} positions each query attends to (its FP8 keys, "
@@ -197,7 +208,11 @@ def render_preset(p: Preset) -> str:
                      f"layers: an indexer of {b.index_heads} heads of {b.index_head_dim} keeps "
                      f"each query's top {b.topk_blocks} blocks of {b.block} positions "
                      f"({b.positions:,}; its key cached beside the layer's)")
-    if s.full_attention is not None:
+    if s.full_attention is not None and s.full_attention.mla is not None:
+        lines.append(f"  full layers   {s.layers - s.windowed_layers} layers of "
+                     + (f"{s.full_heads} heads, " if s.full_heads != s.heads else "")
+                     + f"multi-head latent: {_latent_sizes(s.full_attention.mla)}")
+    elif s.full_attention is not None:
         full = s.attention_kind(0)
         lines.append(f"  full layers   {s.layers - s.windowed_layers} layers of "
                      + (f"{full.heads} heads and " if full.heads != s.heads else "")

@@ -258,6 +258,13 @@ def forward_flops_per_token(s: TransformerShape, seq_len: int, *, causal: bool =
         windowed, window_keys = s.attention_layers, _window_keys(seq_len, m.index_topk,
                                                                  causal)
         indexer_core = 2.0 * m.index_heads * m.index_head_dim * full_keys * s.indexer_layers
+    elif s.indexer_mla is not None and s.indexer_mla.sparse:
+        # the full layers' own sparse latent attention (dots3-note): their queries attend to
+        # at most index_topk positions, which their indexer picks from every earlier one;
+        # the window layers to their window
+        m = s.indexer_mla
+        indexer_core = 2.0 * m.index_heads * m.index_head_dim * full_keys * s.indexer_layers
+        full_keys = _window_keys(seq_len, m.index_topk, causal)
     else:
         indexer_core = 0.0
     core = 2.0 * ((s.attention_layers - windowed) * s.full_heads * full_keys * full_dims

@@ -349,16 +349,6 @@ _NOT_YET = {
     "qwen4_exp_text": "Qwen4-Exp's low-rank hyper-connections, n-gram per-layer embeddings "
                       "and pooled-key indexed attention",
     "xlstm": "xLSTM's mLSTM blocks",
-    # dots3-note (rednote): its window layers' latent attention has sizes of its own (64
-    # heads, KV rank 1024, query-key width 256 against the DeepSeek Sparse Attention layers'
-    # 128, 512 and 192: per_layer_config, the released config's swa_* keys) and no indexer,
-    # and every layer normalises its rotary key (k_rope_only_layernorm). The published
-    # config.json keeps the text model's keys at its top level
-    **dict.fromkeys(("dots3_note", "dots3_note_text"),
-                    "dots3-note's latent attention of two sizes (window layers with heads, KV "
-                    "rank and query-key widths of their own beside the DeepSeek Sparse "
-                    "Attention layers, the only ones with an indexer) and a norm over the "
-                    "rotary key a layer"),
     # Thinking Machines' Inkling families (Transformers' modeling_inkling*.py): no rotary
     # positions, a relative bias instead, and depthwise causal convolutions with a cache
     # state of their own in every layer

@@ -18,7 +18,9 @@ E2B/E4B's KV-shared layers and per-layer inputs, Falcon-H1's Mamba-2 mixer and a
 side by side in every layer (``falcon_h1``), and the Mamba-1 models: state-spaces' Mamba
 and Falcon Mamba (``mamba``, ``falcon_mamba``) and AI21's Jamba with its attention, MLP and
 expert layers (``jamba``), MiniMax-Text-01's lightning attention (``minimax``) and Liquid
-AI's LFM2 short convolutions (``lfm2``, ``lfm2_moe``), as Transformers 5.25 builds them.
+AI's LFM2 short convolutions (``lfm2``, ``lfm2_moe``), as Transformers 5.25 builds them;
+and rednote's dots3-note (``dots3_note``, ``dots3_note_text``), whose window layers' latent
+attention has sizes of its own beside the full layers' (``FullAttention.mla``).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from gpuarch.workloads.hf import _flag as flag
 from gpuarch.workloads.hf import _get as get
 from gpuarch.workloads.hf import _glu_limit as glu_limit
 from gpuarch.workloads.hf import _mla_fields as mla_fields
+from gpuarch.workloads.hf import _routing_groups as routing_groups
 from gpuarch.workloads.shape import (
     MAX_DIMENSION,
     BlockSparseAttention,
@@ -1421,6 +1424,240 @@ def _longcat_flash(cfg: dict[str, Any], path: Path, label: str) -> TransformerSh
     )
 
 
+_DOTS3_DEFAULTS: dict[str, Any] = {
+    "vocab_size": 152064, "hidden_size": 5120, "intermediate_size": 13824,
+    "moe_intermediate_size": 1536, "num_hidden_layers": 46, "num_attention_heads": 128,
+    "num_key_value_heads": 128, "n_shared_experts": 1, "n_routed_experts": 256,
+    "kv_lora_rank": 512, "q_lora_rank": 1024, "qk_rope_head_dim": 64, "v_head_dim": 128,
+    "qk_nope_head_dim": 128, "num_experts_per_tok": 8, "max_position_embeddings": 524288,
+    "tie_word_embeddings": False, "index_topk": 2048, "index_head_dim": 128,
+    "index_n_heads": 64, "hidden_act": "silu", "shared_experts_intermediate_size": 1536,
+    "head_dim": 256}
+"""Dots3NoteTextConfig's defaults (Transformers 5.25, configuration_dots3_note.py: dots3-note
+preview's sizes) for the keys read."""
+
+_DOTS3_WINDOW: dict[str, Any] = {
+    "num_attention_heads": 64, "num_key_value_heads": 64, "q_lora_rank": 1024,
+    "kv_lora_rank": 1024, "head_dim": 256, "qk_nope_head_dim": 192, "v_head_dim": 128}
+"""The window layers' latent attention where a config gives no ``per_layer_config``: its
+``swa_*`` keys, else these defaults (Dots3NoteTextConfig's ``sliding_config``); the rotary
+width ``swa_qk_rope_head_dim``, else head_dim - qk_nope_head_dim."""
+
+_DOTS3_LATENT = ("num_attention_heads", "num_key_value_heads", "q_lora_rank", "kv_lora_rank",
+                 "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "head_dim")
+"""The keys a dots3-note layer's latent attention reads from its own config (the overrides
+``per_layer_config`` may give)."""
+
+_INDEXED = "indexed_attention"
+
+
+def _dots3_kinds(cfg: dict[str, Any], path: Path, layers: int) -> list[str]:
+    """dots3-note's layer kinds as Dots3NoteTextConfig resolves them: ``layer_types``, else
+    the first two layers and every fourth from the second full (all full without
+    ``use_sliding_window``), the rest sliding-window; ``use_dsa`` (true unless the config
+    gives ``per_layer_config``) names the full layers "indexed_attention" (or, false,
+    "full_attention")."""
+    use_dsa = cfg.get("use_dsa", None if "per_layer_config" in cfg else True)
+    if use_dsa is not None and not isinstance(use_dsa, bool):
+        raise GpuarchError(f"{path}: use_dsa: expected true, false or null, got {use_dsa!r}"
+                           [:200])
+    full = _FULL if use_dsa is False else _INDEXED
+    default = [full if not flag(cfg, "use_sliding_window", True) or i < 2 or i % 4 == 1
+               else _SLIDING for i in range(layers)]
+    try:
+        kinds = layer_type_list(cfg, layers, (_SLIDING, _FULL, _INDEXED), default)
+    except GpuarchError as exc:
+        raise GpuarchError(f"{path}: {exc}") from None
+    if use_dsa is not None:
+        old, new = (_FULL, _INDEXED) if use_dsa else (_INDEXED, _FULL)
+        kinds = [new if k == old else k for k in kinds]
+    if _FULL in kinds and _INDEXED in kinds:
+        raise GpuarchError(f"{path}: layer_types: full layers with an indexer "
+                           "(\"indexed_attention\") beside full layers without one "
+                           "(\"full_attention\") are not read: one kind of full layer")
+    return kinds
+
+
+def _dots3_latents(cfg: dict[str, Any], path: Path, kinds: list[str]
+                   ) -> dict[bool, dict[str, int]]:
+    """Each kind of layer's latent attention sizes (True: the window layers'), from the
+    config's own keys with each layer's ``per_layer_config`` overrides (else the window
+    layers' ``swa_*`` keys, ``_DOTS3_WINDOW``); refused where the layers of a kind differ."""
+    base = {key: cfg.get(key) for key in _DOTS3_LATENT}
+    per = cfg.get("per_layer_config")
+    if per is None:
+        window = {key: cfg.get(f"swa_{key}", value) for key, value in _DOTS3_WINDOW.items()}
+        for key in ("head_dim", "qk_nope_head_dim"):
+            try:
+                get(window, path, key)
+            except GpuarchError as exc:
+                raise GpuarchError(f"{path}: swa_{exc}") from None
+        window["qk_rope_head_dim"] = cfg.get("swa_qk_rope_head_dim",
+                                             window["head_dim"] - window["qk_nope_head_dim"])
+        overrides = {i: window for i, kind in enumerate(kinds) if kind == _SLIDING}
+    else:
+        if not isinstance(per, dict):
+            raise GpuarchError(f"{path}: per_layer_config: expected an object of layer "
+                               f"indices, got {per!r}"[:200])
+        overrides = {}
+        for key, value in per.items():
+            index = int(key) if isinstance(key, str) and key.isdigit() else key
+            if not isinstance(index, int) or isinstance(index, bool) \
+                    or not 0 <= index < len(kinds):
+                raise GpuarchError(f"{path}: per_layer_config: {key!r} is not a layer index "
+                                   f"(0 to {len(kinds) - 1})")
+            if not isinstance(value, dict):
+                raise GpuarchError(f"{path}: per_layer_config.{key}: expected an object, got "
+                                   f"{value!r}"[:200])
+            unread = sorted(set(value) - set(_DOTS3_LATENT))
+            if unread:
+                raise GpuarchError(f"{path}: per_layer_config.{key}.{unread[0]}: only the "
+                                   "latent attention's sizes are read a layer ("
+                                   + ", ".join(_DOTS3_LATENT) + ")")
+            overrides[index] = value
+    sizes: dict[bool, set[tuple[int, ...]]] = {True: set(), False: set()}
+    for i, kind in enumerate(kinds):
+        windowed = kind == _SLIDING
+        where = "swa_" if windowed and per is None else ""
+        sizes[windowed].add(_dots3_sizes({**base, **overrides.get(i, {})}, path, where))
+    out: dict[bool, dict[str, int]] = {}
+    for windowed, found in sizes.items():
+        if len(found) > 1:
+            what = "sliding-window" if windowed else "full"
+            raise GpuarchError(f"{path}: per_layer_config: latent attention's sizes are read "
+                               f"a kind of layer at a time; the {what} layers differ")
+        if found:
+            out[windowed] = dict(zip(_DOTS3_LATENT, next(iter(found)), strict=True))
+    return out
+
+
+def _dots3_sizes(sizes: dict[str, Any], path: Path, where: str) -> tuple[int, ...]:
+    """One dots3-note layer's latent attention sizes (``_DOTS3_LATENT``'s keys, ``where``
+    prefixing their names in errors: "swa_" for the released window keys), each checked."""
+    if not sizes["q_lora_rank"]:
+        raise GpuarchError(f"{path}: {where}q_lora_rank: dots3-note's latent attention always "
+                           "has a query LoRA (Transformers refuses it without), got "
+                           f"{sizes['q_lora_rank']!r}"[:200])
+    out = []
+    for key in _DOTS3_LATENT:
+        try:
+            value = get(sizes, path, key)
+        except GpuarchError as exc:
+            raise GpuarchError(f"{path}: {where}{exc}") from None
+        if value < 0:
+            raise GpuarchError(f"{path}: {where}{key}: expected an integer >= 0, got {value}")
+        out.append(value)
+    heads, kv_heads = out[0], out[1]
+    if kv_heads != heads:
+        raise GpuarchError(f"{path}: {where}num_key_value_heads: latent attention's heads are "
+                           f"their own key-value heads ({heads}), got {kv_heads}")
+    return tuple(out)
+
+
+def _dots3_note(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
+    """dots3-note's language model (``dots3_note_text``; a ``dots3_note`` config, whose
+    published form keeps the text model's keys at its top level, or its ``text_config``;
+    the vision and audio towers not counted), as Transformers 5.25's modeling_dots3_note.py
+    builds it: latent attention in every layer (always a query LoRA; ``attention_bias`` on
+    its down-projections and output; an RMSNorm over the shared rotary key,
+    ``rope_key_norm``; a sigmoid gate a head from a projection of its own, ``head_gate``) of
+    two sizes: the sliding-window layers' (``sliding_window``, else
+    ``sliding_window_size``, 512) from their ``per_layer_config`` overrides or the released
+    config's ``swa_*`` keys (64 heads, KV rank 1,024 by default) and the full layers' from
+    the config's own (128 heads, KV rank 512), the full layers with DeepSeek Sparse
+    Attention's indexer (``index_*``) unless ``use_dsa`` is false (``_dots3_kinds``); a
+    dense SwiGLU MLP in the first ``first_k_dense_replace`` layers and those
+    ``moe_layer_freq`` leaves dense (or as ``mlp_layer_types`` says; counted, not placed),
+    experts in the others (top ``num_experts_per_tok`` of
+    ``n_routed_experts``, ``moe_intermediate_size`` wide; group-limited routing by
+    ``n_group``, ``topk_group``) beside a shared MLP of ``n_shared_experts`` x
+    ``shared_experts_intermediate_size`` read as shared experts of the routed width. The
+    router's score-correction bias is a buffer; the MLPs carry no bias whatever
+    ``mlp_bias`` says; Dots3NoteTextConfig's defaults fill what a config leaves out."""
+    if "text_config" in cfg:
+        cfg = _text_model(cfg, path)
+    cfg = {**_DOTS3_DEFAULTS, **cfg}
+    if cfg.get("num_key_value_heads") is None:  # as many as the query heads
+        cfg["num_key_value_heads"] = cfg.get("num_attention_heads")
+    if "moe_shared_expert_intermediate_size" in cfg:  # the released config's name wins
+        cfg["shared_experts_intermediate_size"] = cfg["moe_shared_expert_intermediate_size"]
+    if cfg.get("hidden_act") != "silu":
+        raise GpuarchError(f"{path}: hidden_act: only \"silu\" is read (a SwiGLU MLP), got "
+                           f"{cfg.get('hidden_act')!r}"[:200])
+    layers = get(cfg, path, "num_hidden_layers")
+    if layers < 1:
+        raise GpuarchError(f"{path}: num_hidden_layers: expected an integer >= 1, got {layers}")
+    kinds = _dots3_kinds(cfg, path, layers)
+    latents = _dots3_latents(cfg, path, kinds)
+    windowed = kinds.count(_SLIDING)
+    indexed = _INDEXED in kinds
+
+    def latent(sizes: dict[str, int], indexer: bool) -> MlaShape:
+        index = {"index_heads": get(cfg, path, "index_n_heads"),
+                 "index_head_dim": get(cfg, path, "index_head_dim"),
+                 "index_topk": get(cfg, path, "index_topk")} if indexer else {}
+        return MlaShape(q_lora_rank=sizes["q_lora_rank"], kv_lora_rank=sizes["kv_lora_rank"],
+                        qk_nope_head_dim=sizes["qk_nope_head_dim"],
+                        qk_rope_head_dim=sizes["qk_rope_head_dim"],
+                        v_head_dim=sizes["v_head_dim"], rope_key_norm=True, **index)
+
+    own = latents[bool(windowed)]  # the window layers' where there are any
+    mla = latent(own, indexed and not windowed)
+    heads = own["num_attention_heads"]
+    fields = decoder_fields(cfg, path, label, layers, heads)
+    fields.update(kv_heads=heads, head_dim=mla.qk_nope_head_dim + mla.qk_rope_head_dim)
+    if windowed:
+        window = get(cfg, path, "sliding_window", "sliding_window_size", default=512)
+        fields.update(sliding_window=window,
+                      sliding_layers=windowed if windowed < layers else 0)
+    if windowed and windowed < layers:
+        full = latents[False]
+        full_mla = latent(full, indexed)
+        if full_mla != mla or full["num_attention_heads"] != heads:
+            full_heads = full["num_attention_heads"]
+            fields["full_attention"] = FullAttention(
+                kv_heads=full_heads, heads=full_heads, mla=full_mla,
+                head_dim=full_mla.qk_nope_head_dim + full_mla.qk_rope_head_dim)
+    dense_flags = _flags_list(cfg, path, "mlp_layer_types", layers,
+                              {"dense": True, "sparse": False})
+    if dense_flags is None:
+        first = get(cfg, path, "first_k_dense_replace", default=1)
+        freq = cfg.get("moe_layer_freq", 1)
+        if isinstance(freq, list):
+            dense_flags = _flags_list({"moe_layer_freq": freq}, path, "moe_layer_freq",
+                                      layers, {0: True, 1: False})
+            dense_flags = [d or i < first for i, d in enumerate(dense_flags or [])]
+        else:
+            step = get({"moe_layer_freq": freq}, path, "moe_layer_freq")
+            dense_flags = [i < first or i % step != 0 for i in range(layers)]
+    dense = sum(dense_flags)  # counted, not placed (as the DeepSeek-style readers count)
+    experts = get(cfg, path, "n_routed_experts", "num_local_experts")
+    moe: dict[str, Any] = {}
+    if experts and dense < layers:
+        shared_count = get(cfg, path, "n_shared_experts")
+        if shared_count < 1:
+            raise GpuarchError(f"{path}: n_shared_experts: dots3-note has at least one shared "
+                               f"expert (Transformers refuses fewer), got {shared_count}")
+        width = get(cfg, path, "moe_intermediate_size")
+        shared_width = get(cfg, path, "shared_experts_intermediate_size")
+        groups, per_token = routing_groups(cfg, path, experts)
+        moe = {"experts": experts, "dense_layers": dense, "moe_ffn_hidden": width,
+               "experts_per_token": get(cfg, path, "num_experts_per_tok"),
+               "shared_experts": _shared_experts(
+                   path, "shared_experts_intermediate_size", shared_count * shared_width,
+                   "moe_intermediate_size", width),
+               "expert_groups": groups, "groups_per_token": per_token}
+    return TransformerShape(
+        **fields,
+        ffn_hidden=get(cfg, path, "intermediate_size"),
+        ffn_kind=FfnKind.SWIGLU,
+        **attention_biases(cfg),
+        mla=mla,
+        head_gate=True,
+        **moe,
+    )
+
+
 LAYER_KIND_FAMILIES = {"gemma4_text": _gemma4, "gemma4_unified_text": _gemma4_unified,
                        "gemma3n_text": _gemma3n,
                        "mimo_v2_flash": _mimo_v2_flash,
@@ -1431,7 +1668,8 @@ LAYER_KIND_FAMILIES = {"gemma4_text": _gemma4, "gemma4_unified_text": _gemma4_un
                        "mamba": _mamba1, "falcon_mamba": _mamba1, "jamba": _jamba,
                        "minimax": _minimax, "minimax_text_01": _minimax,
                        "minimax_m1": _minimax, "lfm2": _lfm2, "lfm2_moe": _lfm2_moe,
-                       "lfm3": _lfm3, "longcat_flash": _longcat_flash}
+                       "lfm3": _lfm3, "longcat_flash": _longcat_flash,
+                       "dots3_note": _dots3_note, "dots3_note_text": _dots3_note}
 """The model_types read here, and their readers."""
 
 

@@ -100,8 +100,10 @@ def attention_params(s: TransformerShape) -> int:
         up = 2 * m.q_lora_rank * heads * (qk + m.v_head_dim) if m.q_gate \
             else m.q_lora_rank * heads * qk
         q = (h * m.q_lora_rank + m.q_lora_rank + up if m.q_lora_rank else h * heads * qk)
+        # (and rope_key_norm: a norm's weights over the shared rotary key, dots3-note's)
         kv_part = (h * m.latent_width + m.kv_lora_rank
-                   + m.kv_lora_rank * heads * (m.qk_nope_head_dim + m.v_head_dim))
+                   + m.kv_lora_rank * heads * (m.qk_nope_head_dim + m.v_head_dim)
+                   + (m.qk_rope_head_dim if m.rope_key_norm else 0))
         # attention_bias: the down-projections' biases (q_a_proj, kv_a_proj_with_mqa) and the
         # output projection's, as Transformers' DeepSeek and Kimi Linear attentions build them
         biases = (m.q_lora_rank + m.latent_width if s.bias or s.qkv_bias else 0) \
@@ -201,7 +203,7 @@ def indexer_projections(s: TransformerShape) -> list[tuple[str, int, int]]:
         return [(q, c.index_heads * c.index_head_dim, c.q_lora_rank),
                 (k, 4 * c.index_head_dim, s.hidden),
                 (weights, c.index_heads, s.hidden)]
-    m = s.mla
+    m = s.indexer_mla
     if m is None or not m.sparse:
         return []
     return [(q, m.index_heads * m.index_head_dim, m.q_lora_rank),
@@ -224,7 +226,7 @@ def indexer_params(s: TransformerShape) -> int:
         # and norm beside the projections
         return sum(n * k for _, n, k in indexer_projections(s)) \
             + CSA_RATIO * 2 * c.index_head_dim + c.index_head_dim
-    m = s.mla
+    m = s.indexer_mla
     if m is None or not m.sparse:
         return 0
     return sum(n * k for _, n, k in indexer_projections(s)) + 2 * m.index_head_dim

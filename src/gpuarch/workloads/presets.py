@@ -69,6 +69,27 @@ class Preset:
     remote_code: bool = False
 
 
+def _table(key: str, value: Any, where: str) -> Any:
+    """One of a shape's parts given as a table (``_TABLES``' ``key``), its keys checked; a
+    ``full_attention`` table's ``mla`` (the full layers' own latent attention) a table in
+    turn."""
+    known, kind = _TABLE_KEYS[key], _TABLES[key]
+    if not isinstance(value, Mapping):
+        raise GpuarchError(f"{where}: expected a table, got {value!r}")
+    unknown = set(value) - known
+    if unknown:
+        bad = sorted(unknown)[0]
+        raise GpuarchError(f"{where}: unknown key {bad!r}{suggestion(bad, known)}")
+    if isinstance(value.get("ratios"), list):  # TOML and JSON give a list
+        value = {**value, "ratios": tuple(value["ratios"])}
+    if key == "full_attention" and value.get("mla") is not None:
+        value = {**value, "mla": _table("mla", value["mla"], f"{where}.mla")}
+    try:
+        return kind(**value)
+    except (TypeError, GpuarchError) as exc:
+        raise GpuarchError(f"{where}: {exc}") from None
+
+
 def shape_from_mapping(raw: Mapping[str, Any], where: str) -> TransformerShape:
     """Build a shape from plain keys (TOML, JSON, flags); errors name ``where`` and the key."""
     kwargs: dict[str, Any] = {}
@@ -76,20 +97,7 @@ def shape_from_mapping(raw: Mapping[str, Any], where: str) -> TransformerShape:
         if key in _META_KEYS - {"name", *_TABLES}:
             continue
         if key in _TABLES:
-            known, kind = _TABLE_KEYS[key], _TABLES[key]
-            if not isinstance(value, Mapping):
-                raise GpuarchError(f"{where}.{key}: expected a table, got {value!r}")
-            unknown = set(value) - known
-            if unknown:
-                bad = sorted(unknown)[0]
-                raise GpuarchError(f"{where}.{key}: unknown key {bad!r}"
-                                   f"{suggestion(bad, known)}")
-            if isinstance(value.get("ratios"), list):  # TOML and JSON give a list
-                value = {**value, "ratios": tuple(value["ratios"])}
-            try:
-                kwargs[key] = kind(**value)
-            except (TypeError, GpuarchError) as exc:
-                raise GpuarchError(f"{where}.{key}: {exc}") from None
+            kwargs[key] = _table(key, value, f"{where}.{key}")
         elif key == "name":
             kwargs["name"] = value
         elif key in _ENUMS:

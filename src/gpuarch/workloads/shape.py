@@ -137,6 +137,9 @@ class MlaShape:
     # and writes the queries and a sigmoid gate a channel of the attention's output
     # (A.X K2's q_gate_proj), in place of a query up-projection of queries alone
     q_gate: bool = False
+    # an RMSNorm over the shared rotary key before its rotation, qk_rope_head_dim weights a
+    # layer (dots3-note's k_rope_only_layernorm)
+    rope_key_norm: bool = False
 
     def __post_init__(self) -> None:
         _positive("q_lora_rank", self.q_lora_rank, minimum=0)  # 0: queries not compressed
@@ -160,6 +163,8 @@ class MlaShape:
         if given and not self.q_lora_rank:
             raise GpuarchError("index_topk: sparse attention's indexer reads the compressed "
                                "query; it needs q_lora_rank > 0")
+        if not isinstance(self.rope_key_norm, bool) or not isinstance(self.q_gate, bool):
+            raise GpuarchError("q_gate / rope_key_norm: expected true or false")
         if self.index_layers and not given:
             raise GpuarchError("index_layers: layers with an indexer need sparse attention "
                                "(index_heads, index_head_dim, index_topk)")
@@ -596,7 +601,13 @@ class FullAttention:
     ``global_head_dim``, ``num_global_key_value_heads``, ``attention_k_eq_v``, no v_proj in
     those layers). MiMo-V2-Flash: 4 KV heads in its full layers against 8 in its window
     layers, which alone hold attention sinks (its config.json's ``swa_num_key_value_heads``,
-    ``add_swa_attention_sink_bias``)."""
+    ``add_swa_attention_sink_bias``).
+    With ``mla``: the full layers' latent attention where the window layers' (the shape's
+    own ``mla``) has other sizes; ``kv_heads`` then equals the query heads and ``head_dim``
+    the query-key width, as the shape's own for latent attention. dots3-note: 128 heads,
+    KV rank 512 and DeepSeek Sparse Attention's indexer in its full layers, 64 heads and KV
+    rank 1024 without an indexer in its window layers (Transformers' Dots3NoteTextConfig:
+    ``per_layer_config``, the released config.json's ``swa_*`` keys)."""
 
     kv_heads: int
     head_dim: int
@@ -604,6 +615,7 @@ class FullAttention:
     keys_are_values: bool = False
     sinks: bool = False
     heads: int = 0  # 0 = the shape's query heads
+    mla: MlaShape | None = None
 
     def __post_init__(self) -> None:
         for name in ("kv_heads", "head_dim"):
@@ -617,6 +629,23 @@ class FullAttention:
         if self.keys_are_values and self.v_head_dim not in (0, self.head_dim):
             raise GpuarchError(f"full_attention.v_head_dim: keys that are also values have "
                                f"the keys' width ({self.head_dim}), got {self.v_head_dim}")
+        m = self.mla
+        if m is None:
+            return
+        if not isinstance(m, MlaShape):
+            raise GpuarchError(f"full_attention.mla: expected latent attention's sizes, got "
+                               f"{m!r}"[:200])
+        if self.v_head_dim or self.keys_are_values or self.sinks:
+            raise GpuarchError("full_attention.v_head_dim / keys_are_values / sinks: the full "
+                               "layers' latent attention (full_attention.mla) has its own "
+                               "widths and no sinks")
+        if self.heads and self.kv_heads != self.heads:
+            raise GpuarchError(f"full_attention.kv_heads: latent attention's {self.heads} "
+                               f"heads are their own key-value heads, got {self.kv_heads}")
+        if self.head_dim != m.qk_nope_head_dim + m.qk_rope_head_dim:
+            raise GpuarchError(f"full_attention.head_dim: latent attention's query-key width "
+                               f"is {m.qk_nope_head_dim + m.qk_rope_head_dim}, got "
+                               f"{self.head_dim}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -960,10 +989,6 @@ class TransformerShape:
                                "token needs identity experts (zero_experts) beside at least "
                                "as many slots (experts_per_token "
                                f"{self.experts_per_token})")
-        if self.mla is not None and self.mla.index_layers > self.layers:
-            raise GpuarchError(f"layers: {self.layers} is fewer than the "
-                               f"{self.mla.index_layers} layers with a sparse-attention "
-                               "indexer of their own (its config.json's schedule)")
         if self.compressed is not None:
             self._check_compressed()
         if self.hash_layers > self.moe_layers:
@@ -980,6 +1005,13 @@ class TransformerShape:
         if (self.expert_layer_norms or self.router_scales) and not self.is_moe:
             raise GpuarchError("expert_layer_norms / router_scales: need experts > 0")
         self._check_heads()
+        m = self.indexer_mla
+        if m is not None and m.index_layers > self._indexer_kind_layers:
+            which = "is fewer than" if m is self.mla else \
+                f"has {self._indexer_kind_layers} full-attention layers, fewer than"
+            raise GpuarchError(f"layers: {self.layers} {which} the {m.index_layers} layers "
+                               "with a sparse-attention indexer of their own (its "
+                               "config.json's schedule)")
         if self.attention_sinks and self.compressed is not None:
             raise GpuarchError("attention_sinks: compressed attention counts its own")
         if bool(self.qk_conv_depthwise) != bool(self.qk_conv_grouped):
@@ -1074,7 +1106,13 @@ class TransformerShape:
         if self.keys_are_values and self.v_head_dim not in (0, self.d_head):
             raise GpuarchError(f"v_head_dim: keys that are also values have the keys' width "
                                f"({self.d_head}), got {self.v_head_dim}")
-        if (self.v_head_dim or self.keys_are_values or self.full_attention is not None
+        f = self.full_attention
+        latent_full = f is not None and f.mla is not None
+        if latent_full and (self.mla is None or self.mla.sparse or self.attention_sinks):
+            raise GpuarchError("full_attention.mla: the full layers' latent attention of its "
+                               "own sizes stands beside window layers of latent attention "
+                               "(mla) without an indexer or sinks")
+        if (self.v_head_dim or self.keys_are_values or (f is not None and not latent_full)
                 or (self.head_gate and self.mla is None)) \
                 and (self.mla is not None or self.compressed is not None):
             raise GpuarchError("v_head_dim / keys_are_values / full_attention / head_gate: "
@@ -1101,7 +1139,6 @@ class TransformerShape:
             if b.layers > self.layers:
                 raise GpuarchError(f"block_sparse.layers: {b.layers} exceeds layers "
                                    f"{self.layers}")
-        f = self.full_attention
         if f is None:
             return
         if not self.sliding_window or self.windowed_layers >= self.layers:
@@ -1225,16 +1262,36 @@ class TransformerShape:
             return self.compressed.csa_layers
         if self.block_sparse is not None:
             return self.block_sparse.layers or self.attention_layers
-        m = self.mla
+        m = self.indexer_mla
         if m is None or not m.sparse:
             return 0
-        return m.index_layers or self.attention_layers
+        return m.index_layers or self._indexer_kind_layers
+
+    @property
+    def _indexer_kind_layers(self) -> int:
+        """The attention layers of the kind whose latent attention holds the indexer: the
+        full layers where they have latent attention of their own (``full_attention.mla``),
+        else every attention layer."""
+        if self.full_attention is not None and self.full_attention.mla is not None:
+            return self.attention_layers - self.windowed_layers
+        return self.attention_layers
+
+    @property
+    def indexer_mla(self) -> MlaShape | None:
+        """The latent attention whose sparse-attention indexer the model runs: the full
+        layers' where they have their own (``full_attention.mla``: dots3-note's), else the
+        shape's (None without latent attention)."""
+        f = self.full_attention
+        return f.mla if f is not None and f.mla is not None else self.mla
 
     @property
     def indexer_share(self) -> float:
-        """The share of the attention layers that run an indexer of their own (1 where each
-        does; 0 without sparse attention, or without attention layers)."""
-        return self.indexer_layers / self.attention_layers if self.indexer_layers else 0.0
+        """The share of the attention layers of the indexer's kind (every attention layer,
+        or the full ones where they have latent attention of their own) that run an indexer
+        of their own (1 where each does; 0 without sparse attention, or without attention
+        layers)."""
+        return self.indexer_layers / self._indexer_kind_layers if self.indexer_layers \
+            else 0.0
 
     @property
     def mamba_layers(self) -> int:
@@ -1594,6 +1651,10 @@ def _kind_view(s: TransformerShape, windowed: bool) -> TransformerShape:
     assert f is not None
     if windowed:
         return replace(s, full_attention=None)
+    if f.mla is not None:  # latent attention of the full layers' own sizes
+        heads = f.heads or s.heads
+        return replace(s, heads=heads, kv_heads=heads, head_dim=f.head_dim, mla=f.mla,
+                       full_attention=None)
     return replace(s, heads=f.heads or s.heads, kv_heads=f.kv_heads, head_dim=f.head_dim,
                    v_head_dim=f.v_head_dim, keys_are_values=f.keys_are_values,
                    attention_sinks=f.sinks, full_attention=None)
