@@ -179,9 +179,10 @@ def megatron_launch(shape: Any, cfg: Any) -> Launch:
                      "have no flag here")
     if not shape.bias:
         add("no_bias")
-    if shape.qkv_bias or shape.out_bias:
+    if shape.qkv_bias or shape.out_bias or shape.last_out_bias:
         notes.append("the attention projections' biases (Qwen2- or Llama attention_bias-"
-                     "style) are not set by a flag here")
+                     "style, or the last layer's output bias alone, GPT-NeoX Japanese's) "
+                     "are not set by a flag here")
     if shape.parallel_attention:
         notes.append("parallel attention (attention and MLP side by side, GPT-J/Falcon-style)"
                      " is not emitted: these layers run the two blocks one after the other")

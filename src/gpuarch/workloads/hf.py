@@ -99,7 +99,7 @@ _OWN_READERS = frozenset(_LLAMA_LIKE | _LLAMA4 | _GEMMA | _GATED_DELTA
                          | {"gpt2", "nemotron", "nemotron_h", "granitemoehybrid", "bamba",
                             "mamba2", "gptj", "gpt_neox", "falcon", "bloom", "deepseek_v4",
                             "gpt_bigcode", "gpt_neo", "opt", "mpt", "olmo_hybrid",
-                            "lara_mini", "emu3_text_model", "zaya"})
+                            "lara_mini", "emu3_text_model", "zaya", "gpt_neox_japanese"})
 # model_types whose language model is a supported family's, read as that family: the text
 # models of Qwen2-VL, Qwen2.5-VL and Qwen3-VL (dense and MoE; their multimodal rotary
 # positions carry no parameters; the older Qwen2-VL configs put the text fields at the top
@@ -311,7 +311,8 @@ def _shape_of(model_type: str, cfg: dict[str, Any], path: Path, label: str
 def _readers() -> dict[str, Callable[[dict[str, Any], Path, str], TransformerShape]]:
     """The families read by a function of their own, by model_type."""
     return {"gpt2": _gpt2, "gptj": _gptj, "bloom": _bloom, "gpt_neox": _gpt_neox,
-            "falcon": _falcon, "nemotron_h": _nemotron_h, "granitemoehybrid": _granite_hybrid,
+            "falcon": _falcon, "gpt_neox_japanese": _gpt_neox_japanese,
+            "nemotron_h": _nemotron_h, "granitemoehybrid": _granite_hybrid,
             "bamba": _bamba, "mamba2": _mamba2, "deepseek_v4": _deepseek_v4,
             "olmo_hybrid": _olmo_hybrid, "lara_mini": _lara_mini, "emu3_text_model": _emu3,
             "zaya": _zaya,
@@ -337,8 +338,6 @@ _NOT_YET = {
     "jetmoe": "JetMoE's mixture of attention heads (attention experts chosen a token)",
     "rwkv": "RWKV's time-mixing recurrence",
     "ergo": "Ergo's learned residual gates and a norm for each routed expert",
-    "gpt_neox_japanese": "GPT-NeoX Japanese's MLP width as a multiple of the hidden size and "
-                         "its last layer's output bias",
     "diffllama": "DiffLlama's differential attention (two softmax maps and learned lambda "
                  "vectors a layer)",
     "doge": "Doge's dynamic mask projection, learned residual scales and product-key experts",
@@ -626,6 +625,41 @@ def _gpt_neox(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
         bias=attention_bias,
         mlp_bias=not attention_bias,
         parallel_attention=_flag(cfg, "use_parallel_residual", True),
+    )
+
+
+_NEOX_JAPANESE_DEFAULTS: dict[str, Any] = {
+    "vocab_size": 32000, "hidden_size": 2560, "num_hidden_layers": 32,
+    "num_attention_heads": 32, "intermediate_multiple_size": 4, "hidden_act": "gelu",
+    "max_position_embeddings": 2048, "tie_word_embeddings": True}
+"""GPTNeoXJapaneseConfig's defaults (Transformers 5.25, configuration_gpt_neox_japanese.py:
+gpt-neox-japanese-2.7b's sizes) for the keys read."""
+
+
+def _gpt_neox_japanese(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
+    """GPT-NeoX Japanese (ABEJA's gpt-neox-japanese-2.7b), as Transformers 5.25's
+    modeling_gpt_neox_japanese.py builds it: multi-head attention without biases but for
+    the last layer's output projection (``dense_bias``: ``last_out_bias``), partial rotary
+    positions, two LayerNorms a layer in sequence, an MLP without biases of
+    ``intermediate_multiple_size`` x the hidden size, and the LM head tied to the embedding
+    unless ``tie_word_embeddings`` is false; GPTNeoXJapaneseConfig's defaults fill what a
+    config leaves out."""
+    cfg = {**_NEOX_JAPANESE_DEFAULTS, **cfg}
+    act = cfg.get("hidden_act")
+    if not isinstance(act, str) or not act.startswith("gelu"):
+        raise GpuarchError(f"hidden_act: only a GELU MLP is read, got {act!r}"[:200])
+    hidden = _get(cfg, path, "hidden_size")
+    multiple = _get(cfg, path, "intermediate_multiple_size")
+    if multiple < 1:
+        raise GpuarchError(f"intermediate_multiple_size: expected an integer >= 1, got "
+                           f"{multiple}")
+    heads = _get(cfg, path, "num_attention_heads")
+    return TransformerShape(
+        **_decoder_fields(cfg, path, label, _get(cfg, path, "num_hidden_layers"), heads),
+        ffn_hidden=hidden * multiple,
+        ffn_kind=FfnKind.GELU,
+        norm=NormKind.LAYERNORM,
+        last_out_bias=True,
     )
 
 

@@ -421,7 +421,8 @@ def count_params(s: TransformerShape) -> ParamCount:
         embedding=embedding,
         lm_head=lm_head,
         attention=sum(n * attention_params(v) for _, n, v in kinds)
-        + s.indexer_layers * indexer_params(s) + compressors,
+        + s.indexer_layers * indexer_params(s) + compressors
+        + (h if s.last_out_bias else 0),
         # (and each dense MLP's learned activation scalars, xIELU's: Apertus)
         mlp_dense=sum(n * (mlp_params(s, width) + s.ffn_kind.activation_params)
                       for width, n, _ in s.mlp_kinds()),

@@ -855,6 +855,9 @@ class TransformerShape:
     # bias a token (GPT-J's)
     mlp_bias: bool = False
     lm_head_bias: bool = False
+    # the last layer's attention output projection alone carries a bias, a hidden-wide
+    # vector (GPT-NeoX Japanese's dense_bias), counted with the attention's weights
+    last_out_bias: bool = False
     # the LM head's rows where it is pruned to fewer tokens than the embedding holds
     # (Apertus 1.5's output_vocab_size: the text tokens of a vocabulary that also holds image
     # and audio codes); 0 = vocab
@@ -939,6 +942,9 @@ class TransformerShape:
         if self.head_vocab > self.vocab:
             raise GpuarchError(f"head_vocab: the LM head's {self.head_vocab:,} rows exceed the "
                                f"vocabulary's {self.vocab:,}")
+        if self.last_out_bias and (self.bias or self.out_bias):
+            raise GpuarchError("last_out_bias: the last layer's output bias alone; every "
+                               "layer's already has one (bias, out_bias)")
         if self.head_vocab and self.tied_embeddings:
             raise GpuarchError("head_vocab: a pruned LM head is a matrix of its own, not the "
                                "tied embedding")
