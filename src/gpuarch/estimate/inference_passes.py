@@ -563,11 +563,13 @@ class ReplicaRunner:
             # scores every held position, and the attention reads the blocks it picks (the
             # layer kind's window, their positions)
             ops += self._indexer_ops(s, tokens, seqs, q_len, ctx)
-        ops.append(Attention(seqs, q_len, ctx, heads, kv, d, causal=True,
-                             kv_element=kv_element, window=window, chunked=chunked,
-                             kv_head_reads=reads,
-                             name=MLA_DECODE if absorbed else CONTEXT_ATTENTION if prefill
-                             else "attention"))
+        # (differential attention: the core twice, two calls as Transformers' DiffLlama
+        # makes, each reading the keys and half the values, all heads' worth)
+        ops += [Attention(seqs, q_len, ctx, heads, kv, d, causal=True,
+                          kv_element=kv_element, window=window, chunked=chunked,
+                          kv_head_reads=reads,
+                          name=MLA_DECODE if absorbed else CONTEXT_ATTENTION if prefill
+                          else "attention")] * s.attention_calls
         name, n, k = projections[-1]
         ops.append(self._gemm(tokens, n, k, name))
         return ops

@@ -187,7 +187,9 @@ def activation_bytes_per_layer(s: TransformerShape, micro_batch: int, seq: int, 
         # is the layer's normed input, kept already
         q, q_each = tokens * s.compressed.q_lora_rank * kept, element * kept
         kv = 0.0
-    attn_out = tokens * s.heads * s.d_value  # input of the output projection (= saved O)
+    # input of the output projection (= saved O); differential attention's two calls each
+    # keep their own output (the combination's norm input and output not counted apart)
+    attn_out = tokens * s.heads * s.d_value * s.attention_calls
     q = kept_unless({"core_attn"}, q, q_each * tp)
     kv = kept_unless({"core_attn"}, kv, kv_each * tp)
     attn_out = kept_unless({"attn_proj"}, attn_out, element * tp)

@@ -272,14 +272,16 @@ def _attention_ops(s: TransformerShape, cfg: TrainingConfig, tokens: Num, window
         # in calls over its chunk around a ring (p2p) or over the whole sequence (a2a's
         # head split, all_gather's gathered keys); packed documents are so many short
         # sequences to the kernel
-        ops.append(fused_attention(cfg, heads, kv, d, window, s.chunks(window)))
+        core: list[Op] = [fused_attention(cfg, heads, kv, d, window, s.chunks(window))]
     else:
         # unfused attention (Megatron-LM before FlashAttention): the full score matrix is
         # computed (masked, not skipped), softmaxed and dropped out in memory
         scores = 1.0 * cfg.micro_batch * heads * seq * cfg.seq_len
-        ops += [Gemm(seq, cfg.seq_len, d, batch=cfg.micro_batch * heads, name="scores"),
+        core = [Gemm(seq, cfg.seq_len, d, batch=cfg.micro_batch * heads, name="scores"),
                 Elementwise(UNFUSED_SOFTMAX_BYTES * scores, name="softmax"),
                 Gemm(seq, d, cfg.seq_len, batch=cfg.micro_batch * heads, name="context")]
+    # differential attention: the core twice (two calls, as Transformers' DiffLlama makes)
+    ops += core * s.attention_calls
     name, n, k = projections[-1]
     ops.append(Gemm(tokens, n, k, name=name))
     return ops

@@ -232,6 +232,9 @@ def megatron_launch(shape: Any, cfg: Any) -> Launch:
                      "emitted: the flags above give every layer the window layers' heads")
     if shape.head_gate:
         notes.append("the attention's gate a head (Step-3.5/3.7-style) has no flag here")
+    if shape.differential_attention:
+        notes.append("differential attention (DiffLlama's) has no Megatron-Core flag: the "
+                     "command builds plain attention")
     if shape.kv_shared_layers or shape.per_layer_input:
         notes.append("KV-shared layers and per-layer input embeddings (Gemma 4 E2B/E4B-style) "
                      "have no flags here")

@@ -193,6 +193,10 @@ def render_preset(p: Preset) -> str:
                         else "from a projection of its own without bias and a learned bias a "
                         "head" if s.gate_head_bias
                         else "made by the query projection (twice as wide)"))
+    if s.differential_attention:
+        lines.append("  attention     differential: two softmax calls a layer over the same "
+                     "queries and keys, against the two halves of the value heads, the second "
+                     "subtracted by a learned lambda (priced as the two calls)")
     if s.attention_residual_block:
         lines.append(f"  residuals     block attention residuals: a summary every "
                      f"{s.attention_residual_block} layers; each block's input a softmax mix "

@@ -40,6 +40,7 @@ from gpuarch.workloads.params import (
     attention_params,
     attention_sink_params,
     count_params,
+    gemmless_attention_params,
     hyper_connection_mix_weights,
     indexer_params,
     latent_projection_params,
@@ -267,9 +268,11 @@ def forward_flops_per_token(s: TransformerShape, seq_len: int, *, causal: bool =
         full_keys = _window_keys(seq_len, m.index_topk, causal)
     else:
         indexer_core = 0.0
-    core = 2.0 * ((s.attention_layers - windowed) * s.full_heads * full_keys * full_dims
-                  + windowed * s.heads * window_keys * window_dims) + indexer_core
-    projections = sum(n * (attention_params(v) - attention_sink_params(v))
+    # (differential attention runs each layer's softmax attention twice)
+    core = 2.0 * s.attention_calls * (
+        (s.attention_layers - windowed) * s.full_heads * full_keys * full_dims
+        + windowed * s.heads * window_keys * window_dims) + indexer_core
+    projections = sum(n * (attention_params(v) - gemmless_attention_params(v))
                       for _, n, v in s.attention_kinds())
     return ForwardFlops(
         attention_proj=2.0 * (projections + s.indexer_layers * indexer_params(s)),

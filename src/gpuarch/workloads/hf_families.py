@@ -101,6 +101,7 @@ def shape_of_tabled_family(model_type: str, cfg: dict[str, Any], path: Path, lab
         gate_head_bias=t.gate_head_bias,
         attention_sinks=t.sinks,
         sub_norms=t.sub_norms,
+        differential_attention=t.differential_attention,
         sliding_window=window,
         sliding_layers=windowed if windowed != layers else 0,
         mla=mla,

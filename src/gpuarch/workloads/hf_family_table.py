@@ -31,7 +31,7 @@ _CHOICES = {
 _BIAS_KEYS = ("qkv_bias", "out_bias", "mlp_bias", "lm_head_bias")
 _KEY_LISTS = ("experts_keys", "per_token_keys", "shared_keys", "refuse_true")
 _FLAGS = ("attention_gate", "gate_head_bias", "sinks", "router_bias", "mla", "indexer",
-          "mla_q_gate", "sub_norms")
+          "mla_q_gate", "sub_norms", "differential_attention")
 
 
 @dataclass(frozen=True)
@@ -61,6 +61,7 @@ class FamilyTraits:
     gate_head_bias: bool = False
     sinks: bool = False
     sub_norms: bool = False
+    differential_attention: bool = False
     experts_keys: tuple[str, ...] = ()  # () = hf.EXPERT_COUNT_KEYS
     per_token_keys: tuple[str, ...] = ("num_experts_per_tok",)
     shared_keys: tuple[str, ...] = ()

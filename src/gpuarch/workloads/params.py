@@ -23,6 +23,7 @@ __all__ = [
     "compressor_params",
     "compressor_projection",
     "count_params",
+    "gemmless_attention_params",
     "hyper_connection_mix_weights",
     "hyper_connection_params",
     "indexer_params",
@@ -126,7 +127,7 @@ def attention_params(s: TransformerShape) -> int:
         biases += q_biased + kv_out + h
     else:
         biases += (q_biased + kv_out if s.qkv_bias else 0) + (h if s.out_bias else 0)
-    return weights + biases + attention_sink_params(s) + qk_conv_params(s)
+    return weights + biases + gemmless_attention_params(s) + qk_conv_params(s)
 
 
 def router_params(s: TransformerShape) -> int:
@@ -156,6 +157,13 @@ def attention_sink_params(s: TransformerShape) -> int:
     """One attention layer's sink logits, one a query head (GPT-OSS's, Hy4's latent
     attention's, and DeepSeek-V4's compressed attention's), which take part in no GEMM."""
     return s.heads if s.attention_sinks or s.compressed is not None else 0
+
+
+def gemmless_attention_params(s: TransformerShape) -> int:
+    """One attention layer's parameters that take part in no GEMM: its sink logits
+    (``attention_sink_params``) and differential attention's four lambda vectors a head wide
+    (DiffLlama's; its norm has no weight)."""
+    return attention_sink_params(s) + (4 * s.d_head if s.differential_attention else 0)
 
 
 INDEXER_SCORES = "indexer"

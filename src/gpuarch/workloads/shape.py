@@ -858,6 +858,12 @@ class TransformerShape:
     # the last layer's attention output projection alone carries a bias, a hidden-wide
     # vector (GPT-NeoX Japanese's dense_bias), counted with the attention's weights
     last_out_bias: bool = False
+    # differential attention (DiffLlama's, as Transformers builds it): each layer runs its
+    # softmax attention twice over the same queries and keys, against the two halves of its
+    # value heads each repeated to all, subtracts the second scaled by a learned lambda from
+    # the first and norms each head pair without weights; four head-wide lambda vectors a
+    # layer
+    differential_attention: bool = False
     # the LM head's rows where it is pruned to fewer tokens than the embedding holds
     # (Apertus 1.5's output_vocab_size: the text tokens of a vocabulary that also holds image
     # and audio codes); 0 = vocab
@@ -942,6 +948,8 @@ class TransformerShape:
         if self.head_vocab > self.vocab:
             raise GpuarchError(f"head_vocab: the LM head's {self.head_vocab:,} rows exceed the "
                                f"vocabulary's {self.vocab:,}")
+        if self.differential_attention:
+            self._check_differential()
         if self.last_out_bias and (self.bias or self.out_bias):
             raise GpuarchError("last_out_bias: the last layer's output bias alone; every "
                                "layer's already has one (bias, out_bias)")
@@ -1062,6 +1070,30 @@ class TransformerShape:
             raise GpuarchError("per_layer_input: not with a hybrid_pattern")
         if self.position is Position.LEARNED and self.max_positions == 0:
             raise GpuarchError("max_positions: a learned position table needs its length")
+
+    def _check_differential(self) -> None:
+        """Differential attention: grouped-query attention of plain layers, its KV heads
+        even (the values split in two halves; Transformers' DiffLlamaAttention refuses an
+        odd count)."""
+        for name, bad in (("mla", self.mla is not None), ("compressed",
+                          self.compressed is not None), ("block_sparse",
+                          self.block_sparse is not None), ("hybrid_pattern",
+                          self.hybrid_pattern), ("full_attention",
+                          self.full_attention is not None), ("keys_are_values",
+                          self.keys_are_values), ("kv_shared_layers", self.kv_shared_layers),
+                          ("qk_conv_depthwise", self.qk_conv_depthwise)):
+            if bad:
+                raise GpuarchError(f"{name}: not with differential_attention (grouped-query "
+                                   "attention's two softmax calls over split values)")
+        if self.n_kv_heads % 2:
+            raise GpuarchError(f"kv_heads: differential attention splits the values over the "
+                               f"KV heads in two halves; {self.n_kv_heads} is odd")
+
+    @property
+    def attention_calls(self) -> int:
+        """The softmax attention calls a layer makes over its queries and keys: two with
+        differential attention, else one."""
+        return 2 if self.differential_attention else 1
 
     def _check_kv_shared(self) -> None:
         if self.reuses_kv:
