@@ -790,7 +790,6 @@ def test_beam_gate_bias_by_hand(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("model_type", "why"), [
-    ("ergo", "residual gates"),
     ("kolibri1_1", "pooled-key indexer"), ("qwen4_exp_text", "n-gram"),
     ("zamba2", "shared attention blocks"),
     ("inkling_text", "relative position bias"),

@@ -247,9 +247,12 @@ def megatron_launch(shape: Any, cfg: Any) -> Launch:
     if shape.v_head_dim or shape.keys_are_values:
         notes.append("value heads narrower than the key heads, or keys that are also the "
                      "values, have no flag here")
-    if shape.expert_layer_norms or shape.router_scales:
+    if shape.expert_layer_norms or shape.router_scales or shape.routed_expert_norms:
         notes.append("the expert layers' own norms and the router's learned scales "
-                     "(Gemma 4-style) have no flag here")
+                     "(Gemma 4-style; a norm after each routed expert, Ergo's) have no flag "
+                     "here")
+    if shape.residual_gates:
+        notes.append("the learned gates on the residual adds (Ergo's) have no flag here")
     if shape.sliding_window:
         kind = "chunked" if shape.attention_chunked else "sliding-window"
         notes.append(f"{kind} attention ({shape.sliding_window:,} tokens on "

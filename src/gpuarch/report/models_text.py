@@ -104,7 +104,12 @@ def render_preset(p: Preset) -> str:
                                    else "") + ")" if s.moe_latent else "")
                      + ("" if not s.dense_layers else "; the first layer dense"
                         if s.dense_layers == 1 else f"; the first {s.dense_layers} layers dense")
-                     + (f"; GLU inputs clamped at {s.glu_limit:g}" if s.glu_limit else ""))
+                     + (f"; GLU inputs clamped at {s.glu_limit:g}" if s.glu_limit else "")
+                     + ("; each routed expert followed by a norm of its own"
+                        if s.routed_expert_norms else ""))
+    if s.residual_gates:
+        lines.append("  residual      a learned gate a channel on each residual add (the "
+                     "branch and the stream mixed by it)")
     if s.mamba is not None or s.is_hybrid:
         mixer = s.mamba.label if s.mamba is not None else "Mamba-2"
         blocks = [f"{s.mamba_layers} {mixer}", f"{s.attention_layers} attention",

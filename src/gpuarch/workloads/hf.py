@@ -337,7 +337,6 @@ _NOT_YET = {
               "adapters a call)",
     "jetmoe": "JetMoE's mixture of attention heads (attention experts chosen a token)",
     "rwkv": "RWKV's time-mixing recurrence",
-    "ergo": "Ergo's learned residual gates and a norm for each routed expert",
     "doge": "Doge's dynamic mask projection, learned residual scales and product-key experts",
     "kolibri1_1": "Kolibri-1.1's weightless pooled-key indexer and KV-shared layers beside "
                   "experts",

@@ -57,6 +57,8 @@ def shape_of_tabled_family(model_type: str, cfg: dict[str, Any], path: Path, lab
     layers = get(cfg, path, "num_hidden_layers")
     heads = get(cfg, path, "num_attention_heads")
     fields = decoder_fields(cfg, path, label, layers, heads)
+    if t.never_tied:  # the LM head a matrix of its own whatever tie_word_embeddings says
+        fields["tied_embeddings"] = False
     mla = MlaShape(**mla_fields(cfg, path), q_gate=t.mla_q_gate,
                    **(indexer(cfg, path, layers, t.indexer_every) if t.indexer else {})) \
         if t.mla else None
@@ -102,6 +104,8 @@ def shape_of_tabled_family(model_type: str, cfg: dict[str, Any], path: Path, lab
         attention_sinks=t.sinks,
         sub_norms=t.sub_norms,
         differential_attention=t.differential_attention,
+        routed_expert_norms=t.routed_expert_norms and bool(moe),
+        residual_gates=t.residual_gates,
         sliding_window=window,
         sliding_layers=windowed if windowed != layers else 0,
         mla=mla,

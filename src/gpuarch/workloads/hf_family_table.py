@@ -31,7 +31,8 @@ _CHOICES = {
 _BIAS_KEYS = ("qkv_bias", "out_bias", "mlp_bias", "lm_head_bias")
 _KEY_LISTS = ("experts_keys", "per_token_keys", "shared_keys", "refuse_true")
 _FLAGS = ("attention_gate", "gate_head_bias", "sinks", "router_bias", "mla", "indexer",
-          "mla_q_gate", "sub_norms", "differential_attention")
+          "mla_q_gate", "sub_norms", "differential_attention", "routed_expert_norms",
+          "residual_gates", "never_tied")
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,9 @@ class FamilyTraits:
     sinks: bool = False
     sub_norms: bool = False
     differential_attention: bool = False
+    routed_expert_norms: bool = False
+    residual_gates: bool = False
+    never_tied: bool = False
     experts_keys: tuple[str, ...] = ()  # () = hf.EXPERT_COUNT_KEYS
     per_token_keys: tuple[str, ...] = ("num_experts_per_tok",)
     shared_keys: tuple[str, ...] = ()

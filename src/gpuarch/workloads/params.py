@@ -416,6 +416,8 @@ def count_params(s: TransformerShape) -> ParamCount:
     norms += (s.layers + s.moe_layers) * 2 * h * s.gated_norm_rank
     if s.residual_scales:  # a scale and a shift for each input of each residual add
         norms += s.layers * 8 * h + 2 * h
+    if s.residual_gates:  # a learned gate a channel on each of a layer's two residual adds
+        norms += s.layers * 2 * h
     c = s.compressed
     compressors = 0 if c is None else sum(compressor_params(s, r) for r in c.ratios)
     # a bias per expert in the learned-routing layers' routers (not the hashed), the
@@ -434,7 +436,9 @@ def count_params(s: TransformerShape) -> ParamCount:
         # (and each dense MLP's learned activation scalars, xIELU's: Apertus)
         mlp_dense=sum(n * (mlp_params(s, width) + s.ffn_kind.activation_params)
                       for width, n, _ in s.mlp_kinds()),
-        mlp_experts=s.moe_layers * s.experts * routed_expert_params(s),
+        # (and each routed expert's own norm after it, where it has one: Ergo's)
+        mlp_experts=s.moe_layers * s.experts * (routed_expert_params(s) + (
+            s.norm.params_per_width * h if s.routed_expert_norms else 0)),
         mlp_shared=s.moe_layers * s.shared_experts * mlp_params(s, s.d_expert),
         router=router_params(s) + router_bias,
         norms=norms + norm + embedding_norm_params(s),

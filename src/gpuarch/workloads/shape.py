@@ -864,6 +864,12 @@ class TransformerShape:
     # the first and norms each head pair without weights; four head-wide lambda vectors a
     # layer
     differential_attention: bool = False
+    # a norm of the hidden width after each routed expert, its own weights (experts x hidden
+    # an expert layer: Ergo's post_expert_norm), counted with the experts
+    routed_expert_norms: bool = False
+    # each residual add mixes the branch and the stream by a learned weight a channel (two
+    # hidden-wide vectors a layer: Ergo's ErgoResidualGate), counted with the norms
+    residual_gates: bool = False
     # the LM head's rows where it is pruned to fewer tokens than the embedding holds
     # (Apertus 1.5's output_vocab_size: the text tokens of a vocabulary that also holds image
     # and audio codes); 0 = vocab
@@ -950,6 +956,14 @@ class TransformerShape:
                                f"vocabulary's {self.vocab:,}")
         if self.differential_attention:
             self._check_differential()
+        if self.routed_expert_norms and not self.is_moe:
+            raise GpuarchError("routed_expert_norms: a norm after each routed expert needs "
+                               "experts > 0")
+        if self.residual_gates and (self.is_hybrid or self.residual_scales
+                                    or self.hyper_connections):
+            raise GpuarchError("residual_gates: a learned gate a channel on each residual add "
+                               "of a model of layers (not with a hybrid_pattern, "
+                               "residual_scales or hyper_connections)")
         if self.last_out_bias and (self.bias or self.out_bias):
             raise GpuarchError("last_out_bias: the last layer's output bias alone; every "
                                "layer's already has one (bias, out_bias)")
