@@ -608,8 +608,7 @@ def _serving_assumptions(catalog: Catalog, shape: TransformerShape, product: Pro
             "indexer_layers": shape.indexer_layers,
             # the layers whose queries attend to the indexer's picks: every attention layer,
             # or the full ones where the window layers have latent attention of their own
-            "sparse_layers": shape.attention_layers - (
-                shape.windowed_layers if index is not shape.mla else 0),
+            "sparse_layers": shape.indexer_kind_layers,
             "attention_layers": shape.attention_layers,
             "indexer_replicated_gpus": cfg.tp,
             "indexer_math": "fp8" if runner.indexer_device is not runner.device

@@ -82,8 +82,8 @@ def _layer_kv_width(shape: TransformerShape, tp: int) -> int:
     return int(shape.kv_heads_per_gpu(tp)) * shape.kv_width
 
 
-def _window_share(shape: TransformerShape, tp: int, element: float = 2.0,
-                  mla_cache: str = "tensor") -> float:
+def _window_share(shape: TransformerShape, tp: int, element: float, mla_cache: str
+                  ) -> float:
     """The share of the bytes a position adds to the cache that the sliding-window layers
     hold: their share of the attention layers (a hybrid's attention blocks), or of the
     bytes where the full layers have heads of their own (Gemma 4's window layers cache

@@ -166,7 +166,7 @@ def render_preset(p: Preset) -> str:
         m = s.indexer_mla
         assert m is not None
         if m.sparse:
-            kind = s.attention_layers - s.windowed_layers if own else s.attention_layers
+            kind = s.indexer_kind_layers
             layers = "full-attention layers" if own else "layers"
             where = (f"; in the {kind} {layers}" if own else "") \
                 if s.indexer_layers == kind else (

@@ -1034,9 +1034,9 @@ class TransformerShape:
             raise GpuarchError("expert_layer_norms / router_scales: need experts > 0")
         self._check_heads()
         m = self.indexer_mla
-        if m is not None and m.index_layers > self._indexer_kind_layers:
+        if m is not None and m.index_layers > self.indexer_kind_layers:
             which = "is fewer than" if m is self.mla else \
-                f"has {self._indexer_kind_layers} full-attention layers, fewer than"
+                f"has {self.indexer_kind_layers} full-attention layers, fewer than"
             raise GpuarchError(f"layers: {self.layers} {which} the {m.index_layers} layers "
                                "with a sparse-attention indexer of their own (its "
                                "config.json's schedule)")
@@ -1317,13 +1317,13 @@ class TransformerShape:
         m = self.indexer_mla
         if m is None or not m.sparse:
             return 0
-        return m.index_layers or self._indexer_kind_layers
+        return m.index_layers or self.indexer_kind_layers
 
     @property
-    def _indexer_kind_layers(self) -> int:
-        """The attention layers of the kind whose latent attention holds the indexer: the
-        full layers where they have latent attention of their own (``full_attention.mla``),
-        else every attention layer."""
+    def indexer_kind_layers(self) -> int:
+        """The attention layers of the kind whose latent attention holds the indexer, those
+        whose queries attend to its picks: the full layers where they have latent attention
+        of their own (``full_attention.mla``), else every attention layer."""
         if self.full_attention is not None and self.full_attention.mla is not None:
             return self.attention_layers - self.windowed_layers
         return self.attention_layers
@@ -1342,7 +1342,7 @@ class TransformerShape:
         or the full ones where they have latent attention of their own) that run an indexer
         of their own (1 where each does; 0 without sparse attention, or without attention
         layers)."""
-        return self.indexer_layers / self._indexer_kind_layers if self.indexer_layers \
+        return self.indexer_layers / self.indexer_kind_layers if self.indexer_layers \
             else 0.0
 
     @property
