@@ -231,8 +231,10 @@ def _layouts(shape: TransformerShape, search: TrainingSearch, gpn: int, multi_no
     # without '|' segments; interleaved, its pattern cut into PP x VPP equal '|' segments),
     # and its Mamba-2 heads and groups split evenly over TP x CP (checked on the grid below)
     tps = [t for t in _pow2(gpn) if shape.splits_heads(t)]
+    # (shared transformer blocks, Zamba's: no pipeline, see check_shared_block_pipeline)
     pps = [p for p in _pow2(64) if p <= shape.layers and (
-        not shape.is_hybrid or len(shape.hybrid_pattern) % p == 0)]
+        not shape.is_hybrid or len(shape.hybrid_pattern) % p == 0)
+        and (p == 1 or not shape.shared_blocks)]
     cps = [c for c in (1, 2, 4, 8) if search.seq_len % c == 0 and
            (c == 1 or search.seq_len >= 16384)]
     eps = [e for e in _pow2(64) if (not shape.is_moe and e == 1) or

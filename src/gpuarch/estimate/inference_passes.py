@@ -85,6 +85,7 @@ from gpuarch.workloads.flops import (
     attention_projections,
     per_layer_input_gemms,
     router_gemms,
+    shared_block_mlp_gemms,
     stream_gemms,
 )
 from gpuarch.workloads.params import indexer_projections, layer_op_shares
@@ -698,8 +699,11 @@ class ReplicaRunner:
             inner = (routed / cfg.ep + identity) * width // moe_tp
         else:
             f = ffn_width or s.d_ffn
+            # (a shared block's gate/up adapter and output projection after it: Zamba's)
             ops += [self._gemm(tokens, up_factor * f // t, s.hidden, "mlp_up"),
-                    self._gemm(tokens, s.hidden, f // t, "mlp_down")]
+                    self._gemm(tokens, s.hidden, f // t, "mlp_down"),
+                    *(self._gemm(tokens, n, k, name)
+                      for name, n, k in shared_block_mlp_gemms(s, t))]
             inner = tokens * f // t
         return ops, inner
 

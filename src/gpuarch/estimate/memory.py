@@ -243,10 +243,19 @@ def activation_bytes_per_layer(s: TransformerShape, micro_batch: int, seq: int, 
     if not fused_attention and "core_attn" not in dropped:
         unfused = 5.0 * s.heads * seq * seq * micro_batch
     if s.is_hybrid:
+        # a shared block's call (Zamba's) keeps its adapters' rank-wide inputs to their up
+        # projections and its output projection's input; its attention's norm is as wide
+        # as the attention's input (2 x hidden)
+        wide = s.attention_in / s.hidden
+        r = s.adapter_rank
+        calls_own = (tokens * (3 * r if s.adapter_attention else 0),
+                     tokens * (r + s.hidden * kept)) if s.shared_blocks else (0.0, 0.0)
         return _hybrid_block_mean(s, tokens, tp, sequence_parallel, kept, dropped, {
-            "*": q + kv + attn_out * (1 + (kept if quantized_inputs else 0.0)) + unfused,
-            "-": dense_inner, "E": (routed + shared) if s.is_moe else 0.0},
-            {"*": (attn_in, qkv_in), "-": (mlp_in, sbh * kept), "E": (mlp_in, sbh * kept)})
+            "*": q + kv + attn_out * (1 + (kept if quantized_inputs else 0.0)) + unfused
+            + calls_own[0],
+            "-": dense_inner + calls_own[1], "E": (routed + shared) if s.is_moe else 0.0},
+            {"*": (wide * attn_in, wide * qkv_in), "-": (mlp_in, sbh * kept),
+             "E": (mlp_in, sbh * kept)})
     return replicated / (tp if sequence_parallel else 1) + (sharded + unfused) / tp
 
 

@@ -459,6 +459,7 @@ class TrainingConfig:
         if self.seq_len > MAX_DIMENSION:
             raise GpuarchError(f"--seq-len: expected at most {MAX_DIMENSION:,} tokens (past "
                                f"any model's context), got {self.seq_len}")
+        shape.check_shared_block_pipeline(self.pp)
         if self.recompute_modules:
             if self.recompute is not Recompute.SELECTIVE:
                 raise GpuarchError("--recompute-modules: needs --recompute selective, got "
@@ -501,6 +502,10 @@ class TrainingConfig:
         if self.lora_rank > shape.hidden:
             raise GpuarchError(f"--lora-rank: expected at most the hidden size "
                                f"({shape.hidden:,}), got {self.lora_rank}")
+        if self.lora_rank and shape.shared_blocks:
+            raise GpuarchError("--lora-rank: LoRA over shared transformer blocks (Zamba's: an "
+                               "adapter on a shared weight serves every call) is not priced; "
+                               "give --lora-rank 0")
         if self.lora_modules:
             if not self.lora_rank:
                 raise GpuarchError("--lora-modules: needs --lora-rank (the adapters' rank)")

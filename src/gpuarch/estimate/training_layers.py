@@ -49,6 +49,7 @@ from gpuarch.workloads.flops import (
     attention_projections,
     per_layer_input_gemms,
     router_gemms,
+    shared_block_mlp_gemms,
     stream_gemms,
 )
 from gpuarch.workloads.params import indexer_projections, layer_op_shares
@@ -333,8 +334,11 @@ def _ffn_ops(s: TransformerShape, cfg: TrainingConfig, moe: bool, tokens: Num
         return ops + _unfused_expert_extras(s, routed, up // e, element), routed * width // e
     f = s.d_ffn
     up = 2 * f if s.ffn_kind.gated else f
+    # (a shared block's gate/up adapter and output projection after it: Zamba's)
     return [Gemm(tokens, up // t, s.hidden, name="mlp_up"),
-            Gemm(tokens, s.hidden, f // t, name="mlp_down")], tokens * f // t
+            Gemm(tokens, s.hidden, f // t, name="mlp_down"),
+            *(Gemm(tokens, n, k, name=name) for name, n, k in shared_block_mlp_gemms(s, t))
+            ], tokens * f // t
 
 
 def quantized_copies(cfg: TrainingConfig, tensor_core_generation: int | None) -> int:

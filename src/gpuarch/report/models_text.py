@@ -86,8 +86,9 @@ def render_preset(p: Preset) -> str:
                  f"{p.params_billions:g} billion" if p.params_billions is not None
                  else "not published")
     lines = [f"{s.name}" + (f" (also: {', '.join(p.aliases)})" if p.aliases else ""),
-             f"  parameters    {counted.total:,} counted, {counted.active(s):,} active per "
-             f"token; published: {published}",
+             f"  parameters    {counted.total:,} counted, {counted.active(s):,} "
+             + ("applied per token (a shared block's at each call)" if s.shared_blocks
+                else "active per token") + f"; published: {published}",
              f"  shape         {s.layers} layers, hidden {s.hidden}, "
              + (f"{s.heads} heads" + ("" if s.mla is not None
                                       else f" ({s.n_kv_heads} KV) of {_head_widths(s)}")
@@ -123,6 +124,18 @@ def render_preset(p: Preset) -> str:
                   if s.shortcut_experts
                   else "a norm before and after each" if s.sandwich_norms else "one norm each")
         lines.append(f"  blocks        hybrid: {listed} blocks, {shared}")
+        if s.shared_blocks:
+            sets = "one set of weights" if s.shared_blocks == 1 \
+                else f"{s.shared_blocks} sets of weights, taken in turn"
+            adapters = "" if not s.adapter_rank else (
+                f"; LoRA adapters of rank {s.adapter_rank} a call on the "
+                + ("query, key and value projections and " if s.adapter_attention else "")
+                + "the MLP's gate and up projections")
+            lines.append(f"  shared        each attention and MLP pair a call of a shared "
+                         f"block ({sets}), its attention reading "
+                         f"{s.attention_in:,} wide (the layer's input beside the token "
+                         f"embedding), each call's output through a {s.hidden} x {s.hidden} "
+                         f"projection of its own{adapters}")
         if s.mlp_widths:
             widths = ", ".join(f"{n} of {w}" for w, n, _ in reversed(s.mlp_kinds()))
             lines.append(f"  MLP widths    {widths} (the FFN above the widest)")

@@ -47,12 +47,14 @@ from gpuarch.workloads.params import (
     mlp_params,
     routed_expert_params,
     router_params,
+    shared_block_call_params,
 )
 from gpuarch.workloads.shape import TransformerShape
 
 __all__ = ["ForwardFlops", "attention_core_dims", "attention_projections", "compressed_keys",
            "forward_flops_per_token", "mamba_forward_flops_per_token",
-           "per_layer_input_gemms", "router_gemms", "stream_flops_per_token", "stream_gemms",
+           "per_layer_input_gemms", "router_gemms", "shared_block_mlp_gemms",
+           "stream_flops_per_token", "stream_gemms",
            "training_flops_per_token"]
 
 
@@ -104,7 +106,9 @@ def attention_projections(s: TransformerShape, tp: Any = 1) -> list[tuple[str, A
     DeepSeek-V4's compressed attention: the query's down-projection and the one key-value
     head's replicated, the query's up-projection split by heads and the grouped output
     projection by groups (``o_group``: its groups on the GPU side by side, each from its
-    heads to the output rank), then the output projection from them."""
+    heads to the output rank), then the output projection from them. A shared block's
+    attention (Zamba's) reads ``attention_in`` wide, with Zamba2's query, key and value
+    adapters before the output projection."""
     heads = s.heads // tp
     if s.compressed is not None:
         c = s.compressed
@@ -141,8 +145,28 @@ def attention_projections(s: TransformerShape, tp: Any = 1) -> list[tuple[str, A
     # depthwise convolution before it, a few taps a channel, left out)
     conv = [("qk_conv", (heads + kv) * s.d_head, s.d_head * s.qk_conv_grouped)] \
         if s.qk_conv_depthwise else []
-    return [("qkv", q * s.d_head + gates + kv_out, s.hidden), *conv,
+    # a shared block's query, key and value adapters (Zamba2's): down to the rank (split
+    # by rank, as vLLM's Zamba2LoRA splits it and gathers the result) and up to the heads
+    r = s.adapter_rank
+    adapters = [("qkv_adapter_down", 3 * -(-r // tp), s.attention_in),
+                ("qkv_adapter_up", 3 * heads * s.d_head, r)] if s.adapter_attention else []
+    return [("qkv", q * s.d_head + gates + kv_out, s.attention_in), *conv, *adapters,
             ("attn_out", s.hidden, heads * s.d_value)]
+
+
+def shared_block_mlp_gemms(s: TransformerShape, tp: Any = 1) -> list[tuple[str, Any, Any]]:
+    """A shared transformer block's GEMMs per token beside its MLP's own, as (name, N, K) on
+    one of ``tp`` tensor-parallel GPUs (``shared_blocks``: Zamba's): the gate/up
+    projection's adapter (the hidden width to ``adapter_rank``, split by rank, then to the
+    gate and up widths, split as they are), and the call's output projection (hidden x
+    hidden, whole on every GPU: vLLM's ReplicatedLinear); none without shared blocks."""
+    if not s.shared_blocks:
+        return []
+    r, h = s.adapter_rank, s.hidden
+    up = 2 * s.d_ffn if s.ffn_kind.gated else s.d_ffn
+    adapter = [("mlp_adapter_down", -(-r // tp), h), ("mlp_adapter_up", up // tp, r)] \
+        if r else []
+    return [*adapter, ("block_out", h, h)]
 
 
 def router_gemms(s: TransformerShape) -> list[tuple[str, int, int]]:
@@ -272,12 +296,14 @@ def forward_flops_per_token(s: TransformerShape, seq_len: int, *, causal: bool =
     core = 2.0 * s.attention_calls * (
         (s.attention_layers - windowed) * s.full_heads * full_keys * full_dims
         + windowed * s.heads * window_keys * window_dims) + indexer_core
+    call_attention, call_mlp = shared_block_call_params(s)
+    calls = s.shared_block_calls
     projections = sum(n * (attention_params(v) - gemmless_attention_params(v))
-                      for _, n, v in s.attention_kinds())
+                      for _, n, v in s.attention_kinds()) + calls * call_attention
     return ForwardFlops(
         attention_proj=2.0 * (projections + s.indexer_layers * indexer_params(s)),
         attention_core=float(core),
-        mlp=2.0 * per_token_mlp,
+        mlp=2.0 * (per_token_mlp + calls * call_mlp),
         router=2.0 * pc.router,
         lm_head=2.0 * s.head_rows * s.hidden,
         mamba=s.mamba_layers * mamba_forward_flops_per_token(s),

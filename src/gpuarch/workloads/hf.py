@@ -331,10 +331,6 @@ _MLP_BIAS_KEY = {"llama", "granite"}
 
 # families seen in published checkpoints whose layers the shape cannot hold yet, and why
 _NOT_YET = {
-    "zamba": "Zamba's shared attention block (one set of weights run after every few Mamba "
-             "layers)",
-    "zamba2": "Zamba2's shared attention blocks (weights run at several depths, with LoRA "
-              "adapters a call)",
     "jetmoe": "JetMoE's mixture of attention heads (attention experts chosen a token)",
     "rwkv": "RWKV's time-mixing recurrence",
     "doge": "Doge's dynamic mask projection, learned residual scales and product-key experts",

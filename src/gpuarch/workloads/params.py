@@ -36,6 +36,8 @@ __all__ = [
     "qk_conv_params",
     "routed_expert_params",
     "router_params",
+    "shared_block_call_params",
+    "shared_block_params",
 ]
 
 
@@ -73,7 +75,11 @@ class ParamCount:
                 + self.alternating_updates + self.laurel)
 
     def active(self, shape: TransformerShape) -> int:
-        """Parameters used per token: routed experts counted experts_per_token of experts."""
+        """Parameters used per token: routed experts counted experts_per_token of experts;
+        a shared transformer block's weights (``shared_blocks``) at each of its calls."""
+        if shape.shared_blocks:
+            return self.total + (shape.shared_block_calls - shape.shared_blocks) \
+                * shared_block_params(shape)
         if not shape.is_moe:
             return self.total
         routed = self.mlp_experts * shape.experts_per_token // shape.experts
@@ -117,8 +123,10 @@ def attention_params(s: TransformerShape) -> int:
     # keys and values (the keys alone where they are also the values; none in a layer
     # that reads another's, reuses_kv)
     kv_out = 0 if s.reuses_kv else kv * s.kv_width
-    # a gate a head: its own projection, no bias
-    weights = h * q + h * kv_out + heads * s.d_value * h + (h * heads if s.head_gate else 0)
+    # a gate a head: its own projection, no bias; the query, key and value projections
+    # read the attention's input width (Zamba's 2 x hidden)
+    a = s.attention_in
+    weights = a * q + a * kv_out + heads * s.d_value * h + (h * heads if s.head_gate else 0)
     # the query projection's biases cover the gate's channels too where it makes the gate;
     # a gate of its own has none, but one learned bias a head (gate_head_bias: Beam's)
     q_biased = heads * d if s.gate_head_bias else q
@@ -128,6 +136,31 @@ def attention_params(s: TransformerShape) -> int:
     else:
         biases += (q_biased + kv_out if s.qkv_bias else 0) + (h if s.out_bias else 0)
     return weights + biases + gemmless_attention_params(s) + qk_conv_params(s)
+
+
+def shared_block_params(s: TransformerShape) -> int:
+    """One set of a shared transformer block's weights (``shared_blocks``: Zamba's): its
+    attention and the norm before it (the attention's input width), its MLP and the norm
+    before it; 0 without shared blocks."""
+    if not s.shared_blocks:
+        return 0
+    per_width = s.norm.params_per_width
+    return (attention_params(s) + per_width * s.attention_in + qk_norm_params(s)
+            + mlp_params(s, s.d_ffn) + s.ffn_kind.activation_params + per_width * s.hidden)
+
+
+def shared_block_call_params(s: TransformerShape) -> tuple[int, int]:
+    """What each call of a shared transformer block holds of its own (``shared_blocks``),
+    as (beside the attention, beside the MLP): with ``adapter_attention``, the query, key
+    and value adapters (the attention's input width to ``adapter_rank`` and back, each);
+    the MLP's gate/up adapter (the hidden width to the rank, the rank to the gate and up
+    widths) and the hidden x hidden projection of the call's output after the MLP; (0, 0)
+    without shared blocks (Transformers' Zamba2Attention, Zamba2MLP, Zamba2HybridLayer)."""
+    if not s.shared_blocks:
+        return 0, 0
+    r, a, h = s.adapter_rank, s.attention_in, s.hidden
+    up = 2 * s.d_ffn if s.ffn_kind.gated else s.d_ffn
+    return 3 * 2 * a * r if s.adapter_attention else 0, r * (h + up) + h * h
 
 
 def router_params(s: TransformerShape) -> int:
@@ -410,6 +443,13 @@ def count_params(s: TransformerShape) -> ParamCount:
     norms = (s.layers * s.block_norms - s.shared_norm_pairs) * norm \
         + sum(n * qk_norm_params(v) for _, n, v in kinds) \
         if s.is_hybrid else sum(n * layer_norm_params(v) for _, n, v in kinds)
+    # shared transformer blocks (Zamba's): their weights held once a set, and each call's
+    # own output projection and adapters (``shared_block_call_params``)
+    blocks, calls = s.shared_blocks, s.shared_block_calls
+    call_attention, call_mlp = shared_block_call_params(s)
+    if blocks:
+        norms = s.mamba_layers * norm + blocks * (s.norm.params_per_width * s.attention_in
+                                                  + norm + qk_norm_params(s))
     norms += s.moe_layers * s.expert_layer_norms * norm
     # gated norms' low-rank gates (hidden -> rank -> hidden): before every layer's attention
     # and every expert layer's experts
@@ -430,12 +470,15 @@ def count_params(s: TransformerShape) -> ParamCount:
     return ParamCount(
         embedding=embedding,
         lm_head=lm_head,
-        attention=sum(n * attention_params(v) for _, n, v in kinds)
+        attention=(blocks * attention_params(s) + calls * call_attention if blocks else
+                   sum(n * attention_params(v) for _, n, v in kinds))
         + s.indexer_layers * indexer_params(s) + compressors
         + (h if s.last_out_bias else 0),
         # (and each dense MLP's learned activation scalars, xIELU's: Apertus)
-        mlp_dense=sum(n * (mlp_params(s, width) + s.ffn_kind.activation_params)
-                      for width, n, _ in s.mlp_kinds()),
+        mlp_dense=(blocks * (mlp_params(s, s.d_ffn) + s.ffn_kind.activation_params)
+                   + calls * call_mlp if blocks else
+                   sum(n * (mlp_params(s, width) + s.ffn_kind.activation_params)
+                       for width, n, _ in s.mlp_kinds())),
         # (and each routed expert's own norm after it, where it has one: Ergo's)
         mlp_experts=s.moe_layers * s.experts * (routed_expert_params(s) + (
             s.norm.params_per_width * h if s.routed_expert_norms else 0)),

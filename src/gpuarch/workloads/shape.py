@@ -931,6 +931,21 @@ class TransformerShape:
     # pairs, one norm for the two) and its output joins the residual after the blocks that
     # follow it (LongCat-Flash's shortcut-connected MoE); costed in sequence with them
     shortcut_experts: bool = False
+    # shared transformer blocks (Zamba's and Zamba2's): the hybrid_pattern's attention and
+    # MLP blocks come in "*-" pairs, each pair a call of one of this many sets of weights,
+    # taken in turn (Zamba: 1; Zamba2: num_mem_blocks); the weights are held once, the work
+    # is done at every call, and each call's output passes through a hidden x hidden
+    # projection of its own (Zamba's `linear`) before it joins the next Mamba block's input;
+    # 0 = every block its own weights
+    shared_blocks: int = 0
+    # the attention block's input width where it is not the hidden width (Zamba's 2 x hidden:
+    # the layer's input beside the token embedding); its norm is as wide; 0 = hidden
+    attention_input: int = 0
+    # LoRA adapters of this rank in each call of a shared block (Zamba2's adapter_rank): on
+    # the MLP's gate and up projections, and with adapter_attention on the query, key and
+    # value projections too; 0 = none
+    adapter_rank: int = 0
+    adapter_attention: bool = False
 
     def __post_init__(self) -> None:
         for name in ("layers", "hidden", "heads", "vocab"):
@@ -944,7 +959,8 @@ class TransformerShape:
                      "attention_residual_block",
                      "kv_shared_mlp", "per_layer_input", "per_layer_vocab", "head_vocab",
                      "altup_streams", "laurel_rank", "zero_experts", "gated_norm_rank",
-                     "qk_conv_depthwise", "qk_conv_grouped", "router_hidden"):
+                     "qk_conv_depthwise", "qk_conv_grouped", "router_hidden",
+                     "shared_blocks", "attention_input", "adapter_rank"):
             _positive(name, getattr(self, name), minimum=0)
         if self.altup_streams == 1:
             raise GpuarchError("altup_streams: AltUp needs 2 streams or more (0 = none), got 1")
@@ -956,6 +972,9 @@ class TransformerShape:
                                f"vocabulary's {self.vocab:,}")
         if self.differential_attention:
             self._check_differential()
+        if self.shared_blocks or self.attention_input or self.adapter_rank \
+                or self.adapter_attention:
+            self._check_shared_blocks()
         if self.routed_expert_norms and not self.is_moe:
             raise GpuarchError("routed_expert_norms: a norm after each routed expert needs "
                                "experts > 0")
@@ -1108,6 +1127,56 @@ class TransformerShape:
         """The softmax attention calls a layer makes over its queries and keys: two with
         differential attention, else one."""
         return 2 if self.differential_attention else 1
+
+    def _check_shared_blocks(self) -> None:
+        pattern = self.hybrid_pattern
+        if not self.shared_blocks:
+            raise GpuarchError("attention_input / adapter_rank / adapter_attention: only "
+                               "with shared_blocks (Zamba's shared transformer blocks)")
+        if self.mamba is None or set(pattern) - set("M*-") \
+                or pattern.replace("*-", "").count("*") or pattern.replace("*-", "").count("-"):
+            raise GpuarchError("shared_blocks: the hybrid_pattern must be recurrent blocks "
+                               "(M) and \"*-\" pairs (a shared block's attention and MLP)")
+        calls = pattern.count("*-")
+        if not calls or self.shared_blocks > calls:
+            raise GpuarchError(f"shared_blocks: {self.shared_blocks} sets of weights for "
+                               f"{calls} calls (expected 1 to {calls})")
+        for name, bad in (("mla", self.mla is not None), ("sliding_window",
+                          self.sliding_window), ("sandwich_norms", self.sandwich_norms),
+                          ("mlp_widths", self.mlp_widths), ("full_attention",
+                          self.full_attention is not None), ("parallel_mixers",
+                          self.parallel_mixers), ("kv_shared_layers", self.kv_shared_layers),
+                          ("attention_gate", self.attention_gate or self.head_gate),
+                          ("qk_conv_depthwise", self.qk_conv_depthwise),
+                          ("attention_residual_block", self.attention_residual_block),
+                          ("hyper_connections", self.hyper_connections),
+                          ("differential_attention", self.differential_attention)):
+            if bad:
+                raise GpuarchError(f"{name}: not with shared_blocks (Zamba's shared "
+                                   "transformer blocks are plain attention and MLP)")
+        if self.adapter_attention:
+            if not self.adapter_rank:
+                raise GpuarchError("adapter_attention: needs adapter_rank > 0")
+            width = self.attention_in
+            if self.heads * self.d_head != width or self.n_kv_heads * self.d_head != width:
+                raise GpuarchError(f"adapter_attention: the query, key and value adapters "
+                                   f"each write the attention's input width ({width:,}), so "
+                                   f"heads x head_dim ({self.heads * self.d_head:,}) and "
+                                   f"kv_heads x head_dim ({self.n_kv_heads * self.d_head:,}) "
+                                   "must equal it (as Transformers' Zamba2Attention adds "
+                                   "them)")
+
+    @property
+    def attention_in(self) -> int:
+        """The width the attention's query, key and value projections read (and its norm
+        normalises): ``attention_input``, else the hidden width."""
+        return self.attention_input or self.hidden
+
+    @property
+    def shared_block_calls(self) -> int:
+        """Calls of the shared transformer blocks (``shared_blocks``): the hybrid pattern's
+        "*-" pairs; 0 without shared blocks."""
+        return self.hybrid_pattern.count("*-") if self.shared_blocks else 0
 
     def _check_kv_shared(self) -> None:
         if self.reuses_kv:
@@ -1355,6 +1424,15 @@ class TransformerShape:
         if self.hybrid_pattern:
             return self.hybrid_pattern.count("-")
         return self.layers - self.moe_layers
+
+    def check_shared_block_pipeline(self, pp: int) -> None:
+        """Raise for pipeline parallelism over shared transformer blocks (``shared_blocks``):
+        each stage would hold a copy of the blocks its calls use, which is not priced, and
+        vLLM serves Zamba2 without it (its Zamba2ForCausalLM supports no PP)."""
+        if self.shared_blocks and pp > 1:
+            raise GpuarchError(f"--pp: {pp} is not priced for shared transformer blocks "
+                               "(Zamba's: each stage would hold its own copy of the blocks "
+                               "its calls use); give --pp 1")
 
     def check_mamba_split(self, ways: int, flag: str, what: str,
                           one_group_whole: bool = False) -> None:
