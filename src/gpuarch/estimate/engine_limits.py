@@ -144,7 +144,8 @@ def _checkpoint_elements(shape: TransformerShape, weights: QuantFormat, path: st
     pc = count_params(shape)
     if path != "pytorch" or weights is not QuantFormat.FP4:
         return float(pc.total)
-    linear = pc.attention + pc.mlp_dense + pc.mlp_experts + pc.mlp_shared
+    linear = pc.attention + pc.attention_experts + pc.mlp_dense + pc.mlp_experts \
+        + pc.mlp_shared
     return pc.total - linear + linear * (1 / 2 + 1 / 16)
 
 
@@ -152,7 +153,8 @@ def _checkpoint_bytes(shape: TransformerShape, weights: QuantFormat) -> float:
     """A checkpoint's bytes, each tensor at its own width (the 2026-07 heuristic): the
     linear layers in ``weights`` (block scales included), the rest in 16 bits."""
     pc = count_params(shape)
-    linear = pc.attention + pc.mlp_dense + pc.mlp_experts + pc.mlp_shared
+    linear = pc.attention + pc.attention_experts + pc.mlp_dense + pc.mlp_experts \
+        + pc.mlp_shared
     return (pc.total - linear) * QuantFormat.BF16.bytes + linear * weights.bytes
 
 

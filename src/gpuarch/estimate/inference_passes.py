@@ -82,6 +82,7 @@ from gpuarch.perf.roofline import (
 )
 from gpuarch.workloads.flops import (
     attention_core_dims,
+    attention_expert_gemms,
     attention_projections,
     per_layer_input_gemms,
     router_gemms,
@@ -554,6 +555,21 @@ class ReplicaRunner:
             window, chunked = self.decode_chunk_keys, False
         projections = attention_projections(s, t)
         ops: list[Op] = [self._gemm(tokens, n, k, name) for name, n, k in projections[:-1]]
+        per_expert: Num = 0
+        touched: Num = 0
+        if s.attention_experts:
+            # a mixture of attention heads (JetMoE's): the keys and values and the router for
+            # every token, then each touched expert's query projection for its tokens (a
+            # decode step reads only the experts its tokens chose); the output projections
+            # likewise after the core
+            (kv_name, kv_n, kv_k), (r_name, r_n, r_k), (q_name, q_n, q_k), out = \
+                attention_expert_gemms(s, t)
+            e = s.attention_experts
+            touched = e * (1 - (1 - s.experts_per_token / e) ** tokens)
+            per_expert = maximum(1, ceil(tokens * s.experts_per_token / maximum(touched, 1.0)))
+            ops = [self._gemm(tokens, kv_n, kv_k, kv_name), Gemm(tokens, r_n, r_k, name=r_name),
+                   self._gemm(per_expert, q_n, q_k, q_name, batch=ceil(touched))]
+            projections = [*projections[:-1], out]
         if s.mla is not None and s.mla.sparse:
             # DeepSeek Sparse Attention: the indexer scores every held position, and the
             # attention reads only the index_topk it picks (as a window of that many would)
@@ -572,6 +588,9 @@ class ReplicaRunner:
                           name=MLA_DECODE if absorbed else CONTEXT_ATTENTION if prefill
                           else "attention")] * s.attention_calls
         name, n, k = projections[-1]
+        if s.attention_experts:
+            ops.append(self._gemm(per_expert, n, k, name, batch=ceil(touched)))
+            return ops
         ops.append(self._gemm(tokens, n, k, name))
         return ops
 

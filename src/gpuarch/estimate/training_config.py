@@ -506,6 +506,9 @@ class TrainingConfig:
             raise GpuarchError("--lora-rank: LoRA over shared transformer blocks (Zamba's: an "
                                "adapter on a shared weight serves every call) is not priced; "
                                "give --lora-rank 0")
+        if self.lora_rank and shape.attention_experts:
+            raise GpuarchError("--lora-rank: LoRA over a mixture of attention heads (JetMoE's "
+                               "query and output experts) is not priced; give --lora-rank 0")
         if self.lora_modules:
             if not self.lora_rank:
                 raise GpuarchError("--lora-modules: needs --lora-rank (the adapters' rank)")

@@ -46,6 +46,7 @@ from gpuarch.perf.roofline import (
 )
 from gpuarch.workloads.flops import (
     attention_core_dims,
+    attention_expert_gemms,
     attention_projections,
     per_layer_input_gemms,
     router_gemms,
@@ -249,6 +250,18 @@ def _attention_ops(s: TransformerShape, cfg: TrainingConfig, tokens: Num, window
     kv = maximum(1, core_kv // t)
     projections = attention_projections(s, t)
     ops: list[Op] = [Gemm(tokens, n, k, name=name) for name, n, k in projections[:-1]]
+    if s.attention_experts:
+        # a mixture of attention heads (JetMoE's): the keys and values and the router for
+        # every token, each expert's query projection for the tokens routed to it (all the
+        # experts take their share of a training micro-batch's); the output projections
+        # likewise after the core
+        (kv_name, kv_n, kv_k), (r_name, r_n, r_k), (q_name, q_n, q_k), out = \
+            attention_expert_gemms(s, t)
+        per_expert = maximum(1, tokens * s.experts_per_token // s.attention_experts)
+        routed_here = tokens // t if cfg.sequence_parallel else tokens
+        ops = [Gemm(tokens, kv_n, kv_k, name=kv_name), Gemm(routed_here, r_n, r_k, name=r_name),
+               Gemm(per_expert, q_n, q_k, batch=s.attention_experts, name=q_name)]
+        projections = [*projections[:-1], out]
     if cfg.fused_attention:
         m = s.mla
         if m is not None and m.sparse:
@@ -284,6 +297,10 @@ def _attention_ops(s: TransformerShape, cfg: TrainingConfig, tokens: Num, window
     # differential attention: the core twice (two calls, as Transformers' DiffLlama makes)
     ops += core * s.attention_calls
     name, n, k = projections[-1]
+    if s.attention_experts:
+        ops.append(Gemm(maximum(1, tokens * s.experts_per_token // s.attention_experts), n, k,
+                        batch=s.attention_experts, name=name))
+        return ops
     ops.append(Gemm(tokens, n, k, name=name))
     return ops
 

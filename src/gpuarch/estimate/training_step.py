@@ -937,8 +937,8 @@ def _rank_params(shape: TransformerShape, layout: PipelineLayout, mtp_dense: flo
     # the mean layer's attention: a sparse-attention indexer in its share of the layers,
     # DeepSeek-V4's compressors and hyper-connections in theirs, and a layer's share of the
     # per-layer inputs' projections (Gemma 4's), AltUp's and LAuReL's weights (Gemma 3n's)
-    attention = (pc.attention + pc.hyper_connections + pc.per_layer_inputs
-                 + pc.alternating_updates + pc.laurel) / shape.layers
+    attention = (pc.attention + pc.attention_experts + pc.hyper_connections
+                 + pc.per_layer_inputs + pc.alternating_updates + pc.laurel) / shape.layers
     dense_layer = attention + norms + mlp_params(shape, shape.d_ffn)
     expert_layer: float = 0
     routed = 0

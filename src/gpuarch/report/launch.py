@@ -98,6 +98,11 @@ def megatron_launch(shape: Any, cfg: Any) -> Launch:
                            "Megatron-LM's MambaModel does not build (its mixer is Mamba-2's); "
                            "its launch command is not written here (run without --launch for "
                            "the estimate)")
+    if shape.attention_experts:
+        raise GpuarchError(f"--launch: {shape.name}'s mixture of attention heads (query and "
+                           "output projections as experts) is not something Megatron-LM "
+                           "builds; its launch command is not written here (run without "
+                           "--launch for the estimate)")
     if shape.shared_blocks:
         raise GpuarchError(f"--launch: {shape.name}'s shared transformer blocks (one set of "
                            "weights called at several depths) are not something Megatron-LM's "

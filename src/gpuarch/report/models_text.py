@@ -108,6 +108,12 @@ def render_preset(p: Preset) -> str:
                      + (f"; GLU inputs clamped at {s.glu_limit:g}" if s.glu_limit else "")
                      + ("; each routed expert followed by a norm of its own"
                         if s.routed_expert_norms else ""))
+    if s.attention_experts:
+        lines.append(f"  attention     a mixture of {s.attention_experts} experts (top "
+                     f"{s.experts_per_token}), each the query and output projections of "
+                     f"{s.n_kv_heads} heads; the keys and values one projection for all")
+    if s.moe_out_bias:
+        lines.append("  expert bias   one bias of the hidden width after the experts' combine")
     if s.residual_gates:
         lines.append("  residual      a learned gate a channel on each residual add (the "
                      "branch and the stream mixed by it)")

@@ -51,7 +51,8 @@ from gpuarch.workloads.params import (
 )
 from gpuarch.workloads.shape import TransformerShape
 
-__all__ = ["ForwardFlops", "attention_core_dims", "attention_projections", "compressed_keys",
+__all__ = ["ForwardFlops", "attention_core_dims", "attention_expert_gemms",
+           "attention_projections", "compressed_keys",
            "forward_flops_per_token", "mamba_forward_flops_per_token",
            "per_layer_input_gemms", "router_gemms", "shared_block_mlp_gemms",
            "stream_flops_per_token", "stream_gemms",
@@ -152,6 +153,21 @@ def attention_projections(s: TransformerShape, tp: Any = 1) -> list[tuple[str, A
                 ("qkv_adapter_up", 3 * heads * s.d_head, r)] if s.adapter_attention else []
     return [("qkv", q * s.d_head + gates + kv_out, s.attention_in), *conv, *adapters,
             ("attn_out", s.hidden, heads * s.d_value)]
+
+
+def attention_expert_gemms(s: TransformerShape, tp: Any = 1) -> list[tuple[str, Any, Any]]:
+    """A mixture of attention heads' GEMMs (``attention_experts``: JetMoE's) as (name, N, K)
+    on one of ``tp`` tensor-parallel GPUs: the keys' and values' projection (one for all
+    experts, its heads split), the router (whole on every GPU, named "router" as the expert
+    layers' are), and one expert's query and output projections (its ``kv_heads`` heads
+    split), which run for the tokens routed to it; none without attention experts. A
+    token's share of them is ``attention_projections``' dense equivalent."""
+    if not s.attention_experts:
+        return []
+    heads = s.n_kv_heads // tp * s.d_head
+    return [("kv", s.kv_heads_per_gpu(tp) * s.kv_width, s.hidden),
+            ("router", s.attention_experts, s.hidden),
+            ("attn_expert_q", heads, s.hidden), ("attn_expert_out", s.hidden, heads)]
 
 
 def shared_block_mlp_gemms(s: TransformerShape, tp: Any = 1) -> list[tuple[str, Any, Any]]:

@@ -65,6 +65,9 @@ class ParamCount:
     # (Gemma 3n's)
     alternating_updates: int = 0
     laurel: int = 0
+    # a mixture of attention heads' experts (JetMoE's): every expert's query and output
+    # projections, all layers (the rest of the attention in ``attention``)
+    attention_experts: int = 0
 
     @property
     def total(self) -> int:
@@ -72,7 +75,7 @@ class ParamCount:
                 + self.mlp_experts + self.mlp_shared + self.router + self.norms + self.mamba
                 + self.moe_latent + self.hyper_connections + self.per_layer_table
                 + self.per_layer_inputs + self.attention_residuals
-                + self.alternating_updates + self.laurel)
+                + self.alternating_updates + self.laurel + self.attention_experts)
 
     def active(self, shape: TransformerShape) -> int:
         """Parameters used per token: routed experts counted experts_per_token of experts;
@@ -83,7 +86,10 @@ class ParamCount:
         if not shape.is_moe:
             return self.total
         routed = self.mlp_experts * shape.experts_per_token // shape.experts
-        return self.total - self.mlp_experts + routed
+        # (and a mixture of attention heads' chosen experts, JetMoE's)
+        attention = self.attention_experts * shape.experts_per_token \
+            // shape.attention_experts if shape.attention_experts else 0
+        return self.total - self.mlp_experts + routed - self.attention_experts + attention
 
 
 def attention_params(s: TransformerShape) -> int:
@@ -467,13 +473,21 @@ def count_params(s: TransformerShape) -> ParamCount:
         router_bias += s.moe_layers * h
     if s.router_scales:
         router_bias += s.moe_layers * (h + s.experts)
+    # a mixture of attention heads (JetMoE's): each layer's router over the attention
+    # experts, and every expert's query and output projections apart from the rest of the
+    # attention (whose count, attention_params, is a token's: its chosen experts' heads)
+    attention_routers = s.layers * h * s.attention_experts
+    attention_experts = s.layers * s.attention_experts * 2 * h * s.n_kv_heads * s.d_head
+    chosen_heads = s.layers * 2 * h * s.heads * s.d_head if s.attention_experts else 0
+    if s.moe_out_bias:  # a bias after the combine (JetMoE's), counted with the routers
+        router_bias += s.moe_layers * h
     return ParamCount(
         embedding=embedding,
         lm_head=lm_head,
         attention=(blocks * attention_params(s) + calls * call_attention if blocks else
                    sum(n * attention_params(v) for _, n, v in kinds))
         + s.indexer_layers * indexer_params(s) + compressors
-        + (h if s.last_out_bias else 0),
+        + (h if s.last_out_bias else 0) - chosen_heads,
         # (and each dense MLP's learned activation scalars, xIELU's: Apertus)
         mlp_dense=(blocks * (mlp_params(s, s.d_ffn) + s.ffn_kind.activation_params)
                    + calls * call_mlp if blocks else
@@ -483,7 +497,7 @@ def count_params(s: TransformerShape) -> ParamCount:
         mlp_experts=s.moe_layers * s.experts * (routed_expert_params(s) + (
             s.norm.params_per_width * h if s.routed_expert_norms else 0)),
         mlp_shared=s.moe_layers * s.shared_experts * mlp_params(s, s.d_expert),
-        router=router_params(s) + router_bias,
+        router=router_params(s) + router_bias + attention_routers,
         norms=norms + norm + embedding_norm_params(s),
         mamba=s.mamba_layers * mamba_params(s),
         moe_latent=s.moe_layers * latent_projection_params(s),
@@ -493,6 +507,7 @@ def count_params(s: TransformerShape) -> ParamCount:
         attention_residuals=attention_residual_params(s),
         alternating_updates=altup_params(s),
         laurel=s.layers * (2 * h * s.laurel_rank + norm) if s.laurel_rank else 0,
+        attention_experts=attention_experts,
     )
 
 

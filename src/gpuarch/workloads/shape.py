@@ -946,6 +946,14 @@ class TransformerShape:
     # value projections too; 0 = none
     adapter_rank: int = 0
     adapter_attention: bool = False
+    # a mixture of attention heads (JetMoE's MoA): each layer's query and output projections
+    # are this many experts, each holding kv_heads heads' worth, of which a router (the
+    # hidden width to one logit an expert, no bias) picks experts_per_token a token; heads
+    # = experts_per_token x kv_heads, the keys and values one projection shared by all;
+    # 0 = plain attention
+    attention_experts: int = 0
+    # a bias of the hidden width after the expert block's combine (JetMoE's MoE bias)
+    moe_out_bias: bool = False
 
     def __post_init__(self) -> None:
         for name in ("layers", "hidden", "heads", "vocab"):
@@ -960,7 +968,8 @@ class TransformerShape:
                      "kv_shared_mlp", "per_layer_input", "per_layer_vocab", "head_vocab",
                      "altup_streams", "laurel_rank", "zero_experts", "gated_norm_rank",
                      "qk_conv_depthwise", "qk_conv_grouped", "router_hidden",
-                     "shared_blocks", "attention_input", "adapter_rank"):
+                     "shared_blocks", "attention_input", "adapter_rank",
+                     "attention_experts"):
             _positive(name, getattr(self, name), minimum=0)
         if self.altup_streams == 1:
             raise GpuarchError("altup_streams: AltUp needs 2 streams or more (0 = none), got 1")
@@ -975,6 +984,11 @@ class TransformerShape:
         if self.shared_blocks or self.attention_input or self.adapter_rank \
                 or self.adapter_attention:
             self._check_shared_blocks()
+        if self.attention_experts:
+            self._check_attention_experts()
+        if self.moe_out_bias and not self.is_moe:
+            raise GpuarchError("moe_out_bias: a bias after the experts' combine needs "
+                               "experts > 0")
         if self.routed_expert_norms and not self.is_moe:
             raise GpuarchError("routed_expert_norms: a norm after each routed expert needs "
                                "experts > 0")
@@ -1165,6 +1179,35 @@ class TransformerShape:
                                    f"kv_heads x head_dim ({self.n_kv_heads * self.d_head:,}) "
                                    "must equal it (as Transformers' Zamba2Attention adds "
                                    "them)")
+
+    def _check_attention_experts(self) -> None:
+        k, e = self.experts_per_token, self.attention_experts
+        if not self.is_moe or self.is_hybrid or self.dense_layers:
+            raise GpuarchError("attention_experts: a mixture of attention heads is read beside "
+                               "expert MLPs in every layer (JetMoE's), which pick as many "
+                               "experts a token (experts_per_token)")
+        if k > e:
+            raise GpuarchError(f"attention_experts: {e} experts, fewer than the "
+                               f"experts_per_token ({k}) a token takes")
+        if self.heads != k * self.n_kv_heads:
+            raise GpuarchError(f"attention_experts: heads must be experts_per_token x kv_heads "
+                               f"({k} x {self.n_kv_heads} = {k * self.n_kv_heads}: each "
+                               f"chosen expert makes kv_heads heads' queries), got "
+                               f"{self.heads}")
+        for name, bad in (("mla", self.mla is not None), ("compressed",
+                          self.compressed is not None), ("sliding_window",
+                          self.sliding_window), ("full_attention",
+                          self.full_attention is not None), ("attention_gate",
+                          self.attention_gate or self.head_gate), ("bias",
+                          self.bias or self.qkv_bias), ("parallel_attention",
+                          self.parallel_attention), ("differential_attention",
+                          self.differential_attention), ("kv_shared_layers",
+                          self.kv_shared_layers), ("qk_conv_depthwise",
+                          self.qk_conv_depthwise), ("v_head_dim", self.v_head_dim),
+                          ("keys_are_values", self.keys_are_values)):
+            if bad:
+                raise GpuarchError(f"{name}: not with attention_experts (JetMoE's mixture of "
+                                   "attention heads is plain grouped-query attention)")
 
     @property
     def attention_in(self) -> int:
@@ -1456,10 +1499,12 @@ class TransformerShape:
                                f"({m.heads}) and {groups} ({m.groups}) of {self.name}")
 
     def splits_heads(self, tp: int) -> bool:
-        """Whether ``tp`` tensor-parallel GPUs split the attention evenly: its heads, and
-        compressed attention's output groups."""
+        """Whether ``tp`` tensor-parallel GPUs split the attention evenly: its heads, each
+        attention expert's heads and compressed attention's output groups."""
         if self.heads % tp or self.full_heads % tp:
             return False
+        if self.attention_experts and self.n_kv_heads % tp:
+            return False  # each attention expert's heads split too (JetMoE's)
         return self.compressed is None or self.compressed.o_groups % tp == 0
 
     @property
@@ -1633,6 +1678,10 @@ class TransformerShape:
         if self.compressed is not None and self.compressed.o_groups % tp:
             raise GpuarchError(f"--tp: {tp} does not divide the {self.compressed.o_groups} "
                                "output groups (o_groups) of compressed attention")
+        if self.attention_experts and self.n_kv_heads % tp:
+            raise GpuarchError(f"--tp: {tp} does not divide the {self.n_kv_heads} heads of "
+                               "each attention expert (a mixture of attention heads splits "
+                               "every expert's heads)")
 
     def check_mlp_split(self, tp: int) -> None:
         """Raise unless ``tp`` divides every dense MLP's inner width, as a column-parallel
