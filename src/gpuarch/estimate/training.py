@@ -638,7 +638,12 @@ def _add_kernel_notes(assumptions: dict[str, Any], shape: TransformerShape, prod
                                    f"blocks of {shape.mamba.block} (the same algorithm with a "
                                    "fixed decay a head; no timing of the lightning kernels is "
                                    "in the validation data), "
-                                   if shape.mamba.lightning else "")
+                                   if shape.mamba.lightning else
+                                   "priced as Mamba-2's chunked scan of their sizes over "
+                                   f"chunks of {shape.mamba.block} (a chunked linear "
+                                   "recurrence gated a head; no timing of xLSTM's kernels is "
+                                   "in the validation data), "
+                                   if shape.mamba.mlstm else "")
             + f"the chunked scan's products at {eff.mamba_scan:g} of the 16-bit "
             "peak (mamba_scan, TileOPs' measured forward scan on H200)")
         other = "other " if gated_delta or shape.mamba.selective \

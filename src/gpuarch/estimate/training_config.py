@@ -662,7 +662,8 @@ class TrainingConfig:
         if not self.pp_layout and np.max(self.pp) > 1:  # (validate checks a layout given)
             self.layout(shape)
         m = shape.mamba
-        if self.cp > 1 and m is not None and (m.selective or m.lightning or m.short_conv):
+        if self.cp > 1 and m is not None and (m.selective or m.lightning or m.short_conv
+                                              or m.mlstm):
             raise GpuarchError(
                 f"--cp: {shape.name}'s {m.label} blocks are modelled without context "
                 f"parallelism (Megatron-Core's MambaContextParallel is Mamba-2's); use --cp 1, "

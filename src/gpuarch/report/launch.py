@@ -93,7 +93,8 @@ def megatron_launch(shape: Any, cfg: Any) -> Launch:
                            "variant, not the MambaModel this command writes; its launch "
                            "command is not written here (run without --launch for the "
                            "estimate)")
-    if shape.mamba is not None and shape.mamba.kind in ("mamba1", "lightning", "short_conv"):
+    if shape.mamba is not None and shape.mamba.kind in ("mamba1", "lightning", "short_conv",
+                                                        "mlstm"):
         raise GpuarchError(f"--launch: {shape.name} has {shape.mamba.label} blocks, which "
                            "Megatron-LM's MambaModel does not build (its mixer is Mamba-2's); "
                            "its launch command is not written here (run without --launch for "

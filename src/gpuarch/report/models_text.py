@@ -168,6 +168,11 @@ def render_preset(p: Preset) -> str:
             lines.append(f"  Lightning     {mb.heads} heads of {mb.head_dim} (a {mb.state} x "
                          f"{mb.head_dim} state each, a fixed decay a head), blocks of "
                          f"{mb.block}, an output gate")
+        elif s.mamba is not None and s.mamba.mlstm:
+            mb = s.mamba
+            lines.append(f"  mLSTM         {mb.heads} heads of {mb.head_dim} (keys of "
+                         f"{mb.state}, a {mb.state} x {mb.head_dim} memory each), an input and "
+                         f"a forget gate a head, chunks of {mb.block}, an output gate")
         elif s.mamba is not None and s.mamba.selective:
             mb = s.mamba
             lines.append(f"  Mamba-1       {mb.inner} channels, a state of {mb.state} each, "

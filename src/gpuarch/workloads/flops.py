@@ -395,7 +395,7 @@ def mamba_forward_flops_per_token(s: TransformerShape) -> float:
     if m.gated_delta:
         return projections + 2.0 * (m.conv_kernel * m.conv_width
                                     + 4 * m.heads * m.head_dim * m.state)
-    if m.lightning:  # the state's update (K^T V) and the output (Q S), a head
+    if m.lightning or m.mlstm:  # the state's update (K^T V) and the output (Q S), a head
         return projections + 2.0 * 2 * m.heads * m.head_dim * m.state
     return projections + MAMBA_SCAN_FLOPS_PER_STATE * m.inner * m.state
 

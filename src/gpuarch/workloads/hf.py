@@ -339,7 +339,6 @@ _NOT_YET = {
                  "pooled-key indexed attention",
     "qwen4_exp_text": "Qwen4-Exp's low-rank hyper-connections, n-gram per-layer embeddings "
                       "and pooled-key indexed attention",
-    "xlstm": "xLSTM's mLSTM blocks",
     # Thinking Machines' Inkling families (Transformers' modeling_inkling*.py): no rotary
     # positions, a relative bias instead, and depthwise causal convolutions with a cache
     # state of their own in every layer

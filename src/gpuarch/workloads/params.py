@@ -396,6 +396,8 @@ def mamba_params(s: TransformerShape) -> int:
         return proj + conv + 2 * m.heads + m.head_dim
     if m.lightning:  # its decays are fixed (buffers): the norm over the inner width alone
         return proj + m.inner
+    if m.mlstm:  # the gates' biases (always there) and the norm a head (with biases too)
+        return proj + (0 if m.proj_bias else 2 * m.heads) + m.inner * (1 + m.proj_bias)
     return proj + conv + 3 * m.heads + (m.inner if m.gated_norm else 0)
 
 

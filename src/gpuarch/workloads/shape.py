@@ -295,7 +295,8 @@ are all of one kind, its ``MambaShape.kind``."""
 
 MIXER_KINDS = {"mamba2": "Mamba-2", "gated_delta": "Gated DeltaNet",
                "kda": "Kimi Delta Attention", "mamba1": "Mamba-1",
-               "lightning": "lightning attention", "short_conv": "short convolution"}
+               "lightning": "lightning attention", "short_conv": "short convolution",
+               "mlstm": "mLSTM"}
 """The recurrent mixers a hybrid model's "M" blocks can be, and their names: Mamba-2's
 state-space duality (Nemotron-H, Granite 4.0), the gated delta rule (Yang et al., "Gated
 Delta Networks", ICLR 2025: Qwen3-Next, Qwen3.5) and its refinement with a decay per
@@ -359,7 +360,15 @@ class MambaShape:
     width, which is the hidden size), B x through a depthwise causal convolution of
     ``conv_kernel`` taps, its output times C, the output projection; held as one-channel
     heads (``head_dim`` 1, one group) with no recurrent state (``state`` 0), its only state
-    between steps the convolution's last inputs."""
+    between steps the convolution's last inputs.
+
+    An mLSTM cell (xLSTM): ``heads`` heads of ``head_dim`` value channels, each with its own
+    keys of ``state`` channels (``groups`` = ``heads``) and a ``state`` x ``head_dim``
+    matrix memory, no convolution (``conv_kernel`` 0), an input and a forget gate a head
+    from the hidden state, computed in chunks of ``block`` tokens. Weights (Transformers'
+    xLSTMLayer): q and k (hidden to the keys' width each), v and the output gate (hidden to
+    the inner width each), the two gates (hidden to one a head, with biases), a layer norm
+    a head over the inner width (the gated norm's place), out_proj."""
 
     heads: int
     head_dim: int
@@ -408,9 +417,17 @@ class MambaShape:
                 f"convolution is held as one-channel heads in one group with no state and no "
                 f"norm, got {self.head_dim}, {self.groups}, {self.state}, {self.gated_norm}")
         lightning = self.kind == "lightning"
-        _positive("mamba.conv_kernel", self.conv_kernel, minimum=0 if lightning else 1)
+        mlstm = self.kind == "mlstm"
+        _positive("mamba.conv_kernel", self.conv_kernel,
+                  minimum=0 if lightning or mlstm else 1)
         _positive("mamba.dt_rank", self.dt_rank, minimum=0)
-        _positive("mamba.block", self.block, minimum=1 if lightning else 0)
+        _positive("mamba.block", self.block, minimum=1 if lightning or mlstm else 0)
+        if mlstm and (self.groups != self.heads or self.conv_kernel or self.conv_bias
+                      or not self.gated_norm):
+            raise GpuarchError(
+                f"mamba.groups / mamba.conv_kernel: an mLSTM cell has a key head a head, no "
+                f"convolution and a norm a head, got {self.groups} key heads for "
+                f"{self.heads} heads, a convolution of {self.conv_kernel}")
         if lightning and (self.groups != self.heads or self.state != self.head_dim
                           or self.conv_kernel or self.conv_bias or not self.gated_norm):
             raise GpuarchError(
@@ -418,8 +435,9 @@ class MambaShape:
                 f"key head a head, keys as wide as values, no convolution and a gated norm, "
                 f"got {self.groups} key heads of {self.state} for {self.heads} heads of "
                 f"{self.head_dim}, a convolution of {self.conv_kernel}")
-        if self.block and not lightning:
-            raise GpuarchError("mamba.block: lightning attention's (kind \"lightning\")")
+        if self.block and not (lightning or mlstm):
+            raise GpuarchError("mamba.block: lightning attention's or an mLSTM cell's chunk "
+                               "(kind \"lightning\" or \"mlstm\")")
         if self.kind == "mamba1":
             if self.head_dim != 1 or self.groups != 1 or self.gated_norm:
                 raise GpuarchError(
@@ -478,6 +496,12 @@ class MambaShape:
         return self.kind == "lightning"
 
     @property
+    def mlstm(self) -> bool:
+        """Whether the mixer is an mLSTM cell (xLSTM: a matrix memory a head, an input and a
+        forget gate a head, no convolution)."""
+        return self.kind == "mlstm"
+
+    @property
     def selective(self) -> bool:
         """Whether the mixer is Mamba-1's (a selective scan a channel, B and C from x_proj)."""
         return self.kind == "mamba1"
@@ -525,7 +549,8 @@ class MambaShape:
         if self.kda:
             return (self.conv_width + self.heads + self.replicated_in_proj
                     + self.inner * (self.full_rank_gate + self.full_rank_decay))
-        steps = 2 if self.gated_delta else 0 if self.lightning else 1
+        # (an mLSTM cell's: its output gate, v, k and q, and two gates a head)
+        steps = 2 if self.gated_delta or self.mlstm else 0 if self.lightning else 1
         return self.inner + self.conv_width + self.heads * steps
 
     @property
