@@ -229,3 +229,15 @@ def test_estimates_run_on_the_defaults(tmp_path: Path) -> None:
         t = estimate_training(CATALOG, s, H100, TrainingConfig(gpus=8, seq_len=4096,
                                                                global_batch=64))
         assert t.step_time_s > 0
+
+
+def test_the_training_advisor_offers_no_pipeline(tmp_path: Path) -> None:
+    """The advisor's layouts for a model of shared blocks keep PP 1 (its estimate refuses
+    more); the same model's pattern without sharing may be cut into stages."""
+    from gpuarch.advise.train import TrainingSearch, _layouts
+
+    s = _read(tmp_path, {**Z2, "num_mem_blocks": 2})
+    search = TrainingSearch(tokens=1e9, max_gpus=64)
+    assert set(_layouts(s, search, 8, True)["pp"]) == {1}
+    plain = dataclasses.replace(s, shared_blocks=0, attention_input=0, adapter_rank=0)
+    assert max(_layouts(plain, search, 8, True)["pp"]) > 1
