@@ -119,7 +119,7 @@ def test_kda_shape_checks() -> None:
         MambaShape(kind="kda", heads=32, head_dim=128, state=128, groups=16)
     with pytest.raises(GpuarchError, match=r"mamba\.kind: expected one of mamba2, "
                                            "gated_delta, kda, mamba1, lightning, short_conv, "
-                                           "mlstm, got 'x'"):
+                                           "mlstm, rwkv4, got 'x'"):
         MambaShape(kind="x", heads=32, head_dim=128, state=128, groups=32)
 
 

@@ -24,7 +24,7 @@ from gpuarch.report.serialize import to_json
 from gpuarch.workloads.flops import (
     attention_projections,
     forward_flops_per_token,
-    shared_block_mlp_gemms,
+    mlp_side_gemms,
 )
 from gpuarch.workloads.params import (
     count_params,
@@ -112,7 +112,7 @@ def test_shared_and_per_call_parts_by_hand(tmp_path: Path) -> None:
     assert f.attention_proj == 2.0 * 9 * (3 * 5120 * 5120 + 5120 * 2560)
     # the query, key and value projections read the 5,120-wide input
     assert attention_projections(s) == [("qkv", 3 * 5120, 5120), ("attn_out", 2560, 5120)]
-    assert shared_block_mlp_gemms(s, 2) == [("mlp_adapter_down", 64, 2560),
+    assert mlp_side_gemms(s, 2) == [("mlp_adapter_down", 64, 2560),
                                             ("mlp_adapter_up", 10240, 128),
                                             ("block_out", 2560, 2560)]
     # each call caches its own keys and values: 9 x 2 x 32 heads x 160 x 2 bytes a token

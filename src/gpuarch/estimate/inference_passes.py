@@ -84,9 +84,9 @@ from gpuarch.workloads.flops import (
     attention_core_dims,
     attention_expert_gemms,
     attention_projections,
+    mlp_side_gemms,
     per_layer_input_gemms,
     router_gemms,
-    shared_block_mlp_gemms,
     stream_gemms,
 )
 from gpuarch.workloads.params import indexer_projections, layer_op_shares
@@ -722,7 +722,7 @@ class ReplicaRunner:
             ops += [self._gemm(tokens, up_factor * f // t, s.hidden, "mlp_up"),
                     self._gemm(tokens, s.hidden, f // t, "mlp_down"),
                     *(self._gemm(tokens, n, k, name)
-                      for name, n, k in shared_block_mlp_gemms(s, t))]
+                      for name, n, k in mlp_side_gemms(s, t))]
             inner = tokens * f // t
         return ops, inner
 

@@ -31,7 +31,7 @@ __all__ = ["DEFAULT_SSM_STATE", "GDN_BACKWARD_CHAINS", "GDN_CHUNK", "MAMBA_CHUNK
            "gated_delta_glue_elements", "gated_delta_scan_bytes", "gated_delta_scan_flops",
            "hybrid_state_bytes", "mamba_decode_ops", "mamba_input_projections",
            "mamba_mixer_ops", "mamba_ops", "mamba_scan_bytes", "mamba_scan_flops",
-           "mamba_state_bytes", "selective_scan_costs", "short_conv_gates",
+           "mamba_state_bytes", "rwkv_wkv", "selective_scan_costs", "short_conv_gates",
            "x_proj_reduce_bytes"]
 
 MAMBA_CHUNK = 128
@@ -180,6 +180,8 @@ def mamba_mixer_ops(m: MambaShape, tp: Any, tokens: Num, element: float,
         mamba_kernel=True)] if m.conv_kernel else []
     if m.short_conv:
         return [*conv_op, short_conv_gates(m, tp, tokens, element)]
+    if m.rwkv:
+        return [*conv_op, rwkv_wkv(m, tp, tokens, element)]
     if m.selective:
         f_bytes, b_bytes, f_flops, b_flops = selective_scan_costs(m, tp, element)
         return [*conv_op,
@@ -226,13 +228,13 @@ def mamba_decode_ops(m: MambaShape, tp: Any, seqs: Num, element: float,
     conv = 1.0 * seqs * conv_width * element * (2 * (m.conv_kernel - 1 + t - 1) + 2 * t)
     state = (1.0 + t) * seqs * (m.heads // tp) * m.head_dim * m.state * state_element
     # Kimi Delta Attention also reads its decay, and Mamba-1 its step, a channel each
-    io = 1.0 * seqs * t * ((4 if m.kda or m.selective else 3) * inner
+    io = 1.0 * seqs * t * ((4 if m.kda or m.selective or m.rwkv else 3) * inner
                            + 2 * m.groups_per_gpu(tp) * m.state) * element
     ops: list[Op] = [Elementwise(conv, name="mamba_conv")] if m.conv_kernel else []
     if m.short_conv:  # no recurrent state: the convolution and its gates
         return [*ops, short_conv_gates(m, tp, seqs * t, element)]
     ops.append(Elementwise(state + io, name="mamba_scan"))
-    if not m.selective:  # Mamba-1 gates inside the update and has no norm
+    if not (m.selective or m.rwkv):  # Mamba-1 gates inside the update; neither has a norm
         ops.append(Elementwise(2.0 * seqs * t * inner * element, name="mamba_norm"))
     return ops
 
@@ -267,6 +269,8 @@ def mamba_state_bytes(m: MambaShape, tp: Any, element: float,
     whatever its length: the convolution's last conv_kernel - 1 inputs over x, B and C, and
     the recurrent state, heads x head_dim x state."""
     conv = max(0, m.conv_kernel - 1) * m.conv_per_gpu(tp) * element
+    if m.rwkv:  # the channel mixing's token shift keeps the previous input too
+        conv *= 2
     return conv + (m.heads // tp) * m.head_dim * m.state * state_element
 
 
@@ -409,6 +413,28 @@ def x_proj_reduce_bytes(m: MambaShape, tokens: Num, element: float) -> Num:
     ``tokens`` tokens (its row-parallel output: the step's rank, B and C, vLLM's MambaMixer;
     the backward reduces the gradients of the same once more); 0 for the other mixers."""
     return tokens * m.x_proj_width * element
+
+
+RWKV_WKV_FLOPS = 20
+"""CUDA-core FLOPs a channel and token of RWKV-4's recurrence: the exponentials of the
+decayed and bonus-weighted keys, the running maximum and the two weighted sums' updates
+and their quotient (Transformers' rwkv_linear_attention_cpu, the sequence its CUDA kernel
+runs), about twenty operations, an estimate from the algorithm."""
+
+
+def rwkv_wkv(m: MambaShape, tp: Any, tokens: Num, element: float) -> Elementwise:
+    """RWKV-4's recurrence over ``tokens`` tokens on one of ``tp`` GPUs, and the
+    receptance's gate on its output: the kernel reads the key and the value and writes the
+    output (the GPU's share of the inner width each, its state kept on chip along the
+    sequence), the gate reads the receptance and the output and writes their product;
+    ``RWKV_WKV_FLOPS`` a channel and token. The backward reads and writes about twice as
+    much and does about twice the arithmetic (Transformers' wkv CUDA kernel's backward
+    walks the sequence once more)."""
+    inner = m.inner // tp
+    moved = 6.0 * tokens * inner * element
+    flops = 1.0 * RWKV_WKV_FLOPS * tokens * inner
+    return Elementwise(moved, flops, name="mamba_scan",
+                       backward=Elementwise(2.0 * moved, 2.0 * flops, name="mamba_scan"))
 
 
 def short_conv_gates(m: MambaShape, tp: Any, tokens: Num, element: float) -> Elementwise:

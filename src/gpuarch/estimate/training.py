@@ -631,6 +631,10 @@ def _add_kernel_notes(assumptions: dict[str, Any], shape: TransformerShape, prod
             "is in the validation data), the small x_proj and dt_proj as GEMMs and x_proj's "
             "output all-reduced over TP"
             if shape.mamba.selective else
+            f"{label} blocks: the token shift and the recurrence a channel as memory "
+            "traffic and CUDA-core arithmetic at the roofline's rate (no timing of the wkv "
+            "kernels is in the validation data)"
+            if shape.mamba.rwkv else
             f"{label} blocks: the convolution at Mamba-2's measured kernel rates, its two "
             "gates as memory traffic (no recurrent state)"
             if shape.mamba.short_conv else
@@ -646,7 +650,7 @@ def _add_kernel_notes(assumptions: dict[str, Any], shape: TransformerShape, prod
                                    if shape.mamba.mlstm else "")
             + f"the chunked scan's products at {eff.mamba_scan:g} of the 16-bit "
             "peak (mamba_scan, TileOPs' measured forward scan on H200)")
-        other = "other " if gated_delta or shape.mamba.selective \
+        other = "other " if gated_delta or shape.mamba.selective or shape.mamba.rwkv \
             or shape.mamba.short_conv else ""
         assumptions["mamba_kernels"] = (
             forward

@@ -663,7 +663,7 @@ class TrainingConfig:
             self.layout(shape)
         m = shape.mamba
         if self.cp > 1 and m is not None and (m.selective or m.lightning or m.short_conv
-                                              or m.mlstm):
+                                              or m.mlstm or m.rwkv):
             raise GpuarchError(
                 f"--cp: {shape.name}'s {m.label} blocks are modelled without context "
                 f"parallelism (Megatron-Core's MambaContextParallel is Mamba-2's); use --cp 1, "

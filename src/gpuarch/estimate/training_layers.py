@@ -48,9 +48,9 @@ from gpuarch.workloads.flops import (
     attention_core_dims,
     attention_expert_gemms,
     attention_projections,
+    mlp_side_gemms,
     per_layer_input_gemms,
     router_gemms,
-    shared_block_mlp_gemms,
     stream_gemms,
 )
 from gpuarch.workloads.params import indexer_projections, layer_op_shares
@@ -354,7 +354,7 @@ def _ffn_ops(s: TransformerShape, cfg: TrainingConfig, moe: bool, tokens: Num
     # (a shared block's gate/up adapter and output projection after it: Zamba's)
     return [Gemm(tokens, up // t, s.hidden, name="mlp_up"),
             Gemm(tokens, s.hidden, f // t, name="mlp_down"),
-            *(Gemm(tokens, n, k, name=name) for name, n, k in shared_block_mlp_gemms(s, t))
+            *(Gemm(tokens, n, k, name=name) for name, n, k in mlp_side_gemms(s, t))
             ], tokens * f // t
 
 

@@ -94,7 +94,7 @@ def megatron_launch(shape: Any, cfg: Any) -> Launch:
                            "command is not written here (run without --launch for the "
                            "estimate)")
     if shape.mamba is not None and shape.mamba.kind in ("mamba1", "lightning", "short_conv",
-                                                        "mlstm"):
+                                                        "mlstm", "rwkv4"):
         raise GpuarchError(f"--launch: {shape.name} has {shape.mamba.label} blocks, which "
                            "Megatron-LM's MambaModel does not build (its mixer is Mamba-2's); "
                            "its launch command is not written here (run without --launch for "

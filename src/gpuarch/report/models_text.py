@@ -173,6 +173,12 @@ def render_preset(p: Preset) -> str:
             lines.append(f"  mLSTM         {mb.heads} heads of {mb.head_dim} (keys of "
                          f"{mb.state}, a {mb.state} x {mb.head_dim} memory each), an input and "
                          f"a forget gate a head, chunks of {mb.block}, an output gate")
+        elif s.mamba is not None and s.mamba.rwkv:
+            mb = s.mamba
+            lines.append(f"  RWKV-4        {mb.inner} channels, a recurrence a channel (3 "
+                         "numbers of state), a token shift and the receptance's gate"
+                         + ("; the MLP its channel mixing (a receptance gate, a token shift)"
+                            if s.receptance_mlp else ""))
         elif s.mamba is not None and s.mamba.selective:
             mb = s.mamba
             lines.append(f"  Mamba-1       {mb.inner} channels, a state of {mb.state} each, "

@@ -51,12 +51,21 @@ from gpuarch.workloads.params import (
 )
 from gpuarch.workloads.shape import TransformerShape
 
-__all__ = ["ForwardFlops", "attention_core_dims", "attention_expert_gemms",
-           "attention_projections", "compressed_keys",
-           "forward_flops_per_token", "mamba_forward_flops_per_token",
-           "per_layer_input_gemms", "router_gemms", "shared_block_mlp_gemms",
-           "stream_flops_per_token", "stream_gemms",
-           "training_flops_per_token"]
+__all__ = [
+    "ForwardFlops",
+    "attention_core_dims",
+    "attention_expert_gemms",
+    "attention_projections",
+    "compressed_keys",
+    "forward_flops_per_token",
+    "mamba_forward_flops_per_token",
+    "mlp_side_gemms",
+    "per_layer_input_gemms",
+    "router_gemms",
+    "stream_flops_per_token",
+    "stream_gemms",
+    "training_flops_per_token",
+]
 
 
 @dataclass(frozen=True)
@@ -170,15 +179,19 @@ def attention_expert_gemms(s: TransformerShape, tp: Any = 1) -> list[tuple[str, 
             ("attn_expert_q", heads, s.hidden), ("attn_expert_out", s.hidden, heads)]
 
 
-def shared_block_mlp_gemms(s: TransformerShape, tp: Any = 1) -> list[tuple[str, Any, Any]]:
-    """A shared transformer block's GEMMs per token beside its MLP's own, as (name, N, K) on
-    one of ``tp`` tensor-parallel GPUs (``shared_blocks``: Zamba's): the gate/up
-    projection's adapter (the hidden width to ``adapter_rank``, split by rank, then to the
-    gate and up widths, split as they are), and the call's output projection (hidden x
-    hidden, whole on every GPU: vLLM's ReplicatedLinear); none without shared blocks."""
-    if not s.shared_blocks:
+def mlp_side_gemms(s: TransformerShape, tp: Any = 1) -> list[tuple[str, Any, Any]]:
+    """The GEMMs per token an MLP block runs beside its own two or three, as (name, N, K) on
+    one of ``tp`` tensor-parallel GPUs: a shared transformer block's (``shared_blocks``:
+    Zamba's) gate/up projection's adapter (the hidden width to ``adapter_rank``, split by
+    rank, then to the gate and up widths, split as they are) and the call's output
+    projection (hidden x hidden, whole on every GPU: vLLM's ReplicatedLinear); RWKV's
+    receptance (``receptance_mlp``: hidden x hidden, split by its outputs); none
+    otherwise."""
+    if not (s.shared_blocks or s.receptance_mlp):
         return []
     r, h = s.adapter_rank, s.hidden
+    if s.receptance_mlp:  # RWKV's receptance, split by its outputs as the MLP's are
+        return [("receptance", h // tp, h)]
     up = 2 * s.d_ffn if s.ffn_kind.gated else s.d_ffn
     adapter = [("mlp_adapter_down", -(-r // tp), h), ("mlp_adapter_up", up // tp, r)] \
         if r else []
@@ -319,7 +332,8 @@ def forward_flops_per_token(s: TransformerShape, seq_len: int, *, causal: bool =
     return ForwardFlops(
         attention_proj=2.0 * (projections + s.indexer_layers * indexer_params(s)),
         attention_core=float(core),
-        mlp=2.0 * (per_token_mlp + calls * call_mlp),
+        mlp=2.0 * (per_token_mlp + calls * call_mlp
+                   + (s.mlp_layers * s.hidden * s.hidden if s.receptance_mlp else 0)),
         router=2.0 * pc.router,
         lm_head=2.0 * s.head_rows * s.hidden,
         mamba=s.mamba_layers * mamba_forward_flops_per_token(s),
@@ -384,6 +398,8 @@ def mamba_forward_flops_per_token(s: TransformerShape) -> float:
     m = s.mamba
     if m is None:
         return 0.0
+    if m.rwkv:  # its projections (the recurrence a channel is elementwise: not counted)
+        return 2.0 * s.hidden * (m.in_proj_width + m.inner)
     if m.short_conv:  # its projections and the convolution's taps
         return 2.0 * (s.hidden * (m.in_proj_width + m.inner) + m.conv_kernel * m.inner)
     if m.selective:

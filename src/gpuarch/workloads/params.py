@@ -34,6 +34,7 @@ __all__ = [
     "mamba_params",
     "per_layer_input_params",
     "qk_conv_params",
+    "receptance_params",
     "routed_expert_params",
     "router_params",
     "shared_block_call_params",
@@ -142,6 +143,13 @@ def attention_params(s: TransformerShape) -> int:
     else:
         biases += (q_biased + kv_out if s.qkv_bias else 0) + (h if s.out_bias else 0)
     return weights + biases + gemmless_attention_params(s) + qk_conv_params(s)
+
+
+def receptance_params(s: TransformerShape) -> int:
+    """One MLP's weights beside its matrices as RWKV's channel mixing has them
+    (``receptance_mlp``): the receptance (hidden x hidden) and the two token-shift mixes
+    (hidden wide each); 0 without."""
+    return s.hidden * s.hidden + 2 * s.hidden if s.receptance_mlp else 0
 
 
 def shared_block_params(s: TransformerShape) -> int:
@@ -373,6 +381,8 @@ def mamba_params(s: TransformerShape) -> int:
     m = s.mamba
     if m is None:
         return 0
+    if m.rwkv:  # the three token-shift mixes, k, v, r, out, a decay and bonus a channel
+        return 3 * s.hidden + s.hidden * m.in_proj_width + m.inner * s.hidden + 2 * m.inner
     if m.short_conv:  # B, C and x in; the convolution's taps over B x; out
         proj = s.hidden * m.in_proj_width + m.inner * s.hidden
         if m.proj_bias:
@@ -490,11 +500,13 @@ def count_params(s: TransformerShape) -> ParamCount:
                    sum(n * attention_params(v) for _, n, v in kinds))
         + s.indexer_layers * indexer_params(s) + compressors
         + (h if s.last_out_bias else 0) - chosen_heads,
-        # (and each dense MLP's learned activation scalars, xIELU's: Apertus)
+        # (and each dense MLP's learned activation scalars, xIELU's: Apertus; RWKV's
+        # receptance and token-shift mixes)
         mlp_dense=(blocks * (mlp_params(s, s.d_ffn) + s.ffn_kind.activation_params)
                    + calls * call_mlp if blocks else
                    sum(n * (mlp_params(s, width) + s.ffn_kind.activation_params)
-                       for width, n, _ in s.mlp_kinds())),
+                       for width, n, _ in s.mlp_kinds()))
+        + s.mlp_layers * receptance_params(s),
         # (and each routed expert's own norm after it, where it has one: Ergo's)
         mlp_experts=s.moe_layers * s.experts * (routed_expert_params(s) + (
             s.norm.params_per_width * h if s.routed_expert_norms else 0)),

@@ -296,7 +296,7 @@ are all of one kind, its ``MambaShape.kind``."""
 MIXER_KINDS = {"mamba2": "Mamba-2", "gated_delta": "Gated DeltaNet",
                "kda": "Kimi Delta Attention", "mamba1": "Mamba-1",
                "lightning": "lightning attention", "short_conv": "short convolution",
-               "mlstm": "mLSTM"}
+               "mlstm": "mLSTM", "rwkv4": "RWKV-4 time mixing"}
 """The recurrent mixers a hybrid model's "M" blocks can be, and their names: Mamba-2's
 state-space duality (Nemotron-H, Granite 4.0), the gated delta rule (Yang et al., "Gated
 Delta Networks", ICLR 2025: Qwen3-Next, Qwen3.5) and its refinement with a decay per
@@ -368,7 +368,16 @@ class MambaShape:
     from the hidden state, computed in chunks of ``block`` tokens. Weights (Transformers'
     xLSTMLayer): q and k (hidden to the keys' width each), v and the output gate (hidden to
     the inner width each), the two gates (hidden to one a head, with biases), a layer norm
-    a head over the inner width (the gated norm's place), out_proj."""
+    a head over the inner width (the gated norm's place), out_proj.
+
+    RWKV-4's time mixing (Transformers' RwkvSelfAttention): a recurrence a channel, held as
+    one-channel heads (``head_dim`` 1, one group) with a state of three numbers each (the
+    weighted sums of values and of weights, and their running maximum: ``state`` 3); its
+    token shift (each of the key, value and receptance inputs a learned mix of this token's
+    and the previous token's hidden state) stands in the convolution's place with
+    ``conv_kernel`` 2 (one earlier input kept). Weights: the three mixes (hidden wide each),
+    key, value and receptance (hidden to the inner width each), a decay and a first-token
+    bonus a channel, the output projection; no norm."""
 
     heads: int
     head_dim: int
@@ -438,6 +447,15 @@ class MambaShape:
         if self.block and not (lightning or mlstm):
             raise GpuarchError("mamba.block: lightning attention's or an mLSTM cell's chunk "
                                "(kind \"lightning\" or \"mlstm\")")
+        if self.kind == "rwkv4" and (self.head_dim != 1 or self.groups != 1 or self.state != 3
+                                     or self.conv_kernel != 2 or self.conv_bias
+                                     or self.gated_norm or self.proj_bias):
+            raise GpuarchError(
+                f"mamba.head_dim / mamba.state / mamba.conv_kernel: RWKV-4's time mixing is "
+                f"held as one-channel heads in one group with a state of 3, a token shift "
+                f"(conv_kernel 2, no bias), no norm and no projection biases, got head_dim "
+                f"{self.head_dim}, {self.groups} groups, state {self.state}, conv_kernel "
+                f"{self.conv_kernel}")
         if self.kind == "mamba1":
             if self.head_dim != 1 or self.groups != 1 or self.gated_norm:
                 raise GpuarchError(
@@ -456,7 +474,8 @@ class MambaShape:
         if self.heads % self.groups:
             raise GpuarchError(f"mamba.groups: {self.groups} must divide mamba.heads "
                                f"{self.heads}")
-        if not self.gated_norm and self.kind not in ("mamba2", "mamba1", "short_conv"):
+        if not self.gated_norm and self.kind not in ("mamba2", "mamba1", "short_conv",
+                                                     "rwkv4"):
             raise GpuarchError("mamba.gated_norm: only a Mamba-2 mixer goes without its "
                                "gated norm")
         if (self.full_rank_gate or self.full_rank_decay) and self.kind != "kda":
@@ -487,8 +506,8 @@ class MambaShape:
     @property
     def channelwise(self) -> bool:
         """Whether the mixer splits over tensor parallelism by channel alone, with no B/C
-        groups to hold whole (Mamba-1, the short convolution)."""
-        return self.kind in ("mamba1", "short_conv")
+        groups to hold whole (Mamba-1, the short convolution, RWKV-4's time mixing)."""
+        return self.kind in ("mamba1", "short_conv", "rwkv4")
 
     @property
     def lightning(self) -> bool:
@@ -500,6 +519,12 @@ class MambaShape:
         """Whether the mixer is an mLSTM cell (xLSTM: a matrix memory a head, an input and a
         forget gate a head, no convolution)."""
         return self.kind == "mlstm"
+
+    @property
+    def rwkv(self) -> bool:
+        """Whether the mixer is RWKV-4's time mixing (a recurrence a channel, a token
+        shift, the receptance's gate)."""
+        return self.kind == "rwkv4"
 
     @property
     def selective(self) -> bool:
@@ -979,6 +1004,10 @@ class TransformerShape:
     attention_experts: int = 0
     # a bias of the hidden width after the expert block's combine (JetMoE's MoE bias)
     moe_out_bias: bool = False
+    # RWKV's channel mixing as the MLP: its output gated by a sigmoid of a hidden x hidden
+    # projection (the receptance), its two inputs each a learned mix of this token's and the
+    # previous token's hidden state (two hidden-wide mixes)
+    receptance_mlp: bool = False
 
     def __post_init__(self) -> None:
         for name in ("layers", "hidden", "heads", "vocab"):
@@ -1011,6 +1040,9 @@ class TransformerShape:
             self._check_shared_blocks()
         if self.attention_experts:
             self._check_attention_experts()
+        if self.receptance_mlp and (self.is_moe or self.mamba is None or not self.mamba.rwkv):
+            raise GpuarchError("receptance_mlp: RWKV's channel mixing, beside its time mixing "
+                               "(mamba kind \"rwkv4\") and without experts")
         if self.moe_out_bias and not self.is_moe:
             raise GpuarchError("moe_out_bias: a bias after the experts' combine needs "
                                "experts > 0")
