@@ -115,8 +115,13 @@ def render_preset(p: Preset) -> str:
     if s.moe_out_bias:
         lines.append("  expert bias   one bias of the hidden width after the experts' combine")
     if s.residual_gates:
-        lines.append("  residual      a learned gate a channel on each residual add (the "
-                     "branch and the stream mixed by it)")
+        lines.append("  residual      a learned gate a channel on each residual add ("
+                     + ("the stream scaled by it: Doge's" if s.dynamic_mask else
+                        "the branch and the stream mixed by it") + ")")
+    if s.dynamic_mask:
+        lines.append("  attention     a dynamic mask a KV head from a projection of the values "
+                     "(each query keeps its highest-scoring positions), priced as the dense "
+                     "masked attention Transformers computes")
     if s.mamba is not None or s.is_hybrid:
         mixer = s.mamba.label if s.mamba is not None else "Mamba-2"
         blocks = [f"{s.mamba_layers} {mixer}", f"{s.attention_layers} attention",

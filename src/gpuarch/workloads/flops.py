@@ -160,7 +160,10 @@ def attention_projections(s: TransformerShape, tp: Any = 1) -> list[tuple[str, A
     r = s.adapter_rank
     adapters = [("qkv_adapter_down", 3 * -(-r // tp), s.attention_in),
                 ("qkv_adapter_up", 3 * heads * s.d_head, r)] if s.adapter_attention else []
-    return [("qkv", q * s.d_head + gates + kv_out, s.attention_in), *conv, *adapters,
+    # a dynamic mask's logits from every KV head's values (Doge's dt_proj: small, priced
+    # whole on every GPU, as it reads all the heads')
+    mask = [("dt_proj", s.n_kv_heads, s.n_kv_heads * s.d_head)] if s.dynamic_mask else []
+    return [("qkv", q * s.d_head + gates + kv_out, s.attention_in), *conv, *adapters, *mask,
             ("attn_out", s.hidden, heads * s.d_value)]
 
 

@@ -331,7 +331,6 @@ _MLP_BIAS_KEY = {"llama", "granite"}
 
 # families seen in published checkpoints whose layers the shape cannot hold yet, and why
 _NOT_YET = {
-    "doge": "Doge's dynamic mask projection, learned residual scales and product-key experts",
     "kolibri1_1": "Kolibri-1.1's weightless pooled-key indexer and KV-shared layers beside "
                   "experts",
     "qwen4_exp": "Qwen4-Exp's low-rank hyper-connections, n-gram per-layer embeddings and "

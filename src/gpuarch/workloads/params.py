@@ -23,6 +23,7 @@ __all__ = [
     "compressor_params",
     "compressor_projection",
     "count_params",
+    "dynamic_mask_projection_params",
     "gemmless_attention_params",
     "hyper_connection_mix_weights",
     "hyper_connection_params",
@@ -142,7 +143,19 @@ def attention_params(s: TransformerShape) -> int:
         biases += q_biased + kv_out + h
     else:
         biases += (q_biased + kv_out if s.qkv_bias else 0) + (h if s.out_bias else 0)
-    return weights + biases + gemmless_attention_params(s) + qk_conv_params(s)
+    return weights + biases + gemmless_attention_params(s) + qk_conv_params(s) \
+        + dynamic_mask_projection_params(s)
+
+
+def dynamic_mask_projection_params(s: TransformerShape) -> int:
+    """One layer's projection of the values to the dynamic mask's logits (Doge's dt_proj:
+    every KV head's values to one logit a KV head, with a bias where the attention's
+    projections have them); 0 without a dynamic mask. Its scale a KV head (A) takes part
+    in no GEMM (``gemmless_attention_params``)."""
+    if not s.dynamic_mask:
+        return 0
+    kv = s.n_kv_heads
+    return kv * kv * s.d_head + (kv if s.bias or s.qkv_bias else 0)
 
 
 def receptance_params(s: TransformerShape) -> int:
@@ -208,9 +221,10 @@ def attention_sink_params(s: TransformerShape) -> int:
 
 def gemmless_attention_params(s: TransformerShape) -> int:
     """One attention layer's parameters that take part in no GEMM: its sink logits
-    (``attention_sink_params``) and differential attention's four lambda vectors a head wide
-    (DiffLlama's; its norm has no weight)."""
-    return attention_sink_params(s) + (4 * s.d_head if s.differential_attention else 0)
+    (``attention_sink_params``), differential attention's four lambda vectors a head wide
+    (DiffLlama's; its norm has no weight) and a dynamic mask's scale a KV head (Doge's A)."""
+    return attention_sink_params(s) + (4 * s.d_head if s.differential_attention else 0) \
+        + (s.n_kv_heads if s.dynamic_mask else 0)
 
 
 INDEXER_SCORES = "indexer"

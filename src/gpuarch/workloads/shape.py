@@ -1008,6 +1008,11 @@ class TransformerShape:
     # projection (the receptance), its two inputs each a learned mix of this token's and the
     # previous token's hidden state (two hidden-wide mixes)
     receptance_mlp: bool = False
+    # Doge's dynamic mask: a projection of each position's values (every KV head's) to one
+    # logit a KV head (dt_proj, with the attention's biases) and a learned scale a KV head
+    # (A), whose mask keeps each query's keep_window_size highest-scoring positions; priced
+    # as the dense masked attention Transformers computes
+    dynamic_mask: bool = False
 
     def __post_init__(self) -> None:
         for name in ("layers", "hidden", "heads", "vocab"):
@@ -1043,6 +1048,11 @@ class TransformerShape:
         if self.receptance_mlp and (self.is_moe or self.mamba is None or not self.mamba.rwkv):
             raise GpuarchError("receptance_mlp: RWKV's channel mixing, beside its time mixing "
                                "(mamba kind \"rwkv4\") and without experts")
+        if self.dynamic_mask and (self.mla is not None or self.compressed is not None
+                                  or self.is_hybrid or self.full_attention is not None):
+            raise GpuarchError("dynamic_mask: Doge's dynamic mask stands on plain grouped-query "
+                               "attention in every layer (no latent or compressed attention, "
+                               "no hybrid_pattern, no full layers' own heads)")
         if self.moe_out_bias and not self.is_moe:
             raise GpuarchError("moe_out_bias: a bias after the experts' combine needs "
                                "experts > 0")
