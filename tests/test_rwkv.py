@@ -100,3 +100,13 @@ def test_refusals(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
         capsys.readouterr().err
     assert main(["models", path]) == 0
     assert "RWKV-4        512 channels, a recurrence a channel" in capsys.readouterr().out
+
+
+def test_a_draft_and_mtp_blocks_run(tmp_path: Path) -> None:
+    s = _read(tmp_path, SMALL)
+    r = estimate_inference(CATALOG, s, H100, InferenceConfig(
+        input_len=1024, output_len=128, batch=8, speculative_tokens=3, acceptance_length=2))
+    assert r.tpot_s > 0
+    t = estimate_training(CATALOG, s, H100, TrainingConfig(gpus=8, seq_len=4096,
+                                                           global_batch=64, mtp_layers=1))
+    assert t.step_time_s > 0

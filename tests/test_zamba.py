@@ -241,3 +241,15 @@ def test_the_training_advisor_offers_no_pipeline(tmp_path: Path) -> None:
     assert set(_layouts(s, search, 8, True)["pp"]) == {1}
     plain = dataclasses.replace(s, shared_blocks=0, attention_input=0, adapter_rank=0)
     assert max(_layouts(plain, search, 8, True)["pp"]) > 1
+
+
+def test_a_draft_and_mtp_blocks_are_plain_layers(tmp_path: Path) -> None:
+    """Speculative decoding's draft and training's MTP blocks take a plain layer of the
+    model's attention and MLP sizes (no sharing, adapters or wide input): they run."""
+    s = _read(tmp_path, {**Z2, "num_mem_blocks": 2, "use_shared_attention_adapter": True})
+    r = estimate_inference(CATALOG, s, H100, InferenceConfig(
+        input_len=1024, output_len=128, batch=8, speculative_tokens=3, acceptance_length=2))
+    assert r.tpot_s > 0
+    t = estimate_training(CATALOG, s, H100, TrainingConfig(gpus=8, seq_len=4096,
+                                                           global_batch=64, mtp_layers=1))
+    assert t.step_time_s > 0

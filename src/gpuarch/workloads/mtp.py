@@ -25,13 +25,17 @@ def mtp_layer_shape(s: TransformerShape) -> TransformerShape:
     full attention (the full layers' heads where they have their own; a hybrid model's
     attention and expert blocks as one layer); with
     DeepSeek-V4's compressed attention, a layer of the window only, learned routing (its
-    config.json's last compress_ratios entry, 0; vLLM builds the MTP layer so)."""
+    config.json's last compress_ratios entry, 0; vLLM builds the MTP layer so). A model of
+    shared transformer blocks (Zamba's) or of RWKV's channel mixing: a plain layer of its
+    attention and MLP sizes (its own weights, the hidden input, no adapters or receptance)."""
     c = s.compressed
     return dataclasses.replace(s.attention_kind(0), name=f"{s.name} MTP layer", layers=1,
                                dense_layers=0,
                                sliding_window=0, sliding_layers=0, attention_chunked=False,
                                hybrid_pattern="", mlp_widths=(),
-                               mamba=None, hash_layers=0,
+                               mamba=None, hash_layers=0, shared_blocks=0,
+                               attention_input=0, adapter_rank=0, adapter_attention=False,
+                               receptance_mlp=False,
                                compressed=None if c is None
                                else dataclasses.replace(c, ratios=(0,)))
 
