@@ -19,11 +19,18 @@ import numpy as np
 
 from gpuarch.perf.num import Num
 
-__all__ = ["busiest_rank_experts"]
+__all__ = ["busiest_rank_experts", "expected_experts_touched"]
 
 _CERTAIN = 1.0 - 1e-12
 """A touch probability this close to 1 counts as every expert touched (the binomial's
 recursion divides by 1 - p)."""
+
+
+def expected_experts_touched(experts: int, per_token: float, tokens: Num) -> Num:
+    """Expected distinct experts, of ``experts``, that ``tokens`` tokens choosing
+    ``per_token`` each touch under uniform routing (each expert missed by a token with
+    probability 1 - per_token / experts)."""
+    return experts * (1 - (1 - per_token / experts) ** tokens)
 
 
 def busiest_rank_experts(local: int, touched_share: Num, ranks: int) -> Num:

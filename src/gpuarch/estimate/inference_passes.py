@@ -22,7 +22,7 @@ from gpuarch.catalog.model import (
     drives_tensor_cores_async,
 )
 from gpuarch.errors import GpuarchError
-from gpuarch.estimate.expert_load import busiest_rank_experts
+from gpuarch.estimate.expert_load import busiest_rank_experts, expected_experts_touched
 from gpuarch.estimate.host_link import product_host_link
 from gpuarch.estimate.inference_config import (
     CHUNK_PASSES_COSTED,
@@ -564,8 +564,7 @@ class ReplicaRunner:
             # likewise after the core
             (kv_name, kv_n, kv_k), (r_name, r_n, r_k), (q_name, q_n, q_k), out = \
                 attention_expert_gemms(s, t)
-            e = s.attention_experts
-            touched = e * (1 - (1 - s.experts_per_token / e) ** tokens)
+            touched = expected_experts_touched(s.attention_experts, s.experts_per_token, tokens)
             per_expert = maximum(1, ceil(tokens * s.experts_per_token / maximum(touched, 1.0)))
             ops = [self._gemm(tokens, kv_n, kv_k, kv_name), Gemm(tokens, r_n, r_k, name=r_name),
                    self._gemm(per_expert, q_n, q_k, q_name, batch=ceil(touched))]
@@ -830,8 +829,7 @@ class ReplicaRunner:
         s = self.s
         if not s.is_moe:
             return 0.0
-        untouched = (1 - self.real_slots / s.experts) ** tokens
-        return s.experts * (1 - untouched)
+        return expected_experts_touched(s.experts, self.real_slots, tokens)
 
     def forward(self, seqs: Num, q_len: int, ctx: Num, rows: Num | None = None,
                 prefill: bool = False) -> PhaseSeconds:

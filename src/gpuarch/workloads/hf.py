@@ -185,6 +185,16 @@ def _get(cfg: dict[str, Any], path: Path, *keys: str, default: Any = ...) -> Any
     return default
 
 
+def glu_kind(act: object) -> FfnKind | None:
+    """The gated MLP a config's activation name gives its gate: SwiGLU for SiLU, GeGLU for
+    GELU (Transformers' ACT2FN names); None for any other (the caller refuses it)."""
+    if act in ("silu", "swish"):
+        return FfnKind.SWIGLU
+    if act in ("gelu", "gelu_new", "gelu_pytorch_tanh", "gelu_fast"):
+        return FfnKind.GEGLU
+    return None
+
+
 def _flag(cfg: dict[str, Any], key: str, default: bool) -> bool:
     """A true-or-false key of ``cfg``; ``default`` where it is absent or null."""
     value = cfg.get(key)

@@ -20,7 +20,8 @@ from typing import Any
 from gpuarch.errors import GpuarchError
 from gpuarch.workloads.hf import _decoder_fields as decoder_fields
 from gpuarch.workloads.hf import _get as get
-from gpuarch.workloads.shape import FfnKind, TransformerShape
+from gpuarch.workloads.hf import glu_kind
+from gpuarch.workloads.shape import TransformerShape
 
 __all__ = ["ATTENTION_EXPERT_FAMILIES"]
 
@@ -44,11 +45,8 @@ def _jetmoe(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
                            f"({experts}), got {top_k}")
     kv_heads = get(cfg, path, "num_key_value_heads")
     act = cfg.get("activation_function")
-    if act in ("silu", "swish"):
-        kind = FfnKind.SWIGLU
-    elif act in ("gelu", "gelu_new", "gelu_pytorch_tanh"):
-        kind = FfnKind.GEGLU
-    else:
+    kind = glu_kind(act)
+    if kind is None:
         raise GpuarchError(f"activation_function: expected SiLU or GELU (the experts' GLU), "
                            f"got {act!r}")
     fields = decoder_fields({**cfg, "num_key_value_heads": kv_heads, "head_dim": None}, path,

@@ -20,7 +20,8 @@ from gpuarch.errors import GpuarchError
 from gpuarch.workloads.hf import _decoder_fields as decoder_fields
 from gpuarch.workloads.hf import _flag as flag
 from gpuarch.workloads.hf import _get as get
-from gpuarch.workloads.shape import FfnKind, QkNorm, TransformerShape
+from gpuarch.workloads.hf import glu_kind
+from gpuarch.workloads.shape import QkNorm, TransformerShape
 
 __all__ = ["DOGE_FAMILIES"]
 
@@ -38,11 +39,8 @@ def _doge(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
         raise GpuarchError("is_moe: true is not read (Doge's cross-domain mixture of experts: "
                            "product-key routing over single-neuron experts beside the MLP)")
     act = cfg.get("hidden_act")
-    if act in ("silu", "swish"):
-        kind = FfnKind.SWIGLU
-    elif act in ("gelu", "gelu_new", "gelu_pytorch_tanh"):
-        kind = FfnKind.GEGLU
-    else:
+    kind = glu_kind(act)
+    if kind is None:
         raise GpuarchError(f"hidden_act: expected SiLU or GELU (the MLP's gate), got {act!r}")
     layers = get(cfg, path, "num_hidden_layers")
     fields = decoder_fields(cfg, path, label, layers, get(cfg, path, "num_attention_heads"))

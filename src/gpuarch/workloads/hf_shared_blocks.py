@@ -23,6 +23,7 @@ from gpuarch.errors import GpuarchError
 from gpuarch.workloads.hf import _decoder_fields as decoder_fields
 from gpuarch.workloads.hf import _flag as flag
 from gpuarch.workloads.hf import _get as get
+from gpuarch.workloads.hf import glu_kind
 from gpuarch.workloads.shape import FfnKind, MambaShape, Position, TransformerShape
 
 __all__ = ["SHARED_BLOCK_FAMILIES"]
@@ -58,12 +59,11 @@ def _ffn_kind(cfg: dict[str, Any]) -> FfnKind:
     """The shared MLP's gated activation: ``hidden_act`` on the gate (GELU in the published
     models; SiLU gives SwiGLU)."""
     act = cfg.get("hidden_act")
-    if act in ("gelu", "gelu_new", "gelu_pytorch_tanh", "gelu_fast"):
-        return FfnKind.GEGLU
-    if act in ("silu", "swish"):
-        return FfnKind.SWIGLU
-    raise GpuarchError(f"hidden_act: expected a GELU or SiLU (the shared MLP's gate), got "
-                       f"{act!r}")
+    kind = glu_kind(act)
+    if kind is None:
+        raise GpuarchError(f"hidden_act: expected a GELU or SiLU (the shared MLP's gate), got "
+                           f"{act!r}")
+    return kind
 
 
 def _check_tied(cfg: dict[str, Any], path: Path) -> None:
