@@ -235,8 +235,10 @@ def _layouts(shape: TransformerShape, search: TrainingSearch, gpn: int, multi_no
     pps = [p for p in _pow2(64) if p <= shape.layers and (
         not shape.is_hybrid or len(shape.hybrid_pattern) % p == 0)
         and (p == 1 or not shape.shared_blocks)]
+    # (Inkling's relative bias and short convolutions: no context parallelism)
     cps = [c for c in (1, 2, 4, 8) if search.seq_len % c == 0 and
-           (c == 1 or search.seq_len >= 16384)]
+           (c == 1 or search.seq_len >= 16384)
+           and (c == 1 or not (shape.relative_bias or shape.short_conv_taps))]
     eps = [e for e in _pow2(64) if (not shape.is_moe and e == 1) or
            (shape.is_moe and shape.experts % e == 0)]
     vpps = [1, 2, 4]

@@ -533,8 +533,12 @@ def _serving_assumptions(catalog: Catalog, shape: TransformerShape, product: Pro
         "mamba_state_bytes_per_sequence_per_gpu": mamba_state_per_sequence(shape, cfg)
         / cfg.pp,
         "ssm_state_precision": cfg.ssm_state_precision if shape.mamba is not None else None,
-        # a hybrid model's recurrent mixer: "Mamba-2" or "Gated DeltaNet" (None without)
-        "recurrent_mixer": shape.mamba.label if shape.mamba is not None else None,
+        # a hybrid model's recurrent mixer: "Mamba-2" or "Gated DeltaNet"; what else keeps a
+        # state a sequence (Inkling's short convolutions, ZAYA's over queries and keys);
+        # None without
+        "recurrent_mixer": shape.mamba.label if shape.mamba is not None
+        else "short convolution" if shape.short_conv_taps
+        else "query and key convolution" if shape.qk_conv_depthwise else None,
         "batching": cfg.batching.value,
         # the batch as asked: a number, or "max" (the largest that fits)
         "batch_asked": "max" if cfg.batch is None else cfg.batch,

@@ -38,6 +38,7 @@ from gpuarch.estimate.inference_config import (
     slot_spread,
 )
 from gpuarch.estimate.inference_memory import mla_entry_bytes
+from gpuarch.estimate.inkling_ops import relative_bias_ops, short_conv_ops
 from gpuarch.estimate.mamba import (
     mamba_decode_ops,
     mamba_input_projections,
@@ -475,8 +476,11 @@ class ReplicaRunner:
         s = self.s
         ops: list[Op] = []
         if block in ("", "*"):
-            ops += self._attention_ops(s.layer_view(window, shared), tokens, seqs, q_len, ctx,
-                                       window, prefill)
+            view = s.layer_view(window, shared)
+            ops += self._attention_ops(view, tokens, seqs, q_len, ctx, window, prefill)
+            # Inkling's short convolutions (keys, values and both blocks' outputs), with
+            # each sequence's kept inputs (a prefill chunk after the first reads them too)
+            ops += short_conv_ops(view, self.cfg.tp, tokens, seqs, 2.0, True)
         inner: Num = 0.0
         if block == "M":
             ops += self._mamba_ops(tokens, q_len, prefill)
@@ -579,6 +583,8 @@ class ReplicaRunner:
             # scores every held position, and the attention reads the blocks it picks (the
             # layer kind's window, their positions)
             ops += self._indexer_ops(s, tokens, seqs, q_len, ctx)
+        # Inkling's relative position bias: its table, then the core's reads of it
+        ops += relative_bias_ops(s, tokens, heads, window, ctx)
         # (differential attention: the core twice, two calls as Transformers' DiffLlama
         # makes, each reading the keys and half the values, all heads' worth)
         ops += [Attention(seqs, q_len, ctx, heads, kv, d, causal=True,

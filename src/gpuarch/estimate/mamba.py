@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from gpuarch.estimate.inkling_ops import short_conv_state_bytes
 from gpuarch.perf.num import Num
 from gpuarch.perf.roofline import Elementwise, Gemm, Op
 from gpuarch.workloads.flops import MAMBA_SCAN_FLOPS_PER_STATE
@@ -244,9 +245,12 @@ def hybrid_state_bytes(s: TransformerShape, tp: Any,
     """Bytes one sequence holds on one of ``tp`` GPUs in all of a model's Mamba-2 blocks
     between serving steps (the convolution's inputs 16-bit, the recurrent state
     ``state_element`` bytes an element), or in its attention layers' convolutions over
-    queries and keys (``qk_conv_state_bytes``); 0 without them."""
+    queries and keys (``qk_conv_state_bytes``), or its short convolutions
+    (``inkling_ops.short_conv_state_bytes``); 0 without them."""
     if s.qk_conv_depthwise:
         return s.attention_layers * qk_conv_state_bytes(s, tp)
+    if s.short_conv_taps:  # Inkling's short convolutions, each kind of layer its own
+        return sum(n * short_conv_state_bytes(view, tp) for _, n, view in s.attention_kinds())
     if s.mamba is None:
         return 0.0
     return s.mamba_layers * mamba_state_bytes(s.mamba, tp, 2.0, state_element)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import cast
 
+from gpuarch.estimate.inkling_ops import relative_bias_activation_elements
 from gpuarch.estimate.recompute import DEFAULT_MODULES, TORCHTITAN_OP, torchtitan_op_split
 from gpuarch.perf.num import where
 from gpuarch.perf.precision import Precision
@@ -237,6 +238,16 @@ def activation_bytes_per_layer(s: TransformerShape, micro_batch: int, seq: int, 
     # With fused attention nothing quadratic in seq is stored, so recomputing the attention
     # core only costs time (the core runs again)
     sharded = q + kv + attn_out + mlp_inner
+    if s.relative_bias:
+        # Inkling's relative position bias: its projection and its table (the score
+        # modifier's input), kept whatever is recomputed of the core
+        sharded += tokens * relative_bias_activation_elements(s, s.heads)
+    if s.short_conv_taps:
+        # Inkling's short convolutions keep their inputs: the keys and values before theirs,
+        # and the attention's and MLP's outputs (hidden-wide, replicated unless sequence
+        # parallel)
+        sharded += tokens * s.n_kv_heads * (s.d_head + s.d_value)
+        replicated += 2 * sbh
     if quantized_inputs and adapted is None:
         sharded += attn_out * kept
     unfused = 0.0

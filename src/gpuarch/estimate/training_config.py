@@ -506,6 +506,10 @@ class TrainingConfig:
             raise GpuarchError("--lora-rank: LoRA over shared transformer blocks (Zamba's: an "
                                "adapter on a shared weight serves every call) is not priced; "
                                "give --lora-rank 0")
+        if np.max(self.cp) > 1 and (shape.relative_bias or shape.short_conv_taps):
+            raise GpuarchError(f"--cp: {shape.name}'s relative position bias and short "
+                               "convolutions (Inkling's) are modelled without context "
+                               f"parallelism; use --cp 1, got {self.cp}")
         if self.lora_rank and shape.attention_experts:
             raise GpuarchError("--lora-rank: LoRA over a mixture of attention heads (JetMoE's "
                                "query and output experts) is not priced; give --lora-rank 0")

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from gpuarch.catalog.model import BLACKWELL_TENSOR_CORES, Product
+from gpuarch.estimate.inkling_ops import relative_bias_ops, short_conv_ops
 from gpuarch.estimate.lora import adapted_gemms
 from gpuarch.estimate.mamba import mamba_ops, x_proj_reduce_bytes
 from gpuarch.estimate.memory import Recompute
@@ -294,6 +295,8 @@ def _attention_ops(s: TransformerShape, cfg: TrainingConfig, tokens: Num, window
         core = [Gemm(seq, cfg.seq_len, d, batch=cfg.micro_batch * heads, name="scores"),
                 Elementwise(UNFUSED_SOFTMAX_BYTES * scores, name="softmax"),
                 Gemm(seq, d, cfg.seq_len, batch=cfg.micro_batch * heads, name="context")]
+    # Inkling's relative position bias: its table, then the core's reads of it
+    ops += relative_bias_ops(s, tokens, heads, window, cfg.seq_len)
     # differential attention: the core twice (two calls, as Transformers' DiffLlama makes)
     ops += core * s.attention_calls
     name, n, k = projections[-1]
@@ -384,6 +387,8 @@ def _layer_ops(s: TransformerShape, cfg: TrainingConfig, moe: bool, window: int 
     ops: list[Op] = []
     if block in ("", "*"):
         ops += _attention_ops(s, cfg, tokens, window)
+        # Inkling's short convolutions over the keys, values and both blocks' outputs
+        ops += short_conv_ops(s, t, tokens, cfg.micro_batch, element, False)
     inner: Num = 0
     fused_mlp = moe and cfg.expert_launches == "fused-mlp"
     if block == "M":

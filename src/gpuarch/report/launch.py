@@ -104,6 +104,11 @@ def megatron_launch(shape: Any, cfg: Any) -> Launch:
                            "output projections as experts) is not something Megatron-LM "
                            "builds; its launch command is not written here (run without "
                            "--launch for the estimate)")
+    if shape.relative_bias or shape.short_conv_taps:
+        raise GpuarchError(f"--launch: {shape.name}'s relative position bias and short "
+                           "convolutions (Inkling's) are not something Megatron-LM builds; "
+                           "its launch command is not written here (run without --launch "
+                           "for the estimate)")
     if shape.shared_blocks:
         raise GpuarchError(f"--launch: {shape.name}'s shared transformer blocks (one set of "
                            "weights called at several depths) are not something Megatron-LM's "

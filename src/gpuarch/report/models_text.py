@@ -122,6 +122,22 @@ def render_preset(p: Preset) -> str:
         lines.append("  attention     a dynamic mask a KV head from a projection of the values "
                      "(each query keeps its highest-scoring positions), priced as the dense "
                      "masked attention Transformers computes")
+    if s.relative_bias:
+        extents = (f"{s.relative_extent:,} distances in the full layers, the window's in "
+                   "the window layers" if s.sliding_window and s.windowed_layers
+                   < s.attention_layers else f"{s.relative_extent_of(s.sliding_window):,} "
+                   "distances")
+        lines.append(f"  positions     a relative bias, no rotary positions: {s.relative_bias} "
+                     f"numbers a query head from the hidden state mix a learned bank of bias "
+                     f"profiles a layer ({extents})")
+    if s.short_conv_taps:
+        lines.append(f"  convolutions  short causal ones of {s.short_conv_taps} taps over the "
+                     "keys, the values and each block's output, each added to its input")
+    if s.mlp_scalar or s.shared_expert_sink:
+        lines.append("  MLP scale     a learned scalar a layer on the MLP's output or the "
+                     "router's weights" + ("; the router scores the shared experts too "
+                                           "(their weights from the same softmax)"
+                                           if s.shared_expert_sink else ""))
     if s.mamba is not None or s.is_hybrid:
         mixer = s.mamba.label if s.mamba is not None else "Mamba-2"
         blocks = [f"{s.mamba_layers} {mixer}", f"{s.attention_layers} attention",

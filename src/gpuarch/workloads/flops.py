@@ -163,7 +163,11 @@ def attention_projections(s: TransformerShape, tp: Any = 1) -> list[tuple[str, A
     # a dynamic mask's logits from every KV head's values (Doge's dt_proj: small, priced
     # whole on every GPU, as it reads all the heads')
     mask = [("dt_proj", s.n_kv_heads, s.n_kv_heads * s.d_head)] if s.dynamic_mask else []
-    return [("qkv", q * s.d_head + gates + kv_out, s.attention_in), *conv, *adapters, *mask,
+    # Inkling's relative position bias: its projection to relative_bias numbers a query
+    # head rides in the fused projection (SGLang's qkvr)
+    rel = heads * s.relative_bias
+    return [("qkv", q * s.d_head + gates + kv_out + rel, s.attention_in), *conv, *adapters,
+            *mask,
             ("attn_out", s.hidden, heads * s.d_value)]
 
 
@@ -328,6 +332,13 @@ def forward_flops_per_token(s: TransformerShape, seq_len: int, *, causal: bool =
     core = 2.0 * s.attention_calls * (
         (s.attention_layers - windowed) * s.full_heads * full_keys * full_dims
         + windowed * s.heads * window_keys * window_dims) + indexer_core
+    if s.relative_bias:
+        # Inkling's relative-bias table: a logit a head and distance, each a product of
+        # relative_bias numbers with the bank's column (the window layers' extent their
+        # window)
+        core += 2.0 * s.relative_bias * (
+            (s.attention_layers - windowed) * s.full_heads * s.relative_extent
+            + windowed * s.heads * s.sliding_window)
     call_attention, call_mlp = shared_block_call_params(s)
     calls = s.shared_block_calls
     projections = sum(n * (attention_params(v) - gemmless_attention_params(v))

@@ -347,14 +347,8 @@ _NOT_YET = {
                  "pooled-key indexed attention",
     "qwen4_exp_text": "Qwen4-Exp's low-rank hyper-connections, n-gram per-layer embeddings "
                       "and pooled-key indexed attention",
-    # Thinking Machines' Inkling families (Transformers' modeling_inkling*.py): no rotary
-    # positions, a relative bias instead, and depthwise causal convolutions with a cache
-    # state of their own in every layer
-    **dict.fromkeys(("inkling_mm_model", "inkling_text"),
-                    "Inkling's relative position bias (a projection of the hidden state to "
-                    "d_rel a head and a learned bank of bias-by-distance profiles a layer) and "
-                    "short causal convolutions over the keys, the values and each block's "
-                    "output"),
+    # Thinking Machines' Inkling 2 families (Transformers' modeling_inkling2*.py): Inkling's
+    # relative bias and short convolutions (read: hf_inkling.py) and more
     **dict.fromkeys(("inkling2", "inkling2_text"),
                     "Inkling 2's relative position bias, short convolutions (taps from a "
                     "projection over the full layers' keys and values), attention sinks from "

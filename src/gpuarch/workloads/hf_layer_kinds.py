@@ -44,6 +44,7 @@ from gpuarch.workloads.hf import _mla_fields as mla_fields
 from gpuarch.workloads.hf import _routing_groups as routing_groups
 from gpuarch.workloads.hf_attention_experts import ATTENTION_EXPERT_FAMILIES
 from gpuarch.workloads.hf_doge import DOGE_FAMILIES
+from gpuarch.workloads.hf_inkling import INKLING_FAMILIES
 from gpuarch.workloads.hf_rwkv import RWKV_FAMILIES
 from gpuarch.workloads.hf_shared_blocks import SHARED_BLOCK_FAMILIES
 from gpuarch.workloads.hf_xlstm import XLSTM_FAMILIES
@@ -1676,7 +1677,7 @@ LAYER_KIND_FAMILIES = {"gemma4_text": _gemma4, "gemma4_unified_text": _gemma4_un
                        "lfm3": _lfm3, "longcat_flash": _longcat_flash,
                        "dots3_note": _dots3_note, "dots3_note_text": _dots3_note,
                        **SHARED_BLOCK_FAMILIES, **ATTENTION_EXPERT_FAMILIES, **XLSTM_FAMILIES,
-                       **RWKV_FAMILIES, **DOGE_FAMILIES}
+                       **RWKV_FAMILIES, **DOGE_FAMILIES, **INKLING_FAMILIES}
 """The model_types read here, and their readers."""
 
 

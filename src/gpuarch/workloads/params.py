@@ -29,6 +29,7 @@ __all__ = [
     "hyper_connection_params",
     "indexer_params",
     "indexer_projections",
+    "kv_conv_params",
     "latent_projection_params",
     "layer_norm_params",
     "layer_op_shares",
@@ -134,7 +135,10 @@ def attention_params(s: TransformerShape) -> int:
     # a gate a head: its own projection, no bias; the query, key and value projections
     # read the attention's input width (Zamba's 2 x hidden)
     a = s.attention_in
-    weights = a * q + a * kv_out + heads * s.d_value * h + (h * heads if s.head_gate else 0)
+    # (and a relative position bias's projection to relative_bias numbers a query head,
+    # Inkling's r_proj, read from the same input)
+    weights = a * q + a * kv_out + heads * s.d_value * h + (h * heads if s.head_gate else 0) \
+        + a * heads * s.relative_bias
     # the query projection's biases cover the gate's channels too where it makes the gate;
     # a gate of its own has none, but one learned bias a head (gate_head_bias: Beam's)
     q_biased = heads * d if s.gate_head_bias else q
@@ -144,7 +148,13 @@ def attention_params(s: TransformerShape) -> int:
     else:
         biases += (q_biased + kv_out if s.qkv_bias else 0) + (h if s.out_bias else 0)
     return weights + biases + gemmless_attention_params(s) + qk_conv_params(s) \
-        + dynamic_mask_projection_params(s)
+        + dynamic_mask_projection_params(s) + kv_conv_params(s)
+
+
+def kv_conv_params(s: TransformerShape) -> int:
+    """One attention layer's short convolutions over its keys and values (``short_conv_taps``
+    taps a channel, no bias: Inkling's k_sconv and v_sconv); 0 without."""
+    return s.n_kv_heads * (s.d_head + s.d_value) * s.short_conv_taps
 
 
 def dynamic_mask_projection_params(s: TransformerShape) -> int:
@@ -507,18 +517,25 @@ def count_params(s: TransformerShape) -> ParamCount:
     chosen_heads = s.layers * 2 * h * s.heads * s.d_head if s.attention_experts else 0
     if s.moe_out_bias:  # a bias after the combine (JetMoE's), counted with the routers
         router_bias += s.moe_layers * h
+    if s.mlp_scalar:  # the scalar on each MLP block (Inkling's: its router's, or the MLP's)
+        router_bias += s.moe_layers
+    # the short convolutions over each layer's attention and MLP outputs (Inkling's
+    # attn_sconv and mlp_sconv), counted with the norms as the other hidden-wide weights
+    norms += s.layers * 2 * h * s.short_conv_taps
     return ParamCount(
         embedding=embedding,
         lm_head=lm_head,
         attention=(blocks * attention_params(s) + calls * call_attention if blocks else
                    sum(n * attention_params(v) for _, n, v in kinds))
+        + s.relative_bias_params
         + s.indexer_layers * indexer_params(s) + compressors
         + (h if s.last_out_bias else 0) - chosen_heads,
         # (and each dense MLP's learned activation scalars, xIELU's: Apertus; RWKV's
         # receptance and token-shift mixes)
         mlp_dense=(blocks * (mlp_params(s, s.d_ffn) + s.ffn_kind.activation_params)
                    + calls * call_mlp if blocks else
-                   sum(n * (mlp_params(s, width) + s.ffn_kind.activation_params)
+                   sum(n * (mlp_params(s, width) + s.ffn_kind.activation_params
+                            + (1 if s.mlp_scalar else 0))
                        for width, n, _ in s.mlp_kinds()))
         + s.mlp_layers * receptance_params(s),
         # (and each routed expert's own norm after it, where it has one: Ergo's)

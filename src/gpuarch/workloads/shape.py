@@ -1013,6 +1013,25 @@ class TransformerShape:
     # (A), whose mask keeps each query's keep_window_size highest-scoring positions; priced
     # as the dense masked attention Transformers computes
     dynamic_mask: bool = False
+    # Inkling's relative position bias (no rotary positions): each attention layer projects
+    # the hidden state to relative_bias numbers a query head (beside the queries, keys and
+    # values) and mixes a learned bank of relative_bias x extent bias profiles into a bias
+    # a backward distance, added to the scores; extent = relative_extent in the full
+    # layers, the window in the window layers; 0 = none
+    relative_bias: int = 0
+    relative_extent: int = 0
+    # Inkling's short convolutions: depthwise causal convolutions of short_conv_taps taps
+    # (no bias, weights and sums in FP32, each added to its input) over every layer's keys
+    # and values and over its attention and MLP blocks' outputs; a sequence keeps their
+    # last short_conv_taps - 1 inputs between steps; 0 = none
+    short_conv_taps: int = 0
+    # a learned scalar a layer on its MLP block (Inkling's global_scale: on the dense MLP's
+    # output, or on the router's expert weights)
+    mlp_scalar: bool = False
+    # the router scores the shared experts beside the routed ones, its softmax over the
+    # chosen and the shared experts weighting both (Inkling's shared_expert_sink): a
+    # router row a shared expert
+    shared_expert_sink: bool = False
 
     def __post_init__(self) -> None:
         for name in ("layers", "hidden", "heads", "vocab"):
@@ -1028,7 +1047,8 @@ class TransformerShape:
                      "altup_streams", "laurel_rank", "zero_experts", "gated_norm_rank",
                      "qk_conv_depthwise", "qk_conv_grouped", "router_hidden",
                      "shared_blocks", "attention_input", "adapter_rank",
-                     "attention_experts"):
+                     "attention_experts", "relative_bias", "relative_extent",
+                     "short_conv_taps"):
             _positive(name, getattr(self, name), minimum=0)
         if self.altup_streams == 1:
             raise GpuarchError("altup_streams: AltUp needs 2 streams or more (0 = none), got 1")
@@ -1053,6 +1073,11 @@ class TransformerShape:
             raise GpuarchError("dynamic_mask: Doge's dynamic mask stands on plain grouped-query "
                                "attention in every layer (no latent or compressed attention, "
                                "no hybrid_pattern, no full layers' own heads)")
+        if self.relative_bias or self.relative_extent or self.short_conv_taps:
+            self._check_inkling_attention()
+        if self.shared_expert_sink and not (self.is_moe and self.shared_experts):
+            raise GpuarchError("shared_expert_sink: the router scoring the shared experts "
+                               "needs experts > 0 and shared_experts > 0")
         if self.moe_out_bias and not self.is_moe:
             raise GpuarchError("moe_out_bias: a bias after the experts' combine needs "
                                "experts > 0")
@@ -1246,6 +1271,54 @@ class TransformerShape:
                                    f"kv_heads x head_dim ({self.n_kv_heads * self.d_head:,}) "
                                    "must equal it (as Transformers' Zamba2Attention adds "
                                    "them)")
+
+    def _check_inkling_attention(self) -> None:
+        """Inkling's relative position bias and short convolutions stand on grouped-query
+        attention without rotary positions in every layer."""
+        if bool(self.relative_bias) != bool(self.relative_extent):
+            raise GpuarchError(f"relative_bias / relative_extent: the relative position bias "
+                               f"needs both its width a head and its extent, got "
+                               f"{self.relative_bias} and {self.relative_extent}")
+        if self.relative_bias and self.position is not Position.NONE:
+            raise GpuarchError(f"relative_bias: the relative position bias replaces position "
+                               f"encodings; needs position none, got {self.position.value}")
+        if self.short_conv_taps == 1:
+            raise GpuarchError("short_conv_taps: a causal convolution needs 2 taps or more "
+                               "(0 = none), got 1")
+        for name, bad in (("mla", self.mla is not None), ("compressed",
+                          self.compressed is not None), ("block_sparse",
+                          self.block_sparse is not None), ("hybrid_pattern", self.is_hybrid),
+                          ("attention_chunked", self.attention_chunked),
+                          ("parallel_attention", self.parallel_attention),
+                          ("differential_attention", self.differential_attention),
+                          ("kv_shared_layers", self.kv_shared_layers),
+                          ("keys_are_values", self.keys_are_values),
+                          ("qk_conv_depthwise", self.qk_conv_depthwise),
+                          ("shared_blocks", self.shared_blocks),
+                          ("attention_experts", self.attention_experts),
+                          ("dynamic_mask", self.dynamic_mask)):
+            if bad:
+                raise GpuarchError(f"relative_bias / short_conv_taps: Inkling's attention is "
+                                   f"grouped-query attention in every layer; not with "
+                                   f"{name}")
+
+    @property
+    def relative_bias_params(self) -> int:
+        """The relative position bias's banks, all layers (``relative_bias``): a bias
+        profile a bias dimension and backward distance, over ``relative_extent`` distances
+        in a full layer and the window's in a window layer; 0 without."""
+        if not self.relative_bias:
+            return 0
+        windowed = self.windowed_layers
+        return self.relative_bias * (windowed * self.sliding_window + (
+            self.attention_layers - windowed) * self.relative_extent)
+
+    def relative_extent_of(self, window: int) -> int:
+        """The distances the relative position bias covers in a layer of ``window`` (0: a
+        full layer): the window, or ``relative_extent``; 0 without the bias."""
+        if not self.relative_bias:
+            return 0
+        return window or self.relative_extent
 
     def _check_attention_experts(self) -> None:
         k, e = self.experts_per_token, self.attention_experts
@@ -1461,8 +1534,10 @@ class TransformerShape:
     @property
     def router_width(self) -> int:
         """The choices an expert layer's router scores: the routed experts and any identity
-        experts (``zero_experts``)."""
-        return self.experts + self.zero_experts
+        experts (``zero_experts``), and the shared ones where it scores them too
+        (``shared_expert_sink``)."""
+        return self.experts + self.zero_experts \
+            + (self.shared_experts if self.shared_expert_sink else 0)
 
     @property
     def shared_norm_pairs(self) -> int:

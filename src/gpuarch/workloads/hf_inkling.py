@@ -1,0 +1,187 @@
+"""Read the config.json of Thinking Machines' Inkling (``inkling_text``, and the language
+model of an ``inkling_mm_model`` checkpoint, its ``text_config``; the vision and audio
+towers not counted), as Transformers 5.25 builds it (modeling_inkling.py), InklingTextConfig's
+defaults filling what a config leaves out.
+
+Each layer: an RMSNorm, grouped-query attention without rotary positions, then a short
+convolution over its output and the residual add; an RMSNorm, the MLP, a short convolution
+over its output and the residual add. The attention's queries and keys are normed a head;
+its keys and values each pass a short convolution (``TransformerShape.short_conv_taps``:
+depthwise, causal, ``conv_kernel_size`` taps, no bias, added to the input); a projection of
+the hidden state to ``d_rel`` numbers a query head mixes a learned bank of ``d_rel`` x extent
+profiles into a bias a backward distance (``relative_bias``, ``relative_extent``: extent
+``rel_extent`` in the full layers, the window in the window layers). The window layers
+(``layer_types`` "hybrid_sliding"; by default all but every sixth) have heads of their own
+(``swa_num_attention_heads``, ``swa_num_key_value_heads``, ``swa_head_dim``); the full
+layers' are ``full_attention``. The MLP: the first ``dense_mlp_idx`` layers (or the
+"dense" ones of ``mlp_layer_types``) a SwiGLU MLP of ``intermediate_size`` with a learned
+scalar on its output (``mlp_scalar``); the others ``n_routed_experts`` experts of
+``moe_intermediate_size``, ``num_experts_per_tok`` a token, beside ``n_shared_experts``
+shared ones that the router scores too (``shared_expert_sink``) and a scalar on the
+router's weights. The embedding has a norm after it; the LM head is its own (never tied).
+A checkpoint's ``dense_intermediate_size`` is the dense MLP's width, its
+``intermediate_size`` then the experts' (as InklingTextConfig reads them). The
+multi-token-prediction layers (``mtp_config``) are not built by Transformers and not
+counted (``--mtp-layers`` prices them)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from gpuarch.errors import GpuarchError
+from gpuarch.workloads.hf import _decoder_fields as decoder_fields
+from gpuarch.workloads.hf import _flag as flag
+from gpuarch.workloads.hf import _get as get
+from gpuarch.workloads.shape import FfnKind, FullAttention, Position, QkNorm, TransformerShape
+
+__all__ = ["INKLING_FAMILIES"]
+
+_INKLING_DEFAULTS: dict[str, Any] = {
+    "vocab_size": 201024, "hidden_size": 6144, "num_hidden_layers": 66,
+    "num_attention_heads": 64, "num_key_value_heads": 8, "head_dim": 128,
+    "swa_num_attention_heads": 64, "swa_num_key_value_heads": 16, "swa_head_dim": 128,
+    "sliding_window_size": 512, "d_rel": 16, "rel_extent": 1024,
+    "max_position_embeddings": 131072, "conv_kernel_size": 4, "intermediate_size": 24576,
+    "hidden_act": "silu", "moe_intermediate_size": 3072, "n_routed_experts": 256,
+    "num_experts_per_tok": 6, "n_shared_experts": 2, "tie_word_embeddings": False}
+"""InklingTextConfig's defaults (Transformers 5.25, configuration_inkling.py) for the keys read
+here."""
+
+# keys a checkpoint may spell as SGLang's config does (InklingTextConfig.attribute_map)
+_ALIASES = {"sconv_kernel_size": "conv_kernel_size", "sliding_window": "sliding_window_size",
+            "num_local_experts": "n_routed_experts",
+            "model_max_length": "max_position_embeddings"}
+
+# keys SGLang's Inkling config reads that Transformers 5.25 builds the model without: a
+# checkpoint that sets them otherwise than Transformers builds is refused by name
+_FIXED = {"use_sconv": True, "q_bias": False, "o_bias": False, "use_global_scale": True}
+
+
+def _layer_flags(cfg: dict[str, Any], path: Path, key: str, layers: int,
+                 values: dict[str, bool]) -> list[bool] | None:
+    """A per-layer list of ``key`` (each entry one of ``values``' keys, read as its value);
+    None where the config gives none."""
+    kinds = cfg.get(key)
+    if kinds is None:
+        return None
+    if not isinstance(kinds, list) or len(kinds) != layers \
+            or any(not isinstance(k, str) or k not in values for k in kinds):
+        raise GpuarchError(f"{path}: {key}: expected {layers} entries (num_hidden_layers), "
+                           f"each one of {', '.join(map(repr, values))}, got {kinds!r}"[:300])
+    return [values[k] for k in kinds]
+
+
+def _window_layers(cfg: dict[str, Any], path: Path, layers: int) -> int:
+    """How many layers attend within the window: ``layer_types``' "hybrid_sliding" ones,
+    else ``local_layer_ids``' (indices), else every layer but each sixth (index 5, 11,
+    ...), as InklingTextConfig derives them."""
+    flags = _layer_flags(cfg, path, "layer_types", layers,
+                         {"hybrid_sliding": True, "hybrid": False})
+    if flags is not None:
+        return sum(flags)
+    ids = cfg.get("local_layer_ids")
+    if ids is None:
+        return sum(1 for i in range(layers) if (i + 1) % 6)
+    if not isinstance(ids, list) or any(isinstance(i, bool) or not isinstance(i, int)
+                                        for i in ids):
+        raise GpuarchError(f"{path}: local_layer_ids: expected a list of layer indices, got "
+                           f"{ids!r}"[:300])
+    return len({i for i in ids if 0 <= i < layers})
+
+
+def _dense_layers(cfg: dict[str, Any], path: Path, layers: int) -> int:
+    """How many layers have a dense MLP: ``mlp_layer_types``' "dense" ones, else the first
+    ``dense_mlp_idx`` (none by default)."""
+    flags = _layer_flags(cfg, path, "mlp_layer_types", layers,
+                         {"dense": True, "sparse": False})
+    if flags is not None:
+        return sum(flags)
+    return min(layers, get(cfg, path, "dense_mlp_idx", default=0) or 0)
+
+
+def _inkling(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
+    """Inkling's language model (see the module's notes)."""
+    cfg = {**_INKLING_DEFAULTS, **cfg}
+    for alias, key in _ALIASES.items():
+        if alias in cfg and cfg[alias] is not None:
+            cfg[key] = cfg[alias]
+    for key, built in _FIXED.items():
+        if key in cfg and cfg[key] is not None and flag(cfg, key, built) != built:
+            raise GpuarchError(f"{key}: {str(not built).lower()} is not read (Transformers "
+                               f"5.25 builds Inkling as with {key} {str(built).lower()})")
+    act = cfg.get("hidden_act")
+    if act not in ("silu", "swish"):
+        raise GpuarchError(f"hidden_act: expected silu (the MLP's SwiGLU), got {act!r}")
+    if cfg.get("tie_word_embeddings"):
+        raise GpuarchError("tie_word_embeddings: true is not read (Transformers 5.25 never "
+                           "ties Inkling's LM head to its embedding)")
+    layers = get(cfg, path, "num_hidden_layers")
+    dense_width = get(cfg, path, "intermediate_size")
+    expert_width = get(cfg, path, "moe_intermediate_size")
+    if cfg.get("dense_intermediate_size") is not None:
+        # a checkpoint's spelling: intermediate_size is then the experts' width
+        expert_width, dense_width = dense_width, get(cfg, path, "dense_intermediate_size")
+    window = get(cfg, path, "sliding_window_size")
+    windowed = _window_layers(cfg, path, layers)
+    swa_heads = get(cfg, path, "swa_num_attention_heads")
+    swa_kv = get(cfg, path, "swa_num_key_value_heads")
+    swa_dim = get(cfg, path, "swa_head_dim")
+    full = (get(cfg, path, "num_attention_heads"), get(cfg, path, "num_key_value_heads"),
+            get(cfg, path, "head_dim"))
+    # the window layers' heads are the shape's own (the full layers' apart where they
+    # differ); a model of one kind of layer has that kind's heads
+    own = (swa_heads, swa_kv, swa_dim) if windowed else full
+    fields = decoder_fields(cfg, path, label, layers, own[0])
+    fields.update(kv_heads=own[1], head_dim=own[2])
+    if 0 < windowed < layers:
+        fields.update(sliding_window=window, sliding_layers=windowed)
+        if full != own:
+            fields["full_attention"] = FullAttention(
+                kv_heads=full[1], head_dim=full[2], heads=0 if full[0] == own[0] else full[0])
+    elif windowed:
+        fields["sliding_window"] = window
+    for name, heads, kv in (("num_attention_heads", full[0], full[1]),
+                            ("swa_num_attention_heads", swa_heads, swa_kv)):
+        if kv and heads % kv:
+            raise GpuarchError(f"{name}: {heads} query heads do not divide into the "
+                               f"{kv} key-value heads")
+    experts = get(cfg, path, "n_routed_experts")
+    dense = _dense_layers(cfg, path, layers)
+    moe: dict[str, Any] = {}
+    if experts and dense < layers:
+        shared = get(cfg, path, "n_shared_experts")
+        if not shared:
+            raise GpuarchError("n_shared_experts: 0 is not read (Transformers 5.25's Inkling "
+                               "router treats the last n_shared_experts of its scores as the "
+                               "shared experts', and has none to take)")
+        moe = {"experts": experts, "experts_per_token": get(cfg, path, "num_experts_per_tok"),
+               "shared_experts": shared, "moe_ffn_hidden": expert_width,
+               "dense_layers": dense,
+               "shared_expert_sink": True}
+    return TransformerShape(
+        **fields,
+        ffn_hidden=dense_width,
+        ffn_kind=FfnKind.SWIGLU,
+        position=Position.NONE,
+        qk_norm=QkNorm.HEAD,
+        embedding_norm=True,
+        relative_bias=get(cfg, path, "d_rel"),
+        relative_extent=get(cfg, path, "rel_extent"),
+        short_conv_taps=get(cfg, path, "conv_kernel_size"),
+        mlp_scalar=True,
+        **moe,
+    )
+
+
+def _inkling_mm(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
+    """An ``inkling_mm_model`` checkpoint's language model (its ``text_config``, whatever
+    model_type that names; the towers and the top-level ``mtp_config`` not counted)."""
+    text = cfg.get("text_config")
+    if not isinstance(text, dict):
+        raise GpuarchError(f"{path}: text_config: expected an object, got {text!r}"[:200])
+    return _inkling(text, path, label)
+
+
+INKLING_FAMILIES = {"inkling_text": _inkling, "inkling_mm_model": _inkling_mm}
+"""The model_types read here, and their readers."""
