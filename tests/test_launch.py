@@ -409,3 +409,38 @@ def test_models_says_which_checkpoints_ship_code(capsys: pytest.CaptureFixture[s
     assert status == 0 and json.loads(out)["models"][0]["remote_code"] is False
     status, out, _ = run(capsys, "models", "kimi-linear")
     assert status == 0 and "ships model code of its own" in out
+
+
+@pytest.mark.parametrize(("architecture", "vllm", "trtllm"), [
+    ("LlamaForCausalLM", None, None),
+    # in TensorRT-LLM's table (and its multimodal one), not in vLLM's registry at 0002bff0
+    ("InklingForConditionalGeneration", "is not among the model classes vLLM lists", None),
+    # in vLLM's registry; the TensorRT-LLM table's AutoDeploy rows
+    ("HunYuanMoEV1ForCausalLM", None, "is not among the model classes TensorRT-LLM lists"),
+    ("Olmo3ForCausalLM", None, "through its AutoDeploy backend"),
+    ("Zamba2ForCausalLM", None, "is not among the model classes TensorRT-LLM lists"),
+])
+def test_serving_notes_an_architecture_the_engine_does_not_list(
+        tmp_path: Path, architecture: str, vllm: str | None, trtllm: str | None) -> None:
+    """A local checkpoint's config.json names its model class; a launch notes where the
+    engine's list (report/data/engine_models.toml) lacks it. SGLang's list was not read:
+    never a note for it."""
+    (tmp_path / "config.json").write_text(json.dumps({"architectures": [architecture]}))
+    cfg = InferenceConfig(input_len=1024, output_len=128, batch=8)
+    for engine, wanted in (("vllm", vllm), ("trtllm", trtllm), ("sglang", None)):
+        notes = serving_launch(engine, LLAMA70, cfg, str(tmp_path), 8).notes
+        said = [n for n in notes if architecture in n]
+        if wanted is None:
+            assert not said, (engine, said)
+        else:
+            assert len(said) == 1 and wanted in said[0], (engine, said)
+
+
+def test_serving_notes_a_paper_shape_without_a_checkpoint() -> None:
+    cfg = InferenceConfig(input_len=1024, output_len=128, batch=8)
+    paper = serving_launch("vllm", preset("gpt3-175b").shape, cfg, model_reference("gpt3-175b"),
+                           8)
+    assert any("gpt3-175b is a shape from its paper or recipe with no published checkpoint"
+               in n for n in paper.notes)
+    published = serving_launch("vllm", LLAMA70, cfg, model_reference("llama-3.1-70b"), 8)
+    assert not any("no published checkpoint" in n for n in published.notes)

@@ -19,9 +19,9 @@ from typing import Any
 
 from gpuarch.errors import GpuarchError, check_choice
 
-__all__ = ["SERVING_ENGINES", "TRAINING_ENGINES", "Launch", "best_serving_launch",
-           "best_training_launch", "engine_info", "megatron_launch", "model_reference",
-           "serving_launch"]
+__all__ = ["SERVING_ENGINES", "TRAINING_ENGINES", "Launch", "architecture_note",
+           "best_serving_launch", "best_training_launch", "checkpoint_architecture",
+           "engine_info", "megatron_launch", "model_reference", "serving_launch"]
 
 TRAINING_ENGINES = ("megatron",)
 HOST_GPUS = 8
@@ -70,6 +70,48 @@ class Launch:
 def _engines() -> dict[str, Any]:
     with resources.files("gpuarch.report").joinpath("data/launch.toml").open("rb") as fh:
         return tomllib.load(fh)
+
+
+@cache
+def _engine_models() -> dict[str, Any]:
+    with resources.files("gpuarch.report").joinpath("data/engine_models.toml").open("rb") as fh:
+        return tomllib.load(fh)
+
+
+def checkpoint_architecture(reference: str) -> str | None:
+    """The model class a local checkpoint's config.json names (its ``architectures``' first
+    entry) where ``reference`` (``model_reference``) is a directory holding one that names
+    one; None otherwise (a repository id or a preset: not read here)."""
+    from pathlib import Path
+
+    from gpuarch.jsonfile import read_json_object
+
+    config = Path(reference) / "config.json"
+    if not config.is_file():
+        return None
+    try:
+        classes = read_json_object(config).get("architectures")
+    except GpuarchError:  # (the estimate that asked has read it already)
+        return None
+    if isinstance(classes, list) and classes and isinstance(classes[0], str):
+        return classes[0]
+    return None
+
+
+def architecture_note(engine: str, architecture: str | None) -> str | None:
+    """What a launch of ``engine`` should say of a checkpoint whose config.json names
+    ``architecture``: that the engine's list of model classes (``data/engine_models.toml``,
+    read from a named version) lacks it, or serves it through another backend; None where
+    it is listed, or where the architecture or the engine's list is unknown."""
+    models = _engine_models().get(engine)
+    if architecture is None or models is None or architecture in models["architectures"]:
+        return None
+    name = engine_info(engine)["name"]
+    if architecture in models.get("autodeploy", ()):
+        return (f"{architecture}: {name} serves it through its AutoDeploy backend, not the "
+                f"PyTorch backend this command starts (as read in {models['checked']})")
+    return (f"{architecture} is not among the model classes {name} lists (as read in "
+            f"{models['checked']}): {models['fallback']}")
 
 
 def engine_info(engine: str) -> dict[str, Any]:
@@ -521,8 +563,19 @@ def serving_launch(engine: str, shape: Any, cfg: Any, model: str, batch: int,
         argv.append(f[key])
         argv.extend(str(v) for v in vals)
 
-    from gpuarch.workloads.presets import needs_remote_code
+    from gpuarch.workloads.presets import needs_remote_code, preset
 
+    architecture_issue = architecture_note(engine, checkpoint_architecture(model))
+    if architecture_issue:
+        notes.append(architecture_issue)
+    try:
+        paper_shape = not preset(model).hf_repos
+    except GpuarchError:  # not a preset's name: a checkpoint or repository
+        paper_shape = False
+    if paper_shape:
+        notes.append(f"{model} is a shape from its paper or recipe with no published "
+                     "checkpoint: give the engine a checkpoint (a directory or a repository) "
+                     "of this shape in its place")
     if needs_remote_code(model):
         add("trust_remote_code")
         notes.append(f"{f['trust_remote_code']}: the checkpoint ships model code of its own "
