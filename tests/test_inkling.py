@@ -166,3 +166,4 @@ def test_refusals(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert "positions     a relative bias, no rotary positions: 8 numbers a query head" in out
     assert "convolutions  short causal ones of 4 taps over the keys, the values" in out
+    assert "query and key norms over each head; one after the token embedding" in out

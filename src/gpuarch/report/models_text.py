@@ -305,8 +305,10 @@ def render_preset(p: Preset) -> str:
     if s.gated_norm_rank:
         norms.append(f"the norm before attention (and before the experts) gated by a rank-"
                      f"{s.gated_norm_rank} sigmoid MLP")
+    if s.embedding_norm:
+        norms.append("one after the token embedding")
     if s.sandwich_norms or s.qk_norm is not QkNorm.NONE or s.gated_norm_rank \
-            or not s.norm.params_per_width:
+            or not s.norm.params_per_width or s.embedding_norm:
         lines.append(f"  norms         {'; '.join(norms)}")
     if s.qk_conv_depthwise:
         lines.append(f"  attention     queries and keys convolved over time before it: "
