@@ -24,7 +24,11 @@ from gpuarch.estimate.training import estimate_training
 from gpuarch.estimate.training_config import TrainingConfig
 from gpuarch.perf.quant import QuantFormat, QuantScheme
 from gpuarch.perf.roofline import Elementwise, Gemm
-from gpuarch.workloads.flops import attention_projections, forward_flops_per_token
+from gpuarch.workloads.flops import (
+    attention_projections,
+    conv_tap_gemms,
+    forward_flops_per_token,
+)
 from gpuarch.workloads.params import count_params
 from gpuarch.workloads.shape import Position
 from tests.hf_configs import read_config as _read
@@ -167,3 +171,67 @@ def test_refusals(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert "positions     a relative bias, no rotary positions: 8 numbers a query head" in out
     assert "convolutions  short causal ones of 4 taps over the keys, the values" in out
     assert "query and key norms over each head; one after the token embedding" in out
+
+
+# Inkling 2 (``inkling2_text``; an ``inkling2`` checkpoint's language model)
+D2: dict[str, Any] = {"model_type": "inkling2_text"}
+SMALL2: dict[str, Any] = {
+    **D2, "hidden_size": 512, "num_hidden_layers": 12, "num_attention_heads": 8,
+    "num_key_value_heads": 2, "head_dim": 64, "swa_num_attention_heads": 8,
+    "swa_num_key_value_heads": 4, "swa_head_dim": 64, "vocab_size": 1000,
+    "unpadded_vocab_size": 990, "moe_intermediate_size": 256, "n_routed_experts": 16,
+    "num_experts_per_tok": 2, "d_rel": 8, "rel_extent": 256, "sliding_window_size": 128,
+    "n_layers_per_attn_res_block": 4}
+
+
+@pytest.mark.parametrize(("cfg", "total"), [
+    (D2, 593_718_478_848),  # Inkling2TextConfig's defaults (48 layers, 384 experts)
+    (SMALL2, 89_516_800),
+    ({**SMALL2, "sconv_kernel_size": 3, "n_layers_per_attn_res_block": 3}, 89_494_784),
+    ({**SMALL2, "swa_num_key_value_heads": 2}, 88_195_840),
+    ({**SMALL2, "layer_types": ["hybrid_sliding", "hybrid"] * 2 + ["hybrid_sliding"] * 3
+      + ["hybrid"] + ["hybrid_sliding"] * 4}, 89_395_968),
+    ({"model_type": "inkling2", "text_config": SMALL2,
+      "vision_config": {"text_hidden_size": 512}}, 89_516_800),
+])
+def test_inkling2_counts_equal_what_transformers_builds(tmp_path: Path, cfg: dict[str, Any],
+                                                        total: int) -> None:
+    assert count_params(_read(tmp_path, cfg)).total == total
+
+
+def test_inkling2_parts_by_hand(tmp_path: Path) -> None:
+    """SMALL2: hidden 512, 12 layers (2 full: every sixth), 8 heads of 64 (4 KV in the
+    window layers, 2 in the full ones), d_rel 8, 4 taps. Beside Inkling's parts: a scale a
+    query channel and a relative-state channel (8 x (64 + 8)) and a sink projection (512 x
+    8) a layer; the full layers' tap projections (512 x 2 KV heads x 4 taps, keys and
+    values); block attention residuals of one weightless query a mix (two a layer, less the
+    first layer's attention, plus the last), two more a full layer, whose two extra norms
+    count with the norms."""
+    s = _read(tmp_path, SMALL2)
+    assert (s.sliding_layers, s.full_layers, s.head_vocab) == (10, 2, 990)
+    a = count_params(s)
+    plain = dataclasses.replace(s, head_scales=False, sink_projection=False,
+                                dynamic_kv_convs=False)
+    b = count_params(plain)
+    assert a.attention - b.attention == 12 * (8 * (64 + 8) + 512 * 8) + 2 * 2 * 512 * 2 * 4
+    assert a.attention_residuals == (2 * 12 + 2 * 2) * 512
+    assert a.norms - count_params(dataclasses.replace(
+        s, split_attention_inputs=False)).norms == 2 * 2 * 512
+    # the tap projections run in the full layers only, beside the fused projection (which
+    # carries the gate, r and the sink logits)
+    assert conv_tap_gemms(s, 0, 2) == [("conv_taps", 2 * 1 * 4, 512)]
+    assert conv_tap_gemms(s, 128, 2) == []
+    assert attention_projections(s, 2)[0] == ("qkv", 4 * 64 * 2 + 2 * 64 * 2 + 4 * (8 + 1),
+                                              512)
+    assert forward_flops_per_token(s, 2048).attention_proj \
+        - forward_flops_per_token(plain, 2048).attention_proj \
+        == 2.0 * (12 * 512 * 8 + 2 * 2 * 512 * 2 * 4)
+    with pytest.raises(GpuarchError, match="layer_types: a full-attention first layer"):
+        _read(tmp_path, {**SMALL2, "layer_types": ["hybrid"] * 12})
+    r = estimate_inference(CATALOG, s, H100, InferenceConfig(input_len=2048, output_len=128,
+                                                             batch=8))
+    assert r.ttft_s > estimate_inference(CATALOG, plain, H100, InferenceConfig(
+        input_len=2048, output_len=128, batch=8)).ttft_s
+    with pytest.raises(GpuarchError, match=r"--cp: .* without context parallelism"):
+        estimate_training(CATALOG, s, H100, TrainingConfig(gpus=8, cp=2, seq_len=4096,
+                                                           global_batch=64))

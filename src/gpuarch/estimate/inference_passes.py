@@ -85,6 +85,7 @@ from gpuarch.workloads.flops import (
     attention_core_dims,
     attention_expert_gemms,
     attention_projections,
+    conv_tap_gemms,
     mlp_side_gemms,
     per_layer_input_gemms,
     router_gemms,
@@ -583,8 +584,10 @@ class ReplicaRunner:
             # scores every held position, and the attention reads the blocks it picks (the
             # layer kind's window, their positions)
             ops += self._indexer_ops(s, tokens, seqs, q_len, ctx)
-        # Inkling's relative position bias: its table, then the core's reads of it
+        # Inkling's relative position bias: its table, then the core's reads of it; Inkling
+        # 2's full layers' projections to their convolutions' taps
         ops += relative_bias_ops(s, tokens, heads, window, ctx)
+        ops += [self._gemm(tokens, n, k, name) for name, n, k in conv_tap_gemms(s, window, t)]
         # (differential attention: the core twice, two calls as Transformers' DiffLlama
         # makes, each reading the keys and half the values, all heads' worth)
         ops += [Attention(seqs, q_len, ctx, heads, kv, d, causal=True,

@@ -49,6 +49,7 @@ from gpuarch.workloads.flops import (
     attention_core_dims,
     attention_expert_gemms,
     attention_projections,
+    conv_tap_gemms,
     mlp_side_gemms,
     per_layer_input_gemms,
     router_gemms,
@@ -295,8 +296,10 @@ def _attention_ops(s: TransformerShape, cfg: TrainingConfig, tokens: Num, window
         core = [Gemm(seq, cfg.seq_len, d, batch=cfg.micro_batch * heads, name="scores"),
                 Elementwise(UNFUSED_SOFTMAX_BYTES * scores, name="softmax"),
                 Gemm(seq, d, cfg.seq_len, batch=cfg.micro_batch * heads, name="context")]
-    # Inkling's relative position bias: its table, then the core's reads of it
+    # Inkling's relative position bias: its table, then the core's reads of it; Inkling
+    # 2's full layers' projections to their convolutions' taps
     ops += relative_bias_ops(s, tokens, heads, window, cfg.seq_len)
+    ops += [Gemm(tokens, n, k, name=name) for name, n, k in conv_tap_gemms(s, window, t)]
     # differential attention: the core twice (two calls, as Transformers' DiffLlama makes)
     ops += core * s.attention_calls
     name, n, k = projections[-1]

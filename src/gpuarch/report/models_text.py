@@ -132,7 +132,20 @@ def render_preset(p: Preset) -> str:
                      f"profiles a layer ({extents})")
     if s.short_conv_taps:
         lines.append(f"  convolutions  short causal ones of {s.short_conv_taps} taps over the "
-                     "keys, the values and each block's output, each added to its input")
+                     "keys, the values and each block's output, each added to its input"
+                     + ("; the full layers' key and value taps also projected from their "
+                        "inputs a token" if s.dynamic_kv_convs else ""))
+    if s.head_scales or s.sink_projection:
+        lines.append("  heads         " + "; ".join(
+            part for part, on in (
+                ("queries and relative states scaled a channel and clipped in length",
+                 s.head_scales),
+                ("a sink logit a head projected from the hidden state", s.sink_projection))
+            if on))
+    if s.split_attention_inputs:
+        lines.append("  full inputs   the full layers' queries, keys and values each read a mix "
+                     "of the block summaries of their own, each normed (two more norms a full "
+                     "layer)")
     if s.mlp_scalar or s.shared_expert_sink:
         lines.append("  MLP scale     a learned scalar a layer on the MLP's output or the "
                      "router's weights" + ("; the router scores the shared experts too "
@@ -257,7 +270,9 @@ def render_preset(p: Preset) -> str:
         lines.append(f"  residuals     block attention residuals: a summary every "
                      f"{s.attention_residual_block} layers; each block's input a softmax mix "
                      f"of the summaries so far and the running sum "
-                     f"({s.attention_residual_reads:.1f} on average)")
+                     f"({s.attention_residual_reads:.1f} on average)"
+                     + ("; norms without weights, none before the first layer's attention"
+                        if s.lean_attention_residuals else ""))
     if s.sliding_window:
         reach = (f"within {s.sliding_window}-token chunks" if s.attention_chunked
                  else f"to {s.sliding_window} tokens")

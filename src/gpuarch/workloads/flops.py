@@ -40,6 +40,7 @@ from gpuarch.workloads.params import (
     attention_params,
     attention_sink_params,
     count_params,
+    dynamic_conv_projection_params,
     gemmless_attention_params,
     hyper_connection_mix_weights,
     indexer_params,
@@ -57,6 +58,7 @@ __all__ = [
     "attention_expert_gemms",
     "attention_projections",
     "compressed_keys",
+    "conv_tap_gemms",
     "forward_flops_per_token",
     "mamba_forward_flops_per_token",
     "mlp_side_gemms",
@@ -164,11 +166,24 @@ def attention_projections(s: TransformerShape, tp: Any = 1) -> list[tuple[str, A
     # whole on every GPU, as it reads all the heads')
     mask = [("dt_proj", s.n_kv_heads, s.n_kv_heads * s.d_head)] if s.dynamic_mask else []
     # Inkling's relative position bias: its projection to relative_bias numbers a query
-    # head rides in the fused projection (SGLang's qkvr)
-    rel = heads * s.relative_bias
+    # head rides in the fused projection (SGLang's qkvr), as does Inkling 2's sink logit a
+    # head
+    rel = heads * (s.relative_bias + (1 if s.sink_projection else 0))
     return [("qkv", q * s.d_head + gates + kv_out + rel, s.attention_in), *conv, *adapters,
             *mask,
             ("attn_out", s.hidden, heads * s.d_value)]
+
+
+def conv_tap_gemms(s: TransformerShape, window: int, tp: Any = 1
+                   ) -> list[tuple[str, Any, Any]]:
+    """A full layer's projections of its key and value inputs to its convolutions' taps
+    (``dynamic_kv_convs``: Inkling 2's) as (name, N, K) on one of ``tp`` tensor-parallel
+    GPUs (its share of the KV heads, at least one); none in a window layer (``window``) or
+    without them."""
+    if window or not s.dynamic_kv_convs:
+        return []
+    full = s.attention_kind(0)
+    return [("conv_taps", 2 * full.kv_heads_per_gpu(tp) * s.short_conv_taps, s.hidden)]
 
 
 def attention_expert_gemms(s: TransformerShape, tp: Any = 1) -> list[tuple[str, Any, Any]]:
@@ -341,8 +356,10 @@ def forward_flops_per_token(s: TransformerShape, seq_len: int, *, causal: bool =
             + windowed * s.heads * s.sliding_window)
     call_attention, call_mlp = shared_block_call_params(s)
     calls = s.shared_block_calls
+    # (and the full layers' projections to their convolutions' taps, Inkling 2's)
     projections = sum(n * (attention_params(v) - gemmless_attention_params(v))
-                      for _, n, v in s.attention_kinds()) + calls * call_attention
+                      for _, n, v in s.attention_kinds()) + calls * call_attention \
+        + dynamic_conv_projection_params(s)
     return ForwardFlops(
         attention_proj=2.0 * (projections + s.indexer_layers * indexer_params(s)),
         attention_core=float(core),

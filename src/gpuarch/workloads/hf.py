@@ -347,17 +347,11 @@ _NOT_YET = {
                  "pooled-key indexed attention",
     "qwen4_exp_text": "Qwen4-Exp's low-rank hyper-connections, n-gram per-layer embeddings "
                       "and pooled-key indexed attention",
-    # Thinking Machines' Inkling 2 families (Transformers' modeling_inkling2*.py): Inkling's
-    # relative bias and short convolutions (read: hf_inkling.py) and more
-    **dict.fromkeys(("inkling2", "inkling2_text"),
-                    "Inkling 2's relative position bias, short convolutions (taps from a "
-                    "projection over the full layers' keys and values), attention sinks from "
-                    "a projection of the hidden state and block attention residuals with a "
-                    "query each for the full layers' queries, keys and values"),
+    # Thinking Machines' Inkling 2 Mini (Transformers' modeling_inkling2_loop.py): Inkling
+    # 2's layers (read: hf_inkling.py) with looped ones
     **dict.fromkeys(("inkling2_loop", "inkling2_loop_text"),
                     "Inkling 2 Mini's looped middle layers (run loop_num_passes times a token, "
-                    "message gates in the later passes) beside Inkling 2's relative position "
-                    "bias, short convolutions, projected sinks and block attention residuals"),
+                    "message gates in the later passes), which the shape cannot repeat"),
 }
 
 

@@ -174,6 +174,114 @@ def _inkling(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
     )
 
 
+_INKLING2_DEFAULTS: dict[str, Any] = {
+    "vocab_size": 201024, "unpadded_vocab_size": 200058, "hidden_size": 4608,
+    "num_hidden_layers": 48, "num_attention_heads": 48, "num_key_value_heads": 8,
+    "head_dim": 128, "swa_num_attention_heads": 48, "swa_num_key_value_heads": 8,
+    "swa_head_dim": 128, "sliding_window_size": 1024, "d_rel": 16, "rel_extent": 1024,
+    "max_position_embeddings": 1048576, "conv_kernel_size": 4, "hidden_act": "silu",
+    "moe_intermediate_size": 2304, "n_routed_experts": 384, "num_experts_per_tok": 8,
+    "n_layers_per_attn_res_block": 6, "tie_word_embeddings": False}
+"""Inkling2TextConfig's defaults (Transformers 5.25, configuration_inkling2.py) for the keys
+read here."""
+
+# Inkling2TextConfig.attribute_map: a checkpoint's intermediate_size is the experts' width
+_INKLING2_ALIASES = {"sconv_kernel_size": "conv_kernel_size",
+                     "sliding_window": "sliding_window_size",
+                     "num_local_experts": "n_routed_experts",
+                     "model_max_length": "max_position_embeddings",
+                     "intermediate_size": "moe_intermediate_size"}
+
+
+def _inkling2(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
+    """Inkling 2's language model (Transformers 5.25's modeling_inkling2.py), Inkling's
+    relative position bias and short convolutions with more: every layer's queries and
+    relative states scaled a channel and L2-clipped (``head_scales``; its keys clipped, its
+    values normed without weights), an output gate from the layer input
+    (``attention_gate``), attention sinks from a projection of it (``sink_projection``),
+    block attention residuals before every block (``attention_residual_block``:
+    ``n_layers_per_attn_res_block``; weightless norms, none before the first layer's
+    attention: ``lean_attention_residuals``), and in the full layers taps projected for the
+    key and value convolutions (``dynamic_kv_convs``) and three attention inputs of their
+    own, each normed (``split_attention_inputs``). Every layer's MLP is ``n_routed_experts``
+    experts (no shared ones) of a softcapped SwiGLU (priced as SwiGLU); the LM head has
+    ``unpadded_vocab_size`` rows."""
+    cfg = {**_INKLING2_DEFAULTS, **cfg}
+    for alias, key in _INKLING2_ALIASES.items():
+        if alias in cfg and cfg[alias] is not None:
+            cfg[key] = cfg[alias]
+    act = cfg.get("hidden_act")
+    if act not in ("silu", "swish"):
+        raise GpuarchError(f"hidden_act: expected silu (the experts' SwiGLU), got {act!r}")
+    if cfg.get("tie_word_embeddings"):
+        raise GpuarchError("tie_word_embeddings: true is not read (Transformers 5.25 never "
+                           "ties Inkling 2's LM head to its embedding)")
+    layers = get(cfg, path, "num_hidden_layers")
+    kinds = _layer_flags(cfg, path, "layer_types", layers,
+                         {"hybrid_sliding": True, "hybrid": False})
+    if kinds is None:
+        kinds = [bool((i + 1) % 6) for i in range(layers)]
+    if kinds and not kinds[0]:
+        raise GpuarchError("layer_types: a full-attention first layer is not read (Inkling "
+                           "2's block attention residuals are counted for a window layer "
+                           "first, as its configs have it)")
+    windowed = sum(kinds)
+    window = get(cfg, path, "sliding_window_size")
+    swa = (get(cfg, path, "swa_num_attention_heads"), get(cfg, path, "swa_num_key_value_heads"),
+           get(cfg, path, "swa_head_dim"))
+    full = (get(cfg, path, "num_attention_heads"), get(cfg, path, "num_key_value_heads"),
+            get(cfg, path, "head_dim"))
+    for name, heads, kv in (("num_attention_heads", *full[:2]),
+                            ("swa_num_attention_heads", *swa[:2])):
+        if kv and heads % kv:
+            raise GpuarchError(f"{name}: {heads} query heads do not divide into the "
+                               f"{kv} key-value heads")
+    fields = decoder_fields(cfg, path, label, layers, swa[0])
+    fields.update(kv_heads=swa[1], head_dim=swa[2])
+    if windowed < layers:
+        fields.update(sliding_window=window, sliding_layers=windowed)
+        if full != swa:
+            fields["full_attention"] = FullAttention(
+                kv_heads=full[1], head_dim=full[2], heads=0 if full[0] == swa[0] else full[0])
+    else:
+        fields["sliding_window"] = window
+    head = get(cfg, path, "unpadded_vocab_size")
+    vocab = fields["vocab"]
+    if head > vocab:
+        raise GpuarchError(f"unpadded_vocab_size: {head:,} exceeds vocab_size ({vocab:,})")
+    width = get(cfg, path, "moe_intermediate_size")
+    return TransformerShape(
+        **fields,
+        ffn_hidden=width,
+        ffn_kind=FfnKind.SWIGLU,
+        position=Position.NONE,
+        embedding_norm=True,
+        head_vocab=head if head < vocab else 0,
+        attention_gate=True,
+        head_scales=True,
+        sink_projection=True,
+        relative_bias=get(cfg, path, "d_rel"),
+        relative_extent=get(cfg, path, "rel_extent"),
+        short_conv_taps=get(cfg, path, "conv_kernel_size"),
+        dynamic_kv_convs=windowed < layers,
+        attention_residual_block=get(cfg, path, "n_layers_per_attn_res_block"),
+        lean_attention_residuals=True,
+        split_attention_inputs=windowed < layers,
+        experts=get(cfg, path, "n_routed_experts"),
+        experts_per_token=get(cfg, path, "num_experts_per_tok"),
+        moe_ffn_hidden=width,
+    )
+
+
+def _inkling2_mm(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
+    """An ``inkling2`` checkpoint's language model (its ``text_config``; the vision tower not
+    counted)."""
+    text = cfg.get("text_config")
+    if not isinstance(text, dict):
+        raise GpuarchError(f"{path}: text_config: expected an object, got {text!r}"[:200])
+    return _inkling2(text, path, label)
+
+
 def _inkling_mm(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
     """An ``inkling_mm_model`` checkpoint's language model (its ``text_config``, whatever
     model_type that names; the towers and the top-level ``mtp_config`` not counted)."""
@@ -183,5 +291,6 @@ def _inkling_mm(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape
     return _inkling(text, path, label)
 
 
-INKLING_FAMILIES = {"inkling_text": _inkling, "inkling_mm_model": _inkling_mm}
+INKLING_FAMILIES = {"inkling_text": _inkling, "inkling_mm_model": _inkling_mm,
+                    "inkling2_text": _inkling2, "inkling2": _inkling2_mm}
 """The model_types read here, and their readers."""

@@ -23,6 +23,7 @@ __all__ = [
     "compressor_params",
     "compressor_projection",
     "count_params",
+    "dynamic_conv_projection_params",
     "dynamic_mask_projection_params",
     "gemmless_attention_params",
     "hyper_connection_mix_weights",
@@ -136,9 +137,9 @@ def attention_params(s: TransformerShape) -> int:
     # read the attention's input width (Zamba's 2 x hidden)
     a = s.attention_in
     # (and a relative position bias's projection to relative_bias numbers a query head,
-    # Inkling's r_proj, read from the same input)
+    # Inkling's r_proj, and a sink logit a head, Inkling 2's sink_proj, from the same input)
     weights = a * q + a * kv_out + heads * s.d_value * h + (h * heads if s.head_gate else 0) \
-        + a * heads * s.relative_bias
+        + a * heads * (s.relative_bias + (1 if s.sink_projection else 0))
     # the query projection's biases cover the gate's channels too where it makes the gate;
     # a gate of its own has none, but one learned bias a head (gate_head_bias: Beam's)
     q_biased = heads * d if s.gate_head_bias else q
@@ -149,6 +150,14 @@ def attention_params(s: TransformerShape) -> int:
         biases += (q_biased + kv_out if s.qkv_bias else 0) + (h if s.out_bias else 0)
     return weights + biases + gemmless_attention_params(s) + qk_conv_params(s) \
         + dynamic_mask_projection_params(s) + kv_conv_params(s)
+
+
+def dynamic_conv_projection_params(s: TransformerShape) -> int:
+    """The full layers' projections of their key and value inputs to taps a KV head
+    (``dynamic_kv_convs``: Inkling 2's), all layers; 0 without."""
+    if not s.dynamic_kv_convs:
+        return 0
+    return s.full_layers * 2 * s.hidden * s.attention_kind(0).n_kv_heads * s.short_conv_taps
 
 
 def kv_conv_params(s: TransformerShape) -> int:
@@ -234,7 +243,8 @@ def gemmless_attention_params(s: TransformerShape) -> int:
     (``attention_sink_params``), differential attention's four lambda vectors a head wide
     (DiffLlama's; its norm has no weight) and a dynamic mask's scale a KV head (Doge's A)."""
     return attention_sink_params(s) + (4 * s.d_head if s.differential_attention else 0) \
-        + (s.n_kv_heads if s.dynamic_mask else 0)
+        + (s.n_kv_heads if s.dynamic_mask else 0) \
+        + (s.heads * (s.d_head + s.relative_bias) if s.head_scales else 0)
 
 
 INDEXER_SCORES = "indexer"
@@ -522,12 +532,15 @@ def count_params(s: TransformerShape) -> ParamCount:
     # the short convolutions over each layer's attention and MLP outputs (Inkling's
     # attn_sconv and mlp_sconv), counted with the norms as the other hidden-wide weights
     norms += s.layers * 2 * h * s.short_conv_taps
+    # the full layers' own norms over their keys' and values' inputs (Inkling 2's)
+    if s.split_attention_inputs:
+        norms += s.full_layers * 2 * norm
     return ParamCount(
         embedding=embedding,
         lm_head=lm_head,
         attention=(blocks * attention_params(s) + calls * call_attention if blocks else
                    sum(n * attention_params(v) for _, n, v in kinds))
-        + s.relative_bias_params
+        + s.relative_bias_params + dynamic_conv_projection_params(s)
         + s.indexer_layers * indexer_params(s) + compressors
         + (h if s.last_out_bias else 0) - chosen_heads,
         # (and each dense MLP's learned activation scalars, xIELU's: Apertus; RWKV's
@@ -577,6 +590,12 @@ def attention_residual_params(s: TransformerShape) -> int:
     if not s.attention_residual_block:
         return 0
     mixes = s.layers if s.is_hybrid else 2 * s.layers  # a hybrid's blocks, two a layer
+    if s.lean_attention_residuals:
+        # Inkling 2's: no norm weights, no query before the first layer's attention (a
+        # window layer: its reader refuses a full first layer), one after the last layer,
+        # and two more before each full layer's attention (its keys' and values' inputs)
+        extra = 2 * s.full_layers if s.split_attention_inputs else 0
+        return (mixes + extra) * s.hidden
     return (mixes + 1) * (1 + s.norm.params_per_width) * s.hidden
 
 

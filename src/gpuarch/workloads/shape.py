@@ -1032,6 +1032,25 @@ class TransformerShape:
     # chosen and the shared experts weighting both (Inkling's shared_expert_sink): a
     # router row a shared expert
     shared_expert_sink: bool = False
+    # a learned scale a query channel and a relative-state channel a head (Inkling 2's
+    # scaled L2 clips of its queries and relative states; its keys are clipped and its
+    # values normed without weights): heads x (head_dim + relative_bias) a layer
+    head_scales: bool = False
+    # attention sinks from a projection of the hidden state, one logit a query head and
+    # token (Inkling 2's sink_proj, hidden x heads a layer, no bias), rather than learned
+    # constants (attention_sinks)
+    sink_projection: bool = False
+    # the full layers' key and value convolutions take taps of their own a token beside the
+    # static ones: a projection of the layer's key (value) input to short_conv_taps taps a
+    # KV head (Inkling 2's dynamic short convolutions; hidden x KV heads x taps each)
+    dynamic_kv_convs: bool = False
+    # the full layers' attention reads three inputs of its own, the queries', the keys' and
+    # the values', each a mix of the block attention residuals (three learned queries) with
+    # its own norm (Inkling 2's full decoder layers)
+    split_attention_inputs: bool = False
+    # block attention residuals as Inkling 2 has them: their norms hold no weights, and the
+    # first layer's attention reads the embedding unmixed (no query there)
+    lean_attention_residuals: bool = False
 
     def __post_init__(self) -> None:
         for name in ("layers", "hidden", "heads", "vocab"):
@@ -1075,6 +1094,18 @@ class TransformerShape:
                                "no hybrid_pattern, no full layers' own heads)")
         if self.relative_bias or self.relative_extent or self.short_conv_taps:
             self._check_inkling_attention()
+        if (self.split_attention_inputs or self.lean_attention_residuals) \
+                and not self.attention_residual_block:
+            raise GpuarchError("split_attention_inputs / lean_attention_residuals: variants of "
+                               "block attention residuals; need attention_residual_block > 0")
+        if self.dynamic_kv_convs and not self.short_conv_taps:
+            raise GpuarchError("dynamic_kv_convs: taps projected for the key and value "
+                               "convolutions need short_conv_taps > 0")
+        if self.sink_projection and (self.attention_sinks or self.mla is not None
+                                     or self.compressed is not None):
+            raise GpuarchError("sink_projection: sinks projected from the hidden state stand "
+                               "on grouped-query attention without learned sinks "
+                               "(attention_sinks), latent or compressed attention")
         if self.shared_expert_sink and not (self.is_moe and self.shared_experts):
             raise GpuarchError("shared_expert_sink: the router scoring the shared experts "
                                "needs experts > 0 and shared_experts > 0")
@@ -1906,6 +1937,11 @@ class TransformerShape:
         """Whether a layer kind's attention of ``window`` (``layer_kinds``; 0 = full) attends
         by chunks: a window layer of a chunked model (``attention_chunked``)."""
         return bool(window) and self.attention_chunked
+
+    @property
+    def full_layers(self) -> int:
+        """Attention layers (a hybrid pattern's attention blocks) without a window."""
+        return self.attention_layers - self.windowed_layers
 
     @property
     def windowed_layers(self) -> int:
