@@ -26,6 +26,7 @@ counted (``--mtp-layers`` prices them)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +57,56 @@ _ALIASES = {"sconv_kernel_size": "conv_kernel_size", "sliding_window": "sliding_
 # keys SGLang's Inkling config reads that Transformers 5.25 builds the model without: a
 # checkpoint that sets them otherwise than Transformers builds is refused by name
 _FIXED = {"use_sconv": True, "q_bias": False, "o_bias": False, "use_global_scale": True}
+
+
+Reader = Callable[[dict[str, Any], Path, str], TransformerShape]
+
+
+def _with_defaults(cfg: dict[str, Any], defaults: dict[str, Any], aliases: dict[str, str],
+                   model: str) -> dict[str, Any]:
+    """``cfg`` over its config class's ``defaults``, each of ``aliases`` (a checkpoint's
+    spelling) read as the key it names; refused where ``model``'s activation is not SiLU or
+    its head is tied (Transformers 5.25 never ties it)."""
+    cfg = {**defaults, **cfg}
+    for alias, key in aliases.items():
+        if alias in cfg and cfg[alias] is not None:
+            cfg[key] = cfg[alias]
+    act = cfg.get("hidden_act")
+    if act not in ("silu", "swish"):
+        raise GpuarchError(f"hidden_act: expected silu ({model}'s SwiGLU), got {act!r}")
+    if cfg.get("tie_word_embeddings"):
+        raise GpuarchError(f"tie_word_embeddings: true is not read (Transformers 5.25 never "
+                           f"ties {model}'s LM head to its embedding)")
+    return cfg
+
+
+def _attention_fields(cfg: dict[str, Any], path: Path, label: str, layers: int,
+                      windowed: int) -> dict[str, Any]:
+    """The shape's fields of the decoder and its attention, ``windowed`` of the ``layers``
+    attending within the window: the window layers' heads the shape's own (``swa_*``), the
+    full layers' as ``full_attention`` where they differ; a model of one kind of layer has
+    that kind's heads."""
+    swa = (get(cfg, path, "swa_num_attention_heads"), get(cfg, path, "swa_num_key_value_heads"),
+           get(cfg, path, "swa_head_dim"))
+    full = (get(cfg, path, "num_attention_heads"), get(cfg, path, "num_key_value_heads"),
+            get(cfg, path, "head_dim"))
+    for name, (heads, kv, _) in (("num_attention_heads", full),
+                                 ("swa_num_attention_heads", swa)):
+        if kv and heads % kv:
+            raise GpuarchError(f"{name}: {heads} query heads do not divide into the "
+                               f"{kv} key-value heads")
+    own = swa if windowed else full
+    fields = decoder_fields(cfg, path, label, layers, own[0])
+    fields.update(kv_heads=own[1], head_dim=own[2])
+    window = get(cfg, path, "sliding_window_size")
+    if 0 < windowed < layers:
+        fields.update(sliding_window=window, sliding_layers=windowed)
+        if full != own:
+            fields["full_attention"] = FullAttention(
+                kv_heads=full[1], head_dim=full[2], heads=0 if full[0] == own[0] else full[0])
+    elif windowed:
+        fields["sliding_window"] = window
+    return fields
 
 
 def _layer_flags(cfg: dict[str, Any], path: Path, key: str, layers: int,
@@ -102,50 +153,18 @@ def _dense_layers(cfg: dict[str, Any], path: Path, layers: int) -> int:
 
 def _inkling(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
     """Inkling's language model (see the module's notes)."""
-    cfg = {**_INKLING_DEFAULTS, **cfg}
-    for alias, key in _ALIASES.items():
-        if alias in cfg and cfg[alias] is not None:
-            cfg[key] = cfg[alias]
+    cfg = _with_defaults(cfg, _INKLING_DEFAULTS, _ALIASES, "Inkling")
     for key, built in _FIXED.items():
         if key in cfg and cfg[key] is not None and flag(cfg, key, built) != built:
             raise GpuarchError(f"{key}: {str(not built).lower()} is not read (Transformers "
                                f"5.25 builds Inkling as with {key} {str(built).lower()})")
-    act = cfg.get("hidden_act")
-    if act not in ("silu", "swish"):
-        raise GpuarchError(f"hidden_act: expected silu (the MLP's SwiGLU), got {act!r}")
-    if cfg.get("tie_word_embeddings"):
-        raise GpuarchError("tie_word_embeddings: true is not read (Transformers 5.25 never "
-                           "ties Inkling's LM head to its embedding)")
     layers = get(cfg, path, "num_hidden_layers")
     dense_width = get(cfg, path, "intermediate_size")
     expert_width = get(cfg, path, "moe_intermediate_size")
     if cfg.get("dense_intermediate_size") is not None:
         # a checkpoint's spelling: intermediate_size is then the experts' width
         expert_width, dense_width = dense_width, get(cfg, path, "dense_intermediate_size")
-    window = get(cfg, path, "sliding_window_size")
-    windowed = _window_layers(cfg, path, layers)
-    swa_heads = get(cfg, path, "swa_num_attention_heads")
-    swa_kv = get(cfg, path, "swa_num_key_value_heads")
-    swa_dim = get(cfg, path, "swa_head_dim")
-    full = (get(cfg, path, "num_attention_heads"), get(cfg, path, "num_key_value_heads"),
-            get(cfg, path, "head_dim"))
-    # the window layers' heads are the shape's own (the full layers' apart where they
-    # differ); a model of one kind of layer has that kind's heads
-    own = (swa_heads, swa_kv, swa_dim) if windowed else full
-    fields = decoder_fields(cfg, path, label, layers, own[0])
-    fields.update(kv_heads=own[1], head_dim=own[2])
-    if 0 < windowed < layers:
-        fields.update(sliding_window=window, sliding_layers=windowed)
-        if full != own:
-            fields["full_attention"] = FullAttention(
-                kv_heads=full[1], head_dim=full[2], heads=0 if full[0] == own[0] else full[0])
-    elif windowed:
-        fields["sliding_window"] = window
-    for name, heads, kv in (("num_attention_heads", full[0], full[1]),
-                            ("swa_num_attention_heads", swa_heads, swa_kv)):
-        if kv and heads % kv:
-            raise GpuarchError(f"{name}: {heads} query heads do not divide into the "
-                               f"{kv} key-value heads")
+    fields = _attention_fields(cfg, path, label, layers, _window_layers(cfg, path, layers))
     experts = get(cfg, path, "n_routed_experts")
     dense = _dense_layers(cfg, path, layers)
     moe: dict[str, Any] = {}
@@ -206,16 +225,7 @@ def _inkling2(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
     own, each normed (``split_attention_inputs``). Every layer's MLP is ``n_routed_experts``
     experts (no shared ones) of a softcapped SwiGLU (priced as SwiGLU); the LM head has
     ``unpadded_vocab_size`` rows."""
-    cfg = {**_INKLING2_DEFAULTS, **cfg}
-    for alias, key in _INKLING2_ALIASES.items():
-        if alias in cfg and cfg[alias] is not None:
-            cfg[key] = cfg[alias]
-    act = cfg.get("hidden_act")
-    if act not in ("silu", "swish"):
-        raise GpuarchError(f"hidden_act: expected silu (the experts' SwiGLU), got {act!r}")
-    if cfg.get("tie_word_embeddings"):
-        raise GpuarchError("tie_word_embeddings: true is not read (Transformers 5.25 never "
-                           "ties Inkling 2's LM head to its embedding)")
+    cfg = _with_defaults(cfg, _INKLING2_DEFAULTS, _INKLING2_ALIASES, "Inkling 2")
     layers = get(cfg, path, "num_hidden_layers")
     kinds = _layer_flags(cfg, path, "layer_types", layers,
                          {"hybrid_sliding": True, "hybrid": False})
@@ -226,25 +236,7 @@ def _inkling2(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
                            "2's block attention residuals are counted for a window layer "
                            "first, as its configs have it)")
     windowed = sum(kinds)
-    window = get(cfg, path, "sliding_window_size")
-    swa = (get(cfg, path, "swa_num_attention_heads"), get(cfg, path, "swa_num_key_value_heads"),
-           get(cfg, path, "swa_head_dim"))
-    full = (get(cfg, path, "num_attention_heads"), get(cfg, path, "num_key_value_heads"),
-            get(cfg, path, "head_dim"))
-    for name, heads, kv in (("num_attention_heads", *full[:2]),
-                            ("swa_num_attention_heads", *swa[:2])):
-        if kv and heads % kv:
-            raise GpuarchError(f"{name}: {heads} query heads do not divide into the "
-                               f"{kv} key-value heads")
-    fields = decoder_fields(cfg, path, label, layers, swa[0])
-    fields.update(kv_heads=swa[1], head_dim=swa[2])
-    if windowed < layers:
-        fields.update(sliding_window=window, sliding_layers=windowed)
-        if full != swa:
-            fields["full_attention"] = FullAttention(
-                kv_heads=full[1], head_dim=full[2], heads=0 if full[0] == swa[0] else full[0])
-    else:
-        fields["sliding_window"] = window
+    fields = _attention_fields(cfg, path, label, layers, windowed)
     head = get(cfg, path, "unpadded_vocab_size")
     vocab = fields["vocab"]
     if head > vocab:
@@ -273,24 +265,17 @@ def _inkling2(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
     )
 
 
-def _inkling2_mm(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
-    """An ``inkling2`` checkpoint's language model (its ``text_config``; the vision tower not
-    counted)."""
-    text = cfg.get("text_config")
-    if not isinstance(text, dict):
-        raise GpuarchError(f"{path}: text_config: expected an object, got {text!r}"[:200])
-    return _inkling2(text, path, label)
+def _text_model(reader: Reader) -> Reader:
+    """A multimodal checkpoint's reader: ``reader`` over its ``text_config`` (whatever
+    model_type that names; the towers and a top-level ``mtp_config`` not counted)."""
+    def read(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
+        text = cfg.get("text_config")
+        if not isinstance(text, dict):
+            raise GpuarchError(f"{path}: text_config: expected an object, got {text!r}"[:200])
+        return reader(text, path, label)
+    return read
 
 
-def _inkling_mm(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
-    """An ``inkling_mm_model`` checkpoint's language model (its ``text_config``, whatever
-    model_type that names; the towers and the top-level ``mtp_config`` not counted)."""
-    text = cfg.get("text_config")
-    if not isinstance(text, dict):
-        raise GpuarchError(f"{path}: text_config: expected an object, got {text!r}"[:200])
-    return _inkling(text, path, label)
-
-
-INKLING_FAMILIES = {"inkling_text": _inkling, "inkling_mm_model": _inkling_mm,
-                    "inkling2_text": _inkling2, "inkling2": _inkling2_mm}
+INKLING_FAMILIES = {"inkling_text": _inkling, "inkling_mm_model": _text_model(_inkling),
+                    "inkling2_text": _inkling2, "inkling2": _text_model(_inkling2)}
 """The model_types read here, and their readers."""
