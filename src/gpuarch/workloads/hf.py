@@ -29,7 +29,10 @@ falcon_mamba / jamba (Mamba-1 mixers: state-spaces' Mamba, Falcon Mamba, AI21's 
 attention and experts beside them), minimax (lightning attention) and lfm2 / lfm2_moe / lfm3
 (short convolutions; LFM3's with window attention) and longcat_flash (LongCat-Flash: two
 latent attentions and two MLPs a layer beside a shortcut expert block with identity experts:
-``hf_layer_kinds.py``), the families of one table of
+``hf_layer_kinds.py``), zamba / zamba2, jetmoe, xlstm, rwkv, doge, inkling_text /
+inkling_mm_model and inkling2_text / inkling2 (modules of their own, registered there:
+``hf_shared_blocks``, ``hf_attention_experts``, ``hf_xlstm``, ``hf_rwkv``, ``hf_doge``,
+``hf_inkling``), the families of one table of
 what their layers hold (``data/hf_families.toml``, read by ``hf_families.py``: Seed-OSS,
 SmolLM3, ERNIE 4.5, Helium, Ministral, InternLM3, Jais 2, OLMo 3, EXAONE 4.0 and K-EXAONE, GLM-4 and
 GLM-4.7-Flash, Arcee and Arcee Trinity, StarCoder2, Cohere, Cohere North (its
