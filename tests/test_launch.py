@@ -444,3 +444,21 @@ def test_serving_notes_a_paper_shape_without_a_checkpoint() -> None:
                in n for n in paper.notes)
     published = serving_launch("vllm", LLAMA70, cfg, model_reference("llama-3.1-70b"), 8)
     assert not any("no published checkpoint" in n for n in published.notes)
+
+
+def test_engine_model_lists_are_well_formed() -> None:
+    """Each engine's list of model classes (report/data/engine_models.toml) names a serving
+    engine the launches know, the version it was read from and what a missing class comes
+    to; its classes appear once, and TensorRT-LLM's AutoDeploy-only rows are not also
+    counted as its PyTorch backend's."""
+    import tomllib
+    from importlib import resources
+
+    with resources.files("gpuarch.report").joinpath("data/engine_models.toml").open("rb") as fh:
+        lists = tomllib.load(fh)
+    assert set(lists) <= set(SERVING_ENGINES) and lists
+    for engine, entry in lists.items():
+        assert " at " in entry["checked"] and entry["fallback"], engine
+        classes = entry["architectures"]
+        assert len(classes) == len(set(classes)) > 10, engine
+        assert not set(entry.get("autodeploy", ())) & set(classes), engine
