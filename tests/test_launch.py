@@ -462,3 +462,31 @@ def test_engine_model_lists_are_well_formed() -> None:
         classes = entry["architectures"]
         assert len(classes) == len(set(classes)) > 10, engine
         assert not set(entry.get("autodeploy", ())) & set(classes), engine
+
+
+@pytest.mark.parametrize(("architecture", "speculative", "attention_dp", "said"), [
+    ("Qwen3MoeForCausalLM", True, False, "marks EAGLE-3 drafting for Qwen3MoeForCausalLM"),
+    ("InklingForConditionalGeneration", True, False,
+     "marks no MTP, EAGLE-3 or DFlash drafting for InklingForConditionalGeneration"),
+    ("Gemma4ForConditionalGeneration", False, True,
+     "marks attention data parallelism Untested for Gemma4ForConditionalGeneration"),
+    ("Qwen3MoeForCausalLM", False, True, None),  # attention DP marked Yes
+    ("LlamaForCausalLM", True, True, None),  # not among the matrix's key models
+])
+def test_trtllm_feature_matrix_notes(tmp_path: Path, architecture: str, speculative: bool,
+                                     attention_dp: bool, said: str | None) -> None:
+    """TensorRT-LLM's model-feature matrix (its key models) is quoted where the launch asks
+    for speculative decoding or attention data parallelism; the other engines have none."""
+    (tmp_path / "config.json").write_text(json.dumps({"architectures": [architecture]}))
+    cfg = InferenceConfig(input_len=1024, output_len=128, batch=8, gpus=8,
+                          tp=1 if attention_dp else 8, ep=8,
+                          speculative_tokens=3 if speculative else 0,
+                          acceptance_length=2.0 if speculative else 0.0)
+    notes = serving_launch("trtllm", QWEN235, cfg, str(tmp_path), 8).notes
+    matrix = [n for n in notes if "feature matrix" in n]
+    if said is None:
+        assert matrix == []
+    else:
+        assert len(matrix) == 1 and said in matrix[0], matrix
+    assert not [n for n in serving_launch("vllm", QWEN235, cfg, str(tmp_path), 8).notes
+                if "feature matrix" in n]

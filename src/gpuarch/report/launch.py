@@ -21,7 +21,8 @@ from gpuarch.errors import GpuarchError, check_choice
 
 __all__ = ["SERVING_ENGINES", "TRAINING_ENGINES", "Launch", "architecture_note",
            "best_serving_launch", "best_training_launch", "checkpoint_architecture",
-           "engine_info", "megatron_launch", "model_reference", "serving_launch"]
+           "engine_info", "feature_notes", "megatron_launch", "model_reference",
+           "serving_launch"]
 
 TRAINING_ENGINES = ("megatron",)
 HOST_GPUS = 8
@@ -112,6 +113,30 @@ def architecture_note(engine: str, architecture: str | None) -> str | None:
                 f"PyTorch backend this command starts (as read in {models['checked']})")
     return (f"{architecture} is not among the model classes {name} lists (as read in "
             f"{models['checked']}): {models['fallback']}")
+
+
+def feature_notes(engine: str, architecture: str | None, speculative: bool,
+                  attention_dp: bool) -> list[str]:
+    """What ``engine``'s model-feature matrix (``data/engine_models.toml``, where it has one:
+    TensorRT-LLM's key models) says of ``architecture`` for what the launch asks:
+    speculative decoding (the drafting methods it marks as supported, or none) and
+    attention data parallelism (where not marked Yes)."""
+    models = _engine_models().get(engine) or {}
+    row = models.get("features", {}).get(architecture) if architecture else None
+    if row is None:
+        return []
+    name = engine_info(engine)["name"]
+    notes = []
+    if speculative:
+        methods = row["speculative"]
+        notes.append(f"{name}'s feature matrix marks "
+                     + (f"{' and '.join(methods)} drafting" if methods
+                        else "no MTP, EAGLE-3 or DFlash drafting")
+                     + f" for {architecture} ({models['checked']})")
+    if attention_dp and row["attention_dp"] != "Yes":
+        notes.append(f"{name}'s feature matrix marks attention data parallelism "
+                     f"{row['attention_dp']} for {architecture} ({models['checked']})")
+    return notes
 
 
 def engine_info(engine: str) -> dict[str, Any]:
@@ -565,7 +590,8 @@ def serving_launch(engine: str, shape: Any, cfg: Any, model: str, batch: int,
 
     from gpuarch.workloads.presets import needs_remote_code, preset
 
-    architecture_issue = architecture_note(engine, checkpoint_architecture(model))
+    architecture = checkpoint_architecture(model)
+    architecture_issue = architecture_note(engine, architecture)
     if architecture_issue:
         notes.append(architecture_issue)
     try:
@@ -583,6 +609,7 @@ def serving_launch(engine: str, shape: Any, cfg: Any, model: str, batch: int,
     moe = shape.is_moe
     ep = cfg.ep if moe else 1
     attention_dp = moe and ep > cfg.tp
+    notes += feature_notes(engine, architecture, bool(cfg.speculative_tokens), attention_dp)
     from gpuarch.estimate.inference_config import server_layout
 
     group, dp = server_layout(cfg.tp, cfg.ep, moe)  # GPUs of one stage of one server
