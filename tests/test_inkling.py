@@ -18,7 +18,12 @@ from gpuarch.catalog import load_catalog
 from gpuarch.cli.main import main
 from gpuarch.errors import GpuarchError
 from gpuarch.estimate.inference import InferenceConfig, estimate_inference
-from gpuarch.estimate.inkling_ops import relative_bias_ops, short_conv_state_bytes
+from gpuarch.estimate.inference_memory import memory_parts
+from gpuarch.estimate.inkling_ops import (
+    relative_bias_ops,
+    relative_bias_table_bytes,
+    short_conv_state_bytes,
+)
 from gpuarch.estimate.memory import Recompute, activation_bytes_per_layer
 from gpuarch.estimate.training import estimate_training
 from gpuarch.estimate.training_config import TrainingConfig
@@ -36,6 +41,7 @@ from tests.hf_configs import write_config
 
 CATALOG = load_catalog()
 H100 = CATALOG.product("h100-sxm5-80gb")
+B200 = CATALOG.product("b200")
 FP4 = QuantScheme(QuantFormat.FP4, QuantFormat.FP4, QuantFormat.BF16)
 
 D: dict[str, Any] = {"model_type": "inkling_text"}
@@ -110,11 +116,19 @@ def test_relative_bias_and_convolutions_priced(tmp_path: Path) -> None:
     big = _read(tmp_path, D)
     kept = sum(n * short_conv_state_bytes(view, 8) for _, n, view in big.attention_kinds())
     assert kept == 11 * (256 + 12288) * 3 * 2 + 55 * (512 + 12288) * 3 * 2
-    r = estimate_inference(CATALOG, big, CATALOG.product("b200"), InferenceConfig(
-        input_len=8192, output_len=512, batch=8, gpus=8, tp=8, ep=8,
-        quant=FP4))
+    cfg8 = InferenceConfig(input_len=8192, output_len=512, batch=8, gpus=8, tp=8, ep=8,
+                           quant=FP4)
+    r = estimate_inference(CATALOG, big, B200, cfg8)
     assert r.assumptions["mamba_state_bytes_per_sequence_per_gpu"] == kept
     assert r.assumptions["recurrent_mixer"] == "short convolution"
+    # a pass holds one layer's table at a time beside its other activations: the widest,
+    # a full layer's 64 / 8 heads x 1,024 distances, 16-bit, a token
+    assert relative_bias_table_bytes(big, 8) == 8 * 1024 * 2
+    no_table = dataclasses.replace(big, relative_bias=0, relative_extent=0)
+    tokens = InferenceConfig(input_len=8192, output_len=512, batch=8).max_num_tokens
+    assert (memory_parts(big, cfg8, 8, B200)["activations"]
+            - memory_parts(no_table, cfg8, 8, B200)["activations"]) == pytest.approx(
+        min(8 * 8192, tokens) * 8 * 1024 * 2, rel=1e-12)
     # the bias and the convolutions cost time: without them the same model serves faster
     plain = dataclasses.replace(big, relative_bias=0, relative_extent=0, short_conv_taps=0)
     p = estimate_inference(CATALOG, plain, CATALOG.product("b200"), InferenceConfig(

@@ -16,6 +16,7 @@ from gpuarch.estimate.inference_config import (
     InferenceConfig,
     model_weight_bytes,
 )
+from gpuarch.estimate.inkling_ops import relative_bias_table_bytes
 from gpuarch.estimate.mamba import hybrid_state_bytes
 from gpuarch.perf.collectives import Num
 from gpuarch.perf.num import maximum, minimum
@@ -215,7 +216,9 @@ def _kv_and_activation_sizer(shape: TransformerShape, cfg: InferenceConfig
         width = shape.d_expert * shape.experts_per_token * gathered / max(1, cfg.tp // cfg.ep)
     else:
         width = shape.d_ffn / cfg.tp
-    per_token_activations = (4 * shape.hidden + 3 * width) * 2.0
+    # (and Inkling's relative-bias table, a layer's at a time)
+    per_token_activations = (4 * shape.hidden + 3 * width) * 2.0 \
+        + relative_bias_table_bytes(shape, cfg.tp)
     logits_per_sequence = shape.head_rows / cfg.tp * 4.0
 
     # a hybrid model's Mamba-2 blocks hold a fixed state per sequence, whatever its length

@@ -60,6 +60,17 @@ def relative_bias_ops(s: TransformerShape, tokens: Num, heads: Num, window: int,
                         name="relative_bias")]
 
 
+def relative_bias_table_bytes(s: TransformerShape, tp: Any) -> Any:
+    """Bytes a token's rows of the relative-bias table take on one of ``tp`` GPUs in the
+    layer kind whose table is widest (its heads on the GPU x its extent, 16-bit): what a
+    serving pass holds at once beside its other activations, one layer's table at a time;
+    0 without the bias."""
+    if not s.relative_bias:
+        return 0.0
+    return max(view.heads // tp * s.relative_extent_of(window)
+               for window, _, view in s.attention_kinds()) * RELATIVE_BIAS_ELEMENT
+
+
 def relative_bias_activation_elements(s: TransformerShape, heads: Num) -> float:
     """Elements a token keeps for the backward pass of one layer's relative position bias
     on a GPU of ``heads`` query heads: its projection (``relative_bias`` a head, the
