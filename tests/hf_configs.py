@@ -43,3 +43,16 @@ def assert_same_estimates(catalog: Catalog, base: TransformerShape, same: Transf
     assert ta.step_time_s == pytest.approx(tb.step_time_s, rel=1e-12)
     assert ta.memory.activations == pytest.approx(tb.memory.activations, rel=1e-12)
     return ta, tb
+
+
+def assert_draft_and_mtp_run(catalog: Catalog, shape: TransformerShape, product: Product
+                             ) -> None:
+    """Speculative decoding (3 drafted tokens, 2 accepted) serves ``shape`` and one MTP
+    block trains it: both estimates run to a positive time."""
+    r = estimate_inference(catalog, shape, product, InferenceConfig(
+        input_len=1024, output_len=128, batch=8, speculative_tokens=3, acceptance_length=2))
+    assert r.tpot_s > 0
+    t = estimate_training(catalog, shape, product, TrainingConfig(gpus=8, seq_len=4096,
+                                                                  global_batch=64,
+                                                                  mtp_layers=1))
+    assert t.step_time_s > 0

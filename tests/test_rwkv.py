@@ -22,8 +22,8 @@ from gpuarch.estimate.training_config import TrainingConfig
 from gpuarch.workloads.flops import forward_flops_per_token, mlp_side_gemms
 from gpuarch.workloads.params import count_params, mamba_params, receptance_params
 from gpuarch.workloads.shape import MambaShape
+from tests.hf_configs import assert_draft_and_mtp_run, write_config
 from tests.hf_configs import read_config as _read
-from tests.hf_configs import write_config
 
 CATALOG = load_catalog()
 H100 = CATALOG.product("h100-sxm5-80gb")
@@ -104,9 +104,4 @@ def test_refusals(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_a_draft_and_mtp_blocks_run(tmp_path: Path) -> None:
     s = _read(tmp_path, SMALL)
-    r = estimate_inference(CATALOG, s, H100, InferenceConfig(
-        input_len=1024, output_len=128, batch=8, speculative_tokens=3, acceptance_length=2))
-    assert r.tpot_s > 0
-    t = estimate_training(CATALOG, s, H100, TrainingConfig(gpus=8, seq_len=4096,
-                                                           global_batch=64, mtp_layers=1))
-    assert t.step_time_s > 0
+    assert_draft_and_mtp_run(CATALOG, s, H100)

@@ -32,8 +32,8 @@ from gpuarch.workloads.params import (
     shared_block_params,
 )
 from gpuarch.workloads.presets import shape_from_mapping
+from tests.hf_configs import assert_draft_and_mtp_run, write_config
 from tests.hf_configs import read_config as _read
-from tests.hf_configs import write_config
 
 CATALOG = load_catalog()
 H100 = CATALOG.product("h100-sxm5-80gb")
@@ -247,9 +247,4 @@ def test_a_draft_and_mtp_blocks_are_plain_layers(tmp_path: Path) -> None:
     """Speculative decoding's draft and training's MTP blocks take a plain layer of the
     model's attention and MLP sizes (no sharing, adapters or wide input): they run."""
     s = _read(tmp_path, {**Z2, "num_mem_blocks": 2, "use_shared_attention_adapter": True})
-    r = estimate_inference(CATALOG, s, H100, InferenceConfig(
-        input_len=1024, output_len=128, batch=8, speculative_tokens=3, acceptance_length=2))
-    assert r.tpot_s > 0
-    t = estimate_training(CATALOG, s, H100, TrainingConfig(gpus=8, seq_len=4096,
-                                                           global_batch=64, mtp_layers=1))
-    assert t.step_time_s > 0
+    assert_draft_and_mtp_run(CATALOG, s, H100)

@@ -81,19 +81,13 @@ def _engine_models() -> dict[str, Any]:
 
 def checkpoint_architecture(reference: str) -> str | None:
     """The model class a local checkpoint's config.json names (its ``architectures``' first
-    entry) where ``reference`` (``model_reference``) is a directory holding one that names
-    one; None otherwise (a repository id or a preset: not read here)."""
-    from pathlib import Path
+    entry) where ``reference`` (``model_reference``) is that file or a directory holding it
+    (``presets.local_config``); None otherwise (a repository id or a preset: not read
+    here)."""
+    from gpuarch.workloads.presets import local_config
 
-    from gpuarch.jsonfile import read_json_object
-
-    config = Path(reference) / "config.json"
-    if not config.is_file():
-        return None
-    try:
-        classes = read_json_object(config).get("architectures")
-    except GpuarchError:  # (the estimate that asked has read it already)
-        return None
+    cfg = local_config(reference)
+    classes = cfg.get("architectures") if cfg is not None else None
     if isinstance(classes, list) and classes and isinstance(classes[0], str):
         return classes[0]
     return None

@@ -29,8 +29,8 @@ from gpuarch.workloads.shape import (
     TransformerShape,
 )
 
-__all__ = ["MODELS_FILE", "Preset", "load_presets", "needs_remote_code", "preset",
-           "shape_from_mapping"]
+__all__ = ["MODELS_FILE", "Preset", "load_presets", "local_config", "needs_remote_code",
+           "preset", "shape_from_mapping"]
 
 MODELS_FILE = Path(__file__).with_name("data") / "models.toml"
 
@@ -234,6 +234,20 @@ _QUANT_WORDS = re.compile(
 """Words a quantized checkpoint adds to its model's name (``-FP8``, ``-AWQ``, ``-W4A16``)."""
 
 
+def local_config(reference: str) -> dict[str, Any] | None:
+    """The config.json a serving command's checkpoint reference names (the file, or a
+    directory holding one), read; None where it names none or it cannot be read (the
+    estimate that asked has read and checked it already)."""
+    path = Path(reference)
+    config = path / "config.json" if path.is_dir() else path
+    if config.suffix != ".json" or not config.is_file():
+        return None
+    try:
+        return read_json_object(config)
+    except GpuarchError:
+        return None
+
+
 def needs_remote_code(reference: str) -> bool:
     """Whether the checkpoint a serving command loads ships model code
     of its own, which vLLM, SGLang and TensorRT-LLM load only with their trust-remote-code
@@ -244,9 +258,8 @@ def needs_remote_code(reference: str) -> bool:
     path = Path(reference)
     config = path / "config.json" if path.is_dir() else path
     if config.suffix == ".json" and config.is_file():
-        try:
-            cfg = read_json_object(config)
-        except GpuarchError:  # (the estimate that asked has read it already)
+        cfg = local_config(reference)
+        if cfg is None:
             return False
         text = cfg.get("text_config")
         return "auto_map" in cfg or (isinstance(text, dict) and "auto_map" in text)
