@@ -791,8 +791,6 @@ def test_beam_gate_bias_by_hand(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("model_type", "why"), [
     ("kolibri1_1", "pooled-key indexer"), ("qwen4_exp_text", "n-gram"),
-    ("inkling2_loop", "looped middle layers"),
-    ("inkling2_loop_text", "looped middle layers"),
 ])
 def test_families_not_read_yet_say_what_they_lack(tmp_path: Path, model_type: str,
                                                   why: str) -> None:

@@ -727,8 +727,8 @@ def test_hf_config_family_by_architectures(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("cfg", "why"), [
-    ({"model_type": "a_wrapper", "text_config": {"model_type": "inkling2_loop_text"}},
-     "Inkling 2 Mini's looped middle layers"),
+    ({"model_type": "a_wrapper", "text_config": {"model_type": "qwen4_exp_text"}},
+     "Qwen4-Exp's low-rank hyper-connections"),
     ({"model_type": "kolibri1_1"}, "Kolibri-1.1's weightless pooled-key indexer"),
     ({"model_type": "a_wrapper", "text_config": {"model_type": ["gemma4"]}},
      "model_type 'a_wrapper' is not supported"),

@@ -382,7 +382,7 @@ def _serving_units(shape: TransformerShape, search: InferenceSearch, system: Sys
     groups = [(tp, pp, 1) for tp in (1, 2, 4, 8) for pp in (1, 2, 4)
               if tp <= gpn and tp * pp <= search.max_gpus
               and shape.splits_heads(tp) and shape.layers % pp == 0
-              and (pp == 1 or (tp == widest and networked))]
+              and (pp == 1 or (tp == widest and networked and not shape.one_stage))]
     groups += [(1, 1, ep) for ep in expert_parallel_sizes(shape, search.redundant_experts)
                if (ep <= gpn or networked) and ep <= search.max_gpus]
     return groups

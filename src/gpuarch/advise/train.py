@@ -231,10 +231,11 @@ def _layouts(shape: TransformerShape, search: TrainingSearch, gpn: int, multi_no
     # without '|' segments; interleaved, its pattern cut into PP x VPP equal '|' segments),
     # and its Mamba-2 heads and groups split evenly over TP x CP (checked on the grid below)
     tps = [t for t in _pow2(gpn) if shape.splits_heads(t)]
-    # (shared transformer blocks, Zamba's: no pipeline, see check_shared_block_pipeline)
+    # (shared transformer blocks, Zamba's, and looped layers: no pipeline, see
+    # TransformerShape.check_pipeline)
     pps = [p for p in _pow2(64) if p <= shape.layers and (
         not shape.is_hybrid or len(shape.hybrid_pattern) % p == 0)
-        and (p == 1 or not shape.shared_blocks)]
+        and (p == 1 or not shape.one_stage)]
     # (Inkling's relative bias and short convolutions: no context parallelism)
     cps = [c for c in (1, 2, 4, 8) if search.seq_len % c == 0 and
            (c == 1 or search.seq_len >= 16384)

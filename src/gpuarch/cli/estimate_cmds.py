@@ -87,6 +87,13 @@ def resolve_model(args: argparse.Namespace) -> TransformerShape:
         changes.setdefault("attention_chunked", False)
         changes.setdefault("sliding_layers", 0)
         shape = shape.attention_kind(0)
+    if shape.loop_repeats:
+        # a looped model's --layers and --sliding-layers count its own layers, each once;
+        # the shape counts every run of a looped one
+        if "layers" in changes:
+            changes["layers"] += shape.loop_repeats
+        if changes.get("sliding_layers"):
+            changes["sliding_layers"] += shape.loop_repeats_windowed
     if changes:
         try:
             shape = dataclasses.replace(shape, **changes)

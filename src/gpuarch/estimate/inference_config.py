@@ -536,7 +536,7 @@ class InferenceConfig:
                 raise GpuarchError(f"--{name.replace('_', '-')}: expected at most "
                                    f"{MAX_DIMENSION:,} tokens (past any model's context), "
                                    f"got {getattr(self, name)}")
-        shape.check_shared_block_pipeline(self.pp)
+        shape.check_pipeline(self.pp)
         if self.batch is not None and (not isinstance(self.batch, int) or self.batch < 1):
             raise GpuarchError(f"--batch: expected an integer >= 1 or 'max', got "
                                f"{self.batch!r}")

@@ -38,7 +38,7 @@ from gpuarch.estimate.inference_config import (
     slot_spread,
 )
 from gpuarch.estimate.inference_memory import mla_entry_bytes
-from gpuarch.estimate.inkling_ops import relative_bias_ops, short_conv_ops
+from gpuarch.estimate.inkling_ops import loop_message_ops, relative_bias_ops, short_conv_ops
 from gpuarch.estimate.mamba import (
     mamba_decode_ops,
     mamba_input_projections,
@@ -495,6 +495,8 @@ class ReplicaRunner:
         ops += hyper_connection_ops(tokens, s)
         if s.attention_residual_block:
             ops.append(attention_residual_op(tokens, s, 2.0, bool(block)))
+        # a looped layer's message gates and messages (Inkling 2 Mini's), in its later runs
+        ops += loop_message_ops(s, tokens, self._gemm)
         if s.per_layer_input:
             # per-layer inputs (Gemma 4's PLE): their GEMMs, whole on each GPU, the gate's
             # activation and product, the norm and the residual add

@@ -16,19 +16,32 @@ input) run as memory-bound kernels: each reads its input and writes its output o
 keys' and values' on the GPU's share of the KV heads, the attention's and MLP's outputs
 hidden-wide on every GPU, after the reduction, as SGLang runs them without its
 ``--enable-scattered-sconv``); a decode step also reads and writes each sequence's last
-taps - 1 inputs, the state it keeps (16-bit, in the engine's Mamba pool)."""
+taps - 1 inputs, the state it keeps (16-bit, in the engine's Mamba pool).
+
+Inkling 2 Mini's looped layers (``TransformerShape.loop_gate_rank``) are priced as
+Transformers 5.25 runs their messages (modeling_inkling2_loop.py; no serving engine's
+implementation was at hand): in each run after the first, the messages' attention over the
+last pass's states and four gates, each a GEMM to the rank (in the run's format) and one
+back to a forget and a message gate (FP32 weights and outputs, priced at the run's rate),
+their norms, tanh and mix in FP32 memory traffic."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from gpuarch.perf.num import Num, minimum
 from gpuarch.perf.roofline import Elementwise, Gemm, Op
+from gpuarch.workloads.flops import loop_gate_gemms
+from gpuarch.workloads.params import LOOP_GATE_UP, LOOP_MESSAGES
 from gpuarch.workloads.shape import TransformerShape
 
 __all__ = [
+    "LOOP_MESSAGE_ELEMENT",
     "RELATIVE_BIAS_ELEMENT",
     "SHORT_CONV_STATE_ELEMENT",
+    "loop_message_activation_bytes",
+    "loop_message_ops",
     "relative_bias_activation_elements",
     "relative_bias_ops",
     "short_conv_channels",
@@ -114,3 +127,56 @@ def short_conv_state_bytes(s: TransformerShape, tp: Any) -> Any:
         return 0.0
     kv, out = short_conv_channels(s, tp)
     return (kv + out) * (s.short_conv_taps - 1) * SHORT_CONV_STATE_ELEMENT
+
+
+LOOP_MESSAGE_ELEMENT = 4.0
+"""Bytes an element of a looped layer's messages and gates take: FP32, as Transformers 5.25's
+Inkling2LoopMessageGate and Inkling2LoopMessageAttentionResidual compute them."""
+
+
+def _loop_gate_bytes(s: TransformerShape) -> float:
+    """Bytes a token's four message gates move beside their GEMMs in a run: each gate's norm
+    reads its two inputs and writes their concatenation (16-bit, the GEMM's input); its mix
+    reads the forget and message gates' pre-activations and the two inputs again and writes
+    its output (FP32). The window layers' two more input norms (their query, key and value
+    inputs each normed apart once gated) are counted by their share of the looped layers."""
+    h, e = s.hidden, LOOP_MESSAGE_ELEMENT
+    gate = 2 * h * e + 2 * h * 2.0 + 2 * h * e + 2 * h * e + h * e
+    window = s.loop_window_layers / s.loop_layers if s.loop_layers else 0.0
+    return 4 * gate + window * 2 * h * (e + 2.0)
+
+
+def loop_message_ops(s: TransformerShape, tokens: Num,
+                     gemm: Callable[[Num, int, int, str], Gemm]) -> list[Op]:
+    """A looped layer's message work for ``tokens`` tokens in a run after the first
+    (``loop_gate_rank``; none without), whole on every tensor-parallel GPU: the gates'
+    GEMMs (``workloads.flops.loop_gate_gemms``; ``gemm(m, n, k, name)`` makes one in the
+    caller's formats, the projections back to the hidden width then given FP32 weights and
+    outputs), the messages' attention residual (read the last pass's states, norm them and
+    read them again, write four messages) and the gates' elementwise work
+    (``_loop_gate_bytes``). The caller weights them by the runs' share
+    (``workloads.params.layer_op_shares``)."""
+    if not s.loop_gate_rank:
+        return []
+    ops: list[Op] = []
+    for name, n, k in loop_gate_gemms(s):
+        op = gemm(tokens, n, k, name)
+        if name == LOOP_GATE_UP:
+            op = Gemm(op.m, op.n, op.k, batch=op.batch, name=name,
+                      weight_element=LOOP_MESSAGE_ELEMENT, element=LOOP_MESSAGE_ELEMENT)
+        ops.append(op)
+    messages = (3 * s.loop_message_sources + 4) * s.hidden * LOOP_MESSAGE_ELEMENT
+    ops.append(Elementwise(tokens * (messages + _loop_gate_bytes(s)), name=LOOP_MESSAGES))
+    return ops
+
+
+def loop_message_activation_bytes(s: TransformerShape) -> float:
+    """Bytes a token keeps for the backward pass of one looped layer's messages in a run
+    after the first (``loop_gate_rank``; 0 without): each gate's 16-bit concatenated input,
+    its rank-wide FP32 projection and its two FP32 gates; the four messages and the normed
+    states they were drawn from (FP32)."""
+    if not s.loop_gate_rank:
+        return 0.0
+    h, e = s.hidden, LOOP_MESSAGE_ELEMENT
+    gates = 4 * (2 * h * 2.0 + s.loop_gate_rank * e + 2 * h * e)
+    return gates + (4 + s.loop_message_sources) * h * e

@@ -12,7 +12,10 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import cast
 
-from gpuarch.estimate.inkling_ops import relative_bias_activation_elements
+from gpuarch.estimate.inkling_ops import (
+    loop_message_activation_bytes,
+    relative_bias_activation_elements,
+)
 from gpuarch.estimate.recompute import DEFAULT_MODULES, TORCHTITAN_OP, torchtitan_op_split
 from gpuarch.perf.num import where
 from gpuarch.perf.precision import Precision
@@ -209,6 +212,11 @@ def activation_bytes_per_layer(s: TransformerShape, micro_batch: int, seq: int, 
         replicated += 2 * s.altup_streams * sbh
     if s.laurel_rank:
         replicated += sbh
+    if s.loop_gate_rank:
+        # a looped layer's message gates and messages in its runs after the first (their
+        # share of the runs), FP32 mostly, whatever the activations' format
+        replicated += seq * micro_batch * loop_message_activation_bytes(s) \
+            * s.loop_repeats / s.layers
     # an MLP keeps the up projection's output (for the activation's backward) and the
     # activation's output (the down projection's input)
     up = 2 if s.ffn_kind.gated else 1

@@ -185,7 +185,7 @@ def recompute_flops_per_token(shape: TransformerShape, seq_len: int,
     if shape.is_moe:
         expert = 2.0 * shape.moe_layers * mlp_params(shape, shape.d_expert)
         if "moe" in chosen:
-            pc = count_params(shape)
+            pc = count_params(shape.unrolled_view())  # (a looped layer's at each run)
             flops += (2.0 * shape.moe_layers * shape.experts_per_token
                       * routed_expert_params(shape) + expert * shape.shared_experts
                       + 2.0 * (pc.router + pc.moe_latent))

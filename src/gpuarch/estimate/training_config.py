@@ -459,7 +459,7 @@ class TrainingConfig:
         if self.seq_len > MAX_DIMENSION:
             raise GpuarchError(f"--seq-len: expected at most {MAX_DIMENSION:,} tokens (past "
                                f"any model's context), got {self.seq_len}")
-        shape.check_shared_block_pipeline(self.pp)
+        shape.check_pipeline(self.pp)
         if self.recompute_modules:
             if self.recompute is not Recompute.SELECTIVE:
                 raise GpuarchError("--recompute-modules: needs --recompute selective, got "
@@ -506,6 +506,10 @@ class TrainingConfig:
             raise GpuarchError("--lora-rank: LoRA over shared transformer blocks (Zamba's: an "
                                "adapter on a shared weight serves every call) is not priced; "
                                "give --lora-rank 0")
+        if self.lora_rank and shape.loop_repeats:
+            raise GpuarchError("--lora-rank: LoRA over looped layers (an adapter on a looped "
+                               "layer's weight serves every run) is not priced; give "
+                               "--lora-rank 0")
         if np.max(self.cp) > 1 and (shape.relative_bias or shape.short_conv_taps):
             raise GpuarchError(f"--cp: {shape.name}'s relative position bias and short "
                                "convolutions (Inkling's) are modelled without context "

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from gpuarch.catalog.model import BLACKWELL_TENSOR_CORES, Product
-from gpuarch.estimate.inkling_ops import relative_bias_ops, short_conv_ops
+from gpuarch.estimate.inkling_ops import loop_message_ops, relative_bias_ops, short_conv_ops
 from gpuarch.estimate.lora import adapted_gemms
 from gpuarch.estimate.mamba import mamba_ops, x_proj_reduce_bytes
 from gpuarch.estimate.memory import Recompute
@@ -414,6 +414,8 @@ def _layer_ops(s: TransformerShape, cfg: TrainingConfig, moe: bool, window: int 
         # block attention residuals: each mix reads the block summaries so far and writes
         # its input (one a hybrid block, two a layer)
         ops.append(attention_residual_op(norm_tokens, s, element, bool(block)))
+    # a looped layer's message gates and messages (Inkling 2 Mini's), in its later runs
+    ops += loop_message_ops(s, tokens, lambda m, n, k, name: Gemm(m, n, k, name=name))
     if block in ("", "-", "E"):
         ops.append(Elementwise(3.0 * inner * element, name="activation"))
     if s.per_layer_input:

@@ -170,6 +170,10 @@ def megatron_launch(shape: Any, cfg: Any) -> Launch:
                            "convolutions (Inkling's) are not something Megatron-LM builds; "
                            "its launch command is not written here (run without --launch "
                            "for the estimate)")
+    if shape.loop_repeats:
+        raise GpuarchError(f"--launch: {shape.name}'s looped layers (run several times a "
+                           "token) are not something Megatron-LM builds; its launch command "
+                           "is not written here (run without --launch for the estimate)")
     if shape.shared_blocks:
         raise GpuarchError(f"--launch: {shape.name}'s shared transformer blocks (one set of "
                            "weights called at several depths) are not something Megatron-LM's "

@@ -63,6 +63,13 @@ def _head_widths(s: TransformerShape) -> str:
     return width + (", keys as values" if s.keys_are_values else "")
 
 
+def _layer_count(s: TransformerShape) -> str:
+    """"N layers", and with looped layers (``loop_layers``) the runs they make."""
+    if not s.loop_repeats:
+        return f"{s.layers} layers"
+    return f"{s.layers - s.loop_repeats} layers ({s.layers} runs a token)"
+
+
 def render_presets(presets: Sequence[Preset]) -> str:
     rows = []
     for p in presets:
@@ -88,8 +95,9 @@ def render_preset(p: Preset) -> str:
     lines = [f"{s.name}" + (f" (also: {', '.join(p.aliases)})" if p.aliases else ""),
              f"  parameters    {counted.total:,} counted, {counted.active(s):,} "
              + ("applied per token (a shared block's at each call)" if s.shared_blocks
+                else "applied per token (a looped layer's at each run)" if s.loop_repeats
                 else "active per token") + f"; published: {published}",
-             f"  shape         {s.layers} layers, hidden {s.hidden}, "
+             f"  shape         {_layer_count(s)}, hidden {s.hidden}, "
              + (f"{s.heads} heads" + ("" if s.mla is not None
                                       else f" ({s.n_kv_heads} KV) of {_head_widths(s)}")
                 if s.attention_layers else "no attention")
@@ -273,10 +281,20 @@ def render_preset(p: Preset) -> str:
                      f"({s.attention_residual_reads:.1f} on average)"
                      + ("; norms without weights, none before the first layer's attention"
                         if s.lean_attention_residuals else ""))
+    if s.loop_layers:
+        end = s.loop_start + s.loop_layers - 1
+        gates = "" if not s.loop_gate_rank else (
+            f"; in each pass after the first, message gates of rank {s.loop_gate_rank} mix "
+            "the last pass's states into each looped layer's query, key, value and MLP "
+            f"inputs (four learned queries over {s.loop_message_sources} of them a layer)")
+        lines.append(f"  loop          layers {s.loop_start} to {end} run {s.loop_passes} "
+                     "times a token, each pass with its own KV cache and state, the weights "
+                     f"held once{gates}")
     if s.sliding_window:
         reach = (f"within {s.sliding_window}-token chunks" if s.attention_chunked
                  else f"to {s.sliding_window} tokens")
-        lines.append(f"  window        {s.windowed_layers} layers attend {reach}")
+        runs = "of the layer runs " if s.loop_repeats else "layers "
+        lines.append(f"  window        {s.windowed_layers} {runs}attend {reach}")
     if s.block_sparse is not None:
         b = s.block_sparse
         lines.append(f"  sparse        block-sparse in {s.indexer_layers} of {s.attention_layers} "

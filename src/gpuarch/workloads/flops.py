@@ -31,12 +31,15 @@ hidden), but 4,096 where Megatron counts 5,376 for Nemotron 3 Nano (2,688 hidden
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
 from gpuarch.workloads.params import (
     ALTUP_PROJECTION,
+    LOOP_GATE_DOWN,
+    LOOP_GATE_UP,
     attention_params,
     attention_sink_params,
     count_params,
@@ -60,6 +63,8 @@ __all__ = [
     "compressed_keys",
     "conv_tap_gemms",
     "forward_flops_per_token",
+    "loop_gate_gemms",
+    "loop_message_flops_per_token",
     "mamba_forward_flops_per_token",
     "mlp_side_gemms",
     "per_layer_input_gemms",
@@ -186,6 +191,30 @@ def conv_tap_gemms(s: TransformerShape, window: int, tp: Any = 1
     return [("conv_taps", 2 * full.kv_heads_per_gpu(tp) * s.short_conv_taps, s.hidden)]
 
 
+def loop_gate_gemms(s: TransformerShape) -> list[tuple[str, int, int]]:
+    """A looped layer's message-gate GEMMs per token in a pass after the first
+    (``loop_gate_rank``: Inkling 2 Mini's), as (name, N, K), whole on every tensor-parallel
+    GPU: for each of the query's, key's, value's and MLP's gates the projection of the two
+    normed inputs (2 x hidden) to the rank, and the rank's back to the forget and the
+    message gates (2 x hidden); none without message gates."""
+    r, h = s.loop_gate_rank, s.hidden
+    if not r:
+        return []
+    return [(LOOP_GATE_DOWN, r, 2 * h)] * 4 + [(LOOP_GATE_UP, 2 * h, r)] * 4
+
+
+def loop_message_flops_per_token(s: TransformerShape) -> float:
+    """Forward FLOPs per token of the looped layers' messages, all runs after the first
+    (``loop_gate_rank``; 0 without): each run's gate GEMMs (``loop_gate_gemms``) and its
+    messages' attention, four learned queries over the last pass's states
+    (``loop_message_sources``), scores and weighted sum."""
+    gates = sum(n * k for _, n, k in loop_gate_gemms(s))
+    if not gates:
+        return 0.0
+    attention = 2 * 4 * s.loop_message_sources * s.hidden
+    return 2.0 * s.loop_repeats * (gates + attention)
+
+
 def attention_expert_gemms(s: TransformerShape, tp: Any = 1) -> list[tuple[str, Any, Any]]:
     """A mixture of attention heads' GEMMs (``attention_experts``: JetMoE's) as (name, N, K)
     on one of ``tp`` tensor-parallel GPUs: the keys' and values' projection (one for all
@@ -294,7 +323,12 @@ def _compressed_core(s: TransformerShape, seq_len: int, causal: bool) -> float:
 def forward_flops_per_token(s: TransformerShape, seq_len: int, *, causal: bool = False
                             ) -> ForwardFlops:
     """Forward FLOPs per token for sequences of ``seq_len`` tokens (cached: a training
-    estimate asks for the same shape and length several times)."""
+    estimate asks for the same shape and length several times). Looped layers
+    (``loop_layers``): every run of a layer, and the messages' work with the streams'
+    (``mixing``)."""
+    if s.loop_layers:
+        runs = forward_flops_per_token(s.unrolled_view(), seq_len, causal=causal)
+        return dataclasses.replace(runs, mixing=runs.mixing + loop_message_flops_per_token(s))
     pc = count_params(s)
     per_token_mlp = sum(n * mlp_params(s, width) for width, n, _ in s.mlp_kinds()) \
         + s.moe_layers * (

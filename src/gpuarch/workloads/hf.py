@@ -30,7 +30,8 @@ attention and experts beside them), minimax (lightning attention) and lfm2 / lfm
 (short convolutions; LFM3's with window attention) and longcat_flash (LongCat-Flash: two
 latent attentions and two MLPs a layer beside a shortcut expert block with identity experts:
 ``hf_layer_kinds.py``), zamba / zamba2, jetmoe, xlstm, rwkv, doge, inkling_text /
-inkling_mm_model and inkling2_text / inkling2 (modules of their own, registered there:
+inkling_mm_model, inkling2_text / inkling2 and inkling2_loop_text / inkling2_loop (modules
+of their own, registered there:
 ``hf_shared_blocks``, ``hf_attention_experts``, ``hf_xlstm``, ``hf_rwkv``, ``hf_doge``,
 ``hf_inkling``), the families of one table of
 what their layers hold (``data/hf_families.toml``, read by ``hf_families.py``: Seed-OSS,
@@ -350,11 +351,6 @@ _NOT_YET = {
                  "pooled-key indexed attention",
     "qwen4_exp_text": "Qwen4-Exp's low-rank hyper-connections, n-gram per-layer embeddings "
                       "and pooled-key indexed attention",
-    # Thinking Machines' Inkling 2 Mini (Transformers' modeling_inkling2_loop.py): Inkling
-    # 2's layers (read: hf_inkling.py) with looped ones
-    **dict.fromkeys(("inkling2_loop", "inkling2_loop_text"),
-                    "Inkling 2 Mini's looped middle layers (run loop_num_passes times a token, "
-                    "message gates in the later passes), which the shape cannot repeat"),
 }
 
 

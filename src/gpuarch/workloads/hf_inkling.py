@@ -27,6 +27,7 @@ counted (``--mtp-layers`` prices them)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -265,6 +266,72 @@ def _inkling2(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
     )
 
 
+_INKLING2_LOOP_DEFAULTS: dict[str, Any] = {
+    **_INKLING2_DEFAULTS, "hidden_size": 2304, "num_hidden_layers": 24,
+    "num_attention_heads": 24, "swa_num_attention_heads": 24, "moe_intermediate_size": 1152,
+    "n_routed_experts": 128, "loop_layer_index_start": 6, "loop_layer_index_end": 18,
+    "loop_num_passes": 3, "loop_gate_rank": 64}
+"""Inkling2LoopTextConfig's defaults (Transformers 5.25, configuration_inkling2_loop.py) for
+the keys read here."""
+
+# a checkpoint's loop_config spelling (Inkling2LoopTextConfig.__post_init__)
+_LOOP_CONFIG_KEYS = {"core_start": "loop_layer_index_start",
+                     "core_end": "loop_layer_index_end",
+                     "num_passes": "loop_num_passes", "gate_rank": "loop_gate_rank"}
+
+
+def _inkling2_loop(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
+    """Inkling 2 Mini's language model (Transformers 5.25's modeling_inkling2_loop.py):
+    Inkling 2's layers, those from ``loop_layer_index_start`` to before
+    ``loop_layer_index_end`` run ``loop_num_passes`` times a token (``loop_layers``: each
+    pass its own KV cache and convolution state, its block attention residuals starting
+    again from the loop's input), and in each pass after the first every looped layer's
+    query, key, value and MLP inputs gated with messages from the last pass
+    (``loop_gate_rank``; a checkpoint's ``loop_config`` read as Transformers reads it). The
+    loop's ends must fall on block boundaries (``n_layers_per_attn_res_block``), after the
+    first layer, as Inkling2LoopTextConfig requires."""
+    cfg = {**_INKLING2_LOOP_DEFAULTS, **cfg}
+    loop = cfg.get("loop_config")
+    if loop is not None:
+        if not isinstance(loop, dict):
+            raise GpuarchError(f"{path}: loop_config: expected an object, got {loop!r}"[:200])
+        cfg.update((key, loop[name]) for name, key in _LOOP_CONFIG_KEYS.items()
+                   if loop.get(name) is not None)
+    shape = _inkling2(cfg, path, label)
+    start, end = (get(cfg, path, key)
+                  for key in ("loop_layer_index_start", "loop_layer_index_end"))
+    passes = get(cfg, path, "loop_num_passes")
+    if passes < 1:
+        raise GpuarchError(f"loop_num_passes: expected at least 1, got {passes}")
+    block = shape.attention_residual_block
+    for key, index in (("loop_layer_index_start", start), ("loop_layer_index_end", end)):
+        if index % block:
+            raise GpuarchError(f"{key}: {index} is not a multiple of "
+                               f"n_layers_per_attn_res_block ({block}), as Inkling 2 Mini's "
+                               "loop must be")
+    if start <= 0:
+        raise GpuarchError(f"loop_layer_index_start: expected a layer after the first (a "
+                           f"positive multiple of {block}), got {start}")
+    layers = shape.layers
+    if not start <= end <= layers:
+        raise GpuarchError(f"loop_layer_index_end: expected {start} (loop_layer_index_start) "
+                           f"to {layers} (num_hidden_layers), got {end}")
+    if end == start:  # no looped layers: Inkling 2's layers and no messages
+        return shape
+    kinds = _layer_flags(cfg, path, "layer_types", layers,
+                         {"hybrid_sliding": True, "hybrid": False}) \
+        or [bool((i + 1) % 6) for i in range(layers)]
+    looped, windowed = end - start, sum(kinds[start:end])
+    repeats = passes - 1
+    return replace(
+        shape, layers=layers + repeats * looped,
+        sliding_layers=shape.sliding_layers + repeats * windowed if shape.sliding_layers
+        else 0,
+        loop_layers=looped, loop_passes=passes, loop_start=start,
+        loop_window_layers=windowed if shape.sliding_window else 0,
+        loop_gate_rank=get(cfg, path, "loop_gate_rank"))
+
+
 def _text_model(reader: Reader) -> Reader:
     """A multimodal checkpoint's reader: ``reader`` over its ``text_config`` (whatever
     model_type that names; the towers and a top-level ``mtp_config`` not counted)."""
@@ -277,5 +344,7 @@ def _text_model(reader: Reader) -> Reader:
 
 
 INKLING_FAMILIES = {"inkling_text": _inkling, "inkling_mm_model": _text_model(_inkling),
-                    "inkling2_text": _inkling2, "inkling2": _text_model(_inkling2)}
+                    "inkling2_text": _inkling2, "inkling2": _text_model(_inkling2),
+                    "inkling2_loop_text": _inkling2_loop,
+                    "inkling2_loop": _text_model(_inkling2_loop)}
 """The model_types read here, and their readers."""

@@ -27,7 +27,8 @@ def mtp_layer_shape(s: TransformerShape) -> TransformerShape:
     DeepSeek-V4's compressed attention, a layer of the window only, learned routing (its
     config.json's last compress_ratios entry, 0; vLLM builds the MTP layer so). A model of
     shared transformer blocks (Zamba's) or of RWKV's channel mixing: a plain layer of its
-    attention and MLP sizes (its own weights, the hidden input, no adapters or receptance)."""
+    attention and MLP sizes (its own weights, the hidden input, no adapters or receptance);
+    one of looped layers (Inkling 2 Mini's) a layer run once, without message gates."""
     c = s.compressed
     return dataclasses.replace(s.attention_kind(0), name=f"{s.name} MTP layer", layers=1,
                                dense_layers=0,
@@ -35,7 +36,8 @@ def mtp_layer_shape(s: TransformerShape) -> TransformerShape:
                                hybrid_pattern="", mlp_widths=(),
                                mamba=None, hash_layers=0, shared_blocks=0,
                                attention_input=0, adapter_rank=0, adapter_attention=False,
-                               receptance_mlp=False,
+                               receptance_mlp=False, loop_layers=0, loop_passes=0,
+                               loop_start=0, loop_window_layers=0, loop_gate_rank=0,
                                compressed=None if c is None
                                else dataclasses.replace(c, ratios=(0,)))
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from functools import cache
 
@@ -17,6 +18,10 @@ __all__ = [
     "ALTUP_PROJECTION",
     "INDEXER_OPS",
     "INDEXER_SCORES",
+    "LOOP_GATE_DOWN",
+    "LOOP_GATE_UP",
+    "LOOP_MESSAGES",
+    "LOOP_OPS",
     "ParamCount",
     "altup_params",
     "attention_residual_params",
@@ -34,6 +39,7 @@ __all__ = [
     "latent_projection_params",
     "layer_norm_params",
     "layer_op_shares",
+    "loop_message_params",
     "mamba_params",
     "per_layer_input_params",
     "qk_conv_params",
@@ -72,6 +78,9 @@ class ParamCount:
     # a mixture of attention heads' experts (JetMoE's): every expert's query and output
     # projections, all layers (the rest of the attention in ``attention``)
     attention_experts: int = 0
+    # the looped layers' message gates and the queries of the messages' attention residual
+    # (Inkling 2 Mini's; ``loop_gate_rank``)
+    loop_messages: int = 0
 
     @property
     def total(self) -> int:
@@ -79,11 +88,18 @@ class ParamCount:
                 + self.mlp_experts + self.mlp_shared + self.router + self.norms + self.mamba
                 + self.moe_latent + self.hyper_connections + self.per_layer_table
                 + self.per_layer_inputs + self.attention_residuals
-                + self.alternating_updates + self.laurel + self.attention_experts)
+                + self.alternating_updates + self.laurel + self.attention_experts
+                + self.loop_messages)
 
     def active(self, shape: TransformerShape) -> int:
         """Parameters used per token: routed experts counted experts_per_token of experts;
-        a shared transformer block's weights (``shared_blocks``) at each of its calls."""
+        a shared transformer block's weights (``shared_blocks``) at each of its calls; a
+        looped layer's (``loop_layers``) at each of its runs, its message gates at each run
+        after the first."""
+        if shape.loop_layers:
+            runs = shape.unrolled_view()
+            return count_params(runs).active(runs) \
+                + max(shape.loop_passes - 1, 0) * self.loop_messages
         if shape.shared_blocks:
             return self.total + (shape.shared_block_calls - shape.shared_blocks) \
                 * shared_block_params(shape)
@@ -349,11 +365,21 @@ ALTUP_PROJECTION = "altup_proj"
 (``layer_op_shares``)."""
 
 
+LOOP_GATE_DOWN = "loop_gate_down"
+LOOP_GATE_UP = "loop_gate_up"
+LOOP_MESSAGES = "loop_messages"
+LOOP_OPS = (LOOP_GATE_DOWN, LOOP_GATE_UP, LOOP_MESSAGES)
+"""The names of a looped layer's message operators (``loop_gate_rank``): its gates'
+projections to the rank and back, and the messages' attention and the gates' elementwise
+work (``layer_op_shares``: they run in the passes after the first)."""
+
+
 def layer_op_shares(s: TransformerShape) -> dict[str, float]:
     """The operators of a layer that run only in some of the attention layers, by name, and
     the share of those layers: a sparse-attention indexer's (``INDEXER_OPS``) where not every
-    layer has one, DeepSeek-V4's compressors (``compressor_projection``, one a ratio); and
-    AltUp's stream projection (``ALTUP_PROJECTION``), run 2 x (streams - 1) times a pass.
+    layer has one, DeepSeek-V4's compressors (``compressor_projection``, one a ratio);
+    AltUp's stream projection (``ALTUP_PROJECTION``), run 2 x (streams - 1) times a pass;
+    the looped layers' message operators (``LOOP_OPS``), in their runs after the first.
     Estimates price one mean layer: such an operator's time counts its share."""
     shares: dict[str, float] = {}
     # (a block-sparse model's indexer runs in its sparse layers, a kind of their own)
@@ -367,6 +393,9 @@ def layer_op_shares(s: TransformerShape) -> dict[str, float]:
         # AltUp's projections into the other streams and out of them run once a pass, 2 x
         # (n - 1) square GEMMs, priced as a share of every layer's one
         shares[ALTUP_PROJECTION] = 2 * (s.altup_streams - 1) / s.layers
+    if s.loop_gate_rank:
+        # the looped layers' message gates, in their runs after the first
+        shares.update(dict.fromkeys(LOOP_OPS, s.loop_repeats / s.layers))
     return shares
 
 
@@ -482,7 +511,11 @@ def first_stage_params(s: TransformerShape) -> int:
 @cache
 def count_params(s: TransformerShape) -> ParamCount:
     """Exact parameter count (e.g. Llama-2-7B: 6,738,415,616); cached per shape (shapes are
-    frozen, and the serving memory searches ask for the same one many times)."""
+    frozen, and the serving memory searches ask for the same one many times). Looped layers
+    (``loop_layers``) count their weights once, beside their message gates."""
+    if s.loop_layers:
+        return dataclasses.replace(count_params(s.weight_view()),
+                                   loop_messages=loop_message_params(s))
     h = s.hidden
     embedding = s.vocab * h + (s.max_positions * h if s.position is Position.LEARNED else 0)
     lm_head = (0 if s.tied_embeddings else s.head_rows * h) \
@@ -597,6 +630,18 @@ def attention_residual_params(s: TransformerShape) -> int:
         extra = 2 * s.full_layers if s.split_attention_inputs else 0
         return (mixes + extra) * s.hidden
     return (mixes + 1) * (1 + s.norm.params_per_width) * s.hidden
+
+
+def loop_message_params(s: TransformerShape) -> int:
+    """The looped layers' message weights (``loop_gate_rank``: Inkling 2 Mini's, as
+    Transformers 5.25's Inkling2LoopMessageGate and Inkling2LoopMessageAttentionResidual
+    build them): in each looped layer four gates, each a projection of 2 x hidden to the
+    rank and two of the rank to hidden, no biases, their norms weightless; and four learned
+    queries of the hidden width a looped layer for the messages; 0 without."""
+    r = s.loop_gate_rank
+    if not r:
+        return 0
+    return s.loop_layers * (4 * 4 * s.hidden * r + 4 * s.hidden)
 
 
 def per_layer_input_params(s: TransformerShape) -> int:

@@ -1051,6 +1051,24 @@ class TransformerShape:
     # block attention residuals as Inkling 2 has them: their norms hold no weights, and the
     # first layer's attention reads the embedding unmixed (no query there)
     lean_attention_residuals: bool = False
+    # looped layers (Inkling 2 Mini's loop_layer_index_start and _end, loop_num_passes):
+    # loop_layers of the model's layers, the first at index loop_start, run loop_passes times
+    # a token, each run (a pass) with a KV cache and convolution state of its own and its
+    # block attention residuals starting again from the loop's input. ``layers`` counts every
+    # run of a layer (the model's own layers + (loop_passes - 1) x loop_layers) and
+    # ``sliding_layers`` every run of a window layer, loop_window_layers of the looped layers
+    # being window layers; the weights are held once (``weight_view``). 0 = none
+    loop_layers: int = 0
+    loop_passes: int = 0
+    loop_start: int = 0
+    loop_window_layers: int = 0
+    # message gates in the looped layers (Inkling 2 Mini's loop_gate_rank): in each pass after
+    # the first, a looped layer mixes a message into its query, key, value and MLP inputs,
+    # each gate a projection of the input's and the message's weightless norms (2 x hidden to
+    # this rank) and two back (to a forget and a message gate, hidden wide each, tanh); the
+    # messages come from a block attention residual over the last pass's blocks with four
+    # learned queries a looped layer (4 x hidden). 0 = none
+    loop_gate_rank: int = 0
 
     def __post_init__(self) -> None:
         for name in ("layers", "hidden", "heads", "vocab"):
@@ -1067,7 +1085,8 @@ class TransformerShape:
                      "qk_conv_depthwise", "qk_conv_grouped", "router_hidden",
                      "shared_blocks", "attention_input", "adapter_rank",
                      "attention_experts", "relative_bias", "relative_extent",
-                     "short_conv_taps"):
+                     "short_conv_taps", "loop_layers", "loop_passes", "loop_start",
+                     "loop_window_layers", "loop_gate_rank"):
             _positive(name, getattr(self, name), minimum=0)
         if self.altup_streams == 1:
             raise GpuarchError("altup_streams: AltUp needs 2 streams or more (0 = none), got 1")
@@ -1098,6 +1117,9 @@ class TransformerShape:
                 and not self.attention_residual_block:
             raise GpuarchError("split_attention_inputs / lean_attention_residuals: variants of "
                                "block attention residuals; need attention_residual_block > 0")
+        if self.loop_layers or self.loop_passes or self.loop_start \
+                or self.loop_window_layers or self.loop_gate_rank:
+            self._check_loops()
         if self.dynamic_kv_convs and not self.short_conv_taps:
             raise GpuarchError("dynamic_kv_convs: taps projected for the key and value "
                                "convolutions need short_conv_taps > 0")
@@ -1332,6 +1354,100 @@ class TransformerShape:
                 raise GpuarchError(f"relative_bias / short_conv_taps: Inkling's attention is "
                                    f"grouped-query attention in every layer; not with "
                                    f"{name}")
+
+    def _check_loops(self) -> None:
+        """Looped layers (``loop_layers``) run within a model of plain layers, after its
+        leading dense and hash-routed layers, each run priced as a layer."""
+        if not self.loop_layers or not self.loop_passes:
+            raise GpuarchError(f"loop_layers / loop_passes: looped layers need both, got "
+                               f"{self.loop_layers} and {self.loop_passes}")
+        own = self.layers - self.loop_repeats
+        if own < 1 or self.loop_start + self.loop_layers > own:
+            raise GpuarchError(f"layers: {max(own, 0)} of the model's own ({self.layers} "
+                               f"runs) are too few for layers {self.loop_start} to "
+                               f"{self.loop_start + self.loop_layers - 1} looped "
+                               f"{self.loop_passes} times (at least "
+                               f"{self.loop_start + self.loop_layers})")
+        if self.loop_window_layers > self.loop_layers:
+            raise GpuarchError(f"loop_window_layers: {self.loop_window_layers} exceeds the "
+                               f"{self.loop_layers} looped layers")
+        if not self.sliding_window and self.loop_window_layers:
+            raise GpuarchError("loop_window_layers: needs sliding_window > 0")
+        if self.sliding_window and not self.sliding_layers \
+                and self.loop_window_layers != self.loop_layers:
+            raise GpuarchError(f"loop_window_layers: every layer attends within the window "
+                               f"(sliding_layers 0), so all {self.loop_layers} looped layers "
+                               f"do, got {self.loop_window_layers}")
+        if self.sliding_layers:
+            window = self.sliding_layers - self.loop_repeats_windowed
+            looped_full = self.loop_layers - self.loop_window_layers
+            if window < self.loop_window_layers or own - window < looped_full:
+                raise GpuarchError(f"sliding_layers: {self.sliding_layers} runs of window "
+                                   f"layers do not hold the looped layers' "
+                                   f"({self.loop_window_layers} window and {looped_full} "
+                                   f"full layers run {self.loop_passes} times)")
+        if self.dense_layers + self.hash_layers > self.loop_start:
+            raise GpuarchError(f"loop_start: the leading dense and hash-routed layers "
+                               f"({self.dense_layers + self.hash_layers}) come before the "
+                               f"loop, which starts at layer {self.loop_start}")
+        if self.loop_gate_rank and not self.attention_residual_block:
+            raise GpuarchError("loop_gate_rank: the message gates read the last pass's block "
+                               "attention residuals; need attention_residual_block > 0")
+        for name, bad in (("hybrid_pattern", self.is_hybrid), ("mamba",
+                          self.mamba is not None), ("shared_blocks", self.shared_blocks),
+                          ("kv_shared_layers", self.kv_shared_layers),
+                          ("per_layer_input", self.per_layer_input),
+                          ("altup_streams", self.altup_streams),
+                          ("compressed", self.compressed is not None),
+                          ("block_sparse", self.block_sparse is not None),
+                          ("a sparse-attention indexer", self.indexer_layers),
+                          ("hyper_connections", self.hyper_connections),
+                          ("mlp_widths", self.mlp_widths)):
+            if bad:
+                raise GpuarchError(f"loop_layers: looped layers are read for models of plain "
+                                   f"layers; not with {name}")
+
+    @property
+    def loop_repeats(self) -> int:
+        """Runs of the looped layers beyond each one's first (``loop_layers``): layers
+        whose weights are another's; 0 without."""
+        return max(self.loop_passes - 1, 0) * self.loop_layers
+
+    @property
+    def loop_repeats_windowed(self) -> int:
+        """Of ``loop_repeats``, the runs of window layers."""
+        return max(self.loop_passes - 1, 0) * self.loop_window_layers
+
+    @property
+    def loop_message_sources(self) -> int:
+        """The states a looped layer's messages attend over in a pass after the first
+        (``loop_gate_rank``): the last pass's blocks after its first (the loop's input) and
+        its running sum; 0 without message gates."""
+        b = self.attention_residual_block
+        if not self.loop_gate_rank or not b:
+            return 0
+        starts = sum(1 for layer in range(self.loop_start, self.loop_start + self.loop_layers)
+                     if layer % b == 0)
+        return max(starts, 1)
+
+    def run_order(self) -> list[int]:
+        """The model's own layer index of each run of a layer, in order: each layer once,
+        the looped ones (``loop_layers``) ``loop_passes`` times over."""
+        start, end = self.loop_start, self.loop_start + self.loop_layers
+        own = self.layers - self.loop_repeats
+        return [*range(start), *list(range(start, end)) * max(self.loop_passes, 1),
+                *range(end, own)] if self.loop_layers else list(range(self.layers))
+
+    def weight_view(self) -> TransformerShape:
+        """The shape with each of its own layers once (``loop_layers``' runs beyond the
+        first left out, and the loop with them): what its weights count. Itself without
+        looped layers."""
+        return _weight_view(self) if self.loop_layers else self
+
+    def unrolled_view(self) -> TransformerShape:
+        """The shape with every run of a layer as a layer of its own weights (no loop, no
+        message gates): what its runs compute. Itself without looped layers."""
+        return _unrolled_view(self) if self.loop_layers else self
 
     @property
     def relative_bias_params(self) -> int:
@@ -1641,14 +1757,29 @@ class TransformerShape:
             return self.hybrid_pattern.count("-")
         return self.layers - self.moe_layers
 
-    def check_shared_block_pipeline(self, pp: int) -> None:
-        """Raise for pipeline parallelism over shared transformer blocks (``shared_blocks``):
-        each stage would hold a copy of the blocks its calls use, which is not priced, and
-        vLLM serves Zamba2 without it (its Zamba2ForCausalLM supports no PP)."""
-        if self.shared_blocks and pp > 1:
+    @property
+    def one_stage(self) -> bool:
+        """Whether the model's weights serve several depths, so its pipeline is one stage
+        (``check_pipeline``): shared transformer blocks, or looped layers."""
+        return bool(self.shared_blocks or self.loop_repeats)
+
+    def check_pipeline(self, pp: int) -> None:
+        """Raise for pipeline parallelism where weights serve several depths (``one_stage``):
+        shared transformer blocks (``shared_blocks``), whose stages would each hold a copy
+        of the blocks its calls use, which is not priced (vLLM serves Zamba2 without it:
+        its Zamba2ForCausalLM supports no PP); looped layers (``loop_layers``), whose runs
+        would pass the hidden state back to the stage holding the loop, also not priced."""
+        if pp <= 1:
+            return
+        if self.shared_blocks:
             raise GpuarchError(f"--pp: {pp} is not priced for shared transformer blocks "
                                "(Zamba's: each stage would hold its own copy of the blocks "
                                "its calls use); give --pp 1")
+        if self.loop_repeats:
+            raise GpuarchError(f"--pp: {pp} is not priced for looped layers ({self.name}'s "
+                               f"{self.loop_layers} layers run {self.loop_passes} times: "
+                               "each pass would return to the stage holding them); give "
+                               "--pp 1")
 
     def check_mamba_split(self, ways: int, flag: str, what: str,
                           one_group_whole: bool = False) -> None:
@@ -1814,10 +1945,14 @@ class TransformerShape:
         """The hidden-wide vectors one block attention residual reads a token, averaged over
         the model's mixes (``attention_residual_block`` B; 0 without): the block summaries
         before a layer l (the embedding and one a finished block, 1 + l // B) and the running
-        sum. A hybrid pattern's blocks are two to a decoder layer, as Kimi K3's are."""
+        sum. A hybrid pattern's blocks are two to a decoder layer, as Kimi K3's are; a
+        looped layer's runs (``loop_layers``) each read its own layer's."""
         b = self.attention_residual_block
         if not b:
             return 0.0
+        if self.loop_layers:  # each pass's blocks start again from the loop's input
+            order = self.run_order()
+            return sum(2 + layer // b for layer in order) / len(order)
         layers = self.layers // 2 if self.is_hybrid else self.layers
         return sum(2 + layer // b for layer in range(layers)) / layers
 
@@ -1998,6 +2133,21 @@ def _shared_view(s: TransformerShape, width: int) -> TransformerShape:
 def _width_view(s: TransformerShape, width: int) -> TransformerShape:
     """``TransformerShape.mlp_kinds``' view: every dense MLP ``width`` wide."""
     return replace(s, ffn_hidden=width, mlp_widths=(), kv_shared_mlp=0)
+
+
+@lru_cache(maxsize=64)
+def _weight_view(s: TransformerShape) -> TransformerShape:
+    """``TransformerShape.weight_view`` of a model with looped layers."""
+    return replace(_unrolled_view(s), layers=s.layers - s.loop_repeats,
+                   sliding_layers=s.sliding_layers - s.loop_repeats_windowed
+                   if s.sliding_layers else 0)
+
+
+@lru_cache(maxsize=64)
+def _unrolled_view(s: TransformerShape) -> TransformerShape:
+    """``TransformerShape.unrolled_view`` of a model with looped layers."""
+    return replace(s, loop_layers=0, loop_passes=0, loop_start=0, loop_window_layers=0,
+                   loop_gate_rank=0)
 
 
 @lru_cache(maxsize=64)
