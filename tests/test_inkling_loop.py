@@ -31,21 +31,17 @@ from gpuarch.workloads.params import count_params, layer_op_shares, loop_message
 from gpuarch.workloads.shape import TransformerShape
 from tests.hf_configs import read_config as _read
 from tests.hf_configs import write_config
+from tests.test_inkling import SMALL2
 
 CATALOG = load_catalog()
 H100 = CATALOG.product("h100-sxm5-80gb")
 
 D: dict[str, Any] = {"model_type": "inkling2_loop_text"}
-# Inkling 2's small test model (tests/test_inkling.py's SMALL2: 12 layers, every sixth full,
-# blocks of 4) with layers 4 to 7 run twice, message gates of rank 16
+# Inkling 2's small test model (12 layers, every sixth full, blocks of 4) with layers 4 to 7
+# run twice, message gates of rank 16
 SMALL: dict[str, Any] = {
-    **D, "hidden_size": 512, "num_hidden_layers": 12, "num_attention_heads": 8,
-    "num_key_value_heads": 2, "head_dim": 64, "swa_num_attention_heads": 8,
-    "swa_num_key_value_heads": 4, "swa_head_dim": 64, "vocab_size": 1000,
-    "unpadded_vocab_size": 990, "moe_intermediate_size": 256, "n_routed_experts": 16,
-    "num_experts_per_tok": 2, "d_rel": 8, "rel_extent": 256, "sliding_window_size": 128,
-    "n_layers_per_attn_res_block": 4, "loop_layer_index_start": 4,
-    "loop_layer_index_end": 8, "loop_num_passes": 2, "loop_gate_rank": 16}
+    **SMALL2, **D, "loop_layer_index_start": 4, "loop_layer_index_end": 8,
+    "loop_num_passes": 2, "loop_gate_rank": 16}
 INKLING2_SMALL = 89_516_800  # SMALL without the loop, as Inkling 2 (tests/test_inkling.py)
 
 
