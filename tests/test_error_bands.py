@@ -223,9 +223,9 @@ def test_a_format_with_enough_figures_on_a_gpu_gets_its_own_band(
         capsys: pytest.CaptureFixture[str]) -> None:
     """INT4 weight-only decode on H100 reads far from the 16-bit runs there (Neural Magic's
     vLLM 0.7.2 cards: the model 17-25% above the published rates, the 16-bit runs within a
-    few percent), so an INT4 estimate on H100 carries that format's band, not the GPU's; a
-    format with too few figures on a GPU
-    (MXFP4 fine-grained MoE serving on H100) falls back to the GPU's band."""
+    few percent), so an INT4 estimate on H100 carries that format's band, not the GPU's, as
+    MXFP4 fine-grained MoE serving on H100 does since InferenceMAX's GPT-OSS runs; a format
+    with too few figures on a GPU (dense FP8 serving on B200) falls back to the GPU's band."""
     dense, moe = preset("llama-3.1-8b").shape, preset("gpt-oss-120b").shape
     h100 = CATALOG.product("h100")
     bands = load_bands()
@@ -235,9 +235,13 @@ def test_a_format_with_enough_figures_on_a_gpu_gets_its_own_band(
     assert int4.figures >= MIN_FIGURES and int4.median_error > gpu.median_error + 0.1
     assert int4.label == "dense serving on h100-sxm5-80gb (Hopper) in int4"
     assert band_for("serving", dense, h100) == gpu
-    assert bands["serving/fine-moe/hopper/h100-sxm5-80gb/mxfp4"].figures < MIN_FIGURES
+    assert bands["serving/fine-moe/hopper/h100-sxm5-80gb/mxfp4"].figures >= MIN_FIGURES
     assert band_for("serving", moe, h100, precision="mxfp4").key == \
-        "serving/fine-moe/hopper/h100-sxm5-80gb"
+        "serving/fine-moe/hopper/h100-sxm5-80gb/mxfp4"
+    b200 = CATALOG.product("b200")
+    assert bands["serving/dense/blackwell/b200/fp8"].figures < MIN_FIGURES
+    assert band_for("serving", dense, b200, precision="fp8").key == \
+        "serving/dense/blackwell/b200"
     assert main(["estimate", "infer", "--model", "llama-3.1-8b", "--gpu", "h100",
                  "--input-len", "1024", "--output-len", "1024", "--batch", "1",
                  "--weight-precision", "int4", "--json"]) == 0

@@ -715,6 +715,12 @@ def test_inference_validation_does_not_regress() -> None:
     # page's 27 figures ("NIM's saturated levels")
     nim = [r.error for r in s.rows if r.source == "nim-benchmarking-perf"]
     assert len(nim) == 27 and sum(map(abs, nim)) / 27 <= 0.115
+    # InferenceMAX's nightly run of 2026-01-02 (vLLM 0.13.0, GPT-OSS-120B on H100, H200 and
+    # B200 at TP 1-8), entered after the fit: 21.1% over its 300 figures, the model's decode
+    # step too slow the wider the TP (docs/performance-model.md, "InferenceMAX's vLLM 0.13
+    # runs")
+    imax = [r.error for r in s.rows if r.source == "inferencemax-20667906037"]
+    assert len(imax) == 300 and sum(map(abs, imax)) / 300 <= 0.212
     # varying answers free their slots one by one (80.2% as entered)
     s = dataclasses.replace(s, rows=tuple(r for r in s.rows if r.id not in hybrid_ids
                                           and not (r.source in ("lmdeploy-a100-fp16-v0.1.0a1",
@@ -724,6 +730,7 @@ def test_inference_validation_does_not_regress() -> None:
                                           and not r.id.startswith("nm-vllm072-")
                                           and r.source != "sglang-cookbook-minimax-m2.5"
                                           and r.source != "gpumode-paris-2026-vllm-baseline"
+                                          and r.source != "inferencemax-20667906037"
                                           and r.source not in ("sglang-cookbook-qwen3-next",
                                                                "vllm-recipe-qwen3-next")))
     assert len(s.rows) >= 1101

@@ -63,6 +63,7 @@ SERVING_FAMILIES = (
     ("SGLang, vLLM, LMDeploy and NIM publications",
      ("lmsys-", "sglang-", "vllm-", "vultr-", "lmdeploy-", "nim-", "gpumode-")),
     ("ML.ENERGY's vLLM 0.11.1 sweeps (LM Arena chat)", ("mlenergy-",)),
+    ("InferenceMAX's vLLM 0.13.0 nightly run (GPT-OSS-120B)", ("inferencemax-",)),
 )
 METRIC_LABELS = {
     "output_tokens_per_s": "output tokens/s",
