@@ -158,13 +158,10 @@ def loop_message_ops(s: TransformerShape, tokens: Num,
     (``workloads.params.layer_op_shares``)."""
     if not s.loop_gate_rank:
         return []
-    ops: list[Op] = []
-    for name, n, k in loop_gate_gemms(s):
-        op = gemm(tokens, n, k, name)
-        if name == LOOP_GATE_UP:
-            op = Gemm(op.m, op.n, op.k, batch=op.batch, name=name,
-                      weight_element=LOOP_MESSAGE_ELEMENT, element=LOOP_MESSAGE_ELEMENT)
-        ops.append(op)
+    ops: list[Op] = [
+        Gemm(tokens, n, k, name=name, weight_element=LOOP_MESSAGE_ELEMENT,
+             element=LOOP_MESSAGE_ELEMENT) if name == LOOP_GATE_UP
+        else gemm(tokens, n, k, name) for name, n, k in loop_gate_gemms(s)]
     messages = (3 * s.loop_message_sources + 4) * s.hidden * LOOP_MESSAGE_ELEMENT
     ops.append(Elementwise(tokens * (messages + _loop_gate_bytes(s)), name=LOOP_MESSAGES))
     return ops

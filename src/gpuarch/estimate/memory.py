@@ -216,7 +216,7 @@ def activation_bytes_per_layer(s: TransformerShape, micro_batch: int, seq: int, 
         # a looped layer's message gates and messages in its runs after the first (their
         # share of the runs), FP32 mostly, whatever the activations' format
         replicated += seq * micro_batch * loop_message_activation_bytes(s) \
-            * s.loop_repeats / s.layers
+            * s.loop_repeat_share
     # an MLP keeps the up projection's output (for the activation's backward) and the
     # activation's output (the down projection's input)
     up = 2 if s.ffn_kind.gated else 1

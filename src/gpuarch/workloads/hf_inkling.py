@@ -86,7 +86,9 @@ def _attention_fields(cfg: dict[str, Any], path: Path, label: str, layers: int,
     """The shape's fields of the decoder and its attention, ``windowed`` of the ``layers``
     attending within the window: the window layers' heads the shape's own (``swa_*``), the
     full layers' as ``full_attention`` where they differ; a model of one kind of layer has
-    that kind's heads."""
+    that kind's heads. Both Inkling versions' positions too: no rotary ones, the relative
+    bias (``d_rel``, ``rel_extent``), the short convolutions (``conv_kernel_size``) and the
+    norm after the embedding."""
     swa = (get(cfg, path, "swa_num_attention_heads"), get(cfg, path, "swa_num_key_value_heads"),
            get(cfg, path, "swa_head_dim"))
     full = (get(cfg, path, "num_attention_heads"), get(cfg, path, "num_key_value_heads"),
@@ -98,7 +100,10 @@ def _attention_fields(cfg: dict[str, Any], path: Path, label: str, layers: int,
                                f"{kv} key-value heads")
     own = swa if windowed else full
     fields = decoder_fields(cfg, path, label, layers, own[0])
-    fields.update(kv_heads=own[1], head_dim=own[2])
+    fields.update(kv_heads=own[1], head_dim=own[2], position=Position.NONE,
+                  embedding_norm=True, relative_bias=get(cfg, path, "d_rel"),
+                  relative_extent=get(cfg, path, "rel_extent"),
+                  short_conv_taps=get(cfg, path, "conv_kernel_size"))
     window = get(cfg, path, "sliding_window_size")
     if 0 < windowed < layers:
         fields.update(sliding_window=window, sliding_layers=windowed)
@@ -183,12 +188,7 @@ def _inkling(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
         **fields,
         ffn_hidden=dense_width,
         ffn_kind=FfnKind.SWIGLU,
-        position=Position.NONE,
         qk_norm=QkNorm.HEAD,
-        embedding_norm=True,
-        relative_bias=get(cfg, path, "d_rel"),
-        relative_extent=get(cfg, path, "rel_extent"),
-        short_conv_taps=get(cfg, path, "conv_kernel_size"),
         mlp_scalar=True,
         **moe,
     )
@@ -247,15 +247,10 @@ def _inkling2(cfg: dict[str, Any], path: Path, label: str) -> TransformerShape:
         **fields,
         ffn_hidden=width,
         ffn_kind=FfnKind.SWIGLU,
-        position=Position.NONE,
-        embedding_norm=True,
         head_vocab=head if head < vocab else 0,
         attention_gate=True,
         head_scales=True,
         sink_projection=True,
-        relative_bias=get(cfg, path, "d_rel"),
-        relative_extent=get(cfg, path, "rel_extent"),
-        short_conv_taps=get(cfg, path, "conv_kernel_size"),
         dynamic_kv_convs=windowed < layers,
         attention_residual_block=get(cfg, path, "n_layers_per_attn_res_block"),
         lean_attention_residuals=True,

@@ -395,7 +395,7 @@ def layer_op_shares(s: TransformerShape) -> dict[str, float]:
         shares[ALTUP_PROJECTION] = 2 * (s.altup_streams - 1) / s.layers
     if s.loop_gate_rank:
         # the looped layers' message gates, in their runs after the first
-        shares.update(dict.fromkeys(LOOP_OPS, s.loop_repeats / s.layers))
+        shares.update(dict.fromkeys(LOOP_OPS, s.loop_repeat_share))
     return shares
 
 

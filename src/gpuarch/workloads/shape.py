@@ -1419,6 +1419,12 @@ class TransformerShape:
         return max(self.loop_passes - 1, 0) * self.loop_window_layers
 
     @property
+    def loop_repeat_share(self) -> float:
+        """The share of the layer runs that are a looped layer's runs after its first
+        (``loop_repeats`` / ``layers``): where its message gates run; 0 without a loop."""
+        return self.loop_repeats / self.layers
+
+    @property
     def loop_message_sources(self) -> int:
         """The states a looped layer's messages attend over in a pass after the first
         (``loop_gate_rank``): the last pass's blocks after its first (the loop's input) and
