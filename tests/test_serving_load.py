@@ -93,11 +93,13 @@ def test_at_the_measured_load_the_step_reads_right(rows: list[LoadComparison],
     """Measured today (20,000 requests a replica, prompts drawn from the dataset; the
     harness's max_utilization admission, so a replica holds what the running sequences'
     mean context fills): at the measured load the simulated TPOT's mean has a median
-    |error| of 17% (14 of 17 runs within 25%, reading 18% low on average), its 99th
-    percentile 13% (13 of 17), the mean latency 19% (14 of 17), the first token's mean 37%
-    (6 of 17) and its 99th percentile 28% (7 of 17). With every prompt at the mean length
-    (--prompts mean) 26% (8), 15% (14), 26% (8), 40% and 41%. Since the steady state's
-    prefill passes hold the prompts that arrive during a step and a pass, as the
+    |error| of 21% (12 of 17 runs within 25%, reading 20% low on average), its 99th
+    percentile 13% (13 of 17), the mean latency 21% (12 of 17), the first token's mean 39%
+    (6 of 17) and its 99th percentile 32% (7 of 17). With every prompt at the mean length
+    (--prompts mean) 28% (7), 16% (14), 28% (7), 42% and 46%. The engines' all-reduce
+    kernels (2026-12-07: a cheaper all-reduce and a shorter fitted step overhead) moved the
+    TPOT mean from 17% (14 of 17), the first token's 99th percentile from 28%. Since the
+    steady state's prefill passes hold the prompts that arrive during a step and a pass, as the
     simulation's do, its Offline figure (which sets the measured load) is lower and the
     simulated replicas run further from their capacity: the first token's 99th percentile
     45% -> 28% (two runs queue without end where four did), the TPOT's mean 8% -> 17%
@@ -106,17 +108,17 @@ def test_at_the_measured_load_the_step_reads_right(rows: list[LoadComparison],
     measured load and the queue grew without end."""
     s = summarize_load(rows)["measured"]
     assert s["tpot_mean_s"]["figures"] == 17
-    assert s["tpot_mean_s"]["median_abs_error"] <= 0.18
-    assert s["tpot_mean_s"]["within_25_percent"] >= 14
+    assert s["tpot_mean_s"]["median_abs_error"] <= 0.21
+    assert s["tpot_mean_s"]["within_25_percent"] >= 12
     assert s["tpot_p99_s"]["within_25_percent"] >= 12
-    assert s["latency_mean_s"]["median_abs_error"] <= 0.20
-    assert s["ttft_p99_s"]["median_abs_error"] <= 0.30
+    assert s["latency_mean_s"]["median_abs_error"] <= 0.21
+    assert s["ttft_p99_s"]["median_abs_error"] <= 0.33
     m = summarize_load(mean_rows)["measured"]
-    assert m["tpot_mean_s"]["median_abs_error"] <= 0.27
-    assert m["tpot_mean_s"]["within_25_percent"] >= 8
+    assert m["tpot_mean_s"]["median_abs_error"] <= 0.28
+    assert m["tpot_mean_s"]["within_25_percent"] >= 7
     assert m["tpot_p99_s"]["within_25_percent"] >= 14
-    assert m["latency_mean_s"]["median_abs_error"] <= 0.27
-    assert m["ttft_p99_s"]["median_abs_error"] <= 0.45
+    assert m["latency_mean_s"]["median_abs_error"] <= 0.28
+    assert m["ttft_p99_s"]["median_abs_error"] <= 0.47
     # the long prompts' passes slow the decode steps they share an iteration with
     assert s["tpot_mean_s"]["median_abs_error"] < m["tpot_mean_s"]["median_abs_error"]
 
@@ -124,18 +126,18 @@ def test_at_the_measured_load_the_step_reads_right(rows: list[LoadComparison],
 def test_at_the_scheduled_rate_a_few_percent_of_capacity_decide(
         rows: list[LoadComparison]) -> None:
     """As scheduled, the runs split by whether the model's capacity is above the rate: below
-    it the queue grows without end (a simulated first token 7.5-39 s late, 9 of 20 runs),
-    above it the first token comes in 0.12-0.24 s and the simulated batch is small: TPOT
-    reads 36-69% low on 9 of those 11 (-21% on one; Azure's GB200, near capacity, +32%).
-    Either way the TPOT reads worse than at the measured load (median |error| 41% against
-    17%). (With every prompt at the mean: 8.7-50 s, 0.11-0.21 s, 10 of 11 low.)"""
+    it the queue grows without end (a simulated first token 6.6-37 s late, 9 of 20 runs),
+    above it the first token comes in 0.11-0.23 s and the simulated batch is small: TPOT
+    reads 26-70% low on 10 of those 11 (Azure's GB200, near capacity, +20%). Either way the
+    TPOT reads worse than at the measured load (median |error| 46% against 21%). (With every
+    prompt at the mean: 6.2-36 s, 0.11-0.20 s, 10 of 11 low.)"""
     scheduled = [r for r in rows if r.load == "scheduled"]
     ttft = {r.id: r.predicted for r in scheduled if r.metric == "ttft_mean_s"}
     tpot = {r.id: r.error for r in scheduled if r.metric == "tpot_mean_s"}
     overloaded = {i for i, t in ttft.items() if t > 5.0}
     assert len(overloaded) == 9
     assert all(ttft[i] < 0.3 for i in set(ttft) - overloaded)
-    assert sum(tpot[i] < -0.25 for i in set(tpot) - overloaded) == 9  # 10 with the mean
+    assert sum(tpot[i] < -0.25 for i in set(tpot) - overloaded) == 10  # as with the mean
     s = summarize_load(rows)
     assert s["scheduled"]["tpot_mean_s"]["median_abs_error"] > \
         2 * s["measured"]["tpot_mean_s"]["median_abs_error"]

@@ -103,6 +103,7 @@ class InferenceSearch:
     moe_comm: str = "alltoall"  # expert dispatch with attention DP (InferenceConfig.moe_comm)
     moe_kernels: str = "trtllm"  # whose fused MoE kernels (InferenceConfig.moe_kernels)
     moe_gemm_kernel: str = "native"  # the experts' grouped GEMMs (InferenceConfig's)
+    all_reduce: str = "trtllm"  # whose tensor-parallel all-reduce (InferenceConfig.all_reduce)
     # expert-parallel options, applied to every split with EP > 1 (InferenceConfig's
     # moe_imbalance, redundant_experts, two_batch_overlap; with_expert_options)
     moe_imbalance: float = 1.0
@@ -404,7 +405,7 @@ def _unit_config(search: InferenceSearch, scheme: QuantScheme, experts: QuantFor
         window_kv_cache=search.window_kv_cache, mla_cache=search.mla_cache,
         decode_kv_reads=search.decode_kv_reads,
         moe_comm=search.moe_comm, moe_kernels=search.moe_kernels,
-        moe_gemm_kernel=search.moe_gemm_kernel,
+        moe_gemm_kernel=search.moe_gemm_kernel, all_reduce=search.all_reduce,
         fp8_context_attention=search.fp8_context_attention,
         fp8_scaling=_fp8_scaling(search, label),
         nvls=search.nvls, adp_balance=search.adp_balance,
@@ -606,6 +607,7 @@ def option_config(search: InferenceSearch, o: InferenceOption) -> InferenceConfi
         decode_kv_reads=search.decode_kv_reads,
         moe_comm=search.moe_comm,
         moe_kernels=search.moe_kernels, moe_gemm_kernel=search.moe_gemm_kernel,
+        all_reduce=search.all_reduce,
         fp8_context_attention=search.fp8_context_attention,
         fp8_scaling=_fp8_scaling(search, o.scheme),
         nvls=search.nvls, adp_balance=search.adp_balance, cached_prefix=search.cached_prefix,

@@ -224,7 +224,7 @@ def cmd_advise_infer(args: argparse.Namespace) -> int:
         window_kv_cache=args.window_kv_cache, decode_kv_reads=args.decode_kv_reads,
         mla_cache=args.mla_cache, moe_comm=args.moe_comm,
         moe_kernels=args.moe_kernels, moe_gemm_kernel=args.moe_gemm_kernel,
-        moe_imbalance=args.moe_imbalance,
+        all_reduce=args.all_reduce, moe_imbalance=args.moe_imbalance,
         redundant_experts=args.redundant_experts, two_batch_overlap=args.two_batch_overlap,
         fp8_context_attention=args.fp8_context_attention, nvls=not args.no_nvls,
         fp8_mla_decode=not args.no_fp8_mla_decode,

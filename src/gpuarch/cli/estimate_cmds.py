@@ -684,7 +684,7 @@ def cmd_infer(args: argparse.Namespace) -> int:
         mla_cache=args.mla_cache,
         fp8_mla_decode=not args.no_fp8_mla_decode, moe_comm=args.moe_comm,
         moe_kernels=args.moe_kernels, moe_gemm_kernel=args.moe_gemm_kernel,
-        moe_imbalance=args.moe_imbalance,
+        all_reduce=args.all_reduce, moe_imbalance=args.moe_imbalance,
         redundant_experts=args.redundant_experts, two_batch_overlap=args.two_batch_overlap,
         num_requests=args.num_requests, output_len_cv=output_len_cv,
         max_output_len=args.max_output_len,
@@ -818,9 +818,9 @@ def _compare_gpus(args: argparse.Namespace, names: list[str],
 
 
 def apply_engine_settings(args: argparse.Namespace, engine: str) -> None:
-    """Fill --executor and --moe-kernels, where not given, with what ``engine`` runs
-    (``estimate.inference_config.engine_settings``: vLLM's or SGLang's own MoE kernels,
-    LMDeploy's C++ executor, else the defaults)."""
+    """Fill --executor, --moe-kernels and --all-reduce, where not given, with what ``engine``
+    runs (``estimate.inference_config.engine_settings``: vLLM's or SGLang's own MoE and
+    all-reduce kernels, LMDeploy's C++ executor, else the defaults)."""
     from gpuarch.estimate.inference_config import engine_settings
 
     _fill_unset(args, engine_settings(engine))

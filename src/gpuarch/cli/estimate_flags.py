@@ -142,6 +142,13 @@ def engine_flags(p: argparse.ArgumentParser) -> None:
                         "long requests stay in flight longer, so the batch holds more "
                         "context than --output-len suggests; in-flight batching only; "
                         "default 0: every request generates --output-len tokens")
+    p.add_argument("--all-reduce", metavar="trtllm|vllm|sglang|nccl",
+                   help="whose kernels run the tensor-parallel all-reduce inside one NVLink "
+                        "node: an engine's own one-shot kernel (2.5-7.5 us for a small "
+                        "buffer, by engine and GPU generation, as NVIDIA's aiconfigurator "
+                        "measured them; NCCL for large buffers) or nccl alone (vLLM's and "
+                        "SGLang's --disable-custom-all-reduce); default: the named engine's, "
+                        "--engine or --launch vllm|sglang, else trtllm")
     p.add_argument("--no-nvls", action="store_true",
                    help="tensor-parallel all-reduces as rings and trees only (NCCL with "
                         "NCCL_NVLS_ENABLE=0); by default an all-reduce inside an NVSwitch "

@@ -227,6 +227,18 @@ def cmd_validate_collectives(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_validate_engine_all_reduce(args: argparse.Namespace) -> int:
+    from gpuarch.report.validation_text import render_engine_all_reduce
+    from gpuarch.validation.engine_all_reduce import SOURCE, band_errors, compare, summarize
+
+    rows = compare(load_catalog())
+    summary, overall = summarize(rows), band_errors(rows)
+    doc = {"source": SOURCE, "all_reduces": len(rows), "mean_abs_log_ratio_by_band": overall,
+           "groups": summary}
+    print(to_json(doc) if args.json else render_engine_all_reduce(summary, overall))
+    return 0
+
+
 def cmd_validate_power(args: argparse.Namespace) -> int:
     from gpuarch.report.validation_text import render_power_validation
     from gpuarch.validation.measured import runs_matching, select_runs
@@ -398,6 +410,10 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
              "NCCL's all-gather, reduce-scatter, all-reduce and all-to-all over 2-8 GPUs of "
              "A100, H100, H200, B200, B300, GB200 and GB300 as NVIDIA's aiconfigurator "
              "measured them, against the collectives model"),
+            ("engine-all-reduce", cmd_validate_engine_all_reduce,
+             "TensorRT-LLM's, vLLM's and SGLang's tensor-parallel all-reduce kernels over 2-8 "
+             "GPUs of A100, H100, H200, B200, B300, GB200 and GB300 as NVIDIA's "
+             "aiconfigurator measured them, against the serving model's one-shot kernel"),
             ("moe-dispatch", cmd_validate_moe_dispatch,
              "serving engines' MoE dispatch and combine kernels (TensorRT-LLM's NVLink "
              "all-to-all over EP 2-64 of GB200, DeepEP on H100 and over InfiniBand at EP "

@@ -665,8 +665,7 @@ def _serving_assumptions(catalog: Catalog, shape: TransformerShape, product: Pro
         "deepgemm_experts": True if runner.deepgemm else None,
         "moe_block_floor_s": runner.moe_floor if shape.is_moe else None,
         "moe_imbalance": cfg.moe_imbalance if shape.is_moe and cfg.ep > 1 else None,
-        "tp_all_reduce": ("NVLink SHARP where faster" if runner.tp_group.intra.nvls_efficiency
-                          and cfg.nvls else "ring or tree") if cfg.tp > 1 else None,
+        "tp_all_reduce": _tp_all_reduce_note(runner, cfg),
         "attention_dp_prefill": (f"waits for the busiest rank: per-rank work x"
                                  f"{runner.prefill_skew:.2f}")
         if runner.prefill_skew != 1.0 else None,
@@ -703,6 +702,21 @@ def _serving_assumptions(catalog: Catalog, shape: TransformerShape, product: Pro
         "requests_in_flight": requested,
         "queueing_s": float(core.queue),
     }
+
+
+def _tp_all_reduce_note(runner: Any, cfg: InferenceConfig) -> str | None:
+    """How the tensor-parallel all-reduces ran (None at TP 1): NCCL's algorithms (NVLink SHARP
+    where the switch has it and it is faster), and inside one measured NVLink domain the
+    engine's one-shot kernel where that is faster (``InferenceConfig.all_reduce``)."""
+    if cfg.tp <= 1:
+        return None
+    nccl = "NVLink SHARP where faster" if runner.tp_group.intra.nvls_efficiency and cfg.nvls \
+        else "ring or tree"
+    if not runner.engine_all_reduce:
+        return nccl
+    if cfg.all_reduce == "nccl" or not runner.one_shot_all_reduce:
+        return f"NCCL: {nccl}"
+    return f"{MOE_KERNEL_ENGINES[cfg.all_reduce]}'s one-shot kernel, or NCCL ({nccl}) where faster"
 
 
 def serving_cost(product: Product, cfg: InferenceConfig, output_tokens_per_s: float,

@@ -211,22 +211,32 @@ the same for the three. "sglang-deepep" is SGLang's wide-EP path (its DeepEP all
 block-scaled FP8 experts there run at ``Efficiency.moe_gemm_deepgemm``."""
 
 
+ALL_REDUCE_KERNELS = ("trtllm", "vllm", "sglang", "nccl")
+"""Whose kernels run a serving engine's tensor-parallel all-reduce inside one NVLink domain
+(``perf.collectives.engine_all_reduce_time``): TensorRT-LLM's, vLLM's or SGLang's own
+one-shot kernels (each engine's default), or NCCL alone (vLLM's and SGLang's
+--disable-custom-all-reduce, TensorRT-LLM's allreduce_strategy NCCL)."""
+
+
 ENGINE_SETTINGS: dict[str, dict[str, str]] = {
-    "vllm": {"moe_kernels": "vllm", "mla_cache": "flashmla"},
-    "sglang": {"moe_kernels": "sglang", "mla_cache": "flashmla"},
-    "lmdeploy": {"executor": "cpp"},
+    "vllm": {"moe_kernels": "vllm", "mla_cache": "flashmla", "all_reduce": "vllm"},
+    "sglang": {"moe_kernels": "sglang", "mla_cache": "flashmla", "all_reduce": "sglang"},
+    "lmdeploy": {"executor": "cpp", "all_reduce": "nccl"},
 }
 """What naming the serving engine (``--engine``, or ``--launch``'s) sets where its own flag
 is not given: vLLM's and SGLang's own fused MoE kernels (``MOE_KERNELS``: their measured
-layers, ``gpuarch validate moe-kernels --moe-kernels vllm|sglang``) and FlashMLA's FP8
+layers, ``gpuarch validate moe-kernels --moe-kernels vllm|sglang``) and all-reduce kernels
+(``ALL_REDUCE_KERNELS``: ``gpuarch validate engine-all-reduce``), FlashMLA's FP8
 layout of a sparse-attention latent (``MLA_CACHES``), LMDeploy's TurboMind, a C++ executor
-(``EXECUTORS``). TensorRT-LLM and NIM (TensorRT-LLM's engines) keep the
-defaults, ``ENGINE_DEFAULTS``."""
+(``EXECUTORS``) whose all-reduce is NCCL's: TurboMind's custom all-reduce, FasterTransformer's,
+is off unless enabled and takes 8 ranks only, "Using NCCL as Comm." otherwise
+(InternLM/lmdeploy src/turbomind/utils/custom_ar_comm.cc). TensorRT-LLM and NIM (TensorRT-LLM's
+engines) keep the defaults, ``ENGINE_DEFAULTS``."""
 
 ENGINE_DEFAULTS: dict[str, str] = {"executor": "python", "moe_kernels": "trtllm",
-                                   "mla_cache": "tensor"}
+                                   "mla_cache": "tensor", "all_reduce": "trtllm"}
 """The engine settings of an estimate that names no engine: TensorRT-LLM's fused MoE kernels,
-its PyTorch backend's Python executor and its one-scale FP8 latent."""
+all-reduce kernels, its PyTorch backend's Python executor and its one-scale FP8 latent."""
 
 
 def engine_settings(engine: str) -> dict[str, str]:
@@ -339,6 +349,9 @@ class InferenceConfig:
     moe_comm: str = "alltoall"
     # whose fused MoE kernels set the block's fixed time per expert layer: see MOE_KERNELS
     moe_kernels: str = "trtllm"
+    # whose kernels run the tensor-parallel all-reduce inside one NVLink domain: an engine's
+    # own one-shot kernels or NCCL alone (perf.collectives.ALL_REDUCE_KERNELS)
+    all_reduce: str = "trtllm"
     # the routed experts' grouped GEMMs: the generation's own kernels or Ampere-style ones,
     # see MOE_GEMM_KERNELS
     moe_gemm_kernel: str = "native"
@@ -663,6 +676,7 @@ ENGINE_CHOICES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("--decode-kv-reads", "decode_kv_reads", DECODE_KV_READS),
     ("--moe-comm", "moe_comm", MOE_COMMS),
     ("--moe-kernels", "moe_kernels", MOE_KERNELS),
+    ("--all-reduce", "all_reduce", ALL_REDUCE_KERNELS),
     ("--moe-gemm-kernel", "moe_gemm_kernel", MOE_GEMM_KERNELS),
     ("--fp8-scaling", "fp8_scaling", FP8_SCALINGS),
     ("--ssm-state-precision", "ssm_state_precision", tuple(SSM_STATE_BYTES)),

@@ -52,9 +52,12 @@ from gpuarch.perf.collectives import (
     Num,
     collective_time,
     dispatch_time,
+    engine_all_reduce_applies,
+    engine_all_reduce_time,
     exchange_latencies,
     link_for,
     nvls_for,
+    one_shot_all_reduce,
 )
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
 from gpuarch.perf.num import any_of, ceil, maximum, minimum, where
@@ -398,6 +401,12 @@ class ReplicaRunner:
                 intra, nvls_efficiency=nvls_for(product, catalog.system_for(product)))
         per_node = min(cfg.tp, cfg.gpus_per_node)
         self.tp_group = Group(cfg.tp, per_node, intra, inter)
+        self.architecture = product.architecture
+        self.engine_all_reduce = engine_all_reduce_applies(
+            self.tp_group, product.architecture, system or catalog.system_for(product))
+        # the engines' one-shot kernels join one host's GPUs, at most 8
+        self.one_shot_all_reduce = cfg.tp <= one_shot_all_reduce().ranks(product.key,
+                                                                          cfg.gpus_per_node)
         self.ep_group = Group(cfg.ep, min(cfg.ep, cfg.gpus_per_node), intra, inter)
         # an all-to-all's fixed times (dispatch, combine): the one-shot kernels', but
         # TensorRT-LLM's DeepEP path where it has no multi-node NVLink (an 8-GPU board)
@@ -775,11 +784,9 @@ class ReplicaRunner:
         if t > 1:
             # one all-reduce per block, or one a layer with parallel attention (one a hybrid
             # model's block)
-            tp_comm = (1 if block else s.tp_reductions) * collective_time(
-                Collective.ALL_REDUCE, hidden_bytes, self.tp_group, self.eff, nvls=cfg.nvls)
+            tp_comm = (1 if block else s.tp_reductions) * self.tp_all_reduce(hidden_bytes)
             if reduced is not None:
-                tp_comm = tp_comm + collective_time(Collective.ALL_REDUCE, reduced,
-                                                    self.tp_group, self.eff, nvls=cfg.nvls)
+                tp_comm = tp_comm + self.tp_all_reduce(reduced)
         if moe and cfg.exchanges_tokens and cfg.moe_comm == "allgather":
             # every GPU of the group gathers all its ranks' tokens (quantized as the GEMMs
             # take them), and the 16-bit partial outputs are reduce-scattered back
@@ -815,6 +822,18 @@ class ReplicaRunner:
         self._add("expert_parallel", ep_comm)
         self._add("overhead", fixed)
         return phase + PhaseSeconds(communication=tp_comm + ep_comm) + PhaseSeconds(overhead=fixed)
+
+    def tp_all_reduce(self, size_bytes: Num) -> Num:
+        """Seconds for one all-reduce of ``size_bytes`` over the tensor-parallel group: the
+        engine's own kernels or NCCL (``InferenceConfig.all_reduce``) where those were
+        measured (inside one NVLink domain of Ampere, Hopper or Blackwell GPUs), else the
+        serving ring model."""
+        cfg = self.cfg
+        if self.engine_all_reduce:
+            return engine_all_reduce_time(size_bytes, self.tp_group, self.eff, cfg.all_reduce,
+                                          self.architecture, cfg.nvls, self.one_shot_all_reduce)
+        return collective_time(Collective.ALL_REDUCE, size_bytes, self.tp_group, self.eff,
+                               nvls=cfg.nvls)
 
     @property
     def prefill_skew(self) -> float:

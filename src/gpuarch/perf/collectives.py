@@ -6,9 +6,12 @@ Bandwidth-term conventions follow NCCL's bus-bandwidth model (nccl-tests PERFORM
 an n-rank ring all-reduce moves 2(n-1)/n of the buffer through each rank's link, reduce-
 scatter and all-gather (n-1)/n, all-to-all (n-1)/n. Each ring step adds a latency term:
 either one fitted per-step latency (``Efficiency.collective_latency_s``, what serving
-engines' all-reduces are fitted with) or NCCL's own model (``NCCL_PROTOCOLS``, from
-``data/nccl.toml``): a base latency per collective, a per-hop latency by fabric, and the
-fastest of its LL, LL128 and Simple protocols, which trade bandwidth for latency.
+engines' collectives outside one NVLink domain are fitted with) or NCCL's own model
+(``NCCL_PROTOCOLS``, from ``data/nccl.toml``): a base latency per collective, a per-hop
+latency by fabric, and the fastest of its LL, LL128 and Simple protocols, which trade
+bandwidth for latency. A serving engine's tensor-parallel all-reduce inside one NVLink domain
+runs the engine's own one-shot kernel where that is faster than NCCL
+(``engine_all_reduce_time``, ``data/engine_all_reduce.toml``).
 """
 
 from __future__ import annotations
@@ -30,9 +33,11 @@ from gpuarch.perf.efficiency import Efficiency
 from gpuarch.perf.num import any_of, maximum, minimum, to_float, where
 from gpuarch.units import Unit, to_si
 
-__all__ = ["Collective", "Fabric", "Group", "Link", "Num", "Protocol", "collective_time",
-           "dispatch_time", "exchange_latencies", "link_for", "nccl_protocols",
-           "nvlink_latency_scale", "remote_nodes_per_token", "scalar"]
+__all__ = ["Collective", "Fabric", "Group", "Link", "Num",
+           "OneShotAllReduce", "Protocol", "collective_time", "dispatch_time",
+           "engine_all_reduce_applies", "engine_all_reduce_time", "exchange_latencies",
+           "link_for", "nccl_protocols", "nvlink_latency_scale", "one_shot_all_reduce",
+           "remote_nodes_per_token", "scalar"]
 
 Num = Any
 """A float, or a NumPy array of floats: the formulas here serve one estimate and, over
@@ -253,6 +258,78 @@ def nvls_for(product: Product, system: System | None) -> float:
     if system is None or system.intra_node_fabric != "nvswitch":
         return 0.0
     return nvls_params().efficiency.get(product.architecture.lower(), 0.0)
+
+
+ENGINE_ALL_REDUCE_FILE = Path(__file__).with_name("data") / "engine_all_reduce.toml"
+
+@dataclass(frozen=True)
+class OneShotAllReduce:
+    """The serving engines' one-shot all-reduce kernels (``data/engine_all_reduce.toml``,
+    which cites the measurements they are fitted on)."""
+
+    latency_s: dict[str, dict[str, float]]  # by architecture (lower case), by engine
+    bus: float  # the share of the per-direction NVLink rate a GPU reads its peers at
+    max_ranks: int  # the most GPUs one kernel joins
+    host_gpus: dict[str, int]  # GPUs of one host by product key, where a node spans hosts
+
+    def ranks(self, product_key: str, gpus_per_node: int) -> int:
+        """The most GPUs of a group the kernels join on ``product_key``'s GPUs, nodes of
+        ``gpus_per_node``: one host's, at most ``max_ranks``."""
+        return min(self.max_ranks, self.host_gpus.get(product_key, gpus_per_node))
+
+
+@cache
+def one_shot_all_reduce(path: Path = ENGINE_ALL_REDUCE_FILE) -> OneShotAllReduce:
+    """The one-shot kernels' fitted terms."""
+    with path.open("rb") as fh:
+        raw = tomllib.load(fh)["one_shot"]
+    return OneShotAllReduce(
+        {arch: {engine: to_si(v, Unit.US) for engine, v in by_engine.items()}
+         for arch, by_engine in raw["latency_us"].items()}, float(raw["bus"]),
+        int(raw["max_ranks"]), {k: int(v) for k, v in raw["host_gpus"].items()})
+
+
+def engine_all_reduce_applies(group: Group, architecture: str, system: System | None) -> bool:
+    """True where a serving engine's own all-reduce kernels were measured for a group: all
+    of it inside one node of ``system`` whose NVLink joins every pair of GPUs (an NVSwitch,
+    or a full mesh of equal links like an HGX H100 4-GPU board), GPUs of an architecture
+    ``one_shot_all_reduce`` lists. Elsewhere (over PCIe, PCIe cards joined in pairs by
+    NVLink bridges, no system known, across nodes, Volta) the ring model stands."""
+    every_pair = system is not None and (
+        system.intra_node_fabric == "nvswitch"
+        or (system.intra_node_fabric == "nvlink-mesh" and bool(system.nvlink_links_per_peer)))
+    return (every_pair and group.intra.fabric is Fabric.NVLINK
+            and not isinstance(group.size, np.ndarray) and group.size <= group.per_node
+            and architecture.lower() in one_shot_all_reduce().latency_s)
+
+
+def engine_all_reduce_time(size_bytes: Num, group: Group, eff: Efficiency, kernels: str,
+                           architecture: str, nvls: bool = True, one_shot: bool = True,
+                           terms: OneShotAllReduce | None = None) -> Num:
+    """Seconds for one tensor-parallel all-reduce of ``size_bytes`` by a serving engine over
+    ``group`` (inside one NVLink domain, ``engine_all_reduce_applies``): the faster of the
+    engine's one-shot kernel (``kernels``, one of ``estimate.inference_config.
+    ALL_REDUCE_KERNELS``; every GPU reads
+    its n - 1 peers' buffers over its links at ``OneShotAllReduce.bus`` of the rate, after
+    the kernel's fitted latency for the architecture) and NCCL as its own latency model
+    prices it (``collective_time`` with NCCL's protocols, NVLink SHARP where ``nvls`` and
+    the switch allow), as the engines hand large buffers to NCCL; ``kernels`` "nccl", or
+    ``one_shot`` false (a group the kernels cannot join, ``OneShotAllReduce.ranks``): NCCL
+    alone. Plus ``Efficiency.all_reduce_wait_s``, what a serving step's all-reduce takes
+    beyond the kernel measured alone. ``terms``: the kernels' fitted terms, if not
+    ``one_shot_all_reduce()``'s (a fit's trial)."""
+    n = to_float(group.size)
+    size = to_float(size_bytes)
+    t = collective_time(Collective.ALL_REDUCE, size, group, eff, nccl_protocols(), nvls=nvls)
+    if kernels != "nccl" and one_shot:
+        terms = terms or one_shot_all_reduce()
+        latency = terms.latency_s[architecture.lower()][kernels]
+        link = group.intra
+        t = minimum(t, latency + (n - 1) * size / (link.bandwidth * link.reach(n) * terms.bus))
+    t = t + eff.all_reduce_wait_s
+    if isinstance(size, np.ndarray):
+        return scalar(np.where((n <= 1) | (size <= 0), 0.0, t))
+    return 0.0 if n <= 1 or size <= 0 else float(t)
 
 
 def nvls_all_reduce(transfer: Num, group: Group, nvls: bool) -> Num | None:

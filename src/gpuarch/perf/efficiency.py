@@ -486,12 +486,24 @@ class Efficiency:
     """The same over InfiniBand/RoCE between nodes, per GPU NIC. Assumed."""
 
     collective_latency_s: float = 10e-6
-    """Latency per ring step of a serving engine's collectives (tensor-parallel all-reduce
-    in decode and prefill, the all-gather and reduce-scatter of ``--moe-comm allgather``,
-    pipeline sends; the one-shot MoE all-to-all has its own, ``moe_dispatch_latency_s``).
+    """Latency per ring step of a serving engine's collectives where its own kernels were not
+    measured (a tensor-parallel all-reduce over PCIe, across nodes or on Volta; the
+    all-gather and reduce-scatter of ``--moe-comm allgather``, pipeline sends; the one-shot
+    MoE all-to-all has its own, ``moe_dispatch_latency_s``, and an all-reduce inside one
+    NVLink domain the engines' one-shot kernels, ``perf.collectives.engine_all_reduce_time``).
     Assumed, and confirmed by the inference fit (which, freed, settled at 8 us). Training
     collectives use NCCL's own latency model instead (perf/data/nccl.toml), whose per-step
     latencies are smaller."""
+
+    all_reduce_wait_s: float = 5.0e-6
+    """What one tensor-parallel all-reduce of a serving step takes beyond the engine's kernel
+    timed alone (``perf.collectives.engine_all_reduce_time``; the kernels' own latencies,
+    2.5-7.5 us for small buffers, are fitted on NVIDIA aiconfigurator's measurements, perf/
+    data/engine_all_reduce.toml): in an engine every GPU waits at the kernel's barrier for
+    the slowest of its group, whose work before it (GEMMs, attention over contexts of
+    different lengths) finishes at different times. Fitted on the serving measurements
+    with the per-step and per-prefill overheads (``python scripts/fit_inference_efficiency.py
+    --only decode_step_overhead_s,prefill_overhead_s,all_reduce_wait_s``: 5.04 us)."""
 
     moe_dispatch_latency_s: float = 11.0e-6
     """Fixed time of one MoE dispatch or combine by a serving engine's one-shot all-to-all
@@ -678,9 +690,10 @@ class Efficiency:
     imbalance of real routing with no system-level balancing at 1.30-4.01 across the MoE
     models it trained and served on rack-scale nodes. Charged in training only."""
 
-    decode_step_overhead_s: float = 1.58e-3
+    decode_step_overhead_s: float = 1.51e-3
     """Fixed time per decode step (scheduler, sampling, launch of the step's graph), for
-    the whole model. Fitted on inference measurements."""
+    the whole model. Fitted on inference measurements (1.58 ms until the engines' own
+    all-reduce kernels were modelled, 2026-12-07)."""
 
     host_time_per_request_expert_layer_s: float = 0.816e-6
     """Host time of a Python executor loop per request in flight, per expert layer the
@@ -744,9 +757,10 @@ class Efficiency:
     throughput (same table, "ADP Balance (Full Strategy)" row). Used with ``--adp-balance``
     and for a disaggregated prefill pool, whose ranks all run context passes."""
 
-    prefill_overhead_s: float = 2.6e-3
+    prefill_overhead_s: float = 1.99e-3
     """Fixed time per prefill (scheduling and launch; tokenisation outside the engine is
-    not included). Fitted on inference measurements."""
+    not included). Fitted on inference measurements (2.6 ms until the engines' own
+    all-reduce kernels were modelled, 2026-12-07)."""
 
     mixed_input_4bit_weights_s: float = 2.905e12
     """Most 4-bit weights a second that a mixed-input GEMM (one whose kernel converts its weights:

@@ -650,6 +650,17 @@ def serving_launch(engine: str, shape: Any, cfg: Any, model: str, batch: int,
     elif cfg.two_batch_overlap:
         notes.append(f"two-batch overlap: the estimate assumed it; {info['name']} is not "
                      "started with it here (SGLang's --enable-two-batch-overlap)")
+    if cfg.tp > 1 and cfg.all_reduce == "nccl":
+        # the tensor-parallel all-reduce the estimate priced: NCCL's alone
+        if engine == "trtllm":
+            options.append("allreduce_strategy: NCCL")
+        else:
+            add("disable_custom_all_reduce")
+    elif cfg.tp > 1 and cfg.all_reduce != engine:
+        from gpuarch.estimate.inference_config import MOE_KERNEL_ENGINES
+
+        notes.append(f"all-reduce: the estimate priced {MOE_KERNEL_ENGINES[cfg.all_reduce]}'s "
+                     f"one-shot kernels; {info['name']} runs its own")
     if engine == "sglang" and cfg.redundant_experts:
         add("redundant_experts", cfg.redundant_experts)
         notes.append("redundant experts are placed by EPLB: give it an expert distribution "

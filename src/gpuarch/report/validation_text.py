@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 __all__ = [
     "render_attention_kernels",
     "render_collectives",
+    "render_engine_all_reduce",
     "render_gdn_kernels",
     "render_gemm_kernels",
     "render_gemm_ridge",
@@ -343,6 +344,27 @@ def render_collectives(summary: Sequence[Mapping[str, Any]], overall: Mapping[st
         "the model prices the collective faster than NCCL ran it",
         "Source and what the comparison says: docs/performance-model.md, 'NCCL's measured "
         "collectives'.")
+
+
+def render_engine_all_reduce(summary: Sequence[Mapping[str, Any]],
+                             overall: Mapping[str, float]) -> str:
+    """The serving engines' measured all-reduce kernels beside the model's, by GPU, engine and
+    GPU count, in three size bands (``validation.engine_all_reduce.summarize``), and the
+    mean |ln ratio| of each band over every GPU (``overall``)."""
+    from gpuarch.validation.collectives import BANDS
+
+    lead = [[d["device"], d["engine"], str(d["gpus"])] for d in summary]
+    return _measured_report(
+        "Serving engines' all-reduce kernels inside one NVLink domain (NVIDIA "
+        "aiconfigurator's measurements, under CUDA graphs) beside the model's one-shot "
+        "kernel or NCCL, the faster",
+        _banded_table(["GPU", "Engine", "GPUs"], lead, summary,
+                      [(name, f"n {label}") for name, _, _, label in BANDS], "sizes"),
+        "mean |ln(model/measured)| over every GPU: " + ", ".join(
+            f"{band} {overall[band]:.3f}" for band in (*(b[0] for b in BANDS), "all")),
+        "the model prices the all-reduce faster than the engine ran it",
+        "Source and what the comparison says: docs/performance-model.md, 'The engines' "
+        "all-reduce kernels'.")
 
 
 def render_moe_dispatch(summary: Sequence[Mapping[str, Any]], overall: Mapping[str, float]

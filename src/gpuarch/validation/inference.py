@@ -34,6 +34,7 @@ from gpuarch.estimate.inference_config import (
     WINDOW_KV_CACHES,
     Batching,
     InferenceConfig,
+    engine_settings,
 )
 from gpuarch.estimate.inference_memory import memory_per_gpu
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY, Efficiency
@@ -100,7 +101,7 @@ def _phase_rates(doc: dict[str, Any], cfg: InferenceConfig) -> dict[str, float]:
 ENGINE_KEYS = ("cuda_graph_batch_sizes", "cuda_graph_max_context", "executor",
                "scheduler_policy", "schedule", "window_kv_cache", "mla_cache",
                "decode_kv_reads",
-               "moe_comm", "moe_kernels", "moe_gemm_kernel",
+               "moe_comm", "moe_kernels", "moe_gemm_kernel", "all_reduce",
                "kv_cache_fraction", "max_batch_size", "max_num_tokens",
                "fp8_context_attention", "fp8_mla_decode", "num_requests", "limits",
                "ssm_state_precision")
@@ -215,6 +216,9 @@ def point_config(point: TrainingPoint, gpus_per_node: int, product: Product | No
         moe_comm=str(point.get("moe_comm", MOE_COMMS[0])),
         moe_kernels=str(point.get("moe_kernels", MOE_KERNELS[0])),
         moe_gemm_kernel=str(point.get("moe_gemm_kernel", MOE_GEMM_KERNELS[0])),
+        # the engine's own all-reduce kernels, unless the point names others
+        all_reduce=str(point.get("all_reduce", engine_settings(
+            engine_family(str(point.get("framework") or "")))["all_reduce"])),
         redundant_experts=int(point.get("redundant_experts") or 0),
         two_batch_overlap=bool(point.get("two_batch_overlap", False)),
         moe_imbalance=float(point.get("moe_imbalance") or 1.0),

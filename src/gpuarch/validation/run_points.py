@@ -42,6 +42,7 @@ _SERVING_FIELDS = (
     "gpus", "tp", "pp", "ep", "max_num_tokens", "kv_cache_fraction", "max_batch_size",
     "speculative_tokens", "acceptance_length", "executor", "window_kv_cache", "mla_cache",
     "scheduler_policy", "decode_kv_reads", "moe_comm", "moe_kernels", "moe_gemm_kernel",
+    "all_reduce",
     "moe_imbalance", "redundant_experts", "two_batch_overlap", "fp8_context_attention",
     "fp8_scaling", "ssm_state_precision", "fp8_mla_decode", "adp_balance", "num_requests",
     "output_len_cv", "max_output_len", "cuda_graph_batch_sizes", "cuda_graph_max_context",

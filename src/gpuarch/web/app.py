@@ -52,6 +52,7 @@ API_COMMANDS: dict[str, list[str]] = {
     "validate/attention-kernels": ["validate", "attention-kernels"],
     "validate/gdn-kernels": ["validate", "gdn-kernels"],
     "validate/collectives": ["validate", "collectives"],
+    "validate/engine-all-reduce": ["validate", "engine-all-reduce"],
     "validate/power": ["validate", "power"],
 }
 """API path -> the gpuarch command it runs."""
@@ -182,6 +183,7 @@ nav a{{margin-right:1rem}} .err{{color:#a00}}</style></head><body><nav><a href="
 <a href="/validate/attention-kernels">attention kernels</a>
 <a href="/validate/gdn-kernels">Gated DeltaNet kernels</a>
 <a href="/validate/collectives">collectives</a>
+<a href="/validate/engine-all-reduce">engine all-reduce</a>
 <a href="/validate/power">power</a></nav>
 <h1>{title}</h1>{body}</body></html>"""
 
@@ -210,6 +212,7 @@ _FORMS: dict[str, tuple[str, list[tuple[str, str]]]] = {
         ("executor", ""), ("window_kv_cache", "ring"), ("mla_cache", ""),
         ("decode_kv_reads", "shared"),
         ("moe_comm", "alltoall"), ("moe_kernels", ""), ("moe_gemm_kernel", "native"),
+        ("all_reduce", ""),
         ("num_requests", ""),
         ("cached_prefix", ""),
         ("prefill_gpus", ""), ("prefill_tp", ""),
@@ -257,6 +260,8 @@ _FORMS: dict[str, tuple[str, list[tuple[str, str]]]] = {
     "validate/gdn-kernels": ("flash-linear-attention's measured Gated DeltaNet prefill "
                              "beside the model's forward scan", []),
     "validate/collectives": ("NCCL's measured collectives beside the collectives model", []),
+    "validate/engine-all-reduce": ("The serving engines' measured all-reduce kernels beside "
+                                   "the serving model's", []),
     "validate/power": ("Node power metered during MLPerf Training runs beside the power model",
                        [("match", "")]),
 }
