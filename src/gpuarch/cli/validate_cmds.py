@@ -215,28 +215,31 @@ def cmd_validate_gdn_kernels(args: argparse.Namespace) -> int:
                                    rows, summarize(rows), render_gdn_kernels)
 
 
+def _print_banded(args: argparse.Namespace, module: Any, count: str,
+                  render: Callable[[Any, Any], str]) -> int:
+    """A measured-collective check by size band (``validation.collectives`` or
+    ``validation.engine_all_reduce``: ``compare``, ``summarize``, ``band_errors``,
+    ``SOURCE``), as JSON (the rows counted under ``count``) or ``render``'s text."""
+    rows = module.compare(load_catalog())
+    summary, overall = module.summarize(rows), module.band_errors(rows)
+    doc = {"source": module.SOURCE, count: len(rows), "mean_abs_log_ratio_by_band": overall,
+           "groups": summary}
+    print(to_json(doc) if args.json else render(summary, overall))
+    return 0
+
+
 def cmd_validate_collectives(args: argparse.Namespace) -> int:
     from gpuarch.report.validation_text import render_collectives
-    from gpuarch.validation.collectives import SOURCE, band_errors, compare, summarize
+    from gpuarch.validation import collectives
 
-    rows = compare(load_catalog())
-    summary, overall = summarize(rows), band_errors(rows)
-    doc = {"source": SOURCE, "collectives": len(rows), "mean_abs_log_ratio_by_band": overall,
-           "groups": summary}
-    print(to_json(doc) if args.json else render_collectives(summary, overall))
-    return 0
+    return _print_banded(args, collectives, "collectives", render_collectives)
 
 
 def cmd_validate_engine_all_reduce(args: argparse.Namespace) -> int:
     from gpuarch.report.validation_text import render_engine_all_reduce
-    from gpuarch.validation.engine_all_reduce import SOURCE, band_errors, compare, summarize
+    from gpuarch.validation import engine_all_reduce
 
-    rows = compare(load_catalog())
-    summary, overall = summarize(rows), band_errors(rows)
-    doc = {"source": SOURCE, "all_reduces": len(rows), "mean_abs_log_ratio_by_band": overall,
-           "groups": summary}
-    print(to_json(doc) if args.json else render_engine_all_reduce(summary, overall))
-    return 0
+    return _print_banded(args, engine_all_reduce, "all_reduces", render_engine_all_reduce)
 
 
 def cmd_validate_power(args: argparse.Namespace) -> int:

@@ -33,11 +33,10 @@ from gpuarch.perf.efficiency import Efficiency
 from gpuarch.perf.num import any_of, maximum, minimum, to_float, where
 from gpuarch.units import Unit, to_si
 
-__all__ = ["Collective", "Fabric", "Group", "Link", "Num",
-           "OneShotAllReduce", "Protocol", "collective_time", "dispatch_time",
-           "engine_all_reduce_applies", "engine_all_reduce_time", "exchange_latencies",
-           "link_for", "nccl_protocols", "nvlink_latency_scale", "one_shot_all_reduce",
-           "remote_nodes_per_token", "scalar"]
+__all__ = ["Collective", "Fabric", "Group", "Link", "Num", "OneShotAllReduce", "Protocol",
+           "collective_time", "dispatch_time", "engine_all_reduce_applies",
+           "engine_all_reduce_time", "exchange_latencies", "link_for", "nccl_protocols",
+           "nvlink_latency_scale", "one_shot_all_reduce", "remote_nodes_per_token", "scalar"]
 
 Num = Any
 """A float, or a NumPy array of floats: the formulas here serve one estimate and, over
@@ -262,6 +261,7 @@ def nvls_for(product: Product, system: System | None) -> float:
 
 ENGINE_ALL_REDUCE_FILE = Path(__file__).with_name("data") / "engine_all_reduce.toml"
 
+
 @dataclass(frozen=True)
 class OneShotAllReduce:
     """The serving engines' one-shot all-reduce kernels (``data/engine_all_reduce.toml``,
@@ -309,9 +309,9 @@ def engine_all_reduce_time(size_bytes: Num, group: Group, eff: Efficiency, kerne
     """Seconds for one tensor-parallel all-reduce of ``size_bytes`` by a serving engine over
     ``group`` (inside one NVLink domain, ``engine_all_reduce_applies``): the faster of the
     engine's one-shot kernel (``kernels``, one of ``estimate.inference_config.
-    ALL_REDUCE_KERNELS``; every GPU reads
-    its n - 1 peers' buffers over its links at ``OneShotAllReduce.bus`` of the rate, after
-    the kernel's fitted latency for the architecture) and NCCL as its own latency model
+    ALL_REDUCE_KERNELS``; every GPU reads its n - 1 peers' buffers over its links at
+    ``OneShotAllReduce.bus`` of the rate, after the kernel's fitted latency for the
+    architecture) and NCCL as its own latency model
     prices it (``collective_time`` with NCCL's protocols, NVLink SHARP where ``nvls`` and
     the switch allow), as the engines hand large buffers to NCCL; ``kernels`` "nccl", or
     ``one_shot`` false (a group the kernels cannot join, ``OneShotAllReduce.ranks``): NCCL
