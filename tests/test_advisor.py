@@ -707,10 +707,10 @@ def test_inference_search_engine_properties() -> None:
                                                                                "vllm")
     from gpuarch.report.advise_text import render_inference_advice
     assert "MoE kernels: TensorRT-LLM's, 26.6 us fixed per expert layer and pass, 45.0 us on " \
-        "Blackwell; --moe-kernels vllm|sglang|sglang-deepep for theirs" \
+        "Blackwell; --moe-kernels vllm|sglang|sglang-deepep|trtllm-gen for theirs" \
         in render_inference_advice(ring)
     assert "MoE kernels: vLLM's, 26.6 us fixed per expert layer and pass; --moe-kernels " \
-        "trtllm|sglang|sglang-deepep for theirs" in render_inference_advice(full)
+        "trtllm|sglang|sglang-deepep|trtllm-gen for theirs" in render_inference_advice(full)
     dense = advise_inference(CATALOG, preset("llama-3.1-8b").shape, InferenceSearch(
         1024, 256, gpus=("h200",), max_gpus=1, top=5), prices)
     assert dense.assumptions["moe_kernels"] is None

@@ -69,7 +69,8 @@ def test_blackwell_blocks_carry_their_engines_floor() -> None:
             input_len=128, output_len=2, batch=1, quant=FP8, moe_kernels=kernels))
         assert est.assumptions["moe_kernels"] == kernels
         floor = est.assumptions["moe_block_floor_s"]
-        name = {"trtllm": "TensorRT-LLM's", "vllm": "vLLM's", "sglang": "SGLang's"}[kernels]
+        name = {"trtllm": "TensorRT-LLM's", "vllm": "vLLM's", "sglang": "SGLang's",
+                "trtllm-gen": "TensorRT-LLM (TRTLLM MoE backend)'s"}[kernels]
         assert f"MoE kernels   {name}: {floor * 1e6:.1f} us fixed per expert layer" \
             in render_inference(est)
         assert est.decode_step_parts_s["overhead"] == pytest.approx(
@@ -77,8 +78,10 @@ def test_blackwell_blocks_carry_their_engines_floor() -> None:
         return float(floor)
 
     assert overhead("b200", "trtllm") == eff.moe_block_floor_blackwell_s
+    # TensorRT-LLM's TRTLLM MoE backend runs the TRT-LLM-Gen kernels vLLM and SGLang run
+    # through FlashInfer on Blackwell: their floor
     for gpu, kernels in (("b200", "vllm"), ("b200", "sglang"), ("h100", "vllm"),
-                         ("h100", "trtllm")):
+                         ("h100", "trtllm"), ("b200", "trtllm-gen"), ("h100", "trtllm-gen")):
         assert overhead(gpu, kernels) == eff.moe_block_floor_s
     dense = estimate_inference(CATALOG, preset("llama-3.1-8b").shape, CATALOG.product("b200"),
                                InferenceConfig(input_len=128, output_len=2, batch=1))
@@ -134,3 +137,22 @@ def test_disaggregated_pools_each_carry_their_gpus_floor() -> None:
         assert est.assumptions["moe_kernels"] == kernels
         assert est.assumptions["moe_block_floor_s"] == {"prefill": eff.moe_block_floor_s,
                                                          "decode": decode_floor}
+
+
+def test_trtllm_gen_kernels_are_tensorrt_llms_on_the_launch_line() -> None:
+    """--moe-kernels trtllm-gen is TensorRT-LLM's (its all-to-all path, its launch), with its
+    TRTLLM MoE backend written into the server's options; vLLM's launch says it was not."""
+    from gpuarch.estimate.inference_config import engine_of
+    from gpuarch.report.launch import serving_launch
+
+    assert engine_of("trtllm-gen") == "trtllm"
+    shape = preset("gpt-oss-120b").shape
+    cfg = InferenceConfig(input_len=1024, output_len=1024, batch=64, moe_kernels="trtllm-gen")
+    trt = serving_launch("trtllm", shape, cfg, "openai/gpt-oss-120b", 64)
+    assert any("moe_config:\n  backend: TRTLLM" in text for _, text in trt.files)
+    default = serving_launch("trtllm", shape, InferenceConfig(input_len=1024, output_len=1024,
+                                                              batch=64),
+                             "openai/gpt-oss-120b", 64)
+    assert not any("backend: TRTLLM" in text for _, text in default.files)
+    vllm = serving_launch("vllm", shape, cfg, "openai/gpt-oss-120b", 64)
+    assert any("trtllm-gen's MoE kernels" in note for note in vllm.notes)

@@ -100,14 +100,15 @@ def engine_flags(p: argparse.ArgumentParser) -> None:
                         "gathers all ranks' tokens, outputs reduce-scattered: TensorRT-LLM "
                         "without multi-node NVLink)")
     p.add_argument("--moe-kernels",
-                   metavar="trtllm|vllm|sglang|sglang-deepep",
+                   metavar="trtllm|vllm|sglang|sglang-deepep|trtllm-gen",
                    help="whose fused MoE kernels set an expert layer's fixed time per pass: "
                         "trtllm (TensorRT-LLM's, 26.6 us, 45 us on Blackwell, as its "
                         "measured layers put them), vllm or sglang (26.6 us on Hopper and "
                         "Blackwell alike); sglang-deepep: SGLang's wide-EP path (DeepEP), "
                         "whose block-scaled FP8 experts on Hopper run as DeepGEMM's grouped "
-                        "GEMMs at their published rate (default: the named engine's, "
-                        "--engine or --launch vllm|sglang, else trtllm)")
+                        "GEMMs at their published rate; trtllm-gen: TensorRT-LLM's TRTLLM MoE "
+                        "backend (TRT-LLM-Gen kernels, 26.6 us on Blackwell too) (default: "
+                        "the named engine's, --engine or --launch vllm|sglang, else trtllm)")
     p.add_argument("--moe-gemm-kernel", default="native", metavar="native|ampere",
                    help="the routed experts' grouped GEMM kernels: native (default: the "
                         "GPU's own) or ampere (written for Ampere's synchronous Tensor Core "

@@ -201,14 +201,17 @@ def fp8_scaling_of(blocks: bool) -> str:
     return FP8_SCALINGS[1] if blocks else FP8_SCALINGS[0]
 
 
-MOE_KERNELS = ("trtllm", "vllm", "sglang", "sglang-deepep")
+MOE_KERNELS = ("trtllm", "vllm", "sglang", "sglang-deepep", "trtllm-gen")
 """Whose fused MoE kernels a serving estimate charges the block's fixed time for: TensorRT-
 LLM's (``moe_block_floor_s``, on Blackwell ``moe_block_floor_blackwell_s``, as its measured
 layers put them), vLLM's or SGLang's (``moe_block_floor_s`` on every GPU: on Blackwell both run
 FlashInfer's TRT-LLM-Gen MoE, whose measured layers put it there); the rest of the model is
 the same for the three. "sglang-deepep" is SGLang's wide-EP path (its DeepEP all-to-all,
 ``--moe-a2a-backend deepep``), whose expert GEMMs on Hopper are DeepGEMM's grouped FP8 GEMMs:
-block-scaled FP8 experts there run at ``Efficiency.moe_gemm_deepgemm``."""
+block-scaled FP8 experts there run at ``Efficiency.moe_gemm_deepgemm``. "trtllm-gen" is
+TensorRT-LLM with its TRTLLM MoE backend (``moe_config: backend: TRTLLM``; its default is
+CUTLASS, "trtllm"): the TRT-LLM-Gen kernels on Blackwell that vLLM and SGLang run through
+FlashInfer, so ``moe_block_floor_s`` there as for them; elsewhere the same as "trtllm"."""
 
 
 ALL_REDUCE_KERNELS = ("trtllm", "vllm", "sglang", "nccl")
@@ -253,13 +256,14 @@ at ``Efficiency.moe_gemm_ampere_kernel`` of the native rate (TensorRT-LLM before
 
 
 MOE_KERNEL_ENGINES = {"trtllm": "TensorRT-LLM", "vllm": "vLLM", "sglang": "SGLang",
-                      "sglang-deepep": "SGLang (DeepEP, DeepGEMM)"}
+                      "sglang-deepep": "SGLang (DeepEP, DeepGEMM)",
+                      "trtllm-gen": "TensorRT-LLM (TRTLLM MoE backend)"}
 """Each of ``MOE_KERNELS`` by the engine's name, as reports print it."""
 
 
 def engine_of(kernels: str) -> str:
     """The serving engine whose kernels ``kernels`` (``MOE_KERNELS``) are: "sglang" for
-    SGLang's wide-EP path too."""
+    SGLang's wide-EP path too, "trtllm" for TensorRT-LLM's TRTLLM MoE backend."""
     return kernels.split("-", 1)[0]
 
 

@@ -32,6 +32,7 @@ from gpuarch.estimate.inference_config import (
     MOE_GEMM_KERNELS,
     Batching,
     InferenceConfig,
+    engine_of,
     moe_block_floor_s,
     real_slots,
     routed_slots,
@@ -410,7 +411,8 @@ class ReplicaRunner:
         self.ep_group = Group(cfg.ep, min(cfg.ep, cfg.gpus_per_node), intra, inter)
         # an all-to-all's fixed times (dispatch, combine): the one-shot kernels', but
         # TensorRT-LLM's DeepEP path where it has no multi-node NVLink (an 8-GPU board)
-        self.trtllm_deepep = cfg.moe_kernels == "trtllm" and cfg.gpus_per_node <= HGX_GPUS
+        self.trtllm_deepep = engine_of(cfg.moe_kernels) == "trtllm" \
+            and cfg.gpus_per_node <= HGX_GPUS
         self.a2a_latency = exchange_latencies(eff, self.trtllm_deepep)
         self.spread = slot_spread(shape, cfg)
         # routed copies a token makes (fewer where the kernels skip identity slots), and

@@ -736,7 +736,8 @@ def prompt_lines(prompts: dict[str, Any] | None, lengths: dict[str, Any] | None,
 MOE_KERNEL_SECTIONS = {"trtllm": "TensorRT-LLM's measured MoE layers",
                        "vllm": "vLLM's and SGLang's measured MoE layers",
                        "sglang": "vLLM's and SGLang's measured MoE layers",
-                       "sglang-deepep": "Wide expert parallelism as SGLang runs it"}
+                       "sglang-deepep": "Wide expert parallelism as SGLang runs it",
+                       "trtllm-gen": "TensorRT-LLM's measured MoE layers"}
 """The section of docs/performance-model.md on each engine's comparison."""
 
 

@@ -650,6 +650,8 @@ def serving_launch(engine: str, shape: Any, cfg: Any, model: str, batch: int,
     elif cfg.two_batch_overlap:
         notes.append(f"two-batch overlap: the estimate assumed it; {info['name']} is not "
                      "started with it here (SGLang's --enable-two-batch-overlap)")
+    if engine == "trtllm" and moe and cfg.moe_kernels == "trtllm-gen":
+        options.append("moe_config:\n  backend: TRTLLM")  # the TRT-LLM-Gen kernels priced
     if cfg.tp > 1 and cfg.all_reduce == "nccl":
         # the tensor-parallel all-reduce the estimate priced: NCCL's alone
         if engine == "trtllm":

@@ -63,7 +63,9 @@ SERVING_FAMILIES = (
     ("SGLang, vLLM, LMDeploy and NIM publications",
      ("lmsys-", "sglang-", "vllm-", "vultr-", "lmdeploy-", "nim-", "gpumode-")),
     ("ML.ENERGY's vLLM 0.11.1 sweeps (LM Arena chat)", ("mlenergy-",)),
-    ("InferenceMAX's vLLM 0.13.0 nightly run (GPT-OSS-120B)", ("inferencemax-",)),
+    ("InferenceMAX's vLLM 0.13.0 nightly run (GPT-OSS-120B)", ("inferencemax-20667906037",)),
+    ("InferenceMAX's TensorRT-LLM 1.2.0rc2 nightly run (GPT-OSS-120B, B200)",
+     ("inferencemax-20308883467",)),
 )
 METRIC_LABELS = {
     "output_tokens_per_s": "output tokens/s",
