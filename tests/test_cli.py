@@ -464,14 +464,14 @@ def test_estimate_infer(capsys: pytest.CaptureFixture[str]) -> None:
     assert doc["assumptions"]["formats"] == {"weights": "fp8", "activations": "fp8",
                                              "kv_cache": "fp8"}
     assert doc["ttft_s"] > 0 and doc["tpot_s"] > 0
-    assert doc["assumptions"]["tp_all_reduce"] == ("TensorRT-LLM's one-shot kernel, or NCCL "
-                                                   "(NVLink SHARP where faster) where faster")
+    assert doc["assumptions"]["tp_all_reduce"] == ("TensorRT-LLM's one-shot kernel, or NCCL's "
+                                                   "ring, tree or NVLink SHARP where faster")
     status, out, _ = run(capsys, "estimate", "infer", "--model", "llama-3.1-70b", "--gpu",
                          "h100", "--tp", "4", "--input-len", "2048", "--output-len", "256",
                          "--batch", str(doc["batch"]), "--weight-precision", "fp8",
                          "--kv-precision", "fp8", "--no-nvls", "--json")
     assert status == 0 and json.loads(out)["assumptions"]["tp_all_reduce"] == (
-        "TensorRT-LLM's one-shot kernel, or NCCL (ring or tree) where faster")
+        "TensorRT-LLM's one-shot kernel, or NCCL's ring or tree where faster")
     assert json.loads(out)["tpot_s"] > doc["tpot_s"]
     adp = ("estimate", "infer", "--model", "qwen3-30b-a3b", "--gpu", "h100", "--gpus", "4",
            "--ep", "4", "--input-len", "2048", "--output-len", "256", "--batch", "64",

@@ -167,15 +167,21 @@ def test_serving_takes_the_engines_kernels_and_says_so() -> None:
     per_reduce = (parts[1] - parts[0]) / (2 * LLAMA_70B.layers)
     assert per_reduce == pytest.approx(1.5e-6, rel=0.05)
     assert trt.assumptions["tp_all_reduce"] == (  # type: ignore[attr-defined]
-        "TensorRT-LLM's one-shot kernel, or NCCL (NVLink SHARP where faster) where faster")
-    assert nccl.assumptions["tp_all_reduce"] == "NCCL: NVLink SHARP where faster"  # type: ignore[attr-defined]
+        "TensorRT-LLM's one-shot kernel, or NCCL's ring, tree or NVLink SHARP where faster")
+    assert nccl.assumptions["tp_all_reduce"] == (  # type: ignore[attr-defined]
+        "NCCL's ring, tree or NVLink SHARP, the fastest")
+    from gpuarch.report.estimate_text import render_inference
+    assert ("  TP all-reduce NCCL's ring, tree or NVLink SHARP, the fastest (--all-reduce "
+            "trtllm|vllm|sglang|nccl)") in render_inference(nccl)  # type: ignore[arg-type]
+    one = _decode(tp=1, gpus=1)
+    assert "TP all-reduce" not in render_inference(one)  # type: ignore[arg-type]
 
 
 def test_a_rack_wide_group_and_pcie_keep_their_paths() -> None:
     """GB200 at TP 8 spans two compute trays: NCCL alone (the one-shot kernels join one
     tray's 4 GPUs). L40S over PCIe: the ring model, whatever the engine."""
     gb = _decode("gb200")
-    assert gb.assumptions["tp_all_reduce"].startswith("NCCL: ")  # type: ignore[attr-defined]
+    assert gb.assumptions["tp_all_reduce"].startswith("NCCL's ")  # type: ignore[attr-defined]
     assert _decode("gb200", all_reduce="nccl").tpot_s == gb.tpot_s  # type: ignore[attr-defined]
     l40s = [_decode("l40s", tp=4, gpus=4, all_reduce=k, input_len=256) for k in ("vllm", "nccl")]
     assert l40s[0].tpot_s == l40s[1].tpot_s  # type: ignore[attr-defined]

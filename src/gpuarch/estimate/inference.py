@@ -710,13 +710,14 @@ def _tp_all_reduce_note(runner: Any, cfg: InferenceConfig) -> str | None:
     engine's one-shot kernel where that is faster (``InferenceConfig.all_reduce``)."""
     if cfg.tp <= 1:
         return None
-    nccl = "NVLink SHARP where faster" if runner.tp_group.intra.nvls_efficiency and cfg.nvls \
-        else "ring or tree"
+    nvls = bool(runner.tp_group.intra.nvls_efficiency and cfg.nvls)
     if not runner.engine_all_reduce:
-        return nccl
+        return "NVLink SHARP where faster" if nvls else "ring or tree"
+    algorithms = "ring, tree or NVLink SHARP" if nvls else "ring or tree"
     if cfg.all_reduce == "nccl" or not runner.one_shot_all_reduce:
-        return f"NCCL: {nccl}"
-    return f"{MOE_KERNEL_ENGINES[cfg.all_reduce]}'s one-shot kernel, or NCCL ({nccl}) where faster"
+        return f"NCCL's {algorithms}, the fastest"
+    return f"{MOE_KERNEL_ENGINES[cfg.all_reduce]}'s one-shot kernel, or NCCL's {algorithms} " \
+        "where faster"
 
 
 def serving_cost(product: Product, cfg: InferenceConfig, output_tokens_per_s: float,

@@ -389,6 +389,9 @@ def _serving_setup_lines(a: dict[str, Any]) -> list[str]:
         lines.append(f"  MoE kernels   {name}: "
                      f"{fmt(from_si(a['moe_block_floor_s'], Unit.US))} us fixed per expert "
                      f"layer and pass (--moe-kernels {others} for theirs)")
+    if a.get("tp_all_reduce"):
+        lines.append(f"  TP all-reduce {a['tp_all_reduce']} (--all-reduce "
+                     "trtllm|vllm|sglang|nccl)")
     if a.get("moe_gemm_kernel") == "ampere":
         lines.append("                expert GEMMs in kernels written for Ampere: slower on "
                      "Hopper and datacenter Blackwell (--moe-gemm-kernel native for the "
