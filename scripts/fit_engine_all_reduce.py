@@ -22,6 +22,7 @@ import numpy as np
 from gpuarch.catalog import load_catalog
 from gpuarch.perf.collectives import OneShotAllReduce, one_shot_all_reduce
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY
+from gpuarch.units import Unit, from_si, to_si
 from gpuarch.validation.collectives import DEVICES
 from gpuarch.validation.engine_all_reduce import band_errors, compare, load_rows
 from gpuarch.validation.measured import mean_abs_log_ratio
@@ -46,10 +47,10 @@ def main() -> None:
                 trial = dataclasses.replace(
                     shipped, bus=float(bus),
                     latency_s={**shipped.latency_s, arch: {**shipped.latency_s[arch],
-                                                          engine: float(us) * 1e-6}})
+                                                          engine: to_si(float(us), Unit.US)}})
                 errors.append(mean_abs_log_ratio(compare(catalog, DEFAULT_EFFICIENCY, rows,
                                                          trial)))
-            latency[arch][engine] = float(LATENCY_US[int(np.argmin(errors))]) * 1e-6
+            latency[arch][engine] = to_si(float(LATENCY_US[int(np.argmin(errors))]), Unit.US)
         terms = dataclasses.replace(shipped, bus=float(bus), latency_s=dict(latency))
         err = mean_abs_log_ratio(compare(catalog, DEFAULT_EFFICIENCY, None, terms))
         print(f"bus {bus:.2f}: mean |ln(model/measured)| {err:.3f}")
@@ -60,7 +61,7 @@ def main() -> None:
     print(f"\nbest: bus = {terms.bus}, mean |ln| {err:.3f}")
     print("[one_shot.latency_us]")
     for arch, by_engine in terms.latency_s.items():
-        cells_text = ", ".join(f"{e} = {v * 1e6:g}" for e, v in by_engine.items())
+        cells_text = ", ".join(f"{e} = {from_si(v, Unit.US):g}" for e, v in by_engine.items())
         print(f"{arch} = {{ {cells_text} }}")
     for band, value in band_errors(compare(catalog, DEFAULT_EFFICIENCY, None, terms)).items():
         print(f"  {band}: {value:.3f}")
