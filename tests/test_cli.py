@@ -522,11 +522,12 @@ def test_estimate_infer(capsys: pytest.CaptureFixture[str]) -> None:
                            "--output-len", "128", "--batch", "8", "--moe-comm", "all2all")
     assert status == 2 and out == "" and "Traceback" not in err
     assert "--moe-comm: expected one of alltoall, allgather, got 'all2all'" in err
-    # the estimate takes TensorRT-LLM's TRTLLM backend too; the measured layers are of four
+    # the estimate and the measured layers both take TensorRT-LLM's TRTLLM backend
     for command, words in ((["estimate", "infer", "--model", "qwen3-30b-a3b", "--gpu", "b200",
                              "--input-len", "512", "--output-len", "128", "--batch", "8"],
                             "trtllm, vllm, sglang, sglang-deepep, trtllm-gen"),
-                           (["validate", "moe-kernels"], "trtllm, vllm, sglang, sglang-deepep")):
+                           (["validate", "moe-kernels"],
+                            "trtllm, trtllm-gen, vllm, sglang, sglang-deepep")):
         status, out, err = run(capsys, *command, "--moe-kernels", "vlm")
         assert status == 2 and out == "" and "Traceback" not in err
         assert f"--moe-kernels: expected one of {words}, got 'vlm'" in err

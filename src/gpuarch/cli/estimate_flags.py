@@ -107,7 +107,7 @@ def engine_flags(p: argparse.ArgumentParser) -> None:
                         "Blackwell alike); sglang-deepep: SGLang's wide-EP path (DeepEP), "
                         "whose block-scaled FP8 experts on Hopper run as DeepGEMM's grouped "
                         "GEMMs at their published rate; trtllm-gen: TensorRT-LLM's TRTLLM MoE "
-                        "backend, the TRT-LLM-Gen kernels, 26.6 us on Blackwell too "
+                        "backend, the TRT-LLM-Gen kernels, 17 us on Blackwell "
                         "(default: the named engine's, --engine or --launch vllm|sglang, "
                         "else trtllm)")
     p.add_argument("--moe-gemm-kernel", default="native", metavar="native|ampere",

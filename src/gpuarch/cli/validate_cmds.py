@@ -425,11 +425,12 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
         p.set_defaults(handler=handler)
         if name == "moe-kernels":
             p.add_argument("--moe-kernels", default="trtllm",
-                           metavar="trtllm|vllm|sglang|sglang-deepep",
-                           help="whose measured layers: TensorRT-LLM 1.3.0rc20's (default), "
-                                "vLLM 0.24.0's, SGLang 0.5.14's or SGLang 0.5.10's wide-EP "
-                                "path (DeepEP, DeepGEMM), each against the model with that "
-                                "engine's kernels")
+                           metavar="trtllm|trtllm-gen|vllm|sglang|sglang-deepep",
+                           help="whose measured layers: TensorRT-LLM 1.3.0rc20's CUTLASS "
+                                "backend (default) or its TRTLLM backend (GPT-OSS's MXFP4 "
+                                "experts on Blackwell), vLLM 0.24.0's, SGLang 0.5.14's or "
+                                "SGLang 0.5.10's wide-EP path (DeepEP, DeepGEMM), each "
+                                "against the model with that engine's kernels")
     p = val_sub.add_parser("power", parents=[common],
                            help="node power metered during MLPerf Training runs (Llama 2 70B "
                            "LoRA on 8 B200 and on 64 H100) and GPU power of vLLM serving 18 "

@@ -211,7 +211,8 @@ the same for the three. "sglang-deepep" is SGLang's wide-EP path (its DeepEP all
 block-scaled FP8 experts there run at ``Efficiency.moe_gemm_deepgemm``. "trtllm-gen" is
 TensorRT-LLM with its TRTLLM MoE backend (``moe_config: backend: TRTLLM``; its default is
 CUTLASS, "trtllm"): the TRT-LLM-Gen kernels on Blackwell that vLLM and SGLang run through
-FlashInfer, so ``moe_block_floor_s`` there as for them; elsewhere the same as "trtllm"."""
+FlashInfer, with TensorRT-LLM's own measured floor there (``moe_block_floor_trtllm_gen_s``);
+elsewhere the same as "trtllm"."""
 
 
 ALL_REDUCE_KERNELS = ("trtllm", "vllm", "sglang", "nccl")
@@ -274,10 +275,13 @@ MAX_BATCH_SEARCH = 4096
 def moe_block_floor_s(tensor_core_generation: int | None, kernels: str,
                       efficiency: Efficiency = DEFAULT_EFFICIENCY) -> float:
     """Fixed time of one fused MoE block per expert layer and pass (seconds) for ``kernels``
-    (``MOE_KERNELS``) on a GPU of that Tensor Core generation: TensorRT-LLM's on Blackwell
-    their own, every other case the Hopper-measured one."""
-    if (tensor_core_generation or 0) >= BLACKWELL_TENSOR_CORES and kernels == "trtllm":
-        return efficiency.moe_block_floor_blackwell_s
+    (``MOE_KERNELS``) on a GPU of that Tensor Core generation: TensorRT-LLM's two backends on
+    Blackwell their own, every other case the Hopper-measured one."""
+    if (tensor_core_generation or 0) >= BLACKWELL_TENSOR_CORES:
+        if kernels == "trtllm":
+            return efficiency.moe_block_floor_blackwell_s
+        if kernels == "trtllm-gen":
+            return efficiency.moe_block_floor_trtllm_gen_s
     return efficiency.moe_block_floor_s
 
 

@@ -314,7 +314,12 @@ class Efficiency:
     measured over those layers is least (2.08, median ratio 0.99, since ``gemm_overlap``;
     1.93 before); SGLang's measured layers of the same format put it at 2.14 (1.81
     before). Not fitted on the validation figures (``python scripts/fit_moe_formats.py``).
-    Serving only."""
+    Serving only. Since those layers are compared with the backend TensorRT-LLM runs them on
+    (its TRTLLM backend, ``moe_block_floor_trtllm_gen_s``: 17 us, not CUTLASS's 45 us;
+    2026-12-07) the same rule gives 1.46 (mean |ln| 0.356, 0.390 at 2.08), pulled down by the
+    layers at EP 4-16, whose times stay flat from 1,024 to 8,192 tokens (136-146 us at EP 16)
+    while their GEMM work grows eightfold: not a GEMM rate. The 8 layers at EP 1 alone put it
+    at 2.4 (0.053; 0.106 at 2.08). Left at 2.08 until a rule tells the two apart."""
 
     moe_gemm_deepgemm: float = 1.06
     """The multiplier on GEMM efficiency, in place of ``moe_gemm`` and the fine-grained and
@@ -412,24 +417,40 @@ class Efficiency:
     TensorRT-LLM's on Blackwell have their own, ``moe_block_floor_blackwell_s``); serving only
     (training's MoE terms are fitted on its own measurements). Not fitted. The engines' MoE
     layers as NVIDIA's aiconfigurator measured them (``validation/data/moe-kernels-*.csv``;
-    ``python scripts/fit_moe_floor.py``) agree where a floor explains them: TensorRT-LLM's on
-    H100 and H200 are least at 33 us, within 0.005 of their mean |ln(model/measured)| at 26.6
-    us, vLLM 0.24.0's on B200 and GB200 least at 26.6 us (0.333; 0.369 at 45 us); vLLM's on
-    H100 and H200 want ever more (0.502 at 26.6 us, 0.435 at 60 us) for want of anything else
+    ``python scripts/fit_moe_floor.py``, as of 2026-12-07) agree where a floor explains
+    them: TensorRT-LLM's on H100 and H200 are least at 30 us, their mean |ln(model/measured)|
+    0.212 there and at 26.6 us; vLLM 0.24.0's on B200 and GB200 least near 26.6 us (0.327
+    there, 0.326 at 24 us, 0.370 at 45 us); vLLM's on H100 and H200 want ever more (0.500 at
+    26.6 us, 0.447 at 60 us) for want of anything else
     to absorb FlashInfer's CUTLASS FP8 path there, 3-5 times slower than the model at 1,024
     tokens and fewer, which is no fixed cost."""
 
     moe_block_floor_blackwell_s: float = 45e-6
     """The same fixed time for TensorRT-LLM's fused MoE blocks on Blackwell GPUs (Tensor Core
     generation 5), which take longer to run their chain of kernels there: set from
-    TensorRT-LLM 1.3.0rc20's MoE layers as NVIDIA's aiconfigurator measured them on B200 and
-    GB200 (784 layers of Qwen3-30B-A3B, Qwen3-235B-A22B, DeepSeek-V3 and GPT-OSS-120B at
-    16-16,384 tokens, BF16, FP8, NVFP4 and MXFP4), where their mean |ln(model/measured)| is
-    least: 0.246 at 45 us (42-48 us within 0.002), against 0.310 at 26.6 us; the BF16 layers
-    alone put it at 40 us (``python scripts/fit_moe_floor.py``). vLLM's kernels on the same
-    GPUs (FlashInfer's TRT-LLM-Gen MoE) are least at ``moe_block_floor_s``, so
-    ``InferenceConfig.moe_kernels`` = "vllm" charges that. Not fitted on the validation
-    figures; serving only."""
+    TensorRT-LLM 1.3.0rc20's CUTLASS MoE layers as NVIDIA's aiconfigurator measured them on
+    B200 and GB200 (672 layers of Qwen3-30B-A3B, Qwen3-235B-A22B and DeepSeek-V3 at
+    16-16,384 tokens, BF16, FP8 and NVFP4), where their mean |ln(model/measured)| is least:
+    0.200 at 45 us (40-48 us within 0.003), against 0.254 at 26.6 us; the BF16 layers alone
+    put it at 36 us (``python scripts/fit_moe_floor.py``). Until 2026-12-07 the fit also took
+    the 112 GPT-OSS MXFP4 layers of the same table (0.246 at 45 us over 784), which TensorRT-
+    LLM runs on its TRTLLM backend (``moe_block_floor_trtllm_gen_s``). vLLM's kernels on the
+    same GPUs (FlashInfer's TRT-LLM-Gen MoE) are least near ``moe_block_floor_s`` (24 us,
+    0.326; 0.327 at 26.6 us), so ``InferenceConfig.moe_kernels`` = "vllm" charges that. Not
+    fitted on the validation figures; serving only."""
+
+    moe_block_floor_trtllm_gen_s: float = 17e-6
+    """The same fixed time for TensorRT-LLM's TRTLLM MoE backend on Blackwell (the
+    TRT-LLM-Gen kernels, ``InferenceConfig.moe_kernels`` "trtllm-gen", which TensorRT-LLM
+    serves GPT-OSS's MXFP4 experts with there): set from that backend's own layers as NVIDIA's
+    aiconfigurator measured them in TensorRT-LLM 1.3.0rc20 (``validation/data/
+    moe-kernels-trtllm-gen.csv``: GPT-OSS-120B's experts, W4A8 MXFP4 x MXFP8, on B200 and
+    GB200), where the mean |ln(model/measured)| of its 22 layers of 16 tokens or fewer is
+    least: 0.055 at 17 us (18 us the same; 0.201 at 26.6 us, vLLM's and SGLang's floor for the
+    same kernels behind FlashInfer), the 14 of 8 tokens or fewer within 2% on each GPU
+    (``python scripts/fit_moe_floor.py``). At one token TensorRT-LLM's layer takes 25.3 us on
+    B200, 4 experts' 53 MB of weights included. Not fitted on the validation figures; serving
+    only."""
 
     moe_grouped_gemm: float = 0.60
     """The same for training's grouped expert GEMMs (Megatron-Core/Transformer Engine grouped

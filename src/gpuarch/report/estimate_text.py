@@ -740,7 +740,7 @@ MOE_KERNEL_SECTIONS = {"trtllm": "TensorRT-LLM's measured MoE layers",
                        "vllm": "vLLM's and SGLang's measured MoE layers",
                        "sglang": "vLLM's and SGLang's measured MoE layers",
                        "sglang-deepep": "Wide expert parallelism as SGLang runs it",
-                       "trtllm-gen": "vLLM's and SGLang's measured MoE layers"}
+                       "trtllm-gen": "TensorRT-LLM's TRTLLM MoE backend"}
 """The section of docs/performance-model.md on each engine's comparison."""
 
 

@@ -3,10 +3,13 @@
 NVIDIA's aiconfigurator times each engine's MoE module (routing, quantization, both grouped
 GEMMs, activation, weighted sum) layer by layer on each GPU it supports, at many token
 counts, expert shapes, precisions and tensor/expert-parallel splits. ``data/
-moe-kernels-trtllm.csv`` (TensorRT-LLM 1.3.0rc20), ``data/moe-kernels-vllm.csv`` (vLLM
-0.24.0) and ``data/moe-kernels-sglang.csv`` (SGLang 0.5.14) hold the rows of four
-fine-grained shapes (Qwen3-30B-A3B, Qwen3-235B-A22B, DeepSeek-V3, GPT-OSS-120B) on H100,
-H200, B200 and GB200 in the formats the serving model prices;
+moe-kernels-trtllm.csv`` (TensorRT-LLM 1.3.0rc20, its CUTLASS MoE backend; on Hopper
+GPT-OSS's MXFP4 on its Triton backend), ``data/moe-kernels-trtllm-gen.csv`` (the same
+release's TRTLLM backend, the TRT-LLM-Gen kernels: GPT-OSS's MXFP4 experts on Blackwell),
+``data/moe-kernels-vllm.csv`` (vLLM 0.24.0) and ``data/moe-kernels-sglang.csv`` (SGLang
+0.5.14) hold the rows of four fine-grained shapes (Qwen3-30B-A3B, Qwen3-235B-A22B,
+DeepSeek-V3, GPT-OSS-120B) on H100, H200, B200 and GB200 in the formats the serving model
+prices;
 ``data/moe-kernels-sglang-deepep.csv`` (SGLang 0.5.10's wide-EP path, DeepEP with DeepGEMM)
 DeepSeek-V3's on H100 and H200 at EP 2-32; their headers name the source.
 Each row here is set beside ``estimate.inference.moe_module_time`` for the same module with
@@ -47,20 +50,23 @@ streaming the experts' weights and the module's fixed costs."""
 MOE_KERNELS_FILE = Path(__file__).with_name("data") / "moe-kernels-trtllm.csv"
 
 FILES = {"trtllm": MOE_KERNELS_FILE,
+         "trtllm-gen": Path(__file__).with_name("data") / "moe-kernels-trtllm-gen.csv",
          "vllm": Path(__file__).with_name("data") / "moe-kernels-vllm.csv",
          "sglang": Path(__file__).with_name("data") / "moe-kernels-sglang.csv",
          "sglang-deepep": Path(__file__).with_name("data") / "moe-kernels-sglang-deepep.csv"}
 """Each engine's measured layers (``InferenceConfig.moe_kernels``: whose kernels)."""
 
-VERSIONS = {"trtllm": "1.3.0rc20", "vllm": "0.24.0", "sglang": "0.5.14",
-            "sglang-deepep": "0.5.10"}
+VERSIONS = {"trtllm": "1.3.0rc20", "trtllm-gen": "1.3.0rc20", "vllm": "0.24.0",
+            "sglang": "0.5.14", "sglang-deepep": "0.5.10"}
 """The engine release each file's layers were measured with."""
 
-RELEASES = {k: f"{MOE_KERNEL_ENGINES[k]} {v}" for k, v in VERSIONS.items()}
+RELEASES = {k: MOE_KERNEL_ENGINES[k].replace(" (", f" {v} (", 1) if " (" in MOE_KERNEL_ENGINES[k]
+            else f"{MOE_KERNEL_ENGINES[k]} {v}" for k, v in VERSIONS.items()}
 """Each engine and release, as reports name the measured layers."""
 
 _TABLES = {"sglang-deepep": "sglang/{v}/wideep_context_moe_perf.parquet and "
-                            "wideep_generation_moe_perf.parquet"}
+                            "wideep_generation_moe_perf.parquet",
+           "trtllm-gen": "trtllm/{v}/moe_perf.parquet, its TRTLLM-backend rows"}
 SOURCES = {k: (f"NVIDIA aiconfigurator's collected database, {RELEASES[k]} MoE layers (PyPI "
                "aiconfigurator-core 0.12.0: aiconfigurator_core/systems/data/<gpu>/moe/"
                + _TABLES.get(k, f"{k}/{{v}}/moe_perf.parquet").format(v=v)
