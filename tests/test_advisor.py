@@ -658,9 +658,10 @@ def test_zero3_with_prefetch_is_searched_and_costed_as_the_estimate(tmp_path: Pa
 
 def test_inference_search_executor() -> None:
     """The executor reaches the search: a C++ executor never leaves decode waiting on the
-    host and never yields less throughput at the same deployment; a bad name is an error
-    naming the flag. (An MoE model: the host's time grows with the expert layers, and a
-    dense model has none.)"""
+    host and never yields less throughput at the same deployment than a Python loop with the
+    same fixed time a step (vLLM's); TensorRT-LLM's PyTorch backend, with its shorter
+    measured step, waits on the host too; a bad name is an error naming the flag. (An MoE
+    model: the host's time grows with the expert layers, and a dense model has none.)"""
     from gpuarch.advise.infer import InferenceSearch, advise_inference
 
     prices = load_prices()  # the built-in book prices B200
@@ -670,17 +671,19 @@ def test_inference_search_executor() -> None:
         return advise_inference(CATALOG, shape, InferenceSearch(
             2048, 256, gpus=("b200",), top=500, executor=executor), prices)
 
-    py, cpp = search("python"), search("cpp")
-    assert py.assumptions["executor"] == "python" and cpp.assumptions["executor"] == "cpp"
+    py, cpp, trt = search("vllm"), search("cpp"), search("python")
+    assert py.assumptions["executor"] == "vllm" and cpp.assumptions["executor"] == "cpp"
+    assert trt.assumptions["executor"] == "python"
     assert {o.bottleneck.get("decode") for o in cpp.top}.isdisjoint({"host"})
     assert "host" in {o.bottleneck.get("decode") for o in py.top}
+    assert "host" in {o.bottleneck.get("decode") for o in trt.top}
     by_key = {(o.gpus, o.tp, o.pp, o.batch, o.scheme): o for o in cpp.top}
     shared = [(o, by_key[k]) for o in py.top
               if (k := (o.gpus, o.tp, o.pp, o.batch, o.scheme)) in by_key]
     assert shared
     assert all(c.output_tokens_per_s >= p.output_tokens_per_s * (1 - 1e-9) for p, c in shared)
-    with pytest.raises(GpuarchError, match=r"--executor: expected one of python, cpp, got "
-                                           r"'c\+\+'"):
+    with pytest.raises(GpuarchError, match=r"--executor: expected one of python, cpp, vllm, "
+                                           r"sglang, got 'c\+\+'"):
         advise_inference(CATALOG, shape, InferenceSearch(2048, 256, executor="c++"), prices)
 
 

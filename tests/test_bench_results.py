@@ -61,7 +61,8 @@ def test_a_vllm_run_at_a_rate_becomes_a_load_run(capsys: pytest.CaptureFixture[s
     """A Poisson stream's result is a load run at its rate, every mean, median and 90th or
     99th percentile of TTFT, TPOT and end-to-end latency in seconds (the standard
     deviations, the inter-token latency and the 99.9th percentile have no simulated
-    counterpart); replayed, it gives what estimate infer --rate --simulate gives."""
+    counterpart); replayed, it gives what estimate infer --rate --simulate gives with vLLM's
+    engine loop (the point's framework names vLLM, whose loop its replay takes)."""
     data = _point(capsys, tmp_path, (*LLAMA_8B, "--input-len", "1024", "--output-len", "256",
                                      "--schedule", "mixed"), _write(tmp_path, VLLM_RATE))
     text = Path(data).read_text()
@@ -76,7 +77,7 @@ def test_a_vllm_run_at_a_rate_becomes_a_load_run(capsys: pytest.CaptureFixture[s
                          for s in ("mean", "p50", "p99")}
     status, out, _ = run(capsys, "estimate", "infer", *LLAMA_8B, "--input-len", "1024",
                          "--output-len", "256", "--schedule", "mixed", "--rate", "8",
-                         "--simulate", REQUESTS, "--json")
+                         "--simulate", REQUESTS, "--executor", "vllm", "--json")
     sim = json.loads(out)["simulation"]
     assert rows["tpot_p99_s"]["predicted"] == pytest.approx(sim["tpot_s"]["p99"], rel=1e-5)
     assert rows["latency_p50_s"]["predicted"] == pytest.approx(sim["latency_s"]["p50"],
@@ -88,7 +89,7 @@ def test_an_sglang_run_at_a_concurrency_becomes_a_serving_point(
         capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     """Requests held at 64 in flight (rate inf, max_concurrency 64) are a continuous batch
     of 64: the point's throughput and mean TTFT, TPOT and latency, compared as estimate
-    infer --batch 64 --batching continuous predicts them."""
+    infer --batch 64 --batching continuous --executor sglang predicts them."""
     data = _point(capsys, tmp_path, (*LLAMA_8B, "--input-len", "2048", "--output-len", "512"),
                   _write(tmp_path, SGLANG_CONCURRENCY, "sglang.jsonl"))
     text = Path(data).read_text()
@@ -100,7 +101,7 @@ def test_an_sglang_run_at_a_concurrency_becomes_a_serving_point(
     assert set(figures) == {"output_tokens_per_s", "ttft_s", "tpot_s", "request_latency_s"}
     status, out, _ = run(capsys, "estimate", "infer", *LLAMA_8B, "--input-len", "2048",
                          "--output-len", "512", "--batch", "64", "--batching", "continuous",
-                         "--json")
+                         "--executor", "sglang", "--json")
     estimated = json.loads(out)
     for key in ("output_tokens_per_s", "tpot_s", "ttft_s"):
         assert figures[key] == pytest.approx(estimated[key], rel=1e-5)
@@ -204,7 +205,7 @@ def test_a_sweep_gives_a_point_a_run(capsys: pytest.CaptureFixture[str],
     for n in (16, 32, 64):
         status, out, _ = run(capsys, "estimate", "infer", *LLAMA_8B, "--input-len", "2048",
                              "--output-len", "512", "--batch", str(n), "--batching",
-                             "continuous", "--json")
+                             "continuous", "--executor", "sglang", "--json")
         assert rates[f"mine-c{n}"] == pytest.approx(json.loads(out)["output_tokens_per_s"],
                                                      rel=1e-5)
     files = [_write(tmp_path, {**VLLM_RATE, "request_rate": r}, f"rate{r}.json")

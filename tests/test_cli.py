@@ -497,7 +497,7 @@ def test_estimate_infer(capsys: pytest.CaptureFixture[str]) -> None:
                            "h100", "--input-len", "512", "--output-len", "128", "--batch",
                            "8", "--executor", "c++")
     assert status == 2 and out == "" and "Traceback" not in err
-    assert "--executor: expected one of python, cpp, got 'c++'" in err
+    assert "--executor: expected one of python, cpp, vllm, sglang, got 'c++'" in err
     status, out, err = run(capsys, "estimate", "infer", "--model", "gpt-oss-20b", "--gpu",
                            "h200", "--input-len", "512", "--output-len", "128", "--batch",
                            "8", "--window-kv-cache", "fulll")

@@ -17,6 +17,7 @@ from gpuarch.estimate.inference_config import (
     MOE_KERNELS,
     engine_settings,
 )
+from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY
 from gpuarch.validation.bands import ENGINES
 
 # a fine-grained MoE model on Blackwell, where TensorRT-LLM's measured MoE block floor
@@ -46,11 +47,12 @@ def test_the_table_names_known_engines_and_settings() -> None:
     ((), "trtllm", "python"),
     (("--engine", "trtllm"), "trtllm", "python"),
     (("--engine", "nim"), "trtllm", "python"),
-    (("--engine", "vllm"), "vllm", "python"),
-    (("--launch", "vllm"), "vllm", "python"),
-    (("--launch", "sglang"), "sglang", "python"),
+    (("--engine", "vllm"), "vllm", "vllm"),
+    (("--launch", "vllm"), "vllm", "vllm"),
+    (("--launch", "sglang"), "sglang", "sglang"),
     (("--engine", "lmdeploy"), "trtllm", "cpp"),
-    (("--engine", "vllm", "--moe-kernels", "trtllm"), "trtllm", "python"),
+    (("--engine", "vllm", "--moe-kernels", "trtllm"), "trtllm", "vllm"),
+    (("--engine", "vllm", "--executor", "python"), "vllm", "python"),
     (("--engine", "lmdeploy", "--executor", "python"), "trtllm", "python"),
 ])
 def test_an_estimate_runs_the_named_engines_kernels(
@@ -65,8 +67,17 @@ def test_an_estimate_runs_the_named_engines_kernels(
 
 
 def test_vllms_kernels_shorten_a_blackwell_moe_step(capsys: pytest.CaptureFixture[str]) -> None:
-    assert _estimate(capsys, "--engine", "vllm")["tpot_s"] \
-        < _estimate(capsys)["tpot_s"]
+    """vLLM's MoE kernels (26.6 us a layer on Blackwell against TensorRT-LLM's CUTLASS 45
+    us) shorten the step at the same engine loop; vLLM's loop (the fitted 1.51 ms a step)
+    lengthens it against TensorRT-LLM's PyTorch backend (its measured 0.58 ms) by the
+    difference."""
+    vllm, trt_kernels = _estimate(capsys, "--engine", "vllm"), _estimate(
+        capsys, "--executor", "vllm")
+    assert vllm["tpot_s"] < trt_kernels["tpot_s"]
+    trt = _estimate(capsys)
+    eff = DEFAULT_EFFICIENCY
+    assert trt_kernels["tpot_s"] - trt["tpot_s"] == pytest.approx(
+        eff.decode_step_overhead_s - eff.decode_step_overhead_pytorch_s, rel=0.05)
 
 
 def test_the_serving_advisor_runs_the_named_engines_kernels(
@@ -78,3 +89,26 @@ def test_the_serving_advisor_runs_the_named_engines_kernels(
         assert main([*argv, *flags]) == 0
         out, _ = capsys.readouterr()
         assert json.loads(out)["assumptions"]["moe_kernels"] == kernels
+
+
+def test_the_estimate_names_its_loop_and_fixed_time_a_step(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """TensorRT-LLM's PyTorch backend (the default executor) is charged its measured fixed
+    time a decode step (0.58 ms, TensorRT-LLM issue #13957), vLLM's loop the fitted one; the
+    JSON and the text say which, and a launch for another engine than the loop priced says
+    so."""
+    eff = DEFAULT_EFFICIENCY
+    assert eff.decode_step_overhead_pytorch_s == 0.58e-3
+    assert eff.decode_step_overhead_pytorch_s < eff.decode_step_overhead_s
+    assert _estimate(capsys)["assumptions"]["decode_step_overhead_s"] \
+        == eff.decode_step_overhead_pytorch_s
+    for flags in (("--engine", "vllm"), ("--executor", "cpp")):
+        assert _estimate(capsys, *flags)["assumptions"]["decode_step_overhead_s"] \
+            == eff.decode_step_overhead_s
+    assert main(list(BASE[:-1])) == 0
+    assert "executor      TensorRT-LLM's PyTorch backend: 0.58 ms fixed a decode step " \
+           "(--executor cpp|vllm|sglang)" in capsys.readouterr().out
+    assert main([*BASE[:-1], "--launch", "vllm", "--executor", "python"]) == 0
+    out = capsys.readouterr().out
+    assert "the estimate assumed TensorRT-LLM's PyTorch executor; vLLM runs its own " \
+           "(estimate with --executor vllm)" in out

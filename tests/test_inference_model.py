@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import statistics
 from collections.abc import Callable
 from pathlib import Path
 
@@ -672,9 +673,11 @@ def test_inference_validation_does_not_regress() -> None:
     # Llama 4 Scout's 38 figures of TensorRT-LLM 1.0's overview (out of sample, entered when
     # the preset came) are held to their own bound too: 17.9%, too fast on H100 (+19..+43%
     # but its prompt-heavy rows), on most H200 rows and on Blackwell's decode-heavy rows
-    # (GB200's 1000/1000 +70%, a cell below the same table's B200 one)
+    # (GB200's 1000/1000 +70%, a cell below the same table's B200 one); 20.0% since
+    # TensorRT-LLM's PyTorch backend took its measured fixed time a step (0.58 ms, not the
+    # fitted 1.51 ms), the fast rows faster
     scout = [abs(r.error) for r in s.rows if "llama-4-scout" in r.id]
-    assert len(scout) == 38 and sum(scout) / len(scout) <= 0.18
+    assert len(scout) == 38 and sum(scout) / len(scout) <= 0.201
     # Neural Magic's single-stream vLLM 0.7.2 tables of its INT8, INT4 and FP8 checkpoints
     # (144 request latencies of four cards, out of sample, the first INT8 and datacenter INT4
     # figures) are held to theirs: 15.4% (14.7% before the engines' all-reduce kernels made
@@ -735,11 +738,15 @@ def test_inference_validation_does_not_regress() -> None:
     # backend; 44 results, 88 figures, entered 2026-12-07 after the fit): 33.4%, every
     # figure slower in the model than measured, the more so at few requests (a decode step of
     # 2.2-2.7 ms at TP 8 and 4-8 requests, the model's fixed costs alone about that) and 15-30%
-    # at TP 1 (docs/performance-model.md, "InferenceMAX's TensorRT-LLM 1.2.0rc2 run")
+    # at TP 1 (docs/performance-model.md, "InferenceMAX's TensorRT-LLM 1.2.0rc2 run"); 26.2%
+    # with the TRTLLM backend's own measured MoE floor (17 us, not 26.6 us); 7.3% with the
+    # PyTorch backend's measured fixed time a step (0.58 ms, not 1.51 ms): 62 of the 88 still
+    # slower, a median -3.7% on rates, -11% at 64 requests
     trt = [r for r in s.rows if r.source == "inferencemax-20308883467"]
-    assert len(trt) == 88 and sum(abs(r.error) for r in trt) / 88 <= 0.335
+    assert len(trt) == 88 and sum(abs(r.error) for r in trt) / 88 <= 0.074
     from gpuarch.validation.stats import rate_error
-    assert all(rate_error(r) < 0 for r in trt)
+    assert sum(rate_error(r) < 0 for r in trt) >= 60
+    assert -0.06 < statistics.median(rate_error(r) for r in trt) < 0.0
     # varying answers free their slots one by one (80.2% as entered)
     s = dataclasses.replace(s, rows=tuple(r for r in s.rows if r.id not in hybrid_ids
                                           and not (r.source in ("lmdeploy-a100-fp16-v0.1.0a1",
@@ -754,7 +761,9 @@ def test_inference_validation_does_not_regress() -> None:
                                           and r.source not in ("sglang-cookbook-qwen3-next",
                                                                "vllm-recipe-qwen3-next")))
     assert len(s.rows) >= 1101
-    assert s.mean_abs_error <= 0.0993  # 9.92% since the engines' all-reduce kernels (the
+    # 10.18% since TensorRT-LLM's PyTorch backend took its measured fixed time a step
+    # (0.58 ms, not the fitted 1.51 ms: its large-batch overview rows a little fast);
+    assert s.mean_abs_error <= 0.1020  # 9.92% since the engines' all-reduce kernels (the
     # in-sample LMDeploy TP 4 rows, TensorRT-LLM's min-latency DeepSeek-R1 on B200, SGLang's
     # Qwen3-Next at TP 2-8 and Gemma 4 at TP 2 now fast); 9.73%; 9.74% since an
     # expert-parallel decode step waits for its busiest rank (10.02% before); 10.02% since a
@@ -773,8 +782,9 @@ def test_inference_validation_does_not_regress() -> None:
     # 10.13% -> 10.10% mean, 97.18% -> 97.64% within), 7.14% before, 7.22% before the
     # staggered admission
     # 7.27% since a stream's prefill passes hold the prompts arriving during a step and a
-    # pass (pipelined engines' micro-batches each theirs)
-    assert s.median_abs_error <= 0.0730
+    # pass (pipelined engines' micro-batches each theirs); 7.47% since TensorRT-LLM's PyTorch
+    # backend took its measured step
+    assert s.median_abs_error <= 0.0750
     assert s.by("metric")["tpot_s"] <= 0.077  # 7.6% since the engines' all-reduce kernels
     # (LMDeploy's TP 4 decode fast), within 7% before
     assert s.share_within >= 0.971  # 97.18% (97.09% before the weight-only spread, 97.00%
@@ -876,8 +886,9 @@ def test_inference_validation_does_not_regress() -> None:
     assert len(block) == 6
     # (adp_balance), which shortens the prefill wait; +37.3% and +29.5% since the run's
     # prompts are admitted a few an iteration, so 375 slots fill over 374 iterations
-    assert block["trtllm-03e27c7-h200-deepseek-v3-fp8-dep8-1000-1000"] < 0.38
-    assert block["trtllm12-h200-deepseek-v3-fp8-dep8-1024-1024"] < 0.30
+    # +38.9% and +31.0% since TensorRT-LLM's PyTorch backend took its measured step
+    assert block["trtllm-03e27c7-h200-deepseek-v3-fp8-dep8-1000-1000"] < 0.39
+    assert block["trtllm12-h200-deepseek-v3-fp8-dep8-1024-1024"] < 0.311
     in_sample = [abs(r.error) for r in s.rows if not r.out_of_sample]
     # 172 since SGLang's two-batch-overlap decode (the figure tbo_exchange_hidden is fitted
     # on) joined the 171 the serving fit used
@@ -916,8 +927,9 @@ def test_inference_validation_does_not_regress() -> None:
     # 12.6% with Qwen3-235B-A22B-FP4's 8-bit cache
     # 12.4% with the W4A8 MXFP4 experts at their measured layers' rate, 12.1% with the
     # block-scaled FP8 ones; 11.7% with the host's time per expert layer; 12.0% with the
-    # all-to-all as its measured kernels (GB200's long-output DEP4 rows, fast, faster)
-    assert sum(later) / len(later) <= 0.12
+    # all-to-all as its measured kernels (GB200's long-output DEP4 rows, fast, faster);
+    # 12.04% with the PyTorch backend's measured step
+    assert sum(later) / len(later) <= 0.121
     maverick = [abs(r.error) for r in s.rows if "maverick" in r.id]
     # 17.2%; 17.5% at moe_gemm_nvfp4 (its B200 NVFP4 rows, slow, slower); 17.7% with the
     # prompt's attention at its kernel's rate (its long-prompt Hopper rows, fast, faster);
@@ -936,8 +948,9 @@ def test_inference_validation_does_not_regress() -> None:
     # 11.0% with the host's time per expert layer (GPT-OSS-20B's 24 less than 120B's 36)
     oss = [r.error for r in s.rows if r.model.startswith("gpt-oss")
            and r.gpu in ("b200", "b300", "gb200", "gb300")]
+    # (signed -0.1..0 until TensorRT-LLM's PyTorch backend took its measured step: +1.3%)
     assert len(oss) == 67 and sum(map(abs, oss)) / len(oss) <= 0.111
-    assert -0.1 < sum(oss) / len(oss) < 0.0
+    assert -0.02 < sum(oss) / len(oss) < 0.03
 
 
 def test_host_time_follows_the_expert_layers() -> None:
@@ -1637,17 +1650,23 @@ def test_python_executor_is_host_bound_at_large_batch() -> None:
     sequences (48 expert layers) on an H100 the step is the host's time, which names the
     bottleneck (an x86 host's: the Grace-measured cost over host_time_x86_speedup; on a
     GB200, Grace, the cost itself); a C++ executor has none, and neither has a dense
-    model."""
+    model. vLLM's loop is taken for the comparisons, as it carries the same fixed time a step
+    as the C++ executor; TensorRT-LLM's PyTorch backend (the default) differs from it by its
+    measured fixed time alone."""
     per_layer = DEFAULT_EFFICIENCY.host_time_per_request_expert_layer_s
     assert per_layer == pytest.approx(45.11e-3 / 1536 / 36, rel=2e-3)
     qwen = preset("qwen3-30b-a3b").shape
     assert qwen.moe_layers == 48
-    one_py = _est(shape=qwen, batch=1, quant=FP8)
+    one_py = _est(shape=qwen, batch=1, quant=FP8, executor="vllm")
     one_cpp = _est(shape=qwen, batch=1, quant=FP8, executor="cpp")
     assert one_py.tpot_s == one_cpp.tpot_s
+    one_trt = _est(shape=qwen, batch=1, quant=FP8)
+    eff = DEFAULT_EFFICIENCY
+    assert one_py.tpot_s - one_trt.tpot_s == pytest.approx(
+        eff.decode_step_overhead_s - eff.decode_step_overhead_pytorch_s)
     big = {"shape": qwen, "batch": 3000, "quant": FP8, "input_len": 128, "output_len": 128,
            "batching": Batching.CONTINUOUS}
-    py, cpp = _est(**big), _est(**big, executor="cpp")
+    py, cpp = _est(**big, executor="vllm"), _est(**big, executor="cpp")
     assert py.batch == cpp.batch == 3000
     host = per_layer * 48 * 3000 / DEFAULT_EFFICIENCY.host_time_x86_speedup
     assert DEFAULT_EFFICIENCY.host_time_x86_speedup > 1
@@ -1660,21 +1679,21 @@ def test_python_executor_is_host_bound_at_large_batch() -> None:
     assert step_py == pytest.approx(host, rel=1e-9)
     assert py.decode_step_breakdown_s["host"] > 0 == cpp.decode_step_breakdown_s["host"]
     assert py.bottleneck["decode"] == "host" and "host work" in py.bottleneck_reason["decode"]
-    assert py.assumptions["executor"] == "python"
+    assert py.assumptions["executor"] == "vllm"
     assert py.assumptions["executor_host"] == {
         "cpu": "x86", "s_per_request_expert_layer": pytest.approx(host / 48 / 3000)}
     assert grace.assumptions["executor_host"]["cpu"] == "grace"
     x86_us = 1e6 * DEFAULT_EFFICIENCY.host_time_per_request_expert_layer_s \
-        / DEFAULT_EFFICIENCY.host_time_x86_speedup  # 0.816 us / 1.20
+        / DEFAULT_EFFICIENCY.host_time_x86_speedup  # 0.816 us / 1.19
     assert f"(an x86 host: {x86_us:.2f} us a request" in py.bottleneck_reason["decode"]
-    assert f"{x86_us:.2f}" == "0.68"
+    assert f"{x86_us:.2f}" == "0.69"
     assert "(a Grace host: 0.82 us a request" in grace.bottleneck_reason["decode"]
     assert cpp.assumptions["executor_host"] is None
     # a dense model at the same batch: no host floor, the GPU's step as with a C++ loop
     dense = {**big, "shape": LLAMA_8B}
-    assert _est(**dense).tpot_s == _est(**dense, executor="cpp").tpot_s
-    with pytest.raises(GpuarchError, match=r"--executor: expected one of python, cpp, got "
-                                           r"'pyton'; did you mean 'python'"):
+    assert _est(**dense, executor="vllm").tpot_s == _est(**dense, executor="cpp").tpot_s
+    with pytest.raises(GpuarchError, match=r"--executor: expected one of python, cpp, vllm, "
+                                           r"sglang, got 'pyton'; did you mean 'python'"):
         _est(executor="pyton")
 
 
@@ -1682,10 +1701,11 @@ def test_python_executor_is_host_bound_at_large_batch() -> None:
 @settings(max_examples=30, deadline=None)
 def test_python_executor_never_beats_cpp(batch: int) -> None:
     """The host's time only ever lengthens a step: per-token time is never shorter with a
-    Python executor, and equal whenever the GPU's step is the longer."""
+    Python executor than with a C++ one of the same fixed time a step (vLLM's loop), and equal
+    whenever the GPU's step is the longer."""
     kw = {"batch": batch, "quant": FP8, "input_len": 256, "output_len": 256,
           "batching": Batching.CONTINUOUS}
-    py, cpp = _est(**kw), _est(**kw, executor="cpp")
+    py, cpp = _est(**kw, executor="vllm"), _est(**kw, executor="cpp")
     assert py.tpot_s >= cpp.tpot_s * (1 - 1e-12)
     if py.decode_step_breakdown_s["host"] == 0:
         assert py.tpot_s == pytest.approx(cpp.tpot_s)
@@ -1695,7 +1715,7 @@ def test_python_executor_never_beats_cpp(batch: int) -> None:
 @given(model=st.sampled_from(["llama-3.1-8b", "mixtral-8x7b", "gpt-oss-20b", "deepseek-v3"]),
        tp=st.sampled_from([1, 2, 4]), pp=st.sampled_from([1, 2]),
        batch=st.integers(1, 512), continuous=st.booleans(),
-       executor=st.sampled_from(["python", "cpp"]), draft=st.sampled_from([0, 2]),
+       executor=st.sampled_from(["python", "cpp", "vllm"]), draft=st.sampled_from([0, 2]),
        chunk=st.sampled_from([0, 512]))
 def test_phase_parts_add_up(model: str, tp: int, pp: int, batch: int, continuous: bool,
                             executor: str, draft: int, chunk: int) -> None:

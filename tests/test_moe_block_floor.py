@@ -47,16 +47,20 @@ def test_moe_block_against_vllms_kernel_benchmark(batch: int, measured_us: float
 
 
 def test_floor_is_charged_once_per_expert_layer_as_overhead() -> None:
-    """The decode step's fixed overhead is the step's own plus the floor of each of the 48
+    """The decode step's fixed overhead is the step's own (TensorRT-LLM's PyTorch backend's
+    measured one by default, the fitted one for vLLM's loop) plus the floor of each of the 48
     expert layers; a dense model gets none."""
     eff = DEFAULT_EFFICIENCY
-    moe = estimate_inference(CATALOG, QWEN3_30B, H100,
-                             InferenceConfig(input_len=128, output_len=2, batch=1, quant=FP8))
-    assert moe.decode_step_parts_s["overhead"] == pytest.approx(
-        eff.decode_step_overhead_s + 48 * eff.moe_block_floor_s)
-    dense = estimate_inference(CATALOG, preset("llama-3.1-8b").shape, H100,
-                               InferenceConfig(input_len=128, output_len=2, batch=1))
-    assert dense.decode_step_parts_s["overhead"] == pytest.approx(eff.decode_step_overhead_s)
+    for executor, step in (("python", eff.decode_step_overhead_pytorch_s),
+                           ("vllm", eff.decode_step_overhead_s)):
+        moe = estimate_inference(CATALOG, QWEN3_30B, H100, InferenceConfig(
+            input_len=128, output_len=2, batch=1, quant=FP8, executor=executor))
+        assert moe.decode_step_parts_s["overhead"] == pytest.approx(
+            step + 48 * eff.moe_block_floor_s)
+        dense = estimate_inference(CATALOG, preset("llama-3.1-8b").shape, H100,
+                                   InferenceConfig(input_len=128, output_len=2, batch=1,
+                                                   executor=executor))
+        assert dense.decode_step_parts_s["overhead"] == pytest.approx(step)
 
 
 def test_blackwell_blocks_carry_their_engines_floor() -> None:
@@ -77,7 +81,7 @@ def test_blackwell_blocks_carry_their_engines_floor() -> None:
         assert f"MoE kernels   {name}: {fmt(from_si(floor, Unit.US))} us fixed per expert layer" \
             in render_inference(est)
         assert est.decode_step_parts_s["overhead"] == pytest.approx(
-            eff.decode_step_overhead_s + 48 * floor)
+            eff.decode_step_overhead_pytorch_s + 48 * floor)
         return float(floor)
 
     assert overhead("b200", "trtllm") == eff.moe_block_floor_blackwell_s

@@ -67,6 +67,7 @@ from gpuarch.estimate.inference_config import (
     MOE_GEMM_KERNELS,
     MOE_KERNEL_ENGINES,
     MOE_KERNELS,
+    PYTHON_EXECUTORS,
     RESERVE_FRACTION,
     SCHEDULER_POLICIES,
     SCHEDULES,
@@ -568,11 +569,14 @@ def _serving_assumptions(catalog: Catalog, shape: TransformerShape, product: Pro
         "pipeline_micro_batches": cfg.micro_batches,
         "engine_limits": cfg.limits_source or None,
         "executor": cfg.executor,
+        # the executor's fixed time a decode step (TensorRT-LLM's PyTorch backend its
+        # measured one, the others the fitted one)
+        "decode_step_overhead_s": runner.step_overhead_s,
         # a Python executor's host time per request in flight and expert layer, on this
         # GPU's host: measured on Grace, an x86 host's shorter (host_time_x86_speedup)
         "executor_host": {
             "cpu": runner.host_cpu, "s_per_request_expert_layer": runner.host_s_per_request_layer}
-        if cfg.executor == "python" and shape.is_moe else None,
+        if cfg.executor in PYTHON_EXECUTORS and shape.is_moe else None,
         "cuda_graph_padding": {
             "batch_sizes": sorted(cfg.cuda_graph_batch_sizes),
             "decode_rows": int(runner.graph_rows(int(core.batch)))}

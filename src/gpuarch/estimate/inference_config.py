@@ -24,6 +24,7 @@ __all__ = [
     "DECODE_KV_READS",
     "EMBEDDING_BYTES",
     "EXECUTORS",
+    "EXECUTOR_NAMES",
     "FP8_SCALINGS",
     "HGX_GPUS",
     "HYBRID_PREFIX_NOTE",
@@ -36,6 +37,7 @@ __all__ = [
     "MOE_GEMM_KERNELS",
     "MOE_KERNELS",
     "MOE_KERNEL_ENGINES",
+    "PYTHON_EXECUTORS",
     "RESERVE_FRACTION",
     "SCHEDULER_POLICIES",
     "SCHEDULES",
@@ -181,10 +183,21 @@ to it; the v5.1 B200 configs set ``'batch_scheduler_policy': 'max_util'``). A st
 holds every sequence to its end either way."""
 
 
-EXECUTORS = ("python", "cpp")
-"""Serving executors: a Python loop with per-request host time each step (TensorRT-LLM's
-PyTorch backend, vLLM, SGLang), or a C++ executor whose host time is not modelled
-(TensorRT-LLM's TensorRT engines of the 0.x releases, LMDeploy's TurboMind)."""
+EXECUTORS = ("python", "cpp", "vllm", "sglang")
+"""Serving executors: "python", TensorRT-LLM's PyTorch backend (its Python executor loop and
+overlap scheduler: host time per request each step, hidden behind the GPU's step until it
+is longer, and a measured fixed time each step, ``Efficiency.decode_step_overhead_pytorch_s``);
+"vllm" or "sglang", those engines' Python engine loops (the same host time per request, the
+fitted fixed time, ``Efficiency.decode_step_overhead_s``); "cpp", a C++ executor whose host
+time per request is not modelled (TensorRT-LLM's TensorRT engines of the 0.x releases,
+LMDeploy's TurboMind), the fitted fixed time."""
+
+PYTHON_EXECUTORS = ("python", "vllm", "sglang")
+"""The executors that spend host time per request in flight each step."""
+
+EXECUTOR_NAMES = {"python": "TensorRT-LLM's PyTorch backend", "cpp": "a C++ executor",
+                  "vllm": "vLLM's engine loop", "sglang": "SGLang's engine loop"}
+"""Each of ``EXECUTORS`` as reports name it."""
 
 
 FP8_SCALINGS = ("tensor", "block")
@@ -223,13 +236,16 @@ one-shot kernels (each engine's default), or NCCL alone (vLLM's and SGLang's
 
 
 ENGINE_SETTINGS: dict[str, dict[str, str]] = {
-    "vllm": {"moe_kernels": "vllm", "mla_cache": "flashmla", "all_reduce": "vllm"},
-    "sglang": {"moe_kernels": "sglang", "mla_cache": "flashmla", "all_reduce": "sglang"},
+    "vllm": {"moe_kernels": "vllm", "mla_cache": "flashmla", "all_reduce": "vllm",
+             "executor": "vllm"},
+    "sglang": {"moe_kernels": "sglang", "mla_cache": "flashmla", "all_reduce": "sglang",
+               "executor": "sglang"},
     "lmdeploy": {"executor": "cpp", "all_reduce": "nccl"},
 }
 """What naming the serving engine (``--engine``, or ``--launch``'s) sets where its own flag
-is not given: vLLM's and SGLang's own fused MoE kernels (``MOE_KERNELS``: their measured
-layers, ``gpuarch validate moe-kernels --moe-kernels vllm|sglang``) and all-reduce kernels
+is not given: vLLM's and SGLang's own engine loops (``EXECUTORS``), fused MoE kernels
+(``MOE_KERNELS``: their measured layers, ``gpuarch validate moe-kernels --moe-kernels
+vllm|sglang``) and all-reduce kernels
 (``ALL_REDUCE_KERNELS``: ``gpuarch validate engine-all-reduce``), FlashMLA's FP8
 layout of a sparse-attention latent (``MLA_CACHES``), LMDeploy's TurboMind, a C++ executor
 (``EXECUTORS``) whose all-reduce is NCCL's: TurboMind's custom all-reduce, FasterTransformer's,
@@ -336,8 +352,9 @@ class InferenceConfig:
     # own token, between 1 and speculative_tokens + 1; measured on the workload's data)
     speculative_tokens: int = 0
     acceptance_length: float = 0.0
-    # the engine's executor loop: "python" (per-request host time each step, overlapped with
-    # the GPU) or "cpp" (none modelled); see EXECUTORS
+    # the engine's executor loop: "python" (TensorRT-LLM's PyTorch backend), "vllm" or
+    # "sglang" (per-request host time each step, overlapped with the GPU, and each its fixed
+    # time a step) or "cpp" (no host time per request modelled); see EXECUTORS
     executor: str = "python"
     # how new prompts are fitted in under continuous batching (SCHEDULES): in passes of their
     # own between decode steps, or in the decode step's iteration; it moves TTFT, not the

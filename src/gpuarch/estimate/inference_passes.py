@@ -30,6 +30,7 @@ from gpuarch.estimate.inference_config import (
     EMBEDDING_BYTES,
     HGX_GPUS,
     MOE_GEMM_KERNELS,
+    PYTHON_EXECUTORS,
     Batching,
     InferenceConfig,
     engine_of,
@@ -1014,15 +1015,16 @@ class ReplicaRunner:
         (an MTP module or an EAGLE head)."""
         k = self.cfg.speculative_tokens
         position = max(1, round(ctx))
+        fixed = self.step_overhead_s
         step = self.forward(seqs, k + 1, position + k, self.graph_rows(seqs)) + PhaseSeconds(
-            overhead=self.eff.decode_step_overhead_s)
-        self._add("overhead", self.eff.decode_step_overhead_s)
+            overhead=fixed)
+        self._add("overhead", fixed)
         if k:
             s = self.s
             touched = self.experts_touched(seqs) if s.is_moe else 0.0
             step = step + self._scaled(k, lambda: self.layer(seqs, seqs, 1, position, touched,
                                                              moe=s.is_moe) + self.head(seqs))
-        if self.cfg.executor == "python":
+        if self.cfg.executor in PYTHON_EXECUTORS:
             # the executor's host work for every request in flight, in proportion to the
             # stage's expert layers, overlaps the GPU's step (overlap scheduler); the step
             # lasts as long as the longer of the two
@@ -1042,6 +1044,14 @@ class ReplicaRunner:
             self._add("eager_launch", wait)
             step = step + PhaseSeconds(host=wait)
         return step
+
+    @property
+    def step_overhead_s(self) -> float:
+        """The executor's fixed time per decode step: TensorRT-LLM's PyTorch backend its
+        measured one, every other executor the fitted one."""
+        if self.cfg.executor == "python":
+            return self.eff.decode_step_overhead_pytorch_s
+        return self.eff.decode_step_overhead_s
 
     @property
     def eager_launch_s(self) -> float:

@@ -714,7 +714,20 @@ class Efficiency:
     decode_step_overhead_s: float = 1.51e-3
     """Fixed time per decode step (scheduler, sampling, launch of the step's graph), for
     the whole model. Fitted on inference measurements (1.58 ms until the engines' own
-    all-reduce kernels were modelled, 2026-12-07)."""
+    all-reduce kernels were modelled, 2026-12-07). Charged for vLLM's and SGLang's engine
+    loops and C++ executors; TensorRT-LLM's PyTorch backend has its own measured one,
+    ``decode_step_overhead_pytorch_s``."""
+
+    decode_step_overhead_pytorch_s: float = 0.58e-3
+    """The same for TensorRT-LLM's PyTorch backend (``InferenceConfig.executor`` "python", the
+    default), whose executor loop runs the scheduler, the launch of the step and the sampler's
+    post-processing on one Python thread one step ahead of the GPU (its overlap scheduler):
+    TensorRT-LLM issue #13957 (2026-05-10, NVIDIA) measures what of that host work the GPU
+    still waits on, "~580 us/iter of host overhead as GPU idle", from Nsight Systems traces of
+    Llama-3.1-8B-Instruct FP8 on B200 at 64 concurrent requests (ISL = OSL = 1,000), where the
+    backend delivers 13,806 output tokens/s against vLLM 0.20.1's 15,638 (a step 0.55 ms
+    longer). Taken as published, not fitted; the sampler's own kernels are not priced apart
+    (argmax or top-k over the vocabulary, tens of microseconds a step at such batches)."""
 
     host_time_per_request_expert_layer_s: float = 0.816e-6
     """Host time of a Python executor loop per request in flight, per expert layer the
@@ -733,7 +746,7 @@ class Efficiency:
     time"). Not fitted. Measured on a Grace host; an x86 host's is this over
     ``host_time_x86_speedup``."""
 
-    host_time_x86_speedup: float = 1.20
+    host_time_x86_speedup: float = 1.19
     """How many times faster an x86 host (Intel Xeon, AMD EPYC: every GPU here that is not on
     a Grace superchip, ``Product.grace_host``) runs the Python executor loop than the Grace
     CPU ``host_time_per_request_expert_layer_s`` was measured on. Read from published pairs
@@ -743,7 +756,9 @@ class Efficiency:
     scripts/host_pairs.py``). Microbenchmarks bracket it: a bare CPython call 1.08x slower on
     GB200 than on an H100 host (PyTorch issue #187862), the host time of an eager
     ``torch.nn.Linear`` 37.1 us on GB200 against 13.5 us on a DGX H100 (Xeon 8480C), 2.75x
-    (TransformerEngine issue #2053). Not fitted on the model's errors."""
+    (TransformerEngine issue #2053). Not fitted on the model's errors. 1.20 from 2026-12-04
+    until TensorRT-LLM's PyTorch backend took its measured fixed time a step (2026-12-07),
+    which makes a 17th pair host-bound on both sides (median 1.193)."""
 
     eager_decode_host_s_per_layer: float = 2.57e-4
     """Host time per decoder layer of a decode step run eagerly (no CUDA graph replayed:

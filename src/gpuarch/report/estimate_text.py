@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from gpuarch.estimate.disagg import DisaggEstimate
 from gpuarch.estimate.inference import InferenceEstimate
-from gpuarch.estimate.inference_config import MOE_KERNEL_ENGINES
+from gpuarch.estimate.inference_config import EXECUTOR_NAMES, MOE_KERNEL_ENGINES
 from gpuarch.estimate.scaling import GpuScaling
 from gpuarch.estimate.sweep import BatchSweep
 from gpuarch.estimate.training import TrainingEstimate
@@ -392,6 +392,11 @@ def _serving_setup_lines(a: dict[str, Any]) -> list[str]:
     if a.get("tp_all_reduce"):
         lines.append(f"  TP all-reduce {a['tp_all_reduce']} (--all-reduce "
                      "trtllm|vllm|sglang|nccl)")
+    if a.get("executor") in EXECUTOR_NAMES and a.get("decode_step_overhead_s") is not None:
+        others = "|".join(e for e in EXECUTOR_NAMES if e != a["executor"])
+        lines.append(f"  executor      {EXECUTOR_NAMES[a['executor']]}: "
+                     f"{fmt(from_si(a['decode_step_overhead_s'], Unit.MS))} ms fixed a decode "
+                     f"step (--executor {others})")
     if a.get("moe_gemm_kernel") == "ampere":
         lines.append("                expert GEMMs in kernels written for Ampere: slower on "
                      "Hopper and datacenter Blackwell (--moe-gemm-kernel native for the "

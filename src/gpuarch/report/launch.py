@@ -744,6 +744,9 @@ def serving_launch(engine: str, shape: Any, cfg: Any, model: str, batch: int,
             add("backend", "tensorrt")
             notes.append("--backend tensorrt serves a built TensorRT engine (the C++ "
                          "executor the estimate assumed)")
+        elif cfg.executor != "python":
+            notes.append(f"the estimate assumed {cfg.executor}'s engine loop; TensorRT-LLM's "
+                         "PyTorch backend runs its own (estimate with --executor python)")
         if options:
             name = info["options_file"]
             add("options", name)
@@ -752,9 +755,12 @@ def serving_launch(engine: str, shape: Any, cfg: Any, model: str, batch: int,
         if cfg.kv_cache_fraction:
             notes.append(f"KV cache at {cfg.kv_cache_fraction:g} of free memory: "
                          f"{info['name']}'s memory fraction counts the whole GPU")
-        if cfg.executor == "cpp":
-            notes.append(f"the estimate assumed a C++ executor; {info['name']} runs a Python "
-                         "loop (estimate with --executor python)")
+        if cfg.executor != engine:
+            assumed = ("a C++ executor" if cfg.executor == "cpp" else
+                       f"{cfg.executor}'s engine loop" if cfg.executor != "python" else
+                       "TensorRT-LLM's PyTorch executor")
+            notes.append(f"the estimate assumed {assumed}; {info['name']} runs its own "
+                         f"(estimate with --executor {engine})")
     if cfg.speculative_tokens:
         notes.append(f"speculative decoding with {cfg.speculative_tokens} draft tokens: the "
                      "draft method (MTP, EAGLE, n-gram) is yours to set")

@@ -23,7 +23,6 @@ from gpuarch.estimate.engine_limits import apply_limits
 from gpuarch.estimate.inference import estimate_inference
 from gpuarch.estimate.inference_config import (
     DECODE_KV_READS,
-    EXECUTORS,
     MAX_PREFILL_TOKENS,
     MLA_CACHES,
     MOE_COMMS,
@@ -207,7 +206,9 @@ def point_config(point: TrainingPoint, gpus_per_node: int, product: Product | No
         max_num_tokens=int(point.get("max_num_tokens") or MAX_PREFILL_TOKENS),
         kv_cache_fraction=float(point.get("kv_cache_fraction") or 0.0),
         max_batch_size=int(point.get("max_batch_size") or 0),
-        executor=str(point.get("executor", EXECUTORS[0])),
+        # the engine's own executor loop, unless the point names another
+        executor=str(point.get("executor", engine_settings(
+            engine_family(str(point.get("framework") or "")))["executor"])),
         scheduler_policy=str(point.get("scheduler_policy", SCHEDULER_POLICIES[0])),
         schedule=str(point.get("schedule", SCHEDULES[0])),
         window_kv_cache=str(point.get("window_kv_cache", WINDOW_KV_CACHES[0])),
