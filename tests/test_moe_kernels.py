@@ -249,3 +249,14 @@ def test_moe_module_time_needs_experts() -> None:
     with pytest.raises(GpuarchError, match="has no experts"):
         moe_module_time(CATALOG, preset("llama-3.1-8b").shape, CATALOG.product("h100"), cfg,
                         16)
+
+
+def test_moe_module_time_needs_a_token_a_rank() -> None:
+    """Under attention data parallelism (EP above TP) fewer tokens than ranks leave a rank
+    none: a clear error naming the least, not a division by zero."""
+    cfg = InferenceConfig(input_len=16, output_len=2, batch=1, gpus=8, ep=8)
+    shape = preset("gpt-oss-120b").shape
+    with pytest.raises(GpuarchError, match="tokens: 4 entering the module leave a rank's "
+                                           "attention none at TP 1 and EP 8; give at least 8"):
+        moe_module_time(CATALOG, shape, CATALOG.product("b200"), cfg, 4)
+    assert moe_module_time(CATALOG, shape, CATALOG.product("b200"), cfg, 8) > 0

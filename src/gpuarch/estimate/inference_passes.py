@@ -261,6 +261,10 @@ def moe_module_time(catalog: Catalog, shape: TransformerShape, product: Product,
     measured MoE layers time (validation/moe_kernels.py)."""
     if not shape.is_moe:
         raise GpuarchError(f"--model: {shape.name} has no experts")
+    if moe_rank_tokens(tokens, cfg.tp, cfg.ep) < 1:
+        raise GpuarchError(f"tokens: {tokens} entering the module leave a rank's attention "
+                           f"none at TP {cfg.tp} and EP {cfg.ep}; give at least "
+                           f"{-(-cfg.ep // cfg.tp)}")
     runner = ReplicaRunner(catalog, shape, product, cfg, system, efficiency, balanced_routing=True)
     runner.parts = {}
     per_rank = moe_rank_tokens(tokens, cfg.tp, cfg.ep)
