@@ -68,10 +68,20 @@ def test_a_successor_gpu_never_serves_the_same_batch_slower(
     newer = _estimate(model, SUCCESSORS[i + 1], fmt, tp, lengths, batch, batching)
     if older is None or newer is None or older.batch != newer.batch:
         return
-    assert newer.tpot_s <= older.tpot_s * 1.001
-    assert newer.output_tokens_per_s >= older.output_tokens_per_s * 0.999
+    # The tensor-parallel all-reduces run the engine's own one-shot kernel at its measured
+    # latency, which is higher on Blackwell than on Hopper (TensorRT-LLM's 4.75 us against
+    # 3 us, perf/data/engine_all_reduce.toml): at TP 8 and one sequence of a 7-8B model in
+    # FP8, where a step's weights take 0.1-0.2 ms, a B200 loses up to 1.2% to an H200 on that
+    # alone. The rest of the step is never slower on the successor.
+    decode_tp = max(0.0, newer.decode_step_parts_s["tensor_parallel"]
+                    - older.decode_step_parts_s["tensor_parallel"])
+    assert newer.tpot_s - decode_tp <= older.tpot_s * 1.001
+    if decode_tp == 0.0:
+        assert newer.output_tokens_per_s >= older.output_tokens_per_s * 0.999
     if batching is Batching.STATIC:
-        assert newer.ttft_s <= older.ttft_s * 1.001
+        prefill_tp = max(0.0, newer.prefill_parts_s["tensor_parallel"]
+                         - older.prefill_parts_s["tensor_parallel"])
+        assert newer.ttft_s - prefill_tp <= older.ttft_s * 1.001
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
