@@ -25,10 +25,17 @@ No validation figure is used.
 from __future__ import annotations
 
 from gpuarch.catalog import load_catalog
+from gpuarch.catalog.loader import Catalog
 from gpuarch.perf.efficiency import DEFAULT_EFFICIENCY
 from gpuarch.units import Unit, from_si, to_si
 from gpuarch.validation.measured import mean_abs_log_ratio
-from gpuarch.validation.moe_kernels import FILES, LARGE_TOKENS, compare, load_kernel_rows
+from gpuarch.validation.moe_kernels import (
+    FILES,
+    LARGE_TOKENS,
+    KernelRow,
+    compare,
+    load_kernel_rows,
+)
 
 FLOORS_US = [10.0, 14.0, 15.0, 16.0, 17.0, 18.0, 19.0, 20.0, 22.0, 24.0, 26.6, 30.0, 33.0,
              36.0, 40.0, 42.0, 45.0, 48.0, 50.0, 55.0, 60.0]
@@ -46,6 +53,13 @@ FITTED_ON = {("trtllm-gen", "blackwell"): ("w4a8_mxfp4_mxfp8", 16)}
 """Where a parameter is set on some of its layers only: (format, most tokens)."""
 
 
+def _compared(catalog: Catalog, name: str, floor_us: float, raw: list[dict[str, str]],
+              kernels: str) -> list[KernelRow]:
+    """``raw``'s layers beside the model with the floor ``name`` at ``floor_us``."""
+    eff = DEFAULT_EFFICIENCY.with_overrides({name: to_si(floor_us, Unit.US)})
+    return compare(catalog, eff, raw, kernels)
+
+
 def main() -> None:
     catalog = load_catalog()
     for (kernels, arch), name in PARAMETER.items():
@@ -54,8 +68,7 @@ def main() -> None:
         print(f"{kernels} on {arch} ({name}, {len(raw)} layers):")
         scores = []
         for floor_us in FLOORS_US:
-            eff = DEFAULT_EFFICIENCY.with_overrides({name: to_si(floor_us, Unit.US)})
-            rows = compare(catalog, eff, raw, kernels)
+            rows = _compared(catalog, name, floor_us, raw, kernels)
             small = [r for r in rows if r.tokens < LARGE_TOKENS]
             per_format = {f: mean_abs_log_ratio([r for r in rows if r.moe_dtype == f])
                           for f in formats}
@@ -70,11 +83,8 @@ def main() -> None:
         if (kernels, arch) in FITTED_ON:
             fmt, most = FITTED_ON[(kernels, arch)]
             some = [r for r in raw if r["moe_dtype"] == fmt and int(r["num_tokens"]) <= most]
-            scores = []
-            for floor_us in FLOORS_US:
-                eff = DEFAULT_EFFICIENCY.with_overrides({name: to_si(floor_us, Unit.US)})
-                scores.append((mean_abs_log_ratio(compare(catalog, eff, some, kernels)),
-                               floor_us))
+            scores = [(mean_abs_log_ratio(_compared(catalog, name, f, some, kernels)), f)
+                      for f in FLOORS_US]
             err, best = min(scores)
             print(f"  its {len(some)} {fmt} layers of {most} tokens or fewer: "
                   + ", ".join(f"{f:g} us {e:.3f}" for e, f in scores)
