@@ -66,6 +66,8 @@ SERVING_FAMILIES = (
     ("InferenceMAX's vLLM 0.13.0 nightly run (GPT-OSS-120B)", ("inferencemax-20667906037",)),
     ("InferenceMAX's TensorRT-LLM 1.2.0rc2 nightly run (GPT-OSS-120B, B200)",
      ("inferencemax-20308883467",)),
+    ("InferenceMAX's SGLang 0.5.6 nightly run (DeepSeek-R1-0528, B200 and H200)",
+     ("inferencemax-20621824084",)),
 )
 METRIC_LABELS = {
     "output_tokens_per_s": "output tokens/s",
