@@ -753,13 +753,15 @@ def test_advice_carries_each_architectures_error_band(tmp_path: Path) -> None:
     assert ("error band, Ampere: too few published figures on Ampere for a band of its own;"
             f" the model's error on all {bands['ampere']['figures']} figures of "
             "fine-grained MoE serving, every GPU pooled, was") in text
-    # naming the engine: Hopper's band is then vLLM's fine-grained MoE runs' there (53),
-    # Ampere has none of that engine's and keeps the pooled band; the text names it
+    # naming the engine: Hopper's band is then vLLM's fine-grained MoE runs' there (147 of
+    # the 246), Ampere has none of that engine's and keeps the pooled band; the text names
+    # it (the two Hopper medians can round alike: since InferenceMAX's SGLang run both read
+    # +4.71%, so the band is told apart by its figures)
     vllm = advise_inference(CATALOG, shape, InferenceSearch(1024, 256, gpus=("h100", "a100"),
                                                             engine="vllm"), prices)
     named = vllm.assumptions["error_bands"]
     assert named["hopper"]["regime"] == "serving/fine-moe/hopper@vllm"
-    assert named["hopper"]["median_error"] != bands["hopper"]["median_error"]
+    assert 0 < named["hopper"]["figures"] < bands["hopper"]["figures"]
     assert named["ampere"] == bands["ampere"]
     assert "fine-grained MoE serving on Hopper with vLLM" in render_inference_advice(vllm)
     with pytest.raises(GpuarchError, match="--engine: expected one of"):
