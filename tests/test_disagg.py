@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -111,7 +112,8 @@ def test_cli(capsys: pytest.CaptureFixture[str]) -> None:
     assert doc["validation"] is None and doc["disaggregated"]["prefill_gpus"] == 4
     assert doc["output_tokens_per_s"] == pytest.approx(3 * 256)
     status, out, _ = run(capsys, *base, "--prefill-gpus", "4", "--batch", "max")
-    assert status == 0 and "disaggregated: 4 prefill GPUs" in out and "Not validated" in out
+    assert status == 0 and "disaggregated: 4 prefill GPUs" in out
+    assert "Checked on one published disaggregated run" in out and "no error band" in out
     status, out, err = run(capsys, *base, "--prefill-tp", "2", "--batch", "8")
     assert status == 2 and "--prefill-tp/--prefill-ep" in err
     status, out, err = run(capsys, *base, "--prefill-gpus", "4", "--batch", "8",
@@ -171,3 +173,85 @@ def test_cli_prefill_gpu(capsys: pytest.CaptureFixture[str]) -> None:
     assert status == 2 and "--prefill-gpu: unknown GPU 'h10'; did you mean 'h100'" in err
     status, _, err = run(capsys, *base, "--prefill-gpu", "h100")
     assert status == 2 and "--prefill-tp/--prefill-ep/--prefill-gpu" in err
+
+
+def test_a_prefill_pass_of_k_prompts_is_the_aggregated_pass_of_k() -> None:
+    """The prefill pool's pass of k prompts takes what the aggregated model charges a
+    static batch of k prompts on the same GPUs (until 2026-12-07 it took a one-prompt pass
+    whatever k, which put a 1k-prompt pool's capacity up to 8 times too high)."""
+    cfg = replace(DECODE, max_num_tokens=16384)  # passes of up to 8 prompts of 2,048
+    e = estimate_disaggregated(CATALOG, SHAPE, H100, cfg, PrefillPool(gpus=4, tp=2),
+                               system=DGX)
+    p = e.assumptions["prefill"]
+    k = p["prompts_per_pass"]
+    assert k > 1
+    static = estimate_inference(CATALOG, SHAPE, H100, replace(
+        cfg, gpus=2, tp=2, batch=k, output_len=2, batching=Batching.STATIC,
+        max_num_tokens=16384), system=DGX)
+    assert p["pass_s"] == pytest.approx(static.ttft_s, rel=0.02)
+    # two replicas of that pass size at most carry k prompts each a pass
+    assert e.prefill_capacity_per_s <= 2 * 8 / p["pass_s"] * (1 + 1e-9)
+    one = estimate_inference(CATALOG, SHAPE, H100, replace(
+        cfg, gpus=2, tp=2, batch=1, output_len=2, batching=Batching.STATIC), system=DGX)
+    assert p["pass_s"] > 1.5 * one.ttft_s  # a pass of several prompts is not one prompt's
+
+
+def test_a_prefill_bound_deployment_decodes_at_the_batch_its_rate_keeps() -> None:
+    """With more sequences per decode replica asked than the prefill pool can keep fed,
+    the decode replicas run at the batch the prefill rate holds in flight, and a token
+    takes that batch's step, not the step of the batch asked."""
+    asked = replace(DECODE, batch=96)
+    e = _disagg(2, asked)
+    assert e.bottleneck == "prefill"
+    assert e.batch < 96
+    full = _disagg(16, asked)  # prefill to spare: the batch asked
+    assert full.bottleneck == "decode" and full.batch == min(96, full.max_batch)
+    assert e.tpot_s < full.tpot_s
+    # the settled batch carries the prefill pool's rate
+    replicas = DECODE.gpus // DECODE.tp
+    assert replicas * e.batch / ((256 - 1) * e.tpot_s) >= e.requests_per_s * (1 - 1e-9)
+
+
+def test_a_disaggregated_validation_point(capsys: pytest.CaptureFixture[str],
+                                          tmp_path: Path) -> None:
+    """A serving point that names a prefill pool is priced disaggregated: its concurrency
+    spread over the decode replicas, its figures the deployment's; a bad pool names the
+    data file's field."""
+    point = """[[point]]
+id = "dis"
+preset = "llama-3.1-70b"
+gpu = "h100"
+gpus = 4
+tp = 4
+prefill_gpus = 4
+prefill_tp = 2
+weight_precision = "fp8"
+activation_precision = "fp8"
+kv_precision = "fp8"
+input_len = 2048
+output_len = 256
+mode = "serving"
+concurrency = 48
+output_tokens_per_s = 1000
+tpot_s = 0.02
+"""
+    data = tmp_path / "dis.toml"
+    data.write_text(point)
+    status, out, err = run(capsys, "validate", "inference", "--data", str(data), "--json")
+    assert status == 0, err
+    rows = {r["metric"]: r for r in json.loads(out)["figures"]}
+    e = estimate_disaggregated(CATALOG, SHAPE, H100, replace(DECODE, batch=48),
+                               PrefillPool(gpus=4, tp=2), system=DGX)
+    # (the JSON holds six significant digits)
+    assert rows["output_tokens_per_s"]["predicted"] == pytest.approx(e.output_tokens_per_s,
+                                                                     rel=1e-5)
+    assert rows["tpot_s"]["predicted"] == pytest.approx(e.tpot_s, rel=1e-5)
+    assert rows["tpot_s"]["gpus"] == 8 and rows["tpot_s"]["batching"] == "disaggregated 48"
+    status, out, err = run(capsys, "validate", "inference", "--data", str(data), "--explain")
+    assert status == 0 and "disaggregated: 4 decode GPUs at batch" in out
+    data.write_text(point.replace("prefill_gpus = 4", "prefill_gpus = 3"))
+    status, out, err = run(capsys, "validate", "inference", "--data", str(data))
+    assert "prefill_gpus: 3 is not a multiple" in out + err
+    data.write_text(point.replace('mode = "serving"', 'mode = "max-throughput"'))
+    status, out, err = run(capsys, "validate", "inference", "--data", str(data))
+    assert "a disaggregated point gives mode" in out + err

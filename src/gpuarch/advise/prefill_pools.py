@@ -21,7 +21,7 @@ from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import Product, System
 from gpuarch.errors import GpuarchError
 from gpuarch.estimate.disagg import best_pass, prefill_pool_config
-from gpuarch.estimate.inference import evaluate_inference
+from gpuarch.estimate.inference import evaluate_inference, pass_times
 from gpuarch.estimate.inference_config import MAX_PREFILL_LOAD, InferenceConfig
 from gpuarch.estimate.inference_memory import max_batch_that_fits
 from gpuarch.perf.efficiency import Efficiency
@@ -80,13 +80,17 @@ def prefill_curves(catalog: Catalog, shape: TransformerShape, product: Product,
         held = max_batch_that_fits(shape, cfg, product)
         if held < 1:
             continue
-        sizes = np.arange(1, min(per_pass, held) + 1)
         try:
+            # a pass of k whole prompts (k up to what a pass takes and the replica holds),
+            # as the aggregated model prices it
+            seconds = np.asarray(pass_times(catalog, shape, product, cfg, system=system,
+                                            efficiency=efficiency).prefill_s, dtype=float)
+            sizes = np.arange(1, min(per_pass, held, seconds.size) + 1)
+            seconds = seconds[:sizes.size]
             core = evaluate_inference(catalog, shape, product, cfg, sizes, system=system,
                                       efficiency=efficiency)
         except GpuarchError:
             continue
-        seconds = np.broadcast_to(np.asarray(core.prefill.total, dtype=float), sizes.shape)
         memory = np.broadcast_to(np.asarray(core.memory_total, dtype=float), sizes.shape)
         out.append(PrefillCurve(tp, ep, tuple(int(k) for k in sizes),
                                 tuple(float(t) for t in seconds),

@@ -19,8 +19,9 @@ into the decode steps. The model here reuses the aggregated estimate's own opera
   decode step of that batch alone, with no prefill between steps.
 
 The deployment serves the smaller of the two pools' request rates; ``rate`` (requests per
-second) sets the load instead, refused beyond either pool's capacity. Not validated: the
-published tables in ``validation/`` measure aggregated serving.
+second) sets the load instead, refused beyond either pool's capacity. Checked on one
+published disaggregated run (``validation/data/inference.toml``, source
+``inferencemax-20764588467``: GPT-OSS-120B on GB200 NVL72 under Dynamo and TensorRT-LLM).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ import numpy as np
 from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import Product, System
 from gpuarch.errors import GpuarchError
-from gpuarch.estimate.inference import evaluate_inference
+from gpuarch.estimate.inference import evaluate_inference, pass_times
 from gpuarch.estimate.inference_config import (
     MAX_PREFILL_LOAD,
     RESERVE_FRACTION,
@@ -237,7 +238,8 @@ def estimate_disaggregated(catalog: Catalog, shape: TransformerShape, product: P
                            rate: float | None = None, system: System | None = None,
                            efficiency: Efficiency = DEFAULT_EFFICIENCY) -> DisaggEstimate:
     """Serve with ``pool`` prefilling and ``cfg``'s GPUs (TP, PP, EP, formats) decoding:
-    at ``cfg.batch`` sequences per decode replica (None: the most that fit), or at ``rate``
+    at ``cfg.batch`` sequences per decode replica (None: the most that fit; fewer where the
+    prefill pool cannot keep that many decoding, the batch its rate holds), or at ``rate``
     requests per second. Errors name the flag when a pool cannot hold the model or cannot
     carry the rate."""
     pool.validate()
@@ -256,16 +258,16 @@ def estimate_disaggregated(catalog: Catalog, shape: TransformerShape, product: P
     except GpuarchError as exc:  # name the prefill pool's own flags
         raise GpuarchError(re.sub(r"^--(tp|ep|gpus)\b", r"--prefill-\1", str(exc))) from None
 
-    # prefill: passes of 1 .. per_pass prompts; a pass of k prompts serves k requests
-    per_pass = cfg.prompts_per_pass
+    # prefill: passes of 1 .. per_pass whole prompts (what a replica holds); a pass of k
+    # prompts serves k requests and takes the aggregated model's own pass of k prompts
     held = max_batch_that_fits(shape, prefill, prefill_product)
     if held < 1:
         raise GpuarchError(f"--prefill-gpus: {shape.name} does not fit a prefill replica of "
                            f"{pool.replica_gpus} x {prefill_product.name}")
-    sizes = np.arange(1, min(per_pass, held) + 1)
-    pass_s = np.asarray(evaluate_inference(catalog, shape, prefill_product, prefill, sizes,
-                                           system=prefill_system, efficiency=efficiency
-                                           ).prefill.total, dtype=float)
+    pass_s = np.asarray(pass_times(catalog, shape, prefill_product, prefill,
+                                   system=prefill_system, efficiency=efficiency).prefill_s,
+                        dtype=float)
+    sizes = np.arange(1, pass_s.size + 1)
     prefill_rate = float(prefill.replicas) * sizes / pass_s  # requests/s at each pass size
     prefill_capacity = float(prefill_rate.max())
 
@@ -301,9 +303,11 @@ def estimate_disaggregated(catalog: Catalog, shape: TransformerShape, product: P
                                    f"{flag} would carry it")
         load = rate
         utilization_cap = 1.0
-    # the decode batch the load settles at, and the pass size that keeps up with it
+    # the decode batch the load settles at (where the prefill pool is the narrower, the
+    # batch its rate keeps in flight, not the batch given: the decode replicas cannot fill
+    # faster than prompts arrive), and the pass size that keeps up with it
     b = int(np.nonzero(decode_rate >= load * (1 - 1e-12))[0][0])
-    if cfg.batch is not None and rate is None:
+    if cfg.batch is not None and rate is None and bottleneck == "decode":
         b = min(cfg.batch, limit) - 1
     chosen = best_pass(load / prefill.replicas, sizes.tolist(), pass_s.tolist(),
                        utilization_cap)
@@ -355,6 +359,7 @@ def estimate_disaggregated(catalog: Catalog, shape: TransformerShape, product: P
             if shape.is_hybrid else None,
             "prefill_gpu_memory_bytes": prefill_product.memory_bytes,
             "reserve_fraction": RESERVE_FRACTION if not cfg.kv_cache_fraction else None,
-            "model": "estimate.disagg: the aggregated model's operators per pool; "
-                     "unvalidated (no published disaggregated measurements in the data)",
+            "model": "estimate.disagg: the aggregated model's operators per pool; checked "
+                     "on one published disaggregated run (InferenceMAX's GPT-OSS-120B on "
+                     "GB200, source inferencemax-20764588467)",
         })

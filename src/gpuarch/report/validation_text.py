@@ -457,7 +457,16 @@ def _train_explained(x: dict[str, Any]) -> str:
 
 
 def _infer_explained(x: dict[str, Any]) -> str:
-    """One line: batch, bottlenecks and the parts of a prefill pass and a decode step."""
+    """One line: batch, bottlenecks and the parts of a prefill pass and a decode step (a
+    disaggregated run: its two pools)."""
+    if "disaggregated" in x:
+        d, p = x["disaggregated"], x["prefill"]
+        return (f"disaggregated: {d['decode_gpus']} decode GPUs at batch {x['batch']} a "
+                f"replica, a step {fmt_seconds(x['tpot_s'])}; {d['prefill_gpus']} prefill "
+                f"GPUs, passes of {p['prompts_per_pass']} prompts "
+                f"{fmt_seconds(p['pass_s'])}, {p['busy']:.0%} busy; the "
+                f"{x['bottleneck']['deployment']} pool sets the rate; KV hand-over "
+                f"{fmt_seconds(d['kv_transfer_s'])} over {d['kv_link']}")
     pre, dec = x["prefill_parts_s"], x["decode_step_parts_s"]
     b = x["bottleneck"]
     limits = x.get("engine_limits")

@@ -5,13 +5,16 @@ GPUs or per GPU), time to first token, time per output token. Every figure it gi
 compared with the model's prediction for the same model, GPU, parallelism, formats, lengths
 and batching: static batches as static, serving benchmarks at their concurrency as
 continuous batching, max-throughput runs as continuous batching at the largest batch that
-fits.
+fits. A point that names a prefill pool (``prefill_gpus``, with ``prefill_tp`` and
+``prefill_ep``) ran disaggregated: its ``gpus``, ``tp`` and ``ep`` are the decode pool's, its
+concurrency is spread over the decode replicas, and it is priced by
+``estimate.disagg.estimate_disaggregated``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -19,6 +22,7 @@ from typing import Any
 from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import Product
 from gpuarch.errors import GpuarchError, suggestion
+from gpuarch.estimate.disagg import PrefillPool, estimate_disaggregated
 from gpuarch.estimate.engine_limits import apply_limits
 from gpuarch.estimate.inference import estimate_inference
 from gpuarch.estimate.inference_config import (
@@ -107,6 +111,12 @@ ENGINE_KEYS = ("cuda_graph_batch_sizes", "cuda_graph_max_context", "executor",
 """Point settings a source may set once for all its points (``engine`` on the source)."""
 
 
+DISAGG_KEYS = ("prefill_gpus", "prefill_tp", "prefill_ep")
+"""A disaggregated run's prefill pool: its GPUs in all and each prefill replica's TP and EP
+(``estimate.disagg.PrefillPool``); the point's ``gpus``, ``tp`` and ``ep`` are then the decode
+pool's."""
+
+
 POINT_KEYS = frozenset({
     # what was measured and where
     "id", "source", "where", "framework", "notes", "out_of_sample", "excluded",
@@ -119,7 +129,7 @@ POINT_KEYS = frozenset({
     "ssm_state_precision", "input_len", "output_len", "output_len_cv", "max_output_len",
     "mode", "batch", "concurrency", "schedule", "adp_balance", "moe_imbalance",
     "redundant_experts", "two_batch_overlap", "speculative_tokens", "acceptance_length",
-    "gpus_per_node", *ENGINE_KEYS,
+    "gpus_per_node", *DISAGG_KEYS, *ENGINE_KEYS,
 })
 """Every key an inference point may carry (its source's ``engine`` settings included);
 another is a typo the loader names, which would otherwise be ignored."""
@@ -270,6 +280,9 @@ def compare_point(catalog: Catalog, point: TrainingPoint, efficiency: Efficiency
                                       point.get("gpu_link"))
     shape = point_shape(point)
     cfg = point_config(point, system.gpus_per_node if system else 8, product)
+    if point.get("prefill_gpus") is not None:
+        return _compare_disaggregated(catalog, point, product, system, shape, cfg,
+                                      efficiency)
     est = estimate_inference(catalog, shape, product, cfg, system=system,
                              efficiency=efficiency)
     doc = est.as_json()
@@ -301,6 +314,53 @@ def compare_point(catalog: Catalog, point: TrainingPoint, efficiency: Efficiency
                 f"{cfg.batching.value} {est.batch}", key, float(published), float(doc[attr]),
                 bool(point.get("out_of_sample", False)), explain, memory_fit(point, doc),
                 engine_family(str(point.get("framework") or ""))))
+    if not rows:
+        raise GpuarchError(f"point {point.id}: no published figure to compare")
+    return rows
+
+
+def _compare_disaggregated(catalog: Catalog, point: TrainingPoint, product: Product,
+                           system: Any, shape: Any, cfg: InferenceConfig,
+                           efficiency: Efficiency) -> list[InferenceComparison]:
+    """A disaggregated point's figures: its decode pool (the point's GPUs, TP and EP) holds
+    the run's concurrency spread evenly over its replicas (each attention-data-parallel rank
+    one), its prefill pool is the point's ``prefill_*``; the deployment serves what the
+    narrower pool carries (``estimate_disaggregated`` at that batch)."""
+    concurrency = point.get("concurrency")
+    if point.get("mode") != "serving" or not concurrency:
+        raise GpuarchError(f"point {point.id}: prefill_gpus: a disaggregated point gives "
+                           "mode = \"serving\" and its concurrency")
+    pool = PrefillPool(gpus=point.get("prefill_gpus"), tp=point.get("prefill_tp", 1),
+                       ep=point.get("prefill_ep", 1))
+    try:
+        pool.validate()
+    except GpuarchError as exc:  # name the data file's fields, not the flags
+        raise GpuarchError(f"point {point.id}: "
+                           + str(exc).replace("--prefill-", "prefill_")) from None
+    per_replica = -(-int(concurrency) // cfg.replicas)
+    cfg = replace(cfg, batch=per_replica)
+    doc = estimate_disaggregated(catalog, shape, product, cfg, pool, system=system,
+                                 efficiency=efficiency).as_json()
+    explain = {"batch": doc["batch"], "ttft_s": doc["ttft_s"], "tpot_s": doc["tpot_s"],
+               "bottleneck": doc["bottleneck"], "disaggregated": doc["disaggregated"],
+               "prefill": doc["assumptions"]["prefill"]}
+    q = cfg.quant
+    rows = []
+    for key, attr in _METRICS.items():
+        published = point.get(key)
+        if not published:
+            continue
+        if attr not in doc:
+            raise GpuarchError(f"point {point.id}: {key}: a disaggregated estimate does not "
+                               "give it; give output_tokens_per_s, ttft_s, tpot_s or "
+                               "request_latency_s")
+        rows.append(InferenceComparison(
+            point.id, point.source, shape.name, product.key, cfg.gpus + pool.gpus,
+            f"W{q.weights.value}/A{q.activations.value}/KV{q.kv_cache.value}",
+            f"{cfg.input_len}/{cfg.output_len}",
+            f"disaggregated {concurrency}", key, float(published), float(doc[attr]),
+            bool(point.get("out_of_sample", False)), explain, memory_fit(point, doc),
+            engine_family(str(point.get("framework") or ""))))
     if not rows:
         raise GpuarchError(f"point {point.id}: no published figure to compare")
     return rows
