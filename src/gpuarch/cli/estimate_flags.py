@@ -640,7 +640,8 @@ def add_infer_parser(est_sub: argparse._SubParsersAction[argparse.ArgumentParser
                         "user, one point per batch, to .png or .svg")
     p.add_argument("--prefill-gpus", type=at_least_one("--prefill-gpus"), metavar="N",
                    help="disaggregated serving: N more GPUs that only prefill, their KV "
-                        "caches sent to the --gpus that only decode (unvalidated)")
+                        "caches sent to the --gpus that only decode (checked on one "
+                        "published run)")
     p.add_argument("--prefill-tp", type=at_least_one("--prefill-tp"), metavar="T",
                    help="tensor parallelism of a prefill replica (default: --tp)")
     p.add_argument("--prefill-ep", type=at_least_one("--prefill-ep"), metavar="E",
