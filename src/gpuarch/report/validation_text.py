@@ -461,9 +461,13 @@ def _infer_explained(x: dict[str, Any]) -> str:
     disaggregated run: its two pools)."""
     if "disaggregated" in x:
         d, p = x["disaggregated"], x["prefill"]
-        return (f"disaggregated: {d['decode_gpus']} decode GPUs at batch {x['batch']} a "
-                f"replica, a step {fmt_seconds(x['tpot_s'])}; {d['prefill_gpus']} prefill "
-                f"GPUs, passes of {p['prompts_per_pass']} prompts "
+        def gpus(n: int) -> str:
+            return f"{n:,} GPU" + ("" if n == 1 else "s")
+
+        return (f"disaggregated: {gpus(d['decode_gpus'])} decoding at batch {x['batch']} a "
+                f"replica, a step {fmt_seconds(x['tpot_s'])}; {gpus(d['prefill_gpus'])} "
+                f"prefilling, passes of {p['prompts_per_pass']} prompt"
+                f"{'' if p['prompts_per_pass'] == 1 else 's'} "
                 f"{fmt_seconds(p['pass_s'])}, {p['busy']:.0%} busy; the "
                 f"{x['bottleneck']['deployment']} pool sets the rate; KV hand-over "
                 f"{fmt_seconds(d['kv_transfer_s'])} over {d['kv_link']}")
