@@ -295,7 +295,6 @@ def compare_point(catalog: Catalog, point: TrainingPoint, efficiency: Efficiency
                                 "max_num_tokens": a["max_prefill_tokens_per_pass"]} \
         if a.get("engine_limits") else None
     explain["offline_run"] = a.get("offline_run")
-    q = cfg.quant
     rows = []
     for key, attr in _METRICS.items():
         published = point.get(key)
@@ -307,16 +306,25 @@ def compare_point(catalog: Catalog, point: TrainingPoint, efficiency: Efficiency
                                    "phase; give mode = \"static-batch\"")
             doc = {**doc, **_phase_rates(doc, cfg)}
         if published:
-            rows.append(InferenceComparison(
-                point.id, point.source, shape.name, product.key, cfg.gpus,
-                f"W{q.weights.value}/A{q.activations.value}/KV{q.kv_cache.value}",
-                f"{cfg.input_len}/{cfg.output_len}",
-                f"{cfg.batching.value} {est.batch}", key, float(published), float(doc[attr]),
-                bool(point.get("out_of_sample", False)), explain, memory_fit(point, doc),
-                engine_family(str(point.get("framework") or ""))))
+            rows.append(_comparison(point, shape.name, product.key, cfg, cfg.gpus,
+                                    f"{cfg.batching.value} {est.batch}", key,
+                                    float(published), float(doc[attr]), explain, doc))
     if not rows:
         raise GpuarchError(f"point {point.id}: no published figure to compare")
     return rows
+
+
+def _comparison(point: TrainingPoint, model: str, gpu: str, cfg: InferenceConfig, gpus: int,
+                batching: str, metric: str, published: float, predicted: float,
+                explain: dict[str, Any], doc: Mapping[str, Any]) -> InferenceComparison:
+    """One figure of ``point`` beside the estimate's (``doc``, its JSON)."""
+    q = cfg.quant
+    return InferenceComparison(
+        point.id, point.source, model, gpu, gpus,
+        f"W{q.weights.value}/A{q.activations.value}/KV{q.kv_cache.value}",
+        f"{cfg.input_len}/{cfg.output_len}", batching, metric, published, predicted,
+        bool(point.get("out_of_sample", False)), explain, memory_fit(point, doc),
+        engine_family(str(point.get("framework") or "")))
 
 
 def _compare_disaggregated(catalog: Catalog, point: TrainingPoint, product: Product,
@@ -344,7 +352,6 @@ def _compare_disaggregated(catalog: Catalog, point: TrainingPoint, product: Prod
     explain = {"batch": doc["batch"], "ttft_s": doc["ttft_s"], "tpot_s": doc["tpot_s"],
                "bottleneck": doc["bottleneck"], "disaggregated": doc["disaggregated"],
                "prefill": doc["assumptions"]["prefill"]}
-    q = cfg.quant
     rows = []
     for key, attr in _METRICS.items():
         published = point.get(key)
@@ -354,13 +361,9 @@ def _compare_disaggregated(catalog: Catalog, point: TrainingPoint, product: Prod
             raise GpuarchError(f"point {point.id}: {key}: a disaggregated estimate does not "
                                "give it; give output_tokens_per_s, ttft_s, tpot_s or "
                                "request_latency_s")
-        rows.append(InferenceComparison(
-            point.id, point.source, shape.name, product.key, cfg.gpus + pool.gpus,
-            f"W{q.weights.value}/A{q.activations.value}/KV{q.kv_cache.value}",
-            f"{cfg.input_len}/{cfg.output_len}",
-            f"disaggregated {concurrency}", key, float(published), float(doc[attr]),
-            bool(point.get("out_of_sample", False)), explain, memory_fit(point, doc),
-            engine_family(str(point.get("framework") or ""))))
+        rows.append(_comparison(point, shape.name, product.key, cfg, cfg.gpus + pool.gpus,
+                                f"disaggregated {concurrency}", key, float(published),
+                                float(doc[attr]), explain, doc))
     if not rows:
         raise GpuarchError(f"point {point.id}: no published figure to compare")
     return rows
