@@ -77,6 +77,17 @@ def test_every_serving_run_finds_itself_first() -> None:
         assert first.setup == by_id[point.id].setup, point.id
 
 
+def test_disaggregated_runs_stay_out_of_the_bands_and_the_neighbours() -> None:
+    """A disaggregated run is compared in the validation but is no figure of the bands or
+    the nearest runs, which hold aggregated serving."""
+    points = vi.load_inference_points()
+    disaggregated = {p.id for p in points if p.get("prefill_gpus") is not None}
+    assert len(disaggregated) >= 34
+    compared = {r.id for r in vi.validate_inference(CATALOG).rows}
+    assert disaggregated <= compared
+    assert not disaggregated & {f.id for f in load_figures()}
+
+
 def test_a_static_batch_latency_counts_as_the_rate_it_implies() -> None:
     """A published request latency of a static batch is a figure: the output rate it
     implies (batch x output length / latency), so the model's error there is published /

@@ -283,6 +283,10 @@ def _serving_figures(catalog: Catalog, points: Iterable[Any], rows: Iterable[Any
     out = []
     for r in rows:
         p = by_id[r.id]
+        if p.get("prefill_gpus") is not None:
+            # a disaggregated run (prefill and decode pools apart) is no aggregated
+            # estimate's neighbour, nor in its band: the bands measure aggregated serving
+            continue
         cfg = point_config(p, 8)
         metric, published, predicted = r.metric, float(r.published), float(r.predicted)
         if metric == "request_latency_s" and cfg.batching is Batching.STATIC \
