@@ -256,3 +256,30 @@ tpot_s = 0.02
     data.write_text(point.replace('mode = "serving"', 'mode = "max-throughput"'))
     status, out, err = run(capsys, "validate", "inference", "--data", str(data))
     assert "a disaggregated point gives mode" in out + err
+
+
+def test_as_point_writes_a_disaggregated_run(capsys: pytest.CaptureFixture[str],
+                                             tmp_path: Path) -> None:
+    """estimate infer --prefill-gpus ... --as-point writes the run as a disaggregated point
+    (the decode replicas' sequences as its concurrency, the prefill pool's fields), which
+    reads back as the same estimate; what it cannot hold is refused by name."""
+    base = ["estimate", "infer", "--model", "llama-3.1-70b", "--gpu", "h100", "--gpus", "4",
+            "--tp", "2", "--prefill-gpus", "4", "--prefill-tp", "2", "--input-len", "2048",
+            "--output-len", "256", "--weight-precision", "fp8", "--kv-precision", "fp8",
+            "--batch", "16"]
+    status, out, err = run(capsys, *base, "--as-point", "dis")
+    assert status == 0, err
+    assert "concurrency = 32" in out and "prefill_gpus = 4" in out and "prefill_tp = 2" in out
+    data = tmp_path / "dis.toml"
+    data.write_text(out + "output_tokens_per_s = 1000\ntpot_s = 0.02\n")
+    status, got, err = run(capsys, "validate", "inference", "--data", str(data), "--json")
+    assert status == 0, err
+    rows = {r["metric"]: r["predicted"] for r in json.loads(got)["figures"]}
+    status, est, _ = run(capsys, *base, "--json")
+    doc = json.loads(est)
+    assert rows["output_tokens_per_s"] == pytest.approx(doc["output_tokens_per_s"], rel=1e-5)
+    assert rows["tpot_s"] == pytest.approx(doc["tpot_s"], rel=1e-5)
+    status, _, err = run(capsys, *base[:-2], "--rate", "2", "--as-point", "dis")
+    assert status == 2 and "--prefill-gpus and --rate" in err
+    status, _, err = run(capsys, *base, "--prefill-gpu", "h200", "--as-point", "dis")
+    assert status == 2 and "--prefill-gpu (a point's pools share its gpu)" in err

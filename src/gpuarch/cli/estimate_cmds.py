@@ -391,9 +391,16 @@ def _print_serving_point(args: argparse.Namespace, shape: TransformerShape, prod
     does not refuse."""
     from gpuarch.validation.run_points import inference_point
 
+    disaggregated = args.prefill_gpus is not None
     _check_point_run(args, ((sweep, "a list of --batch"), (args.launch, "--launch"),
                             (args.calibration, "--calibration"),
-                            (args.prefill_gpus is not None, "--prefill-gpus"),
+                            (disaggregated and args.rate is not None,
+                             "--prefill-gpus and --rate (a disaggregated point is a run at "
+                             "its concurrency, not a load run)"),
+                            (disaggregated and benches is not None,
+                             "--prefill-gpus and --measured"),
+                            (disaggregated and args.prefill_gpu is not None,
+                             "--prefill-gpu (a point's pools share its gpu)"),
                             *((given, f"{flag} (a load run is replayed as a stream of "
                                       "requests of the run's lengths at its rate)")
                               for given, flag in ((args.arrivals == "trace", "--arrivals trace"),
@@ -405,8 +412,13 @@ def _print_serving_point(args: argparse.Namespace, shape: TransformerShape, prod
                            "these formats and parallelism (not even one sequence), so a "
                            "stream of its requests cannot be replayed")
     if benches is None:
+        prefill = None
+        if disaggregated:
+            cfg = _disaggregated_point_config(args, shape, product, cfg)
+            prefill = (args.prefill_gpus, args.prefill_tp or args.tp, args.prefill_ep or 1)
         point = inference_point(args.as_point, _preset_of(args), shape, product.key, cfg,
-                                system=args.system, gpu_link=args.gpu_link)
+                                system=args.system, gpu_link=args.gpu_link,
+                                prefill=prefill)
         if args.rate is None:
             hint = ("output_tokens_per_s = ...  (or output_tokens_per_s_per_gpu, ttft_s, "
                     "tpot_s, request_latency_s): what you measured")
@@ -498,6 +510,33 @@ def _run_names(base: str, benches: Any) -> list[str]:
 _SPREAD_FLOOR = 0.01
 """A saved run's lengths vary by more than this (standard deviation over mean) before its
 spread is written to the point: fixed-length requests come back a token or two apart."""
+
+
+def _disaggregated_point_config(args: argparse.Namespace, shape: TransformerShape,
+                                product: Any, cfg: Any) -> Any:
+    """The decode pool's configuration of a disaggregated run written as a point: a
+    continuous batch of --batch sequences a decode replica, checked by the disaggregated
+    estimate itself (a pool it refuses is not written)."""
+    from gpuarch.catalog.loader import load_catalog
+    from gpuarch.estimate.disagg import PrefillPool, estimate_disaggregated
+    from gpuarch.estimate.inference_config import Batching
+
+    if cfg.batch is None:
+        raise GpuarchError("--as-point: a disaggregated run had a concurrency; give --batch, "
+                           "the sequences each decode replica held (not max)")
+    if cfg.num_requests:
+        raise GpuarchError("--prefill-gpus and --num-requests: the disaggregated estimate "
+                           "is a steady state")
+    if args.batching is Batching.STATIC:
+        raise GpuarchError("--prefill-gpus: decode workers batch continuously (requests "
+                           "arrive from the prefill pool); drop --batching static")
+    cfg = dataclasses.replace(cfg, batching=Batching.CONTINUOUS)
+    catalog = load_catalog()
+    estimate_disaggregated(catalog, shape, product, cfg,
+                           PrefillPool(gpus=args.prefill_gpus, tp=args.prefill_tp or args.tp,
+                                       ep=args.prefill_ep or 1),
+                           system=catalog.system(args.system) if args.system else None)
+    return cfg
 
 
 def _preset_of(args: argparse.Namespace) -> str | None:
