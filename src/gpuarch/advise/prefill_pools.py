@@ -21,9 +21,9 @@ from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import Product, System
 from gpuarch.errors import GpuarchError
 from gpuarch.estimate.disagg import best_pass, prefill_pool_config
-from gpuarch.estimate.inference import evaluate_inference, pass_times
+from gpuarch.estimate.inference import pass_times
 from gpuarch.estimate.inference_config import MAX_PREFILL_LOAD, InferenceConfig
-from gpuarch.estimate.inference_memory import max_batch_that_fits
+from gpuarch.estimate.inference_memory import max_batch_that_fits, memory_parts
 from gpuarch.perf.efficiency import Efficiency
 from gpuarch.workloads.shape import TransformerShape
 
@@ -85,13 +85,14 @@ def prefill_curves(catalog: Catalog, shape: TransformerShape, product: Product,
             # as the aggregated model prices it
             seconds = np.asarray(pass_times(catalog, shape, product, cfg, system=system,
                                             efficiency=efficiency).prefill_s, dtype=float)
-            sizes = np.arange(1, min(per_pass, held, seconds.size) + 1)
-            seconds = seconds[:sizes.size]
-            core = evaluate_inference(catalog, shape, product, cfg, sizes, system=system,
-                                      efficiency=efficiency)
         except GpuarchError:
             continue
-        memory = np.broadcast_to(np.asarray(core.memory_total, dtype=float), sizes.shape)
+        sizes = np.arange(1, min(per_pass, held, seconds.size) + 1)
+        seconds = seconds[:sizes.size]
+        # what a replica holds for a pass of k prompts (their KV cache and activations)
+        memory = np.zeros(sizes.shape)
+        for part in memory_parts(shape, cfg, sizes, product).values():
+            memory = memory + np.asarray(part, dtype=float)
         out.append(PrefillCurve(tp, ep, tuple(int(k) for k in sizes),
                                 tuple(float(t) for t in seconds),
                                 tuple(float(m) for m in memory)))

@@ -415,7 +415,8 @@ def _print_serving_point(args: argparse.Namespace, shape: TransformerShape, prod
         prefill = None
         if disaggregated:
             cfg = _disaggregated_point_config(args, shape, product, cfg)
-            prefill = (args.prefill_gpus, args.prefill_tp or args.tp, args.prefill_ep or 1)
+            pool = _prefill_pool(args)
+            prefill = (pool.gpus, pool.tp, pool.ep)
         point = inference_point(args.as_point, _preset_of(args), shape, product.key, cfg,
                                 system=args.system, gpu_link=args.gpu_link,
                                 prefill=prefill)
@@ -518,25 +519,39 @@ def _disaggregated_point_config(args: argparse.Namespace, shape: TransformerShap
     continuous batch of --batch sequences a decode replica, checked by the disaggregated
     estimate itself (a pool it refuses is not written)."""
     from gpuarch.catalog.loader import load_catalog
-    from gpuarch.estimate.disagg import PrefillPool, estimate_disaggregated
+    from gpuarch.estimate.disagg import estimate_disaggregated
     from gpuarch.estimate.inference_config import Batching
 
     if cfg.batch is None:
         raise GpuarchError("--as-point: a disaggregated run had a concurrency; give --batch, "
                            "the sequences each decode replica held (not max)")
-    if cfg.num_requests:
+    _refuse_disaggregated(args)
+    cfg = dataclasses.replace(cfg, batching=Batching.CONTINUOUS)
+    catalog = load_catalog()
+    estimate_disaggregated(catalog, shape, product, cfg, _prefill_pool(args),
+                           system=catalog.system(args.system) if args.system else None)
+    return cfg
+
+
+def _refuse_disaggregated(args: argparse.Namespace) -> None:
+    """What the disaggregated estimate does not take: an offline run, a static batch."""
+    from gpuarch.estimate.inference_config import Batching
+
+    if args.num_requests:
         raise GpuarchError("--prefill-gpus and --num-requests: the disaggregated estimate "
                            "is a steady state")
     if args.batching is Batching.STATIC:
         raise GpuarchError("--prefill-gpus: decode workers batch continuously (requests "
                            "arrive from the prefill pool); drop --batching static")
-    cfg = dataclasses.replace(cfg, batching=Batching.CONTINUOUS)
-    catalog = load_catalog()
-    estimate_disaggregated(catalog, shape, product, cfg,
-                           PrefillPool(gpus=args.prefill_gpus, tp=args.prefill_tp or args.tp,
-                                       ep=args.prefill_ep or 1),
-                           system=catalog.system(args.system) if args.system else None)
-    return cfg
+
+
+def _prefill_pool(args: argparse.Namespace, product: Any = None, system: Any = None) -> Any:
+    """The prefill pool --prefill-gpus, --prefill-tp (default --tp) and --prefill-ep
+    (default 1) name, on ``product`` in ``system`` where another GPU type prefills."""
+    from gpuarch.estimate.disagg import PrefillPool
+
+    return PrefillPool(gpus=args.prefill_gpus, tp=args.prefill_tp or args.tp,
+                       ep=args.prefill_ep or 1, product=product, system=system)
 
 
 def _preset_of(args: argparse.Namespace) -> str | None:
@@ -912,17 +927,11 @@ def _batch_sweep(args: argparse.Namespace, catalog: Any, shape: TransformerShape
 def _disaggregated(args: argparse.Namespace, catalog: Any, shape: TransformerShape,
                    product: Any, system: Any, cfg: Any, eff: Any) -> int:
     """estimate infer with --prefill-gpus: prefill and decode on separate pools."""
-    from gpuarch.estimate.disagg import PrefillPool, estimate_disaggregated
-    from gpuarch.estimate.inference_config import Batching
+    from gpuarch.estimate.disagg import estimate_disaggregated
     from gpuarch.perf.kv_formats import kv_cache_run
     from gpuarch.report.estimate_text import render_disaggregated
 
-    if args.num_requests:
-        raise GpuarchError("--prefill-gpus and --num-requests: the disaggregated estimate "
-                           "is a steady state")
-    if args.batching is Batching.STATIC:
-        raise GpuarchError("--prefill-gpus: decode workers batch continuously (requests "
-                           "arrive from the prefill pool); drop --batching static")
+    _refuse_disaggregated(args)
     prefill_product = prefill_system = None
     if args.prefill_gpu:
         try:
@@ -939,9 +948,7 @@ def _disaggregated(args: argparse.Namespace, catalog: Any, shape: TransformerSha
                 cfg, quant=dataclasses.replace(cfg.quant, kv_cache=run.format),
                 kv_cache_fallback="; ".join(filter(None, (cfg.kv_cache_fallback,
                                                           run.reason))))
-    pool = PrefillPool(gpus=args.prefill_gpus, tp=args.prefill_tp or args.tp,
-                       ep=args.prefill_ep or 1, product=prefill_product,
-                       system=prefill_system)
+    pool = _prefill_pool(args, prefill_product, prefill_system)
     est = estimate_disaggregated(catalog, shape, product, cfg, pool, rate=args.rate,
                                  system=system, efficiency=eff)
     if args.json:
