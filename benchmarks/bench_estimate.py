@@ -129,6 +129,15 @@ def main() -> None:
     per = _time(disaggregated, max(1, args.runs // 20))
     print(f"{'disaggregated, 4 prefill + 4 decode H100, 2 req/s':46} "
           f"{from_si(per, Unit.MS):8.2f} ms per estimate (both pools' batch axes)")
+
+    def closed_loop() -> object:
+        return estimate_disaggregated(catalog, shape, h100, decode, pool, concurrency=64,
+                                      system=dgx)
+
+    looped = _time(closed_loop, max(1, args.runs // 20))
+    print(f"{'the same, a client keeping 64 requests in flight':46} "
+          f"{from_si(looped, Unit.MS):8.2f} ms per estimate ({looped / per:.2f}x: the "
+          "loop's bisection)")
     swept = replace(cfg, batching=Batching.CONTINUOUS)
 
     def batch_sweep() -> object:  # --batch sweep: 1, 2, 4, ... and the largest that fits

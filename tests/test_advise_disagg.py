@@ -145,7 +145,7 @@ def test_cli_lists_the_prefill_pool(capsys: pytest.CaptureFixture[str]) -> None:
             "--max-gpus", "16", "--disaggregated")
     status, out, _ = run(capsys, *argv)
     assert status == 0 and " prefill " in out.splitlines()[1]
-    assert "disaggregated:" in out and "checked on one published disaggregated run" in out
+    assert "disaggregated:" in out and "checked on two published disaggregated runs" in out
     status, out, _ = run(capsys, *argv, "--json")
     doc = json.loads(out)
     modes = {o["mode"] for o in doc["pareto"]}

@@ -113,9 +113,11 @@ def test_cli(capsys: pytest.CaptureFixture[str]) -> None:
     assert doc["output_tokens_per_s"] == pytest.approx(3 * 256)
     status, out, _ = run(capsys, *base, "--prefill-gpus", "4", "--batch", "max")
     assert status == 0 and "disaggregated: 4 prefill GPUs" in out
-    assert "Checked on one published disaggregated run" in out and "no error band" in out
+    assert "Checked on two published disaggregated runs" in out and "no error band" in out
     status, out, err = run(capsys, *base, "--prefill-tp", "2", "--batch", "8")
-    assert status == 2 and "--prefill-tp/--prefill-ep" in err
+    assert status == 2 and "--prefill-tp: it shapes the prefill pool" in err
+    status, out, err = run(capsys, *base, "--prefill-max-num-tokens", "4096", "--batch", "8")
+    assert status == 2 and "--prefill-max-num-tokens: it shapes the prefill pool" in err
     status, out, err = run(capsys, *base, "--prefill-gpus", "4", "--batch", "8",
                            "--batching", "continuous", "--num-requests", "100")
     assert status == 2 and "--prefill-gpus and --num-requests" in err
@@ -172,7 +174,7 @@ def test_cli_prefill_gpu(capsys: pytest.CaptureFixture[str]) -> None:
     status, _, err = run(capsys, *base, "--prefill-gpus", "4", "--prefill-gpu", "h10")
     assert status == 2 and "--prefill-gpu: unknown GPU 'h10'; did you mean 'h100'" in err
     status, _, err = run(capsys, *base, "--prefill-gpu", "h100")
-    assert status == 2 and "--prefill-tp/--prefill-ep/--prefill-gpu" in err
+    assert status == 2 and "--prefill-gpu: it shapes the prefill pool of --prefill-gpus" in err
 
 
 def test_a_prefill_pass_of_k_prompts_is_the_aggregated_pass_of_k() -> None:
@@ -194,6 +196,36 @@ def test_a_prefill_pass_of_k_prompts_is_the_aggregated_pass_of_k() -> None:
     one = estimate_inference(CATALOG, SHAPE, H100, replace(
         cfg, gpus=2, tp=2, batch=1, output_len=2, batching=Batching.STATIC), system=DGX)
     assert p["pass_s"] > 1.5 * one.ttft_s  # a pass of several prompts is not one prompt's
+
+
+def test_the_prefill_pool_takes_its_own_token_budget() -> None:
+    """Prefill workers with their own engine settings (Dynamo's PREFILL_MAX_NUM_TOKENS beside
+    a decode pool's small DECODE_MAX_NUM_TOKENS): passes of at most their budget's whole
+    prompts, and the decode side's budget only where the pool sets none."""
+    cfg = replace(DECODE, max_num_tokens=128)  # a decode pool's own budget: a batch of steps
+    own = estimate_disaggregated(CATALOG, SHAPE, H100, cfg,
+                                 PrefillPool(gpus=4, tp=2, max_num_tokens=3 * 2048),
+                                 system=DGX)
+    p = own.assumptions["prefill"]
+    assert p["max_num_tokens"] == 6144 and 1 <= p["prompts_per_pass"] <= 3
+    wide = estimate_disaggregated(CATALOG, SHAPE, H100, cfg,
+                                  PrefillPool(gpus=4, tp=2, max_num_tokens=8 * 2048),
+                                  system=DGX)
+    # a larger budget never carries fewer prompts per second
+    assert wide.prefill_capacity_per_s >= own.prefill_capacity_per_s * (1 - 1e-9)
+    inherited = estimate_disaggregated(CATALOG, SHAPE, H100, replace(cfg, max_num_tokens=6144),
+                                       PrefillPool(gpus=4, tp=2), system=DGX)
+    assert inherited.prefill_capacity_per_s == pytest.approx(own.prefill_capacity_per_s)
+    # a prompt longer than the budget is one whole prompt a pass (chunked where configured)
+    assert estimate_disaggregated(CATALOG, SHAPE, H100, cfg,
+                                  PrefillPool(gpus=4, tp=2, max_num_tokens=1024),
+                                  system=DGX).assumptions["prefill"]["prompts_per_pass"] == 1
+    with pytest.raises(GpuarchError, match="--prefill-max-num-tokens: expected an integer"):
+        _disagg_pool(PrefillPool(gpus=4, tp=2, max_num_tokens=-5))
+
+
+def _disagg_pool(pool: PrefillPool) -> DisaggEstimate:
+    return estimate_disaggregated(CATALOG, SHAPE, H100, DECODE, pool, system=DGX)
 
 
 def test_a_prefill_bound_deployment_decodes_at_the_batch_its_rate_keeps() -> None:
@@ -240,8 +272,8 @@ tpot_s = 0.02
     status, out, err = run(capsys, "validate", "inference", "--data", str(data), "--json")
     assert status == 0, err
     rows = {r["metric"]: r for r in json.loads(out)["figures"]}
-    e = estimate_disaggregated(CATALOG, SHAPE, H100, replace(DECODE, batch=48),
-                               PrefillPool(gpus=4, tp=2), system=DGX)
+    e = estimate_disaggregated(CATALOG, SHAPE, H100, DECODE, PrefillPool(gpus=4, tp=2),
+                               concurrency=48, system=DGX)
     # (the JSON holds six significant digits)
     assert rows["output_tokens_per_s"]["predicted"] == pytest.approx(e.output_tokens_per_s,
                                                                      rel=1e-5)
@@ -256,17 +288,23 @@ tpot_s = 0.02
     data.write_text(point.replace('mode = "serving"', 'mode = "max-throughput"'))
     status, out, err = run(capsys, "validate", "inference", "--data", str(data))
     assert "a disaggregated point gives mode" in out + err
+    data.write_text(point.replace("prefill_tp = 2", "prefill_tp = 2\nprefill_max_num_tokens = 0"))
+    status, out, err = run(capsys, "validate", "inference", "--data", str(data))
+    assert status == 2 and "prefill_max_num_tokens: expected an integer >= 1, got 0" in out + err
+    data.write_text(point.replace("prefill_gpus = 4\n", ""))
+    status, out, err = run(capsys, "validate", "inference", "--data", str(data))
+    assert status == 2 and "prefill_tp: it shapes the prefill pool" in out + err
 
 
 def test_as_point_writes_a_disaggregated_run(capsys: pytest.CaptureFixture[str],
                                              tmp_path: Path) -> None:
     """estimate infer --prefill-gpus ... --as-point writes the run as a disaggregated point
-    (the decode replicas' sequences as its concurrency, the prefill pool's fields), which
-    reads back as the same estimate; what it cannot hold is refused by name."""
+    (the client's --concurrency, the prefill pool's fields), which reads back as the same
+    estimate; what it cannot hold is refused by name."""
     base = ["estimate", "infer", "--model", "llama-3.1-70b", "--gpu", "h100", "--gpus", "4",
             "--tp", "2", "--prefill-gpus", "4", "--prefill-tp", "2", "--input-len", "2048",
             "--output-len", "256", "--weight-precision", "fp8", "--kv-precision", "fp8",
-            "--batch", "16"]
+            "--concurrency", "32"]
     status, out, err = run(capsys, *base, "--as-point", "dis")
     assert status == 0, err
     assert "concurrency = 32" in out and "prefill_gpus = 4" in out and "prefill_tp = 2" in out
@@ -279,7 +317,60 @@ def test_as_point_writes_a_disaggregated_run(capsys: pytest.CaptureFixture[str],
     doc = json.loads(est)
     assert rows["output_tokens_per_s"] == pytest.approx(doc["output_tokens_per_s"], rel=1e-5)
     assert rows["tpot_s"] == pytest.approx(doc["tpot_s"], rel=1e-5)
+    status, out, err = run(capsys, *base, "--prefill-max-num-tokens", "4096",
+                           "--as-point", "dis")
+    assert status == 0 and "prefill_max_num_tokens = 4096" in out
+    data.write_text(out + "output_tokens_per_s = 1000\n")
+    status, got, err = run(capsys, "validate", "inference", "--data", str(data), "--json")
+    status, est, _ = run(capsys, *base, "--prefill-max-num-tokens", "4096", "--json")
+    assert json.loads(got)["figures"][0]["predicted"] == pytest.approx(
+        json.loads(est)["output_tokens_per_s"], rel=1e-5)
     status, _, err = run(capsys, *base[:-2], "--rate", "2", "--as-point", "dis")
     assert status == 2 and "--prefill-gpus and --rate" in err
     status, _, err = run(capsys, *base, "--prefill-gpu", "h200", "--as-point", "dis")
     assert status == 2 and "--prefill-gpu (a point's pools share its gpu)" in err
+    status, _, err = run(capsys, *base[:-2], "--batch", "16", "--as-point", "dis")
+    assert status == 2 and "give --concurrency, the requests it kept in flight" in err
+    status, _, err = run(capsys, *base, "--batch", "16")
+    assert status == 2 and "--batch or --concurrency: give one of them" in err
+    status, _, err = run(capsys, *[a for a in base if a not in ("--prefill-gpus",
+                                                                "--prefill-tp")][:-1])
+    assert status == 2  # (a stray count after dropping the flags above)
+
+
+def test_a_closed_loop_client() -> None:
+    """A client keeping C requests in flight: by Little's law they are the rate times a
+    request's time in the system (its time to the first token and its decode); fewer than C
+    decode at once, the rate rises with C, and past full decode replicas the rest queue."""
+    est = {c: estimate_disaggregated(CATALOG, SHAPE, H100, DECODE, PrefillPool(gpus=4, tp=2),
+                                     concurrency=c, system=DGX) for c in (1, 8, 64, 4000)}
+    for c, e in est.items():
+        loop = e.assumptions["closed_loop"]
+        held = e.requests_per_s * (e.ttft_s + (256 - 1) * e.tpot_s)
+        assert held == pytest.approx(c, rel=1e-3)
+        replicas = DECODE.gpus // DECODE.tp
+        assert loop["decoding_per_replica"] * replicas < c
+        assert loop["concurrency"] == c
+    rates = [est[c].requests_per_s for c in sorted(est)]
+    assert rates == sorted(rates)
+    # the prefill pool the narrower: the rest wait for a prefill pass (in its queue)
+    assert est[4000].bottleneck == "prefill"
+    assert est[4000].prefill_utilization > 0.95
+    assert est[8].assumptions["closed_loop"]["queue_s"] == 0
+    # prefill to spare: full decode replicas, the rest queued for a decode slot
+    wide = estimate_disaggregated(CATALOG, SHAPE, H100, DECODE, PrefillPool(gpus=32, tp=2),
+                                  concurrency=4000, system=DGX)
+    assert wide.bottleneck == "decode" and wide.batch == wide.max_batch
+    queued = wide.assumptions["closed_loop"]["queue_s"]
+    assert queued > 0
+    held = wide.requests_per_s * (wide.ttft_s + (256 - 1) * wide.tpot_s)
+    assert held == pytest.approx(4000, rel=1e-3)
+    # one request alone: its prefill pass, hand-off and decode, one after the other
+    one = est[1]
+    assert one.requests_per_s == pytest.approx(1 / one.request_latency_s, rel=1e-3)
+    with pytest.raises(GpuarchError, match="--rate and --concurrency"):
+        estimate_disaggregated(CATALOG, SHAPE, H100, DECODE, PrefillPool(gpus=4, tp=2),
+                               concurrency=8, rate=1.0, system=DGX)
+    with pytest.raises(GpuarchError, match="--concurrency: expected an integer >= 1"):
+        estimate_disaggregated(CATALOG, SHAPE, H100, DECODE, PrefillPool(gpus=4, tp=2),
+                               concurrency=0, system=DGX)

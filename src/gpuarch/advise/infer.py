@@ -494,8 +494,8 @@ def _search_assumptions(shape: TransformerShape, search: InferenceSearch, prices
                 + (", ".join(search.prefill_gpus) if search.prefill_gpus
                    else "the decode GPU's type")
                 + ") beside each decode pool, sized for the load within the TTFT "
-                "cap; estimate.disagg's model, checked on one published disaggregated "
-                "run (GPT-OSS-120B on GB200)"
+                "cap; estimate.disagg's model, checked on two published disaggregated "
+                "runs (GPT-OSS-120B and DeepSeek-R1 on GB200)"
                 if search.disaggregated else None),
             "cached_prefix": search.cached_prefix or None,
             "output_len_cv": search.output_len_cv or None}

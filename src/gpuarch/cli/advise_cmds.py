@@ -431,8 +431,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser],
     p.add_argument("--disaggregated", action="store_true",
                    help="also search disaggregated deployments: a prefill pool beside each "
                    "decode pool (same formats; the decode GPU's type unless --prefill-gpu), "
-                   "sized for the load and --ttft-ms (its model checked on one published "
-                   "run)")
+                   "sized for the load and --ttft-ms (its model checked on two published "
+                   "runs)")
     p.add_argument("--prefill-gpu", action="append", metavar="NAMES",
                    help="with --disaggregated: GPUs or architectures for the prefill pools, "
                    "comma-separated (e.g. h100 to prefill on H100 whatever decodes); "

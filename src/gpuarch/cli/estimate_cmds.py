@@ -415,11 +415,10 @@ def _print_serving_point(args: argparse.Namespace, shape: TransformerShape, prod
         prefill = None
         if disaggregated:
             cfg = _disaggregated_point_config(args, shape, product, cfg)
-            pool = _prefill_pool(args)
-            prefill = (pool.gpus, pool.tp, pool.ep)
+            prefill = _prefill_pool(args)
         point = inference_point(args.as_point, _preset_of(args), shape, product.key, cfg,
                                 system=args.system, gpu_link=args.gpu_link,
-                                prefill=prefill)
+                                prefill=prefill, concurrency=args.concurrency)
         if args.rate is None:
             hint = ("output_tokens_per_s = ...  (or output_tokens_per_s_per_gpu, ttft_s, "
                     "tpot_s, request_latency_s): what you measured")
@@ -522,13 +521,14 @@ def _disaggregated_point_config(args: argparse.Namespace, shape: TransformerShap
     from gpuarch.estimate.disagg import estimate_disaggregated
     from gpuarch.estimate.inference_config import Batching
 
-    if cfg.batch is None:
-        raise GpuarchError("--as-point: a disaggregated run had a concurrency; give --batch, "
-                           "the sequences each decode replica held (not max)")
+    if args.concurrency is None:
+        raise GpuarchError("--as-point: a disaggregated run is written at its client's "
+                           "concurrency; give --concurrency, the requests it kept in flight")
     _refuse_disaggregated(args)
     cfg = dataclasses.replace(cfg, batching=Batching.CONTINUOUS)
     catalog = load_catalog()
     estimate_disaggregated(catalog, shape, product, cfg, _prefill_pool(args),
+                           concurrency=args.concurrency,
                            system=catalog.system(args.system) if args.system else None)
     return cfg
 
@@ -551,7 +551,8 @@ def _prefill_pool(args: argparse.Namespace, product: Any = None, system: Any = N
     from gpuarch.estimate.disagg import PrefillPool
 
     return PrefillPool(gpus=args.prefill_gpus, tp=args.prefill_tp or args.tp,
-                       ep=args.prefill_ep or 1, product=product, system=system)
+                       ep=args.prefill_ep or 1, product=product, system=system,
+                       max_num_tokens=args.prefill_max_num_tokens or 0)
 
 
 def _preset_of(args: argparse.Namespace) -> str | None:
@@ -722,7 +723,8 @@ def cmd_infer(args: argparse.Namespace) -> int:
     cfg = InferenceConfig(
         input_len=args.input_len, output_len=args.output_len,
         # --rate: batch_for_rate's; a sweep: each of its batches in turn
-        batch=None if args.rate is not None or sweep else args.batch,
+        batch=None if args.rate is not None or args.concurrency is not None or sweep
+        else args.batch,
         gpus=args.gpus or args.tp * args.pp, tp=args.tp, pp=args.pp, ep=args.ep,
         quant=QuantScheme(weights, activations, kv), expert_weights=expert_weights,
         expert_activations=expert_activations,
@@ -950,7 +952,8 @@ def _disaggregated(args: argparse.Namespace, catalog: Any, shape: TransformerSha
                                                           run.reason))))
     pool = _prefill_pool(args, prefill_product, prefill_system)
     est = estimate_disaggregated(catalog, shape, product, cfg, pool, rate=args.rate,
-                                 system=system, efficiency=eff)
+                                 concurrency=args.concurrency, system=system,
+                                 efficiency=eff)
     if args.json:
         doc = est.as_json()
         doc["validation"] = None  # no published disaggregated figures to band it with
@@ -1020,12 +1023,29 @@ def _check_load_flags(args: argparse.Namespace) -> None:
     """--batch or --rate, one of them; --rate means a steady stream: continuous batching."""
     from gpuarch.estimate.inference_config import Batching
 
-    if args.prefill_gpus is None and (args.prefill_tp or args.prefill_ep or args.prefill_gpu):
-        raise GpuarchError("--prefill-tp/--prefill-ep/--prefill-gpu: they shape the prefill "
-                           "pool of --prefill-gpus, which is not given")
-    if (args.batch == NO_BATCH) == (args.rate is None):
+    if args.prefill_gpus is None:
+        given = [flag for flag, value in (
+            ("--prefill-tp", args.prefill_tp), ("--prefill-ep", args.prefill_ep),
+            ("--prefill-max-num-tokens", args.prefill_max_num_tokens),
+            ("--prefill-gpu", args.prefill_gpu)) if value]
+        if given:
+            raise GpuarchError(f"{given[0]}: it shapes the prefill pool of --prefill-gpus, "
+                               "which is not given")
+    if args.concurrency is not None and args.prefill_gpus is None:
+        raise GpuarchError("--concurrency: a client's requests in flight through a "
+                           "disaggregated deployment (--prefill-gpus); an aggregated "
+                           "engine's are its batch: give --batch")
+    loads = [flag for flag, given in (("--batch", args.batch != NO_BATCH),
+                                      ("--rate", args.rate is not None),
+                                      ("--concurrency", args.concurrency is not None))
+             if given]
+    if len(loads) > 1:
+        raise GpuarchError(f"{' or '.join(loads)}: give one of them")
+    if not loads:
         raise GpuarchError("--batch or --rate: give one of them (sequences decoded "
-                           "together, or requests per second arriving)")
+                           "together, or requests per second arriving)"
+                           + ("; or --concurrency, requests a client keeps in flight"
+                              if args.prefill_gpus is not None else ""))
     if isinstance(args.batch, tuple) and args.prefill_gpus is not None:
         raise GpuarchError("--batch: a list of batches sweeps one deployment; the "
                            "disaggregated estimate (--prefill-gpus) takes one batch")

@@ -640,12 +640,21 @@ def add_infer_parser(est_sub: argparse._SubParsersAction[argparse.ArgumentParser
                         "user, one point per batch, to .png or .svg")
     p.add_argument("--prefill-gpus", type=at_least_one("--prefill-gpus"), metavar="N",
                    help="disaggregated serving: N more GPUs that only prefill, their KV "
-                        "caches sent to the --gpus that only decode (checked on one "
-                        "published run)")
+                        "caches sent to the --gpus that only decode (checked on two "
+                        "published runs)")
     p.add_argument("--prefill-tp", type=at_least_one("--prefill-tp"), metavar="T",
                    help="tensor parallelism of a prefill replica (default: --tp)")
     p.add_argument("--prefill-ep", type=at_least_one("--prefill-ep"), metavar="E",
                    help="expert parallelism of a prefill replica (MoE; default 1)")
+    p.add_argument("--concurrency", type=at_least_one("--concurrency"), metavar="C",
+                   help="with --prefill-gpus (this, --batch or --rate): a client that keeps C "
+                        "requests in flight (a benchmark's maximum concurrency); each waits "
+                        "for its prefill and is handed over before it decodes, so fewer "
+                        "than C decode at once")
+    p.add_argument("--prefill-max-num-tokens", type=at_least_one("--prefill-max-num-tokens"),
+                   metavar="N",
+                   help="prompt tokens one prefill pass takes, where the prefill workers' "
+                        "engine sets its own budget (default: --max-num-tokens)")
     p.add_argument("--prefill-gpu", metavar="NAME",
                    help="the prefill pool's GPU where it differs from --gpu (e.g. prefill "
                         "on H100, decode on H200): the KV cache then crosses the network "

@@ -19,9 +19,11 @@ into the decode steps. The model here reuses the aggregated estimate's own opera
   decode step of that batch alone, with no prefill between steps.
 
 The deployment serves the smaller of the two pools' request rates; ``rate`` (requests per
-second) sets the load instead, refused beyond either pool's capacity. Checked on one
-published disaggregated run (``validation/data/inference.toml``, source
-``inferencemax-20764588467``: GPT-OSS-120B on GB200 NVL72 under Dynamo and TensorRT-LLM).
+second) sets the load instead, refused beyond either pool's capacity, and ``concurrency``
+a closed-loop client's requests in flight (``closed_loop``). Checked on two published
+disaggregated runs (``validation/data/inference.toml``, sources
+``inferencemax-20764588467`` and ``inferencemax-20321908209``: GPT-OSS-120B and
+DeepSeek-R1 on GB200 NVL72 under Dynamo and TensorRT-LLM).
 """
 
 from __future__ import annotations
@@ -58,8 +60,8 @@ from gpuarch.units import Unit, from_si
 from gpuarch.workloads.shape import TransformerShape
 
 __all__ = [
-    "DisaggEstimate", "PrefillPool", "best_pass", "estimate_disaggregated", "kv_transfer",
-    "prefill_pool_config",
+    "ClosedLoop", "DisaggEstimate", "PrefillPool", "best_pass", "closed_loop",
+    "estimate_disaggregated", "kv_transfer", "prefill_pool_config",
 ]
 
 
@@ -100,16 +102,76 @@ def best_pass(load: float, sizes: Sequence[float], pass_s: Sequence[float],
 
 
 @dataclass(frozen=True)
+class ClosedLoop:
+    """A closed-loop client's steady state: its requests per second, the mean number each
+    decode replica holds decoding (between two whole batches) and the wait for a decode slot
+    where the decode replicas are full."""
+
+    rate: float
+    batch: float
+    queue_s: float
+
+
+CLOSED_LOOP_ROUNDS = 100
+"""Bisection rounds of ``closed_loop`` (each halves the interval of the decoding batch)."""
+
+
+def closed_loop(concurrency: int, decode_replicas: int, output_len: int,
+                tpot: Sequence[float], sizes: Sequence[float], pass_s: Sequence[float],
+                prefill_replicas: int, transfer_s: float) -> ClosedLoop:
+    """The steady state of a client that keeps ``concurrency`` requests in flight through a
+    disaggregated deployment, each request in turn waiting for and taking a prefill pass
+    (``best_pass`` at the loop's rate), handed over (``transfer_s``) and decoding
+    ``output_len - 1`` tokens at ``tpot[b - 1]`` a token for a decode batch of ``b``
+    sequences a replica (interpolated between whole batches). By Little's law the requests
+    in flight are the rate times a request's time in the system; the decoding batch ``b``
+    that makes them ``concurrency`` is found by bisection. Where even full decode replicas
+    (the last of ``tpot``) leave requests over, they wait for a slot: ``queue_s``."""
+    steps = output_len - 1
+    table = np.asarray(tpot, dtype=float)
+    batches = np.arange(1, table.size + 1, dtype=float)
+
+    def rate_at(b: float) -> float:
+        return decode_replicas * b / (steps * float(np.interp(b, batches, table)))
+
+    def in_flight(b: float) -> float:
+        r = rate_at(b)
+        chosen = best_pass(r / prefill_replicas, sizes, pass_s, 1.0)
+        if chosen is None or math.isinf(chosen[2]):
+            return math.inf  # beyond what the prefill pool carries
+        k, _, wait = chosen
+        ttft = float(pass_s[k]) + wait + transfer_s
+        return r * (ttft + steps * float(np.interp(b, batches, table)))
+
+    top = min(float(table.size), concurrency / decode_replicas)
+    held = in_flight(top)
+    if held <= concurrency:  # every decode slot full, the rest wait for one
+        r = rate_at(top)
+        return ClosedLoop(r, top, (concurrency - held) / r)
+    low, high = 0.0, top
+    for _ in range(CLOSED_LOOP_ROUNDS):
+        mid = (low + high) / 2
+        if in_flight(mid) <= concurrency:
+            low = mid
+        else:
+            high = mid
+    return ClosedLoop(rate_at(low), low, 0.0)
+
+
+@dataclass(frozen=True)
 class PrefillPool:
     """The prefill workers: ``gpus`` in all, each replica ``tp`` x ``ep`` of them, on
     ``product`` in ``system`` where they differ from the decode pool's GPU (prefill on one
-    GPU type, decode on another: the KV cache then crosses the network)."""
+    GPU type, decode on another: the KV cache then crosses the network), each pass of up to
+    ``max_num_tokens`` prompt tokens where the prefill workers' engine sets its own token
+    budget (0: the decode side's)."""
 
     gpus: int
     tp: int = 1
     ep: int = 1
     product: Product | None = None
     system: System | None = None
+    max_num_tokens: int = 0
 
     @property
     def replica_gpus(self) -> int:
@@ -121,6 +183,10 @@ class PrefillPool:
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise GpuarchError(f"--prefill-{name}: expected an integer >= 1, got "
                                    f"{value!r}")
+        budget = self.max_num_tokens
+        if not isinstance(budget, int) or isinstance(budget, bool) or budget < 0:
+            raise GpuarchError(f"--prefill-max-num-tokens: expected an integer >= 1, got "
+                               f"{budget!r}")
         if self.gpus % self.replica_gpus:
             raise GpuarchError(f"--prefill-gpus: {self.gpus} is not a multiple of a prefill "
                                f"replica's {self.replica_gpus} GPUs")
@@ -235,14 +301,24 @@ def kv_transfer(catalog: Catalog, shape: TransformerShape, product: Product,
 
 def estimate_disaggregated(catalog: Catalog, shape: TransformerShape, product: Product,
                            cfg: InferenceConfig, pool: PrefillPool, *,
-                           rate: float | None = None, system: System | None = None,
+                           rate: float | None = None, concurrency: int | None = None,
+                           system: System | None = None,
                            efficiency: Efficiency = DEFAULT_EFFICIENCY) -> DisaggEstimate:
     """Serve with ``pool`` prefilling and ``cfg``'s GPUs (TP, PP, EP, formats) decoding:
     at ``cfg.batch`` sequences per decode replica (None: the most that fit; fewer where the
-    prefill pool cannot keep that many decoding, the batch its rate holds), or at ``rate``
-    requests per second. Errors name the flag when a pool cannot hold the model or cannot
+    prefill pool cannot keep that many decoding, the batch its rate holds), at ``rate``
+    requests per second, or for a closed-loop client that keeps ``concurrency`` requests in
+    flight (a benchmark's maximum concurrency: each request waits for and takes its prefill,
+    is handed over and decodes, so fewer than ``concurrency`` decode at once;
+    ``closed_loop``). Errors name the flag when a pool cannot hold the model or cannot
     carry the rate."""
     pool.validate()
+    if rate is not None and concurrency is not None:
+        raise GpuarchError("--rate and --concurrency: give one of them (requests arriving "
+                           "per second, or requests a client keeps in flight)")
+    if concurrency is not None and (isinstance(concurrency, bool) or
+                                    not isinstance(concurrency, int) or concurrency < 1):
+        raise GpuarchError(f"--concurrency: expected an integer >= 1, got {concurrency!r}")
     if cfg.output_len < 2:
         raise GpuarchError("--output-len: disaggregated serving decodes from the second "
                            "token on; give at least 2")
@@ -252,11 +328,13 @@ def estimate_disaggregated(catalog: Catalog, shape: TransformerShape, product: P
     prefill_system = pool.system if pool.product is not None else system
     prefill = prefill_pool_config(decode, gpus=pool.gpus, tp=pool.tp, ep=pool.ep,
                                   gpus_per_node=prefill_system.gpus_per_node
-                                  if prefill_system else decode.gpus_per_node)
+                                  if prefill_system else decode.gpus_per_node,
+                                  max_num_tokens=pool.max_num_tokens or decode.max_num_tokens)
     try:
         prefill.validate(shape)
     except GpuarchError as exc:  # name the prefill pool's own flags
-        raise GpuarchError(re.sub(r"^--(tp|ep|gpus)\b", r"--prefill-\1", str(exc))) from None
+        own = r"tp|ep|gpus|max-num-tokens" if pool.max_num_tokens else r"tp|ep|gpus"
+        raise GpuarchError(re.sub(rf"^--({own})\b", r"--prefill-\1", str(exc))) from None
 
     # prefill: passes of 1 .. per_pass whole prompts (what a replica holds); a pass of k
     # prompts serves k requests and takes the aggregated model's own pass of k prompts
@@ -288,7 +366,17 @@ def estimate_disaggregated(catalog: Catalog, shape: TransformerShape, product: P
                                         min(cfg.batch, limit) - 1])
 
     bottleneck = "prefill" if prefill_capacity < decode_capacity else "decode"
-    if rate is None:
+    transfer, sent, link = kv_transfer(catalog, shape, product, decode, pool, system,
+                                        efficiency)
+    queue = 0.0
+    if concurrency is not None:
+        # within both pools' capacities by construction (up to rounding at a full pool)
+        loop = closed_loop(concurrency, decode.replicas, cfg.output_len, tpot.tolist(),
+                           sizes.tolist(), pass_s.tolist(), prefill.replicas, transfer)
+        load = min(loop.rate, prefill_capacity, decode_capacity)
+        queue = loop.queue_s
+        utilization_cap = 1.0
+    elif rate is None:
         load = min(prefill_capacity, decode_capacity)
         utilization_cap = MAX_PREFILL_LOAD
     else:
@@ -309,15 +397,17 @@ def estimate_disaggregated(catalog: Catalog, shape: TransformerShape, product: P
     b = int(np.nonzero(decode_rate >= load * (1 - 1e-12))[0][0])
     if cfg.batch is not None and rate is None and bottleneck == "decode":
         b = min(cfg.batch, limit) - 1
+    if concurrency is not None:  # the whole batch that holds the loop's mean
+        b = min(limit, max(1, math.ceil(loop.batch - 1e-9))) - 1
     chosen = best_pass(load / prefill.replicas, sizes.tolist(), pass_s.tolist(),
                        utilization_cap)
     assert chosen is not None  # load <= prefill_capacity
     k, rho, wait = chosen
     service = float(pass_s[k])
-    transfer, sent, link = kv_transfer(catalog, shape, product, decode, pool, system,
-                                        efficiency)
-    ttft = service + wait + transfer
+    ttft = service + wait + transfer + queue
     step = float(tpot[b])
+    if concurrency is not None:  # the mean decoding batch, between two whole ones
+        step = float(np.interp(loop.batch, batches, tpot))
     memory = memory_per_gpu(shape, decode, b + 1, product)
     prefill_memory = memory_per_gpu(shape, prefill, int(sizes[k]), prefill_product)
     return DisaggEstimate(
@@ -338,7 +428,8 @@ def estimate_disaggregated(catalog: Catalog, shape: TransformerShape, product: P
             "kv_cache_fallback": cfg.kv_cache_fallback,
             "prefill": {"gpu": prefill_product.name, "gpus": pool.gpus, "tp": pool.tp,
                         "ep": pool.ep,
-                        "replicas": prefill.replicas, "prompts_per_pass": int(sizes[k]),
+                        "replicas": prefill.replicas, "max_num_tokens": prefill.max_num_tokens,
+                        "prompts_per_pass": int(sizes[k]),
                         "pass_s": service, "busy": rho, "wait_s": wait},
             "decode": {"gpus": cfg.gpus, "tp": cfg.tp, "pp": cfg.pp, "ep": cfg.ep,
                        "replicas": decode.replicas},
@@ -351,7 +442,11 @@ def estimate_disaggregated(catalog: Catalog, shape: TransformerShape, product: P
                                         cfg.moe_kernels, efficiency)
                 for role, p in (("prefill", prefill_product), ("decode", product))}
             if shape.is_moe else None,
-            "rate_given": rate is not None,
+            "rate_given": rate is not None and concurrency is None,
+            # a closed-loop client's requests in flight, the mean each decode replica holds
+            # of them and the wait for a pool beyond what the loop's rate leaves
+            "closed_loop": {"concurrency": concurrency, "decoding_per_replica": loop.batch,
+                            "queue_s": queue} if concurrency is not None else None,
             # what the hand-off carries beside the prompt's KV cache: a hybrid model's
             # Mamba-2 state, one per block, on each prefill GPU
             "mamba_state_sent_bytes_per_gpu": hybrid_state_bytes(shape, pool.tp,
@@ -360,6 +455,7 @@ def estimate_disaggregated(catalog: Catalog, shape: TransformerShape, product: P
             "prefill_gpu_memory_bytes": prefill_product.memory_bytes,
             "reserve_fraction": RESERVE_FRACTION if not cfg.kv_cache_fraction else None,
             "model": "estimate.disagg: the aggregated model's operators per pool; checked "
-                     "on one published disaggregated run (InferenceMAX's GPT-OSS-120B on "
-                     "GB200, source inferencemax-20764588467)",
+                     "on two published disaggregated runs (InferenceMAX's GPT-OSS-120B and "
+                     "DeepSeek-R1 on GB200, sources inferencemax-20764588467 and "
+                     "inferencemax-20321908209)",
         })

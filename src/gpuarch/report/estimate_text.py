@@ -272,7 +272,10 @@ def render_disaggregated(e: DisaggEstimate) -> str:
     """A disaggregated deployment in text: both pools, the KV hand-off, the steady state."""
     a = e.assumptions
     pre, dec, f = a["prefill"], a["decode"], a["formats"]
-    load = "at the rate given" if a["rate_given"] else "flat out"
+    loop = a.get("closed_loop")
+    load = (f"with {loop['concurrency']:,} requests in flight (a client's closed loop: "
+            f"{fmt(loop['decoding_per_replica'])} decoding a replica)" if loop else
+            "at the rate given" if a["rate_given"] else "flat out")
     where = (f"{e.gpus} x {e.gpu}" if pre["gpu"] == e.gpu else
              f"{e.prefill_gpus} x {pre['gpu']} (prefill) + {e.decode_gpus} x {e.gpu} (decode)")
     return "\n".join([
@@ -297,7 +300,9 @@ def render_disaggregated(e: DisaggEstimate) -> str:
         + (f"KV and {_mixer(a)} state"
            if a.get("mamba_state_sent_bytes_per_gpu") else "KV")
         + " hand-off "
-        f"{fmt(from_si(e.kv_transfer_s, Unit.MS))} ms over {e.kv_link})",
+        f"{fmt(from_si(e.kv_transfer_s, Unit.MS))} ms over {e.kv_link}"
+        + (f", then {fmt(from_si(loop['queue_s'], Unit.MS))} ms queued for a decode slot"
+           if loop and loop["queue_s"] > 0 else "") + ")",
         f"  TPOT          {fmt(from_si(e.tpot_s, Unit.MS))} ms   (decode batch {e.batch} per "
         "replica, no prefill between steps)",
         f"  request       {fmt(e.request_latency_s)} s",
@@ -310,9 +315,11 @@ def render_disaggregated(e: DisaggEstimate) -> str:
         f"batch that fits: {e.max_batch}), prefill {_gib(sum(e.prefill_memory.values()))} GiB"
         + (f" of {_gib(a['prefill_gpu_memory_bytes'])} GiB" if pre["gpu"] != e.gpu else ""),
         "",
-        "  Checked on one published disaggregated run, InferenceMAX's GPT-OSS-120B on GB200 "
-        "under Dynamo and TensorRT-LLM (gpuarch validate inference --match "
-        "inferencemax-20764588467); no error band.",
+        "  Checked on two published disaggregated runs, InferenceMAX's GPT-OSS-120B and "
+        "DeepSeek-R1 on GB200 under Dynamo and TensorRT-LLM (gpuarch validate inference "
+        "--match inferencemax-20764588467, inferencemax-20321908209): decode pools with "
+        "attention data parallelism read their tokens up to twice as fast as measured; no "
+        "error band.",
     ])
 
 

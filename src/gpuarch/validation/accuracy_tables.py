@@ -68,8 +68,8 @@ SERVING_FAMILIES = (
      ("inferencemax-20308883467",)),
     ("InferenceMAX's SGLang 0.5.6 nightly run (DeepSeek-R1-0528, B200 and H200)",
      ("inferencemax-20621824084",)),
-    ("InferenceMAX's Dynamo run, disaggregated (GPT-OSS-120B, GB200)",
-     ("inferencemax-20764588467",)),
+    ("InferenceMAX's Dynamo runs, disaggregated (GPT-OSS-120B and DeepSeek-R1, GB200)",
+     ("inferencemax-20764588467", "inferencemax-20321908209")),
 )
 METRIC_LABELS = {
     "output_tokens_per_s": "output tokens/s",

@@ -5,14 +5,15 @@ GPUs or per GPU), time to first token, time per output token. Every figure it gi
 compared with the model's prediction for the same model, GPU, parallelism, formats, lengths
 and batching: static batches as static, serving benchmarks at their concurrency as
 continuous batching, max-throughput runs as continuous batching at the largest batch that
-fits. A point that names a prefill pool (``prefill_gpus``, with ``prefill_tp`` and
-``prefill_ep``) ran disaggregated: its ``gpus``, ``tp`` and ``ep`` are the decode pool's, its
-concurrency is spread over the decode replicas, and it is priced by
-``estimate.disagg.estimate_disaggregated``.
+fits. A point that names a prefill pool (``prefill_gpus``, with ``prefill_tp``,
+``prefill_ep`` and ``prefill_max_num_tokens``) ran disaggregated: its ``gpus``, ``tp`` and
+``ep`` are the decode pool's, its concurrency is spread over the decode replicas, and it is
+priced by ``estimate.disagg.estimate_disaggregated``.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cache
@@ -111,10 +112,11 @@ ENGINE_KEYS = ("cuda_graph_batch_sizes", "cuda_graph_max_context", "executor",
 """Point settings a source may set once for all its points (``engine`` on the source)."""
 
 
-DISAGG_KEYS = ("prefill_gpus", "prefill_tp", "prefill_ep")
-"""A disaggregated run's prefill pool: its GPUs in all and each prefill replica's TP and EP
-(``estimate.disagg.PrefillPool``); the point's ``gpus``, ``tp`` and ``ep`` are then the decode
-pool's."""
+DISAGG_KEYS = ("prefill_gpus", "prefill_tp", "prefill_ep", "prefill_max_num_tokens")
+"""A disaggregated run's prefill pool: its GPUs in all, each prefill replica's TP and EP and,
+where the prefill workers' engine sets its own, the prompt tokens of one pass
+(``estimate.disagg.PrefillPool``); the point's ``gpus``, ``tp``, ``ep`` and
+``max_num_tokens`` are then the decode pool's."""
 
 
 POINT_KEYS = frozenset({
@@ -280,6 +282,10 @@ def compare_point(catalog: Catalog, point: TrainingPoint, efficiency: Efficiency
                                       point.get("gpu_link"))
     shape = point_shape(point)
     cfg = point_config(point, system.gpus_per_node if system else 8, product)
+    pool_keys = [k for k in DISAGG_KEYS[1:] if point.get(k) is not None]
+    if pool_keys and point.get("prefill_gpus") is None:
+        raise GpuarchError(f"point {point.id}: {pool_keys[0]}: it shapes the prefill pool of "
+                           "a disaggregated run, and the point gives no prefill_gpus")
     if point.get("prefill_gpus") is not None:
         return _compare_disaggregated(catalog, point, product, system, shape, cfg,
                                       efficiency)
@@ -330,24 +336,29 @@ def _comparison(point: TrainingPoint, model: str, gpu: str, cfg: InferenceConfig
 def _compare_disaggregated(catalog: Catalog, point: TrainingPoint, product: Product,
                            system: Any, shape: Any, cfg: InferenceConfig,
                            efficiency: Efficiency) -> list[InferenceComparison]:
-    """A disaggregated point's figures: its decode pool (the point's GPUs, TP and EP) holds
-    the run's concurrency spread evenly over its replicas (each attention-data-parallel rank
-    one), its prefill pool is the point's ``prefill_*``; the deployment serves what the
-    narrower pool carries (``estimate_disaggregated`` at that batch)."""
+    """A disaggregated point's figures: the run's client keeps its concurrency in flight
+    through the point's prefill pool (``prefill_*``) and its decode pool (the point's GPUs,
+    TP and EP; each attention-data-parallel rank a replica), so the decode replicas hold what
+    the loop leaves decoding (``estimate_disaggregated`` with ``concurrency``)."""
     concurrency = point.get("concurrency")
     if point.get("mode") != "serving" or not concurrency:
         raise GpuarchError(f"point {point.id}: prefill_gpus: a disaggregated point gives "
                            "mode = \"serving\" and its concurrency")
+    budget = point.get("prefill_max_num_tokens")
+    if budget is not None and budget < 1:  # (the pool's 0 is "the decode side's")
+        raise GpuarchError(f"point {point.id}: prefill_max_num_tokens: expected an integer "
+                           f">= 1, got {budget!r}")
     pool = PrefillPool(gpus=point.get("prefill_gpus"), tp=point.get("prefill_tp", 1),
-                       ep=point.get("prefill_ep", 1))
+                       ep=point.get("prefill_ep", 1), max_num_tokens=budget or 0)
     try:
         pool.validate()
     except GpuarchError as exc:  # name the data file's fields, not the flags
-        raise GpuarchError(f"point {point.id}: "
-                           + str(exc).replace("--prefill-", "prefill_")) from None
-    per_replica = -(-int(concurrency) // cfg.replicas)
-    cfg = replace(cfg, batch=per_replica)
-    doc = estimate_disaggregated(catalog, shape, product, cfg, pool, system=system,
+        field_name = re.sub(r"--(prefill-[a-z-]+)",
+                            lambda m: m.group(1).replace("-", "_"), str(exc))
+        raise GpuarchError(f"point {point.id}: {field_name}") from None
+    cfg = replace(cfg, batch=None)
+    doc = estimate_disaggregated(catalog, shape, product, cfg, pool,
+                                 concurrency=int(concurrency), system=system,
                                  efficiency=efficiency).as_json()
     explain = {"batch": doc["batch"], "ttft_s": doc["ttft_s"], "tpot_s": doc["tpot_s"],
                "bottleneck": doc["bottleneck"], "disaggregated": doc["disaggregated"],

@@ -169,13 +169,14 @@ def training_point(run_id: str, model: str | None, shape: Any, gpu: str, cfg: An
 
 def inference_point(run_id: str, model: str | None, shape: Any, gpu: str, cfg: Any,
                     system: str | None = None, gpu_link: str | None = None,
-                    prefill: tuple[int, int, int] | None = None) -> dict[str, Any]:
+                    prefill: Any = None, concurrency: int | None = None
+                    ) -> dict[str, Any]:
     """The serving run ``cfg`` of ``shape`` on ``gpu`` as a point: the formats, lengths, how
     it batched (a static batch's ``batch``, a continuous batch's ``concurrency``, or an
     offline ``max-throughput`` run), the engine-limits source and every engine setting off
-    its default. ``prefill`` (GPUs, TP, EP): a disaggregated run's prefill pool, ``cfg``
-    then its decode pool at ``cfg.batch`` sequences a replica, written as the concurrency of
-    all its replicas."""
+    its default. ``prefill`` (an ``estimate.disagg.PrefillPool``): a disaggregated run's
+    prefill pool, ``cfg`` then its decode pool and ``concurrency`` the requests its client
+    kept in flight."""
     from gpuarch.estimate.inference_config import Batching, InferenceConfig
     from gpuarch.validation.inference import point_config
 
@@ -194,12 +195,14 @@ def inference_point(run_id: str, model: str | None, shape: Any, gpu: str, cfg: A
             raise GpuarchError("--as-point: a measured static batch had a size; give --batch "
                                "the one your run used (not max)")
         point |= {"mode": "static-batch", "batch": cfg.batch}
+    elif prefill is not None:
+        point |= {"mode": "serving", "concurrency": concurrency,
+                  "prefill_gpus": prefill.gpus, "prefill_tp": prefill.tp,
+                  "prefill_ep": prefill.ep}
+        if prefill.max_num_tokens:
+            point["prefill_max_num_tokens"] = prefill.max_num_tokens
     elif cfg.batch is None:
         point["mode"] = "max-throughput"
-    elif prefill is not None:
-        point |= {"mode": "serving", "concurrency": cfg.batch * cfg.replicas,
-                  "prefill_gpus": prefill[0], "prefill_tp": prefill[1],
-                  "prefill_ep": prefill[2]}
     else:
         point |= {"mode": "serving", "concurrency": cfg.batch}
     for name in _SERVING_FIELDS:
@@ -214,8 +217,8 @@ def inference_point(run_id: str, model: str | None, shape: Any, gpu: str, cfg: A
 
     _node_size(point, cfg, gpu_link, config)
     # why the KV cache's format changed is not a setting: the formats themselves compare
-    # (a disaggregated point's concurrency reads back as its batch, spread over the decode
-    # replicas when it is priced)
+    # (a disaggregated point's concurrency reads back as its batch; it is priced as the
+    # requests its client keeps in flight)
     _read_back(point, shape,
                dataclasses.replace(cfg, batch=point["concurrency"]) if prefill else cfg,
                gpu_link, config, skip=("kv_cache_fallback",))
