@@ -893,6 +893,23 @@ def load_point_calls() -> Iterator[list[str]]:
             yield [*base, flag, value]
 
 
+DISAGGREGATED_FLAGS = ("--prefill-gpus", "--prefill-tp", "--prefill-ep",
+                       "--prefill-max-num-tokens", "--concurrency", "--max-num-tokens",
+                       "--max-batch-size", "--prefill-gpu", "--rate", "--batch", "--as-point")
+
+
+def disaggregated_calls() -> Iterator[list[str]]:
+    """``estimate infer --prefill-gpus`` for a client's closed loop (``--concurrency``), and
+    its ``--as-point`` writer, with each flag that shapes the two pools at each odd value."""
+    base = ["estimate", "infer", "--model", "llama-3.1-8b", "--gpu", "h100", "--gpus", "2",
+            "--input-len", "1000", "--output-len", "100", "--prefill-gpus", "2",
+            "--concurrency", "16"]
+    for tail in ([], ["--as-point"]):
+        for flag in DISAGGREGATED_FLAGS:
+            for value in ODD_VALUES:
+                yield [*base, *tail, flag, value]
+
+
 CALIBRATION: dict[str, Any] = {
     "schema": "gpuarch-calibration", "version": 1, "created": "2026-12-05T00:00:00Z",
     "device": {"name": "NVIDIA H100 80GB HBM3", "product": "h100-sxm5-80gb"},
@@ -1044,6 +1061,7 @@ def main_(argv: list[str] | None = None) -> int:
         # price file) is written just before the calls that read it
         for call in itertools.chain(flag_calls(commands), small_dimension_calls(),
                                     measured_run_calls(Path(tmp)), load_point_calls(),
+                                    disaggregated_calls(),
                                     power_run_calls(Path(tmp)),
                                     bench_result_calls(Path(tmp)),
                                     saved_report_calls(Path(tmp)),
