@@ -495,7 +495,8 @@ def _search_assumptions(shape: TransformerShape, search: InferenceSearch, prices
                    else "the decode GPU's type")
                 + ") beside each decode pool, sized for the load within the TTFT "
                 "cap; estimate.disagg's model, checked on two published disaggregated "
-                "runs (GPT-OSS-120B and DeepSeek-R1 on GB200)"
+                "runs (GPT-OSS-120B and DeepSeek-R1 on GB200), where decode pools with "
+                "attention data parallelism ran up to twice the modelled time a token"
                 if search.disaggregated else None),
             "cached_prefix": search.cached_prefix or None,
             "output_len_cv": search.output_len_cv or None}
