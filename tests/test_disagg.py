@@ -280,7 +280,8 @@ tpot_s = 0.02
     assert rows["tpot_s"]["predicted"] == pytest.approx(e.tpot_s, rel=1e-5)
     assert rows["tpot_s"]["gpus"] == 8 and rows["tpot_s"]["batching"] == "disaggregated 48"
     status, out, err = run(capsys, "validate", "inference", "--data", str(data), "--explain")
-    assert status == 0 and "disaggregated: 4 GPUs decoding at batch" in out
+    assert status == 0 and "disaggregated: 4 GPUs decoding " in out
+    assert "a replica on average of the client's 48 in flight" in out
     assert "; 4 GPUs prefilling, passes of" in out
     data.write_text(point.replace("prefill_gpus = 4", "prefill_gpus = 3"))
     status, out, err = run(capsys, "validate", "inference", "--data", str(data))

@@ -464,8 +464,11 @@ def _infer_explained(x: dict[str, Any]) -> str:
         def gpus(n: int) -> str:
             return f"{n:,} GPU" + ("" if n == 1 else "s")
 
-        return (f"disaggregated: {gpus(d['decode_gpus'])} decoding at batch {x['batch']} a "
-                f"replica, a step {fmt_seconds(x['tpot_s'])}; {gpus(d['prefill_gpus'])} "
+        loop = x.get("closed_loop")
+        held = (f"{loop['decoding_per_replica']:.1f} a replica on average of the client's "
+                f"{loop['concurrency']:,} in flight" if loop else f"batch {x['batch']} a replica")
+        return (f"disaggregated: {gpus(d['decode_gpus'])} decoding {held}, a step "
+                f"{fmt_seconds(x['tpot_s'])}; {gpus(d['prefill_gpus'])} "
                 f"prefilling, passes of {p['prompts_per_pass']} prompt"
                 f"{'' if p['prompts_per_pass'] == 1 else 's'} "
                 f"{fmt_seconds(p['pass_s'])}, {p['busy']:.0%} busy; the "

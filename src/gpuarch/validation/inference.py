@@ -362,7 +362,8 @@ def _compare_disaggregated(catalog: Catalog, point: TrainingPoint, product: Prod
                                  efficiency=efficiency).as_json()
     explain = {"batch": doc["batch"], "ttft_s": doc["ttft_s"], "tpot_s": doc["tpot_s"],
                "bottleneck": doc["bottleneck"], "disaggregated": doc["disaggregated"],
-               "prefill": doc["assumptions"]["prefill"]}
+               "prefill": doc["assumptions"]["prefill"],
+               "closed_loop": doc["assumptions"]["closed_loop"]}
     rows = []
     for key, attr in _METRICS.items():
         published = point.get(key)
