@@ -514,9 +514,9 @@ spread is written to the point: fixed-length requests come back a token or two a
 
 def _disaggregated_point_config(args: argparse.Namespace, shape: TransformerShape,
                                 product: Any, cfg: Any) -> Any:
-    """The decode pool's configuration of a disaggregated run written as a point: a
-    continuous batch of --batch sequences a decode replica, checked by the disaggregated
-    estimate itself (a pool it refuses is not written)."""
+    """The decode pool's configuration of a disaggregated run written as a point at the
+    client's --concurrency, checked by the disaggregated estimate itself (a pool it refuses
+    is not written)."""
     from gpuarch.catalog.loader import load_catalog
     from gpuarch.estimate.disagg import estimate_disaggregated
     from gpuarch.estimate.inference_config import Batching

@@ -38,7 +38,7 @@ import numpy as np
 
 from gpuarch.catalog.loader import Catalog
 from gpuarch.catalog.model import Product, System
-from gpuarch.errors import GpuarchError
+from gpuarch.errors import GpuarchError, check_count
 from gpuarch.estimate.inference import evaluate_inference, pass_times
 from gpuarch.estimate.inference_config import (
     MAX_PREFILL_LOAD,
@@ -183,10 +183,7 @@ class PrefillPool:
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise GpuarchError(f"--prefill-{name}: expected an integer >= 1, got "
                                    f"{value!r}")
-        budget = self.max_num_tokens
-        if not isinstance(budget, int) or isinstance(budget, bool) or budget < 0:
-            raise GpuarchError(f"--prefill-max-num-tokens: expected an integer >= 1, got "
-                               f"{budget!r}")
+        check_count("--prefill-max-num-tokens", self.max_num_tokens, zero_unset=True)
         if self.gpus % self.replica_gpus:
             raise GpuarchError(f"--prefill-gpus: {self.gpus} is not a multiple of a prefill "
                                f"replica's {self.replica_gpus} GPUs")

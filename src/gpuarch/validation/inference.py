@@ -7,8 +7,8 @@ and batching: static batches as static, serving benchmarks at their concurrency 
 continuous batching, max-throughput runs as continuous batching at the largest batch that
 fits. A point that names a prefill pool (``prefill_gpus``, with ``prefill_tp``,
 ``prefill_ep`` and ``prefill_max_num_tokens``) ran disaggregated: its ``gpus``, ``tp`` and
-``ep`` are the decode pool's, its concurrency is spread over the decode replicas, and it is
-priced by ``estimate.disagg.estimate_disaggregated``.
+``ep`` are the decode pool's, its concurrency is the client's requests in flight through
+both pools, and it is priced by ``estimate.disagg.estimate_disaggregated``.
 """
 
 from __future__ import annotations
